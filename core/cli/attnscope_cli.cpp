@@ -1,0 +1,116 @@
+// attnscope-cli: the engine without a display. trace | pytorch | bench (SPEC §2.5).
+// Exit 0 on success; 2 with one line "error: …" on stderr for bad input.
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <sstream>
+
+#include "attention.h"
+#include "bench.h"
+#include "errors.h"
+#include "presets.h"
+#include "pytorch_script.h"
+#include "trace_json.h"
+#include "workspace.h"
+
+using namespace attnscope;
+
+namespace {
+
+// Parses "0,2" into batch indices.
+std::vector<int> parseBatches(const std::string& list) {
+  std::vector<int> out;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      std::size_t used = 0;
+      const int b = std::stoi(item, &used);
+      if (used != item.size()) throw std::invalid_argument(item);
+      out.push_back(b);
+    } catch (const std::exception&) {
+      throw InputError("--batch: expected comma-separated batch indices like 0,1, got '" + list + "'");
+    }
+  }
+  return out;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"attnscope-cli: self-attention traces with PyTorch parity, no display needed"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "attnscope-cli 0.1");
+
+  std::string trace_path, batch_list;
+  int trace_threads = -1;
+  auto* trace = app.add_subcommand("trace", "print the full forward-pass trace of a workspace as JSON");
+  trace->add_option("workspace", trace_path, "workspace JSON file")->required();
+  trace->add_option("--threads", trace_threads, "use the OpenMP path with N threads (0 = all cores)")
+      ->check(CLI::Range(0, 1024));
+  trace->add_option("--batch", batch_list,
+                    "keep the intermediates of these batch elements only (e.g. 0); outputs are "
+                    "always printed");
+
+  std::string script_path;
+  auto* pytorch = app.add_subcommand("pytorch", "print a Python script that rebuilds the workspace in PyTorch");
+  pytorch->add_option("workspace", script_path, "workspace JSON file")->required();
+
+  std::string bench_path, bench_preset;
+  BenchOptions bench_options;
+  auto* bench = app.add_subcommand("bench", "time the forward pass and the trace (JSON)");
+  auto* bench_ws = bench->add_option("workspace", bench_path, "workspace JSON file");
+  bench->add_option("--preset", bench_preset, "a preset from assets/presets, e.g. gpt2-small")
+      ->excludes(bench_ws);
+  bench->add_option("--threads", bench_options.threads, "OpenMP threads (0 = all cores)")
+      ->check(CLI::Range(0, 1024));
+  bench->add_option("--repeat", bench_options.repeat, "timed runs per measurement")
+      ->check(CLI::Range(1, 1000));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "error: " << e.what() << " (see attnscope-cli --help)\n";
+    return 2;
+  }
+
+  if (*trace) {
+    const Workspace ws = loadWorkspace(trace_path);
+    ExecutionOptions exec;
+    exec.parallel = trace_threads >= 0;
+    exec.threads = std::max(trace_threads, 0);
+    TraceRequest request;
+    if (!batch_list.empty()) {
+      request.all_batches = false;
+      request.batches = parseBatches(batch_list);
+    }
+    const Trace t = computeTrace(ws.embeddings, ws.model, exec, request);
+    std::ostringstream text;  // all or nothing: an error never leaves half a document on stdout
+    writeTraceJson(text, ws, t);
+    std::cout << text.str();
+  } else if (*pytorch) {
+    std::cout << pytorchScript(loadWorkspace(script_path), script_path);
+  } else if (*bench) {
+    if (bench_path.empty() && bench_preset.empty())
+      throw InputError("bench: give a workspace file or --preset NAME");
+    const std::string path = bench_preset.empty() ? bench_path : presetPath(bench_preset);
+    nlohmann::json result = benchWorkspace(loadWorkspace(path), bench_options);
+    result["workspace"] = bench_preset.empty() ? bench_path : bench_preset;
+    std::cout << result.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+  } catch (const ComputeError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of memory\n";
+  }
+  return 2;
+}

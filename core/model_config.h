@@ -1,0 +1,63 @@
+// ModelConfig: one attention module of the chapter and its hyper-parameters, as a plain struct
+// with defaults. Each variant is the seed notebook's class of the same name (SPEC §2.1).
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace attnscope {
+
+enum class Variant { Simple, SelfAttentionV1, SelfAttentionV2, Causal, MultiHeadWrapper, MultiHead };
+enum class Scale { SqrtDk, None };
+enum class Normalization { Softmax, Sum };
+
+struct ModelConfig {
+  Variant variant = Variant::MultiHead;  // which step of the chapter
+  int d_out = 2;              // projection width: per head for the wrapper, all heads for multihead
+  int num_heads = 2;          // heads; 1 for the single-head variants
+  double dropout = 0.0;       // dropout p in [0, 1) on the attention weights (dropout variants)
+  std::uint32_t seed = 123;   // torch.manual_seed(seed) right before the module is built
+  bool qkv_bias = false;      // nn.Linear(d_in, d_out, bias=qkv_bias) for W_query, W_key, W_value
+  bool causal = true;         // −∞ above the diagonal before softmax (no future tokens)
+  Scale scale = Scale::SqrtDk;  // divide scores by √d_k, or not
+  bool training = true;       // a fresh nn.Module trains: dropout acts only in training mode
+  int batch_size = 2;         // B: the inputs stacked this many times (dropout differs per copy)
+  Normalization normalization = Normalization::Softmax;  // simple only: softmax or ÷ row sum
+};
+
+// The seed notebook's settings for each variant (the defaults of missing workspace fields).
+ModelConfig defaultConfig(Variant variant);
+
+// Variant ids as in workspaces ("multihead") and as a learner reads them ("4 · Multi-head attention").
+const char* variantId(Variant variant);
+const char* variantTitle(Variant variant);
+bool parseVariant(const std::string& id, Variant* out);
+const char* scaleId(Scale scale);
+const char* normalizationId(Normalization normalization);
+
+// What each variant has, so validation, the app and the CLI agree.
+bool hasProjections(Variant v);   // W_query/W_key/W_value (all but simple)
+bool hasLinearLayers(Variant v);  // nn.Linear, so qkv_bias applies (v2 and later)
+bool hasDropout(Variant v);       // nn.Dropout on the weights (causal, wrapper, multihead)
+bool isMultiHead(Variant v);      // num_heads may exceed 1
+bool hasOutProj(Variant v);       // multihead's out_proj
+
+// Sizes derived from the config for inputs of width d_in.
+int headWidth(const ModelConfig& m, int d_in);    // columns of each head's Q, K, V
+int headCount(const ModelConfig& m);              // heads actually computed
+int contextWidth(const ModelConfig& m, int d_in); // width of the concatenated context
+int outputWidth(const ModelConfig& m, int d_in);  // width of the module's return value
+
+// Sizes the engine refuses beyond (SPEC §2.4); a plain struct so tests and tools can lower them.
+struct Limits {
+  int max_tokens = 4096;      // T
+  int max_dim = 4096;         // d_in and d_out
+  int max_heads = 64;         // num_heads
+  int max_batch = 64;         // batch_size
+  std::int64_t max_attention_cells = std::int64_t{1} << 28;  // B·H·T·T, bounds the trace's memory
+  std::int64_t max_file_bytes = std::int64_t{64} << 20;       // a workspace file
+};
+
+// Throws InputError naming the field ("model.num_heads: …") if the config cannot be computed.
+void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& limits);
+
+}  // namespace attnscope

@@ -1,0 +1,52 @@
+// TorchGenerator: PyTorch's CPU random generator (torch.manual_seed + the CPU distribution kernels
+// of Debian's torch 1.13), reproduced bit for bit so parameters and dropout masks equal the
+// notebook's. The kernels it mirrors are in libtorch-dev's ATen/core/TransformationHelper.h,
+// DistributionsHelper.h and native/cpu/DistributionTemplates.h.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <random>
+
+namespace attnscope {
+
+class TorchGenerator {
+ public:
+  // torch.manual_seed(seed): a standard MT19937 seeded with the 32-bit seed.
+  explicit TorchGenerator(std::uint32_t seed) : engine_(seed) {}
+
+  // One 32-bit draw (CPUGeneratorImpl::random).
+  std::uint32_t random() { return static_cast<std::uint32_t>(engine_()); }
+  // Two 32-bit draws, the first is the high half (CPUGeneratorImpl::random64).
+  std::uint64_t random64();
+
+  // uniform_real_distribution<float>: 24 random bits scaled in double, then x·(to−from)+from.
+  float uniformFloat(float from, float to);
+  // uniform_real_distribution<double>: 53 random bits from random64().
+  double uniformDouble(double from, double to);
+
+  // tensor.uniform_(from, to) on n contiguous floats; torch.rand is uniform(0, 1).
+  void fillUniform(float* data, std::size_t n, double from, double to);
+  // tensor.normal_(mean, std) on n contiguous floats (torch.randn is normal(0, 1)): the 16-wide
+  // Box–Muller fill for n ≥ 16, the scalar double path below that.
+  void fillNormal(float* data, std::size_t n, double mean, double std);
+
+  // nn.Linear(fan_in, fan_out) weight: kaiming_uniform_(a=√5) on fan_out × fan_in floats.
+  void fillLinearWeight(float* data, std::size_t fan_out, std::size_t fan_in);
+  // nn.Linear bias: uniform(−1/√fan_in, 1/√fan_in) on fan_out floats.
+  void fillLinearBias(float* data, std::size_t fan_out, std::size_t fan_in);
+
+  // Dropout in training mode with 0 < p < 1: one random64 draw per element, in row-major order;
+  // keep[i] = 1 when the element survives (u < 1 − p). Draws nothing when p == 0.
+  void fillDropoutKeep(std::uint8_t* keep, std::size_t n, double p);
+  // The factor torch multiplies kept elements by: 1.0f / float(1 − p).
+  static float dropoutScale(double p) { return 1.0f / static_cast<float>(1.0 - p); }
+
+ private:
+  double normalDouble(double mean, double std);  // at::normal_distribution<double>
+
+  std::mt19937 engine_;
+  std::optional<double> next_double_normal_;  // Box–Muller's second value, cached like torch does
+};
+
+}  // namespace attnscope
