@@ -1,7 +1,9 @@
 #include "workspace.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -63,10 +65,10 @@ std::string getString(const json& v, const std::string& field) {
 
 float getFloat(const json& v, const std::string& field) {
   if (!v.is_number()) fail(field, std::string("expected a number, got ") + typeName(v));
-  const double d = v.get<double>();
-  if (!std::isfinite(d) || std::fabs(d) > std::numeric_limits<float>::max())
-    fail(field, "not a finite float32 number: " + v.dump());
-  return static_cast<float>(d);
+  // Finite once rounded to float32: FLT_MAX prints as 3.4028235e+38, a hair above it as a double.
+  const float f = static_cast<float>(v.get<double>());
+  if (!std::isfinite(f)) fail(field, "not a finite float32 number: " + v.dump());
+  return f;
 }
 
 ModelConfig parseModel(const json& j) {
@@ -156,6 +158,27 @@ Matrix parseMatrix(const json& j, const Limits& limits) {
   return x;
 }
 
+// The deepest nesting of arrays and objects in `text`, strings skipped. Checked before parsing:
+// copying or printing a 100 000-deep document would overflow the stack.
+int nestingDepth(const std::string& text) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 }  // namespace
 
 Matrix makeRandomEmbeddings(const RandomEmbeddings& r) {
@@ -186,10 +209,13 @@ Workspace bookExample(Variant variant) {
 Workspace parseWorkspace(const std::string& text, const Limits& limits) {
   if (static_cast<std::int64_t>(text.size()) > limits.max_file_bytes)
     fail("workspace", "larger than the limit of " + std::to_string(limits.max_file_bytes) + " bytes");
+  constexpr int kMaxDepth = 64;
+  if (nestingDepth(text) > kMaxDepth)
+    fail("workspace", "nested deeper than " + std::to_string(kMaxDepth) + " levels");
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax errors, and numbers beyond double (1e400)
     std::string what = e.what();
     const auto cut = what.find("] ");
     fail("workspace", "not valid JSON: " + (cut == std::string::npos ? what : what.substr(cut + 2)));
@@ -241,8 +267,10 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
 }
 
 Workspace loadWorkspace(const std::string& path, const Limits& limits) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a workspace file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open the file");
+  if (!in) fail(path, "cannot open the file (does it exist?)");
   in.seekg(0, std::ios::end);
   const std::streamoff size = in.tellg();
   if (size < 0) fail(path, "cannot read the file");

@@ -64,6 +64,11 @@ int run(int argc, char** argv) {
   bench->add_option("--repeat", bench_options.repeat, "timed runs per measurement")
       ->check(CLI::Range(1, 1000));
 
+  const std::string first = argc > 1 ? argv[1] : "";
+  if (!first.empty() && first[0] != '-' && first != "trace" && first != "pytorch" && first != "bench") {
+    std::cerr << "error: unknown command '" << argv[1] << "' (commands: trace, pytorch, bench; see --help)\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {

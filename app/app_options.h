@@ -1,0 +1,18 @@
+// Command-line options of the desktop app, one plain struct with defaults.
+#pragma once
+#include <string>
+
+namespace attnscope {
+
+struct AppOptions {
+  std::string open_path;         // workspace to open; empty = the book's multi-head example
+  std::string screenshot_path;   // render, save this PNG and exit (headless mode)
+  int width = 1600;              // window width in pixels
+  int height = 1000;             // window height in pixels
+  std::string theme = "dark";    // "dark" or "light" (slides and print)
+  std::string dump_layout_path;  // write panel, heatmap and widget rectangles as JSON when they change
+  std::string screenshot_dir;    // where F12 saves; empty = ~/Pictures/attnscope
+  int frames = 3;                // frames rendered before a headless capture (GL needs ≥ 3)
+};
+
+}  // namespace attnscope

@@ -1,0 +1,65 @@
+// AppState: what the window shows — the workspace, the view settings, and the engine's last trace.
+// Panels read it and write only UI state or edits; edits call changed() and the engine reruns
+// once, off the UI thread, instead of every frame.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "attention.h"
+#include "colormap.h"
+#include "engine_worker.h"
+#include "workspace.h"
+
+namespace attnscope {
+
+// The maps of a head, left to right as the computation goes.
+enum class Stage { Scores, Scaled, Masked, Weights, DropoutMask, Dropped, Context };
+constexpr int kStageCount = 7;
+const char* stageId(Stage s);     // "weights", for layout dumps and settings
+const char* stageTitle(Stage s);  // "weights (softmax)", above each map
+
+struct ViewState {
+  Colormap colormap = Colormap::Viridis;  // for maps without negative values
+  bool diverging_for_signed = true;       // maps with negative values: coolwarm centred on 0
+  bool shared_scale = false;              // one colour range per stage across all heads
+  bool light_theme = false;               // light (slides, print) or dark
+  int batch = 0;                          // batch element shown
+  int head = -1;                          // head shown; −1 = all heads
+  int token = 1;                          // selected query token: x² "journey", as the notebook
+  std::array<bool, kStageCount> show = {true, true, true, true, true, true, false};  // columns
+  std::string screenshot_dir;             // where F12 saves; empty = ~/Pictures/attnscope
+};
+
+nlohmann::json viewToJson(const ViewState& v);
+// Reads what it understands of a workspace's "view"; anything else keeps its default.
+ViewState viewFromJson(const nlohmann::json& j);
+
+struct AppState {
+  Workspace workspace = bookExample();
+  ViewState view;
+  ExecutionOptions exec{openmpAvailable(), 0};  // OpenMP with one thread per core when built in
+
+  std::shared_ptr<const Trace> trace;  // the last good trace (kept while recomputing or on error)
+  std::uint64_t trace_version = 0;     // bumps whenever `trace` changes: textures re-upload
+  std::string engine_error;            // why the engine refused the current inputs; empty if fine
+  double engine_ms = 0;                // time of the last computeTrace
+  bool computing = false;              // a request is running or waiting
+
+  std::string toast;                   // a brief confirmation or error in the corner
+  bool toast_is_error = false;
+  double toast_until = 0;
+
+  void changed() { inputs_changed_ = true; }
+  // Sends changed inputs to the worker and takes its finished results. Once per frame.
+  void updateEngine(double now);
+  void showToast(const std::string& text, bool error, double now);
+
+ private:
+  EngineWorker worker_;
+  bool inputs_changed_ = true;
+};
+
+}  // namespace attnscope

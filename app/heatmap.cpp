@@ -1,0 +1,292 @@
+#include "heatmap.h"
+
+#include <glad/gl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <unordered_map>
+
+#include "fonts.h"
+#include "layout_dump.h"
+#include "theme.h"
+
+namespace attnscope {
+
+namespace {
+
+struct CachedTexture {
+  GLuint id = 0;
+  std::uint64_t key = 0;
+  int last_used = 0;
+};
+std::unordered_map<std::string, CachedTexture> textures;
+int frame_counter = 0;
+
+ImU32 toImColor(Rgb c) { return IM_COL32(c.r, c.g, c.b, 255); }
+bool isMasked(float v) { return std::isinf(v) && v < 0; }
+
+std::uint64_t textureKey(const HeatmapSpec& s) {
+  std::uint64_t h = s.version * 1000003u;
+  auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+  std::uint32_t lo, hi;
+  std::memcpy(&lo, &s.range.lo, 4);
+  std::memcpy(&hi, &s.range.hi, 4);
+  mix(lo);
+  mix(hi);
+  mix(static_cast<std::uint64_t>(s.colormap));
+  mix(theme().masked_cell);
+  mix(static_cast<std::uint64_t>(s.values->rows()) << 32 | s.values->cols());
+  return h;
+}
+
+// The map's colours as an RGBA texture, one texel per cell.
+GLuint texture(const HeatmapSpec& s) {
+  CachedTexture& t = textures[s.id];
+  t.last_used = frame_counter;
+  const std::uint64_t key = textureKey(s);
+  if (t.id != 0 && t.key == key) return t.id;
+  const Matrix& m = *s.values;
+  const auto& table = colormapTable(s.colormap);
+  std::vector<std::uint32_t> pixels(static_cast<std::size_t>(m.size()));
+  for (Eigen::Index i = 0; i < m.size(); ++i) {
+    const float v = m.data()[i];
+    pixels[i] = isMasked(v) ? theme().masked_cell : toImColor(table[colormapIndex(v, s.range)]);
+  }
+  if (t.id == 0) glGenTextures(1, &t.id);
+  glBindTexture(GL_TEXTURE_2D, t.id);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);  // crisp cells
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_LINEAR);   // large maps shrink smoothly
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, static_cast<GLsizei>(m.cols()),
+               static_cast<GLsizei>(m.rows()), 0, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
+  t.key = key;
+  return t.id;
+}
+
+std::string defaultCellText(float v) {
+  if (isMasked(v)) return "−∞";
+  char buf[32];
+  if (std::fabs(v) < 9.995f)
+    std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(v));
+  else
+    std::snprintf(buf, sizeof buf, "%.3g", static_cast<double>(v));
+  // A true minus sign reads better than a hyphen.
+  std::string s = buf;
+  if (!s.empty() && s[0] == '-') s = "−" + s.substr(1);
+  if (s == "−0.00") s = "0.00";
+  return s;
+}
+
+// Text rotated 90° counter-clockwise (reading upwards), its baseline's start at `pos`.
+void addTextVertical(ImDrawList* draw, ImFont* font, float size, ImVec2 pos, ImU32 col,
+                     const std::string& text) {
+  const int first = draw->VtxBuffer.Size;
+  draw->AddText(font, size, pos, col, text.c_str());
+  // Rotate around pos: (x, y) → (pos.x + (y − pos.y), pos.y − (x − pos.x)).
+  for (int i = first; i < draw->VtxBuffer.Size; ++i) {
+    ImVec2& p = draw->VtxBuffer[i].pos;
+    const float dx = p.x - pos.x, dy = p.y - pos.y;
+    p = ImVec2(pos.x + dy, pos.y - dx);
+  }
+}
+
+// Shortens `text` with an ellipsis to fit `width`.
+std::string fitText(ImFont* font, float size, const std::string& text, float width) {
+  if (font->CalcTextSizeA(size, FLT_MAX, 0, text.c_str()).x <= width) return text;
+  std::string s = text;
+  while (!s.empty()) {
+    do s.pop_back();
+    while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80);  // whole UTF-8
+    const std::string t = s + "…";
+    if (font->CalcTextSizeA(size, FLT_MAX, 0, t.c_str()).x <= width) return t;
+  }
+  return "";
+}
+
+void drawColorbar(ImDrawList* draw, const HeatmapSpec& s, ImVec2 p0, float width, float height) {
+  const auto& table = colormapTable(s.colormap);
+  const int segments = 48;
+  for (int k = 0; k < segments; ++k) {
+    const float x0 = p0.x + width * k / segments, x1 = p0.x + width * (k + 1) / segments;
+    const ImU32 a = toImColor(table[k * 255 / segments]);
+    const ImU32 b = toImColor(table[(k + 1) * 255 / segments]);
+    draw->AddRectFilledMultiColor(ImVec2(x0, p0.y), ImVec2(x1, p0.y + height), a, b, b, a);
+  }
+}
+
+}  // namespace
+
+HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
+  HeatmapHit hit;
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  ImFont* small = fonts().small;
+  const float fs = small->FontSize, ui = ImGui::GetTextLineHeight();
+  const Matrix& m = *s.values;
+  const int rows = static_cast<int>(m.rows()), cols = static_cast<int>(m.cols());
+  const Theme& th = theme();
+
+  // Title.
+  draw->AddText(ImVec2(origin.x, origin.y), ImGui::GetColorU32(ImGuiCol_Text),
+                fitText(ImGui::GetFont(), ImGui::GetFontSize(), s.title, size.x).c_str());
+
+  // Label bands: rows on the left, columns on top (vertical text when they do not fit across).
+  float label_w = 0, col_label_w = 0;
+  for (int i = 0; i < rows && s.row_labels; ++i)
+    label_w = std::max(label_w, small->CalcTextSizeA(fs, FLT_MAX, 0, (*s.row_labels)[i].c_str()).x);
+  for (int j = 0; j < cols && s.col_labels; ++j)
+    col_label_w = std::max(col_label_w, small->CalcTextSizeA(fs, FLT_MAX, 0, (*s.col_labels)[j].c_str()).x);
+  const float left = std::min(label_w, size.x * 0.28f) + 4;
+  const float colorbar_h = 8 + fs + 4;  // the legend shares the line of the range labels
+  const float avail_w = size.x - left;
+  float top_band = fs + 4;
+  // First guess at the cell width decides whether column labels go vertical.
+  float cell = std::min(avail_w / cols, (size.y - ui - top_band - colorbar_h) / rows);
+  const bool vertical = col_label_w + 2 > cell && cols > 1;
+  if (vertical) {
+    top_band = std::min(col_label_w, size.y * 0.18f) + 6;
+    cell = std::min(avail_w / cols, (size.y - ui - top_band - colorbar_h) / rows);
+  }
+  cell = std::max(cell, 0.05f);
+  const ImVec2 p0(origin.x + left, origin.y + ui + top_band);
+  const ImVec2 p1(p0.x + cell * cols, p0.y + cell * rows);
+
+  // Cells.
+  draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture(s))), p0, p1);
+  if (cell >= 6) {
+    for (int j = 1; j < cols; ++j)
+      draw->AddLine(ImVec2(p0.x + j * cell, p0.y), ImVec2(p0.x + j * cell, p1.y), th.grid_line);
+    for (int i = 1; i < rows; ++i)
+      draw->AddLine(ImVec2(p0.x, p0.y + i * cell), ImVec2(p1.x, p0.y + i * cell), th.grid_line);
+  }
+  const auto& table = colormapTable(s.colormap);
+  // Value labels only when every one of them fits its cell: all or none reads better.
+  std::vector<std::string> texts;
+  bool values_shown = cell >= fs + 2 && cell >= 16;
+  if (values_shown) {
+    texts.reserve(static_cast<std::size_t>(m.size()));
+    for (int i = 0; i < rows && values_shown; ++i)
+      for (int j = 0; j < cols && values_shown; ++j) {
+        texts.push_back(s.cell_text ? s.cell_text(m(i, j)) : defaultCellText(m(i, j)));
+        values_shown = small->CalcTextSizeA(fs, FLT_MAX, 0, texts.back().c_str()).x + 2 <= cell;
+      }
+  }
+  if (values_shown) {
+    for (int i = 0; i < rows; ++i)
+      for (int j = 0; j < cols; ++j) {
+        const float v = m(i, j);
+        const std::string& text = texts[static_cast<std::size_t>(i) * cols + j];
+        const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str());
+        const Rgb bg = isMasked(v) ? Rgb{static_cast<std::uint8_t>(th.masked_cell & 0xFF),
+                                         static_cast<std::uint8_t>((th.masked_cell >> 8) & 0xFF),
+                                         static_cast<std::uint8_t>((th.masked_cell >> 16) & 0xFF)}
+                                   : table[colormapIndex(v, s.range)];
+        draw->AddText(small, fs,
+                      ImVec2(p0.x + (j + 0.5f) * cell - ts.x / 2, p0.y + (i + 0.5f) * cell - ts.y / 2),
+                      toImColor(contrastingText(bg)), text.c_str());
+      }
+  }
+
+  // Axis labels, thinned to one every `step` when cells are smaller than the text.
+  const int row_step = std::max(1, static_cast<int>(std::ceil((fs + 1) / cell)));
+  for (int i = 0; i < rows && s.row_labels; i += row_step) {
+    const std::string t = fitText(small, fs, (*s.row_labels)[i], left - 4);
+    const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str());
+    draw->AddText(small, fs, ImVec2(p0.x - 4 - ts.x, p0.y + (i + 0.5f) * cell - ts.y / 2),
+                  i == s.selected_row ? th.selection : th.text_dim, t.c_str());
+  }
+  const int col_step =
+      std::max(1, static_cast<int>(std::ceil((vertical ? fs + 1 : col_label_w + 6) / cell)));
+  for (int j = 0; j < cols && s.col_labels; j += col_step) {
+    if (vertical) {
+      const std::string t = fitText(small, fs, (*s.col_labels)[j], top_band - 6);
+      addTextVertical(draw, small, fs, ImVec2(p0.x + (j + 0.5f) * cell - fs / 2, p0.y - 4), th.text_dim, t);
+    } else {
+      const std::string& t = (*s.col_labels)[j];
+      const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str());
+      draw->AddText(small, fs, ImVec2(p0.x + (j + 0.5f) * cell - ts.x / 2, p0.y - ts.y - 3), th.text_dim,
+                    t.c_str());
+    }
+  }
+
+  // Selection and hover.
+  if (s.selected_row >= 0 && s.selected_row < rows)
+    draw->AddRect(ImVec2(p0.x - 1, p0.y + s.selected_row * cell - 1),
+                  ImVec2(p1.x + 1, p0.y + (s.selected_row + 1) * cell + 1), th.selection, 0, 0, 2.0f);
+  ImGui::SetCursorScreenPos(p0);
+  ImGui::InvisibleButton((s.id + "##cells").c_str(), ImVec2(p1.x - p0.x, std::max(p1.y - p0.y, 1.0f)));
+  if (ImGui::IsItemHovered()) {
+    const ImVec2 mouse = ImGui::GetIO().MousePos;
+    const int i = std::clamp(static_cast<int>((mouse.y - p0.y) / cell), 0, rows - 1);
+    const int j = std::clamp(static_cast<int>((mouse.x - p0.x) / cell), 0, cols - 1);
+    draw->AddRect(ImVec2(p0.x + j * cell, p0.y + i * cell), ImVec2(p0.x + (j + 1) * cell, p0.y + (i + 1) * cell),
+                  th.hover, 0, 0, 1.5f);
+    if (s.describe) ImGui::SetTooltip("%s", s.describe(i, j).c_str());
+    if (ImGui::IsItemClicked(ImGuiMouseButton_Left)) hit.clicked_row = i;
+  }
+
+  // Colorbar with its range, and the legend.
+  const float bar_y = p1.y + 6;
+  const float bar_w = std::max(p1.x - p0.x, std::min(size.x - left, 120.0f));
+  drawColorbar(draw, s, ImVec2(p0.x, bar_y), bar_w, 8);
+  char lo[32], hi[32];
+  std::snprintf(lo, sizeof lo, "%.3g", static_cast<double>(s.range.lo));
+  std::snprintf(hi, sizeof hi, "%.3g", static_cast<double>(s.range.hi));
+  const ImVec2 hs = small->CalcTextSizeA(fs, FLT_MAX, 0, hi);
+  draw->AddText(small, fs, ImVec2(p0.x, bar_y + 10), th.text_dim, lo);
+  draw->AddText(small, fs, ImVec2(p0.x + bar_w - hs.x, bar_y + 10), th.text_dim, hi);
+  if (!s.legend.empty()) {  // between the range labels, or below them when it does not fit
+    const bool swatch = s.legend.rfind("▨", 0) == 0;  // a masked-grey square, then the text
+    const std::string text = swatch ? s.legend.substr(std::string("▨").size()) : s.legend;
+    const float lw = small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str()).x + (swatch ? fs + 2 : 0);
+    const float lo_w = small->CalcTextSizeA(fs, FLT_MAX, 0, lo).x;
+    float lx = p0.x + (bar_w - lw) / 2, ly = bar_y + 10;
+    if (lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
+      lx = p0.x;
+      ly += fs + 2;
+    }
+    if (swatch) {
+      draw->AddRectFilled(ImVec2(lx, ly + 2), ImVec2(lx + fs - 2, ly + fs - 1), th.masked_cell);
+      lx += fs + 2;
+    }
+    draw->AddText(small, fs, ImVec2(lx, ly), th.text_dim, text.c_str());
+  }
+
+  nlohmann::json entry = s.dump;
+  entry["id"] = s.id;
+  entry["cells"] = rectJson(p0, p1);
+  entry["rows"] = rows;
+  entry["cols"] = cols;
+  entry["cell"] = cell;
+  entry["range"] = {s.range.lo, s.range.hi};
+  entry["colormap"] = colormapId(s.colormap);
+  entry["values_shown"] = values_shown;
+  layout().heatmap(std::move(entry));
+
+  ImGui::SetCursorScreenPos(origin);
+  ImGui::Dummy(size);
+  return hit;
+}
+
+void collectHeatmapTextures() {
+  ++frame_counter;
+  for (auto it = textures.begin(); it != textures.end();) {
+    if (frame_counter - it->second.last_used > 120) {
+      glDeleteTextures(1, &it->second.id);
+      it = textures.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void releaseHeatmapTextures() {
+  for (auto& [id, t] : textures) glDeleteTextures(1, &t.id);
+  textures.clear();
+}
+
+}  // namespace attnscope

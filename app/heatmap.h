@@ -1,0 +1,47 @@
+// drawHeatmap: the widget every matrix is shown with. The cells are one GL texture, uploaded
+// only when the values or colours change, so a 1024 × 1024 map costs what a 6 × 6 one does per
+// frame. Around it: a title, token labels on both axes (rows = queries, columns = keys) at a
+// density that fits, value labels with contrasting text when cells are big enough, −∞ cells in
+// the theme's masked grey, a colorbar with the range, a hover tooltip and row selection.
+#pragma once
+#include <imgui.h>
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "colormap.h"
+#include "tensor.h"
+
+namespace attnscope {
+
+struct HeatmapSpec {
+  std::string id;                                  // stable: texture cache key, layout dump name
+  std::string title;                               // drawn above the map
+  const Matrix* values = nullptr;                  // −∞ cells are drawn masked
+  ValueRange range;                                // the colours span this
+  Colormap colormap = Colormap::Viridis;
+  const std::vector<std::string>* row_labels = nullptr;  // one per row
+  const std::vector<std::string>* col_labels = nullptr;  // one per column
+  int selected_row = -1;                           // outlined
+  std::uint64_t version = 0;                       // change it when `values` change
+  std::function<std::string(int, int)> describe;   // tooltip for cell (row, col)
+  std::function<std::string(float)> cell_text;     // label of a cell; default: 2 decimals
+  std::string legend;                              // a line under the colorbar
+  nlohmann::json dump;                             // extra fields for the layout dump
+};
+
+struct HeatmapHit {
+  int clicked_row = -1;  // a row the user clicked this frame
+};
+
+// Draws within `size` at the cursor and advances it.
+HeatmapHit drawHeatmap(const HeatmapSpec& spec, ImVec2 size);
+
+// Frees textures not drawn for a while; call once per frame. releaseHeatmapTextures at shutdown.
+void collectHeatmapTextures();
+void releaseHeatmapTextures();
+
+}  // namespace attnscope

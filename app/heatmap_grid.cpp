@@ -1,0 +1,355 @@
+#include "heatmap_grid.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "fonts.h"
+#include "heatmap.h"
+#include "layout_dump.h"
+#include "theme.h"
+
+namespace attnscope {
+
+namespace {
+
+std::string fmt(float v, int decimals = 4) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, static_cast<double>(v));
+  std::string s = buf;
+  if (!s.empty() && s[0] == '-') s = "−" + s.substr(1);
+  return s;
+}
+
+const Matrix& stageMatrix(const HeadTrace& h, Stage s) {
+  switch (s) {
+    case Stage::Scores: return h.scores;
+    case Stage::Scaled: return h.scaled_scores;
+    case Stage::Masked: return h.masked_scores;
+    case Stage::Weights: return h.weights;
+    case Stage::Dropped: return h.dropped_weights;
+    case Stage::Context: return h.context;
+    case Stage::DropoutMask: break;
+  }
+  return h.weights;
+}
+
+// Per-trace data the maps point into: the dropout masks as floats, the column labels of context.
+struct GridData {
+  std::uint64_t version = ~0ull;
+  int batch = -1;
+  std::vector<Matrix> keep;             // per head: 1 kept, 0 dropped
+  std::vector<std::string> dims;        // "d0", "d1", … for T × w maps
+};
+
+GridData& gridData(const AppState& app) {
+  static GridData data;
+  if (data.version == app.trace_version && data.batch == app.view.batch) return data;
+  data.version = app.trace_version;
+  data.batch = app.view.batch;
+  const BatchTrace& bt = app.trace->batches[app.view.batch];
+  data.keep.clear();
+  for (const HeadTrace& h : bt.heads) data.keep.push_back(h.dropout_mask.cast<float>());
+  data.dims.clear();
+  for (int d = 0; d < app.trace->head_width; ++d) data.dims.push_back("d" + std::to_string(d));
+  return data;
+}
+
+// The tooltip of cell (i, j): how the number came about.
+std::string describeCell(const AppState& app, const HeadTrace& h, Stage stage, int i, int j) {
+  const Trace& t = *app.trace;
+  const auto& tok = app.workspace.tokens;
+  const std::string q = tok[i], k = stage == Stage::Context ? "" : tok[j];
+  std::string s;
+  switch (stage) {
+    case Stage::Scores: {
+      s = "score(" + q + " → " + k + ") = q" + std::to_string(i + 1) + " · k" + std::to_string(j + 1);
+      if (t.head_width <= 4) {
+        s += "\n= ";
+        for (int d = 0; d < t.head_width; ++d)
+          s += (d ? " + " : "") + fmt(h.queries(i, d)) + "·" + fmt(h.keys(j, d));
+      } else {
+        s += "  (a sum over " + std::to_string(t.head_width) + " dimensions)";
+      }
+      s += "\n= " + fmt(h.scores(i, j));
+      break;
+    }
+    case Stage::Scaled:
+      if (t.model.scale == Scale::SqrtDk)
+        s = fmt(h.scores(i, j)) + " ÷ √" + std::to_string(t.head_width) + " (" +
+            fmt(t.scale_divisor) + ") = " + fmt(h.scaled_scores(i, j));
+      else
+        s = "no scaling: " + fmt(h.scaled_scores(i, j));
+      break;
+    case Stage::Masked:
+      if (h.mask(i, j))
+        s = "'" + k + "' comes after '" + q + "': masked to −∞,\nso softmax gives it weight 0";
+      else
+        s = "'" + k + "' is visible to '" + q + "': " + fmt(h.masked_scores(i, j));
+      break;
+    case Stage::Weights:
+      if (t.model.normalization == Normalization::Sum)
+        s = fmt(h.masked_scores(i, j)) + " ÷ row sum = " + fmt(h.weights(i, j));
+      else if (h.mask(i, j))
+        s = "softmax of −∞ = 0 (masked)";
+      else
+        s = "softmax over the row of '" + q + "':\nexp(" + fmt(h.masked_scores(i, j)) +
+            " − row max) ÷ Σ exp(…) = " + fmt(h.weights(i, j));
+      break;
+    case Stage::DropoutMask:
+      if (!t.dropout_active)
+        s = "no dropout here (p = 0, eval mode, or a variant without dropout): kept";
+      else if (h.dropout_mask(i, j))
+        s = "kept: weight × 1/(1 − p) = × " + fmt(t.dropout_scale, 3);
+      else
+        s = "dropped: weight → 0";
+      break;
+    case Stage::Dropped:
+      if (!t.dropout_active)
+        s = "no dropout: " + fmt(h.dropped_weights(i, j));
+      else if (h.dropout_mask(i, j))
+        s = fmt(h.weights(i, j)) + " × " + fmt(t.dropout_scale, 3) + " = " + fmt(h.dropped_weights(i, j));
+      else
+        s = fmt(h.weights(i, j)) + " dropped → 0";
+      break;
+    case Stage::Context:
+      s = "context z" + std::to_string(i + 1) + "[" + std::to_string(j) + "] = Σₖ αₖ·v_k[" +
+          std::to_string(j) + "] = " + fmt(h.context(i, j));
+      break;
+  }
+  return s;
+}
+
+std::string stageHeading(const Trace& t, Stage s) {
+  const std::string n = std::to_string(t.tokens);
+  const std::string tt = "  " + n + "×" + n;
+  switch (s) {
+    case Stage::Scaled:
+      return t.model.scale == Scale::SqrtDk ? "scaled  ÷ √" + std::to_string(t.head_width) + tt
+                                            : "scaled: none" + tt;
+    case Stage::Masked:
+      return t.model.causal ? std::string("causal mask → −∞") + tt : "mask: none (not causal)" + tt;
+    case Stage::DropoutMask:
+      return t.dropout_active ? "dropout mask  p = " + fmt(static_cast<float>(t.model.dropout), 2) + tt
+                              : "dropout mask: off" + tt;
+    case Stage::Context:
+      return std::string(stageTitle(s)) + "  " + n + "×" + std::to_string(t.head_width);
+    default:
+      return stageTitle(s) + tt;
+  }
+}
+
+struct Arrangement {
+  int card_cols = 1, stage_cols = 1;
+  float cell = 0;  // side of a heatmap cell in pixels
+};
+
+// Space around a map's cells: labels on the left, title and labels on top, colorbar below.
+struct Margins {
+  float left, top, bottom;
+};
+
+// Tiles H cards of S maps (rows × cols cells) into width × height so the cells are as large as
+// possible; when even the best is tiny the grid keeps a readable size and scrolls.
+Arrangement arrange(int H, int S, int rows, int cols, float width, float height, float header,
+                    float gap, Margins m) {
+  Arrangement best;
+  for (int c = 1; c <= H; ++c)
+    for (int s = 1; s <= S; ++s) {
+      const int r = (S + s - 1) / s, R = (H + c - 1) / c;
+      const float tile_w = width / (c * s) - gap - m.left;
+      const float tile_h = (height - R * header) / (R * r) - gap - m.top - m.bottom;
+      const float cell = std::min(tile_w / cols, tile_h / rows);
+      if (cell > best.cell) best = {c, s, cell};
+    }
+  const float min_map = 150.0f;  // below this, scroll rather than shrink
+  if (best.cell * std::max(rows, cols) < min_map) {
+    best = {1, S, 0};
+    best.cell = std::max((width / S - gap - m.left) / cols, min_map / std::max(rows, cols));
+  }
+  best.cell = std::min(best.cell, 72.0f);  // a 1-token map need not fill the screen
+  return best;
+}
+
+void drawHeader(AppState& app) {
+  ViewState& v = app.view;
+  const ModelConfig& m = app.workspace.model;
+  const int heads = headCount(m);
+  if (heads > 1) {
+    ImGui::SetNextItemWidth(130);
+    const std::string current = v.head < 0 ? "all heads" : "head " + std::to_string(v.head + 1);
+    if (ImGui::BeginCombo("##head", current.c_str())) {
+      if (ImGui::Selectable("all heads", v.head < 0)) v.head = -1;
+      for (int h = 0; h < heads; ++h)
+        if (ImGui::Selectable(("head " + std::to_string(h + 1)).c_str(), v.head == h)) v.head = h;
+      ImGui::EndCombo();
+    }
+    layout().widget("head");
+    ImGui::SameLine();
+  }
+  if (m.batch_size > 1) {
+    ImGui::SetNextItemWidth(110);
+    int b = v.batch + 1;
+    if (ImGui::SliderInt("batch element", &b, 1, m.batch_size)) {
+      v.batch = b - 1;
+      app.changed();  // the trace keeps only the shown element's intermediates
+    }
+    layout().widget("batch_element");
+    ImGui::SameLine();
+  }
+  ImGui::SetNextItemWidth(190);
+  if (ImGui::BeginCombo("##colormap", colormapTitle(v.colormap))) {
+    for (Colormap c : {Colormap::Viridis, Colormap::Cividis})
+      if (ImGui::Selectable(colormapTitle(c), v.colormap == c)) v.colormap = c;
+    ImGui::EndCombo();
+  }
+  layout().widget("colormap");
+  ImGui::SameLine();
+  ImGui::Checkbox("diverging for signed", &v.diverging_for_signed);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Maps with negative values use a blue–white–red map centred on 0");
+  ImGui::SameLine();
+  ImGui::Checkbox("shared scale", &v.shared_scale);
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("One colour range per kind of map across all heads, so heads compare directly");
+  layout().widget("shared_scale");
+  ImGui::SameLine();
+  if (ImGui::Button("columns…")) ImGui::OpenPopup("columns");
+  if (ImGui::BeginPopup("columns")) {
+    for (int s = 0; s < kStageCount; ++s) ImGui::Checkbox(stageTitle(static_cast<Stage>(s)), &v.show[s]);
+    ImGui::EndPopup();
+  }
+}
+
+}  // namespace
+
+void drawHeatmapGrid(AppState& app, ImVec2 pos, ImVec2 size) {
+  ImGui::SetNextWindowPos(pos);
+  ImGui::SetNextWindowSize(size);
+  ImGui::Begin("Heatmaps", nullptr,
+               ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
+                   ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  layout().panel("heatmaps", pos, ImVec2(pos.x + size.x, pos.y + size.y));
+  drawHeader(app);
+
+  if (!app.engine_error.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, theme().selection);
+    ImGui::TextWrapped("The engine refused these settings: %s%s", app.engine_error.c_str(),
+                       app.trace ? "  (showing the last valid result)" : "");
+    ImGui::PopStyleColor();
+  }
+  if (!app.trace) {
+    ImGui::TextUnformatted(app.computing ? "computing…" : "no result yet");
+    ImGui::End();
+    return;
+  }
+  const Trace& t = *app.trace;
+  if (hasDropout(t.model.variant)) {
+    ImGui::TextDisabled(
+        "Dropout masks match PyTorch's CPU generator as Debian builds it (no MKL), bit for bit.");
+  }
+  ImGui::BeginChild("grid", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
+  const int batch = std::clamp(app.view.batch, 0, static_cast<int>(t.batches.size()) - 1);
+  const BatchTrace& bt = t.batches[batch];
+  if (bt.heads.empty()) {  // the shown element changed and its trace is on its way
+    ImGui::TextUnformatted("computing…");
+    ImGui::EndChild();
+    ImGui::End();
+    return;
+  }
+  GridData& data = gridData(app);
+
+  std::vector<Stage> stages;
+  for (int s = 0; s < kStageCount; ++s)
+    if (app.view.show[s]) stages.push_back(static_cast<Stage>(s));
+  if (stages.empty()) {
+    ImGui::TextUnformatted("All columns are hidden: choose some under \"columns…\".");
+    ImGui::EndChild();
+    ImGui::End();
+    return;
+  }
+  // Which heads: all, or the one chosen in the header.
+  std::vector<int> heads;
+  for (int h = 0; h < t.heads; ++h)
+    if (app.view.head < 0 || app.view.head == h) heads.push_back(h);
+  if (heads.empty()) heads.push_back(0);
+  const int H = static_cast<int>(heads.size()), S = static_cast<int>(stages.size());
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float header = ImGui::GetTextLineHeightWithSpacing() + 4;
+  const float gap = style.ItemSpacing.x * 2;
+  const float fs = fonts().small->FontSize;
+  float label_w = 0;
+  for (const std::string& tok : app.workspace.tokens)
+    label_w = std::max(label_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, tok.c_str()).x);
+  const Margins margins{std::min(label_w, 90.0f) + 4,
+                        ImGui::GetTextLineHeight() + std::min(label_w, 60.0f) + 6,
+                        8 + fs + 4};
+  const int rows = t.tokens, cols = std::max(t.tokens, 1);
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const Arrangement a = arrange(H, S, rows, cols, avail.x - style.ScrollbarSize, avail.y, header, gap, margins);
+  const float tile_w = std::max(a.cell * cols + margins.left, avail.x / (a.card_cols * a.stage_cols) - gap);
+  const float tile_h = a.cell * rows + margins.top + margins.bottom;
+  const float stride_w = tile_w + gap;
+
+  // Colour ranges: per map, or shared per stage across heads.
+  auto rangeOf = [&](Stage s, int h) {
+    if (s == Stage::DropoutMask) return ValueRange{0, 1};
+    ValueRange r = finiteRange(stageMatrix(bt.heads[h], s));
+    if (app.view.shared_scale)
+      for (int o = 0; o < t.heads; ++o) r = merge(r, finiteRange(stageMatrix(bt.heads[o], s)));
+    return r;
+  };
+
+  const ImVec2 grid_origin = ImGui::GetCursorScreenPos();
+  const int stage_rows = (S + a.stage_cols - 1) / a.stage_cols;
+  const float card_w = a.stage_cols * stride_w, card_h = header + stage_rows * (tile_h + gap);
+  for (int n = 0; n < H; ++n) {
+    const int h = heads[n];
+    const int cr = n / a.card_cols, cc = n % a.card_cols;
+    const ImVec2 card(grid_origin.x + cc * card_w, grid_origin.y + cr * card_h);
+    ImGui::SetCursorScreenPos(card);
+    ImGui::Text("Head %d of %d  ·  head width %d  ·  Q, K, V: %d×%d", h + 1, t.heads, t.head_width,
+                t.tokens, t.head_width);
+    for (int k = 0; k < S; ++k) {
+      const Stage stage = stages[k];
+      const ImVec2 tile(card.x + (k % a.stage_cols) * stride_w, card.y + header + (k / a.stage_cols) * (tile_h + gap));
+      ImGui::SetCursorScreenPos(tile);
+      HeatmapSpec spec;
+      spec.id = std::string("b") + std::to_string(batch) + "h" + std::to_string(h) + stageId(stage);
+      spec.title = stageHeading(t, stage);
+      spec.values = stage == Stage::DropoutMask ? &data.keep[h] : &stageMatrix(bt.heads[h], stage);
+      spec.range = rangeOf(stage, h);
+      spec.colormap = app.view.colormap;
+      if (app.view.diverging_for_signed && stage != Stage::DropoutMask && spec.range.lo < 0) {
+        spec.colormap = Colormap::Coolwarm;
+        spec.range = centredOnZero(spec.range);
+      }
+      spec.row_labels = &app.workspace.tokens;
+      spec.col_labels = stage == Stage::Context ? &data.dims : &app.workspace.tokens;
+      spec.selected_row = app.view.token;
+      spec.version = app.trace_version * 64 + static_cast<std::uint64_t>(batch);
+      const HeadTrace& head = bt.heads[h];
+      spec.describe = [&app, &head, stage](int i, int j) { return describeCell(app, head, stage, i, j); };
+      if (stage == Stage::DropoutMask) {
+        const std::string kept = t.dropout_active ? "×" + fmt(t.dropout_scale, 1) : "1";
+        spec.cell_text = [kept](float v) { return v > 0.5f ? kept : std::string("0"); };
+        spec.legend = t.dropout_active ? "kept ×" + fmt(t.dropout_scale, 2) + " · dropped 0" : "all kept";
+      } else if (stage == Stage::Masked && t.model.causal) {
+        spec.legend = "▨ −∞ masked";
+      }
+      spec.dump = {{"head", h}, {"stage", stageId(stage)}, {"batch", batch}};
+      const HeatmapHit hit = drawHeatmap(spec, ImVec2(tile_w, tile_h));
+      if (hit.clicked_row >= 0) app.view.token = hit.clicked_row;
+    }
+  }
+  // Reserve the grid's full extent so the child scrolls when it is larger than the panel.
+  const int card_rows = (H + a.card_cols - 1) / a.card_cols;
+  ImGui::SetCursorScreenPos(grid_origin);
+  ImGui::Dummy(ImVec2(a.card_cols * card_w, card_rows * card_h));
+  ImGui::EndChild();
+  ImGui::End();
+}
+
+}  // namespace attnscope

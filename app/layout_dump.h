@@ -1,0 +1,30 @@
+// LayoutRecorder: where this frame drew its panels, heatmaps and controls, and what state it
+// showed. `--dump-layout FILE` writes it as JSON whenever it changes, so GUI tests can click real
+// controls and sample real pixels instead of guessing coordinates.
+#pragma once
+#include <imgui.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace attnscope {
+
+class LayoutRecorder {
+ public:
+  void beginFrame();
+  void panel(const std::string& name, ImVec2 min, ImVec2 max);
+  void widget(const std::string& name);  // the last ImGui item
+  void heatmap(nlohmann::json entry);
+  nlohmann::json& state() { return frame_["state"]; }
+  // Writes the frame to `path` (atomically) if it differs from the last one written.
+  void endFrame(const std::string& path);
+
+ private:
+  nlohmann::json frame_;
+  std::string written_;
+};
+
+LayoutRecorder& layout();
+nlohmann::json rectJson(ImVec2 min, ImVec2 max);
+
+}  // namespace attnscope
