@@ -10,21 +10,30 @@ CLI := $(BUILD)/attnscope-cli
 all: build
 
 build:
-	third_party/install-deps build
+	third_party/install-deps build app
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j$(JOBS)
 
-# Until the desktop app lands, `run` shows the engine on the book's multi-head example.
+# The app on the book's multi-head example. Without a display it renders the view to a PNG
+# under Xvfb and says where.
+RUN_WORKSPACE ?= assets/presets/multihead.json
+RUN_PNG ?= $(BUILD)/attnscope-run.png
 run: build
-	$(CLI) trace assets/presets/multihead.json
+	@if [ -n "$$DISPLAY$$WAYLAND_DISPLAY" ]; then \
+	  $(BUILD)/attnscope --open $(RUN_WORKSPACE); \
+	else \
+	  echo "no display: rendering to a PNG under Xvfb"; \
+	  xvfb-run -a -s "-screen 0 1920x1080x24" $(BUILD)/attnscope --open $(RUN_WORKSPACE) --screenshot $(RUN_PNG) && \
+	  echo "the default view is in $(RUN_PNG)"; \
+	fi
 
 test:
-	third_party/install-deps build test
+	third_party/install-deps build app test
 	$(MAKE) build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 
 bench:
-	third_party/install-deps build test bench
+	third_party/install-deps build app test bench
 	$(MAKE) build
 	/usr/bin/python3 tests/bench/run_bench.py $(CLI) $(BUILD)/bench.json
 	@echo "benchmark results: $(BUILD)/bench.json"

@@ -29,6 +29,8 @@ struct ViewState {
   int batch = 0;                          // batch element shown
   int head = -1;                          // head shown; −1 = all heads
   int token = 1;                          // selected query token: x² "journey", as the notebook
+  float zoom = 1;                         // ≥ 1: all maps show T/zoom rows and columns …
+  float center_row = -1, center_col = -1; // … around this cell (−1: the middle)
   std::array<bool, kStageCount> show = {true, true, true, true, true, true, false};  // columns
   std::string screenshot_dir;             // where F12 saves; empty = ~/Pictures/attnscope
 };

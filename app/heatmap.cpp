@@ -99,8 +99,9 @@ std::string fitText(ImFont* font, float size, const std::string& text, float wid
   if (font->CalcTextSizeA(size, FLT_MAX, 0, text.c_str()).x <= width) return text;
   std::string s = text;
   while (!s.empty()) {
-    do s.pop_back();
-    while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80);  // whole UTF-8
+    // Drop one whole UTF-8 character: its continuation bytes, then its lead byte.
+    while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80) s.pop_back();
+    if (!s.empty()) s.pop_back();
     const std::string t = s + "…";
     if (font->CalcTextSizeA(size, FLT_MAX, 0, t.c_str()).x <= width) return t;
   }
@@ -124,109 +125,125 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   HeatmapHit hit;
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImVec2 origin = ImGui::GetCursorScreenPos();
+  if (!ImGui::IsRectVisible(size)) {  // scrolled away: no texture, no labels
+    ImGui::Dummy(size);
+    return hit;
+  }
   ImFont* small = fonts().small;
   const float fs = small->FontSize, ui = ImGui::GetTextLineHeight();
   const Matrix& m = *s.values;
   const int rows = static_cast<int>(m.rows()), cols = static_cast<int>(m.cols());
+  // The visible window of cells (all of them unless zoomed).
+  const int r0 = std::clamp(s.window.row0, 0, rows - 1);
+  const int nr = s.window.rows > 0 ? std::min(s.window.rows, rows - r0) : rows - r0;
+  const int c0 = std::clamp(s.window.col0, 0, cols - 1);
+  const int nc = s.window.cols > 0 ? std::min(s.window.cols, cols - c0) : cols - c0;
   const Theme& th = theme();
 
-  // Title.
   draw->AddText(ImVec2(origin.x, origin.y), ImGui::GetColorU32(ImGuiCol_Text),
                 fitText(ImGui::GetFont(), ImGui::GetFontSize(), s.title, size.x).c_str());
 
   // Label bands: rows on the left, columns on top (vertical text when they do not fit across).
   float label_w = 0, col_label_w = 0;
-  for (int i = 0; i < rows && s.row_labels; ++i)
+  for (int i = r0; i < r0 + nr && s.row_labels; ++i)
     label_w = std::max(label_w, small->CalcTextSizeA(fs, FLT_MAX, 0, (*s.row_labels)[i].c_str()).x);
-  for (int j = 0; j < cols && s.col_labels; ++j)
+  for (int j = c0; j < c0 + nc && s.col_labels; ++j)
     col_label_w = std::max(col_label_w, small->CalcTextSizeA(fs, FLT_MAX, 0, (*s.col_labels)[j].c_str()).x);
   const float left = std::min(label_w, size.x * 0.28f) + 4;
   const float colorbar_h = 8 + fs + 4;  // the legend shares the line of the range labels
   const float avail_w = size.x - left;
   float top_band = fs + 4;
-  // First guess at the cell width decides whether column labels go vertical.
-  float cell = std::min(avail_w / cols, (size.y - ui - top_band - colorbar_h) / rows);
-  const bool vertical = col_label_w + 2 > cell && cols > 1;
+  float cell = std::min(avail_w / nc, (size.y - ui - top_band - colorbar_h) / nr);
+  const bool vertical = col_label_w + 2 > cell && nc > 1;
   if (vertical) {
     top_band = std::min(col_label_w, size.y * 0.18f) + 6;
-    cell = std::min(avail_w / cols, (size.y - ui - top_band - colorbar_h) / rows);
+    cell = std::min(avail_w / nc, (size.y - ui - top_band - colorbar_h) / nr);
   }
   cell = std::max(cell, 0.05f);
   const ImVec2 p0(origin.x + left, origin.y + ui + top_band);
-  const ImVec2 p1(p0.x + cell * cols, p0.y + cell * rows);
+  const ImVec2 p1(p0.x + cell * nc, p0.y + cell * nr);
+  auto cellMin = [&](int i, int j) { return ImVec2(p0.x + (j - c0) * cell, p0.y + (i - r0) * cell); };
 
-  // Cells.
-  draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture(s))), p0, p1);
+  // Cells: the texture's window, magnified without blur.
+  const ImVec2 uv0(static_cast<float>(c0) / cols, static_cast<float>(r0) / rows);
+  const ImVec2 uv1(static_cast<float>(c0 + nc) / cols, static_cast<float>(r0 + nr) / rows);
+  draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture(s))), p0, p1, uv0, uv1);
   if (cell >= 6) {
-    for (int j = 1; j < cols; ++j)
+    for (int j = 1; j < nc; ++j)
       draw->AddLine(ImVec2(p0.x + j * cell, p0.y), ImVec2(p0.x + j * cell, p1.y), th.grid_line);
-    for (int i = 1; i < rows; ++i)
+    for (int i = 1; i < nr; ++i)
       draw->AddLine(ImVec2(p0.x, p0.y + i * cell), ImVec2(p1.x, p0.y + i * cell), th.grid_line);
   }
   const auto& table = colormapTable(s.colormap);
-  // Value labels only when every one of them fits its cell: all or none reads better.
+  // Value labels only when every visible one fits its cell: all or none reads better.
   std::vector<std::string> texts;
   bool values_shown = cell >= fs + 2 && cell >= 16;
+  for (int i = r0; i < r0 + nr && values_shown; ++i)
+    for (int j = c0; j < c0 + nc && values_shown; ++j) {
+      texts.push_back(s.cell_text ? s.cell_text(m(i, j)) : defaultCellText(m(i, j)));
+      values_shown = small->CalcTextSizeA(fs, FLT_MAX, 0, texts.back().c_str()).x + 2 <= cell;
+    }
   if (values_shown) {
-    texts.reserve(static_cast<std::size_t>(m.size()));
-    for (int i = 0; i < rows && values_shown; ++i)
-      for (int j = 0; j < cols && values_shown; ++j) {
-        texts.push_back(s.cell_text ? s.cell_text(m(i, j)) : defaultCellText(m(i, j)));
-        values_shown = small->CalcTextSizeA(fs, FLT_MAX, 0, texts.back().c_str()).x + 2 <= cell;
-      }
-  }
-  if (values_shown) {
-    for (int i = 0; i < rows; ++i)
-      for (int j = 0; j < cols; ++j) {
+    const Rgb masked{static_cast<std::uint8_t>(th.masked_cell & 0xFF),
+                     static_cast<std::uint8_t>((th.masked_cell >> 8) & 0xFF),
+                     static_cast<std::uint8_t>((th.masked_cell >> 16) & 0xFF)};
+    std::size_t k = 0;
+    for (int i = r0; i < r0 + nr; ++i)
+      for (int j = c0; j < c0 + nc; ++j, ++k) {
         const float v = m(i, j);
-        const std::string& text = texts[static_cast<std::size_t>(i) * cols + j];
-        const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str());
-        const Rgb bg = isMasked(v) ? Rgb{static_cast<std::uint8_t>(th.masked_cell & 0xFF),
-                                         static_cast<std::uint8_t>((th.masked_cell >> 8) & 0xFF),
-                                         static_cast<std::uint8_t>((th.masked_cell >> 16) & 0xFF)}
-                                   : table[colormapIndex(v, s.range)];
-        draw->AddText(small, fs,
-                      ImVec2(p0.x + (j + 0.5f) * cell - ts.x / 2, p0.y + (i + 0.5f) * cell - ts.y / 2),
-                      toImColor(contrastingText(bg)), text.c_str());
+        const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, texts[k].c_str());
+        const Rgb bg = isMasked(v) ? masked : table[colormapIndex(v, s.range)];
+        const ImVec2 c = cellMin(i, j);
+        draw->AddText(small, fs, ImVec2(c.x + cell / 2 - ts.x / 2, c.y + cell / 2 - ts.y / 2),
+                      toImColor(contrastingText(bg)), texts[k].c_str());
       }
   }
 
   // Axis labels, thinned to one every `step` when cells are smaller than the text.
   const int row_step = std::max(1, static_cast<int>(std::ceil((fs + 1) / cell)));
-  for (int i = 0; i < rows && s.row_labels; i += row_step) {
+  for (int i = r0; i < r0 + nr && s.row_labels; i += row_step) {
     const std::string t = fitText(small, fs, (*s.row_labels)[i], left - 4);
     const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str());
-    draw->AddText(small, fs, ImVec2(p0.x - 4 - ts.x, p0.y + (i + 0.5f) * cell - ts.y / 2),
+    draw->AddText(small, fs, ImVec2(p0.x - 4 - ts.x, cellMin(i, c0).y + cell / 2 - ts.y / 2),
                   i == s.selected_row ? th.selection : th.text_dim, t.c_str());
   }
   const int col_step =
       std::max(1, static_cast<int>(std::ceil((vertical ? fs + 1 : col_label_w + 6) / cell)));
-  for (int j = 0; j < cols && s.col_labels; j += col_step) {
+  for (int j = c0; j < c0 + nc && s.col_labels; j += col_step) {
+    const float x = cellMin(r0, j).x + cell / 2;
     if (vertical) {
       const std::string t = fitText(small, fs, (*s.col_labels)[j], top_band - 6);
-      addTextVertical(draw, small, fs, ImVec2(p0.x + (j + 0.5f) * cell - fs / 2, p0.y - 4), th.text_dim, t);
+      addTextVertical(draw, small, fs, ImVec2(x - fs / 2, p0.y - 4), th.text_dim, t);
     } else {
       const std::string& t = (*s.col_labels)[j];
       const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str());
-      draw->AddText(small, fs, ImVec2(p0.x + (j + 0.5f) * cell - ts.x / 2, p0.y - ts.y - 3), th.text_dim,
-                    t.c_str());
+      draw->AddText(small, fs, ImVec2(x - ts.x / 2, p0.y - ts.y - 3), th.text_dim, t.c_str());
     }
   }
 
-  // Selection and hover.
-  if (s.selected_row >= 0 && s.selected_row < rows)
-    draw->AddRect(ImVec2(p0.x - 1, p0.y + s.selected_row * cell - 1),
-                  ImVec2(p1.x + 1, p0.y + (s.selected_row + 1) * cell + 1), th.selection, 0, 0, 2.0f);
+  // Selection, hover, click, wheel zoom and drag to pan.
+  if (s.selected_row >= r0 && s.selected_row < r0 + nr)
+    draw->AddRect(ImVec2(p0.x - 1, cellMin(s.selected_row, c0).y - 1),
+                  ImVec2(p1.x + 1, cellMin(s.selected_row, c0).y + cell + 1), th.selection, 0, 0, 2.0f);
   ImGui::SetCursorScreenPos(p0);
-  ImGui::InvisibleButton((s.id + "##cells").c_str(), ImVec2(p1.x - p0.x, std::max(p1.y - p0.y, 1.0f)));
+  ImGui::InvisibleButton((s.id + "##cells").c_str(), ImVec2(p1.x - p0.x, std::max(p1.y - p0.y, 1.0f)),
+                         ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
+  const ImGuiIO& io = ImGui::GetIO();
   if (ImGui::IsItemHovered()) {
-    const ImVec2 mouse = ImGui::GetIO().MousePos;
-    const int i = std::clamp(static_cast<int>((mouse.y - p0.y) / cell), 0, rows - 1);
-    const int j = std::clamp(static_cast<int>((mouse.x - p0.x) / cell), 0, cols - 1);
-    draw->AddRect(ImVec2(p0.x + j * cell, p0.y + i * cell), ImVec2(p0.x + (j + 1) * cell, p0.y + (i + 1) * cell),
-                  th.hover, 0, 0, 1.5f);
-    if (s.describe) ImGui::SetTooltip("%s", s.describe(i, j).c_str());
+    const int i = std::clamp(r0 + static_cast<int>((io.MousePos.y - p0.y) / cell), r0, r0 + nr - 1);
+    const int j = std::clamp(c0 + static_cast<int>((io.MousePos.x - p0.x) / cell), c0, c0 + nc - 1);
+    const ImVec2 c = cellMin(i, j);
+    draw->AddRect(c, ImVec2(c.x + cell, c.y + cell), th.hover, 0, 0, 1.5f);
+    if (s.describe && !ImGui::IsMouseDown(ImGuiMouseButton_Right))
+      ImGui::SetTooltip("%s", s.describe(i, j).c_str());
     if (ImGui::IsItemClicked(ImGuiMouseButton_Left)) hit.clicked_row = i;
+    hit.wheel = io.MouseWheel;
+    hit.hover_row = r0 + (io.MousePos.y - p0.y) / cell;
+    hit.hover_col = c0 + (io.MousePos.x - p0.x) / cell;
+  }
+  if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Right, 0)) {
+    hit.pan_rows = -io.MouseDelta.y / cell;
+    hit.pan_cols = -io.MouseDelta.x / cell;
   }
 
   // Colorbar with its range, and the legend.
@@ -261,6 +278,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   entry["cells"] = rectJson(p0, p1);
   entry["rows"] = rows;
   entry["cols"] = cols;
+  entry["window"] = {{"row0", r0}, {"rows", nr}, {"col0", c0}, {"cols", nc}};
   entry["cell"] = cell;
   entry["range"] = {s.range.lo, s.range.hi};
   entry["colormap"] = colormapId(s.colormap);

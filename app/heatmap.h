@@ -17,6 +17,12 @@
 
 namespace attnscope {
 
+// The cells shown: all, or a zoomed window (rows/cols ≤ 0 = to the end).
+struct CellWindow {
+  int row0 = 0, rows = 0;
+  int col0 = 0, cols = 0;
+};
+
 struct HeatmapSpec {
   std::string id;                                  // stable: texture cache key, layout dump name
   std::string title;                               // drawn above the map
@@ -26,6 +32,7 @@ struct HeatmapSpec {
   const std::vector<std::string>* row_labels = nullptr;  // one per row
   const std::vector<std::string>* col_labels = nullptr;  // one per column
   int selected_row = -1;                           // outlined
+  CellWindow window;                               // zoom: the part of the map shown
   std::uint64_t version = 0;                       // change it when `values` change
   std::function<std::string(int, int)> describe;   // tooltip for cell (row, col)
   std::function<std::string(float)> cell_text;     // label of a cell; default: 2 decimals
@@ -34,7 +41,10 @@ struct HeatmapSpec {
 };
 
 struct HeatmapHit {
-  int clicked_row = -1;  // a row the user clicked this frame
+  int clicked_row = -1;              // a row the user clicked this frame
+  float wheel = 0;                   // mouse-wheel notches over the map (zoom)
+  float hover_row = -1, hover_col = -1;  // the cell under the mouse, fractional
+  float pan_rows = 0, pan_cols = 0;  // a right-button drag, in cells
 };
 
 // Draws within `size` at the cursor and advances it.

@@ -173,6 +173,36 @@ Arrangement arrange(int H, int S, int rows, int cols, float width, float height,
   return best;
 }
 
+// The window of cells every map shows at the current zoom (linked across maps, so the same
+// query and key rows stay side by side from scores to weights).
+CellWindow zoomWindow(const ViewState& v, int T) {
+  CellWindow w;
+  if (v.zoom <= 1) return w;
+  const int n = std::clamp(static_cast<int>(std::ceil(T / v.zoom)), 1, T);
+  const float cr = v.center_row < 0 ? T / 2.0f : v.center_row;
+  const float cc = v.center_col < 0 ? T / 2.0f : v.center_col;
+  w.rows = w.cols = n;
+  w.row0 = std::clamp(static_cast<int>(std::lround(cr - n / 2.0f)), 0, T - n);
+  w.col0 = std::clamp(static_cast<int>(std::lround(cc - n / 2.0f)), 0, T - n);
+  return w;
+}
+
+// Wheel zooms about the cell under the mouse; a right-button drag pans.
+void applyZoom(ViewState& v, const HeatmapHit& hit, int T) {
+  if (v.center_row < 0) v.center_row = v.center_col = T / 2.0f;
+  if (hit.wheel != 0 && hit.hover_row >= 0) {
+    const float factor = std::pow(1.25f, hit.wheel);
+    const float zoom = std::clamp(v.zoom * factor, 1.0f, static_cast<float>(T));
+    const float f = v.zoom / zoom;
+    v.center_row = hit.hover_row + (v.center_row - hit.hover_row) * f;
+    v.center_col = hit.hover_col + (v.center_col - hit.hover_col) * f;
+    v.zoom = zoom;
+  }
+  v.center_row = std::clamp(v.center_row + hit.pan_rows, 0.0f, static_cast<float>(T));
+  v.center_col = std::clamp(v.center_col + hit.pan_cols, 0.0f, static_cast<float>(T));
+  if (v.zoom <= 1) v.center_row = v.center_col = T / 2.0f;
+}
+
 void drawHeader(AppState& app) {
   ViewState& v = app.view;
   const ModelConfig& m = app.workspace.model;
@@ -223,6 +253,28 @@ void drawHeader(AppState& app) {
   }
 }
 
+// The second header line: zoom, and where dropout masks come from.
+void drawNotes(AppState& app, const Trace& t) {
+  ViewState& v = app.view;
+  bool line = false;
+  if (v.zoom > 1) {
+    const CellWindow w = zoomWindow(v, t.tokens);
+    ImGui::Text("zoom ×%.1f: queries %d–%d, keys %d–%d", v.zoom, w.row0 + 1, w.row0 + w.rows, w.col0 + 1,
+                w.col0 + w.cols);
+    ImGui::SameLine();
+    if (ImGui::SmallButton("reset zoom")) v.zoom = 1;
+    layout().widget("reset_zoom");
+    line = true;
+  } else if (t.tokens > 24) {
+    ImGui::TextDisabled("wheel over a map: zoom · right-drag: pan");
+    line = true;
+  }
+  if (hasDropout(t.model.variant)) {
+    if (line) ImGui::SameLine(0, 24);
+    ImGui::TextDisabled("Dropout masks match PyTorch's CPU generator as Debian builds it (no MKL), bit for bit.");
+  }
+}
+
 }  // namespace
 
 void drawHeatmapGrid(AppState& app, ImVec2 pos, ImVec2 size) {
@@ -246,11 +298,12 @@ void drawHeatmapGrid(AppState& app, ImVec2 pos, ImVec2 size) {
     return;
   }
   const Trace& t = *app.trace;
-  if (hasDropout(t.model.variant)) {
-    ImGui::TextDisabled(
-        "Dropout masks match PyTorch's CPU generator as Debian builds it (no MKL), bit for bit.");
-  }
-  ImGui::BeginChild("grid", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
+  drawNotes(app, t);
+  // While the mouse is over a map the wheel zooms it, so it must not also scroll the grid.
+  static bool wheel_on_map = false;
+  ImGui::BeginChild("grid", ImVec2(0, 0), false,
+                    ImGuiWindowFlags_HorizontalScrollbar | (wheel_on_map ? ImGuiWindowFlags_NoScrollWithMouse : 0));
+  wheel_on_map = false;
   const int batch = std::clamp(app.view.batch, 0, static_cast<int>(t.batches.size()) - 1);
   const BatchTrace& bt = t.batches[batch];
   if (bt.heads.empty()) {  // the shown element changed and its trace is on its way
@@ -329,6 +382,8 @@ void drawHeatmapGrid(AppState& app, ImVec2 pos, ImVec2 size) {
       spec.row_labels = &app.workspace.tokens;
       spec.col_labels = stage == Stage::Context ? &data.dims : &app.workspace.tokens;
       spec.selected_row = app.view.token;
+      spec.window = zoomWindow(app.view, t.tokens);
+      if (stage == Stage::Context) spec.window.col0 = spec.window.cols = 0;  // keys zoom, dims stay
       spec.version = app.trace_version * 64 + static_cast<std::uint64_t>(batch);
       const HeadTrace& head = bt.heads[h];
       spec.describe = [&app, &head, stage](int i, int j) { return describeCell(app, head, stage, i, j); };
@@ -340,8 +395,11 @@ void drawHeatmapGrid(AppState& app, ImVec2 pos, ImVec2 size) {
         spec.legend = "▨ −∞ masked";
       }
       spec.dump = {{"head", h}, {"stage", stageId(stage)}, {"batch", batch}};
-      const HeatmapHit hit = drawHeatmap(spec, ImVec2(tile_w, tile_h));
+      HeatmapHit hit = drawHeatmap(spec, ImVec2(tile_w, tile_h));
       if (hit.clicked_row >= 0) app.view.token = hit.clicked_row;
+      if (hit.hover_row >= 0) wheel_on_map = true;
+      if (stage == Stage::Context) hit.hover_col = hit.pan_cols = 0;
+      if (hit.wheel != 0 || hit.pan_rows != 0 || hit.pan_cols != 0) applyZoom(app.view, hit, t.tokens);
     }
   }
   // Reserve the grid's full extent so the child scrolls when it is larger than the panel.

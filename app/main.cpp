@@ -32,6 +32,19 @@ namespace {
 
 std::string glfw_error;
 
+// Keys the app acts on, caught in GLFW's callback: ImGui 1.86 reads key state once per frame and
+// misses a press and release that fall between two frames (as xdotool sends them).
+struct KeyRequests {
+  bool screenshot = false;
+  bool quit = false;
+} keys;
+
+void onKey(GLFWwindow*, int key, int, int action, int mods) {
+  if (action != GLFW_PRESS) return;
+  if (key == GLFW_KEY_F12) keys.screenshot = true;
+  if (key == GLFW_KEY_Q && (mods & GLFW_MOD_CONTROL)) keys.quit = true;
+}
+
 const char* kXvfbHint =
     "xvfb-run -a -s \"-screen 0 1920x1080x24\" attnscope --open S.json --screenshot out.png";
 
@@ -153,6 +166,7 @@ int main(int argc, char** argv) {
   const float scale = std::max(1.0f, std::max(xscale, yscale));
   loadFonts(scale);
   applyTheme(app.view.light_theme, scale);
+  glfwSetKeyCallback(window, onKey);  // before ImGui's, which chains to it
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330 core");
 
@@ -172,8 +186,9 @@ int main(int argc, char** argv) {
     const MenuActions act = drawMainMenu(app, now);
     if (act.theme_changed) applyTheme(app.view.light_theme, scale);
     drawFrame(app, now);
-    if (ImGui::IsKeyPressed(GLFW_KEY_F12, false) || act.screenshot) shot_requested = true;
-    if ((io.KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_Q, false)) || act.quit) glfwSetWindowShouldClose(window, 1);
+    if (keys.screenshot || act.screenshot) shot_requested = true;
+    if (keys.quit || act.quit) glfwSetWindowShouldClose(window, 1);
+    keys = {};
     recordState(app, last_screenshot);
     ImGui::Render();
 
