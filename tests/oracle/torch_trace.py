@@ -1,0 +1,237 @@
+# The torch side of the trace oracle: runs a workspace through the seed classes
+# (core/pytorch/seed_classes.py, imported by path — none of our C++ is involved) and captures every
+# intermediate the attnscope trace holds, from the module itself: Linear outputs by forward hooks,
+# the softmax's input and output by wrapping torch.softmax, and the dropout mask by replacing each
+# nn.Dropout's forward with the same computation made visible:
+#     noise = F.dropout(torch.ones_like(x), p, training); return x * noise   (kept iff noise != 0)
+# which is exactly what torch 1.13's CPU dropout does (x * bernoulli(1−p)/(1−p)); run_plain() lets
+# the test check that on the real module.
+import torch
+import torch.nn.functional as F
+
+# Per variant: the seed class and whether it takes (T, d_in) (v1, v2) or (B, T, d_in).
+CLASSES = {
+    "self_attention_v1": ("SelfAttention_v1", True),
+    "self_attention_v2": ("SelfAttention_v2", True),
+    "causal": ("CausalAttention", False),
+    "multihead_wrapper": ("MultiHeadAttentionWrapper", False),
+    "multihead": ("MultiHeadAttention", False),
+}
+
+
+def torch_inputs(ws):
+    """The T × d_in embeddings as torch builds them: a literal matrix or rand/randn after manual_seed."""
+    e = ws["embeddings"]
+    if isinstance(e, dict):
+        torch.manual_seed(e["seed"])
+        make = torch.randn if e["random"] == "normal" else torch.rand
+        return make(e["rows"], e["cols"])
+    return torch.tensor(e, dtype=torch.float32)
+
+
+def construct(sc, m, T, d_in):
+    """torch.manual_seed(seed), then the seed class built as the notebook does (plus our options)."""
+    v = m["variant"]
+    kw = {"causal": m["causal"], "scale": m["scale"] == "sqrt_dk"}
+    torch.manual_seed(m["seed"])
+    if v == "self_attention_v1":
+        model = sc.SelfAttention_v1(d_in, m["d_out"], **kw)
+    elif v == "self_attention_v2":
+        model = sc.SelfAttention_v2(d_in, m["d_out"], qkv_bias=m["qkv_bias"], **kw)
+    elif v == "causal":
+        model = sc.CausalAttention(d_in, m["d_out"], T, m["dropout"], qkv_bias=m["qkv_bias"], **kw)
+    elif v == "multihead_wrapper":
+        model = sc.MultiHeadAttentionWrapper(d_in, m["d_out"], T, m["dropout"], m["num_heads"],
+                                             qkv_bias=m["qkv_bias"], **kw)
+    elif v == "multihead":
+        model = sc.MultiHeadAttention(d_in, m["d_out"], T, m["dropout"], m["num_heads"],
+                                      qkv_bias=m["qkv_bias"], **kw)
+    else:
+        raise ValueError(v)
+    model.train(m["training"])
+    return model
+
+
+def run_module(model, batch, per_element):
+    if per_element:
+        return torch.stack([model(x) for x in batch])
+    return model(batch)
+
+
+def run_plain(sc, ws):
+    """The unmodified module's output (for checking that the dropout capture changes nothing)."""
+    m = ws["model"]
+    x = torch_inputs(ws)
+    batch = torch.stack([x] * m["batch_size"], dim=0)
+    model = construct(sc, m, x.shape[0], x.shape[1])
+    with torch.no_grad():
+        return run_module(model, batch, CLASSES[m["variant"]][1])
+
+
+class Capture:
+    """Records torch.softmax calls, Linear outputs, out_proj inputs, dropout calls and head outputs."""
+
+    def __init__(self, model):
+        self.softmax, self.linear, self.dropout, self.module_out = [], {}, {}, {}
+        self.out_proj_in = []
+        self._hooks = []
+        for name, mod in model.named_modules():
+            if isinstance(mod, torch.nn.Linear):
+                self.linear[name] = []
+                self._hooks.append(mod.register_forward_hook(self._linear_hook(name)))
+                if name == "out_proj":
+                    self._hooks.append(mod.register_forward_pre_hook(
+                        lambda _m, args: self.out_proj_in.append(args[0].clone())))
+            elif isinstance(mod, torch.nn.Dropout):
+                self.dropout[name] = []
+                mod.forward = self._dropout_forward(name, mod)
+            elif name.startswith("heads.") and name.count(".") == 1:
+                self.module_out[name] = []
+                self._hooks.append(mod.register_forward_hook(
+                    lambda _m, _a, out, name=name: self.module_out[name].append(out.clone())))
+
+    def _linear_hook(self, name):
+        return lambda _m, _a, out: self.linear[name].append(out.clone())
+
+    def _dropout_forward(self, name, mod):
+        def forward(x):
+            noise = F.dropout(torch.ones_like(x), mod.p, mod.training)
+            out = x * noise
+            self.dropout[name].append((x.clone(), noise != 0, out.clone()))
+            return out
+        return forward
+
+    def __enter__(self):
+        self._softmax = torch.softmax
+
+        def recording_softmax(x, *args, **kwargs):
+            y = self._softmax(x, *args, **kwargs)
+            self.softmax.append((x.clone(), y.clone()))
+            return y
+
+        torch.softmax = recording_softmax
+        return self
+
+    def __exit__(self, *exc):
+        torch.softmax = self._softmax
+        for h in self._hooks:
+            h.remove()
+        return False
+
+
+def head_record(q, k, v, hw, scale, causal, softmax_in, weights, keep, dropped, context):
+    """One head of one batch element, in the trace's vocabulary. Scores are recomputed with torch
+    from the captured Q and K (the class masks them in place); the rest is captured."""
+    T = q.shape[0]
+    scores = q @ k.T
+    scaled = scores / hw ** 0.5 if scale else scores  # the class divides by d_k ** 0.5 or 1.0
+    mask = torch.triu(torch.ones(T, T), diagonal=1).bool() if causal else torch.zeros(T, T).bool()
+    return {"queries": q, "keys": k, "values": v, "scores": scores, "scaled_scores": scaled,
+            "mask": mask, "masked_scores": softmax_in, "weights": weights, "dropout_mask": keep,
+            "dropped_weights": dropped, "context": context}
+
+
+def simple_reference(ws, sc, x, B):
+    """Section 3.3: the seed's simple_attention, its intermediates recomputed with the same ops."""
+    m = ws["model"]
+    scale = m["scale"] == "sqrt_dk"
+    batches = []
+    for _ in range(B):
+        with Capture(torch.nn.Module()) as cap:
+            out = sc.simple_attention(x, normalization=m["normalization"], scale=scale)
+        scores = x @ x.T
+        scaled = scores / x.shape[-1] ** 0.5 if scale else scores
+        if m["normalization"] == "sum":
+            weights = scaled / scaled.sum(dim=-1, keepdim=True)
+            assert not cap.softmax
+        else:
+            (softmax_in, weights), = cap.softmax
+            assert torch.equal(softmax_in, scaled)
+        T = x.shape[0]
+        head = {"queries": x, "keys": x, "values": x, "scores": scores, "scaled_scores": scaled,
+                "mask": torch.zeros(T, T).bool(), "masked_scores": scaled, "weights": weights,
+                "dropout_mask": torch.ones(T, T).bool(), "dropped_weights": weights,
+                "context": weights @ x}
+        batches.append({"heads": [head], "context": out, "output": out})
+    return {"params": {}, "batches": batches}
+
+
+def reference(ws, sc):
+    """Everything the attnscope trace of `ws` holds, computed by torch: params, batches[b].heads[h]…"""
+    m = ws["model"]
+    x = torch_inputs(ws)
+    T, d_in = x.shape
+    B = m["batch_size"]
+    batch = torch.stack([x] * B, dim=0)
+    with torch.no_grad():
+        if m["variant"] == "simple":
+            return simple_reference(ws, sc, x, B)
+        model = construct(sc, m, T, d_in)
+        params = {k: v.clone() for k, v in model.state_dict().items()
+                  if k.split(".")[-1] != "mask"}  # the causal mask buffer is no parameter
+        with Capture(model) as cap:
+            out = run_module(model, batch, CLASSES[m["variant"]][1])
+        return {"params": params, "batches": assemble(m, x, model, cap, out), "output": out}
+
+
+def assemble(m, x, model, cap, out):
+    v, B, T = m["variant"], m["batch_size"], x.shape[0]
+    scale, causal = m["scale"] == "sqrt_dk", m["causal"]
+    all_kept = torch.ones(T, T).bool()
+    batches = []
+    for b in range(B):
+        heads = []
+        if v in ("self_attention_v1", "self_attention_v2"):
+            if v == "self_attention_v1":
+                q, k, val = x @ model.W_query, x @ model.W_key, x @ model.W_value
+            else:
+                q, k, val = (cap.linear[n][b] for n in ("W_query", "W_key", "W_value"))
+            softmax_in, w = cap.softmax[b]
+            heads.append(head_record(q, k, val, m["d_out"], scale, causal, softmax_in, w,
+                                     all_kept, w, out[b]))
+            context = out[b]
+        elif v == "causal":
+            q, k, val = (cap.linear[n][0][b] for n in ("W_query", "W_key", "W_value"))
+            (softmax_in, w), = cap.softmax
+            (d_in_, keep, d_out_), = cap.dropout["dropout"]
+            assert torch.equal(d_in_, w)
+            heads.append(head_record(q, k, val, m["d_out"], scale, causal, softmax_in[b], w[b],
+                                     keep[b], d_out_[b], out[b]))
+            context = out[b]
+        elif v == "multihead_wrapper":
+            assert len(cap.softmax) == m["num_heads"]
+            for h in range(m["num_heads"]):
+                q, k, val = (cap.linear["heads.%d.%s" % (h, n)][0][b]
+                             for n in ("W_query", "W_key", "W_value"))
+                softmax_in, w = cap.softmax[h]
+                (d_in_, keep, d_out_), = cap.dropout["heads.%d.dropout" % h]
+                assert torch.equal(d_in_, w)
+                heads.append(head_record(q, k, val, m["d_out"], scale, causal, softmax_in[b], w[b],
+                                         keep[b], d_out_[b], cap.module_out["heads.%d" % h][0][b]))
+            context = out[b]
+        elif v == "multihead":
+            H = m["num_heads"]
+            hd = m["d_out"] // H
+            (softmax_in, w), = cap.softmax
+            (d_in_, keep, d_out_), = cap.dropout["dropout"]
+            assert torch.equal(d_in_, w)
+            context = cap.out_proj_in[0][b]
+            for h in range(H):
+                q, k, val = (cap.linear[n][0][b].view(T, H, hd)[:, h, :]
+                             for n in ("W_query", "W_key", "W_value"))
+                heads.append(head_record(q, k, val, hd, scale, causal, softmax_in[b, h], w[b, h],
+                                         keep[b, h], d_out_[b, h], context[:, h * hd:(h + 1) * hd]))
+        else:
+            raise ValueError(v)
+        batches.append({"heads": heads, "context": context, "output": out[b]})
+    return batches
+
+
+def check_masked_softmax_input(ref):
+    """Torch-side sanity: the softmax input is −∞ exactly where the mask says, finite elsewhere."""
+    for bt in ref["batches"]:
+        for h in bt["heads"]:
+            s, mask = h["masked_scores"], h["mask"]
+            if not (torch.all(torch.isneginf(s[mask])) and torch.all(torch.isfinite(s[~mask]))):
+                raise AssertionError("torch's softmax input is not -inf exactly at the causal mask")
+

@@ -1,0 +1,224 @@
+// Execution paths and trace requests: the OpenMP path ({true, 1|2|4} threads) gives the serial
+// path's masks exactly and its numbers within 1e-6; a trace of only batch 1 keeps only batch 1's
+// heads and the same outputs; the wrapper's heads are independent modules; dropout differs between
+// the copies of a batch (SPEC §2.1, §2.3).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "attention.h"
+#include "errors.h"
+#include "reference.h"
+#include "test_support.h"
+
+namespace attnscope {
+namespace {
+
+Matrix randomInputs(int T, int d_in, std::uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  Matrix x(T, d_in);
+  for (int i = 0; i < T; ++i)
+    for (int j = 0; j < d_in; ++j) x(i, j) = u(g);
+  return x;
+}
+
+double maxDiff(const Matrix& a, const Matrix& b) {
+  if (a.rows() != b.rows() || a.cols() != b.cols()) return INFINITY;
+  double d = 0;
+  for (int i = 0; i < a.rows(); ++i)
+    for (int j = 0; j < a.cols(); ++j) {
+      if (std::isinf(a(i, j)) || std::isinf(b(i, j))) {  // −∞ of the mask must match exactly
+        if (a(i, j) != b(i, j)) return INFINITY;
+        continue;
+      }
+      d = std::max(d, double(std::fabs(a(i, j) - b(i, j))));
+    }
+  return d;
+}
+
+// Worst difference between two traces' numbers; masks must be identical (else ∞).
+double traceDiff(const Trace& a, const Trace& b) {
+  if (a.batches.size() != b.batches.size()) return INFINITY;
+  double d = 0;
+  for (std::size_t bi = 0; bi < a.batches.size(); ++bi) {
+    const BatchTrace &x = a.batches[bi], &y = b.batches[bi];
+    d = std::max({d, maxDiff(x.context, y.context), maxDiff(x.output, y.output)});
+    if (x.heads.size() != y.heads.size()) return INFINITY;
+    for (std::size_t h = 0; h < x.heads.size(); ++h) {
+      const HeadTrace &p = x.heads[h], &q = y.heads[h];
+      if (p.mask != q.mask || p.dropout_mask != q.dropout_mask) return INFINITY;
+      for (auto m : {&HeadTrace::queries, &HeadTrace::keys, &HeadTrace::values, &HeadTrace::scores,
+                     &HeadTrace::scaled_scores, &HeadTrace::masked_scores, &HeadTrace::weights,
+                     &HeadTrace::dropped_weights, &HeadTrace::context})
+        d = std::max(d, maxDiff(p.*m, q.*m));
+    }
+  }
+  return d;
+}
+
+struct Case {
+  ModelConfig m;
+  int T, d_in;
+};
+
+// Configurations with several row blocks (T > 32) and dropout, where threads split the work.
+std::vector<Case> parallelCases() {
+  std::vector<Case> out;
+  ModelConfig mh = defaultConfig(Variant::MultiHead);
+  mh.d_out = 8, mh.num_heads = 4, mh.batch_size = 3, mh.dropout = 0.3, mh.qkv_bias = true;
+  out.push_back({mh, 70, 8});
+  ModelConfig wr = defaultConfig(Variant::MultiHeadWrapper);
+  wr.d_out = 3, wr.num_heads = 3, wr.batch_size = 2, wr.dropout = 0.5;
+  out.push_back({wr, 65, 5});
+  ModelConfig ca = defaultConfig(Variant::Causal);
+  ca.d_out = 4, ca.batch_size = 3, ca.dropout = 0.9, ca.causal = false;
+  out.push_back({ca, 40, 6});
+  ModelConfig v1 = defaultConfig(Variant::SelfAttentionV1);
+  v1.d_out = 3, v1.batch_size = 2;
+  out.push_back({v1, 33, 4});
+  ModelConfig sim = defaultConfig(Variant::Simple);
+  sim.batch_size = 2;
+  out.push_back({sim, 40, 3});
+  return out;
+}
+
+TEST(ExecutionPaths, OpenMPMatchesSerial) {
+  if (!openmpAvailable()) {
+    std::printf("OpenMP path not built (openmpAvailable() is false): serial only, test skipped\n");
+    GTEST_SKIP() << "openmpAvailable() is false";
+  }
+  double worst = 0;
+  for (const Case& c : parallelCases()) {
+    SCOPED_TRACE(variantId(c.m.variant));
+    const Matrix x = randomInputs(c.T, c.d_in, 7);
+    const Trace serial = computeTrace(x, c.m, ExecutionOptions{false, 0});
+    for (int threads : {1, 2, 4}) {
+      const Trace par = computeTrace(x, c.m, ExecutionOptions{true, threads});
+      const double d = traceDiff(serial, par);
+      EXPECT_LE(d, 1e-6) << threads << " threads (∞ = a mask differs)";
+      worst = std::max(worst, d);
+    }
+  }
+  std::printf("worst |serial − OpenMP| over 1, 2, 4 threads: %.3g\n", worst);
+}
+
+TEST(TraceRequests, OnlyBatchOneKeepsOnlyItsHeads) {
+  for (const Case& c : parallelCases()) {
+    SCOPED_TRACE(variantId(c.m.variant));
+    const Matrix x = randomInputs(c.T, c.d_in, 11);
+    for (bool parallel : {false, true}) {
+      if (parallel && !openmpAvailable()) continue;
+      const ExecutionOptions exec{parallel, 2};
+      const Trace full = computeTrace(x, c.m, exec);
+      const Trace one = computeTrace(x, c.m, exec, TraceRequest{false, {1}});
+      const Trace none = computeTrace(x, c.m, exec, TraceRequest{false, {}});
+      ASSERT_EQ(one.batches.size(), full.batches.size());
+      for (std::size_t b = 0; b < full.batches.size(); ++b) {
+        const bool kept = b == 1;
+        EXPECT_EQ(one.batches[b].heads.size(), kept ? full.batches[b].heads.size() : 0u)
+            << "batch " << b;
+        EXPECT_TRUE(none.batches[b].heads.empty()) << "batch " << b;
+        EXPECT_LE(maxDiff(one.batches[b].output, full.batches[b].output), 1e-6) << "batch " << b;
+        EXPECT_LE(maxDiff(none.batches[b].output, full.batches[b].output), 1e-6) << "batch " << b;
+        EXPECT_LE(maxDiff(one.batches[b].context, full.batches[b].context), 1e-6);
+      }
+      // Batch 1's heads are the full trace's batch 1 heads (dropout masks included).
+      Trace a = full, b = one;
+      a.batches = {full.batches[1]};
+      b.batches = {one.batches[1]};
+      EXPECT_LE(traceDiff(a, b), 1e-6) << "(∞ = a mask differs)";
+    }
+  }
+}
+
+TEST(TraceRequests, UnknownBatchIsAnInputError) {
+  ModelConfig m = defaultConfig(Variant::MultiHead);  // batch_size 2
+  EXPECT_THROW(computeTrace(test::bookInputs(), m, {}, TraceRequest{false, {2}}), InputError);
+  EXPECT_THROW(computeTrace(test::bookInputs(), m, {}, TraceRequest{false, {-1}}), InputError);
+}
+
+TEST(Wrapper, HeadsHaveIndependentParameters) {
+  ModelConfig m = defaultConfig(Variant::MultiHeadWrapper);
+  m.num_heads = 3;
+  m.d_out = 2;
+  m.qkv_bias = true;
+  const Trace t = computeTrace(test::bookInputs(), m);
+  ASSERT_EQ(t.parameters.query.size(), 3u);
+  ASSERT_EQ(t.parameters.key.size(), 3u);
+  ASSERT_EQ(t.parameters.value.size(), 3u);
+  // Each head is its own CausalAttention: head h's layers are the draws after h heads' layers.
+  ref::Stream s(m.seed);
+  for (int h = 0; h < 3; ++h) {
+    const Linear* ours[3] = {&t.parameters.query[h], &t.parameters.key[h], &t.parameters.value[h]};
+    for (const Linear* l : ours) {
+      const ref::Layer r = ref::linear(s, 3, 2, true);
+      for (int o = 0; o < 2; ++o) {
+        for (int i = 0; i < 3; ++i) EXPECT_EQ(l->weight(o, i), r.w(o, i)) << "head " << h;
+        EXPECT_EQ(l->bias(o), r.bias[o]) << "head " << h;
+      }
+    }
+  }
+  for (int a = 0; a < 3; ++a)
+    for (int b = a + 1; b < 3; ++b) {
+      EXPECT_NE(t.parameters.query[a].weight, t.parameters.query[b].weight);
+      EXPECT_GT(maxDiff(t.batches[0].heads[a].context, t.batches[0].heads[b].context), 1e-3)
+          << "heads " << a << " and " << b << " compute the same thing";
+    }
+}
+
+TEST(Dropout, DiffersBetweenBatchCopies) {
+  // Identical copies of the input, p = 0.5 on 2 × 2 × 6 × 6 draws: torch's stream gives each copy
+  // its own mask (checked against the reference draws, which must differ here).
+  for (Variant v : {Variant::Causal, Variant::MultiHeadWrapper, Variant::MultiHead}) {
+    SCOPED_TRACE(variantId(v));
+    ModelConfig m = defaultConfig(v);
+    m.dropout = 0.5;
+    m.batch_size = 2;
+    const ref::Module r = ref::build(m, 6, 3);
+    ASSERT_FALSE(r.keep.empty());
+    const Trace t = computeTrace(test::bookInputs(), m);
+    for (int h = 0; h < t.heads; ++h) {
+      ASSERT_NE(r.keep[0][h], r.keep[1][h]) << "the reference stream gives equal masks";
+      EXPECT_NE(t.batches[0].heads[h].dropout_mask, t.batches[1].heads[h].dropout_mask)
+          << "head " << h << ": both batch copies got the same dropout mask";
+      EXPECT_NE(t.batches[0].output, t.batches[1].output);
+    }
+  }
+}
+
+TEST(Dropout, NoneWithoutTrainingOrRateOrVariant) {
+  // p = 0, eval mode, or a variant without dropout: every dropout_mask entry is 1 and
+  // dropped_weights is weights.
+  std::vector<ModelConfig> configs;
+  for (Variant v : {Variant::Causal, Variant::MultiHeadWrapper, Variant::MultiHead}) {
+    ModelConfig eval = defaultConfig(v);
+    eval.dropout = 0.5;
+    eval.training = false;
+    configs.push_back(eval);
+    ModelConfig zero = defaultConfig(v);
+    zero.dropout = 0.0;
+    configs.push_back(zero);
+  }
+  configs.push_back(defaultConfig(Variant::Simple));
+  configs.push_back(defaultConfig(Variant::SelfAttentionV1));
+  configs.push_back(defaultConfig(Variant::SelfAttentionV2));
+  for (const ModelConfig& m : configs) {
+    SCOPED_TRACE(variantId(m.variant));
+    const Trace t = computeTrace(test::bookInputs(), m);
+    EXPECT_FALSE(t.dropout_active);
+    for (const BatchTrace& bt : t.batches)
+      for (const HeadTrace& h : bt.heads) {
+        EXPECT_TRUE((h.dropout_mask.array() == 1).all());
+        EXPECT_TRUE(test::bitwiseEqual(h.dropped_weights, h.weights));
+      }
+  }
+}
+
+}  // namespace
+}  // namespace attnscope
