@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 CLI := $(BUILD)/attnscope-cli
 
-.PHONY: all build run test bench clean
+.PHONY: all build run test bench clean screenshots
 
 all: build
 
@@ -40,3 +40,13 @@ bench:
 
 clean:
 	rm -rf $(BUILD)
+
+# The README's reference images (assets/screenshots/), rendered under Xvfb.
+XVFB := xvfb-run -a -s "-screen 0 1920x1080x24"
+SHOTS := assets/screenshots
+screenshots: build
+	mkdir -p $(SHOTS)
+	$(XVFB) $(BUILD)/attnscope --open assets/presets/multihead.json --screenshot $(SHOTS)/multihead-dark.png
+	$(XVFB) $(BUILD)/attnscope --open assets/presets/multihead.json --theme light --screenshot $(SHOTS)/multihead-light.png
+	$(XVFB) $(BUILD)/attnscope --open assets/presets/causal_dropout.json --screenshot $(SHOTS)/causal-dropout.png
+	$(XVFB) $(BUILD)/attnscope --open assets/presets/gpt2-small.json --screenshot $(SHOTS)/gpt2-small.png

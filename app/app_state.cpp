@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "errors.h"
+
 namespace attnscope {
 
 const char* stageId(Stage s) {
@@ -41,7 +43,9 @@ nlohmann::json viewToJson(const ViewState& v) {
           {"batch", v.batch},
           {"head", v.head},
           {"token", v.token},
-          {"columns", columns}};
+          {"columns", columns},
+          {"tab", v.tab},
+          {"inspector", v.show_inspector}};
 }
 
 ViewState viewFromJson(const nlohmann::json& j) {
@@ -60,6 +64,8 @@ ViewState viewFromJson(const nlohmann::json& j) {
   if (j.contains("batch") && j["batch"].is_number_integer()) v.batch = std::max(0, j["batch"].get<int>());
   if (j.contains("head") && j["head"].is_number_integer()) v.head = std::max(-1, j["head"].get<int>());
   if (j.contains("token") && j["token"].is_number_integer()) v.token = std::max(0, j["token"].get<int>());
+  flag("inspector", &v.show_inspector);
+  if (j.contains("tab") && (j["tab"] == "heatmaps" || j["tab"] == "pipeline")) v.tab = j["tab"].get<std::string>();
   if (j.contains("columns") && j["columns"].is_array()) {
     v.show.fill(false);
     for (const auto& c : j["columns"])
@@ -92,6 +98,41 @@ void AppState::updateEngine(double now) {
   const int tokens = static_cast<int>(workspace.embeddings.rows());
   view.token = std::clamp(view.token, 0, tokens - 1);
   if (view.head >= headCount(workspace.model)) view.head = -1;
+}
+
+bool AppState::edit(const std::string& tag, const std::function<void(Workspace&)>& change, double now) {
+  Workspace next = workspace;
+  try {
+    change(next);
+  } catch (const InputError& e) {
+    showToast(e.what(), true, now);
+    return false;
+  }
+  history.record(workspace, tag);
+  workspace = std::move(next);
+  changed();
+  return true;
+}
+
+void AppState::undo() {
+  if (!history.canUndo()) return;
+  workspace = history.undo(workspace);
+  changed();
+}
+
+void AppState::redo() {
+  if (!history.canRedo()) return;
+  workspace = history.redo(workspace);
+  changed();
+}
+
+void AppState::replaceWorkspace(Workspace ws) {
+  history.record(workspace);
+  workspace = std::move(ws);
+  view.batch = 0;
+  view.key = -1;
+  view.zoom = 1;
+  changed();
 }
 
 void AppState::showToast(const std::string& text, bool error, double now) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -11,6 +12,7 @@
 #include "attention.h"
 #include "colormap.h"
 #include "engine_worker.h"
+#include "history.h"
 #include "workspace.h"
 
 namespace attnscope {
@@ -29,10 +31,13 @@ struct ViewState {
   int batch = 0;                          // batch element shown
   int head = -1;                          // head shown; −1 = all heads
   int token = 1;                          // selected query token: x² "journey", as the notebook
+  int key = -1;                           // key column picked in the inspector; −1 = none
   float zoom = 1;                         // ≥ 1: all maps show T/zoom rows and columns …
   float center_row = -1, center_col = -1; // … around this cell (−1: the middle)
   std::array<bool, kStageCount> show = {true, true, true, true, true, true, false};  // columns
   std::string screenshot_dir;             // where F12 saves; empty = ~/Pictures/attnscope
+  std::string tab = "heatmaps";           // the main area's view: "heatmaps" or "pipeline"
+  bool show_inspector = true;             // the inspector column on the right
 };
 
 nlohmann::json viewToJson(const ViewState& v);
@@ -54,6 +59,16 @@ struct AppState {
   bool toast_is_error = false;
   double toast_until = 0;
 
+  History history;                     // undo/redo of inputs and model settings
+
+  // Applies an edit to a copy of the workspace; on success it becomes the workspace, the previous
+  // one goes to the undo history (edits with the same `tag` in one gesture make one step) and the
+  // engine reruns. On InputError nothing changes and the message is shown. Returns success.
+  bool edit(const std::string& tag, const std::function<void(Workspace&)>& change, double now = 0);
+  void undo();
+  void redo();
+  // Replaces the workspace (open, preset), as one undoable step.
+  void replaceWorkspace(Workspace ws);
   void changed() { inputs_changed_ = true; }
   // Sends changed inputs to the worker and takes its finished results. Once per frame.
   void updateEngine(double now);

@@ -22,6 +22,7 @@ Fonts loadFonts(float scale) {
       0x2070, 0x209F,  // super- and subscripts: ᵀ ₖ ₁
       0x1D00, 0x1DBF,  // phonetic extensions: ᵀ (U+1D40)
       0x2190, 0x21FF,  // arrows: →
+      0x2C60, 0x2C7F,  // Latin Extended-C: the subscript ⱼ
       0x2200, 0x22FF,  // maths: √ − ∞ ≈ ∑
       0x25A0, 0x25FF,  // shapes: ▨ ■
       0,

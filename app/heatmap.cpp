@@ -140,8 +140,9 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   const int nc = s.window.cols > 0 ? std::min(s.window.cols, cols - c0) : cols - c0;
   const Theme& th = theme();
 
-  draw->AddText(ImVec2(origin.x, origin.y), ImGui::GetColorU32(ImGuiCol_Text),
-                fitText(ImGui::GetFont(), ImGui::GetFontSize(), s.title, size.x).c_str());
+  if (!s.compact)
+    draw->AddText(ImVec2(origin.x, origin.y), ImGui::GetColorU32(ImGuiCol_Text),
+                  fitText(ImGui::GetFont(), ImGui::GetFontSize(), s.title, size.x).c_str());
 
   // Label bands: rows on the left, columns on top (vertical text when they do not fit across).
   float label_w = 0, col_label_w = 0;
@@ -149,18 +150,19 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     label_w = std::max(label_w, small->CalcTextSizeA(fs, FLT_MAX, 0, (*s.row_labels)[i].c_str()).x);
   for (int j = c0; j < c0 + nc && s.col_labels; ++j)
     col_label_w = std::max(col_label_w, small->CalcTextSizeA(fs, FLT_MAX, 0, (*s.col_labels)[j].c_str()).x);
-  const float left = std::min(label_w, size.x * 0.28f) + 4;
-  const float colorbar_h = 8 + fs + 4;  // the legend shares the line of the range labels
+  const float left = s.compact ? 0 : std::min(label_w, size.x * 0.28f) + px(4);
+  const float colorbar_h = s.compact ? 0 : px(8) + fs + px(4);  // the legend shares the range labels' line
+  const float title_h = s.compact ? 0 : ui;
   const float avail_w = size.x - left;
-  float top_band = fs + 4;
-  float cell = std::min(avail_w / nc, (size.y - ui - top_band - colorbar_h) / nr);
-  const bool vertical = col_label_w + 2 > cell && nc > 1;
+  float top_band = s.compact ? 0 : fs + px(4);
+  float cell = std::min(avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr);
+  const bool vertical = !s.compact && col_label_w + 2 > cell && nc > 1;
   if (vertical) {
-    top_band = std::min(col_label_w, size.y * 0.18f) + 6;
-    cell = std::min(avail_w / nc, (size.y - ui - top_band - colorbar_h) / nr);
+    top_band = std::min(col_label_w, size.y * 0.18f) + px(6);
+    cell = std::min(avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr);
   }
   cell = std::max(cell, 0.05f);
-  const ImVec2 p0(origin.x + left, origin.y + ui + top_band);
+  const ImVec2 p0(origin.x + left, origin.y + title_h + top_band);
   const ImVec2 p1(p0.x + cell * nc, p0.y + cell * nr);
   auto cellMin = [&](int i, int j) { return ImVec2(p0.x + (j - c0) * cell, p0.y + (i - r0) * cell); };
 
@@ -168,7 +170,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   const ImVec2 uv0(static_cast<float>(c0) / cols, static_cast<float>(r0) / rows);
   const ImVec2 uv1(static_cast<float>(c0 + nc) / cols, static_cast<float>(r0 + nr) / rows);
   draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture(s))), p0, p1, uv0, uv1);
-  if (cell >= 6) {
+  if (cell >= px(6)) {
     for (int j = 1; j < nc; ++j)
       draw->AddLine(ImVec2(p0.x + j * cell, p0.y), ImVec2(p0.x + j * cell, p1.y), th.grid_line);
     for (int i = 1; i < nr; ++i)
@@ -177,11 +179,11 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   const auto& table = colormapTable(s.colormap);
   // Value labels only when every visible one fits its cell: all or none reads better.
   std::vector<std::string> texts;
-  bool values_shown = cell >= fs + 2 && cell >= 16;
+  bool values_shown = !s.compact && cell >= fs + px(2) && cell >= px(16);
   for (int i = r0; i < r0 + nr && values_shown; ++i)
     for (int j = c0; j < c0 + nc && values_shown; ++j) {
       texts.push_back(s.cell_text ? s.cell_text(m(i, j)) : defaultCellText(m(i, j)));
-      values_shown = small->CalcTextSizeA(fs, FLT_MAX, 0, texts.back().c_str()).x + 2 <= cell;
+      values_shown = small->CalcTextSizeA(fs, FLT_MAX, 0, texts.back().c_str()).x + px(2) <= cell;
     }
   if (values_shown) {
     const Rgb masked{static_cast<std::uint8_t>(th.masked_cell & 0xFF),
@@ -201,7 +203,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
 
   // Axis labels, thinned to one every `step` when cells are smaller than the text.
   const int row_step = std::max(1, static_cast<int>(std::ceil((fs + 1) / cell)));
-  for (int i = r0; i < r0 + nr && s.row_labels; i += row_step) {
+  for (int i = r0; i < r0 + nr && s.row_labels && !s.compact; i += row_step) {
     const std::string t = fitText(small, fs, (*s.row_labels)[i], left - 4);
     const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str());
     draw->AddText(small, fs, ImVec2(p0.x - 4 - ts.x, cellMin(i, c0).y + cell / 2 - ts.y / 2),
@@ -209,7 +211,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   }
   const int col_step =
       std::max(1, static_cast<int>(std::ceil((vertical ? fs + 1 : col_label_w + 6) / cell)));
-  for (int j = c0; j < c0 + nc && s.col_labels; j += col_step) {
+  for (int j = c0; j < c0 + nc && s.col_labels && !s.compact; j += col_step) {
     const float x = cellMin(r0, j).x + cell / 2;
     if (vertical) {
       const std::string t = fitText(small, fs, (*s.col_labels)[j], top_band - 6);
@@ -224,7 +226,10 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   // Selection, hover, click, wheel zoom and drag to pan.
   if (s.selected_row >= r0 && s.selected_row < r0 + nr)
     draw->AddRect(ImVec2(p0.x - 1, cellMin(s.selected_row, c0).y - 1),
-                  ImVec2(p1.x + 1, cellMin(s.selected_row, c0).y + cell + 1), th.selection, 0, 0, 2.0f);
+                  ImVec2(p1.x + 1, cellMin(s.selected_row, c0).y + cell + 1), th.selection, 0, 0, px(2));
+  if (s.selected_col >= c0 && s.selected_col < c0 + nc)
+    draw->AddRect(ImVec2(cellMin(r0, s.selected_col).x - 1, p0.y - 1),
+                  ImVec2(cellMin(r0, s.selected_col).x + cell + 1, p1.y + 1), th.selection, 0, 0, 1.5f);
   ImGui::SetCursorScreenPos(p0);
   ImGui::InvisibleButton((s.id + "##cells").c_str(), ImVec2(p1.x - p0.x, std::max(p1.y - p0.y, 1.0f)),
                          ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
@@ -246,22 +251,27 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     hit.pan_cols = -io.MouseDelta.x / cell;
   }
 
+  if (s.compact) {  // a thumbnail: cells and interaction only
+    ImGui::SetCursorScreenPos(origin);
+    ImGui::Dummy(size);
+    return hit;
+  }
   // Colorbar with its range, and the legend.
-  const float bar_y = p1.y + 6;
-  const float bar_w = std::max(p1.x - p0.x, std::min(size.x - left, 120.0f));
-  drawColorbar(draw, s, ImVec2(p0.x, bar_y), bar_w, 8);
+  const float bar_y = p1.y + px(6);
+  const float bar_w = std::max(p1.x - p0.x, std::min(size.x - left, px(120)));
+  drawColorbar(draw, s, ImVec2(p0.x, bar_y), bar_w, px(8));
   char lo[32], hi[32];
   std::snprintf(lo, sizeof lo, "%.3g", static_cast<double>(s.range.lo));
   std::snprintf(hi, sizeof hi, "%.3g", static_cast<double>(s.range.hi));
   const ImVec2 hs = small->CalcTextSizeA(fs, FLT_MAX, 0, hi);
-  draw->AddText(small, fs, ImVec2(p0.x, bar_y + 10), th.text_dim, lo);
-  draw->AddText(small, fs, ImVec2(p0.x + bar_w - hs.x, bar_y + 10), th.text_dim, hi);
+  draw->AddText(small, fs, ImVec2(p0.x, bar_y + px(10)), th.text_dim, lo);
+  draw->AddText(small, fs, ImVec2(p0.x + bar_w - hs.x, bar_y + px(10)), th.text_dim, hi);
   if (!s.legend.empty()) {  // between the range labels, or below them when it does not fit
     const bool swatch = s.legend.rfind("▨", 0) == 0;  // a masked-grey square, then the text
     const std::string text = swatch ? s.legend.substr(std::string("▨").size()) : s.legend;
     const float lw = small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str()).x + (swatch ? fs + 2 : 0);
     const float lo_w = small->CalcTextSizeA(fs, FLT_MAX, 0, lo).x;
-    float lx = p0.x + (bar_w - lw) / 2, ly = bar_y + 10;
+    float lx = p0.x + (bar_w - lw) / 2, ly = bar_y + px(10);
     if (lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
       lx = p0.x;
       ly += fs + 2;

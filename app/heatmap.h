@@ -32,6 +32,8 @@ struct HeatmapSpec {
   const std::vector<std::string>* row_labels = nullptr;  // one per row
   const std::vector<std::string>* col_labels = nullptr;  // one per column
   int selected_row = -1;                           // outlined
+  int selected_col = -1;                           // outlined too (a key picked in the inspector)
+  bool compact = false;                            // cells only: no title, labels or colorbar
   CellWindow window;                               // zoom: the part of the map shown
   std::uint64_t version = 0;                       // change it when `values` change
   std::function<std::string(int, int)> describe;   // tooltip for cell (row, col)

@@ -164,12 +164,12 @@ Arrangement arrange(int H, int S, int rows, int cols, float width, float height,
       const float cell = std::min(tile_w / cols, tile_h / rows);
       if (cell > best.cell) best = {c, s, cell};
     }
-  const float min_map = 150.0f;  // below this, scroll rather than shrink
+  const float min_map = px(150);  // below this, scroll rather than shrink
   if (best.cell * std::max(rows, cols) < min_map) {
     best = {1, S, 0};
     best.cell = std::max((width / S - gap - m.left) / cols, min_map / std::max(rows, cols));
   }
-  best.cell = std::min(best.cell, 72.0f);  // a 1-token map need not fill the screen
+  best.cell = std::min(best.cell, px(72));  // a 1-token map need not fill the screen
   return best;
 }
 
@@ -208,7 +208,7 @@ void drawHeader(AppState& app) {
   const ModelConfig& m = app.workspace.model;
   const int heads = headCount(m);
   if (heads > 1) {
-    ImGui::SetNextItemWidth(130);
+    ImGui::SetNextItemWidth(px(130));
     const std::string current = v.head < 0 ? "all heads" : "head " + std::to_string(v.head + 1);
     if (ImGui::BeginCombo("##head", current.c_str())) {
       if (ImGui::Selectable("all heads", v.head < 0)) v.head = -1;
@@ -220,7 +220,7 @@ void drawHeader(AppState& app) {
     ImGui::SameLine();
   }
   if (m.batch_size > 1) {
-    ImGui::SetNextItemWidth(110);
+    ImGui::SetNextItemWidth(px(110));
     int b = v.batch + 1;
     if (ImGui::SliderInt("batch element", &b, 1, m.batch_size)) {
       v.batch = b - 1;
@@ -229,18 +229,6 @@ void drawHeader(AppState& app) {
     layout().widget("batch_element");
     ImGui::SameLine();
   }
-  ImGui::SetNextItemWidth(190);
-  if (ImGui::BeginCombo("##colormap", colormapTitle(v.colormap))) {
-    for (Colormap c : {Colormap::Viridis, Colormap::Cividis})
-      if (ImGui::Selectable(colormapTitle(c), v.colormap == c)) v.colormap = c;
-    ImGui::EndCombo();
-  }
-  layout().widget("colormap");
-  ImGui::SameLine();
-  ImGui::Checkbox("diverging for signed", &v.diverging_for_signed);
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("Maps with negative values use a blue–white–red map centred on 0");
-  ImGui::SameLine();
   ImGui::Checkbox("shared scale", &v.shared_scale);
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("One colour range per kind of map across all heads, so heads compare directly");
@@ -253,9 +241,15 @@ void drawHeader(AppState& app) {
   }
 }
 
-// The second header line: zoom, and where dropout masks come from.
+// The second header line: zoom, and where dropout masks come from; a preset's description.
 void drawNotes(AppState& app, const Trace& t) {
   ViewState& v = app.view;
+  const nlohmann::json& view = app.workspace.view;
+  if (view.contains("preset") && view["preset"].is_object() && view["preset"].contains("description")) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("%s", view["preset"].value("description", "").c_str());
+    ImGui::PopStyleColor();
+  }
   bool line = false;
   if (v.zoom > 1) {
     const CellWindow w = zoomWindow(v, t.tokens);
@@ -270,20 +264,16 @@ void drawNotes(AppState& app, const Trace& t) {
     line = true;
   }
   if (hasDropout(t.model.variant)) {
-    if (line) ImGui::SameLine(0, 24);
+    if (line) ImGui::SameLine(0, px(24));
     ImGui::TextDisabled("Dropout masks match PyTorch's CPU generator as Debian builds it (no MKL), bit for bit.");
   }
 }
 
 }  // namespace
 
-void drawHeatmapGrid(AppState& app, ImVec2 pos, ImVec2 size) {
-  ImGui::SetNextWindowPos(pos);
-  ImGui::SetNextWindowSize(size);
-  ImGui::Begin("Heatmaps", nullptr,
-               ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
-                   ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
-  layout().panel("heatmaps", pos, ImVec2(pos.x + size.x, pos.y + size.y));
+void drawHeatmapGrid(AppState& app) {
+  const ImVec2 top = ImGui::GetCursorScreenPos(), region = ImGui::GetContentRegionAvail();
+  layout().panel("heatmaps", top, ImVec2(top.x + region.x, top.y + region.y));
   drawHeader(app);
 
   if (!app.engine_error.empty()) {
@@ -294,7 +284,6 @@ void drawHeatmapGrid(AppState& app, ImVec2 pos, ImVec2 size) {
   }
   if (!app.trace) {
     ImGui::TextUnformatted(app.computing ? "computing…" : "no result yet");
-    ImGui::End();
     return;
   }
   const Trace& t = *app.trace;
@@ -309,7 +298,6 @@ void drawHeatmapGrid(AppState& app, ImVec2 pos, ImVec2 size) {
   if (bt.heads.empty()) {  // the shown element changed and its trace is on its way
     ImGui::TextUnformatted("computing…");
     ImGui::EndChild();
-    ImGui::End();
     return;
   }
   GridData& data = gridData(app);
@@ -320,7 +308,6 @@ void drawHeatmapGrid(AppState& app, ImVec2 pos, ImVec2 size) {
   if (stages.empty()) {
     ImGui::TextUnformatted("All columns are hidden: choose some under \"columns…\".");
     ImGui::EndChild();
-    ImGui::End();
     return;
   }
   // Which heads: all, or the one chosen in the header.
@@ -336,9 +323,9 @@ void drawHeatmapGrid(AppState& app, ImVec2 pos, ImVec2 size) {
   float label_w = 0;
   for (const std::string& tok : app.workspace.tokens)
     label_w = std::max(label_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, tok.c_str()).x);
-  const Margins margins{std::min(label_w, 90.0f) + 4,
-                        ImGui::GetTextLineHeight() + std::min(label_w, 60.0f) + 6,
-                        8 + fs + 4};
+  const Margins margins{std::min(label_w, px(90)) + px(4),
+                        ImGui::GetTextLineHeight() + std::min(label_w, px(60)) + px(6),
+                        px(8) + fs + px(4)};
   const int rows = t.tokens, cols = std::max(t.tokens, 1);
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const Arrangement a = arrange(H, S, rows, cols, avail.x - style.ScrollbarSize, avail.y, header, gap, margins);
@@ -382,6 +369,7 @@ void drawHeatmapGrid(AppState& app, ImVec2 pos, ImVec2 size) {
       spec.row_labels = &app.workspace.tokens;
       spec.col_labels = stage == Stage::Context ? &data.dims : &app.workspace.tokens;
       spec.selected_row = app.view.token;
+      if (stage != Stage::Context) spec.selected_col = app.view.key;
       spec.window = zoomWindow(app.view, t.tokens);
       if (stage == Stage::Context) spec.window.col0 = spec.window.cols = 0;  // keys zoom, dims stay
       spec.version = app.trace_version * 64 + static_cast<std::uint64_t>(batch);
@@ -407,7 +395,6 @@ void drawHeatmapGrid(AppState& app, ImVec2 pos, ImVec2 size) {
   ImGui::SetCursorScreenPos(grid_origin);
   ImGui::Dummy(ImVec2(a.card_cols * card_w, card_rows * card_h));
   ImGui::EndChild();
-  ImGui::End();
 }
 
 }  // namespace attnscope

@@ -7,6 +7,7 @@
 
 namespace attnscope {
 
-void drawHeatmapGrid(AppState& app, ImVec2 pos, ImVec2 size);
+// Draws into the current window (a tab of the main area).
+void drawHeatmapGrid(AppState& app);
 
 }  // namespace attnscope

@@ -19,9 +19,12 @@
 #include "fonts.h"
 #include "heatmap.h"
 #include "heatmap_grid.h"
+#include "inputs_panel.h"
+#include "inspector_panel.h"
 #include "layout_dump.h"
 #include "main_menu.h"
 #include "model_panel.h"
+#include "pipeline_view.h"
 #include "screenshot.h"
 #include "status_bar.h"
 #include "theme.h"
@@ -35,14 +38,36 @@ std::string glfw_error;
 // Keys the app acts on, caught in GLFW's callback: ImGui 1.86 reads key state once per frame and
 // misses a press and release that fall between two frames (as xdotool sends them).
 struct KeyRequests {
-  bool screenshot = false;
-  bool quit = false;
+  bool screenshot = false, quit = false, undo = false, redo = false;
+  int token_step = 0;  // arrows: move the selected query token
+  int head_step = 0;   // Tab / Shift+Tab: cycle the shown head
 } keys;
 
 void onKey(GLFWwindow*, int key, int, int action, int mods) {
-  if (action != GLFW_PRESS) return;
-  if (key == GLFW_KEY_F12) keys.screenshot = true;
-  if (key == GLFW_KEY_Q && (mods & GLFW_MOD_CONTROL)) keys.quit = true;
+  if (action != GLFW_PRESS && action != GLFW_REPEAT) return;
+  const bool ctrl = mods & GLFW_MOD_CONTROL, shift = mods & GLFW_MOD_SHIFT;
+  if (key == GLFW_KEY_F12 && action == GLFW_PRESS) keys.screenshot = true;
+  if (key == GLFW_KEY_Q && ctrl) keys.quit = true;
+  if (key == GLFW_KEY_Z && ctrl) (shift ? keys.redo : keys.undo) = true;
+  if (key == GLFW_KEY_Y && ctrl) keys.redo = true;
+  if (key == GLFW_KEY_UP || key == GLFW_KEY_LEFT) keys.token_step -= 1;
+  if (key == GLFW_KEY_DOWN || key == GLFW_KEY_RIGHT) keys.token_step += 1;
+  if (key == GLFW_KEY_TAB) keys.head_step += shift ? -1 : 1;
+}
+
+// Keys that act on the view, unless a text field has the keyboard (then they edit text).
+void applyKeys(AppState& app) {
+  const bool typing = ImGui::GetIO().WantTextInput;
+  if (keys.undo && !typing) app.undo();
+  if (keys.redo && !typing) app.redo();
+  if (!typing && keys.token_step != 0) {
+    const int T = static_cast<int>(app.workspace.embeddings.rows());
+    app.view.token = std::clamp(app.view.token + keys.token_step, 0, T - 1);
+  }
+  if (!typing && keys.head_step != 0) {  // all heads → 1 → 2 → … → all heads
+    const int H = headCount(app.workspace.model);
+    app.view.head = ((app.view.head + 1 + keys.head_step) % (H + 1) + (H + 1)) % (H + 1) - 1;
+  }
 }
 
 const char* kXvfbHint =
@@ -80,16 +105,48 @@ int parseOptions(int argc, char** argv, AppOptions& o) {
   return -1;  // go on
 }
 
-// The window's layout: menu bar, model panel on the left, heatmaps, status bar.
+// The main area: the heatmap grid or the pipeline, as tabs.
+void drawMainArea(AppState& app, ImVec2 pos, ImVec2 size) {
+  ImGui::SetNextWindowPos(pos);
+  ImGui::SetNextWindowSize(size);
+  ImGui::Begin("##main", nullptr,
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoScrollWithMouse |
+                   ImGuiWindowFlags_NoSavedSettings);
+  static std::string shown;  // select the tab the view asks for (a loaded workspace, a test)
+  if (ImGui::BeginTabBar("views")) {
+    for (const char* tab : {"heatmaps", "pipeline"}) {
+      const ImGuiTabItemFlags flags = shown != app.view.tab && app.view.tab == tab ? ImGuiTabItemFlags_SetSelected : 0;
+      const bool open = ImGui::BeginTabItem(tab == std::string("heatmaps") ? "Heatmaps" : "Pipeline", nullptr, flags);
+      layout().widget(std::string("tab_") + tab);
+      if (open) {
+        if (shown == app.view.tab) app.view.tab = tab;
+        shown = tab;
+        if (app.view.tab == std::string("heatmaps")) drawHeatmapGrid(app);
+        else drawPipeline(app, ImGui::GetContentRegionAvail());
+        ImGui::EndTabItem();
+      }
+    }
+    ImGui::EndTabBar();
+  }
+  ImGui::End();
+}
+
+// The window's layout: menu bar; model and inputs on the left; heatmaps or pipeline; inspector
+// on the right; status bar.
 void drawFrame(AppState& app, double now) {
   const ImGuiViewport* vp = ImGui::GetMainViewport();
   const float menu_h = ImGui::GetFrameHeight();
   const float status_h = ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y * 2;
-  const float left_w = std::max(300.0f, std::min(380.0f, vp->Size.x * 0.24f));
+  const float left_w = std::clamp(vp->Size.x * 0.225f, px(300), px(380));
+  const float right_w = app.view.show_inspector ? std::clamp(vp->Size.x * 0.21f, px(280), px(380)) : 0.0f;
   const ImVec2 top(vp->Pos.x, vp->Pos.y + menu_h);
   const float body_h = vp->Size.y - menu_h - status_h;
-  drawModelPanel(app, top, ImVec2(left_w, body_h));
-  drawHeatmapGrid(app, ImVec2(top.x + left_w, top.y), ImVec2(vp->Size.x - left_w, body_h));
+  const float model_h = std::min(body_h * 0.52f, 24.0f * ImGui::GetFrameHeightWithSpacing());
+  drawModelPanel(app, top, ImVec2(left_w, model_h));
+  drawInputsPanel(app, ImVec2(top.x, top.y + model_h), ImVec2(left_w, body_h - model_h), now);
+  drawMainArea(app, ImVec2(top.x + left_w, top.y), ImVec2(vp->Size.x - left_w - right_w, body_h));
+  if (app.view.show_inspector)
+    drawInspector(app, ImVec2(top.x + vp->Size.x - right_w, top.y), ImVec2(right_w, body_h));
   drawStatusBar(app, ImVec2(vp->Pos.x, vp->Pos.y + vp->Size.y - status_h), ImVec2(vp->Size.x, status_h), now);
 }
 
@@ -167,6 +224,7 @@ int main(int argc, char** argv) {
   loadFonts(scale);
   applyTheme(app.view.light_theme, scale);
   glfwSetKeyCallback(window, onKey);  // before ImGui's, which chains to it
+  io.ConfigFlags &= ~ImGuiConfigFlags_NavEnableKeyboard;  // arrows and Tab belong to the view
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330 core");
 
@@ -188,7 +246,9 @@ int main(int argc, char** argv) {
     drawFrame(app, now);
     if (keys.screenshot || act.screenshot) shot_requested = true;
     if (keys.quit || act.quit) glfwSetWindowShouldClose(window, 1);
+    applyKeys(app);
     keys = {};
+    if (!ImGui::IsAnyMouseDown()) app.history.endGesture();  // a drag ends: the next edit is a new step
     recordState(app, last_screenshot);
     ImGui::Render();
 

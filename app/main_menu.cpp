@@ -5,6 +5,7 @@
 
 #include "errors.h"
 #include "layout_dump.h"
+#include "theme.h"
 #include "presets.h"
 #include "screenshot.h"
 
@@ -16,17 +17,21 @@ MenuActions drawMainMenu(AppState& app, double now) {
   if (ImGui::BeginMainMenuBar()) {
     if (ImGui::BeginMenu("File")) {
       if (ImGui::BeginMenu("Presets")) {
-        for (const std::string& name : presetNames()) {
-          if (ImGui::MenuItem(name.c_str())) {
+        static const std::vector<PresetInfo> catalog = presetCatalog();
+        for (const PresetInfo& preset : catalog) {
+          if (ImGui::MenuItem(preset.title.c_str())) {
             try {
-              Workspace ws = loadWorkspace(presetPath(name));
-              ws.view = app.workspace.view;
-              app.workspace = std::move(ws);
-              app.view.batch = 0;
-              app.changed();
+              app.replaceWorkspace(loadWorkspace(presetPath(preset.name)));
             } catch (const InputError& e) {
               app.showToast(e.what(), true, now);
             }
+          }
+          if (!preset.description.empty() && ImGui::IsItemHovered()) {
+            ImGui::BeginTooltip();
+            ImGui::PushTextWrapPos(ImGui::GetFontSize() * 28);
+            ImGui::TextUnformatted(preset.description.c_str());
+            ImGui::PopTextWrapPos();
+            ImGui::EndTooltip();
           }
         }
         ImGui::EndMenu();
@@ -35,7 +40,7 @@ MenuActions drawMainMenu(AppState& app, double now) {
       if (ImGui::MenuItem("Save screenshot", "F12")) act.screenshot = true;
       if (ImGui::BeginMenu("Screenshot folder")) {
         if (app.view.screenshot_dir.empty()) app.view.screenshot_dir = defaultScreenshotFolder();
-        ImGui::SetNextItemWidth(360);
+        ImGui::SetNextItemWidth(px(360));
         ImGui::InputText("##folder", &app.view.screenshot_dir);
         ImGui::EndMenu();
       }
@@ -43,7 +48,13 @@ MenuActions drawMainMenu(AppState& app, double now) {
       if (ImGui::MenuItem("Quit", "Ctrl+Q")) act.quit = true;
       ImGui::EndMenu();
     }
+    if (ImGui::BeginMenu("Edit")) {
+      if (ImGui::MenuItem("Undo", "Ctrl+Z", false, app.history.canUndo())) app.undo();
+      if (ImGui::MenuItem("Redo", "Ctrl+Shift+Z", false, app.history.canRedo())) app.redo();
+      ImGui::EndMenu();
+    }
     if (ImGui::BeginMenu("View")) {
+      ImGui::MenuItem("Inspector", nullptr, &app.view.show_inspector);
       if (ImGui::MenuItem("Light theme (slides, print)", nullptr, app.view.light_theme)) {
         app.view.light_theme = !app.view.light_theme;
         act.theme_changed = true;
@@ -67,13 +78,23 @@ MenuActions drawMainMenu(AppState& app, double now) {
     ImGui::EndMainMenuBar();
   }
   if (show_help) {
-    ImGui::SetNextWindowSize(ImVec2(460, 0), ImGuiCond_Appearing);
+    ImGui::SetNextWindowSize(ImVec2(px(520), 0), ImGuiCond_Appearing);
     if (ImGui::Begin("Help", &show_help, ImGuiWindowFlags_NoCollapse)) {
       ImGui::TextWrapped(
-          "Hover a cell to see how its number is computed. Click a row to select that query token in "
-          "every map.\n\nF12: save the window as PNG (File › Screenshot folder).\nCtrl+Q: quit.\n\n"
+          "Mouse\n"
+          "  hover a cell: how its number is computed\n"
+          "  click a row: select that query token everywhere\n"
+          "  click a key in the inspector: highlight its column\n"
+          "  wheel over a map: zoom every map; right-drag: pan\n"
+          "  drag the 3-D plot: rotate; Ctrl+click a slider or cell: type a value\n\n"
+          "Keys\n"
+          "  ↑ ↓ ← →: previous / next query token\n"
+          "  Tab, Shift+Tab: next / previous head (then all heads)\n"
+          "  Ctrl+Z, Ctrl+Shift+Z: undo, redo (a slider drag is one step)\n"
+          "  F12: save the window as PNG (File › Screenshot folder)\n"
+          "  Ctrl+Q: quit\n\n"
           "Colours: viridis for non-negative maps, blue–white–red centred on 0 for signed ones; grey "
-          "cells are −∞ (masked). Ctrl+click a slider to type a value.");
+          "cells are −∞ (masked).");
     }
     ImGui::End();
   }

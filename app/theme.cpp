@@ -4,9 +4,11 @@ namespace attnscope {
 
 namespace {
 Theme current;
-}
+float current_scale = 1;
+}  // namespace
 
 const Theme& theme() { return current; }
+float uiScale() { return current_scale; }
 
 void applyTheme(bool light, float scale) {
   ImGuiStyle style;  // fresh, so switching themes never compounds the scaling
@@ -38,6 +40,7 @@ void applyTheme(bool light, float scale) {
   style.ScaleAllSizes(scale);
   ImGui::GetStyle() = style;
 
+  current_scale = scale;
   current.light = light;
   current.masked_cell = light ? IM_COL32(200, 200, 200, 255) : IM_COL32(72, 72, 78, 255);
   current.grid_line = ImGui::GetColorU32(style.Colors[ImGuiCol_WindowBg]);

@@ -16,4 +16,9 @@ struct Theme {
 void applyTheme(bool light, float scale);
 const Theme& theme();
 
+// The UI scale (monitor content scale × screenshot scale) the theme was applied with; px(12)
+// turns a size designed at 1× into pixels, so layouts grow with the fonts.
+float uiScale();
+inline float px(float size) { return size * uiScale(); }
+
 }  // namespace attnscope

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "errors.h"
 
@@ -22,6 +24,24 @@ std::vector<std::string> presetNames() {
     if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
   std::sort(names.begin(), names.end());
   return names;
+}
+
+std::vector<PresetInfo> presetCatalog() {
+  std::vector<PresetInfo> out;
+  for (const std::string& name : presetNames()) {
+    PresetInfo info{name, name, "", 1000};
+    std::ifstream in(fs::path(assetsDir()) / "presets" / (name + ".json"));
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);  // no throw: a bad file shows by name
+    if (j.is_object() && j.contains("view") && j["view"].is_object() && j["view"].contains("preset")) {
+      const nlohmann::json& p = j["view"]["preset"];
+      info.title = p.value("title", name);
+      info.description = p.value("description", "");
+      info.order = p.value("order", 1000);
+    }
+    out.push_back(info);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const PresetInfo& a, const PresetInfo& b) { return a.order < b.order; });
+  return out;
 }
 
 std::string presetPath(const std::string& name) {

@@ -9,6 +9,16 @@ namespace attnscope {
 std::string assetsDir();
 // Names of assets/presets/*.json without the extension, sorted.
 std::vector<std::string> presetNames();
+// A preset as the Presets menu lists it: its "view": {"preset": {order, title, description}}.
+struct PresetInfo {
+  std::string name;         // file name without .json, e.g. "multihead"
+  std::string title;        // "4b · MultiHeadAttention, seed 123"
+  std::string description;  // what to look at
+  int order = 1000;         // chapter order
+};
+// Every preset, in chapter order; a preset without metadata is listed by its name, last.
+std::vector<PresetInfo> presetCatalog();
+
 // The path of preset `name`; throws InputError listing the presets when there is none.
 std::string presetPath(const std::string& name);
 

@@ -158,25 +158,35 @@ Matrix parseMatrix(const json& j, const Limits& limits) {
   return x;
 }
 
-// The deepest nesting of arrays and objects in `text`, strings skipped. Checked before parsing:
-// copying or printing a 100 000-deep document would overflow the stack.
-int nestingDepth(const std::string& text) {
-  int depth = 0, deepest = 0;
+// Where `text` nests arrays and objects deeper than `limit`: the top-level field it happens in
+// ("view"), "workspace" if outside any, or "" if it does not. Checked before parsing: copying or
+// printing a 100 000-deep document would overflow the stack.
+std::string tooDeep(const std::string& text, int limit) {
+  int depth = 0;
   bool in_string = false, escaped = false;
+  std::string string, key;  // the string being read, the last top-level key
   for (char c : text) {
     if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+        if (depth == 1) key = string;
+      } else if (depth == 1) {
+        string += c;
+      }
     } else if (c == '"') {
       in_string = true;
+      string.clear();
     } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
+      if (++depth > limit) return depth > 1 && !key.empty() ? key : "workspace";
     } else if (c == ']' || c == '}') {
       --depth;
     }
   }
-  return deepest;
+  return "";
 }
 
 }  // namespace
@@ -210,8 +220,8 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
   if (static_cast<std::int64_t>(text.size()) > limits.max_file_bytes)
     fail("workspace", "larger than the limit of " + std::to_string(limits.max_file_bytes) + " bytes");
   constexpr int kMaxDepth = 64;
-  if (nestingDepth(text) > kMaxDepth)
-    fail("workspace", "nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  if (const std::string field = tooDeep(text, kMaxDepth); !field.empty())
+    fail(field, "nested deeper than " + std::to_string(kMaxDepth) + " levels");
   json j;
   try {
     j = json::parse(text);

@@ -1,4 +1,4 @@
-// attnscope-cli: the engine without a display. trace | pytorch | bench (SPEC §2.5).
+// attnscope-cli: the engine without a display. trace | pytorch | bench | export (SPEC §2.5).
 // Exit 0 on success; 2 with one line "error: …" on stderr for bad input.
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -7,6 +7,7 @@
 #include "attention.h"
 #include "bench.h"
 #include "errors.h"
+#include "export.h"
 #include "presets.h"
 #include "pytorch_script.h"
 #include "trace_json.h"
@@ -32,6 +33,20 @@ std::vector<int> parseBatches(const std::string& list) {
     }
   }
   return out;
+}
+
+// The trace the `trace` and `export` commands share: serial unless --threads (≥ 0) asks for the
+// OpenMP path; with --batch, only those elements keep their intermediates.
+Trace traceOf(const Workspace& ws, int threads, const std::string& batches) {
+  ExecutionOptions exec;
+  exec.parallel = threads >= 0;
+  exec.threads = std::max(threads, 0);
+  TraceRequest request;
+  if (!batches.empty()) {
+    request.all_batches = false;
+    request.batches = parseBatches(batches);
+  }
+  return computeTrace(ws.embeddings, ws.model, exec, request);
 }
 
 int run(int argc, char** argv) {
@@ -64,9 +79,21 @@ int run(int argc, char** argv) {
   bench->add_option("--repeat", bench_options.repeat, "timed runs per measurement")
       ->check(CLI::Range(1, 1000));
 
+  // export: the trace (or any subset of batches) as CSV, JSON or .npy files in a folder.
+  std::string export_path, export_format, export_out, export_batches;
+  int export_threads = -1;
+  auto* export_cmd = app.add_subcommand("export", "write the trace as CSV, JSON or .npy files into a folder");
+  export_cmd->add_option("workspace", export_path, "workspace JSON file")->required();
+  export_cmd->add_option("--format", export_format, "csv, json or npy")->required();
+  export_cmd->add_option("--out", export_out, "folder to write into (created if needed)")->required();
+  export_cmd->add_option("--batch", export_batches, "export the intermediates of these batch elements only");
+  export_cmd->add_option("--threads", export_threads, "use the OpenMP path with N threads (0 = all cores)")
+      ->check(CLI::Range(0, 1024));
+
   const std::string first = argc > 1 ? argv[1] : "";
-  if (!first.empty() && first[0] != '-' && first != "trace" && first != "pytorch" && first != "bench") {
-    std::cerr << "error: unknown command '" << argv[1] << "' (commands: trace, pytorch, bench; see --help)\n";
+  if (!first.empty() && first[0] != '-' && first != "trace" && first != "pytorch" && first != "bench" &&
+      first != "export") {
+    std::cerr << "error: unknown command '" << argv[1] << "' (commands: trace, pytorch, bench, export; see --help)\n";
     return 2;
   }
   try {
@@ -80,15 +107,7 @@ int run(int argc, char** argv) {
 
   if (*trace) {
     const Workspace ws = loadWorkspace(trace_path);
-    ExecutionOptions exec;
-    exec.parallel = trace_threads >= 0;
-    exec.threads = std::max(trace_threads, 0);
-    TraceRequest request;
-    if (!batch_list.empty()) {
-      request.all_batches = false;
-      request.batches = parseBatches(batch_list);
-    }
-    const Trace t = computeTrace(ws.embeddings, ws.model, exec, request);
+    const Trace t = traceOf(ws, trace_threads, batch_list);
     std::ostringstream text;  // all or nothing: an error never leaves half a document on stdout
     writeTraceJson(text, ws, t);
     std::cout << text.str();
@@ -101,6 +120,13 @@ int run(int argc, char** argv) {
     nlohmann::json result = benchWorkspace(loadWorkspace(path), bench_options);
     result["workspace"] = bench_preset.empty() ? bench_path : bench_preset;
     std::cout << result.dump(2) << "\n";
+  } else if (*export_cmd) {
+    ExportFormat format;
+    if (!parseExportFormat(export_format, &format))
+      throw InputError("--format: expected csv, json or npy, got '" + export_format + "'");
+    const Workspace ws = loadWorkspace(export_path);
+    const int files = exportTrace(ws, traceOf(ws, export_threads, export_batches), export_out, format);
+    std::cout << "wrote " << files << (files == 1 ? " file to " : " files to ") << export_out << "\n";
   }
   return 0;
 }
