@@ -230,17 +230,21 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   if (hasProjections(m.variant)) {
     for (auto* v : {&w.q, &w.k, &w.v}) v->assign(B * G, Matrix(T, m.d_out));
   }
-  const int threads = exec.parallel ? resolveThreads(exec.threads) : 1;
+  // Tiny configs (the book's 6 tokens) cost less than waking a thread team, which can stall for
+  // milliseconds on a busy machine: they run on one thread. The kernels and results are the same.
+  const long long work = static_cast<long long>(B) * H * T * T * std::max(t.head_width, 1);
+  const bool parallel = exec.parallel && work >= exec.min_parallel_work;
+  const int threads = parallel ? resolveThreads(exec.threads) : 1;
   (void)threads;  // unused without OpenMP
 
   if (hasProjections(m.variant)) {
-#pragma omp parallel for collapse(3) schedule(static) num_threads(threads) if (exec.parallel)
+#pragma omp parallel for collapse(3) schedule(static) num_threads(threads) if (parallel)
     for (int b = 0; b < B; ++b)
       for (int g = 0; g < G; ++g)
         for (int blk = 0; blk < blocks; ++blk) projectRows(w, b, g, blk * kRowBlock, rows(blk));
   }
 
-#pragma omp parallel for collapse(3) schedule(dynamic) num_threads(threads) if (exec.parallel)
+#pragma omp parallel for collapse(3) schedule(dynamic) num_threads(threads) if (parallel)
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < H; ++h)
       for (int blk = 0; blk < blocks; ++blk) {
@@ -254,7 +258,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
         }
       }
 
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (exec.parallel)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (parallel)
   for (int b = 0; b < B; ++b)
     for (int blk = 0; blk < blocks; ++blk) outputRows(w, b, blk * kRowBlock, rows(blk), heads[b]);
 

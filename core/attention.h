@@ -13,6 +13,7 @@ namespace attnscope {
 struct ExecutionOptions {
   bool parallel = false;  // OpenMP path instead of the serial one (same masks, same numbers)
   int threads = 0;        // OpenMP threads; 0 = one per core
+  long long min_parallel_work = 1 << 16;  // below B·H·T²·w the OpenMP path runs on one thread
 };
 
 // Which intermediates to keep. Outputs of every batch element are always kept; large configs

@@ -41,6 +41,7 @@ Trace traceOf(const Workspace& ws, int threads, const std::string& batches) {
   ExecutionOptions exec;
   exec.parallel = threads >= 0;
   exec.threads = std::max(threads, 0);
+  exec.min_parallel_work = 0;  // --threads asks for the OpenMP path, however small the input
   TraceRequest request;
   if (!batches.empty()) {
     request.all_batches = false;

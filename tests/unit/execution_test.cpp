@@ -99,7 +99,7 @@ TEST(ExecutionPaths, OpenMPMatchesSerial) {
     const Matrix x = randomInputs(c.T, c.d_in, 7);
     const Trace serial = computeTrace(x, c.m, ExecutionOptions{false, 0});
     for (int threads : {1, 2, 4}) {
-      const Trace par = computeTrace(x, c.m, ExecutionOptions{true, threads});
+      const Trace par = computeTrace(x, c.m, ExecutionOptions{true, threads, 0});  // 0: parallel however small
       const double d = traceDiff(serial, par);
       EXPECT_LE(d, 1e-6) << threads << " threads (∞ = a mask differs)";
       worst = std::max(worst, d);
@@ -114,7 +114,7 @@ TEST(TraceRequests, OnlyBatchOneKeepsOnlyItsHeads) {
     const Matrix x = randomInputs(c.T, c.d_in, 11);
     for (bool parallel : {false, true}) {
       if (parallel && !openmpAvailable()) continue;
-      const ExecutionOptions exec{parallel, 2};
+      const ExecutionOptions exec{parallel, 2, 0};
       const Trace full = computeTrace(x, c.m, exec);
       const Trace one = computeTrace(x, c.m, exec, TraceRequest{false, {1}});
       const Trace none = computeTrace(x, c.m, exec, TraceRequest{false, {}});
