@@ -13,6 +13,11 @@ struct AppOptions {
   std::string dump_layout_path;  // write panel, heatmap and widget rectangles as JSON when they change
   std::string screenshot_dir;    // where F12 saves; empty = ~/Pictures/attnscope
   int frames = 3;                // frames rendered before a headless capture (GL needs ≥ 3)
+  float scale = 1;               // screenshot scale: the UI rendered k× larger, text crisp
+  std::string panel;             // capture one panel or heatmap stage instead of the window
+  int head = 1;                  // the head of a heatmap panel (1-based)
+  bool each_head = false;        // one PNG per head of a heatmap panel
+  bool caption = false;          // a caption line under the screenshot
 };
 
 }  // namespace attnscope

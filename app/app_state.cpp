@@ -45,6 +45,8 @@ nlohmann::json viewToJson(const ViewState& v) {
           {"token", v.token},
           {"columns", columns},
           {"tab", v.tab},
+          {"screenshot_scale", v.screenshot_scale},
+          {"caption", v.caption},
           {"inspector", v.show_inspector}};
 }
 
@@ -65,6 +67,9 @@ ViewState viewFromJson(const nlohmann::json& j) {
   if (j.contains("head") && j["head"].is_number_integer()) v.head = std::max(-1, j["head"].get<int>());
   if (j.contains("token") && j["token"].is_number_integer()) v.token = std::max(0, j["token"].get<int>());
   flag("inspector", &v.show_inspector);
+  flag("caption", &v.caption);
+  if (j.contains("screenshot_scale") && j["screenshot_scale"].is_number_integer())
+    v.screenshot_scale = std::clamp(j["screenshot_scale"].get<int>(), 1, 3);
   if (j.contains("tab") && (j["tab"] == "heatmaps" || j["tab"] == "pipeline")) v.tab = j["tab"].get<std::string>();
   if (j.contains("columns") && j["columns"].is_array()) {
     v.show.fill(false);

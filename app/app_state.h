@@ -36,6 +36,8 @@ struct ViewState {
   float center_row = -1, center_col = -1; // … around this cell (−1: the middle)
   std::array<bool, kStageCount> show = {true, true, true, true, true, true, false};  // columns
   std::string screenshot_dir;             // where F12 saves; empty = ~/Pictures/attnscope
+  int screenshot_scale = 1;               // F12 renders at 1×, 2× or 3×
+  bool caption = false;                   // F12 adds a caption line
   std::string tab = "heatmaps";           // the main area's view: "heatmaps" or "pipeline"
   bool show_inspector = true;             // the inspector column on the right
 };
@@ -55,6 +57,7 @@ struct AppState {
   double engine_ms = 0;                // time of the last computeTrace
   bool computing = false;              // a request is running or waiting
 
+  std::string caption;                 // the caption line drawn while capturing, else empty
   std::string toast;                   // a brief confirmation or error in the corner
   bool toast_is_error = false;
   double toast_until = 0;

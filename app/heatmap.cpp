@@ -121,6 +121,8 @@ void drawColorbar(ImDrawList* draw, const HeatmapSpec& s, ImVec2 p0, float width
 
 }  // namespace
 
+float heatmapColorbarHeight() { return px(6) + px(8) + px(2) + fonts().small->FontSize + px(4); }
+
 HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   HeatmapHit hit;
   ImDrawList* draw = ImGui::GetWindowDrawList();
@@ -151,7 +153,8 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   for (int j = c0; j < c0 + nc && s.col_labels; ++j)
     col_label_w = std::max(col_label_w, small->CalcTextSizeA(fs, FLT_MAX, 0, (*s.col_labels)[j].c_str()).x);
   const float left = s.compact ? 0 : std::min(label_w, size.x * 0.28f) + px(4);
-  const float colorbar_h = s.compact ? 0 : px(8) + fs + px(4);  // the legend shares the range labels' line
+  // Colorbar: a gap, the bar, then the range labels (the legend shares their line).
+  const float colorbar_h = s.compact ? 0 : heatmapColorbarHeight();
   const float title_h = s.compact ? 0 : ui;
   const float avail_w = size.x - left;
   float top_band = s.compact ? 0 : fs + px(4);
@@ -257,7 +260,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     return hit;
   }
   // Colorbar with its range, and the legend.
-  const float bar_y = p1.y + px(6);
+  const float bar_y = p1.y + px(6);  // keep in step with heatmapColorbarHeight
   const float bar_w = std::max(p1.x - p0.x, std::min(size.x - left, px(120)));
   drawColorbar(draw, s, ImVec2(p0.x, bar_y), bar_w, px(8));
   char lo[32], hi[32];
@@ -286,6 +289,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   nlohmann::json entry = s.dump;
   entry["id"] = s.id;
   entry["cells"] = rectJson(p0, p1);
+  entry["tile"] = rectJson(origin, ImVec2(origin.x + size.x, origin.y + size.y));
   entry["rows"] = rows;
   entry["cols"] = cols;
   entry["window"] = {{"row0", r0}, {"rows", nr}, {"col0", c0}, {"cols", nc}};

@@ -49,6 +49,9 @@ struct HeatmapHit {
   float pan_rows = 0, pan_cols = 0;  // a right-button drag, in cells
 };
 
+// Height below the cells taken by the colorbar and its labels.
+float heatmapColorbarHeight();
+
 // Draws within `size` at the cursor and advances it.
 HeatmapHit drawHeatmap(const HeatmapSpec& spec, ImVec2 size);
 

@@ -325,7 +325,7 @@ void drawHeatmapGrid(AppState& app) {
     label_w = std::max(label_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, tok.c_str()).x);
   const Margins margins{std::min(label_w, px(90)) + px(4),
                         ImGui::GetTextLineHeight() + std::min(label_w, px(60)) + px(6),
-                        px(8) + fs + px(4)};
+                        heatmapColorbarHeight()};
   const int rows = t.tokens, cols = std::max(t.tokens, 1);
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const Arrangement a = arrange(H, S, rows, cols, avail.x - style.ScrollbarSize, avail.y, header, gap, margins);

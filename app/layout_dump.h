@@ -16,6 +16,7 @@ class LayoutRecorder {
   void widget(const std::string& name);  // the last ImGui item
   void heatmap(nlohmann::json entry);
   nlohmann::json& state() { return frame_["state"]; }
+  const nlohmann::json& frame() const { return frame_; }
   // Writes the frame to `path` (atomically) if it differs from the last one written.
   void endFrame(const std::string& path);
 

@@ -8,13 +8,17 @@
 #include <imgui.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cfloat>
 #include <cstdio>
+#include <functional>
 #include <cstdlib>
 #include <iostream>
 #include <string>
 
 #include "app_options.h"
 #include "app_state.h"
+#include "capture.h"
 #include "errors.h"
 #include "fonts.h"
 #include "heatmap.h"
@@ -25,6 +29,7 @@
 #include "main_menu.h"
 #include "model_panel.h"
 #include "pipeline_view.h"
+#include "png_image.h"
 #include "screenshot.h"
 #include "status_bar.h"
 #include "theme.h"
@@ -83,12 +88,27 @@ int parseOptions(int argc, char** argv, AppOptions& o) {
   cli.add_option("--dump-layout", o.dump_layout_path, "write panel/heatmap/control rectangles as JSON (tests)");
   cli.add_option("--screenshot-dir", o.screenshot_dir, "folder for F12 screenshots");
   cli.add_option("--frames", o.frames, "frames to render before a headless capture")->check(CLI::Range(3, 1000));
+  cli.add_option("--scale", o.scale, "screenshot scale: 1, 2 or 3 (text rasterized at that size)")->check(CLI::Range(1.0f, 4.0f));
+  std::string panels;
+  for (const std::string& p : capturePanels()) panels += (panels.empty() ? "" : "|") + p;
+  cli.add_option("--panel", o.panel, "capture one panel or one heatmap: " + panels);
+  cli.add_option("--head", o.head, "the head of a heatmap --panel (1-based)")->check(CLI::Range(1, 64));
+  cli.add_flag("--each-head", o.each_head, "with a heatmap --panel: one PNG per head, OUT-h1.png, OUT-h2.png, …");
+  cli.add_flag("--caption", o.caption, "add a line with variant, sizes and seed under the screenshot");
   try {
     cli.parse(argc, argv);
   } catch (const CLI::Success& e) {
     return cli.exit(e);
   } catch (const CLI::ParseError& e) {
     std::cerr << "error: " << e.what() << " (see attnscope --help)\n";
+    return 2;
+  }
+  if (!o.panel.empty() && std::find(capturePanels().begin(), capturePanels().end(), o.panel) == capturePanels().end()) {
+    std::cerr << "error: --panel: unknown panel '" << o.panel << "' (one of " << panels << ")\n";
+    return 2;
+  }
+  if (o.each_head && !isHeatmapStage(o.panel)) {
+    std::cerr << "error: --each-head needs a heatmap --panel such as weights\n";
     return 2;
   }
   if (!size.empty()) {
@@ -133,8 +153,10 @@ void drawMainArea(AppState& app, ImVec2 pos, ImVec2 size) {
 
 // The window's layout: menu bar; model and inputs on the left; heatmaps or pipeline; inspector
 // on the right; status bar.
-void drawFrame(AppState& app, double now) {
-  const ImGuiViewport* vp = ImGui::GetMainViewport();
+void drawFrame(AppState& app, double now, float caption_h) {
+  ImGuiViewport vp_copy = *ImGui::GetMainViewport();
+  vp_copy.Size.y -= caption_h;  // a screenshot's caption strip sits below everything
+  const ImGuiViewport* vp = &vp_copy;
   const float menu_h = ImGui::GetFrameHeight();
   const float status_h = ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y * 2;
   const float left_w = std::clamp(vp->Size.x * 0.225f, px(300), px(380));
@@ -148,6 +170,34 @@ void drawFrame(AppState& app, double now) {
   if (app.view.show_inspector)
     drawInspector(app, ImVec2(top.x + vp->Size.x - right_w, top.y), ImVec2(right_w, body_h));
   drawStatusBar(app, ImVec2(vp->Pos.x, vp->Pos.y + vp->Size.y - status_h), ImVec2(vp->Size.x, status_h), now);
+}
+
+// The caption under a screenshot: what the image shows.
+std::string captionText(const AppState& app, const CaptureSpec& spec) {
+  const ModelConfig& m = app.workspace.model;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "attnscope · %s · T %d · d_in %d · d_out %d · %d head%s · seed %u · dropout %.2f%s",
+                variantTitle(m.variant), static_cast<int>(app.workspace.embeddings.rows()),
+                static_cast<int>(app.workspace.embeddings.cols()), m.d_out, headCount(m), headCount(m) == 1 ? "" : "s",
+                m.seed, m.dropout, m.training ? "" : " (eval)");
+  if (isHeatmapStage(spec.panel)) {  // a single map: what it is, compactly
+    std::snprintf(buf, sizeof buf, "%s · head %d of %d · %s · T %d · seed %u%s", variantTitle(m.variant), spec.head + 1,
+                  headCount(m), spec.panel.c_str(), static_cast<int>(app.workspace.embeddings.rows()), m.seed,
+                  m.dropout > 0 && m.training ? (" · p " + std::to_string(m.dropout).substr(0, 4)).c_str() : "");
+  }
+  return buf;
+}
+
+void drawCaption(const std::string& text, float x, float y, float width, float height) {
+  ImGui::SetNextWindowPos(ImVec2(x, y));
+  ImGui::SetNextWindowSize(ImVec2(width, height));
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowBorderSize, 0);
+  ImGui::Begin("##caption", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings);
+  ImGui::PushFont(fonts().small);
+  ImGui::TextWrapped("%s", text.c_str());
+  ImGui::PopFont();
+  ImGui::End();
+  ImGui::PopStyleVar();
 }
 
 void recordState(const AppState& app, const std::string& last_screenshot) {
@@ -166,6 +216,31 @@ void recordState(const AppState& app, const std::string& last_screenshot) {
                       {"engine_error", app.engine_error},
                       {"last_screenshot", last_screenshot},
                       {"workspace", workspaceToJson(ws)}};
+}
+
+// --screenshot: the window, a panel, or a heatmap (of one head, or each head) as PNG files.
+int headlessCapture(const AppOptions& o, AppState& app,
+                    const std::function<std::string(const CaptureSpec&, const std::string&)>& capture) {
+  CaptureSpec spec{o.scale, o.panel, o.head - 1, o.caption};
+  std::vector<std::pair<int, std::string>> shots;  // head, path
+  if (o.each_head) {
+    const std::string stem = o.screenshot_path.size() > 4 && o.screenshot_path.substr(o.screenshot_path.size() - 4) == ".png"
+                                 ? o.screenshot_path.substr(0, o.screenshot_path.size() - 4)
+                                 : o.screenshot_path;
+    for (int h = 0; h < headCount(app.workspace.model); ++h) shots.push_back({h, stem + "-h" + std::to_string(h + 1) + ".png"});
+  } else {
+    shots.push_back({spec.head, o.screenshot_path});
+  }
+  for (const auto& [head, path] : shots) {
+    spec.head = head;
+    if (const std::string error = capture(spec, path); !error.empty()) {
+      std::cerr << "error: " << error << "\n";
+      return 2;
+    }
+    const RgbImage image = readPngRgb(path);
+    std::cout << "saved " << path << " (" << image.width << "×" << image.height << ")\n";
+  }
+  return 0;
 }
 
 }  // namespace
@@ -228,29 +303,80 @@ int main(int argc, char** argv) {
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330 core");
 
-  int ready_frames = 0, exit_code = 0;
-  bool shot_requested = false;
+  // One frame of the UI for a display of w × h (the window, or an offscreen k× render).
   std::string last_screenshot;
+  bool capturing = false;
+  auto buildFrame = [&](float w, float h, float caption_h, float caption_x, float caption_w, double now,
+                        MenuActions* act) {
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    if (capturing) {  // the offscreen size, and no hover effects from the real mouse
+      io.DisplaySize = ImVec2(w, h);
+      io.DisplayFramebufferScale = ImVec2(1, 1);
+      io.MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
+    }
+    ImGui::NewFrame();
+    layout().beginFrame();
+    const MenuActions a = drawMainMenu(app, now);
+    if (act) *act = a;
+    drawFrame(app, now, caption_h);
+    if (caption_h > 0) drawCaption(app.caption, caption_x, h - caption_h, caption_w, caption_h);
+    recordState(app, last_screenshot);
+    ImGui::Render();
+  };
+  float ui_scale = scale;
+  CaptureHooks hooks;
+  hooks.base_scale = scale;
+  hooks.set_scale = [&](float s) {  // fonts rasterized at s, sizes scaled by s
+    if (s == ui_scale) return;
+    ui_scale = s;
+    loadFonts(s);
+    ImGui_ImplOpenGL3_DestroyFontsTexture();
+    ImGui_ImplOpenGL3_CreateFontsTexture();
+    applyTheme(app.view.light_theme, s);
+  };
+  hooks.frame = [&](float w, float h, float caption_h, float caption_x, float caption_w) {
+    buildFrame(w, h, caption_h, caption_x, caption_w, glfwGetTime(), nullptr);
+  };
+  // Captures `spec` into `path` with the current workspace in the PNG; "" or the reason.
+  auto capture = [&](const CaptureSpec& spec, const std::string& path) {
+    Workspace current = app.workspace;
+    current.view = viewToJson(app.view);
+    app.caption = spec.caption ? captionText(app, spec) : "";
+    const ViewState saved = app.view;
+    if (spec.panel == "pipeline") app.view.tab = "pipeline";
+    if (isHeatmapStage(spec.panel)) {  // that head alone, so the map is as large as it gets
+      app.view.head = spec.head;
+      app.view.tab = "heatmaps";
+    }
+    int w = 0, h = 0;
+    glfwGetWindowSize(window, &w, &h);
+    capturing = true;
+    const std::string error = capturePng(spec, w, h, hooks, path, dumpWorkspace(current));
+    capturing = false;
+    app.view = saved;
+    return error;
+  };
+
+  int ready_frames = 0, exit_code = 0;
   const double start = glfwGetTime();
   while (!glfwWindowShouldClose(window)) {
     glfwPollEvents();
     const double now = glfwGetTime();
     app.updateEngine(now);
-
-    ImGui_ImplOpenGL3_NewFrame();
-    ImGui_ImplGlfw_NewFrame();
-    ImGui::NewFrame();
-    layout().beginFrame();
-    const MenuActions act = drawMainMenu(app, now);
-    if (act.theme_changed) applyTheme(app.view.light_theme, scale);
-    drawFrame(app, now);
-    if (keys.screenshot || act.screenshot) shot_requested = true;
+    MenuActions act;
+    int win_w = 0, win_h = 0;
+    glfwGetWindowSize(window, &win_w, &win_h);
+    buildFrame(static_cast<float>(win_w), static_cast<float>(win_h), 0, 0, 0, now, &act);
+    if (act.theme_changed) {
+      ui_scale = 0;  // re-apply fonts and theme
+      hooks.set_scale(scale);
+    }
     if (keys.quit || act.quit) glfwSetWindowShouldClose(window, 1);
+    const bool shot = keys.screenshot || act.screenshot;
     applyKeys(app);
     keys = {};
     if (!ImGui::IsAnyMouseDown()) app.history.endGesture();  // a drag ends: the next edit is a new step
-    recordState(app, last_screenshot);
-    ImGui::Render();
 
     int fb_w = 0, fb_h = 0;
     glfwGetFramebufferSize(window, &fb_w, &fb_h);
@@ -260,13 +386,12 @@ int main(int argc, char** argv) {
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
 
-    Workspace current = app.workspace;
-    current.view = viewToJson(app.view);
-    if (shot_requested) {
-      shot_requested = false;
+    if (shot || !act.capture.panel.empty()) {
+      CaptureSpec spec = act.capture;
+      if (shot) spec = CaptureSpec{static_cast<float>(app.view.screenshot_scale), "", 0, app.view.caption};
       std::string error;
       const std::string path = timestampedPath(app.view.screenshot_dir, &error);
-      if (error.empty()) error = saveFramebufferPng(fb_w, fb_h, path, dumpWorkspace(current));
+      if (error.empty()) error = capture(spec, path);
       if (error.empty()) last_screenshot = path;
       app.showToast(error.empty() ? "Saved " + path : "Screenshot failed: " + error, !error.empty(), now);
     }
@@ -274,13 +399,7 @@ int main(int argc, char** argv) {
       const bool settled = !app.computing && (app.trace || !app.engine_error.empty());
       ready_frames = settled ? ready_frames + 1 : 0;
       if (ready_frames >= options.frames) {
-        const std::string error = saveFramebufferPng(fb_w, fb_h, options.screenshot_path, dumpWorkspace(current));
-        if (error.empty()) {
-          std::cout << "saved " << options.screenshot_path << " (" << fb_w << "×" << fb_h << ")\n";
-        } else {
-          std::cerr << "error: " << error << "\n";
-          exit_code = 2;
-        }
+        exit_code = headlessCapture(options, app, capture);
         glfwSetWindowShouldClose(window, 1);
       } else if (now - start > 600) {
         std::cerr << "error: the engine did not finish within 600 s\n";

@@ -38,6 +38,20 @@ MenuActions drawMainMenu(AppState& app, double now) {
       }
       ImGui::Separator();
       if (ImGui::MenuItem("Save screenshot", "F12")) act.screenshot = true;
+      if (ImGui::BeginMenu("Save panel as PNG")) {
+        for (const char* panel : {"model", "inputs", "heatmaps", "pipeline", "inspector"})
+          if (ImGui::MenuItem(panel))
+            act.capture = CaptureSpec{static_cast<float>(app.view.screenshot_scale), panel, 0, app.view.caption};
+        ImGui::EndMenu();
+      }
+      if (ImGui::BeginMenu("Screenshot size")) {
+        for (int k = 1; k <= 3; ++k)
+          if (ImGui::MenuItem((std::to_string(k) + "×").c_str(), nullptr, app.view.screenshot_scale == k))
+            app.view.screenshot_scale = k;
+        ImGui::Separator();
+        ImGui::MenuItem("Caption (variant, sizes, seed)", nullptr, &app.view.caption);
+        ImGui::EndMenu();
+      }
       if (ImGui::BeginMenu("Screenshot folder")) {
         if (app.view.screenshot_dir.empty()) app.view.screenshot_dir = defaultScreenshotFolder();
         ImGui::SetNextItemWidth(px(360));

@@ -2,6 +2,7 @@
 // scale, columns), Help.
 #pragma once
 #include "app_state.h"
+#include "capture.h"
 
 namespace attnscope {
 
@@ -9,6 +10,7 @@ struct MenuActions {
   bool screenshot = false;     // save the window as PNG now
   bool quit = false;
   bool theme_changed = false;  // re-apply the style
+  CaptureSpec capture;         // a panel to save now (panel non-empty)
 };
 
 MenuActions drawMainMenu(AppState& app, double now);

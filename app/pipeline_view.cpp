@@ -36,6 +36,8 @@ ValueRange rangeFor(const Matrix& m, Colormap* cmap, const ViewState& v) {
 }  // namespace
 
 void drawPipeline(AppState& app, ImVec2 size) {
+  const ImVec2 top = ImGui::GetCursorScreenPos();
+  layout().panel("pipeline", top, ImVec2(top.x + size.x, top.y + size.y));
   if (!app.trace) return;
   const Trace& t = *app.trace;
   const int b = std::clamp(app.view.batch, 0, static_cast<int>(t.batches.size()) - 1);

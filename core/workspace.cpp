@@ -11,6 +11,7 @@
 
 #include "errors.h"
 #include "json_format.h"
+#include "png_image.h"
 #include "torch_generator.h"
 
 namespace attnscope {
@@ -279,6 +280,11 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
 Workspace loadWorkspace(const std::string& path, const Limits& limits) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a workspace file");
+  if (isPng(path)) {  // a screenshot: the workspace rides in its text chunk
+    const auto text = readPngText(path, kWorkspaceChunk);
+    if (!text) fail(path, "this PNG carries no attnscope workspace (was it saved by attnscope?)");
+    return parseWorkspace(*text, limits);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, "cannot open the file (does it exist?)");
   in.seekg(0, std::ios::end);
