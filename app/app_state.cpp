@@ -115,6 +115,7 @@ bool AppState::edit(const std::string& tag, const std::function<void(Workspace&)
   }
   history.record(workspace, tag);
   workspace = std::move(next);
+  dirty = true;
   changed();
   return true;
 }
@@ -122,18 +123,22 @@ bool AppState::edit(const std::string& tag, const std::function<void(Workspace&)
 void AppState::undo() {
   if (!history.canUndo()) return;
   workspace = history.undo(workspace);
+  dirty = true;
   changed();
 }
 
 void AppState::redo() {
   if (!history.canRedo()) return;
   workspace = history.redo(workspace);
+  dirty = true;
   changed();
 }
 
 void AppState::replaceWorkspace(Workspace ws) {
   history.record(workspace);
   workspace = std::move(ws);
+  file.clear();  // a preset or a new workspace is untitled until saved
+  dirty = true;
   view.batch = 0;
   view.key = -1;
   view.zoom = 1;

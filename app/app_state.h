@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -58,11 +59,23 @@ struct AppState {
   bool computing = false;              // a request is running or waiting
 
   std::string caption;                 // the caption line drawn while capturing, else empty
+
+  // Requests from panels that main carries out after the frame: save a map as PNG, export one.
+  struct MatrixExport {
+    Matrix values;
+    std::string name;  // suggested file name without extension, e.g. "weights_b1_h2"
+    std::string format;  // "csv", "json" or "npy"
+  };
+  std::optional<MatrixExport> pending_export;
+  std::string pending_capture_panel;   // a heatmap stage to save as PNG …
+  int pending_capture_head = 0;        // … of this head
   std::string toast;                   // a brief confirmation or error in the corner
   bool toast_is_error = false;
   double toast_until = 0;
 
   History history;                     // undo/redo of inputs and model settings
+  std::string file;                    // the workspace file shown; empty = untitled
+  bool dirty = false;                  // edits since it was opened or saved
 
   // Applies an edit to a copy of the workspace; on success it becomes the workspace, the previous
   // one goes to the undo history (edits with the same `tag` in one gesture make one step) and the

@@ -245,6 +245,8 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     if (s.describe && !ImGui::IsMouseDown(ImGuiMouseButton_Right))
       ImGui::SetTooltip("%s", s.describe(i, j).c_str());
     if (ImGui::IsItemClicked(ImGuiMouseButton_Left)) hit.clicked_row = i;
+    if (ImGui::IsMouseReleased(ImGuiMouseButton_Right) && io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Right] < px(4) * px(4))
+      hit.context_menu = true;
     hit.wheel = io.MouseWheel;
     hit.hover_row = r0 + (io.MousePos.y - p0.y) / cell;
     hit.hover_col = c0 + (io.MousePos.x - p0.x) / cell;

@@ -47,6 +47,7 @@ struct HeatmapHit {
   float wheel = 0;                   // mouse-wheel notches over the map (zoom)
   float hover_row = -1, hover_col = -1;  // the cell under the mouse, fractional
   float pan_rows = 0, pan_cols = 0;  // a right-button drag, in cells
+  bool context_menu = false;         // right-clicked without dragging: open the map's menu
 };
 
 // Height below the cells taken by the colorbar and its labels.

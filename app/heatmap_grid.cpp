@@ -386,6 +386,20 @@ void drawHeatmapGrid(AppState& app) {
       HeatmapHit hit = drawHeatmap(spec, ImVec2(tile_w, tile_h));
       if (hit.clicked_row >= 0) app.view.token = hit.clicked_row;
       if (hit.hover_row >= 0) wheel_on_map = true;
+      const std::string menu = spec.id + "##menu";
+      if (hit.context_menu) ImGui::OpenPopup(menu.c_str());
+      if (ImGui::BeginPopup(menu.c_str())) {
+        const std::string name = std::string(stageId(stage)) + "_b" + std::to_string(batch + 1) + "_h" + std::to_string(h + 1);
+        ImGui::TextDisabled("%s", name.c_str());
+        for (const char* format : {"csv", "json", "npy"})
+          if (ImGui::MenuItem((std::string("Export as .") + format + "…").c_str()))
+            app.pending_export = AppState::MatrixExport{*spec.values, name, format};
+        if (ImGui::MenuItem("Save this map as PNG")) {
+          app.pending_capture_panel = stageId(stage);
+          app.pending_capture_head = h;
+        }
+        ImGui::EndPopup();
+      }
       if (stage == Stage::Context) hit.hover_col = hit.pan_cols = 0;
       if (hit.wheel != 0 || hit.pan_rows != 0 || hit.pan_cols != 0) applyZoom(app.view, hit, t.tokens);
     }

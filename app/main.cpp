@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <functional>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -20,6 +21,8 @@
 #include "app_state.h"
 #include "capture.h"
 #include "errors.h"
+#include "export.h"
+#include "files.h"
 #include "fonts.h"
 #include "heatmap.h"
 #include "heatmap_grid.h"
@@ -30,6 +33,7 @@
 #include "model_panel.h"
 #include "pipeline_view.h"
 #include "png_image.h"
+#include "pytorch_script.h"
 #include "screenshot.h"
 #include "status_bar.h"
 #include "theme.h"
@@ -43,7 +47,7 @@ std::string glfw_error;
 // Keys the app acts on, caught in GLFW's callback: ImGui 1.86 reads key state once per frame and
 // misses a press and release that fall between two frames (as xdotool sends them).
 struct KeyRequests {
-  bool screenshot = false, quit = false, undo = false, redo = false;
+  bool screenshot = false, quit = false, undo = false, redo = false, save = false, open = false;
   int token_step = 0;  // arrows: move the selected query token
   int head_step = 0;   // Tab / Shift+Tab: cycle the shown head
 } keys;
@@ -53,6 +57,8 @@ void onKey(GLFWwindow*, int key, int, int action, int mods) {
   const bool ctrl = mods & GLFW_MOD_CONTROL, shift = mods & GLFW_MOD_SHIFT;
   if (key == GLFW_KEY_F12 && action == GLFW_PRESS) keys.screenshot = true;
   if (key == GLFW_KEY_Q && ctrl) keys.quit = true;
+  if (key == GLFW_KEY_S && ctrl) keys.save = true;
+  if (key == GLFW_KEY_O && ctrl) keys.open = true;
   if (key == GLFW_KEY_Z && ctrl) (shift ? keys.redo : keys.undo) = true;
   if (key == GLFW_KEY_Y && ctrl) keys.redo = true;
   if (key == GLFW_KEY_UP || key == GLFW_KEY_LEFT) keys.token_step -= 1;
@@ -218,6 +224,40 @@ void recordState(const AppState& app, const std::string& last_screenshot) {
                       {"workspace", workspaceToJson(ws)}};
 }
 
+// "attnscope — name.json •": the file and whether it has unsaved changes.
+std::string windowTitle(const AppState& app) {
+  const std::string name = app.file.empty() ? "untitled" : std::filesystem::path(app.file).filename().string();
+  return "attnscope — " + name + (app.dirty ? " •" : "");
+}
+
+void handleFileActions(AppState& app, FileUi& files, const MenuActions& act, GLFWwindow* window, double now) {
+  if (act.new_workspace) app.replaceWorkspace(bookExample(app.workspace.model.variant));
+  if (act.open) files.open();
+  if (!act.open_recent.empty()) files.openPath(app, act.open_recent, now);
+  if (act.save) files.save(app, now);
+  if (act.save_as) files.saveAs();
+  if (act.export_trace) files.exportTrace();
+  if (act.save_pytorch) files.savePytorch();
+  if (act.copy_pytorch) {
+    glfwSetClipboardString(window, pytorchScript(app.workspace, app.file.empty() ? "untitled" : app.file).c_str());
+    app.showToast("PyTorch code copied: paste it into a notebook or run it with /usr/bin/python3", false, now);
+  }
+  if (app.pending_export) {  // "Export as …" from a heatmap's menu
+    const AppState::MatrixExport e = std::move(*app.pending_export);
+    app.pending_export.reset();
+    ExportFormat format = ExportFormat::Csv;
+    parseExportFormat(e.format, &format);
+    files.exportMatrix(e.name + exportExtension(format), [values = e.values, format](const std::string& path) {
+      try {
+        writeFileAtomically(path, exportMatrix(values, format));
+        return std::string();
+      } catch (const InputError& err) {
+        return std::string(err.what());
+      }
+    });
+  }
+}
+
 // --screenshot: the window, a panel, or a heatmap (of one head, or each head) as PNG files.
 int headlessCapture(const AppOptions& o, AppState& app,
                     const std::function<std::string(const CaptureSpec&, const std::string&)>& capture) {
@@ -257,10 +297,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   app.view = viewFromJson(app.workspace.view);
+  const bool headless = !options.screenshot_path.empty();
+  // Interactive sessions autosave and, started without a file, pick up where the last one ended.
+  Autosave autosave(!headless);
+  if (!options.open_path.empty() && !isPng(options.open_path))
+    app.file = std::filesystem::absolute(options.open_path).string();
+  else if (options.open_path.empty())
+    autosave.restore(app);
   if (options.theme == "light") app.view.light_theme = true;
   if (!options.screenshot_dir.empty()) app.view.screenshot_dir = options.screenshot_dir;
   if (app.view.screenshot_dir.empty()) app.view.screenshot_dir = defaultScreenshotFolder();
-  const bool headless = !options.screenshot_path.empty();
 
   glfwSetErrorCallback([](int, const char* text) { glfw_error = text; });
   if (!glfwInit()) {
@@ -300,11 +346,14 @@ int main(int argc, char** argv) {
   applyTheme(app.view.light_theme, scale);
   glfwSetKeyCallback(window, onKey);  // before ImGui's, which chains to it
   io.ConfigFlags &= ~ImGuiConfigFlags_NavEnableKeyboard;  // arrows and Tab belong to the view
+  glfwSetWindowCloseCallback(window, [](GLFWwindow*) { keys.quit = true; });  // ask before closing
   ImGui_ImplGlfw_InitForOpenGL(window, true);
   ImGui_ImplOpenGL3_Init("#version 330 core");
 
   // One frame of the UI for a display of w × h (the window, or an offscreen k× render).
-  std::string last_screenshot;
+  FileUi files;
+  bool quit_now = false;
+  std::string last_screenshot, title;
   bool capturing = false;
   auto buildFrame = [&](float w, float h, float caption_h, float caption_x, float caption_w, double now,
                         MenuActions* act) {
@@ -317,10 +366,11 @@ int main(int argc, char** argv) {
     }
     ImGui::NewFrame();
     layout().beginFrame();
-    const MenuActions a = drawMainMenu(app, now);
+    const MenuActions a = drawMainMenu(app, files.settings().recent, now);
     if (act) *act = a;
     drawFrame(app, now, caption_h);
     if (caption_h > 0) drawCaption(app.caption, caption_x, h - caption_h, caption_w, caption_h);
+    if (!capturing) files.draw(app, now, &quit_now);
     recordState(app, last_screenshot);
     ImGui::Render();
   };
@@ -372,8 +422,19 @@ int main(int argc, char** argv) {
       ui_scale = 0;  // re-apply fonts and theme
       hooks.set_scale(scale);
     }
-    if (keys.quit || act.quit) glfwSetWindowShouldClose(window, 1);
+    glfwSetWindowShouldClose(window, 0);  // closing goes through the unsaved-changes prompt
+    if (keys.quit || act.quit) {
+      if (headless) quit_now = true;
+      else files.requestQuit(app, &quit_now);
+    }
+    if (quit_now) glfwSetWindowShouldClose(window, 1);
+    handleFileActions(app, files, act, window, now);
+    const std::string wanted_title = windowTitle(app);
+    if (wanted_title != title) glfwSetWindowTitle(window, (title = wanted_title).c_str());
+    autosave.update(app, now);
     const bool shot = keys.screenshot || act.screenshot;
+    if (keys.save) files.save(app, now);
+    if (keys.open) files.open();
     applyKeys(app);
     keys = {};
     if (!ImGui::IsAnyMouseDown()) app.history.endGesture();  // a drag ends: the next edit is a new step
@@ -386,6 +447,11 @@ int main(int argc, char** argv) {
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
 
+    if (!app.pending_capture_panel.empty()) {  // "Save this map as PNG" from a heatmap's menu
+      act.capture = CaptureSpec{static_cast<float>(app.view.screenshot_scale), app.pending_capture_panel,
+                                app.pending_capture_head, app.view.caption};
+      app.pending_capture_panel.clear();
+    }
     if (shot || !act.capture.panel.empty()) {
       CaptureSpec spec = act.capture;
       if (shot) spec = CaptureSpec{static_cast<float>(app.view.screenshot_scale), "", 0, app.view.caption};

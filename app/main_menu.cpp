@@ -11,11 +11,25 @@
 
 namespace attnscope {
 
-MenuActions drawMainMenu(AppState& app, double now) {
+MenuActions drawMainMenu(AppState& app, const std::vector<std::string>& recent, double now) {
   MenuActions act;
   static bool show_help = false;
   if (ImGui::BeginMainMenuBar()) {
     if (ImGui::BeginMenu("File")) {
+      if (ImGui::MenuItem("New (the book's example)")) act.new_workspace = true;
+      if (ImGui::MenuItem("Open…", "Ctrl+O")) act.open = true;
+      if (ImGui::BeginMenu("Open recent", !recent.empty())) {
+        for (const std::string& r : recent)
+          if (ImGui::MenuItem(r.c_str())) act.open_recent = r;
+        ImGui::EndMenu();
+      }
+      if (ImGui::MenuItem("Save", "Ctrl+S")) act.save = true;
+      if (ImGui::MenuItem("Save as…")) act.save_as = true;
+      ImGui::Separator();
+      if (ImGui::MenuItem("Export the trace…")) act.export_trace = true;
+      if (ImGui::MenuItem("Copy PyTorch code")) act.copy_pytorch = true;
+      if (ImGui::MenuItem("Save PyTorch code…")) act.save_pytorch = true;
+      ImGui::Separator();
       if (ImGui::BeginMenu("Presets")) {
         static const std::vector<PresetInfo> catalog = presetCatalog();
         for (const PresetInfo& preset : catalog) {
