@@ -41,12 +41,19 @@ bench:
 clean:
 	rm -rf $(BUILD)
 
-# The README's reference images (assets/screenshots/), rendered under Xvfb.
+# The README's reference images (assets/screenshots/), rendered under Xvfb, and the guided tour.
 XVFB := xvfb-run -a -s "-screen 0 1920x1080x24"
 SHOTS := assets/screenshots
+APP := $(BUILD)/attnscope
+TOUR := simple simple_sum self_attention_v1 self_attention_v2 causal causal_dropout multihead_wrapper multihead
 screenshots: build
-	mkdir -p $(SHOTS)
-	$(XVFB) $(BUILD)/attnscope --open assets/presets/multihead.json --screenshot $(SHOTS)/multihead-dark.png
-	$(XVFB) $(BUILD)/attnscope --open assets/presets/multihead.json --theme light --screenshot $(SHOTS)/multihead-light.png
-	$(XVFB) $(BUILD)/attnscope --open assets/presets/causal_dropout.json --screenshot $(SHOTS)/causal-dropout.png
-	$(XVFB) $(BUILD)/attnscope --open assets/presets/gpt2-small.json --screenshot $(SHOTS)/gpt2-small.png
+	mkdir -p $(SHOTS)/tour
+	$(XVFB) $(APP) --open assets/presets/multihead.json --screenshot $(SHOTS)/multihead-dark.png
+	$(XVFB) $(APP) --open assets/presets/multihead.json --theme light --screenshot $(SHOTS)/multihead-light.png
+	$(XVFB) $(APP) --open assets/presets/causal_dropout.json --screenshot $(SHOTS)/causal-dropout.png
+	$(XVFB) $(APP) --open assets/presets/gpt2-small.json --screenshot $(SHOTS)/gpt2-small.png
+	$(XVFB) $(APP) --open assets/presets/multihead.json --screenshot $(SHOTS)/weights-2x.png --panel weights --head 1 --scale 2 --theme light --caption
+	mv $(SHOTS)/weights-2x.png $(SHOTS)/weights-h1-2x.png
+	n=1; for p in $(TOUR); do \
+	  $(XVFB) $(APP) --open assets/presets/$$p.json --screenshot $(SHOTS)/tour/$$n-$$p.png || exit 1; n=$$((n+1)); \
+	done

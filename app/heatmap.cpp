@@ -67,17 +67,17 @@ GLuint texture(const HeatmapSpec& s) {
   return t.id;
 }
 
-std::string defaultCellText(float v) {
+std::string defaultCellText(float v, int decimals) {
   if (isMasked(v)) return "−∞";
   char buf[32];
   if (std::fabs(v) < 9.995f)
-    std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(v));
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, static_cast<double>(v));
   else
     std::snprintf(buf, sizeof buf, "%.3g", static_cast<double>(v));
   // A true minus sign reads better than a hyphen.
   std::string s = buf;
   if (!s.empty() && s[0] == '-') s = "−" + s.substr(1);
-  if (s == "−0.00") s = "0.00";
+  if (s.find_first_not_of("−0.") == std::string::npos) s = s.substr(s.find('0'));  // no "−0.00"
   return s;
 }
 
@@ -161,7 +161,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   float cell = std::min(avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr);
   const bool vertical = !s.compact && col_label_w + 2 > cell && nc > 1;
   if (vertical) {
-    top_band = std::min(col_label_w, size.y * 0.18f) + px(6);
+    top_band = std::min(col_label_w, std::min(size.y * 0.18f, px(48))) + px(6);
     cell = std::min(avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr);
   }
   cell = std::max(cell, 0.05f);
@@ -180,14 +180,20 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
       draw->AddLine(ImVec2(p0.x, p0.y + i * cell), ImVec2(p1.x, p0.y + i * cell), th.grid_line);
   }
   const auto& table = colormapTable(s.colormap);
-  // Value labels only when every visible one fits its cell: all or none reads better.
+  // Value labels only when every visible one fits its cell: all or none reads better. Four
+  // decimals, as the notebook prints, when they fit; else two.
   std::vector<std::string> texts;
-  bool values_shown = !s.compact && cell >= fs + px(2) && cell >= px(16);
-  for (int i = r0; i < r0 + nr && values_shown; ++i)
-    for (int j = c0; j < c0 + nc && values_shown; ++j) {
-      texts.push_back(s.cell_text ? s.cell_text(m(i, j)) : defaultCellText(m(i, j)));
-      values_shown = small->CalcTextSizeA(fs, FLT_MAX, 0, texts.back().c_str()).x + px(2) <= cell;
-    }
+  bool values_shown = false;
+  for (int decimals : {4, 2}) {
+    texts.clear();
+    values_shown = !s.compact && cell >= fs + px(2) && cell >= px(16);
+    for (int i = r0; i < r0 + nr && values_shown; ++i)
+      for (int j = c0; j < c0 + nc && values_shown; ++j) {
+        texts.push_back(s.cell_text ? s.cell_text(m(i, j)) : defaultCellText(m(i, j), decimals));
+        values_shown = small->CalcTextSizeA(fs, FLT_MAX, 0, texts.back().c_str()).x + px(2) <= cell;
+      }
+    if (values_shown) break;
+  }
   if (values_shown) {
     const Rgb masked{static_cast<std::uint8_t>(th.masked_cell & 0xFF),
                      static_cast<std::uint8_t>((th.masked_cell >> 8) & 0xFF),

@@ -241,31 +241,67 @@ void drawHeader(AppState& app) {
   }
 }
 
-// The second header line: zoom, and where dropout masks come from; a preset's description.
-void drawNotes(AppState& app, const Trace& t) {
-  ViewState& v = app.view;
-  const nlohmann::json& view = app.workspace.view;
-  if (view.contains("preset") && view["preset"].is_object() && view["preset"].contains("description")) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    ImGui::TextWrapped("%s", view["preset"].value("description", "").c_str());
-    ImGui::PopStyleColor();
+// Whether stage s means something for this configuration: others would repeat their neighbour.
+const char* missingStage(const Trace& t, Stage s) {
+  if (s == Stage::Scaled && t.model.scale == Scale::None) return "scaling";
+  if (s == Stage::Masked && !t.model.causal) return "mask";
+  if ((s == Stage::DropoutMask || s == Stage::Dropped) && !t.dropout_active) return "dropout";
+  return nullptr;
+}
+
+std::vector<Stage> visibleStages(const AppState& app, const Trace& t) {
+  std::vector<Stage> out;
+  for (int s = 0; s < kStageCount; ++s)
+    if (app.view.show[s] && !missingStage(t, static_cast<Stage>(s))) out.push_back(static_cast<Stage>(s));
+  return out;
+}
+
+// "scaling, mask, dropout": what the shown columns leave out (the pipeline shows why).
+std::string skippedStages(const AppState& app, const Trace& t) {
+  std::string out;
+  for (int s = 0; s < kStageCount; ++s) {
+    const char* why = missingStage(t, static_cast<Stage>(s));
+    if (app.view.show[s] && why && out.find(why) == std::string::npos) out += (out.empty() ? "" : ", ") + std::string(why);
   }
-  bool line = false;
+  return out;
+}
+
+// One line of notes under the header: the preset's description (in full on hover), zoom, where
+// dropout masks come from, and the maps this step has none of.
+void drawNotes(AppState& app, const Trace& t, const std::string& skipped) {
+  ViewState& v = app.view;
+  std::vector<std::string> notes;
+  if (v.zoom <= 1 && t.tokens > 24) notes.push_back("wheel over a map: zoom · right-drag: pan");
+  if (t.dropout_active) notes.push_back("dropout masks: PyTorch's CPU generator, Debian build (no MKL)");
+  if (!skipped.empty()) notes.push_back("no " + skipped + " in this step");
+  const nlohmann::json& view = app.workspace.view;
+  const std::string about = view.contains("preset") && view["preset"].is_object() ? view["preset"].value("description", "") : "";
   if (v.zoom > 1) {
     const CellWindow w = zoomWindow(v, t.tokens);
-    ImGui::Text("zoom ×%.1f: queries %d–%d, keys %d–%d", v.zoom, w.row0 + 1, w.row0 + w.rows, w.col0 + 1,
-                w.col0 + w.cols);
+    ImGui::Text("zoom ×%.1f: queries %d–%d, keys %d–%d", v.zoom, w.row0 + 1, w.row0 + w.rows, w.col0 + 1, w.col0 + w.cols);
     ImGui::SameLine();
     if (ImGui::SmallButton("reset zoom")) v.zoom = 1;
     layout().widget("reset_zoom");
-    line = true;
-  } else if (t.tokens > 24) {
-    ImGui::TextDisabled("wheel over a map: zoom · right-drag: pan");
-    line = true;
+    ImGui::SameLine(0, px(16));
   }
-  if (hasDropout(t.model.variant)) {
-    if (line) ImGui::SameLine(0, px(24));
-    ImGui::TextDisabled("Dropout masks match PyTorch's CPU generator as Debian builds it (no MKL), bit for bit.");
+  std::string line;
+  for (const std::string& n : notes) line += (line.empty() ? "" : "  ·  ") + n;
+  if (!about.empty()) line = about + (line.empty() ? "" : "  ·  " + line);
+  if (line.empty()) return;
+  // One line: what does not fit ends in "…", and the whole text shows on hover.
+  const float room = ImGui::GetContentRegionAvail().x;
+  std::string shown = line;
+  while (!shown.empty() && ImGui::CalcTextSize((shown + "…").c_str()).x > room) {
+    while (!shown.empty() && (static_cast<unsigned char>(shown.back()) & 0xC0) == 0x80) shown.pop_back();
+    if (!shown.empty()) shown.pop_back();
+  }
+  ImGui::TextDisabled("%s%s", shown.c_str(), shown.size() < line.size() ? "…" : "");
+  if (shown.size() < line.size() && ImGui::IsItemHovered()) {
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(px(520));
+    ImGui::TextUnformatted(line.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
   }
 }
 
@@ -287,7 +323,8 @@ void drawHeatmapGrid(AppState& app) {
     return;
   }
   const Trace& t = *app.trace;
-  drawNotes(app, t);
+  const std::vector<Stage> stages = visibleStages(app, t);
+  drawNotes(app, t, skippedStages(app, t));
   // While the mouse is over a map the wheel zooms it, so it must not also scroll the grid.
   static bool wheel_on_map = false;
   ImGui::BeginChild("grid", ImVec2(0, 0), false,
@@ -302,9 +339,6 @@ void drawHeatmapGrid(AppState& app) {
   }
   GridData& data = gridData(app);
 
-  std::vector<Stage> stages;
-  for (int s = 0; s < kStageCount; ++s)
-    if (app.view.show[s]) stages.push_back(static_cast<Stage>(s));
   if (stages.empty()) {
     ImGui::TextUnformatted("All columns are hidden: choose some under \"columns…\".");
     ImGui::EndChild();
@@ -324,7 +358,7 @@ void drawHeatmapGrid(AppState& app) {
   for (const std::string& tok : app.workspace.tokens)
     label_w = std::max(label_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, tok.c_str()).x);
   const Margins margins{std::min(label_w, px(90)) + px(4),
-                        ImGui::GetTextLineHeight() + std::min(label_w, px(60)) + px(6),
+                        ImGui::GetTextLineHeight() + std::min(label_w, px(48)) + px(6),
                         heatmapColorbarHeight()};
   const int rows = t.tokens, cols = std::max(t.tokens, 1);
   const ImVec2 avail = ImGui::GetContentRegionAvail();

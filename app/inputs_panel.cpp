@@ -75,7 +75,8 @@ void toolbar(AppState& app, double now) {
 void table(AppState& app, float height, double now) {
   const Workspace& ws = app.workspace;
   const int T = static_cast<int>(ws.embeddings.rows()), d_in = static_cast<int>(ws.embeddings.cols());
-  const int shown_cols = std::min(d_in, 64);  // wide inputs (GPT-2's 768) show their first 64
+  // ImGui tables take at most 64 columns: wide inputs (GPT-2's 768) show their first 61.
+  const int shown_cols = std::min(d_in, 64 - 3);
   const ImGuiTableFlags flags = ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX | ImGuiTableFlags_RowBg |
                                 ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
   if (!ImGui::BeginTable("embeddings", shown_cols + 3, flags, ImVec2(0, height))) return;

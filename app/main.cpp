@@ -178,6 +178,12 @@ void drawFrame(AppState& app, double now, float caption_h) {
   drawStatusBar(app, ImVec2(vp->Pos.x, vp->Pos.y + vp->Size.y - status_h), ImVec2(vp->Size.x, status_h), now);
 }
 
+// "attnscope — name.json •": the file and whether it has unsaved changes.
+std::string windowTitle(const AppState& app) {
+  const std::string name = app.file.empty() ? "untitled" : std::filesystem::path(app.file).filename().string();
+  return "attnscope — " + name + (app.dirty ? " •" : "");
+}
+
 // The caption under a screenshot: what the image shows.
 std::string captionText(const AppState& app, const CaptureSpec& spec) {
   const ModelConfig& m = app.workspace.model;
@@ -221,13 +227,24 @@ void recordState(const AppState& app, const std::string& last_screenshot) {
                       {"computing", app.computing},
                       {"engine_error", app.engine_error},
                       {"last_screenshot", last_screenshot},
-                      {"workspace", workspaceToJson(ws)}};
-}
-
-// "attnscope — name.json •": the file and whether it has unsaved changes.
-std::string windowTitle(const AppState& app) {
-  const std::string name = app.file.empty() ? "untitled" : std::filesystem::path(app.file).filename().string();
-  return "attnscope — " + name + (app.dirty ? " •" : "");
+                      {"workspace", workspaceToJson(ws)},
+                      {"file", app.file},
+                      {"dirty", app.dirty},
+                      {"can_undo", app.history.canUndo()},
+                      {"title", windowTitle(app)}};
+  // What the app computed, for tests to hold against `attnscope-cli trace` (small inputs only).
+  if (app.trace && app.trace->tokens <= 64 && !app.computing) {
+    const Trace& t = *app.trace;
+    const int b = std::clamp(app.view.batch, 0, static_cast<int>(t.batches.size()) - 1);
+    auto rows = [](const Matrix& m) {
+      nlohmann::json out = nlohmann::json::array();
+      for (int i = 0; i < m.rows(); ++i) out.push_back(std::vector<float>(m.row(i).data(), m.row(i).data() + m.cols()));
+      return out;
+    };
+    nlohmann::json heads = nlohmann::json::array();
+    for (const HeadTrace& h : t.batches[b].heads) heads.push_back({{"weights", rows(h.weights)}, {"context", rows(h.context)}});
+    layout().state()["trace"] = {{"batch", b}, {"output", rows(t.batches[b].output)}, {"heads", heads}};
+  }
 }
 
 void handleFileActions(AppState& app, FileUi& files, const MenuActions& act, GLFWwindow* window, double now) {
