@@ -52,8 +52,7 @@ screenshots: build
 	$(XVFB) $(APP) --open assets/presets/multihead.json --theme light --screenshot $(SHOTS)/multihead-light.png
 	$(XVFB) $(APP) --open assets/presets/causal_dropout.json --screenshot $(SHOTS)/causal-dropout.png
 	$(XVFB) $(APP) --open assets/presets/gpt2-small.json --screenshot $(SHOTS)/gpt2-small.png
-	$(XVFB) $(APP) --open assets/presets/multihead.json --screenshot $(SHOTS)/weights-2x.png --panel weights --head 1 --scale 2 --theme light --caption
-	mv $(SHOTS)/weights-2x.png $(SHOTS)/weights-h1-2x.png
+	$(XVFB) $(APP) --open assets/presets/multihead.json --screenshot $(SHOTS)/weights-h1-2x.png --panel weights --head 1 --scale 2 --theme light --caption
 	n=1; for p in $(TOUR); do \
 	  $(XVFB) $(APP) --open assets/presets/$$p.json --screenshot $(SHOTS)/tour/$$n-$$p.png || exit 1; n=$$((n+1)); \
 	done
