@@ -18,7 +18,9 @@ std::string num(float v, int decimals = 4) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, static_cast<double>(v));
   std::string s = buf;
-  return s[0] == '-' ? "−" + s.substr(1) : s;
+  if (s[0] != '-') return s;
+  if (s.find_first_not_of("-0.") == std::string::npos) return s.substr(1);  // no "−0.000"
+  return "−" + s.substr(1);
 }
 
 // "[0.1, 0.2, …]": at most `most` components, so wide heads stay on one line.
@@ -147,13 +149,17 @@ void drawInspector(AppState& app, ImVec2 pos, ImVec2 size) {
                              shape(t.tokens, t.model.variant == Variant::MultiHead ? t.model.d_out : w);
     section("query", "qᵢ = xᵢ W_q" + std::string(t.model.qkv_bias ? " + b" : "") + "   " + proj);
     ImGui::TextWrapped("q%d = %s", i + 1, vec(h.queries.row(i)).c_str());
-    if (t.model.variant == Variant::MultiHead)
-      ImGui::TextDisabled("(this head's %d of the %d columns: head_dim = d_out / num_heads)", w, t.model.d_out);
+    if (t.model.variant == Variant::MultiHead) {
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+      ImGui::TextWrapped("this head's %d of the %d columns: head_dim = d_out / num_heads", w, t.model.d_out);
+      ImGui::PopStyleColor();
+    }
     section("scores  qᵢ · kⱼ", shape(t.tokens, w) + " @ " + shape(w, t.tokens) + " → " + shape(t.tokens, t.tokens));
   }
   barRow(app, "scores", h.scores.row(i), nullptr, i);
   if (t.model.scale == Scale::SqrtDk) {
-    section(("scaled  ÷ √" + std::to_string(t.head_width) + " = ÷ " + num(t.scale_divisor, 3)).c_str(), "");
+    section(("scaled  ÷ √" + std::to_string(t.head_width) + " = ÷ " + num(t.scale_divisor, 3) +
+             (t.model.causal ? ", later keys masked to −∞" : "")).c_str(), "");
     barRow(app, "scaled", h.masked_scores.row(i), &h.mask, i);
   } else if (t.model.causal) {
     section("masked scores", "");
@@ -172,11 +178,13 @@ void drawInspector(AppState& app, ImVec2 pos, ImVec2 size) {
 
   if (t.heads > 1 || hasOutProj(t.model.variant)) {
     section("all heads", "");
-    ImGui::TextWrapped("concat of %d heads: %s  (%s)", t.heads, vec(bt.context.row(i)).c_str(),
-                       shape(t.tokens, bt.context.cols()).c_str());
-    if (hasOutProj(t.model.variant))
-      ImGui::TextWrapped("out_proj: %s @ %s + b → output %s", shape(t.tokens, t.model.d_out).c_str(),
-                         shape(t.model.d_out, t.model.d_out).c_str(), vec(bt.output.row(i)).c_str());
+    ImGui::TextDisabled("concat of %d heads, %s", t.heads, shape(t.tokens, bt.context.cols()).c_str());
+    ImGui::TextUnformatted(vec(bt.context.row(i)).c_str());
+    if (hasOutProj(t.model.variant)) {
+      ImGui::TextDisabled("out_proj: %s @ %s + b → output", shape(t.tokens, t.model.d_out).c_str(),
+                          shape(t.model.d_out, t.model.d_out).c_str());
+      ImGui::TextUnformatted(vec(bt.output.row(i)).c_str());
+    }
   }
   ImGui::End();
 }

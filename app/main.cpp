@@ -216,7 +216,7 @@ void recordState(const AppState& app, const std::string& last_screenshot) {
   const ModelConfig& m = app.workspace.model;
   Workspace ws = app.workspace;
   ws.view = viewToJson(app.view);
-  layout().state() = {{"variant", variantId(m.variant)},
+  layout().state().update({{"variant", variantId(m.variant)},
                       {"d_out", m.d_out},
                       {"num_heads", m.num_heads},
                       {"seed", m.seed},
@@ -231,7 +231,7 @@ void recordState(const AppState& app, const std::string& last_screenshot) {
                       {"file", app.file},
                       {"dirty", app.dirty},
                       {"can_undo", app.history.canUndo()},
-                      {"title", windowTitle(app)}};
+                      {"title", windowTitle(app)}});  // update: panels add their own fields
   // What the app computed, for tests to hold against `attnscope-cli trace` (small inputs only).
   if (app.trace && app.trace->tokens <= 64 && !app.computing) {
     const Trace& t = *app.trace;
@@ -454,7 +454,8 @@ int main(int argc, char** argv) {
     if (keys.open) files.open();
     applyKeys(app);
     keys = {};
-    if (!ImGui::IsAnyMouseDown()) app.history.endGesture();  // a drag ends: the next edit is a new step
+    // A drag or a typed value ends: the next edit is a new undo step.
+    if (!ImGui::IsAnyMouseDown() && !io.WantTextInput) app.history.endGesture();
 
     int fb_w = 0, fb_h = 0;
     glfwGetFramebufferSize(window, &fb_w, &fb_h);
