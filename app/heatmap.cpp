@@ -67,7 +67,8 @@ GLuint texture(const HeatmapSpec& s) {
   return t.id;
 }
 
-std::string defaultCellText(float v, int decimals) {
+// "−0.25" with a true minus, or with a hyphen where space is tight (`narrow`).
+std::string defaultCellText(float v, int decimals, bool narrow = false) {
   if (isMasked(v)) return "−∞";
   char buf[32];
   if (std::fabs(v) < 9.995f)
@@ -76,7 +77,7 @@ std::string defaultCellText(float v, int decimals) {
     std::snprintf(buf, sizeof buf, "%.3g", static_cast<double>(v));
   // A true minus sign reads better than a hyphen.
   std::string s = buf;
-  if (!s.empty() && s[0] == '-') s = "−" + s.substr(1);
+  if (!s.empty() && s[0] == '-' && !narrow) s = "−" + s.substr(1);
   if (s.find_first_not_of("−0.") == std::string::npos) s = s.substr(s.find('0'));  // no "−0.00"
   return s;
 }
@@ -184,12 +185,12 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   // decimals, as the notebook prints, when they fit; else two.
   std::vector<std::string> texts;
   bool values_shown = false;
-  for (int decimals : {4, 2}) {
+  for (auto [decimals, narrow] : {std::pair{4, false}, {2, false}, {2, true}}) {
     texts.clear();
     values_shown = !s.compact && cell >= fs + px(2) && cell >= px(16);
     for (int i = r0; i < r0 + nr && values_shown; ++i)
       for (int j = c0; j < c0 + nc && values_shown; ++j) {
-        texts.push_back(s.cell_text ? s.cell_text(m(i, j)) : defaultCellText(m(i, j), decimals));
+        texts.push_back(s.cell_text ? s.cell_text(m(i, j)) : defaultCellText(m(i, j), decimals, narrow));
         values_shown = small->CalcTextSizeA(fs, FLT_MAX, 0, texts.back().c_str()).x + px(2) <= cell;
       }
     if (values_shown) break;
@@ -271,9 +272,14 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   const float bar_y = p1.y + px(6);  // keep in step with heatmapColorbarHeight
   const float bar_w = std::max(p1.x - p0.x, std::min(size.x - left, px(120)));
   drawColorbar(draw, s, ImVec2(p0.x, bar_y), bar_w, px(8));
-  char lo[32], hi[32];
-  std::snprintf(lo, sizeof lo, "%.3g", static_cast<double>(s.range.lo));
-  std::snprintf(hi, sizeof hi, "%.3g", static_cast<double>(s.range.hi));
+  auto rangeLabel = [](float v) {  // "−0.108", with the cells' minus sign
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", static_cast<double>(v));
+    return buf[0] == '-' ? "−" + std::string(buf + 1) : std::string(buf);
+  };
+  const std::string lo_text = rangeLabel(s.range.lo), hi_text = rangeLabel(s.range.hi);
+  const char* lo = lo_text.c_str();
+  const char* hi = hi_text.c_str();
   const ImVec2 hs = small->CalcTextSizeA(fs, FLT_MAX, 0, hi);
   draw->AddText(small, fs, ImVec2(p0.x, bar_y + px(10)), th.text_dim, lo);
   draw->AddText(small, fs, ImVec2(p0.x + bar_w - hs.x, bar_y + px(10)), th.text_dim, hi);

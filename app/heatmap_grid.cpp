@@ -164,7 +164,7 @@ Arrangement arrange(int H, int S, int rows, int cols, float width, float height,
       const float cell = std::min(tile_w / cols, tile_h / rows);
       if (cell > best.cell) best = {c, s, cell};
     }
-  const float min_map = px(150);  // below this, scroll rather than shrink
+  const float min_map = px(96);  // below this, scroll rather than shrink
   if (best.cell * std::max(rows, cols) < min_map) {
     best = {1, S, 0};
     best.cell = std::max((width / S - gap - m.left) / cols, min_map / std::max(rows, cols));

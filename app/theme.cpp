@@ -42,7 +42,8 @@ void applyTheme(bool light, float scale) {
 
   current_scale = scale;
   current.light = light;
-  current.masked_cell = light ? IM_COL32(200, 200, 200, 255) : IM_COL32(72, 72, 78, 255);
+  // Masked cells: a grey darker than the light end of every colormap (coolwarm's near-zero white).
+  current.masked_cell = light ? IM_COL32(150, 150, 156, 255) : IM_COL32(72, 72, 78, 255);
   current.grid_line = ImGui::GetColorU32(style.Colors[ImGuiCol_WindowBg]);
   current.selection = light ? IM_COL32(230, 40, 40, 255) : IM_COL32(255, 90, 90, 255);
   current.hover = light ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255);

@@ -1,0 +1,536 @@
+"""Teaching with the live app (issue 4): edits made through the real GUI reach the engine.
+
+Drives `attnscope` on its own Xvfb display with xdotool and reads what it shows from
+`--dump-layout`. Checks that typing into an embedding cell changes the workspace and that the
+app's trace then equals `attnscope-cli trace` of that workspace; that selecting a token (clicking a
+row of a weights map, arrow keys) puts that token's context vector in the inspector (for
+self_attention_v1 the notebook's context_vec_2 = [0.3061, 0.8210]); that undo/redo restore the
+previous inputs and trace; that a typed sentence becomes tokens with one vector per word; that
+d_in + adds a column the model still computes; and that the Pipeline tab renders.
+
+Also holds the small helpers (Xvfb, the app, xdotool, the dump) that test_files_and_slides.py
+imports.
+"""
+import argparse
+import copy
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+STEP_TIMEOUT = 30.0  # seconds for any one thing the app should do
+
+
+# ---------------------------------------------------------------- comparing numbers
+
+def worst_difference(ours, reference, path="", worst=None):
+    """Walks two nested lists of numbers; returns (worst relative excess, where, ours, reference).
+    A value passes when |ours − reference| ≤ 1e-5·(1 + |reference|)."""
+    if worst is None:
+        worst = [0.0, "", None, None]
+    if isinstance(reference, list):
+        if not isinstance(ours, list) or len(ours) != len(reference):
+            raise AssertionError(f"shape differs at {path or 'top'}: {short(ours)} vs {short(reference)}")
+        for k, (a, b) in enumerate(zip(ours, reference)):
+            worst_difference(a, b, f"{path}[{k}]", worst)
+        return worst
+    if reference is None or ours is None:  # −∞ is null in the CLI's JSON
+        if ours is not reference:
+            raise AssertionError(f"{path}: {ours} vs {reference}")
+        return worst
+    excess = abs(ours - reference) / (1 + abs(reference))
+    if excess > worst[0]:
+        worst[:] = [excess, path, ours, reference]
+    return worst
+
+
+def assert_close(ours, reference, what):
+    worst = worst_difference(ours, reference)
+    ok = worst[0] <= 1e-5
+    print(f"  {what}: worst |diff|/(1+|ref|) = {worst[0]:.2e}" + (f" at {worst[1]}" if worst[1] else ""))
+    if not ok:
+        raise AssertionError(f"{what}: {worst[2]} vs {worst[3]} at {worst[1]} (over 1e-5·(1+|x|))")
+
+
+def short(x, n=160):
+    s = json.dumps(x)
+    return s if len(s) <= n else s[:n] + "…"
+
+
+def cli_trace(cli, path):
+    out = subprocess.run([cli, "trace", path], capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise AssertionError(f"attnscope-cli trace {path} failed ({out.returncode}): {out.stderr.strip()}")
+    return json.loads(out.stdout)
+
+
+def cli_trace_of(cli, workspace, folder, name="ws.json"):
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        json.dump(workspace, f)
+    return cli_trace(cli, path)
+
+
+def assert_trace_matches_cli(state, cli_json, what):
+    """state.trace (the app's, one batch element) against the CLI's trace of the same workspace."""
+    t = state.get("trace")
+    if t is None:
+        raise AssertionError(f"{what}: the dump has no state.trace")
+    batch = cli_json["batches"][t["batch"]]
+    assert_close(t["output"], batch["output"], f"{what}: output")
+    if len(t["heads"]) != len(batch["heads"]):
+        raise AssertionError(f"{what}: {len(t['heads'])} heads in the app, {len(batch['heads'])} in the CLI")
+    for h, (ours, ref) in enumerate(zip(t["heads"], batch["heads"])):
+        assert_close(ours["weights"], ref["weights"], f"{what}: head {h} weights")
+        assert_close(ours["context"], ref["context"], f"{what}: head {h} context")
+
+
+# ---------------------------------------------------------------- Xvfb and the app
+
+class Display:
+    """An Xvfb server on a display number it picks itself (-displayfd): no clash with other tests."""
+
+    def __enter__(self):
+        read_fd, write_fd = os.pipe()
+        self.proc = subprocess.Popen(
+            ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "1920x1080x24", "-nolisten", "tcp"],
+            pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(write_fd)
+        number = b""
+        deadline = time.time() + STEP_TIMEOUT
+        while not number.endswith(b"\n"):
+            ready, _, _ = select.select([read_fd], [], [], max(0.0, deadline - time.time()))
+            chunk = os.read(read_fd, 16) if ready else b""
+            if not chunk:
+                os.close(read_fd)
+                self.__exit__()
+                raise AssertionError("Xvfb did not start (no display number within 30 s)")
+            number += chunk
+        os.close(read_fd)
+        self.name = ":" + number.decode().strip()
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return False
+
+
+class App:
+    """One interactive `attnscope` on `display`, with --dump-layout, a fresh HOME and state folder
+    (unless `state_dir` is given, to see a previous run's autosave)."""
+
+    def __init__(self, exe, display, args=(), state_dir=None):
+        self.folder = tempfile.mkdtemp(prefix="attnscope-gui-")
+        self.state_dir = state_dir or os.path.join(self.folder, "state")
+        home = os.path.join(self.folder, "home")
+        os.makedirs(self.state_dir, exist_ok=True)
+        os.makedirs(home, exist_ok=True)
+        self.dump = os.path.join(self.folder, "layout.json")
+        self.env = dict(os.environ, DISPLAY=display, XDG_STATE_HOME=self.state_dir, HOME=home)
+        self.log = open(os.path.join(self.folder, "app.log"), "w")
+        self.proc = subprocess.Popen([exe, "--dump-layout", self.dump, *args], env=self.env,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.window = None
+
+    # -- lifetime
+    def close(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        if exc[0] is not None:
+            self.print_log()
+        shutil.rmtree(self.folder, ignore_errors=True)
+        return False
+
+    def print_log(self):
+        try:
+            with open(os.path.join(self.folder, "app.log")) as f:
+                text = f.read().strip()
+            if text:
+                print("  app output:\n    " + text.replace("\n", "\n    "))
+        except OSError:
+            pass
+
+    # -- the dump
+    def layout(self):
+        try:
+            with open(self.dump) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
+
+    def wait_for(self, what, predicate, timeout=STEP_TIMEOUT):
+        """Polls the dump until predicate(dump) is true; returns the dump."""
+        deadline = time.time() + timeout
+        last = None
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                self.print_log()
+                raise AssertionError(f"the app exited ({self.proc.returncode}) while waiting for {what}")
+            d = self.layout()
+            if d is not None:
+                last = d
+                try:
+                    if predicate(d):
+                        return d
+                except (KeyError, IndexError, TypeError):
+                    pass
+            time.sleep(0.05)
+        state = (last or {}).get("state", {})
+        summary = {k: state.get(k) for k in ("token", "computing", "engine_error", "trace_version", "dirty", "title")}
+        raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; last state {summary}")
+
+    def settled(self, what, predicate=lambda d: True, timeout=STEP_TIMEOUT):
+        """Waits for predicate with a finished trace, and for the dump to hold still for 0.3 s
+        (an edit and its new trace land in different frames)."""
+        def ready(d):
+            s = d["state"]
+            return predicate(d) and not s["computing"] and "trace" in s
+
+        d = self.wait_for(what, ready, timeout)
+        while True:
+            time.sleep(0.3)
+            again = self.wait_for(what, ready, timeout)
+            if again["state"] == d["state"]:
+                return again
+            d = again
+
+    # -- input
+    def xdotool(self, *args):
+        subprocess.run(["xdotool", *map(str, args)], env=self.env, check=True, timeout=STEP_TIMEOUT,
+                       stdout=subprocess.DEVNULL)
+
+    def find_window(self):
+        if self.window is None:
+            out = subprocess.run(["xdotool", "search", "--sync", "--name", "^attnscope"], env=self.env,
+                                 capture_output=True, text=True, timeout=STEP_TIMEOUT)
+            ids = out.stdout.split()
+            if not ids:
+                raise AssertionError("no attnscope window found with xdotool")
+            self.window = ids[0]
+        return self.window
+
+    def move(self, x, y):
+        self.xdotool("mousemove", "--window", self.find_window(), int(round(x)), int(round(y)))
+        time.sleep(0.1)
+
+    def click_at(self, x, y, double=False):
+        self.move(x, y)
+        if double:
+            self.xdotool("click", "--repeat", 2, "--delay", 80, 1)
+        else:
+            self.xdotool("click", 1)
+        time.sleep(0.15)
+
+    def click(self, widget, double=False):
+        d = self.wait_for(f"widget {widget}", lambda d: widget in d["widgets"])
+        r = d["widgets"][widget]
+        self.click_at(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2, double)
+
+    def key(self, combo):
+        """Holds the keys for a moment: ImGui 1.86 looks at key state once per frame."""
+        self.xdotool("keydown", combo)
+        time.sleep(0.1)
+        self.xdotool("keyup", combo)
+        time.sleep(0.1)
+
+    def type(self, text):
+        self.xdotool("type", "--delay", 60, text)
+        time.sleep(0.1)
+
+    def type_into_cell(self, row, col, text, attempts=3):
+        """Ctrl+click the drag field (it becomes a text field), select all, type, Return; until the
+        dump shows the value (a busy machine can lose a click between two frames)."""
+        value = float(text)
+        for attempt in range(1, attempts + 1):
+            d = self.wait_for(f"widget cell_{row}_{col}", lambda d: f"cell_{row}_{col}" in d["widgets"])
+            r = d["widgets"][f"cell_{row}_{col}"]
+            self.move(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2)
+            self.xdotool("keydown", "ctrl")
+            time.sleep(0.1)
+            self.xdotool("click", 1)
+            time.sleep(0.15)
+            self.xdotool("keyup", "ctrl")
+            time.sleep(0.1)
+            self.key("ctrl+a")
+            self.type(text)
+            self.key("Return")
+            try:
+                return self.wait_for(f"cell ({row},{col}) = {text}",
+                                     lambda d: abs(d["state"]["workspace"]["embeddings"][row][col] - value) < 1e-6,
+                                     timeout=STEP_TIMEOUT / attempts)
+            except AssertionError:
+                if attempt == attempts:
+                    raise
+                print(f"  (typing into cell ({row},{col}) did not take, attempt {attempt}; again)")
+                self.key("Escape")
+
+
+def start_ready(exe, display, args=(), state_dir=None):
+    app = App(exe, display, args, state_dir)
+    try:
+        app.settled("the first trace", lambda d: "cell_0_0" in d["widgets"])
+        app.find_window()
+        # Keyboard focus: with no window manager it follows the pointer.
+        d = app.layout()
+        hm = d["panels"]["heatmaps"]
+        app.move(hm["x"] + hm["w"] / 2, hm["y"] + 4)
+        app.xdotool("windowfocus", app.find_window())
+    except Exception:
+        app.__exit__(*sys.exc_info())
+        raise
+    return app
+
+
+def preset_copy(presets, name, folder):
+    path = os.path.join(folder, name + ".json")
+    shutil.copy(os.path.join(presets, name + ".json"), path)
+    return path
+
+
+def embeddings(d):
+    return d["state"]["workspace"]["embeddings"]
+
+
+def arguments(description):
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--app", required=True, help="the attnscope executable")
+    p.add_argument("--cli", required=True, help="the attnscope-cli executable")
+    p.add_argument("--presets", required=True, help="assets/presets")
+    a = p.parse_args()
+    missing = [tool for tool in ("Xvfb", "xdotool") if shutil.which(tool) is None]
+    if missing:  # never skip silently
+        sys.exit(f"error: {' and '.join(missing)} not found: install xvfb and xdotool to run the GUI tests")
+    return a
+
+
+def run_checks(checks):
+    """Runs (name, function) pairs; prints each outcome; exit code 1 if any failed."""
+    failed = []
+    start = time.time()
+    for name, check in checks:
+        t0 = time.time()
+        print(f"[{name}]")
+        try:
+            check()
+            print(f"  ok ({time.time() - t0:.1f} s)")
+        except Exception as e:  # noqa: BLE001 - report every check, then fail
+            failed.append(name)
+            print(f"  FAILED ({time.time() - t0:.1f} s): {type(e).__name__}: {e}")
+    print(f"{len(checks) - len(failed)} of {len(checks)} checks passed in {time.time() - start:.1f} s")
+    if failed:
+        print("failed: " + ", ".join(failed))
+    return 1 if failed else 0
+
+
+# ---------------------------------------------------------------- the checks
+
+def weights_row_centre(d, head, row, col=0):
+    for m in d["heatmaps"]:
+        if m["stage"] == "weights" and m["head"] == head:
+            w, c = m["window"], m["cells"]
+            cell = m["cell"]
+            return c["x"] + (col - w["col0"] + 0.5) * cell, c["y"] + (row - w["row0"] + 0.5) * cell
+    raise AssertionError(f"no weights map of head {head} in the dump")
+
+
+def inspector_context(d):
+    z = d["state"].get("inspector_context")
+    if z is None:
+        raise AssertionError("the dump's state has no inspector_context (app: recordState() replaces the "
+                             "state object after drawInspector() wrote it)")
+    return z
+
+
+def check_select_token(app, expect_row1=None):
+    """Click row 4 (index 3) of head 0's weights map, then Up twice back to index 1; the
+    inspector's context vector follows, and equals the trace's head-0 context row."""
+    problems = []
+    d = app.settled("a shown weights map", lambda d: any(m["stage"] == "weights" for m in d["heatmaps"]))
+    if d["state"]["token"] == 3:
+        raise AssertionError("the selection already is token 3; the click would prove nothing")
+    app.click_at(*weights_row_centre(d, 0, 3))
+    d = app.settled("token 3 selected by clicking its weights row", lambda d: d["state"]["token"] == 3)
+    print("  clicked weights row 4: state.token = 3")
+    ctx = d["state"]["trace"]["heads"][0]["context"]
+    try:
+        assert_close(inspector_context(d), ctx[3], "inspector z4 vs trace head 0 context row 3")
+    except AssertionError as e:
+        problems.append(str(e))
+    app.key("Up")
+    app.key("Up")
+    d = app.settled("token 1 selected with two Up arrows", lambda d: d["state"]["token"] == 1)
+    print("  Up, Up: state.token = 1")
+    ctx = d["state"]["trace"]["heads"][0]["context"]
+    if ctx[1] == ctx[3]:
+        raise AssertionError("context rows 1 and 3 are equal: the selection check proves nothing")
+    try:
+        z = inspector_context(d)
+        assert_close(z, ctx[1], "inspector z2 vs trace head 0 context row 1")
+        if expect_row1 is not None:
+            rounded = [round(v, 4) for v in z]
+            print(f"  inspector z2 = {z} → {rounded}; notebook context_vec_2 = {expect_row1}")
+            if rounded != expect_row1:
+                raise AssertionError(f"inspector context {rounded} is not the notebook's {expect_row1}")
+    except AssertionError as e:
+        problems.append(str(e))
+    if expect_row1 is not None:  # the trace itself against the notebook, whatever the inspector says
+        rounded = [round(v, 4) for v in ctx[1]]
+        print(f"  trace head 0 context row 1 = {rounded}")
+        if rounded != expect_row1:
+            problems.append(f"trace context row 1 {rounded} is not the notebook's {expect_row1}")
+    if problems:
+        raise AssertionError("; ".join(dict.fromkeys(problems)))
+
+
+def press_until(app, combo, predicate, what, problems, most=8):
+    """Presses `combo` until predicate(dump) holds (at most `most` times); one press should do.
+    Notes in `problems` when it took more; raises when it never did. Returns the presses used."""
+    for n in range(1, most + 1):
+        version = app.layout()["state"]["trace_version"]
+        app.key(combo)
+        d = app.settled(f"{what} ({combo} #{n})",
+                        lambda d: predicate(d) or d["state"]["trace_version"] > version, timeout=10)
+        print(f"  {combo} #{n}: cell (1,0) = {embeddings(d)[1][0]}")
+        if predicate(d):
+            if n > 1:
+                problems.append(f"{what} took {n} presses of {combo}, not 1 (typing '0.99' made one undo step per keystroke)")
+            return n
+    raise AssertionError(f"{what}: not reached after {most} presses of {combo}")
+
+
+def main():
+    args = arguments(__doc__)
+    work = tempfile.mkdtemp(prefix="attnscope-teaching-")
+    shared = {}
+    checks = []
+    try:
+        with Display() as display:
+            app = start_ready(args.app, display.name, ["--open", preset_copy(args.presets, "multihead", work)])
+            with app:
+                def edit_cell():
+                    d = app.settled("the preset's trace")
+                    before_value = embeddings(d)[1][0]
+                    shared["before"] = d["state"]
+                    print(f"  cell (1,0) = {before_value}; typing 0.99")
+                    app.type_into_cell(1, 0, "0.99")
+                    d = app.settled("cell (1,0) = 0.99 and its trace",
+                                    lambda d: abs(embeddings(d)[1][0] - 0.99) < 1e-6
+                                    and d["state"]["trace_version"] > shared["before"]["trace_version"])
+                    ws = d["state"]["workspace"]
+                    others = copy.deepcopy(ws["embeddings"])
+                    others[1][0] = before_value
+                    if others != shared["before"]["workspace"]["embeddings"]:
+                        raise AssertionError("other embedding cells changed too: " + short(ws["embeddings"]))
+                    assert_trace_matches_cli(d["state"], cli_trace_of(args.cli, ws, work, "edited.json"),
+                                             "after the edit")
+                    if d["state"]["trace"]["output"] == shared["before"]["trace"]["output"]:
+                        raise AssertionError("the output did not change after the edit")
+                    shared["after"] = d["state"]
+
+                def undo_redo():
+                    if "after" not in shared:
+                        raise AssertionError("needs the cell edit, which failed")
+                    before, after = shared["before"], shared["after"]
+                    problems = []
+                    undos = press_until(app, "ctrl+z", lambda d: embeddings(d) == before["workspace"]["embeddings"],
+                                        "undo: cell (1,0) back to 0.55", problems)
+                    d = app.settled("the trace after undo")
+                    assert_close(d["state"]["trace"]["output"], before["trace"]["output"], "undo: output vs before")
+                    for h, head in enumerate(before["trace"]["heads"]):
+                        assert_close(d["state"]["trace"]["heads"][h]["weights"], head["weights"],
+                                     f"undo: head {h} weights vs before")
+                    press_until(app, "ctrl+shift+z", lambda d: embeddings(d) == after["workspace"]["embeddings"],
+                                "redo: cell (1,0) = 0.99 again", problems, undos)
+                    d = app.settled("the trace after redo")
+                    assert_close(d["state"]["trace"]["output"], after["trace"]["output"], "redo: output vs after")
+                    if problems:
+                        raise AssertionError("; ".join(problems))
+
+                def select_token():
+                    check_select_token(app)
+
+                def d_in_plus():
+                    d = app.settled("a trace")
+                    cols = len(embeddings(d)[0])
+                    version = d["state"]["trace_version"]
+                    app.click("d_in_plus")
+                    d = app.settled(f"d_in {cols} → {cols + 1}",
+                                    lambda d: all(len(r) == cols + 1 for r in embeddings(d))
+                                    and d["state"]["trace_version"] > version)
+                    print(f"  d_in {cols} → {len(embeddings(d)[0])}, engine_error = {d['state']['engine_error']!r}")
+                    if d["state"]["engine_error"]:
+                        raise AssertionError("engine error after d_in +: " + d["state"]["engine_error"])
+                    assert_trace_matches_cli(d["state"], cli_trace_of(args.cli, d["state"]["workspace"], work, "wide.json"),
+                                             f"d_in {cols + 1}")
+
+                def sentence():
+                    words = "the cat sat on the mat"
+                    app.click("sentence")
+                    app.key("ctrl+a")
+                    app.type(words)
+                    app.click("make_tokens")
+                    d = app.settled("tokens from the sentence",
+                                    lambda d: d["state"]["workspace"]["tokens"] == words.split())
+                    e = embeddings(d)
+                    print(f"  tokens {d['state']['workspace']['tokens']}; rows 0 and 4 ('the'): {e[0]} / {e[4]}")
+                    if e[0] != e[4]:
+                        raise AssertionError("the two 'the' tokens have different embeddings")
+                    if e[0] == e[1]:
+                        raise AssertionError("'the' and 'cat' have the same embedding")
+                    if d["state"]["engine_error"]:
+                        raise AssertionError("engine error: " + d["state"]["engine_error"])
+
+                def pipeline_tab():
+                    app.click("tab_pipeline")
+                    d = app.settled("the Pipeline tab",
+                                    lambda d: "pipeline" in d["panels"]
+                                    and any(k.startswith("pipeline_") for k in d["widgets"]))
+                    steps = sorted(k for k in d["widgets"] if k.startswith("pipeline_"))
+                    print(f"  pipeline widgets: {', '.join(steps)}")
+                    if len(steps) < 4:
+                        raise AssertionError("fewer than 4 pipeline steps drawn")
+                    app.click("tab_heatmaps")
+                    app.settled("back on the Heatmaps tab", lambda d: "heatmaps" in d["panels"])
+
+                checks += [("select token 3 then 1 (multihead)", select_token),
+                           ("type 0.99 into cell (1,0)", edit_cell),
+                           ("undo / redo", undo_redo),
+                           ("d_in +", d_in_plus),
+                           ("sentence → tokens", sentence),
+                           ("pipeline tab", pipeline_tab)]
+                code = run_checks(checks)
+
+            app = start_ready(args.app, display.name, ["--open", preset_copy(args.presets, "self_attention_v1", work)])
+            with app:
+                code |= run_checks([("select token (self_attention_v1, context_vec_2)",
+                                     lambda: check_select_token(app, [0.3061, 0.8210]))])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
