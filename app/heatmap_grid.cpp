@@ -95,8 +95,10 @@ std::string describeCell(const AppState& app, const HeadTrace& h, Stage stage, i
       else if (h.mask(i, j))
         s = "softmax of −∞ = 0 (masked)";
       else
-        s = "softmax over the row of '" + q + "':\nexp(" + fmt(h.masked_scores(i, j)) +
-            " − row max) ÷ Σ exp(…) = " + fmt(h.weights(i, j));
+        s = "score q" + std::to_string(i + 1) + "·k" + std::to_string(j + 1) + " = " + fmt(h.scores(i, j)) +
+            (t.model.scale == Scale::SqrtDk ? "\n÷ √" + std::to_string(t.head_width) + " → " + fmt(h.scaled_scores(i, j)) : "") +
+            "\nsoftmax over the row of '" + q + "':\nexp(" + fmt(h.masked_scores(i, j)) + " − row max) ÷ Σ exp(…) = " +
+            fmt(h.weights(i, j));
       break;
     case Stage::DropoutMask:
       if (!t.dropout_active)

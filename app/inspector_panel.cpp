@@ -158,8 +158,7 @@ void drawInspector(AppState& app, ImVec2 pos, ImVec2 size) {
   }
   barRow(app, "scores", h.scores.row(i), nullptr, i);
   if (t.model.scale == Scale::SqrtDk) {
-    section(("scaled  ÷ √" + std::to_string(t.head_width) + " = ÷ " + num(t.scale_divisor, 3) +
-             (t.model.causal ? ", later keys masked to −∞" : "")).c_str(), "");
+    section(("scaled  ÷ √" + std::to_string(t.head_width) + (t.model.causal ? ", then masked" : "")).c_str(), "");
     barRow(app, "scaled", h.masked_scores.row(i), &h.mask, i);
   } else if (t.model.causal) {
     section("masked scores", "");
