@@ -8,6 +8,7 @@
   --each-head gives one differing PNG per head.
 - Autosave: an edit survives SIGKILL and comes back at the next start.
 - Save: ctrl+s writes the file, clears `dirty` and the title's "•".
+- Quit: with unsaved changes Ctrl+Q asks first, "Don't save" quits and leaves the file; with none it quits at once.
 - Bad --panel / --each-head: exit 2 with "error:".
 A custom workspace (seed 7, an edited cell) is used so an app that ignored --open would fail.
 """
@@ -235,6 +236,41 @@ def main():
                     if abs(on_disk["embeddings"][1][0] - 0.99) > 1e-6:
                         raise AssertionError("copy.json does not have the edit")
 
+            def quit_prompt():
+                # Unsaved changes: Ctrl+Q asks first; "Don't save" quits and leaves the file as it was.
+                path = os.path.join(work, "quit.json")
+                shutil.copy(os.path.join(args.presets, "self_attention_v2.json"), path)
+                with open(path) as f:
+                    before = f.read()
+                app = start_ready(args.app, display.name, ["--open", path])
+                with app:
+                    app.type_into_cell(1, 0, "0.77")
+                    app.settled("an unsaved edit", lambda d: d["state"]["dirty"])
+                    app.key("ctrl+q")
+                    app.settled("the unsaved-changes prompt", lambda d: "quit_discard" in d["widgets"])
+                    time.sleep(0.5)
+                    if app.proc.poll() is not None:
+                        raise AssertionError("the app quit without asking about unsaved changes")
+                    w = app.layout()["widgets"]["quit_discard"]
+                    app.click_at(w["x"] + w["w"] / 2, w["y"] + w["h"] / 2)
+                    try:
+                        code = app.proc.wait(STEP_TIMEOUT)
+                    except subprocess.TimeoutExpired:
+                        raise AssertionError("\"Don't save\" did not quit the app")
+                    print(f"  prompt shown, \"Don't save\" quit with exit {code}")
+                    with open(path) as f:
+                        if f.read() != before:
+                            raise AssertionError("\"Don't save\" changed the file")
+                # No changes: Ctrl+Q quits at once.
+                app = start_ready(args.app, display.name, ["--open", path])
+                with app:
+                    app.key("ctrl+q")
+                    try:
+                        app.proc.wait(STEP_TIMEOUT)
+                    except subprocess.TimeoutExpired:
+                        raise AssertionError("Ctrl+Q with nothing unsaved did not quit")
+                    print("  nothing unsaved: Ctrl+Q quit at once")
+
             def bad_options():
                 for bad in (["--panel", "nope"], ["--panel", "heatmaps", "--each-head"], ["--each-head"]):
                     code, out, err = headless(args.app, display.name, work, "--open", ws_path, "--screenshot",
@@ -250,6 +286,7 @@ def main():
                                ("--each-head", each_head),
                                ("autosave survives SIGKILL", autosave),
                                ("ctrl+s saves", save),
+                               ("quit asks about unsaved changes", quit_prompt),
                                ("bad options", bad_options)])
     finally:
         shutil.rmtree(work, ignore_errors=True)
