@@ -85,7 +85,11 @@ struct AppState {
   void redo();
   // Replaces the workspace (open, preset), as one undoable step.
   void replaceWorkspace(Workspace ws);
-  void changed() { inputs_changed_ = true; }
+  void changed() {
+    inputs_changed_ = true;
+    ++version;
+  }
+  std::uint64_t version = 0;           // bumps on every change of the inputs (autosave's cue)
   // Sends changed inputs to the worker and takes its finished results. Once per frame.
   void updateEngine(double now);
   void showToast(const std::string& text, bool error, double now);

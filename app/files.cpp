@@ -77,15 +77,18 @@ void rememberFile(Settings& s, const std::string& path) {
 
 void Autosave::update(const AppState& app, double now) {
   if (!enabled_ || now - last_write_ < 0.5) return;
+  nlohmann::json view = viewToJson(app.view);
+  view["file"] = app.file;
+  view["dirty"] = app.dirty;
+  std::string view_text = view.dump();
+  // Serializing a GPT-2-sized workspace takes a while: only when the inputs or the view changed.
+  if (app.version == written_version_ && view_text == written_view_) return;
   Workspace ws = app.workspace;
-  ws.view = viewToJson(app.view);
-  ws.view["file"] = app.file;
-  ws.view["dirty"] = app.dirty;
-  std::string text = dumpWorkspace(ws);
-  if (text == written_) return;
+  ws.view = std::move(view);
   try {
-    writeFileAtomically(statePath("autosave.json"), text);
-    written_ = std::move(text);
+    writeFileAtomically(statePath("autosave.json"), dumpWorkspace(ws));
+    written_version_ = app.version;
+    written_view_ = std::move(view_text);
   } catch (const InputError&) {
     // A full disk must not stop the session; the next change tries again.
   }

@@ -1,6 +1,7 @@
 // Files: the workspace on disk (open, save, save as, recent files, the last folder), the
 // autosave that is restored at the next start, and a small file browser for paths.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -33,7 +34,8 @@ class Autosave {
 
  private:
   bool enabled_;
-  std::string written_;
+  std::uint64_t written_version_ = 0;  // the inputs' version last written …
+  std::string written_view_;           // … and the view (small, compared as text)
   double last_write_ = -1;
 };
 

@@ -1,6 +1,7 @@
 #include "heatmap_grid.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -36,12 +37,14 @@ const Matrix& stageMatrix(const HeadTrace& h, Stage s) {
   return h.weights;
 }
 
-// Per-trace data the maps point into: the dropout masks as floats, the column labels of context.
+// Per-trace data the maps point into: the dropout masks as floats, the column labels of context,
+// and each map's value range (scanning 1024 × 1024 maps every frame would cost the frame rate).
 struct GridData {
   std::uint64_t version = ~0ull;
   int batch = -1;
   std::vector<Matrix> keep;             // per head: 1 kept, 0 dropped
   std::vector<std::string> dims;        // "d0", "d1", … for T × w maps
+  std::vector<std::array<ValueRange, kStageCount>> ranges;  // per head and stage
 };
 
 GridData& gridData(const AppState& app) {
@@ -54,6 +57,11 @@ GridData& gridData(const AppState& app) {
   for (const HeadTrace& h : bt.heads) data.keep.push_back(h.dropout_mask.cast<float>());
   data.dims.clear();
   for (int d = 0; d < app.trace->head_width; ++d) data.dims.push_back("d" + std::to_string(d));
+  data.ranges.assign(bt.heads.size(), {});
+  for (std::size_t h = 0; h < bt.heads.size(); ++h)
+    for (int s = 0; s < kStageCount; ++s)
+      data.ranges[h][s] = static_cast<Stage>(s) == Stage::DropoutMask ? ValueRange{0, 1}
+                                                                        : finiteRange(stageMatrix(bt.heads[h], static_cast<Stage>(s)));
   return data;
 }
 
@@ -371,10 +379,9 @@ void drawHeatmapGrid(AppState& app) {
 
   // Colour ranges: per map, or shared per stage across heads.
   auto rangeOf = [&](Stage s, int h) {
-    if (s == Stage::DropoutMask) return ValueRange{0, 1};
-    ValueRange r = finiteRange(stageMatrix(bt.heads[h], s));
+    ValueRange r = data.ranges[h][static_cast<int>(s)];
     if (app.view.shared_scale)
-      for (int o = 0; o < t.heads; ++o) r = merge(r, finiteRange(stageMatrix(bt.heads[o], s)));
+      for (int o = 0; o < t.heads; ++o) r = merge(r, data.ranges[o][static_cast<int>(s)]);
     return r;
   };
 

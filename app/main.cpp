@@ -388,7 +388,7 @@ int main(int argc, char** argv) {
     drawFrame(app, now, caption_h);
     if (caption_h > 0) drawCaption(app.caption, caption_x, h - caption_h, caption_w, caption_h);
     if (!capturing) files.draw(app, now, &quit_now);
-    recordState(app, last_screenshot);
+    if (!options.dump_layout_path.empty()) recordState(app, last_screenshot);  // tests only: it costs
     ImGui::Render();
   };
   float ui_scale = scale;

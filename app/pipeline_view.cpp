@@ -23,8 +23,17 @@ struct Step {
 
 std::string shape(const Matrix& m) { return std::to_string(m.rows()) + "×" + std::to_string(m.cols()); }
 
-ValueRange rangeFor(const Matrix& m, Colormap* cmap, const ViewState& v) {
-  ValueRange r = finiteRange(m);
+// The colour range of m, remembered per matrix until the trace changes (no per-frame scans).
+ValueRange rangeFor(const Matrix& m, Colormap* cmap, const ViewState& v, std::uint64_t version) {
+  static std::uint64_t cached_version = ~0ull;
+  static std::vector<std::pair<const Matrix*, ValueRange>> cache;
+  if (cached_version != version) {
+    cache.clear();
+    cached_version = version;
+  }
+  auto it = std::find_if(cache.begin(), cache.end(), [&m](const auto& e) { return e.first == &m; });
+  if (it == cache.end()) it = cache.insert(cache.end(), {&m, finiteRange(m)});
+  ValueRange r = it->second;
   *cmap = v.colormap;
   if (v.diverging_for_signed && r.lo < 0) {
     *cmap = Colormap::Coolwarm;
@@ -56,8 +65,7 @@ void drawPipeline(AppState& app, ImVec2 size) {
     for (long d = 0; d < n; ++d) v.push_back("d" + std::to_string(d));
     return &v;
   };
-  static Matrix x;  // the embeddings as the engine saw them
-  x = app.workspace.embeddings;
+  const Matrix& x = app.workspace.embeddings;
 
   std::vector<Step> steps;
   steps.push_back({"inputs", "X  inputs", "", &x, "", dims(dims_x, x.cols())});
@@ -111,7 +119,7 @@ void drawPipeline(AppState& app, ImVec2 size) {
       HeatmapSpec spec;
       spec.id = std::string("pipe_") + st.id;
       spec.values = st.values;
-      spec.range = rangeFor(*st.values, &spec.colormap, app.view);
+      spec.range = rangeFor(*st.values, &spec.colormap, app.view, app.trace_version * 1000003u + app.version);
       spec.compact = true;
       spec.version = app.trace_version * 64 + b;
       spec.selected_row = app.view.token;
@@ -140,7 +148,7 @@ void drawPipeline(AppState& app, ImVec2 size) {
     spec.id = std::string("pipe_big_") + st.id;
     spec.title = st.title + "  " + shape(*st.values) + (t.heads > 1 ? "  (head " + std::to_string(head + 1) + ")" : "");
     spec.values = st.values;
-    spec.range = rangeFor(*st.values, &spec.colormap, app.view);
+    spec.range = rangeFor(*st.values, &spec.colormap, app.view, app.trace_version * 1000003u + app.version);
     spec.row_labels = &app.workspace.tokens;
     spec.col_labels = st.cols;
     spec.selected_row = app.view.token;
