@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "fonts.h"
 #include "heatmap.h"
 #include "layout_dump.h"
 #include "theme.h"
@@ -45,8 +46,9 @@ ValueRange rangeFor(const Matrix& m, Colormap* cmap, const ViewState& v, std::ui
 }  // namespace
 
 void drawPipeline(AppState& app, ImVec2 size) {
-  const ImVec2 top = ImGui::GetCursorScreenPos();
-  layout().panel("pipeline", top, ImVec2(top.x + size.x, top.y + size.y));
+  // The panel is the whole main window, tab bar and padding included (as captures crop it).
+  const ImVec2 wp = ImGui::GetWindowPos(), ws = ImGui::GetWindowSize();
+  layout().panel("pipeline", wp, ImVec2(wp.x + ws.x, wp.y + ws.y));
   if (!app.trace) return;
   const Trace& t = *app.trace;
   const int b = std::clamp(app.view.batch, 0, static_cast<int>(t.batches.size()) - 1);
@@ -90,30 +92,47 @@ void drawPipeline(AppState& app, ImVec2 size) {
                    "only MultiHeadAttention (4b) has out_proj", dims(dims_o, bt.output.cols())});
 
   static std::string enlarged = "weights";
-  const float arrow_w = px(26);
-  const float node_w = std::max(px(70), (size.x - arrow_w * (steps.size() - 1)) / steps.size());
+  // Nodes left to right, wrapped into as few rows as keep each node readable.
+  const float arrow_w = px(26), min_node = px(110);
+  const int n = static_cast<int>(steps.size());
+  int per_row = n;
+  while (per_row > 1 && per_row * min_node + (per_row - 1) * arrow_w > size.x) per_row = (per_row + 1) / 2 + (per_row == 2 ? -1 : 0);
+  const float node_w = (size.x - arrow_w * (per_row - 1)) / per_row;
   const float thumb = std::min(node_w - px(6), px(96));
   const float line = ImGui::GetTextLineHeightWithSpacing();
+  const float row_h = line * 2 + thumb + px(14);
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImVec2 row0 = ImGui::GetCursorScreenPos();
   const ImU32 dim = theme().text_dim;
-  for (std::size_t k = 0; k < steps.size(); ++k) {
-    const Step& st = steps[k];
-    const float x0 = row0.x + k * (node_w + arrow_w);
-    if (k > 0) {  // the arrow and its operation
-      const float y = row0.y + line * 2 + thumb / 2;
-      draw->AddLine(ImVec2(x0 - arrow_w + 3, y), ImVec2(x0 - 5, y), dim, 1.5f);
-      draw->AddTriangleFilled(ImVec2(x0 - 5, y - 4), ImVec2(x0 - 5, y + 4), ImVec2(x0 - 1, y), dim);
+  auto fitted = [&](const std::string& text) {  // one line within the node; the rest on hover
+    std::string t = text;
+    while (!t.empty() && ImGui::CalcTextSize((t + "…").c_str()).x > node_w - px(4)) {
+      while (!t.empty() && (static_cast<unsigned char>(t.back()) & 0xC0) == 0x80) t.pop_back();
+      if (!t.empty()) t.pop_back();
     }
-    ImGui::SetCursorScreenPos(ImVec2(x0, row0.y));
+    return t.size() < text.size() ? t + "…" : text;
+  };
+  for (int k = 0; k < n; ++k) {
+    const Step& st = steps[k];
+    const float x0 = row0.x + (k % per_row) * (node_w + arrow_w);
+    const float y0 = row0.y + (k / per_row) * row_h;
+    if (k % per_row > 0) {  // the arrow from the step before
+      const float y = y0 + line * 2 + thumb / 2;
+      draw->AddLine(ImVec2(x0 - arrow_w + px(3), y), ImVec2(x0 - px(5), y), dim, px(1.5f));
+      draw->AddTriangleFilled(ImVec2(x0 - px(5), y - px(4)), ImVec2(x0 - px(5), y + px(4)), ImVec2(x0 - px(1), y), dim);
+    } else if (k > 0) {  // a new row continues the last one
+      draw->AddText(ImVec2(x0 - px(2), y0 + line * 2 + thumb / 2 - line / 2), dim, "↳");
+    }
+    const std::string detail = st.values ? (st.op.empty() ? shape(*st.values) : st.op + "  " + shape(*st.values)) : st.op;
+    ImGui::SetCursorScreenPos(ImVec2(x0 + px(8), y0));
     ImGui::PushStyleColor(ImGuiCol_Text, st.values ? ImGui::GetStyleColorVec4(ImGuiCol_Text)
                                                   : ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    ImGui::TextUnformatted(st.title.c_str());
+    ImGui::TextUnformatted(fitted(st.title).c_str());
     ImGui::PopStyleColor();
-    ImGui::SetCursorScreenPos(ImVec2(x0, row0.y + line));
-    ImGui::TextDisabled("%s", st.values ? (st.op.empty() ? shape(*st.values) : st.op + "  " + shape(*st.values)).c_str()
-                                        : st.op.c_str());
-    const ImVec2 p(x0, row0.y + line * 2);
+    ImGui::SetCursorScreenPos(ImVec2(x0 + px(8), y0 + line));
+    ImGui::TextDisabled("%s", fitted(detail).c_str());
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s: %s", st.title.c_str(), detail.c_str());
+    const ImVec2 p(x0 + px(8), y0 + line * 2);
     ImGui::SetCursorScreenPos(p);
     if (st.values) {
       HeatmapSpec spec;
@@ -128,17 +147,22 @@ void drawPipeline(AppState& app, ImVec2 size) {
       const HeatmapHit hit = drawHeatmap(spec, ImVec2(thumb, thumb));
       if (hit.clicked_row >= 0) enlarged = st.id;
       if (enlarged == st.id)
-        draw->AddRect(ImVec2(p.x - 2, p.y - 2), ImVec2(p.x + thumb + 2, p.y + thumb + 2), theme().selection, 0, 0, 2);
+        draw->AddRect(ImVec2(p.x - px(2), p.y - px(2)), ImVec2(p.x + thumb + px(2), p.y + thumb + px(2)), theme().selection, 0, 0, px(2));
     } else {
-      draw->AddRect(p, ImVec2(p.x + thumb, p.y + thumb), dim, 4);
-      ImGui::SetCursorScreenPos(ImVec2(p.x + 4, p.y + 4));
-      ImGui::PushTextWrapPos(p.x + thumb - 4);
-      ImGui::TextDisabled("%s", st.absent.c_str());
+      draw->AddRect(p, ImVec2(p.x + thumb, p.y + thumb), dim, px(4));
+      ImGui::SetCursorScreenPos(ImVec2(p.x + px(4), p.y + px(4)));
+      ImGui::PushTextWrapPos(p.x + thumb - px(4));
+      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+      ImGui::PushFont(fonts().small);
+      ImGui::TextWrapped("%s", st.absent.c_str());
+      ImGui::PopFont();
+      ImGui::PopStyleColor();
       ImGui::PopTextWrapPos();
     }
     layout().widget(std::string("pipeline_") + st.id);
   }
-  ImGui::SetCursorScreenPos(ImVec2(row0.x, row0.y + line * 2 + thumb + 12));
+  const int rows = (n + per_row - 1) / per_row;
+  ImGui::SetCursorScreenPos(ImVec2(row0.x, row0.y + rows * row_h));
   ImGui::Separator();
 
   // The enlarged step, with labels and values.
