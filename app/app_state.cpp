@@ -80,8 +80,7 @@ ViewState viewFromJson(const nlohmann::json& j) {
   return v;
 }
 
-void AppState::updateEngine(double now) {
-  (void)now;
+void AppState::updateEngine() {
   if (inputs_changed_) {
     inputs_changed_ = false;
     view.batch = std::clamp(view.batch, 0, workspace.model.batch_size - 1);

@@ -91,7 +91,7 @@ struct AppState {
   }
   std::uint64_t version = 0;           // bumps on every change of the inputs (autosave's cue)
   // Sends changed inputs to the worker and takes its finished results. Once per frame.
-  void updateEngine(double now);
+  void updateEngine();
   void showToast(const std::string& text, bool error, double now);
 
  private:

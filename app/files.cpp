@@ -176,9 +176,7 @@ void FileUi::requestQuit(AppState& app, bool* quit_now) {
   }
 }
 
-bool FileUi::browse(AppState& app, double now) {
-  (void)app;
-  (void)now;
+bool FileUi::browse() {
   ImGui::SetNextItemWidth(-1);
   ImGui::InputText("##folder", &folder_);
   layout().widget("file_folder");
@@ -232,7 +230,7 @@ void FileUi::draw(AppState& app, double now, bool* quit_now) {
   if (mode_ != Mode::None && !ImGui::IsPopupOpen("##file")) ImGui::OpenPopup("##file");
   if (ImGui::BeginPopupModal("##file", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
     ImGui::TextUnformatted(titles[static_cast<int>(mode_)]);
-    if (browse(app, now) && !name_.empty()) {
+    if (browse() && !name_.empty()) {
       const std::string path = (fs::path(folder_) / name_).string();
       std::string error;
       switch (mode_) {

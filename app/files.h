@@ -57,7 +57,7 @@ class FileUi {
  private:
   enum class Mode { None, Open, SaveAs, ExportTrace, SavePytorch, ExportMatrix };
   void begin(Mode mode, const std::string& name);
-  bool browse(AppState& app, double now);  // the browser body; true when OK was pressed
+  bool browse();  // the browser body; true when OK was pressed
   Settings settings_;
   Mode mode_ = Mode::None;
   std::string folder_, name_, error_;

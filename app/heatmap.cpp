@@ -10,6 +10,7 @@
 
 #include "fonts.h"
 #include "layout_dump.h"
+#include "text.h"
 #include "theme.h"
 
 namespace attnscope {
@@ -67,19 +68,11 @@ GLuint texture(const HeatmapSpec& s) {
   return t.id;
 }
 
-// "−0.25" with a true minus, or with a hyphen where space is tight (`narrow`).
+// A cell's label: fixed decimals while they fit a cell, else 3 significant digits; with a hyphen
+// for a minus where space is tight (`narrow`).
 std::string defaultCellText(float v, int decimals, bool narrow = false) {
-  if (isMasked(v)) return "−∞";
-  char buf[32];
-  if (std::fabs(v) < 9.995f)
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, static_cast<double>(v));
-  else
-    std::snprintf(buf, sizeof buf, "%.3g", static_cast<double>(v));
-  // A true minus sign reads better than a hyphen.
-  std::string s = buf;
-  if (!s.empty() && s[0] == '-' && !narrow) s = "−" + s.substr(1);
-  if (s.find_first_not_of("−0.") == std::string::npos) s = s.substr(s.find('0'));  // no "−0.00"
-  return s;
+  const std::string s = std::fabs(v) < 9.995f || std::isinf(v) ? formatFixed(v, decimals) : formatShort(v);
+  return narrow ? withHyphen(s) : s;
 }
 
 // Text rotated 90° counter-clockwise (reading upwards), its baseline's start at `pos`.
@@ -93,20 +86,6 @@ void addTextVertical(ImDrawList* draw, ImFont* font, float size, ImVec2 pos, ImU
     const float dx = p.x - pos.x, dy = p.y - pos.y;
     p = ImVec2(pos.x + dy, pos.y - dx);
   }
-}
-
-// Shortens `text` with an ellipsis to fit `width`.
-std::string fitText(ImFont* font, float size, const std::string& text, float width) {
-  if (font->CalcTextSizeA(size, FLT_MAX, 0, text.c_str()).x <= width) return text;
-  std::string s = text;
-  while (!s.empty()) {
-    // Drop one whole UTF-8 character: its continuation bytes, then its lead byte.
-    while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80) s.pop_back();
-    if (!s.empty()) s.pop_back();
-    const std::string t = s + "…";
-    if (font->CalcTextSizeA(size, FLT_MAX, 0, t.c_str()).x <= width) return t;
-  }
-  return "";
 }
 
 void drawColorbar(ImDrawList* draw, const HeatmapSpec& s, ImVec2 p0, float width, float height) {
@@ -272,12 +251,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   const float bar_y = p1.y + px(6);  // keep in step with heatmapColorbarHeight
   const float bar_w = std::max(p1.x - p0.x, std::min(size.x - left, px(120)));
   drawColorbar(draw, s, ImVec2(p0.x, bar_y), bar_w, px(8));
-  auto rangeLabel = [](float v) {  // "−0.108", with the cells' minus sign
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3g", static_cast<double>(v));
-    return buf[0] == '-' ? "−" + std::string(buf + 1) : std::string(buf);
-  };
-  const std::string lo_text = rangeLabel(s.range.lo), hi_text = rangeLabel(s.range.hi);
+  const std::string lo_text = formatShort(s.range.lo), hi_text = formatShort(s.range.hi);
   const char* lo = lo_text.c_str();
   const char* hi = hi_text.c_str();
   const ImVec2 hs = small->CalcTextSizeA(fs, FLT_MAX, 0, hi);

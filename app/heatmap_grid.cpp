@@ -10,19 +10,12 @@
 #include "fonts.h"
 #include "heatmap.h"
 #include "layout_dump.h"
+#include "text.h"
 #include "theme.h"
 
 namespace attnscope {
 
 namespace {
-
-std::string fmt(float v, int decimals = 4) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, static_cast<double>(v));
-  std::string s = buf;
-  if (!s.empty() && s[0] == '-') s = "−" + s.substr(1);
-  return s;
-}
 
 const Matrix& stageMatrix(const HeadTrace& h, Stage s) {
   switch (s) {
@@ -77,56 +70,56 @@ std::string describeCell(const AppState& app, const HeadTrace& h, Stage stage, i
       if (t.head_width <= 4) {
         s += "\n= ";
         for (int d = 0; d < t.head_width; ++d)
-          s += (d ? " + " : "") + fmt(h.queries(i, d)) + "·" + fmt(h.keys(j, d));
+          s += (d ? " + " : "") + formatFixed(h.queries(i, d)) + "·" + formatFixed(h.keys(j, d));
       } else {
         s += "  (a sum over " + std::to_string(t.head_width) + " dimensions)";
       }
-      s += "\n= " + fmt(h.scores(i, j));
+      s += "\n= " + formatFixed(h.scores(i, j));
       break;
     }
     case Stage::Scaled:
       if (t.model.scale == Scale::SqrtDk)
-        s = fmt(h.scores(i, j)) + " ÷ √" + std::to_string(t.head_width) + " (" +
-            fmt(t.scale_divisor) + ") = " + fmt(h.scaled_scores(i, j));
+        s = formatFixed(h.scores(i, j)) + " ÷ √" + std::to_string(t.head_width) + " (" +
+            formatFixed(t.scale_divisor) + ") = " + formatFixed(h.scaled_scores(i, j));
       else
-        s = "no scaling: " + fmt(h.scaled_scores(i, j));
+        s = "no scaling: " + formatFixed(h.scaled_scores(i, j));
       break;
     case Stage::Masked:
       if (h.mask(i, j))
         s = "'" + k + "' comes after '" + q + "': masked to −∞,\nso softmax gives it weight 0";
       else
-        s = "'" + k + "' is visible to '" + q + "': " + fmt(h.masked_scores(i, j));
+        s = "'" + k + "' is visible to '" + q + "': " + formatFixed(h.masked_scores(i, j));
       break;
     case Stage::Weights:
       if (t.model.normalization == Normalization::Sum)
-        s = fmt(h.masked_scores(i, j)) + " ÷ row sum = " + fmt(h.weights(i, j));
+        s = formatFixed(h.masked_scores(i, j)) + " ÷ row sum = " + formatFixed(h.weights(i, j));
       else if (h.mask(i, j))
         s = "softmax of −∞ = 0 (masked)";
       else
-        s = "score q" + std::to_string(i + 1) + "·k" + std::to_string(j + 1) + " = " + fmt(h.scores(i, j)) +
-            (t.model.scale == Scale::SqrtDk ? "\n÷ √" + std::to_string(t.head_width) + " → " + fmt(h.scaled_scores(i, j)) : "") +
-            "\nsoftmax over the row of '" + q + "':\nexp(" + fmt(h.masked_scores(i, j)) + " − row max) ÷ Σ exp(…) = " +
-            fmt(h.weights(i, j));
+        s = "score q" + std::to_string(i + 1) + "·k" + std::to_string(j + 1) + " = " + formatFixed(h.scores(i, j)) +
+            (t.model.scale == Scale::SqrtDk ? "\n÷ √" + std::to_string(t.head_width) + " → " + formatFixed(h.scaled_scores(i, j)) : "") +
+            "\nsoftmax over the row of '" + q + "':\nexp(" + formatFixed(h.masked_scores(i, j)) + " − row max) ÷ Σ exp(…) = " +
+            formatFixed(h.weights(i, j));
       break;
     case Stage::DropoutMask:
       if (!t.dropout_active)
         s = "no dropout here (p = 0, eval mode, or a variant without dropout): kept";
       else if (h.dropout_mask(i, j))
-        s = "kept: weight × 1/(1 − p) = × " + fmt(t.dropout_scale, 3);
+        s = "kept: weight × 1/(1 − p) = × " + formatFixed(t.dropout_scale, 3);
       else
         s = "dropped: weight → 0";
       break;
     case Stage::Dropped:
       if (!t.dropout_active)
-        s = "no dropout: " + fmt(h.dropped_weights(i, j));
+        s = "no dropout: " + formatFixed(h.dropped_weights(i, j));
       else if (h.dropout_mask(i, j))
-        s = fmt(h.weights(i, j)) + " × " + fmt(t.dropout_scale, 3) + " = " + fmt(h.dropped_weights(i, j));
+        s = formatFixed(h.weights(i, j)) + " × " + formatFixed(t.dropout_scale, 3) + " = " + formatFixed(h.dropped_weights(i, j));
       else
-        s = fmt(h.weights(i, j)) + " dropped → 0";
+        s = formatFixed(h.weights(i, j)) + " dropped → 0";
       break;
     case Stage::Context:
       s = "context z" + std::to_string(i + 1) + "[" + std::to_string(j) + "] = Σₖ αₖ·v_k[" +
-          std::to_string(j) + "] = " + fmt(h.context(i, j));
+          std::to_string(j) + "] = " + formatFixed(h.context(i, j));
       break;
   }
   return s;
@@ -142,7 +135,7 @@ std::string stageHeading(const Trace& t, Stage s) {
     case Stage::Masked:
       return t.model.causal ? std::string("causal mask → −∞") + tt : "mask: none (not causal)" + tt;
     case Stage::DropoutMask:
-      return t.dropout_active ? "dropout mask  p = " + fmt(static_cast<float>(t.model.dropout), 2) + tt
+      return t.dropout_active ? "dropout mask  p = " + formatFixed(static_cast<float>(t.model.dropout), 2) + tt
                               : "dropout mask: off" + tt;
     case Stage::Context:
       return std::string(stageTitle(s)) + "  " + n + "×" + std::to_string(t.head_width);
@@ -299,14 +292,9 @@ void drawNotes(AppState& app, const Trace& t, const std::string& skipped) {
   if (!about.empty()) line = about + (line.empty() ? "" : "  ·  " + line);
   if (line.empty()) return;
   // One line: what does not fit ends in "…", and the whole text shows on hover.
-  const float room = ImGui::GetContentRegionAvail().x;
-  std::string shown = line;
-  while (!shown.empty() && ImGui::CalcTextSize((shown + "…").c_str()).x > room) {
-    while (!shown.empty() && (static_cast<unsigned char>(shown.back()) & 0xC0) == 0x80) shown.pop_back();
-    if (!shown.empty()) shown.pop_back();
-  }
-  ImGui::TextDisabled("%s%s", shown.c_str(), shown.size() < line.size() ? "…" : "");
-  if (shown.size() < line.size() && ImGui::IsItemHovered()) {
+  const std::string shown = fitText(line, ImGui::GetContentRegionAvail().x);
+  ImGui::TextDisabled("%s", shown.c_str());
+  if (shown != line && ImGui::IsItemHovered()) {
     ImGui::BeginTooltip();
     ImGui::PushTextWrapPos(px(520));
     ImGui::TextUnformatted(line.c_str());
@@ -419,9 +407,9 @@ void drawHeatmapGrid(AppState& app) {
       const HeadTrace& head = bt.heads[h];
       spec.describe = [&app, &head, stage](int i, int j) { return describeCell(app, head, stage, i, j); };
       if (stage == Stage::DropoutMask) {
-        const std::string kept = t.dropout_active ? "×" + fmt(t.dropout_scale, 1) : "1";
+        const std::string kept = t.dropout_active ? "×" + formatFixed(t.dropout_scale, 1) : "1";
         spec.cell_text = [kept](float v) { return v > 0.5f ? kept : std::string("0"); };
-        spec.legend = t.dropout_active ? "kept ×" + fmt(t.dropout_scale, 2) + " · dropped 0" : "all kept";
+        spec.legend = t.dropout_active ? "kept ×" + formatFixed(t.dropout_scale, 2) + " · dropped 0" : "all kept";
       } else if (stage == Stage::Masked && t.model.causal) {
         spec.legend = "▨ −∞ masked";
       }

@@ -7,26 +7,17 @@
 
 #include "fonts.h"
 #include "layout_dump.h"
+#include "text.h"
 #include "theme.h"
 
 namespace attnscope {
 
 namespace {
 
-std::string num(float v, int decimals = 4) {
-  if (std::isinf(v)) return v < 0 ? "−∞" : "∞";
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, static_cast<double>(v));
-  std::string s = buf;
-  if (s[0] != '-') return s;
-  if (s.find_first_not_of("-0.") == std::string::npos) return s.substr(1);  // no "−0.000"
-  return "−" + s.substr(1);
-}
-
 // "[0.1, 0.2, …]": at most `most` components, so wide heads stay on one line.
 std::string vec(const Eigen::Ref<const RowVector>& v, int decimals = 4, Eigen::Index most = 8) {
   std::string s = "[";
-  for (Eigen::Index k = 0; k < std::min(v.size(), most); ++k) s += (k ? ", " : "") + num(v(k), decimals);
+  for (Eigen::Index k = 0; k < std::min(v.size(), most); ++k) s += (k ? ", " : "") + formatFixed(v(k), decimals);
   return s + (v.size() > most ? ", …]" : "]");
 }
 
@@ -69,7 +60,7 @@ void barRow(AppState& app, const char* id, const Eigen::Ref<const RowVector>& va
     }
     ImGui::Dummy(ImVec2(bar_w, h));
     ImGui::SameLine();
-    ImGui::TextUnformatted(masked ? "−∞" : num(values(j)).c_str());
+    ImGui::TextUnformatted(masked ? "−∞" : formatFixed(values(j)).c_str());
   }
   if (values.size() > shown) ImGui::TextDisabled("… %d more keys", static_cast<int>(values.size() - shown));
 }
@@ -100,7 +91,7 @@ void contextTerms(AppState& app, const HeadTrace& h, int i, bool simple) {
       ImGui::TextUnformatted(tokens[j].c_str());
       ImGui::TableNextColumn();
       const float a = h.dropped_weights(i, j);
-      ImGui::Text("%s × %s", num(a, 3).c_str(), vec(h.values.row(j), 2, 3).c_str());
+      ImGui::Text("%s × %s", formatFixed(a, 3).c_str(), vec(h.values.row(j), 2, 3).c_str());
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(vec(a * h.values.row(j), 3, 3).c_str());
     }
@@ -150,9 +141,7 @@ void drawInspector(AppState& app, ImVec2 pos, ImVec2 size) {
     section("query", "qᵢ = xᵢ W_q" + std::string(t.model.qkv_bias ? " + b" : "") + "   " + proj);
     ImGui::TextWrapped("q%d = %s", i + 1, vec(h.queries.row(i)).c_str());
     if (t.model.variant == Variant::MultiHead) {
-      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-      ImGui::TextWrapped("this head's %d of the %d columns: head_dim = d_out / num_heads", w, t.model.d_out);
-      ImGui::PopStyleColor();
+      textDisabledWrapped("this head's %d of the %d columns: head_dim = d_out / num_heads", w, t.model.d_out);
     }
     section("scores  qᵢ · kⱼ", shape(t.tokens, w) + " @ " + shape(w, t.tokens) + " → " + shape(t.tokens, t.tokens));
   }
@@ -167,7 +156,7 @@ void drawInspector(AppState& app, ImVec2 pos, ImVec2 size) {
   section(t.model.normalization == Normalization::Sum ? "weights  ÷ row sum" : "weights  softmax, the row sums to 1", "");
   barRow(app, "weights", h.weights.row(i), nullptr, i);
   if (t.dropout_active) {
-    section(("after dropout  kept × " + num(t.dropout_scale, 2) + ", dropped → 0").c_str(), "");
+    section(("after dropout  kept × " + formatFixed(t.dropout_scale, 2) + ", dropped → 0").c_str(), "");
     barRow(app, "dropped", h.dropped_weights.row(i), nullptr, i);
   }
   section(simple ? "context  zᵢ = Σⱼ αᵢⱼ xⱼ" : "context  zᵢ = Σⱼ αᵢⱼ vⱼ",

@@ -430,7 +430,7 @@ int main(int argc, char** argv) {
   while (!glfwWindowShouldClose(window)) {
     glfwPollEvents();
     const double now = glfwGetTime();
-    app.updateEngine(now);
+    app.updateEngine();
     MenuActions act;
     int win_w = 0, win_h = 0;
     glfwGetWindowSize(window, &win_w, &win_h);

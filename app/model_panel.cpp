@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "layout_dump.h"
+#include "text.h"
 #include "theme.h"
 
 namespace attnscope {
@@ -127,10 +128,8 @@ void drawModelPanel(AppState& app, ImVec2 pos, ImVec2 size) {
     a.explain();
   }
   if (m.variant == Variant::MultiHead) {
-    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    ImGui::TextWrapped("head_dim = d_out / num_heads = %d. The seed asserts \"d_out must be divisible by "
-                       "num_heads\": only such counts are offered.", m.d_out / m.num_heads);
-    ImGui::PopStyleColor();
+    textDisabledWrapped("head_dim = d_out / num_heads = %d. The seed asserts \"d_out must be divisible by "
+                        "num_heads\": only such counts are offered.", m.d_out / m.num_heads);
   } else if (m.variant == Variant::MultiHeadWrapper) {
     ImGui::TextDisabled("%d heads of width %d, concatenated: %d columns", m.num_heads, m.d_out, m.num_heads * m.d_out);
   }

@@ -7,6 +7,7 @@
 #include "fonts.h"
 #include "heatmap.h"
 #include "layout_dump.h"
+#include "text.h"
 #include "theme.h"
 
 namespace attnscope {
@@ -104,14 +105,7 @@ void drawPipeline(AppState& app, ImVec2 size) {
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImVec2 row0 = ImGui::GetCursorScreenPos();
   const ImU32 dim = theme().text_dim;
-  auto fitted = [&](const std::string& text) {  // one line within the node; the rest on hover
-    std::string t = text;
-    while (!t.empty() && ImGui::CalcTextSize((t + "…").c_str()).x > node_w - px(4)) {
-      while (!t.empty() && (static_cast<unsigned char>(t.back()) & 0xC0) == 0x80) t.pop_back();
-      if (!t.empty()) t.pop_back();
-    }
-    return t.size() < text.size() ? t + "…" : text;
-  };
+  auto fitted = [&](const std::string& text) { return fitText(text, node_w - px(4)); };  // rest on hover
   for (int k = 0; k < n; ++k) {
     const Step& st = steps[k];
     const float x0 = row0.x + (k % per_row) * (node_w + arrow_w);
@@ -152,11 +146,9 @@ void drawPipeline(AppState& app, ImVec2 size) {
       draw->AddRect(p, ImVec2(p.x + thumb, p.y + thumb), dim, px(4));
       ImGui::SetCursorScreenPos(ImVec2(p.x + px(4), p.y + px(4)));
       ImGui::PushTextWrapPos(p.x + thumb - px(4));
-      ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
       ImGui::PushFont(fonts().small);
-      ImGui::TextWrapped("%s", st.absent.c_str());
+      textDisabledWrapped("%s", st.absent.c_str());
       ImGui::PopFont();
-      ImGui::PopStyleColor();
       ImGui::PopTextWrapPos();
     }
     layout().widget(std::string("pipeline_") + st.id);
