@@ -170,7 +170,8 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     for (int i = r0; i < r0 + nr && values_shown; ++i)
       for (int j = c0; j < c0 + nc && values_shown; ++j) {
         texts.push_back(s.cell_text ? s.cell_text(m(i, j)) : defaultCellText(m(i, j), decimals, narrow));
-        values_shown = small->CalcTextSizeA(fs, FLT_MAX, 0, texts.back().c_str()).x + px(2) <= cell;
+        // Room on both sides of a label, a little less when squeezing with hyphens.
+        values_shown = small->CalcTextSizeA(fs, FLT_MAX, 0, texts.back().c_str()).x + px(narrow ? 3 : 7) <= cell;
       }
     if (values_shown) break;
   }

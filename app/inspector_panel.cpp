@@ -78,6 +78,7 @@ void section(const char* title, const std::string& shape_note) {
 void contextTerms(AppState& app, const HeadTrace& h, int i, bool simple) {
   const auto& tokens = app.workspace.tokens;
   const int T = static_cast<int>(h.weights.cols());
+  ImGui::PushFont(fonts().small);  // three vectors a row: the small font keeps them in the panel
   if (ImGui::BeginTable("terms", 3, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
     ImGui::TableSetupColumn("key");
     ImGui::TableSetupColumn(simple ? "α × x" : "α × v");
@@ -97,6 +98,7 @@ void contextTerms(AppState& app, const HeadTrace& h, int i, bool simple) {
     }
     ImGui::EndTable();
   }
+  ImGui::PopFont();
   ImGui::Text("z%d = Σ = %s", i + 1, vec(h.context.row(i)).c_str());
 }
 

@@ -145,7 +145,7 @@ void drawPipeline(AppState& app, ImVec2 size) {
     } else {
       draw->AddRect(p, ImVec2(p.x + thumb, p.y + thumb), dim, px(4));
       ImGui::SetCursorScreenPos(ImVec2(p.x + px(4), p.y + px(4)));
-      ImGui::PushTextWrapPos(p.x + thumb - px(4));
+      ImGui::PushTextWrapPos(p.x + thumb - px(4) - ImGui::GetWindowPos().x);  // window-local x
       ImGui::PushFont(fonts().small);
       textDisabledWrapped("%s", st.absent.c_str());
       ImGui::PopFont();
