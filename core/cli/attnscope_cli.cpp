@@ -4,14 +4,14 @@
 #include <iostream>
 #include <sstream>
 
-#include "attention.h"
-#include "bench.h"
-#include "errors.h"
-#include "export.h"
-#include "presets.h"
-#include "pytorch_script.h"
-#include "trace_json.h"
-#include "workspace.h"
+#include "engine/attention.h"
+#include "tools/bench.h"
+#include "engine/errors.h"
+#include "formats/export.h"
+#include "formats/presets.h"
+#include "formats/pytorch_script.h"
+#include "formats/trace_json.h"
+#include "formats/workspace.h"
 
 using namespace attnscope;
 

@@ -40,7 +40,7 @@ def loaded_blas_libraries():
 
 def torch_worker(assets, configs):
     import torch
-    sys.path.insert(0, os.path.join(REPO, "core", "pytorch"))
+    sys.path.insert(0, os.path.join(REPO, "core", "formats", "pytorch"))
     import seed_classes
 
     threads = os.cpu_count() or 1

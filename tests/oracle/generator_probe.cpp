@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "torch_generator.h"
-#include "workspace.h"
+#include "engine/torch_generator.h"
+#include "formats/workspace.h"
 
 using attnscope::TorchGenerator;
 using nlohmann::json;

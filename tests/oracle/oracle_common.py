@@ -5,7 +5,7 @@ import os
 import sys
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SEED_CLASSES = os.path.join(REPO, "core", "pytorch", "seed_classes.py")
+SEED_CLASSES = os.path.join(REPO, "core", "formats", "pytorch", "seed_classes.py")
 PRESETS = os.path.join(REPO, "assets", "presets")
 
 

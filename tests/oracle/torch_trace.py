@@ -1,5 +1,5 @@
 # The torch side of the trace oracle: runs a workspace through the seed classes
-# (core/pytorch/seed_classes.py, imported by path — none of our C++ is involved) and captures every
+# (core/formats/pytorch/seed_classes.py, imported by path — none of our C++ is involved) and captures every
 # intermediate the attnscope trace holds, from the module itself: Linear outputs by forward hooks,
 # the softmax's input and output by wrapping torch.softmax, and the dropout mask by replacing each
 # nn.Dropout's forward with the same computation made visible:

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "attention.h"
-#include "errors.h"
+#include "engine/attention.h"
+#include "engine/errors.h"
 #include "reference.h"
 #include "test_support.h"
 

@@ -9,10 +9,10 @@
 #include <limits>
 #include <vector>
 
-#include "attention.h"
+#include "engine/attention.h"
 #include "test_support.h"
-#include "torch_generator.h"
-#include "workspace.h"
+#include "engine/torch_generator.h"
+#include "formats/workspace.h"
 
 namespace attnscope {
 namespace {

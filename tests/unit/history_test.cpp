@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "history.h"
+#include "editing/history.h"
 #include "test_support.h"
-#include "token_table.h"
-#include "workspace.h"
+#include "editing/token_table.h"
+#include "formats/workspace.h"
 
 namespace attnscope {
 namespace {

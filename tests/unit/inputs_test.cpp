@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "errors.h"
+#include "engine/errors.h"
 #include "test_support.h"
-#include "token_table.h"
-#include "workspace.h"
+#include "editing/token_table.h"
+#include "formats/workspace.h"
 
 namespace attnscope {
 namespace {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "attention.h"
+#include "engine/attention.h"
 #include "reference.h"
 #include "test_support.h"
 

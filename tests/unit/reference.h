@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "model_config.h"
+#include "engine/model_config.h"
 
 namespace attnscope::ref {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tensor.h"
+#include "engine/tensor.h"
 
 namespace attnscope::test {
 

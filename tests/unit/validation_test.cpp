@@ -6,8 +6,8 @@
 #include <limits>
 #include <string>
 
-#include "attention.h"
-#include "errors.h"
+#include "engine/attention.h"
+#include "engine/errors.h"
 #include "test_support.h"
 
 namespace attnscope {

@@ -21,10 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "errors.h"
+#include "engine/errors.h"
 #include "reference.h"
 #include "test_support.h"
-#include "workspace.h"
+#include "formats/workspace.h"
 
 namespace attnscope {
 namespace {

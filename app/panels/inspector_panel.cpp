@@ -1,0 +1,182 @@
+#include "panels/inspector_panel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "shell/fonts.h"
+#include "shell/layout_dump.h"
+#include "widgets/text.h"
+#include "shell/theme.h"
+
+namespace attnscope {
+
+namespace {
+
+// "[0.1, 0.2, …]": at most `most` components, so wide heads stay on one line.
+std::string vec(const Eigen::Ref<const RowVector>& v, int decimals = 4, Eigen::Index most = 8) {
+  std::string s = "[";
+  for (Eigen::Index k = 0; k < std::min(v.size(), most); ++k) s += (k ? ", " : "") + formatFixed(v(k), decimals);
+  return s + (v.size() > most ? ", …]" : "]");
+}
+
+std::string shape(long r, long c) { return std::to_string(r) + "×" + std::to_string(c); }
+
+// One labelled bar per key token: its name, a bar of the value (centred at 0 for signed rows),
+// the number. Masked keys are grey and say −∞. Clicking a name selects that key column.
+void barRow(AppState& app, const char* id, const Eigen::Ref<const RowVector>& values,
+            const ByteMatrix* mask, int row) {
+  const auto& tokens = app.workspace.tokens;
+  float lo = 0, hi = 0;
+  for (Eigen::Index j = 0; j < values.size(); ++j)
+    if (std::isfinite(values(j))) {
+      lo = std::min(lo, values(j));
+      hi = std::max(hi, values(j));
+    }
+  const float span = std::max(hi - lo, 1e-12f);
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const float name_w = px(70), num_w = px(58);
+  const float bar_w = std::max(px(40), ImGui::GetContentRegionAvail().x - name_w - num_w - px(8));
+  const float h = ImGui::GetTextLineHeight();
+  const int shown = static_cast<int>(std::min<Eigen::Index>(values.size(), 64));  // long rows: first 64
+  for (int j = 0; j < shown; ++j) {
+    ImGui::PushID(id);
+    ImGui::PushID(j);
+    const bool masked = mask && (*mask)(row, j);
+    const bool selected = app.view.key == j;
+    if (ImGui::Selectable(tokens[j].c_str(), selected, 0, ImVec2(name_w, h))) app.view.key = selected ? -1 : j;
+    ImGui::PopID();
+    ImGui::PopID();
+    ImGui::SameLine(name_w + px(8));
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const float zero = p.x + bar_w * (-lo / span);
+    if (masked) {
+      draw->AddRectFilled(ImVec2(p.x, p.y + 2), ImVec2(p.x + bar_w, p.y + h - 2), theme().masked_cell);
+    } else {
+      const float x = p.x + bar_w * ((values(j) - lo) / span);
+      const ImU32 col = values(j) >= 0 ? IM_COL32(86, 156, 214, 255) : IM_COL32(214, 110, 86, 255);
+      draw->AddRectFilled(ImVec2(std::min(zero, x), p.y + 2), ImVec2(std::max(zero, x) + 1, p.y + h - 2), col);
+    }
+    ImGui::Dummy(ImVec2(bar_w, h));
+    ImGui::SameLine();
+    ImGui::TextUnformatted(masked ? "−∞" : formatFixed(values(j)).c_str());
+  }
+  if (values.size() > shown) ImGui::TextDisabled("… %d more keys", static_cast<int>(values.size() - shown));
+}
+
+void section(const char* title, const std::string& shape_note) {
+  ImGui::Spacing();
+  ImGui::TextUnformatted(title);
+  if (!shape_note.empty()) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("%s", shape_note.c_str());
+  }
+}
+
+// zᵢ = Σⱼ αᵢⱼ vⱼ, one term per visible key, then the sum.
+void contextTerms(AppState& app, const HeadTrace& h, int i, bool simple) {
+  const auto& tokens = app.workspace.tokens;
+  const int T = static_cast<int>(h.weights.cols());
+  ImGui::PushFont(fonts().small);  // three vectors a row: the small font keeps them in the panel
+  if (ImGui::BeginTable("terms", 3, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
+    ImGui::TableSetupColumn("key");
+    ImGui::TableSetupColumn(simple ? "α × x" : "α × v");
+    ImGui::TableSetupColumn("= term");
+    ImGui::TableHeadersRow();
+    const int shown = std::min(T, 64);
+    for (int j = 0; j < shown; ++j) {
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      if (app.view.key == j) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, ImGui::GetColorU32(ImGuiCol_Header));
+      ImGui::TextUnformatted(tokens[j].c_str());
+      ImGui::TableNextColumn();
+      const float a = h.dropped_weights(i, j);
+      ImGui::Text("%s × %s", formatFixed(a, 3).c_str(), vec(h.values.row(j), 2, 3).c_str());
+      ImGui::TableNextColumn();
+      ImGui::TextUnformatted(vec(a * h.values.row(j), 3, 3).c_str());
+    }
+    ImGui::EndTable();
+  }
+  ImGui::PopFont();
+  ImGui::Text("z%d = Σ = %s", i + 1, vec(h.context.row(i)).c_str());
+}
+
+}  // namespace
+
+void drawInspector(AppState& app, ImVec2 pos, ImVec2 size) {
+  ImGui::SetNextWindowPos(pos);
+  ImGui::SetNextWindowSize(size);
+  ImGui::Begin("Inspector", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
+  layout().panel("inspector", pos, ImVec2(pos.x + size.x, pos.y + size.y));
+  if (!app.trace || app.trace->batches.empty() || app.trace->batches[std::min<std::size_t>(app.view.batch, app.trace->batches.size() - 1)].heads.empty()) {
+    ImGui::TextUnformatted(app.computing ? "computing…" : "no result");
+    ImGui::End();
+    return;
+  }
+  const Trace& t = *app.trace;
+  const BatchTrace& bt = t.batches[std::clamp(app.view.batch, 0, static_cast<int>(t.batches.size()) - 1)];
+  const int i = std::clamp(app.view.token, 0, t.tokens - 1);
+  const bool simple = t.model.variant == Variant::Simple;
+  const int head = std::clamp(app.view.head, 0, t.heads - 1);
+  const HeadTrace& h = bt.heads[head];
+  const auto& tokens = app.workspace.tokens;
+
+  if (ImGui::ArrowButton("##prev", ImGuiDir_Left) && app.view.token > 0) --app.view.token;
+  layout().widget("token_prev");
+  ImGui::SameLine();
+  if (ImGui::ArrowButton("##next", ImGuiDir_Right) && app.view.token + 1 < t.tokens) ++app.view.token;
+  layout().widget("token_next");
+  ImGui::SameLine();
+  ImGui::Text("query %d: \"%s\"  (x%d)", i + 1, tokens[i].c_str(), i + 1);
+  if (t.heads > 1) ImGui::TextDisabled("head %d of %d (choose in the heatmap header)", head + 1, t.heads);
+
+  section("input", "xᵢ, 1×" + std::to_string(t.d_in));
+  ImGui::TextWrapped("x%d = %s", i + 1, vec(app.workspace.embeddings.row(i)).c_str());
+
+  if (simple) {
+    section("scores  ωᵢⱼ = xᵢ · xⱼ", shape(t.tokens, t.d_in) + " @ " + shape(t.d_in, t.tokens) + " → " + shape(t.tokens, t.tokens));
+  } else {
+    const int w = t.head_width;
+    const std::string proj = shape(t.tokens, t.d_in) + " @ " + shape(t.d_in, t.model.variant == Variant::MultiHead ? t.model.d_out : w) + " → " +
+                             shape(t.tokens, t.model.variant == Variant::MultiHead ? t.model.d_out : w);
+    section("query", "qᵢ = xᵢ W_q" + std::string(t.model.qkv_bias ? " + b" : "") + "   " + proj);
+    ImGui::TextWrapped("q%d = %s", i + 1, vec(h.queries.row(i)).c_str());
+    if (t.model.variant == Variant::MultiHead) {
+      textDisabledWrapped("this head's %d of the %d columns: head_dim = d_out / num_heads", w, t.model.d_out);
+    }
+    section("scores  qᵢ · kⱼ", shape(t.tokens, w) + " @ " + shape(w, t.tokens) + " → " + shape(t.tokens, t.tokens));
+  }
+  barRow(app, "scores", h.scores.row(i), nullptr, i);
+  if (t.model.scale == Scale::SqrtDk) {
+    section(("scaled  ÷ √" + std::to_string(t.head_width) + (t.model.causal ? ", then masked" : "")).c_str(), "");
+    barRow(app, "scaled", h.masked_scores.row(i), &h.mask, i);
+  } else if (t.model.causal) {
+    section("masked scores", "");
+    barRow(app, "masked", h.masked_scores.row(i), &h.mask, i);
+  }
+  section(t.model.normalization == Normalization::Sum ? "weights  ÷ row sum" : "weights  softmax, the row sums to 1", "");
+  barRow(app, "weights", h.weights.row(i), nullptr, i);
+  if (t.dropout_active) {
+    section(("after dropout  kept × " + formatFixed(t.dropout_scale, 2) + ", dropped → 0").c_str(), "");
+    barRow(app, "dropped", h.dropped_weights.row(i), nullptr, i);
+  }
+  section(simple ? "context  zᵢ = Σⱼ αᵢⱼ xⱼ" : "context  zᵢ = Σⱼ αᵢⱼ vⱼ",
+          shape(t.tokens, t.tokens) + " @ " + shape(t.tokens, t.head_width) + " → " + shape(t.tokens, t.head_width));
+  contextTerms(app, h, i, simple);
+  layout().state()["inspector_context"] = std::vector<float>(h.context.row(i).data(), h.context.row(i).data() + h.context.cols());
+
+  if (t.heads > 1 || hasOutProj(t.model.variant)) {
+    section("all heads", "");
+    ImGui::TextDisabled("concat of %d heads, %s", t.heads, shape(t.tokens, bt.context.cols()).c_str());
+    ImGui::TextUnformatted(vec(bt.context.row(i)).c_str());
+    if (hasOutProj(t.model.variant)) {
+      ImGui::TextDisabled("out_proj: %s @ %s + b → output", shape(t.tokens, t.model.d_out).c_str(),
+                          shape(t.model.d_out, t.model.d_out).c_str());
+      ImGui::TextUnformatted(vec(bt.output.row(i)).c_str());
+    }
+  }
+  ImGui::End();
+}
+
+}  // namespace attnscope

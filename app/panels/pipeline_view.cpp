@@ -1,0 +1,180 @@
+#include "panels/pipeline_view.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "shell/fonts.h"
+#include "widgets/heatmap.h"
+#include "shell/layout_dump.h"
+#include "widgets/text.h"
+#include "shell/theme.h"
+
+namespace attnscope {
+
+namespace {
+
+struct Step {
+  const char* id;            // layout name, and which step is enlarged
+  std::string title;         // "scores"
+  std::string op;            // the operation on the arrow into this step
+  const Matrix* values;      // null when the variant lacks the step
+  std::string absent;        // why it is missing
+  const std::vector<std::string>* cols;
+};
+
+std::string shape(const Matrix& m) { return std::to_string(m.rows()) + "×" + std::to_string(m.cols()); }
+
+// The colour range of m, remembered per matrix until the trace changes (no per-frame scans).
+ValueRange rangeFor(const Matrix& m, Colormap* cmap, const ViewState& v, std::uint64_t version) {
+  static std::uint64_t cached_version = ~0ull;
+  static std::vector<std::pair<const Matrix*, ValueRange>> cache;
+  if (cached_version != version) {
+    cache.clear();
+    cached_version = version;
+  }
+  auto it = std::find_if(cache.begin(), cache.end(), [&m](const auto& e) { return e.first == &m; });
+  if (it == cache.end()) it = cache.insert(cache.end(), {&m, finiteRange(m)});
+  ValueRange r = it->second;
+  *cmap = v.colormap;
+  if (v.diverging_for_signed && r.lo < 0) {
+    *cmap = Colormap::Coolwarm;
+    r = centredOnZero(r);
+  }
+  return r;
+}
+
+}  // namespace
+
+void drawPipeline(AppState& app, ImVec2 size) {
+  // The panel is the whole main window, tab bar and padding included (as captures crop it).
+  const ImVec2 wp = ImGui::GetWindowPos(), ws = ImGui::GetWindowSize();
+  layout().panel("pipeline", wp, ImVec2(wp.x + ws.x, wp.y + ws.y));
+  if (!app.trace) return;
+  const Trace& t = *app.trace;
+  const int b = std::clamp(app.view.batch, 0, static_cast<int>(t.batches.size()) - 1);
+  const BatchTrace& bt = t.batches[b];
+  if (bt.heads.empty()) {
+    ImGui::TextUnformatted("computing…");
+    return;
+  }
+  const int head = std::clamp(app.view.head, 0, t.heads - 1);
+  const HeadTrace& h = bt.heads[head];
+  const ModelConfig& m = t.model;
+  const bool simple = m.variant == Variant::Simple;
+  static std::vector<std::string> dims_x, dims_h, dims_c, dims_o;
+  auto dims = [](std::vector<std::string>& v, long n) {
+    v.clear();
+    for (long d = 0; d < n; ++d) v.push_back("d" + std::to_string(d));
+    return &v;
+  };
+  const Matrix& x = app.workspace.embeddings;
+
+  std::vector<Step> steps;
+  steps.push_back({"inputs", "X  inputs", "", &x, "", dims(dims_x, x.cols())});
+  steps.push_back({"queries", simple ? "Q = K = V = X" : "Q  (K, V alike)", simple ? "as is" : "@ W_q",
+                   &h.queries, "", dims(dims_h, h.queries.cols())});
+  steps.push_back({"scores", "scores", "Q Kᵀ", &h.scores, "", &app.workspace.tokens});
+  steps.push_back({"scaled", "scaled", "÷ √dₖ", m.scale == Scale::SqrtDk ? &h.scaled_scores : nullptr,
+                   "scale = none: scores go on unscaled", &app.workspace.tokens});
+  steps.push_back({"masked", "masked", "−∞ above diagonal", m.causal ? &h.masked_scores : nullptr,
+                   simple ? "step 1 has no mask" : "causal is off: every key is visible", &app.workspace.tokens});
+  steps.push_back({"weights", m.normalization == Normalization::Sum ? "÷ row sum" : "softmax", "softmax", &h.weights, "",
+                   &app.workspace.tokens});
+  std::string no_dropout = !hasDropout(m.variant) ? "dropout comes with step 3 (causal)"
+                           : !m.training          ? "eval mode: dropout is off"
+                                                  : "p = 0: nothing dropped";
+  steps.push_back({"dropout", "dropout", "× mask / (1−p)", t.dropout_active ? &h.dropped_weights : nullptr, no_dropout,
+                   &app.workspace.tokens});
+  steps.push_back({"context", "context", "@ V", &h.context, "", dims(dims_h, h.context.cols())});
+  steps.push_back({"concat", "concat heads", "concat", t.heads > 1 ? &bt.context : nullptr,
+                   "one head: nothing to concatenate", dims(dims_c, bt.context.cols())});
+  steps.push_back({"output", "out_proj", "@ W_oᵀ + b", hasOutProj(m.variant) ? &bt.output : nullptr,
+                   "only MultiHeadAttention (4b) has out_proj", dims(dims_o, bt.output.cols())});
+
+  static std::string enlarged = "weights";
+  // Nodes left to right, wrapped into as few rows as keep each node readable.
+  const float arrow_w = px(26), min_node = px(110);
+  const int n = static_cast<int>(steps.size());
+  int per_row = n;
+  while (per_row > 1 && per_row * min_node + (per_row - 1) * arrow_w > size.x) per_row = (per_row + 1) / 2 + (per_row == 2 ? -1 : 0);
+  const float node_w = (size.x - arrow_w * (per_row - 1)) / per_row;
+  const float thumb = std::min(node_w - px(6), px(96));
+  const float line = ImGui::GetTextLineHeightWithSpacing();
+  const float row_h = line * 2 + thumb + px(14);
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const ImVec2 row0 = ImGui::GetCursorScreenPos();
+  const ImU32 dim = theme().text_dim;
+  auto fitted = [&](const std::string& text) { return fitText(text, node_w - px(4)); };  // rest on hover
+  for (int k = 0; k < n; ++k) {
+    const Step& st = steps[k];
+    const float x0 = row0.x + (k % per_row) * (node_w + arrow_w);
+    const float y0 = row0.y + (k / per_row) * row_h;
+    if (k % per_row > 0) {  // the arrow from the step before
+      const float y = y0 + line * 2 + thumb / 2;
+      draw->AddLine(ImVec2(x0 - arrow_w + px(3), y), ImVec2(x0 - px(5), y), dim, px(1.5f));
+      draw->AddTriangleFilled(ImVec2(x0 - px(5), y - px(4)), ImVec2(x0 - px(5), y + px(4)), ImVec2(x0 - px(1), y), dim);
+    } else if (k > 0) {  // a new row continues the last one
+      draw->AddText(ImVec2(x0 - px(2), y0 + line * 2 + thumb / 2 - line / 2), dim, "↳");
+    }
+    const std::string detail = st.values ? (st.op.empty() ? shape(*st.values) : st.op + "  " + shape(*st.values)) : st.op;
+    ImGui::SetCursorScreenPos(ImVec2(x0 + px(8), y0));
+    ImGui::PushStyleColor(ImGuiCol_Text, st.values ? ImGui::GetStyleColorVec4(ImGuiCol_Text)
+                                                  : ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextUnformatted(fitted(st.title).c_str());
+    ImGui::PopStyleColor();
+    ImGui::SetCursorScreenPos(ImVec2(x0 + px(8), y0 + line));
+    ImGui::TextDisabled("%s", fitted(detail).c_str());
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s: %s", st.title.c_str(), detail.c_str());
+    const ImVec2 p(x0 + px(8), y0 + line * 2);
+    ImGui::SetCursorScreenPos(p);
+    if (st.values) {
+      HeatmapSpec spec;
+      spec.id = std::string("pipe_") + st.id;
+      spec.values = st.values;
+      spec.range = rangeFor(*st.values, &spec.colormap, app.view, app.trace_version * 1000003u + app.version);
+      spec.compact = true;
+      spec.version = app.trace_version * 64 + b;
+      spec.selected_row = app.view.token;
+      const std::string title = st.title;
+      spec.describe = [title](int i, int j) { return title + " [" + std::to_string(i) + ", " + std::to_string(j) + "] — click to enlarge"; };
+      const HeatmapHit hit = drawHeatmap(spec, ImVec2(thumb, thumb));
+      if (hit.clicked_row >= 0) enlarged = st.id;
+      if (enlarged == st.id)
+        draw->AddRect(ImVec2(p.x - px(2), p.y - px(2)), ImVec2(p.x + thumb + px(2), p.y + thumb + px(2)), theme().selection, 0, 0, px(2));
+    } else {
+      draw->AddRect(p, ImVec2(p.x + thumb, p.y + thumb), dim, px(4));
+      ImGui::SetCursorScreenPos(ImVec2(p.x + px(4), p.y + px(4)));
+      ImGui::PushTextWrapPos(p.x + thumb - px(4) - ImGui::GetWindowPos().x);  // window-local x
+      ImGui::PushFont(fonts().small);
+      textDisabledWrapped("%s", st.absent.c_str());
+      ImGui::PopFont();
+      ImGui::PopTextWrapPos();
+    }
+    layout().widget(std::string("pipeline_") + st.id);
+  }
+  const int rows = (n + per_row - 1) / per_row;
+  ImGui::SetCursorScreenPos(ImVec2(row0.x, row0.y + rows * row_h));
+  ImGui::Separator();
+
+  // The enlarged step, with labels and values.
+  for (const Step& st : steps) {
+    if (enlarged != st.id || !st.values) continue;
+    HeatmapSpec spec;
+    spec.id = std::string("pipe_big_") + st.id;
+    spec.title = st.title + "  " + shape(*st.values) + (t.heads > 1 ? "  (head " + std::to_string(head + 1) + ")" : "");
+    spec.values = st.values;
+    spec.range = rangeFor(*st.values, &spec.colormap, app.view, app.trace_version * 1000003u + app.version);
+    spec.row_labels = &app.workspace.tokens;
+    spec.col_labels = st.cols;
+    spec.selected_row = app.view.token;
+    spec.version = app.trace_version * 64 + b;
+    spec.dump = {{"pipeline", st.id}};
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    const float side = std::min(avail.x, avail.y);
+    const HeatmapHit hit = drawHeatmap(spec, ImVec2(std::min(avail.x, side * 1.6f), side));
+    if (hit.clicked_row >= 0) app.view.token = hit.clicked_row;
+  }
+}
+
+}  // namespace attnscope

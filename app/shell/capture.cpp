@@ -1,0 +1,148 @@
+#include "shell/capture.h"
+
+#include <glad/gl.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "shell/layout_dump.h"
+#include "formats/png_image.h"
+
+namespace attnscope {
+
+const std::vector<std::string>& capturePanels() {
+  static const std::vector<std::string> panels = {
+      "window", "model", "inputs", "heatmaps", "pipeline", "inspector", "status",
+      "scores", "scaled_scores", "masked_scores", "weights", "dropout_mask", "dropped_weights", "context"};
+  return panels;
+}
+
+bool isHeatmapStage(const std::string& panel) {
+  const auto& p = capturePanels();
+  return std::find(p.begin() + 7, p.end(), panel) != p.end();
+}
+
+namespace {
+
+// An offscreen RGBA framebuffer; released when it goes out of scope.
+struct Framebuffer {
+  GLuint fbo = 0, color = 0;
+  Framebuffer(int w, int h) {
+    glGenFramebuffers(1, &fbo);
+    glGenRenderbuffers(1, &color);
+    glBindRenderbuffer(GL_RENDERBUFFER, color);
+    glRenderbufferStorage(GL_RENDERBUFFER, GL_RGBA8, w, h);
+    glBindFramebuffer(GL_FRAMEBUFFER, fbo);
+    glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0, GL_RENDERBUFFER, color);
+  }
+  ~Framebuffer() {
+    glBindFramebuffer(GL_FRAMEBUFFER, 0);
+    glDeleteRenderbuffers(1, &color);
+    glDeleteFramebuffers(1, &fbo);
+  }
+  bool complete() const { return glCheckFramebufferStatus(GL_FRAMEBUFFER) == GL_FRAMEBUFFER_COMPLETE; }
+};
+
+struct Rect {
+  int x = 0, y = 0, w = 0, h = 0;
+};
+
+// Where `spec.panel` was drawn in the last frame, in framebuffer pixels.
+bool findRect(const CaptureSpec& spec, int fb_w, int fb_h, Rect* out, std::string* error) {
+  const nlohmann::json& frame = layout().frame();
+  nlohmann::json r;
+  if (spec.panel.empty() || spec.panel == "window") {
+    *out = {0, 0, fb_w, fb_h};
+    return true;
+  }
+  if (isHeatmapStage(spec.panel)) {
+    for (const auto& m : frame["heatmaps"])
+      if (m.value("stage", "") == spec.panel && m.value("head", -1) == spec.head && m.contains("tile")) r = m["tile"];
+    if (r.is_null()) {
+      *error = "no " + spec.panel + " map for head " + std::to_string(spec.head + 1) +
+               " (is the column shown, and does the model have that head?)";
+      return false;
+    }
+  } else if (frame["panels"].contains(spec.panel)) {
+    r = frame["panels"][spec.panel];
+  } else {
+    *error = "no panel '" + spec.panel + "' on screen";
+    return false;
+  }
+  // A heatmap's tile gets a margin, so labels at its edges are not cut.
+  const float m = isHeatmapStage(spec.panel) ? 8 * spec.scale : 0;
+  const int x0 = std::clamp(static_cast<int>(std::floor(r["x"].get<float>() - m)), 0, fb_w);
+  const int y0 = std::clamp(static_cast<int>(std::floor(r["y"].get<float>() - m)), 0, fb_h);
+  const int x1 = std::clamp(static_cast<int>(std::ceil(r["x"].get<float>() + r["w"].get<float>() + m)), 0, fb_w);
+  const int y1 = std::clamp(static_cast<int>(std::ceil(r["y"].get<float>() + r["h"].get<float>() + m)), 0, fb_h);
+  *out = {x0, y0, x1 - x0, y1 - y0};
+  if (out->w <= 0 || out->h <= 0) {
+    *error = "the panel '" + spec.panel + "' is empty";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string capturePng(const CaptureSpec& spec, int width, int height, const CaptureHooks& hooks,
+                       const std::string& path, const std::string& workspace_json) {
+  const float k = spec.scale;
+  if (!(k >= 1 && k <= 4)) return "--scale must be between 1 and 4";
+  const int fb_w = static_cast<int>(std::lround(width * k));
+  // One caption line under the window; two (wrapped) under a narrower panel or map.
+  const int lines = spec.panel.empty() || spec.panel == "window" ? 1 : 3;
+  const int caption_h = spec.caption ? static_cast<int>(std::lround((12 + 16 * lines) * k * hooks.base_scale)) : 0;
+  const int fb_h = static_cast<int>(std::lround(height * k)) + caption_h;
+  GLint max_size = 0;
+  glGetIntegerv(GL_MAX_RENDERBUFFER_SIZE, &max_size);
+  if (fb_w > max_size || fb_h > max_size)
+    return "the image would be " + std::to_string(fb_w) + "×" + std::to_string(fb_h) + ", over this GPU's limit of " +
+           std::to_string(max_size);
+
+  hooks.set_scale(hooks.base_scale * k);
+  std::vector<unsigned char> rgba(static_cast<std::size_t>(fb_w) * fb_h * 4);
+  std::string error;
+  Rect rect;
+  {
+    Framebuffer target(fb_w, fb_h);
+    if (!target.complete()) error = "cannot create an offscreen framebuffer";
+    // Three frames: tables and wrapped text settle after the first; the caption follows the crop
+    // found in the frame before.
+    Rect crop{0, 0, fb_w, fb_h};
+    for (int i = 0; i < 3 && error.empty(); ++i) {
+      hooks.frame(static_cast<float>(fb_w), static_cast<float>(fb_h), static_cast<float>(caption_h),
+                  static_cast<float>(crop.x), static_cast<float>(crop.w));
+      std::string ignored;
+      findRect(spec, fb_w, fb_h - caption_h, &crop, &ignored);
+      glBindFramebuffer(GL_FRAMEBUFFER, target.fbo);
+      glViewport(0, 0, fb_w, fb_h);
+      const ImVec4 bg = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+      glClearColor(bg.x, bg.y, bg.z, 1);
+      glClear(GL_COLOR_BUFFER_BIT);
+      ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    }
+    if (error.empty() && findRect(spec, fb_w, fb_h - caption_h, &rect, &error)) {
+      glPixelStorei(GL_PACK_ALIGNMENT, 1);
+      glReadPixels(0, 0, fb_w, fb_h, GL_RGBA, GL_UNSIGNED_BYTE, rgba.data());
+    }
+  }
+  hooks.set_scale(hooks.base_scale);
+  if (!error.empty()) return error;
+
+  // Crop (GL rows start at the bottom), drop alpha, and append the caption strip.
+  const int out_h = rect.h + caption_h;
+  std::vector<std::uint8_t> rgb(static_cast<std::size_t>(rect.w) * out_h * 3);
+  auto copyRow = [&](int src_y_top, int dst_y) {
+    const unsigned char* src = rgba.data() + (static_cast<std::size_t>(fb_h - 1 - src_y_top) * fb_w + rect.x) * 4;
+    std::uint8_t* dst = rgb.data() + static_cast<std::size_t>(dst_y) * rect.w * 3;
+    for (int x = 0; x < rect.w; ++x) std::copy(src + x * 4, src + x * 4 + 3, dst + x * 3);
+  };
+  for (int y = 0; y < rect.h; ++y) copyRow(rect.y + y, y);
+  for (int y = 0; y < caption_h; ++y) copyRow(fb_h - caption_h + y, rect.h + y);
+  return writePng(path, rect.w, out_h, rgb, kWorkspaceChunk, workspace_json);
+}
+
+}  // namespace attnscope

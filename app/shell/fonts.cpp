@@ -1,0 +1,46 @@
+#include "shell/fonts.h"
+
+#include <cstdio>
+#include <filesystem>
+
+namespace attnscope {
+
+namespace {
+Fonts loaded;
+constexpr const char* kDejaVu = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+}  // namespace
+
+const Fonts& fonts() { return loaded; }
+
+Fonts loadFonts(float scale) {
+  ImGuiIO& io = ImGui::GetIO();
+  io.Fonts->Clear();
+  static const ImWchar ranges[] = {
+      0x0020, 0x00FF,  // Latin-1: · × ² ³
+      0x0370, 0x03FF,  // Greek: α Σ
+      0x2000, 0x206F,  // punctuation: – … ′
+      0x2070, 0x209F,  // super- and subscripts: ᵀ ₖ ₁
+      0x1D00, 0x1DBF,  // phonetic extensions: ᵀ (U+1D40)
+      0x2190, 0x21FF,  // arrows: →
+      0x2C60, 0x2C7F,  // Latin Extended-C: the subscript ⱼ
+      0x2200, 0x22FF,  // maths: √ − ∞ ≈ ∑
+      0x25A0, 0x25FF,  // shapes: ▨ ■
+      0,
+  };
+  if (std::filesystem::exists(kDejaVu)) {
+    ImFontConfig config;
+    config.OversampleH = 2;
+    loaded.ui = io.Fonts->AddFontFromFileTTF(kDejaVu, 15.0f * scale, &config, ranges);
+    loaded.small = io.Fonts->AddFontFromFileTTF(kDejaVu, 12.0f * scale, &config, ranges);
+  }
+  if (!loaded.ui || !loaded.small) {
+    std::fprintf(stderr, "warning: %s not found (install fonts-dejavu-core); using ImGui's font\n",
+                 kDejaVu);
+    ImFontConfig config;
+    config.SizePixels = 13.0f * scale;
+    loaded.ui = loaded.small = io.Fonts->AddFontDefault(&config);
+  }
+  return loaded;
+}
+
+}  // namespace attnscope

@@ -1,0 +1,53 @@
+#include "shell/theme.h"
+
+namespace attnscope {
+
+namespace {
+Theme current;
+float current_scale = 1;
+}  // namespace
+
+const Theme& theme() { return current; }
+float uiScale() { return current_scale; }
+
+void applyTheme(bool light, float scale) {
+  ImGuiStyle style;  // fresh, so switching themes never compounds the scaling
+  if (light)
+    ImGui::StyleColorsLight(&style);
+  else
+    ImGui::StyleColorsDark(&style);
+  style.WindowRounding = 0;
+  style.FrameRounding = 3;
+  style.GrabRounding = 3;
+  style.WindowBorderSize = 1;
+  style.ItemSpacing = ImVec2(8, 6);
+  style.FramePadding = ImVec2(6, 4);
+  if (light) {
+    style.Colors[ImGuiCol_WindowBg] = ImVec4(1, 1, 1, 1);
+    style.Colors[ImGuiCol_ChildBg] = ImVec4(1, 1, 1, 0);
+    style.Colors[ImGuiCol_Text] = ImVec4(0.05f, 0.05f, 0.08f, 1);
+    // Controls need a tone of their own on a white page.
+    style.Colors[ImGuiCol_FrameBg] = ImVec4(0.88f, 0.89f, 0.92f, 1);
+    style.Colors[ImGuiCol_FrameBgHovered] = ImVec4(0.80f, 0.84f, 0.92f, 1);
+    style.Colors[ImGuiCol_FrameBgActive] = ImVec4(0.72f, 0.80f, 0.92f, 1);
+    style.Colors[ImGuiCol_Border] = ImVec4(0.75f, 0.75f, 0.80f, 1);
+    style.Colors[ImGuiCol_TitleBg] = style.Colors[ImGuiCol_TitleBgActive] = ImVec4(0.90f, 0.91f, 0.94f, 1);
+    style.Colors[ImGuiCol_MenuBarBg] = ImVec4(0.93f, 0.93f, 0.95f, 1);
+    style.FrameBorderSize = 1;
+  } else {
+    style.Colors[ImGuiCol_WindowBg] = ImVec4(0.09f, 0.09f, 0.11f, 1);
+  }
+  style.ScaleAllSizes(scale);
+  ImGui::GetStyle() = style;
+
+  current_scale = scale;
+  current.light = light;
+  // Masked cells: a grey darker than the light end of every colormap (coolwarm's near-zero white).
+  current.masked_cell = light ? IM_COL32(150, 150, 156, 255) : IM_COL32(72, 72, 78, 255);
+  current.grid_line = ImGui::GetColorU32(style.Colors[ImGuiCol_WindowBg]);
+  current.selection = light ? IM_COL32(230, 40, 40, 255) : IM_COL32(255, 90, 90, 255);
+  current.hover = light ? IM_COL32(0, 0, 0, 255) : IM_COL32(255, 255, 255, 255);
+  current.text_dim = light ? IM_COL32(70, 70, 80, 255) : IM_COL32(185, 185, 195, 255);
+}
+
+}  // namespace attnscope

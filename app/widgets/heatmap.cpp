@@ -1,0 +1,313 @@
+#include "widgets/heatmap.h"
+
+#include <glad/gl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <unordered_map>
+
+#include "shell/fonts.h"
+#include "shell/layout_dump.h"
+#include "widgets/text.h"
+#include "shell/theme.h"
+
+namespace attnscope {
+
+namespace {
+
+struct CachedTexture {
+  GLuint id = 0;
+  std::uint64_t key = 0;
+  int last_used = 0;
+};
+std::unordered_map<std::string, CachedTexture> textures;
+int frame_counter = 0;
+
+ImU32 toImColor(Rgb c) { return IM_COL32(c.r, c.g, c.b, 255); }
+bool isMasked(float v) { return std::isinf(v) && v < 0; }
+
+std::uint64_t textureKey(const HeatmapSpec& s) {
+  std::uint64_t h = s.version * 1000003u;
+  auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
+  std::uint32_t lo, hi;
+  std::memcpy(&lo, &s.range.lo, 4);
+  std::memcpy(&hi, &s.range.hi, 4);
+  mix(lo);
+  mix(hi);
+  mix(static_cast<std::uint64_t>(s.colormap));
+  mix(theme().masked_cell);
+  mix(static_cast<std::uint64_t>(s.values->rows()) << 32 | s.values->cols());
+  return h;
+}
+
+// The map's colours as an RGBA texture, one texel per cell.
+GLuint texture(const HeatmapSpec& s) {
+  CachedTexture& t = textures[s.id];
+  t.last_used = frame_counter;
+  const std::uint64_t key = textureKey(s);
+  if (t.id != 0 && t.key == key) return t.id;
+  const Matrix& m = *s.values;
+  const auto& table = colormapTable(s.colormap);
+  std::vector<std::uint32_t> pixels(static_cast<std::size_t>(m.size()));
+  for (Eigen::Index i = 0; i < m.size(); ++i) {
+    const float v = m.data()[i];
+    pixels[i] = isMasked(v) ? theme().masked_cell : toImColor(table[colormapIndex(v, s.range)]);
+  }
+  if (t.id == 0) glGenTextures(1, &t.id);
+  glBindTexture(GL_TEXTURE_2D, t.id);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);  // crisp cells
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_LINEAR);   // large maps shrink smoothly
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+  glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+  glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, static_cast<GLsizei>(m.cols()),
+               static_cast<GLsizei>(m.rows()), 0, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
+  t.key = key;
+  return t.id;
+}
+
+// A cell's label: fixed decimals while they fit a cell, else 3 significant digits; with a hyphen
+// for a minus where space is tight (`narrow`).
+std::string defaultCellText(float v, int decimals, bool narrow = false) {
+  const std::string s = std::fabs(v) < 9.995f || std::isinf(v) ? formatFixed(v, decimals) : formatShort(v);
+  return narrow ? withHyphen(s) : s;
+}
+
+// Text rotated 90° counter-clockwise (reading upwards), its baseline's start at `pos`.
+void addTextVertical(ImDrawList* draw, ImFont* font, float size, ImVec2 pos, ImU32 col,
+                     const std::string& text) {
+  const int first = draw->VtxBuffer.Size;
+  draw->AddText(font, size, pos, col, text.c_str());
+  // Rotate around pos: (x, y) → (pos.x + (y − pos.y), pos.y − (x − pos.x)).
+  for (int i = first; i < draw->VtxBuffer.Size; ++i) {
+    ImVec2& p = draw->VtxBuffer[i].pos;
+    const float dx = p.x - pos.x, dy = p.y - pos.y;
+    p = ImVec2(pos.x + dy, pos.y - dx);
+  }
+}
+
+void drawColorbar(ImDrawList* draw, const HeatmapSpec& s, ImVec2 p0, float width, float height) {
+  const auto& table = colormapTable(s.colormap);
+  const int segments = 48;
+  for (int k = 0; k < segments; ++k) {
+    const float x0 = p0.x + width * k / segments, x1 = p0.x + width * (k + 1) / segments;
+    const ImU32 a = toImColor(table[k * 255 / segments]);
+    const ImU32 b = toImColor(table[(k + 1) * 255 / segments]);
+    draw->AddRectFilledMultiColor(ImVec2(x0, p0.y), ImVec2(x1, p0.y + height), a, b, b, a);
+  }
+}
+
+}  // namespace
+
+float heatmapColorbarHeight() { return px(6) + px(8) + px(2) + fonts().small->FontSize + px(4); }
+
+HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
+  HeatmapHit hit;
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  if (!ImGui::IsRectVisible(size)) {  // scrolled away: no texture, no labels
+    ImGui::Dummy(size);
+    return hit;
+  }
+  ImFont* small = fonts().small;
+  const float fs = small->FontSize, ui = ImGui::GetTextLineHeight();
+  const Matrix& m = *s.values;
+  const int rows = static_cast<int>(m.rows()), cols = static_cast<int>(m.cols());
+  // The visible window of cells (all of them unless zoomed).
+  const int r0 = std::clamp(s.window.row0, 0, rows - 1);
+  const int nr = s.window.rows > 0 ? std::min(s.window.rows, rows - r0) : rows - r0;
+  const int c0 = std::clamp(s.window.col0, 0, cols - 1);
+  const int nc = s.window.cols > 0 ? std::min(s.window.cols, cols - c0) : cols - c0;
+  const Theme& th = theme();
+
+  if (!s.compact)
+    draw->AddText(ImVec2(origin.x, origin.y), ImGui::GetColorU32(ImGuiCol_Text),
+                  fitText(ImGui::GetFont(), ImGui::GetFontSize(), s.title, size.x).c_str());
+
+  // Label bands: rows on the left, columns on top (vertical text when they do not fit across).
+  float label_w = 0, col_label_w = 0;
+  for (int i = r0; i < r0 + nr && s.row_labels; ++i)
+    label_w = std::max(label_w, small->CalcTextSizeA(fs, FLT_MAX, 0, (*s.row_labels)[i].c_str()).x);
+  for (int j = c0; j < c0 + nc && s.col_labels; ++j)
+    col_label_w = std::max(col_label_w, small->CalcTextSizeA(fs, FLT_MAX, 0, (*s.col_labels)[j].c_str()).x);
+  const float left = s.compact ? 0 : std::min(label_w, size.x * 0.28f) + px(4);
+  // Colorbar: a gap, the bar, then the range labels (the legend shares their line).
+  const float colorbar_h = s.compact ? 0 : heatmapColorbarHeight();
+  const float title_h = s.compact ? 0 : ui;
+  const float avail_w = size.x - left;
+  float top_band = s.compact ? 0 : fs + px(4);
+  float cell = std::min(avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr);
+  const bool vertical = !s.compact && col_label_w + 2 > cell && nc > 1;
+  if (vertical) {
+    top_band = std::min(col_label_w, std::min(size.y * 0.18f, px(48))) + px(6);
+    cell = std::min(avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr);
+  }
+  cell = std::max(cell, 0.05f);
+  const ImVec2 p0(origin.x + left, origin.y + title_h + top_band);
+  const ImVec2 p1(p0.x + cell * nc, p0.y + cell * nr);
+  auto cellMin = [&](int i, int j) { return ImVec2(p0.x + (j - c0) * cell, p0.y + (i - r0) * cell); };
+
+  // Cells: the texture's window, magnified without blur.
+  const ImVec2 uv0(static_cast<float>(c0) / cols, static_cast<float>(r0) / rows);
+  const ImVec2 uv1(static_cast<float>(c0 + nc) / cols, static_cast<float>(r0 + nr) / rows);
+  draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture(s))), p0, p1, uv0, uv1);
+  if (cell >= px(6)) {
+    for (int j = 1; j < nc; ++j)
+      draw->AddLine(ImVec2(p0.x + j * cell, p0.y), ImVec2(p0.x + j * cell, p1.y), th.grid_line);
+    for (int i = 1; i < nr; ++i)
+      draw->AddLine(ImVec2(p0.x, p0.y + i * cell), ImVec2(p1.x, p0.y + i * cell), th.grid_line);
+  }
+  const auto& table = colormapTable(s.colormap);
+  // Value labels only when every visible one fits its cell: all or none reads better. Four
+  // decimals, as the notebook prints, when they fit; else two.
+  std::vector<std::string> texts;
+  bool values_shown = false;
+  for (auto [decimals, narrow] : {std::pair{4, false}, {2, false}, {2, true}}) {
+    texts.clear();
+    values_shown = !s.compact && cell >= fs + px(2) && cell >= px(16);
+    for (int i = r0; i < r0 + nr && values_shown; ++i)
+      for (int j = c0; j < c0 + nc && values_shown; ++j) {
+        texts.push_back(s.cell_text ? s.cell_text(m(i, j)) : defaultCellText(m(i, j), decimals, narrow));
+        // Room on both sides of a label, a little less when squeezing with hyphens.
+        values_shown = small->CalcTextSizeA(fs, FLT_MAX, 0, texts.back().c_str()).x + px(narrow ? 3 : 7) <= cell;
+      }
+    if (values_shown) break;
+  }
+  if (values_shown) {
+    const Rgb masked{static_cast<std::uint8_t>(th.masked_cell & 0xFF),
+                     static_cast<std::uint8_t>((th.masked_cell >> 8) & 0xFF),
+                     static_cast<std::uint8_t>((th.masked_cell >> 16) & 0xFF)};
+    std::size_t k = 0;
+    for (int i = r0; i < r0 + nr; ++i)
+      for (int j = c0; j < c0 + nc; ++j, ++k) {
+        const float v = m(i, j);
+        const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, texts[k].c_str());
+        const Rgb bg = isMasked(v) ? masked : table[colormapIndex(v, s.range)];
+        const ImVec2 c = cellMin(i, j);
+        draw->AddText(small, fs, ImVec2(c.x + cell / 2 - ts.x / 2, c.y + cell / 2 - ts.y / 2),
+                      toImColor(contrastingText(bg)), texts[k].c_str());
+      }
+  }
+
+  // Axis labels, thinned to one every `step` when cells are smaller than the text.
+  const int row_step = std::max(1, static_cast<int>(std::ceil((fs + 1) / cell)));
+  for (int i = r0; i < r0 + nr && s.row_labels && !s.compact; i += row_step) {
+    const std::string t = fitText(small, fs, (*s.row_labels)[i], left - 4);
+    const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str());
+    draw->AddText(small, fs, ImVec2(p0.x - 4 - ts.x, cellMin(i, c0).y + cell / 2 - ts.y / 2),
+                  i == s.selected_row ? th.selection : th.text_dim, t.c_str());
+  }
+  const int col_step =
+      std::max(1, static_cast<int>(std::ceil((vertical ? fs + 1 : col_label_w + 6) / cell)));
+  for (int j = c0; j < c0 + nc && s.col_labels && !s.compact; j += col_step) {
+    const float x = cellMin(r0, j).x + cell / 2;
+    if (vertical) {
+      const std::string t = fitText(small, fs, (*s.col_labels)[j], top_band - 6);
+      addTextVertical(draw, small, fs, ImVec2(x - fs / 2, p0.y - 4), th.text_dim, t);
+    } else {
+      const std::string& t = (*s.col_labels)[j];
+      const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str());
+      draw->AddText(small, fs, ImVec2(x - ts.x / 2, p0.y - ts.y - 3), th.text_dim, t.c_str());
+    }
+  }
+
+  // Selection, hover, click, wheel zoom and drag to pan.
+  if (s.selected_row >= r0 && s.selected_row < r0 + nr)
+    draw->AddRect(ImVec2(p0.x - 1, cellMin(s.selected_row, c0).y - 1),
+                  ImVec2(p1.x + 1, cellMin(s.selected_row, c0).y + cell + 1), th.selection, 0, 0, px(2));
+  if (s.selected_col >= c0 && s.selected_col < c0 + nc)
+    draw->AddRect(ImVec2(cellMin(r0, s.selected_col).x - 1, p0.y - 1),
+                  ImVec2(cellMin(r0, s.selected_col).x + cell + 1, p1.y + 1), th.selection, 0, 0, 1.5f);
+  ImGui::SetCursorScreenPos(p0);
+  ImGui::InvisibleButton((s.id + "##cells").c_str(), ImVec2(p1.x - p0.x, std::max(p1.y - p0.y, 1.0f)),
+                         ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
+  const ImGuiIO& io = ImGui::GetIO();
+  if (ImGui::IsItemHovered()) {
+    const int i = std::clamp(r0 + static_cast<int>((io.MousePos.y - p0.y) / cell), r0, r0 + nr - 1);
+    const int j = std::clamp(c0 + static_cast<int>((io.MousePos.x - p0.x) / cell), c0, c0 + nc - 1);
+    const ImVec2 c = cellMin(i, j);
+    draw->AddRect(c, ImVec2(c.x + cell, c.y + cell), th.hover, 0, 0, 1.5f);
+    if (s.describe && !ImGui::IsMouseDown(ImGuiMouseButton_Right))
+      ImGui::SetTooltip("%s", s.describe(i, j).c_str());
+    if (ImGui::IsItemClicked(ImGuiMouseButton_Left)) hit.clicked_row = i;
+    if (ImGui::IsMouseReleased(ImGuiMouseButton_Right) && io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Right] < px(4) * px(4))
+      hit.context_menu = true;
+    hit.wheel = io.MouseWheel;
+    hit.hover_row = r0 + (io.MousePos.y - p0.y) / cell;
+    hit.hover_col = c0 + (io.MousePos.x - p0.x) / cell;
+  }
+  if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Right, 0)) {
+    hit.pan_rows = -io.MouseDelta.y / cell;
+    hit.pan_cols = -io.MouseDelta.x / cell;
+  }
+
+  if (s.compact) {  // a thumbnail: cells and interaction only
+    ImGui::SetCursorScreenPos(origin);
+    ImGui::Dummy(size);
+    return hit;
+  }
+  // Colorbar with its range, and the legend.
+  const float bar_y = p1.y + px(6);  // keep in step with heatmapColorbarHeight
+  const float bar_w = std::max(p1.x - p0.x, std::min(size.x - left, px(120)));
+  drawColorbar(draw, s, ImVec2(p0.x, bar_y), bar_w, px(8));
+  const std::string lo_text = formatShort(s.range.lo), hi_text = formatShort(s.range.hi);
+  const char* lo = lo_text.c_str();
+  const char* hi = hi_text.c_str();
+  const ImVec2 hs = small->CalcTextSizeA(fs, FLT_MAX, 0, hi);
+  draw->AddText(small, fs, ImVec2(p0.x, bar_y + px(10)), th.text_dim, lo);
+  draw->AddText(small, fs, ImVec2(p0.x + bar_w - hs.x, bar_y + px(10)), th.text_dim, hi);
+  if (!s.legend.empty()) {  // between the range labels, or below them when it does not fit
+    const bool swatch = s.legend.rfind("▨", 0) == 0;  // a masked-grey square, then the text
+    const std::string text = swatch ? s.legend.substr(std::string("▨").size()) : s.legend;
+    const float lw = small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str()).x + (swatch ? fs + 2 : 0);
+    const float lo_w = small->CalcTextSizeA(fs, FLT_MAX, 0, lo).x;
+    float lx = p0.x + (bar_w - lw) / 2, ly = bar_y + px(10);
+    if (lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
+      lx = p0.x;
+      ly += fs + 2;
+    }
+    if (swatch) {
+      draw->AddRectFilled(ImVec2(lx, ly + 2), ImVec2(lx + fs - 2, ly + fs - 1), th.masked_cell);
+      lx += fs + 2;
+    }
+    draw->AddText(small, fs, ImVec2(lx, ly), th.text_dim, text.c_str());
+  }
+
+  nlohmann::json entry = s.dump;
+  entry["id"] = s.id;
+  entry["cells"] = rectJson(p0, p1);
+  entry["tile"] = rectJson(origin, ImVec2(origin.x + size.x, origin.y + size.y));
+  entry["rows"] = rows;
+  entry["cols"] = cols;
+  entry["window"] = {{"row0", r0}, {"rows", nr}, {"col0", c0}, {"cols", nc}};
+  entry["cell"] = cell;
+  entry["range"] = {s.range.lo, s.range.hi};
+  entry["colormap"] = colormapId(s.colormap);
+  entry["values_shown"] = values_shown;
+  layout().heatmap(std::move(entry));
+
+  ImGui::SetCursorScreenPos(origin);
+  ImGui::Dummy(size);
+  return hit;
+}
+
+void collectHeatmapTextures() {
+  ++frame_counter;
+  for (auto it = textures.begin(); it != textures.end();) {
+    if (frame_counter - it->second.last_used > 120) {
+      glDeleteTextures(1, &it->second.id);
+      it = textures.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void releaseHeatmapTextures() {
+  for (auto& [id, t] : textures) glDeleteTextures(1, &t.id);
+  textures.clear();
+}
+
+}  // namespace attnscope

@@ -1,0 +1,63 @@
+// drawHeatmap: the widget every matrix is shown with. The cells are one GL texture, uploaded
+// only when the values or colours change, so a 1024 × 1024 map costs what a 6 × 6 one does per
+// frame. Around it: a title, token labels on both axes (rows = queries, columns = keys) at a
+// density that fits, value labels with contrasting text when cells are big enough, −∞ cells in
+// the theme's masked grey, a colorbar with the range, a hover tooltip and row selection.
+#pragma once
+#include <imgui.h>
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "display/colormap.h"
+#include "engine/tensor.h"
+
+namespace attnscope {
+
+// The cells shown: all, or a zoomed window (rows/cols ≤ 0 = to the end).
+struct CellWindow {
+  int row0 = 0, rows = 0;
+  int col0 = 0, cols = 0;
+};
+
+struct HeatmapSpec {
+  std::string id;                                  // stable: texture cache key, layout dump name
+  std::string title;                               // drawn above the map
+  const Matrix* values = nullptr;                  // −∞ cells are drawn masked
+  ValueRange range;                                // the colours span this
+  Colormap colormap = Colormap::Viridis;
+  const std::vector<std::string>* row_labels = nullptr;  // one per row
+  const std::vector<std::string>* col_labels = nullptr;  // one per column
+  int selected_row = -1;                           // outlined
+  int selected_col = -1;                           // outlined too (a key picked in the inspector)
+  bool compact = false;                            // cells only: no title, labels or colorbar
+  CellWindow window;                               // zoom: the part of the map shown
+  std::uint64_t version = 0;                       // change it when `values` change
+  std::function<std::string(int, int)> describe;   // tooltip for cell (row, col)
+  std::function<std::string(float)> cell_text;     // label of a cell; default: 2 decimals
+  std::string legend;                              // a line under the colorbar
+  nlohmann::json dump;                             // extra fields for the layout dump
+};
+
+struct HeatmapHit {
+  int clicked_row = -1;              // a row the user clicked this frame
+  float wheel = 0;                   // mouse-wheel notches over the map (zoom)
+  float hover_row = -1, hover_col = -1;  // the cell under the mouse, fractional
+  float pan_rows = 0, pan_cols = 0;  // a right-button drag, in cells
+  bool context_menu = false;         // right-clicked without dragging: open the map's menu
+};
+
+// Height below the cells taken by the colorbar and its labels.
+float heatmapColorbarHeight();
+
+// Draws within `size` at the cursor and advances it.
+HeatmapHit drawHeatmap(const HeatmapSpec& spec, ImVec2 size);
+
+// Frees textures not drawn for a while; call once per frame. releaseHeatmapTextures at shutdown.
+void collectHeatmapTextures();
+void releaseHeatmapTextures();
+
+}  // namespace attnscope

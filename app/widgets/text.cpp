@@ -1,0 +1,65 @@
+#include "widgets/text.h"
+
+#include <cfloat>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+
+namespace attnscope {
+
+namespace {
+
+std::string withTrueMinus(std::string s) {
+  if (s.empty() || s[0] != '-') return s;
+  if (s.find_first_not_of("-0.") == std::string::npos) return s.substr(1);  // "-0.00" is 0
+  return "−" + s.substr(1);
+}
+
+}  // namespace
+
+std::string formatFixed(float v, int decimals) {
+  if (std::isinf(v)) return v < 0 ? "−∞" : "∞";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, static_cast<double>(v));
+  return withTrueMinus(buf);
+}
+
+std::string formatShort(float v) {
+  if (std::isinf(v)) return v < 0 ? "−∞" : "∞";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3g", static_cast<double>(v));
+  return withTrueMinus(buf);
+}
+
+std::string withHyphen(const std::string& s) {
+  const std::string minus = "−";
+  return s.rfind(minus, 0) == 0 ? "-" + s.substr(minus.size()) : s;
+}
+
+std::string fitText(ImFont* font, float size, const std::string& text, float width) {
+  if (font->CalcTextSizeA(size, FLT_MAX, 0, text.c_str()).x <= width) return text;
+  std::string s = text;
+  while (!s.empty()) {
+    // Drop one whole UTF-8 character: its continuation bytes, then its lead byte.
+    while (!s.empty() && (static_cast<unsigned char>(s.back()) & 0xC0) == 0x80) s.pop_back();
+    if (!s.empty()) s.pop_back();
+    const std::string t = s + "…";
+    if (font->CalcTextSizeA(size, FLT_MAX, 0, t.c_str()).x <= width) return t;
+  }
+  return "";
+}
+
+std::string fitText(const std::string& text, float width) {
+  return fitText(ImGui::GetFont(), ImGui::GetFontSize(), text, width);
+}
+
+void textDisabledWrapped(const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  ImGui::TextWrappedV(fmt, args);
+  ImGui::PopStyleColor();
+  va_end(args);
+}
+
+}  // namespace attnscope

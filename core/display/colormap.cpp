@@ -1,0 +1,117 @@
+#include "display/colormap.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <mutex>
+#include <sstream>
+
+#include "engine/errors.h"
+#include "formats/presets.h"
+
+namespace attnscope {
+
+const char* colormapId(Colormap c) {
+  switch (c) {
+    case Colormap::Viridis: return "viridis";
+    case Colormap::Cividis: return "cividis";
+    case Colormap::Coolwarm: return "coolwarm";
+  }
+  return "viridis";
+}
+
+const char* colormapTitle(Colormap c) {
+  switch (c) {
+    case Colormap::Viridis: return "Viridis (default)";
+    case Colormap::Cividis: return "Cividis (colour-blind safe)";
+    case Colormap::Coolwarm: return "Coolwarm (diverging)";
+  }
+  return "Viridis";
+}
+
+bool parseColormap(const std::string& id, Colormap* out) {
+  for (Colormap c : {Colormap::Viridis, Colormap::Cividis, Colormap::Coolwarm})
+    if (id == colormapId(c)) {
+      *out = c;
+      return true;
+    }
+  return false;
+}
+
+namespace {
+
+std::array<Rgb, 256> loadTable(Colormap c) {
+  const std::string path = assetsDir() + "/colormaps/" + colormapId(c) + ".csv";
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": colormap table missing");
+  std::array<Rgb, 256> table{};
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    int r, g, b;
+    char c1, c2;
+    std::istringstream row(line);
+    if (!(row >> r >> c1 >> g >> c2 >> b) || n >= 256)
+      throw InputError(path + ": expected 256 lines r,g,b");
+    table[n++] = {static_cast<std::uint8_t>(r), static_cast<std::uint8_t>(g),
+                  static_cast<std::uint8_t>(b)};
+  }
+  if (n != 256) throw InputError(path + ": expected 256 lines r,g,b");
+  return table;
+}
+
+}  // namespace
+
+const std::array<Rgb, 256>& colormapTable(Colormap c) {
+  static std::mutex mutex;
+  static std::array<std::array<Rgb, 256>, 3> tables;
+  static std::array<bool, 3> loaded{};
+  std::lock_guard<std::mutex> lock(mutex);
+  const int i = static_cast<int>(c);
+  if (!loaded[i]) {
+    tables[i] = loadTable(c);
+    loaded[i] = true;
+  }
+  return tables[i];
+}
+
+ValueRange finiteRange(const Matrix& m) {
+  float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+  for (Eigen::Index i = 0; i < m.size(); ++i) {
+    const float v = m.data()[i];
+    if (!std::isfinite(v)) continue;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  if (lo > hi) return {0, 0};  // nothing finite
+  return {lo, hi};
+}
+
+ValueRange merge(ValueRange a, ValueRange b) { return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)}; }
+
+ValueRange centredOnZero(ValueRange r) {
+  const float m = std::max(std::fabs(r.lo), std::fabs(r.hi));
+  return {-m, m};
+}
+
+int colormapIndex(float v, ValueRange r) {
+  if (!(r.hi > r.lo)) return 128;
+  const double t = (static_cast<double>(v) - r.lo) / (static_cast<double>(r.hi) - r.lo);
+  return std::clamp(static_cast<int>(std::lround(t * 255.0)), 0, 255);
+}
+
+Rgb colormapColor(Colormap c, float v, ValueRange r) { return colormapTable(c)[colormapIndex(v, r)]; }
+
+Rgb contrastingText(Rgb bg) {
+  auto channel = [](std::uint8_t u) {
+    const double s = u / 255.0;
+    return s <= 0.03928 ? s / 12.92 : std::pow((s + 0.055) / 1.055, 2.4);
+  };
+  const double luminance = 0.2126 * channel(bg.r) + 0.7152 * channel(bg.g) + 0.0722 * channel(bg.b);
+  // Contrast with black (L + 0.05)/0.05 against white 1.05/(L + 0.05): pick the larger.
+  return (luminance + 0.05) / 0.05 > 1.05 / (luminance + 0.05) ? Rgb{0, 0, 0} : Rgb{255, 255, 255};
+}
+
+}  // namespace attnscope

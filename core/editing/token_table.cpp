@@ -1,0 +1,236 @@
+// Edits of the token × d_in table (the Inputs panel). Every edit checks everything first and then
+// swaps the new tokens and rows in, so an edit that throws leaves the workspace as it was.
+#include "editing/token_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "engine/errors.h"
+#include "engine/torch_generator.h"
+
+namespace attnscope {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& field, const std::string& why) {
+  throw InputError(field + ": " + why);
+}
+
+std::string str(long long v) { return std::to_string(v); }
+
+int tokenCount(const Workspace& ws) { return static_cast<int>(ws.embeddings.rows()); }
+int inputWidth(const Workspace& ws) { return static_cast<int>(ws.embeddings.cols()); }
+
+void checkIndex(int index, int count, const std::string& what) {
+  if (index < 0 || index >= count)
+    fail("tokens[" + str(index) + "]",
+         "no such " + what + " (there are " + str(count) + " tokens, numbered from 0)");
+}
+
+// 'simple' has no projection: its output width is d_in, and its d_out says so.
+ModelConfig modelFor(const ModelConfig& model, int d_in) {
+  ModelConfig m = model;
+  if (m.variant == Variant::Simple) m.d_out = d_in;
+  return m;
+}
+
+// An edit must not break a model that was valid (e.g. more tokens than the attention-cell limit
+// allows). A model that was already invalid is the model panel's business, not this edit's.
+void checkModelStaysValid(const Workspace& ws, const ModelConfig& next, int tokens, int d_in,
+                          const Limits& limits) {
+  try {
+    validateModel(ws.model, tokenCount(ws), inputWidth(ws), limits);
+  } catch (const InputError&) {
+    return;
+  }
+  validateModel(next, tokens, d_in, limits);
+}
+
+bool isSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+bool isPunctuation(char c) {
+  return c == '.' || c == ',' || c == '!' || c == '?' || c == ';' || c == ':';
+}
+
+// 32-bit FNV-1a: offset basis 2166136261, prime 16777619, one byte at a time.
+constexpr std::uint32_t kFnvOffset = 2166136261u, kFnvPrime = 16777619u;
+std::uint32_t fnv1aByte(std::uint32_t h, unsigned char byte) { return (h ^ byte) * kFnvPrime; }
+
+}  // namespace
+
+// The generator seed of a word: FNV-1a (32-bit) over the word's UTF-8 bytes followed by the four
+// bytes of `seed`, least significant first. In Python:
+//   h = 2166136261
+//   for b in word.encode("utf-8") + struct.pack("<I", seed): h = ((h ^ b) * 16777619) & 0xffffffff
+// The word's vector is then torch.manual_seed(h); torch.rand(d_in). The hash is computed on bytes
+// with fixed-width unsigned arithmetic, so it is the same on every platform and run. Words are
+// compared exactly (case-sensitive). torch.rand draws one value per element in order, so the vector
+// for a smaller d_in is a prefix of the one for a larger d_in.
+std::vector<float> wordEmbedding(const std::string& word, int d_in, std::uint32_t seed) {
+  if (d_in < 0) fail("d_in", "must not be negative, got " + str(d_in));
+  std::uint32_t h = kFnvOffset;
+  for (char c : word) h = fnv1aByte(h, static_cast<unsigned char>(c));
+  for (int shift = 0; shift < 32; shift += 8) h = fnv1aByte(h, static_cast<unsigned char>(seed >> shift));
+  std::vector<float> v(static_cast<std::size_t>(d_in));
+  TorchGenerator g(h);
+  g.fillUniform(v.data(), v.size(), 0.0, 1.0);
+  return v;
+}
+
+std::vector<std::string> splitSentence(const std::string& sentence, int max_tokens) {
+  std::vector<std::string> tokens;
+  long long count = 0;
+  std::string word;
+  auto emit = [&](std::string t) {
+    ++count;
+    if (count <= max_tokens) tokens.push_back(std::move(t));
+  };
+  for (char c : sentence) {
+    if (isSpace(c) || isPunctuation(c)) {
+      if (!word.empty()) emit(std::move(word));
+      word.clear();
+      if (isPunctuation(c)) emit(std::string(1, c));
+    } else {
+      word += c;
+    }
+  }
+  if (!word.empty()) emit(std::move(word));
+  if (count == 0) fail("sentence", "type at least one word");
+  if (count > max_tokens)
+    fail("sentence", str(count) + " tokens exceeds the limit of " + str(max_tokens) + " tokens");
+  return tokens;
+}
+
+void setSentence(Workspace& ws, const std::string& sentence, std::uint32_t seed, const Limits& limits) {
+  std::vector<std::string> tokens = splitSentence(sentence, limits.max_tokens);
+  const int T = static_cast<int>(tokens.size());
+  const int d_in = inputWidth(ws) > 0 ? inputWidth(ws) : 3;
+  ModelConfig model = modelFor(ws.model, d_in);
+  checkModelStaysValid(ws, model, T, d_in, limits);
+  Matrix x(T, d_in);
+  for (int i = 0; i < T; ++i) {
+    const std::vector<float> v = wordEmbedding(tokens[i], d_in, seed);
+    std::copy(v.begin(), v.end(), x.row(i).data());
+  }
+  ws.tokens = std::move(tokens);
+  ws.embeddings = std::move(x);
+  ws.model = model;
+  ws.random.reset();
+}
+
+void insertToken(Workspace& ws, int at, const std::string& name, std::uint32_t seed, const Limits& limits) {
+  const int T = tokenCount(ws), d_in = inputWidth(ws);
+  if (at < 0 || at > T)
+    fail("tokens[" + str(at) + "]",
+         "cannot insert there (positions run from 0 to " + str(T) + ", the end)");
+  if (T + 1 > limits.max_tokens)
+    fail("tokens", "cannot add a token: the limit is " + str(limits.max_tokens) + " tokens");
+  checkModelStaysValid(ws, ws.model, T + 1, d_in, limits);
+
+  std::string label = name;
+  if (label.empty()) {  // the first of t1, t2, … that no token is called yet
+    const std::set<std::string> used(ws.tokens.begin(), ws.tokens.end());
+    for (int k = 1; label.empty() || used.count(label); ++k) label = "t" + str(k);
+  }
+  const std::vector<float> row = wordEmbedding(label, d_in, seed);
+
+  std::vector<std::string> tokens = ws.tokens;
+  tokens.insert(tokens.begin() + at, label);
+  Matrix x(T + 1, d_in);
+  x.topRows(at) = ws.embeddings.topRows(at);
+  std::copy(row.begin(), row.end(), x.row(at).data());
+  x.bottomRows(T - at) = ws.embeddings.bottomRows(T - at);
+  ws.tokens = std::move(tokens);
+  ws.embeddings = std::move(x);
+  ws.random.reset();
+}
+
+void removeToken(Workspace& ws, int index) {
+  const int T = tokenCount(ws), d_in = inputWidth(ws);
+  checkIndex(index, T, "token to remove");
+  if (T == 1) fail("tokens", "cannot remove the last token (attention needs at least one)");
+  std::vector<std::string> tokens = ws.tokens;
+  tokens.erase(tokens.begin() + index);
+  Matrix x(T - 1, d_in);
+  x.topRows(index) = ws.embeddings.topRows(index);
+  x.bottomRows(T - 1 - index) = ws.embeddings.bottomRows(T - 1 - index);
+  ws.tokens = std::move(tokens);
+  ws.embeddings = std::move(x);
+  ws.random.reset();
+}
+
+void moveToken(Workspace& ws, int from, int to) {
+  const int T = tokenCount(ws);
+  checkIndex(from, T, "token to move");
+  checkIndex(to, T, "place to move to");
+  // Rotate the range between the two places by one: the token at `from` ends up at `to`.
+  if (from < to) {
+    std::rotate(ws.tokens.begin() + from, ws.tokens.begin() + from + 1, ws.tokens.begin() + to + 1);
+  } else if (to < from) {
+    std::rotate(ws.tokens.begin() + to, ws.tokens.begin() + from, ws.tokens.begin() + from + 1);
+  }
+  if (from != to) {
+    const RowVector moving = ws.embeddings.row(from);
+    const int step = from < to ? 1 : -1;
+    for (int i = from; i != to; i += step) ws.embeddings.row(i) = ws.embeddings.row(i + step);
+    ws.embeddings.row(to) = moving;
+  }
+  ws.random.reset();
+}
+
+void renameToken(Workspace& ws, int index, const std::string& name) {
+  checkIndex(index, static_cast<int>(ws.tokens.size()), "token to rename");
+  if (name.empty()) fail("tokens[" + str(index) + "]", "a token needs a name");
+  ws.tokens[index] = name;
+  ws.random.reset();
+}
+
+void setEmbedding(Workspace& ws, int row, int col, float value) {
+  const int T = tokenCount(ws), d_in = inputWidth(ws);
+  const std::string cell = "embeddings[" + str(row) + "][" + str(col) + "]";
+  if (row < 0 || row >= T || col < 0 || col >= d_in)
+    fail(cell, "no such cell (the table is " + str(T) + " × " + str(d_in) + ")");
+  if (!std::isfinite(value)) fail(cell, "not a finite number");
+  ws.embeddings(row, col) = value;
+  ws.random.reset();
+}
+
+// Added columns: torch.manual_seed(seed); torch.rand(T, added) — row-major, so row i's new
+// values are draws i·added … i·added + added − 1 — placed right of the kept columns.
+void setInputWidth(Workspace& ws, int d_in, std::uint32_t seed, const Limits& limits) {
+  const int T = tokenCount(ws), old = inputWidth(ws);
+  if (d_in < 1 || d_in > limits.max_dim)
+    fail("d_in", "must be between 1 and " + str(limits.max_dim) + ", got " + str(d_in));
+  ModelConfig model = modelFor(ws.model, d_in);
+  checkModelStaysValid(ws, model, T, d_in, limits);
+  Matrix x(T, d_in);
+  const int kept = std::min(old, d_in);
+  x.leftCols(kept) = ws.embeddings.leftCols(kept);
+  if (d_in > old) {
+    Matrix added(T, d_in - old);
+    TorchGenerator g(seed);
+    g.fillUniform(added.data(), static_cast<std::size_t>(added.size()), 0.0, 1.0);
+    x.rightCols(d_in - old) = added;
+  }
+  ws.embeddings = std::move(x);
+  ws.model = model;
+  ws.random.reset();
+}
+
+void randomizeEmbeddings(Workspace& ws, std::uint32_t seed) {
+  TorchGenerator g(seed);
+  g.fillUniform(ws.embeddings.data(), static_cast<std::size_t>(ws.embeddings.size()), 0.0, 1.0);
+  ws.random.reset();
+}
+
+void resetToBookExample(Workspace& ws) {
+  Workspace book = bookExample(Variant::Simple);
+  ws.tokens = std::move(book.tokens);
+  ws.embeddings = std::move(book.embeddings);
+  ws.model = modelFor(ws.model, inputWidth(ws));
+  ws.random.reset();
+}
+
+}  // namespace attnscope

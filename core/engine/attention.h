@@ -1,0 +1,37 @@
+// The attention engine: one call computes a whole forward pass of the chapter's modules and
+// returns its Trace. Two execution paths share every kernel: the serial loops are the readable
+// reference; the OpenMP path runs the same loops with one pragma across batch × heads × rows.
+#pragma once
+#include <vector>
+
+#include "engine/model_config.h"
+#include "engine/tensor.h"
+#include "engine/trace.h"
+
+namespace attnscope {
+
+struct ExecutionOptions {
+  bool parallel = false;  // OpenMP path instead of the serial one (same masks, same numbers)
+  int threads = 0;        // OpenMP threads; 0 = one per core
+  long long min_parallel_work = 1 << 16;  // below B·H·T²·w the OpenMP path runs on one thread
+};
+
+// Which intermediates to keep. Outputs of every batch element are always kept; large configs
+// (the GPT-2 preset) ask for one element's heads instead of all of them.
+struct TraceRequest {
+  bool all_batches = true;   // keep the heads of every batch element
+  std::vector<int> batches;  // otherwise only of these (empty: outputs only, as in a benchmark)
+  bool keeps(int b) const;
+};
+
+// Runs m on `embeddings` (T × d_in) stacked batch_size times. Throws InputError if m does not
+// validate, ComputeError if a value overflows float32 (never returns NaN or ±∞ except the mask).
+Trace computeTrace(const Matrix& embeddings, const ModelConfig& m, const ExecutionOptions& exec = {},
+                   const TraceRequest& request = {}, const Limits& limits = {});
+
+// Whether this build has the OpenMP path (built with -fopenmp).
+bool openmpAvailable();
+// Threads the OpenMP path would use for `threads` (0 = all cores); 1 without OpenMP.
+int resolveThreads(int threads);
+
+}  // namespace attnscope

@@ -1,0 +1,148 @@
+#include "engine/model_config.h"
+
+#include <sstream>
+
+#include "engine/errors.h"
+
+namespace attnscope {
+
+ModelConfig defaultConfig(Variant variant) {
+  ModelConfig m;
+  m.variant = variant;
+  switch (variant) {
+    case Variant::Simple:  // section 3.3: no parameters, softmax over raw dot products
+      m.d_out = 0;         // not used: the width is d_in
+      m.num_heads = 1;
+      m.causal = false;
+      m.scale = Scale::None;
+      m.batch_size = 1;
+      break;
+    case Variant::SelfAttentionV1:  // torch.manual_seed(123); SelfAttention_v1(d_in, 2)
+    case Variant::SelfAttentionV2:  // torch.manual_seed(789); SelfAttention_v2(d_in, 2)
+      m.num_heads = 1;
+      m.causal = false;
+      m.batch_size = 1;
+      m.seed = variant == Variant::SelfAttentionV1 ? 123 : 789;
+      break;
+    case Variant::Causal:  // the v2 weights of seed 789 with the mask, on the stacked batch
+      m.num_heads = 1;
+      m.seed = 789;
+      break;
+    case Variant::MultiHeadWrapper:
+    case Variant::MultiHead:  // torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, 2)
+      break;
+  }
+  return m;
+}
+
+const char* variantId(Variant v) {
+  switch (v) {
+    case Variant::Simple: return "simple";
+    case Variant::SelfAttentionV1: return "self_attention_v1";
+    case Variant::SelfAttentionV2: return "self_attention_v2";
+    case Variant::Causal: return "causal";
+    case Variant::MultiHeadWrapper: return "multihead_wrapper";
+    case Variant::MultiHead: return "multihead";
+  }
+  return "?";
+}
+
+const char* variantTitle(Variant v) {
+  switch (v) {
+    case Variant::Simple: return "1 · Simple self-attention (no weights)";
+    case Variant::SelfAttentionV1: return "2a · Trainable weights (SelfAttention_v1)";
+    case Variant::SelfAttentionV2: return "2b · Trainable weights (SelfAttention_v2)";
+    case Variant::Causal: return "3 · Causal attention + dropout";
+    case Variant::MultiHeadWrapper: return "4a · Multi-head wrapper";
+    case Variant::MultiHead: return "4b · Multi-head attention";
+  }
+  return "?";
+}
+
+bool parseVariant(const std::string& id, Variant* out) {
+  for (Variant v : {Variant::Simple, Variant::SelfAttentionV1, Variant::SelfAttentionV2,
+                    Variant::Causal, Variant::MultiHeadWrapper, Variant::MultiHead}) {
+    if (id == variantId(v)) {
+      *out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+const char* scaleId(Scale s) { return s == Scale::SqrtDk ? "sqrt_dk" : "none"; }
+const char* normalizationId(Normalization n) {
+  return n == Normalization::Softmax ? "softmax" : "sum";
+}
+
+bool hasProjections(Variant v) { return v != Variant::Simple; }
+bool hasLinearLayers(Variant v) { return v != Variant::Simple && v != Variant::SelfAttentionV1; }
+bool hasDropout(Variant v) {
+  return v == Variant::Causal || v == Variant::MultiHeadWrapper || v == Variant::MultiHead;
+}
+bool isMultiHead(Variant v) { return v == Variant::MultiHeadWrapper || v == Variant::MultiHead; }
+bool hasOutProj(Variant v) { return v == Variant::MultiHead; }
+
+int headCount(const ModelConfig& m) { return isMultiHead(m.variant) ? m.num_heads : 1; }
+
+int headWidth(const ModelConfig& m, int d_in) {
+  if (m.variant == Variant::Simple) return d_in;
+  if (m.variant == Variant::MultiHead) return m.d_out / m.num_heads;
+  return m.d_out;
+}
+
+int contextWidth(const ModelConfig& m, int d_in) { return headCount(m) * headWidth(m, d_in); }
+int outputWidth(const ModelConfig& m, int d_in) { return contextWidth(m, d_in); }
+
+namespace {
+[[noreturn]] void fail(const std::string& field, const std::string& why) {
+  throw InputError("model." + field + ": " + why);
+}
+std::string str(long long v) { return std::to_string(v); }
+}  // namespace
+
+void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& limits) {
+  const char* id = variantId(m.variant);
+  const std::string variant = std::string("the '") + id + "' variant";
+  if (m.variant == Variant::Simple) {
+    if (m.d_out != d_in && m.d_out != 0)
+      fail("d_out", variant + " has no projection, its width is d_in (" + str(d_in) +
+                        "); got " + str(m.d_out));
+  } else if (m.d_out < 1 || m.d_out > limits.max_dim) {
+    fail("d_out", "must be between 1 and " + str(limits.max_dim) + ", got " + str(m.d_out));
+  }
+  if (isMultiHead(m.variant)) {
+    if (m.num_heads < 1 || m.num_heads > limits.max_heads)
+      fail("num_heads",
+           "must be between 1 and " + str(limits.max_heads) + ", got " + str(m.num_heads));
+  } else if (m.num_heads != 1) {
+    fail("num_heads", variant + " has one head; use multihead_wrapper or multihead for " +
+                          str(m.num_heads));
+  }
+  if (m.variant == Variant::MultiHead && m.d_out % m.num_heads != 0)
+    fail("d_out", "d_out must be divisible by num_heads (the seed's assert), got d_out = " +
+                      str(m.d_out) + ", num_heads = " + str(m.num_heads));
+  if (!(m.dropout >= 0.0 && m.dropout < 1.0)) {
+    std::ostringstream s;
+    s << "must be in [0, 1), got " << m.dropout;
+    fail("dropout", s.str());
+  }
+  if (m.dropout != 0.0 && !hasDropout(m.variant))
+    fail("dropout", variant + " has no dropout (only causal, multihead_wrapper and multihead do)");
+  if (m.causal && m.variant == Variant::Simple)
+    fail("causal", variant + " has no mask; use causal or a later variant");
+  if (m.qkv_bias && !hasLinearLayers(m.variant))
+    fail("qkv_bias", variant + " has no nn.Linear layers, so no bias (self_attention_v2 and later)");
+  if (m.normalization == Normalization::Sum && m.variant != Variant::Simple)
+    fail("normalization", "\"sum\" is only for the 'simple' variant; " + variant + " uses softmax");
+  if (m.batch_size < 1 || m.batch_size > limits.max_batch)
+    fail("batch_size",
+         "must be between 1 and " + str(limits.max_batch) + ", got " + str(m.batch_size));
+  const long long cells = static_cast<long long>(m.batch_size) * headCount(m) * tokens * tokens;
+  if (cells > limits.max_attention_cells)
+    fail("batch_size", "batch_size × num_heads × T² = " + str(cells) +
+                           " attention cells exceeds the limit of " +
+                           str(limits.max_attention_cells));
+}
+
+}  // namespace attnscope

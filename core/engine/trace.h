@@ -1,0 +1,42 @@
+// Trace: one forward pass with every intermediate kept, per batch element and head (SPEC §2.3).
+// The app and the CLI read only this structure.
+#pragma once
+#include <vector>
+
+#include "engine/model_config.h"
+#include "engine/parameters.h"
+#include "engine/tensor.h"
+
+namespace attnscope {
+
+// One head of one batch element. T = tokens, w = head width.
+struct HeadTrace {
+  Matrix queries, keys, values;  // T × w
+  Matrix scores;                 // T × T, Q Kᵀ
+  Matrix scaled_scores;          // T × T, scores ÷ √d_k (or scores, with scale = none)
+  ByteMatrix mask;               // T × T, 1 where masked (above the diagonal when causal)
+  Matrix masked_scores;          // T × T, scaled scores with −∞ where masked
+  Matrix weights;                // T × T, softmax rows (or ÷ row sum)
+  ByteMatrix dropout_mask;       // T × T, 1 where kept (all 1 without dropout)
+  Matrix dropped_weights;        // T × T, weights after dropout
+  Matrix context;                // T × w, dropped weights · V
+};
+
+struct BatchTrace {
+  std::vector<HeadTrace> heads;  // empty when this element's intermediates were not requested
+  Matrix context;                // T × (heads · w), the heads concatenated
+  Matrix output;                 // the module's return value: out_proj(context) or context
+};
+
+struct Trace {
+  ModelConfig model;             // the config it was computed with
+  int tokens = 0, d_in = 0;      // T and the embedding width
+  int heads = 0, head_width = 0; // heads computed and their width
+  float scale_divisor = 1;       // √d_k as float, 1 with scale = none
+  float dropout_scale = 1;       // 1/(1 − p) applied to kept weights, 1 without dropout
+  bool dropout_active = false;   // training with p > 0 on a dropout variant
+  Parameters parameters;
+  std::vector<BatchTrace> batches;  // batch_size entries
+};
+
+}  // namespace attnscope

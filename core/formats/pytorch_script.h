@@ -1,0 +1,14 @@
+// `attnscope-cli pytorch`: a self-contained Python script that rebuilds a workspace with the seed
+// notebook's class definitions (core/pytorch/seed_classes.py, embedded at build time) and prints
+// the module's output. Run with Debian's torch it gives the numbers of `attnscope-cli trace`.
+#pragma once
+#include <string>
+
+#include "formats/workspace.h"
+
+namespace attnscope {
+
+// `source` names where the workspace came from, for the script's header comment.
+std::string pytorchScript(const Workspace& ws, const std::string& source);
+
+}  // namespace attnscope

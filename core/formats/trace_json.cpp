@@ -1,0 +1,98 @@
+#include "formats/trace_json.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "formats/json_format.h"
+
+namespace attnscope {
+
+namespace {
+
+// Streams numbers without building a JSON tree: the GPT-2 trace has tens of millions of them.
+class Writer {
+ public:
+  explicit Writer(std::ostream& out) : out_(out) {}
+
+  void number(float v) {
+    if (std::isinf(v) && v < 0) {
+      out_ << "null";
+      return;
+    }
+    char buf[32];
+    out_.write(buf, std::to_chars(buf, buf + sizeof buf, v).ptr - buf);
+  }
+  template <typename M>
+  void matrix(const M& m, const char* indent) {
+    out_ << "[";
+    for (int i = 0; i < m.rows(); ++i) {
+      out_ << (i ? ",\n" : "\n") << indent << "  [";
+      for (int j = 0; j < m.cols(); ++j) {
+        if (j) out_ << ", ";
+        if constexpr (std::is_same_v<typename M::Scalar, float>)
+          number(m(i, j));
+        else
+          out_ << static_cast<int>(m(i, j));
+      }
+      out_ << "]";
+    }
+    out_ << "\n" << indent << "]";
+  }
+  void vector(const Matrix& m) {
+    out_ << "[";
+    for (int j = 0; j < m.size(); ++j) {
+      if (j) out_ << ", ";
+      number(m(j));
+    }
+    out_ << "]";
+  }
+
+ private:
+  std::ostream& out_;
+};
+
+}  // namespace
+
+void writeTraceJson(std::ostream& out, const Workspace& ws, const Trace& t) {
+  Writer w(out);
+  out << "{\n\"format\": \"attnscope-trace\",\n\"version\": 1,\n\"workspace\": "
+      << workspaceToJson(ws).dump() << ",\n\"parameters\": {";
+  const auto params = stateDict(t.model, t.parameters);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    out << (i ? ",\n" : "\n") << "  \"" << params[i].name << "\": ";
+    if (params[i].is_vector)
+      w.vector(params[i].value);
+    else
+      w.matrix(params[i].value, "  ");
+  }
+  out << (params.empty() ? "},\n" : "\n},\n") << "\"batches\": [";
+  for (std::size_t b = 0; b < t.batches.size(); ++b) {
+    const BatchTrace& bt = t.batches[b];
+    out << (b ? ",\n" : "\n") << "{\"index\": " << b << ",\n \"heads\": [";
+    for (std::size_t h = 0; h < bt.heads.size(); ++h) {
+      const HeadTrace& ht = bt.heads[h];
+      out << (h ? ",\n" : "\n") << "  {";
+      const char* in = "    ";
+      out << "\"queries\": ";          w.matrix(ht.queries, in);
+      out << ",\n   \"keys\": ";        w.matrix(ht.keys, in);
+      out << ",\n   \"values\": ";      w.matrix(ht.values, in);
+      out << ",\n   \"scores\": ";      w.matrix(ht.scores, in);
+      out << ",\n   \"scaled_scores\": "; w.matrix(ht.scaled_scores, in);
+      out << ",\n   \"mask\": ";        w.matrix(ht.mask, in);
+      out << ",\n   \"masked_scores\": "; w.matrix(ht.masked_scores, in);
+      out << ",\n   \"weights\": ";     w.matrix(ht.weights, in);
+      out << ",\n   \"dropout_mask\": "; w.matrix(ht.dropout_mask, in);
+      out << ",\n   \"dropped_weights\": "; w.matrix(ht.dropped_weights, in);
+      out << ",\n   \"context\": ";     w.matrix(ht.context, in);
+      out << "}";
+    }
+    out << (bt.heads.empty() ? "],\n" : "\n ],\n") << " \"context\": ";
+    w.matrix(bt.context, "  ");
+    out << ",\n \"output\": ";
+    w.matrix(bt.output, "  ");
+    out << "}";
+  }
+  out << "\n]\n}\n";
+}
+
+}  // namespace attnscope

@@ -1,0 +1,357 @@
+#include "formats/workspace.h"
+
+#include <cmath>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <unistd.h>
+
+#include "engine/errors.h"
+#include "formats/json_format.h"
+#include "formats/png_image.h"
+#include "engine/torch_generator.h"
+
+namespace attnscope {
+
+using nlohmann::json;
+
+namespace {
+
+[[noreturn]] void fail(const std::string& field, const std::string& why) {
+  throw InputError(field + ": " + why);
+}
+
+const char* typeName(const json& v) {
+  if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
+  if (v.is_number()) return "a number";
+  return v.type_name();
+}
+
+void rejectUnknown(const json& object, const std::string& where,
+                   std::initializer_list<const char*> known) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || it.key() == k;
+    if (!ok) {
+      std::string list;
+      for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+      fail(where.empty() ? it.key() : where + "." + it.key(),
+           "unknown field (expected one of: " + list + ")");
+    }
+  }
+}
+
+std::int64_t getInt(const json& v, const std::string& field, std::int64_t lo, std::int64_t hi) {
+  if (!v.is_number_integer() && !v.is_number_unsigned())
+    fail(field, std::string("expected an integer, got ") + typeName(v));
+  if (v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)
+                             : v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi)
+    fail(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
+                    ", got " + v.dump());
+  return v.get<std::int64_t>();
+}
+
+bool getBool(const json& v, const std::string& field) {
+  if (!v.is_boolean()) fail(field, std::string("expected true or false, got ") + typeName(v));
+  return v.get<bool>();
+}
+
+std::string getString(const json& v, const std::string& field) {
+  if (!v.is_string()) fail(field, std::string("expected a string, got ") + typeName(v));
+  return v.get<std::string>();
+}
+
+float getFloat(const json& v, const std::string& field) {
+  if (!v.is_number()) fail(field, std::string("expected a number, got ") + typeName(v));
+  // Finite once rounded to float32: FLT_MAX prints as 3.4028235e+38, a hair above it as a double.
+  const float f = static_cast<float>(v.get<double>());
+  if (!std::isfinite(f)) fail(field, "not a finite float32 number: " + v.dump());
+  return f;
+}
+
+ModelConfig parseModel(const json& j) {
+  if (!j.is_object()) fail("model", std::string("expected an object, got ") + typeName(j));
+  rejectUnknown(j, "model",
+                {"variant", "d_out", "num_heads", "dropout", "seed", "qkv_bias", "causal", "scale",
+                 "training", "batch_size", "normalization"});
+  if (!j.contains("variant"))
+    fail("model.variant", "required (one of simple, self_attention_v1, self_attention_v2, "
+                          "causal, multihead_wrapper, multihead)");
+  Variant variant;
+  const std::string id = getString(j["variant"], "model.variant");
+  if (!parseVariant(id, &variant))
+    fail("model.variant", "unknown variant '" + id +
+                              "' (one of simple, self_attention_v1, self_attention_v2, causal, "
+                              "multihead_wrapper, multihead)");
+  ModelConfig m = defaultConfig(variant);
+  constexpr std::int64_t kBig = std::numeric_limits<int>::max();
+  if (j.contains("d_out")) m.d_out = static_cast<int>(getInt(j["d_out"], "model.d_out", 0, kBig));
+  if (j.contains("num_heads"))
+    m.num_heads = static_cast<int>(getInt(j["num_heads"], "model.num_heads", 1, kBig));
+  if (j.contains("dropout")) {
+    if (!j["dropout"].is_number())
+      fail("model.dropout", std::string("expected a number, got ") + typeName(j["dropout"]));
+    m.dropout = j["dropout"].get<double>();
+  }
+  if (j.contains("seed"))
+    m.seed = static_cast<std::uint32_t>(getInt(j["seed"], "model.seed", 0, 4294967295LL));
+  if (j.contains("qkv_bias")) m.qkv_bias = getBool(j["qkv_bias"], "model.qkv_bias");
+  if (j.contains("causal")) m.causal = getBool(j["causal"], "model.causal");
+  if (j.contains("training")) m.training = getBool(j["training"], "model.training");
+  if (j.contains("batch_size"))
+    m.batch_size = static_cast<int>(getInt(j["batch_size"], "model.batch_size", 1, kBig));
+  if (j.contains("scale")) {
+    const std::string s = getString(j["scale"], "model.scale");
+    if (s != "sqrt_dk" && s != "none")
+      fail("model.scale", "expected \"sqrt_dk\" or \"none\", got \"" + s + "\"");
+    m.scale = s == "sqrt_dk" ? Scale::SqrtDk : Scale::None;
+  }
+  if (j.contains("normalization")) {
+    const std::string s = getString(j["normalization"], "model.normalization");
+    if (s != "softmax" && s != "sum")
+      fail("model.normalization", "expected \"softmax\" or \"sum\", got \"" + s + "\"");
+    m.normalization = s == "softmax" ? Normalization::Softmax : Normalization::Sum;
+  }
+  return m;
+}
+
+RandomEmbeddings parseRandom(const json& j, const Limits& limits) {
+  rejectUnknown(j, "embeddings", {"random", "seed", "rows", "cols"});
+  RandomEmbeddings r;
+  const std::string kind = getString(j.value("random", json()), "embeddings.random");
+  if (kind != "uniform" && kind != "normal")
+    fail("embeddings.random", "expected \"uniform\" or \"normal\", got \"" + kind + "\"");
+  r.normal = kind == "normal";
+  for (const char* key : {"seed", "rows", "cols"})
+    if (!j.contains(key)) fail(std::string("embeddings.") + key, "required");
+  r.seed = static_cast<std::uint32_t>(getInt(j["seed"], "embeddings.seed", 0, 4294967295LL));
+  r.rows = static_cast<int>(getInt(j["rows"], "embeddings.rows", 1, limits.max_tokens));
+  r.cols = static_cast<int>(getInt(j["cols"], "embeddings.cols", 1, limits.max_dim));
+  return r;
+}
+
+Matrix parseMatrix(const json& j, const Limits& limits) {
+  if (j.empty()) fail("embeddings", "need at least one row");
+  if (j.size() > static_cast<std::size_t>(limits.max_tokens))
+    fail("embeddings", std::to_string(j.size()) + " rows exceeds the limit of " +
+                           std::to_string(limits.max_tokens) + " tokens");
+  std::size_t cols = 0;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const std::string row = "embeddings[" + std::to_string(i) + "]";
+    if (!j[i].is_array())
+      fail(row, std::string("expected an array of numbers, got ") + typeName(j[i]));
+    if (i == 0) cols = j[i].size();
+    if (j[i].empty()) fail(row, "need at least one value");
+    if (j[i].size() != cols)
+      fail(row, "has " + std::to_string(j[i].size()) + " values but row 0 has " +
+                    std::to_string(cols) + " (rows must all have d_in values)");
+  }
+  if (cols > static_cast<std::size_t>(limits.max_dim))
+    fail("embeddings", "d_in = " + std::to_string(cols) + " exceeds the limit of " +
+                           std::to_string(limits.max_dim));
+  Matrix x(static_cast<int>(j.size()), static_cast<int>(cols));
+  for (std::size_t i = 0; i < j.size(); ++i)
+    for (std::size_t c = 0; c < cols; ++c)
+      x(i, c) = getFloat(j[i][c], "embeddings[" + std::to_string(i) + "][" + std::to_string(c) + "]");
+  return x;
+}
+
+// Where `text` nests arrays and objects deeper than `limit`: the top-level field it happens in
+// ("view"), "workspace" if outside any, or "" if it does not. Checked before parsing: copying or
+// printing a 100 000-deep document would overflow the stack.
+std::string tooDeep(const std::string& text, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  std::string string, key;  // the string being read, the last top-level key
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+        if (depth == 1) key = string;
+      } else if (depth == 1) {
+        string += c;
+      }
+    } else if (c == '"') {
+      in_string = true;
+      string.clear();
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return depth > 1 && !key.empty() ? key : "workspace";
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Matrix makeRandomEmbeddings(const RandomEmbeddings& r) {
+  TorchGenerator g(r.seed);
+  Matrix x(r.rows, r.cols);
+  if (r.normal)
+    g.fillNormal(x.data(), x.size(), 0.0, 1.0);
+  else
+    g.fillUniform(x.data(), x.size(), 0.0, 1.0);
+  return x;
+}
+
+Workspace bookExample(Variant variant) {
+  Workspace ws;
+  ws.tokens = {"Your", "journey", "starts", "with", "one", "step"};
+  ws.embeddings.resize(6, 3);
+  ws.embeddings << 0.43f, 0.15f, 0.89f,  // Your     (x^1)
+      0.55f, 0.87f, 0.66f,               // journey  (x^2)
+      0.57f, 0.85f, 0.64f,               // starts   (x^3)
+      0.22f, 0.58f, 0.33f,               // with     (x^4)
+      0.77f, 0.25f, 0.10f,               // one      (x^5)
+      0.05f, 0.80f, 0.55f;               // step     (x^6)
+  ws.model = defaultConfig(variant);
+  if (variant == Variant::Simple) ws.model.d_out = 3;
+  return ws;
+}
+
+Workspace parseWorkspace(const std::string& text, const Limits& limits) {
+  if (static_cast<std::int64_t>(text.size()) > limits.max_file_bytes)
+    fail("workspace", "larger than the limit of " + std::to_string(limits.max_file_bytes) + " bytes");
+  constexpr int kMaxDepth = 64;
+  if (const std::string field = tooDeep(text, kMaxDepth); !field.empty())
+    fail(field, "nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {  // syntax errors, and numbers beyond double (1e400)
+    std::string what = e.what();
+    const auto cut = what.find("] ");
+    fail("workspace", "not valid JSON: " + (cut == std::string::npos ? what : what.substr(cut + 2)));
+  }
+  if (!j.is_object()) fail("workspace", std::string("expected a JSON object, got ") + typeName(j));
+  rejectUnknown(j, "", {"format", "version", "tokens", "embeddings", "model", "view"});
+  if (!j.contains("format") || j["format"] != "attnscope-workspace")
+    fail("format", "expected \"attnscope-workspace\"");
+  if (!j.contains("version")) fail("version", "required (1)");
+  if (getInt(j["version"], "version", 0, std::numeric_limits<int>::max()) != 1)
+    fail("version", "unsupported version " + j["version"].dump() + " (this attnscope reads 1)");
+
+  Workspace ws;
+  if (!j.contains("embeddings")) fail("embeddings", "required");
+  const json& e = j["embeddings"];
+  if (e.is_object()) {
+    ws.random = parseRandom(e, limits);
+    ws.embeddings = makeRandomEmbeddings(*ws.random);
+  } else if (e.is_array()) {
+    ws.embeddings = parseMatrix(e, limits);
+  } else {
+    fail("embeddings", std::string("expected an array of rows or a {\"random\": …} object, got ") +
+                           typeName(e));
+  }
+  const int T = static_cast<int>(ws.embeddings.rows()), d_in = static_cast<int>(ws.embeddings.cols());
+
+  if (j.contains("tokens")) {
+    const json& t = j["tokens"];
+    if (!t.is_array()) fail("tokens", std::string("expected an array of strings, got ") + typeName(t));
+    for (std::size_t i = 0; i < t.size(); ++i)
+      ws.tokens.push_back(getString(t[i], "tokens[" + std::to_string(i) + "]"));
+    if (static_cast<int>(ws.tokens.size()) != T)
+      fail("tokens", std::to_string(ws.tokens.size()) + " tokens but the embeddings have " +
+                         std::to_string(T) + " rows (one token per row)");
+  } else {  // generated inputs need no names: t1 … tT
+    for (int i = 0; i < T; ++i) ws.tokens.push_back("t" + std::to_string(i + 1));
+  }
+
+  if (!j.contains("model")) fail("model", "required (at least {\"variant\": …})");
+  ws.model = parseModel(j["model"]);
+  if (ws.model.variant == Variant::Simple && ws.model.d_out == 0) ws.model.d_out = d_in;
+  validateModel(ws.model, T, d_in, limits);
+
+  if (j.contains("view")) {
+    if (!j["view"].is_object()) fail("view", std::string("expected an object, got ") + typeName(j["view"]));
+    ws.view = j["view"];
+  }
+  return ws;
+}
+
+Workspace loadWorkspace(const std::string& path, const Limits& limits) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a workspace file");
+  if (isPng(path)) {  // a screenshot: the workspace rides in its text chunk
+    const auto text = readPngText(path, kWorkspaceChunk);
+    if (!text) fail(path, "this PNG carries no attnscope workspace (was it saved by attnscope?)");
+    return parseWorkspace(*text, limits);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "cannot open the file (does it exist?)");
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size < 0) fail(path, "cannot read the file");
+  if (size > limits.max_file_bytes)
+    fail(path, "larger than the limit of " + std::to_string(limits.max_file_bytes) + " bytes");
+  in.seekg(0);
+  std::string text(static_cast<std::size_t>(size), '\0');
+  in.read(text.data(), size);
+  if (!in) fail(path, "cannot read the file");
+  return parseWorkspace(text, limits);
+}
+
+json workspaceToJson(const Workspace& ws) {
+  json j = json::object();
+  j["format"] = "attnscope-workspace";
+  j["version"] = 1;
+  j["tokens"] = ws.tokens;
+  if (ws.random) {
+    j["embeddings"] = {{"random", ws.random->normal ? "normal" : "uniform"},
+                       {"seed", ws.random->seed},
+                       {"rows", ws.random->rows},
+                       {"cols", ws.random->cols}};
+  } else {
+    json rows = json::array();
+    for (int i = 0; i < ws.embeddings.rows(); ++i) {
+      json row = json::array();
+      for (int c = 0; c < ws.embeddings.cols(); ++c) row.push_back(tidyFloat(ws.embeddings(i, c)));
+      rows.push_back(row);
+    }
+    j["embeddings"] = rows;
+  }
+  const ModelConfig& m = ws.model;
+  j["model"] = {{"variant", variantId(m.variant)}, {"d_out", m.d_out},
+                {"num_heads", m.num_heads},         {"dropout", m.dropout},
+                {"seed", m.seed},                   {"qkv_bias", m.qkv_bias},
+                {"causal", m.causal},               {"scale", scaleId(m.scale)},
+                {"training", m.training},           {"batch_size", m.batch_size},
+                {"normalization", normalizationId(m.normalization)}};
+  j["view"] = ws.view;
+  return j;
+}
+
+std::string dumpWorkspace(const Workspace& ws) { return prettyJson(workspaceToJson(ws)); }
+
+void writeFileAtomically(const std::string& path, const std::string& contents) {
+  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) fail(path, "cannot write (is the folder writable?)");
+    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+    out.flush();
+    if (!out) {
+      out.close();
+      std::remove(tmp.c_str());
+      fail(path, "write failed (disk full?); the previous file is unchanged");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    fail(path, "cannot replace the file; the previous file is unchanged");
+  }
+}
+
+void saveWorkspace(const std::string& path, const Workspace& ws) {
+  writeFileAtomically(path, dumpWorkspace(ws));
+}
+
+}  // namespace attnscope

@@ -1,0 +1,49 @@
+// Workspace: the one file format of the app and the CLI (SPEC §2.4) — tokens, embeddings, the
+// model and the app's view state. Loading validates everything and names the field at fault.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/model_config.h"
+#include "engine/tensor.h"
+
+namespace attnscope {
+
+// Embeddings given as a generator instead of numbers: torch.manual_seed(seed) then
+// torch.rand(rows, cols) ("uniform") or torch.randn(rows, cols) ("normal").
+struct RandomEmbeddings {
+  bool normal = false;     // randn instead of rand
+  std::uint32_t seed = 0;  // torch.manual_seed before drawing
+  int rows = 0, cols = 0;  // T × d_in
+};
+
+struct Workspace {
+  std::vector<std::string> tokens;         // T labels, rows of the embeddings
+  Matrix embeddings;                       // T × d_in
+  std::optional<RandomEmbeddings> random;  // set when the embeddings were generated
+  ModelConfig model;                       // complete: missing fields took the variant's defaults
+  nlohmann::json view = nlohmann::json::object();  // the app's own state; the CLI ignores it
+};
+
+// The book's sentence "Your journey starts with one step" and its 3-d embeddings.
+Workspace bookExample(Variant variant = Variant::MultiHead);
+
+// Parse and validate; throws InputError with one message naming the field.
+Workspace parseWorkspace(const std::string& text, const Limits& limits = {});
+Workspace loadWorkspace(const std::string& path, const Limits& limits = {});
+
+// The normalized document: every model field present, the same embedding form as loaded.
+nlohmann::json workspaceToJson(const Workspace& ws);
+std::string dumpWorkspace(const Workspace& ws);
+
+// Writes atomically (a temporary file beside the target, then rename): a failed write leaves
+// the old file intact. Throws InputError naming the path on failure.
+void saveWorkspace(const std::string& path, const Workspace& ws);
+void writeFileAtomically(const std::string& path, const std::string& contents);
+
+Matrix makeRandomEmbeddings(const RandomEmbeddings& spec);
+
+}  // namespace attnscope
