@@ -1,38 +1,108 @@
-// History: undo and redo of workspace edits. Each entry is a whole workspace snapshot (they are
-// small next to a trace); a run of edits with the same `coalesce` key — one slider drag, one
-// cell being dragged — becomes one step.
+// History: undo and redo of workspace edits, bounded by memory. Each step stores only what the
+// edit changed: the parts of the workspace that differ (model, tokens, random recipe, view,
+// embeddings), each as its value before and after; when few embedding cells changed, only those
+// cells. Undo puts the `before` values back into the workspace, redo the `after` values.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/model_config.h"
+#include "engine/tensor.h"
 #include "formats/workspace.h"
 
 namespace attnscope {
 
+// What a step holds; used by History only (history.cpp builds, merges and applies them).
+namespace history_detail {
+
+template <class T>
+struct Change {
+  T before, after;
+};
+struct Cell {
+  std::int32_t row, col;
+  float before, after;
+};
+// The embeddings' change: a cell list sorted by (row, col) when the shape stayed and at most
+// 1/16 of the cells differ, otherwise both whole matrices.
+struct EmbeddingsChange {
+  bool dense = false;
+  Eigen::Index rows = 0, cols = 0;  // the (unchanged) shape, for the cell list
+  std::vector<Cell> cells;          // when !dense
+  Matrix before, after;             // when dense
+};
+// One undo step: the parts that differ, each absent when the step left it alone.
+struct Step {
+  std::optional<Change<ModelConfig>> model;
+  std::optional<Change<std::vector<std::string>>> tokens;
+  std::optional<Change<std::optional<RandomEmbeddings>>> random;
+  std::optional<Change<nlohmann::json>> view;
+  std::optional<EmbeddingsChange> embeddings;
+  std::size_t bytes = 0;  // what History::bytes() counts for it
+  bool empty() const { return !model && !tokens && !random && !view && !embeddings; }
+};
+
+}  // namespace history_detail
+
+// Why deltas and a byte budget: whole-workspace snapshots cost 3 MiB each at GPT-2 size
+// (1024 × 768 floats) even when a drag moved one cell, so 200 of them took ≈ 600 MiB. A delta of
+// one cell is a few dozen bytes, and a budget in bytes (not in steps) keeps hundreds of small
+// edits while a few huge ones (a new sentence) cannot exhaust memory.
+//
+// Steps are deltas, so they only apply in order: a step undoes correctly only on the state the
+// steps after it left. Hence the budget drops the oldest steps first, and a step that alone
+// exceeds the budget takes every older step with it (nothing left could be applied).
 class History {
  public:
-  explicit History(std::size_t capacity = 200) : capacity_(capacity) {}
+  static constexpr std::size_t kDefaultBudget = std::size_t{64} << 20;  // 64 MiB of steps
+  explicit History(std::size_t budget_bytes = kDefaultBudget);
 
-  // Call before applying an edit, with the workspace as it is before it. Edits with the same
-  // non-empty `coalesce` key in a row (until endGesture, undo or redo) make one undo step. Every
-  // record clears the redo stack; beyond `capacity` steps the oldest is dropped.
-  void record(const Workspace& before, const std::string& coalesce = "");
-  // Ends a coalescing run (e.g. the mouse was released), so the next edit is a new step.
+  // Records the edit that turned `before` into `after` as one undo step. With a non-empty
+  // `gesture` equal to the previous record's gesture (no endGesture/undo/redo in between) it
+  // extends that step instead (one slider drag = one step; the step undoes back to the state
+  // before the gesture began). Clears the redo stack. Drops the oldest steps while the steps held
+  // exceed the budget (a single step larger than the whole budget is not kept at all: then
+  // canUndo() may be false right after record; that is accepted and documented).
+  // Recording an edit that changed nothing records nothing.
+  //
+  // Details: `before` should be the state the previous record's `after` left (the app records
+  // every edit), since a gesture's step is extended on that assumption. A record that changed
+  // nothing is ignored entirely: it neither clears redo nor ends a gesture (a drag that pauses
+  // stays one step). A gesture whose edits return exactly to where it began leaves no step. Once
+  // a gesture's step was too large to keep, the rest of that gesture is not recorded either
+  // (a step starting mid-gesture would undo to a state the user never chose).
+  void record(const Workspace& before, const Workspace& after, const std::string& gesture = "");
+  // Ends the gesture in progress (e.g. the mouse was released): the next record is a new step.
   void endGesture();
-
-  bool canUndo() const { return !undo_.empty(); }
-  bool canRedo() const { return !redo_.empty(); }
-  // Returns the workspace to show; `current` is pushed onto the other stack. With nothing to
-  // undo (redo) they return `current` and change nothing.
-  Workspace undo(const Workspace& current);
-  Workspace redo(const Workspace& current);
+  bool canUndo() const;
+  bool canRedo() const;
+  // `current` must be the workspace as the newest step left it. undo turns it into the state
+  // before that step and returns true; with nothing to undo it returns false and changes nothing.
+  bool undo(Workspace& current);
+  bool redo(Workspace& current);
   void clear();
+  std::size_t bytes() const;      // memory the undo and redo steps hold, approximately (payload bytes)
+  std::size_t undoSteps() const;
+  std::size_t redoSteps() const;
 
  private:
-  std::size_t capacity_;
-  std::vector<Workspace> undo_, redo_;
-  std::string open_gesture_;  // the coalesce key of the run in progress
+  // The step of the gesture named by open_gesture_: none yet (or no gesture), undo_.back(), or
+  // dropped for being larger than the budget.
+  enum class GestureStep { None, OnTop, Dropped };
+
+  void clearRedo();
+  void enforceBudget();
+
+  std::size_t budget_;
+  std::size_t bytes_ = 0;                         // the sum of the steps' bytes
+  std::deque<history_detail::Step> undo_, redo_;  // the next to undo (redo) at the back
+  std::string open_gesture_;  // the gesture of the previous record; empty after endGesture
+  GestureStep gesture_step_ = GestureStep::None;
 };
 
 }  // namespace attnscope

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "engine/errors.h"
+#include "engine/stages.h"
 #include "formats/json_format.h"
 #include "formats/trace_json.h"
 
@@ -141,18 +142,8 @@ int exportTrace(const Workspace& ws, const Trace& trace, const std::string& fold
     for (std::size_t h = 0; h < bt.heads.size(); ++h) {
       const HeadTrace& ht = bt.heads[h];
       const std::string head = batch + "_h" + std::to_string(h) + "_";
-      auto stage = [&](const char* name, const Matrix& m) { write(head + name, exportMatrix(m, f)); };
-      stage("queries", ht.queries);
-      stage("keys", ht.keys);
-      stage("values", ht.values);
-      stage("scores", ht.scores);
-      stage("scaled_scores", ht.scaled_scores);
-      stage("mask", ht.mask.cast<float>());  // masks as 0/1 floats
-      stage("masked_scores", ht.masked_scores);
-      stage("weights", ht.weights);
-      stage("dropout_mask", ht.dropout_mask.cast<float>());
-      stage("dropped_weights", ht.dropped_weights);
-      stage("context", ht.context);
+      for (const StageInfo& stage : stageTable())  // masks as 0/1 floats
+        write(head + stage.id, exportMatrix(stageValues(ht, stage.stage), f));
     }
     write(batch + "_context", exportMatrix(bt.context, f));
     write(batch + "_output", exportMatrix(bt.output, f));

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "engine/stages.h"
 #include "formats/json_format.h"
 
 namespace attnscope {
@@ -73,17 +74,15 @@ void writeTraceJson(std::ostream& out, const Workspace& ws, const Trace& t) {
       const HeadTrace& ht = bt.heads[h];
       out << (h ? ",\n" : "\n") << "  {";
       const char* in = "    ";
-      out << "\"queries\": ";          w.matrix(ht.queries, in);
-      out << ",\n   \"keys\": ";        w.matrix(ht.keys, in);
-      out << ",\n   \"values\": ";      w.matrix(ht.values, in);
-      out << ",\n   \"scores\": ";      w.matrix(ht.scores, in);
-      out << ",\n   \"scaled_scores\": "; w.matrix(ht.scaled_scores, in);
-      out << ",\n   \"mask\": ";        w.matrix(ht.mask, in);
-      out << ",\n   \"masked_scores\": "; w.matrix(ht.masked_scores, in);
-      out << ",\n   \"weights\": ";     w.matrix(ht.weights, in);
-      out << ",\n   \"dropout_mask\": "; w.matrix(ht.dropout_mask, in);
-      out << ",\n   \"dropped_weights\": "; w.matrix(ht.dropped_weights, in);
-      out << ",\n   \"context\": ";     w.matrix(ht.context, in);
+      const char* sep = "";
+      for (const StageInfo& stage : stageTable()) {  // the stage table's order and names
+        out << sep << "\"" << stage.id << "\": ";
+        if (stage.values)
+          w.matrix(ht.*stage.values, in);
+        else
+          w.matrix(ht.*stage.flags, in);
+        sep = ",\n   ";
+      }
       out << "}";
     }
     out << (bt.heads.empty() ? "],\n" : "\n ],\n") << " \"context\": ";

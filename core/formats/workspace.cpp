@@ -72,6 +72,8 @@ float getFloat(const json& v, const std::string& field) {
   return f;
 }
 
+}  // namespace
+
 ModelConfig parseModel(const json& j) {
   if (!j.is_object()) fail("model", std::string("expected an object, got ") + typeName(j));
   rejectUnknown(j, "model",
@@ -117,6 +119,17 @@ ModelConfig parseModel(const json& j) {
   }
   return m;
 }
+
+json modelToJson(const ModelConfig& m) {
+  return {{"variant", variantId(m.variant)}, {"d_out", m.d_out},
+          {"num_heads", m.num_heads},         {"dropout", m.dropout},
+          {"seed", m.seed},                   {"qkv_bias", m.qkv_bias},
+          {"causal", m.causal},               {"scale", scaleId(m.scale)},
+          {"training", m.training},           {"batch_size", m.batch_size},
+          {"normalization", normalizationId(m.normalization)}};
+}
+
+namespace {
 
 RandomEmbeddings parseRandom(const json& j, const Limits& limits) {
   rejectUnknown(j, "embeddings", {"random", "seed", "rows", "cols"});
@@ -318,13 +331,7 @@ json workspaceToJson(const Workspace& ws) {
     }
     j["embeddings"] = rows;
   }
-  const ModelConfig& m = ws.model;
-  j["model"] = {{"variant", variantId(m.variant)}, {"d_out", m.d_out},
-                {"num_heads", m.num_heads},         {"dropout", m.dropout},
-                {"seed", m.seed},                   {"qkv_bias", m.qkv_bias},
-                {"causal", m.causal},               {"scale", scaleId(m.scale)},
-                {"training", m.training},           {"batch_size", m.batch_size},
-                {"normalization", normalizationId(m.normalization)}};
+  j["model"] = modelToJson(ws.model);
   j["view"] = ws.view;
   return j;
 }

@@ -35,6 +35,11 @@ Workspace bookExample(Variant variant = Variant::MultiHead);
 Workspace parseWorkspace(const std::string& text, const Limits& limits = {});
 Workspace loadWorkspace(const std::string& path, const Limits& limits = {});
 
+// The "model" object: parsed with the variant's defaults for missing fields, throwing InputError
+// naming the field ("model.d_out: …"); printed with every field.
+ModelConfig parseModel(const nlohmann::json& model);
+nlohmann::json modelToJson(const ModelConfig& m);
+
 // The normalized document: every model field present, the same embedding form as loaded.
 nlohmann::json workspaceToJson(const Workspace& ws);
 std::string dumpWorkspace(const Workspace& ws);

@@ -1,0 +1,211 @@
+#include "editing/command.h"
+
+#include <cmath>
+#include <limits>
+
+#include "engine/errors.h"
+
+namespace attnscope {
+
+namespace {
+
+using T = CommandTarget;
+using A = ArgType;
+
+const char* typeWord(ArgType t) {
+  switch (t) {
+    case A::Int: return "an integer";
+    case A::Number: return "a number";
+    case A::Bool: return "true or false";
+    case A::String: return "a string";
+    case A::Any: return "a value";
+  }
+  return "a value";
+}
+
+bool matches(const nlohmann::json& v, ArgType t) {
+  switch (t) {
+    case A::Int: return v.is_number_integer() || v.is_number_unsigned();
+    case A::Number: return v.is_number();
+    case A::Bool: return v.is_boolean();
+    case A::String: return v.is_string();
+    case A::Any: return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+const std::vector<CommandInfo>& commandTable() {
+  static const std::vector<CommandInfo> table = {
+      {"open", T::Document, {{"path", A::String, true}}, "open a workspace file (or a PNG saved by attnscope)"},
+      {"preset", T::Document, {{"name", A::String, true}}, "load a preset by name (assets/presets)"},
+      {"new", T::Document, {}, "the book's example with the current step's settings"},
+      {"restore", T::Document, {{"path", A::String, true}},
+       "reopen an autosave: its workspace, with the file name and unsaved mark it had"},
+      {"sentence", T::Document, {{"text", A::String, true}, {"seed", A::Int, false}},
+       "type a sentence and make tokens (one per word, same word → same vector)"},
+      {"add_token", T::Document, {{"name", A::String, false}, {"at", A::Int, false}, {"seed", A::Int, false}},
+       "add a token (at the end unless `at` is given)"},
+      {"remove_token", T::Document, {{"index", A::Int, true}}, "remove the token at `index`"},
+      {"rename_token", T::Document, {{"index", A::Int, true}, {"name", A::String, true}}, "rename a token"},
+      {"move_token", T::Document, {{"from", A::Int, true}, {"to", A::Int, true}}, "move a token and its row"},
+      {"set", T::Document, {{"field", A::String, true}, {"value", A::Any, true}},
+       "set one model field: variant, d_out, num_heads, dropout, seed, training, qkv_bias, causal, scale, "
+       "batch_size, normalization"},
+      {"model", T::Document, {{"fields", A::Any, true}}, "set several model fields at once: {\"fields\": {…}}"},
+      {"set_cell", T::Document, {{"row", A::Int, true}, {"col", A::Int, true}, {"value", A::Number, true}},
+       "set one embedding value"},
+      {"d_in", T::Document, {{"value", A::Int, true}, {"seed", A::Int, false}},
+       "change the embedding width (new columns are seeded random values)"},
+      {"randomize", T::Document, {{"seed", A::Int, false}}, "new random embeddings: torch.rand(T, d_in)"},
+      {"book_example", T::Document, {}, "the book's six tokens and embeddings, keeping the model"},
+      {"undo", T::Document, {}, "undo the last edit"},
+      {"redo", T::Document, {}, "redo what was undone"},
+      {"select_token", T::View, {{"index", A::Int, false}, {"step", A::Int, false}},
+       "select the query token `index` everywhere (or move by `step`)"},
+      {"select_key", T::View, {{"index", A::Int, true}}, "highlight key column `index` (−1: none)"},
+      {"select_head", T::View, {{"index", A::Int, false}, {"step", A::Int, false}},
+       "show head `index` alone (−1: all heads), or cycle by `step`"},
+      {"select_batch", T::View, {{"index", A::Int, true}}, "show batch element `index`"},
+      {"view", T::View, {{"field", A::String, true}, {"value", A::Any, true}},
+       "a view setting: theme, colormap, columns, shared_scale, diverging_for_signed, tab, inspector, "
+       "screenshot_scale, caption, screenshot_dir"},
+      {"engine", T::View, {{"parallel", A::Bool, false}, {"threads", A::Int, false}},
+       "serial or OpenMP path, and the thread count (0 = all cores)"},
+      {"screenshot", T::App, {{"path", A::String, true}, {"panel", A::String, false}, {"head", A::Int, false},
+                              {"scale", A::Number, false}},
+       "save the window (or a panel, or one head's map) as PNG once the newest result is shown; "
+       "path \"\" = a time-stamped file in the screenshot folder"},
+      {"save", T::App, {{"path", A::String, false}}, "save the workspace (to `path`, or to its file)"},
+      {"export_trace", T::App, {{"path", A::String, true}, {"format", A::String, true}},
+       "write every matrix of the shown result into folder `path` (format json, csv or npy)"},
+      {"export_map", T::App, {{"stage", A::String, true}, {"head", A::Int, true}, {"path", A::String, true},
+                              {"format", A::String, true}},
+       "write one map of the shown result (csv, json or npy)"},
+      {"save_pytorch", T::App, {{"path", A::String, true}}, "write the PyTorch script that rebuilds the workspace"},
+      {"copy_pytorch", T::App, {}, "copy that script to the clipboard"},
+      {"dialog", T::App, {{"which", A::String, true}, {"stage", A::String, false}, {"head", A::Int, false},
+                          {"format", A::String, false}},
+       "open a file dialog: open, save_as, export_trace, save_pytorch, export_map"},
+      {"quit", T::App, {{"discard", A::Bool, false}},
+       "quit; asks first when there are unsaved changes, unless `discard` is true"},
+  };
+  return table;
+}
+
+const CommandInfo* findCommand(const std::string& name) {
+  for (const CommandInfo& c : commandTable())
+    if (name == c.name) return &c;
+  return nullptr;
+}
+
+const CommandInfo& Command::info() const {
+  const CommandInfo* c = findCommand(name);
+  if (!c) throw InputError("unknown command '" + name + "'");
+  return *c;
+}
+
+namespace {
+
+const nlohmann::json& argument(const Command& c, const char* arg) {
+  if (!c.args.contains(arg)) throw InputError(std::string(arg) + ": required");
+  return c.args[arg];
+}
+
+}  // namespace
+
+int Command::integer(const char* arg) const {
+  const nlohmann::json& v = argument(*this, arg);
+  if (!matches(v, A::Int)) throw InputError(std::string(arg) + ": expected an integer, got " + v.dump());
+  if (v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<int>::max())
+                             : v.get<std::int64_t>() < std::numeric_limits<int>::min() ||
+                                   v.get<std::int64_t>() > std::numeric_limits<int>::max())
+    throw InputError(std::string(arg) + ": out of range: " + v.dump());
+  return static_cast<int>(v.get<std::int64_t>());
+}
+
+double Command::number(const char* arg) const {
+  const nlohmann::json& v = argument(*this, arg);
+  if (!v.is_number()) throw InputError(std::string(arg) + ": expected a number, got " + v.dump());
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) throw InputError(std::string(arg) + ": not a finite number");
+  return d;
+}
+
+bool Command::flag(const char* arg) const {
+  const nlohmann::json& v = argument(*this, arg);
+  if (!v.is_boolean()) throw InputError(std::string(arg) + ": expected true or false, got " + v.dump());
+  return v.get<bool>();
+}
+
+std::string Command::text(const char* arg) const {
+  const nlohmann::json& v = argument(*this, arg);
+  if (!v.is_string()) throw InputError(std::string(arg) + ": expected a string, got " + v.dump());
+  return v.get<std::string>();
+}
+
+Command makeCommand(const std::string& name, nlohmann::json args) {
+  const CommandInfo* info = findCommand(name);
+  if (!info) {
+    std::string names;
+    for (const CommandInfo& c : commandTable()) names += (names.empty() ? "" : ", ") + std::string(c.name);
+    throw InputError("unknown command '" + name + "' (one of: " + names + ")");
+  }
+  if (!args.is_object()) throw InputError("arguments: expected an object");
+  for (auto it = args.begin(); it != args.end(); ++it) {
+    const CommandArg* spec = nullptr;
+    for (const CommandArg& a : info->args)
+      if (it.key() == a.name) spec = &a;
+    if (!spec) {
+      std::string known;
+      for (const CommandArg& a : info->args) known += (known.empty() ? "" : ", ") + std::string(a.name);
+      throw InputError(it.key() + ": unknown argument" + (known.empty() ? " (this command takes none)" : " (expected " + known + ")"));
+    }
+    if (!matches(it.value(), spec->type))
+      throw InputError(it.key() + ": expected " + typeWord(spec->type) + ", got " + it.value().dump());
+  }
+  for (const CommandArg& a : info->args)
+    if (a.required && !args.contains(a.name)) throw InputError(std::string(a.name) + ": required");
+  return Command{name, std::move(args), "", -1};
+}
+
+Command parseCommand(const nlohmann::json& j) {
+  if (!j.is_object()) throw InputError("expected an object such as {\"do\": \"undo\"}, got " + j.dump());
+  if (!j.contains("do") || !j["do"].is_string()) throw InputError("\"do\": required, the command's name");
+  nlohmann::json args = j;
+  args.erase("do");
+  return makeCommand(j["do"].get<std::string>(), std::move(args));
+}
+
+std::vector<Command> parseCommandList(const std::string& text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    std::string what = e.what();
+    const auto cut = what.find("] ");
+    throw InputError("not valid JSON: " + (cut == std::string::npos ? what : what.substr(cut + 2)));
+  }
+  if (!j.is_array()) throw InputError("expected a JSON array of commands");
+  std::vector<Command> out;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    try {
+      out.push_back(parseCommand(j[i]));
+    } catch (const InputError& e) {
+      const std::string name = j[i].is_object() && j[i].contains("do") && j[i]["do"].is_string()
+                                   ? " (" + j[i]["do"].get<std::string>() + ")"
+                                   : "";
+      throw InputError("command " + std::to_string(i) + name + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+nlohmann::json commandToJson(const Command& c) {
+  nlohmann::json j = c.args;
+  j["do"] = c.name;
+  return j;
+}
+
+}  // namespace attnscope

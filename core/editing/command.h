@@ -1,0 +1,63 @@
+// Commands: every user action as a value (docs/DESIGN.md §3.2). The app's menus, keys, buttons,
+// drags and typed values, `attnscope --commands FILE.json`, and the tests all make the same
+// values; one place applies them. The JSON form is an object with "do" and the arguments:
+//   {"do": "set", "field": "num_heads", "value": 2}
+// The table below is the one list of commands: parsing, argument checks and the help text use it.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace attnscope {
+
+// What a command changes, so the app knows who applies it.
+enum class CommandTarget {
+  Document,  // the workspace being edited: one undo step (core/editing/document.h)
+  View,      // what is shown: selection, head, batch element; no undo step
+  App,       // files and screenshots
+};
+
+enum class ArgType { Int, Number, Bool, String, Any };
+
+struct CommandArg {
+  const char* name;
+  ArgType type;
+  bool required;
+};
+
+struct CommandInfo {
+  const char* name;                // the "do"
+  CommandTarget target;
+  std::vector<CommandArg> args;
+  const char* help;                // one line for the README and error messages
+};
+
+// The command table, in the order the README lists it.
+const std::vector<CommandInfo>& commandTable();
+const CommandInfo* findCommand(const std::string& name);
+
+struct Command {
+  std::string name;                                  // the "do": an entry of commandTable()
+  nlohmann::json args = nlohmann::json::object();    // its arguments, checked against the table
+  std::string gesture;  // not in JSON: edits of one drag share it and make one undo step
+  int script_index = -1;  // not in JSON: its position in a --commands file, −1 for the UI's own
+
+  const CommandInfo& info() const;  // the table entry (the name was checked on creation)
+  // Typed arguments; throw InputError naming the argument when missing or of the wrong kind.
+  int integer(const char* arg) const;
+  double number(const char* arg) const;
+  bool flag(const char* arg) const;
+  std::string text(const char* arg) const;
+  bool has(const char* arg) const { return args.contains(arg); }
+};
+
+// Builds a command, checking the name and the arguments against the table; throws InputError.
+Command makeCommand(const std::string& name, nlohmann::json args = nlohmann::json::object());
+// {"do": …, args…} → Command; throws InputError ("unknown command 'x'", "index: expected an integer").
+Command parseCommand(const nlohmann::json& j);
+// A JSON array of command objects; throws InputError naming the first bad one ("command 3: …").
+std::vector<Command> parseCommandList(const std::string& text);
+nlohmann::json commandToJson(const Command& c);
+
+}  // namespace attnscope

@@ -1,0 +1,63 @@
+// Document: the workspace being edited (docs/DESIGN.md §3.1). It is private: the one way to change
+// it is apply(Command) — edit a copy, validate it as a loaded file would be, commit, record one
+// undo step. A command that cannot apply throws InputError and changes nothing. Every change bumps
+// version(), which is what the engine's snapshots are stamped with.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "editing/command.h"
+#include "editing/history.h"
+#include "formats/workspace.h"
+
+namespace attnscope {
+
+// How applying a command changed the document.
+enum class DocumentChange {
+  Edited,    // an edit, undo or redo of the same document
+  Replaced,  // another workspace: open, preset, new — views reset what belongs to the old one
+};
+
+class Document {
+ public:
+  explicit Document(Workspace ws = bookExample(), std::string file = "", bool dirty = false,
+                    Limits limits = {});
+
+  const Workspace& workspace() const { return ws_; }
+  std::uint64_t version() const { return version_; }
+  const std::string& file() const { return file_; }  // absolute path; empty = untitled
+  bool dirty() const { return dirty_; }              // edits since it was opened or saved
+  const History& history() const { return history_; }
+  const Limits& limits() const { return limits_; }
+
+  // Applies a command whose target is CommandTarget::Document. Throws InputError (the reason,
+  // naming the argument or field) and leaves everything as it was.
+  DocumentChange apply(const Command& c);
+  // A drag or a typed value ended: the next edit starts a new undo step.
+  void endGesture() { history_.endGesture(); }
+
+  // Start over with another workspace and a new history (restoring an autosave).
+  void reset(Workspace ws, std::string file, bool dirty);
+  // The document was written to `path`: it is now its file, with no unsaved changes.
+  void markSaved(const std::string& path);
+
+ private:
+  // Applies `change` to a copy, validates, commits, records the step under `gesture`.
+  DocumentChange edit(const std::function<void(Workspace&)>& change, const std::string& gesture);
+  void bump() { ++version_; }
+
+  Workspace ws_;
+  std::string file_;
+  bool dirty_ = false;
+  History history_;
+  Limits limits_;
+  std::uint64_t version_ = 1;
+};
+
+// Sets model fields from a JSON object {"d_out": 4, …}, parsed as a workspace's "model" is (the
+// same names, types and messages). Switching `variant` starts from that step's notebook settings
+// (its seed, widths and batch), then applies the other given fields.
+void setModelFields(Workspace& ws, const nlohmann::json& fields);
+
+}  // namespace attnscope
