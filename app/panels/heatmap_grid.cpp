@@ -17,51 +17,10 @@ namespace attnscope {
 
 namespace {
 
-const Matrix& stageMatrix(const HeadTrace& h, Stage s) {
-  switch (s) {
-    case Stage::Scores: return h.scores;
-    case Stage::Scaled: return h.scaled_scores;
-    case Stage::Masked: return h.masked_scores;
-    case Stage::Weights: return h.weights;
-    case Stage::Dropped: return h.dropped_weights;
-    case Stage::Context: return h.context;
-    case Stage::DropoutMask: break;
-  }
-  return h.weights;
-}
-
-// Per-trace data the maps point into: the dropout masks as floats, the column labels of context,
-// and each map's value range (scanning 1024 × 1024 maps every frame would cost the frame rate).
-struct GridData {
-  std::uint64_t version = ~0ull;
-  int batch = -1;
-  std::vector<Matrix> keep;             // per head: 1 kept, 0 dropped
-  std::vector<std::string> dims;        // "d0", "d1", … for T × w maps
-  std::vector<std::array<ValueRange, kStageCount>> ranges;  // per head and stage
-};
-
-GridData& gridData(const AppState& app) {
-  static GridData data;
-  if (data.version == app.trace_version && data.batch == app.view.batch) return data;
-  data.version = app.trace_version;
-  data.batch = app.view.batch;
-  const BatchTrace& bt = app.trace->batches[app.view.batch];
-  data.keep.clear();
-  for (const HeadTrace& h : bt.heads) data.keep.push_back(h.dropout_mask.cast<float>());
-  data.dims.clear();
-  for (int d = 0; d < app.trace->head_width; ++d) data.dims.push_back("d" + std::to_string(d));
-  data.ranges.assign(bt.heads.size(), {});
-  for (std::size_t h = 0; h < bt.heads.size(); ++h)
-    for (int s = 0; s < kStageCount; ++s)
-      data.ranges[h][s] = static_cast<Stage>(s) == Stage::DropoutMask ? ValueRange{0, 1}
-                                                                        : finiteRange(stageMatrix(bt.heads[h], static_cast<Stage>(s)));
-  return data;
-}
-
 // The tooltip of cell (i, j): how the number came about.
-std::string describeCell(const AppState& app, const HeadTrace& h, Stage stage, int i, int j) {
-  const Trace& t = *app.trace;
-  const auto& tok = app.workspace.tokens;
+std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, int i, int j) {
+  const Trace& t = *snap.trace;
+  const auto& tok = snap.tokens();
   const std::string q = tok[i], k = stage == Stage::Context ? "" : tok[j];
   std::string s;
   switch (stage) {
@@ -77,14 +36,14 @@ std::string describeCell(const AppState& app, const HeadTrace& h, Stage stage, i
       s += "\n= " + formatFixed(h.scores(i, j));
       break;
     }
-    case Stage::Scaled:
+    case Stage::ScaledScores:
       if (t.model.scale == Scale::SqrtDk)
         s = formatFixed(h.scores(i, j)) + " ÷ √" + std::to_string(t.head_width) + " (" +
             formatFixed(t.scale_divisor) + ") = " + formatFixed(h.scaled_scores(i, j));
       else
         s = "no scaling: " + formatFixed(h.scaled_scores(i, j));
       break;
-    case Stage::Masked:
+    case Stage::MaskedScores:
       if (h.mask(i, j))
         s = "'" + k + "' comes after '" + q + "': masked to −∞,\nso softmax gives it weight 0";
       else
@@ -109,7 +68,7 @@ std::string describeCell(const AppState& app, const HeadTrace& h, Stage stage, i
       else
         s = "dropped: weight → 0";
       break;
-    case Stage::Dropped:
+    case Stage::DroppedWeights:
       if (!t.dropout_active)
         s = "no dropout: " + formatFixed(h.dropped_weights(i, j));
       else if (h.dropout_mask(i, j))
@@ -117,6 +76,11 @@ std::string describeCell(const AppState& app, const HeadTrace& h, Stage stage, i
       else
         s = formatFixed(h.weights(i, j)) + " dropped → 0";
       break;
+    case Stage::Queries:
+    case Stage::Keys:
+    case Stage::Values:
+    case Stage::Mask:
+      break;  // not maps of the grid
     case Stage::Context:
       s = "context z" + std::to_string(i + 1) + "[" + std::to_string(j) + "] = Σₖ αₖ·v_k[" +
           std::to_string(j) + "] = " + formatFixed(h.context(i, j));
@@ -129,18 +93,18 @@ std::string stageHeading(const Trace& t, Stage s) {
   const std::string n = std::to_string(t.tokens);
   const std::string tt = "  " + n + "×" + n;
   switch (s) {
-    case Stage::Scaled:
+    case Stage::ScaledScores:
       return t.model.scale == Scale::SqrtDk ? "scaled  ÷ √" + std::to_string(t.head_width) + tt
                                             : "scaled: none" + tt;
-    case Stage::Masked:
+    case Stage::MaskedScores:
       return t.model.causal ? std::string("causal mask → −∞") + tt : "mask: none (not causal)" + tt;
     case Stage::DropoutMask:
       return t.dropout_active ? "dropout mask  p = " + formatFixed(static_cast<float>(t.model.dropout), 2) + tt
                               : "dropout mask: off" + tt;
     case Stage::Context:
-      return std::string(stageTitle(s)) + "  " + n + "×" + std::to_string(t.head_width);
+      return std::string(stageInfo(s).title) + "  " + n + "×" + std::to_string(t.head_width);
     default:
-      return stageTitle(s) + tt;
+      return stageInfo(s).title + tt;
   }
 }
 
@@ -178,12 +142,12 @@ Arrangement arrange(int H, int S, int rows, int cols, float width, float height,
 
 // The window of cells every map shows at the current zoom (linked across maps, so the same
 // query and key rows stay side by side from scores to weights).
-CellWindow zoomWindow(const ViewState& v, int T) {
+CellWindow zoomWindow(float zoom, float center_row, float center_col, int T) {
   CellWindow w;
-  if (v.zoom <= 1) return w;
-  const int n = std::clamp(static_cast<int>(std::ceil(T / v.zoom)), 1, T);
-  const float cr = v.center_row < 0 ? T / 2.0f : v.center_row;
-  const float cc = v.center_col < 0 ? T / 2.0f : v.center_col;
+  if (zoom <= 1) return w;
+  const int n = std::clamp(static_cast<int>(std::ceil(T / zoom)), 1, T);
+  const float cr = center_row < 0 ? T / 2.0f : center_row;
+  const float cc = center_col < 0 ? T / 2.0f : center_col;
   w.rows = w.cols = n;
   w.row0 = std::clamp(static_cast<int>(std::lround(cr - n / 2.0f)), 0, T - n);
   w.col0 = std::clamp(static_cast<int>(std::lround(cc - n / 2.0f)), 0, T - n);
@@ -191,32 +155,40 @@ CellWindow zoomWindow(const ViewState& v, int T) {
 }
 
 // Wheel zooms about the cell under the mouse; a right-button drag pans.
-void applyZoom(ViewState& v, const HeatmapHit& hit, int T) {
-  if (v.center_row < 0) v.center_row = v.center_col = T / 2.0f;
+void applyZoom(float& zoom, float& center_row, float& center_col, const HeatmapHit& hit, int T) {
+  if (center_row < 0) center_row = center_col = T / 2.0f;
   if (hit.wheel != 0 && hit.hover_row >= 0) {
     const float factor = std::pow(1.25f, hit.wheel);
-    const float zoom = std::clamp(v.zoom * factor, 1.0f, static_cast<float>(T));
-    const float f = v.zoom / zoom;
-    v.center_row = hit.hover_row + (v.center_row - hit.hover_row) * f;
-    v.center_col = hit.hover_col + (v.center_col - hit.hover_col) * f;
-    v.zoom = zoom;
+    const float next = std::clamp(zoom * factor, 1.0f, static_cast<float>(T));
+    const float f = zoom / next;
+    center_row = hit.hover_row + (center_row - hit.hover_row) * f;
+    center_col = hit.hover_col + (center_col - hit.hover_col) * f;
+    zoom = next;
   }
-  v.center_row = std::clamp(v.center_row + hit.pan_rows, 0.0f, static_cast<float>(T));
-  v.center_col = std::clamp(v.center_col + hit.pan_cols, 0.0f, static_cast<float>(T));
-  if (v.zoom <= 1) v.center_row = v.center_col = T / 2.0f;
+  center_row = std::clamp(center_row + hit.pan_rows, 0.0f, static_cast<float>(T));
+  center_col = std::clamp(center_col + hit.pan_cols, 0.0f, static_cast<float>(T));
+  if (zoom <= 1) center_row = center_col = T / 2.0f;
 }
 
-void drawHeader(AppState& app) {
-  ViewState& v = app.view;
-  const ModelConfig& m = app.workspace.model;
+// The column list of the view with `stage` switched on or off.
+nlohmann::json columnsWith(const ViewState& v, Stage stage, bool on) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const StageInfo& s : stageTable())
+    if (s.heatmap && (s.stage == stage ? on : v.show[static_cast<int>(s.stage)])) out.push_back(s.id);
+  return out;
+}
+
+void drawHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch) {
+  const ViewState& v = ctx.view;
+  CommandQueue& cmd = ctx.commands;
   const int heads = headCount(m);
   if (heads > 1) {
     ImGui::SetNextItemWidth(px(130));
     const std::string current = v.head < 0 ? "all heads" : "head " + std::to_string(v.head + 1);
     if (ImGui::BeginCombo("##head", current.c_str())) {
-      if (ImGui::Selectable("all heads", v.head < 0)) v.head = -1;
+      if (ImGui::Selectable("all heads", v.head < 0)) cmd.push("select_head", {{"index", -1}});
       for (int h = 0; h < heads; ++h)
-        if (ImGui::Selectable(("head " + std::to_string(h + 1)).c_str(), v.head == h)) v.head = h;
+        if (ImGui::Selectable(("head " + std::to_string(h + 1)).c_str(), v.head == h)) cmd.push("select_head", {{"index", h}});
       ImGui::EndCombo();
     }
     layout().widget("head");
@@ -224,73 +196,80 @@ void drawHeader(AppState& app) {
   }
   if (m.batch_size > 1) {
     ImGui::SetNextItemWidth(px(110));
-    int b = v.batch + 1;
-    if (ImGui::SliderInt("batch element", &b, 1, m.batch_size)) {
-      v.batch = b - 1;
-      app.changed();  // the trace keeps only the shown element's intermediates
-    }
+    int b = shown_batch + 1;  // the trace keeps only the shown element's intermediates: a recompute
+    if (ImGui::SliderInt("batch element", &b, 1, m.batch_size) && b - 1 != v.batch)
+      cmd.push("select_batch", {{"index", b - 1}});
     layout().widget("batch_element");
     ImGui::SameLine();
   }
-  ImGui::Checkbox("shared scale", &v.shared_scale);
+  bool shared = v.shared_scale;
+  if (ImGui::Checkbox("shared scale", &shared)) cmd.push("view", {{"field", "shared_scale"}, {"value", shared}});
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("One colour range per kind of map across all heads, so heads compare directly");
   layout().widget("shared_scale");
   ImGui::SameLine();
   if (ImGui::Button("columns…")) ImGui::OpenPopup("columns");
+  if (ctx.computing) {  // the maps on screen stay whole until the newer result replaces them
+    ImGui::SameLine();
+    ImGui::TextDisabled("computing…");
+  }
   if (ImGui::BeginPopup("columns")) {
-    for (int s = 0; s < kStageCount; ++s) ImGui::Checkbox(stageTitle(static_cast<Stage>(s)), &v.show[s]);
+    for (const StageInfo& s : stageTable()) {
+      bool on = v.show[static_cast<int>(s.stage)];
+      if (s.heatmap && ImGui::Checkbox(s.title, &on)) cmd.push("view", {{"field", "columns"}, {"value", columnsWith(v, s.stage, on)}});
+    }
     ImGui::EndPopup();
   }
 }
 
 // Whether stage s means something for this configuration: others would repeat their neighbour.
 const char* missingStage(const Trace& t, Stage s) {
-  if (s == Stage::Scaled && t.model.scale == Scale::None) return "scaling";
-  if (s == Stage::Masked && !t.model.causal) return "mask";
-  if ((s == Stage::DropoutMask || s == Stage::Dropped) && !t.dropout_active) return "dropout";
+  if (s == Stage::ScaledScores && t.model.scale == Scale::None) return "scaling";
+  if (s == Stage::MaskedScores && !t.model.causal) return "mask";
+  if ((s == Stage::DropoutMask || s == Stage::DroppedWeights) && !t.dropout_active) return "dropout";
   return nullptr;
 }
 
-std::vector<Stage> visibleStages(const AppState& app, const Trace& t) {
+std::vector<Stage> visibleStages(const ViewState& v, const Trace& t) {
   std::vector<Stage> out;
-  for (int s = 0; s < kStageCount; ++s)
-    if (app.view.show[s] && !missingStage(t, static_cast<Stage>(s))) out.push_back(static_cast<Stage>(s));
+  for (const StageInfo& s : stageTable())
+    if (s.heatmap && v.show[static_cast<int>(s.stage)] && !missingStage(t, s.stage)) out.push_back(s.stage);
   return out;
 }
 
 // "scaling, mask, dropout": what the shown columns leave out (the pipeline shows why).
-std::string skippedStages(const AppState& app, const Trace& t) {
+std::string skippedStages(const ViewState& v, const Trace& t) {
   std::string out;
-  for (int s = 0; s < kStageCount; ++s) {
-    const char* why = missingStage(t, static_cast<Stage>(s));
-    if (app.view.show[s] && why && out.find(why) == std::string::npos) out += (out.empty() ? "" : ", ") + std::string(why);
+  for (const StageInfo& s : stageTable()) {
+    const char* why = missingStage(t, s.stage);
+    if (s.heatmap && v.show[static_cast<int>(s.stage)] && why && out.find(why) == std::string::npos) out += (out.empty() ? "" : ", ") + std::string(why);
   }
   return out;
 }
 
 // One line of notes under the header: the preset's description (in full on hover), zoom, where
 // dropout masks come from, and the maps this step has none of.
-void drawNotes(AppState& app, const Trace& t, const std::string& skipped) {
-  ViewState& v = app.view;
+// Returns true when "reset zoom" was pressed.
+bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string& skipped) {
+  const Trace& t = *snap.trace;
+  bool reset = false;
   std::vector<std::string> notes;
-  if (v.zoom <= 1 && t.tokens > 24) notes.push_back("wheel over a map: zoom · right-drag: pan");
+  if (zoom <= 1 && t.tokens > 24) notes.push_back("wheel over a map: zoom · right-drag: pan");
   if (t.dropout_active) notes.push_back("dropout masks: PyTorch's CPU generator, Debian build (no MKL)");
   if (!skipped.empty()) notes.push_back("no " + skipped + " in this step");
-  const nlohmann::json& view = app.workspace.view;
+  const nlohmann::json& view = snap.inputs->view;
   const std::string about = view.contains("preset") && view["preset"].is_object() ? view["preset"].value("description", "") : "";
-  if (v.zoom > 1) {
-    const CellWindow w = zoomWindow(v, t.tokens);
-    ImGui::Text("zoom ×%.1f: queries %d–%d, keys %d–%d", v.zoom, w.row0 + 1, w.row0 + w.rows, w.col0 + 1, w.col0 + w.cols);
+  if (zoom > 1) {
+    ImGui::Text("zoom ×%.1f: queries %d–%d, keys %d–%d", zoom, w.row0 + 1, w.row0 + w.rows, w.col0 + 1, w.col0 + w.cols);
     ImGui::SameLine();
-    if (ImGui::SmallButton("reset zoom")) v.zoom = 1;
+    reset = ImGui::SmallButton("reset zoom");
     layout().widget("reset_zoom");
     ImGui::SameLine(0, px(16));
   }
   std::string line;
   for (const std::string& n : notes) line += (line.empty() ? "" : "  ·  ") + n;
   if (!about.empty()) line = about + (line.empty() ? "" : "  ·  " + line);
-  if (line.empty()) return;
+  if (line.empty()) return reset;
   // One line: what does not fit ends in "…", and the whole text shows on hover.
   const std::string shown = fitText(line, ImGui::GetContentRegionAvail().x);
   ImGui::TextDisabled("%s", shown.c_str());
@@ -301,42 +280,40 @@ void drawNotes(AppState& app, const Trace& t, const std::string& skipped) {
     ImGui::PopTextWrapPos();
     ImGui::EndTooltip();
   }
+  return reset;
 }
 
 }  // namespace
 
-void drawHeatmapGrid(AppState& app) {
+void HeatmapGrid::draw(const PanelContext& ctx) {
   const ImVec2 top = ImGui::GetCursorScreenPos(), region = ImGui::GetContentRegionAvail();
   layout().panel("heatmaps", top, ImVec2(top.x + region.x, top.y + region.y));
-  drawHeader(app);
+  const Snapshot* snap = ctx.snapshot;
+  const ViewState& view = ctx.view;
+  CommandQueue& cmd = ctx.commands;
+  drawHeader(ctx, snap ? snap->inputs->model : ctx.document.workspace().model, snap ? snap->batch : 0);
 
-  if (!app.engine_error.empty()) {
+  if (!ctx.engine_error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, theme().selection);
-    ImGui::TextWrapped("The engine refused these settings: %s%s", app.engine_error.c_str(),
-                       app.trace ? "  (showing the last valid result)" : "");
+    ImGui::TextWrapped("The engine refused these settings: %s%s", ctx.engine_error.c_str(),
+                       snap ? "  (showing the last valid result)" : "");
     ImGui::PopStyleColor();
   }
-  if (!app.trace) {
-    ImGui::TextUnformatted(app.computing ? "computing…" : "no result yet");
+  if (!snap) {
+    ImGui::TextUnformatted(ctx.computing ? "computing…" : "no result yet");
     return;
   }
-  const Trace& t = *app.trace;
-  const std::vector<Stage> stages = visibleStages(app, t);
-  drawNotes(app, t, skippedStages(app, t));
+  const Trace& t = *snap->trace;
+  const int T = snap->tokenCount();
+  const std::vector<Stage> stages = visibleStages(view, t);
+  const CellWindow window = zoomWindow(zoom_, center_row_, center_col_, T);
+  if (drawNotes(*snap, zoom_, window, skippedStages(view, t))) reset();
   // While the mouse is over a map the wheel zooms it, so it must not also scroll the grid.
-  static bool wheel_on_map = false;
   ImGui::BeginChild("grid", ImVec2(0, 0), false,
-                    ImGuiWindowFlags_HorizontalScrollbar | (wheel_on_map ? ImGuiWindowFlags_NoScrollWithMouse : 0));
-  wheel_on_map = false;
-  const int batch = std::clamp(app.view.batch, 0, static_cast<int>(t.batches.size()) - 1);
-  const BatchTrace& bt = t.batches[batch];
-  if (bt.heads.empty()) {  // the shown element changed and its trace is on its way
-    ImGui::TextUnformatted("computing…");
-    ImGui::EndChild();
-    return;
-  }
-  GridData& data = gridData(app);
-
+                    ImGuiWindowFlags_HorizontalScrollbar | (wheel_on_map_ ? ImGuiWindowFlags_NoScrollWithMouse : 0));
+  wheel_on_map_ = false;
+  const int batch = snap->batch;
+  const BatchTrace& bt = snap->shown();
   if (stages.empty()) {
     ImGui::TextUnformatted("All columns are hidden: choose some under \"columns…\".");
     ImGui::EndChild();
@@ -345,7 +322,7 @@ void drawHeatmapGrid(AppState& app) {
   // Which heads: all, or the one chosen in the header.
   std::vector<int> heads;
   for (int h = 0; h < t.heads; ++h)
-    if (app.view.head < 0 || app.view.head == h) heads.push_back(h);
+    if (view.head < 0 || view.head == h) heads.push_back(h);
   if (heads.empty()) heads.push_back(0);
   const int H = static_cast<int>(heads.size()), S = static_cast<int>(stages.size());
   const ImGuiStyle& style = ImGui::GetStyle();
@@ -353,12 +330,12 @@ void drawHeatmapGrid(AppState& app) {
   const float gap = style.ItemSpacing.x * 2;
   const float fs = fonts().small->FontSize;
   float label_w = 0;
-  for (const std::string& tok : app.workspace.tokens)
+  for (const std::string& tok : snap->tokens())
     label_w = std::max(label_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, tok.c_str()).x);
   const Margins margins{std::min(label_w, px(90)) + px(4),
                         ImGui::GetTextLineHeight() + std::min(label_w, px(48)) + px(6),
                         heatmapColorbarHeight()};
-  const int rows = t.tokens, cols = std::max(t.tokens, 1);
+  const int rows = T, cols = std::max(T, 1);
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const Arrangement a = arrange(H, S, rows, cols, avail.x - style.ScrollbarSize, avail.y, header, gap, margins);
   const float tile_w = std::max(a.cell * cols + margins.left, avail.x / (a.card_cols * a.stage_cols) - gap);
@@ -367,15 +344,16 @@ void drawHeatmapGrid(AppState& app) {
 
   // Colour ranges: per map, or shared per stage across heads.
   auto rangeOf = [&](Stage s, int h) {
-    ValueRange r = data.ranges[h][static_cast<int>(s)];
-    if (app.view.shared_scale)
-      for (int o = 0; o < t.heads; ++o) r = merge(r, data.ranges[o][static_cast<int>(s)]);
+    ValueRange r = snap->ranges[h][static_cast<int>(s)];
+    if (view.shared_scale)
+      for (int o = 0; o < t.heads; ++o) r = merge(r, snap->ranges[o][static_cast<int>(s)]);
     return r;
   };
 
   const ImVec2 grid_origin = ImGui::GetCursorScreenPos();
   const int stage_rows = (S + a.stage_cols - 1) / a.stage_cols;
   const float card_w = a.stage_cols * stride_w, card_h = header + stage_rows * (tile_h + gap);
+  const int selected_row = std::clamp(view.token, 0, T - 1);
   for (int n = 0; n < H; ++n) {
     const int h = heads[n];
     const int cr = n / a.card_cols, cc = n % a.card_cols;
@@ -385,54 +363,53 @@ void drawHeatmapGrid(AppState& app) {
                 t.tokens, t.head_width);
     for (int k = 0; k < S; ++k) {
       const Stage stage = stages[k];
+      const StageInfo& info = stageInfo(stage);
       const ImVec2 tile(card.x + (k % a.stage_cols) * stride_w, card.y + header + (k / a.stage_cols) * (tile_h + gap));
       ImGui::SetCursorScreenPos(tile);
+      const HeadTrace& head = bt.heads[h];
       HeatmapSpec spec;
-      spec.id = std::string("b") + std::to_string(batch) + "h" + std::to_string(h) + stageId(stage);
+      spec.id = std::string("b") + std::to_string(batch) + "h" + std::to_string(h) + info.id;
       spec.title = stageHeading(t, stage);
-      spec.values = stage == Stage::DropoutMask ? &data.keep[h] : &stageMatrix(bt.heads[h], stage);
+      spec.values = info.flags ? &snap->keep[h] : &(head.*info.values);
       spec.range = rangeOf(stage, h);
-      spec.colormap = app.view.colormap;
-      if (app.view.diverging_for_signed && stage != Stage::DropoutMask && spec.range.lo < 0) {
+      spec.colormap = view.colormap;
+      if (view.diverging_for_signed && !info.flags && spec.range.lo < 0) {
         spec.colormap = Colormap::Coolwarm;
         spec.range = centredOnZero(spec.range);
       }
-      spec.row_labels = &app.workspace.tokens;
-      spec.col_labels = stage == Stage::Context ? &data.dims : &app.workspace.tokens;
-      spec.selected_row = app.view.token;
-      if (stage != Stage::Context) spec.selected_col = app.view.key;
-      spec.window = zoomWindow(app.view, t.tokens);
-      if (stage == Stage::Context) spec.window.col0 = spec.window.cols = 0;  // keys zoom, dims stay
-      spec.version = app.trace_version * 64 + static_cast<std::uint64_t>(batch);
-      const HeadTrace& head = bt.heads[h];
-      spec.describe = [&app, &head, stage](int i, int j) { return describeCell(app, head, stage, i, j); };
+      spec.row_labels = &snap->tokens();
+      spec.col_labels = info.square ? &snap->tokens() : &snap->dims;
+      spec.selected_row = selected_row;
+      if (info.square) spec.selected_col = view.key;
+      spec.window = window;
+      if (!info.square) spec.window.col0 = spec.window.cols = 0;  // keys zoom, dims stay
+      spec.version = snap->serial;
+      spec.describe = [snap, &head, stage](int i, int j) { return describeCell(*snap, head, stage, i, j); };
       if (stage == Stage::DropoutMask) {
         const std::string kept = t.dropout_active ? "×" + formatFixed(t.dropout_scale, 1) : "1";
         spec.cell_text = [kept](float v) { return v > 0.5f ? kept : std::string("0"); };
         spec.legend = t.dropout_active ? "kept ×" + formatFixed(t.dropout_scale, 2) + " · dropped 0" : "all kept";
-      } else if (stage == Stage::Masked && t.model.causal) {
+      } else if (stage == Stage::MaskedScores && t.model.causal) {
         spec.legend = "▨ −∞ masked";
       }
-      spec.dump = {{"head", h}, {"stage", stageId(stage)}, {"batch", batch}};
+      spec.dump = {{"head", h}, {"stage", info.id}, {"batch", batch}};
       HeatmapHit hit = drawHeatmap(spec, ImVec2(tile_w, tile_h));
-      if (hit.clicked_row >= 0) app.view.token = hit.clicked_row;
-      if (hit.hover_row >= 0) wheel_on_map = true;
+      if (hit.clicked_row >= 0) cmd.push("select_token", {{"index", hit.clicked_row}});
+      if (hit.hover_row >= 0) wheel_on_map_ = true;
       const std::string menu = spec.id + "##menu";
       if (hit.context_menu) ImGui::OpenPopup(menu.c_str());
       if (ImGui::BeginPopup(menu.c_str())) {
-        const std::string name = std::string(stageId(stage)) + "_b" + std::to_string(batch + 1) + "_h" + std::to_string(h + 1);
+        const std::string name = std::string(info.id) + "_b" + std::to_string(batch + 1) + "_h" + std::to_string(h + 1);
         ImGui::TextDisabled("%s", name.c_str());
         for (const char* format : {"csv", "json", "npy"})
           if (ImGui::MenuItem((std::string("Export as .") + format + "…").c_str()))
-            app.pending_export = AppState::MatrixExport{*spec.values, name, format};
-        if (ImGui::MenuItem("Save this map as PNG")) {
-          app.pending_capture_panel = stageId(stage);
-          app.pending_capture_head = h;
-        }
+            cmd.push("dialog", {{"which", "export_map"}, {"stage", info.id}, {"head", h}, {"format", format}});
+        if (ImGui::MenuItem("Save this map as PNG"))
+          cmd.push("screenshot", {{"path", ""}, {"panel", info.id}, {"head", h}});
         ImGui::EndPopup();
       }
-      if (stage == Stage::Context) hit.hover_col = hit.pan_cols = 0;
-      if (hit.wheel != 0 || hit.pan_rows != 0 || hit.pan_cols != 0) applyZoom(app.view, hit, t.tokens);
+      if (!info.square) hit.hover_col = hit.pan_cols = 0;
+      if (hit.wheel != 0 || hit.pan_rows != 0 || hit.pan_cols != 0) applyZoom(zoom_, center_row_, center_col_, hit, T);
     }
   }
   // Reserve the grid's full extent so the child scrolls when it is larger than the panel.

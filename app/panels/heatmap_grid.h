@@ -1,13 +1,23 @@
 // The heatmap grid: one card per head with its maps — scores, scaled scores, causal mask, weights,
 // dropout mask, weights after dropout (and context) — tiled to be as large as the panel allows.
+// A view: it draws the snapshot only. It owns its zoom and pan (linked across all maps).
 #pragma once
 #include <imgui.h>
 
-#include "state/app_state.h"
+#include "panels/panel.h"
 
 namespace attnscope {
 
-// Draws into the current window (a tab of the main area).
-void drawHeatmapGrid(AppState& app);
+class HeatmapGrid {
+ public:
+  // Draws into the current window (a tab of the main area).
+  void draw(const PanelContext& ctx);
+  void reset() { zoom_ = 1, center_row_ = center_col_ = -1; }  // another workspace
+
+ private:
+  float zoom_ = 1;                          // ≥ 1: all maps show T/zoom rows and columns …
+  float center_row_ = -1, center_col_ = -1; // … around this cell (−1: the middle)
+  bool wheel_on_map_ = false;               // the mouse wheel zooms a map, not the grid's scroll
+};
 
 }  // namespace attnscope

@@ -9,29 +9,20 @@
 #include "shell/fonts.h"
 #include "shell/layout_dump.h"
 #include "shell/theme.h"
-#include "editing/token_table.h"
 
 namespace attnscope {
 
-namespace {
-
-struct InputsUi {
-  std::string sentence = "Your journey starts with one step";
-  std::uint32_t seed = 123;       // for randomize, new rows and columns, sentence words
-  float yaw = 0.6f, pitch = 0.35f;  // the 3-D plot's rotation
-};
-InputsUi ui;
-
-void toolbar(AppState& app, double now) {
-  const Workspace& ws = app.workspace;
+void InputsPanel::toolbar(const PanelContext& ctx) {
+  const Workspace& ws = ctx.document.workspace();
+  CommandQueue& cmd = ctx.commands;
   ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("make tokens").x -
                           ImGui::GetStyle().FramePadding.x * 2 - ImGui::GetStyle().ItemSpacing.x);
-  const bool enter = ImGui::InputTextWithHint("##sentence", "type a sentence…", &ui.sentence,
+  const bool enter = ImGui::InputTextWithHint("##sentence", "type a sentence…", &sentence_,
                                               ImGuiInputTextFlags_EnterReturnsTrue);
   layout().widget("sentence");
   ImGui::SameLine();
   if (ImGui::Button("make tokens") || enter)
-    app.edit("sentence", [](Workspace& w) { setSentence(w, ui.sentence, ui.seed); }, now);
+    cmd.push("sentence", {{"text", sentence_}, {"seed", seed_}});
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("One token per word; the same word always gets the same vector (for this d_in and seed)");
   layout().widget("make_tokens");
@@ -41,39 +32,37 @@ void toolbar(AppState& app, double now) {
   ImGui::TextUnformatted("d_in");
   ImGui::SameLine();
   ImGui::BeginDisabled(d_in <= 1);
-  if (ImGui::Button(" − ##d_in"))
-    app.edit("d_in", [d_in](Workspace& w) { setInputWidth(w, d_in - 1, ui.seed); }, now);
+  if (ImGui::Button(" − ##d_in")) cmd.push("d_in", {{"value", d_in - 1}, {"seed", seed_}});
   ImGui::EndDisabled();
   layout().widget("d_in_minus");
   ImGui::SameLine();
   ImGui::Text("%d", d_in);
   ImGui::SameLine();
-  if (ImGui::Button(" + ##d_in"))
-    app.edit("d_in", [d_in](Workspace& w) { setInputWidth(w, d_in + 1, ui.seed); }, now);
+  if (ImGui::Button(" + ##d_in")) cmd.push("d_in", {{"value", d_in + 1}, {"seed", seed_}});
   layout().widget("d_in_plus");
   ImGui::SameLine(0, px(16));
-  if (ImGui::Button("randomize"))
-    app.edit("randomize", [](Workspace& w) { randomizeEmbeddings(w, ui.seed); }, now);
+  if (ImGui::Button("randomize")) cmd.push("randomize", {{"seed", seed_}});
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("torch.manual_seed(seed); torch.rand(T, d_in)");
   layout().widget("randomize");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(-1);
-  ImGui::InputScalar("##inputs_seed", ImGuiDataType_U32, &ui.seed);
+  ImGui::InputScalar("##inputs_seed", ImGuiDataType_U32, &seed_);
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("seed for randomize, new tokens, new columns and sentence words");
-  if (ImGui::Button("book example"))
-    app.edit("book", [](Workspace& w) { resetToBookExample(w); }, now);
+  if (ImGui::Button("book example")) cmd.push("book_example");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("\"Your journey starts with one step\" and its 3-d embeddings");
   layout().widget("book_example");
   ImGui::SameLine();
   if (ImGui::Button("+ token")) {
     const int T = static_cast<int>(ws.embeddings.rows());
-    app.edit("add_token", [T](Workspace& w) { insertToken(w, T, "", ui.seed + static_cast<std::uint32_t>(T)); }, now);
+    cmd.push("add_token", {{"seed", seed_ + static_cast<std::uint32_t>(T)}});
   }
   layout().widget("add_token");
 }
 
-void table(AppState& app, float height, double now) {
-  const Workspace& ws = app.workspace;
+void InputsPanel::table(const PanelContext& ctx, float height) {
+  const Workspace& ws = ctx.document.workspace();
+  CommandQueue& cmd = ctx.commands;
+  const int selected = ctx.view.token;
   const int T = static_cast<int>(ws.embeddings.rows()), d_in = static_cast<int>(ws.embeddings.cols());
   // ImGui tables take at most 64 columns: wide inputs (GPT-2's 768) show their first 61.
   const int shown_cols = std::min(d_in, 64 - 3);
@@ -92,41 +81,38 @@ void table(AppState& app, float height, double now) {
     for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
       ImGui::PushID(i);
       ImGui::TableNextRow();
-      if (i == app.view.token)
+      if (i == selected)
         ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, ImGui::GetColorU32(ImGuiCol_Header));
       ImGui::TableNextColumn();
-      if (ImGui::Selectable(std::to_string(i + 1).c_str(), i == app.view.token)) app.view.token = i;
+      if (ImGui::Selectable(std::to_string(i + 1).c_str(), i == selected)) cmd.push("select_token", {{"index", i}});
       ImGui::TableNextColumn();
       std::string name = ws.tokens[i];
       ImGui::SetNextItemWidth(-1);
       ImGui::InputText("##name", &name);
-      if (ImGui::IsItemDeactivatedAfterEdit())
-        app.edit("rename", [i, name](Workspace& w) { renameToken(w, i, name); }, now);
+      if (ImGui::IsItemDeactivatedAfterEdit()) cmd.push("rename_token", {{"index", i}, {"name", name}});
       if (i == 1) layout().widget("token_name_1");
       for (int c = 0; c < shown_cols; ++c) {
         ImGui::TableNextColumn();
         ImGui::PushID(c);
         float v = ws.embeddings(i, c);
         ImGui::SetNextItemWidth(-1);
-        if (ImGui::DragFloat("##v", &v, 0.005f, 0, 0, "%.2f")) {
-          const std::string tag = "cell " + std::to_string(i) + "," + std::to_string(c);
-          app.edit(tag, [i, c, v](Workspace& w) { setEmbedding(w, i, c, v); }, now);
-        }
-        if (ImGui::IsItemActivated()) app.view.token = i;
+        if (ImGui::DragFloat("##v", &v, 0.005f, 0, 0, "%.2f"))  // a drag is one undo step
+          cmd.push("set_cell", {{"row", i}, {"col", c}, {"value", v}}, "cell " + std::to_string(i) + "," + std::to_string(c));
+        if (ImGui::IsItemActivated()) cmd.push("select_token", {{"index", i}});
         layout().widget("cell_" + std::to_string(i) + "_" + std::to_string(c));
         ImGui::PopID();
       }
       ImGui::TableNextColumn();
       ImGui::BeginDisabled(i == 0);
-      if (ImGui::SmallButton("↑")) app.edit("move", [i](Workspace& w) { moveToken(w, i, i - 1); }, now);
+      if (ImGui::SmallButton("↑")) cmd.push("move_token", {{"from", i}, {"to", i - 1}});
       ImGui::EndDisabled();
       ImGui::SameLine(0, 2);
       ImGui::BeginDisabled(i + 1 == T);
-      if (ImGui::SmallButton("↓")) app.edit("move", [i](Workspace& w) { moveToken(w, i, i + 1); }, now);
+      if (ImGui::SmallButton("↓")) cmd.push("move_token", {{"from", i}, {"to", i + 1}});
       ImGui::EndDisabled();
       ImGui::SameLine(0, 2);
       ImGui::BeginDisabled(T == 1);
-      if (ImGui::SmallButton("×")) app.edit("remove", [i](Workspace& w) { removeToken(w, i); }, now);
+      if (ImGui::SmallButton("×")) cmd.push("remove_token", {{"index", i}});
       ImGui::EndDisabled();
       if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("remove this token");
       ImGui::PopID();
@@ -138,8 +124,8 @@ void table(AppState& app, float height, double now) {
 
 // The embedding vectors as arrows from the origin: 3-D (drag to rotate) for d_in ≥ 3, using the
 // first three components; 2-D for d_in = 2; a line for d_in = 1.
-void plot(AppState& app, ImVec2 size) {
-  const Workspace& ws = app.workspace;
+void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
+  const Workspace& ws = ctx.document.workspace();
   const int T = static_cast<int>(ws.embeddings.rows()), d_in = static_cast<int>(ws.embeddings.cols());
   const int dims = std::min(d_in, 3);
   ImDrawList* draw = ImGui::GetWindowDrawList();
@@ -147,15 +133,15 @@ void plot(AppState& app, ImVec2 size) {
   ImGui::InvisibleButton("plot", size);
   layout().widget("plot");
   if (ImGui::IsItemActive() && dims == 3) {
-    ui.yaw += ImGui::GetIO().MouseDelta.x * 0.01f;
-    ui.pitch = std::clamp(ui.pitch + ImGui::GetIO().MouseDelta.y * 0.01f, -1.5f, 1.5f);
+    yaw_ += ImGui::GetIO().MouseDelta.x * 0.01f;
+    pitch_ = std::clamp(pitch_ + ImGui::GetIO().MouseDelta.y * 0.01f, -1.5f, 1.5f);
   }
   draw->AddRect(p0, ImVec2(p0.x + size.x, p0.y + size.y), ImGui::GetColorU32(ImGuiCol_Border));
   float radius = 1e-6f;
   for (int i = 0; i < T; ++i) radius = std::max(radius, ws.embeddings.row(i).head(dims).norm());
   const ImVec2 c(p0.x + size.x * (dims == 1 ? 0.1f : 0.5f), p0.y + size.y * (dims == 3 ? 0.62f : dims == 2 ? 0.85f : 0.5f));
   const float s = (dims == 1 ? size.x * 0.8f : std::min(size.x, size.y) * (dims == 3 ? 0.42f : 0.75f)) / radius;
-  const float cy = std::cos(ui.yaw), sy = std::sin(ui.yaw), cp = std::cos(ui.pitch), sp = std::sin(ui.pitch);
+  const float cy = std::cos(yaw_), sy = std::sin(yaw_), cp = std::cos(pitch_), sp = std::sin(pitch_);
   auto project = [&](float x, float y, float z) {  // d0 → x, d1 → depth, d2 → up
     if (dims < 3) return ImVec2(c.x + s * x, c.y - s * y);
     const float rx = x * cy - y * sy, depth = x * sy + y * cy;
@@ -174,7 +160,7 @@ void plot(AppState& app, ImVec2 size) {
   }
   const int label_every = std::max(1, T / 24);
   for (int i = 0; i < T; ++i) {
-    const bool sel = i == app.view.token;
+    const bool sel = i == ctx.view.token;
     const ImU32 col = sel ? theme().selection : IM_COL32(86, 156, 214, 255);
     const ImVec2 p = point(i);
     if (T <= 64) draw->AddLine(project(0, 0, 0), p, (col & 0x00FFFFFF) | (sel ? 0xFF000000 : 0x90000000), sel ? 2.0f : 1.0f);
@@ -188,20 +174,18 @@ void plot(AppState& app, ImVec2 size) {
                 d_in > 3 ? (std::string("first 3 of ") + std::to_string(d_in) + " components · drag to rotate").c_str() : note);
 }
 
-}  // namespace
-
-void drawInputsPanel(AppState& app, ImVec2 pos, ImVec2 size, double now) {
+void InputsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   ImGui::SetNextWindowPos(pos);
   ImGui::SetNextWindowSize(size);
   ImGui::Begin("Inputs", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
   layout().panel("inputs", pos, ImVec2(pos.x + size.x, pos.y + size.y));
-  toolbar(app, now);
+  toolbar(ctx);
   const float avail = ImGui::GetContentRegionAvail().y;
   const float plot_h = std::min(ImGui::GetContentRegionAvail().x * 0.8f, avail * 0.5f);
-  const int T = static_cast<int>(app.workspace.embeddings.rows());
+  const int T = static_cast<int>(ctx.document.workspace().embeddings.rows());
   const float table_h = std::min(avail - plot_h - 8, (T + 1.6f) * ImGui::GetFrameHeightWithSpacing());
-  table(app, std::max(table_h, ImGui::GetFrameHeightWithSpacing() * 3), now);
-  plot(app, ImVec2(ImGui::GetContentRegionAvail().x, std::max(ImGui::GetContentRegionAvail().y - 4, 60.0f)));
+  table(ctx, std::max(table_h, ImGui::GetFrameHeightWithSpacing() * 3));
+  plot(ctx, ImVec2(ImGui::GetContentRegionAvail().x, std::max(ImGui::GetContentRegionAvail().y - 4, 60.0f)));
   ImGui::End();
 }
 

@@ -25,9 +25,9 @@ std::string shape(long r, long c) { return std::to_string(r) + "×" + std::to_st
 
 // One labelled bar per key token: its name, a bar of the value (centred at 0 for signed rows),
 // the number. Masked keys are grey and say −∞. Clicking a name selects that key column.
-void barRow(AppState& app, const char* id, const Eigen::Ref<const RowVector>& values,
+void barRow(const PanelContext& ctx, const char* id, const Eigen::Ref<const RowVector>& values,
             const ByteMatrix* mask, int row) {
-  const auto& tokens = app.workspace.tokens;
+  const auto& tokens = ctx.snapshot->tokens();
   float lo = 0, hi = 0;
   for (Eigen::Index j = 0; j < values.size(); ++j)
     if (std::isfinite(values(j))) {
@@ -44,8 +44,9 @@ void barRow(AppState& app, const char* id, const Eigen::Ref<const RowVector>& va
     ImGui::PushID(id);
     ImGui::PushID(j);
     const bool masked = mask && (*mask)(row, j);
-    const bool selected = app.view.key == j;
-    if (ImGui::Selectable(tokens[j].c_str(), selected, 0, ImVec2(name_w, h))) app.view.key = selected ? -1 : j;
+    const bool selected = ctx.view.key == j;
+    if (ImGui::Selectable(tokens[j].c_str(), selected, 0, ImVec2(name_w, h)))
+      ctx.commands.push("select_key", {{"index", selected ? -1 : j}});
     ImGui::PopID();
     ImGui::PopID();
     ImGui::SameLine(name_w + px(8));
@@ -75,8 +76,8 @@ void section(const char* title, const std::string& shape_note) {
 }
 
 // zᵢ = Σⱼ αᵢⱼ vⱼ, one term per visible key, then the sum.
-void contextTerms(AppState& app, const HeadTrace& h, int i, bool simple) {
-  const auto& tokens = app.workspace.tokens;
+void contextTerms(const PanelContext& ctx, const HeadTrace& h, int i, bool simple) {
+  const auto& tokens = ctx.snapshot->tokens();
   const int T = static_cast<int>(h.weights.cols());
   ImGui::PushFont(fonts().small);  // three vectors a row: the small font keeps them in the panel
   if (ImGui::BeginTable("terms", 3, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
@@ -88,7 +89,7 @@ void contextTerms(AppState& app, const HeadTrace& h, int i, bool simple) {
     for (int j = 0; j < shown; ++j) {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
-      if (app.view.key == j) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, ImGui::GetColorU32(ImGuiCol_Header));
+      if (ctx.view.key == j) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, ImGui::GetColorU32(ImGuiCol_Header));
       ImGui::TextUnformatted(tokens[j].c_str());
       ImGui::TableNextColumn();
       const float a = h.dropped_weights(i, j);
@@ -104,35 +105,36 @@ void contextTerms(AppState& app, const HeadTrace& h, int i, bool simple) {
 
 }  // namespace
 
-void drawInspector(AppState& app, ImVec2 pos, ImVec2 size) {
+void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   ImGui::SetNextWindowPos(pos);
   ImGui::SetNextWindowSize(size);
   ImGui::Begin("Inspector", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
   layout().panel("inspector", pos, ImVec2(pos.x + size.x, pos.y + size.y));
-  if (!app.trace || app.trace->batches.empty() || app.trace->batches[std::min<std::size_t>(app.view.batch, app.trace->batches.size() - 1)].heads.empty()) {
-    ImGui::TextUnformatted(app.computing ? "computing…" : "no result");
+  const Snapshot* snap = ctx.snapshot;
+  if (!snap) {
+    ImGui::TextUnformatted(ctx.computing ? "computing…" : "no result");
     ImGui::End();
     return;
   }
-  const Trace& t = *app.trace;
-  const BatchTrace& bt = t.batches[std::clamp(app.view.batch, 0, static_cast<int>(t.batches.size()) - 1)];
-  const int i = std::clamp(app.view.token, 0, t.tokens - 1);
+  const Trace& t = *snap->trace;
+  const BatchTrace& bt = snap->shown();
+  const int i = std::clamp(ctx.view.token, 0, t.tokens - 1);
   const bool simple = t.model.variant == Variant::Simple;
-  const int head = std::clamp(app.view.head, 0, t.heads - 1);
+  const int head = std::clamp(ctx.view.head, 0, t.heads - 1);
   const HeadTrace& h = bt.heads[head];
-  const auto& tokens = app.workspace.tokens;
+  const auto& tokens = snap->tokens();
 
-  if (ImGui::ArrowButton("##prev", ImGuiDir_Left) && app.view.token > 0) --app.view.token;
+  if (ImGui::ArrowButton("##prev", ImGuiDir_Left) && i > 0) ctx.commands.push("select_token", {{"index", i - 1}});
   layout().widget("token_prev");
   ImGui::SameLine();
-  if (ImGui::ArrowButton("##next", ImGuiDir_Right) && app.view.token + 1 < t.tokens) ++app.view.token;
+  if (ImGui::ArrowButton("##next", ImGuiDir_Right) && i + 1 < t.tokens) ctx.commands.push("select_token", {{"index", i + 1}});
   layout().widget("token_next");
   ImGui::SameLine();
   ImGui::Text("query %d: \"%s\"  (x%d)", i + 1, tokens[i].c_str(), i + 1);
   if (t.heads > 1) ImGui::TextDisabled("head %d of %d (choose in the heatmap header)", head + 1, t.heads);
 
   section("input", "xᵢ, 1×" + std::to_string(t.d_in));
-  ImGui::TextWrapped("x%d = %s", i + 1, vec(app.workspace.embeddings.row(i)).c_str());
+  ImGui::TextWrapped("x%d = %s", i + 1, vec(snap->inputs->embeddings.row(i)).c_str());
 
   if (simple) {
     section("scores  ωᵢⱼ = xᵢ · xⱼ", shape(t.tokens, t.d_in) + " @ " + shape(t.d_in, t.tokens) + " → " + shape(t.tokens, t.tokens));
@@ -147,23 +149,23 @@ void drawInspector(AppState& app, ImVec2 pos, ImVec2 size) {
     }
     section("scores  qᵢ · kⱼ", shape(t.tokens, w) + " @ " + shape(w, t.tokens) + " → " + shape(t.tokens, t.tokens));
   }
-  barRow(app, "scores", h.scores.row(i), nullptr, i);
+  barRow(ctx, "scores", h.scores.row(i), nullptr, i);
   if (t.model.scale == Scale::SqrtDk) {
     section(("scaled  ÷ √" + std::to_string(t.head_width) + (t.model.causal ? ", then masked" : "")).c_str(), "");
-    barRow(app, "scaled", h.masked_scores.row(i), &h.mask, i);
+    barRow(ctx, "scaled", h.masked_scores.row(i), &h.mask, i);
   } else if (t.model.causal) {
     section("masked scores", "");
-    barRow(app, "masked", h.masked_scores.row(i), &h.mask, i);
+    barRow(ctx, "masked", h.masked_scores.row(i), &h.mask, i);
   }
   section(t.model.normalization == Normalization::Sum ? "weights  ÷ row sum" : "weights  softmax, the row sums to 1", "");
-  barRow(app, "weights", h.weights.row(i), nullptr, i);
+  barRow(ctx, "weights", h.weights.row(i), nullptr, i);
   if (t.dropout_active) {
     section(("after dropout  kept × " + formatFixed(t.dropout_scale, 2) + ", dropped → 0").c_str(), "");
-    barRow(app, "dropped", h.dropped_weights.row(i), nullptr, i);
+    barRow(ctx, "dropped", h.dropped_weights.row(i), nullptr, i);
   }
   section(simple ? "context  zᵢ = Σⱼ αᵢⱼ xⱼ" : "context  zᵢ = Σⱼ αᵢⱼ vⱼ",
           shape(t.tokens, t.tokens) + " @ " + shape(t.tokens, t.head_width) + " → " + shape(t.tokens, t.head_width));
-  contextTerms(app, h, i, simple);
+  contextTerms(ctx, h, i, simple);
   layout().state()["inspector_context"] = std::vector<float>(h.context.row(i).data(), h.context.row(i).data() + h.context.cols());
 
   if (t.heads > 1 || hasOutProj(t.model.variant)) {

@@ -3,43 +3,42 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
-#include "engine/errors.h"
 #include "shell/layout_dump.h"
-#include "shell/theme.h"
-#include "formats/presets.h"
 #include "shell/screenshot.h"
+#include "shell/theme.h"
 
 namespace attnscope {
 
-MenuActions drawMainMenu(AppState& app, const std::vector<std::string>& recent, double now) {
-  MenuActions act;
-  static bool show_help = false;
+namespace {
+
+void viewToggle(CommandQueue& cmd, const char* label, const char* field, bool value) {
+  if (ImGui::MenuItem(label, nullptr, value)) cmd.push("view", {{"field", field}, {"value", !value}});
+}
+
+}  // namespace
+
+void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& recent) {
+  CommandQueue& cmd = ctx.commands;
+  const ViewState& view = ctx.view;
   if (ImGui::BeginMainMenuBar()) {
     if (ImGui::BeginMenu("File")) {
-      if (ImGui::MenuItem("New (the book's example)")) act.new_workspace = true;
-      if (ImGui::MenuItem("Open…", "Ctrl+O")) act.open = true;
+      if (ImGui::MenuItem("New (the book's example)")) cmd.push("new");
+      if (ImGui::MenuItem("Open…", "Ctrl+O")) cmd.push("dialog", {{"which", "open"}});
       if (ImGui::BeginMenu("Open recent", !recent.empty())) {
         for (const std::string& r : recent)
-          if (ImGui::MenuItem(r.c_str())) act.open_recent = r;
+          if (ImGui::MenuItem(r.c_str())) cmd.push("open", {{"path", r}});
         ImGui::EndMenu();
       }
-      if (ImGui::MenuItem("Save", "Ctrl+S")) act.save = true;
-      if (ImGui::MenuItem("Save as…")) act.save_as = true;
+      if (ImGui::MenuItem("Save", "Ctrl+S")) cmd.push("save");
+      if (ImGui::MenuItem("Save as…")) cmd.push("dialog", {{"which", "save_as"}});
       ImGui::Separator();
-      if (ImGui::MenuItem("Export the trace…")) act.export_trace = true;
-      if (ImGui::MenuItem("Copy PyTorch code")) act.copy_pytorch = true;
-      if (ImGui::MenuItem("Save PyTorch code…")) act.save_pytorch = true;
+      if (ImGui::MenuItem("Export the trace…")) cmd.push("dialog", {{"which", "export_trace"}});
+      if (ImGui::MenuItem("Copy PyTorch code")) cmd.push("copy_pytorch");
+      if (ImGui::MenuItem("Save PyTorch code…")) cmd.push("dialog", {{"which", "save_pytorch"}});
       ImGui::Separator();
       if (ImGui::BeginMenu("Presets")) {
-        static const std::vector<PresetInfo> catalog = presetCatalog();
-        for (const PresetInfo& preset : catalog) {
-          if (ImGui::MenuItem(preset.title.c_str())) {
-            try {
-              app.replaceWorkspace(loadWorkspace(presetPath(preset.name)));
-            } catch (const InputError& e) {
-              app.showToast(e.what(), true, now);
-            }
-          }
+        for (const PresetInfo& preset : presets_) {
+          if (ImGui::MenuItem(preset.title.c_str())) cmd.push("preset", {{"name", preset.name}});
           if (!preset.description.empty() && ImGui::IsItemHovered()) {
             ImGui::BeginTooltip();
             ImGui::PushTextWrapPos(ImGui::GetFontSize() * 28);
@@ -51,63 +50,71 @@ MenuActions drawMainMenu(AppState& app, const std::vector<std::string>& recent, 
         ImGui::EndMenu();
       }
       ImGui::Separator();
-      if (ImGui::MenuItem("Save screenshot", "F12")) act.screenshot = true;
+      if (ImGui::MenuItem("Save screenshot", "F12")) cmd.push("screenshot", {{"path", ""}});
       if (ImGui::BeginMenu("Save panel as PNG")) {
         for (const char* panel : {"model", "inputs", "heatmaps", "pipeline", "inspector"})
-          if (ImGui::MenuItem(panel))
-            act.capture = CaptureSpec{static_cast<float>(app.view.screenshot_scale), panel, 0, app.view.caption};
+          if (ImGui::MenuItem(panel)) cmd.push("screenshot", {{"path", ""}, {"panel", panel}});
         ImGui::EndMenu();
       }
       if (ImGui::BeginMenu("Screenshot size")) {
         for (int k = 1; k <= 3; ++k)
-          if (ImGui::MenuItem((std::to_string(k) + "×").c_str(), nullptr, app.view.screenshot_scale == k))
-            app.view.screenshot_scale = k;
+          if (ImGui::MenuItem((std::to_string(k) + "×").c_str(), nullptr, view.screenshot_scale == k))
+            cmd.push("view", {{"field", "screenshot_scale"}, {"value", k}});
         ImGui::Separator();
-        ImGui::MenuItem("Caption (variant, sizes, seed)", nullptr, &app.view.caption);
+        viewToggle(cmd, "Caption (variant, sizes, seed)", "caption", view.caption);
         ImGui::EndMenu();
       }
       if (ImGui::BeginMenu("Screenshot folder")) {
-        if (app.view.screenshot_dir.empty()) app.view.screenshot_dir = defaultScreenshotFolder();
+        if (ImGui::IsWindowAppearing()) screenshot_dir_ = view.screenshot_dir;
         ImGui::SetNextItemWidth(px(360));
-        ImGui::InputText("##folder", &app.view.screenshot_dir);
+        ImGui::InputText("##folder", &screenshot_dir_);
+        if (ImGui::IsItemDeactivatedAfterEdit() || (ImGui::IsItemEdited() && screenshot_dir_ != view.screenshot_dir))
+          cmd.push("view", {{"field", "screenshot_dir"}, {"value", screenshot_dir_}});
         ImGui::EndMenu();
       }
       ImGui::Separator();
-      if (ImGui::MenuItem("Quit", "Ctrl+Q")) act.quit = true;
+      if (ImGui::MenuItem("Quit", "Ctrl+Q")) cmd.push("quit");
       ImGui::EndMenu();
     }
     if (ImGui::BeginMenu("Edit")) {
-      if (ImGui::MenuItem("Undo", "Ctrl+Z", false, app.history.canUndo())) app.undo();
-      if (ImGui::MenuItem("Redo", "Ctrl+Shift+Z", false, app.history.canRedo())) app.redo();
+      if (ImGui::MenuItem("Undo", "Ctrl+Z", false, ctx.document.history().canUndo())) cmd.push("undo");
+      if (ImGui::MenuItem("Redo", "Ctrl+Shift+Z", false, ctx.document.history().canRedo())) cmd.push("redo");
       ImGui::EndMenu();
     }
     if (ImGui::BeginMenu("View")) {
-      ImGui::MenuItem("Inspector", nullptr, &app.view.show_inspector);
-      if (ImGui::MenuItem("Light theme (slides, print)", nullptr, app.view.light_theme)) {
-        app.view.light_theme = !app.view.light_theme;
-        act.theme_changed = true;
-      }
+      viewToggle(cmd, "Inspector", "inspector", view.show_inspector);
+      if (ImGui::MenuItem("Light theme (slides, print)", nullptr, view.light_theme))
+        cmd.push("view", {{"field", "theme"}, {"value", view.light_theme ? "dark" : "light"}});
       ImGui::Separator();
       for (Colormap c : {Colormap::Viridis, Colormap::Cividis})
-        if (ImGui::MenuItem(colormapTitle(c), nullptr, app.view.colormap == c)) app.view.colormap = c;
-      ImGui::MenuItem("Diverging map for signed values", nullptr, &app.view.diverging_for_signed);
-      ImGui::MenuItem("Shared colour scale across heads", nullptr, &app.view.shared_scale);
+        if (ImGui::MenuItem(colormapTitle(c), nullptr, view.colormap == c))
+          cmd.push("view", {{"field", "colormap"}, {"value", colormapId(c)}});
+      viewToggle(cmd, "Diverging map for signed values", "diverging_for_signed", view.diverging_for_signed);
+      viewToggle(cmd, "Shared colour scale across heads", "shared_scale", view.shared_scale);
       if (ImGui::BeginMenu("Columns")) {
-        for (int s = 0; s < kStageCount; ++s)
-          ImGui::MenuItem(stageTitle(static_cast<Stage>(s)), nullptr, &app.view.show[s]);
+        for (const StageInfo& s : stageTable()) {
+          if (!s.heatmap) continue;
+          const bool on = view.show[static_cast<int>(s.stage)];
+          if (ImGui::MenuItem(s.title, nullptr, on)) {
+            nlohmann::json columns = nlohmann::json::array();
+            for (const StageInfo& o : stageTable())
+              if (o.heatmap && (o.stage == s.stage ? !on : view.show[static_cast<int>(o.stage)])) columns.push_back(o.id);
+            cmd.push("view", {{"field", "columns"}, {"value", columns}});
+          }
+        }
         ImGui::EndMenu();
       }
       ImGui::EndMenu();
     }
     if (ImGui::BeginMenu("Help")) {
-      if (ImGui::MenuItem("Keys and mouse")) show_help = true;
+      if (ImGui::MenuItem("Keys and mouse")) show_help_ = true;
       ImGui::EndMenu();
     }
     ImGui::EndMainMenuBar();
   }
-  if (show_help) {
+  if (show_help_) {
     ImGui::SetNextWindowSize(ImVec2(px(520), 0), ImGuiCond_Appearing);
-    if (ImGui::Begin("Help", &show_help, ImGuiWindowFlags_NoCollapse)) {
+    if (ImGui::Begin("Help", &show_help_, ImGuiWindowFlags_NoCollapse)) {
       ImGui::TextWrapped(
           "Mouse\n"
           "  hover a cell: how its number is computed\n"
@@ -126,7 +133,6 @@ MenuActions drawMainMenu(AppState& app, const std::vector<std::string>& recent, 
     }
     ImGui::End();
   }
-  return act;
 }
 
 }  // namespace attnscope

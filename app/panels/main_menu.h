@@ -1,24 +1,23 @@
-// The menu bar: File (presets, screenshot, screenshot folder, quit), View (theme, colormap,
-// scale, columns), Help.
+// The menu bar: File (new, open, save, exports, presets, screenshots, quit), Edit (undo, redo),
+// View (inspector, theme, colours, columns), Help. Every item pushes a command.
 #pragma once
-#include "state/app_state.h"
-#include "shell/capture.h"
-
 #include <string>
 #include <vector>
 
+#include "formats/presets.h"
+#include "panels/panel.h"
+
 namespace attnscope {
 
-struct MenuActions {
-  bool screenshot = false;     // save the window as PNG now
-  bool quit = false;
-  bool theme_changed = false;  // re-apply the style
-  CaptureSpec capture;         // a panel to save now (panel non-empty)
-  bool new_workspace = false, open = false, save = false, save_as = false;
-  bool export_trace = false, copy_pytorch = false, save_pytorch = false;
-  std::string open_recent;     // a recent file to open
-};
+class MainMenu {
+ public:
+  MainMenu() : presets_(presetCatalog()) {}
+  void draw(const PanelContext& ctx, const std::vector<std::string>& recent);
 
-MenuActions drawMainMenu(AppState& app, const std::vector<std::string>& recent, double now);
+ private:
+  std::vector<PresetInfo> presets_;  // read once: the assets do not change while running
+  bool show_help_ = false;
+  std::string screenshot_dir_;       // the folder field being typed
+};
 
 }  // namespace attnscope

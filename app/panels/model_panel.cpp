@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <cmath>
 #include <random>
 #include <string>
@@ -31,10 +32,10 @@ struct Applicability {
   const char* why_;
 };
 
-// num_heads values the seed accepts: divisors of d_out for multihead, 1 … 64 for the wrapper.
+// num_heads values the seed accepts: divisors of d_out for multihead, 1 … the limit for the wrapper.
 std::vector<int> validHeadCounts(const ModelConfig& m) {
   std::vector<int> out;
-  for (int h = 1; h <= 64; ++h)
+  for (int h = 1; h <= Limits{}.max_heads; ++h)
     if (m.variant != Variant::MultiHead || m.d_out % h == 0) out.push_back(h);
   return out;
 }
@@ -46,16 +47,21 @@ void label(const char* text) {
   ImGui::SetNextItemWidth(-1);
 }
 
-// A model flag as a checkbox: an undoable edit, recorded for the layout dump under `id`.
-void flag(AppState& app, const char* id, const char* text, bool ModelConfig::*field, const Applicability& a) {
-  bool value = app.workspace.model.*field;
-  if (ImGui::Checkbox(text, &value)) app.edit(id, [&](Workspace& ws) { ws.model.*field = value; });
-  a.explain();
-  layout().widget(id);
+// `set {field, value}`: one model field, as an undoable edit; drags pass their gesture.
+void set(const PanelContext& ctx, const char* field, nlohmann::json value, const char* gesture = "") {
+  ctx.commands.push("set", {{"field", field}, {"value", std::move(value)}}, gesture);
 }
 
-void headsStepper(AppState& app) {
-  const ModelConfig& m = app.workspace.model;
+// A model flag as a checkbox, recorded for the layout dump under its field name.
+void flag(const PanelContext& ctx, const char* field, const char* text, bool ModelConfig::*member, const Applicability& a) {
+  bool value = ctx.document.workspace().model.*member;
+  if (ImGui::Checkbox(text, &value)) set(ctx, field, value);
+  a.explain();
+  layout().widget(field);
+}
+
+void headsStepper(const PanelContext& ctx) {
+  const ModelConfig& m = ctx.document.workspace().model;
   const std::vector<int> valid = isMultiHead(m.variant) ? validHeadCounts(m) : std::vector<int>{1};
   const auto at = std::find(valid.begin(), valid.end(), m.num_heads);
   ImGui::AlignTextToFramePadding();
@@ -63,7 +69,7 @@ void headsStepper(AppState& app) {
   ImGui::SameLine(ImGui::GetWindowWidth() * 0.36f);
   auto step = [&](const char* id, const char* text, bool enabled, int to) {
     ImGui::BeginDisabled(!enabled);
-    if (ImGui::Button(text)) app.edit("num_heads", [to](Workspace& ws) { ws.model.num_heads = to; });
+    if (ImGui::Button(text)) set(ctx, "num_heads", to);
     ImGui::EndDisabled();
     layout().widget(id);
   };
@@ -76,19 +82,14 @@ void headsStepper(AppState& app) {
   step("num_heads_plus", " + ##heads", known && at + 1 != valid.end(), known && at + 1 != valid.end() ? *(at + 1) : 1);
 }
 
-void variantCombo(AppState& app) {
-  const ModelConfig& m = app.workspace.model;
+void variantCombo(const PanelContext& ctx) {
+  const ModelConfig& m = ctx.document.workspace().model;
   ImGui::SetNextItemWidth(-1);
   if (ImGui::BeginCombo("##variant", variantTitle(m.variant))) {
     for (Variant v : {Variant::Simple, Variant::SelfAttentionV1, Variant::SelfAttentionV2, Variant::Causal,
                       Variant::MultiHeadWrapper, Variant::MultiHead}) {
-      if (ImGui::Selectable(variantTitle(v), m.variant == v) && m.variant != v) {
-        // Each step as the notebook runs it: its seed, widths and batch.
-        app.edit("variant", [v](Workspace& ws) {
-          ws.model = defaultConfig(v);
-          if (v == Variant::Simple) ws.model.d_out = static_cast<int>(ws.embeddings.cols());
-        });
-      }
+      // Each step as the notebook runs it: its seed, widths and batch (setModelFields).
+      if (ImGui::Selectable(variantTitle(v), m.variant == v) && m.variant != v) set(ctx, "variant", variantId(v));
     }
     ImGui::EndCombo();
   }
@@ -97,34 +98,37 @@ void variantCombo(AppState& app) {
 
 }  // namespace
 
-void drawModelPanel(AppState& app, ImVec2 pos, ImVec2 size) {
+ModelPanel::ModelPanel()
+    : reroll_(static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count())) {}
+
+void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   ImGui::SetNextWindowPos(pos);
   ImGui::SetNextWindowSize(size);
   ImGui::Begin("Model", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
   layout().panel("model", pos, ImVec2(pos.x + size.x, pos.y + size.y));
-  variantCombo(app);
+  variantCombo(ctx);
   ImGui::Separator();
-  const ModelConfig& m = app.workspace.model;
+  const ModelConfig& m = ctx.document.workspace().model;
   const bool simple = m.variant == Variant::Simple;
   {
     Applicability a(simple ? "Simple self-attention has no projection: its width is d_in" : nullptr);
     label("d_out");
     int d_out = m.d_out;
     if (ImGui::SliderInt("##d_out", &d_out, 1, 64, "%d", ImGuiSliderFlags_AlwaysClamp) && d_out != m.d_out) {
-      app.edit("d_out", [d_out](Workspace& ws) {
-        ws.model.d_out = d_out;
-        if (ws.model.variant == Variant::MultiHead && d_out % ws.model.num_heads != 0) {
-          const auto valid = validHeadCounts(ws.model);  // the largest valid count not above the old one
-          ws.model.num_heads = *std::prev(std::upper_bound(valid.begin(), valid.end(), ws.model.num_heads));
-        }
-      });
+      ModelConfig next = m;
+      next.d_out = d_out;
+      if (next.variant == Variant::MultiHead && d_out % next.num_heads != 0) {
+        const auto valid = validHeadCounts(next);  // the largest valid count not above the old one
+        next.num_heads = *std::prev(std::upper_bound(valid.begin(), valid.end(), next.num_heads));
+      }
+      ctx.commands.push("model", {{"fields", {{"d_out", d_out}, {"num_heads", next.num_heads}}}}, "d_out");
     }
     a.explain();
     layout().widget("d_out");
   }
   {
     Applicability a(isMultiHead(m.variant) ? nullptr : "This step has a single head (steps 4a and 4b have several)");
-    headsStepper(app);
+    headsStepper(ctx);
     a.explain();
   }
   if (m.variant == Variant::MultiHead) {
@@ -139,11 +143,11 @@ void drawModelPanel(AppState& app, ImVec2 pos, ImVec2 size) {
     float p = static_cast<float>(m.dropout);
     if (ImGui::SliderFloat("##dropout", &p, 0.0f, 0.95f, "%.2f", ImGuiSliderFlags_AlwaysClamp)) {
       const double rounded = std::round(p * 100.0) / 100.0;  // the values a notebook would type
-      app.edit("dropout", [rounded](Workspace& ws) { ws.model.dropout = rounded; });
+      if (rounded != m.dropout) set(ctx, "dropout", rounded, "dropout");
     }
     a.explain();
     layout().widget("dropout");
-    flag(app, "training", "training mode (dropout active)", &ModelConfig::training, a);
+    flag(ctx, "training", "training mode (dropout active)", &ModelConfig::training, a);
   }
   {
     Applicability a(simple ? "Simple self-attention has no random parameters" : nullptr);
@@ -153,72 +157,65 @@ void drawModelPanel(AppState& app, ImVec2 pos, ImVec2 size) {
     std::uint32_t seed = m.seed;
     if (ImGui::InputScalar("##seed", ImGuiDataType_U32, &seed, nullptr, nullptr, "%u",
                            ImGuiInputTextFlags_EnterReturnsTrue) && seed != m.seed)
-      app.edit("seed", [seed](Workspace& ws) { ws.model.seed = seed; });
+      set(ctx, "seed", seed);
     a.explain();
     layout().widget("seed");
     ImGui::SameLine();
     if (ImGui::Button("re-roll")) {
-      static std::mt19937 pick(static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
       std::uint32_t next;
-      do next = static_cast<std::uint32_t>(pick() % 100000);
+      do next = static_cast<std::uint32_t>(reroll_() % 100000);
       while (next == m.seed);
-      app.edit("reroll", [next](Workspace& ws) { ws.model.seed = next; });
+      set(ctx, "seed", next);
     }
     a.explain();
     layout().widget("reroll");
   }
-  flag(app, "qkv_bias", "qkv_bias",
+  flag(ctx, "qkv_bias", "qkv_bias",
        &ModelConfig::qkv_bias, Applicability(hasLinearLayers(m.variant) ? nullptr : "qkv_bias needs nn.Linear layers (step 2b and later)"));
-  flag(app, "causal", "causal mask (hide future tokens)", &ModelConfig::causal,
+  flag(ctx, "causal", "causal mask (hide future tokens)", &ModelConfig::causal,
        Applicability(simple ? "Simple self-attention has no mask" : nullptr));
   label("scale");
   int scale = m.scale == Scale::SqrtDk ? 0 : 1;
   if (ImGui::Combo("##scale", &scale, "÷ √dₖ (the notebook)\0none\0"))
-    app.edit("scale", [scale](Workspace& ws) { ws.model.scale = scale == 0 ? Scale::SqrtDk : Scale::None; });
+    set(ctx, "scale", scaleId(scale == 0 ? Scale::SqrtDk : Scale::None));
   layout().widget("scale");
   if (simple) {
     label("normalize");
     int norm = m.normalization == Normalization::Softmax ? 0 : 1;
     if (ImGui::Combo("##normalization", &norm, "softmax\0÷ row sum\0"))
-      app.edit("normalization", [norm](Workspace& ws) {
-        ws.model.normalization = norm == 0 ? Normalization::Softmax : Normalization::Sum;
-      });
+      set(ctx, "normalization", normalizationId(norm == 0 ? Normalization::Softmax : Normalization::Sum));
     layout().widget("normalization");
   }
   label("batch size");
   int batch = m.batch_size;
   if (ImGui::SliderInt("##batch", &batch, 1, 8, "%d", ImGuiSliderFlags_AlwaysClamp) && batch != m.batch_size)
-    app.edit("batch_size", [batch](Workspace& ws) { ws.model.batch_size = batch; });
+    set(ctx, "batch_size", batch, "batch_size");
   layout().widget("batch_size");
 
   ImGui::Separator();
-  int path = app.exec.parallel ? 1 : 0;
+  const ExecutionOptions& exec = ctx.exec;
+  int path = exec.parallel ? 1 : 0;
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("engine");
   ImGui::SameLine(ImGui::GetWindowWidth() * 0.36f);
-  if (ImGui::RadioButton("serial", &path, 0)) {
-    app.exec.parallel = false;
-    app.changed();
-  }
+  if (ImGui::RadioButton("serial", &path, 0)) ctx.commands.push("engine", {{"parallel", false}});
   layout().widget("exec_serial");
   ImGui::SameLine();
   ImGui::BeginDisabled(!openmpAvailable());
-  if (ImGui::RadioButton("OpenMP", &path, 1)) {
-    app.exec.parallel = true;
-    app.changed();
-  }
+  if (ImGui::RadioButton("OpenMP", &path, 1)) ctx.commands.push("engine", {{"parallel", true}});
   ImGui::EndDisabled();
   layout().widget("exec_openmp");
   {
-    Applicability a(app.exec.parallel ? nullptr : "Threads apply to the OpenMP path");
+    Applicability a(exec.parallel ? nullptr : "Threads apply to the OpenMP path");
     label("threads");
-    if (ImGui::SliderInt("##threads", &app.exec.threads, 0, 2 * resolveThreads(0),
-                         app.exec.threads == 0 ? "all cores" : "%d", ImGuiSliderFlags_AlwaysClamp))
-      app.changed();
+    int threads = exec.threads;
+    if (ImGui::SliderInt("##threads", &threads, 0, 2 * resolveThreads(0), threads == 0 ? "all cores" : "%d",
+                         ImGuiSliderFlags_AlwaysClamp) && threads != exec.threads)
+      ctx.commands.push("engine", {{"threads", threads}});
     a.explain();
     layout().widget("threads");
   }
-  ImGui::Text("engine time %.2f ms%s", app.engine_ms, app.computing ? "  (computing…)" : "");
+  ImGui::Text("engine time %.2f ms%s", ctx.snapshot ? ctx.snapshot->milliseconds : 0.0, ctx.computing ? "  (computing…)" : "");
   ImGui::End();
 }
 

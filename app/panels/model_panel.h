@@ -1,13 +1,22 @@
 // The model panel: variant, d_out, num_heads, dropout, seed, training, qkv_bias, causal, scale,
 // batch size and the execution path. Controls that do not apply to the variant are disabled and
-// say why on hover.
+// say why on hover. An editor: it reads the document and pushes `set`/`model`/`engine` commands.
 #pragma once
 #include <imgui.h>
 
-#include "state/app_state.h"
+#include <random>
+
+#include "panels/panel.h"
 
 namespace attnscope {
 
-void drawModelPanel(AppState& app, ImVec2 pos, ImVec2 size);
+class ModelPanel {
+ public:
+  ModelPanel();
+  void draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
+
+ private:
+  std::mt19937 reroll_;  // picks seeds for "re-roll"
+};
 
 }  // namespace attnscope

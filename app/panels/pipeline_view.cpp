@@ -19,23 +19,16 @@ struct Step {
   std::string title;         // "scores"
   std::string op;            // the operation on the arrow into this step
   const Matrix* values;      // null when the variant lacks the step
+  const ValueRange* range;   // the snapshot's colour range of this map
   std::string absent;        // why it is missing
   const std::vector<std::string>* cols;
 };
 
 std::string shape(const Matrix& m) { return std::to_string(m.rows()) + "×" + std::to_string(m.cols()); }
 
-// The colour range of m, remembered per matrix until the trace changes (no per-frame scans).
-ValueRange rangeFor(const Matrix& m, Colormap* cmap, const ViewState& v, std::uint64_t version) {
-  static std::uint64_t cached_version = ~0ull;
-  static std::vector<std::pair<const Matrix*, ValueRange>> cache;
-  if (cached_version != version) {
-    cache.clear();
-    cached_version = version;
-  }
-  auto it = std::find_if(cache.begin(), cache.end(), [&m](const auto& e) { return e.first == &m; });
-  if (it == cache.end()) it = cache.insert(cache.end(), {&m, finiteRange(m)});
-  ValueRange r = it->second;
+// The colour map and range of a step, from the range the snapshot computed for it.
+ValueRange rangeFor(const ValueRange& known, Colormap* cmap, const ViewState& v) {
+  ValueRange r = known;
   *cmap = v.colormap;
   if (v.diverging_for_signed && r.lo < 0) {
     *cmap = Colormap::Coolwarm;
@@ -46,53 +39,57 @@ ValueRange rangeFor(const Matrix& m, Colormap* cmap, const ViewState& v, std::ui
 
 }  // namespace
 
-void drawPipeline(AppState& app, ImVec2 size) {
+void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
   // The panel is the whole main window, tab bar and padding included (as captures crop it).
   const ImVec2 wp = ImGui::GetWindowPos(), ws = ImGui::GetWindowSize();
   layout().panel("pipeline", wp, ImVec2(wp.x + ws.x, wp.y + ws.y));
-  if (!app.trace) return;
-  const Trace& t = *app.trace;
-  const int b = std::clamp(app.view.batch, 0, static_cast<int>(t.batches.size()) - 1);
-  const BatchTrace& bt = t.batches[b];
-  if (bt.heads.empty()) {
-    ImGui::TextUnformatted("computing…");
+  const Snapshot* snap = ctx.snapshot;
+  if (!snap) {
+    ImGui::TextUnformatted(ctx.computing ? "computing…" : "no result yet");
     return;
   }
-  const int head = std::clamp(app.view.head, 0, t.heads - 1);
+  const ViewState& view = ctx.view;
+  const Trace& t = *snap->trace;
+  const BatchTrace& bt = snap->shown();
+  const int head = std::clamp(view.head, 0, t.heads - 1);
   const HeadTrace& h = bt.heads[head];
+  const auto& r = snap->ranges[head];
+  auto range = [&r](Stage s) { return &r[static_cast<int>(s)]; };
   const ModelConfig& m = t.model;
   const bool simple = m.variant == Variant::Simple;
-  static std::vector<std::string> dims_x, dims_h, dims_c, dims_o;
+  // Column labels: "d0", "d1", … (the snapshot has enough for every width shown here).
+  std::vector<std::string> dims_c(snap->dims), dims_o(snap->dims);
   auto dims = [](std::vector<std::string>& v, long n) {
     v.clear();
     for (long d = 0; d < n; ++d) v.push_back("d" + std::to_string(d));
     return &v;
   };
-  const Matrix& x = app.workspace.embeddings;
+  const Matrix& x = snap->inputs->embeddings;
+  const std::vector<std::string>* tokens = &snap->tokens();
+  const std::vector<std::string>* dims_h = &snap->dims;
 
   std::vector<Step> steps;
-  steps.push_back({"inputs", "X  inputs", "", &x, "", dims(dims_x, x.cols())});
+  steps.push_back({"inputs", "X  inputs", "", &x, &snap->inputs_range, "", dims_h});
   steps.push_back({"queries", simple ? "Q = K = V = X" : "Q  (K, V alike)", simple ? "as is" : "@ W_q",
-                   &h.queries, "", dims(dims_h, h.queries.cols())});
-  steps.push_back({"scores", "scores", "Q Kᵀ", &h.scores, "", &app.workspace.tokens});
+                   &h.queries, range(Stage::Queries), "", dims_h});
+  steps.push_back({"scores", "scores", "Q Kᵀ", &h.scores, range(Stage::Scores), "", tokens});
   steps.push_back({"scaled", "scaled", "÷ √dₖ", m.scale == Scale::SqrtDk ? &h.scaled_scores : nullptr,
-                   "scale = none: scores go on unscaled", &app.workspace.tokens});
+                   range(Stage::ScaledScores), "scale = none: scores go on unscaled", tokens});
   steps.push_back({"masked", "masked", "−∞ above diagonal", m.causal ? &h.masked_scores : nullptr,
-                   simple ? "step 1 has no mask" : "causal is off: every key is visible", &app.workspace.tokens});
-  steps.push_back({"weights", m.normalization == Normalization::Sum ? "÷ row sum" : "softmax", "softmax", &h.weights, "",
-                   &app.workspace.tokens});
+                   range(Stage::MaskedScores), simple ? "step 1 has no mask" : "causal is off: every key is visible", tokens});
+  steps.push_back({"weights", m.normalization == Normalization::Sum ? "÷ row sum" : "softmax", "softmax", &h.weights,
+                   range(Stage::Weights), "", tokens});
   std::string no_dropout = !hasDropout(m.variant) ? "dropout comes with step 3 (causal)"
                            : !m.training          ? "eval mode: dropout is off"
                                                   : "p = 0: nothing dropped";
-  steps.push_back({"dropout", "dropout", "× mask / (1−p)", t.dropout_active ? &h.dropped_weights : nullptr, no_dropout,
-                   &app.workspace.tokens});
-  steps.push_back({"context", "context", "@ V", &h.context, "", dims(dims_h, h.context.cols())});
-  steps.push_back({"concat", "concat heads", "concat", t.heads > 1 ? &bt.context : nullptr,
+  steps.push_back({"dropout", "dropout", "× mask / (1−p)", t.dropout_active ? &h.dropped_weights : nullptr,
+                   range(Stage::DroppedWeights), no_dropout, tokens});
+  steps.push_back({"context", "context", "@ V", &h.context, range(Stage::Context), "", dims_h});
+  steps.push_back({"concat", "concat heads", "concat", t.heads > 1 ? &bt.context : nullptr, &snap->context_range,
                    "one head: nothing to concatenate", dims(dims_c, bt.context.cols())});
-  steps.push_back({"output", "out_proj", "@ W_oᵀ + b", hasOutProj(m.variant) ? &bt.output : nullptr,
+  steps.push_back({"output", "out_proj", "@ W_oᵀ + b", hasOutProj(m.variant) ? &bt.output : nullptr, &snap->output_range,
                    "only MultiHeadAttention (4b) has out_proj", dims(dims_o, bt.output.cols())});
 
-  static std::string enlarged = "weights";
   // Nodes left to right, wrapped into as few rows as keep each node readable.
   const float arrow_w = px(26), min_node = px(110);
   const int n = static_cast<int>(steps.size());
@@ -132,15 +129,15 @@ void drawPipeline(AppState& app, ImVec2 size) {
       HeatmapSpec spec;
       spec.id = std::string("pipe_") + st.id;
       spec.values = st.values;
-      spec.range = rangeFor(*st.values, &spec.colormap, app.view, app.trace_version * 1000003u + app.version);
+      spec.range = rangeFor(*st.range, &spec.colormap, view);
       spec.compact = true;
-      spec.version = app.trace_version * 64 + b;
-      spec.selected_row = app.view.token;
+      spec.version = snap->serial;
+      spec.selected_row = std::clamp(view.token, 0, snap->tokenCount() - 1);
       const std::string title = st.title;
       spec.describe = [title](int i, int j) { return title + " [" + std::to_string(i) + ", " + std::to_string(j) + "] — click to enlarge"; };
       const HeatmapHit hit = drawHeatmap(spec, ImVec2(thumb, thumb));
-      if (hit.clicked_row >= 0) enlarged = st.id;
-      if (enlarged == st.id)
+      if (hit.clicked_row >= 0) enlarged_ = st.id;
+      if (enlarged_ == st.id)
         draw->AddRect(ImVec2(p.x - px(2), p.y - px(2)), ImVec2(p.x + thumb + px(2), p.y + thumb + px(2)), theme().selection, 0, 0, px(2));
     } else {
       draw->AddRect(p, ImVec2(p.x + thumb, p.y + thumb), dim, px(4));
@@ -159,21 +156,21 @@ void drawPipeline(AppState& app, ImVec2 size) {
 
   // The enlarged step, with labels and values.
   for (const Step& st : steps) {
-    if (enlarged != st.id || !st.values) continue;
+    if (enlarged_ != st.id || !st.values) continue;
     HeatmapSpec spec;
     spec.id = std::string("pipe_big_") + st.id;
     spec.title = st.title + "  " + shape(*st.values) + (t.heads > 1 ? "  (head " + std::to_string(head + 1) + ")" : "");
     spec.values = st.values;
-    spec.range = rangeFor(*st.values, &spec.colormap, app.view, app.trace_version * 1000003u + app.version);
-    spec.row_labels = &app.workspace.tokens;
+    spec.range = rangeFor(*st.range, &spec.colormap, view);
+    spec.row_labels = tokens;
     spec.col_labels = st.cols;
-    spec.selected_row = app.view.token;
-    spec.version = app.trace_version * 64 + b;
+    spec.selected_row = std::clamp(view.token, 0, snap->tokenCount() - 1);
+    spec.version = snap->serial;
     spec.dump = {{"pipeline", st.id}};
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float side = std::min(avail.x, avail.y);
     const HeatmapHit hit = drawHeatmap(spec, ImVec2(std::min(avail.x, side * 1.6f), side));
-    if (hit.clicked_row >= 0) app.view.token = hit.clicked_row;
+    if (hit.clicked_row >= 0) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
   }
 }
 

@@ -1,13 +1,23 @@
 // The pipeline: X → Q, K, V → scores → scaled → masked → softmax → dropout → context → concat →
 // out_proj → output, left to right as small heatmaps with their shapes and the operation on each
 // arrow. Click a step to enlarge it below; steps the variant lacks are greyed with the reason.
+// A view: it draws the snapshot only.
 #pragma once
 #include <imgui.h>
 
-#include "state/app_state.h"
+#include <string>
+
+#include "panels/panel.h"
 
 namespace attnscope {
 
-void drawPipeline(AppState& app, ImVec2 size);
+class PipelineView {
+ public:
+  void draw(const PanelContext& ctx, ImVec2 size);
+  void reset() { enlarged_ = "weights"; }
+
+ private:
+  std::string enlarged_ = "weights";  // the step shown large below the row
+};
 
 }  // namespace attnscope

@@ -18,6 +18,8 @@ struct AppOptions {
   int head = 1;                  // the head of a heatmap panel (1-based)
   bool each_head = false;        // one PNG per head of a heatmap panel
   bool caption = false;          // a caption line under the screenshot
+  std::string commands_path;     // a JSON array of commands to apply, one per frame
+  bool keep_going = false;       // a command that cannot apply is reported, the run goes on
 };
 
 }  // namespace attnscope

@@ -1,0 +1,33 @@
+// What a panel sees for one frame (docs/DESIGN.md §3.1). Views draw from `snapshot` only; the
+// editors (model and inputs panels) may read `document`, the workspace being edited. Nobody
+// writes either: actions go into `commands`.
+#pragma once
+#include <string>
+
+#include "editing/document.h"
+#include "engine/attention.h"
+#include "state/command_queue.h"
+#include "state/snapshot.h"
+#include "state/view_state.h"
+
+namespace attnscope {
+
+struct Toast {
+  std::string text;       // a brief confirmation or error in the status bar
+  bool error = false;
+  double until = 0;       // shown until this time
+};
+
+struct PanelContext {
+  const Document& document;        // editors only
+  const ViewState& view;
+  const Snapshot* snapshot;        // the result on screen; null before the first one
+  bool computing;                  // a newer version is on its way
+  const std::string& engine_error; // why the engine refused the newest inputs; empty if fine
+  const ExecutionOptions& exec;
+  const Toast& toast;
+  CommandQueue& commands;
+  double now;
+};
+
+}  // namespace attnscope

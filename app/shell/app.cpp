@@ -1,0 +1,397 @@
+#include "shell/app.h"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "engine/errors.h"
+#include "formats/export.h"
+#include "formats/pytorch_script.h"
+#include "shell/fonts.h"
+#include "shell/layout_dump.h"
+#include "shell/screenshot.h"
+#include "shell/theme.h"
+
+namespace attnscope {
+
+namespace fs = std::filesystem;
+
+App::App(Document document, ViewState view, bool interactive, WindowHooks hooks)
+    : doc_(std::move(document)),
+      view_(std::move(view)),
+      exec_{openmpAvailable(), 0},  // OpenMP with one thread per core when built in
+      interactive_(interactive),
+      hooks_(std::move(hooks)),
+      autosave_(interactive) {
+  if (view_.screenshot_dir.empty()) view_.screenshot_dir = defaultScreenshotFolder();
+  clampView();
+}
+
+// ---- applying commands -------------------------------------------------------------------
+
+void App::update(double now) {
+  // Only the commands queued before this call: a capture draws frames, and panels push more.
+  for (std::size_t n = queue_.size(); n > 0 && !queue_.empty(); --n) {
+    if (queue_.front().name == "screenshot" && !settled()) break;  // it waits for the newest result
+    const Command c = queue_.pop();
+    try {
+      apply(c, now);
+    } catch (const InputError& e) {
+      if (c.script_index >= 0)
+        failures_.push_back({c.script_index, c.name, e.what()});
+      else
+        showToast(e.what(), true, now);
+    }
+    updateEngine();  // a screenshot right behind an edit waits for that edit's result
+  }
+  updateEngine();
+}
+
+void App::apply(const Command& c, double now) {
+  switch (c.info().target) {
+    case CommandTarget::Document:
+      if (doc_.apply(c) == DocumentChange::Replaced) replaced(c, now);
+      clampView();
+      return;
+    case CommandTarget::View:
+      applyView(c);
+      return;
+    case CommandTarget::App:
+      applyApp(c, now);
+      return;
+  }
+}
+
+void App::replaced(const Command& c, double now) {
+  const bool light = view_.light_theme;
+  const std::string folder = view_.screenshot_dir;
+  view_ = viewFromJson(doc_.workspace().view);  // the view the workspace was saved with
+  view_.screenshot_dir = folder;                // the machine's folder, not the file's
+  if (c.name == "preset" || c.name == "new") view_.light_theme = light;  // a preset keeps the theme
+  if (view_.light_theme != light && hooks_.theme_changed) hooks_.theme_changed();
+  heatmap_grid_.reset();
+  pipeline_.reset();
+  inputs_panel_.reset();
+  if (c.name == "open") {
+    dialogs_.remember(c.text("path"));
+    showToast("Opened " + c.text("path"), false, now);
+  }
+}
+
+void App::clampView() {
+  const Workspace& ws = doc_.workspace();
+  const int T = static_cast<int>(ws.tokens.size());
+  view_.token = std::clamp(view_.token, 0, T - 1);
+  if (view_.key >= T) view_.key = -1;
+  if (view_.head >= headCount(ws.model)) view_.head = -1;
+  view_.batch = std::clamp(view_.batch, 0, ws.model.batch_size - 1);
+}
+
+namespace {
+
+// `index` within [lo, count) or an InputError naming it.
+int indexIn(const Command& c, int lo, int count, const char* what) {
+  const int i = c.integer("index");
+  if (i < lo || i >= count)
+    throw InputError("index: no " + std::string(what) + " " + std::to_string(i) + " (there are " + std::to_string(count) +
+                     ", numbered from 0" + (lo < 0 ? "; −1 = none" : "") + ")");
+  return i;
+}
+
+}  // namespace
+
+void App::applyView(const Command& c) {
+  const Workspace& ws = doc_.workspace();
+  const int T = static_cast<int>(ws.tokens.size()), H = headCount(ws.model);
+  const std::string& n = c.name;
+  if (n == "select_token") {
+    view_.token = c.has("index") ? indexIn(c, 0, T, "token") : std::clamp(view_.token + (c.has("step") ? c.integer("step") : 0), 0, T - 1);
+  } else if (n == "select_key") {
+    view_.key = indexIn(c, -1, T, "token");
+  } else if (n == "select_head") {  // stepping cycles: all heads → 1 → 2 → … → all heads
+    if (c.has("index")) view_.head = indexIn(c, -1, H, "head");
+    else view_.head = ((view_.head + 1 + (c.has("step") ? c.integer("step") : 0)) % (H + 1) + (H + 1)) % (H + 1) - 1;
+  } else if (n == "select_batch") {
+    view_.batch = indexIn(c, 0, ws.model.batch_size, "batch element");
+  } else if (n == "view") {
+    const bool light = view_.light_theme;
+    setViewField(view_, c.text("field"), c.args["value"]);
+    if (view_.light_theme != light && hooks_.theme_changed) hooks_.theme_changed();
+    clampView();
+  } else if (n == "engine") {
+    if (c.has("parallel")) {
+      if (c.flag("parallel") && !openmpAvailable()) throw InputError("parallel: this build has no OpenMP path");
+      exec_.parallel = c.flag("parallel");
+    }
+    if (c.has("threads")) {
+      const int threads = c.integer("threads");
+      if (threads < 0 || threads > 256) throw InputError("threads: must be between 0 (all cores) and 256");
+      exec_.threads = threads;
+    }
+  }
+}
+
+void App::applyApp(const Command& c, double now) {
+  const std::string& n = c.name;
+  if (n == "screenshot") {
+    CaptureSpec spec{static_cast<float>(c.has("scale") ? c.number("scale") : view_.screenshot_scale),
+                     c.has("panel") ? c.text("panel") : "", c.has("head") ? c.integer("head") : 0, view_.caption};
+    std::string error, path = c.text("path");
+    if (path.empty()) path = timestampedPath(view_.screenshot_dir, &error);
+    if (error.empty()) error = capture(spec, path);
+    if (!error.empty()) throw InputError("screenshot failed: " + error);
+    last_screenshot_ = path;
+    showToast("Saved " + path, false, now);
+  } else if (n == "save") {
+    std::string path = c.has("path") ? c.text("path") : doc_.file();
+    if (path.empty()) {  // untitled: ask where
+      if (c.script_index >= 0) throw InputError("path: this workspace is untitled: give a path");
+      dialogs_.begin("save_as");
+      return;
+    }
+    Workspace ws = doc_.workspace();
+    ws.view = viewToJson(view_);
+    try {
+      saveWorkspace(path, ws);
+    } catch (const InputError& e) {
+      throw InputError(std::string("Not saved: ") + e.what());
+    }
+    doc_.markSaved(path);
+    dialogs_.remember(path);
+    showToast("Saved " + path, false, now);
+  } else if (n == "export_trace" || n == "export_map") {
+    if (!snapshot_) throw InputError("nothing computed yet");
+    ExportFormat format;
+    if (!parseExportFormat(c.text("format"), &format)) throw InputError("format: expected csv, json or npy");
+    const std::string path = c.text("path");
+    if (n == "export_trace") {
+      const int files = exportTrace(*snapshot_->inputs, *snapshot_->trace, path, format);
+      showToast("Wrote " + std::to_string(files) + " file" + (files == 1 ? "" : "s") + " to " + path, false, now);
+      return;
+    }
+    Stage stage;
+    if (!parseStage(c.text("stage"), &stage)) throw InputError("stage: unknown stage '" + c.text("stage") + "'");
+    const int head = c.integer("head");
+    if (head < 0 || head >= static_cast<int>(snapshot_->shown().heads.size())) throw InputError("head: no such head");
+    writeFileAtomically(path, exportMatrix(stageValues(snapshot_->shown().heads[head], stage), format));
+    showToast("Saved " + path, false, now);
+  } else if (n == "save_pytorch" || n == "copy_pytorch") {
+    const std::string script = pytorchScript(doc_.workspace(), doc_.file().empty() ? "untitled" : doc_.file());
+    if (n == "copy_pytorch") {
+      if (hooks_.clipboard) hooks_.clipboard(script);
+      showToast("PyTorch code copied: paste it into a notebook or run it with /usr/bin/python3", false, now);
+    } else {
+      writeFileAtomically(c.text("path"), script);
+      showToast("Saved " + c.text("path") + "  (run: /usr/bin/python3 " + fs::path(c.text("path")).filename().string() + ")",
+                false, now);
+    }
+  } else if (n == "dialog") {
+    dialogs_.begin(c.text("which"), c.has("stage") ? c.text("stage") : "", c.has("head") ? c.integer("head") : 0,
+                   c.has("format") ? c.text("format") : "csv");
+  } else if (n == "quit") {
+    if (!interactive_ || !doc_.dirty() || (c.has("discard") && c.flag("discard")))
+      quit_ = true;
+    else
+      dialogs_.askBeforeQuit();
+  }
+}
+
+void App::showToast(const std::string& text, bool error, double now) {
+  toast_ = {text, error, now + (error ? 6.0 : 3.0)};
+}
+
+// ---- the engine ---------------------------------------------------------------------------
+
+App::RequestKey App::currentKey() const {
+  return {doc_.version(), view_.batch, exec_.parallel, exec_.threads};
+}
+
+void App::updateEngine() {
+  const RequestKey key = currentKey();
+  if (!(key == requested_)) {
+    EngineRequest r;
+    r.inputs = std::make_shared<const Workspace>(doc_.workspace());
+    r.version = key.version;
+    r.batch = key.batch;
+    r.exec = exec_;
+    worker_.request(std::move(r));
+    requested_ = key;
+  }
+  if (auto result = worker_.poll()) {
+    if (result->snapshot) {
+      snapshot_ = std::move(result->snapshot);
+      engine_error_.clear();
+    } else {
+      engine_error_ = result->error;  // the last good snapshot stays on screen
+    }
+  }
+  computing_ = worker_.busy();
+}
+
+bool App::settled() const { return !worker_.busy() && currentKey() == requested_; }
+
+// ---- drawing ------------------------------------------------------------------------------
+
+std::string App::windowTitle() const {
+  const std::string name = doc_.file().empty() ? "untitled" : fs::path(doc_.file()).filename().string();
+  return "attnscope — " + name + (doc_.dirty() ? " •" : "");
+}
+
+void App::draw(double now, float caption_h, float caption_x, float caption_w) {
+  layout().beginFrame();
+  const PanelContext ctx{doc_, view_, snapshot_.get(), computing_, engine_error_, exec_, toast_, queue_, now};
+  menu_.draw(ctx, dialogs_.settings().recent);
+  drawPanels(ctx, caption_h);
+  if (caption_h > 0) {
+    ImGui::SetNextWindowPos(ImVec2(caption_x, ImGui::GetMainViewport()->Size.y - caption_h));
+    ImGui::SetNextWindowSize(ImVec2(caption_w, caption_h));
+    ImGui::PushStyleVar(ImGuiStyleVar_WindowBorderSize, 0);
+    ImGui::Begin("##caption", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings);
+    ImGui::PushFont(fonts().small);
+    ImGui::TextWrapped("%s", caption_.c_str());
+    ImGui::PopFont();
+    ImGui::End();
+    ImGui::PopStyleVar();
+  }
+  if (!capturing_) dialogs_.draw(ctx);
+}
+
+// The window's layout: menu bar; model and inputs on the left; heatmaps or pipeline; inspector
+// on the right; status bar.
+void App::drawPanels(const PanelContext& ctx, float caption_h) {
+  ImGuiViewport vp = *ImGui::GetMainViewport();
+  vp.Size.y -= caption_h;  // a screenshot's caption strip sits below everything
+  const float menu_h = ImGui::GetFrameHeight();
+  const float status_h = ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y * 2;
+  const float left_w = std::clamp(vp.Size.x * 0.225f, px(300), px(380));
+  const float right_w = view_.show_inspector ? std::clamp(vp.Size.x * 0.21f, px(280), px(380)) : 0.0f;
+  const ImVec2 top(vp.Pos.x, vp.Pos.y + menu_h);
+  const float body_h = vp.Size.y - menu_h - status_h;
+  const float model_h = std::min(body_h * 0.52f, 24.0f * ImGui::GetFrameHeightWithSpacing());
+  model_panel_.draw(ctx, top, ImVec2(left_w, model_h));
+  inputs_panel_.draw(ctx, ImVec2(top.x, top.y + model_h), ImVec2(left_w, body_h - model_h));
+
+  // The main area: the heatmap grid or the pipeline, as tabs.
+  ImGui::SetNextWindowPos(ImVec2(top.x + left_w, top.y));
+  ImGui::SetNextWindowSize(ImVec2(vp.Size.x - left_w - right_w, body_h));
+  ImGui::Begin("##main", nullptr,
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoScrollWithMouse |
+                   ImGuiWindowFlags_NoSavedSettings);
+  if (ImGui::BeginTabBar("views")) {
+    // Select the tab the view asks for (a loaded workspace, a command) once; a click on a tab
+    // becomes a `view` command.
+    const std::string wanted = shown_tab_ != view_.tab ? view_.tab : "";
+    for (const char* tab : {"heatmaps", "pipeline"}) {
+      const ImGuiTabItemFlags flags = wanted == tab ? ImGuiTabItemFlags_SetSelected : 0;
+      const bool open = ImGui::BeginTabItem(tab == std::string("heatmaps") ? "Heatmaps" : "Pipeline", nullptr, flags);
+      layout().widget(std::string("tab_") + tab);
+      if (open) {
+        if (wanted.empty() && view_.tab != tab) queue_.push("view", {{"field", "tab"}, {"value", tab}});
+        shown_tab_ = tab;
+        if (tab == std::string("heatmaps")) heatmap_grid_.draw(ctx);
+        else pipeline_.draw(ctx, ImGui::GetContentRegionAvail());
+        ImGui::EndTabItem();
+      }
+    }
+    ImGui::EndTabBar();
+  }
+  ImGui::End();
+  if (view_.show_inspector) inspector_.draw(ctx, ImVec2(top.x + vp.Size.x - right_w, top.y), ImVec2(right_w, body_h));
+  status_bar_.draw(ctx, ImVec2(vp.Pos.x, vp.Pos.y + vp.Size.y - status_h), ImVec2(vp.Size.x, status_h));
+}
+
+void App::endFrame(double now, bool mouse_down, bool typing) {
+  if (!mouse_down && !typing) doc_.endGesture();  // a drag or a typed value ended: a new undo step next
+  autosave_.update(doc_, view_, now);
+}
+
+// ---- screenshots --------------------------------------------------------------------------
+
+// The caption under a screenshot: what the image shows (the snapshot's inputs).
+std::string App::captionText(const CaptureSpec& spec) const {
+  if (!snapshot_) return "attnscope";
+  const Workspace& in = *snapshot_->inputs;
+  const ModelConfig& m = in.model;
+  const int T = static_cast<int>(in.embeddings.rows()), H = headCount(m);
+  char buf[512];
+  if (isHeatmapStage(spec.panel)) {  // a single map: what it is, compactly
+    std::snprintf(buf, sizeof buf, "%s · head %d of %d · %s · T %d · seed %u%s", variantTitle(m.variant), spec.head + 1, H,
+                  spec.panel.c_str(), T, m.seed,
+                  m.dropout > 0 && m.training ? (" · p " + std::to_string(m.dropout).substr(0, 4)).c_str() : "");
+  } else {
+    std::snprintf(buf, sizeof buf, "attnscope · %s · T %d · d_in %d · d_out %d · %d head%s · seed %u · dropout %.2f%s",
+                  variantTitle(m.variant), T, static_cast<int>(in.embeddings.cols()), m.d_out, H, H == 1 ? "" : "s", m.seed,
+                  m.dropout, m.training ? "" : " (eval)");
+  }
+  return buf;
+}
+
+std::string App::capture(const CaptureSpec& spec, const std::string& path) {
+  if (!hooks_.capture.frame) return "no window to render with";
+  if (!snapshot_) return "nothing computed yet";
+  Workspace shown = *snapshot_->inputs;  // the PNG carries what it shows
+  shown.view = viewToJson(view_);
+  caption_ = spec.caption ? captionText(spec) : "";
+  const ViewState saved = view_;
+  if (spec.panel == "pipeline") view_.tab = "pipeline";
+  if (isHeatmapStage(spec.panel)) {  // that head alone, so the map is as large as it gets
+    view_.head = spec.head;
+    view_.tab = "heatmaps";
+  }
+  int w = 0, h = 0;
+  hooks_.size(&w, &h);
+  capturing_ = true;
+  const std::string error = capturePng(spec, w, h, hooks_.capture, path, dumpWorkspace(shown));
+  capturing_ = false;
+  view_ = saved;
+  caption_.clear();
+  return error;
+}
+
+void App::recordState() const {
+  const Workspace& ws = doc_.workspace();
+  const ModelConfig& m = ws.model;
+  Workspace saved = ws;
+  saved.view = viewToJson(view_);
+  nlohmann::json& state = layout().state();
+  state.update({{"variant", variantId(m.variant)},
+                {"d_out", m.d_out},
+                {"num_heads", m.num_heads},
+                {"seed", m.seed},
+                {"token", view_.token},
+                {"batch", view_.batch},
+                {"head", view_.head},
+                {"theme", view_.light_theme ? "light" : "dark"},
+                {"version", doc_.version()},
+                {"computing", computing_},
+                {"settled", settled()},
+                {"engine_error", engine_error_},
+                {"last_screenshot", last_screenshot_},
+                {"workspace", workspaceToJson(saved)},
+                {"file", doc_.file()},
+                {"dirty", doc_.dirty()},
+                {"can_undo", doc_.history().canUndo()},
+                {"history_bytes", doc_.history().bytes()},
+                {"title", windowTitle()}});  // update: panels add their own fields
+  if (!snapshot_) return;
+  // What is on screen: the snapshot's tokens, and (small inputs) its numbers, for tests to hold
+  // against `attnscope-cli trace`.
+  const Snapshot& s = *snapshot_;
+  state["tokens"] = s.tokens();
+  state["trace_version"] = s.serial;
+  state["snapshot_version"] = s.version;
+  if (s.tokenCount() <= 64) {
+    auto rows = [](const Matrix& mat) {
+      nlohmann::json out = nlohmann::json::array();
+      for (int i = 0; i < mat.rows(); ++i) out.push_back(std::vector<float>(mat.row(i).data(), mat.row(i).data() + mat.cols()));
+      return out;
+    };
+    nlohmann::json heads = nlohmann::json::array();
+    for (const HeadTrace& h : s.shown().heads) heads.push_back({{"weights", rows(h.weights)}, {"context", rows(h.context)}});
+    state["trace"] = {{"batch", s.batch}, {"output", rows(s.shown().output)}, {"heads", heads}};
+  }
+}
+
+}  // namespace attnscope

@@ -1,0 +1,127 @@
+// App: the one owner of the app's state (docs/DESIGN.md §3.1). It holds the document being edited,
+// the view settings, the snapshot on screen and the panels. Panels, menus, keys and scripts push
+// Command values; update() applies them once per frame, in one place, before anything is drawn,
+// and sends the document to the engine worker when it changed. draw() builds one frame from the
+// snapshot in hand. main.cpp owns the window and the loop; capture.h renders screenshots.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "editing/document.h"
+#include "panels/file_dialogs.h"
+#include "panels/heatmap_grid.h"
+#include "panels/inputs_panel.h"
+#include "panels/inspector_panel.h"
+#include "panels/main_menu.h"
+#include "panels/model_panel.h"
+#include "panels/pipeline_view.h"
+#include "panels/status_bar.h"
+#include "shell/capture.h"
+#include "state/command_queue.h"
+#include "state/engine_worker.h"
+#include "state/session_files.h"
+#include "state/view_state.h"
+
+namespace attnscope {
+
+// A command of a --commands file that could not apply.
+struct CommandFailure {
+  int index;            // its position in the file (0-based)
+  std::string name;     // its "do"
+  std::string message;  // why
+};
+
+// What the app needs from the window it runs in.
+struct WindowHooks {
+  CaptureHooks capture;                                 // render frames offscreen at k×
+  std::function<void(int* w, int* h)> size;             // the window's size in pixels at 1×
+  std::function<void()> theme_changed;                  // fonts and style again
+  std::function<void(const std::string&)> clipboard;    // set the clipboard text
+};
+
+class App {
+ public:
+  App(Document document, ViewState view, bool interactive, WindowHooks hooks);
+
+  CommandQueue& commands() { return queue_; }
+  // Once per frame, before drawing: applies the queued commands (a screenshot waits for the
+  // newest result), sends the document to the engine when it changed, takes finished results.
+  void update(double now);
+  // One frame of the UI for the current ImGui display; `caption_h` pixels at the bottom are the
+  // screenshot caption's (from caption_x, caption_w wide).
+  void draw(double now, float caption_h = 0, float caption_x = 0, float caption_w = 0);
+  // After the frame: autosave, the end of a drag gesture.
+  void endFrame(double now, bool mouse_down, bool typing);
+
+  // The snapshot on screen answers the newest document version, view batch and engine options
+  // (or the engine refused them).
+  bool settled() const;
+  bool quitRequested() const { return quit_; }
+  std::vector<CommandFailure> takeFailures() { return std::exchange(failures_, {}); }
+  std::string windowTitle() const;
+  const Document& document() const { return doc_; }
+  const ViewState& view() const { return view_; }
+  const Snapshot* snapshot() const { return snapshot_.get(); }
+  const std::string& engineError() const { return engine_error_; }
+  // Saves `spec` to `path` (PNG with the workspace inside); "" or the reason.
+  std::string capture(const CaptureSpec& spec, const std::string& path);
+  // Writes the layout dump's "state" (tests): what the window shows.
+  void recordState() const;
+
+ private:
+  void apply(const Command& c, double now);  // throws InputError
+  void applyView(const Command& c);
+  void applyApp(const Command& c, double now);
+  void replaced(const Command& c, double now);  // another workspace: reset what belonged to the old one
+  void clampView();
+  void updateEngine();
+  void drawPanels(const PanelContext& ctx, float caption_h);
+  void showToast(const std::string& text, bool error, double now);
+  std::string captionText(const CaptureSpec& spec) const;
+
+  Document doc_;
+  ViewState view_;
+  ExecutionOptions exec_;
+  bool interactive_;
+  WindowHooks hooks_;
+  CommandQueue queue_;
+
+  EngineWorker worker_;
+  std::shared_ptr<const Snapshot> snapshot_;  // what the views draw
+  std::string engine_error_;                  // the engine refused the newest inputs
+  struct RequestKey {
+    std::uint64_t version = 0;
+    int batch = -1;
+    bool parallel = false;
+    int threads = 0;
+    bool operator==(const RequestKey& o) const {
+      return version == o.version && batch == o.batch && parallel == o.parallel && threads == o.threads;
+    }
+  };
+  RequestKey currentKey() const;
+  RequestKey requested_;                      // the newest request sent to the worker
+  bool computing_ = false;
+
+  MainMenu menu_;
+  ModelPanel model_panel_;
+  InputsPanel inputs_panel_;
+  HeatmapGrid heatmap_grid_;
+  PipelineView pipeline_;
+  InspectorPanel inspector_;
+  StatusBar status_bar_;
+  FileDialogs dialogs_;
+  std::string shown_tab_;                     // the tab ImGui has selected
+
+  Autosave autosave_;
+  Toast toast_;
+  std::string caption_;                       // drawn under a screenshot while capturing
+  bool capturing_ = false;
+  std::string last_screenshot_;
+  bool quit_ = false;
+  std::vector<CommandFailure> failures_;
+};
+
+}  // namespace attnscope

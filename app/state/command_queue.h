@@ -1,0 +1,39 @@
+// CommandQueue: where panels, menus, keys and scripts put their commands. The App applies the
+// queue once per frame, before drawing, in one place (docs/DESIGN.md §3.2).
+#pragma once
+#include <cstdio>
+#include <deque>
+#include <string>
+
+#include "editing/command.h"
+#include "engine/errors.h"
+
+namespace attnscope {
+
+class CommandQueue {
+ public:
+  void push(Command c) { queue_.push_back(std::move(c)); }
+  // Builds the command from the table; `gesture` ties the edits of one drag into one undo step.
+  void push(const std::string& name, nlohmann::json args = nlohmann::json::object(), std::string gesture = "") {
+    try {
+      Command c = makeCommand(name, std::move(args));
+      c.gesture = std::move(gesture);
+      queue_.push_back(std::move(c));
+    } catch (const InputError& e) {  // a panel built a command the table does not know: a bug
+      std::fprintf(stderr, "attnscope: internal error: bad command %s: %s\n", name.c_str(), e.what());
+    }
+  }
+  bool empty() const { return queue_.empty(); }
+  std::size_t size() const { return queue_.size(); }
+  const Command& front() const { return queue_.front(); }
+  Command pop() {
+    Command c = std::move(queue_.front());
+    queue_.pop_front();
+    return c;
+  }
+
+ private:
+  std::deque<Command> queue_;
+};
+
+}  // namespace attnscope

@@ -1,0 +1,39 @@
+// Snapshot: one finished computation and everything it was computed from (docs/DESIGN.md §3.1).
+// Views draw only from the snapshot in hand (plus their own UI state), so its token labels,
+// embeddings and maps always agree, however far the document has moved on. Immutable once built,
+// shared by pointer between the engine worker and the UI thread.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "display/colormap.h"
+#include "engine/attention.h"
+#include "engine/stages.h"
+#include "formats/workspace.h"
+
+namespace attnscope {
+
+struct Snapshot {
+  std::uint64_t serial = 0;                    // unique per result: textures re-upload when it changes
+  std::uint64_t version = 0;                   // the document version it was computed from
+  std::shared_ptr<const Workspace> inputs;     // tokens, embeddings, model as they were
+  int batch = 0;                               // the batch element whose intermediates were kept
+  ExecutionOptions exec;                       // the path it ran on
+  std::shared_ptr<const Trace> trace;          // the whole forward pass; heads only for `batch`
+  double milliseconds = 0;                     // time of computeTrace
+
+  // Display data, derived on the worker thread (a 1024 × 1024 map is too much to scan per frame).
+  std::vector<std::array<ValueRange, kStageCount>> ranges;  // per head of `batch`, per stage
+  ValueRange inputs_range, context_range, output_range;  // X, the heads concatenated, the output
+  std::vector<Matrix> keep;                    // per head: the dropout mask as 1 kept / 0 dropped
+  std::vector<std::string> dims;               // "d0", "d1", … labels of a head's columns
+
+  const std::vector<std::string>& tokens() const { return inputs->tokens; }
+  int tokenCount() const { return static_cast<int>(inputs->tokens.size()); }
+  const BatchTrace& shown() const { return trace->batches[static_cast<std::size_t>(batch)]; }
+};
+
+}  // namespace attnscope

@@ -1,0 +1,110 @@
+#include "state/view_state.h"
+
+#include <algorithm>
+
+#include "engine/errors.h"
+
+namespace attnscope {
+
+std::array<bool, kStageCount> ViewState::defaultColumns() {
+  std::array<bool, kStageCount> show{};
+  for (const StageInfo& s : stageTable()) show[static_cast<int>(s.stage)] = s.heatmap && s.stage != Stage::Context;
+  return show;
+}
+
+nlohmann::json viewToJson(const ViewState& v) {
+  nlohmann::json columns = nlohmann::json::array();
+  for (const StageInfo& s : stageTable())
+    if (s.heatmap && v.show[static_cast<int>(s.stage)]) columns.push_back(s.id);
+  return {{"colormap", colormapId(v.colormap)},
+          {"diverging_for_signed", v.diverging_for_signed},
+          {"shared_scale", v.shared_scale},
+          {"theme", v.light_theme ? "light" : "dark"},
+          {"batch", v.batch},
+          {"head", v.head},
+          {"token", v.token},
+          {"columns", columns},
+          {"tab", v.tab},
+          {"screenshot_scale", v.screenshot_scale},
+          {"caption", v.caption},
+          {"inspector", v.show_inspector}};
+}
+
+namespace {
+
+[[noreturn]] void fail(const std::string& field, const std::string& why) { throw InputError("view." + field + ": " + why); }
+
+bool boolean(const std::string& f, const nlohmann::json& v) {
+  if (!v.is_boolean()) fail(f, "expected true or false");
+  return v.get<bool>();
+}
+
+int integer(const std::string& f, const nlohmann::json& v, int lo, int hi) {
+  if (!v.is_number_integer()) fail(f, "expected an integer");
+  const auto i = v.get<std::int64_t>();
+  if (i < lo || i > hi) fail(f, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+  return static_cast<int>(i);
+}
+
+}  // namespace
+
+void setViewField(ViewState& v, const std::string& f, const nlohmann::json& value) {
+  if (f == "colormap") {
+    Colormap c;
+    if (!value.is_string() || !parseColormap(value.get<std::string>(), &c)) fail(f, "expected viridis, cividis or coolwarm");
+    v.colormap = c;
+  } else if (f == "diverging_for_signed") {
+    v.diverging_for_signed = boolean(f, value);
+  } else if (f == "shared_scale") {
+    v.shared_scale = boolean(f, value);
+  } else if (f == "theme") {
+    if (value != "light" && value != "dark") fail(f, "expected \"light\" or \"dark\"");
+    v.light_theme = value == "light";
+  } else if (f == "batch") {
+    v.batch = integer(f, value, 0, 1 << 20);
+  } else if (f == "head") {
+    v.head = integer(f, value, -1, 1 << 20);
+  } else if (f == "token") {
+    v.token = integer(f, value, 0, 1 << 20);
+  } else if (f == "columns") {
+    if (!value.is_array()) fail(f, "expected an array of stage names");
+    std::array<bool, kStageCount> show{};
+    for (const auto& c : value) {
+      Stage s;
+      if (!c.is_string() || !parseStage(c.get<std::string>(), &s) || !stageInfo(s).heatmap)
+        fail(f, "not a heatmap column: " + c.dump());
+      show[static_cast<int>(s)] = true;
+    }
+    v.show = show;
+  } else if (f == "tab") {
+    if (value != "heatmaps" && value != "pipeline") fail(f, "expected \"heatmaps\" or \"pipeline\"");
+    v.tab = value.get<std::string>();
+  } else if (f == "screenshot_scale") {
+    v.screenshot_scale = integer(f, value, 1, 3);
+  } else if (f == "caption") {
+    v.caption = boolean(f, value);
+  } else if (f == "inspector") {
+    v.show_inspector = boolean(f, value);
+  } else if (f == "screenshot_dir") {
+    if (!value.is_string()) fail(f, "expected a folder");
+    v.screenshot_dir = value.get<std::string>();
+  } else {
+    fail(f, "unknown view field");
+  }
+}
+
+ViewState viewFromJson(const nlohmann::json& j) {
+  ViewState v;
+  if (!j.is_object()) return v;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "screenshot_dir") continue;  // a machine's folder, not the workspace's
+    try {
+      setViewField(v, it.key(), it.value());
+    } catch (const InputError&) {
+      // A view is a convenience: what cannot be read keeps its default.
+    }
+  }
+  return v;
+}
+
+}  // namespace attnscope
