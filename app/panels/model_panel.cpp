@@ -86,10 +86,9 @@ void variantCombo(const PanelContext& ctx) {
   const ModelConfig& m = ctx.document.workspace().model;
   ImGui::SetNextItemWidth(-1);
   if (ImGui::BeginCombo("##variant", variantTitle(m.variant))) {
-    for (Variant v : {Variant::Simple, Variant::SelfAttentionV1, Variant::SelfAttentionV2, Variant::Causal,
-                      Variant::MultiHeadWrapper, Variant::MultiHead}) {
+    for (const VariantName& v : variantNames()) {
       // Each step as the notebook runs it: its seed, widths and batch (setModelFields).
-      if (ImGui::Selectable(variantTitle(v), m.variant == v) && m.variant != v) set(ctx, "variant", variantId(v));
+      if (ImGui::Selectable(v.title, m.variant == v.value) && m.variant != v.value) set(ctx, "variant", v.id);
     }
     ImGui::EndCombo();
   }

@@ -7,21 +7,25 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/stages.h"
 #include "shell/layout_dump.h"
 #include "formats/png_image.h"
 
 namespace attnscope {
 
 const std::vector<std::string>& capturePanels() {
-  static const std::vector<std::string> panels = {
-      "window", "model", "inputs", "heatmaps", "pipeline", "inspector", "status",
-      "scores", "scaled_scores", "masked_scores", "weights", "dropout_mask", "dropped_weights", "context"};
+  static const std::vector<std::string> panels = [] {  // the panels, then every heatmap of the stage table
+    std::vector<std::string> p = {"window", "model", "inputs", "heatmaps", "pipeline", "inspector", "status"};
+    for (const StageInfo& s : stageTable())
+      if (s.heatmap) p.push_back(s.id);
+    return p;
+  }();
   return panels;
 }
 
 bool isHeatmapStage(const std::string& panel) {
-  const auto& p = capturePanels();
-  return std::find(p.begin() + 7, p.end(), panel) != p.end();
+  Stage s;
+  return parseStage(panel, &s) && stageInfo(s).heatmap;
 }
 
 namespace {

@@ -1,4 +1,4 @@
-// attnscope-cli: the engine without a display. trace | pytorch | bench | export (SPEC §2.5).
+// attnscope-cli: the engine without a display. trace | pytorch | bench | export (docs/DESIGN.md §2.5).
 // Exit 0 on success; 2 with one line "error: …" on stderr for bad input.
 #include <CLI/CLI.hpp>
 #include <iostream>

@@ -35,45 +35,61 @@ ModelConfig defaultConfig(Variant variant) {
   return m;
 }
 
-const char* variantId(Variant v) {
-  switch (v) {
-    case Variant::Simple: return "simple";
-    case Variant::SelfAttentionV1: return "self_attention_v1";
-    case Variant::SelfAttentionV2: return "self_attention_v2";
-    case Variant::Causal: return "causal";
-    case Variant::MultiHeadWrapper: return "multihead_wrapper";
-    case Variant::MultiHead: return "multihead";
-  }
+const std::array<VariantName, 6>& variantNames() {
+  static const std::array<VariantName, 6> table = {{
+      {Variant::Simple, "simple", "1 · Simple self-attention (no weights)"},
+      {Variant::SelfAttentionV1, "self_attention_v1", "2a · Trainable weights (SelfAttention_v1)"},
+      {Variant::SelfAttentionV2, "self_attention_v2", "2b · Trainable weights (SelfAttention_v2)"},
+      {Variant::Causal, "causal", "3 · Causal attention + dropout"},
+      {Variant::MultiHeadWrapper, "multihead_wrapper", "4a · Multi-head wrapper"},
+      {Variant::MultiHead, "multihead", "4b · Multi-head attention"},
+  }};
+  return table;
+}
+
+const std::array<ScaleName, 2>& scaleNames() {
+  static const std::array<ScaleName, 2> table = {{{Scale::SqrtDk, "sqrt_dk"}, {Scale::None, "none"}}};
+  return table;
+}
+
+const std::array<NormalizationName, 2>& normalizationNames() {
+  static const std::array<NormalizationName, 2> table = {
+      {{Normalization::Softmax, "softmax"}, {Normalization::Sum, "sum"}}};
+  return table;
+}
+
+namespace {
+
+template <class Table, class E>
+const char* idOf(const Table& table, E value) {
+  for (const auto& n : table)
+    if (n.value == value) return n.id;
   return "?";
 }
 
-const char* variantTitle(Variant v) {
-  switch (v) {
-    case Variant::Simple: return "1 · Simple self-attention (no weights)";
-    case Variant::SelfAttentionV1: return "2a · Trainable weights (SelfAttention_v1)";
-    case Variant::SelfAttentionV2: return "2b · Trainable weights (SelfAttention_v2)";
-    case Variant::Causal: return "3 · Causal attention + dropout";
-    case Variant::MultiHeadWrapper: return "4a · Multi-head wrapper";
-    case Variant::MultiHead: return "4b · Multi-head attention";
-  }
-  return "?";
-}
-
-bool parseVariant(const std::string& id, Variant* out) {
-  for (Variant v : {Variant::Simple, Variant::SelfAttentionV1, Variant::SelfAttentionV2,
-                    Variant::Causal, Variant::MultiHeadWrapper, Variant::MultiHead}) {
-    if (id == variantId(v)) {
-      *out = v;
+template <class Table, class E>
+bool parseId(const Table& table, const std::string& id, E* out) {
+  for (const auto& n : table)
+    if (id == n.id) {
+      *out = n.value;
       return true;
     }
-  }
   return false;
 }
 
-const char* scaleId(Scale s) { return s == Scale::SqrtDk ? "sqrt_dk" : "none"; }
-const char* normalizationId(Normalization n) {
-  return n == Normalization::Softmax ? "softmax" : "sum";
+}  // namespace
+
+const char* variantId(Variant v) { return idOf(variantNames(), v); }
+const char* variantTitle(Variant v) {
+  for (const VariantName& n : variantNames())
+    if (n.value == v) return n.title;
+  return "?";
 }
+bool parseVariant(const std::string& id, Variant* out) { return parseId(variantNames(), id, out); }
+const char* scaleId(Scale s) { return idOf(scaleNames(), s); }
+bool parseScale(const std::string& id, Scale* out) { return parseId(scaleNames(), id, out); }
+const char* normalizationId(Normalization n) { return idOf(normalizationNames(), n); }
+bool parseNormalization(const std::string& id, Normalization* out) { return parseId(normalizationNames(), id, out); }
 
 bool hasProjections(Variant v) { return v != Variant::Simple; }
 bool hasLinearLayers(Variant v) { return v != Variant::Simple && v != Variant::SelfAttentionV1; }

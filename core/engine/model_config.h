@@ -1,6 +1,7 @@
 // ModelConfig: one attention module of the chapter and its hyper-parameters, as a plain struct
-// with defaults. Each variant is the seed notebook's class of the same name (SPEC §2.1).
+// with defaults. Each variant is the seed notebook's class of the same name (docs/DESIGN.md §2.1).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -27,12 +28,40 @@ struct ModelConfig {
 // The seed notebook's settings for each variant (the defaults of missing workspace fields).
 ModelConfig defaultConfig(Variant variant);
 
-// Variant ids as in workspaces ("multihead") and as a learner reads them ("4 · Multi-head attention").
+// One name table per enum, used for parsing and printing everywhere (workspaces, commands, the
+// model panel, messages). Ids are as in workspaces ("multihead"); titles as a learner reads
+// them ("4b · Multi-head attention"), in chapter order.
+struct VariantName {
+  Variant value;
+  const char* id;
+  const char* title;
+};
+struct ScaleName {
+  Scale value;
+  const char* id;
+};
+struct NormalizationName {
+  Normalization value;
+  const char* id;
+};
+const std::array<VariantName, 6>& variantNames();
+const std::array<ScaleName, 2>& scaleNames();
+const std::array<NormalizationName, 2>& normalizationNames();
+
 const char* variantId(Variant variant);
 const char* variantTitle(Variant variant);
 bool parseVariant(const std::string& id, Variant* out);
 const char* scaleId(Scale scale);
+bool parseScale(const std::string& id, Scale* out);
 const char* normalizationId(Normalization normalization);
+bool parseNormalization(const std::string& id, Normalization* out);
+// "simple, self_attention_v1, …": the ids of a name table, for messages.
+template <class Table>
+std::string idList(const Table& table) {
+  std::string out;
+  for (const auto& n : table) out += (out.empty() ? "" : ", ") + std::string(n.id);
+  return out;
+}
 
 // What each variant has, so validation, the app and the CLI agree.
 bool hasProjections(Variant v);   // W_query/W_key/W_value (all but simple)
@@ -47,7 +76,7 @@ int headCount(const ModelConfig& m);              // heads actually computed
 int contextWidth(const ModelConfig& m, int d_in); // width of the concatenated context
 int outputWidth(const ModelConfig& m, int d_in);  // width of the module's return value
 
-// Sizes the engine refuses beyond (SPEC §2.4); a plain struct so tests and tools can lower them.
+// Sizes the engine refuses beyond (docs/DESIGN.md §2.4); a plain struct so tests and tools can lower them.
 struct Limits {
   int max_tokens = 4096;      // T
   int max_dim = 4096;         // d_in and d_out

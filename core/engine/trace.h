@@ -1,4 +1,4 @@
-// Trace: one forward pass with every intermediate kept, per batch element and head (SPEC §2.3).
+// Trace: one forward pass with every intermediate kept, per batch element and head (docs/DESIGN.md §2.3).
 // The app and the CLI read only this structure.
 #pragma once
 #include <vector>

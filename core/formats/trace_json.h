@@ -1,4 +1,4 @@
-// The trace as JSON (SPEC §2.5): what `attnscope-cli trace` prints. Matrices are arrays of rows,
+// The trace as JSON (docs/DESIGN.md §2.5): what `attnscope-cli trace` prints. Matrices are arrays of rows,
 // floats in their shortest float32 round-trip form, −∞ as null, masks as 0/1.
 #pragma once
 #include <ostream>

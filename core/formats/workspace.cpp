@@ -79,15 +79,11 @@ ModelConfig parseModel(const json& j) {
   rejectUnknown(j, "model",
                 {"variant", "d_out", "num_heads", "dropout", "seed", "qkv_bias", "causal", "scale",
                  "training", "batch_size", "normalization"});
-  if (!j.contains("variant"))
-    fail("model.variant", "required (one of simple, self_attention_v1, self_attention_v2, "
-                          "causal, multihead_wrapper, multihead)");
+  if (!j.contains("variant")) fail("model.variant", "required (one of " + idList(variantNames()) + ")");
   Variant variant;
   const std::string id = getString(j["variant"], "model.variant");
   if (!parseVariant(id, &variant))
-    fail("model.variant", "unknown variant '" + id +
-                              "' (one of simple, self_attention_v1, self_attention_v2, causal, "
-                              "multihead_wrapper, multihead)");
+    fail("model.variant", "unknown variant '" + id + "' (one of " + idList(variantNames()) + ")");
   ModelConfig m = defaultConfig(variant);
   constexpr std::int64_t kBig = std::numeric_limits<int>::max();
   if (j.contains("d_out")) m.d_out = static_cast<int>(getInt(j["d_out"], "model.d_out", 0, kBig));
@@ -107,15 +103,13 @@ ModelConfig parseModel(const json& j) {
     m.batch_size = static_cast<int>(getInt(j["batch_size"], "model.batch_size", 1, kBig));
   if (j.contains("scale")) {
     const std::string s = getString(j["scale"], "model.scale");
-    if (s != "sqrt_dk" && s != "none")
-      fail("model.scale", "expected \"sqrt_dk\" or \"none\", got \"" + s + "\"");
-    m.scale = s == "sqrt_dk" ? Scale::SqrtDk : Scale::None;
+    if (!parseScale(s, &m.scale))
+      fail("model.scale", "expected one of " + idList(scaleNames()) + ", got \"" + s + "\"");
   }
   if (j.contains("normalization")) {
     const std::string s = getString(j["normalization"], "model.normalization");
-    if (s != "softmax" && s != "sum")
-      fail("model.normalization", "expected \"softmax\" or \"sum\", got \"" + s + "\"");
-    m.normalization = s == "softmax" ? Normalization::Softmax : Normalization::Sum;
+    if (!parseNormalization(s, &m.normalization))
+      fail("model.normalization", "expected one of " + idList(normalizationNames()) + ", got \"" + s + "\"");
   }
   return m;
 }

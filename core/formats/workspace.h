@@ -1,4 +1,4 @@
-// Workspace: the one file format of the app and the CLI (SPEC §2.4) — tokens, embeddings, the
+// Workspace: the one file format of the app and the CLI (docs/DESIGN.md §2.4) — tokens, embeddings, the
 // model and the app's view state. Loading validates everything and names the field at fault.
 #pragma once
 #include <cstdint>

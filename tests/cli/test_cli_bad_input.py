@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""attnscope-cli on bad input (SPEC §2.4, §2.5): every malformed workspace or argument list must end
+"""attnscope-cli on bad input (docs/DESIGN.md §2.4, §2.5): every malformed workspace or argument list must end
 with exit code 2, exactly one stderr line "error: …" that names the field at fault, nothing on
 stdout, no signal, within a few seconds. Also checks that `trace` of every small preset prints the
 documented JSON shape, with parameter names and shapes taken from Debian's torch (the seed classes).

@@ -14,9 +14,9 @@ import time
 import numpy as np
 from PIL import Image
 
-# The maps a head shows by default (SPEC §3; the context column starts hidden).
+# The maps a head shows by default (docs/DESIGN.md §3; the context column starts hidden).
 DEFAULT_STAGES = ["scores", "scaled_scores", "masked_scores", "weights", "dropout_mask", "dropped_weights"]
-DROPOUT_VARIANTS = {"causal", "multihead_wrapper", "multihead"}  # steps 3 and later (SPEC §2)
+DROPOUT_VARIANTS = {"causal", "multihead_wrapper", "multihead"}  # steps 3 and later (docs/DESIGN.md §2)
 
 
 def applicable_stages(columns, model):

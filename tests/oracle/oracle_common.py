@@ -1,5 +1,5 @@
 # Shared helpers of the oracle tests: import Debian's torch (fail loudly without it), load the seed
-# classes by path, the float tolerance of SPEC §2.2, and worst-difference bookkeeping.
+# classes by path, the float tolerance of docs/DESIGN.md §2.2, and worst-difference bookkeeping.
 import importlib.util
 import os
 import sys

@@ -1,6 +1,6 @@
 # Generator parity: our TorchGenerator (through tests/oracle/generator_probe) against Debian's torch,
 # bit for bit — torch.rand, nn.Linear's init, nn.Dropout's masks and scale — and torch.randn to 1e-5.
-# Parameters and dropout masks must be bitwise equal (SPEC §2.2), so this is where they are pinned.
+# Parameters and dropout masks must be bitwise equal (docs/DESIGN.md §2.2), so this is where they are pinned.
 # Usage: test_generator.py PATH/TO/generator_probe
 import json
 import subprocess
@@ -20,8 +20,8 @@ DROPOUT_P = [0.1, 0.5, 0.9]
 DROPOUT_SHAPES = [(1,), (6, 6), (17,), (2, 6, 6), (2, 3, 5, 5), (3, 64, 64)]
 RANDN_SIZES = [(1,), (5,), (15,), (16,), (4, 4), (17,), (6, 3), (100,), (2, 3, 7), (33, 16), (1024, 768)]
 
-# SPEC §2.2: Debian's torch (no MKL), seed 123, nn.Dropout(0.5) on torch.ones(6, 6).
-SPEC_DROPOUT_EXAMPLE = [[2, 2, 0, 2, 2, 0], [0, 0, 0, 2, 0, 2], [2, 2, 2, 2, 0, 2],
+# docs/DESIGN.md §2.2: Debian's torch (no MKL), seed 123, nn.Dropout(0.5) on torch.ones(6, 6).
+DEBIAN_DROPOUT_EXAMPLE = [[2, 2, 0, 2, 2, 0], [0, 0, 0, 2, 0, 2], [2, 2, 2, 2, 0, 2],
                         [0, 2, 2, 0, 0, 2], [0, 2, 0, 2, 0, 2], [0, 2, 2, 2, 2, 0]]
 
 
@@ -132,16 +132,16 @@ def main():
             if not diff <= 1e-5:
                 failures.append("%s: torch.randn differs by %.3g" % (name, diff))
 
-    # The SPEC's Debian example, as a literal: torch first, then ours.
+    # The Debian example of docs/DESIGN.md §2.2, as a literal: torch first, then ours.
     torch.manual_seed(123)
     example = torch.nn.Dropout(0.5)(torch.ones(6, 6))
-    if example.tolist() != SPEC_DROPOUT_EXAMPLE:
-        failures.append("torch itself does not give the SPEC §2.2 dropout example: %s" % example.tolist())
+    if example.tolist() != DEBIAN_DROPOUT_EXAMPLE:
+        failures.append("torch itself does not give the docs/DESIGN.md §2.2 dropout example: %s" % example.tolist())
     spec_case = next(r for c, r in zip(cases, results)
                      if c == {"kind": "dropout", "seed": 123, "p": 0.5, "shape": (6, 6)})
-    spec_keep = [1 if v else 0 for row in SPEC_DROPOUT_EXAMPLE for v in row]
+    spec_keep = [1 if v else 0 for row in DEBIAN_DROPOUT_EXAMPLE for v in row]
     if spec_case["keep"] != spec_keep:
-        failures.append("our seed 123 p=0.5 6x6 dropout mask is not the SPEC §2.2 example")
+        failures.append("our seed 123 p=0.5 6x6 dropout mask is not the docs/DESIGN.md §2.2 example")
 
     print("generator parity: %d cases, %d elements" % (len(cases), sum(elements.values())))
     for kind in counts:
@@ -149,7 +149,7 @@ def main():
             kind, counts[kind], elements[kind], "" if kind == "randn" else ", bitwise"))
     print("  randn worst |ours - torch| / (1 + |torch|) = %.3g; bitwise equal in %d of %d cases"
           % (randn_worst, randn_bitwise, randn_cases))
-    print("  SPEC §2.2 dropout example (seed 123, p=0.5, 6x6): checked against torch and ours")
+    print("  docs/DESIGN.md §2.2 dropout example (seed 123, p=0.5, 6x6): checked against torch and ours")
     if failures:
         print("%d FAILURES:" % len(failures))
         for f in failures[:50]:

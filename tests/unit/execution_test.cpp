@@ -1,7 +1,7 @@
 // Execution paths and trace requests: the OpenMP path ({true, 1|2|4} threads) gives the serial
 // path's masks exactly and its numbers within 1e-6; a trace of only batch 1 keeps only batch 1's
 // heads and the same outputs; the wrapper's heads are independent modules; dropout differs between
-// the copies of a batch (SPEC §2.1, §2.3).
+// the copies of a batch (docs/DESIGN.md §2.1, §2.3).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // Golden cases: every tensor the seed notebooks print for a configuration the engine can express
-// (SPEC §2.2), typed in from the notebook and matched to its 4 printed decimals. The notebook and
+// (docs/DESIGN.md §2.2), typed in from the notebook and matched to its 4 printed decimals. The notebook and
 // cell are named above each number. 004 = 004_b57ce7cf1f8c6fd4.txt (all classes), 001 and 003
 // print the same simple-attention numbers, 000 prints the sum-normalized context.
 #include <gtest/gtest.h>
@@ -244,7 +244,7 @@ TEST(GoldenMultiHead, Seed123StackedBatch) {
 
 TEST(GoldenDropout, DebianTorchSeed123HalfOnSixBySix) {
   // 004 In[31]: torch.manual_seed(123); nn.Dropout(0.5)(torch.ones(6, 6)). The notebook was
-  // printed by an MKL build; SPEC §2.2 gives what Debian's torch (no MKL) prints: 2 = kept.
+  // printed by an MKL build; docs/DESIGN.md §2.2 gives what Debian's torch (no MKL) prints: 2 = kept.
   const int expected[6][6] = {{2, 2, 0, 2, 2, 0}, {0, 0, 0, 2, 0, 2}, {2, 2, 2, 2, 0, 2},
                               {0, 2, 2, 0, 0, 2}, {0, 2, 0, 2, 0, 2}, {0, 2, 2, 2, 2, 0}};
   TorchGenerator g(123);

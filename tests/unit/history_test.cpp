@@ -1,4 +1,4 @@
-// Undo/redo (core/editing/history.h, SPEC §3): undo and redo walk back and forth through the
+// Undo/redo (core/editing/history.h, docs/DESIGN.md §3): undo and redo walk back and forth through the
 // steps, a drag (many records with one gesture) is one step, a new edit clears redo, steps store
 // only what changed (a one-cell edit of GPT-2-sized inputs costs bytes, not megabytes), the byte
 // budget drops the oldest steps, and undo/redo restore every part of the workspace exactly, also

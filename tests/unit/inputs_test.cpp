@@ -1,4 +1,4 @@
-// Inputs panel edits (core/token_table.h, SPEC §3 Inputs panel): typed sentences give every word a
+// Inputs panel edits (core/token_table.h, docs/DESIGN.md §3 Inputs panel): typed sentences give every word a
 // deterministic embedding (checked against values printed by Debian's torch 1.13, with the FNV-1a
 // word hash computed independently in Python); randomize is torch.rand; token insert / remove /
 // move / rename, cell edits and d_in changes produce exactly the expected table; a refused edit

@@ -128,8 +128,11 @@ void checkTrace(const Matrix& x, const ModelConfig& m, const Trace& t, Worst& wo
         for (int c = 0; c < hw; ++c) {
           const Matrix* mats[3] = {&ht.queries, &ht.keys, &ht.values};
           for (int k = 0; k < 3; ++k) {
-            double mag = 0, want = x(i, c);
-            if (m.variant != Variant::Simple) {
+            // Simple: Q = K = V = x (hw == d_in). Otherwise hw may exceed d_in: never read x(i, c).
+            double mag = 0, want;
+            if (m.variant == Variant::Simple) {
+              want = x(i, c);
+            } else {
               const ref::Layer& l = k == 0 ? r.query[g] : k == 1 ? r.key[g] : r.value[g];
               want = project(x, l, i, c0 + c, &mag);
             }

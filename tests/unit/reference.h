@@ -1,5 +1,5 @@
 // An independent reference for the property tests: torch's random stream re-derived from the
-// SPEC §2.2 formulas on a plain std::mt19937 (parameters and dropout draws), and the attention
+// docs/DESIGN.md §2.2 formulas on a plain std::mt19937 (parameters and dropout draws), and the attention
 // arithmetic redone in double. Nothing here calls the engine's TorchGenerator or kernels.
 #pragma once
 #include <cmath>
@@ -11,7 +11,7 @@
 
 namespace attnscope::ref {
 
-// torch.manual_seed(seed) followed by the CPU distribution kernels, as SPEC §2.2 states them.
+// torch.manual_seed(seed) followed by the CPU distribution kernels, as docs/DESIGN.md §2.2 states them.
 class Stream {
  public:
   explicit Stream(std::uint32_t seed) : mt_(seed) {}

@@ -1,4 +1,4 @@
-// Refusals (SPEC §2.1, §2.3): a config the seed would assert on, non-finite embeddings and values
+// Refusals (docs/DESIGN.md §2.1, §2.3): a config the seed would assert on, non-finite embeddings and values
 // that overflow float32 give a clear exception, never NaN in a trace or a crash.
 #include <gtest/gtest.h>
 

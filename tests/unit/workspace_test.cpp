@@ -1,4 +1,4 @@
-// Workspaces (SPEC §2.4): dump → parse round-trips every field (embeddings bitwise); missing model
+// Workspaces (docs/DESIGN.md §2.4): dump → parse round-trips every field (embeddings bitwise); missing model
 // fields take the variant's defaults, which are the seed notebook's settings; bad documents are
 // refused naming the field; saveWorkspace is atomic (a failed save leaves the old file and no
 // temporary behind); generated embeddings are torch.rand / torch.randn of their seed.
@@ -204,7 +204,7 @@ TEST(WorkspaceDefaults, AreTheSeedNotebookSettings) {
 }
 
 TEST(WorkspaceParse, TheSpecExampleLoads) {
-  // SPEC §2.4's example document.
+  // docs/DESIGN.md §2.4's example document.
   const Workspace ws = parseWorkspace(R"({
     "format": "attnscope-workspace", "version": 1,
     "tokens": ["Your", "journey", "starts", "with", "one", "step"],
@@ -405,7 +405,7 @@ TEST(RandomEmbeddings, UniformIsTorchRand) {
                                   {0.2516707181930542, 0.6885567903518677},
                                   {0.07397246360778809, 0.866521954536438}});
   EXPECT_TRUE(test::bitwiseEqual(makeRandomEmbeddings({false, 123, 3, 2}), want));
-  // And in general the SPEC §2.2 formula on std::mt19937 (reference.h).
+  // And in general the docs/DESIGN.md §2.2 formula on std::mt19937 (reference.h).
   for (std::uint32_t seed : {0u, 1u, 4294967295u}) {
     const Matrix x = makeRandomEmbeddings({false, seed, 9, 7});
     ref::Stream s(seed);
