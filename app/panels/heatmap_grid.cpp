@@ -288,7 +288,7 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
 void HeatmapGrid::draw(const PanelContext& ctx) {
   const ImVec2 top = ImGui::GetCursorScreenPos(), region = ImGui::GetContentRegionAvail();
   layout().panel("heatmaps", top, ImVec2(top.x + region.x, top.y + region.y));
-  const Snapshot* snap = ctx.snapshot;
+  const Snapshot* snap = ctx.snapshot.get();
   const ViewState& view = ctx.view;
   CommandQueue& cmd = ctx.commands;
   drawHeader(ctx, snap ? snap->inputs->model : ctx.document.workspace().model, snap ? snap->batch : 0);
@@ -384,6 +384,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.window = window;
       if (!info.square) spec.window.col0 = spec.window.cols = 0;  // keys zoom, dims stay
       spec.version = snap->serial;
+      spec.owner = ctx.snapshot;
       spec.describe = [snap, &head, stage](int i, int j) { return describeCell(*snap, head, stage, i, j); };
       if (stage == Stage::DropoutMask) {
         const std::string kept = t.dropout_active ? "×" + formatFixed(t.dropout_scale, 1) : "1";

@@ -110,7 +110,7 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   ImGui::SetNextWindowSize(size);
   ImGui::Begin("Inspector", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
   layout().panel("inspector", pos, ImVec2(pos.x + size.x, pos.y + size.y));
-  const Snapshot* snap = ctx.snapshot;
+  const Snapshot* snap = ctx.snapshot.get();
   if (!snap) {
     ImGui::TextUnformatted(ctx.computing ? "computing…" : "no result");
     ImGui::End();

@@ -2,6 +2,7 @@
 // editors (model and inputs panels) may read `document`, the workspace being edited. Nobody
 // writes either: actions go into `commands`.
 #pragma once
+#include <memory>
 #include <string>
 
 #include "editing/document.h"
@@ -21,7 +22,7 @@ struct Toast {
 struct PanelContext {
   const Document& document;        // editors only
   const ViewState& view;
-  const Snapshot* snapshot;        // the result on screen; null before the first one
+  std::shared_ptr<const Snapshot> snapshot;  // the result on screen; null before the first one
   bool computing;                  // a newer version is on its way
   const std::string& engine_error; // why the engine refused the newest inputs; empty if fine
   const ExecutionOptions& exec;

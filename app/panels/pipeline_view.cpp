@@ -43,7 +43,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
   // The panel is the whole main window, tab bar and padding included (as captures crop it).
   const ImVec2 wp = ImGui::GetWindowPos(), ws = ImGui::GetWindowSize();
   layout().panel("pipeline", wp, ImVec2(wp.x + ws.x, wp.y + ws.y));
-  const Snapshot* snap = ctx.snapshot;
+  const Snapshot* snap = ctx.snapshot.get();
   if (!snap) {
     ImGui::TextUnformatted(ctx.computing ? "computing…" : "no result yet");
     return;
@@ -132,6 +132,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
       spec.range = rangeFor(*st.range, &spec.colormap, view);
       spec.compact = true;
       spec.version = snap->serial;
+      spec.owner = ctx.snapshot;
       spec.selected_row = std::clamp(view.token, 0, snap->tokenCount() - 1);
       const std::string title = st.title;
       spec.describe = [title](int i, int j) { return title + " [" + std::to_string(i) + ", " + std::to_string(j) + "] — click to enlarge"; };
@@ -166,6 +167,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
     spec.col_labels = st.cols;
     spec.selected_row = std::clamp(view.token, 0, snap->tokenCount() - 1);
     spec.version = snap->serial;
+    spec.owner = ctx.snapshot;
     spec.dump = {{"pipeline", st.id}};
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float side = std::min(avail.x, avail.y);

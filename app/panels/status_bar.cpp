@@ -11,7 +11,7 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   ImGui::Begin("##status", nullptr,
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings);
   layout().panel("status", pos, ImVec2(pos.x + size.x, pos.y + size.y));
-  if (const Snapshot* snap = ctx.snapshot) {
+  if (const Snapshot* snap = ctx.snapshot.get()) {
     const Workspace& in = *snap->inputs;
     const ModelConfig& m = in.model;
     const int threads = snap->exec.parallel ? resolveThreads(snap->exec.threads) : 1;

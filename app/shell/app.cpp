@@ -13,6 +13,7 @@
 #include "shell/layout_dump.h"
 #include "shell/screenshot.h"
 #include "shell/theme.h"
+#include "widgets/heatmap.h"
 
 namespace attnscope {
 
@@ -241,7 +242,7 @@ std::string App::windowTitle() const {
 
 void App::draw(double now, float caption_h, float caption_x, float caption_w) {
   layout().beginFrame();
-  const PanelContext ctx{doc_, view_, snapshot_.get(), computing_, engine_error_, exec_, toast_, queue_, now};
+  const PanelContext ctx{doc_, view_, snapshot_, computing_, engine_error_, exec_, toast_, queue_, now};
   menu_.draw(ctx, dialogs_.settings().recent);
   drawPanels(ctx, caption_h);
   if (caption_h > 0) {
@@ -343,7 +344,9 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   int w = 0, h = 0;
   hooks_.size(&w, &h);
   capturing_ = true;
+  setHeatmapColouringSynchronous(true);  // every map in colour, no placeholders
   const std::string error = capturePng(spec, w, h, hooks_.capture, path, dumpWorkspace(shown));
+  setHeatmapColouringSynchronous(false);
   capturing_ = false;
   view_ = saved;
   caption_.clear();

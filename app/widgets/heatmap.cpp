@@ -6,7 +6,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
+#include <utility>
 
 #include "shell/fonts.h"
 #include "shell/layout_dump.h"
@@ -19,17 +25,19 @@ namespace {
 
 struct CachedTexture {
   GLuint id = 0;
-  std::uint64_t key = 0;
+  std::uint64_t key = 0;          // what the texture shows
+  std::uint64_t pending_key = 0;  // what the baker is colouring for it, 0 = nothing
   int last_used = 0;
 };
 std::unordered_map<std::string, CachedTexture> textures;
 int frame_counter = 0;
+bool synchronous = false;  // captures colour every map before they draw
 
 ImU32 toImColor(Rgb c) { return IM_COL32(c.r, c.g, c.b, 255); }
 bool isMasked(float v) { return std::isinf(v) && v < 0; }
 
 std::uint64_t textureKey(const HeatmapSpec& s) {
-  std::uint64_t h = s.version * 1000003u;
+  std::uint64_t h = s.version * 1000003u + 1;
   auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
   std::uint32_t lo, hi;
   std::memcpy(&lo, &s.range.lo, 4);
@@ -39,22 +47,84 @@ std::uint64_t textureKey(const HeatmapSpec& s) {
   mix(static_cast<std::uint64_t>(s.colormap));
   mix(theme().masked_cell);
   mix(static_cast<std::uint64_t>(s.values->rows()) << 32 | s.values->cols());
-  return h;
+  return h | 1;  // never 0, which means "none"
 }
 
-// The map's colours as an RGBA texture, one texel per cell.
-GLuint texture(const HeatmapSpec& s) {
-  CachedTexture& t = textures[s.id];
-  t.last_used = frame_counter;
-  const std::uint64_t key = textureKey(s);
-  if (t.id != 0 && t.key == key) return t.id;
-  const Matrix& m = *s.values;
-  const auto& table = colormapTable(s.colormap);
-  std::vector<std::uint32_t> pixels(static_cast<std::size_t>(m.size()));
+// A map's colours, one RGBA texel per cell.
+struct Colouring {
+  std::string id;
+  std::uint64_t key;
+  std::shared_ptr<const void> owner;  // keeps `values` alive while a thread reads them
+  const Matrix* values;
+  ValueRange range;
+  Colormap colormap;
+  ImU32 masked;
+  std::vector<std::uint32_t> pixels;  // the result
+};
+
+void colour(Colouring& c) {
+  const Matrix& m = *c.values;
+  const auto& table = colormapTable(c.colormap);
+  c.pixels.resize(static_cast<std::size_t>(m.size()));
   for (Eigen::Index i = 0; i < m.size(); ++i) {
     const float v = m.data()[i];
-    pixels[i] = isMasked(v) ? theme().masked_cell : toImColor(table[colormapIndex(v, s.range)]);
+    c.pixels[i] = isMasked(v) ? c.masked : toImColor(table[colormapIndex(v, c.range)]);
   }
+}
+
+// Colours large maps on a thread of its own: a new GPT-2 snapshot is 72 maps of a million cells,
+// a third of a second of colouring that would otherwise freeze one frame. The UI thread uploads
+// the finished pixels (GL calls belong to it) and draws a placeholder until then.
+class Baker {
+ public:
+  void submit(Colouring job) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    jobs_.push_back(std::move(job));
+    wake_.notify_one();
+  }
+  std::vector<Colouring> finished() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return std::exchange(done_, {});
+  }
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+      jobs_.clear();
+      wake_.notify_one();
+    }
+    if (thread_.joinable()) thread_.join();
+    done_.clear();
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+      if (stop_) return;
+      Colouring job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      colour(job);
+      job.owner.reset();  // the snapshot may go once nothing else holds it
+      lock.lock();
+      done_.push_back(std::move(job));
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Colouring> jobs_;
+  std::vector<Colouring> done_;
+  std::thread thread_;
+  bool stop_ = false;
+};
+Baker baker;
+
+constexpr Eigen::Index kBakeAsyncCells = 1 << 16;  // below this, colouring takes well under a millisecond
+
+void upload(CachedTexture& t, const Colouring& c) {
   if (t.id == 0) glGenTextures(1, &t.id);
   glBindTexture(GL_TEXTURE_2D, t.id);
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);  // crisp cells
@@ -62,11 +132,36 @@ GLuint texture(const HeatmapSpec& s) {
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
   glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
-  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, static_cast<GLsizei>(m.cols()),
-               static_cast<GLsizei>(m.rows()), 0, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
-  t.key = key;
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, static_cast<GLsizei>(c.values->cols()),
+               static_cast<GLsizei>(c.values->rows()), 0, GL_RGBA, GL_UNSIGNED_BYTE, c.pixels.data());
+  t.key = c.key;
+  t.pending_key = 0;
+}
+
+// The map's texture, or 0 while the baker colours it.
+GLuint texture(const HeatmapSpec& s) {
+  CachedTexture& t = textures[s.id];
+  t.last_used = frame_counter;
+  const std::uint64_t key = textureKey(s);
+  if (t.id != 0 && t.key == key) return t.id;
+  Colouring job{s.id, key, s.owner, s.values, s.range, s.colormap, theme().masked_cell, {}};
+  if (!synchronous && s.owner && s.values->size() >= kBakeAsyncCells) {
+    if (t.pending_key != key) {
+      t.pending_key = key;
+      baker.submit(std::move(job));
+    }
+    return 0;
+  }
+  colour(job);
+  upload(t, job);
   return t.id;
 }
+
+}  // namespace
+
+void setHeatmapColouringSynchronous(bool on) { synchronous = on; }
+
+namespace {
 
 // A cell's label: fixed decimals while they fit a cell, else 3 significant digits; with a hyphen
 // for a minus where space is tight (`narrow`).
@@ -152,7 +247,12 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   // Cells: the texture's window, magnified without blur.
   const ImVec2 uv0(static_cast<float>(c0) / cols, static_cast<float>(r0) / rows);
   const ImVec2 uv1(static_cast<float>(c0 + nc) / cols, static_cast<float>(r0 + nr) / rows);
-  draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(texture(s))), p0, p1, uv0, uv1);
+  if (const GLuint tex = texture(s)) {
+    draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(tex)), p0, p1, uv0, uv1);
+  } else {  // being coloured: a quiet placeholder, never the colours of an older map
+    draw->AddRectFilled(p0, p1, th.grid_line);
+    draw->AddText(small, fs, ImVec2(p0.x + px(4), p0.y + px(4)), th.text_dim, "colouring…");
+  }
   if (cell >= px(6)) {
     for (int j = 1; j < nc; ++j)
       draw->AddLine(ImVec2(p0.x + j * cell, p0.y), ImVec2(p0.x + j * cell, p1.y), th.grid_line);
@@ -295,6 +395,10 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
 
 void collectHeatmapTextures() {
   ++frame_counter;
+  for (Colouring& done : baker.finished()) {  // upload what the baker finished, if still wanted
+    auto it = textures.find(done.id);
+    if (it != textures.end() && it->second.pending_key == done.key) upload(it->second, done);
+  }
   for (auto it = textures.begin(); it != textures.end();) {
     if (frame_counter - it->second.last_used > 120) {
       glDeleteTextures(1, &it->second.id);
@@ -306,6 +410,7 @@ void collectHeatmapTextures() {
 }
 
 void releaseHeatmapTextures() {
+  baker.stop();
   for (auto& [id, t] : textures) glDeleteTextures(1, &t.id);
   textures.clear();
 }

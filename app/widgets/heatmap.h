@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -27,6 +28,8 @@ struct HeatmapSpec {
   std::string id;                                  // stable: texture cache key, layout dump name
   std::string title;                               // drawn above the map
   const Matrix* values = nullptr;                  // −∞ cells are drawn masked
+  std::shared_ptr<const void> owner;               // owns `values`: large maps are coloured on a
+                                                   // thread of their own (none: on the UI thread)
   ValueRange range;                                // the colours span this
   Colormap colormap = Colormap::Viridis;
   const std::vector<std::string>* row_labels = nullptr;  // one per row
@@ -56,7 +59,11 @@ float heatmapColorbarHeight();
 // Draws within `size` at the cursor and advances it.
 HeatmapHit drawHeatmap(const HeatmapSpec& spec, ImVec2 size);
 
-// Frees textures not drawn for a while; call once per frame. releaseHeatmapTextures at shutdown.
+// Captures colour every map at once (no placeholders in a screenshot).
+void setHeatmapColouringSynchronous(bool on);
+
+// Uploads maps coloured off the UI thread and frees textures not drawn for a while; call once per
+// frame. releaseHeatmapTextures at shutdown.
 void collectHeatmapTextures();
 void releaseHeatmapTextures();
 
