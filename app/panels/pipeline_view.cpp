@@ -94,7 +94,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
   const float arrow_w = px(26), min_node = px(110);
   const int n = static_cast<int>(steps.size());
   int per_row = n;
-  while (per_row > 1 && per_row * min_node + (per_row - 1) * arrow_w > size.x) per_row = (per_row + 1) / 2 + (per_row == 2 ? -1 : 0);
+  while (per_row > 1 && per_row * min_node + (per_row - 1) * arrow_w > size.x) per_row = per_row == 2 ? 1 : (per_row + 1) / 2;
   const float node_w = (size.x - arrow_w * (per_row - 1)) / per_row;
   const float thumb = std::min(node_w - px(6), px(96));
   const float line = ImGui::GetTextLineHeightWithSpacing();

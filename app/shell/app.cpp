@@ -331,8 +331,7 @@ std::string App::captionText(const CaptureSpec& spec) const {
 
 std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   if (!hooks_.capture.frame) return "no window to render with";
-  if (!snapshot_) return "nothing computed yet";
-  Workspace shown = *snapshot_->inputs;  // the PNG carries what it shows
+  Workspace shown = snapshot_ ? *snapshot_->inputs : doc_.workspace();  // the PNG carries what it shows
   shown.view = viewToJson(view_);
   caption_ = spec.caption ? captionText(spec) : "";
   const ViewState saved = view_;
