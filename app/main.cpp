@@ -263,9 +263,10 @@ int main(int argc, char** argv) {
   glfwSetWindowCloseCallback(window, [](GLFWwindow* w) {  // ask before closing
     static_cast<App*>(glfwGetWindowUserPointer(w))->commands().push("quit");
   });
-  if (options.open_path.empty() && !headless) {
-    Autosave probe(true);
-    if (const std::string autosave = probe.pending(); !autosave.empty()) app.commands().push("restore", {{"path", autosave}});
+  if (!headless) {  // the last session's autosave: restored, or kept aside, never overwritten
+    const Recovery recovery = planRecovery(Autosave(true), options.open_path);
+    if (!recovery.restore.empty()) app.commands().push("restore", {{"path", recovery.restore}});
+    if (!recovery.note.empty()) app.notify(recovery.note, glfwGetTime());
   }
 
   int ready_frames = 0, exit_code = 0;

@@ -53,6 +53,18 @@ void App::update(double now) {
 void App::apply(const Command& c, double now) {
   switch (c.info().target) {
     case CommandTarget::Document:
+      if (c.name == "restore") {  // an autosave that cannot be read is kept aside, never overwritten
+        try {
+          doc_.apply(c);
+        } catch (const InputError& e) {
+          const std::string kept = moveAside(c.text("path"));
+          throw InputError(std::string("The last session's autosave could not be read (") + e.what() + ")" +
+                           (kept.empty() ? "" : "; it is kept as " + kept));
+        }
+        replaced(c, now);
+        clampView();
+        return;
+      }
       if (doc_.apply(c) == DocumentChange::Replaced) replaced(c, now);
       clampView();
       return;

@@ -47,6 +47,8 @@ class App {
   App(Document document, ViewState view, bool interactive, WindowHooks hooks);
 
   CommandQueue& commands() { return queue_; }
+  // A message for the user at start (a recovered autosave), shown longer than a toast.
+  void notify(const std::string& text, double now) { toast_ = {text, false, now + 12.0}; }
   // Once per frame, before drawing: applies the queued commands (a screenshot waits for the
   // newest result), sends the document to the engine when it changed, takes finished results.
   void update(double now);

@@ -1,6 +1,7 @@
 #include "shell/layout_dump.h"
 
 #include "engine/errors.h"
+#include "formats/json_format.h"
 #include "formats/workspace.h"
 
 namespace attnscope {
@@ -33,7 +34,7 @@ void LayoutRecorder::heatmap(nlohmann::json entry) { frame_["heatmaps"].push_bac
 
 void LayoutRecorder::endFrame(const std::string& path) {
   if (path.empty()) return;
-  std::string text = frame_.dump(1);
+  std::string text = jsonText(frame_, 1);
   if (text == written_) return;
   try {
     writeFileAtomically(path, text);

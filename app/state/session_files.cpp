@@ -1,12 +1,14 @@
 #include "state/session_files.h"
 
 #include <algorithm>
+#include <ctime>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "engine/errors.h"
+#include "formats/json_format.h"
 
 namespace attnscope {
 
@@ -46,7 +48,7 @@ Settings loadSettings() {
 void saveSettings(const Settings& s) {
   try {
     writeFileAtomically(statePath("settings.json"),
-                        nlohmann::json{{"recent", s.recent}, {"last_folder", s.last_folder}}.dump(2));
+                        jsonText(nlohmann::json{{"recent", s.recent}, {"last_folder", s.last_folder}}, 2));
   } catch (const InputError&) {
     // Settings are a convenience; the work itself is saved elsewhere.
   }
@@ -66,7 +68,7 @@ void Autosave::update(const Document& doc, const ViewState& view_state, double n
   nlohmann::json view = viewToJson(view_state);
   view["file"] = doc.file();
   view["dirty"] = doc.dirty();
-  std::string view_text = view.dump();
+  std::string view_text = jsonText(view);
   // Serializing a GPT-2-sized workspace takes a while: only when the inputs or the view changed.
   if (doc.version() == written_version_ && view_text == written_view_) return;
   Workspace ws = doc.workspace();
@@ -79,6 +81,59 @@ void Autosave::update(const Document& doc, const ViewState& view_state, double n
     // A full disk must not stop the session; the next change tries again.
   }
   last_write_ = now;
+}
+
+std::string moveAside(const std::string& path) {
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  const fs::path p(path);
+  std::string target = (p.parent_path() / (p.stem().string() + "-kept-" + stamp + p.extension().string())).string();
+  std::error_code ec;
+  for (int k = 2; fs::exists(target, ec); ++k)
+    target = (p.parent_path() / (p.stem().string() + "-kept-" + stamp + "-" + std::to_string(k) + p.extension().string())).string();
+  fs::rename(path, target, ec);
+  return ec ? "" : target;
+}
+
+Recovery planRecovery(const Autosave& autosave, const std::string& open_path) {
+  Recovery r;
+  const std::string path = autosave.pending();
+  if (path.empty()) return r;
+  if (open_path.empty()) {
+    r.restore = path;
+    return r;
+  }
+  // Whose is it, and does it hold unsaved work? Only the view is needed; a file that cannot be
+  // read at all is kept too.
+  std::string file;
+  bool dirty = true;
+  std::ifstream in(path, std::ios::binary);
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_object() && j.contains("view") && j["view"].is_object()) {
+    const nlohmann::json& v = j["view"];
+    if (v.contains("file") && v["file"].is_string()) file = v["file"].get<std::string>();
+    if (v.contains("dirty") && v["dirty"].is_boolean()) dirty = v["dirty"].get<bool>();
+  }
+  if (!dirty) return r;  // saved work: nothing to lose
+  std::error_code ec;
+  const std::string opened = fs::absolute(open_path, ec).string();
+  if (!file.empty() && file == opened) {
+    const auto saved = fs::last_write_time(opened, ec);
+    const auto autosaved = fs::last_write_time(path, ec);
+    if (!ec && autosaved > saved) {
+      r.restore = path;
+      r.note = "Recovered unsaved changes to " + fs::path(opened).filename().string() +
+               " from the last session (newer than the file). Save to keep them.";
+      return r;
+    }
+    return r;  // the file is newer: the autosave is older work of the same file
+  }
+  const std::string kept = moveAside(path);
+  if (!kept.empty())
+    r.note = "Unsaved work of the last session (" + (file.empty() ? std::string("untitled") : fs::path(file).filename().string()) +
+             ") is kept in " + kept;
+  return r;
 }
 
 std::string Autosave::pending() const {

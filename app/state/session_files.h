@@ -28,7 +28,7 @@ class Autosave {
   // Writes the document (with the view, its file name and unsaved mark) if it or the view changed
   // and the last write is older than a moment.
   void update(const Document& doc, const ViewState& view, double now);
-  // The autosave file to restore at start, or "" when there is none.
+  // The autosave file, or "" when there is none (or autosaving is off).
   std::string pending() const;
 
  private:
@@ -37,5 +37,19 @@ class Autosave {
   std::string written_view_;           // … and the view (small, compared as text)
   double last_write_ = -1;
 };
+
+// What to do at start with the last session's autosave, so that nothing of the user's work is
+// ever overwritten by a fresh session:
+// - started without a file: restore it;
+// - started with --open FILE: restore it if it is FILE's, unsaved, and newer than FILE (as editors
+//   recover swap files); else, if it holds unsaved work of another document, move it aside first.
+struct Recovery {
+  std::string restore;  // the autosave to restore with the `restore` command, or ""
+  std::string note;     // what happened, for the user ("" for nothing worth saying)
+};
+Recovery planRecovery(const Autosave& autosave, const std::string& open_path);
+// Renames a state file the app cannot use to NAME-kept-YYYYmmdd-HHMMSS.json beside it, so the
+// next write cannot destroy it; returns the new path ("" if it could not be moved).
+std::string moveAside(const std::string& path);
 
 }  // namespace attnscope

@@ -7,6 +7,7 @@
 #include "engine/attention.h"
 #include "tools/bench.h"
 #include "engine/errors.h"
+#include "formats/json_format.h"
 #include "formats/export.h"
 #include "formats/presets.h"
 #include "formats/pytorch_script.h"
@@ -120,7 +121,7 @@ int run(int argc, char** argv) {
     const std::string path = bench_preset.empty() ? bench_path : presetPath(bench_preset);
     nlohmann::json result = benchWorkspace(loadWorkspace(path), bench_options);
     result["workspace"] = bench_preset.empty() ? bench_path : bench_preset;
-    std::cout << result.dump(2) << "\n";
+    std::cout << jsonText(result, 2) << "\n";
   } else if (*export_cmd) {
     ExportFormat format;
     if (!parseExportFormat(export_format, &format))

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "engine/errors.h"
+#include "formats/json_format.h"
 
 namespace attnscope {
 
@@ -179,6 +180,9 @@ Command parseCommand(const nlohmann::json& j) {
 }
 
 std::vector<Command> parseCommandList(const std::string& text) {
+  // Parsing, copying or printing a deeply nested value recurses once per level: refuse it first.
+  if (!tooDeep(text, kMaxJsonDepth).empty())
+    throw InputError("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);

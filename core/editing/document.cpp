@@ -1,5 +1,6 @@
 #include "editing/document.h"
 
+#include <cmath>
 #include <filesystem>
 #include <functional>
 
@@ -41,12 +42,13 @@ void setModelFields(Workspace& ws, const nlohmann::json& fields) {
 }
 
 Document::Document(Workspace ws, std::string file, bool dirty, Limits limits)
-    : ws_(std::move(ws)), file_(std::move(file)), dirty_(dirty), limits_(limits) {}
+    : ws_(std::move(ws)), saved_(ws_), file_(std::move(file)), dirty_(dirty), limits_(limits) {}
 
 DocumentChange Document::edit(const std::function<void(Workspace&)>& change, const std::string& gesture) {
   Workspace next = ws_;
   change(next);
   validateModel(next.model, tokenCount(next), static_cast<int>(next.embeddings.cols()), limits_);
+  if (equalWorkspaces(ws_, next)) return DocumentChange::Unchanged;
   history_.record(ws_, next, gesture);
   ws_ = std::move(next);
   dirty_ = true;
@@ -75,7 +77,7 @@ DocumentChange Document::apply(const Command& c) {
   }
   if (n == "preset" || n == "new") {  // undoable, and untitled until saved
     Workspace ws = n == "new" ? bookExample(ws_.model.variant) : loadWorkspace(presetPath(c.text("name")), limits_);
-    edit([&ws](Workspace& w) { w = ws; }, "");
+    if (edit([&ws](Workspace& w) { w = ws; }, "") == DocumentChange::Unchanged) return DocumentChange::Unchanged;
     file_.clear();
     return DocumentChange::Replaced;
   }
@@ -84,7 +86,7 @@ DocumentChange Document::apply(const Command& c) {
     if (!(n == "undo" ? history_.undo(next) : history_.redo(next)))
       throw InputError(n == "undo" ? "nothing to undo" : "nothing to redo");
     ws_ = std::move(next);
-    dirty_ = true;
+    dirty_ = !equalWorkspaces(ws_, saved_);  // back where it was saved: nothing unsaved
     bump();
     return DocumentChange::Edited;
   }
@@ -111,6 +113,9 @@ DocumentChange Document::apply(const Command& c) {
   if (n == "model") return edit([&](Workspace& w) { setModelFields(w, c.args["fields"]); }, g);
   if (n == "set_cell") {
     const double v = c.number("value");
+    if (std::fabs(v) >= 3.4028235677973366e38)  // rounds to ±∞ as a float32 (and casting is undefined)
+      throw InputError("embeddings[" + std::to_string(c.integer("row")) + "][" + std::to_string(c.integer("col")) +
+                       "]: not a finite number as float32: " + c.args["value"].dump());
     return edit([&](Workspace& w) { setEmbedding(w, c.integer("row"), c.integer("col"), static_cast<float>(v)); }, g);
   }
   if (n == "d_in") {
@@ -128,6 +133,7 @@ DocumentChange Document::apply(const Command& c) {
 void Document::reset(Workspace ws, std::string file, bool dirty) {
   validateModel(ws.model, tokenCount(ws), static_cast<int>(ws.embeddings.cols()), limits_);
   ws_ = std::move(ws);
+  saved_ = ws_;
   file_ = std::move(file);
   dirty_ = dirty;
   history_.clear();
@@ -135,6 +141,7 @@ void Document::reset(Workspace ws, std::string file, bool dirty) {
 }
 
 void Document::markSaved(const std::string& path) {
+  saved_ = ws_;
   file_ = std::filesystem::absolute(path).string();
   dirty_ = false;
 }

@@ -15,6 +15,7 @@ namespace attnscope {
 
 // How applying a command changed the document.
 enum class DocumentChange {
+  Unchanged, // it applied but changed nothing (a drag that set the value it had)
   Edited,    // an edit, undo or redo of the same document
   Replaced,  // another workspace: open, preset, new — views reset what belongs to the old one
 };
@@ -48,6 +49,7 @@ class Document {
   void bump() { ++version_; }
 
   Workspace ws_;
+  Workspace saved_;  // as last opened or saved: undoing back to it clears the unsaved mark
   std::string file_;
   bool dirty_ = false;
   History history_;

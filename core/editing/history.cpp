@@ -226,6 +226,8 @@ std::size_t measure(const Step& step) {
 
 }  // namespace
 
+bool equalWorkspaces(const Workspace& a, const Workspace& b) { return diff(a, b).empty(); }
+
 History::History(std::size_t budget_bytes) : budget_(budget_bytes) {}
 
 void History::record(const Workspace& before, const Workspace& after, const std::string& gesture) {

@@ -105,4 +105,7 @@ class History {
   GestureStep gesture_step_ = GestureStep::None;
 };
 
+// Whether two workspaces are equal in every part History keeps (bit for bit in the numbers).
+bool equalWorkspaces(const Workspace& a, const Workspace& b);
+
 }  // namespace attnscope

@@ -5,6 +5,10 @@
 
 namespace attnscope {
 
+std::string jsonText(const nlohmann::json& value, int indent) {
+  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string formatFloat(float value) {
   char buf[32];
   const auto result = std::to_chars(buf, buf + sizeof buf, value);  // shortest round-trip form
@@ -28,7 +32,7 @@ void write(const nlohmann::json& v, int indent, int depth, std::string& out) {
     out += "{\n";
     std::size_t i = 0;
     for (auto it = v.begin(); it != v.end(); ++it, ++i) {
-      out += pad + nlohmann::json(it.key()).dump() + ": ";
+      out += pad + jsonText(nlohmann::json(it.key())) + ": ";
       write(it.value(), indent, depth + 1, out);
       out += i + 1 < v.size() ? ",\n" : "\n";
     }
@@ -43,10 +47,10 @@ void write(const nlohmann::json& v, int indent, int depth, std::string& out) {
     out += close_pad + "]";
   } else if (v.is_array()) {
     out += "[";
-    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i].dump();
+    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + jsonText(v[i]);
     out += "]";
   } else {
-    out += v.dump();
+    out += jsonText(v);
   }
 }
 
@@ -56,6 +60,37 @@ std::string prettyJson(const nlohmann::json& value, int indent) {
   std::string out;
   write(value, indent, 0, out);
   return out + "\n";
+}
+
+// Where `text` nests arrays and objects deeper than `limit`: the top-level field it happens in
+// ("view"), "workspace" if outside any, or "" if it does not. Checked before parsing: copying or
+// printing a 100 000-deep document would overflow the stack.
+std::string tooDeep(const std::string& text, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  std::string string, key;  // the string being read, the last top-level key
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+        if (depth == 1) key = string;
+      } else if (depth == 1) {
+        string += c;
+      }
+    } else if (c == '"') {
+      in_string = true;
+      string.clear();
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return depth > 1 && !key.empty() ? key : "workspace";
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return "";
 }
 
 }  // namespace attnscope

@@ -1,6 +1,7 @@
 // PNG files with text chunks (libpng): screenshots carry their workspace as an
 // "attnscope-workspace" chunk, so opening the PNG restores the state it shows.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,9 +20,11 @@ std::string writePng(const std::string& path, int width, int height, const std::
 // Whether the file starts with the PNG signature.
 bool isPng(const std::string& path);
 
-// The text chunk `key` of a PNG (tEXt, zTXt or iTXt); nullopt if it has none. Throws InputError
-// naming the path if the file is not a readable PNG.
-std::optional<std::string> readPngText(const std::string& path, const std::string& key);
+// The text chunk `key` of a PNG (tEXt, zTXt or iTXt); nullopt if it has none. Reads the chunks
+// only, never the pixels. Throws InputError naming the path if the file is not a readable PNG or
+// the text (compressed or not) is larger than `max_bytes`.
+std::optional<std::string> readPngText(const std::string& path, const std::string& key,
+                                       std::size_t max_bytes = std::size_t{64} << 20);
 
 // Size and pixels of a PNG as 8-bit RGB (tests and tools).
 struct RgbImage {

@@ -57,7 +57,7 @@ class Writer {
 void writeTraceJson(std::ostream& out, const Workspace& ws, const Trace& t) {
   Writer w(out);
   out << "{\n\"format\": \"attnscope-trace\",\n\"version\": 1,\n\"workspace\": "
-      << workspaceToJson(ws).dump() << ",\n\"parameters\": {";
+      << jsonText(workspaceToJson(ws)) << ",\n\"parameters\": {";
   const auto params = stateDict(t.model, t.parameters);
   for (std::size_t i = 0; i < params.size(); ++i) {
     out << (i ? ",\n" : "\n") << "  \"" << params[i].name << "\": ";

@@ -7,7 +7,12 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "engine/errors.h"
 #include "formats/json_format.h"
@@ -66,9 +71,12 @@ std::string getString(const json& v, const std::string& field) {
 
 float getFloat(const json& v, const std::string& field) {
   if (!v.is_number()) fail(field, std::string("expected a number, got ") + typeName(v));
-  // Finite once rounded to float32: FLT_MAX prints as 3.4028235e+38, a hair above it as a double.
-  const float f = static_cast<float>(v.get<double>());
-  if (!std::isfinite(f)) fail(field, "not a finite float32 number: " + v.dump());
+  // Finite once rounded to float32: FLT_MAX prints as 3.4028235e+38, a hair above it as a double,
+  // and rounds down to it; from FLT_MAX + half an ulp on, a double rounds to ±∞ (and casting it is
+  // undefined in C++), so that is checked before the cast.
+  const double d = v.get<double>();
+  if (!(std::fabs(d) < 3.4028235677973366e38)) fail(field, "not a finite float32 number: " + v.dump());
+  const float f = static_cast<float>(d);
   return f;
 }
 
@@ -166,37 +174,6 @@ Matrix parseMatrix(const json& j, const Limits& limits) {
   return x;
 }
 
-// Where `text` nests arrays and objects deeper than `limit`: the top-level field it happens in
-// ("view"), "workspace" if outside any, or "" if it does not. Checked before parsing: copying or
-// printing a 100 000-deep document would overflow the stack.
-std::string tooDeep(const std::string& text, int limit) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  std::string string, key;  // the string being read, the last top-level key
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-        if (depth == 1) key = string;
-      } else if (depth == 1) {
-        string += c;
-      }
-    } else if (c == '"') {
-      in_string = true;
-      string.clear();
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return depth > 1 && !key.empty() ? key : "workspace";
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return "";
-}
-
 }  // namespace
 
 Matrix makeRandomEmbeddings(const RandomEmbeddings& r) {
@@ -227,9 +204,8 @@ Workspace bookExample(Variant variant) {
 Workspace parseWorkspace(const std::string& text, const Limits& limits) {
   if (static_cast<std::int64_t>(text.size()) > limits.max_file_bytes)
     fail("workspace", "larger than the limit of " + std::to_string(limits.max_file_bytes) + " bytes");
-  constexpr int kMaxDepth = 64;
-  if (const std::string field = tooDeep(text, kMaxDepth); !field.empty())
-    fail(field, "nested deeper than " + std::to_string(kMaxDepth) + " levels");
+  if (const std::string field = tooDeep(text, kMaxJsonDepth); !field.empty())
+    fail(field, "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   json j;
   try {
     j = json::parse(text);
@@ -285,24 +261,22 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
 }
 
 Workspace loadWorkspace(const std::string& path, const Limits& limits) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a workspace file");
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) fail(path, "cannot open the file (does it exist?)");
+  if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a workspace file");
+  if (!S_ISREG(st.st_mode)) fail(path, "not a regular file (a pipe or a device cannot be a workspace)");
+  if (st.st_size > limits.max_file_bytes)
+    fail(path, "larger than the limit of " + std::to_string(limits.max_file_bytes) + " bytes");
   if (isPng(path)) {  // a screenshot: the workspace rides in its text chunk
-    const auto text = readPngText(path, kWorkspaceChunk);
+    const auto text = readPngText(path, kWorkspaceChunk, static_cast<std::size_t>(limits.max_file_bytes));
     if (!text) fail(path, "this PNG carries no attnscope workspace (was it saved by attnscope?)");
     return parseWorkspace(*text, limits);
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open the file (does it exist?)");
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  if (size < 0) fail(path, "cannot read the file");
-  if (size > limits.max_file_bytes)
-    fail(path, "larger than the limit of " + std::to_string(limits.max_file_bytes) + " bytes");
-  in.seekg(0);
-  std::string text(static_cast<std::size_t>(size), '\0');
-  in.read(text.data(), size);
-  if (!in) fail(path, "cannot read the file");
+  if (!in) fail(path, "cannot open the file (is it readable?)");
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  in.read(text.data(), st.st_size);
+  if (in.gcount() != st.st_size) fail(path, "cannot read the file");
   return parseWorkspace(text, limits);
 }
 
@@ -332,22 +306,61 @@ json workspaceToJson(const Workspace& ws) {
 
 std::string dumpWorkspace(const Workspace& ws) { return prettyJson(workspaceToJson(ws)); }
 
+// A temporary file beside the target (a short name, so a long target name still fits), written
+// and fsynced, given the target's permissions, renamed over it, and the folder fsynced: after a
+// crash or a full disk the file is the old one or the new one, never a mix. A symbolic link is
+// followed: its target is replaced and the link stays.
 void writeFileAtomically(const std::string& path, const std::string& contents) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(path, "cannot write (is the folder writable?)");
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      fail(path, "write failed (disk full?); the previous file is unchanged");
-    }
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path target = path;
+  for (int hops = 0; hops < 40 && fs::is_symlink(target, ec); ++hops) {
+    const fs::path link = fs::read_symlink(target, ec);
+    if (ec) break;
+    target = link.is_absolute() ? link : target.parent_path() / link;
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail(path, "cannot replace the file; the previous file is unchanged");
+  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  std::string tmp = (folder / ".attnscope-XXXXXX").string();
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) fail(path, std::string("cannot write (") + std::strerror(errno) + "); the previous file is unchanged");
+  auto abandon = [&](const std::string& why) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    fail(path, why + "; the previous file is unchanged");
+  };
+  struct stat st;
+  mode_t mode;
+  if (::stat(target.c_str(), &st) == 0) {
+    mode = st.st_mode & 07777;  // keep the file's permissions
+  } else {
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    mode = 0666 & ~mask;  // what a plain new file would get
+  }
+  if (::fchmod(fd, mode) != 0) abandon(std::string("cannot set permissions (") + std::strerror(errno) + ")");
+  const char* p = contents.data();
+  std::size_t left = contents.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) abandon(std::string("write failed (") + std::strerror(n < 0 ? errno : EIO) + ")");
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) abandon(std::string("write failed (") + std::strerror(errno) + ")");
+  if (::close(fd) != 0) {
+    ::unlink(tmp.c_str());
+    fail(path, std::string("write failed (") + std::strerror(errno) + "); the previous file is unchanged");
+  }
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    fail(path, std::string("cannot replace the file (") + std::strerror(err) + "); the previous file is unchanged");
+  }
+  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dir >= 0) {  // the rename itself survives a crash
+    ::fsync(dir);
+    ::close(dir);
   }
 }
 
