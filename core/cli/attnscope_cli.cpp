@@ -38,7 +38,7 @@ std::vector<int> parseBatches(const std::string& list) {
 
 // The trace the `trace` and `export` commands share: serial unless --threads (≥ 0) asks for the
 // OpenMP path; with --batch, only those elements keep their intermediates.
-Trace traceOf(const Workspace& ws, int threads, const std::string& batches) {
+Trace traceOf(const Workspace& ws, int threads, const std::string& batches, const Limits& limits) {
   ExecutionOptions exec;
   exec.parallel = threads >= 0;
   exec.threads = std::max(threads, 0);
@@ -48,7 +48,7 @@ Trace traceOf(const Workspace& ws, int threads, const std::string& batches) {
     request.all_batches = false;
     request.batches = parseBatches(batches);
   }
-  return computeTrace(ws.embeddings, ws.model, exec, request);
+  return computeTrace(ws.embeddings, ws.model, exec, request, limits);
 }
 
 int run(int argc, char** argv) {
@@ -92,6 +92,12 @@ int run(int argc, char** argv) {
   export_cmd->add_option("--threads", export_threads, "use the OpenMP path with N threads (0 = all cores)")
       ->check(CLI::Range(0, 1024));
 
+  // One budget for every command: what a workspace may cost to read and to compute.
+  double budget_mib = static_cast<double>(Limits{}.max_memory_bytes >> 20);
+  for (CLI::App* sub : {trace, pytorch, bench, export_cmd})
+    sub->add_option("--memory-budget", budget_mib, "refuse workspaces estimated to need more (MiB; default 1024)")
+        ->check(CLI::Range(1.0, 1048576.0));
+
   const std::string first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && first != "trace" && first != "pytorch" && first != "bench" &&
       first != "export") {
@@ -107,27 +113,31 @@ int run(int argc, char** argv) {
     return 2;
   }
 
+  Limits limits;
+  limits.max_memory_bytes = static_cast<std::int64_t>(budget_mib * 1048576.0);
   if (*trace) {
-    const Workspace ws = loadWorkspace(trace_path);
-    const Trace t = traceOf(ws, trace_threads, batch_list);
-    std::ostringstream text;  // all or nothing: an error never leaves half a document on stdout
-    writeTraceJson(text, ws, t);
-    std::cout << text.str();
+    const Workspace ws = loadWorkspace(trace_path, limits);
+    const Trace t = traceOf(ws, trace_threads, batch_list, limits);
+    // Streamed: every check that can fail ran before the first byte, and the text of a large trace
+    // is never held in memory.
+    writeTraceJson(std::cout, ws, t);
+    std::cout.flush();
+    if (!std::cout) throw InputError("stdout: write failed");
   } else if (*pytorch) {
-    std::cout << pytorchScript(loadWorkspace(script_path), script_path);
+    std::cout << pytorchScript(loadWorkspace(script_path, limits), script_path);
   } else if (*bench) {
     if (bench_path.empty() && bench_preset.empty())
       throw InputError("bench: give a workspace file or --preset NAME");
     const std::string path = bench_preset.empty() ? bench_path : presetPath(bench_preset);
-    nlohmann::json result = benchWorkspace(loadWorkspace(path), bench_options);
+    nlohmann::json result = benchWorkspace(loadWorkspace(path, limits), bench_options);
     result["workspace"] = bench_preset.empty() ? bench_path : bench_preset;
     std::cout << jsonText(result, 2) << "\n";
   } else if (*export_cmd) {
     ExportFormat format;
     if (!parseExportFormat(export_format, &format))
       throw InputError("--format: expected csv, json or npy, got '" + export_format + "'");
-    const Workspace ws = loadWorkspace(export_path);
-    const int files = exportTrace(ws, traceOf(ws, export_threads, export_batches), export_out, format);
+    const Workspace ws = loadWorkspace(export_path, limits);
+    const int files = exportTrace(ws, traceOf(ws, export_threads, export_batches, limits), export_out, format);
     std::cout << "wrote " << files << (files == 1 ? " file to " : " files to ") << export_out << "\n";
   }
   return 0;
@@ -136,6 +146,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::ios::sync_with_stdio(false);  // the trace is streamed: C++ buffering, not libc's per write
   try {
     return run(argc, argv);
   } catch (const InputError& e) {

@@ -117,6 +117,42 @@ namespace {
 std::string str(long long v) { return std::to_string(v); }
 }  // namespace
 
+Cost estimateCost(const ModelConfig& m, int tokens, int d_in, int traced) {
+  const double T = tokens, d = d_in, B = m.batch_size, H = headCount(m), w = headWidth(m, d_in);
+  const double G = m.variant == Variant::MultiHeadWrapper ? m.num_heads : 1;  // projection groups
+  const double width = hasProjections(m.variant) ? m.d_out : 0;               // of one group
+  const double ctx = contextWidth(m, d_in);
+  Cost c;
+  double params = G * 3 * (d * width + (m.qkv_bias ? width : 0));
+  if (hasOutProj(m.variant)) params += width * width + width;
+  c.parameter_bytes = static_cast<std::int64_t>(4 * params);
+  double working = 3 * B * G * T * width * 4;               // Q, K, V
+  if (hasDropout(m.variant) && m.training && m.dropout > 0) working += B * H * T * T;  // draws
+  working += B * H * T * w * 4 + 2 * B * T * ctx * 4;       // contexts, concat, output
+  c.working_bytes = static_cast<std::int64_t>(working);
+  // Per traced element and head: five float maps, two byte masks, Q, K, V.
+  c.map_bytes = static_cast<std::int64_t>(static_cast<double>(traced) * H * (T * T * (5 * 4 + 2) + 3 * T * w * 4));
+  const double flop = 2 * B * T * d * 3 * width * G + 2 * 2 * B * H * T * T * w +
+                      (hasOutProj(m.variant) ? 2 * B * T * width * width : 0);
+  c.gflop = flop / 1e9;
+  return c;
+}
+
+std::int64_t parseBytes(std::int64_t file_bytes) { return file_bytes * 34; }
+
+std::string formatBytes(double bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  std::ostringstream s;
+  s.precision(bytes < 10 && u > 0 ? 2 : 3);
+  s << bytes << " " << units[u];
+  return s.str();
+}
+
 void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& limits) {
   const char* id = variantId(m.variant);
   const std::string variant = std::string("the '") + id + "' variant";
@@ -159,6 +195,27 @@ void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& lim
     fail("batch_size", "batch_size × num_heads × T² = " + str(cells) +
                            " attention cells exceeds the limit of " +
                            str(limits.max_attention_cells));
+  // The budgets, decided before anything is allocated. The message names the field that drives
+  // the largest part of the cost.
+  const Cost c = estimateCost(m, tokens, d_in, m.batch_size);
+  const char* field = c.parameter_bytes >= c.map_bytes && c.parameter_bytes >= c.working_bytes
+                          ? (isMultiHead(m.variant) && m.num_heads > 1 ? "num_heads" : "d_out")
+                      : m.batch_size > 1 ? "batch_size"
+                      : headCount(m) > 1 ? "num_heads"
+                                         : "d_out";
+  if (c.bytes() > limits.max_memory_bytes)
+    fail(field, "this configuration needs about " + formatBytes(static_cast<double>(c.bytes())) + " (parameters " +
+                    formatBytes(static_cast<double>(c.parameter_bytes)) + ", maps " +
+                    formatBytes(static_cast<double>(c.map_bytes)) + ", the rest " +
+                    formatBytes(static_cast<double>(c.working_bytes)) + "), over the memory budget of " +
+                    formatBytes(static_cast<double>(limits.max_memory_bytes)));
+  if (c.gflop > limits.max_gflop) {
+    std::ostringstream s;
+    s.precision(3);
+    s << "this configuration needs about " << c.gflop << " GFLOP, over the budget of " << limits.max_gflop
+      << " GFLOP (about a minute on one core)";
+    fail(field, s.str());
+  }
 }
 
 }  // namespace attnscope

@@ -84,9 +84,28 @@ struct Limits {
   int max_batch = 64;         // batch_size
   std::int64_t max_attention_cells = std::int64_t{1} << 28;  // B·H·T·T, bounds the trace's memory
   std::int64_t max_file_bytes = std::int64_t{64} << 20;       // a workspace file
+  std::int64_t max_memory_bytes = std::int64_t{1} << 30;      // what one computation may take (1 GiB)
+  double max_gflop = 200;     // what one forward pass may cost: about a minute on one slow core
 };
 
-// Throws InputError naming the field ("model.num_heads: …") if the config cannot be computed.
+// What a computation costs, estimated up front from the sizes alone, so that a workspace that is
+// accepted always completes in bounded time and memory (docs/DESIGN.md §2.4).
+struct Cost {
+  std::int64_t parameter_bytes = 0;  // W_query, W_key, W_value (per head for the wrapper), out_proj
+  std::int64_t working_bytes = 0;    // Q, K, V, dropout draws, contexts and outputs of every element
+  std::int64_t map_bytes = 0;        // the T × T maps of the traced batch elements
+  double gflop = 0;                  // multiply-adds × 2 of the projections, Q Kᵀ, weights · V, out_proj
+  std::int64_t bytes() const { return parameter_bytes + working_bytes + map_bytes; }
+};
+// `traced` batch elements keep their intermediates (the worst case, all of them, when validating).
+Cost estimateCost(const ModelConfig& m, int tokens, int d_in, int traced);
+// Memory to parse a workspace file of `bytes` (a JSON tree takes ~34× its text).
+std::int64_t parseBytes(std::int64_t file_bytes);
+// "1.5 GiB", "320 MiB": sizes in messages.
+std::string formatBytes(double bytes);
+
+// Throws InputError naming the field ("model.num_heads: …") if the config cannot be computed,
+// including when its estimated cost (every batch element traced) exceeds the limits' budgets.
 void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& limits);
 
 }  // namespace attnscope

@@ -204,6 +204,10 @@ Workspace bookExample(Variant variant) {
 Workspace parseWorkspace(const std::string& text, const Limits& limits) {
   if (static_cast<std::int64_t>(text.size()) > limits.max_file_bytes)
     fail("workspace", "larger than the limit of " + std::to_string(limits.max_file_bytes) + " bytes");
+  if (parseBytes(static_cast<std::int64_t>(text.size())) > limits.max_memory_bytes)
+    fail("workspace", "reading " + formatBytes(static_cast<double>(text.size())) + " of JSON takes about " +
+                          formatBytes(static_cast<double>(parseBytes(static_cast<std::int64_t>(text.size())))) +
+                          ", over the memory budget of " + formatBytes(static_cast<double>(limits.max_memory_bytes)));
   if (const std::string field = tooDeep(text, kMaxJsonDepth); !field.empty())
     fail(field, "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   json j;
@@ -267,6 +271,10 @@ Workspace loadWorkspace(const std::string& path, const Limits& limits) {
   if (!S_ISREG(st.st_mode)) fail(path, "not a regular file (a pipe or a device cannot be a workspace)");
   if (st.st_size > limits.max_file_bytes)
     fail(path, "larger than the limit of " + std::to_string(limits.max_file_bytes) + " bytes");
+  if (parseBytes(st.st_size) > limits.max_memory_bytes)
+    fail(path, "reading a file of " + formatBytes(static_cast<double>(st.st_size)) + " takes about " +
+                   formatBytes(static_cast<double>(parseBytes(st.st_size))) + ", over the memory budget of " +
+                   formatBytes(static_cast<double>(limits.max_memory_bytes)));
   if (isPng(path)) {  // a screenshot: the workspace rides in its text chunk
     const auto text = readPngText(path, kWorkspaceChunk, static_cast<std::size_t>(limits.max_file_bytes));
     if (!text) fail(path, "this PNG carries no attnscope workspace (was it saved by attnscope?)");

@@ -90,5 +90,71 @@ TEST(Validation, ConfigsTheSeedCannotBuild) {
   refused(m, "d_out");
 }
 
+// Limits by cost (docs/DESIGN.md §2.4): decided up front from the sizes, so an accepted workspace
+// completes in bounded memory and time. The figures are computed here by hand from the shapes.
+std::string refusal(const ModelConfig& m, int T, int d_in, const Limits& limits = {}) {
+  try {
+    validateModel(m, T, d_in, limits);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Cost, AWrapperOf64HeadsOf4096IsRefusedForItsParameters) {
+  // The probe's 211-byte workspace: 64 heads × 3 × 4096 × 4096 floats = 12 GiB of parameters.
+  ModelConfig m = defaultConfig(Variant::MultiHeadWrapper);
+  m.d_out = 4096;
+  m.num_heads = 64;
+  const Cost c = estimateCost(m, 1, 4096, m.batch_size);
+  EXPECT_EQ(c.parameter_bytes, std::int64_t{64} * 3 * 4096 * 4096 * 4);
+  const std::string why = refusal(m, 1, 4096);
+  EXPECT_EQ(why.rfind("model.num_heads: this configuration needs about 12 GiB (parameters 12 GiB", 0), 0u) << why;
+  EXPECT_NE(why.find("over the memory budget of 1 GiB"), std::string::npos) << why;
+}
+
+TEST(Cost, Gpt2SmallFitsAndItsMapsAreCountedPerTracedElement) {
+  ModelConfig m = defaultConfig(Variant::MultiHead);
+  m.d_out = 768;
+  m.num_heads = 12;
+  m.batch_size = 2;
+  EXPECT_EQ(refusal(m, 1024, 768), "");
+  const Cost one = estimateCost(m, 1024, 768, 1), both = estimateCost(m, 1024, 768, 2);
+  // Per head: five float maps and two byte masks of 1024², Q, K, V of 1024 × 64.
+  const std::int64_t per_element = 12 * (std::int64_t{1024} * 1024 * 22 + 3 * 1024 * 64 * 4);
+  EXPECT_EQ(one.map_bytes, per_element);
+  EXPECT_EQ(both.map_bytes, 2 * per_element);
+  EXPECT_EQ(one.parameter_bytes, (3 * 768 * 768 + 768 * 768 + 768) * 4);
+  // 2·B·T·(3·d_in·d_out + d_out²) for the projections, 4·B·H·T²·w for Q Kᵀ and weights · V.
+  EXPECT_NEAR(one.gflop, (2.0 * 2 * 1024 * (3.0 * 768 * 768 + 768.0 * 768) + 4.0 * 2 * 12 * 1024 * 1024 * 64) / 1e9, 1e-9);
+}
+
+TEST(Cost, TheBudgetsAreLimitsAndNameTheField) {
+  ModelConfig m = defaultConfig(Variant::MultiHead);
+  m.d_out = 768;
+  m.num_heads = 12;
+  m.batch_size = 2;
+  Limits small;
+  small.max_memory_bytes = std::int64_t{100} << 20;
+  const std::string why = refusal(m, 1024, 768, small);
+  EXPECT_EQ(why.rfind("model.batch_size: this configuration needs about", 0), 0u) << why;
+  EXPECT_NE(why.find("over the memory budget of 100 MiB"), std::string::npos) << why;
+  Limits slow;
+  slow.max_gflop = 1;
+  const std::string time = refusal(m, 1024, 768, slow);
+  EXPECT_NE(time.find("GFLOP, over the budget of 1 GFLOP"), std::string::npos) << time;
+  // computeTrace refuses before allocating anything.
+  EXPECT_THROW(computeTrace(Matrix::Zero(1024, 768), m, {}, {}, small), InputError);
+}
+
+TEST(Cost, DropoutDrawsCountOnlyWhenTheyHappen) {
+  ModelConfig m = defaultConfig(Variant::Causal);
+  m.dropout = 0.5;
+  const Cost on = estimateCost(m, 100, 3, 0);
+  m.training = false;
+  const Cost off = estimateCost(m, 100, 3, 0);
+  EXPECT_EQ(on.working_bytes - off.working_bytes, std::int64_t{2} * 100 * 100);  // B × H × T² bytes
+}
+
 }  // namespace
 }  // namespace attnscope

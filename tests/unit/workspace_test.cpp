@@ -448,5 +448,23 @@ TEST(RandomEmbeddings, NormalIsTorchRandnTo1e5) {
   std::printf("worst |ours − torch.randn| = %.3g\n", worst);
 }
 
+// A file's parse cost counts against the memory budget before a byte of JSON is parsed: the probe
+// found a 64 MiB workspace took 2.1 GB to parse (docs/DESIGN.md §2.4).
+TEST(WorkspaceLimits, ParsingCountsAgainstTheMemoryBudget) {
+  std::string text = R"({"format": "attnscope-workspace", "version": 1, "model": {"variant": "simple"}, "embeddings": [)";
+  for (int i = 0; i < 4000; ++i) text += std::string(i ? "," : "") + "[0.125, 0.25]";
+  text += "]}";
+  Limits small;
+  small.max_memory_bytes = std::int64_t{1} << 20;  // 1 MiB: ~30 KiB of JSON at most
+  try {
+    parseWorkspace(text, small);
+    FAIL() << "a " << text.size() << "-byte workspace was parsed within 1 MiB";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("workspace: reading ", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("over the memory budget of 1 MiB"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(parseWorkspace(text).embeddings.rows(), 4000);  // the default budget takes it
+}
+
 }  // namespace
 }  // namespace attnscope
