@@ -143,7 +143,7 @@ class CommandScript {
   void feed(App& app) {
     if (next_ < commands_.size() && app.commands().empty()) app.commands().push(commands_[next_++]);
   }
-  bool done(const App& app) const { return next_ == commands_.size() && const_cast<App&>(app).commands().empty(); }
+  bool done(const App& app) const { return next_ == commands_.size() && app.idle(); }
 
  private:
   std::vector<Command> commands_;

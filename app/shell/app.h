@@ -47,6 +47,7 @@ class App {
   App(Document document, ViewState view, bool interactive, WindowHooks hooks);
 
   CommandQueue& commands() { return queue_; }
+  bool idle() const { return queue_.empty(); }  // every queued command applied
   // A message for the user at start (a recovered autosave), shown longer than a toast.
   void notify(const std::string& text, double now) { toast_ = {text, false, now + 12.0}; }
   // Once per frame, before drawing: applies the queued commands (a screenshot waits for the
