@@ -151,8 +151,13 @@ class CommandScript {
 };
 
 std::vector<Command> readCommands(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path + ": not a regular file (does it exist?)");
+  const Limits limits;
+  if (static_cast<std::int64_t>(std::filesystem::file_size(path, ec)) > limits.max_file_bytes)
+    throw InputError(path + ": larger than the limit of " + std::to_string(limits.max_file_bytes) + " bytes");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open the file (does it exist?)");
+  if (!in) throw InputError(path + ": cannot open the file");
   std::stringstream text;
   text << in.rdbuf();
   try {
@@ -174,7 +179,7 @@ int main(int argc, char** argv) {
   try {
     if (!options.open_path.empty()) {
       Workspace ws = loadWorkspace(options.open_path);
-      const std::string file = isPng(options.open_path) ? "" : std::filesystem::absolute(options.open_path).string();
+      const std::string file = isPng(options.open_path) ? "" : documentPath(options.open_path);
       document = Document(std::move(ws), file);
     }
     if (!options.commands_path.empty()) script.emplace(readCommands(options.commands_path));

@@ -33,8 +33,13 @@ std::string statePath(const char* name) {
 
 Settings loadSettings() {
   Settings s;
-  std::ifstream in(statePath("settings.json"));
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);  // unreadable: defaults
+  const std::string path = statePath("settings.json");
+  std::error_code ec;
+  nlohmann::json j;
+  if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) < (1u << 20)) {  // never a FIFO or a huge file
+    std::ifstream in(path);
+    j = nlohmann::json::parse(in, nullptr, false);  // unreadable: defaults
+  }
   if (j.is_object()) {
     if (j.contains("recent") && j["recent"].is_array())
       for (const auto& r : j["recent"])
@@ -55,7 +60,7 @@ void saveSettings(const Settings& s) {
 }
 
 void rememberFile(Settings& s, const std::string& path) {
-  const std::string full = fs::absolute(path).string();
+  const std::string full = documentPath(path);
   s.recent.erase(std::remove(s.recent.begin(), s.recent.end(), full), s.recent.end());
   s.recent.insert(s.recent.begin(), full);
   if (s.recent.size() > 10) s.recent.resize(10);
@@ -66,7 +71,7 @@ void rememberFile(Settings& s, const std::string& path) {
 void Autosave::update(const Document& doc, const ViewState& view_state, double now) {
   if (!enabled_ || now - last_write_ < 0.5) return;
   nlohmann::json view = viewToJson(view_state);
-  view["file"] = doc.file();
+  putFileName(view, doc.file());
   view["dirty"] = doc.dirty();
   std::string view_text = jsonText(view);
   // Serializing a GPT-2-sized workspace takes a while: only when the inputs or the view changed.
@@ -112,22 +117,24 @@ Recovery planRecovery(const Autosave& autosave, const std::string& open_path) {
   const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_object() && j.contains("view") && j["view"].is_object()) {
     const nlohmann::json& v = j["view"];
-    if (v.contains("file") && v["file"].is_string()) file = v["file"].get<std::string>();
+    file = fileNameOf(v);
     if (v.contains("dirty") && v["dirty"].is_boolean()) dirty = v["dirty"].get<bool>();
   }
   if (!dirty) return r;  // saved work: nothing to lose
   std::error_code ec;
-  const std::string opened = fs::absolute(open_path, ec).string();
-  if (!file.empty() && file == opened) {
-    const auto saved = fs::last_write_time(opened, ec);
+  const auto same = [&ec](const std::string& a, const std::string& b) {  // one file, however spelled
+    return !a.empty() && (documentPath(a) == documentPath(b) || fs::equivalent(a, b, ec));
+  };
+  if (same(file, open_path)) {
+    const auto saved = fs::last_write_time(open_path, ec);
     const auto autosaved = fs::last_write_time(path, ec);
     if (!ec && autosaved > saved) {
       r.restore = path;
-      r.note = "Recovered unsaved changes to " + fs::path(opened).filename().string() +
+      r.note = "Recovered unsaved changes to " + fs::path(file).filename().string() +
                " from the last session (newer than the file). Save to keep them.";
       return r;
     }
-    return r;  // the file is newer: the autosave is older work of the same file
+    // The file changed since: the autosave is older unsaved work of it, kept aside below.
   }
   const std::string kept = moveAside(path);
   if (!kept.empty())

@@ -28,6 +28,54 @@ int tokenCount(const Workspace& ws) { return static_cast<int>(ws.embeddings.rows
 
 }  // namespace
 
+std::string documentPath(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::absolute(path, ec);
+  return (ec ? std::filesystem::path(path) : p).lexically_normal().string();
+}
+
+namespace {
+
+bool validUtf8(const std::string& s) {
+  try {
+    (void)nlohmann::json(s).dump();
+    return true;
+  } catch (const nlohmann::json::exception&) {
+    return false;
+  }
+}
+
+}  // namespace
+
+void putFileName(nlohmann::json& view, const std::string& path) {
+  if (validUtf8(path)) {
+    view["file"] = path;
+    return;
+  }
+  static const char* digits = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : path) hex += {digits[c >> 4], digits[c & 15]};
+  view["file"] = path;  // dumped with U+FFFD for the bad bytes
+  view["file_hex"] = hex;
+}
+
+std::string fileNameOf(const nlohmann::json& view) {
+  if (!view.is_object()) return "";
+  if (view.contains("file_hex") && view["file_hex"].is_string()) {
+    const std::string hex = view["file_hex"].get<std::string>();
+    std::string out;
+    auto nibble = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+    bool ok = hex.size() % 2 == 0;
+    for (std::size_t i = 0; ok && i < hex.size(); i += 2) {
+      const int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
+      ok = hi >= 0 && lo >= 0;
+      out.push_back(static_cast<char>(hi * 16 + lo));
+    }
+    if (ok) return out;
+  }
+  return view.contains("file") && view["file"].is_string() ? view["file"].get<std::string>() : "";
+}
+
 void setModelFields(Workspace& ws, const nlohmann::json& fields) {
   if (!fields.is_object()) throw InputError("fields: expected an object such as {\"d_out\": 4}");
   nlohmann::json model = modelToJson(ws.model);
@@ -64,13 +112,13 @@ DocumentChange Document::apply(const Command& c) {
     const std::string path = c.text("path");
     Workspace ws = loadWorkspace(path, limits_);
     const bool png = isPng(path);
-    reset(std::move(ws), png ? "" : std::filesystem::absolute(path).string(), false);  // a PNG opens untitled
+    reset(std::move(ws), png ? "" : documentPath(path), false);  // a PNG opens untitled
     return DocumentChange::Replaced;
   }
   if (n == "restore") {  // the autosave knows which file it belonged to and whether it was saved
     Workspace ws = loadWorkspace(c.text("path"), limits_);
     const nlohmann::json& v = ws.view;
-    const std::string file = v.contains("file") && v["file"].is_string() ? v["file"].get<std::string>() : "";
+    const std::string file = fileNameOf(v);
     const bool dirty = !v.contains("dirty") || !v["dirty"].is_boolean() || v["dirty"].get<bool>();
     reset(std::move(ws), file, dirty);
     return DocumentChange::Replaced;
@@ -142,7 +190,7 @@ void Document::reset(Workspace ws, std::string file, bool dirty) {
 
 void Document::markSaved(const std::string& path) {
   saved_ = ws_;
-  file_ = std::filesystem::absolute(path).string();
+  file_ = documentPath(path);
   dirty_ = false;
 }
 

@@ -57,6 +57,15 @@ class Document {
   std::uint64_t version_ = 1;
 };
 
+// The document's name for a file: absolute and normalized ("/a/./b/../c.json" → "/a/c.json"), so
+// two spellings of one file compare equal.
+std::string documentPath(const std::string& path);
+
+// A file name in JSON, which cannot carry bytes that are not UTF-8: "file" holds it readable (bad
+// bytes shown as U+FFFD) and, only when it has such bytes, "file_hex" holds every byte.
+void putFileName(nlohmann::json& view, const std::string& path);
+std::string fileNameOf(const nlohmann::json& view);  // "" when there is none
+
 // Sets model fields from a JSON object {"d_out": 4, …}, parsed as a workspace's "model" is (the
 // same names, types and messages). Switching `variant` starts from that step's notebook settings
 // (its seed, widths and batch), then applies the other given fields.

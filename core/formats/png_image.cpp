@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "engine/errors.h"
+#include "formats/workspace.h"
 
 namespace attnscope {
 
@@ -25,13 +26,18 @@ void pngError(png_structp png, png_const_charp) { png_longjmp(png, 1); }
 void pngWarning(png_structp, png_const_charp) {}
 
 struct EncodeJob {
-  FILE* file;
+  std::string* out;  // the PNG's bytes
   int width, height;
   const std::uint8_t* rgb;
   png_text* text;  // null: no text chunk
 };
 
-// 0 on success, 1 when libpng failed (a write error: disk full, I/O error).
+void appendBytes(png_structp png, png_bytep data, png_size_t length) {
+  static_cast<std::string*>(png_get_io_ptr(png))->append(reinterpret_cast<const char*>(data), length);
+}
+void noFlush(png_structp) {}
+
+// 0 on success, 1 when libpng failed (out of memory).
 int encodeSession(const EncodeJob* job) {
   png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, nullptr, pngError, pngWarning);
   if (!png) return 1;
@@ -40,7 +46,7 @@ int encodeSession(const EncodeJob* job) {
     png_destroy_write_struct(&png, &info);
     return 1;
   }
-  png_init_io(png, job->file);
+  png_set_write_fn(png, job->out, appendBytes, noFlush);
   png_set_IHDR(png, info, static_cast<png_uint_32>(job->width), static_cast<png_uint_32>(job->height), 8,
                PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   if (job->text) png_set_text(png, info, job->text, 1);
@@ -50,24 +56,6 @@ int encodeSession(const EncodeJob* job) {
   png_write_end(png, nullptr);
   png_destroy_write_struct(&png, &info);
   return 0;
-}
-
-std::string encode(const std::string& path, int w, int h, const std::vector<std::uint8_t>& rgb,
-                   const std::string& key, const std::string& text) {
-  FILE* file = std::fopen(path.c_str(), "wb");
-  if (!file) return "cannot write " + path + ": " + std::strerror(errno);
-  std::string k = key, t = text;  // libpng takes non-const char*
-  png_text chunk{};
-  chunk.compression = PNG_TEXT_COMPRESSION_zTXt;
-  chunk.key = k.data();
-  chunk.text = t.data();
-  chunk.text_length = t.size();
-  const EncodeJob job{file, w, h, rgb.data(), text.empty() ? nullptr : &chunk};
-  const int failed = encodeSession(&job);
-  const int closed = std::fclose(file);
-  if (failed) return "cannot write " + path + ": PNG encoding failed (disk full?)";
-  if (closed != 0) return "cannot write " + path + ": " + std::strerror(errno);
-  return "";
 }
 
 struct DecodeJob {
@@ -149,12 +137,23 @@ std::optional<std::string> inflateText(const std::string& in, std::size_t limit)
 
 std::string writePng(const std::string& path, int width, int height, const std::vector<std::uint8_t>& rgb,
                      const std::string& key, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  std::string error = encode(tmp, width, height, rgb, key, text);
-  if (error.empty() && std::rename(tmp.c_str(), path.c_str()) != 0)
-    error = "cannot write " + path + ": " + std::strerror(errno);
-  if (!error.empty()) std::remove(tmp.c_str());
-  return error;
+  // Encoded in memory, then written as every other file is (writeFileAtomically): temporary name,
+  // fsync, permissions kept, symlinks followed.
+  std::string bytes;
+  std::string k = key, t = text;  // libpng takes non-const char*
+  png_text chunk{};
+  chunk.compression = PNG_TEXT_COMPRESSION_zTXt;
+  chunk.key = k.data();
+  chunk.text = t.data();
+  chunk.text_length = t.size();
+  const EncodeJob job{&bytes, width, height, rgb.data(), text.empty() ? nullptr : &chunk};
+  if (encodeSession(&job) != 0) return "cannot write " + path + ": PNG encoding failed (out of memory?)";
+  try {
+    writeFileAtomically(path, bytes);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 bool isPng(const std::string& path) {
@@ -191,8 +190,12 @@ std::optional<std::string> readPngText(const std::string& path, const std::strin
       throw InputError(path + ": a text chunk of " + std::to_string(length) + " bytes exceeds the limit of " +
                        std::to_string(max_bytes) + " bytes");
     std::string data(length, '\0');
-    if (!in.read(data.data(), length) || !in.seekg(4, std::ios::cur))
+    unsigned char crc[4];
+    if (!in.read(data.data(), length) || !in.read(reinterpret_cast<char*>(crc), 4))
       throw InputError(path + ": not a readable PNG (truncated)");
+    uLong sum = crc32(0L, head + 4, 4);  // the CRC covers the type and the data
+    sum = crc32(sum, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size()));
+    if (sum != bigEndian(crc)) throw InputError(path + ": a damaged " + type + " chunk (CRC mismatch)");
     const std::size_t nul = data.find('\0');
     if (nul == std::string::npos || data.compare(0, nul, key) != 0 || nul != key.size()) continue;
     std::string rest = data.substr(nul + 1);

@@ -1,0 +1,430 @@
+#!/usr/bin/python3
+"""attnscope-cli reliability regressions (docs/DESIGN.md §2.4, §2.5, §3.5). Each test fails on the
+code before the reliability fix and passes after it:
+
+- pytorch: a workspace file name with a newline (or a carriage return, or bytes that are not UTF-8)
+  cannot end the script's first comment and run code; the script still runs (exit 0).
+- FIFOs: `trace`/`export` of a named pipe fail at once with one `error:` line (they used to block
+  in open() forever; the 10 s timeout is the failure).
+- Bad PNGs (signature + garbage, truncated IHDR, bad CRC, truncated in the pixel data): exit 2 and
+  exactly one stderr line, ours — libpng used to print its own warnings and errors as well.
+- A 30000 × 30000 PNG whose workspace chunk follows the pixels: read in < 5 s and < 200 MB peak RSS
+  (every pixel used to be decoded: 900 MB). A workspace chunk over 8 MB (libpng's old cap) is read;
+  one over 64 MiB is refused with a size message.
+- export's atomic writes: through a symlink (the link stays, its target gets the content), keeping a
+  file's mode (0600 stays 0600), no temporary file left behind, and failures (the folder is a
+  file, the target is a directory, a write that fails half-way under RLIMIT_FSIZE, a read-only
+  folder unless root) leave the old file intact with one `error:` line.
+
+Usage: test_reliability.py CLI_PATH ASSETS_DIR   (run with Debian's /usr/bin/python3: torch)
+"""
+import json
+import os
+import re
+import resource
+import secrets
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import zlib
+
+CLI = ASSETS = None
+PYTHON = "/usr/bin/python3"
+FIFO_TIMEOUT_S = 10.0  # "fails within a few seconds"; the old code blocked forever
+
+BOOK_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
+BOOK_EMBEDDINGS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
+                   [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
+WORKSPACE = {"format": "attnscope-workspace", "version": 1, "tokens": BOOK_TOKENS,
+             "embeddings": BOOK_EMBEDDINGS,
+             "model": {"variant": "multihead", "d_out": 2, "num_heads": 2, "seed": 123},
+             "view": {}}
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+KEY = b"attnscope-workspace"
+
+
+def run_cli(args, timeout=30, cwd=None, preexec_fn=None, prefix=()):
+    env = dict(os.environ, ATTNSCOPE_ASSETS=ASSETS)
+    start = time.monotonic()
+    p = subprocess.run([*prefix, CLI, *args], capture_output=True, timeout=timeout, env=env, cwd=cwd,
+                       preexec_fn=preexec_fn)
+    return p, time.monotonic() - start
+
+
+def text(b):
+    return b.decode("utf-8", "replace")
+
+
+def workspace_text(ws=None, pad=0):
+    """The workspace as JSON text, optionally followed by `pad` spaces (still one valid document)."""
+    return (json.dumps(ws or WORKSPACE) + " " * pad).encode()
+
+
+# ---- PNG files written by hand (no PIL): chunks, CRCs, a zlib stream of zeros -------------------
+
+def chunk(kind, data, bad_crc=False):
+    crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+    if bad_crc:
+        crc ^= 0xDEADBEEF
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+
+def ihdr(width, height, colour_type):  # 8 bits, deflate, filter 0, no interlace
+    return chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, colour_type, 0, 0, 0))
+
+
+def ztxt(key, value, level=9):
+    return chunk(b"zTXt", key + b"\0\0" + zlib.compress(value, level))
+
+
+def tiny_png(before=(), after=(), bad_ihdr_crc=False):
+    """A 1 × 1 RGB image with extra chunks before and after its IDAT."""
+    raw = b"\0" + b"\x10\x20\x30"
+    head = PNG_SIGNATURE + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0), bad_ihdr_crc)
+    return head + b"".join(before) + chunk(b"IDAT", zlib.compress(raw)) + b"".join(after) + chunk(b"IEND", b"")
+
+
+def zeros_zlib(blocks, block_len):
+    """A zlib stream of blocks × block_len zero bytes, built in a fraction of a second: one block
+    compressed up to a full flush (byte-aligned, dictionary reset) is the same bytes every time, so
+    it is repeated; then an empty final block and the Adler-32 of n zeros ((n mod 65521) << 16 | 1)."""
+    block = bytes(block_len)
+    c = zlib.compressobj(9)
+    first = c.compress(block) + c.flush(zlib.Z_FULL_FLUSH)
+    again = c.compress(block) + c.flush(zlib.Z_FULL_FLUSH)
+    assert first[2:] == again, "zlib did not repeat itself after a full flush"
+    n = blocks * block_len
+    return first + again * (blocks - 1) + b"\x03\x00" + struct.pack(">I", ((n % 65521) << 16) | 1)
+
+
+def huge_grey_png(side, workspace):
+    """side × side 8-bit grey, all black, one IDAT, the workspace zTXt after the pixels."""
+    rows_per_block = 1000
+    assert side % rows_per_block == 0
+    idat = zeros_zlib(side // rows_per_block, (side + 1) * rows_per_block)  # filter byte + pixels per row
+    return (PNG_SIGNATURE + ihdr(side, side, 0) + chunk(b"IDAT", idat) + ztxt(KEY, workspace)
+            + chunk(b"IEND", b""))
+
+
+def max_rss_kb(stderr):
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", stderr)
+    return int(m.group(1)) if m else None
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.tmp_obj = tempfile.TemporaryDirectory(prefix="attnscope_reliability_")
+        self.tmp = self.tmp_obj.name
+
+    def tearDown(self):
+        # A test may leave a read-only folder behind: make everything writable before removing it.
+        for root, dirs, _ in os.walk(self.tmp):
+            for d in dirs:
+                try:
+                    os.chmod(os.path.join(root, d), 0o755)
+                except OSError:
+                    pass
+        self.tmp_obj.cleanup()
+
+    def write(self, name, data):
+        path = os.path.join(self.tmp, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data if isinstance(data, bytes) else data.encode())
+        return path
+
+    def assert_one_error(self, p, what, phrases=()):
+        """exit 2, nothing on stdout, exactly one stderr line and it is ours ("error: …")."""
+        err = text(p.stderr)
+        detail = f"{what}: rc={p.returncode} stderr={err[:600]!r}"
+        self.assertFalse(p.returncode < 0, f"killed by signal {-p.returncode}: {detail}")
+        self.assertEqual(p.returncode, 2, detail)
+        lines = err.splitlines()
+        self.assertEqual(len(lines), 1, f"expected exactly one stderr line: {detail}")
+        self.assertTrue(lines[0].startswith("error: "), detail)
+        self.assertEqual(p.stdout, b"", f"stdout not empty: {detail}")
+        for phrase in phrases:
+            self.assertIn(phrase.lower(), lines[0].lower(), f"message does not say {phrase!r}: {detail}")
+        return lines[0]
+
+    def assert_trace_ok(self, p, what, tokens=BOOK_TOKENS):
+        err = text(p.stderr)
+        self.assertEqual(p.returncode, 0, f"{what}: rc={p.returncode} stderr={err[:600]!r}")
+        self.assertEqual(err, "", f"{what}: stderr not empty: {err[:600]!r}")
+        t = json.loads(p.stdout)
+        self.assertEqual(t["format"], "attnscope-trace", what)
+        self.assertEqual(t["workspace"]["tokens"], tokens, what)
+        return t
+
+
+class PytorchScriptNames(Base):
+    """Item 3: the file name is written into the script's first comment; it must stay a comment."""
+
+    def check_name(self, rel_name):
+        marker = f"/tmp/PWNED-{secrets.token_hex(8)}"
+        name = rel_name.replace(b"@MARKER@", marker.encode())
+        full = os.path.join(self.tmp.encode(), name)
+        os.makedirs(os.path.dirname(full), exist_ok=True)  # the "/"s of the code make folders
+        with open(full, "wb") as f:
+            f.write(workspace_text())
+        try:
+            # Relative to the folder, so the name in the comment is exactly the crafted text.
+            p, _ = run_cli(["pytorch", os.fsdecode(name)], cwd=self.tmp)
+            self.assertEqual(p.returncode, 0, f"pytorch {name!r}: rc={p.returncode} {text(p.stderr)[:300]!r}")
+            script = os.path.join(self.tmp, "script.py")
+            with open(script, "wb") as f:
+                f.write(p.stdout)
+            r = subprocess.run([PYTHON, script], capture_output=True, timeout=120, cwd=self.tmp)
+            self.assertFalse(os.path.exists(marker),
+                             f"the file name {name!r} ran code: {marker} was created by the generated script")
+            self.assertEqual(r.returncode, 0, f"the script for {name!r} does not run: rc={r.returncode} "
+                                              f"stderr={text(r.stderr)[-600:]!r}")
+            self.assertIn("tensor(", text(r.stdout), f"the script for {name!r} printed no output tensor")
+        finally:
+            if os.path.exists(marker):
+                os.remove(marker)
+
+    def test_newline_then_code(self):  # the probe's name: the old script did not even compile
+        self.check_name(b'x\nimport os; open("@MARKER@","w")\n.json')
+
+    def test_newline_then_code_then_comment(self):  # the old script created the marker
+        self.check_name(b'x\nimport os; open("@MARKER@","w")\n#.json')
+
+    def test_carriage_return_then_code(self):  # Python ends a line at a lone \r too
+        self.check_name(b'x\rimport os; open("@MARKER@","w")\r#.json')
+
+    def test_name_not_utf8(self):  # raw \xff in the source: "SyntaxError: Non-UTF-8 code"
+        self.check_name(b"caf\xe9 \xff\xfe.json")
+
+
+class Fifos(Base):
+    """Item 8: a named pipe is not a workspace; opening it must not wait for a writer."""
+
+    def test_fifo(self):
+        fifo = os.path.join(self.tmp, "f")
+        os.mkfifo(fifo)
+        for args in (["trace", fifo], ["export", fifo, "--format", "json", "--out", os.path.join(self.tmp, "out")]):
+            with self.subTest(command=args[0]):
+                try:
+                    p, seconds = run_cli(args, timeout=FIFO_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    self.fail(f"{args[0]} of a FIFO hung (no exit within {FIFO_TIMEOUT_S:.0f} s)")
+                self.assert_one_error(p, f"{args[0]} FIFO", [fifo])
+
+
+class BadPngs(Base):
+    """Items 9 and 6: a damaged PNG gives one message of ours and nothing of libpng's."""
+
+    def test_bad_pngs(self):
+        good = tiny_png()
+        ihdr_end = 8 + 8 + 13 + 4
+        cases = {
+            "signature_then_garbage": PNG_SIGNATURE + bytes(range(256)) * 4,
+            "signature_only": PNG_SIGNATURE,
+            "truncated_ihdr": good[:8 + 8 + 5],
+            "bad_ihdr_crc": tiny_png(bad_ihdr_crc=True),
+            "bad_idat_crc": good[:ihdr_end] + chunk(b"IDAT", zlib.compress(b"\0\1\2\3"), bad_crc=True)
+                            + chunk(b"IEND", b""),
+            "no_iend": good[:-12],
+            # The workspace after the pixels, the file cut in the middle of the IDAT.
+            "truncated_in_idat": tiny_png(after=[ztxt(KEY, workspace_text())])[:ihdr_end + 12],
+            "damaged_workspace_chunk": tiny_png(after=[chunk(b"zTXt", KEY + b"\0\0" + b"\x78\x9c garbage")]),
+        }
+        for name, data in cases.items():
+            with self.subTest(case=name):
+                path = self.write(name + ".png", data)
+                p, seconds = run_cli(["trace", path])
+                self.assert_one_error(p, name, [path])
+                self.assertNotIn("libpng", text(p.stderr), name)
+                self.assertLess(seconds, 5, name)
+
+    def test_truncated_screenshot(self):
+        # An attnscope screenshot carries its workspace before the pixels; cut in the pixel data it
+        # may be read (the workspace is whole) or refused — with one line of ours, never libpng's.
+        data = tiny_png(before=[ztxt(KEY, workspace_text())])
+        path = self.write("cut.png", data[:len(data) - 12 - 10])
+        p, _ = run_cli(["trace", path])
+        err = text(p.stderr)
+        self.assertIn(p.returncode, (0, 2), err)
+        if p.returncode == 0:
+            self.assert_trace_ok(p, "truncated screenshot")
+        else:
+            self.assert_one_error(p, "truncated screenshot", [path])
+
+
+class LargePngs(Base):
+    """Item 6: the workspace of a PNG is found by walking its chunks, not by decoding pixels."""
+
+    def test_30000_square_with_workspace_after_pixels(self):
+        path = self.write("huge.png", huge_grey_png(30000, workspace_text()))
+        size = os.path.getsize(path)
+        self.assertLess(size, 4 << 20, "the test PNG should stay small")
+        # A safety net for the machine: the old code decoded 900 MB of pixels.
+        def limit():
+            resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+        prefix = ("/usr/bin/time", "-v") if os.access("/usr/bin/time", os.X_OK) else ()
+        p, seconds = run_cli(["trace", path], timeout=120, preexec_fn=limit, prefix=prefix)
+        err = text(p.stderr)
+        rss = max_rss_kb(err) if prefix else None
+        if prefix:  # /usr/bin/time's report is on stderr; the CLI's own lines come before it
+            err = err.split("\tCommand being timed:")[0]
+        self.assertEqual(p.returncode, 0, f"trace of a {size}-byte 30000×30000 PNG: rc={p.returncode} "
+                                          f"{err[:400]!r} ({seconds:.1f} s, peak RSS {rss} kB)")
+        self.assertEqual(err, "", f"stderr: {err[:400]!r}")
+        t = json.loads(p.stdout)
+        self.assertEqual(t["workspace"]["tokens"], BOOK_TOKENS)
+        if rss is None:  # no /usr/bin/time: the children's peak from getrusage (this is the only big child)
+            rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        report = f"30000×30000 PNG ({size} bytes): {seconds:.2f} s, peak RSS {rss / 1024:.1f} MB"
+        print(f"\n  {report}", file=sys.stderr)
+        self.assertTrue(seconds < 5.0 and rss < 200 * 1024, f"{report}; expected < 5 s and < 200 MB")
+
+    def test_workspace_chunk_over_8_mb(self):
+        # 9 MB of JSON (the workspace followed by spaces): libpng's default cap was 8,000,000 bytes.
+        doc = workspace_text(pad=9_000_000)
+        for kind, data in (("zTXt", ztxt(KEY, doc)), ("tEXt", chunk(b"tEXt", KEY + b"\0" + doc)),
+                           ("iTXt", chunk(b"iTXt", KEY + b"\0\1\0\0\0" + zlib.compress(doc)))):
+            with self.subTest(chunk=kind):
+                path = self.write(f"big-{kind}.png", tiny_png(after=[data]))
+                p, seconds = run_cli(["trace", path])
+                self.assert_trace_ok(p, f"a {len(doc)}-byte {kind} workspace")
+
+    def test_workspace_chunk_over_64_mib(self):
+        doc = workspace_text(pad=(64 << 20) + 1000)
+        path = self.write("too-big.png", tiny_png(after=[ztxt(KEY, doc)]))
+        self.assertLess(os.path.getsize(path), 1 << 20)
+        p, seconds = run_cli(["trace", path])
+        line = self.assert_one_error(p, "a 64 MiB + 1000 byte zTXt workspace", [path])
+        self.assertTrue(re.search(r"larger|exceeds|limit", line) and str(64 << 20) in line,
+                        f"the message does not give the size limit ({64 << 20} bytes): {line!r}")
+        self.assertLess(seconds, 10)
+
+
+class ExportAtomic(Base):
+    """Item 10, the CLI's part: `export` writes every file atomically, as §3.5 says."""
+
+    def setUp(self):
+        super().setUp()
+        self.ws = self.write("ws.json", workspace_text())
+        p, _ = run_cli(["trace", self.ws])
+        self.assertEqual(p.returncode, 0, text(p.stderr))
+        self.trace = p.stdout  # trace.json is byte for byte what `trace` prints (§2.5)
+        self.old_umask = os.umask(0o022)
+
+    def tearDown(self):
+        os.umask(self.old_umask)
+        super().tearDown()
+
+    def export(self, out, **kw):
+        return run_cli(["export", self.ws, "--format", "json", "--out", out], **kw)
+
+    def assert_no_temporaries(self, folder, expected):
+        names = sorted(os.listdir(folder))
+        self.assertEqual(names, sorted(expected), f"files left in {folder}")
+
+    def test_through_symlink(self):
+        out, elsewhere = os.path.join(self.tmp, "out"), os.path.join(self.tmp, "elsewhere")
+        os.makedirs(out)
+        os.makedirs(elsewhere)
+        real = os.path.join(elsewhere, "real.json")
+        with open(real, "w") as f:
+            f.write("old\n")
+        link = os.path.join(out, "trace.json")
+        os.symlink("../elsewhere/real.json", link)
+        p, _ = self.export(out)
+        self.assertEqual(p.returncode, 0, text(p.stderr))
+        self.assertTrue(os.path.islink(link), "the symbolic link was replaced by a file")
+        self.assertEqual(os.readlink(link), "../elsewhere/real.json")
+        with open(real, "rb") as f:
+            self.assertEqual(f.read(), self.trace, "the link's target did not get the new content")
+        self.assert_no_temporaries(out, ["trace.json"])
+        self.assert_no_temporaries(elsewhere, ["real.json"])
+
+    def test_keeps_mode_0600(self):
+        out = os.path.join(self.tmp, "out")
+        os.makedirs(out)
+        target = os.path.join(out, "trace.json")
+        with open(target, "w") as f:
+            f.write("old\n")
+        os.chmod(target, 0o600)
+        p, _ = self.export(out)
+        self.assertEqual(p.returncode, 0, text(p.stderr))
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+        self.assertEqual(mode, 0o600, f"mode {mode:o} after the export, was 600")
+        with open(target, "rb") as f:
+            self.assertEqual(f.read(), self.trace)
+        self.assert_no_temporaries(out, ["trace.json"])
+
+    def test_new_file_mode_follows_umask(self):
+        out = os.path.join(self.tmp, "out")
+        p, _ = self.export(out)
+        self.assertEqual(p.returncode, 0, text(p.stderr))
+        mode = stat.S_IMODE(os.stat(os.path.join(out, "trace.json")).st_mode)
+        self.assertEqual(mode, 0o644, f"a new file's mode is {mode:o}, expected 644 under umask 022")
+
+    def test_out_is_a_file(self):
+        out = self.write("out", "a plain file\n")
+        p, _ = self.export(out)
+        self.assert_one_error(p, "--out is a file", [out])
+        with open(out) as f:
+            self.assertEqual(f.read(), "a plain file\n")
+
+    def test_target_is_a_directory(self):
+        out = os.path.join(self.tmp, "out")
+        inside = os.path.join(out, "trace.json", "keep.txt")
+        os.makedirs(os.path.dirname(inside))
+        with open(inside, "w") as f:
+            f.write("keep\n")
+        p, _ = self.export(out)
+        self.assert_one_error(p, "trace.json is a folder", ["trace.json"])
+        with open(inside) as f:
+            self.assertEqual(f.read(), "keep\n")
+        self.assert_no_temporaries(out, ["trace.json"])
+
+    def test_write_fails_half_way(self):
+        # RLIMIT_FSIZE stops every write past 4 KiB with EFBIG, for root as well (SIGXFSZ ignored).
+        out = os.path.join(self.tmp, "out")
+        os.makedirs(out)
+        target = os.path.join(out, "trace.json")
+        with open(target, "w") as f:
+            f.write("old\n")
+
+        def small_files():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+        self.assertGreater(len(self.trace), 4096)
+        p, _ = self.export(out, preexec_fn=small_files)
+        self.assert_one_error(p, "a write that fails half-way", [target])
+        with open(target) as f:
+            self.assertEqual(f.read(), "old\n", "the old file was damaged by a failed write")
+        self.assert_no_temporaries(out, ["trace.json"])
+
+    def test_read_only_folder(self):
+        if os.geteuid() == 0:
+            print("\n  skipped the read-only folder case: running as root, permissions do not apply "
+                  "(the other failure cases cover it)", file=sys.stderr)
+            return
+        out = os.path.join(self.tmp, "out")
+        os.makedirs(out)
+        target = os.path.join(out, "trace.json")
+        with open(target, "w") as f:
+            f.write("old\n")
+        os.chmod(out, 0o555)
+        p, _ = self.export(out)
+        self.assert_one_error(p, "read-only folder", [target])
+        with open(target) as f:
+            self.assertEqual(f.read(), "old\n")
+        self.assert_no_temporaries(out, ["trace.json"])
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    CLI, ASSETS = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+    del sys.argv[1:3]
+    unittest.main(verbosity=2)
