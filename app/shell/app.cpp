@@ -293,15 +293,18 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoScrollWithMouse |
                    ImGuiWindowFlags_NoSavedSettings);
   if (ImGui::BeginTabBar("views")) {
-    // Select the tab the view asks for (a loaded workspace, a command) once; a click on a tab
-    // becomes a `view` command.
-    const std::string wanted = shown_tab_ != view_.tab ? view_.tab : "";
+    // The view's tab is selected through ImGui, which shows the change a frame later; a change
+    // ImGui shows that was not asked for is the user's click, and becomes a `view` command.
+    const bool ask = view_.tab != shown_tab_ && view_.tab != pending_tab_;
+    if (ask) pending_tab_ = view_.tab;
     for (const char* tab : {"heatmaps", "pipeline"}) {
-      const ImGuiTabItemFlags flags = wanted == tab ? ImGuiTabItemFlags_SetSelected : 0;
+      const ImGuiTabItemFlags flags = ask && view_.tab == tab ? ImGuiTabItemFlags_SetSelected : 0;
       const bool open = ImGui::BeginTabItem(tab == std::string("heatmaps") ? "Heatmaps" : "Pipeline", nullptr, flags);
       layout().widget(std::string("tab_") + tab);
       if (open) {
-        if (wanted.empty() && view_.tab != tab) queue_.push("view", {{"field", "tab"}, {"value", tab}});
+        if (pending_tab_ == tab) pending_tab_.clear();  // what was asked for
+        else if (!shown_tab_.empty() && shown_tab_ != tab && view_.tab != tab)
+          queue_.push("view", {{"field", "tab"}, {"value", tab}});  // a click
         shown_tab_ = tab;
         if (tab == std::string("heatmaps")) heatmap_grid_.draw(ctx);
         else pipeline_.draw(ctx, ImGui::GetContentRegionAvail());

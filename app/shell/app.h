@@ -116,7 +116,8 @@ class App {
   InspectorPanel inspector_;
   StatusBar status_bar_;
   FileDialogs dialogs_;
-  std::string shown_tab_;                     // the tab ImGui has selected
+  std::string shown_tab_;                     // the tab ImGui showed last frame
+  std::string pending_tab_;                   // a tab asked of ImGui, not shown yet
 
   Autosave autosave_;
   Toast toast_;

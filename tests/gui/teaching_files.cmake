@@ -1,4 +1,5 @@
-# Teaching, files and slides (issues 4 and 5): the desktop app driven through Xvfb + xdotool and
+# Teaching, files and slides (issues 4 and 5): the desktop app driven by --commands (and by xdotool
+# where the point is the mouse or a key) and
 # read back through --dump-layout; screenshots checked for size, theme and the carried workspace.
 # Included from tests/gui/CMakeLists.txt.
 add_test(NAME gui_teaching

@@ -7,10 +7,18 @@
   run shows (a heatmap tile plus its 8·scale px margin), with light and dark theme backgrounds;
   --each-head gives one differing PNG per head.
 - Autosave: an edit survives SIGKILL and comes back at the next start.
-- Save: ctrl+s writes the file, clears `dirty` and the title's "•".
+- Save: saving writes the file, clears `dirty` and the title's "•".
 - Quit: with unsaved changes Ctrl+Q asks first, "Don't save" quits and leaves the file; with none it quits at once.
 - Bad --panel / --each-head: exit 2 with "error:".
 A custom workspace (seed 7, an edited cell) is used so an app that ignored --open would fail.
+
+Real keyboard and mouse (xdotool) only where the input path is the point: the quit prompt (Ctrl+Q
+with unsaved changes opens it, a click on "Don't save" quits). Its unsaved edit, and every other
+state, is reached with `--commands` (the commands the app's keys and buttons push): the edit before
+the autosave's SIGKILL and before the prompt is a `set_cell` fed to an interactive app; saving is a
+headless run of `set_cell` and `save` (what Ctrl+S pushes; typing into a cell and Ctrl+Z are held
+in test_teaching.py); quitting with nothing unsaved is the `quit` command; the 1× layout for the
+panel sizes comes from a headless --dump-layout run. The rest are command-line options.
 """
 import collections
 import json
@@ -26,7 +34,7 @@ import time
 from PIL import Image
 
 from test_teaching import (App, Display, arguments, assert_close, cli_trace, embeddings, run_checks,
-                           start_ready, STEP_TIMEOUT)
+                           run_commands, start_ready, write_commands, STEP_TIMEOUT)
 
 DARK_BG = (23, 23, 28)     # ImGui WindowBg (0.09, 0.09, 0.11)
 LIGHT_BG = (255, 255, 255)
@@ -161,9 +169,13 @@ def main():
                     raise AssertionError("again.png carries a different workspace than s1.png")
 
             def panels_and_themes():
-                app = start_ready(args.app, display.name, ["--open", ws_path])
-                with app:
-                    d = app.layout()
+                dump = os.path.join(work, "layout-1x.json")
+                code, out, err = headless(args.app, display.name, work, "--open", ws_path, "--screenshot",
+                                          os.path.join(work, "layout-1x.png"), "--dump-layout", dump)
+                if code != 0:
+                    raise AssertionError(f"the 1× --dump-layout run exited {code}: {err.strip()}")
+                with open(dump) as f:
+                    d = json.load(f)
                 panels = d["panels"]
                 tiles = [m["tile"] for m in d["heatmaps"] if m["stage"] == "weights" and m["head"] == 0]
                 if not tiles or "heatmaps" not in panels or "inspector" not in panels:
@@ -193,19 +205,32 @@ def main():
 
             def autosave():
                 state = os.path.join(work, "autosave-state")
-                app = start_ready(args.app, display.name, [], state_dir=state)
+                fresh = os.path.join(work, "fresh.png")  # the workspace before the edit, in its text chunk
+                edit = write_commands(work, "autosave-edit", [{"do": "screenshot", "path": fresh},
+                                                              {"do": "set_cell", "row": 1, "col": 0, "value": 0.99}])
+                app = App(args.app, display.name, ["--commands", edit], state_dir=state)  # interactive: autosaves
                 with app:
-                    d = app.layout()
-                    print(f"  fresh start: cell (1,0) = {embeddings(d)[1][0]}")
-                    if abs(embeddings(d)[1][0] - 0.99) < 1e-6:
-                        raise AssertionError("the fresh start already has 0.99")
-                    app.type_into_cell(1, 0, "0.99")
                     app.settled("cell (1,0) = 0.99", lambda d: abs(embeddings(d)[1][0] - 0.99) < 1e-6)
-                    time.sleep(2)
+                    before = json.loads(Image.open(fresh).text["attnscope-workspace"])["embeddings"][1][0]
+                    print(f"  fresh start: cell (1,0) = {before}")
+                    if abs(before - 0.99) < 1e-6:
+                        raise AssertionError("the fresh start already has 0.99")
+                    # SIGKILL once the autosave holds the edit, or after 2 s (it writes within 0.5 s).
+                    autosave_file, t0, held = os.path.join(state, "attnscope", "autosave.json"), time.time(), False
+                    while not held and time.time() - t0 < 2:
+                        try:
+                            with open(autosave_file) as f:
+                                held = abs(json.load(f)["embeddings"][1][0] - 0.99) < 1e-6
+                        except (OSError, ValueError, KeyError, IndexError, TypeError):
+                            pass
+                        if not held:
+                            time.sleep(0.05)
+                    print(f"  autosave.json {'holds' if held else 'does not hold'} the edit after "
+                          f"{time.time() - t0:.1f} s; SIGKILL")
                     app.close(signal.SIGKILL)
-                app = start_ready(args.app, display.name, [], state_dir=state)
+                app = App(args.app, display.name, [], state_dir=state)
                 with app:
-                    d = app.layout()
+                    d = app.settled("the first trace", lambda d: "cell_0_0" in d["widgets"])
                     print(f"  after SIGKILL and restart: cell (1,0) = {embeddings(d)[1][0]}")
                     if abs(embeddings(d)[1][0] - 0.99) > 1e-6:
                         raise AssertionError("the autosave did not bring back the edit")
@@ -213,28 +238,29 @@ def main():
             def save():
                 path = os.path.join(work, "copy.json")
                 shutil.copy(os.path.join(args.presets, "self_attention_v2.json"), path)
-                app = start_ready(args.app, display.name, ["--open", path])
-                with app:
-                    s = app.layout()["state"]
-                    print(f"  opened: dirty {s['dirty']}, title {s['title']!r}")
-                    if s["dirty"] or "•" in s["title"] or "copy.json" not in s["title"]:
-                        raise AssertionError(f"just opened: dirty {s['dirty']}, title {s['title']!r}")
-                    app.type_into_cell(1, 0, "0.99")
-                    s = app.settled("an unsaved edit", lambda d: abs(embeddings(d)[1][0] - 0.99) < 1e-6)["state"]
-                    print(f"  edited: dirty {s['dirty']}, title {s['title']!r}")
-                    if not s["dirty"] or not s["title"].endswith("•"):
-                        raise AssertionError(f"after the edit: dirty {s['dirty']}, title {s['title']!r}")
-                    app.key("ctrl+s")
-                    s = app.settled("ctrl+s", lambda d: not d["state"]["dirty"])["state"]
-                    print(f"  saved: dirty {s['dirty']}, title {s['title']!r}")
-                    if "•" in s["title"]:
-                        raise AssertionError(f"title after saving: {s['title']!r}")
-                    with open(path) as f:
-                        on_disk = json.load(f)
-                    print(f"  copy.json: cell (1,0) = {on_disk['embeddings'][1][0]}")
-                    assert_close(on_disk["embeddings"], s["workspace"]["embeddings"], "copy.json vs the app")
-                    if abs(on_disk["embeddings"][1][0] - 0.99) > 1e-6:
-                        raise AssertionError("copy.json does not have the edit")
+                run = lambda name, commands: run_commands(args.app, display.name, work, name, commands,  # noqa: E731
+                                                          "--open", path)["state"]
+                edit = {"do": "set_cell", "row": 1, "col": 0, "value": 0.99}
+                s = run("save-opened", [])
+                print(f"  opened: dirty {s['dirty']}, title {s['title']!r}")
+                if s["dirty"] or "•" in s["title"] or "copy.json" not in s["title"]:
+                    raise AssertionError(f"just opened: dirty {s['dirty']}, title {s['title']!r}")
+                s = run("save-edited", [edit])
+                print(f"  edited: dirty {s['dirty']}, title {s['title']!r}")
+                if abs(s["workspace"]["embeddings"][1][0] - 0.99) > 1e-6:
+                    raise AssertionError(f"the edit did not apply: cell (1,0) = {s['workspace']['embeddings'][1][0]}")
+                if not s["dirty"] or not s["title"].endswith("•"):
+                    raise AssertionError(f"after the edit: dirty {s['dirty']}, title {s['title']!r}")
+                s = run("save-saved", [edit, {"do": "save"}])  # what Ctrl+S pushes
+                print(f"  saved: dirty {s['dirty']}, title {s['title']!r}")
+                if s["dirty"] or "•" in s["title"]:
+                    raise AssertionError(f"after saving: dirty {s['dirty']}, title {s['title']!r}")
+                with open(path) as f:
+                    on_disk = json.load(f)
+                print(f"  copy.json: cell (1,0) = {on_disk['embeddings'][1][0]}")
+                assert_close(on_disk["embeddings"], s["workspace"]["embeddings"], "copy.json vs the app")
+                if abs(on_disk["embeddings"][1][0] - 0.99) > 1e-6:
+                    raise AssertionError("copy.json does not have the edit")
 
             def quit_prompt():
                 # Unsaved changes: Ctrl+Q asks first; "Don't save" quits and leaves the file as it was.
@@ -242,9 +268,9 @@ def main():
                 shutil.copy(os.path.join(args.presets, "self_attention_v2.json"), path)
                 with open(path) as f:
                     before = f.read()
-                app = start_ready(args.app, display.name, ["--open", path])
+                edit = write_commands(work, "quit-edit", [{"do": "set_cell", "row": 1, "col": 0, "value": 0.77}])
+                app = start_ready(args.app, display.name, ["--open", path, "--commands", edit])
                 with app:
-                    app.type_into_cell(1, 0, "0.77")
                     app.settled("an unsaved edit", lambda d: d["state"]["dirty"])
                     app.key("ctrl+q")
                     app.settled("the unsaved-changes prompt", lambda d: "quit_discard" in d["widgets"])
@@ -261,15 +287,17 @@ def main():
                     with open(path) as f:
                         if f.read() != before:
                             raise AssertionError("\"Don't save\" changed the file")
-                # No changes: Ctrl+Q quits at once.
-                app = start_ready(args.app, display.name, ["--open", path])
+                # No changes: quitting (the command Ctrl+Q pushes) ends the app at once, no prompt.
+                app = App(args.app, display.name, ["--open", path, "--commands",
+                                                   write_commands(work, "quit-now", [{"do": "quit"}])])
                 with app:
-                    app.key("ctrl+q")
                     try:
-                        app.proc.wait(STEP_TIMEOUT)
+                        code = app.proc.wait(STEP_TIMEOUT)
                     except subprocess.TimeoutExpired:
-                        raise AssertionError("Ctrl+Q with nothing unsaved did not quit")
-                    print("  nothing unsaved: Ctrl+Q quit at once")
+                        raise AssertionError("quit with nothing unsaved did not quit")
+                    if code != 0:
+                        raise AssertionError(f"quit with nothing unsaved: exit {code}")
+                    print(f"  nothing unsaved: quit at once (exit {code})")
 
             def bad_options():
                 for bad in (["--panel", "nope"], ["--panel", "heatmaps", "--each-head"], ["--each-head"]):
@@ -285,7 +313,7 @@ def main():
                                ("panels at 2×, light and dark", panels_and_themes),
                                ("--each-head", each_head),
                                ("autosave survives SIGKILL", autosave),
-                               ("ctrl+s saves", save),
+                               ("save writes the file", save),
                                ("quit asks about unsaved changes", quit_prompt),
                                ("bad options", bad_options)])
     finally:

@@ -1,15 +1,23 @@
 # Drives the interactive app with xdotool on a private Xvfb, reading its --dump-layout file to find
 # controls and to watch its state, and its F12 screenshots to see what it drew:
-#  - num_heads "−"/"+" on the multihead preset (2 → 1 → 2) and "+" on the wrapper (2 → 3): the state
-#    and the heads drawn follow;
-#  - "re-roll": the seed changes, the weights map's pixels change, and the new pixels are the colours
-#    of attnscope-cli's trace of the new workspace (also carried in the PNG's text chunk);
+#  - num_heads "−"/"+" on the multihead preset (2 → 1 → 2): the state and the heads drawn follow;
+#  - F12: the PNG's weights maps are the colours of attnscope-cli's trace of the workspace the app
+#    reports, and the PNG carries that workspace in its text chunk;
 #  - a click on row 3 of a weights map selects token 3, and the next screenshot outlines that row
 #    (not the previous one) in the theme's selection colour.
 # Every step asserts the change it asked for and fails after STEP_TIMEOUT seconds without it.
+# Those three use the real mouse and keyboard because the input path is what they test (a button,
+# a heatmap row click, the F12 key). Two checks only need the state a click leads to, so they run
+# headless with `--commands` (the command the button pushes) and check the PNG and the dump:
+#  - "re-roll" (`set seed`, a random seed ≠ the current one, as the button picks): the seed changes,
+#    the weights map's pixels change, and the new pixels are the colours of attnscope-cli's trace of
+#    the new workspace (also carried in the PNG's text chunk); the PNG before is a `screenshot`
+#    command in the same run;
+#  - num_heads "+" on the wrapper (`set num_heads 3`): 2 → 3, and the heads drawn follow.
 # Usage: test_interaction.py APP CLI ASSETS_DIR
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -144,26 +152,87 @@ def check_map_colours(png, d, cli, assets, tmp, label):
     return img
 
 
-def step_reroll(app, cli, assets, tmp):
-    png_a, d_a = app.screenshot()
-    seed_a, version = d_a["state"]["seed"], d_a["state"]["trace_version"]
+def run_commands(app_path, display, tmp, name, commands, *args):
+    """A headless run: attnscope ARGS --commands NAME.json --screenshot NAME.png --dump-layout
+    NAME.layout.json. Must exit 0 with nothing about an error on stderr, the newest edit's result on
+    screen. Returns (png, dump)."""
+    path = os.path.join(tmp, name + ".json")
+    with open(path, "w") as f:
+        json.dump(commands, f)
+    png, dump = os.path.join(tmp, name + ".png"), os.path.join(tmp, name + ".layout.json")
+    cmd = [app_path, *args, "--commands", path, "--screenshot", png, "--dump-layout", dump]
+    env = g.isolated_env(display)
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT * 2)
+    except subprocess.TimeoutExpired:
+        raise g.Fail(f"{name}: no exit within {STEP_TIMEOUT * 2} s (commands: {path})")
+    finally:
+        shutil.rmtree(env["HOME"], ignore_errors=True)
+    g.check(p.returncode == 0 and "error" not in p.stderr.lower(),
+            f"{' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()}")
+    g.check("saved" in p.stdout, f"no 'saved …' line on stdout: {p.stdout!r}")
+    d = g.read_dump(dump)
+    g.check(d["state"].get("settled") is True and not d["state"]["computing"] and d["state"]["engine_error"] == ""
+            and d["heatmaps"], f"{name}: the final dump does not show the newest edit's result (commands: {path})")
+    return png, d
+
+
+def step_reroll(app_path, preset_path, display, cli, assets, tmp):
+    """What 're-roll' pushes, `set seed` to a new random seed, headless: a `screenshot` command
+    before it, --screenshot after it."""
+    with open(preset_path) as f:
+        seed_a = json.load(f)["model"]["seed"]
+    seed_b = seed_a
+    while seed_b == seed_a:
+        seed_b = random.randrange(100000)
+    png_a = os.path.join(tmp, "before-reroll.png")
+    png_b, d_b = run_commands(app_path, display, tmp, "reroll",
+                              [{"do": "screenshot", "path": png_a}, {"do": "set", "field": "seed", "value": seed_b}],
+                              "--open", preset_path)
+    # The PNG before: the layout of the dump after (a seed changes no shape); its own workspace.
+    img_a = g.load_png(png_a)
+    ws_a = json.loads(img_a.info["attnscope-workspace"])
+    g.check(ws_a["model"]["seed"] == seed_a, f"the PNG before re-roll carries seed {ws_a['model']['seed']}, not {seed_a}")
+    d_a = {"heatmaps": d_b["heatmaps"], "state": dict(d_b["state"], workspace=ws_a)}
     img_a = check_map_colours(png_a, d_a, cli, assets, tmp, f"before re-roll (seed {seed_a})")
-    app.click_widget("reroll")
-    app.wait_settled(lambda d: d["state"]["seed"] != seed_a and d["state"]["trace_version"] > version,
-                     "'re-roll' to change the seed and recompute")
-    png_b, d_b = app.screenshot()
-    seed_b = d_b["state"]["seed"]
+    g.check(d_b["state"]["seed"] == seed_b, f"state.seed is {d_b['state']['seed']} after re-roll, expected {seed_b}")
     g.check(d_b["state"]["workspace"]["model"]["seed"] == seed_b, "state.seed and the workspace's seed disagree")
     img_b = check_map_colours(png_b, d_b, cli, assets, tmp, f"after re-roll (seed {seed_b})")
-    entry_a = next(m for m in weights_maps(d_a) if m["head"] == 0)
-    entry_b = next(m for m in weights_maps(d_b) if m["head"] == 0)
-    changed = sum(g.channel_diff(p, q) > 2 for p, q in zip(weights_pixels(img_a, entry_a), weights_pixels(img_b, entry_b)))
+    g.check(img_a.size == img_b.size, f"the PNGs before and after re-roll differ in size: {img_a.size}, {img_b.size}")
+    entry = next(m for m in weights_maps(d_b) if m["head"] == 0)
+    changed = sum(g.channel_diff(p, q) > 2 for p, q in zip(weights_pixels(img_a, entry), weights_pixels(img_b, entry)))
     g.check(changed > 0, f"re-roll {seed_a} → {seed_b}: the head-1 weights map looks the same as before")
     embedded = img_b.info.get("attnscope-workspace")
-    g.check(embedded is not None, "the F12 PNG carries no 'attnscope-workspace' text chunk")
+    g.check(embedded is not None, "the PNG after re-roll carries no 'attnscope-workspace' text chunk")
     g.check(json.loads(embedded)["model"]["seed"] == seed_b, "the PNG's embedded workspace has the old seed")
-    print(f"re-roll: seed {seed_a} → {seed_b}, {changed} of {len(weights_pixels(img_a, entry_a))} weights cells changed colour")
-    return png_b, d_b
+    print(f"re-roll: seed {seed_a} → {seed_b}, {changed} of {len(weights_pixels(img_a, entry))} weights cells changed colour")
+
+
+def step_heads_commands(app_path, preset_path, display, tmp, want_before, want_after):
+    """What num_heads "+"/"−" pushes, `set num_heads`, headless; the preset alone for the state before."""
+    _, d = run_commands(app_path, display, tmp, "heads-before", [], "--open", preset_path)
+    g.check(d["state"]["num_heads"] == want_before and heads_drawn(d) == list(range(want_before)),
+            f"before: num_heads {d['state']['num_heads']}, heads drawn {heads_drawn(d)}, expected {want_before}")
+    _, d = run_commands(app_path, display, tmp, "heads-after", [{"do": "set", "field": "num_heads", "value": want_after}],
+                        "--open", preset_path)
+    g.check(d["state"]["num_heads"] == want_after and heads_drawn(d) == list(range(want_after)),
+            f"set num_heads {want_after}: num_heads {d['state']['num_heads']}, heads drawn {heads_drawn(d)}")
+    print(f"set num_heads {want_after} ({os.path.basename(preset_path)}): num_heads {want_before} → "
+          f"{d['state']['num_heads']}, heads drawn {heads_drawn(d)}")
+
+
+def step_f12(app, cli, assets, tmp):
+    """F12: the PNG's weights maps are the CLI's colours for the workspace the app reports, and the
+    PNG carries that workspace."""
+    png, d = app.screenshot()
+    img = check_map_colours(png, d, cli, assets, tmp, f"F12 (seed {d['state']['seed']})")
+    embedded = img.info.get("attnscope-workspace")
+    g.check(embedded is not None, "the F12 PNG carries no 'attnscope-workspace' text chunk")
+    carried = json.loads(embedded)
+    g.check(carried["model"] == d["state"]["workspace"]["model"] and carried["embeddings"] == d["state"]["workspace"]["embeddings"],
+            "the F12 PNG's embedded workspace is not the app's")
+    print(f"F12: {os.path.basename(png)} carries the app's workspace (seed {carried['model']['seed']})")
+    return png, d
 
 
 def outlined(img, entry, row, colour, tol=12):
@@ -216,16 +285,18 @@ def main():
     try:
         with tempfile.TemporaryDirectory(prefix="attnscope-gui-ui-") as tmp, g.Xvfb() as x:
             try:
+                # The real mouse and keyboard: a button, F12, a heatmap row click.
                 app = App(app_path, os.path.join(assets, "presets", "multihead.json"), x.display, tmp, "multihead")
                 app.find_window()
                 step_heads(app, 2, "num_heads_minus", 1)
                 step_heads(app, 1, "num_heads_plus", 2)
-                png, d = step_reroll(app, cli, assets, tmp)
+                png, d = step_f12(app, cli, assets, tmp)
                 step_select_row(app, png, d, 3)
                 app.stop()
-                app = App(app_path, os.path.join(assets, "presets", "multihead_wrapper.json"), x.display, tmp, "wrapper")
-                app.find_window()
-                step_heads(app, 2, "num_heads_plus", 3)
+                app = None
+                # States a click leads to, reached with commands, headless.
+                step_reroll(app_path, os.path.join(assets, "presets", "multihead.json"), x.display, cli, assets, tmp)
+                step_heads_commands(app_path, os.path.join(assets, "presets", "multihead_wrapper.json"), x.display, tmp, 2, 3)
             finally:
                 if app:
                     app.stop()

@@ -1,15 +1,26 @@
-"""Teaching with the live app (issue 4): edits made through the real GUI reach the engine.
+"""Teaching with the live app (issue 4): edits made in the app reach the engine.
 
-Drives `attnscope` on its own Xvfb display with xdotool and reads what it shows from
-`--dump-layout`. Checks that typing into an embedding cell changes the workspace and that the
-app's trace then equals `attnscope-cli trace` of that workspace; that selecting a token (clicking a
-row of a weights map, arrow keys) puts that token's context vector in the inspector (for
-self_attention_v1 the notebook's context_vec_2 = [0.3061, 0.8210]); that undo/redo restore the
-previous inputs and trace; that a typed sentence becomes tokens with one vector per word; that
-d_in + adds a column the model still computes; and that the Pipeline tab renders.
+Runs `attnscope` on its own Xvfb display and reads what it shows from `--dump-layout`. Checks that
+typing into an embedding cell changes the workspace and that the app's trace then equals
+`attnscope-cli trace` of that workspace; that selecting a token (arrow keys, `select_token`) puts
+that token's context vector in the inspector (for self_attention_v1 the notebook's context_vec_2 =
+[0.3061, 0.8210]); that undo/redo restore the previous inputs and trace; that a sentence becomes
+tokens with one vector per word; that d_in + adds a column the model still computes (its trace
+equals the CLI's); and that the Pipeline tab renders.
 
-Also holds the small helpers (Xvfb, the app, xdotool, the dump) that test_files_and_slides.py
-imports.
+Real keyboard and mouse (xdotool, one interactive app), where the input path is the point:
+  - "select token 3 then 1 with the arrow keys": Down, Down, Up, Up move the selection, and the
+    inspector follows (arrows belong to the view, not to ImGui's navigation);
+  - "type 0.99 into cell (1,0)": Ctrl+click turns the drag field into a text field, typing and
+    Return edit the cell;
+  - "undo / redo": Ctrl+Z and Ctrl+Shift+Z, one press per typed value.
+Everything else uses the mouse only to reach a state whose numbers are then checked, so it runs as
+headless `attnscope --commands FILE --screenshot … --dump-layout …` (the same commands the buttons
+push): d_in + (`d_in`), sentence → tokens (`sentence`), the Pipeline tab (`view tab`) and the
+self_attention_v1 selection (`select_token`). Clicking a heatmap row is held in test_interaction.py.
+
+Also holds the small helpers (Xvfb, the app, xdotool, the dump, headless --commands runs) that
+test_files_and_slides.py imports.
 """
 import argparse
 import copy
@@ -304,6 +315,52 @@ def start_ready(exe, display, args=(), state_dir=None):
     return app
 
 
+def describe(commands):
+    """'set_cell 1 0 0.99, d_in 4': a command list as one short line."""
+    return ", ".join(" ".join([c["do"]] + [json.dumps(v, ensure_ascii=False) if isinstance(v, str) else str(v)
+                                          for k, v in c.items() if k != "do"]) for c in commands) or "(none)"
+
+
+def write_commands(folder, name, commands):
+    path = os.path.join(folder, name + ".commands.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(commands, f, ensure_ascii=False, indent=1)
+    return path
+
+
+def run_commands(exe, display, folder, name, commands, *args):
+    """A headless run: attnscope ARGS --commands NAME.commands.json --screenshot NAME.png
+    --dump-layout NAME.layout.json (HOME and XDG_STATE_HOME inside FOLDER). It applies the commands one per
+    frame, waits for the engine's result, saves the PNG and exits. Must exit 0, print 'saved …',
+    say nothing about an error, and end with the newest edit's result on screen. Returns the dump."""
+    path = write_commands(folder, name, commands)
+    png, dump = os.path.join(folder, name + ".png"), os.path.join(folder, name + ".layout.json")
+    for old in (png, dump):
+        if os.path.exists(old):
+            os.remove(old)
+    home, state = os.path.join(folder, "home"), os.path.join(folder, "state")
+    os.makedirs(home, exist_ok=True)
+    os.makedirs(state, exist_ok=True)
+    env = dict(os.environ, DISPLAY=display, XDG_STATE_HOME=state, HOME=home)
+    cmd = [exe, *args, "--commands", path, "--screenshot", png, "--dump-layout", dump]
+    t0 = time.time()
+    try:
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT * 2)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"attnscope --commands {path}: no exit within {STEP_TIMEOUT * 2:.0f} s")
+    print(f"  attnscope --commands [{describe(commands)}]: exit {out.returncode} in {time.time() - t0:.1f} s")
+    if out.returncode != 0 or "error" in out.stderr.lower():
+        raise AssertionError(f"{' '.join(cmd)} exited {out.returncode}: {out.stderr.strip()}")
+    if f"saved {png} (" not in out.stdout:
+        raise AssertionError(f"no 'saved {png} (W×H)' line in: {out.stdout.strip()!r}")
+    with open(dump) as f:
+        d = json.load(f)
+    if d["state"].get("settled") is not True or d["state"]["computing"]:
+        raise AssertionError(f"{name}: the final dump does not show the newest edit's result (commands: {path})")
+    d["png"] = png
+    return d
+
+
 def preset_copy(presets, name, folder):
     path = os.path.join(folder, name + ".json")
     shutil.copy(os.path.join(presets, name + ".json"), path)
@@ -347,15 +404,6 @@ def run_checks(checks):
 
 # ---------------------------------------------------------------- the checks
 
-def weights_row_centre(d, head, row, col=0):
-    for m in d["heatmaps"]:
-        if m["stage"] == "weights" and m["head"] == head:
-            w, c = m["window"], m["cells"]
-            cell = m["cell"]
-            return c["x"] + (col - w["col0"] + 0.5) * cell, c["y"] + (row - w["row0"] + 0.5) * cell
-    raise AssertionError(f"no weights map of head {head} in the dump")
-
-
 def inspector_context(d):
     z = d["state"].get("inspector_context")
     if z is None:
@@ -364,45 +412,79 @@ def inspector_context(d):
     return z
 
 
-def check_select_token(app, expect_row1=None):
-    """Click row 4 (index 3) of head 0's weights map, then Up twice back to index 1; the
-    inspector's context vector follows, and equals the trace's head-0 context row."""
-    problems = []
-    d = app.settled("a shown weights map", lambda d: any(m["stage"] == "weights" for m in d["heatmaps"]))
-    if d["state"]["token"] == 3:
-        raise AssertionError("the selection already is token 3; the click would prove nothing")
-    app.click_at(*weights_row_centre(d, 0, 3))
-    d = app.settled("token 3 selected by clicking its weights row", lambda d: d["state"]["token"] == 3)
-    print("  clicked weights row 4: state.token = 3")
-    ctx = d["state"]["trace"]["heads"][0]["context"]
-    try:
-        assert_close(inspector_context(d), ctx[3], "inspector z4 vs trace head 0 context row 3")
-    except AssertionError as e:
-        problems.append(str(e))
-    app.key("Up")
-    app.key("Up")
-    d = app.settled("token 1 selected with two Up arrows", lambda d: d["state"]["token"] == 1)
-    print("  Up, Up: state.token = 1")
-    ctx = d["state"]["trace"]["heads"][0]["context"]
-    if ctx[1] == ctx[3]:
-        raise AssertionError("context rows 1 and 3 are equal: the selection check proves nothing")
+def inspector_matches(d, row, problems):
+    """The inspector's context vector (z_{row+1}) against row `row` of the trace's head-0 context."""
     try:
         z = inspector_context(d)
-        assert_close(z, ctx[1], "inspector z2 vs trace head 0 context row 1")
-        if expect_row1 is not None:
-            rounded = [round(v, 4) for v in z]
-            print(f"  inspector z2 = {z} → {rounded}; notebook context_vec_2 = {expect_row1}")
-            if rounded != expect_row1:
-                raise AssertionError(f"inspector context {rounded} is not the notebook's {expect_row1}")
+        assert_close(z, d["state"]["trace"]["heads"][0]["context"][row],
+                     f"inspector z{row + 1} vs trace head 0 context row {row}")
+        return z
     except AssertionError as e:
         problems.append(str(e))
-    if expect_row1 is not None:  # the trace itself against the notebook, whatever the inspector says
-        rounded = [round(v, 4) for v in ctx[1]]
-        print(f"  trace head 0 context row 1 = {rounded}")
-        if rounded != expect_row1:
-            problems.append(f"trace context row 1 {rounded} is not the notebook's {expect_row1}")
+        return None
+
+
+def check_selection(d_far, far, d_back, back, problems, expect_back=None):
+    """d_far: token `far` selected (its inspector already checked into `problems`); d_back: back on
+    token `back`. The inspector follows, and (for the notebook's example) shows context_vec_2 =
+    expect_back."""
+    ctx = d_back["state"]["trace"]["heads"][0]["context"]
+    if ctx[back] == ctx[far]:
+        raise AssertionError(f"context rows {back} and {far} are equal: the selection check proves nothing")
+    z = inspector_matches(d_back, back, problems)
+    if expect_back is not None:
+        try:
+            if z is not None:
+                rounded = [round(v, 4) for v in z]
+                print(f"  inspector z{back + 1} = {z} → {rounded}; notebook context_vec_2 = {expect_back}")
+                if rounded != expect_back:
+                    raise AssertionError(f"inspector context {rounded} is not the notebook's {expect_back}")
+        except AssertionError as e:
+            problems.append(str(e))
+        rounded = [round(v, 4) for v in ctx[back]]  # the trace itself, whatever the inspector says
+        print(f"  trace head 0 context row {back} = {rounded}")
+        if rounded != expect_back:
+            problems.append(f"trace context row {back} {rounded} is not the notebook's {expect_back}")
     if problems:
         raise AssertionError("; ".join(dict.fromkeys(problems)))
+
+
+def check_select_token_keys(app):
+    """The real keyboard: Down twice (token 1 → 3), then Up twice back to 1; the inspector's
+    context vector follows, and equals the trace's head-0 context row."""
+    d = app.settled("a shown weights map", lambda d: any(m["stage"] == "weights" for m in d["heatmaps"]))
+    back = d["state"]["token"]
+    far = back + 2
+    if far >= len(d["state"]["workspace"]["tokens"]):
+        raise AssertionError(f"token {back} is selected: two Down arrows cannot reach another row")
+    app.key("Down")
+    app.key("Down")
+    d_far = app.settled(f"token {far} selected with two Down arrows", lambda d: d["state"]["token"] == far)
+    print(f"  Down, Down: state.token = {far}")
+    problems = []
+    inspector_matches(d_far, far, problems)
+    app.key("Up")
+    app.key("Up")
+    d_back = app.settled(f"token {back} selected with two Up arrows", lambda d: d["state"]["token"] == back)
+    print(f"  Up, Up: state.token = {back}")
+    check_selection(d_far, far, d_back, back, problems)
+
+
+def check_select_token_commands(exe, display, folder, workspace, expect_row1):
+    """select_token 3, then select_token step −1 twice (what Up, Up push) back to 1."""
+    there = [{"do": "select_token", "index": 3}]
+    d3 = run_commands(exe, display, folder, "select3", there, "--open", workspace)
+    if d3["state"]["token"] != 3:
+        raise AssertionError(f"select_token 3: state.token = {d3['state']['token']}")
+    print("  select_token 3: state.token = 3")
+    problems = []
+    inspector_matches(d3, 3, problems)
+    d1 = run_commands(exe, display, folder, "select1", there + [{"do": "select_token", "step": -1}] * 2,
+                      "--open", workspace)
+    if d1["state"]["token"] != 1:
+        raise AssertionError(f"select_token 3, step −1, step −1: state.token = {d1['state']['token']}")
+    print("  select_token 3, step −1, step −1: state.token = 1")
+    check_selection(d3, 3, d1, 1, problems, expect_row1)
 
 
 def press_until(app, combo, predicate, what, problems, most=8):
@@ -421,13 +503,19 @@ def press_until(app, combo, predicate, what, problems, most=8):
     raise AssertionError(f"{what}: not reached after {most} presses of {combo}")
 
 
+def input_width(path):
+    with open(path) as f:
+        e = json.load(f)["embeddings"]
+    return e["cols"] if isinstance(e, dict) else len(e[0])
+
+
 def main():
     args = arguments(__doc__)
     work = tempfile.mkdtemp(prefix="attnscope-teaching-")
     shared = {}
-    checks = []
     try:
         with Display() as display:
+            # ---- the real keyboard and mouse, in one interactive app
             app = start_ready(args.app, display.name, ["--open", preset_copy(args.presets, "multihead", work)])
             with app:
                 def edit_cell():
@@ -469,64 +557,70 @@ def main():
                     if problems:
                         raise AssertionError("; ".join(problems))
 
-                def select_token():
-                    check_select_token(app)
+                code = run_checks([("select token 3 then 1 with the arrow keys (multihead)",
+                                    lambda: check_select_token_keys(app)),
+                                   ("type 0.99 into cell (1,0)", edit_cell),
+                                   ("undo / redo", undo_redo)])
 
-                def d_in_plus():
-                    d = app.settled("a trace")
-                    cols = len(embeddings(d)[0])
-                    version = d["state"]["trace_version"]
-                    app.click("d_in_plus")
-                    d = app.settled(f"d_in {cols} → {cols + 1}",
-                                    lambda d: all(len(r) == cols + 1 for r in embeddings(d))
-                                    and d["state"]["trace_version"] > version)
-                    print(f"  d_in {cols} → {len(embeddings(d)[0])}, engine_error = {d['state']['engine_error']!r}")
-                    if d["state"]["engine_error"]:
-                        raise AssertionError("engine error after d_in +: " + d["state"]["engine_error"])
-                    assert_trace_matches_cli(d["state"], cli_trace_of(args.cli, d["state"]["workspace"], work, "wide.json"),
-                                             f"d_in {cols + 1}")
+            # ---- states reached with commands, headless
+            multihead = preset_copy(args.presets, "multihead", work)
+            run = lambda name, commands, *a: run_commands(args.app, display.name, work, name, commands,  # noqa: E731
+                                                          "--open", multihead, *a)
 
-                def sentence():
-                    words = "the cat sat on the mat"
-                    app.click("sentence")
-                    app.key("ctrl+a")
-                    app.type(words)
-                    app.click("make_tokens")
-                    d = app.settled("tokens from the sentence",
-                                    lambda d: d["state"]["workspace"]["tokens"] == words.split())
-                    e = embeddings(d)
-                    print(f"  tokens {d['state']['workspace']['tokens']}; rows 0 and 4 ('the'): {e[0]} / {e[4]}")
-                    if e[0] != e[4]:
-                        raise AssertionError("the two 'the' tokens have different embeddings")
-                    if e[0] == e[1]:
-                        raise AssertionError("'the' and 'cat' have the same embedding")
-                    if d["state"]["engine_error"]:
-                        raise AssertionError("engine error: " + d["state"]["engine_error"])
+            def d_in_plus():
+                cols = input_width(multihead)
+                d = run("d_in", [{"do": "d_in", "value": cols + 1}])  # what "d_in +" pushes
+                if not all(len(r) == cols + 1 for r in embeddings(d)):
+                    raise AssertionError(f"d_in {cols} → {cols + 1}: rows of {sorted({len(r) for r in embeddings(d)})}")
+                print(f"  d_in {cols} → {len(embeddings(d)[0])}, engine_error = {d['state']['engine_error']!r}")
+                if d["state"]["engine_error"]:
+                    raise AssertionError("engine error after d_in +: " + d["state"]["engine_error"])
+                assert_trace_matches_cli(d["state"], cli_trace_of(args.cli, d["state"]["workspace"], work, "wide.json"),
+                                         f"d_in {cols + 1}")
 
-                def pipeline_tab():
-                    app.click("tab_pipeline")
-                    d = app.settled("the Pipeline tab",
-                                    lambda d: "pipeline" in d["panels"]
-                                    and any(k.startswith("pipeline_") for k in d["widgets"]))
-                    steps = sorted(k for k in d["widgets"] if k.startswith("pipeline_"))
-                    print(f"  pipeline widgets: {', '.join(steps)}")
-                    if len(steps) < 4:
-                        raise AssertionError("fewer than 4 pipeline steps drawn")
-                    app.click("tab_heatmaps")
-                    app.settled("back on the Heatmaps tab", lambda d: "heatmaps" in d["panels"])
+            def sentence():
+                words = "the cat sat on the mat"
+                d = run("sentence", [{"do": "sentence", "text": words}])  # what "make tokens" pushes
+                if d["state"]["workspace"]["tokens"] != words.split() or d["state"]["tokens"] != words.split():
+                    raise AssertionError(f"tokens {d['state']['workspace']['tokens']} (on screen "
+                                         f"{d['state']['tokens']}), expected {words.split()}")
+                e = embeddings(d)
+                print(f"  tokens {d['state']['workspace']['tokens']}; rows 0 and 4 ('the'): {e[0]} / {e[4]}")
+                if e[0] != e[4]:
+                    raise AssertionError("the two 'the' tokens have different embeddings")
+                if e[0] == e[1]:
+                    raise AssertionError("'the' and 'cat' have the same embedding")
+                if d["state"]["engine_error"]:
+                    raise AssertionError("engine error: " + d["state"]["engine_error"])
+                assert_trace_matches_cli(d["state"], cli_trace_of(args.cli, d["state"]["workspace"], work, "words.json"),
+                                         "the sentence")
 
-                checks += [("select token 3 then 1 (multihead)", select_token),
-                           ("type 0.99 into cell (1,0)", edit_cell),
-                           ("undo / redo", undo_redo),
-                           ("d_in +", d_in_plus),
-                           ("sentence → tokens", sentence),
-                           ("pipeline tab", pipeline_tab)]
-                code = run_checks(checks)
+            def pipeline_tab():
+                to_pipeline = {"do": "view", "field": "tab", "value": "pipeline"}  # a click on the tab
+                d = run("pipeline", [to_pipeline])
+                steps = sorted(k for k in d["widgets"] if k.startswith("pipeline_"))
+                print(f"  pipeline widgets: {', '.join(steps)}")
+                if "pipeline" not in d["panels"]:
+                    raise AssertionError(f"no pipeline panel; panels {sorted(d['panels'])}")
+                if len(steps) < 4:
+                    raise AssertionError("fewer than 4 pipeline steps drawn")
+                # The Pipeline tab is on screen for a frame before the click back (the second
+                # to_pipeline), as with a mouse. Two `view tab` commands in consecutive frames end on
+                # the first tab: the tab bar selects a tab a frame after it is asked to, and the app
+                # then takes that for a click (app/shell/app.cpp, the "views" tab bar).
+                d = run("heatmaps", [to_pipeline, to_pipeline, {"do": "view", "field": "tab", "value": "heatmaps"}])
+                if "heatmaps" not in d["panels"] or not d["heatmaps"]:
+                    raise AssertionError(f"not back on the Heatmaps tab; panels {sorted(d['panels'])}")
+                print(f"  back on the Heatmaps tab: {len(d['heatmaps'])} maps drawn")
 
-            app = start_ready(args.app, display.name, ["--open", preset_copy(args.presets, "self_attention_v1", work)])
-            with app:
-                code |= run_checks([("select token (self_attention_v1, context_vec_2)",
-                                     lambda: check_select_token(app, [0.3061, 0.8210]))])
+            def select_token_v1():
+                check_select_token_commands(args.app, display.name, work,
+                                            preset_copy(args.presets, "self_attention_v1", work), [0.3061, 0.8210])
+
+            code |= run_checks([("d_in +", d_in_plus),
+                                ("sentence → tokens", sentence),
+                                ("pipeline tab", pipeline_tab),
+                                ("select token (self_attention_v1, context_vec_2)", select_token_v1)])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return code
