@@ -314,6 +314,20 @@ json workspaceToJson(const Workspace& ws) {
 
 std::string dumpWorkspace(const Workspace& ws) { return prettyJson(workspaceToJson(ws)); }
 
+namespace {
+
+// The umask, read without changing it (umask(2) can only set it, which would race with other
+// threads creating files): /proc/self/status has it since Linux 4.7; 022 otherwise.
+mode_t processUmask() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8));
+  return 022;
+}
+
+}  // namespace
+
 // A temporary file beside the target (a short name, so a long target name still fits), written
 // and fsynced, given the target's permissions, renamed over it, and the folder fsynced: after a
 // crash or a full disk the file is the old one or the new one, never a mix. A symbolic link is
@@ -339,11 +353,11 @@ void writeFileAtomically(const std::string& path, const std::string& contents) {
   struct stat st;
   mode_t mode;
   if (::stat(target.c_str(), &st) == 0) {
-    mode = st.st_mode & 07777;  // keep the file's permissions
+    mode = st.st_mode & 07777;  // keep the file's permissions …
+    if (st.st_uid != ::geteuid() || st.st_gid != ::getegid())
+      (void)::fchown(fd, st.st_uid, st.st_gid);  // … and owner, where allowed (root saving a user's file)
   } else {
-    const mode_t mask = ::umask(0);
-    ::umask(mask);
-    mode = 0666 & ~mask;  // what a plain new file would get
+    mode = 0666 & ~processUmask();  // what a plain new file would get
   }
   if (::fchmod(fd, mode) != 0) abandon(std::string("cannot set permissions (") + std::strerror(errno) + ")");
   const char* p = contents.data();
