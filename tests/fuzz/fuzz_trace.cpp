@@ -1,0 +1,151 @@
+// fuzz_trace: the engine (core/engine/attention.h). The input is a workspace (parsed with small
+// limits: T ≤ 64, d ≤ 64, 8 heads, batch 4, 2^16 attention cells); an accepted one goes through
+// computeTrace on the serial path. InputError and ComputeError are the engine's refusals; a trace
+// it returns has the documented shapes and holds no NaN or infinity except the −∞ of
+// masked_scores where the mask is set (docs/DESIGN.md §2.3). Computed again with only batch element 0
+// traced (the others through scratch rows, as for GPT-2), the outputs are the same bit for bit.
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "engine/attention.h"
+#include "fuzz_common.h"
+
+namespace {
+
+using attnscope::ByteMatrix;
+using attnscope::Matrix;
+
+void checkShape(const Matrix& m, Eigen::Index rows, Eigen::Index cols, const std::string& what) {
+  FUZZ_CHECK(m.rows() == rows && m.cols() == cols,
+             what + " is " + attnscope::fuzz::shape(m) + ", expected " + std::to_string(rows) + " x " +
+                 std::to_string(cols));
+}
+
+void checkFinite(const Matrix& m, Eigen::Index rows, Eigen::Index cols, const std::string& what) {
+  checkShape(m, rows, cols, what);
+  FUZZ_CHECK(m.allFinite(), what + " has a NaN or an infinity");
+}
+
+std::string cell(const std::string& what, Eigen::Index i, Eigen::Index j) {
+  return what + "(" + std::to_string(i) + ", " + std::to_string(j) + ")";
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace attnscope;
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  const Limits limits = fuzz::smallLimits();
+  Workspace ws;
+  try {
+    ws = parseWorkspace(text, limits);
+  } catch (const InputError&) {
+    return 0;
+  } catch (const std::exception& e) {
+    fuzz::unexpected("parseWorkspace", e);
+  }
+  const ModelConfig& m = ws.model;
+  Trace t;
+  try {
+    t = computeTrace(ws.embeddings, m, ExecutionOptions{}, TraceRequest{}, limits);
+  } catch (const InputError&) {
+    return 0;
+  } catch (const ComputeError&) {
+    return 0;
+  } catch (const std::exception& e) {
+    fuzz::unexpected("computeTrace", e);
+  }
+
+  const int T = static_cast<int>(ws.embeddings.rows()), d_in = static_cast<int>(ws.embeddings.cols());
+  const int H = headCount(m), w = headWidth(m, d_in);
+  FUZZ_CHECK(t.tokens == T && t.d_in == d_in, "trace sizes");
+  FUZZ_CHECK(t.heads == H && t.head_width == w, "trace heads " + std::to_string(t.heads) + " x " +
+                                                    std::to_string(t.head_width));
+  FUZZ_CHECK(static_cast<int>(t.batches.size()) == m.batch_size, "batch count");
+  FUZZ_CHECK(std::isfinite(t.scale_divisor) && t.scale_divisor > 0, "scale_divisor");
+  FUZZ_CHECK(std::isfinite(t.dropout_scale) && t.dropout_scale >= 1, "dropout_scale");
+  const bool softmax = m.normalization == Normalization::Softmax;
+
+  for (std::size_t b = 0; b < t.batches.size(); ++b) {
+    const BatchTrace& bt = t.batches[b];
+    const std::string where = "batch " + std::to_string(b);
+    checkFinite(bt.context, T, contextWidth(m, d_in), where + " context");
+    checkFinite(bt.output, T, outputWidth(m, d_in), where + " output");
+    FUZZ_CHECK(static_cast<int>(bt.heads.size()) == H, where + ": " + std::to_string(bt.heads.size()) + " heads");
+    for (int h = 0; h < H; ++h) {
+      const HeadTrace& ht = bt.heads[static_cast<std::size_t>(h)];
+      const std::string at = where + " head " + std::to_string(h) + " ";
+      checkFinite(ht.queries, T, w, at + "queries");
+      checkFinite(ht.keys, T, w, at + "keys");
+      checkFinite(ht.values, T, w, at + "values");
+      checkFinite(ht.scores, T, T, at + "scores");
+      checkFinite(ht.scaled_scores, T, T, at + "scaled_scores");
+      checkShape(ht.masked_scores, T, T, at + "masked_scores");
+      checkFinite(ht.weights, T, T, at + "weights");
+      checkFinite(ht.dropped_weights, T, T, at + "dropped_weights");
+      checkFinite(ht.context, T, w, at + "context");
+      FUZZ_CHECK(ht.mask.rows() == T && ht.mask.cols() == T, at + "mask shape");
+      FUZZ_CHECK(ht.dropout_mask.rows() == T && ht.dropout_mask.cols() == T, at + "dropout_mask shape");
+      FUZZ_CHECK(ht.context == bt.context.middleCols(static_cast<Eigen::Index>(h) * w, w),
+                 at + "context is not its slice of the concatenated context");
+      for (int i = 0; i < T; ++i) {
+        double row_sum = 0;
+        for (int j = 0; j < T; ++j) {
+          const bool masked = ht.mask(i, j) != 0;
+          FUZZ_CHECK(ht.mask(i, j) <= 1, cell(at + "mask", i, j) + " is not 0 or 1");
+          FUZZ_CHECK(masked == (m.causal && j > i), cell(at + "mask", i, j) + " is not the causal mask");
+          const float ms = ht.masked_scores(i, j);
+          if (masked) {
+            FUZZ_CHECK(std::isinf(ms) && ms < 0, cell(at + "masked_scores", i, j) + " is masked but not −∞");
+            FUZZ_CHECK(ht.weights(i, j) == 0.0f, cell(at + "weights", i, j) + " is masked but not 0");
+          } else {
+            FUZZ_CHECK(ms == ht.scaled_scores(i, j), cell(at + "masked_scores", i, j) + " differs from the scaled score");
+          }
+          const float wt = ht.weights(i, j);
+          if (softmax) FUZZ_CHECK(wt >= 0.0f && wt <= 1.0f + 1e-5f, cell(at + "weights", i, j) + " outside [0, 1]");
+          row_sum += wt;
+          FUZZ_CHECK(ht.dropout_mask(i, j) <= 1, cell(at + "dropout_mask", i, j) + " is not 0 or 1");
+          if (!t.dropout_active) {
+            FUZZ_CHECK(ht.dropout_mask(i, j) == 1, cell(at + "dropout_mask", i, j) + " drops without dropout");
+            FUZZ_CHECK(ht.dropped_weights(i, j) == wt, cell(at + "dropped_weights", i, j) + " differs without dropout");
+          } else if (ht.dropout_mask(i, j) == 0) {
+            FUZZ_CHECK(ht.dropped_weights(i, j) == 0.0f, cell(at + "dropped_weights", i, j) + " is dropped but not 0");
+          } else {
+            FUZZ_CHECK(ht.dropped_weights(i, j) == wt * t.dropout_scale,
+                       cell(at + "dropped_weights", i, j) + " is not weight × 1/(1 − p)");
+          }
+        }
+        if (softmax)
+          FUZZ_CHECK(std::fabs(row_sum - 1.0) <= 1e-4, at + "weights row " + std::to_string(i) +
+                                                           " sums to " + std::to_string(row_sum));
+      }
+    }
+  }
+
+  // Only batch element 0 traced: the others run through the per-thread scratch rows (the GPT-2
+  // path). Same kernels on the same rows, so the same numbers, bit for bit.
+  Trace partial;
+  try {
+    partial = computeTrace(ws.embeddings, m, ExecutionOptions{}, TraceRequest{false, {0}}, limits);
+  } catch (const std::exception& e) {
+    fuzz::finding(std::string("computeTrace accepted the workspace with every batch element traced, but threw "
+                              "with only element 0: ") + e.what());
+  }
+  FUZZ_CHECK(partial.batches.size() == t.batches.size(), "batch count with element 0 traced");
+  for (std::size_t b = 0; b < t.batches.size(); ++b) {
+    const std::string where = "batch " + std::to_string(b) + " (only element 0 traced): ";
+    FUZZ_CHECK(fuzz::sameBits(partial.batches[b].output, t.batches[b].output), where + "output differs");
+    FUZZ_CHECK(fuzz::sameBits(partial.batches[b].context, t.batches[b].context), where + "context differs");
+    FUZZ_CHECK(partial.batches[b].heads.size() == (b == 0 ? t.batches[b].heads.size() : 0),
+               where + std::to_string(partial.batches[b].heads.size()) + " heads kept");
+  }
+  for (std::size_t h = 0; h < partial.batches[0].heads.size(); ++h) {
+    const HeadTrace &p = partial.batches[0].heads[h], &f = t.batches[0].heads[h];
+    FUZZ_CHECK(fuzz::sameBits(p.weights, f.weights) && fuzz::sameBits(p.dropped_weights, f.dropped_weights) &&
+                   fuzz::sameBits(p.context, f.context) && p.dropout_mask == f.dropout_mask,
+               "head " + std::to_string(h) + " of element 0 differs when only element 0 is traced");
+  }
+  return 0;
+}
