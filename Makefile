@@ -1,11 +1,13 @@
 # The front door: make run | make test | make bench. Each target installs the Debian packages it
 # needs first (third_party/install-deps, idempotent), then configures and builds with CMake.
+# make test runs every test twice: in the Release build, then in the sanitizer build (test-asan).
 BUILD ?= build
+ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 CLI := $(BUILD)/attnscope-cli
 
-.PHONY: all build run test bench clean screenshots
+.PHONY: all build build-asan run test test-asan fuzz bench clean screenshots
 
 all: build
 
@@ -31,6 +33,29 @@ test:
 	third_party/install-deps build app test
 	$(MAKE) build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+	$(MAKE) test-asan
+
+# The same code with AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer (-O1 -g, assert()s
+# and Eigen's range checks on), in its own tree.
+build-asan:
+	third_party/install-deps build app
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DATTNSCOPE_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+# Every test (GUI included) in the sanitizer build. tests/sanitizers/ctest-asan sets the runtime
+# options (leak checks on, any report fatal, third-party leaks suppressed by lsan.supp) and fails
+# when any instrumented process left a report.
+test-asan:
+	third_party/install-deps build app test
+	$(MAKE) build-asan
+	tests/sanitizers/ctest-asan $(ASAN_BUILD) --output-on-failure -j$(JOBS)
+
+# libFuzzer targets (clang, ASan, UBSan) for workspaces, PNG workspaces, parse→trace and command
+# lists, each for FUZZ_SECONDS (default 60); fails on any finding (tests/fuzz/README.md).
+FUZZ_SECONDS ?= 60
+fuzz:
+	third_party/install-deps build fuzz
+	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run-fuzz
 
 bench:
 	third_party/install-deps build app test bench
@@ -39,7 +64,7 @@ bench:
 	@echo "benchmark results: $(BUILD)/bench.json"
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
 
 # The README's reference images (assets/screenshots/), rendered under Xvfb, and the guided tour.
 XVFB := xvfb-run -a -s "-screen 0 1920x1080x24"

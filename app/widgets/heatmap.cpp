@@ -55,15 +55,18 @@ struct Colouring {
   std::string id;
   std::uint64_t key;
   std::shared_ptr<const void> owner;  // keeps `values` alive while a thread reads them
-  const Matrix* values;
+  const Matrix* values;               // read only while `owner` is held
   ValueRange range;
   Colormap colormap;
   ImU32 masked;
-  std::vector<std::uint32_t> pixels;  // the result
+  std::vector<std::uint32_t> pixels;  // the result, rows × cols
+  int rows = 0, cols = 0;
 };
 
 void colour(Colouring& c) {
   const Matrix& m = *c.values;
+  c.rows = static_cast<int>(m.rows());
+  c.cols = static_cast<int>(m.cols());
   const auto& table = colormapTable(c.colormap);
   c.pixels.resize(static_cast<std::size_t>(m.size()));
   for (Eigen::Index i = 0; i < m.size(); ++i) {
@@ -108,7 +111,8 @@ class Baker {
       jobs_.pop_front();
       lock.unlock();
       colour(job);
-      job.owner.reset();  // the snapshot may go once nothing else holds it
+      job.values = nullptr;  // the snapshot may go once nothing else holds it: the pixels are ours
+      job.owner.reset();
       lock.lock();
       done_.push_back(std::move(job));
     }
@@ -132,8 +136,7 @@ void upload(CachedTexture& t, const Colouring& c) {
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
   glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
   glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
-  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, static_cast<GLsizei>(c.values->cols()),
-               static_cast<GLsizei>(c.values->rows()), 0, GL_RGBA, GL_UNSIGNED_BYTE, c.pixels.data());
+  glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, c.cols, c.rows, 0, GL_RGBA, GL_UNSIGNED_BYTE, c.pixels.data());
   t.key = c.key;
   t.pending_key = 0;
 }
