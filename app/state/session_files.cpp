@@ -38,7 +38,8 @@ Settings loadSettings() {
   nlohmann::json j;
   if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) < (1u << 20)) {  // never a FIFO or a huge file
     std::ifstream in(path);
-    j = nlohmann::json::parse(in, nullptr, false);  // unreadable: defaults
+    j = nlohmann::json::parse(in, nullptr, false);
+    if (!j.is_object()) moveAside(path);  // unreadable: kept for the user, never overwritten; defaults
   }
   if (j.is_object()) {
     if (j.contains("recent") && j["recent"].is_array())
