@@ -65,6 +65,21 @@ void App::apply(const Command& c, double now) {
         clampView();
         return;
       }
+      if (c.name == "open" && doc_.dirty() && interactive_) {
+        // Opening starts a new history, so the unsaved work would be gone (and the autosave
+        // overwritten): it is written to the state folder first, and the user told where.
+        const std::string kept = keepUnsaved(doc_, view_);
+        try {
+          doc_.apply(c);
+        } catch (const InputError&) {  // not opened: the work is still on screen
+          if (!kept.empty()) std::remove(kept.c_str());
+          throw;
+        }
+        replaced(c, now);
+        clampView();
+        if (!kept.empty()) notify("Opened " + c.text("path") + ". The unsaved changes before it are kept in " + kept, now);
+        return;
+      }
       if (doc_.apply(c) == DocumentChange::Replaced) replaced(c, now);
       clampView();
       return;

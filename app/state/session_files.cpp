@@ -89,6 +89,26 @@ void Autosave::update(const Document& doc, const ViewState& view_state, double n
   last_write_ = now;
 }
 
+std::string keepUnsaved(const Document& doc, const ViewState& view_state) {
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  const std::string name = doc.file().empty() ? "untitled" : fs::path(doc.file()).stem().string();
+  const std::string path = (fs::path(stateFolder()) / ("unsaved-" + name + "-" + stamp + ".json")).string();
+  Workspace ws = doc.workspace();
+  nlohmann::json view = viewToJson(view_state);
+  putFileName(view, doc.file());
+  view["dirty"] = true;
+  ws.view = std::move(view);
+  try {
+    statePath("settings.json");  // creates the folder
+    saveWorkspace(path, ws);
+  } catch (const InputError&) {
+    return "";
+  }
+  return path;
+}
+
 std::string moveAside(const std::string& path) {
   const std::time_t now = std::time(nullptr);
   char stamp[32];

@@ -48,6 +48,10 @@ struct Recovery {
   std::string note;     // what happened, for the user ("" for nothing worth saying)
 };
 Recovery planRecovery(const Autosave& autosave, const std::string& open_path);
+// Writes a document with unsaved changes that is about to be replaced (by opening another file)
+// to the state folder as unsaved-NAME-YYYYmmdd-HHMMSS.json, with its file name and view; returns
+// the path, or "" if it could not be written.
+std::string keepUnsaved(const Document& doc, const ViewState& view);
 // Renames a state file the app cannot use to NAME-kept-YYYYmmdd-HHMMSS.json beside it, so the
 // next write cannot destroy it; returns the new path ("" if it could not be moved).
 std::string moveAside(const std::string& path);
