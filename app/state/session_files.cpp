@@ -89,10 +89,20 @@ void Autosave::update(const Document& doc, const ViewState& view_state, double n
   last_write_ = now;
 }
 
-std::string keepUnsaved(const Document& doc, const ViewState& view_state) {
+namespace {
+
+// "20261122-101530": the local time in the names of kept files.
+std::string timeStamp() {
   const std::time_t now = std::time(nullptr);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  return stamp;
+}
+
+}  // namespace
+
+std::string keepUnsaved(const Document& doc, const ViewState& view_state) {
+  const std::string stamp = timeStamp();
   const std::string name = doc.file().empty() ? "untitled" : fs::path(doc.file()).stem().string();
   const std::string path = (fs::path(stateFolder()) / ("unsaved-" + name + "-" + stamp + ".json")).string();
   Workspace ws = doc.workspace();
@@ -110,9 +120,7 @@ std::string keepUnsaved(const Document& doc, const ViewState& view_state) {
 }
 
 std::string moveAside(const std::string& path) {
-  const std::time_t now = std::time(nullptr);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  const std::string stamp = timeStamp();
   const fs::path p(path);
   std::string target = (p.parent_path() / (p.stem().string() + "-kept-" + stamp + p.extension().string())).string();
   std::error_code ec;
