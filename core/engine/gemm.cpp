@@ -1,0 +1,152 @@
+#include "engine/gemm.h"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#ifdef ATTNSCOPE_HAVE_OPENBLAS
+#include <cblas.h>
+#include <omp.h>
+#endif
+
+namespace attnscope {
+
+namespace {
+
+using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Stride = Eigen::OuterStride<>;
+using ConstMap = Eigen::Map<const RowMajor, Eigen::Unaligned, Stride>;
+using Map = Eigen::Map<RowMajor, Eigen::Unaligned, Stride>;
+
+GemmBackend initialBackend() {
+  if (const char* env = std::getenv("ATTNSCOPE_GEMM"))
+    for (const GemmBackendName& n : gemmBackendNames())
+      if (std::strcmp(env, n.id) == 0 && gemmBackendAvailable(n.value)) return n.value;
+  return gemmDefaultBackend();
+}
+
+GemmBackend& current();
+
+// Below this many multiply-adds a product runs on Eigen whatever the backend: OpenBLAS's per-call
+// overhead (its buffers are taken behind a lock) outweighs a small product. The fused kernel's
+// 64 × 128 × 64 tiles took 5× longer through cblas (medium preset: 31 ms vs 5.6 ms, one thread).
+constexpr double kBlasMinWork = 1 << 22;
+
+bool useBlas(int m, int n, int k) {
+  if (current() != GemmBackend::OpenBlas || static_cast<double>(m) * n * k < kBlasMinWork) return false;
+#ifdef ATTNSCOPE_HAVE_OPENBLAS
+  // One thread per call, always: the parallelism is ours. OpenBLAS's OpenMP build starts a team
+  // of omp_get_max_threads() unless it runs inside an active parallel region — and our serial
+  // path runs in inactive ones, whose ICVs are fresh copies. A team of two on a busy two-core
+  // machine spun for 15 ms per 128 × 256 × 256 product (0.35 ms on one thread). This thread's
+  // ICV is ours to set: every parallel region of ours names its thread count.
+  if (omp_get_max_threads() != 1) omp_set_num_threads(1);
+#endif
+  return true;
+}
+
+GemmBackend& current() {
+  static GemmBackend backend = initialBackend();
+  return backend;
+}
+
+}  // namespace
+
+const std::array<GemmBackendName, 2>& gemmBackendNames() {
+  static const std::array<GemmBackendName, 2> names{{{GemmBackend::Eigen, "eigen"},
+                                                     {GemmBackend::OpenBlas, "openblas"}}};
+  return names;
+}
+
+const char* gemmBackendId(GemmBackend backend) {
+  for (const GemmBackendName& n : gemmBackendNames())
+    if (n.value == backend) return n.id;
+  return "?";
+}
+
+bool gemmBackendAvailable(GemmBackend backend) {
+#ifdef ATTNSCOPE_HAVE_OPENBLAS
+  (void)backend;
+  return true;
+#else
+  return backend == GemmBackend::Eigen;
+#endif
+}
+
+GemmBackend gemmDefaultBackend() {
+  // Measured by `make bench` (gemm section): where Eigen is built with AVX-512 it beats Debian's
+  // OpenBLAS 0.3.21, whose kernels stop at AVX2 on AMD CPUs (138 vs 102 GFLOP/s on one Zen 4
+  // core); with AVX2 only, OpenBLAS wins (87 vs 60 on Zen 3).
+#if defined(__AVX512F__) || !defined(ATTNSCOPE_HAVE_OPENBLAS)
+  return GemmBackend::Eigen;
+#else
+  return GemmBackend::OpenBlas;
+#endif
+}
+
+GemmBackend gemmBackend() { return current(); }
+
+void setGemmBackend(GemmBackend backend) {
+  if (gemmBackendAvailable(backend)) current() = backend;
+}
+
+void gemmABt(int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta,
+             float* C, int ldc) {
+  if (m <= 0 || n <= 0) return;
+#ifdef ATTNSCOPE_HAVE_OPENBLAS
+  if (useBlas(m, n, k)) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+#endif
+  const ConstMap a(A, m, k, Stride(lda)), b(B, n, k, Stride(ldb));
+  Map c(C, m, n, Stride(ldc));
+  if (beta == 0.0f)
+    c.noalias() = a * b.transpose();
+  else {
+    if (beta != 1.0f) c *= beta;
+    c.noalias() += a * b.transpose();
+  }
+}
+
+void gemmAB(int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta,
+            float* C, int ldc) {
+  if (m <= 0 || n <= 0) return;
+#ifdef ATTNSCOPE_HAVE_OPENBLAS
+  if (useBlas(m, n, k)) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+#endif
+  const ConstMap a(A, m, k, Stride(lda)), b(B, k, n, Stride(ldb));
+  Map c(C, m, n, Stride(ldc));
+  if (beta == 0.0f)
+    c.noalias() = a * b;
+  else {
+    if (beta != 1.0f) c *= beta;
+    c.noalias() += a * b;
+  }
+}
+
+double measureGemmGflops(GemmBackend backend, int m, int n, int k, int repeat) {
+  const GemmBackend saved = current();
+  setGemmBackend(backend);
+  std::vector<float> a(static_cast<std::size_t>(m) * k), b(static_cast<std::size_t>(n) * k),
+      c(static_cast<std::size_t>(m) * n);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 17) * 0.01f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 13) * 0.01f;
+  double best = 1e30;
+  for (int r = 0; r < std::max(repeat, 1) + 1; ++r) {  // the first run warms up
+    const auto start = std::chrono::steady_clock::now();
+    gemmABt(m, n, k, a.data(), k, b.data(), k, 0.0f, c.data(), n);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (r > 0) best = std::min(best, s);
+  }
+  current() = saved;
+  return 2.0 * m * n * k / best / 1e9;
+}
+
+}  // namespace attnscope

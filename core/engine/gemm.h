@@ -1,0 +1,40 @@
+// Matrix products of the fast path, on row-major floats, single-threaded in the calling thread:
+// our own OpenMP splits the work, so a BLAS never starts threads of its own inside it.
+// Backends: Eigen (always built) and OpenBLAS through cblas (its OpenMP build, which runs
+// single-threaded inside our parallel regions). Which one runs is measured by `make bench`
+// (docs/DESIGN.md §2.6); the default is the one that won there.
+#pragma once
+#include <array>
+
+namespace attnscope {
+
+enum class GemmBackend { Eigen, OpenBlas };
+
+struct GemmBackendName {
+  GemmBackend value;
+  const char* id;     // "eigen", "openblas": ATTNSCOPE_GEMM and the benchmark's keys
+};
+const std::array<GemmBackendName, 2>& gemmBackendNames();
+const char* gemmBackendId(GemmBackend backend);
+
+// Whether this build has the backend (OpenBLAS is optional at build time).
+bool gemmBackendAvailable(GemmBackend backend);
+// The backend products use: ATTNSCOPE_GEMM=eigen|openblas when set and available, otherwise the
+// default for this build and CPU (gemmDefaultBackend). Fixed for the life of the process unless
+// setGemmBackend changes it (benchmarks and tests).
+GemmBackend gemmBackend();
+GemmBackend gemmDefaultBackend();
+void setGemmBackend(GemmBackend backend);
+
+// Products below 2²² multiply-adds (the fused kernel's tiles) always run on Eigen.
+// C = A·Bᵀ + beta·C. A: m × k (row stride lda), B: n × k (ldb), C: m × n (ldc).
+void gemmABt(int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta,
+             float* C, int ldc);
+// C = A·B + beta·C. A: m × k (lda), B: k × n (ldb), C: m × n (ldc).
+void gemmAB(int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta,
+            float* C, int ldc);
+
+// One-thread sgemm speed of `backend` on C = A·Bᵀ of m × n × k (best of `repeat` runs), GFLOP/s.
+double measureGemmGflops(GemmBackend backend, int m, int n, int k, int repeat);
+
+}  // namespace attnscope
