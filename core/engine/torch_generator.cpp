@@ -1,8 +1,118 @@
 #include "engine/torch_generator.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define ATTNSCOPE_TG_X86 1
+#include <immintrin.h>
+#else
+#define ATTNSCOPE_TG_X86 0
+#endif
 
 namespace attnscope {
+namespace {
+
+// uniform_real_distribution<float> on one draw r (see uniformFloat).
+inline float uniformFloatFrom(std::uint32_t r, float from, float range) {
+  const double x = static_cast<double>(r & ((1u << 24) - 1)) * std::ldexp(1.0, -24);
+  return static_cast<float>(x * range + from);
+}
+
+// Dropout's keep bits from the 2·n draws in r (element i's random64 is r[2i] << 32 | r[2i+1]):
+// element i is kept iff (random64 & (2⁵³ − 1)) < threshold. Writes ⌈n / 64⌉ words, bits past n zero.
+void keepBitsScalar(const std::uint32_t* r, std::size_t n, std::uint64_t threshold,
+                    std::uint64_t* words) {
+  constexpr std::uint64_t kMask53 = (std::uint64_t{1} << 53) - 1;
+  for (std::size_t w = 0; w * 64 < n; ++w) {
+    const std::size_t count = std::min<std::size_t>(64, n - w * 64);
+    std::uint64_t bits = 0;
+    for (std::size_t j = 0; j < count; ++j) {
+      const std::size_t i = w * 64 + j;
+      const std::uint64_t b = ((std::uint64_t{r[2 * i]} << 32) | r[2 * i + 1]) & kMask53;
+      bits |= std::uint64_t{b < threshold} << j;
+    }
+    words[w] = bits;
+  }
+}
+
+#if ATTNSCOPE_TG_X86
+// A little-endian 64-bit load of the pair (r[2i], r[2i+1]) holds r[2i] in its low half: swapping
+// the halves gives random64. Both sides of the compare are below 2⁶³, so AVX2's signed compare is
+// the unsigned one.
+__attribute__((target("avx2"))) void keepBitsAvx2(const std::uint32_t* r, std::size_t n,
+                                                  std::uint64_t threshold, std::uint64_t* words) {
+  const __m256i mask53 = _mm256_set1_epi64x((std::int64_t{1} << 53) - 1);
+  const __m256i t = _mm256_set1_epi64x(static_cast<std::int64_t>(threshold));
+  const std::size_t full = n / 64;
+  for (std::size_t w = 0; w < full; ++w) {
+    std::uint64_t bits = 0;
+    for (int j = 0; j < 16; ++j) {  // 4 elements per vector
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + w * 128 + j * 8));
+      const __m256i b = _mm256_and_si256(_mm256_shuffle_epi32(v, 0xB1), mask53);
+      const int keep = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(t, b)));
+      bits |= static_cast<std::uint64_t>(keep) << (4 * j);
+    }
+    words[w] = bits;
+  }
+  if (full * 64 < n) keepBitsScalar(r + full * 128, n - full * 64, threshold, words + full);
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push  // GCC bug 105593, as in mt19937.cpp
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+__attribute__((target("avx512f"))) void keepBitsAvx512(const std::uint32_t* r, std::size_t n,
+                                                       std::uint64_t threshold,
+                                                       std::uint64_t* words) {
+  const __m512i mask53 = _mm512_set1_epi64((std::int64_t{1} << 53) - 1);
+  const __m512i t = _mm512_set1_epi64(static_cast<std::int64_t>(threshold));
+  const std::size_t full = n / 64;
+  for (std::size_t w = 0; w < full; ++w) {
+    std::uint64_t bits = 0;
+    for (int j = 0; j < 8; ++j) {  // 8 elements per vector
+      const __m512i v = _mm512_loadu_si512(r + w * 128 + j * 16);
+      const __m512i b = _mm512_and_si512(_mm512_shuffle_epi32(v, _MM_PERM_CDAB), mask53);
+      bits |= static_cast<std::uint64_t>(_mm512_cmplt_epu64_mask(b, t)) << (8 * j);
+    }
+    words[w] = bits;
+  }
+  if (full * 64 < n) keepBitsScalar(r + full * 128, n - full * 64, threshold, words + full);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+
+void keepBits(Mt19937::Impl impl, const std::uint32_t* r, std::size_t n, std::uint64_t threshold,
+              std::uint64_t* words) {
+  switch (impl) {
+#if ATTNSCOPE_TG_X86
+    case Mt19937::Impl::Avx512: keepBitsAvx512(r, n, threshold, words); return;
+    case Mt19937::Impl::Avx2: keepBitsAvx2(r, n, threshold, words); return;
+#endif
+    default: keepBitsScalar(r, n, threshold, words); return;
+  }
+}
+
+// The keep bytes of 8 elements from their 8 keep bits: bytes[b][k] = bit k of b.
+struct KeepBytes {
+  std::uint8_t bytes[256][8];
+};
+constexpr KeepBytes makeKeepBytes() {
+  KeepBytes t{};
+  for (int b = 0; b < 256; ++b)
+    for (int k = 0; k < 8; ++k) t.bytes[b][k] = static_cast<std::uint8_t>((b >> k) & 1);
+  return t;
+}
+constexpr KeepBytes kKeepBytes = makeKeepBytes();
+
+// Elements per block of the dropout draws: whole 64-bit words, the draws (8 KiB) stay in L1.
+constexpr std::size_t kDropoutBlock = 64 * 16;
+
+}  // namespace
 
 std::uint64_t TorchGenerator::random64() {
   const std::uint64_t hi = random();
@@ -12,9 +122,7 @@ std::uint64_t TorchGenerator::random64() {
 
 float TorchGenerator::uniformFloat(float from, float to) {
   // torch computes x in double (dist_acctype<float> on CPU), to − from in float.
-  const double x = static_cast<double>(random() & ((1u << 24) - 1)) * std::ldexp(1.0, -24);
-  const float range = to - from;
-  return static_cast<float>(x * range + from);
+  return uniformFloatFrom(random(), from, to - from);
 }
 
 double TorchGenerator::uniformDouble(double from, double to) {
@@ -24,8 +132,14 @@ double TorchGenerator::uniformDouble(double from, double to) {
 }
 
 void TorchGenerator::fillUniform(float* data, std::size_t n, double from, double to) {
-  const float f = static_cast<float>(from), t = static_cast<float>(to);
-  for (std::size_t i = 0; i < n; ++i) data[i] = uniformFloat(f, t);
+  const float f = static_cast<float>(from), range = static_cast<float>(to) - f;
+  alignas(64) std::uint32_t r[1024];
+  for (std::size_t done = 0; done < n;) {
+    const std::size_t m = std::min(n - done, sizeof r / sizeof r[0]);
+    engine_.fill(r, m);
+    for (std::size_t i = 0; i < m; ++i) data[done + i] = uniformFloatFrom(r[i], f, range);
+    done += m;
+  }
 }
 
 double TorchGenerator::normalDouble(double mean, double std) {
@@ -61,11 +175,11 @@ void TorchGenerator::fillNormal(float* data, std::size_t n, double mean, double 
     return;
   }
   const float m = static_cast<float>(mean), s = static_cast<float>(std);
-  for (std::size_t i = 0; i < n; ++i) data[i] = uniformFloat(0.0f, 1.0f);
+  fillUniform(data, n, 0.0, 1.0);
   for (std::size_t i = 0; i + 16 <= n; i += 16) normalFill16(data + i, m, s);
   if (n % 16 != 0) {  // torch redraws the last 16 values and transforms them again
     float* tail = data + n - 16;
-    for (int i = 0; i < 16; ++i) tail[i] = uniformFloat(0.0f, 1.0f);
+    fillUniform(tail, 16, 0.0, 1.0);
     normalFill16(tail, m, s);
   }
 }
@@ -84,13 +198,49 @@ void TorchGenerator::fillLinearBias(float* data, std::size_t fan_out, std::size_
   fillUniform(data, fan_out, -bound, bound);
 }
 
-void TorchGenerator::fillDropoutKeep(std::uint8_t* keep, std::size_t n, double p) {
-  if (p == 0) {
-    for (std::size_t i = 0; i < n; ++i) keep[i] = 1;
+// torch keeps an element iff u < q, q = 1 − p, where u = b·2⁻⁵³ with b = random64 & (2⁵³ − 1)
+// (uniform_real_distribution<double>(0, 1): the ·(to − from) + from is ·1 + 0, exact). b is below
+// 2⁵³, so converting it to double and scaling by 2⁻⁵³ are exact: u is b·2⁻⁵³ exactly. For q > 0,
+// s = q·2⁵³ (ldexp) is exact too, so u < q ⇔ b < s as real numbers, and for an integer b,
+// b < s ⇔ b < ⌈s⌉. s ≥ 2⁵³ keeps every b; q ≤ 0 or NaN (u < q false) keeps none. (For p in
+// [0, 1], 1 − p is a multiple of 2⁻⁵³, so s is already an integer and the ceil changes nothing.)
+std::uint64_t TorchGenerator::dropoutKeepThreshold(double p) {
+  constexpr double kAll = 9007199254740992.0;  // 2⁵³
+  const double s = std::ldexp(1 - p, 53);
+  if (!(s > 0)) return 0;
+  if (s >= kAll) return std::uint64_t{1} << 53;
+  return static_cast<std::uint64_t>(std::ceil(s));
+}
+
+void TorchGenerator::fillDropoutKeepBits(std::uint64_t* words, std::size_t n, double p) {
+  const std::size_t word_count = (n + 63) / 64;
+  if (p == 0) {  // torch skips the draws (dropout with p = 0 is the identity)
+    std::fill(words, words + word_count, ~std::uint64_t{0});
+    if (n % 64 != 0) words[word_count - 1] = (std::uint64_t{1} << (n % 64)) - 1;
     return;
   }
-  const double keep_probability = 1 - p;  // bernoulli_(1 − p) then div_(1 − p)
-  for (std::size_t i = 0; i < n; ++i) keep[i] = uniformDouble(0.0, 1.0) < keep_probability;
+  const std::uint64_t threshold = dropoutKeepThreshold(p);  // bernoulli_(1 − p)
+  alignas(64) std::uint32_t r[2 * kDropoutBlock];
+  for (std::size_t done = 0; done < n;) {
+    const std::size_t m = std::min(n - done, kDropoutBlock);
+    engine_.fill(r, 2 * m);
+    keepBits(engine_.impl(), r, m, threshold, words + done / 64);
+    done += m;
+  }
+}
+
+void TorchGenerator::fillDropoutKeep(std::uint8_t* keep, std::size_t n, double p) {
+  std::uint64_t words[kDropoutBlock / 64];
+  // Through the bitmask a block at a time; blocks are whole words, so the stream is the same.
+  for (std::size_t done = 0; done < n;) {
+    const std::size_t m = std::min(n - done, kDropoutBlock);
+    fillDropoutKeepBits(words, m, p);
+    std::size_t i = 0;
+    for (; i + 8 <= m; i += 8)  // 8 elements at a time from the table
+      std::memcpy(keep + done + i, kKeepBytes.bytes[(words[i / 64] >> (i % 64)) & 0xFF], 8);
+    for (; i < m; ++i) keep[done + i] = (words[i / 64] >> (i % 64)) & 1;
+    done += m;
+  }
 }
 
 }  // namespace attnscope

@@ -6,17 +6,21 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <random>
+
+#include "engine/mt19937.h"
 
 namespace attnscope {
 
 class TorchGenerator {
  public:
-  // torch.manual_seed(seed): a standard MT19937 seeded with the 32-bit seed.
-  explicit TorchGenerator(std::uint32_t seed) : engine_(seed) {}
+  // torch.manual_seed(seed): a standard MT19937 seeded with the 32-bit seed. `impl` forces the
+  // block draws' SIMD code (tests, measurements); every choice draws the same numbers. A copy of a
+  // generator continues the identical stream.
+  explicit TorchGenerator(std::uint32_t seed, Mt19937::Impl impl = Mt19937::Impl::Auto)
+      : engine_(seed, impl) {}
 
   // One 32-bit draw (CPUGeneratorImpl::random).
-  std::uint32_t random() { return static_cast<std::uint32_t>(engine_()); }
+  std::uint32_t random() { return engine_.next(); }
   // Two 32-bit draws, the first is the high half (CPUGeneratorImpl::random64).
   std::uint64_t random64();
 
@@ -25,7 +29,8 @@ class TorchGenerator {
   // uniform_real_distribution<double>: 53 random bits from random64().
   double uniformDouble(double from, double to);
 
-  // tensor.uniform_(from, to) on n contiguous floats; torch.rand is uniform(0, 1).
+  // tensor.uniform_(from, to) on n contiguous floats; torch.rand is uniform(0, 1). Drawn in blocks,
+  // the same numbers as n uniformFloat calls.
   void fillUniform(float* data, std::size_t n, double from, double to);
   // tensor.normal_(mean, std) on n contiguous floats (torch.randn is normal(0, 1)): the 16-wide
   // Box–Muller fill for n ≥ 16, the scalar double path below that.
@@ -37,15 +42,22 @@ class TorchGenerator {
   void fillLinearBias(float* data, std::size_t fan_out, std::size_t fan_in);
 
   // Dropout in training mode with 0 < p < 1: one random64 draw per element, in row-major order;
-  // keep[i] = 1 when the element survives (u < 1 − p). Draws nothing when p == 0.
+  // keep[i] = 1 when the element survives (u < 1 − p, u = uniformDouble(0, 1)). Draws nothing
+  // when p == 0.
   void fillDropoutKeep(std::uint8_t* keep, std::size_t n, double p);
+  // The same draws and decisions as a bitmask: element i is kept iff bit i % 64 of words[i / 64]
+  // is set; the (n + 63) / 64 words are written, bits past n zero.
+  void fillDropoutKeepBits(std::uint64_t* words, std::size_t n, double p);
+  // The integer form of the decision: with b = random64() & (2⁵³ − 1), u < 1 − p ⇔
+  // b < dropoutKeepThreshold(p) (see torch_generator.cpp for why this is exact).
+  static std::uint64_t dropoutKeepThreshold(double p);
   // The factor torch multiplies kept elements by: 1.0f / float(1 − p).
   static float dropoutScale(double p) { return 1.0f / static_cast<float>(1.0 - p); }
 
  private:
   double normalDouble(double mean, double std);  // at::normal_distribution<double>
 
-  std::mt19937 engine_;
+  Mt19937 engine_;
   std::optional<double> next_double_normal_;  // Box–Muller's second value, cached like torch does
 };
 
