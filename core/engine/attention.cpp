@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "engine/errors.h"
+#include "engine/gemm.h"
 #include "engine/torch_generator.h"
 
 #ifdef _OPENMP
@@ -18,15 +19,16 @@ namespace attnscope {
 
 namespace {
 
-constexpr int kRowBlock = 32;  // rows per task: the unit of work of both paths
+constexpr int kRowBlock = 32;    // rows per task of the reference loops (both paths)
+constexpr int kProjBlock = 128;  // rows per projection task of the fast path
+constexpr int kQueryBlock = 64;  // query rows per task of the fused kernel
+constexpr int kKeyTile = 128;    // key columns per tile of the fused kernel
 
 float negInf() { return -std::numeric_limits<float>::infinity(); }
 
-// y = x Wᵀ + b for the rows [r0, r0+n) of x. x: T × in, W: out × in → y: T × out.
-void linearRows(const Matrix& x, const Linear& l, int r0, int n, Matrix& y) {
-  y.middleRows(r0, n).noalias() = x.middleRows(r0, n) * l.weight.transpose();
-  if (l.bias.size() > 0) y.middleRows(r0, n).rowwise() += l.bias;
-}
+using Stride = Eigen::OuterStride<>;
+using ConstBlock = Eigen::Map<const Matrix, Eigen::Unaligned, Stride>;
+using Block = Eigen::Map<Matrix, Eigen::Unaligned, Stride>;
 
 // Where dropout draw (b, h, i, j) falls in torch's stream: multihead draws one (B, H, T, T)
 // tensor; the wrapper's heads each draw their own (B, T, T) tensor, head after head.
@@ -37,33 +39,79 @@ std::size_t dropoutOffset(const Trace& t, int b, int h) {
   return (b * H + h) * tt;
 }
 
+// Dropout draws as bits, in torch's order: draw i is kept iff bit i % 64 of word i / 64 is set.
+struct KeepBits {
+  const std::uint64_t* words = nullptr;  // null: no dropout, everything kept
+  bool operator()(std::size_t i) const { return words == nullptr || (words[i >> 6] >> (i & 63)) & 1; }
+};
+
 // Everything one task needs to read; each task writes only its own rows.
+// Q, K and V of one projection group sit side by side in one T × 3·d_out block [Q | K | V]:
+// `qkv[p·groups + g]` for projection element p (one per batch element, or a single one shared by
+// all, since every element's inputs are the same X) and group g (the wrapper's heads, else 1).
 struct Work {
   const Matrix* x;                 // T × d_in
   Trace* trace;
-  std::vector<Matrix> q, k, v;     // per batch element × projection group: T × d_out
-  std::vector<std::uint8_t> keep;  // dropout draws in torch's order (empty: no dropout)
+  std::vector<float>* qkv;         // projection elements × groups × T × 3·d_out
+  KeepBits keep;                   // dropout draws in torch's order
   std::atomic<bool> overflow{false};
   int groups = 1;                  // projection groups (heads for the wrapper, else 1)
+  bool shared_projection = false;  // one projection element serves every batch element
+  int qkvStride() const { return 3 * trace->model.d_out; }
+  float* qkvBlock(int b, int g) const {
+    const int p = shared_projection ? 0 : b;
+    return qkv->data() + static_cast<std::size_t>(p * groups + g) * trace->tokens * qkvStride();
+  }
 };
+
+// y = x Wᵀ + b for the rows [r0, r0+n) of x. x: T × in, W: out × in → y: T × out (strided).
+void linearRows(const Matrix& x, const Linear& l, int r0, int n, Block y) {
+  y.middleRows(r0, n).noalias() = x.middleRows(r0, n) * l.weight.transpose();
+  if (l.bias.size() > 0) y.middleRows(r0, n).rowwise() += l.bias;
+}
 
 // Projection of rows [r0, r0+n) of batch element b, group g: Q, K, V = X W_qᵀ, X W_kᵀ, X W_vᵀ.
 void projectRows(Work& w, int b, int g, int r0, int n) {
-  const Parameters& p = w.trace->parameters;
-  const int i = b * w.groups + g;
-  linearRows(*w.x, p.query[g], r0, n, w.q[i]);
-  linearRows(*w.x, p.key[g], r0, n, w.k[i]);
-  linearRows(*w.x, p.value[g], r0, n, w.v[i]);
+  const Parameters& p = *w.trace->parameters;
+  const int T = w.trace->tokens, d = w.trace->model.d_out, ld = w.qkvStride();
+  float* base = w.qkvBlock(b, g);
+  linearRows(*w.x, p.query[g], r0, n, Block(base, T, d, Stride(ld)));
+  linearRows(*w.x, p.key[g], r0, n, Block(base + d, T, d, Stride(ld)));
+  linearRows(*w.x, p.value[g], r0, n, Block(base + 2 * d, T, d, Stride(ld)));
 }
 
-// The columns of head h inside its group's Q/K/V (multihead splits d_out into heads).
-struct HeadView {
-  int index, col;
+// The fast path's projection of the same rows: the same products on the fastest GEMM (gemm.h).
+void projectRowsFast(Work& w, int b, int g, int r0, int n) {
+  const Parameters& p = *w.trace->parameters;
+  const int d = w.trace->model.d_out, d_in = w.trace->d_in, ld = w.qkvStride();
+  float* base = w.qkvBlock(b, g) + static_cast<std::size_t>(r0) * ld;
+  const float* x = w.x->data() + static_cast<std::size_t>(r0) * d_in;
+  int part = 0;
+  for (const Linear* l : {&p.query[g], &p.key[g], &p.value[g]}) {
+    float* y = base + part++ * d;
+    gemmABt(n, d, d_in, x, d_in, l->weight.data(), d_in, 0.0f, y, ld);
+    if (l->bias.size() > 0) Block(y, n, d, Stride(ld)).rowwise() += l->bias;
+  }
+}
+
+// Q, K, V of head h of batch element b: T × w blocks with row stride `ld`.
+struct HeadInputs {
+  const float *q, *k, *v;
+  int ld;
+  ConstBlock Q(int T, int w) const { return ConstBlock(q, T, w, Stride(ld)); }
+  ConstBlock K(int T, int w) const { return ConstBlock(k, T, w, Stride(ld)); }
+  ConstBlock V(int T, int w) const { return ConstBlock(v, T, w, Stride(ld)); }
 };
-HeadView headView(const Work& w, int b, int h) {
+HeadInputs headInputs(const Work& w, int b, int h) {
   const Trace& t = *w.trace;
-  if (t.model.variant == Variant::MultiHeadWrapper) return {b * w.groups + h, 0};
-  return {b * w.groups, h * t.head_width};
+  if (t.model.variant == Variant::Simple) {  // 'simple' attends with the inputs: Q = K = V = X
+    const float* x = w.x->data();
+    return {x, x, x, t.d_in};
+  }
+  const bool wrapper = t.model.variant == Variant::MultiHeadWrapper;
+  const float* base = w.qkvBlock(b, wrapper ? h : 0) + (wrapper ? 0 : h * t.head_width);
+  const int d = t.model.d_out;
+  return {base, base + d, base + 2 * d, w.qkvStride()};
 }
 
 // Attention rows [r0, r0+n) of batch element b, head h. Shapes: Q, K, V are T × w.
@@ -71,16 +119,12 @@ HeadView headView(const Work& w, int b, int h) {
 // rows (stable: the row max is subtracted); dropout keeps u < 1 − p and scales by 1/(1 − p);
 // context = dropped weights · V. The T × T rows go to `out` at row o (the whole head when it is
 // traced, o = r0; a row-block scratch otherwise, o = 0); the context rows always go to `head`.
+// This is the readable reference: the fused kernel below is tested against it.
 void attendRows(Work& w, int b, int h, int r0, int n, HeadTrace& out, int o, HeadTrace& head) {
   const Trace& t = *w.trace;
   const int T = t.tokens, hw = t.head_width;
-  const bool simple = t.model.variant == Variant::Simple;
-  const HeadView hv = headView(w, b, h);
-  // 'simple' attends with the inputs themselves: Q = K = V = X.
-  const int col = simple ? 0 : hv.col;
-  const auto Q = (simple ? *w.x : std::as_const(w.q[hv.index])).middleCols(col, hw);
-  const auto K = (simple ? *w.x : std::as_const(w.k[hv.index])).middleCols(col, hw);
-  const auto V = (simple ? *w.x : std::as_const(w.v[hv.index])).middleCols(col, hw);
+  const HeadInputs in = headInputs(w, b, h);
+  const ConstBlock Q = in.Q(T, hw), K = in.K(T, hw), V = in.V(T, hw);
 
   if (&out == &head) {  // traced: keep this head's slices of Q, K, V
     out.queries.middleRows(r0, n) = Q.middleRows(r0, n);
@@ -89,8 +133,7 @@ void attendRows(Work& w, int b, int h, int r0, int n, HeadTrace& out, int o, Hea
   }
   out.scores.middleRows(o, n).noalias() = Q.middleRows(r0, n) * K.transpose();
 
-  const std::uint8_t* keep =
-      w.keep.empty() ? nullptr : w.keep.data() + dropoutOffset(t, b, h);
+  const std::size_t keep0 = dropoutOffset(t, b, h);
   bool finite = true;
   for (int i = r0, oi = o; i < r0 + n; ++i, ++oi) {
     float row_max = negInf();
@@ -121,14 +164,83 @@ void attendRows(Work& w, int b, int h, int r0, int n, HeadTrace& out, int o, Hea
       for (int j = 0; j < T; ++j) out.weights(oi, j) *= inv;
     }
     for (int j = 0; j < T; ++j) {
-      const bool kept = keep == nullptr || keep[static_cast<std::size_t>(i) * T + j];
+      const bool kept = w.keep(keep0 + static_cast<std::size_t>(i) * T + j);
       const float wt = out.weights(oi, j);
       out.dropout_mask(oi, j) = kept;
-      out.dropped_weights(oi, j) = keep == nullptr ? wt : (kept ? wt * t.dropout_scale : 0.0f);
+      out.dropped_weights(oi, j) = w.keep.words == nullptr ? wt : (kept ? wt * t.dropout_scale : 0.0f);
     }
   }
   head.context.middleRows(r0, n).noalias() = out.dropped_weights.middleRows(o, n) * V;
   if (!finite || !head.context.middleRows(r0, n).allFinite()) w.overflow = true;
+}
+
+// The fused kernel (flash attention): context rows [r0, r0+n) of head h of element b, written to
+// `ctx` (row stride ldc), without ever holding a T × T map. Same maths as attendRows with softmax
+// normalization: per key tile of kKeyTile columns, S = Q Kᵀ, ÷ √d_k, the causal mask on the
+// tiles that cross the diagonal (tiles wholly above it are skipped), an online softmax (running
+// row max m and sum l; earlier partial sums are rescaled by exp(m_old − m_new) when m grows),
+// dropout from the keep bits (l counts every weight, P·V only the kept ones), then
+// ctx = (Σ kept p·V) · (1/(1 − p)) / l. Shapes: Q n × w, K and V T × w, tiles n × kKeyTile.
+void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) {
+  const Trace& t = *w.trace;
+  const int T = t.tokens, hw = t.head_width;
+  const bool causal = t.model.causal, scaled = t.model.scale == Scale::SqrtDk;
+  const float divisor = t.scale_divisor;
+  const HeadInputs in = headInputs(w, b, h);
+  const std::size_t keep0 = dropoutOffset(t, b, h);
+
+  // Per-thread buffers, reused across calls: no allocation once they have grown. Aligned to the
+  // vector width, because Eigen's reductions (sum, max) peel up to the first aligned element: an
+  // address that differed between threads would change the order of the sums, hence the bits.
+  thread_local std::vector<float, Eigen::aligned_allocator<float>> s_buf, acc_buf;
+  thread_local std::vector<float> m_buf, l_buf;
+  s_buf.resize(static_cast<std::size_t>(n) * kKeyTile);
+  acc_buf.assign(static_cast<std::size_t>(n) * hw, 0.0f);
+  m_buf.assign(n, negInf());
+  l_buf.assign(n, 0.0f);
+  float* S = s_buf.data();
+  bool finite = true;
+
+  const int key_end = causal ? r0 + n : T;  // keys after the last query row are all masked
+  for (int j0 = 0; j0 < key_end; j0 += kKeyTile) {
+    const int nk = std::min(kKeyTile, key_end - j0);
+    gemmABt(n, nk, hw, in.q + static_cast<std::size_t>(r0) * in.ld, in.ld,
+            in.k + static_cast<std::size_t>(j0) * in.ld, in.ld, 0.0f, S, kKeyTile);
+    for (int r = 0; r < n; ++r) {
+      const int i = r0 + r;
+      const int valid = causal ? std::clamp(i - j0 + 1, 0, nk) : nk;  // unmasked keys in this tile
+      Eigen::Map<Eigen::ArrayXf> s(S + static_cast<std::size_t>(r) * kKeyTile, nk);
+      if (valid == 0) {
+        s.setZero();
+        continue;
+      }
+      auto live = s.head(valid);
+      if (scaled) live /= divisor;
+      if (!live.allFinite()) finite = false;
+      const float m_old = m_buf[r], m_new = std::max(m_old, live.maxCoeff());
+      live = (live - m_new).exp();
+      s.tail(nk - valid).setZero();
+      const float correction = std::exp(m_old - m_new);  // 0 on the first tile (m_old = −∞)
+      l_buf[r] = l_buf[r] * correction + live.sum();
+      m_buf[r] = m_new;
+      if (correction != 1.0f)
+        Eigen::Map<Eigen::ArrayXf>(acc_buf.data() + static_cast<std::size_t>(r) * hw, hw) *= correction;
+      if (w.keep.words != nullptr) {
+        const std::size_t row_keep = keep0 + static_cast<std::size_t>(i) * T + j0;
+        for (int j = 0; j < valid; ++j)
+          if (!w.keep(row_keep + j)) s[j] = 0.0f;
+      }
+    }
+    gemmAB(n, hw, nk, S, kKeyTile, in.v + static_cast<std::size_t>(j0) * in.ld, in.ld, 1.0f,
+           acc_buf.data(), hw);
+  }
+  for (int r = 0; r < n; ++r) {
+    const float factor = t.dropout_scale / l_buf[r];
+    Eigen::Map<Eigen::ArrayXf> out(ctx + static_cast<std::size_t>(r) * ldc, hw);
+    out = Eigen::Map<const Eigen::ArrayXf>(acc_buf.data() + static_cast<std::size_t>(r) * hw, hw) * factor;
+    if (!out.allFinite()) finite = false;
+  }
+  if (!finite) w.overflow = true;
 }
 
 // Sizes a head's matrices: `rows` rows of the T × T maps (T for a traced head, a row block for
@@ -143,22 +255,46 @@ void allocateHead(HeadTrace& h, int rows, int T, int hw, bool traced) {
 }
 
 // Concatenated context rows and the output: out_proj(context) for multihead, context otherwise.
-void outputRows(Work& w, int b, int r0, int n, const std::vector<HeadTrace>& heads) {
+// `heads` holds the heads' contexts (traced heads and the reference loops); the fused kernel
+// writes its heads straight into the element's context.
+void outputRows(Work& w, int b, int r0, int n, const std::vector<HeadTrace>* heads, bool fast) {
   Trace& t = *w.trace;
   BatchTrace& bt = t.batches[b];
-  for (int h = 0; h < t.heads; ++h)
-    bt.context.block(r0, h * t.head_width, n, t.head_width) = heads[h].context.middleRows(r0, n);
-  if (hasOutProj(t.model.variant))
-    linearRows(bt.context, t.parameters.out_proj, r0, n, bt.output);
-  else
+  if (heads != nullptr)  // heads without a context of their own were written in place (fused)
+    for (int h = 0; h < t.heads; ++h)
+      if ((*heads)[h].context.rows() > 0)
+        bt.context.block(r0, h * t.head_width, n, t.head_width) = (*heads)[h].context.middleRows(r0, n);
+  const int out_w = static_cast<int>(bt.output.cols()), ctx_w = static_cast<int>(bt.context.cols());
+  if (!hasOutProj(t.model.variant)) {
     bt.output.middleRows(r0, n) = bt.context.middleRows(r0, n);
+  } else if (fast) {
+    const Linear& l = t.parameters->out_proj;
+    gemmABt(n, out_w, ctx_w, bt.context.data() + static_cast<std::size_t>(r0) * ctx_w, ctx_w,
+            l.weight.data(), ctx_w, 0.0f, bt.output.data() + static_cast<std::size_t>(r0) * out_w, out_w);
+    bt.output.middleRows(r0, n).rowwise() += l.bias;
+  } else {
+    linearRows(bt.context, t.parameters->out_proj, r0, n,
+               Block(bt.output.data(), bt.output.rows(), out_w, Stride(out_w)));
+  }
   if (!bt.output.middleRows(r0, n).allFinite()) w.overflow = true;
 }
+
+// One unit of the attention loop. Traced heads and the reference path take row blocks of
+// kRowBlock through attendRows; the fused path takes query blocks of kQueryBlock.
+struct AttentionTask {
+  enum Kind { Traced, Scratch, Fused } kind;
+  int b, h, r0, n;
+  long long cost;  // multiply-adds, to hand out the heaviest first (the causal triangle's bottom)
+};
 
 }  // namespace
 
 bool TraceRequest::keeps(int b) const {
   return all_batches || std::find(batches.begin(), batches.end(), b) != batches.end();
+}
+
+bool TraceRequest::keepsHead(int b, int h) const {
+  return keeps(b) && (heads.empty() || std::find(heads.begin(), heads.end(), h) != heads.end());
 }
 
 bool openmpAvailable() {
@@ -189,6 +325,11 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
       throw InputError("batch " + std::to_string(b) + " does not exist: batch_size is " +
                        std::to_string(m.batch_size));
 
+  for (int h : request.heads)
+    if (h < 0 || h >= headCount(m))
+      throw InputError("head " + std::to_string(h) + " does not exist: the model has " +
+                       std::to_string(headCount(m)) + " heads");
+
   Trace t;
   t.model = m;
   t.tokens = T;
@@ -198,76 +339,139 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   t.scale_divisor = m.scale == Scale::SqrtDk ? static_cast<float>(std::sqrt(t.head_width)) : 1.0f;
 
   // Parameters, then dropout draws: the order of torch.manual_seed; Module(...); module(batch).
-  TorchGenerator generator(m.seed);
-  t.parameters = initParameters(m, d_in, generator);
+  DrawnParameters drawn = drawParameters(m, d_in);
+  t.parameters = drawn.parameters;
+  TorchGenerator& generator = drawn.generator;
+  // Buffers of the calling thread, reused across calls (a GPT-2 edit allocates no scratch).
+  thread_local std::vector<float> qkv;
+  thread_local std::vector<std::uint64_t> keep_words;
   Work w;
   w.x = &x;
   w.trace = &t;
+  w.qkv = &qkv;
   w.groups = m.variant == Variant::MultiHeadWrapper ? m.num_heads : 1;
   t.dropout_active = hasDropout(m.variant) && m.training && m.dropout > 0;
   if (t.dropout_active) {
     t.dropout_scale = TorchGenerator::dropoutScale(m.dropout);
-    w.keep.resize(static_cast<std::size_t>(m.batch_size) * t.heads * T * T);
-    generator.fillDropoutKeep(w.keep.data(), w.keep.size(), m.dropout);
+    const std::size_t draws = static_cast<std::size_t>(m.batch_size) * t.heads * T * T;
+    keep_words.assign((draws + 63) / 64, 0);
+    generator.fillDropoutKeepBits(keep_words.data(), draws, m.dropout);
+    w.keep.words = keep_words.data();
   }
 
-  const int B = m.batch_size, H = t.heads, G = w.groups;
-  const int blocks = (T + kRowBlock - 1) / kRowBlock;
-  auto rows = [&](int blk) { return std::min(kRowBlock, T - blk * kRowBlock); };
+  const int B = m.batch_size, H = t.heads, G = w.groups, hw = t.head_width;
+  // The fused kernel computes softmax attention; 'simple' with ÷ row sum stays on the reference.
+  const bool fused = exec.fused && m.normalization == Normalization::Softmax;
+  // Every element's inputs are the same X: one projection serves all (unless the comparison with
+  // torch, which projects each element, asks otherwise). Without dropout whole elements are equal.
+  w.shared_projection = fused && exec.share_identical;
+  const bool share_elements = fused && exec.share_identical && !t.dropout_active;
 
-  // Heads of untraced batch elements keep only their context; their T × T rows pass through a
-  // per-thread scratch block, so memory grows with the traced elements alone.
-  std::vector<std::vector<HeadTrace>> heads(B, std::vector<HeadTrace>(H));
+  // Which elements are computed, and how; the rest copy `source`'s outputs.
+  std::vector<int> computed;
+  int source = -1;
+  for (int b = 0; b < B; ++b)
+    if (request.keeps(b) && source < 0) source = b;
+  for (int b = 0; b < B; ++b) {
+    if (share_elements && !request.keeps(b) && b != (source < 0 ? 0 : source)) continue;
+    computed.push_back(b);
+  }
+  if (source < 0) source = computed.front();
+
+  // Heads of untraced elements keep only their context; on the reference path their T × T rows
+  // pass through a per-thread scratch block, on the fused path they never exist.
+  std::vector<std::vector<HeadTrace>> heads(B);
   t.batches.resize(B);
   for (int b = 0; b < B; ++b) {
-    for (HeadTrace& h : heads[b]) {
-      if (request.keeps(b)) allocateHead(h, T, T, t.head_width, true);
-      h.context.resize(T, t.head_width);
+    if (request.keeps(b) || !fused) {
+      heads[b].resize(H);
+      for (int h = 0; h < H; ++h) {
+        if (request.keepsHead(b, h)) allocateHead(heads[b][h], T, T, hw, true);
+        if (request.keepsHead(b, h) || !fused) heads[b][h].context.resize(T, hw);
+      }
     }
     t.batches[b].context.resize(T, contextWidth(m, d_in));
     t.batches[b].output.resize(T, outputWidth(m, d_in));
   }
-  if (hasProjections(m.variant)) {
-    for (auto* v : {&w.q, &w.k, &w.v}) v->assign(B * G, Matrix(T, m.d_out));
-  }
+  const int projections = w.shared_projection ? 1 : B;
+  if (hasProjections(m.variant)) qkv.resize(static_cast<std::size_t>(projections) * G * T * 3 * m.d_out);
+
   // Tiny configs (the book's 6 tokens) cost less than waking a thread team, which can stall for
   // milliseconds on a busy machine: they run on one thread. The kernels and results are the same.
-  const long long work = static_cast<long long>(B) * H * T * T * std::max(t.head_width, 1);
+  const long long work = static_cast<long long>(B) * H * T * T * std::max(hw, 1);
   const bool parallel = exec.parallel && work >= exec.min_parallel_work;
   const int threads = parallel ? resolveThreads(exec.threads) : 1;
   (void)threads;  // unused without OpenMP
 
   if (hasProjections(m.variant)) {
+    const int block = fused ? kProjBlock : kRowBlock;
+    const int blocks = (T + block - 1) / block;
 #pragma omp parallel for collapse(3) schedule(static) num_threads(threads) if (parallel)
-    for (int b = 0; b < B; ++b)
+    for (int p = 0; p < projections; ++p)
       for (int g = 0; g < G; ++g)
-        for (int blk = 0; blk < blocks; ++blk) projectRows(w, b, g, blk * kRowBlock, rows(blk));
+        for (int blk = 0; blk < blocks; ++blk) {
+          const int r0 = blk * block, n = std::min(block, T - r0);
+          if (fused)
+            projectRowsFast(w, p, g, r0, n);
+          else
+            projectRows(w, p, g, r0, n);
+        }
   }
 
-#pragma omp parallel for collapse(3) schedule(dynamic) num_threads(threads) if (parallel)
-  for (int b = 0; b < B; ++b)
-    for (int h = 0; h < H; ++h)
-      for (int blk = 0; blk < blocks; ++blk) {
-        HeadTrace& head = heads[b][h];
-        if (request.keeps(b)) {
-          attendRows(w, b, h, blk * kRowBlock, rows(blk), head, blk * kRowBlock, head);
-        } else {
-          thread_local HeadTrace scratch;
-          allocateHead(scratch, kRowBlock, T, t.head_width, false);
-          attendRows(w, b, h, blk * kRowBlock, rows(blk), scratch, 0, head);
-        }
+  std::vector<AttentionTask> tasks;
+  for (int b : computed)
+    for (int h = 0; h < H; ++h) {
+      const bool traced = request.keepsHead(b, h);
+      const int block = traced || !fused ? kRowBlock : kQueryBlock;
+      const auto kind = traced ? AttentionTask::Traced : fused ? AttentionTask::Fused : AttentionTask::Scratch;
+      for (int r0 = 0; r0 < T; r0 += block) {
+        const int n = std::min(block, T - r0);
+        const long long keys = kind == AttentionTask::Fused && m.causal ? r0 + n : T;
+        tasks.push_back({kind, b, h, r0, n, keys * n});
       }
+    }
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [](const AttentionTask& a, const AttentionTask& b) { return a.cost > b.cost; });
+  const int task_count = static_cast<int>(tasks.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (parallel)
+  for (int k = 0; k < task_count; ++k) {
+    const AttentionTask& a = tasks[k];
+    if (a.kind == AttentionTask::Traced) {
+      HeadTrace& head = heads[a.b][a.h];
+      attendRows(w, a.b, a.h, a.r0, a.n, head, a.r0, head);
+    } else if (a.kind == AttentionTask::Scratch) {
+      thread_local HeadTrace scratch;
+      allocateHead(scratch, kRowBlock, T, hw, false);
+      attendRows(w, a.b, a.h, a.r0, a.n, scratch, 0, heads[a.b][a.h]);
+    } else {
+      Matrix& ctx = t.batches[a.b].context;
+      attendRowsFused(w, a.b, a.h, a.r0, a.n, ctx.data() + static_cast<std::size_t>(a.r0) * ctx.cols() + a.h * hw,
+                      static_cast<int>(ctx.cols()));
+    }
+  }
 
+  const int out_block = fused ? kProjBlock : kRowBlock;
+  const int out_blocks = (T + out_block - 1) / out_block;
+  const int computed_count = static_cast<int>(computed.size());
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (parallel)
-  for (int b = 0; b < B; ++b)
-    for (int blk = 0; blk < blocks; ++blk) outputRows(w, b, blk * kRowBlock, rows(blk), heads[b]);
+  for (int c = 0; c < computed_count; ++c)
+    for (int blk = 0; blk < out_blocks; ++blk) {
+      const int b = computed[c], r0 = blk * out_block;
+      const bool has_heads = !heads[b].empty();
+      outputRows(w, b, r0, std::min(out_block, T - r0), has_heads ? &heads[b] : nullptr, fused);
+    }
 
   if (w.overflow)
     throw ComputeError(
         "the scores or outputs overflow float32 (or a row sums to 0 with sum normalization): "
         "use smaller embedding values");
-  for (int b = 0; b < B; ++b)
+  for (int b = 0; b < B; ++b) {
+    if (std::find(computed.begin(), computed.end(), b) == computed.end()) {
+      t.batches[b].context = t.batches[source].context;
+      t.batches[b].output = t.batches[source].output;
+    }
     if (request.keeps(b)) t.batches[b].heads = std::move(heads[b]);
+  }
   return t;
 }
 

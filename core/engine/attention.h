@@ -2,6 +2,7 @@
 // returns its Trace. Two execution paths share every kernel: the serial loops are the readable
 // reference; the OpenMP path runs the same loops with one pragma across batch × heads × rows.
 #pragma once
+#include <utility>
 #include <vector>
 
 #include "engine/model_config.h"
@@ -14,6 +15,8 @@ struct ExecutionOptions {
   bool parallel = false;  // OpenMP path instead of the serial one (same masks, same numbers)
   int threads = 0;        // OpenMP threads; 0 = one per core
   long long min_parallel_work = 1 << 16;  // below B·H·T²·w the OpenMP path runs on one thread
+  bool fused = true;            // outputs of untraced elements from the fused kernel (false: the reference loops)
+  bool share_identical = true;  // without active dropout all elements are equal: compute one, copy it
 };
 
 // Which intermediates to keep. Outputs of every batch element are always kept; large configs
@@ -21,7 +24,17 @@ struct ExecutionOptions {
 struct TraceRequest {
   bool all_batches = true;   // keep the heads of every batch element
   std::vector<int> batches;  // otherwise only of these (empty: outputs only, as in a benchmark)
+  std::vector<int> heads;    // of a kept element, only these heads keep their maps (empty: all);
+                             // the others keep nothing (HeadTrace::hasMaps() is false)
   bool keeps(int b) const;
+  bool keepsHead(int b, int h) const;
+  // Only these elements keep their intermediates (every head of them).
+  static TraceRequest only(std::vector<int> batches) {
+    TraceRequest r;
+    r.all_batches = false;
+    r.batches = std::move(batches);
+    return r;
+  }
 };
 
 // Runs m on `embeddings` (T × d_in) stacked batch_size times. Throws InputError if m does not

@@ -1,5 +1,8 @@
 #include "engine/parameters.h"
 
+#include <list>
+#include <mutex>
+
 namespace attnscope {
 
 namespace {
@@ -65,6 +68,40 @@ std::vector<NamedTensor> stateDict(const ModelConfig& m, const Parameters& p) {
   }
   if (hasOutProj(m.variant)) addLinear("out_proj", p.out_proj);
   return out;
+}
+
+DrawnParameters drawParameters(const ModelConfig& m, int d_in) {
+  // What initParameters reads of the config: everything else (dropout, batch, mask, scale) may
+  // change without a redraw.
+  struct Key {
+    Variant variant;
+    int d_out, num_heads, d_in;
+    std::uint32_t seed;
+    bool qkv_bias;
+    bool operator==(const Key& o) const {
+      return variant == o.variant && d_out == o.d_out && num_heads == o.num_heads && d_in == o.d_in &&
+             seed == o.seed && qkv_bias == o.qkv_bias;
+    }
+  };
+  constexpr std::size_t kKept = 4;  // recent configs (undo/redo of a model edit finds its own)
+  static std::mutex mutex;
+  static std::list<std::pair<Key, DrawnParameters>> recent;  // most recent first
+  const Key key{m.variant, m.d_out, m.num_heads, d_in, m.seed, m.qkv_bias};
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    for (auto it = recent.begin(); it != recent.end(); ++it)
+      if (it->first == key) {
+        recent.splice(recent.begin(), recent, it);
+        return it->second;
+      }
+  }
+  TorchGenerator generator(m.seed);
+  auto parameters = std::make_shared<const Parameters>(initParameters(m, d_in, generator));
+  DrawnParameters drawn{std::move(parameters), generator};
+  const std::lock_guard<std::mutex> lock(mutex);
+  recent.emplace_front(key, drawn);
+  if (recent.size() > kKept) recent.pop_back();
+  return drawn;
 }
 
 }  // namespace attnscope

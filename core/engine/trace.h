@@ -1,6 +1,7 @@
 // Trace: one forward pass with every intermediate kept, per batch element and head (docs/DESIGN.md §2.3).
 // The app and the CLI read only this structure.
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "engine/model_config.h"
@@ -20,6 +21,8 @@ struct HeadTrace {
   ByteMatrix dropout_mask;       // T × T, 1 where kept (all 1 without dropout)
   Matrix dropped_weights;        // T × T, weights after dropout
   Matrix context;                // T × w, dropped weights · V
+  // False for a head whose maps were not requested (TraceRequest::heads): all members are empty.
+  bool hasMaps() const { return scores.size() > 0; }
 };
 
 struct BatchTrace {
@@ -35,7 +38,7 @@ struct Trace {
   float scale_divisor = 1;       // √d_k as float, 1 with scale = none
   float dropout_scale = 1;       // 1/(1 − p) applied to kept weights, 1 without dropout
   bool dropout_active = false;   // training with p > 0 on a dropout variant
-  Parameters parameters;
+  std::shared_ptr<const Parameters> parameters;  // shared with other traces of the same weights
   std::vector<BatchTrace> batches;  // batch_size entries
 };
 

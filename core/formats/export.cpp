@@ -148,7 +148,7 @@ int exportTrace(const Workspace& ws, const Trace& trace, const std::string& fold
     write(batch + "_context", exportMatrix(bt.context, f));
     write(batch + "_output", exportMatrix(bt.output, f));
   }
-  for (const NamedTensor& p : stateDict(trace.model, trace.parameters)) {
+  for (const NamedTensor& p : stateDict(trace.model, *trace.parameters)) {
     const std::string contents = !p.is_vector            ? exportMatrix(p.value, f)
                                  : f == ExportFormat::Csv ? vectorCsv(p.value)
                                                           : vectorNpy(p.value);

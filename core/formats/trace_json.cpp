@@ -58,7 +58,7 @@ void writeTraceJson(std::ostream& out, const Workspace& ws, const Trace& t) {
   Writer w(out);
   out << "{\n\"format\": \"attnscope-trace\",\n\"version\": 1,\n\"workspace\": "
       << jsonText(workspaceToJson(ws)) << ",\n\"parameters\": {";
-  const auto params = stateDict(t.model, t.parameters);
+  const auto params = stateDict(t.model, *t.parameters);
   for (std::size_t i = 0; i < params.size(); ++i) {
     out << (i ? ",\n" : "\n") << "  \"" << params[i].name << "\": ";
     if (params[i].is_vector)

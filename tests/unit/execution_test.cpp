@@ -116,8 +116,8 @@ TEST(TraceRequests, OnlyBatchOneKeepsOnlyItsHeads) {
       if (parallel && !openmpAvailable()) continue;
       const ExecutionOptions exec{parallel, 2, 0};
       const Trace full = computeTrace(x, c.m, exec);
-      const Trace one = computeTrace(x, c.m, exec, TraceRequest{false, {1}});
-      const Trace none = computeTrace(x, c.m, exec, TraceRequest{false, {}});
+      const Trace one = computeTrace(x, c.m, exec, TraceRequest::only({1}));
+      const Trace none = computeTrace(x, c.m, exec, TraceRequest::only({}));
       ASSERT_EQ(one.batches.size(), full.batches.size());
       for (std::size_t b = 0; b < full.batches.size(); ++b) {
         const bool kept = b == 1;
@@ -139,8 +139,8 @@ TEST(TraceRequests, OnlyBatchOneKeepsOnlyItsHeads) {
 
 TEST(TraceRequests, UnknownBatchIsAnInputError) {
   ModelConfig m = defaultConfig(Variant::MultiHead);  // batch_size 2
-  EXPECT_THROW(computeTrace(test::bookInputs(), m, {}, TraceRequest{false, {2}}), InputError);
-  EXPECT_THROW(computeTrace(test::bookInputs(), m, {}, TraceRequest{false, {-1}}), InputError);
+  EXPECT_THROW(computeTrace(test::bookInputs(), m, {}, TraceRequest::only({2})), InputError);
+  EXPECT_THROW(computeTrace(test::bookInputs(), m, {}, TraceRequest::only({-1})), InputError);
 }
 
 TEST(Wrapper, HeadsHaveIndependentParameters) {
@@ -149,13 +149,13 @@ TEST(Wrapper, HeadsHaveIndependentParameters) {
   m.d_out = 2;
   m.qkv_bias = true;
   const Trace t = computeTrace(test::bookInputs(), m);
-  ASSERT_EQ(t.parameters.query.size(), 3u);
-  ASSERT_EQ(t.parameters.key.size(), 3u);
-  ASSERT_EQ(t.parameters.value.size(), 3u);
+  ASSERT_EQ(t.parameters->query.size(), 3u);
+  ASSERT_EQ(t.parameters->key.size(), 3u);
+  ASSERT_EQ(t.parameters->value.size(), 3u);
   // Each head is its own CausalAttention: head h's layers are the draws after h heads' layers.
   ref::Stream s(m.seed);
   for (int h = 0; h < 3; ++h) {
-    const Linear* ours[3] = {&t.parameters.query[h], &t.parameters.key[h], &t.parameters.value[h]};
+    const Linear* ours[3] = {&t.parameters->query[h], &t.parameters->key[h], &t.parameters->value[h]};
     for (const Linear* l : ours) {
       const ref::Layer r = ref::linear(s, 3, 2, true);
       for (int o = 0; o < 2; ++o) {
@@ -166,7 +166,7 @@ TEST(Wrapper, HeadsHaveIndependentParameters) {
   }
   for (int a = 0; a < 3; ++a)
     for (int b = a + 1; b < 3; ++b) {
-      EXPECT_NE(t.parameters.query[a].weight, t.parameters.query[b].weight);
+      EXPECT_NE(t.parameters->query[a].weight, t.parameters->query[b].weight);
       EXPECT_GT(maxDiff(t.batches[0].heads[a].context, t.batches[0].heads[b].context), 1e-3)
           << "heads " << a << " and " << b << " compute the same thing";
     }

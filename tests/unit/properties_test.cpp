@@ -100,14 +100,14 @@ void checkTrace(const Matrix& x, const ModelConfig& m, const Trace& t, Worst& wo
   }
 
   // Parameters: the same draws as torch.manual_seed(seed); Module(...) (bitwise).
-  ASSERT_EQ(t.parameters.query.size(), r.query.size());
+  ASSERT_EQ(t.parameters->query.size(), r.query.size());
   for (std::size_t g = 0; g < r.query.size(); ++g) {
-    EXPECT_TRUE(sameLayer(t.parameters.query[g], r.query[g])) << "W_query of group " << g;
-    EXPECT_TRUE(sameLayer(t.parameters.key[g], r.key[g])) << "W_key of group " << g;
-    EXPECT_TRUE(sameLayer(t.parameters.value[g], r.value[g])) << "W_value of group " << g;
+    EXPECT_TRUE(sameLayer(t.parameters->query[g], r.query[g])) << "W_query of group " << g;
+    EXPECT_TRUE(sameLayer(t.parameters->key[g], r.key[g])) << "W_key of group " << g;
+    EXPECT_TRUE(sameLayer(t.parameters->value[g], r.value[g])) << "W_value of group " << g;
   }
   if (m.variant == Variant::MultiHead) {
-    EXPECT_TRUE(sameLayer(t.parameters.out_proj, r.out_proj));
+    EXPECT_TRUE(sameLayer(t.parameters->out_proj, r.out_proj));
   }
 
   int failures = 0;

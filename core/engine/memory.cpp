@@ -1,0 +1,18 @@
+#include "engine/memory.h"
+
+#include <cstdlib>  // defines __GLIBC__
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace attnscope {
+
+void keepFreedMemory() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum on 64-bit systems
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+}
+
+}  // namespace attnscope

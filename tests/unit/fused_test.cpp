@@ -1,0 +1,183 @@
+// The fast path against the readable reference (docs/DESIGN.md §2.3): outputs of untraced batch
+// elements come from the fused kernel (tiles, online softmax, causal tiles skipped, dropout from
+// the keep bits) and must equal the reference loops' outputs within 1e-5 relative, for every
+// variant and option, at sizes around the tile edges (63, 64, 65, 127, 128, 129, 200 tokens).
+// Sharing identical elements and projections changes no bit; neither does the thread count.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/attention.h"
+#include "engine/errors.h"
+#include "engine/gemm.h"
+#include "test_support.h"
+
+namespace attnscope {
+namespace {
+
+Matrix randomInputs(int T, int d_in, std::uint32_t seed, float amplitude = 1.0f) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(-amplitude, amplitude);
+  Matrix x(T, d_in);
+  for (int i = 0; i < T; ++i)
+    for (int j = 0; j < d_in; ++j) x(i, j) = u(g);
+  return x;
+}
+
+// max |a − b| ÷ max(max |b|, tiny): the relative error of a whole output matrix.
+double relativeDiff(const Matrix& a, const Matrix& b) {
+  if (a.rows() != b.rows() || a.cols() != b.cols()) return INFINITY;
+  const double scale = std::max(static_cast<double>(b.cwiseAbs().maxCoeff()), 1e-30);
+  return static_cast<double>((a - b).cwiseAbs().maxCoeff()) / scale;
+}
+
+bool sameBits(const Matrix& a, const Matrix& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() &&
+         std::equal(a.data(), a.data() + a.size(), b.data(),
+                    [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; });
+}
+
+struct Case {
+  ModelConfig m;
+  int T, d_in;
+};
+
+// Every variant, causal or not, scaled or not, with and without dropout, around the tile edges.
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (const VariantName& v : variantNames()) {
+    for (int T : {1, 6, 63, 64, 65, 129, 200}) {
+      ModelConfig m = defaultConfig(v.value);
+      m.batch_size = 3;
+      m.seed = 7 + T;
+      if (hasProjections(v.value)) m.d_out = isMultiHead(v.value) ? 12 : 5;
+      if (isMultiHead(v.value)) m.num_heads = 3;
+      if (hasLinearLayers(v.value)) m.qkv_bias = T % 2 == 1;
+      const int d_in = v.value == Variant::Simple ? 4 : 7;
+      out.push_back({m, T, d_in});
+      if (hasDropout(v.value)) {
+        ModelConfig d = m;
+        d.dropout = T % 3 == 0 ? 0.5 : 0.1;
+        d.training = true;
+        out.push_back({d, T, d_in});
+        d.causal = false;
+        d.scale = Scale::None;
+        out.push_back({d, T, d_in});
+      }
+    }
+  }
+  return out;
+}
+
+std::string describe(const Case& c) {
+  return std::string(variantId(c.m.variant)) + " T=" + std::to_string(c.T) + " p=" +
+         std::to_string(c.m.dropout) + (c.m.causal ? " causal" : " full") +
+         (c.m.scale == Scale::SqrtDk ? " scaled" : " unscaled");
+}
+
+const TraceRequest kOutputsOnly = TraceRequest::only({});
+
+TEST(Fused, MatchesTheReferenceLoops) {
+  double worst = 0;
+  for (GemmBackend backend : {GemmBackend::Eigen, GemmBackend::OpenBlas}) {
+    if (!gemmBackendAvailable(backend)) continue;
+    const GemmBackend saved = gemmBackend();
+    setGemmBackend(backend);
+    for (const Case& c : cases()) {
+      SCOPED_TRACE(describe(c) + " gemm=" + gemmBackendId(backend));
+      const Matrix x = randomInputs(c.T, c.d_in, 3 + c.T);
+      ExecutionOptions reference;
+      reference.fused = false;
+      const Trace expected = computeTrace(x, c.m, reference, kOutputsOnly);
+      for (bool parallel : {false, true}) {
+        ExecutionOptions fast;
+        fast.parallel = parallel;
+        fast.threads = 2;
+        fast.min_parallel_work = 0;
+        const Trace got = computeTrace(x, c.m, fast, kOutputsOnly);
+        ASSERT_EQ(got.batches.size(), expected.batches.size());
+        for (std::size_t b = 0; b < got.batches.size(); ++b) {
+          EXPECT_TRUE(got.batches[b].heads.empty());
+          const double d = std::max(relativeDiff(got.batches[b].output, expected.batches[b].output),
+                                    relativeDiff(got.batches[b].context, expected.batches[b].context));
+          EXPECT_LE(d, 1e-5) << "batch " << b;
+          worst = std::max(worst, d);
+        }
+      }
+    }
+    setGemmBackend(saved);
+  }
+  std::printf("worst relative |fused − reference| over %zu cases: %.3g\n", cases().size(), worst);
+}
+
+// The trace of the shown element (reference loops) and the fused outputs of the others agree,
+// and dropout differs between elements exactly as on the reference path.
+TEST(Fused, TracedAndFusedElementsAgree) {
+  for (const Case& c : cases()) {
+    if (c.T < 60) continue;
+    SCOPED_TRACE(describe(c));
+    const Matrix x = randomInputs(c.T, c.d_in, 5);
+    ExecutionOptions reference;
+    reference.fused = false;
+    const Trace full = computeTrace(x, c.m, reference);
+    const Trace one = computeTrace(x, c.m, ExecutionOptions{}, TraceRequest::only({1}));
+    ASSERT_EQ(one.batches[1].heads.size(), full.batches[1].heads.size());
+    for (std::size_t h = 0; h < one.batches[1].heads.size(); ++h) {
+      EXPECT_TRUE(one.batches[1].heads[h].dropout_mask == full.batches[1].heads[h].dropout_mask);
+      EXPECT_LE(relativeDiff(one.batches[1].heads[h].weights, full.batches[1].heads[h].weights), 1e-5);
+    }
+    for (std::size_t b = 0; b < one.batches.size(); ++b)
+      EXPECT_LE(relativeDiff(one.batches[b].output, full.batches[b].output), 1e-5) << "batch " << b;
+  }
+}
+
+// Sharing (one projection for all elements; one element for all without dropout) and the thread
+// count change no bit of the fast path's outputs.
+TEST(Fused, SharingAndThreadsChangeNoBit) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(describe(c));
+    const Matrix x = randomInputs(c.T, c.d_in, 9);
+    ExecutionOptions each;
+    each.share_identical = false;
+    const Trace base = computeTrace(x, c.m, each, kOutputsOnly);
+    for (int threads : {1, 2, 3}) {
+      ExecutionOptions shared;
+      shared.parallel = true;
+      shared.threads = threads;
+      shared.min_parallel_work = 0;
+      const Trace got = computeTrace(x, c.m, shared, kOutputsOnly);
+      for (std::size_t b = 0; b < got.batches.size(); ++b)
+        EXPECT_TRUE(sameBits(got.batches[b].output, base.batches[b].output)) << "batch " << b << ", " << threads;
+    }
+  }
+}
+
+// Without dropout every element is the same; with it, elements differ (their own draws).
+TEST(Fused, ElementsDifferOnlyWithDropout) {
+  ModelConfig m = defaultConfig(Variant::MultiHead);
+  m.d_out = 8, m.num_heads = 2, m.batch_size = 3, m.dropout = 0.5, m.training = true;
+  const Matrix x = randomInputs(100, 6, 1);
+  const Trace dropped = computeTrace(x, m, ExecutionOptions{}, kOutputsOnly);
+  EXPECT_FALSE(sameBits(dropped.batches[0].output, dropped.batches[1].output));
+  EXPECT_FALSE(sameBits(dropped.batches[1].output, dropped.batches[2].output));
+  m.training = false;
+  const Trace eval = computeTrace(x, m, ExecutionOptions{}, kOutputsOnly);
+  EXPECT_TRUE(sameBits(eval.batches[0].output, eval.batches[2].output));
+}
+
+// Scores that overflow float32 fail the call on the fast path as on the reference.
+TEST(Fused, OverflowIsAComputeError) {
+  ModelConfig m = defaultConfig(Variant::Simple);
+  m.batch_size = 2;
+  const Matrix x = randomInputs(70, 4, 2, 1e20f);
+  EXPECT_THROW(computeTrace(x, m, ExecutionOptions{}, kOutputsOnly), ComputeError);
+}
+
+}  // namespace
+}  // namespace attnscope
