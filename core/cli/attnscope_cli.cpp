@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine/attention.h"
+#include "engine/memory.h"
 #include "tools/bench.h"
 #include "engine/errors.h"
 #include "formats/json_format.h"
@@ -80,6 +81,12 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(0, 1024));
   bench->add_option("--repeat", bench_options.repeat, "timed runs per measurement")
       ->check(CLI::Range(1, 1000));
+  bool bench_forward_once = false, bench_reference = false;
+  auto* bench_once = bench->add_flag("--forward-once", bench_forward_once,
+                                     "compute one forward pass (serial, outputs only), time nothing, "
+                                     "print {\"ok\":true}: for instruction counts");
+  bench->add_flag("--reference", bench_reference, "with --forward-once: the reference loops, not the fused kernel")
+      ->needs(bench_once);
 
   // export: the trace (or any subset of batches) as CSV, JSON or .npy files in a folder.
   std::string export_path, export_format, export_out, export_batches;
@@ -129,6 +136,11 @@ int run(int argc, char** argv) {
     if (bench_path.empty() && bench_preset.empty())
       throw InputError("bench: give a workspace file or --preset NAME");
     const std::string path = bench_preset.empty() ? bench_path : presetPath(bench_preset);
+    if (bench_forward_once) {
+      forwardOnce(loadWorkspace(path, limits), bench_reference);
+      std::cout << "{\"ok\":true}\n";
+      return 0;
+    }
     nlohmann::json result = benchWorkspace(loadWorkspace(path, limits), bench_options);
     result["workspace"] = bench_preset.empty() ? bench_path : bench_preset;
     std::cout << jsonText(result, 2) << "\n";
@@ -146,6 +158,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  keepFreedMemory();  // the benchmark's repeated traces reuse their memory (engine/memory.h)
   std::ios::sync_with_stdio(false);  // the trace is streamed: C++ buffering, not libc's per write
   try {
     return run(argc, argv);

@@ -1,4 +1,6 @@
-// Timing of the forward pass (outputs only) and of the full trace, for `attnscope-cli bench`.
+// Timing of the forward pass (outputs only) and of the full trace, for `attnscope-cli bench`, with
+// what puts those times in proportion on this machine: the reference loops, the shared-element
+// shortcut, the one-thread GEMM speed of each backend and the GEMM-bound limit it implies.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -10,9 +12,27 @@ namespace attnscope {
 struct BenchOptions {
   int repeat = 5;       // timed runs per measurement (after one warm-up run)
   int threads = 0;      // OpenMP threads; 0 = one per core
+  int gemm_repeat = 5;  // runs per GEMM backend (after one warm-up); the best one counts
 };
 
-// {"tokens", "d_in", …, "serial": {"forward_ms": {…}, "trace_ms": {…}}, "openmp": {…}}
+// {"variant", "tokens", "d_in", "d_out", "num_heads", "batch_size", "training", "dropout", "repeat",
+//  "serial":  {"forward_ms": {"min", "median", "mean", "runs"}, "trace_ms": {…}},   fused, all B
+//  "openmp":  {"forward_ms": {…}, "trace_ms": {…}, "threads"},                       fused, all B
+//  "reference": {"forward_ms": {…}},            the serial reference loops (exec.fused = false)
+//  "openmp_shared": {"forward_ms": {…}, "threads", "openmp_over_shared"},  share_identical = true
+//  "gemm": {"backend", "shape": {"m", "n", "k"}, "gflops": {"eigen", "openblas"?}},  one thread
+//  "flop": {"gflop", "projections_gflop", "attention_gflop", "causal_triangle"},
+//  "limit_ms", "forward_over_limit"}
+// serial and openmp compute every batch element (share_identical = false), as torch does.
 nlohmann::json benchWorkspace(const Workspace& ws, const BenchOptions& options);
+
+// What one forward pass of all batch elements costs in floating-point operations (2 per
+// multiply-add): the projections (Q, K, V and out_proj) and the products Q·Kᵀ and P·V, of the
+// causal triangle only (T(T+1)/2 per head) when the mask is on, else of the full T × T.
+nlohmann::json forwardFlop(const ModelConfig& m, int tokens, int d_in);
+
+// One forward pass, outputs only, serial and untimed (`bench --forward-once`, for instruction
+// counts): the fused path with every batch element computed, or the reference loops.
+void forwardOnce(const Workspace& ws, bool reference = false);
 
 }  // namespace attnscope

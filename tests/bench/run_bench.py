@@ -1,20 +1,38 @@
 #!/usr/bin/env python3
-"""The benchmark behind `make bench` (not a test): times attnscope's MultiHeadAttention forward pass
-and trace (serial and OpenMP paths, via `attnscope-cli bench --preset NAME`) against the same module
-in Debian's torch (the seed class, torch.no_grad, same shapes/dropout/batch, one thread per core),
+"""The benchmark behind `make bench` (not a test): attnscope against torch, and against this machine.
+
+For the book example (preset multihead), medium and gpt2-small, each in eval mode (training false,
+dropout as in the preset: inactive) and in training mode with dropout p = 0.1, it
+  1. times our forward pass and trace (`attnscope-cli bench WORKSPACE`: serial and OpenMP paths
+     computing every batch element, the serial reference loops, the OpenMP path sharing identical
+     elements, the one-thread GEMM speed of each backend and the GEMM-bound limit it implies);
+  2. times the same MultiHeadAttention forward in Debian's torch (the seed class, torch.no_grad,
+     module.train(training), same shapes, dropout and batch, one thread per core) in a child
+     process after ours, so the two never compete for the cores; the headline figure is
+     torch ÷ ours (OpenMP forward, all threads): above 1 attnscope is faster;
+  3. runs the desktop app's `--bench-interaction` under Xvfb when the app is built;
+  4. counts instructions (valgrind --tool=callgrind) of one serial forward pass of multihead and
+     medium, eval and training: exact figures that other work on the machine does not skew;
 then writes one JSON file and prints a short table.
 
 Usage: run_bench.py CLI_PATH OUT.json [--assets DIR] [--python /usr/bin/python3]
-The torch side runs in a child process under Debian's interpreter (the PATH's python3 may lack
-torch), after our runs, so the two never compete for the cores.
+                    [--callgrind-cli PATH] [--app PATH]
+valgrind cannot run AVX-512 code: on such CPUs `make bench` builds an AVX2 copy of the CLI in
+BUILD/callgrind/, which is used for the counts when it exists (--callgrind-cli overrides).
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import platform
+import re
+import shlex
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
+import textwrap
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -22,6 +40,14 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 # preset -> timed runs per measurement (after one warm-up). gpt2-small takes ~1 s per run.
 CONFIGS = [("multihead", 200), ("medium", 10), ("gpt2-small", 5)]
+MODES = ("eval", "train")
+TRAIN_DROPOUT = 0.1
+# Instruction counts: presets (both modes) and the function whose calls are counted. The pattern
+# must not match the OpenMP outlined bodies ("… [clone ._omp_fn.0]"): callgrind toggles collection
+# on entering every matching function, so `computeTrace*` would switch it off inside them.
+CALLGRIND_PRESETS = ("multihead", "medium")
+CALLGRIND_TOGGLE = "attnscope::computeTrace(*)"
+APP_TIMEOUT_S = 900
 
 
 # ---------------------------------------------------------------- torch side (child process)
@@ -38,7 +64,8 @@ def loaded_blas_libraries():
     return sorted(libs)
 
 
-def torch_worker(assets, configs):
+def torch_worker(jobs):
+    """jobs: [[name, workspace path, repeat], …] -> {"configs": {name: {"forward_ms", …}}, …}."""
     import torch
     sys.path.insert(0, os.path.join(REPO, "core", "formats", "pytorch"))
     import seed_classes
@@ -50,8 +77,8 @@ def torch_worker(assets, configs):
            "torch_blas_info": next((part.split("=", 1)[1] for part in config_text.replace(",", "\n")
                                     .split() if part.startswith("BLAS_INFO=")), "?"),
            "configs": {}}
-    for preset, repeat in configs:
-        with open(os.path.join(assets, "presets", preset + ".json")) as f:
+    for name, path, repeat in jobs:
+        with open(path) as f:
             ws = json.load(f)
         m, emb = ws["model"], ws["embeddings"]
         if isinstance(emb, dict):
@@ -65,7 +92,8 @@ def torch_worker(assets, configs):
         torch.manual_seed(m.get("seed", 123))
         module = seed_classes.MultiHeadAttention(
             d_in, m["d_out"], T, m.get("dropout", 0.0), m["num_heads"], m.get("qkv_bias", False))
-        module.train(m.get("training", True))  # a fresh module trains, like ours
+        training = m.get("training", True)  # a fresh module trains, like ours
+        module.train(training)
         times = []
         with torch.no_grad():
             module(batch)  # warm-up
@@ -73,20 +101,126 @@ def torch_worker(assets, configs):
                 start = time.perf_counter()
                 module(batch)
                 times.append((time.perf_counter() - start) * 1e3)
-        out["configs"][preset] = {"forward_ms": statistics.median(times), "runs": repeat}
+        out["configs"][name] = {"forward_ms": statistics.median(times), "min_ms": min(times),
+                                "runs": repeat, "training": module.training,
+                                "dropout": module.dropout.p}
     out["blas_libraries"] = loaded_blas_libraries()  # after the matmuls: what actually ran
     print(json.dumps(out))
 
 
-# ---------------------------------------------------------------- our side and the report
+# ---------------------------------------------------------------- our side
 
-def run_ours(cli, preset, repeat):
-    p = subprocess.run([cli, "bench", "--preset", preset, "--repeat", str(repeat)],
-                       capture_output=True, text=True, timeout=600)
+def derived_workspaces(assets, tmp):
+    """[(preset, mode, path, repeat)]: each preset as eval (training false, the preset's dropout)
+    and as training with dropout TRAIN_DROPOUT, written to `tmp`. Torch reads the same files."""
+    out = []
+    for preset, repeat in CONFIGS:
+        with open(os.path.join(assets, "presets", preset + ".json")) as f:
+            ws = json.load(f)
+        for mode in MODES:
+            model = dict(ws["model"], training=(mode == "train"))
+            if mode == "train":
+                model["dropout"] = TRAIN_DROPOUT
+            path = os.path.join(tmp, f"{preset}-{mode}.json")
+            with open(path, "w") as f:
+                json.dump(dict(ws, model=model), f)
+            out.append((preset, mode, path, repeat))
+    return out
+
+
+def run_ours(cli, workspace, repeat):
+    p = subprocess.run([cli, "bench", workspace, "--repeat", str(repeat)],
+                       capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
-        sys.exit(f"attnscope-cli bench --preset {preset} failed ({p.returncode}): {p.stderr.strip()}")
+        sys.exit(f"attnscope-cli bench {workspace} failed ({p.returncode}): {p.stderr.strip()}")
     return json.loads(p.stdout)
 
+
+def run_app(app, tmp):
+    """The desktop app's interaction figures, or {"skipped": why}. Never fails the benchmark."""
+    if not os.path.exists(app):
+        return {"skipped": f"{app} not built"}
+    if shutil.which("xvfb-run") is None:
+        return {"skipped": "xvfb-run not installed (package xvfb)"}
+    out = os.path.join(tmp, "app-interaction.json")
+    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1600x1000x24", app, "--bench-interaction", out]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=APP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"skipped": f"timed out after {APP_TIMEOUT_S} s"}
+    err = p.stderr.strip()
+    if p.returncode != 0:
+        if "unknown" in err.lower() or "bench-interaction" in err:
+            return {"skipped": f"--bench-interaction unavailable (exit {p.returncode}): {err[-300:]}"}
+        return {"skipped": f"failed (exit {p.returncode}): {err[-300:]}"}
+    try:
+        with open(out) as f:
+            result = json.load(f)
+    except (OSError, ValueError) as e:
+        return {"skipped": f"exit 0 but no readable {out}: {e}"}
+    return {"command": shlex.join(cmd[:4] + [os.path.basename(app), "--bench-interaction", "OUT"]),
+            "result": result}
+
+
+# ---------------------------------------------------------------- instruction counts
+
+def callgrind_once(cli, workspace, reference, gemm_backend, tmp):
+    """Instructions (Ir) collected inside computeTrace for one `bench --forward-once`, or raises."""
+    fd, out_file = tempfile.mkstemp(prefix="callgrind.", dir=tmp)
+    os.close(fd)
+    cmd = ["valgrind", "--tool=callgrind", f"--toggle-collect={CALLGRIND_TOGGLE}",
+           f"--callgrind-out-file={out_file}", cli, "bench", workspace, "--forward-once"]
+    if reference:
+        cmd.append("--reference")
+    env = dict(os.environ, ATTNSCOPE_GEMM=gemm_backend)  # the backend the timings used
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    os.unlink(out_file)
+    if p.returncode != 0 or '{"ok":true}' not in p.stdout:
+        if "SIGILL" in p.stderr or "unhandled instruction" in p.stderr:
+            raise RuntimeError("valgrind cannot run this build's instructions (AVX-512?): build the "
+                               "CLI with -march=x86-64-v3 into BUILD/callgrind (make bench does)")
+        raise RuntimeError(f"exit {p.returncode}: {p.stderr.strip()[-300:]}")
+    match = re.search(r"Collected\s*:\s*(\d+)", p.stderr)
+    if not match:
+        raise RuntimeError("no 'Collected' line in valgrind's output")
+    return int(match.group(1))
+
+
+def count_instructions(cli, timed_cli, workspaces, gemm_backend, tmp):
+    """Fused serial forward twice (the counts must agree), the reference loops once, per config."""
+    info = {"tool": "valgrind --tool=callgrind", "toggle_collect": CALLGRIND_TOGGLE,
+            "command": "attnscope-cli bench WORKSPACE --forward-once [--reference]",
+            "path": "serial, outputs only, every batch element computed",
+            "cli": cli, "gemm_backend": gemm_backend, "same_binary_as_timings": cli == timed_cli}
+    if cli != timed_cli:
+        info["note"] = ("valgrind cannot run AVX-512 code: counted on an AVX2 (-march=x86-64-v3) "
+                        "build of the same sources, with the GEMM backend of the timings")
+    if shutil.which("valgrind") is None:
+        return dict(info, skipped="valgrind not installed (package valgrind)")
+    jobs = [(preset, mode, path, kind) for preset, mode, path, _ in workspaces
+            if preset in CALLGRIND_PRESETS for kind in ("fused", "fused_again", "reference")]
+    counts, errors = {}, []
+    # Counts do not depend on the load: run them side by side, after every timed run.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        futures = {pool.submit(callgrind_once, cli, path, kind == "reference", gemm_backend, tmp):
+                   (preset, mode, kind) for preset, mode, path, kind in jobs}
+        for future in concurrent.futures.as_completed(futures):
+            preset, mode, kind = futures[future]
+            try:
+                counts.setdefault(preset, {}).setdefault(mode, {})[kind] = future.result()
+            except (RuntimeError, subprocess.TimeoutExpired) as e:
+                errors.append(f"{preset}/{mode}/{kind}: {e}")
+    if errors:
+        return dict(info, skipped="; ".join(sorted(set(errors))))
+    for modes in counts.values():
+        for c in modes.values():
+            c["repeatable"] = c["fused"] == c["fused_again"]
+            c["reference_over_fused"] = c["reference"] / c["fused"]
+    info["counts"] = {p: counts[p] for p in CALLGRIND_PRESETS if p in counts}  # preset order
+    return info
+
+
+# ---------------------------------------------------------------- the report
 
 def load_average():
     """1-minute load average: other work on the machine makes the timings noisy."""
@@ -104,51 +238,98 @@ def machine_info():
     dpkg = subprocess.run(["dpkg-query", "-W", "-f=${Status} ${Version}", "libopenblas0-pthread"],
                           capture_output=True, text=True)
     installed = dpkg.returncode == 0 and "install ok installed" in dpkg.stdout
+    # Thread settings both sides inherit: libgomp's wait policy and OpenBLAS's own threads (torch's
+    # pthread OpenBLAS starts one per core beside torch's OpenMP threads unless told otherwise).
+    env = {k: v for k, v in sorted(os.environ.items())
+           if k.startswith(("OMP_", "GOMP_", "OPENBLAS_", "ATTNSCOPE_"))}
     return {"nproc": os.cpu_count(), "cpu": cpu, "platform": platform.platform(),
-            "libopenblas0_pthread": dpkg.stdout.split()[-1] if installed else None}
+            "libopenblas0_pthread": dpkg.stdout.split()[-1] if installed else None,
+            "thread_env": env}
+
+
+def config_entry(preset, mode, repeat, o, t):
+    omp = o.get("openmp", o["serial"])  # without OpenMP the serial path is all there is
+    entry = {"preset": preset, "mode": mode, "training": o["training"], "dropout": o["dropout"],
+             "shape": {k: o[k] for k in ("variant", "tokens", "d_in", "d_out", "num_heads",
+                                         "batch_size")},
+             "repeat": repeat,
+             "ours_serial_forward_ms": o["serial"]["forward_ms"]["median"],
+             "ours_serial_trace_ms": o["serial"]["trace_ms"]["median"],
+             "ours_reference_forward_ms": o["reference"]["forward_ms"]["median"],
+             "ours_openmp_threads": omp.get("threads", 1),
+             "ours_openmp_forward_ms": omp["forward_ms"]["median"],
+             "ours_openmp_forward_min_ms": omp["forward_ms"]["min"],
+             "ours_openmp_trace_ms": omp["trace_ms"]["median"],
+             "torch_forward_ms": t["forward_ms"], "torch_forward_min_ms": t["min_ms"],
+             "torch_training": t["training"], "torch_dropout": t["dropout"],
+             "gemm": o["gemm"], "flop": o["flop"],
+             "limit_ms": o["limit_ms"], "ours_openmp_over_limit": o["forward_over_limit"]}
+    if "openmp_shared" in o:
+        entry["ours_shared_forward_ms"] = o["openmp_shared"]["forward_ms"]["median"]
+    # The headline: torch ÷ ours, both forward, ours on the OpenMP path with all threads.
+    entry["torch_over_ours_openmp_forward"] = t["forward_ms"] / entry["ours_openmp_forward_ms"]
+    entry["ours"] = o  # everything `attnscope-cli bench` printed
+    return entry
 
 
 def main():
+    # Both sides' OpenMP threads sleep instead of spinning while they wait: on a shared machine a
+    # spinning thread holds a core another one needs (libgomp's default cost the medium config 5x:
+    # 7 ms serial, 36 ms on two threads, at load 7). Both inherit it; the report records it.
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cli")
     ap.add_argument("out")
     ap.add_argument("--assets", default=os.path.join(REPO, "assets"))
     ap.add_argument("--python", default=os.environ.get("ATTNSCOPE_PYTHON", "/usr/bin/python3"))
+    ap.add_argument("--callgrind-cli", help="CLI for the instruction counts (default: "
+                    "CLI_DIR/callgrind/attnscope-cli if built, else CLI_PATH)")
+    ap.add_argument("--app", help="desktop app for --bench-interaction (default: CLI_DIR/attnscope)")
     args = ap.parse_args()
+    cli = os.path.abspath(args.cli)
+    cli_dir = os.path.dirname(cli)
+    callgrind_cli = args.callgrind_cli or os.path.join(cli_dir, "callgrind", "attnscope-cli")
+    if not os.path.exists(callgrind_cli):
+        callgrind_cli = cli
+    app = os.path.abspath(args.app or os.path.join(cli_dir, "attnscope"))
     started, load_before = time.monotonic(), load_average()
 
-    ours = {preset: run_ours(os.path.abspath(args.cli), preset, repeat)
-            for preset, repeat in CONFIGS}
-    worker = subprocess.run([args.python, os.path.abspath(__file__), "--torch-worker", args.assets,
-                             json.dumps(CONFIGS)], capture_output=True, text=True, timeout=600)
-    if worker.returncode != 0:
-        sys.exit(f"torch side failed under {args.python} (Debian's python3-torch is required):\n"
-                 f"{worker.stderr.strip()}")
-    torch_side = json.loads(worker.stdout)
+    with tempfile.TemporaryDirectory(prefix="attnscope-bench.") as tmp:
+        workspaces = derived_workspaces(args.assets, tmp)
+        ours = {}
+        for preset, mode, path, repeat in workspaces:
+            ours[(preset, mode)] = run_ours(cli, path, repeat)
+            ours[(preset, mode)]["workspace"] = f"presets/{preset}.json, {mode}"  # path was temporary
+        worker = subprocess.run(
+            [args.python, os.path.abspath(__file__), "--torch-worker",
+             json.dumps([[f"{p}/{m}", path, r] for p, m, path, r in workspaces])],
+            capture_output=True, text=True, timeout=900)
+        if worker.returncode != 0:
+            sys.exit(f"torch side failed under {args.python} (Debian's python3-torch is "
+                     f"required):\n{worker.stderr.strip()}")
+        torch_side = json.loads(worker.stdout)
+        load_after = load_average()  # of the timed part; the app and callgrind come next
+        app_result = run_app(app, tmp)
+        gemm_backend = next(iter(ours.values()))["gemm"]["backend"]
+        instructions = count_instructions(callgrind_cli, cli, workspaces, gemm_backend, tmp)
 
     machine = machine_info()
     machine.update({k: torch_side[k] for k in
                     ("torch_version", "torch_threads", "torch_blas_info", "blas_libraries")})
-    machine["load_average_1min"] = {"before": load_before, "after": load_average()}
+    machine["load_average_1min"] = {"before": load_before, "after": load_after}
     machine["openblas_in_use"] = any("openblas" in lib for lib in torch_side["blas_libraries"])
-    report = {"machine": machine, "configs": []}
-    for preset, repeat in CONFIGS:
-        o, t = ours[preset], torch_side["configs"][preset]
-        entry = {"preset": preset,
-                 "shape": {k: o[k] for k in ("variant", "tokens", "d_in", "d_out", "num_heads",
-                                             "batch_size")},
-                 "repeat": repeat,
-                 "ours_serial_forward_ms": o["serial"]["forward_ms"]["median"],
-                 "ours_serial_trace_ms": o["serial"]["trace_ms"]["median"],
-                 "torch_forward_ms": t["forward_ms"]}
-        if "openmp" in o:
-            entry.update({"ours_openmp_threads": o["openmp"]["threads"],
-                          "ours_openmp_forward_ms": o["openmp"]["forward_ms"]["median"],
-                          "ours_openmp_trace_ms": o["openmp"]["trace_ms"]["median"]})
-            entry["ratio_ours_openmp_forward_over_torch_forward"] = (
-                entry["ours_openmp_forward_ms"] / t["forward_ms"])
-        report["configs"].append(entry)
-    report["total_seconds"] = round(time.monotonic() - started, 1)
+    configs = [config_entry(preset, mode, repeat, ours[(preset, mode)],
+                            torch_side["configs"][f"{preset}/{mode}"])
+               for preset, mode, _, repeat in workspaces]
+    report = {"machine": machine,
+              "headline": {"what": "torch forward ÷ ours (OpenMP forward, all threads, every "
+                                   "batch element); above 1 attnscope is faster",
+                           **{f"{c['preset']}/{c['mode']}": c["torch_over_ours_openmp_forward"]
+                              for c in configs}},
+              "configs": configs,
+              "instructions": instructions,
+              "app": app_result,
+              "total_seconds": round(time.monotonic() - started, 1)}
     with open(args.out, "w") as f:
         json.dump(report, f, indent=2)
         f.write("\n")
@@ -156,32 +337,62 @@ def main():
     print(f"written to {args.out}")
 
 
+def ms(value):
+    """A time in ms, 4 significant digits, 9 wide ('-' when missing)."""
+    return f"{'-':>9}" if value is None else f"{value:9.4g}"
+
+
+def note(text):
+    """A line of prose under the table, wrapped to the table's 110 columns."""
+    print(textwrap.fill(text, width=110, subsequent_indent="  "))
+
+
 def print_table(report):
     m = report["machine"]
-    print(f"machine: {m['nproc']} cores ({m['cpu']}); torch {m['torch_version']} with "
+    note(f"machine: {m['nproc']} cores ({m['cpu']}); torch {m['torch_version']} with "
           f"{m['torch_threads']} threads; BLAS: "
           f"{'OpenBLAS' if m['openblas_in_use'] else 'reference/other'} "
           f"({', '.join(os.path.basename(l) for l in m['blas_libraries']) or 'none loaded'})")
-    head = (f"{'preset':<11} {'T':>5} {'d_out':>5} {'H':>3} {'B':>2} | {'serial fwd':>10} "
-            f"{'omp fwd':>10} {'serial trc':>10} {'omp trc':>10} | {'torch fwd':>10} | "
-            f"{'omp/torch':>9}")
+    head = (f"{'preset':<10} {'mode':<5} {'T':>4} {'B':>2} | {'serial':>9} {'omp':>9} "
+            f"{'shared':>9} | {'torch':>9} {'torch/ours':>10} | {'limit':>9} {'ours/limit':>10}")
     print(head)
     print("-" * len(head))
     for c in report["configs"]:
         s = c["shape"]
-        ms = lambda key: f"{c[key]:10.3f}" if key in c else f"{'-':>10}"  # noqa: E731
-        ratio = c.get("ratio_ours_openmp_forward_over_torch_forward")
-        print(f"{c['preset']:<11} {s['tokens']:>5} {s['d_out']:>5} {s['num_heads']:>3} "
-              f"{s['batch_size']:>2} | {ms('ours_serial_forward_ms')} {ms('ours_openmp_forward_ms')} "
-              f"{ms('ours_serial_trace_ms')} {ms('ours_openmp_trace_ms')} | "
-              f"{ms('torch_forward_ms')} | {ratio if ratio is None else f'{ratio:9.2f}'}")
+        print(f"{c['preset']:<10} {c['mode']:<5} {s['tokens']:>4} {s['batch_size']:>2} | "
+              f"{ms(c['ours_serial_forward_ms'])} {ms(c['ours_openmp_forward_ms'])} "
+              f"{ms(c.get('ours_shared_forward_ms'))} | {ms(c['torch_forward_ms'])} "
+              f"{c['torch_over_ours_openmp_forward']:10.2f} | {ms(c['limit_ms'])} "
+              f"{c['ours_openmp_over_limit']:10.2f}")
+    c0 = report["configs"][0]
+    gemm = c0["gemm"]
+    note(f"(forward medians in ms: serial and omp ({c0['ours_openmp_threads']} threads) compute "
+          f"all B elements, shared copies identical ones; train = dropout {TRAIN_DROPOUT}. limit = "
+          f"GFLOP ÷ (threads × one-thread {gemm['backend']} GEMM GFLOP/s: "
+          + ", ".join(f"{k} {v:.0f}" for k, v in gemm["gflops"].items()) + ")")
+    ins = report["instructions"]
+    if "counts" in ins:
+        parts = [f"{p}/{mode} {c['fused'] / 1e6:.1f}M (reference {c['reference'] / 1e6:.1f}M)"
+                 + ("" if c["repeatable"] else " NOT REPEATABLE")
+                 for p, modes in ins["counts"].items() for mode, c in modes.items()]
+        note("instructions of one serial forward: " + "; ".join(parts))
+    else:
+        note(f"instructions: skipped ({ins['skipped']})")
+    app = report["app"]
+    note("app --bench-interaction: " + (f"skipped ({app['skipped']})" if "skipped" in app
+                                        else "recorded under \"app\""))
     load = m["load_average_1min"]
-    print(f"(medians in ms; total {report['total_seconds']} s; load average {load['before']:.2f} "
-          f"before, {load['after']:.2f} after: above ~0.5 other work skews the numbers)")
+    note(f"(total {report['total_seconds']} s; load average {load['before']:.2f} before, "
+         f"{load['after']:.2f} after the timings: above ~0.5 other work skews them)")
+    if max(load["before"], load["after"]) > m["nproc"]:
+        note(f"WARNING: the machine was oversubscribed (load above {m['nproc']} cores): threads "
+             "that spin while waiting (libgomp's default wait policy, OpenBLAS's workers) lose "
+             "whole time slices, so the OpenMP and torch timings and their ratios are unreliable "
+             "here; the instruction counts are not affected.")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "--torch-worker":
-        torch_worker(sys.argv[2], json.loads(sys.argv[3]))
+    if len(sys.argv) == 3 and sys.argv[1] == "--torch-worker":
+        torch_worker(json.loads(sys.argv[2]))
     else:
         main()
