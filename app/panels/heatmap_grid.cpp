@@ -354,6 +354,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   const int stage_rows = (S + a.stage_cols - 1) / a.stage_cols;
   const float card_w = a.stage_cols * stride_w, card_h = header + stage_rows * (tile_h + gap);
   const int selected_row = std::clamp(view.token, 0, T - 1);
+  // Which cards the grid's window shows: their heads are computed first after the next edit.
+  const float visible_top = ImGui::GetWindowPos().y, visible_bottom = visible_top + ImGui::GetWindowHeight();
+  visible_heads_.clear();
   for (int n = 0; n < H; ++n) {
     const int h = heads[n];
     const int cr = n / a.card_cols, cc = n % a.card_cols;
@@ -361,6 +364,12 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     ImGui::SetCursorScreenPos(card);
     ImGui::Text("Head %d of %d  ·  head width %d  ·  Q, K, V: %d×%d", h + 1, t.heads, t.head_width,
                 t.tokens, t.head_width);
+    if (card.y + card_h > visible_top && card.y < visible_bottom) visible_heads_.push_back(h);
+    if (!bt.heads[h].hasMaps()) {  // off screen when the edit was made: its maps follow shortly
+      ImGui::SetCursorScreenPos(ImVec2(card.x, card.y + header));
+      ImGui::TextDisabled("computing the maps of head %d…", h + 1);
+      continue;
+    }
     for (int k = 0; k < S; ++k) {
       const Stage stage = stages[k];
       const StageInfo& info = stageInfo(stage);

@@ -4,6 +4,8 @@
 #pragma once
 #include <imgui.h>
 
+#include <vector>
+
 #include "panels/panel.h"
 
 namespace attnscope {
@@ -13,11 +15,14 @@ class HeatmapGrid {
   // Draws into the current window (a tab of the main area).
   void draw(const PanelContext& ctx);
   void reset() { zoom_ = 1, center_row_ = center_col_ = -1; }  // another workspace
+  // The heads whose cards were on screen in the last frame (empty before the first).
+  const std::vector<int>& visibleHeads() const { return visible_heads_; }
 
  private:
   float zoom_ = 1;                          // ≥ 1: all maps show T/zoom rows and columns …
   float center_row_ = -1, center_col_ = -1; // … around this cell (−1: the middle)
   bool wheel_on_map_ = false;               // the mouse wheel zooms a map, not the grid's scroll
+  std::vector<int> visible_heads_;          // cards on screen in the last frame
 };
 
 }  // namespace attnscope

@@ -123,6 +123,11 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   const int head = std::clamp(ctx.view.head, 0, t.heads - 1);
   const HeadTrace& h = bt.heads[head];
   const auto& tokens = snap->tokens();
+  if (!h.hasMaps()) {  // the chosen head is computed first, so this shows only for a moment
+    ImGui::TextDisabled("computing head %d…", head + 1);
+    ImGui::End();
+    return;
+  }
 
   if (ImGui::ArrowButton("##prev", ImGuiDir_Left) && i > 0) ctx.commands.push("select_token", {{"index", i - 1}});
   layout().widget("token_prev");

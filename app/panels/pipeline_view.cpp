@@ -53,6 +53,10 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
   const BatchTrace& bt = snap->shown();
   const int head = std::clamp(view.head, 0, t.heads - 1);
   const HeadTrace& h = bt.heads[head];
+  if (!h.hasMaps()) {  // the chosen head is computed first, so this shows only for a moment
+    ImGui::TextDisabled("computing head %d…", head + 1);
+    return;
+  }
   const auto& r = snap->ranges[head];
   auto range = [&r](Stage s) { return &r[static_cast<int>(s)]; };
   const ModelConfig& m = t.model;

@@ -35,7 +35,8 @@ App::App(Document document, ViewState view, bool interactive, WindowHooks hooks)
 void App::update(double now) {
   // Only the commands queued before this call: a capture draws frames, and panels push more.
   for (std::size_t n = queue_.size(); n > 0 && !queue_.empty(); --n) {
-    if (queue_.front().name == "screenshot" && !settled()) break;  // it waits for the newest result
+    const std::string& next = queue_.front().name;  // these wait for the newest, complete result
+    if ((next == "screenshot" || next == "export_trace" || next == "export_map") && !settled()) break;
     const Command c = queue_.pop();
     try {
       apply(c, now);
@@ -194,6 +195,7 @@ void App::applyApp(const Command& c, double now) {
     ExportFormat format;
     if (!parseExportFormat(c.text("format"), &format)) throw InputError("format: expected csv, json or npy");
     const std::string path = c.text("path");
+    if (!snapshot_->complete) throw InputError("the maps are still being computed: export again in a moment");
     if (n == "export_trace") {
       const int files = exportTrace(*snapshot_->inputs, *snapshot_->trace, path, format);
       showToast("Wrote " + std::to_string(files) + " file" + (files == 1 ? "" : "s") + " to " + path, false, now);
@@ -232,6 +234,12 @@ void App::showToast(const std::string& text, bool error, double now) {
 
 // ---- the engine ---------------------------------------------------------------------------
 
+// Above this many T × T cells per element (12 heads of 1024², 4 of 512²) the maps of the heads off
+// screen are computed after the first snapshot is shown; below it, everything comes at once.
+constexpr double kSplitCells = 1 << 20;
+// Below this many cells (every element traced) the UI thread waits up to 5 ms for the result.
+constexpr double kWaitCells = 1 << 14;
+
 App::RequestKey App::currentKey() const {
   return {doc_.version(), view_.batch, exec_.parallel, exec_.threads};
 }
@@ -244,10 +252,23 @@ void App::updateEngine() {
     r.version = key.version;
     r.batch = key.batch;
     r.exec = exec_;
+    // Large maps (GPT-2: 12 heads of 1024 × 1024) come in two parts: the heads on screen (or the
+    // one chosen) with the outputs first, the others just after (docs/DESIGN.md §3.3).
+    const Workspace& ws = doc_.workspace();
+    const double cells = static_cast<double>(headCount(ws.model)) * ws.embeddings.rows() * ws.embeddings.rows();
+    if (cells >= kSplitCells) {
+      if (view_.head >= 0)
+        r.first_heads = {view_.head};
+      else
+        r.first_heads = heatmap_grid_.visibleHeads().empty() ? std::vector<int>{0} : heatmap_grid_.visibleHeads();
+    }
+    small_request_ = cells < kWaitCells;
     worker_.request(std::move(r));
     requested_ = key;
   }
-  if (auto result = worker_.poll()) {
+  // A small input (the book's 6 tokens take 0.05 ms) is waited for, so an edit's result is drawn
+  // in the frame that applied it; a large one never holds the frame.
+  if (auto result = worker_.poll(small_request_ ? std::chrono::milliseconds(5) : std::chrono::milliseconds(0))) {
     if (result->snapshot) {
       snapshot_ = std::move(result->snapshot);
       engine_error_.clear();

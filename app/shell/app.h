@@ -106,6 +106,7 @@ class App {
   };
   RequestKey currentKey() const;
   RequestKey requested_;                      // the newest request sent to the worker
+  bool small_request_ = false;                // … is small enough to wait for in its frame
   bool computing_ = false;
 
   MainMenu menu_;

@@ -12,8 +12,13 @@ namespace {
 void deriveDisplayData(Snapshot& s) {
   const BatchTrace& bt = s.shown();
   for (const HeadTrace& h : bt.heads) {
-    s.keep.push_back(h.dropout_mask.cast<float>());
     std::array<ValueRange, kStageCount> r{};
+    if (!h.hasMaps()) {  // computed in the second part
+      s.keep.emplace_back();
+      s.ranges.push_back(r);
+      continue;
+    }
+    s.keep.push_back(h.dropout_mask.cast<float>());
     for (const StageInfo& info : stageTable())
       r[static_cast<int>(info.stage)] = info.flags ? ValueRange{0, 1} : finiteRange(h.*info.values);
     s.ranges.push_back(r);
@@ -34,10 +39,18 @@ EngineResult run(const EngineRequest& req, std::uint64_t serial) {
     s->version = req.version;
     s->inputs = req.inputs;
     s->exec = req.exec;
+    s->exec.cancel = nullptr;  // the flag belongs to this job
     s->batch = std::clamp(req.batch, 0, req.inputs->model.batch_size - 1);
-    TraceRequest what;  // only the shown element keeps its intermediates: GPT-2 stays small
-    what.all_batches = false;
-    what.batches = {s->batch};
+    // Only the shown element keeps its intermediates (GPT-2 stays small); of it, the first heads
+    // alone when the request splits the work in two.
+    TraceRequest what = TraceRequest::only({s->batch});
+    const int heads = headCount(req.inputs->model);
+    for (int h : req.first_heads)  // the view may still show heads of a larger model
+      if (h >= 0 && h < heads) what.heads.push_back(h);
+    if (!what.heads.empty() && static_cast<int>(what.heads.size()) < heads)
+      s->complete = false;
+    else
+      what.heads.clear();
     s->trace = std::make_shared<Trace>(computeTrace(req.inputs->embeddings, req.inputs->model, req.exec, what));
     s->milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     deriveDisplayData(*s);
@@ -46,6 +59,8 @@ EngineResult run(const EngineRequest& req, std::uint64_t serial) {
     r.error = e.what();
   } catch (const ComputeError& e) {
     r.error = e.what();
+  } catch (const Cancelled&) {
+    r.cancelled = true;
   } catch (const std::bad_alloc&) {
     r.error = "out of memory: try a smaller configuration";
   }
@@ -58,19 +73,48 @@ EngineWorker::~EngineWorker() {
   if (running_) future_.wait();
 }
 
-void EngineWorker::request(EngineRequest r) { pending_ = std::move(r); }
+void EngineWorker::request(EngineRequest r) {
+  pending_ = std::move(r);
+  pending_second_part_ = false;
+  // The rest of a split request is not worth waiting for once the inputs have changed; a first
+  // part (what the user is looking at) always completes, so a drag keeps showing results.
+  if (running_ && running_second_part_) cancel_->store(true);
+}
 
-std::optional<EngineResult> EngineWorker::poll() {
-  std::optional<EngineResult> done;
-  if (running_ && future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
-    done = future_.get();
-    running_ = false;
+std::optional<EngineResult> EngineWorker::collect(std::chrono::milliseconds wait) {
+  if (!running_ || future_.wait_for(wait) != std::future_status::ready) return std::nullopt;
+  std::optional<EngineResult> done = future_.get();
+  running_ = false;
+  if (done->cancelled) done.reset();
+  // The first part of a split request is on screen: the rest follows unless a newer request
+  // (an edit, another batch element) has come in meanwhile.
+  if (done && done->snapshot && !done->snapshot->complete && !pending_) {
+    pending_ = std::move(running_request_);
+    pending_->first_heads.clear();
+    pending_second_part_ = true;
   }
+  running_request_.reset();
+  return done;
+}
+
+void EngineWorker::start() {
+  EngineRequest job = std::move(*pending_);
+  pending_.reset();
+  running_request_ = job;
+  running_second_part_ = pending_second_part_;
+  cancel_ = std::make_shared<std::atomic<bool>>(false);
+  job.exec.cancel = cancel_.get();
+  future_ = std::async(std::launch::async, [job = std::move(job), cancel = cancel_, serial = ++serial_] {
+    return run(job, serial);
+  });
+  running_ = true;
+}
+
+std::optional<EngineResult> EngineWorker::poll(std::chrono::milliseconds wait) {
+  std::optional<EngineResult> done = collect(std::chrono::milliseconds(0));
   if (!running_ && pending_) {
-    EngineRequest job = std::move(*pending_);
-    pending_.reset();
-    future_ = std::async(std::launch::async, [job = std::move(job), serial = ++serial_] { return run(job, serial); });
-    running_ = true;
+    start();
+    if (!done && wait.count() > 0) done = collect(wait);
   }
   return done;
 }

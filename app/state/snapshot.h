@@ -24,11 +24,14 @@ struct Snapshot {
   ExecutionOptions exec;                       // the path it ran on
   std::shared_ptr<const Trace> trace;          // the whole forward pass; heads only for `batch`
   double milliseconds = 0;                     // time of computeTrace
+  bool complete = true;                        // every head of `batch` has its maps; false while
+                                               // the heads off screen are still computing
 
   // Display data, derived on the worker thread (a 1024 × 1024 map is too much to scan per frame).
   std::vector<std::array<ValueRange, kStageCount>> ranges;  // per head of `batch`, per stage
   ValueRange inputs_range, context_range, output_range;  // X, the heads concatenated, the output
   std::vector<Matrix> keep;                    // per head: the dropout mask as 1 kept / 0 dropped
+                                               // (empty for a head without maps)
   std::vector<std::string> dims;               // "d0", "d1", … labels of a head's columns
 
   const std::vector<std::string>& tokens() const { return inputs->tokens; }

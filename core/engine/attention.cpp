@@ -435,6 +435,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   const int task_count = static_cast<int>(tasks.size());
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (parallel)
   for (int k = 0; k < task_count; ++k) {
+    if (exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed)) continue;
     const AttentionTask& a = tasks[k];
     if (a.kind == AttentionTask::Traced) {
       HeadTrace& head = heads[a.b][a.h];
@@ -450,6 +451,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
     }
   }
 
+  if (exec.cancel != nullptr && exec.cancel->load()) throw Cancelled();
   const int out_block = fused ? kProjBlock : kRowBlock;
   const int out_blocks = (T + out_block - 1) / out_block;
   const int computed_count = static_cast<int>(computed.size());

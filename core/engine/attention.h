@@ -2,6 +2,7 @@
 // returns its Trace. Two execution paths share every kernel: the serial loops are the readable
 // reference; the OpenMP path runs the same loops with one pragma across batch × heads × rows.
 #pragma once
+#include <atomic>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,8 @@ struct ExecutionOptions {
   long long min_parallel_work = 1 << 16;  // below B·H·T²·w the OpenMP path runs on one thread
   bool fused = true;            // outputs of untraced elements from the fused kernel (false: the reference loops)
   bool share_identical = true;  // without active dropout all elements are equal: compute one, copy it
+  const std::atomic<bool>* cancel = nullptr;  // once set (by another thread), computeTrace stops
+                                              // between tasks and throws Cancelled
 };
 
 // Which intermediates to keep. Outputs of every batch element are always kept; large configs

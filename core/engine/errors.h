@@ -16,4 +16,9 @@ struct ComputeError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Not a refusal: the caller asked the computation to stop (ExecutionOptions::cancel).
+struct Cancelled : std::runtime_error {
+  Cancelled() : std::runtime_error("cancelled") {}
+};
+
 }  // namespace attnscope
