@@ -37,9 +37,35 @@ std::vector<int> parseBatches(const std::string& list) {
   return out;
 }
 
+// Parses --heads "0,3" into head indices: at least one, each a whole number (the engine checks
+// the range against the model).
+std::vector<int> parseHeads(const std::string& list) {
+  std::vector<int> out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = std::min(list.find(',', start), list.size());
+    const std::string item = list.substr(start, end - start);
+    std::size_t used = 0;
+    int h = 0;
+    try {
+      h = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = std::string::npos;
+    }
+    if (item.empty() || used != item.size())
+      throw InputError("--heads: expected comma-separated head indices like 0 or 0,3, got '" + list + "'");
+    out.push_back(h);
+    if (end == list.size()) break;
+    start = end + 1;
+  }
+  return out;
+}
+
 // The trace the `trace` and `export` commands share: serial unless --threads (≥ 0) asks for the
-// OpenMP path; with --batch, only those elements keep their intermediates.
-Trace traceOf(const Workspace& ws, int threads, const std::string& batches, const Limits& limits) {
+// OpenMP path; with --batch, only those elements keep their intermediates; `heads` (--heads; empty:
+// all) are the heads of those that keep their maps; outputs_only keeps none (an empty batch list).
+Trace traceOf(const Workspace& ws, int threads, const std::string& batches, const Limits& limits,
+              const std::vector<int>& heads = {}, bool outputs_only = false) {
   ExecutionOptions exec;
   exec.parallel = threads >= 0;
   exec.threads = std::max(threads, 0);
@@ -49,6 +75,8 @@ Trace traceOf(const Workspace& ws, int threads, const std::string& batches, cons
     request.all_batches = false;
     request.batches = parseBatches(batches);
   }
+  if (outputs_only) request = TraceRequest::only({});
+  request.heads = heads;
   return computeTrace(ws.embeddings, ws.model, exec, request, limits);
 }
 
@@ -57,15 +85,23 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "attnscope-cli 0.1");
 
-  std::string trace_path, batch_list;
+  std::string trace_path, batch_list, head_list;
   int trace_threads = -1;
+  bool trace_outputs_only = false;
   auto* trace = app.add_subcommand("trace", "print the full forward-pass trace of a workspace as JSON");
   trace->add_option("workspace", trace_path, "workspace JSON file")->required();
   trace->add_option("--threads", trace_threads, "use the OpenMP path with N threads (0 = all cores)")
       ->check(CLI::Range(0, 1024));
-  trace->add_option("--batch", batch_list,
-                    "keep the intermediates of these batch elements only (e.g. 0); outputs are "
-                    "always printed");
+  auto* trace_batch = trace->add_option("--batch", batch_list,
+                                        "keep the intermediates of these batch elements only (e.g. 0); "
+                                        "outputs are always printed");
+  auto* trace_heads = trace->add_option("--heads", head_list,
+                                        "of the kept elements, only these heads keep their maps (e.g. 0 "
+                                        "or 0,3); the others print their context only");
+  trace->add_flag("--outputs-only", trace_outputs_only,
+                  "no element keeps intermediates: parameters, contexts and outputs only")
+      ->excludes(trace_batch)
+      ->excludes(trace_heads);
 
   std::string script_path;
   auto* pytorch = app.add_subcommand("pytorch", "print a Python script that rebuilds the workspace in PyTorch");
@@ -123,8 +159,9 @@ int run(int argc, char** argv) {
   Limits limits;
   limits.max_memory_bytes = static_cast<std::int64_t>(budget_mib * 1048576.0);
   if (*trace) {
+    const std::vector<int> heads = *trace_heads ? parseHeads(head_list) : std::vector<int>{};
     const Workspace ws = loadWorkspace(trace_path, limits);
-    const Trace t = traceOf(ws, trace_threads, batch_list, limits);
+    const Trace t = traceOf(ws, trace_threads, batch_list, limits, heads, trace_outputs_only);
     // Streamed: every check that can fail ran before the first byte, and the text of a large trace
     // is never held in memory.
     writeTraceJson(std::cout, ws, t);

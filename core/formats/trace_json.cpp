@@ -73,6 +73,12 @@ void writeTraceJson(std::ostream& out, const Workspace& ws, const Trace& t) {
     for (std::size_t h = 0; h < bt.heads.size(); ++h) {
       const HeadTrace& ht = bt.heads[h];
       out << (h ? ",\n" : "\n") << "  {";
+      if (!ht.hasMaps()) {  // maps not requested (--heads): the head's columns of the context only
+        out << "\"context\": ";
+        w.matrix(bt.context.middleCols(h * t.head_width, t.head_width), "    ");
+        out << "}";
+        continue;
+      }
       const char* in = "    ";
       const char* sep = "";
       for (const StageInfo& stage : stageTable()) {  // the stage table's order and names
