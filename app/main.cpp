@@ -1,6 +1,8 @@
 // attnscope: the desktop app. GLFW window, OpenGL 3.3 core through glad, Dear ImGui 1.86.
 // The main loop follows ImGui's example: poll, apply commands, new frame, UI, render, swap;
-// shutdown in reverse. The state and everything done to it live in App (shell/app.h).
+// shutdown in reverse. The state and everything done to it live in App (shell/app.h). Headless
+// modes drive this same loop: --commands feeds its script, --bench-interaction its edits
+// (shell/interaction_bench.h), one command path for all.
 #include <glad/gl.h>
 // glad before GLFW: it provides the GL declarations
 #include <GLFW/glfw3.h>
@@ -20,11 +22,14 @@
 
 #include "editing/command.h"
 #include "engine/errors.h"
+#include "engine/memory.h"
 #include "formats/png_image.h"
+#include "formats/presets.h"
 #include "shell/app.h"
 #include "shell/app_options.h"
 #include "shell/capture.h"
 #include "shell/fonts.h"
+#include "shell/interaction_bench.h"
 #include "shell/layout_dump.h"
 #include "shell/theme.h"
 #include "widgets/heatmap.h"
@@ -79,6 +84,16 @@ int parseOptions(int argc, char** argv, AppOptions& o) {
   cli.add_flag("--caption", o.caption, "add a line with variant, sizes and seed under the screenshot");
   cli.add_option("--commands", o.commands_path, "apply this JSON array of commands, one per frame (see README)");
   cli.add_flag("--keep-going", o.keep_going, "with --commands: report a command that cannot apply and go on");
+  CLI::Option* bench = cli.add_option("--bench-interaction", o.bench_path,
+                                      "time edits from command to the first frame showing their result, for each "
+                                      "--bench-presets; write the figures to this JSON and exit");
+  cli.add_option("--bench-presets", o.bench_presets, "presets the bench opens in turn (default multihead,gpt2-small)")
+      ->delimiter(',')
+      ->needs(bench);
+  cli.add_option("--bench-edits", o.bench_edits, "edits per preset (default 200)")->check(CLI::Range(1, 100000))->needs(bench);
+  cli.add_option("--bench-gap-ms", o.bench_gap_ms, "frames drawn this long after a result before the next edit (default 0)")
+      ->check(CLI::Range(0, 60000))
+      ->needs(bench);
   try {
     cli.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -94,6 +109,26 @@ int parseOptions(int argc, char** argv, AppOptions& o) {
   if (o.each_head && !isHeatmapStage(o.panel)) {
     std::cerr << "error: --each-head needs a heatmap --panel such as weights\n";
     return 2;
+  }
+  if (!o.bench_path.empty()) {
+    if (!o.screenshot_path.empty() || !o.commands_path.empty()) {
+      std::cerr << "error: --bench-interaction runs its own edits: it does not combine with --screenshot or --commands\n";
+      return 2;
+    }
+    const std::filesystem::path folder = std::filesystem::path(o.bench_path).parent_path();
+    std::error_code ec;
+    if (!folder.empty() && !std::filesystem::is_directory(folder, ec)) {
+      std::cerr << "error: --bench-interaction: no folder " << folder.string() << " for " << o.bench_path << "\n";
+      return 2;
+    }
+    const std::vector<std::string> known = presetNames();
+    for (const std::string& p : o.bench_presets)
+      if (std::find(known.begin(), known.end(), p) == known.end()) {
+        std::string list;
+        for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+        std::cerr << "error: --bench-presets: unknown preset '" << p << "' (one of " << list << ")\n";
+        return 2;
+      }
   }
   if (!size.empty()) {
     int w = 0, h = 0;
@@ -170,10 +205,22 @@ std::vector<Command> readCommands(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  keepFreedMemory();  // every edit of a large workspace allocates a trace's maps again (engine/memory.h)
   AppOptions options;
   if (int code = parseOptions(argc, argv, options); code >= 0) return code;
 
   const bool headless = !options.screenshot_path.empty();
+  // The bench runs unattended too: frames back to back (no vsync), no autosave, no recovery.
+  std::optional<InteractionBench> bench;
+  if (!options.bench_path.empty()) {
+    InteractionBenchOptions b;
+    b.out_path = options.bench_path;
+    b.presets = options.bench_presets;
+    b.edits = options.bench_edits;
+    b.gap_ms = options.bench_gap_ms;
+    bench.emplace(std::move(b));
+  }
+  const bool unattended = headless || bench;
   Document document;
   std::optional<CommandScript> script;
   try {
@@ -210,7 +257,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   glfwMakeContextCurrent(window);
-  glfwSwapInterval(headless ? 0 : 1);
+  glfwSwapInterval(unattended ? 0 : 1);
   if (!gladLoadGL(glfwGetProcAddress)) {
     std::cerr << "error: cannot load OpenGL 3.3 functions\n";
     glfwDestroyWindow(window);
@@ -262,13 +309,13 @@ int main(int argc, char** argv) {
   hooks.clipboard = [window](const std::string& text) { glfwSetClipboardString(window, text.c_str()); };
 
   // Interactive sessions autosave and, started without a file, pick up where the last one ended.
-  App app(std::move(document), view, !headless, hooks);
+  App app(std::move(document), view, !unattended, hooks);
   app_ptr = &app;
   glfwSetWindowUserPointer(window, &app);
   glfwSetWindowCloseCallback(window, [](GLFWwindow* w) {  // ask before closing
     static_cast<App*>(glfwGetWindowUserPointer(w))->commands().push("quit");
   });
-  if (!headless) {  // the last session's autosave: restored, or kept aside, never overwritten
+  if (!unattended) {  // the last session's autosave: restored, or kept aside, never overwritten
     const Recovery recovery = planRecovery(Autosave(true), options.open_path);
     if (!recovery.restore.empty()) app.commands().push("restore", {{"path", recovery.restore}});
     if (!recovery.note.empty()) app.notify(recovery.note, glfwGetTime());
@@ -282,8 +329,13 @@ int main(int argc, char** argv) {
     glfwSetWindowShouldClose(window, 0);  // closing goes through the quit command and its prompt
     const double now = glfwGetTime();
     if (script) script->feed(app);
+    if (bench) bench->beforeUpdate(app);  // t0 of an edit: queued just before the frame applying it
     app.update(now);  // every queued command, in one place, before the frame
     for (const CommandFailure& f : app.takeFailures()) {
+      if (bench) {
+        bench->refused(f);
+        continue;
+      }
       std::cerr << "error: command " << f.index << " (" << f.name << "): " << f.message << "\n";
       if (!options.keep_going) exit_code = 2;
     }
@@ -308,6 +360,13 @@ int main(int argc, char** argv) {
     if (const std::string wanted = app.windowTitle(); wanted != title) glfwSetWindowTitle(window, (title = wanted).c_str());
     layout().endFrame(options.dump_layout_path);
     collectHeatmapTextures();
+
+    if (bench && bench->afterFrame(app)) {  // t1: the end of the frame showing an edit's result
+      int w = 0, h = 0;
+      glfwGetWindowSize(window, &w, &h);
+      exit_code = bench->finish(w, h);
+      running = false;
+    }
 
     // Headless: once the commands are done and the newest result has been on screen a few frames.
     const bool script_done = !script || script->done(app);

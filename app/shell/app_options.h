@@ -1,6 +1,7 @@
 // Command-line options of the desktop app, one plain struct with defaults.
 #pragma once
 #include <string>
+#include <vector>
 
 namespace attnscope {
 
@@ -20,6 +21,10 @@ struct AppOptions {
   bool caption = false;          // a caption line under the screenshot
   std::string commands_path;     // a JSON array of commands to apply, one per frame
   bool keep_going = false;       // a command that cannot apply is reported, the run goes on
+  std::string bench_path;        // --bench-interaction: time edit → first frame showing it, write this JSON, exit
+  std::vector<std::string> bench_presets = {"multihead", "gpt2-small"};  // opened in turn by the bench
+  int bench_edits = 200;         // edits per preset, each timed
+  int bench_gap_ms = 0;          // frames drawn this long after a result before the next edit
 };
 
 }  // namespace attnscope

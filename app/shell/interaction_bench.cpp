@@ -1,0 +1,278 @@
+#include "shell/interaction_bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "engine/errors.h"
+#include "engine/model_config.h"
+#include "formats/workspace.h"
+#include "shell/app.h"
+
+namespace attnscope {
+
+namespace {
+
+// VmHWM (peak) or VmRSS (now) of this process in MB, from /proc/self/status; 0 when unknown.
+double procStatusMb(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) != 0) continue;
+    std::istringstream rest(line.substr(field.size() + 1));
+    double kb = 0;
+    rest >> kb;
+    return kb / 1024.0;
+  }
+  return 0;
+}
+
+// The q-quantile (0 … 1) with linear interpolation between the closest ranks (numpy's default).
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const std::size_t lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+double mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
+// The 1-minute load average: other work on the machine skews the figures.
+double loadAverage() {
+  std::ifstream in("/proc/loadavg");
+  double load = -1;
+  in >> load;
+  return load;
+}
+
+double round3(double x) { return std::round(x * 1000) / 1000; }
+
+nlohmann::json summary(const std::vector<double>& v) {
+  return {{"p50", round3(quantile(v, 0.5))},
+          {"p95", round3(quantile(v, 0.95))},
+          {"max", round3(v.empty() ? 0 : *std::max_element(v.begin(), v.end()))},
+          {"mean", round3(mean(v))}};
+}
+
+}  // namespace
+
+InteractionBench::InteractionBench(InteractionBenchOptions options)
+    : options_(std::move(options)), load_before_(loadAverage()) {}
+
+std::string InteractionBench::where() const {
+  const std::string preset = preset_ < options_.presets.size() ? options_.presets[preset_] : "";
+  if (edit_ < 0) return preset + ", opening the preset";
+  return preset + ", edit " + std::to_string(edit_ + 1) + " of " + std::to_string(options_.edits) + " (" + kind_ + ")";
+}
+
+void InteractionBench::fail(const std::string& message) {
+  if (phase_ == Phase::Failed) return;
+  error_ = "--bench-interaction: " + where() + ": " + message;
+  phase_ = Phase::Failed;
+}
+
+void InteractionBench::refused(const CommandFailure& failure) { fail("the app refused the command: " + failure.message); }
+
+// The edits, as the inputs table and the model panel make them: mostly one embedding cell changed
+// by ±0.125 (four cells in turn, each moving back and forth, so every edit changes the result),
+// and in every ten edits one re-seed (the model panel's seed field) and one dropout change.
+Command InteractionBench::nextCommand(const App& app, std::string* kind) {
+  if (edit_ < 0) {
+    *kind = "preset";
+    return makeCommand("preset", {{"name", options_.presets[preset_]}});
+  }
+  const Workspace& ws = app.document().workspace();
+  const ModelConfig& m = ws.model;
+  if (edit_ % 10 == 4) {
+    *kind = "seed";
+    return makeCommand("set", {{"field", "seed"}, {"value", m.seed ^ 1u}});
+  }
+  if (edit_ % 10 == 9 && hasDropout(m.variant)) {
+    *kind = "dropout";
+    return makeCommand("set", {{"field", "dropout"}, {"value", m.dropout > 0 ? 0.0 : 0.1}});
+  }
+  *kind = "set_cell";
+  const int T = static_cast<int>(ws.embeddings.rows()), d = static_cast<int>(ws.embeddings.cols());
+  const int rows[4] = {0, T / 2, T - 1, T / 3}, cols[4] = {0, d / 3, d - 1, 2 * d / 3};
+  const int cell = edit_ % 4;
+  const double old = ws.embeddings(rows[cell], cols[cell]);
+  const double delta = (edit_ / 4) % 2 == 0 ? 0.125 : -0.125;
+  return makeCommand("set_cell", {{"row", rows[cell]}, {"col", cols[cell]}, {"value", old + delta}});
+}
+
+void InteractionBench::beforeUpdate(App& app) {
+  if (phase_ != Phase::Queue) return;
+  if (edit_ < 0) {
+    configs_.emplace_back();
+    configs_.back().preset = options_.presets[preset_];
+  }
+  version_before_ = app.document().version();
+  Command c;
+  try {
+    c = nextCommand(app, &kind_);
+  } catch (const InputError& e) {
+    fail(e.what());
+    return;
+  }
+  c.script_index = edit_ + 1;  // ≥ 0: a refusal comes back through App::takeFailures, not as a toast
+  app.commands().push(std::move(c));
+  t0_ = last_frame_ = Clock::now();
+  frames_ = 0;
+  phase_ = Phase::Applying;
+}
+
+bool InteractionBench::afterFrame(const App& app) {
+  const Clock::time_point now = Clock::now();
+  const double frame_ms = std::chrono::duration<double, std::milli>(now - last_frame_).count();
+  last_frame_ = now;
+  if (phase_ == Phase::Settling) {
+    if (now >= settle_until_ && --settle_frames_ <= 0) phase_ = Phase::Queue;
+    return false;
+  }
+  if (phase_ == Phase::Applying) {  // the command was applied by this frame's App::update
+    target_ = app.document().version();
+    if (edit_ >= 0 && target_ <= version_before_) {
+      fail("the edit did not change the document");
+      return true;
+    }
+    phase_ = Phase::Waiting;
+  }
+  if (phase_ == Phase::Waiting) {
+    Config& config = configs_.back();
+    ++frames_;
+    config.frame_ms.push_back(frame_ms);
+    const Snapshot* shown = app.snapshot();  // what this frame drew
+    const double seconds = std::chrono::duration<double>(now - t0_).count();
+    if (shown && shown->version >= target_) {
+      const Sample sample{kind_, seconds * 1000, frames_, shown->milliseconds};
+      if (edit_ < 0) {
+        config.open = sample;
+        const ModelConfig& m = shown->inputs->model;
+        config.tokens = shown->tokenCount();
+        config.d_in = static_cast<int>(shown->inputs->embeddings.cols());
+        config.heads = headCount(m);
+        config.batch_size = m.batch_size;
+        config.rss_after_open_mb = procStatusMb("VmRSS");
+        // Let the new preset's maps be coloured before the first edit: at least 10 frames and as
+        // long again as opening took (at most 3 s).
+        settle_until_ = now + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(std::min(seconds, 3.0)));
+        settle_frames_ = 10;
+        edit_ = 0;
+        phase_ = Phase::Settling;
+        return false;
+      }
+      config.edits.push_back(sample);
+      const int every = std::max(1, options_.edits / 10);
+      if ((edit_ + 1) % every == 0) config.rss_trend_mb.push_back(round3(procStatusMb("VmRSS")));
+      if (++edit_ < options_.edits) {
+        settle_until_ = now + std::chrono::milliseconds(options_.gap_ms);
+        settle_frames_ = 0;
+        phase_ = options_.gap_ms > 0 ? Phase::Settling : Phase::Queue;
+        return false;
+      }
+      config.peak_rss_mb = procStatusMb("VmHWM");
+      config.rss_mb = procStatusMb("VmRSS");
+      edit_ = -1;
+      phase_ = ++preset_ < options_.presets.size() ? Phase::Queue : Phase::Done;
+    } else if (app.settled() && !app.engineError().empty()) {
+      fail("the engine refused the inputs: " + app.engineError());
+    } else if (seconds > options_.timeout_s) {
+      char text[96];
+      std::snprintf(text, sizeof text, "no result on screen after %.0f s (%d frames)", seconds, frames_);
+      fail(text);
+    }
+  }
+  return phase_ == Phase::Done || phase_ == Phase::Failed;
+}
+
+int InteractionBench::finish(int window_w, int window_h) {
+  if (phase_ == Phase::Failed) {
+    std::cerr << "error: " << error_ << "\n";
+    return 1;
+  }
+  nlohmann::json configs = nlohmann::json::array();
+  std::string line;
+  for (const Config& c : configs_) {
+    std::vector<double> ms, frames, engine;
+    std::map<std::string, std::vector<double>> by_kind;
+    std::map<int, int> histogram;
+    int next_frame = 0;
+    for (const Sample& s : c.edits) {
+      ms.push_back(s.ms);
+      frames.push_back(s.frames);
+      engine.push_back(s.engine_ms);
+      by_kind[s.kind].push_back(s.ms);
+      ++histogram[s.frames];
+      next_frame += s.frames == 1;
+    }
+    nlohmann::json kinds = nlohmann::json::object(), frames_hist = nlohmann::json::object();
+    for (const auto& [kind, v] : by_kind) {
+      kinds[kind] = summary(v);
+      kinds[kind]["edits"] = v.size();
+    }
+    for (const auto& [n, count] : histogram) frames_hist[std::to_string(n)] = count;
+    const nlohmann::json frame_summary = summary(frames);
+    const double fraction = c.edits.empty() ? 0 : static_cast<double>(next_frame) / static_cast<double>(c.edits.size());
+    configs.push_back({{"preset", c.preset},
+                       {"tokens", c.tokens},
+                       {"d_in", c.d_in},
+                       {"heads", c.heads},
+                       {"batch_size", c.batch_size},
+                       {"edits", c.edits.size()},
+                       {"edit_to_frame_ms", summary(ms)},
+                       {"frames_to_result",
+                        {{"p50", frame_summary["p50"]},
+                         {"max", frame_summary["max"]},
+                         {"mean", frame_summary["mean"]},
+                         {"histogram", frames_hist}}},
+                       {"next_frame_fraction", round3(fraction)},
+                       {"by_kind", kinds},
+                       {"engine_ms", summary(engine)},
+                       {"frame_ms", summary(c.frame_ms)},
+                       {"open", {{"ms", round3(c.open.ms)}, {"frames", c.open.frames}, {"engine_ms", round3(c.open.engine_ms)}}},
+                       {"rss_after_open_mb", round3(c.rss_after_open_mb)},
+                       {"peak_rss_mb", round3(c.peak_rss_mb)},
+                       {"rss_mb", round3(c.rss_mb)},
+                       {"rss_trend_mb", c.rss_trend_mb}});
+    char text[320];
+    std::snprintf(text, sizeof text,
+                  "%s%s: %zu edits, edit→frame p50 %.1f ms, p95 %.1f ms, max %.1f ms, %.1f frames on average "
+                  "(next frame %.0f%%), peak RSS %.0f MB",
+                  line.empty() ? "" : "; ", c.preset.c_str(), c.edits.size(), quantile(ms, 0.5), quantile(ms, 0.95),
+                  ms.empty() ? 0.0 : *std::max_element(ms.begin(), ms.end()), mean(frames), fraction * 100,
+                  c.peak_rss_mb);
+    line += text;
+  }
+  const nlohmann::json out = {
+      {"configs", configs},
+      {"window", {window_w, window_h}},
+      {"gap_ms", options_.gap_ms},
+      {"load_average", {{"before", load_before_}, {"after", loadAverage()}}},
+      {"method",
+       "t0: the command is queued just before the App::update of the frame that applies it; t1: the end of the first "
+       "frame (after its swap) whose drawn snapshot has a version >= the document's after the edit. frames_to_result "
+       "counts frames from the one applying the edit (1) to the one showing its result; next frame = 1. Frames are "
+       "drawn back to back, swap interval 0, no idle wait. Large maps may still show their colouring placeholder at t1."}};
+  try {
+    writeFileAtomically(options_.out_path, out.dump(2) + "\n");
+  } catch (const InputError& e) {
+    std::cerr << "error: --bench-interaction: " << e.what() << "\n";
+    return 2;
+  }
+  std::cout << line << " → " << options_.out_path << "\n";
+  return 0;
+}
+
+}  // namespace attnscope

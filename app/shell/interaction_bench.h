@@ -1,0 +1,79 @@
+// InteractionBench: `attnscope --bench-interaction OUT.json`, what a user feels (issue 10, item 5).
+// For each preset it opens the preset and makes a series of edits through the app's one command
+// path (the commands the inputs table and the model panel push), one at a time, and times each
+// from the moment its command is queued (t0, just before the App::update of the frame that
+// applies it) to the end of the first frame whose drawn snapshot answers the document version
+// after the edit (t1, after that frame's swap). It never waits idle: main.cpp renders frames back
+// to back (swap interval 0), as the headless --screenshot mode does. Then it writes the figures
+// as JSON, prints one summary line and the program exits.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "editing/command.h"
+
+namespace attnscope {
+
+class App;
+struct CommandFailure;
+
+struct InteractionBenchOptions {
+  std::string out_path;              // the JSON written at the end
+  std::vector<std::string> presets;  // opened one after the other with the `preset` command
+  int edits = 200;                   // edits per preset, each timed
+  int gap_ms = 0;                    // frames keep being drawn this long after a result before the next edit
+  double timeout_s = 300;            // the longest wait for one result
+};
+
+class InteractionBench {
+ public:
+  explicit InteractionBench(InteractionBenchOptions options);
+  // Before App::update: queues the next command once the previous one's result is on screen (t0).
+  void beforeUpdate(App& app);
+  // At the end of a frame (after the swap): t1 when the drawn snapshot answers the edit. True once
+  // every preset is done or the run failed: then call finish().
+  bool afterFrame(const App& app);
+  // A bench command the app refused.
+  void refused(const CommandFailure& failure);
+  // Writes OUT.json and the summary line (or the one error line); the exit code.
+  int finish(int window_w, int window_h);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Sample {
+    std::string kind;          // "set_cell", "seed", "dropout" or "preset"
+    double ms = 0;             // t1 − t0
+    int frames = 0;            // frames from the one applying the command to the one showing its result
+    double engine_ms = 0;      // computeTrace time of the snapshot shown (Snapshot::milliseconds)
+  };
+  struct Config {
+    std::string preset;
+    int tokens = 0, d_in = 0, heads = 0, batch_size = 0;
+    Sample open;
+    std::vector<Sample> edits;
+    std::vector<double> frame_ms;  // every frame drawn while waiting for a result
+    double rss_after_open_mb = 0, peak_rss_mb = 0, rss_mb = 0;
+    std::vector<double> rss_trend_mb;  // VmRSS after every tenth of the edits
+  };
+  enum class Phase { Queue, Applying, Waiting, Settling, Done, Failed };
+
+  Command nextCommand(const App& app, std::string* kind);
+  void fail(const std::string& message);
+  std::string where() const;
+
+  InteractionBenchOptions options_;
+  std::vector<Config> configs_;
+  std::size_t preset_ = 0;  // index into options_.presets
+  int edit_ = -1;            // −1 while opening the preset
+  Phase phase_ = Phase::Queue;
+  std::string kind_;
+  std::uint64_t version_before_ = 0, target_ = 0;
+  Clock::time_point t0_, settle_until_, last_frame_;
+  int frames_ = 0, settle_frames_ = 0;
+  std::string error_;
+  double load_before_ = 0;  // the 1-minute load average at the start
+};
+
+}  // namespace attnscope
