@@ -78,13 +78,12 @@ const std::array<Rgb, 256>& colormapTable(Colormap c) {
 }
 
 ValueRange finiteRange(const Matrix& m) {
-  float lo = std::numeric_limits<float>::infinity(), hi = -lo;
-  for (Eigen::Index i = 0; i < m.size(); ++i) {
-    const float v = m.data()[i];
-    if (!std::isfinite(v)) continue;
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-  }
+  // Vectorized (a GPT-2 snapshot scans 60 M cells): |v| ≤ FLT_MAX is false for ±∞ and NaN.
+  const float inf = std::numeric_limits<float>::infinity();
+  const auto a = m.array();
+  const auto finite = a.abs() <= std::numeric_limits<float>::max();
+  const float lo = m.size() == 0 ? inf : finite.select(a, inf).minCoeff();
+  const float hi = m.size() == 0 ? -inf : finite.select(a, -inf).maxCoeff();
   if (lo > hi) return {0, 0};  // nothing finite
   return {lo, hi};
 }

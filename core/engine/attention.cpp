@@ -20,9 +20,9 @@ namespace attnscope {
 namespace {
 
 constexpr int kRowBlock = 32;    // rows per task of the reference loops (both paths)
-constexpr int kProjBlock = 128;  // rows per projection task of the fast path
-constexpr int kQueryBlock = 64;  // query rows per task of the fused kernel
-constexpr int kKeyTile = 128;    // key columns per tile of the fused kernel
+constexpr int kProjBlock = 256;  // rows per projection task of the fast path
+constexpr int kQueryBlock = 128;  // query rows per task of the fused kernel
+constexpr int kKeyTile = 256;    // key columns per tile of the fused kernel
 
 float negInf() { return -std::numeric_limits<float>::infinity(); }
 
@@ -410,6 +410,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
     for (int p = 0; p < projections; ++p)
       for (int g = 0; g < G; ++g)
         for (int blk = 0; blk < blocks; ++blk) {
+          if (exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed)) continue;
           const int r0 = blk * block, n = std::min(block, T - r0);
           if (fused)
             projectRowsFast(w, p, g, r0, n);

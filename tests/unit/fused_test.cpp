@@ -1,7 +1,8 @@
 // The fast path against the readable reference (docs/DESIGN.md §2.3): outputs of untraced batch
 // elements come from the fused kernel (tiles, online softmax, causal tiles skipped, dropout from
 // the keep bits) and must equal the reference loops' outputs within 1e-5 relative, for every
-// variant and option, at sizes around the tile edges (63, 64, 65, 127, 128, 129, 200 tokens).
+// variant and option, at sizes around the block and tile edges (query blocks of 128 rows, key
+// tiles of 256: 63 … 129 tokens in one tile, 257 and 520 in two and three).
 // Sharing identical elements and projections changes no bit; neither does the thread count.
 #include <gtest/gtest.h>
 
@@ -52,7 +53,7 @@ struct Case {
 std::vector<Case> cases() {
   std::vector<Case> out;
   for (const VariantName& v : variantNames()) {
-    for (int T : {1, 6, 63, 64, 65, 129, 200}) {
+    for (int T : {1, 6, 63, 64, 65, 129, 257, 520}) {
       ModelConfig m = defaultConfig(v.value);
       m.batch_size = 3;
       m.seed = 7 + T;
