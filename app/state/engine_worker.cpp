@@ -18,7 +18,9 @@ void deriveDisplayData(Snapshot& s) {
       s.ranges.push_back(r);
       continue;
     }
-    s.keep.push_back(h.dropout_mask.cast<float>());
+    // The dropout mask is drawn only when dropout acts (otherwise its column is left out): 48 MB
+    // of floats a GPT-2 snapshot in eval mode does not need.
+    s.keep.push_back(s.trace->dropout_active ? Matrix(h.dropout_mask.cast<float>()) : Matrix());
     for (const StageInfo& info : stageTable())
       r[static_cast<int>(info.stage)] = info.flags ? ValueRange{0, 1} : finiteRange(h.*info.values);
     s.ranges.push_back(r);

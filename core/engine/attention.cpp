@@ -174,6 +174,62 @@ void attendRows(Work& w, int b, int h, int r0, int n, HeadTrace& out, int o, Hea
   if (!finite || !head.context.middleRows(r0, n).allFinite()) w.overflow = true;
 }
 
+// The traced rows on the fast path: every stage of attendRows, stored whole, with row-wise vector
+// operations (Eigen's exp, vectorized sums) instead of scalar loops, and P·V over the unmasked
+// keys only. Softmax normalization only (the fast path's condition). Tested against attendRows.
+void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head) {
+  const Trace& t = *w.trace;
+  const int T = t.tokens, hw = t.head_width;
+  const bool causal = t.model.causal, scaled = t.model.scale == Scale::SqrtDk;
+  const HeadInputs in = headInputs(w, b, h);
+  const ConstBlock Q = in.Q(T, hw), K = in.K(T, hw), V = in.V(T, hw);
+  head.queries.middleRows(r0, n) = Q.middleRows(r0, n);
+  head.keys.middleRows(r0, n) = K.middleRows(r0, n);
+  head.values.middleRows(r0, n) = V.middleRows(r0, n);
+  gemmABt(n, T, hw, in.q + static_cast<std::size_t>(r0) * in.ld, in.ld, in.k, in.ld, 0.0f,
+          head.scores.data() + static_cast<std::size_t>(r0) * T, T);
+
+  const std::size_t keep0 = dropoutOffset(t, b, h);
+  bool finite = true;
+  for (int i = r0; i < r0 + n; ++i) {
+    const int valid = causal ? i + 1 : T;  // unmasked keys of row i
+    auto s = head.scores.row(i).array();
+    auto sc = head.scaled_scores.row(i).array();
+    auto ms = head.masked_scores.row(i).array();
+    auto wt = head.weights.row(i).array();
+    if (scaled)
+      sc = s / t.scale_divisor;
+    else
+      sc = s;
+    if (!sc.allFinite()) finite = false;
+    head.mask.row(i).head(valid).setZero();
+    head.mask.row(i).tail(T - valid).setOnes();
+    ms.head(valid) = sc.head(valid);
+    ms.tail(T - valid).setConstant(negInf());
+    const float row_max = ms.head(valid).maxCoeff();
+    wt.head(valid) = (ms.head(valid) - row_max).exp();
+    wt.tail(T - valid).setZero();
+    wt.head(valid) *= static_cast<float>(1.0 / wt.head(valid).template cast<double>().sum());
+    auto dm = head.dropout_mask.row(i);
+    auto dw = head.dropped_weights.row(i).array();
+    if (w.keep.words == nullptr) {
+      dm.setOnes();
+      dw = wt;
+    } else {
+      const std::size_t row_keep = keep0 + static_cast<std::size_t>(i) * T;
+      for (int j = 0; j < T; ++j) {
+        const bool kept = w.keep(row_keep + j);
+        dm(j) = kept;
+        dw(j) = kept ? wt(j) * t.dropout_scale : 0.0f;
+      }
+    }
+  }
+  const int keys = causal ? r0 + n : T;  // the rows' weights are 0 beyond their last unmasked key
+  gemmAB(n, hw, keys, head.dropped_weights.data() + static_cast<std::size_t>(r0) * T, T, in.v, in.ld, 0.0f,
+         head.context.data() + static_cast<std::size_t>(r0) * hw, hw);
+  if (!finite || !head.context.middleRows(r0, n).allFinite()) w.overflow = true;
+}
+
 // The fused kernel (flash attention): context rows [r0, r0+n) of head h of element b, written to
 // `ctx` (row stride ldc), without ever holding a T × T map. Same maths as attendRows with softmax
 // normalization: per key tile of kKeyTile columns, S = Q Kᵀ, ÷ √d_k, the causal mask on the
@@ -440,7 +496,10 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
     const AttentionTask& a = tasks[k];
     if (a.kind == AttentionTask::Traced) {
       HeadTrace& head = heads[a.b][a.h];
-      attendRows(w, a.b, a.h, a.r0, a.n, head, a.r0, head);
+      if (fused)
+        attendRowsTraced(w, a.b, a.h, a.r0, a.n, head);
+      else
+        attendRows(w, a.b, a.h, a.r0, a.n, head, a.r0, head);
     } else if (a.kind == AttentionTask::Scratch) {
       thread_local HeadTrace scratch;
       allocateHead(scratch, kRowBlock, T, hw, false);

@@ -17,6 +17,7 @@
 #include "engine/attention.h"
 #include "engine/errors.h"
 #include "engine/gemm.h"
+#include "engine/stages.h"
 #include "test_support.h"
 
 namespace attnscope {
@@ -136,6 +137,50 @@ TEST(Fused, TracedAndFusedElementsAgree) {
     for (std::size_t b = 0; b < one.batches.size(); ++b)
       EXPECT_LE(relativeDiff(one.batches[b].output, full.batches[b].output), 1e-5) << "batch " << b;
   }
+}
+
+// max relative difference of two maps that may hold −∞ (masked scores): the −∞ must match exactly.
+double mapDiff(const Matrix& a, const Matrix& b) {
+  if (a.rows() != b.rows() || a.cols() != b.cols()) return INFINITY;
+  const auto inf_a = a.array().isInf(), inf_b = b.array().isInf();
+  if ((inf_a != inf_b).any() || (inf_a && (a.array() != b.array())).any()) return INFINITY;
+  const Matrix fa = inf_a.select(0.0f, a), fb = inf_b.select(0.0f, b);
+  return relativeDiff(fa, fb);
+}
+
+// Traced heads on the fast path (row-wise vector operations) against the reference loops: every
+// stage, masks bit for bit.
+TEST(Fused, TracedMapsMatchTheReferenceLoops) {
+  double worst = 0;
+  for (const Case& c : cases()) {
+    if (c.m.normalization != Normalization::Softmax) continue;
+    SCOPED_TRACE(describe(c));
+    const Matrix x = randomInputs(c.T, c.d_in, 13);
+    ExecutionOptions reference;
+    reference.fused = false;
+    const Trace expected = computeTrace(x, c.m, reference);
+    ExecutionOptions fast;
+    fast.parallel = true;
+    fast.threads = 2;
+    fast.min_parallel_work = 0;
+    const Trace got = computeTrace(x, c.m, fast);
+    for (std::size_t b = 0; b < got.batches.size(); ++b) {
+      ASSERT_EQ(got.batches[b].heads.size(), expected.batches[b].heads.size());
+      for (std::size_t h = 0; h < got.batches[b].heads.size(); ++h) {
+        const HeadTrace &g = got.batches[b].heads[h], &e = expected.batches[b].heads[h];
+        EXPECT_TRUE(g.mask == e.mask) << "mask, batch " << b << " head " << h;
+        EXPECT_TRUE(g.dropout_mask == e.dropout_mask) << "dropout mask, batch " << b << " head " << h;
+        for (const StageInfo& info : stageTable()) {
+          if (info.flags) continue;
+          const double d = mapDiff(g.*info.values, e.*info.values);
+          EXPECT_LE(d, 1e-5) << info.id << ", batch " << b << " head " << h;
+          worst = std::max(worst, d);
+        }
+      }
+      EXPECT_LE(relativeDiff(got.batches[b].output, expected.batches[b].output), 1e-5);
+    }
+  }
+  std::printf("worst relative |traced fast − reference| over every stage: %.3g\n", worst);
 }
 
 // Sharing (one projection for all elements; one element for all without dropout) and the thread
