@@ -182,8 +182,8 @@ bool InteractionBench::afterFrame(const App& app) {
         phase_ = options_.gap_ms > 0 ? Phase::Settling : Phase::Queue;
         return false;
       }
+      config.rss_mb = procStatusMb("VmRSS");  // first: the peak read after it is at least as large
       config.peak_rss_mb = procStatusMb("VmHWM");
-      config.rss_mb = procStatusMb("VmRSS");
       edit_ = -1;
       phase_ = ++preset_ < options_.presets.size() ? Phase::Queue : Phase::Done;
     } else if (app.settled() && !app.engineError().empty()) {

@@ -72,3 +72,51 @@ class Worst:
             return 1
         print("all passed")
         return 0
+
+
+TOL = 1e-5  # docs/DESIGN.md §2.2: |ours − torch| ≤ TOL·(1 + |torch|)
+
+
+def trace_array(m):
+    """A trace matrix (rows of numbers, null = −∞) or vector as float64."""
+    import numpy as np
+    if m and isinstance(m[0], list):
+        return np.array([[-np.inf if v is None else v for v in row] for row in m], dtype=np.float64)
+    return np.array([-np.inf if v is None else v for v in m], dtype=np.float64)
+
+
+def compare_floats(worst, quantity, ours, ref, case, masked=None):
+    """Within TOL; −∞ only (and exactly) where torch has −∞; with `masked`, exact 0 on both sides."""
+    import numpy as np
+    ours_a, ref_a = trace_array(ours), ref.detach().numpy().astype(np.float64)
+    if ours_a.shape != ref_a.shape:
+        worst.fail("%s: %s has shape %s, torch %s" % (case, quantity, ours_a.shape, ref_a.shape))
+        return
+    ours_inf, ref_inf = np.isneginf(ours_a), np.isneginf(ref_a)
+    if not np.array_equal(ours_inf, ref_inf):
+        worst.fail("%s: %s is -inf at other places than torch's" % (case, quantity))
+        return
+    finite = ~ref_inf
+    worst.record(quantity, rel_diff(ours_a[finite], ref_a[finite]), case, TOL)
+    if masked is not None and masked.any():
+        if np.any(ours_a[masked] != 0) or np.any(ref_a[masked] != 0):
+            worst.fail("%s: %s not exactly 0 at masked positions (ours %s, torch %s)" % (
+                case, quantity, np.unique(ours_a[masked]), np.unique(ref_a[masked])))
+
+
+def compare_head(worst, ours, ref, where, fields, prefix=""):
+    """One traced head against torch's: the causal and dropout masks bit for bit, then every float
+    field within TOL (weights exactly 0 where masked)."""
+    import numpy as np
+    mask = ref["mask"].numpy()
+    if not np.array_equal(np.array(ours["mask"], dtype=bool), mask):
+        worst.fail("%s: causal mask differs" % where)
+    keep = ref["dropout_mask"].numpy()
+    ours_keep = np.array(ours["dropout_mask"], dtype=bool)
+    if ours_keep.shape != keep.shape or not np.array_equal(ours_keep, keep):
+        worst.fail("%s: dropout mask differs from torch's (%s of %d)" % (
+            where, np.sum(ours_keep != keep) if ours_keep.shape == keep.shape else "shape", keep.size))
+    for q in fields:
+        masked = mask if q in ("weights", "dropped_weights") else None
+        compare_floats(worst, prefix + q, ours[q], ref[q], where, masked)
+

@@ -16,13 +16,13 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
-from oracle_common import Worst, cli_path_from_argv, load_seed_classes, rel_diff, require_torch
+from oracle_common import (TOL, Worst, cli_path_from_argv, compare_floats, compare_head, load_seed_classes,
+                           rel_diff, require_torch, trace_array)
 
 torch = require_torch()
 import numpy as np  # noqa: E402
 import torch_trace  # noqa: E402
 
-TOL = 1e-5
 FLOAT_FIELDS = ["queries", "keys", "values", "scores", "scaled_scores", "masked_scores", "weights",
                 "dropped_weights", "context"]
 # For the test of the test (step 3 of issue 10): ATTNSCOPE_ORACLE_SABOTAGE=output adds 1e-4 to one
@@ -65,13 +65,6 @@ CASES = [
 ]
 
 
-def to_array(m):
-    """A trace matrix (rows of numbers, null = −∞) as float64; numpy reads null as NaN."""
-    a = np.array(m, dtype=np.float64)
-    a[np.isnan(a)] = -np.inf
-    return a
-
-
 def run_trace(cli, path, extra):
     run = subprocess.run([cli, "trace", path, *extra], capture_output=True)
     if run.returncode != 0:
@@ -92,20 +85,6 @@ def torch_reference(ws, sc):
         ref["batches"][1]["output"] = ref["batches"][1]["output"].clone()
         ref["batches"][1]["output"][7, 3] += 1e-4 * (1 + abs(float(ref["batches"][1]["output"][7, 3])))
     return ref
-
-
-def compare_floats(worst, quantity, ours, ref, where, masked=None):
-    ours_a, ref_a = to_array(ours), ref.detach().numpy().astype(np.float64)
-    if ours_a.shape != ref_a.shape:
-        worst.fail("%s: %s has shape %s, torch %s" % (where, quantity, ours_a.shape, ref_a.shape))
-        return
-    ref_inf = np.isneginf(ref_a)
-    if not np.array_equal(np.isneginf(ours_a), ref_inf):
-        worst.fail("%s: %s is -inf at other places than torch's" % (where, quantity))
-        return
-    worst.record(quantity, rel_diff(ours_a[~ref_inf], ref_a[~ref_inf]), where, TOL)
-    if masked is not None and masked.any() and (np.any(ours_a[masked] != 0) or np.any(ref_a[masked] != 0)):
-        worst.fail("%s: %s not exactly 0 at masked positions" % (where, quantity))
 
 
 def compare_run(worst, case, trace, ref, traced):
@@ -139,19 +118,8 @@ def compare_run(worst, case, trace, ref, traced):
                     compare_floats(worst, "context (fused head)", oh["context"], rh["context"], where)
                 continue
             maps_seen += 1
-            mask = rh["mask"].numpy()
-            if not np.array_equal(np.array(oh["mask"], dtype=bool), mask):
-                worst.fail("%s: causal mask differs" % where)
-            keep = rh["dropout_mask"].numpy()
-            ours_keep = np.array(oh["dropout_mask"], dtype=bool)
-            if ours_keep.shape != keep.shape or not np.array_equal(ours_keep, keep):
-                worst.fail("%s: dropout mask differs from torch's (%s of %d)" % (
-                    where, np.sum(ours_keep != keep) if ours_keep.shape == keep.shape else "shape",
-                    keep.size))
+            compare_head(worst, oh, rh, where, FLOAT_FIELDS, "traced head ")
             worst.record("dropout mask (bitwise)", 0.0, where, 0.0)
-            for q in FLOAT_FIELDS:
-                masked = mask if q in ("weights", "dropped_weights") else None
-                compare_floats(worst, "traced head " + q, oh[q], rh[q], where, masked)
         origin = "traced element" if kept else "fused element"
         compare_floats(worst, "context (%s)" % origin, ob["context"], rb["context"], "%s b%d" % (case, b))
         compare_floats(worst, "output (%s)" % origin, ob["output"], rb["output"], "%s b%d" % (case, b))
@@ -162,7 +130,7 @@ def compare_run(worst, case, trace, ref, traced):
 def compare_elements(worst, case, trace, m):
     """Dropout active: the two elements draw differently, so their outputs differ; without it they
     compute the same thing and agree to the tolerance."""
-    o0, o1 = (to_array(trace["batches"][b]["output"]) for b in (0, 1))
+    o0, o1 = (trace_array(trace["batches"][b]["output"]) for b in (0, 1))
     active = m["training"] and m["dropout"] > 0
     if active and np.array_equal(o0, o1):
         worst.fail("%s: with dropout, element 1's output equals element 0's" % case)

@@ -12,13 +12,13 @@ import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
-from oracle_common import Worst, cli_path_from_argv, load_seed_classes, rel_diff, require_torch
+from oracle_common import (TOL, Worst, cli_path_from_argv, compare_floats, compare_head, load_seed_classes,
+                           rel_diff, require_torch, trace_array)
 
 torch = require_torch()
 import numpy as np  # noqa: E402
 import torch_trace  # noqa: E402
 
-TOL = 1e-5
 THREADS_TOL = 1e-6
 VARIANTS = ["simple", "self_attention_v1", "self_attention_v2", "causal", "multihead_wrapper",
             "multihead"]
@@ -132,15 +132,8 @@ def check_coverage(cases):
         assert any(m["dropout"] == p and m["training"] for m in ms), "no training case with p=%s" % p
 
 
-def as_array(m):
-    """A trace matrix (rows of numbers, null = −∞) or vector as float64."""
-    if m and isinstance(m[0], list):
-        return np.array([[-np.inf if v is None else v for v in row] for row in m], dtype=np.float64)
-    return np.array([-np.inf if v is None else v for v in m], dtype=np.float64)
-
-
 def as_float32_bits(m):
-    return as_array(m).astype(np.float32).view(np.uint32)
+    return trace_array(m).astype(np.float32).view(np.uint32)
 
 
 def run_trace(cli, path, *extra):
@@ -149,24 +142,6 @@ def run_trace(cli, path, *extra):
         raise AssertionError("attnscope-cli trace %s exited %d: %s" % (
             " ".join(extra), run.returncode, run.stderr.strip()))
     return json.loads(run.stdout)
-
-
-def compare_floats(worst, quantity, ours, ref, case, masked=None):
-    """Within TOL; −∞ only (and exactly) where torch has −∞; with `masked`, exact 0 on both sides."""
-    ours_a, ref_a = as_array(ours), ref.detach().numpy().astype(np.float64)
-    if ours_a.shape != ref_a.shape:
-        worst.fail("%s: %s has shape %s, torch %s" % (case, quantity, ours_a.shape, ref_a.shape))
-        return
-    ours_inf, ref_inf = np.isneginf(ours_a), np.isneginf(ref_a)
-    if not np.array_equal(ours_inf, ref_inf):
-        worst.fail("%s: %s is -inf at other places than torch's" % (case, quantity))
-        return
-    finite = ~ref_inf
-    worst.record(quantity, rel_diff(ours_a[finite], ref_a[finite]), case, TOL)
-    if masked is not None and masked.any():
-        if np.any(ours_a[masked] != 0) or np.any(ref_a[masked] != 0):
-            worst.fail("%s: %s not exactly 0 at masked positions (ours %s, torch %s)" % (
-                case, quantity, np.unique(ours_a[masked]), np.unique(ref_a[masked])))
 
 
 def compare_case(worst, case, trace, ref):
@@ -191,18 +166,7 @@ def compare_case(worst, case, trace, ref):
             continue
         for h, (oh, rh) in enumerate(zip(ob["heads"], rb["heads"])):
             where = "%s b%d h%d" % (case, b, h)
-            mask = rh["mask"].numpy()
-            if not np.array_equal(np.array(oh["mask"], dtype=bool), mask):
-                worst.fail("%s: causal mask differs" % where)
-            keep = rh["dropout_mask"].numpy()
-            ours_keep = np.array(oh["dropout_mask"], dtype=bool)
-            if ours_keep.shape != keep.shape or not np.array_equal(ours_keep, keep):
-                worst.fail("%s: dropout mask differs from torch's (%s of %d)" % (
-                    where, np.sum(ours_keep != keep) if ours_keep.shape == keep.shape else "shape",
-                    keep.size))
-            for q in FLOAT_FIELDS:
-                masked = mask if q in ("weights", "dropped_weights") else None
-                compare_floats(worst, q, oh[q], rh[q], where, masked)
+            compare_head(worst, oh, rh, where, FLOAT_FIELDS)
         compare_floats(worst, "batch context", ob["context"], rb["context"], "%s b%d" % (case, b))
         compare_floats(worst, "output", ob["output"], rb["output"], "%s b%d" % (case, b))
 
@@ -217,11 +181,11 @@ def compare_threads(worst, case, serial, parallel):
                 if oh[q] != ph[q]:
                     worst.fail("%s: --threads 2 %s differs from serial" % (case, q))
             for q in FLOAT_FIELDS:
-                worst.record("threads " + q, rel_diff(np.nan_to_num(as_array(ph[q]), neginf=-1e30),
-                                                      np.nan_to_num(as_array(oh[q]), neginf=-1e30)),
+                worst.record("threads " + q, rel_diff(np.nan_to_num(trace_array(ph[q]), neginf=-1e30),
+                                                      np.nan_to_num(trace_array(oh[q]), neginf=-1e30)),
                              case, THREADS_TOL)
         for q in ("context", "output"):
-            worst.record("threads " + q, rel_diff(as_array(pb[q]), as_array(ob[q])), case, THREADS_TOL)
+            worst.record("threads " + q, rel_diff(trace_array(pb[q]), trace_array(ob[q])), case, THREADS_TOL)
 
 
 def describe(i, ws):
