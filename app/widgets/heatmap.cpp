@@ -83,6 +83,13 @@ class Baker {
   void submit(Colouring job) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+    // A newer snapshot's colouring of the same map replaces a queued older one: the older would be
+    // coloured for nothing and would keep its snapshot (a GPT-2 trace: 260 MB) alive meanwhile.
+    for (Colouring& queued : jobs_)
+      if (queued.id == job.id) {
+        queued = std::move(job);
+        return;
+      }
     jobs_.push_back(std::move(job));
     wake_.notify_one();
   }

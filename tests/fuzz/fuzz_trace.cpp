@@ -2,7 +2,8 @@
 // limits: T ≤ 64, d ≤ 64, 8 heads, batch 4, 2^16 attention cells); an accepted one goes through
 // computeTrace on the serial path. InputError and ComputeError are the engine's refusals; a trace
 // it returns has the documented shapes and holds no NaN or infinity except the −∞ of
-// masked_scores where the mask is set (docs/DESIGN.md §2.3). Computed again with only batch element 0
+// masked_scores where the mask is set (docs/DESIGN.md §2.3), checked on the reference loops; the fast
+// path's traced heads have the same masks. Computed again with only batch element 0
 // traced on the reference loops (the others through scratch rows), the outputs are the same bit for
 // bit; on the fast path (the fused kernel for the others, as for GPT-2) they are finite and shaped
 // alike, or the call is refused with a ComputeError.
@@ -49,9 +50,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     fuzz::unexpected("parseWorkspace", e);
   }
   const ModelConfig& m = ws.model;
+  ExecutionOptions reference;  // the readable loops: the invariants below are checked on them
+  reference.fused = false;
   Trace t;
   try {
-    t = computeTrace(ws.embeddings, m, ExecutionOptions{}, TraceRequest{}, limits);
+    t = computeTrace(ws.embeddings, m, reference, TraceRequest{}, limits);
   } catch (const InputError&) {
     return 0;
   } catch (const ComputeError&) {
@@ -129,8 +132,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Only batch element 0 traced: the others run through the per-thread scratch rows of the
   // reference loops. Same kernels on the same rows, so the same numbers, bit for bit.
   Trace partial;
-  ExecutionOptions reference;
-  reference.fused = false;
   try {
     partial = computeTrace(ws.embeddings, m, reference, TraceRequest::only({0}), limits);
   } catch (const std::exception& e) {
@@ -150,6 +151,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const ComputeError&) {
   } catch (const std::exception& e) {
     fuzz::unexpected("computeTrace (fast path)", e);
+  }
+  // Every element traced on the fast path (row-wise vector operations): the same masks, bit for
+  // bit, and maps with no NaN or infinity but the masked −∞.
+  try {
+    const Trace fast = computeTrace(ws.embeddings, m, ExecutionOptions{}, TraceRequest{}, limits);
+    for (std::size_t b = 0; b < fast.batches.size(); ++b)
+      for (std::size_t h = 0; h < fast.batches[b].heads.size(); ++h) {
+        const HeadTrace &f = fast.batches[b].heads[h], &r = t.batches[b].heads[h];
+        const std::string at = "fast path, batch " + std::to_string(b) + " head " + std::to_string(h) + ": ";
+        FUZZ_CHECK(f.mask == r.mask && f.dropout_mask == r.dropout_mask, at + "a mask differs from the reference's");
+        FUZZ_CHECK(f.weights.allFinite() && f.dropped_weights.allFinite() && f.context.allFinite(),
+                   at + "weights or context not finite");
+      }
+  } catch (const ComputeError&) {
+  } catch (const std::exception& e) {
+    fuzz::unexpected("computeTrace (fast path, every element traced)", e);
   }
   FUZZ_CHECK(partial.batches.size() == t.batches.size(), "batch count with element 0 traced");
   for (std::size_t b = 0; b < t.batches.size(); ++b) {
