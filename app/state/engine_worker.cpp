@@ -72,7 +72,9 @@ EngineResult run(const EngineRequest& req, std::uint64_t serial) {
 }  // namespace
 
 EngineWorker::~EngineWorker() {
-  if (running_) future_.wait();
+  if (!running_) return;
+  cancel_->store(true);  // a result nobody will see: stop at the next task instead of finishing
+  future_.wait();
 }
 
 void EngineWorker::request(EngineRequest r) {
