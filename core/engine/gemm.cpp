@@ -30,6 +30,7 @@ GemmBackend initialBackend() {
 
 GemmBackend& current();
 
+#ifdef ATTNSCOPE_HAVE_OPENBLAS
 // Below this many multiply-adds a product runs on Eigen whatever the backend: OpenBLAS's per-call
 // overhead (its buffers are taken behind a lock) outweighs a small product. The fused kernel's
 // 64 × 128 × 64 tiles took 5× longer through cblas (medium preset: 31 ms vs 5.6 ms, one thread).
@@ -37,16 +38,15 @@ constexpr double kBlasMinWork = 1 << 22;
 
 bool useBlas(int m, int n, int k) {
   if (current() != GemmBackend::OpenBlas || static_cast<double>(m) * n * k < kBlasMinWork) return false;
-#ifdef ATTNSCOPE_HAVE_OPENBLAS
   // One thread per call, always: the parallelism is ours. OpenBLAS's OpenMP build starts a team
   // of omp_get_max_threads() unless it runs inside an active parallel region — and our serial
   // path runs in inactive ones, whose ICVs are fresh copies. A team of two on a busy two-core
   // machine spun for 15 ms per 128 × 256 × 256 product (0.35 ms on one thread). This thread's
   // ICV is ours to set: every parallel region of ours names its thread count.
   if (omp_get_max_threads() != 1) omp_set_num_threads(1);
-#endif
   return true;
 }
+#endif
 
 GemmBackend& current() {
   static GemmBackend backend = initialBackend();
