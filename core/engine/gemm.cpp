@@ -93,42 +93,46 @@ void setGemmBackend(GemmBackend backend) {
   if (gemmBackendAvailable(backend)) current() = backend;
 }
 
-void gemmABt(int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta,
-             float* C, int ldc) {
+namespace {
+
+// C = A·op(B) + beta·C, op(B) = Bᵀ (B: n × k) or B (B: k × n): the one body of both products.
+void gemm(bool transpose_b, int m, int n, int k, const float* A, int lda, const float* B, int ldb,
+          float beta, float* C, int ldc) {
   if (m <= 0 || n <= 0) return;
 #ifdef ATTNSCOPE_HAVE_OPENBLAS
   if (useBlas(m, n, k)) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, A, lda, B, ldb, beta, C, ldc);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, A,
+                lda, B, ldb, beta, C, ldc);
     return;
   }
 #endif
-  const ConstMap a(A, m, k, Stride(lda)), b(B, n, k, Stride(ldb));
+  const ConstMap a(A, m, k, Stride(lda));
+  const ConstMap b(B, transpose_b ? n : k, transpose_b ? k : n, Stride(ldb));
   Map c(C, m, n, Stride(ldc));
-  if (beta == 0.0f)
-    c.noalias() = a * b.transpose();
-  else {
-    if (beta != 1.0f) c *= beta;
-    c.noalias() += a * b.transpose();
+  if (beta == 0.0f) {
+    if (transpose_b)
+      c.noalias() = a * b.transpose();
+    else
+      c.noalias() = a * b;
+    return;
   }
+  if (beta != 1.0f) c *= beta;
+  if (transpose_b)
+    c.noalias() += a * b.transpose();
+  else
+    c.noalias() += a * b;
+}
+
+}  // namespace
+
+void gemmABt(int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta,
+             float* C, int ldc) {
+  gemm(true, m, n, k, A, lda, B, ldb, beta, C, ldc);
 }
 
 void gemmAB(int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta,
             float* C, int ldc) {
-  if (m <= 0 || n <= 0) return;
-#ifdef ATTNSCOPE_HAVE_OPENBLAS
-  if (useBlas(m, n, k)) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, A, lda, B, ldb, beta, C, ldc);
-    return;
-  }
-#endif
-  const ConstMap a(A, m, k, Stride(lda)), b(B, k, n, Stride(ldb));
-  Map c(C, m, n, Stride(ldc));
-  if (beta == 0.0f)
-    c.noalias() = a * b;
-  else {
-    if (beta != 1.0f) c *= beta;
-    c.noalias() += a * b;
-  }
+  gemm(false, m, n, k, A, lda, B, ldb, beta, C, ldc);
 }
 
 double measureGemmGflops(GemmBackend backend, int m, int n, int k, int repeat) {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <optional>
 #include <string>
 #include <typeinfo>
 
@@ -67,6 +68,17 @@ inline Limits smallLimits() {
 inline Limits reloadLimits(Limits l) {
   l.max_file_bytes = std::numeric_limits<std::int64_t>::max() / 64;
   return l;
+}
+
+// The fuzzer's bytes as a workspace; nullopt when parseWorkspace refuses them (InputError).
+inline std::optional<Workspace> parseOrRefuse(const std::uint8_t* data, std::size_t size, const Limits& limits) {
+  try {
+    return parseWorkspace(std::string(reinterpret_cast<const char*>(data), size), limits);
+  } catch (const InputError&) {
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    unexpected("parseWorkspace", e);
+  }
 }
 
 inline bool sameBits(const Matrix& a, const Matrix& b) {

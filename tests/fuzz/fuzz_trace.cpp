@@ -39,16 +39,10 @@ std::string cell(const std::string& what, Eigen::Index i, Eigen::Index j) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace attnscope;
-  const std::string text(reinterpret_cast<const char*>(data), size);
   const Limits limits = fuzz::smallLimits();
-  Workspace ws;
-  try {
-    ws = parseWorkspace(text, limits);
-  } catch (const InputError&) {
-    return 0;
-  } catch (const std::exception& e) {
-    fuzz::unexpected("parseWorkspace", e);
-  }
+  const std::optional<Workspace> parsed = fuzz::parseOrRefuse(data, size, limits);
+  if (!parsed) return 0;
+  const Workspace& ws = *parsed;
   const ModelConfig& m = ws.model;
   ExecutionOptions reference;  // the readable loops: the invariants below are checked on them
   reference.fused = false;

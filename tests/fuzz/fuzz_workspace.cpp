@@ -11,16 +11,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace attnscope;
-  const std::string text(reinterpret_cast<const char*>(data), size);
   const Limits limits = fuzz::workspaceLimits();
-  Workspace ws;
-  try {
-    ws = parseWorkspace(text, limits);
-  } catch (const InputError&) {
-    return 0;
-  } catch (const std::exception& e) {
-    fuzz::unexpected("parseWorkspace", e);
-  }
+  const std::optional<Workspace> parsed = fuzz::parseOrRefuse(data, size, limits);
+  if (!parsed) return 0;
+  const Workspace& ws = *parsed;
   fuzz::checkConsistent(ws, limits, "parsed");
   fuzz::checkRoundTrip(ws, limits, "parse → dump → parse");
   return 0;

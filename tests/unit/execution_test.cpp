@@ -19,15 +19,6 @@
 namespace attnscope {
 namespace {
 
-Matrix randomInputs(int T, int d_in, std::uint32_t seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  Matrix x(T, d_in);
-  for (int i = 0; i < T; ++i)
-    for (int j = 0; j < d_in; ++j) x(i, j) = u(g);
-  return x;
-}
-
 double maxDiff(const Matrix& a, const Matrix& b) {
   if (a.rows() != b.rows() || a.cols() != b.cols()) return INFINITY;
   double d = 0;
@@ -96,7 +87,7 @@ TEST(ExecutionPaths, OpenMPMatchesSerial) {
   double worst = 0;
   for (const Case& c : parallelCases()) {
     SCOPED_TRACE(variantId(c.m.variant));
-    const Matrix x = randomInputs(c.T, c.d_in, 7);
+    const Matrix x = test::randomMatrix(c.T, c.d_in, 7);
     const Trace serial = computeTrace(x, c.m, ExecutionOptions{false, 0});
     for (int threads : {1, 2, 4}) {
       const Trace par = computeTrace(x, c.m, ExecutionOptions{true, threads, 0});  // 0: parallel however small
@@ -111,7 +102,7 @@ TEST(ExecutionPaths, OpenMPMatchesSerial) {
 TEST(TraceRequests, OnlyBatchOneKeepsOnlyItsHeads) {
   for (const Case& c : parallelCases()) {
     SCOPED_TRACE(variantId(c.m.variant));
-    const Matrix x = randomInputs(c.T, c.d_in, 11);
+    const Matrix x = test::randomMatrix(c.T, c.d_in, 11);
     for (bool parallel : {false, true}) {
       if (parallel && !openmpAvailable()) continue;
       const ExecutionOptions exec{parallel, 2, 0};

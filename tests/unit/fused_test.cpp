@@ -23,26 +23,11 @@
 namespace attnscope {
 namespace {
 
-Matrix randomInputs(int T, int d_in, std::uint32_t seed, float amplitude = 1.0f) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> u(-amplitude, amplitude);
-  Matrix x(T, d_in);
-  for (int i = 0; i < T; ++i)
-    for (int j = 0; j < d_in; ++j) x(i, j) = u(g);
-  return x;
-}
-
 // max |a − b| ÷ max(max |b|, tiny): the relative error of a whole output matrix.
 double relativeDiff(const Matrix& a, const Matrix& b) {
   if (a.rows() != b.rows() || a.cols() != b.cols()) return INFINITY;
   const double scale = std::max(static_cast<double>(b.cwiseAbs().maxCoeff()), 1e-30);
   return static_cast<double>((a - b).cwiseAbs().maxCoeff()) / scale;
-}
-
-bool sameBits(const Matrix& a, const Matrix& b) {
-  return a.rows() == b.rows() && a.cols() == b.cols() &&
-         std::equal(a.data(), a.data() + a.size(), b.data(),
-                    [](float x, float y) { return std::memcmp(&x, &y, sizeof x) == 0; });
 }
 
 struct Case {
@@ -93,7 +78,7 @@ TEST(Fused, MatchesTheReferenceLoops) {
     setGemmBackend(backend);
     for (const Case& c : cases()) {
       SCOPED_TRACE(describe(c) + " gemm=" + gemmBackendId(backend));
-      const Matrix x = randomInputs(c.T, c.d_in, 3 + c.T);
+      const Matrix x = test::randomMatrix(c.T, c.d_in, 3 + c.T);
       ExecutionOptions reference;
       reference.fused = false;
       const Trace expected = computeTrace(x, c.m, reference, kOutputsOnly);
@@ -124,7 +109,7 @@ TEST(Fused, TracedAndFusedElementsAgree) {
   for (const Case& c : cases()) {
     if (c.T < 60) continue;
     SCOPED_TRACE(describe(c));
-    const Matrix x = randomInputs(c.T, c.d_in, 5);
+    const Matrix x = test::randomMatrix(c.T, c.d_in, 5);
     ExecutionOptions reference;
     reference.fused = false;
     const Trace full = computeTrace(x, c.m, reference);
@@ -155,7 +140,7 @@ TEST(Fused, TracedMapsMatchTheReferenceLoops) {
   for (const Case& c : cases()) {
     if (c.m.normalization != Normalization::Softmax) continue;
     SCOPED_TRACE(describe(c));
-    const Matrix x = randomInputs(c.T, c.d_in, 13);
+    const Matrix x = test::randomMatrix(c.T, c.d_in, 13);
     ExecutionOptions reference;
     reference.fused = false;
     const Trace expected = computeTrace(x, c.m, reference);
@@ -188,7 +173,7 @@ TEST(Fused, TracedMapsMatchTheReferenceLoops) {
 TEST(Fused, SharingAndThreadsChangeNoBit) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(describe(c));
-    const Matrix x = randomInputs(c.T, c.d_in, 9);
+    const Matrix x = test::randomMatrix(c.T, c.d_in, 9);
     ExecutionOptions each;
     each.share_identical = false;
     const Trace base = computeTrace(x, c.m, each, kOutputsOnly);
@@ -199,7 +184,7 @@ TEST(Fused, SharingAndThreadsChangeNoBit) {
       shared.min_parallel_work = 0;
       const Trace got = computeTrace(x, c.m, shared, kOutputsOnly);
       for (std::size_t b = 0; b < got.batches.size(); ++b)
-        EXPECT_TRUE(sameBits(got.batches[b].output, base.batches[b].output)) << "batch " << b << ", " << threads;
+        EXPECT_TRUE(test::bitwiseEqual(got.batches[b].output, base.batches[b].output)) << "batch " << b << ", " << threads;
     }
   }
 }
@@ -208,20 +193,20 @@ TEST(Fused, SharingAndThreadsChangeNoBit) {
 TEST(Fused, ElementsDifferOnlyWithDropout) {
   ModelConfig m = defaultConfig(Variant::MultiHead);
   m.d_out = 8, m.num_heads = 2, m.batch_size = 3, m.dropout = 0.5, m.training = true;
-  const Matrix x = randomInputs(100, 6, 1);
+  const Matrix x = test::randomMatrix(100, 6, 1);
   const Trace dropped = computeTrace(x, m, ExecutionOptions{}, kOutputsOnly);
-  EXPECT_FALSE(sameBits(dropped.batches[0].output, dropped.batches[1].output));
-  EXPECT_FALSE(sameBits(dropped.batches[1].output, dropped.batches[2].output));
+  EXPECT_FALSE(test::bitwiseEqual(dropped.batches[0].output, dropped.batches[1].output));
+  EXPECT_FALSE(test::bitwiseEqual(dropped.batches[1].output, dropped.batches[2].output));
   m.training = false;
   const Trace eval = computeTrace(x, m, ExecutionOptions{}, kOutputsOnly);
-  EXPECT_TRUE(sameBits(eval.batches[0].output, eval.batches[2].output));
+  EXPECT_TRUE(test::bitwiseEqual(eval.batches[0].output, eval.batches[2].output));
 }
 
 // Scores that overflow float32 fail the call on the fast path as on the reference.
 TEST(Fused, OverflowIsAComputeError) {
   ModelConfig m = defaultConfig(Variant::Simple);
   m.batch_size = 2;
-  const Matrix x = randomInputs(70, 4, 2, 1e20f);
+  const Matrix x = test::randomMatrix(70, 4, 2, 1e20f);
   EXPECT_THROW(computeTrace(x, m, ExecutionOptions{}, kOutputsOnly), ComputeError);
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -93,6 +94,16 @@ inline ::testing::AssertionResult allNear(const Matrix& actual, const Matrix& ex
 // Matches numbers the notebook printed with 4 decimals.
 inline ::testing::AssertionResult matchesPrinted(const Matrix& actual, const Matrix& printed) {
   return allNear(actual, printed, kPrinted4);
+}
+
+// A T × d matrix of uniform values in [−amplitude, amplitude), reproducible from `seed`.
+inline Matrix randomMatrix(int T, int d, std::uint32_t seed, float amplitude = 1.0f) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(-amplitude, amplitude);
+  Matrix x(T, d);
+  for (int i = 0; i < T; ++i)
+    for (int j = 0; j < d; ++j) x(i, j) = u(g);
+  return x;
 }
 
 // Bitwise equality of two float matrices (same shape, same bits, so −0 ≠ 0 and NaN == NaN).
