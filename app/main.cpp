@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cfloat>
 #include <cstdio>
 #include <filesystem>
@@ -32,6 +33,7 @@
 #include "shell/interaction_bench.h"
 #include "shell/layout_dump.h"
 #include "shell/theme.h"
+#include "state/ui_wake.h"
 #include "widgets/heatmap.h"
 
 using namespace attnscope;
@@ -210,7 +212,7 @@ int main(int argc, char** argv) {
   if (int code = parseOptions(argc, argv, options); code >= 0) return code;
 
   const bool headless = !options.screenshot_path.empty();
-  // The bench runs unattended too: frames back to back (no vsync), no autosave, no recovery.
+  // The bench runs unattended too: no vsync, no autosave, no recovery.
   std::optional<InteractionBench> bench;
   if (!options.bench_path.empty()) {
     InteractionBenchOptions b;
@@ -324,10 +326,25 @@ int main(int argc, char** argv) {
   int ready_frames = 0, exit_code = 0;
   const double start = glfwGetTime();
   std::string title;
+  // The engine and the colouring thread wake the loop when a result is ready (state/ui_wake.h).
+  setWakeHandler([] { glfwPostEmptyEvent(); });
+  int eager_frames = 0;
   for (bool running = true; running;) {
-    glfwPollEvents();
+    // A window with nothing new to show sleeps: until input, a result, a message's end, or a
+    // quarter second (a caret's blink, the autosave). It leaves both cores to the engine while it
+    // computes. Scripts and screenshots run flat out; the bench sleeps like a user's window while
+    // it waits for a result (docs/DESIGN.md §3.3).
+    const bool may_sleep = !headless && !script && (!bench || bench->awaitingResult());
+    if (may_sleep && eager_frames <= 0) {
+      glfwWaitEventsTimeout(app.idleTimeout(glfwGetTime(), 0.25));
+      eager_frames = 2;  // ImGui settles a change over two frames (hover, popups, layout)
+    } else {
+      glfwPollEvents();
+    }
+    --eager_frames;
     glfwSetWindowShouldClose(window, 0);  // closing goes through the quit command and its prompt
     const double now = glfwGetTime();
+    const auto frame_start = std::chrono::steady_clock::now();
     if (script) script->feed(app);
     if (bench) bench->beforeUpdate(app);  // t0 of an edit: queued just before the frame applying it
     app.update(now);  // every queued command, in one place, before the frame
@@ -356,7 +373,8 @@ int main(int argc, char** argv) {
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
     glfwSwapBuffers(window);
 
-    app.endFrame(now, ImGui::IsAnyMouseDown(), io.WantTextInput);
+    app.endFrame(now, ImGui::IsAnyMouseDown(), io.WantTextInput,
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - frame_start).count());
     if (const std::string wanted = app.windowTitle(); wanted != title) glfwSetWindowTitle(window, (title = wanted).c_str());
     layout().endFrame(options.dump_layout_path);
     collectHeatmapTextures();
@@ -381,6 +399,7 @@ int main(int argc, char** argv) {
     }
   }
 
+  setWakeHandler(nullptr);  // before the window goes: a late result wakes nothing
   releaseHeatmapTextures();
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();

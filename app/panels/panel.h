@@ -29,6 +29,7 @@ struct PanelContext {
   const Toast& toast;
   CommandQueue& commands;
   double now;
+  double frame_ms;                 // the last frame's build and render time
 };
 
 }  // namespace attnscope

@@ -290,7 +290,7 @@ std::string App::windowTitle() const {
 
 void App::draw(double now, float caption_h, float caption_x, float caption_w) {
   layout().beginFrame();
-  const PanelContext ctx{doc_, view_, snapshot_, computing_, engine_error_, exec_, toast_, queue_, now};
+  const PanelContext ctx{doc_, view_, snapshot_, computing_, engine_error_, exec_, toast_, queue_, now, frame_ms_};
   menu_.draw(ctx, dialogs_.settings().recent);
   drawPanels(ctx, caption_h);
   if (caption_h > 0) {
@@ -354,9 +354,17 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
   status_bar_.draw(ctx, ImVec2(vp.Pos.x, vp.Pos.y + vp.Size.y - status_h), ImVec2(vp.Size.x, status_h));
 }
 
-void App::endFrame(double now, bool mouse_down, bool typing) {
+void App::endFrame(double now, bool mouse_down, bool typing, double frame_ms) {
   if (!mouse_down && !typing) doc_.endGesture();  // a drag or a typed value ended: a new undo step next
   autosave_.update(doc_, view_, now);
+  frame_ms_ = frame_ms;
+}
+
+double App::idleTimeout(double now, double longest) const {
+  if (!queue_.empty()) return 0;
+  double timeout = longest;
+  if (!toast_.text.empty() && toast_.until > now) timeout = std::min(timeout, toast_.until - now);
+  return std::max(timeout, 0.0);
 }
 
 // ---- screenshots --------------------------------------------------------------------------

@@ -56,8 +56,12 @@ class App {
   // One frame of the UI for the current ImGui display; `caption_h` pixels at the bottom are the
   // screenshot caption's (from caption_x, caption_w wide).
   void draw(double now, float caption_h = 0, float caption_x = 0, float caption_w = 0);
-  // After the frame: autosave, the end of a drag gesture.
-  void endFrame(double now, bool mouse_down, bool typing);
+  // After the frame: autosave, the end of a drag gesture. `frame_ms`: how long the frame took to
+  // build and render (the status bar shows it; a sleeping window has no frame rate).
+  void endFrame(double now, bool mouse_down, bool typing, double frame_ms);
+  // How long the window may sleep before the next frame unless woken (input, a result): 0 while
+  // commands wait, until a message ends, at most `longest` seconds.
+  double idleTimeout(double now, double longest) const;
 
   // The snapshot on screen answers the newest document version, view batch and engine options
   // (or the engine refused them).
@@ -126,6 +130,7 @@ class App {
   bool capturing_ = false;
   std::string last_screenshot_;
   bool quit_ = false;
+  double frame_ms_ = 0;                       // the last frame's build and render time
   std::vector<CommandFailure> failures_;
 };
 

@@ -263,8 +263,9 @@ int InteractionBench::finish(int window_w, int window_h) {
       {"method",
        "t0: the command is queued just before the App::update of the frame that applies it; t1: the end of the first "
        "frame (after its swap) whose drawn snapshot has a version >= the document's after the edit. frames_to_result "
-       "counts frames from the one applying the edit (1) to the one showing its result; next frame = 1. Frames are "
-       "drawn back to back, swap interval 0, no idle wait. Large maps may still show their colouring placeholder at t1."}};
+       "counts frames from the one applying the edit (1) to the one showing its result; next frame = 1. Swap "
+       "interval 0. Between an edit and its result the window sleeps until the engine wakes it, as the app does for a "
+       "user; otherwise frames are drawn back to back. Large maps may still show their colouring placeholder at t1."}};
   try {
     writeFileAtomically(options_.out_path, out.dump(2) + "\n");
   } catch (const InputError& e) {

@@ -35,6 +35,8 @@ class InteractionBench {
   // At the end of a frame (after the swap): t1 when the drawn snapshot answers the edit. True once
   // every preset is done or the run failed: then call finish().
   bool afterFrame(const App& app);
+  // Between an edit and its result: the window may sleep until the engine wakes it, as a user's does.
+  bool awaitingResult() const { return phase_ == Phase::Waiting; }
   // A bench command the app refused.
   void refused(const CommandFailure& failure);
   // Writes OUT.json and the summary line (or the one error line); the exit code.

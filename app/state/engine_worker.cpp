@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "engine/errors.h"
+#include "state/ui_wake.h"
 
 namespace attnscope {
 
@@ -74,7 +75,7 @@ EngineResult run(const EngineRequest& req, std::uint64_t serial) {
 EngineWorker::~EngineWorker() {
   if (!running_) return;
   cancel_->store(true);  // a result nobody will see: stop at the next task instead of finishing
-  future_.wait();
+  thread_.join();
 }
 
 void EngineWorker::request(EngineRequest r) {
@@ -88,6 +89,7 @@ void EngineWorker::request(EngineRequest r) {
 std::optional<EngineResult> EngineWorker::collect(std::chrono::milliseconds wait) {
   if (!running_ || future_.wait_for(wait) != std::future_status::ready) return std::nullopt;
   std::optional<EngineResult> done = future_.get();
+  thread_.join();  // it has set the result: only the wake-up is left
   running_ = false;
   if (done->cancelled) done.reset();
   // The first part of a split request is on screen: the rest follows unless a newer request
@@ -108,8 +110,12 @@ void EngineWorker::start() {
   running_second_part_ = pending_second_part_;
   cancel_ = std::make_shared<std::atomic<bool>>(false);
   job.exec.cancel = cancel_.get();
-  future_ = std::async(std::launch::async, [job = std::move(job), cancel = cancel_, serial = ++serial_] {
-    return run(job, serial);
+  std::promise<EngineResult> promise;
+  future_ = promise.get_future();
+  thread_ = std::thread([job = std::move(job), cancel = cancel_, serial = ++serial_, promise = std::move(promise)]() mutable {
+    static_cast<void>(cancel);  // held here: job.exec.cancel points into it
+    promise.set_value(run(job, serial));
+    wakeUi();  // after the result is ready: the window may be asleep, and draws it at once
   });
   running_ = true;
 }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "state/snapshot.h"
@@ -55,6 +56,7 @@ class EngineWorker {
   bool running_second_part_ = false;              // the job in flight completes one …
   std::shared_ptr<std::atomic<bool>> cancel_;     // … and is stopped when a newer request comes
   std::future<EngineResult> future_;
+  std::thread thread_;                            // the job's own thread, joined when collected
   bool running_ = false;
   std::uint64_t serial_ = 0;
 };

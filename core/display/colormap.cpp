@@ -95,10 +95,31 @@ ValueRange centredOnZero(ValueRange r) {
   return {-m, m};
 }
 
+namespace {
+
+// x = t·255 clamped to [0, 255] (NaN → 0), rounded half away from zero: for x ≥ 0.5, x + 0.5 is
+// exact in double and truncation is floor, as lround; below 0.5 the answer is 0. Branch-free, so
+// the compiler vectorizes the loop in colormapIndices.
+inline int roundedIndex(float v, double lo, double span) {
+  const double t = (static_cast<double>(v) - lo) / span;
+  const double x = std::min(255.0, std::max(0.0, t * 255.0));
+  return x < 0.5 ? 0 : static_cast<int>(x + 0.5);
+}
+
+}  // namespace
+
 int colormapIndex(float v, ValueRange r) {
   if (!(r.hi > r.lo)) return 128;
-  const double t = (static_cast<double>(v) - r.lo) / (static_cast<double>(r.hi) - r.lo);
-  return std::clamp(static_cast<int>(std::lround(t * 255.0)), 0, 255);
+  return roundedIndex(v, r.lo, static_cast<double>(r.hi) - r.lo);
+}
+
+void colormapIndices(const float* v, std::size_t n, ValueRange r, std::uint8_t* out) {
+  if (!(r.hi > r.lo)) {
+    std::fill(out, out + n, std::uint8_t{128});
+    return;
+  }
+  const double lo = r.lo, span = static_cast<double>(r.hi) - r.lo;
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::uint8_t>(roundedIndex(v[i], lo, span));
 }
 
 Rgb colormapColor(Colormap c, float v, ValueRange r) { return colormapTable(c)[colormapIndex(v, r)]; }

@@ -2,6 +2,7 @@
 // a cell must have from the same tables (assets/colormaps/*.csv) and the engine's values.
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -31,8 +32,11 @@ ValueRange finiteRange(const Matrix& m);
 ValueRange merge(ValueRange a, ValueRange b);
 ValueRange centredOnZero(ValueRange r);
 
-// Table index of v within r: round((v − lo)/(hi − lo)·255), clamped; the middle entry if hi == lo.
+// Table index of v within r: round((v − lo)/(hi − lo)·255) (halves away from zero), clamped to
+// 0 … 255 (+∞ → 255, NaN → 0); the middle entry if hi == lo.
 int colormapIndex(float v, ValueRange r);
+// colormapIndex of n values at once (vectorized: a GPT-2 snapshot colours 36 M cells).
+void colormapIndices(const float* v, std::size_t n, ValueRange r, std::uint8_t* out);
 Rgb colormapColor(Colormap c, float v, ValueRange r);
 
 // Black or white, whichever reads better on `background` (WCAG relative luminance).
