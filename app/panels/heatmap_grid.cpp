@@ -23,6 +23,8 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
   const auto& tok = snap.tokens();
   const std::string q = tok[i], k = stage == Stage::Context ? "" : tok[j];
   std::string s;
+  auto at = [&](Stage st) { return StageMap(t, h, st)(i, j); };  // the cell in another stage
+  const bool masked = at(Stage::Mask) > 0.5f;
   switch (stage) {
     case Stage::Scores: {
       s = "score(" + q + " → " + k + ") = q" + std::to_string(i + 1) + " · k" + std::to_string(j + 1);
@@ -39,40 +41,40 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
     case Stage::ScaledScores:
       if (t.model.scale == Scale::SqrtDk)
         s = formatFixed(h.scores(i, j)) + " ÷ √" + std::to_string(t.head_width) + " (" +
-            formatFixed(t.scale_divisor) + ") = " + formatFixed(h.scaled_scores(i, j));
+            formatFixed(t.scale_divisor) + ") = " + formatFixed(at(Stage::ScaledScores));
       else
-        s = "no scaling: " + formatFixed(h.scaled_scores(i, j));
+        s = "no scaling: " + formatFixed(at(Stage::ScaledScores));
       break;
     case Stage::MaskedScores:
-      if (h.mask(i, j))
+      if (masked)
         s = "'" + k + "' comes after '" + q + "': masked to −∞,\nso softmax gives it weight 0";
       else
-        s = "'" + k + "' is visible to '" + q + "': " + formatFixed(h.masked_scores(i, j));
+        s = "'" + k + "' is visible to '" + q + "': " + formatFixed(at(Stage::MaskedScores));
       break;
     case Stage::Weights:
       if (t.model.normalization == Normalization::Sum)
-        s = formatFixed(h.masked_scores(i, j)) + " ÷ row sum = " + formatFixed(h.weights(i, j));
-      else if (h.mask(i, j))
+        s = formatFixed(at(Stage::MaskedScores)) + " ÷ row sum = " + formatFixed(h.weights(i, j));
+      else if (masked)
         s = "softmax of −∞ = 0 (masked)";
       else
         s = "score q" + std::to_string(i + 1) + "·k" + std::to_string(j + 1) + " = " + formatFixed(h.scores(i, j)) +
-            (t.model.scale == Scale::SqrtDk ? "\n÷ √" + std::to_string(t.head_width) + " → " + formatFixed(h.scaled_scores(i, j)) : "") +
-            "\nsoftmax over the row of '" + q + "':\nexp(" + formatFixed(h.masked_scores(i, j)) + " − row max) ÷ Σ exp(…) = " +
+            (t.model.scale == Scale::SqrtDk ? "\n÷ √" + std::to_string(t.head_width) + " → " + formatFixed(at(Stage::ScaledScores)) : "") +
+            "\nsoftmax over the row of '" + q + "':\nexp(" + formatFixed(at(Stage::MaskedScores)) + " − row max) ÷ Σ exp(…) = " +
             formatFixed(h.weights(i, j));
       break;
     case Stage::DropoutMask:
       if (!t.dropout_active)
         s = "no dropout here (p = 0, eval mode, or a variant without dropout): kept";
-      else if (h.dropout_mask(i, j))
+      else if (at(Stage::DropoutMask) > 0.5f)
         s = "kept: weight × 1/(1 − p) = × " + formatFixed(t.dropout_scale, 3);
       else
         s = "dropped: weight → 0";
       break;
     case Stage::DroppedWeights:
       if (!t.dropout_active)
-        s = "no dropout: " + formatFixed(h.dropped_weights(i, j));
-      else if (h.dropout_mask(i, j))
-        s = formatFixed(h.weights(i, j)) + " × " + formatFixed(t.dropout_scale, 3) + " = " + formatFixed(h.dropped_weights(i, j));
+        s = "no dropout: " + formatFixed(at(Stage::DroppedWeights));
+      else if (at(Stage::DropoutMask) > 0.5f)
+        s = formatFixed(h.weights(i, j)) + " × " + formatFixed(t.dropout_scale, 3) + " = " + formatFixed(at(Stage::DroppedWeights));
       else
         s = formatFixed(h.weights(i, j)) + " dropped → 0";
       break;
@@ -379,7 +381,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       HeatmapSpec spec;
       spec.id = std::string("b") + std::to_string(batch) + "h" + std::to_string(h) + info.id;
       spec.title = stageHeading(t, stage);
-      spec.values = info.flags ? &snap->keep[h] : &(head.*info.values);
+      spec.values = StageMap(t, head, stage);
       spec.range = rangeOf(stage, h);
       spec.colormap = view.colormap;
       if (view.diverging_for_signed && !info.flags && spec.range.lo < 0) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "engine/stages.h"
 #include "shell/fonts.h"
 #include "shell/layout_dump.h"
 #include "widgets/text.h"
@@ -26,7 +27,7 @@ std::string shape(long r, long c) { return std::to_string(r) + "×" + std::to_st
 // One labelled bar per key token: its name, a bar of the value (centred at 0 for signed rows),
 // the number. Masked keys are grey and say −∞. Clicking a name selects that key column.
 void barRow(const PanelContext& ctx, const char* id, const Eigen::Ref<const RowVector>& values,
-            const ByteMatrix* mask, int row) {
+            bool with_mask) {
   const auto& tokens = ctx.snapshot->tokens();
   float lo = 0, hi = 0;
   for (Eigen::Index j = 0; j < values.size(); ++j)
@@ -43,7 +44,7 @@ void barRow(const PanelContext& ctx, const char* id, const Eigen::Ref<const RowV
   for (int j = 0; j < shown; ++j) {
     ImGui::PushID(id);
     ImGui::PushID(j);
-    const bool masked = mask && (*mask)(row, j);
+    const bool masked = with_mask && std::isinf(values(j)) && values(j) < 0;  // −∞: a masked key
     const bool selected = ctx.view.key == j;
     if (ImGui::Selectable(tokens[j].c_str(), selected, 0, ImVec2(name_w, h)))
       ctx.commands.push("select_key", {{"index", selected ? -1 : j}});
@@ -76,7 +77,7 @@ void section(const char* title, const std::string& shape_note) {
 }
 
 // zᵢ = Σⱼ αᵢⱼ vⱼ, one term per visible key, then the sum.
-void contextTerms(const PanelContext& ctx, const HeadTrace& h, int i, bool simple) {
+void contextTerms(const PanelContext& ctx, const HeadTrace& h, int i, const RowVector& dropped, bool simple) {
   const auto& tokens = ctx.snapshot->tokens();
   const int T = static_cast<int>(h.weights.cols());
   ImGui::PushFont(fonts().small);  // three vectors a row: the small font keeps them in the panel
@@ -92,7 +93,7 @@ void contextTerms(const PanelContext& ctx, const HeadTrace& h, int i, bool simpl
       if (ctx.view.key == j) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, ImGui::GetColorU32(ImGuiCol_Header));
       ImGui::TextUnformatted(tokens[j].c_str());
       ImGui::TableNextColumn();
-      const float a = h.dropped_weights(i, j);
+      const float a = dropped(j);
       ImGui::Text("%s × %s", formatFixed(a, 3).c_str(), vec(h.values.row(j), 2, 3).c_str());
       ImGui::TableNextColumn();
       ImGui::TextUnformatted(vec(a * h.values.row(j), 3, 3).c_str());
@@ -154,23 +155,23 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     }
     section("scores  qᵢ · kⱼ", shape(t.tokens, w) + " @ " + shape(w, t.tokens) + " → " + shape(t.tokens, t.tokens));
   }
-  barRow(ctx, "scores", h.scores.row(i), nullptr, i);
+  barRow(ctx, "scores", h.scores.row(i), false);
   if (t.model.scale == Scale::SqrtDk) {
     section(("scaled  ÷ √" + std::to_string(t.head_width) + (t.model.causal ? ", then masked" : "")).c_str(), "");
-    barRow(ctx, "scaled", h.masked_scores.row(i), &h.mask, i);
+    barRow(ctx, "scaled", StageMap(t, h, Stage::MaskedScores).row(i), true);
   } else if (t.model.causal) {
     section("masked scores", "");
-    barRow(ctx, "masked", h.masked_scores.row(i), &h.mask, i);
+    barRow(ctx, "masked", StageMap(t, h, Stage::MaskedScores).row(i), true);
   }
   section(t.model.normalization == Normalization::Sum ? "weights  ÷ row sum" : "weights  softmax, the row sums to 1", "");
-  barRow(ctx, "weights", h.weights.row(i), nullptr, i);
+  barRow(ctx, "weights", h.weights.row(i), false);
   if (t.dropout_active) {
     section(("after dropout  kept × " + formatFixed(t.dropout_scale, 2) + ", dropped → 0").c_str(), "");
-    barRow(ctx, "dropped", h.dropped_weights.row(i), nullptr, i);
+    barRow(ctx, "dropped", StageMap(t, h, Stage::DroppedWeights).row(i), false);
   }
   section(simple ? "context  zᵢ = Σⱼ αᵢⱼ xⱼ" : "context  zᵢ = Σⱼ αᵢⱼ vⱼ",
           shape(t.tokens, t.tokens) + " @ " + shape(t.tokens, t.head_width) + " → " + shape(t.tokens, t.head_width));
-  contextTerms(ctx, h, i, simple);
+  contextTerms(ctx, h, i, StageMap(t, h, Stage::DroppedWeights).row(i), simple);
   layout().state()["inspector_context"] = std::vector<float>(h.context.row(i).data(), h.context.row(i).data() + h.context.cols());
 
   if (t.heads > 1 || hasOutProj(t.model.variant)) {

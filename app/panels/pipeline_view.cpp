@@ -1,9 +1,11 @@
 #include "panels/pipeline_view.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "engine/stages.h"
 #include "shell/fonts.h"
 #include "widgets/heatmap.h"
 #include "shell/layout_dump.h"
@@ -18,13 +20,13 @@ struct Step {
   const char* id;            // layout name, and which step is enlarged
   std::string title;         // "scores"
   std::string op;            // the operation on the arrow into this step
-  const Matrix* values;      // null when the variant lacks the step
+  std::optional<StageMap> values;  // none when the variant lacks the step
   const ValueRange* range;   // the snapshot's colour range of this map
   std::string absent;        // why it is missing
   const std::vector<std::string>* cols;
 };
 
-std::string shape(const Matrix& m) { return std::to_string(m.rows()) + "×" + std::to_string(m.cols()); }
+std::string shape(const StageMap& m) { return std::to_string(m.rows()) + "×" + std::to_string(m.cols()); }
 
 // The colour map and range of a step, from the range the snapshot computed for it.
 ValueRange rangeFor(const ValueRange& known, Colormap* cmap, const ViewState& v) {
@@ -72,26 +74,29 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
   const std::vector<std::string>* tokens = &snap->tokens();
   const std::vector<std::string>* dims_h = &snap->dims;
 
+  auto stage = [&](Stage s) { return std::optional<StageMap>(StageMap(t, h, s)); };
+  auto matrix = [](const Matrix& v) { return std::optional<StageMap>(StageMap(v)); };
+  const std::optional<StageMap> none;
   std::vector<Step> steps;
-  steps.push_back({"inputs", "X  inputs", "", &x, &snap->inputs_range, "", dims_h});
+  steps.push_back({"inputs", "X  inputs", "", matrix(x), &snap->inputs_range, "", dims_h});
   steps.push_back({"queries", simple ? "Q = K = V = X" : "Q  (K, V alike)", simple ? "as is" : "@ W_q",
-                   &h.queries, range(Stage::Queries), "", dims_h});
-  steps.push_back({"scores", "scores", "Q Kᵀ", &h.scores, range(Stage::Scores), "", tokens});
-  steps.push_back({"scaled", "scaled", "÷ √dₖ", m.scale == Scale::SqrtDk ? &h.scaled_scores : nullptr,
+                   stage(Stage::Queries), range(Stage::Queries), "", dims_h});
+  steps.push_back({"scores", "scores", "Q Kᵀ", stage(Stage::Scores), range(Stage::Scores), "", tokens});
+  steps.push_back({"scaled", "scaled", "÷ √dₖ", m.scale == Scale::SqrtDk ? stage(Stage::ScaledScores) : none,
                    range(Stage::ScaledScores), "scale = none: scores go on unscaled", tokens});
-  steps.push_back({"masked", "masked", "−∞ above diagonal", m.causal ? &h.masked_scores : nullptr,
+  steps.push_back({"masked", "masked", "−∞ above diagonal", m.causal ? stage(Stage::MaskedScores) : none,
                    range(Stage::MaskedScores), simple ? "step 1 has no mask" : "causal is off: every key is visible", tokens});
-  steps.push_back({"weights", m.normalization == Normalization::Sum ? "÷ row sum" : "softmax", "softmax", &h.weights,
+  steps.push_back({"weights", m.normalization == Normalization::Sum ? "÷ row sum" : "softmax", "softmax", stage(Stage::Weights),
                    range(Stage::Weights), "", tokens});
   std::string no_dropout = !hasDropout(m.variant) ? "dropout comes with step 3 (causal)"
                            : !m.training          ? "eval mode: dropout is off"
                                                   : "p = 0: nothing dropped";
-  steps.push_back({"dropout", "dropout", "× mask / (1−p)", t.dropout_active ? &h.dropped_weights : nullptr,
+  steps.push_back({"dropout", "dropout", "× mask / (1−p)", t.dropout_active ? stage(Stage::DroppedWeights) : none,
                    range(Stage::DroppedWeights), no_dropout, tokens});
-  steps.push_back({"context", "context", "@ V", &h.context, range(Stage::Context), "", dims_h});
-  steps.push_back({"concat", "concat heads", "concat", t.heads > 1 ? &bt.context : nullptr, &snap->context_range,
+  steps.push_back({"context", "context", "@ V", stage(Stage::Context), range(Stage::Context), "", dims_h});
+  steps.push_back({"concat", "concat heads", "concat", t.heads > 1 ? matrix(bt.context) : none, &snap->context_range,
                    "one head: nothing to concatenate", dims(dims_c, bt.context.cols())});
-  steps.push_back({"output", "out_proj", "@ W_oᵀ + b", hasOutProj(m.variant) ? &bt.output : nullptr, &snap->output_range,
+  steps.push_back({"output", "out_proj", "@ W_oᵀ + b", hasOutProj(m.variant) ? matrix(bt.output) : none, &snap->output_range,
                    "only MultiHeadAttention (4b) has out_proj", dims(dims_o, bt.output.cols())});
 
   // Nodes left to right, wrapped into as few rows as keep each node readable.
@@ -132,7 +137,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
     if (st.values) {
       HeatmapSpec spec;
       spec.id = std::string("pipe_") + st.id;
-      spec.values = st.values;
+      spec.values = *st.values;
       spec.range = rangeFor(*st.range, &spec.colormap, view);
       spec.compact = true;
       spec.version = snap->serial;
@@ -165,7 +170,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
     HeatmapSpec spec;
     spec.id = std::string("pipe_big_") + st.id;
     spec.title = st.title + "  " + shape(*st.values) + (t.heads > 1 ? "  (head " + std::to_string(head + 1) + ")" : "");
-    spec.values = st.values;
+    spec.values = *st.values;
     spec.range = rangeFor(*st.range, &spec.colormap, view);
     spec.row_labels = tokens;
     spec.col_labels = st.cols;

@@ -205,7 +205,7 @@ void App::applyApp(const Command& c, double now) {
     if (!parseStage(c.text("stage"), &stage)) throw InputError("stage: unknown stage '" + c.text("stage") + "'");
     const int head = c.integer("head");
     if (head < 0 || head >= static_cast<int>(snapshot_->shown().heads.size())) throw InputError("head: no such head");
-    writeFileAtomically(path, exportMatrix(stageValues(snapshot_->shown().heads[head], stage), format));
+    writeFileAtomically(path, exportMatrix(stageValues(*snapshot_->trace, snapshot_->shown().heads[head], stage), format));
     showToast("Saved " + path, false, now);
   } else if (n == "save_pytorch" || n == "copy_pytorch") {
     const std::string script = pytorchScript(doc_.workspace(), doc_.file().empty() ? "untitled" : doc_.file());

@@ -11,25 +11,28 @@ namespace {
 
 // The display data views need, computed here rather than on the UI thread.
 void deriveDisplayData(Snapshot& s) {
+  const Trace& t = *s.trace;
   const BatchTrace& bt = s.shown();
   for (const HeadTrace& h : bt.heads) {
     std::array<ValueRange, kStageCount> r{};
-    if (!h.hasMaps()) {  // computed in the second part
-      s.keep.emplace_back();
-      s.ranges.push_back(r);
-      continue;
-    }
-    // The dropout mask is drawn only when dropout acts (otherwise its column is left out): 48 MB
-    // of floats a GPT-2 snapshot in eval mode does not need.
-    s.keep.push_back(s.trace->dropout_active ? Matrix(h.dropout_mask.cast<float>()) : Matrix());
-    for (const StageInfo& info : stageTable())
-      r[static_cast<int>(info.stage)] = info.flags ? ValueRange{0, 1} : finiteRange(h.*info.values);
+    if (h.hasMaps())  // else computed in the second part
+      for (const StageInfo& info : stageTable()) {
+        const auto k = static_cast<std::size_t>(info.stage);
+        if (info.flags)
+          r[k] = ValueRange{0, 1};
+        else if (info.stage == Stage::ScaledScores && t.model.scale == Scale::SqrtDk)
+          // Division by √d_k > 0 is monotone and correctly rounded: the scores' ends, divided.
+          r[k] = ValueRange{r[static_cast<std::size_t>(Stage::Scores)].lo / t.scale_divisor,
+                            r[static_cast<std::size_t>(Stage::Scores)].hi / t.scale_divisor};
+        else
+          r[k] = finiteRange(StageMap(t, h, info.stage));
+      }
     s.ranges.push_back(r);
   }
   s.inputs_range = finiteRange(s.inputs->embeddings);
   s.context_range = finiteRange(bt.context);
   s.output_range = finiteRange(bt.output);
-  for (int d = 0; d < std::max(s.trace->head_width, s.trace->d_in); ++d) s.dims.push_back("d" + std::to_string(d));
+  for (int d = 0; d < std::max(t.head_width, t.d_in); ++d) s.dims.push_back("d" + std::to_string(d));
 }
 
 EngineResult run(const EngineRequest& req, std::uint64_t serial) {

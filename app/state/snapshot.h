@@ -30,8 +30,6 @@ struct Snapshot {
   // Display data, derived on the worker thread (a 1024 × 1024 map is too much to scan per frame).
   std::vector<std::array<ValueRange, kStageCount>> ranges;  // per head of `batch`, per stage
   ValueRange inputs_range, context_range, output_range;  // X, the heads concatenated, the output
-  std::vector<Matrix> keep;                    // per head: the dropout mask as 1 kept / 0 dropped
-                                               // (empty for a head without maps)
   std::vector<std::string> dims;               // "d0", "d1", … labels of a head's columns
 
   const std::vector<std::string>& tokens() const { return inputs->tokens; }

@@ -52,7 +52,7 @@ std::uint64_t textureKey(const HeatmapSpec& s) {
   mix(hi);
   mix(static_cast<std::uint64_t>(s.colormap));
   mix(theme().masked_cell);
-  mix(static_cast<std::uint64_t>(s.values->rows()) << 32 | s.values->cols());
+  mix(static_cast<std::uint64_t>(s.values.rows()) << 32 | static_cast<std::uint64_t>(s.values.cols()));
   return h | 1;  // never 0, which means "none"
 }
 
@@ -60,8 +60,8 @@ std::uint64_t textureKey(const HeatmapSpec& s) {
 struct Colouring {
   std::string id;
   std::uint64_t key;
-  std::shared_ptr<const void> owner;  // keeps `values` alive while a thread reads them
-  const Matrix* values;               // read only while `owner` is held
+  std::shared_ptr<const void> owner;  // keeps `values`' sources alive while a thread reads them
+  StageMap values;                    // read only while `owner` is held
   ValueRange range;
   Colormap colormap;
   ImU32 masked;
@@ -70,21 +70,21 @@ struct Colouring {
 };
 
 void colour(Colouring& c) {
-  const Matrix& m = *c.values;
+  const StageMap& m = c.values;
   c.rows = static_cast<int>(m.rows());
   c.cols = static_cast<int>(m.cols());
   const auto& table = colormapTable(c.colormap);
   std::array<std::uint32_t, 256> texel;
   for (std::size_t k = 0; k < texel.size(); ++k) texel[k] = toImColor(table[k]);
-  const std::size_t n = static_cast<std::size_t>(m.size());
-  c.pixels.resize(n);
-  constexpr std::size_t kChunk = 4096;  // indices in a cache-resident buffer, then texels
-  std::array<std::uint8_t, kChunk> index;
-  for (std::size_t start = 0; start < n; start += kChunk) {
-    const std::size_t len = std::min(kChunk, n - start);
-    const float* v = m.data() + start;
-    colormapIndices(v, len, c.range, index.data());
-    for (std::size_t i = 0; i < len; ++i) c.pixels[start + i] = isMasked(v[i]) ? c.masked : texel[index[i]];
+  c.pixels.resize(static_cast<std::size_t>(m.size()));
+  // A row at a time: its values (derived stages computed here), their table indices, the texels.
+  std::vector<float> row(static_cast<std::size_t>(c.cols));
+  std::vector<std::uint8_t> index(row.size());
+  for (int i = 0; i < c.rows; ++i) {
+    m.readRow(i, row.data());
+    colormapIndices(row.data(), row.size(), c.range, index.data());
+    std::uint32_t* out = c.pixels.data() + static_cast<std::size_t>(i) * row.size();
+    for (std::size_t j = 0; j < row.size(); ++j) out[j] = isMasked(row[j]) ? c.masked : texel[index[j]];
   }
 }
 
@@ -135,7 +135,7 @@ class Baker {
       jobs_.pop_front();
       lock.unlock();
       colour(job);
-      job.values = nullptr;  // the snapshot may go once nothing else holds it: the pixels are ours
+      job.values = StageMap();  // the snapshot may go once nothing else holds it: the pixels are ours
       job.owner.reset();
       lock.lock();
       done_.push_back(std::move(job));
@@ -179,7 +179,7 @@ GLuint texture(const HeatmapSpec& s) {
   const std::uint64_t key = textureKey(s);
   if (t.id != 0 && t.key == key) return t.id;
   Colouring job{s.id, key, s.owner, s.values, s.range, s.colormap, theme().masked_cell, {}};
-  if (!synchronous && s.owner && s.values->size() >= kBakeAsyncCells) {
+  if (!synchronous && s.owner && s.values.size() >= kBakeAsyncCells) {
     if (t.pending_key != key) {
       t.pending_key = key;
       baker.submit(std::move(job));
@@ -242,7 +242,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   }
   ImFont* small = fonts().small;
   const float fs = small->FontSize, ui = ImGui::GetTextLineHeight();
-  const Matrix& m = *s.values;
+  const StageMap& m = s.values;
   const int rows = static_cast<int>(m.rows()), cols = static_cast<int>(m.cols());
   // The visible window of cells (all of them unless zoomed).
   const int r0 = std::clamp(s.window.row0, 0, rows - 1);

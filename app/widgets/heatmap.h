@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "display/colormap.h"
+#include "engine/stages.h"
 #include "engine/tensor.h"
 
 namespace attnscope {
@@ -27,8 +28,8 @@ struct CellWindow {
 struct HeatmapSpec {
   std::string id;                                  // stable: texture cache key, layout dump name
   std::string title;                               // drawn above the map
-  const Matrix* values = nullptr;                  // −∞ cells are drawn masked
-  std::shared_ptr<const void> owner;               // owns `values`: large maps are coloured on a
+  StageMap values;                                 // −∞ cells are drawn masked
+  std::shared_ptr<const void> owner;               // owns `values`' sources: large maps are coloured on a
                                                    // thread of their own (none: on the UI thread)
   ValueRange range;                                // the colours span this
   Colormap colormap = Colormap::Viridis;

@@ -88,6 +88,21 @@ ValueRange finiteRange(const Matrix& m) {
   return {lo, hi};
 }
 
+ValueRange finiteRange(const StageMap& m) {
+  if (const Matrix* stored = m.matrix()) return finiteRange(*stored);
+  const float inf = std::numeric_limits<float>::infinity();
+  float lo = inf, hi = -inf;
+  Eigen::ArrayXf row(m.cols());
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    m.readRow(i, row.data());
+    const auto finite = row.abs() <= std::numeric_limits<float>::max();
+    lo = std::min(lo, finite.select(row, inf).minCoeff());
+    hi = std::max(hi, finite.select(row, -inf).maxCoeff());
+  }
+  if (lo > hi) return {0, 0};
+  return {lo, hi};
+}
+
 ValueRange merge(ValueRange a, ValueRange b) { return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)}; }
 
 ValueRange centredOnZero(ValueRange r) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/stages.h"
 #include "engine/tensor.h"
 
 namespace attnscope {
@@ -29,6 +30,7 @@ struct ValueRange {
 };
 // Min and max over the finite values of m (−∞ cells are masked, not part of the range).
 ValueRange finiteRange(const Matrix& m);
+ValueRange finiteRange(const StageMap& m);  // a row at a time: derived stages are never held whole
 ValueRange merge(ValueRange a, ValueRange b);
 ValueRange centredOnZero(ValueRange r);
 

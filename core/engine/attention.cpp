@@ -117,8 +117,10 @@ HeadInputs headInputs(const Work& w, int b, int h) {
 // Attention rows [r0, r0+n) of batch element b, head h. Shapes: Q, K, V are T × w.
 // scores = Q Kᵀ; scaled = scores ÷ √d_k; masked = −∞ above the diagonal; weights = softmax
 // rows (stable: the row max is subtracted); dropout keeps u < 1 − p and scales by 1/(1 − p);
-// context = dropped weights · V. The T × T rows go to `out` at row o (the whole head when it is
-// traced, o = r0; a row-block scratch otherwise, o = 0); the context rows always go to `head`.
+// context = dropped weights · V. The scores and weights rows (and the keep mask, with dropout) go
+// to `out` at row o (the whole head when it is traced, o = r0; a row-block scratch otherwise,
+// o = 0); the context rows always go to `head`. The other stages live in this function only: a
+// trace derives them from these with the same operations (StageMap, engine/stages.h).
 // This is the readable reference: the fused kernel below is tested against it.
 void attendRows(Work& w, int b, int h, int r0, int n, HeadTrace& out, int o, HeadTrace& head) {
   const Trace& t = *w.trace;
@@ -134,6 +136,10 @@ void attendRows(Work& w, int b, int h, int r0, int n, HeadTrace& out, int o, Hea
   out.scores.middleRows(o, n).noalias() = Q.middleRows(r0, n) * K.transpose();
 
   const std::size_t keep0 = dropoutOffset(t, b, h);
+  const bool keep_flags = out.dropout_mask.size() > 0;
+  std::vector<float> masked_scores(T);
+  std::vector<char> mask(T);
+  Matrix dropped_weights(n, T);
   bool finite = true;
   for (int i = r0, oi = o; i < r0 + n; ++i, ++oi) {
     float row_max = negInf();
@@ -142,21 +148,20 @@ void attendRows(Work& w, int b, int h, int r0, int n, HeadTrace& out, int o, Hea
       const float scaled = t.model.scale == Scale::SqrtDk ? s / t.scale_divisor : s;
       const bool masked = t.model.causal && j > i;
       finite = finite && std::isfinite(scaled);
-      out.scaled_scores(oi, j) = scaled;
-      out.mask(oi, j) = masked;
-      out.masked_scores(oi, j) = masked ? negInf() : scaled;
+      mask[j] = masked;
+      masked_scores[j] = masked ? negInf() : scaled;
       if (!masked) row_max = std::max(row_max, scaled);
     }
     if (t.model.normalization == Normalization::Sum) {  // simple's "÷ row sum" alternative
       double sum = 0;
-      for (int j = 0; j < T; ++j) sum += out.masked_scores(oi, j);
+      for (int j = 0; j < T; ++j) sum += masked_scores[j];
       const float fsum = static_cast<float>(sum);
       finite = finite && fsum != 0.0f && std::isfinite(fsum);
-      for (int j = 0; j < T; ++j) out.weights(oi, j) = out.masked_scores(oi, j) / fsum;
+      for (int j = 0; j < T; ++j) out.weights(oi, j) = masked_scores[j] / fsum;
     } else {
       double sum = 0;
       for (int j = 0; j < T; ++j) {
-        const float e = out.mask(oi, j) ? 0.0f : std::exp(out.masked_scores(oi, j) - row_max);
+        const float e = mask[j] ? 0.0f : std::exp(masked_scores[j] - row_max);
         out.weights(oi, j) = e;
         sum += e;
       }
@@ -166,21 +171,23 @@ void attendRows(Work& w, int b, int h, int r0, int n, HeadTrace& out, int o, Hea
     for (int j = 0; j < T; ++j) {
       const bool kept = w.keep(keep0 + static_cast<std::size_t>(i) * T + j);
       const float wt = out.weights(oi, j);
-      out.dropout_mask(oi, j) = kept;
-      out.dropped_weights(oi, j) = w.keep.words == nullptr ? wt : (kept ? wt * t.dropout_scale : 0.0f);
+      if (keep_flags) out.dropout_mask(oi, j) = kept;
+      dropped_weights(i - r0, j) = w.keep.words == nullptr ? wt : (kept ? wt * t.dropout_scale : 0.0f);
     }
   }
-  head.context.middleRows(r0, n).noalias() = out.dropped_weights.middleRows(o, n) * V;
+  head.context.middleRows(r0, n).noalias() = dropped_weights * V;
   if (!finite || !head.context.middleRows(r0, n).allFinite()) w.overflow = true;
 }
 
-// The traced rows on the fast path: every stage of attendRows, stored whole, with row-wise vector
-// operations (Eigen's exp, vectorized sums) instead of scalar loops, and P·V over the unmasked
-// keys only. Softmax normalization only (the fast path's condition). Tested against attendRows.
+// The traced rows on the fast path: the stored stages of attendRows (scores, weights, the keep
+// mask), with row-wise vector operations (Eigen's exp, vectorized sums) instead of scalar loops,
+// and P·V over the unmasked keys only. Softmax normalization only (the fast path's condition).
+// Tested against attendRows.
 void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head) {
   const Trace& t = *w.trace;
   const int T = t.tokens, hw = t.head_width;
   const bool causal = t.model.causal, scaled = t.model.scale == Scale::SqrtDk;
+  const bool dropout = w.keep.words != nullptr;
   const HeadInputs in = headInputs(w, b, h);
   const ConstBlock Q = in.Q(T, hw), K = in.K(T, hw), V = in.V(T, hw);
   head.queries.middleRows(r0, n) = Q.middleRows(r0, n);
@@ -189,44 +196,41 @@ void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head) {
   gemmABt(n, T, hw, in.q + static_cast<std::size_t>(r0) * in.ld, in.ld, in.k, in.ld, 0.0f,
           head.scores.data() + static_cast<std::size_t>(r0) * T, T);
 
+  // Per-thread rows, reused: the scaled scores of one row, and with dropout the rows' dropped
+  // weights for P·V (without dropout they are the weights themselves).
+  thread_local std::vector<float, Eigen::aligned_allocator<float>> scaled_buf, dropped_buf;
+  scaled_buf.resize(T);
+  if (dropout) dropped_buf.resize(static_cast<std::size_t>(n) * T);
   const std::size_t keep0 = dropoutOffset(t, b, h);
   bool finite = true;
   for (int i = r0; i < r0 + n; ++i) {
     const int valid = causal ? i + 1 : T;  // unmasked keys of row i
     auto s = head.scores.row(i).array();
-    auto sc = head.scaled_scores.row(i).array();
-    auto ms = head.masked_scores.row(i).array();
+    Eigen::Map<Eigen::ArrayXf> sc(scaled_buf.data(), T);
     auto wt = head.weights.row(i).array();
     if (scaled)
-      sc = s / t.scale_divisor;
+      sc = s.transpose() / t.scale_divisor;
     else
-      sc = s;
+      sc = s.transpose();
     if (!sc.allFinite()) finite = false;
-    head.mask.row(i).head(valid).setZero();
-    head.mask.row(i).tail(T - valid).setOnes();
-    ms.head(valid) = sc.head(valid);
-    ms.tail(T - valid).setConstant(negInf());
-    const float row_max = ms.head(valid).maxCoeff();
-    wt.head(valid) = (ms.head(valid) - row_max).exp();
+    const float row_max = sc.head(valid).maxCoeff();
+    wt.head(valid) = (sc.head(valid) - row_max).exp().transpose();
     wt.tail(T - valid).setZero();
     wt.head(valid) *= static_cast<float>(1.0 / wt.head(valid).template cast<double>().sum());
-    auto dm = head.dropout_mask.row(i);
-    auto dw = head.dropped_weights.row(i).array();
-    if (w.keep.words == nullptr) {
-      dm.setOnes();
-      dw = wt;
-    } else {
+    if (dropout) {
+      auto dm = head.dropout_mask.row(i);
+      float* dw = dropped_buf.data() + static_cast<std::size_t>(i - r0) * T;
       const std::size_t row_keep = keep0 + static_cast<std::size_t>(i) * T;
       for (int j = 0; j < T; ++j) {
         const bool kept = w.keep(row_keep + j);
         dm(j) = kept;
-        dw(j) = kept ? wt(j) * t.dropout_scale : 0.0f;
+        dw[j] = kept ? wt(j) * t.dropout_scale : 0.0f;
       }
     }
   }
   const int keys = causal ? r0 + n : T;  // the rows' weights are 0 beyond their last unmasked key
-  gemmAB(n, hw, keys, head.dropped_weights.data() + static_cast<std::size_t>(r0) * T, T, in.v, in.ld, 0.0f,
-         head.context.data() + static_cast<std::size_t>(r0) * hw, hw);
+  const float* P = dropout ? dropped_buf.data() : head.weights.data() + static_cast<std::size_t>(r0) * T;
+  gemmAB(n, hw, keys, P, T, in.v, in.ld, 0.0f, head.context.data() + static_cast<std::size_t>(r0) * hw, hw);
   if (!finite || !head.context.middleRows(r0, n).allFinite()) w.overflow = true;
 }
 
@@ -300,14 +304,13 @@ void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) 
 }
 
 // Sizes a head's matrices: `rows` rows of the T × T maps (T for a traced head, a row block for
-// scratch), and T × w for Q, K, V (traced only).
-void allocateHead(HeadTrace& h, int rows, int T, int hw, bool traced) {
+// scratch), the keep mask only with dropout, and T × w for Q, K, V (traced only).
+void allocateHead(HeadTrace& h, int rows, int T, int hw, bool traced, bool dropout) {
   if (traced)
     for (Matrix* m : {&h.queries, &h.keys, &h.values}) m->resize(T, hw);
-  for (Matrix* m : {&h.scores, &h.scaled_scores, &h.masked_scores, &h.weights, &h.dropped_weights})
-    m->resize(rows, T);
-  h.mask.resize(rows, T);
-  h.dropout_mask.resize(rows, T);
+  h.scores.resize(rows, T);
+  h.weights.resize(rows, T);
+  h.dropout_mask.resize(dropout ? rows : 0, dropout ? T : 0);
 }
 
 // Concatenated context rows and the output: out_proj(context) for multihead, context otherwise.
@@ -442,7 +445,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
     if (request.keeps(b) || !fused) {
       heads[b].resize(H);
       for (int h = 0; h < H; ++h) {
-        if (request.keepsHead(b, h)) allocateHead(heads[b][h], T, T, hw, true);
+        if (request.keepsHead(b, h)) allocateHead(heads[b][h], T, T, hw, true, t.dropout_active);
         if (request.keepsHead(b, h) || !fused) heads[b][h].context.resize(T, hw);
       }
     }
@@ -502,7 +505,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
         attendRows(w, a.b, a.h, a.r0, a.n, head, a.r0, head);
     } else if (a.kind == AttentionTask::Scratch) {
       thread_local HeadTrace scratch;
-      allocateHead(scratch, kRowBlock, T, hw, false);
+      allocateHead(scratch, kRowBlock, T, hw, false, false);
       attendRows(w, a.b, a.h, a.r0, a.n, scratch, 0, heads[a.b][a.h]);
     } else {
       Matrix& ctx = t.batches[a.b].context;

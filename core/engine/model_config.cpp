@@ -130,8 +130,10 @@ Cost estimateCost(const ModelConfig& m, int tokens, int d_in, int traced) {
   if (hasDropout(m.variant) && m.training && m.dropout > 0) working += B * H * T * T;  // draws
   working += B * H * T * w * 4 + 2 * B * T * ctx * 4;       // contexts, concat, output
   c.working_bytes = static_cast<std::int64_t>(working);
-  // Per traced element and head: five float maps, two byte masks, Q, K, V.
-  c.map_bytes = static_cast<std::int64_t>(static_cast<double>(traced) * H * (T * T * (5 * 4 + 2) + 3 * T * w * 4));
+  // Per traced element and head: the scores and weights (the other stages are derived when read),
+  // the keep mask with dropout, Q, K, V.
+  const double keep_mask = hasDropout(m.variant) && m.training && m.dropout > 0 ? 1 : 0;
+  c.map_bytes = static_cast<std::int64_t>(static_cast<double>(traced) * H * (T * T * (2 * 4 + keep_mask) + 3 * T * w * 4));
   const double flop = 2 * B * T * d * 3 * width * G + 2 * 2 * B * H * T * T * w +
                       (hasOutProj(m.variant) ? 2 * B * T * width * width : 0);
   c.gflop = flop / 1e9;

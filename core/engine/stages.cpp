@@ -1,20 +1,24 @@
 #include "engine/stages.h"
 
+#include <algorithm>
+#include <limits>
+
 namespace attnscope {
 
 const std::array<StageInfo, kStageCount>& stageTable() {
   static const std::array<StageInfo, kStageCount> table = {{
-      {Stage::Queries, "queries", "queries  Q = X W_q", false, false, &HeadTrace::queries, nullptr},
-      {Stage::Keys, "keys", "keys  K = X W_k", false, false, &HeadTrace::keys, nullptr},
-      {Stage::Values, "values", "values  V = X W_v", false, false, &HeadTrace::values, nullptr},
-      {Stage::Scores, "scores", "scores  Q·Kᵀ", true, true, &HeadTrace::scores, nullptr},
-      {Stage::ScaledScores, "scaled_scores", "scaled  ÷ √dₖ", true, true, &HeadTrace::scaled_scores, nullptr},
-      {Stage::Mask, "mask", "causal mask (1 = hidden)", true, false, nullptr, &HeadTrace::mask},
-      {Stage::MaskedScores, "masked_scores", "causal mask → −∞", true, true, &HeadTrace::masked_scores, nullptr},
-      {Stage::Weights, "weights", "weights (softmax)", true, true, &HeadTrace::weights, nullptr},
-      {Stage::DropoutMask, "dropout_mask", "dropout mask", true, true, nullptr, &HeadTrace::dropout_mask},
-      {Stage::DroppedWeights, "dropped_weights", "weights after dropout", true, true, &HeadTrace::dropped_weights, nullptr},
-      {Stage::Context, "context", "context  weights·V", false, true, &HeadTrace::context, nullptr},
+      // stage, id, title, square, heatmap, flags, stored
+      {Stage::Queries, "queries", "queries  Q = X W_q", false, false, false, true},
+      {Stage::Keys, "keys", "keys  K = X W_k", false, false, false, true},
+      {Stage::Values, "values", "values  V = X W_v", false, false, false, true},
+      {Stage::Scores, "scores", "scores  Q·Kᵀ", true, true, false, true},
+      {Stage::ScaledScores, "scaled_scores", "scaled  ÷ √dₖ", true, true, false, false},
+      {Stage::Mask, "mask", "causal mask (1 = hidden)", true, false, true, false},
+      {Stage::MaskedScores, "masked_scores", "causal mask → −∞", true, true, false, false},
+      {Stage::Weights, "weights", "weights (softmax)", true, true, false, true},
+      {Stage::DropoutMask, "dropout_mask", "dropout mask", true, true, true, true},
+      {Stage::DroppedWeights, "dropped_weights", "weights after dropout", true, true, false, false},
+      {Stage::Context, "context", "context  weights·V", false, true, false, true},
   }};
   return table;
 }
@@ -32,9 +36,94 @@ bool parseStage(const std::string& id, Stage* out) {
   return false;
 }
 
-Matrix stageValues(const HeadTrace& h, Stage s) {
-  const StageInfo& info = stageInfo(s);
-  return info.values ? h.*info.values : (h.*info.flags).cast<float>();
+StageMap::StageMap(const Matrix& m) : values_(&m), rows_(m.rows()), cols_(m.cols()) {}
+
+StageMap::StageMap(const Trace& t, const HeadTrace& h, Stage s) {
+  rows_ = h.scores.rows();
+  cols_ = h.scores.cols();
+  divide_ = t.model.scale == Scale::SqrtDk;
+  divisor_ = t.scale_divisor;
+  causal_ = t.model.causal;
+  dropout_scale_ = t.dropout_scale;
+  const ByteMatrix* keep = h.dropout_mask.size() > 0 ? &h.dropout_mask : nullptr;
+  switch (s) {
+    case Stage::Queries: values_ = &h.queries; break;
+    case Stage::Keys: values_ = &h.keys; break;
+    case Stage::Values: values_ = &h.values; break;
+    case Stage::Scores: values_ = &h.scores; break;
+    case Stage::Weights: values_ = &h.weights; break;
+    case Stage::Context: values_ = &h.context; break;
+    case Stage::ScaledScores: kind_ = Kind::Scaled, values_ = &h.scores; break;
+    case Stage::Mask: kind_ = Kind::Mask; break;
+    case Stage::MaskedScores: kind_ = Kind::Masked, values_ = &h.scores; break;
+    case Stage::DropoutMask:
+      kind_ = keep ? Kind::Flags : Kind::AllOnes;
+      flags_ = keep;
+      break;
+    case Stage::DroppedWeights: kind_ = Kind::Dropped, values_ = &h.weights, flags_ = keep; break;
+  }
+  if (kind_ == Kind::Values) rows_ = values_->rows(), cols_ = values_->cols();
 }
+
+float StageMap::operator()(Eigen::Index i, Eigen::Index j) const {
+  switch (kind_) {
+    case Kind::Values: return (*values_)(i, j);
+    case Kind::Flags: return (*flags_)(i, j);
+    case Kind::AllOnes: return 1.0f;
+    case Kind::Mask: return causal_ && j > i ? 1.0f : 0.0f;
+    case Kind::Scaled: return divide_ ? (*values_)(i, j) / divisor_ : (*values_)(i, j);
+    case Kind::Masked:
+      if (causal_ && j > i) return -std::numeric_limits<float>::infinity();
+      return divide_ ? (*values_)(i, j) / divisor_ : (*values_)(i, j);
+    case Kind::Dropped:
+      if (flags_ == nullptr) return (*values_)(i, j);
+      return (*flags_)(i, j) ? (*values_)(i, j) * dropout_scale_ : 0.0f;
+  }
+  return 0.0f;
+}
+
+void StageMap::readRow(Eigen::Index i, float* out) const {
+  Eigen::Map<Eigen::ArrayXf> o(out, cols_);
+  const Eigen::Index visible = causal_ ? std::min(i + 1, cols_) : cols_;  // keys not masked
+  switch (kind_) {
+    case Kind::Values: o = values_->row(i).transpose().array(); return;
+    case Kind::Flags: o = flags_->row(i).transpose().cast<float>().array(); return;
+    case Kind::AllOnes: o.setOnes(); return;
+    case Kind::Mask:
+      o.head(visible).setZero();
+      o.tail(cols_ - visible).setOnes();
+      return;
+    case Kind::Scaled:
+    case Kind::Masked:
+      if (divide_)
+        o = values_->row(i).transpose().array() / divisor_;
+      else
+        o = values_->row(i).transpose().array();
+      if (kind_ == Kind::Masked) o.tail(cols_ - visible).setConstant(-std::numeric_limits<float>::infinity());
+      return;
+    case Kind::Dropped:
+      if (flags_ == nullptr) {
+        o = values_->row(i).transpose().array();
+        return;
+      }
+      for (Eigen::Index j = 0; j < cols_; ++j) o[j] = (*flags_)(i, j) ? (*values_)(i, j) * dropout_scale_ : 0.0f;
+      return;
+  }
+}
+
+RowVector StageMap::row(Eigen::Index i) const {
+  RowVector r(cols_);
+  readRow(i, r.data());
+  return r;
+}
+
+Matrix StageMap::toMatrix() const {
+  if (const Matrix* m = matrix()) return *m;
+  Matrix m(rows_, cols_);
+  for (Eigen::Index i = 0; i < rows_; ++i) readRow(i, m.data() + i * cols_);
+  return m;
+}
+
+Matrix stageValues(const Trace& t, const HeadTrace& h, Stage s) { return StageMap(t, h, s).toMatrix(); }
 
 }  // namespace attnscope

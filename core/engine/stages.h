@@ -22,8 +22,8 @@ struct StageInfo {
   const char* title;               // "scaled  ÷ √dₖ": the heading of its map
   bool square;                     // T × T over query and key tokens (else T × head width)
   bool heatmap;                    // offered as a column of the app's heatmap grid
-  Matrix HeadTrace::*values;       // the member holding it, for float stages …
-  ByteMatrix HeadTrace::*flags;    // … or for 0/1 masks (exactly one of the two is set)
+  bool flags;                      // 0/1 values (the masks), written as integers
+  bool stored;                     // a HeadTrace member holds it; else StageMap derives it
 };
 
 // In the order the trace keeps them.
@@ -32,7 +32,45 @@ const StageInfo& stageInfo(Stage s);
 const char* stageId(Stage s);
 // "weights" → Stage::Weights; false for an unknown id.
 bool parseStage(const std::string& id, Stage* out);
-// The stage's values as floats (masks as 0/1).
-Matrix stageValues(const HeadTrace& h, Stage s);
+
+// The values of one map, read the same way whether a matrix holds them or they are derived on
+// demand from what a head stores (docs/DESIGN.md §2.3): a view, valid while its sources live.
+//   scaled  = scores ÷ scale_divisor (scores as they are with scale = none)
+//   mask    = 1 where masked (causal: key j > query i), else 0
+//   masked  = −∞ where masked, else scaled
+//   dropout_mask = the stored keep mask, all 1 when dropout is inactive
+//   dropped = weights × dropout_scale where kept, 0 where dropped (weights without dropout)
+// Each is the kernels' own float operation on the stored values, so it reads the very bits the
+// engine computed the context from.
+class StageMap {
+ public:
+  StageMap() = default;
+  StageMap(const Matrix& m);  // NOLINT: any matrix (inputs, context, output) is a map as it is
+  StageMap(const Trace& t, const HeadTrace& h, Stage s);  // h must have its maps
+  Eigen::Index rows() const { return rows_; }
+  Eigen::Index cols() const { return cols_; }
+  Eigen::Index size() const { return rows_ * cols_; }
+  float operator()(Eigen::Index i, Eigen::Index j) const;
+  // Row i into out[0 … cols()): a derived map costs one vectorized pass over its source row.
+  void readRow(Eigen::Index i, float* out) const;
+  RowVector row(Eigen::Index i) const;
+  Matrix toMatrix() const;
+  // The matrix itself when the map is one (not derived): zero-copy reads.
+  const Matrix* matrix() const { return kind_ == Kind::Values ? values_ : nullptr; }
+
+ private:
+  enum class Kind { Values, Flags, AllOnes, Scaled, Mask, Masked, Dropped };
+  Kind kind_ = Kind::Values;
+  const Matrix* values_ = nullptr;     // Values; the scores (Scaled, Masked); the weights (Dropped)
+  const ByteMatrix* flags_ = nullptr;  // Flags; the keep mask (Dropped), null without dropout
+  Eigen::Index rows_ = 0, cols_ = 0;
+  bool divide_ = false;                // Scaled, Masked: ÷ divisor_
+  float divisor_ = 1;
+  bool causal_ = false;                // Mask, Masked
+  float dropout_scale_ = 1;            // Dropped
+};
+
+// The stage's values as a matrix (masks as 0/1).
+Matrix stageValues(const Trace& t, const HeadTrace& h, Stage s);
 
 }  // namespace attnscope

@@ -10,16 +10,14 @@
 
 namespace attnscope {
 
-// One head of one batch element. T = tokens, w = head width.
+// One head of one batch element. T = tokens, w = head width. Only what cannot be derived cheaply is
+// stored; scaled_scores, mask, masked_scores and dropped_weights are computed from it on demand by
+// StageMap (engine/stages.h) with the kernels' own float operations, so they read the same bits.
 struct HeadTrace {
   Matrix queries, keys, values;  // T × w
   Matrix scores;                 // T × T, Q Kᵀ
-  Matrix scaled_scores;          // T × T, scores ÷ √d_k (or scores, with scale = none)
-  ByteMatrix mask;               // T × T, 1 where masked (above the diagonal when causal)
-  Matrix masked_scores;          // T × T, scaled scores with −∞ where masked
   Matrix weights;                // T × T, softmax rows (or ÷ row sum)
-  ByteMatrix dropout_mask;       // T × T, 1 where kept (all 1 without dropout)
-  Matrix dropped_weights;        // T × T, weights after dropout
+  ByteMatrix dropout_mask;       // T × T, 1 where kept; empty when dropout is inactive (all kept)
   Matrix context;                // T × w, dropped weights · V
   // False for a head whose maps were not requested (TraceRequest::heads): all members are empty.
   bool hasMaps() const { return scores.size() > 0; }

@@ -143,7 +143,7 @@ int exportTrace(const Workspace& ws, const Trace& trace, const std::string& fold
       const HeadTrace& ht = bt.heads[h];
       const std::string head = batch + "_h" + std::to_string(h) + "_";
       for (const StageInfo& stage : stageTable())  // masks as 0/1 floats
-        write(head + stage.id, exportMatrix(stageValues(ht, stage.stage), f));
+        write(head + stage.id, exportMatrix(stageValues(trace, ht, stage.stage), f));
     }
     write(batch + "_context", exportMatrix(bt.context, f));
     write(batch + "_output", exportMatrix(bt.output, f));

@@ -39,6 +39,24 @@ class Writer {
     }
     out_ << "\n" << indent << "]";
   }
+  // A stage, a row at a time (derived stages are never held whole); 0/1 masks as integers.
+  void map(const StageMap& m, bool flags, const char* indent) {
+    RowVector row(m.cols());
+    out_ << "[";
+    for (Eigen::Index i = 0; i < m.rows(); ++i) {
+      m.readRow(i, row.data());
+      out_ << (i ? ",\n" : "\n") << indent << "  [";
+      for (Eigen::Index j = 0; j < m.cols(); ++j) {
+        if (j) out_ << ", ";
+        if (flags)
+          out_ << static_cast<int>(row(j));
+        else
+          number(row(j));
+      }
+      out_ << "]";
+    }
+    out_ << "\n" << indent << "]";
+  }
   void vector(const Matrix& m) {
     out_ << "[";
     for (int j = 0; j < m.size(); ++j) {
@@ -83,10 +101,7 @@ void writeTraceJson(std::ostream& out, const Workspace& ws, const Trace& t) {
       const char* sep = "";
       for (const StageInfo& stage : stageTable()) {  // the stage table's order and names
         out << sep << "\"" << stage.id << "\": ";
-        if (stage.values)
-          w.matrix(ht.*stage.values, in);
-        else
-          w.matrix(ht.*stage.flags, in);
+        w.map(StageMap(t, ht, stage.stage), stage.flags, in);
         sep = ",\n   ";
       }
       out << "}";

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "engine/attention.h"
+#include "engine/stages.h"
 #include "fuzz_common.h"
 
 namespace {
@@ -76,43 +77,49 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (int h = 0; h < H; ++h) {
       const HeadTrace& ht = bt.heads[static_cast<std::size_t>(h)];
       const std::string at = where + " head " + std::to_string(h) + " ";
+      // The stages the trace derives from what it stores, as every reader sees them.
+      FUZZ_CHECK((ht.dropout_mask.size() > 0) == t.dropout_active, at + "a keep mask is stored iff dropout acts");
+      const Matrix scaled_scores = stageValues(t, ht, Stage::ScaledScores), mask = stageValues(t, ht, Stage::Mask),
+                   masked_scores = stageValues(t, ht, Stage::MaskedScores),
+                   dropout_mask = stageValues(t, ht, Stage::DropoutMask),
+                   dropped_weights = stageValues(t, ht, Stage::DroppedWeights);
       checkFinite(ht.queries, T, w, at + "queries");
       checkFinite(ht.keys, T, w, at + "keys");
       checkFinite(ht.values, T, w, at + "values");
       checkFinite(ht.scores, T, T, at + "scores");
-      checkFinite(ht.scaled_scores, T, T, at + "scaled_scores");
-      checkShape(ht.masked_scores, T, T, at + "masked_scores");
+      checkFinite(scaled_scores, T, T, at + "scaled_scores");
+      checkShape(masked_scores, T, T, at + "masked_scores");
       checkFinite(ht.weights, T, T, at + "weights");
-      checkFinite(ht.dropped_weights, T, T, at + "dropped_weights");
+      checkFinite(dropped_weights, T, T, at + "dropped_weights");
       checkFinite(ht.context, T, w, at + "context");
-      FUZZ_CHECK(ht.mask.rows() == T && ht.mask.cols() == T, at + "mask shape");
-      FUZZ_CHECK(ht.dropout_mask.rows() == T && ht.dropout_mask.cols() == T, at + "dropout_mask shape");
+      FUZZ_CHECK(mask.rows() == T && mask.cols() == T, at + "mask shape");
+      FUZZ_CHECK(dropout_mask.rows() == T && dropout_mask.cols() == T, at + "dropout_mask shape");
       FUZZ_CHECK(ht.context == bt.context.middleCols(static_cast<Eigen::Index>(h) * w, w),
                  at + "context is not its slice of the concatenated context");
       for (int i = 0; i < T; ++i) {
         double row_sum = 0;
         for (int j = 0; j < T; ++j) {
-          const bool masked = ht.mask(i, j) != 0;
-          FUZZ_CHECK(ht.mask(i, j) <= 1, cell(at + "mask", i, j) + " is not 0 or 1");
+          const bool masked = mask(i, j) != 0;
+          FUZZ_CHECK(mask(i, j) <= 1, cell(at + "mask", i, j) + " is not 0 or 1");
           FUZZ_CHECK(masked == (m.causal && j > i), cell(at + "mask", i, j) + " is not the causal mask");
-          const float ms = ht.masked_scores(i, j);
+          const float ms = masked_scores(i, j);
           if (masked) {
             FUZZ_CHECK(std::isinf(ms) && ms < 0, cell(at + "masked_scores", i, j) + " is masked but not −∞");
             FUZZ_CHECK(ht.weights(i, j) == 0.0f, cell(at + "weights", i, j) + " is masked but not 0");
           } else {
-            FUZZ_CHECK(ms == ht.scaled_scores(i, j), cell(at + "masked_scores", i, j) + " differs from the scaled score");
+            FUZZ_CHECK(ms == scaled_scores(i, j), cell(at + "masked_scores", i, j) + " differs from the scaled score");
           }
           const float wt = ht.weights(i, j);
           if (softmax) FUZZ_CHECK(wt >= 0.0f && wt <= 1.0f + 1e-5f, cell(at + "weights", i, j) + " outside [0, 1]");
           row_sum += wt;
-          FUZZ_CHECK(ht.dropout_mask(i, j) <= 1, cell(at + "dropout_mask", i, j) + " is not 0 or 1");
+          FUZZ_CHECK(dropout_mask(i, j) <= 1, cell(at + "dropout_mask", i, j) + " is not 0 or 1");
           if (!t.dropout_active) {
-            FUZZ_CHECK(ht.dropout_mask(i, j) == 1, cell(at + "dropout_mask", i, j) + " drops without dropout");
-            FUZZ_CHECK(ht.dropped_weights(i, j) == wt, cell(at + "dropped_weights", i, j) + " differs without dropout");
-          } else if (ht.dropout_mask(i, j) == 0) {
-            FUZZ_CHECK(ht.dropped_weights(i, j) == 0.0f, cell(at + "dropped_weights", i, j) + " is dropped but not 0");
+            FUZZ_CHECK(dropout_mask(i, j) == 1, cell(at + "dropout_mask", i, j) + " drops without dropout");
+            FUZZ_CHECK(dropped_weights(i, j) == wt, cell(at + "dropped_weights", i, j) + " differs without dropout");
+          } else if (dropout_mask(i, j) == 0) {
+            FUZZ_CHECK(dropped_weights(i, j) == 0.0f, cell(at + "dropped_weights", i, j) + " is dropped but not 0");
           } else {
-            FUZZ_CHECK(ht.dropped_weights(i, j) == wt * t.dropout_scale,
+            FUZZ_CHECK(dropped_weights(i, j) == wt * t.dropout_scale,
                        cell(at + "dropped_weights", i, j) + " is not weight × 1/(1 − p)");
           }
         }
@@ -154,8 +161,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (std::size_t h = 0; h < fast.batches[b].heads.size(); ++h) {
         const HeadTrace &f = fast.batches[b].heads[h], &r = t.batches[b].heads[h];
         const std::string at = "fast path, batch " + std::to_string(b) + " head " + std::to_string(h) + ": ";
-        FUZZ_CHECK(f.mask == r.mask && f.dropout_mask == r.dropout_mask, at + "a mask differs from the reference's");
-        FUZZ_CHECK(f.weights.allFinite() && f.dropped_weights.allFinite() && f.context.allFinite(),
+        FUZZ_CHECK(f.dropout_mask == r.dropout_mask, at + "the keep mask differs from the reference's");
+        FUZZ_CHECK(f.weights.allFinite() && stageValues(fast, f, Stage::DroppedWeights).allFinite() && f.context.allFinite(),
                    at + "weights or context not finite");
       }
   } catch (const ComputeError&) {
@@ -172,7 +179,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   for (std::size_t h = 0; h < partial.batches[0].heads.size(); ++h) {
     const HeadTrace &p = partial.batches[0].heads[h], &f = t.batches[0].heads[h];
-    FUZZ_CHECK(fuzz::sameBits(p.weights, f.weights) && fuzz::sameBits(p.dropped_weights, f.dropped_weights) &&
+    FUZZ_CHECK(fuzz::sameBits(p.weights, f.weights) &&
+                   fuzz::sameBits(stageValues(partial, p, Stage::DroppedWeights), stageValues(t, f, Stage::DroppedWeights)) &&
                    fuzz::sameBits(p.context, f.context) && p.dropout_mask == f.dropout_mask,
                "head " + std::to_string(h) + " of element 0 differs when only element 0 is traced");
   }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/attention.h"
+#include "engine/stages.h"
 #include "reference.h"
 #include "test_support.h"
 
@@ -120,6 +121,10 @@ void checkTrace(const Matrix& x, const ModelConfig& m, const Trace& t, Worst& wo
     ASSERT_EQ(static_cast<int>(bt.heads.size()), H);
     for (int h = 0; h < H; ++h) {
       const HeadTrace& ht = bt.heads[h];
+      // The stages a trace derives from what it stores, read as every consumer reads them.
+      const StageMap scaled_scores(t, ht, Stage::ScaledScores), mask(t, ht, Stage::Mask),
+          masked_scores(t, ht, Stage::MaskedScores), dropout_mask(t, ht, Stage::DropoutMask),
+          dropped_weights(t, ht, Stage::DroppedWeights);
       const std::string at = "b=" + std::to_string(b) + " h=" + std::to_string(h) + " ";
       // Q, K, V: x Wᵀ + b (the head's columns of multihead's single projection).
       const int g = m.variant == Variant::MultiHeadWrapper ? h : 0;
@@ -157,22 +162,22 @@ void checkTrace(const Matrix& x, const ModelConfig& m, const Trace& t, Worst& wo
           if (!close(ht.scores(i, j), s, mag)) fail(at + "scores != Q Kᵀ");
           const float scaled =
               m.scale == Scale::SqrtDk ? ht.scores(i, j) / divisor : ht.scores(i, j);
-          if (ht.scaled_scores(i, j) != scaled) fail(at + "scaled_scores != scores / √d_k");
+          if (scaled_scores(i, j) != scaled) fail(at + "scaled_scores != scores / √d_k");
           const bool masked = m.causal && j > i;
-          if (ht.mask(i, j) != (masked ? 1 : 0)) fail(at + "mask is not the strict upper triangle");
+          if (mask(i, j) != (masked ? 1 : 0)) fail(at + "mask is not the strict upper triangle");
           if (masked) {
-            if (!(std::isinf(ht.masked_scores(i, j)) && ht.masked_scores(i, j) < 0))
+            if (!(std::isinf(masked_scores(i, j)) && masked_scores(i, j) < 0))
               fail(at + "masked score is not −inf");
             if (ht.weights(i, j) != 0.0f) fail(at + "masked weight is not exactly 0");
           } else {
-            if (ht.masked_scores(i, j) != scaled) fail(at + "unmasked masked_scores != scaled");
+            if (masked_scores(i, j) != scaled) fail(at + "unmasked masked_scores != scaled");
             row_max = std::max(row_max, scaled);
           }
         }
         // weights: softmax (or ÷ row sum) of the unmasked scaled scores, in double.
         for (int j = 0; j < T; ++j) {
           const bool masked = m.causal && j > i;
-          const double s = ht.scaled_scores(i, j);
+          const double s = scaled_scores(i, j);
           unnorm[j] = masked ? 0.0
                       : m.normalization == Normalization::Sum ? s
                                                                : std::exp(s - double(row_max));
@@ -191,17 +196,17 @@ void checkTrace(const Matrix& x, const ModelConfig& m, const Trace& t, Worst& wo
         for (int j = 0; j < T; ++j) {
           const std::size_t k = static_cast<std::size_t>(i) * T + j;
           const bool keep = dropout_on ? r.keep[b][h][k] != 0 : true;
-          if (ht.dropout_mask(i, j) != (keep ? 1 : 0)) fail(at + "dropout mask != torch's draws");
+          if (dropout_mask(i, j) != (keep ? 1 : 0)) fail(at + "dropout mask != torch's draws");
           const float want = !dropout_on ? ht.weights(i, j)
                              : keep      ? ht.weights(i, j) * keep_scale
                                          : 0.0f;
-          if (ht.dropped_weights(i, j) != want) fail(at + "dropped_weights not exact");
+          if (dropped_weights(i, j) != want) fail(at + "dropped_weights not exact");
         }
         // context = dropped_weights · V, in double.
         for (int c = 0; c < hw; ++c) {
           double want = 0, mag = 0;
           for (int j = 0; j < T; ++j) {
-            const double term = double(ht.dropped_weights(i, j)) * ht.values(j, c);
+            const double term = double(dropped_weights(i, j)) * ht.values(j, c);
             want += term;
             mag += std::fabs(term);
           }

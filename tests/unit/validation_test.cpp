@@ -119,11 +119,16 @@ TEST(Cost, Gpt2SmallFitsAndItsMapsAreCountedPerTracedElement) {
   m.num_heads = 12;
   m.batch_size = 2;
   EXPECT_EQ(refusal(m, 1024, 768), "");
+  m.training = false;
   const Cost one = estimateCost(m, 1024, 768, 1), both = estimateCost(m, 1024, 768, 2);
-  // Per head: five float maps and two byte masks of 1024², Q, K, V of 1024 × 64.
-  const std::int64_t per_element = 12 * (std::int64_t{1024} * 1024 * 22 + 3 * 1024 * 64 * 4);
+  // Per head: two float maps of 1024² (scores, weights; the other stages are derived when read),
+  // Q, K, V of 1024 × 64; with dropout a byte keep mask of 1024² too.
+  const std::int64_t per_element = 12 * (std::int64_t{1024} * 1024 * 8 + 3 * 1024 * 64 * 4);
   EXPECT_EQ(one.map_bytes, per_element);
   EXPECT_EQ(both.map_bytes, 2 * per_element);
+  m.training = true;
+  m.dropout = 0.1;
+  EXPECT_EQ(estimateCost(m, 1024, 768, 1).map_bytes, per_element + 12 * std::int64_t{1024} * 1024);
   EXPECT_EQ(one.parameter_bytes, (3 * 768 * 768 + 768 * 768 + 768) * 4);
   // 2·B·T·(3·d_in·d_out + d_out²) for the projections, 4·B·H·T²·w for Q Kᵀ and weights · V.
   EXPECT_NEAR(one.gflop, (2.0 * 2 * 1024 * (3.0 * 768 * 768 + 768.0 * 768) + 4.0 * 2 * 12 * 1024 * 1024 * 64) / 1e9, 1e-9);
