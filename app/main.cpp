@@ -336,8 +336,10 @@ int main(int argc, char** argv) {
     // it waits for a result (docs/DESIGN.md §3.3).
     const bool may_sleep = !headless && !script && (!bench || bench->awaitingResult());
     if (may_sleep && eager_frames <= 0) {
+      const unsigned wakes = wakeCount();
       glfwWaitEventsTimeout(app.idleTimeout(glfwGetTime(), 0.25));
-      eager_frames = 2;  // ImGui settles a change over two frames (hover, popups, layout)
+      // A result needs one frame; input two, for ImGui to settle it (hover, popups, layout).
+      eager_frames = wakeCount() != wakes ? 1 : 2;
     } else {
       glfwPollEvents();
     }

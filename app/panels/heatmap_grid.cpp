@@ -394,7 +394,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       if (info.square) spec.selected_col = view.key;
       spec.window = window;
       if (!info.square) spec.window.col0 = spec.window.cols = 0;  // keys zoom, dims stay
-      spec.version = snap->serial;
+      spec.version = snap->head_serial[static_cast<std::size_t>(h)];  // kept by a second part
       spec.owner = ctx.snapshot;
       spec.describe = [snap, &head, stage](int i, int j) { return describeCell(*snap, head, stage, i, j); };
       if (stage == Stage::DropoutMask) {

@@ -99,6 +99,14 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
   steps.push_back({"output", "out_proj", "@ W_oᵀ + b", hasOutProj(m.variant) ? matrix(bt.output) : none, &snap->output_range,
                    "only MultiHeadAttention (4b) has out_proj", dims(dims_o, bt.output.cols())});
 
+  // A map's texture is kept while the computation behind it is (a split request's second part
+  // keeps the first part's outputs and this head).
+  auto serialOf = [&](const Step& st) {
+    const std::string id = st.id;
+    return id == "inputs" || id == "concat" || id == "output" ? snap->outputs_serial
+                                                               : snap->head_serial[static_cast<std::size_t>(head)];
+  };
+
   // Nodes left to right, wrapped into as few rows as keep each node readable.
   const float arrow_w = px(26), min_node = px(110);
   const int n = static_cast<int>(steps.size());
@@ -140,7 +148,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
       spec.values = *st.values;
       spec.range = rangeFor(*st.range, &spec.colormap, view);
       spec.compact = true;
-      spec.version = snap->serial;
+      spec.version = serialOf(st);
       spec.owner = ctx.snapshot;
       spec.selected_row = std::clamp(view.token, 0, snap->tokenCount() - 1);
       const std::string title = st.title;
@@ -175,7 +183,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
     spec.row_labels = tokens;
     spec.col_labels = st.cols;
     spec.selected_row = std::clamp(view.token, 0, snap->tokenCount() - 1);
-    spec.version = snap->serial;
+    spec.version = serialOf(st);
     spec.owner = ctx.snapshot;
     spec.dump = {{"pipeline", st.id}};
     const ImVec2 avail = ImGui::GetContentRegionAvail();

@@ -10,29 +10,71 @@ namespace attnscope {
 namespace {
 
 // The display data views need, computed here rather than on the UI thread.
-void deriveDisplayData(Snapshot& s) {
+// The colour ranges of one head's stages.
+std::array<ValueRange, kStageCount> stageRanges(const Trace& t, const HeadTrace& h) {
+  std::array<ValueRange, kStageCount> r{};
+  for (const StageInfo& info : stageTable()) {
+    const auto k = static_cast<std::size_t>(info.stage);
+    if (info.flags)
+      r[k] = ValueRange{0, 1};
+    else if (info.stage == Stage::ScaledScores && t.model.scale == Scale::SqrtDk)
+      // Division by √d_k > 0 is monotone and correctly rounded: the scores' ends, divided.
+      r[k] = ValueRange{r[static_cast<std::size_t>(Stage::Scores)].lo / t.scale_divisor,
+                        r[static_cast<std::size_t>(Stage::Scores)].hi / t.scale_divisor};
+    else
+      r[k] = finiteRange(StageMap(t, h, info.stage));
+  }
+  return r;
+}
+
+// The display data views need, computed here rather than on the UI thread. Heads and outputs taken
+// from a first part keep its ranges.
+void deriveDisplayData(Snapshot& s, const Snapshot* first_part) {
   const Trace& t = *s.trace;
   const BatchTrace& bt = s.shown();
-  for (const HeadTrace& h : bt.heads) {
-    std::array<ValueRange, kStageCount> r{};
-    if (h.hasMaps())  // else computed in the second part
-      for (const StageInfo& info : stageTable()) {
-        const auto k = static_cast<std::size_t>(info.stage);
-        if (info.flags)
-          r[k] = ValueRange{0, 1};
-        else if (info.stage == Stage::ScaledScores && t.model.scale == Scale::SqrtDk)
-          // Division by √d_k > 0 is monotone and correctly rounded: the scores' ends, divided.
-          r[k] = ValueRange{r[static_cast<std::size_t>(Stage::Scores)].lo / t.scale_divisor,
-                            r[static_cast<std::size_t>(Stage::Scores)].hi / t.scale_divisor};
-        else
-          r[k] = finiteRange(StageMap(t, h, info.stage));
-      }
-    s.ranges.push_back(r);
+  s.ranges.resize(bt.heads.size());
+  s.head_serial.assign(bt.heads.size(), 0);
+  for (std::size_t h = 0; h < bt.heads.size(); ++h) {
+    if (first_part && first_part->head_serial[h] != 0) {
+      s.ranges[h] = first_part->ranges[h];
+      s.head_serial[h] = first_part->head_serial[h];
+    } else if (bt.heads[h].hasMaps()) {  // else computed in the second part
+      s.ranges[h] = stageRanges(t, bt.heads[h]);
+      s.head_serial[h] = s.serial;
+    }
   }
-  s.inputs_range = finiteRange(s.inputs->embeddings);
-  s.context_range = finiteRange(bt.context);
-  s.output_range = finiteRange(bt.output);
+  if (first_part) {
+    s.inputs_range = first_part->inputs_range;
+    s.context_range = first_part->context_range;
+    s.output_range = first_part->output_range;
+    s.outputs_serial = first_part->outputs_serial;
+  } else {
+    s.inputs_range = finiteRange(s.inputs->embeddings);
+    s.context_range = finiteRange(bt.context);
+    s.output_range = finiteRange(bt.output);
+    s.outputs_serial = s.serial;
+  }
   for (int d = 0; d < std::max(t.head_width, t.d_in); ++d) s.dims.push_back("d" + std::to_string(d));
+}
+
+// The rest of a split request: the heads the first part lacks, then its outputs and heads moved in
+// beside them (copied: the first part stays on screen until this one replaces it).
+Trace completeTrace(const EngineRequest& req, const Snapshot& first) {
+  const Trace& done = *first.trace;
+  TraceRequest what = TraceRequest::only({first.batch});
+  what.outputs = false;
+  const BatchTrace& shown = first.shown();
+  for (std::size_t h = 0; h < shown.heads.size(); ++h)
+    if (!shown.heads[h].hasMaps()) what.heads.push_back(static_cast<int>(h));
+  Trace t = computeTrace(req.inputs->embeddings, req.inputs->model, req.exec, what);
+  for (std::size_t b = 0; b < t.batches.size(); ++b) {
+    t.batches[b].context = done.batches[b].context;
+    t.batches[b].output = done.batches[b].output;
+  }
+  BatchTrace& bt = t.batches[static_cast<std::size_t>(first.batch)];
+  for (std::size_t h = 0; h < shown.heads.size(); ++h)
+    if (shown.heads[h].hasMaps()) bt.heads[h] = shown.heads[h];
+  return t;
 }
 
 EngineResult run(const EngineRequest& req, std::uint64_t serial) {
@@ -47,19 +89,24 @@ EngineResult run(const EngineRequest& req, std::uint64_t serial) {
     s->exec = req.exec;
     s->exec.cancel = nullptr;  // the flag belongs to this job
     s->batch = std::clamp(req.batch, 0, req.inputs->model.batch_size - 1);
-    // Only the shown element keeps its intermediates (GPT-2 stays small); of it, the first heads
-    // alone when the request splits the work in two.
-    TraceRequest what = TraceRequest::only({s->batch});
-    const int heads = headCount(req.inputs->model);
-    for (int h : req.first_heads)  // the view may still show heads of a larger model
-      if (h >= 0 && h < heads) what.heads.push_back(h);
-    if (!what.heads.empty() && static_cast<int>(what.heads.size()) < heads)
-      s->complete = false;
-    else
-      what.heads.clear();
-    s->trace = std::make_shared<Trace>(computeTrace(req.inputs->embeddings, req.inputs->model, req.exec, what));
-    s->milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    deriveDisplayData(*s);
+    if (req.first_part) {
+      s->trace = std::make_shared<Trace>(completeTrace(req, *req.first_part));
+    } else {
+      // Only the shown element keeps its intermediates (GPT-2 stays small); of it, the first heads
+      // alone when the request splits the work in two.
+      TraceRequest what = TraceRequest::only({s->batch});
+      const int heads = headCount(req.inputs->model);
+      for (int h : req.first_heads)  // the view may still show heads of a larger model
+        if (h >= 0 && h < heads) what.heads.push_back(h);
+      if (!what.heads.empty() && static_cast<int>(what.heads.size()) < heads)
+        s->complete = false;
+      else
+        what.heads.clear();
+      s->trace = std::make_shared<Trace>(computeTrace(req.inputs->embeddings, req.inputs->model, req.exec, what));
+    }
+    s->milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() +
+                      (req.first_part ? req.first_part->milliseconds : 0.0);  // both parts of a split request
+    deriveDisplayData(*s, req.first_part.get());
     r.snapshot = std::move(s);
   } catch (const InputError& e) {
     r.error = e.what();
@@ -76,60 +123,74 @@ EngineResult run(const EngineRequest& req, std::uint64_t serial) {
 }  // namespace
 
 EngineWorker::~EngineWorker() {
-  if (!running_) return;
-  cancel_->store(true);  // a result nobody will see: stop at the next task instead of finishing
-  thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+    pending_.reset();
+    if (running_) cancel_->store(true);  // a result nobody will see: stop at the next task
+  }
+  work_.notify_one();
+  if (thread_.joinable()) thread_.join();
 }
 
 void EngineWorker::request(EngineRequest r) {
-  pending_ = std::move(r);
-  pending_second_part_ = false;
-  // The rest of a split request is not worth waiting for once the inputs have changed; a first
-  // part (what the user is looking at) always completes, so a drag keeps showing results.
-  if (running_ && running_second_part_) cancel_->store(true);
-}
-
-std::optional<EngineResult> EngineWorker::collect(std::chrono::milliseconds wait) {
-  if (!running_ || future_.wait_for(wait) != std::future_status::ready) return std::nullopt;
-  std::optional<EngineResult> done = future_.get();
-  thread_.join();  // it has set the result: only the wake-up is left
-  running_ = false;
-  if (done->cancelled) done.reset();
-  // The first part of a split request is on screen: the rest follows unless a newer request
-  // (an edit, another batch element) has come in meanwhile.
-  if (done && done->snapshot && !done->snapshot->complete && !pending_) {
-    pending_ = std::move(running_request_);
-    pending_->first_heads.clear();
-    pending_second_part_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending_ = std::move(r);
+    pending_second_part_ = false;
+    // The rest of a split request is not worth waiting for once the inputs have changed; a first
+    // part (what the user is looking at) always completes, so a drag keeps showing results.
+    if (running_ && running_second_part_) cancel_->store(true);
+    if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
   }
-  running_request_.reset();
-  return done;
-}
-
-void EngineWorker::start() {
-  EngineRequest job = std::move(*pending_);
-  pending_.reset();
-  running_request_ = job;
-  running_second_part_ = pending_second_part_;
-  cancel_ = std::make_shared<std::atomic<bool>>(false);
-  job.exec.cancel = cancel_.get();
-  std::promise<EngineResult> promise;
-  future_ = promise.get_future();
-  thread_ = std::thread([job = std::move(job), cancel = cancel_, serial = ++serial_, promise = std::move(promise)]() mutable {
-    static_cast<void>(cancel);  // held here: job.exec.cancel points into it
-    promise.set_value(run(job, serial));
-    wakeUi();  // after the result is ready: the window may be asleep, and draws it at once
-  });
-  running_ = true;
+  work_.notify_one();
 }
 
 std::optional<EngineResult> EngineWorker::poll(std::chrono::milliseconds wait) {
-  std::optional<EngineResult> done = collect(std::chrono::milliseconds(0));
-  if (!running_ && pending_) {
-    start();
-    if (!done && wait.count() > 0) done = collect(wait);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!result_ && wait.count() > 0 && (running_ || pending_))
+    finished_.wait_for(lock, wait, [this] { return result_.has_value(); });
+  return std::exchange(result_, std::nullopt);
+}
+
+bool EngineWorker::busy() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return running_ || pending_.has_value() || result_.has_value();
+}
+
+void EngineWorker::loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    work_.wait(lock, [this] { return stop_ || pending_.has_value(); });
+    if (stop_) return;
+    EngineRequest job = std::move(*pending_);
+    pending_.reset();
+    running_ = true;
+    running_second_part_ = pending_second_part_;
+    cancel_ = std::make_shared<std::atomic<bool>>(false);
+    const std::shared_ptr<std::atomic<bool>> cancel = cancel_;  // job.exec.cancel points into it
+    job.exec.cancel = cancel.get();
+    const std::uint64_t serial = ++serial_;
+    lock.unlock();
+    EngineResult result = run(job, serial);
+    lock.lock();
+    running_ = false;
+    if (result.cancelled) continue;  // superseded: nothing to show; the newer request runs next
+    // The first part of a split request is done: the rest follows unless a newer request (an
+    // edit, another batch element) has come in meanwhile.
+    if (result.snapshot && !result.snapshot->complete && !pending_ && !stop_) {
+      job.first_heads.clear();
+      job.first_part = result.snapshot;
+      job.exec.cancel = nullptr;
+      pending_ = std::move(job);
+      pending_second_part_ = true;
+    }
+    result_ = std::move(result);  // the newest: an older one not collected yet is superseded
+    finished_.notify_all();
+    lock.unlock();
+    wakeUi();  // the window may be asleep: the result is drawn at once
+    lock.lock();
   }
-  return done;
 }
 
 }  // namespace attnscope

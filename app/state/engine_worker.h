@@ -1,13 +1,16 @@
-// EngineWorker: computes snapshots off the UI thread, so a GPT-2-sized recompute never freezes
-// the window (docs/DESIGN.md §3.3). The newest request wins; requests made while one runs wait
-// for it, then the newest of them runs once. In: an immutable copy of the inputs. Out: an
+// EngineWorker: computes snapshots on a thread of its own, so a GPT-2-sized recompute never
+// freezes the window (docs/DESIGN.md §3.3). The newest request wins; requests made while one runs
+// wait for it, then the newest of them runs once. In: an immutable copy of the inputs. Out: an
 // immutable Snapshot, or the engine's refusal. A request with first_heads gives two snapshots:
-// the outputs and those heads first, then every head — unless a newer request arrives between.
+// the outputs and those heads first, then the other heads — unless a newer request arrives
+// between. The thread goes on from one job to the next by itself and wakes the UI (wakeUi) only
+// for a result to show.
 #pragma once
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
-#include <future>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +29,9 @@ struct EngineRequest {
   // Heads whose maps are computed first and shown at once (those on screen); the other heads
   // follow in a second snapshot of the same version. Empty: every head at once.
   std::vector<int> first_heads;
+  // The rest of a split request: the first part's snapshot, whose outputs and heads are kept;
+  // only the other heads' maps are computed.
+  std::shared_ptr<const Snapshot> first_part;
 };
 
 struct EngineResult {
@@ -40,25 +46,28 @@ class EngineWorker {
   EngineWorker() = default;
   EngineWorker(const EngineWorker&) = delete;
   EngineWorker& operator=(const EngineWorker&) = delete;
-  ~EngineWorker();
+  ~EngineWorker();  // cancels what runs (nobody will see it) and joins the thread
   void request(EngineRequest r);
-  // Starts the pending request if idle; returns a finished result once. A request started by this
-  // call may be waited for up to `wait` (tiny inputs: the result shows on this very frame).
+  // The newest finished result, once. When a job runs, waits for it up to `wait` (tiny inputs:
+  // the result shows on the very frame that asked for it).
   std::optional<EngineResult> poll(std::chrono::milliseconds wait = std::chrono::milliseconds(0));
-  bool busy() const { return running_ || pending_.has_value(); }
+  // A request waits or runs, or its result has not been collected.
+  bool busy() const;
 
  private:
-  std::optional<EngineResult> collect(std::chrono::milliseconds wait);  // the job, if it has finished
-  void start();                                                        // runs pending_
+  void loop();  // the thread
+  mutable std::mutex mutex_;
+  std::condition_variable work_;      // to the thread: a request, or stop
+  std::condition_variable finished_;  // to poll: a result
   std::optional<EngineRequest> pending_;
-  std::optional<EngineRequest> running_request_;  // the job in flight, for its second part
-  bool pending_second_part_ = false;              // pending_ completes a split request
-  bool running_second_part_ = false;              // the job in flight completes one …
-  std::shared_ptr<std::atomic<bool>> cancel_;     // … and is stopped when a newer request comes
-  std::future<EngineResult> future_;
-  std::thread thread_;                            // the job's own thread, joined when collected
+  bool pending_second_part_ = false;  // pending_ completes a split request
   bool running_ = false;
+  bool running_second_part_ = false;  // the job in flight completes one …
+  std::shared_ptr<std::atomic<bool>> cancel_;  // … and is stopped when a newer request comes
+  std::optional<EngineResult> result_;         // finished, not collected yet
+  bool stop_ = false;
   std::uint64_t serial_ = 0;
+  std::thread thread_;                // started by the first request
 };
 
 }  // namespace attnscope

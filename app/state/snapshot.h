@@ -17,7 +17,11 @@
 namespace attnscope {
 
 struct Snapshot {
-  std::uint64_t serial = 0;                    // unique per result: textures re-upload when it changes
+  std::uint64_t serial = 0;                    // unique per result
+  // The result that computed each part: textures of a part re-upload only when it changes (the
+  // second part of a split request keeps the first part's outputs and heads).
+  std::uint64_t outputs_serial = 0;            // inputs range, concatenated context, output
+  std::vector<std::uint64_t> head_serial;      // per head of `batch` (0: no maps yet)
   std::uint64_t version = 0;                   // the document version it was computed from
   std::shared_ptr<const Workspace> inputs;     // tokens, embeddings, model as they were
   int batch = 0;                               // the batch element whose intermediates were kept

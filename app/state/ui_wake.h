@@ -9,5 +9,8 @@ namespace attnscope {
 using WakeHandler = void (*)();
 void setWakeHandler(WakeHandler handler);  // nullptr: stop waking (before the window goes)
 void wakeUi();
+// How many times wakeUi was called: the loop tells a result's wake-up from input (a result needs
+// one frame; input two, for ImGui to settle).
+unsigned wakeCount();
 
 }  // namespace attnscope

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -127,7 +126,6 @@ class Baker {
     // a result already on its way out fill the gaps.
     setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
     std::unique_lock<std::mutex> lock(mutex_);
-    auto last_wake = std::chrono::steady_clock::now();
     for (;;) {
       wake_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
       if (stop_) return;
@@ -139,13 +137,9 @@ class Baker {
       job.owner.reset();
       lock.lock();
       done_.push_back(std::move(job));
-      // The window may be asleep: it uploads and draws what is done when the queue is empty, or
-      // every 50 ms meanwhile (a frame per map of 72 would cost more than the colouring).
-      const auto now = std::chrono::steady_clock::now();
-      if (jobs_.empty() || now - last_wake > std::chrono::milliseconds(50)) {
-        last_wake = now;
-        wakeUi();
-      }
+      // The window may be asleep: it uploads and draws the maps when the queue is empty (a frame
+      // per map would cost more than the colouring; a software-rendered frame takes 25–45 ms).
+      if (jobs_.empty()) wakeUi();
     }
   }
   std::mutex mutex_;

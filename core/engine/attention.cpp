@@ -433,9 +433,10 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
     if (request.keeps(b) && source < 0) source = b;
   for (int b = 0; b < B; ++b) {
     if (share_elements && !request.keeps(b) && b != (source < 0 ? 0 : source)) continue;
+    if (!request.outputs && !request.keeps(b)) continue;  // maps only: the kept elements
     computed.push_back(b);
   }
-  if (source < 0) source = computed.front();
+  if (source < 0 && !computed.empty()) source = computed.front();
 
   // Heads of untraced elements keep only their context; on the reference path their T × T rows
   // pass through a per-thread scratch block, on the fused path they never exist.
@@ -449,6 +450,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
         if (request.keepsHead(b, h) || !fused) heads[b][h].context.resize(T, hw);
       }
     }
+    if (!request.outputs) continue;
     t.batches[b].context.resize(T, contextWidth(m, d_in));
     t.batches[b].output.resize(T, outputWidth(m, d_in));
   }
@@ -482,6 +484,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   for (int b : computed)
     for (int h = 0; h < H; ++h) {
       const bool traced = request.keepsHead(b, h);
+      if (!traced && !request.outputs) continue;
       const int block = traced || !fused ? kRowBlock : kQueryBlock;
       const auto kind = traced ? AttentionTask::Traced : fused ? AttentionTask::Fused : AttentionTask::Scratch;
       for (int r0 = 0; r0 < T; r0 += block) {
@@ -517,7 +520,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   if (exec.cancel != nullptr && exec.cancel->load()) throw Cancelled();
   const int out_block = fused ? kProjBlock : kRowBlock;
   const int out_blocks = (T + out_block - 1) / out_block;
-  const int computed_count = static_cast<int>(computed.size());
+  const int computed_count = request.outputs ? static_cast<int>(computed.size()) : 0;
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (parallel)
   for (int c = 0; c < computed_count; ++c)
     for (int blk = 0; blk < out_blocks; ++blk) {
@@ -531,7 +534,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
         "the scores or outputs overflow float32 (or a row sums to 0 with sum normalization): "
         "use smaller embedding values");
   for (int b = 0; b < B; ++b) {
-    if (std::find(computed.begin(), computed.end(), b) == computed.end()) {
+    if (request.outputs && std::find(computed.begin(), computed.end(), b) == computed.end()) {
       t.batches[b].context = t.batches[source].context;
       t.batches[b].output = t.batches[source].output;
     }

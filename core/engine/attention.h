@@ -29,6 +29,9 @@ struct TraceRequest {
   std::vector<int> batches;  // otherwise only of these (empty: outputs only, as in a benchmark)
   std::vector<int> heads;    // of a kept element, only these heads keep their maps (empty: all);
                              // the others keep nothing (HeadTrace::hasMaps() is false)
+  bool outputs = true;       // false: only the kept heads' maps and contexts; every element's
+                             // context and output are left empty (the rest of a split request,
+                             // whose outputs came with its first part)
   bool keeps(int b) const;
   bool keepsHead(int b, int h) const;
   // Only these elements keep their intermediates (every head of them).

@@ -124,6 +124,37 @@ TEST(Fused, TracedAndFusedElementsAgree) {
   }
 }
 
+// The rest of a split request (the app's second part): maps of some heads without outputs. The
+// heads kept are bit for bit those of a whole trace, on both paths, with and without dropout.
+TEST(Fused, MapsWithoutOutputsAreTheWholeTracesHeads) {
+  for (const Case& c : cases()) {
+    if (c.m.batch_size < 2 || headCount(c.m) < 2) continue;
+    SCOPED_TRACE(describe(c));
+    const Matrix x = test::randomMatrix(c.T, c.d_in, 21);
+    for (bool fused : {false, true}) {
+      ExecutionOptions exec;
+      exec.fused = fused;
+      TraceRequest whole = TraceRequest::only({1});
+      TraceRequest rest = whole;
+      rest.heads = {1};
+      rest.outputs = false;
+      const Trace a = computeTrace(x, c.m, exec, whole), b = computeTrace(x, c.m, exec, rest);
+      for (std::size_t e = 0; e < b.batches.size(); ++e) {
+        EXPECT_EQ(b.batches[e].output.size(), 0) << "an output was computed, element " << e;
+        EXPECT_EQ(b.batches[e].context.size(), 0) << "a context was computed, element " << e;
+      }
+      ASSERT_EQ(b.batches[1].heads.size(), a.batches[1].heads.size());
+      EXPECT_FALSE(b.batches[1].heads[0].hasMaps());
+      const HeadTrace &got = b.batches[1].heads[1], &want = a.batches[1].heads[1];
+      ASSERT_TRUE(got.hasMaps());
+      EXPECT_TRUE(test::bitwiseEqual(got.scores, want.scores)) << "fused " << fused;
+      EXPECT_TRUE(test::bitwiseEqual(got.weights, want.weights)) << "fused " << fused;
+      EXPECT_TRUE(test::bitwiseEqual(got.context, want.context)) << "fused " << fused;
+      EXPECT_TRUE(got.dropout_mask == want.dropout_mask) << "fused " << fused;
+    }
+  }
+}
+
 // max relative difference of two maps that may hold −∞ (masked scores): the −∞ must match exactly.
 double mapDiff(const Matrix& a, const Matrix& b) {
   if (a.rows() != b.rows() || a.cols() != b.cols()) return INFINITY;
