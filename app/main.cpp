@@ -207,7 +207,7 @@ std::vector<Command> readCommands(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  keepFreedMemory();  // every edit of a large workspace allocates a trace's maps again (engine/memory.h)
+  tuneMalloc();  // every edit of a large workspace allocates a trace's maps again (engine/memory.h)
   AppOptions options;
   if (int code = parseOptions(argc, argv, options); code >= 0) return code;
 

@@ -21,6 +21,8 @@ std::array<ValueRange, kStageCount> stageRanges(const Trace& t, const HeadTrace&
       // Division by √d_k > 0 is monotone and correctly rounded: the scores' ends, divided.
       r[k] = ValueRange{r[static_cast<std::size_t>(Stage::Scores)].lo / t.scale_divisor,
                         r[static_cast<std::size_t>(Stage::Scores)].hi / t.scale_divisor};
+    else if (info.stage == Stage::DroppedWeights && !t.dropout_active)  // the weights themselves
+      r[k] = r[static_cast<std::size_t>(Stage::Weights)];
     else
       r[k] = finiteRange(StageMap(t, h, info.stage));
   }

@@ -195,7 +195,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  keepFreedMemory();  // the benchmark's repeated traces reuse their memory (engine/memory.h)
+  tuneMalloc();  // the benchmark's repeated traces reuse their memory (engine/memory.h)
   std::ios::sync_with_stdio(false);  // the trace is streamed: C++ buffering, not libc's per write
   try {
     return run(argc, argv);

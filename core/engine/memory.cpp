@@ -8,10 +8,11 @@
 
 namespace attnscope {
 
-void keepFreedMemory() {
+void tuneMalloc() {
 #if defined(__GLIBC__)
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum on 64-bit systems
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_ARENA_MAX, 2);
 #endif
 }
 
