@@ -110,6 +110,14 @@ std::string stageHeading(const Trace& t, Stage s) {
   }
 }
 
+// Up to this many tokens, every map shows its numbers (the book's examples have 6).
+constexpr int kAlwaysLabelledTokens = 12;
+
+// A dropout mask's cell: the factor a kept weight is multiplied by, or 0.
+std::string dropoutCellText(const Trace& t, float kept) {
+  return kept > 0.5f ? (t.dropout_active ? "×" + formatFixed(t.dropout_scale, 1) : "1") : "0";
+}
+
 struct Arrangement {
   int card_cols = 1, stage_cols = 1;
   float cell = 0;  // side of a heatmap cell in pixels
@@ -121,9 +129,12 @@ struct Margins {
 };
 
 // Tiles H cards of S maps (rows × cols cells) into width × height so the cells are as large as
-// possible; when even the best is tiny the grid keeps a readable size and scrolls.
+// possible; when even the best is tiny the grid keeps a readable size and scrolls. Cells are at
+// least `min_cell` (their numbers must fit): then as many maps per row as the width holds, as
+// large as the width allows up to `full_cell` (where the notebook's four decimals fit), and the
+// grid scrolls down.
 Arrangement arrange(int H, int S, int rows, int cols, float width, float height, float header,
-                    float gap, Margins m) {
+                    float gap, Margins m, float min_cell, float full_cell) {
   Arrangement best;
   for (int c = 1; c <= H; ++c)
     for (int s = 1; s <= S; ++s) {
@@ -133,6 +144,17 @@ Arrangement arrange(int H, int S, int rows, int cols, float width, float height,
       const float cell = std::min(tile_w / cols, tile_h / rows);
       if (cell > best.cell) best = {c, s, cell};
     }
+  if (best.cell < min_cell) {
+    const int per_row = std::max(1, static_cast<int>((width + gap) / (min_cell * cols + m.left + gap)));
+    if (per_row >= S) {  // whole cards side by side
+      best = {std::max(1, std::min(H, per_row / S)), S, min_cell};
+    } else {
+      best = {1, per_row, min_cell};
+    }
+    const float fill = (width / (best.card_cols * best.stage_cols) - gap - m.left) / cols;
+    best.cell = std::max(min_cell, std::min({fill, full_cell, px(72)}));
+    return best;
+  }
   const float min_map = px(96);  // below this, scroll rather than shrink
   if (best.cell * std::max(rows, cols) < min_map) {
     best = {1, S, 0};
@@ -339,7 +361,29 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
                         heatmapColorbarHeight()};
   const int rows = T, cols = std::max(T, 1);
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const Arrangement a = arrange(H, S, rows, cols, avail.x - style.ScrollbarSize, avail.y, header, gap, margins);
+  // The book's sizes always show their numbers: cells as wide as the widest compact label of the
+  // T × T maps (the grid scrolls if need be). Larger maps fit the window and zoom instead.
+  float min_cell = 0, full_cell = 0;
+  if (T <= kAlwaysLabelledTokens && !window.rows) {
+    for (int h : heads) {
+      if (!bt.heads[h].hasMaps()) continue;
+      for (Stage stage : stages) {
+        if (!stageInfo(stage).square) continue;
+        const StageMap map(t, bt.heads[h], stage);
+        for (Eigen::Index i = 0; i < map.rows(); ++i)
+          for (Eigen::Index j = 0; j < map.cols(); ++j) {
+            const float v = map(i, j);
+            auto need = [&](CellFormat f) {
+              const std::string label = stage == Stage::DropoutMask ? dropoutCellText(t, v) : cellLabel(v, f);
+              return heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, label.c_str()).x);
+            };
+            min_cell = std::max(min_cell, need(CellFormat::Compact));
+            full_cell = std::max(full_cell, need(CellFormat::Decimals4));
+          }
+      }
+    }
+  }
+  const Arrangement a = arrange(H, S, rows, cols, avail.x - style.ScrollbarSize, avail.y, header, gap, margins, min_cell, full_cell);
   const float tile_w = std::max(a.cell * cols + margins.left, avail.x / (a.card_cols * a.stage_cols) - gap);
   const float tile_h = a.cell * rows + margins.top + margins.bottom;
   const float stride_w = tile_w + gap;
@@ -377,6 +421,11 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       const StageInfo& info = stageInfo(stage);
       const ImVec2 tile(card.x + (k % a.stage_cols) * stride_w, card.y + header + (k / a.stage_cols) * (tile_h + gap));
       ImGui::SetCursorScreenPos(tile);
+      if (h == reveal_head_ && stage == reveal_stage_) {  // its top (with the title) at the window's
+        const float top = ImGui::GetWindowPos().y;
+        if (tile.y < top || tile.y + tile_h > top + ImGui::GetWindowHeight())
+          ImGui::SetScrollY(ImGui::GetScrollY() + (tile.y - top) - gap);
+      }
       const HeadTrace& head = bt.heads[h];
       HeatmapSpec spec;
       spec.id = std::string("b") + std::to_string(batch) + "h" + std::to_string(h) + info.id;
@@ -398,8 +447,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.owner = ctx.snapshot;
       spec.describe = [snap, &head, stage](int i, int j) { return describeCell(*snap, head, stage, i, j); };
       if (stage == Stage::DropoutMask) {
-        const std::string kept = t.dropout_active ? "×" + formatFixed(t.dropout_scale, 1) : "1";
-        spec.cell_text = [kept](float v) { return v > 0.5f ? kept : std::string("0"); };
+        spec.cell_text = [&t](float v) { return dropoutCellText(t, v); };
         spec.legend = t.dropout_active ? "kept ×" + formatFixed(t.dropout_scale, 2) + " · dropped 0" : "all kept";
       } else if (stage == Stage::MaskedScores && t.model.causal) {
         spec.legend = "▨ −∞ masked";

@@ -17,12 +17,17 @@ class HeatmapGrid {
   void reset() { zoom_ = 1, center_row_ = center_col_ = -1; }  // another workspace
   // The heads whose cards were on screen in the last frame (empty before the first).
   const std::vector<int>& visibleHeads() const { return visible_heads_; }
+  // Scrolls the grid so that this head's map of `stage` is in view, from the next frame on (a
+  // figure of one map); head −1: no more.
+  void reveal(int head, Stage stage) { reveal_head_ = head, reveal_stage_ = stage; }
 
  private:
   float zoom_ = 1;                          // ≥ 1: all maps show T/zoom rows and columns …
   float center_row_ = -1, center_col_ = -1; // … around this cell (−1: the middle)
   bool wheel_on_map_ = false;               // the mouse wheel zooms a map, not the grid's scroll
   std::vector<int> visible_heads_;          // cards on screen in the last frame
+  int reveal_head_ = -1;                    // a map kept in view (reveal)
+  Stage reveal_stage_ = Stage::Weights;
 };
 
 }  // namespace attnscope

@@ -398,6 +398,9 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   if (isHeatmapStage(spec.panel)) {  // that head alone, so the map is as large as it gets
     view_.head = spec.head;
     view_.tab = "heatmaps";
+    Stage stage = Stage::Weights;
+    parseStage(spec.panel, &stage);
+    heatmap_grid_.reveal(spec.head, stage);  // and in view, where the grid scrolls for the numbers
   }
   int w = 0, h = 0;
   hooks_.size(&w, &h);
@@ -406,6 +409,7 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   const std::string error = capturePng(spec, w, h, hooks_.capture, path, dumpWorkspace(shown));
   setHeatmapColouringSynchronous(false);
   capturing_ = false;
+  heatmap_grid_.reveal(-1, Stage::Weights);
   view_ = saved;
   caption_.clear();
   return error;

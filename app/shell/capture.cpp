@@ -63,10 +63,12 @@ bool findRect(const CaptureSpec& spec, int fb_w, int fb_h, Rect* out, std::strin
   }
   if (isHeatmapStage(spec.panel)) {
     for (const auto& m : frame["heatmaps"])
-      if (m.value("stage", "") == spec.panel && m.value("head", -1) == spec.head && m.contains("tile")) r = m["tile"];
+      if (m.value("stage", "") == spec.panel && m.value("head", -1) == spec.head && m.value("in_view", true) &&
+          m.contains("tile"))
+        r = m["tile"];
     if (r.is_null()) {
       *error = "no " + spec.panel + " map for head " + std::to_string(spec.head + 1) +
-               " (is the column shown, and does the model have that head?)";
+               " in view (is the column shown, and does the model have that head?)";
       return false;
     }
   } else if (frame["panels"].contains(spec.panel)) {

@@ -191,13 +191,6 @@ void setHeatmapColouringSynchronous(bool on) { synchronous = on; }
 
 namespace {
 
-// A cell's label: fixed decimals while they fit a cell, else 3 significant digits; with a hyphen
-// for a minus where space is tight (`narrow`).
-std::string defaultCellText(float v, int decimals, bool narrow = false) {
-  const std::string s = std::fabs(v) < 9.995f || std::isinf(v) ? formatFixed(v, decimals) : formatShort(v);
-  return narrow ? withHyphen(s) : s;
-}
-
 // Text rotated 90° counter-clockwise (reading upwards), its baseline's start at `pos`.
 void addTextVertical(ImDrawList* draw, ImFont* font, float size, ImVec2 pos, ImU32 col,
                      const std::string& text) {
@@ -224,16 +217,32 @@ void drawColorbar(ImDrawList* draw, const HeatmapSpec& s, ImVec2 p0, float width
 
 }  // namespace
 
+float heatmapCellFor(float label_width) {
+  // Room on both sides of a label, and a cell at least as tall as the text.
+  return std::max({label_width + px(5), fonts().small->FontSize + px(2), px(16)});
+}
+
 float heatmapColorbarHeight() { return px(6) + px(8) + px(2) + fonts().small->FontSize + px(4); }
+
+namespace {
+
+// Where a map scrolled out of view draws: nowhere. Its layout and labels are still worked out, so
+// the layout dump lists every map of the grid with what it would show.
+ImDrawList* discardedDrawList() {
+  static ImDrawList list(ImGui::GetDrawListSharedData());
+  list._ResetForNewFrame();
+  list.PushClipRectFullScreen();
+  list.PushTextureID(ImGui::GetIO().Fonts->TexID);
+  return &list;
+}
+
+}  // namespace
 
 HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   HeatmapHit hit;
-  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const bool in_view = ImGui::IsRectVisible(size);  // scrolled away: no texture, nothing drawn
+  ImDrawList* draw = in_view ? ImGui::GetWindowDrawList() : discardedDrawList();
   const ImVec2 origin = ImGui::GetCursorScreenPos();
-  if (!ImGui::IsRectVisible(size)) {  // scrolled away: no texture, no labels
-    ImGui::Dummy(size);
-    return hit;
-  }
   ImFont* small = fonts().small;
   const float fs = small->FontSize, ui = ImGui::GetTextLineHeight();
   const StageMap& m = s.values;
@@ -275,7 +284,8 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   // Cells: the texture's window, magnified without blur.
   const ImVec2 uv0(static_cast<float>(c0) / cols, static_cast<float>(r0) / rows);
   const ImVec2 uv1(static_cast<float>(c0 + nc) / cols, static_cast<float>(r0 + nr) / rows);
-  if (const GLuint tex = texture(s)) {
+  if (!in_view) {
+  } else if (const GLuint tex = texture(s)) {
     draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(tex)), p0, p1, uv0, uv1);
   } else {  // being coloured: a quiet placeholder, never the colours of an older map
     draw->AddRectFilled(p0, p1, th.grid_line);
@@ -288,20 +298,21 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
       draw->AddLine(ImVec2(p0.x, p0.y + i * cell), ImVec2(p1.x, p0.y + i * cell), th.grid_line);
   }
   const auto& table = colormapTable(s.colormap);
-  // Value labels only when every visible one fits its cell: all or none reads better. Four
-  // decimals, as the notebook prints, when they fit; else two.
+  // Value labels only when every visible one fits its cell: all or none reads better. The first
+  // format that fits, from the notebook's four decimals to the compact two (widgets/text.h).
   std::vector<std::string> texts;
   bool values_shown = false;
-  for (auto [decimals, narrow] : {std::pair{4, false}, {2, false}, {2, true}}) {
+  CellFormat format = CellFormat::Decimals4;
+  for (CellFormat f : cellFormats()) {
     texts.clear();
-    values_shown = !s.compact && cell >= fs + px(2) && cell >= px(16);
+    format = f;
+    values_shown = !s.compact;
     for (int i = r0; i < r0 + nr && values_shown; ++i)
       for (int j = c0; j < c0 + nc && values_shown; ++j) {
-        texts.push_back(s.cell_text ? s.cell_text(m(i, j)) : defaultCellText(m(i, j), decimals, narrow));
-        // Room on both sides of a label, a little less when squeezing with hyphens.
-        values_shown = small->CalcTextSizeA(fs, FLT_MAX, 0, texts.back().c_str()).x + px(narrow ? 3 : 7) <= cell;
+        texts.push_back(s.cell_text ? s.cell_text(m(i, j)) : cellLabel(m(i, j), f));
+        values_shown = heatmapCellFor(small->CalcTextSizeA(fs, FLT_MAX, 0, texts.back().c_str()).x) <= cell;
       }
-    if (values_shown) break;
+    if (values_shown || s.cell_text) break;
   }
   if (values_shown) {
     const Rgb masked{static_cast<std::uint8_t>(th.masked_cell & 0xFF),
@@ -413,7 +424,9 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   entry["cell"] = cell;
   entry["range"] = {s.range.lo, s.range.hi};
   entry["colormap"] = colormapId(s.colormap);
+  entry["in_view"] = in_view;  // false: scrolled out of the grid's window
   entry["values_shown"] = values_shown;
+  if (values_shown) entry["label_format"] = s.cell_text ? "custom" : cellFormatId(format);
   layout().heatmap(std::move(entry));
 
   ImGui::SetCursorScreenPos(origin);

@@ -56,6 +56,8 @@ struct HeatmapHit {
 
 // Height below the cells taken by the colorbar and its labels.
 float heatmapColorbarHeight();
+// The side of a cell that shows a label `label_width` pixels wide (in the cells' small font).
+float heatmapCellFor(float label_width);
 
 // Draws within `size` at the cursor and advances it.
 HeatmapHit drawHeatmap(const HeatmapSpec& spec, ImVec2 size);

@@ -31,9 +31,38 @@ std::string formatShort(float v) {
   return withTrueMinus(buf);
 }
 
-std::string withHyphen(const std::string& s) {
-  const std::string minus = "−";
-  return s.rfind(minus, 0) == 0 ? "-" + s.substr(minus.size()) : s;
+const std::array<CellFormat, 4>& cellFormats() {
+  static const std::array<CellFormat, 4> all = {CellFormat::Decimals4, CellFormat::Decimals3, CellFormat::Decimals2,
+                                                CellFormat::Compact};
+  return all;
+}
+
+const char* cellFormatId(CellFormat f) {
+  switch (f) {
+    case CellFormat::Decimals4: return "decimals4";
+    case CellFormat::Decimals3: return "decimals3";
+    case CellFormat::Decimals2: return "decimals2";
+    case CellFormat::Compact: return "compact";
+  }
+  return "";
+}
+
+std::string cellLabel(float v, CellFormat f) {
+  if (!(std::fabs(v) < 9.995f) && !std::isinf(v)) return formatShort(v);
+  switch (f) {
+    case CellFormat::Decimals4: return formatFixed(v, 4);
+    case CellFormat::Decimals3: return formatFixed(v, 3);
+    case CellFormat::Decimals2: return formatFixed(v, 2);
+    case CellFormat::Compact: {
+      std::string s = formatFixed(v, 2);  // "0.29" → ".29", "−0.11" → "−.11"; "1.00" stays
+      const std::string minus = "−";
+      const std::size_t digits = s.rfind(minus, 0) == 0 ? minus.size() : 0;
+      if (s.compare(digits, 2, "0.") == 0 && s != "0.00") s.erase(digits, 1);
+      if (s == "0.00") s = "0";
+      return s;
+    }
+  }
+  return formatFixed(v, 4);
 }
 
 std::string fitText(ImFont* font, float size, const std::string& text, float width) {

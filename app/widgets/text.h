@@ -2,6 +2,7 @@
 #pragma once
 #include <imgui.h>
 
+#include <array>
 #include <string>
 
 namespace attnscope {
@@ -10,8 +11,15 @@ namespace attnscope {
 std::string formatFixed(float v, int decimals = 4);
 // "%.3g" likewise, for colorbar ranges and values too wide for fixed decimals.
 std::string formatShort(float v);
-// "−0.25" → "-0.25": a hyphen is narrower, for cells where every pixel counts.
-std::string withHyphen(const std::string& s);
+
+// The labels of a heatmap's cells, from the notebook's four decimals down to the most compact form
+// that still reads one way only: two decimals without the leading zero (".29", "−.11"). A map uses
+// the first that fits every cell it shows; 10 and more keep three significant digits; always a
+// true minus.
+enum class CellFormat { Decimals4, Decimals3, Decimals2, Compact };
+const std::array<CellFormat, 4>& cellFormats();  // in that order
+const char* cellFormatId(CellFormat f);          // "decimals4", …, "compact": the layout dump
+std::string cellLabel(float v, CellFormat f);
 
 // `text` shortened with "…" to fit `width` pixels, cutting whole UTF-8 characters.
 std::string fitText(ImFont* font, float size, const std::string& text, float width);

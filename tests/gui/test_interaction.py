@@ -116,7 +116,8 @@ def heads_drawn(d):
 
 
 def weights_maps(d):
-    return [m for m in d["heatmaps"] if m["stage"] == "weights"]
+    """The weights maps in view (the dump also lists maps scrolled away, in_view false)."""
+    return [m for m in d["heatmaps"] if m["stage"] == "weights" and m.get("in_view", True)]
 
 
 def step_heads(app, want_before, button, want_after):

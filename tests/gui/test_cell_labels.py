@@ -1,0 +1,73 @@
+# Every map of the book's examples shows its numbers at a projector's 1280 × 800 (issue 11): the
+# multi-head example with and without dropout, causal attention with dropout and the wrapper. The
+# grid scrolls rather than hide numbers; the layout dump lists every map of the grid (`in_view`
+# says which are scrolled away) with `values_shown` and the `label_format` chosen. Each example is
+# rendered whole and, to see each map in view as well, two columns of one head at a time. At 1280 ×
+# 800 maps of 6 tokens have room for at least two decimals: a map that falls back to the compact
+# form, or shows nothing, fails.
+# Usage: test_cell_labels.py APP CLI ASSETS_DIR
+import copy
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gui_common as g  # noqa: E402
+
+EXAMPLES = [  # (preset, model changes)
+    ("multihead", {}),
+    ("multihead", {"dropout": 0.5, "training": True}),
+    ("causal_dropout", {}),
+    ("multihead_wrapper", {"dropout": 0.5, "training": True}),
+]
+READABLE = {"decimals4", "decimals3", "decimals2", "custom"}  # custom: the dropout mask's ×2.0 / 0
+
+
+def main():
+    app, cli, assets = sys.argv[1:4]
+    failures = []
+    runs = 0
+    with tempfile.TemporaryDirectory() as tmp, g.Xvfb("1280x800x24") as xvfb:
+        display = xvfb.display
+        for preset, changes in EXAMPLES:
+            with open(os.path.join(assets, "presets", preset + ".json")) as f:
+                base = json.load(f)
+            base["model"].update(changes)
+            heads = base["model"].get("num_heads", 1) if base["model"]["variant"] != "causal" else 1
+            stages = g.applicable_stages(g.DEFAULT_STAGES, base["model"])
+            views = [(-1, stages)] + [(h, stages[k:k + 2]) for h in range(heads) for k in range(0, len(stages), 2)]
+            for h, columns in views:
+                ws = copy.deepcopy(base)
+                ws.setdefault("view", {}).update({"head": h, "columns": columns})
+                name = f"{preset}{'-p' + str(changes['dropout']) if changes else ''}-h{h}-{'+'.join(columns)}"
+                path = os.path.join(tmp, name + ".json")
+                with open(path, "w") as f:
+                    json.dump(ws, f)
+                dump = g.render(app, path, os.path.join(tmp, name + ".png"), os.path.join(tmp, name + ".layout.json"),
+                                display, size="1280x800")
+                runs += 1
+                drawn = {(m["head"], m["stage"]): m for m in dump["heatmaps"]}
+                for head, stage in [(x, c) for x in (range(heads) if h < 0 else [h]) for c in columns]:
+                    m = drawn.get((head, stage))
+                    if m is None:
+                        failures.append(f"{name}: the map {stage} of head {head} is not in the grid")
+                    elif h >= 0 and not m.get("in_view"):
+                        failures.append(f"{name}: the map {stage} of head {head} is not in view")
+                    elif not m.get("values_shown"):
+                        failures.append(f"{name}: {stage} of head {head} shows no values (cell {m['cell']:.1f} px)")
+                    elif m.get("label_format") not in READABLE:
+                        failures.append(f"{name}: {stage} of head {head} labelled {m.get('label_format')!r}, "
+                                        f"expected one of {sorted(READABLE)}")
+    print(f"{runs} renders at 1280x800")
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except g.Fail as e:
+        print("FAIL:", e)
+        sys.exit(1)
