@@ -89,7 +89,9 @@ bool FileDialogs::browse() {
   const bool ok = ImGui::Button(which_ == "open" ? "Open" : "Save") || enter;
   layout().widget("file_ok");
   ImGui::SameLine();
-  if (ImGui::Button("Cancel")) {
+  const bool cancel = ImGui::Button("Cancel");  // a quit waiting for this save does not happen (App::update)
+  layout().widget("file_cancel");
+  if (cancel) {
     which_.clear();
     ImGui::CloseCurrentPopup();
   }
@@ -123,24 +125,35 @@ void FileDialogs::draw(const PanelContext& ctx) {
     ImGui::EndPopup();
   }
 
-  if (confirm_quit_ && !ImGui::IsPopupOpen("Unsaved changes")) ImGui::OpenPopup("Unsaved changes");
+  // Unsaved changes: Save (then go on), Don't save / Discard, Cancel. The buttons' ids start with
+  // the action ("quit_save", "open_discard") for the layout dump.
+  if (!unsaved_action_.empty() && !ImGui::IsPopupOpen("Unsaved changes")) ImGui::OpenPopup("Unsaved changes");
   if (ImGui::BeginPopupModal("Unsaved changes", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
-    const std::string& file = ctx.document.file();
-    ImGui::Text("Save the changes to %s before quitting?", file.empty() ? "this untitled workspace" : file.c_str());
-    const bool save = ImGui::Button("Save");
-    layout().widget("quit_save");
-    ImGui::SameLine();
-    const bool discard = ImGui::Button("Don't save");
-    layout().widget("quit_discard");
-    ImGui::SameLine();
-    const bool cancel = ImGui::Button("Cancel");
-    if (save) {  // untitled: the save dialog opens instead, and quitting waits for the next try
-      cmd.push("save");
-      if (!file.empty()) cmd.push("quit");
+    if (unsaved_action_.empty()) {  // answered by a script
+      ImGui::CloseCurrentPopup();
+      ImGui::EndPopup();
+      return;
     }
-    if (discard) cmd.push("quit", {{"discard", true}});
-    if (save || discard || cancel) {
-      confirm_quit_ = false;
+    const std::string& file = ctx.document.file();
+    const std::string name = file.empty() ? "this untitled workspace" : fs::path(file).filename().string();
+    ImGui::PushTextWrapPos(px(520));
+    ImGui::Text("Save the changes to %s before %s?", name.c_str(), unsaved_doing_.c_str());
+    if (!file.empty()) ImGui::TextDisabled("in %s", fs::path(file).parent_path().string().c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::Spacing();
+    const std::string& a = unsaved_action_;
+    const char* choice = nullptr;
+    if (ImGui::Button("Save")) choice = "save";
+    layout().widget(a + "_save");
+    ImGui::SameLine();
+    if (ImGui::Button(a == "quit" ? "Don't save" : "Discard")) choice = "discard";
+    layout().widget(a + "_discard");
+    ImGui::SameLine();
+    if (ImGui::Button("Cancel")) choice = "cancel";
+    layout().widget(a + "_cancel");
+    if (choice) {
+      cmd.push("unsaved", {{"choice", choice}});
+      unsaved_action_.clear();
       ImGui::CloseCurrentPopup();
     }
     ImGui::EndPopup();

@@ -21,8 +21,12 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
   CommandQueue& cmd = ctx.commands;
   const ViewState& view = ctx.view;
   if (ImGui::BeginMainMenuBar()) {
-    if (ImGui::BeginMenu("File")) {
+    const bool file_menu = ImGui::BeginMenu("File");
+    layout().widget("menu_file");  // the layout dump's names let tests click through the menu
+    if (file_menu) {
+      // New, Open and the presets ask first when there are unsaved changes (App::asksFirst).
       if (ImGui::MenuItem("New (the book's example)")) cmd.push("new");
+      layout().widget("menu_new");
       if (ImGui::MenuItem("Open…", "Ctrl+O")) cmd.push("dialog", {{"which", "open"}});
       if (ImGui::BeginMenu("Open recent", !recent.empty())) {
         for (const std::string& r : recent)
@@ -36,9 +40,12 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
       if (ImGui::MenuItem("Copy PyTorch code")) cmd.push("copy_pytorch");
       if (ImGui::MenuItem("Save PyTorch code…")) cmd.push("dialog", {{"which", "save_pytorch"}});
       ImGui::Separator();
-      if (ImGui::BeginMenu("Presets")) {
+      const bool presets_menu = ImGui::BeginMenu("Presets");
+      layout().widget("menu_presets");
+      if (presets_menu) {
         for (const PresetInfo& preset : presets_) {
           if (ImGui::MenuItem(preset.title.c_str())) cmd.push("preset", {{"name", preset.name}});
+          layout().widget("menu_preset_" + preset.name);
           if (!preset.description.empty() && ImGui::IsItemHovered()) {
             ImGui::BeginTooltip();
             ImGui::PushTextWrapPos(ImGui::GetFontSize() * 28);

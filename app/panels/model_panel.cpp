@@ -113,15 +113,10 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     Applicability a(simple ? "Simple self-attention has no projection: its width is d_in" : nullptr);
     label("d_out");
     int d_out = m.d_out;
-    if (ImGui::SliderInt("##d_out", &d_out, 1, 64, "%d", ImGuiSliderFlags_AlwaysClamp) && d_out != m.d_out) {
-      ModelConfig next = m;
-      next.d_out = d_out;
-      if (next.variant == Variant::MultiHead && d_out % next.num_heads != 0) {
-        const auto valid = validHeadCounts(next);  // the largest valid count not above the old one
-        next.num_heads = *std::prev(std::upper_bound(valid.begin(), valid.end(), next.num_heads));
-      }
-      ctx.commands.push("model", {{"fields", {{"d_out", d_out}, {"num_heads", next.num_heads}}}}, "d_out");
-    }
+    // The document fits num_heads to d_out (and brings the user's count back when d_out allows,
+    // with a note): a drag from 2 to 14 passes 3, which 2 does not divide.
+    if (ImGui::SliderInt("##d_out", &d_out, 1, 64, "%d", ImGuiSliderFlags_AlwaysClamp) && d_out != m.d_out)
+      set(ctx, "d_out", d_out, "d_out");
     a.explain();
     layout().widget("d_out");
   }
@@ -153,10 +148,12 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     label("seed");
     ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("re-roll").x -
                             ImGui::GetStyle().FramePadding.x * 2 - ImGui::GetStyle().ItemSpacing.x);
-    std::uint32_t seed = m.seed;
-    if (ImGui::InputScalar("##seed", ImGuiDataType_U32, &seed, nullptr, nullptr, "%u",
-                           ImGuiInputTextFlags_EnterReturnsTrue) && seed != m.seed)
-      set(ctx, "seed", seed);
+    // A typed seed applies on Enter or when the field loses focus (a click elsewhere), as one
+    // edit; while typing, the field keeps its own value.
+    if (!seed_active_) seed_typed_ = m.seed;
+    ImGui::InputScalar("##seed", ImGuiDataType_U32, &seed_typed_, nullptr, nullptr, "%u");
+    seed_active_ = ImGui::IsItemActive();
+    if (ImGui::IsItemDeactivatedAfterEdit() && seed_typed_ != m.seed) set(ctx, "seed", seed_typed_);
     a.explain();
     layout().widget("seed");
     ImGui::SameLine();

@@ -4,6 +4,7 @@
 #pragma once
 #include <imgui.h>
 
+#include <cstdint>
 #include <random>
 
 #include "panels/panel.h"
@@ -17,6 +18,8 @@ class ModelPanel {
 
  private:
   std::mt19937 reroll_;  // picks seeds for "re-roll"
+  std::uint32_t seed_typed_ = 0;  // the seed field while it is being typed into
+  bool seed_active_ = false;
 };
 
 }  // namespace attnscope

@@ -48,10 +48,33 @@ void App::update(double now) {
     }
     updateEngine();  // a screenshot right behind an edit waits for that edit's result
   }
+  if (after_save_ && queue_.empty() && !dialogs_.saving()) {  // the save dialog was cancelled
+    showToast("Not saved, so not " + actionText(*after_save_) + ": the changes are still here", true, now);
+    after_save_.reset();
+  }
   updateEngine();
 }
 
+bool App::asksFirst(const Command& c) const {
+  const std::string& n = c.name;
+  if (n != "quit" && n != "open" && n != "new" && n != "preset") return false;
+  if (!interactive_ || !doc_.dirty() || (c.has("discard") && c.flag("discard"))) return false;
+  return n == "quit" || c.script_index < 0;  // scripts run unattended
+}
+
+std::string App::actionText(const Command& c) const {
+  if (c.name == "open") return "opening " + fs::path(c.text("path")).filename().string();
+  if (c.name == "new") return "starting over with the book's example";
+  if (c.name == "preset") return "loading the preset " + c.text("name");
+  return "quitting";
+}
+
 void App::apply(const Command& c, double now) {
+  if (asksFirst(c)) {  // the prompt's answer (the `unsaved` command) carries on with it
+    pending_ = c;
+    dialogs_.askUnsaved(c.name, actionText(c));
+    return;
+  }
   switch (c.info().target) {
     case CommandTarget::Document:
       if (c.name == "restore") {  // an autosave that cannot be read is kept aside, never overwritten
@@ -66,9 +89,10 @@ void App::apply(const Command& c, double now) {
         clampView();
         return;
       }
-      if (c.name == "open" && doc_.dirty() && interactive_) {
-        // Opening starts a new history, so the unsaved work would be gone (and the autosave
-        // overwritten): it is written to the state folder first, and the user told where.
+      if (c.name == "open" && doc_.dirty() && interactive_ && !(c.has("discard") && c.flag("discard"))) {
+        // A script's open in a session the user sees is not asked about. Opening starts a new
+        // history, so the unsaved work would be gone (and the autosave overwritten): it is
+        // written to the state folder first, and the user told where.
         const std::string kept = keepUnsaved(doc_, view_);
         try {
           doc_.apply(c);
@@ -82,6 +106,7 @@ void App::apply(const Command& c, double now) {
         return;
       }
       if (doc_.apply(c) == DocumentChange::Replaced) replaced(c, now);
+      if (!doc_.note().empty()) showToast(doc_.note(), false, now);  // num_heads or seed moved
       clampView();
       return;
     case CommandTarget::View:
@@ -184,12 +209,19 @@ void App::applyApp(const Command& c, double now) {
     ws.view = viewToJson(view_);
     try {
       saveWorkspace(path, ws);
-    } catch (const InputError& e) {
-      throw InputError(std::string("Not saved: ") + e.what());
+    } catch (const InputError& e) {  // and what waited for the save does not happen
+      const std::string so = after_save_ ? ", so not " + actionText(*after_save_) : "";
+      after_save_.reset();
+      throw InputError("Not saved" + so + ": " + e.what());
     }
     doc_.markSaved(path);
     dialogs_.remember(path);
     showToast("Saved " + path, false, now);
+    if (after_save_) {  // the prompt's "Save": now quit, open, … as asked
+      const Command next = std::move(*after_save_);
+      after_save_.reset();
+      apply(next, now);
+    }
   } else if (n == "export_trace" || n == "export_map") {
     if (!snapshot_) throw InputError("nothing computed yet");
     ExportFormat format;
@@ -221,10 +253,22 @@ void App::applyApp(const Command& c, double now) {
     dialogs_.begin(c.text("which"), c.has("stage") ? c.text("stage") : "", c.has("head") ? c.integer("head") : 0,
                    c.has("format") ? c.text("format") : "csv");
   } else if (n == "quit") {
-    if (!interactive_ || !doc_.dirty() || (c.has("discard") && c.flag("discard")))
-      quit_ = true;
-    else
-      dialogs_.askBeforeQuit();
+    quit_ = true;  // unsaved changes were asked about in apply()
+  } else if (n == "unsaved") {  // the answer to the prompt: go on with the command that asked
+    const std::string choice = c.text("choice");
+    if (choice != "save" && choice != "discard" && choice != "cancel")
+      throw InputError("choice: expected save, discard or cancel, got \"" + choice + "\"");
+    if (!pending_) throw InputError("no unsaved-changes prompt is open");
+    Command next = std::move(*pending_);
+    pending_.reset();
+    dialogs_.closeUnsaved();
+    if (choice == "discard") {
+      next.args["discard"] = true;
+      apply(next, now);
+    } else if (choice == "save") {  // untitled: the save dialog first; `save` goes on when it is done
+      after_save_ = std::move(next);
+      apply(makeCommand("save"), now);
+    }
   }
 }
 
@@ -439,7 +483,11 @@ void App::recordState() const {
                 {"dirty", doc_.dirty()},
                 {"can_undo", doc_.history().canUndo()},
                 {"history_bytes", doc_.history().bytes()},
-                {"title", windowTitle()}});  // update: panels add their own fields
+                {"title", windowTitle()},
+                {"toast", toast_.text},
+                {"toast_error", toast_.error},
+                {"prompt", pending_ ? pending_->name : ""},
+                {"after_save", after_save_ ? after_save_->name : ""}});  // update: panels add their own fields
   if (!snapshot_) return;
   // What is on screen: the snapshot's tokens, and (small inputs) its numbers, for tests to hold
   // against `attnscope-cli trace`.

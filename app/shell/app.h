@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,10 @@ class App {
   void applyView(const Command& c);
   void applyApp(const Command& c, double now);
   void replaced(const Command& c, double now);  // another workspace: reset what belonged to the old one
+  // quit, open, new and preset would drop unsaved changes: ask first (the user, never a script —
+  // except quit, which a script's session left open asks about too).
+  bool asksFirst(const Command& c) const;
+  std::string actionText(const Command& c) const;  // "quitting", "opening …" for the prompt
   void clampView();
   void updateEngine();
   void drawPanels(const PanelContext& ctx, float caption_h);
@@ -130,6 +135,8 @@ class App {
   bool capturing_ = false;
   std::string last_screenshot_;
   bool quit_ = false;
+  std::optional<Command> pending_;     // waits for the answer to the unsaved-changes prompt
+  std::optional<Command> after_save_;  // goes on once the save that answer asked for succeeded
   double frame_ms_ = 0;                       // the last frame's build and render time
   std::vector<CommandFailure> failures_;
 };

@@ -39,9 +39,13 @@ bool matches(const nlohmann::json& v, ArgType t) {
 
 const std::vector<CommandInfo>& commandTable() {
   static const std::vector<CommandInfo> table = {
-      {"open", T::Document, {{"path", A::String, true}}, "open a workspace file (or a PNG saved by attnscope)"},
-      {"preset", T::Document, {{"name", A::String, true}}, "load a preset by name (assets/presets)"},
-      {"new", T::Document, {}, "the book's example with the current step's settings"},
+      // open, preset and new from the app's own menus ask first when there are unsaved changes
+      // (unless `discard` is true); scripts are unattended and never asked.
+      {"open", T::Document, {{"path", A::String, true}, {"discard", A::Bool, false}},
+       "open a workspace file (or a PNG saved by attnscope)"},
+      {"preset", T::Document, {{"name", A::String, true}, {"discard", A::Bool, false}},
+       "load a preset by name (assets/presets)"},
+      {"new", T::Document, {{"discard", A::Bool, false}}, "the book's example with the current step's settings"},
       {"restore", T::Document, {{"path", A::String, true}},
        "reopen an autosave: its workspace, with the file name and unsaved mark it had"},
       {"sentence", T::Document, {{"text", A::String, true}, {"seed", A::Int, false}},
@@ -91,6 +95,8 @@ const std::vector<CommandInfo>& commandTable() {
        "open a file dialog: open, save_as, export_trace, save_pytorch, export_map"},
       {"quit", T::App, {{"discard", A::Bool, false}},
        "quit; asks first when there are unsaved changes, unless `discard` is true"},
+      {"unsaved", T::App, {{"choice", A::String, true}},
+       "answer the unsaved-changes prompt of quit, open, new or preset: save (then go on), discard or cancel"},
   };
   return table;
 }

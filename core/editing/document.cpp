@@ -1,6 +1,8 @@
 #include "editing/document.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 
@@ -25,6 +27,20 @@ std::uint32_t seedArg(const Command& c) {
 }
 
 int tokenCount(const Workspace& ws) { return static_cast<int>(ws.embeddings.rows()); }
+
+// The count of heads nearest to `wanted` that divides d_out (the fewer heads on a tie: wider ones).
+int nearestDivisor(int d_out, int wanted, int max_heads) {
+  int best = 1;
+  for (int h = 1; h <= std::min(d_out, max_heads); ++h)
+    if (d_out % h == 0 && std::abs(h - wanted) < std::abs(best - wanted)) best = h;
+  return best;
+}
+
+// "2b" of "2b · Trainable weights (SelfAttention_v2)": the step's number in the notebook.
+std::string stepNumber(Variant v) {
+  const std::string title = variantTitle(v);
+  return title.substr(0, title.find(' '));
+}
 
 }  // namespace
 
@@ -104,9 +120,48 @@ DocumentChange Document::edit(const std::function<void(Workspace&)>& change, con
   return DocumentChange::Edited;
 }
 
+DocumentChange Document::editModel(const nlohmann::json& fields, const std::string& gesture) {
+  const ModelConfig before = ws_.model;
+  // A new d_out for multi-head attention moves num_heads to the nearest count that divides it
+  // (the seed's assert), nearest to the count the user chose, which comes back as soon as d_out
+  // allows: a drag from 2 to 14 passes 3, 5, 7 … and ends with 2 heads again. A num_heads that is
+  // given is never changed: one that does not divide is refused.
+  const bool fit = fields.is_object() && fields.contains("d_out") && !fields.contains("num_heads");
+  int wanted = 0;
+  const DocumentChange change = edit(
+      [&](Workspace& w) {
+        setModelFields(w, fields);
+        ModelConfig& m = w.model;
+        if (!fit || m.variant != Variant::MultiHead || m.d_out < 1) return;
+        wanted = m.variant == before.variant && wanted_heads_ > 0 ? wanted_heads_ : m.num_heads;
+        m.num_heads = nearestDivisor(m.d_out, wanted, limits_.max_heads);
+      },
+      gesture);
+  if (change == DocumentChange::Unchanged) return change;
+  const ModelConfig& m = ws_.model;
+  if (fields.contains("num_heads") || m.variant != before.variant) wanted_heads_ = 0;
+  if (wanted > 0 && m.num_heads != wanted) {
+    wanted_heads_ = wanted;
+    const std::string w = std::to_string(wanted);  // short: the status bar shows it beside its own text
+    note_ = "num_heads " + w + " → " + std::to_string(m.num_heads) + ": d_out " + std::to_string(m.d_out) +
+            " is not divisible by " + w + " (back to " + w + " once it is)";
+  } else if (wanted > 0) {
+    wanted_heads_ = 0;
+    if (before.num_heads != wanted && m.variant == before.variant)
+      note_ = "num_heads back to " + std::to_string(wanted) + ": d_out " + std::to_string(m.d_out) + " is divisible by it";
+  }
+  // Choosing a step runs it as the notebook does, with its seed (docs/DESIGN.md §3.2): say so when
+  // that replaced the user's seed. 'simple' has no random parameters.
+  if (m.variant != before.variant && m.seed != before.seed && m.variant != Variant::Simple && !fields.contains("seed"))
+    note_ += (note_.empty() ? "" : "; ") + std::string("seed ") + std::to_string(m.seed) + " (was " +
+             std::to_string(before.seed) + "): step " + stepNumber(m.variant) + " runs with the notebook's seed";
+  return change;
+}
+
 DocumentChange Document::apply(const Command& c) {
   const std::string& n = c.name;
   if (c.info().target != CommandTarget::Document) throw InputError("not an edit of the workspace");
+  note_.clear();
 
   if (n == "open") {  // another document: a new history, as any editor opens a file
     const std::string path = c.text("path");
@@ -127,6 +182,7 @@ DocumentChange Document::apply(const Command& c) {
     Workspace ws = n == "new" ? bookExample(ws_.model.variant) : loadWorkspace(presetPath(c.text("name")), limits_);
     if (edit([&ws](Workspace& w) { w = ws; }, "") == DocumentChange::Unchanged) return DocumentChange::Unchanged;
     file_.clear();
+    wanted_heads_ = 0;
     return DocumentChange::Replaced;
   }
   if (n == "undo" || n == "redo") {
@@ -135,6 +191,7 @@ DocumentChange Document::apply(const Command& c) {
       throw InputError(n == "undo" ? "nothing to undo" : "nothing to redo");
     ws_ = std::move(next);
     dirty_ = !equalWorkspaces(ws_, saved_);  // back where it was saved: nothing unsaved
+    wanted_heads_ = 0;  // the num_heads on screen is the one to keep now
     bump();
     return DocumentChange::Edited;
   }
@@ -154,11 +211,8 @@ DocumentChange Document::apply(const Command& c) {
     return edit([&](Workspace& w) { renameToken(w, c.integer("index"), c.text("name")); }, g);
   if (n == "move_token")
     return edit([&](Workspace& w) { moveToken(w, c.integer("from"), c.integer("to")); }, g);
-  if (n == "set") {
-    const std::string field = c.text("field");
-    return edit([&](Workspace& w) { setModelFields(w, nlohmann::json{{field, c.args["value"]}}); }, g);
-  }
-  if (n == "model") return edit([&](Workspace& w) { setModelFields(w, c.args["fields"]); }, g);
+  if (n == "set") return editModel(nlohmann::json{{c.text("field"), c.args["value"]}}, g);
+  if (n == "model") return editModel(c.args["fields"], g);
   if (n == "set_cell") {
     const double v = c.number("value");
     if (std::fabs(v) >= 3.4028235677973366e38)  // rounds to ±∞ as a float32 (and casting is undefined)
@@ -185,6 +239,7 @@ void Document::reset(Workspace ws, std::string file, bool dirty) {
   file_ = std::move(file);
   dirty_ = dirty;
   history_.clear();
+  wanted_heads_ = 0;
   bump();
 }
 

@@ -31,6 +31,9 @@ class Document {
   bool dirty() const { return dirty_; }              // edits since it was opened or saved
   const History& history() const { return history_; }
   const Limits& limits() const { return limits_; }
+  // What the last apply() changed beyond what the command said, for the user to see: num_heads
+  // moved to fit a new d_out, a step's notebook seed replacing the user's. Empty when nothing.
+  const std::string& note() const { return note_; }
 
   // Applies a command whose target is CommandTarget::Document. Throws InputError (the reason,
   // naming the argument or field) and leaves everything as it was.
@@ -46,6 +49,8 @@ class Document {
  private:
   // Applies `change` to a copy, validates, commits, records the step under `gesture`.
   DocumentChange edit(const std::function<void(Workspace&)>& change, const std::string& gesture);
+  // `set` and `model`: the fields, num_heads fitted to a new d_out, and the note saying so.
+  DocumentChange editModel(const nlohmann::json& fields, const std::string& gesture);
   void bump() { ++version_; }
 
   Workspace ws_;
@@ -55,6 +60,11 @@ class Document {
   History history_;
   Limits limits_;
   std::uint64_t version_ = 1;
+  std::string note_;
+  // The num_heads the user chose while a d_out that it does not divide has moved it (0: none);
+  // it comes back once d_out allows. Forgotten when num_heads or the step is set, on undo and on
+  // another workspace.
+  int wanted_heads_ = 0;
 };
 
 // The document's name for a file: absolute and normalized ("/a/./b/../c.json" → "/a/c.json"), so

@@ -184,9 +184,9 @@ std::string wordsSentence(int n, const std::string& stem = "w") {
 // One valid example per command of the table, with every argument it may take.
 std::vector<json> everyCommandExample() {
   return {
-      {{"do", "open"}, {"path", "/tmp/w.json"}},
-      {{"do", "preset"}, {"name", "multihead"}},
-      {{"do", "new"}},
+      {{"do", "open"}, {"path", "/tmp/w.json"}, {"discard", true}},
+      {{"do", "preset"}, {"name", "multihead"}, {"discard", false}},
+      {{"do", "new"}, {"discard", true}},
       {{"do", "restore"}, {"path", "/tmp/autosave.json"}},
       {{"do", "sentence"}, {"text", "Your journey"}, {"seed", 9}},
       {{"do", "add_token"}, {"name", "cat"}, {"at", 2}, {"seed", 31}},
@@ -215,6 +215,7 @@ std::vector<json> everyCommandExample() {
       {{"do", "copy_pytorch"}},
       {{"do", "dialog"}, {"which", "export_map"}, {"stage", "weights"}, {"head", 0}, {"format", "csv"}},
       {{"do", "quit"}, {"discard", true}},
+      {{"do", "unsaved"}, {"choice", "save"}},
   };
 }
 
@@ -252,7 +253,7 @@ TEST(ParseCommand, TargetsAreAsDocumented) {
   }
   for (const char* name : {"select_token", "select_key", "select_head", "select_batch", "view", "engine"})
     EXPECT_EQ(findCommand(name)->target, CommandTarget::View) << name;
-  for (const char* name : {"screenshot", "save", "export_trace", "export_map", "save_pytorch", "quit"})
+  for (const char* name : {"screenshot", "save", "export_trace", "export_map", "save_pytorch", "quit", "unsaved"})
     EXPECT_EQ(findCommand(name)->target, CommandTarget::App) << name;
   EXPECT_EQ(findCommand("frobnicate"), nullptr);
   EXPECT_EQ(findCommand(""), nullptr);
@@ -1068,16 +1069,117 @@ TEST(Set, InvalidValuesAreRefusedNamingTheField) {
                                "model.batch_size: batch_size × num_heads × T² = 216 attention cells exceeds the limit of 144"));
 }
 
-TEST(Set, MultiheadDout3WithTwoHeadsIsTheSeedsAssert) {
+// Issue 11: a new d_out moves num_heads to the nearest count that divides it, says so, and brings
+// the user's count back when d_out allows — a drag from 2 to 14 passes 3, 5, 7 … and used to end
+// with 1 head. An explicit num_heads (or d_out with num_heads) that does not divide is still the
+// seed's assert.
+TEST(Set, DoutMovesNumHeadsToTheNearestDivisorAndSaysSo) {
   Document d;
   ASSERT_EQ(d.workspace().model.num_heads, 2);
+  d.apply(cmd("set", {{"field", "d_out"}, {"value", 3}}));
+  EXPECT_EQ(d.workspace().model.d_out, 3);
+  EXPECT_EQ(d.workspace().model.num_heads, 1);  // 1 and 3 are as near to 2: fewer, wider heads
+  EXPECT_EQ(d.note(), "num_heads 2 → 1: d_out 3 is not divisible by 2 (back to 2 once it is)");
+  EXPECT_TRUE(consistent(d));
+  d.apply(cmd("set", {{"field", "d_out"}, {"value", 14}}));  // the user's 2 is back, not 1
+  EXPECT_EQ(d.workspace().model.num_heads, 2);
+  EXPECT_EQ(d.note(), "num_heads back to 2: d_out 14 is divisible by it");
+  EXPECT_EQ(d.history().undoSteps(), 2u);
+  // The nearest divisor: 4 heads and d_out 6 → 3; then 8 → 4 again.
+  d.apply(cmd("model", {{"fields", {{"d_out", 8}, {"num_heads", 4}}}}));
+  EXPECT_EQ(d.note(), "");
+  d.apply(cmd("set", {{"field", "d_out"}, {"value", 6}}));
+  EXPECT_EQ(d.workspace().model.num_heads, 3);
+  d.apply(cmd("set", {{"field", "d_out"}, {"value", 8}}));
+  EXPECT_EQ(d.workspace().model.num_heads, 4);
+  // A num_heads the user sets is the one to keep from then on.
+  d.apply(cmd("set", {{"field", "d_out"}, {"value", 10}}));
+  EXPECT_EQ(d.workspace().model.num_heads, 5);  // |5 − 4| < |2 − 4|
+  d.apply(cmd("set", {{"field", "num_heads"}, {"value", 1}}));
+  d.apply(cmd("set", {{"field", "d_out"}, {"value", 8}}));
+  EXPECT_EQ(d.workspace().model.num_heads, 1);
+  EXPECT_EQ(d.note(), "");
+  // A given num_heads that does not divide is refused, as is d_out with it.
   const DocState before = stateOf(d);
-  EXPECT_EQ(refusal(d, cmd("set", {{"field", "d_out"}, {"value", 3}})),
+  EXPECT_EQ(refusal(d, cmd("set", {{"field", "num_heads"}, {"value", 3}})),
+            "model.d_out: d_out must be divisible by num_heads (the seed's assert), got d_out = 8, num_heads = 3");
+  EXPECT_EQ(refusal(d, cmd("model", {{"fields", {{"d_out", 3}, {"num_heads", 2}}}})),
             "model.d_out: d_out must be divisible by num_heads (the seed's assert), got d_out = 3, num_heads = 2");
   EXPECT_TRUE(sameState(before, stateOf(d)));
   // The wrapper has no such assert: d_out is per head.
   d.apply(cmd("set", {{"field", "variant"}, {"value", "multihead_wrapper"}}));
-  EXPECT_NO_THROW(d.apply(cmd("set", {{"field", "d_out"}, {"value", 3}})));
+  d.apply(cmd("set", {{"field", "d_out"}, {"value", 3}}));
+  EXPECT_EQ(d.workspace().model.num_heads, 2);
+  EXPECT_EQ(d.note(), "");
+}
+
+TEST(Set, ADoutDragThroughOddValuesEndsWithTheUsersHeadsAsOneStep) {
+  Document d;
+  for (int d_out = 3; d_out <= 14; ++d_out) {
+    SCOPED_TRACE(d_out);
+    d.apply(cmd("set", {{"field", "d_out"}, {"value", d_out}}, "d_out"));
+    EXPECT_EQ(d.workspace().model.num_heads, d_out % 2 == 0 ? 2 : 1);
+    EXPECT_TRUE(consistent(d));
+  }
+  EXPECT_EQ(d.history().undoSteps(), 1u);
+  // Undo forgets the count it was fitting: the one on screen is kept from then on.
+  d.apply(cmd("set", {{"field", "d_out"}, {"value", 5}}));
+  EXPECT_EQ(d.workspace().model.num_heads, 1);
+  d.apply(cmd("undo"));
+  EXPECT_EQ(d.workspace().model.num_heads, 2);
+  d.apply(cmd("set", {{"field", "d_out"}, {"value", 9}}));
+  EXPECT_EQ(d.workspace().model.num_heads, 1);
+  d.apply(cmd("undo"));
+  d.apply(cmd("set", {{"field", "num_heads"}, {"value", 7}}));
+  d.apply(cmd("set", {{"field", "d_out"}, {"value", 9}}));
+  EXPECT_EQ(d.workspace().model.num_heads, 9);  // 7 → nearest divisor of 9
+}
+
+// The seed policy (docs/DESIGN.md §3.2): choosing a step — the variant selector, a preset, New —
+// runs it with the notebook's seed for that step; every other edit keeps the seed. A switch that
+// replaces the user's seed says so.
+TEST(Set, ChoosingAStepTakesItsNotebookSeedAndSaysSo) {
+  Document d;
+  d.apply(cmd("set", {{"field", "seed"}, {"value", 7}}));
+  for (const char* id : {"self_attention_v2", "causal", "multihead"}) {
+    SCOPED_TRACE(id);
+    Variant v;
+    ASSERT_TRUE(parseVariant(id, &v));
+    const std::uint32_t was = d.workspace().model.seed;
+    d.apply(cmd("set", {{"field", "variant"}, {"value", id}}));
+    const std::uint32_t seed = defaultConfig(v).seed;
+    EXPECT_EQ(d.workspace().model.seed, seed);
+    if (was != seed) {
+      EXPECT_TRUE(contains(d.note(), "seed " + std::to_string(seed) + " (was " + std::to_string(was) + "): step "))
+          << d.note();
+    } else {
+      EXPECT_EQ(d.note(), "");
+    }
+    // Other edits keep it.
+    d.apply(cmd("set", {{"field", "seed"}, {"value", 7}}));
+    d.apply(cmd("set", {{"field", "d_out"}, {"value", 4}}));
+    d.apply(cmd("sentence", {{"text", "a b c"}}));
+    d.apply(cmd("book_example"));
+    EXPECT_EQ(d.workspace().model.seed, 7u);
+  }
+  EXPECT_EQ(d.note(), "");
+  // A seed given with the step wins, without a note.
+  d.apply(cmd("model", {{"fields", {{"variant", "causal"}, {"seed", 5}}}}));
+  EXPECT_EQ(d.workspace().model.seed, 5u);
+  EXPECT_EQ(d.note(), "");
+  // New: the book's example with the step's notebook settings, its seed among them.
+  d.apply(cmd("new"));
+  EXPECT_EQ(d.workspace().model.seed, 789u);
+  // Each preset of one step uses the notebook's seed for it.
+  for (const std::string& name : presetNames()) {
+    SCOPED_TRACE(name);
+    Document p;
+    p.apply(cmd("preset", {{"name", name}}));
+    const ModelConfig& m = p.workspace().model;
+    if (m.variant != Variant::Simple) {
+      EXPECT_EQ(m.seed, defaultConfig(m.variant).seed);
+    }
+  }
 }
 
 TEST(Model, SeveralFieldsAtOnceAreOneUndoStep) {
