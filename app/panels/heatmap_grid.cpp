@@ -103,6 +103,8 @@ std::string stageHeading(const Trace& t, Stage s) {
     case Stage::DropoutMask:
       return t.dropout_active ? "dropout mask  p = " + formatFixed(static_cast<float>(t.model.dropout), 2) + tt
                               : "dropout mask: off" + tt;
+    case Stage::Weights:  // the step's own normalization, not always softmax
+      return (t.model.normalization == Normalization::Sum ? std::string("weights  ÷ row sum") : std::string("weights (softmax)")) + tt;
     case Stage::Context:
       return std::string(stageInfo(s).title) + "  " + n + "×" + std::to_string(t.head_width);
     default:
@@ -448,7 +450,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.describe = [snap, &head, stage](int i, int j) { return describeCell(*snap, head, stage, i, j); };
       if (stage == Stage::DropoutMask) {
         spec.cell_text = [&t](float v) { return dropoutCellText(t, v); };
-        spec.legend = t.dropout_active ? "kept ×" + formatFixed(t.dropout_scale, 2) + " · dropped 0" : "all kept";
+        spec.range_text = {"dropped 0", t.dropout_active ? "kept ×" + formatFixed(t.dropout_scale, 2) : "kept 1"};
       } else if (stage == Stage::MaskedScores && t.model.causal) {
         spec.legend = "▨ −∞ masked";
       }

@@ -391,7 +391,8 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   const float bar_y = p1.y + px(6);  // keep in step with heatmapColorbarHeight
   const float bar_w = std::max(p1.x - p0.x, std::min(size.x - left, px(120)));
   drawColorbar(draw, s, ImVec2(p0.x, bar_y), bar_w, px(8));
-  const std::string lo_text = formatShort(s.range.lo), hi_text = formatShort(s.range.hi);
+  const std::string lo_text = s.range_text[0].empty() ? formatShort(s.range.lo) : s.range_text[0];
+  const std::string hi_text = s.range_text[1].empty() ? formatShort(s.range.hi) : s.range_text[1];
   const char* lo = lo_text.c_str();
   const char* hi = hi_text.c_str();
   const ImVec2 hs = small->CalcTextSizeA(fs, FLT_MAX, 0, hi);
@@ -416,6 +417,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
 
   nlohmann::json entry = s.dump;
   entry["id"] = s.id;
+  entry["title"] = s.title;
   entry["cells"] = rectJson(p0, p1);
   entry["tile"] = rectJson(origin, ImVec2(origin.x + size.x, origin.y + size.y));
   entry["rows"] = rows;

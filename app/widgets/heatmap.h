@@ -6,6 +6,7 @@
 #pragma once
 #include <imgui.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -43,6 +44,8 @@ struct HeatmapSpec {
   std::function<std::string(int, int)> describe;   // tooltip for cell (row, col)
   std::function<std::string(float)> cell_text;     // label of a cell; default: 2 decimals
   std::string legend;                              // a line under the colorbar
+  std::array<std::string, 2> range_text;           // the colorbar's ends in words (a mask's
+                                                   // "dropped 0", "kept ×2.00"); empty: the range
   nlohmann::json dump;                             // extra fields for the layout dump
 };
 

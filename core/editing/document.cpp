@@ -120,6 +120,18 @@ DocumentChange Document::edit(const std::function<void(Workspace&)>& change, con
   return DocumentChange::Edited;
 }
 
+DocumentChange Document::editContent(const std::function<void(Workspace&)>& change, const std::string& gesture) {
+  return edit(
+      [&](Workspace& w) {
+        change(w);
+        // A preset's note describes the preset ("Half of the weights are dropped", "the output's
+        // first row is [0.3190, 0.4858]"): once its inputs or model change it may be false. Undo
+        // brings it back with the preset's state; an edit that changes nothing keeps it.
+        if (w.view.is_object() && w.view.contains("preset") && !equalWorkspaces(w, ws_)) w.view.erase("preset");
+      },
+      gesture);
+}
+
 DocumentChange Document::editModel(const nlohmann::json& fields, const std::string& gesture) {
   const ModelConfig before = ws_.model;
   // A new d_out for multi-head attention moves num_heads to the nearest count that divides it
@@ -128,7 +140,7 @@ DocumentChange Document::editModel(const nlohmann::json& fields, const std::stri
   // given is never changed: one that does not divide is refused.
   const bool fit = fields.is_object() && fields.contains("d_out") && !fields.contains("num_heads");
   int wanted = 0;
-  const DocumentChange change = edit(
+  const DocumentChange change = editContent(
       [&](Workspace& w) {
         setModelFields(w, fields);
         ModelConfig& m = w.model;
@@ -198,19 +210,19 @@ DocumentChange Document::apply(const Command& c) {
   const std::string& g = c.gesture;
   if (n == "sentence") {
     const std::uint32_t seed = seedArg(c);
-    return edit([&](Workspace& w) { setSentence(w, c.text("text"), seed, limits_); }, g);
+    return editContent([&](Workspace& w) { setSentence(w, c.text("text"), seed, limits_); }, g);
   }
   if (n == "add_token") {
     const int at = c.has("at") ? c.integer("at") : tokenCount(ws_);
     const std::uint32_t seed = c.has("seed") ? seedArg(c) : kDefaultInputSeed + static_cast<std::uint32_t>(at);
     const std::string name = c.has("name") ? c.text("name") : "";
-    return edit([&](Workspace& w) { insertToken(w, at, name, seed, limits_); }, g);
+    return editContent([&](Workspace& w) { insertToken(w, at, name, seed, limits_); }, g);
   }
-  if (n == "remove_token") return edit([&](Workspace& w) { removeToken(w, c.integer("index")); }, g);
+  if (n == "remove_token") return editContent([&](Workspace& w) { removeToken(w, c.integer("index")); }, g);
   if (n == "rename_token")
-    return edit([&](Workspace& w) { renameToken(w, c.integer("index"), c.text("name")); }, g);
+    return editContent([&](Workspace& w) { renameToken(w, c.integer("index"), c.text("name")); }, g);
   if (n == "move_token")
-    return edit([&](Workspace& w) { moveToken(w, c.integer("from"), c.integer("to")); }, g);
+    return editContent([&](Workspace& w) { moveToken(w, c.integer("from"), c.integer("to")); }, g);
   if (n == "set") return editModel(nlohmann::json{{c.text("field"), c.args["value"]}}, g);
   if (n == "model") return editModel(c.args["fields"], g);
   if (n == "set_cell") {
@@ -218,17 +230,17 @@ DocumentChange Document::apply(const Command& c) {
     if (std::fabs(v) >= 3.4028235677973366e38)  // rounds to ±∞ as a float32 (and casting is undefined)
       throw InputError("embeddings[" + std::to_string(c.integer("row")) + "][" + std::to_string(c.integer("col")) +
                        "]: not a finite number as float32: " + c.args["value"].dump());
-    return edit([&](Workspace& w) { setEmbedding(w, c.integer("row"), c.integer("col"), static_cast<float>(v)); }, g);
+    return editContent([&](Workspace& w) { setEmbedding(w, c.integer("row"), c.integer("col"), static_cast<float>(v)); }, g);
   }
   if (n == "d_in") {
     const std::uint32_t seed = seedArg(c);
-    return edit([&](Workspace& w) { setInputWidth(w, c.integer("value"), seed, limits_); }, g);
+    return editContent([&](Workspace& w) { setInputWidth(w, c.integer("value"), seed, limits_); }, g);
   }
   if (n == "randomize") {
     const std::uint32_t seed = seedArg(c);
-    return edit([&](Workspace& w) { randomizeEmbeddings(w, seed); }, g);
+    return editContent([&](Workspace& w) { randomizeEmbeddings(w, seed); }, g);
   }
-  if (n == "book_example") return edit([](Workspace& w) { resetToBookExample(w); }, g);
+  if (n == "book_example") return editContent([](Workspace& w) { resetToBookExample(w); }, g);
   throw InputError("'" + n + "' is not an edit of the workspace");
 }
 

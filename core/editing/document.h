@@ -49,6 +49,9 @@ class Document {
  private:
   // Applies `change` to a copy, validates, commits, records the step under `gesture`.
   DocumentChange edit(const std::function<void(Workspace&)>& change, const std::string& gesture);
+  // An edit of the inputs or the model: edit(), and the preset's note is dropped (it described
+  // the preset as it was).
+  DocumentChange editContent(const std::function<void(Workspace&)>& change, const std::string& gesture);
   // `set` and `model`: the fields, num_heads fitted to a new d_out, and the note saying so.
   DocumentChange editModel(const nlohmann::json& fields, const std::string& gesture);
   void bump() { ++version_; }

@@ -4,7 +4,7 @@
 # says which are scrolled away) with `values_shown` and the `label_format` chosen. Each example is
 # rendered whole and, to see each map in view as well, two columns of one head at a time. At 1280 ×
 # 800 maps of 6 tokens have room for at least two decimals: a map that falls back to the compact
-# form, or shows nothing, fails.
+# form, or shows nothing, fails. Row-sum normalization's weights are titled as such.
 # Usage: test_cell_labels.py APP CLI ASSETS_DIR
 import copy
 import json
@@ -59,6 +59,13 @@ def main():
                     elif m.get("label_format") not in READABLE:
                         failures.append(f"{name}: {stage} of head {head} labelled {m.get('label_format')!r}, "
                                         f"expected one of {sorted(READABLE)}")
+        # Titles true to the step: row-sum normalization is not called softmax.
+        dump = g.render(app, os.path.join(assets, "presets", "simple_sum.json"), os.path.join(tmp, "sum.png"),
+                        os.path.join(tmp, "sum.layout.json"), display, size="1280x800")
+        runs += 1
+        titles = [m.get("title", "") for m in dump["heatmaps"] if m["stage"] == "weights"]
+        if not titles or any("row sum" not in t or "softmax" in t for t in titles):
+            failures.append(f"simple_sum: weights titled {titles}, expected '÷ row sum' and no 'softmax'")
     print(f"{runs} renders at 1280x800")
     for f in failures:
         print("FAIL:", f)

@@ -1828,5 +1828,25 @@ TEST(RandomCommands, ThreeThousandApplyOrRefuseAndUndoWalksBackThroughStatesThat
   std::printf("  undo walked back %zu steps and redo forward again\n", walked.size() - 1);
 }
 
+// A preset's note ("Half of the weights are dropped") describes the preset as it was: an edit of
+// the model or the inputs drops it, an edit that changes nothing keeps it, undo brings it back.
+TEST(PresetNote, GoesWithTheFirstRealEditAndComesBackWithUndo) {
+  Document doc;
+  doc.apply(cmd("preset", {{"name", "causal_dropout"}}));
+  auto note = [&doc] {
+    const json& v = doc.workspace().view;
+    return v.is_object() && v.contains("preset") ? v["preset"].value("description", "") : std::string();
+  };
+  ASSERT_NE(note().find("Half of the weights are dropped"), std::string::npos) << note();
+  doc.apply(cmd("set", {{"field", "dropout"}, {"value", 0.5}}));  // the preset's own value: no change
+  EXPECT_FALSE(note().empty());
+  doc.apply(cmd("set", {{"field", "dropout"}, {"value", 0.0}}));
+  EXPECT_EQ(note(), "") << "the note still says half the weights are dropped with p = 0";
+  doc.apply(cmd("undo"));
+  EXPECT_NE(note().find("Half of the weights are dropped"), std::string::npos);
+  doc.apply(cmd("set_cell", {{"row", 0}, {"col", 0}, {"value", 0.5}}));
+  EXPECT_EQ(note(), "") << "an embedding edit keeps a note about the preset's numbers";
+}
+
 }  // namespace
 }  // namespace attnscope
