@@ -410,8 +410,14 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     const int cr = n / a.card_cols, cc = n % a.card_cols;
     const ImVec2 card(grid_origin.x + cc * card_w, grid_origin.y + cr * card_h);
     ImGui::SetCursorScreenPos(card);
-    ImGui::Text("Head %d of %d  ·  head width %d  ·  Q, K, V: %d×%d", h + 1, t.heads, t.head_width,
-                t.tokens, t.head_width);
+    // A head is named only where there are several; 'simple' has no Q, K, V of its own.
+    const std::string shapes = t.model.variant == Variant::Simple
+                                   ? "Q = K = V = X: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width)
+                                   : "Q, K, V: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width);
+    if (t.heads > 1)
+      ImGui::Text("Head %d of %d  ·  head width %d  ·  %s", h + 1, t.heads, t.head_width, shapes.c_str());
+    else
+      ImGui::Text("%s", shapes.c_str());
     if (card.y + card_h > visible_top && card.y < visible_bottom) visible_heads_.push_back(h);
     if (!bt.heads[h].hasMaps()) {  // off screen when the edit was made: its maps follow shortly
       ImGui::SetCursorScreenPos(ImVec2(card.x, card.y + header));
