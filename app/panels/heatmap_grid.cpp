@@ -365,25 +365,36 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   // The book's sizes always show their numbers: cells as wide as the widest compact label of the
   // T × T maps (the grid scrolls if need be). Larger maps fit the window and zoom instead.
+  // Measured once per result and choice of heads and columns, not every frame (a 64-head wrapper
+  // has 55 k labels).
   float min_cell = 0, full_cell = 0;
   if (T <= kAlwaysLabelledTokens && !window.rows) {
-    for (int h : heads) {
-      if (!bt.heads[h].hasMaps()) continue;
-      for (Stage stage : stages) {
-        if (!stageInfo(stage).square) continue;
-        const StageMap map(t, bt.heads[h], stage);
-        for (Eigen::Index i = 0; i < map.rows(); ++i)
-          for (Eigen::Index j = 0; j < map.cols(); ++j) {
-            const float v = map(i, j);
-            auto need = [&](CellFormat f) {
-              const std::string label = stage == Stage::DropoutMask ? dropoutCellText(t, v) : cellLabel(v, f);
-              return heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, label.c_str()).x);
-            };
-            min_cell = std::max(min_cell, need(CellFormat::Compact));
-            full_cell = std::max(full_cell, need(CellFormat::Decimals4));
-          }
+    std::uint64_t key = snap->serial * 1000003u + static_cast<std::uint64_t>(view.head + 1);
+    for (Stage stage : stages) key = key * 31 + static_cast<std::uint64_t>(stage) + 1;
+    key = key * 31 + static_cast<std::uint64_t>(fs * 16);
+    if (key != label_cells_key_) {
+      label_cells_key_ = key;
+      label_cells_ = {0, 0};
+      for (int h : heads) {
+        if (!bt.heads[h].hasMaps()) continue;
+        for (Stage stage : stages) {
+          if (!stageInfo(stage).square) continue;
+          const StageMap map(t, bt.heads[h], stage);
+          for (Eigen::Index i = 0; i < map.rows(); ++i)
+            for (Eigen::Index j = 0; j < map.cols(); ++j) {
+              const float v = map(i, j);
+              auto need = [&](CellFormat f) {
+                const std::string label = stage == Stage::DropoutMask ? dropoutCellText(t, v) : cellLabel(v, f);
+                return heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, label.c_str()).x);
+              };
+              label_cells_[0] = std::max(label_cells_[0], need(CellFormat::Compact));
+              label_cells_[1] = std::max(label_cells_[1], need(CellFormat::Decimals4));
+            }
+        }
       }
     }
+    min_cell = label_cells_[0];
+    full_cell = label_cells_[1];
   }
   const Arrangement a = arrange(H, S, rows, cols, avail.x - style.ScrollbarSize, avail.y, header, gap, margins, min_cell, full_cell);
   const float tile_w = std::max(a.cell * cols + margins.left, avail.x / (a.card_cols * a.stage_cols) - gap);

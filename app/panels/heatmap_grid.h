@@ -4,6 +4,8 @@
 #pragma once
 #include <imgui.h>
 
+#include <array>
+#include <cstdint>
 #include <vector>
 
 #include "panels/panel.h"
@@ -26,6 +28,8 @@ class HeatmapGrid {
   float center_row_ = -1, center_col_ = -1; // … around this cell (−1: the middle)
   bool wheel_on_map_ = false;               // the mouse wheel zooms a map, not the grid's scroll
   std::vector<int> visible_heads_;          // cards on screen in the last frame
+  std::uint64_t label_cells_key_ = 0;       // what label_cells_ was measured for
+  std::array<float, 2> label_cells_{};      // cell sides the compact and the four-decimal labels need
   int reveal_head_ = -1;                    // a map kept in view (reveal)
   Stage reveal_stage_ = Stage::Weights;
 };

@@ -271,7 +271,10 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   const float avail_w = size.x - left;
   float top_band = s.compact ? 0 : fs + px(4);
   float cell = std::min(avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr);
-  const bool vertical = !s.compact && col_label_w + 2 > cell && nc > 1;
+  // Key labels across while every one fits its column with room to spare (the same room the
+  // thinning below asks for), else upright: never every other key's name missing.
+  const float col_label_room = col_label_w + 6;
+  const bool vertical = !s.compact && col_label_room > cell && nc > 1;
   if (vertical) {
     top_band = std::min(col_label_w, std::min(size.y * 0.18f, px(48))) + px(6);
     cell = std::min(avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr);
@@ -339,7 +342,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
                   i == s.selected_row ? th.selection : th.text_dim, t.c_str());
   }
   const int col_step =
-      std::max(1, static_cast<int>(std::ceil((vertical ? fs + 1 : col_label_w + 6) / cell)));
+      std::max(1, static_cast<int>(std::ceil((vertical ? fs + 1 : col_label_room) / cell)));
   for (int j = c0; j < c0 + nc && s.col_labels && !s.compact; j += col_step) {
     const float x = cellMin(r0, j).x + cell / 2;
     if (vertical) {
