@@ -38,8 +38,10 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
       s += "\n= " + formatFixed(h.scores(i, j));
       break;
     }
-    case Stage::ScaledScores:
-      if (t.model.scale == Scale::SqrtDk)
+    case Stage::ScaledScores:  // after the mask, as the notebook divides the masked scores
+      if (masked)
+        s = "masked: −∞ ÷ √" + std::to_string(t.head_width) + " stays −∞";
+      else if (t.model.scale == Scale::SqrtDk)
         s = formatFixed(h.scores(i, j)) + " ÷ √" + std::to_string(t.head_width) + " (" +
             formatFixed(t.scale_divisor) + ") = " + formatFixed(at(Stage::ScaledScores));
       else
@@ -49,17 +51,17 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
       if (masked)
         s = "'" + k + "' comes after '" + q + "': masked to −∞,\nso softmax gives it weight 0";
       else
-        s = "'" + k + "' is visible to '" + q + "': " + formatFixed(at(Stage::MaskedScores));
+        s = "'" + k + "' is visible to '" + q + "': the score stays " + formatFixed(at(Stage::MaskedScores));
       break;
     case Stage::Weights:
       if (t.model.normalization == Normalization::Sum)
-        s = formatFixed(at(Stage::MaskedScores)) + " ÷ row sum = " + formatFixed(h.weights(i, j));
+        s = formatFixed(at(Stage::ScaledScores)) + " ÷ row sum = " + formatFixed(h.weights(i, j));
       else if (masked)
         s = "softmax of −∞ = 0 (masked)";
       else
         s = "score q" + std::to_string(i + 1) + "·k" + std::to_string(j + 1) + " = " + formatFixed(h.scores(i, j)) +
             (t.model.scale == Scale::SqrtDk ? "\n÷ √" + std::to_string(t.head_width) + " → " + formatFixed(at(Stage::ScaledScores)) : "") +
-            "\nsoftmax over the row of '" + q + "':\nexp(" + formatFixed(at(Stage::MaskedScores)) + " − row max) ÷ Σ exp(…) = " +
+            "\nsoftmax over the row of '" + q + "':\nexp(" + formatFixed(at(Stage::ScaledScores)) + " − row max) ÷ Σ exp(…) = " +
             formatFixed(h.weights(i, j));
       break;
     case Stage::DropoutMask:
@@ -99,7 +101,7 @@ std::string stageHeading(const Trace& t, Stage s) {
       return t.model.scale == Scale::SqrtDk ? "scaled  ÷ √" + std::to_string(t.head_width) + tt
                                             : "scaled: none" + tt;
     case Stage::MaskedScores:
-      return t.model.causal ? std::string("causal mask → −∞") + tt : "mask: none (not causal)" + tt;
+      return t.model.causal ? std::string("masked  −∞ above the diagonal") + tt : "mask: none (not causal)" + tt;
     case Stage::DropoutMask:
       return t.dropout_active ? "dropout mask  p = " + formatFixed(static_cast<float>(t.model.dropout), 2) + tt
                               : "dropout mask: off" + tt;

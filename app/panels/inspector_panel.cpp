@@ -156,12 +156,14 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     section("scores  qᵢ · kⱼ", shape(t.tokens, w) + " @ " + shape(w, t.tokens) + " → " + shape(t.tokens, t.tokens));
   }
   barRow(ctx, "scores", h.scores.row(i), false);
-  if (t.model.scale == Scale::SqrtDk) {
-    section(("scaled  ÷ √" + std::to_string(t.head_width) + (t.model.causal ? ", then masked" : "")).c_str(), "");
-    barRow(ctx, "scaled", StageMap(t, h, Stage::MaskedScores).row(i), true);
-  } else if (t.model.causal) {
-    section("masked scores", "");
+  // The notebook's order: mask the raw scores, then divide by √d_k.
+  if (t.model.causal) {
+    section("masked  −∞ for later tokens", "");
     barRow(ctx, "masked", StageMap(t, h, Stage::MaskedScores).row(i), true);
+  }
+  if (t.model.scale == Scale::SqrtDk) {
+    section(("scaled  ÷ √" + std::to_string(t.head_width)).c_str(), "");
+    barRow(ctx, "scaled", StageMap(t, h, Stage::ScaledScores).row(i), true);
   }
   section(t.model.normalization == Normalization::Sum ? "weights  ÷ row sum" : "weights  softmax, the row sums to 1", "");
   barRow(ctx, "weights", h.weights.row(i), false);

@@ -82,10 +82,11 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
   steps.push_back({"queries", simple ? "Q = K = V = X" : "Q  (K, V alike)", simple ? "as is" : "@ W_q",
                    stage(Stage::Queries), range(Stage::Queries), "", dims_h});
   steps.push_back({"scores", "scores", "Q Kᵀ", stage(Stage::Scores), range(Stage::Scores), "", tokens});
-  steps.push_back({"scaled", "scaled", "÷ √dₖ", m.scale == Scale::SqrtDk ? stage(Stage::ScaledScores) : none,
-                   range(Stage::ScaledScores), "scale = none: scores go on unscaled", tokens});
+  // The notebook's order: the causal classes mask the raw scores, then divide by √dₖ.
   steps.push_back({"masked", "masked", "−∞ above diagonal", m.causal ? stage(Stage::MaskedScores) : none,
                    range(Stage::MaskedScores), simple ? "step 1 has no mask" : "causal is off: every key is visible", tokens});
+  steps.push_back({"scaled", "scaled", "÷ √dₖ", m.scale == Scale::SqrtDk ? stage(Stage::ScaledScores) : none,
+                   range(Stage::ScaledScores), "scale = none: scores go on unscaled", tokens});
   steps.push_back({"weights", m.normalization == Normalization::Sum ? "÷ row sum" : "softmax", "softmax", stage(Stage::Weights),
                    range(Stage::Weights), "", tokens});
   std::string no_dropout = !hasDropout(m.variant) ? "dropout comes with step 3 (causal)"

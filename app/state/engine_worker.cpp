@@ -17,8 +17,9 @@ std::array<ValueRange, kStageCount> stageRanges(const Trace& t, const HeadTrace&
     const auto k = static_cast<std::size_t>(info.stage);
     if (info.flags)
       r[k] = ValueRange{0, 1};
-    else if (info.stage == Stage::ScaledScores && t.model.scale == Scale::SqrtDk)
-      // Division by √d_k > 0 is monotone and correctly rounded: the scores' ends, divided.
+    else if (info.stage == Stage::ScaledScores && t.model.scale == Scale::SqrtDk && !t.model.causal)
+      // Division by √d_k > 0 is monotone and correctly rounded: the scores' ends, divided (with a
+      // causal mask the scaled map hides cells the scores show, so it is measured itself).
       r[k] = ValueRange{r[static_cast<std::size_t>(Stage::Scores)].lo / t.scale_divisor,
                         r[static_cast<std::size_t>(Stage::Scores)].hi / t.scale_divisor};
     else if (info.stage == Stage::DroppedWeights && !t.dropout_active)  // the weights themselves

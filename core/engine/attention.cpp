@@ -115,8 +115,9 @@ HeadInputs headInputs(const Work& w, int b, int h) {
 }
 
 // Attention rows [r0, r0+n) of batch element b, head h. Shapes: Q, K, V are T × w.
-// scores = Q Kᵀ; scaled = scores ÷ √d_k; masked = −∞ above the diagonal; weights = softmax
-// rows (stable: the row max is subtracted); dropout keeps u < 1 − p and scales by 1/(1 − p);
+// In the order of the notebook's CausalAttention.forward: scores = Q Kᵀ; masked = −∞ above the
+// diagonal (causal only); scaled = masked ÷ √d_k; weights = softmax rows (stable: the row max is
+// subtracted); dropout keeps u < 1 − p and scales by 1/(1 − p);
 // context = dropped weights · V. The scores and weights rows (and the keep mask, with dropout) go
 // to `out` at row o (the whole head when it is traced, o = r0; a row-block scratch otherwise,
 // o = 0); the context rows always go to `head`. The other stages live in this function only: a
@@ -137,31 +138,31 @@ void attendRows(Work& w, int b, int h, int r0, int n, HeadTrace& out, int o, Hea
 
   const std::size_t keep0 = dropoutOffset(t, b, h);
   const bool keep_flags = out.dropout_mask.size() > 0;
-  std::vector<float> masked_scores(T);
+  std::vector<float> scaled_scores(T);
   std::vector<char> mask(T);
   Matrix dropped_weights(n, T);
   bool finite = true;
   for (int i = r0, oi = o; i < r0 + n; ++i, ++oi) {
     float row_max = negInf();
     for (int j = 0; j < T; ++j) {
-      const float s = out.scores(oi, j);
-      const float scaled = t.model.scale == Scale::SqrtDk ? s / t.scale_divisor : s;
       const bool masked = t.model.causal && j > i;
-      finite = finite && std::isfinite(scaled);
+      const float s = masked ? negInf() : out.scores(oi, j);
+      const float scaled = t.model.scale == Scale::SqrtDk ? s / t.scale_divisor : s;
+      finite = finite && (masked || std::isfinite(scaled));
       mask[j] = masked;
-      masked_scores[j] = masked ? negInf() : scaled;
+      scaled_scores[j] = scaled;
       if (!masked) row_max = std::max(row_max, scaled);
     }
     if (t.model.normalization == Normalization::Sum) {  // simple's "÷ row sum" alternative
       double sum = 0;
-      for (int j = 0; j < T; ++j) sum += masked_scores[j];
+      for (int j = 0; j < T; ++j) sum += scaled_scores[j];
       const float fsum = static_cast<float>(sum);
       finite = finite && fsum != 0.0f && std::isfinite(fsum);
-      for (int j = 0; j < T; ++j) out.weights(oi, j) = masked_scores[j] / fsum;
+      for (int j = 0; j < T; ++j) out.weights(oi, j) = scaled_scores[j] / fsum;
     } else {
       double sum = 0;
       for (int j = 0; j < T; ++j) {
-        const float e = mask[j] ? 0.0f : std::exp(masked_scores[j] - row_max);
+        const float e = mask[j] ? 0.0f : std::exp(scaled_scores[j] - row_max);
         out.weights(oi, j) = e;
         sum += e;
       }

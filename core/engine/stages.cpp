@@ -12,9 +12,9 @@ const std::array<StageInfo, kStageCount>& stageTable() {
       {Stage::Keys, "keys", "keys  K = X W_k", false, false, false, true},
       {Stage::Values, "values", "values  V = X W_v", false, false, false, true},
       {Stage::Scores, "scores", "scores  Q·Kᵀ", true, true, false, true},
-      {Stage::ScaledScores, "scaled_scores", "scaled  ÷ √dₖ", true, true, false, false},
       {Stage::Mask, "mask", "causal mask (1 = hidden)", true, false, true, false},
-      {Stage::MaskedScores, "masked_scores", "causal mask → −∞", true, true, false, false},
+      {Stage::MaskedScores, "masked_scores", "masked scores  −∞ above the diagonal", true, true, false, false},
+      {Stage::ScaledScores, "scaled_scores", "scaled  ÷ √dₖ", true, true, false, false},
       {Stage::Weights, "weights", "weights (softmax)", true, true, false, true},
       {Stage::DropoutMask, "dropout_mask", "dropout mask", true, true, true, true},
       {Stage::DroppedWeights, "dropped_weights", "weights after dropout", true, true, false, false},
@@ -71,9 +71,10 @@ float StageMap::operator()(Eigen::Index i, Eigen::Index j) const {
     case Kind::Flags: return (*flags_)(i, j);
     case Kind::AllOnes: return 1.0f;
     case Kind::Mask: return causal_ && j > i ? 1.0f : 0.0f;
-    case Kind::Scaled: return divide_ ? (*values_)(i, j) / divisor_ : (*values_)(i, j);
     case Kind::Masked:
+    case Kind::Scaled:
       if (causal_ && j > i) return -std::numeric_limits<float>::infinity();
+      if (kind_ == Kind::Masked) return (*values_)(i, j);
       return divide_ ? (*values_)(i, j) / divisor_ : (*values_)(i, j);
     case Kind::Dropped:
       if (flags_ == nullptr) return (*values_)(i, j);
@@ -95,11 +96,11 @@ void StageMap::readRow(Eigen::Index i, float* out) const {
       return;
     case Kind::Scaled:
     case Kind::Masked:
-      if (divide_)
+      if (divide_ && kind_ == Kind::Scaled)
         o = values_->row(i).transpose().array() / divisor_;
       else
         o = values_->row(i).transpose().array();
-      if (kind_ == Kind::Masked) o.tail(cols_ - visible).setConstant(-std::numeric_limits<float>::infinity());
+      o.tail(cols_ - visible).setConstant(-std::numeric_limits<float>::infinity());  // visible = cols_ unless causal
       return;
     case Kind::Dropped:
       if (flags_ == nullptr) {

@@ -10,8 +10,10 @@
 
 namespace attnscope {
 
+// In the order of the notebook's classes: a causal class masks the raw scores, then divides by √dₖ
+// (CausalAttention.forward: attn_scores.masked_fill_(…), then softmax(attn_scores / d_k**0.5)).
 enum class Stage {
-  Queries, Keys, Values, Scores, ScaledScores, Mask, MaskedScores, Weights, DropoutMask,
+  Queries, Keys, Values, Scores, Mask, MaskedScores, ScaledScores, Weights, DropoutMask,
   DroppedWeights, Context
 };
 constexpr int kStageCount = 11;
@@ -35,9 +37,9 @@ bool parseStage(const std::string& id, Stage* out);
 
 // The values of one map, read the same way whether a matrix holds them or they are derived on
 // demand from what a head stores (docs/DESIGN.md §2.3): a view, valid while its sources live.
-//   scaled  = scores ÷ scale_divisor (scores as they are with scale = none)
 //   mask    = 1 where masked (causal: key j > query i), else 0
-//   masked  = −∞ where masked, else scaled
+//   masked  = −∞ where masked, else the raw scores (the notebook's attn_scores.masked_fill_)
+//   scaled  = masked (causal) or scores ÷ scale_divisor, −∞ staying −∞ (as they are with scale = none)
 //   dropout_mask = the stored keep mask, all 1 when dropout is inactive
 //   dropped = weights × dropout_scale where kept, 0 where dropped (weights without dropout)
 // Each is the kernels' own float operation on the stored values, so it reads the very bits the

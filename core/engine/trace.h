@@ -11,7 +11,7 @@
 namespace attnscope {
 
 // One head of one batch element. T = tokens, w = head width. Only what cannot be derived cheaply is
-// stored; scaled_scores, mask, masked_scores and dropped_weights are computed from it on demand by
+// stored; mask, masked_scores, scaled_scores and dropped_weights are computed from it on demand by
 // StageMap (engine/stages.h) with the kernels' own float operations, so they read the same bits.
 struct HeadTrace {
   Matrix queries, keys, values;  // T × w

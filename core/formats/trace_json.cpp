@@ -74,7 +74,7 @@ class Writer {
 
 void writeTraceJson(std::ostream& out, const Workspace& ws, const Trace& t) {
   Writer w(out);
-  out << "{\n\"format\": \"attnscope-trace\",\n\"version\": 1,\n\"workspace\": "
+  out << "{\n\"format\": \"attnscope-trace\",\n\"version\": 2,\n\"workspace\": "
       << jsonText(workspaceToJson(ws)) << ",\n\"parameters\": {";
   const auto params = stateDict(t.model, *t.parameters);
   for (std::size_t i = 0; i < params.size(); ++i) {

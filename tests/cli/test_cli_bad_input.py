@@ -304,7 +304,7 @@ class ValidTraces(unittest.TestCase):
         self.assertEqual(p.stderr, b"")
         t = json.loads(p.stdout)
         self.assertEqual(t["format"], "attnscope-trace")
-        self.assertEqual(t["version"], 1)
+        self.assertEqual(t["version"], 2)  # the notebook's stage order (masked, then scaled)
         self.assertTrue({"format", "version", "workspace", "parameters", "batches"} <= set(t),
                         sorted(t))
         # The normalized workspace echoes every model field and what the preset gave.
@@ -346,13 +346,13 @@ class ValidTraces(unittest.TestCase):
             for j in range(T):
                 masked = head["mask"][i][j] == 1
                 self.assertEqual(masked, causal and j > i, f"{where}: mask[{i}][{j}]")
-                self.assertEqual(head["masked_scores"][i][j] is None, masked,
-                                 f"{where}: masked_scores[{i}][{j}] null iff masked")
+                for key in ("masked_scores", "scaled_scores"):  # masked, then scaled: −∞ stays
+                    self.assertEqual(head[key][i][j] is None, masked, f"{where}: {key}[{i}][{j}] null iff masked")
                 if masked:
                     self.assertEqual(head["weights"][i][j], 0, f"{where}: weights[{i}][{j}]")
                 if head["dropout_mask"][i][j] == 0:
                     self.assertEqual(head["dropped_weights"][i][j], 0, f"{where}: dropped")
-        for key in HEAD_KEYS - {"masked_scores"}:
+        for key in HEAD_KEYS - {"masked_scores", "scaled_scores"}:
             for row in head[key]:
                 self.assertTrue(all(isinstance(v, (int, float)) for v in row),
                                 f"{where}: {key} has a null or non-number")

@@ -25,7 +25,7 @@ except ImportError:
     sys.exit("test_export.py needs numpy: run it with Debian's /usr/bin/python3 (python3-numpy)")
 
 CLI = ASSETS = None
-HEAD_STAGES = ["queries", "keys", "values", "scores", "scaled_scores", "mask", "masked_scores",
+HEAD_STAGES = ["queries", "keys", "values", "scores", "mask", "masked_scores", "scaled_scores",
                "weights", "dropout_mask", "dropped_weights", "context"]
 BOOK_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
 

@@ -2,7 +2,7 @@
 // limits: T ≤ 64, d ≤ 64, 8 heads, batch 4, 2^16 attention cells); an accepted one goes through
 // computeTrace on the serial path. InputError and ComputeError are the engine's refusals; a trace
 // it returns has the documented shapes and holds no NaN or infinity except the −∞ of
-// masked_scores where the mask is set (docs/DESIGN.md §2.3), checked on the reference loops; the fast
+// masked_scores and scaled_scores where the mask is set (docs/DESIGN.md §2.3), checked on the reference loops; the fast
 // path's traced heads have the same masks. Computed again with only batch element 0
 // traced on the reference loops (the others through scratch rows), the outputs are the same bit for
 // bit; on the fast path (the fused kernel for the others, as for GPT-2) they are finite and shaped
@@ -87,7 +87,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       checkFinite(ht.keys, T, w, at + "keys");
       checkFinite(ht.values, T, w, at + "values");
       checkFinite(ht.scores, T, T, at + "scores");
-      checkFinite(scaled_scores, T, T, at + "scaled_scores");
+      checkShape(scaled_scores, T, T, at + "scaled_scores");
       checkShape(masked_scores, T, T, at + "masked_scores");
       checkFinite(ht.weights, T, T, at + "weights");
       checkFinite(dropped_weights, T, T, at + "dropped_weights");
@@ -105,9 +105,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           const float ms = masked_scores(i, j);
           if (masked) {
             FUZZ_CHECK(std::isinf(ms) && ms < 0, cell(at + "masked_scores", i, j) + " is masked but not −∞");
+            FUZZ_CHECK(std::isinf(scaled_scores(i, j)) && scaled_scores(i, j) < 0,
+                       cell(at + "scaled_scores", i, j) + " is masked but not −∞");
             FUZZ_CHECK(ht.weights(i, j) == 0.0f, cell(at + "weights", i, j) + " is masked but not 0");
           } else {
-            FUZZ_CHECK(ms == scaled_scores(i, j), cell(at + "masked_scores", i, j) + " differs from the scaled score");
+            // The notebook's order: the raw score is masked, then scaled.
+            FUZZ_CHECK(ms == ht.scores(i, j), cell(at + "masked_scores", i, j) + " differs from the score");
+            FUZZ_CHECK(std::isfinite(scaled_scores(i, j)), cell(at + "scaled_scores", i, j) + " is not finite");
           }
           const float wt = ht.weights(i, j);
           if (softmax) FUZZ_CHECK(wt >= 0.0f && wt <= 1.0f + 1e-5f, cell(at + "weights", i, j) + " outside [0, 1]");

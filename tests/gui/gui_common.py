@@ -15,7 +15,7 @@ import numpy as np
 from PIL import Image
 
 # The maps a head shows by default (docs/DESIGN.md §3; the context column starts hidden).
-DEFAULT_STAGES = ["scores", "scaled_scores", "masked_scores", "weights", "dropout_mask", "dropped_weights"]
+DEFAULT_STAGES = ["scores", "masked_scores", "scaled_scores", "weights", "dropout_mask", "dropped_weights"]
 DROPOUT_VARIANTS = {"causal", "multihead_wrapper", "multihead"}  # steps 3 and later (docs/DESIGN.md §2)
 
 

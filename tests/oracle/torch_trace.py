@@ -124,11 +124,17 @@ def head_record(q, k, v, hw, scale, causal, softmax_in, weights, keep, dropped, 
     from the captured Q and K (the class masks them in place); the rest is captured."""
     T = q.shape[0]
     scores = q @ k.T
-    scaled = scores / hw ** 0.5 if scale else scores  # the class divides by d_k ** 0.5 or 1.0
     mask = torch.triu(torch.ones(T, T), diagonal=1).bool() if causal else torch.zeros(T, T).bool()
-    return {"queries": q, "keys": k, "values": v, "scores": scores, "scaled_scores": scaled,
-            "mask": mask, "masked_scores": softmax_in, "weights": weights, "dropout_mask": keep,
-            "dropped_weights": dropped, "context": context}
+    # The class's order: attn_scores.masked_fill_(mask, -inf), then softmax(attn_scores / d_k**0.5):
+    # the masked stage holds the raw scores, the softmax's input is the scaled stage.
+    masked = scores.masked_fill(mask, -torch.inf)
+    scaled = masked / hw ** 0.5 if scale else masked  # the class divides by d_k ** 0.5 or 1.0
+    # (The class's batched matmul may round differently from this 2-D one: close, not equal.)
+    if not torch.allclose(scaled, softmax_in, rtol=1e-5, atol=1e-6):
+        raise AssertionError("the softmax input is not the masked scores / sqrt(d_k)")
+    return {"queries": q, "keys": k, "values": v, "scores": scores, "mask": mask,
+            "masked_scores": masked, "scaled_scores": softmax_in, "weights": weights,
+            "dropout_mask": keep, "dropped_weights": dropped, "context": context}
 
 
 def simple_reference(ws, sc, x, B):
@@ -149,7 +155,7 @@ def simple_reference(ws, sc, x, B):
             assert torch.equal(softmax_in, scaled)
         T = x.shape[0]
         head = {"queries": x, "keys": x, "values": x, "scores": scores, "scaled_scores": scaled,
-                "mask": torch.zeros(T, T).bool(), "masked_scores": scaled, "weights": weights,
+                "mask": torch.zeros(T, T).bool(), "masked_scores": scores, "weights": weights,
                 "dropout_mask": torch.ones(T, T).bool(), "dropped_weights": weights,
                 "context": weights @ x}
         batches.append({"heads": [head], "context": out, "output": out})
@@ -231,7 +237,7 @@ def check_masked_softmax_input(ref):
     """Torch-side sanity: the softmax input is −∞ exactly where the mask says, finite elsewhere."""
     for bt in ref["batches"]:
         for h in bt["heads"]:
-            s, mask = h["masked_scores"], h["mask"]
+            s, mask = h["scaled_scores"], h["mask"]
             if not (torch.all(torch.isneginf(s[mask])) and torch.all(torch.isfinite(s[~mask]))):
                 raise AssertionError("torch's softmax input is not -inf exactly at the causal mask")
 

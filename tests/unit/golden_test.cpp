@@ -190,19 +190,24 @@ TEST(GoldenCausal, Seed789MaskedScoresAndWeights) {
                                        {0.1935, 0.1663, 0.1666, 0.1542, 0.1666, 0.1529}});
   for (const BatchTrace& bt : t.batches) {
     const HeadTrace& h = bt.heads.at(0);
+    // The masked stage is the notebook's printed tensor itself: raw scores, −∞ above the diagonal.
     const Matrix masked_scores = stageValues(t, h, Stage::MaskedScores);
-    Matrix printed_lower = h.scores;  // the printed numbers where unmasked, ours elsewhere
+    const Matrix scaled_scores = stageValues(t, h, Stage::ScaledScores);
+    Matrix masked_finite = masked_scores, printed_finite = printed_masked;  // −∞ compared apart
     for (int i = 0; i < 6; ++i)
       for (int j = 0; j < 6; ++j) {
-        if (std::isinf(printed_masked(i, j))) {
-          EXPECT_TRUE(std::isinf(masked_scores(i, j)) && masked_scores(i, j) < 0)
-              << "masked_scores(" << i << ", " << j << ") = " << masked_scores(i, j);
+        const bool hidden = std::isinf(printed_masked(i, j));
+        EXPECT_EQ(std::isinf(masked_scores(i, j)) && masked_scores(i, j) < 0, hidden)
+            << "masked_scores(" << i << ", " << j << ") = " << masked_scores(i, j);
+        // Then ÷ √d_k (d_k = 2): −∞ stays, the rest is the printed score / √2.
+        EXPECT_EQ(std::isinf(scaled_scores(i, j)) && scaled_scores(i, j) < 0, hidden);
+        if (hidden) {
+          masked_finite(i, j) = printed_finite(i, j) = 0;
         } else {
-          printed_lower(i, j) = printed_masked(i, j);
-          EXPECT_TRUE(std::isfinite(masked_scores(i, j)));
+          EXPECT_NEAR(scaled_scores(i, j), printed_masked(i, j) / std::sqrt(2.0), 1e-4);
         }
       }
-    EXPECT_TRUE(matchesPrinted(h.scores, printed_lower));
+    EXPECT_TRUE(matchesPrinted(masked_finite, printed_finite));
     EXPECT_TRUE(matchesPrinted(h.weights, printed_weights));
   }
 }

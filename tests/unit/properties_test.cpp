@@ -160,17 +160,21 @@ void checkTrace(const Matrix& x, const ModelConfig& m, const Trace& t, Worst& wo
           }
           worst.see(ht.scores(i, j), s, mag);
           if (!close(ht.scores(i, j), s, mag)) fail(at + "scores != Q Kᵀ");
+          // The notebook's order: masked = the raw scores with −∞ above the diagonal, then
+          // scaled = masked / √d_k (−∞ stays −∞).
           const float scaled =
               m.scale == Scale::SqrtDk ? ht.scores(i, j) / divisor : ht.scores(i, j);
-          if (scaled_scores(i, j) != scaled) fail(at + "scaled_scores != scores / √d_k");
           const bool masked = m.causal && j > i;
           if (mask(i, j) != (masked ? 1 : 0)) fail(at + "mask is not the strict upper triangle");
           if (masked) {
             if (!(std::isinf(masked_scores(i, j)) && masked_scores(i, j) < 0))
               fail(at + "masked score is not −inf");
+            if (!(std::isinf(scaled_scores(i, j)) && scaled_scores(i, j) < 0))
+              fail(at + "a masked score is not −inf once scaled");
             if (ht.weights(i, j) != 0.0f) fail(at + "masked weight is not exactly 0");
           } else {
-            if (masked_scores(i, j) != scaled) fail(at + "unmasked masked_scores != scaled");
+            if (masked_scores(i, j) != ht.scores(i, j)) fail(at + "unmasked masked_scores != scores");
+            if (scaled_scores(i, j) != scaled) fail(at + "scaled_scores != masked scores / √d_k");
             row_max = std::max(row_max, scaled);
           }
         }
