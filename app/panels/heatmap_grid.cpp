@@ -80,11 +80,29 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
       else
         s = formatFixed(h.weights(i, j)) + " dropped → 0";
       break;
+    case Stage::WQuery:
+    case Stage::WKey:
+    case Stage::WValue: {
+      const char* name = stage == Stage::WQuery ? "W_query" : stage == Stage::WKey ? "W_key" : "W_value";
+      const char* out = stage == Stage::WQuery ? "q" : stage == Stage::WKey ? "k" : "v";
+      s = std::string(name) + "[d" + std::to_string(i) + ", " + std::to_string(j) + "] = " +
+          formatFixed(StageMap(t, h, stage)(i, j)) + ":\nhow much input dimension d" + std::to_string(i) +
+          " adds to " + out + "[" + std::to_string(j) + "] of every token";
+      break;
+    }
     case Stage::Queries:
     case Stage::Keys:
-    case Stage::Values:
+    case Stage::Values: {
+      const Matrix& m = stage == Stage::Queries ? h.queries : stage == Stage::Keys ? h.keys : h.values;
+      const char* v = stage == Stage::Queries ? "q" : stage == Stage::Keys ? "k" : "v";
+      s = std::string(v) + std::to_string(i + 1) + "[" + std::to_string(j) + "] = " + formatFixed(m(i, j)) +
+          (t.model.variant == Variant::Simple ? "\n(simple attention: the input x" + std::to_string(i + 1) + " itself)"
+                                              : "\n= x" + std::to_string(i + 1) + " · column " + std::to_string(j) + " of this head's W");
+      break;
+    }
     case Stage::Mask:
-      break;  // not maps of the grid
+      s = masked ? "1: '" + k + "' comes after '" + q + "', hidden" : "0: '" + k + "' is visible to '" + q + "'";
+      break;
     case Stage::Context:
       s = "context z" + std::to_string(i + 1) + "[" + std::to_string(j) + "] = Σₖ αₖ·v_k[" +
           std::to_string(j) + "] = " + formatFixed(h.context(i, j));
@@ -108,10 +126,45 @@ std::string stageHeading(const Trace& t, Stage s) {
     case Stage::Weights:  // the step's own normalization, not always softmax
       return (t.model.normalization == Normalization::Sum ? std::string("weights  ÷ row sum") : std::string("weights (softmax)")) + tt;
     case Stage::Context:
+    case Stage::Queries:
+    case Stage::Keys:
+    case Stage::Values:
+      if (t.model.variant == Variant::Simple && s != Stage::Context)
+        return std::string(stageInfo(s).label) + " = X  " + n + "×" + std::to_string(t.head_width);
       return std::string(stageInfo(s).title) + "  " + n + "×" + std::to_string(t.head_width);
+    case Stage::WQuery:
+    case Stage::WKey:
+    case Stage::WValue: {  // as X·W uses it; of multihead's one projection, this head's columns
+      std::string heading = std::string(stageInfo(s).title) + "  " + std::to_string(t.d_in) + "×" + std::to_string(t.head_width);
+      if (t.model.variant == Variant::MultiHead && t.heads > 1) heading += "  (this head's columns)";
+      else if (t.model.variant != Variant::SelfAttentionV1) heading += "  (.weightᵀ)";
+      return heading;
+    }
     default:
       return stageInfo(s).title + tt;
   }
+}
+
+// The heading of one of the module's maps.
+std::string moduleHeading(const Trace& t, const BatchTrace& bt, ModuleMap m) {
+  const std::string n = std::to_string(t.tokens);
+  switch (m) {
+    case ModuleMap::Concat:
+      return "context  " + std::to_string(t.heads) + " heads concatenated  " + n + "×" + std::to_string(bt.context.cols());
+    case ModuleMap::OutProj:
+      return "out_proj  " + std::to_string(t.model.d_out) + "×" + std::to_string(t.model.d_out) + "  (.weightᵀ)";
+    case ModuleMap::Output:
+      return std::string(hasOutProj(t.model.variant) ? "output  out_proj(context)  " : "output  = the context  ") + n + "×" +
+             std::to_string(bt.output.cols());
+  }
+  return "";
+}
+
+// Why a module map is not there in this configuration, or nullptr.
+const char* missingModuleMap(const Trace& t, ModuleMap m) {
+  if (m == ModuleMap::Concat && t.heads < 2) return "concatenation";
+  if (m == ModuleMap::OutProj && !hasOutProj(t.model.variant)) return "out_proj";
+  return nullptr;
 }
 
 // Up to this many tokens, every map shows its numbers (the book's examples have 6).
@@ -198,15 +251,50 @@ void applyZoom(float& zoom, float& center_row, float& center_col, const HeatmapH
   if (zoom <= 1) center_row = center_col = T / 2.0f;
 }
 
-// The column list of the view with `stage` switched on or off.
-nlohmann::json columnsWith(const ViewState& v, Stage stage, bool on) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const StageInfo& s : stageTable())
-    if (s.heatmap && (s.stage == stage ? on : v.show[static_cast<int>(s.stage)])) out.push_back(s.id);
-  return out;
+// Whether stage s means something for this configuration: others would repeat their neighbour.
+const char* missingStage(const Trace& t, Stage s) {
+  if (stageInfo(s).parameter && t.model.variant == Variant::Simple) return "projection weights";
+  if (s == Stage::ScaledScores && t.model.scale == Scale::None) return "scaling";
+  if (s == Stage::MaskedScores && !t.model.causal) return "mask";
+  if ((s == Stage::DropoutMask || s == Stage::DroppedWeights) && !t.dropout_active) return "dropout";
+  return nullptr;
 }
 
-void drawHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch) {
+// Every map one click away: a toggle per column of the grid, in the notebook's order, wrapped to
+// the width. A map this step lacks is greyed, its tooltip says why.
+void drawColumnToggles(const ViewState& v, CommandQueue& cmd, const Trace* t) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(style.FramePadding.x * 0.6f, 1));
+  ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(px(3), style.ItemSpacing.y));
+  ImGui::TextDisabled("maps");
+  int group = -1;
+  for (const GridColumn& c : gridColumns()) {
+    // Groups: the weights, Q K V, the attention maps, the module's maps.
+    const Stage st = static_cast<Stage>(c.index);
+    const int g = !c.per_head ? 3 : stageInfo(st).parameter ? 0 : st <= Stage::Values ? 1 : 2;
+    const float w = ImGui::CalcTextSize(c.label).x + ImGui::GetStyle().FramePadding.x * 2;
+    const float gap = g != group ? px(10) : 0;
+    if (ImGui::GetItemRectMax().x + gap + w + px(3) <= right)
+      ImGui::SameLine(0, px(3) + gap);
+    group = g;
+    const char* missing = !t ? nullptr : c.per_head ? missingStage(*t, st) : missingModuleMap(*t, static_cast<ModuleMap>(c.index));
+    const bool on = v.shows(c);
+    ImGui::PushStyleColor(ImGuiCol_Button, on ? style.Colors[ImGuiCol_ButtonActive] : style.Colors[ImGuiCol_FrameBg]);
+    if (missing) ImGui::PushStyleColor(ImGuiCol_Text, style.Colors[ImGuiCol_TextDisabled]);
+    const std::string id = std::string(c.label) + "##col_" + c.id;
+    if (ImGui::Button(id.c_str())) cmd.push("view", {{"field", "columns"}, {"value", columnsWith(v, c.id, !on)}});
+    if (missing) ImGui::PopStyleColor();
+    ImGui::PopStyleColor();
+    layout().widget(std::string("column_") + c.id);
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("%s%s%s", c.title, on ? " (shown: click to hide)" : " (click to show)",
+                        missing ? (std::string("\nnot in this step: no ") + missing).c_str() : "");
+  }
+  ImGui::PopStyleVar(2);
+}
+
+void drawHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, const Trace* t) {
   const ViewState& v = ctx.view;
   CommandQueue& cmd = ctx.commands;
   const int heads = headCount(m);
@@ -235,27 +323,11 @@ void drawHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch) 
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("One colour range per kind of map across all heads, so heads compare directly");
   layout().widget("shared_scale");
-  ImGui::SameLine();
-  if (ImGui::Button("columns…")) ImGui::OpenPopup("columns");
   if (ctx.computing) {  // the maps on screen stay whole until the newer result replaces them
     ImGui::SameLine();
     ImGui::TextDisabled("computing…");
   }
-  if (ImGui::BeginPopup("columns")) {
-    for (const StageInfo& s : stageTable()) {
-      bool on = v.show[static_cast<int>(s.stage)];
-      if (s.heatmap && ImGui::Checkbox(s.title, &on)) cmd.push("view", {{"field", "columns"}, {"value", columnsWith(v, s.stage, on)}});
-    }
-    ImGui::EndPopup();
-  }
-}
-
-// Whether stage s means something for this configuration: others would repeat their neighbour.
-const char* missingStage(const Trace& t, Stage s) {
-  if (s == Stage::ScaledScores && t.model.scale == Scale::None) return "scaling";
-  if (s == Stage::MaskedScores && !t.model.causal) return "mask";
-  if ((s == Stage::DropoutMask || s == Stage::DroppedWeights) && !t.dropout_active) return "dropout";
-  return nullptr;
+  drawColumnToggles(v, cmd, t);
 }
 
 std::vector<Stage> visibleStages(const ViewState& v, const Trace& t) {
@@ -311,6 +383,73 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
   return reset;
 }
 
+// The module's card: its maps (the concatenated context, out_proj's weight, the output) as the
+// n-th card of the grid, in tiles of the heads' size.
+void drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vector<ModuleMap>& maps, int n,
+                    const Arrangement& a, float card_w, float card_h, float tile_w, float tile_h, float left_margin,
+                    float header, float gap, ImVec2 grid_origin) {
+  const Trace& t = *snap.trace;
+  const BatchTrace& bt = snap.shown();
+  const ViewState& view = ctx.view;
+  const ImVec2 card(grid_origin.x + (n % a.card_cols) * card_w, grid_origin.y + (n / a.card_cols) * card_h);
+  ImGui::SetCursorScreenPos(card);
+  ImGui::Text("The module: %s%s", variantTitle(t.model.variant),
+              t.model.batch_size > 1 ? ("  ·  batch element " + std::to_string(snap.batch + 1)).c_str() : "");
+  // The maps are narrow (d_out columns): each tile as wide as its cells and title need, side by
+  // side across the card's row of the grid.
+  const float row_w = (n % a.card_cols == 0 ? a.card_cols : 1) * card_w;
+  float x = 0, y = 0;
+  for (std::size_t k = 0; k < maps.size(); ++k) {
+    const ModuleMapInfo& info = moduleMapInfo(maps[k]);
+    const std::string title = moduleHeading(t, bt, info.map);
+    const StageMap values = moduleMapValues(t, bt, info.map);
+    const float w = std::min(tile_w, std::max(a.cell * values.cols() + left_margin, ImGui::CalcTextSize(title.c_str()).x + px(8)));
+    if (x > 0 && x + w > row_w) x = 0, y += tile_h + gap;
+    ImGui::SetCursorScreenPos(ImVec2(card.x + x, card.y + header + y));
+    x += w + gap;
+    HeatmapSpec spec;
+    spec.id = std::string("b") + std::to_string(snap.batch) + "m" + info.id;
+    spec.title = title;
+    spec.values = values;
+    spec.range = snap.module_ranges[static_cast<int>(info.map)];
+    spec.colormap = view.colormap;
+    if (view.diverging_for_signed && spec.range.lo < 0) {
+      spec.colormap = Colormap::Coolwarm;
+      spec.range = centredOnZero(spec.range);
+    }
+    spec.row_labels = info.parameter ? &snap.dims : &snap.tokens();
+    spec.col_labels = &snap.dims;
+    spec.selected_row = info.parameter ? -1 : std::clamp(view.token, 0, snap.tokenCount() - 1);
+    spec.version = snap.outputs_serial;
+    spec.owner = ctx.snapshot;
+    const ModuleMap map = info.map;
+    const Snapshot* s = &snap;
+    spec.describe = [s, map](int i, int j) {
+      const Trace& tr = *s->trace;
+      const StageMap m = moduleMapValues(tr, s->shown(), map);
+      const std::string cell = formatFixed(m(i, j));
+      switch (map) {
+        case ModuleMap::Concat: {
+          const int hw = tr.head_width;
+          return "head " + std::to_string(j / hw + 1) + "'s context z" + std::to_string(i + 1) + "[" +
+                 std::to_string(j % hw) + "] = " + cell;
+        }
+        case ModuleMap::OutProj:
+          return "out_proj.weight[" + std::to_string(j) + ", " + std::to_string(i) + "] = " + cell +
+                 ":\nhow much context dimension d" + std::to_string(i) + " adds to output d" + std::to_string(j);
+        case ModuleMap::Output:
+          return std::string(hasOutProj(tr.model.variant) ? "output = concat · out_proj.weightᵀ + bias:\n"
+                                                          : "output = the context:\n") +
+                 "'" + s->tokens()[static_cast<std::size_t>(i)] + "' d" + std::to_string(j) + " = " + cell;
+      }
+      return cell;
+    };
+    spec.dump = {{"head", -1}, {"module", true}, {"stage", info.id}, {"batch", snap.batch}};
+    const HeatmapHit hit = drawHeatmap(spec, ImVec2(w, tile_h));
+    if (hit.clicked_row >= 0 && !info.parameter) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
+  }
+}
+
 }  // namespace
 
 void HeatmapGrid::draw(const PanelContext& ctx) {
@@ -319,7 +458,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   const Snapshot* snap = ctx.snapshot.get();
   const ViewState& view = ctx.view;
   CommandQueue& cmd = ctx.commands;
-  drawHeader(ctx, snap ? snap->inputs->model : ctx.document.workspace().model, snap ? snap->batch : 0);
+  drawHeader(ctx, snap ? snap->inputs->model : ctx.document.workspace().model, snap ? snap->batch : 0,
+             snap ? snap->trace.get() : nullptr);
 
   if (!ctx.engine_error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, theme().selection);
@@ -342,17 +482,24 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   wheel_on_map_ = false;
   const int batch = snap->batch;
   const BatchTrace& bt = snap->shown();
-  if (stages.empty()) {
-    ImGui::TextUnformatted("All columns are hidden: choose some under \"columns…\".");
+  // The module's maps this step has, shown as one more card after the heads'.
+  std::vector<ModuleMap> module_maps;
+  for (const ModuleMapInfo& info : moduleMapTable())
+    if (view.show_module[static_cast<int>(info.map)] && !missingModuleMap(t, info.map)) module_maps.push_back(info.map);
+  if (stages.empty() && module_maps.empty()) {
+    ImGui::TextUnformatted("Every map is hidden: choose some in the row of maps above.");
     ImGui::EndChild();
     return;
   }
-  // Which heads: all, or the one chosen in the header.
+  // Which heads: all, or the one chosen in the header (none when only the module's maps are on).
   std::vector<int> heads;
-  for (int h = 0; h < t.heads; ++h)
+  for (int h = 0; h < t.heads && !stages.empty(); ++h)
     if (view.head < 0 || view.head == h) heads.push_back(h);
-  if (heads.empty()) heads.push_back(0);
+  if (heads.empty() && !stages.empty()) heads.push_back(0);
   const int H = static_cast<int>(heads.size()), S = static_cast<int>(stages.size());
+  const int M = static_cast<int>(module_maps.size());
+  // The module's card is one more card; its maps are narrow and share one row of tiles.
+  const int cards = H + (M > 0 ? 1 : 0), tiles = S > 0 ? S : 1;
   const ImGuiStyle& style = ImGui::GetStyle();
   const float header = ImGui::GetTextLineHeightWithSpacing() + 4;
   const float gap = style.ItemSpacing.x * 2;
@@ -373,32 +520,35 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   if (T <= kAlwaysLabelledTokens && !window.rows) {
     std::uint64_t key = snap->serial * 1000003u + static_cast<std::uint64_t>(view.head + 1);
     for (Stage stage : stages) key = key * 31 + static_cast<std::uint64_t>(stage) + 1;
+    for (ModuleMap m : module_maps) key = key * 37 + static_cast<std::uint64_t>(m) + 1;
     key = key * 31 + static_cast<std::uint64_t>(fs * 16);
     if (key != label_cells_key_) {
       label_cells_key_ = key;
       label_cells_ = {0, 0};
+      // Every shown map of a readable size (a W of GPT-2's 768 inputs is not).
+      auto measure = [&](const StageMap& map, bool dropout) {
+        if (map.rows() > kAlwaysLabelledTokens || map.cols() > 64) return;
+        for (Eigen::Index i = 0; i < map.rows(); ++i)
+          for (Eigen::Index j = 0; j < map.cols(); ++j) {
+            const float v = map(i, j);
+            auto need = [&](CellFormat f) {
+              const std::string label = dropout ? dropoutCellText(t, v) : cellLabel(v, f);
+              return heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, label.c_str()).x);
+            };
+            label_cells_[0] = std::max(label_cells_[0], need(CellFormat::Compact));
+            label_cells_[1] = std::max(label_cells_[1], need(CellFormat::Decimals4));
+          }
+      };
       for (int h : heads) {
         if (!bt.heads[h].hasMaps()) continue;
-        for (Stage stage : stages) {
-          if (!stageInfo(stage).square) continue;
-          const StageMap map(t, bt.heads[h], stage);
-          for (Eigen::Index i = 0; i < map.rows(); ++i)
-            for (Eigen::Index j = 0; j < map.cols(); ++j) {
-              const float v = map(i, j);
-              auto need = [&](CellFormat f) {
-                const std::string label = stage == Stage::DropoutMask ? dropoutCellText(t, v) : cellLabel(v, f);
-                return heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, label.c_str()).x);
-              };
-              label_cells_[0] = std::max(label_cells_[0], need(CellFormat::Compact));
-              label_cells_[1] = std::max(label_cells_[1], need(CellFormat::Decimals4));
-            }
-        }
+        for (Stage stage : stages) measure(StageMap(t, bt.heads[h], stage), stage == Stage::DropoutMask);
       }
+      for (ModuleMap m : module_maps) measure(moduleMapValues(t, bt, m), false);
     }
     min_cell = label_cells_[0];
     full_cell = label_cells_[1];
   }
-  const Arrangement a = arrange(H, S, rows, cols, avail.x - style.ScrollbarSize, avail.y, header, gap, margins, min_cell, full_cell);
+  const Arrangement a = arrange(cards, tiles, rows, cols, avail.x - style.ScrollbarSize, avail.y, header, gap, margins, min_cell, full_cell);
   const float tile_w = std::max(a.cell * cols + margins.left, avail.x / (a.card_cols * a.stage_cols) - gap);
   const float tile_h = a.cell * rows + margins.top + margins.bottom;
   const float stride_w = tile_w + gap;
@@ -412,7 +562,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   };
 
   const ImVec2 grid_origin = ImGui::GetCursorScreenPos();
-  const int stage_rows = (S + a.stage_cols - 1) / a.stage_cols;
+  const int stage_rows = (tiles + a.stage_cols - 1) / a.stage_cols;
   const float card_w = a.stage_cols * stride_w, card_h = header + stage_rows * (tile_h + gap);
   const int selected_row = std::clamp(view.token, 0, T - 1);
   // Which cards the grid's window shows: their heads are computed first after the next edit.
@@ -458,11 +608,11 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
         spec.colormap = Colormap::Coolwarm;
         spec.range = centredOnZero(spec.range);
       }
-      spec.row_labels = &snap->tokens();
+      spec.row_labels = info.parameter ? &snap->dims : &snap->tokens();  // a weight's rows: input dims
       spec.col_labels = info.square ? &snap->tokens() : &snap->dims;
-      spec.selected_row = selected_row;
+      spec.selected_row = info.parameter ? -1 : selected_row;
       if (info.square) spec.selected_col = view.key;
-      spec.window = window;
+      spec.window = info.parameter ? CellWindow{} : window;
       if (!info.square) spec.window.col0 = spec.window.cols = 0;  // keys zoom, dims stay
       spec.version = snap->head_serial[static_cast<std::size_t>(h)];  // kept by a second part
       spec.owner = ctx.snapshot;
@@ -470,7 +620,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       if (stage == Stage::DropoutMask) {
         spec.cell_text = [&t](float v) { return dropoutCellText(t, v); };
         spec.range_text = {"dropped 0", t.dropout_active ? "kept ×" + formatFixed(t.dropout_scale, 2) : "kept 1"};
-      } else if (stage == Stage::MaskedScores && t.model.causal) {
+      } else if ((stage == Stage::MaskedScores || stage == Stage::ScaledScores) && t.model.causal) {
         spec.legend = "▨ −∞ masked";
       }
       spec.dump = {{"head", h}, {"stage", info.id}, {"batch", batch}};
@@ -493,8 +643,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       if (hit.wheel != 0 || hit.pan_rows != 0 || hit.pan_cols != 0) applyZoom(zoom_, center_row_, center_col_, hit, T);
     }
   }
+  if (M > 0) drawModuleCard(ctx, *snap, module_maps, H, a, card_w, card_h, tile_w, tile_h, margins.left, header, gap, grid_origin);
   // Reserve the grid's full extent so the child scrolls when it is larger than the panel.
-  const int card_rows = (H + a.card_cols - 1) / a.card_cols;
+  const int card_rows = (cards + a.card_cols - 1) / a.card_cols;
   ImGui::SetCursorScreenPos(grid_origin);
   ImGui::Dummy(ImVec2(a.card_cols * card_w, card_rows * card_h));
   ImGui::EndChild();

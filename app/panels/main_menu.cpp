@@ -99,15 +99,13 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
       viewToggle(cmd, "Diverging map for signed values", "diverging_for_signed", view.diverging_for_signed);
       viewToggle(cmd, "Shared colour scale across heads", "shared_scale", view.shared_scale);
       if (ImGui::BeginMenu("Columns")) {
-        for (const StageInfo& s : stageTable()) {
-          if (!s.heatmap) continue;
-          const bool on = view.show[static_cast<int>(s.stage)];
-          if (ImGui::MenuItem(s.title, nullptr, on)) {
-            nlohmann::json columns = nlohmann::json::array();
-            for (const StageInfo& o : stageTable())
-              if (o.heatmap && (o.stage == s.stage ? !on : view.show[static_cast<int>(o.stage)])) columns.push_back(o.id);
-            cmd.push("view", {{"field", "columns"}, {"value", columns}});
+        for (const GridColumn& c : gridColumns()) {
+          if (!c.per_head && c.index == 0) {  // the module's maps after the heads' stages
+            ImGui::Separator();
+            ImGui::TextDisabled("the module");
           }
+          const bool on = view.shows(c);
+          if (ImGui::MenuItem(c.title, nullptr, on)) cmd.push("view", {{"field", "columns"}, {"value", columnsWith(view, c.id, !on)}});
         }
         ImGui::EndMenu();
       }

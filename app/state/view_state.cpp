@@ -6,16 +6,40 @@
 
 namespace attnscope {
 
+const std::vector<GridColumn>& gridColumns() {
+  static const std::vector<GridColumn> columns = [] {
+    std::vector<GridColumn> c;
+    for (const StageInfo& s : stageTable())
+      if (s.heatmap) c.push_back({s.id, s.title, s.label, true, static_cast<int>(s.stage)});
+    for (const ModuleMapInfo& m : moduleMapTable()) c.push_back({m.id, m.title, m.label, false, static_cast<int>(m.map)});
+    return c;
+  }();
+  return columns;
+}
+
 std::array<bool, kStageCount> ViewState::defaultColumns() {
   std::array<bool, kStageCount> show{};
-  for (const StageInfo& s : stageTable()) show[static_cast<int>(s.stage)] = s.heatmap && s.stage != Stage::Context;
+  for (const StageInfo& s : stageTable()) show[static_cast<int>(s.stage)] = s.heatmap && s.shown;
   return show;
+}
+
+std::array<bool, kModuleMapCount> ViewState::defaultModuleColumns() {
+  std::array<bool, kModuleMapCount> show{};
+  for (const ModuleMapInfo& m : moduleMapTable()) show[static_cast<int>(m.map)] = m.shown;
+  return show;
+}
+
+nlohmann::json columnsWith(const ViewState& v, const std::string& id, bool on) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const GridColumn& c : gridColumns())
+    if (c.id == id ? on : v.shows(c)) out.push_back(c.id);
+  return out;
 }
 
 nlohmann::json viewToJson(const ViewState& v) {
   nlohmann::json columns = nlohmann::json::array();
-  for (const StageInfo& s : stageTable())
-    if (s.heatmap && v.show[static_cast<int>(s.stage)]) columns.push_back(s.id);
+  for (const GridColumn& c : gridColumns())
+    if (v.shows(c)) columns.push_back(c.id);
   return {{"colormap", colormapId(v.colormap)},
           {"diverging_for_signed", v.diverging_for_signed},
           {"shared_scale", v.shared_scale},
@@ -67,15 +91,18 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
   } else if (f == "token") {
     v.token = integer(f, value, 0, 1 << 20);
   } else if (f == "columns") {
-    if (!value.is_array()) fail(f, "expected an array of stage names");
+    if (!value.is_array()) fail(f, "expected an array of map names");
     std::array<bool, kStageCount> show{};
+    std::array<bool, kModuleMapCount> show_module{};
     for (const auto& c : value) {
-      Stage s;
-      if (!c.is_string() || !parseStage(c.get<std::string>(), &s) || !stageInfo(s).heatmap)
-        fail(f, "not a heatmap column: " + c.dump());
-      show[static_cast<int>(s)] = true;
+      const auto known = std::find_if(gridColumns().begin(), gridColumns().end(), [&](const GridColumn& g) {
+        return c.is_string() && c.get<std::string>() == g.id;
+      });
+      if (known == gridColumns().end()) fail(f, "not a heatmap column: " + c.dump());
+      (known->per_head ? show[static_cast<std::size_t>(known->index)] : show_module[static_cast<std::size_t>(known->index)]) = true;
     }
     v.show = show;
+    v.show_module = show_module;
   } else if (f == "tab") {
     if (value != "heatmaps" && value != "pipeline") fail(f, "expected \"heatmaps\" or \"pipeline\"");
     v.tab = value.get<std::string>();

@@ -4,11 +4,23 @@
 #include <array>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "display/colormap.h"
 #include "engine/stages.h"
 
 namespace attnscope {
+
+// A column of the heatmap grid: a stage of every head, or a map of the whole module.
+struct GridColumn {
+  const char* id;     // "weights", "output": the view's "columns"
+  const char* title;  // in menus
+  const char* label;  // its toggle in the grid's header
+  bool per_head;      // a Stage (stageTable) or a ModuleMap (moduleMapTable)
+  int index;          // which Stage or ModuleMap
+};
+// The heads' stages in table order, then the module's maps.
+const std::vector<GridColumn>& gridColumns();
 
 struct ViewState {
   Colormap colormap = Colormap::Viridis;  // for maps without negative values
@@ -20,17 +32,25 @@ struct ViewState {
   int token = 1;                          // selected query token: x² "journey", as the notebook
   int key = -1;                           // key column picked in the inspector; −1 = none
   std::array<bool, kStageCount> show = defaultColumns();  // heatmap columns, by Stage
+  std::array<bool, kModuleMapCount> show_module = defaultModuleColumns();  // … by ModuleMap
   std::string screenshot_dir;             // where F12 saves; empty = ~/Pictures/attnscope
   int screenshot_scale = 1;               // F12 renders at 1×, 2× or 3×
   bool caption = false;                   // F12 adds a caption line
   std::string tab = "heatmaps";           // the main area's view: "heatmaps" or "pipeline"
   bool show_inspector = true;             // the inspector column on the right
 
-  // Every heatmap stage but context.
+  // The tables' `shown` columns: the maps from the scores to the dropped weights, the
+  // concatenated context and the output.
   static std::array<bool, kStageCount> defaultColumns();
+  static std::array<bool, kModuleMapCount> defaultModuleColumns();
+  bool shows(const GridColumn& c) const {
+    return c.per_head ? show[static_cast<std::size_t>(c.index)] : show_module[static_cast<std::size_t>(c.index)];
+  }
 };
 
 nlohmann::json viewToJson(const ViewState& v);
+// The "columns" value of v with column `id` switched on or off (for the "view" command).
+nlohmann::json columnsWith(const ViewState& v, const std::string& id, bool on);
 // Reads what it understands of a workspace's "view"; anything else keeps its default.
 ViewState viewFromJson(const nlohmann::json& j);
 // Sets one field by its JSON name ("theme": "light", "columns": ["weights"], …), as the "view"

@@ -447,6 +447,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
     if (request.keeps(b) || !fused) {
       heads[b].resize(H);
       for (int h = 0; h < H; ++h) {
+        heads[b][h].index = h;
         if (request.keepsHead(b, h)) allocateHead(heads[b][h], T, T, hw, true, t.dropout_active);
         if (request.keepsHead(b, h) || !fused) heads[b][h].context.resize(T, hw);
       }

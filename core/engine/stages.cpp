@@ -7,18 +7,21 @@ namespace attnscope {
 
 const std::array<StageInfo, kStageCount>& stageTable() {
   static const std::array<StageInfo, kStageCount> table = {{
-      // stage, id, title, square, heatmap, flags, stored
-      {Stage::Queries, "queries", "queries  Q = X W_q", false, false, false, true},
-      {Stage::Keys, "keys", "keys  K = X W_k", false, false, false, true},
-      {Stage::Values, "values", "values  V = X W_v", false, false, false, true},
-      {Stage::Scores, "scores", "scores  Q·Kᵀ", true, true, false, true},
-      {Stage::Mask, "mask", "causal mask (1 = hidden)", true, false, true, false},
-      {Stage::MaskedScores, "masked_scores", "masked scores  −∞ above the diagonal", true, true, false, false},
-      {Stage::ScaledScores, "scaled_scores", "scaled  ÷ √dₖ", true, true, false, false},
-      {Stage::Weights, "weights", "weights (softmax)", true, true, false, true},
-      {Stage::DropoutMask, "dropout_mask", "dropout mask", true, true, true, true},
-      {Stage::DroppedWeights, "dropped_weights", "weights after dropout", true, true, false, false},
-      {Stage::Context, "context", "context  weights·V", false, true, false, true},
+      // stage, id, title, label, square, heatmap, flags, stored, parameter, shown
+      {Stage::WQuery, "w_query", "W_query", "W_q", false, true, false, false, true, false},
+      {Stage::WKey, "w_key", "W_key", "W_k", false, true, false, false, true, false},
+      {Stage::WValue, "w_value", "W_value", "W_v", false, true, false, false, true, false},
+      {Stage::Queries, "queries", "queries  Q = X W_q", "Q", false, true, false, true, false, false},
+      {Stage::Keys, "keys", "keys  K = X W_k", "K", false, true, false, true, false, false},
+      {Stage::Values, "values", "values  V = X W_v", "V", false, true, false, true, false, false},
+      {Stage::Scores, "scores", "scores  Q·Kᵀ", "scores", true, true, false, true, false, true},
+      {Stage::Mask, "mask", "causal mask (1 = hidden)", "mask", true, false, true, false, false, false},
+      {Stage::MaskedScores, "masked_scores", "masked scores  −∞ above the diagonal", "masked", true, true, false, false, false, true},
+      {Stage::ScaledScores, "scaled_scores", "scaled  ÷ √dₖ", "scaled", true, true, false, false, false, true},
+      {Stage::Weights, "weights", "weights (softmax)", "weights", true, true, false, true, false, true},
+      {Stage::DropoutMask, "dropout_mask", "dropout mask", "dropout", true, true, true, true, false, true},
+      {Stage::DroppedWeights, "dropped_weights", "weights after dropout", "dropped", true, true, false, false, false, true},
+      {Stage::Context, "context", "context  weights·V", "context", false, true, false, true, false, false},
   }};
   return table;
 }
@@ -38,7 +41,27 @@ bool parseStage(const std::string& id, Stage* out) {
 
 StageMap::StageMap(const Matrix& m) : values_(&m), rows_(m.rows()), cols_(m.cols()) {}
 
+StageMap StageMap::weightColumns(const Matrix& weight, Eigen::Index c0, Eigen::Index n) {
+  StageMap m;
+  m.kind_ = Kind::WeightColumns;
+  m.values_ = &weight;
+  m.first_column_ = c0;
+  m.rows_ = weight.cols();
+  m.cols_ = n;
+  return m;
+}
+
 StageMap::StageMap(const Trace& t, const HeadTrace& h, Stage s) {
+  if (stageInfo(s).parameter) {  // the head's slice of its projection (simple has none: 0 × 0)
+    const Parameters& p = *t.parameters;
+    const std::vector<Linear>& layers = s == Stage::WQuery ? p.query : s == Stage::WKey ? p.key : p.value;
+    if (layers.empty()) return;
+    const bool wrapper = t.model.variant == Variant::MultiHeadWrapper;
+    const Linear& l = layers.at(wrapper ? static_cast<std::size_t>(h.index) : 0);
+    const Eigen::Index c0 = t.model.variant == Variant::MultiHead ? static_cast<Eigen::Index>(h.index) * t.head_width : 0;
+    *this = weightColumns(l.weight, c0, t.head_width);
+    return;
+  }
   rows_ = h.scores.rows();
   cols_ = h.scores.cols();
   divide_ = t.model.scale == Scale::SqrtDk;
@@ -47,6 +70,9 @@ StageMap::StageMap(const Trace& t, const HeadTrace& h, Stage s) {
   dropout_scale_ = t.dropout_scale;
   const ByteMatrix* keep = h.dropout_mask.size() > 0 ? &h.dropout_mask : nullptr;
   switch (s) {
+    case Stage::WQuery:
+    case Stage::WKey:
+    case Stage::WValue: break;  // above
     case Stage::Queries: values_ = &h.queries; break;
     case Stage::Keys: values_ = &h.keys; break;
     case Stage::Values: values_ = &h.values; break;
@@ -79,6 +105,7 @@ float StageMap::operator()(Eigen::Index i, Eigen::Index j) const {
     case Kind::Dropped:
       if (flags_ == nullptr) return (*values_)(i, j);
       return (*flags_)(i, j) ? (*values_)(i, j) * dropout_scale_ : 0.0f;
+    case Kind::WeightColumns: return (*values_)(first_column_ + j, i);
   }
   return 0.0f;
 }
@@ -109,6 +136,7 @@ void StageMap::readRow(Eigen::Index i, float* out) const {
       }
       for (Eigen::Index j = 0; j < cols_; ++j) o[j] = (*flags_)(i, j) ? (*values_)(i, j) * dropout_scale_ : 0.0f;
       return;
+    case Kind::WeightColumns: o = values_->col(i).segment(first_column_, cols_).array(); return;
   }
 }
 
@@ -126,5 +154,38 @@ Matrix StageMap::toMatrix() const {
 }
 
 Matrix stageValues(const Trace& t, const HeadTrace& h, Stage s) { return StageMap(t, h, s).toMatrix(); }
+
+const std::array<ModuleMapInfo, kModuleMapCount>& moduleMapTable() {
+  static const std::array<ModuleMapInfo, kModuleMapCount> table = {{
+      // map, id, title, label, parameter, shown
+      {ModuleMap::Concat, "concat", "context  heads concatenated", "concat", false, false},
+      {ModuleMap::OutProj, "out_proj", "out_proj weight", "W_out", true, false},
+      {ModuleMap::Output, "output", "output", "output", false, false},
+  }};
+  return table;
+}
+
+const ModuleMapInfo& moduleMapInfo(ModuleMap m) { return moduleMapTable()[static_cast<int>(m)]; }
+
+bool parseModuleMap(const std::string& id, ModuleMap* out) {
+  for (const ModuleMapInfo& info : moduleMapTable())
+    if (id == info.id) {
+      *out = info.map;
+      return true;
+    }
+  return false;
+}
+
+StageMap moduleMapValues(const Trace& t, const BatchTrace& bt, ModuleMap m) {
+  switch (m) {
+    case ModuleMap::Concat: return StageMap(bt.context);
+    case ModuleMap::Output: return StageMap(bt.output);
+    case ModuleMap::OutProj: {
+      const Matrix& w = t.parameters->out_proj.weight;
+      return w.size() > 0 ? StageMap::weightColumns(w, 0, w.rows()) : StageMap();
+    }
+  }
+  return StageMap();
+}
 
 }  // namespace attnscope

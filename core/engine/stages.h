@@ -12,20 +12,25 @@ namespace attnscope {
 
 // In the order of the notebook's classes: a causal class masks the raw scores, then divides by √dₖ
 // (CausalAttention.forward: attn_scores.masked_fill_(…), then softmax(attn_scores / d_k**0.5)).
+// The head's weights come first: the columns of W_query, W_key, W_value that make its Q, K, V.
 enum class Stage {
-  Queries, Keys, Values, Scores, Mask, MaskedScores, ScaledScores, Weights, DropoutMask,
-  DroppedWeights, Context
+  WQuery, WKey, WValue, Queries, Keys, Values, Scores, Mask, MaskedScores, ScaledScores, Weights,
+  DropoutMask, DroppedWeights, Context
 };
-constexpr int kStageCount = 11;
+constexpr int kStageCount = 14;
 
 struct StageInfo {
   Stage stage;
   const char* id;                  // "scaled_scores": trace JSON key, export file, --panel, dumps
   const char* title;               // "scaled  ÷ √dₖ": the heading of its map
+  const char* label;               // "scaled": its toggle in the grid's header
   bool square;                     // T × T over query and key tokens (else T × head width)
   bool heatmap;                    // offered as a column of the app's heatmap grid
   bool flags;                      // 0/1 values (the masks), written as integers
   bool stored;                     // a HeadTrace member holds it; else StageMap derives it
+  bool parameter;                  // d_in × head width, read from the parameters as X·W uses
+                                   // them; not among a trace's heads (its "parameters" hold them)
+  bool shown;                      // a column of the heatmap grid until the user hides it
 };
 
 // In the order the trace keeps them.
@@ -42,13 +47,17 @@ bool parseStage(const std::string& id, Stage* out);
 //   scaled  = masked (causal) or scores ÷ scale_divisor, −∞ staying −∞ (as they are with scale = none)
 //   dropout_mask = the stored keep mask, all 1 when dropout is inactive
 //   dropped = weights × dropout_scale where kept, 0 where dropped (weights without dropout)
+//   w_query, w_key, w_value = the head's columns of the projection in X·W form: (i, j) is
+//                 weight(c0 + j, i) of the torch Linear (out × in), c0 = the head's first column
 // Each is the kernels' own float operation on the stored values, so it reads the very bits the
 // engine computed the context from.
 class StageMap {
  public:
   StageMap() = default;
   StageMap(const Matrix& m);  // NOLINT: any matrix (inputs, context, output) is a map as it is
-  StageMap(const Trace& t, const HeadTrace& h, Stage s);  // h must have its maps
+  StageMap(const Trace& t, const HeadTrace& h, Stage s);  // h must have its maps (but for parameters)
+  // Columns [c0, c0 + n) of X·W for a torch weight W (out × in): an in × n map, no copy.
+  static StageMap weightColumns(const Matrix& weight, Eigen::Index c0, Eigen::Index n);
   Eigen::Index rows() const { return rows_; }
   Eigen::Index cols() const { return cols_; }
   Eigen::Index size() const { return rows_ * cols_; }
@@ -61,7 +70,7 @@ class StageMap {
   const Matrix* matrix() const { return kind_ == Kind::Values ? values_ : nullptr; }
 
  private:
-  enum class Kind { Values, Flags, AllOnes, Scaled, Mask, Masked, Dropped };
+  enum class Kind { Values, Flags, AllOnes, Scaled, Mask, Masked, Dropped, WeightColumns };
   Kind kind_ = Kind::Values;
   const Matrix* values_ = nullptr;     // Values; the scores (Scaled, Masked); the weights (Dropped)
   const ByteMatrix* flags_ = nullptr;  // Flags; the keep mask (Dropped), null without dropout
@@ -70,9 +79,30 @@ class StageMap {
   float divisor_ = 1;
   bool causal_ = false;                // Mask, Masked
   float dropout_scale_ = 1;            // Dropped
+  Eigen::Index first_column_ = 0;      // WeightColumns: c0 (values_ is the torch weight)
 };
 
 // The stage's values as a matrix (masks as 0/1).
 Matrix stageValues(const Trace& t, const HeadTrace& h, Stage s);
+
+// The module's maps: one per batch element, made from every head together.
+enum class ModuleMap { Concat, OutProj, Output };
+constexpr int kModuleMapCount = 3;
+
+struct ModuleMapInfo {
+  ModuleMap map;
+  const char* id;                  // "output": the view's columns, --panel, dumps
+  const char* title;               // "output  out_proj(context)": the heading of its map
+  const char* label;               // "output": its toggle in the grid's header
+  bool parameter;                  // a weight, d_out × d_out in X·W form (else T rows of tokens)
+  bool shown;                      // a column of the heatmap grid until the user hides it
+};
+
+const std::array<ModuleMapInfo, kModuleMapCount>& moduleMapTable();
+const ModuleMapInfo& moduleMapInfo(ModuleMap m);
+bool parseModuleMap(const std::string& id, ModuleMap* out);
+// concat = the heads' contexts side by side; out_proj = its weight as X·W uses it (multihead
+// only: else an empty map); output = what the module returns (out_proj(concat), or concat).
+StageMap moduleMapValues(const Trace& t, const BatchTrace& bt, ModuleMap m);
 
 }  // namespace attnscope

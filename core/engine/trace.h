@@ -19,6 +19,7 @@ struct HeadTrace {
   Matrix weights;                // T × T, softmax rows (or ÷ row sum)
   ByteMatrix dropout_mask;       // T × T, 1 where kept; empty when dropout is inactive (all kept)
   Matrix context;                // T × w, dropped weights · V
+  int index = 0;                 // which head of its batch element it is (its weights' columns)
   // False for a head whose maps were not requested (TraceRequest::heads): all members are empty.
   bool hasMaps() const { return scores.size() > 0; }
 };

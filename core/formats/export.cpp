@@ -142,8 +142,8 @@ int exportTrace(const Workspace& ws, const Trace& trace, const std::string& fold
     for (std::size_t h = 0; h < bt.heads.size(); ++h) {
       const HeadTrace& ht = bt.heads[h];
       const std::string head = batch + "_h" + std::to_string(h) + "_";
-      for (const StageInfo& stage : stageTable())  // masks as 0/1 floats
-        write(head + stage.id, exportMatrix(stageValues(trace, ht, stage.stage), f));
+      for (const StageInfo& stage : stageTable())  // masks as 0/1 floats; weights come whole below
+        if (!stage.parameter) write(head + stage.id, exportMatrix(stageValues(trace, ht, stage.stage), f));
     }
     write(batch + "_context", exportMatrix(bt.context, f));
     write(batch + "_output", exportMatrix(bt.output, f));

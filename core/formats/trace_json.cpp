@@ -100,6 +100,7 @@ void writeTraceJson(std::ostream& out, const Workspace& ws, const Trace& t) {
       const char* in = "    ";
       const char* sep = "";
       for (const StageInfo& stage : stageTable()) {  // the stage table's order and names
+        if (stage.parameter) continue;  // in "parameters" already
         out << sep << "\"" << stage.id << "\": ";
         w.map(StageMap(t, ht, stage.stage), stage.flags, in);
         sep = ",\n   ";

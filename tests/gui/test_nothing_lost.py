@@ -106,11 +106,16 @@ def main():
                     time.sleep(0.15)
                     seen = set()
                     target = 14
-                    for _ in range(200):  # right, 2 px a step, until the slider says 14
+                    deadline = time.time() + 40  # a loaded machine draws slowly: time, not steps
+                    while time.time() < deadline:  # right, 2 px a step, until the slider says 14
                         s = app.layout()["state"]
                         seen.add(s["d_out"])
                         if s["d_out"] == target:
-                            break
+                            time.sleep(0.4)  # the frames may lag the pointer: still 14 once they caught up?
+                            s = app.layout()["state"]
+                            seen.add(s["d_out"])
+                            if s["d_out"] == target:
+                                break
                         x += 2 if s["d_out"] < target else -1
                         app.xdotool("mousemove", "--window", app.find_window(), int(round(x)), int(round(y)))
                         time.sleep(0.05)

@@ -104,6 +104,59 @@ TEST(GoldenSelfAttentionV1, Seed123StepByStep) {
   EXPECT_TRUE(matchesPrinted(row(h.context, 1), rows({{0.3061, 0.8210}})));
 }
 
+TEST(GoldenSelfAttentionV1, Seed123WeightMapsAreTheNotebooksW) {
+  // 004 In[11]: torch.manual_seed(123); W_query = torch.rand(d_in, d_out) — Debian torch prints
+  // [[0.2961, 0.5166], [0.2517, 0.6886], [0.0740, 0.8665]]; the map is W_query as x @ W_query uses it.
+  ModelConfig m = defaultConfig(Variant::SelfAttentionV1);
+  m.seed = 123;
+  m.d_out = 2;
+  const Trace t = traceOf(m);
+  const HeadTrace& h = t.batches[0].heads[0];
+  const Matrix w_query = stageValues(t, h, Stage::WQuery);
+  ASSERT_EQ(w_query.rows(), 3);
+  ASSERT_EQ(w_query.cols(), 2);
+  EXPECT_TRUE(matchesPrinted(w_query, rows({{0.2961, 0.5166}, {0.2517, 0.6886}, {0.0740, 0.8665}})));
+  // and query_2 = x_2 @ W_query is the printed [0.4306, 1.4551] (004 In[11]) from the map itself
+  const Matrix x2 = rows({{0.55, 0.87, 0.66}});
+  EXPECT_TRUE(matchesPrinted(x2 * w_query, rows({{0.4306, 1.4551}})));
+}
+
+TEST(GoldenMultiHead, Seed123ModuleMapsHoldThePrintedOutput) {
+  // 004 In[43]: the module's output is the printed [[0.3190, 0.4858], …]; out_proj's map is its
+  // weight as concat @ W uses it, so concat · map + bias gives that output again.
+  ModelConfig m = defaultConfig(Variant::MultiHead);
+  m.seed = 123;
+  m.d_out = 2;
+  m.num_heads = 2;
+  m.dropout = 0.0;
+  const Trace t = traceOf(m);
+  const BatchTrace& bt = t.batches[0];
+  const Matrix output = moduleMapValues(t, bt, ModuleMap::Output).toMatrix();
+  EXPECT_TRUE(matchesPrinted(output.topRows(2), rows({{0.3190, 0.4858}, {0.2943, 0.3897}})));
+  const Matrix w_out = moduleMapValues(t, bt, ModuleMap::OutProj).toMatrix();
+  ASSERT_EQ(w_out.rows(), 2);
+  Matrix again = moduleMapValues(t, bt, ModuleMap::Concat).toMatrix() * w_out;
+  again.rowwise() += t.parameters->out_proj.bias;
+  EXPECT_TRUE(matchesPrinted(again.topRows(2), rows({{0.3190, 0.4858}, {0.2943, 0.3897}})));
+  // Each head's W maps are its columns of the one projection: X · W_query(h) is head h's Q.
+  for (const HeadTrace& h : bt.heads) {
+    const Matrix q = t.batches[0].heads[static_cast<std::size_t>(h.index)].queries;
+    EXPECT_TRUE(test::allNear(bookInputs() * stageValues(t, h, Stage::WQuery), q, 1e-6f)) << "head " << h.index;
+    EXPECT_TRUE(test::allNear(bookInputs() * stageValues(t, h, Stage::WValue), h.values, 1e-6f)) << "head " << h.index;
+  }
+}
+
+TEST(GoldenWrapper, EachHeadsWeightMapsAreItsOwnLayer) {
+  ModelConfig m = defaultConfig(Variant::MultiHeadWrapper);
+  m.num_heads = 3;
+  const Trace t = traceOf(m);
+  ASSERT_EQ(t.batches[0].heads.size(), 3u);
+  for (const HeadTrace& h : t.batches[0].heads) {
+    EXPECT_TRUE(test::allNear(bookInputs() * stageValues(t, h, Stage::WKey), h.keys, 1e-6f)) << "head " << h.index;
+    EXPECT_TRUE(test::allNear(bookInputs() * stageValues(t, h, Stage::WQuery), h.queries, 1e-6f)) << "head " << h.index;
+  }
+}
+
 TEST(GoldenSelfAttentionV1, Seed123Output) {
   // 004 In[18]: torch.manual_seed(123); sa_v1 = SelfAttention_v1(d_in, d_out); sa_v1(inputs)
   ModelConfig m = defaultConfig(Variant::SelfAttentionV1);
