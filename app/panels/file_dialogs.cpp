@@ -4,9 +4,12 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <vector>
 
+#include "engine/stages.h"
+#include "formats/export.h"
 #include "shell/layout_dump.h"
 #include "shell/theme.h"
 
@@ -25,9 +28,9 @@ struct DialogKind {
 constexpr DialogKind kDialogs[] = {
     {"open", "Open workspace or screenshot", ""},
     {"save_as", "Save workspace as", "workspace.json"},
-    {"export_trace", "Export the trace", "trace-export"},
+    {"export_trace", "Export the trace (into a folder)", "trace-export"},
     {"save_pytorch", "Save PyTorch code", "attention.py"},
-    {"export_map", "Export matrix", ""},
+    {"export_map", "Save one map", ""},
 };
 
 const DialogKind* findDialog(const std::string& which) {
@@ -36,17 +39,68 @@ const DialogKind* findDialog(const std::string& which) {
   return nullptr;
 }
 
+// The lower-case extension without its dot: "csv" for "x.CSV".
+std::string extensionOf(const std::string& name) {
+  std::string ext = fs::path(name).extension().string();
+  if (!ext.empty()) ext.erase(0, 1);
+  for (char& c : ext) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return ext;
+}
+
+// A map's formats as the radio buttons name them.
+const char* formatLabel(const std::string& f) {
+  if (f == "csv") return "CSV";
+  if (f == "json") return "JSON";
+  if (f == "npy") return ".npy";
+  if (f == "png") return "PNG";
+  if (f == "svg") return "SVG";
+  if (f == "pdf") return "PDF";
+  return "?";
+}
+
+// Where the browser opens: the last folder used, else the home folder. Settings default to the
+// working directory — the repository, when the app runs from it — which is no folder of the user's.
+std::string startFolder(const std::string& remembered) {
+  std::error_code ec;
+  if (!remembered.empty() && fs::is_directory(remembered, ec) && fs::path(remembered) != fs::current_path(ec))
+    return remembered;
+  const char* home = std::getenv("HOME");
+  return home && *home && fs::is_directory(home, ec) ? std::string(home) : std::string("/");
+}
+
 }  // namespace
 
 void FileDialogs::begin(const std::string& which, const std::string& stage, int head, const std::string& format) {
   const DialogKind* kind = findDialog(which);
   if (!kind) return;
   which_ = which;
-  folder_ = settings_.last_folder;
+  folder_ = startFolder(settings_.last_folder);
   stage_ = stage;
   head_ = head;
-  format_ = format;
-  name_ = which == "export_map" ? stage + "_h" + std::to_string(head + 1) + "." + format : kind->default_name;
+  const auto& formats = mapFileFormats();
+  format_ = std::find(formats.begin(), formats.end(), format) != formats.end() ? format : "csv";
+  message_.clear();
+  name_wanted_ = which == "export_map";  // b1_h2_weights.csv: the batch shown is known when drawn
+  name_ = kind->default_name;
+}
+
+bool FileDialogs::usable(const std::string& file) const {
+  const std::string ext = extensionOf(file);
+  if (which_ == "open") return ext == "json" || ext == "png";
+  if (which_ == "save_as") return ext == "json";
+  if (which_ == "save_pytorch") return ext == "py";
+  if (which_ == "export_map") {
+    const auto& formats = mapFileFormats();
+    return std::find(formats.begin(), formats.end(), ext) != formats.end();
+  }
+  return false;  // export_trace writes into a folder
+}
+
+void FileDialogs::typed() {
+  message_.clear();
+  if (which_ != "export_map" || fs::path(name_).extension().empty()) return;
+  std::string name = name_, format;
+  if (mapFileFormat(&name, format_, &format, &message_)) format_ = format;  // x.csv: CSV, whatever was chosen
 }
 
 bool FileDialogs::browse() {
@@ -54,30 +108,40 @@ bool FileDialogs::browse() {
   ImGui::InputText("##folder", &folder_);
   layout().widget("file_folder");
   std::error_code ec;
-  const bool lists_files = which_ == "open" || which_ == "save_as";
   ImGui::BeginChild("entries", ImVec2(px(520), px(260)), true);
   if (ImGui::Selectable("..")) folder_ = fs::path(folder_).parent_path().string();
   std::vector<fs::directory_entry> entries;
   for (const auto& e : fs::directory_iterator(folder_, fs::directory_options::skip_permission_denied, ec)) entries.push_back(e);
   std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
-  for (const auto& e : entries) {
-    const std::string name = e.path().filename().string();
-    if (name.empty() || name[0] == '.') continue;
-    if (e.is_directory(ec)) {
-      if (ImGui::Selectable((name + "/").c_str())) folder_ = e.path().string();
-    } else if (lists_files) {
-      const std::string ext = e.path().extension().string();
-      if (ext != ".json" && ext != ".png") continue;
+  // Folders first, then files: those this dialog can use are selectable, the others dimmed.
+  listed_.clear();
+  bool open_now = false;
+  for (int pass = 0; pass < 2; ++pass)
+    for (const auto& e : entries) {
+      const std::string name = e.path().filename().string();
+      std::error_code dir_ec;
+      const bool dir = e.is_directory(dir_ec);
+      if (name.empty() || name[0] == '.' || dir != (pass == 0)) continue;
+      if (dir) {
+        if (ImGui::Selectable((name + "/").c_str())) folder_ = e.path().string();
+        continue;
+      }
+      listed_.push_back(name);
+      if (!usable(name)) {
+        ImGui::TextDisabled("%s", name.c_str());
+        continue;
+      }
       if (ImGui::Selectable(name.c_str(), name == name_, ImGuiSelectableFlags_AllowDoubleClick)) {
         name_ = name;
-        if (ImGui::IsMouseDoubleClicked(0)) return true;
+        typed();
+        if (ImGui::IsMouseDoubleClicked(0)) open_now = true;
       }
     }
-  }
   if (ec) ImGui::TextDisabled("cannot list this folder: %s", ec.message().c_str());
   ImGui::EndChild();
   ImGui::SetNextItemWidth(-1);
   const bool enter = ImGui::InputText("##name", &name_, ImGuiInputTextFlags_EnterReturnsTrue);
+  if (ImGui::IsItemEdited()) typed();
   layout().widget("file_name");
   if (which_ == "export_trace") {
     ImGui::RadioButton("JSON", &trace_format_, 0);
@@ -85,8 +149,29 @@ bool FileDialogs::browse() {
     ImGui::RadioButton("CSV files", &trace_format_, 1);
     ImGui::SameLine();
     ImGui::RadioButton(".npy files", &trace_format_, 2);
+  } else if (which_ == "export_map") {  // the extension follows the format chosen
+    bool first = true;
+    for (const std::string& f : mapFileFormats()) {
+      if (!first) ImGui::SameLine();
+      first = false;
+      if (ImGui::RadioButton(formatLabel(f), format_ == f) && format_ != f) {
+        format_ = f;
+        name_ = withExtension(name_, f);
+        message_.clear();
+      }
+      layout().widget("file_format_" + f);
+    }
+    ImGui::TextDisabled("CSV, JSON, .npy: the numbers · PNG: as on screen · SVG, PDF: vector figures");
   }
-  const bool ok = ImGui::Button(which_ == "open" ? "Open" : "Save") || enter;
+  if (!message_.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, theme().selection);
+    ImGui::PushTextWrapPos(px(520));
+    ImGui::TextUnformatted(message_.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::PopStyleColor();
+    layout().widget("file_message");
+  }
+  const bool ok = ImGui::Button(which_ == "open" ? "Open" : "Save") || enter || open_now;
   layout().widget("file_ok");
   ImGui::SameLine();
   const bool cancel = ImGui::Button("Cancel");  // a quit waiting for this save does not happen (App::update)
@@ -102,9 +187,30 @@ void FileDialogs::draw(const PanelContext& ctx) {
   CommandQueue& cmd = ctx.commands;
   const DialogKind* kind = findDialog(which_);
   if (kind && !ImGui::IsPopupOpen("##file")) ImGui::OpenPopup("##file");
+  if (name_wanted_ && ctx.snapshot) {  // the file a map goes to: b1_h2_weights.csv, as the CLI names it
+    Stage stage = Stage::Weights;
+    if (parseStage(stage_, &stage)) name_ = mapFileStem(ctx.snapshot->batch, head_, stage) + "." + format_;
+    name_wanted_ = false;
+  }
   if (ImGui::BeginPopupModal("##file", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
     ImGui::TextUnformatted(kind ? kind->title : "");
-    if (browse() && !name_.empty()) {
+    Stage stage;
+    if (which_ == "export_map" && parseStage(stage_, &stage)) {  // the map by its title
+      ImGui::SameLine();
+      ImGui::TextDisabled("%s  ·  head %d", stageInfo(stage).title, head_ + 1);
+    }
+    const bool ok = browse();
+    if (kind) {
+      layout().state()["file_dialog"] = {{"which", which_}, {"folder", folder_}, {"name", name_}, {"format", format_},
+                                         {"message", message_}, {"files", listed_}};
+    }
+    std::string format = format_;
+    if (ok && which_ == "export_map" && !name_.empty()) {
+      std::string name = name_;
+      if (mapFileFormat(&name, format_, &format, &message_)) name_ = name;  // the extension decides
+      else format.clear();                                              // one message, nothing written
+    }
+    if (ok && !name_.empty() && !format.empty()) {
       const std::string path = (fs::path(folder_) / name_).string();
       if (which_ == "open") {
         cmd.push("open", {{"path", path}});
@@ -114,8 +220,10 @@ void FileDialogs::draw(const PanelContext& ctx) {
         cmd.push("export_trace", {{"path", path}, {"format", trace_format_ == 0 ? "json" : trace_format_ == 1 ? "csv" : "npy"}});
       } else if (which_ == "save_pytorch") {
         cmd.push("save_pytorch", {{"path", path}});
+      } else if (which_ == "export_map" && (format == "png" || format == "svg" || format == "pdf")) {
+        cmd.push("screenshot", {{"path", path}, {"panel", stage_}, {"head", head_}});  // a figure of the map
       } else if (which_ == "export_map") {
-        cmd.push("export_map", {{"stage", stage_}, {"head", head_}, {"path", path}, {"format", format_}});
+        cmd.push("export_map", {{"stage", stage_}, {"head", head_}, {"path", path}, {"format", format}});
       }
       settings_.last_folder = folder_;
       saveSettings(settings_);

@@ -1,10 +1,18 @@
-// The file dialogs — open, save as, export the trace, save PyTorch code, export one map — as a
+// The file dialogs — open, save as, export the trace, save PyTorch code, save one map — as a
 // small built-in browser (no portal or GTK needed, works under Xvfb), and the unsaved-changes
 // prompt before quitting, opening, starting over or loading a preset. On OK they push the command
-// that does the work (`open`, `save`, `export_trace`, …; the prompt pushes `unsaved` with the
+// that does the work (`open`, `save`, `export_trace`, …; a map as CSV, JSON or .npy is
+// `export_map`, as PNG, SVG or PDF `screenshot` of that map; the prompt pushes `unsaved` with the
 // answer); they own only their own fields and the remembered settings.
+//
+// The browser lists folders and files (the files the dialog can use are selectable, the others
+// shown dimmed), and starts in the last folder used — else the home folder, never the folder the
+// program was started from. Saving a map, the extension follows the chosen format and the format
+// follows a typed extension (formats/export.h, mapFileFormat); an extension that is no format is
+// one message, and nothing is written. The layout dump's state holds "file_dialog" (tests).
 #pragma once
 #include <string>
+#include <vector>
 
 #include "panels/panel.h"
 #include "state/session_files.h"
@@ -14,7 +22,8 @@ namespace attnscope {
 class FileDialogs {
  public:
   FileDialogs() : settings_(loadSettings()) {}
-  // Opens a dialog: open, save_as, export_trace, save_pytorch, export_map (with stage, head, format).
+  // Opens a dialog: open, save_as, export_trace, save_pytorch, export_map (with stage, head and the
+  // format first chosen: csv, json, npy, png, svg or pdf).
   void begin(const std::string& which, const std::string& stage = "", int head = 0, const std::string& format = "csv");
   // The unsaved-changes prompt before `action` (quit, open, new, preset), `doing` it ("quitting").
   void askUnsaved(const std::string& action, const std::string& doing) {
@@ -30,10 +39,15 @@ class FileDialogs {
 
  private:
   bool browse();  // the browser body; true when OK was pressed
+  bool usable(const std::string& file) const;  // a file this dialog can open or write over
+  void typed();   // the name changed: the format follows its extension
   Settings settings_;
   std::string which_;  // the dialog open, "" for none
   std::string folder_, name_, stage_, format_ = "csv";
   int head_ = 0;
+  bool name_wanted_ = false;  // export_map: the name is made once the shown batch element is known
+  std::string message_;       // why OK does not go on (an extension that is no format); "" for none
+  std::vector<std::string> listed_;  // the files listed in the last frame (the layout dump)
   int trace_format_ = 0;  // export the trace: JSON, CSV, .npy
   std::string unsaved_action_, unsaved_doing_;  // the prompt, "" for none
 };

@@ -7,25 +7,72 @@
 #include <algorithm>
 #include <cmath>
 
+#include "display/vector_figure.h"
 #include "engine/stages.h"
 #include "shell/layout_dump.h"
 #include "formats/png_image.h"
 
 namespace attnscope {
 
-const std::vector<std::string>& capturePanels() {
-  static const std::vector<std::string> panels = [] {  // the panels, then every heatmap of the stage table
-    std::vector<std::string> p = {"window", "model", "inputs", "heatmaps", "pipeline", "inspector", "status"};
+namespace {
+
+// A stage that can be one map's figure: a heatmap column, or the 0/1 causal mask, which the grid
+// shows only for its figure.
+bool figureStage(const StageInfo& s) { return s.heatmap || s.stage == Stage::Mask; }
+
+bool hide_selection = false;  // a capture without its selection is rendering
+
+// The maps that can be figures, by id: a head's (the stage table), then the module's.
+const std::vector<std::string>& figureMaps() {
+  static const std::vector<std::string> maps = [] {
+    std::vector<std::string> m;
     for (const StageInfo& s : stageTable())
-      if (s.heatmap) p.push_back(s.id);
+      if (figureStage(s)) m.push_back(s.id);
+    for (const ModuleMapInfo& info : moduleMapTable()) m.push_back(info.id);
+    return m;
+  }();
+  return maps;
+}
+
+}  // namespace
+
+const std::vector<std::string>& capturePanels() {
+  static const std::vector<std::string> panels = [] {  // the panels, then every map
+    std::vector<std::string> p = {"window", "model", "inputs", "heatmaps", "pipeline", "inspector", "status"};
+    for (const std::string& m : figureMaps()) p.push_back(m);
     return p;
   }();
   return panels;
 }
 
 bool isHeatmapStage(const std::string& panel) {
+  return std::find(figureMaps().begin(), figureMaps().end(), panel) != figureMaps().end();
+}
+
+bool captureHidesSelection() { return hide_selection; }
+
+std::string captureSubject(const std::string& panel, const ModelConfig& model) {
   Stage s;
-  return parseStage(panel, &s) && stageInfo(s).heatmap;
+  ModuleMap m;
+  if (parseModuleMap(panel, &m)) return moduleMapInfo(m).title;
+  if (!parseStage(panel, &s)) return panel.empty() ? "window" : panel;
+  if (s == Stage::Weights && model.normalization == Normalization::Sum) return "weights ÷ row sum";
+  return stageInfo(s).title;
+}
+
+std::string captureTargetError(const std::string& path, const std::string& panel) {
+  FigureFormat format;
+  if (!figureFormatOf(path, &format)) {
+    const std::string name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+    const std::size_t dot = name.find_last_of('.');
+    const std::string kind = dot == std::string::npos ? "has no extension" : "is a '" + name.substr(dot) + "' file";
+    return path + " " + kind + ": a screenshot is .png, a figure of one map .png, .svg or .pdf";
+  }
+  if (format == FigureFormat::Png || isHeatmapStage(panel)) return "";
+  std::string maps;
+  for (const std::string& m : figureMaps()) maps += (maps.empty() ? "" : ", ") + m;
+  return "an SVG or PDF figure shows one map (panel " + maps + "), not '" + (panel.empty() ? "window" : panel) +
+         "': save that as .png";
 }
 
 namespace {
@@ -53,19 +100,37 @@ struct Rect {
   int x = 0, y = 0, w = 0, h = 0;
 };
 
-// Where `spec.panel` was drawn in the last frame, in framebuffer pixels.
-bool findRect(const CaptureSpec& spec, int fb_w, int fb_h, Rect* out, std::string* error) {
+// A layout rectangle in framebuffer pixels, grown by `m` on every side, within the framebuffer.
+Rect pixelRect(const nlohmann::json& r, float m, int fb_w, int fb_h) {
+  const int x0 = std::clamp(static_cast<int>(std::floor(r["x"].get<float>() - m)), 0, fb_w);
+  const int y0 = std::clamp(static_cast<int>(std::floor(r["y"].get<float>() - m)), 0, fb_h);
+  const int x1 = std::clamp(static_cast<int>(std::ceil(r["x"].get<float>() + r["w"].get<float>() + m)), 0, fb_w);
+  const int y1 = std::clamp(static_cast<int>(std::ceil(r["y"].get<float>() + r["h"].get<float>() + m)), 0, fb_h);
+  return {x0, y0, x1 - x0, y1 - y0};
+}
+
+// Where `spec.panel` was drawn in the last frame, in framebuffer pixels, and the part of it that
+// belongs to the panel (`clip`): a map's crop has a margin, and beside a map at the grid's edge
+// that margin holds the main area's window border (a 1-px grey line down the left edge) or the
+// panel next to it. The capture paints what lies outside `clip` in the background colour.
+bool findRect(const CaptureSpec& spec, int fb_w, int fb_h, Rect* out, std::string* error, Rect* clip = nullptr) {
   const nlohmann::json& frame = layout().frame();
   nlohmann::json r;
   if (spec.panel.empty() || spec.panel == "window") {
     *out = {0, 0, fb_w, fb_h};
+    if (clip) *clip = *out;
     return true;
   }
   if (isHeatmapStage(spec.panel)) {
-    for (const auto& m : frame["heatmaps"])
-      if (m.value("stage", "") == spec.panel && m.value("head", -1) == spec.head && m.value("in_view", true) &&
-          m.contains("tile"))
+    for (const auto& m : frame["heatmaps"])  // a head's map, or the module's (of every head)
+      if (m.value("stage", "") == spec.panel && (m.value("module", false) || m.value("head", -1) == spec.head) &&
+          m.value("in_view", true) && m.contains("tile"))
         r = m["tile"];
+    ModuleMap module;
+    if (r.is_null() && parseModuleMap(spec.panel, &module)) {
+      *error = "no " + spec.panel + " map in view: show its column, or save it as .svg or .pdf (no column needed)";
+      return false;
+    }
     if (r.is_null()) {
       *error = "no " + spec.panel + " map for head " + std::to_string(spec.head + 1) +
                " in view (is the column shown, and does the model have that head?)";
@@ -79,22 +144,33 @@ bool findRect(const CaptureSpec& spec, int fb_w, int fb_h, Rect* out, std::strin
   }
   // A heatmap's tile gets a margin, so labels at its edges are not cut.
   const float m = isHeatmapStage(spec.panel) ? 8 * spec.scale : 0;
-  const int x0 = std::clamp(static_cast<int>(std::floor(r["x"].get<float>() - m)), 0, fb_w);
-  const int y0 = std::clamp(static_cast<int>(std::floor(r["y"].get<float>() - m)), 0, fb_h);
-  const int x1 = std::clamp(static_cast<int>(std::ceil(r["x"].get<float>() + r["w"].get<float>() + m)), 0, fb_w);
-  const int y1 = std::clamp(static_cast<int>(std::ceil(r["y"].get<float>() + r["h"].get<float>() + m)), 0, fb_h);
-  *out = {x0, y0, x1 - x0, y1 - y0};
+  *out = pixelRect(r, m, fb_w, fb_h);
   if (out->w <= 0 || out->h <= 0) {
     *error = "the panel '" + spec.panel + "' is empty";
     return false;
   }
+  if (clip) {  // a map: only what the heatmap panel drew
+    const bool in_grid = m > 0 && frame["panels"].contains("heatmaps");
+    *clip = in_grid ? pixelRect(frame["panels"]["heatmaps"], 0, fb_w, fb_h) : *out;
+  }
   return true;
 }
+
+// The selection is hidden while a capture renders, unless the spec keeps it.
+struct SelectionHidden {
+  explicit SelectionHidden(bool hide) { hide_selection = hide; }
+  ~SelectionHidden() { hide_selection = false; }
+};
 
 }  // namespace
 
 std::string capturePng(const CaptureSpec& spec, int width, int height, const CaptureHooks& hooks,
                        const std::string& path, const std::string& workspace_json) {
+  if (std::string error = captureTargetError(path, spec.panel); !error.empty()) return error;
+  if (isVectorFigurePath(path)) {  // one map's figure: drawn from the data, not the screen
+    if (!hooks.vector_figure) return "this window cannot write vector figures";
+    return hooks.vector_figure(spec, path);
+  }
   const float k = spec.scale;
   if (!(k >= 1 && k <= 4)) return "--scale must be between 1 and 4";
   const int fb_w = static_cast<int>(std::lround(width * k));
@@ -111,8 +187,10 @@ std::string capturePng(const CaptureSpec& spec, int width, int height, const Cap
   hooks.set_scale(hooks.base_scale * k);
   std::vector<unsigned char> rgba(static_cast<std::size_t>(fb_w) * fb_h * 4);
   std::string error;
-  Rect rect;
+  Rect rect, clip;
+  std::uint8_t background[3] = {0, 0, 0};
   {
+    const SelectionHidden hidden(!spec.selection && !hooks.selection);
     Framebuffer target(fb_w, fb_h);
     if (!target.complete()) error = "cannot create an offscreen framebuffer";
     // Three frames: tables and wrapped text settle after the first; the caption follows the crop
@@ -129,8 +207,10 @@ std::string capturePng(const CaptureSpec& spec, int width, int height, const Cap
       glClearColor(bg.x, bg.y, bg.z, 1);
       glClear(GL_COLOR_BUFFER_BIT);
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+      const float channels[3] = {bg.x, bg.y, bg.z};
+      for (int c = 0; c < 3; ++c) background[c] = static_cast<std::uint8_t>(std::lround(std::clamp(channels[c], 0.0f, 1.0f) * 255));
     }
-    if (error.empty() && findRect(spec, fb_w, fb_h - caption_h, &rect, &error)) {
+    if (error.empty() && findRect(spec, fb_w, fb_h - caption_h, &rect, &error, &clip)) {
       glPixelStorei(GL_PACK_ALIGNMENT, 1);
       glReadPixels(0, 0, fb_w, fb_h, GL_RGBA, GL_UNSIGNED_BYTE, rgba.data());
     }
@@ -146,7 +226,15 @@ std::string capturePng(const CaptureSpec& spec, int width, int height, const Cap
     std::uint8_t* dst = rgb.data() + static_cast<std::size_t>(dst_y) * rect.w * 3;
     for (int x = 0; x < rect.w; ++x) std::copy(src + x * 4, src + x * 4 + 3, dst + x * 3);
   };
-  for (int y = 0; y < rect.h; ++y) copyRow(rect.y + y, y);
+  for (int y = 0; y < rect.h; ++y) {
+    copyRow(rect.y + y, y);
+    const int fy = rect.y + y;
+    for (int x = 0; x < rect.w; ++x) {  // the margin beyond the panel: background, not its neighbours
+      const int fx = rect.x + x;
+      if (fx >= clip.x && fx < clip.x + clip.w && fy >= clip.y && fy < clip.y + clip.h) continue;
+      std::copy(background, background + 3, rgb.data() + (static_cast<std::size_t>(y) * rect.w + x) * 3);
+    }
+  }
   for (int y = 0; y < caption_h; ++y) copyRow(fb_h - caption_h + y, rect.h + y);
   return writePng(path, rect.w, out_h, rgb, kWorkspaceChunk, workspace_json);
 }

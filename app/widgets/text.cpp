@@ -1,69 +1,9 @@
 #include "widgets/text.h"
 
 #include <cfloat>
-#include <cmath>
 #include <cstdarg>
-#include <cstdio>
 
 namespace attnscope {
-
-namespace {
-
-std::string withTrueMinus(std::string s) {
-  if (s.empty() || s[0] != '-') return s;
-  if (s.find_first_not_of("-0.") == std::string::npos) return s.substr(1);  // "-0.00" is 0
-  return "−" + s.substr(1);
-}
-
-}  // namespace
-
-std::string formatFixed(float v, int decimals) {
-  if (std::isinf(v)) return v < 0 ? "−∞" : "∞";
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, static_cast<double>(v));
-  return withTrueMinus(buf);
-}
-
-std::string formatShort(float v) {
-  if (std::isinf(v)) return v < 0 ? "−∞" : "∞";
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.3g", static_cast<double>(v));
-  return withTrueMinus(buf);
-}
-
-const std::array<CellFormat, 4>& cellFormats() {
-  static const std::array<CellFormat, 4> all = {CellFormat::Decimals4, CellFormat::Decimals3, CellFormat::Decimals2,
-                                                CellFormat::Compact};
-  return all;
-}
-
-const char* cellFormatId(CellFormat f) {
-  switch (f) {
-    case CellFormat::Decimals4: return "decimals4";
-    case CellFormat::Decimals3: return "decimals3";
-    case CellFormat::Decimals2: return "decimals2";
-    case CellFormat::Compact: return "compact";
-  }
-  return "";
-}
-
-std::string cellLabel(float v, CellFormat f) {
-  if (!(std::fabs(v) < 9.995f) && !std::isinf(v)) return formatShort(v);
-  switch (f) {
-    case CellFormat::Decimals4: return formatFixed(v, 4);
-    case CellFormat::Decimals3: return formatFixed(v, 3);
-    case CellFormat::Decimals2: return formatFixed(v, 2);
-    case CellFormat::Compact: {
-      std::string s = formatFixed(v, 2);  // "0.29" → ".29", "−0.11" → "−.11"; "1.00" stays
-      const std::string minus = "−";
-      const std::size_t digits = s.rfind(minus, 0) == 0 ? minus.size() : 0;
-      if (s.compare(digits, 2, "0.") == 0 && s != "0.00") s.erase(digits, 1);
-      if (s == "0.00") s = "0";
-      return s;
-    }
-  }
-  return formatFixed(v, 4);
-}
 
 std::string fitText(ImFont* font, float size, const std::string& text, float width) {
   if (font->CalcTextSizeA(size, FLT_MAX, 0, text.c_str()).x <= width) return text;

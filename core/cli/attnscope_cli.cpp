@@ -127,9 +127,9 @@ int run(int argc, char** argv) {
   // export: the trace (or any subset of batches) as CSV, JSON or .npy files in a folder.
   std::string export_path, export_format, export_out, export_batches;
   int export_threads = -1;
-  auto* export_cmd = app.add_subcommand("export", "write the trace as CSV, JSON or .npy files into a folder");
+  auto* export_cmd = app.add_subcommand("export", "write the trace as CSV, JSON, .npy or figure (SVG, PDF) files into a folder");
   export_cmd->add_option("workspace", export_path, "workspace JSON file")->required();
-  export_cmd->add_option("--format", export_format, "csv, json or npy")->required();
+  export_cmd->add_option("--format", export_format, "csv, json, npy, or svg / pdf: one figure per map")->required();
   export_cmd->add_option("--out", export_out, "folder to write into (created if needed)")->required();
   export_cmd->add_option("--batch", export_batches, "export the intermediates of these batch elements only");
   export_cmd->add_option("--threads", export_threads, "use the OpenMP path with N threads (0 = all cores)")
@@ -183,10 +183,13 @@ int run(int argc, char** argv) {
     std::cout << jsonText(result, 2) << "\n";
   } else if (*export_cmd) {
     ExportFormat format;
-    if (!parseExportFormat(export_format, &format))
-      throw InputError("--format: expected csv, json or npy, got '" + export_format + "'");
+    FigureFormat figure;
+    const bool figures = figureFormatOf("." + export_format, &figure) && figure != FigureFormat::Png;
+    if (!figures && !parseExportFormat(export_format, &format))
+      throw InputError("--format: expected csv, json, npy, svg or pdf, got '" + export_format + "'");
     const Workspace ws = loadWorkspace(export_path, limits);
-    const int files = exportTrace(ws, traceOf(ws, export_threads, export_batches, limits), export_out, format);
+    const Trace t = traceOf(ws, export_threads, export_batches, limits);
+    const int files = figures ? exportTraceFigures(ws, t, export_out, figure) : exportTrace(ws, t, export_out, format);
     std::cout << "wrote " << files << (files == 1 ? " file to " : " files to ") << export_out << "\n";
   }
   return 0;

@@ -2,6 +2,7 @@
 // (format 1.0, little-endian float32, C order) so notebooks can numpy.load what the app shows.
 #include "formats/export.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "display/number_text.h"
 #include "engine/errors.h"
 #include "engine/stages.h"
 #include "formats/json_format.h"
@@ -88,7 +90,159 @@ std::string joinPath(const std::string& folder, const std::string& name) {
   return (std::filesystem::path(folder) / name).string();
 }
 
+// A CSV field: quoted when it holds a comma, a quote, a line break or edge spaces (RFC 4180).
+std::string csvField(const std::string& s) {
+  const bool quote = s.find_first_of(",\"\r\n") != std::string::npos ||
+                     (!s.empty() && (s.front() == ' ' || s.back() == ' '));
+  if (!quote) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// T labels, whatever the workspace holds (a trace's T is authoritative).
+std::vector<std::string> tokensOf(const std::vector<std::string>& tokens, int T) {
+  if (static_cast<int>(tokens.size()) == T) return tokens;
+  std::vector<std::string> out;
+  for (int i = 0; i < T; ++i) out.push_back("t" + std::to_string(i + 1));
+  return out;
+}
+
+std::vector<std::string> dimLabels(Eigen::Index n) {
+  std::vector<std::string> out;
+  for (Eigen::Index d = 0; d < n; ++d) out.push_back("d" + std::to_string(d));
+  return out;
+}
+
+// A figure of a matrix over tokens that is not a head's stage (the context, the output) or of a
+// parameter (no labels).
+FigureSpec matrixFigure(const Matrix& m, std::string title, std::vector<std::string> rows, std::vector<std::string> cols) {
+  FigureSpec f;
+  f.values = StageMap(m);
+  f.title = std::move(title);
+  f.row_labels = std::move(rows);
+  f.col_labels = std::move(cols);
+  f.range = finiteRange(m);
+  if (f.range.lo < 0) {
+    f.colormap = Colormap::Coolwarm;
+    f.range = centredOnZero(f.range);
+  }
+  return f;
+}
+
 }  // namespace
+
+CsvLabels tokenLabels(const std::vector<std::string>& tokens, Eigen::Index cols, bool square) {
+  CsvLabels l;
+  l.corner = square ? "query" : "token";
+  l.rows = tokens;
+  l.cols = square ? tokens : dimLabels(cols);
+  return l;
+}
+
+std::string matrixCsv(const Matrix& m, const CsvLabels& labels) {
+  if (static_cast<Eigen::Index>(labels.rows.size()) != m.rows() || static_cast<Eigen::Index>(labels.cols.size()) != m.cols())
+    throw InputError("CSV labels: " + std::to_string(labels.rows.size()) + " × " + std::to_string(labels.cols.size()) +
+                     " labels for a " + std::to_string(m.rows()) + " × " + std::to_string(m.cols()) + " matrix");
+  std::string out = csvField(labels.corner);
+  for (const std::string& c : labels.cols) out += "," + csvField(c);
+  out += "\n";
+  for (int i = 0; i < m.rows(); ++i) {
+    out += csvField(labels.rows[static_cast<std::size_t>(i)]);
+    for (int j = 0; j < m.cols(); ++j) out += "," + csvNumber(m(i, j));
+    out += "\n";
+  }
+  return out;
+}
+
+std::string exportMap(const Trace& t, const HeadTrace& h, Stage s, const std::vector<std::string>& tokens,
+                      ExportFormat f) {
+  const Matrix m = stageValues(t, h, s);
+  if (f != ExportFormat::Csv) return exportMatrix(m, f);
+  if (stageInfo(s).parameter)  // a head's columns of W (X·W form): input dimensions down
+    return matrixCsv(m, CsvLabels{"input", dimLabels(m.rows()), dimLabels(m.cols())});
+  return matrixCsv(m, tokenLabels(tokensOf(tokens, t.tokens), m.cols(), stageInfo(s).square));
+}
+
+std::string mapFileStem(int batch, int head, Stage s) {
+  return "b" + std::to_string(batch + 1) + "_h" + std::to_string(head + 1) + "_" + stageId(s);
+}
+
+const std::vector<std::string>& mapFileFormats() {
+  static const std::vector<std::string> formats = {"csv", "json", "npy", "png", "svg", "pdf"};
+  return formats;
+}
+
+namespace {
+
+// Where a file name's extension starts (its dot), or npos: never in a folder part or a leading dot.
+std::size_t extensionDot(const std::string& name) {
+  const std::size_t slash = name.find_last_of('/');
+  const std::size_t base = slash == std::string::npos ? 0 : slash + 1;
+  const std::size_t dot = name.find_last_of('.');
+  return dot == std::string::npos || dot <= base ? std::string::npos : dot;
+}
+
+}  // namespace
+
+std::string withExtension(const std::string& name, const std::string& format) {
+  const std::size_t dot = extensionDot(name);
+  return (dot == std::string::npos ? name : name.substr(0, dot)) + "." + format;
+}
+
+bool mapFileFormat(std::string* name, const std::string& chosen, std::string* format, std::string* error) {
+  const std::vector<std::string>& known = mapFileFormats();
+  const std::size_t dot = extensionDot(*name);
+  if (dot == std::string::npos) {
+    *format = chosen;
+    *name = withExtension(*name, chosen);
+    return true;
+  }
+  std::string ext = name->substr(dot + 1);
+  for (char& c : ext) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  if (std::find(known.begin(), known.end(), ext) != known.end()) {
+    *format = ext;
+    return true;
+  }
+  std::string list;
+  for (std::size_t k = 0; k < known.size(); ++k)
+    list += (k == 0 ? "." : k + 1 == known.size() ? " or ." : ", .") + known[k];
+  *error = "'" + name->substr(dot) + "' is not a format a map is saved in: name the file " + list;
+  return false;
+}
+
+FigureSpec stageFigure(const Trace& t, const HeadTrace& h, Stage s, const std::vector<std::string>& tokens, int batch,
+                       int head) {
+  const StageInfo& info = stageInfo(s);
+  FigureSpec f;
+  f.values = StageMap(t, h, s);
+  // The stage's title from the stage table; the weights say how the row was normalized.
+  f.title = s == Stage::Weights && t.model.normalization == Normalization::Sum ? "weights  ÷ row sum" : info.title;
+  if (t.heads > 1) f.title += "  ·  head " + std::to_string(head + 1) + " of " + std::to_string(t.heads);
+  if (t.batches.size() > 1) f.title += "  ·  batch " + std::to_string(batch + 1) + " of " + std::to_string(t.batches.size());
+  f.row_labels = info.parameter ? dimLabels(f.values.rows()) : tokensOf(tokens, t.tokens);  // W: input dims down
+  f.col_labels = info.square ? f.row_labels : dimLabels(f.values.cols());
+  if (info.flags) {
+    f.range = ValueRange{0, 1};
+  } else {
+    f.range = finiteRange(f.values);
+    if (f.range.lo < 0) {
+      f.colormap = Colormap::Coolwarm;
+      f.range = centredOnZero(f.range);
+    }
+  }
+  if (s == Stage::DropoutMask) {
+    const bool active = t.dropout_active;
+    const float scale = t.dropout_scale;
+    f.cell_text = [active, scale](float v) { return v > 0.5f ? (active ? "×" + formatFixed(scale, 1) : "1") : "0"; };
+    f.range_text = {"dropped 0", active ? "kept ×" + formatFixed(scale, 2) : "kept 1"};
+  } else if (s == Stage::Mask) {
+    f.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
+    f.range_text = {"0 visible", "1 masked"};
+  }
+  if ((s == Stage::MaskedScores || s == Stage::ScaledScores) && t.model.causal) f.legend = "▨ −∞ masked";
+  return f;
+}
 
 std::string matrixCsv(const Matrix& m) {
   std::string out;
@@ -136,23 +290,56 @@ int exportTrace(const Workspace& ws, const Trace& trace, const std::string& fold
     writeFileAtomically(joinPath(folder, name + ext), contents);
     ++written;
   };
+  const std::vector<std::string> tokens = tokensOf(ws.tokens, trace.tokens);
+  auto overTokens = [&](const Matrix& m) {  // the context and the output: tokens down, d0, d1, … across
+    return f == ExportFormat::Csv ? matrixCsv(m, tokenLabels(tokens, m.cols(), false)) : exportMatrix(m, f);
+  };
   for (std::size_t b = 0; b < trace.batches.size(); ++b) {
     const BatchTrace& bt = trace.batches[b];
-    const std::string batch = "b" + std::to_string(b);
+    const std::string batch = "b" + std::to_string(b + 1);
     for (std::size_t h = 0; h < bt.heads.size(); ++h) {
       const HeadTrace& ht = bt.heads[h];
-      const std::string head = batch + "_h" + std::to_string(h) + "_";
-      for (const StageInfo& stage : stageTable())  // masks as 0/1 floats; weights come whole below
-        if (!stage.parameter) write(head + stage.id, exportMatrix(stageValues(trace, ht, stage.stage), f));
+      for (const StageInfo& stage : stageTable())  // masks as 0/1 floats; the weights come whole below
+        if (!stage.parameter) write(mapFileStem(static_cast<int>(b), static_cast<int>(h), stage.stage), exportMap(trace, ht, stage.stage, tokens, f));
     }
-    write(batch + "_context", exportMatrix(bt.context, f));
-    write(batch + "_output", exportMatrix(bt.output, f));
+    write(batch + "_context", overTokens(bt.context));
+    write(batch + "_output", overTokens(bt.output));
   }
   for (const NamedTensor& p : stateDict(trace.model, *trace.parameters)) {
     const std::string contents = !p.is_vector            ? exportMatrix(p.value, f)
                                  : f == ExportFormat::Csv ? vectorCsv(p.value)
                                                           : vectorNpy(p.value);
     write("param_" + p.name, contents);
+  }
+  return written;
+}
+
+int exportTraceFigures(const Workspace& ws, const Trace& trace, const std::string& folder, FigureFormat f) {
+  if (f == FigureFormat::Png) throw InputError("--format: figures of a trace are svg or pdf");
+  makeFolder(folder);
+  const std::string ext = f == FigureFormat::Svg ? ".svg" : ".pdf";
+  int written = 0;
+  auto write = [&](const std::string& name, const FigureSpec& figure) {
+    const std::string path = joinPath(folder, name + ext);
+    if (const std::string error = writeVectorFigure(figure, path); !error.empty()) throw InputError(path + ": " + error);
+    ++written;
+  };
+  const std::vector<std::string> tokens = tokensOf(ws.tokens, trace.tokens);
+  const std::string batches = trace.batches.size() > 1 ? " of " + std::to_string(trace.batches.size()) : "";
+  for (std::size_t b = 0; b < trace.batches.size(); ++b) {
+    const BatchTrace& bt = trace.batches[b];
+    const std::string batch = "b" + std::to_string(b + 1);
+    for (std::size_t h = 0; h < bt.heads.size(); ++h)
+      for (const StageInfo& stage : stageTable())
+        if (!stage.parameter) write(mapFileStem(static_cast<int>(b), static_cast<int>(h), stage.stage),
+              stageFigure(trace, bt.heads[h], stage.stage, tokens, static_cast<int>(b), static_cast<int>(h)));
+    const std::string of = batches.empty() ? "" : "  ·  batch " + std::to_string(b + 1) + batches;
+    write(batch + "_context", matrixFigure(bt.context, "context  (heads concatenated)" + of, tokens, dimLabels(bt.context.cols())));
+    write(batch + "_output", matrixFigure(bt.output, "output" + of, tokens, dimLabels(bt.output.cols())));
+  }
+  for (const NamedTensor& p : stateDict(trace.model, *trace.parameters)) {
+    const Matrix m = p.is_vector ? Matrix(Eigen::Map<const Matrix>(p.value.data(), 1, p.value.size())) : p.value;
+    write("param_" + p.name, matrixFigure(m, p.name, {}, {}));
   }
   return written;
 }

@@ -1,7 +1,12 @@
-// Exports of matrices and traces for notebooks and slides: CSV, JSON and NumPy .npy.
+// Exports of matrices and traces for notebooks and slides: CSV, JSON and NumPy .npy, and vector
+// figures (SVG, PDF) of every map. File names number batch elements and heads from 1, as the app
+// says "head 1" (docs/DESIGN.md §2.5).
 #pragma once
 #include <string>
+#include <vector>
 
+#include "display/vector_figure.h"
+#include "engine/stages.h"
 #include "engine/tensor.h"
 #include "engine/trace.h"
 #include "formats/workspace.h"
@@ -19,11 +24,53 @@ std::string matrixJson(const Matrix& m);
 std::string matrixNpy(const Matrix& m);
 std::string exportMatrix(const Matrix& m, ExportFormat f);
 
+// A CSV's header row and first column: what the rows and the columns are.
+struct CsvLabels {
+  std::string corner;             // the header's first cell, naming the rows: "query" or "token"
+  std::vector<std::string> rows;  // the first column, one per row (query tokens)
+  std::vector<std::string> cols;  // the header, one per column (key tokens, or d0, d1, …)
+};
+// The labels of a map over tokens: a T × T map has query tokens down and key tokens across
+// (corner "query"); a T × w one has tokens down and d0, d1, … across (corner "token").
+CsvLabels tokenLabels(const std::vector<std::string>& tokens, Eigen::Index cols, bool square);
+// CSV with a header row and a first column; fields with commas, quotes or line breaks are quoted
+// (RFC 4180). The numbers are matrixCsv's.
+std::string matrixCsv(const Matrix& m, const CsvLabels& labels);
+
+// One map of a head as a file's contents: CSV labelled with its tokens (a head's columns of
+// W_query, W_key, W_value: "input" and d0, d1, … down, d0, d1, … across), JSON or .npy.
+std::string exportMap(const Trace& t, const HeadTrace& h, Stage s, const std::vector<std::string>& tokens,
+                      ExportFormat f);
+// "b1_h2_weights": the file name (without extension) of a head's map; batch and head 0-based in,
+// 1-based in the name.
+std::string mapFileStem(int batch, int head, Stage s);
+
+// The formats one map can be saved in, as the app's save dialog offers them: "csv", "json",
+// "npy" (exportMap) and "png", "svg", "pdf" (a figure).
+const std::vector<std::string>& mapFileFormats();
+// The format a typed file name asks for, the extension winning over the format chosen before:
+// "x.csv" is CSV whatever was chosen; a name without an extension gets the chosen one's
+// (*name = "x.npy"). An extension that is not a format is refused: false, *error one sentence.
+bool mapFileFormat(std::string* name, const std::string& chosen, std::string* format, std::string* error);
+// `name` with its extension replaced by (or, without one, extended with) `format`'s.
+std::string withExtension(const std::string& name, const std::string& format);
+
 // The whole trace into `folder` (created if needed): JSON as `attnscope-cli trace` prints it
 // (trace.json); CSV or .npy as one file per matrix, named b{batch}_h{head}_{stage}.{ext} plus
-// b{batch}_context, b{batch}_output and parameter files (param_{state_dict name}.{ext}).
+// b{batch}_context, b{batch}_output (batch and head from 1) and parameter files
+// (param_{state_dict name}.{ext}, torch's names). CSV files of maps over tokens have a header row
+// and a first column (tokenLabels); parameters are numbers only.
 // Writes each file atomically; throws InputError naming the path on failure. Returns the number
 // of files written.
 int exportTrace(const Workspace& ws, const Trace& trace, const std::string& folder, ExportFormat f);
+
+// The figure of one map as attnscope-cli draws it: the stage's title (with the head and batch
+// element when there are several), tokens on both axes, viridis — coolwarm centred on 0 for
+// signed maps, [0, 1] for the 0/1 masks — and the map's own range.
+FigureSpec stageFigure(const Trace& t, const HeadTrace& h, Stage s, const std::vector<std::string>& tokens,
+                       int batch, int head);
+// Every map of the trace as a figure (SVG or PDF), one file each, named as exportTrace names
+// them. Throws InputError naming the path on failure; returns the number of files written.
+int exportTraceFigures(const Workspace& ws, const Trace& trace, const std::string& folder, FigureFormat f);
 
 }  // namespace attnscope

@@ -3,13 +3,16 @@
 numbers `attnscope-cli trace` prints. For presets and generated workspaces (T = 10, biases, several
 heads, dropout, --batch, --threads) it checks with numpy that every .npy loads with numpy.load as
 float32, C order, the right shape (biases 1-D) and a 64-byte aligned NPY 1.0 header; that every CSV
-loads with numpy.loadtxt; that both equal the trace JSON's matrices bit for bit (null = −∞, masks
-0/1); that the file set is exactly the documented names; and that trace.json equals `trace` output
-byte for byte. Bad --format, --out on a regular file and a missing workspace must exit 2 with one
-"error: …" line.
+reads back (csv module) with a header row and a first column of labels where its rows are tokens
+(issue 11: "query" + key tokens for T × T maps, "token" + d0, d1, … for T × w ones; parameters are
+numbers only); that both equal the trace JSON's matrices bit for bit (null = −∞, masks 0/1); that
+the file set is exactly the documented names, batch and head numbered from 1 as the app numbers
+them (b1_h1_weights); and that trace.json equals `trace` output byte for byte. Bad --format, --out
+on a regular file and a missing workspace must exit 2 with one "error: …" line.
 
 Usage: test_export.py CLI_PATH ASSETS_DIR   (run with Debian's /usr/bin/python3: numpy)
 """
+import csv
 import json
 import os
 import re
@@ -61,18 +64,31 @@ def to_f32(matrix):
 
 
 def expected_matrices(trace):
-    """File stem → float32 array, straight from the `trace` JSON document."""
+    """File stem → float32 array, straight from the `trace` JSON document. File names count batch
+    elements and heads from 1 (the JSON's `index` and head positions count from 0)."""
     out = {}
     for b, batch in enumerate(trace["batches"]):
         assert batch["index"] == b
         for h, head in enumerate(batch["heads"]):
             for stage in HEAD_STAGES:
-                out[f"b{b}_h{h}_{stage}"] = to_f32(head[stage])
-        out[f"b{b}_context"] = to_f32(batch["context"])
-        out[f"b{b}_output"] = to_f32(batch["output"])
+                out[f"b{b + 1}_h{h + 1}_{stage}"] = to_f32(head[stage])
+        out[f"b{b + 1}_context"] = to_f32(batch["context"])
+        out[f"b{b + 1}_output"] = to_f32(batch["output"])
     for name, value in trace["parameters"].items():
         out[f"param_{name}"] = to_f32(value)
     return out
+
+
+SQUARE_STAGES = {"scores", "mask", "masked_scores", "scaled_scores", "weights", "dropout_mask", "dropped_weights"}
+
+
+def expected_labels(stem, want, tokens):
+    """The header row and first column a CSV file must have (None: numbers only, a parameter)."""
+    if stem.startswith("param_"):
+        return None
+    if stem.split("_", 2)[-1] in SQUARE_STAGES:
+        return ["query"] + tokens, tokens
+    return ["token"] + [f"d{j}" for j in range(want.shape[1])], tokens
 
 
 def same_bits(a, b):
@@ -116,6 +132,7 @@ class ExportTest(unittest.TestCase):
     def check_workspace(self, case, ws_path, tmp, extra=()):
         text = self.trace(ws_path, extra)
         expected = expected_matrices(json.loads(text))
+        tokens = json.loads(text)["workspace"]["tokens"]
 
         # JSON: trace.json is the `trace` document byte for byte.
         out = os.path.join(tmp, case + "_json")
@@ -139,7 +156,8 @@ class ExportTest(unittest.TestCase):
                 diff = np.abs(got.astype(np.float64) - want.astype(np.float64))
                 self.fail(f"{path}: differs from trace, worst |diff| {np.nanmax(diff)}")
 
-        # CSV: numpy.loadtxt, one line per row (vectors on one line), "-inf" for −∞.
+        # CSV: the csv module, one line per row (vectors on one line), "-inf" for −∞; a header row and
+        # a first column of labels for maps over tokens.
         out = os.path.join(tmp, case + "_csv")
         files = self.export(ws_path, "csv", out, extra)
         self.assertEqual(files, sorted(stem + ".csv" for stem in expected), f"{case}: csv file set")
@@ -147,17 +165,25 @@ class ExportTest(unittest.TestCase):
             path = os.path.join(out, stem + ".csv")
             with open(path, newline="") as f:
                 raw = f.read()
+            labels = expected_labels(stem, want, tokens)
             rows = 1 if want.ndim == 1 else want.shape[0]
-            self.assertEqual(raw.count("\n"), rows, f"{path}: lines")
-            self.assertTrue(raw.endswith("\n") and "\r" not in raw and " " not in raw, path)
+            self.assertEqual(raw.count("\n"), rows + (labels is not None), f"{path}: lines")
+            self.assertTrue(raw.endswith("\n") and "\r" not in raw, path)
             self.assertNotIn("nan", raw.lower(), path)
-            got = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=want.ndim).astype(np.float32)
-            if want.ndim == 2 and want.shape[1] == 1:
-                got = got.reshape(want.shape)
+            table = list(csv.reader(raw.splitlines()))
+            if labels is not None:
+                header, first = labels
+                self.assertEqual(table[0], header, f"{path}: header row")
+                self.assertEqual([r[0] for r in table[1:]], first, f"{path}: first column")
+                table = [r[1:] for r in table[1:]]
+            cells = [c for r in table for c in r]
+            got = np.array([[float(c) for c in r] for r in table], dtype=np.float64).astype(np.float32)
+            got = got.reshape(want.shape)
             if not same_bits(got, want):
                 self.fail(f"{path}: differs from trace\n{got}\nvs\n{want}")
             # Shortest float32 decimals: at most 9 significant digits per cell.
-            for cell in raw.replace("\n", ",").split(",")[:-1]:
+            for cell in cells:
+                self.assertNotIn(" ", cell, path)
                 if cell != "-inf":
                     digits = re.sub(r"[eE].*$", "", cell).replace("-", "").replace(".", "").lstrip("0")
                     self.assertLessEqual(len(digits), 9, f"{path}: '{cell}' is not shortest form")
@@ -168,11 +194,11 @@ class ExportTest(unittest.TestCase):
             for name in PRESETS:
                 with self.subTest(preset=name):
                     expected = self.check_workspace(name, os.path.join(ASSETS, "presets", name + ".json"), tmp)
-                    self.assertTrue(any(k.startswith("b0_h0_") for k in expected))
+                    self.assertTrue(any(k.startswith("b1_h1_") for k in expected))
             # causal_dropout has −∞ and a non-trivial dropout mask: make sure both reached the files.
-            m = np.load(os.path.join(tmp, "causal_dropout_npy", "b0_h0_masked_scores.npy"))
+            m = np.load(os.path.join(tmp, "causal_dropout_npy", "b1_h1_masked_scores.npy"))
             self.assertTrue(np.isneginf(m[0, 1]) and np.isfinite(m[1, 0]))
-            d = np.load(os.path.join(tmp, "causal_dropout_npy", "b0_h0_dropout_mask.npy"))
+            d = np.load(os.path.join(tmp, "causal_dropout_npy", "b1_h1_dropout_mask.npy"))
             self.assertTrue(set(np.unique(d)) == {0.0, 1.0}, d)
 
     def test_generated_T10(self):
@@ -184,19 +210,20 @@ class ExportTest(unittest.TestCase):
                 with self.subTest(case=case):
                     expected = self.check_workspace(case, ws_path, tmp)
                     heads = doc["model"]["num_heads"]
-                    self.assertIn(f"b0_h{heads - 1}_weights", expected)
-                    self.assertEqual(expected["b0_h0_weights"].shape, (10, 10))
+                    self.assertIn(f"b1_h{heads}_weights", expected)
+                    self.assertEqual(expected["b1_h1_weights"].shape, (10, 10))
                     self.assertTrue(any(v.ndim == 1 for k, v in expected.items() if k.startswith("param_")),
                                     "no bias vector exported")
                     bias = [k for k, v in expected.items() if v.ndim == 1][0]
                     self.assertEqual(np.load(os.path.join(tmp, case + "_npy", bias + ".npy")).ndim, 1)
             # Batch subset and the OpenMP path: still exactly what `trace` prints with the same options.
+            # --batch takes the trace's 0-based index; its files are named from 1 (element 1 → b2_…).
             ws_path = os.path.join(tmp, "generated_multihead_T10.json")
             with self.subTest(case="batch_1_threads_2"):
                 expected = self.check_workspace("subset", ws_path, tmp, ["--batch", "1", "--threads", "2"])
-                self.assertFalse(any(k.startswith("b0_h") or k.startswith("b2_h") for k in expected))
-                self.assertIn("b1_h2_context", expected)
-                self.assertIn("b2_output", expected)
+                self.assertFalse(any(k.startswith("b1_h") or k.startswith("b3_h") for k in expected))
+                self.assertIn("b2_h3_context", expected)
+                self.assertIn("b3_output", expected)
 
     def test_existing_folder_is_reused(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -40,7 +40,7 @@ class App:
         self.log = open(os.path.join(tmp, tag + ".log"), "w+")
         self.env = g.isolated_env(display)
         self.proc = subprocess.Popen(
-            [app, "--open", preset_path, "--dump-layout", self.dump_path, "--screenshot-dir", self.shots],
+            [app, "--open", preset_path, "--dump-layout", self.dump_path, "--screenshot-dir", self.shots, "--selection"],
             env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
         self.wid = None
 

@@ -1,0 +1,24 @@
+// Numbers as attnscope shows them, everywhere: one minus sign (−), no negative zero, and one label
+// policy for heatmap cells (docs/DESIGN.md §3.4). Headless: the app's widgets and the vector
+// figures (display/vector_figure.h) use the same functions, so a figure reads as the screen does.
+#pragma once
+#include <array>
+#include <string>
+
+namespace attnscope {
+
+// "%.*f" with a true minus sign (−) and no negative zero; −∞ and ∞ as themselves.
+std::string formatFixed(float v, int decimals = 4);
+// "%.3g" likewise, for colorbar ranges and values too wide for fixed decimals.
+std::string formatShort(float v);
+
+// The labels of a heatmap's cells, from the notebook's four decimals down to the most compact form
+// that still reads one way only: two decimals without the leading zero (".29", "−.11"). A map uses
+// the first that fits every cell it shows; 10 and more keep three significant digits; always a
+// true minus.
+enum class CellFormat { Decimals4, Decimals3, Decimals2, Compact };
+const std::array<CellFormat, 4>& cellFormats();  // in that order
+const char* cellFormatId(CellFormat f);          // "decimals4", …, "compact": the layout dump
+std::string cellLabel(float v, CellFormat f);
+
+}  // namespace attnscope

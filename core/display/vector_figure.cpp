@@ -1,0 +1,529 @@
+// One heatmap as an SVG or PDF figure, drawn with cairo (docs/DESIGN.md §3.6).
+//
+// The layout is worked out once, in points, with cairo's own text metrics (unhinted, so the
+// measuring context and the page agree), then painted. In a PDF cairo draws everything, the text
+// with its toy font API (DejaVu Sans, embedded as a subset with its Unicode map: pdftotext reads
+// it). Cairo's SVG surface would draw text as glyph outlines, which no editor or search can read as
+// text, so in an SVG cairo draws the shapes — cells, grid, colorbar, swatch — and the same text
+// items, at the same positions, become <text> elements appended to cairo's document.
+#include "display/vector_figure.h"
+
+#include <cairo-ft.h>
+#include <cairo-pdf.h>
+#include <cairo-svg.h>
+#include <cairo.h>
+#include <ft2build.h>
+#include FT_FREETYPE_H
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+
+#include "display/number_text.h"
+#include "engine/errors.h"
+#include "formats/workspace.h"
+
+namespace attnscope {
+
+bool figureFormatOf(const std::string& path, FigureFormat* out) {
+  const std::size_t slash = path.find_last_of('/');
+  const std::size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return false;
+  std::string ext = path.substr(dot + 1);
+  for (char& c : ext) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  if (ext == "png") *out = FigureFormat::Png;
+  else if (ext == "svg") *out = FigureFormat::Svg;
+  else if (ext == "pdf") *out = FigureFormat::Pdf;
+  else return false;
+  return true;
+}
+
+bool isVectorFigurePath(const std::string& path) {
+  FigureFormat f;
+  return figureFormatOf(path, &f) && f != FigureFormat::Png;
+}
+
+namespace {
+
+// The light theme of the app (app/shell/theme.cpp): figures are for slides and paper.
+constexpr Rgb kText{13, 13, 20};
+constexpr Rgb kTextDim{70, 70, 80};
+constexpr Rgb kMasked{150, 150, 156};
+constexpr Rgb kGridLine{255, 255, 255};
+
+// Valid UTF-8 without control characters: cairo refuses invalid strings, XML refuses controls.
+std::string cleanText(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    std::uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+    for (int k = 1; ok && k < len; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      ok = (d & 0xC0) == 0x80;
+      cp = cp << 6 | (d & 0x3F);
+    }
+    // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8 either.
+    if (ok && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+               (cp >= 0xD800 && cp <= 0xDFFF)))
+      ok = false;
+    if (!ok) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+      continue;
+    }
+    if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0)) out += ' ';
+    else out.append(s, i, static_cast<std::size_t>(len));
+    i += static_cast<std::size_t>(len);
+  }
+  return out;
+}
+
+std::string xmlEscaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// A coordinate in the SVG: three decimals, no trailing zeros.
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  std::string s = buf;
+  while (s.back() == '0') s.pop_back();
+  if (s.back() == '.') s.pop_back();
+  return s == "-0" ? "0" : s;
+}
+
+enum class Anchor { Start, Middle, End };
+
+// The font file as a cairo face, loaded once per process and kept (null if it cannot be read);
+// the caller owns one reference.
+// A face from the file itself, as the app loads its fonts, rather than cairo's toy API: the same
+// glyphs on every machine, and no fontconfig, whose pattern cache leaks a few hundred bytes a
+// process (LeakSanitizer).
+cairo_font_face_t* fileFace(const std::string& path) {
+  static std::mutex mutex;
+  static std::string loaded_path;
+  static cairo_font_face_t* face = nullptr;
+  static FT_Library library = nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (face && loaded_path == path) return cairo_font_face_reference(face);
+  if (!library && FT_Init_FreeType(&library) != 0) return nullptr;
+  FT_Face ft = nullptr;
+  if (path.empty() || FT_New_Face(library, path.c_str(), 0, &ft) != 0) return nullptr;
+  cairo_font_face_t* created = cairo_ft_font_face_create_for_ft_face(ft, 0);
+  static const cairo_user_data_key_t key{};
+  if (cairo_font_face_set_user_data(created, &key, ft, [](void* f) { FT_Done_Face(static_cast<FT_Face>(f)); }) !=
+      CAIRO_STATUS_SUCCESS) {
+    cairo_font_face_destroy(created);
+    FT_Done_Face(ft);
+    return nullptr;
+  }
+  if (face) cairo_font_face_destroy(face);  // another file asked for: the old face goes when cairo is done
+  face = created;
+  loaded_path = path;
+  return cairo_font_face_reference(face);
+}
+
+// Text measured and drawn with one font face at unhinted metrics; in an SVG, text becomes elements.
+class Painter {
+ public:
+  Painter(cairo_t* cr, const FigureOptions& o, std::string* svg_text) : cr_(cr), svg_text_(svg_text) {
+    if (cairo_font_face_t* face = fileFace(o.font_file)) {
+      cairo_set_font_face(cr_, face);  // which keeps its own reference
+      cairo_font_face_destroy(face);
+    } else {  // no file: the family through fontconfig
+      cairo_select_font_face(cr_, o.font.c_str(), CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
+    }
+    cairo_font_options_t* f = cairo_font_options_create();
+    cairo_font_options_set_hint_metrics(f, CAIRO_HINT_METRICS_OFF);
+    cairo_font_options_set_hint_style(f, CAIRO_HINT_STYLE_NONE);
+    cairo_set_font_options(cr_, f);
+    cairo_font_options_destroy(f);
+  }
+
+  double width(const std::string& s, double size) {
+    cairo_set_font_size(cr_, size);
+    cairo_text_extents_t e;
+    cairo_text_extents(cr_, s.c_str(), &e);
+    return e.x_advance;
+  }
+  // Height of a capital or a digit: text is centred on it.
+  double capHeight(double size) {
+    cairo_set_font_size(cr_, size);
+    cairo_text_extents_t e;
+    cairo_text_extents(cr_, "H", &e);
+    return e.height;
+  }
+  // `s` shortened with "…" to at most `w` wide, cutting whole UTF-8 characters.
+  std::string fit(const std::string& s, double size, double w) {
+    if (width(s, size) <= w) return s;
+    std::string t = s;
+    while (!t.empty()) {
+      while (!t.empty() && (static_cast<unsigned char>(t.back()) & 0xC0) == 0x80) t.pop_back();
+      if (!t.empty()) t.pop_back();
+      if (width(t + "…", size) <= w) return t + "…";
+    }
+    return "";
+  }
+
+  void rect(double x, double y, double w, double h, Rgb c) {
+    cairo_set_source_rgb(cr_, c.r / 255.0, c.g / 255.0, c.b / 255.0);
+    cairo_rectangle(cr_, x, y, w, h);
+    cairo_fill(cr_);
+  }
+  void line(double x0, double y0, double x1, double y1, double w, Rgb c) {
+    cairo_set_source_rgb(cr_, c.r / 255.0, c.g / 255.0, c.b / 255.0);
+    cairo_set_line_width(cr_, w);
+    cairo_move_to(cr_, x0, y0);
+    cairo_line_to(cr_, x1, y1);
+    cairo_stroke(cr_);
+  }
+  // `s` with its baseline at y, anchored at x; vertical text reads upwards, its start at (x, y).
+  void text(const std::string& s, double x, double y, double size, Rgb c, Anchor a, bool vertical = false) {
+    if (s.empty()) return;
+    if (svg_text_) {
+      const char* anchor = a == Anchor::Start ? "start" : a == Anchor::Middle ? "middle" : "end";
+      *svg_text_ += "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" font-size=\"" + num(size) + "\" fill=\"rgb(" +
+                    std::to_string(c.r) + "," + std::to_string(c.g) + "," + std::to_string(c.b) + ")\"";
+      if (a != Anchor::Start) *svg_text_ += std::string(" text-anchor=\"") + anchor + "\"";
+      if (vertical) *svg_text_ += " transform=\"rotate(-90 " + num(x) + " " + num(y) + ")\"";
+      *svg_text_ += ">" + xmlEscaped(s) + "</text>\n";
+      return;
+    }
+    const double w = width(s, size);
+    const double shift = a == Anchor::Start ? 0 : a == Anchor::Middle ? w / 2 : w;
+    cairo_save(cr_);
+    cairo_set_source_rgb(cr_, c.r / 255.0, c.g / 255.0, c.b / 255.0);
+    cairo_translate(cr_, x, y);
+    if (vertical) cairo_rotate(cr_, -M_PI / 2);
+    cairo_move_to(cr_, -shift, 0);
+    cairo_show_text(cr_, s.c_str());
+    cairo_new_path(cr_);
+    cairo_restore(cr_);
+  }
+  // rows × cols colours (row-major) as one image of a pixel per cell, scaled to `cell` points a
+  // pixel without smoothing: the cells of a map too large for one shape each.
+  void image(double x, double y, double cell, int rows, int cols, const std::vector<Rgb>& colours) {
+    cairo_surface_t* img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, cols, rows);
+    cairo_surface_flush(img);
+    unsigned char* data = cairo_image_surface_get_data(img);
+    const int stride = cairo_image_surface_get_stride(img);
+    for (int i = 0; data && i < rows; ++i) {
+      auto* px = reinterpret_cast<std::uint32_t*>(data + static_cast<std::ptrdiff_t>(i) * stride);
+      for (int j = 0; j < cols; ++j) {
+        const Rgb c = colours[static_cast<std::size_t>(i) * static_cast<std::size_t>(cols) + static_cast<std::size_t>(j)];
+        px[j] = std::uint32_t{c.r} << 16 | std::uint32_t{c.g} << 8 | c.b;
+      }
+    }
+    cairo_surface_mark_dirty(img);
+    cairo_save(cr_);
+    cairo_translate(cr_, x, y);
+    cairo_scale(cr_, cell, cell);
+    cairo_set_source_surface(cr_, img, 0, 0);
+    cairo_pattern_set_filter(cairo_get_source(cr_), CAIRO_FILTER_NEAREST);
+    cairo_rectangle(cr_, 0, 0, cols, rows);
+    cairo_fill(cr_);
+    cairo_restore(cr_);
+    cairo_surface_destroy(img);
+  }
+  // A left-to-right ramp through the colormap's 256 entries.
+  void colorbar(double x, double y, double w, double h, Colormap map) {
+    cairo_pattern_t* ramp = cairo_pattern_create_linear(x, 0, x + w, 0);
+    const auto& table = colormapTable(map);
+    for (std::size_t k = 0; k < table.size(); ++k)
+      cairo_pattern_add_color_stop_rgb(ramp, k / 255.0, table[k].r / 255.0, table[k].g / 255.0, table[k].b / 255.0);
+    cairo_set_source(cr_, ramp);
+    cairo_rectangle(cr_, x, y, w, h);
+    cairo_fill(cr_);
+    cairo_pattern_destroy(ramp);
+  }
+
+ private:
+  cairo_t* cr_;
+  std::string* svg_text_;  // null: cairo draws the text
+};
+
+bool isMasked(float v) { return std::isinf(v) && v < 0; }
+
+// Everything's place, in points from the figure's top left corner.
+struct Layout {
+  int rows = 0, cols = 0;
+  double cell = 0;
+  bool values = false;               // cell numbers shown
+  std::vector<std::string> labels;   // row-major, when shown
+  std::vector<std::string> row_labels, col_labels;  // shortened to fit
+  bool vertical_cols = false;        // key labels read upwards
+  int row_step = 1, col_step = 1;    // every how many rows and columns a label
+  double title_y = 0;                // baseline
+  double x0 = 0, y0 = 0;             // the cells' top left corner
+  double bar_y = 0, bar_w = 0, bar_h = 8;
+  double range_y = 0;                // baseline of the colorbar's range text
+  std::string lo_text, hi_text;
+  bool legend_swatch = false;
+  std::string legend;
+  double legend_x = 0, legend_y = 0;  // baseline
+  double caption_y = 0;
+  double width = 0, height = 0;
+};
+
+Layout layOut(const FigureSpec& s, const FigureOptions& o, Painter& p) {
+  Layout L;
+  L.rows = static_cast<int>(s.values.rows());
+  L.cols = static_cast<int>(s.values.cols());
+  const double fs = o.font_size, cap = p.capHeight(fs), pad = fs * 0.8;  // room either side of a number
+  auto value = [&](int i, int j) { return s.values(i, j); };
+  auto label = [&](float v, CellFormat f) { return cleanText(s.cell_text ? s.cell_text(v) : cellLabel(v, f)); };
+
+  // Cells: as wide as the four-decimal labels need, within the bounds, and small enough for the
+  // whole map to fit max_extent.
+  const double upper = std::min(o.max_cell, o.max_extent / std::max(L.rows, L.cols));
+  const bool may_label = o.cell_values && upper >= fs + 2;
+  double need = 0;
+  if (may_label)
+    for (int i = 0; i < L.rows; ++i)
+      for (int j = 0; j < L.cols; ++j) need = std::max(need, p.width(label(value(i, j), CellFormat::Decimals4), fs) + pad);
+  L.cell = std::min(upper, std::max(o.min_cell, need));
+  // The first format whose every label fits its cell, as on screen (a custom label has one format).
+  if (may_label && L.cell >= fs + 2) {
+    for (CellFormat f : cellFormats()) {
+      L.labels.clear();
+      L.values = true;
+      for (int i = 0; i < L.rows && L.values; ++i)
+        for (int j = 0; j < L.cols && L.values; ++j) {
+          L.labels.push_back(label(value(i, j), f));
+          L.values = p.width(L.labels.back(), fs) + pad <= L.cell;
+        }
+      if (L.values || s.cell_text) break;
+    }
+    if (!L.values) L.labels.clear();
+  }
+
+  // Token labels, shortened to max_label_width; keys across when each fits its column.
+  double row_w = 0, col_w = 0;
+  for (const std::string& t : s.row_labels) {
+    L.row_labels.push_back(p.fit(cleanText(t), fs, o.max_label_width));
+    row_w = std::max(row_w, p.width(L.row_labels.back(), fs));
+  }
+  for (const std::string& t : s.col_labels) {
+    L.col_labels.push_back(p.fit(cleanText(t), fs, o.max_label_width));
+    col_w = std::max(col_w, p.width(L.col_labels.back(), fs));
+  }
+  L.vertical_cols = !L.col_labels.empty() && col_w + 6 > L.cell && L.cols > 1;
+  L.row_step = std::max(1, static_cast<int>(std::ceil((fs + 1) / L.cell)));
+  L.col_step = std::max(1, static_cast<int>(std::ceil((L.vertical_cols ? fs + 1 : col_w + 6) / L.cell)));
+  const double left = L.row_labels.empty() ? 0 : row_w + 6;
+  const double top_band = L.col_labels.empty() ? 4 : L.vertical_cols ? col_w + 8 : fs * 1.5;
+
+  const std::string title = cleanText(s.title);
+  const double title_h = title.empty() ? 0 : o.title_size * 1.5;
+  L.title_y = o.margin + o.title_size;
+  L.x0 = o.margin + left;
+  L.y0 = o.margin + title_h + top_band;
+  const double map_w = L.cell * L.cols, map_h = L.cell * L.rows;
+
+  // Colorbar under the cells, its range (or words) at its ends, the legend between or below them.
+  L.bar_y = L.y0 + map_h + 8;
+  L.bar_w = std::max(map_w, 140.0);
+  L.lo_text = cleanText(s.range_text[0].empty() ? formatShort(s.range.lo) : s.range_text[0]);
+  L.hi_text = cleanText(s.range_text[1].empty() ? formatShort(s.range.hi) : s.range_text[1]);
+  const double lo_w = p.width(L.lo_text, fs), hi_w = p.width(L.hi_text, fs);
+  L.bar_w = std::max(L.bar_w, lo_w + hi_w + 12);
+  L.range_y = L.bar_y + L.bar_h + 4 + cap;
+  double bottom = L.range_y + fs * 0.3;
+  double right = std::max(L.x0 + map_w, L.x0 + L.bar_w);
+  if (!title.empty()) right = std::max(right, o.margin + p.width(title, o.title_size));
+  const std::string swatch = "▨";
+  L.legend_swatch = s.legend.rfind(swatch, 0) == 0;
+  L.legend = cleanText(L.legend_swatch ? s.legend.substr(swatch.size()) : s.legend);
+  while (!L.legend.empty() && L.legend[0] == ' ') L.legend.erase(0, 1);
+  if (!L.legend.empty()) {
+    const double cs = o.caption_size;
+    const double lw = p.width(L.legend, cs) + (L.legend_swatch ? cs + 3 : 0);
+    L.legend_x = L.x0 + (L.bar_w - lw) / 2;
+    L.legend_y = L.range_y;
+    if (L.legend_x < L.x0 + lo_w + 8 || L.legend_x + lw > L.x0 + L.bar_w - hi_w - 8) {  // below the range
+      L.legend_x = L.x0;
+      L.legend_y = bottom + cs * 1.2;
+      bottom = L.legend_y + cs * 0.3;
+    }
+    right = std::max(right, L.legend_x + lw);
+  }
+  const std::string caption = cleanText(s.caption);
+  if (!caption.empty()) {
+    L.caption_y = bottom + o.caption_size * 1.6;
+    bottom = L.caption_y + o.caption_size * 0.3;
+    right = std::max(right, o.margin + p.width(caption, o.caption_size));
+  }
+  L.width = std::ceil(right + o.margin);
+  L.height = std::ceil(bottom + o.margin);
+  return L;
+}
+
+void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter& p) {
+  const double fs = o.font_size, cap = p.capHeight(fs);
+  p.rect(0, 0, L.width, L.height, Rgb{255, 255, 255});
+  const std::string title = cleanText(s.title);
+  p.text(title, o.margin, L.title_y, o.title_size, kText, Anchor::Start);
+
+  // Cells, a row at a time; neighbours of one colour are one rectangle. Cells smaller than
+  // min_shape_cell (maps of more than 320 tokens) are one image, a pixel per cell: a rectangle each
+  // would make a 1024² map a 240 MB SVG that no slide program opens.
+  std::vector<float> row(static_cast<std::size_t>(L.cols));
+  std::vector<Rgb> colours(row.size());
+  const bool as_image = L.cell < o.min_shape_cell;
+  std::vector<Rgb> pixels(as_image ? static_cast<std::size_t>(L.rows) * row.size() : 0);
+  for (int i = 0; i < L.rows; ++i) {
+    s.values.readRow(i, row.data());
+    for (int j = 0; j < L.cols; ++j)
+      colours[static_cast<std::size_t>(j)] = isMasked(row[j]) ? kMasked : colormapColor(s.colormap, row[j], s.range);
+    if (as_image) {
+      std::copy(colours.begin(), colours.end(), pixels.begin() + static_cast<std::ptrdiff_t>(i) * L.cols);
+      continue;
+    }
+    for (int j = 0; j < L.cols;) {
+      int k = j + 1;
+      const Rgb c = colours[static_cast<std::size_t>(j)];
+      while (k < L.cols && colours[static_cast<std::size_t>(k)].r == c.r && colours[static_cast<std::size_t>(k)].g == c.g &&
+             colours[static_cast<std::size_t>(k)].b == c.b)
+        ++k;
+      p.rect(L.x0 + j * L.cell, L.y0 + i * L.cell, (k - j) * L.cell, L.cell, c);
+      j = k;
+    }
+  }
+  if (as_image) p.image(L.x0, L.y0, L.cell, L.rows, L.cols, pixels);
+  const double map_w = L.cell * L.cols, map_h = L.cell * L.rows;
+  if (L.cell >= 6) {  // the app's grid lines, in the page's colour
+    const double w = std::min(1.0, L.cell * 0.04);
+    for (int j = 1; j < L.cols; ++j) p.line(L.x0 + j * L.cell, L.y0, L.x0 + j * L.cell, L.y0 + map_h, w, kGridLine);
+    for (int i = 1; i < L.rows; ++i) p.line(L.x0, L.y0 + i * L.cell, L.x0 + map_w, L.y0 + i * L.cell, w, kGridLine);
+  }
+  if (L.values) {
+    std::size_t k = 0;
+    for (int i = 0; i < L.rows; ++i) {
+      s.values.readRow(i, row.data());
+      for (int j = 0; j < L.cols; ++j, ++k) {
+        const Rgb bg = isMasked(row[j]) ? kMasked : colormapColor(s.colormap, row[j], s.range);
+        p.text(L.labels[k], L.x0 + (j + 0.5) * L.cell, L.y0 + (i + 0.5) * L.cell + cap / 2, fs, contrastingText(bg),
+               Anchor::Middle);
+      }
+    }
+  }
+
+  // Queries on the left, keys on top.
+  for (int i = 0; i < L.rows && i < static_cast<int>(L.row_labels.size()); i += L.row_step)
+    p.text(L.row_labels[i], L.x0 - 5, L.y0 + (i + 0.5) * L.cell + cap / 2, fs, kTextDim, Anchor::End);
+  for (int j = 0; j < L.cols && j < static_cast<int>(L.col_labels.size()); j += L.col_step) {
+    const double x = L.x0 + (j + 0.5) * L.cell;
+    if (L.vertical_cols) p.text(L.col_labels[j], x + cap / 2, L.y0 - 5, fs, kTextDim, Anchor::Start, true);
+    else p.text(L.col_labels[j], x, L.y0 - 5, fs, kTextDim, Anchor::Middle);
+  }
+
+  p.colorbar(L.x0, L.bar_y, L.bar_w, L.bar_h, s.colormap);
+  p.text(L.lo_text, L.x0, L.range_y, fs, kTextDim, Anchor::Start);
+  p.text(L.hi_text, L.x0 + L.bar_w, L.range_y, fs, kTextDim, Anchor::End);
+  if (!L.legend.empty()) {
+    const double cs = o.caption_size;
+    double x = L.legend_x;
+    if (L.legend_swatch) {
+      p.rect(x, L.legend_y - p.capHeight(cs) - 0.5, cs, p.capHeight(cs) + 1, kMasked);
+      x += cs + 3;
+    }
+    p.text(L.legend, x, L.legend_y, cs, kTextDim, Anchor::Start);
+  }
+  p.text(cleanText(s.caption), o.margin, L.caption_y, o.caption_size, kTextDim, Anchor::Start);
+}
+
+cairo_status_t appendTo(void* closure, const unsigned char* data, unsigned int length) {
+  static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
+  return CAIRO_STATUS_SUCCESS;
+}
+
+struct SurfaceDeleter {
+  void operator()(cairo_surface_t* s) const { cairo_surface_destroy(s); }
+};
+struct ContextDeleter {
+  void operator()(cairo_t* c) const { cairo_destroy(c); }
+};
+using Surface = std::unique_ptr<cairo_surface_t, SurfaceDeleter>;
+using Context = std::unique_ptr<cairo_t, ContextDeleter>;
+
+std::string cairoError(cairo_status_t status) {
+  return std::string("cairo could not draw the figure: ") + cairo_status_to_string(status);
+}
+
+}  // namespace
+
+std::string writeVectorFigure(const FigureSpec& spec, const std::string& path, const FigureOptions& options) {
+  FigureFormat format;
+  if (!figureFormatOf(path, &format) || format == FigureFormat::Png)
+    return path + ": a vector figure is .svg or .pdf";
+  if (spec.values.rows() <= 0 || spec.values.cols() <= 0) return "the map is empty: nothing to draw";
+  if (!spec.row_labels.empty() && static_cast<Eigen::Index>(spec.row_labels.size()) != spec.values.rows())
+    return "the figure has " + std::to_string(spec.row_labels.size()) + " row labels for " +
+           std::to_string(spec.values.rows()) + " rows";
+  if (!spec.col_labels.empty() && static_cast<Eigen::Index>(spec.col_labels.size()) != spec.values.cols())
+    return "the figure has " + std::to_string(spec.col_labels.size()) + " column labels for " +
+           std::to_string(spec.values.cols()) + " columns";
+
+  // Measure on a recording surface with the page's font settings, then draw on the page.
+  Layout layout;
+  {
+    Surface scratch(cairo_recording_surface_create(CAIRO_CONTENT_COLOR, nullptr));
+    Context cr(cairo_create(scratch.get()));
+    Painter measure(cr.get(), options, nullptr);
+    layout = layOut(spec, options, measure);
+    if (cairo_status(cr.get()) != CAIRO_STATUS_SUCCESS) return cairoError(cairo_status(cr.get()));
+  }
+  std::string data, text;
+  {
+    Surface page(format == FigureFormat::Svg
+                     ? cairo_svg_surface_create_for_stream(appendTo, &data, layout.width, layout.height)
+                     : cairo_pdf_surface_create_for_stream(appendTo, &data, layout.width, layout.height));
+    if (format == FigureFormat::Svg) {
+      cairo_svg_surface_set_document_unit(page.get(), CAIRO_SVG_UNIT_PT);
+    } else {
+      cairo_pdf_surface_set_metadata(page.get(), CAIRO_PDF_METADATA_TITLE, cleanText(spec.title).c_str());
+      cairo_pdf_surface_set_metadata(page.get(), CAIRO_PDF_METADATA_CREATOR, "attnscope");
+    }
+    Context cr(cairo_create(page.get()));
+    Painter painter(cr.get(), options, format == FigureFormat::Svg ? &text : nullptr);
+    paint(spec, options, layout, painter);
+    if (cairo_status(cr.get()) != CAIRO_STATUS_SUCCESS) return cairoError(cairo_status(cr.get()));
+    cr.reset();
+    cairo_surface_finish(page.get());
+    if (cairo_surface_status(page.get()) != CAIRO_STATUS_SUCCESS) return cairoError(cairo_surface_status(page.get()));
+  }
+  if (format == FigureFormat::Svg) {
+    const std::size_t end = data.rfind("</svg>");
+    if (end == std::string::npos) return "cairo wrote no SVG document";
+    const std::string family = options.font + ", Verdana, sans-serif";
+    data.insert(end, "<g font-family=\"" + xmlEscaped(family) + "\" xml:space=\"preserve\">\n" + text + "</g>\n");
+    // The title for readers and search, as the SVG's first child.
+    const std::size_t open = data.find("<svg");
+    const std::size_t open_end = open == std::string::npos ? open : data.find('>', open);
+    if (open_end != std::string::npos && !cleanText(spec.title).empty())
+      data.insert(open_end + 1, "\n<title>" + xmlEscaped(cleanText(spec.title)) + "</title>");
+  }
+  try {
+    writeFileAtomically(path, data);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace attnscope

@@ -1,0 +1,265 @@
+// Issue 11, clean figures and exports that do what they say: the number formats the app and the
+// figures share (display/number_text.h), the file formats a map's name asks for (the save
+// dialog's rule, formats/export.h), CSV with token labels, and vector figures (SVG text elements,
+// errors as messages). Expected strings are written out here, never produced by the code under test.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "display/number_text.h"
+#include "display/vector_figure.h"
+#include "formats/export.h"
+
+namespace attnscope {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A file in this process's own temporary folder, removed at exit.
+std::string tempPath(const std::string& name) {
+  struct Folder {
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("attnscope-figures-test-" + std::to_string(::getpid()));
+    Folder() { std::filesystem::create_directories(path); }
+    ~Folder() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const Folder folder;
+  return (folder.path / name).string();
+}
+
+// Every <text …>…</text> element's content, in document order.
+std::vector<std::string> svgTexts(const std::string& svg) {
+  std::vector<std::string> out;
+  for (std::size_t at = svg.find("<text"); at != std::string::npos; at = svg.find("<text", at + 1)) {
+    const std::size_t open = svg.find('>', at), close = svg.find("</text>", at);
+    if (open == std::string::npos || close == std::string::npos) break;
+    out.push_back(svg.substr(open + 1, close - open - 1));
+  }
+  return out;
+}
+
+TEST(NumberText, TrueMinusNoNegativeZeroAndInfinity) {
+  EXPECT_EQ(formatFixed(0.5517f), "0.5517");
+  EXPECT_EQ(formatFixed(-0.0739f), "−0.0739");
+  EXPECT_EQ(formatFixed(-0.00001f), "0.0000");
+  EXPECT_EQ(formatFixed(-0.5f, 2), "−0.50");
+  EXPECT_EQ(formatFixed(-kInf), "−∞");
+  EXPECT_EQ(formatShort(-0.108f), "−0.108");
+  EXPECT_EQ(formatShort(1234.5f), "1.23e+03");
+}
+
+TEST(NumberText, CellLabelsFromFourDecimalsToCompact) {
+  EXPECT_EQ(cellLabel(0.2899f, CellFormat::Decimals4), "0.2899");
+  EXPECT_EQ(cellLabel(0.2899f, CellFormat::Decimals3), "0.290");
+  EXPECT_EQ(cellLabel(0.2899f, CellFormat::Decimals2), "0.29");
+  EXPECT_EQ(cellLabel(0.2899f, CellFormat::Compact), ".29");
+  EXPECT_EQ(cellLabel(-0.1123f, CellFormat::Compact), "−.11");
+  EXPECT_EQ(cellLabel(1.0f, CellFormat::Compact), "1.00");
+  EXPECT_EQ(cellLabel(0.001f, CellFormat::Compact), "0");
+  EXPECT_EQ(cellLabel(12.3456f, CellFormat::Decimals4), "12.3");
+  EXPECT_EQ(cellLabel(-kInf, CellFormat::Compact), "−∞");
+  ASSERT_EQ(cellFormats().size(), 4u);
+  EXPECT_STREQ(cellFormatId(cellFormats()[0]), "decimals4");
+  EXPECT_STREQ(cellFormatId(cellFormats()[3]), "compact");
+}
+
+TEST(MapFileFormat, TheTypedExtensionWinsOverTheChoice) {
+  std::string name = "x.csv", format, error;
+  ASSERT_TRUE(mapFileFormat(&name, "npy", &format, &error));  // typed x.csv in the .npy choice
+  EXPECT_EQ(format, "csv");
+  EXPECT_EQ(name, "x.csv");
+  name = "Weights.SVG";
+  ASSERT_TRUE(mapFileFormat(&name, "csv", &format, &error));
+  EXPECT_EQ(format, "svg");
+  EXPECT_EQ(name, "Weights.SVG");
+}
+
+TEST(MapFileFormat, NoExtensionTakesTheChosenOne) {
+  std::string name = "b1_h2_weights", format, error;
+  ASSERT_TRUE(mapFileFormat(&name, "pdf", &format, &error));
+  EXPECT_EQ(format, "pdf");
+  EXPECT_EQ(name, "b1_h2_weights.pdf");
+  name = "run.2/fig";  // a dot in a folder is no extension
+  ASSERT_TRUE(mapFileFormat(&name, "npy", &format, &error));
+  EXPECT_EQ(name, "run.2/fig.npy");
+  name = ".hidden";  // nor a leading dot
+  ASSERT_TRUE(mapFileFormat(&name, "csv", &format, &error));
+  EXPECT_EQ(name, ".hidden.csv");
+}
+
+TEST(MapFileFormat, AnUnknownExtensionIsOneMessage) {
+  std::string name = "x.txt", format = "unchanged", error;
+  EXPECT_FALSE(mapFileFormat(&name, "csv", &format, &error));
+  EXPECT_EQ(name, "x.txt");
+  EXPECT_EQ(format, "unchanged");
+  EXPECT_NE(error.find("'.txt'"), std::string::npos) << error;
+  for (const char* ext : {".csv", ".json", ".npy", ".png", ".svg", ".pdf"}) EXPECT_NE(error.find(ext), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos);
+}
+
+TEST(MapFileFormat, TheExtensionFollowsTheChoice) {
+  EXPECT_EQ(withExtension("b1_h1_weights.npy", "csv"), "b1_h1_weights.csv");
+  EXPECT_EQ(withExtension("fig", "svg"), "fig.svg");
+  EXPECT_EQ(withExtension("a.b/fig", "pdf"), "a.b/fig.pdf");
+}
+
+TEST(FigureFormat, FromTheExtension) {
+  FigureFormat f;
+  ASSERT_TRUE(figureFormatOf("out/fig.SVG", &f));
+  EXPECT_EQ(f, FigureFormat::Svg);
+  ASSERT_TRUE(figureFormatOf("fig.pdf", &f));
+  EXPECT_EQ(f, FigureFormat::Pdf);
+  ASSERT_TRUE(figureFormatOf("shot.png", &f));
+  EXPECT_EQ(f, FigureFormat::Png);
+  EXPECT_FALSE(figureFormatOf("fig.jpg", &f));
+  EXPECT_FALSE(figureFormatOf("fig", &f));
+  EXPECT_FALSE(figureFormatOf("a.svg/fig", &f));
+  EXPECT_TRUE(isVectorFigurePath("x.pdf"));
+  EXPECT_FALSE(isVectorFigurePath("x.png"));
+}
+
+TEST(Csv, HeaderOfKeysAndAColumnOfQueries) {
+  Matrix m(2, 2);
+  m << 1.0f, 0.0f, 0.5517f, 0.4483f;
+  EXPECT_EQ(matrixCsv(m, tokenLabels({"Your", "journey"}, 2, true)),
+            "query,Your,journey\nYour,1,0\njourney,0.5517,0.4483\n");
+  Matrix c(2, 3);
+  c << 1, 2, 3, 4, 5, -kInf;
+  EXPECT_EQ(matrixCsv(c, tokenLabels({"a", "b"}, 3, false)), "token,d0,d1,d2\na,1,2,3\nb,4,5,-inf\n");
+}
+
+TEST(Csv, TokensAreQuotedWhenTheyMustBe) {
+  Matrix m(2, 2);
+  m << 1, 2, 3, 4;
+  EXPECT_EQ(matrixCsv(m, tokenLabels({"a,b", "say \"hi\""}, 2, true)),
+            "query,\"a,b\",\"say \"\"hi\"\"\"\n\"a,b\",1,2\n\"say \"\"hi\"\"\",3,4\n");
+}
+
+TEST(Csv, LabelsMustMatchTheShape) {
+  Matrix m(2, 2);
+  m.setZero();
+  EXPECT_THROW(matrixCsv(m, tokenLabels({"only one"}, 2, true)), std::exception);
+}
+
+TEST(Csv, FileNamesCountFromOne) {
+  EXPECT_EQ(mapFileStem(0, 0, Stage::Weights), "b1_h1_weights");
+  EXPECT_EQ(mapFileStem(1, 2, Stage::MaskedScores), "b2_h3_masked_scores");
+}
+
+// The causal example's weights (notebook 004 In[30], first three rows) and a masked row.
+FigureSpec bookFigure() {
+  static Matrix m = [] {
+    Matrix w(3, 3);
+    w << 1.0f, 0.0f, 0.0f, 0.5517f, 0.4483f, 0.0f, 0.3800f, 0.3097f, 0.3103f;
+    return w;
+  }();
+  FigureSpec f;
+  f.values = StageMap(m);
+  f.row_labels = f.col_labels = {"Your", "journey", "starts"};
+  f.title = "weights (softmax)";
+  f.range = ValueRange{0, 1};
+  return f;
+}
+
+TEST(VectorFigure, SvgHoldsNumbersAndLabelsAsText) {
+  const std::string path = tempPath("weights.svg");
+  ASSERT_EQ(writeVectorFigure(bookFigure(), path), "");
+  const std::string svg = readFile(path);
+  ASSERT_EQ(svg.rfind("<?xml", 0), 0u);
+  const std::vector<std::string> texts = svgTexts(svg);
+  for (const char* want : {"1.0000", "0.5517", "0.4483", "0.3800", "0.3097", "0.3103", "Your", "journey", "starts",
+                           "weights (softmax)"})
+    EXPECT_NE(std::find(texts.begin(), texts.end(), want), texts.end()) << want << " is not a <text> of\n" << svg.substr(0, 400);
+  EXPECT_NE(svg.find("<title>weights (softmax)</title>"), std::string::npos);
+}
+
+TEST(VectorFigure, MaskedCellsFlagsEscapingAndBadText) {
+  static Matrix m = [] {
+    Matrix w(2, 2);
+    w << 0.2899f, -kInf, 0.4656f, 0.1723f;
+    return w;
+  }();
+  FigureSpec f;
+  f.values = StageMap(m);
+  f.row_labels = {"<b>&", std::string("bad\xff\x01" "byte")};  // markup, an invalid byte, a control
+  f.col_labels = {"k1", "k2"};
+  f.title = "masked";
+  f.range = ValueRange{0.1723f, 0.4656f};
+  f.legend = "▨ −∞ masked";
+  const std::string path = tempPath("masked.svg");
+  ASSERT_EQ(writeVectorFigure(f, path), "");
+  const std::vector<std::string> texts = svgTexts(readFile(path));
+  EXPECT_NE(std::find(texts.begin(), texts.end(), "−∞"), texts.end());
+  EXPECT_NE(std::find(texts.begin(), texts.end(), "0.2899"), texts.end());
+  EXPECT_NE(std::find(texts.begin(), texts.end(), "&lt;b&gt;&amp;"), texts.end());
+  EXPECT_NE(std::find(texts.begin(), texts.end(), "bad\xEF\xBF\xBD byte"), texts.end());
+  EXPECT_NE(std::find(texts.begin(), texts.end(), "−∞ masked"), texts.end());
+
+  f.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };  // a 0/1 map's own labels
+  static Matrix mask = [] {
+    Matrix w(2, 2);
+    w << 0, 1, 0, 0;
+    return w;
+  }();
+  f.values = StageMap(mask);
+  f.range = ValueRange{0, 1};
+  f.legend.clear();
+  ASSERT_EQ(writeVectorFigure(f, tempPath("mask.svg")), "");
+  const std::vector<std::string> mask_texts = svgTexts(readFile(tempPath("mask.svg")));
+  EXPECT_EQ(std::count(mask_texts.begin(), mask_texts.end(), "1"), 2);  // one cell and the colorbar's end
+  EXPECT_EQ(std::count(mask_texts.begin(), mask_texts.end(), "0"), 4);  // three cells and the other end
+}
+
+TEST(VectorFigure, PdfIsWritten) {
+  const std::string path = tempPath("weights.pdf");
+  ASSERT_EQ(writeVectorFigure(bookFigure(), path), "");
+  const std::string pdf = readFile(path);
+  EXPECT_EQ(pdf.rfind("%PDF-", 0), 0u);
+  EXPECT_NE(pdf.find("%%EOF"), std::string::npos);
+}
+
+TEST(VectorFigure, ErrorsAreMessages) {
+  EXPECT_NE(writeVectorFigure(bookFigure(), tempPath("fig.png")), "");
+  EXPECT_NE(writeVectorFigure(bookFigure(), tempPath("fig")), "");
+  const std::string missing = tempPath("no-such-folder") + "/fig.svg";
+  const std::string error = writeVectorFigure(bookFigure(), missing);
+  EXPECT_NE(error.find(missing), std::string::npos) << error;
+  FigureSpec f = bookFigure();
+  f.row_labels.pop_back();
+  EXPECT_NE(writeVectorFigure(f, tempPath("labels.svg")), "");
+  FigureSpec empty;
+  EXPECT_NE(writeVectorFigure(empty, tempPath("empty.svg")), "");
+}
+
+TEST(VectorFigure, LargeMapsShrinkAndDropTheirNumbers) {
+  Matrix big(300, 300);
+  for (int i = 0; i < 300; ++i)
+    for (int j = 0; j < 300; ++j) big(i, j) = static_cast<float>((i * 7 + j * 3) % 11) / 10.0f;
+  FigureSpec f;
+  f.values = StageMap(big);
+  f.range = ValueRange{0, 1};
+  const std::string path = tempPath("big.svg");
+  ASSERT_EQ(writeVectorFigure(f, path), "");
+  const std::vector<std::string> texts = svgTexts(readFile(path));
+  EXPECT_LE(texts.size(), 2u);  // the colorbar's ends only
+}
+
+}  // namespace
+}  // namespace attnscope
