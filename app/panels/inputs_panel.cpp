@@ -12,15 +12,33 @@
 
 namespace attnscope {
 
+namespace {
+
+// The next item beside the last one when `width` more pixels fit on the line, else on a new line
+// (narrow panels, large text sizes).
+void besideIfFits(float width, float spacing = -1) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float gap = spacing < 0 ? style.ItemSpacing.x : spacing;
+  if (ImGui::GetItemRectMax().x + gap + width <= ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
+    ImGui::SameLine(0, gap);
+}
+
+float buttonWidth(const char* text) { return ImGui::CalcTextSize(text, nullptr, true).x + ImGui::GetStyle().FramePadding.x * 2; }
+
+}  // namespace
+
 void InputsPanel::toolbar(const PanelContext& ctx) {
   const Workspace& ws = ctx.document.workspace();
   CommandQueue& cmd = ctx.commands;
-  ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("make tokens").x -
-                          ImGui::GetStyle().FramePadding.x * 2 - ImGui::GetStyle().ItemSpacing.x);
+  // The sentence field with "make tokens" beside it, or above it when the field would be narrower
+  // than half the panel.
+  const float avail = ImGui::GetContentRegionAvail().x;
+  const float field_w = avail - buttonWidth("make tokens") - ImGui::GetStyle().ItemSpacing.x;
+  ImGui::SetNextItemWidth(field_w >= avail * 0.5f ? field_w : avail);
   const bool enter = ImGui::InputTextWithHint("##sentence", "type a sentence…", &sentence_,
                                               ImGuiInputTextFlags_EnterReturnsTrue);
   layout().widget("sentence");
-  ImGui::SameLine();
+  if (field_w >= avail * 0.5f) ImGui::SameLine();
   if (ImGui::Button("make tokens") || enter)
     cmd.push("sentence", {{"text", sentence_}, {"seed", seed_}});
   if (ImGui::IsItemHovered())
@@ -40,7 +58,9 @@ void InputsPanel::toolbar(const PanelContext& ctx) {
   ImGui::SameLine();
   if (ImGui::Button(" + ##d_in")) cmd.push("d_in", {{"value", d_in + 1}, {"seed", seed_}});
   layout().widget("d_in_plus");
-  ImGui::SameLine(0, px(16));
+  // randomize and its seed field (at least four digits wide) beside d_in while they fit
+  const float seed_w = ImGui::CalcTextSize("0000").x + ImGui::GetStyle().FramePadding.x * 2;
+  besideIfFits(buttonWidth("randomize") + ImGui::GetStyle().ItemSpacing.x + seed_w, px(16));
   if (ImGui::Button("randomize")) cmd.push("randomize", {{"seed", seed_}});
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("torch.manual_seed(seed); torch.rand(T, d_in)");
   layout().widget("randomize");
@@ -51,7 +71,7 @@ void InputsPanel::toolbar(const PanelContext& ctx) {
   if (ImGui::Button("book example")) cmd.push("book_example");
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("\"Your journey starts with one step\" and its 3-d embeddings");
   layout().widget("book_example");
-  ImGui::SameLine();
+  besideIfFits(buttonWidth("+ token"));
   if (ImGui::Button("+ token")) {
     const int T = static_cast<int>(ws.embeddings.rows());
     cmd.push("add_token", {{"seed", seed_ + static_cast<std::uint32_t>(T)}});
@@ -85,6 +105,13 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
         ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, ImGui::GetColorU32(ImGuiCol_Header));
       ImGui::TableNextColumn();
       if (ImGui::Selectable(std::to_string(i + 1).c_str(), i == selected)) cmd.push("select_token", {{"index", i}});
+      // The row's moves on a right-click too: in a narrow panel the ↑ ↓ × column scrolls out of view.
+      if (ImGui::BeginPopupContextItem("row")) {
+        if (ImGui::MenuItem("Move up", nullptr, false, i > 0)) cmd.push("move_token", {{"from", i}, {"to", i - 1}});
+        if (ImGui::MenuItem("Move down", nullptr, false, i + 1 < T)) cmd.push("move_token", {{"from", i}, {"to", i + 1}});
+        if (ImGui::MenuItem("Remove", nullptr, false, T > 1)) cmd.push("remove_token", {{"index", i}});
+        ImGui::EndPopup();
+      }
       ImGui::TableNextColumn();
       std::string name = ws.tokens[i];
       ImGui::SetNextItemWidth(-1);
@@ -180,12 +207,20 @@ void InputsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   ImGui::Begin("Inputs", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
   layout().panel("inputs", pos, ImVec2(pos.x + size.x, pos.y + size.y));
   toolbar(ctx);
-  const float avail = ImGui::GetContentRegionAvail().y;
-  const float plot_h = std::min(ImGui::GetContentRegionAvail().x * 0.8f, avail * 0.5f);
+  // The table first (every row when there is room, at least a few), then the plot in what is left,
+  // up to a square of the panel's width; no plot when too little is left (a short window: a tiny plot only overlaps its labels).
   const int T = static_cast<int>(ctx.document.workspace().embeddings.rows());
-  const float table_h = std::min(avail - plot_h - 8, (T + 1.6f) * ImGui::GetFrameHeightWithSpacing());
-  table(ctx, std::max(table_h, ImGui::GetFrameHeightWithSpacing() * 3));
-  plot(ctx, ImVec2(ImGui::GetContentRegionAvail().x, std::max(ImGui::GetContentRegionAvail().y - 4, 60.0f)));
+  const bool wide = ctx.document.workspace().embeddings.cols() > 64 - 3;  // a note under the table says so
+  const float avail = ImGui::GetContentRegionAvail().y - (wide ? ImGui::GetTextLineHeightWithSpacing() : 0.0f);
+  const float width = ImGui::GetContentRegionAvail().x;
+  const float rows_h = (T + 1.6f) * ImGui::GetFrameHeightWithSpacing() + ImGui::GetStyle().ScrollbarSize;
+  const float min_table = ImGui::GetFrameHeightWithSpacing() * 3.6f;
+  float table_h = std::min(rows_h, std::max(avail * 0.6f, avail - width * 0.8f - 8));
+  const float spacing = ImGui::GetStyle().ItemSpacing.y;
+  if (avail - table_h - spacing - 4 < px(120)) table_h = std::min(rows_h, avail - 4);  // no room for the plot: all to the table
+  table(ctx, std::max(table_h, min_table));
+  const float plot_h = ImGui::GetContentRegionAvail().y - 4;
+  if (plot_h >= px(120)) plot(ctx, ImVec2(ImGui::GetContentRegionAvail().x, plot_h));
   ImGui::End();
 }
 

@@ -1,9 +1,11 @@
 #include "panels/inspector_panel.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "engine/stages.h"
 #include "shell/fonts.h"
@@ -23,6 +25,29 @@ std::string vec(const Eigen::Ref<const RowVector>& v, int decimals = 4, Eigen::I
 }
 
 std::string shape(long r, long c) { return std::to_string(r) + "×" + std::to_string(c); }
+
+// Text wrapped at spaces only — ImGui's wrapping also breaks after '.', which would split a number
+// ("0.\n5500") — within the width left from the cursor. `disabled`: the dimmed colour of notes.
+void wrapped(const std::string& text, bool disabled = false) {
+  const float avail = std::max(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 4);
+  std::string out, line;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t space = text.find(' ', at);
+    const std::size_t end = space == std::string::npos ? text.size() : space + 1;
+    const std::string word = text.substr(at, end - at);
+    if (!line.empty() && ImGui::CalcTextSize((line + word).c_str()).x > avail) {
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      out += line + "\n";
+      line.clear();
+    }
+    line += word;
+    at = end;
+  }
+  out += line;
+  if (disabled) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  ImGui::TextUnformatted(out.c_str());
+  if (disabled) ImGui::PopStyleColor();
+}
 
 // One labelled bar per key token: its name, a bar of the value (centred at 0 for signed rows),
 // the number. Masked keys are grey and say −∞. Clicking a name selects that key column.
@@ -69,10 +94,11 @@ void barRow(const PanelContext& ctx, const char* id, const Eigen::Ref<const RowV
 
 void section(const char* title, const std::string& shape_note) {
   ImGui::Spacing();
-  ImGui::TextUnformatted(title);
-  if (!shape_note.empty()) {
+  wrapped(title);
+  if (!shape_note.empty()) {  // beside the title while it fits, else under it
     ImGui::SameLine();
-    ImGui::TextDisabled("%s", shape_note.c_str());
+    if (ImGui::CalcTextSize(shape_note.c_str()).x > ImGui::GetContentRegionAvail().x) ImGui::NewLine();
+    wrapped(shape_note, true);
   }
 }
 
@@ -81,27 +107,39 @@ void contextTerms(const PanelContext& ctx, const HeadTrace& h, int i, const RowV
   const auto& tokens = ctx.snapshot->tokens();
   const int T = static_cast<int>(h.weights.cols());
   ImGui::PushFont(fonts().small);  // three vectors a row: the small font keeps them in the panel
-  if (ImGui::BeginTable("terms", 3, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
+  const int shown = std::min(T, 64);
+  std::vector<std::array<std::string, 3>> rows;
+  std::array<float, 3> widest{};
+  for (int j = 0; j < shown; ++j) {
+    const float a = dropped(j);
+    rows.push_back({tokens[j], formatFixed(a, 3) + " × " + vec(h.values.row(j), 2, 3), vec(a * h.values.row(j), 3, 3)});
+    for (int k = 0; k < 3; ++k) widest[k] = std::max(widest[k], ImGui::CalcTextSize(rows.back()[k].c_str()).x);
+  }
+  // Wider than the panel (a large text size, wide heads): the table scrolls sideways.
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const bool scroll = widest[0] + widest[1] + widest[2] + 6 * style.CellPadding.x > ImGui::GetContentRegionAvail().x;
+  const float row_h = ImGui::GetTextLineHeight() + 2 * style.CellPadding.y;
+  const ImVec2 outer = scroll ? ImVec2(0, (shown + 1) * row_h + style.ScrollbarSize + 2 * style.CellPadding.y) : ImVec2(0, 0);
+  if (ImGui::BeginTable("terms", 3, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | (scroll ? ImGuiTableFlags_ScrollX : 0),
+                        outer)) {
     ImGui::TableSetupColumn("key");
     ImGui::TableSetupColumn(simple ? "α × x" : "α × v");
     ImGui::TableSetupColumn("= term");
     ImGui::TableHeadersRow();
-    const int shown = std::min(T, 64);
     for (int j = 0; j < shown; ++j) {
       ImGui::TableNextRow();
       ImGui::TableNextColumn();
       if (ctx.view.key == j) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg0, ImGui::GetColorU32(ImGuiCol_Header));
-      ImGui::TextUnformatted(tokens[j].c_str());
+      ImGui::TextUnformatted(rows[static_cast<std::size_t>(j)][0].c_str());
       ImGui::TableNextColumn();
-      const float a = dropped(j);
-      ImGui::Text("%s × %s", formatFixed(a, 3).c_str(), vec(h.values.row(j), 2, 3).c_str());
+      ImGui::TextUnformatted(rows[static_cast<std::size_t>(j)][1].c_str());
       ImGui::TableNextColumn();
-      ImGui::TextUnformatted(vec(a * h.values.row(j), 3, 3).c_str());
+      ImGui::TextUnformatted(rows[static_cast<std::size_t>(j)][2].c_str());
     }
     ImGui::EndTable();
   }
   ImGui::PopFont();
-  ImGui::Text("z%d = Σ = %s", i + 1, vec(h.context.row(i)).c_str());
+  wrapped("z" + std::to_string(i + 1) + " = Σ = " + vec(h.context.row(i)));
 }
 
 }  // namespace
@@ -136,11 +174,11 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   if (ImGui::ArrowButton("##next", ImGuiDir_Right) && i + 1 < t.tokens) ctx.commands.push("select_token", {{"index", i + 1}});
   layout().widget("token_next");
   ImGui::SameLine();
-  ImGui::Text("query %d: \"%s\"  (x%d)", i + 1, tokens[i].c_str(), i + 1);
-  if (t.heads > 1) ImGui::TextDisabled("head %d of %d (choose in the heatmap header)", head + 1, t.heads);
+  wrapped("query " + std::to_string(i + 1) + ": \"" + tokens[i] + "\"  (x" + std::to_string(i + 1) + ")");
+  if (t.heads > 1) wrapped("head " + std::to_string(head + 1) + " of " + std::to_string(t.heads) + " (choose in the heatmap header)", true);
 
   section("input", "xᵢ, 1×" + std::to_string(t.d_in));
-  ImGui::TextWrapped("x%d = %s", i + 1, vec(snap->inputs->embeddings.row(i)).c_str());
+  wrapped("x" + std::to_string(i + 1) + " = " + vec(snap->inputs->embeddings.row(i)));
 
   if (simple) {
     section("scores  ωᵢⱼ = xᵢ · xⱼ", shape(t.tokens, t.d_in) + " @ " + shape(t.d_in, t.tokens) + " → " + shape(t.tokens, t.tokens));
@@ -149,7 +187,7 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     const std::string proj = shape(t.tokens, t.d_in) + " @ " + shape(t.d_in, t.model.variant == Variant::MultiHead ? t.model.d_out : w) + " → " +
                              shape(t.tokens, t.model.variant == Variant::MultiHead ? t.model.d_out : w);
     section("query", "qᵢ = xᵢ W_q" + std::string(t.model.qkv_bias ? " + b" : "") + "   " + proj);
-    ImGui::TextWrapped("q%d = %s", i + 1, vec(h.queries.row(i)).c_str());
+    wrapped("q" + std::to_string(i + 1) + " = " + vec(h.queries.row(i)));
     if (t.model.variant == Variant::MultiHead) {
       textDisabledWrapped("this head's %d of the %d columns: head_dim = d_out / num_heads", w, t.model.d_out);
     }
@@ -178,12 +216,11 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
 
   if (t.heads > 1 || hasOutProj(t.model.variant)) {
     section("all heads", "");
-    ImGui::TextDisabled("concat of %d heads, %s", t.heads, shape(t.tokens, bt.context.cols()).c_str());
-    ImGui::TextUnformatted(vec(bt.context.row(i)).c_str());
+    wrapped("concat of " + std::to_string(t.heads) + " heads, " + shape(t.tokens, bt.context.cols()), true);
+    wrapped(vec(bt.context.row(i)));
     if (hasOutProj(t.model.variant)) {
-      ImGui::TextDisabled("out_proj: %s @ %s + b → output", shape(t.tokens, t.model.d_out).c_str(),
-                          shape(t.model.d_out, t.model.d_out).c_str());
-      ImGui::TextUnformatted(vec(bt.output.row(i)).c_str());
+      wrapped("out_proj: " + shape(t.tokens, t.model.d_out) + " @ " + shape(t.model.d_out, t.model.d_out) + " + b → output", true);
+      wrapped(vec(bt.output.row(i)));
     }
   }
   ImGui::End();

@@ -40,11 +40,33 @@ std::vector<int> validHeadCounts(const ModelConfig& m) {
   return out;
 }
 
+// Where the controls start: a little over a third of the panel, or further when the widest label
+// needs it (large text sizes), but never past half.
+float controlsX() {
+  float widest = 0;
+  for (const char* l : {"d_out", "num_heads", "dropout p", "seed", "scale", "normalize", "batch size", "engine", "threads"})
+    widest = std::max(widest, ImGui::CalcTextSize(l).x);
+  const float w = ImGui::GetWindowWidth();
+  return std::min(std::max(w * 0.36f, ImGui::GetStyle().WindowPadding.x + widest + ImGui::GetStyle().ItemSpacing.x * 2), w * 0.5f);
+}
+
+// A label with its control beside it at controlsX(), or under it when the label reaches past that
+// (a very narrow panel).
+void besideLabel() {
+  const float x = controlsX();
+  if (ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + ImGui::GetStyle().ItemSpacing.x <= x) ImGui::SameLine(x);
+}
+
 void label(const char* text) {
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted(text);
-  ImGui::SameLine(ImGui::GetWindowWidth() * 0.36f);
+  besideLabel();
   ImGui::SetNextItemWidth(-1);
+}
+
+// A tooltip on the last item (disabled ones too).
+void hint(const char* text) {
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("%s", text);
 }
 
 // `set {field, value}`: one model field, as an undoable edit; drags pass their gesture.
@@ -66,7 +88,7 @@ void headsStepper(const PanelContext& ctx) {
   const auto at = std::find(valid.begin(), valid.end(), m.num_heads);
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("num_heads");
-  ImGui::SameLine(ImGui::GetWindowWidth() * 0.36f);
+  besideLabel();
   auto step = [&](const char* id, const char* text, bool enabled, int to) {
     ImGui::BeginDisabled(!enabled);
     if (ImGui::Button(text)) set(ctx, "num_heads", to);
@@ -126,10 +148,18 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     a.explain();
   }
   if (m.variant == Variant::MultiHead) {
-    textDisabledWrapped("head_dim = d_out / num_heads = %d. The seed asserts \"d_out must be divisible by "
-                        "num_heads\": only such counts are offered.", m.d_out / m.num_heads);
+    // Beside the stepper while it fits (a row less at 1280 × 720); the formula and why only some
+    // counts are offered show on hover.
+    const std::string note = "head_dim = " + std::to_string(m.d_out / m.num_heads);
+    const float gap = ImGui::GetStyle().ItemSpacing.x * 2;
+    if (ImGui::GetItemRectMax().x + gap + ImGui::CalcTextSize(note.c_str()).x <= ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
+      ImGui::SameLine(0, gap);
+    ImGui::TextDisabled("%s", note.c_str());
+    layout().widget("head_dim");
+    hint(("head_dim = d_out / num_heads = " + std::to_string(m.d_out) + " / " + std::to_string(m.num_heads) +
+          ". The seed asserts \"d_out must be divisible by num_heads\": only such counts are offered.").c_str());
   } else if (m.variant == Variant::MultiHeadWrapper) {
-    ImGui::TextDisabled("%d heads of width %d, concatenated: %d columns", m.num_heads, m.d_out, m.num_heads * m.d_out);
+    textDisabledWrapped("%d heads of width %d, concatenated: %d columns", m.num_heads, m.d_out, m.num_heads * m.d_out);
   }
   {
     Applicability a(hasDropout(m.variant) ? nullptr : "Dropout appears in step 3 (causal attention) and later");
@@ -141,7 +171,8 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     }
     a.explain();
     layout().widget("dropout");
-    flag(ctx, "training", "training mode (dropout active)", &ModelConfig::training, a);
+    flag(ctx, "training", "training mode", &ModelConfig::training, a);
+    if (hasDropout(m.variant)) hint("module.train(): dropout acts only in training mode (eval mode keeps every weight)");
   }
   {
     Applicability a(simple ? "Simple self-attention has no random parameters" : nullptr);
@@ -168,8 +199,14 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   }
   flag(ctx, "qkv_bias", "qkv_bias",
        &ModelConfig::qkv_bias, Applicability(hasLinearLayers(m.variant) ? nullptr : "qkv_bias needs nn.Linear layers (step 2b and later)"));
-  flag(ctx, "causal", "causal mask (hide future tokens)", &ModelConfig::causal,
-       Applicability(simple ? "Simple self-attention has no mask" : nullptr));
+  // causal beside qkv_bias while it fits: one row less on a short screen
+  const float causal_w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize("causal mask").x;
+  if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x * 3 + causal_w <=
+      ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x) {
+    ImGui::SameLine(0, ImGui::GetStyle().ItemSpacing.x * 3);
+  }
+  flag(ctx, "causal", "causal mask", &ModelConfig::causal, Applicability(simple ? "Simple self-attention has no mask" : nullptr));
+  if (!simple) hint("hide future tokens: −∞ above the diagonal before softmax");
   label("scale");
   int scale = m.scale == Scale::SqrtDk ? 0 : 1;
   if (ImGui::Combo("##scale", &scale, "÷ √dₖ (the notebook)\0none\0"))
@@ -193,10 +230,15 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   int path = exec.parallel ? 1 : 0;
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("engine");
-  ImGui::SameLine(ImGui::GetWindowWidth() * 0.36f);
+  besideLabel();
   if (ImGui::RadioButton("serial", &path, 0)) ctx.commands.push("engine", {{"parallel", false}});
   layout().widget("exec_serial");
-  ImGui::SameLine();
+  // OpenMP beside serial while it fits, else under it (large text sizes)
+  const float openmp_w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize("OpenMP").x;
+  if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + openmp_w <= ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
+    ImGui::SameLine();
+  else
+    ImGui::SetCursorPosX(controlsX());
   ImGui::BeginDisabled(!openmpAvailable());
   if (ImGui::RadioButton("OpenMP", &path, 1)) ctx.commands.push("engine", {{"parallel", true}});
   ImGui::EndDisabled();
@@ -212,6 +254,7 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     layout().widget("threads");
   }
   ImGui::Text("engine time %.2f ms%s", ctx.snapshot ? ctx.snapshot->milliseconds : 0.0, ctx.computing ? "  (computing…)" : "");
+  content_h_ = ImGui::GetCursorPosY() - ImGui::GetStyle().ItemSpacing.y + ImGui::GetStyle().WindowPadding.y;
   ImGui::End();
 }
 

@@ -15,8 +15,11 @@ class ModelPanel {
  public:
   ModelPanel();
   void draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
+  // The height its controls took in the last frame, padding included (0 before the first).
+  float contentHeight() const { return content_h_; }
 
  private:
+  float content_h_ = 0;
   std::mt19937 reroll_;  // picks seeds for "re-roll"
   std::uint32_t seed_typed_ = 0;  // the seed field while it is being typed into
   bool seed_active_ = false;

@@ -1,15 +1,26 @@
 #include "panels/status_bar.h"
 
+#include <algorithm>
+#include <cfloat>
+
 #include "shell/layout_dump.h"
 #include "shell/theme.h"
 
 namespace attnscope {
 
+namespace {
+float paddingY() { return ImGui::GetStyle().FramePadding.y * 1.5f; }
+}  // namespace
+
+float StatusBar::height() { return ImGui::GetTextLineHeight() + 2 * paddingY(); }
+
 void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   ImGui::SetNextWindowPos(pos);
   ImGui::SetNextWindowSize(size);
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(ImGui::GetStyle().WindowPadding.x, paddingY()));
   ImGui::Begin("##status", nullptr,
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings);
+  ImGui::PopStyleVar();
   layout().panel("status", pos, ImVec2(pos.x + size.x, pos.y + size.y));
   if (const Snapshot* snap = ctx.snapshot.get()) {
     const Workspace& in = *snap->inputs;
@@ -34,6 +45,24 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     layout().widget("toast");
   }
   ImGui::End();
+}
+
+void StatusBar::drawToast(const PanelContext& ctx, ImVec2 corner, float width) {
+  const Toast& toast = ctx.toast;
+  if (toast.text.empty() || ctx.now >= toast.until) return;
+  // On the foreground: above every window, whichever was clicked last.
+  ImDrawList* draw = ImGui::GetForegroundDrawList();
+  ImFont* font = ImGui::GetFont();
+  const float size = ImGui::GetFontSize(), pad = px(8);
+  const float wrap = std::max(width - 4 * pad, px(100));
+  const ImVec2 text = font->CalcTextSizeA(size, FLT_MAX, wrap, toast.text.c_str());
+  const ImVec2 max(corner.x - pad, corner.y - pad);
+  const ImVec2 min(max.x - text.x - 2 * pad, max.y - text.y - 2 * pad);
+  draw->AddRectFilled(min, max, ImGui::GetColorU32(ImGuiCol_PopupBg), px(4));
+  draw->AddRect(min, max, ImGui::GetColorU32(ImGuiCol_Border), px(4));
+  draw->AddText(font, size, ImVec2(min.x + pad, min.y + pad),
+                toast.error ? theme().selection : ImGui::GetColorU32(ImGuiCol_Text), toast.text.c_str(), nullptr, wrap);
+  layout().panel("toast", min, max);
 }
 
 }  // namespace attnscope

@@ -29,8 +29,11 @@ Fonts loadFonts(float scale) {
   };
   if (std::filesystem::exists(kDejaVu)) {
     ImFontConfig config;
-    config.OversampleH = 2;
+    // Horizontal oversampling sharpens small text; large text (a projector's 250 %, a 3× figure of
+    // it) does not need it, and it would double an atlas that is already large.
+    config.OversampleH = 15.0f * scale >= 36 ? 1 : 2;
     loaded.ui = io.Fonts->AddFontFromFileTTF(kDejaVu, 15.0f * scale, &config, ranges);
+    config.OversampleH = 12.0f * scale >= 36 ? 1 : 2;
     loaded.small = io.Fonts->AddFontFromFileTTF(kDejaVu, 12.0f * scale, &config, ranges);
   }
   if (!loaded.ui || !loaded.small) {

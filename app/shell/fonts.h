@@ -10,8 +10,8 @@ struct Fonts {
   ImFont* small = nullptr;  // heatmap cell values and axis labels
 };
 
-// Builds the atlas at `scale` (monitor content scale). Falls back to ImGui's font, with a warning
-// on stderr, if DejaVu is missing.
+// Builds the atlas at `scale` (the monitor's content scale × the text size × a figure's k). Falls
+// back to ImGui's font, with a warning on stderr, if DejaVu is missing.
 Fonts loadFonts(float scale);
 const Fonts& fonts();
 
