@@ -21,11 +21,13 @@
 #include <sstream>
 #include <string>
 
+#include "display/vector_figure.h"
 #include "editing/command.h"
 #include "engine/errors.h"
 #include "engine/memory.h"
 #include "formats/png_image.h"
 #include "formats/presets.h"
+#include "panels/heatmap_grid.h"
 #include "shell/app.h"
 #include "shell/app_options.h"
 #include "shell/capture.h"
@@ -45,7 +47,7 @@ std::string glfw_error;
 // Keys the app acts on, caught in GLFW's callback: ImGui 1.86 reads key state once per frame and
 // misses a press and release that fall between two frames (as xdotool sends them). Each key
 // becomes a command, unless a text field has the keyboard (then it edits text).
-void onKey(GLFWwindow* window, int key, int, int action, int mods) {
+void onKey(GLFWwindow* window, int key, int scancode, int action, int mods) {
   if (action != GLFW_PRESS && action != GLFW_REPEAT) return;
   App* app = static_cast<App*>(glfwGetWindowUserPointer(window));
   if (!app) return;
@@ -56,9 +58,33 @@ void onKey(GLFWwindow* window, int key, int, int action, int mods) {
   if (key == GLFW_KEY_Q && ctrl) cmd.push("quit");
   if (key == GLFW_KEY_S && ctrl) cmd.push("save");
   if (key == GLFW_KEY_O && ctrl) cmd.push("dialog", {{"which", "open"}});
+  if (key == GLFW_KEY_F11 && action == GLFW_PRESS) cmd.push("fullscreen");  // toggles
+  if (key == GLFW_KEY_F10 && action == GLFW_PRESS)
+    cmd.push("view", {{"field", "presentation"}, {"value", !app->view().presentation}});
+  if (ctrl) {  // text size: + and − as the keyboard layout places them, or the keypad's
+    const char* name = glfwGetKeyName(key, scancode);
+    const std::string k = name ? name : "";
+    if (key == GLFW_KEY_KP_ADD || k == "+" || k == "=" || (k.empty() && key == GLFW_KEY_EQUAL))
+      cmd.push("view", {{"field", "text_size"}, {"value", "larger"}});
+    else if (key == GLFW_KEY_KP_SUBTRACT || k == "-" || (k.empty() && key == GLFW_KEY_MINUS))
+      cmd.push("view", {{"field", "text_size"}, {"value", "smaller"}});
+    else if (key == GLFW_KEY_KP_0 || k == "0" || (k.empty() && key == GLFW_KEY_0))
+      cmd.push("view", {{"field", "text_size"}, {"value", 100}});
+  }
   if (typing) return;
   if (key == GLFW_KEY_Z && ctrl) cmd.push(shift ? "redo" : "undo");
   if (key == GLFW_KEY_Y && ctrl) cmd.push("redo");
+  // With a lesson open its steps have the keys a presenter's clicker sends: Space, → and PageDown
+  // go on; ←, PageUp and Shift+Space go back (held down, a key does not race through the steps).
+  // Without a lesson, ← and → move the selected token as before.
+  if (app->lessonOpen() && !ctrl && !(mods & GLFW_MOD_ALT)) {
+    const bool next = (key == GLFW_KEY_SPACE && !shift) || key == GLFW_KEY_RIGHT || key == GLFW_KEY_PAGE_DOWN;
+    const bool back = (key == GLFW_KEY_SPACE && shift) || key == GLFW_KEY_LEFT || key == GLFW_KEY_PAGE_UP;
+    if (next || back) {
+      if (action == GLFW_PRESS) cmd.push(next ? "lesson_next" : "lesson_back");
+      return;
+    }
+  }
   if (key == GLFW_KEY_UP || key == GLFW_KEY_LEFT) cmd.push("select_token", {{"step", -1}});
   if (key == GLFW_KEY_DOWN || key == GLFW_KEY_RIGHT) cmd.push("select_token", {{"step", 1}});
   if (key == GLFW_KEY_TAB) cmd.push("select_head", {{"step", shift ? -1 : 1}});
@@ -71,9 +97,12 @@ int parseOptions(int argc, char** argv, AppOptions& o) {
   CLI::App cli{"attnscope: self-attention, visible. Heatmaps of every head, live."};
   std::string size;
   cli.add_option("--open", o.open_path, "workspace JSON to open (default: the book's multi-head example)");
-  cli.add_option("--screenshot", o.screenshot_path, "render, save the window to this PNG and exit");
+  cli.add_option("--screenshot", o.screenshot_path,
+                 "render, save the window (or --panel) to this file and exit: .png, or .svg / .pdf for one map");
   cli.add_option("--size", size, "window size WxH in pixels (default 1600x1000)");
   cli.add_option("--theme", o.theme, "dark or light")->check(CLI::IsMember({"dark", "light"}));
+  cli.add_option("--text-size", o.text_size, "text and UI size in percent, 100 to 250 (View › Text size)")
+      ->check(CLI::Range(100, 250));
   cli.add_option("--dump-layout", o.dump_layout_path, "write panel/heatmap/control rectangles as JSON (tests)");
   cli.add_option("--screenshot-dir", o.screenshot_dir, "folder for F12 screenshots");
   cli.add_option("--frames", o.frames, "frames to render before a headless capture")->check(CLI::Range(3, 1000));
@@ -84,8 +113,13 @@ int parseOptions(int argc, char** argv, AppOptions& o) {
   cli.add_option("--head", o.head, "the head of a heatmap --panel (1-based)")->check(CLI::Range(1, Limits{}.max_heads));
   cli.add_flag("--each-head", o.each_head, "with a heatmap --panel: one PNG per head, OUT-h1.png, OUT-h2.png, …");
   cli.add_flag("--caption", o.caption, "add a line with variant, sizes and seed under the screenshot");
+  cli.add_flag("--selection", o.selection, "keep the selected token's row and key outlined in the screenshot");
   cli.add_option("--commands", o.commands_path, "apply this JSON array of commands, one per frame (see README)");
   cli.add_flag("--keep-going", o.keep_going, "with --commands: report a command that cannot apply and go on");
+  CLI::Option* lesson = cli.add_option("--lesson", o.lesson_path, "open this lesson (JSON, see assets/lessons/)");
+  cli.add_option("--step", o.lesson_step, "with --lesson: the step to show, from 1 (default 1)")
+      ->check(CLI::Range(1, 1000000))
+      ->needs(lesson);
   CLI::Option* bench = cli.add_option("--bench-interaction", o.bench_path,
                                       "time edits from command to the first frame showing their result, for each "
                                       "--bench-presets; write the figures to this JSON and exit");
@@ -112,9 +146,15 @@ int parseOptions(int argc, char** argv, AppOptions& o) {
     std::cerr << "error: --each-head needs a heatmap --panel such as weights\n";
     return 2;
   }
+  if (!o.screenshot_path.empty()) {  // .png, or a figure of one map as .svg or .pdf
+    if (const std::string error = captureTargetError(o.screenshot_path, o.panel); !error.empty()) {
+      std::cerr << "error: --screenshot: " << error << "\n";
+      return 2;
+    }
+  }
   if (!o.bench_path.empty()) {
-    if (!o.screenshot_path.empty() || !o.commands_path.empty()) {
-      std::cerr << "error: --bench-interaction runs its own edits: it does not combine with --screenshot or --commands\n";
+    if (!o.screenshot_path.empty() || !o.commands_path.empty() || !o.lesson_path.empty()) {
+      std::cerr << "error: --bench-interaction runs its own edits: it does not combine with --screenshot, --commands or --lesson\n";
       return 2;
     }
     const std::filesystem::path folder = std::filesystem::path(o.bench_path).parent_path();
@@ -146,15 +186,16 @@ int parseOptions(int argc, char** argv, AppOptions& o) {
   return -1;  // go on
 }
 
-// --screenshot: the window, a panel, or a heatmap (of one head, or each head) as PNG files.
+// --screenshot: the window, a panel, or a heatmap (of one head, or each head) as PNG files, or a
+// heatmap as SVG or PDF figures.
 int headlessCapture(const AppOptions& o, App& app) {
-  CaptureSpec spec{o.scale, o.panel, o.head - 1, o.caption};
+  CaptureSpec spec{o.scale, o.panel, o.head - 1, o.caption, o.selection};
   std::vector<std::pair<int, std::string>> shots;  // head, path
   if (o.each_head) {
-    const std::string stem = o.screenshot_path.size() > 4 && o.screenshot_path.substr(o.screenshot_path.size() - 4) == ".png"
-                                 ? o.screenshot_path.substr(0, o.screenshot_path.size() - 4)
-                                 : o.screenshot_path;
-    for (int h = 0; h < headCount(app.document().workspace().model); ++h) shots.push_back({h, stem + "-h" + std::to_string(h + 1) + ".png"});
+    const std::filesystem::path out(o.screenshot_path);
+    const std::string ext = out.extension().string();  // OUT-h1.png, OUT-h1.svg, …
+    const std::string stem = (out.parent_path() / out.stem()).string();
+    for (int h = 0; h < headCount(app.document().workspace().model); ++h) shots.push_back({h, stem + "-h" + std::to_string(h + 1) + ext});
   } else {
     shots.push_back({spec.head, o.screenshot_path});
   }
@@ -163,6 +204,10 @@ int headlessCapture(const AppOptions& o, App& app) {
     if (const std::string error = app.capture(spec, path); !error.empty()) {
       std::cerr << "error: " << error << "\n";
       return 2;
+    }
+    if (isVectorFigurePath(path)) {
+      std::cout << "saved " << path << "\n";
+      continue;
     }
     const RgbImage image = readPngRgb(path);
     std::cout << "saved " << path << " (" << image.width << "×" << image.height << ")\n";
@@ -232,12 +277,21 @@ int main(int argc, char** argv) {
       document = Document(std::move(ws), file);
     }
     if (!options.commands_path.empty()) script.emplace(readCommands(options.commands_path));
+    if (!options.lesson_path.empty()) {  // checked whole before a window opens: one line, exit 2
+      const Lesson lesson = LessonPanel::load(options.lesson_path, document.workspace());
+      try {
+        checkLessonStep(lesson, options.lesson_step);
+      } catch (const InputError& e) {
+        throw InputError(options.lesson_path + ": --" + e.what());
+      }
+    }
   } catch (const InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   }
   ViewState view = viewFromJson(document.workspace().view);
   if (options.theme == "light") view.light_theme = true;
+  if (options.text_size > 0) view.text_size = options.text_size;
   if (!options.screenshot_dir.empty()) view.screenshot_dir = options.screenshot_dir;
 
   glfwSetErrorCallback([](int, const char* text) { glfw_error = text; });
@@ -273,9 +327,9 @@ int main(int argc, char** argv) {
   io.IniFilename = nullptr;  // the layout is computed, not remembered
   float xscale = 1, yscale = 1;
   glfwGetWindowContentScale(window, &xscale, &yscale);
-  const float scale = std::max(1.0f, std::max(xscale, yscale));
-  loadFonts(scale);
-  applyTheme(view.light_theme, scale);
+  const float scale = std::max(1.0f, std::max(xscale, yscale));  // the monitor's; × the view's text size
+  loadFonts(scale * view.textScale());
+  applyTheme(view.light_theme, scale * view.textScale());
   io.ConfigFlags &= ~ImGuiConfigFlags_NavEnableKeyboard;  // arrows and Tab belong to the view
   glfwSetKeyCallback(window, onKey);  // before ImGui's, which chains to it
   ImGui_ImplGlfw_InitForOpenGL(window, true);
@@ -283,7 +337,7 @@ int main(int argc, char** argv) {
 
   // What the app needs from this window: offscreen frames at k× for screenshots, fonts and theme.
   App* app_ptr = nullptr;
-  float ui_scale = scale;
+  float ui_scale = scale * view.textScale();
   auto setScale = [&](float s) {  // fonts rasterized at s, sizes scaled by s
     ui_scale = s;
     loadFonts(s);
@@ -306,9 +360,54 @@ int main(int argc, char** argv) {
     app_ptr->draw(glfwGetTime(), caption_h, caption_x, caption_w);
     ImGui::Render();
   };
+  hooks.capture.selection = options.selection;  // F12 and scripted screenshots too
+  // One map as an SVG or PDF figure, drawn from the snapshot with the grid's choices.
+  hooks.capture.vector_figure = [&](const CaptureSpec& spec, const std::string& path) -> std::string {
+    const Snapshot* snap = app_ptr->snapshot();
+    Stage stage = Stage::Weights;
+    ModuleMap module = ModuleMap::Output;
+    if (!snap || !snap->trace) return "nothing computed yet";
+    if (parseModuleMap(spec.panel, &module))  // the module's maps: one per batch element
+      return writeVectorFigure(moduleFigure(*snap, app_ptr->view(), module, spec.caption), path);
+    if (!parseStage(spec.panel, &stage)) return "no map '" + spec.panel + "'";
+    const auto& heads = snap->shown().heads;
+    if (spec.head < 0 || spec.head >= static_cast<int>(heads.size()) || !heads[static_cast<std::size_t>(spec.head)].hasMaps())
+      return "no maps of head " + std::to_string(spec.head + 1) + " (the model has " + std::to_string(heads.size()) + ")";
+    return writeVectorFigure(heatmapFigure(*snap, app_ptr->view(), stage, spec.head, spec.caption), path);
+  };
   hooks.size = [window](int* w, int* h) { glfwGetWindowSize(window, w, h); };
   hooks.theme_changed = [&] { setScale(ui_scale); };
   hooks.clipboard = [window](const std::string& text) { glfwSetClipboardString(window, text.c_str()); };
+  // Full screen on the monitor that holds most of the window (a projector beside the laptop), and
+  // back to the window's place and size.
+  int windowed[4] = {0, 0, options.width, options.height};  // x, y, w, h before going full-screen
+  hooks.fullscreen = [window] { return glfwGetWindowMonitor(window) != nullptr; };
+  hooks.set_fullscreen = [window, &windowed](bool on) -> std::string {
+    if (on == (glfwGetWindowMonitor(window) != nullptr)) return "";
+    if (!on) {
+      glfwSetWindowMonitor(window, nullptr, windowed[0], windowed[1], windowed[2], windowed[3], GLFW_DONT_CARE);
+      return "";
+    }
+    glfwGetWindowPos(window, &windowed[0], &windowed[1]);
+    glfwGetWindowSize(window, &windowed[2], &windowed[3]);
+    int count = 0;
+    GLFWmonitor** monitors = glfwGetMonitors(&count);
+    GLFWmonitor* best = nullptr;
+    long best_area = -1;
+    for (int i = 0; i < count; ++i) {
+      const GLFWvidmode* mode = glfwGetVideoMode(monitors[i]);
+      if (!mode) continue;
+      int mx = 0, my = 0;
+      glfwGetMonitorPos(monitors[i], &mx, &my);
+      const long w = std::max(0, std::min(windowed[0] + windowed[2], mx + mode->width) - std::max(windowed[0], mx));
+      const long h = std::max(0, std::min(windowed[1] + windowed[3], my + mode->height) - std::max(windowed[1], my));
+      if (w * h > best_area) best = monitors[i], best_area = w * h;
+    }
+    const GLFWvidmode* mode = best ? glfwGetVideoMode(best) : nullptr;
+    if (!mode) return "no monitor to fill (" + (glfw_error.empty() ? std::string("none reported") : glfw_error) + ")";
+    glfwSetWindowMonitor(window, best, 0, 0, mode->width, mode->height, mode->refreshRate);
+    return glfwGetWindowMonitor(window) ? "" : "the window system refused (" + glfw_error + ")";
+  };
 
   // Interactive sessions autosave and, started without a file, pick up where the last one ended.
   App app(std::move(document), view, !unattended, hooks);
@@ -322,6 +421,8 @@ int main(int argc, char** argv) {
     if (!recovery.restore.empty()) app.commands().push("restore", {{"path", recovery.restore}});
     if (!recovery.note.empty()) app.notify(recovery.note, glfwGetTime());
   }
+  if (!options.lesson_path.empty())  // before the script's commands: they may step through it
+    app.commands().push("lesson_open", {{"path", options.lesson_path}, {"step", options.lesson_step}});
 
   int ready_frames = 0, exit_code = 0;
   const double start = glfwGetTime();

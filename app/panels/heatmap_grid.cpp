@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "formats/export.h"
+#include "shell/capture.h"
 #include "shell/fonts.h"
 #include "widgets/heatmap.h"
 #include "shell/layout_dump.h"
@@ -213,9 +215,10 @@ Arrangement arrange(int H, int S, int rows, int cols, float width, float height,
     return best;
   }
   const float min_map = px(96);  // below this, scroll rather than shrink
-  if (best.cell * std::max(rows, cols) < min_map) {
-    best = {1, S, 0};
-    best.cell = std::max((width / S - gap - m.left) / cols, min_map / std::max(rows, cols));
+  if (best.cell * std::max(rows, cols) < min_map) {  // as many maps of that size as the width holds
+    const int per_row = std::clamp(static_cast<int>((width + gap) / (min_map + m.left + gap)), 1, S);
+    best = {1, per_row, 0};
+    best.cell = std::max((width / per_row - gap - m.left) / cols, min_map / std::max(rows, cols));
   }
   best.cell = std::min(best.cell, px(72));  // a 1-token map need not fill the screen
   return best;
@@ -249,6 +252,14 @@ void applyZoom(float& zoom, float& center_row, float& center_col, const HeatmapH
   center_row = std::clamp(center_row + hit.pan_rows, 0.0f, static_cast<float>(T));
   center_col = std::clamp(center_col + hit.pan_cols, 0.0f, static_cast<float>(T));
   if (zoom <= 1) center_row = center_col = T / 2.0f;
+}
+
+// The next item, `width` pixels wide, beside the last one while it fits the window, else on a new
+// line (a narrow main area, a large text size).
+void besideIfFits(float width) {
+  if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + width <=
+      ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
+    ImGui::SameLine();
 }
 
 // Whether stage s means something for this configuration: others would repeat their neighbour.
@@ -298,6 +309,9 @@ void drawHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, 
   const ViewState& v = ctx.view;
   CommandQueue& cmd = ctx.commands;
   const int heads = headCount(m);
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float shared_w = ImGui::GetFrameHeight() + style.ItemInnerSpacing.x + ImGui::CalcTextSize("shared scale").x;
+  const float batch_w = px(110) + style.ItemInnerSpacing.x + ImGui::CalcTextSize("batch element").x;
   if (heads > 1) {
     ImGui::SetNextItemWidth(px(130));
     const std::string current = v.head < 0 ? "all heads" : "head " + std::to_string(v.head + 1);
@@ -308,7 +322,7 @@ void drawHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, 
       ImGui::EndCombo();
     }
     layout().widget("head");
-    ImGui::SameLine();
+    besideIfFits(m.batch_size > 1 ? batch_w : shared_w);
   }
   if (m.batch_size > 1) {
     ImGui::SetNextItemWidth(px(110));
@@ -316,7 +330,7 @@ void drawHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, 
     if (ImGui::SliderInt("batch element", &b, 1, m.batch_size) && b - 1 != v.batch)
       cmd.push("select_batch", {{"index", b - 1}});
     layout().widget("batch_element");
-    ImGui::SameLine();
+    besideIfFits(shared_w);
   }
   bool shared = v.shared_scale;
   if (ImGui::Checkbox("shared scale", &shared)) cmd.push("view", {{"field", "shared_scale"}, {"value", shared}});
@@ -419,7 +433,7 @@ void drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::ve
     }
     spec.row_labels = info.parameter ? &snap.dims : &snap.tokens();
     spec.col_labels = &snap.dims;
-    spec.selected_row = info.parameter ? -1 : std::clamp(view.token, 0, snap.tokenCount() - 1);
+    spec.selected_row = info.parameter || captureHidesSelection() ? -1 : std::clamp(view.token, 0, snap.tokenCount() - 1);
     spec.version = snap.outputs_serial;
     spec.owner = ctx.snapshot;
     const ModuleMap map = info.map;
@@ -445,6 +459,8 @@ void drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::ve
       return cell;
     };
     spec.dump = {{"head", -1}, {"module", true}, {"stage", info.id}, {"batch", snap.batch}};
+    spec.dimmed = !view.highlight.empty() &&  // a lesson step names other maps
+                  std::find(view.highlight.begin(), view.highlight.end(), info.id) == view.highlight.end();
     const HeatmapHit hit = drawHeatmap(spec, ImVec2(w, tile_h));
     if (hit.clicked_row >= 0 && !info.parameter) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
   }
@@ -473,7 +489,14 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   }
   const Trace& t = *snap->trace;
   const int T = snap->tokenCount();
-  const std::vector<Stage> stages = visibleStages(view, t);
+  std::vector<Stage> stages = visibleStages(view, t);
+  if (reveal_head_ >= 0 && !missingStage(t, reveal_stage_) &&  // a figure of a map the columns leave out (the mask)
+      std::find(stages.begin(), stages.end(), reveal_stage_) == stages.end()) {
+    std::vector<Stage> all;
+    for (const StageInfo& s : stageTable())
+      if (s.stage == reveal_stage_ || std::find(stages.begin(), stages.end(), s.stage) != stages.end()) all.push_back(s.stage);
+    stages = all;
+  }
   const CellWindow window = zoomWindow(zoom_, center_row_, center_col_, T);
   if (drawNotes(*snap, zoom_, window, skippedStages(view, t))) reset();
   // While the mouse is over a map the wheel zooms it, so it must not also scroll the grid.
@@ -564,7 +587,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   const ImVec2 grid_origin = ImGui::GetCursorScreenPos();
   const int stage_rows = (tiles + a.stage_cols - 1) / a.stage_cols;
   const float card_w = a.stage_cols * stride_w, card_h = header + stage_rows * (tile_h + gap);
-  const int selected_row = std::clamp(view.token, 0, T - 1);
+  const int selected_row = captureHidesSelection() ? -1 : std::clamp(view.token, 0, T - 1);  // figures: no outline
   // Which cards the grid's window shows: their heads are computed first after the next edit.
   const float visible_top = ImGui::GetWindowPos().y, visible_bottom = visible_top + ImGui::GetWindowHeight();
   visible_heads_.clear();
@@ -601,6 +624,10 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       HeatmapSpec spec;
       spec.id = std::string("b") + std::to_string(batch) + "h" + std::to_string(h) + info.id;
       spec.title = stageHeading(t, stage);
+      // A narrow tile (GPT-2's maps at 1280 px) drops the title's last parts — the shape, then the
+      // detail — before the widget shortens what is left with "…".
+      for (std::size_t cut; ImGui::CalcTextSize(spec.title.c_str()).x > tile_w && (cut = spec.title.rfind("  ")) != std::string::npos;)
+        spec.title.resize(cut);
       spec.values = StageMap(t, head, stage);
       spec.range = rangeOf(stage, h);
       spec.colormap = view.colormap;
@@ -611,7 +638,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.row_labels = info.parameter ? &snap->dims : &snap->tokens();  // a weight's rows: input dims
       spec.col_labels = info.square ? &snap->tokens() : &snap->dims;
       spec.selected_row = info.parameter ? -1 : selected_row;
-      if (info.square) spec.selected_col = view.key;
+      if (info.square && !captureHidesSelection()) spec.selected_col = view.key;
       spec.window = info.parameter ? CellWindow{} : window;
       if (!info.square) spec.window.col0 = spec.window.cols = 0;  // keys zoom, dims stay
       spec.version = snap->head_serial[static_cast<std::size_t>(h)];  // kept by a second part
@@ -622,19 +649,26 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
         spec.range_text = {"dropped 0", t.dropout_active ? "kept ×" + formatFixed(t.dropout_scale, 2) : "kept 1"};
       } else if ((stage == Stage::MaskedScores || stage == Stage::ScaledScores) && t.model.causal) {
         spec.legend = "▨ −∞ masked";
+      } else if (stage == Stage::Mask) {  // 0/1, as torch.triu(…, diagonal=1) prints it
+        spec.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
+        spec.range_text = {"0 visible", "1 masked"};
       }
       spec.dump = {{"head", h}, {"stage", info.id}, {"batch", batch}};
+      // A lesson step names the maps it is about: the others recede.
+      spec.dimmed = !view.highlight.empty() &&
+                    std::find(view.highlight.begin(), view.highlight.end(), info.id) == view.highlight.end();
       HeatmapHit hit = drawHeatmap(spec, ImVec2(tile_w, tile_h));
       if (hit.clicked_row >= 0) cmd.push("select_token", {{"index", hit.clicked_row}});
       if (hit.hover_row >= 0) wheel_on_map_ = true;
       const std::string menu = spec.id + "##menu";
       if (hit.context_menu) ImGui::OpenPopup(menu.c_str());
       if (ImGui::BeginPopup(menu.c_str())) {
-        const std::string name = std::string(info.id) + "_b" + std::to_string(batch + 1) + "_h" + std::to_string(h + 1);
-        ImGui::TextDisabled("%s", name.c_str());
+        ImGui::TextDisabled("%s", mapFileStem(batch, h, stage).c_str());  // as the files are named
         for (const char* format : {"csv", "json", "npy"})
           if (ImGui::MenuItem((std::string("Export as .") + format + "…").c_str()))
             cmd.push("dialog", {{"which", "export_map"}, {"stage", info.id}, {"head", h}, {"format", format}});
+        if (ImGui::MenuItem("Save as a figure (SVG, PDF, PNG)…"))
+          cmd.push("dialog", {{"which", "export_map"}, {"stage", info.id}, {"head", h}, {"format", "svg"}});
         if (ImGui::MenuItem("Save this map as PNG"))
           cmd.push("screenshot", {{"path", ""}, {"panel", info.id}, {"head", h}});
         ImGui::EndPopup();
@@ -649,6 +683,77 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   ImGui::SetCursorScreenPos(grid_origin);
   ImGui::Dummy(ImVec2(a.card_cols * card_w, card_rows * card_h));
   ImGui::EndChild();
+}
+
+namespace {
+
+// "d0", "d1", …: the labels of dimensions, as the grid's.
+std::vector<std::string> figureDims(Eigen::Index n) {
+  std::vector<std::string> out;
+  for (Eigen::Index d = 0; d < n; ++d) out.push_back("d" + std::to_string(d));
+  return out;
+}
+
+}  // namespace
+
+FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stage, int head, bool caption) {
+  const Trace& t = *snap.trace;
+  const HeadTrace& h = snap.shown().heads.at(static_cast<std::size_t>(head));
+  const StageInfo& info = stageInfo(stage);
+  FigureSpec f;
+  f.values = StageMap(t, h, stage);
+  f.title = stageHeading(t, stage);
+  if (t.heads > 1) f.title += "  ·  head " + std::to_string(head + 1) + " of " + std::to_string(t.heads);
+  if (t.model.batch_size > 1) f.title += "  ·  batch " + std::to_string(snap.batch + 1) + " of " + std::to_string(t.model.batch_size);
+  f.row_labels = info.parameter ? figureDims(f.values.rows()) : snap.tokens();  // a weight's rows: input dims
+  f.col_labels = info.square ? snap.tokens() : figureDims(f.values.cols());
+  // The colours as draw() chooses them.
+  f.range = snap.ranges[static_cast<std::size_t>(head)][static_cast<int>(stage)];
+  if (view.shared_scale)
+    for (int o = 0; o < t.heads; ++o) f.range = merge(f.range, snap.ranges[static_cast<std::size_t>(o)][static_cast<int>(stage)]);
+  f.colormap = view.colormap;
+  if (view.diverging_for_signed && !info.flags && f.range.lo < 0) {
+    f.colormap = Colormap::Coolwarm;
+    f.range = centredOnZero(f.range);
+  }
+  if (stage == Stage::DropoutMask) {
+    f.cell_text = [&t](float v) { return dropoutCellText(t, v); };
+    f.range_text = {"dropped 0", t.dropout_active ? "kept ×" + formatFixed(t.dropout_scale, 2) : "kept 1"};
+  } else if (stage == Stage::Mask) {
+    f.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
+    f.range_text = {"0 visible", "1 masked"};
+  }
+  if ((stage == Stage::MaskedScores || stage == Stage::ScaledScores) && t.model.causal) f.legend = "▨ −∞ masked";
+  if (caption) {  // the stage by its title, never its id
+    const std::string name = stage == Stage::Weights && t.model.normalization == Normalization::Sum ? "weights ÷ row sum" : info.title;
+    f.caption = std::string(variantTitle(t.model.variant)) + "  ·  head " + std::to_string(head + 1) + " of " +
+                std::to_string(t.heads) + "  ·  " + name + "  ·  T " + std::to_string(t.tokens) + "  ·  seed " +
+                std::to_string(t.model.seed) +
+                (t.dropout_active ? "  ·  dropout p " + formatFixed(static_cast<float>(t.model.dropout), 2) : "");
+  }
+  return f;
+}
+
+FigureSpec moduleFigure(const Snapshot& snap, const ViewState& view, ModuleMap map, bool caption) {
+  const Trace& t = *snap.trace;
+  const BatchTrace& bt = snap.shown();
+  const ModuleMapInfo& info = moduleMapInfo(map);
+  FigureSpec f;
+  f.values = moduleMapValues(t, bt, map);
+  f.title = moduleHeading(t, bt, map);
+  if (t.model.batch_size > 1) f.title += "  ·  batch " + std::to_string(snap.batch + 1) + " of " + std::to_string(t.model.batch_size);
+  f.row_labels = info.parameter ? figureDims(f.values.rows()) : snap.tokens();
+  f.col_labels = figureDims(f.values.cols());
+  f.range = snap.module_ranges[static_cast<int>(map)];  // the colours as the module's card chooses them
+  f.colormap = view.colormap;
+  if (view.diverging_for_signed && f.range.lo < 0) {
+    f.colormap = Colormap::Coolwarm;
+    f.range = centredOnZero(f.range);
+  }
+  if (caption)
+    f.caption = std::string(variantTitle(t.model.variant)) + "  ·  " + info.title + "  ·  T " + std::to_string(t.tokens) +
+                "  ·  seed " + std::to_string(t.model.seed);
+  return f;
 }
 
 }  // namespace attnscope

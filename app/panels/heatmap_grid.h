@@ -8,9 +8,20 @@
 #include <cstdint>
 #include <vector>
 
+#include "display/vector_figure.h"
 #include "panels/panel.h"
 
 namespace attnscope {
+
+// The map of `stage` of head `head` (0-based) of the snapshot's shown batch element as a vector
+// figure, with the grid's choices: its heading, the tokens (d0, d1, … for T × w maps), the colour
+// range (shared across heads when the view shares it), the colormap (coolwarm centred on 0 for
+// signed maps when the view says so) and the cells' labels. `caption`: a line naming the step, the
+// head, the stage and the seed under it. The snapshot must outlive the spec; its head must have
+// its maps (Snapshot::complete).
+FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stage, int head, bool caption = false);
+// The module's map `map` (the heads concatenated, out_proj's weight, the output) likewise.
+FigureSpec moduleFigure(const Snapshot& snap, const ViewState& view, ModuleMap map, bool caption = false);
 
 class HeatmapGrid {
  public:

@@ -3,6 +3,8 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include <filesystem>
+
 #include "shell/layout_dump.h"
 #include "shell/screenshot.h"
 #include "shell/theme.h"
@@ -11,13 +13,13 @@ namespace attnscope {
 
 namespace {
 
-void viewToggle(CommandQueue& cmd, const char* label, const char* field, bool value) {
-  if (ImGui::MenuItem(label, nullptr, value)) cmd.push("view", {{"field", field}, {"value", !value}});
+void viewToggle(CommandQueue& cmd, const char* label, const char* field, bool value, const char* shortcut = nullptr) {
+  if (ImGui::MenuItem(label, shortcut, value)) cmd.push("view", {{"field", field}, {"value", !value}});
 }
 
 }  // namespace
 
-void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& recent) {
+void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& recent, bool fullscreen, bool lesson_open) {
   CommandQueue& cmd = ctx.commands;
   const ViewState& view = ctx.view;
   if (ImGui::BeginMainMenuBar()) {
@@ -56,6 +58,28 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
         }
         ImGui::EndMenu();
       }
+      // Lessons: the chapter's steps with the notebook's code (core/lessons); a teacher's own file by path.
+      const bool lessons_menu = ImGui::BeginMenu("Open lesson");
+      layout().widget("menu_lessons");
+      if (lessons_menu) {
+        for (const LessonInfo& lesson : lessons_) {
+          if (ImGui::MenuItem(lesson.title.c_str())) cmd.push("lesson_open", {{"path", lesson.path}});
+          layout().widget("menu_lesson_" + std::filesystem::path(lesson.path).stem().string());
+        }
+        if (!lessons_.empty()) ImGui::Separator();
+        ImGui::TextDisabled("A lesson file:");
+        ImGui::SetNextItemWidth(px(320));
+        const bool entered = ImGui::InputText("##lesson_path", &lesson_path_, ImGuiInputTextFlags_EnterReturnsTrue);
+        layout().widget("menu_lesson_path");
+        ImGui::SameLine();
+        if ((ImGui::Button("Open") || entered) && !lesson_path_.empty()) {
+          cmd.push("lesson_open", {{"path", lesson_path_}});
+          ImGui::CloseCurrentPopup();
+        }
+        ImGui::EndMenu();
+      }
+      if (ImGui::MenuItem("Close lesson", nullptr, false, lesson_open)) cmd.push("lesson_close");
+      layout().widget("menu_close_lesson");
       ImGui::Separator();
       if (ImGui::MenuItem("Save screenshot", "F12")) cmd.push("screenshot", {{"path", ""}});
       if (ImGui::BeginMenu("Save panel as PNG")) {
@@ -83,13 +107,51 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
       if (ImGui::MenuItem("Quit", "Ctrl+Q")) cmd.push("quit");
       ImGui::EndMenu();
     }
-    if (ImGui::BeginMenu("Edit")) {
+    const bool edit_menu = ImGui::BeginMenu("Edit");
+    layout().widget("menu_edit");
+    if (edit_menu) {
       if (ImGui::MenuItem("Undo", "Ctrl+Z", false, ctx.document.history().canUndo())) cmd.push("undo");
       if (ImGui::MenuItem("Redo", "Ctrl+Shift+Z", false, ctx.document.history().canRedo())) cmd.push("redo");
       ImGui::EndMenu();
     }
-    if (ImGui::BeginMenu("View")) {
-      viewToggle(cmd, "Inspector", "inspector", view.show_inspector);
+    const bool view_menu = ImGui::BeginMenu("View");
+    layout().widget("menu_view");
+    if (view_menu) {
+      const bool text_menu = ImGui::BeginMenu("Text size");
+      layout().widget("menu_text_size");
+      if (text_menu) {  // the whole UI, the maps' labels and the figures
+        for (int percent : textSizeSteps()) {
+          if (ImGui::MenuItem((std::to_string(percent) + " %").c_str(), nullptr, view.text_size == percent))
+            cmd.push("view", {{"field", "text_size"}, {"value", percent}});
+          layout().widget("menu_text_size_" + std::to_string(percent));
+        }
+        ImGui::Separator();
+        if (ImGui::MenuItem("Larger", "Ctrl++", false, view.text_size < kMaxTextSize))
+          cmd.push("view", {{"field", "text_size"}, {"value", "larger"}});
+        if (ImGui::MenuItem("Smaller", "Ctrl+−", false, view.text_size > kMinTextSize))
+          cmd.push("view", {{"field", "text_size"}, {"value", "smaller"}});
+        if (ImGui::MenuItem("Reset", "Ctrl+0", false, view.text_size != 100))
+          cmd.push("view", {{"field", "text_size"}, {"value", 100}});
+        ImGui::EndMenu();
+      }
+      if (ImGui::MenuItem("Full screen", "F11", fullscreen)) cmd.push("fullscreen", {{"on", !fullscreen}});
+      layout().widget("menu_fullscreen");
+      viewToggle(cmd, "Presentation: hide the side panels", "presentation", view.presentation, "F10");
+      layout().widget("menu_presentation");
+      ImGui::Separator();
+      {  // with presentation on, the side panels are hidden whatever their own setting says
+        ImGui::BeginDisabled(view.presentation);
+        viewToggle(cmd, "Model panel", "model_panel", view.show_model);
+        layout().widget("menu_model_panel");
+        viewToggle(cmd, "Inputs panel", "inputs_panel", view.show_inputs);
+        layout().widget("menu_inputs_panel");
+        viewToggle(cmd, "Inspector", "inspector", view.show_inspector);
+        layout().widget("menu_inspector");
+        ImGui::EndDisabled();
+      }
+      viewToggle(cmd, "Status bar", "status_bar", view.show_status);
+      layout().widget("menu_status_bar");
+      ImGui::Separator();
       if (ImGui::MenuItem("Light theme (slides, print)", nullptr, view.light_theme))
         cmd.push("view", {{"field", "theme"}, {"value", view.light_theme ? "dark" : "light"}});
       ImGui::Separator();
@@ -111,7 +173,9 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
       }
       ImGui::EndMenu();
     }
-    if (ImGui::BeginMenu("Help")) {
+    const bool help_menu = ImGui::BeginMenu("Help");
+    layout().widget("menu_help");
+    if (help_menu) {
       if (ImGui::MenuItem("Keys and mouse")) show_help_ = true;
       ImGui::EndMenu();
     }
@@ -129,8 +193,11 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
           "  drag the 3-D plot: rotate; Ctrl+click a slider or cell: type a value\n\n"
           "Keys\n"
           "  ↑ ↓ ← →: previous / next query token\n"
+          "  with a lesson open: Space, →, PageDown: next step; ←, PageUp, Shift+Space: previous step\n"
           "  Tab, Shift+Tab: next / previous head (then all heads)\n"
           "  Ctrl+Z, Ctrl+Shift+Z: undo, redo (a slider drag is one step)\n"
+          "  Ctrl++, Ctrl+−, Ctrl+0: larger, smaller, normal text (View › Text size, 100–250 %%)\n"
+          "  F11: full screen; F10: presentation (hide the side panels)\n"
           "  F12: save the window as PNG (File › Screenshot folder)\n"
           "  Ctrl+Q: quit\n\n"
           "Colours: viridis for non-negative maps, blue–white–red centred on 0 for signed ones; grey "

@@ -3,6 +3,7 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -28,6 +29,13 @@ App::App(Document document, ViewState view, bool interactive, WindowHooks hooks)
       autosave_(interactive) {
   if (view_.screenshot_dir.empty()) view_.screenshot_dir = defaultScreenshotFolder();
   clampView();
+  applied_text_size_ = view_.text_size;  // main rasterized the fonts for it
+}
+
+void App::syncTextSize() {
+  if (view_.text_size == applied_text_size_) return;
+  applied_text_size_ = view_.text_size;
+  if (hooks_.capture.set_scale) hooks_.capture.set_scale(uiScale());  // between frames: fonts and style again
 }
 
 // ---- applying commands -------------------------------------------------------------------
@@ -66,6 +74,7 @@ std::string App::actionText(const Command& c) const {
   if (c.name == "open") return "opening " + fs::path(c.text("path")).filename().string();
   if (c.name == "new") return "starting over with the book's example";
   if (c.name == "preset") return "loading the preset " + c.text("name");
+  if (c.name == "lesson_open") return "opening the lesson " + fs::path(c.text("path")).filename().string();
   return "quitting";
 }
 
@@ -110,7 +119,7 @@ void App::apply(const Command& c, double now) {
       clampView();
       return;
     case CommandTarget::View:
-      applyView(c);
+      applyView(c, now);
       return;
     case CommandTarget::App:
       applyApp(c, now);
@@ -119,11 +128,27 @@ void App::apply(const Command& c, double now) {
 }
 
 void App::replaced(const Command& c, double now) {
+  const ViewState before = view_;
   const bool light = view_.light_theme;
   const std::string folder = view_.screenshot_dir;
   view_ = viewFromJson(doc_.workspace().view);  // the view the workspace was saved with
   view_.screenshot_dir = folder;                // the machine's folder, not the file's
-  if (c.name == "preset" || c.name == "new") view_.light_theme = light;  // a preset keeps the theme
+  const bool fresh = c.name == "preset" || c.name == "new";
+  if (fresh) view_.light_theme = light;  // a preset keeps the theme
+  // The window as it is set up for the room — text size, panels shown — stays: always for a preset
+  // or New, and for a file that does not say otherwise.
+  const nlohmann::json& saved = doc_.workspace().view;
+  auto keep = [&](const char* field, auto ViewState::*member) {
+    if (fresh || !saved.is_object() || !saved.contains(field)) view_.*member = before.*member;
+  };
+  keep("text_size", &ViewState::text_size);
+  keep("model_panel", &ViewState::show_model);
+  keep("inputs_panel", &ViewState::show_inputs);
+  keep("inspector", &ViewState::show_inspector);
+  keep("status_bar", &ViewState::show_status);
+  keep("presentation", &ViewState::presentation);
+  view_.highlight = before.highlight;  // the open lesson's step, not the workspace's
+  syncTextSize();
   if (view_.light_theme != light && hooks_.theme_changed) hooks_.theme_changed();
   heatmap_grid_.reset();
   pipeline_.reset();
@@ -156,7 +181,7 @@ int indexIn(const Command& c, int lo, int count, const char* what) {
 
 }  // namespace
 
-void App::applyView(const Command& c) {
+void App::applyView(const Command& c, double now) {
   const Workspace& ws = doc_.workspace();
   const int T = static_cast<int>(ws.tokens.size()), H = headCount(ws.model);
   const std::string& n = c.name;
@@ -171,9 +196,17 @@ void App::applyView(const Command& c) {
     view_.batch = indexIn(c, 0, ws.model.batch_size, "batch element");
   } else if (n == "view") {
     const bool light = view_.light_theme;
+    const int text_size = view_.text_size;
     setViewField(view_, c.text("field"), c.args["value"]);
+    syncTextSize();
     if (view_.light_theme != light && hooks_.theme_changed) hooks_.theme_changed();
     clampView();
+    int w = 0, h = 0;
+    if (view_.text_size > text_size && hooks_.size) hooks_.size(&w, &h);
+    // Larger text in a window too small for it beside the side panels: say how to make room.
+    if (w > 0 && sideWidths(static_cast<float>(w), view_.modelShown() || view_.inputsShown(), view_.inspectorShown()).squeeze < 0.8f)
+      showToast("Text size " + std::to_string(view_.text_size) + " %: the side panels are narrow in this window. "
+                "View › Presentation (F10) hides them, F11 goes full screen.", false, now);
   } else if (n == "engine") {
     if (c.has("parallel")) {
       if (c.flag("parallel") && !openmpAvailable()) throw InputError("parallel: this build has no OpenMP path");
@@ -189,6 +222,7 @@ void App::applyView(const Command& c) {
 
 void App::applyApp(const Command& c, double now) {
   const std::string& n = c.name;
+  if (n.rfind("lesson_", 0) == 0) return applyLesson(c, now);
   if (n == "screenshot") {
     CaptureSpec spec{static_cast<float>(c.has("scale") ? c.number("scale") : view_.screenshot_scale),
                      c.has("panel") ? c.text("panel") : "", c.has("head") ? c.integer("head") : 0, view_.caption};
@@ -237,7 +271,8 @@ void App::applyApp(const Command& c, double now) {
     if (!parseStage(c.text("stage"), &stage)) throw InputError("stage: unknown stage '" + c.text("stage") + "'");
     const int head = c.integer("head");
     if (head < 0 || head >= static_cast<int>(snapshot_->shown().heads.size())) throw InputError("head: no such head");
-    writeFileAtomically(path, exportMatrix(stageValues(*snapshot_->trace, snapshot_->shown().heads[head], stage), format));
+    // CSV with the tokens as a header row and first column, as attnscope-cli writes it (formats/export.h).
+    writeFileAtomically(path, exportMap(*snapshot_->trace, snapshot_->shown().heads[head], stage, snapshot_->tokens(), format));
     showToast("Saved " + path, false, now);
   } else if (n == "save_pytorch" || n == "copy_pytorch") {
     const std::string script = pytorchScript(doc_.workspace(), doc_.file().empty() ? "untitled" : doc_.file());
@@ -252,6 +287,10 @@ void App::applyApp(const Command& c, double now) {
   } else if (n == "dialog") {
     dialogs_.begin(c.text("which"), c.has("stage") ? c.text("stage") : "", c.has("head") ? c.integer("head") : 0,
                    c.has("format") ? c.text("format") : "csv");
+  } else if (n == "fullscreen") {
+    const bool on = c.has("on") ? c.flag("on") : !isFullscreen();
+    const std::string error = hooks_.set_fullscreen ? hooks_.set_fullscreen(on) : "no window";
+    if (!error.empty()) throw InputError("full-screen: " + error);
   } else if (n == "quit") {
     quit_ = true;  // unsaved changes were asked about in apply()
   } else if (n == "unsaved") {  // the answer to the prompt: go on with the command that asked
@@ -270,6 +309,75 @@ void App::applyApp(const Command& c, double now) {
       apply(makeCommand("save"), now);
     }
   }
+}
+
+// ---- lessons (docs/DESIGN.md §3.7) ---------------------------------------------------------
+
+void App::applyLesson(const Command& c, double now) {
+  const std::string& n = c.name;
+  if (n == "lesson_open") {
+    // Checked whole — the file, then every step rehearsed on a copy — before anything changes: a
+    // damaged lesson is one message, and the work and the view stay as they are.
+    Lesson lesson = LessonPanel::load(c.text("path"), doc_.workspace());
+    const int number = c.has("step") ? c.integer("step") : 1;
+    checkLessonStep(lesson, number);
+    if (interactive_ && doc_.dirty() && c.script_index < 0 && !(c.has("discard") && c.flag("discard"))) {
+      pending_ = c;  // its steps load presets over the work: ask first, as a preset does
+      dialogs_.askUnsaved(c.name, actionText(c));
+      return;
+    }
+    const bool first = !lesson_.open();
+    lesson_.begin(std::move(lesson), view_);
+    if (first) view_.presentation = true;  // the maps and the lesson, large; F10 brings back the side panels
+    try {
+      goToStep(number, c.script_index, now);
+    } catch (const InputError&) {  // rehearsed from step 1, so only a step that needs the ones before it
+      view_ = lesson_.close(view_);
+      clampView();
+      throw;
+    }
+    return;
+  }
+  if (!lesson_.open()) throw InputError("no lesson is open (File › Open lesson)");
+  if (n == "lesson_close") {
+    const bool light = view_.light_theme;
+    view_ = lesson_.close(view_);
+    syncTextSize();
+    if (view_.light_theme != light && hooks_.theme_changed) hooks_.theme_changed();
+    clampView();
+    return;
+  }
+  const int count = static_cast<int>(lesson_.lesson().steps.size());
+  int number = lesson_.step();
+  if (n == "lesson_next") {
+    if (number >= count) return showToast("That was the last step: File › Close lesson ends it", false, now);
+    ++number;
+  } else if (n == "lesson_back") {
+    if (number <= 1) return showToast("This is the first step", false, now);
+    --number;
+  } else {
+    number = c.integer("step");
+    checkLessonStep(lesson_.lesson(), number);
+  }
+  goToStep(number, c.script_index, now);
+}
+
+void App::goToStep(int number, int script_index, double now) {
+  const LessonStep& step = lesson_.lesson().steps[static_cast<std::size_t>(number - 1)];
+  for (std::size_t i = 0; i < step.commands.size(); ++i) {
+    Command c = step.commands[i];
+    c.script_index = script_index;
+    // The lesson was asked about when it opened: its presets go on (and stay undoable).
+    for (const CommandArg& a : c.info().args)
+      if (std::string(a.name) == "discard") c.args["discard"] = true;
+    try {
+      apply(c, now);
+    } catch (const InputError& e) {
+      throw InputError("step " + std::to_string(number) + ": command " + std::to_string(i + 1) + " (" + c.name + "): " + e.what());
+    }
+  }
+  lesson_.setStep(number);
+  view_.highlight = step.maps;
 }
 
 void App::showToast(const std::string& text, bool error, double now) {
@@ -335,7 +443,7 @@ std::string App::windowTitle() const {
 void App::draw(double now, float caption_h, float caption_x, float caption_w) {
   layout().beginFrame();
   const PanelContext ctx{doc_, view_, snapshot_, computing_, engine_error_, exec_, toast_, queue_, now, frame_ms_};
-  menu_.draw(ctx, dialogs_.settings().recent);
+  menu_.draw(ctx, dialogs_.settings().recent, isFullscreen(), lesson_.open());
   drawPanels(ctx, caption_h);
   if (caption_h > 0) {
     ImGui::SetNextWindowPos(ImVec2(caption_x, ImGui::GetMainViewport()->Size.y - caption_h));
@@ -351,27 +459,65 @@ void App::draw(double now, float caption_h, float caption_x, float caption_w) {
   if (!capturing_) dialogs_.draw(ctx);
 }
 
+// Side panels at their designed widths, which grow with the text size; the main area keeps at
+// least half the window, so at a large text size on a projector's 1280 px they give way.
+App::SideWidths App::sideWidths(float window_w, bool left, bool right) {
+  SideWidths w;
+  w.left = left ? std::clamp(window_w * 0.225f, px(300), px(380)) : 0.0f;
+  w.right = right ? std::clamp(window_w * 0.21f, px(280), px(380)) : 0.0f;
+  const float most = window_w * 0.5f;
+  if (w.left + w.right > most) {
+    w.squeeze = most / (w.left + w.right);
+    w.left = std::floor(w.left * w.squeeze);
+    w.right = std::floor(w.right * w.squeeze);
+  }
+  return w;
+}
+
 // The window's layout: menu bar; model and inputs on the left; heatmaps or pipeline; inspector
-// on the right; status bar.
+// on the right; status bar. Every panel but the menu bar may be hidden (the view's fields, or
+// presentation for all side panels at once); the main area takes the room they leave.
 void App::drawPanels(const PanelContext& ctx, float caption_h) {
   ImGuiViewport vp = *ImGui::GetMainViewport();
   vp.Size.y -= caption_h;  // a screenshot's caption strip sits below everything
+  const bool lesson = lesson_.open() && lesson_.step() > 0;  // the lesson takes the inspector's column
+  const bool model = view_.modelShown(), inputs = view_.inputsShown(), inspector = view_.inspectorShown() && !lesson;
   const float menu_h = ImGui::GetFrameHeight();
-  const float status_h = ImGui::GetFrameHeight() + ImGui::GetStyle().WindowPadding.y * 2;
-  const float left_w = std::clamp(vp.Size.x * 0.225f, px(300), px(380));
-  const float right_w = view_.show_inspector ? std::clamp(vp.Size.x * 0.21f, px(280), px(380)) : 0.0f;
+  const float status_h = view_.show_status ? StatusBar::height() : 0.0f;
+  layout().panel("menu_bar", vp.Pos, ImVec2(vp.Pos.x + vp.Size.x, vp.Pos.y + menu_h));
+  const SideWidths sides = sideWidths(vp.Size.x, model || inputs, inspector);
+  float left_w = sides.left, right_w = sides.right;
+  if (lesson) {  // wider than the inspector, for the notebook's lines; the main area keeps half
+    right_w = std::clamp(vp.Size.x * 0.30f, px(340), px(560));
+    if (left_w + right_w > vp.Size.x * 0.5f) {
+      const float k = vp.Size.x * 0.5f / (left_w + right_w);
+      left_w = std::floor(left_w * k);
+      right_w = std::floor(right_w * k);
+    }
+  }
   const ImVec2 top(vp.Pos.x, vp.Pos.y + menu_h);
-  const float body_h = vp.Size.y - menu_h - status_h;
-  const float model_h = std::min(body_h * 0.52f, 24.0f * ImGui::GetFrameHeightWithSpacing());
-  model_panel_.draw(ctx, top, ImVec2(left_w, model_h));
-  inputs_panel_.draw(ctx, ImVec2(top.x, top.y + model_h), ImVec2(left_w, body_h - model_h));
+  const float body_h = std::max(vp.Size.y - menu_h - status_h, 1.0f);
+  // The model panel as tall as its controls (measured in the last frame), between 30 and 52 % of
+  // the column when the inputs share it: the inputs need room for their table.
+  float model_h = 0;
+  if (model && inputs) {
+    const float want = model_panel_.contentHeight() > 0 ? model_panel_.contentHeight()
+                                                        : 24.0f * ImGui::GetFrameHeightWithSpacing();
+    model_h = std::floor(std::clamp(want, body_h * 0.30f, body_h * 0.52f));
+  } else if (model) {
+    model_h = body_h;
+  }
+  if (model) model_panel_.draw(ctx, top, ImVec2(left_w, model_h));
+  if (inputs) inputs_panel_.draw(ctx, ImVec2(top.x, top.y + model_h), ImVec2(left_w, body_h - model_h));
 
   // The main area: the heatmap grid or the pipeline, as tabs.
-  ImGui::SetNextWindowPos(ImVec2(top.x + left_w, top.y));
-  ImGui::SetNextWindowSize(ImVec2(vp.Size.x - left_w - right_w, body_h));
+  const ImVec2 main_pos(top.x + left_w, top.y), main_size(vp.Size.x - left_w - right_w, body_h);
+  ImGui::SetNextWindowPos(main_pos);
+  ImGui::SetNextWindowSize(main_size);
   ImGui::Begin("##main", nullptr,
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoScrollWithMouse |
                    ImGuiWindowFlags_NoSavedSettings);
+  layout().panel("main", main_pos, ImVec2(main_pos.x + main_size.x, main_pos.y + main_size.y));
   if (ImGui::BeginTabBar("views")) {
     // The view's tab is selected through ImGui, which shows the change a frame later; a change
     // ImGui shows that was not asked for is the user's click, and becomes a `view` command.
@@ -394,8 +540,12 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     ImGui::EndTabBar();
   }
   ImGui::End();
-  if (view_.show_inspector) inspector_.draw(ctx, ImVec2(top.x + vp.Size.x - right_w, top.y), ImVec2(right_w, body_h));
-  status_bar_.draw(ctx, ImVec2(vp.Pos.x, vp.Pos.y + vp.Size.y - status_h), ImVec2(vp.Size.x, status_h));
+  if (inspector) inspector_.draw(ctx, ImVec2(top.x + vp.Size.x - right_w, top.y), ImVec2(right_w, body_h));
+  if (lesson) lesson_.draw(ctx, ImVec2(top.x + vp.Size.x - right_w, top.y), ImVec2(right_w, body_h));
+  if (view_.show_status)
+    status_bar_.draw(ctx, ImVec2(vp.Pos.x, vp.Pos.y + vp.Size.y - status_h), ImVec2(vp.Size.x, status_h));
+  else  // confirmations and errors still show: over the bottom of the main area
+    StatusBar::drawToast(ctx, ImVec2(main_pos.x + main_size.x, main_pos.y + main_size.y), main_size.x);
 }
 
 void App::endFrame(double now, bool mouse_down, bool typing, double frame_ms) {
@@ -422,7 +572,7 @@ std::string App::captionText(const CaptureSpec& spec) const {
   char buf[512];
   if (isHeatmapStage(spec.panel)) {  // a single map: what it is, compactly
     std::snprintf(buf, sizeof buf, "%s · head %d of %d · %s · T %d · seed %u%s", variantTitle(m.variant), spec.head + 1, H,
-                  spec.panel.c_str(), T, m.seed,
+                  captureSubject(spec.panel, m).c_str(), T, m.seed,  // the stage's title, never its id
                   m.dropout > 0 && m.training ? (" · p " + std::to_string(m.dropout).substr(0, 4)).c_str() : "");
   } else {
     std::snprintf(buf, sizeof buf, "attnscope · %s · T %d · d_in %d · d_out %d · %d head%s · seed %u · dropout %.2f%s",
@@ -441,6 +591,7 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   if (spec.panel == "pipeline") view_.tab = "pipeline";
   if (isHeatmapStage(spec.panel)) {  // that head alone, so the map is as large as it gets
     view_.head = spec.head;
+    view_.highlight.clear();  // and never dimmed by a lesson's step
     view_.tab = "heatmaps";
     Stage stage = Stage::Weights;
     parseStage(spec.panel, &stage);
@@ -450,7 +601,15 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   hooks_.size(&w, &h);
   capturing_ = true;
   setHeatmapColouringSynchronous(true);  // every map in colour, no placeholders
-  const std::string error = capturePng(spec, w, h, hooks_.capture, path, dumpWorkspace(shown));
+  CaptureHooks hooks = hooks_.capture;
+  hooks.base_scale = uiScale();  // a figure has the text size of the window, k× larger
+  if (isHeatmapStage(spec.panel)) {
+    // One map is laid out as at 100 % in a window that much larger: the whole map fits at any text
+    // size (in the window itself large text may leave room for part of it only), its text that large.
+    w = static_cast<int>(std::lround(w * view_.textScale()));
+    h = static_cast<int>(std::lround(h * view_.textScale()));
+  }
+  const std::string error = capturePng(spec, w, h, hooks, path, dumpWorkspace(shown));
   setHeatmapColouringSynchronous(false);
   capturing_ = false;
   heatmap_grid_.reveal(-1, Stage::Weights);
@@ -487,7 +646,19 @@ void App::recordState() const {
                 {"toast", toast_.text},
                 {"toast_error", toast_.error},
                 {"prompt", pending_ ? pending_->name : ""},
-                {"after_save", after_save_ ? after_save_->name : ""}});  // update: panels add their own fields
+                {"after_save", after_save_ ? after_save_->name : ""},
+                {"text_size", view_.text_size},
+                {"ui_scale", uiScale()},
+                {"font_px", {{"ui", fonts().ui ? fonts().ui->FontSize : 0.0f}, {"cells", fonts().small ? fonts().small->FontSize : 0.0f}}},
+                {"fullscreen", isFullscreen()},
+                {"window", {ImGui::GetMainViewport()->Size.x, ImGui::GetMainViewport()->Size.y}},
+                {"shown_panels", {{"model", view_.modelShown()},
+                                  {"inputs", view_.inputsShown()},
+                                  {"inspector", view_.inspectorShown()},
+                                  {"status", view_.show_status},
+                                  {"presentation", view_.presentation}}}});  // update: panels add their own fields
+  state["shown_panels"]["lesson"] = lesson_.open();
+  lesson_.recordState(state);  // lesson_step (1-based, 0 = none), lesson_maps, …
   if (!snapshot_) return;
   // What is on screen: the snapshot's tokens, and (small inputs) its numbers, for tests to hold
   // against `attnscope-cli trace`.

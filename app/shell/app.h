@@ -16,6 +16,7 @@
 #include "panels/heatmap_grid.h"
 #include "panels/inputs_panel.h"
 #include "panels/inspector_panel.h"
+#include "panels/lesson_panel.h"
 #include "panels/main_menu.h"
 #include "panels/model_panel.h"
 #include "panels/pipeline_view.h"
@@ -41,6 +42,10 @@ struct WindowHooks {
   std::function<void(int* w, int* h)> size;             // the window's size in pixels at 1×
   std::function<void()> theme_changed;                  // fonts and style again
   std::function<void(const std::string&)> clipboard;    // set the clipboard text
+  // Full-screen on the monitor the window is on (true), or back to the window's old place and size;
+  // "" or why it could not. `fullscreen` says whether the window covers a monitor now.
+  std::function<std::string(bool on)> set_fullscreen;
+  std::function<bool()> fullscreen;
 };
 
 class App {
@@ -68,6 +73,7 @@ class App {
   // (or the engine refused them).
   bool settled() const;
   bool quitRequested() const { return quit_; }
+  bool lessonOpen() const { return lesson_.open(); }  // the lesson keys (Space, →, ←, PageDown, PageUp) are its
   std::vector<CommandFailure> takeFailures() { return std::exchange(failures_, {}); }
   std::string windowTitle() const;
   const Document& document() const { return doc_; }
@@ -81,16 +87,29 @@ class App {
 
  private:
   void apply(const Command& c, double now);  // throws InputError
-  void applyView(const Command& c);
+  void applyView(const Command& c, double now);
   void applyApp(const Command& c, double now);
+  void applyLesson(const Command& c, double now);  // lesson_open, lesson_step, lesson_next, …
+  // Applies step `number` (1-based) of the open lesson: its commands through apply(), then its maps.
+  void goToStep(int number, int script_index, double now);
   void replaced(const Command& c, double now);  // another workspace: reset what belonged to the old one
   // quit, open, new and preset would drop unsaved changes: ask first (the user, never a script —
   // except quit, which a script's session left open asks about too).
   bool asksFirst(const Command& c) const;
   std::string actionText(const Command& c) const;  // "quitting", "opening …" for the prompt
   void clampView();
+  // Fonts and sizes for the view's text size (monitor scale × text size), when it changed.
+  void syncTextSize();
+  float uiScale() const { return hooks_.capture.base_scale * view_.textScale(); }
+  bool isFullscreen() const { return hooks_.fullscreen && hooks_.fullscreen(); }
   void updateEngine();
   void drawPanels(const PanelContext& ctx, float caption_h);
+  // The widths of the left column and the inspector in a window `window_w` wide; `squeeze` < 1
+  // when they had to give way to the main area (large text in a small window).
+  struct SideWidths {
+    float left = 0, right = 0, squeeze = 1;
+  };
+  static SideWidths sideWidths(float window_w, bool left, bool right);
   void showToast(const std::string& text, bool error, double now);
   std::string captionText(const CaptureSpec& spec) const;
 
@@ -124,6 +143,8 @@ class App {
   HeatmapGrid heatmap_grid_;
   PipelineView pipeline_;
   InspectorPanel inspector_;
+  LessonPanel lesson_;                        // the open lesson, shown in the inspector's column
+  int applied_text_size_ = 100;               // the text size the fonts were last rasterized for
   StatusBar status_bar_;
   FileDialogs dialogs_;
   std::string shown_tab_;                     // the tab ImGui showed last frame

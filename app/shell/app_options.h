@@ -11,6 +11,7 @@ struct AppOptions {
   int width = 1600;              // window width in pixels
   int height = 1000;             // window height in pixels
   std::string theme = "dark";    // "dark" or "light" (slides and print)
+  int text_size = 0;             // text and UI size in percent (100–250); 0 = the workspace's view (default 100)
   std::string dump_layout_path;  // write panel, heatmap and widget rectangles as JSON when they change
   std::string screenshot_dir;    // where F12 saves; empty = ~/Pictures/attnscope
   int frames = 3;                // frames rendered before a headless capture (GL needs ≥ 3)
@@ -19,8 +20,11 @@ struct AppOptions {
   int head = 1;                  // the head of a heatmap panel (1-based)
   bool each_head = false;        // one PNG per head of a heatmap panel
   bool caption = false;          // a caption line under the screenshot
+  bool selection = false;        // keep the selected row and key outlined in screenshots (--selection)
   std::string commands_path;     // a JSON array of commands to apply, one per frame
   bool keep_going = false;       // a command that cannot apply is reported, the run goes on
+  std::string lesson_path;       // --lesson: a lesson file (assets/lessons/), opened before any --commands
+  int lesson_step = 1;           // --step: the lesson's step to show, 1-based
   std::string bench_path;        // --bench-interaction: time edit → first frame showing it, write this JSON, exit
   std::vector<std::string> bench_presets = {"multihead", "gpt2-small"};  // opened in turn by the bench
   int bench_edits = 200;         // edits per preset, each timed

@@ -1,6 +1,7 @@
 #include "state/view_state.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "engine/errors.h"
 
@@ -51,7 +52,29 @@ nlohmann::json viewToJson(const ViewState& v) {
           {"tab", v.tab},
           {"screenshot_scale", v.screenshot_scale},
           {"caption", v.caption},
-          {"inspector", v.show_inspector}};
+          {"inspector", v.show_inspector},
+          {"model_panel", v.show_model},
+          {"inputs_panel", v.show_inputs},
+          {"status_bar", v.show_status},
+          {"presentation", v.presentation},
+          {"text_size", v.text_size}};
+}
+
+const std::array<int, 6>& textSizeSteps() {
+  static const std::array<int, 6> steps = {100, 125, 150, 175, 200, 250};
+  return steps;
+}
+
+int stepTextSize(int percent, int direction) {
+  const auto& steps = textSizeSteps();
+  if (direction > 0) {
+    for (int s : steps)
+      if (s > percent) return s;
+    return kMaxTextSize;
+  }
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it)
+    if (*it < percent) return *it;
+  return kMinTextSize;
 }
 
 namespace {
@@ -68,6 +91,17 @@ int integer(const std::string& f, const nlohmann::json& v, int lo, int hi) {
   const auto i = v.get<std::int64_t>();
   if (i < lo || i > hi) fail(f, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
   return static_cast<int>(i);
+}
+
+// A text size: a whole percentage within the bounds, or a step up or down from the current one.
+int textSize(const std::string& f, const nlohmann::json& v, int current) {
+  if (v == "larger") return stepTextSize(current, 1);
+  if (v == "smaller") return stepTextSize(current, -1);
+  const bool whole = v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                                               v.get<double>() == std::floor(v.get<double>()));
+  if (whole && v.get<double>() >= kMinTextSize && v.get<double>() <= kMaxTextSize) return static_cast<int>(v.get<double>());
+  fail(f, "expected a percentage from " + std::to_string(kMinTextSize) + " to " + std::to_string(kMaxTextSize) +
+              " (e.g. 150), or \"larger\" or \"smaller\"; got " + v.dump());
 }
 
 }  // namespace
@@ -112,11 +146,23 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     v.caption = boolean(f, value);
   } else if (f == "inspector") {
     v.show_inspector = boolean(f, value);
+  } else if (f == "model_panel") {
+    v.show_model = boolean(f, value);
+  } else if (f == "inputs_panel") {
+    v.show_inputs = boolean(f, value);
+  } else if (f == "status_bar") {
+    v.show_status = boolean(f, value);
+  } else if (f == "presentation") {
+    v.presentation = boolean(f, value);
+  } else if (f == "text_size") {
+    v.text_size = textSize(f, value, v.text_size);
   } else if (f == "screenshot_dir") {
     if (!value.is_string()) fail(f, "expected a folder");
     v.screenshot_dir = value.get<std::string>();
   } else {
-    fail(f, "unknown view field");
+    fail(f, "unknown view field (one of colormap, diverging_for_signed, shared_scale, theme, batch, head, token, "
+            "columns, tab, screenshot_scale, caption, inspector, model_panel, inputs_panel, status_bar, presentation, "
+            "text_size, screenshot_dir)");
   }
 }
 

@@ -38,15 +38,32 @@ struct ViewState {
   bool caption = false;                   // F12 adds a caption line
   std::string tab = "heatmaps";           // the main area's view: "heatmaps" or "pipeline"
   bool show_inspector = true;             // the inspector column on the right
+  bool show_model = true;                 // the model panel (left, top)
+  bool show_inputs = true;                // the inputs panel (left, below the model)
+  bool show_status = true;                // the status bar at the bottom
+  bool presentation = false;              // hides the side panels at once (model, inputs, inspector)
+  int text_size = 100;                    // text and UI size in percent (100–250), for projectors; figures too
+  std::vector<std::string> highlight;     // maps a lesson step is about (ids); the others are drawn dimmed.
+                                          // Empty: none dimmed. The lesson's, never saved in a workspace
 
-  // The tables' `shown` columns: the maps from the scores to the dropped weights, the
-  // concatenated context and the output.
+  // The tables' `shown` columns: the maps from the scores to the dropped weights.
   static std::array<bool, kStageCount> defaultColumns();
   static std::array<bool, kModuleMapCount> defaultModuleColumns();
   bool shows(const GridColumn& c) const {
     return c.per_head ? show[static_cast<std::size_t>(c.index)] : show_module[static_cast<std::size_t>(c.index)];
   }
+  // What is on screen once `presentation` has had its say.
+  bool modelShown() const { return show_model && !presentation; }
+  bool inputsShown() const { return show_inputs && !presentation; }
+  bool inspectorShown() const { return show_inspector && !presentation; }
+  float textScale() const { return static_cast<float>(text_size) / 100.0f; }
 };
+
+// The text sizes the View menu and Ctrl +/− step through, in percent.
+const std::array<int, 6>& textSizeSteps();
+constexpr int kMinTextSize = 100, kMaxTextSize = 250;
+// The next step above (direction +1) or below (−1) `percent`, within the bounds.
+int stepTextSize(int percent, int direction);
 
 nlohmann::json viewToJson(const ViewState& v);
 // The "columns" value of v with column `id` switched on or off (for the "view" command).

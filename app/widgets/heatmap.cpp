@@ -418,8 +418,15 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     draw->AddText(small, fs, ImVec2(lx, ly), th.text_dim, text.c_str());
   }
 
+  if (s.dimmed && in_view) {  // a lesson step is about other maps: this one recedes, still legible
+    ImVec4 bg = ImGui::GetStyleColorVec4(ImGuiCol_WindowBg);
+    bg.w = 0.62f;
+    draw->AddRectFilled(origin, ImVec2(origin.x + size.x, origin.y + size.y), ImGui::GetColorU32(bg));
+  }
+
   nlohmann::json entry = s.dump;
   entry["id"] = s.id;
+  entry["dimmed"] = s.dimmed;
   entry["title"] = s.title;
   entry["cells"] = rectJson(p0, p1);
   entry["tile"] = rectJson(origin, ImVec2(origin.x + size.x, origin.y + size.y));

@@ -47,6 +47,7 @@ struct HeatmapSpec {
   std::array<std::string, 2> range_text;           // the colorbar's ends in words (a mask's
                                                    // "dropped 0", "kept ×2.00"); empty: the range
   nlohmann::json dump;                             // extra fields for the layout dump
+  bool dimmed = false;                             // drawn faded: a lesson step is about other maps
 };
 
 struct HeatmapHit {

@@ -75,7 +75,10 @@ const std::vector<CommandInfo>& commandTable() {
       {"select_batch", T::View, {{"index", A::Int, true}}, "show batch element `index`"},
       {"view", T::View, {{"field", A::String, true}, {"value", A::Any, true}},
        "a view setting: theme, colormap, columns, shared_scale, diverging_for_signed, tab, inspector, "
+       "model_panel, inputs_panel, status_bar, presentation, text_size (100–250 %, \"larger\", \"smaller\"), "
        "screenshot_scale, caption, screenshot_dir"},
+      {"fullscreen", T::App, {{"on", A::Bool, false}},
+       "full-screen on the window's monitor (on: true), or back to the window as it was (toggles without `on`)"},
       {"engine", T::View, {{"parallel", A::Bool, false}, {"threads", A::Int, false}},
        "serial or OpenMP path, and the thread count (0 = all cores)"},
       {"screenshot", T::App, {{"path", A::String, true}, {"panel", A::String, false}, {"head", A::Int, false},
@@ -97,6 +100,13 @@ const std::vector<CommandInfo>& commandTable() {
        "quit; asks first when there are unsaved changes, unless `discard` is true"},
       {"unsaved", T::App, {{"choice", A::String, true}},
        "answer the unsaved-changes prompt of quit, open, new or preset: save (then go on), discard or cancel"},
+      // Lessons (core/lessons/lesson.h): a step applies its own commands through this same path.
+      {"lesson_open", T::App, {{"path", A::String, true}, {"step", A::Int, false}, {"discard", A::Bool, false}},
+       "open a lesson file (checked whole first) at `step` (1-based, default 1); asks first over unsaved changes"},
+      {"lesson_step", T::App, {{"step", A::Int, true}}, "go to step `step` of the open lesson (1-based, as shown)"},
+      {"lesson_next", T::App, {}, "the open lesson's next step (Space, →, PageDown)"},
+      {"lesson_back", T::App, {}, "the open lesson's previous step (←, PageUp)"},
+      {"lesson_close", T::App, {}, "close the lesson: the view as it was before it"},
   };
   return table;
 }

@@ -216,6 +216,12 @@ std::vector<json> everyCommandExample() {
       {{"do", "dialog"}, {"which", "export_map"}, {"stage", "weights"}, {"head", 0}, {"format", "csv"}},
       {{"do", "quit"}, {"discard", true}},
       {{"do", "unsaved"}, {"choice", "save"}},
+      {{"do", "fullscreen"}, {"on", true}},
+      {{"do", "lesson_open"}, {"path", "chapter3.json"}, {"step", 5}, {"discard", true}},
+      {{"do", "lesson_step"}, {"step", 2}},
+      {{"do", "lesson_next"}},
+      {{"do", "lesson_back"}},
+      {{"do", "lesson_close"}},
   };
 }
 
@@ -253,7 +259,8 @@ TEST(ParseCommand, TargetsAreAsDocumented) {
   }
   for (const char* name : {"select_token", "select_key", "select_head", "select_batch", "view", "engine"})
     EXPECT_EQ(findCommand(name)->target, CommandTarget::View) << name;
-  for (const char* name : {"screenshot", "save", "export_trace", "export_map", "save_pytorch", "quit", "unsaved"})
+  for (const char* name : {"screenshot", "save", "export_trace", "export_map", "save_pytorch", "quit", "unsaved",
+                           "fullscreen"})
     EXPECT_EQ(findCommand(name)->target, CommandTarget::App) << name;
   EXPECT_EQ(findCommand("frobnicate"), nullptr);
   EXPECT_EQ(findCommand(""), nullptr);

@@ -1,0 +1,306 @@
+#include "panels/lesson_panel.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <string>
+#include <vector>
+
+#include "engine/errors.h"
+#include "shell/fonts.h"
+#include "shell/layout_dump.h"
+#include "shell/theme.h"
+#include "widgets/text.h"
+
+namespace attnscope {
+
+namespace {
+
+// One line of a code or print-out box as drawn: where its text starts (from the box's text
+// column), the text, the line number to its left ("" for none or a wrapped continuation), and
+// whether it is one of the lines the step is about.
+struct Row {
+  float x = 0;
+  std::string text;
+  std::string number;
+  bool marked = false;
+};
+
+std::size_t leadingSpaces(const std::string& s) {
+  std::size_t n = 0;
+  while (n < s.size() && s[n] == ' ') ++n;
+  return n;
+}
+
+// `body` wrapped at spaces only — ImGui's own wrapping also breaks after '.', which splits a
+// number ("0.\n3190") — into rows: the first at `indent`, the rest `hang` further in. A word wider
+// than the room stands on a row of its own.
+void wrapInto(std::vector<Row>& rows, ImFont* font, float size, const std::string& body, float indent, float hang,
+              float width, const std::string& number, bool marked) {
+  auto textWidth = [&](const std::string& s) { return font->CalcTextSizeA(size, FLT_MAX, 0, s.c_str()).x; };
+  std::string line;
+  bool first = true;
+  auto emit = [&] {
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    rows.push_back({first ? indent : indent + hang, line, first ? number : "", marked});
+    first = false;
+    line.clear();
+  };
+  for (std::size_t at = 0; at < body.size();) {
+    const std::size_t space = body.find(' ', at);
+    const std::size_t end = space == std::string::npos ? body.size() : space + 1;
+    const std::string word = body.substr(at, end - at);
+    const float room = width - (first ? indent : indent + hang);
+    if (!line.empty() && textWidth(line + word) > room) emit();
+    line += word;
+    at = end;
+  }
+  emit();
+}
+
+// Draws rows in a framed box as wide as the window's content region: line numbers (if any) in a
+// column of their own, marked rows on the selection colour with a bar at the left edge.
+void drawBox(const std::vector<Row>& rows, ImFont* font, float size, float number_w, const char* id) {
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  const float width = ImGui::GetContentRegionAvail().x;
+  const float pad = px(6), line_h = size + px(3);
+  const float height = rows.size() * line_h + pad * 2;
+  draw->AddRectFilled(p0, ImVec2(p0.x + width, p0.y + height), ImGui::GetColorU32(ImGuiCol_FrameBg), px(3));
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+  const ImU32 mark_bg = ImGui::GetColorU32(ImGuiCol_TextSelectedBg), mark_bar = ImGui::GetColorU32(ImGuiCol_CheckMark);
+  float y = p0.y + pad;
+  for (const Row& r : rows) {
+    if (r.marked) {
+      draw->AddRectFilled(ImVec2(p0.x, y - px(1)), ImVec2(p0.x + width, y + line_h - px(1)), mark_bg);
+      draw->AddRectFilled(ImVec2(p0.x, y - px(1)), ImVec2(p0.x + px(3), y + line_h - px(1)), mark_bar);
+    }
+    if (!r.number.empty()) {
+      const float w = font->CalcTextSizeA(size, FLT_MAX, 0, r.number.c_str()).x;
+      draw->AddText(font, size, ImVec2(p0.x + pad + number_w - px(8) - w, y), r.marked ? text : dim, r.number.c_str());
+    }
+    draw->AddText(font, size, ImVec2(p0.x + pad + number_w + r.x, y), text, r.text.c_str());
+    y += line_h;
+  }
+  ImGui::Dummy(ImVec2(width, height));
+  layout().widget(id);
+}
+
+// The notebook's lines: numbered, indentation kept (one digit's width per space, less the range's
+// common indentation), long lines wrapped with a hanging indent, the step's lines marked.
+void drawCode(const LessonCode& code, ImFont* font, float size) {
+  std::size_t common = std::string::npos;
+  for (const std::string& l : code.lines)
+    if (leadingSpaces(l) < l.size()) common = std::min(common, leadingSpaces(l));
+  if (common == std::string::npos) common = 0;
+  const float digit = font->CalcTextSizeA(size, FLT_MAX, 0, "0").x;
+  const float number_w = digit * static_cast<float>(std::to_string(code.last).size()) + px(8);
+  const float width = ImGui::GetContentRegionAvail().x - px(12) - number_w;
+  std::vector<Row> rows;
+  for (std::size_t k = 0; k < code.lines.size(); ++k) {
+    std::string line = code.lines[k];
+    for (std::size_t t; (t = line.find('\t')) != std::string::npos;) line.replace(t, 1, "    ");
+    const int number = code.first + static_cast<int>(k);
+    const bool marked = std::find(code.highlight.begin(), code.highlight.end(), number) != code.highlight.end();
+    const std::size_t lead = leadingSpaces(line);
+    const float indent = digit * static_cast<float>(lead > common ? lead - common : 0);
+    wrapInto(rows, font, size, line.substr(lead), indent, digit * 4, width, std::to_string(number), marked);
+  }
+  drawBox(rows, font, size, number_w, "lesson_code");
+}
+
+// What the notebook prints, as it prints it. A line indented under a tensor's first line starts
+// where that many characters of the first line end, so "        [0.4656, …" stands under
+// "tensor([[0.2899, …" as in the notebook, in a proportional font.
+void drawPrints(const std::string& prints, ImFont* font, float size) {
+  const float width = ImGui::GetContentRegionAvail().x - px(12);
+  std::vector<Row> rows;
+  std::string reference;  // the last line that was not indented
+  for (std::size_t at = 0; at <= prints.size();) {
+    std::size_t end = prints.find('\n', at);
+    if (end == std::string::npos) end = prints.size();
+    const std::string line = prints.substr(at, end - at);
+    at = end + 1;
+    const std::size_t lead = leadingSpaces(line);
+    if (lead == 0) reference = line;
+    const std::string before = lead <= reference.size() ? reference.substr(0, lead) : std::string(lead, ' ');
+    const float indent = font->CalcTextSizeA(size, FLT_MAX, 0, before.c_str()).x;
+    wrapInto(rows, font, size, line.substr(lead), indent, font->CalcTextSizeA(size, FLT_MAX, 0, "0").x * 2, width, "", false);
+    if (end == prints.size()) break;
+  }
+  drawBox(rows, font, size, 0, "lesson_prints");
+}
+
+// Text wrapped at spaces only (never inside "0.3190"), in the current font and colour; "\n" starts
+// a new line.
+void textWrapped(const std::string& text) {
+  ImFont* font = ImGui::GetFont();
+  const float size = ImGui::GetFontSize(), width = ImGui::GetContentRegionAvail().x;
+  std::vector<Row> rows;
+  for (std::size_t at = 0; at <= text.size();) {
+    std::size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    wrapInto(rows, font, size, text.substr(at, end - at), 0, 0, width, "", false);
+    at = end + 1;
+  }
+  for (const Row& r : rows) ImGui::TextUnformatted(r.text.c_str());
+}
+
+// A map id in words: "masked_scores" → "masked scores" (a title would say "softmax" where the step
+// divides by the row sum).
+std::string mapTitle(const std::string& id) {
+  if (id == "dropped_weights") return "weights after dropout";
+  std::string words = id;
+  std::replace(words.begin(), words.end(), '_', ' ');
+  return words;
+}
+
+}  // namespace
+
+Lesson LessonPanel::load(const std::string& path, const Workspace& start) {
+  Lesson lesson = loadLesson(path);
+  try {
+    rehearseLesson(lesson, start, [](const Command& c, const Workspace&) {
+      if (c.name != "view") return;
+      ViewState scratch;  // the view command's own checks: the field and its value
+      setViewField(scratch, c.text("field"), c.args.at("value"));
+    });
+  } catch (const InputError& e) {
+    throw InputError(path + ": " + e.what());
+  }
+  return lesson;
+}
+
+void LessonPanel::begin(Lesson lesson, const ViewState& before) {
+  if (!lesson_) before_ = before;
+  lesson_ = std::move(lesson);
+  step_ = 0;
+}
+
+ViewState LessonPanel::close(const ViewState& now) {
+  // What a lesson's steps set up goes back as it was; what belongs to the room (text size, theme,
+  // screenshot settings) and the selection stay as they are now.
+  ViewState v = now;
+  v.presentation = before_.presentation;
+  v.show_model = before_.show_model;
+  v.show_inputs = before_.show_inputs;
+  v.show_inspector = before_.show_inspector;
+  v.show_status = before_.show_status;
+  v.show = before_.show;
+  v.tab = before_.tab;
+  v.colormap = before_.colormap;
+  v.diverging_for_signed = before_.diverging_for_signed;
+  v.shared_scale = before_.shared_scale;
+  v.highlight.clear();
+  lesson_.reset();
+  step_ = drawn_step_ = 0;
+  return v;
+}
+
+void LessonPanel::recordState(nlohmann::json& state) const {
+  state["lesson_step"] = open() ? step_ : 0;
+  state["lesson_maps"] = open() && step_ > 0 ? current().maps : std::vector<std::string>{};
+  if (!open()) {
+    state["lesson"] = nullptr;
+    return;
+  }
+  nlohmann::json lesson = {{"title", lesson_->title}, {"file", lesson_->path}, {"steps", lesson_->steps.size()}};
+  if (step_ > 0) {
+    const LessonStep& s = current();
+    lesson["step_title"] = s.title;
+    lesson["prints"] = s.prints;
+    lesson["commands"] = s.commands.size();
+    if (s.code) lesson["code"] = {{"file", s.code->file}, {"lines", {s.code->first, s.code->last}}, {"highlight", s.code->highlight}};
+  }
+  state["lesson"] = std::move(lesson);
+}
+
+void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
+  ImGui::SetNextWindowPos(pos);
+  ImGui::SetNextWindowSize(size);
+  ImGui::Begin("##lesson", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings);
+  layout().panel("lesson", pos, ImVec2(pos.x + size.x, pos.y + size.y));
+  if (!open() || step_ < 1) {
+    ImGui::TextDisabled("no lesson");
+    ImGui::End();
+    return;
+  }
+  CommandQueue& cmd = ctx.commands;
+  const LessonStep& s = current();
+  const int n = static_cast<int>(lesson_->steps.size());
+  const float avail = ImGui::GetContentRegionAvail().x;
+  ImFont* small = fonts().small;
+  const float fs = small->FontSize;
+
+  // The lesson, where we are in it, and the way on.
+  ImGui::PushFont(small);
+  ImGui::TextDisabled("%s", fitText(lesson_->title, avail).c_str());
+  ImGui::PopFont();
+  textWrapped(s.title);
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextDisabled("step %d of %d", step_, n);
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const char* back = "◀ Back";
+  const char* next = "Next ▶";
+  const char* close = "×";
+  auto buttonW = [&](const char* label) { return ImGui::CalcTextSize(label).x + style.FramePadding.x * 2; };
+  const float buttons = buttonW(back) + buttonW(next) + buttonW(close) + style.ItemSpacing.x * 2;
+  ImGui::SameLine(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowContentRegionMax().x - buttons));
+  ImGui::BeginDisabled(step_ <= 1);
+  if (ImGui::Button(back)) cmd.push("lesson_back");
+  ImGui::EndDisabled();
+  layout().widget("lesson_back");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(step_ >= n);
+  if (ImGui::Button(next)) cmd.push("lesson_next");
+  ImGui::EndDisabled();
+  layout().widget("lesson_next");
+  ImGui::SameLine();
+  if (ImGui::Button(close)) cmd.push("lesson_close");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Close the lesson (File › Close lesson): back to your own view");
+  layout().widget("lesson_close");
+  ImGui::Separator();
+
+  // The step: its words, the notebook's lines, what the notebook prints, the maps. It scrolls
+  // when it is longer than the column; a new step starts at its top.
+  const float footer = fs + style.ItemSpacing.y * 2 + px(2);
+  ImGui::BeginChild("##lesson_body", ImVec2(0, -footer), false);
+  if (drawn_step_ != step_) ImGui::SetScrollY(0);
+  drawn_step_ = step_;
+  ImGui::BeginGroup();
+  textWrapped(s.text);
+  ImGui::EndGroup();
+  layout().widget("lesson_text");
+  if (s.code) {
+    ImGui::Spacing();
+    ImGui::PushFont(small);
+    const std::string where = s.code->first == s.code->last ? "line " + std::to_string(s.code->first)
+                                                            : "lines " + std::to_string(s.code->first) + "–" + std::to_string(s.code->last);
+    ImGui::TextDisabled("%s", fitText(s.code->file + ", " + where, ImGui::GetContentRegionAvail().x).c_str());
+    drawCode(*s.code, small, fs);
+    ImGui::PopFont();
+  }
+  if (!s.prints.empty()) {
+    ImGui::Spacing();
+    ImGui::PushFont(small);
+    ImGui::TextDisabled("The notebook prints");
+    drawPrints(s.prints, small, fs);
+    ImGui::PopFont();
+  }
+  if (!s.maps.empty()) {
+    ImGui::Spacing();
+    std::string names;
+    for (const std::string& m : s.maps) names += (names.empty() ? "" : ", ") + mapTitle(m);
+    ImGui::PushFont(small);
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    textWrapped("This step's maps: " + names);
+    ImGui::PopStyleColor();
+    ImGui::PopFont();
+  }
+  ImGui::EndChild();
+  ImGui::PushFont(small);
+  ImGui::TextDisabled("%s", fitText("Space, →, PageDown: next  ·  ←, PageUp: back", avail).c_str());
+  ImGui::PopFont();
+  ImGui::End();
+}
+
+}  // namespace attnscope

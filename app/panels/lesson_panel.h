@@ -1,0 +1,50 @@
+// The lesson panel (docs/DESIGN.md §3.7): while a lesson is open it takes the right-hand column
+// (in place of the inspector) and shows the current step — its title, "step k of n", the
+// explanation, the notebook's code lines with the step's lines marked, what the notebook prints,
+// the maps it is about — with Back and Next. It owns the open lesson and which step is shown; the
+// App applies a step's commands (`lesson_open`, `lesson_step`, `lesson_next`, `lesson_back`,
+// `lesson_close`) through its one command path, and the buttons push those commands.
+#pragma once
+#include <imgui.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "lessons/lesson.h"
+#include "panels/panel.h"
+
+namespace attnscope {
+
+class LessonPanel {
+ public:
+  bool open() const { return lesson_.has_value(); }
+  const Lesson& lesson() const { return *lesson_; }  // only while open()
+  int step() const { return step_; }                 // the step shown, 1-based; 0 = no lesson
+  const LessonStep& current() const { return lesson_->steps[static_cast<std::size_t>(step_ - 1)]; }
+
+  // Reads `path` and checks it whole before anything is applied: the file (core/lessons), then
+  // every step's commands in turn on a scratch copy of `start`, view fields included. Throws
+  // InputError naming the file, the step and the field.
+  static Lesson load(const std::string& path, const Workspace& start);
+
+  // Shows `lesson` from now on; `before` is the view to come back to when it closes (kept from
+  // the first lesson when one replaces another).
+  void begin(Lesson lesson, const ViewState& before);
+  void setStep(int number) { step_ = number; }
+  // Closes the lesson; returns the view as it was before it — panels, columns, tab, text size,
+  // theme, colours — with the selection (token, key, head, batch) as it is `now`.
+  ViewState close(const ViewState& now);
+
+  void draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
+  // The layout dump's state: lesson_step (1-based, 0 = none), lesson_maps, lesson_steps, …
+  void recordState(nlohmann::json& state) const;
+
+ private:
+  std::optional<Lesson> lesson_;
+  int step_ = 0;
+  ViewState before_;
+  int drawn_step_ = 0;  // the step drawn last frame: a new one starts scrolled to the top
+};
+
+}  // namespace attnscope
