@@ -47,16 +47,7 @@ Command cmd(const std::string& name, json args = json::object(), const std::stri
   return c;
 }
 
-// The message of the InputError `f` throws ("" if it throws none; other exceptions propagate).
-template <class F>
-std::string errorOf(F f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::errorOf;
 
 std::string refusal(Document& d, const Command& c) {
   return errorOf([&] { d.apply(c); });

@@ -18,6 +18,7 @@
 #include "formats/presets.h"
 #include "formats/workspace.h"
 #include "lessons/lesson.h"
+#include "test_support.h"
 
 namespace attnscope {
 namespace {
@@ -25,16 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// The error message of `f`, or "" when it does not throw InputError.
-template <class F>
-std::string errorOf(F f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::errorOf;
 
 // A lesson document with `steps`, as text. (A vector: nlohmann reads a braced list of one object as
 // that object, not as an array holding it.)

@@ -13,9 +13,21 @@
 #include <string>
 #include <vector>
 
+#include "engine/errors.h"
 #include "engine/tensor.h"
 
 namespace attnscope::test {
+
+// The message of the InputError `f` throws ("" if it throws none; other exceptions propagate).
+template <class F>
+std::string errorOf(F f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // A float matrix written row by row, as the notebooks print tensors.
 inline Matrix rows(std::initializer_list<std::initializer_list<double>> values) {
