@@ -73,11 +73,13 @@ bench:
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
 
-# The README's reference images (assets/screenshots/), rendered under Xvfb, and the guided tour.
+# The README's reference images (assets/screenshots/), rendered under Xvfb, and the guided tour:
+# the chapter lesson's steps at a projector's 1280 × 720.
 XVFB := xvfb-run -a -s "-screen 0 1920x1080x24"
 SHOTS := assets/screenshots
 APP := $(BUILD)/attnscope
-TOUR := simple simple_sum self_attention_v1 self_attention_v2 causal causal_dropout multihead_wrapper multihead
+TOUR_LESSON := assets/lessons/chapter3.json
+TOUR_STEPS := $(shell seq 1 12)
 screenshots: build
 	mkdir -p $(SHOTS)/tour
 	$(XVFB) $(APP) --open assets/presets/multihead.json --screenshot $(SHOTS)/multihead-dark.png
@@ -85,6 +87,8 @@ screenshots: build
 	$(XVFB) $(APP) --open assets/presets/causal_dropout.json --screenshot $(SHOTS)/causal-dropout.png
 	$(XVFB) $(APP) --open assets/presets/gpt2-small.json --screenshot $(SHOTS)/gpt2-small.png
 	$(XVFB) $(APP) --open assets/presets/multihead.json --screenshot $(SHOTS)/weights-h1-2x.png --panel weights --head 1 --scale 2 --theme light --caption
-	n=1; for p in $(TOUR); do \
-	  $(XVFB) $(APP) --open assets/presets/$$p.json --screenshot $(SHOTS)/tour/$$n-$$p.png || exit 1; n=$$((n+1)); \
+	rm -f $(SHOTS)/tour/*.png
+	for n in $(TOUR_STEPS); do \
+	  $(XVFB) $(APP) --lesson $(TOUR_LESSON) --step $$n --size 1280x720 \
+	    --screenshot $(SHOTS)/tour/step-$$(printf %02d $$n).png || exit 1; \
 	done
