@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <utility>
 
 #include "engine/errors.h"
 #include "engine/gemm.h"
+#include "engine/tile_kernels.h"
 #include "engine/torch_generator.h"
 
 #ifdef _OPENMP
@@ -22,7 +25,10 @@ namespace {
 constexpr int kRowBlock = 32;    // rows per task of the reference loops (both paths)
 constexpr int kProjBlock = 256;  // rows per projection task of the fast path
 constexpr int kQueryBlock = 128;  // query rows per task of the fused kernel
-constexpr int kKeyTile = 256;    // key columns per tile of the fused kernel
+// Key columns per tile of the fused kernel: every query row of a block reads the whole tile of K,
+// which must stay in L1 — 128 keys of a 64-wide head take 32 KiB (256 took 64 KiB, and GPT-2's
+// forward ran 20 % slower than with 128).
+constexpr int kKeyTile = 128;
 
 float negInf() { return -std::numeric_limits<float>::infinity(); }
 
@@ -235,13 +241,28 @@ void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head) {
   if (!finite || !head.context.middleRows(r0, n).allFinite()) w.overflow = true;
 }
 
+// Whether every one of the n floats is finite (exponent field not all ones): an integer test the
+// compiler vectorizes; the order of an OR does not matter.
+bool allFinite(const float* x, int n) {
+  std::uint32_t non_finite = 0;
+  for (int i = 0; i < n; ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    non_finite |= (bits & 0x7f800000u) == 0x7f800000u;
+  }
+  return non_finite == 0;
+}
+
 // The fused kernel (flash attention): context rows [r0, r0+n) of head h of element b, written to
 // `ctx` (row stride ldc), without ever holding a T × T map. Same maths as attendRows with softmax
 // normalization: per key tile of kKeyTile columns, S = Q Kᵀ, ÷ √d_k, the causal mask on the
-// tiles that cross the diagonal (tiles wholly above it are skipped), an online softmax (running
-// row max m and sum l; earlier partial sums are rescaled by exp(m_old − m_new) when m grows),
-// dropout from the keep bits (l counts every weight, P·V only the kept ones), then
+// tiles that cross the diagonal (tiles wholly above it are skipped, and inside a crossing tile the
+// micro-kernels' register blocks above the diagonal too), an online softmax (running row max m
+// and sum l; earlier partial sums are rescaled by exp(m_old − m_new) when m grows), dropout from
+// the keep bits (l counts every weight, P·V only the kept ones), then
 // ctx = (Σ kept p·V) · (1/(1 − p)) / l. Shapes: Q n × w, K and V T × w, tiles n × kKeyTile.
+// The products and the softmax rows are the micro-kernels of tile_kernels.h, chosen once per
+// process for the CPU: a small head's products are too short for a GEMM's packing to pay.
 void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) {
   const Trace& t = *w.trace;
   const int T = t.tokens, hw = t.head_width;
@@ -249,57 +270,78 @@ void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) 
   const float divisor = t.scale_divisor;
   const HeadInputs in = headInputs(w, b, h);
   const std::size_t keep0 = dropoutOffset(t, b, h);
+  const TileKernels& kernels = activeTileKernels();
 
-  // Per-thread buffers, reused across calls: no allocation once they have grown. Aligned to the
-  // vector width, because Eigen's reductions (sum, max) peel up to the first aligned element: an
-  // address that differed between threads would change the order of the sums, hence the bits.
-  thread_local std::vector<float, Eigen::aligned_allocator<float>> s_buf, acc_buf;
+  // Per-thread buffers, reused across calls: no allocation once they have grown. The kernels' sums
+  // run from each row's start with unaligned loads, so their order, hence the bits, does not
+  // depend on where a thread's buffer lies; the alignment only spares split cache lines.
+  thread_local std::vector<float, Eigen::aligned_allocator<float>> s_buf, acc_buf, k_buf, v_buf;
   thread_local std::vector<float> m_buf, l_buf;
+  thread_local std::vector<SoftmaxRowResult> rows;
   s_buf.resize(static_cast<std::size_t>(n) * kKeyTile);
+  rows.resize(n);
+  // Each key tile's rows of K and V are copied side by side: in place they lie 3·d_out floats apart
+  // (3 KiB for medium, 9 KiB for GPT-2), a stride that maps a tile onto a sixteenth of the L1
+  // cache's sets, and the kernels, which read a tile's rows once per query row (scores) or per
+  // register block of rows (P·V), found them in L2 instead (the scores kernel took 2.5× as long).
+  const bool copy_tiles = in.ld != hw;
+  if (copy_tiles) {
+    k_buf.resize(static_cast<std::size_t>(kKeyTile) * hw);
+    v_buf.resize(static_cast<std::size_t>(kKeyTile) * hw);
+  }
   acc_buf.assign(static_cast<std::size_t>(n) * hw, 0.0f);
   m_buf.assign(n, negInf());
   l_buf.assign(n, 0.0f);
   float* S = s_buf.data();
+  float* acc = acc_buf.data();
+  const float* q = in.q + static_cast<std::size_t>(r0) * in.ld;
   bool finite = true;
 
   const int key_end = causal ? r0 + n : T;  // keys after the last query row are all masked
   for (int j0 = 0; j0 < key_end; j0 += kKeyTile) {
     const int nk = std::min(kKeyTile, key_end - j0);
-    gemmABt(n, nk, hw, in.q + static_cast<std::size_t>(r0) * in.ld, in.ld,
-            in.k + static_cast<std::size_t>(j0) * in.ld, in.ld, 0.0f, S, kKeyTile);
-    for (int r = 0; r < n; ++r) {
-      const int i = r0 + r;
-      const int valid = causal ? std::clamp(i - j0 + 1, 0, nk) : nk;  // unmasked keys in this tile
-      Eigen::Map<Eigen::ArrayXf> s(S + static_cast<std::size_t>(r) * kKeyTile, nk);
-      if (valid == 0) {
-        s.setZero();
-        continue;
+    const int key_limit = causal ? r0 - j0 + 1 : nk;  // row r's unmasked keys: j < r + key_limit
+    const float* k = in.k + static_cast<std::size_t>(j0) * in.ld;
+    const float* v = in.v + static_cast<std::size_t>(j0) * in.ld;
+    int ldkv = in.ld;
+    if (copy_tiles) {
+      for (int j = 0; j < nk; ++j) {
+        const std::size_t from = static_cast<std::size_t>(j) * in.ld, to = static_cast<std::size_t>(j) * hw;
+        std::memcpy(k_buf.data() + to, k + from, hw * sizeof(float));
+        std::memcpy(v_buf.data() + to, v + from, hw * sizeof(float));
       }
-      auto live = s.head(valid);
-      if (scaled) live /= divisor;
-      if (!live.allFinite()) finite = false;
-      const float m_old = m_buf[r], m_new = std::max(m_old, live.maxCoeff());
-      live = (live - m_new).exp();
-      s.tail(nk - valid).setZero();
-      const float correction = std::exp(m_old - m_new);  // 0 on the first tile (m_old = −∞)
-      l_buf[r] = l_buf[r] * correction + live.sum();
-      m_buf[r] = m_new;
-      if (correction != 1.0f)
-        Eigen::Map<Eigen::ArrayXf>(acc_buf.data() + static_cast<std::size_t>(r) * hw, hw) *= correction;
-      if (w.keep.words != nullptr) {
-        const std::size_t row_keep = keep0 + static_cast<std::size_t>(i) * T + j0;
-        for (int j = 0; j < valid; ++j)
-          if (!w.keep(row_keep + j)) s[j] = 0.0f;
+      k = k_buf.data(), v = v_buf.data(), ldkv = hw;
+    }
+    kernels.scores(n, nk, hw, q, in.ld, k, ldkv, S, kKeyTile, key_limit);
+    kernels.softmaxRows(S, kKeyTile, n, nk, key_limit, scaled, divisor, m_buf.data(), w.keep.words,
+                        keep0 + static_cast<std::size_t>(r0) * T + j0, T, rows.data());
+    for (int r = 0; r < n; ++r) {
+      if (r + key_limit <= 0) continue;  // no unmasked key in this tile
+      const SoftmaxRowResult& row = rows[r];
+      if (!row.finite) finite = false;
+      // exp(m_old − m_new): 0 on the row's first tile (m_old = −∞, l and acc still 0), exactly 1
+      // while the max stays.
+      const float m_old = m_buf[r];
+      m_buf[r] = row.max;
+      if (m_old == negInf()) {
+        l_buf[r] = row.sum;
+      } else if (row.max == m_old) {
+        l_buf[r] += row.sum;
+      } else {
+        const float correction = std::exp(m_old - row.max);
+        l_buf[r] = l_buf[r] * correction + row.sum;
+        float* a = acc + static_cast<std::size_t>(r) * hw;
+        for (int c = 0; c < hw; ++c) a[c] *= correction;
       }
     }
-    gemmAB(n, hw, nk, S, kKeyTile, in.v + static_cast<std::size_t>(j0) * in.ld, in.ld, 1.0f,
-           acc_buf.data(), hw);
+    kernels.accumulate(n, nk, hw, S, kKeyTile, v, ldkv, acc, hw, key_limit);
   }
   for (int r = 0; r < n; ++r) {
     const float factor = t.dropout_scale / l_buf[r];
-    Eigen::Map<Eigen::ArrayXf> out(ctx + static_cast<std::size_t>(r) * ldc, hw);
-    out = Eigen::Map<const Eigen::ArrayXf>(acc_buf.data() + static_cast<std::size_t>(r) * hw, hw) * factor;
-    if (!out.allFinite()) finite = false;
+    float* out = ctx + static_cast<std::size_t>(r) * ldc;
+    const float* a = acc + static_cast<std::size_t>(r) * hw;
+    for (int c = 0; c < hw; ++c) out[c] = a[c] * factor;
+    if (!allFinite(out, hw)) finite = false;
   }
   if (!finite) w.overflow = true;
 }

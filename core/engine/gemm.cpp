@@ -33,7 +33,8 @@ GemmBackend& current();
 #ifdef ATTNSCOPE_HAVE_OPENBLAS
 // Below this many multiply-adds a product runs on Eigen whatever the backend: OpenBLAS's per-call
 // overhead (its buffers are taken behind a lock) outweighs a small product. The fused kernel's
-// 64 × 128 × 64 tiles took 5× longer through cblas (medium preset: 31 ms vs 5.6 ms, one thread).
+// 64 × 128 × 64 tiles, when they were GEMMs, took 5× longer through cblas (medium preset: 31 ms vs
+// 5.6 ms, one thread).
 constexpr double kBlasMinWork = 1 << 22;
 
 bool useBlas(int m, int n, int k) {

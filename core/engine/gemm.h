@@ -26,7 +26,9 @@ GemmBackend gemmBackend();
 GemmBackend gemmDefaultBackend();
 void setGemmBackend(GemmBackend backend);
 
-// Products below 2²² multiply-adds (the fused kernel's tiles) always run on Eigen.
+// Products below 2²² multiply-adds (a traced row block's Q·Kᵀ and P·V) always run on Eigen. The
+// fused kernel's tiles do not come here: their inner dimension is a head's width, too short for a
+// GEMM's packing to pay, and they run on the micro-kernels of tile_kernels.h.
 // C = A·Bᵀ + beta·C. A: m × k (row stride lda), B: n × k (ldb), C: m × n (ldc).
 void gemmABt(int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta,
              float* C, int ldc);

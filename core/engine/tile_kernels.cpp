@@ -1,0 +1,777 @@
+#include "engine/tile_kernels.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+// The SIMD versions need GCC/Clang's per-function target attributes and CPU detection (as in
+// mt19937.cpp); elsewhere only the scalar loops are built.
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define ATTNSCOPE_TILE_X86 1
+#include <immintrin.h>
+#define ATTNSCOPE_AVX2 __attribute__((target("avx2,fma")))
+// The register blocks are inlined into their loops: a call per block would cost as much as its
+// arithmetic.
+#define ATTNSCOPE_AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) inline
+// AVX-512F (with AVX2 and FMA, which every AVX-512 CPU has: the 8-wide helpers inline into it).
+#define ATTNSCOPE_AVX512 __attribute__((target("avx512f,avx2,fma")))
+#define ATTNSCOPE_AVX512_INLINE __attribute__((target("avx512f,avx2,fma"), always_inline)) inline
+#else
+#define ATTNSCOPE_TILE_X86 0
+#endif
+
+namespace attnscope {
+namespace {
+
+// Keys a block whose last row is `last_row` needs: j < last_row + key_limit, within [0, nk].
+inline int keysFor(int last_row, int key_limit, int nk) {
+  return std::clamp(last_row + key_limit, 0, nk);
+}
+
+// key_limit may be any int (callers pass nk for "all keys"); clamped so that row + key_limit
+// cannot overflow.
+inline int clampLimit(int key_limit, int n, int nk) { return std::clamp(key_limit, -n, nk); }
+
+// acc += P·V sums the keys of a tile in chunks of this many, in order, each from 0, and adds the
+// chunks' sums to acc in order. One float chain over a 256-key tile doubled the fused path's error
+// against the reference loops (1.05e-6 instead of the Eigen GEMM's 5.7e-7 over unit.fused's cases,
+// whose sums keep two chains); in chunks of 64 it is 5.6e-7, for one load, add and store per 64
+// FMAs.
+constexpr int kKeyChunk = 64;
+
+inline bool keptBit(const std::uint64_t* keep, std::size_t i) { return (keep[i >> 6] >> (i & 63)) & 1; }
+
+// ---------------------------------------------------------------- scalar: the fallback
+
+// S = Q·Kᵀ. Q: n × hw (ldq), K: nk × hw (ldk), S: n × nk (lds); row r only up to its key limit.
+void scoresScalar(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk, float* S,
+                  int lds, int key_limit) {
+  key_limit = clampLimit(key_limit, n, nk);
+  for (int r = 0; r < n; ++r) {
+    const float* q = Q + static_cast<std::ptrdiff_t>(r) * ldq;
+    for (int j = 0, keys = keysFor(r, key_limit, nk); j < keys; ++j) {
+      const float* k = K + static_cast<std::ptrdiff_t>(j) * ldk;
+      float s = 0.0f;
+      for (int c = 0; c < hw; ++c) s += q[c] * k[c];
+      S[static_cast<std::ptrdiff_t>(r) * lds + j] = s;
+    }
+  }
+}
+
+// acc += P·V. P: n × nk (ldp), V: nk × hw (ldv), acc: n × hw (ldacc); each chunk of keys summed
+// in order, then added to acc.
+void accumulateScalar(int n, int nk, int hw, const float* P, int ldp, const float* V, int ldv,
+                      float* acc, int ldacc, int key_limit) {
+  key_limit = clampLimit(key_limit, n, nk);
+  for (int r = 0; r < n; ++r) {
+    float* a = acc + static_cast<std::ptrdiff_t>(r) * ldacc;
+    const float* p = P + static_cast<std::ptrdiff_t>(r) * ldp;
+    const int keys = keysFor(r, key_limit, nk);
+    for (int j0 = 0; j0 < keys; j0 += kKeyChunk)
+      for (int c = 0; c < hw; ++c) {
+        float part = 0.0f;
+        for (int j = j0; j < std::min(j0 + kKeyChunk, keys); ++j)
+          part += p[j] * V[static_cast<std::ptrdiff_t>(j) * ldv + c];
+        a[c] += part;
+      }
+  }
+}
+
+// One row of the online softmax (tile_kernels.h); s: nk floats, the first `valid` unmasked.
+SoftmaxRowResult softmaxRowScalar(float* s, int nk, int valid, bool scaled, float divisor, float m_old,
+                                  const std::uint64_t* keep, std::size_t keep_bit0) {
+  valid = std::clamp(valid, 0, nk);
+  if (valid == 0) {
+    std::fill(s, s + nk, 0.0f);
+    return {m_old, 0.0f, true};
+  }
+  bool finite = true;
+  float m = m_old;
+  for (int j = 0; j < valid; ++j) {
+    const float x = scaled ? s[j] / divisor : s[j];
+    s[j] = x;
+    finite = finite && std::isfinite(x);
+    m = std::max(m, x);
+  }
+  double sum = 0.0;  // as the reference loops sum (the SIMD versions keep 8 or 16 float partial sums)
+  for (int j = 0; j < valid; ++j) {
+    const float p = std::exp(s[j] - m);
+    sum += p;
+    s[j] = keep == nullptr || keptBit(keep, keep_bit0 + j) ? p : 0.0f;
+  }
+  std::fill(s + valid, s + nk, 0.0f);
+  return {m, static_cast<float>(sum), finite};
+}
+
+// The online softmax step of a tile, row after row (tile_kernels.h).
+void softmaxRowsScalar(float* S, int lds, int n, int nk, int key_limit, bool scaled, float divisor,
+                       const float* m_old, const std::uint64_t* keep, std::size_t keep_bit0,
+                       std::size_t keep_row_bits, SoftmaxRowResult* out) {
+  key_limit = clampLimit(key_limit, n, nk);
+  for (int r = 0; r < n; ++r)
+    out[r] = softmaxRowScalar(S + static_cast<std::ptrdiff_t>(r) * lds, nk, keysFor(r, key_limit, nk), scaled, divisor,
+                              m_old[r], keep, keep_bit0 + r * keep_row_bits);
+}
+
+constexpr TileKernels kScalarKernels{TileIsa::Scalar, scoresScalar, accumulateScalar, softmaxRowsScalar};
+
+#if ATTNSCOPE_TILE_X86
+// ---------------------------------------------------------------- AVX2 + FMA: 8 floats a vector
+
+// All ones in the first `count` lanes (0 … 8): the masked loads and stores of ragged ends, which
+// neither read nor write past them.
+ATTNSCOPE_AVX2_INLINE __m256i firstLanes(int count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// The sums of 8 accumulators (one per key), side by side: each lane of each accumulator holds a
+// partial sum over the columns ≡ lane (mod 8), and every key's total is taken in one fixed tree,
+// ((l0+l1)+(l2+l3)) + ((l4+l5)+(l6+l7)), whatever its place among the 8.
+ATTNSCOPE_AVX2_INLINE __m256 sumEach8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4, __m256 a5,
+                                         __m256 a6, __m256 a7) {
+  // g0 = [Σlow a0 … a3 | Σhigh a0 … a3], g1 the same for a4 … a7: low and high halves of 4 lanes.
+  const __m256 g0 = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+  const __m256 g1 = _mm256_hadd_ps(_mm256_hadd_ps(a4, a5), _mm256_hadd_ps(a6, a7));
+  return _mm256_add_ps(_mm256_permute2f128_ps(g0, g1, 0x20), _mm256_permute2f128_ps(g0, g1, 0x31));
+}
+
+// S = Q·Kᵀ for one query row against C ≤ 8 keys, as dot products: 8 columns per FMA, one 8-lane
+// accumulator per key, then sumEach8. NQ > 0: hw = 8·NQ, unrolled (the fast path for 32 and 64),
+// the row's vectors already in registers (qv) when NQ ≤ 4; NQ = 0: any hw, the ragged end by
+// masked loads (whose zero lanes add exact zeros). q: hw floats; k: C × hw (ldk); s: C floats.
+template <int C, int NQ>
+ATTNSCOPE_AVX2_INLINE void scoresRowAvx2(int hw, const __m256* qv, const float* q, const float* k,
+                                         std::ptrdiff_t ldk, float* s, __m256i tail) {
+  __m256 acc[8];
+#pragma GCC unroll 8
+  for (int c = 0; c < 8; ++c) acc[c] = _mm256_setzero_ps();
+  const int whole = NQ > 0 ? 8 * NQ : hw / 8 * 8;
+  if (whole > 0) {  // the first 8 columns: a product (the same bits as an FMA onto +0, but for −0)
+    const __m256 q0 = NQ > 0 && NQ <= 4 ? qv[0] : _mm256_loadu_ps(q);
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_mul_ps(q0, _mm256_loadu_ps(k + c * ldk));
+  }
+#pragma GCC unroll 8
+  for (int x = 8; x < whole; x += 8) {
+    const __m256 qx = NQ > 0 && NQ <= 4 ? qv[x / 8] : _mm256_loadu_ps(q + x);
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_fmadd_ps(qx, _mm256_loadu_ps(k + c * ldk + x), acc[c]);
+  }
+  if (NQ == 0 && whole < hw) {
+    const __m256 qx = _mm256_maskload_ps(q + whole, tail);
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_fmadd_ps(qx, _mm256_maskload_ps(k + c * ldk + whole, tail), acc[c]);
+  }
+  const __m256 sums = sumEach8(acc[0], acc[1], acc[2], acc[3], acc[4], acc[5], acc[6], acc[7]);
+  if (C == 8)
+    _mm256_storeu_ps(s, sums);
+  else
+    _mm256_maskstore_ps(s, firstLanes(C), sums);
+}
+
+// Row r's keys in a scores tile: its key limit rounded up to whole blocks of 8 within the tile (a
+// few scores past the limit cost less than the short blocks of a ragged end).
+inline int scoredKeys(int r, int key_limit, int nk) { return std::min(nk, (keysFor(r, key_limit, nk) + 7) / 8 * 8); }
+
+// S = Q·Kᵀ: Q n × hw, K nk × hw, S n × nk (the contract in tile_kernels.h). A query row at a
+// time, its columns in registers, against blocks of 8 keys whose rows the FMAs read; nothing is
+// packed, the short hw being the products' inner dimension. LD > 0: K's row stride is LD (dense,
+// the fused kernel's copy), so that every key's address is the block's plus a constant.
+template <int NQ, int LD>
+ATTNSCOPE_AVX2 void scoresTileAvx2(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk_any,
+                                   float* S, int lds, int key_limit, __m256i tail) {
+  const std::ptrdiff_t ldk = LD > 0 ? LD : ldk_any;
+  for (int r = 0; r < n; ++r) {
+    const int keys = scoredKeys(r, key_limit, nk);
+    const float* q = Q + static_cast<std::ptrdiff_t>(r) * ldq;
+    float* s = S + static_cast<std::ptrdiff_t>(r) * lds;
+    __m256 qv[4];  // the row, in registers for the whole row when it fits (stores to s may alias q)
+#pragma GCC unroll 4
+    for (int x = 0; x < 4; ++x) qv[x] = NQ > 0 && NQ <= 4 && x < NQ ? _mm256_loadu_ps(q + 8 * x) : _mm256_setzero_ps();
+    int j = 0;
+    for (; j + 8 <= keys; j += 8) scoresRowAvx2<8, NQ>(hw, qv, q, K + j * ldk, ldk, s + j, tail);
+    for (; j < keys; ++j) scoresRowAvx2<1, NQ>(hw, qv, q, K + j * ldk, ldk, s + j, tail);  // the tile's ragged end
+  }
+}
+
+ATTNSCOPE_AVX2 void scoresAvx2(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk,
+                               float* S, int lds, int key_limit) {
+  key_limit = clampLimit(key_limit, n, nk);
+  const __m256i tail = firstLanes(hw % 8);
+  if (hw == 32 && ldk == 32)
+    scoresTileAvx2<4, 32>(n, nk, hw, Q, ldq, K, ldk, S, lds, key_limit, tail);
+  else if (hw == 64 && ldk == 64)
+    scoresTileAvx2<8, 64>(n, nk, hw, Q, ldq, K, ldk, S, lds, key_limit, tail);
+  else if (hw == 32)
+    scoresTileAvx2<4, 0>(n, nk, hw, Q, ldq, K, ldk, S, lds, key_limit, tail);
+  else if (hw == 64)
+    scoresTileAvx2<8, 0>(n, nk, hw, Q, ldq, K, ldk, S, lds, key_limit, tail);
+  else
+    scoresTileAvx2<0, 0>(n, nk, hw, Q, ldq, K, ldk, S, lds, key_limit, tail);
+}
+
+// acc += P·V on an R × NV register block: R rows × NV vectors of 8 columns (Masked: one vector of
+// the first hw % 8 columns). Each element sums each chunk of kKeyChunk keys in order, one FMA a
+// key, from 0, and adds the chunk to acc: whatever the block, the same operations.
+// p: R × keys (ldp), v: keys × columns (ldv), a: R × columns (lda).
+template <int R, int NV, bool Masked>
+ATTNSCOPE_AVX2_INLINE void accumulateBlockAvx2(int keys, const float* p, int ldp, const float* v, int ldv,
+                                               float* a, int lda, __m256i tail) {
+  for (int j0 = 0; j0 < keys; j0 += kKeyChunk) {
+    __m256 part[R][NV];  // unrolled, so that the array lives in registers
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int c = 0; c < NV; ++c) part[r][c] = _mm256_setzero_ps();
+    for (int j = j0, j1 = std::min(j0 + kKeyChunk, keys); j < j1; ++j) {
+      const float* vj = v + static_cast<std::ptrdiff_t>(j) * ldv;
+      __m256 vv[NV];
+#pragma GCC unroll 4
+      for (int c = 0; c < NV; ++c) vv[c] = Masked ? _mm256_maskload_ps(vj + 8 * c, tail) : _mm256_loadu_ps(vj + 8 * c);
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        const __m256 pr = _mm256_broadcast_ss(p + static_cast<std::ptrdiff_t>(r) * ldp + j);
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; ++c) part[r][c] = _mm256_fmadd_ps(pr, vv[c], part[r][c]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int c = 0; c < NV; ++c) {
+        float* dst = a + static_cast<std::ptrdiff_t>(r) * lda + 8 * c;
+        if (Masked)
+          _mm256_maskstore_ps(dst, tail, _mm256_add_ps(_mm256_maskload_ps(dst, tail), part[r][c]));
+        else
+          _mm256_storeu_ps(dst, _mm256_add_ps(_mm256_loadu_ps(dst), part[r][c]));
+      }
+  }
+}
+
+// The columns of one block of R rows: 32 at a time, then the remaining whole vectors, then the
+// ragged end.
+template <int R>
+ATTNSCOPE_AVX2 void accumulateRowsAvx2(int keys, int hw, const float* p, int ldp, const float* V, int ldv,
+                                       float* a, int lda, __m256i tail) {
+  int c = 0;
+  for (; c + 32 <= hw; c += 32) accumulateBlockAvx2<R, 4, false>(keys, p, ldp, V + c, ldv, a + c, lda, tail);
+  switch ((hw - c) / 8) {
+    case 3: accumulateBlockAvx2<R, 3, false>(keys, p, ldp, V + c, ldv, a + c, lda, tail); break;
+    case 2: accumulateBlockAvx2<R, 2, false>(keys, p, ldp, V + c, ldv, a + c, lda, tail); break;
+    case 1: accumulateBlockAvx2<R, 1, false>(keys, p, ldp, V + c, ldv, a + c, lda, tail); break;
+    default: break;
+  }
+  c += (hw - c) / 8 * 8;
+  if (c < hw) accumulateBlockAvx2<R, 1, true>(keys, p, ldp, V + c, ldv, a + c, lda, tail);
+}
+
+// acc += P·V: P n × nk, V nk × hw, acc n × hw (tile_kernels.h). Blocks of 3 rows × 32 columns:
+// 12 accumulators, one broadcast of P per row and key, V's row loaded once per key.
+ATTNSCOPE_AVX2 void accumulateAvx2(int n, int nk, int hw, const float* P, int ldp, const float* V, int ldv,
+                                   float* acc, int ldacc, int key_limit) {
+  key_limit = clampLimit(key_limit, n, nk);
+  const __m256i tail = firstLanes(hw % 8);
+  for (int r = 0; r < n; r += 3) {
+    const int rows = std::min(3, n - r), keys = keysFor(r + rows - 1, key_limit, nk);
+    const float* p = P + static_cast<std::ptrdiff_t>(r) * ldp;
+    float* a = acc + static_cast<std::ptrdiff_t>(r) * ldacc;
+    if (rows == 3)
+      accumulateRowsAvx2<3>(keys, hw, p, ldp, V, ldv, a, ldacc, tail);
+    else if (rows == 2)
+      accumulateRowsAvx2<2>(keys, hw, p, ldp, V, ldv, a, ldacc, tail);
+    else
+      accumulateRowsAvx2<1>(keys, hw, p, ldp, V, ldv, a, ldacc, tail);
+  }
+}
+
+// exp(x) for x ≤ 0 (x − the row max), 8 at a time: Cephes' expf as Eigen's pexp has it
+// (x = m·ln 2 + r, |r| ≤ ln 2 / 2, a degree-5 polynomial, 2^m from the exponent bits); about 1 ulp.
+// Below −88 the result is 0 (exp(−88) ≈ 6e−39 is beneath float's normal range anyway).
+ATTNSCOPE_AVX2_INLINE __m256 expNonPositiveAvx2(__m256 x) {
+  x = _mm256_max_ps(_mm256_min_ps(x, _mm256_setzero_ps()), _mm256_set1_ps(-88.0f));
+  const __m256 m = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+  __m256 r = _mm256_fmadd_ps(m, _mm256_set1_ps(-0.693359375f), x);
+  r = _mm256_fmadd_ps(m, _mm256_set1_ps(2.12194440e-4f), r);
+  const __m256 r2 = _mm256_mul_ps(r, r), r3 = _mm256_mul_ps(r2, r);
+  __m256 y = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r, _mm256_set1_ps(1.3981999507e-3f));
+  __m256 y1 = _mm256_fmadd_ps(_mm256_set1_ps(4.1665795894e-2f), r, _mm256_set1_ps(1.6666665459e-1f));
+  const __m256 y2 = _mm256_add_ps(r, _mm256_set1_ps(1.0f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
+  y1 = _mm256_fmadd_ps(y1, r, _mm256_set1_ps(5.0000001201e-1f));
+  y = _mm256_fmadd_ps(y, r3, y1);
+  y = _mm256_fmadd_ps(y, r2, y2);
+  // 2^m for m in [−127, 0]: m = −127 gives the exponent field 0, i.e. 0.0.
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(m), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+}
+
+// Lanes of the `count` (≤ 8) keep bits from bit i on: all ones where kept.
+ATTNSCOPE_AVX2_INLINE __m256 keepLanes(const std::uint64_t* keep, std::size_t i, int count) {
+  const std::size_t word = i >> 6, shift = i & 63;
+  std::uint64_t bits = keep[word] >> shift;
+  if (shift + count > 64) bits |= keep[word + 1] << (64 - shift);  // only when the bits span two words
+  const __m256i lane_bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+  const __m256i set = _mm256_and_si256(_mm256_set1_epi32(static_cast<int>(bits & 0xff)), lane_bit);
+  return _mm256_castsi256_ps(_mm256_cmpeq_epi32(set, lane_bit));
+}
+
+// Σ of the 8 lanes in one fixed order, ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), for every call.
+ATTNSCOPE_AVX2_INLINE float sumLanes(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+ATTNSCOPE_AVX2_INLINE float maxLanes(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Pass 1 of a softmax row on 8 scaled scores: all ones in `bad` where a score is not ≤ FLT_MAX in
+// magnitude (±∞ or NaN), and the running max of `for_max` (the scores, −∞ in lanes past the row).
+ATTNSCOPE_AVX2_INLINE void scanAvx2(__m256 x, __m256 for_max, __m256& mx, __m256& bad) {
+  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  mx = _mm256_max_ps(mx, for_max);
+  bad = _mm256_or_ps(bad, _mm256_cmp_ps(_mm256_and_ps(x, magnitude),
+                                        _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_NLE_UQ));
+}
+
+// One row of the online softmax (tile_kernels.h), 8 keys at a time: pass 1 scales, takes the max
+// and flags anything not finite; pass 2 writes p = exp(s − m), sums it and applies the keep bits.
+// Each lane sums the keys j ≡ lane (mod 8) in order, and the lanes are added in one fixed tree.
+ATTNSCOPE_AVX2_INLINE SoftmaxRowResult softmaxRowAvx2(float* s, int nk, int valid, bool scaled, float divisor,
+                                                      float m_old, const std::uint64_t* keep,
+                                                      std::size_t keep_bit0) {
+  valid = std::clamp(valid, 0, nk);
+  const int whole = valid / 8 * 8, rest = valid - whole;
+  const __m256i tail = firstLanes(rest);
+  if (valid > 0) {
+    const __m256 div = _mm256_set1_ps(divisor);
+    __m256 mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity()), bad = _mm256_setzero_ps();
+    for (int j = 0; j < whole; j += 8) {
+      __m256 x = _mm256_loadu_ps(s + j);
+      if (scaled) {
+        x = _mm256_div_ps(x, div);
+        _mm256_storeu_ps(s + j, x);
+      }
+      scanAvx2(x, x, mx, bad);
+    }
+    if (rest > 0) {
+      __m256 x = _mm256_maskload_ps(s + whole, tail);
+      if (scaled) {
+        x = _mm256_div_ps(x, div);
+        _mm256_maskstore_ps(s + whole, tail, x);
+      }
+      // Lanes past the row hold 0.0 (finite); for the max they are −∞.
+      const __m256 minus_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+      scanAvx2(x, _mm256_blendv_ps(minus_inf, x, _mm256_castsi256_ps(tail)), mx, bad);
+    }
+    const float m = std::max(m_old, maxLanes(mx));
+    const __m256 mv = _mm256_set1_ps(m);
+    __m256 sum = _mm256_setzero_ps();
+    for (int j = 0; j < whole; j += 8) {
+      __m256 p = expNonPositiveAvx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv));
+      sum = _mm256_add_ps(sum, p);
+      if (keep != nullptr) p = _mm256_and_ps(p, keepLanes(keep, keep_bit0 + j, 8));
+      _mm256_storeu_ps(s + j, p);
+    }
+    if (rest > 0) {
+      __m256 p = _mm256_and_ps(expNonPositiveAvx2(_mm256_sub_ps(_mm256_maskload_ps(s + whole, tail), mv)),
+                               _mm256_castsi256_ps(tail));
+      sum = _mm256_add_ps(sum, p);
+      if (keep != nullptr) p = _mm256_and_ps(p, keepLanes(keep, keep_bit0 + whole, rest));
+      // Up to 8 keys of the row, zeros past `valid`.
+      _mm256_maskstore_ps(s + whole, firstLanes(std::min(8, nk - whole)), p);
+    }
+    const int done = rest > 0 ? std::min(nk, whole + 8) : whole;
+    std::fill(s + done, s + nk, 0.0f);
+    return {m, sumLanes(sum), _mm256_movemask_ps(bad) == 0};
+  }
+  std::fill(s, s + nk, 0.0f);
+  return {m_old, 0.0f, true};
+}
+
+// The online softmax step of a tile (tile_kernels.h): one call for the tile's rows, whose setup
+// (constants, the call itself) cost as much as a short row's arithmetic.
+ATTNSCOPE_AVX2 void softmaxRowsAvx2(float* S, int lds, int n, int nk, int key_limit, bool scaled, float divisor,
+                                    const float* m_old, const std::uint64_t* keep, std::size_t keep_bit0,
+                                    std::size_t keep_row_bits, SoftmaxRowResult* out) {
+  key_limit = clampLimit(key_limit, n, nk);
+  for (int r = 0; r < n; ++r)
+    out[r] = softmaxRowAvx2(S + static_cast<std::ptrdiff_t>(r) * lds, nk, keysFor(r, key_limit, nk), scaled, divisor,
+                            m_old[r], keep, keep_bit0 + r * keep_row_bits);
+}
+
+constexpr TileKernels kAvx2Kernels{TileIsa::Avx2, scoresAvx2, accumulateAvx2, softmaxRowsAvx2};
+
+// ---------------------------------------------------------------- AVX-512: 16 floats a vector
+
+// GCC 12 warns inside its own AVX-512 intrinsics once they are inlined (bug 105593: the
+// _mm512_undefined_* placeholders), as in mt19937.cpp; a false positive, silenced here only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+// The first `count` (0 … 16) lanes.
+ATTNSCOPE_AVX512_INLINE __mmask16 firstLanes16(int count) {
+  return static_cast<__mmask16>((1u << count) - 1u);
+}
+
+// Which key each of 16 accumulators holds, so that sumEach16 returns the keys in order: its tree
+// leaves accumulator t's sum in lane kSlotKey[t] (the permutation is its own inverse).
+constexpr int kSlotKey[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15};
+
+// The sums of 16 keys' 16-lane accumulators, side by side, in four levels that each add two halves
+// of pairs of vectors (30 shuffles for 16 sums; folding each to 8 lanes for sumEach8 took 44, and
+// the shuffles, not the FMAs, bounded the kernel). Every key's sum is the same tree: per lane
+// position l of the four 128-bit quarters, (q0+q2)+(q1+q3), then ((l0+l2)+(l1+l3)).
+ATTNSCOPE_AVX512_INLINE __m512 sumEach16(const __m512* a) {
+  __m512 b[8], c[4], d[2];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i)  // quarters [a_i: q0+q2, q1+q3 | a_i+8: q0+q2, q1+q3]
+    b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[i], a[i + 8], 0x44), _mm512_shuffle_f32x4(a[i], a[i + 8], 0xEE));
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i)  // one quarter of 4 partial lanes per key
+    c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[i], b[i + 4], 0x88), _mm512_shuffle_f32x4(b[i], b[i + 4], 0xDD));
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; ++i)  // 2 partial lanes per key
+    d[i] = _mm512_add_ps(_mm512_shuffle_ps(c[i], c[i + 2], 0x44), _mm512_shuffle_ps(c[i], c[i + 2], 0xEE));
+  return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xDD));
+}
+
+// S = Q·Kᵀ for one query row against C ≤ 16 keys: scoresRowAvx2 with 16 columns per FMA (NQ > 0:
+// hw = 16·NQ, unrolled, the row in registers; NQ = 0: any hw, the ragged end masked), 16 keys a
+// block and sumEach16. Key κ sits in accumulator kSlotKey[κ]; the others stay 0.
+template <int C, int NQ>
+ATTNSCOPE_AVX512_INLINE void scoresRowAvx512(int hw, const __m512* qv, const float* q, const float* k,
+                                             std::ptrdiff_t ldk, float* s, __mmask16 tail) {
+  __m512 acc[16];
+#pragma GCC unroll 16
+  for (int t = 0; t < 16; ++t) acc[t] = _mm512_setzero_ps();
+  const int whole = NQ > 0 ? 16 * NQ : hw / 16 * 16;
+  if (whole > 0) {  // the first 16 columns: a product (the same bits as an FMA onto +0, but for −0)
+    const __m512 q0 = NQ > 0 ? qv[0] : _mm512_loadu_ps(q);
+#pragma GCC unroll 16
+    for (int t = 0; t < 16; ++t)
+      if (kSlotKey[t] < C) acc[t] = _mm512_mul_ps(q0, _mm512_loadu_ps(k + kSlotKey[t] * ldk));
+  }
+#pragma GCC unroll 4
+  for (int x = 16; x < whole; x += 16) {
+    const __m512 qx = NQ > 0 ? qv[x / 16] : _mm512_loadu_ps(q + x);
+#pragma GCC unroll 16
+    for (int t = 0; t < 16; ++t)
+      if (kSlotKey[t] < C) acc[t] = _mm512_fmadd_ps(qx, _mm512_loadu_ps(k + kSlotKey[t] * ldk + x), acc[t]);
+  }
+  if (NQ == 0 && whole < hw) {
+    const __m512 qx = _mm512_maskz_loadu_ps(tail, q + whole);
+#pragma GCC unroll 16
+    for (int t = 0; t < 16; ++t)
+      if (kSlotKey[t] < C)
+        acc[t] = _mm512_fmadd_ps(qx, _mm512_maskz_loadu_ps(tail, k + kSlotKey[t] * ldk + whole), acc[t]);
+  }
+  const __m512 sums = sumEach16(acc);
+  if (C == 16)
+    _mm512_storeu_ps(s, sums);
+  else
+    _mm512_mask_storeu_ps(s, firstLanes16(C), sums);
+}
+
+// S = Q·Kᵀ (tile_kernels.h), as scoresTileAvx2 with blocks of 16 keys (then 8, then single keys).
+template <int NQ, int LD>
+ATTNSCOPE_AVX512 void scoresTileAvx512(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk_any,
+                                       float* S, int lds, int key_limit, __mmask16 tail) {
+  const std::ptrdiff_t ldk = LD > 0 ? LD : ldk_any;
+  for (int r = 0; r < n; ++r) {
+    const int keys = scoredKeys(r, key_limit, nk);
+    const float* q = Q + static_cast<std::ptrdiff_t>(r) * ldq;
+    float* s = S + static_cast<std::ptrdiff_t>(r) * lds;
+    __m512 qv[4];  // the row, in registers (NQ ≤ 4: hw = 32 or 64)
+#pragma GCC unroll 4
+    for (int x = 0; x < 4; ++x) qv[x] = NQ > 0 && x < NQ ? _mm512_loadu_ps(q + 16 * x) : _mm512_setzero_ps();
+    int j = 0;
+    for (; j + 16 <= keys; j += 16) scoresRowAvx512<16, NQ>(hw, qv, q, K + j * ldk, ldk, s + j, tail);
+    if (j + 8 <= keys) {
+      scoresRowAvx512<8, NQ>(hw, qv, q, K + j * ldk, ldk, s + j, tail);
+      j += 8;
+    }
+    for (; j < keys; ++j) scoresRowAvx512<1, NQ>(hw, qv, q, K + j * ldk, ldk, s + j, tail);  // the ragged end
+  }
+}
+
+ATTNSCOPE_AVX512 void scoresAvx512(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk,
+                                   float* S, int lds, int key_limit) {
+  key_limit = clampLimit(key_limit, n, nk);
+  const __mmask16 tail = firstLanes16(hw % 16);
+  if (hw == 32 && ldk == 32)
+    scoresTileAvx512<2, 32>(n, nk, hw, Q, ldq, K, ldk, S, lds, key_limit, tail);
+  else if (hw == 64 && ldk == 64)
+    scoresTileAvx512<4, 64>(n, nk, hw, Q, ldq, K, ldk, S, lds, key_limit, tail);
+  else if (hw == 32)
+    scoresTileAvx512<2, 0>(n, nk, hw, Q, ldq, K, ldk, S, lds, key_limit, tail);
+  else if (hw == 64)
+    scoresTileAvx512<4, 0>(n, nk, hw, Q, ldq, K, ldk, S, lds, key_limit, tail);
+  else
+    scoresTileAvx512<0, 0>(n, nk, hw, Q, ldq, K, ldk, S, lds, key_limit, tail);
+}
+
+// acc += P·V on an R × NV register block of 16-column vectors (Masked: one vector of the first
+// hw % 16 columns), in chunks of kKeyChunk keys as accumulateBlockAvx2: one broadcast of P per row
+// and key. p: R × keys (ldp), v: keys × columns (ldv), a: R × columns (lda).
+template <int R, int NV, bool Masked>
+ATTNSCOPE_AVX512_INLINE void accumulateBlockAvx512(int keys, const float* p, int ldp, const float* v, int ldv,
+                                                   float* a, int lda, __mmask16 tail) {
+  for (int j0 = 0; j0 < keys; j0 += kKeyChunk) {
+    __m512 part[R][NV];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int c = 0; c < NV; ++c) part[r][c] = _mm512_setzero_ps();
+    for (int j = j0, j1 = std::min(j0 + kKeyChunk, keys); j < j1; ++j) {
+      const float* vj = v + static_cast<std::ptrdiff_t>(j) * ldv;
+      __m512 vv[NV];
+#pragma GCC unroll 4
+      for (int c = 0; c < NV; ++c)
+        vv[c] = Masked ? _mm512_maskz_loadu_ps(tail, vj + 16 * c) : _mm512_loadu_ps(vj + 16 * c);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512 pr = _mm512_set1_ps(p[static_cast<std::ptrdiff_t>(r) * ldp + j]);
+#pragma GCC unroll 4
+        for (int c = 0; c < NV; ++c) part[r][c] = _mm512_fmadd_ps(pr, vv[c], part[r][c]);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+      for (int c = 0; c < NV; ++c) {
+        float* dst = a + static_cast<std::ptrdiff_t>(r) * lda + 16 * c;
+        if (Masked)
+          _mm512_mask_storeu_ps(dst, tail, _mm512_add_ps(_mm512_maskz_loadu_ps(tail, dst), part[r][c]));
+        else
+          _mm512_storeu_ps(dst, _mm512_add_ps(_mm512_loadu_ps(dst), part[r][c]));
+      }
+  }
+}
+
+// The columns of one block of R rows: 32 at a time (two vectors: with 6 rows, 12 accumulators),
+// then a remaining whole vector, then the ragged end.
+template <int R>
+ATTNSCOPE_AVX512 void accumulateRowsAvx512(int keys, int hw, const float* p, int ldp, const float* V, int ldv,
+                                           float* a, int lda, __mmask16 tail) {
+  int c = 0;
+  for (; c + 32 <= hw; c += 32) accumulateBlockAvx512<R, 2, false>(keys, p, ldp, V + c, ldv, a + c, lda, tail);
+  if (c + 16 <= hw) {
+    accumulateBlockAvx512<R, 1, false>(keys, p, ldp, V + c, ldv, a + c, lda, tail);
+    c += 16;
+  }
+  if (c < hw) accumulateBlockAvx512<R, 1, true>(keys, p, ldp, V + c, ldv, a + c, lda, tail);
+}
+
+// acc += P·V (tile_kernels.h): blocks of 6 rows × 32 columns, the last rows one by one.
+ATTNSCOPE_AVX512 void accumulateAvx512(int n, int nk, int hw, const float* P, int ldp, const float* V, int ldv,
+                                       float* acc, int ldacc, int key_limit) {
+  key_limit = clampLimit(key_limit, n, nk);
+  const __mmask16 tail = firstLanes16(hw % 16);
+  int r = 0;
+  for (; r + 6 <= n; r += 6)
+    accumulateRowsAvx512<6>(keysFor(r + 5, key_limit, nk), hw, P + static_cast<std::ptrdiff_t>(r) * ldp, ldp, V,
+                            ldv, acc + static_cast<std::ptrdiff_t>(r) * ldacc, ldacc, tail);
+  for (; r < n; ++r)
+    accumulateRowsAvx512<1>(keysFor(r, key_limit, nk), hw, P + static_cast<std::ptrdiff_t>(r) * ldp, ldp, V, ldv,
+                            acc + static_cast<std::ptrdiff_t>(r) * ldacc, ldacc, tail);
+}
+
+// expNonPositiveAvx2, 16 at a time.
+ATTNSCOPE_AVX512_INLINE __m512 expNonPositiveAvx512(__m512 x) {
+  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_setzero_ps()), _mm512_set1_ps(-88.0f));
+  const __m512 m = _mm512_roundscale_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
+                                        _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fmadd_ps(m, _mm512_set1_ps(-0.693359375f), x);
+  r = _mm512_fmadd_ps(m, _mm512_set1_ps(2.12194440e-4f), r);
+  const __m512 r2 = _mm512_mul_ps(r, r), r3 = _mm512_mul_ps(r2, r);
+  __m512 y = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r, _mm512_set1_ps(1.3981999507e-3f));
+  __m512 y1 = _mm512_fmadd_ps(_mm512_set1_ps(4.1665795894e-2f), r, _mm512_set1_ps(1.6666665459e-1f));
+  const __m512 y2 = _mm512_add_ps(r, _mm512_set1_ps(1.0f));
+  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
+  y1 = _mm512_fmadd_ps(y1, r, _mm512_set1_ps(5.0000001201e-1f));
+  y = _mm512_fmadd_ps(y, r3, y1);
+  y = _mm512_fmadd_ps(y, r2, y2);
+  const __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvttps_epi32(m), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+}
+
+// The `count` (≤ 16) keep bits from bit i on, as a lane mask.
+ATTNSCOPE_AVX512_INLINE __mmask16 keepMask16(const std::uint64_t* keep, std::size_t i, int count) {
+  const std::size_t word = i >> 6, shift = i & 63;
+  std::uint64_t bits = keep[word] >> shift;
+  if (shift + count > 64) bits |= keep[word + 1] << (64 - shift);  // only when the bits span two words
+  return static_cast<__mmask16>(bits & 0xffff);
+}
+
+// Σ of the 16 lanes in one fixed order: lane l + lane l + 8, then sumLanes.
+ATTNSCOPE_AVX512_INLINE float sumLanes16(__m512 v) {
+  const __m256 high = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  return sumLanes(_mm256_add_ps(_mm512_castps512_ps256(v), high));
+}
+
+// One row of the online softmax (tile_kernels.h), 16 keys at a time, as softmaxRowAvx2.
+ATTNSCOPE_AVX512_INLINE SoftmaxRowResult softmaxRowAvx512(float* s, int nk, int valid, bool scaled, float divisor,
+                                                          float m_old, const std::uint64_t* keep,
+                                                          std::size_t keep_bit0) {
+  valid = std::clamp(valid, 0, nk);
+  if (valid == 0) {
+    std::fill(s, s + nk, 0.0f);
+    return {m_old, 0.0f, true};
+  }
+  const int whole = valid / 16 * 16, rest = valid - whole;
+  const __mmask16 tail = firstLanes16(rest);
+  const __m512 div = _mm512_set1_ps(divisor), most = _mm512_set1_ps(std::numeric_limits<float>::max());
+  __m512 mx = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __mmask16 bad = 0;  // lanes not ≤ FLT_MAX in magnitude: ±∞ or NaN
+  for (int j = 0; j < whole; j += 16) {
+    __m512 x = _mm512_loadu_ps(s + j);
+    if (scaled) {
+      x = _mm512_div_ps(x, div);
+      _mm512_storeu_ps(s + j, x);
+    }
+    mx = _mm512_max_ps(mx, x);
+    bad |= _mm512_cmp_ps_mask(_mm512_abs_ps(x), most, _CMP_NLE_UQ);
+  }
+  if (rest > 0) {
+    __m512 x = _mm512_maskz_loadu_ps(tail, s + whole);
+    if (scaled) {
+      x = _mm512_div_ps(x, div);
+      _mm512_mask_storeu_ps(s + whole, tail, x);
+    }
+    mx = _mm512_mask_max_ps(mx, tail, mx, x);
+    bad |= _mm512_mask_cmp_ps_mask(tail, _mm512_abs_ps(x), most, _CMP_NLE_UQ);
+  }
+  const float m = std::max(m_old, _mm512_reduce_max_ps(mx));
+  const __m512 mv = _mm512_set1_ps(m);
+  __m512 sum = _mm512_setzero_ps();
+  for (int j = 0; j < whole; j += 16) {
+    const __m512 p = expNonPositiveAvx512(_mm512_sub_ps(_mm512_loadu_ps(s + j), mv));
+    sum = _mm512_add_ps(sum, p);
+    _mm512_storeu_ps(s + j, keep != nullptr ? _mm512_maskz_mov_ps(keepMask16(keep, keep_bit0 + j, 16), p) : p);
+  }
+  if (rest > 0) {
+    const __m512 x = _mm512_sub_ps(_mm512_maskz_loadu_ps(tail, s + whole), mv);
+    __m512 p = _mm512_maskz_mov_ps(tail, expNonPositiveAvx512(x));
+    sum = _mm512_add_ps(sum, p);
+    if (keep != nullptr) p = _mm512_maskz_mov_ps(keepMask16(keep, keep_bit0 + whole, rest), p);
+    _mm512_mask_storeu_ps(s + whole, firstLanes16(std::min(16, nk - whole)), p);  // zeros past `valid`
+  }
+  const int done = rest > 0 ? std::min(nk, whole + 16) : whole;
+  std::fill(s + done, s + nk, 0.0f);
+  return {m, sumLanes16(sum), bad == 0};
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+// The online softmax step of a tile (tile_kernels.h), as softmaxRowsAvx2.
+ATTNSCOPE_AVX512 void softmaxRowsAvx512(float* S, int lds, int n, int nk, int key_limit, bool scaled, float divisor,
+                                        const float* m_old, const std::uint64_t* keep, std::size_t keep_bit0,
+                                        std::size_t keep_row_bits, SoftmaxRowResult* out) {
+  key_limit = clampLimit(key_limit, n, nk);
+  for (int r = 0; r < n; ++r)
+    out[r] = softmaxRowAvx512(S + static_cast<std::ptrdiff_t>(r) * lds, nk, keysFor(r, key_limit, nk), scaled, divisor,
+                              m_old[r], keep, keep_bit0 + r * keep_row_bits);
+}
+
+constexpr TileKernels kAvx512Kernels{TileIsa::Avx512, scoresAvx512, accumulateAvx512, softmaxRowsAvx512};
+
+// The CPU checks include the OS's support for the wider registers (XCR0), not only CPUID bits;
+// __builtin_cpu_init is needed if we run before libgcc's own constructor.
+bool cpuHasAvx2Fma() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+bool cpuHasAvx512() {
+  __builtin_cpu_init();
+  return cpuHasAvx2Fma() && __builtin_cpu_supports("avx512f");
+}
+#endif
+
+const TileKernels* kernelsFromEnvironment() {
+  if (const char* env = std::getenv("ATTNSCOPE_TILE_ISA"))
+    for (TileIsa isa : {TileIsa::Scalar, TileIsa::Avx2, TileIsa::Avx512})
+      if (std::strcmp(env, tileIsaName(isa)) == 0 && tileIsaSupported(isa)) return &tileKernels(isa);
+  return &tileKernels(TileIsa::Auto);
+}
+
+std::atomic<const TileKernels*>& active() {
+  static std::atomic<const TileKernels*> kernels{kernelsFromEnvironment()};
+  return kernels;
+}
+
+}  // namespace
+
+bool tileIsaSupported(TileIsa isa) {
+  switch (isa) {
+    case TileIsa::Auto:
+    case TileIsa::Scalar:
+      return true;
+#if ATTNSCOPE_TILE_X86
+    case TileIsa::Avx2: {
+      static const bool has = cpuHasAvx2Fma();
+      return has;
+    }
+    case TileIsa::Avx512: {
+      static const bool has = cpuHasAvx512();
+      return has;
+    }
+#else
+    case TileIsa::Avx2:
+    case TileIsa::Avx512:
+      return false;
+#endif
+  }
+  return false;
+}
+
+TileIsa tileIsaBest() {
+  if (tileIsaSupported(TileIsa::Avx512)) return TileIsa::Avx512;
+  if (tileIsaSupported(TileIsa::Avx2)) return TileIsa::Avx2;
+  return TileIsa::Scalar;
+}
+
+const char* tileIsaName(TileIsa isa) {
+  switch (isa) {
+    case TileIsa::Auto: return "auto";
+    case TileIsa::Scalar: return "scalar";
+    case TileIsa::Avx2: return "avx2";
+    case TileIsa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+const TileKernels& tileKernels(TileIsa isa) {
+  if (isa == TileIsa::Auto) isa = tileIsaBest();
+  if (!tileIsaSupported(isa))
+    throw std::invalid_argument(std::string("tile kernels: this CPU cannot run the ") + tileIsaName(isa) +
+                                " version");
+  switch (isa) {
+#if ATTNSCOPE_TILE_X86
+    case TileIsa::Avx2: return kAvx2Kernels;
+    case TileIsa::Avx512: return kAvx512Kernels;
+#endif
+    default: return kScalarKernels;
+  }
+}
+
+const TileKernels& activeTileKernels() { return *active().load(std::memory_order_relaxed); }
+
+void setTileIsa(TileIsa isa) { active().store(&tileKernels(isa), std::memory_order_relaxed); }
+
+}  // namespace attnscope

@@ -1,0 +1,69 @@
+// Micro-kernels of the fused attention kernel (attendRowsFused, docs/DESIGN.md §2.3): the
+// products of one query block with one key tile, S = Q·Kᵀ and acc += P·V, and the tile's online
+// softmax step. A head is narrow (w = 32 for medium, 64 for GPT-2), so the products' inner
+// dimension is too short for a general GEMM's packing to pay: these kernels read the row-major
+// Q, K, V, P as they are (any row stride; dense rows of K are the fast path) and keep a small
+// block of results in registers.
+//
+// The SIMD versions (AVX2/FMA; AVX-512) are chosen at run time from what the CPU has, never assumed
+// from the build flags, as Mt19937 does; the scalar loops are the fallback everywhere else. Every
+// version is deterministic: each result is summed in one fixed order that depends on neither the
+// thread, nor the buffers' alignment, nor where in a register block the element falls.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace attnscope {
+
+enum class TileIsa { Auto, Scalar, Avx2, Avx512 };
+
+bool tileIsaSupported(TileIsa isa);  // Auto and Scalar always are
+TileIsa tileIsaBest();               // what Auto resolves to on this CPU
+const char* tileIsaName(TileIsa isa);
+
+// One query row of a key tile after the online softmax step.
+struct SoftmaxRowResult {
+  float max;    // the new running max: max(m_old, the row's scaled scores)
+  float sum;    // Σ exp(scaled − max) over the row's unmasked keys, dropped ones included
+  bool finite;  // every scaled score was finite
+};
+
+struct TileKernels {
+  TileIsa isa;  // never Auto
+
+  // S = Q·Kᵀ for a query block and a key tile. Q: n × hw (row stride ldq), K: nk × hw (ldk),
+  // S: n × nk (lds). Row r needs only the keys j < r + key_limit (the causal mask: key_limit =
+  // first row's index − first key's index + 1; nk or more for all keys): beyond them S holds
+  // anything (left unwritten, or scores a register block computed anyway), never past nk.
+  void (*scores)(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk, float* S,
+                 int lds, int key_limit);
+
+  // acc += P·V. P: n × nk (ldp), V: nk × hw (ldv), acc: n × hw (ldacc). Row r's P must be 0 from
+  // its key limit (j ≥ r + key_limit, as softmaxRows leaves it) to nk; the keys past the limit of a
+  // register block's last row are not read. Each element sums the keys in chunks (kKeyChunk in
+  // tile_kernels.cpp), each in order from 0, and adds each chunk's sum to acc in order.
+  void (*accumulate)(int n, int nk, int hw, const float* P, int ldp, const float* V, int ldv,
+                     float* acc, int ldacc, int key_limit);
+
+  // The online softmax step of a key tile for n query rows. S: n × nk raw scores (lds); row r's
+  // unmasked keys are j < r + key_limit, as for scores. Per row: ÷ divisor when `scaled` (the
+  // reference's float division), the new max m = max(m_old[r], the row's scaled scores),
+  // s = exp(s − m) for the unmasked keys and 0 for the others up to nk; with `keep` (dropout) the
+  // dropped p are then set to 0 but still counted in the sum: key j of row r is kept iff bit
+  // keep_bit0 + r·keep_row_bits + j is set (bit i % 64 of word i / 64). out[r] = {m, Σ p, every
+  // scaled score finite}; a row without unmasked keys keeps m_old[r] and sums to 0.
+  void (*softmaxRows)(float* S, int lds, int n, int nk, int key_limit, bool scaled, float divisor,
+                      const float* m_old, const std::uint64_t* keep, std::size_t keep_bit0,
+                      std::size_t keep_row_bits, SoftmaxRowResult* out);
+};
+
+// The kernels of `isa` (Auto: the widest this CPU runs). Throws std::invalid_argument when this
+// CPU cannot run them.
+const TileKernels& tileKernels(TileIsa isa);
+// The kernels the fused attention uses: tileKernels(Auto), unless ATTNSCOPE_TILE_ISA=scalar|avx2|
+// avx512 names one this CPU runs, or setTileIsa changed them (tests and measurements; not while a
+// computation runs).
+const TileKernels& activeTileKernels();
+void setTileIsa(TileIsa isa);
+
+}  // namespace attnscope
