@@ -1,8 +1,8 @@
 // The fast path against the readable reference (docs/DESIGN.md §2.3): outputs of untraced batch
 // elements come from the fused kernel (tiles, online softmax, causal tiles skipped, dropout from
 // the keep bits) and must equal the reference loops' outputs within 1e-5 relative, for every
-// variant and option, at sizes around the block and tile edges (query blocks of 128 rows, key
-// tiles of 256: 63 … 129 tokens in one tile, 257 and 520 in two and three).
+// variant and option, at sizes around the block and tile edges (query blocks and key tiles of
+// 128 rows: 63 … 129 tokens in one or two tiles, 257 and 520 in three and five).
 // Sharing identical elements and projections changes no bit; neither does the thread count.
 #include <gtest/gtest.h>
 
