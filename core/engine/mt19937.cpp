@@ -154,63 +154,13 @@ __attribute__((target("avx512f"))) void temperAvx512(const std::uint32_t* in, st
 #pragma GCC diagnostic pop
 #endif
 
-// __builtin_cpu_init is harmless when done already and needed if we run before libgcc's own
-// constructor (a generator built during static initialization). The checks include the OS's
-// support for the wider registers (XCR0), not only the CPUID bits.
-bool cpuHasAvx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
-}
-bool cpuHasAvx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f");
-}
-#endif
+#endif  // ATTNSCOPE_MT_X86
 
 }  // namespace
 
-bool Mt19937::supported(Impl impl) {
-  switch (impl) {
-    case Impl::Auto:
-    case Impl::Scalar:
-      return true;
-#if ATTNSCOPE_MT_X86
-    case Impl::Avx2: {
-      static const bool has = cpuHasAvx2();
-      return has;
-    }
-    case Impl::Avx512: {
-      static const bool has = cpuHasAvx512();
-      return has;
-    }
-#else
-    case Impl::Avx2:
-    case Impl::Avx512:
-      return false;
-#endif
-  }
-  return false;
-}
-
-Mt19937::Impl Mt19937::best() {
-  if (supported(Impl::Avx512)) return Impl::Avx512;
-  if (supported(Impl::Avx2)) return Impl::Avx2;
-  return Impl::Scalar;
-}
-
-const char* Mt19937::name(Impl impl) {
-  switch (impl) {
-    case Impl::Auto: return "auto";
-    case Impl::Scalar: return "scalar";
-    case Impl::Avx2: return "avx2";
-    case Impl::Avx512: return "avx512";
-  }
-  return "?";
-}
-
-Mt19937::Mt19937(std::uint32_t s, Impl impl) : impl_(impl == Impl::Auto ? best() : impl) {
-  if (!supported(impl_))
-    throw std::invalid_argument(std::string("Mt19937: this CPU cannot run the ") + name(impl_) +
+Mt19937::Mt19937(std::uint32_t s, Isa impl) : impl_(impl == Isa::Auto ? isaBest() : impl) {
+  if (!isaSupported(impl_))
+    throw std::invalid_argument(std::string("Mt19937: this CPU cannot run the ") + isaName(impl_) +
                                 " implementation");
   seed(s);
 }
@@ -226,8 +176,8 @@ void Mt19937::seed(std::uint32_t s) {
 void Mt19937::refill() {
   switch (impl_) {
 #if ATTNSCOPE_MT_X86
-    case Impl::Avx512: refillAvx512(state_); break;
-    case Impl::Avx2: refillAvx2(state_); break;
+    case Isa::Avx512: refillAvx512(state_); break;
+    case Isa::Avx2: refillAvx2(state_); break;
 #endif
     default: refillScalar(state_); break;
   }
@@ -241,8 +191,8 @@ void Mt19937::fill(std::uint32_t* out, std::size_t n) {
     const std::uint32_t* in = state_ + index_;
     switch (impl_) {
 #if ATTNSCOPE_MT_X86
-      case Impl::Avx512: temperAvx512(in, out, take); break;
-      case Impl::Avx2: temperAvx2(in, out, take); break;
+      case Isa::Avx512: temperAvx512(in, out, take); break;
+      case Isa::Avx2: temperAvx2(in, out, take); break;
 #endif
       default: temperScalar(in, out, take); break;
     }

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/simd_isa.h"
+
 namespace attnscope {
 
 class Mt19937 {
@@ -14,16 +16,12 @@ class Mt19937 {
 
   // Which refill/tempering code runs. Auto picks the widest the CPU supports; the others force one
   // (for tests and measurements) and are refused with std::invalid_argument when the CPU lacks it.
-  enum class Impl { Auto, Scalar, Avx2, Avx512 };
-  static bool supported(Impl impl);  // Auto and Scalar always are
-  static Impl best();                // what Auto resolves to on this CPU
-  static const char* name(Impl impl);
 
   // std::mt19937(seed): the standard initialization; the first draw refills the state.
-  explicit Mt19937(std::uint32_t seed = 5489u, Impl impl = Impl::Auto);
+  explicit Mt19937(std::uint32_t seed = 5489u, Isa impl = Isa::Auto);
   void seed(std::uint32_t seed);
 
-  Impl impl() const { return impl_; }  // the resolved implementation, never Auto
+  Isa impl() const { return impl_; }  // the resolved implementation, never Auto
 
   // The next output, the same as std::mt19937's operator().
   std::uint32_t next() {
@@ -51,7 +49,7 @@ class Mt19937 {
   // it. Plain data otherwise: a copy continues the identical stream.
   alignas(64) std::uint32_t state_[kStateSize];
   std::size_t index_;
-  Impl impl_;
+  Isa impl_;
 };
 
 }  // namespace attnscope

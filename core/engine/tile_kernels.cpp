@@ -118,7 +118,7 @@ void softmaxRowsScalar(float* S, int lds, int n, int nk, int key_limit, bool sca
                               m_old[r], keep, keep_bit0 + r * keep_row_bits);
 }
 
-constexpr TileKernels kScalarKernels{TileIsa::Scalar, scoresScalar, accumulateScalar, softmaxRowsScalar};
+constexpr TileKernels kScalarKernels{Isa::Scalar, scoresScalar, accumulateScalar, softmaxRowsScalar};
 
 #if ATTNSCOPE_TILE_X86
 // ---------------------------------------------------------------- AVX2 + FMA: 8 floats a vector
@@ -410,7 +410,7 @@ ATTNSCOPE_AVX2 void softmaxRowsAvx2(float* S, int lds, int n, int nk, int key_li
                             m_old[r], keep, keep_bit0 + r * keep_row_bits);
 }
 
-constexpr TileKernels kAvx2Kernels{TileIsa::Avx2, scoresAvx2, accumulateAvx2, softmaxRowsAvx2};
+constexpr TileKernels kAvx2Kernels{Isa::Avx2, scoresAvx2, accumulateAvx2, softmaxRowsAvx2};
 
 // ---------------------------------------------------------------- AVX-512: 16 floats a vector
 
@@ -689,25 +689,14 @@ ATTNSCOPE_AVX512 void softmaxRowsAvx512(float* S, int lds, int n, int nk, int ke
                               m_old[r], keep, keep_bit0 + r * keep_row_bits);
 }
 
-constexpr TileKernels kAvx512Kernels{TileIsa::Avx512, scoresAvx512, accumulateAvx512, softmaxRowsAvx512};
-
-// The CPU checks include the OS's support for the wider registers (XCR0), not only CPUID bits;
-// __builtin_cpu_init is needed if we run before libgcc's own constructor.
-bool cpuHasAvx2Fma() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-bool cpuHasAvx512() {
-  __builtin_cpu_init();
-  return cpuHasAvx2Fma() && __builtin_cpu_supports("avx512f");
-}
-#endif
+constexpr TileKernels kAvx512Kernels{Isa::Avx512, scoresAvx512, accumulateAvx512, softmaxRowsAvx512};
+#endif  // ATTNSCOPE_TILE_X86
 
 const TileKernels* kernelsFromEnvironment() {
   if (const char* env = std::getenv("ATTNSCOPE_TILE_ISA"))
-    for (TileIsa isa : {TileIsa::Scalar, TileIsa::Avx2, TileIsa::Avx512})
-      if (std::strcmp(env, tileIsaName(isa)) == 0 && tileIsaSupported(isa)) return &tileKernels(isa);
-  return &tileKernels(TileIsa::Auto);
+    for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
+      if (std::strcmp(env, isaName(isa)) == 0 && isaSupported(isa)) return &tileKernels(isa);
+  return &tileKernels(Isa::Auto);
 }
 
 std::atomic<const TileKernels*>& active() {
@@ -717,54 +706,15 @@ std::atomic<const TileKernels*>& active() {
 
 }  // namespace
 
-bool tileIsaSupported(TileIsa isa) {
-  switch (isa) {
-    case TileIsa::Auto:
-    case TileIsa::Scalar:
-      return true;
-#if ATTNSCOPE_TILE_X86
-    case TileIsa::Avx2: {
-      static const bool has = cpuHasAvx2Fma();
-      return has;
-    }
-    case TileIsa::Avx512: {
-      static const bool has = cpuHasAvx512();
-      return has;
-    }
-#else
-    case TileIsa::Avx2:
-    case TileIsa::Avx512:
-      return false;
-#endif
-  }
-  return false;
-}
-
-TileIsa tileIsaBest() {
-  if (tileIsaSupported(TileIsa::Avx512)) return TileIsa::Avx512;
-  if (tileIsaSupported(TileIsa::Avx2)) return TileIsa::Avx2;
-  return TileIsa::Scalar;
-}
-
-const char* tileIsaName(TileIsa isa) {
-  switch (isa) {
-    case TileIsa::Auto: return "auto";
-    case TileIsa::Scalar: return "scalar";
-    case TileIsa::Avx2: return "avx2";
-    case TileIsa::Avx512: return "avx512";
-  }
-  return "?";
-}
-
-const TileKernels& tileKernels(TileIsa isa) {
-  if (isa == TileIsa::Auto) isa = tileIsaBest();
-  if (!tileIsaSupported(isa))
-    throw std::invalid_argument(std::string("tile kernels: this CPU cannot run the ") + tileIsaName(isa) +
+const TileKernels& tileKernels(Isa isa) {
+  if (isa == Isa::Auto) isa = isaBest();
+  if (!isaSupported(isa))
+    throw std::invalid_argument(std::string("tile kernels: this CPU cannot run the ") + isaName(isa) +
                                 " version");
   switch (isa) {
 #if ATTNSCOPE_TILE_X86
-    case TileIsa::Avx2: return kAvx2Kernels;
-    case TileIsa::Avx512: return kAvx512Kernels;
+    case Isa::Avx2: return kAvx2Kernels;
+    case Isa::Avx512: return kAvx512Kernels;
 #endif
     default: return kScalarKernels;
   }
@@ -772,6 +722,6 @@ const TileKernels& tileKernels(TileIsa isa) {
 
 const TileKernels& activeTileKernels() { return *active().load(std::memory_order_relaxed); }
 
-void setTileIsa(TileIsa isa) { active().store(&tileKernels(isa), std::memory_order_relaxed); }
+void setIsa(Isa isa) { active().store(&tileKernels(isa), std::memory_order_relaxed); }
 
 }  // namespace attnscope

@@ -13,13 +13,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "engine/simd_isa.h"
+
 namespace attnscope {
 
-enum class TileIsa { Auto, Scalar, Avx2, Avx512 };
 
-bool tileIsaSupported(TileIsa isa);  // Auto and Scalar always are
-TileIsa tileIsaBest();               // what Auto resolves to on this CPU
-const char* tileIsaName(TileIsa isa);
 
 // One query row of a key tile after the online softmax step.
 struct SoftmaxRowResult {
@@ -29,7 +27,7 @@ struct SoftmaxRowResult {
 };
 
 struct TileKernels {
-  TileIsa isa;  // never Auto
+  Isa isa;  // never Auto
 
   // S = Q·Kᵀ for a query block and a key tile. Q: n × hw (row stride ldq), K: nk × hw (ldk),
   // S: n × nk (lds). Row r needs only the keys j < r + key_limit (the causal mask: key_limit =
@@ -59,11 +57,11 @@ struct TileKernels {
 
 // The kernels of `isa` (Auto: the widest this CPU runs). Throws std::invalid_argument when this
 // CPU cannot run them.
-const TileKernels& tileKernels(TileIsa isa);
+const TileKernels& tileKernels(Isa isa);
 // The kernels the fused attention uses: tileKernels(Auto), unless ATTNSCOPE_TILE_ISA=scalar|avx2|
-// avx512 names one this CPU runs, or setTileIsa changed them (tests and measurements; not while a
+// avx512 names one this CPU runs, or setIsa changed them (tests and measurements; not while a
 // computation runs).
 const TileKernels& activeTileKernels();
-void setTileIsa(TileIsa isa);
+void setIsa(Isa isa);
 
 }  // namespace attnscope

@@ -86,12 +86,12 @@ __attribute__((target("avx512f"))) void keepBitsAvx512(const std::uint32_t* r, s
 #endif
 #endif
 
-void keepBits(Mt19937::Impl impl, const std::uint32_t* r, std::size_t n, std::uint64_t threshold,
+void keepBits(Isa impl, const std::uint32_t* r, std::size_t n, std::uint64_t threshold,
               std::uint64_t* words) {
   switch (impl) {
 #if ATTNSCOPE_TG_X86
-    case Mt19937::Impl::Avx512: keepBitsAvx512(r, n, threshold, words); return;
-    case Mt19937::Impl::Avx2: keepBitsAvx2(r, n, threshold, words); return;
+    case Isa::Avx512: keepBitsAvx512(r, n, threshold, words); return;
+    case Isa::Avx2: keepBitsAvx2(r, n, threshold, words); return;
 #endif
     default: keepBitsScalar(r, n, threshold, words); return;
   }

@@ -19,12 +19,12 @@
 namespace attnscope {
 namespace {
 
-using Impl = Mt19937::Impl;
+using Impl = Isa;
 
 std::vector<Impl> implsToTest() {
   std::vector<Impl> impls{Impl::Scalar};
   for (Impl i : {Impl::Avx2, Impl::Avx512})
-    if (Mt19937::supported(i)) impls.push_back(i);
+    if (isaSupported(i)) impls.push_back(i);
   return impls;
 }
 
@@ -38,7 +38,7 @@ std::vector<std::uint32_t> seedsToTest() {
 const std::size_t kSizes[] = {0, 1, 623, 624, 625, 1247, 100003};
 
 std::string where(Impl impl, std::uint32_t seed) {
-  return std::string(Mt19937::name(impl)) + ", seed " + std::to_string(seed);
+  return std::string(isaName(impl)) + ", seed " + std::to_string(seed);
 }
 
 // Index of the first difference between a and the next a.size() outputs of ref, or -1.
@@ -51,13 +51,13 @@ long firstMismatch(const std::vector<std::uint32_t>& a, std::mt19937& ref) {
 
 TEST(Mt19937, ImplementationsThisCpuRuns) {
   std::string list;
-  for (Impl i : implsToTest()) list += std::string(" ") + Mt19937::name(i);
+  for (Impl i : implsToTest()) list += std::string(" ") + isaName(i);
   std::cout << "[ info     ] implementations tested:" << list << "; auto = "
-            << Mt19937::name(Mt19937::best()) << "\n";
-  EXPECT_TRUE(Mt19937::supported(Mt19937::best()));
-  EXPECT_EQ(Mt19937(1).impl(), Mt19937::best());
+            << isaName(isaBest()) << "\n";
+  EXPECT_TRUE(isaSupported(isaBest()));
+  EXPECT_EQ(Mt19937(1).impl(), isaBest());
   for (Impl i : {Impl::Avx2, Impl::Avx512}) {
-    if (!Mt19937::supported(i)) {
+    if (!isaSupported(i)) {
       EXPECT_THROW(Mt19937(1, i), std::invalid_argument);
     }
   }
@@ -69,10 +69,10 @@ TEST(Mt19937, DefaultSeedGivesTheStandardsTenThousandthValue) {
     Mt19937 a(5489u, impl), b(5489u, impl);
     std::uint32_t v = 0;
     for (int i = 0; i < 10000; ++i) v = a.next();
-    EXPECT_EQ(v, 4123659995u) << Mt19937::name(impl);
+    EXPECT_EQ(v, 4123659995u) << isaName(impl);
     std::vector<std::uint32_t> block(10000);
     b.fill(block.data(), block.size());
-    EXPECT_EQ(block.back(), 4123659995u) << Mt19937::name(impl);
+    EXPECT_EQ(block.back(), 4123659995u) << isaName(impl);
   }
 }
 
@@ -115,7 +115,7 @@ TEST(Mt19937, FillFromEveryOffsetInTheState) {
       std::mt19937 ref = ref_start;
       for (std::size_t i = 0; i < offset; ++i) ASSERT_EQ(g.next(), ref());
       g.fill(out.data(), out.size());
-      ASSERT_EQ(firstMismatch(out, ref), -1) << Mt19937::name(impl) << ", offset " << offset;
+      ASSERT_EQ(firstMismatch(out, ref), -1) << isaName(impl) << ", offset " << offset;
     }
   }
 }
@@ -149,7 +149,7 @@ TEST(Mt19937, CopyContinuesTheSameStream) {
     Mt19937 b = a;
     a.fill(x.data(), x.size());
     b.fill(y.data(), y.size());
-    EXPECT_EQ(x, y) << Mt19937::name(impl);
+    EXPECT_EQ(x, y) << isaName(impl);
     EXPECT_EQ(a.next(), b.next());
   }
 }
@@ -162,7 +162,7 @@ TEST(Mt19937, ReseedRestartsTheStream) {
     g.seed(99u);
     std::mt19937 ref(99u);
     g.fill(out.data(), out.size());
-    EXPECT_EQ(firstMismatch(out, ref), -1) << Mt19937::name(impl);
+    EXPECT_EQ(firstMismatch(out, ref), -1) << isaName(impl);
   }
 }
 
@@ -192,7 +192,7 @@ TEST(TorchGeneratorDropout, BitsAndBytesEqualTheTwoDrawReference) {
       for (std::size_t n : ns)
         for (std::size_t skip : skips) {
           const std::uint32_t seed = static_cast<std::uint32_t>(n * 31 + skip);
-          const std::string at = std::string(Mt19937::name(impl)) + ", p " + std::to_string(p) +
+          const std::string at = std::string(isaName(impl)) + ", p " + std::to_string(p) +
                                  ", n " + std::to_string(n) + ", skip " + std::to_string(skip);
           std::mt19937 ref(seed);
           TorchGenerator bits_gen(seed, impl), bytes_gen(seed, impl);
@@ -300,9 +300,9 @@ TEST(TorchGeneratorDropout, DecisionAtTheExactBoundary) {
         h.fillDropoutKeep(bytes.data(), n, p);
         for (std::size_t j = 0; j < n; ++j) {
           ASSERT_EQ((words[j / 64] >> (j % 64)) & 1, expected[j])
-              << Mt19937::name(impl) << ", boundary at element " << i << " + " << step
+              << isaName(impl) << ", boundary at element " << i << " + " << step
               << ", element " << j;
-          ASSERT_EQ(bytes[j], expected[j]) << Mt19937::name(impl) << ", element " << j;
+          ASSERT_EQ(bytes[j], expected[j]) << isaName(impl) << ", element " << j;
         }
       }
 }
@@ -326,7 +326,7 @@ TEST(TorchGenerator, FillUniformEqualsOneDrawAtATime) {
         for (std::size_t i = 0; i < n; ++i) one[i] = b.uniformFloat(f, t);
         for (std::size_t i = 0; i < n; ++i)
           ASSERT_EQ(std::memcmp(&block[i], &one[i], sizeof(float)), 0)
-              << Mt19937::name(impl) << ", n " << n << ", skip " << skip << ", element " << i;
+              << isaName(impl) << ", n " << n << ", skip " << skip << ", element " << i;
         for (std::size_t i = 0; i < n; ++i) {  // the §2.2 formula on std::mt19937
           const double x = static_cast<double>(ref() & 0xFFFFFF) * std::ldexp(1.0, -24);
           const float expected = static_cast<float>(x * (t - f) + f);
@@ -346,7 +346,7 @@ TEST(TorchGenerator, CopyContinuesTheSameStream) {
     std::vector<std::uint64_t> a(40), b(40);
     g.fillDropoutKeepBits(a.data(), 2500, 0.1);
     copy.fillDropoutKeepBits(b.data(), 2500, 0.1);
-    EXPECT_EQ(a, b) << Mt19937::name(impl);
+    EXPECT_EQ(a, b) << isaName(impl);
     EXPECT_EQ(g.random(), copy.random());
   }
 }

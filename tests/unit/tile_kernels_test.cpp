@@ -29,10 +29,10 @@ namespace {
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 const float kInf = std::numeric_limits<float>::infinity();
 
-std::vector<TileIsa> isasToTest() {
-  std::vector<TileIsa> out{TileIsa::Scalar};
-  for (TileIsa isa : {TileIsa::Avx2, TileIsa::Avx512})
-    if (tileIsaSupported(isa)) out.push_back(isa);
+std::vector<Isa> isasToTest() {
+  std::vector<Isa> out{Isa::Scalar};
+  for (Isa isa : {Isa::Avx2, Isa::Avx512})
+    if (isaSupported(isa)) out.push_back(isa);
   return out;
 }
 
@@ -87,23 +87,23 @@ std::vector<int> keyLimits(const Shape& s) {
 
 int keysOf(int r, int key_limit, int nk) { return std::clamp(r + key_limit, 0, nk); }
 
-std::string where(TileIsa isa, const Shape& s, int key_limit, int offset) {
-  return std::string(tileIsaName(isa)) + " n=" + std::to_string(s.n) + " nk=" + std::to_string(s.nk) +
+std::string where(Isa isa, const Shape& s, int key_limit, int offset) {
+  return std::string(isaName(isa)) + " n=" + std::to_string(s.n) + " nk=" + std::to_string(s.nk) +
          " hw=" + std::to_string(s.hw) + " key_limit=" + std::to_string(key_limit) +
          " offset=" + std::to_string(offset);
 }
 
 TEST(TileKernels, VersionsThisCpuRuns) {
   std::string list;
-  for (TileIsa isa : isasToTest()) list += std::string(" ") + tileIsaName(isa);
+  for (Isa isa : isasToTest()) list += std::string(" ") + isaName(isa);
   std::printf("tile kernels this CPU runs:%s; auto = %s, active = %s\n", list.c_str(),
-              tileIsaName(tileIsaBest()), tileIsaName(activeTileKernels().isa));
-  EXPECT_TRUE(tileIsaSupported(tileIsaBest()));
-  EXPECT_EQ(tileKernels(TileIsa::Auto).isa, tileIsaBest());
-  for (TileIsa isa : isasToTest()) EXPECT_EQ(tileKernels(isa).isa, isa);
-  for (TileIsa isa : {TileIsa::Avx2, TileIsa::Avx512})
-    if (!tileIsaSupported(isa)) {
-      EXPECT_THROW(tileKernels(isa), std::invalid_argument) << tileIsaName(isa);
+              isaName(isaBest()), isaName(activeTileKernels().isa));
+  EXPECT_TRUE(isaSupported(isaBest()));
+  EXPECT_EQ(tileKernels(Isa::Auto).isa, isaBest());
+  for (Isa isa : isasToTest()) EXPECT_EQ(tileKernels(isa).isa, isa);
+  for (Isa isa : {Isa::Avx2, Isa::Avx512})
+    if (!isaSupported(isa)) {
+      EXPECT_THROW(tileKernels(isa), std::invalid_argument) << isaName(isa);
     }
 }
 
@@ -112,7 +112,7 @@ TEST(TileKernels, VersionsThisCpuRuns) {
 TEST(TileKernels, ScoresMatchDoubleLoops) {
   std::mt19937 g(1);
   int checked = 0;
-  for (TileIsa isa : isasToTest()) {
+  for (Isa isa : isasToTest()) {
     const TileKernels& k = tileKernels(isa);
     for (const Shape& s : shapes())
       for (int key_limit : keyLimits(s)) {
@@ -148,7 +148,7 @@ TEST(TileKernels, ScoresMatchDoubleLoops) {
 TEST(TileKernels, AccumulateMatchesDoubleLoops) {
   std::mt19937 g(2);
   int checked = 0;
-  for (TileIsa isa : isasToTest()) {
+  for (Isa isa : isasToTest()) {
     const TileKernels& k = tileKernels(isa);
     for (const Shape& s : shapes())
       for (int key_limit : keyLimits(s)) {
@@ -199,7 +199,7 @@ TEST(TileKernels, SoftmaxRowsMatchDoubleLoops) {
   std::mt19937 g(3);
   const std::vector<std::uint64_t> keep = randomKeepBits(1 << 14, 4);
   int checked = 0;
-  for (TileIsa isa : isasToTest()) {
+  for (Isa isa : isasToTest()) {
     const TileKernels& k = tileKernels(isa);
     for (int nk : {1, 3, 7, 8, 9, 16, 17, 31, 128, 256})
       for (int key_limit : {nk, 1, 0, -3, 5, 8, 9, nk - 4})
@@ -209,7 +209,7 @@ TEST(TileKernels, SoftmaxRowsMatchDoubleLoops) {
           const int n = 6, offset = (nk + key_limit + variant + 16) % 8;
           const std::size_t bit0 = static_cast<std::size_t>(nk * 11 + variant * 5 + 16) % 300;
           const std::size_t row_bits = static_cast<std::size_t>(nk) + 37;  // each row's bits from its own offset
-          SCOPED_TRACE(std::string(tileIsaName(isa)) + " nk=" + std::to_string(nk) + " key_limit=" +
+          SCOPED_TRACE(std::string(isaName(isa)) + " nk=" + std::to_string(nk) + " key_limit=" +
                        std::to_string(key_limit) + " variant=" + std::to_string(variant));
           Operand S(n, nk, 3, offset);
           // Scores within ±4, or spread over hundreds so that some exp underflow.
@@ -259,12 +259,12 @@ TEST(TileKernels, SoftmaxRowsMatchDoubleLoops) {
 // Anything not finite among a row's scaled scores (±∞, NaN, or a finite score whose division
 // overflows) clears that row's flag, wherever it sits; masked keys are not looked at.
 TEST(TileKernels, SoftmaxRowsFlagWhatIsNotFinite) {
-  for (TileIsa isa : isasToTest()) {
+  for (Isa isa : isasToTest()) {
     const TileKernels& k = tileKernels(isa);
     for (int nk : {5, 8, 21})
       for (int at = 0; at < nk; ++at)
         for (float bad : {kInf, -kInf, kNaN, 3e38f}) {
-          SCOPED_TRACE(std::string(tileIsaName(isa)) + " nk=" + std::to_string(nk) + " at " +
+          SCOPED_TRACE(std::string(isaName(isa)) + " nk=" + std::to_string(nk) + " at " +
                        std::to_string(at) + " value " + std::to_string(bad));
           const bool scaled = bad == 3e38f;
           const float divisor = scaled ? 0.01f : 1.0f;
@@ -291,10 +291,10 @@ TEST(TileKernels, SoftmaxRowsFlagWhatIsNotFinite) {
 // alignment: the same rows and keys moved by one row, one key, or one float give the same bits.
 TEST(TileKernels, ResultsDoNotDependOnPlaceOrAlignment) {
   std::mt19937 g(5);
-  for (TileIsa isa : isasToTest()) {
+  for (Isa isa : isasToTest()) {
     const TileKernels& k = tileKernels(isa);
     for (int hw : {3, 32, 64, 65}) {
-      SCOPED_TRACE(std::string(tileIsaName(isa)) + " hw=" + std::to_string(hw));
+      SCOPED_TRACE(std::string(isaName(isa)) + " hw=" + std::to_string(hw));
       const int n = 11, nk = 23;
       Operand Q(n, hw, 0, 0), K(nk, hw, 0, 0), V(nk, hw, 0, 0), P(n, nk, 0, 0);
       Q.fillRandom(g, -1, 1);
@@ -346,9 +346,9 @@ TEST(TileKernels, ResultsDoNotDependOnPlaceOrAlignment) {
 
 // Selects a version for the fused path for the life of a test.
 struct ActiveIsa {
-  TileIsa saved = activeTileKernels().isa;
-  explicit ActiveIsa(TileIsa isa) { setTileIsa(isa); }
-  ~ActiveIsa() { setTileIsa(saved); }
+  Isa saved = activeTileKernels().isa;
+  explicit ActiveIsa(Isa isa) { setIsa(isa); }
+  ~ActiveIsa() { setIsa(saved); }
 };
 
 double relativeDiff(const Matrix& a, const Matrix& b) {
@@ -362,7 +362,7 @@ double relativeDiff(const Matrix& a, const Matrix& b) {
 // changes no bit.
 TEST(TileKernels, FusedPathOnEachVersionMatchesTheReference) {
   const TraceRequest outputs_only = TraceRequest::only({});
-  for (TileIsa isa : isasToTest()) {
+  for (Isa isa : isasToTest()) {
     ActiveIsa active(isa);
     for (int hw : {20, 32, 64})
       for (int variant = 0; variant < 3; ++variant) {
@@ -374,7 +374,7 @@ TEST(TileKernels, FusedPathOnEachVersionMatchesTheReference) {
         m.training = variant == 2;
         m.dropout = variant == 2 ? 0.1 : 0.0;
         const int T = 300;
-        SCOPED_TRACE(std::string(tileIsaName(isa)) + " hw=" + std::to_string(hw) + " variant " +
+        SCOPED_TRACE(std::string(isaName(isa)) + " hw=" + std::to_string(hw) + " variant " +
                      std::to_string(variant));
         const Matrix x = test::randomMatrix(T, 24, 11 + hw);
         ExecutionOptions reference;

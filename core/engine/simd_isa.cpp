@@ -1,0 +1,54 @@
+#include "engine/simd_isa.h"
+
+namespace attnscope {
+namespace {
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+// The checks include the OS's support for the wider registers (XCR0), not only CPUID bits;
+// __builtin_cpu_init is needed if we run before libgcc's own constructor.
+bool cpuHasAvx2Fma() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+bool cpuHasAvx512() { return cpuHasAvx2Fma() && __builtin_cpu_supports("avx512f"); }
+#else
+bool cpuHasAvx2Fma() { return false; }  // only the scalar code is built
+bool cpuHasAvx512() { return false; }
+#endif
+
+}  // namespace
+
+bool isaSupported(Isa isa) {
+  switch (isa) {
+    case Isa::Auto:
+    case Isa::Scalar:
+      return true;
+    case Isa::Avx2: {
+      static const bool has = cpuHasAvx2Fma();
+      return has;
+    }
+    case Isa::Avx512: {
+      static const bool has = cpuHasAvx512();
+      return has;
+    }
+  }
+  return false;
+}
+
+Isa isaBest() {
+  if (isaSupported(Isa::Avx512)) return Isa::Avx512;
+  if (isaSupported(Isa::Avx2)) return Isa::Avx2;
+  return Isa::Scalar;
+}
+
+const char* isaName(Isa isa) {
+  switch (isa) {
+    case Isa::Auto: return "auto";
+    case Isa::Scalar: return "scalar";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+}  // namespace attnscope
