@@ -177,6 +177,63 @@ std::string dropoutCellText(const Trace& t, float kept) {
   return kept > 0.5f ? (t.dropout_active ? "×" + formatFixed(t.dropout_scale, 1) : "1") : "0";
 }
 
+// How a map is coloured and labelled: the grid draws it so, and its figures follow.
+struct MapLook {
+  ValueRange range;                             // the colours span this …
+  Colormap colormap = Colormap::Viridis;        // … of this map
+  std::function<std::string(float)> cell_text;  // a mask's labels; empty: the cell-label policy
+  std::array<std::string, 2> range_text;        // the colorbar's ends in words; empty: the numbers
+  std::string legend;                           // a line under the colorbar
+};
+
+// The view's colours for values in `range`: coolwarm centred on 0 when they are signed.
+MapLook colouredBy(const ViewState& view, ValueRange range, bool flags) {
+  MapLook look;
+  look.range = range;
+  look.colormap = view.colormap;
+  if (view.diverging_for_signed && !flags && range.lo < 0) {
+    look.colormap = Colormap::Coolwarm;
+    look.range = centredOnZero(range);
+  }
+  return look;
+}
+
+// A head's map: its own range, or the stage's across heads with a shared scale.
+MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int head) {
+  const Trace& t = *snap.trace;
+  ValueRange range = snap.ranges[static_cast<std::size_t>(head)][static_cast<int>(stage)];
+  if (view.shared_scale)
+    for (int o = 0; o < t.heads; ++o) range = merge(range, snap.ranges[static_cast<std::size_t>(o)][static_cast<int>(stage)]);
+  MapLook look = colouredBy(view, range, stageInfo(stage).flags);
+  if (stage == Stage::DropoutMask) {
+    look.cell_text = [&t](float v) { return dropoutCellText(t, v); };
+    look.range_text = {"dropped 0", t.dropout_active ? "kept ×" + formatFixed(t.dropout_scale, 2) : "kept 1"};
+  } else if (stage == Stage::Mask) {  // 0/1, as torch.triu(…, diagonal=1) prints it
+    look.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
+    look.range_text = {"0 visible", "1 masked"};
+  } else if ((stage == Stage::MaskedScores || stage == Stage::ScaledScores) && t.model.causal) {
+    look.legend = "▨ −∞ masked";
+  }
+  return look;
+}
+
+MapLook moduleLook(const Snapshot& snap, const ViewState& view, ModuleMap map) {
+  return colouredBy(view, snap.module_ranges[static_cast<int>(map)], false);
+}
+
+void applyLook(HeatmapSpec& spec, MapLook look) {
+  spec.range = look.range;
+  spec.colormap = look.colormap;
+  spec.cell_text = std::move(look.cell_text);
+  spec.range_text = std::move(look.range_text);
+  spec.legend = std::move(look.legend);
+}
+
+// A lesson step names the maps it is about: the others recede.
+bool dimmedByLesson(const ViewState& view, const char* id) {
+  return !view.highlight.empty() && std::find(view.highlight.begin(), view.highlight.end(), id) == view.highlight.end();
+}
+
 struct Arrangement {
   int card_cols = 1, stage_cols = 1;
   float cell = 0;  // side of a heatmap cell in pixels
@@ -425,12 +482,7 @@ void drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::ve
     spec.id = std::string("b") + std::to_string(snap.batch) + "m" + info.id;
     spec.title = title;
     spec.values = values;
-    spec.range = snap.module_ranges[static_cast<int>(info.map)];
-    spec.colormap = view.colormap;
-    if (view.diverging_for_signed && spec.range.lo < 0) {
-      spec.colormap = Colormap::Coolwarm;
-      spec.range = centredOnZero(spec.range);
-    }
+    applyLook(spec, moduleLook(snap, view, info.map));
     spec.row_labels = info.parameter ? &snap.dims : &snap.tokens();
     spec.col_labels = &snap.dims;
     spec.selected_row = info.parameter || captureHidesSelection() ? -1 : std::clamp(view.token, 0, snap.tokenCount() - 1);
@@ -459,8 +511,7 @@ void drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::ve
       return cell;
     };
     spec.dump = {{"head", -1}, {"module", true}, {"stage", info.id}, {"batch", snap.batch}};
-    spec.dimmed = !view.highlight.empty() &&  // a lesson step names other maps
-                  std::find(view.highlight.begin(), view.highlight.end(), info.id) == view.highlight.end();
+    spec.dimmed = dimmedByLesson(view, info.id);
     const HeatmapHit hit = drawHeatmap(spec, ImVec2(w, tile_h));
     if (hit.clicked_row >= 0 && !info.parameter) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
   }
@@ -577,13 +628,6 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   const float stride_w = tile_w + gap;
 
   // Colour ranges: per map, or shared per stage across heads.
-  auto rangeOf = [&](Stage s, int h) {
-    ValueRange r = snap->ranges[h][static_cast<int>(s)];
-    if (view.shared_scale)
-      for (int o = 0; o < t.heads; ++o) r = merge(r, snap->ranges[o][static_cast<int>(s)]);
-    return r;
-  };
-
   const ImVec2 grid_origin = ImGui::GetCursorScreenPos();
   const int stage_rows = (tiles + a.stage_cols - 1) / a.stage_cols;
   const float card_w = a.stage_cols * stride_w, card_h = header + stage_rows * (tile_h + gap);
@@ -629,12 +673,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       for (std::size_t cut; ImGui::CalcTextSize(spec.title.c_str()).x > tile_w && (cut = spec.title.rfind("  ")) != std::string::npos;)
         spec.title.resize(cut);
       spec.values = StageMap(t, head, stage);
-      spec.range = rangeOf(stage, h);
-      spec.colormap = view.colormap;
-      if (view.diverging_for_signed && !info.flags && spec.range.lo < 0) {
-        spec.colormap = Colormap::Coolwarm;
-        spec.range = centredOnZero(spec.range);
-      }
+      applyLook(spec, stageLook(*snap, view, stage, h));
       spec.row_labels = info.parameter ? &snap->dims : &snap->tokens();  // a weight's rows: input dims
       spec.col_labels = info.square ? &snap->tokens() : &snap->dims;
       spec.selected_row = info.parameter ? -1 : selected_row;
@@ -644,19 +683,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.version = snap->head_serial[static_cast<std::size_t>(h)];  // kept by a second part
       spec.owner = ctx.snapshot;
       spec.describe = [snap, &head, stage](int i, int j) { return describeCell(*snap, head, stage, i, j); };
-      if (stage == Stage::DropoutMask) {
-        spec.cell_text = [&t](float v) { return dropoutCellText(t, v); };
-        spec.range_text = {"dropped 0", t.dropout_active ? "kept ×" + formatFixed(t.dropout_scale, 2) : "kept 1"};
-      } else if ((stage == Stage::MaskedScores || stage == Stage::ScaledScores) && t.model.causal) {
-        spec.legend = "▨ −∞ masked";
-      } else if (stage == Stage::Mask) {  // 0/1, as torch.triu(…, diagonal=1) prints it
-        spec.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
-        spec.range_text = {"0 visible", "1 masked"};
-      }
       spec.dump = {{"head", h}, {"stage", info.id}, {"batch", batch}};
       // A lesson step names the maps it is about: the others recede.
-      spec.dimmed = !view.highlight.empty() &&
-                    std::find(view.highlight.begin(), view.highlight.end(), info.id) == view.highlight.end();
+      spec.dimmed = dimmedByLesson(view, info.id);
       HeatmapHit hit = drawHeatmap(spec, ImVec2(tile_w, tile_h));
       if (hit.clicked_row >= 0) cmd.push("select_token", {{"index", hit.clicked_row}});
       if (hit.hover_row >= 0) wheel_on_map_ = true;
@@ -687,11 +716,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
 
 namespace {
 
-// "d0", "d1", …: the labels of dimensions, as the grid's.
-std::vector<std::string> figureDims(Eigen::Index n) {
-  std::vector<std::string> out;
-  for (Eigen::Index d = 0; d < n; ++d) out.push_back("d" + std::to_string(d));
-  return out;
+// The first n of the snapshot's dimension labels ("d0", "d1", …), as the grid shows them.
+std::vector<std::string> dimsOf(const Snapshot& snap, Eigen::Index n) {
+  return std::vector<std::string>(snap.dims.begin(), snap.dims.begin() + std::min<Eigen::Index>(n, static_cast<Eigen::Index>(snap.dims.size())));
 }
 
 }  // namespace
@@ -705,29 +732,17 @@ FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stag
   f.title = stageHeading(t, stage);
   if (t.heads > 1) f.title += "  ·  head " + std::to_string(head + 1) + " of " + std::to_string(t.heads);
   if (t.model.batch_size > 1) f.title += "  ·  batch " + std::to_string(snap.batch + 1) + " of " + std::to_string(t.model.batch_size);
-  f.row_labels = info.parameter ? figureDims(f.values.rows()) : snap.tokens();  // a weight's rows: input dims
-  f.col_labels = info.square ? snap.tokens() : figureDims(f.values.cols());
-  // The colours as draw() chooses them.
-  f.range = snap.ranges[static_cast<std::size_t>(head)][static_cast<int>(stage)];
-  if (view.shared_scale)
-    for (int o = 0; o < t.heads; ++o) f.range = merge(f.range, snap.ranges[static_cast<std::size_t>(o)][static_cast<int>(stage)]);
-  f.colormap = view.colormap;
-  if (view.diverging_for_signed && !info.flags && f.range.lo < 0) {
-    f.colormap = Colormap::Coolwarm;
-    f.range = centredOnZero(f.range);
-  }
-  if (stage == Stage::DropoutMask) {
-    f.cell_text = [&t](float v) { return dropoutCellText(t, v); };
-    f.range_text = {"dropped 0", t.dropout_active ? "kept ×" + formatFixed(t.dropout_scale, 2) : "kept 1"};
-  } else if (stage == Stage::Mask) {
-    f.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
-    f.range_text = {"0 visible", "1 masked"};
-  }
-  if ((stage == Stage::MaskedScores || stage == Stage::ScaledScores) && t.model.causal) f.legend = "▨ −∞ masked";
+  f.row_labels = info.parameter ? dimsOf(snap, f.values.rows()) : snap.tokens();  // a weight's rows: input dims
+  f.col_labels = info.square ? snap.tokens() : dimsOf(snap, f.values.cols());
+  MapLook look = stageLook(snap, view, stage, head);  // the colours as draw() chooses them
+  f.range = look.range;
+  f.colormap = look.colormap;
+  f.cell_text = std::move(look.cell_text);
+  f.range_text = std::move(look.range_text);
+  f.legend = std::move(look.legend);
   if (caption) {  // the stage by its title, never its id
-    const std::string name = stage == Stage::Weights && t.model.normalization == Normalization::Sum ? "weights ÷ row sum" : info.title;
     f.caption = std::string(variantTitle(t.model.variant)) + "  ·  head " + std::to_string(head + 1) + " of " +
-                std::to_string(t.heads) + "  ·  " + name + "  ·  T " + std::to_string(t.tokens) + "  ·  seed " +
+                std::to_string(t.heads) + "  ·  " + captureSubject(info.id, t.model) + "  ·  T " + std::to_string(t.tokens) + "  ·  seed " +
                 std::to_string(t.model.seed) +
                 (t.dropout_active ? "  ·  dropout p " + formatFixed(static_cast<float>(t.model.dropout), 2) : "");
   }
@@ -742,14 +757,11 @@ FigureSpec moduleFigure(const Snapshot& snap, const ViewState& view, ModuleMap m
   f.values = moduleMapValues(t, bt, map);
   f.title = moduleHeading(t, bt, map);
   if (t.model.batch_size > 1) f.title += "  ·  batch " + std::to_string(snap.batch + 1) + " of " + std::to_string(t.model.batch_size);
-  f.row_labels = info.parameter ? figureDims(f.values.rows()) : snap.tokens();
-  f.col_labels = figureDims(f.values.cols());
-  f.range = snap.module_ranges[static_cast<int>(map)];  // the colours as the module's card chooses them
-  f.colormap = view.colormap;
-  if (view.diverging_for_signed && f.range.lo < 0) {
-    f.colormap = Colormap::Coolwarm;
-    f.range = centredOnZero(f.range);
-  }
+  f.row_labels = info.parameter ? dimsOf(snap, f.values.rows()) : snap.tokens();
+  f.col_labels = dimsOf(snap, f.values.cols());
+  const MapLook look = moduleLook(snap, view, map);  // the colours as the module's card chooses them
+  f.range = look.range;
+  f.colormap = look.colormap;
   if (caption)
     f.caption = std::string(variantTitle(t.model.variant)) + "  ·  " + info.title + "  ·  T " + std::to_string(t.tokens) +
                 "  ·  seed " + std::to_string(t.model.seed);
