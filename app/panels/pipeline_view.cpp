@@ -95,9 +95,9 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
   steps.push_back({"dropout", "dropout", "× mask / (1−p)", t.dropout_active ? stage(Stage::DroppedWeights) : none,
                    range(Stage::DroppedWeights), no_dropout, tokens});
   steps.push_back({"context", "context", "@ V", stage(Stage::Context), range(Stage::Context), "", dims_h});
-  steps.push_back({"concat", "concat heads", "concat", t.heads > 1 ? matrix(bt.context) : none, &snap->context_range,
+  steps.push_back({"concat", "concat heads", "concat", t.heads > 1 ? matrix(bt.context) : none, &snap->module_ranges[static_cast<int>(ModuleMap::Concat)],
                    "one head: nothing to concatenate", dims(dims_c, bt.context.cols())});
-  steps.push_back({"output", "out_proj", "@ W_oᵀ + b", hasOutProj(m.variant) ? matrix(bt.output) : none, &snap->output_range,
+  steps.push_back({"output", "out_proj", "@ W_oᵀ + b", hasOutProj(m.variant) ? matrix(bt.output) : none, &snap->module_ranges[static_cast<int>(ModuleMap::Output)],
                    "only MultiHeadAttention (4b) has out_proj", dims(dims_o, bt.output.cols())});
 
   // A map's texture is kept while the computation behind it is (a split request's second part

@@ -48,14 +48,10 @@ void deriveDisplayData(Snapshot& s, const Snapshot* first_part) {
   }
   if (first_part) {
     s.inputs_range = first_part->inputs_range;
-    s.context_range = first_part->context_range;
-    s.output_range = first_part->output_range;
     s.module_ranges = first_part->module_ranges;
     s.outputs_serial = first_part->outputs_serial;
   } else {
     s.inputs_range = finiteRange(s.inputs->embeddings);
-    s.context_range = finiteRange(bt.context);
-    s.output_range = finiteRange(bt.output);
     for (const ModuleMapInfo& info : moduleMapTable())
       s.module_ranges[static_cast<int>(info.map)] = finiteRange(moduleMapValues(t, bt, info.map));
     s.outputs_serial = s.serial;

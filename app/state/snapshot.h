@@ -33,8 +33,8 @@ struct Snapshot {
 
   // Display data, derived on the worker thread (a 1024 × 1024 map is too much to scan per frame).
   std::vector<std::array<ValueRange, kStageCount>> ranges;  // per head of `batch`, per stage
-  ValueRange inputs_range, context_range, output_range;  // X, the heads concatenated, the output
-  std::array<ValueRange, kModuleMapCount> module_ranges{};  // by ModuleMap
+  ValueRange inputs_range;                     // X
+  std::array<ValueRange, kModuleMapCount> module_ranges{};  // by ModuleMap: concat, out_proj, output
   std::vector<std::string> dims;               // "d0", "d1", … labels of a head's columns
 
   const std::vector<std::string>& tokens() const { return inputs->tokens; }
