@@ -117,6 +117,8 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(0, 1024));
   bench->add_option("--repeat", bench_options.repeat, "timed runs per measurement")
       ->check(CLI::Range(1, 1000));
+  bench->add_flag("--forward-only", bench_options.forward_only,
+                  "time only the OpenMP forward pass, each run paired with a GEMM on every thread (the limit)");
   bool bench_forward_once = false, bench_reference = false;
   auto* bench_once = bench->add_flag("--forward-once", bench_forward_once,
                                      "compute one forward pass (serial, outputs only), time nothing, "

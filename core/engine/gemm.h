@@ -5,6 +5,8 @@
 // (docs/DESIGN.md §2.6); the default is the one that won there.
 #pragma once
 #include <array>
+#include <memory>
+#include <vector>
 
 namespace attnscope {
 
@@ -38,5 +40,20 @@ void gemmAB(int m, int n, int k, const float* A, int lda, const float* B, int ld
 
 // One-thread sgemm speed of `backend` on C = A·Bᵀ of m × n × k (best of `repeat` runs), GFLOP/s.
 double measureGemmGflops(GemmBackend backend, int m, int n, int k, int repeat);
+
+struct GemmOperands;
+// The same product on `threads` threads at once, each on its own operands (allocated here, once):
+// the GEMM speed of the whole machine at this moment, to pair with a timed forward pass so that
+// both see the same load (make bench, DESIGN §2.3). Uses the current backend.
+class ConcurrentGemm {
+ public:
+  ConcurrentGemm(int m, int n, int k, int threads);
+  ~ConcurrentGemm();
+  double measureGflops();  // one run of every thread's product: total GFLOP ÷ the slowest's time
+
+ private:
+  int threads_;
+  std::vector<std::shared_ptr<GemmOperands>> operands_;
+};
 
 }  // namespace attnscope

@@ -12,20 +12,26 @@ namespace attnscope {
 
 namespace {
 
+double millisecondsOf(const std::function<void()>& run) {
+  const auto start = std::chrono::steady_clock::now();
+  run();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+nlohmann::json summary(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return {{"min", values.front()},
+          {"median", values[values.size() / 2]},
+          {"mean", std::accumulate(values.begin(), values.end(), 0.0) / values.size()},
+          {"max", values.back()},
+          {"runs", values.size()}};
+}
+
 nlohmann::json timeRuns(int repeat, const std::function<void()>& run) {
   run();  // warm-up: page in the memory, spin up the thread pool
   std::vector<double> ms;
-  for (int i = 0; i < repeat; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    run();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                     .count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return {{"min", ms.front()},
-          {"median", ms[ms.size() / 2]},
-          {"mean", std::accumulate(ms.begin(), ms.end(), 0.0) / ms.size()},
-          {"runs", ms.size()}};
+  for (int i = 0; i < repeat; ++i) ms.push_back(millisecondsOf(run));
+  return summary(ms);
 }
 
 TraceRequest outputsOnly() {
@@ -56,21 +62,48 @@ nlohmann::json timePath(const Workspace& ws, const ExecutionOptions& exec, int r
 
 // The GEMM of the projections, T × 3·d_out × d_in ([Q | K | V] of one group at once); configs
 // too small for a meaningful figure (the book's 6 × 6 × 3) measure 512 × 768 × 768 instead.
-nlohmann::json benchGemm(const ModelConfig& m, int tokens, int d_in, int repeat) {
-  int rows = tokens, n = 3 * m.d_out, k = d_in;
-  const std::int64_t work = static_cast<std::int64_t>(rows) * n * k;
-  if (!hasProjections(m.variant) || work < (std::int64_t{1} << 24)) {
-    rows = 512;
-    n = 768;
-    k = 768;
-  }
+struct GemmShape {
+  int m, n, k;
+};
+GemmShape gemmShapeOf(const ModelConfig& m, int tokens, int d_in) {
+  const std::int64_t work = static_cast<std::int64_t>(tokens) * 3 * m.d_out * d_in;
+  if (!hasProjections(m.variant) || work < (std::int64_t{1} << 24)) return {512, 768, 768};
+  return {tokens, 3 * m.d_out, d_in};
+}
+
+nlohmann::json benchGemm(const GemmShape& g, int repeat) {
   nlohmann::json gflops = nlohmann::json::object();
   for (const GemmBackendName& b : gemmBackendNames())
-    if (gemmBackendAvailable(b.value)) gflops[b.id] = measureGemmGflops(b.value, rows, n, k, repeat);
+    if (gemmBackendAvailable(b.value)) gflops[b.id] = measureGemmGflops(b.value, g.m, g.n, g.k, repeat);
   return {{"backend", gemmBackendId(gemmBackend())},
-          {"shape", {{"m", rows}, {"n", n}, {"k", k}}},
+          {"shape", {{"m", g.m}, {"n", g.n}, {"k", g.k}}},
           {"threads", 1},
           {"gflops", gflops}};
+}
+
+// Our forward pass and the machine's GEMM speed in turns: each timed forward is followed by one
+// run of the projections' GEMM on every thread at once, and each forward is set against the limit
+// of its own moment. On a shared machine whose speed drifts by ±30 % within a minute, the
+// ratios of neighbouring runs stay put where a ratio of medians taken a minute apart does not.
+nlohmann::json pairedLimit(const Workspace& ws, const ExecutionOptions& exec, int threads, const GemmShape& g,
+                           double gflop, int repeat) {
+  const TraceRequest request = outputsOnly();
+  const auto forward = [&] { computeTrace(ws.embeddings, ws.model, exec, request); };
+  ConcurrentGemm gemm(g.m, g.n, g.k, threads);
+  forward();  // warm-up, both
+  gemm.measureGflops();
+  std::vector<double> forward_ms, gflops, limit_ms, ratios;
+  for (int i = 0; i < repeat; ++i) {
+    forward_ms.push_back(millisecondsOf(forward));
+    gflops.push_back(gemm.measureGflops());
+    limit_ms.push_back(gflop / gflops.back() * 1e3);
+    ratios.push_back(forward_ms.back() / limit_ms.back());
+  }
+  return {{"threads", threads},
+          {"forward_ms", summary(forward_ms)},
+          {"gemm_gflops", summary(gflops)},
+          {"limit_ms", summary(limit_ms)},
+          {"forward_over_limit", summary(ratios)}};
 }
 
 }  // namespace
@@ -101,17 +134,26 @@ nlohmann::json benchWorkspace(const Workspace& ws, const BenchOptions& o) {
                       {"training", m.training},
                       {"dropout", m.dropout},
                       {"repeat", o.repeat}};
+  const GemmShape shape = gemmShapeOf(m, tokens, d_in);
+  j["flop"] = forwardFlop(m, tokens, d_in);
+  const double gflop = j["flop"]["gflop"].get<double>();
+  const int threads = openmpAvailable() ? resolveThreads(o.threads) : 1;
+  const ExecutionOptions timed_exec = execOf(openmpAvailable(), o.threads, true, false);
+  if (o.forward_only) {
+    j[openmpAvailable() ? "openmp" : "serial"] = {{"forward_ms", timeForward(ws, timed_exec, o.repeat)},
+                                                  {"threads", threads}};
+    j["paired_limit"] = pairedLimit(ws, timed_exec, threads, shape, gflop, o.repeat);
+    return j;
+  }
   // First the one-thread GEMM speed, while nothing of ours runs beside it.
-  j["gemm"] = benchGemm(m, tokens, d_in, o.gemm_repeat);
+  j["gemm"] = benchGemm(shape, o.gemm_repeat);
 
   j["serial"] = timePath(ws, execOf(false, 1, true, false), o.repeat);
   j["reference"] = {{"forward_ms", timeForward(ws, execOf(false, 1, false, false), o.repeat)}};
-  int threads = 1;
   const char* timed = "serial";
   if (openmpAvailable()) {
-    threads = resolveThreads(o.threads);
     timed = "openmp";
-    j["openmp"] = timePath(ws, execOf(true, o.threads, true, false), o.repeat);
+    j["openmp"] = timePath(ws, timed_exec, o.repeat);
     j["openmp"]["threads"] = threads;
     j["openmp_shared"] = {{"forward_ms", timeForward(ws, execOf(true, o.threads, true, true), o.repeat)},
                           {"threads", threads}};
@@ -121,12 +163,13 @@ nlohmann::json benchWorkspace(const Workspace& ws, const BenchOptions& o) {
   }
 
   // The GEMM-bound limit: every flop at the backend's one-thread speed, on every thread.
-  j["flop"] = forwardFlop(m, tokens, d_in);
   const double gflops = j["gemm"]["gflops"][gemmBackendId(gemmBackend())].get<double>();
-  const double limit_ms = j["flop"]["gflop"].get<double>() / (threads * gflops) * 1e3;
+  const double limit_ms = gflop / (threads * gflops) * 1e3;
   j["limit_ms"] = limit_ms;
   j["limit_threads"] = threads;
   j["forward_over_limit"] = j[timed]["forward_ms"]["median"].get<double>() / limit_ms;
+  // And the limit of each run's moment, every thread's GEMM at once (pairedLimit).
+  j["paired_limit"] = pairedLimit(ws, timed_exec, threads, shape, gflop, o.repeat);
   return j;
 }
 

@@ -13,6 +13,7 @@ struct BenchOptions {
   int repeat = 5;       // timed runs per measurement (after one warm-up run)
   int threads = 0;      // OpenMP threads; 0 = one per core
   int gemm_repeat = 5;  // runs per GEMM backend (after one warm-up); the best one counts
+  bool forward_only = false;  // time only the OpenMP forward and its paired limit (make bench's rounds)
 };
 
 // {"variant", "tokens", "d_in", "d_out", "num_heads", "batch_size", "training", "dropout", "repeat",
@@ -22,8 +23,13 @@ struct BenchOptions {
 //  "openmp_shared": {"forward_ms": {…}, "threads", "openmp_over_shared"},  share_identical = true
 //  "gemm": {"backend", "shape": {"m", "n", "k"}, "gflops": {"eigen", "openblas"?}},  one thread
 //  "flop": {"gflop", "projections_gflop", "attention_gflop", "causal_triangle"},
-//  "limit_ms", "forward_over_limit"}
+//  "limit_ms", "forward_over_limit",
+//  "paired_limit": {"threads", "forward_ms", "gemm_gflops", "limit_ms", "forward_over_limit"}}
+//      each a {"min", "median", "mean", "max", "runs"} over runs that alternate one OpenMP forward
+//      with one GEMM on every thread at once (that run's limit), so the ratio sees one load.
 // serial and openmp compute every batch element (share_identical = false), as torch does.
+// With options.forward_only: the shape keys, "flop", "openmp" (or "serial") {"forward_ms",
+// "threads"} and "paired_limit" only.
 nlohmann::json benchWorkspace(const Workspace& ws, const BenchOptions& options);
 
 // What one forward pass of all batch elements costs in floating-point operations (2 per

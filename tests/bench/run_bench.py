@@ -8,10 +8,14 @@ dropout as in the preset: inactive) and in training mode with dropout p = 0.1, i
      elements, the one-thread GEMM speed of each backend and the GEMM-bound limit it implies);
   2. times the same MultiHeadAttention forward in Debian's torch (the seed class, torch.no_grad,
      module.train(training), same shapes, dropout and batch, one thread per core) in a child
-     process after ours, so the two never compete for the cores; the headline figure is
-     torch ÷ ours (OpenMP forward, all threads): above 1 attnscope is faster;
-  3. runs the desktop app's `--bench-interaction` under Xvfb when the app is built;
-  4. counts instructions (valgrind --tool=callgrind) of one serial forward pass of multihead and
+     process, never beside ours, so the two never compete for the cores;
+  3. then runs paired rounds: ours (`bench --forward-only`: the OpenMP forward, each run followed
+     by the projections' GEMM on every thread at once, that run's limit) and torch, back to back,
+     several times. The headline figures are the medians over rounds of torch ÷ ours (above 1
+     attnscope is faster) and of ours ÷ limit: ratios of neighbouring runs, which a shared
+     machine whose speed drifts within a minute skews far less than a ratio of two medians;
+  4. runs the desktop app's `--bench-interaction` under Xvfb when the app is built;
+  5. counts instructions (valgrind --tool=callgrind) of one serial forward pass of multihead and
      medium, eval and training: exact figures that other work on the machine does not skew;
 then writes one JSON file and prints a short table.
 
@@ -45,6 +49,8 @@ TRAIN_DROPOUT = 0.1
 # Instruction counts: presets (both modes) and the function whose calls are counted. The pattern
 # must not match the OpenMP outlined bodies ("… [clone ._omp_fn.0]"): callgrind toggles collection
 # on entering every matching function, so `computeTrace*` would switch it off inside them.
+# Paired rounds (ours, then torch, back to back): preset -> (rounds, timed runs per side per round).
+PAIRED_ROUNDS = {"multihead": (7, 50), "medium": (9, 5), "gpt2-small": (7, 2)}
 CALLGRIND_PRESETS = ("multihead", "medium")
 CALLGRIND_TOGGLE = "attnscope::computeTrace(*)"
 APP_TIMEOUT_S = 900
@@ -64,48 +70,84 @@ def loaded_blas_libraries():
     return sorted(libs)
 
 
-def torch_worker(jobs):
-    """jobs: [[name, workspace path, repeat], …] -> {"configs": {name: {"forward_ms", …}}, …}."""
+def torch_server():
+    """Answers timing jobs, one JSON line in, one out: {"job": [name, workspace path, repeat]} ->
+    {"forward_ms", "min_ms", "runs", "training", "dropout"}; {"info": true} -> the versions, threads
+    and BLAS libraries loaded. A module is built once per workspace and kept, so the paired rounds
+    time only its forward pass, like the first round."""
     import torch
     sys.path.insert(0, os.path.join(REPO, "core", "formats", "pytorch"))
     import seed_classes
 
     threads = os.cpu_count() or 1
     torch.set_num_threads(threads)
-    config_text = torch.__config__.show()
-    out = {"torch_version": torch.__version__, "torch_threads": torch.get_num_threads(),
-           "torch_blas_info": next((part.split("=", 1)[1] for part in config_text.replace(",", "\n")
-                                    .split() if part.startswith("BLAS_INFO=")), "?"),
-           "configs": {}}
-    for name, path, repeat in jobs:
-        with open(path) as f:
-            ws = json.load(f)
-        m, emb = ws["model"], ws["embeddings"]
-        if isinstance(emb, dict):
-            torch.manual_seed(emb["seed"])
-            draw = torch.randn if emb["random"] == "normal" else torch.rand
-            x = draw(emb["rows"], emb["cols"])
+    modules = {}
+
+    def prepared(path):
+        if path not in modules:
+            with open(path) as f:
+                ws = json.load(f)
+            m, emb = ws["model"], ws["embeddings"]
+            if isinstance(emb, dict):
+                torch.manual_seed(emb["seed"])
+                draw = torch.randn if emb["random"] == "normal" else torch.rand
+                x = draw(emb["rows"], emb["cols"])
+            else:
+                x = torch.tensor(emb, dtype=torch.float32)
+            T, d_in = x.shape
+            batch = torch.stack([x] * m.get("batch_size", 2))
+            torch.manual_seed(m.get("seed", 123))
+            module = seed_classes.MultiHeadAttention(
+                d_in, m["d_out"], T, m.get("dropout", 0.0), m["num_heads"], m.get("qkv_bias", False))
+            module.train(m.get("training", True))  # a fresh module trains, like ours
+            modules[path] = (module, batch)
+        return modules[path]
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        if "info" in request:
+            config_text = torch.__config__.show()
+            answer = {"torch_version": torch.__version__, "torch_threads": torch.get_num_threads(),
+                      "torch_blas_info": next((part.split("=", 1)[1] for part in
+                                               config_text.replace(",", "\n").split()
+                                               if part.startswith("BLAS_INFO=")), "?"),
+                      "blas_libraries": loaded_blas_libraries()}  # after the matmuls: what ran
         else:
-            x = torch.tensor(emb, dtype=torch.float32)
-        T, d_in = x.shape
-        batch = torch.stack([x] * m.get("batch_size", 2))
-        torch.manual_seed(m.get("seed", 123))
-        module = seed_classes.MultiHeadAttention(
-            d_in, m["d_out"], T, m.get("dropout", 0.0), m["num_heads"], m.get("qkv_bias", False))
-        training = m.get("training", True)  # a fresh module trains, like ours
-        module.train(training)
-        times = []
-        with torch.no_grad():
-            module(batch)  # warm-up
-            for _ in range(repeat):
-                start = time.perf_counter()
-                module(batch)
-                times.append((time.perf_counter() - start) * 1e3)
-        out["configs"][name] = {"forward_ms": statistics.median(times), "min_ms": min(times),
-                                "runs": repeat, "training": module.training,
-                                "dropout": module.dropout.p}
-    out["blas_libraries"] = loaded_blas_libraries()  # after the matmuls: what actually ran
-    print(json.dumps(out))
+            _, path, repeat = request["job"]
+            module, batch = prepared(path)
+            times = []
+            with torch.no_grad():
+                module(batch)  # warm-up
+                for _ in range(repeat):
+                    start = time.perf_counter()
+                    module(batch)
+                    times.append((time.perf_counter() - start) * 1e3)
+            answer = {"forward_ms": statistics.median(times), "min_ms": min(times), "runs": repeat,
+                      "training": module.training, "dropout": module.dropout.p}
+        print(json.dumps(answer), flush=True)
+
+
+class TorchSide:
+    """The torch server in a child process (Debian's python3-torch)."""
+
+    def __init__(self, python):
+        self.proc = subprocess.Popen([python, os.path.abspath(__file__), "--torch-server"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+
+    def ask(self, request):
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.kill()
+            sys.exit(f"torch side failed (Debian's python3-torch is required):\n"
+                     f"{self.proc.stderr.read().strip()}")
+        return json.loads(line)
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
 
 
 # ---------------------------------------------------------------- our side
@@ -134,6 +176,41 @@ def run_ours(cli, workspace, repeat):
     if p.returncode != 0:
         sys.exit(f"attnscope-cli bench {workspace} failed ({p.returncode}): {p.stderr.strip()}")
     return json.loads(p.stdout)
+
+
+def run_ours_forward(cli, workspace, repeat):
+    """One paired round's side of ours: the OpenMP forward, each run followed by the GEMM limit."""
+    p = subprocess.run([cli, "bench", workspace, "--forward-only", "--repeat", str(repeat)],
+                       capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        sys.exit(f"attnscope-cli bench --forward-only {workspace} failed ({p.returncode}): "
+                 f"{p.stderr.strip()}")
+    return json.loads(p.stdout)
+
+
+def paired_rounds(cli, torch_side, workspaces):
+    """{(preset, mode): {...}}: PAIRED_ROUNDS rounds per config, each ours then torch on the same
+    workspace, back to back. The ratio of each round's medians sees one state of the machine; the
+    median over rounds is the figure that survives other work on a shared machine."""
+    out = {}
+    for preset, mode, path, _ in workspaces:
+        rounds, repeat = PAIRED_ROUNDS[preset]
+        ratios, over_limit, ours_ms, torch_ms = [], [], [], []
+        for _ in range(rounds):
+            o = run_ours_forward(cli, path, repeat)
+            t = torch_side.ask({"job": [f"{preset}/{mode}", path, repeat]})
+            ours = o.get("openmp", o.get("serial"))["forward_ms"]["median"]
+            ours_ms.append(ours)
+            torch_ms.append(t["forward_ms"])
+            ratios.append(t["forward_ms"] / ours)
+            over_limit.append(o["paired_limit"]["forward_over_limit"]["median"])
+        out[(preset, mode)] = {
+            "rounds": rounds, "repeat_per_round": repeat,
+            "ours_openmp_forward_ms": ours_ms, "torch_forward_ms": torch_ms,
+            "torch_over_ours": ratios, "torch_over_ours_median": statistics.median(ratios),
+            "ours_over_concurrent_limit": over_limit,
+            "ours_over_concurrent_limit_median": statistics.median(over_limit)}
+    return out
 
 
 def run_app(app, tmp):
@@ -300,32 +377,36 @@ def main():
         for preset, mode, path, repeat in workspaces:
             ours[(preset, mode)] = run_ours(cli, path, repeat)
             ours[(preset, mode)]["workspace"] = f"presets/{preset}.json, {mode}"  # path was temporary
-        worker = subprocess.run(
-            [args.python, os.path.abspath(__file__), "--torch-worker",
-             json.dumps([[f"{p}/{m}", path, r] for p, m, path, r in workspaces])],
-            capture_output=True, text=True, timeout=900)
-        if worker.returncode != 0:
-            sys.exit(f"torch side failed under {args.python} (Debian's python3-torch is "
-                     f"required):\n{worker.stderr.strip()}")
-        torch_side = json.loads(worker.stdout)
+        torch_side = TorchSide(args.python)
+        torch_configs = {f"{p}/{m}": torch_side.ask({"job": [f"{p}/{m}", path, r]})
+                         for p, m, path, r in workspaces}
+        paired = paired_rounds(cli, torch_side, workspaces)
+        torch_info = torch_side.ask({"info": True})
+        torch_side.close()
         load_after = load_average()  # of the timed part; the app and callgrind come next
         app_result = run_app(app, tmp)
         gemm_backend = next(iter(ours.values()))["gemm"]["backend"]
         instructions = count_instructions(callgrind_cli, cli, workspaces, gemm_backend, tmp)
 
     machine = machine_info()
-    machine.update({k: torch_side[k] for k in
+    machine.update({k: torch_info[k] for k in
                     ("torch_version", "torch_threads", "torch_blas_info", "blas_libraries")})
     machine["load_average_1min"] = {"before": load_before, "after": load_after}
-    machine["openblas_in_use"] = any("openblas" in lib for lib in torch_side["blas_libraries"])
-    configs = [config_entry(preset, mode, repeat, ours[(preset, mode)],
-                            torch_side["configs"][f"{preset}/{mode}"])
+    machine["openblas_in_use"] = any("openblas" in lib for lib in torch_info["blas_libraries"])
+    configs = [dict(config_entry(preset, mode, repeat, ours[(preset, mode)],
+                                 torch_configs[f"{preset}/{mode}"]), paired=paired[(preset, mode)])
                for preset, mode, _, repeat in workspaces]
     report = {"machine": machine,
               "headline": {"what": "torch forward ÷ ours (OpenMP forward, all threads, every "
-                                   "batch element); above 1 attnscope is faster",
-                           **{f"{c['preset']}/{c['mode']}": c["torch_over_ours_openmp_forward"]
+                                   "batch element), the median over paired rounds (ours, then "
+                                   "torch, back to back); above 1 attnscope is faster",
+                           **{f"{c['preset']}/{c['mode']}": c["paired"]["torch_over_ours_median"]
                               for c in configs}},
+              "limit": {"what": "ours ÷ the GEMM-bound limit, median over paired rounds; the limit "
+                                "of each run is the projections' GEMM run on every thread at once "
+                                "right after it",
+                        **{f"{c['preset']}/{c['mode']}": c["paired"]["ours_over_concurrent_limit_median"]
+                           for c in configs}},
               "configs": configs,
               "instructions": instructions,
               "app": app_result,
@@ -337,9 +418,9 @@ def main():
     print(f"written to {args.out}")
 
 
-def ms(value):
-    """A time in ms, 4 significant digits, 9 wide ('-' when missing)."""
-    return f"{'-':>9}" if value is None else f"{value:9.4g}"
+def ms(value, width=9):
+    """A time in ms, 4 significant digits, `width` wide ('-' when missing)."""
+    return f"{'-':>{width}}" if value is None else f"{value:{width}.4g}"
 
 
 def note(text):
@@ -353,23 +434,27 @@ def print_table(report):
           f"{m['torch_threads']} threads; BLAS: "
           f"{'OpenBLAS' if m['openblas_in_use'] else 'reference/other'} "
           f"({', '.join(os.path.basename(l) for l in m['blas_libraries']) or 'none loaded'})")
-    head = (f"{'preset':<10} {'mode':<5} {'T':>4} {'B':>2} | {'serial':>9} {'omp':>9} "
-            f"{'shared':>9} | {'torch':>9} {'torch/ours':>10} | {'limit':>9} {'ours/limit':>10}")
+    head = (f"{'preset':<10} {'mode':<5} {'T':>4} | {'serial':>8} {'omp':>8} {'shared':>8} | "
+            f"{'torch':>8} {'t/ours':>6} {'paired':>6} | {'limit':>8} {'o/lim':>5} {'paired':>6}")
     print(head)
     print("-" * len(head))
     for c in report["configs"]:
-        s = c["shape"]
-        print(f"{c['preset']:<10} {c['mode']:<5} {s['tokens']:>4} {s['batch_size']:>2} | "
-              f"{ms(c['ours_serial_forward_ms'])} {ms(c['ours_openmp_forward_ms'])} "
-              f"{ms(c.get('ours_shared_forward_ms'))} | {ms(c['torch_forward_ms'])} "
-              f"{c['torch_over_ours_openmp_forward']:10.2f} | {ms(c['limit_ms'])} "
-              f"{c['ours_openmp_over_limit']:10.2f}")
+        s, p = c["shape"], c["paired"]
+        print(f"{c['preset']:<10} {c['mode']:<5} {s['tokens']:>4} | "
+              f"{ms(c['ours_serial_forward_ms'], 8)} {ms(c['ours_openmp_forward_ms'], 8)} "
+              f"{ms(c.get('ours_shared_forward_ms'), 8)} | {ms(c['torch_forward_ms'], 8)} "
+              f"{c['torch_over_ours_openmp_forward']:6.2f} {p['torch_over_ours_median']:6.2f} | "
+              f"{ms(c['limit_ms'], 8)} {c['ours_openmp_over_limit']:5.2f} "
+              f"{p['ours_over_concurrent_limit_median']:6.2f}")
     c0 = report["configs"][0]
     gemm = c0["gemm"]
-    note(f"(forward medians in ms: serial and omp ({c0['ours_openmp_threads']} threads) compute "
-          f"all B elements, shared copies identical ones; train = dropout {TRAIN_DROPOUT}. limit = "
-          f"GFLOP ÷ (threads × one-thread {gemm['backend']} GEMM GFLOP/s: "
-          + ", ".join(f"{k} {v:.0f}" for k, v in gemm["gflops"].items()) + ")")
+    note(f"(forward medians in ms, B = 2: serial and omp ({c0['ours_openmp_threads']} threads) "
+          f"compute all B elements, shared copies identical ones; train = dropout {TRAIN_DROPOUT}. "
+          f"t/ours = torch ÷ omp; limit = GFLOP ÷ (threads × one-thread {gemm['backend']} GEMM "
+          "GFLOP/s: " + ", ".join(f"{k} {v:.0f}" for k, v in gemm["gflops"].items())
+          + "); o/lim = omp ÷ limit. paired = median over rounds of ours and torch back to back: "
+          "torch ÷ ours, and ours ÷ the limit measured right after each run with a GEMM on every "
+          "thread at once)")
     ins = report["instructions"]
     if "counts" in ins:
         parts = [f"{p}/{mode} {c['fused'] / 1e6:.1f}M (reference {c['reference'] / 1e6:.1f}M)"
@@ -392,7 +477,7 @@ def print_table(report):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--torch-worker":
-        torch_worker(json.loads(sys.argv[2]))
+    if len(sys.argv) == 2 and sys.argv[1] == "--torch-server":
+        torch_server()
     else:
         main()
