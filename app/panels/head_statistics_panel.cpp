@@ -17,12 +17,12 @@ namespace attnscope {
 
 namespace {
 
-constexpr int kColumns = 7;  // head, four numbers, two charts
+constexpr int kColumns = 5;  // head, mean entropy, mean weights (two lines each), two charts
 const ImU32 kBar = IM_COL32(86, 156, 214, 255);        // the inspector's bars
 const ImU32 kAboveOne = IM_COL32(232, 150, 62, 255);   // a row that sums to more than 1
 
-// A row of the table: as tall as a chart that still reads (about two lines of text).
-float rowHeight() { return std::max(ImGui::GetTextLineHeight() * 1.9f, px(30)); }
+// A row of the table: two lines of text (the means), the charts as tall.
+float rowHeight() { return std::max(ImGui::GetTextLineHeight() * 2 + ImGui::GetStyle().ItemSpacing.y, px(30)); }
 
 std::string quoted(const Snapshot& snap, int row) { return "'" + snap.tokens()[static_cast<std::size_t>(row)] + "'"; }
 
@@ -120,8 +120,12 @@ void tooltip(const std::string& chart, int row, const std::string& text) {
 
 nlohmann::json floats(const RowVector& v) { return std::vector<float>(v.data(), v.data() + v.size()); }
 
+// Whether `text` is wider than the cell it is about to be drawn in (the layout dump lists those).
+bool clipped(const std::string& text) { return ImGui::CalcTextSize(text.c_str()).x > ImGui::GetContentRegionAvail().x + 0.5f; }
+
 // A column header that explains itself on hover.
-void header(const char* label, const char* help) {
+void header(const char* label, const char* help, nlohmann::json& cut) {
+  if (clipped(label)) cut.push_back(label);
   ImGui::TableHeader(label);
   if (ImGui::IsItemHovered()) {
     ImGui::BeginTooltip();
@@ -132,14 +136,21 @@ void header(const char* label, const char* help) {
   }
 }
 
-// A cell's text, vertically centred in the row; recorded for the layout dump.
-void cellText(const std::string& text, nlohmann::json& cells, bool disabled = false) {
-  ImGui::SetCursorPosY(ImGui::GetCursorPosY() + (rowHeight() - ImGui::GetTextLineHeight()) / 2);
-  if (disabled)
-    ImGui::TextDisabled("%s", text.c_str());
-  else
-    ImGui::TextUnformatted(text.c_str());
-  cells.push_back(text);
+// Lines of text, vertically centred in the row; recorded for the layout dump (in `cut` too when
+// wider than their column).
+void cellLines(const std::vector<std::string>& lines, nlohmann::json& cells, nlohmann::json& cut, bool disabled = false) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float h = static_cast<float>(lines.size()) * ImGui::GetTextLineHeight() +
+                  static_cast<float>(lines.size() - 1) * style.ItemSpacing.y;
+  ImGui::SetCursorPosY(ImGui::GetCursorPosY() + std::max(0.0f, (rowHeight() - h) / 2));
+  for (const std::string& text : lines) {
+    if (clipped(text)) cut.push_back(text);
+    if (disabled)
+      ImGui::TextDisabled("%s", text.c_str());
+    else
+      ImGui::TextUnformatted(text.c_str());
+    cells.push_back(text);
+  }
 }
 
 }  // namespace
@@ -184,14 +195,18 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
   const Trace& t = *snap->trace;
   const int T = t.tokens, selected = std::clamp(ctx.view.token, 0, T - 1);
   nlohmann::json dump = {{"batch", snap->batch}, {"token", selected}, {"heads", nlohmann::json::array()}};
+  nlohmann::json cut = nlohmann::json::array();  // texts wider than their column: none, or the layout fails
   const ImGuiTableFlags flags = ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
                                 ImGuiTableFlags_ScrollY | ImGuiTableFlags_PadOuterX;
   if (ImGui::BeginTable("heads", kColumns, flags)) {
     ImGui::TableSetupScrollFreeze(0, 1);
-    for (const char* name : {"head", "mean entropy", "≈ tokens", "on previous", "on first"})
-      ImGui::TableSetupColumn(name, ImGuiTableColumnFlags_WidthFixed);
-    ImGui::TableSetupColumn("entropy of each row", ImGuiTableColumnFlags_WidthStretch);
-    ImGui::TableSetupColumn("row sum after dropout", ImGuiTableColumnFlags_WidthStretch);
+    ImGui::TableSetupColumn("head", ImGuiTableColumnFlags_WidthFixed);
+    ImGui::TableSetupColumn("mean entropy", ImGuiTableColumnFlags_WidthFixed);
+    ImGui::TableSetupColumn("mean weight", ImGuiTableColumnFlags_WidthFixed);
+    // The charts' headers in full while they fit the charts' width of the last frame, else short.
+    auto fits = [&](const char* label) { return chart_w_ <= 0 || ImGui::CalcTextSize(label).x <= chart_w_; };
+    ImGui::TableSetupColumn(fits("entropy per row") ? "entropy per row" : "entropy", ImGuiTableColumnFlags_WidthStretch);
+    ImGui::TableSetupColumn(fits("row sum after dropout") ? "row sum after dropout" : "row sums", ImGuiTableColumnFlags_WidthStretch);
     ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
     const std::string ceiling = t.model.causal ? "ln(i + 1) for query i, which sees the keys up to itself" : "ln T";
     const std::string sums = t.dropout_active
@@ -205,15 +220,15 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
                                      ceiling + ", when the row spreads evenly. Hover a bar for its row, click to select it.";
     const std::array<std::string, kColumns> help = {
         "Click a head to show it alone in the heatmaps",
-        "The mean over the query rows of the entropy of their weights (nats)",
-        "exp(mean entropy): as if each query row attended evenly to this many tokens",
-        "The mean weight a query puts on the token just before it (rows 2 … T)",
-        "The mean weight a query puts on the first token",
+        "The mean over the query rows of the entropy of their weights, in nats; below it exp(mean entropy): "
+        "as if each row attended evenly to this many tokens",
+        "previous: the mean weight a query puts on the token just before it (rows 2 … T); first: the mean "
+        "weight a query puts on the first token",
         entropy_help,
         sums + " The line marks 1."};
     for (int c = 0; c < kColumns; ++c) {
       ImGui::TableSetColumnIndex(c);
-      header(ImGui::TableGetColumnName(c), help[static_cast<std::size_t>(c)].c_str());
+      header(ImGui::TableGetColumnName(c), help[static_cast<std::size_t>(c)].c_str(), cut);
     }
 
     RowVector most(T);  // the entropy charts' grey: the most each row can have
@@ -231,24 +246,26 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
       const bool chosen = ctx.view.head == h;
       ImGui::SetCursorPosY(ImGui::GetCursorPosY() + (rowHeight() - ImGui::GetTextLineHeight()) / 2);
       const std::string name = "head " + std::to_string(h + 1);
+      if (clipped(name)) cut.push_back(name);
       if (ImGui::Selectable(name.c_str(), chosen)) ctx.commands.push("select_head", {{"index", chosen ? -1 : h}});
+      layout().widget("statistics_head_h" + std::to_string(h + 1));
       cells.push_back(name);
       const HeadStatistics* s = snap->statisticsOf(h);
       nlohmann::json entry = {{"head", h}, {"computing", s == nullptr}};
       if (!s) {  // a split request's second part (GPT-2): its maps come in a moment
         ImGui::TableSetColumnIndex(1);
-        cellText("computing…", cells, true);
+        cellLines({"computing…"}, cells, cut, true);
       } else {
         const float tokens = std::exp(s->mean_entropy);
         ImGui::TableSetColumnIndex(1);
-        cellText(formatFixed(s->mean_entropy, 3), cells);
+        cellLines({formatFixed(s->mean_entropy, 3) + " nats", "≈ " + formatFixed(tokens, tokens >= 100 ? 0 : tokens >= 10 ? 1 : 2) + " tokens"},
+                  cells, cut);
         ImGui::TableSetColumnIndex(2);
-        cellText(formatFixed(tokens, tokens >= 100 ? 0 : tokens >= 10 ? 1 : 2), cells);
+        cellLines({"previous " + (s->has_previous ? formatFixed(s->mean_previous, 3) : std::string("—")),
+                   "first " + formatFixed(s->mean_first, 3)},
+                  cells, cut);
         ImGui::TableSetColumnIndex(3);
-        cellText(s->has_previous ? formatFixed(s->mean_previous, 3) : "—", cells, !s->has_previous);
-        ImGui::TableSetColumnIndex(4);
-        cellText(formatFixed(s->mean_first, 3), cells);
-        ImGui::TableSetColumnIndex(5);
+        chart_w_ = ImGui::GetContentRegionAvail().x;
         const ChartHit e = rowChart("entropy", s->entropy, &most, entropy_hi, 0, selected,
                                     ImVec2(std::max(ImGui::GetContentRegionAvail().x, px(40)), rowHeight()),
                                     entropy_ticks);
@@ -258,7 +275,7 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
                   "head " + std::to_string(h + 1) + "  ·  " + rowStatisticsText(*snap, h, e.hovered, false) + "\n(at most " +
                       formatFixed(most(e.hovered), 3) + " here: " +
                       (t.model.causal ? std::to_string(e.hovered + 1) + " keys visible)" : "every key visible)"));
-        ImGui::TableSetColumnIndex(6);
+        ImGui::TableSetColumnIndex(4);
         std::vector<Tick> sum_ticks = {{1.0f, "1"}};
         if (t.dropout_active) sum_ticks.push_back({t.dropout_scale, formatShort(t.dropout_scale)});
         const ChartHit r = rowChart("sums", s->row_sum_after_dropout, nullptr, sums_hi, 1.0f, selected,
@@ -287,6 +304,7 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
     }
     ImGui::EndTable();
   }
+  dump["clipped"] = cut;
   layout().state()["head_statistics"] = dump;
   ImGui::End();
 }
