@@ -68,9 +68,12 @@ ChartHit rowChart(const char* id, const RowVector& values, const RowVector* ceil
   const float bottom = p.y + size.y, top = p.y + 1, span = bottom - top;
   auto y = [&](float v) { return bottom - std::clamp(v / hi, 0.0f, 1.0f) * span; };
   auto colour = [&](float v) { return line > 0 && v > line * (1 + 1e-4f) ? kAboveOne : kBar; };
-  for (const Tick& k : ticks) {  // right-aligned in the gutter, centred on their value, inside the chart
+  std::vector<std::pair<float, float>> taken;  // labels drawn, top and bottom: a later tick that would
+  for (const Tick& k : ticks) {                // overlap one is left out (the first ones matter most)
     const ImVec2 text = font->CalcTextSizeA(font_size, FLT_MAX, 0, k.text.c_str());
     const float ty = std::clamp(y(k.value) - text.y / 2, p.y, bottom - text.y);
+    if (std::any_of(taken.begin(), taken.end(), [&](const auto& r) { return ty < r.second && ty + text.y > r.first; })) continue;
+    taken.push_back({ty, ty + text.y});
     draw->AddText(font, font_size, ImVec2(p.x - px(3) - text.x, ty), theme().text_dim, k.text.c_str());
   }
   const ImU32 grey = theme().masked_cell;
