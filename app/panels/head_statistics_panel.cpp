@@ -53,6 +53,7 @@ ChartHit rowChart(const char* id, const RowVector& values, const RowVector* ceil
   ImGui::InvisibleButton(id, size);
   const bool hovered = ImGui::IsItemHovered();
   const bool clicked = ImGui::IsItemClicked();
+  const bool visible = ImGui::IsItemVisible();  // scrolled away (GPT-2's 12 heads): no shapes to build
   ImDrawList* draw = ImGui::GetWindowDrawList();
   ImFont* font = fonts().small ? fonts().small : ImGui::GetFont();
   const float font_size = font->FontSize;
@@ -64,7 +65,7 @@ ChartHit rowChart(const char* id, const RowVector& values, const RowVector* ceil
   hit.plot_max = ImVec2(p.x + plot_w, p.y + size.y);
   draw->AddRectFilled(p, hit.plot_max, ImGui::GetColorU32(ImGuiCol_FrameBg));
   const int n = static_cast<int>(values.size());
-  if (n == 0) return hit;
+  if (n == 0 || !visible) return hit;
   const float bottom = p.y + size.y, top = p.y + 1, span = bottom - top;
   auto y = [&](float v) { return bottom - std::clamp(v / hi, 0.0f, 1.0f) * span; };
   auto colour = [&](float v) { return line > 0 && v > line * (1 + 1e-4f) ? kAboveOne : kBar; };
