@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "formats/export.h"
+#include "panels/head_statistics_panel.h"
 #include "shell/capture.h"
 #include "shell/fonts.h"
 #include "widgets/heatmap.h"
@@ -109,6 +110,10 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
       s = "context z" + std::to_string(i + 1) + "[" + std::to_string(j) + "] = Σₖ αₖ·v_k[" +
           std::to_string(j) + "] = " + formatFixed(h.context(i, j));
       break;
+  }
+  if (stage == Stage::Weights || stage == Stage::DroppedWeights) {  // the row's head statistics (issue 12)
+    const std::string row = rowStatisticsText(snap, h.index, i, stage == Stage::DroppedWeights);
+    if (!row.empty()) s += "\n\n" + row;
   }
   return s;
 }

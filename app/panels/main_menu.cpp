@@ -136,7 +136,7 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
       }
       if (ImGui::MenuItem("Full screen", "F11", fullscreen)) cmd.push("fullscreen", {{"on", !fullscreen}});
       layout().widget("menu_fullscreen");
-      viewToggle(cmd, "Presentation: hide the side panels", "presentation", view.presentation, "F10");
+      viewToggle(cmd, "Presentation: hide the panels around the maps", "presentation", view.presentation, "F10");
       layout().widget("menu_presentation");
       ImGui::Separator();
       {  // with presentation on, the side panels are hidden whatever their own setting says
@@ -147,6 +147,8 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
         layout().widget("menu_inputs_panel");
         viewToggle(cmd, "Inspector", "inspector", view.show_inspector);
         layout().widget("menu_inspector");
+        viewToggle(cmd, "Head statistics", "statistics", view.show_statistics);
+        layout().widget("menu_statistics");
         ImGui::EndDisabled();
       }
       viewToggle(cmd, "Status bar", "status_bar", view.show_status);
@@ -197,7 +199,7 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
           "  Tab, Shift+Tab: next / previous head (then all heads)\n"
           "  Ctrl+Z, Ctrl+Shift+Z: undo, redo (a slider drag is one step)\n"
           "  Ctrl++, Ctrl+−, Ctrl+0: larger, smaller, normal text (View › Text size, 100–250 %%)\n"
-          "  F11: full screen; F10: presentation (hide the side panels)\n"
+          "  F11: full screen; F10: presentation (hide the panels around the maps)\n"
           "  F12: save the window as PNG (File › Screenshot folder)\n"
           "  Ctrl+Q: quit\n\n"
           "Colours: viridis for non-negative maps, blue–white–red centred on 0 for signed ones; grey "

@@ -146,6 +146,7 @@ void App::replaced(const Command& c, double now) {
   keep("inputs_panel", &ViewState::show_inputs);
   keep("inspector", &ViewState::show_inspector);
   keep("status_bar", &ViewState::show_status);
+  keep("statistics", &ViewState::show_statistics);
   keep("presentation", &ViewState::presentation);
   view_.highlight = before.highlight;  // the open lesson's step, not the workspace's
   syncTextSize();
@@ -510,8 +511,9 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
   if (model) model_panel_.draw(ctx, top, ImVec2(left_w, model_h));
   if (inputs) inputs_panel_.draw(ctx, ImVec2(top.x, top.y + model_h), ImVec2(left_w, body_h - model_h));
 
-  // The main area: the heatmap grid or the pipeline, as tabs.
-  const ImVec2 main_pos(top.x + left_w, top.y), main_size(vp.Size.x - left_w - right_w, body_h);
+  // The main area: the heatmap grid or the pipeline, as tabs; the head statistics under it.
+  const float statistics_h = view_.statisticsShown() ? HeadStatisticsPanel::height(ctx, body_h) : 0.0f;
+  const ImVec2 main_pos(top.x + left_w, top.y), main_size(vp.Size.x - left_w - right_w, body_h - statistics_h);
   ImGui::SetNextWindowPos(main_pos);
   ImGui::SetNextWindowSize(main_size);
   ImGui::Begin("##main", nullptr,
@@ -540,6 +542,8 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     ImGui::EndTabBar();
   }
   ImGui::End();
+  if (statistics_h > 0)
+    statistics_.draw(ctx, ImVec2(main_pos.x, main_pos.y + main_size.y), ImVec2(main_size.x, statistics_h));
   if (inspector) inspector_.draw(ctx, ImVec2(top.x + vp.Size.x - right_w, top.y), ImVec2(right_w, body_h));
   if (lesson) lesson_.draw(ctx, ImVec2(top.x + vp.Size.x - right_w, top.y), ImVec2(right_w, body_h));
   if (view_.show_status)
@@ -656,6 +660,7 @@ void App::recordState() const {
                                   {"inputs", view_.inputsShown()},
                                   {"inspector", view_.inspectorShown()},
                                   {"status", view_.show_status},
+                                  {"statistics", view_.statisticsShown()},
                                   {"presentation", view_.presentation}}}});  // update: panels add their own fields
   state["shown_panels"]["lesson"] = lesson_.open();
   lesson_.recordState(state);  // lesson_step (1-based, 0 = none), lesson_maps, …

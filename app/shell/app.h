@@ -13,6 +13,7 @@
 
 #include "editing/document.h"
 #include "panels/file_dialogs.h"
+#include "panels/head_statistics_panel.h"
 #include "panels/heatmap_grid.h"
 #include "panels/inputs_panel.h"
 #include "panels/inspector_panel.h"
@@ -143,6 +144,7 @@ class App {
   HeatmapGrid heatmap_grid_;
   PipelineView pipeline_;
   InspectorPanel inspector_;
+  HeadStatisticsPanel statistics_;            // under the main area
   LessonPanel lesson_;                        // the open lesson, shown in the inspector's column
   int applied_text_size_ = 100;               // the text size the fonts were last rasterized for
   StatusBar status_bar_;

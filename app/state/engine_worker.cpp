@@ -36,13 +36,16 @@ void deriveDisplayData(Snapshot& s, const Snapshot* first_part) {
   const Trace& t = *s.trace;
   const BatchTrace& bt = s.shown();
   s.ranges.resize(bt.heads.size());
+  s.statistics.resize(bt.heads.size());
   s.head_serial.assign(bt.heads.size(), 0);
   for (std::size_t h = 0; h < bt.heads.size(); ++h) {
     if (first_part && first_part->head_serial[h] != 0) {
       s.ranges[h] = first_part->ranges[h];
+      s.statistics[h] = first_part->statistics[h];
       s.head_serial[h] = first_part->head_serial[h];
     } else if (bt.heads[h].hasMaps()) {  // else computed in the second part
       s.ranges[h] = stageRanges(t, bt.heads[h]);
+      s.statistics[h] = headStatistics(t, bt.heads[h]);
       s.head_serial[h] = s.serial;
     }
   }

@@ -11,6 +11,7 @@
 
 #include "display/colormap.h"
 #include "engine/attention.h"
+#include "engine/head_statistics.h"
 #include "engine/stages.h"
 #include "formats/workspace.h"
 
@@ -36,6 +37,14 @@ struct Snapshot {
   ValueRange inputs_range;                     // X
   std::array<ValueRange, kModuleMapCount> module_ranges{};  // by ModuleMap: concat, out_proj, output
   std::vector<std::string> dims;               // "d0", "d1", … labels of a head's columns
+  // Per head of `batch`: entropy, largest weight, row sums after dropout (engine/head_statistics.h);
+  // rows() == 0 for a head whose maps are still computing.
+  std::vector<HeadStatistics> statistics;
+  // The statistics of head h, or null while its maps compute.
+  const HeadStatistics* statisticsOf(int h) const {
+    return h >= 0 && h < static_cast<int>(statistics.size()) && statistics[static_cast<std::size_t>(h)].rows() > 0
+               ? &statistics[static_cast<std::size_t>(h)] : nullptr;
+  }
 
   const std::vector<std::string>& tokens() const { return inputs->tokens; }
   int tokenCount() const { return static_cast<int>(inputs->tokens.size()); }

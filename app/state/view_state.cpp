@@ -56,6 +56,7 @@ nlohmann::json viewToJson(const ViewState& v) {
           {"model_panel", v.show_model},
           {"inputs_panel", v.show_inputs},
           {"status_bar", v.show_status},
+          {"statistics", v.show_statistics},
           {"presentation", v.presentation},
           {"text_size", v.text_size}};
 }
@@ -152,6 +153,8 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     v.show_inputs = boolean(f, value);
   } else if (f == "status_bar") {
     v.show_status = boolean(f, value);
+  } else if (f == "statistics") {
+    v.show_statistics = boolean(f, value);
   } else if (f == "presentation") {
     v.presentation = boolean(f, value);
   } else if (f == "text_size") {
@@ -161,7 +164,7 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     v.screenshot_dir = value.get<std::string>();
   } else {
     fail(f, "unknown view field (one of colormap, diverging_for_signed, shared_scale, theme, batch, head, token, "
-            "columns, tab, screenshot_scale, caption, inspector, model_panel, inputs_panel, status_bar, presentation, "
+            "columns, tab, screenshot_scale, caption, inspector, model_panel, inputs_panel, status_bar, statistics, presentation, "
             "text_size, screenshot_dir)");
   }
 }

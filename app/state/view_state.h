@@ -41,7 +41,9 @@ struct ViewState {
   bool show_model = true;                 // the model panel (left, top)
   bool show_inputs = true;                // the inputs panel (left, below the model)
   bool show_status = true;                // the status bar at the bottom
+  bool show_statistics = true;            // the head statistics panel under the main area
   bool presentation = false;              // hides the side panels at once (model, inputs, inspector)
+                                          // and the head statistics: the maps as large as they get
   int text_size = 100;                    // text and UI size in percent (100–250), for projectors; figures too
   std::vector<std::string> highlight;     // maps a lesson step is about (ids); the others are drawn dimmed.
                                           // Empty: none dimmed. The lesson's, never saved in a workspace
@@ -56,6 +58,7 @@ struct ViewState {
   bool modelShown() const { return show_model && !presentation; }
   bool inputsShown() const { return show_inputs && !presentation; }
   bool inspectorShown() const { return show_inspector && !presentation; }
+  bool statisticsShown() const { return show_statistics && !presentation; }
   float textScale() const { return static_cast<float>(text_size) / 100.0f; }
 };
 

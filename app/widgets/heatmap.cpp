@@ -371,8 +371,11 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     const int j = std::clamp(c0 + static_cast<int>((io.MousePos.x - p0.x) / cell), c0, c0 + nc - 1);
     const ImVec2 c = cellMin(i, j);
     draw->AddRect(c, ImVec2(c.x + cell, c.y + cell), th.hover, 0, 0, 1.5f);
-    if (s.describe && !ImGui::IsMouseDown(ImGuiMouseButton_Right))
-      ImGui::SetTooltip("%s", s.describe(i, j).c_str());
+    if (s.describe && !ImGui::IsMouseDown(ImGuiMouseButton_Right)) {
+      const std::string tip = s.describe(i, j);
+      ImGui::SetTooltip("%s", tip.c_str());
+      layout().state()["tooltip"] = {{"map", s.id}, {"row", i}, {"col", j}, {"text", tip}};  // tests read it
+    }
     if (ImGui::IsItemClicked(ImGuiMouseButton_Left)) hit.clicked_row = i;
     if (ImGui::IsMouseReleased(ImGuiMouseButton_Right) && io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Right] < px(4) * px(4))
       hit.context_menu = true;

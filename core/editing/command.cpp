@@ -75,7 +75,7 @@ const std::vector<CommandInfo>& commandTable() {
       {"select_batch", T::View, {{"index", A::Int, true}}, "show batch element `index`"},
       {"view", T::View, {{"field", A::String, true}, {"value", A::Any, true}},
        "a view setting: theme, colormap, columns, shared_scale, diverging_for_signed, tab, inspector, "
-       "model_panel, inputs_panel, status_bar, presentation, text_size (100–250 %, \"larger\", \"smaller\"), "
+       "model_panel, inputs_panel, status_bar, statistics, presentation, text_size (100–250 %, \"larger\", \"smaller\"), "
        "screenshot_scale, caption, screenshot_dir"},
       {"fullscreen", T::App, {{"on", A::Bool, false}},
        "full-screen on the window's monitor (on: true), or back to the window as it was (toggles without `on`)"},

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 #include <system_error>
 
@@ -155,6 +156,42 @@ std::string matrixCsv(const Matrix& m, const CsvLabels& labels) {
   return out;
 }
 
+std::string statisticsCsv(const HeadStatistics& s, const std::vector<std::string>& tokens) {
+  const std::vector<std::string> rows = tokensOf(tokens, s.rows());
+  std::string out = "query,entropy,effective_tokens,max_weight,argmax,argmax_key,row_sum_after_dropout\n";
+  for (int i = 0; i < s.rows(); ++i) {
+    const int key = s.argmax[static_cast<std::size_t>(i)];
+    out += csvField(rows[static_cast<std::size_t>(i)]) + "," + csvNumber(s.entropy(i)) + "," +
+           csvNumber(s.effective_tokens(i)) + "," + csvNumber(s.max_weight(i)) + "," + std::to_string(key) + "," +
+           csvField(rows[static_cast<std::size_t>(key)]) + "," + csvNumber(s.row_sum_after_dropout(i)) + "\n";
+  }
+  return out;
+}
+
+Matrix statisticsMatrix(const HeadStatistics& s) {
+  Matrix m(s.rows(), 5);  // T × 5
+  for (int i = 0; i < s.rows(); ++i)
+    m.row(i) << s.entropy(i), s.effective_tokens(i), s.max_weight(i), static_cast<float>(s.argmax[static_cast<std::size_t>(i)]),
+        s.row_sum_after_dropout(i);
+  return m;
+}
+
+std::string statisticsSummaryCsv(const std::vector<HeadStatistics>& heads) {
+  std::string out = "head,mean_entropy,mean_weight_previous_token,mean_weight_first_token\n";
+  for (std::size_t h = 0; h < heads.size(); ++h)
+    out += "head " + std::to_string(h + 1) + "," + csvNumber(heads[h].mean_entropy) + "," +
+           (heads[h].has_previous ? csvNumber(heads[h].mean_previous) : "") + "," + csvNumber(heads[h].mean_first) + "\n";
+  return out;
+}
+
+Matrix statisticsSummaryMatrix(const std::vector<HeadStatistics>& heads) {
+  Matrix m(static_cast<Eigen::Index>(heads.size()), 3);  // heads × 3
+  for (std::size_t h = 0; h < heads.size(); ++h)
+    m.row(static_cast<Eigen::Index>(h)) << heads[h].mean_entropy,
+        heads[h].has_previous ? heads[h].mean_previous : std::numeric_limits<float>::quiet_NaN(), heads[h].mean_first;
+  return m;
+}
+
 std::string exportMap(const Trace& t, const HeadTrace& h, Stage s, const std::vector<std::string>& tokens,
                       ExportFormat f) {
   const Matrix m = stageValues(t, h, s);
@@ -297,11 +334,18 @@ int exportTrace(const Workspace& ws, const Trace& trace, const std::string& fold
   for (std::size_t b = 0; b < trace.batches.size(); ++b) {
     const BatchTrace& bt = trace.batches[b];
     const std::string batch = "b" + std::to_string(b + 1);
+    std::vector<HeadStatistics> statistics;
     for (std::size_t h = 0; h < bt.heads.size(); ++h) {
       const HeadTrace& ht = bt.heads[h];
       for (const StageInfo& stage : stageTable())  // masks as 0/1 floats; the weights come whole below
         if (!stage.parameter) write(mapFileStem(static_cast<int>(b), static_cast<int>(h), stage.stage), exportMap(trace, ht, stage.stage, tokens, f));
+      statistics.push_back(headStatistics(trace, ht));
+      const std::string stem = "b" + std::to_string(b + 1) + "_h" + std::to_string(h + 1) + "_statistics";
+      write(stem, f == ExportFormat::Csv ? statisticsCsv(statistics.back(), tokens) : exportMatrix(statisticsMatrix(statistics.back()), f));
     }
+    if (!statistics.empty())
+      write(batch + "_statistics", f == ExportFormat::Csv ? statisticsSummaryCsv(statistics)
+                                                           : exportMatrix(statisticsSummaryMatrix(statistics), f));
     write(batch + "_context", overTokens(bt.context));
     write(batch + "_output", overTokens(bt.output));
   }

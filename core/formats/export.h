@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "display/vector_figure.h"
+#include "engine/head_statistics.h"
 #include "engine/stages.h"
 #include "engine/tensor.h"
 #include "engine/trace.h"
@@ -55,10 +56,23 @@ bool mapFileFormat(std::string* name, const std::string& chosen, std::string* fo
 // `name` with its extension replaced by (or, without one, extended with) `format`'s.
 std::string withExtension(const std::string& name, const std::string& format);
 
+// A head's statistics (engine/head_statistics.h) as a table of its query rows. CSV: a header
+// `query,entropy,effective_tokens,max_weight,argmax,argmax_key,row_sum_after_dropout` and one row
+// per query token (argmax 0-based, argmax_key its token); .npy: T × 5 float32, the trace JSON's
+// order (entropy, effective_tokens, max_weight, argmax, row_sum_after_dropout).
+std::string statisticsCsv(const HeadStatistics& s, const std::vector<std::string>& tokens);
+Matrix statisticsMatrix(const HeadStatistics& s);
+// The per-head summaries of one batch element, a row per head: CSV `head,mean_entropy,
+// mean_weight_previous_token,mean_weight_first_token` (heads "head 1", "head 2", …; the previous-token
+// mean empty when T = 1); .npy: heads × 3 float32 (NaN where the CSV is empty).
+std::string statisticsSummaryCsv(const std::vector<HeadStatistics>& heads);
+Matrix statisticsSummaryMatrix(const std::vector<HeadStatistics>& heads);
+
 // The whole trace into `folder` (created if needed): JSON as `attnscope-cli trace` prints it
 // (trace.json); CSV or .npy as one file per matrix, named b{batch}_h{head}_{stage}.{ext} plus
 // b{batch}_context, b{batch}_output (batch and head from 1) and parameter files
-// (param_{state_dict name}.{ext}, torch's names). CSV files of maps over tokens have a header row
+// (param_{state_dict name}.{ext}, torch's names), and the statistics: b{batch}_h{head}_statistics
+// per head and b{batch}_statistics (the heads' summaries) per batch element with heads. CSV files of maps over tokens have a header row
 // and a first column (tokenLabels); parameters are numbers only.
 // Writes each file atomically; throws InputError naming the path on failure. Returns the number
 // of files written.

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "engine/head_statistics.h"
 #include "engine/stages.h"
 #include "formats/json_format.h"
 
@@ -16,7 +17,7 @@ class Writer {
   explicit Writer(std::ostream& out) : out_(out) {}
 
   void number(float v) {
-    if (std::isinf(v) && v < 0) {
+    if (!std::isfinite(v)) {  // the masks' −∞; a statistic past float (÷ row sum on extreme inputs)
       out_ << "null";
       return;
     }
@@ -56,6 +57,36 @@ class Writer {
       out_ << "]";
     }
     out_ << "\n" << indent << "]";
+  }
+  // A head's statistics (engine/head_statistics.h): arrays over the query rows, then the
+  // summaries; the previous-token mean is null when T = 1 (no row has a previous token).
+  void statistics(const HeadStatistics& s, const char* indent) {
+    out_ << "{";
+    auto floats = [&](const char* name, const RowVector& v, const char* sep) {
+      out_ << sep << "\n" << indent << "  \"" << name << "\": [";
+      for (Eigen::Index i = 0; i < v.size(); ++i) {
+        if (i) out_ << ", ";
+        number(v(i));
+      }
+      out_ << "]";
+    };
+    floats("entropy", s.entropy, "");
+    floats("effective_tokens", s.effective_tokens, ",");
+    floats("max_weight", s.max_weight, ",");
+    out_ << ",\n" << indent << "  \"argmax\": [";
+    for (std::size_t i = 0; i < s.argmax.size(); ++i) out_ << (i ? ", " : "") << s.argmax[i];
+    out_ << "]";
+    floats("row_sum_after_dropout", s.row_sum_after_dropout, ",");
+    out_ << ",\n" << indent << "  \"mean_entropy\": ";
+    number(s.mean_entropy);
+    out_ << ",\n" << indent << "  \"mean_weight_previous_token\": ";
+    if (s.has_previous)
+      number(s.mean_previous);
+    else
+      out_ << "null";
+    out_ << ",\n" << indent << "  \"mean_weight_first_token\": ";
+    number(s.mean_first);
+    out_ << "\n" << indent << "}";
   }
   void vector(const Matrix& m) {
     out_ << "[";
@@ -105,6 +136,8 @@ void writeTraceJson(std::ostream& out, const Workspace& ws, const Trace& t) {
         w.map(StageMap(t, ht, stage.stage), stage.flags, in);
         sep = ",\n   ";
       }
+      out << sep << "\"statistics\": ";  // derived from the weights and dropped weights
+      w.statistics(headStatistics(t, ht), in);
       out << "}";
     }
     out << (bt.heads.empty() ? "],\n" : "\n ],\n") << " \"context\": ";

@@ -29,6 +29,9 @@ MODEL_FIELDS = {"variant", "d_out", "num_heads", "dropout", "seed", "qkv_bias", 
                 "training", "batch_size", "normalization"}
 HEAD_KEYS = {"queries", "keys", "values", "scores", "scaled_scores", "mask", "masked_scores",
              "weights", "dropout_mask", "dropped_weights", "context"}
+# Issue 12: besides its maps, a head has "statistics": arrays over the query rows and the means.
+STATISTICS_ROWS = {"entropy", "effective_tokens", "max_weight", "argmax", "row_sum_after_dropout"}
+STATISTICS_MEANS = {"mean_entropy", "mean_weight_previous_token", "mean_weight_first_token"}
 
 
 def ws(model=None, drop=(), top=None, **fields):
@@ -332,8 +335,19 @@ class ValidTraces(unittest.TestCase):
             self.assertEqual(len(batch["heads"]), heads)
             for h, head in enumerate(batch["heads"]):
                 where = f"{preset} batch {b} head {h}"
-                self.assertEqual(set(head), HEAD_KEYS, where)
+                self.assertEqual(set(head), HEAD_KEYS | {"statistics"}, where)
                 self.check_head(head, T, m["causal"], where)
+                self.check_statistics(head["statistics"], T, where)
+
+    def check_statistics(self, stats, T, where):
+        self.assertEqual(set(stats), STATISTICS_ROWS | STATISTICS_MEANS, f"{where}: statistics")
+        for key in STATISTICS_ROWS:
+            self.assertEqual(len(stats[key]), T, f"{where}: statistics {key}")
+            self.assertTrue(all(isinstance(v, (int, float)) for v in stats[key]), f"{where}: statistics {key}")
+        self.assertTrue(all(type(v) is int and 0 <= v < T for v in stats["argmax"]), f"{where}: argmax")
+        for key in STATISTICS_MEANS:  # the previous-token mean is null with one token only
+            self.assertTrue(isinstance(stats[key], (int, float)) or (stats[key] is None and T == 1 and "previous" in key),
+                            f"{where}: statistics {key} = {stats[key]!r}")
 
     def check_head(self, head, T, causal, where):
         for key in HEAD_KEYS - {"queries", "keys", "values", "context"}:

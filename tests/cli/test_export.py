@@ -7,7 +7,9 @@ reads back (csv module) with a header row and a first column of labels where its
 (issue 11: "query" + key tokens for T × T maps, "token" + d0, d1, … for T × w ones; parameters are
 numbers only); that both equal the trace JSON's matrices bit for bit (null = −∞, masks 0/1); that
 the file set is exactly the documented names, batch and head numbered from 1 as the app numbers
-them (b1_h1_weights); and that trace.json equals `trace` output byte for byte. Bad --format, --out
+them (b1_h1_weights); that each head's statistics (b1_h1_statistics: T × 5, a CSV with the query
+tokens and the argmax's token) and the heads' summaries (b1_statistics) carry the trace JSON's
+"statistics" bit for bit (issue 12); and that trace.json equals `trace` output byte for byte. Bad --format, --out
 on a regular file and a missing workspace must exit 2 with one "error: …" line.
 
 Usage: test_export.py CLI_PATH ASSETS_DIR   (run with Debian's /usr/bin/python3: numpy)
@@ -72,11 +74,29 @@ def expected_matrices(trace):
         for h, head in enumerate(batch["heads"]):
             for stage in HEAD_STAGES:
                 out[f"b{b + 1}_h{h + 1}_{stage}"] = to_f32(head[stage])
+        # Issue 12: each head's statistics as a table (T × 5, the JSON's order) and the heads'
+        # summaries (heads × 3, NaN for a previous-token mean that is null when T = 1).
+        for h, head in enumerate(batch["heads"]):
+            s = head["statistics"]
+            out[f"b{b + 1}_h{h + 1}_statistics"] = np.array(
+                [s[k] for k in STATISTICS_COLUMNS], dtype=np.float64).T.astype(np.float32)
+        if batch["heads"]:
+            out[f"b{b + 1}_statistics"] = np.array(
+                [[np.nan if head["statistics"][k] is None else head["statistics"][k] for k in STATISTICS_SUMMARY]
+                 for head in batch["heads"]], dtype=np.float64).astype(np.float32)
         out[f"b{b + 1}_context"] = to_f32(batch["context"])
         out[f"b{b + 1}_output"] = to_f32(batch["output"])
     for name, value in trace["parameters"].items():
         out[f"param_{name}"] = to_f32(value)
     return out
+
+
+STATISTICS_COLUMNS = ["entropy", "effective_tokens", "max_weight", "argmax", "row_sum_after_dropout"]
+STATISTICS_SUMMARY = ["mean_entropy", "mean_weight_previous_token", "mean_weight_first_token"]
+
+
+def is_statistics(stem):
+    return stem.endswith("_statistics")
 
 
 SQUARE_STAGES = {"scores", "mask", "masked_scores", "scaled_scores", "weights", "dropout_mask", "dropped_weights"}
@@ -165,6 +185,9 @@ class ExportTest(unittest.TestCase):
             path = os.path.join(out, stem + ".csv")
             with open(path, newline="") as f:
                 raw = f.read()
+            if is_statistics(stem):
+                self.check_statistics_csv(path, raw, stem, want, tokens)
+                continue
             labels = expected_labels(stem, want, tokens)
             rows = 1 if want.ndim == 1 else want.shape[0]
             self.assertEqual(raw.count("\n"), rows + (labels is not None), f"{path}: lines")
@@ -189,12 +212,35 @@ class ExportTest(unittest.TestCase):
                     self.assertLessEqual(len(digits), 9, f"{path}: '{cell}' is not shortest form")
         return expected
 
+    def check_statistics_csv(self, path, raw, stem, want, tokens):
+        """Issue 12: a head's table — a header, a row per query token (its name first), the numbers
+        of the trace's statistics and argmax_key the argmax's token — or the heads' summaries, the
+        previous-token mean empty where the JSON has null."""
+        self.assertTrue(raw.endswith("\n") and "\r" not in raw, path)
+        self.assertNotIn("nan", raw.lower(), path)
+        table = list(csv.reader(raw.splitlines()))
+        if stem.startswith("b") and "_h" in stem:
+            self.assertEqual(table[0], ["query", "entropy", "effective_tokens", "max_weight", "argmax", "argmax_key",
+                                        "row_sum_after_dropout"], f"{path}: header row")
+            self.assertEqual([r[0] for r in table[1:]], tokens, f"{path}: first column")
+            self.assertEqual([r[5] for r in table[1:]], [tokens[int(r[4])] for r in table[1:]], f"{path}: argmax_key")
+            got = np.array([[float(c) for c in r[1:5] + r[6:]] for r in table[1:]], dtype=np.float64).astype(np.float32)
+        else:
+            self.assertEqual(table[0], ["head"] + STATISTICS_SUMMARY, f"{path}: header row")
+            self.assertEqual([r[0] for r in table[1:]], [f"head {h + 1}" for h in range(want.shape[0])], path)
+            got = np.array([[np.nan if c == "" else float(c) for c in r[1:]] for r in table[1:]],
+                           dtype=np.float64).astype(np.float32)
+        if not same_bits(got, want):
+            self.fail(f"{path}: differs from trace\n{got}\nvs\n{want}")
+
     def test_presets(self):
         with tempfile.TemporaryDirectory() as tmp:
             for name in PRESETS:
                 with self.subTest(preset=name):
                     expected = self.check_workspace(name, os.path.join(ASSETS, "presets", name + ".json"), tmp)
                     self.assertTrue(any(k.startswith("b1_h1_") for k in expected))
+                    self.assertIn("b1_h1_statistics", expected)
+                    self.assertIn("b1_statistics", expected)
             # causal_dropout has −∞ and a non-trivial dropout mask: make sure both reached the files.
             m = np.load(os.path.join(tmp, "causal_dropout_npy", "b1_h1_masked_scores.npy"))
             self.assertTrue(np.isneginf(m[0, 1]) and np.isfinite(m[1, 0]))

@@ -140,11 +140,14 @@ def cli_checks(cli, assets, work):
     p = run([cli, "trace", causal])
     expect(p.returncode == 0, p.stderr)
     trace = json.loads(p.stdout)
-    stems = set()
+    stems, tables = set(), set()
     for b, batch in enumerate(trace["batches"]):
         for h, head in enumerate(batch["heads"]):
-            stems |= {f"b{b + 1}_h{h + 1}_{stage}" for stage in head}
+            stems |= {f"b{b + 1}_h{h + 1}_{stage}" for stage in head if stage != "statistics"}
+            tables.add(f"b{b + 1}_h{h + 1}_statistics")  # issue 12: tables (CSV, .npy), not figures
         stems |= {f"b{b + 1}_context", f"b{b + 1}_output"}
+        if batch["heads"]:
+            tables.add(f"b{b + 1}_statistics")
     stems |= {f"param_{name}" for name in trace["parameters"]}
 
     for fmt in ("svg", "pdf", "csv"):
@@ -152,7 +155,7 @@ def cli_checks(cli, assets, work):
         p = run([cli, "export", causal, "--format", fmt, "--out", out])
         expect(p.returncode == 0 and p.stderr == "", f"export --format {fmt}: exit {p.returncode}: {p.stderr}")
         files = sorted(os.listdir(out))
-        expect(files == sorted(s + "." + fmt for s in stems),
+        expect(files == sorted(s + "." + fmt for s in stems | (tables if fmt == "csv" else set())),
                f"export --format {fmt}: files {files[:6]}…, expected the trace's maps numbered from 1")
         print(f"  export --format {fmt}: {len(files)} files, e.g. {files[0]}")
 

@@ -6,13 +6,16 @@
 // path's traced heads have the same masks. Computed again with only batch element 0
 // traced on the reference loops (the others through scratch rows), the outputs are the same bit for
 // bit; on the fast path (the fused kernel for the others, as for GPT-2) they are finite and shaped
-// alike, or the call is refused with a ComputeError.
+// alike, or the call is refused with a ComputeError. Every traced head's statistics hold no NaN,
+// report the first largest weight, and for softmax rows an entropy within [0, ln keys] and row sums
+// after dropout within [0, 1/(1 − p)].
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "engine/attention.h"
+#include "engine/head_statistics.h"
 #include "engine/stages.h"
 #include "fuzz_common.h"
 
@@ -130,6 +133,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (softmax)
           FUZZ_CHECK(std::fabs(row_sum - 1.0) <= 1e-4, at + "weights row " + std::to_string(i) +
                                                            " sums to " + std::to_string(row_sum));
+      }
+      // The head statistics (engine/head_statistics.h): never NaN; for softmax rows an entropy
+      // between 0 and ln(keys seen), the largest weight at its key and no larger one before it,
+      // row sums after dropout between 0 and 1/(1 − p).
+      const HeadStatistics st = headStatistics(t, ht);
+      FUZZ_CHECK(st.rows() == T, at + "statistics rows");
+      for (int i = 0; i < T; ++i) {
+        const std::string row = at + "statistics row " + std::to_string(i) + ": ";
+        const int key = st.argmax[static_cast<std::size_t>(i)];
+        FUZZ_CHECK(!std::isnan(st.entropy(i)) && !std::isnan(st.effective_tokens(i)) && !std::isnan(st.row_sum_after_dropout(i)),
+                   row + "NaN");
+        FUZZ_CHECK(key >= 0 && key < T && st.max_weight(i) == ht.weights(i, key), row + "argmax " + std::to_string(key));
+        for (int j = 0; j < T; ++j)
+          FUZZ_CHECK(j < key ? ht.weights(i, j) < st.max_weight(i) : ht.weights(i, j) <= st.max_weight(i),
+                     row + "not the first largest weight");
+        if (!softmax) continue;
+        const int seen = m.causal ? i + 1 : T;
+        FUZZ_CHECK(st.entropy(i) >= 0 && st.entropy(i) <= std::log(static_cast<float>(seen)) + 1e-5f,
+                   row + "entropy " + std::to_string(st.entropy(i)) + " outside [0, ln " + std::to_string(seen) + "]");
+        FUZZ_CHECK(st.row_sum_after_dropout(i) >= 0 && st.row_sum_after_dropout(i) <= t.dropout_scale * (1 + 1e-4f),
+                   row + "row sum after dropout " + std::to_string(st.row_sum_after_dropout(i)));
       }
     }
   }

@@ -120,3 +120,41 @@ def compare_head(worst, ours, ref, where, fields, prefix=""):
         masked = mask if q in ("weights", "dropped_weights") else None
         compare_floats(worst, prefix + q, ours[q], ref[q], where, masked)
 
+
+
+STATISTICS_ROWS = ["entropy", "effective_tokens", "max_weight", "row_sum_after_dropout"]
+STATISTICS_MEANS = ["mean_entropy", "mean_weight_previous_token", "mean_weight_first_token"]
+
+
+def compare_statistics(worst, ours, ours_weights, ref, weights, where, prefix=""):
+    """A head's "statistics" (issue 12) against torch's (torch_trace.statistics, from torch's weights):
+    every number within TOL·(1 + |torch|); each argmax equal to torch's (torch.argmax: the first of
+    equal maxima), or — where our float weights order a near-tie the other way — the first key of our
+    own row's maximum whose torch weight is within TOL of torch's maximum; the previous-token mean
+    null exactly when T = 1."""
+    import numpy as np
+    if ours is None:
+        worst.fail("%s: no statistics in the trace" % where)
+        return
+    for q in STATISTICS_ROWS:
+        compare_floats(worst, prefix + "statistics " + q, ours[q], ref[q], where)
+    T = len(ours["argmax"])
+    ref_argmax = ref["argmax"].numpy()
+    w, ow = weights.double().numpy(), trace_array(ours_weights)
+    for i, (a, b) in enumerate(zip(ours["argmax"], ref_argmax)):
+        if a == b:
+            continue
+        first_of_ours = 0 <= a < T and a == int(np.argmax(ow[i]))  # numpy: the first maximum too
+        if not (first_of_ours and abs(w[i, a] - w[i, b]) <= TOL * (1 + abs(w[i, b]))):
+            worst.fail("%s: statistics argmax of row %d is key %d, torch's %d (torch's weights %r vs %r)" % (
+                where, i, a, b, w[i, a] if 0 <= a < T else None, w[i, b]))
+    worst.record(prefix + "statistics argmax (key)", 0.0, where, 0.0)
+    for q in STATISTICS_MEANS:
+        if ref[q] is None:
+            if ours.get(q, 0) is not None:
+                worst.fail("%s: statistics %s is %r, expected null (T = 1)" % (where, q, ours.get(q)))
+            continue
+        if ours.get(q) is None:
+            worst.fail("%s: statistics %s is missing or null" % (where, q))
+            continue
+        worst.record(prefix + "statistics " + q, rel_diff(np.array([ours[q]]), np.array([float(ref[q])])), where, TOL)

@@ -4,7 +4,8 @@
 # Debian's torch running the seed classes (torch_trace.py), in eval and in training with dropout.
 # Parameters and the traced head's dropout mask must equal torch's bitwise; the traced head's
 # intermediates and every element's output, context and per-head contexts must be within
-# |ours − torch| ≤ 1e-5·(1 + |torch|). With dropout the elements must differ (their draws do);
+# |ours − torch| ≤ 1e-5·(1 + |torch|), and so must its statistics (issue 12) against torch's computed
+# from torch's weights. With dropout the elements must differ (their draws do);
 # without, they must agree to the same tolerance. One case runs with --threads 2, one with
 # --outputs-only. Usage: test_large_t_oracle.py PATH/TO/attnscope-cli
 import json
@@ -16,8 +17,8 @@ import time
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
-from oracle_common import (TOL, Worst, cli_path_from_argv, compare_floats, compare_head, load_seed_classes,
-                           rel_diff, require_torch, trace_array)
+from oracle_common import (TOL, Worst, cli_path_from_argv, compare_floats, compare_head, compare_statistics,
+                           load_seed_classes, rel_diff, require_torch, trace_array)
 
 torch = require_torch()
 import numpy as np  # noqa: E402
@@ -119,6 +120,9 @@ def compare_run(worst, case, trace, ref, traced):
                 continue
             maps_seen += 1
             compare_head(worst, oh, rh, where, FLOAT_FIELDS, "traced head ")
+            compare_statistics(worst, oh.get("statistics"), oh["weights"],  # issue 12, at GPT-2's T = 1024
+                               torch_trace.statistics(rh["weights"], rh["dropped_weights"]), rh["weights"], where,
+                               "traced head ")
             worst.record("dropout mask (bitwise)", 0.0, where, 0.0)
         origin = "traced element" if kept else "fused element"
         compare_floats(worst, "context (%s)" % origin, ob["context"], rb["context"], "%s b%d" % (case, b))

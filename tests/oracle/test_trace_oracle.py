@@ -1,7 +1,9 @@
 # Engine oracle: `attnscope-cli trace` on ~80 generated workspaces (every variant and option) against
 # Debian's torch running the seed classes (torch_trace.py). Parameters and dropout masks must be
 # exactly equal, every intermediate within |ours − torch| ≤ 1e-5·(1 + |torch|), masked weights exactly
-# 0 on both sides; a few cases also run with --threads 2 and must match the serial trace.
+# 0 on both sides; each head's statistics (issue 12: entropy, effective tokens, largest weight and its
+# key, row sums after dropout, the means) within the same tolerance of torch's, computed from torch's
+# weights; a few cases also run with --threads 2 and must match the serial trace.
 # Usage: test_trace_oracle.py PATH/TO/attnscope-cli
 import json
 import os
@@ -12,8 +14,8 @@ import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
-from oracle_common import (TOL, Worst, cli_path_from_argv, compare_floats, compare_head, load_seed_classes,
-                           rel_diff, require_torch, trace_array)
+from oracle_common import (TOL, Worst, cli_path_from_argv, compare_floats, compare_head, compare_statistics,
+                           load_seed_classes, rel_diff, require_torch, trace_array)
 
 torch = require_torch()
 import numpy as np  # noqa: E402
@@ -96,9 +98,22 @@ def book_workspaces():
              "model": dict(base, **m)} for m in models]
 
 
+def tie_workspaces():
+    """Repeated tokens: keys with equal vectors get equal weights in every row, so the statistics'
+    argmax meets exact ties (torch.argmax and ours: the first key)."""
+    a, b = [0.43, 0.15, 0.89], [0.55, 0.87, 0.66]
+    models = [
+        {"variant": "self_attention_v2", "d_out": 2, "causal": False, "seed": 789, "batch_size": 1},
+        {"variant": "multihead", "d_out": 4, "num_heads": 2, "causal": True, "seed": 123, "dropout": 0.5,
+         "batch_size": 2},
+    ]
+    return [{"format": "attnscope-workspace", "version": 1, "embeddings": [a, b, a, b, a, a],
+             "model": dict({"training": True, "scale": "sqrt_dk"}, **m)} for m in models]
+
+
 def workspaces():
     rng = random.Random(20240917)
-    cases = book_workspaces() + [make_workspace(rng, i) for i in range(78)]
+    cases = book_workspaces() + [make_workspace(rng, i) for i in range(78)] + tie_workspaces()
     for ws in cases:  # the generator itself must fill every field the torch side reads
         m = ws["model"]
         m.setdefault("qkv_bias", False)
@@ -167,6 +182,9 @@ def compare_case(worst, case, trace, ref):
         for h, (oh, rh) in enumerate(zip(ob["heads"], rb["heads"])):
             where = "%s b%d h%d" % (case, b, h)
             compare_head(worst, oh, rh, where, FLOAT_FIELDS)
+            # Issue 12: the head statistics, computed by torch from torch's weights.
+            compare_statistics(worst, oh.get("statistics"), oh["weights"],
+                               torch_trace.statistics(rh["weights"], rh["dropped_weights"]), rh["weights"], where)
         compare_floats(worst, "batch context", ob["context"], rb["context"], "%s b%d" % (case, b))
         compare_floats(worst, "output", ob["output"], rb["output"], "%s b%d" % (case, b))
 

@@ -241,3 +241,23 @@ def check_masked_softmax_input(ref):
             if not (torch.all(torch.isneginf(s[mask])) and torch.all(torch.isfinite(s[~mask]))):
                 raise AssertionError("torch's softmax input is not -inf exactly at the causal mask")
 
+
+
+def statistics(weights, dropped):
+    """Issue 12's head statistics computed by torch from torch's own weights and dropped weights
+    (T × T each), in float64: per query row the entropy −Σ α ln α in nats (0·ln 0 = 0, cells ≤ 0 left
+    out), exp(entropy), the largest weight and its key (torch.argmax: the first on ties) and the row
+    sum after dropout; per head the mean entropy, the mean weight on the previous token (rows i ≥ 1)
+    and on the first token. Nothing of ours is involved."""
+    w = weights.double()
+    positive = w > 0
+    logs = torch.log(torch.where(positive, w, torch.ones_like(w)))
+    entropy = -torch.where(positive, w * logs, torch.zeros_like(w)).sum(dim=-1)
+    argmax = torch.argmax(w, dim=-1)
+    T = w.shape[0]
+    return {"entropy": entropy, "effective_tokens": torch.exp(entropy),
+            "max_weight": w.gather(-1, argmax.unsqueeze(-1)).squeeze(-1), "argmax": argmax,
+            "row_sum_after_dropout": dropped.double().sum(dim=-1),
+            "mean_entropy": entropy.mean(),
+            "mean_weight_previous_token": torch.diagonal(w, offset=-1).mean() if T > 1 else None,
+            "mean_weight_first_token": w[:, 0].mean()}
