@@ -26,6 +26,14 @@ bool hostLittleEndian() {
   return first == 1;
 }
 
+// A name from a file, fit for a one-line message: control characters as '?'.
+std::string printable(const std::string& name) {
+  std::string out = name.substr(0, 200);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
 // ---- the .npy header: {'descr': '<f4', 'fortran_order': False, 'shape': (6, 3), } -------------
 
 struct Header {
@@ -61,7 +69,7 @@ class HeaderParser {
         h.shape = tuple();
         h.has_shape = true;
       } else {
-        fail(source_, "damaged .npy header: unexpected key '" + key + "'");
+        fail(source_, "damaged .npy header: unexpected key '" + printable(key) + "'");
       }
       skip();
       if (peek() == ',') {
@@ -143,7 +151,7 @@ class HeaderParser {
 std::string describeDtype(const std::string& descr) {
   std::string body = descr;
   if (!body.empty() && (body[0] == '<' || body[0] == '>' || body[0] == '|' || body[0] == '=')) body = body.substr(1);
-  if (body.empty()) return "'" + descr + "'";
+  if (body.empty()) return "'" + printable(descr) + "'";
   const char kind = body[0];
   const std::string size = body.substr(1);
   auto bits = [&]() {
@@ -168,7 +176,7 @@ std::string describeDtype(const std::string& descr) {
     case 'V': name = "void (raw records)"; break;
     default: name = "an unknown type"; break;
   }
-  return name + " ('" + descr + "')";
+  return name + " ('" + printable(descr) + "')";
 }
 
 std::uint16_t le16(const std::string& b, std::size_t at) {
@@ -338,7 +346,7 @@ std::vector<ZipEntry> readZip(const std::string& bytes, const std::string& sourc
     const std::size_t name_len = le16(bytes, at + 28), extra_len = le16(bytes, at + 30), comment_len = le16(bytes, at + 32);
     it.offset = le32(bytes, at + 42);
     if (at + 46 + name_len + extra_len + comment_len > cd_end) damaged("a central directory entry runs past its end");
-    it.name = bytes.substr(at + 46, name_len);
+    it.name = printable(bytes.substr(at + 46, name_len));
     // The zip64 extra field holds, in this order, those of the sizes and the offset that are 0xFFFFFFFF.
     std::size_t x = at + 46 + name_len;
     const std::size_t x_end = x + extra_len;

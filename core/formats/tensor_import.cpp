@@ -4,6 +4,7 @@
 // a refusal points at the character at fault.
 #include "formats/tensor_import.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -103,15 +104,25 @@ std::string lower(std::string s) {
   return s;
 }
 
+// A token quoted for a one-line message: control characters as '?', at most 40 bytes (then "…").
+std::string quoted(const std::string& token) {
+  std::size_t cut = std::min<std::size_t>(token.size(), 40);
+  while (cut < token.size() && cut > 0 && (static_cast<unsigned char>(token[cut]) & 0xC0) == 0x80) --cut;  // whole characters
+  std::string out = cut < token.size() ? token.substr(0, cut) + "…" : token;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return "'" + out + "'";
+}
+
 // One number as text (a printed token or a CSV field): "" and the float32 in *out, or why not.
 std::string readNumber(const std::string& token, float* out) {
   const std::string l = lower(token);
   const std::string bare = !l.empty() && (l[0] == '+' || l[0] == '-') ? l.substr(1) : l;
   if (bare == "nan") return "NaN: every embedding value must be a finite number";
-  if (bare == "inf" || bare == "infinity") return "'" + token + "' is infinite: every embedding value must be a finite number";
+  if (bare == "inf" || bare == "infinity") return quoted(token) + " is infinite: every embedding value must be a finite number";
   if (l == "true" || l == "false")
-    return "'" + token + "' is not a number (a bool tensor? convert it with x.float() or x.astype(np.float32))";
-  const std::string not_a_number = "'" + token + "' is not a number";
+    return quoted(token) + " is not a number (a bool tensor? convert it with x.float() or x.astype(np.float32))";
+  const std::string not_a_number = quoted(token) + " is not a number";
   const char* begin = token.data();
   const char* end = token.data() + token.size();
   if (begin != end && *begin == '+') ++begin;  // from_chars takes no plus sign
@@ -125,12 +136,12 @@ std::string readNumber(const std::string& token, float* out) {
     // Underflow (1e-400) reads as zero, as torch and NumPy read it; overflow is refused below.
     const std::size_t e = l.find('e');
     const bool underflow = e != std::string::npos && e + 1 < l.size() && l[e + 1] == '-';
-    if (!underflow) return "'" + token + "' is beyond float32's range (±3.4028235e38)";
+    if (!underflow) return quoted(token) + " is beyond float32's range (±3.4028235e38)";
     v = *begin == '-' ? -0.0 : 0.0;
   } else if (r.ec != std::errc()) {
     return not_a_number;
   }
-  if (!(std::fabs(v) < kFloatLimit)) return "'" + token + "' is beyond float32's range (±3.4028235e38)";
+  if (!(std::fabs(v) < kFloatLimit)) return quoted(token) + " is beyond float32's range (±3.4028235e38)";
   *out = static_cast<float>(v);
   return "";
 }
