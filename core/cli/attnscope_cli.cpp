@@ -150,6 +150,8 @@ int run(int argc, char** argv) {
                          "the embeddings: a text file (tensor(...), array(...), lists, CSV/TSV), .npy or .npz; - for stdin")
       ->required();
   import_cmd->add_option("--array", import_request.array, "the .npz entry to use (default: its only 2-D array)");
+  import_cmd->add_option("--parameters", import_request.parameters,
+                         "the module's own parameters: a .npz of its state_dict(), or JSON of name -> nested lists");
   auto* import_tokens_opt =
       import_cmd->add_option("--tokens", import_tokens, "token names separated by spaces, e.g. \"Your journey starts\"");
   auto* import_variant_opt = import_cmd->add_option("--variant", import_variant, "the module (default multihead)");
