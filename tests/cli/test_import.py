@@ -262,6 +262,86 @@ class ImportTest(unittest.TestCase):
             ref = m(torch.stack([torch.tensor(x)] * 2)).numpy()
         self.assertLessEqual(float(np.max(np.abs(out - ref) / (1 + np.abs(ref)))), 1e-5)
 
+    # ---- parameters ---------------------------------------------------------------------------
+
+    def load_seed_classes(self):
+        spec = importlib.util.spec_from_file_location("seed_classes", SEED_CLASSES)
+        sc = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sc)
+        return sc
+
+    def save_state(self, module, name="state.npz", compressed=False):
+        path = os.path.join(self.tmp.name, name)
+        (np.savez_compressed if compressed else np.savez)(path, **{k: v.numpy() for k, v in module.state_dict().items()})
+        return path
+
+    def test_parameters_name_the_module(self):
+        """The state_dict's names and shapes say the class, d_out, heads and biases."""
+        sc = self.load_seed_classes()
+        x = self.write(repr(np.array(BOOK, dtype=np.float32)))
+        torch.manual_seed(0)
+        cases = [(sc.SelfAttention_v1(3, 2), "self_attention_v1", 2, 1, False, ""),
+                 (sc.SelfAttention_v2(3, 4, qkv_bias=True), "self_attention_v2", 4, 1, True, "no causal mask"),
+                 (sc.CausalAttention(3, 2, 6, 0.0), "causal", 2, 1, False, ""),
+                 (sc.MultiHeadAttentionWrapper(3, 2, 6, 0.0, 3), "multihead_wrapper", 2, 3, False, ""),
+                 (sc.MultiHeadAttention(3, 4, 6, 0.0, 2, qkv_bias=True), "multihead", 4, 2, True, "num_heads = 2")]
+        for i, (module, variant, d_out, heads, bias, note) in enumerate(cases):
+            npz = self.save_state(module, compressed=i % 2 == 1)
+            ws, notes = self.imported(x, "--parameters", npz)
+            m = ws["model"]
+            self.assertEqual((m["variant"], m["d_out"], m["num_heads"], m["qkv_bias"]), (variant, d_out, heads, bias))
+            self.assertIn(note, notes)
+            want = {k: v for k, v in module.state_dict().items() if k.split(".")[-1] != "mask"}
+            self.assertEqual(set(ws["parameters"]), set(want))
+            for k, v in want.items():
+                self.assertTrue(np.array_equal(bits(ws["parameters"][k]), bits(v.numpy())), k)
+        # JSON of name -> lists, and a workspace's own "parameters", read the same.
+        module = cases[2][0]
+        as_json = self.write(json.dumps({k: v.tolist() for k, v in module.state_dict().items()}), ".json")
+        ws, _ = self.imported(x, "--parameters", as_json)
+        self.assertEqual(ws["model"]["variant"], "causal")
+        ws_path = self.write(json.dumps(ws), ".json")
+        again, _ = self.imported(x, "--parameters", ws_path)
+        self.assertEqual(again["parameters"], ws["parameters"])
+        # --variant overrides the guess: the same weights as SelfAttention_v2's.
+        ws, _ = self.imported(x, "--parameters", as_json, "--variant", "self_attention_v2")
+        self.assertEqual(ws["model"]["variant"], "self_attention_v2")
+
+    def test_bad_parameters(self):
+        sc = self.load_seed_classes()
+        torch.manual_seed(0)
+        x4 = os.path.join(self.tmp.name, "x4.npy")
+        np.save(x4, np.ones((6, 4), dtype=np.float32))  # d_in 4: the module below has d_in 3
+        npz = self.save_state(sc.MultiHeadAttention(3, 2, 6, 0.0, 2), "mha.npz")
+        self.expect_error(x4, "^" + re.escape(npz + ": parameters.W_query.weight: expected 2 × 4 (d_out × d_in), got a "
+                                                  "2 × 3 matrix (the embeddings have 6 rows of d_in = 4)") + "$",
+                          "--parameters", npz)
+        x = self.write(str(torch.tensor(BOOK)))
+        odd = self.save_state(sc.MultiHeadAttention(3, 3, 6, 0.0, 3), "odd.npz")
+        self.expect_error(x, r"^--num-heads: the parameters have d_out = 3, not divisible by 2 heads \(the default\): "
+                             r"give --num-heads", "--parameters", odd)
+        ws, _ = self.imported(x, "--parameters", odd, "--num-heads", "3")
+        self.assertEqual(ws["model"]["num_heads"], 3)
+        self.expect_error(x, "^" + re.escape(npz) + r": parameters\.out_proj\.weight: not a parameter of CausalAttention",
+                          "--parameters", npz, "--variant", "causal")
+        one = os.path.join(self.tmp.name, "one.npy")
+        np.save(one, np.ones((2, 3), dtype=np.float32))
+        self.expect_error(x, "^" + re.escape(one) + r": a \.npy file holds one array; save the whole state_dict with np\.savez",
+                          "--parameters", one)
+        extra = os.path.join(self.tmp.name, "extra.npz")
+        np.savez(extra, **{"W_query.weight": np.ones((2, 3), np.float32), "W_bogus": np.ones((2, 3), np.float32)})
+        self.expect_error(x, "^" + re.escape(extra) + r": parameters\.W_bogus: not a parameter of SelfAttention_v2",
+                          "--parameters", extra)
+        ints = os.path.join(self.tmp.name, "ints.npz")
+        np.savez(ints, **{"W_query.weight": np.ones((2, 3), np.int64)})
+        self.expect_error(x, "^" + re.escape(ints) + r"\[W_query\.weight\]: dtype int64", "--parameters", ints)
+        bad_json = self.write('{"W_query.weight": [[1, 2, 3],\n  [4, 5, 6]],\n  oops}', ".json")
+        self.expect_error(x, "^" + re.escape(bad_json) + r":3:3: not a \.npz of a state_dict, nor valid JSON", "--parameters",
+                          bad_json)
+        ragged = self.write('{"W_query.weight": [[1, 2, 3], [4, 5]]}', ".json")
+        self.expect_error(x, "^" + re.escape(ragged) + r": parameters\.W_query\.weight\[1\]: has 2 values but row 0 has 3",
+                          "--parameters", ragged)
+
     # ---- refusals -----------------------------------------------------------------------------
 
     def where(self, text, needle, nth=0):
