@@ -4,19 +4,24 @@
 #     torch.manual_seed(seed); m = Class(…); m.load_state_dict(parameters, strict=False); m(batch)
 # Parameters must be torch's state_dict after the load bit for bit (the given ones exactly the
 # values written), dropout masks torch's bit for bit and the same as without the parameters,
-# every intermediate within 1e-5·(1 + |torch|). Also `import --parameters` of np.savez(state_dict)
-# for every variant: the workspace holds the state_dict exactly (its mask buffers left out).
+# every intermediate within 1e-5·(1 + |torch|). The script `attnscope-cli pytorch` prints for each
+# workspace, run by torch, holds the trace's parameters bit for bit and prints its output within
+# 1e-5. Also `import --parameters` of np.savez(state_dict) for every variant: the workspace holds the
+# state_dict exactly (its mask buffers left out).
 # Usage: test_parameters_oracle.py PATH/TO/attnscope-cli
+import contextlib
+import io
 import json
 import os
 import random
+import runpy
 import subprocess
 import sys
 import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
-from oracle_common import Worst, cli_path_from_argv, load_seed_classes, require_torch, trace_array
+from oracle_common import TOL, Worst, cli_path_from_argv, load_seed_classes, rel_diff, require_torch, trace_array
 
 torch = require_torch()
 import numpy as np  # noqa: E402
@@ -106,6 +111,39 @@ def check_trace(worst, cli, sc, name, ws, path, tmp):
     return trace
 
 
+def check_script(worst, cli, name, path, trace, tmp):
+    """`attnscope-cli pytorch`'s script, run here by torch (runpy, one interpreter for all): its
+    module's state_dict is the trace's parameters bit for bit, its output the trace's within 1e-5."""
+    run = subprocess.run([cli, "pytorch", path], capture_output=True, text=True)
+    if run.returncode != 0:
+        worst.fail("%s: pytorch exited %d: %s" % (name, run.returncode, run.stderr.strip()))
+        return
+    script = os.path.join(tmp, "script.py")
+    with open(script, "w") as f:
+        f.write(run.stdout)
+    if "float.fromhex" not in run.stdout or "load_state_dict(parameters" not in run.stdout:
+        worst.fail("%s: the script does not load its parameters exactly" % name)
+    printed = io.StringIO()
+    argv = sys.argv
+    try:
+        sys.argv = [script, "--json"]
+        with contextlib.redirect_stdout(printed):
+            g = runpy.run_path(script, run_name="__main__")
+    finally:
+        sys.argv = argv
+    state = g["model"].state_dict()
+    for key, value in trace["parameters"].items():
+        if key not in state or not np.array_equal(state[key].contiguous().view(torch.int32).numpy().view(np.uint32),
+                                                  f32_bits(trace_array(value))):
+            worst.fail("%s: the script's %s is not the trace's bit for bit" % (name, key))
+    ours = np.array([b["output"] for b in trace["batches"]], dtype=np.float64)
+    theirs = np.array(json.loads(printed.getvalue()), dtype=np.float64)
+    if ours.shape != theirs.shape:
+        worst.fail("%s: the script's output has shape %s, the trace's %s" % (name, theirs.shape, ours.shape))
+        return
+    worst.record("script output", rel_diff(ours, theirs), name, TOL)
+
+
 def check_import(worst, cli, sc, variant, tmp):
     """np.savez of a module's state_dict (mask buffers included) → import --parameters: the
     workspace holds the parameters exactly, and traces as the module does."""
@@ -160,6 +198,7 @@ def main():
     worst = Worst()
     rng = random.Random(20251113)
     counts = {}
+    dropout_cases = partial_cases = 0
     with tempfile.TemporaryDirectory(prefix="attnscope-parameters-") as tmp:
         for i in range(CASES_PER_VARIANT):
             for variant in VARIANTS:
@@ -169,17 +208,24 @@ def main():
                 with open(path, "w") as f:
                     json.dump(ws, f)
                 try:
-                    check_trace(worst, cli, sc, name, ws, path, tmp)
+                    trace = check_trace(worst, cli, sc, name, ws, path, tmp)
+                    check_script(worst, cli, name, path, trace, tmp)
                 except AssertionError as e:
                     worst.fail("%s: %s" % (name, e))
                 counts[variant] = counts.get(variant, 0) + 1
+                m = ws["model"]
+                dropout_cases += m["dropout"] > 0 and m["training"]
+                partial_cases += i % 3 == 2
         for variant in VARIANTS:
             try:
                 check_import(worst, cli, sc, variant, tmp)
             except AssertionError as e:
                 worst.fail("import %s: %s" % (variant, e))
-    print("parameters oracle: %s; import --parameters of every variant" % ", ".join(
-        "%s %d" % (v, n) for v, n in counts.items()))
+    print("parameters oracle: %s, each traced and as its pytorch script (%d with dropout acting, %d with some of "
+          "the parameters given); import --parameters of every variant" % (
+              ", ".join("%s %d" % (v, n) for v, n in counts.items()), dropout_cases, partial_cases))
+    if dropout_cases < 6:
+        worst.fail("only %d cases with dropout acting" % dropout_cases)
     return worst.report("parameters oracle")
 
 
