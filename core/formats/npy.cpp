@@ -317,7 +317,7 @@ std::vector<ZipEntry> readZip(const std::string& bytes, const std::string& sourc
   if (entries == 0xFFFF || cd_size == 0xFFFFFFFFu || cd_offset == 0xFFFFFFFFu) {  // zip64
     if (eocd < 20 || le32(bytes, eocd - 20) != 0x07064b50u) damaged("no zip64 end of central directory locator");
     const std::uint64_t z = le64(bytes, eocd - 20 + 8);
-    if (z + 56 > size || le32(bytes, static_cast<std::size_t>(z)) != 0x06064b50u) damaged("no zip64 end of central directory");
+    if (z > size || size - z < 56 || le32(bytes, static_cast<std::size_t>(z)) != 0x06064b50u) damaged("no zip64 end of central directory");
     entries = le64(bytes, static_cast<std::size_t>(z) + 32);
     cd_size = le64(bytes, static_cast<std::size_t>(z) + 40);
     cd_offset = le64(bytes, static_cast<std::size_t>(z) + 48);
