@@ -1,4 +1,4 @@
-// attnscope-cli: the engine without a display. trace | pytorch | bench | export (docs/DESIGN.md §2.5).
+// attnscope-cli: the engine without a display. trace | pytorch | bench | export | import (docs/DESIGN.md §2.5).
 // Exit 0 on success; 2 with one line "error: …" on stderr for bad input.
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -10,6 +10,7 @@
 #include "engine/errors.h"
 #include "formats/json_format.h"
 #include "formats/export.h"
+#include "formats/import_workspace.h"
 #include "formats/presets.h"
 #include "formats/pytorch_script.h"
 #include "formats/trace_json.h"
@@ -137,16 +138,38 @@ int run(int argc, char** argv) {
   export_cmd->add_option("--threads", export_threads, "use the OpenMP path with N threads (0 = all cores)")
       ->check(CLI::Range(0, 1024));
 
+  // import: a workspace from the numbers a notebook printed or saved (issue 13).
+  ImportRequest import_request;
+  std::string import_tokens, import_variant;
+  std::int64_t import_seed = 0;
+  int import_heads = 0;
+  auto* import_cmd = app.add_subcommand(
+      "import", "print a workspace made from your own embeddings: a printed tensor, a NumPy repr, CSV/TSV, "
+                "JSON lists, .npy or .npz");
+  import_cmd->add_option("--embeddings", import_request.embeddings,
+                         "the embeddings: a text file (tensor(...), array(...), lists, CSV/TSV), .npy or .npz; - for stdin")
+      ->required();
+  import_cmd->add_option("--array", import_request.array, "the .npz entry to use (default: its only 2-D array)");
+  import_cmd->add_option("--parameters", import_request.parameters,
+                         "the module's own parameters: a .npz of its state_dict(), or JSON of name -> nested lists");
+  auto* import_tokens_opt =
+      import_cmd->add_option("--tokens", import_tokens, "token names separated by spaces, e.g. \"Your journey starts\"");
+  auto* import_variant_opt = import_cmd->add_option("--variant", import_variant, "the module (default multihead)");
+  auto* import_seed_opt = import_cmd->add_option("--seed", import_seed, "torch.manual_seed before the module is built")
+                              ->check(CLI::Range(std::int64_t{0}, std::int64_t{4294967295LL}));
+  auto* import_heads_opt = import_cmd->add_option("--num-heads", import_heads, "heads (multihead_wrapper, multihead)")
+                               ->check(CLI::Range(1, 1 << 20));
+
   // One budget for every command: what a workspace may cost to read and to compute.
   double budget_mib = static_cast<double>(Limits{}.max_memory_bytes >> 20);
-  for (CLI::App* sub : {trace, pytorch, bench, export_cmd})
+  for (CLI::App* sub : {trace, pytorch, bench, export_cmd, import_cmd})
     sub->add_option("--memory-budget", budget_mib, "refuse workspaces estimated to need more (MiB; default 1024)")
         ->check(CLI::Range(1.0, 1048576.0));
 
   const std::string first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && first != "trace" && first != "pytorch" && first != "bench" &&
-      first != "export") {
-    std::cerr << "error: unknown command '" << argv[1] << "' (commands: trace, pytorch, bench, export; see --help)\n";
+      first != "export" && first != "import") {
+    std::cerr << "error: unknown command '" << argv[1] << "' (commands: trace, pytorch, bench, export, import; see --help)\n";
     return 2;
   }
   try {
@@ -193,6 +216,20 @@ int run(int argc, char** argv) {
     const Trace t = traceOf(ws, export_threads, export_batches, limits);
     const int files = figures ? exportTraceFigures(ws, t, export_out, figure) : exportTrace(ws, t, export_out, format);
     std::cout << "wrote " << files << (files == 1 ? " file to " : " files to ") << export_out << "\n";
+  } else if (*import_cmd) {
+    if (*import_tokens_opt) import_request.tokens = import_tokens;
+    if (*import_variant_opt) {
+      Variant v;
+      if (!parseVariant(import_variant, &v))
+        throw InputError("--variant: unknown variant '" + import_variant + "' (one of " + idList(variantNames()) + ")");
+      import_request.variant = v;
+    }
+    if (*import_seed_opt) import_request.seed = static_cast<std::uint32_t>(import_seed);
+    if (*import_heads_opt) import_request.num_heads = import_heads;
+    const ImportResult imported = importWorkspace(import_request, limits);
+    const std::string text = dumpWorkspace(imported.workspace);  // everything that can fail has run
+    for (const std::string& note : imported.notes) std::cerr << "note: " << note << "\n";
+    std::cout << text;
   }
   return 0;
 }

@@ -101,7 +101,13 @@ void setModelFields(Workspace& ws, const nlohmann::json& fields) {
     if (fields["variant"] == "simple" && !fields.contains("d_out")) model["d_out"] = ws.embeddings.cols();
   }
   for (auto it = fields.begin(); it != fields.end(); ++it) model[it.key()] = it.value();
+  // The user's own parameters (not in the model's JSON) stay with their step: another step starts
+  // from its seeded initialization. In the same step they stay, and validateModel refuses a change
+  // they no longer fit (d_out, num_heads, qkv_bias), naming the tensor.
+  const Variant before = ws.model.variant;
+  std::shared_ptr<const ParameterValues> parameters = ws.model.parameters;
   ws.model = parseModel(model);
+  if (ws.model.variant == before) ws.model.parameters = std::move(parameters);
   if (ws.model.variant == Variant::Simple && ws.model.d_out == 0) ws.model.d_out = static_cast<int>(ws.embeddings.cols());
 }
 
@@ -162,6 +168,9 @@ DocumentChange Document::editModel(const nlohmann::json& fields, const std::stri
     if (before.num_heads != wanted && m.variant == before.variant)
       note_ = "num_heads back to " + std::to_string(wanted) + ": d_out " + std::to_string(m.d_out) + " is divisible by it";
   }
+  if (m.variant != before.variant && before.parameters && !before.parameters->empty())
+    note_ += (note_.empty() ? "" : "; ") + std::string("your parameters stay with step ") + stepNumber(before.variant) +
+             ": step " + stepNumber(m.variant) + " starts from its seeded initialization (undo brings them back)";
   // Choosing a step runs it as the notebook does, with its seed (docs/DESIGN.md §3.2): say so when
   // that replaced the user's seed. 'simple' has no random parameters.
   if (m.variant != before.variant && m.seed != before.seed && m.variant != Variant::Simple && !fields.contains("seed"))

@@ -36,11 +36,38 @@ bool sameBits(double a, double b) {
 
 // Field by field: ModelConfig has no operator==. A field added to ModelConfig must be added here,
 // or edits of only that field go unrecorded.
+// The user's own parameters: the same names with the same values, bit for bit, in any order (a
+// saved workspace lists them by name; null = none). Names are unique (validateModel).
+bool sameParameters(const std::shared_ptr<const ParameterValues>& a, const std::shared_ptr<const ParameterValues>& b) {
+  if (a == b) return true;
+  const std::size_t na = a ? a->size() : 0, nb = b ? b->size() : 0;
+  if (na != nb) return false;
+  for (std::size_t i = 0; i < na; ++i) {
+    const NamedTensor& x = (*a)[i];
+    const NamedTensor* y = nullptr;
+    for (const NamedTensor& t : *b)
+      if (t.name == x.name) y = &t;
+    if (!y || x.is_vector != y->is_vector || x.value.rows() != y->value.rows() || x.value.cols() != y->value.cols() ||
+        std::memcmp(x.value.data(), y->value.data(), sizeof(float) * static_cast<std::size_t>(x.value.size())) != 0)
+      return false;
+  }
+  return true;
+}
+
 bool sameModel(const ModelConfig& a, const ModelConfig& b) {
   return a.variant == b.variant && a.d_out == b.d_out && a.num_heads == b.num_heads &&
          sameBits(a.dropout, b.dropout) && a.seed == b.seed && a.qkv_bias == b.qkv_bias &&
          a.causal == b.causal && a.scale == b.scale && a.training == b.training &&
-         a.batch_size == b.batch_size && a.normalization == b.normalization;
+         a.batch_size == b.batch_size && a.normalization == b.normalization &&
+         sameParameters(a.parameters, b.parameters);
+}
+
+// Bytes of the user's parameters a model holds.
+std::size_t parameterBytes(const ModelConfig& m) {
+  std::size_t n = 0;
+  if (m.parameters)
+    for (const NamedTensor& t : *m.parameters) n += sizeof(float) * static_cast<std::size_t>(t.value.size()) + t.name.size();
+  return n;
 }
 
 bool sameRandom(const std::optional<RandomEmbeddings>& a,
@@ -214,7 +241,7 @@ std::size_t jsonBytes(const nlohmann::json& j) {
 // The payload a step holds, approximately: what bytes() reports and the budget limits.
 std::size_t measure(const Step& step) {
   std::size_t n = kStepBytes;
-  if (step.model) n += 2 * sizeof(ModelConfig);
+  if (step.model) n += 2 * sizeof(ModelConfig) + parameterBytes(step.model->before) + parameterBytes(step.model->after);
   if (step.tokens) n += tokenBytes(step.tokens->before) + tokenBytes(step.tokens->after);
   if (step.random) n += 2 * sizeof(std::optional<RandomEmbeddings>);
   if (step.view) n += jsonBytes(step.view->before) + jsonBytes(step.view->after);

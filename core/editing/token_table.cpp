@@ -58,23 +58,66 @@ bool isPunctuation(char c) {
 constexpr std::uint32_t kFnvOffset = 2166136261u, kFnvPrime = 16777619u;
 std::uint32_t fnv1aByte(std::uint32_t h, unsigned char byte) { return (h ^ byte) * kFnvPrime; }
 
+// A capital letter's small letter, for the scripts a learner types most: ASCII, Latin-1, Latin
+// Extended-A, Greek and Cyrillic. Other characters are their own.
+char32_t smallLetter(char32_t c) {
+  if (c >= U'A' && c <= U'Z') return c + 32;
+  if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 32;  // À … Þ, not ×
+  if ((c >= 0x100 && c <= 0x137 && c != 0x130) || (c >= 0x14A && c <= 0x177)) return c | 1;  // even capital, odd small (İ stays)
+  if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c & 1) ? c + 1 : c;  // odd capital
+  if (c == 0x178) return 0xFF;  // Ÿ
+  if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;  // Α … Ω
+  if (c >= 0x410 && c <= 0x42F) return c + 32;                // А … Я
+  if (c >= 0x400 && c <= 0x40F) return c + 80;                // Ѐ … Џ
+  return c;
+}
+
 }  // namespace
 
-// The generator seed of a word: FNV-1a (32-bit) over the word's UTF-8 bytes followed by the four
-// bytes of `seed`, least significant first. In Python:
+std::string foldCase(const std::string& word) {
+  std::string out;
+  out.reserve(word.size());
+  for (std::size_t i = 0; i < word.size();) {
+    const unsigned char b = static_cast<unsigned char>(word[i]);
+    // A two-byte sequence (U+0080 … U+07FF) covers every letter smallLetter changes beyond ASCII.
+    if (b >= 0xC2 && b <= 0xDF && i + 1 < word.size() && (static_cast<unsigned char>(word[i + 1]) & 0xC0) == 0x80) {
+      const char32_t c = smallLetter(static_cast<char32_t>((b & 0x1F) << 6 | (static_cast<unsigned char>(word[i + 1]) & 0x3F)));
+      out += static_cast<char>(0xC0 | (c >> 6));
+      out += static_cast<char>(0x80 | (c & 0x3F));
+      i += 2;
+    } else {
+      out += b < 0x80 ? static_cast<char>(smallLetter(b)) : static_cast<char>(b);  // other bytes as they are
+      ++i;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// 32-bit FNV-1a over bytes, then the four bytes of the seed, least significant first.
+std::uint32_t wordHash(const std::string& bytes, std::uint32_t seed) {
+  std::uint32_t h = kFnvOffset;
+  for (char c : bytes) h = fnv1aByte(h, static_cast<unsigned char>(c));
+  for (int shift = 0; shift < 32; shift += 8) h = fnv1aByte(h, static_cast<unsigned char>(seed >> shift));
+  return h;
+}
+
+}  // namespace
+
+// The generator seed of a word: FNV-1a (32-bit) over the UTF-8 bytes of the word in small letters
+// (foldCase: "The" and "the" are one word) followed by the four bytes of `seed`, least significant
+// first. In Python:
 //   h = 2166136261
-//   for b in word.encode("utf-8") + struct.pack("<I", seed): h = ((h ^ b) * 16777619) & 0xffffffff
-// The word's vector is then torch.manual_seed(h); torch.rand(d_in). The hash is computed on bytes
-// with fixed-width unsigned arithmetic, so it is the same on every platform and run. Words are
-// compared exactly (case-sensitive). torch.rand draws one value per element in order, so the vector
-// for a smaller d_in is a prefix of the one for a larger d_in.
+//   for b in word.lower().encode("utf-8") + struct.pack("<I", seed): h = ((h ^ b) * 16777619) & 0xffffffff
+// (Python's word.lower() agrees with foldCase on ASCII and Latin-1 letters.) The word's vector is then
+// torch.manual_seed(h); torch.rand(d_in). The hash is computed on bytes with fixed-width unsigned
+// arithmetic, so it is the same on every platform and run. torch.rand draws one value per element
+// in order, so the vector for a smaller d_in is a prefix of the one for a larger d_in.
 std::vector<float> wordEmbedding(const std::string& word, int d_in, std::uint32_t seed) {
   if (d_in < 0) fail("d_in", "must not be negative, got " + str(d_in));
-  std::uint32_t h = kFnvOffset;
-  for (char c : word) h = fnv1aByte(h, static_cast<unsigned char>(c));
-  for (int shift = 0; shift < 32; shift += 8) h = fnv1aByte(h, static_cast<unsigned char>(seed >> shift));
   std::vector<float> v(static_cast<std::size_t>(d_in));
-  TorchGenerator g(h);
+  TorchGenerator g(wordHash(foldCase(word), seed));
   g.fillUniform(v.data(), v.size(), 0.0, 1.0);
   return v;
 }

@@ -13,11 +13,15 @@
 namespace attnscope {
 
 // Deterministic embedding of a word: the same word gives the same d_in values for a given seed,
-// whatever sentence it appears in. Values are uniform in [0, 1) like the book's:
-// torch.manual_seed(h); torch.rand(d_in), where h is the 32-bit FNV-1a hash of the word's UTF-8
-// bytes followed by the 4 bytes of `seed` (little-endian) — see token_table.cpp. Case-sensitive;
-// the vector for a smaller d_in is a prefix of the one for a larger d_in.
+// whatever sentence it appears in, in capitals or not ("The" and "the" share one vector). Values
+// are uniform in [0, 1) like the book's: torch.manual_seed(h); torch.rand(d_in), where h is the
+// 32-bit FNV-1a hash of foldCase(word)'s UTF-8 bytes followed by the 4 bytes of `seed`
+// (little-endian) — see token_table.cpp. The vector for a smaller d_in is a prefix of the one for
+// a larger d_in.
 std::vector<float> wordEmbedding(const std::string& word, int d_in, std::uint32_t seed);
+// The word in small letters: ASCII, Latin-1, Latin Extended-A, Greek and Cyrillic capitals are
+// lowered ("Über" → "über"), other bytes kept. Python's str.lower() agrees on ASCII and Latin-1.
+std::string foldCase(const std::string& word);
 
 // Splits a sentence into word tokens: split at ASCII whitespace, and each of . , ! ? ; : is a
 // token of its own ("step." → "step", "."). Throws InputError("sentence: …") if it yields no token

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "engine/errors.h"
+#include "engine/parameters.h"
 
 namespace attnscope {
 
@@ -125,6 +126,9 @@ Cost estimateCost(const ModelConfig& m, int tokens, int d_in, int traced) {
   Cost c;
   double params = G * 3 * (d * width + (m.qkv_bias ? width : 0));
   if (hasOutProj(m.variant)) params += width * width + width;
+  // The user's own values (ModelConfig::parameters) are a second copy of those they replace.
+  if (m.parameters)
+    for (const NamedTensor& t : *m.parameters) params += static_cast<double>(t.value.size());
   c.parameter_bytes = static_cast<std::int64_t>(4 * params);
   double working = 3 * B * G * T * width * 4;               // Q, K, V
   if (hasDropout(m.variant) && m.training && m.dropout > 0) working += B * H * T * T;  // draws
@@ -197,6 +201,7 @@ void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& lim
     fail("batch_size", "batch_size × num_heads × T² = " + str(cells) +
                            " attention cells exceeds the limit of " +
                            str(limits.max_attention_cells));
+  checkParameterValues(m, d_in);  // the user's own parameters: names and shapes (docs/DESIGN.md §2.4)
   // The budgets, decided before anything is allocated. The message names the field that drives
   // the largest part of the cost.
   const Cost c = estimateCost(m, tokens, d_in, m.batch_size);

@@ -3,7 +3,10 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
+
+#include "engine/named_tensor.h"
 
 namespace attnscope {
 
@@ -23,6 +26,11 @@ struct ModelConfig {
   bool training = true;       // a fresh nn.Module trains: dropout acts only in training mode
   int batch_size = 2;         // B: the inputs stacked this many times (dropout differs per copy)
   Normalization normalization = Normalization::Softmax;  // simple only: softmax or ÷ row sum
+  // The user's own parameters (docs/DESIGN.md §2.4 "parameters"), loaded over the seeded
+  // initialization as torch.manual_seed(seed); m = Class(…); m.load_state_dict(values,
+  // strict=False) does: the initialization's draws are still made, so dropout masks do not change.
+  // Null (or empty): the seeded parameters only. Shared and never changed once set.
+  std::shared_ptr<const ParameterValues> parameters;
 };
 
 // The seed notebook's settings for each variant (the defaults of missing workspace fields).

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/model_config.h"
+#include "engine/named_tensor.h"
 #include "engine/tensor.h"
 #include "engine/torch_generator.h"
 
@@ -31,6 +32,8 @@ Parameters initParameters(const ModelConfig& m, int d_in, TorchGenerator& genera
 // The parameters of m for width d_in, and the generator as it stands after drawing them (the
 // dropout draws of a forward pass continue from there). The last few results are kept, so an edit
 // of the embeddings, of dropout or of the batch redraws nothing (GPT-2: 2.4 M draws, 9 MB).
+// m.parameters, when set, replace their entries of the seeded draw in a copy: the kept draws stay
+// the seeded ones, and the generator is the seeded draw's (load_state_dict draws nothing).
 // Thread-safe.
 struct DrawnParameters {
   std::shared_ptr<const Parameters> parameters;
@@ -38,14 +41,30 @@ struct DrawnParameters {
 };
 DrawnParameters drawParameters(const ModelConfig& m, int d_in);
 
-// One state_dict() entry: a matrix, or a vector (biases) stored as a 1 × n matrix.
-struct NamedTensor {
-  std::string name;   // e.g. "W_query.weight", "heads.1.W_key.weight", "out_proj.bias"
-  Matrix value;
-  bool is_vector;
-};
-
 // The seed class's state_dict() (buffers excluded), in its order and torch layouts.
 std::vector<NamedTensor> stateDict(const ModelConfig& m, const Parameters& p);
+
+// One parameter of m's module for inputs of width d_in: its state_dict() name and shape in torch's
+// layout, and what the shape is made of, for messages.
+struct ParameterShape {
+  std::string name;  // "W_query.weight"
+  int rows, cols;    // a vector has rows = 1
+  bool is_vector;    // a bias
+  std::string dims;  // "d_out × d_in", "d_in × d_out" (SelfAttention_v1), "d_out"
+};
+// Every parameter of the module, in state_dict() order (buffers such as the causal mask excluded).
+std::vector<ParameterShape> parameterShapes(const ModelConfig& m, int d_in);
+
+// The seed class of a variant ("MultiHeadAttention"; "simple_attention" for 'simple').
+const char* seedClassName(Variant v);
+
+// Throws InputError "parameters.NAME: why" unless each of m.parameters names a parameter of m's
+// module for inputs of width d_in (once), with its shape, and holds finite values. Buffers (the
+// causal mask), biases the module lacks (qkv_bias false), heads it lacks and other classes' names
+// are each refused with a sentence saying so. Part of validateModel.
+void checkParameterValues(const ModelConfig& m, int d_in);
+
+// The parameters with m.parameters' values in place of the seeded ones (checked first).
+void applyParameterValues(const ModelConfig& m, int d_in, Parameters& p);
 
 }  // namespace attnscope

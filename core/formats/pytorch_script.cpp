@@ -1,7 +1,9 @@
 #include "formats/pytorch_script.h"
 
+#include <cstdio>
 #include <sstream>
 
+#include "engine/parameters.h"
 #include "formats/json_format.h"
 #include "seed_classes.h"
 
@@ -48,6 +50,52 @@ std::string constructor(const ModelConfig& m, int T, int d_in) {
   return s.str();
 }
 
+// A float32 exactly, as Python's float.hex writes it ("0x1.b851ecp-2", "-0x0p+0"): float.fromhex
+// reads the same double back, and torch.float32 holds it without rounding.
+std::string hexFloat(float v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%a", static_cast<double>(v));
+  return buf;
+}
+
+// The workspace's own parameters (docs/DESIGN.md §2.4) as Python, in state_dict order: each float32
+// exact, with its shortest decimal beside short rows for the reader.
+void writeParameters(std::ostream& s, const ModelConfig& m, int d_in) {
+  s << "# Your own parameters (the workspace's \"parameters\"), loaded over the seeded initialization as\n"
+    << "# load_state_dict does it: the constructor has made its draws, so the dropout masks are the same.\n"
+    << "# Every float32 is exact: float.fromhex of its hex form (the decimal is in the comment).\n"
+    << "def exact(values):\n"
+    << "    if values and isinstance(values[0], list):\n"
+    << "        return torch.tensor([[float.fromhex(v) for v in row] for row in values], dtype=torch.float32)\n"
+    << "    return torch.tensor([float.fromhex(v) for v in values], dtype=torch.float32)\n\n\n"
+    << "parameters = {\n";
+  auto row = [&](const Matrix& v, Eigen::Index r, const std::string& indent, bool last) {
+    s << indent << "[";
+    for (Eigen::Index c = 0; c < v.cols(); ++c) s << (c ? ", " : "") << '"' << hexFloat(v(r, c)) << '"';
+    s << "]" << (last ? "" : ",");
+    if (v.cols() <= 8) {
+      s << "  # ";
+      for (Eigen::Index c = 0; c < v.cols(); ++c) s << (c ? ", " : "") << formatFloat(v(r, c));
+    }
+    s << "\n";
+  };
+  for (const ParameterShape& shape : parameterShapes(m, d_in))
+    for (const NamedTensor& t : *m.parameters) {
+      if (t.name != shape.name) continue;
+      s << "    " << jsonText(t.name) << ": exact(";
+      if (t.is_vector) {
+        s << "\n";
+        row(t.value, 0, "        ", true);
+        s << "    ),\n";
+      } else {
+        s << "[\n";
+        for (Eigen::Index r = 0; r < t.value.rows(); ++r) row(t.value, r, "        ", r + 1 == t.value.rows());
+        s << "    ]),\n";
+      }
+    }
+  s << "}\n";
+}
+
 }  // namespace
 
 std::string pytorchScript(const Workspace& ws, const std::string& source) {
@@ -85,9 +133,17 @@ std::string pytorchScript(const Workspace& ws, const std::string& source) {
       << normalizationId(m.normalization) << "\", scale=" << pyBool(m.scale == Scale::SqrtDk)
       << ") for x in batch])\n";
   } else {
+    const bool own = m.parameters && !m.parameters->empty();
+    if (own) {
+      writeParameters(s, m, d_in);
+      s << "\n";
+    }
     s << "torch.manual_seed(" << m.seed << ")\n"
-      << "model = " << constructor(m, T, d_in) << "\n"
-      << "model." << (m.training ? "train()" : "eval()") << "\n"
+      << "model = " << constructor(m, T, d_in) << "\n";
+    if (own)
+      s << "loaded = model.load_state_dict(parameters, strict=False)  # the rest stay as seeded (and the mask buffer)\n"
+        << "assert not loaded.unexpected_keys, loaded.unexpected_keys\n";
+    s << "model." << (m.training ? "train()" : "eval()") << "\n"
       << "with torch.no_grad():\n";
     if (m.variant == Variant::SelfAttentionV1 || m.variant == Variant::SelfAttentionV2)
       s << "    output = torch.stack([model(x) for x in batch])  # the class takes (T, d_in)\n";

@@ -1,6 +1,8 @@
 // `attnscope-cli pytorch`: a self-contained Python script that rebuilds a workspace with the seed
 // notebook's class definitions (core/pytorch/seed_classes.py, embedded at build time) and prints
-// the module's output. Run with Debian's torch it gives the numbers of `attnscope-cli trace`.
+// the module's output. Run with Debian's torch it gives the numbers of `attnscope-cli trace`. The
+// workspace's own parameters are written exactly (float.hex) and loaded with load_state_dict after
+// the seeded constructor, so parameters and dropout masks are the trace's bit for bit.
 #pragma once
 #include <string>
 

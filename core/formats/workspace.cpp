@@ -176,6 +176,62 @@ Matrix parseMatrix(const json& j, const Limits& limits) {
 
 }  // namespace
 
+std::shared_ptr<const ParameterValues> parseParameterValues(const json& j, const Limits& limits, const std::string& where) {
+  if (!j.is_object())
+    fail(where, std::string("expected an object of state_dict names and nested lists, got ") + typeName(j));
+  auto values = std::make_shared<ParameterValues>();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string field = where + "." + it.key();
+    const json& v = it.value();
+    if (!v.is_array() || v.empty())
+      fail(field, std::string("expected a matrix (a list of rows) or a bias (a list of numbers), got ") +
+                      (v.is_array() ? "an empty list" : typeName(v)));
+    NamedTensor t;
+    t.name = it.key();
+    t.is_vector = !v[0].is_array();
+    const std::size_t rows = t.is_vector ? 1 : v.size();
+    const std::size_t cols = t.is_vector ? v.size() : v[0].size();
+    if (rows > static_cast<std::size_t>(limits.max_dim) || cols > static_cast<std::size_t>(limits.max_dim))
+      fail(field, std::to_string(rows) + " × " + std::to_string(cols) + " exceeds the limit of " +
+                      std::to_string(limits.max_dim) + " in either dimension");
+    if (!t.is_vector)
+      for (std::size_t r = 0; r < rows; ++r) {
+        const std::string row = field + "[" + std::to_string(r) + "]";
+        if (!v[r].is_array()) fail(row, std::string("expected a row (a list of numbers), got ") + typeName(v[r]));
+        if (v[r].empty()) fail(row, "need at least one value");
+        if (v[r].size() != cols)
+          fail(row, "has " + std::to_string(v[r].size()) + " values but row 0 has " + std::to_string(cols));
+      }
+    t.value.resize(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < cols; ++c)
+        t.value(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)) =
+            t.is_vector ? getFloat(v[c], field + "[" + std::to_string(c) + "]")
+                        : getFloat(v[r][c], field + "[" + std::to_string(r) + "][" + std::to_string(c) + "]");
+    values->push_back(std::move(t));
+  }
+  if (values->empty()) return nullptr;
+  return values;
+}
+
+json parameterValuesToJson(const ParameterValues& values) {
+  json out = json::object();
+  for (const NamedTensor& t : values) {
+    json rows = json::array();
+    for (Eigen::Index r = 0; r < t.value.rows(); ++r) {
+      json row = json::array();
+      for (Eigen::Index c = 0; c < t.value.cols(); ++c) row.push_back(tidyFloat(t.value(r, c)));
+      if (t.is_vector) {
+        rows = std::move(row);
+        break;
+      }
+      rows.push_back(std::move(row));
+    }
+    out[t.name] = std::move(rows);
+  }
+  return out;
+}
+
 Matrix makeRandomEmbeddings(const RandomEmbeddings& r) {
   TorchGenerator g(r.seed);
   Matrix x(r.rows, r.cols);
@@ -219,7 +275,7 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
     fail("workspace", "not valid JSON: " + (cut == std::string::npos ? what : what.substr(cut + 2)));
   }
   if (!j.is_object()) fail("workspace", std::string("expected a JSON object, got ") + typeName(j));
-  rejectUnknown(j, "", {"format", "version", "tokens", "embeddings", "model", "view"});
+  rejectUnknown(j, "", {"format", "version", "tokens", "embeddings", "model", "parameters", "view"});
   if (!j.contains("format") || j["format"] != "attnscope-workspace")
     fail("format", "expected \"attnscope-workspace\"");
   if (!j.contains("version")) fail("version", "required (1)");
@@ -255,7 +311,8 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
   if (!j.contains("model")) fail("model", "required (at least {\"variant\": …})");
   ws.model = parseModel(j["model"]);
   if (ws.model.variant == Variant::Simple && ws.model.d_out == 0) ws.model.d_out = d_in;
-  validateModel(ws.model, T, d_in, limits);
+  if (j.contains("parameters")) ws.model.parameters = parseParameterValues(j["parameters"], limits);
+  validateModel(ws.model, T, d_in, limits);  // the parameters' names and shapes too
 
   if (j.contains("view")) {
     if (!j["view"].is_object()) fail("view", std::string("expected an object, got ") + typeName(j["view"]));
@@ -308,6 +365,7 @@ json workspaceToJson(const Workspace& ws) {
     j["embeddings"] = rows;
   }
   j["model"] = modelToJson(ws.model);
+  if (ws.model.parameters && !ws.model.parameters->empty()) j["parameters"] = parameterValuesToJson(*ws.model.parameters);
   j["view"] = ws.view;
   return j;
 }

@@ -2,6 +2,7 @@
 // model and the app's view state. Loading validates everything and names the field at fault.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -24,7 +25,8 @@ struct Workspace {
   std::vector<std::string> tokens;         // T labels, rows of the embeddings
   Matrix embeddings;                       // T × d_in
   std::optional<RandomEmbeddings> random;  // set when the embeddings were generated
-  ModelConfig model;                       // complete: missing fields took the variant's defaults
+  ModelConfig model;                       // complete: missing fields took the variant's defaults;
+                                           // model.parameters is the document's "parameters"
   nlohmann::json view = nlohmann::json::object();  // the app's own state; the CLI ignores it
 };
 
@@ -39,6 +41,14 @@ Workspace loadWorkspace(const std::string& path, const Limits& limits = {});
 // naming the field ("model.d_out: …"); printed with every field.
 ModelConfig parseModel(const nlohmann::json& model);
 nlohmann::json modelToJson(const ModelConfig& m);
+
+// The top-level "parameters" object: state_dict names → a matrix (a list of rows) or a bias (a list
+// of numbers), each value finite as float32, sizes within limits.max_dim. Throws InputError naming
+// the entry ("parameters.W_query.weight[1]: …"); names and shapes are validateModel's to check.
+// Null for an empty object. `where` names the object in messages.
+std::shared_ptr<const ParameterValues> parseParameterValues(const nlohmann::json& j, const Limits& limits = {},
+                                                            const std::string& where = "parameters");
+nlohmann::json parameterValuesToJson(const ParameterValues& values);
 
 // The normalized document: every model field present, the same embedding form as loaded.
 nlohmann::json workspaceToJson(const Workspace& ws);

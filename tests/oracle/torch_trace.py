@@ -52,6 +52,18 @@ def construct(sc, m, T, d_in):
     return model
 
 
+def load_parameters(model, ws):
+    """The workspace's own "parameters" over the seeded initialization, as a learner loads a
+    state_dict: load_state_dict(…, strict=False) after the constructor has made its draws (so the
+    dropout draws that follow are the same). Values are exact float32 (JSON numbers)."""
+    values = ws.get("parameters")
+    if values:
+        tensors = {k: torch.tensor(v, dtype=torch.float32) for k, v in values.items()}
+        result = model.load_state_dict(tensors, strict=False)
+        if result.unexpected_keys:
+            raise AssertionError("torch does not know the parameters %s" % result.unexpected_keys)
+
+
 def run_module(model, batch, per_element):
     if per_element:
         return torch.stack([model(x) for x in batch])
@@ -64,6 +76,7 @@ def run_plain(sc, ws):
     x = torch_inputs(ws)
     batch = torch.stack([x] * m["batch_size"], dim=0)
     model = construct(sc, m, x.shape[0], x.shape[1])
+    load_parameters(model, ws)
     with torch.no_grad():
         return run_module(model, batch, CLASSES[m["variant"]][1])
 
@@ -173,6 +186,7 @@ def reference(ws, sc):
         if m["variant"] == "simple":
             return simple_reference(ws, sc, x, B)
         model = construct(sc, m, T, d_in)
+        load_parameters(model, ws)
         params = {k: v.clone() for k, v in model.state_dict().items()
                   if k.split(".")[-1] != "mask"}  # the causal mask buffer is no parameter
         with Capture(model) as cap:

@@ -50,7 +50,7 @@ Workspace randomWorkspace() {  // a workspace that still carries its random reci
 // ---- words and sentences -------------------------------------------------------------------
 
 TEST(WordEmbedding, MatchesTorchRandOfTheWordHash) {
-  // /usr/bin/python3: h = FNV-1a over word.encode('utf-8') + struct.pack('<I', seed);
+  // /usr/bin/python3: h = FNV-1a over word.lower().encode('utf-8') + struct.pack('<I', seed);
   // torch.manual_seed(h); torch.rand(d_in).tolist()
   // "journey", seed 123 → h = 2734583144
   EXPECT_TRUE(test::bitwiseEqual(rowOf(wordEmbedding("journey", 3, 123)),
@@ -62,6 +62,14 @@ TEST(WordEmbedding, MatchesTorchRandOfTheWordHash) {
   // "naïve" (UTF-8 bytes), seed 42 → h = 3411986193
   EXPECT_TRUE(test::bitwiseEqual(rowOf(wordEmbedding("na\xc3\xafve", 3, 42)),
                                  rowOf({0.688872754573822, 0.002256333827972412, 0.7847124934196472})));
+  // Capitals hash as small letters: "The", seed 9 → h = 3194551909 (the hash of "the");
+  // "NAÏVE" is "naïve" (Latin-1), "Über", seed 1 → h = 1050207150.
+  EXPECT_TRUE(test::bitwiseEqual(rowOf(wordEmbedding("The", 3, 9)),
+                                 rowOf({0.9102786183357239, 0.8666620254516602, 0.44330596923828125})));
+  EXPECT_TRUE(test::bitwiseEqual(rowOf(wordEmbedding("NA\xc3\x8fVE", 3, 42)),
+                                 rowOf({0.688872754573822, 0.002256333827972412, 0.7847124934196472})));
+  EXPECT_TRUE(test::bitwiseEqual(rowOf(wordEmbedding("\xc3\x9c" "ber", 3, 1)),
+                                 rowOf({0.18208247423171997, 0.1839403510093689, 0.36391115188598633})));
   // A wider d_in continues the same draws: torch.rand(5) starts with torch.rand(3).
   EXPECT_TRUE(test::bitwiseEqual(rowOf(wordEmbedding("journey", 5, 123)),
                                  rowOf({0.9365062117576599, 0.10838896036148071, 0.32853078842163086,
@@ -82,11 +90,32 @@ TEST(WordEmbedding, SameWordSameVectorInAnySentenceAndPosition) {
   setSentence(c, "step by step", 9);
   EXPECT_TRUE(test::bitwiseEqual(c.embeddings.row(0), c.embeddings.row(2)));
   EXPECT_TRUE(test::bitwiseEqual(c.embeddings.row(0), a.embeddings.row(1)));
+  // … whatever its capitals: "The" and "the" share one vector, and keep their own spelling.
+  Workspace d = bookExample();
+  setSentence(d, "The cat saw the dog. THE END", 9);
+  ASSERT_EQ(d.tokens[0], "The");
+  ASSERT_EQ(d.tokens[3], "the");
+  ASSERT_EQ(d.tokens[6], "THE");
+  EXPECT_TRUE(test::bitwiseEqual(d.embeddings.row(0), d.embeddings.row(3)));
+  EXPECT_TRUE(test::bitwiseEqual(d.embeddings.row(0), d.embeddings.row(6)));
+  EXPECT_FALSE(test::bitwiseEqual(d.embeddings.row(0), d.embeddings.row(1)));
+}
+
+TEST(WordEmbedding, FoldCase) {
+  EXPECT_EQ(foldCase("The"), "the");
+  EXPECT_EQ(foldCase("ABC xyz 09"), "abc xyz 09");
+  EXPECT_EQ(foldCase("\xc3\x9c" "BER"), "\xc3\xbc" "ber");        // Über → über
+  EXPECT_EQ(foldCase("\xc3\x97"), "\xc3\x97");                 // × is no letter
+  EXPECT_EQ(foldCase("\xce\x91\xce\x92"), "\xce\xb1\xce\xb2");  // ΑΒ → αβ
+  EXPECT_EQ(foldCase("\xd0\x96"), "\xd0\xb6");                 // Ж → ж
+  EXPECT_EQ(foldCase("\xc5\x81" "\xc3\xb3" "d\xc5\xba"), "\xc5\x82" "\xc3\xb3" "d\xc5\xba");  // Łódź → łódź
+  EXPECT_EQ(foldCase("\xe2\x82\xac\xff"), "\xe2\x82\xac\xff");   // € and a stray byte stay
 }
 
 TEST(WordEmbedding, DifferentWordsSeedsAndWidthsDiffer) {
   const std::vector<float> step = wordEmbedding("step", 4, 1);
-  EXPECT_NE(step, wordEmbedding("Step", 4, 1));   // case-sensitive
+  EXPECT_EQ(step, wordEmbedding("Step", 4, 1));   // case-insensitive: one word
+  EXPECT_EQ(step, wordEmbedding("STEP", 4, 1));
   EXPECT_NE(step, wordEmbedding("steps", 4, 1));
   EXPECT_NE(step, wordEmbedding("step", 4, 2));   // another seed
   EXPECT_NE(wordEmbedding("ab", 4, 0), wordEmbedding("ba", 4, 0));

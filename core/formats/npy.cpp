@@ -1,0 +1,427 @@
+// .npy and .npz reading (formats/npy.h). The .npy header is a Python dict literal, read here with
+// a small parser of its own (strings, True/False, tuples of integers); the zip container is read
+// from its central directory, and deflated entries are inflated with zlib.
+#include "formats/npy.h"
+
+#include <zlib.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "engine/errors.h"
+
+namespace attnscope {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& source, const std::string& why) { throw InputError(source + ": " + why); }
+
+std::string str(long long v) { return std::to_string(v); }
+
+bool hostLittleEndian() {
+  const std::uint16_t one = 1;
+  unsigned char first;
+  std::memcpy(&first, &one, 1);
+  return first == 1;
+}
+
+// A name from a file, fit for a one-line message: control characters as '?'.
+std::string printable(const std::string& name) {
+  std::string out = name.substr(0, 200);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
+// ---- the .npy header: {'descr': '<f4', 'fortran_order': False, 'shape': (6, 3), } -------------
+
+struct Header {
+  std::string descr;
+  bool fortran = false;
+  std::vector<std::int64_t> shape;
+  bool has_descr = false, has_fortran = false, has_shape = false;
+};
+
+class HeaderParser {
+ public:
+  HeaderParser(const std::string& text, const std::string& source) : s_(text), source_(source) {}
+
+  Header parse() {
+    Header h;
+    skip();
+    expect('{');
+    while (true) {
+      skip();
+      if (peek() == '}') break;
+      const std::string key = string();
+      skip();
+      expect(':');
+      skip();
+      if (key == "descr") {
+        if (peek() == '[') fail(source_, "a structured array (its dtype is a list of fields): save one plain float32 array");
+        h.descr = string();
+        h.has_descr = true;
+      } else if (key == "fortran_order") {
+        h.fortran = boolean();
+        h.has_fortran = true;
+      } else if (key == "shape") {
+        h.shape = tuple();
+        h.has_shape = true;
+      } else {
+        fail(source_, "damaged .npy header: unexpected key '" + printable(key) + "'");
+      }
+      skip();
+      if (peek() == ',') {
+        ++i_;
+        continue;
+      }
+      skip();
+      if (peek() != '}') damaged("',' or '}'");
+    }
+    if (!h.has_descr || !h.has_fortran || !h.has_shape)
+      fail(source_, "damaged .npy header: it needs 'descr', 'fortran_order' and 'shape'");
+    return h;
+  }
+
+ private:
+  [[noreturn]] void damaged(const std::string& what) {
+    fail(source_, "damaged .npy header: expected " + what + " at character " + str(static_cast<long long>(i_) + 1));
+  }
+  char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
+  void skip() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
+  }
+  void expect(char c) {
+    if (peek() != c) damaged(std::string("'") + c + "'");
+    ++i_;
+  }
+  std::string string() {
+    const char quote = peek();
+    if (quote != '\'' && quote != '"') damaged("a quoted string");
+    ++i_;
+    const std::size_t start = i_;
+    while (i_ < s_.size() && s_[i_] != quote) {
+      if (s_[i_] == '\\') damaged("a plain string");
+      ++i_;
+    }
+    if (i_ >= s_.size()) damaged("the end of a string");
+    return s_.substr(start, i_++ - start);
+  }
+  bool boolean() {
+    if (s_.compare(i_, 4, "True") == 0) {
+      i_ += 4;
+      return true;
+    }
+    if (s_.compare(i_, 5, "False") == 0) {
+      i_ += 5;
+      return false;
+    }
+    damaged("True or False");
+  }
+  std::vector<std::int64_t> tuple() {
+    std::vector<std::int64_t> out;
+    expect('(');
+    while (true) {
+      skip();
+      if (peek() == ')') {
+        ++i_;
+        return out;
+      }
+      if (peek() < '0' || peek() > '9') damaged("a dimension");
+      std::int64_t v = 0;
+      while (peek() >= '0' && peek() <= '9') {
+        if (v > (std::numeric_limits<std::int64_t>::max() - 9) / 10) fail(source_, "a dimension too large to be real");
+        v = v * 10 + (s_[i_++] - '0');
+      }
+      while (peek() == 'L') ++i_;  // Python 2's long integers
+      out.push_back(v);
+      if (out.size() > 64) fail(source_, "damaged .npy header: more than 64 dimensions");
+      skip();
+      if (peek() == ',') ++i_;
+      else if (peek() != ')') damaged("',' or ')'");
+    }
+  }
+
+  const std::string& s_;
+  const std::string& source_;
+  std::size_t i_ = 0;
+};
+
+std::string describeDtype(const std::string& descr) {
+  std::string body = descr;
+  if (!body.empty() && (body[0] == '<' || body[0] == '>' || body[0] == '|' || body[0] == '=')) body = body.substr(1);
+  if (body.empty()) return "'" + printable(descr) + "'";
+  const char kind = body[0];
+  const std::string size = body.substr(1);
+  auto bits = [&]() {
+    try {
+      return std::to_string(std::stoi(size) * 8);
+    } catch (const std::exception&) {
+      return size;
+    }
+  };
+  std::string name;
+  switch (kind) {
+    case 'b': name = "bool"; break;
+    case 'i': name = "int" + bits(); break;
+    case 'u': name = "uint" + bits(); break;
+    case 'f': name = "float" + bits(); break;
+    case 'c': name = "complex" + bits(); break;
+    case 'U': name = "a string type"; break;
+    case 'S': case 'a': name = "a bytes type"; break;
+    case 'O': name = "object (pickled Python objects)"; break;
+    case 'M': name = "datetime64"; break;
+    case 'm': name = "timedelta64"; break;
+    case 'V': name = "void (raw records)"; break;
+    default: name = "an unknown type"; break;
+  }
+  return name + " ('" + printable(descr) + "')";
+}
+
+std::uint16_t le16(const std::string& b, std::size_t at) {
+  return static_cast<std::uint16_t>(static_cast<unsigned char>(b[at]) | static_cast<unsigned char>(b[at + 1]) << 8);
+}
+std::uint32_t le32(const std::string& b, std::size_t at) {
+  return static_cast<std::uint32_t>(le16(b, at)) | static_cast<std::uint32_t>(le16(b, at + 2)) << 16;
+}
+std::uint64_t le64(const std::string& b, std::size_t at) {
+  return static_cast<std::uint64_t>(le32(b, at)) | static_cast<std::uint64_t>(le32(b, at + 4)) << 32;
+}
+
+// "[3, 1]": a C-order flat index as a position in `shape`.
+std::string indexText(std::int64_t flat, const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> idx(shape.size());
+  for (std::size_t k = shape.size(); k-- > 0;) {
+    idx[k] = shape[k] > 0 ? flat % shape[k] : 0;
+    flat = shape[k] > 0 ? flat / shape[k] : 0;
+  }
+  std::string out = "[";
+  for (std::size_t k = 0; k < idx.size(); ++k) out += (k ? ", " : "") + str(idx[k]);
+  return out + "]";
+}
+
+}  // namespace
+
+bool looksLikeNpy(const std::string& bytes) { return bytes.size() >= 6 && bytes.compare(0, 6, "\x93NUMPY") == 0; }
+
+bool looksLikeZip(const std::string& bytes) {
+  return bytes.size() >= 4 && (bytes.compare(0, 4, "PK\x03\x04") == 0 || bytes.compare(0, 4, "PK\x05\x06") == 0);
+}
+
+NpyArray parseNpy(const std::string& bytes, const std::string& source, const NpyLimits& limits) {
+  if (!looksLikeNpy(bytes)) fail(source, "not a .npy file (it does not start with \\x93NUMPY)");
+  if (bytes.size() < 10) fail(source, "a damaged .npy file: it ends inside its header");
+  const int major = static_cast<unsigned char>(bytes[6]);
+  if (major < 1 || major > 3)
+    fail(source, ".npy format version " + str(major) + "." + str(static_cast<unsigned char>(bytes[7])) +
+                     " is not one this reader knows (1.0, 2.0, 3.0)");
+  std::size_t header_len, data_start;
+  if (major == 1) {
+    header_len = le16(bytes, 8);
+    data_start = 10 + header_len;
+  } else {
+    if (bytes.size() < 12) fail(source, "a damaged .npy file: it ends inside its header");
+    header_len = le32(bytes, 8);
+    data_start = 12 + header_len;
+  }
+  if (header_len > bytes.size() || data_start > bytes.size())
+    fail(source, "a damaged .npy file: it ends inside its header");
+  const Header h = HeaderParser(bytes.substr(data_start - header_len, header_len), source).parse();
+
+  // The dtype: float32 or float64, either byte order.
+  const std::string& d = h.descr;
+  const char order = d.empty() ? '\0' : d[0];
+  const std::string body = (order == '<' || order == '>' || order == '=' || order == '|') ? d.substr(1) : d;
+  if (body != "f4" && body != "f8")
+    fail(source, "dtype " + describeDtype(d) + " is not supported: save float32 or float64 values, "
+                                                "e.g. np.save(path, x.astype(np.float32))");
+  const bool f64 = body == "f8";
+  const bool little = order == '<' || ((order == '=' || order == '|') && hostLittleEndian());
+  const std::size_t item = f64 ? 8 : 4;
+
+  // The shape, within the limits before anything is allocated.
+  if (static_cast<int>(h.shape.size()) > limits.max_dims)
+    fail(source, str(static_cast<long long>(h.shape.size())) + "-D array: at most " + str(limits.max_dims) + " dimensions");
+  std::int64_t n = 1;
+  for (std::int64_t dim : h.shape) {
+    if (dim == 0) n = 0;
+    if (n != 0 && dim > limits.max_elements / n)
+      fail(source, "array larger than the limit of " + str(limits.max_elements) + " values");
+    n *= dim;
+  }
+  if (n > limits.max_elements) fail(source, "array larger than the limit of " + str(limits.max_elements) + " values");
+  const std::uint64_t want = static_cast<std::uint64_t>(n) * item;
+  const std::uint64_t have = bytes.size() - data_start;
+  if (have < want)
+    fail(source, "a damaged .npy file: its shape needs " + str(static_cast<long long>(want)) + " bytes of data, it has " +
+                     str(static_cast<long long>(have)));
+  if (have > want)
+    fail(source, "a damaged .npy file: " + str(static_cast<long long>(have - want)) + " bytes after the data its shape describes");
+
+  NpyArray a;
+  a.shape = h.shape;
+  a.dtype = f64 ? "float64" : "float32";
+  a.values.resize(static_cast<std::size_t>(n));
+  // Fortran order: the C-order element at multi-index i lies at Σ i_k · stride_k, stride_0 = 1.
+  std::vector<std::int64_t> f_stride(h.shape.size(), 1);
+  for (std::size_t k = 1; k < h.shape.size(); ++k) f_stride[k] = f_stride[k - 1] * h.shape[k - 1];
+  std::vector<std::int64_t> idx(h.shape.size(), 0);
+  const unsigned char* data = reinterpret_cast<const unsigned char*>(bytes.data() + data_start);
+  for (std::int64_t c = 0; c < n; ++c) {
+    std::int64_t at = c;
+    if (h.fortran && h.shape.size() > 1) {
+      at = 0;
+      for (std::size_t k = 0; k < idx.size(); ++k) at += idx[k] * f_stride[k];
+      for (std::size_t k = idx.size(); k-- > 0;) {  // next C-order index
+        if (++idx[k] < h.shape[k]) break;
+        idx[k] = 0;
+      }
+    }
+    unsigned char raw[8];
+    const unsigned char* p = data + static_cast<std::size_t>(at) * item;
+    for (std::size_t b = 0; b < item; ++b) raw[b] = little == hostLittleEndian() ? p[b] : p[item - 1 - b];
+    double v;
+    if (f64) {
+      std::memcpy(&v, raw, 8);
+    } else {
+      float f;
+      std::memcpy(&f, raw, 4);
+      v = f;
+    }
+    if (std::isnan(v)) fail(source, "element " + indexText(c, a.shape) + " is NaN: every value must be a finite number");
+    if (std::isinf(v)) fail(source, "element " + indexText(c, a.shape) + " is infinite: every value must be a finite number");
+    if (!(std::fabs(v) < 3.4028235677973366e38))  // rounds to ±∞ as float32
+      fail(source, "element " + indexText(c, a.shape) + " is beyond float32's range (±3.4028235e38)");
+    a.values[static_cast<std::size_t>(c)] = static_cast<float>(v);
+  }
+  return a;
+}
+
+std::vector<ZipEntry> readZip(const std::string& bytes, const std::string& source, const NpyLimits& limits) {
+  const std::size_t size = bytes.size();
+  auto damaged = [&](const std::string& why) { fail(source, "a damaged zip (.npz) file: " + why); };
+  // The end of central directory record: the last "PK\5\6" within the last 64 KiB + 22 bytes.
+  if (size < 22) damaged("too short");
+  std::size_t eocd = std::string::npos;
+  const std::size_t lowest = size > 65535 + 22 ? size - 65535 - 22 : 0;
+  for (std::size_t at = size - 22 + 1; at-- > lowest;)
+    if (le32(bytes, at) == 0x06054b50u) {
+      eocd = at;
+      break;
+    }
+  if (eocd == std::string::npos) damaged("no end of central directory record");
+  std::uint64_t entries = le16(bytes, eocd + 10);
+  std::uint64_t cd_size = le32(bytes, eocd + 12);
+  std::uint64_t cd_offset = le32(bytes, eocd + 16);
+  if (entries == 0xFFFF || cd_size == 0xFFFFFFFFu || cd_offset == 0xFFFFFFFFu) {  // zip64
+    if (eocd < 20 || le32(bytes, eocd - 20) != 0x07064b50u) damaged("no zip64 end of central directory locator");
+    const std::uint64_t z = le64(bytes, eocd - 20 + 8);
+    if (z > size || size - z < 56 || le32(bytes, static_cast<std::size_t>(z)) != 0x06064b50u) damaged("no zip64 end of central directory");
+    entries = le64(bytes, static_cast<std::size_t>(z) + 32);
+    cd_size = le64(bytes, static_cast<std::size_t>(z) + 40);
+    cd_offset = le64(bytes, static_cast<std::size_t>(z) + 48);
+  }
+  if (cd_offset > size || cd_size > size - cd_offset) damaged("its central directory lies outside the file");
+  if (entries > cd_size / 46) damaged("more entries than its central directory holds");
+
+  struct Item {
+    std::string name;
+    int method;
+    std::uint32_t crc;
+    std::uint64_t compressed, uncompressed, offset;
+  };
+  std::vector<Item> items;
+  std::uint64_t total = 0;
+  std::size_t at = static_cast<std::size_t>(cd_offset);
+  const std::size_t cd_end = static_cast<std::size_t>(cd_offset + cd_size);
+  for (std::uint64_t e = 0; e < entries; ++e) {
+    if (at + 46 > cd_end || le32(bytes, at) != 0x02014b50u) damaged("a bad central directory entry");
+    Item it;
+    const std::uint16_t flags = le16(bytes, at + 8);
+    it.method = le16(bytes, at + 10);
+    it.crc = le32(bytes, at + 16);
+    it.compressed = le32(bytes, at + 20);
+    it.uncompressed = le32(bytes, at + 24);
+    const std::size_t name_len = le16(bytes, at + 28), extra_len = le16(bytes, at + 30), comment_len = le16(bytes, at + 32);
+    it.offset = le32(bytes, at + 42);
+    if (at + 46 + name_len + extra_len + comment_len > cd_end) damaged("a central directory entry runs past its end");
+    it.name = printable(bytes.substr(at + 46, name_len));
+    // The zip64 extra field holds, in this order, those of the sizes and the offset that are 0xFFFFFFFF.
+    std::size_t x = at + 46 + name_len;
+    const std::size_t x_end = x + extra_len;
+    while (x + 4 <= x_end) {
+      const std::uint16_t id = le16(bytes, x), len = le16(bytes, x + 2);
+      if (x + 4 + len > x_end) damaged("a bad extra field");
+      if (id == 0x0001) {
+        std::size_t f = x + 4;
+        auto next = [&](std::uint64_t& field) {
+          if (field != 0xFFFFFFFFu) return;
+          if (f + 8 > x + 4 + len) damaged("a short zip64 extra field");
+          field = le64(bytes, f);
+          f += 8;
+        };
+        next(it.uncompressed);
+        next(it.compressed);
+        next(it.offset);
+      }
+      x += 4 + len;
+    }
+    at += 46 + name_len + extra_len + comment_len;
+    if (flags & 1) fail(source, "entry '" + it.name + "' is encrypted");
+    if (it.method != 0 && it.method != 8)
+      fail(source, "entry '" + it.name + "' uses compression method " + str(it.method) +
+                       " (only stored and deflated entries, as np.savez and np.savez_compressed write)");
+    if (it.uncompressed > static_cast<std::uint64_t>(limits.max_bytes) ||
+        total + it.uncompressed > static_cast<std::uint64_t>(limits.max_bytes))
+      fail(source, "its entries hold more than the limit of " + str(limits.max_bytes) + " bytes");
+    total += it.uncompressed;
+    if (it.method == 0 && it.compressed != it.uncompressed) damaged("entry '" + it.name + "' is stored with two sizes");
+    items.push_back(std::move(it));
+  }
+
+  std::vector<ZipEntry> out;
+  for (const Item& it : items) {
+    if (it.offset > size || size - it.offset < 30 || le32(bytes, static_cast<std::size_t>(it.offset)) != 0x04034b50u)
+      damaged("entry '" + it.name + "' has no local header");
+    const std::size_t start = static_cast<std::size_t>(it.offset) + 30 + le16(bytes, static_cast<std::size_t>(it.offset) + 26) +
+                              le16(bytes, static_cast<std::size_t>(it.offset) + 28);
+    if (start > size || it.compressed > size - start) damaged("entry '" + it.name + "' runs past the end of the file");
+    ZipEntry entry;
+    entry.name = it.name;
+    if (it.method == 0) {
+      entry.bytes = bytes.substr(start, static_cast<std::size_t>(it.compressed));
+    } else {
+      entry.bytes.assign(static_cast<std::size_t>(it.uncompressed), '\0');
+      z_stream z{};
+      if (inflateInit2(&z, -MAX_WBITS) != Z_OK) fail(source, "zlib could not start inflating");
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data() + start));
+      z.avail_in = static_cast<uInt>(it.compressed);  // ≤ the file size, below 4 GiB by the limits
+      z.next_out = reinterpret_cast<Bytef*>(entry.bytes.data());
+      z.avail_out = static_cast<uInt>(entry.bytes.size());
+      const int rc = inflate(&z, Z_FINISH);
+      const std::uint64_t produced = z.total_out;
+      inflateEnd(&z);
+      if (rc != Z_STREAM_END || produced != it.uncompressed)
+        damaged("entry '" + it.name + "' does not inflate to its " + str(static_cast<long long>(it.uncompressed)) + " bytes");
+    }
+    const std::uint32_t crc = static_cast<std::uint32_t>(
+        crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(entry.bytes.data()), static_cast<uInt>(entry.bytes.size())));
+    if (crc != it.crc) damaged("entry '" + it.name + "' fails its CRC check");
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+std::vector<NamedArray> parseNpz(const std::string& bytes, const std::string& source, const NpyLimits& limits) {
+  std::vector<NamedArray> out;
+  for (ZipEntry& e : readZip(bytes, source, limits)) {
+    std::string name = e.name;
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
+    out.push_back({name, parseNpy(e.bytes, source + "[" + name + "]", limits)});
+    e.bytes = std::string();  // release each entry once parsed
+  }
+  return out;
+}
+
+}  // namespace attnscope

@@ -1,0 +1,618 @@
+// Embeddings from text and NumPy files (formats/tensor_import.h). Two text readers: one for the
+// bracketed forms (torch's print, NumPy's repr and str, JSON and Python lists), which all nest
+// numbers in [ ], and one for delimited columns. Both keep the line and column of every token, so
+// a refusal points at the character at fault.
+#include "formats/tensor_import.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sys/stat.h>
+
+#include "engine/errors.h"
+
+namespace attnscope {
+
+namespace {
+
+std::string str(long long v) { return std::to_string(v); }
+
+constexpr double kFloatLimit = 3.4028235677973366e38;  // from here on a double rounds to ±∞ as float32
+
+const char* kFullPrintTorch =
+    "torch printed this tensor summarized: '...' stands for the values it left out. Print it in full "
+    "with torch.set_printoptions(profile=\"full\") before printing it, or save it with "
+    "np.save(\"x.npy\", x.numpy()) and open the .npy file";
+const char* kFullPrintNumpy =
+    "NumPy printed this array summarized: '...' stands for the values it left out. Print it in full "
+    "with np.set_printoptions(threshold=sys.maxsize) before printing it, or save it with "
+    "np.save(\"x.npy\", x) and open the .npy file";
+const char* kFullPrintEither =
+    "this print is summarized: '...' stands for values left out. Print in full "
+    "(torch.set_printoptions(profile=\"full\") for a tensor, np.set_printoptions(threshold=sys.maxsize) "
+    "for an array), or save it with np.save(\"x.npy\", x) and open the .npy file";
+
+// A position in the text being read: byte index, line and column (characters) from 1.
+struct Pos {
+  std::size_t at = 0;
+  int line = 1, col = 1;
+};
+
+[[noreturn]] void failAt(const std::string& source, const Pos& p, const std::string& why) {
+  throw InputError(source + ":" + str(p.line) + ":" + str(p.col) + ": " + why);
+}
+[[noreturn]] void failIn(const std::string& source, const std::string& why) { throw InputError(source + ": " + why); }
+
+class Reader {
+ public:
+  Reader(const std::string& text, const std::string& source) : s_(text), source_(source) {}
+
+  [[noreturn]] void failAt(const Pos& p, const std::string& why) const { attnscope::failAt(source_, p, why); }
+  [[noreturn]] void failHere(const std::string& why) const { failAt(pos_, why); }
+
+  bool eof() const { return pos_.at >= s_.size(); }
+  char peek(std::size_t k = 0) const { return pos_.at + k < s_.size() ? s_[pos_.at + k] : '\0'; }
+  const Pos& pos() const { return pos_; }
+  // The character at the reader: its UTF-8 bytes (one byte if they are not valid UTF-8).
+  std::string character() const {
+    const unsigned char b = static_cast<unsigned char>(peek());
+    std::size_t n = b >= 0xF0 && b <= 0xF4 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 && b <= 0xDF ? 2 : 1;
+    for (std::size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(peek(k)) & 0xC0) != 0x80) n = 1;
+    return b < 0x80 || n > 1 ? s_.substr(pos_.at, n) : "\\x" + std::string(1, "0123456789abcdef"[b >> 4]) + "0123456789abcdef"[b & 15];
+  }
+  bool startsWith(const char* word) const { return s_.compare(pos_.at, std::strlen(word), word) == 0; }
+
+  void advance() {
+    const char c = s_[pos_.at++];
+    if (c == '\n') {
+      ++pos_.line;
+      pos_.col = 1;
+    } else if (eof() || (static_cast<unsigned char>(s_[pos_.at]) & 0xC0) != 0x80) {
+      ++pos_.col;  // past the last byte of a character: UTF-8 continuation bytes take no column
+    }
+  }
+  void advance(std::size_t n) {
+    for (std::size_t i = 0; i < n && !eof(); ++i) advance();
+  }
+  // Spaces, tabs and line ends; returns whether there were any.
+  bool skipSpace() {
+    const std::size_t before = pos_.at;
+    while (!eof() && (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r' || peek() == '\f' ||
+                      peek() == '\v'))
+      advance();
+    return pos_.at != before;
+  }
+
+ private:
+  const std::string& s_;
+  const std::string& source_;
+  Pos pos_;
+};
+
+bool isWordChar(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '+' ||
+         c == '-' || c == '_';
+}
+
+std::string lower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return s;
+}
+
+// A token quoted for a one-line message: control characters as '?', at most 40 bytes (then "…").
+std::string quoted(const std::string& token) {
+  std::size_t cut = std::min<std::size_t>(token.size(), 40);
+  while (cut < token.size() && cut > 0 && (static_cast<unsigned char>(token[cut]) & 0xC0) == 0x80) --cut;  // whole characters
+  std::string out = cut < token.size() ? token.substr(0, cut) + "…" : token;
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return "'" + out + "'";
+}
+
+// One number as text (a printed token or a CSV field): "" and the float32 in *out, or why not.
+std::string readNumber(const std::string& token, float* out) {
+  const std::string l = lower(token);
+  const std::string bare = !l.empty() && (l[0] == '+' || l[0] == '-') ? l.substr(1) : l;
+  if (bare == "nan") return "NaN: every embedding value must be a finite number";
+  if (bare == "inf" || bare == "infinity") return quoted(token) + " is infinite: every embedding value must be a finite number";
+  if (l == "true" || l == "false")
+    return quoted(token) + " is not a number (a bool tensor? convert it with x.float() or x.astype(np.float32))";
+  const std::string not_a_number = quoted(token) + " is not a number";
+  const char* begin = token.data();
+  const char* end = token.data() + token.size();
+  if (begin != end && *begin == '+') ++begin;  // from_chars takes no plus sign
+  auto digitOrDot = [](char c) { return c == '.' || (c >= '0' && c <= '9'); };
+  if (begin == end) return not_a_number;
+  if (!digitOrDot(*begin) && !(*begin == '-' && begin + 1 != end && digitOrDot(begin[1]))) return not_a_number;
+  double v = 0;
+  const auto r = std::from_chars(begin, end, v, std::chars_format::general);
+  if (r.ptr != end) return not_a_number;
+  if (r.ec == std::errc::result_out_of_range) {
+    // Underflow (1e-400) reads as zero, as torch and NumPy read it; overflow is refused below.
+    const std::size_t e = l.find('e');
+    const bool underflow = e != std::string::npos && e + 1 < l.size() && l[e + 1] == '-';
+    if (!underflow) return quoted(token) + " is beyond float32's range (±3.4028235e38)";
+    v = *begin == '-' ? -0.0 : 0.0;
+  } else if (r.ec != std::errc()) {
+    return not_a_number;
+  }
+  if (!(std::fabs(v) < kFloatLimit)) return quoted(token) + " is beyond float32's range (±3.4028235e38)";
+  *out = static_cast<float>(v);
+  return "";
+}
+
+// Rows of numbers as they are read, checked against the limits as they grow.
+struct Rows {
+  std::vector<float> values;
+  int rows = 0, cols = -1;  // cols: of the first row
+};
+
+// ---- bracketed text: tensor([[…]]), array([[…]], dtype=…), [[…]] ----------------------------
+
+class BracketParser {
+ public:
+  BracketParser(const std::string& text, const std::string& source, const Limits& limits)
+      : r_(text, source), limits_(limits) {}
+
+  ImportedEmbeddings parse() {
+    r_.skipSpace();
+    if (r_.startsWith("Parameter containing:")) {  // print(module.W_query) of SelfAttention_v1
+      r_.advance(std::strlen("Parameter containing:"));
+      r_.skipSpace();
+    }
+    std::string kind = "lists";
+    bool wrapped = false;
+    if (r_.peek() != '[') {
+      const Pos at = r_.pos();
+      std::string name;
+      while (!r_.eof() && (isWordChar(r_.peek()) && r_.peek() != '-' && r_.peek() != '+')) {
+        name += r_.peek();
+        r_.advance();
+      }
+      r_.skipSpace();
+      if (r_.peek() != '(')
+        r_.failAt(at, "expected a tensor, an array or nested lists of numbers");
+      if (name == "tensor" || name == "torch.tensor") kind = "torch";
+      else if (name == "array" || name == "np.array" || name == "numpy.array") kind = "numpy";
+      else r_.failAt(at, "'" + name + "(' is not a tensor(…) or an array(…)");
+      r_.advance();  // (
+      r_.skipSpace();
+      wrapped = true;
+    }
+    kind_ = kind;
+    ImportedEmbeddings out;
+    out.format = kind;
+    if (r_.peek() != '[') {
+      if (r_.peek() == '-' || r_.peek() == '+' || r_.peek() == '.' || (r_.peek() >= '0' && r_.peek() <= '9'))
+        r_.failHere("a single number (a 0-D " + std::string(kind == "numpy" ? "array" : "tensor") +
+                    "): the embeddings are a matrix with one row per token");
+      r_.failHere("expected '[' to open the rows");
+    }
+    const Pos open = r_.pos();
+    list(0);
+    if (rows_.rows == 0) r_.failAt(open, "empty: no values");
+    if (wrapped) suffix();
+    r_.skipSpace();
+    if (!r_.eof()) r_.failHere("unexpected text after the " + std::string(kind == "lists" ? "lists" : kind == "torch" ? "tensor" : "array"));
+    out.values = Matrix(rows_.rows, rows_.cols);
+    std::copy(rows_.values.begin(), rows_.values.end(), out.values.data());
+    return out;
+  }
+
+ private:
+  const char* summarized() const {
+    return kind_ == "torch" ? kFullPrintTorch : kind_ == "numpy" ? kFullPrintNumpy : kFullPrintEither;
+  }
+
+  // One list at `depth` (0: the whole matrix or a 1-D vector, 1: a row). The reader is at '['.
+  // Items are separated by commas or, as NumPy's str prints them, by spaces.
+  void list(int depth) {
+    const Pos open = r_.pos();
+    r_.advance();
+    int items = 0;
+    bool has_lists = false, has_numbers = false, separated = true;
+    while (true) {
+      if (r_.skipSpace()) separated = true;
+      if (r_.eof()) r_.failAt(open, "this '[' is never closed");
+      const char c = r_.peek();
+      if (c == ']') {
+        r_.advance();
+        break;
+      }
+      const Pos at = r_.pos();
+      if (r_.startsWith("...")) r_.failAt(at, summarized());
+      if (!separated) r_.failAt(at, "expected ',' or ']'");
+      separated = false;
+      if (c != '[' && c != '"' && c != '\'' && !isWordChar(c))
+        r_.failAt(at, "unexpected '" + r_.character() + "': expected a number");
+      if (c == '[') {
+        if (depth >= 1)
+          r_.failAt(at, "nested 3 deep (a 3-D tensor): give one T × d_in matrix, e.g. x[0] of a batch x");
+        if (has_numbers) r_.failAt(at, "a row among numbers: a matrix holds rows only, a vector numbers only");
+        has_lists = true;
+        if (rows_.rows >= limits_.max_tokens)
+          r_.failAt(at, "more than " + str(limits_.max_tokens) + " rows: the limit is " + str(limits_.max_tokens) + " tokens");
+        const std::size_t before = rows_.values.size();
+        list(1);
+        const long long n = static_cast<long long>(rows_.values.size() - before);
+        if (n == 0) r_.failAt(at, "an empty row: every row needs d_in values");
+        if (rows_.cols < 0) rows_.cols = static_cast<int>(n);
+        else if (n != rows_.cols)
+          r_.failAt(at, "this row has " + str(n) + (n == 1 ? " value" : " values") + " but the first row has " +
+                            str(rows_.cols) + " (rows must all have d_in values)");
+        ++rows_.rows;
+      } else if (c == '"' || c == '\'') {
+        r_.failAt(at, "a string, not a number");
+      } else {
+        if (has_lists) r_.failAt(at, "a number among rows: a matrix holds rows only, a vector numbers only");
+        has_numbers = true;
+        if (items >= limits_.max_dim)
+          r_.failAt(at, "more than " + str(limits_.max_dim) + " values in a row: the limit of d_in is " + str(limits_.max_dim));
+        std::string token;
+        while (!r_.eof() && isWordChar(r_.peek())) {
+          token += r_.peek();
+          r_.advance();
+        }
+        float v = 0;
+        const std::string why = readNumber(token, &v);
+        if (!why.empty()) r_.failAt(at, why);
+        rows_.values.push_back(v);
+      }
+      ++items;
+      if (r_.skipSpace()) separated = true;
+      if (r_.peek() == ',') {
+        r_.advance();
+        separated = true;
+      }
+    }
+    if (depth == 0 && has_numbers) {  // a 1-D vector: one token
+      rows_.rows = 1;
+      rows_.cols = static_cast<int>(rows_.values.size());
+    }
+  }
+
+  // ", requires_grad=True)", ", grad_fn=<AddmmBackward0>)", ", dtype=float32)": key=value pairs up
+  // to the closing parenthesis. Their values change nothing the numbers say.
+  void suffix() {
+    while (true) {
+      r_.skipSpace();
+      if (r_.peek() == ')') {
+        r_.advance();
+        return;
+      }
+      if (r_.peek() != ',') r_.failHere("expected ')' to close the " + std::string(kind_ == "torch" ? "tensor" : "array"));
+      r_.advance();
+      r_.skipSpace();
+      if (r_.peek() == ')') continue;
+      const Pos at = r_.pos();
+      std::string key;
+      while (!r_.eof() && (std::isalnum(static_cast<unsigned char>(r_.peek())) || r_.peek() == '_')) {
+        key += r_.peek();
+        r_.advance();
+      }
+      r_.skipSpace();
+      if (key.empty() || r_.peek() != '=') r_.failAt(at, "expected a keyword such as dtype=… after the values");
+      r_.advance();
+      int depth = 0;
+      char quote = '\0';
+      while (!r_.eof()) {
+        const char c = r_.peek();
+        if (quote) {
+          if (c == quote) quote = '\0';
+        } else if (c == '\'' || c == '"') {
+          quote = c;
+        } else if (c == '(' || c == '[' || c == '<' || c == '{') {
+          ++depth;
+        } else if (c == ')' || c == ']' || c == '>' || c == '}') {
+          if (depth == 0) break;
+          --depth;
+        } else if (c == ',' && depth == 0) {
+          break;
+        }
+        r_.advance();
+      }
+    }
+  }
+
+  Reader r_;
+  const Limits& limits_;
+  Rows rows_;
+  std::string kind_;
+};
+
+// ---- delimited columns: CSV, TSV, whitespace ------------------------------------------------
+
+struct Field {
+  std::string text;
+  Pos pos;
+  bool quoted = false;
+};
+
+bool isNumberText(const std::string& t) {
+  float v;
+  return readNumber(t, &v).empty();
+}
+
+ImportedEmbeddings parseColumns(const std::string& text, const std::string& source, const Limits& limits) {
+  auto failAt = [&](const Pos& p, const std::string& why) { attnscope::failAt(source, p, why); };
+  // Lines with their fields. The delimiter is chosen on the first line of content.
+  std::vector<std::vector<Field>> lines;
+  char delim = '\0';
+  bool whitespace = false;
+  std::size_t i = 0;
+  int line_no = 1;
+  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) i = 3;  // a byte order mark (spreadsheets write one)
+  while (i < text.size()) {
+    std::size_t end = text.find('\n', i);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(i, end - i);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const std::size_t first = line.find_first_not_of(" \t");
+    if (first != std::string::npos && line[first] != '#') {  // '#' lines: np.savetxt's comments
+      if (delim == '\0' && !whitespace) {
+        if (line.find('\t') != std::string::npos) delim = '\t';
+        else if (line.find(',') != std::string::npos) delim = ',';
+        else if (line.find(';') != std::string::npos) delim = ';';
+        else whitespace = true;
+      }
+      std::vector<Field> fields;
+      // Columns are counted in characters: a byte that starts a UTF-8 character starts a column.
+      auto column = [&](std::size_t byte) {
+        int col = 1;
+        for (std::size_t k = 0; k < byte; ++k)
+          if ((static_cast<unsigned char>(line[k]) & 0xC0) != 0x80) ++col;
+        return col;
+      };
+      std::size_t k = 0;
+      if (whitespace) {
+        while (k < line.size()) {
+          while (k < line.size() && (line[k] == ' ' || line[k] == '\t')) ++k;
+          if (k >= line.size()) break;
+          Field f;
+          f.pos = Pos{0, line_no, column(k)};
+          while (k < line.size() && line[k] != ' ' && line[k] != '\t') f.text += line[k++];
+          fields.push_back(std::move(f));
+        }
+      } else {
+        while (true) {
+          while (k < line.size() && line[k] == ' ') ++k;
+          Field f;
+          f.pos = Pos{0, line_no, column(k)};
+          if (k < line.size() && line[k] == '"') {  // RFC 4180: "a ""b""", the quote doubled inside
+            f.quoted = true;
+            ++k;
+            while (true) {
+              if (k >= line.size()) failAt(f.pos, "this quoted field is not closed on its line");
+              if (line[k] == '"' && k + 1 < line.size() && line[k + 1] == '"') {
+                f.text += '"';
+                k += 2;
+              } else if (line[k] == '"') {
+                ++k;
+                break;
+              } else {
+                f.text += line[k++];
+              }
+            }
+            while (k < line.size() && line[k] == ' ') ++k;
+            if (k < line.size() && line[k] != delim) failAt(Pos{0, line_no, column(k)}, std::string("expected '") + (delim == '\t' ? "\\t" : std::string(1, delim)) + "' after a quoted field");
+          } else {
+            while (k < line.size() && line[k] != delim) f.text += line[k++];
+            while (!f.text.empty() && (f.text.back() == ' ' || f.text.back() == '\t')) f.text.pop_back();
+          }
+          fields.push_back(std::move(f));
+          if (k >= line.size()) break;
+          ++k;  // the delimiter
+        }
+      }
+      lines.push_back(std::move(fields));
+    }
+    i = end + 1;
+    ++line_no;
+  }
+  ImportedEmbeddings out;
+  out.format = whitespace ? "columns" : delim == '\t' ? "tsv" : "csv";
+  if (lines.empty()) failAt(Pos{0, 1, 1}, "empty: no numbers");
+
+  // A header: a first line with a field that is not a number, where the next line has one (or
+  // with no number at all). A label column: every data line's first field is not a number.
+  auto numeric = [](const Field& f) { return isNumberText(f.text); };
+  std::size_t first_data = 0;
+  {
+    const std::vector<Field>& h = lines[0];
+    bool any_text = false, all_text = true;
+    for (std::size_t c = 0; c < h.size(); ++c) {
+      const bool num = numeric(h[c]);
+      if (!num && !(c == 0 && h[c].text.empty())) any_text = true;
+      if (num) all_text = false;
+    }
+    if (all_text) {
+      first_data = 1;
+    } else if (any_text && lines.size() > 1) {
+      const std::vector<Field>& next = lines[1];
+      for (std::size_t c = 1; c < h.size() && c < next.size(); ++c)
+        if (!numeric(h[c]) && numeric(next[c])) first_data = 1;
+    }
+  }
+  if (first_data >= lines.size()) failAt(Pos{0, lines[0][0].pos.line, 1}, "only a header line: no rows of numbers");
+  bool labels = true;
+  for (std::size_t l = first_data; l < lines.size() && labels; ++l)
+    labels = lines[l].size() >= 2 && !numeric(lines[l][0]);
+
+  Rows rows;
+  for (std::size_t l = first_data; l < lines.size(); ++l) {
+    const std::vector<Field>& fields = lines[l];
+    const Pos row_pos = fields[0].pos;
+    if (rows.rows >= limits.max_tokens)
+      failAt(row_pos, "more than " + str(limits.max_tokens) + " rows: the limit is " + str(limits.max_tokens) + " tokens");
+    const std::size_t skip = labels ? 1 : 0;
+    const long long n = static_cast<long long>(fields.size() - skip);
+    if (rows.cols >= 0 && n != rows.cols)
+      failAt(row_pos, "this row has " + str(n) + (n == 1 ? " value" : " values") + " but the first row has " + str(rows.cols) +
+                          " (rows must all have d_in values)");
+    if (n > limits.max_dim)
+      failAt(fields[skip + static_cast<std::size_t>(limits.max_dim)].pos,
+             "more than " + str(limits.max_dim) + " values in a row: the limit of d_in is " + str(limits.max_dim));
+    if (labels) out.tokens.push_back(fields[0].text);
+    for (std::size_t c = skip; c < fields.size(); ++c) {
+      const Field& f = fields[c];
+      if (f.text.empty()) failAt(f.pos, "an empty field: expected a number");
+      if (f.text == "..." ) failAt(f.pos, kFullPrintEither);
+      float v = 0;
+      const std::string why = readNumber(f.text, &v);
+      if (!why.empty()) failAt(f.pos, why);
+      rows.values.push_back(v);
+    }
+    rows.cols = static_cast<int>(n);
+    ++rows.rows;
+  }
+  out.values = Matrix(rows.rows, rows.cols);
+  std::copy(rows.values.begin(), rows.values.end(), out.values.data());
+  return out;
+}
+
+// An array of a .npy or .npz as embeddings: 2-D, or 1-D as one token.
+ImportedEmbeddings fromArray(const NpyArray& a, const std::string& source, const Limits& limits, const char* format) {
+  auto fail = [&](const std::string& why) { failIn(source, why); };
+  std::string shape;
+  for (std::size_t k = 0; k < a.shape.size(); ++k) shape += (k ? " × " : "") + str(a.shape[k]);
+  if (a.shape.empty()) fail("a single number (a 0-D array): the embeddings are a matrix with one row per token");
+  if (a.shape.size() > 2)
+    fail("a " + str(static_cast<long long>(a.shape.size())) + "-D array (" + shape +
+         "): give one T × d_in matrix, e.g. np.save(path, x[0]) for a batch x");
+  if (a.values.empty()) fail("empty (" + shape + "): no values");
+  const std::int64_t rows = a.rows(), cols = a.cols();
+  if (rows > limits.max_tokens) fail(str(rows) + " rows exceeds the limit of " + str(limits.max_tokens) + " tokens");
+  if (cols > limits.max_dim) fail("d_in = " + str(cols) + " exceeds the limit of " + str(limits.max_dim));
+  ImportedEmbeddings out;
+  out.format = format;
+  out.values = Matrix(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
+  std::copy(a.values.begin(), a.values.end(), out.values.data());
+  return out;
+}
+
+NpyLimits npyLimits(const Limits& limits) {
+  NpyLimits n;
+  n.max_bytes = limits.max_file_bytes;
+  n.max_elements = static_cast<std::int64_t>(limits.max_tokens) * limits.max_dim;
+  return n;
+}
+
+}  // namespace
+
+ImportedEmbeddings parseEmbeddingsText(const std::string& text, const std::string& source, const Limits& limits) {
+  if (static_cast<std::int64_t>(text.size()) > limits.max_file_bytes)
+    throw InputError(source + ": " + str(static_cast<long long>(text.size())) + " bytes is larger than the limit of " +
+                     str(limits.max_file_bytes) + " bytes");
+  // The first character that is not space decides: brackets and tensor(…)/array(…), else columns.
+  std::size_t first = text.find_first_not_of(" \t\r\n\f\v");
+  if (first != std::string::npos && text.compare(first, 3, "\xEF\xBB\xBF") == 0)
+    first = text.find_first_not_of(" \t\r\n\f\v", first + 3);
+  if (first == std::string::npos) {
+    Reader r(text, source);
+    r.skipSpace();
+    r.failHere("empty: no numbers");
+  }
+  const char c = text[first];
+  bool bracketed = c == '[';
+  if (!bracketed && std::isalpha(static_cast<unsigned char>(c))) {  // tensor(, array(, Parameter containing:
+    std::size_t k = first;
+    while (k < text.size() && (std::isalnum(static_cast<unsigned char>(text[k])) || text[k] == '_' || text[k] == '.')) ++k;
+    while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
+    bracketed = (k < text.size() && text[k] == '(') || text.compare(first, 21, "Parameter containing:") == 0;
+  }
+  if (c == '{') {
+    Reader r(text, source);
+    r.skipSpace();
+    r.failHere("a JSON object: give the embeddings as nested lists [[…], …], one list per token");
+  }
+  if (bracketed) return BracketParser(text, source, limits).parse();
+  return parseColumns(text, source, limits);
+}
+
+ImportedEmbeddings parseEmbeddingsBytes(const std::string& bytes, const std::string& source, const Limits& limits,
+                                        const std::string& array) {
+  if (static_cast<std::int64_t>(bytes.size()) > limits.max_file_bytes)
+    throw InputError(source + ": " + str(static_cast<long long>(bytes.size())) + " bytes is larger than the limit of " +
+                     str(limits.max_file_bytes) + " bytes");
+  if (looksLikeNpy(bytes)) {
+    if (!array.empty()) throw InputError(source + ": a .npy file holds one array; a name (" + array + ") picks one of a .npz");
+    return fromArray(parseNpy(bytes, source, npyLimits(limits)), source, limits, "npy");
+  }
+  if (looksLikeZip(bytes)) {
+    std::vector<NamedArray> arrays = parseNpz(bytes, source, npyLimits(limits));
+    std::string names;
+    for (const NamedArray& a : arrays) names += (names.empty() ? "" : ", ") + a.name;
+    if (!array.empty()) {
+      for (const NamedArray& a : arrays)
+        if (a.name == array) return fromArray(a.array, source + "[" + a.name + "]", limits, "npz");
+      throw InputError(source + ": no array named '" + array + "' (it holds: " + (names.empty() ? "nothing" : names) + ")");
+    }
+    const NamedArray* only = nullptr;
+    int count = 0;
+    for (const NamedArray& a : arrays)
+      if (a.array.shape.size() == 2) {
+        only = &a;
+        ++count;
+      }
+    if (count == 1) return fromArray(only->array, source + "[" + only->name + "]", limits, "npz");
+    if (arrays.empty()) throw InputError(source + ": an empty .npz: no arrays");
+    if (count == 0) throw InputError(source + ": no 2-D array among its arrays (" + names + "): name the one to use");
+    std::string twoD;
+    for (const NamedArray& a : arrays)
+      if (a.array.shape.size() == 2) twoD += (twoD.empty() ? "" : ", ") + a.name;
+    throw InputError(source + ": " + str(count) + " 2-D arrays (" + twoD + "): name the one to use");
+  }
+  if (bytes.find('\0') != std::string::npos)
+    throw InputError(source + ": binary data that is neither .npy nor .npz (text, .npy or .npz expected)");
+  return parseEmbeddingsText(bytes, source, limits);
+}
+
+ImportedEmbeddings readEmbeddingsFile(const std::string& path, const Limits& limits, const std::string& array) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) throw InputError(path + ": cannot open the file (does it exist?)");
+  if (S_ISDIR(st.st_mode)) throw InputError(path + ": is a directory, not a file");
+  if (S_ISREG(st.st_mode) && st.st_size > limits.max_file_bytes)
+    throw InputError(path + ": " + str(static_cast<long long>(st.st_size)) + " bytes is larger than the limit of " +
+                     str(limits.max_file_bytes) + " bytes");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open the file (is it readable?)");
+  // Read at most one byte past the limit: a pipe or a device cannot make us read without end.
+  std::string bytes;
+  char buffer[65536];
+  while (in) {
+    in.read(buffer, sizeof buffer);
+    bytes.append(buffer, static_cast<std::size_t>(in.gcount()));
+    if (static_cast<std::int64_t>(bytes.size()) > limits.max_file_bytes)
+      throw InputError(path + ": larger than the limit of " + str(limits.max_file_bytes) + " bytes");
+  }
+  return parseEmbeddingsBytes(bytes, path, limits, array);
+}
+
+std::vector<std::string> splitNames(const std::string& text) {
+  std::vector<std::string> out;
+  std::string word;
+  for (char c : text) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') {
+      if (!word.empty()) out.push_back(std::move(word));
+      word.clear();
+    } else {
+      word += c;
+    }
+  }
+  if (!word.empty()) out.push_back(std::move(word));
+  return out;
+}
+
+std::vector<std::string> tokenNames(const std::vector<std::string>& given, int T) {
+  if (static_cast<int>(given.size()) == T) return given;
+  std::vector<std::string> out;
+  for (int i = 0; i < T; ++i) out.push_back("t" + std::to_string(i + 1));
+  return out;
+}
+
+}  // namespace attnscope

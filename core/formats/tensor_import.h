@@ -1,0 +1,45 @@
+// Bring your own numbers (docs/DESIGN.md §2.4, issue 13): embeddings from what a notebook prints or
+// saves. Text — a printed PyTorch tensor, a NumPy repr or str, JSON or Python nested lists,
+// CSV/TSV/whitespace-separated columns — and the binary .npy and .npz, recognized by content, not
+// by the file's name. No window code: the app's paste and the CLI's `import` both come here.
+//
+// Every refusal is one InputError. For text it is "SOURCE:LINE:COLUMN: why" (lines and columns
+// from 1, columns in characters), for binary files "SOURCE: why".
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/model_config.h"
+#include "engine/tensor.h"
+#include "formats/npy.h"
+
+namespace attnscope {
+
+struct ImportedEmbeddings {
+  Matrix values;                    // T × d_in
+  std::vector<std::string> tokens;  // names the source carries (a CSV's first column), else empty
+  std::string format;               // "torch", "numpy", "lists", "csv", "tsv", "columns", "npy", "npz"
+};
+
+// Text in any of the text forms. A 1-D tensor or list is one token (1 × n). Refused, each at its
+// place: torch's and NumPy's summarized prints ("..."; the message says how to print in full or
+// save instead), ragged rows, NaN and ±∞, values beyond float32, anything that is not a number,
+// 3-D and deeper nesting, scalars, empty input, more than limits.max_tokens rows or
+// limits.max_dim columns, text longer than limits.max_file_bytes.
+ImportedEmbeddings parseEmbeddingsText(const std::string& text, const std::string& source, const Limits& limits = {});
+
+// The same from bytes that may be binary: .npy (2-D, or 1-D as one token) and .npz (the entry named
+// `array`, else the only 2-D array; "pick one of: …" when there are several), else text.
+ImportedEmbeddings parseEmbeddingsBytes(const std::string& bytes, const std::string& source, const Limits& limits = {},
+                                        const std::string& array = "");
+
+// Reads a file (refusing directories, missing files and files over limits.max_file_bytes before
+// reading) and parses it as above; SOURCE in messages is the path.
+ImportedEmbeddings readEmbeddingsFile(const std::string& path, const Limits& limits = {}, const std::string& array = "");
+
+// Token names for T rows: `given` when it has exactly T names, else t1 … tT.
+std::vector<std::string> tokenNames(const std::vector<std::string>& given, int T);
+// "a b  c" → {"a", "b", "c"}: names split at ASCII whitespace.
+std::vector<std::string> splitNames(const std::string& text);
+
+}  // namespace attnscope

@@ -1,0 +1,470 @@
+// Bring your own numbers (issue 13): the text and NumPy readers of formats/tensor_import.h and
+// formats/npy.h. Expected values are written out here (the printed decimals, rounded to float32
+// by the compiler); the .npy/.npz bytes are assembled here byte by byte after NumPy's format
+// description, and deflated with zlib. What torch and NumPy themselves write is checked by
+// tests/cli/test_import.py.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+
+#include "engine/errors.h"
+#include "formats/npy.h"
+#include "formats/tensor_import.h"
+#include "test_support.h"
+
+using namespace attnscope;
+
+namespace {
+
+Matrix matrixOf(std::initializer_list<std::initializer_list<float>> rows) {
+  Matrix m(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(rows.begin()->size()));
+  Eigen::Index i = 0;
+  for (const auto& r : rows) {
+    Eigen::Index j = 0;
+    for (float v : r) m(i, j++) = v;
+    ++i;
+  }
+  return m;
+}
+
+ImportedEmbeddings text(const std::string& t, const Limits& limits = {}) { return parseEmbeddingsText(t, "x", limits); }
+
+std::string textError(const std::string& t, const Limits& limits = {}) {
+  try {
+    text(t, limits);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+std::string bytesError(const std::string& b, const std::string& array = "", const Limits& limits = {}) {
+  try {
+    parseEmbeddingsBytes(b, "f", limits, array);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+void expectMatrix(const ImportedEmbeddings& got, const Matrix& want) {
+  ASSERT_EQ(got.values.rows(), want.rows());
+  ASSERT_EQ(got.values.cols(), want.cols());
+  EXPECT_TRUE(test::bitwiseEqual(got.values, want)) << got.values << "\nwant\n" << want;
+}
+
+const Matrix kBook = matrixOf({{0.43f, 0.15f, 0.89f}, {0.55f, 0.87f, 0.66f}});
+
+// ---- .npy and .npz bytes -------------------------------------------------------------------
+
+std::string npyHeader(const std::string& dict, int major = 1) {
+  // Magic, version, header length; the dict padded with spaces and a newline to a multiple of 64.
+  const std::size_t prefix = major == 1 ? 10 : 12;
+  std::string h = dict;
+  while ((prefix + h.size() + 1) % 64 != 0) h += ' ';
+  h += '\n';
+  std::string out = std::string("\x93NUMPY", 6) + static_cast<char>(major) + '\0';
+  const std::size_t n = h.size();
+  out += static_cast<char>(n & 0xFF);
+  out += static_cast<char>((n >> 8) & 0xFF);
+  if (major != 1) {
+    out += static_cast<char>((n >> 16) & 0xFF);
+    out += static_cast<char>((n >> 24) & 0xFF);
+  }
+  return out + h;
+}
+
+template <class T>
+std::string rawBytes(const std::vector<T>& values, bool big_endian) {
+  std::string out;
+  for (T v : values) {
+    char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    if (big_endian)
+      for (std::size_t i = 0; i < sizeof(T) / 2; ++i) std::swap(b[i], b[sizeof(T) - 1 - i]);
+    out.append(b, sizeof(T));
+  }
+  return out;
+}
+
+std::string npy(const std::string& descr, const std::string& shape, const std::string& data, bool fortran = false,
+                int major = 1) {
+  return npyHeader("{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +
+                       ", 'shape': " + shape + ", }",
+                   major) +
+         data;
+}
+
+void put16(std::string& s, unsigned v) {
+  s += static_cast<char>(v & 0xFF);
+  s += static_cast<char>((v >> 8) & 0xFF);
+}
+void put32(std::string& s, unsigned long v) {
+  put16(s, static_cast<unsigned>(v & 0xFFFF));
+  put16(s, static_cast<unsigned>((v >> 16) & 0xFFFF));
+}
+
+// A zip as Python's zipfile writes it: local header + data per entry, central directory, end record.
+std::string zip(const std::vector<std::pair<std::string, std::string>>& entries, bool deflated) {
+  std::string out, central;
+  for (const auto& [name, data] : entries) {
+    std::string stored = data;
+    if (deflated) {
+      z_stream z{};
+      deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+      stored.assign(deflateBound(&z, static_cast<uLong>(data.size())), '\0');
+      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+      z.avail_in = static_cast<uInt>(data.size());
+      z.next_out = reinterpret_cast<Bytef*>(stored.data());
+      z.avail_out = static_cast<uInt>(stored.size());
+      deflate(&z, Z_FINISH);
+      stored.resize(z.total_out);
+      deflateEnd(&z);
+    }
+    const unsigned long crc = crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size()));
+    const unsigned long offset = out.size();
+    std::string local = "PK\x03\x04";
+    put16(local, 20);
+    put16(local, 0);
+    put16(local, deflated ? 8 : 0);
+    put32(local, 0);  // time, date
+    put32(local, crc);
+    put32(local, stored.size());
+    put32(local, data.size());
+    put16(local, static_cast<unsigned>(name.size()));
+    put16(local, 0);
+    out += local + name + stored;
+    std::string c = "PK\x01\x02";
+    put16(c, 20);
+    put16(c, 20);
+    put16(c, 0);
+    put16(c, deflated ? 8 : 0);
+    put32(c, 0);
+    put32(c, crc);
+    put32(c, stored.size());
+    put32(c, data.size());
+    put16(c, static_cast<unsigned>(name.size()));
+    put16(c, 0);
+    put16(c, 0);
+    put16(c, 0);
+    put16(c, 0);
+    put32(c, 0);
+    put32(c, offset);
+    central += c + name;
+  }
+  const unsigned long cd_offset = out.size();
+  out += central;
+  std::string end = "PK\x05\x06";
+  put16(end, 0);
+  put16(end, 0);
+  put16(end, static_cast<unsigned>(entries.size()));
+  put16(end, static_cast<unsigned>(entries.size()));
+  put32(end, central.size());
+  put32(end, cd_offset);
+  put16(end, 0);
+  return out + end;
+}
+
+const std::vector<float> kBookValues = {0.43f, 0.15f, 0.89f, 0.55f, 0.87f, 0.66f};
+
+}  // namespace
+
+// ---- printed tensors ------------------------------------------------------------------------
+
+TEST(ImportText, TorchPrintAndItsSuffixes) {
+  const std::string body = "tensor([[0.4300, 0.1500, 0.8900],\n        [0.5500, 0.8700, 0.6600]]";
+  for (const std::string suffix :
+       {")", ", requires_grad=True)", ", grad_fn=<AddmmBackward0>)", ", dtype=torch.float64)",
+        ",\n       dtype=torch.float64, requires_grad=True)", ", device='cuda:0', grad_fn=<SliceBackward0>)"}) {
+    const ImportedEmbeddings e = text(body + suffix);
+    expectMatrix(e, kBook);
+    EXPECT_EQ(e.format, "torch");
+    EXPECT_TRUE(e.tokens.empty());
+  }
+  expectMatrix(text("Parameter containing:\ntensor([[0.4300, 0.1500, 0.8900],\n        [0.5500, 0.8700, 0.6600]], "
+                    "requires_grad=True)"),
+               kBook);
+  expectMatrix(text("  torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66]])\n\n"), kBook);
+}
+
+TEST(ImportText, ScientificNotationAndIntegers) {
+  expectMatrix(text("tensor([[ 1.0000e-05, -2.0000e+03,  3.0000e+00],\n        [-0.0000e+00,  1.2346e+08,  5.0000e-01]])"),
+               matrixOf({{1e-5f, -2000.0f, 3.0f}, {-0.0f, 1.2346e8f, 0.5f}}));
+  expectMatrix(text("tensor([[1., 2.],\n        [3., 4.]], dtype=torch.float64)"), matrixOf({{1, 2}, {3, 4}}));
+  expectMatrix(text("tensor([[1, 2],\n        [3, 4]])"), matrixOf({{1, 2}, {3, 4}}));
+  // -0 keeps its sign; underflow reads as zero.
+  const ImportedEmbeddings z = text("[[-0.0, 1e-400, +2.5, .5, 5.]]");
+  EXPECT_TRUE(std::signbit(z.values(0, 0)));
+  expectMatrix(z, matrixOf({{-0.0f, 0.0f, 2.5f, 0.5f, 5.0f}}));
+}
+
+TEST(ImportText, OneDimensionalIsOneToken) {
+  const ImportedEmbeddings e = text("tensor([0.4300, 0.1500, 0.8900])");
+  expectMatrix(e, matrixOf({{0.43f, 0.15f, 0.89f}}));
+  expectMatrix(text("[1, 2, 3]"), matrixOf({{1, 2, 3}}));
+}
+
+TEST(ImportText, NumpyReprAndStr) {
+  expectMatrix(text("array([[0.43, 0.15, 0.89],\n       [0.55, 0.87, 0.66]], dtype=float32)"), kBook);
+  EXPECT_EQ(text("array([[0.43, 0.15, 0.89],\n       [0.55, 0.87, 0.66]], dtype=float32)").format, "numpy");
+  expectMatrix(text("np.array([[1.e-05, 2.e+03, 3.e+00]])"), matrixOf({{1e-5f, 2000.0f, 3.0f}}));
+  // print(x): spaces between the numbers, no commas.
+  expectMatrix(text("[[0.43 0.15 0.89]\n [0.55 0.87 0.66]]"), kBook);
+  expectMatrix(text("[[ 0.43 -0.15  0.89]]"), matrixOf({{0.43f, -0.15f, 0.89f}}));
+}
+
+TEST(ImportText, JsonAndPythonLists) {
+  const ImportedEmbeddings e = text("[[0.43, 0.15, 0.89], [0.55, 0.87, 0.66]]");
+  expectMatrix(e, kBook);
+  EXPECT_EQ(e.format, "lists");
+  expectMatrix(text("[\n  [0.43, 0.15, 0.89,],\n  [0.55, 0.87, 0.66],\n]"), kBook);  // Python's trailing commas
+}
+
+TEST(ImportText, CsvTsvAndColumns) {
+  ImportedEmbeddings e = text("0.43,0.15,0.89\n0.55,0.87,0.66\n");
+  expectMatrix(e, kBook);
+  EXPECT_EQ(e.format, "csv");
+  e = text("d0,d1,d2\r\n0.43, 0.15, 0.89\r\n0.55, 0.87, 0.66\r\n");  // a header, CRLF, spaces
+  expectMatrix(e, kBook);
+  e = text("0.43\t0.15\t0.89\n\n0.55\t0.87\t0.66");
+  expectMatrix(e, kBook);
+  EXPECT_EQ(e.format, "tsv");
+  // np.savetxt: spaces, '#' comments, %.18e.
+  e = text("# header\n4.300000071525573730e-01 1.500000059604644775e-01 8.899999856948852539e-01\n"
+           "5.500000119209289551e-01 8.700000047683715820e-01 6.600000262260437012e-01\n");
+  expectMatrix(e, kBook);
+  EXPECT_EQ(e.format, "columns");
+  e = text("0.43;0.15;0.89\n0.55;0.87;0.66");
+  expectMatrix(e, kBook);
+  // attnscope's own CSV export of a T × w map: a header row and the tokens down the first column.
+  e = text("\xEF\xBB\xBFtoken,d0,d1,d2\nYour,0.43,0.15,0.89\n\"a, b\",0.55,0.87,0.66\n");
+  expectMatrix(e, kBook);
+  EXPECT_EQ(e.tokens, (std::vector<std::string>{"Your", "a, b"}));
+  e = text("Your 0.43 0.15 0.89\njourney 0.55 0.87 0.66");
+  expectMatrix(e, kBook);
+  EXPECT_EQ(e.tokens, (std::vector<std::string>{"Your", "journey"}));
+  expectMatrix(text("0.5"), matrixOf({{0.5f}}));
+}
+
+// ---- refusals, each at its place -------------------------------------------------------------
+
+TEST(ImportText, SummarizedPrintsSayHowToPrintInFull) {
+  const std::string torch = textError("tensor([[ 0.1,  0.2,  ...,  0.5,  0.6],\n        [ 0.1,  0.2,  ...,  0.5,  0.6]])");
+  EXPECT_EQ(torch.rfind("x:1:23: torch printed this tensor summarized", 0), 0u) << torch;
+  EXPECT_NE(torch.find("torch.set_printoptions(profile=\"full\")"), std::string::npos) << torch;
+  EXPECT_NE(torch.find("np.save"), std::string::npos) << torch;
+  const std::string rows = textError("tensor([[0.1, 0.2],\n        [0.3, 0.4],\n        ...,\n        [0.5, 0.6]])");
+  EXPECT_EQ(rows.rfind("x:3:9: torch printed this tensor summarized", 0), 0u) << rows;
+  const std::string numpy = textError("array([[ 0.1,  0.2, ...,  0.5]], dtype=float32)");
+  EXPECT_EQ(numpy.rfind("x:1:21: NumPy printed this array summarized", 0), 0u) << numpy;
+  EXPECT_NE(numpy.find("np.set_printoptions(threshold=sys.maxsize)"), std::string::npos) << numpy;
+  const std::string str = textError("[[0.1 0.2 ... 0.5]]");
+  EXPECT_EQ(str.rfind("x:1:11: this print is summarized", 0), 0u) << str;
+  EXPECT_NE(str.find("torch.set_printoptions(profile=\"full\")"), std::string::npos) << str;
+  EXPECT_EQ(textError("0.1,...,0.3").rfind("x:1:5: this print is summarized", 0), 0u);
+}
+
+TEST(ImportText, EveryRefusalNamesLineAndColumn) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[[1, 2, 3],\n [4, 5]]", "x:2:2: this row has 2 values but the first row has 3 (rows must all have d_in values)"},
+      {"[[1, 2],\n [3, nan]]", "x:2:6: NaN: every embedding value must be a finite number"},
+      {"tensor([[1., inf]])", "x:1:14: 'inf' is infinite: every embedding value must be a finite number"},
+      {"tensor([[1., -inf]])", "x:1:14: '-inf' is infinite: every embedding value must be a finite number"},
+      {"[[1, 2e39]]", "x:1:6: '2e39' is beyond float32's range (±3.4028235e38)"},
+      {"[[1, abc]]", "x:1:6: 'abc' is not a number"},
+      {"[[1, \"2\"]]", "x:1:6: a string, not a number"},
+      {"tensor([[True, False]])", "x:1:10: 'True' is not a number (a bool tensor? convert it with x.float() or x.astype(np.float32))"},
+      {"tensor([[[1., 2.]],\n        [[3., 4.]]])", "x:1:10: nested 3 deep (a 3-D tensor): give one T × d_in matrix, e.g. x[0] of a batch x"},
+      {"tensor(0.5000)", "x:1:8: a single number (a 0-D tensor): the embeddings are a matrix with one row per token"},
+      {"tensor([])", "x:1:8: empty: no values"},
+      {"[[1, 2], []]", "x:1:10: an empty row: every row needs d_in values"},
+      {"   \n  ", "x:2:3: empty: no numbers"},
+      {"[[1, 2]", "x:1:1: this '[' is never closed"},
+      {"[[1, 2]] extra", "x:1:10: unexpected text after the lists"},
+      {"[[1 2], [3, 4]] ", "(accepted)"},
+      {"[[1, 2],, [3, 4]]", "x:1:9: unexpected ',': expected a number"},
+      {"[[1, [2]]]", "x:1:6: nested 3 deep (a 3-D tensor): give one T × d_in matrix, e.g. x[0] of a batch x"},
+      {"[[1, 2], 3]", "x:1:10: a number among rows: a matrix holds rows only, a vector numbers only"},
+      {"tensor([[1., 2.]]", "x:1:18: expected ')' to close the tensor"},
+      {"frobnicate([[1]])", "x:1:1: 'frobnicate(' is not a tensor(…) or an array(…)"},
+      {"{\"a\": [[1]]}", "x:1:1: a JSON object: give the embeddings as nested lists [[…], …], one list per token"},
+      {"1,2,3\n4,5\n", "x:2:1: this row has 2 values but the first row has 3 (rows must all have d_in values)"},
+      {"1,2,3\n4,x,6\n", "x:2:3: 'x' is not a number"},
+      {"1,,3\n", "x:1:3: an empty field: expected a number"},
+      {"a,b,c\n", "x:1:1: only a header line: no rows of numbers"},
+      {"1\t2\n3\tNaN\n", "x:2:3: NaN: every embedding value must be a finite number"},
+      {"\xc3\xa9t\xc3\xa9,1,2\nabc,x,3\n", "x:2:5: 'x' is not a number"},  // columns count characters
+      {"[[1, 2],\n [\xc3\xa9, 3]]", "x:2:3: unexpected '\xc3\xa9': expected a number"},
+      {"[[1, 2],\n [\xff, 3]]", "x:2:3: unexpected '\\xff': expected a number"},
+  };
+  for (const auto& [input, want] : cases) EXPECT_EQ(textError(input), want) << input;
+}
+
+TEST(ImportText, LimitsOnRowsColumnsAndSize) {
+  Limits small;
+  small.max_tokens = 2;
+  small.max_dim = 3;
+  small.max_file_bytes = 64;
+  EXPECT_EQ(textError("[[1], [2], [3]]", small), "x:1:12: more than 2 rows: the limit is 2 tokens");
+  EXPECT_EQ(textError("[[1, 2, 3, 4]]", small), "x:1:12: more than 3 values in a row: the limit of d_in is 3");
+  EXPECT_EQ(textError("1\n2\n3\n", small), "x:3:1: more than 2 rows: the limit is 2 tokens");
+  EXPECT_EQ(textError("1,2,3,4\n", small), "x:1:7: more than 3 values in a row: the limit of d_in is 3");
+  EXPECT_EQ(textError(std::string(65, ' '), small), "x: 65 bytes is larger than the limit of 64 bytes");
+  expectMatrix(text("[[1, 2, 3], [4, 5, 6]]", small), matrixOf({{1, 2, 3}, {4, 5, 6}}));
+}
+
+TEST(ImportText, TokenNames) {
+  EXPECT_EQ(tokenNames({"a", "b"}, 2), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(tokenNames({"a", "b"}, 3), (std::vector<std::string>{"t1", "t2", "t3"}));
+  EXPECT_EQ(tokenNames({}, 2), (std::vector<std::string>{"t1", "t2"}));
+  EXPECT_EQ(splitNames("  Your journey\tstarts\n"), (std::vector<std::string>{"Your", "journey", "starts"}));
+}
+
+// ---- .npy ---------------------------------------------------------------------------------------
+
+TEST(ImportNpy, Float32AndFloat64InEitherByteOrder) {
+  const std::vector<double> doubles(kBookValues.begin(), kBookValues.end());
+  for (bool big : {false, true}) {
+    const ImportedEmbeddings f4 = parseEmbeddingsBytes(npy(big ? ">f4" : "<f4", "(2, 3)", rawBytes(kBookValues, big)), "f");
+    expectMatrix(f4, kBook);
+    EXPECT_EQ(f4.format, "npy");
+    // float64 values are rounded to float32: 0.43 as a double becomes 0.43f.
+    expectMatrix(parseEmbeddingsBytes(npy(big ? ">f8" : "<f8", "(2, 3)", rawBytes(doubles, big)), "f"), kBook);
+  }
+}
+
+TEST(ImportNpy, FortranOrderVersionTwoAndOneDimension) {
+  // Column-major: the columns one after another.
+  const std::vector<float> columns = {0.43f, 0.55f, 0.15f, 0.87f, 0.89f, 0.66f};
+  expectMatrix(parseEmbeddingsBytes(npy("<f4", "(2, 3)", rawBytes(columns, false), true), "f"), kBook);
+  expectMatrix(parseEmbeddingsBytes(npy("<f4", "(2, 3)", rawBytes(kBookValues, false), false, 2), "f"), kBook);
+  expectMatrix(parseEmbeddingsBytes(npy("<f4", "(3,)", rawBytes(std::vector<float>{1, 2, 3}, false)), "f"),
+               matrixOf({{1, 2, 3}}));
+  const NpyArray a = parseNpy(npy("<f4", "(2, 3)", rawBytes(kBookValues, false)), "f");
+  EXPECT_EQ(a.shape, (std::vector<std::int64_t>{2, 3}));
+  EXPECT_EQ(a.dtype, "float32");
+}
+
+TEST(ImportNpy, Refusals) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {npy("<i8", "(2, 3)", std::string(48, '\0')),
+       "f: dtype int64 ('<i8') is not supported: save float32 or float64 values, e.g. np.save(path, x.astype(np.float32))"},
+      {npy("|b1", "(2,)", std::string(2, '\0')), "f: dtype bool ('|b1') is not supported: save float32 or float64 values, e.g. np.save(path, x.astype(np.float32))"},
+      {npy("<f2", "(2,)", std::string(4, '\0')), "f: dtype float16 ('<f2') is not supported: save float32 or float64 values, e.g. np.save(path, x.astype(np.float32))"},
+      {npy("<c8", "(1,)", std::string(8, '\0')), "f: dtype complex64 ('<c8') is not supported: save float32 or float64 values, e.g. np.save(path, x.astype(np.float32))"},
+      {npy("|O", "(1,)", std::string(8, '\0')), "f: dtype object (pickled Python objects) ('|O') is not supported: save float32 or float64 values, e.g. np.save(path, x.astype(np.float32))"},
+      {npy("<f4", "(2, 3)", rawBytes(std::vector<float>{1, 2, 3, 4, 5}, false)),
+       "f: a damaged .npy file: its shape needs 24 bytes of data, it has 20"},
+      {npy("<f4", "(1, 2)", rawBytes(std::vector<float>{1, 2, 3}, false)),
+       "f: a damaged .npy file: 4 bytes after the data its shape describes"},
+      {npy("<f4", "(1, 2)", rawBytes(std::vector<float>{1, std::nanf("")}, false)),
+       "f: element [0, 1] is NaN: every value must be a finite number"},
+      {npy("<f8", "(1, 2)", rawBytes(std::vector<double>{1, 1e39}, false)),
+       "f: element [0, 1] is beyond float32's range (±3.4028235e38)"},
+      {npy("<f4", "(2, 1, 3)", rawBytes(std::vector<float>(6, 1.0f), false)),
+       "f: a 3-D array (2 × 1 × 3): give one T × d_in matrix, e.g. np.save(path, x[0]) for a batch x"},
+      {npy("<f4", "()", rawBytes(std::vector<float>{1}, false)),
+       "f: a single number (a 0-D array): the embeddings are a matrix with one row per token"},
+      {npy("<f4", "(0, 3)", ""), "f: empty (0 × 3): no values"},
+      {npyHeader("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }"),
+       "f: a structured array (its dtype is a list of fields): save one plain float32 array"},
+      {npyHeader("{'descr': '<f4', 'shape': (1,), }"), "f: damaged .npy header: it needs 'descr', 'fortran_order' and 'shape'"},
+      {std::string("\x93NUMPY\x01\x00\xff\xff", 10), "f: a damaged .npy file: it ends inside its header"},
+      {std::string("\x93NUMPY\x09\x00", 8) + "xx", "f: .npy format version 9.0 is not one this reader knows (1.0, 2.0, 3.0)"},
+      {npy("<f4", "(4000000000, 4000000000)", ""), "f: array larger than the limit of 16777216 values"},
+      {std::string("\x01\x02\x00\x03", 4), "f: binary data that is neither .npy nor .npz (text, .npy or .npz expected)"},
+  };
+  for (const auto& [bytes, want] : cases) EXPECT_EQ(bytesError(bytes), want);
+  Limits small;
+  small.max_tokens = 2;
+  EXPECT_EQ(bytesError(npy("<f4", "(3, 1)", rawBytes(std::vector<float>{1, 2, 3}, false)), "", small),
+            "f: 3 rows exceeds the limit of 2 tokens");
+  small.max_dim = 4096;
+  small.max_tokens = 2;
+  EXPECT_EQ(bytesError(npy("<f4", "(3, 1)", rawBytes(std::vector<float>{1, 2, 3}, false)), "", Limits{}),
+            "(accepted)");
+  small.max_file_bytes = 100;
+  EXPECT_EQ(bytesError(npy("<f4", "(30, 1)", rawBytes(std::vector<float>(30, 1.0f), false)), "", small),
+            "f: 248 bytes is larger than the limit of 100 bytes");
+}
+
+// ---- .npz -------------------------------------------------------------------------------------
+
+TEST(ImportNpz, StoredAndDeflatedEntriesByNameOrTheOnlyMatrix) {
+  const std::string inputs = npy("<f4", "(2, 3)", rawBytes(kBookValues, false));
+  const std::string bias = npy("<f4", "(3,)", rawBytes(std::vector<float>{1, 2, 3}, false));
+  const std::string other = npy("<f8", "(1, 2)", rawBytes(std::vector<double>{7, 8}, false));
+  for (bool deflate : {false, true}) {
+    const std::string one = zip({{"bias.npy", bias}, {"inputs.npy", inputs}}, deflate);
+    const ImportedEmbeddings e = parseEmbeddingsBytes(one, "f");
+    expectMatrix(e, kBook);  // the only 2-D array
+    EXPECT_EQ(e.format, "npz");
+    expectMatrix(parseEmbeddingsBytes(one, "f", {}, "bias"), matrixOf({{1, 2, 3}}));
+    const std::string two = zip({{"inputs.npy", inputs}, {"other.npy", other}}, deflate);
+    EXPECT_EQ(bytesError(two), "f: 2 2-D arrays (inputs, other): name the one to use");
+    expectMatrix(parseEmbeddingsBytes(two, "f", {}, "other"), matrixOf({{7, 8}}));
+    EXPECT_EQ(bytesError(two, "nope"), "f: no array named 'nope' (it holds: inputs, other)");
+    EXPECT_EQ(bytesError(zip({{"bias.npy", bias}}, deflate)), "f: no 2-D array among its arrays (bias): name the one to use");
+    EXPECT_EQ(bytesError(zip({{"a.npy", npy("<i4", "(1, 1)", std::string(4, '\0'))}}, deflate)),
+              "f[a]: dtype int32 ('<i4') is not supported: save float32 or float64 values, e.g. np.save(path, x.astype(np.float32))");
+    const std::vector<NamedArray> arrays = parseNpz(one, "f");
+    ASSERT_EQ(arrays.size(), 2u);
+    EXPECT_EQ(arrays[0].name, "bias");
+    EXPECT_EQ(arrays[1].array.shape, (std::vector<std::int64_t>{2, 3}));
+  }
+  EXPECT_EQ(bytesError(zip({}, false)), "f: an empty .npz: no arrays");
+}
+
+TEST(ImportNpz, DamagedArchives) {
+  const std::string inputs = npy("<f4", "(2, 3)", rawBytes(kBookValues, false));
+  std::string z = zip({{"inputs.npy", inputs}}, true);
+  std::string bad_crc = z;
+  bad_crc[14] = static_cast<char>(bad_crc[14] ^ 1);  // the local header's CRC is not read …
+  EXPECT_EQ(bytesError(bad_crc), "(accepted)");
+  const std::size_t central = z.find("PK\x01\x02");
+  bad_crc = z;
+  bad_crc[central + 16] = static_cast<char>(bad_crc[central + 16] ^ 1);  // … the central directory's is
+  EXPECT_EQ(bytesError(bad_crc), "f: a damaged zip (.npz) file: entry 'inputs.npy' fails its CRC check");
+  std::string method = z;
+  method[central + 10] = 12;  // bzip2
+  EXPECT_EQ(bytesError(method),
+            "f: entry 'inputs.npy' uses compression method 12 (only stored and deflated entries, as np.savez and "
+            "np.savez_compressed write)");
+  EXPECT_EQ(bytesError(z.substr(0, z.size() - 30)), "f: a damaged zip (.npz) file: no end of central directory record");
+  std::string huge = z;
+  huge[central + 24 + 3] = 0x7f;  // an uncompressed size of about 2 GiB: refused before inflating
+  EXPECT_EQ(bytesError(huge), "f: its entries hold more than the limit of 67108864 bytes");
+  std::string cut = z;
+  cut[central + 20] = static_cast<char>(0xF0);  // a compressed size past the end of the file
+  EXPECT_EQ(bytesError(cut), "f: a damaged zip (.npz) file: entry 'inputs.npy' runs past the end of the file");
+}
+
+TEST(ImportFile, ReadsByContentAndRefusesByName) {
+  const std::string dir = ::testing::TempDir();
+  const std::string path = dir + "/attnscope_import_test.txt";
+  {
+    std::ofstream(path, std::ios::binary) << npy("<f4", "(2, 3)", rawBytes(kBookValues, false));
+  }
+  expectMatrix(readEmbeddingsFile(path), kBook);  // a .npy whatever its name
+  {
+    std::ofstream(path, std::ios::binary) << "tensor([[0.43, 0.15, 0.89],\n        [0.55, 0.87, 0.66]])";
+  }
+  expectMatrix(readEmbeddingsFile(path), kBook);
+  try {
+    std::ofstream(path, std::ios::binary) << "[[1, 2],\n [3]]";
+    readEmbeddingsFile(path);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ":2:2: this row has 1 value but the first row has 2 (rows must all have d_in values)");
+  }
+  Limits small;
+  small.max_file_bytes = 4;
+  EXPECT_THROW(readEmbeddingsFile(path, small), InputError);
+  EXPECT_EQ(test::errorOf([&] { readEmbeddingsFile(dir + "/no-such-file"); }),
+            dir + "/no-such-file: cannot open the file (does it exist?)");
+  EXPECT_EQ(test::errorOf([&] { readEmbeddingsFile(dir); }), dir + ": is a directory, not a file");
+  std::remove(path.c_str());
+}
