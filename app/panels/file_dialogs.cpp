@@ -4,7 +4,6 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <vector>
 
@@ -58,14 +57,11 @@ const char* formatLabel(const std::string& f) {
   return "?";
 }
 
-// Where the browser opens: the last folder used, else the home folder. Settings default to the
-// working directory — the repository, when the app runs from it — which is no folder of the user's.
+// Where the browser opens: the last folder used (settings, which default to the home folder), else
+// the home folder when that folder is gone.
 std::string startFolder(const std::string& remembered) {
   std::error_code ec;
-  if (!remembered.empty() && fs::is_directory(remembered, ec) && fs::path(remembered) != fs::current_path(ec))
-    return remembered;
-  const char* home = std::getenv("HOME");
-  return home && *home && fs::is_directory(home, ec) ? std::string(home) : std::string("/");
+  return !remembered.empty() && fs::is_directory(remembered, ec) ? remembered : homeFolder();
 }
 
 }  // namespace

@@ -21,6 +21,12 @@ std::string stateFolder() {
   return (base / "attnscope").string();
 }
 
+std::string homeFolder() {
+  const char* home = std::getenv("HOME");
+  std::error_code ec;
+  return home && *home && fs::is_directory(home, ec) ? std::string(home) : std::string("/");
+}
+
 namespace {
 
 std::string statePath(const char* name) {
@@ -47,7 +53,9 @@ Settings loadSettings() {
         if (r.is_string()) s.recent.push_back(r.get<std::string>());
     if (j.contains("last_folder") && j["last_folder"].is_string()) s.last_folder = j["last_folder"].get<std::string>();
   }
-  if (s.last_folder.empty()) s.last_folder = fs::current_path().string();
+  // Never the working directory, which is the repository when the app runs from a checkout: the
+  // browser starts in the last folder used, else the home folder (issue 11).
+  if (s.last_folder.empty()) s.last_folder = homeFolder();
   return s;
 }
 

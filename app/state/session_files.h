@@ -13,10 +13,12 @@ namespace attnscope {
 
 // The folder, created on demand.
 std::string stateFolder();
+// $HOME when it is a folder, else "/": where file browsers start when nothing was used yet.
+std::string homeFolder();
 
 struct Settings {
   std::vector<std::string> recent;  // newest first, at most 10
-  std::string last_folder;          // where the file browser opens
+  std::string last_folder;          // where the file browser opens; by default the home folder
 };
 Settings loadSettings();  // what cannot be read keeps its default
 void saveSettings(const Settings& s);
