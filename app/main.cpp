@@ -289,9 +289,13 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   }
+  // What the command line says of the view wins over the workspace's view, and over the autosave's
+  // when the last session is restored (App::keepFromCommandLine).
+  nlohmann::json command_line_view = nlohmann::json::object();
+  if (!options.theme.empty()) command_line_view["theme"] = options.theme;
+  if (options.text_size > 0) command_line_view["text_size"] = options.text_size;
   ViewState view = viewFromJson(document.workspace().view);
-  if (options.theme == "light") view.light_theme = true;
-  if (options.text_size > 0) view.text_size = options.text_size;
+  for (const auto& [field, value] : command_line_view.items()) setViewField(view, field, value);
   if (!options.screenshot_dir.empty()) view.screenshot_dir = options.screenshot_dir;
 
   glfwSetErrorCallback([](int, const char* text) { glfw_error = text; });
@@ -412,6 +416,7 @@ int main(int argc, char** argv) {
   // Interactive sessions autosave and, started without a file, pick up where the last one ended.
   App app(std::move(document), view, !unattended, hooks);
   app_ptr = &app;
+  app.keepFromCommandLine(command_line_view);
   glfwSetWindowUserPointer(window, &app);
   glfwSetWindowCloseCallback(window, [](GLFWwindow* w) {  // ask before closing
     static_cast<App*>(glfwGetWindowUserPointer(w))->commands().push("quit");

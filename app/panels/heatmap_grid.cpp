@@ -440,6 +440,7 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
   std::string line;
   for (const std::string& n : notes) line += (line.empty() ? "" : "  ·  ") + n;
   if (!about.empty()) line = about + (line.empty() ? "" : "  ·  " + line);
+  layout().state()["grid_notes"] = line;  // tests: the preset's note is there, or gone
   if (line.empty()) return reset;
   // One line: what does not fit ends in "…", and the whole text shows on hover.
   const std::string shown = fitText(line, ImGui::GetContentRegionAvail().x);

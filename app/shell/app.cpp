@@ -148,6 +148,8 @@ void App::replaced(const Command& c, double now) {
   keep("status_bar", &ViewState::show_status);
   keep("presentation", &ViewState::presentation);
   view_.highlight = before.highlight;  // the open lesson's step, not the workspace's
+  if (c.name == "restore")  // the autosave's view yields to what this session was started with
+    for (const auto& [field, value] : command_line_view_.items()) setViewField(view_, field, value);
   syncTextSize();
   if (view_.light_theme != light && hooks_.theme_changed) hooks_.theme_changed();
   heatmap_grid_.reset();
@@ -240,7 +242,7 @@ void App::applyApp(const Command& c, double now) {
       return;
     }
     Workspace ws = doc_.workspace();
-    ws.view = viewToJson(view_);
+    ws.view = savedView(view_, ws.view);
     try {
       saveWorkspace(path, ws);
     } catch (const InputError& e) {  // and what waited for the save does not happen
@@ -585,7 +587,7 @@ std::string App::captionText(const CaptureSpec& spec) const {
 std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   if (!hooks_.capture.frame) return "no window to render with";
   Workspace shown = snapshot_ ? *snapshot_->inputs : doc_.workspace();  // the PNG carries what it shows
-  shown.view = viewToJson(view_);
+  shown.view = savedView(view_, shown.view);
   caption_ = spec.caption ? captionText(spec) : "";
   const ViewState saved = view_;
   if (spec.panel == "pipeline") view_.tab = "pipeline";
@@ -622,7 +624,7 @@ void App::recordState() const {
   const Workspace& ws = doc_.workspace();
   const ModelConfig& m = ws.model;
   Workspace saved = ws;
-  saved.view = viewToJson(view_);
+  saved.view = savedView(view_, ws.view);
   nlohmann::json& state = layout().state();
   state.update({{"variant", variantId(m.variant)},
                 {"d_out", m.d_out},

@@ -54,6 +54,9 @@ class App {
 
   CommandQueue& commands() { return queue_; }
   bool idle() const { return queue_.empty(); }  // every queued command applied
+  // View fields given on the command line (`--text-size`, `--theme`; the view's JSON names): the
+  // last session's autosave, restored at start, does not override them.
+  void keepFromCommandLine(nlohmann::json fields) { command_line_view_ = std::move(fields); }
   // A message for the user at start (a recovered autosave), shown longer than a toast.
   void notify(const std::string& text, double now) { toast_ = {text, false, now + 12.0}; }
   // Once per frame, before drawing: applies the queued commands (a screenshot waits for the
@@ -160,6 +163,7 @@ class App {
   std::optional<Command> after_save_;  // goes on once the save that answer asked for succeeded
   double frame_ms_ = 0;                       // the last frame's build and render time
   std::vector<CommandFailure> failures_;
+  nlohmann::json command_line_view_ = nlohmann::json::object();  // keepFromCommandLine
 };
 
 }  // namespace attnscope

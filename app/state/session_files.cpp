@@ -79,7 +79,7 @@ void rememberFile(Settings& s, const std::string& path) {
 
 void Autosave::update(const Document& doc, const ViewState& view_state, double now) {
   if (!enabled_ || now - last_write_ < 0.5) return;
-  nlohmann::json view = viewToJson(view_state);
+  nlohmann::json view = savedView(view_state, doc.workspace().view);
   putFileName(view, doc.file());
   view["dirty"] = doc.dirty();
   std::string view_text = jsonText(view);
@@ -114,7 +114,7 @@ std::string keepUnsaved(const Document& doc, const ViewState& view_state) {
   const std::string name = doc.file().empty() ? "untitled" : fs::path(doc.file()).stem().string();
   const std::string path = (fs::path(stateFolder()) / ("unsaved-" + name + "-" + stamp + ".json")).string();
   Workspace ws = doc.workspace();
-  nlohmann::json view = viewToJson(view_state);
+  nlohmann::json view = savedView(view_state, doc.workspace().view);
   putFileName(view, doc.file());
   view["dirty"] = true;
   ws.view = std::move(view);

@@ -5,6 +5,10 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
 - The file browser starts in the last folder used, also when that is the folder the app was started
   from, and in the home folder when nothing was used yet (settings default to home, never the
   working directory).
+- A preset saved as a workspace keeps its note (view.preset) and shows it when opened again; the
+  first edit still drops it.
+- `--text-size` and `--theme` win over the view of the last session's autosave, restored at start
+  (interactive).
 
 Usage: test_lecture_hall.py --app APP --cli CLI --presets PRESETS_DIR
 """
@@ -86,7 +90,45 @@ def main():
                 print(f"  no settings, started from {here}: the browser opens in {folder}")
                 expect(os.path.realpath(folder) == os.path.realpath(home), f"the browser opened in {folder}, not {home}")
 
+            def preset_note_is_saved():
+                saved = os.path.join(work, "note.json")
+                d, _ = headless("note-save", [{"do": "preset", "name": "multihead"}, {"do": "save", "path": saved}])
+                expect("0.3190" in d["state"].get("grid_notes", ""), f"the preset's note is not shown: {d['state'].get('grid_notes')!r}")
+                view = read_json(saved).get("view", {})
+                print(f"  preset multihead saved: view.preset {json.dumps(view.get('preset'))[:80]}…")
+                expect(view.get("preset", {}).get("description", "").startswith("One projection split"),
+                       f"the saved workspace's view has no preset note: {sorted(view)}")
+                d, _ = headless("note-open", [], "--open", saved)
+                print(f"  opened again: the note {d['state'].get('grid_notes', '')[:60]!r}…")
+                expect("0.3190" in d["state"].get("grid_notes", ""), f"opened again: no note ({d['state'].get('grid_notes')!r})")
+                # The first edit still drops it, and a save then leaves it out.
+                d, _ = headless("note-edit", [{"do": "set", "field": "seed", "value": 5}, {"do": "save", "path": saved}],
+                                "--open", saved)
+                expect("preset" not in read_json(saved).get("view", {}), "an edited preset still saves its note")
+                expect("0.3190" not in d["state"].get("grid_notes", ""), "an edited preset still shows its note")
+
+            def command_line_beats_the_autosave():
+                # The last session's autosave says text 100 % and the dark theme; this session is
+                # started with --text-size 150 --theme light: the autosave's work comes back (d_out 4),
+                # the command line's view stays.
+                home, state = folders("autosave")
+                ws = read_json(os.path.join(presets, "causal.json"))
+                ws["model"]["d_out"] = 4
+                ws["view"] = {"text_size": 100, "theme": "dark", "dirty": True}
+                with open(os.path.join(state, "attnscope", "autosave.json"), "w") as f:
+                    json.dump(ws, f)
+                app = App(args.app, display.name, ["--text-size", "150", "--theme", "light"], state_dir=state)
+                with app:
+                    d = app.settled("the restored autosave", lambda d: d["state"]["d_out"] == 4)
+                    s = d["state"]
+                    print(f"  autosave restored (d_out {s['d_out']}): text size {s['text_size']} %, theme {s['theme']}, "
+                          f"UI font {s['font_px']['ui']:.1f} px")
+                    expect(s["text_size"] == 150, f"the autosave's text size {s['text_size']} replaced --text-size 150")
+                    expect(s["theme"] == "light", f"the autosave's theme {s['theme']} replaced --theme light")
+
             code = run_checks([
+                ("a saved preset keeps its note", preset_note_is_saved),
+                ("--text-size and --theme win over the autosave", command_line_beats_the_autosave),
                 ("the file browser starts in the last folder used, else home", browser_starts_in_the_last_folder),
             ])
     finally:
