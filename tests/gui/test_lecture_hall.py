@@ -7,6 +7,8 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
   working directory).
 - A preset saved as a workspace keeps its note (view.preset) and shows it when opened again; the
   first edit still drops it.
+- Undoing a preset or New gives the window its file's name back (not "untitled"), unsaved mark
+  as it was.
 - `--text-size` and `--theme` win over the view of the last session's autosave, restored at start
   (interactive).
 
@@ -126,7 +128,18 @@ def main():
                     expect(s["text_size"] == 150, f"the autosave's text size {s['text_size']} replaced --text-size 150")
                     expect(s["theme"] == "light", f"the autosave's theme {s['theme']} replaced --theme light")
 
+            def undo_gives_the_title_back():
+                path = os.path.join(work, "lecture.json")
+                shutil.copy(os.path.join(presets, "causal.json"), path)
+                for replace in ({"do": "preset", "name": "multihead"}, {"do": "new"}):
+                    d, _ = headless("title-" + replace["do"], [replace, {"do": "undo"}], "--open", path)
+                    s = d["state"]
+                    print(f"  --open lecture.json, {replace['do']}, undo: title {s['title']!r}")
+                    expect(s["title"] == "attnscope — lecture.json" and s["file"] == path and not s["dirty"],
+                           f"{replace['do']} then undo: title {s['title']!r}, file {s['file']!r}, dirty {s['dirty']}")
+
             code = run_checks([
+                ("undoing a preset or New gives the window its file name back", undo_gives_the_title_back),
                 ("a saved preset keeps its note", preset_note_is_saved),
                 ("--text-size and --theme win over the autosave", command_line_beats_the_autosave),
                 ("the file browser starts in the last folder used, else home", browser_starts_in_the_last_folder),
