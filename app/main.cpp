@@ -371,13 +371,15 @@ int main(int argc, char** argv) {
     Stage stage = Stage::Weights;
     ModuleMap module = ModuleMap::Output;
     if (!snap || !snap->trace) return "nothing computed yet";
+    FigureOptions options;
+    options.scale = app_ptr->view().textScale();  // the text size, as a PNG of the map has it
     if (parseModuleMap(spec.panel, &module))  // the module's maps: one per batch element
-      return writeVectorFigure(moduleFigure(*snap, app_ptr->view(), module, spec.caption), path);
+      return writeVectorFigure(moduleFigure(*snap, app_ptr->view(), module, spec.caption), path, options);
     if (!parseStage(spec.panel, &stage)) return "no map '" + spec.panel + "'";
     const auto& heads = snap->shown().heads;
     if (spec.head < 0 || spec.head >= static_cast<int>(heads.size()) || !heads[static_cast<std::size_t>(spec.head)].hasMaps())
       return "no maps of head " + std::to_string(spec.head + 1) + " (the model has " + std::to_string(heads.size()) + ")";
-    return writeVectorFigure(heatmapFigure(*snap, app_ptr->view(), stage, spec.head, spec.caption), path);
+    return writeVectorFigure(heatmapFigure(*snap, app_ptr->view(), stage, spec.head, spec.caption), path, options);
   };
   hooks.size = [window](int* w, int* h) { glfwGetWindowSize(window, w, h); };
   hooks.theme_changed = [&] { setScale(ui_scale); };

@@ -2,6 +2,8 @@
 
 Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, one Xvfb display):
 
+- The text size scales one map's figures: at 200 % the PDF's text (pdftotext -bbox), the SVG's
+  <text> font size and the PNG's width are twice those at 100 %.
 - The file browser starts in the last folder used, also when that is the folder the app was started
   from, and in the home folder when nothing was used yet (settings default to home, never the
   working directory).
@@ -22,6 +24,8 @@ import sys
 import tempfile
 import time
 
+from PIL import Image
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_teaching import (App, Display, STEP_TIMEOUT, arguments, describe, run_checks,  # noqa: E402
                            write_commands)
@@ -35,6 +39,21 @@ def expect(cond, message):
 def read_json(path):
     with open(path) as f:
         return json.load(f)
+
+
+def pdf_words(path):
+    """{word: its height in points} of a PDF's text (pdftotext -bbox), the tallest of each word."""
+    p = subprocess.run(["pdftotext", "-bbox", path, "-"], capture_output=True, text=True, timeout=STEP_TIMEOUT)
+    expect(p.returncode == 0, f"pdftotext -bbox {path}: {p.stderr.strip()}")
+    words = {}
+    for line in p.stdout.splitlines():
+        line = line.strip()
+        if line.startswith("<word "):
+            attrs = dict(part.split("=", 1) for part in line[len("<word "):line.index(">")].split())
+            height = float(attrs["yMax"].strip('"')) - float(attrs["yMin"].strip('"'))
+            word = line[line.index(">") + 1:line.rindex("</word>")]
+            words[word] = max(words.get(word, 0), height)
+    return words
 
 
 def main():
@@ -138,7 +157,29 @@ def main():
                     expect(s["title"] == "attnscope — lecture.json" and s["file"] == path and not s["dirty"],
                            f"{replace['do']} then undo: title {s['title']!r}, file {s['file']!r}, dirty {s['dirty']}")
 
+            def figures_follow_the_text_size():
+                # One map as PDF, SVG and PNG at text size 100 % and 200 %: everything twice as large.
+                sizes = {}
+                for pct in (100, 200):
+                    for ext in ("pdf", "svg", "png"):
+                        out = os.path.join(work, f"weights-{pct}.{ext}")
+                        headless(f"fig-{pct}-{ext}", [], "--open", os.path.join(presets, "multihead.json"),
+                                 "--text-size", str(pct), "--panel", "weights", output=out)
+                    words = pdf_words(os.path.join(work, f"weights-{pct}.pdf"))
+                    expect("journey" in words, f"{pct} %: no 'journey' in the PDF's text: {sorted(words)[:20]}")
+                    svg = open(os.path.join(work, f"weights-{pct}.svg"), encoding="utf-8").read()
+                    at = svg.find(">journey</text>")
+                    expect(at > 0, f"{pct} %: no <text>journey</text> in the SVG")
+                    font = float(svg[svg.rfind('font-size="', 0, at) + len('font-size="'):].split('"')[0])
+                    png = Image.open(os.path.join(work, f"weights-{pct}.png")).size
+                    sizes[pct] = (words["journey"], font, int(png[0]))
+                    print(f"  {pct} %: PDF 'journey' {words['journey']:.1f} pt high, SVG font-size {font:g}, PNG {png[0]} px wide")
+                for k, what in enumerate(("the PDF's text height", "the SVG's font size", "the PNG's width")):
+                    ratio = sizes[200][k] / sizes[100][k]
+                    expect(1.8 < ratio < 2.2, f"{what} at 200 % is {ratio:.2f}× that at 100 %, expected 2×")
+
             code = run_checks([
+                ("SVG, PDF and PNG figures follow the text size", figures_follow_the_text_size),
                 ("undoing a preset or New gives the window its file name back", undo_gives_the_title_back),
                 ("a saved preset keeps its note", preset_note_is_saved),
                 ("--text-size and --theme win over the autosave", command_line_beats_the_autosave),
