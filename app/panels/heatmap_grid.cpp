@@ -585,7 +585,15 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   const Margins margins{std::min(label_w, px(90)) + px(4),
                         ImGui::GetTextLineHeight() + std::min(label_w, px(48)) + px(6),
                         heatmapColorbarHeight()};
-  const int rows = T, cols = std::max(T, 1);
+  int rows = T, cols = std::max(T, 1);
+  if (stages.empty()) {  // the module's card alone (or a figure of one of its maps): tiles its maps' size
+    rows = cols = 1;
+    for (ModuleMap m : module_maps) {
+      const StageMap values = moduleMapValues(t, bt, m);
+      rows = std::max(rows, static_cast<int>(values.rows()));
+      cols = std::max(cols, static_cast<int>(values.cols()));
+    }
+  }
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   // The book's sizes always show their numbers: cells as wide as the widest compact label of the
   // T × T maps (the grid scrolls if need be). Larger maps fit the window and zoom instead.

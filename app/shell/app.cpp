@@ -596,8 +596,17 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
     view_.highlight.clear();  // and never dimmed by a lesson's step
     view_.tab = "heatmaps";
     Stage stage = Stage::Weights;
-    parseStage(spec.panel, &stage);
-    heatmap_grid_.reveal(spec.head, stage);  // and in view, where the grid scrolls for the numbers
+    ModuleMap module = ModuleMap::Output;
+    if (parseModuleMap(spec.panel, &module)) {
+      // A map of the module (the output, …): that map alone, whether or not its column is shown —
+      // hidden by default, as the figure's SVG and PDF need no column either.
+      view_.show.fill(false);
+      view_.show_module.fill(false);
+      view_.show_module[static_cast<std::size_t>(module)] = true;
+    } else {
+      parseStage(spec.panel, &stage);
+      heatmap_grid_.reveal(spec.head, stage);  // and in view, where the grid scrolls for the numbers
+    }
   }
   int w = 0, h = 0;
   hooks_.size(&w, &h);

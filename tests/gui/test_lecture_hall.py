@@ -4,6 +4,8 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
 
 - The text size scales one map's figures: at 200 % the PDF's text (pdftotext -bbox), the SVG's
   <text> font size and the PNG's width are twice those at 100 %.
+- A PNG of a module map (`--panel output`, `concat`, `out_proj`) works while its column is hidden
+  (the default), twice as large at 200 %; a map the step lacks is one error line.
 - The file browser starts in the last folder used, also when that is the folder the app was started
   from, and in the home folder when nothing was used yet (settings default to home, never the
   working directory).
@@ -178,7 +180,34 @@ def main():
                     ratio = sizes[200][k] / sizes[100][k]
                     expect(1.8 < ratio < 2.2, f"{what} at 200 % is {ratio:.2f}× that at 100 %, expected 2×")
 
+            def module_maps_as_png():
+                # The module's maps are hidden columns by default: a PNG of each still works, the map
+                # alone, and follows the text size as a head's map does.
+                mh = os.path.join(presets, "multihead.json")
+                widths = {}
+                for name in ("output", "concat", "out_proj"):
+                    for pct in (100, 200):
+                        out = os.path.join(work, f"module-{name}-{pct}.png")
+                        d, p = headless(f"module-{name}-{pct}", [], "--open", mh, "--size", "1280x800", "--text-size", str(pct),
+                                        "--panel", name, output=out)
+                        expect(f"saved {out} (" in p.stdout, f"--panel {name}: {p.stdout.strip()!r}")
+                        widths[(name, pct)] = Image.open(out).size
+                    print(f"  --panel {name}: {widths[(name, 100)][0]}×{widths[(name, 100)][1]} px at 100 %, "
+                          f"{widths[(name, 200)][0]}×{widths[(name, 200)][1]} at 200 %")
+                    w1, h1 = widths[(name, 100)]
+                    expect(w1 >= 120 and h1 >= 120, f"--panel {name}: {w1}×{h1} px")
+                    expect(1.8 < widths[(name, 200)][0] / w1 < 2.2, f"--panel {name}: 200 % is not twice as wide")
+                    cols = d["state"]["workspace"]["view"]["columns"]
+                    expect(name not in cols, f"the view's columns {cols} show {name}: the check needs it hidden")
+                # A map the step does not have: one line saying so.
+                _, p = headless("module-none", [], "--open", os.path.join(presets, "causal.json"), "--panel", "concat", ok=False)
+                lines = p.stderr.strip().splitlines()
+                print(f"  causal --panel concat: exit {p.returncode}, {lines}")
+                expect(p.returncode == 2 and len(lines) == 1 and "this step has none" in lines[0],
+                       f"causal --panel concat: exit {p.returncode}, stderr {lines}")
+
             code = run_checks([
+                ("PNG figures of the module's maps with their columns hidden", module_maps_as_png),
                 ("SVG, PDF and PNG figures follow the text size", figures_follow_the_text_size),
                 ("undoing a preset or New gives the window its file name back", undo_gives_the_title_back),
                 ("a saved preset keeps its note", preset_note_is_saved),
