@@ -72,6 +72,8 @@ void onKey(GLFWwindow* window, int key, int scancode, int action, int mods) {
       cmd.push("view", {{"field", "text_size"}, {"value", 100}});
   }
   if (typing) return;
+  // A dialog is modal: Space, arrows and Ctrl+Z do nothing behind it (no page turns while browsing).
+  if (app->dialogOpen()) return;
   if (key == GLFW_KEY_Z && ctrl) cmd.push(shift ? "redo" : "undo");
   if (key == GLFW_KEY_Y && ctrl) cmd.push("redo");
   // With a lesson open its steps have the keys a presenter's clicker sends: Space, → and PageDown

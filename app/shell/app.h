@@ -77,6 +77,7 @@ class App {
   bool settled() const;
   bool quitRequested() const { return quit_; }
   bool lessonOpen() const { return lesson_.open(); }  // the lesson keys (Space, →, ←, PageDown, PageUp) are its
+  bool dialogOpen() const { return dialogs_.open(); }  // a file dialog or the unsaved-changes prompt
   std::vector<CommandFailure> takeFailures() { return std::exchange(failures_, {}); }
   std::string windowTitle() const;
   const Document& document() const { return doc_; }

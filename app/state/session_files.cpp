@@ -9,6 +9,7 @@
 
 #include "engine/errors.h"
 #include "formats/json_format.h"
+#include "lessons/lesson.h"
 
 namespace attnscope {
 
@@ -52,17 +53,21 @@ Settings loadSettings() {
       for (const auto& r : j["recent"])
         if (r.is_string()) s.recent.push_back(r.get<std::string>());
     if (j.contains("last_folder") && j["last_folder"].is_string()) s.last_folder = j["last_folder"].get<std::string>();
+    if (j.contains("lesson_folder") && j["lesson_folder"].is_string())
+      s.lesson_folder = j["lesson_folder"].get<std::string>();
   }
   // Never the working directory, which is the repository when the app runs from a checkout: the
   // browser starts in the last folder used, else the home folder (issue 11).
   if (s.last_folder.empty()) s.last_folder = homeFolder();
+  if (s.lesson_folder.empty()) s.lesson_folder = lessonsFolder();  // the chapter's lessons, the first time
   return s;
 }
 
 void saveSettings(const Settings& s) {
   try {
     writeFileAtomically(statePath("settings.json"),
-                        jsonText(nlohmann::json{{"recent", s.recent}, {"last_folder", s.last_folder}}, 2));
+                        jsonText(nlohmann::json{{"recent", s.recent}, {"last_folder", s.last_folder},
+                                                {"lesson_folder", s.lesson_folder}}, 2));
   } catch (const InputError&) {
     // Settings are a convenience; the work itself is saved elsewhere.
   }

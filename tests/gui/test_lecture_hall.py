@@ -6,6 +6,9 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
   <text> font size and the PNG's width are twice those at 100 %.
 - A PNG of a module map (`--panel output`, `concat`, `out_proj`) works while its column is hidden
   (the default), twice as large at 200 %; a map the step lacks is one error line.
+- File › Open lesson's browser (`dialog open_lesson`) starts in assets/lessons and lists
+  chapter3.json; later in the folder of the last lesson opened through it. An unknown dialog is
+  one error.
 - The file browser starts in the last folder used, also when that is the folder the app was started
   from, and in the home folder when nothing was used yet (settings default to home, never the
   working directory).
@@ -206,7 +209,27 @@ def main():
                 expect(p.returncode == 2 and len(lines) == 1 and "this step has none" in lines[0],
                        f"causal --panel concat: exit {p.returncode}, stderr {lines}")
 
+            def lesson_browser():
+                lessons = os.path.join(assets, "lessons")
+                d, _ = headless("lesson-browser", [{"do": "dialog", "which": "open_lesson"}])
+                fd = d["state"]["file_dialog"]
+                print(f"  dialog open_lesson: {fd['folder']}, files {fd['files']}")
+                expect(os.path.realpath(fd["folder"]) == os.path.realpath(lessons) and "chapter3.json" in fd["files"],
+                       f"the lesson browser opened in {fd['folder']} listing {fd['files']}, not the shipped lessons")
+                # Then the folder of the last lesson opened through it (settings), not the workspaces'.
+                home, state = folders("lesson-folder")
+                mine = os.path.join(work, "my-lessons")
+                os.makedirs(mine, exist_ok=True)
+                with open(os.path.join(state, "attnscope", "settings.json"), "w") as f:
+                    json.dump({"recent": [], "last_folder": home, "lesson_folder": mine}, f)
+                d, _ = headless("lesson-folder", [{"do": "dialog", "which": "open_lesson"}], home=home, state=state)
+                expect(d["state"]["file_dialog"]["folder"] == mine, f"opened in {d['state']['file_dialog']['folder']}, not {mine}")
+                d, p = headless("no-dialog", [{"do": "dialog", "which": "open_lessons"}], "--keep-going", ok=False)
+                print(f"  dialog open_lessons: {p.stderr.strip()!r}")
+                expect("no dialog 'open_lessons'" in p.stderr and "open_lesson" in p.stderr, f"stderr {p.stderr!r}")
+
             code = run_checks([
+                ("File › Open lesson's browser starts in the shipped lessons", lesson_browser),
                 ("PNG figures of the module's maps with their columns hidden", module_maps_as_png),
                 ("SVG, PDF and PNG figures follow the text size", figures_follow_the_text_size),
                 ("undoing a preset or New gives the window its file name back", undo_gives_the_title_back),
