@@ -472,6 +472,10 @@ int main(int argc, char** argv) {
 
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
+    if (app.takeCommitTyping()) {  // Ctrl+S while typing: a click outside every window, as the user
+      io.MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // would click away, so the field commits its value
+      io.MouseDown[ImGuiMouseButton_Left] = true;  // (the next frame reads the real button again)
+    }
     ImGui::NewFrame();
     app.draw(now);
     if (!options.dump_layout_path.empty()) app.recordState();  // tests only: it costs

@@ -235,6 +235,11 @@ void App::applyApp(const Command& c, double now) {
     last_screenshot_ = path;
     showToast("Saved " + path, false, now);
   } else if (n == "save") {
+    if (typing_ && c.script_index < 0 && !after_typing_) {  // Ctrl+S while typing: the typed value first
+      after_typing_ = c;
+      commit_typing_ = true;
+      return;
+    }
     std::string path = c.has("path") ? c.text("path") : doc_.file();
     if (path.empty()) {  // untitled: ask where
       if (c.script_index >= 0) throw InputError("path: this workspace is untitled: give a path");
@@ -552,6 +557,12 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
 
 void App::endFrame(double now, bool mouse_down, bool typing, double frame_ms) {
   if (!mouse_down && !typing) doc_.endGesture();  // a drag or a typed value ended: a new undo step next
+  typing_ = typing;
+  if (after_typing_ && !commit_typing_) {  // the field lost its focus in this frame and pushed its value:
+    queue_.push(std::move(*after_typing_));  // the save comes after it (and does not wait again)
+    after_typing_.reset();
+    typing_ = false;
+  }
   autosave_.update(doc_, view_, now);
   frame_ms_ = frame_ms;
 }

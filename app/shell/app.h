@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "editing/document.h"
@@ -68,6 +69,10 @@ class App {
   // After the frame: autosave, the end of a drag gesture. `frame_ms`: how long the frame took to
   // build and render (the status bar shows it; a sleeping window has no frame rate).
   void endFrame(double now, bool mouse_down, bool typing, double frame_ms);
+  // True once after Ctrl+S came while a text field was being typed into: this frame must take the
+  // field's focus away (a click outside it, as the user would), so that the field commits its value
+  // before the save, which waits for it (endFrame).
+  bool takeCommitTyping() { return std::exchange(commit_typing_, false); }
   // How long the window may sleep before the next frame unless woken (input, a result): 0 while
   // commands wait, until a message ends, at most `longest` seconds.
   double idleTimeout(double now, double longest) const;
@@ -162,6 +167,9 @@ class App {
   bool quit_ = false;
   std::optional<Command> pending_;     // waits for the answer to the unsaved-changes prompt
   std::optional<Command> after_save_;  // goes on once the save that answer asked for succeeded
+  bool typing_ = false;                // a text field had the keyboard in the last frame
+  bool commit_typing_ = false;         // takeCommitTyping
+  std::optional<Command> after_typing_;  // a save waiting for the field being typed into to commit
   double frame_ms_ = 0;                       // the last frame's build and render time
   std::vector<CommandFailure> failures_;
   nlohmann::json command_line_view_ = nlohmann::json::object();  // keepFromCommandLine

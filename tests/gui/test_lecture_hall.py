@@ -16,6 +16,8 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
   first edit still drops it.
 - Undoing a preset or New gives the window its file's name back (not "untitled"), unsaved mark
   as it was.
+- Ctrl+S while typing into the seed field or a token's name, without Enter: the saved file has
+  the typed value (xdotool).
 - `--text-size` and `--theme` win over the view of the last session's autosave, restored at start
   (interactive).
 
@@ -33,7 +35,7 @@ from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_teaching import (App, Display, STEP_TIMEOUT, arguments, describe, run_checks,  # noqa: E402
-                           write_commands)
+                           start_ready, write_commands)
 
 
 def expect(cond, message):
@@ -228,7 +230,34 @@ def main():
                 print(f"  dialog open_lessons: {p.stderr.strip()!r}")
                 expect("no dialog 'open_lessons'" in p.stderr and "open_lesson" in p.stderr, f"stderr {p.stderr!r}")
 
+            def ctrl_s_while_typing():
+                # Typing into the seed field, then Ctrl+S without Enter or a click away: the file has
+                # the typed seed. The same for a token's name.
+                path = os.path.join(work, "typed.json")
+                shutil.copy(os.path.join(presets, "multihead.json"), path)
+                app = start_ready(args.app, display.name, ["--open", path])
+                with app:
+                    app.click("seed")
+                    app.key("ctrl+a")
+                    app.type("4243")
+                    app.key("ctrl+s")
+                    s = app.settled("the save", lambda d: not d["state"]["dirty"] and d["state"]["seed"] == 4243)["state"]
+                    saved = read_json(path)["model"]["seed"]
+                    print(f"  typed seed 4243, Ctrl+S: seed {s['seed']}, saved {saved}, title {s['title']!r}")
+                    expect(saved == 4243, f"Ctrl+S while typing saved seed {saved}, not the typed 4243")
+                    app.click("token_name_1")
+                    app.key("ctrl+a")
+                    app.type("voyage")
+                    app.key("ctrl+s")
+                    s = app.settled("the second save", lambda d: not d["state"]["dirty"]
+                                    and d["state"]["workspace"]["tokens"][1] == "voyage")["state"]
+                    tokens = read_json(path)["tokens"]
+                    print(f"  typed token name 'voyage', Ctrl+S: saved tokens {tokens}")
+                    expect(tokens[1] == "voyage", f"Ctrl+S while typing saved the tokens {tokens}")
+                    expect(s["can_undo"], "the typed values left no undo step")
+
             code = run_checks([
+                ("Ctrl+S while typing saves the typed value", ctrl_s_while_typing),
                 ("File › Open lesson's browser starts in the shipped lessons", lesson_browser),
                 ("PNG figures of the module's maps with their columns hidden", module_maps_as_png),
                 ("SVG, PDF and PNG figures follow the text size", figures_follow_the_text_size),
