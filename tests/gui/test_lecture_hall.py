@@ -18,6 +18,9 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
   as it was.
 - Ctrl+S while typing into the seed field or a token's name, without Enter: the saved file has
   the typed value (xdotool).
+- A toast too long for the status bar beside its text (at 1280 px: a large text size's hint, a
+  failed save's error) is a box above the bar, a short one stays in it: never over the status
+  text, always inside the window.
 - `--text-size` and `--theme` win over the view of the last session's autosave, restored at start
   (interactive).
 
@@ -256,7 +259,46 @@ def main():
                     expect(tokens[1] == "voyage", f"Ctrl+S while typing saved the tokens {tokens}")
                     expect(s["can_undo"], "the typed values left no undo step")
 
+            def toasts_do_not_overlap():
+                def check_toast(d, what, error=None):
+                    s, w, h = d["state"], *d["state"]["window"]
+                    text = d["widgets"]["status_text"]
+                    box = d["panels"].get("toast") or d["widgets"].get("toast")
+                    expect(box is not None, f"{what}: no toast in the dump (toast {s['toast']!r})")
+                    apart = box["x"] >= text["x"] + text["w"] or box["y"] + box["h"] <= text["y"] + 0.5
+                    print(f"  {what}: toast {'box above the bar' if 'toast' in d['panels'] else 'in the bar'} "
+                          f"{box['x']:.0f},{box['y']:.0f} {box['w']:.0f}×{box['h']:.0f}; status text ends at x "
+                          f"{text['x'] + text['w']:.0f}")
+                    expect(apart, f"{what}: the toast {box} overlaps the status text {text}")
+                    expect(box["x"] >= -0.5 and box["y"] >= -0.5 and box["x"] + box["w"] <= w + 0.5 and box["y"] + box["h"] <= h + 0.5,
+                           f"{what}: the toast {box} is not inside the {w}×{h} window")
+                    if error is not None:
+                        expect(s["toast_error"] == error, f"{what}: toast_error {s['toast_error']}")
+
+                # A long message (large text at 1280 px) goes above the bar, a short one beside its text.
+                d, _ = headless("toast-long", [{"do": "view", "field": "text_size", "value": 150}], "--size", "1280x800")
+                expect("side panels are narrow" in d["state"]["toast"], f"toast {d['state']['toast']!r}")
+                check_toast(d, "text size 150 % at 1280×800")
+                expect("toast" in d["panels"], "the long toast was not moved above the bar")
+                d, _ = headless("toast-short", [{"do": "save", "path": os.path.join(work, "s.json")}], "--size", "1280x800")
+                check_toast(d, "'Saved …' at 1280×800")
+                # A long error: saving into a folder that has gone (interactive: Ctrl+S).
+                folder = os.path.join(work, "a folder that will be removed before the lecture starts")
+                os.makedirs(folder, exist_ok=True)
+                path = os.path.join(folder, "lecture-notes-for-the-chapter-on-attention.json")
+                shutil.copy(os.path.join(presets, "multihead.json"), path)
+                app = start_ready(args.app, display.name, ["--open", path, "--size", "1280x800"])
+                with app:
+                    shutil.rmtree(folder)
+                    app.key("ctrl+s")
+                    d = app.wait_for("the error toast", lambda d: d["state"]["toast_error"] and "Not saved" in d["state"]["toast"])
+                    time.sleep(0.3)
+                    d = app.layout()
+                    print(f"  error: {d['state']['toast'][:90]!r}…")
+                    check_toast(d, "an error at 1280×800", error=True)
+
             code = run_checks([
+                ("long toasts do not overlap the status bar's text", toasts_do_not_overlap),
                 ("Ctrl+S while typing saves the typed value", ctrl_s_while_typing),
                 ("File › Open lesson's browser starts in the shipped lessons", lesson_browser),
                 ("PNG figures of the module's maps with their columns hidden", module_maps_as_png),
