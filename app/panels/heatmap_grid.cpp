@@ -387,15 +387,19 @@ void drawHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, 
     if (ImGui::SliderInt("batch element", &b, 1, m.batch_size) && b - 1 != v.batch)
       cmd.push("select_batch", {{"index", b - 1}});
     layout().widget("batch_element");
-    besideIfFits(shared_w);
+    if (heads > 1) besideIfFits(shared_w);
   }
-  bool shared = v.shared_scale;
-  if (ImGui::Checkbox("shared scale", &shared)) cmd.push("view", {{"field", "shared_scale"}, {"value", shared}});
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("One colour range per kind of map across all heads, so heads compare directly");
-  layout().widget("shared_scale");
+  // One range per kind of map across heads: nothing to share with one head, and a line of the
+  // header saved for the maps at 1280 × 720 and large text.
+  if (heads > 1) {
+    bool shared = v.shared_scale;
+    if (ImGui::Checkbox("shared scale", &shared)) cmd.push("view", {{"field", "shared_scale"}, {"value", shared}});
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("One colour range per kind of map across all heads, so heads compare directly");
+    layout().widget("shared_scale");
+  }
   if (ctx.computing) {  // the maps on screen stay whole until the newer result replaces them
-    ImGui::SameLine();
+    if (heads > 1 || m.batch_size > 1) ImGui::SameLine();
     ImGui::TextDisabled("computing…");
   }
   drawColumnToggles(v, cmd, t);
@@ -653,10 +657,14 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     const std::string shapes = t.model.variant == Variant::Simple
                                    ? "Q = K = V = X: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width)
                                    : "Q, K, V: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width);
-    if (t.heads > 1)
-      ImGui::Text("Head %d of %d  ·  head width %d  ·  %s", h + 1, t.heads, t.head_width, shapes.c_str());
-    else
-      ImGui::Text("%s", shapes.c_str());
+    std::string heading = t.heads > 1 ? "Head " + std::to_string(h + 1) + " of " + std::to_string(t.heads) + "  ·  head width " +
+                                            std::to_string(t.head_width) + "  ·  " + shapes
+                                      : shapes;
+    // Within its card (narrow cards side by side at large text): the shapes, then the width, go first.
+    for (std::size_t cut; ImGui::CalcTextSize(heading.c_str()).x > card_w - gap && (cut = heading.rfind("  ·  ")) != std::string::npos;)
+      heading.resize(cut);
+    ImGui::TextUnformatted(fitText(heading, card_w - gap).c_str());
+    layout().widget("card_heading_" + std::to_string(h));
     if (card.y + card_h > visible_top && card.y < visible_bottom) visible_heads_.push_back(h);
     if (!bt.heads[h].hasMaps()) {  // off screen when the edit was made: its maps follow shortly
       ImGui::SetCursorScreenPos(ImVec2(card.x, card.y + header));

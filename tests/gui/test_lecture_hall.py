@@ -21,6 +21,8 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
 - A toast too long for the status bar beside its text (at 1280 px: a large text size's hint, a
   failed save's error) is a box above the bar, a short one stays in it: never over the status
   text, always inside the window.
+- The lesson at 1280 × 720 and 150 %: the heads' headings do not overlap (steps 9, 10), and one
+  head's header has no "shared scale" (step 1).
 - `--text-size` and `--theme` win over the view of the last session's autosave, restored at start
   (interactive).
 
@@ -297,7 +299,26 @@ def main():
                     print(f"  error: {d['state']['toast'][:90]!r}…")
                     check_toast(d, "an error at 1280×800", error=True)
 
+            def lesson_at_720_and_150():
+                # The lesson at a projector's 1280 × 720 with text at 150 %: the heads' headings stay
+                # within their cards (they were drawn over each other), and one head has no
+                # "shared scale" (nothing to share), which leaves a line of the header to the maps.
+                lesson = os.path.join(assets, "lessons", "chapter3.json")
+                for step, heads in ((1, 1), (9, 2), (10, 2)):
+                    d, _ = headless(f"lesson-150-{step}", [], "--lesson", lesson, "--step", str(step), "--size", "1280x720",
+                                    "--text-size", "150")
+                    w = d["widgets"]
+                    headings = [w[f"card_heading_{h}"] for h in range(heads)]
+                    for h in range(1, heads):
+                        a, b = headings[h - 1], headings[h]
+                        expect(a["x"] + a["w"] <= b["x"] + 0.5 or a["y"] + a["h"] <= b["y"] + 0.5,
+                               f"step {step}: the headings of heads {h} and {h + 1} overlap: {a} {b}")
+                    print(f"  step {step}: heading widths {[round(r['w']) for r in headings]}, shared scale "
+                          f"{'shown' if 'shared_scale' in w else 'hidden'}")
+                    expect(("shared_scale" in w) == (heads > 1), f"step {step}: shared scale with {heads} head(s)")
+
             code = run_checks([
+                ("the lesson at 1280 × 720 and 150 %", lesson_at_720_and_150),
                 ("long toasts do not overlap the status bar's text", toasts_do_not_overlap),
                 ("Ctrl+S while typing saves the typed value", ctrl_s_while_typing),
                 ("File › Open lesson's browser starts in the shipped lessons", lesson_browser),
