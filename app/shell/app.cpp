@@ -56,7 +56,7 @@ void App::update(double now) {
     }
     updateEngine();  // a screenshot right behind an edit waits for that edit's result
   }
-  if (after_save_ && queue_.empty() && !dialogs_.saving()) {  // the save dialog was cancelled
+  if (after_save_ && queue_.empty() && !after_typing_ && !dialogs_.saving()) {  // the save dialog was cancelled
     showToast("Not saved, so not " + actionText(*after_save_) + ": the changes are still here", true, now);
     after_save_.reset();
   }
@@ -235,7 +235,9 @@ void App::applyApp(const Command& c, double now) {
     last_screenshot_ = path;
     showToast("Saved " + path, false, now);
   } else if (n == "save") {
-    if (typing_ && c.script_index < 0 && !after_typing_) {  // Ctrl+S while typing: the typed value first
+    // Ctrl+S while typing: the typed value first. (A save with a path comes from the Save as
+    // dialog, whose name field was typed into: that is the save's own name, nothing to commit.)
+    if (typing_ && c.script_index < 0 && !c.has("path") && !after_typing_) {
       after_typing_ = c;
       commit_typing_ = true;
       return;
