@@ -72,6 +72,8 @@ void onKey(GLFWwindow* window, int key, int scancode, int action, int mods) {
       cmd.push("view", {{"field", "text_size"}, {"value", 100}});
   }
   if (typing) return;
+  // A dialog is modal: Space, arrows and Ctrl+Z do nothing behind it (no page turns while browsing).
+  if (app->dialogOpen()) return;
   if (key == GLFW_KEY_Z && ctrl) cmd.push(shift ? "redo" : "undo");
   if (key == GLFW_KEY_Y && ctrl) cmd.push("redo");
   // With a lesson open its steps have the keys a presenter's clicker sends: Space, → and PageDown
@@ -289,9 +291,13 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   }
+  // What the command line says of the view wins over the workspace's view, and over the autosave's
+  // when the last session is restored (App::keepFromCommandLine).
+  nlohmann::json command_line_view = nlohmann::json::object();
+  if (!options.theme.empty()) command_line_view["theme"] = options.theme;
+  if (options.text_size > 0) command_line_view["text_size"] = options.text_size;
   ViewState view = viewFromJson(document.workspace().view);
-  if (options.theme == "light") view.light_theme = true;
-  if (options.text_size > 0) view.text_size = options.text_size;
+  for (const auto& [field, value] : command_line_view.items()) setViewField(view, field, value);
   if (!options.screenshot_dir.empty()) view.screenshot_dir = options.screenshot_dir;
 
   glfwSetErrorCallback([](int, const char* text) { glfw_error = text; });
@@ -367,13 +373,15 @@ int main(int argc, char** argv) {
     Stage stage = Stage::Weights;
     ModuleMap module = ModuleMap::Output;
     if (!snap || !snap->trace) return "nothing computed yet";
+    FigureOptions options;
+    options.scale = app_ptr->view().textScale();  // the text size, as a PNG of the map has it
     if (parseModuleMap(spec.panel, &module))  // the module's maps: one per batch element
-      return writeVectorFigure(moduleFigure(*snap, app_ptr->view(), module, spec.caption), path);
+      return writeVectorFigure(moduleFigure(*snap, app_ptr->view(), module, spec.caption), path, options);
     if (!parseStage(spec.panel, &stage)) return "no map '" + spec.panel + "'";
     const auto& heads = snap->shown().heads;
     if (spec.head < 0 || spec.head >= static_cast<int>(heads.size()) || !heads[static_cast<std::size_t>(spec.head)].hasMaps())
       return "no maps of head " + std::to_string(spec.head + 1) + " (the model has " + std::to_string(heads.size()) + ")";
-    return writeVectorFigure(heatmapFigure(*snap, app_ptr->view(), stage, spec.head, spec.caption), path);
+    return writeVectorFigure(heatmapFigure(*snap, app_ptr->view(), stage, spec.head, spec.caption), path, options);
   };
   hooks.size = [window](int* w, int* h) { glfwGetWindowSize(window, w, h); };
   hooks.theme_changed = [&] { setScale(ui_scale); };
@@ -412,6 +420,7 @@ int main(int argc, char** argv) {
   // Interactive sessions autosave and, started without a file, pick up where the last one ended.
   App app(std::move(document), view, !unattended, hooks);
   app_ptr = &app;
+  app.keepFromCommandLine(command_line_view);
   glfwSetWindowUserPointer(window, &app);
   glfwSetWindowCloseCallback(window, [](GLFWwindow* w) {  // ask before closing
     static_cast<App*>(glfwGetWindowUserPointer(w))->commands().push("quit");
@@ -463,6 +472,10 @@ int main(int argc, char** argv) {
 
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
+    if (app.takeCommitTyping()) {  // Ctrl+S while typing: a click outside every window, as the user
+      io.MousePos = ImVec2(-FLT_MAX, -FLT_MAX);  // would click away, so the field commits its value
+      io.MouseDown[ImGuiMouseButton_Left] = true;  // (the next frame reads the real button again)
+    }
     ImGui::NewFrame();
     app.draw(now);
     if (!options.dump_layout_path.empty()) app.recordState();  // tests only: it costs

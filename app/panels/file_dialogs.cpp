@@ -4,10 +4,10 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <vector>
 
+#include "engine/errors.h"
 #include "engine/stages.h"
 #include "formats/export.h"
 #include "shell/layout_dump.h"
@@ -23,14 +23,17 @@ struct DialogKind {
   const char* which;
   const char* title;
   const char* default_name;
+  const char* extensions;  // the files it can use, space-separated ("" none: a folder; export_map: a map's formats)
+  bool lessons;            // starts in the lesson folder (settings: the shipped lessons the first time)
 };
 
 constexpr DialogKind kDialogs[] = {
-    {"open", "Open workspace or screenshot", ""},
-    {"save_as", "Save workspace as", "workspace.json"},
-    {"export_trace", "Export the trace (into a folder)", "trace-export"},
-    {"save_pytorch", "Save PyTorch code", "attention.py"},
-    {"export_map", "Save one map", ""},
+    {"open", "Open workspace or screenshot", "", "json png", false},
+    {"open_lesson", "Open lesson", "", "json", true},
+    {"save_as", "Save workspace as", "workspace.json", "json", false},
+    {"export_trace", "Export the trace (into a folder)", "trace-export", "", false},
+    {"save_pytorch", "Save PyTorch code", "attention.py", "py", false},
+    {"export_map", "Save one map", "", "", false},
 };
 
 const DialogKind* findDialog(const std::string& which) {
@@ -58,23 +61,24 @@ const char* formatLabel(const std::string& f) {
   return "?";
 }
 
-// Where the browser opens: the last folder used, else the home folder. Settings default to the
-// working directory — the repository, when the app runs from it — which is no folder of the user's.
+// Where the browser opens: the last folder used (settings, which default to the home folder), else
+// the home folder when that folder is gone.
 std::string startFolder(const std::string& remembered) {
   std::error_code ec;
-  if (!remembered.empty() && fs::is_directory(remembered, ec) && fs::path(remembered) != fs::current_path(ec))
-    return remembered;
-  const char* home = std::getenv("HOME");
-  return home && *home && fs::is_directory(home, ec) ? std::string(home) : std::string("/");
+  return !remembered.empty() && fs::is_directory(remembered, ec) ? remembered : homeFolder();
 }
 
 }  // namespace
 
 void FileDialogs::begin(const std::string& which, const std::string& stage, int head, const std::string& format) {
   const DialogKind* kind = findDialog(which);
-  if (!kind) return;
+  if (!kind) {
+    std::string names;
+    for (const DialogKind& d : kDialogs) names += (names.empty() ? "" : ", ") + std::string(d.which);
+    throw InputError("which: no dialog '" + which + "' (one of " + names + ")");
+  }
   which_ = which;
-  folder_ = startFolder(settings_.last_folder);
+  folder_ = startFolder(kind->lessons ? settings_.lesson_folder : settings_.last_folder);
   stage_ = stage;
   head_ = head;
   const auto& formats = mapFileFormats();
@@ -86,14 +90,13 @@ void FileDialogs::begin(const std::string& which, const std::string& stage, int 
 
 bool FileDialogs::usable(const std::string& file) const {
   const std::string ext = extensionOf(file);
-  if (which_ == "open") return ext == "json" || ext == "png";
-  if (which_ == "save_as") return ext == "json";
-  if (which_ == "save_pytorch") return ext == "py";
   if (which_ == "export_map") {
     const auto& formats = mapFileFormats();
     return std::find(formats.begin(), formats.end(), ext) != formats.end();
   }
-  return false;  // export_trace writes into a folder
+  const DialogKind* kind = findDialog(which_);
+  const std::string extensions = kind ? std::string(" ") + kind->extensions + " " : "";
+  return !ext.empty() && extensions.find(" " + ext + " ") != std::string::npos;  // export_trace: a folder
 }
 
 void FileDialogs::typed() {
@@ -171,7 +174,8 @@ bool FileDialogs::browse() {
     ImGui::PopStyleColor();
     layout().widget("file_message");
   }
-  const bool ok = ImGui::Button(which_ == "open" ? "Open" : "Save") || enter || open_now;
+  const bool opens = which_ == "open" || which_ == "open_lesson";
+  const bool ok = ImGui::Button(opens ? "Open" : "Save") || enter || open_now;
   layout().widget("file_ok");
   ImGui::SameLine();
   const bool cancel = ImGui::Button("Cancel");  // a quit waiting for this save does not happen (App::update)
@@ -214,6 +218,8 @@ void FileDialogs::draw(const PanelContext& ctx) {
       const std::string path = (fs::path(folder_) / name_).string();
       if (which_ == "open") {
         cmd.push("open", {{"path", path}});
+      } else if (which_ == "open_lesson") {  // checked whole when opened: a damaged one is one message
+        cmd.push("lesson_open", {{"path", path}});
       } else if (which_ == "save_as") {
         cmd.push("save", {{"path", fs::path(path).extension().empty() ? path + ".json" : path}});
       } else if (which_ == "export_trace") {
@@ -225,7 +231,8 @@ void FileDialogs::draw(const PanelContext& ctx) {
       } else if (which_ == "export_map") {
         cmd.push("export_map", {{"stage", stage_}, {"head", head_}, {"path", path}, {"format", format}});
       }
-      settings_.last_folder = folder_;
+      // The folder the file is in (a typed absolute path names its own).
+      (kind->lessons ? settings_.lesson_folder : settings_.last_folder) = fs::path(path).parent_path().string();
       saveSettings(settings_);
       which_.clear();
       ImGui::CloseCurrentPopup();

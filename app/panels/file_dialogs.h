@@ -7,7 +7,8 @@
 //
 // The browser lists folders and files (the files the dialog can use are selectable, the others
 // shown dimmed), and starts in the last folder used — else the home folder, never the folder the
-// program was started from. Saving a map, the extension follows the chosen format and the format
+// program was started from. The lesson browser (.json lessons) keeps its own folder: the shipped
+// assets/lessons the first time, then the folder of the last lesson opened through it. Saving a map, the extension follows the chosen format and the format
 // follows a typed extension (formats/export.h, mapFileFormat); an extension that is no format is
 // one message, and nothing is written. The layout dump's state holds "file_dialog" (tests).
 #pragma once
@@ -22,8 +23,8 @@ namespace attnscope {
 class FileDialogs {
  public:
   FileDialogs() : settings_(loadSettings()) {}
-  // Opens a dialog: open, save_as, export_trace, save_pytorch, export_map (with stage, head and the
-  // format first chosen: csv, json, npy, png, svg or pdf).
+  // Opens a dialog: open, open_lesson, save_as, export_trace, save_pytorch, export_map (with stage,
+  // head and the format first chosen: csv, json, npy, png, svg or pdf). An unknown one is refused.
   void begin(const std::string& which, const std::string& stage = "", int head = 0, const std::string& format = "csv");
   // The unsaved-changes prompt before `action` (quit, open, new, preset), `doing` it ("quitting").
   void askUnsaved(const std::string& action, const std::string& doing) {
@@ -32,6 +33,7 @@ class FileDialogs {
   }
   void closeUnsaved() { unsaved_action_.clear(); }  // answered (by a script)
   bool saving() const { return which_ == "save_as"; }  // the Save as dialog is open
+  bool open() const { return !which_.empty() || !unsaved_action_.empty(); }  // a dialog or the prompt is up
   void draw(const PanelContext& ctx);
   // A file was opened or saved: recent files and the last folder.
   void remember(const std::string& path) { rememberFile(settings_, path); }

@@ -392,15 +392,19 @@ void drawHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, 
     if (ImGui::SliderInt("batch element", &b, 1, m.batch_size) && b - 1 != v.batch)
       cmd.push("select_batch", {{"index", b - 1}});
     layout().widget("batch_element");
-    besideIfFits(shared_w);
+    if (heads > 1) besideIfFits(shared_w);
   }
-  bool shared = v.shared_scale;
-  if (ImGui::Checkbox("shared scale", &shared)) cmd.push("view", {{"field", "shared_scale"}, {"value", shared}});
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("One colour range per kind of map across all heads, so heads compare directly");
-  layout().widget("shared_scale");
+  // One range per kind of map across heads: nothing to share with one head, and a line of the
+  // header saved for the maps at 1280 × 720 and large text.
+  if (heads > 1) {
+    bool shared = v.shared_scale;
+    if (ImGui::Checkbox("shared scale", &shared)) cmd.push("view", {{"field", "shared_scale"}, {"value", shared}});
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("One colour range per kind of map across all heads, so heads compare directly");
+    layout().widget("shared_scale");
+  }
   if (ctx.computing) {  // the maps on screen stay whole until the newer result replaces them
-    ImGui::SameLine();
+    if (heads > 1 || m.batch_size > 1) ImGui::SameLine();
     ImGui::TextDisabled("computing…");
   }
   drawColumnToggles(v, cmd, t);
@@ -445,6 +449,7 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
   std::string line;
   for (const std::string& n : notes) line += (line.empty() ? "" : "  ·  ") + n;
   if (!about.empty()) line = about + (line.empty() ? "" : "  ·  " + line);
+  layout().state()["grid_notes"] = line;  // tests: the preset's note is there, or gone
   if (line.empty()) return reset;
   // One line: what does not fit ends in "…", and the whole text shows on hover.
   const std::string shown = fitText(line, ImGui::GetContentRegionAvail().x);
@@ -589,7 +594,15 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   const Margins margins{std::min(label_w, px(90)) + px(4),
                         ImGui::GetTextLineHeight() + std::min(label_w, px(48)) + px(6),
                         heatmapColorbarHeight()};
-  const int rows = T, cols = std::max(T, 1);
+  int rows = T, cols = std::max(T, 1);
+  if (stages.empty()) {  // the module's card alone (or a figure of one of its maps): tiles its maps' size
+    rows = cols = 1;
+    for (ModuleMap m : module_maps) {
+      const StageMap values = moduleMapValues(t, bt, m);
+      rows = std::max(rows, static_cast<int>(values.rows()));
+      cols = std::max(cols, static_cast<int>(values.cols()));
+    }
+  }
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   // The book's sizes always show their numbers: cells as wide as the widest compact label of the
   // T × T maps (the grid scrolls if need be). Larger maps fit the window and zoom instead.
@@ -649,10 +662,14 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     const std::string shapes = t.model.variant == Variant::Simple
                                    ? "Q = K = V = X: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width)
                                    : "Q, K, V: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width);
-    if (t.heads > 1)
-      ImGui::Text("Head %d of %d  ·  head width %d  ·  %s", h + 1, t.heads, t.head_width, shapes.c_str());
-    else
-      ImGui::Text("%s", shapes.c_str());
+    std::string heading = t.heads > 1 ? "Head " + std::to_string(h + 1) + " of " + std::to_string(t.heads) + "  ·  head width " +
+                                            std::to_string(t.head_width) + "  ·  " + shapes
+                                      : shapes;
+    // Within its card (narrow cards side by side at large text): the shapes, then the width, go first.
+    for (std::size_t cut; ImGui::CalcTextSize(heading.c_str()).x > card_w - gap && (cut = heading.rfind("  ·  ")) != std::string::npos;)
+      heading.resize(cut);
+    ImGui::TextUnformatted(fitText(heading, card_w - gap).c_str());
+    layout().widget("card_heading_" + std::to_string(h));
     if (card.y + card_h > visible_top && card.y < visible_bottom) visible_heads_.push_back(h);
     if (!bt.heads[h].hasMaps()) {  // off screen when the edit was made: its maps follow shortly
       ImGui::SetCursorScreenPos(ImVec2(card.x, card.y + header));

@@ -58,7 +58,8 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
         }
         ImGui::EndMenu();
       }
-      // Lessons: the chapter's steps with the notebook's code (core/lessons); a teacher's own file by path.
+      // Lessons: the chapter's steps with the notebook's code (core/lessons); a teacher's own file
+      // through the file browser, as the other files are opened.
       const bool lessons_menu = ImGui::BeginMenu("Open lesson");
       layout().widget("menu_lessons");
       if (lessons_menu) {
@@ -67,15 +68,8 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
           layout().widget("menu_lesson_" + std::filesystem::path(lesson.path).stem().string());
         }
         if (!lessons_.empty()) ImGui::Separator();
-        ImGui::TextDisabled("A lesson file:");
-        ImGui::SetNextItemWidth(px(320));
-        const bool entered = ImGui::InputText("##lesson_path", &lesson_path_, ImGuiInputTextFlags_EnterReturnsTrue);
-        layout().widget("menu_lesson_path");
-        ImGui::SameLine();
-        if ((ImGui::Button("Open") || entered) && !lesson_path_.empty()) {
-          cmd.push("lesson_open", {{"path", lesson_path_}});
-          ImGui::CloseCurrentPopup();
-        }
+        if (ImGui::MenuItem("A lesson file…")) cmd.push("dialog", {{"which", "open_lesson"}});
+        layout().widget("menu_lesson_file");
         ImGui::EndMenu();
       }
       if (ImGui::MenuItem("Close lesson", nullptr, false, lesson_open)) cmd.push("lesson_close");

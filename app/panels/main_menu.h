@@ -21,7 +21,6 @@ class MainMenu {
  private:
   std::vector<PresetInfo> presets_;  // read once: the assets do not change while running
   std::vector<LessonInfo> lessons_;  // assets/lessons, likewise
-  std::string lesson_path_;          // File › Open lesson: a lesson file being typed
   bool show_help_ = false;
   std::string screenshot_dir_;       // the folder field being typed
 };

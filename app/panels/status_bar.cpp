@@ -34,15 +34,24 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   } else {
     ImGui::TextUnformatted(ctx.computing ? "computing…" : "no result yet");
   }
+  layout().widget("status_text");
+  const float text_end = ImGui::GetItemRectMax().x - pos.x;  // where the status line's text ends
   const Toast& toast = ctx.toast;
   if (!toast.text.empty() && ctx.now < toast.until) {
-    const float w = ImGui::CalcTextSize(toast.text.c_str()).x;
-    ImGui::SameLine(std::max(ImGui::GetWindowWidth() - w - 16, ImGui::GetCursorPosX() + 16));
-    ImGui::PushStyleColor(ImGuiCol_Text, toast.error ? ImGui::ColorConvertU32ToFloat4(theme().selection)
-                                                     : ImGui::GetStyleColorVec4(ImGuiCol_Text));
-    ImGui::TextUnformatted(toast.text.c_str());
-    ImGui::PopStyleColor();
-    layout().widget("toast");
+    // At the right, beside the status text when it fits there; a long one (at a projector's 1280 px,
+    // a large text size) in a box just above the bar, wrapped: never over the status text.
+    const float w = ImGui::CalcTextSize(toast.text.c_str()).x, gap = px(16);
+    const float x = ImGui::GetWindowWidth() - ImGui::GetStyle().WindowPadding.x - w;
+    if (x >= text_end + gap) {
+      ImGui::SameLine(x);
+      ImGui::PushStyleColor(ImGuiCol_Text, toast.error ? ImGui::ColorConvertU32ToFloat4(theme().selection)
+                                                       : ImGui::GetStyleColorVec4(ImGuiCol_Text));
+      ImGui::TextUnformatted(toast.text.c_str());
+      ImGui::PopStyleColor();
+      layout().widget("toast");
+    } else {
+      drawToast(ctx, ImVec2(pos.x + size.x, pos.y + px(8)), std::min(size.x, std::max(size.x * 0.6f, px(480))));
+    }
   }
   ImGui::End();
 }

@@ -12,8 +12,9 @@ class StatusBar {
   void draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
   // Its height: one line of text and a little padding (it grows with the text size).
   static float height();
-  // With the status bar hidden: the latest toast in a box whose bottom-right corner is `corner`,
-  // wrapped within `width`. Nothing when there is none.
+  // The latest toast in a box whose bottom-right corner is `corner` less a margin, wrapped within
+  // `width`: with the status bar hidden, and above it for a toast too long to fit beside its text.
+  // Nothing when there is none.
   static void drawToast(const PanelContext& ctx, ImVec2 corner, float width);
 };
 

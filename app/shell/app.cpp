@@ -56,7 +56,7 @@ void App::update(double now) {
     }
     updateEngine();  // a screenshot right behind an edit waits for that edit's result
   }
-  if (after_save_ && queue_.empty() && !dialogs_.saving()) {  // the save dialog was cancelled
+  if (after_save_ && queue_.empty() && !after_typing_ && !dialogs_.saving()) {  // the save dialog was cancelled
     showToast("Not saved, so not " + actionText(*after_save_) + ": the changes are still here", true, now);
     after_save_.reset();
   }
@@ -149,6 +149,8 @@ void App::replaced(const Command& c, double now) {
   keep("statistics", &ViewState::show_statistics);
   keep("presentation", &ViewState::presentation);
   view_.highlight = before.highlight;  // the open lesson's step, not the workspace's
+  if (c.name == "restore")  // the autosave's view yields to what this session was started with
+    for (const auto& [field, value] : command_line_view_.items()) setViewField(view_, field, value);
   syncTextSize();
   if (view_.light_theme != light && hooks_.theme_changed) hooks_.theme_changed();
   heatmap_grid_.reset();
@@ -234,6 +236,13 @@ void App::applyApp(const Command& c, double now) {
     last_screenshot_ = path;
     showToast("Saved " + path, false, now);
   } else if (n == "save") {
+    // Ctrl+S while typing: the typed value first. (A save with a path comes from the Save as
+    // dialog, whose name field was typed into: that is the save's own name, nothing to commit.)
+    if (typing_ && c.script_index < 0 && !c.has("path") && !after_typing_) {
+      after_typing_ = c;
+      commit_typing_ = true;
+      return;
+    }
     std::string path = c.has("path") ? c.text("path") : doc_.file();
     if (path.empty()) {  // untitled: ask where
       if (c.script_index >= 0) throw InputError("path: this workspace is untitled: give a path");
@@ -241,7 +250,7 @@ void App::applyApp(const Command& c, double now) {
       return;
     }
     Workspace ws = doc_.workspace();
-    ws.view = viewToJson(view_);
+    ws.view = savedView(view_, ws.view);
     try {
       saveWorkspace(path, ws);
     } catch (const InputError& e) {  // and what waited for the save does not happen
@@ -554,6 +563,12 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
 
 void App::endFrame(double now, bool mouse_down, bool typing, double frame_ms) {
   if (!mouse_down && !typing) doc_.endGesture();  // a drag or a typed value ended: a new undo step next
+  typing_ = typing;
+  if (after_typing_ && !commit_typing_) {  // the field lost its focus in this frame and pushed its value:
+    queue_.push(std::move(*after_typing_));  // the save comes after it (and does not wait again)
+    after_typing_.reset();
+    typing_ = false;
+  }
   autosave_.update(doc_, view_, now);
   frame_ms_ = frame_ms;
 }
@@ -589,7 +604,7 @@ std::string App::captionText(const CaptureSpec& spec) const {
 std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   if (!hooks_.capture.frame) return "no window to render with";
   Workspace shown = snapshot_ ? *snapshot_->inputs : doc_.workspace();  // the PNG carries what it shows
-  shown.view = viewToJson(view_);
+  shown.view = savedView(view_, shown.view);
   caption_ = spec.caption ? captionText(spec) : "";
   const ViewState saved = view_;
   if (spec.panel == "pipeline") view_.tab = "pipeline";
@@ -598,8 +613,17 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
     view_.highlight.clear();  // and never dimmed by a lesson's step
     view_.tab = "heatmaps";
     Stage stage = Stage::Weights;
-    parseStage(spec.panel, &stage);
-    heatmap_grid_.reveal(spec.head, stage);  // and in view, where the grid scrolls for the numbers
+    ModuleMap module = ModuleMap::Output;
+    if (parseModuleMap(spec.panel, &module)) {
+      // A map of the module (the output, …): that map alone, whether or not its column is shown —
+      // hidden by default, as the figure's SVG and PDF need no column either.
+      view_.show.fill(false);
+      view_.show_module.fill(false);
+      view_.show_module[static_cast<std::size_t>(module)] = true;
+    } else {
+      parseStage(spec.panel, &stage);
+      heatmap_grid_.reveal(spec.head, stage);  // and in view, where the grid scrolls for the numbers
+    }
   }
   int w = 0, h = 0;
   hooks_.size(&w, &h);
@@ -626,7 +650,7 @@ void App::recordState() const {
   const Workspace& ws = doc_.workspace();
   const ModelConfig& m = ws.model;
   Workspace saved = ws;
-  saved.view = viewToJson(view_);
+  saved.view = savedView(view_, ws.view);
   nlohmann::json& state = layout().state();
   state.update({{"variant", variantId(m.variant)},
                 {"d_out", m.d_out},

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "editing/document.h"
@@ -55,6 +56,9 @@ class App {
 
   CommandQueue& commands() { return queue_; }
   bool idle() const { return queue_.empty(); }  // every queued command applied
+  // View fields given on the command line (`--text-size`, `--theme`; the view's JSON names): the
+  // last session's autosave, restored at start, does not override them.
+  void keepFromCommandLine(nlohmann::json fields) { command_line_view_ = std::move(fields); }
   // A message for the user at start (a recovered autosave), shown longer than a toast.
   void notify(const std::string& text, double now) { toast_ = {text, false, now + 12.0}; }
   // Once per frame, before drawing: applies the queued commands (a screenshot waits for the
@@ -66,6 +70,10 @@ class App {
   // After the frame: autosave, the end of a drag gesture. `frame_ms`: how long the frame took to
   // build and render (the status bar shows it; a sleeping window has no frame rate).
   void endFrame(double now, bool mouse_down, bool typing, double frame_ms);
+  // True once after Ctrl+S came while a text field was being typed into: this frame must take the
+  // field's focus away (a click outside it, as the user would), so that the field commits its value
+  // before the save, which waits for it (endFrame).
+  bool takeCommitTyping() { return std::exchange(commit_typing_, false); }
   // How long the window may sleep before the next frame unless woken (input, a result): 0 while
   // commands wait, until a message ends, at most `longest` seconds.
   double idleTimeout(double now, double longest) const;
@@ -75,6 +83,7 @@ class App {
   bool settled() const;
   bool quitRequested() const { return quit_; }
   bool lessonOpen() const { return lesson_.open(); }  // the lesson keys (Space, →, ←, PageDown, PageUp) are its
+  bool dialogOpen() const { return dialogs_.open(); }  // a file dialog or the unsaved-changes prompt
   std::vector<CommandFailure> takeFailures() { return std::exchange(failures_, {}); }
   std::string windowTitle() const;
   const Document& document() const { return doc_; }
@@ -160,8 +169,12 @@ class App {
   bool quit_ = false;
   std::optional<Command> pending_;     // waits for the answer to the unsaved-changes prompt
   std::optional<Command> after_save_;  // goes on once the save that answer asked for succeeded
+  bool typing_ = false;                // a text field had the keyboard in the last frame
+  bool commit_typing_ = false;         // takeCommitTyping
+  std::optional<Command> after_typing_;  // a save waiting for the field being typed into to commit
   double frame_ms_ = 0;                       // the last frame's build and render time
   std::vector<CommandFailure> failures_;
+  nlohmann::json command_line_view_ = nlohmann::json::object();  // keepFromCommandLine
 };
 
 }  // namespace attnscope

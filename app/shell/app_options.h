@@ -10,7 +10,7 @@ struct AppOptions {
   std::string screenshot_path;   // render, save this PNG and exit (headless mode)
   int width = 1600;              // window width in pixels
   int height = 1000;             // window height in pixels
-  std::string theme = "dark";    // "dark" or "light" (slides and print)
+  std::string theme;             // "dark" or "light" (slides and print); empty = the workspace's view
   int text_size = 0;             // text and UI size in percent (100–250); 0 = the workspace's view (default 100)
   std::string dump_layout_path;  // write panel, heatmap and widget rectangles as JSON when they change
   std::string screenshot_dir;    // where F12 saves; empty = ~/Pictures/attnscope

@@ -127,8 +127,8 @@ bool findRect(const CaptureSpec& spec, int fb_w, int fb_h, Rect* out, std::strin
           m.value("in_view", true) && m.contains("tile"))
         r = m["tile"];
     ModuleMap module;
-    if (r.is_null() && parseModuleMap(spec.panel, &module)) {
-      *error = "no " + spec.panel + " map in view: show its column, or save it as .svg or .pdf (no column needed)";
+    if (r.is_null() && parseModuleMap(spec.panel, &module)) {  // App::capture shows it whatever the columns
+      *error = "no " + spec.panel + " map: this step has none (concat needs several heads, out_proj step 4b)";
       return false;
     }
     if (r.is_null()) {

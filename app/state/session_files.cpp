@@ -9,6 +9,7 @@
 
 #include "engine/errors.h"
 #include "formats/json_format.h"
+#include "lessons/lesson.h"
 
 namespace attnscope {
 
@@ -19,6 +20,12 @@ std::string stateFolder() {
   const char* home = std::getenv("HOME");
   const fs::path base = xdg && *xdg ? fs::path(xdg) : fs::path(home && *home ? home : ".") / ".local" / "state";
   return (base / "attnscope").string();
+}
+
+std::string homeFolder() {
+  const char* home = std::getenv("HOME");
+  std::error_code ec;
+  return home && *home && fs::is_directory(home, ec) ? std::string(home) : std::string("/");
 }
 
 namespace {
@@ -46,15 +53,21 @@ Settings loadSettings() {
       for (const auto& r : j["recent"])
         if (r.is_string()) s.recent.push_back(r.get<std::string>());
     if (j.contains("last_folder") && j["last_folder"].is_string()) s.last_folder = j["last_folder"].get<std::string>();
+    if (j.contains("lesson_folder") && j["lesson_folder"].is_string())
+      s.lesson_folder = j["lesson_folder"].get<std::string>();
   }
-  if (s.last_folder.empty()) s.last_folder = fs::current_path().string();
+  // Never the working directory, which is the repository when the app runs from a checkout: the
+  // browser starts in the last folder used, else the home folder (issue 11).
+  if (s.last_folder.empty()) s.last_folder = homeFolder();
+  if (s.lesson_folder.empty()) s.lesson_folder = lessonsFolder();  // the chapter's lessons, the first time
   return s;
 }
 
 void saveSettings(const Settings& s) {
   try {
     writeFileAtomically(statePath("settings.json"),
-                        jsonText(nlohmann::json{{"recent", s.recent}, {"last_folder", s.last_folder}}, 2));
+                        jsonText(nlohmann::json{{"recent", s.recent}, {"last_folder", s.last_folder},
+                                                {"lesson_folder", s.lesson_folder}}, 2));
   } catch (const InputError&) {
     // Settings are a convenience; the work itself is saved elsewhere.
   }
@@ -71,7 +84,7 @@ void rememberFile(Settings& s, const std::string& path) {
 
 void Autosave::update(const Document& doc, const ViewState& view_state, double now) {
   if (!enabled_ || now - last_write_ < 0.5) return;
-  nlohmann::json view = viewToJson(view_state);
+  nlohmann::json view = savedView(view_state, doc.workspace().view);
   putFileName(view, doc.file());
   view["dirty"] = doc.dirty();
   std::string view_text = jsonText(view);
@@ -106,7 +119,7 @@ std::string keepUnsaved(const Document& doc, const ViewState& view_state) {
   const std::string name = doc.file().empty() ? "untitled" : fs::path(doc.file()).stem().string();
   const std::string path = (fs::path(stateFolder()) / ("unsaved-" + name + "-" + stamp + ".json")).string();
   Workspace ws = doc.workspace();
-  nlohmann::json view = viewToJson(view_state);
+  nlohmann::json view = savedView(view_state, doc.workspace().view);
   putFileName(view, doc.file());
   view["dirty"] = true;
   ws.view = std::move(view);

@@ -13,10 +13,13 @@ namespace attnscope {
 
 // The folder, created on demand.
 std::string stateFolder();
+// $HOME when it is a folder, else "/": where file browsers start when nothing was used yet.
+std::string homeFolder();
 
 struct Settings {
   std::vector<std::string> recent;  // newest first, at most 10
-  std::string last_folder;          // where the file browser opens
+  std::string last_folder;          // where the file browser opens; by default the home folder
+  std::string lesson_folder;        // where the lesson browser opens; by default the shipped lessons
 };
 Settings loadSettings();  // what cannot be read keeps its default
 void saveSettings(const Settings& s);

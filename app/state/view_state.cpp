@@ -61,6 +61,12 @@ nlohmann::json viewToJson(const ViewState& v) {
           {"text_size", v.text_size}};
 }
 
+nlohmann::json savedView(const ViewState& v, const nlohmann::json& workspace_view) {
+  nlohmann::json out = viewToJson(v);
+  if (workspace_view.is_object() && workspace_view.contains("preset")) out["preset"] = workspace_view["preset"];
+  return out;
+}
+
 const std::array<int, 6>& textSizeSteps() {
   static const std::array<int, 6> steps = {100, 125, 150, 175, 200, 250};
   return steps;

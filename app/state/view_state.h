@@ -69,6 +69,10 @@ constexpr int kMinTextSize = 100, kMaxTextSize = 250;
 int stepTextSize(int percent, int direction);
 
 nlohmann::json viewToJson(const ViewState& v);
+// The "view" a workspace is saved with (save, autosave, a screenshot's workspace): v's fields, and
+// what the workspace's own view holds that ViewState does not — the preset's note (`preset`), which
+// describes the preset until the first edit drops it (Document), and must survive a save.
+nlohmann::json savedView(const ViewState& v, const nlohmann::json& workspace_view);
 // The "columns" value of v with column `id` switched on or off (for the "view" command).
 nlohmann::json columnsWith(const ViewState& v, const std::string& id, bool on);
 // Reads what it understands of a workspace's "view"; anything else keeps its default.

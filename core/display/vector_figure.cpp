@@ -141,7 +141,7 @@ cairo_font_face_t* fileFace(const std::string& path) {
 // Text measured and drawn with one font face at unhinted metrics; in an SVG, text becomes elements.
 class Painter {
  public:
-  Painter(cairo_t* cr, const FigureOptions& o, std::string* svg_text) : cr_(cr), svg_text_(svg_text) {
+  Painter(cairo_t* cr, const FigureOptions& o, std::string* svg_text) : cr_(cr), svg_text_(svg_text), k_(o.scale) {
     if (cairo_font_face_t* face = fileFace(o.font_file)) {
       cairo_set_font_face(cr_, face);  // which keeps its own reference
       cairo_font_face_destroy(face);
@@ -197,7 +197,9 @@ class Painter {
     if (s.empty()) return;
     if (svg_text_) {
       const char* anchor = a == Anchor::Start ? "start" : a == Anchor::Middle ? "middle" : "end";
-      *svg_text_ += "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" font-size=\"" + num(size) + "\" fill=\"rgb(" +
+      // Outside cairo's drawing, in the page's coordinates: scaled here as cairo scales the shapes.
+      x *= k_, y *= k_;
+      *svg_text_ += "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" font-size=\"" + num(size * k_) + "\" fill=\"rgb(" +
                     std::to_string(c.r) + "," + std::to_string(c.g) + "," + std::to_string(c.b) + ")\"";
       if (a != Anchor::Start) *svg_text_ += std::string(" text-anchor=\"") + anchor + "\"";
       if (vertical) *svg_text_ += " transform=\"rotate(-90 " + num(x) + " " + num(y) + ")\"";
@@ -255,6 +257,7 @@ class Painter {
  private:
   cairo_t* cr_;
   std::string* svg_text_;  // null: cairo draws the text
+  double k_;               // FigureOptions::scale: the page's points per layout point
 };
 
 bool isMasked(float v) { return std::isinf(v) && v < 0; }
@@ -489,10 +492,13 @@ std::string writeVectorFigure(const FigureSpec& spec, const std::string& path, c
     if (cairo_status(cr.get()) != CAIRO_STATUS_SUCCESS) return cairoError(cairo_status(cr.get()));
   }
   std::string data, text;
+  if (!(options.scale >= 1 && options.scale <= 8)) return "the figure's scale must be between 1 and 8";
   {
+    // Laid out at 1×, drawn k× larger (FigureOptions::scale).
+    const double k = options.scale;
     Surface page(format == FigureFormat::Svg
-                     ? cairo_svg_surface_create_for_stream(appendTo, &data, layout.width, layout.height)
-                     : cairo_pdf_surface_create_for_stream(appendTo, &data, layout.width, layout.height));
+                     ? cairo_svg_surface_create_for_stream(appendTo, &data, layout.width * k, layout.height * k)
+                     : cairo_pdf_surface_create_for_stream(appendTo, &data, layout.width * k, layout.height * k));
     if (format == FigureFormat::Svg) {
       cairo_svg_surface_set_document_unit(page.get(), CAIRO_SVG_UNIT_PT);
     } else {
@@ -500,6 +506,7 @@ std::string writeVectorFigure(const FigureSpec& spec, const std::string& path, c
       cairo_pdf_surface_set_metadata(page.get(), CAIRO_PDF_METADATA_CREATOR, "attnscope");
     }
     Context cr(cairo_create(page.get()));
+    cairo_scale(cr.get(), k, k);
     Painter painter(cr.get(), options, format == FigureFormat::Svg ? &text : nullptr);
     paint(spec, options, layout, painter);
     if (cairo_status(cr.get()) != CAIRO_STATUS_SUCCESS) return cairoError(cairo_status(cr.get()));

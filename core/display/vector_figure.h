@@ -52,6 +52,10 @@ struct FigureOptions {
   std::string font_file = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";  // the app's font (fonts-dejavu-core)
   std::string font = "DejaVu Sans";  // the SVG's font-family first; through fontconfig without font_file
   bool cell_values = true;        // numbers in the cells where the policy allows them
+  // The whole figure this many times larger: the app's text size (View › Text size). As a PNG of one
+  // map is laid out as at 100 % and rendered that much larger (docs/DESIGN.md §3), so is the figure:
+  // the same figure, its page, text and cells k× as many points.
+  double scale = 1;
 };
 
 // Writes the figure to `path` (atomically), SVG or PDF by its extension. Returns "" or one sentence

@@ -114,12 +114,15 @@ void setModelFields(Workspace& ws, const nlohmann::json& fields) {
 Document::Document(Workspace ws, std::string file, bool dirty, Limits limits)
     : ws_(std::move(ws)), saved_(ws_), file_(std::move(file)), dirty_(dirty), limits_(limits) {}
 
-DocumentChange Document::edit(const std::function<void(Workspace&)>& change, const std::string& gesture) {
+DocumentChange Document::edit(const std::function<void(Workspace&)>& change, const std::string& gesture,
+                              bool untitled) {
   Workspace next = ws_;
   change(next);
   validateModel(next.model, tokenCount(next), static_cast<int>(next.embeddings.cols()), limits_);
   if (equalWorkspaces(ws_, next)) return DocumentChange::Unchanged;
-  history_.record(ws_, next, gesture);
+  history_.record(ws_, next, gesture,
+                  untitled ? std::optional<std::array<std::string, 2>>({file_, ""}) : std::nullopt);
+  if (untitled) file_.clear();
   ws_ = std::move(next);
   dirty_ = true;
   bump();
@@ -201,14 +204,14 @@ DocumentChange Document::apply(const Command& c) {
   }
   if (n == "preset" || n == "new") {  // undoable, and untitled until saved
     Workspace ws = n == "new" ? bookExample(ws_.model.variant) : loadWorkspace(presetPath(c.text("name")), limits_);
-    if (edit([&ws](Workspace& w) { w = ws; }, "") == DocumentChange::Unchanged) return DocumentChange::Unchanged;
-    file_.clear();
+    if (edit([&ws](Workspace& w) { w = ws; }, "", true) == DocumentChange::Unchanged) return DocumentChange::Unchanged;
     wanted_heads_ = 0;
     return DocumentChange::Replaced;
   }
   if (n == "undo" || n == "redo") {
     Workspace next = ws_;
-    if (!(n == "undo" ? history_.undo(next) : history_.redo(next)))
+    // Undoing a preset or New gives the document back its file name (redo: untitled again).
+    if (!(n == "undo" ? history_.undo(next, &file_) : history_.redo(next, &file_)))
       throw InputError(n == "undo" ? "nothing to undo" : "nothing to redo");
     ws_ = std::move(next);
     dirty_ = !equalWorkspaces(ws_, saved_);  // back where it was saved: nothing unsaved

@@ -48,7 +48,10 @@ class Document {
 
  private:
   // Applies `change` to a copy, validates, commits, records the step under `gesture`.
-  DocumentChange edit(const std::function<void(Workspace&)>& change, const std::string& gesture);
+  // `untitled`: the edit replaces the workspace and leaves the document untitled (preset, New);
+  // the step remembers the file name, so undo brings it back.
+  DocumentChange edit(const std::function<void(Workspace&)>& change, const std::string& gesture,
+                      bool untitled = false);
   // An edit of the inputs or the model: edit(), and the preset's note is dropped (it described
   // the preset as it was).
   DocumentChange editContent(const std::function<void(Workspace&)>& change, const std::string& gesture);

@@ -245,6 +245,7 @@ std::size_t measure(const Step& step) {
   if (step.tokens) n += tokenBytes(step.tokens->before) + tokenBytes(step.tokens->after);
   if (step.random) n += 2 * sizeof(std::optional<RandomEmbeddings>);
   if (step.view) n += jsonBytes(step.view->before) + jsonBytes(step.view->after);
+  if (step.file_name) n += step.file_name->before.size() + step.file_name->after.size();
   if (const auto& e = step.embeddings)
     n += e->dense ? static_cast<std::size_t>(e->before.size() + e->after.size()) * sizeof(float)
                   : e->cells.size() * sizeof(Cell);
@@ -257,11 +258,13 @@ bool equalWorkspaces(const Workspace& a, const Workspace& b) { return diff(a, b)
 
 History::History(std::size_t budget_bytes) : budget_(budget_bytes) {}
 
-void History::record(const Workspace& before, const Workspace& after, const std::string& gesture) {
+void History::record(const Workspace& before, const Workspace& after, const std::string& gesture,
+                     const std::optional<std::array<std::string, 2>>& file_name) {
   Step change = diff(before, after);
   if (change.empty()) return;
+  if (file_name) change.file_name = Change<std::string>{(*file_name)[0], (*file_name)[1]};
   clearRedo();  // a new edit forks the timeline: what was undone cannot come back
-  const bool continues = !gesture.empty() && gesture == open_gesture_;
+  const bool continues = !gesture.empty() && gesture == open_gesture_ && !file_name;
   open_gesture_ = gesture;
   if (continues && gesture_step_ == GestureStep::Dropped) return;
   if (continues && gesture_step_ == GestureStep::OnTop && !undo_.empty()) {
@@ -294,19 +297,32 @@ void History::endGesture() {
 bool History::canUndo() const { return !undo_.empty(); }
 bool History::canRedo() const { return !redo_.empty(); }
 
-bool History::undo(Workspace& current) {
+namespace {
+
+// The file name a step left (`forward`: put before it) back as it was before (after) the step.
+void applyFileName(const Step& step, std::string* file, bool forward) {
+  if (!file || !step.file_name) return;
+  const Change<std::string>& c = *step.file_name;
+  if (*file == (forward ? c.before : c.after)) *file = forward ? c.after : c.before;
+}
+
+}  // namespace
+
+bool History::undo(Workspace& current, std::string* file) {
   endGesture();
   if (undo_.empty()) return false;
   apply(undo_.back(), current, false);
+  applyFileName(undo_.back(), file, false);
   redo_.push_back(std::move(undo_.back()));
   undo_.pop_back();
   return true;
 }
 
-bool History::redo(Workspace& current) {
+bool History::redo(Workspace& current, std::string* file) {
   endGesture();
   if (redo_.empty()) return false;
   apply(redo_.back(), current, true);
+  applyFileName(redo_.back(), file, true);
   undo_.push_back(std::move(redo_.back()));
   redo_.pop_back();
   return true;

@@ -3,6 +3,7 @@
 // embeddings), each as its value before and after; when few embedding cells changed, only those
 // cells. Undo puts the `before` values back into the workspace, redo the `after` values.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -43,6 +44,9 @@ struct Step {
   std::optional<Change<std::optional<RandomEmbeddings>>> random;
   std::optional<Change<nlohmann::json>> view;
   std::optional<EmbeddingsChange> embeddings;
+  // The document's file name, when the step changed it (a preset or New leaves it untitled): not
+  // part of the workspace, but undoing the step must give the window back its name.
+  std::optional<Change<std::string>> file_name;
   std::size_t bytes = 0;  // what History::bytes() counts for it
   bool empty() const { return !model && !tokens && !random && !view && !embeddings; }
 };
@@ -76,15 +80,22 @@ class History {
   // stays one step). A gesture whose edits return exactly to where it began leaves no step. Once
   // a gesture's step was too large to keep, the rest of that gesture is not recorded either
   // (a step starting mid-gesture would undo to a state the user never chose).
-  void record(const Workspace& before, const Workspace& after, const std::string& gesture = "");
+  //
+  // `file_name`, when the edit changed the document's file name ({before, after}; a preset or New
+  // leaves the document untitled): undo and redo hand it back. Such a step never extends a gesture.
+  void record(const Workspace& before, const Workspace& after, const std::string& gesture = "",
+              const std::optional<std::array<std::string, 2>>& file_name = std::nullopt);
   // Ends the gesture in progress (e.g. the mouse was released): the next record is a new step.
   void endGesture();
   bool canUndo() const;
   bool canRedo() const;
   // `current` must be the workspace as the newest step left it. undo turns it into the state
   // before that step and returns true; with nothing to undo it returns false and changes nothing.
-  bool undo(Workspace& current);
-  bool redo(Workspace& current);
+  // `file` (optional): the document's file name. A step that changed it puts back the name it had
+  // before the step (redo: after), provided *file is still the name the step left — a document
+  // saved under another name since keeps that name.
+  bool undo(Workspace& current, std::string* file = nullptr);
+  bool redo(Workspace& current, std::string* file = nullptr);
   void clear();
   std::size_t bytes() const;      // memory the undo and redo steps hold, approximately (payload bytes)
   std::size_t undoSteps() const;

@@ -306,10 +306,12 @@ void checkLessonStep(const Lesson& lesson, int number) {
                      ", got " + std::to_string(number));
 }
 
+std::string lessonsFolder() { return (fs::path(assetsDir()) / "lessons").lexically_normal().string(); }
+
 std::vector<LessonInfo> lessonCatalog() {
   std::vector<LessonInfo> out;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(fs::path(assetsDir()) / "lessons", ec)) {
+  for (const auto& entry : fs::directory_iterator(lessonsFolder(), ec)) {
     if (entry.path().extension() != ".json") continue;
     LessonInfo info{entry.path().lexically_normal().string(), entry.path().stem().string()};
     try {  // only the title: the whole lesson is checked when it is opened

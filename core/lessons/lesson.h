@@ -79,5 +79,7 @@ struct LessonInfo {
   std::string title;  // its "title", or its file name when it cannot be read
 };
 std::vector<LessonInfo> lessonCatalog();
+// assets/lessons: where the shipped lessons are (the lesson browser's first folder).
+std::string lessonsFolder();
 
 }  // namespace attnscope

@@ -13,10 +13,11 @@ and damaged lessons.
   and the field, before a window opens; `lesson_open` of it in a script (--keep-going) is one error
   line, the run goes on, and the work before it (model, embeddings, selection) is exactly as it was.
 - Interactive: with unsaved work, File › Open lesson › Chapter 3 asks first (Discard goes on); the
-  lesson keys step through it while ← and → do not move the selected token; typing a path with a
-  space into File › Open lesson's field does not turn the page; a damaged lesson opened there is an
-  error in the status bar, the app keeps running, the open lesson and the work stay; closing the
-  lesson gives ← and → back to the token selection.
+  lesson keys step through it while ← and → do not move the selected token; File › Open lesson ›
+  A lesson file… is the file browser, in assets/lessons, listing chapter3.json, and → does not
+  turn the page behind it; typing a path with a space into its name field does not turn the page;
+  a damaged lesson opened there is an error in the status bar, the app keeps running, the open
+  lesson and the work stay; closing the lesson gives ← and → back to the token selection.
 
 Usage: test_lesson_navigation.py --app APP --cli CLI --presets PRESETS_DIR
 """
@@ -210,10 +211,23 @@ def main():
                 print("  Right, PageDown, Space, Left, PageUp, Shift+Space, PageDown, PageDown: steps 2 3 4 3 2 1 2 3, "
                       "the token stays")
                 work_before = d["state"]["workspace"]
-                # A damaged lesson typed into File › Open lesson (its name has a space: typing it must
-                # not turn the page): an error in the status bar, the lesson and the work stay.
+                # File › Open lesson › A lesson file…: the file browser, in the shipped lessons' folder,
+                # listing the .json lessons. The lesson keys do not turn pages behind it.
+                menu("menu_lesson_file", "menu_lessons")
+                d = app.wait_for("the lesson browser", lambda d: d["state"].get("file_dialog", {}).get("which") == "open_lesson"
+                                 and "file_name" in d["widgets"])
+                fd = d["state"]["file_dialog"]
+                print(f"  File › Open lesson › A lesson file…: opens in {fd['folder']}, lists {fd['files']}")
+                expect(os.path.realpath(fd["folder"]) == os.path.realpath(os.path.dirname(lesson)),
+                       f"the lesson browser opened in {fd['folder']}, not {os.path.dirname(lesson)}")
+                expect("chapter3.json" in fd["files"], f"the lesson browser lists {fd['files']}")
+                app.key("Right")
+                time.sleep(0.3)
+                expect(app.layout()["state"]["lesson_step"] == 3, "→ turned the page behind the lesson browser")
+                # A damaged lesson typed into it (its name has a space: typing it must not turn the
+                # page): an error in the status bar, the lesson and the work stay.
                 path = DAMAGED[2][0]
-                menu("menu_lesson_path", "menu_lessons")
+                app.click("file_name")
                 app.type(path)
                 time.sleep(0.3)
                 d = app.layout()
@@ -225,6 +239,10 @@ def main():
                 expect(app.proc.poll() is None, "the app quit")
                 expect(d["state"]["lesson_step"] == 3 and d["state"]["workspace"] == work_before,
                        "the damaged lesson changed the open lesson or the work")
+                with open(os.path.join(app.state_dir, "attnscope", "settings.json")) as f:
+                    remembered = json.load(f).get("lesson_folder")
+                expect(remembered == os.path.dirname(path), f"the lesson browser remembers {remembered!r}, not "
+                       f"{os.path.dirname(path)!r}")
                 app.key("Escape")
                 # Close: ← and → select tokens again.
                 app.click("lesson_close")

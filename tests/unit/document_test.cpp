@@ -510,18 +510,44 @@ TEST(Preset, LoadsByNameUntitledAndUndoable) {
   EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"a", "b", "c", "d"}));
   EXPECT_EQ(d.workspace().view, json::object());
   EXPECT_EQ(d.workspace().model.variant, Variant::MultiHead);
+  // The window's name as it was: the file, saved (issue 11).
+  EXPECT_EQ(d.file(), documentPath(tmp.path("mine.json")));
+  EXPECT_FALSE(d.dirty());
   EXPECT_TRUE(consistent(d));
 
   d.apply(cmd("redo"));
   EXPECT_EQ(d.workspace().tokens, kBookTokens);
   EXPECT_EQ(d.workspace().model.normalization, Normalization::Sum);
+  EXPECT_EQ(d.file(), "");
+  EXPECT_TRUE(d.dirty());
 
-  // Another preset, then back by two undos.
+  // Another preset, then back by two undos: the file's name again.
   d.apply(cmd("preset", {{"name", "multihead"}}));
   EXPECT_EQ(modelJson(d), modelToJson(defaultConfig(Variant::MultiHead)));
   d.apply(cmd("undo"));
+  EXPECT_EQ(d.file(), "");
   d.apply(cmd("undo"));
   EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"a", "b", "c", "d"}));
+  EXPECT_EQ(d.file(), documentPath(tmp.path("mine.json")));
+  EXPECT_FALSE(d.dirty());
+}
+
+TEST(Preset, UndoAfterSavingUnderAnotherNameKeepsThatName) {
+  TempDir tmp;
+  Document d;
+  d.apply(cmd("sentence", {{"text", "a b"}}));
+  d.markSaved(tmp.path("mine.json"));
+  d.apply(cmd("set_cell", {{"row", 0}, {"col", 0}, {"value", 2}}));  // unsaved work before the preset
+  d.apply(cmd("preset", {{"name", "causal"}}));
+  d.apply(cmd("undo"));
+  EXPECT_EQ(d.file(), documentPath(tmp.path("mine.json")));
+  EXPECT_TRUE(d.dirty());  // as it was: the cell edit was not saved
+  d.apply(cmd("redo"));
+  d.markSaved(tmp.path("causal.json"));  // the preset saved as a file of its own
+  d.apply(cmd("undo"));
+  EXPECT_EQ(d.file(), documentPath(tmp.path("causal.json")));  // the file being edited stays
+  EXPECT_TRUE(d.dirty());
+  EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"a", "b"}));
 }
 
 TEST(Preset, EveryPresetLoadsAndAnUnknownNameListsThem) {
@@ -577,6 +603,8 @@ TEST(New, TheBookExampleWithTheCurrentStepsNotebookSettings) {
   EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"one", "two", "three"}));
   EXPECT_EQ(d.workspace().embeddings.cols(), 5);
   EXPECT_EQ(d.workspace().model.dropout, 0.5);
+  EXPECT_EQ(d.file(), documentPath(tmp.path("x.json")));  // its name back, and nothing unsaved
+  EXPECT_FALSE(d.dirty());
 
   // On the simple step, d_out is d_in = 3.
   Document s;

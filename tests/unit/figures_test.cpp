@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -233,6 +234,40 @@ TEST(VectorFigure, PdfIsWritten) {
   const std::string pdf = readFile(path);
   EXPECT_EQ(pdf.rfind("%PDF-", 0), 0u);
   EXPECT_NE(pdf.find("%%EOF"), std::string::npos);
+}
+
+// The first number after `attribute="` in the element holding `marker`, or the SVG element's.
+double svgNumber(const std::string& svg, const std::string& marker, const std::string& attribute) {
+  const std::size_t at = marker.empty() ? svg.find("<svg") : svg.find(marker);
+  if (at == std::string::npos) return -1;
+  const std::size_t start = svg.rfind('<', at);
+  const std::size_t a = svg.find(attribute + "=\"", start);
+  if (a == std::string::npos || a > svg.find('>', start)) return -1;
+  return std::atof(svg.c_str() + a + attribute.size() + 2);
+}
+
+// The app's text size (issue 11): a figure at 200 % is the 100 % figure twice as large — its page,
+// and its text as <text> font sizes; the same words in the same places relative to the page.
+TEST(VectorFigure, TheScaleMakesTheWholeFigureLarger) {
+  ASSERT_EQ(writeVectorFigure(bookFigure(), tempPath("at100.svg")), "");
+  FigureOptions twice;
+  twice.scale = 2;
+  ASSERT_EQ(writeVectorFigure(bookFigure(), tempPath("at200.svg"), twice), "");
+  const std::string a = readFile(tempPath("at100.svg")), b = readFile(tempPath("at200.svg"));
+  EXPECT_EQ(svgTexts(a), svgTexts(b));
+  for (const char* attribute : {"width", "height"}) {
+    const double w1 = svgNumber(a, "", attribute), w2 = svgNumber(b, "", attribute);
+    EXPECT_GT(w1, 50) << attribute;
+    EXPECT_NEAR(w2, 2 * w1, 1e-6) << attribute;
+  }
+  for (const char* text : {">0.5517</text>", ">journey</text>", ">weights (softmax)</text>"}) {
+    const double f1 = svgNumber(a, text, "font-size"), f2 = svgNumber(b, text, "font-size");
+    EXPECT_GT(f1, 5) << text;
+    EXPECT_NEAR(f2, 2 * f1, 1e-6) << text;
+    EXPECT_NEAR(svgNumber(b, text, "x"), 2 * svgNumber(a, text, "x"), 2e-3) << text;
+  }
+  twice.scale = 0.5;
+  EXPECT_NE(writeVectorFigure(bookFigure(), tempPath("small.svg"), twice), "");
 }
 
 TEST(VectorFigure, ErrorsAreMessages) {
