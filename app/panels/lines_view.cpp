@@ -57,7 +57,7 @@ Rgb headColour(int h, int heads, Colormap cmap, bool light) {
 float lineAlpha(float value, float most, float floor) {
   return most > 0 ? std::clamp(value / most, floor, 1.0f) : 0.0f;
 }
-float lineWidth(float alpha) { return 0.75f + 3.25f * alpha; }
+float lineWidth(float alpha) { return 1.0f + 4.0f * alpha; }
 
 void LinesView::reset() {
   cached_serial_ = 0;
@@ -212,8 +212,15 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   for (const std::string& s : snap->tokens()) label_w = std::max(label_w, font->CalcTextSizeA(font_size, FLT_MAX, 0, s.c_str()).x);
   label_w = std::min(label_w + px(4), std::max(px(60), inner.x * 0.18f));
   const float gap = px(10);
-  const float span = std::clamp(inner.x - 2 * (label_w + gap) - px(16), px(80), px(560));
-  const float content_w = 2 * (label_w + gap) + span;
+  // With a query isolated, each of its lines' values is written after its key, in its head's
+  // colour (up to 4 heads, up to kLinesAllKeysUpTo tokens): room for them is kept on the right.
+  int drawn_heads = 0;
+  for (int h = 0; h < H; ++h) drawn_heads += headShown(h) ? 1 : 0;
+  const float value_w = ImGui::CalcTextSize("0.000").x + px(8);
+  const bool values_room = all_keys && drawn_heads >= 1 && drawn_heads <= 4;
+  const float values_w = values_room ? drawn_heads * value_w + px(6) : 0.0f;
+  const float span = std::clamp(inner.x - 2 * (label_w + gap) - values_w - px(16), px(80), px(560));
+  const float content_w = 2 * (label_w + gap) + span + values_w;
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   const float x0 = origin.x + std::max(0.0f, (inner.x - content_w) / 2);
   const float xq = x0 + label_w, xl = xq + gap, xr = xl + span, xk = xr + gap;
@@ -250,8 +257,6 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   for (int h = 0; h < H; ++h) colours.push_back(headColour(h, H, view.colormap, view.light_theme));
   const float scale = uiScale();
   // Heads side by side within a row (a few px apart), so heads that agree do not hide each other.
-  int drawn_heads = 0;
-  for (int h = 0; h < H; ++h) drawn_heads += headShown(h) ? 1 : 0;
   std::vector<float> offset(static_cast<std::size_t>(H), 0.0f);
   if (drawn_heads > 1) {
     const float step = std::min(px(3), pitch * 0.5f / static_cast<float>(drawn_heads));
@@ -283,6 +288,23 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
     if (y_end < clip_min.y - pitch || y_end > clip_max.y + pitch) continue;
     const float o = offset[static_cast<std::size_t>(l.head)];
     draw->AddLine(ImVec2(xl, ya + o), ImVec2(xr, yb + o), colourU32(colours[static_cast<std::size_t>(l.head)], a), w * scale);
+  }
+
+  // The isolated query's values after its keys, one column per head drawn.
+  nlohmann::json values_dump = nlohmann::json::array();
+  if (values_room && focus_q >= 0 && focus_k < 0) {
+    std::vector<int> column(static_cast<std::size_t>(H), 0);
+    int n = 0;
+    for (int h = 0; h < H; ++h)
+      if (headShown(h)) column[static_cast<std::size_t>(h)] = n++;
+    for (const AttentionLine& l : lines_) {
+      if (l.i != focus_q || !headShown(l.head)) continue;
+      char text[32];
+      std::snprintf(text, sizeof text, "%.3f", l.value);
+      const float x = xk + label_w + px(8) + column[static_cast<std::size_t>(l.head)] * value_w;
+      draw->AddText(font, font_size, ImVec2(x, rowY(l.j) - font_size / 2), colourU32(colours[static_cast<std::size_t>(l.head)], 1), text);
+      values_dump.push_back({l.j, l.head, text});
+    }
   }
 
   // The labels: queries right-aligned on the left, keys on the right; the selected query (and the
@@ -340,6 +362,7 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
                     {"by", focus_by ? nlohmann::json(focus_by) : nlohmann::json()}}},
       {"opaque_at", most},
       {"count", count},
+      {"values", values_dump},
       {"per_query", per_query},
       {"lines", dump_lines_},
       {"truncated", count > kDumpedLines},

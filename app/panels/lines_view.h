@@ -34,7 +34,7 @@ std::vector<AttentionLine> attentionLines(const Snapshot& snap, bool dropped, in
 Rgb headColour(int h, int heads, Colormap cmap, bool light);
 
 // A line's opacity in [floor, 1]: the value over the largest the stage can have (1 for weights,
-// 1/(1 − p) after dropout); its width in px at 1×: 0.75 + 3.25 × opacity. The top-k lines of long
+// 1/(1 − p) after dropout); its width in px at 1×: 1 + 4 × opacity. The top-k lines of long
 // inputs are at least kTopKLeastAlpha opaque: GPT-2's rows spread over ~1000 keys, and a line of
 // weight 0.01 drawn at 1 % would be drawn in vain.
 constexpr float kTopKLeastAlpha = 0.08f;

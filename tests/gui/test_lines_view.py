@@ -6,8 +6,9 @@
   with it, so the opacity order is the weights' order.
 - After dropout (causal with dropout): the lines are the positive dropped weights, opaque at 1/(1 − p).
 - Heads: `lines_hidden_heads [1]` removes head 2's lines and keeps head 1's.
-- Selection: `select_token 2` with `lines_isolate` keeps only query 2's lines; the screenshot shows
-  the strongest one (pixels along it differ from the canvas) and nothing where no line goes.
+- Selection: `select_token 2` with `lines_isolate` keeps only query 2's lines, with their values
+  written after the keys; the screenshot shows the strongest one (pixels along it differ from the
+  canvas where no line goes).
 - GPT-2 small (T = 1024): `lines_top_k 3` draws 3 keys per query (fewer for the first queries, which
   see fewer keys), the largest of each row; head toggles leave one head.
 - The settings are saved in the workspace's view and come back; `--panel lines` at 2× is the panel
@@ -128,6 +129,9 @@ def main():
                 got = check_lines_match(lines, want, 1.0, "token 2 isolated")
                 expect(lines["per_query"] == [len(got) if i == 2 else 0 for i in range(lines["tokens"])],
                        f"isolated: per query {lines['per_query']}")
+                values = {(j, h): text for j, h, text in lines["values"]}
+                expect(values == {(j, h): "%.3f" % v for (i, j, h), (v, a, w) in got.items()},
+                       f"isolated: values written after the keys {values}, lines {got}")
                 # Pixels: along the strongest line, its head's colour over the canvas; where no line goes, the canvas.
                 g = lines["geometry"]
                 img = Image.open(d["png"]).convert("RGB")
