@@ -11,6 +11,9 @@
   canvas where no line goes).
 - GPT-2 small (T = 1024): `lines_top_k 3` draws 3 keys per query (fewer for the first queries, which
   see fewer keys), the largest of each row; head toggles leave one head.
+- Mouse (xdotool): the Lines tab by a click; a head's toggle hides its lines; hovering a query label
+  isolates its lines, hovering a key label the lines into it; clicking a query selects it and keeps
+  its lines alone.
 - The settings are saved in the workspace's view and come back; `--panel lines` at 2× is the panel
   at twice its size; a bad value is refused with a message naming the field.
 
@@ -26,7 +29,8 @@ import tempfile
 from PIL import Image
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_teaching import (Display, arguments, cli_trace_of, preset_copy, run_checks, run_commands)  # noqa: E402
+from test_teaching import (Display, arguments, cli_trace_of, preset_copy, run_checks, run_commands,  # noqa: E402
+                           start_ready)
 
 LINES_TAB = {"do": "view", "field": "tab", "value": "lines"}
 
@@ -204,7 +208,36 @@ def main():
                 print(f"  saved and reopened with the view's lines settings; --panel lines at 2×: {size}; "
                       f"lines_top_k 0 refused: {(out.stdout + out.stderr).strip()}")
 
-            return run_checks([("weights", weights), ("after dropout", dropped), ("heads and selection", heads_and_selection),
+            def mouse():
+                path = preset_copy(args.presets, "multihead", work)
+                with start_ready(args.app, display.name, ["--open", path, "--size", "1280x800"]) as app:
+                    app.settled("the first result")
+                    app.click("tab_lines")
+                    d = app.wait_for("the Lines tab", lambda d: "lines" in d["state"] and d["state"]["workspace"]["view"]["tab"] == "lines")
+                    n = d["state"]["lines"]["count"]
+                    app.click("lines_head_h2")
+                    d = app.wait_for("head 2 hidden by its toggle", lambda d: d["state"]["lines"]["heads_drawn"] == [0])
+                    expect(all(h == 0 for i, j, h, *_ in d["state"]["lines"]["lines"]), "head 2 hidden: its lines are drawn")
+                    g = d["state"]["lines"]["geometry"]
+                    y = g["first_row_y"] + 4 * g["pitch"]
+                    app.move(g["query_x"] - 20, y - 3)
+                    app.move(g["query_x"] - 20, y)
+                    d = app.wait_for("query 4 hovered", lambda d: d["state"]["lines"]["isolated"] == {"query": 4, "key": None, "by": "hover"})
+                    expect(d["state"]["lines"]["lines"] and all(i == 4 for i, *_ in d["state"]["lines"]["lines"]),
+                           f"query 4 hovered: lines {d['state']['lines']['lines']}")
+                    app.move(g["key_x"] + 20, g["first_row_y"] + 1 * g["pitch"])
+                    d = app.wait_for("key 1 hovered", lambda d: d["state"]["lines"]["isolated"] == {"query": None, "key": 1, "by": "hover"})
+                    expect(all(j == 1 for i, j, *_ in d["state"]["lines"]["lines"]), "key 1 hovered: lines to other keys")
+                    app.click_at(g["query_x"] - 20, y)
+                    d = app.wait_for("query 4 selected and isolated", lambda d: d["state"]["token"] == 4
+                                     and d["state"]["workspace"]["view"]["lines_isolate"] is True)
+                    app.move(g["query_x"] + 200, g["first_row_y"] - 2 * g["pitch"])
+                    d = app.wait_for("the selection isolating", lambda d: d["state"]["lines"]["isolated"]["by"] == "selection")
+                    expect(d["state"]["lines"]["isolated"]["query"] == 4, f"selection: {d['state']['lines']['isolated']}")
+                    print(f"  tab clicked ({n} lines); head 2's toggle hides its lines; hovering query 4 and key 1 "
+                          f"isolate theirs; a click selects query 4 and keeps its {d['state']['lines']['count']} lines alone")
+
+            return run_checks([("mouse", mouse), ("weights", weights), ("after dropout", dropped), ("heads and selection", heads_and_selection),
                                ("GPT-2 small", gpt2), ("saved and figure", saved_and_figure)])
     finally:
         shutil.rmtree(work, ignore_errors=True)
