@@ -48,7 +48,7 @@ std::vector<AttentionLine> attentionLines(const Snapshot& snap, bool dropped, in
 
 Rgb headColour(int h, int heads, Colormap cmap, bool light) {
   // Dark theme: away from the table's dark end; light theme: away from its pale end.
-  const float lo = light ? 0.0f : 0.35f, hi = light ? 0.72f : 1.0f;
+  const float lo = light ? 0.0f : 0.45f, hi = light ? 0.72f : 1.0f;
   const float at = heads <= 1 ? (lo + hi) / 2 : lo + (hi - lo) * static_cast<float>(h) / static_cast<float>(heads - 1);
   const int index = std::clamp(static_cast<int>(std::lround(at * 255)), 0, 255);
   return colormapTable(cmap == Colormap::Coolwarm ? Colormap::Viridis : cmap)[static_cast<std::size_t>(index)];
@@ -193,6 +193,9 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   legend += std::string(all_keys ? "" : " (at least 8 % opaque: each is among its row's largest) · the other keys are not drawn"
                                       " · the lines of the queries on screen (scroll for the others)") + " · hover a token to isolate its lines, click a query to select it";
   if (view.head >= 0 && H > 1) legend += " · head " + std::to_string(view.head + 1) + " chosen (Tab: all heads)";
+  else if (H > 4 && static_cast<int>(view.lines_hidden_heads.size()) < H - 4)
+    legend += " · " + std::to_string(H - static_cast<int>(view.lines_hidden_heads.size())) +
+              " heads drawn over each other: click their numbers to hide some, or Tab to one head";
   textDisabledWrapped("%s", legend.c_str());
   ImGui::PopFont();
 
@@ -206,8 +209,8 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   const ImVec2 inner = ImGui::GetContentRegionAvail();
   const float heading_h = ImGui::GetTextLineHeightWithSpacing();
   const float room = std::max(inner.y - heading_h - px(8), text_h);
-  // Rows as tall as the room allows (at most 44 px), never below a label's height: then it scrolls.
-  const float pitch = std::clamp(room / static_cast<float>(T), text_h, px(44));
+  // Rows as tall as the room allows (at most 60 px), never below a label's height: then it scrolls.
+  const float pitch = std::clamp(room / static_cast<float>(T), text_h, px(60));
   float label_w = 0;
   for (const std::string& s : snap->tokens()) label_w = std::max(label_w, font->CalcTextSizeA(font_size, FLT_MAX, 0, s.c_str()).x);
   label_w = std::min(label_w + px(4), std::max(px(60), inner.x * 0.18f));
@@ -259,7 +262,7 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   // Heads side by side within a row (a few px apart), so heads that agree do not hide each other.
   std::vector<float> offset(static_cast<std::size_t>(H), 0.0f);
   if (drawn_heads > 1) {
-    const float step = std::min(px(3), pitch * 0.5f / static_cast<float>(drawn_heads));
+    const float step = std::min(px(6), pitch * 0.6f / static_cast<float>(drawn_heads));
     int n = 0;
     for (int h = 0; h < H; ++h)
       if (headShown(h)) offset[static_cast<std::size_t>(h)] = (static_cast<float>(n++) - (drawn_heads - 1) / 2.0f) * step;
