@@ -22,6 +22,7 @@
 #include <string>
 
 #include "display/vector_figure.h"
+#include "panels/lines_view.h"
 #include "editing/command.h"
 #include "engine/errors.h"
 #include "engine/memory.h"
@@ -367,6 +368,7 @@ int main(int argc, char** argv) {
     Stage stage = Stage::Weights;
     ModuleMap module = ModuleMap::Output;
     if (!snap || !snap->trace) return "nothing computed yet";
+    if (spec.panel == "lines") return writeLinesFigure(linesFigure(*snap, app_ptr->view(), spec.caption), path);
     if (parseModuleMap(spec.panel, &module))  // the module's maps: one per batch element
       return writeVectorFigure(moduleFigure(*snap, app_ptr->view(), module, spec.caption), path);
     if (!parseStage(spec.panel, &stage)) return "no map '" + spec.panel + "'";

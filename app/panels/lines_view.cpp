@@ -15,6 +15,16 @@
 
 namespace attnscope {
 
+namespace {
+
+std::string fixed2(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+}  // namespace
+
 std::vector<AttentionLine> attentionLines(const Snapshot& snap, bool dropped, int top_k) {
   std::vector<AttentionLine> out;
   const Trace& t = *snap.trace;
@@ -59,6 +69,44 @@ float lineAlpha(float value, float most, float floor) {
 }
 float lineWidth(float alpha) { return 1.0f + 4.0f * alpha; }
 
+LinesFigureSpec linesFigure(const Snapshot& snap, const ViewState& view, bool caption) {
+  LinesFigureSpec spec;
+  const Trace& t = *snap.trace;
+  const int T = snap.tokenCount(), H = static_cast<int>(snap.shown().heads.size());
+  const bool dropped = view.lines_stage == "dropped_weights" && t.dropout_active;
+  const bool all_keys = T <= kLinesAllKeysUpTo;
+  const int k = all_keys ? 0 : std::min(view.lines_top_k, T);
+  const float most = dropped ? t.dropout_scale : 1.0f;
+  const int selected = std::clamp(view.token, 0, std::max(T - 1, 0));
+  auto shown = [&](int h) { return (view.head < 0 || view.head == h) && !linesHeadHidden(view, h); };
+  std::vector<float> offset(static_cast<std::size_t>(std::max(H, 0)), 0.0f);
+  int n = 0, drawn = 0;
+  for (int h = 0; h < H; ++h) drawn += shown(h) ? 1 : 0;
+  for (int h = 0; h < H; ++h)
+    if (shown(h)) {
+      offset[static_cast<std::size_t>(h)] = drawn > 1 ? (static_cast<float>(n++) - (drawn - 1) / 2.0f) * std::min(0.25f, 0.5f / static_cast<float>(drawn)) : 0.0f;
+      if (H > 1) spec.heads.push_back({"head " + std::to_string(h + 1), headColour(h, H, view.colormap, true)});
+    }
+  spec.tokens = snap.tokens();
+  for (const AttentionLine& l : attentionLines(snap, dropped, k)) {
+    if (!shown(l.head) || (view.lines_isolate && l.i != selected)) continue;
+    const float a = lineAlpha(l.value, most, all_keys ? 0.0f : kTopKLeastAlpha);
+    spec.lines.push_back({l.i, l.j, a, lineWidth(a), offset[static_cast<std::size_t>(l.head)], headColour(l.head, H, view.colormap, true)});
+  }
+  spec.title = std::string("attention as lines: ") + (dropped ? "weights after dropout" : "weights") +
+               (all_keys ? "" : " · top " + std::to_string(k) + " keys per query") +
+               (view.lines_isolate ? " · query '" + snap.tokens()[static_cast<std::size_t>(selected)] + "'" : "");
+  spec.legend = dropped ? "opacity and width follow the weight after dropout: opaque at 1/(1−p) = " + fixed2(most)
+                        : "opacity and width follow the weight: opaque at 1";
+  if (caption) {
+    const ModelConfig& m = t.model;
+    spec.caption = std::string(variantTitle(m.variant)) + " · T " + std::to_string(T) + " · " + std::to_string(H) +
+                   (H == 1 ? " head" : " heads") + " · seed " + std::to_string(m.seed) +
+                   (t.dropout_active ? " · p " + fixed2(m.dropout) : "");
+  }
+  return spec;
+}
+
 void LinesView::reset() {
   cached_serial_ = 0;
   cached_k_ = -1;
@@ -81,11 +129,6 @@ ImU32 colourU32(Rgb c, float alpha) {
   return IM_COL32(c.r, c.g, c.b, static_cast<int>(std::lround(std::clamp(alpha, 0.0f, 1.0f) * 255)));
 }
 
-std::string fixed2(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "display/colormap.h"
+#include "display/vector_figure.h"
 #include "panels/panel.h"
 
 namespace attnscope {
@@ -40,6 +41,11 @@ Rgb headColour(int h, int heads, Colormap cmap, bool light);
 constexpr float kTopKLeastAlpha = 0.08f;
 float lineAlpha(float value, float most, float floor = 0.0f);
 float lineWidth(float alpha);
+
+// The view as an SVG or PDF figure (`--panel lines` with .svg or .pdf): the lines the view draws
+// for `view` (its stage, k, heads and the selected token when isolated; never a hover), in the
+// light theme's head colours, every token listed.
+LinesFigureSpec linesFigure(const Snapshot& snap, const ViewState& view, bool caption);
 
 class LinesView {
  public:

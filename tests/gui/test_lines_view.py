@@ -16,11 +16,14 @@
   its lines alone.
 - The settings are saved in the workspace's view and come back; `--panel lines` at 2× is the panel
   at twice its size; a bad value is refused with a message naming the field.
+- Vector figures: `--panel lines` as SVG has one stroke per line the view draws, at its opacity, and
+  the tokens as <text>; as PDF its text extracts; other panels as SVG are still refused.
 
 Usage: test_lines_view.py --app APP --cli CLI --presets PRESETS_DIR
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -237,7 +240,34 @@ def main():
                     print(f"  tab clicked ({n} lines); head 2's toggle hides its lines; hovering query 4 and key 1 "
                           f"isolate theirs; a click selects query 4 and keeps its {d['state']['lines']['count']} lines alone")
 
-            return run_checks([("mouse", mouse), ("weights", weights), ("after dropout", dropped), ("heads and selection", heads_and_selection),
+            def vector():
+                env = dict(os.environ, DISPLAY=display.name, HOME=work, XDG_STATE_HOME=work)
+                d = headless("svg-reference", [LINES_TAB], "--open", multihead, "--size", "1280x800")
+                want = sorted(round(a, 4) for i, j, h, v, a, w in d["state"]["lines"]["lines"])
+                svg, pdf = os.path.join(work, "lines.svg"), os.path.join(work, "lines.pdf")
+                for path in (svg, pdf):
+                    out = subprocess.run([args.app, "--open", multihead, "--screenshot", path, "--panel", "lines", "--caption"],
+                                         env=env, capture_output=True, text=True, timeout=120)
+                    expect(out.returncode == 0 and f"saved {path}" in out.stdout, f"--panel lines {path}: exit {out.returncode} "
+                                                                                 f"{out.stdout.strip()} {out.stderr.strip()}")
+                with open(svg) as f:
+                    text = f.read()
+                strokes = re.findall(r'<path style="[^"]*stroke-linecap:round;[^"]*stroke-opacity:([0-9.]+);', text)
+                got = sorted(round(float(a), 4) for a in strokes)
+                expect(len(got) == len(want) and all(abs(a - b) < 2e-4 for a, b in zip(got, want)),
+                       f"SVG: {len(got)} lines with opacities {got[:6]}…, the view draws {len(want)}: {want[:6]}…")
+                tokens = d["state"]["tokens"]
+                expect(all(f">{t}</text>" in text for t in tokens), f"SVG: the tokens {tokens} are not all <text>")
+                if shutil.which("pdftotext"):
+                    words = subprocess.run(["pdftotext", pdf, "-"], capture_output=True, text=True).stdout
+                    expect(all(t in words for t in tokens) and "head 2" in words, f"PDF text: {words!r}")
+                out = subprocess.run([args.app, "--open", multihead, "--screenshot", os.path.join(work, "p.svg"), "--panel", "pipeline"],
+                                     env=env, capture_output=True, text=True, timeout=120)
+                expect(out.returncode == 2 and "panel lines" in out.stdout + out.stderr, f"pipeline as SVG: {out.stdout} {out.stderr}")
+                print(f"  --panel lines as SVG: {len(got)} strokes at the view's opacities, the tokens as text; as PDF: "
+                      f"its text readable; the pipeline as SVG refused")
+
+            return run_checks([("vector figures", vector), ("mouse", mouse), ("weights", weights), ("after dropout", dropped), ("heads and selection", heads_and_selection),
                                ("GPT-2 small", gpt2), ("saved and figure", saved_and_figure)])
     finally:
         shutil.rmtree(work, ignore_errors=True)
