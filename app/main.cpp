@@ -99,7 +99,7 @@ int parseOptions(int argc, char** argv, AppOptions& o) {
   std::string size;
   cli.add_option("--open", o.open_path, "workspace JSON to open (default: the book's multi-head example)");
   cli.add_option("--screenshot", o.screenshot_path,
-                 "render, save the window (or --panel) to this file and exit: .png, or .svg / .pdf for one map");
+                 "render, save the window (or --panel) to this file and exit: .png, or .svg / .pdf for one map or the lines");
   cli.add_option("--size", size, "window size WxH in pixels (default 1600x1000)");
   cli.add_option("--theme", o.theme, "dark or light")->check(CLI::IsMember({"dark", "light"}));
   cli.add_option("--text-size", o.text_size, "text and UI size in percent, 100 to 250 (View › Text size)")
