@@ -336,6 +336,16 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
     draw->AddLine(ImVec2(xl, ya + o), ImVec2(xr, yb + o), colourU32(colours[static_cast<std::size_t>(l.head)], a), w * scale);
   }
 
+  // After dropout a query may keep no key at all: say so where its lines would start.
+  if (dropped && focus_k < 0 && drawn_heads > 0)
+    for (int i = 0; i < T; ++i) {
+      const float y = rowY(i);
+      if (per_query[static_cast<std::size_t>(i)] > 0 || (focus_q >= 0 && i != focus_q) || y < clip_min.y || y > clip_max.y) continue;
+      ImGui::PushFont(fonts().small);
+      draw->AddText(ImVec2(xl + px(8), y - fonts().small->FontSize / 2), dim, "every key dropped");
+      ImGui::PopFont();
+    }
+
   // The isolated query's values after its keys, one column per head drawn.
   nlohmann::json values_dump = nlohmann::json::array();
   if (values_room && focus_q >= 0 && focus_k < 0) {
