@@ -87,6 +87,9 @@ screenshots: build
 	$(XVFB) $(APP) --open assets/presets/causal_dropout.json --screenshot $(SHOTS)/causal-dropout.png
 	$(XVFB) $(APP) --open assets/presets/gpt2-small.json --screenshot $(SHOTS)/gpt2-small.png
 	$(XVFB) $(APP) --open assets/presets/multihead.json --screenshot $(SHOTS)/weights-h1-2x.png --panel weights --head 1 --scale 2 --theme light --caption
+	$(XVFB) $(APP) --open assets/presets/multihead.json --commands $(SHOTS)/lines.commands.json --screenshot $(SHOTS)/lines-multihead.png
+	$(XVFB) $(APP) --open assets/presets/causal_dropout.json --commands $(SHOTS)/lines-selected.commands.json --screenshot $(SHOTS)/lines-journey-2x.png --panel lines --scale 2 --theme light
+	$(XVFB) $(APP) --open assets/presets/gpt2-small.json --commands $(SHOTS)/lines.commands.json --screenshot $(SHOTS)/lines-gpt2-small.png --panel lines
 	rm -f $(SHOTS)/tour/*.png
 	for n in $(TOUR_STEPS); do \
 	  $(XVFB) $(APP) --lesson $(TOUR_LESSON) --step $$n --size 1280x720 \

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "display/vector_figure.h"
+#include "panels/lines_view.h"
 #include "editing/command.h"
 #include "engine/errors.h"
 #include "engine/memory.h"
@@ -100,7 +101,7 @@ int parseOptions(int argc, char** argv, AppOptions& o) {
   std::string size;
   cli.add_option("--open", o.open_path, "workspace JSON to open (default: the book's multi-head example)");
   cli.add_option("--screenshot", o.screenshot_path,
-                 "render, save the window (or --panel) to this file and exit: .png, or .svg / .pdf for one map");
+                 "render, save the window (or --panel) to this file and exit: .png, or .svg / .pdf for one map or the lines");
   cli.add_option("--size", size, "window size WxH in pixels (default 1600x1000)");
   cli.add_option("--theme", o.theme, "dark or light")->check(CLI::IsMember({"dark", "light"}));
   cli.add_option("--text-size", o.text_size, "text and UI size in percent, 100 to 250 (View › Text size)")
@@ -375,6 +376,7 @@ int main(int argc, char** argv) {
     if (!snap || !snap->trace) return "nothing computed yet";
     FigureOptions options;
     options.scale = app_ptr->view().textScale();  // the text size, as a PNG of the map has it
+    if (spec.panel == "lines") return writeLinesFigure(linesFigure(*snap, app_ptr->view(), spec.caption), path, options);
     if (parseModuleMap(spec.panel, &module))  // the module's maps: one per batch element
       return writeVectorFigure(moduleFigure(*snap, app_ptr->view(), module, spec.caption), path, options);
     if (!parseStage(spec.panel, &stage)) return "no map '" + spec.panel + "'";

@@ -77,7 +77,7 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
       ImGui::Separator();
       if (ImGui::MenuItem("Save screenshot", "F12")) cmd.push("screenshot", {{"path", ""}});
       if (ImGui::BeginMenu("Save panel as PNG")) {
-        for (const char* panel : {"model", "inputs", "heatmaps", "pipeline", "inspector"})
+        for (const char* panel : {"model", "inputs", "heatmaps", "pipeline", "lines", "inspector"})
           if (ImGui::MenuItem(panel)) cmd.push("screenshot", {{"path", ""}, {"panel", panel}});
         ImGui::EndMenu();
       }

@@ -155,6 +155,7 @@ void App::replaced(const Command& c, double now) {
   if (view_.light_theme != light && hooks_.theme_changed) hooks_.theme_changed();
   heatmap_grid_.reset();
   pipeline_.reset();
+  lines_.reset();
   inputs_panel_.reset();
   if (c.name == "open") {
     dialogs_.remember(c.text("path"));
@@ -534,17 +535,19 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     // ImGui shows that was not asked for is the user's click, and becomes a `view` command.
     const bool ask = view_.tab != shown_tab_ && view_.tab != pending_tab_;
     if (ask) pending_tab_ = view_.tab;
-    for (const char* tab : {"heatmaps", "pipeline"}) {
+    for (const char* tab : {"heatmaps", "pipeline", "lines"}) {
       const ImGuiTabItemFlags flags = ask && view_.tab == tab ? ImGuiTabItemFlags_SetSelected : 0;
-      const bool open = ImGui::BeginTabItem(tab == std::string("heatmaps") ? "Heatmaps" : "Pipeline", nullptr, flags);
+      const std::string id = tab;
+      const bool open = ImGui::BeginTabItem(id == "heatmaps" ? "Heatmaps" : id == "pipeline" ? "Pipeline" : "Lines", nullptr, flags);
       layout().widget(std::string("tab_") + tab);
       if (open) {
         if (pending_tab_ == tab) pending_tab_.clear();  // what was asked for
         else if (!shown_tab_.empty() && shown_tab_ != tab && view_.tab != tab)
           queue_.push("view", {{"field", "tab"}, {"value", tab}});  // a click
         shown_tab_ = tab;
-        if (tab == std::string("heatmaps")) heatmap_grid_.draw(ctx);
-        else pipeline_.draw(ctx, ImGui::GetContentRegionAvail());
+        if (id == "heatmaps") heatmap_grid_.draw(ctx);
+        else if (id == "pipeline") pipeline_.draw(ctx, ImGui::GetContentRegionAvail());
+        else lines_.draw(ctx, ImGui::GetContentRegionAvail());
         ImGui::EndTabItem();
       }
     }
@@ -607,7 +610,7 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   shown.view = savedView(view_, shown.view);
   caption_ = spec.caption ? captionText(spec) : "";
   const ViewState saved = view_;
-  if (spec.panel == "pipeline") view_.tab = "pipeline";
+  if (spec.panel == "pipeline" || spec.panel == "lines") view_.tab = spec.panel;
   if (isHeatmapStage(spec.panel)) {  // that head alone, so the map is as large as it gets
     view_.head = spec.head;
     view_.highlight.clear();  // and never dimmed by a lesson's step

@@ -21,6 +21,7 @@
 #include "panels/lesson_panel.h"
 #include "panels/main_menu.h"
 #include "panels/model_panel.h"
+#include "panels/lines_view.h"
 #include "panels/pipeline_view.h"
 #include "panels/status_bar.h"
 #include "shell/capture.h"
@@ -152,6 +153,7 @@ class App {
   InputsPanel inputs_panel_;
   HeatmapGrid heatmap_grid_;
   PipelineView pipeline_;
+  LinesView lines_;                           // the Lines tab
   InspectorPanel inspector_;
   HeadStatisticsPanel statistics_;            // under the main area
   LessonPanel lesson_;                        // the open lesson, shown in the inspector's column

@@ -38,7 +38,7 @@ const std::vector<std::string>& figureMaps() {
 
 const std::vector<std::string>& capturePanels() {
   static const std::vector<std::string> panels = [] {  // the panels, then every map
-    std::vector<std::string> p = {"window", "model", "inputs", "heatmaps", "pipeline", "inspector", "statistics", "status"};
+    std::vector<std::string> p = {"window", "model", "inputs", "heatmaps", "pipeline", "lines", "inspector", "statistics", "status"};
     for (const std::string& m : figureMaps()) p.push_back(m);
     return p;
   }();
@@ -68,10 +68,10 @@ std::string captureTargetError(const std::string& path, const std::string& panel
     const std::string kind = dot == std::string::npos ? "has no extension" : "is a '" + name.substr(dot) + "' file";
     return path + " " + kind + ": a screenshot is .png, a figure of one map .png, .svg or .pdf";
   }
-  if (format == FigureFormat::Png || isHeatmapStage(panel)) return "";
+  if (format == FigureFormat::Png || isHeatmapStage(panel) || panel == "lines") return "";
   std::string maps;
   for (const std::string& m : figureMaps()) maps += (maps.empty() ? "" : ", ") + m;
-  return "an SVG or PDF figure shows one map (panel " + maps + "), not '" + (panel.empty() ? "window" : panel) +
+  return "an SVG or PDF figure shows one map (panel " + maps + ") or the lines (panel lines), not '" + (panel.empty() ? "window" : panel) +
          "': save that as .png";
 }
 

@@ -58,7 +58,15 @@ nlohmann::json viewToJson(const ViewState& v) {
           {"status_bar", v.show_status},
           {"statistics", v.show_statistics},
           {"presentation", v.presentation},
-          {"text_size", v.text_size}};
+          {"text_size", v.text_size},
+          {"lines_stage", v.lines_stage},
+          {"lines_top_k", v.lines_top_k},
+          {"lines_hidden_heads", v.lines_hidden_heads},
+          {"lines_isolate", v.lines_isolate}};
+}
+
+bool linesHeadHidden(const ViewState& v, int head) {
+  return std::find(v.lines_hidden_heads.begin(), v.lines_hidden_heads.end(), head) != v.lines_hidden_heads.end();
 }
 
 nlohmann::json savedView(const ViewState& v, const nlohmann::json& workspace_view) {
@@ -145,8 +153,25 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     v.show = show;
     v.show_module = show_module;
   } else if (f == "tab") {
-    if (value != "heatmaps" && value != "pipeline") fail(f, "expected \"heatmaps\" or \"pipeline\"");
+    if (value != "heatmaps" && value != "pipeline" && value != "lines")
+      fail(f, "expected \"heatmaps\", \"pipeline\" or \"lines\"");
     v.tab = value.get<std::string>();
+  } else if (f == "lines_stage") {
+    if (value != "weights" && value != "dropped_weights") fail(f, "expected \"weights\" or \"dropped_weights\"");
+    v.lines_stage = value.get<std::string>();
+  } else if (f == "lines_top_k") {
+    v.lines_top_k = integer(f, value, 1, kLinesMaxTopK);
+  } else if (f == "lines_hidden_heads") {
+    if (!value.is_array()) fail(f, "expected an array of 0-based head indices");
+    std::vector<int> hidden;
+    for (const auto& h : value) {
+      const int i = integer(f, h, 0, 1 << 20);
+      if (std::find(hidden.begin(), hidden.end(), i) == hidden.end()) hidden.push_back(i);
+    }
+    std::sort(hidden.begin(), hidden.end());
+    v.lines_hidden_heads = hidden;
+  } else if (f == "lines_isolate") {
+    v.lines_isolate = boolean(f, value);
   } else if (f == "screenshot_scale") {
     v.screenshot_scale = integer(f, value, 1, 3);
   } else if (f == "caption") {
@@ -171,7 +196,7 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
   } else {
     fail(f, "unknown view field (one of colormap, diverging_for_signed, shared_scale, theme, batch, head, token, "
             "columns, tab, screenshot_scale, caption, inspector, model_panel, inputs_panel, status_bar, statistics, presentation, "
-            "text_size, screenshot_dir)");
+            "text_size, lines_stage, lines_top_k, lines_hidden_heads, lines_isolate, screenshot_dir)");
   }
 }
 

@@ -36,7 +36,14 @@ struct ViewState {
   std::string screenshot_dir;             // where F12 saves; empty = ~/Pictures/attnscope
   int screenshot_scale = 1;               // F12 renders at 1×, 2× or 3×
   bool caption = false;                   // F12 adds a caption line
-  std::string tab = "heatmaps";           // the main area's view: "heatmaps" or "pipeline"
+  std::string tab = "heatmaps";           // the main area's view: "heatmaps", "pipeline" or "lines"
+  // The Lines view (issue 12, docs/DESIGN.md §3.4): which stage its lines show ("weights" or
+  // "dropped_weights"), how many keys per query above kLinesAllKeysUpTo tokens, the heads switched
+  // off (0-based), and whether only the selected query token's lines are drawn.
+  std::string lines_stage = "weights";
+  int lines_top_k = 5;
+  std::vector<int> lines_hidden_heads;
+  bool lines_isolate = false;
   bool show_inspector = true;             // the inspector column on the right
   bool show_model = true;                 // the model panel (left, top)
   bool show_inputs = true;                // the inputs panel (left, below the model)
@@ -61,6 +68,11 @@ struct ViewState {
   bool statisticsShown() const { return show_statistics && !presentation; }
   float textScale() const { return static_cast<float>(text_size) / 100.0f; }
 };
+
+// Up to this many tokens the Lines view draws every key of every query; above, the top k.
+constexpr int kLinesAllKeysUpTo = 48;
+constexpr int kLinesMaxTopK = 64;
+bool linesHeadHidden(const ViewState& v, int head);
 
 // The text sizes the View menu and Ctrl +/− step through, in percent.
 const std::array<int, 6>& textSizeSteps();

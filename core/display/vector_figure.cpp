@@ -192,6 +192,20 @@ class Painter {
     cairo_line_to(cr_, x1, y1);
     cairo_stroke(cr_);
   }
+  void line(double x0, double y0, double x1, double y1, double w, Rgb c, double alpha) {
+    cairo_set_source_rgba(cr_, c.r / 255.0, c.g / 255.0, c.b / 255.0, alpha);
+    cairo_set_line_width(cr_, w);
+    cairo_set_line_cap(cr_, CAIRO_LINE_CAP_ROUND);
+    cairo_move_to(cr_, x0, y0);
+    cairo_line_to(cr_, x1, y1);
+    cairo_stroke(cr_);
+    cairo_set_line_cap(cr_, CAIRO_LINE_CAP_BUTT);
+  }
+  void dot(double x, double y, double r, Rgb c) {
+    cairo_set_source_rgb(cr_, c.r / 255.0, c.g / 255.0, c.b / 255.0);
+    cairo_arc(cr_, x, y, r, 0, 2 * M_PI);
+    cairo_fill(cr_);
+  }
   // `s` with its baseline at y, anchored at x; vertical text reads upwards, its start at (x, y).
   void text(const std::string& s, double x, double y, double size, Rgb c, Anchor a, bool vertical = false) {
     if (s.empty()) return;
@@ -470,6 +484,127 @@ std::string cairoError(cairo_status_t status) {
 
 }  // namespace
 
+namespace {
+
+// Measures with `measure` on a recording surface (returning the page's size), then draws with
+// `paint` on an SVG or PDF page, adds the SVG's text elements and title, and writes the file.
+std::string writeFigure(const std::string& path, FigureFormat format, const std::string& title, const FigureOptions& options,
+                        const std::function<std::pair<double, double>(Painter&)>& measure,
+                        const std::function<void(Painter&)>& draw) {
+  std::pair<double, double> size;
+  {
+    Surface scratch(cairo_recording_surface_create(CAIRO_CONTENT_COLOR, nullptr));
+    Context cr(cairo_create(scratch.get()));
+    Painter measuring(cr.get(), options, nullptr);
+    size = measure(measuring);
+    if (cairo_status(cr.get()) != CAIRO_STATUS_SUCCESS) return cairoError(cairo_status(cr.get()));
+  }
+  std::string data, text;
+  if (!(options.scale >= 1 && options.scale <= 8)) return "the figure's scale must be between 1 and 8";
+  {
+    // Laid out at 1×, drawn k× larger (FigureOptions::scale).
+    const double k = options.scale;
+    Surface page(format == FigureFormat::Svg
+                     ? cairo_svg_surface_create_for_stream(appendTo, &data, size.first * k, size.second * k)
+                     : cairo_pdf_surface_create_for_stream(appendTo, &data, size.first * k, size.second * k));
+    if (format == FigureFormat::Svg) {
+      cairo_svg_surface_set_document_unit(page.get(), CAIRO_SVG_UNIT_PT);
+    } else {
+      cairo_pdf_surface_set_metadata(page.get(), CAIRO_PDF_METADATA_TITLE, cleanText(title).c_str());
+      cairo_pdf_surface_set_metadata(page.get(), CAIRO_PDF_METADATA_CREATOR, "attnscope");
+    }
+    Context cr(cairo_create(page.get()));
+    cairo_scale(cr.get(), k, k);
+    Painter painter(cr.get(), options, format == FigureFormat::Svg ? &text : nullptr);
+    draw(painter);
+    if (cairo_status(cr.get()) != CAIRO_STATUS_SUCCESS) return cairoError(cairo_status(cr.get()));
+    cr.reset();
+    cairo_surface_finish(page.get());
+    if (cairo_surface_status(page.get()) != CAIRO_STATUS_SUCCESS) return cairoError(cairo_surface_status(page.get()));
+  }
+  if (format == FigureFormat::Svg) {
+    const std::size_t end = data.rfind("</svg>");
+    if (end == std::string::npos) return "cairo wrote no SVG document";
+    const std::string family = options.font + ", Verdana, sans-serif";
+    data.insert(end, "<g font-family=\"" + xmlEscaped(family) + "\" xml:space=\"preserve\">\n" + text + "</g>\n");
+    // The title for readers and search, as the SVG's first child.
+    const std::size_t open = data.find("<svg");
+    const std::size_t open_end = open == std::string::npos ? open : data.find('>', open);
+    if (open_end != std::string::npos && !cleanText(title).empty())
+      data.insert(open_end + 1, "\n<title>" + xmlEscaped(cleanText(title)) + "</title>");
+  }
+  try {
+    writeFileAtomically(path, data);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string writeLinesFigure(const LinesFigureSpec& spec, const std::string& path, const FigureOptions& o) {
+  FigureFormat format;
+  if (!figureFormatOf(path, &format) || format == FigureFormat::Png)
+    return path + ": a vector figure is .svg or .pdf";
+  const int T = static_cast<int>(spec.tokens.size());
+  if (T == 0) return "no tokens: nothing to draw";
+  for (const auto& l : spec.lines)
+    if (l.i < 0 || l.i >= T || l.j < 0 || l.j >= T) return "a line joins a token the figure does not have";
+  const double fs = o.font_size, cs = o.caption_size;
+  const double pitch = std::clamp(720.0 / T, 0.5, 24.0);
+  const int every = std::max(1, static_cast<int>(std::ceil((fs + 2) / pitch)));
+  const double span = 320, gap = 8;
+  double label_w = 0, top = 0, legend_y = 0, caption_y = 0, x0 = 0, width = 0, height = 0;
+  std::vector<std::string> labels;
+  auto measure = [&](Painter& p) {
+    for (const std::string& t : spec.tokens) labels.push_back(p.fit(cleanText(t), fs, o.max_label_width));
+    for (const std::string& t : labels) label_w = std::max(label_w, p.width(t, fs));
+    x0 = o.margin;
+    const double title_h = spec.title.empty() ? 0 : o.title_size * 1.6;
+    top = o.margin + title_h + fs * 1.8;  // the "queries" and "keys" headings above the first row
+    const double rows_h = pitch * T;
+    legend_y = top + rows_h + fs * 1.6;
+    caption_y = legend_y + (spec.legend.empty() ? 0 : cs * 1.5) + (spec.caption.empty() ? 0 : cs * 1.5);
+    double legend_w = 0;
+    for (const auto& h : spec.heads) legend_w += cs + 3 + p.width(h.first, cs) + 10;
+    width = std::max({2 * (label_w + gap) + span + 2 * o.margin, legend_w + 2 * o.margin, p.width(cleanText(spec.title), o.title_size) + 2 * o.margin});
+    height = caption_y + cs * 0.8 + o.margin;
+    return std::make_pair(width, height);
+  };
+  auto draw = [&](Painter& p) {
+    const double cap = p.capHeight(fs);
+    p.rect(0, 0, width, height, Rgb{255, 255, 255});
+    p.text(cleanText(spec.title), o.margin, o.margin + o.title_size, o.title_size, kText, Anchor::Start);
+    const double xq = x0 + label_w, xl = xq + gap, xr = xl + span, xk = xr + gap;
+    auto rowY = [&](double i) { return top + (i + 0.5) * pitch; };
+    p.text("queries", xq, top - fs * 0.6, fs, kTextDim, Anchor::End);
+    p.text("keys", xk, top - fs * 0.6, fs, kTextDim, Anchor::Start);
+    for (const auto& l : spec.lines)
+      p.line(xl, rowY(l.i + l.offset), xr, rowY(l.j + l.offset), l.width * 0.75, l.colour, l.alpha);
+    for (int i = 0; i < T; i += every) {
+      p.text(labels[static_cast<std::size_t>(i)], xq - 4, rowY(i) + cap / 2, fs, kText, Anchor::End);
+      p.text(labels[static_cast<std::size_t>(i)], xk + 4, rowY(i) + cap / 2, fs, kText, Anchor::Start);
+    }
+    if (pitch >= 4)
+      for (int i = 0; i < T; ++i) {
+        p.dot(xl, rowY(i), 1.2, kTextDim);
+        p.dot(xr, rowY(i), 1.2, kTextDim);
+      }
+    double x = o.margin;
+    const double y = legend_y;
+    for (const auto& h : spec.heads) {
+      p.rect(x, y - p.capHeight(cs) - 0.5, cs, p.capHeight(cs) + 1, h.second);
+      x += cs + 3;
+      p.text(h.first, x, y, cs, kTextDim, Anchor::Start);
+      x += p.width(h.first, cs) + 10;
+    }
+    if (!spec.legend.empty()) p.text(cleanText(spec.legend), o.margin, y + cs * 1.5, cs, kTextDim, Anchor::Start);
+    p.text(cleanText(spec.caption), o.margin, caption_y, cs, kTextDim, Anchor::Start);
+  };
+  return writeFigure(path, format, spec.title, o, measure, draw);
+}
+
 std::string writeVectorFigure(const FigureSpec& spec, const std::string& path, const FigureOptions& options) {
   FigureFormat format;
   if (!figureFormatOf(path, &format) || format == FigureFormat::Png)
@@ -484,53 +619,13 @@ std::string writeVectorFigure(const FigureSpec& spec, const std::string& path, c
 
   // Measure on a recording surface with the page's font settings, then draw on the page.
   Layout layout;
-  {
-    Surface scratch(cairo_recording_surface_create(CAIRO_CONTENT_COLOR, nullptr));
-    Context cr(cairo_create(scratch.get()));
-    Painter measure(cr.get(), options, nullptr);
-    layout = layOut(spec, options, measure);
-    if (cairo_status(cr.get()) != CAIRO_STATUS_SUCCESS) return cairoError(cairo_status(cr.get()));
-  }
-  std::string data, text;
-  if (!(options.scale >= 1 && options.scale <= 8)) return "the figure's scale must be between 1 and 8";
-  {
-    // Laid out at 1×, drawn k× larger (FigureOptions::scale).
-    const double k = options.scale;
-    Surface page(format == FigureFormat::Svg
-                     ? cairo_svg_surface_create_for_stream(appendTo, &data, layout.width * k, layout.height * k)
-                     : cairo_pdf_surface_create_for_stream(appendTo, &data, layout.width * k, layout.height * k));
-    if (format == FigureFormat::Svg) {
-      cairo_svg_surface_set_document_unit(page.get(), CAIRO_SVG_UNIT_PT);
-    } else {
-      cairo_pdf_surface_set_metadata(page.get(), CAIRO_PDF_METADATA_TITLE, cleanText(spec.title).c_str());
-      cairo_pdf_surface_set_metadata(page.get(), CAIRO_PDF_METADATA_CREATOR, "attnscope");
-    }
-    Context cr(cairo_create(page.get()));
-    cairo_scale(cr.get(), k, k);
-    Painter painter(cr.get(), options, format == FigureFormat::Svg ? &text : nullptr);
-    paint(spec, options, layout, painter);
-    if (cairo_status(cr.get()) != CAIRO_STATUS_SUCCESS) return cairoError(cairo_status(cr.get()));
-    cr.reset();
-    cairo_surface_finish(page.get());
-    if (cairo_surface_status(page.get()) != CAIRO_STATUS_SUCCESS) return cairoError(cairo_surface_status(page.get()));
-  }
-  if (format == FigureFormat::Svg) {
-    const std::size_t end = data.rfind("</svg>");
-    if (end == std::string::npos) return "cairo wrote no SVG document";
-    const std::string family = options.font + ", Verdana, sans-serif";
-    data.insert(end, "<g font-family=\"" + xmlEscaped(family) + "\" xml:space=\"preserve\">\n" + text + "</g>\n");
-    // The title for readers and search, as the SVG's first child.
-    const std::size_t open = data.find("<svg");
-    const std::size_t open_end = open == std::string::npos ? open : data.find('>', open);
-    if (open_end != std::string::npos && !cleanText(spec.title).empty())
-      data.insert(open_end + 1, "\n<title>" + xmlEscaped(cleanText(spec.title)) + "</title>");
-  }
-  try {
-    writeFileAtomically(path, data);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  return writeFigure(
+      path, format, spec.title, options,
+      [&](Painter& p) {
+        layout = layOut(spec, options, p);
+        return std::make_pair(layout.width, layout.height);
+      },
+      [&](Painter& p) { paint(spec, options, layout, p); });
 }
 
 }  // namespace attnscope

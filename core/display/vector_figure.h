@@ -9,6 +9,7 @@
 #include <array>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "display/colormap.h"
@@ -57,6 +58,25 @@ struct FigureOptions {
   // the same figure, its page, text and cells k× as many points.
   double scale = 1;
 };
+
+// Attention as lines between tokens (the app's Lines view): queries on the left, keys on the
+// right, one straight line per entry, in its colour at its opacity and width; a legend swatch per head.
+struct LinesFigureSpec {
+  struct Line {
+    int i = 0, j = 0;      // query row, key row
+    float alpha = 1;       // 0 … 1
+    float width = 1;       // in px at 1× (drawn as that many × 0.75 pt)
+    float offset = 0;      // vertical shift of both ends within the row, as a fraction of the row
+    Rgb colour{0, 0, 0};
+  };
+  std::vector<std::string> tokens;                      // queries and keys alike
+  std::vector<Line> lines;
+  std::vector<std::pair<std::string, Rgb>> heads;       // "head 1" and its colour, in the legend
+  std::string title, legend, caption;
+};
+// Writes the lines figure to `path`, SVG or PDF by its extension: rows 24 pt apart, closer for long
+// inputs (the whole figure at most ~720 pt tall), labels thinned to every n-th when they would touch.
+std::string writeLinesFigure(const LinesFigureSpec& spec, const std::string& path, const FigureOptions& options = {});
 
 // Writes the figure to `path` (atomically), SVG or PDF by its extension. Returns "" or one sentence
 // saying why not (an unknown extension, a write failure, cairo's error).

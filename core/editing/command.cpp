@@ -76,7 +76,8 @@ const std::vector<CommandInfo>& commandTable() {
       {"view", T::View, {{"field", A::String, true}, {"value", A::Any, true}},
        "a view setting: theme, colormap, columns, shared_scale, diverging_for_signed, tab, inspector, "
        "model_panel, inputs_panel, status_bar, statistics, presentation, text_size (100–250 %, \"larger\", \"smaller\"), "
-       "screenshot_scale, caption, screenshot_dir"},
+       "screenshot_scale, caption, screenshot_dir; the Lines view's lines_stage (weights, dropped_weights), lines_top_k (1–64), "
+       "lines_hidden_heads ([0-based heads]), lines_isolate (only the selected token's lines)"},
       {"fullscreen", T::App, {{"on", A::Bool, false}},
        "full-screen on the window's monitor (on: true), or back to the window as it was (toggles without `on`)"},
       {"engine", T::View, {{"parallel", A::Bool, false}, {"threads", A::Int, false}},

@@ -1,0 +1,430 @@
+#include "panels/lines_view.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "engine/stages.h"
+#include "shell/capture.h"
+#include "shell/fonts.h"
+#include "shell/layout_dump.h"
+#include "shell/theme.h"
+#include "widgets/text.h"
+
+namespace attnscope {
+
+namespace {
+
+std::string fixed2(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<AttentionLine> attentionLines(const Snapshot& snap, bool dropped, int top_k) {
+  std::vector<AttentionLine> out;
+  const Trace& t = *snap.trace;
+  const BatchTrace& bt = snap.shown();
+  const int T = snap.tokenCount();
+  std::vector<float> row(static_cast<std::size_t>(T));
+  std::vector<int> order;
+  for (int h = 0; h < static_cast<int>(bt.heads.size()); ++h) {
+    const HeadTrace& head = bt.heads[static_cast<std::size_t>(h)];
+    if (!head.hasMaps()) continue;
+    const StageMap map(t, head, dropped ? Stage::DroppedWeights : Stage::Weights);
+    for (int i = 0; i < T; ++i) {
+      map.readRow(i, row.data());
+      order.clear();
+      for (int j = 0; j < T; ++j)
+        if (std::isfinite(row[static_cast<std::size_t>(j)]) && row[static_cast<std::size_t>(j)] > 0) order.push_back(j);
+      if (top_k > 0 && static_cast<int>(order.size()) > top_k) {
+        auto larger = [&](int a, int b) {
+          const float va = row[static_cast<std::size_t>(a)], vb = row[static_cast<std::size_t>(b)];
+          return va > vb || (va == vb && a < b);
+        };
+        std::partial_sort(order.begin(), order.begin() + top_k, order.end(), larger);
+        order.resize(static_cast<std::size_t>(top_k));
+        std::sort(order.begin(), order.end());
+      }
+      for (int j : order) out.push_back({i, j, h, row[static_cast<std::size_t>(j)]});
+    }
+  }
+  return out;
+}
+
+Rgb headColour(int h, int heads, Colormap cmap, bool light) {
+  // Dark theme: away from the table's dark end; light theme: away from its pale end.
+  const float lo = light ? 0.0f : 0.45f, hi = light ? 0.72f : 1.0f;
+  const float at = heads <= 1 ? (lo + hi) / 2 : lo + (hi - lo) * static_cast<float>(h) / static_cast<float>(heads - 1);
+  const int index = std::clamp(static_cast<int>(std::lround(at * 255)), 0, 255);
+  return colormapTable(cmap == Colormap::Coolwarm ? Colormap::Viridis : cmap)[static_cast<std::size_t>(index)];
+}
+
+float lineAlpha(float value, float most, float floor) {
+  return most > 0 ? std::clamp(value / most, floor, 1.0f) : 0.0f;
+}
+float lineWidth(float alpha) { return 1.0f + 4.0f * alpha; }
+
+LinesFigureSpec linesFigure(const Snapshot& snap, const ViewState& view, bool caption) {
+  LinesFigureSpec spec;
+  const Trace& t = *snap.trace;
+  const int T = snap.tokenCount(), H = static_cast<int>(snap.shown().heads.size());
+  const bool dropped = view.lines_stage == "dropped_weights" && t.dropout_active;
+  const bool all_keys = T <= kLinesAllKeysUpTo;
+  const int k = all_keys ? 0 : std::min(view.lines_top_k, T);
+  const float most = dropped ? t.dropout_scale : 1.0f;
+  const int selected = std::clamp(view.token, 0, std::max(T - 1, 0));
+  auto shown = [&](int h) { return (view.head < 0 || view.head == h) && !linesHeadHidden(view, h); };
+  std::vector<float> offset(static_cast<std::size_t>(std::max(H, 0)), 0.0f);
+  int n = 0, drawn = 0;
+  for (int h = 0; h < H; ++h) drawn += shown(h) ? 1 : 0;
+  for (int h = 0; h < H; ++h)
+    if (shown(h)) {
+      offset[static_cast<std::size_t>(h)] = drawn > 1 ? (static_cast<float>(n++) - (drawn - 1) / 2.0f) * std::min(0.25f, 0.5f / static_cast<float>(drawn)) : 0.0f;
+      if (H > 1) spec.heads.push_back({"head " + std::to_string(h + 1), headColour(h, H, view.colormap, true)});
+    }
+  spec.tokens = snap.tokens();
+  for (const AttentionLine& l : attentionLines(snap, dropped, k)) {
+    if (!shown(l.head) || (view.lines_isolate && l.i != selected)) continue;
+    const float a = lineAlpha(l.value, most, all_keys ? 0.0f : kTopKLeastAlpha);
+    spec.lines.push_back({l.i, l.j, a, lineWidth(a), offset[static_cast<std::size_t>(l.head)], headColour(l.head, H, view.colormap, true)});
+  }
+  spec.title = std::string("attention as lines: ") + (dropped ? "weights after dropout" : "weights") +
+               (all_keys ? "" : " · top " + std::to_string(k) + " keys per query") +
+               (view.lines_isolate ? " · query '" + snap.tokens()[static_cast<std::size_t>(selected)] + "'" : "");
+  spec.legend = dropped ? "opacity and width follow the weight after dropout: opaque at 1/(1−p) = " + fixed2(most)
+                        : "opacity and width follow the weight: opaque at 1";
+  if (caption) {
+    const ModelConfig& m = t.model;
+    spec.caption = std::string(variantTitle(m.variant)) + " · T " + std::to_string(T) + " · " + std::to_string(H) +
+                   (H == 1 ? " head" : " heads") + " · seed " + std::to_string(m.seed) +
+                   (t.dropout_active ? " · p " + fixed2(m.dropout) : "");
+  }
+  return spec;
+}
+
+void LinesView::reset() {
+  cached_serial_ = 0;
+  cached_k_ = -1;
+  lines_.clear();
+  hover_query_ = hover_key_ = -1;
+  mouse_moved_ = false;
+  dump_key_.clear();
+  dump_lines_ = nlohmann::json();
+}
+
+namespace {
+
+// Moves to the same line as the last item when `width` more fits, else starts a new line.
+void sameLineIfFits(float width) {
+  const float right = ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + width;
+  if (right <= ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x) ImGui::SameLine();
+}
+
+ImU32 colourU32(Rgb c, float alpha) {
+  return IM_COL32(c.r, c.g, c.b, static_cast<int>(std::lround(std::clamp(alpha, 0.0f, 1.0f) * 255)));
+}
+
+
+}  // namespace
+
+void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
+  (void)size;
+  // The panel is the whole main window, tab bar and padding included (as captures crop it).
+  const ImVec2 wp = ImGui::GetWindowPos(), ws = ImGui::GetWindowSize();
+  layout().panel("lines", wp, ImVec2(wp.x + ws.x, wp.y + ws.y));
+  const Snapshot* snap = ctx.snapshot.get();
+  if (!snap) {
+    ImGui::TextUnformatted(ctx.computing ? "computing…" : "no result yet");
+    return;
+  }
+  const ViewState& view = ctx.view;
+  const Trace& t = *snap->trace;
+  const BatchTrace& bt = snap->shown();
+  const int T = snap->tokenCount(), H = static_cast<int>(bt.heads.size());
+  if (T == 0 || H == 0) {
+    ImGui::TextDisabled("no tokens");
+    return;
+  }
+  const bool can_drop = t.dropout_active;
+  const bool dropped = view.lines_stage == "dropped_weights" && can_drop;
+  const bool all_keys = T <= kLinesAllKeysUpTo;
+  const int k = all_keys ? 0 : std::min(view.lines_top_k, T);
+  if (cached_serial_ != snap->serial || cached_dropped_ != dropped || cached_k_ != k) {
+    lines_ = attentionLines(*snap, dropped, k);
+    cached_serial_ = snap->serial;
+    cached_dropped_ = dropped;
+    cached_k_ = k;
+  }
+  const float most = dropped ? t.dropout_scale : 1.0f;
+  const int selected = std::clamp(view.token, 0, T - 1);
+  auto headShown = [&](int h) { return (view.head < 0 || view.head == h) && !linesHeadHidden(view, h); };
+
+  // ---- the header: stage, heads, k, isolation, legend ------------------------------------------
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("lines of");
+  ImGui::SameLine();
+  if (ImGui::RadioButton("weights", !dropped)) ctx.commands.push("view", {{"field", "lines_stage"}, {"value", "weights"}});
+  layout().widget("lines_stage_weights");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(!can_drop);
+  if (ImGui::RadioButton("after dropout", dropped))
+    ctx.commands.push("view", {{"field", "lines_stage"}, {"value", "dropped_weights"}});
+  ImGui::EndDisabled();
+  layout().widget("lines_stage_dropped");
+  if (!can_drop && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("%s", !hasDropout(t.model.variant) ? "dropout comes with step 3 (causal)"
+                            : !t.model.training          ? "eval mode: dropout is off"
+                                                         : "p = 0: nothing dropped");
+  if (H > 1) {
+    sameLineIfFits(ImGui::CalcTextSize("heads").x);
+    ImGui::TextUnformatted("heads");
+    for (int h = 0; h < H; ++h) {
+      const Rgb c = headColour(h, H, view.colormap, view.light_theme);
+      const bool on = !linesHeadHidden(view, h);
+      const std::string label = std::to_string(h + 1) + "##lines_head" + std::to_string(h);
+      sameLineIfFits(ImGui::CalcTextSize("12").x + ImGui::GetStyle().FramePadding.x * 2);
+      ImGui::PushStyleColor(ImGuiCol_Button, on ? colourU32(c, 1) : colourU32(c, 0.12f));
+      ImGui::PushStyleColor(ImGuiCol_ButtonHovered, colourU32(c, on ? 0.8f : 0.4f));
+      ImGui::PushStyleColor(ImGuiCol_ButtonActive, colourU32(c, 0.6f));
+      const Rgb text = contrastingText(c);
+      ImGui::PushStyleColor(ImGuiCol_Text, on ? IM_COL32(text.r, text.g, text.b, 255) : ImGui::GetColorU32(ImGuiCol_TextDisabled));
+      if (ImGui::Button(label.c_str())) {
+        nlohmann::json hidden = nlohmann::json::array();
+        for (int g = 0; g < H; ++g)
+          if (g == h ? on : linesHeadHidden(view, g)) hidden.push_back(g);
+        ctx.commands.push("view", {{"field", "lines_hidden_heads"}, {"value", hidden}});
+      }
+      ImGui::PopStyleColor(4);
+      layout().widget("lines_head_h" + std::to_string(h + 1));
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("head %d: %s (click to %s)", h + 1, on ? "shown" : "hidden", on ? "hide its lines" : "show them");
+    }
+  }
+  if (!all_keys) {
+    const std::string what = "top " + std::to_string(k) + " keys per query";
+    sameLineIfFits(ImGui::CalcTextSize(what.c_str()).x + ImGui::GetFrameHeight() * 2 + px(12));
+    ImGui::BeginDisabled(view.lines_top_k <= 1);
+    if (ImGui::Button("−##lines_k")) ctx.commands.push("view", {{"field", "lines_top_k"}, {"value", view.lines_top_k - 1}});
+    ImGui::EndDisabled();
+    layout().widget("lines_k_minus");
+    ImGui::SameLine(0, px(4));
+    ImGui::TextUnformatted(what.c_str());
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("%d tokens: above %d only each query's %d largest keys are drawn", T, kLinesAllKeysUpTo, k);
+    ImGui::SameLine(0, px(4));
+    ImGui::BeginDisabled(view.lines_top_k >= std::min(kLinesMaxTopK, T));
+    if (ImGui::Button("+##lines_k")) ctx.commands.push("view", {{"field", "lines_top_k"}, {"value", view.lines_top_k + 1}});
+    ImGui::EndDisabled();
+    layout().widget("lines_k_plus");
+  }
+  {
+    sameLineIfFits(ImGui::CalcTextSize("only the selected token").x + ImGui::GetFrameHeight() + px(8));
+    bool isolate = view.lines_isolate;
+    if (ImGui::Checkbox("only the selected token", &isolate))
+      ctx.commands.push("view", {{"field", "lines_isolate"}, {"value", isolate}});
+    layout().widget("lines_isolate");
+  }
+  ImGui::PushFont(fonts().small);
+  std::string legend = dropped ? "a line's opacity and width follow its weight after dropout: opaque at 1/(1−p) = " +
+                                     fixed2(most) + "; dropped keys have no line"
+                               : "a line's opacity and width follow its weight: opaque at 1";
+  legend += std::string(all_keys ? "" : " (at least 8 % opaque: each is among its row's largest) · the other keys are not drawn"
+                                      " · the lines of the queries on screen (scroll for the others)") + " · hover a token to isolate its lines, click a query to select it";
+  if (view.head >= 0 && H > 1) legend += " · head " + std::to_string(view.head + 1) + " chosen (Tab: all heads)";
+  else if (H > 4 && static_cast<int>(view.lines_hidden_heads.size()) < H - 4)
+    legend += " · " + std::to_string(H - static_cast<int>(view.lines_hidden_heads.size())) +
+              " heads drawn over each other: click their numbers to hide some, or Tab to one head";
+  textDisabledWrapped("%s", legend.c_str());
+  ImGui::PopFont();
+
+  // ---- the canvas: queries | lines | keys ----------------------------------------------------
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  ImGui::BeginChild("##lines_canvas", avail, false, ImGuiWindowFlags_NoSavedSettings);
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  ImFont* font = T > 24 ? fonts().small : ImGui::GetFont();
+  const float font_size = T > 24 ? fonts().small->FontSize : ImGui::GetFontSize();
+  const float text_h = font_size + px(3);
+  const ImVec2 inner = ImGui::GetContentRegionAvail();
+  const float heading_h = ImGui::GetTextLineHeightWithSpacing();
+  const float room = std::max(inner.y - heading_h - px(8), text_h);
+  // Rows as tall as the room allows (at most 60 px), never below a label's height: then it scrolls.
+  const float pitch = std::clamp(room / static_cast<float>(T), text_h, px(60));
+  float label_w = 0;
+  for (const std::string& s : snap->tokens()) label_w = std::max(label_w, font->CalcTextSizeA(font_size, FLT_MAX, 0, s.c_str()).x);
+  label_w = std::min(label_w + px(4), std::max(px(60), inner.x * 0.18f));
+  const float gap = px(10);
+  // With a query isolated, each of its lines' values is written after its key, in its head's
+  // colour (up to 4 heads, up to kLinesAllKeysUpTo tokens): room for them is kept on the right.
+  int drawn_heads = 0;
+  for (int h = 0; h < H; ++h) drawn_heads += headShown(h) ? 1 : 0;
+  const float value_w = ImGui::CalcTextSize("0.000").x + px(8);
+  const bool values_room = all_keys && drawn_heads >= 1 && drawn_heads <= 4;
+  const float values_w = values_room ? drawn_heads * value_w + px(6) : 0.0f;
+  const float span = std::clamp(inner.x - 2 * (label_w + gap) - values_w - px(16), px(80), px(560));
+  const float content_w = 2 * (label_w + gap) + span + values_w;
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const float x0 = origin.x + std::max(0.0f, (inner.x - content_w) / 2);
+  const float xq = x0 + label_w, xl = xq + gap, xr = xl + span, xk = xr + gap;
+  const float rows_h = pitch * static_cast<float>(T);
+  const float y0 = origin.y + heading_h + std::max(0.0f, (room - rows_h) / 2);
+  auto rowY = [&](int i) { return y0 + (static_cast<float>(i) + 0.5f) * pitch; };
+  const ImU32 text_col = ImGui::GetColorU32(ImGuiCol_Text), dim = theme().text_dim;
+  const float heading_y = std::max(origin.y, y0 - heading_h);  // just above the first row
+  draw->AddText(ImVec2(std::max(origin.x, xq - ImGui::CalcTextSize("queries").x), heading_y), dim, "queries");
+  draw->AddText(ImVec2(xk, heading_y), dim, "keys");
+  ImGui::Dummy(ImVec2(content_w, heading_h + rows_h + px(8)));
+
+  // What the mouse is on (this frame): a query label on the left, a key label on the right.
+  const ImVec2 mouse = ImGui::GetIO().MousePos;
+  const ImVec2 clip_min = ImGui::GetWindowPos(), clip_max(clip_min.x + ImGui::GetWindowSize().x, clip_min.y + ImGui::GetWindowSize().y);
+  int hover_q = -1, hover_k = -1;
+  // Only a mouse that moved over the canvas hovers: a headless run's pointer rests where the
+  // display put it (under Xvfb, the screen's middle), which must not isolate anything.
+  const ImVec2 delta = ImGui::GetIO().MouseDelta;
+  if (ImGui::IsWindowHovered() && (delta.x != 0 || delta.y != 0)) mouse_moved_ = true;
+  if (mouse_moved_ && ImGui::IsWindowHovered() && mouse.y >= y0 && mouse.y < y0 + rows_h) {
+    const int row = std::clamp(static_cast<int>((mouse.y - y0) / pitch), 0, T - 1);
+    if (mouse.x >= x0 - px(4) && mouse.x < xl) hover_q = row;
+    else if (mouse.x > xr && mouse.x <= xk + label_w + px(4)) hover_k = row;
+  }
+  hover_query_ = hover_q;
+  hover_key_ = hover_k;
+  const int focus_q = hover_q >= 0 ? hover_q : hover_k < 0 && view.lines_isolate ? selected : -1;
+  const int focus_k = hover_k;
+  const char* focus_by = hover_q >= 0 || hover_k >= 0 ? "hover" : focus_q >= 0 ? "selection" : nullptr;
+
+  // The lines, every head's, those of hidden heads and of other tokens (when one is isolated) left out.
+  std::vector<Rgb> colours;
+  for (int h = 0; h < H; ++h) colours.push_back(headColour(h, H, view.colormap, view.light_theme));
+  const float scale = uiScale();
+  // Heads side by side within a row (a few px apart), so heads that agree do not hide each other.
+  std::vector<float> offset(static_cast<std::size_t>(H), 0.0f);
+  if (drawn_heads > 1) {
+    const float step = std::min(px(6), pitch * 0.6f / static_cast<float>(drawn_heads));
+    int n = 0;
+    for (int h = 0; h < H; ++h)
+      if (headShown(h)) offset[static_cast<std::size_t>(h)] = (static_cast<float>(n++) - (drawn_heads - 1) / 2.0f) * step;
+  }
+  std::vector<int> per_query(static_cast<std::size_t>(T), 0);
+  std::string key = std::to_string(snap->serial) + (dropped ? "d" : "w") + std::to_string(k) + "/" +
+                    std::to_string(focus_q) + "/" + std::to_string(focus_k) + "/" + std::to_string(view.head) + "/";
+  for (int h : view.lines_hidden_heads) key += std::to_string(h) + ",";
+  const bool new_dump = key != dump_key_;
+  nlohmann::json dumped = nlohmann::json::array();
+  constexpr std::size_t kDumpedLines = 6000;
+  std::size_t count = 0;
+  std::vector<char> head_drawn(static_cast<std::size_t>(H), 0);
+  for (const AttentionLine& l : lines_) {
+    if (!headShown(l.head)) continue;
+    if ((focus_q >= 0 && l.i != focus_q) || (focus_k >= 0 && l.j != focus_k)) continue;
+    const float a = lineAlpha(l.value, most, all_keys ? 0.0f : kTopKLeastAlpha), w = lineWidth(a);
+    ++count;
+    ++per_query[static_cast<std::size_t>(l.i)];
+    head_drawn[static_cast<std::size_t>(l.head)] = 1;
+    if (new_dump && dumped.size() < kDumpedLines) dumped.push_back({l.i, l.j, l.head, l.value, a, w});
+    const float ya = rowY(l.i), yb = rowY(l.j);
+    // The lines of the queries on screen (of the keys on screen while a key is hovered): with the
+    // lists scrolled, lines from rows out of sight would cross the view as a web nobody can follow.
+    const float y_end = focus_k >= 0 ? yb : ya;
+    if (y_end < clip_min.y - pitch || y_end > clip_max.y + pitch) continue;
+    const float o = offset[static_cast<std::size_t>(l.head)];
+    draw->AddLine(ImVec2(xl, ya + o), ImVec2(xr, yb + o), colourU32(colours[static_cast<std::size_t>(l.head)], a), w * scale);
+  }
+
+  // After dropout a query may keep no key at all: say so where its lines would start.
+  if (dropped && focus_k < 0 && drawn_heads > 0)
+    for (int i = 0; i < T; ++i) {
+      const float y = rowY(i);
+      if (per_query[static_cast<std::size_t>(i)] > 0 || (focus_q >= 0 && i != focus_q) || y < clip_min.y || y > clip_max.y) continue;
+      ImGui::PushFont(fonts().small);
+      draw->AddText(ImVec2(xl + px(8), y - fonts().small->FontSize / 2), dim, "every key dropped");
+      ImGui::PopFont();
+    }
+
+  // The isolated query's values after its keys, one column per head drawn.
+  nlohmann::json values_dump = nlohmann::json::array();
+  if (values_room && focus_q >= 0 && focus_k < 0) {
+    std::vector<int> column(static_cast<std::size_t>(H), 0);
+    int n = 0;
+    for (int h = 0; h < H; ++h)
+      if (headShown(h)) column[static_cast<std::size_t>(h)] = n++;
+    for (const AttentionLine& l : lines_) {
+      if (l.i != focus_q || !headShown(l.head)) continue;
+      char text[32];
+      std::snprintf(text, sizeof text, "%.3f", l.value);
+      const float x = xk + label_w + px(8) + column[static_cast<std::size_t>(l.head)] * value_w;
+      draw->AddText(font, font_size, ImVec2(x, rowY(l.j) - font_size / 2), colourU32(colours[static_cast<std::size_t>(l.head)], 1), text);
+      values_dump.push_back({l.j, l.head, text});
+    }
+  }
+
+  // The labels: queries right-aligned on the left, keys on the right; the selected query (and the
+  // token under the mouse) stand out; labels too close to read are thinned (every n-th).
+  const int every = std::max(1, static_cast<int>(std::ceil(text_h / pitch)));
+  const bool show_selection = !captureHidesSelection();
+  for (int i = 0; i < T; ++i) {
+    const float y = rowY(i);
+    if (y + pitch < clip_min.y || y - pitch > clip_max.y) continue;
+    const bool sel = show_selection && i == selected;
+    if (i % every != 0 && !sel && i != hover_q && i != hover_k) continue;
+    const std::string& name = snap->tokens()[static_cast<std::size_t>(i)];
+    const std::string fitted = fitText(font, font_size, name, label_w - px(4));
+    const float tw = font->CalcTextSizeA(font_size, FLT_MAX, 0, fitted.c_str()).x;
+    const bool faded_q = focus_q >= 0 && i != focus_q, faded_k = focus_k >= 0 && i != focus_k;
+    const ImU32 qc = sel || i == hover_q ? theme().selection : faded_q || focus_k >= 0 ? dim : text_col;
+    const ImU32 kc = i == hover_k ? theme().selection : faded_k || (focus_q >= 0 && focus_k < 0) ? dim : text_col;
+    draw->AddText(font, font_size, ImVec2(xq - px(4) - tw, y - font_size / 2), qc, fitted.c_str());
+    draw->AddText(font, font_size, ImVec2(xk + px(4), y - font_size / 2), kc, fitted.c_str());
+    draw->AddCircleFilled(ImVec2(xl, y), px(2), dim);
+    draw->AddCircleFilled(ImVec2(xr, y), px(2), dim);
+  }
+  if (hover_q >= 0 || hover_k >= 0) {
+    const int r = hover_q >= 0 ? hover_q : hover_k;
+    ImGui::SetTooltip("%s %d '%s': %zu line%s%s", hover_q >= 0 ? "query" : "key", r, snap->tokens()[static_cast<std::size_t>(r)].c_str(),
+                      count, count == 1 ? "" : "s", hover_q >= 0 ? " · click to select it and keep its lines alone" : "");
+  }
+  if (hover_q >= 0 && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
+    ctx.commands.push("select_token", {{"index", hover_q}});
+    ctx.commands.push("view", {{"field", "lines_isolate"}, {"value", !(view.lines_isolate && hover_q == selected)}});
+  }
+  const float first_row = std::clamp(std::floor((clip_min.y - y0) / pitch), 0.0f, static_cast<float>(T - 1));
+  const float last_row = std::clamp(std::ceil((clip_max.y - y0) / pitch) - 1, 0.0f, static_cast<float>(T - 1));
+  ImGui::EndChild();
+
+  if (new_dump) {
+    dump_key_ = key;
+    dump_lines_ = std::move(dumped);
+  }
+  nlohmann::json heads = nlohmann::json::array();
+  for (int h = 0; h < H; ++h)
+    if (head_drawn[static_cast<std::size_t>(h)]) heads.push_back(h);
+  nlohmann::json colours_json = nlohmann::json::array();
+  for (const Rgb& c : colours) colours_json.push_back({c.r, c.g, c.b});
+  layout().state()["lines"] = {
+      {"stage", dropped ? "dropped_weights" : "weights"},
+      {"top_k", all_keys ? nlohmann::json() : nlohmann::json(k)},
+      {"tokens", T},
+      {"batch", snap->batch},
+      {"heads_drawn", heads},
+      {"hidden_heads", view.lines_hidden_heads},
+      {"head_colours", colours_json},
+      {"isolated", {{"query", focus_q >= 0 ? nlohmann::json(focus_q) : nlohmann::json()},
+                    {"key", focus_k >= 0 ? nlohmann::json(focus_k) : nlohmann::json()},
+                    {"by", focus_by ? nlohmann::json(focus_by) : nlohmann::json()}}},
+      {"opaque_at", most},
+      {"count", count},
+      {"values", values_dump},
+      {"per_query", per_query},
+      {"lines", dump_lines_},
+      {"truncated", count > kDumpedLines},
+      {"geometry", {{"query_x", xl}, {"key_x", xr}, {"first_row_y", rowY(0)}, {"pitch", pitch},
+                    {"first_visible", static_cast<int>(first_row)}, {"last_visible", static_cast<int>(last_row)},
+                    {"labels_every", every}, {"clip", rectJson(clip_min, clip_max)}}}};
+}
+
+}  // namespace attnscope
