@@ -28,25 +28,6 @@ std::string readStdin(const Limits& limits) {
   return bytes;
 }
 
-std::string readFile(const std::string& path, const Limits& limits) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) throw InputError(path + ": cannot open the file (does it exist?)");
-  if (S_ISDIR(st.st_mode)) throw InputError(path + ": is a directory, not a file");
-  if (S_ISREG(st.st_mode) && st.st_size > limits.max_file_bytes)
-    throw InputError(path + ": " + str(static_cast<long long>(st.st_size)) + " bytes is larger than the limit of " +
-                     str(limits.max_file_bytes) + " bytes");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open the file (is it readable?)");
-  std::string bytes;
-  char buffer[65536];
-  while (in) {
-    in.read(buffer, sizeof buffer);
-    bytes.append(buffer, static_cast<std::size_t>(in.gcount()));
-    if (static_cast<std::int64_t>(bytes.size()) > limits.max_file_bytes)
-      throw InputError(path + ": larger than the limit of " + str(limits.max_file_bytes) + " bytes");
-  }
-  return bytes;
-}
 
 bool isBuffer(const std::string& name) {
   return name == "mask" || (name.size() > 5 && name.compare(name.size() - 5, 5, ".mask") == 0);
@@ -73,7 +54,7 @@ std::string placeOf(const std::string& path, const std::string& text, std::size_
 }  // namespace
 
 ImportedParameters readParametersFile(const std::string& path, const Limits& limits) {
-  const std::string bytes = readFile(path, limits);
+  const std::string bytes = readFileWithinLimit(path, limits);
   ImportedParameters out;
   auto add = [&](NamedTensor t) {
     if (isBuffer(t.name)) out.buffers.push_back(t.name);

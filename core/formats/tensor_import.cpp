@@ -572,7 +572,7 @@ ImportedEmbeddings parseEmbeddingsBytes(const std::string& bytes, const std::str
   return parseEmbeddingsText(bytes, source, limits);
 }
 
-ImportedEmbeddings readEmbeddingsFile(const std::string& path, const Limits& limits, const std::string& array) {
+std::string readFileWithinLimit(const std::string& path, const Limits& limits) {
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) throw InputError(path + ": cannot open the file (does it exist?)");
   if (S_ISDIR(st.st_mode)) throw InputError(path + ": is a directory, not a file");
@@ -581,7 +581,7 @@ ImportedEmbeddings readEmbeddingsFile(const std::string& path, const Limits& lim
                      str(limits.max_file_bytes) + " bytes");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot open the file (is it readable?)");
-  // Read at most one byte past the limit: a pipe or a device cannot make us read without end.
+  // Read at most one block past the limit: a pipe or a device cannot make us read without end.
   std::string bytes;
   char buffer[65536];
   while (in) {
@@ -590,6 +590,11 @@ ImportedEmbeddings readEmbeddingsFile(const std::string& path, const Limits& lim
     if (static_cast<std::int64_t>(bytes.size()) > limits.max_file_bytes)
       throw InputError(path + ": larger than the limit of " + str(limits.max_file_bytes) + " bytes");
   }
+  return bytes;
+}
+
+ImportedEmbeddings readEmbeddingsFile(const std::string& path, const Limits& limits, const std::string& array) {
+  const std::string bytes = readFileWithinLimit(path, limits);
   return parseEmbeddingsBytes(bytes, path, limits, array);
 }
 

@@ -35,6 +35,10 @@ ImportedEmbeddings parseEmbeddingsBytes(const std::string& bytes, const std::str
 
 // Reads a file (refusing directories, missing files and files over limits.max_file_bytes before
 // reading) and parses it as above; SOURCE in messages is the path.
+// The bytes of a file (or a pipe, or a device), refused with one message when it is missing, a
+// folder, unreadable or larger than limits.max_file_bytes (read no further than that).
+std::string readFileWithinLimit(const std::string& path, const Limits& limits);
+
 ImportedEmbeddings readEmbeddingsFile(const std::string& path, const Limits& limits = {}, const std::string& array = "");
 
 // Token names for T rows: `given` when it has exactly T names, else t1 … tT.
