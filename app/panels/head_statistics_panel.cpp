@@ -192,7 +192,7 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
   ImGui::Begin(title.c_str(), nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
   layout().panel("statistics", pos, ImVec2(pos.x + size.x, pos.y + size.y));
   if (!snap) {
-    ImGui::TextUnformatted(ctx.computing ? "computing…" : "no result yet");
+    ImGui::TextUnformatted(ctx.waitingText());
     ImGui::End();
     return;
   }

@@ -545,7 +545,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     ImGui::PopStyleColor();
   }
   if (!snap) {
-    ImGui::TextUnformatted(ctx.computing ? "computing…" : "no result yet");
+    ImGui::TextUnformatted(ctx.waitingText());
     return;
   }
   const Trace& t = *snap->trace;

@@ -134,14 +134,8 @@ ImU32 colourU32(Rgb c, float alpha) {
 
 void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   (void)size;
-  // The panel is the whole main window, tab bar and padding included (as captures crop it).
-  const ImVec2 wp = ImGui::GetWindowPos(), ws = ImGui::GetWindowSize();
-  layout().panel("lines", wp, ImVec2(wp.x + ws.x, wp.y + ws.y));
-  const Snapshot* snap = ctx.snapshot.get();
-  if (!snap) {
-    ImGui::TextUnformatted(ctx.computing ? "computing…" : "no result yet");
-    return;
-  }
+  const Snapshot* snap = beginMainTab(ctx, "lines");
+  if (!snap) return;
   const ViewState& view = ctx.view;
   const Trace& t = *snap->trace;
   const BatchTrace& bt = snap->shown();

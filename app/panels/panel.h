@@ -30,6 +30,13 @@ struct PanelContext {
   CommandQueue& commands;
   double now;
   double frame_ms;                 // the last frame's build and render time
+
+  const char* waitingText() const;  // what a view shows before its first result: "computing…" or "no result yet"
 };
+
+// The start of a tab of the main window (Pipeline, Lines): registers the panel `panel` over the
+// whole window for the layout dump and captures, and writes the waiting text when there is no
+// result yet. Returns the snapshot to draw, or null (then the tab draws nothing more).
+const Snapshot* beginMainTab(const PanelContext& ctx, const char* panel);
 
 }  // namespace attnscope

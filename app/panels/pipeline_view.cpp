@@ -42,14 +42,8 @@ ValueRange rangeFor(const ValueRange& known, Colormap* cmap, const ViewState& v)
 }  // namespace
 
 void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
-  // The panel is the whole main window, tab bar and padding included (as captures crop it).
-  const ImVec2 wp = ImGui::GetWindowPos(), ws = ImGui::GetWindowSize();
-  layout().panel("pipeline", wp, ImVec2(wp.x + ws.x, wp.y + ws.y));
-  const Snapshot* snap = ctx.snapshot.get();
-  if (!snap) {
-    ImGui::TextUnformatted(ctx.computing ? "computing…" : "no result yet");
-    return;
-  }
+  const Snapshot* snap = beginMainTab(ctx, "pipeline");
+  if (!snap) return;
   const ViewState& view = ctx.view;
   const Trace& t = *snap->trace;
   const BatchTrace& bt = snap->shown();

@@ -32,7 +32,7 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
                 snap->exec.parallel ? "OpenMP" : "serial", threads, threads == 1 ? "" : "s",
                 ctx.computing ? "  ·  computing…" : "");
   } else {
-    ImGui::TextUnformatted(ctx.computing ? "computing…" : "no result yet");
+    ImGui::TextUnformatted(ctx.waitingText());
   }
   layout().widget("status_text");
   const float text_end = ImGui::GetItemRectMax().x - pos.x;  // where the status line's text ends
