@@ -70,6 +70,22 @@ def loaded_blas_libraries():
     return sorted(libs)
 
 
+def wait_until_idle(quiet_ms=1.0, step_s=0.01, limit_s=2.0):
+    """Milliseconds spent waiting until this process's threads stop using the CPU. After a call,
+    torch's OpenBLAS (pthread build) threads spin for ~60 ms of a core before they sleep; a run of
+    ours started in that window shares the two cores with them and took 15 ms instead of 1.1 ms
+    (medium), which made paired rounds bimodal. Returning only once idle keeps the sides apart."""
+    cpu_s = time.process_time  # every thread of this process, ns resolution
+    start = time.perf_counter()
+    quiet_steps, last = 0, cpu_s()
+    while quiet_steps < 2 and time.perf_counter() - start < limit_s:
+        time.sleep(step_s)
+        now = cpu_s()
+        quiet_steps = quiet_steps + 1 if (now - last) * 1e3 < quiet_ms else 0
+        last = now
+    return (time.perf_counter() - start) * 1e3
+
+
 def torch_server():
     """Answers timing jobs, one JSON line in, one out: {"job": [name, workspace path, repeat]} ->
     {"forward_ms", "min_ms", "runs", "training", "dropout"}; {"info": true} -> the versions, threads
@@ -123,7 +139,8 @@ def torch_server():
                     module(batch)
                     times.append((time.perf_counter() - start) * 1e3)
             answer = {"forward_ms": statistics.median(times), "min_ms": min(times), "runs": repeat,
-                      "training": module.training, "dropout": module.dropout.p}
+                      "training": module.training, "dropout": module.dropout.p,
+                      "idle_wait_ms": wait_until_idle()}
         print(json.dumps(answer), flush=True)
 
 
