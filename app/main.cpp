@@ -77,6 +77,7 @@ void onKey(GLFWwindow* window, int key, int scancode, int action, int mods) {
   if (app->dialogOpen()) return;
   if (key == GLFW_KEY_Z && ctrl) cmd.push(shift ? "redo" : "undo");
   if (key == GLFW_KEY_Y && ctrl) cmd.push("redo");
+  if (key == GLFW_KEY_P && ctrl && action == GLFW_PRESS) cmd.push("pin");
   // With a lesson open its steps have the keys a presenter's clicker sends: Space, → and PageDown
   // go on; ←, PageUp and Shift+Space go back (held down, a key does not race through the steps).
   // Without a lesson, ← and → move the selected token as before.

@@ -791,3 +791,10 @@ FigureSpec moduleFigure(const Snapshot& snap, const ViewState& view, ModuleMap m
 }
 
 }  // namespace attnscope
+
+namespace attnscope {
+
+const char* stageMissingFrom(const Trace& t, Stage s) { return missingStage(t, s); }
+const char* moduleMapMissingFrom(const Trace& t, ModuleMap m) { return missingModuleMap(t, m); }
+
+}  // namespace attnscope

@@ -23,6 +23,11 @@ FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stag
 // The module's map `map` (the heads concatenated, out_proj's weight, the output) likewise.
 FigureSpec moduleFigure(const Snapshot& snap, const ViewState& view, ModuleMap map, bool caption = false);
 
+// Why this configuration has no map of stage s (or module map m) worth showing — "dropout",
+// "mask", … (the grid greys its toggle) — or nullptr.
+const char* stageMissingFrom(const Trace& t, Stage s);
+const char* moduleMapMissingFrom(const Trace& t, ModuleMap m);
+
 class HeatmapGrid {
  public:
   // Draws into the current window (a tab of the main area).

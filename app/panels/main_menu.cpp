@@ -77,7 +77,7 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
       ImGui::Separator();
       if (ImGui::MenuItem("Save screenshot", "F12")) cmd.push("screenshot", {{"path", ""}});
       if (ImGui::BeginMenu("Save panel as PNG")) {
-        for (const char* panel : {"model", "inputs", "heatmaps", "pipeline", "lines", "inspector"})
+        for (const char* panel : {"model", "inputs", "heatmaps", "pipeline", "lines", "compare", "inspector"})
           if (ImGui::MenuItem(panel)) cmd.push("screenshot", {{"path", ""}, {"panel", panel}});
         ImGui::EndMenu();
       }
@@ -132,6 +132,12 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
       layout().widget("menu_fullscreen");
       viewToggle(cmd, "Presentation: hide the panels around the maps", "presentation", view.presentation, "F10");
       layout().widget("menu_presentation");
+      ImGui::Separator();
+      // Compare: A pinned aside, B the current settings (the Compare tab).
+      if (ImGui::MenuItem(ctx.pinned ? "Pin again as A" : "Pin as A (compare)", "Ctrl+P")) cmd.push("pin");
+      layout().widget("menu_pin");
+      if (ImGui::MenuItem("Swap A and B", nullptr, false, static_cast<bool>(ctx.pinned))) cmd.push("swap");
+      if (ImGui::MenuItem("Unpin A", nullptr, false, static_cast<bool>(ctx.pinned))) cmd.push("unpin");
       ImGui::Separator();
       {  // with presentation on, the side panels are hidden whatever their own setting says
         ImGui::BeginDisabled(view.presentation);
@@ -194,6 +200,7 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
           "  Ctrl+Z, Ctrl+Shift+Z: undo, redo (a slider drag is one step)\n"
           "  Ctrl++, Ctrl+−, Ctrl+0: larger, smaller, normal text (View › Text size, 100–250 %%)\n"
           "  F11: full screen; F10: presentation (hide the panels around the maps)\n"
+          "  Ctrl+P: pin the result as A; the Compare tab shows A, B (now) and B − A\n"
           "  F12: save the window as PNG (File › Screenshot folder)\n"
           "  Ctrl+Q: quit\n\n"
           "Colours: viridis for non-negative maps, blue–white–red centred on 0 for signed ones; grey "

@@ -30,6 +30,7 @@ struct PanelContext {
   CommandQueue& commands;
   double now;
   double frame_ms;                 // the last frame's build and render time
+  std::shared_ptr<const Snapshot> pinned;  // the result pinned as A for the Compare tab; null: none
 
   const char* waitingText() const;  // what a view shows before its first result: "computing…" or "no result yet"
 };

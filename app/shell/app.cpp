@@ -44,7 +44,9 @@ void App::update(double now) {
   // Only the commands queued before this call: a capture draws frames, and panels push more.
   for (std::size_t n = queue_.size(); n > 0 && !queue_.empty(); --n) {
     const std::string& next = queue_.front().name;  // these wait for the newest, complete result
-    if ((next == "screenshot" || next == "export_trace" || next == "export_map") && !settled()) break;
+    if ((next == "screenshot" || next == "export_trace" || next == "export_map" || next == "pin" || next == "swap") &&
+        !settled())
+      break;
     const Command c = queue_.pop();
     try {
       apply(c, now);
@@ -236,6 +238,25 @@ void App::applyApp(const Command& c, double now) {
     if (!error.empty()) throw InputError("screenshot failed: " + error);
     last_screenshot_ = path;
     showToast("Saved " + path, false, now);
+  } else if (n == "pin") {  // the newest result (update() waited for it)
+    if (!snapshot_) throw InputError("nothing computed yet: nothing to pin");
+    pinned_ = snapshot_;
+    view_.tab = "compare";
+    showToast("Pinned as A: change anything, the Compare tab shows A, B and B − A", false, now);
+  } else if (n == "unpin") {
+    if (!pinned_) throw InputError("nothing is pinned");
+    pinned_.reset();
+    compare_.reset();
+    if (view_.tab == "compare") view_.tab = "heatmaps";
+  } else if (n == "swap") {  // A's settings become the document's, B is pinned in its place
+    if (!pinned_) throw InputError("nothing is pinned: pin a result as A first");
+    if (!snapshot_) throw InputError("nothing computed yet");
+    const std::shared_ptr<const Snapshot> b = snapshot_;
+    Command load = makeCommand("workspace", {{"json", workspaceToJson(*pinned_->inputs)}});
+    load.script_index = c.script_index;
+    apply(load, now);
+    pinned_ = b;
+    view_.tab = "compare";
   } else if (n == "save") {
     // Ctrl+S while typing: the typed value first. (A save with a path comes from the Save as
     // dialog, whose name field was typed into: that is the save's own name, nothing to commit.)
@@ -434,6 +455,9 @@ void App::updateEngine() {
   if (auto result = worker_.poll(small_request_ ? std::chrono::milliseconds(5) : std::chrono::milliseconds(0))) {
     if (result->snapshot) {
       snapshot_ = std::move(result->snapshot);
+      // A pinned while its heads off screen were computing gets them when they come.
+      if (pinned_ && !pinned_->complete && snapshot_->version == pinned_->version && snapshot_->batch == pinned_->batch)
+        pinned_ = snapshot_;
       engine_error_.clear();
     } else {
       engine_error_ = result->error;  // the last good snapshot stays on screen
@@ -453,7 +477,7 @@ std::string App::windowTitle() const {
 
 void App::draw(double now, float caption_h, float caption_x, float caption_w) {
   layout().beginFrame();
-  const PanelContext ctx{doc_, view_, snapshot_, computing_, engine_error_, exec_, toast_, queue_, now, frame_ms_};
+  const PanelContext ctx{doc_, view_, snapshot_, computing_, engine_error_, exec_, toast_, queue_, now, frame_ms_, pinned_};
   menu_.draw(ctx, dialogs_.settings().recent, isFullscreen(), lesson_.open());
   drawPanels(ctx, caption_h);
   if (caption_h > 0) {
@@ -535,19 +559,20 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     // ImGui shows that was not asked for is the user's click, and becomes a `view` command.
     const bool ask = view_.tab != shown_tab_ && view_.tab != pending_tab_;
     if (ask) pending_tab_ = view_.tab;
-    for (const char* tab : {"heatmaps", "pipeline", "lines"}) {
-      const ImGuiTabItemFlags flags = ask && view_.tab == tab ? ImGuiTabItemFlags_SetSelected : 0;
-      const std::string id = tab;
-      const bool open = ImGui::BeginTabItem(id == "heatmaps" ? "Heatmaps" : id == "pipeline" ? "Pipeline" : "Lines", nullptr, flags);
-      layout().widget(std::string("tab_") + tab);
+    for (const MainTab& tab : mainTabs()) {
+      const ImGuiTabItemFlags flags = ask && view_.tab == tab.id ? ImGuiTabItemFlags_SetSelected : 0;
+      const std::string id = tab.id;
+      const bool open = ImGui::BeginTabItem(tab.title, nullptr, flags);
+      layout().widget("tab_" + id);
       if (open) {
-        if (pending_tab_ == tab) pending_tab_.clear();  // what was asked for
-        else if (!shown_tab_.empty() && shown_tab_ != tab && view_.tab != tab)
-          queue_.push("view", {{"field", "tab"}, {"value", tab}});  // a click
-        shown_tab_ = tab;
+        if (pending_tab_ == id) pending_tab_.clear();  // what was asked for
+        else if (!shown_tab_.empty() && shown_tab_ != id && view_.tab != id)
+          queue_.push("view", {{"field", "tab"}, {"value", id}});  // a click
+        shown_tab_ = id;
         if (id == "heatmaps") heatmap_grid_.draw(ctx);
         else if (id == "pipeline") pipeline_.draw(ctx, ImGui::GetContentRegionAvail());
-        else lines_.draw(ctx, ImGui::GetContentRegionAvail());
+        else if (id == "lines") lines_.draw(ctx, ImGui::GetContentRegionAvail());
+        else compare_.draw(ctx);
         ImGui::EndTabItem();
       }
     }
@@ -610,7 +635,7 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   shown.view = savedView(view_, shown.view);
   caption_ = spec.caption ? captionText(spec) : "";
   const ViewState saved = view_;
-  if (spec.panel == "pipeline" || spec.panel == "lines") view_.tab = spec.panel;
+  if (spec.panel != "heatmaps" && isMainTab(spec.panel)) view_.tab = spec.panel;  // that tab's view
   if (isHeatmapStage(spec.panel)) {  // that head alone, so the map is as large as it gets
     view_.head = spec.head;
     view_.highlight.clear();  // and never dimmed by a lesson's step
@@ -673,6 +698,7 @@ void App::recordState() const {
                 {"dirty", doc_.dirty()},
                 {"can_undo", doc_.history().canUndo()},
                 {"history_bytes", doc_.history().bytes()},
+                {"pinned", pinned_ != nullptr},
                 {"title", windowTitle()},
                 {"toast", toast_.text},
                 {"toast_error", toast_.error},

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "editing/document.h"
+#include "panels/compare_view.h"
 #include "panels/file_dialogs.h"
 #include "panels/head_statistics_panel.h"
 #include "panels/heatmap_grid.h"
@@ -154,6 +155,8 @@ class App {
   HeatmapGrid heatmap_grid_;
   PipelineView pipeline_;
   LinesView lines_;                           // the Lines tab
+  CompareView compare_;                       // the Compare tab
+  std::shared_ptr<const Snapshot> pinned_;    // A of the Compare tab (`pin`); null: nothing pinned
   InspectorPanel inspector_;
   HeadStatisticsPanel statistics_;            // under the main area
   LessonPanel lesson_;                        // the open lesson, shown in the inspector's column

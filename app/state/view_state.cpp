@@ -7,6 +7,16 @@
 
 namespace attnscope {
 
+const std::array<MainTab, 4>& mainTabs() {
+  static const std::array<MainTab, 4> tabs = {{
+      {"heatmaps", "Heatmaps"}, {"pipeline", "Pipeline"}, {"lines", "Lines"}, {"compare", "Compare"}}};
+  return tabs;
+}
+
+bool isMainTab(const std::string& id) {
+  return std::any_of(mainTabs().begin(), mainTabs().end(), [&](const MainTab& t) { return id == t.id; });
+}
+
 const std::vector<GridColumn>& gridColumns() {
   static const std::vector<GridColumn> columns = [] {
     std::vector<GridColumn> c;
@@ -153,8 +163,8 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     v.show = show;
     v.show_module = show_module;
   } else if (f == "tab") {
-    if (value != "heatmaps" && value != "pipeline" && value != "lines")
-      fail(f, "expected \"heatmaps\", \"pipeline\" or \"lines\"");
+    if (!value.is_string() || !isMainTab(value.get<std::string>()))
+      fail(f, "expected \"heatmaps\", \"pipeline\", \"lines\" or \"compare\"");
     v.tab = value.get<std::string>();
   } else if (f == "lines_stage") {
     if (value != "weights" && value != "dropped_weights") fail(f, "expected \"weights\" or \"dropped_weights\"");

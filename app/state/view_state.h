@@ -19,6 +19,14 @@ struct GridColumn {
   bool per_head;      // a Stage (stageTable) or a ModuleMap (moduleMapTable)
   int index;          // which Stage or ModuleMap
 };
+// The tabs of the main area, in their order: the view's "tab" is one of the ids.
+struct MainTab {
+  const char* id;     // "heatmaps": the view's tab, --panel, the layout dump's "tab_heatmaps"
+  const char* title;  // on the tab
+};
+const std::array<MainTab, 4>& mainTabs();
+bool isMainTab(const std::string& id);
+
 // The heads' stages in table order, then the module's maps.
 const std::vector<GridColumn>& gridColumns();
 

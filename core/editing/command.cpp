@@ -65,6 +65,8 @@ const std::vector<CommandInfo>& commandTable() {
        "change the embedding width (new columns are seeded random values)"},
       {"randomize", T::Document, {{"seed", A::Int, false}}, "new random embeddings: torch.rand(T, d_in)"},
       {"book_example", T::Document, {}, "the book's six tokens and embeddings, keeping the model"},
+      {"workspace", T::Document, {{"json", A::Any, true}},
+       "take the tokens, embeddings, model and parameters of a workspace given inline (one undo step; the file stays)"},
       {"undo", T::Document, {}, "undo the last edit"},
       {"redo", T::Document, {}, "redo what was undone"},
       {"select_token", T::View, {{"index", A::Int, false}, {"step", A::Int, false}},
@@ -78,6 +80,10 @@ const std::vector<CommandInfo>& commandTable() {
        "model_panel, inputs_panel, status_bar, statistics, presentation, text_size (100–250 %, \"larger\", \"smaller\"), "
        "screenshot_scale, caption, screenshot_dir; the Lines view's lines_stage (weights, dropped_weights), lines_top_k (1–64), "
        "lines_hidden_heads ([0-based heads]), lines_isolate (only the selected token's lines)"},
+      // Compare mode (the Compare tab): A is a result pinned aside, B the current one.
+      {"pin", T::App, {}, "pin the newest result as A of the Compare tab (Ctrl+P); any later change is B"},
+      {"unpin", T::App, {}, "drop the pinned result A"},
+      {"swap", T::App, {}, "swap A and B: the pinned settings become the current ones (one undo step), B is pinned"},
       {"fullscreen", T::App, {{"on", A::Bool, false}},
        "full-screen on the window's monitor (on: true), or back to the window as it was (toggles without `on`)"},
       {"engine", T::View, {{"parallel", A::Bool, false}, {"threads", A::Int, false}},

@@ -253,6 +253,14 @@ DocumentChange Document::apply(const Command& c) {
     return editContent([&](Workspace& w) { randomizeEmbeddings(w, seed); }, g);
   }
   if (n == "book_example") return editContent([](Workspace& w) { resetToBookExample(w); }, g);
+  if (n == "workspace") {  // checked whole as a file would be; the view (and so the file's notes) stays
+    const Workspace given = parseWorkspace(c.args["json"].dump(), limits_);
+    return editContent([&given](Workspace& w) {
+      nlohmann::json view = std::move(w.view);
+      w = given;
+      w.view = std::move(view);
+    }, g);
+  }
   throw InputError("'" + n + "' is not an edit of the workspace");
 }
 

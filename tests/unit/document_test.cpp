@@ -190,6 +190,10 @@ std::vector<json> everyCommandExample() {
       {{"do", "d_in"}, {"value", 5}, {"seed", 7}},
       {{"do", "randomize"}, {"seed", 2024}},
       {{"do", "book_example"}},
+      {{"do", "workspace"}, {"json", {{"embeddings", {{1, 2}, {3, 4}}}, {"model", {{"variant", "simple"}}}}}},
+      {{"do", "pin"}},
+      {{"do", "unpin"}},
+      {{"do", "swap"}},
       {{"do", "undo"}},
       {{"do", "redo"}},
       {{"do", "select_token"}, {"index", 1}, {"step", -1}},
@@ -1664,6 +1668,12 @@ class CommandStream {
     if (command == "preset") return chance(0.8) ? json(oneOf(presets_)) : json(oneOf(std::vector<std::string>{
                                                                              "nope", "", "gpt", "../presets/multihead", "MULTIHEAD"}));
     if (command == "sentence") return sentence();
+    if (command == "workspace" && chance(0.85)) {  // a workspace object, sometimes a broken one
+      json ws = json::parse(oneOf(std::vector<std::string>{kSixTokenFile, R"({"format": "attnscope-workspace", "version": 1,
+          "tokens": ["x", "y", "z"], "embeddings": [[1, 2], [3, 4], [5, 6]], "model": {"variant": "causal", "dropout": 0.5}})"}));
+      if (chance(0.2)) ws["model"]["d_out"] = oneOf(std::vector<json>{0, -3, "two", 1 << 20});
+      return ws;
+    }
     if (arg == "name" || arg == "text") return text();
     if (command == "d_in") return chance(0.85) ? json(pick(1, 12)) : oneOf(std::vector<json>{0, -1, 64, 200, 4097, 2147483647, 1LL << 40});
     if (command == "set" && arg == "field") return set_field_ = field();  // "field" comes before "value"

@@ -1,0 +1,272 @@
+#include "panels/compare_view.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "display/number_text.h"
+#include "panels/heatmap_grid.h"
+#include "shell/capture.h"
+#include "shell/fonts.h"
+#include "shell/layout_dump.h"
+#include "shell/theme.h"
+#include "widgets/heatmap.h"
+#include "widgets/text.h"
+
+namespace attnscope {
+
+namespace {
+
+// A row of the comparison: one stage of one head, or one of the module's maps (head −1).
+struct CompareRow {
+  int head = -1;
+  bool module = false;
+  Stage stage = Stage::Weights;
+  ModuleMap map = ModuleMap::Output;
+  int key() const { return module ? 100 + static_cast<int>(map) : static_cast<int>(stage); }
+  const char* id() const { return module ? moduleMapInfo(map).id : stageInfo(stage).id; }
+  const char* label() const { return module ? moduleMapInfo(map).label : stageInfo(stage).label; }
+};
+
+// The map of `row` in snapshot s, or an empty map when s has none (no such head, its maps still
+// computing, a stage this step lacks: simple attention's weights).
+StageMap rowValues(const Snapshot& s, const CompareRow& row) {
+  const Trace& t = *s.trace;
+  const BatchTrace& bt = s.shown();
+  if (row.module) return moduleMapValues(t, bt, row.map);
+  if (row.head < 0 || row.head >= static_cast<int>(bt.heads.size())) return {};
+  const HeadTrace& h = bt.heads[static_cast<std::size_t>(row.head)];
+  if (stageInfo(row.stage).parameter ? !hasProjections(t.model.variant) : !h.hasMaps()) return {};
+  return StageMap(t, h, row.stage);
+}
+
+// The colour range snapshot s computed for `row` (the worker scanned it), or an empty range.
+ValueRange rowRange(const Snapshot& s, const CompareRow& row) {
+  if (row.module) return s.module_ranges[static_cast<int>(row.map)];
+  if (row.head < 0 || row.head >= static_cast<int>(s.ranges.size())) return {};
+  return s.ranges[static_cast<std::size_t>(row.head)][static_cast<int>(row.stage)];
+}
+
+bool flagsRow(const CompareRow& row) { return !row.module && stageInfo(row.stage).flags; }
+
+// Cells of a small map as JSON rows (−∞ as the string "-inf"), for tests to hold against traces.
+nlohmann::json cellsJson(const StageMap& m) {
+  nlohmann::json out = nlohmann::json::array();
+  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+    nlohmann::json r = nlohmann::json::array();
+    for (Eigen::Index j = 0; j < m.cols(); ++j) {
+      const float v = m(i, j);
+      if (std::isfinite(v)) r.push_back(v);
+      else r.push_back(v < 0 ? "-inf" : "nan");
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+constexpr Eigen::Index kDumpCellsUpTo = 256;  // maps up to 16 × 16 carry their numbers in the dump
+
+std::string tokenOr(const Snapshot& s, bool tokens, int index) {
+  if (!tokens) return "d" + std::to_string(index);
+  return index < s.tokenCount() ? "'" + s.tokens()[static_cast<std::size_t>(index)] + "'" : std::to_string(index);
+}
+
+}  // namespace
+
+std::shared_ptr<const MapDifference> CompareView::difference(const Snapshot& a, const Snapshot& b, int head, int map) {
+  if (pair_ != std::make_pair(a.serial, b.serial)) {
+    differences_.clear();
+    pair_ = {a.serial, b.serial};
+  }
+  auto& slot = differences_[{head, map}];
+  if (!slot) {
+    CompareRow row;
+    row.head = head;
+    row.module = map >= 100;
+    if (row.module) row.map = static_cast<ModuleMap>(map - 100);
+    else row.stage = static_cast<Stage>(map);
+    slot = std::make_shared<const MapDifference>(mapDifference(rowValues(a, row), rowValues(b, row)));
+  }
+  return slot;
+}
+
+void CompareView::draw(const PanelContext& ctx) {
+  const Snapshot* b = beginMainTab(ctx, "compare");
+  if (!b) return;
+  const ViewState& view = ctx.view;
+  nlohmann::json& state = layout().state()["compare"];
+  state = {{"pinned", static_cast<bool>(ctx.pinned)}};
+  if (!ctx.pinned) {
+    ImGui::PushTextWrapPos(ImGui::GetContentRegionAvail().x);
+    ImGui::TextUnformatted(
+        "Compare two settings: pin the result on screen as A, then change anything — the seed, dropout, "
+        "num_heads, a cell of the inputs. This tab then shows every map of A and of B (the current settings) "
+        "side by side, and B − A, with the largest change and where it is.");
+    ImGui::PopTextWrapPos();
+    if (ImGui::Button("Pin as A  (Ctrl+P)")) ctx.commands.push("pin");
+    layout().widget("compare_pin");
+    return;
+  }
+  const Snapshot& a = *ctx.pinned;
+  const Trace& ta = *a.trace;
+  const Trace& tb = *b->trace;
+
+  // ---- header: what A and B are, what differs, the buttons -------------------------------------
+  const std::vector<std::string> differs = workspaceDifferences(*a.inputs, *b->inputs);
+  if (ImGui::Button("Swap A ⇄ B")) ctx.commands.push("swap");
+  layout().widget("compare_swap");
+  ImGui::SameLine();
+  if (ImGui::Button("Unpin A")) ctx.commands.push("unpin");
+  layout().widget("compare_unpin");
+  ImGui::SameLine();
+  std::string line;
+  for (const std::string& d : differs) line += (line.empty() ? "" : " · ") + d;
+  line = differs.empty() ? "B computes the same as A: change a setting or a cell to see what it does"
+                         : "B differs from A in: " + line;
+  if (ctx.computing) line += "  (computing B…)";
+  ImGui::PushTextWrapPos(ImGui::GetWindowContentRegionMax().x);
+  ImGui::TextUnformatted(line.c_str());
+  ImGui::PopTextWrapPos();
+  state["differences"] = differs;
+  state["a_version"] = a.version;
+  state["b_version"] = b->version;
+
+  // ---- the rows: the shown stages of the heads shown, then the module's shown maps ---------------
+  std::vector<CompareRow> rows;
+  const int heads = std::max(static_cast<int>(a.shown().heads.size()), static_cast<int>(b->shown().heads.size()));
+  for (int h = 0; h < heads; ++h) {
+    if (view.head >= 0 && view.head != h) continue;
+    for (const StageInfo& s : stageTable())
+      if (s.heatmap && view.show[static_cast<int>(s.stage)] && (!stageMissingFrom(ta, s.stage) || !stageMissingFrom(tb, s.stage)))
+        rows.push_back({h, false, s.stage, ModuleMap::Output});
+  }
+  for (const ModuleMapInfo& m : moduleMapTable())
+    if (view.show_module[static_cast<int>(m.map)] && (!moduleMapMissingFrom(ta, m.map) || !moduleMapMissingFrom(tb, m.map)))
+      rows.push_back({-1, true, Stage::Weights, m.map});
+
+  ImGui::BeginChild("##compare_rows", ImVec2(0, 0), false);
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float gap = style.ItemSpacing.x * 2;
+  const float avail_w = ImGui::GetContentRegionAvail().x;
+  const float fs = fonts().small->FontSize;
+  // A cell wide enough for a compact signed label (the label policy's last resort), so the book's
+  // sizes show their numbers: where three such maps do not fit side by side, B − A goes below.
+  const float label_cell = heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, "−.00").x);
+  float label_w = 0;
+  for (const Snapshot* s : {&a, b})
+    for (const std::string& tok : s->tokens())
+      label_w = std::max(label_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, tok.c_str()).x);
+  const float left = std::min(label_w, px(90)) + px(4);
+  const float top = ImGui::GetTextLineHeight() + std::min(label_w, px(48)) + px(6);
+  const float visible_h = ImGui::GetWindowHeight();
+  const int selected = std::clamp(view.token, 0, std::max(0, b->tokenCount() - 1));
+
+  float largest = -1;
+  std::vector<std::string> unchanged;  // rows whose maps are equal: one line each, no maps
+  std::string largest_where;
+  for (const CompareRow& row : rows) {
+    const StageMap va = rowValues(a, row), vb = rowValues(*b, row);
+    const Eigen::Index R = std::max(va.rows(), vb.rows()), C = std::max<Eigen::Index>(std::max(va.cols(), vb.cols()), 1);
+    const bool labelled = R <= 12 && C <= 64;
+    const float need_w = left + (labelled ? label_cell * static_cast<float>(C) : px(80));
+    const int per_line = std::clamp(static_cast<int>((avail_w + gap) / (need_w + gap)), 1, 3);
+    const float tile_w = std::max(px(120), (avail_w - static_cast<float>(per_line - 1) * gap) / static_cast<float>(per_line));
+    const float cell = std::max(1.0f, std::min(tile_w - left, labelled ? label_cell * 2.0f * static_cast<float>(C) : FLT_MAX) /
+                                          static_cast<float>(C));
+    const float tile_h = std::min(std::max(px(90), cell * static_cast<float>(R) + top + heatmapColorbarHeight()),
+                                  std::max(px(160), visible_h * 0.9f));
+    const int lines = (3 + per_line - 1) / per_line;
+    const std::string who = row.module ? std::string("the module's ") + row.label() : "head " + std::to_string(row.head + 1) + "'s " + row.label();
+    // Large rows out of view take their space only: their differences are worked out once scrolled
+    // to. Small ones are laid out (not drawn) like the grid's, so the layout dump lists every map.
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    const float row_h = ImGui::GetTextLineHeightWithSpacing() + static_cast<float>(lines) * (tile_h + gap);
+    if (R * C > kDumpCellsUpTo * 16 && !ImGui::IsRectVisible(origin, ImVec2(origin.x + avail_w, origin.y + row_h))) {
+      ImGui::Dummy(ImVec2(avail_w, row_h));
+      continue;
+    }
+    const std::shared_ptr<const MapDifference> d = difference(a, *b, row.head, row.key());
+    const bool tokens_cols = !row.module && stageInfo(row.stage).square;
+    const bool token_rows = row.module ? !moduleMapInfo(row.map).parameter : !stageInfo(row.stage).parameter;
+    std::string summary;
+    if (va.size() == 0 || vb.size() == 0) summary = who + ": " + (va.size() == 0 ? "none in A" : "none in B");
+    else if (!d->comparable)
+      summary = who + ": A is " + std::to_string(va.rows()) + "×" + std::to_string(va.cols()) + ", B is " +
+                std::to_string(vb.rows()) + "×" + std::to_string(vb.cols()) + " — no cell-by-cell difference";
+    else if (d->changed == 0) summary = who + ": unchanged (B = A, bit for bit)";
+    else {
+      const std::string where = "(" + tokenOr(*b, token_rows, d->row) + ", " + tokenOr(*b, tokens_cols, d->col) + ")";
+      summary = who + ": largest |B − A| = " + formatFixed(d->max_abs) + " at " + where + ", " + std::to_string(d->changed) +
+                " of " + std::to_string(va.size()) + " cells changed";
+      if (d->max_abs > largest) largest = d->max_abs, largest_where = who + " at " + where;
+    }
+    ImGui::TextUnformatted(fitText(summary, avail_w).c_str());
+    if (d->comparable && d->changed == 0) {  // the Heatmaps tab shows it; the rows that changed matter here
+      unchanged.push_back(row.id());
+      continue;
+    }
+    const ImVec2 tiles = ImGui::GetCursorScreenPos();
+
+    // A and B: one colour range over both.
+    ValueRange range = va.size() == 0 ? rowRange(*b, row) : vb.size() == 0 ? rowRange(a, row) : merge(rowRange(a, row), rowRange(*b, row));
+    Colormap cmap = view.colormap;
+    if (view.diverging_for_signed && !flagsRow(row) && range.lo < 0) cmap = Colormap::Coolwarm, range = centredOnZero(range);
+    const std::string base = std::string("b") + std::to_string(b->batch) + (row.module ? "m" : "h" + std::to_string(row.head)) + row.id();
+    for (int side = 0; side < 3; ++side) {
+      ImGui::SetCursorScreenPos(ImVec2(tiles.x + static_cast<float>(side % per_line) * (tile_w + gap),
+                                       tiles.y + static_cast<float>(side / per_line) * (tile_h + gap)));
+      const Snapshot& s = side == 0 ? a : *b;
+      const StageMap& values = side == 0 ? va : vb;
+      HeatmapSpec spec;
+      const char* which = side == 0 ? "A" : side == 1 ? "B" : "diff";
+      spec.id = std::string("compare_") + which + "_" + base;
+      spec.dump = {{"compare", which}, {"head", row.head}, {"stage", row.id()}, {"module", row.module}, {"batch", s.batch}};
+      spec.row_labels = token_rows ? &s.tokens() : &s.dims;
+      spec.col_labels = tokens_cols ? &s.tokens() : &s.dims;
+      spec.selected_row = token_rows && !captureHidesSelection() ? selected : -1;
+      if (side < 2) {
+        if (values.size() == 0) {
+          ImGui::TextDisabled("%s: none", which);
+          continue;
+        }
+        spec.title = std::string(which) + "  " + row.label() + "  " + std::to_string(values.rows()) + "×" + std::to_string(values.cols());
+        spec.values = values;
+        spec.owner = side == 0 ? ctx.pinned : ctx.snapshot;
+        spec.version = row.module ? s.outputs_serial : s.head_serial[static_cast<std::size_t>(row.head)];
+        spec.range = range;
+        spec.colormap = cmap;
+        if (values.size() <= kDumpCellsUpTo) spec.dump["values"] = cellsJson(values);
+      } else {
+        if (!d->comparable) {
+          ImGui::TextDisabled("B − A: the shapes differ");
+          continue;
+        }
+        spec.title = "B − A  largest |Δ| " + formatFixed(d->max_abs);
+        spec.values = StageMap(d->delta);
+        spec.owner = d;
+        spec.version = a.serial * 1000003u + b->serial;
+        spec.colormap = Colormap::Coolwarm;
+        spec.range = d->max_abs > 0 ? ValueRange{-d->max_abs, d->max_abs} : ValueRange{-1, 1};
+        spec.legend = d->changed == 0 ? "no cell changed" : "blue: B smaller · red: B larger";
+        spec.dump["max_abs_delta"] = d->max_abs;
+        spec.dump["argmax"] = {d->row, d->col};
+        spec.dump["changed"] = d->changed;
+        if (d->delta.size() <= kDumpCellsUpTo) spec.dump["values"] = cellsJson(StageMap(d->delta));
+      }
+      if (flagsRow(row))  // 0/1 masks, and their difference −1, 0, +1: integers, as torch prints them
+        spec.cell_text = [](float v) { return v > 0.5f ? std::string("1") : v < -0.5f ? "−1" : "0"; };
+      const HeatmapHit hit = drawHeatmap(spec, ImVec2(tile_w, tile_h));
+      if (hit.clicked_row >= 0 && token_rows) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
+    }
+    ImGui::SetCursorScreenPos(ImVec2(tiles.x, tiles.y + static_cast<float>(lines) * (tile_h + gap)));
+    ImGui::Dummy(ImVec2(avail_w, 0));
+  }
+  if (rows.empty()) ImGui::TextDisabled("No maps shown: switch some on in the Heatmaps tab's header.");
+  ImGui::EndChild();
+  state["unchanged"] = unchanged;
+  state["largest"] = largest;
+  state["largest_where"] = largest_where;
+}
+
+}  // namespace attnscope

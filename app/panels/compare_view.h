@@ -1,0 +1,33 @@
+// The Compare tab (issue 12 item 2; docs/DESIGN.md §3.4): a pinned result A beside the current one
+// B. Every shown map appears three times in a row — A, B and B − A on a diverging scale centred on
+// 0 — with the largest |Δ| and where it is; A and B share one colour range, so a small change looks
+// small. A line above lists what differs between the two workspaces. A view: it draws the two
+// snapshots it is given (PanelContext::snapshot and ::pinned) and owns only the differences it
+// worked out from them.
+#pragma once
+#include <imgui.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "display/comparison.h"
+#include "panels/panel.h"
+
+namespace attnscope {
+
+class CompareView {
+ public:
+  void draw(const PanelContext& ctx);
+  void reset() { differences_.clear(), pair_ = {0, 0}; }
+
+ private:
+  // B − A of one map: worked out once per pair of results, for the rows drawn.
+  std::shared_ptr<const MapDifference> difference(const Snapshot& a, const Snapshot& b, int head, int map);
+  std::pair<std::uint64_t, std::uint64_t> pair_{0, 0};  // (A, B) serials the differences belong to
+  std::map<std::pair<int, int>, std::shared_ptr<const MapDifference>> differences_;  // (head, map) →
+};
+
+}  // namespace attnscope

@@ -1,0 +1,31 @@
+// Comparing two results (issue 12 item 2, docs/DESIGN.md §3.4 "Compare"): a pinned result A and
+// the current one B. What differs between their workspaces, in words, and the difference B − A of
+// one map with where it is largest. Plain data: the app's Compare tab draws it, tests check it.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/stages.h"
+#include "engine/tensor.h"
+#include "formats/workspace.h"
+
+namespace attnscope {
+
+// B − A of one map, cell by cell.
+struct MapDifference {
+  bool comparable = false;  // same shape; else no cell is compared
+  Matrix delta;             // b − a; −∞ where either is −∞ (masked: nothing to subtract)
+  float max_abs = 0;        // the largest |b − a| over the finite cells
+  int row = -1, col = -1;   // where it is (the first such cell in row order); −1: no finite cell
+  int changed = 0;          // cells whose value differs (bitwise, −∞ against a number included)
+};
+
+MapDifference mapDifference(const StageMap& a, const StageMap& b);
+
+// What B's workspace changes of A's, one short item each, in the order a user reads the window:
+// the model's fields ("seed 123 → 5", "dropout 0.0 → 0.5"), the tokens ("tokens 6 → 3", a renamed
+// token), edited embedding cells ("x[1][0] 0.5500 → 0.6000", or "4 embedding cells" beyond
+// `max_cells`), the parameters. Empty when they compute the same thing.
+std::vector<std::string> workspaceDifferences(const Workspace& a, const Workspace& b, int max_cells = 3);
+
+}  // namespace attnscope

@@ -1,0 +1,185 @@
+"""Compare mode (issue 12, item 2; docs/DESIGN.md §3.4): a pinned result A beside the current B.
+
+- Numbers: the multi-head example pinned, then another seed (and, separately, dropout 0.5 → 0):
+  every map of the Compare tab that the layout dump carries with its numbers equals
+  `attnscope-cli trace` of A's workspace (the "A" maps) and of B's ("B"), and the "diff" maps equal
+  B − A in float32, with the largest |Δ| and its cell as numpy finds them. A and B share a colour
+  range; the diff is coolwarm, centred on 0.
+- The line of differences names exactly what changed ("seed 123 → 5").
+- Swap: A's settings become the document's (one undo step), B is pinned; undo goes back.
+- Fewer tokens after more: pinned at 6 tokens, a 3-token sentence shows A and B with no cell-by-cell
+  difference for the T × T maps, never a crash; unpin returns to the Heatmaps tab.
+- GPT-2 small: pinned, another seed: the maps on screen have a nonzero difference.
+
+Usage: test_compare.py --app APP --cli CLI --presets PRESETS_DIR
+"""
+import copy
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_teaching import Display, arguments, cli_trace_of, run_checks, run_commands  # noqa: E402
+
+
+def expect(cond, message):
+    if not cond:
+        raise AssertionError(message)
+
+
+def matrix(rows):
+    return np.array([[-np.inf if v is None or v == "-inf" else v for v in r] for r in rows], dtype=np.float32)
+
+
+def trace_map(trace, entry):
+    """The map a compare entry shows, from a CLI trace."""
+    batch = trace["batches"][entry["batch"]]
+    if entry["module"]:
+        return matrix(batch[{"concat": "context", "output": "output"}[entry["stage"]]])
+    return matrix(batch["heads"][entry["head"]][entry["stage"]])
+
+
+def compare_maps(d):
+    return [h for h in d["heatmaps"] if "compare" in h]
+
+
+def check_numbers(d, trace_a, trace_b, what):
+    """Every compare map with numbers against the two traces; returns how many were checked."""
+    checked = 0
+    ranges = {}
+    for e in compare_maps(d):
+        key = (e["head"], e["stage"], e["module"])
+        if e["stage"] == "out_proj":
+            continue  # a parameter (the traces' "parameters"), not compared here
+        a, b = trace_map(trace_a, e), trace_map(trace_b, e)
+        if e["compare"] in ("A", "B"):
+            ranges.setdefault(key, []).append(tuple(e["range"]))
+        if "values" not in e:
+            continue
+        got = matrix(e["values"])
+        if e["compare"] == "diff":
+            np.seterr(invalid="ignore")  # −∞ − −∞ in the masked cells, replaced below
+            finite = np.isfinite(a) & np.isfinite(b)
+            want = np.where(finite, b - a, -np.inf).astype(np.float32)
+            expect(np.array_equal(got, want), f"{what}: {e['id']} is not B − A:\n{got}\nwant\n{want}")
+            absd = np.where(finite, np.abs(b - a), -1)
+            i, j = np.unravel_index(np.argmax(absd), absd.shape)
+            expect(abs(e["max_abs_delta"] - float(absd[i, j])) <= 1e-7 and e["argmax"] == [int(i), int(j)],
+                   f"{what}: {e['id']}: largest |Δ| {e['max_abs_delta']} at {e['argmax']}, numpy {absd[i, j]} at {[i, j]}")
+            expect(e["colormap"] == "coolwarm" and abs(e["range"][0] + e["range"][1]) < 1e-9,
+                   f"{what}: {e['id']}: colormap {e['colormap']}, range {e['range']} (coolwarm centred on 0)")
+            expect(e["changed"] == int(np.sum(~((a == b) | (np.isneginf(a) & np.isneginf(b))))),
+                   f"{what}: {e['id']}: {e['changed']} cells changed")
+        else:
+            want = a if e["compare"] == "A" else b
+            expect(got.shape == want.shape and np.allclose(got, want, rtol=1e-6, atol=1e-7, equal_nan=False)
+                   and np.array_equal(np.isneginf(got), np.isneginf(want)),
+                   f"{what}: {e['id']} differs from the trace of {e['compare']}:\n{got}\nwant\n{want}")
+        checked += 1
+    for key, rs in ranges.items():
+        expect(len(rs) == 2 and rs[0] == rs[1], f"{what}: map {key}: A and B coloured over different ranges {rs}")
+    return checked
+
+
+def main():
+    args = arguments(__doc__.split("\n")[0])
+    work = tempfile.mkdtemp(prefix="attnscope-compare-")
+    multihead = os.path.join(args.presets, "multihead.json")
+    gpt2 = os.path.join(args.presets, "gpt2-small.json")
+
+    try:
+        with Display() as display:
+            def headless(name, commands, *extra):
+                return run_commands(args.app, display.name, work, name, commands, *extra)
+
+            def traces(d, change_back, name):
+                """Traces of B (the workspace on screen) and A (B with `change_back` applied to its model)."""
+                ws_b = d["state"]["workspace"]
+                ws_a = copy.deepcopy(ws_b)
+                ws_a["model"].update(change_back)
+                return (cli_trace_of(args.cli, ws_a, work, name + "-a.json"),
+                        cli_trace_of(args.cli, ws_b, work, name + "-b.json"))
+
+            def seed():
+                d = headless("seed", [{"do": "pin"}, {"do": "set", "field": "seed", "value": 5}],
+                             "--open", multihead, "--size", "1600x1000")
+                c = d["state"]["compare"]
+                expect(c["pinned"] and d["state"]["pinned"], f"not pinned: {c}")
+                expect(c["differences"] == ["seed 123 → 5"], f"differences: {c['differences']}")
+                expect("compare" in d["panels"], "no compare panel in the dump")
+                trace_a, trace_b = traces(d, {"seed": 123}, "seed")
+                n = check_numbers(d, trace_a, trace_b, "seed")
+                sides = {e["compare"] for e in compare_maps(d) if e["in_view"]}
+                expect(n >= 9 and sides == {"A", "B", "diff"}, f"seed: {n} maps checked, sides in view {sides}")
+                print(f"  seed 123 → 5: {n} maps equal the CLI traces of A and B and B − A in float32")
+
+            def dropout_and_swap():
+                d = headless("dropout", [{"do": "set", "field": "dropout", "value": 0.5}, {"do": "pin"},
+                                         {"do": "set", "field": "dropout", "value": 0.0}],
+                             "--open", multihead, "--size", "1280x800")
+                c = d["state"]["compare"]
+                expect(c["differences"] == ["dropout 0.50 → 0.00"], f"differences: {c['differences']}")
+                trace_a, trace_b = traces(d, {"dropout": 0.5}, "dropout")
+                n = check_numbers(d, trace_a, trace_b, "dropout")
+                expect(set(c["unchanged"]) == {"scores", "masked_scores", "scaled_scores", "weights"},
+                       f"dropout: rows listed as unchanged {c['unchanged']}")
+                dropped = [e for e in compare_maps(d) if e["stage"] == "dropped_weights" and e["compare"] == "diff"]
+                expect(dropped and dropped[0]["max_abs_delta"] > 0.1, f"dropout: dropped weights' diff {dropped[:1]}")
+                print(f"  dropout 0.5 → 0: {n} maps checked; the weights after dropout differ by up to "
+                      f"{dropped[0]['max_abs_delta']:.4f}")
+                d = headless("swap", [{"do": "set", "field": "dropout", "value": 0.5}, {"do": "pin"},
+                                      {"do": "set", "field": "dropout", "value": 0.0}, {"do": "swap"}],
+                             "--open", multihead, "--size", "1280x800")
+                c = d["state"]["compare"]
+                expect(d["state"]["workspace"]["model"]["dropout"] == 0.5, "swap: the document did not take A's dropout")
+                expect(c["differences"] == ["dropout 0.00 → 0.50"], f"swap: differences {c['differences']}")
+                trace_a, trace_b = traces(d, {"dropout": 0.0}, "swap")
+                check_numbers(d, trace_a, trace_b, "swap")
+                d = headless("swap-undo", [{"do": "set", "field": "dropout", "value": 0.5}, {"do": "pin"},
+                                           {"do": "set", "field": "dropout", "value": 0.0}, {"do": "swap"}, {"do": "undo"}],
+                             "--open", multihead, "--size", "1280x800")
+                expect(d["state"]["workspace"]["model"]["dropout"] == 0.0, "undo after swap: dropout not back to 0")
+                print("  swap: the document takes A's settings, B is pinned; undo goes back")
+
+            def fewer_tokens():
+                d = headless("fewer", [{"do": "pin"}, {"do": "sentence", "text": "the cat sat"}],
+                             "--open", multihead, "--size", "1280x800")
+                c = d["state"]["compare"]
+                expect("tokens 6 → 3" in c["differences"], f"fewer: differences {c['differences']}")
+                maps = compare_maps(d)
+                square_diffs = [e["id"] for e in maps if e["compare"] == "diff" and not e["module"]
+                                and e["stage"] in ("scores", "weights", "masked_scores")]
+                expect(not square_diffs, f"fewer: a cell-by-cell difference of 6×6 and 3×3 maps: {square_diffs}")
+                a = [e for e in maps if e["compare"] == "A" and e["stage"] == "scores"]
+                b = [e for e in maps if e["compare"] == "B" and e["stage"] == "scores"]
+                expect(a and b and a[0]["rows"] == 6 and b[0]["rows"] == 3, f"fewer: A {a[:1]}, B {b[:1]}")
+                d = headless("unpin", [{"do": "pin"}, {"do": "sentence", "text": "the cat sat"}, {"do": "unpin"}],
+                             "--open", multihead, "--size", "1280x800")
+                expect(not d["state"]["pinned"] and not compare_maps(d), "unpin: still pinned or compare maps drawn")
+                expect(d["state"]["workspace"]["tokens"] == ["the", "cat", "sat"], "unpin changed the document")
+                print("  6 tokens pinned, 3 now: A 6×6 beside B 3×3, no difference map; unpin → Heatmaps")
+
+            def gpt2_small():
+                d = headless("gpt2", [{"do": "pin"}, {"do": "set", "field": "seed", "value": 7}],
+                             "--open", gpt2, "--size", "1280x800")
+                diffs = [e for e in compare_maps(d) if e["compare"] == "diff" and e["in_view"]]
+                expect(diffs and all(e["max_abs_delta"] > 0 for e in diffs),
+                       f"gpt2: difference maps on screen {[(e['id'], e.get('max_abs_delta')) for e in diffs]}")
+                print(f"  GPT-2 small, seed 7: {len(diffs)} difference maps on screen, largest |Δ| "
+                      f"{max(e['max_abs_delta'] for e in diffs):.4f}")
+
+            code = run_checks([("seed: A, B and B − A against two traces", seed),
+                               ("dropout, swap and undo", dropout_and_swap),
+                               ("fewer tokens after pinning, unpin", fewer_tokens),
+                               ("GPT-2 small", gpt2_small)])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
