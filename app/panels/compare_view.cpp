@@ -236,6 +236,7 @@ void CompareView::draw(const PanelContext& ctx) {
         spec.version = row.module ? s.outputs_serial : s.head_serial[static_cast<std::size_t>(row.head)];
         spec.range = range;
         spec.colormap = cmap;
+        spec.scale = flagsRow(row) ? ColourScale::Linear : view.colour_scale;
         if (values.size() <= kDumpCellsUpTo) spec.dump["values"] = cellsJson(values);
       } else {
         if (!d->comparable) {

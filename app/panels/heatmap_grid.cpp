@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -174,6 +175,21 @@ const char* missingModuleMap(const Trace& t, ModuleMap m) {
   return nullptr;
 }
 
+// Up to this many tokens an edit's changed cells are outlined.
+constexpr int kOutlinedTokens = 64;
+
+// The cells whose values differ bit for bit (same shapes, else none).
+std::vector<std::pair<int, int>> changedCells(const StageMap& before, const StageMap& now) {
+  std::vector<std::pair<int, int>> out;
+  if (before.rows() != now.rows() || before.cols() != now.cols()) return out;
+  for (Eigen::Index i = 0; i < now.rows(); ++i)
+    for (Eigen::Index j = 0; j < now.cols(); ++j) {
+      const float a = before(i, j), b = now(i, j);
+      if (std::memcmp(&a, &b, sizeof a) != 0) out.emplace_back(static_cast<int>(i), static_cast<int>(j));
+    }
+  return out;
+}
+
 // Up to this many tokens, every map shows its numbers (the book's examples have 6).
 constexpr int kAlwaysLabelledTokens = 12;
 
@@ -186,6 +202,7 @@ std::string dropoutCellText(const Trace& t, float kept) {
 struct MapLook {
   ValueRange range;                             // the colours span this …
   Colormap colormap = Colormap::Viridis;        // … of this map
+  ColourScale scale = ColourScale::Linear;      // … on this scale
   std::function<std::string(float)> cell_text;  // a mask's labels; empty: the cell-label policy
   std::array<std::string, 2> range_text;        // the colorbar's ends in words; empty: the numbers
   std::string legend;                           // a line under the colorbar
@@ -196,6 +213,7 @@ MapLook colouredBy(const ViewState& view, ValueRange range, bool flags) {
   MapLook look;
   look.range = range;
   look.colormap = view.colormap;
+  look.scale = flags ? ColourScale::Linear : view.colour_scale;  // a 0/1 mask reads the same on any scale
   if (view.diverging_for_signed && !flags && range.lo < 0) {
     look.colormap = Colormap::Coolwarm;
     look.range = centredOnZero(range);
@@ -206,9 +224,12 @@ MapLook colouredBy(const ViewState& view, ValueRange range, bool flags) {
 // A head's map: its own range, or the stage's across heads with a shared scale.
 MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int head) {
   const Trace& t = *snap.trace;
-  ValueRange range = snap.ranges[static_cast<std::size_t>(head)][static_cast<int>(stage)];
+  // Locked: the ranges of the result on screen when the lock was set (so a small change looks small).
+  const bool locked = view.lock_range && static_cast<std::size_t>(t.heads) <= view.locked_heads.size();
+  const auto& ranges = locked ? view.locked_heads : snap.ranges;
+  ValueRange range = ranges[static_cast<std::size_t>(head)][static_cast<int>(stage)];
   if (view.shared_scale)
-    for (int o = 0; o < t.heads; ++o) range = merge(range, snap.ranges[static_cast<std::size_t>(o)][static_cast<int>(stage)]);
+    for (int o = 0; o < t.heads; ++o) range = merge(range, ranges[static_cast<std::size_t>(o)][static_cast<int>(stage)]);
   MapLook look = colouredBy(view, range, stageInfo(stage).flags);
   if (stage == Stage::DropoutMask) {
     look.cell_text = [&t](float v) { return dropoutCellText(t, v); };
@@ -223,12 +244,14 @@ MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int 
 }
 
 MapLook moduleLook(const Snapshot& snap, const ViewState& view, ModuleMap map) {
-  return colouredBy(view, snap.module_ranges[static_cast<int>(map)], false);
+  const bool locked = view.lock_range && !view.locked_heads.empty();
+  return colouredBy(view, (locked ? view.locked_module : snap.module_ranges)[static_cast<int>(map)], false);
 }
 
 void applyLook(HeatmapSpec& spec, MapLook look) {
   spec.range = look.range;
   spec.colormap = look.colormap;
+  spec.scale = look.scale;
   spec.cell_text = std::move(look.cell_text);
   spec.range_text = std::move(look.range_text);
   spec.legend = std::move(look.legend);
@@ -548,6 +571,17 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     ImGui::TextUnformatted(ctx.waitingText());
     return;
   }
+  // After an edit (a new document version, same tokens) the cells it changed are outlined for a
+  // moment: small maps only, compared bit for bit with the result before.
+  if (ctx.snapshot != shown_) {
+    if (shown_ && shown_->version != snap->version && shown_->tokenCount() == snap->tokenCount() &&
+        snap->tokenCount() <= kOutlinedTokens && shown_->shown().heads.size() == snap->shown().heads.size())
+      previous_ = shown_, outline_from_ = ctx.now;
+    else if (shown_ && shown_->version != snap->version)
+      previous_.reset();
+    shown_ = ctx.snapshot;
+  }
+  if (previous_ && ctx.now >= outline_from_ + kOutlineSeconds) previous_.reset();
   const Trace& t = *snap->trace;
   const int T = snap->tokenCount();
   std::vector<Stage> stages = visibleStages(view, t);
@@ -706,6 +740,10 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.owner = ctx.snapshot;
       spec.describe = [snap, &head, stage](int i, int j) { return describeCell(*snap, head, stage, i, j); };
       spec.dump = {{"head", h}, {"stage", info.id}, {"batch", batch}};
+      if (previous_ && previous_->batch == batch && previous_->shown().heads[h].hasMaps() && head.hasMaps()) {
+        spec.outlined = changedCells(StageMap(*previous_->trace, previous_->shown().heads[h], stage), spec.values);
+        spec.outline_alpha = static_cast<float>(1.0 - (ctx.now - outline_from_) / kOutlineSeconds);
+      }
       // A lesson step names the maps it is about: the others recede.
       spec.dimmed = dimmedByLesson(view, info.id);
       HeatmapHit hit = drawHeatmap(spec, ImVec2(tile_w, tile_h));
@@ -759,6 +797,7 @@ FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stag
   MapLook look = stageLook(snap, view, stage, head);  // the colours as draw() chooses them
   f.range = look.range;
   f.colormap = look.colormap;
+  f.scale = look.scale;
   f.cell_text = std::move(look.cell_text);
   f.range_text = std::move(look.range_text);
   f.legend = std::move(look.legend);
@@ -784,6 +823,7 @@ FigureSpec moduleFigure(const Snapshot& snap, const ViewState& view, ModuleMap m
   const MapLook look = moduleLook(snap, view, map);  // the colours as the module's card chooses them
   f.range = look.range;
   f.colormap = look.colormap;
+  f.scale = look.scale;
   if (caption)
     f.caption = std::string(variantTitle(t.model.variant)) + "  ·  " + info.title + "  ·  T " + std::to_string(t.tokens) +
                 "  ·  seed " + std::to_string(t.model.seed);

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "display/vector_figure.h"
@@ -38,6 +39,9 @@ class HeatmapGrid {
   // Scrolls the grid so that this head's map of `stage` is in view, from the next frame on (a
   // figure of one map); head −1: no more.
   void reveal(int head, Stage stage) { reveal_head_ = head, reveal_stage_ = stage; }
+  // Until when the cells an edit changed are outlined (the window keeps drawing till then).
+  double outlinedUntil() const { return previous_ ? outline_from_ + kOutlineSeconds : 0; }
+  static constexpr double kOutlineSeconds = 2.0;
 
  private:
   float zoom_ = 1;                          // ≥ 1: all maps show T/zoom rows and columns …
@@ -46,6 +50,9 @@ class HeatmapGrid {
   std::vector<int> visible_heads_;          // cards on screen in the last frame
   std::uint64_t label_cells_key_ = 0;       // what label_cells_ was measured for
   std::array<float, 2> label_cells_{};      // cell sides the compact and the four-decimal labels need
+  std::shared_ptr<const Snapshot> shown_;     // the result drawn last frame
+  std::shared_ptr<const Snapshot> previous_;  // the one before an edit, while its changes are outlined
+  double outline_from_ = 0;                   // when that edit's result came
   int reveal_head_ = -1;                    // a map kept in view (reveal)
   Stage reveal_stage_ = Stage::Weights;
 };

@@ -162,6 +162,14 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
           cmd.push("view", {{"field", "colormap"}, {"value", colormapId(c)}});
       viewToggle(cmd, "Diverging map for signed values", "diverging_for_signed", view.diverging_for_signed);
       viewToggle(cmd, "Shared colour scale across heads", "shared_scale", view.shared_scale);
+      if (ImGui::BeginMenu("Colour scale")) {  // how values map onto the colours
+        for (const ColourScaleInfo& s : colourScaleTable())
+          if (ImGui::MenuItem(s.title, nullptr, view.colour_scale == s.scale))
+            cmd.push("view", {{"field", "colour_scale"}, {"value", s.id}});
+        ImGui::EndMenu();
+      }
+      layout().widget("menu_colour_scale");
+      viewToggle(cmd, "Lock colour ranges (small changes look small)", "lock_range", view.lock_range);
       if (ImGui::BeginMenu("Columns")) {
         for (const GridColumn& c : gridColumns()) {
           if (!c.per_head && c.index == 0) {  // the module's maps after the heads' stages

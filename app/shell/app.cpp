@@ -204,6 +204,13 @@ void App::applyView(const Command& c, double now) {
     const bool light = view_.light_theme;
     const int text_size = view_.text_size;
     setViewField(view_, c.text("field"), c.args["value"]);
+    if (c.text("field") == "lock_range") {  // the ranges of the result on screen (or of the first to come)
+      view_.locked_heads.clear();
+      if (view_.lock_range && snapshot_) {
+        view_.locked_heads = snapshot_->ranges;
+        view_.locked_module = snapshot_->module_ranges;
+      }
+    }
     syncTextSize();
     if (view_.light_theme != light && hooks_.theme_changed) hooks_.theme_changed();
     clampView();
@@ -455,6 +462,10 @@ void App::updateEngine() {
   if (auto result = worker_.poll(small_request_ ? std::chrono::milliseconds(5) : std::chrono::milliseconds(0))) {
     if (result->snapshot) {
       snapshot_ = std::move(result->snapshot);
+      if (view_.lock_range && view_.locked_heads.empty()) {  // locked before there was a result
+        view_.locked_heads = snapshot_->ranges;
+        view_.locked_module = snapshot_->module_ranges;
+      }
       // A pinned while its heads off screen were computing gets them when they come.
       if (pinned_ && !pinned_->complete && snapshot_->version == pinned_->version && snapshot_->batch == pinned_->batch)
         pinned_ = snapshot_;
@@ -605,6 +616,7 @@ double App::idleTimeout(double now, double longest) const {
   if (!queue_.empty()) return 0;
   double timeout = longest;
   if (!toast_.text.empty() && toast_.until > now) timeout = std::min(timeout, toast_.until - now);
+  if (heatmap_grid_.outlinedUntil() > now) timeout = std::min(timeout, 1.0 / 30);  // the outlines fade
   return std::max(timeout, 0.0);
 }
 

@@ -54,6 +54,7 @@ nlohmann::json viewToJson(const ViewState& v) {
   return {{"colormap", colormapId(v.colormap)},
           {"diverging_for_signed", v.diverging_for_signed},
           {"shared_scale", v.shared_scale},
+          {"colour_scale", colourScaleId(v.colour_scale)},
           {"theme", v.light_theme ? "light" : "dark"},
           {"batch", v.batch},
           {"head", v.head},
@@ -140,6 +141,11 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     v.diverging_for_signed = boolean(f, value);
   } else if (f == "shared_scale") {
     v.shared_scale = boolean(f, value);
+  } else if (f == "colour_scale") {
+    if (!value.is_string() || !parseColourScale(value.get<std::string>(), &v.colour_scale))
+      fail(f, "expected \"linear\", \"log\" or \"row\"");
+  } else if (f == "lock_range") {
+    v.lock_range = boolean(f, value);  // the app fills the locked ranges from the result on screen
   } else if (f == "theme") {
     if (value != "light" && value != "dark") fail(f, "expected \"light\" or \"dark\"");
     v.light_theme = value == "light";
@@ -204,7 +210,7 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     if (!value.is_string()) fail(f, "expected a folder");
     v.screenshot_dir = value.get<std::string>();
   } else {
-    fail(f, "unknown view field (one of colormap, diverging_for_signed, shared_scale, theme, batch, head, token, "
+    fail(f, "unknown view field (one of colormap, diverging_for_signed, shared_scale, colour_scale, lock_range, theme, batch, head, token, "
             "columns, tab, screenshot_scale, caption, inspector, model_panel, inputs_panel, status_bar, statistics, presentation, "
             "text_size, lines_stage, lines_top_k, lines_hidden_heads, lines_isolate, screenshot_dir)");
   }
@@ -214,7 +220,8 @@ ViewState viewFromJson(const nlohmann::json& j) {
   ViewState v;
   if (!j.is_object()) return v;
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() == "screenshot_dir") continue;  // a machine's folder, not the workspace's
+    // A machine's folder, and a lock on this session's ranges: not the workspace's.
+    if (it.key() == "screenshot_dir" || it.key() == "lock_range") continue;
     try {
       setViewField(v, it.key(), it.value());
     } catch (const InputError&) {

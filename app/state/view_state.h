@@ -34,6 +34,11 @@ struct ViewState {
   Colormap colormap = Colormap::Viridis;  // for maps without negative values
   bool diverging_for_signed = true;       // maps with negative values: coolwarm centred on 0
   bool shared_scale = false;              // one colour range per stage across all heads
+  ColourScale colour_scale = ColourScale::Linear;  // linear, log (maps ≥ 0) or per row
+  bool lock_range = false;                // keep the colour ranges of the moment it was locked;
+                                          // not saved (the ranges belong to this session's results)
+  std::vector<std::array<ValueRange, kStageCount>> locked_heads;  // … per head and stage then
+  std::array<ValueRange, kModuleMapCount> locked_module{};        // … and of the module's maps
   bool light_theme = false;               // light (slides, print) or dark
   int batch = 0;                          // batch element shown
   int head = -1;                          // head shown; −1 = all heads

@@ -49,7 +49,11 @@ std::uint64_t textureKey(const HeatmapSpec& s) {
   std::memcpy(&hi, &s.range.hi, 4);
   mix(lo);
   mix(hi);
+  std::uint32_t positive;
+  std::memcpy(&positive, &s.range.positive, 4);
+  mix(positive);
   mix(static_cast<std::uint64_t>(s.colormap));
+  mix(static_cast<std::uint64_t>(s.scale) + 17);
   mix(theme().masked_cell);
   mix(static_cast<std::uint64_t>(s.values.rows()) << 32 | static_cast<std::uint64_t>(s.values.cols()));
   return h | 1;  // never 0, which means "none"
@@ -63,6 +67,7 @@ struct Colouring {
   StageMap values;                    // read only while `owner` is held
   ValueRange range;
   Colormap colormap;
+  ColourScale scale;
   ImU32 masked;
   std::vector<std::uint32_t> pixels;  // the result, rows × cols
   int rows = 0, cols = 0;
@@ -81,7 +86,7 @@ void colour(Colouring& c) {
   std::vector<std::uint8_t> index(row.size());
   for (int i = 0; i < c.rows; ++i) {
     m.readRow(i, row.data());
-    colormapIndices(row.data(), row.size(), c.range, index.data());
+    rowIndices(row.data(), row.size(), c.range, c.scale, c.colormap == Colormap::Coolwarm, index.data());
     std::uint32_t* out = c.pixels.data() + static_cast<std::size_t>(i) * row.size();
     for (std::size_t j = 0; j < row.size(); ++j) out[j] = isMasked(row[j]) ? c.masked : texel[index[j]];
   }
@@ -172,7 +177,7 @@ GLuint texture(const HeatmapSpec& s) {
   t.last_used = frame_counter;
   const std::uint64_t key = textureKey(s);
   if (t.id != 0 && t.key == key) return t.id;
-  Colouring job{s.id, key, s.owner, s.values, s.range, s.colormap, theme().masked_cell, {}};
+  Colouring job{s.id, key, s.owner, s.values, s.range, s.colormap, s.scale, theme().masked_cell, {}};
   if (!synchronous && s.owner && s.values.size() >= kBakeAsyncCells) {
     if (t.pending_key != key) {
       t.pending_key = key;
@@ -322,15 +327,20 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
                      static_cast<std::uint8_t>((th.masked_cell >> 8) & 0xFF),
                      static_cast<std::uint8_t>((th.masked_cell >> 16) & 0xFF)};
     std::size_t k = 0;
-    for (int i = r0; i < r0 + nr; ++i)
+    std::vector<float> row(static_cast<std::size_t>(m.cols()));
+    std::vector<std::uint8_t> index(row.size());
+    for (int i = r0; i < r0 + nr; ++i) {
+      m.readRow(i, row.data());  // the texture's colours: a row at a time, as a per-row scale needs
+      rowIndices(row.data(), row.size(), s.range, s.scale, s.colormap == Colormap::Coolwarm, index.data());
       for (int j = c0; j < c0 + nc; ++j, ++k) {
-        const float v = m(i, j);
+        const float v = row[static_cast<std::size_t>(j)];
         const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, texts[k].c_str());
-        const Rgb bg = isMasked(v) ? masked : table[colormapIndex(v, s.range)];
+        const Rgb bg = isMasked(v) ? masked : table[index[static_cast<std::size_t>(j)]];
         const ImVec2 c = cellMin(i, j);
         draw->AddText(small, fs, ImVec2(c.x + cell / 2 - ts.x / 2, c.y + cell / 2 - ts.y / 2),
                       toImColor(contrastingText(bg)), texts[k].c_str());
       }
+    }
   }
 
   // Axis labels, thinned to one every `step` when cells are smaller than the text.
@@ -355,6 +365,19 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     }
   }
 
+  // The cells an edit just changed, outlined in the hover colour while it fades.
+  int outlined = 0;
+  if (s.outline_alpha > 0 && !s.outlined.empty()) {
+    ImVec4 colour = ImGui::ColorConvertU32ToFloat4(th.hover);
+    colour.w *= std::clamp(s.outline_alpha, 0.0f, 1.0f);
+    const ImU32 line = ImGui::ColorConvertFloat4ToU32(colour);
+    for (const auto& [i, j] : s.outlined) {
+      if (i < r0 || i >= r0 + nr || j < c0 || j >= c0 + nc) continue;
+      const ImVec2 c = cellMin(i, j);
+      draw->AddRect(ImVec2(c.x + 1, c.y + 1), ImVec2(c.x + cell - 1, c.y + cell - 1), line, 0, 0, std::max(1.0f, px(2)));
+      ++outlined;
+    }
+  }
   // Selection, hover, click, wheel zoom and drag to pan.
   if (s.selected_row >= r0 && s.selected_row < r0 + nr)
     draw->AddRect(ImVec2(p0.x - 1, cellMin(s.selected_row, c0).y - 1),
@@ -397,18 +420,35 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   const float bar_y = p1.y + px(6);  // keep in step with heatmapColorbarHeight
   const float bar_w = std::max(p1.x - p0.x, std::min(size.x - left, px(120)));
   drawColorbar(draw, s, ImVec2(p0.x, bar_y), bar_w, px(8));
-  const std::string lo_text = s.range_text[0].empty() ? formatShort(s.range.lo) : s.range_text[0];
-  const std::string hi_text = s.range_text[1].empty() ? formatShort(s.range.hi) : s.range_text[1];
+  const bool centred = s.colormap == Colormap::Coolwarm;
+  const auto [lo_text, hi_text] = colorbarEnds(s.range, s.scale, centred, s.range_text);
   const char* lo = lo_text.c_str();
   const char* hi = hi_text.c_str();
   const ImVec2 hs = small->CalcTextSizeA(fs, FLT_MAX, 0, hi);
+  const float lo_w = small->CalcTextSizeA(fs, FLT_MAX, 0, lo).x;
   draw->AddText(small, fs, ImVec2(p0.x, bar_y + px(10)), th.text_dim, lo);
   draw->AddText(small, fs, ImVec2(p0.x + bar_w - hs.x, bar_y + px(10)), th.text_dim, hi);
+  // Ticks: a mark each; a label where it clears the ends and the label before it (and no legend
+  // sits on that line). Masks and words at the ends have none.
+  nlohmann::json ticks_dump = nlohmann::json::array();
+  if (s.range_text[0].empty()) {
+    float free_from = p0.x + lo_w + px(6);
+    for (const ColorbarTick& t : colorbarTicks(s.range, s.scale)) {
+      const float x = p0.x + t.at * bar_w;
+      draw->AddLine(ImVec2(x, bar_y + px(8)), ImVec2(x, bar_y + px(11)), th.text_dim);
+      const float tw = small->CalcTextSizeA(fs, FLT_MAX, 0, t.label.c_str()).x;
+      const bool labelled = s.legend.empty() && x - tw / 2 >= free_from && x + tw / 2 <= p0.x + bar_w - hs.x - px(6);
+      if (labelled) {
+        draw->AddText(small, fs, ImVec2(x - tw / 2, bar_y + px(10)), th.text_dim, t.label.c_str());
+        free_from = x + tw / 2 + px(6);
+      }
+      ticks_dump.push_back({{"value", t.value}, {"x", x}, {"label", labelled ? t.label : ""}});
+    }
+  }
   if (!s.legend.empty()) {  // between the range labels, or below them when it does not fit
     const bool swatch = s.legend.rfind("▨", 0) == 0;  // a masked-grey square, then the text
     const std::string text = swatch ? s.legend.substr(std::string("▨").size()) : s.legend;
     const float lw = small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str()).x + (swatch ? fs + 2 : 0);
-    const float lo_w = small->CalcTextSizeA(fs, FLT_MAX, 0, lo).x;
     float lx = p0.x + (bar_w - lw) / 2, ly = bar_y + px(10);
     if (lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
       lx = p0.x;
@@ -439,6 +479,10 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   entry["cell"] = cell;
   entry["range"] = {s.range.lo, s.range.hi};
   entry["colormap"] = colormapId(s.colormap);
+  entry["outlined"] = outlined;  // cells outlined as just changed, in this frame
+  entry["scale"] = colourScaleId(s.scale == ColourScale::Log && !logApplies(s.range) ? ColourScale::Linear : s.scale);
+  entry["positive"] = s.range.positive;
+  entry["colorbar"] = {{"x0", p0.x}, {"width", bar_w}, {"lo", lo_text}, {"hi", hi_text}, {"ticks", ticks_dump}};
   entry["in_view"] = in_view;  // false: scrolled out of the grid's window
   entry["values_shown"] = values_shown;
   if (values_shown) entry["label_format"] = s.cell_text ? "custom" : cellFormatId(format);

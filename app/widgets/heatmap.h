@@ -34,6 +34,7 @@ struct HeatmapSpec {
                                                    // thread of their own (none: on the UI thread)
   ValueRange range;                                // the colours span this
   Colormap colormap = Colormap::Viridis;
+  ColourScale scale = ColourScale::Linear;         // how values map onto the colormap (log, per row)
   const std::vector<std::string>* row_labels = nullptr;  // one per row
   const std::vector<std::string>* col_labels = nullptr;  // one per column
   int selected_row = -1;                           // outlined
@@ -48,6 +49,8 @@ struct HeatmapSpec {
                                                    // "dropped 0", "kept ×2.00"); empty: the range
   nlohmann::json dump;                             // extra fields for the layout dump
   bool dimmed = false;                             // drawn faded: a lesson step is about other maps
+  std::vector<std::pair<int, int>> outlined;       // cells an edit just changed: outlined …
+  float outline_alpha = 0;                         // … this opaque (fading out)
 };
 
 struct HeatmapHit {

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "display/number_text.h"
 #include "engine/errors.h"
 #include "formats/presets.h"
 
@@ -85,25 +86,30 @@ ValueRange finiteRange(const Matrix& m) {
   const float lo = m.size() == 0 ? inf : finite.select(a, inf).minCoeff();
   const float hi = m.size() == 0 ? -inf : finite.select(a, -inf).maxCoeff();
   if (lo > hi) return {0, 0};  // nothing finite
-  return {lo, hi};
+  const float positive = m.size() == 0 ? inf : (finite && a > 0.0f).select(a, inf).minCoeff();
+  return {lo, hi, positive == inf ? 0.0f : positive};
 }
 
 ValueRange finiteRange(const StageMap& m) {
   if (const Matrix* stored = m.matrix()) return finiteRange(*stored);
   const float inf = std::numeric_limits<float>::infinity();
-  float lo = inf, hi = -inf;
+  float lo = inf, hi = -inf, positive = inf;
   Eigen::ArrayXf row(m.cols());
   for (Eigen::Index i = 0; i < m.rows(); ++i) {
     m.readRow(i, row.data());
     const auto finite = row.abs() <= std::numeric_limits<float>::max();
     lo = std::min(lo, finite.select(row, inf).minCoeff());
     hi = std::max(hi, finite.select(row, -inf).maxCoeff());
+    positive = std::min(positive, (finite && row > 0.0f).select(row, inf).minCoeff());
   }
   if (lo > hi) return {0, 0};
-  return {lo, hi};
+  return {lo, hi, positive == inf ? 0.0f : positive};
 }
 
-ValueRange merge(ValueRange a, ValueRange b) { return {std::min(a.lo, b.lo), std::max(a.hi, b.hi)}; }
+ValueRange merge(ValueRange a, ValueRange b) {
+  const float positive = a.positive > 0 && b.positive > 0 ? std::min(a.positive, b.positive) : std::max(a.positive, b.positive);
+  return {std::min(a.lo, b.lo), std::max(a.hi, b.hi), positive};
+}
 
 ValueRange centredOnZero(ValueRange r) {
   const float m = std::max(std::fabs(r.lo), std::fabs(r.hi));
@@ -139,6 +145,52 @@ void colormapIndices(const float* v, std::size_t n, ValueRange r, std::uint8_t* 
 
 Rgb colormapColor(Colormap c, float v, ValueRange r) { return colormapTable(c)[colormapIndex(v, r)]; }
 
+const std::array<ColourScaleInfo, 3>& colourScaleTable() {
+  static const std::array<ColourScaleInfo, 3> table = {{
+      {ColourScale::Linear, "linear", "Linear"},
+      {ColourScale::Log, "log", "Logarithmic (maps ≥ 0)"},
+      {ColourScale::Row, "row", "Per row (each query its own range)"},
+  }};
+  return table;
+}
+
+const char* colourScaleId(ColourScale s) { return colourScaleTable()[static_cast<std::size_t>(s)].id; }
+
+bool parseColourScale(const std::string& id, ColourScale* out) {
+  for (const ColourScaleInfo& info : colourScaleTable())
+    if (id == info.id) {
+      *out = info.scale;
+      return true;
+    }
+  return false;
+}
+
+bool logApplies(ValueRange r) { return r.lo >= 0 && r.positive > 0 && r.hi > r.positive; }
+
+void rowIndices(const float* v, std::size_t n, ValueRange map, ColourScale scale, bool centred, std::uint8_t* out) {
+  if (scale == ColourScale::Log && logApplies(map)) {
+    const double lo = std::log10(static_cast<double>(map.positive));
+    const double span = std::log10(static_cast<double>(map.hi)) - lo;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double x = std::log10(static_cast<double>(std::max(v[i], map.positive)));  // NaN stays NaN → 0
+      const double t = std::min(255.0, std::max(0.0, (x - lo) / span * 255.0));
+      out[i] = static_cast<std::uint8_t>(t < 0.5 ? 0 : static_cast<int>(t + 0.5));
+    }
+    return;
+  }
+  if (scale == ColourScale::Row) {
+    float lo = std::numeric_limits<float>::infinity(), hi = -lo;
+    for (std::size_t i = 0; i < n; ++i)
+      if (std::fabs(v[i]) <= std::numeric_limits<float>::max()) lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
+    if (lo > hi) lo = hi = 0;  // nothing finite: the middle entry
+    ValueRange row{lo, hi};
+    if (centred) row = centredOnZero(row);
+    colormapIndices(v, n, row, out);
+    return;
+  }
+  colormapIndices(v, n, map, out);
+}
+
 Rgb contrastingText(Rgb bg) {
   auto channel = [](std::uint8_t u) {
     const double s = u / 255.0;
@@ -147,6 +199,43 @@ Rgb contrastingText(Rgb bg) {
   const double luminance = 0.2126 * channel(bg.r) + 0.7152 * channel(bg.g) + 0.0722 * channel(bg.b);
   // Contrast with black (L + 0.05)/0.05 against white 1.05/(L + 0.05): pick the larger.
   return (luminance + 0.05) / 0.05 > 1.05 / (luminance + 0.05) ? Rgb{0, 0, 0} : Rgb{255, 255, 255};
+}
+
+std::array<std::string, 2> colorbarEnds(ValueRange r, ColourScale scale, bool centred, const std::array<std::string, 2>& words) {
+  if (!words[0].empty()) return words;
+  if (scale == ColourScale::Row) return centred ? std::array<std::string, 2>{"−|row| max", "|row| max"} : std::array<std::string, 2>{"row min", "row max"};
+  return {formatShort(scale == ColourScale::Log && logApplies(r) ? r.positive : r.lo), formatShort(r.hi)};
+}
+
+std::vector<ColorbarTick> colorbarTicks(ValueRange r, ColourScale scale) {
+  std::vector<ColorbarTick> ticks;
+  if (scale == ColourScale::Log && logApplies(r)) {
+    const double lo = std::log10(static_cast<double>(r.positive)), hi = std::log10(static_cast<double>(r.hi));
+    for (double k = std::floor(lo) + 1; k < hi; k += 1) {
+      const float v = static_cast<float>(std::pow(10.0, k));
+      ticks.push_back({static_cast<float>((k - lo) / (hi - lo)), v, formatShort(v)});
+    }
+    return ticks;
+  }
+  if (scale == ColourScale::Row || !(r.hi > r.lo)) return ticks;
+  const double span = static_cast<double>(r.hi) - r.lo;
+  const double base = std::pow(10.0, std::floor(std::log10(span)));
+  double step = base / 5;
+  for (double m : {5.0, 2.0, 1.0, 0.5, 0.2}) {  // the coarsest step that gives at least two inner ticks
+    const double s = base * m;
+    int n = 0;
+    for (double v = std::floor(r.lo / s) * s + s; v < r.hi - s * 1e-6; v += s) n += v > r.lo + s * 1e-6;
+    if (n >= 2) {
+      step = s;
+      break;
+    }
+  }
+  for (double v = std::floor(r.lo / step) * step + step; v < r.hi - step * 1e-6 && ticks.size() < 9; v += step) {
+    const double snapped = std::fabs(v) < step * 1e-6 ? 0.0 : v;  // 0, not 1e-17
+    if (snapped <= r.lo + step * 1e-6) continue;
+    ticks.push_back({static_cast<float>((snapped - r.lo) / span), static_cast<float>(snapped), formatShort(static_cast<float>(snapped))});
+  }
+  return ticks;
 }
 
 }  // namespace attnscope

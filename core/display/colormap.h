@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/stages.h"
 #include "engine/tensor.h"
@@ -27,8 +28,10 @@ const std::array<Rgb, 256>& colormapTable(Colormap c);
 // The range a map's colours span. Diverging maps are centred on 0: [−m, m] with m = max |v|.
 struct ValueRange {
   float lo = 0, hi = 1;
+  float positive = 0;  // the smallest value > 0 among them, where a log scale starts; 0: none
 };
-// Min and max over the finite values of m (−∞ cells are masked, not part of the range).
+// Min and max (and the smallest positive value) over the finite values of m (−∞ cells are
+// masked, not part of the range).
 ValueRange finiteRange(const Matrix& m);
 ValueRange finiteRange(const StageMap& m);  // a row at a time: derived stages are never held whole
 ValueRange merge(ValueRange a, ValueRange b);
@@ -40,6 +43,45 @@ int colormapIndex(float v, ValueRange r);
 // colormapIndex of n values at once (vectorized: a GPT-2 snapshot colours 36 M cells).
 void colormapIndices(const float* v, std::size_t n, ValueRange r, std::uint8_t* out);
 Rgb colormapColor(Colormap c, float v, ValueRange r);
+
+// How values map onto the colormap (issue 12 item 4; docs/DESIGN.md §3.4 "Colour scales").
+enum class ColourScale {
+  Linear,  // the map's range, end to end
+  Log,     // log10 over [positive, hi]: weights of ~1/T at T = 1024 spread over decades
+  Row,     // each row over its own finite range: where each query looks, whatever its scale
+};
+struct ColourScaleInfo {
+  ColourScale scale;
+  const char* id;     // "log": the view's colour_scale
+  const char* title;  // in menus
+};
+const std::array<ColourScaleInfo, 3>& colourScaleTable();
+const char* colourScaleId(ColourScale s);
+bool parseColourScale(const std::string& id, ColourScale* out);
+// A log scale colours maps whose values are ≥ 0 with some > 0 and a top above the smallest
+// positive; others (signed maps: scores) stay linear.
+bool logApplies(ValueRange r);
+// One row of a map (n values) as table indices under `scale`, the map's range being `map`:
+//   linear: colormapIndices over `map`;
+//   log:    round((log10 max(v, p) − log10 p) / (log10 hi − log10 p) · 255), p = map.positive (zeros,
+//           dropped weights and anything below p at the bottom); linear where logApplies is false;
+//   row:    colormapIndices over the row's finite min … max, centred on 0 when `centred` (a
+//           diverging colormap); a row without finite values gets the middle entry.
+void rowIndices(const float* v, std::size_t n, ValueRange map, ColourScale scale, bool centred, std::uint8_t* out);
+
+// A tick of a colorbar: where along it (0 … 1), its value and its label.
+struct ColorbarTick {
+  float at;
+  float value;
+  std::string label;
+};
+// The colorbar's inner ticks: linear, the multiples of 1, 2 or 5 × 10^k that make 2–6 ticks strictly
+// inside the range (0 among them when it is signed); log, every power of ten inside; per row none
+// (each row has its own range).
+std::vector<ColorbarTick> colorbarTicks(ValueRange r, ColourScale scale);
+// The texts at the colorbar's two ends: `words` where given (a mask's "dropped 0"), else the range's
+// numbers (from its smallest positive value on a log scale), or "row min" … "row max" per row.
+std::array<std::string, 2> colorbarEnds(ValueRange r, ColourScale scale, bool centred, const std::array<std::string, 2>& words);
 
 // Black or white, whichever reads better on `background` (WCAG relative luminance).
 Rgb contrastingText(Rgb background);

@@ -355,8 +355,9 @@ Layout layOut(const FigureSpec& s, const FigureOptions& o, Painter& p) {
   // Colorbar under the cells, its range (or words) at its ends, the legend between or below them.
   L.bar_y = L.y0 + map_h + 8;
   L.bar_w = std::max(map_w, 140.0);
-  L.lo_text = cleanText(s.range_text[0].empty() ? formatShort(s.range.lo) : s.range_text[0]);
-  L.hi_text = cleanText(s.range_text[1].empty() ? formatShort(s.range.hi) : s.range_text[1]);
+  const std::array<std::string, 2> ends = colorbarEnds(s.range, s.scale, s.colormap == Colormap::Coolwarm, s.range_text);
+  L.lo_text = cleanText(ends[0]);
+  L.hi_text = cleanText(ends[1]);
   const double lo_w = p.width(L.lo_text, fs), hi_w = p.width(L.hi_text, fs);
   L.bar_w = std::max(L.bar_w, lo_w + hi_w + 12);
   L.range_y = L.bar_y + L.bar_h + 4 + cap;
@@ -401,12 +402,16 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
   // would make a 1024² map a 240 MB SVG that no slide program opens.
   std::vector<float> row(static_cast<std::size_t>(L.cols));
   std::vector<Rgb> colours(row.size());
+  std::vector<std::uint8_t> index(row.size());
+  const auto& table = colormapTable(s.colormap);
+  const bool centred = s.colormap == Colormap::Coolwarm;
   const bool as_image = L.cell < o.min_shape_cell;
   std::vector<Rgb> pixels(as_image ? static_cast<std::size_t>(L.rows) * row.size() : 0);
   for (int i = 0; i < L.rows; ++i) {
     s.values.readRow(i, row.data());
+    rowIndices(row.data(), row.size(), s.range, s.scale, centred, index.data());
     for (int j = 0; j < L.cols; ++j)
-      colours[static_cast<std::size_t>(j)] = isMasked(row[j]) ? kMasked : colormapColor(s.colormap, row[j], s.range);
+      colours[static_cast<std::size_t>(j)] = isMasked(row[j]) ? kMasked : table[index[static_cast<std::size_t>(j)]];
     if (as_image) {
       std::copy(colours.begin(), colours.end(), pixels.begin() + static_cast<std::ptrdiff_t>(i) * L.cols);
       continue;
@@ -432,8 +437,9 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
     std::size_t k = 0;
     for (int i = 0; i < L.rows; ++i) {
       s.values.readRow(i, row.data());
+      rowIndices(row.data(), row.size(), s.range, s.scale, centred, index.data());
       for (int j = 0; j < L.cols; ++j, ++k) {
-        const Rgb bg = isMasked(row[j]) ? kMasked : colormapColor(s.colormap, row[j], s.range);
+        const Rgb bg = isMasked(row[j]) ? kMasked : table[index[static_cast<std::size_t>(j)]];
         p.text(L.labels[k], L.x0 + (j + 0.5) * L.cell, L.y0 + (i + 0.5) * L.cell + cap / 2, fs, contrastingText(bg),
                Anchor::Middle);
       }

@@ -31,6 +31,7 @@ struct FigureSpec {
   std::string title;                            // above the map, e.g. "weights (softmax)  6×6"
   Colormap colormap = Colormap::Viridis;        // the cells' colours …
   ValueRange range;                             // … spanning this range
+  ColourScale scale = ColourScale::Linear;      // … on this scale (log, per row: display/colormap.h)
   std::array<std::string, 2> range_text;        // the colorbar's ends in words; empty: the range's numbers
   std::function<std::string(float)> cell_text;  // a cell's label (a mask's "0"/"1"); empty: cellLabel's policy
   std::string legend;                           // a line under the colorbar; "▨" first: a masked-grey swatch

@@ -61,5 +61,72 @@ TEST(Colormap, FlatRangeIsTheMiddleEntry) {
   expectAll(v, ValueRange{3.f, 3.f});
 }
 
+
+// Colour scales (issue 12 item 4): the formulas written out by hand.
+TEST(ColourScale, FiniteRangeFindsTheSmallestPositiveValue) {
+  Matrix m(2, 3);
+  m << 0, 0.5f, -std::numeric_limits<float>::infinity(), 0.001f, 1, 0;
+  const ValueRange r = finiteRange(m);
+  EXPECT_EQ(r.lo, 0.0f);
+  EXPECT_EQ(r.hi, 1.0f);
+  EXPECT_EQ(r.positive, 0.001f);
+  EXPECT_EQ(finiteRange(StageMap(m)).positive, 0.001f);
+  EXPECT_EQ(merge(r, ValueRange{-1, 0.5f, 0}).positive, 0.001f);  // none in one: the other's
+  EXPECT_EQ(merge(r, ValueRange{0, 2, 0.0001f}).positive, 0.0001f);
+}
+
+TEST(ColourScale, LogIndexIsTheLog10PositionBetweenTheSmallestPositiveAndTheTop) {
+  const ValueRange r{0, 1, 0.001f};
+  const float v[] = {0, 0.001f, 0.01f, 0.1f, 1, 0.0005f};
+  std::uint8_t out[6];
+  rowIndices(v, 6, r, ColourScale::Log, false, out);
+  EXPECT_EQ(out[0], 0);    // zero: at the bottom
+  EXPECT_EQ(out[1], 0);    // p
+  EXPECT_EQ(out[2], 85);   // one decade of three: 255/3
+  EXPECT_EQ(out[3], 170);
+  EXPECT_EQ(out[4], 255);
+  EXPECT_EQ(out[5], 0);    // below p
+  // Signed maps stay linear.
+  const ValueRange signed_range{-1, 1, 0.5f};
+  EXPECT_FALSE(logApplies(signed_range));
+  const float w[] = {-1, 0, 1};
+  rowIndices(w, 3, signed_range, ColourScale::Log, true, out);
+  EXPECT_EQ(out[0], 0);
+  EXPECT_EQ(out[1], 128);
+  EXPECT_EQ(out[2], 255);
+}
+
+TEST(ColourScale, PerRowUsesEachRowsOwnRange) {
+  const float v[] = {0.25f, 0.5f, 0.75f, -std::numeric_limits<float>::infinity()};
+  std::uint8_t out[4];
+  rowIndices(v, 4, ValueRange{0, 1}, ColourScale::Row, false, out);
+  EXPECT_EQ(out[0], 0);
+  EXPECT_EQ(out[1], 128);  // 127.5 rounds away from zero
+  EXPECT_EQ(out[2], 255);
+  const float s[] = {-0.5f, 0.25f, 0};
+  rowIndices(s, 3, ValueRange{-9, 9}, ColourScale::Row, true, out);  // centred: ±0.5
+  EXPECT_EQ(out[0], 0);
+  EXPECT_EQ(out[1], 191);  // (0.25 + 0.5) / 1 · 255 = 191.25
+  EXPECT_EQ(out[2], 128);
+}
+
+TEST(ColourScale, ColorbarTicks) {
+  auto values = [](ValueRange r, ColourScale s) {
+    std::vector<float> v;
+    for (const ColorbarTick& t : colorbarTicks(r, s)) v.push_back(t.value);
+    return v;
+  };
+  EXPECT_EQ(values({0, 1}, ColourScale::Linear), (std::vector<float>{0.2f, 0.4f, 0.6f, 0.8f}));
+  EXPECT_EQ(values({-0.313f, 0.313f}, ColourScale::Linear), (std::vector<float>{-0.2f, 0, 0.2f}));
+  EXPECT_EQ(values({0, 1, 0.000149f}, ColourScale::Log), (std::vector<float>{0.001f, 0.01f, 0.1f}));
+  EXPECT_TRUE(values({0, 1}, ColourScale::Row).empty());
+  const std::vector<ColorbarTick> t = colorbarTicks({0, 1}, ColourScale::Linear);
+  EXPECT_FLOAT_EQ(t[0].at, 0.2f);
+  EXPECT_EQ(t[0].label, "0.2");
+  EXPECT_EQ(colorbarEnds({0, 1, 0.000149f}, ColourScale::Log, false, {})[0], "0.000149");
+  EXPECT_EQ(colorbarEnds({0, 1}, ColourScale::Row, false, {})[0], "row min");
+  EXPECT_EQ(colorbarEnds({0, 1}, ColourScale::Linear, false, {"dropped 0", "kept"})[1], "kept");
+}
+
 }  // namespace
 }  // namespace attnscope
