@@ -314,7 +314,7 @@ Arrangement arrange(int H, int S, int rows, int cols, float width, float height,
 CellWindow zoomWindow(float zoom, float center_row, float center_col, int T) {
   CellWindow w;
   if (zoom <= 1) return w;
-  const int n = std::clamp(static_cast<int>(std::ceil(T / zoom)), 1, T);
+  const int n = std::clamp(static_cast<int>(std::ceil(T / zoom)), std::min(T, HeatmapGrid::kMinZoomCells), T);
   const float cr = center_row < 0 ? T / 2.0f : center_row;
   const float cc = center_col < 0 ? T / 2.0f : center_col;
   w.rows = w.cols = n;
@@ -328,7 +328,9 @@ void applyZoom(float& zoom, float& center_row, float& center_col, const HeatmapH
   if (center_row < 0) center_row = center_col = T / 2.0f;
   if (hit.wheel != 0 && hit.hover_row >= 0) {
     const float factor = std::pow(1.25f, hit.wheel);
-    const float next = std::clamp(zoom * factor, 1.0f, static_cast<float>(T));
+    // Never closer than kMinZoomCells rows: a narrower window leaves the T × d maps nothing to show.
+    const float most = static_cast<float>(T) / static_cast<float>(std::min(T, HeatmapGrid::kMinZoomCells));
+    const float next = std::clamp(zoom * factor, 1.0f, std::max(1.0f, most));
     const float f = zoom / next;
     center_row = hit.hover_row + (center_row - hit.hover_row) * f;
     center_col = hit.hover_col + (center_col - hit.hover_col) * f;
@@ -552,6 +554,13 @@ void drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::ve
 
 }  // namespace
 
+void HeatmapGrid::goTo(int first, int last, int T) {
+  const int n = std::max(last - first + 1, std::min(T, kMinZoomCells));
+  if (n >= T) return reset();
+  zoom_ = static_cast<float>(T) / static_cast<float>(n);
+  center_row_ = center_col_ = (static_cast<float>(first) + static_cast<float>(last) + 1) / 2.0f;
+}
+
 void HeatmapGrid::draw(const PanelContext& ctx) {
   const ImVec2 top = ImGui::GetCursorScreenPos(), region = ImGui::GetContentRegionAvail();
   layout().panel("heatmaps", top, ImVec2(top.x + region.x, top.y + region.y));
@@ -591,6 +600,14 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     for (const StageInfo& s : stageTable())
       if (s.stage == reveal_stage_ || std::find(stages.begin(), stages.end(), s.stage) != stages.end()) all.push_back(s.stage);
     stages = all;
+  }
+  if (T > 24) {  // long inputs: go straight to a token or a range of them
+    ImGui::SetNextItemWidth(px(170));
+    if (ImGui::InputTextWithHint("##go_to", "go to token, 1–T, a–b", go_to_, sizeof go_to_, ImGuiInputTextFlags_EnterReturnsTrue))
+      cmd.push("go_to", {{"text", std::string(go_to_)}});
+    layout().widget("go_to");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("Enter a token's name (t500), its number (500) or a range (400-431): every map zooms to it");
   }
   const CellWindow window = zoomWindow(zoom_, center_row_, center_col_, T);
   if (drawNotes(*snap, zoom_, window, skippedStages(view, t))) reset();

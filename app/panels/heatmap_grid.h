@@ -34,6 +34,10 @@ class HeatmapGrid {
   // Draws into the current window (a tab of the main area).
   void draw(const PanelContext& ctx);
   void reset() { zoom_ = 1, center_row_ = center_col_ = -1; }  // another workspace
+  // Zooms every map to queries and keys first … last (0-based) of T tokens: at least
+  // kMinZoomCells of them, so no map shrinks to a cell.
+  void goTo(int first, int last, int T);
+  static constexpr int kMinZoomCells = 8;
   // The heads whose cards were on screen in the last frame (empty before the first).
   const std::vector<int>& visibleHeads() const { return visible_heads_; }
   // Scrolls the grid so that this head's map of `stage` is in view, from the next frame on (a
@@ -47,6 +51,7 @@ class HeatmapGrid {
   float zoom_ = 1;                          // ≥ 1: all maps show T/zoom rows and columns …
   float center_row_ = -1, center_col_ = -1; // … around this cell (−1: the middle)
   bool wheel_on_map_ = false;               // the mouse wheel zooms a map, not the grid's scroll
+  char go_to_[64] = "";                     // the "go to" field's text
   std::vector<int> visible_heads_;          // cards on screen in the last frame
   std::uint64_t label_cells_key_ = 0;       // what label_cells_ was measured for
   std::array<float, 2> label_cells_{};      // cell sides the compact and the four-decimal labels need

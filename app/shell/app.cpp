@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "editing/token_table.h"
 #include "engine/errors.h"
 #include "formats/export.h"
 #include "formats/pytorch_script.h"
@@ -198,6 +199,22 @@ void App::applyView(const Command& c, double now) {
   } else if (n == "select_head") {  // stepping cycles: all heads → 1 → 2 → … → all heads
     if (c.has("index")) view_.head = indexIn(c, -1, H, "head");
     else view_.head = ((view_.head + 1 + (c.has("step") ? c.integer("step") : 0)) % (H + 1) + (H + 1)) % (H + 1) - 1;
+  } else if (n == "go_to") {  // a token or a range of a long input: zoomed to, the first selected
+    std::pair<int, int> range;
+    if (c.has("text")) {
+      range = findTokens(ws.tokens, c.text("text"));
+    } else {
+      if (!c.has("index")) throw InputError("go_to: give `text` or `index`");
+      range.first = range.second = indexIn(c, 0, T, "token");
+      if (c.has("to")) {
+        const int to = c.integer("to");
+        if (to < 0 || to >= T) throw InputError("to: no token " + std::to_string(to) + " (there are " + std::to_string(T) + ")");
+        range = {std::min(range.first, to), std::max(range.first, to)};
+      }
+    }
+    view_.token = range.first;
+    if (view_.tab != "heatmaps" && view_.tab != "compare") view_.tab = "heatmaps";
+    heatmap_grid_.goTo(range.first, range.second, T);
   } else if (n == "select_batch") {
     view_.batch = indexIn(c, 0, ws.model.batch_size, "batch element");
   } else if (n == "view") {

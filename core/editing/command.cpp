@@ -74,6 +74,9 @@ const std::vector<CommandInfo>& commandTable() {
       {"select_key", T::View, {{"index", A::Int, true}}, "highlight key column `index` (−1: none)"},
       {"select_head", T::View, {{"index", A::Int, false}, {"step", A::Int, false}},
        "show head `index` alone (−1: all heads), or cycle by `step`"},
+      {"go_to", T::View, {{"text", A::String, false}, {"index", A::Int, false}, {"to", A::Int, false}},
+       "zoom every map to tokens: `text` as typed (a name, a number from 1, a range a–b) or `index` … `to` (0-based); "
+       "selects the first"},
       {"select_batch", T::View, {{"index", A::Int, true}}, "show batch element `index`"},
       {"view", T::View, {{"field", A::String, true}, {"value", A::Any, true}},
        "a view setting: theme, colormap, columns, shared_scale, diverging_for_signed, tab, inspector, "

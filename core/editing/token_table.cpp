@@ -276,4 +276,42 @@ void resetToBookExample(Workspace& ws) {
   ws.random.reset();
 }
 
+namespace {
+
+std::string trimmed(const std::string& s) {
+  const std::size_t a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+// One end of a "go to": a token's name, else its 1-based position; -1 when neither.
+int findToken(const std::vector<std::string>& tokens, const std::string& text) {
+  const std::string want = foldCase(text);
+  for (std::size_t i = 0; i < tokens.size(); ++i)
+    if (foldCase(tokens[i]) == want) return static_cast<int>(i);
+  if (!text.empty() && text.size() <= 9 && text.find_first_not_of("0123456789") == std::string::npos) {
+    const long n = std::stol(text);
+    if (n >= 1 && n <= static_cast<long>(tokens.size())) return static_cast<int>(n - 1);
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::pair<int, int> findTokens(const std::vector<std::string>& tokens, const std::string& text) {
+  const std::string t = trimmed(text);
+  const int T = static_cast<int>(tokens.size());
+  if (t.empty()) throw InputError("go to: type a token's name, its number (1–" + std::to_string(T) + ") or a range a–b");
+  if (const int i = findToken(tokens, t); i >= 0) return {i, i};  // a name may hold a dash itself
+  for (const char* dash : {"..", "–", "-", ":"}) {
+    const std::size_t at = t.find(dash);
+    if (at == std::string::npos || at == 0) continue;
+    const std::string a = trimmed(t.substr(0, at)), b = trimmed(t.substr(at + std::string(dash).size()));
+    const int i = findToken(tokens, a), j = findToken(tokens, b);
+    if (i < 0 || j < 0)
+      throw InputError("go to: no token '" + (i < 0 ? a : b) + "' (names, or numbers 1–" + std::to_string(T) + ")");
+    return {std::min(i, j), std::max(i, j)};
+  }
+  throw InputError("go to: no token '" + t + "' (names, or numbers 1–" + std::to_string(T) + ")");
+}
+
 }  // namespace attnscope

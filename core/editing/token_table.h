@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "formats/workspace.h"
@@ -54,5 +55,11 @@ void randomizeEmbeddings(Workspace& ws, std::uint32_t seed);
 // The book's "Your journey starts with one step" and its 3-d embeddings; the model is kept
 // (d_out set to 3 for 'simple').
 void resetToBookExample(Workspace& ws);
+
+// Where "go to" lands (issue 12 item 5): the tokens [first, last] (0-based) that `text` names — a
+// token's name ("journey", "t500"; the first match, case-insensitively), a position as the tables
+// number them from 1 ("500"), or a range of either ("400-431", "t10–t20", "with..step"). Throws
+// InputError saying what was not found.
+std::pair<int, int> findTokens(const std::vector<std::string>& tokens, const std::string& text);
 
 }  // namespace attnscope

@@ -199,6 +199,7 @@ std::vector<json> everyCommandExample() {
       {{"do", "select_token"}, {"index", 1}, {"step", -1}},
       {{"do", "select_key"}, {"index", -1}},
       {{"do", "select_head"}, {"index", 0}, {"step", 1}},
+      {{"do", "go_to"}, {"text", "t5-t9"}, {"index", 4}, {"to", 8}},
       {{"do", "select_batch"}, {"index", 1}},
       {{"do", "view"}, {"field", "theme"}, {"value", "dark"}},
       {{"do", "engine"}, {"parallel", true}, {"threads", 0}},

@@ -1,0 +1,89 @@
+"""Large inputs (issue 12, item 5; docs/DESIGN.md §3.4): go to a token, zoom that keeps every map.
+
+On GPT-2 small (T = 1024), through the `go_to` command the header's field sends:
+- a name ("t500") selects that token and zooms every map to the 8 tokens around it — never fewer
+  (kMinZoomCells), so the T × 64 maps keep rows to show;
+- a range typed as numbers from 1 ("400-431") shows exactly queries and keys 399 … 430;
+- a range by 0-based index and `to`; the last token; a name in another case;
+- a name that is no token refuses with one message naming it, and changes nothing;
+- the book's six tokens: a range covering them all is no zoom at all.
+
+Usage: test_large_inputs.py --app APP --cli CLI --presets PRESETS_DIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_teaching import Display, arguments, run_checks, run_commands, write_commands  # noqa: E402
+
+
+def expect(cond, message):
+    if not cond:
+        raise AssertionError(message)
+
+
+def main():
+    args = arguments(__doc__.split("\n")[0])
+    work = tempfile.mkdtemp(prefix="attnscope-large-")
+    gpt2 = os.path.join(args.presets, "gpt2-small.json")
+    multihead = os.path.join(args.presets, "multihead.json")
+
+    try:
+        with Display() as display:
+            def headless(name, commands, preset=gpt2):
+                return run_commands(args.app, display.name, work, name, commands, "--open", preset, "--size", "1280x800")
+
+            def windows(d):
+                return {e["id"]: e["window"] for e in d["heatmaps"] if e.get("stage") in ("scores", "weights", "context")}
+
+            def name():
+                d = headless("t500", [{"do": "go_to", "text": "t500"}])
+                expect(d["state"]["token"] == 499, f"t500: token {d['state']['token']} selected, want 499")
+                for id_, w in windows(d).items():
+                    expect(w["rows"] == 8 and w["row0"] <= 499 < w["row0"] + w["rows"], f"t500: {id_} shows rows {w}")
+                sq = [w for i, w in windows(d).items() if "context" not in i]
+                expect(all(w["cols"] == 8 and w["col0"] <= 499 < w["col0"] + 8 for w in sq), f"t500: keys {sq[:2]}")
+                d = headless("T500", [{"do": "go_to", "text": "T500"}])
+                expect(d["state"]["token"] == 499, "T500 (another case) did not find t500")
+                print("  t500: token 499 selected, every map shows 8 rows around it (never fewer)")
+
+            def ranges():
+                d = headless("range", [{"do": "go_to", "text": "400-431"}])
+                for id_, w in windows(d).items():
+                    expect(w["row0"] == 399 and w["rows"] == 32, f"400-431: {id_} shows rows {w}")
+                d = headless("index", [{"do": "go_to", "index": 100, "to": 115}])
+                for id_, w in windows(d).items():
+                    expect(w["row0"] == 100 and w["rows"] == 16, f"index 100 to 115: {id_} shows rows {w}")
+                d = headless("last", [{"do": "go_to", "index": 1023}])
+                for id_, w in windows(d).items():
+                    expect(w["row0"] + w["rows"] == 1024 and w["rows"] == 8, f"last token: {id_} shows rows {w}")
+                print("  400-431 → rows 399…430; index 100 to 115 → 100…115; the last token → 1016…1023")
+
+            def refused():
+                path = write_commands(work, "bad", [{"do": "go_to", "text": "zebra"}])
+                out = subprocess.run([args.app, "--open", gpt2, "--commands", path, "--screenshot", os.path.join(work, "bad.png")],
+                                     env=dict(os.environ, DISPLAY=display.name, HOME=work, XDG_STATE_HOME=work),
+                                     capture_output=True, text=True, timeout=120)
+                expect(out.returncode == 2 and "no token 'zebra'" in out.stderr,
+                       f"go_to zebra: exit {out.returncode}, stderr {out.stderr.strip()!r}")
+                print(f"  zebra: {out.stderr.strip()}")
+
+            def small():
+                d = headless("book", [{"do": "go_to", "text": "Your-step"}], preset=multihead)
+                expect(all(w["rows"] == 6 and w["row0"] == 0 for w in windows(d).values()), f"book: {windows(d)}")
+                expect(d["state"]["token"] == 0, "book: Your not selected")
+                print("  the book's 6 tokens: 'Your-step' is the whole map, no zoom")
+
+            code = run_checks([("a token by name", name), ("ranges", ranges), ("an unknown token", refused),
+                               ("the book's example", small)])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
