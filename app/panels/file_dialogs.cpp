@@ -34,6 +34,7 @@ constexpr DialogKind kDialogs[] = {
     {"export_trace", "Export the trace (into a folder)", "trace-export", "", false},
     {"save_pytorch", "Save PyTorch code", "attention.py", "py", false},
     {"export_map", "Save one map", "", "", false},
+    {"save_lines", "Save the Lines view as a figure (.svg, .pdf or .png)", "lines.svg", "svg pdf png", false},
 };
 
 const DialogKind* findDialog(const std::string& which) {
@@ -226,6 +227,8 @@ void FileDialogs::draw(const PanelContext& ctx) {
         cmd.push("export_trace", {{"path", path}, {"format", trace_format_ == 0 ? "json" : trace_format_ == 1 ? "csv" : "npy"}});
       } else if (which_ == "save_pytorch") {
         cmd.push("save_pytorch", {{"path", path}});
+      } else if (which_ == "save_lines") {  // the view's figure; the extension names the format (SVG without one)
+        cmd.push("screenshot", {{"path", fs::path(path).extension().empty() ? path + ".svg" : path}, {"panel", "lines"}});
       } else if (which_ == "export_map" && (format == "png" || format == "svg" || format == "pdf")) {
         cmd.push("screenshot", {{"path", path}, {"panel", stage_}, {"head", head_}});  // a figure of the map
       } else if (which_ == "export_map") {

@@ -223,6 +223,11 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
       ctx.commands.push("view", {{"field", "lines_isolate"}, {"value", isolate}});
     layout().widget("lines_isolate");
   }
+  {  // the figure for a slide: SVG or PDF (text stays text) or PNG, through the save dialog
+    sameLineIfFits(ImGui::CalcTextSize("Save figure…").x + px(16));
+    if (ImGui::Button("Save figure…")) ctx.commands.push("dialog", {{"which", "save_lines"}});
+    layout().widget("lines_save_figure");
+  }
   ImGui::PushFont(fonts().small);
   std::string legend = dropped ? "a line's opacity and width follow its weight after dropout: opaque at 1/(1−p) = " +
                                      fixed2(most) + "; dropped keys have no line"

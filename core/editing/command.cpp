@@ -105,7 +105,7 @@ const std::vector<CommandInfo>& commandTable() {
       {"copy_pytorch", T::App, {}, "copy that script to the clipboard"},
       {"dialog", T::App, {{"which", A::String, true}, {"stage", A::String, false}, {"head", A::Int, false},
                           {"format", A::String, false}},
-       "open a file dialog: open, open_lesson, save_as, export_trace, save_pytorch, export_map"},
+       "open a file dialog: open, open_lesson, save_as, export_trace, save_pytorch, export_map, save_lines"},
       {"quit", T::App, {{"discard", A::Bool, false}},
        "quit; asks first when there are unsaved changes, unless `discard` is true"},
       {"unsaved", T::App, {{"choice", A::String, true}},

@@ -237,6 +237,20 @@ def main():
                     app.move(g["query_x"] + 200, g["first_row_y"] - 2 * g["pitch"])
                     d = app.wait_for("the selection isolating", lambda d: d["state"]["lines"]["isolated"]["by"] == "selection")
                     expect(d["state"]["lines"]["isolated"]["query"] == 4, f"selection: {d['state']['lines']['isolated']}")
+                    # Save figure…: the dialog, a name without extension → an SVG of the lines.
+                    app.click("lines_save_figure")
+                    app.wait_for("the save dialog", lambda d: d["state"].get("file_dialog", {}).get("which") == "save_lines"
+                                 and "file_name" in d["widgets"])
+                    target = os.path.join(work, "from-dialog")
+                    app.click("file_name")
+                    app.key("ctrl+a")
+                    app.type(target)
+                    app.key("Return")
+                    app.wait_for("the figure written", lambda d: os.path.exists(target + ".svg") and "Saved" in d["state"]["toast"])
+                    with open(target + ".svg") as f:
+                        svg = f.read()
+                    expect(svg.startswith("<?xml") and "<svg" in svg and "journey" in svg, "the dialog's figure is not the lines' SVG")
+                    print("  Save figure… → dialog → from-dialog.svg: an SVG with the tokens as text")
                     print(f"  tab clicked ({n} lines); head 2's toggle hides its lines; hovering query 4 and key 1 "
                           f"isolate theirs; a click selects query 4 and keeps its {d['state']['lines']['count']} lines alone")
 
