@@ -40,7 +40,7 @@ class HeatmapGrid {
   bool wheel_on_map_ = false;               // the mouse wheel zooms a map, not the grid's scroll
   std::vector<int> visible_heads_;          // cards on screen in the last frame
   std::uint64_t label_cells_key_ = 0;       // what label_cells_ was measured for
-  std::array<float, 2> label_cells_{};      // cell sides the compact and the four-decimal labels need
+  std::array<float, 3> label_cells_{};      // cell sides the compact, three- and four-decimal labels need
   int reveal_head_ = -1;                    // a map kept in view (reveal)
   Stage reveal_stage_ = Stage::Weights;
 };

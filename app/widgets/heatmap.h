@@ -48,6 +48,9 @@ struct HeatmapSpec {
                                                    // "dropped 0", "kept ×2.00"); empty: the range
   nlohmann::json dump;                             // extra fields for the layout dump
   bool dimmed = false;                             // drawn faded: a lesson step is about other maps
+  float cell = 0;                                  // the cells' side as a grid laid them out (the same in
+                                                   // every map; the labels take the rest of the width);
+                                                   // 0: as large as the size allows
 };
 
 struct HeatmapHit {
