@@ -694,15 +694,21 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     for (Stage stage : stages) key = key * 31 + static_cast<std::uint64_t>(stage) + 1;
     for (ModuleMap m : module_maps) key = key * 37 + static_cast<std::uint64_t>(m) + 1;
     key = key * 31 + static_cast<std::uint64_t>(fs * 16);
+    key = key * 31 + (view.highlight.empty() ? 1u : 2u);
     if (key != label_cells_key_) {
       label_cells_key_ = key;
       label_cells_ = {0, 0, 0};
-      // Every shown map of a readable size (a W of GPT-2's 768 inputs is not).
-      auto measure = [&](const StageMap& map, bool dropout) {
+      // Every shown map of a readable size (a W of GPT-2's 768 inputs is not). Where nn.Linear's
+      // signed weights are in play, a map that may have negatives takes room for a minus sign
+      // whether or not it has one now, so a re-roll does not move the maps; a lesson step's maps
+      // are the step's own (no re-roll), and fit the window better without.
+      const bool linear = t.model.variant != Variant::Simple && t.model.variant != Variant::SelfAttentionV1 &&
+                          view.highlight.empty();
+      auto measure = [&](const StageMap& map, bool dropout, bool may_be_negative) {
         if (map.rows() > kAlwaysLabelledTokens || map.cols() > 64) return;
         for (Eigen::Index i = 0; i < map.rows(); ++i)
           for (Eigen::Index j = 0; j < map.cols(); ++j) {
-            const float v = map(i, j);
+            const float v = linear && may_be_negative && !std::isinf(map(i, j)) ? -std::fabs(map(i, j)) : map(i, j);
             auto need = [&](CellFormat f) {
               const std::string label = dropout ? dropoutCellText(t, v) : cellLabel(v, f);
               return heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, label.c_str()).x);
@@ -714,9 +720,13 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       };
       for (int h : heads) {
         if (!bt.heads[h].hasMaps()) continue;
-        for (Stage stage : stages) measure(StageMap(t, bt.heads[h], stage), stage == Stage::DropoutMask);
+        for (Stage stage : stages) {
+          const bool probabilities = stage == Stage::Weights || stage == Stage::DropoutMask ||
+                                     stage == Stage::DroppedWeights || stage == Stage::Mask;
+          measure(StageMap(t, bt.heads[h], stage), stage == Stage::DropoutMask, !probabilities);
+        }
       }
-      for (ModuleMap m : module_maps) measure(moduleMapValues(t, bt, m), false);
+      for (ModuleMap m : module_maps) measure(moduleMapValues(t, bt, m), false, true);
     }
     min_cell = label_cells_[0];
     three_cell = label_cells_[1];
