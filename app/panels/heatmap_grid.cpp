@@ -262,51 +262,115 @@ bool dimmedByLesson(const ViewState& view, const char* id) {
   return !view.highlight.empty() && std::find(view.highlight.begin(), view.highlight.end(), id) == view.highlight.end();
 }
 
-struct Arrangement {
-  int card_cols = 1, stage_cols = 1;
-  float cell = 0;  // side of a heatmap cell in pixels
-};
-
 // Space around a map's cells: labels on the left, title and labels on top, colorbar below.
 struct Margins {
   float left, top, bottom;
 };
 
-// Tiles H cards of S maps (rows × cols cells) into width × height so the cells are as large as
-// possible; when even the best is tiny the grid keeps a readable size and scrolls. Cells are at
-// least `min_cell` (their numbers must fit): then as many maps per row as the width holds, as
-// large as the width allows up to `full_cell` (where the notebook's four decimals fit), and the
-// grid scrolls down.
-Arrangement arrange(int H, int S, int rows, int cols, float width, float height, float header,
-                    float gap, Margins m, float min_cell, float full_cell) {
-  Arrangement best;
-  for (int c = 1; c <= H; ++c)
-    for (int s = 1; s <= S; ++s) {
-      const int r = (S + s - 1) / s, R = (H + c - 1) / c;
-      const float tile_w = width / (c * s) - gap - m.left;
-      const float tile_h = (height - R * header) / (R * r) - gap - m.top - m.bottom;
-      const float cell = std::min(tile_w / cols, tile_h / rows);
-      if (cell > best.cell) best = {c, s, cell};
+// A map's claim on the grid: its cells as shown (a zoomed window's) and the narrowest its title
+// can be (its first part: the title is never cut).
+struct TileNeed {
+  int rows = 1, cols = 1;  // cells shown
+  float title_w = 0;       // pixels: the title's first part …
+  float full_title_w = 0;  // … and the whole title, shown where it costs no cell size
+};
+
+// A card of maps: a head's, or the module's, under a heading.
+struct CardNeed {
+  std::vector<TileNeed> tiles;
+  float heading_w = 0;  // its heading's narrowest form, pixels
+  float heading_h = 0;  // the heading's height at the grid's width (wrapped when wider still)
+};
+
+struct Box {
+  float x = 0, y = 0, w = 0, h = 0;  // relative to the grid's origin
+};
+
+// Where every card and map goes for one cell size: each map as wide as its columns need (a 6 × 2
+// context narrow, a 6 × 6 map wider), maps side by side within a card and cards side by side
+// while they fit the width, else on the next row.
+struct GridLayout {
+  float cell = 0;                     // side of a heatmap cell in pixels, the same in every map
+  std::vector<Box> cards;             // a card: its heading, then its maps
+  std::vector<std::vector<Box>> tiles;  // per card, one per map
+  float width = 0, height = 0;        // the grid's extent
+  bool fits_width = true;             // every map is within the width
+};
+
+GridLayout layOutGrid(const std::vector<CardNeed>& cards, float cell, float width, float gap, Margins m, bool full_titles) {
+  GridLayout g;
+  g.cell = cell;
+  float cx = 0, cy = 0, card_row_h = 0;
+  const float card_gap = gap * 2;  // cards stand apart from one another more than maps do
+  for (const CardNeed& card : cards) {
+    std::vector<Box> tiles;
+    float x = 0, y = card.heading_h, row_h = 0, card_w = std::min(card.heading_w, width);
+    for (const TileNeed& t : card.tiles) {
+      const float w = std::max(m.left + cell * t.cols, full_titles ? t.full_title_w : t.title_w);
+      const float h = m.top + cell * t.rows + m.bottom;
+      if (w > width) g.fits_width = false;
+      if (x > 0 && x + w > width) x = 0, y += row_h + gap, row_h = 0;
+      tiles.push_back({x, y, w, h});
+      card_w = std::max(card_w, x + w);
+      x += w + gap;
+      row_h = std::max(row_h, h);
     }
-  if (best.cell < min_cell) {
-    const int per_row = std::max(1, static_cast<int>((width + gap) / (min_cell * cols + m.left + gap)));
-    if (per_row >= S) {  // whole cards side by side
-      best = {std::max(1, std::min(H, per_row / S)), S, min_cell};
-    } else {
-      best = {1, per_row, min_cell};
+    const float card_h = y + row_h + gap;
+    if (cx > 0 && cx + card_w > width) cx = 0, cy += card_row_h, card_row_h = 0;
+    for (Box& b : tiles) b.x += cx, b.y += cy;
+    g.cards.push_back({cx, cy, card_w, card_h});
+    g.tiles.push_back(std::move(tiles));
+    g.width = std::max(g.width, cx + card_w);
+    g.height = std::max(g.height, cy + card_h);
+    card_row_h = std::max(card_row_h, card_h);
+    cx += card_w + card_gap;
+  }
+  return g;
+}
+
+// The cell size, then the layout. The largest cells that show every map in width × height;
+// cells stop growing at `max_cell`. Up to 12 tokens the maps show the numbers the notebook prints:
+// when the whole grid fits only with cells below `whole_cell` (the four decimals' `full_cell`; a
+// lesson step, which must keep its maps in view, takes the three decimals' size), the maps take
+// the four decimals' size as far as the width allows (at least the compact labels' `min_cell`)
+// and the grid scrolls down.
+// Larger maps (min_cell 0) shrink to fit, but below 96 px a map the grid scrolls instead.
+GridLayout arrangeGrid(const std::vector<CardNeed>& cards, float width, float height, float gap, Margins m,
+                       float min_cell, float whole_cell, float full_cell, float max_cell, bool full_titles) {
+  const float cap = std::max(max_cell, full_cell);
+  float width_cell = cap, largest = 1;  // the cells every map's width allows; the largest map's side
+  for (const CardNeed& c : cards)
+    for (const TileNeed& t : c.tiles) {
+      width_cell = std::min(width_cell, (width - m.left) / t.cols);
+      largest = std::max(largest, static_cast<float>(std::max(t.rows, t.cols)));
     }
-    const float fill = (width / (best.card_cols * best.stage_cols) - gap - m.left) / cols;
-    best.cell = std::max(min_cell, std::min({fill, full_cell, px(72)}));
-    return best;
+  float lo = 0, hi = cap;  // the largest cell of a layout within the window: fits(lo)
+  for (int k = 0; k < 24; ++k) {
+    const float c = (lo + hi) / 2;
+    const GridLayout g = layOutGrid(cards, c, width, gap, m, full_titles);
+    (g.fits_width && g.height <= height ? lo : hi) = c;
   }
-  const float min_map = px(96);  // below this, scroll rather than shrink
-  if (best.cell * std::max(rows, cols) < min_map) {  // as many maps of that size as the width holds
-    const int per_row = std::clamp(static_cast<int>((width + gap) / (min_map + m.left + gap)), 1, S);
-    best = {1, per_row, 0};
-    best.cell = std::max((width / per_row - gap - m.left) / cols, min_map / std::max(rows, cols));
+  float cell = lo;
+  if (full_cell > 0) {
+    if (cell < std::min(whole_cell, full_cell)) cell = std::max(min_cell, std::min(full_cell, width_cell));
+  } else if (cell * largest < px(96)) {  // maps of 96 px, then as large as their rows of maps allow
+    auto tileRows = [](const GridLayout& g) {
+      std::vector<float> tops;
+      for (const auto& card : g.tiles)
+        for (const Box& b : card)
+          if (std::find(tops.begin(), tops.end(), b.y) == tops.end()) tops.push_back(b.y);
+      return tops.size();
+    };
+    const std::size_t rows = tileRows(layOutGrid(cards, px(96) / largest, width, gap, m, full_titles));
+    lo = px(96) / largest, hi = std::max(lo, cap);
+    for (int k = 0; k < 24; ++k) {
+      const float c = (lo + hi) / 2;
+      const GridLayout g = layOutGrid(cards, c, width, gap, m, full_titles);
+      (g.fits_width && tileRows(g) <= rows ? lo : hi) = c;
+    }
+    cell = lo;
   }
-  best.cell = std::min(best.cell, px(72));  // a 1-token map need not fill the screen
-  return best;
+  return layOutGrid(cards, std::min(cell, cap), width, gap, m, full_titles);
 }
 
 // The window of cells every map shows at the current zoom (linked across maps, so the same
@@ -489,30 +553,56 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
   return reset;
 }
 
-// The module's card: its maps (the concatenated context, out_proj's weight, the output) as the
-// n-th card of the grid, in tiles of the heads' size.
-void drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vector<ModuleMap>& maps, int n,
-                    const Arrangement& a, float card_w, float card_h, float tile_w, float tile_h, float left_margin,
-                    float header, float gap, ImVec2 grid_origin) {
+// A card's heading: its parts after the first ("  ·  " apart) go while it is wider than the card,
+// then it wraps; never cut. The grid reserves `heading_h` for it.
+void drawCardHeading(std::string heading, float width) {
+  for (std::size_t cut; ImGui::CalcTextSize(heading.c_str()).x > width && (cut = heading.rfind("  ·  ")) != std::string::npos;)
+    heading.resize(cut);
+  ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
+  ImGui::TextUnformatted(heading.c_str());
+  ImGui::PopTextWrapPos();
+}
+
+// The heading's narrowest form (its first part) and its height within `width`.
+void measureHeading(const std::string& heading, float width, float line, CardNeed& card) {
+  const std::string first = heading.substr(0, heading.find("  ·  "));
+  card.heading_w = ImGui::CalcTextSize(first.c_str()).x;
+  card.heading_h = ImGui::CalcTextSize(first.c_str(), nullptr, false, width).y - ImGui::GetTextLineHeight() + line;
+}
+
+// A map's title within its tile: its last parts (two spaces apart) go while it is wider — the
+// shape, then the detail; the first part always stays whole (the grid makes the tile that wide).
+std::string tileTitle(std::string title, float width) {
+  for (std::size_t cut; ImGui::CalcTextSize(title.c_str()).x > width && (cut = title.rfind("  ")) != std::string::npos;)
+    title.resize(cut);
+  return title;
+}
+
+float titleWidth(const std::string& title) {
+  return ImGui::CalcTextSize(title.substr(0, title.find("  ")).c_str()).x + px(2);
+}
+
+std::string moduleCardHeading(const Trace& t, int batch) {
+  return std::string("The module: ") + variantTitle(t.model.variant) +
+         (t.model.batch_size > 1 ? "  ·  batch element " + std::to_string(batch + 1) : "");
+}
+
+// The module's card: its maps (the concatenated context, out_proj's weight, the output), each in
+// its tile of the grid's layout.
+void drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vector<ModuleMap>& maps, const Box& card_box,
+                    const std::vector<Box>& tiles, float cell, ImVec2 grid_origin) {
   const Trace& t = *snap.trace;
   const BatchTrace& bt = snap.shown();
   const ViewState& view = ctx.view;
-  const ImVec2 card(grid_origin.x + (n % a.card_cols) * card_w, grid_origin.y + (n / a.card_cols) * card_h);
-  ImGui::SetCursorScreenPos(card);
-  ImGui::Text("The module: %s%s", variantTitle(t.model.variant),
-              t.model.batch_size > 1 ? ("  ·  batch element " + std::to_string(snap.batch + 1)).c_str() : "");
-  // The maps are narrow (d_out columns): each tile as wide as its cells and title need, side by
-  // side across the card's row of the grid.
-  const float row_w = (n % a.card_cols == 0 ? a.card_cols : 1) * card_w;
-  float x = 0, y = 0;
+  ImGui::SetCursorScreenPos(ImVec2(grid_origin.x + card_box.x, grid_origin.y + card_box.y));
+  drawCardHeading(moduleCardHeading(t, snap.batch), card_box.w);
+  layout().widget("card_heading_module");
   for (std::size_t k = 0; k < maps.size(); ++k) {
     const ModuleMapInfo& info = moduleMapInfo(maps[k]);
-    const std::string title = moduleHeading(t, bt, info.map);
+    const Box& b = tiles[k];
+    ImGui::SetCursorScreenPos(ImVec2(grid_origin.x + b.x, grid_origin.y + b.y));
+    const std::string title = tileTitle(moduleHeading(t, bt, info.map), b.w);
     const StageMap values = moduleMapValues(t, bt, info.map);
-    const float w = std::min(tile_w, std::max(a.cell * values.cols() + left_margin, ImGui::CalcTextSize(title.c_str()).x + px(8)));
-    if (x > 0 && x + w > row_w) x = 0, y += tile_h + gap;
-    ImGui::SetCursorScreenPos(ImVec2(card.x + x, card.y + header + y));
-    x += w + gap;
     HeatmapSpec spec;
     spec.id = std::string("b") + std::to_string(snap.batch) + "m" + info.id;
     spec.title = title;
@@ -547,7 +637,8 @@ void drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::ve
     };
     spec.dump = {{"head", -1}, {"module", true}, {"stage", info.id}, {"batch", snap.batch}};
     spec.dimmed = dimmedByLesson(view, info.id);
-    const HeatmapHit hit = drawHeatmap(spec, ImVec2(w, tile_h));
+    spec.cell = cell;
+    const HeatmapHit hit = drawHeatmap(spec, ImVec2(b.w, b.h));
     if (hit.clicked_row >= 0 && !info.parameter) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
   }
 }
@@ -633,8 +724,6 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   if (heads.empty() && !stages.empty()) heads.push_back(0);
   const int H = static_cast<int>(heads.size()), S = static_cast<int>(stages.size());
   const int M = static_cast<int>(module_maps.size());
-  // The module's card is one more card; its maps are narrow and share one row of tiles.
-  const int cards = H + (M > 0 ? 1 : 0), tiles = S > 0 ? S : 1;
   const ImGuiStyle& style = ImGui::GetStyle();
   const float header = ImGui::GetTextLineHeightWithSpacing() + 4;
   const float gap = style.ItemSpacing.x * 2;
@@ -642,86 +731,114 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   float label_w = 0;
   for (const std::string& tok : snap->tokens())
     label_w = std::max(label_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, tok.c_str()).x);
-  const Margins margins{std::min(label_w, px(90)) + px(4),
+  const Margins margins{std::min(label_w, px(90)) + px(4) + 1,  // + 1: rounding must not shorten a token
                         ImGui::GetTextLineHeight() + std::min(label_w, px(48)) + px(6),
                         heatmapColorbarHeight()};
-  int rows = T, cols = std::max(T, 1);
-  if (stages.empty()) {  // the module's card alone (or a figure of one of its maps): tiles its maps' size
-    rows = cols = 1;
-    for (ModuleMap m : module_maps) {
-      const StageMap values = moduleMapValues(t, bt, m);
-      rows = std::max(rows, static_cast<int>(values.rows()));
-      cols = std::max(cols, static_cast<int>(values.cols()));
-    }
-  }
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   // The book's sizes always show their numbers: cells as wide as the widest compact label of the
   // T × T maps (the grid scrolls if need be). Larger maps fit the window and zoom instead.
   // Measured once per result and choice of heads and columns, not every frame (a 64-head wrapper
   // has 55 k labels).
-  float min_cell = 0, full_cell = 0;
+  float min_cell = 0, three_cell = 0, full_cell = 0;
   if (T <= kAlwaysLabelledTokens && !window.rows) {
     std::uint64_t key = snap->serial * 1000003u + static_cast<std::uint64_t>(view.head + 1);
     for (Stage stage : stages) key = key * 31 + static_cast<std::uint64_t>(stage) + 1;
     for (ModuleMap m : module_maps) key = key * 37 + static_cast<std::uint64_t>(m) + 1;
     key = key * 31 + static_cast<std::uint64_t>(fs * 16);
+    key = key * 31 + (view.highlight.empty() ? 1u : 2u);
     if (key != label_cells_key_) {
       label_cells_key_ = key;
-      label_cells_ = {0, 0};
-      // Every shown map of a readable size (a W of GPT-2's 768 inputs is not).
-      auto measure = [&](const StageMap& map, bool dropout) {
+      label_cells_ = {0, 0, 0};
+      // Every shown map of a readable size (a W of GPT-2's 768 inputs is not). Where nn.Linear's
+      // signed weights are in play, a map that may have negatives takes room for a minus sign
+      // whether or not it has one now, so a re-roll does not move the maps; a lesson step's maps
+      // are the step's own (no re-roll), and fit the window better without.
+      const bool linear = t.model.variant != Variant::Simple && t.model.variant != Variant::SelfAttentionV1 &&
+                          view.highlight.empty();
+      auto measure = [&](const StageMap& map, bool dropout, bool may_be_negative) {
         if (map.rows() > kAlwaysLabelledTokens || map.cols() > 64) return;
         for (Eigen::Index i = 0; i < map.rows(); ++i)
           for (Eigen::Index j = 0; j < map.cols(); ++j) {
-            const float v = map(i, j);
+            const float v = linear && may_be_negative && !std::isinf(map(i, j)) ? -std::fabs(map(i, j)) : map(i, j);
             auto need = [&](CellFormat f) {
               const std::string label = dropout ? dropoutCellText(t, v) : cellLabel(v, f);
               return heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, label.c_str()).x);
             };
             label_cells_[0] = std::max(label_cells_[0], need(CellFormat::Compact));
-            label_cells_[1] = std::max(label_cells_[1], need(CellFormat::Decimals4));
+            label_cells_[1] = std::max(label_cells_[1], need(CellFormat::Decimals3));
+            label_cells_[2] = std::max(label_cells_[2], need(CellFormat::Decimals4));
           }
       };
       for (int h : heads) {
         if (!bt.heads[h].hasMaps()) continue;
-        for (Stage stage : stages) measure(StageMap(t, bt.heads[h], stage), stage == Stage::DropoutMask);
+        for (Stage stage : stages) {
+          const bool probabilities = stage == Stage::Weights || stage == Stage::DropoutMask ||
+                                     stage == Stage::DroppedWeights || stage == Stage::Mask;
+          measure(StageMap(t, bt.heads[h], stage), stage == Stage::DropoutMask, !probabilities);
+        }
       }
-      for (ModuleMap m : module_maps) measure(moduleMapValues(t, bt, m), false);
+      for (ModuleMap m : module_maps) measure(moduleMapValues(t, bt, m), false, true);
     }
     min_cell = label_cells_[0];
-    full_cell = label_cells_[1];
+    three_cell = label_cells_[1];
+    full_cell = label_cells_[2];
   }
-  const Arrangement a = arrange(cards, tiles, rows, cols, avail.x - style.ScrollbarSize, avail.y, header, gap, margins, min_cell, full_cell);
-  const float tile_w = std::max(a.cell * cols + margins.left, avail.x / (a.card_cols * a.stage_cols) - gap);
-  const float tile_h = a.cell * rows + margins.top + margins.bottom;
-  const float stride_w = tile_w + gap;
+  // The cards: one per head (the same maps), then the module's. Each map as wide as its columns.
+  const float grid_w = avail.x - style.ScrollbarSize;
+  auto headingOf = [&](int h) {  // a head is named only where there are several; 'simple' has no Q, K, V of its own
+    const std::string shapes = t.model.variant == Variant::Simple
+                                   ? "Q = K = V = X: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width)
+                                   : "Q, K, V: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width);
+    return t.heads > 1 ? "Head " + std::to_string(h + 1) + " of " + std::to_string(t.heads) + "  ·  head width " +
+                             std::to_string(t.head_width) + "  ·  " + shapes
+                       : shapes;
+  };
+  std::vector<CardNeed> needs;
+  for (int n = 0; n < H; ++n) {
+    CardNeed card;
+    measureHeading(headingOf(heads[n]), grid_w, header, card);
+    for (Stage stage : stages) {
+      const StageInfo& info = stageInfo(stage);
+      TileNeed tile;
+      tile.rows = info.parameter ? t.d_in : window.rows > 0 ? window.rows : T;
+      tile.cols = !info.square ? t.head_width : window.cols > 0 ? window.cols : T;
+      tile.title_w = titleWidth(stageHeading(t, stage));
+      tile.full_title_w = ImGui::CalcTextSize(stageHeading(t, stage).c_str()).x + px(8);
+      card.tiles.push_back(tile);
+    }
+    needs.push_back(std::move(card));
+  }
+  if (M > 0) {
+    CardNeed card;
+    measureHeading(moduleCardHeading(t, batch), grid_w, header, card);
+    for (ModuleMap m : module_maps) {
+      const StageMap values = moduleMapValues(t, bt, m);
+      const std::string title = moduleHeading(t, bt, m);
+      card.tiles.push_back({static_cast<int>(values.rows()), static_cast<int>(values.cols()), titleWidth(title),
+                            ImGui::CalcTextSize(title.c_str()).x + px(8)});
+    }
+    needs.push_back(std::move(card));
+  }
+  // A lesson step keeps its maps in view while they show three decimals.
+  const float whole_cell = view.highlight.empty() ? full_cell : three_cell;
+  // Whole titles ("context  2 heads concatenated  6×4") where they cost neither cell size nor rows.
+  GridLayout g = arrangeGrid(needs, grid_w, avail.y, gap, margins, min_cell, whole_cell, full_cell, px(72), false);
+  const GridLayout whole = arrangeGrid(needs, grid_w, avail.y, gap, margins, min_cell, whole_cell, full_cell, px(72), true);
+  if (whole.cell >= g.cell - 0.5f && whole.height <= std::max(g.height, avail.y)) g = whole;
 
-  // Colour ranges: per map, or shared per stage across heads.
   const ImVec2 grid_origin = ImGui::GetCursorScreenPos();
-  const int stage_rows = (tiles + a.stage_cols - 1) / a.stage_cols;
-  const float card_w = a.stage_cols * stride_w, card_h = header + stage_rows * (tile_h + gap);
   const int selected_row = captureHidesSelection() ? -1 : std::clamp(view.token, 0, T - 1);  // figures: no outline
   // Which cards the grid's window shows: their heads are computed first after the next edit.
   const float visible_top = ImGui::GetWindowPos().y, visible_bottom = visible_top + ImGui::GetWindowHeight();
   visible_heads_.clear();
   for (int n = 0; n < H; ++n) {
     const int h = heads[n];
-    const int cr = n / a.card_cols, cc = n % a.card_cols;
-    const ImVec2 card(grid_origin.x + cc * card_w, grid_origin.y + cr * card_h);
+    const Box& box = g.cards[static_cast<std::size_t>(n)];
+    const ImVec2 card(grid_origin.x + box.x, grid_origin.y + box.y);
     ImGui::SetCursorScreenPos(card);
-    // A head is named only where there are several; 'simple' has no Q, K, V of its own.
-    const std::string shapes = t.model.variant == Variant::Simple
-                                   ? "Q = K = V = X: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width)
-                                   : "Q, K, V: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width);
-    std::string heading = t.heads > 1 ? "Head " + std::to_string(h + 1) + " of " + std::to_string(t.heads) + "  ·  head width " +
-                                            std::to_string(t.head_width) + "  ·  " + shapes
-                                      : shapes;
-    // Within its card (narrow cards side by side at large text): the shapes, then the width, go first.
-    for (std::size_t cut; ImGui::CalcTextSize(heading.c_str()).x > card_w - gap && (cut = heading.rfind("  ·  ")) != std::string::npos;)
-      heading.resize(cut);
-    ImGui::TextUnformatted(fitText(heading, card_w - gap).c_str());
+    drawCardHeading(headingOf(h), box.w);
     layout().widget("card_heading_" + std::to_string(h));
-    if (card.y + card_h > visible_top && card.y < visible_bottom) visible_heads_.push_back(h);
+    if (card.y + box.h > visible_top && card.y < visible_bottom) visible_heads_.push_back(h);
     if (!bt.heads[h].hasMaps()) {  // off screen when the edit was made: its maps follow shortly
       ImGui::SetCursorScreenPos(ImVec2(card.x, card.y + header));
       ImGui::TextDisabled("computing the maps of head %d…", h + 1);
@@ -730,21 +847,18 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     for (int k = 0; k < S; ++k) {
       const Stage stage = stages[k];
       const StageInfo& info = stageInfo(stage);
-      const ImVec2 tile(card.x + (k % a.stage_cols) * stride_w, card.y + header + (k / a.stage_cols) * (tile_h + gap));
+      const Box& b = g.tiles[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)];
+      const ImVec2 tile(grid_origin.x + b.x, grid_origin.y + b.y);
       ImGui::SetCursorScreenPos(tile);
       if (h == reveal_head_ && stage == reveal_stage_) {  // its top (with the title) at the window's
         const float top = ImGui::GetWindowPos().y;
-        if (tile.y < top || tile.y + tile_h > top + ImGui::GetWindowHeight())
+        if (tile.y < top || tile.y + b.h > top + ImGui::GetWindowHeight())
           ImGui::SetScrollY(ImGui::GetScrollY() + (tile.y - top) - gap);
       }
       const HeadTrace& head = bt.heads[h];
       HeatmapSpec spec;
       spec.id = std::string("b") + std::to_string(batch) + "h" + std::to_string(h) + info.id;
-      spec.title = stageHeading(t, stage);
-      // A narrow tile (GPT-2's maps at 1280 px) drops the title's last parts — the shape, then the
-      // detail — before the widget shortens what is left with "…".
-      for (std::size_t cut; ImGui::CalcTextSize(spec.title.c_str()).x > tile_w && (cut = spec.title.rfind("  ")) != std::string::npos;)
-        spec.title.resize(cut);
+      spec.title = tileTitle(stageHeading(t, stage), b.w);
       spec.values = StageMap(t, head, stage);
       applyLook(spec, stageLook(*snap, view, stage, h));
       spec.row_labels = info.parameter ? &snap->dims : &snap->tokens();  // a weight's rows: input dims
@@ -763,7 +877,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       }
       // A lesson step names the maps it is about: the others recede.
       spec.dimmed = dimmedByLesson(view, info.id);
-      HeatmapHit hit = drawHeatmap(spec, ImVec2(tile_w, tile_h));
+      spec.cell = g.cell;  // the same cells in every map
+      HeatmapHit hit = drawHeatmap(spec, ImVec2(b.w, b.h));
       if (hit.clicked_row >= 0) cmd.push("select_token", {{"index", hit.clicked_row}});
       if (hit.hover_row >= 0) wheel_on_map_ = true;
       const std::string menu = spec.id + "##menu";
@@ -783,11 +898,10 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       if (hit.wheel != 0 || hit.pan_rows != 0 || hit.pan_cols != 0) applyZoom(zoom_, center_row_, center_col_, hit, T);
     }
   }
-  if (M > 0) drawModuleCard(ctx, *snap, module_maps, H, a, card_w, card_h, tile_w, tile_h, margins.left, header, gap, grid_origin);
+  if (M > 0) drawModuleCard(ctx, *snap, module_maps, g.cards.back(), g.tiles.back(), g.cell, grid_origin);
   // Reserve the grid's full extent so the child scrolls when it is larger than the panel.
-  const int card_rows = (cards + a.card_cols - 1) / a.card_cols;
   ImGui::SetCursorScreenPos(grid_origin);
-  ImGui::Dummy(ImVec2(a.card_cols * card_w, card_rows * card_h));
+  ImGui::Dummy(ImVec2(g.width, g.height));
   ImGui::EndChild();
 }
 

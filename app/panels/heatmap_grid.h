@@ -54,7 +54,7 @@ class HeatmapGrid {
   char go_to_[64] = "";                     // the "go to" field's text
   std::vector<int> visible_heads_;          // cards on screen in the last frame
   std::uint64_t label_cells_key_ = 0;       // what label_cells_ was measured for
-  std::array<float, 2> label_cells_{};      // cell sides the compact and the four-decimal labels need
+  std::array<float, 3> label_cells_{};      // cell sides the compact, three- and four-decimal labels need
   std::shared_ptr<const Snapshot> shown_;     // the result drawn last frame
   std::shared_ptr<const Snapshot> previous_;  // the one before an edit, while its changes are outlined
   double outline_from_ = 0;                   // when that edit's result came

@@ -269,20 +269,22 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     label_w = std::max(label_w, small->CalcTextSizeA(fs, FLT_MAX, 0, (*s.row_labels)[i].c_str()).x);
   for (int j = c0; j < c0 + nc && s.col_labels; ++j)
     col_label_w = std::max(col_label_w, small->CalcTextSizeA(fs, FLT_MAX, 0, (*s.col_labels)[j].c_str()).x);
-  const float left = s.compact ? 0 : std::min(label_w, size.x * 0.28f) + px(4);
+  // The row labels' band: at most 28 % of the width, or what the grid's cells leave.
+  const float left = s.compact ? 0 : std::min(label_w, s.cell > 0 ? std::max(size.x - s.cell * nc - px(4), 0.0f) : size.x * 0.28f) + px(4);
   // Colorbar: a gap, the bar, then the range labels (the legend shares their line).
   const float colorbar_h = s.compact ? 0 : heatmapColorbarHeight();
   const float title_h = s.compact ? 0 : ui;
   const float avail_w = size.x - left;
   float top_band = s.compact ? 0 : fs + px(4);
-  float cell = std::min(avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr);
+  const float most = s.cell > 0 ? s.cell : FLT_MAX;
+  float cell = std::min({avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr, most});
   // Key labels across while every one fits its column with room to spare (the same room the
   // thinning below asks for), else upright: never every other key's name missing.
   const float col_label_room = col_label_w + 6;
   const bool vertical = !s.compact && col_label_room > cell && nc > 1;
   if (vertical) {
     top_band = std::min(col_label_w, std::min(size.y * 0.18f, px(48))) + px(6);
-    cell = std::min(avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr);
+    cell = std::min({avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr, most});
   }
   cell = std::max(cell, 0.05f);
   const ImVec2 p0(origin.x + left, origin.y + title_h + top_band);

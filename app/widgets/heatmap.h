@@ -51,6 +51,9 @@ struct HeatmapSpec {
   bool dimmed = false;                             // drawn faded: a lesson step is about other maps
   std::vector<std::pair<int, int>> outlined;       // cells an edit just changed: outlined …
   float outline_alpha = 0;                         // … this opaque (fading out)
+  float cell = 0;                                  // the cells' side as a grid laid them out (the same in
+                                                   // every map; the labels take the rest of the width);
+                                                   // 0: as large as the size allows
 };
 
 struct HeatmapHit {

@@ -13,6 +13,27 @@ std::string withTrueMinus(std::string s) {
   return "−" + s.substr(1);
 }
 
+// A value too small for `decimals` decimals ("0.00" would say zero) in one significant digit,
+// scientific: "3e−4", "−5e−3"; true minus in the mantissa and the exponent.
+std::string tinyLabel(float v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.0e", static_cast<double>(v));  // "-3e-04"
+  std::string s = buf;
+  const std::size_t e = s.find('e');
+  std::string mantissa = s.substr(0, e), exponent = s.substr(e + 1);
+  const bool negative_exponent = exponent[0] == '-';
+  exponent = exponent.substr(exponent.find_first_not_of("+-0") == std::string::npos ? exponent.size() - 1
+                                                                                    : exponent.find_first_not_of("+-0"));
+  return withTrueMinus(mantissa) + "e" + (negative_exponent ? "−" : "") + exponent;
+}
+
+// Whether v, nonzero, prints as zero with `decimals` decimals ("0.000", "−0.000").
+bool roundsToZero(float v, int decimals) {
+  if (v == 0 || std::isinf(v)) return false;
+  const std::string s = formatFixed(v, decimals);
+  return s.find_first_of("123456789") == std::string::npos;
+}
+
 }  // namespace
 
 std::string formatFixed(float v, int decimals) {
@@ -47,16 +68,18 @@ const char* cellFormatId(CellFormat f) {
 
 std::string cellLabel(float v, CellFormat f) {
   if (!(std::fabs(v) < 9.995f) && !std::isinf(v)) return formatShort(v);
+  const int decimals = f == CellFormat::Decimals4 ? 4 : f == CellFormat::Decimals3 ? 3 : 2;
+  if (roundsToZero(v, decimals)) return tinyLabel(v);  // never "0.00" for a value that is not 0
   switch (f) {
     case CellFormat::Decimals4: return formatFixed(v, 4);
     case CellFormat::Decimals3: return formatFixed(v, 3);
     case CellFormat::Decimals2: return formatFixed(v, 2);
     case CellFormat::Compact: {
+      if (v == 0) return "0";  // an exact zero only: a tiny value took the branch above
       std::string s = formatFixed(v, 2);  // "0.29" → ".29", "−0.11" → "−.11"; "1.00" stays
       const std::string minus = "−";
       const std::size_t digits = s.rfind(minus, 0) == 0 ? minus.size() : 0;
-      if (s.compare(digits, 2, "0.") == 0 && s != "0.00") s.erase(digits, 1);
-      if (s == "0.00") s = "0";
+      if (s.compare(digits, 2, "0.") == 0) s.erase(digits, 1);
       return s;
     }
   }

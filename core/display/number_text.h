@@ -15,7 +15,9 @@ std::string formatShort(float v);
 // The labels of a heatmap's cells, from the notebook's four decimals down to the most compact form
 // that still reads one way only: two decimals without the leading zero (".29", "−.11"). A map uses
 // the first that fits every cell it shows; 10 and more keep three significant digits; always a
-// true minus.
+// true minus. A nonzero value never prints as zero: one too small for the format's decimals
+// prints in one significant digit, scientific ("3e−4", "−4e−3"); an exact zero as the format
+// prints it ("0.0000", compact "0").
 enum class CellFormat { Decimals4, Decimals3, Decimals2, Compact };
 const std::array<CellFormat, 4>& cellFormats();  // in that order
 const char* cellFormatId(CellFormat f);          // "decimals4", …, "compact": the layout dump

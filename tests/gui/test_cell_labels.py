@@ -5,6 +5,10 @@
 # rendered whole and, to see each map in view as well, two columns of one head at a time. At 1280 ×
 # 800 maps of 6 tokens have room for at least two decimals: a map that falls back to the compact
 # form, or shows nothing, fails. Row-sum normalization's weights are titled as such.
+# The book's presets as they open (their default maps, all heads, the module's card) show the
+# notebook's four decimals on every map at 1280 × 800 and at 1600 × 1000: each map as wide as its
+# columns (a 6 × 2 context narrow, a 6 × 6 map wider), cells as wide as "−0.4519" needs, the grid
+# scrolling down rather than dropping decimals.
 # Usage: test_cell_labels.py APP CLI ASSETS_DIR
 import copy
 import json
@@ -22,6 +26,40 @@ EXAMPLES = [  # (preset, model changes)
     ("multihead_wrapper", {"dropout": 0.5, "training": True}),
 ]
 READABLE = {"decimals4", "decimals3", "decimals2", "custom"}  # custom: the dropout mask's ×2.0 / 0
+# The book's examples (T ≤ 12), as the notebook prints them: four decimals.
+BOOK_PRESETS = ["simple", "simple_sum", "self_attention_v1", "self_attention_v2", "causal", "causal_dropout",
+                "multihead", "multihead_wrapper"]
+NOTEBOOK = {"decimals4", "custom"}
+
+
+ALL_MAPS = ["w_query", "w_key", "w_value", "queries", "keys", "values", "scores", "masked_scores", "scaled_scores",
+            "weights", "dropout_mask", "dropped_weights", "context", "concat", "out_proj", "output"]
+
+
+def check_notebook_decimals(app, assets, tmp, size, failures):
+    """Every map of each book preset, opened as it is — and the multi-head ones with every map on,
+    W_query 3 × 1 to the output 6 × 2 — shows four decimals at `size`."""
+    workspaces = [(p, os.path.join(assets, "presets", p + ".json")) for p in BOOK_PRESETS]
+    for preset in ("multihead", "multihead_wrapper"):
+        with open(os.path.join(assets, "presets", preset + ".json")) as f:
+            ws = json.load(f)
+        ws.setdefault("view", {})["columns"] = ALL_MAPS
+        path = os.path.join(tmp, f"{preset}-all-maps.json")
+        with open(path, "w") as f:
+            json.dump(ws, f)
+        workspaces.append((preset + "-all-maps", path))
+    with g.Xvfb(size + "x24") as xvfb:
+        for preset, workspace in workspaces:
+            name = f"{preset}-{size}"
+            dump = g.render(app, workspace, os.path.join(tmp, name + ".png"), os.path.join(tmp, name + ".layout.json"),
+                            xvfb.display, size=size)
+            if not dump["heatmaps"]:
+                failures.append(f"{name}: no maps")
+            for m in dump["heatmaps"]:
+                if not m.get("values_shown") or m.get("label_format") not in NOTEBOOK:
+                    failures.append(f"{name}: {m['id']} ({m['title']}) labelled "
+                                    f"{m.get('label_format') if m.get('values_shown') else 'nothing'} "
+                                    f"(cell {m['cell']:.1f} px), the notebook prints four decimals")
 
 
 def main():
@@ -66,7 +104,10 @@ def main():
         titles = [m.get("title", "") for m in dump["heatmaps"] if m["stage"] == "weights"]
         if not titles or any("row sum" not in t or "softmax" in t for t in titles):
             failures.append(f"simple_sum: weights titled {titles}, expected '÷ row sum' and no 'softmax'")
-    print(f"{runs} renders at 1280x800")
+        for size in ("1280x800", "1600x1000"):
+            check_notebook_decimals(app, assets, tmp, size, failures)
+            runs += len(BOOK_PRESETS) + 2
+    print(f"{runs} renders at 1280x800 and 1600x1000")
     for f in failures:
         print("FAIL:", f)
     return 1 if failures else 0

@@ -238,6 +238,11 @@ def main():
 
             def tooltips_and_clicks():
                 path = preset_copy(args.presets, "causal_dropout", work)
+                with open(path) as f:  # the two maps hovered, both in view (the grid scrolls the others)
+                    ws = json.load(f)
+                ws.setdefault("view", {})["columns"] = ["weights", "dropped_weights"]
+                with open(path, "w") as f:
+                    json.dump(ws, f)
                 trace = None
                 with start_ready(args.app, display.name, ["--open", path]) as app:
                     d = app.settled("the statistics", lambda d: "head_statistics" in d["state"])

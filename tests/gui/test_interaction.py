@@ -116,8 +116,14 @@ def heads_drawn(d):
 
 
 def weights_maps(d):
-    """The weights maps in view (the dump also lists maps scrolled away, in_view false)."""
-    return [m for m in d["heatmaps"] if m["stage"] == "weights" and m.get("in_view", True)]
+    """The weights maps wholly in view (the dump also lists maps scrolled away, in_view false, and
+    the grid scrolls rather than drop the notebook's decimals, so a map may show only its top)."""
+    area = d["panels"]["heatmaps"]
+
+    def whole(c):
+        return c["y"] >= area["y"] - 1 and c["y"] + c["h"] <= area["y"] + area["h"] + 1 and \
+            c["x"] >= area["x"] - 1 and c["x"] + c["w"] <= area["x"] + area["w"] + 1
+    return [m for m in d["heatmaps"] if m["stage"] == "weights" and m.get("in_view", True) and whole(m["cells"])]
 
 
 def step_heads(app, want_before, button, want_after):
@@ -209,7 +215,7 @@ def step_reroll(app_path, preset_path, display, cli, assets, tmp):
     img_a = g.load_png(png_a)
     ws_a = json.loads(img_a.info["attnscope-workspace"])
     g.check(ws_a["model"]["seed"] == seed_a, f"the PNG before re-roll carries seed {ws_a['model']['seed']}, not {seed_a}")
-    d_a = {"heatmaps": d_b["heatmaps"], "state": dict(d_b["state"], workspace=ws_a)}
+    d_a = {"heatmaps": d_b["heatmaps"], "panels": d_b["panels"], "state": dict(d_b["state"], workspace=ws_a)}
     img_a = check_map_colours(png_a, d_a, cli, assets, tmp, f"before re-roll (seed {seed_a})")
     g.check(d_b["state"]["seed"] == seed_b, f"state.seed is {d_b['state']['seed']} after re-roll, expected {seed_b}")
     g.check(d_b["state"]["workspace"]["model"]["seed"] == seed_b, "state.seed and the workspace's seed disagree")
@@ -302,7 +308,18 @@ def main():
         with tempfile.TemporaryDirectory(prefix="attnscope-gui-ui-") as tmp, g.Xvfb() as x:
             try:
                 # The real mouse and keyboard: a button, F12, a heatmap row click.
-                app = App(app_path, os.path.join(assets, "presets", "multihead.json"), x.display, tmp, "multihead")
+                # The weights maps only: the grid scrolls rather than drop the notebook's four
+                # decimals, so with more maps head 1's weights need not be wholly in view to be
+                # clicked; and cells as wide as the labels need follow a signed map's minus signs,
+                # which a re-roll may add or take away (the weights have none). The dropout mask
+                # (none at p = 0) keeps the note line "no dropout in this step" when the re-roll drops
+                # the preset's note, so the maps stay where they were.
+                with open(os.path.join(assets, "presets", "multihead.json")) as f:
+                    ws = json.load(f)
+                ws.setdefault("view", {})["columns"] = ["weights", "dropout_mask"]
+                with open(os.path.join(tmp, "multihead.json"), "w") as f:
+                    json.dump(ws, f)
+                app = App(app_path, os.path.join(tmp, "multihead.json"), x.display, tmp, "multihead")
                 app.find_window()
                 step_heads(app, 2, "num_heads_minus", 1)
                 step_heads(app, 1, "num_heads_plus", 2)
@@ -311,7 +328,7 @@ def main():
                 app.stop()
                 app = None
                 # States a click leads to, reached with commands, headless.
-                step_reroll(app_path, os.path.join(assets, "presets", "multihead.json"), x.display, cli, assets, tmp)
+                step_reroll(app_path, os.path.join(tmp, "multihead.json"), x.display, cli, assets, tmp)
                 step_heads_commands(app_path, os.path.join(assets, "presets", "multihead_wrapper.json"), x.display, tmp, 2, 3)
             finally:
                 if app:

@@ -5,6 +5,11 @@ headless (`attnscope --lesson FILE --step N --screenshot`) at a projector's 1280
 - lesson_step = N and lesson_maps = the step's maps; every heatmap the step names is drawn and not
   dimmed, every other one dimmed; for the book's six tokens the named maps are in view with their
   numbers, and the lesson panel shows the code and the print-out whole (no scrolling needed);
+- the named maps print the notebook's numbers: four decimals at 1600×1000 and at least three at
+  1280×720 (the layout dump's label_format; the dropout mask has its own ×2.0 / 0 labels), each
+  map as wide as its columns;
+- no title is cut: no map title ends in "…" and every card's heading (the module's too) lies whole
+  within the maps' area;
 - the lesson in its own column, the maps keeping most of the window;
 - and the numbers the step quotes as the notebook's print-out are the notebook's (transcribed
   below from the seed notebooks, /work/shared/seeds at the time of writing) and are what the app
@@ -212,6 +217,11 @@ def check_numbers(title, state, prints, trace):
         raise AssertionError(f"no notebook numbers known for the step {title!r}: add them to this test")
 
 
+# The label formats a step's maps must have (docs/DESIGN.md §3.4): the notebook's four decimals
+# where there is room, three at the projector's 1280×720; "custom": the dropout mask's ×2.0 / 0.
+DECIMALS = {"1280x720": {"decimals4", "decimals3", "custom"}, "1600x1000": {"decimals4", "custom"}}
+
+
 def inside(r, box, what):
     if r["y"] < box["y"] - 1 or r["y"] + r["h"] > box["y"] + box["h"] + 1 or r["x"] < box["x"] - 1 or \
             r["x"] + r["w"] > box["x"] + box["w"] + 1:
@@ -291,9 +301,22 @@ def main():
                 if small and not (m["in_view"] and m["values_shown"]):
                     problems.append(f"{m['id']}: in view {m['in_view']}, values shown {m['values_shown']} "
                                     f"(cell {m['cell']:.1f} px)")
+                if small and m["values_shown"] and m.get("label_format") not in DECIMALS[size]:
+                    problems.append(f"{m['id']} ({m['title']}): labelled {m.get('label_format')} "
+                                    f"(cell {m['cell']:.1f} px), expected one of {sorted(DECIMALS[size])}")
                 cells, box = m["cells"], main
                 if small and (cells["x"] + cells["w"] > box["x"] + box["w"] + 1 or cells["y"] + cells["h"] > box["y"] + box["h"] + 1):
                     problems.append(f"{m['id']}: its cells {cells} run past the maps' area {box}")
+        # Titles whole: shortened to their first part at most, never cut with "…"; headings wrap.
+        for m in d["heatmaps"]:
+            if "…" in m["title"]:
+                problems.append(f"{m['id']}: its title {m['title']!r} is cut")
+        headings = {k: r for k, r in d["widgets"].items() if k.startswith("card_heading_")}
+        if any(m.get("module") for m in d["heatmaps"]) and "card_heading_module" not in headings:
+            problems.append("the module's card has no heading in the layout dump")
+        for k, r in headings.items():
+            if r["x"] + r["w"] > main["x"] + main["w"] + 1:
+                problems.append(f"{k} {r} runs past the maps' area {main}: cut")
         # The numbers: the notebook's, quoted by the step and computed by the app (once per step).
         if n not in checked_numbers:
             trace = cli_trace_of(args.cli, s["workspace"], work, f"step{n}.json") if small else None

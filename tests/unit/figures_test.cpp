@@ -73,12 +73,41 @@ TEST(NumberText, CellLabelsFromFourDecimalsToCompact) {
   EXPECT_EQ(cellLabel(0.2899f, CellFormat::Compact), ".29");
   EXPECT_EQ(cellLabel(-0.1123f, CellFormat::Compact), "−.11");
   EXPECT_EQ(cellLabel(1.0f, CellFormat::Compact), "1.00");
-  EXPECT_EQ(cellLabel(0.001f, CellFormat::Compact), "0");
+  EXPECT_EQ(cellLabel(0.0f, CellFormat::Compact), "0");
   EXPECT_EQ(cellLabel(12.3456f, CellFormat::Decimals4), "12.3");
   EXPECT_EQ(cellLabel(-kInf, CellFormat::Compact), "−∞");
   ASSERT_EQ(cellFormats().size(), 4u);
   EXPECT_STREQ(cellFormatId(cellFormats()[0]), "decimals4");
   EXPECT_STREQ(cellFormatId(cellFormats()[3]), "compact");
+}
+
+// A label never says 0 for a value that is not 0 (issue 11): a value too small for the map's
+// decimals prints in one significant digit, scientific, with true minus signs; exact zeros stay
+// as the notebook prints them.
+TEST(NumberText, ANonzeroValueNeverPrintsAsZero) {
+  EXPECT_EQ(cellLabel(0.0031f, CellFormat::Decimals2), "3e−3");
+  EXPECT_EQ(cellLabel(-0.0042f, CellFormat::Decimals2), "−4e−3");
+  EXPECT_EQ(cellLabel(-0.0042f, CellFormat::Compact), "−4e−3");
+  EXPECT_EQ(cellLabel(0.001f, CellFormat::Compact), "1e−3");
+  EXPECT_EQ(cellLabel(0.00031f, CellFormat::Decimals3), "3e−4");
+  EXPECT_EQ(cellLabel(-0.00004f, CellFormat::Decimals4), "−4e−5");
+  EXPECT_EQ(cellLabel(2.4e-12f, CellFormat::Decimals4), "2e−12");
+  // Large enough for the format: the fixed decimals, rounded as printf rounds.
+  EXPECT_EQ(cellLabel(0.0078f, CellFormat::Decimals2), "0.01");
+  EXPECT_EQ(cellLabel(-0.0051f, CellFormat::Decimals2), "−0.01");
+  EXPECT_EQ(cellLabel(-0.0051f, CellFormat::Compact), "−.01");
+  EXPECT_EQ(cellLabel(0.0006f, CellFormat::Decimals3), "0.001");
+  EXPECT_EQ(cellLabel(0.00006f, CellFormat::Decimals4), "0.0001");
+  // Exact zeros (a dropped weight, softmax of −∞) as the notebook prints them; negative zero too.
+  EXPECT_EQ(cellLabel(0.0f, CellFormat::Decimals4), "0.0000");
+  EXPECT_EQ(cellLabel(-0.0f, CellFormat::Decimals2), "0.00");
+  EXPECT_EQ(cellLabel(-0.0f, CellFormat::Compact), "0");
+  // Whatever the format, no label of a nonzero value reads as zero.
+  for (CellFormat f : cellFormats())
+    for (float v : {1e-7f, -3e-6f, 0.00049f, -0.0049f, 0.0049f, -0.00004999f}) {
+      const std::string label = cellLabel(v, f);
+      EXPECT_NE(label.find_first_of("123456789"), std::string::npos) << v << " as " << cellFormatId(f) << ": " << label;
+    }
 }
 
 TEST(MapFileFormat, TheTypedExtensionWinsOverTheChoice) {
