@@ -91,6 +91,8 @@ screenshots: build
 	$(XVFB) $(APP) --open assets/presets/causal_dropout.json --commands $(SHOTS)/lines-selected.commands.json --screenshot $(SHOTS)/lines-journey-2x.png --panel lines --scale 2 --theme light
 	$(XVFB) $(APP) --open assets/presets/gpt2-small.json --commands $(SHOTS)/lines.commands.json --screenshot $(SHOTS)/lines-gpt2-small.png --panel lines
 	$(XVFB) $(APP) --open assets/presets/multihead.json --commands $(SHOTS)/compare.commands.json --screenshot $(SHOTS)/compare-dropout.png
+	$(XVFB) $(APP) --open assets/presets/gpt2-small.json --commands $(SHOTS)/compare-seed.commands.json --screenshot $(SHOTS)/compare-gpt2-small.png
+	$(XVFB) $(APP) --open assets/presets/gpt2-small.json --commands $(SHOTS)/log-scale.commands.json --screenshot $(SHOTS)/gpt2-small-log.png
 	rm -f $(SHOTS)/tour/*.png
 	for n in $(TOUR_STEPS); do \
 	  $(XVFB) $(APP) --lesson $(TOUR_LESSON) --step $$n --size 1280x720 \

@@ -172,7 +172,7 @@ void CompareView::draw(const PanelContext& ctx) {
     const float need_w = left + (labelled ? label_cell * static_cast<float>(C) : px(80));
     const int per_line = std::clamp(static_cast<int>((avail_w + gap) / (need_w + gap)), 1, 3);
     const float tile_w = std::max(px(120), (avail_w - static_cast<float>(per_line - 1) * gap) / static_cast<float>(per_line));
-    const float cell = std::max(1.0f, std::min(tile_w - left, labelled ? label_cell * 2.0f * static_cast<float>(C) : FLT_MAX) /
+    const float cell = std::max(0.05f, std::min(tile_w - left, labelled ? label_cell * 2.0f * static_cast<float>(C) : FLT_MAX) /
                                           static_cast<float>(C));
     const float tile_h = std::min(std::max(px(90), cell * static_cast<float>(R) + top + heatmapColorbarHeight()),
                                   std::max(px(160), visible_h * 0.9f));
@@ -248,6 +248,9 @@ void CompareView::draw(const PanelContext& ctx) {
         spec.owner = d;
         spec.version = a.serial * 1000003u + b->serial;
         spec.colormap = Colormap::Coolwarm;
+        // Per row, each query's changes show however small beside another's (GPT-2: one row's 0.25
+        // would leave the rest white); log has no meaning for signed differences.
+        spec.scale = view.colour_scale == ColourScale::Row ? ColourScale::Row : ColourScale::Linear;
         spec.range = d->max_abs > 0 ? ValueRange{-d->max_abs, d->max_abs} : ValueRange{-1, 1};
         spec.legend = d->changed == 0 ? "no cell changed" : "blue: B smaller · red: B larger";
         spec.dump["max_abs_delta"] = d->max_abs;
