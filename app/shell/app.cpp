@@ -114,6 +114,7 @@ void App::apply(const Command& c, double now) {
         if (!kept.empty()) notify("Opened " + c.text("path") + ". The unsaved changes before it are kept in " + kept, now);
         return;
       }
+      if (c.name == "paste_embeddings" || c.name == "paste_parameters") return paste(c, now);
       if (doc_.apply(c) == DocumentChange::Replaced) replaced(c, now);
       if (!doc_.note().empty()) showToast(doc_.note(), false, now);  // num_heads or seed moved
       clampView();
@@ -125,6 +126,27 @@ void App::apply(const Command& c, double now) {
       applyApp(c, now);
       return;
   }
+}
+
+void App::paste(const Command& c, double now) {
+  Command filled = c;
+  if (!c.has("text")) {  // Edit › Paste, Ctrl+Shift+V, or a script asking for the real clipboard
+    const std::string text = hooks_.clipboard_text ? hooks_.clipboard_text() : "";
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+      throw InputError(c.name == "paste_parameters"
+                           ? "Nothing pasted: the clipboard holds no text. Copy what print(m.state_dict()) shows in your "
+                             "notebook, then Edit › Paste parameters"
+                           : "Nothing pasted: the clipboard holds no text. Copy what print(x) shows in your notebook, "
+                             "then Edit › Paste embeddings (Ctrl+Shift+V)");
+    filled.args["text"] = text;
+  }
+  try {
+    doc_.apply(filled);
+  } catch (const InputError& e) {  // the table is as it was
+    throw InputError(std::string("Nothing pasted: ") + e.what());
+  }
+  showToast(doc_.note(), false, now);
+  clampView();
 }
 
 void App::replaced(const Command& c, double now) {
@@ -156,6 +178,7 @@ void App::replaced(const Command& c, double now) {
   heatmap_grid_.reset();
   pipeline_.reset();
   lines_.reset();
+  weights_.reset();
   inputs_panel_.reset();
   if (c.name == "open") {
     dialogs_.remember(c.text("path"));
@@ -535,10 +558,11 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     // ImGui shows that was not asked for is the user's click, and becomes a `view` command.
     const bool ask = view_.tab != shown_tab_ && view_.tab != pending_tab_;
     if (ask) pending_tab_ = view_.tab;
-    for (const char* tab : {"heatmaps", "pipeline", "lines"}) {
+    for (const char* tab : {"heatmaps", "pipeline", "lines", "parameters"}) {
       const ImGuiTabItemFlags flags = ask && view_.tab == tab ? ImGuiTabItemFlags_SetSelected : 0;
       const std::string id = tab;
-      const bool open = ImGui::BeginTabItem(id == "heatmaps" ? "Heatmaps" : id == "pipeline" ? "Pipeline" : "Lines", nullptr, flags);
+      const char* title = id == "heatmaps" ? "Heatmaps" : id == "pipeline" ? "Pipeline" : id == "lines" ? "Lines" : "Weights";
+      const bool open = ImGui::BeginTabItem(title, nullptr, flags);
       layout().widget(std::string("tab_") + tab);
       if (open) {
         if (pending_tab_ == tab) pending_tab_.clear();  // what was asked for
@@ -547,7 +571,8 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
         shown_tab_ = tab;
         if (id == "heatmaps") heatmap_grid_.draw(ctx);
         else if (id == "pipeline") pipeline_.draw(ctx, ImGui::GetContentRegionAvail());
-        else lines_.draw(ctx, ImGui::GetContentRegionAvail());
+        else if (id == "lines") lines_.draw(ctx, ImGui::GetContentRegionAvail());
+        else weights_.draw(ctx, ImGui::GetContentRegionAvail());
         ImGui::EndTabItem();
       }
     }
@@ -610,7 +635,7 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   shown.view = savedView(view_, shown.view);
   caption_ = spec.caption ? captionText(spec) : "";
   const ViewState saved = view_;
-  if (spec.panel == "pipeline" || spec.panel == "lines") view_.tab = spec.panel;
+  if (spec.panel == "pipeline" || spec.panel == "lines" || spec.panel == "parameters") view_.tab = spec.panel;
   if (isHeatmapStage(spec.panel)) {  // that head alone, so the map is as large as it gets
     view_.head = spec.head;
     view_.highlight.clear();  // and never dimmed by a lesson's step

@@ -153,8 +153,8 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     v.show = show;
     v.show_module = show_module;
   } else if (f == "tab") {
-    if (value != "heatmaps" && value != "pipeline" && value != "lines")
-      fail(f, "expected \"heatmaps\", \"pipeline\" or \"lines\"");
+    if (value != "heatmaps" && value != "pipeline" && value != "lines" && value != "parameters")
+      fail(f, "expected \"heatmaps\", \"pipeline\", \"lines\" or \"parameters\" (the Weights tab)");
     v.tab = value.get<std::string>();
   } else if (f == "lines_stage") {
     if (value != "weights" && value != "dropped_weights") fail(f, "expected \"weights\" or \"dropped_weights\"");
