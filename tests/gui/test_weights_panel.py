@@ -17,7 +17,8 @@ app's `state.trace` (1e-5) and, for the parameters, bit for bit.
   it has no weights.
 - Paste parameters: torch's print(m.state_dict()) of a CausalAttention on the X clipboard (xclip),
   {"do": "paste_parameters"}: the printed values (mask left out) and torch's output with them.
-- The mouse: a click on "Back to the seeded initialization" (xdotool) in a running app.
+- The mouse (xdotool, a running app): the Weights tab by a click, a double-click into W_key.weight[1, 2]
+  and 0.75 typed (torch's output with it), a click on "Back to the seeded initialization".
 
 Usage: test_weights_panel.py --app APP --cli CLI --presets PRESETS_DIR
 """
@@ -28,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -216,12 +218,14 @@ def main():
                     ws = dict(d["state"]["workspace"])
                     app.click("tab_parameters")
                     app.wait_for("the Weights tab", lambda d: "weights_reset" in d["widgets"])
-                    # An edit by typing into a cell, as into the inputs' cells: Ctrl+click, select all, type, Return.
+                    # An edit by typing into a cell: a double-click (two clicks 0.12 s apart: xdotool's
+                    # --repeat comes too fast for ImGui to see two), select all, type, Return.
                     r = app.layout()["widgets"]["param_W_key.weight_1_2"]
                     app.move(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2)
-                    app.xdotool("keydown", "ctrl")
                     app.xdotool("click", 1)
-                    app.xdotool("keyup", "ctrl")
+                    time.sleep(0.12)
+                    app.xdotool("click", 1)
+                    time.sleep(0.2)
                     app.key("ctrl+a")
                     app.type("0.75")
                     app.key("Return")
