@@ -96,8 +96,8 @@ std::string layoutText(const ModelConfig& m) {
     const int width = m.d_out / m.num_heads;
     s += " MultiHeadAttention splits the d_out rows into heads:";
     for (int h = 0; h < m.num_heads && h < 8; ++h)
-      s += (h ? ", " : " ") + std::string("rows ") + str(h * width) + (width > 1 ? "–" + str(h * width + width - 1) : "") +
-           " head " + str(h + 1);
+      s += (h ? ", " : " ") + std::string(width > 1 ? "rows " : "row ") + str(h * width) +
+           (width > 1 ? "–" + str(h * width + width - 1) : "") + " head " + str(h + 1);
     if (m.num_heads > 8) s += ", …";
     s += ".";
   }
@@ -105,6 +105,12 @@ std::string layoutText(const ModelConfig& m) {
     s += " The wrapper holds one CausalAttention per head: heads.0 … heads." + str(m.num_heads - 1) +
          " (Tab or the head selector shows one).";
   return s;
+}
+
+// The width a table of `cols` value columns takes beside its label column `label_w` wide.
+float tableWidth(int cols, float label_w) {
+  const float cell = px(56) + ImGui::GetStyle().CellPadding.x * 2;
+  return label_w + ImGui::GetStyle().CellPadding.x * 2 + static_cast<float>(shownValueColumns(cols, 1)) * cell;
 }
 
 }  // namespace
@@ -165,7 +171,9 @@ void WeightsPanel::card(const PanelContext& ctx, const NamedTensor& t, float wid
   // The table: the same numbers, each a drag field (double-click to type), as the inputs' cells.
   const int shown = shownValueColumns(cols, 1);
   const float row_h = ImGui::GetFrameHeightWithSpacing();
-  const float table_h = std::min((rows + 1.3f) * row_h + ImGui::GetStyle().ScrollbarSize, px(220));
+  // Every row when they fit (a horizontal scrollbar only when the columns do not), else 220 px of them.
+  const float wide = tableWidth(cols, label_w) > width ? ImGui::GetStyle().ScrollbarSize : 0.0f;
+  const float table_h = std::min((rows + 1.0f) * row_h + ImGui::GetStyle().CellPadding.y * 2 + wide, px(220));
   const ImGuiTableFlags flags = ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX | ImGuiTableFlags_RowBg |
                                 ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
   if (ImGui::BeginTable("values", shown + 1, flags, ImVec2(width, table_h))) {
