@@ -136,8 +136,8 @@ void WeightsPanel::refresh(const Document& doc) {
   }
 }
 
-void WeightsPanel::card(const PanelContext& ctx, const NamedTensor& t, float width) {
-  const std::size_t index = static_cast<std::size_t>(&t - tensors_.data());
+void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width) {
+  const NamedTensor& t = tensors_[index];
   const ModelConfig& m = ctx.document.workspace().model;
   const ParameterKind k = kindOf(t);
   const int rows = static_cast<int>(t.value.rows()), cols = static_cast<int>(t.value.cols());
@@ -209,7 +209,7 @@ void WeightsPanel::card(const PanelContext& ctx, const NamedTensor& t, float wid
   ImGui::PopID();
 }
 
-void WeightsPanel::draw(const PanelContext& ctx, ImVec2 size) {
+void WeightsPanel::draw(const PanelContext& ctx) {
   const ImVec2 wp = ImGui::GetWindowPos(), ws = ImGui::GetWindowSize();
   layout().panel("parameters", wp, ImVec2(wp.x + ws.x, wp.y + ws.y));
   const Workspace& w = ctx.document.workspace();
@@ -267,7 +267,8 @@ void WeightsPanel::draw(const PanelContext& ctx, ImVec2 size) {
   const float gap = ImGui::GetStyle().ItemSpacing.x * 3;
   std::string group = "-";
   float line_end = 0;  // the right edge of the last card on this line
-  for (const NamedTensor& t : tensors_) {
+  for (std::size_t index = 0; index < tensors_.size(); ++index) {
+    const NamedTensor& t = tensors_[index];
     const ParameterKind k = kindOf(t);
     if (!k.head.empty() && ctx.view.head >= 0 && k.head != "heads." + str(ctx.view.head) + ".") continue;
     if (k.head != group) {  // a wrapper's head starts a line of its own, titled
@@ -285,16 +286,15 @@ void WeightsPanel::draw(const PanelContext& ctx, ImVec2 size) {
     const float width = std::min(avail, std::max(table_w, px(250)));
     if (line_end > 0 && line_end + gap + width <= avail) ImGui::SameLine(0, gap);
     else line_end = 0;
-    card(ctx, t, width);
+    card(ctx, index, width);
     line_end += (line_end > 0 ? gap : 0) + width;
     listed.push_back({{"name", t.name},
                       {"rows", t.value.rows()},
                       {"cols", t.value.cols()},
-                      {"own", static_cast<bool>(own_[static_cast<std::size_t>(&t - tensors_.data())])}});
+                      {"own", static_cast<bool>(own_[index])}});
   }
   ImGui::EndChild();
   state = {{"tensors", listed}, {"module", constructorText(m, d_in)}, {"status", status}, {"own", own_count}};
-  (void)size;
 }
 
 }  // namespace attnscope

@@ -18,12 +18,12 @@ namespace attnscope {
 
 class WeightsPanel {
  public:
-  void draw(const PanelContext& ctx, ImVec2 size);
+  void draw(const PanelContext& ctx);  // in the main area's tab, below the tab bar
   void reset() { version_ = 0; }  // another workspace
 
  private:
-  // One tensor: its map and its table, `width` wide.
-  void card(const PanelContext& ctx, const NamedTensor& t, float width);
+  // Tensor `index`: its map and its table, `width` wide.
+  void card(const PanelContext& ctx, std::size_t index, float width);
   void refresh(const Document& doc);  // the values of the document's version
 
   std::uint64_t version_ = 0;            // the document version `tensors_` are of

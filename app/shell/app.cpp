@@ -572,7 +572,7 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
         if (id == "heatmaps") heatmap_grid_.draw(ctx);
         else if (id == "pipeline") pipeline_.draw(ctx, ImGui::GetContentRegionAvail());
         else if (id == "lines") lines_.draw(ctx, ImGui::GetContentRegionAvail());
-        else weights_.draw(ctx, ImGui::GetContentRegionAvail());
+        else weights_.draw(ctx);
         ImGui::EndTabItem();
       }
     }
