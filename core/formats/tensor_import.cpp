@@ -118,8 +118,8 @@ std::string quoted(const std::string& token) {
 std::string readNumber(const std::string& token, float* out) {
   const std::string l = lower(token);
   const std::string bare = !l.empty() && (l[0] == '+' || l[0] == '-') ? l.substr(1) : l;
-  if (bare == "nan") return "NaN: every embedding value must be a finite number";
-  if (bare == "inf" || bare == "infinity") return quoted(token) + " is infinite: every embedding value must be a finite number";
+  if (bare == "nan") return "NaN: every value must be a finite number";
+  if (bare == "inf" || bare == "infinity") return quoted(token) + " is infinite: every value must be a finite number";
   if (l == "true" || l == "false")
     return quoted(token) + " is not a number (a bool tensor? convert it with x.float() or x.astype(np.float32))";
   const std::string not_a_number = quoted(token) + " is not a number";

@@ -423,7 +423,7 @@ class ImportTest(unittest.TestCase):
         cube = str(torch.zeros(2, 2, 2))
         cases = [
             (ragged, "2:2", "this row has 2 values but the first row has 3"),
-            (nan, self.where(nan, "nan"), "NaN: every embedding value must be a finite number"),
+            (nan, self.where(nan, "nan"), "NaN: every value must be a finite number"),
             (inf, self.where(inf, "inf"), "'inf' is infinite"),
             (word, self.where(word, '"x"'), "a string, not a number"),
             ("[[1.0, abc]]", "1:8", "'abc' is not a number"),

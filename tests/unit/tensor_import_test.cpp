@@ -270,9 +270,9 @@ TEST(ImportText, SummarizedPrintsSayHowToPrintInFull) {
 TEST(ImportText, EveryRefusalNamesLineAndColumn) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"[[1, 2, 3],\n [4, 5]]", "x:2:2: this row has 2 values but the first row has 3 (rows must all have d_in values)"},
-      {"[[1, 2],\n [3, nan]]", "x:2:6: NaN: every embedding value must be a finite number"},
-      {"tensor([[1., inf]])", "x:1:14: 'inf' is infinite: every embedding value must be a finite number"},
-      {"tensor([[1., -inf]])", "x:1:14: '-inf' is infinite: every embedding value must be a finite number"},
+      {"[[1, 2],\n [3, nan]]", "x:2:6: NaN: every value must be a finite number"},
+      {"tensor([[1., inf]])", "x:1:14: 'inf' is infinite: every value must be a finite number"},
+      {"tensor([[1., -inf]])", "x:1:14: '-inf' is infinite: every value must be a finite number"},
       {"[[1, 2e39]]", "x:1:6: '2e39' is beyond float32's range (±3.4028235e38)"},
       {"[[1, abc]]", "x:1:6: 'abc' is not a number"},
       {"[[1, \"2\"]]", "x:1:6: a string, not a number"},
@@ -295,7 +295,7 @@ TEST(ImportText, EveryRefusalNamesLineAndColumn) {
       {"1,2,3\n4,x,6\n", "x:2:3: 'x' is not a number"},
       {"1,,3\n", "x:1:3: an empty field: expected a number"},
       {"a,b,c\n", "x:1:1: only a header line: no rows of numbers"},
-      {"1\t2\n3\tNaN\n", "x:2:3: NaN: every embedding value must be a finite number"},
+      {"1\t2\n3\tNaN\n", "x:2:3: NaN: every value must be a finite number"},
       {"\xc3\xa9t\xc3\xa9,1,2\nabc,x,3\n", "x:2:5: 'x' is not a number"},  // columns count characters
       {"[[1, 2],\n [\xc3\xa9, 3]]", "x:2:3: unexpected '\xc3\xa9': expected a number"},
       {"[[1, 2],\n [\xff, 3]]", "x:2:3: unexpected '\\xff': expected a number"},
@@ -548,7 +548,7 @@ TEST(ImportStateDict, RefusalsNameLineAndColumn) {
   EXPECT_EQ(stateDictError("OrderedDict([('a', tensor([1.]))]"), "x:1:34: expected ')' to close OrderedDict(");
   EXPECT_EQ(stateDictError("OrderedDict([(a, tensor([1.]))])"), "x:1:15: expected a quoted parameter name such as 'W_query.weight'");
   EXPECT_EQ(stateDictError("OrderedDict([])"), "x: an empty state_dict: no parameters");
-  EXPECT_EQ(stateDictError("OrderedDict([('a', tensor([[1., nan]]))])"), "x:1:33: NaN: every embedding value must be a finite number");
+  EXPECT_EQ(stateDictError("OrderedDict([('a', tensor([[1., nan]]))])"), "x:1:33: NaN: every value must be a finite number");
   // Pasted as embeddings, a state_dict says where it belongs.
   EXPECT_EQ(textError(kV2StateDict).rfind("x:1:1: a printed state_dict (OrderedDict)", 0), 0u) << textError(kV2StateDict);
   EXPECT_NE(textError("{'W_query': tensor([[1.]])}").find("Edit › Paste parameters"), std::string::npos);
