@@ -76,6 +76,7 @@ void onKey(GLFWwindow* window, int key, int scancode, int action, int mods) {
   // A dialog is modal: Space, arrows and Ctrl+Z do nothing behind it (no page turns while browsing).
   if (app->dialogOpen()) return;
   if (key == GLFW_KEY_Z && ctrl) cmd.push(shift ? "redo" : "undo");
+  if (key == GLFW_KEY_V && ctrl && shift && action == GLFW_PRESS) cmd.push("paste_embeddings");  // reads the clipboard
   if (key == GLFW_KEY_Y && ctrl) cmd.push("redo");
   if (key == GLFW_KEY_P && ctrl && action == GLFW_PRESS) cmd.push("pin");
   // With a lesson open its steps have the keys a presenter's clicker sends: Space, → and PageDown
@@ -389,6 +390,10 @@ int main(int argc, char** argv) {
   hooks.size = [window](int* w, int* h) { glfwGetWindowSize(window, w, h); };
   hooks.theme_changed = [&] { setScale(ui_scale); };
   hooks.clipboard = [window](const std::string& text) { glfwSetClipboardString(window, text.c_str()); };
+  hooks.clipboard_text = [window]() -> std::string {  // X11: asks the selection's owner (xclip, a browser, …)
+    const char* text = glfwGetClipboardString(window);
+    return text ? text : "";
+  };
   // Full screen on the monitor that holds most of the window (a projector beside the laptop), and
   // back to the window's place and size.
   int windowed[4] = {0, 0, options.width, options.height};  // x, y, w, h before going full-screen

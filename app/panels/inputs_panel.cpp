@@ -9,6 +9,7 @@
 #include "shell/fonts.h"
 #include "shell/layout_dump.h"
 #include "shell/theme.h"
+#include "widgets/value_cell.h"
 
 namespace attnscope {
 
@@ -77,6 +78,12 @@ void InputsPanel::toolbar(const PanelContext& ctx) {
     cmd.push("add_token", {{"seed", seed_ + static_cast<std::uint32_t>(T)}});
   }
   layout().widget("add_token");
+  besideIfFits(buttonWidth("paste"));
+  if (ImGui::Button("paste")) cmd.push("paste_embeddings");  // the clipboard's text (Ctrl+Shift+V)
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Paste embeddings (Ctrl+Shift+V): the clipboard's print(x) of a tensor, a NumPy array,\n"
+                      "nested lists or CSV, one row per token; the names stay when the count matches");
+  layout().widget("paste_embeddings");
 }
 
 void InputsPanel::table(const PanelContext& ctx, float height) {
@@ -85,7 +92,7 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
   const int selected = ctx.view.token;
   const int T = static_cast<int>(ws.embeddings.rows()), d_in = static_cast<int>(ws.embeddings.cols());
   // ImGui tables take at most 64 columns: wide inputs (GPT-2's 768) show their first 61.
-  const int shown_cols = std::min(d_in, 64 - 3);
+  const int shown_cols = shownValueColumns(d_in, 3);
   const ImGuiTableFlags flags = ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX | ImGuiTableFlags_RowBg |
                                 ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
   if (!ImGui::BeginTable("embeddings", shown_cols + 3, flags, ImVec2(0, height))) return;
@@ -122,8 +129,7 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
         ImGui::TableNextColumn();
         ImGui::PushID(c);
         float v = ws.embeddings(i, c);
-        ImGui::SetNextItemWidth(-1);
-        if (ImGui::DragFloat("##v", &v, 0.005f, 0, 0, "%.2f"))  // a drag is one undo step
+        if (valueCell(v))  // a drag is one undo step
           cmd.push("set_cell", {{"row", i}, {"col", c}, {"value", v}}, "cell " + std::to_string(i) + "," + std::to_string(c));
         if (ImGui::IsItemActivated()) cmd.push("select_token", {{"index", i}});
         layout().widget("cell_" + std::to_string(i) + "_" + std::to_string(c));
@@ -210,7 +216,8 @@ void InputsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   // The table first (every row when there is room, at least a few), then the plot in what is left,
   // up to a square of the panel's width; no plot when too little is left (a short window: a tiny plot only overlaps its labels).
   const int T = static_cast<int>(ctx.document.workspace().embeddings.rows());
-  const bool wide = ctx.document.workspace().embeddings.cols() > 64 - 3;  // a note under the table says so
+  const bool wide = shownValueColumns(static_cast<int>(ctx.document.workspace().embeddings.cols()), 3) <
+                    ctx.document.workspace().embeddings.cols();  // a note under the table says so
   const float avail = ImGui::GetContentRegionAvail().y - (wide ? ImGui::GetTextLineHeightWithSpacing() : 0.0f);
   const float width = ImGui::GetContentRegionAvail().x;
   const float rows_h = (T + 1.6f) * ImGui::GetFrameHeightWithSpacing() + ImGui::GetStyle().ScrollbarSize;

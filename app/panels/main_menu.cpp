@@ -77,7 +77,7 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
       ImGui::Separator();
       if (ImGui::MenuItem("Save screenshot", "F12")) cmd.push("screenshot", {{"path", ""}});
       if (ImGui::BeginMenu("Save panel as PNG")) {
-        for (const char* panel : {"model", "inputs", "heatmaps", "pipeline", "lines", "compare", "inspector"})
+        for (const char* panel : {"model", "inputs", "heatmaps", "pipeline", "lines", "parameters", "compare", "inspector"})
           if (ImGui::MenuItem(panel)) cmd.push("screenshot", {{"path", ""}, {"panel", panel}});
         ImGui::EndMenu();
       }
@@ -106,6 +106,17 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
     if (edit_menu) {
       if (ImGui::MenuItem("Undo", "Ctrl+Z", false, ctx.document.history().canUndo())) cmd.push("undo");
       if (ImGui::MenuItem("Redo", "Ctrl+Shift+Z", false, ctx.document.history().canRedo())) cmd.push("redo");
+      ImGui::Separator();
+      if (ImGui::MenuItem("Paste embeddings", "Ctrl+Shift+V")) cmd.push("paste_embeddings");  // the clipboard's text
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("The clipboard's tensor in place of the inputs: what print(x) shows in a notebook,\n"
+                          "a NumPy array, nested lists, or CSV/TSV columns (one row per token)");
+      layout().widget("menu_paste_embeddings");
+      if (ImGui::MenuItem("Paste parameters")) cmd.push("paste_parameters");  // a printed state_dict
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("The clipboard's print(m.state_dict()) in place of those weights (the Weights tab shows them);\n"
+                          "print it in full first: torch.set_printoptions(profile=\"full\")");
+      layout().widget("menu_paste_parameters");
       ImGui::EndMenu();
     }
     const bool view_menu = ImGui::BeginMenu("View");
@@ -206,6 +217,7 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
           "  with a lesson open: Space, →, PageDown: next step; ←, PageUp, Shift+Space: previous step\n"
           "  Tab, Shift+Tab: next / previous head (then all heads)\n"
           "  Ctrl+Z, Ctrl+Shift+Z: undo, redo (a slider drag is one step)\n"
+          "  Ctrl+Shift+V: paste embeddings (a printed tensor, NumPy array, lists or CSV)\n"
           "  Ctrl++, Ctrl+−, Ctrl+0: larger, smaller, normal text (View › Text size, 100–250 %%)\n"
           "  F11: full screen; F10: presentation (hide the panels around the maps)\n"
           "  Ctrl+P: pin the result as A; the Compare tab shows A, B (now) and B − A\n"

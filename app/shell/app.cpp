@@ -117,6 +117,7 @@ void App::apply(const Command& c, double now) {
         if (!kept.empty()) notify("Opened " + c.text("path") + ". The unsaved changes before it are kept in " + kept, now);
         return;
       }
+      if (c.name == "paste_embeddings" || c.name == "paste_parameters") return paste(c, now);
       if (doc_.apply(c) == DocumentChange::Replaced) replaced(c, now);
       if (!doc_.note().empty()) showToast(doc_.note(), false, now);  // num_heads or seed moved
       clampView();
@@ -128,6 +129,27 @@ void App::apply(const Command& c, double now) {
       applyApp(c, now);
       return;
   }
+}
+
+void App::paste(const Command& c, double now) {
+  Command filled = c;
+  if (!c.has("text")) {  // Edit › Paste, Ctrl+Shift+V, or a script asking for the real clipboard
+    const std::string text = hooks_.clipboard_text ? hooks_.clipboard_text() : "";
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+      throw InputError(c.name == "paste_parameters"
+                           ? "Nothing pasted: the clipboard holds no text. Copy what print(m.state_dict()) shows in your "
+                             "notebook, then Edit › Paste parameters"
+                           : "Nothing pasted: the clipboard holds no text. Copy what print(x) shows in your notebook, "
+                             "then Edit › Paste embeddings (Ctrl+Shift+V)");
+    filled.args["text"] = text;
+  }
+  try {
+    doc_.apply(filled);
+  } catch (const InputError& e) {  // the table is as it was
+    throw InputError(std::string("Nothing pasted: ") + e.what());
+  }
+  showToast(doc_.note(), false, now);
+  clampView();
 }
 
 void App::replaced(const Command& c, double now) {
@@ -159,6 +181,7 @@ void App::replaced(const Command& c, double now) {
   heatmap_grid_.reset();
   pipeline_.reset();
   lines_.reset();
+  weights_.reset();
   inputs_panel_.reset();
   if (c.name == "open") {
     dialogs_.remember(c.text("path"));
@@ -600,6 +623,7 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
         if (id == "heatmaps") heatmap_grid_.draw(ctx);
         else if (id == "pipeline") pipeline_.draw(ctx, ImGui::GetContentRegionAvail());
         else if (id == "lines") lines_.draw(ctx, ImGui::GetContentRegionAvail());
+        else if (id == "parameters") weights_.draw(ctx);
         else compare_.draw(ctx);
         ImGui::EndTabItem();
       }

@@ -25,6 +25,7 @@
 #include "panels/lines_view.h"
 #include "panels/pipeline_view.h"
 #include "panels/status_bar.h"
+#include "panels/weights_panel.h"
 #include "shell/capture.h"
 #include "state/command_queue.h"
 #include "state/engine_worker.h"
@@ -46,6 +47,7 @@ struct WindowHooks {
   std::function<void(int* w, int* h)> size;             // the window's size in pixels at 1×
   std::function<void()> theme_changed;                  // fonts and style again
   std::function<void(const std::string&)> clipboard;    // set the clipboard text
+  std::function<std::string()> clipboard_text;          // the clipboard's text ("" when none)
   // Full-screen on the monitor the window is on (true), or back to the window's old place and size;
   // "" or why it could not. `fullscreen` says whether the window covers a monitor now.
   std::function<std::string(bool on)> set_fullscreen;
@@ -104,6 +106,8 @@ class App {
   void applyLesson(const Command& c, double now);  // lesson_open, lesson_step, lesson_next, …
   // Applies step `number` (1-based) of the open lesson: its commands through apply(), then its maps.
   void goToStep(int number, int script_index, double now);
+  // paste_embeddings, paste_parameters: the clipboard's text when the command has none, one edit.
+  void paste(const Command& c, double now);
   void replaced(const Command& c, double now);  // another workspace: reset what belonged to the old one
   // quit, open, new and preset would drop unsaved changes: ask first (the user, never a script —
   // except quit, which a script's session left open asks about too).
@@ -157,6 +161,7 @@ class App {
   LinesView lines_;                           // the Lines tab
   CompareView compare_;                       // the Compare tab
   std::shared_ptr<const Snapshot> pinned_;    // A of the Compare tab (`pin`); null: nothing pinned
+  WeightsPanel weights_;                      // the Weights tab: the parameters, editable
   InspectorPanel inspector_;
   HeadStatisticsPanel statistics_;            // under the main area
   LessonPanel lesson_;                        // the open lesson, shown in the inspector's column

@@ -38,7 +38,7 @@ const std::vector<std::string>& figureMaps() {
 
 const std::vector<std::string>& capturePanels() {
   static const std::vector<std::string> panels = [] {  // the panels, then every map
-    std::vector<std::string> p = {"window", "model", "inputs", "heatmaps", "pipeline", "lines", "compare", "inspector", "statistics", "status"};
+    std::vector<std::string> p = {"window", "model", "inputs", "heatmaps", "pipeline", "lines", "parameters", "compare", "inspector", "statistics", "status"};
     for (const std::string& m : figureMaps()) p.push_back(m);
     return p;
   }();

@@ -7,9 +7,12 @@
 
 namespace attnscope {
 
-const std::array<MainTab, 4>& mainTabs() {
-  static const std::array<MainTab, 4> tabs = {{
-      {"heatmaps", "Heatmaps"}, {"pipeline", "Pipeline"}, {"lines", "Lines"}, {"compare", "Compare"}}};
+const std::array<MainTab, 5>& mainTabs() {
+  static const std::array<MainTab, 5> tabs = {{{"heatmaps", "Heatmaps"},
+                                                {"pipeline", "Pipeline"},
+                                                {"lines", "Lines"},
+                                                {"parameters", "Weights"},  // the parameters (--panel weights is a heatmap)
+                                                {"compare", "Compare"}}};
   return tabs;
 }
 
@@ -170,7 +173,7 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     v.show_module = show_module;
   } else if (f == "tab") {
     if (!value.is_string() || !isMainTab(value.get<std::string>()))
-      fail(f, "expected \"heatmaps\", \"pipeline\", \"lines\" or \"compare\"");
+      fail(f, "expected \"heatmaps\", \"pipeline\", \"lines\", \"parameters\" (the Weights tab) or \"compare\"");
     v.tab = value.get<std::string>();
   } else if (f == "lines_stage") {
     if (value != "weights" && value != "dropped_weights") fail(f, "expected \"weights\" or \"dropped_weights\"");

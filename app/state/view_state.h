@@ -24,7 +24,7 @@ struct MainTab {
   const char* id;     // "heatmaps": the view's tab, --panel, the layout dump's "tab_heatmaps"
   const char* title;  // on the tab
 };
-const std::array<MainTab, 4>& mainTabs();
+const std::array<MainTab, 5>& mainTabs();
 bool isMainTab(const std::string& id);
 
 // The heads' stages in table order, then the module's maps.
@@ -49,7 +49,7 @@ struct ViewState {
   std::string screenshot_dir;             // where F12 saves; empty = ~/Pictures/attnscope
   int screenshot_scale = 1;               // F12 renders at 1×, 2× or 3×
   bool caption = false;                   // F12 adds a caption line
-  std::string tab = "heatmaps";           // the main area's view: "heatmaps", "pipeline" or "lines"
+  std::string tab = "heatmaps";           // the main area's view: "heatmaps", "pipeline", "lines" or "parameters" (Weights)
   // The Lines view (issue 12, docs/DESIGN.md §3.4): which stage its lines show ("weights" or
   // "dropped_weights"), how many keys per query above kLinesAllKeysUpTo tokens, the heads switched
   // off (0-based), and whether only the selected query token's lines are drawn.

@@ -67,6 +67,17 @@ const std::vector<CommandInfo>& commandTable() {
       {"book_example", T::Document, {}, "the book's six tokens and embeddings, keeping the model"},
       {"workspace", T::Document, {{"json", A::Any, true}},
        "take the tokens, embeddings, model and parameters of a workspace given inline (one undo step; the file stays)"},
+      {"paste_embeddings", T::Document, {{"text", A::String, false}},
+       "replace the embeddings by a pasted tensor: print(x) of torch, a NumPy repr, nested lists, CSV/TSV "
+       "(Edit › Paste embeddings, Ctrl+Shift+V); without `text` the app reads the clipboard"},
+      {"set_parameter", T::Document, {{"name", A::String, true}, {"row", A::Int, true}, {"col", A::Int, true},
+                                      {"value", A::Number, true}},
+       "set one value of a parameter by its state_dict name (W_query.weight, heads.0.W_key.weight, out_proj.bias "
+       "(row 0), W_query for v1), in torch's layout; the tensor becomes the user's own"},
+      {"reset_parameters", T::Document, {}, "back to the seeded initialization: the user's own parameters removed"},
+      {"paste_parameters", T::Document, {{"text", A::String, false}},
+       "the module's parameters from a printed state_dict, print(m.state_dict()): OrderedDict([('W_query.weight', "
+       "tensor(…)), …]) (Edit › Paste parameters); without `text` the app reads the clipboard"},
       {"undo", T::Document, {}, "undo the last edit"},
       {"redo", T::Document, {}, "redo what was undone"},
       {"select_token", T::View, {{"index", A::Int, false}, {"step", A::Int, false}},

@@ -6,8 +6,10 @@
 #include <filesystem>
 #include <functional>
 
+#include "editing/parameter_edits.h"
 #include "editing/token_table.h"
 #include "engine/errors.h"
+#include "formats/import_workspace.h"
 #include "formats/png_image.h"
 #include "formats/presets.h"
 
@@ -117,8 +119,17 @@ Document::Document(Workspace ws, std::string file, bool dirty, Limits limits)
 DocumentChange Document::edit(const std::function<void(Workspace&)>& change, const std::string& gesture,
                               bool untitled) {
   Workspace next = ws_;
-  change(next);
-  validateModel(next.model, tokenCount(next), static_cast<int>(next.embeddings.cols()), limits_);
+  try {
+    change(next);
+    validateModel(next.model, tokenCount(next), static_cast<int>(next.embeddings.cols()), limits_);
+  } catch (const InputError& e) {
+    // A change of shape the user's own parameters no longer fit: say what to do about it.
+    const std::string what = e.what();
+    if (ws_.model.parameters && !ws_.model.parameters->empty() && what.rfind("parameters.", 0) == 0)
+      throw InputError(what + "; your own parameters are for this shape: Weights › Back to the seeded initialization "
+                              "first (undo brings them back)");
+    throw;
+  }
   if (equalWorkspaces(ws_, next)) return DocumentChange::Unchanged;
   history_.record(ws_, next, gesture,
                   untitled ? std::optional<std::array<std::string, 2>>({file_, ""}) : std::nullopt);
@@ -260,6 +271,33 @@ DocumentChange Document::apply(const Command& c) {
       w = given;
       w.view = std::move(view);
     }, g);
+  }
+  if (n == "set_parameter") {
+    const std::string name = c.text("name");
+    const int row = c.integer("row"), col = c.integer("col");
+    const double v = c.number("value");
+    return editContent([&](Workspace& w) { setParameterValue(w, name, row, col, v); }, g);
+  }
+  if (n == "reset_parameters") {
+    if (!ws_.model.parameters || ws_.model.parameters->empty()) return DocumentChange::Unchanged;
+    const DocumentChange change = editContent([](Workspace& w) { w.model.parameters.reset(); }, g);
+    note_ = "Back to the seeded initialization: torch.manual_seed(" + std::to_string(ws_.model.seed) +
+            ") and the constructor's draws (undo brings your values back)";
+    return change;
+  }
+  if (n == "paste_parameters") {  // the app puts the clipboard's text in when the command has none
+    if (!c.has("text")) throw InputError("text: required (Edit › Paste parameters reads the clipboard)");
+    std::string pasted;
+    const DocumentChange change = editContent([&](Workspace& w) { pasted = pasteParameters(w, c.text("text"), limits_); }, g);
+    note_ = pasted;
+    return change;
+  }
+  if (n == "paste_embeddings") {  // the app puts the clipboard's text in when the command has none
+    if (!c.has("text")) throw InputError("text: required (Edit › Paste embeddings reads the clipboard)");
+    std::string pasted;
+    const DocumentChange change = editContent([&](Workspace& w) { pasted = pasteEmbeddings(w, c.text("text"), limits_); }, g);
+    note_ = pasted;
+    return change;
   }
   throw InputError("'" + n + "' is not an edit of the workspace");
 }

@@ -262,6 +262,19 @@ void setInputWidth(Workspace& ws, int d_in, std::uint32_t seed, const Limits& li
   ws.random.reset();
 }
 
+void replaceEmbeddings(Workspace& ws, Matrix values, std::vector<std::string> tokens, const Limits& limits) {
+  const int T = static_cast<int>(values.rows()), d_in = static_cast<int>(values.cols());
+  if (T < 1 || d_in < 1) fail("embeddings", "no values");
+  if (static_cast<int>(tokens.size()) != T)
+    fail("tokens", str(static_cast<long long>(tokens.size())) + " names for " + str(T) + " rows");
+  ModelConfig model = modelFor(ws.model, d_in);
+  checkModelStaysValid(ws, model, T, d_in, limits);
+  ws.tokens = std::move(tokens);
+  ws.embeddings = std::move(values);
+  ws.model = model;
+  ws.random.reset();
+}
+
 void randomizeEmbeddings(Workspace& ws, std::uint32_t seed) {
   TorchGenerator g(seed);
   g.fillUniform(ws.embeddings.data(), static_cast<std::size_t>(ws.embeddings.size()), 0.0, 1.0);

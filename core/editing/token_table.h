@@ -49,6 +49,11 @@ void setEmbedding(Workspace& ws, int row, int col, float value);  // throws on n
 // Also keeps the model valid ('simple' has d_out = d_in).
 void setInputWidth(Workspace& ws, int d_in, std::uint32_t seed, const Limits& limits = {});
 
+// Replaces the whole table: `values` (T × d_in, finite) and `tokens` (T names), as a pasted tensor
+// does. Keeps the model valid ('simple': d_out = d_in); throws InputError when it would not be
+// (the user's parameters made for another d_in, more tokens than the limits allow).
+void replaceEmbeddings(Workspace& ws, Matrix values, std::vector<std::string> tokens, const Limits& limits = {});
+
 // New uniform [0, 1) values for every cell (torch.rand(T, d_in) after torch.manual_seed(seed)).
 void randomizeEmbeddings(Workspace& ws, std::uint32_t seed);
 

@@ -7,6 +7,8 @@
 #include "engine/errors.h"
 #include "engine/parameters.h"
 #include "formats/npy.h"
+#include "editing/parameter_edits.h"
+#include "editing/token_table.h"
 #include "formats/tensor_import.h"
 
 namespace attnscope {
@@ -87,6 +89,20 @@ ImportedParameters readParametersFile(const std::string& path, const Limits& lim
       add(std::move(t));
     }
     if (out.values.empty()) throw InputError(path + ": no parameters in it" + (out.buffers.empty() ? "" : " (only buffers)"));
+    return out;
+  }
+  return parseParametersText(bytes, path, limits);
+}
+
+ImportedParameters parseParametersText(const std::string& bytes, const std::string& path, const Limits& limits) {
+  ImportedParameters out;
+  auto add = [&](NamedTensor t) {
+    if (isBuffer(t.name)) out.buffers.push_back(t.name);
+    else out.values.push_back(std::move(t));
+  };
+  if (looksLikeStateDict(bytes)) {  // print(m.state_dict())
+    for (NamedTensor& t : parseStateDictText(bytes, path, limits)) add(std::move(t));
+    if (out.values.empty()) throw InputError(path + ": no parameters in it (only buffers)");
     return out;
   }
   // JSON: an object of name → nested lists, or a workspace (its "parameters").
@@ -236,6 +252,63 @@ ImportResult importWorkspace(const ImportRequest& request, const Limits& limits)
     throw;
   }
   return result;
+}
+
+namespace {
+
+// What a format is called in a sentence ("Pasted … (a printed torch tensor)").
+std::string formatWords(const std::string& format) {
+  if (format == "torch") return "a printed torch tensor";
+  if (format == "numpy") return "a NumPy array";
+  if (format == "lists") return "nested lists";
+  if (format == "csv") return "CSV";
+  if (format == "tsv") return "TSV";
+  return "columns of numbers";
+}
+
+}  // namespace
+
+std::string pasteEmbeddings(Workspace& ws, const std::string& text, const Limits& limits) {
+  ImportedEmbeddings e = parseEmbeddingsText(text, "clipboard", limits);
+  const int T = static_cast<int>(e.values.rows()), d_in = static_cast<int>(e.values.cols());
+  const int before = static_cast<int>(ws.tokens.size()), d_in_before = static_cast<int>(ws.embeddings.cols());
+  // The names the text carries, else the table's own when the count matches, else t1 … tT.
+  const bool own = !e.tokens.empty();
+  std::vector<std::string> names = tokenNames(own ? e.tokens : ws.tokens, T);
+  const bool kept = !own && T == before;
+  try {
+    replaceEmbeddings(ws, std::move(e.values), std::move(names), limits);
+  } catch (const InputError& err) {
+    const std::string what = err.what();
+    if (what.rfind("parameters", 0) == 0 && d_in != d_in_before)  // the user's weights are for the old width
+      throw InputError("the pasted embeddings have d_in = " + str(d_in) + ", your parameters are for d_in = " +
+                       str(d_in_before) + " (" + what + "): paste " + str(d_in_before) +
+                       " columns, or Weights › Back to the seeded initialization first");
+    throw;
+  }
+  std::string note = "Pasted " + str(T) + " × " + str(d_in) + " embeddings (" + formatWords(e.format) + ")";
+  if (own) note += "; tokens named as in the text";
+  else if (kept) note += "; the " + str(T) + " token names kept";
+  else note += "; tokens named t1 … t" + str(T) + " (" + str(T) + (T == 1 ? " row" : " rows") + " for " + str(before) +
+               (before == 1 ? " token" : " tokens") + ")";
+  return note;
+}
+
+std::string pasteParameters(Workspace& ws, const std::string& text, const Limits& limits) {
+  const ImportedParameters p = parseParametersText(text, "clipboard", limits);
+  try {
+    setParameterTensors(ws, p.values);
+  } catch (const InputError& e) {  // say whose module the tensors do not fit
+    throw InputError("clipboard: " + std::string(e.what()) + " (this step's module is " + seedClassName(ws.model.variant) + " with d_in = " +
+                     str(ws.embeddings.cols()) + ", d_out = " + str(ws.model.d_out) + ")");
+  }
+  std::string names;
+  for (const NamedTensor& t : p.values) names += (names.empty() ? "" : ", ") + t.name;
+  std::string note = "Pasted " + str(static_cast<long long>(p.values.size())) +
+                     (p.values.size() == 1 ? " parameter (" : " parameters (") + names + ")";
+  if (!p.buffers.empty()) note += "; the buffer" + std::string(p.buffers.size() == 1 ? " " : "s ") + p.buffers[0] +
+                                  (p.buffers.size() > 1 ? ", …" : "") + " left out (not a parameter)";
+  return note;
 }
 
 }  // namespace attnscope

@@ -36,6 +36,9 @@ struct ImportedParameters {
   std::vector<std::string> buffers;  // names of the buffers left out
 };
 ImportedParameters readParametersFile(const std::string& path, const Limits& limits = {});
+// The same from text: a printed state_dict (print(m.state_dict()): OrderedDict([('W_query.weight',
+// tensor([[…]])), …]), parseStateDictText) or JSON. Messages "SOURCE:LINE:COLUMN: why".
+ImportedParameters parseParametersText(const std::string& text, const std::string& source, const Limits& limits = {});
 
 // The variant, d_out, num_heads and qkv_bias a state_dict's names and shapes say (DESIGN §2.5):
 // heads.N → multihead_wrapper, out_proj → multihead, W_query without .weight →
@@ -49,5 +52,19 @@ ModelConfig modelForParameters(const ImportedParameters& p, std::optional<Varian
 // "FILE: why" for bad files (a parameter that does not fit: "FILE: parameters.NAME: why"),
 // "model.…: why" or "--option: why" for settings.
 ImportResult importWorkspace(const ImportRequest& request, const Limits& limits = {});
+
+// Edit › Paste embeddings (the `paste_embeddings` command, docs/DESIGN.md §3.2): `text` in any of
+// the text forms (parseEmbeddingsText; messages "clipboard:LINE:COLUMN: why") in place of the
+// workspace's embeddings and tokens. Names: the text's own (a CSV's first column), else the
+// workspace's when there are as many, else t1 … tT (tokenNames, as importWorkspace names them). The
+// model is kept ('simple': d_out = d_in); the user's parameters must fit the pasted d_in. Returns
+// what was done, for the user ("Pasted 6 × 3 embeddings (a printed torch tensor); …").
+std::string pasteEmbeddings(Workspace& ws, const std::string& text, const Limits& limits = {});
+
+// Edit › Paste parameters (the `paste_parameters` command): a printed state_dict (or its JSON) in
+// place of those tensors of the module (setParameterTensors; buffers such as the causal mask left
+// out); the others keep their values. Each name and shape is checked against the module. Returns
+// what was done, for the user.
+std::string pasteParameters(Workspace& ws, const std::string& text, const Limits& limits = {});
 
 }  // namespace attnscope

@@ -118,8 +118,8 @@ std::string quoted(const std::string& token) {
 std::string readNumber(const std::string& token, float* out) {
   const std::string l = lower(token);
   const std::string bare = !l.empty() && (l[0] == '+' || l[0] == '-') ? l.substr(1) : l;
-  if (bare == "nan") return "NaN: every embedding value must be a finite number";
-  if (bare == "inf" || bare == "infinity") return quoted(token) + " is infinite: every embedding value must be a finite number";
+  if (bare == "nan") return "NaN: every value must be a finite number";
+  if (bare == "inf" || bare == "infinity") return quoted(token) + " is infinite: every value must be a finite number";
   if (l == "true" || l == "false")
     return quoted(token) + " is not a number (a bool tensor? convert it with x.float() or x.astype(np.float32))";
   const std::string not_a_number = quoted(token) + " is not a number";
@@ -156,10 +156,25 @@ struct Rows {
 
 class BracketParser {
  public:
-  BracketParser(const std::string& text, const std::string& source, const Limits& limits)
-      : r_(text, source), limits_(limits) {}
+  BracketParser(Reader& reader, const Limits& limits) : r_(reader), limits_(limits) {}
 
+  // The whole text: one value and nothing after it.
   ImportedEmbeddings parse() {
+    r_.skipSpace();
+    if (r_.startsWith("OrderedDict("))
+      r_.failHere("a printed state_dict (OrderedDict): these are a module's parameters, not embeddings — "
+                  "Edit › Paste parameters takes them");
+    ImportedEmbeddings out = value();
+    r_.skipSpace();
+    if (!r_.eof()) r_.failHere("unexpected text after the " + std::string(kind_ == "lists" ? "lists" : kind_ == "torch" ? "tensor" : "array"));
+    return out;
+  }
+
+  // One value at the reader — tensor(…), array(…) or nested lists — and no further. `vector()`
+  // says afterwards whether it was 1-D.
+  ImportedEmbeddings value() {
+    rows_ = Rows();
+    vector_ = false;
     r_.skipSpace();
     if (r_.startsWith("Parameter containing:")) {  // print(module.W_query) of SelfAttention_v1
       r_.advance(std::strlen("Parameter containing:"));
@@ -197,8 +212,6 @@ class BracketParser {
     list(0);
     if (rows_.rows == 0) r_.failAt(open, "empty: no values");
     if (wrapped) suffix();
-    r_.skipSpace();
-    if (!r_.eof()) r_.failHere("unexpected text after the " + std::string(kind == "lists" ? "lists" : kind == "torch" ? "tensor" : "array"));
     out.values = Matrix(rows_.rows, rows_.cols);
     std::copy(rows_.values.begin(), rows_.values.end(), out.values.data());
     return out;
@@ -271,6 +284,7 @@ class BracketParser {
       }
     }
     if (depth == 0 && has_numbers) {  // a 1-D vector: one token
+      vector_ = true;
       rows_.rows = 1;
       rows_.cols = static_cast<int>(rows_.values.size());
     }
@@ -319,11 +333,87 @@ class BracketParser {
     }
   }
 
-  Reader r_;
+
+ public:
+  bool vector() const { return vector_; }
+
+ private:
+  Reader& r_;
   const Limits& limits_;
   Rows rows_;
   std::string kind_;
+  bool vector_ = false;  // the last value was 1-D (a bias), not a matrix
 };
+
+// A printed state_dict: OrderedDict([('name', tensor(…)), …]) or {'name': tensor(…), …}.
+std::vector<NamedTensor> parseStateDict(Reader& r, const Limits& limits) {
+  BracketParser values(r, limits);
+  r.skipSpace();
+  const bool ordered = r.startsWith("OrderedDict(");
+  if (ordered) {
+    r.advance(std::strlen("OrderedDict("));
+    r.skipSpace();
+  }
+  const char open = ordered ? '[' : '{', close = ordered ? ']' : '}';
+  if (r.peek() != open)
+    r.failHere(ordered ? "expected '[' after OrderedDict(" : "expected a printed state_dict: OrderedDict([('W_query.weight', tensor(…)), …])");
+  r.advance();
+  std::vector<NamedTensor> out;
+  auto name = [&]() {
+    r.skipSpace();
+    const char q = r.peek();
+    if (q != '\'' && q != '"') r.failHere("expected a quoted parameter name such as 'W_query.weight'");
+    r.advance();
+    std::string n;
+    while (!r.eof() && r.peek() != q && r.peek() != '\n') {
+      n += r.peek();
+      r.advance();
+    }
+    if (r.peek() != q) r.failHere("this name's quote is never closed");
+    r.advance();
+    return n;
+  };
+  while (true) {
+    r.skipSpace();
+    if (r.peek() == close) {
+      r.advance();
+      break;
+    }
+    if (r.eof()) r.failHere(std::string("expected '") + close + "' to close the state_dict");
+    const Pos at = r.pos();
+    if (ordered) {
+      if (r.peek() != '(') r.failHere("expected ('name', tensor(…))");
+      r.advance();
+    }
+    NamedTensor t;
+    t.name = name();
+    for (const NamedTensor& o : out)
+      if (o.name == t.name) r.failAt(at, "'" + t.name + "' is given twice");
+    r.skipSpace();
+    if (r.peek() != (ordered ? ',' : ':')) r.failHere(ordered ? "expected ',' after the name" : "expected ':' after the name");
+    r.advance();
+    t.value = values.value().values;
+    t.is_vector = values.vector();
+    r.skipSpace();
+    if (ordered) {
+      if (r.peek() != ')') r.failHere("expected ')' to close ('" + t.name + "', tensor(…))");
+      r.advance();
+      r.skipSpace();
+    }
+    out.push_back(std::move(t));
+    if (r.peek() == ',') r.advance();
+    else if (r.peek() != close) r.failHere(std::string("expected ',' or '") + close + "'");
+  }
+  if (ordered) {
+    r.skipSpace();
+    if (r.peek() != ')') r.failHere("expected ')' to close OrderedDict(");
+    r.advance();
+  }
+  r.skipSpace();
+  if (!r.eof()) r.failHere("unexpected text after the state_dict");
+  if (out.empty()) throw InputError("an empty state_dict: no parameters");
+  return out;
+}
 
 // ---- delimited columns: CSV, TSV, whitespace ------------------------------------------------
 
@@ -528,9 +618,14 @@ ImportedEmbeddings parseEmbeddingsText(const std::string& text, const std::strin
   if (c == '{') {
     Reader r(text, source);
     r.skipSpace();
+    if (looksLikeStateDict(text))
+      r.failHere("a printed state_dict: these are a module's parameters, not embeddings — Edit › Paste parameters takes them");
     r.failHere("a JSON object: give the embeddings as nested lists [[…], …], one list per token");
   }
-  if (bracketed) return BracketParser(text, source, limits).parse();
+  if (bracketed) {
+    Reader r(text, source);
+    return BracketParser(r, limits).parse();
+  }
   return parseColumns(text, source, limits);
 }
 
@@ -618,6 +713,29 @@ std::vector<std::string> tokenNames(const std::vector<std::string>& given, int T
   std::vector<std::string> out;
   for (int i = 0; i < T; ++i) out.push_back("t" + std::to_string(i + 1));
   return out;
+}
+
+bool looksLikeStateDict(const std::string& text) {
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return false;
+  if (text.compare(first, 12, "OrderedDict(") == 0) return true;
+  // A plain dict print: {'name': tensor(…
+  const std::size_t quote = text.find_first_not_of(" \t\r\n", first + 1);
+  return text[first] == '{' && quote != std::string::npos && text[quote] == '\'';
+}
+
+std::vector<NamedTensor> parseStateDictText(const std::string& text, const std::string& source, const Limits& limits) {
+  if (static_cast<std::int64_t>(text.size()) > limits.max_file_bytes)
+    throw InputError(source + ": " + str(static_cast<long long>(text.size())) + " bytes is larger than the limit of " +
+                     str(limits.max_file_bytes) + " bytes");
+  Reader r(text, source);
+  try {
+    return parseStateDict(r, limits);
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    if (what.rfind("an empty", 0) == 0) throw InputError(source + ": " + what);
+    throw;
+  }
 }
 
 }  // namespace attnscope

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/model_config.h"
+#include "engine/named_tensor.h"
 #include "engine/tensor.h"
 #include "formats/npy.h"
 
@@ -40,6 +41,13 @@ ImportedEmbeddings parseEmbeddingsBytes(const std::string& bytes, const std::str
 std::string readFileWithinLimit(const std::string& path, const Limits& limits);
 
 ImportedEmbeddings readEmbeddingsFile(const std::string& path, const Limits& limits = {}, const std::string& array = "");
+
+// A printed state_dict — print(m.state_dict()) shows OrderedDict([('W_query.weight', tensor([[…]])),
+// …]); a dict {'W_query.weight': tensor(…), …} too — its tensors in order, each read as the
+// embeddings' text is (a 1-D tensor is a vector: a bias). Refused at LINE:COLUMN as they are, a
+// name given twice included. Names and shapes are not checked here (checkParameterValues does).
+bool looksLikeStateDict(const std::string& text);
+std::vector<NamedTensor> parseStateDictText(const std::string& text, const std::string& source, const Limits& limits = {});
 
 // Token names for T rows: `given` when it has exactly T names, else t1 … tT.
 std::vector<std::string> tokenNames(const std::vector<std::string>& given, int T);

@@ -307,6 +307,48 @@ class ImportTest(unittest.TestCase):
         ws, _ = self.imported(x, "--parameters", as_json, "--variant", "self_attention_v2")
         self.assertEqual(ws["model"]["variant"], "self_attention_v2")
 
+    def test_printed_state_dict_as_parameters(self):
+        """print(m.state_dict()) as --parameters: torch's own text, the variant read from its names (the
+        mask buffer says causal), the values the printed decimals, and torch's output with them loaded."""
+        sc = self.load_seed_classes()
+        xs = np.array(BOOK, dtype=np.float32)
+        x = self.write(repr(xs))
+        torch.manual_seed(5)
+        cases = [(sc.CausalAttention(3, 2, 6, 0.0, qkv_bias=True), "causal", []),
+                 (sc.MultiHeadAttentionWrapper(3, 2, 6, 0.0, 2), "multihead_wrapper", []),
+                 (sc.MultiHeadAttention(3, 4, 6, 0.0, 2), "multihead", ["--num-heads", "2"]),
+                 (sc.SelfAttention_v1(3, 2), "self_attention_v1", [])]
+        torch.set_printoptions(profile="full")
+        try:
+            for module, variant, extra in cases:
+                printed = str(module.state_dict())
+                ws, _ = self.imported(x, "--parameters", self.write(printed), "--seed", "5", *extra)
+                self.assertEqual(ws["model"]["variant"], variant)
+                # The values are what the print shows (4 decimals), each read as float32.
+                printed_sd = {k: printed_values("tensor(" + str(v)[len("tensor("):], tuple(v.shape))
+                              for k, v in module.state_dict().items() if k.split(".")[-1] != "mask"}
+                self.assertEqual(set(ws["parameters"]), set(printed_sd))
+                for k, v in printed_sd.items():
+                    self.assertTrue(np.array_equal(bits(ws["parameters"][k]), bits(v)), k)
+                # torch, with those values loaded over the seeded module, gives the trace's output.
+                run = subprocess.run([CLI, "trace", self.write(json.dumps(ws), ".json")], capture_output=True, text=True,
+                                     timeout=60)
+                self.assertEqual(run.returncode, 0, run.stderr)
+                out = np.array(json.loads(run.stdout)["batches"][0]["output"])
+                module.load_state_dict({k: torch.tensor(v) for k, v in printed_sd.items()}, strict=False)
+                module.eval()
+                with torch.no_grad():
+                    ref = (module(torch.tensor(xs)) if variant == "self_attention_v1"
+                           else module(torch.tensor(xs).unsqueeze(0))[0]).numpy()
+                self.assertLessEqual(float(np.max(np.abs(out - ref) / (1 + np.abs(ref)))), 1e-5, variant)
+        finally:
+            torch.set_printoptions(profile="default")
+        # A print torch cut short is refused at its place.
+        torch.manual_seed(0)
+        big = sc.SelfAttention_v2(3, 400)
+        self.expect_error(x, r"in\d+\.txt:\d+:\d+: torch printed this tensor summarized", "--parameters",
+                          self.write(str(big.state_dict())))
+
     def test_bad_parameters(self):
         sc = self.load_seed_classes()
         torch.manual_seed(0)
@@ -381,7 +423,7 @@ class ImportTest(unittest.TestCase):
         cube = str(torch.zeros(2, 2, 2))
         cases = [
             (ragged, "2:2", "this row has 2 values but the first row has 3"),
-            (nan, self.where(nan, "nan"), "NaN: every embedding value must be a finite number"),
+            (nan, self.where(nan, "nan"), "NaN: every value must be a finite number"),
             (inf, self.where(inf, "inf"), "'inf' is infinite"),
             (word, self.where(word, '"x"'), "a string, not a number"),
             ("[[1.0, abc]]", "1:8", "'abc' is not a number"),

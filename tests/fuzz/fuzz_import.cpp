@@ -3,7 +3,8 @@
 // InputError that names the source ("fuzz:LINE:COLUMN: …" for text, "fuzz: …" or "fuzz[entry]: …"
 // for binary files) or accepted as a T × d_in matrix within the limits, every value finite, with
 // no token names or one per row; printed back as nested lists of shortest float32 decimals, the
-// matrix reads back bit for bit.
+// matrix reads back bit for bit. The same bytes as a printed state_dict (parseStateDictText): one
+// InputError naming the source, or named tensors within the limits, every value finite.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -17,6 +18,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace attnscope;
   const Limits limits = fuzz::smallLimits();
   const std::string bytes(reinterpret_cast<const char*>(data), size);
+  try {
+    for (const NamedTensor& t : parseStateDictText(bytes, "fuzz", limits)) {
+      FUZZ_CHECK(t.value.rows() >= 1 && t.value.cols() >= 1 && t.value.allFinite(), t.name + " " + fuzz::shape(t.value));
+      FUZZ_CHECK(!t.is_vector || t.value.rows() == 1, "a vector of " + fuzz::shape(t.value));
+    }
+  } catch (const InputError& err) {
+    const std::string m = err.what();
+    FUZZ_CHECK(m.rfind("fuzz:", 0) == 0, m);
+    FUZZ_CHECK(m.find('\n') == std::string::npos, "a refusal is one line: " + m);
+  } catch (const std::exception& err) {
+    fuzz::unexpected("parseStateDictText", err);
+  }
   ImportedEmbeddings e;
   try {
     e = parseEmbeddingsBytes(bytes, "fuzz", limits);

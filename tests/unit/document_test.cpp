@@ -194,6 +194,10 @@ std::vector<json> everyCommandExample() {
       {{"do", "pin"}},
       {{"do", "unpin"}},
       {{"do", "swap"}},
+      {{"do", "paste_embeddings"}, {"text", "tensor([[0.4300, 0.1500]])"}},
+      {{"do", "set_parameter"}, {"name", "W_query.weight"}, {"row", 1}, {"col", 2}, {"value", 0.5}},
+      {{"do", "reset_parameters"}},
+      {{"do", "paste_parameters"}, {"text", "OrderedDict([('W_query.weight', tensor([[1., 2., 3.]]))])"}},
       {{"do", "undo"}},
       {{"do", "redo"}},
       {{"do", "select_token"}, {"index", 1}, {"step", -1}},
@@ -249,7 +253,7 @@ TEST(ParseCommand, EveryCommandOfTheTableRoundTripsThroughJson) {
 TEST(ParseCommand, TargetsAreAsDocumented) {
   for (const char* name : {"open", "preset", "new", "restore", "sentence", "add_token", "remove_token",
                            "rename_token", "move_token", "set", "model", "set_cell", "d_in", "randomize",
-                           "book_example", "undo", "redo"}) {
+                           "book_example", "paste_embeddings", "set_parameter", "reset_parameters", "paste_parameters", "undo", "redo"}) {
     ASSERT_NE(findCommand(name), nullptr) << name;
     EXPECT_EQ(findCommand(name)->target, CommandTarget::Document) << name;
   }
@@ -620,6 +624,78 @@ TEST(New, TheBookExampleWithTheCurrentStepsNotebookSettings) {
   EXPECT_EQ(s.workspace().model.batch_size, 1);
   EXPECT_EQ(s.workspace().model.scale, Scale::None);
   EXPECT_TRUE(consistent(s));
+}
+
+// Edit › Paste embeddings (issue 13): the text as torch's str() prints it (strings made with
+// /usr/bin/python3 and torch 1.13: str(torch.tensor([[0.43, 0.15, 0.89], …]))), one undo step.
+const char* kPrintedFour =
+    "tensor([[0.4300, 0.1500, 0.8900],\n        [0.5500, 0.8700, 0.6600],\n        [0.5700, 0.8500, 0.6400],\n"
+    "        [0.2200, 0.5800, 0.3300]])";
+const char* kPrintedScientific =
+    "tensor([[ 1.5000e+00, -2.2500e+00,  1.0000e-03,  4.0000e+00],\n"
+    "        [ 1.0000e-01,  2.0000e-01,  3.0000e-01,  4.0000e-01]])";
+
+TEST(PasteEmbeddings, ReplacesTheTableAsOneUndoStepAndNamesTheTokens) {
+  Document d;  // the book's six tokens
+  const DocState before = stateOf(d);
+  // Four rows for six tokens: t1 … t4.
+  EXPECT_EQ(d.apply(cmd("paste_embeddings", {{"text", kPrintedFour}})), DocumentChange::Edited);
+  EXPECT_TRUE(test::bitwiseEqual(d.workspace().embeddings,
+                                 test::rows({{0.43f, 0.15f, 0.89f}, {0.55f, 0.87f, 0.66f}, {0.57f, 0.85f, 0.64f}, {0.22f, 0.58f, 0.33f}})));
+  EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"t1", "t2", "t3", "t4"}));
+  EXPECT_EQ(d.note(), "Pasted 4 × 3 embeddings (a printed torch tensor); tokens named t1 … t4 (4 rows for 6 tokens)");
+  EXPECT_EQ(d.history().undoSteps(), before.undo_steps + 1);
+  EXPECT_TRUE(d.dirty());
+  EXPECT_TRUE(consistent(d));
+  // The same count keeps the names; a new width is fine without parameters (multihead: d_out stays).
+  d.apply(cmd("rename_token", {{"index", 0}, {"name", "Your"}}));
+  d.apply(cmd("remove_token", {{"index", 3}}));
+  d.apply(cmd("remove_token", {{"index", 2}}));
+  d.apply(cmd("paste_embeddings", {{"text", kPrintedScientific}}));
+  EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"Your", "t2"}));
+  EXPECT_TRUE(test::bitwiseEqual(d.workspace().embeddings, test::rows({{1.5f, -2.25f, 1e-3f, 4.0f}, {0.1f, 0.2f, 0.3f, 0.4f}})));
+  EXPECT_EQ(d.note(), "Pasted 2 × 4 embeddings (a printed torch tensor); the 2 token names kept");
+  // A CSV's own names win; one undo brings the table back whole.
+  d.apply(cmd("paste_embeddings", {{"text", "token,d0\ncat,1\nsat,2\n"}}));
+  EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"cat", "sat"}));
+  d.apply(cmd("undo"));
+  EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"Your", "t2"}));
+  EXPECT_EQ(d.workspace().embeddings.cols(), 4);
+  // 'simple' follows d_in with d_out.
+  Document s;
+  s.apply(cmd("set", {{"field", "variant"}, {"value", "simple"}}));
+  s.apply(cmd("paste_embeddings", {{"text", kPrintedScientific}}));
+  EXPECT_EQ(s.workspace().model.d_out, 4);
+  EXPECT_TRUE(consistent(s));
+}
+
+TEST(PasteEmbeddings, BadTextIsRefusedAtItsPlaceAndChangesNothing) {
+  Document d;
+  d.apply(cmd("set_cell", {{"row", 0}, {"col", 0}, {"value", 0.5}}));
+  // str(torch.rand(1001, 3)) is summarized: refused with how to print it in full.
+  const std::string cut = "tensor([[0.2961, 0.5166, 0.2517],\n        [0.6886, 0.0740, 0.8665],\n        ...,\n"
+                          "        [0.1746, 0.9441, 0.8916]])";
+  const auto r = refusedUnchanged(d, cmd("paste_embeddings", {{"text", cut}}), "clipboard:3:9: ");
+  EXPECT_TRUE(r);
+  EXPECT_TRUE(contains(r.message(), "set_printoptions(profile=\"full\")")) << r.message();
+  EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", "tensor([[1., 2.],\n        [3.]])"}}), "clipboard:2:"));
+  EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", "[[1, nan]]"}}), "clipboard:1:"));
+  EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", ""}}), "clipboard"));
+  EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings"), "text: required"));
+  // The user's parameters are for d_in = 3: four columns do not fit them, and the message says so.
+  Document p;
+  p.apply(cmd("set", {{"field", "variant"}, {"value", "self_attention_v2"}}));
+  Workspace ws = p.workspace();
+  ws.model.parameters = std::make_shared<const ParameterValues>(
+      ParameterValues{NamedTensor{"W_query.weight", test::rows({{1, 0, 0}, {0, 1, 0}}), false}});
+  p.reset(ws, "", false);
+  const auto w = refusedUnchanged(p, cmd("paste_embeddings", {{"text", kPrintedScientific}}),
+                                  "the pasted embeddings have d_in = 4, your parameters are for d_in = 3");
+  EXPECT_TRUE(w);
+  EXPECT_TRUE(contains(w.message(), "parameters.W_query.weight")) << w.message();
+  p.apply(cmd("paste_embeddings", {{"text", kPrintedFour}}));  // the same width: kept
+  ASSERT_TRUE(p.workspace().model.parameters);
+  EXPECT_EQ(p.workspace().model.parameters->size(), 1u);
 }
 
 TEST(Restore, TakesTheFileAndTheUnsavedMarkFromTheView) {
@@ -1589,6 +1665,7 @@ std::uint64_t fingerprint(const Workspace& w) {
                       std::to_string(w.random->rows) + "/" + std::to_string(w.random->cols)
                 : "-");
   text(w.view.dump());
+  text(workspaceToJson(w).value("parameters", json()).dump());  // the user's own parameters (issue 13)
   return h;
 }
 
@@ -1600,6 +1677,8 @@ std::uint64_t fingerprint(const Workspace& w) {
                                          << modelToJson(b.model).dump();
   if (a.random.has_value() != b.random.has_value()) return ::testing::AssertionFailure() << "random recipe differs";
   if (a.view != b.view) return ::testing::AssertionFailure() << "views differ";
+  if (workspaceToJson(a).value("parameters", json()) != workspaceToJson(b).value("parameters", json()))
+    return ::testing::AssertionFailure() << "parameters differ";
   return ::testing::AssertionSuccess();
 }
 
@@ -1675,6 +1754,23 @@ class CommandStream {
       if (chance(0.2)) ws["model"]["d_out"] = oneOf(std::vector<json>{0, -3, "two", 1 << 20});
       return ws;
     }
+    if (command == "paste_embeddings") return pasted(T, d_in);
+    if (command == "paste_parameters") {  // a printed state_dict of one weight, d_in wide, 1 to 4 rows
+      if (chance(0.15)) return oneOf(std::vector<std::string>{"", "OrderedDict([])", "OrderedDict([('mask', tensor([[0.]]))])",
+                                                               "{'W_query': tensor([[1.]])}", "OrderedDict([('x', tensor([1.]))])"});
+      std::string s = "OrderedDict([('" + oneOf(std::vector<std::string>{"W_query.weight", "W_key.weight", "W_value.weight"}) + "', tensor([";
+      for (int i = pick(1, 4), r = 0; r < i; ++r) {
+        s += r ? ", [" : "[";
+        for (int j = 0; j < d_in; ++j) s += (j ? ", " : "") + std::to_string(pick(-9, 9));
+        s += "]";
+      }
+      return s + "]))])";
+    }
+    if (command == "set_parameter" && arg == "name")
+      return oneOf(std::vector<std::string>{"W_query.weight", "W_key.weight", "W_value.bias", "out_proj.weight",
+                                            "heads.0.W_query.weight", "heads.1.W_value.weight", "W_query", "mask", ""});
+    if (command == "set_parameter" && (arg == "row" || arg == "col")) return chance(0.9) ? json(pick(0, 3)) : index(T);
+    if (command == "set_parameter" && arg == "value") return number();
     if (arg == "name" || arg == "text") return text();
     if (command == "d_in") return chance(0.85) ? json(pick(1, 12)) : oneOf(std::vector<json>{0, -1, 64, 200, 4097, 2147483647, 1LL << 40});
     if (command == "set" && arg == "field") return set_field_ = field();  // "field" comes before "value"
@@ -1720,6 +1816,20 @@ class CommandStream {
     return oneOf(std::vector<std::string>{"", " ", "a", "cat", "t1", "Your", "na\xc3\xafve", "\xe2\x98\x83",
                                           "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e", "\xf0\x9f\x99\x82", "a b", ".",
                                           std::string(300, 'x'), "tab\there", "quote\"back\\slash"});
+  }
+  // A pasted tensor: mostly a printed one of T ± 1 rows and d_in ± 1 columns, sometimes broken.
+  std::string pasted(int T, int d_in) {
+    if (chance(0.15))
+      return oneOf(std::vector<std::string>{"", "tensor([[1., ...]])", "[[1, 2], [3]]", "tensor([[nan]])", "abc",
+                                            "[[[1]]]", "tensor([[1e39]])"});
+    const int rows = std::max(1, T + pick(-1, 1)), cols = std::max(1, d_in + pick(-1, 1));
+    std::string s = "tensor([";
+    for (int i = 0; i < rows; ++i) {
+      s += i ? ",\n        [" : "[";
+      for (int j = 0; j < cols; ++j) s += (j ? ", " : "") + std::to_string(pick(-99, 99) / 100.0).substr(0, 5);
+      s += "]";
+    }
+    return s + "])";
   }
   std::string sentence() {
     const int k = pick(0, 99);

@@ -334,9 +334,9 @@ TEST(ParametersInEdits, KeptOrRefusedAndUndoneExactly) {
   EXPECT_TRUE(test::bitwiseEqual((*d.workspace().model.parameters)[0].value, (*ws.model.parameters)[0].value));
   // One they no longer fit is refused, naming the tensor, and changes nothing.
   EXPECT_EQ(errorOf([&] { d.apply(makeCommand("set", {{"field", "d_out"}, {"value", 6}})); }),
-            "parameters.W_key.weight: expected 6 × 3 (d_out × d_in), got a 4 × 3 matrix");
+            "parameters.W_key.weight: expected 6 × 3 (d_out × d_in), got a 4 × 3 matrix; your own parameters are for this shape: Weights › Back to the seeded initialization first (undo brings them back)");
   EXPECT_EQ(errorOf([&] { d.apply(makeCommand("d_in", {{"value", 4}, {"seed", 1}})); }),
-            "parameters.W_key.weight: expected 4 × 4 (d_out × d_in), got a 4 × 3 matrix");
+            "parameters.W_key.weight: expected 4 × 4 (d_out × d_in), got a 4 × 3 matrix; your own parameters are for this shape: Weights › Back to the seeded initialization first (undo brings them back)");
   EXPECT_EQ(d.workspace().model.d_out, 4);
   // Another step starts from its own seeded initialization; undo brings the values back.
   d.apply(makeCommand("set", {{"field", "variant"}, {"value", "causal"}}));
@@ -357,4 +357,128 @@ TEST(ParametersInEdits, KeptOrRefusedAndUndoneExactly) {
   EXPECT_FALSE(equalWorkspaces(d.workspace(), other));
   other.model.parameters.reset();
   EXPECT_FALSE(equalWorkspaces(d.workspace(), other));
+}
+
+// ---- the Weights tab's commands: set_parameter, reset_parameters (issue 13, item 3) ----------------
+
+TEST(ParameterCommands, OneValueSetTheRestStayTheSeededDrawOneUndoStepEach) {
+  for (const Variant v : {Variant::SelfAttentionV1, Variant::SelfAttentionV2, Variant::MultiHeadWrapper, Variant::MultiHead}) {
+    Document d(bookExample(v));
+    const ModelConfig seeded = d.workspace().model;
+    const ref::Module r = ref::build(seeded, 6, 3);  // torch's stream, re-derived
+    // The first weight of the module, in torch's layout: v1's W_query is d_in × d_out (x @ W).
+    const std::string name = v == Variant::SelfAttentionV1 ? "W_query"
+                             : v == Variant::MultiHeadWrapper ? "heads.1.W_key.weight" : "W_query.weight";
+    const Matrix torch_layout = v == Variant::SelfAttentionV1   ? Matrix(layerMatrix(r.query[0]).transpose())
+                                : v == Variant::MultiHeadWrapper ? layerMatrix(r.key[1])
+                                                                 : layerMatrix(r.query[0]);
+    const std::size_t steps = d.history().undoSteps();
+    d.apply(makeCommand("set_parameter", {{"name", name}, {"row", 1}, {"col", 0}, {"value", 0.75}}));
+    ASSERT_TRUE(d.workspace().model.parameters) << variantId(v);
+    ASSERT_EQ(d.workspace().model.parameters->size(), 1u);
+    const NamedTensor& own = (*d.workspace().model.parameters)[0];
+    EXPECT_EQ(own.name, name);
+    Matrix want = torch_layout;
+    want(1, 0) = 0.75f;
+    EXPECT_TRUE(test::bitwiseEqual(own.value, want)) << variantId(v) << "\n" << own.value << "\nwant\n" << want;
+    EXPECT_EQ(d.history().undoSteps(), steps + 1);
+    // A drag (one gesture) is one undo step; a second tensor joins in state_dict order.
+    d.apply(makeCommand("set_parameter", {{"name", name}, {"row", 0}, {"col", 1}, {"value", -1}}));
+    EXPECT_EQ(d.history().undoSteps(), steps + 2);
+    Command drag1 = makeCommand("set_parameter", {{"name", name}, {"row", 0}, {"col", 0}, {"value", 2}});
+    drag1.gesture = "w";
+    Command drag2 = makeCommand("set_parameter", {{"name", name}, {"row", 0}, {"col", 0}, {"value", 3}});
+    drag2.gesture = "w";
+    d.apply(drag1);
+    d.apply(drag2);
+    EXPECT_EQ(d.history().undoSteps(), steps + 3);
+    EXPECT_EQ((*d.workspace().model.parameters)[0].value(0, 0), 3.0f);
+    // Back to the seeded initialization: no parameters, one step, and undo brings them back.
+    d.endGesture();
+    d.apply(makeCommand("reset_parameters"));
+    EXPECT_FALSE(d.workspace().model.parameters);
+    EXPECT_NE(d.note().find("Back to the seeded initialization"), std::string::npos) << d.note();
+    EXPECT_EQ(d.history().undoSteps(), steps + 4);
+    EXPECT_EQ(d.apply(makeCommand("reset_parameters")), DocumentChange::Unchanged);
+    d.apply(makeCommand("undo"));
+    ASSERT_TRUE(d.workspace().model.parameters);
+    EXPECT_EQ((*d.workspace().model.parameters)[0].value(0, 0), 3.0f);
+  }
+  // out_proj's bias is one row; a wrapper's two tensors stay in state_dict order.
+  Document mh(bookExample(Variant::MultiHead));
+  mh.apply(makeCommand("set_parameter", {{"name", "out_proj.bias"}, {"row", 0}, {"col", 1}, {"value", 0.5}}));
+  mh.apply(makeCommand("set_parameter", {{"name", "W_value.weight"}, {"row", 0}, {"col", 2}, {"value", 0.5}}));
+  ASSERT_EQ(mh.workspace().model.parameters->size(), 2u);
+  EXPECT_EQ((*mh.workspace().model.parameters)[0].name, "W_value.weight");
+  EXPECT_EQ((*mh.workspace().model.parameters)[1].name, "out_proj.bias");
+  EXPECT_TRUE((*mh.workspace().model.parameters)[1].is_vector);
+}
+
+TEST(ParameterCommands, RefusalsNameTheArgumentAndChangeNothing) {
+  Document d(bookExample(Variant::MultiHead));
+  auto refused = [&](nlohmann::json args) {
+    const std::uint64_t v = d.version();
+    const std::string e = errorOf([&] { d.apply(makeCommand("set_parameter", args)); });
+    EXPECT_EQ(d.version(), v);
+    EXPECT_FALSE(d.workspace().model.parameters);
+    return e;
+  };
+  EXPECT_EQ(refused({{"name", "W_query"}, {"row", 0}, {"col", 0}, {"value", 1}}),
+            "name: 'W_query' is not a parameter of MultiHeadAttention here (W_query.weight, W_key.weight, "
+            "W_value.weight, out_proj.weight, out_proj.bias)");
+  EXPECT_EQ(refused({{"name", "W_query.weight"}, {"row", 2}, {"col", 0}, {"value", 1}}),
+            "row: W_query.weight has 2 rows, numbered from 0, got 2");
+  EXPECT_EQ(refused({{"name", "out_proj.bias"}, {"row", 1}, {"col", 0}, {"value", 1}}),
+            "row: out_proj.bias is a bias: row 0 only, got 1");
+  EXPECT_EQ(refused({{"name", "W_query.weight"}, {"row", 0}, {"col", 3}, {"value", 1}}),
+            "col: W_query.weight has 3 columns, numbered from 0, got 3");
+  EXPECT_EQ(refused({{"name", "W_query.weight"}, {"row", 0}, {"col", 0}, {"value", 1e39}}),
+            "value: not a finite number as float32");
+  Document simple(bookExample(Variant::Simple));
+  EXPECT_EQ(errorOf([&] {
+              simple.apply(makeCommand("set_parameter", {{"name", "W_query"}, {"row", 0}, {"col", 0}, {"value", 1}}));
+            }),
+            "name: simple_attention has no trainable parameters (Q = K = V = X); choose step 2a or later");
+  // With parameters of its own, a wrapper cannot lose the head they belong to: refused, with what to do.
+  Document w(bookExample(Variant::MultiHeadWrapper));
+  w.apply(makeCommand("set_parameter", {{"name", "heads.1.W_query.weight"}, {"row", 0}, {"col", 0}, {"value", 1}}));
+  const std::string e = errorOf([&] { w.apply(makeCommand("set", {{"field", "num_heads"}, {"value", 1}})); });
+  EXPECT_EQ(e.rfind("parameters.heads.1.W_query.weight: ", 0), 0u) << e;
+  EXPECT_NE(e.find("Weights › Back to the seeded initialization first"), std::string::npos) << e;
+}
+
+TEST(ParameterCommands, PasteParametersTakesTorchsPrintedStateDict) {
+  // str(SelfAttention_v2(3, 2).state_dict()) after torch.manual_seed(789), as Debian's torch prints it.
+  const std::string printed =
+      "OrderedDict([('W_query.weight', tensor([[ 0.3161,  0.4568,  0.5118],\n        [-0.1683, -0.3379, -0.0918]])), "
+      "('W_key.weight', tensor([[ 0.4058, -0.4704,  0.2368],\n        [ 0.2134, -0.2601, -0.5105]]))])";
+  Document d(bookExample(Variant::SelfAttentionV2));
+  d.apply(makeCommand("set_parameter", {{"name", "W_value.weight"}, {"row", 0}, {"col", 0}, {"value", 9}}));
+  const std::size_t steps = d.history().undoSteps();
+  d.apply(makeCommand("paste_parameters", {{"text", printed}}));
+  EXPECT_EQ(d.history().undoSteps(), steps + 1);
+  EXPECT_EQ(d.note(), "Pasted 2 parameters (W_query.weight, W_key.weight)");
+  ASSERT_TRUE(d.workspace().model.parameters);
+  const ParameterValues& p = *d.workspace().model.parameters;
+  ASSERT_EQ(p.size(), 3u);  // state_dict order; the earlier edit of W_value stays
+  EXPECT_EQ(p[0].name, "W_query.weight");
+  EXPECT_TRUE(test::bitwiseEqual(p[0].value, test::rows({{0.3161, 0.4568, 0.5118}, {-0.1683, -0.3379, -0.0918}})));
+  EXPECT_EQ(p[2].name, "W_value.weight");
+  EXPECT_EQ(p[2].value(0, 0), 9.0f);
+  // The mask buffer of CausalAttention's print is left out, and said so.
+  Document c(bookExample(Variant::Causal));
+  c.apply(makeCommand("paste_parameters", {{"text", "OrderedDict([('mask', tensor([[0., 1.],\n        [0., 0.]])), "
+                                                    "('W_key.weight', tensor([[1., 2., 3.],\n        [4., 5., 6.]]))])"}}));
+  EXPECT_EQ(c.note(), "Pasted 1 parameter (W_key.weight); the buffer mask left out (not a parameter)");
+  // Another shape, or another class's names: refused, naming the tensor and the module; nothing changes.
+  const std::uint64_t v = d.version();
+  const std::string wide = errorOf([&] {
+    d.apply(makeCommand("paste_parameters", {{"text", "OrderedDict([('W_query.weight', tensor([[1., 2.]]))])"}}));
+  });
+  EXPECT_EQ(wide, "clipboard: parameters.W_query.weight: expected 2 × 3 (d_out × d_in), got a 1 × 2 matrix (this step's module is "
+                  "SelfAttention_v2 with d_in = 3, d_out = 2)");
+  EXPECT_EQ(d.version(), v);
+  const std::string bad = errorOf([&] { d.apply(makeCommand("paste_parameters", {{"text", "OrderedDict([('W_query.weight', tensor([[1., ...]]))])"}})); });
+  EXPECT_EQ(bad.rfind("clipboard:1:46: torch printed this tensor summarized", 0), 0u) << bad;
+  EXPECT_EQ(d.version(), v);
 }

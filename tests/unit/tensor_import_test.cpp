@@ -270,9 +270,9 @@ TEST(ImportText, SummarizedPrintsSayHowToPrintInFull) {
 TEST(ImportText, EveryRefusalNamesLineAndColumn) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"[[1, 2, 3],\n [4, 5]]", "x:2:2: this row has 2 values but the first row has 3 (rows must all have d_in values)"},
-      {"[[1, 2],\n [3, nan]]", "x:2:6: NaN: every embedding value must be a finite number"},
-      {"tensor([[1., inf]])", "x:1:14: 'inf' is infinite: every embedding value must be a finite number"},
-      {"tensor([[1., -inf]])", "x:1:14: '-inf' is infinite: every embedding value must be a finite number"},
+      {"[[1, 2],\n [3, nan]]", "x:2:6: NaN: every value must be a finite number"},
+      {"tensor([[1., inf]])", "x:1:14: 'inf' is infinite: every value must be a finite number"},
+      {"tensor([[1., -inf]])", "x:1:14: '-inf' is infinite: every value must be a finite number"},
       {"[[1, 2e39]]", "x:1:6: '2e39' is beyond float32's range (±3.4028235e38)"},
       {"[[1, abc]]", "x:1:6: 'abc' is not a number"},
       {"[[1, \"2\"]]", "x:1:6: a string, not a number"},
@@ -295,7 +295,7 @@ TEST(ImportText, EveryRefusalNamesLineAndColumn) {
       {"1,2,3\n4,x,6\n", "x:2:3: 'x' is not a number"},
       {"1,,3\n", "x:1:3: an empty field: expected a number"},
       {"a,b,c\n", "x:1:1: only a header line: no rows of numbers"},
-      {"1\t2\n3\tNaN\n", "x:2:3: NaN: every embedding value must be a finite number"},
+      {"1\t2\n3\tNaN\n", "x:2:3: NaN: every value must be a finite number"},
       {"\xc3\xa9t\xc3\xa9,1,2\nabc,x,3\n", "x:2:5: 'x' is not a number"},  // columns count characters
       {"[[1, 2],\n [\xc3\xa9, 3]]", "x:2:3: unexpected '\xc3\xa9': expected a number"},
       {"[[1, 2],\n [\xff, 3]]", "x:2:3: unexpected '\\xff': expected a number"},
@@ -467,4 +467,89 @@ TEST(ImportFile, ReadsByContentAndRefusesByName) {
             dir + "/no-such-file: cannot open the file (does it exist?)");
   EXPECT_EQ(test::errorOf([&] { readEmbeddingsFile(dir); }), dir + ": is a directory, not a file");
   std::remove(path.c_str());
+}
+
+// ---- printed state_dicts (issue 13: paste parameters, --parameters) ---------------------------
+// The strings are str(m.state_dict()) of the seed classes as Debian's torch 1.13 prints them
+// (/usr/bin/python3, torch.manual_seed as the notebook; small shapes print in full).
+
+namespace {
+
+const char* kV2StateDict =
+    "OrderedDict([('W_query.weight', tensor([[ 0.3161,  0.4568,  0.5118],\n        [-0.1683, -0.3379, -0.0918]])), "
+    "('W_key.weight', tensor([[ 0.4058, -0.4704,  0.2368],\n        [ 0.2134, -0.2601, -0.5105]])), ('W_value.weight', "
+    "tensor([[ 0.2526, -0.1415, -0.1962],\n        [ 0.5191, -0.0852, -0.2043]]))])";
+const char* kCausalStateDict =
+    "OrderedDict([('mask', tensor([[0., 1., 1.],\n        [0., 0., 1.],\n        [0., 0., 0.]])), ('W_query.weight', "
+    "tensor([[-0.2354,  0.0191, -0.2867],\n        [ 0.2177, -0.4919,  0.4232]])), ('W_query.bias', tensor([-0.4196, "
+    "-0.4590])), ('W_key.weight', tensor([[-0.3648,  0.2615, -0.2133],\n        [ 0.2161, -0.4900, -0.3503]])), "
+    "('W_key.bias', tensor([-0.2120, -0.1135])), ('W_value.weight', tensor([[-0.4404,  0.3780, -0.1362],\n        [ "
+    "0.1853,  0.4083,  0.1076]])), ('W_value.bias', tensor([0.1579, 0.5573]))])";
+const char* kWrapperStateDict =
+    "OrderedDict([('heads.0.mask', tensor([[0., 1., 1.],\n        [0., 0., 1.],\n        [0., 0., 0.]])), "
+    "('heads.0.W_query.weight', tensor([[-0.2883,  0.0234]])), ('heads.0.W_key.weight', tensor([[-0.3512,  0.2667]])), "
+    "('heads.0.W_value.weight', tensor([[-0.6025,  0.5183]])), ('heads.1.mask', tensor([[0., 1., 1.],\n        [0., 0., "
+    "1.],\n        [0., 0., 0.]])), ('heads.1.W_query.weight', tensor([[-0.5140, -0.5622]])), ('heads.1.W_key.weight', "
+    "tensor([[-0.4468,  0.3202]])), ('heads.1.W_value.weight', tensor([[-0.2613,  0.2646]]))])";
+
+std::string stateDictError(const std::string& t) {
+  try {
+    parseStateDictText(t, "x");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST(ImportStateDict, TorchsPrintOfEachSeedClass) {
+  EXPECT_TRUE(looksLikeStateDict(kV2StateDict));
+  EXPECT_TRUE(looksLikeStateDict("  {'W_query': tensor([[1.]])}"));
+  EXPECT_FALSE(looksLikeStateDict("tensor([[1.]])"));
+  EXPECT_FALSE(looksLikeStateDict("{\"W_query.weight\": [[1]]}"));  // JSON: read as JSON
+
+  const std::vector<NamedTensor> v2 = parseStateDictText(kV2StateDict, "x");
+  ASSERT_EQ(v2.size(), 3u);
+  EXPECT_EQ(v2[0].name, "W_query.weight");
+  EXPECT_EQ(v2[1].name, "W_key.weight");
+  EXPECT_EQ(v2[2].name, "W_value.weight");
+  EXPECT_FALSE(v2[0].is_vector);
+  EXPECT_TRUE(test::bitwiseEqual(v2[0].value, matrixOf({{0.3161f, 0.4568f, 0.5118f}, {-0.1683f, -0.3379f, -0.0918f}})));
+  EXPECT_TRUE(test::bitwiseEqual(v2[2].value, matrixOf({{0.2526f, -0.1415f, -0.1962f}, {0.5191f, -0.0852f, -0.2043f}})));
+
+  const std::vector<NamedTensor> causal = parseStateDictText(kCausalStateDict, "x");
+  ASSERT_EQ(causal.size(), 7u);
+  EXPECT_EQ(causal[0].name, "mask");  // the buffer is read; the parameter readers leave it out
+  EXPECT_EQ(causal[2].name, "W_query.bias");
+  EXPECT_TRUE(causal[2].is_vector);   // a 1-D tensor: a bias, not a 1 × 2 matrix
+  EXPECT_TRUE(test::bitwiseEqual(causal[2].value, matrixOf({{-0.4196f, -0.4590f}})));
+  EXPECT_TRUE(test::bitwiseEqual(causal[6].value, matrixOf({{0.1579f, 0.5573f}})));
+
+  const std::vector<NamedTensor> wrapper = parseStateDictText(kWrapperStateDict, "x");
+  ASSERT_EQ(wrapper.size(), 8u);
+  EXPECT_EQ(wrapper[5].name, "heads.1.W_query.weight");
+  EXPECT_FALSE(wrapper[5].is_vector);  // [[…]]: a 1 × 2 weight
+  EXPECT_TRUE(test::bitwiseEqual(wrapper[5].value, matrixOf({{-0.5140f, -0.5622f}})));
+
+  // A plain dict print, and the same tensor text the embeddings take.
+  const std::vector<NamedTensor> d = parseStateDictText("{'W_query': tensor([[1.5, -2.],\n [3., 4.]], requires_grad=True)}", "x");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_TRUE(test::bitwiseEqual(d[0].value, matrixOf({{1.5f, -2.f}, {3.f, 4.f}})));
+}
+
+TEST(ImportStateDict, RefusalsNameLineAndColumn) {
+  // A tensor torch summarized inside the state_dict: how to print in full.
+  const std::string cut = "OrderedDict([('W_query.weight', tensor([[0.1, 0.2],\n        ...,\n        [0.3, 0.4]]))])";
+  const std::string e = stateDictError(cut);
+  EXPECT_EQ(e.rfind("x:2:9: torch printed this tensor summarized", 0), 0u) << e;
+  EXPECT_EQ(stateDictError("OrderedDict([('a', tensor([1.])), ('a', tensor([2.]))])"), "x:1:35: 'a' is given twice");
+  EXPECT_EQ(stateDictError("OrderedDict([('a' tensor([1.]))])"), "x:1:19: expected ',' after the name");
+  EXPECT_EQ(stateDictError("OrderedDict([('a', tensor([1.]))]"), "x:1:34: expected ')' to close OrderedDict(");
+  EXPECT_EQ(stateDictError("OrderedDict([(a, tensor([1.]))])"), "x:1:15: expected a quoted parameter name such as 'W_query.weight'");
+  EXPECT_EQ(stateDictError("OrderedDict([])"), "x: an empty state_dict: no parameters");
+  EXPECT_EQ(stateDictError("OrderedDict([('a', tensor([[1., nan]]))])"), "x:1:33: NaN: every value must be a finite number");
+  // Pasted as embeddings, a state_dict says where it belongs.
+  EXPECT_EQ(textError(kV2StateDict).rfind("x:1:1: a printed state_dict (OrderedDict)", 0), 0u) << textError(kV2StateDict);
+  EXPECT_NE(textError("{'W_query': tensor([[1.]])}").find("Edit › Paste parameters"), std::string::npos);
 }

@@ -1,0 +1,300 @@
+#include "panels/weights_panel.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <string>
+
+#include "display/colormap.h"
+#include "editing/parameter_edits.h"
+#include "engine/parameters.h"
+#include "shell/fonts.h"
+#include "shell/layout_dump.h"
+#include "shell/theme.h"
+#include "widgets/heatmap.h"
+#include "display/number_text.h"
+#include "widgets/value_cell.h"
+
+namespace attnscope {
+
+namespace {
+
+std::string str(long long v) { return std::to_string(v); }
+
+// What a parameter is, read from its state_dict name.
+struct ParameterKind {
+  std::string head;  // "heads.1." of the wrapper, else ""
+  std::string base;  // "W_query", "W_key", "W_value", "out_proj"
+  bool bias = false;
+  bool bare = false;  // SelfAttention_v1's W (d_in × d_out, x @ W)
+  const char* out = "q";  // the letter of what it makes: q, k, v, o (out_proj)
+};
+
+ParameterKind kindOf(const NamedTensor& t) {
+  ParameterKind k;
+  std::string rest = t.name;
+  if (rest.rfind("heads.", 0) == 0) {
+    const std::size_t dot = rest.find('.', 6);
+    k.head = rest.substr(0, dot + 1);
+    rest = rest.substr(dot + 1);
+  }
+  const std::size_t dot = rest.find('.');
+  k.base = rest.substr(0, dot);
+  k.bare = dot == std::string::npos;
+  k.bias = !k.bare && rest.substr(dot + 1) == "bias";
+  k.out = k.base == "W_key" ? "k" : k.base == "W_value" ? "v" : k.base == "out_proj" ? "o" : "q";
+  return k;
+}
+
+// The shape, short for a card's title ("2×3"), and in words for its tooltip ("2 × 3 (d_out × d_in)").
+std::string shapeShort(const NamedTensor& t) {
+  return t.is_vector ? str(t.value.cols()) : str(t.value.rows()) + "×" + str(t.value.cols());
+}
+std::string shapeWords(const NamedTensor& t, const ParameterKind& k) {
+  if (t.is_vector) return str(t.value.cols()) + " (d_out)";
+  const std::string dims = k.bare ? "d_in × d_out" : k.base == "out_proj" ? "d_out × d_out" : "d_out × d_in";
+  return str(t.value.rows()) + " × " + str(t.value.cols()) + " (" + dims + ")";
+}
+
+// How the hovered number is used, as the notebook's code uses it.
+std::string describeCell(const NamedTensor& t, const ParameterKind& k, int i, int j, const ModelConfig& m) {
+  const std::string v = formatFixed(t.value(i, j));
+  const std::string out = k.out;
+  if (t.is_vector)
+    return t.name + "[" + str(j) + "] = " + v + "\nadded to " + out + str(j) + " of every token";
+  if (k.bare)
+    return t.name + "[" + str(i) + ", " + str(j) + "] = " + v + "\nhow much input d" + str(i) + " adds to " + out + str(j) +
+           " of every token: " + out + " = x @ " + k.base;
+  std::string s = t.name + "[" + str(i) + ", " + str(j) + "] = " + v + "\nhow much ";
+  if (k.base == "out_proj")
+    s += "context column c" + str(j) + " adds to output o" + str(i) + ": out = context @ W.T + b";
+  else
+    s += "input d" + str(j) + " adds to " + out + str(i) + " of every token: " + out + " = x @ W.T" + (m.qkv_bias ? " + b" : "");
+  if (m.variant == Variant::MultiHead && k.base != "out_proj" && m.num_heads > 1) {
+    const int width = m.d_out / m.num_heads;
+    s += "\n(row " + str(i) + " belongs to head " + str(i / width + 1) + ")";
+  }
+  return s;
+}
+
+// The panel's first line: the module as the notebook builds it.
+std::string constructorText(const ModelConfig& m, int d_in) {
+  std::string args = "d_in=" + str(d_in) + ", d_out=" + str(m.d_out);
+  if (isMultiHead(m.variant)) args += ", num_heads=" + str(m.num_heads);
+  if (hasLinearLayers(m.variant)) args += std::string(", qkv_bias=") + (m.qkv_bias ? "True" : "False");
+  return std::string(seedClassName(m.variant)) + "(" + args + ") after torch.manual_seed(" + str(m.seed) + ")";
+}
+
+// How the tensors are laid out, in a sentence a learner can check against the notebook.
+std::string layoutText(const ModelConfig& m) {
+  if (m.variant == Variant::SelfAttentionV1)
+    return "As the state_dict holds them: SelfAttention_v1 keeps each W as d_in × d_out (torch.rand) and computes "
+           "q = x @ W_query.";
+  std::string s = "As the state_dict holds them: nn.Linear keeps its weight as d_out × d_in and computes q = x @ W.T"
+                  " (the Heatmaps tab shows W_q transposed, as x @ W uses it).";
+  if (m.variant == Variant::MultiHead && m.num_heads > 1) {
+    const int width = m.d_out / m.num_heads;
+    s += " MultiHeadAttention splits the d_out rows into heads:";
+    for (int h = 0; h < m.num_heads && h < 8; ++h)
+      s += (h ? ", " : " ") + std::string(width > 1 ? "rows " : "row ") + str(h * width) +
+           (width > 1 ? "–" + str(h * width + width - 1) : "") + " head " + str(h + 1);
+    if (m.num_heads > 8) s += ", …";
+    s += ".";
+  }
+  if (m.variant == Variant::MultiHeadWrapper)
+    s += " The wrapper holds one CausalAttention per head: heads.0 … heads." + str(m.num_heads - 1) +
+         " (Tab or the head selector shows one).";
+  return s;
+}
+
+// The width a table of `cols` value columns takes beside its label column `label_w` wide.
+float tableWidth(int cols, float label_w) {
+  const float cell = px(56) + ImGui::GetStyle().CellPadding.x * 2;
+  return label_w + ImGui::GetStyle().CellPadding.x * 2 + static_cast<float>(shownValueColumns(cols, 1)) * cell;
+}
+
+}  // namespace
+
+void WeightsPanel::refresh(const Document& doc) {
+  if (version_ == doc.version() && version_ != 0) return;
+  version_ = doc.version();
+  const Workspace& w = doc.workspace();
+  tensors_ = currentParameters(w.model, static_cast<int>(w.embeddings.cols()));
+  own_.clear();
+  row_labels_.clear();
+  col_labels_.clear();
+  for (const NamedTensor& t : tensors_) {
+    const ParameterKind k = kindOf(t);
+    own_.push_back(isOwnParameter(w.model, t.name));
+    std::vector<std::string> rows, cols;
+    for (Eigen::Index i = 0; i < t.value.rows(); ++i)
+      rows.push_back(t.is_vector ? "b" : k.bare ? "d" + str(i) : k.out + str(i));
+    for (Eigen::Index j = 0; j < t.value.cols(); ++j)
+      cols.push_back(t.is_vector || k.bare ? k.out + str(j) : k.base == "out_proj" ? "c" + str(j) : "d" + str(j));
+    row_labels_.push_back(std::move(rows));
+    col_labels_.push_back(std::move(cols));
+  }
+}
+
+void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width) {
+  const NamedTensor& t = tensors_[index];
+  const ModelConfig& m = ctx.document.workspace().model;
+  const ParameterKind k = kindOf(t);
+  const int rows = static_cast<int>(t.value.rows()), cols = static_cast<int>(t.value.cols());
+  ImGui::PushID(t.name.c_str());
+  ImGui::BeginGroup();
+  // The map: a cell per number, coloured as the Heatmaps tab colours a signed map.
+  const float fs = fonts().small->FontSize, ui = ImGui::GetTextLineHeight();
+  const float label_w = fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, row_labels_[index].back().c_str()).x + px(4);
+  const float cell = std::clamp((width - label_w) / static_cast<float>(cols), 1.0f, px(34));
+  const float map_h = std::min(ui + fs + px(4) + cell * rows + heatmapColorbarHeight(), px(300));
+  HeatmapSpec spec;
+  spec.id = "param_" + t.name;
+  spec.title = t.name + "  " + shapeShort(t) + (own_[index] ? "  · yours" : "");
+  spec.values = StageMap(t.value);
+  const ValueRange range = finiteRange(t.value);
+  spec.colormap = ctx.view.colormap;
+  spec.range = range;
+  if (ctx.view.diverging_for_signed && range.lo < 0) {
+    spec.colormap = Colormap::Coolwarm;
+    spec.range = centredOnZero(range);
+  }
+  spec.row_labels = &row_labels_[index];
+  spec.col_labels = &col_labels_[index];
+  spec.version = version_;
+  spec.cell_text = [](float v) { return formatFixed(v, 3); };
+  spec.describe = [&t, k, &m](int i, int j) { return describeCell(t, k, i, j, m) + "\n" + t.name + ": " + shapeWords(t, k); };
+  spec.dump = {{"parameter", t.name}, {"own", static_cast<bool>(own_[index])}};
+  // As wide as the card, for the title: the height sets the cells' size.
+  drawHeatmap(spec, ImVec2(width, map_h));
+
+  // The table: the same numbers, each a drag field (double-click to type), as the inputs' cells.
+  const int shown = shownValueColumns(cols, 1);
+  const float row_h = ImGui::GetFrameHeightWithSpacing();
+  // Every row when they fit (a horizontal scrollbar only when the columns do not), else 220 px of them.
+  const float wide = tableWidth(cols, label_w) > width ? ImGui::GetStyle().ScrollbarSize : 0.0f;
+  const float table_h = std::min((rows + 1.0f) * row_h + ImGui::GetStyle().CellPadding.y * 2 + wide, px(220));
+  const ImGuiTableFlags flags = ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX | ImGuiTableFlags_RowBg |
+                                ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
+  if (ImGui::BeginTable("values", shown + 1, flags, ImVec2(width, table_h))) {
+    ImGui::TableSetupScrollFreeze(1, 1);
+    ImGui::TableSetupColumn("", 0, label_w);
+    for (int j = 0; j < shown; ++j) ImGui::TableSetupColumn(col_labels_[index][static_cast<std::size_t>(j)].c_str(), 0, px(56));
+    ImGui::TableHeadersRow();
+    ImGuiListClipper clipper;
+    clipper.Begin(rows);
+    while (clipper.Step())
+      for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+        ImGui::PushID(i);
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextDisabled("%s", row_labels_[index][static_cast<std::size_t>(i)].c_str());
+        for (int j = 0; j < shown; ++j) {
+          ImGui::TableNextColumn();
+          ImGui::PushID(j);
+          float v = t.value(i, j);
+          if (valueCell(v, "%.4f"))  // a drag is one undo step (its gesture)
+            ctx.commands.push("set_parameter", {{"name", t.name}, {"row", i}, {"col", j}, {"value", v}},
+                              "parameter " + t.name + " " + str(i) + "," + str(j));
+          if (ImGui::IsItemHovered() && !ImGui::IsItemActive()) ImGui::SetTooltip("%s", describeCell(t, k, i, j, m).c_str());
+          layout().widget("param_" + t.name + "_" + str(i) + "_" + str(j));
+          ImGui::PopID();
+        }
+        ImGui::PopID();
+      }
+    ImGui::EndTable();
+  }
+  if (shown < cols) ImGui::TextDisabled("showing %s0–%d of %d columns", col_labels_[index][0].substr(0, 1).c_str(), shown - 1, cols);
+  ImGui::EndGroup();
+  ImGui::PopID();
+}
+
+void WeightsPanel::draw(const PanelContext& ctx) {
+  const ImVec2 wp = ImGui::GetWindowPos(), ws = ImGui::GetWindowSize();
+  layout().panel("parameters", wp, ImVec2(wp.x + ws.x, wp.y + ws.y));
+  const Workspace& w = ctx.document.workspace();
+  const ModelConfig& m = w.model;
+  const int d_in = static_cast<int>(w.embeddings.cols());
+  nlohmann::json& state = layout().state()["weights_panel"];
+  ImGui::PushTextWrapPos(0);
+  if (!hasProjections(m.variant)) {  // nothing to show, and why: as the model panel says why a control is off
+    const char* why =
+        "Simple self-attention (step 1) has no trainable weights: the queries, keys and values are the inputs "
+        "themselves, Q = K = V = X, and the scores are x_i · x_j. Choose step 2a or later in the Model panel to see "
+        "W_query, W_key and W_value.";
+    ImGui::TextUnformatted(why);
+    ImGui::PopTextWrapPos();
+    state = {{"tensors", nlohmann::json::array()}, {"note", why}};
+    return;
+  }
+  refresh(ctx.document);
+
+  // The module, whose values these are; then whose they are, and the way back to the seeded ones.
+  ImGui::TextUnformatted(constructorText(m, d_in).c_str());
+  std::string owned;
+  int own_count = 0;
+  for (std::size_t i = 0; i < tensors_.size(); ++i)
+    if (own_[i]) owned += (own_count++ ? ", " : "") + tensors_[i].name;
+  const std::string status =
+      own_count == 0
+          ? "The seeded initialization: what the constructor draws. Drag a number, or double-click it to type your own; "
+            "it is saved with the workspace."
+          : "Your own values in " + str(own_count) + " of " + str(static_cast<long long>(tensors_.size())) + " tensors (" +
+                owned + "), saved with the workspace as \"parameters\"; the others are the seeded draw.";
+  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(own_count ? theme().selection : theme().text_dim), "%s", status.c_str());
+  ImGui::BeginDisabled(own_count == 0);
+  if (ImGui::Button("Back to the seeded initialization")) ctx.commands.push("reset_parameters");
+  ImGui::EndDisabled();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip(own_count ? "Removes your values: torch.manual_seed(%u) and the constructor's draws again (one undo step)"
+                                : "These are the seeded values (torch.manual_seed(%u)): nothing to go back to",
+                      m.seed);
+  layout().widget("weights_reset");
+  ImGui::SameLine();
+  if (ImGui::Button("Paste parameters")) ctx.commands.push("paste_parameters");  // the clipboard's state_dict
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("print(m.state_dict()) copied from your notebook (OrderedDict([('W_query.weight', tensor(…)), …]));\n"
+                      "print it in full first: torch.set_printoptions(profile=\"full\")");
+  layout().widget("weights_paste");
+  ImGui::TextDisabled("%s", layoutText(m).c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::Separator();
+
+  // The cards, flowing left to right: W_query, W_key, W_value (and their biases) of each head, out_proj.
+  nlohmann::json listed = nlohmann::json::array();
+  ImGui::BeginChild("weights_cards", ImVec2(0, 0), false, ImGuiWindowFlags_HorizontalScrollbar);
+  const float avail = ImGui::GetContentRegionAvail().x;
+  const float gap = ImGui::GetStyle().ItemSpacing.x * 3;
+  std::string group = "-";
+  float line_end = 0;  // the right edge of the last card on this line
+  for (std::size_t index = 0; index < tensors_.size(); ++index) {
+    const NamedTensor& t = tensors_[index];
+    const ParameterKind k = kindOf(t);
+    if (!k.head.empty() && ctx.view.head >= 0 && k.head != "heads." + str(ctx.view.head) + ".") continue;
+    if (k.head != group) {  // a wrapper's head starts a line of its own, titled
+      group = k.head;
+      if (!group.empty()) {
+        if (line_end > 0) ImGui::Spacing();
+        ImGui::TextUnformatted(("head " + str(std::stoi(group.substr(6)) + 1) + " · " + group.substr(0, group.size() - 1) +
+                                " (CausalAttention)").c_str());
+        line_end = 0;
+      }
+    }
+    const int cols = static_cast<int>(t.value.cols());
+    const float table_w = px(40) + static_cast<float>(shownValueColumns(cols, 1)) * (px(56) + ImGui::GetStyle().CellPadding.x * 2) +
+                          ImGui::GetStyle().ScrollbarSize;
+    const float width = std::min(avail, std::max(table_w, px(250)));
+    if (line_end > 0 && line_end + gap + width <= avail) ImGui::SameLine(0, gap);
+    else line_end = 0;
+    card(ctx, index, width);
+    line_end += (line_end > 0 ? gap : 0) + width;
+    listed.push_back({{"name", t.name},
+                      {"rows", t.value.rows()},
+                      {"cols", t.value.cols()},
+                      {"own", static_cast<bool>(own_[index])}});
+  }
+  ImGui::EndChild();
+  state = {{"tensors", listed}, {"module", constructorText(m, d_in)}, {"status", status}, {"own", own_count}};
+}
+
+}  // namespace attnscope
