@@ -97,9 +97,15 @@ const char* kXvfbHint =
     "xvfb-run -a -s \"-screen 0 1920x1080x24\" attnscope --open S.json --screenshot out.png";
 
 int parseOptions(int argc, char** argv, AppOptions& o) {
-  CLI::App cli{"attnscope: self-attention, visible. Heatmaps of every head, live."};
+  // Named, so --help says "attnscope" however it was started (help2man makes the man page of it).
+  CLI::App cli{"attnscope: self-attention, visible. Heatmaps of every head, live.", "attnscope"};
+  cli.set_version_flag("--version", "attnscope " ATTNSCOPE_VERSION);
   std::string size;
-  cli.add_option("--open", o.open_path, "workspace JSON to open (default: the book's multi-head example)");
+  CLI::Option* open = cli.add_option("--open", o.open_path, "workspace JSON to open (default: the book's multi-head example)");
+  // `attnscope FILE` as file managers start it (the desktop entry's Exec=attnscope %f).
+  cli.add_option("file", o.open_path, "the same as --open FILE: a workspace JSON or a PNG saved by attnscope")
+      ->excludes(open);
+  cli.footer(std::string("Without a display, render to a file under Xvfb:\n  ") + kXvfbHint);
   cli.add_option("--screenshot", o.screenshot_path,
                  "render, save the window (or --panel) to this file and exit: .png, or .svg / .pdf for one map or the lines");
   cli.add_option("--size", size, "window size WxH in pixels (default 1600x1000)");
