@@ -3,7 +3,8 @@
 # ATTNSCOPE_ASSETS unset:
 # - they read the installed share/attnscope, not the build or source tree: a preset that exists only
 #   in the installed copy is listed by attnscope-cli and loaded by the app's `preset` command, and
-#   the binaries do not hold the source tree's assets path;
+#   the binaries do not hold the source tree's assets path; they load the same libraries as the
+#   build's programs (OpenBLAS's OpenMP build, not the pthread one libopenblas.so.0 points to);
 # - attnscope-cli traces share/attnscope/presets/multihead.json to the notebook's 0.3190;
 # - the app, started as the desktop entry starts it (`attnscope FILE`), renders that workspace
 #   under Xvfb to a PNG that carries it;
@@ -91,6 +92,24 @@ def check_no_source_paths(prefix, source, with_app):
     for name in ["attnscope-cli"] + (["attnscope"] if with_app else []):
         with open(os.path.join(prefix, "bin", name), "rb") as f:
             check(baked not in f.read(), f"bin/{name} holds the source tree's path {baked.decode()}")
+
+
+def resolved_libraries(program, env):
+    """name => path of each library the loader picks for `program` (ldd)."""
+    out = run(["ldd", program], env).stdout
+    return dict(line.split(" => ")[0].strip().split()[0:1] + [line.split(" => ")[1].split(" (")[0]]
+                for line in out.splitlines() if " => " in line)
+
+
+def check_libraries(prefix, build, with_app, env):
+    """The installed programs load the libraries the build tree's load: OpenBLAS's OpenMP build
+    (linked from openblas-openmp/), not libopenblas.so.0's alternative, the pthread build."""
+    for name in ["attnscope-cli"] + (["attnscope"] if with_app else []):
+        built = resolved_libraries(os.path.join(build, name), env)
+        installed = resolved_libraries(os.path.join(prefix, "bin", name), env)
+        check(installed == built, f"bin/{name} loads other libraries than the build's: "
+              f"{ {k: v for k, v in installed.items() if built.get(k) != v} } instead of "
+              f"{ {k: v for k, v in built.items() if installed.get(k) != v} }")
 
 
 def check_cli(prefix, version, env, tmp):
@@ -208,6 +227,7 @@ def main():
         os.rename(os.path.join(tmp, "stage", "opt", "attnscope"), prefix)
         check_tree(prefix, args.app)
         check_no_source_paths(prefix, args.source, args.app)
+        check_libraries(prefix, build, args.app, env)
         # A preset only the installed copy has: found only if the installed share/attnscope is read.
         presets = os.path.join(prefix, "share", "attnscope", "presets")
         ws = json.load(open(os.path.join(presets, "multihead.json")))
