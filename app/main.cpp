@@ -125,7 +125,7 @@ int parseOptions(int argc, char** argv, AppOptions& o) {
   cli.add_flag("--selection", o.selection, "keep the selected token's row and key outlined in the screenshot");
   cli.add_option("--commands", o.commands_path, "apply this JSON array of commands, one per frame (see README)");
   cli.add_flag("--keep-going", o.keep_going, "with --commands: report a command that cannot apply and go on");
-  CLI::Option* lesson = cli.add_option("--lesson", o.lesson_path, "open this lesson (JSON, see assets/lessons/)");
+  CLI::Option* lesson = cli.add_option("--lesson", o.lesson_path, "open this lesson (JSON; the shipped ones are in share/attnscope/lessons/, assets/lessons/ in a checkout)");
   cli.add_option("--step", o.lesson_step, "with --lesson: the step to show, from 1 (default 1)")
       ->check(CLI::Range(1, 1000000))
       ->needs(lesson);
@@ -318,6 +318,10 @@ int main(int argc, char** argv) {
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
   glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
   glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
+  // WM_CLASS "attnscope": how an X11 desktop ties the window to the desktop entry (StartupWMClass)
+  // and its icon, whatever the window title says.
+  glfwWindowHintString(GLFW_X11_CLASS_NAME, "attnscope");
+  glfwWindowHintString(GLFW_X11_INSTANCE_NAME, "attnscope");
   GLFWwindow* window = glfwCreateWindow(options.width, options.height, "attnscope", nullptr, nullptr);
   if (!window) {
     std::cerr << "error: cannot open an OpenGL 3.3 window (" << glfw_error << "). Without a display, run:\n  "
