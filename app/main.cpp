@@ -117,7 +117,7 @@ int parseOptions(int argc, char** argv, AppOptions& o) {
   cli.add_option("--frames", o.frames, "frames to render before a headless capture")->check(CLI::Range(3, 1000));
   cli.add_option("--scale", o.scale, "screenshot scale: 1, 2 or 3 (text rasterized at that size)")->check(CLI::Range(1.0f, 4.0f));
   std::string panels;
-  for (const std::string& p : capturePanels()) panels += (panels.empty() ? "" : "|") + p;
+  for (const std::string& p : capturePanels()) panels += (panels.empty() ? "" : ", ") + p;  // spaces: help2man can break the line
   cli.add_option("--panel", o.panel, "capture one panel or one heatmap: " + panels);
   cli.add_option("--head", o.head, "the head of a heatmap --panel (1-based)")->check(CLI::Range(1, Limits{}.max_heads));
   cli.add_flag("--each-head", o.each_head, "with a heatmap --panel: one PNG per head, OUT-h1.png, OUT-h2.png, …");

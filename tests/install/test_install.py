@@ -201,6 +201,7 @@ def check_man(prefix, with_app, env):
         page = os.path.join(prefix, "share", "man", "man1", f"{name}.1")
         p = run(["man", "-P", "cat", "-l", page], dict(env, MANWIDTH="100", MAN_KEEP_FORMATTING=""))
         check(p.stdout.startswith(name.upper() + "(1)"), f"man -l {name}.1 begins {p.stdout[:60]!r}")
+        check("warning" not in p.stderr, f"man -l {name}.1: {p.stderr.strip()}")  # e.g. a line troff cannot break
         for w in words:
             check(w in p.stdout, f"man -l {name}.1 has no {w!r}")
 
