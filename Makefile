@@ -1,13 +1,15 @@
 # The front door: make run | make test | make bench. Each target installs the Debian packages it
 # needs first (third_party/install-deps, idempotent), then configures and builds with CMake.
 # make test runs every test twice: in the Release build, then in the sanitizer build (test-asan).
+# make install puts the programs and their data under PREFIX (DESTDIR for staging); make deb builds
+# the Debian package attnscope_VERSION_ARCH.deb (packaging/CMakeLists.txt has the install rules).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 CLI := $(BUILD)/attnscope-cli
 
-.PHONY: all build build-asan run test test-asan fuzz bench clean screenshots
+.PHONY: all build build-asan run test test-asan fuzz bench clean screenshots install deb
 
 all: build
 
@@ -70,8 +72,30 @@ bench:
 	/usr/bin/python3 tests/bench/run_bench.py $(CLI) $(BUILD)/bench.json
 	@echo "benchmark results: $(BUILD)/bench.json"
 
+# bin/attnscope, bin/attnscope-cli, share/attnscope (presets, lessons, colormaps), the desktop
+# entry, icons, AppStream metadata, man pages and the workspace MIME type, under PREFIX; DESTDIR
+# stages them elsewhere (make install DESTDIR=/tmp/stage PREFIX=/usr). The programs find their data
+# from where they are, so the tree can be moved.
+PREFIX ?= /usr/local
+install: build
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix $(PREFIX)
+
+# The Debian package of that tree, $(DEB_BUILD)/attnscope_VERSION_ARCH.deb, with Depends computed by
+# dpkg-shlibdeps: install it with apt-get install ./$(DEB_BUILD)/attnscope_*.deb. Its own Release
+# tree without tests, built for any x86-64 (ATTNSCOPE_X86_64_V3=OFF; make build targets this
+# machine's CPU, which another machine may not have): the AVX2/AVX-512 kernels that choose at run
+# time still do, and OpenBLAS picks its own.
+DEB_BUILD ?= build-deb
+deb:
+	third_party/install-deps build app deb
+	cmake -S . -B $(DEB_BUILD) -DCMAKE_BUILD_TYPE=Release -DATTNSCOPE_TESTS=OFF -DATTNSCOPE_X86_64_V3=OFF $(CMAKE_FLAGS)
+	cmake --build $(DEB_BUILD) -j$(JOBS)
+	rm -f $(DEB_BUILD)/attnscope_*.deb
+	cd $(DEB_BUILD) && cpack -G DEB
+	@echo "the package: $$(ls $(DEB_BUILD)/attnscope_*.deb)"
+
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) build-fuzz
+	rm -rf $(BUILD) $(ASAN_BUILD) $(DEB_BUILD) build-fuzz
 
 # The README's reference images (assets/screenshots/), rendered under Xvfb, and the guided tour:
 # the chapter lesson's steps at a projector's 1280 × 720.

@@ -99,9 +99,15 @@ const char* kXvfbHint =
     "xvfb-run -a -s \"-screen 0 1920x1080x24\" attnscope --open S.json --screenshot out.png";
 
 int parseOptions(int argc, char** argv, AppOptions& o) {
-  CLI::App cli{"attnscope: self-attention, visible. Heatmaps of every head, live."};
+  // Named, so --help says "attnscope" however it was started (help2man makes the man page of it).
+  CLI::App cli{"attnscope: self-attention, visible. Heatmaps of every head, live.", "attnscope"};
+  cli.set_version_flag("--version", "attnscope " ATTNSCOPE_VERSION);
   std::string size;
-  cli.add_option("--open", o.open_path, "workspace JSON to open (default: the book's multi-head example)");
+  CLI::Option* open = cli.add_option("--open", o.open_path, "workspace JSON to open (default: the book's multi-head example)");
+  // `attnscope FILE` as file managers start it (the desktop entry's Exec=attnscope %f).
+  cli.add_option("file", o.open_path, "the same as --open FILE: a workspace JSON or a PNG saved by attnscope")
+      ->excludes(open);
+  cli.footer(std::string("Without a display, render to a file under Xvfb:\n  ") + kXvfbHint);
   cli.add_option("--screenshot", o.screenshot_path,
                  "render, save the window (or --panel) to this file and exit: .png, or .svg / .pdf for one map or the lines");
   cli.add_option("--size", size, "window size WxH in pixels (default 1600x1000)");
@@ -113,7 +119,7 @@ int parseOptions(int argc, char** argv, AppOptions& o) {
   cli.add_option("--frames", o.frames, "frames to render before a headless capture")->check(CLI::Range(3, 1000));
   cli.add_option("--scale", o.scale, "screenshot scale: 1, 2 or 3 (text rasterized at that size)")->check(CLI::Range(1.0f, 4.0f));
   std::string panels;
-  for (const std::string& p : capturePanels()) panels += (panels.empty() ? "" : "|") + p;
+  for (const std::string& p : capturePanels()) panels += (panels.empty() ? "" : ", ") + p;  // spaces: help2man can break the line
   cli.add_option("--panel", o.panel, "capture one panel or one heatmap: " + panels);
   cli.add_option("--head", o.head, "the head of a heatmap --panel (1-based)")->check(CLI::Range(1, Limits{}.max_heads));
   cli.add_flag("--each-head", o.each_head, "with a heatmap --panel: one PNG per head, OUT-h1.png, OUT-h2.png, …");
@@ -121,7 +127,7 @@ int parseOptions(int argc, char** argv, AppOptions& o) {
   cli.add_flag("--selection", o.selection, "keep the selected token's row and key outlined in the screenshot");
   cli.add_option("--commands", o.commands_path, "apply this JSON array of commands, one per frame (see README)");
   cli.add_flag("--keep-going", o.keep_going, "with --commands: report a command that cannot apply and go on");
-  CLI::Option* lesson = cli.add_option("--lesson", o.lesson_path, "open this lesson (JSON, see assets/lessons/)");
+  CLI::Option* lesson = cli.add_option("--lesson", o.lesson_path, "open this lesson (JSON; the shipped ones are in share/attnscope/lessons/, assets/lessons/ in a checkout)");
   cli.add_option("--step", o.lesson_step, "with --lesson: the step to show, from 1 (default 1)")
       ->check(CLI::Range(1, 1000000))
       ->needs(lesson);
@@ -314,6 +320,10 @@ int main(int argc, char** argv) {
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
   glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
   glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
+  // WM_CLASS "attnscope": how an X11 desktop ties the window to the desktop entry (StartupWMClass)
+  // and its icon, whatever the window title says.
+  glfwWindowHintString(GLFW_X11_CLASS_NAME, "attnscope");
+  glfwWindowHintString(GLFW_X11_INSTANCE_NAME, "attnscope");
   GLFWwindow* window = glfwCreateWindow(options.width, options.height, "attnscope", nullptr, nullptr);
   if (!window) {
     std::cerr << "error: cannot open an OpenGL 3.3 window (" << glfw_error << "). Without a display, run:\n  "

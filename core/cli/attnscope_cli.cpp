@@ -82,9 +82,10 @@ Trace traceOf(const Workspace& ws, int threads, const std::string& batches, cons
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"attnscope-cli: self-attention traces with PyTorch parity, no display needed"};
+  // Named, so --help says "attnscope-cli" however it was started (help2man makes the man page of it).
+  CLI::App app{"attnscope-cli: self-attention traces with PyTorch parity, no display needed", "attnscope-cli"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "attnscope-cli 0.1");
+  app.set_version_flag("--version", "attnscope-cli " ATTNSCOPE_VERSION);
 
   std::string trace_path, batch_list, head_list;
   int trace_threads = -1;
@@ -112,7 +113,7 @@ int run(int argc, char** argv) {
   BenchOptions bench_options;
   auto* bench = app.add_subcommand("bench", "time the forward pass and the trace (JSON)");
   auto* bench_ws = bench->add_option("workspace", bench_path, "workspace JSON file");
-  bench->add_option("--preset", bench_preset, "a preset from assets/presets, e.g. gpt2-small")
+  bench->add_option("--preset", bench_preset, "a preset by name (the presets/ of the data folder), e.g. gpt2-small")
       ->excludes(bench_ws);
   bench->add_option("--threads", bench_options.threads, "OpenMP threads (0 = all cores)")
       ->check(CLI::Range(0, 1024));
@@ -165,6 +166,10 @@ int run(int argc, char** argv) {
   for (CLI::App* sub : {trace, pytorch, bench, export_cmd, import_cmd})
     sub->add_option("--memory-budget", budget_mib, "refuse workspaces estimated to need more (MiB; default 1024)")
         ->check(CLI::Range(1.0, 1048576.0));
+
+  // The main help's footer, set after the subcommands (made later, they would inherit it).
+  app.footer("Each command has its own options: attnscope-cli COMMAND --help.\n"
+             "Example: attnscope-cli trace /usr/share/attnscope/presets/multihead.json");
 
   const std::string first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && first != "trace" && first != "pytorch" && first != "bench" &&

@@ -12,9 +12,31 @@ namespace attnscope {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// Whether `inner` is `outer` or a folder below it (both absolute and normal).
+bool isWithin(const fs::path& inner, const fs::path& outer) {
+  const fs::path rel = inner.lexically_relative(outer);
+  return !rel.empty() && *rel.begin() != "..";
+}
+
+}  // namespace
+
+// DESIGN.md §1: $ATTNSCOPE_ASSETS; else a program of the build tree (the app, the CLI, the test
+// programs below it) reads the build's share/attnscope, a link to the source's assets/ made at
+// configure time; else the program is installed and reads <exe dir>/../share/attnscope, wherever
+// the prefix was installed or moved to. An installed program never looks at the build or source
+// tree, and a build-tree program never picks up an install that happens to sit beside the build.
 std::string assetsDir() {
   if (const char* env = std::getenv("ATTNSCOPE_ASSETS"); env && *env) return env;
-  return ATTNSCOPE_ASSETS_DIR;
+  std::error_code ec;
+  fs::path build = fs::weakly_canonical(fs::path(ATTNSCOPE_BUILD_DIR), ec);  // as /proc/self/exe names it
+  if (ec) build = fs::path(ATTNSCOPE_BUILD_DIR);
+  const fs::path build_data = build / "share" / "attnscope";
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);  // the kernel's path: links resolved
+  if (ec || exe.empty()) return build_data.string();            // no /proc: only the build tree is known
+  if (isWithin(exe.parent_path(), build)) return build_data.string();
+  return (exe.parent_path().parent_path() / "share" / "attnscope").string();
 }
 
 std::vector<std::string> presetNames() {

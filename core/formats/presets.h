@@ -1,11 +1,13 @@
-// Where the assets live (presets, fonts, colormaps) and the preset workspaces by name.
+// Where the assets live (presets, colormaps, lessons) and the preset workspaces by name.
 #pragma once
 #include <string>
 #include <vector>
 
 namespace attnscope {
 
-// $ATTNSCOPE_ASSETS if set, else the source tree's assets/ baked in at build time.
+// The data folder (presets, colormaps, lessons): $ATTNSCOPE_ASSETS if set; else, for a program of
+// the build tree, <build>/share/attnscope (a link to the source's assets/); else, installed,
+// <exe dir>/../share/attnscope (found through /proc/self/exe). DESIGN.md §1.
 std::string assetsDir();
 // Names of assets/presets/*.json without the extension, sorted.
 std::vector<std::string> presetNames();

@@ -1,0 +1,26 @@
+# cmake -DCLI=attnscope-cli -DOUT=file.h2m -P man_commands.cmake: a help2man include file whose
+# COMMANDS section holds each command's own --help, the commands read from the main --help's
+# "Subcommands:" list (so a new command needs no change here).
+execute_process(COMMAND ${CLI} --help OUTPUT_VARIABLE main_help RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${CLI} --help failed (${rc})")
+endif()
+string(REGEX MATCH "Subcommands:\n(.*)" list "${main_help}")
+string(REGEX MATCHALL "\n  [a-z][a-z-]*" names "\n${CMAKE_MATCH_1}")
+set(text "[COMMANDS]\n")
+foreach(name ${names})
+  string(STRIP "${name}" name)
+  execute_process(COMMAND ${CLI} ${name} --help OUTPUT_VARIABLE help RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${CLI} ${name} --help failed (${rc})")
+  endif()
+  # roff: backslashes escaped, a line starting with . or ' kept as text; the text as printed (.nf).
+  string(REPLACE "\\" "\\e" help "${help}")
+  string(REGEX REPLACE "(^|\n)([.'])" "\\1\\\\&\\2" help "${help}")
+  string(APPEND text ".SS ${name}\n.nf\n${help}.fi\n")
+endforeach()
+if(names STREQUAL "")
+  message(FATAL_ERROR "no commands found in ${CLI} --help")
+endif()
+string(APPEND text "[SEE ALSO]\n.BR attnscope (1)\n")
+file(WRITE ${OUT} "${text}")
