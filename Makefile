@@ -117,6 +117,7 @@ screenshots: build
 	$(XVFB) $(APP) --open assets/presets/multihead.json --commands $(SHOTS)/compare.commands.json --screenshot $(SHOTS)/compare-dropout.png
 	$(XVFB) $(APP) --open assets/presets/gpt2-small.json --commands $(SHOTS)/compare-seed.commands.json --screenshot $(SHOTS)/compare-gpt2-small.png
 	$(XVFB) $(APP) --open assets/presets/gpt2-small.json --commands $(SHOTS)/log-scale.commands.json --screenshot $(SHOTS)/gpt2-small-log.png
+	$(XVFB) $(APP) --open assets/presets/multihead.json --commands $(SHOTS)/weights-tab.commands.json --screenshot $(SHOTS)/weights-tab.png
 	rm -f $(SHOTS)/tour/*.png
 	for n in $(TOUR_STEPS); do \
 	  $(XVFB) $(APP) --lesson $(TOUR_LESSON) --step $$n --size 1280x720 \
