@@ -4,6 +4,7 @@
 #include <cfloat>
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "display/number_text.h"
@@ -208,10 +209,15 @@ void CompareView::draw(const PanelContext& ctx) {
     }
     const ImVec2 tiles = ImGui::GetCursorScreenPos();
 
-    // A and B: one colour range over both.
-    ValueRange range = va.size() == 0 ? rowRange(*b, row) : vb.size() == 0 ? rowRange(a, row) : merge(rowRange(a, row), rowRange(*b, row));
-    Colormap cmap = view.colormap;
-    if (view.diverging_for_signed && !flagsRow(row) && range.lo < 0) cmap = Colormap::Coolwarm, range = centredOnZero(range);
+    // A and B: one colour range over both, when their cells compare; else (other shapes: GPT-2
+    // against the book's six tokens) each its own, or the smaller would be one flat colour.
+    const bool shared = d->comparable && va.size() > 0 && vb.size() > 0;
+    auto look = [&](const Snapshot& s) {
+      ValueRange r = shared ? merge(rowRange(a, row), rowRange(*b, row)) : rowRange(s, row);
+      Colormap cmap = view.colormap;
+      if (view.diverging_for_signed && !flagsRow(row) && r.lo < 0) cmap = Colormap::Coolwarm, r = centredOnZero(r);
+      return std::make_pair(r, cmap);
+    };
     const std::string base = std::string("b") + std::to_string(b->batch) + (row.module ? "m" : "h" + std::to_string(row.head)) + row.id();
     for (int side = 0; side < 3; ++side) {
       ImGui::SetCursorScreenPos(ImVec2(tiles.x + static_cast<float>(side % per_line) * (tile_w + gap),
@@ -234,8 +240,7 @@ void CompareView::draw(const PanelContext& ctx) {
         spec.values = values;
         spec.owner = side == 0 ? ctx.pinned : ctx.snapshot;
         spec.version = row.module ? s.outputs_serial : s.head_serial[static_cast<std::size_t>(row.head)];
-        spec.range = range;
-        spec.colormap = cmap;
+        std::tie(spec.range, spec.colormap) = look(s);
         spec.scale = flagsRow(row) ? ColourScale::Linear : view.colour_scale;
         if (values.size() <= kDumpCellsUpTo) spec.dump["values"] = cellsJson(values);
       } else {
