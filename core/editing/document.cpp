@@ -285,17 +285,14 @@ DocumentChange Document::apply(const Command& c) {
             ") and the constructor's draws (undo brings your values back)";
     return change;
   }
-  if (n == "paste_parameters") {  // the app puts the clipboard's text in when the command has none
-    if (!c.has("text")) throw InputError("text: required (Edit › Paste parameters reads the clipboard)");
-    std::string pasted;
-    const DocumentChange change = editContent([&](Workspace& w) { pasted = pasteParameters(w, c.text("text"), limits_); }, g);
-    note_ = pasted;
-    return change;
-  }
-  if (n == "paste_embeddings") {  // the app puts the clipboard's text in when the command has none
-    if (!c.has("text")) throw InputError("text: required (Edit › Paste embeddings reads the clipboard)");
-    std::string pasted;
-    const DocumentChange change = editContent([&](Workspace& w) { pasted = pasteEmbeddings(w, c.text("text"), limits_); }, g);
+  if (n == "paste_parameters" || n == "paste_embeddings") {  // the app puts the clipboard's text in when the command has none
+    const bool parameters = n == "paste_parameters";
+    if (!c.has("text"))
+      throw InputError(std::string("text: required (Edit › Paste ") + (parameters ? "parameters" : "embeddings") +
+                       " reads the clipboard)");
+    const auto paste = parameters ? pasteParameters : pasteEmbeddings;
+    std::string pasted;  // what was pasted, in words: the note
+    const DocumentChange change = editContent([&](Workspace& w) { pasted = paste(w, c.text("text"), limits_); }, g);
     note_ = pasted;
     return change;
   }
