@@ -75,20 +75,16 @@ std::string tokenOr(const Snapshot& s, bool tokens, int index) {
 
 }  // namespace
 
-std::shared_ptr<const MapDifference> CompareView::difference(const Snapshot& a, const Snapshot& b, int head, int map) {
-  if (pair_ != std::make_pair(a.serial, b.serial)) {
-    differences_.clear();
-    pair_ = {a.serial, b.serial};
-  }
+void CompareView::follow(const Snapshot& a, const Snapshot& b) {
+  if (pair_ == std::make_pair(a.serial, b.serial)) return;
+  pair_ = {a.serial, b.serial};
+  differences_.clear();
+  workspace_differences_ = workspaceDifferences(*a.inputs, *b.inputs);  // 786 k cells for GPT-2: not per frame
+}
+
+std::shared_ptr<const MapDifference> CompareView::difference(int head, int map, const StageMap& a, const StageMap& b) {
   auto& slot = differences_[{head, map}];
-  if (!slot) {
-    CompareRow row;
-    row.head = head;
-    row.module = map >= 100;
-    if (row.module) row.map = static_cast<ModuleMap>(map - 100);
-    else row.stage = static_cast<Stage>(map);
-    slot = std::make_shared<const MapDifference>(mapDifference(rowValues(a, row), rowValues(b, row)));
-  }
+  if (!slot) slot = std::make_shared<const MapDifference>(mapDifference(a, b));
   return slot;
 }
 
@@ -114,7 +110,8 @@ void CompareView::draw(const PanelContext& ctx) {
   const Trace& tb = *b->trace;
 
   // ---- header: what A and B are, what differs, the buttons -------------------------------------
-  const std::vector<std::string> differs = workspaceDifferences(*a.inputs, *b->inputs);
+  follow(a, *b);
+  const std::vector<std::string>& differs = workspace_differences_;
   if (ImGui::Button("Swap A ⇄ B")) ctx.commands.push("swap");
   layout().widget("compare_swap");
   ImGui::SameLine();
@@ -153,7 +150,8 @@ void CompareView::draw(const PanelContext& ctx) {
   const float fs = fonts().small->FontSize;
   // A cell wide enough for a compact signed label (the label policy's last resort), so the book's
   // sizes show their numbers: where three such maps do not fit side by side, B − A goes below.
-  const float label_cell = heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, "−.00").x);
+  const float signed_cell = heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, "−.00").x);
+  const float unsigned_cell = heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, ".00").x);
   float label_w = 0;
   for (const Snapshot* s : {&a, b})
     for (const std::string& tok : s->tokens())
@@ -170,14 +168,18 @@ void CompareView::draw(const PanelContext& ctx) {
     const StageMap va = rowValues(a, row), vb = rowValues(*b, row);
     const Eigen::Index R = std::max(va.rows(), vb.rows()), C = std::max<Eigen::Index>(std::max(va.cols(), vb.cols()), 1);
     const bool labelled = R <= 12 && C <= 64;
+    const bool negative = rowRange(a, row).lo < 0 || rowRange(*b, row).lo < 0 || flagsRow(row);  // B − A, masks' ×2.0
+    const float label_cell = negative ? signed_cell : unsigned_cell;
     const float need_w = left + (labelled ? label_cell * static_cast<float>(C) : px(80));
-    const int per_line = std::clamp(static_cast<int>((avail_w + gap) / (need_w + gap)), 1, 3);
+    // A, B and B − A; maps of different shapes have no B − A, and A and B then stand side by side.
+    const int maps = va.rows() == vb.rows() && va.cols() == vb.cols() ? 3 : 2;
+    const int per_line = std::clamp(static_cast<int>((avail_w + gap) / (need_w + gap)), 1, maps);
     const float tile_w = std::max(px(120), (avail_w - static_cast<float>(per_line - 1) * gap) / static_cast<float>(per_line));
     const float cell = std::max(0.05f, std::min(tile_w - left, labelled ? label_cell * 2.0f * static_cast<float>(C) : FLT_MAX) /
                                           static_cast<float>(C));
     const float tile_h = std::min(std::max(px(90), cell * static_cast<float>(R) + top + heatmapColorbarHeight()),
                                   std::max(px(160), visible_h * 0.9f));
-    const int lines = (3 + per_line - 1) / per_line;
+    const int lines = (maps + per_line - 1) / per_line;
     const std::string who = row.module ? std::string("the module's ") + row.label() : "head " + std::to_string(row.head + 1) + "'s " + row.label();
     // Large rows out of view take their space only: their differences are worked out once scrolled
     // to. Small ones are laid out (not drawn) like the grid's, so the layout dump lists every map.
@@ -187,7 +189,7 @@ void CompareView::draw(const PanelContext& ctx) {
       ImGui::Dummy(ImVec2(avail_w, row_h));
       continue;
     }
-    const std::shared_ptr<const MapDifference> d = difference(a, *b, row.head, row.key());
+    const std::shared_ptr<const MapDifference> d = difference(row.head, row.key(), va, vb);
     const bool tokens_cols = !row.module && stageInfo(row.stage).square;
     const bool token_rows = row.module ? !moduleMapInfo(row.map).parameter : !stageInfo(row.stage).parameter;
     std::string summary;
@@ -244,10 +246,7 @@ void CompareView::draw(const PanelContext& ctx) {
         spec.scale = flagsRow(row) ? ColourScale::Linear : view.colour_scale;
         if (values.size() <= kDumpCellsUpTo) spec.dump["values"] = cellsJson(values);
       } else {
-        if (!d->comparable) {
-          ImGui::TextDisabled("B − A: the shapes differ");
-          continue;
-        }
+        if (!d->comparable) continue;  // the row's line says why there is none
         spec.title = "B − A  largest |Δ| " + formatFixed(d->max_abs);
         spec.values = StageMap(d->delta);
         spec.owner = d;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "display/comparison.h"
 #include "panels/panel.h"
@@ -21,13 +22,17 @@ namespace attnscope {
 class CompareView {
  public:
   void draw(const PanelContext& ctx);
-  void reset() { differences_.clear(), pair_ = {0, 0}; }
+  void reset() { differences_.clear(), workspace_differences_.clear(), pair_ = {0, 0}; }
 
  private:
+  // A new pair of results: what it worked out for the old one goes, what differs is found once.
+  void follow(const Snapshot& a, const Snapshot& b);
   // B − A of one map: worked out once per pair of results, for the rows drawn.
-  std::shared_ptr<const MapDifference> difference(const Snapshot& a, const Snapshot& b, int head, int map);
+  // `map`: a Stage, or 100 + a ModuleMap.
+  std::shared_ptr<const MapDifference> difference(int head, int map, const StageMap& a, const StageMap& b);
   std::pair<std::uint64_t, std::uint64_t> pair_{0, 0};  // (A, B) serials the differences belong to
   std::map<std::pair<int, int>, std::shared_ptr<const MapDifference>> differences_;  // (head, map) →
+  std::vector<std::string> workspace_differences_;  // workspaceDifferences of the pair
 };
 
 }  // namespace attnscope

@@ -4,10 +4,10 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
+#include "display/comparison.h"
 #include "formats/export.h"
 #include "panels/head_statistics_panel.h"
 #include "shell/capture.h"
@@ -177,18 +177,6 @@ const char* missingModuleMap(const Trace& t, ModuleMap m) {
 
 // Up to this many tokens an edit's changed cells are outlined.
 constexpr int kOutlinedTokens = 64;
-
-// The cells whose values differ bit for bit (same shapes, else none).
-std::vector<std::pair<int, int>> changedCells(const StageMap& before, const StageMap& now) {
-  std::vector<std::pair<int, int>> out;
-  if (before.rows() != now.rows() || before.cols() != now.cols()) return out;
-  for (Eigen::Index i = 0; i < now.rows(); ++i)
-    for (Eigen::Index j = 0; j < now.cols(); ++j) {
-      const float a = before(i, j), b = now(i, j);
-      if (std::memcmp(&a, &b, sizeof a) != 0) out.emplace_back(static_cast<int>(i), static_cast<int>(j));
-    }
-  return out;
-}
 
 // Up to this many tokens, every map shows its numbers (the book's examples have 6).
 constexpr int kAlwaysLabelledTokens = 12;
@@ -676,7 +664,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   if (ctx.snapshot != shown_) {
     if (shown_ && shown_->version != snap->version && shown_->tokenCount() == snap->tokenCount() &&
         snap->tokenCount() <= kOutlinedTokens && shown_->shown().heads.size() == snap->shown().heads.size())
-      previous_ = shown_, outline_from_ = ctx.now;
+      previous_ = shown_, outline_from_ = ctx.now, outlined_.clear();
     else if (shown_ && shown_->version != snap->version)
       previous_.reset();
     shown_ = ctx.snapshot;
@@ -872,7 +860,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.describe = [snap, &head, stage](int i, int j) { return describeCell(*snap, head, stage, i, j); };
       spec.dump = {{"head", h}, {"stage", info.id}, {"batch", batch}};
       if (previous_ && previous_->batch == batch && previous_->shown().heads[h].hasMaps() && head.hasMaps()) {
-        spec.outlined = changedCells(StageMap(*previous_->trace, previous_->shown().heads[h], stage), spec.values);
+        auto& cells = outlined_[{h, static_cast<int>(stage)}];  // found once per edit, drawn while they fade
+        if (!cells) cells = changedCells(StageMap(*previous_->trace, previous_->shown().heads[h], stage), spec.values);
+        spec.outlined = *cells;
         spec.outline_alpha = static_cast<float>(1.0 - (ctx.now - outline_from_) / kOutlineSeconds);
       }
       // A lesson step names the maps it is about: the others recede.

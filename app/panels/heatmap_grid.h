@@ -6,7 +6,9 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "display/vector_figure.h"
@@ -58,6 +60,7 @@ class HeatmapGrid {
   std::shared_ptr<const Snapshot> shown_;     // the result drawn last frame
   std::shared_ptr<const Snapshot> previous_;  // the one before an edit, while its changes are outlined
   double outline_from_ = 0;                   // when that edit's result came
+  std::map<std::pair<int, int>, std::optional<std::vector<std::pair<int, int>>>> outlined_;  // (head, stage) → its changed cells
   int reveal_head_ = -1;                    // a map kept in view (reveal)
   Stage reveal_stage_ = Stage::Weights;
 };

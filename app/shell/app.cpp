@@ -244,13 +244,7 @@ void App::applyView(const Command& c, double now) {
     const bool light = view_.light_theme;
     const int text_size = view_.text_size;
     setViewField(view_, c.text("field"), c.args["value"]);
-    if (c.text("field") == "lock_range") {  // the ranges of the result on screen (or of the first to come)
-      view_.locked_heads.clear();
-      if (view_.lock_range && snapshot_) {
-        view_.locked_heads = snapshot_->ranges;
-        view_.locked_module = snapshot_->module_ranges;
-      }
-    }
+    if (c.text("field") == "lock_range") view_.locked_heads.clear();  // updateEngine keeps the ranges on screen
     syncTextSize();
     if (view_.light_theme != light && hooks_.theme_changed) hooks_.theme_changed();
     clampView();
@@ -502,10 +496,6 @@ void App::updateEngine() {
   if (auto result = worker_.poll(small_request_ ? std::chrono::milliseconds(5) : std::chrono::milliseconds(0))) {
     if (result->snapshot) {
       snapshot_ = std::move(result->snapshot);
-      if (view_.lock_range && view_.locked_heads.empty()) {  // locked before there was a result
-        view_.locked_heads = snapshot_->ranges;
-        view_.locked_module = snapshot_->module_ranges;
-      }
       // A pinned while its heads off screen were computing gets them when they come.
       if (pinned_ && !pinned_->complete && snapshot_->version == pinned_->version && snapshot_->batch == pinned_->batch)
         pinned_ = snapshot_;
@@ -513,6 +503,12 @@ void App::updateEngine() {
     } else {
       engine_error_ = result->error;  // the last good snapshot stays on screen
     }
+  }
+  // Locked colour ranges: those of the result on screen when the lock was set (or of the first
+  // result, locked before there was one).
+  if (view_.lock_range && view_.locked_heads.empty() && snapshot_) {
+    view_.locked_heads = snapshot_->ranges;
+    view_.locked_module = snapshot_->module_ranges;
   }
   computing_ = worker_.busy();
 }

@@ -35,6 +35,19 @@ MapDifference mapDifference(const StageMap& a, const StageMap& b) {
   return d;
 }
 
+std::vector<std::pair<int, int>> changedCells(const StageMap& a, const StageMap& b) {
+  std::vector<std::pair<int, int>> out;
+  if (a.rows() != b.rows() || a.cols() != b.cols()) return out;
+  std::vector<float> ra(static_cast<std::size_t>(a.cols())), rb(ra.size());
+  for (Eigen::Index i = 0; i < a.rows(); ++i) {
+    a.readRow(i, ra.data());
+    b.readRow(i, rb.data());
+    for (std::size_t j = 0; j < ra.size(); ++j)
+      if (std::memcmp(&ra[j], &rb[j], sizeof(float)) != 0) out.emplace_back(static_cast<int>(i), static_cast<int>(j));
+  }
+  return out;
+}
+
 namespace {
 
 std::string valueText(const nlohmann::json& v) {

@@ -3,6 +3,7 @@
 // one map with where it is largest. Plain data: the app's Compare tab draws it, tests check it.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/stages.h"
@@ -21,6 +22,9 @@ struct MapDifference {
 };
 
 MapDifference mapDifference(const StageMap& a, const StageMap& b);
+// The cells (row, col) whose values differ bit for bit — what mapDifference counts as `changed`;
+// none when the shapes differ. The grid outlines them after an edit.
+std::vector<std::pair<int, int>> changedCells(const StageMap& a, const StageMap& b);
 
 // What B's workspace changes of A's, one short item each, in the order a user reads the window:
 // the model's fields ("seed 123 → 5", "dropout 0.0 → 0.5"), the tokens ("tokens 6 → 3", a renamed

@@ -29,6 +29,15 @@ TEST(MapDifference, SubtractsFiniteCellsAndFindsTheLargest) {
   EXPECT_EQ(d.changed, 3);
 }
 
+TEST(MapDifference, ChangedCellsAreTheCellsItCounts) {
+  Matrix a(2, 2), b(2, 2);
+  a << 1, -kInf, 0.0f, 2;
+  b << 1, -kInf, -0.0f, 3;  // −0 differs from 0 bit for bit
+  EXPECT_EQ(changedCells(StageMap(a), StageMap(b)), (std::vector<std::pair<int, int>>{{1, 0}, {1, 1}}));
+  EXPECT_EQ(mapDifference(StageMap(a), StageMap(b)).changed, 2);
+  EXPECT_TRUE(changedCells(StageMap(a), StageMap(Matrix::Zero(3, 3))).empty());
+}
+
 TEST(MapDifference, EqualMapsChangeNothing) {
   Matrix a(2, 2);
   a << 0.1f, 0.2f, -kInf, 0.4f;
