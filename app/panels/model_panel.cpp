@@ -233,18 +233,16 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   besideLabel();
   if (ImGui::RadioButton("serial", &path, 0)) ctx.commands.push("engine", {{"parallel", false}});
   layout().widget("exec_serial");
-  // OpenMP beside serial while it fits, else under it (large text sizes)
-  const float openmp_w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize("OpenMP").x;
-  if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + openmp_w <= ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
+  // parallel beside serial while it fits, else under it (large text sizes)
+  const float parallel_w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize("parallel").x;
+  if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + parallel_w <= ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
     ImGui::SameLine();
   else
     ImGui::SetCursorPosX(controlsX());
-  ImGui::BeginDisabled(!openmpAvailable());
-  if (ImGui::RadioButton("OpenMP", &path, 1)) ctx.commands.push("engine", {{"parallel", true}});
-  ImGui::EndDisabled();
-  layout().widget("exec_openmp");
+  if (ImGui::RadioButton("parallel", &path, 1)) ctx.commands.push("engine", {{"parallel", true}});
+  layout().widget("exec_parallel");
   {
-    Applicability a(exec.parallel ? nullptr : "Threads apply to the OpenMP path");
+    Applicability a(exec.parallel ? nullptr : "Threads apply to the parallel path");
     label("threads");
     int threads = exec.threads;
     if (ImGui::SliderInt("##threads", &threads, 0, 2 * resolveThreads(0), threads == 0 ? "all cores" : "%d",

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 App::App(Document document, ViewState view, bool interactive, WindowHooks hooks)
     : doc_(std::move(document)),
       view_(std::move(view)),
-      exec_{openmpAvailable(), 0},  // OpenMP with one thread per core when built in
+      exec_{true, 0},  // the parallel path, one thread per processor
       interactive_(interactive),
       hooks_(std::move(hooks)),
       autosave_(interactive) {
@@ -256,7 +256,6 @@ void App::applyView(const Command& c, double now) {
                 "View › Presentation (F10) hides them, F11 goes full screen.", false, now);
   } else if (n == "engine") {
     if (c.has("parallel")) {
-      if (c.flag("parallel") && !openmpAvailable()) throw InputError("parallel: this build has no OpenMP path");
       exec_.parallel = c.flag("parallel");
     }
     if (c.has("threads")) {

@@ -11,12 +11,10 @@
 
 #include "engine/errors.h"
 #include "engine/gemm.h"
+#include "engine/thread_team.h"
 #include "engine/tile_kernels.h"
 #include "engine/torch_generator.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 namespace attnscope {
 
@@ -399,22 +397,7 @@ bool TraceRequest::keepsHead(int b, int h) const {
   return keeps(b) && (heads.empty() || std::find(heads.begin(), heads.end(), h) != heads.end());
 }
 
-bool openmpAvailable() {
-#ifdef _OPENMP
-  return true;
-#else
-  return false;
-#endif
-}
-
-int resolveThreads(int threads) {
-#ifdef _OPENMP
-  return threads > 0 ? threads : omp_get_num_procs();
-#else
-  (void)threads;
-  return 1;
-#endif
-}
+int resolveThreads(int threads) { return threads > 0 ? threads : availableProcessors(); }
 
 Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions& exec,
                    const TraceRequest& request, const Limits& limits) {
@@ -506,22 +489,18 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   const long long work = static_cast<long long>(B) * H * T * T * std::max(hw, 1);
   const bool parallel = exec.parallel && work >= exec.min_parallel_work;
   const int threads = parallel ? resolveThreads(exec.threads) : 1;
-  (void)threads;  // unused without OpenMP
 
   if (hasProjections(m.variant)) {
     const int block = fused ? kProjBlock : kRowBlock;
     const int blocks = (T + block - 1) / block;
-#pragma omp parallel for collapse(3) schedule(static) num_threads(threads) if (parallel)
-    for (int p = 0; p < projections; ++p)
-      for (int g = 0; g < G; ++g)
-        for (int blk = 0; blk < blocks; ++blk) {
-          if (exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed)) continue;
-          const int r0 = blk * block, n = std::min(block, T - r0);
-          if (fused)
-            projectRowsFast(w, p, g, r0, n);
-          else
-            projectRows(w, p, g, r0, n);
-        }
+    parallelFor(threads, projections * G * blocks, [&](int i) {  // i = (p · G + g) · blocks + blk
+      if (exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed)) return;
+      const int p = i / (G * blocks), g = i / blocks % G, r0 = i % blocks * block, n = std::min(block, T - r0);
+      if (fused)
+        projectRowsFast(w, p, g, r0, n);
+      else
+        projectRows(w, p, g, r0, n);
+    });
   }
 
   std::vector<AttentionTask> tasks;
@@ -539,10 +518,8 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
     }
   std::stable_sort(tasks.begin(), tasks.end(),
                    [](const AttentionTask& a, const AttentionTask& b) { return a.cost > b.cost; });
-  const int task_count = static_cast<int>(tasks.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (parallel)
-  for (int k = 0; k < task_count; ++k) {
-    if (exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed)) continue;
+  parallelFor(threads, static_cast<int>(tasks.size()), [&](int k) {
+    if (exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed)) return;
     const AttentionTask& a = tasks[k];
     if (a.kind == AttentionTask::Traced) {
       HeadTrace& head = heads[a.b][a.h];
@@ -559,19 +536,17 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
       attendRowsFused(w, a.b, a.h, a.r0, a.n, ctx.data() + static_cast<std::size_t>(a.r0) * ctx.cols() + a.h * hw,
                       static_cast<int>(ctx.cols()));
     }
-  }
+  });
 
   if (exec.cancel != nullptr && exec.cancel->load()) throw Cancelled();
   const int out_block = fused ? kProjBlock : kRowBlock;
   const int out_blocks = (T + out_block - 1) / out_block;
   const int computed_count = request.outputs ? static_cast<int>(computed.size()) : 0;
-#pragma omp parallel for collapse(2) schedule(static) num_threads(threads) if (parallel)
-  for (int c = 0; c < computed_count; ++c)
-    for (int blk = 0; blk < out_blocks; ++blk) {
-      const int b = computed[c], r0 = blk * out_block;
-      const bool has_heads = !heads[b].empty();
-      outputRows(w, b, r0, std::min(out_block, T - r0), has_heads ? &heads[b] : nullptr, fused);
-    }
+  parallelFor(threads, computed_count * out_blocks, [&](int i) {  // i = c · out_blocks + blk
+    const int b = computed[i / out_blocks], r0 = i % out_blocks * out_block;
+    const bool has_heads = !heads[b].empty();
+    outputRows(w, b, r0, std::min(out_block, T - r0), has_heads ? &heads[b] : nullptr, fused);
+  });
 
   if (w.overflow)
     throw ComputeError(

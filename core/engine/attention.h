@@ -1,6 +1,7 @@
 // The attention engine: one call computes a whole forward pass of the chapter's modules and
 // returns its Trace. Two execution paths share every kernel: the serial loops are the readable
-// reference; the OpenMP path runs the same loops with one pragma across batch × heads × rows.
+// reference; the parallel path runs the same loops' items on the engine's thread team
+// (engine/thread_team.h) across batch × heads × rows.
 #pragma once
 #include <atomic>
 #include <utility>
@@ -13,9 +14,9 @@
 namespace attnscope {
 
 struct ExecutionOptions {
-  bool parallel = false;  // OpenMP path instead of the serial one (same masks, same numbers)
-  int threads = 0;        // OpenMP threads; 0 = one per core
-  long long min_parallel_work = 1 << 16;  // below B·H·T²·w the OpenMP path runs on one thread
+  bool parallel = false;  // the parallel path instead of the serial one (same masks, same numbers)
+  int threads = 0;        // threads of the parallel path; 0 = one per processor
+  long long min_parallel_work = 1 << 16;  // below B·H·T²·w the parallel path runs on one thread
   bool fused = true;            // outputs of untraced elements from the fused kernel (false: the reference loops)
   bool share_identical = true;  // without active dropout all elements are equal: compute one, copy it
   const std::atomic<bool>* cancel = nullptr;  // once set (by another thread), computeTrace stops
@@ -48,9 +49,7 @@ struct TraceRequest {
 Trace computeTrace(const Matrix& embeddings, const ModelConfig& m, const ExecutionOptions& exec = {},
                    const TraceRequest& request = {}, const Limits& limits = {});
 
-// Whether this build has the OpenMP path (built with -fopenmp).
-bool openmpAvailable();
-// Threads the OpenMP path would use for `threads` (0 = all cores); 1 without OpenMP.
+// Threads the parallel path uses for `threads` (0 = every processor this process may use).
 int resolveThreads(int threads);
 
 }  // namespace attnscope

@@ -1,5 +1,7 @@
 #include "engine/gemm.h"
 
+#include "engine/thread_team.h"
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <chrono>
@@ -11,8 +13,6 @@
 
 #ifdef ATTNSCOPE_HAVE_OPENBLAS
 #include <cblas.h>
-#endif
-#ifdef _OPENMP
 #include <omp.h>
 #endif
 
@@ -44,10 +44,10 @@ constexpr double kBlasMinWork = 1 << 22;
 bool useBlas(int m, int n, int k) {
   if (current() != GemmBackend::OpenBlas || static_cast<double>(m) * n * k < kBlasMinWork) return false;
   // One thread per call, always: the parallelism is ours. OpenBLAS's OpenMP build starts a team
-  // of omp_get_max_threads() unless it runs inside an active parallel region — and our serial
-  // path runs in inactive ones, whose ICVs are fresh copies. A team of two on a busy two-core
-  // machine spun for 15 ms per 128 × 256 × 256 product (0.35 ms on one thread). This thread's
-  // ICV is ours to set: every parallel region of ours names its thread count.
+  // of omp_get_max_threads() (one per core unless this thread said otherwise) for every call from
+  // outside an OpenMP region, which every call from our threads is (engine/thread_team.h). A team
+  // of two on a busy two-core machine spun for 15 ms per 128 × 256 × 256 product (0.35 ms on one
+  // thread). This thread's ICV is ours to set: nothing of ours uses OpenMP.
   if (omp_get_max_threads() != 1) omp_set_num_threads(1);
   return true;
 }
@@ -186,9 +186,10 @@ ConcurrentGemm::~ConcurrentGemm() = default;
 double ConcurrentGemm::measureGflops() {
   // Each thread runs its own product; the slowest one sets the time. Both cores busy at once is
   // what the forward pass asks of the machine (shared L3 and memory, the all-core clock).
+  // On the engine's team, the threads the forward pass runs on.
   const auto run_all = [this] {
-#pragma omp parallel for schedule(static, 1) num_threads(threads_)
-    for (int t = 0; t < threads_; ++t) operands_[static_cast<std::size_t>(t)]->run();
+    parallelFor(threads_, threads_, [this](int t) { operands_[static_cast<std::size_t>(t)]->run(); },
+                Schedule::Static);
   };
   return threads_ * operands_.front()->gflop() / secondsOf(run_all);
 }

@@ -3,13 +3,13 @@
 
 For the book example (preset multihead), medium and gpt2-small, each in eval mode (training false,
 dropout as in the preset: inactive) and in training mode with dropout p = 0.1, it
-  1. times our forward pass and trace (`attnscope-cli bench WORKSPACE`: serial and OpenMP paths
-     computing every batch element, the serial reference loops, the OpenMP path sharing identical
+  1. times our forward pass and trace (`attnscope-cli bench WORKSPACE`: serial and parallel paths
+     computing every batch element, the serial reference loops, the parallel path sharing identical
      elements, the one-thread GEMM speed of each backend and the GEMM-bound limit it implies);
   2. times the same MultiHeadAttention forward in Debian's torch (the seed class, torch.no_grad,
      module.train(training), same shapes, dropout and batch, one thread per core) in a child
      process, never beside ours, so the two never compete for the cores;
-  3. then runs paired rounds: ours (`bench --forward-only`: the OpenMP forward, each run followed
+  3. then runs paired rounds: ours (`bench --forward-only`: the parallel forward, each run followed
      by the projections' GEMM on every thread at once, that run's limit) and torch, back to back,
      several times. The headline figures are the medians over rounds of torch ÷ ours (above 1
      attnscope is faster) and of ours ÷ limit: ratios of neighbouring runs, which a shared
@@ -47,8 +47,9 @@ CONFIGS = [("multihead", 200), ("medium", 10), ("gpt2-small", 5)]
 MODES = ("eval", "train")
 TRAIN_DROPOUT = 0.1
 # Instruction counts: presets (both modes) and the function whose calls are counted. The pattern
-# must not match the OpenMP outlined bodies ("… [clone ._omp_fn.0]"): callgrind toggles collection
-# on entering every matching function, so `computeTrace*` would switch it off inside them.
+# must not match the loop bodies inside it ("attnscope::computeTrace(…)::{lambda(int)#1}…"):
+# callgrind toggles collection on entering every matching function, so `computeTrace*` would
+# switch it off inside them.
 # Paired rounds (ours, then torch, back to back): preset -> (rounds, timed runs per side per round).
 PAIRED_ROUNDS = {"multihead": (7, 50), "medium": (9, 5), "gpt2-small": (7, 2)}
 CALLGRIND_PRESETS = ("multihead", "medium")
@@ -196,7 +197,7 @@ def run_ours(cli, workspace, repeat):
 
 
 def run_ours_forward(cli, workspace, repeat):
-    """One paired round's side of ours: the OpenMP forward, each run followed by the GEMM limit."""
+    """One paired round's side of ours: the parallel forward, each run followed by the GEMM limit."""
     p = subprocess.run([cli, "bench", workspace, "--forward-only", "--repeat", str(repeat)],
                        capture_output=True, text=True, timeout=900)
     if p.returncode != 0:
@@ -216,7 +217,7 @@ def paired_rounds(cli, torch_side, workspaces):
         for _ in range(rounds):
             o = run_ours_forward(cli, path, repeat)
             t = torch_side.ask({"job": [f"{preset}/{mode}", path, repeat]})
-            ours = o.get("openmp", o.get("serial"))["forward_ms"]["median"]
+            ours = o["openmp"]["forward_ms"]["median"]
             ours_ms.append(ours)
             torch_ms.append(t["forward_ms"])
             ratios.append(t["forward_ms"] / ours)
@@ -342,7 +343,7 @@ def machine_info():
 
 
 def config_entry(preset, mode, repeat, o, t):
-    omp = o.get("openmp", o["serial"])  # without OpenMP the serial path is all there is
+    omp = o["openmp"]  # the parallel path (the key keeps its old name)
     entry = {"preset": preset, "mode": mode, "training": o["training"], "dropout": o["dropout"],
              "shape": {k: o[k] for k in ("variant", "tokens", "d_in", "d_out", "num_heads",
                                          "batch_size")},
@@ -367,9 +368,10 @@ def config_entry(preset, mode, repeat, o, t):
 
 
 def main():
-    # Both sides' OpenMP threads sleep instead of spinning while they wait: on a shared machine a
-    # spinning thread holds a core another one needs (libgomp's default cost the medium config 5x:
-    # 7 ms serial, 36 ms on two threads, at load 7). Both inherit it; the report records it.
+    # Torch's OpenMP threads sleep instead of spinning while they wait: on a shared machine a
+    # spinning thread holds a core another one needs (libgomp's default cost our medium config 5x
+    # when we used OpenMP: 7 ms serial, 36 ms on two threads, at load 7). Ours no longer use
+    # OpenMP: our workers spin 200 µs, then sleep (engine/thread_team.h). The report records it.
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("cli")

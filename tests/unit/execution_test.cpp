@@ -1,17 +1,21 @@
-// Execution paths and trace requests: the OpenMP path ({true, 1|2|4} threads) gives the serial
+// Execution paths and trace requests: the parallel path ({true, 1|2|4} threads) gives the serial
 // path's masks exactly and its numbers within 1e-6; a trace of only batch 1 keeps only batch 1's
 // heads and the same outputs; the wrapper's heads are independent modules; dropout differs between
 // the copies of a batch (docs/DESIGN.md §2.1, §2.3).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/attention.h"
+#include "engine/thread_team.h"
 #include "engine/stages.h"
 #include "engine/errors.h"
 #include "reference.h"
@@ -80,11 +84,7 @@ std::vector<Case> parallelCases() {
   return out;
 }
 
-TEST(ExecutionPaths, OpenMPMatchesSerial) {
-  if (!openmpAvailable()) {
-    std::printf("OpenMP path not built (openmpAvailable() is false): serial only, test skipped\n");
-    GTEST_SKIP() << "openmpAvailable() is false";
-  }
+TEST(ExecutionPaths, ParallelMatchesSerial) {
   double worst = 0;
   for (const Case& c : parallelCases()) {
     SCOPED_TRACE(variantId(c.m.variant));
@@ -97,7 +97,7 @@ TEST(ExecutionPaths, OpenMPMatchesSerial) {
       worst = std::max(worst, d);
     }
   }
-  std::printf("worst |serial − OpenMP| over 1, 2, 4 threads: %.3g\n", worst);
+  std::printf("worst |serial − parallel| over 1, 2, 4 threads: %.3g\n", worst);
 }
 
 TEST(TraceRequests, OnlyBatchOneKeepsOnlyItsHeads) {
@@ -105,7 +105,6 @@ TEST(TraceRequests, OnlyBatchOneKeepsOnlyItsHeads) {
     SCOPED_TRACE(variantId(c.m.variant));
     const Matrix x = test::randomMatrix(c.T, c.d_in, 11);
     for (bool parallel : {false, true}) {
-      if (parallel && !openmpAvailable()) continue;
       const ExecutionOptions exec{parallel, 2, 0};
       const Trace full = computeTrace(x, c.m, exec);
       const Trace one = computeTrace(x, c.m, exec, TraceRequest::only({1}));
@@ -211,6 +210,74 @@ TEST(Dropout, NoneWithoutTrainingOrRateOrVariant) {
         EXPECT_TRUE(test::bitwiseEqual(stageValues(t, h, Stage::DroppedWeights), h.weights));
       }
   }
+}
+
+// The thread team (engine/thread_team.h) under the parallel path: every item runs exactly once,
+// whatever the schedule, thread count, and whether the workers were spinning or asleep.
+std::vector<int> runCounts(int threads, int count, Schedule schedule) {
+  std::vector<std::atomic<int>> runs(static_cast<std::size_t>(count));
+  parallelFor(threads, count, [&](int i) { runs[static_cast<std::size_t>(i)].fetch_add(1); }, schedule);
+  std::vector<int> out;
+  for (const std::atomic<int>& r : runs) out.push_back(r.load());
+  return out;
+}
+
+TEST(ThreadTeam, EveryItemRunsOnce) {
+  for (Schedule schedule : {Schedule::Dynamic, Schedule::Static})
+    for (int threads : {1, 2, 3, 8})
+      for (int count : {0, 1, 2, 7, 1000}) {
+        const std::vector<int> runs = runCounts(threads, count, schedule);
+        EXPECT_EQ(std::count(runs.begin(), runs.end(), 1), count)
+            << threads << " threads, " << count << " items, static " << (schedule == Schedule::Static);
+      }
+}
+
+TEST(ThreadTeam, StaticGivesEachThreadItsItem) {
+  // Two items on two threads run at once, one per thread: each waits for the other to start.
+  std::atomic<int> started{0};
+  std::vector<std::thread::id> ids(2);
+  parallelFor(2, 2, [&](int i) {
+    ids[static_cast<std::size_t>(i)] = std::this_thread::get_id();
+    started.fetch_add(1);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (started.load() < 2 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+  }, Schedule::Static);
+  EXPECT_EQ(started.load(), 2);
+  EXPECT_NE(ids[0], ids[1]) << "both items ran on one thread";
+  EXPECT_EQ(ids[0], std::this_thread::get_id()) << "item 0 is the caller's";
+}
+
+TEST(ThreadTeam, SleepingWorkersWakeForTheNextLoop) {
+  // No spinning: every loop after a pause finds the worker asleep and must wake it.
+  setThreadTeamOptions(ThreadTeamOptions{0});
+  for (int round = 0; round < 50; ++round) {
+    std::this_thread::sleep_for(std::chrono::microseconds(round % 5 * 200));
+    const std::vector<int> runs = runCounts(2, 16, round % 2 ? Schedule::Static : Schedule::Dynamic);
+    ASSERT_EQ(std::count(runs.begin(), runs.end(), 1), 16) << "round " << round;
+  }
+  setThreadTeamOptions(ThreadTeamOptions{});
+}
+
+TEST(ThreadTeam, NestedAndConcurrentLoopsRunEveryItem) {
+  // A loop inside an item, and loops from several threads at once, find the team busy and run on
+  // their own thread: still every item once.
+  std::atomic<int> inner{0};
+  parallelFor(2, 4, [&](int) { parallelFor(2, 10, [&](int) { inner.fetch_add(1); }); });
+  EXPECT_EQ(inner.load(), 40);
+  std::atomic<int> total{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 4; ++c)
+    callers.emplace_back([&] {
+      for (int r = 0; r < 100; ++r) parallelFor(2, 10, [&](int) { total.fetch_add(1); });
+    });
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(total.load(), 4 * 100 * 10);
+}
+
+TEST(ThreadTeam, AvailableProcessorsIsAtLeastOne) {
+  EXPECT_GE(availableProcessors(), 1);
+  EXPECT_EQ(resolveThreads(0), availableProcessors());
+  EXPECT_EQ(resolveThreads(3), 3);
 }
 
 }  // namespace

@@ -1,0 +1,180 @@
+#include "engine/thread_team.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+namespace attnscope {
+
+namespace {
+
+void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+using Clock = std::chrono::steady_clock;
+
+// Spins until done() or until `spin` has passed; true if done() became true.
+template <class Done>
+bool spinUntil(const Done& done, std::chrono::microseconds spin) {
+  const Clock::time_point end = Clock::now() + spin;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    cpuRelax();
+    if ((i & 63) == 63 && Clock::now() >= end) return done();
+  }
+}
+
+// One loop: what its participants share while it runs. Written by the caller before it
+// publishes the loop (release), read by the participants after they see it (acquire), and not
+// written again until every participant has finished.
+struct Loop {
+  const std::function<void(int)>* item = nullptr;
+  int count = 0;
+  int threads = 1;  // participants, the caller included (workers 1 … threads − 1)
+  Schedule schedule = Schedule::Dynamic;
+  std::atomic<int> next{0};     // the next item (dynamic)
+  std::atomic<int> pending{0};  // participating workers not yet finished
+};
+
+// Items of `loop` for participant k (0 is the caller).
+void runShare(Loop& loop, int k) {
+  if (loop.schedule == Schedule::Static) {
+    for (int i = k; i < loop.count; i += loop.threads) (*loop.item)(i);
+    return;
+  }
+  for (int i = loop.next.fetch_add(1, std::memory_order_relaxed); i < loop.count;
+       i = loop.next.fetch_add(1, std::memory_order_relaxed))
+    (*loop.item)(i);
+}
+
+class ThreadTeam {
+ public:
+  ~ThreadTeam() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+      publish(0);
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+
+  // False if the team is busy (the caller then runs the loop alone).
+  bool run(int threads, int count, const std::function<void(int)>& item, Schedule schedule) {
+    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+    if (!busy.owns_lock()) return false;
+    grow(threads - 1);
+    loop_.item = &item;
+    loop_.count = count;
+    loop_.threads = threads;
+    loop_.schedule = schedule;
+    loop_.next.store(0, std::memory_order_relaxed);
+    loop_.pending.store(threads - 1, std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      publish(threads);
+    }
+    if (sleeping_.load(std::memory_order_relaxed) > 0) wake_.notify_all();
+    runShare(loop_, 0);
+    const auto all_done = [this] { return loop_.pending.load(std::memory_order_acquire) == 0; };
+    if (!spinUntil(all_done, spin())) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, all_done);
+    }
+    return true;
+  }
+
+  void setOptions(const ThreadTeamOptions& o) {
+    spin_us_.store(std::max(o.spin_microseconds, 0), std::memory_order_relaxed);
+  }
+
+ private:
+  std::chrono::microseconds spin() const {
+    return std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed));
+  }
+
+  // A new loop for `threads` participants: the generation moves on, and the participant count
+  // travels in the same word, so a worker that was left out of the last loop never reads the
+  // count of the next one.
+  void publish(int threads) {
+    const std::uint64_t generation = (state_.load(std::memory_order_relaxed) >> 16) + 1;
+    state_.store(generation << 16 | static_cast<std::uint64_t>(threads), std::memory_order_release);
+  }
+
+  void grow(int workers) {
+    while (static_cast<int>(workers_.size()) < workers) {
+      const int k = static_cast<int>(workers_.size()) + 1;
+      workers_.emplace_back([this, k, seen = state_.load()] { work(k, seen); });
+    }
+  }
+
+  void work(int k, std::uint64_t seen) {
+    for (;;) {
+      const auto moved = [&] { return state_.load(std::memory_order_acquire) != seen; };
+      if (!spinUntil(moved, spin())) {
+        std::unique_lock<std::mutex> lock(mutex_);
+        sleeping_.fetch_add(1, std::memory_order_relaxed);
+        wake_.wait(lock, moved);
+        sleeping_.fetch_sub(1, std::memory_order_relaxed);
+      }
+      seen = state_.load(std::memory_order_acquire);
+      if (stop_) return;
+      if (k >= static_cast<int>(seen & 0xffff)) continue;  // not needed in this loop
+      runShare(loop_, k);
+      if (loop_.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mutex_);  // the caller may be between its check and wait
+        done_.notify_one();
+      }
+    }
+  }
+
+  std::mutex busy_;   // held by the loop that runs on the team
+  std::mutex mutex_;  // guards sleeping on wake_ and done_
+  std::condition_variable wake_, done_;
+  std::atomic<std::uint64_t> state_{0};  // generation << 16 | participants (publish)
+  std::atomic<int> sleeping_{0};
+  std::atomic<int> spin_us_{ThreadTeamOptions{}.spin_microseconds};
+  bool stop_ = false;  // written under mutex_ before the last publish
+  Loop loop_;
+  std::vector<std::thread> workers_;
+};
+
+ThreadTeam& team() {
+  static ThreadTeam instance;
+  return instance;
+}
+
+}  // namespace
+
+void parallelFor(int threads, int count, const std::function<void(int)>& item, Schedule schedule) {
+  threads = std::min(threads, count);
+  if (threads > 1 && team().run(threads, count, item, schedule)) return;
+  for (int i = 0; i < count; ++i) item(i);
+}
+
+int availableProcessors() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(CPU_COUNT(&set), 1);
+  return std::max(static_cast<int>(std::thread::hardware_concurrency()), 1);
+}
+
+void setThreadTeamOptions(const ThreadTeamOptions& options) { team().setOptions(options); }
+
+}  // namespace attnscope
