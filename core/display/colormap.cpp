@@ -78,37 +78,62 @@ const std::array<Rgb, 256>& colormapTable(Colormap c) {
   return tables[i];
 }
 
-ValueRange finiteRange(const Matrix& m) {
-  // Vectorized (a GPT-2 snapshot scans 60 M cells): |v| ≤ FLT_MAX is false for ±∞ and NaN. The
-  // three reductions run block by block on data in L1, so the matrix is read from memory once.
-  const float inf = std::numeric_limits<float>::infinity();
-  float lo = inf, hi = -inf, positive = inf;
-  constexpr Eigen::Index kBlock = 4096;
-  for (Eigen::Index start = 0; start < m.size(); start += kBlock) {
-    const Eigen::Map<const Eigen::ArrayXf> a(m.data() + start, std::min(kBlock, m.size() - start));
-    const auto finite = a.abs() <= std::numeric_limits<float>::max();
-    lo = std::min(lo, finite.select(a, inf).minCoeff());
-    hi = std::max(hi, finite.select(a, -inf).maxCoeff());
-    positive = std::min(positive, (finite && a > 0.0f).select(a, inf).minCoeff());
+namespace {
+
+// The three reductions of finiteRange over a stream of values, in kLanes independent lanes: each
+// lane's min and max is one vector instruction (x < y ? x : y is exactly what vminps computes,
+// so the compiler vectorizes it without fast-math), where Eigen's select(…).minCoeff() ran
+// scalar: 3.7 ms for a 1024 × 1024 map, 50 ms of every GPT-2 edit. |v| ≤ FLT_MAX is false for
+// ±∞ and NaN, which are no part of a range.
+class RangeAccumulator {
+ public:
+  void add(const float* v, Eigen::Index n) {
+    constexpr float kMax = std::numeric_limits<float>::max();
+    Eigen::Index i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int k = 0; k < kLanes; ++k) addTo(k, v[i + k], kMax);
+    for (int k = 0; i < n; ++i) addTo(k, v[i], kMax);
   }
-  if (lo > hi) return {0, 0};  // nothing finite
-  return {lo, hi, positive == inf ? 0.0f : positive};
+  ValueRange range() const {
+    float l = kInf, h = -kInf, p = kInf;
+    for (int k = 0; k < kLanes; ++k) l = std::min(l, lo_[k]), h = std::max(h, hi_[k]), p = std::min(p, positive_[k]);
+    if (l > h) return {0, 0};  // nothing finite
+    return {l, h, p == kInf ? 0.0f : p};
+  }
+
+ private:
+  static constexpr int kLanes = 16;
+  static constexpr float kInf = std::numeric_limits<float>::infinity();
+  void addTo(int k, float x, float max) {
+    const bool finite = std::fabs(x) <= max;
+    const float low = finite ? x : kInf, high = finite ? x : -kInf, pos = finite && x > 0 ? x : kInf;
+    lo_[k] = low < lo_[k] ? low : lo_[k];
+    hi_[k] = high > hi_[k] ? high : hi_[k];
+    positive_[k] = pos < positive_[k] ? pos : positive_[k];
+  }
+  float lo_[kLanes] = {kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf};
+  float hi_[kLanes] = {-kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf,
+                       -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf};
+  float positive_[kLanes] = {kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf};
+};
+
+}  // namespace
+
+ValueRange finiteRange(const Matrix& m) {
+  RangeAccumulator r;
+  r.add(m.data(), m.size());
+  return r.range();
 }
 
 ValueRange finiteRange(const StageMap& m) {
   if (const Matrix* stored = m.matrix()) return finiteRange(*stored);
-  const float inf = std::numeric_limits<float>::infinity();
-  float lo = inf, hi = -inf, positive = inf;
+  RangeAccumulator r;
   Eigen::ArrayXf row(m.cols());
   for (Eigen::Index i = 0; i < m.rows(); ++i) {
     m.readRow(i, row.data());
-    const auto finite = row.abs() <= std::numeric_limits<float>::max();
-    lo = std::min(lo, finite.select(row, inf).minCoeff());
-    hi = std::max(hi, finite.select(row, -inf).maxCoeff());
-    positive = std::min(positive, (finite && row > 0.0f).select(row, inf).minCoeff());
+    r.add(row.data(), row.size());
   }
-  if (lo > hi) return {0, 0};
-  return {lo, hi, positive == inf ? 0.0f : positive};
+  return r.range();
 }
 
 ValueRange merge(ValueRange a, ValueRange b) {

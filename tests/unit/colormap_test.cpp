@@ -75,6 +75,33 @@ TEST(ColourScale, FiniteRangeFindsTheSmallestPositiveValue) {
   EXPECT_EQ(merge(r, ValueRange{0, 2, 0.0001f}).positive, 0.0001f);
 }
 
+TEST(ColourScale, FiniteRangeOfALargeMapSkipsInfinitiesAndNaN) {
+  // 37 × 53 cells (not a multiple of any vector width), the extremes in the last cells, where a
+  // vector loop's tail is; ±∞ and NaN beside them are no part of the range.
+  Matrix m = Matrix::Random(37, 53);
+  const float inf = std::numeric_limits<float>::infinity();
+  m(0, 0) = inf, m(3, 7) = -inf, m(5, 5) = std::numeric_limits<float>::quiet_NaN();
+  m(36, 52) = -7.5f, m(36, 51) = 9.25f, m(36, 50) = 1e-7f;
+  float lo = inf, hi = -inf, positive = inf;  // the plain definition, cell by cell
+  for (Eigen::Index i = 0; i < m.size(); ++i) {
+    const float v = m.data()[i];
+    if (!std::isfinite(v)) continue;
+    lo = std::min(lo, v), hi = std::max(hi, v);
+    if (v > 0) positive = std::min(positive, v);
+  }
+  ASSERT_EQ(lo, -7.5f);
+  ASSERT_EQ(hi, 9.25f);
+  ASSERT_EQ(positive, 1e-7f);
+  for (const ValueRange r : {finiteRange(m), finiteRange(StageMap(m))}) {
+    EXPECT_EQ(r.lo, lo);
+    EXPECT_EQ(r.hi, hi);
+    EXPECT_EQ(r.positive, positive);
+  }
+  const Matrix none = Matrix::Constant(3, 20, -inf);
+  EXPECT_EQ(finiteRange(none).lo, 0.0f);
+  EXPECT_EQ(finiteRange(none).hi, 0.0f);
+}
+
 TEST(ColourScale, LogIndexIsTheLog10PositionBetweenTheSmallestPositiveAndTheTop) {
   const ValueRange r{0, 1, 0.001f};
   const float v[] = {0, 0.001f, 0.01f, 0.1f, 1, 0.0005f};
