@@ -121,11 +121,13 @@ void WeightsPanel::refresh(const Document& doc) {
   const Workspace& w = doc.workspace();
   tensors_ = currentParameters(w.model, static_cast<int>(w.embeddings.cols()));
   own_.clear();
+  ranges_.clear();
   row_labels_.clear();
   col_labels_.clear();
   for (const NamedTensor& t : tensors_) {
     const ParameterKind k = kindOf(t);
     own_.push_back(isOwnParameter(w.model, t.name));
+    ranges_.push_back(finiteRange(t.value));
     std::vector<std::string> rows, cols;
     for (Eigen::Index i = 0; i < t.value.rows(); ++i)
       rows.push_back(t.is_vector ? "b" : k.bare ? "d" + str(i) : k.out + str(i));
@@ -152,7 +154,7 @@ void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width)
   spec.id = "param_" + t.name;
   spec.title = t.name + "  " + shapeShort(t) + (own_[index] ? "  · yours" : "");
   spec.values = StageMap(t.value);
-  const ValueRange range = finiteRange(t.value);
+  const ValueRange range = ranges_[index];
   spec.colormap = ctx.view.colormap;
   spec.range = range;
   if (ctx.view.diverging_for_signed && range.lo < 0) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "display/colormap.h"
 #include "engine/named_tensor.h"
 #include "panels/panel.h"
 
@@ -29,6 +30,7 @@ class WeightsPanel {
   std::uint64_t version_ = 0;            // the document version `tensors_` are of
   std::vector<NamedTensor> tensors_;     // every parameter, state_dict order, as they stand
   std::vector<bool> own_;                // … whether each is the user's (else the seeded draw)
+  std::vector<ValueRange> ranges_;       // … and each one's finite range, measured once per version
   // Row and column labels per tensor (q0, q1, … / d0, d1, …), kept while the heatmaps use them.
   std::vector<std::vector<std::string>> row_labels_, col_labels_;
 };
