@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,12 +59,38 @@ void wrapInto(std::vector<Row>& rows, ImFont* font, float size, const std::strin
   emit();
 }
 
-// Draws rows in a framed box as wide as the window's content region: line numbers (if any) in a
-// column of their own, marked rows on the selection colour with a bar at the left edge.
-void drawBox(const std::vector<Row>& rows, ImFont* font, float size, float number_w, const char* id) {
+// A box's text is read best line by line as written: at the largest size, from the cells' font
+// down to kSmallestBoxText of it, that takes no more rows than the smallest does — every line that
+// can fit whole does, and one too long even then wraps (never clipped) without making the others
+// smaller. `rowsAt(s)`: the box's rows at size s (fewer or as many as s shrinks).
+constexpr float kSmallestBoxText = 0.85f;
+
+template <class RowsAt>
+float fittedSize(float size, const RowsAt& rowsAt) {
+  const std::size_t fewest = rowsAt(size * kSmallestBoxText).size();
+  if (rowsAt(size).size() == fewest) return size;
+  float lo = size * kSmallestBoxText, hi = size;  // lo takes the fewest rows, hi more
+  for (int k = 0; k < 10; ++k) {
+    const float mid = (lo + hi) / 2;
+    (rowsAt(mid).size() == fewest ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+// A box of lines — the notebook's code, its print-out — as it can be drawn: its rows and its line
+// numbers' column at any text size, and the size it reads best at.
+struct LineBox {
+  std::function<std::vector<Row>(float)> rows_at;
+  std::function<float(float)> number_w;  // the line numbers' column at a size; 0 without numbers
+  float fitted = 0;                      // fittedSize: the largest size with the fewest rows
+  float height(float size) const { return static_cast<float>(rows_at(size).size()) * (size + px(3)) + px(12); }
+};
+
+// Draws rows in a framed box `width` wide: line numbers (if any) in a column of their own, marked
+// rows on the selection colour with a bar at the left edge.
+void drawBox(const std::vector<Row>& rows, ImFont* font, float size, float number_w, float width, const char* id) {
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
-  const float width = ImGui::GetContentRegionAvail().x;
   const float pad = px(6), line_h = size + px(3);
   const float height = rows.size() * line_h + pad * 2;
   draw->AddRectFilled(p0, ImVec2(p0.x + width, p0.y + height), ImGui::GetColorU32(ImGuiCol_FrameBg), px(3));
@@ -86,34 +114,46 @@ void drawBox(const std::vector<Row>& rows, ImFont* font, float size, float numbe
 }
 
 // The notebook's lines: numbered, indentation kept (one digit's width per space, less the range's
-// common indentation), long lines wrapped with a hanging indent, the step's lines marked.
-void drawCode(const LessonCode& code, ImFont* font, float size) {
+// common indentation), longer lines wrapped with a hanging indent, the step's lines marked.
+LineBox codeBox(const LessonCode& code, ImFont* font, float full_size, float box_w) {
   std::size_t common = std::string::npos;
   for (const std::string& l : code.lines)
     if (leadingSpaces(l) < l.size()) common = std::min(common, leadingSpaces(l));
   if (common == std::string::npos) common = 0;
-  const float digit = font->CalcTextSizeA(size, FLT_MAX, 0, "0").x;
-  const float number_w = digit * static_cast<float>(std::to_string(code.last).size()) + px(8);
-  const float width = ImGui::GetContentRegionAvail().x - px(12) - number_w;
-  std::vector<Row> rows;
-  for (std::size_t k = 0; k < code.lines.size(); ++k) {
-    std::string line = code.lines[k];
+  std::vector<std::string> lines;
+  for (std::string line : code.lines) {
     for (std::size_t t; (t = line.find('\t')) != std::string::npos;) line.replace(t, 1, "    ");
-    const int number = code.first + static_cast<int>(k);
-    const bool marked = std::find(code.highlight.begin(), code.highlight.end(), number) != code.highlight.end();
-    const std::size_t lead = leadingSpaces(line);
-    const float indent = digit * static_cast<float>(lead > common ? lead - common : 0);
-    wrapInto(rows, font, size, line.substr(lead), indent, digit * 4, width, std::to_string(number), marked);
+    lines.push_back(line);
   }
-  drawBox(rows, font, size, number_w, "lesson_code");
+  const float digits = static_cast<float>(std::to_string(code.last).size());
+  LineBox box;
+  box.number_w = [=](float size) { return font->CalcTextSizeA(size, FLT_MAX, 0, "0").x * digits + px(8); };
+  box.rows_at = [=, number_w = box.number_w](float size) {
+    const float digit = font->CalcTextSizeA(size, FLT_MAX, 0, "0").x;
+    std::vector<Row> rows;
+    for (std::size_t k = 0; k < lines.size(); ++k) {
+      const int number = code.first + static_cast<int>(k);
+      const bool marked = std::find(code.highlight.begin(), code.highlight.end(), number) != code.highlight.end();
+      const std::size_t lead = leadingSpaces(lines[k]);
+      const float indent = digit * static_cast<float>(lead > common ? lead - common : 0);
+      wrapInto(rows, font, size, lines[k].substr(lead), indent, digit * 4, box_w - px(12) - number_w(size),
+               std::to_string(number), marked);
+    }
+    return rows;
+  };
+  box.fitted = fittedSize(full_size, box.rows_at);
+  return box;
 }
 
 // What the notebook prints, as it prints it. A line indented under a tensor's first line starts
 // where that many characters of the first line end, so "        [0.4656, …" stands under
 // "tensor([[0.2899, …" as in the notebook, in a proportional font.
-void drawPrints(const std::string& prints, ImFont* font, float size) {
-  const float width = ImGui::GetContentRegionAvail().x - px(12);
-  std::vector<Row> rows;
+LineBox printsBox(const std::string& prints, ImFont* font, float full_size, float box_w) {
+  struct Line {
+    std::string text;    // without its indentation
+    std::string before;  // the characters of the reference line its indentation stands under
+  };
+  std::vector<Line> lines;
   std::string reference;  // the last line that was not indented
   for (std::size_t at = 0; at <= prints.size();) {
     std::size_t end = prints.find('\n', at);
@@ -122,19 +162,26 @@ void drawPrints(const std::string& prints, ImFont* font, float size) {
     at = end + 1;
     const std::size_t lead = leadingSpaces(line);
     if (lead == 0) reference = line;
-    const std::string before = lead <= reference.size() ? reference.substr(0, lead) : std::string(lead, ' ');
-    const float indent = font->CalcTextSizeA(size, FLT_MAX, 0, before.c_str()).x;
-    wrapInto(rows, font, size, line.substr(lead), indent, font->CalcTextSizeA(size, FLT_MAX, 0, "0").x * 2, width, "", false);
+    lines.push_back({line.substr(lead), lead <= reference.size() ? reference.substr(0, lead) : std::string(lead, ' ')});
     if (end == prints.size()) break;
   }
-  drawBox(rows, font, size, 0, "lesson_prints");
+  LineBox box;
+  box.number_w = [](float) { return 0.0f; };
+  box.rows_at = [=](float size) {
+    auto width = [&](const std::string& s) { return font->CalcTextSizeA(size, FLT_MAX, 0, s.c_str()).x; };
+    std::vector<Row> rows;
+    for (const Line& l : lines) wrapInto(rows, font, size, l.text, width(l.before), width("0") * 2, box_w - px(12), "", false);
+    return rows;
+  };
+  box.fitted = fittedSize(full_size, box.rows_at);
+  return box;
 }
 
-// Text wrapped at spaces only (never inside "0.3190"), in the current font and colour; "\n" starts
-// a new line.
-void textWrapped(const std::string& text) {
+// Text wrapped at spaces only (never inside "0.3190") into lines at most `width` wide, in the
+// current font and colour; "\n" starts a new line.
+void textWrapped(const std::string& text, float width) {
   ImFont* font = ImGui::GetFont();
-  const float size = ImGui::GetFontSize(), width = ImGui::GetContentRegionAvail().x;
+  const float size = ImGui::GetFontSize();
   std::vector<Row> rows;
   for (std::size_t at = 0; at <= text.size();) {
     std::size_t end = text.find('\n', at);
@@ -144,6 +191,10 @@ void textWrapped(const std::string& text) {
   }
   for (const Row& r : rows) ImGui::TextUnformatted(r.text.c_str());
 }
+
+// Between the step's parts: a third of the usual spacing more (ImGui::Spacing adds all of it), as
+// the dim captions set them apart too — at 1280 × 720 a step fits its column with little to spare.
+void sectionGap() { ImGui::SetCursorPosY(ImGui::GetCursorPosY() + ImGui::GetStyle().ItemSpacing.y / 3); }
 
 // A map id in words: "masked_scores" → "masked scores" (a title would say "softmax" where the step
 // divides by the row sum).
@@ -208,6 +259,10 @@ void LessonPanel::recordState(nlohmann::json& state) const {
     const LessonStep& s = current();
     lesson["step_title"] = s.title;
     lesson["prints"] = s.prints;
+    lesson["prints_font_px"] = prints_px_;            // as drawn: fitted to the column
+    lesson["code_font_px"] = code_px_;                // as drawn: fitted to the column
+    lesson["prints_wrapped_rows"] = prints_wrapped_;  // rows added by lines too wide even so
+    lesson["body_overflow_px"] = body_overflow_;      // > 0: the step needs scrolling to be read whole
     lesson["commands"] = s.commands.size();
     if (s.code) lesson["code"] = {{"file", s.code->file}, {"lines", {s.code->first, s.code->last}}, {"highlight", s.code->highlight}};
   }
@@ -235,7 +290,7 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   ImGui::PushFont(small);
   ImGui::TextDisabled("%s", fitText(lesson_->title, avail).c_str());
   ImGui::PopFont();
-  textWrapped(s.title);
+  textWrapped(s.title, avail);
   ImGui::AlignTextToFramePadding();
   ImGui::TextDisabled("step %d of %d", step_, n);
   const ImGuiStyle& style = ImGui::GetStyle();
@@ -266,36 +321,76 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   ImGui::BeginChild("##lesson_body", ImVec2(0, -footer), false);
   if (drawn_step_ != step_) ImGui::SetScrollY(0);
   drawn_step_ = step_;
+  // The body is laid out as if its scrollbar were shown, shown or not: a layout that depended on
+  // it would flicker between two (wider, so taller, so a scrollbar; narrower, so shorter, so none).
+  const float body_w = ImGui::GetWindowWidth() - style.ScrollbarSize - 2 * ImGui::GetWindowContentRegionMin().x;
+  std::optional<LineBox> code_box, prints_box;
+  if (s.code) code_box = codeBox(*s.code, small, fs, body_w);
+  if (!s.prints.empty()) prints_box = printsBox(s.prints, small, fs, body_w);
+  // The boxes at the sizes they read best at; where that leaves the step taller than the column,
+  // both at most a common size, down to the smallest, so that the step is seen whole. The rest of
+  // the step (measured last frame) does not depend on it: one size, frame after frame.
+  auto sizeOf = [&](const LineBox& b, float most) { return std::max(std::min(b.fitted, most), fs * kSmallestBoxText); };
+  auto boxesHeight = [&](float most) {
+    return (code_box ? code_box->height(sizeOf(*code_box, most)) : 0) + (prints_box ? prints_box->height(sizeOf(*prints_box, most)) : 0);
+  };
+  const float room = ImGui::GetWindowHeight() - 1;
+  float most = fs;
+  if (rest_h_ + boxesHeight(most) > room) {
+    float lo = fs * kSmallestBoxText, hi = fs;  // lo: the smallest, or a size that fits
+    for (int k = 0; k < 10; ++k) {
+      const float mid = (lo + hi) / 2;
+      (rest_h_ + boxesHeight(mid) <= room ? lo : hi) = mid;
+    }
+    most = lo;
+  }
+  float boxes_h = 0;
   ImGui::BeginGroup();
-  textWrapped(s.text);
+  textWrapped(s.text, body_w);
   ImGui::EndGroup();
   layout().widget("lesson_text");
-  if (s.code) {
-    ImGui::Spacing();
+  code_px_ = prints_px_ = 0;
+  prints_wrapped_ = 0;
+  if (code_box) {
+    sectionGap();
     ImGui::PushFont(small);
     const std::string where = s.code->first == s.code->last ? "line " + std::to_string(s.code->first)
                                                             : "lines " + std::to_string(s.code->first) + "–" + std::to_string(s.code->last);
-    ImGui::TextDisabled("%s", fitText(s.code->file + ", " + where, ImGui::GetContentRegionAvail().x).c_str());
-    drawCode(*s.code, small, fs);
+    ImGui::TextDisabled("%s", fitText(s.code->file + ", " + where, body_w).c_str());
+    code_px_ = sizeOf(*code_box, most);
+    drawBox(code_box->rows_at(code_px_), small, code_px_, code_box->number_w(code_px_), body_w, "lesson_code");
+    boxes_h += ImGui::GetItemRectSize().y;
     ImGui::PopFont();
   }
-  if (!s.prints.empty()) {
-    ImGui::Spacing();
+  if (prints_box) {
+    sectionGap();
     ImGui::PushFont(small);
     ImGui::TextDisabled("The notebook prints");
-    drawPrints(s.prints, small, fs);
+    prints_px_ = sizeOf(*prints_box, most);
+    const std::vector<Row> rows = prints_box->rows_at(prints_px_);
+    prints_wrapped_ = static_cast<int>(rows.size()) - static_cast<int>(std::count(s.prints.begin(), s.prints.end(), '\n')) - 1;
+    drawBox(rows, small, prints_px_, 0, body_w, "lesson_prints");
+    boxes_h += ImGui::GetItemRectSize().y;
+    // The text's own extent, for the layout dump: tests hold it inside the box.
+    const ImVec2 box = ImGui::GetItemRectMin();
+    float right = 0;
+    for (const Row& r : rows) right = std::max(right, r.x + small->CalcTextSizeA(prints_px_, FLT_MAX, 0, r.text.c_str()).x);
+    layout().rect("lesson_prints_text", ImVec2(box.x + px(6), box.y + px(6)),
+                  ImVec2(box.x + px(6) + right, box.y + px(6) + static_cast<float>(rows.size()) * (prints_px_ + px(3))));
     ImGui::PopFont();
   }
   if (!s.maps.empty()) {
-    ImGui::Spacing();
+    sectionGap();
     std::string names;
     for (const std::string& m : s.maps) names += (names.empty() ? "" : ", ") + mapTitle(m);
     ImGui::PushFont(small);
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    textWrapped("This step's maps: " + names);
+    textWrapped("This step's maps: " + names, body_w);
     ImGui::PopStyleColor();
     ImGui::PopFont();
   }
+  rest_h_ = ImGui::GetCursorPosY() - style.ItemSpacing.y - boxes_h;
+  body_overflow_ = ImGui::GetScrollMaxY();
   ImGui::EndChild();
   ImGui::PushFont(small);
   ImGui::TextDisabled("%s", fitText("Space, →, PageDown: next  ·  ←, PageUp: back", avail).c_str());

@@ -45,6 +45,11 @@ class LessonPanel {
   int step_ = 0;
   ViewState before_;
   int drawn_step_ = 0;  // the step drawn last frame: a new one starts scrolled to the top
+  float prints_px_ = 0;     // the size the print-out was drawn at (layout dump; 0: none)
+  float code_px_ = 0;       // the size the code was drawn at (layout dump; 0: none)
+  float rest_h_ = 0;        // the step's body but its two boxes, px, as drawn last frame
+  int prints_wrapped_ = 0;  // rows its wrapping added (layout dump)
+  float body_overflow_ = 0;  // how far the step's body scrolls, px (layout dump; 0: shown whole)
 };
 
 }  // namespace attnscope

@@ -568,8 +568,12 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
   layout().panel("menu_bar", vp.Pos, ImVec2(vp.Pos.x + vp.Size.x, vp.Pos.y + menu_h));
   const SideWidths sides = sideWidths(vp.Size.x, model || inputs, inspector);
   float left_w = sides.left, right_w = sides.right;
-  if (lesson) {  // wider than the inspector, for the notebook's lines; the main area keeps half
-    right_w = std::clamp(vp.Size.x * 0.30f, px(340), px(560));
+  // The lesson: wider than the inspector, for the notebook's lines, yet narrow enough that at
+  // 1280 px three 6×6 maps keep the notebook's four decimals (measured: a main area of 934 px
+  // shows them, 928 px three; 26.5 % leaves 941). The lesson's code and print-out shrink a little
+  // to fit instead (lesson_panel.cpp). The main area keeps half.
+  if (lesson) {
+    right_w = std::clamp(vp.Size.x * 0.265f, px(320), px(560));
     if (left_w + right_w > vp.Size.x * 0.5f) {
       const float k = vp.Size.x * 0.5f / (left_w + right_w);
       left_w = std::floor(left_w * k);

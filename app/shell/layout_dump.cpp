@@ -30,6 +30,10 @@ void LayoutRecorder::widget(const std::string& name) {
   frame_["widgets"][name] = rectJson(ImGui::GetItemRectMin(), ImGui::GetItemRectMax());
 }
 
+void LayoutRecorder::rect(const std::string& name, ImVec2 min, ImVec2 max) {
+  frame_["widgets"][name] = rectJson(min, max);
+}
+
 void LayoutRecorder::heatmap(nlohmann::json entry) { frame_["heatmaps"].push_back(std::move(entry)); }
 
 void LayoutRecorder::endFrame(const std::string& path) {

@@ -246,7 +246,9 @@ ImDrawList* discardedDrawList() {
 HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   HeatmapHit hit;
   const bool in_view = ImGui::IsRectVisible(size);  // scrolled away: no texture, nothing drawn
-  ImDrawList* draw = in_view ? ImGui::GetWindowDrawList() : discardedDrawList();
+  ImDrawList* window_draw = ImGui::GetWindowDrawList();
+  const ImVec2 visible_min = window_draw->GetClipRectMin(), visible_max = window_draw->GetClipRectMax();
+  ImDrawList* draw = in_view ? window_draw : discardedDrawList();
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ImFont* small = fonts().small;
   const float fs = small->FontSize, ui = ImGui::GetTextLineHeight();
@@ -485,7 +487,11 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   entry["scale"] = colourScaleId(s.scale == ColourScale::Log && !logApplies(s.range) ? ColourScale::Linear : s.scale);
   entry["positive"] = s.range.positive;
   entry["colorbar"] = {{"x0", p0.x}, {"width", bar_w}, {"lo", lo_text}, {"hi", hi_text}, {"ticks", ticks_dump}};
-  entry["in_view"] = in_view;  // false: scrolled out of the grid's window
+  entry["in_view"] = in_view;  // false: scrolled out of the grid's window; true: at least partly visible
+  // The whole map — title, labels, cells, colorbar — within the window's visible area (half a
+  // pixel for rounding): nothing of it needs scrolling.
+  entry["wholly_in_view"] = in_view && origin.x >= visible_min.x - 0.5f && origin.y >= visible_min.y - 0.5f &&
+                            origin.x + size.x <= visible_max.x + 0.5f && origin.y + size.y <= visible_max.y + 0.5f;
   entry["values_shown"] = values_shown;
   if (values_shown) entry["label_format"] = s.cell_text ? "custom" : cellFormatId(format);
   layout().heatmap(std::move(entry));

@@ -3,11 +3,11 @@ headless (`attnscope --lesson FILE --step N --screenshot`) at a projector's 1280
 1600×1000, and its layout dump shows
 
 - lesson_step = N and lesson_maps = the step's maps; every heatmap the step names is drawn and not
-  dimmed, every other one dimmed; for the book's six tokens the named maps are in view with their
-  numbers, and the lesson panel shows the code and the print-out whole (no scrolling needed);
-- the named maps print the notebook's numbers: four decimals at 1600×1000 and at least three at
-  1280×720 (the layout dump's label_format; the dropout mask has its own ×2.0 / 0 labels), each
-  map as wide as its columns;
+  dimmed, every other one dimmed; for the book's six tokens the named maps are wholly in view with
+  their numbers, and the lesson panel shows the code and the print-out whole (no scrolling needed);
+- the named maps print the notebook's numbers: four decimals at 1280×720 and at 1600×1000 (the
+  layout dump's label_format; the dropout mask has its own ×2.0 / 0 labels), each map as wide as
+  its columns (test_lesson_fit.py holds every map of every step, and the print-out, at 1280×720);
 - no title is cut: no map title ends in "…" and every card's heading (the module's too) lies whole
   within the maps' area;
 - the lesson in its own column, the maps keeping most of the window;
@@ -217,9 +217,9 @@ def check_numbers(title, state, prints, trace):
         raise AssertionError(f"no notebook numbers known for the step {title!r}: add them to this test")
 
 
-# The label formats a step's maps must have (docs/DESIGN.md §3.4): the notebook's four decimals
-# where there is room, three at the projector's 1280×720; "custom": the dropout mask's ×2.0 / 0.
-DECIMALS = {"1280x720": {"decimals4", "decimals3", "custom"}, "1600x1000": {"decimals4", "custom"}}
+# The label formats a step's maps must have (docs/DESIGN.md §3.4): the notebook's four decimals,
+# at the projector's 1280×720 too; "custom": the dropout mask's ×2.0 / 0.
+DECIMALS = {"1280x720": {"decimals4", "custom"}, "1600x1000": {"decimals4", "custom"}}
 
 
 def inside(r, box, what):
@@ -298,8 +298,8 @@ def main():
                 problems.append(f"the step names {stage}, which the grid does not draw (its columns: "
                                 f"{s['workspace']['view'].get('columns')})")
             for m in drawn.get(stage, []):
-                if small and not (m["in_view"] and m["values_shown"]):
-                    problems.append(f"{m['id']}: in view {m['in_view']}, values shown {m['values_shown']} "
+                if small and not (m["wholly_in_view"] and m["values_shown"]):
+                    problems.append(f"{m['id']}: wholly in view {m['wholly_in_view']}, values shown {m['values_shown']} "
                                     f"(cell {m['cell']:.1f} px)")
                 if small and m["values_shown"] and m.get("label_format") not in DECIMALS[size]:
                     problems.append(f"{m['id']} ({m['title']}): labelled {m.get('label_format')} "
