@@ -1,6 +1,7 @@
 #include "widgets/heatmap.h"
 
 #include <glad/gl.h>
+#include <imgui_internal.h>  // ImTextCharFromUtf8
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -197,10 +198,21 @@ void setHeatmapColouringSynchronous(bool on) { synchronous = on; }
 namespace {
 
 // Text rotated 90° counter-clockwise (reading upwards), its baseline's start at `pos`.
+// Glyph by glyph, not AddText: AddText drops the glyphs that lie beyond the clip rect *before*
+// the rotation, so a label of the rightmost column, which runs out of the window only while it
+// is still horizontal, lost its last character ("t102" for t1024).
 void addTextVertical(ImDrawList* draw, ImFont* font, float size, ImVec2 pos, ImU32 col,
                      const std::string& text) {
   const int first = draw->VtxBuffer.Size;
-  draw->AddText(font, size, pos, col, text.c_str());
+  const float scale = size / font->FontSize;
+  float x = pos.x;
+  for (const char* s = text.c_str(); *s != 0;) {
+    unsigned int c = 0;
+    s += ImTextCharFromUtf8(&c, s, nullptr);
+    if (c == 0 || c > 0xFFFF) continue;
+    font->RenderChar(draw, size, ImVec2(x, pos.y), col, static_cast<ImWchar>(c));
+    x += font->GetCharAdvance(static_cast<ImWchar>(c)) * scale;
+  }
   // Rotate around pos: (x, y) → (pos.x + (y − pos.y), pos.y − (x − pos.x)).
   for (int i = first; i < draw->VtxBuffer.Size; ++i) {
     ImVec2& p = draw->VtxBuffer[i].pos;

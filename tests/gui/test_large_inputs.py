@@ -6,12 +6,17 @@ On GPT-2 small (T = 1024), through the `go_to` command the header's field sends:
 - a range typed as numbers from 1 ("400-431") shows exactly queries and keys 399 … 430;
 - a range by 0-based index and `to`; the last token; a name in another case;
 - a name that is no token refuses with one message naming it, and changes nothing;
-- the book's six tokens: a range covering them all is no zoom at all.
+- the book's six tokens: a range covering them all is no zoom at all;
+- upright key labels keep every character, the rightmost map's last one ("t1024") too: ImGui used
+  to drop the glyphs that ran past the window's edge before the text was turned upright.
 
 Usage: test_large_inputs.py --app APP --cli CLI --presets PRESETS_DIR
 """
 import json
 import os
+
+import numpy as np
+from PIL import Image
 import shutil
 import subprocess
 import sys
@@ -78,8 +83,39 @@ def main():
                 expect(d["state"]["token"] == 0, "book: Your not selected")
                 print("  the book's 6 tokens: 'Your-step' is the whole map, no zoom")
 
+            def last_key_labels():
+                # The lesson's GPT-2 step at 1280 × 800 labels every 33rd key, t1024 the last, over
+                # maps whose right edge is the window's: the rightmost label must reach as high as
+                # the same label over the map on its left.
+                lesson = os.path.join(os.path.dirname(os.path.abspath(args.presets)), "lessons", "chapter3.json")
+                d = run_commands(args.app, display.name, work, "labels", [], "--lesson", lesson, "--step", "12",
+                                 "--size", "1280x800")
+                png = np.asarray(Image.open(os.path.join(work, "labels.png")).convert("RGB")).astype(int)
+                maps = [e for e in d["heatmaps"] if e.get("wholly_in_view") and e["cols"] == 1024]
+                maps.sort(key=lambda e: e["cells"]["x"])
+                expect(len(maps) >= 2, f"want two 1024 × 1024 maps side by side, have {len(maps)}")
+
+                def last_label(e):
+                    """(x, top y) of the rightmost label over the map's columns."""
+                    c = e["cells"]
+                    y0, y1 = int(c["y"]) - 40, int(c["y"]) - 2  # the label band, under the title
+                    band = png[y0:y1, int(c["x"]):int(c["x"] + c["w"]) + 8]
+                    background = png[int(c["y"]) - 2, int(c["x"]) - 30]  # left of the grid, by the labels
+                    ink = np.abs(band - background).sum(axis=2) > 60
+                    cols = np.nonzero(ink.any(axis=0))[0]
+                    expect(cols.size > 0, f"{e['id']}: no key labels")
+                    right = cols[-1]
+                    label = ink[:, max(right - 14, 0):right + 1]  # the last label: a text line turned upright
+                    return int(c["x"]) + int(right), y0 + int(np.nonzero(label.any(axis=1))[0][0])
+
+                (x0, first), (x1, last) = last_label(maps[0]), last_label(maps[-1])
+                expect(abs(first - last) <= 1,
+                       f"the last key's label over {maps[-1]['id']} starts at y {last}, over {maps[0]['id']} at "
+                       f"y {first}: characters of the rightmost map's label are missing")
+                print(f"  the last key's label reaches y {first} over {maps[0]['id']} and y {last} over {maps[-1]['id']}")
+
             code = run_checks([("a token by name", name), ("ranges", ranges), ("an unknown token", refused),
-                               ("the book's example", small)])
+                               ("the book's example", small), ("the last key's label", last_key_labels)])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     sys.exit(code)
