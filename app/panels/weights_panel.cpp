@@ -119,12 +119,12 @@ void WeightsPanel::refresh(const Document& doc) {
   if (version_ == doc.version() && version_ != 0) return;
   version_ = doc.version();
   const Workspace& w = doc.workspace();
-  tensors_ = currentParameters(w.model, static_cast<int>(w.embeddings.cols()));
+  tensors_ = std::make_shared<const std::vector<NamedTensor>>(currentParameters(w.model, static_cast<int>(w.embeddings.cols())));
   own_.clear();
   ranges_.clear();
   row_labels_.clear();
   col_labels_.clear();
-  for (const NamedTensor& t : tensors_) {
+  for (const NamedTensor& t : *tensors_) {
     const ParameterKind k = kindOf(t);
     own_.push_back(isOwnParameter(w.model, t.name));
     ranges_.push_back(finiteRange(t.value));
@@ -139,7 +139,7 @@ void WeightsPanel::refresh(const Document& doc) {
 }
 
 void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width) {
-  const NamedTensor& t = tensors_[index];
+  const NamedTensor& t = (*tensors_)[index];
   const ModelConfig& m = ctx.document.workspace().model;
   const ParameterKind k = kindOf(t);
   const int rows = static_cast<int>(t.value.rows()), cols = static_cast<int>(t.value.cols());
@@ -154,6 +154,7 @@ void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width)
   spec.id = "param_" + t.name;
   spec.title = t.name + "  " + shapeShort(t) + (own_[index] ? "  · yours" : "");
   spec.values = StageMap(t.value);
+  spec.owner = tensors_;  // a new version replaces tensors_, never these values
   const ValueRange range = ranges_[index];
   spec.colormap = ctx.view.colormap;
   spec.range = range;
@@ -235,13 +236,13 @@ void WeightsPanel::draw(const PanelContext& ctx) {
   ImGui::TextUnformatted(constructorText(m, d_in).c_str());
   std::string owned;
   int own_count = 0;
-  for (std::size_t i = 0; i < tensors_.size(); ++i)
-    if (own_[i]) owned += (own_count++ ? ", " : "") + tensors_[i].name;
+  for (std::size_t i = 0; i < tensors_->size(); ++i)
+    if (own_[i]) owned += (own_count++ ? ", " : "") + (*tensors_)[i].name;
   const std::string status =
       own_count == 0
           ? "The seeded initialization: what the constructor draws. Drag a number, or double-click it to type your own; "
             "it is saved with the workspace."
-          : "Your own values in " + str(own_count) + " of " + str(static_cast<long long>(tensors_.size())) + " tensors (" +
+          : "Your own values in " + str(own_count) + " of " + str(static_cast<long long>(tensors_->size())) + " tensors (" +
                 owned + "), saved with the workspace as \"parameters\"; the others are the seeded draw.";
   ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(own_count ? theme().selection : theme().text_dim), "%s", status.c_str());
   ImGui::BeginDisabled(own_count == 0);
@@ -269,8 +270,8 @@ void WeightsPanel::draw(const PanelContext& ctx) {
   const float gap = ImGui::GetStyle().ItemSpacing.x * 3;
   std::string group = "-";
   float line_end = 0;  // the right edge of the last card on this line
-  for (std::size_t index = 0; index < tensors_.size(); ++index) {
-    const NamedTensor& t = tensors_[index];
+  for (std::size_t index = 0; index < tensors_->size(); ++index) {
+    const NamedTensor& t = (*tensors_)[index];
     const ParameterKind k = kindOf(t);
     if (!k.head.empty() && ctx.view.head >= 0 && k.head != "heads." + str(ctx.view.head) + ".") continue;
     if (k.head != group) {  // a wrapper's head starts a line of its own, titled

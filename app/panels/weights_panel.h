@@ -8,6 +8,7 @@
 #include <imgui.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,9 @@ class WeightsPanel {
   void refresh(const Document& doc);  // the values of the document's version
 
   std::uint64_t version_ = 0;            // the document version `tensors_` are of
-  std::vector<NamedTensor> tensors_;     // every parameter, state_dict order, as they stand
+  // Every parameter, state_dict order, as they stand; shared with the colouring thread, which
+  // colours the large maps (GPT-2's 768 × 768) off the UI thread.
+  std::shared_ptr<const std::vector<NamedTensor>> tensors_ = std::make_shared<const std::vector<NamedTensor>>();
   std::vector<bool> own_;                // … whether each is the user's (else the seeded draw)
   std::vector<ValueRange> ranges_;       // … and each one's finite range, measured once per version
   // Row and column labels per tensor (q0, q1, … / d0, d1, …), kept while the heatmaps use them.
