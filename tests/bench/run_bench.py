@@ -213,7 +213,7 @@ def paired_rounds(cli, torch_side, workspaces):
     out = {}
     for preset, mode, path, _ in workspaces:
         rounds, repeat = PAIRED_ROUNDS[preset]
-        ratios, over_limit, ours_ms, torch_ms = [], [], [], []
+        ratios, over_limit, ours_ms, torch_ms, ceiling = [], [], [], [], []
         for _ in range(rounds):
             o = run_ours_forward(cli, path, repeat)
             t = torch_side.ask({"job": [f"{preset}/{mode}", path, repeat]})
@@ -222,12 +222,16 @@ def paired_rounds(cli, torch_side, workspaces):
             torch_ms.append(t["forward_ms"])
             ratios.append(t["forward_ms"] / ours)
             over_limit.append(o["paired_limit"]["forward_over_limit"]["median"])
+            # torch ÷ the round's GEMM-bound limit: the most any code doing our FLOPs could reach.
+            ceiling.append(t["forward_ms"] / o["paired_limit"]["limit_ms"]["median"])
         out[(preset, mode)] = {
             "rounds": rounds, "repeat_per_round": repeat,
             "ours_openmp_forward_ms": ours_ms, "torch_forward_ms": torch_ms,
             "torch_over_ours": ratios, "torch_over_ours_median": statistics.median(ratios),
             "ours_over_concurrent_limit": over_limit,
-            "ours_over_concurrent_limit_median": statistics.median(over_limit)}
+            "ours_over_concurrent_limit_median": statistics.median(over_limit),
+            "torch_over_concurrent_limit": ceiling,
+            "torch_over_concurrent_limit_median": statistics.median(ceiling)}
     return out
 
 
@@ -454,7 +458,7 @@ def print_table(report):
           f"{'OpenBLAS' if m['openblas_in_use'] else 'reference/other'} "
           f"({', '.join(os.path.basename(l) for l in m['blas_libraries']) or 'none loaded'})")
     head = (f"{'preset':<10} {'mode':<5} {'T':>4} | {'serial':>8} {'omp':>8} {'shared':>8} | "
-            f"{'torch':>8} {'t/ours':>6} {'paired':>6} | {'limit':>8} {'o/lim':>5} {'paired':>6}")
+            f"{'torch':>8} {'t/ours':>6} {'paired':>6} | {'limit':>8} {'o/lim':>5} {'paired':>6} {'t/lim':>6}")
     print(head)
     print("-" * len(head))
     for c in report["configs"]:
@@ -464,7 +468,7 @@ def print_table(report):
               f"{ms(c.get('ours_shared_forward_ms'), 8)} | {ms(c['torch_forward_ms'], 8)} "
               f"{c['torch_over_ours_openmp_forward']:6.2f} {p['torch_over_ours_median']:6.2f} | "
               f"{ms(c['limit_ms'], 8)} {c['ours_openmp_over_limit']:5.2f} "
-              f"{p['ours_over_concurrent_limit_median']:6.2f}")
+              f"{p['ours_over_concurrent_limit_median']:6.2f} {p['torch_over_concurrent_limit_median']:6.2f}")
     c0 = report["configs"][0]
     gemm = c0["gemm"]
     note(f"(forward medians in ms, B = 2: serial and omp ({c0['ours_openmp_threads']} threads) "
@@ -473,7 +477,8 @@ def print_table(report):
           "GFLOP/s: " + ", ".join(f"{k} {v:.0f}" for k, v in gemm["gflops"].items())
           + "); o/lim = omp ÷ limit. paired = median over rounds of ours and torch back to back: "
           "torch ÷ ours, and ours ÷ the limit measured right after each run with a GEMM on every "
-          "thread at once)")
+          "thread at once; t/lim = torch ÷ that limit, the highest torch ÷ ours any code doing our "
+          "FLOPs at GEMM speed could reach in that round)")
     ins = report["instructions"]
     if "counts" in ins:
         parts = [f"{p}/{mode} {c['fused'] / 1e6:.1f}M (reference {c['reference'] / 1e6:.1f}M)"
