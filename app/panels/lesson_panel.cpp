@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/errors.h"
@@ -65,16 +66,22 @@ void wrapInto(std::vector<Row>& rows, ImFont* font, float size, const std::strin
 // smaller. `rowsAt(s)`: the box's rows at size s (fewer or as many as s shrinks).
 constexpr float kSmallestBoxText = 0.85f;
 
+// The largest size in [lo, hi] at which fits(size) holds (to 1/1024 of the span), given that it
+// holds at lo and, once it fails, fails at every larger size.
+template <class Fits>
+float largestFitting(float lo, float hi, const Fits& fits) {
+  if (fits(hi)) return hi;
+  for (int k = 0; k < 10; ++k) {
+    const float mid = (lo + hi) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
 template <class RowsAt>
 float fittedSize(float size, const RowsAt& rowsAt) {
   const std::size_t fewest = rowsAt(size * kSmallestBoxText).size();
-  if (rowsAt(size).size() == fewest) return size;
-  float lo = size * kSmallestBoxText, hi = size;  // lo takes the fewest rows, hi more
-  for (int k = 0; k < 10; ++k) {
-    const float mid = (lo + hi) / 2;
-    (rowsAt(mid).size() == fewest ? lo : hi) = mid;
-  }
-  return lo;
+  return largestFitting(size * kSmallestBoxText, size, [&](float s) { return rowsAt(s).size() == fewest; });
 }
 
 // A box of lines — the notebook's code, its print-out — as it can be drawn: its rows and its line
@@ -82,7 +89,6 @@ float fittedSize(float size, const RowsAt& rowsAt) {
 struct LineBox {
   std::function<std::vector<Row>(float)> rows_at;
   std::function<float(float)> number_w;  // the line numbers' column at a size; 0 without numbers
-  float fitted = 0;                      // fittedSize: the largest size with the fewest rows
   float height(float size) const { return static_cast<float>(rows_at(size).size()) * (size + px(3)) + px(12); }
 };
 
@@ -115,7 +121,7 @@ void drawBox(const std::vector<Row>& rows, ImFont* font, float size, float numbe
 
 // The notebook's lines: numbered, indentation kept (one digit's width per space, less the range's
 // common indentation), longer lines wrapped with a hanging indent, the step's lines marked.
-LineBox codeBox(const LessonCode& code, ImFont* font, float full_size, float box_w) {
+LineBox codeBox(const LessonCode& code, ImFont* font, float box_w) {
   std::size_t common = std::string::npos;
   for (const std::string& l : code.lines)
     if (leadingSpaces(l) < l.size()) common = std::min(common, leadingSpaces(l));
@@ -141,14 +147,13 @@ LineBox codeBox(const LessonCode& code, ImFont* font, float full_size, float box
     }
     return rows;
   };
-  box.fitted = fittedSize(full_size, box.rows_at);
   return box;
 }
 
 // What the notebook prints, as it prints it. A line indented under a tensor's first line starts
 // where that many characters of the first line end, so "        [0.4656, …" stands under
 // "tensor([[0.2899, …" as in the notebook, in a proportional font.
-LineBox printsBox(const std::string& prints, ImFont* font, float full_size, float box_w) {
+LineBox printsBox(const std::string& prints, ImFont* font, float box_w) {
   struct Line {
     std::string text;    // without its indentation
     std::string before;  // the characters of the reference line its indentation stands under
@@ -173,7 +178,6 @@ LineBox printsBox(const std::string& prints, ImFont* font, float full_size, floa
     for (const Line& l : lines) wrapInto(rows, font, size, l.text, width(l.before), width("0") * 2, box_w - px(12), "", false);
     return rows;
   };
-  box.fitted = fittedSize(full_size, box.rows_at);
   return box;
 }
 
@@ -325,24 +329,26 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   // it would flicker between two (wider, so taller, so a scrollbar; narrower, so shorter, so none).
   const float body_w = ImGui::GetWindowWidth() - style.ScrollbarSize - 2 * ImGui::GetWindowContentRegionMin().x;
   std::optional<LineBox> code_box, prints_box;
-  if (s.code) code_box = codeBox(*s.code, small, fs, body_w);
-  if (!s.prints.empty()) prints_box = printsBox(s.prints, small, fs, body_w);
+  if (s.code) code_box = codeBox(*s.code, small, body_w);
+  if (!s.prints.empty()) prints_box = printsBox(s.prints, small, body_w);
   // The boxes at the sizes they read best at; where that leaves the step taller than the column,
   // both at most a common size, down to the smallest, so that the step is seen whole. The rest of
-  // the step (measured last frame) does not depend on it: one size, frame after frame.
-  auto sizeOf = [&](const LineBox& b, float most) { return std::max(std::min(b.fitted, most), fs * kSmallestBoxText); };
-  auto boxesHeight = [&](float most) {
-    return (code_box ? code_box->height(sizeOf(*code_box, most)) : 0) + (prints_box ? prints_box->height(sizeOf(*prints_box, most)) : 0);
-  };
-  const float room = ImGui::GetWindowHeight() - 1;
-  float most = fs;
-  if (rest_h_ + boxesHeight(most) > room) {
-    float lo = fs * kSmallestBoxText, hi = fs;  // lo: the smallest, or a size that fits
-    for (int k = 0; k < 10; ++k) {
-      const float mid = (lo + hi) / 2;
-      (rest_h_ + boxesHeight(mid) <= room ? lo : hi) = mid;
-    }
-    most = lo;
+  // the step (measured last frame) does not depend on it: one size, frame after frame. Worked out
+  // again only when what it depends on changes: it wraps the boxes' lines some fifty times.
+  const BoxFit key{&s, body_w, fs, ImGui::GetWindowHeight() - 1, rest_h_};
+  if (!box_fit_.sameAs(key)) {
+    box_fit_ = key;
+    const float code_fitted = code_box ? fittedSize(fs, code_box->rows_at) : 0;
+    const float prints_fitted = prints_box ? fittedSize(fs, prints_box->rows_at) : 0;
+    auto sizes = [&](float most) {
+      return std::make_pair(std::max(std::min(code_fitted, most), fs * kSmallestBoxText),
+                            std::max(std::min(prints_fitted, most), fs * kSmallestBoxText));
+    };
+    auto fits = [&](float most) {
+      const auto [code_px, prints_px] = sizes(most);
+      return rest_h_ + (code_box ? code_box->height(code_px) : 0) + (prints_box ? prints_box->height(prints_px) : 0) <= key.room;
+    };
+    std::tie(box_fit_.code_px, box_fit_.prints_px) = sizes(largestFitting(fs * kSmallestBoxText, fs, fits));
   }
   float boxes_h = 0;
   ImGui::BeginGroup();
@@ -357,7 +363,7 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     const std::string where = s.code->first == s.code->last ? "line " + std::to_string(s.code->first)
                                                             : "lines " + std::to_string(s.code->first) + "–" + std::to_string(s.code->last);
     ImGui::TextDisabled("%s", fitText(s.code->file + ", " + where, body_w).c_str());
-    code_px_ = sizeOf(*code_box, most);
+    code_px_ = box_fit_.code_px;
     drawBox(code_box->rows_at(code_px_), small, code_px_, code_box->number_w(code_px_), body_w, "lesson_code");
     boxes_h += ImGui::GetItemRectSize().y;
     ImGui::PopFont();
@@ -366,7 +372,7 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     sectionGap();
     ImGui::PushFont(small);
     ImGui::TextDisabled("The notebook prints");
-    prints_px_ = sizeOf(*prints_box, most);
+    prints_px_ = box_fit_.prints_px;
     const std::vector<Row> rows = prints_box->rows_at(prints_px_);
     prints_wrapped_ = static_cast<int>(rows.size()) - static_cast<int>(std::count(s.prints.begin(), s.prints.end(), '\n')) - 1;
     drawBox(rows, small, prints_px_, 0, body_w, "lesson_prints");

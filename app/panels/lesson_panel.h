@@ -48,6 +48,15 @@ class LessonPanel {
   float prints_px_ = 0;     // the size the print-out was drawn at (layout dump; 0: none)
   float code_px_ = 0;       // the size the code was drawn at (layout dump; 0: none)
   float rest_h_ = 0;        // the step's body but its two boxes, px, as drawn last frame
+  // The sizes the step's code and print-out are drawn at, and what they were worked out for.
+  struct BoxFit {
+    const void* step = nullptr;  // the LessonStep
+    float body_w = 0, font = 0, room = 0, rest_h = 0;
+    float code_px = 0, prints_px = 0;
+    bool sameAs(const BoxFit& o) const {
+      return step == o.step && body_w == o.body_w && font == o.font && room == o.room && rest_h == o.rest_h;
+    }
+  } box_fit_;
   int prints_wrapped_ = 0;  // rows its wrapping added (layout dump)
   float body_overflow_ = 0;  // how far the step's body scrolls, px (layout dump; 0: shown whole)
 };

@@ -87,12 +87,14 @@ namespace {
 // ±∞ and NaN, which are no part of a range.
 class RangeAccumulator {
  public:
+  RangeAccumulator() {
+    lo_.fill(kInf), hi_.fill(-kInf), positive_.fill(kInf);
+  }
   void add(const float* v, Eigen::Index n) {
-    constexpr float kMax = std::numeric_limits<float>::max();
     Eigen::Index i = 0;
     for (; i + kLanes <= n; i += kLanes)
-      for (int k = 0; k < kLanes; ++k) addTo(k, v[i + k], kMax);
-    for (int k = 0; i < n; ++i) addTo(k, v[i], kMax);
+      for (int k = 0; k < kLanes; ++k) addTo(k, v[i + k]);
+    for (; i < n; ++i) addTo(0, v[i]);  // the tail, in lane 0
   }
   ValueRange range() const {
     float l = kInf, h = -kInf, p = kInf;
@@ -104,17 +106,14 @@ class RangeAccumulator {
  private:
   static constexpr int kLanes = 16;
   static constexpr float kInf = std::numeric_limits<float>::infinity();
-  void addTo(int k, float x, float max) {
-    const bool finite = std::fabs(x) <= max;
+  void addTo(int k, float x) {
+    const bool finite = std::fabs(x) <= std::numeric_limits<float>::max();
     const float low = finite ? x : kInf, high = finite ? x : -kInf, pos = finite && x > 0 ? x : kInf;
     lo_[k] = low < lo_[k] ? low : lo_[k];
     hi_[k] = high > hi_[k] ? high : hi_[k];
     positive_[k] = pos < positive_[k] ? pos : positive_[k];
   }
-  float lo_[kLanes] = {kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf};
-  float hi_[kLanes] = {-kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf,
-                       -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf, -kInf};
-  float positive_[kLanes] = {kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf};
+  std::array<float, kLanes> lo_, hi_, positive_;  // per lane: min, max, smallest positive
 };
 
 }  // namespace
