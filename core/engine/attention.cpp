@@ -6,11 +6,14 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <list>
+#include <mutex>
 #include <string>
 #include <utility>
 
 #include "engine/errors.h"
 #include "engine/gemm.h"
+#include "engine/packed_linear.h"
 #include "engine/thread_team.h"
 #include "engine/tile_kernels.h"
 #include "engine/torch_generator.h"
@@ -49,6 +52,68 @@ struct KeepBits {
   bool operator()(std::size_t i) const { return words == nullptr || (words[i >> 6] >> (i & 63)) & 1; }
 };
 
+// The fast path's linear layers on packed weights (packed_linear.h): per projection group the
+// stacked [W_query; W_key; W_value] (3·d_out × d_in, so that one product writes a group's
+// [Q | K | V] rows), and out_proj. Empty where the model has no such layer.
+struct PackedWeights {
+  std::vector<PackedLinear> qkv;  // one per group
+  PackedLinear out_proj;
+  bool has_out_proj = false;
+};
+
+PackedLinear packStacked(const std::vector<const Linear*>& layers) {
+  const int in = static_cast<int>(layers.front()->weight.cols());
+  int out = 0;
+  for (const Linear* l : layers) out += static_cast<int>(l->weight.rows());
+  Matrix w(out, in);
+  RowVector b = RowVector::Zero(out);
+  const bool biased = layers.front()->bias.size() > 0;
+  int row = 0;
+  for (const Linear* l : layers) {
+    const int rows = static_cast<int>(l->weight.rows());
+    w.middleRows(row, rows) = l->weight;
+    if (biased) b.segment(row, rows) = l->bias;
+    row += rows;
+  }
+  return PackedLinear(w.data(), out, in, in, biased ? b.data() : nullptr);
+}
+
+// The packed weights of `p`, packed on first use and kept for the last few parameter sets (the
+// parameters' own cache keeps as many, engine/parameters.h): an edit of the inputs packs nothing.
+// Null unless gemm.h's backend is Packed: the fast path then multiplies on that backend.
+// Thread-safe.
+std::shared_ptr<const PackedWeights> packedWeights(const std::shared_ptr<const Parameters>& p,
+                                                   const ModelConfig& m) {
+  if (gemmBackend() != GemmBackend::Packed) return nullptr;
+  constexpr std::size_t kKept = 4;
+  static std::mutex mutex;
+  // Keyed by the parameters' owner: a weak pointer never matches a later set at the same address.
+  static std::list<std::pair<std::weak_ptr<const Parameters>, std::shared_ptr<const PackedWeights>>> recent;
+  const auto same = [&](const std::weak_ptr<const Parameters>& k) { return !k.owner_before(p) && !p.owner_before(k); };
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    for (auto it = recent.begin(); it != recent.end(); ++it)
+      if (same(it->first)) {
+        recent.splice(recent.begin(), recent, it);
+        return it->second;
+      }
+  }
+  auto packed = std::make_shared<PackedWeights>();
+  for (std::size_t g = 0; g < p->query.size(); ++g)
+    packed->qkv.push_back(packStacked({&p->query[g], &p->key[g], &p->value[g]}));
+  if (hasOutProj(m.variant)) {
+    const Linear& o = p->out_proj;
+    packed->out_proj = PackedLinear(o.weight.data(), static_cast<int>(o.weight.rows()),
+                                    static_cast<int>(o.weight.cols()), static_cast<int>(o.weight.cols()),
+                                    o.bias.size() > 0 ? o.bias.data() : nullptr);
+    packed->has_out_proj = true;
+  }
+  const std::lock_guard<std::mutex> lock(mutex);
+  recent.emplace_front(p, packed);
+  if (recent.size() > kKept) recent.pop_back();
+  return packed;
+}
+
 // Everything one task needs to read; each task writes only its own rows.
 // Q, K and V of one projection group sit side by side in one T × 3·d_out block [Q | K | V]:
 // `qkv[p·groups + g]` for projection element p (one per batch element, or a single one shared by
@@ -58,6 +123,7 @@ struct Work {
   Trace* trace;
   std::vector<float>* qkv;         // projection elements × groups × T × 3·d_out
   KeepBits keep;                   // dropout draws in torch's order
+  const PackedWeights* packed = nullptr;  // the fast path's packed layers, when its kernels run
   std::atomic<bool> overflow{false};
   int groups = 1;                  // projection groups (heads for the wrapper, else 1)
   bool shared_projection = false;  // one projection element serves every batch element
@@ -90,6 +156,10 @@ void projectRowsFast(Work& w, int b, int g, int r0, int n) {
   const int d = w.trace->model.d_out, d_in = w.trace->d_in, ld = w.qkvStride();
   float* base = w.qkvBlock(b, g) + static_cast<std::size_t>(r0) * ld;
   const float* x = w.x->data() + static_cast<std::size_t>(r0) * d_in;
+  if (w.packed != nullptr) {
+    w.packed->qkv[g].apply(n, x, d_in, base, ld);
+    return;
+  }
   int part = 0;
   for (const Linear* l : {&p.query[g], &p.key[g], &p.value[g]}) {
     float* y = base + part++ * d;
@@ -367,6 +437,11 @@ void outputRows(Work& w, int b, int r0, int n, const std::vector<HeadTrace>* hea
   const int out_w = static_cast<int>(bt.output.cols()), ctx_w = static_cast<int>(bt.context.cols());
   if (!hasOutProj(t.model.variant)) {
     bt.output.middleRows(r0, n) = bt.context.middleRows(r0, n);
+  } else if (fast && w.packed != nullptr) {
+    if (!w.packed->out_proj.apply(n, bt.context.data() + static_cast<std::size_t>(r0) * ctx_w, ctx_w,
+                                  bt.output.data() + static_cast<std::size_t>(r0) * out_w, out_w))
+      w.overflow = true;
+    return;
   } else if (fast) {
     const Linear& l = t.parameters->out_proj;
     gemmABt(n, out_w, ctx_w, bt.context.data() + static_cast<std::size_t>(r0) * ctx_w, ctx_w,
@@ -450,6 +525,9 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   // Every element's inputs are the same X: one projection serves all (unless the comparison with
   // torch, which projects each element, asks otherwise). Without dropout whole elements are equal.
   w.shared_projection = fused && exec.share_identical;
+  std::shared_ptr<const PackedWeights> packed;
+  if (fused && hasProjections(m.variant)) packed = packedWeights(t.parameters, m);
+  w.packed = packed.get();
   const bool share_elements = fused && exec.share_identical && !t.dropout_active;
 
   // Which elements are computed, and how; the rest copy `source`'s outputs.

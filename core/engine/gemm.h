@@ -1,8 +1,9 @@
 // Matrix products of the fast path, on row-major floats, single-threaded in the calling thread:
-// our own OpenMP splits the work, so a BLAS never starts threads of its own inside it.
-// Backends: Eigen (always built) and OpenBLAS through cblas (its OpenMP build, which runs
-// single-threaded inside our parallel regions). Which one runs is measured by `make bench`
-// (docs/DESIGN.md §2.6); the default is the one that won there.
+// our own thread team splits the work, so a BLAS never starts threads of its own inside it.
+// Backends: our packed linear product (packed_linear.h: the projections' weights packed once,
+// where the CPU has AVX2 or AVX-512), Eigen (always built) and OpenBLAS through cblas (its OpenMP
+// build, which runs single-threaded inside our parallel regions). Which one runs is measured by
+// `make bench` (docs/DESIGN.md §2.6); the default is the one that won there.
 #pragma once
 #include <array>
 #include <memory>
@@ -10,16 +11,19 @@
 
 namespace attnscope {
 
-enum class GemmBackend { Eigen, OpenBlas };
+// Packed: the linear layers (projections, out_proj) run on PackedLinear; every other product, which
+// has no weights to pack once (a traced head's Q·Kᵀ and P·V), on Eigen.
+enum class GemmBackend { Packed, Eigen, OpenBlas };
 
 struct GemmBackendName {
   GemmBackend value;
-  const char* id;     // "eigen", "openblas": ATTNSCOPE_GEMM and the benchmark's keys
+  const char* id;     // "packed", "eigen", "openblas": ATTNSCOPE_GEMM and the benchmark's keys
 };
-const std::array<GemmBackendName, 2>& gemmBackendNames();
+const std::array<GemmBackendName, 3>& gemmBackendNames();
 const char* gemmBackendId(GemmBackend backend);
 
-// Whether this build has the backend (OpenBLAS is optional at build time).
+// Whether this build and CPU have the backend (OpenBLAS is optional at build time; the packed
+// product needs AVX2 or AVX-512).
 bool gemmBackendAvailable(GemmBackend backend);
 // The backend products use: ATTNSCOPE_GEMM=eigen|openblas when set and available, otherwise the
 // default for this build and CPU (gemmDefaultBackend). Fixed for the life of the process unless
@@ -39,6 +43,7 @@ void gemmAB(int m, int n, int k, const float* A, int lda, const float* B, int ld
             float* C, int ldc);
 
 // One-thread sgemm speed of `backend` on C = A·Bᵀ of m × n × k (best of `repeat` runs), GFLOP/s.
+// For Packed, B is packed before the timed runs, as a layer's weights are.
 double measureGemmGflops(GemmBackend backend, int m, int n, int k, int repeat);
 
 struct GemmOperands;

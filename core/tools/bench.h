@@ -21,7 +21,8 @@ struct BenchOptions {
 //  "openmp":  {"forward_ms": {…}, "trace_ms": {…}, "threads"},                       fused, all B
 //  "reference": {"forward_ms": {…}},            the serial reference loops (exec.fused = false)
 //  "openmp_shared": {"forward_ms": {…}, "threads", "openmp_over_shared"},  share_identical = true
-//  "gemm": {"backend", "shape": {"m", "n", "k"}, "gflops": {"eigen", "openblas"?}},  one thread
+//  "gemm": {"backend", "shape": {"m", "n", "k"}, "gflops": {"packed"?, "eigen", "openblas"?}},
+//      one thread; the limits use the backend's speed (the one the projections run on)
 //  "flop": {"gflop", "projections_gflop", "attention_gflop", "causal_triangle"},
 //  "limit_ms", "forward_over_limit",
 //  "paired_limit": {"threads", "forward_ms", "gemm_gflops", "limit_ms", "forward_over_limit"}}

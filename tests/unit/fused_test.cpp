@@ -73,7 +73,7 @@ const TraceRequest kOutputsOnly = TraceRequest::only({});
 
 TEST(Fused, MatchesTheReferenceLoops) {
   double worst = 0;
-  for (GemmBackend backend : {GemmBackend::Eigen, GemmBackend::OpenBlas}) {
+  for (GemmBackend backend : {GemmBackend::Packed, GemmBackend::Eigen, GemmBackend::OpenBlas}) {
     if (!gemmBackendAvailable(backend)) continue;
     const GemmBackend saved = gemmBackend();
     setGemmBackend(backend);

@@ -1,0 +1,224 @@
+#include "engine/packed_linear.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define ATTNSCOPE_PACKED_X86 1
+#include <immintrin.h>
+#define ATTNSCOPE_AVX2 __attribute__((target("avx2,fma")))
+#define ATTNSCOPE_AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) inline
+#define ATTNSCOPE_AVX512 __attribute__((target("avx512f,avx2,fma")))
+#define ATTNSCOPE_AVX512_INLINE __attribute__((target("avx512f,avx2,fma"), always_inline)) inline
+#else
+#define ATTNSCOPE_PACKED_X86 0
+#endif
+
+namespace attnscope {
+
+namespace {
+
+constexpr int kPanel = PackedLinear::kPanel;
+
+// What one panel's kernel reads and writes: rows [0, m) of X and Y, the panel's `cols` outputs
+// (kPanel but in the last panel) starting at Y's column 0.
+struct PanelJob {
+  int m, in, cols;
+  const float* x;  // m × in, row stride ldx
+  std::ptrdiff_t ldx;
+  const float* w;  // in × kPanel
+  const float* b;  // kPanel
+  float* y;        // m × cols, row stride ldy
+  std::ptrdiff_t ldy;
+};
+
+bool finiteBits(float v) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return (bits & 0x7f800000u) != 0x7f800000u;
+}
+
+// ---------------------------------------------------------------- scalar: the definition
+
+// y[r][c] = fma(x[r][in−1], w[in−1][c], … fma(x[r][0], w[0][c], b[c])). Shapes: X m × in,
+// the panel in × kPanel, Y m × cols.
+bool panelScalar(const PanelJob& j) {
+  bool finite = true;
+  for (int r = 0; r < j.m; ++r)
+    for (int c = 0; c < j.cols; ++c) {
+      float acc = j.b[c];
+      for (int i = 0; i < j.in; ++i) acc = std::fma(j.x[r * j.ldx + i], j.w[i * kPanel + c], acc);
+      j.y[r * j.ldy + c] = acc;
+      finite = finite && finiteBits(acc);
+    }
+  return finite;
+}
+
+#if ATTNSCOPE_PACKED_X86
+// ---------------------------------------------------------------- AVX-512: MR × 32 in registers
+
+// Rows [r0, r0 + MR) of the panel: 2·MR accumulators, two loads of the panel and MR broadcasts per
+// input index. Returns whether the rows' outputs are finite (x − x is 0 for a finite x, NaN else).
+template <int MR>
+ATTNSCOPE_AVX512_INLINE bool rowsAvx512(const PanelJob& j, int r0) {
+  __m512 lo[MR], hi[MR];
+  const __m512 b_lo = _mm512_loadu_ps(j.b), b_hi = _mm512_loadu_ps(j.b + 16);
+  for (int r = 0; r < MR; ++r) lo[r] = b_lo, hi[r] = b_hi;
+  const float* x = j.x + r0 * j.ldx;
+  for (int i = 0; i < j.in; ++i) {
+    const __m512 w_lo = _mm512_loadu_ps(j.w + i * kPanel), w_hi = _mm512_loadu_ps(j.w + i * kPanel + 16);
+    for (int r = 0; r < MR; ++r) {
+      const __m512 a = _mm512_set1_ps(x[r * j.ldx + i]);
+      lo[r] = _mm512_fmadd_ps(a, w_lo, lo[r]);
+      hi[r] = _mm512_fmadd_ps(a, w_hi, hi[r]);
+    }
+  }
+  const __mmask16 m_lo = j.cols >= 16 ? 0xffff : static_cast<__mmask16>((1u << j.cols) - 1);
+  const __mmask16 m_hi = j.cols >= 32 ? 0xffff : j.cols <= 16 ? 0 : static_cast<__mmask16>((1u << (j.cols - 16)) - 1);
+  __m512 z = _mm512_setzero_ps();
+  for (int r = 0; r < MR; ++r) {
+    float* y = j.y + (r0 + r) * j.ldy;
+    _mm512_mask_storeu_ps(y, m_lo, lo[r]);
+    _mm512_mask_storeu_ps(y + 16, m_hi, hi[r]);
+    z = _mm512_mask_add_ps(z, m_lo, z, _mm512_sub_ps(lo[r], lo[r]));
+    z = _mm512_mask_add_ps(z, m_hi, z, _mm512_sub_ps(hi[r], hi[r]));
+  }
+  return _mm512_cmp_ps_mask(z, z, _CMP_ORD_Q) == 0xffff;
+}
+
+ATTNSCOPE_AVX512 bool panelAvx512(const PanelJob& j) {
+  constexpr int MR = 12;  // 24 accumulators, 2 panel registers and a broadcast of the 32
+  bool finite = true;
+  int r = 0;
+  for (; r + MR <= j.m; r += MR) finite &= rowsAvx512<MR>(j, r);
+  switch (j.m - r) {  // the block's last rows
+    case 11: finite &= rowsAvx512<11>(j, r); break;
+    case 10: finite &= rowsAvx512<10>(j, r); break;
+    case 9: finite &= rowsAvx512<9>(j, r); break;
+    case 8: finite &= rowsAvx512<8>(j, r); break;
+    case 7: finite &= rowsAvx512<7>(j, r); break;
+    case 6: finite &= rowsAvx512<6>(j, r); break;
+    case 5: finite &= rowsAvx512<5>(j, r); break;
+    case 4: finite &= rowsAvx512<4>(j, r); break;
+    case 3: finite &= rowsAvx512<3>(j, r); break;
+    case 2: finite &= rowsAvx512<2>(j, r); break;
+    case 1: finite &= rowsAvx512<1>(j, r); break;
+    default: break;
+  }
+  return finite;
+}
+
+// ---------------------------------------------------------------- AVX2: MR × 16, two per panel
+
+// Rows [r0, r0 + MR) of the panel's half `half` (outputs 16·half to 16·half + 15): 2·MR
+// accumulators of the 16 registers. The last panel's partial half goes through a row buffer.
+template <int MR>
+ATTNSCOPE_AVX2_INLINE bool rowsAvx2(const PanelJob& j, int r0, int half) {
+  __m256 lo[MR], hi[MR];
+  const float* w = j.w + 16 * half;
+  const __m256 b_lo = _mm256_loadu_ps(j.b + 16 * half), b_hi = _mm256_loadu_ps(j.b + 16 * half + 8);
+  for (int r = 0; r < MR; ++r) lo[r] = b_lo, hi[r] = b_hi;
+  const float* x = j.x + r0 * j.ldx;
+  for (int i = 0; i < j.in; ++i) {
+    const __m256 w_lo = _mm256_loadu_ps(w + i * kPanel), w_hi = _mm256_loadu_ps(w + i * kPanel + 8);
+    for (int r = 0; r < MR; ++r) {
+      const __m256 a = _mm256_broadcast_ss(x + r * j.ldx + i);
+      lo[r] = _mm256_fmadd_ps(a, w_lo, lo[r]);
+      hi[r] = _mm256_fmadd_ps(a, w_hi, hi[r]);
+    }
+  }
+  const int cols = std::min(j.cols - 16 * half, 16);
+  __m256 z = _mm256_setzero_ps();
+  for (int r = 0; r < MR; ++r) {
+    float* y = j.y + (r0 + r) * j.ldy + 16 * half;
+    if (cols == 16) {
+      _mm256_storeu_ps(y, lo[r]);
+      _mm256_storeu_ps(y + 8, hi[r]);
+      z = _mm256_add_ps(z, _mm256_add_ps(_mm256_sub_ps(lo[r], lo[r]), _mm256_sub_ps(hi[r], hi[r])));
+    } else {
+      alignas(32) float row[16];
+      _mm256_store_ps(row, lo[r]);
+      _mm256_store_ps(row + 8, hi[r]);
+      std::memcpy(y, row, cols * sizeof(float));
+      for (int c = 0; c < cols; ++c)
+        if (!finiteBits(row[c])) z = _mm256_set1_ps(NAN);
+    }
+  }
+  return _mm256_movemask_ps(_mm256_cmp_ps(z, z, _CMP_UNORD_Q)) == 0;
+}
+
+ATTNSCOPE_AVX2 bool panelAvx2(const PanelJob& j) {
+  constexpr int MR = 6;  // 12 accumulators, 2 panel registers and a broadcast of the 16
+  bool finite = true;
+  for (int half = 0; half < 2 && 16 * half < j.cols; ++half) {
+    int r = 0;
+    for (; r + MR <= j.m; r += MR) finite &= rowsAvx2<MR>(j, r, half);
+    switch (j.m - r) {
+      case 5: finite &= rowsAvx2<5>(j, r, half); break;
+      case 4: finite &= rowsAvx2<4>(j, r, half); break;
+      case 3: finite &= rowsAvx2<3>(j, r, half); break;
+      case 2: finite &= rowsAvx2<2>(j, r, half); break;
+      case 1: finite &= rowsAvx2<1>(j, r, half); break;
+      default: break;
+    }
+  }
+  return finite;
+}
+#endif  // ATTNSCOPE_PACKED_X86
+
+using PanelKernel = bool (*)(const PanelJob&);
+
+PanelKernel panelKernel(Isa isa) {
+  if (isa == Isa::Auto) isa = isaBest();
+  if (!isaSupported(isa))
+    throw std::invalid_argument(std::string("packed linear: this CPU cannot run the ") + isaName(isa) +
+                                " version");
+  switch (isa) {
+#if ATTNSCOPE_PACKED_X86
+    case Isa::Avx2: return panelAvx2;
+    case Isa::Avx512: return panelAvx512;
+#endif
+    default: return panelScalar;
+  }
+}
+
+}  // namespace
+
+PackedLinear::PackedLinear(const float* weight, int out, int in, int ldw, const float* bias)
+    : out_(out), in_(in) {
+  const int panels = (out + kPanel - 1) / kPanel;
+  panels_.assign(static_cast<std::size_t>(panels) * in * kPanel, 0.0f);
+  bias_.assign(static_cast<std::size_t>(panels) * kPanel, 0.0f);
+  for (int o = 0; o < out; ++o) {
+    float* panel = panels_.data() + static_cast<std::size_t>(o / kPanel) * in * kPanel + o % kPanel;
+    const float* row = weight + static_cast<std::ptrdiff_t>(o) * ldw;
+    for (int i = 0; i < in; ++i) panel[static_cast<std::size_t>(i) * kPanel] = row[i];
+    if (bias != nullptr) bias_[o] = bias[o];
+  }
+}
+
+bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa isa) const {
+  const PanelKernel kernel = panelKernel(isa);
+  bool finite = true;
+  // Panel after panel: one panel (in × 32 floats, 32 KiB for 256 inputs) stays in L1 while every
+  // row block of X passes by.
+  for (int p = 0; p * kPanel < out_; ++p) {
+    const PanelJob job{m,
+                       in_,
+                       std::min(kPanel, out_ - p * kPanel),
+                       X,
+                       ldx,
+                       panels_.data() + static_cast<std::size_t>(p) * in_ * kPanel,
+                       bias_.data() + static_cast<std::size_t>(p) * kPanel,
+                       Y + static_cast<std::ptrdiff_t>(p) * kPanel,
+                       ldy};
+    finite &= kernel(job);
+  }
+  return finite;
+}
+
+}  // namespace attnscope

@@ -1,0 +1,45 @@
+// A linear layer's product on weights packed once: Y = X·Wᵀ + b, the fast path's projections
+// (Q, K, V side by side, and out_proj; docs/DESIGN.md §2.6). The weights stay the same across
+// forward passes (the app recomputes on every edit of the inputs), so they are laid out once in
+// column panels of kPanel outputs, the order the micro-kernel reads them: one contiguous run of
+// kPanel floats per input index. The kernel keeps an MR × kPanel block of Y in registers, starts
+// it at the bias, broadcasts X's elements from X as it lies (any row stride, no packing per call)
+// and adds the products one input index after the other.
+//
+// Every version (scalar, AVX2/FMA, AVX-512) computes each output as the same chain of fused
+// multiply-adds, y = fma(x[in−1], w[in−1], … fma(x[0], w[0], b)), so all give the same bits,
+// whatever the row's place in a block, the thread or the ISA. The scalar loop is the readable
+// definition the SIMD versions are tested against (unit.engine.PackedLinear).
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "engine/simd_isa.h"
+
+namespace attnscope {
+
+class PackedLinear {
+ public:
+  static constexpr int kPanel = 32;  // outputs per column panel: two AVX-512 registers, four AVX2
+
+  PackedLinear() = default;
+  // weight: out × in, row-major (row stride ldw); bias: `out` floats, or null for none.
+  PackedLinear(const float* weight, int out, int in, int ldw, const float* bias);
+
+  int outputs() const { return out_; }
+  int inputs() const { return in_; }
+
+  // Y = X·Wᵀ + b for m rows. X: m × in (row stride ldx), Y: m × out (ldy). Returns whether every
+  // output is finite. `isa`: Auto is the widest this CPU runs; a named one must be supported.
+  bool apply(int m, const float* X, int ldx, float* Y, int ldy, Isa isa = Isa::Auto) const;
+
+ private:
+  int out_ = 0, in_ = 0;
+  // Panel p holds outputs [p·kPanel, (p+1)·kPanel): element (i, c) at p·in·kPanel + i·kPanel + c,
+  // zero past the last output (and in the bias).
+  std::vector<float, Eigen::aligned_allocator<float>> panels_, bias_;
+};
+
+}  // namespace attnscope

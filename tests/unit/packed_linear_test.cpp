@@ -1,0 +1,135 @@
+// The packed linear product (core/engine/packed_linear.h), Y = X·Wᵀ + b on weights packed once,
+// on every version this CPU runs: against plain double-precision loops written here, for row
+// counts around the register blocks (AVX-512 12 rows, AVX2 6), output counts around the 32-wide
+// panels, inner widths from 1 to 65, strided rows at every float offset, with and without a bias.
+// The versions compute each output as the same chain of FMAs, so they must agree to the bit with
+// the scalar one, and a row's result must not depend on the rows computed beside it.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/packed_linear.h"
+#include "guarded_operand.h"
+
+namespace attnscope {
+namespace {
+
+using test::bitsOf;
+using test::isasToTest;
+using test::kInf;
+using test::Operand;
+
+struct Case {
+  int m, out, in;
+  bool bias;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (int m : {1, 5, 6, 7, 12, 13, 25})
+    for (int o : {1, 6, 16, 17, 32, 33, 70})
+      for (int in : {1, 3, 32, 65}) out.push_back({m, o, in, (m + o + in) % 2 == 0});
+  return out;
+}
+
+std::string where(Isa isa, const Case& c, int offset) {
+  return std::string(isaName(isa)) + " m=" + std::to_string(c.m) + " out=" + std::to_string(c.out) +
+         " in=" + std::to_string(c.in) + (c.bias ? " bias" : "") + " offset=" + std::to_string(offset);
+}
+
+struct Operands {
+  Operand x, w, y;
+  std::vector<float> bias;
+  Operands(const Case& c, int offset, std::mt19937& g)
+      : x(c.m, c.in, 3, offset), w(c.out, c.in, 1, offset), y(c.m, c.out, 5, offset) {
+    x.fillRandom(g, -2.0f, 2.0f);
+    w.fillRandom(g, -1.0f, 1.0f);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    if (c.bias)
+      for (int o = 0; o < c.out; ++o) bias.push_back(u(g));
+  }
+  PackedLinear packed() { return PackedLinear(w.data(), w.rows, w.cols, w.ld, bias.empty() ? nullptr : bias.data()); }
+};
+
+TEST(PackedLinear, MatchesDoubleLoopsAndTheScalarDefinitionToTheBit) {
+  std::mt19937 g(3);
+  for (const Case& c : cases())
+    for (int offset : {0, 1, 7}) {
+      Operands ops(c, offset, g);
+      const PackedLinear p = ops.packed();
+      EXPECT_EQ(p.outputs(), c.out);
+      EXPECT_EQ(p.inputs(), c.in);
+      Operand scalar = ops.y;
+      ASSERT_TRUE(p.apply(c.m, ops.x.data(), ops.x.ld, scalar.data(), scalar.ld, Isa::Scalar));
+      for (Isa isa : isasToTest()) {
+        SCOPED_TRACE(where(isa, c, offset));
+        Operand y = ops.y;
+        ASSERT_TRUE(p.apply(c.m, ops.x.data(), ops.x.ld, y.data(), y.ld, isa));
+        int bad = 0;
+        for (int r = 0; r < c.m; ++r)
+          for (int o = 0; o < c.out; ++o) {
+            double want = ops.bias.empty() ? 0.0 : ops.bias[o], magnitude = std::fabs(want);
+            for (int i = 0; i < c.in; ++i) {
+              want += static_cast<double>(ops.x.at(r, i)) * ops.w.at(o, i);
+              magnitude += std::fabs(static_cast<double>(ops.x.at(r, i)) * ops.w.at(o, i));
+            }
+            const float got = y.at(r, o);
+            if (!(std::fabs(got - want) <= (c.in + 1) * FLT_EPSILON * magnitude + 1e-30) && bad++ < 3)
+              ADD_FAILURE() << "y(" << r << ", " << o << ") = " << got << ", want " << want;
+            if (bitsOf(got) != bitsOf(scalar.at(r, o)) && bad++ < 3)
+              ADD_FAILURE() << "y(" << r << ", " << o << ") differs from the scalar version's bits";
+          }
+        EXPECT_TRUE(y.guardsIntact()) << "written outside Y";
+      }
+    }
+}
+
+TEST(PackedLinear, ARowsResultDoesNotDependOnTheRowsBesideIt) {
+  std::mt19937 g(5);
+  const Case c{25, 70, 33, true};
+  Operands ops(c, 0, g);
+  const PackedLinear p = ops.packed();
+  for (Isa isa : isasToTest()) {
+    Operand all = ops.y;
+    p.apply(c.m, ops.x.data(), ops.x.ld, all.data(), all.ld, isa);
+    for (int first : {1, 5, 11, 13})
+      for (int count : {1, 2, 7, 12}) {
+        if (first + count > c.m) continue;
+        Operand part = ops.y;
+        p.apply(count, &ops.x.at(first, 0), ops.x.ld, &part.at(first, 0), part.ld, isa);
+        for (int r = first; r < first + count; ++r)
+          for (int o = 0; o < c.out; ++o)
+            ASSERT_EQ(bitsOf(part.at(r, o)), bitsOf(all.at(r, o)))
+                << isaName(isa) << " rows " << first << "+" << count << ", y(" << r << ", " << o << ")";
+      }
+  }
+}
+
+TEST(PackedLinear, SaysWhenAnOutputIsNotFinite) {
+  std::mt19937 g(9);
+  for (int out : {5, 32, 40})
+    for (Isa isa : isasToTest()) {
+      SCOPED_TRACE(std::string(isaName(isa)) + " out=" + std::to_string(out));
+      const Case c{13, out, 8, true};
+      Operands ops(c, 0, g);
+      const PackedLinear p = ops.packed();
+      Operand y = ops.y;
+      EXPECT_TRUE(p.apply(c.m, ops.x.data(), ops.x.ld, y.data(), y.ld, isa));
+      for (int row : {0, 12}) {  // an ∞ input in the first and in the last row (a block's tail)
+        Operands bad = ops;
+        bad.x.at(row, 3) = kInf;
+        EXPECT_FALSE(p.apply(c.m, bad.x.data(), bad.x.ld, y.data(), y.ld, isa)) << "row " << row;
+      }
+      Operands huge = ops;  // finite inputs whose sum overflows
+      for (int i = 0; i < c.in; ++i) huge.x.at(6, i) = 3e38f;
+      for (int i = 0; i < c.in; ++i) huge.w.at(out - 1, i) = 1.0f;
+      const PackedLinear q = huge.packed();
+      EXPECT_FALSE(q.apply(c.m, huge.x.data(), huge.x.ld, y.data(), y.ld, isa)) << "overflow in the last output";
+    }
+}
+
+}  // namespace
+}  // namespace attnscope
