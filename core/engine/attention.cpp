@@ -134,6 +134,20 @@ struct Work {
   }
 };
 
+// Whether every one of the n floats is finite (exponent field not all ones): an integer test the
+// compiler vectorizes; the order of an OR does not matter. (Eigen's allFinite tests x − x == 0
+// one float at a time: for GPT-2's embeddings, checked serially before every forward pass, 5 % of
+// medium's two-thread forward.)
+bool allFinite(const float* x, std::size_t n) {
+  std::uint32_t non_finite = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    non_finite |= (bits & 0x7f800000u) == 0x7f800000u;
+  }
+  return non_finite == 0;
+}
+
 // y = x Wᵀ + b for the rows [r0, r0+n) of x. x: T × in, W: out × in → y: T × out (strided).
 void linearRows(const Matrix& x, const Linear& l, int r0, int n, Block y) {
   y.middleRows(r0, n).noalias() = x.middleRows(r0, n) * l.weight.transpose();
@@ -309,18 +323,6 @@ void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head) {
   if (!finite || !head.context.middleRows(r0, n).allFinite()) w.overflow = true;
 }
 
-// Whether every one of the n floats is finite (exponent field not all ones): an integer test the
-// compiler vectorizes; the order of an OR does not matter.
-bool allFinite(const float* x, int n) {
-  std::uint32_t non_finite = 0;
-  for (int i = 0; i < n; ++i) {
-    std::uint32_t bits;
-    std::memcpy(&bits, x + i, sizeof bits);
-    non_finite |= (bits & 0x7f800000u) == 0x7f800000u;
-  }
-  return non_finite == 0;
-}
-
 // The fused kernel (flash attention): context rows [r0, r0+n) of head h of element b, written to
 // `ctx` (row stride ldc), without ever holding a T × T map. Same maths as attendRows with softmax
 // normalization: per key tile of kKeyTile columns, S = Q Kᵀ, ÷ √d_k, the causal mask on the
@@ -348,15 +350,14 @@ void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) 
   thread_local std::vector<SoftmaxRowResult> rows;
   s_buf.resize(static_cast<std::size_t>(n) * kKeyTile);
   rows.resize(n);
-  // Each key tile's rows of K and V are copied side by side: in place they lie 3·d_out floats apart
-  // (3 KiB for medium, 9 KiB for GPT-2), a stride that maps a tile onto a sixteenth of the L1
-  // cache's sets, and the kernels, which read a tile's rows once per query row (scores) or per
-  // register block of rows (P·V), found them in L2 instead (the scores kernel took 2.5× as long).
-  const bool copy_tiles = in.ld != hw;
-  if (copy_tiles) {
-    k_buf.resize(static_cast<std::size_t>(kKeyTile) * hw);
-    v_buf.resize(static_cast<std::size_t>(kKeyTile) * hw);
-  }
+  // Each key tile's rows of V (and of K for the scalar kernels) are copied side by side: in place
+  // they lie 3·d_out floats apart (3 KiB for medium, 9 KiB for GPT-2), a stride that maps a tile
+  // onto a sixteenth of the L1 cache's sets, and the kernels, which read a tile's rows once per
+  // register block of rows, found them in L2 instead (the scores' dot products took 2.5× as long).
+  // The SIMD scores read K once, to pack it (tile_kernels.cpp), and need no copy.
+  const bool copy_tiles = in.ld != hw, copy_keys = copy_tiles && kernels.isa == Isa::Scalar;
+  if (copy_tiles) v_buf.resize(static_cast<std::size_t>(kKeyTile) * hw);
+  if (copy_keys) k_buf.resize(static_cast<std::size_t>(kKeyTile) * hw);
   acc_buf.assign(static_cast<std::size_t>(n) * hw, 0.0f);
   m_buf.assign(n, negInf());
   l_buf.assign(n, 0.0f);
@@ -371,16 +372,15 @@ void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) 
     const int key_limit = causal ? r0 - j0 + 1 : nk;  // row r's unmasked keys: j < r + key_limit
     const float* k = in.k + static_cast<std::size_t>(j0) * in.ld;
     const float* v = in.v + static_cast<std::size_t>(j0) * in.ld;
-    int ldkv = in.ld;
-    if (copy_tiles) {
-      for (int j = 0; j < nk; ++j) {
-        const std::size_t from = static_cast<std::size_t>(j) * in.ld, to = static_cast<std::size_t>(j) * hw;
-        std::memcpy(k_buf.data() + to, k + from, hw * sizeof(float));
-        std::memcpy(v_buf.data() + to, v + from, hw * sizeof(float));
-      }
-      k = k_buf.data(), v = v_buf.data(), ldkv = hw;
-    }
-    kernels.scores(n, nk, hw, q, in.ld, k, ldkv, S, kKeyTile, key_limit);
+    int ldk = in.ld, ldv = in.ld;
+    // Rows of a few dozen floats: a loop the compiler vectorizes inline, not a memcpy call per row.
+    const auto copy_rows = [&](const float* from, float* to) {
+      for (int j = 0; j < nk; ++j)
+        for (int c = 0; c < hw; ++c) to[static_cast<std::size_t>(j) * hw + c] = from[static_cast<std::size_t>(j) * in.ld + c];
+    };
+    if (copy_tiles) copy_rows(v, v_buf.data()), v = v_buf.data(), ldv = hw;
+    if (copy_keys) copy_rows(k, k_buf.data()), k = k_buf.data(), ldk = hw;
+    kernels.scores(n, nk, hw, q, in.ld, k, ldk, S, kKeyTile, key_limit);
     kernels.softmaxRows(S, kKeyTile, n, nk, key_limit, scaled, divisor, m_buf.data(), w.keep.words,
                         keep0 + static_cast<std::size_t>(r0) * T + j0, T, rows.data());
     for (int r = 0; r < n; ++r) {
@@ -402,7 +402,7 @@ void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) 
         for (int c = 0; c < hw; ++c) a[c] *= correction;
       }
     }
-    kernels.accumulate(n, nk, hw, S, kKeyTile, v, ldkv, acc, hw, key_limit);
+    kernels.accumulate(n, nk, hw, S, kKeyTile, v, ldv, acc, hw, key_limit);
   }
   for (int r = 0; r < n; ++r) {
     const float factor = t.dropout_scale / l_buf[r];
@@ -451,7 +451,8 @@ void outputRows(Work& w, int b, int r0, int n, const std::vector<HeadTrace>* hea
     linearRows(bt.context, t.parameters->out_proj, r0, n,
                Block(bt.output.data(), bt.output.rows(), out_w, Stride(out_w)));
   }
-  if (!bt.output.middleRows(r0, n).allFinite()) w.overflow = true;
+  if (!allFinite(bt.output.data() + static_cast<std::size_t>(r0) * out_w, static_cast<std::size_t>(n) * out_w))
+    w.overflow = true;
 }
 
 // One unit of the attention loop. Traced heads and the reference path take row blocks of
@@ -479,7 +480,8 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   const int T = static_cast<int>(x.rows()), d_in = static_cast<int>(x.cols());
   if (T < 1 || d_in < 1) throw InputError("embeddings: need at least one token and one column");
   validateModel(m, T, d_in, limits);
-  if (!x.allFinite()) throw InputError("embeddings: every value must be a finite number");
+  if (!allFinite(x.data(), static_cast<std::size_t>(x.size())))
+    throw InputError("embeddings: every value must be a finite number");
   for (int b : request.batches)
     if (b < 0 || b >= m.batch_size)
       throw InputError("batch " + std::to_string(b) + " does not exist: batch_size is " +

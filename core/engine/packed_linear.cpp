@@ -170,6 +170,66 @@ ATTNSCOPE_AVX2 bool panelAvx2(const PanelJob& j) {
 }
 #endif  // ATTNSCOPE_PACKED_X86
 
+// ---------------------------------------------------------------- packing
+
+// Element (i, c) of panel p is W[p·kPanel + c][i], 0 past the last output. W: out × in (ldw).
+void packScalar(const float* W, int out, int in, std::ptrdiff_t ldw, float* panels, int o0, int o1, int i0) {
+  for (int o = o0; o < o1; ++o) {
+    float* dst = panels + static_cast<std::size_t>(o / kPanel) * in * kPanel + o % kPanel;
+    for (int i = i0; i < in; ++i) dst[static_cast<std::size_t>(i) * kPanel] = o < out ? W[o * ldw + i] : 0.0f;
+  }
+}
+
+void packPanelsScalar(const float* W, int out, int in, int ldw, float* panels) {
+  const int padded = (out + kPanel - 1) / kPanel * kPanel;
+  packScalar(W, out, in, ldw, panels, 0, padded, 0);
+}
+
+#if ATTNSCOPE_PACKED_X86
+// Blocks of 8 outputs × 8 inputs, transposed in registers: rows o … o+7 of W become 8 runs of the
+// panels' 8 floats. What does not fill a block goes through packScalar.
+ATTNSCOPE_AVX2 void packPanelsAvx2(const float* W, int out, int in, int ldw, float* panels) {
+  const int whole_in = in / 8 * 8;
+  for (int o = 0; o + 8 <= out; o += 8) {
+    float* dst = panels + static_cast<std::size_t>(o / kPanel) * in * kPanel + o % kPanel;
+    for (int i = 0; i < whole_in; i += 8) {
+      __m256 r[8], t[8];
+      for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(W + static_cast<std::ptrdiff_t>(o + k) * ldw + i);
+      for (int k = 0; k < 8; k += 2) {
+        t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+        t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+      }
+      for (int k = 0; k < 8; k += 4)
+        for (int h = 0; h < 2; ++h) {
+          r[k + h] = _mm256_shuffle_ps(t[k + h], t[k + h + 2], 0x44);
+          r[k + h + 2] = _mm256_shuffle_ps(t[k + h], t[k + h + 2], 0xEE);
+        }
+      // r[k] (k < 4) holds input j of rows 0 … 3 and input j + 4 of the same rows, r[k + 4] those of
+      // rows 4 … 7, with j = 0, 2, 1, 3 for k = 0, 1, 2, 3.
+      for (int k = 0; k < 4; ++k) {
+        const int j = (k & 1) * 2 + (k >> 1);
+        const __m256 lo = _mm256_permute2f128_ps(r[k], r[k + 4], 0x20), hi = _mm256_permute2f128_ps(r[k], r[k + 4], 0x31);
+        _mm256_storeu_ps(dst + static_cast<std::size_t>(i + j) * kPanel, lo);
+        _mm256_storeu_ps(dst + static_cast<std::size_t>(i + j + 4) * kPanel, hi);
+      }
+    }
+    packScalar(W, out, in, ldw, panels, o, o + 8, whole_in);
+  }
+  const int padded = (out + kPanel - 1) / kPanel * kPanel;
+  packScalar(W, out, in, ldw, panels, out / 8 * 8, padded, 0);
+}
+#endif  // ATTNSCOPE_PACKED_X86
+
+using PackKernel = void (*)(const float*, int, int, int, float*);
+
+PackKernel packPanels(Isa isa) {
+#if ATTNSCOPE_PACKED_X86
+  if (isa == Isa::Avx2 || isa == Isa::Avx512) return packPanelsAvx2;
+#endif
+  (void)isa;
+  return packPanelsScalar;
+}
+
 using PanelKernel = bool (*)(const PanelJob&);
 
 PanelKernel panelKernel(Isa isa) {
@@ -188,33 +248,34 @@ PanelKernel panelKernel(Isa isa) {
 
 }  // namespace
 
-PackedLinear::PackedLinear(const float* weight, int out, int in, int ldw, const float* bias)
-    : out_(out), in_(in) {
+void PackedLinear::pack(const float* weight, int out, int in, int ldw, const float* bias) {
+  out_ = out, in_ = in;
   const int panels = (out + kPanel - 1) / kPanel;
-  panels_.assign(static_cast<std::size_t>(panels) * in * kPanel, 0.0f);
-  bias_.assign(static_cast<std::size_t>(panels) * kPanel, 0.0f);
-  for (int o = 0; o < out; ++o) {
-    float* panel = panels_.data() + static_cast<std::size_t>(o / kPanel) * in * kPanel + o % kPanel;
-    const float* row = weight + static_cast<std::ptrdiff_t>(o) * ldw;
-    for (int i = 0; i < in; ++i) panel[static_cast<std::size_t>(i) * kPanel] = row[i];
-    if (bias != nullptr) bias_[o] = bias[o];
-  }
+  panels_.resize(static_cast<std::size_t>(panels) * in * kPanel);
+  bias_.resize(static_cast<std::size_t>(panels) * kPanel);
+  packPanels(isaBest())(weight, out, in, ldw, panels_.data());
+  std::fill(bias_.begin(), bias_.end(), 0.0f);
+  if (bias != nullptr) std::copy(bias, bias + out, bias_.begin());
 }
 
-bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa isa) const {
+bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa isa, int output_limit) const {
   const PanelKernel kernel = panelKernel(isa);
   bool finite = true;
   // Panel after panel: one panel (in × 32 floats, 32 KiB for 256 inputs) stays in L1 while every
   // row block of X passes by.
   for (int p = 0; p * kPanel < out_; ++p) {
-    const PanelJob job{m,
+    // The rows that need an output of this panel: r + output_limit > p·kPanel.
+    const int r0 = static_cast<int>(
+        std::clamp(static_cast<long long>(p) * kPanel - output_limit + 1, 0LL, static_cast<long long>(m)));
+    if (r0 == m) break;  // the later panels lie further beyond every row's limit
+    const PanelJob job{m - r0,
                        in_,
                        std::min(kPanel, out_ - p * kPanel),
-                       X,
+                       X + static_cast<std::ptrdiff_t>(r0) * ldx,
                        ldx,
                        panels_.data() + static_cast<std::size_t>(p) * in_ * kPanel,
                        bias_.data() + static_cast<std::size_t>(p) * kPanel,
-                       Y + static_cast<std::ptrdiff_t>(p) * kPanel,
+                       Y + static_cast<std::ptrdiff_t>(r0) * ldy + static_cast<std::ptrdiff_t>(p) * kPanel,
                        ldy};
     finite &= kernel(job);
   }

@@ -26,14 +26,22 @@ class PackedLinear {
 
   PackedLinear() = default;
   // weight: out × in, row-major (row stride ldw); bias: `out` floats, or null for none.
-  PackedLinear(const float* weight, int out, int in, int ldw, const float* bias);
+  PackedLinear(const float* weight, int out, int in, int ldw, const float* bias) { pack(weight, out, in, ldw, bias); }
+  // Packs other weights, in the memory already held when it is large enough: the fused attention
+  // packs every key tile (S = Q·Kᵀ is X·Wᵀ with W = K), in blocks transposed in registers.
+  void pack(const float* weight, int out, int in, int ldw, const float* bias);
 
   int outputs() const { return out_; }
   int inputs() const { return in_; }
 
   // Y = X·Wᵀ + b for m rows. X: m × in (row stride ldx), Y: m × out (ldy). Returns whether every
-  // output is finite. `isa`: Auto is the widest this CPU runs; a named one must be supported.
-  bool apply(int m, const float* X, int ldx, float* Y, int ldy, Isa isa = Isa::Auto) const;
+  // output computed is finite. `isa`: Auto is the widest this CPU runs; a named one must be
+  // supported. `output_limit`, for a causal product: row r needs only the outputs o < r + limit;
+  // a row skips the panels wholly beyond its limit, and in the panel its limit crosses, the
+  // outputs past it are computed anyway (they are written, and count in the returned finiteness).
+  bool apply(int m, const float* X, int ldx, float* Y, int ldy, Isa isa = Isa::Auto,
+             int output_limit = kAllOutputs) const;
+  static constexpr int kAllOutputs = 1 << 30;
 
  private:
   int out_ = 0, in_ = 0;
