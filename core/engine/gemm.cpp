@@ -89,11 +89,12 @@ bool gemmBackendAvailable(GemmBackend backend) {
 
 GemmBackend gemmDefaultBackend() {
   // Measured by `make bench` (gemm section), one thread, the projections' shape 256 × 768 × 256:
-  // the packed product runs at 240 GFLOP/s on a Zen 5 core with AVX-512 (its FMA peak is 243),
-  // Eigen at 200, Debian's OpenBLAS 0.3.21, whose kernels stop at AVX2 on AMD CPUs, at 105; on
-  // 256 × 256 × 256 with the bias (out_proj), 240 against Eigen's 100. Without AVX2: where Eigen
-  // is built with AVX-512 it beats OpenBLAS (138 vs 102 GFLOP/s on one Zen 4 core); with neither,
-  // OpenBLAS.
+  // the packed product runs at 230–240 GFLOP/s on a Zen 5 core with AVX-512 (its FMA peak is
+  // 243), Eigen at 200, Debian's OpenBLAS 0.3.21, whose kernels stop at AVX2 on AMD CPUs, at 105;
+  // on 256 × 256 × 256 with the bias (out_proj), 240 against Eigen's 100. The packed AVX2 kernel
+  // runs at 103 on the same core (ymm FMA peak 122), level with OpenBLAS, and adds the bias and
+  // the finiteness check as it stores. Without AVX2: where Eigen is built with AVX-512 it beats
+  // OpenBLAS (138 vs 102 GFLOP/s on one Zen 4 core); with neither, OpenBLAS.
   if (gemmBackendAvailable(GemmBackend::Packed)) return GemmBackend::Packed;
 #if defined(__AVX512F__) || !defined(ATTNSCOPE_HAVE_OPENBLAS)
   return GemmBackend::Eigen;
