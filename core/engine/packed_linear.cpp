@@ -1,5 +1,7 @@
 #include "engine/packed_linear.h"
 
+#include "engine/tile_kernels.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -241,7 +243,7 @@ PackKernel packPanels(Isa isa) {
 using PanelKernel = bool (*)(const PanelJob&);
 
 PanelKernel panelKernel(Isa isa) {
-  if (isa == Isa::Auto) isa = isaBest();
+  if (isa == Isa::Auto) isa = activeTileKernels().isa;
   if (!isaSupported(isa))
     throw std::invalid_argument(std::string("packed linear: this CPU cannot run the ") + isaName(isa) +
                                 " version");
