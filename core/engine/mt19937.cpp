@@ -158,10 +158,7 @@ __attribute__((target("avx512f"))) void temperAvx512(const std::uint32_t* in, st
 
 }  // namespace
 
-Mt19937::Mt19937(std::uint32_t s, Isa impl) : impl_(impl == Isa::Auto ? isaBest() : impl) {
-  if (!isaSupported(impl_))
-    throw std::invalid_argument(std::string("Mt19937: this CPU cannot run the ") + isaName(impl_) +
-                                " implementation");
+Mt19937::Mt19937(std::uint32_t s, Isa impl) : impl_(runnableIsa(impl, "Mt19937")) {
   seed(s);
 }
 

@@ -243,11 +243,7 @@ PackKernel packPanels(Isa isa) {
 using PanelKernel = bool (*)(const PanelJob&);
 
 PanelKernel panelKernel(Isa isa) {
-  if (isa == Isa::Auto) isa = activeTileKernels().isa;
-  if (!isaSupported(isa))
-    throw std::invalid_argument(std::string("packed linear: this CPU cannot run the ") + isaName(isa) +
-                                " version");
-  switch (isa) {
+  switch (isa == Isa::Auto ? activeTileKernels().isa : runnableIsa(isa, "packed linear")) {
 #if ATTNSCOPE_PACKED_X86
     case Isa::Avx2: return panelAvx2;
     case Isa::Avx512: return panelAvx512;

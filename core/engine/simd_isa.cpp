@@ -1,5 +1,8 @@
 #include "engine/simd_isa.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace attnscope {
 namespace {
 
@@ -49,6 +52,13 @@ const char* isaName(Isa isa) {
     case Isa::Avx512: return "avx512";
   }
   return "?";
+}
+
+Isa runnableIsa(Isa isa, const char* kernels) {
+  if (isa == Isa::Auto) isa = isaBest();
+  if (!isaSupported(isa))
+    throw std::invalid_argument(std::string(kernels) + ": this CPU cannot run the " + isaName(isa) + " version");
+  return isa;
 }
 
 }  // namespace attnscope

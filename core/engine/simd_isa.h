@@ -9,5 +9,8 @@ enum class Isa { Auto, Scalar, Avx2, Avx512 };  // Avx2 includes FMA; Avx512 inc
 bool isaSupported(Isa isa);        // Auto and Scalar always are
 Isa isaBest();                     // what Auto resolves to on this CPU
 const char* isaName(Isa isa);      // "auto", "scalar", "avx2", "avx512"
+// `isa` (Auto: isaBest()) when this CPU runs it; otherwise throws std::invalid_argument
+// "<kernels>: this CPU cannot run the <isa> version".
+Isa runnableIsa(Isa isa, const char* kernels);
 
 }  // namespace attnscope

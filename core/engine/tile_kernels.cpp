@@ -552,11 +552,7 @@ std::atomic<const TileKernels*>& active() {
 }  // namespace
 
 const TileKernels& tileKernels(Isa isa) {
-  if (isa == Isa::Auto) isa = isaBest();
-  if (!isaSupported(isa))
-    throw std::invalid_argument(std::string("tile kernels: this CPU cannot run the ") + isaName(isa) +
-                                " version");
-  switch (isa) {
+  switch (runnableIsa(isa, "tile kernels")) {
 #if ATTNSCOPE_TILE_X86
     case Isa::Avx2: return kAvx2Kernels;
     case Isa::Avx512: return kAvx512Kernels;
