@@ -57,8 +57,7 @@ struct KeepBits {
 // [Q | K | V] rows), and out_proj. Empty where the model has no such layer.
 struct PackedWeights {
   std::vector<PackedLinear> qkv;  // one per group
-  PackedLinear out_proj;
-  bool has_out_proj = false;
+  PackedLinear out_proj;          // multihead only
 };
 
 PackedLinear packStacked(const std::vector<const Linear*>& layers) {
@@ -106,7 +105,6 @@ std::shared_ptr<const PackedWeights> packedWeights(const std::shared_ptr<const P
     packed->out_proj = PackedLinear(o.weight.data(), static_cast<int>(o.weight.rows()),
                                     static_cast<int>(o.weight.cols()), static_cast<int>(o.weight.cols()),
                                     o.bias.size() > 0 ? o.bias.data() : nullptr);
-    packed->has_out_proj = true;
   }
   const std::lock_guard<std::mutex> lock(mutex);
   recent.emplace_front(p, packed);
@@ -123,7 +121,7 @@ struct Work {
   Trace* trace;
   std::vector<float>* qkv;         // projection elements × groups × T × 3·d_out
   KeepBits keep;                   // dropout draws in torch's order
-  const PackedWeights* packed = nullptr;  // the fast path's packed layers, when its kernels run
+  const PackedWeights* packed = nullptr;  // the fast path's packed layers (gemm.h's Packed backend)
   std::atomic<bool> overflow{false};
   int groups = 1;                  // projection groups (heads for the wrapper, else 1)
   bool shared_projection = false;  // one projection element serves every batch element
@@ -136,8 +134,8 @@ struct Work {
 
 // Whether every one of the n floats is finite (exponent field not all ones): an integer test the
 // compiler vectorizes; the order of an OR does not matter. (Eigen's allFinite tests x − x == 0
-// one float at a time: for GPT-2's embeddings, checked serially before every forward pass, 5 % of
-// medium's two-thread forward.)
+// one float at a time: on the embeddings, checked on one thread before every forward pass, it took
+// 5 % of medium's two-thread forward.)
 bool allFinite(const float* x, std::size_t n) {
   std::uint32_t non_finite = 0;
   for (std::size_t i = 0; i < n; ++i) {
