@@ -263,8 +263,9 @@ void LessonPanel::recordState(nlohmann::json& state) const {
     const LessonStep& s = current();
     lesson["step_title"] = s.title;
     lesson["prints"] = s.prints;
-    lesson["prints_font_px"] = prints_px_;            // as drawn: fitted to the column
-    lesson["code_font_px"] = code_px_;                // as drawn: fitted to the column
+    const bool fitted = box_fit_.step == &s;  // the sizes the step was drawn at, fitted to the column
+    lesson["prints_font_px"] = fitted && !s.prints.empty() ? box_fit_.prints_px : 0.0f;
+    lesson["code_font_px"] = fitted && s.code ? box_fit_.code_px : 0.0f;
     lesson["prints_wrapped_rows"] = prints_wrapped_;  // rows added by lines too wide even so
     lesson["body_overflow_px"] = body_overflow_;      // > 0: the step needs scrolling to be read whole
     lesson["commands"] = s.commands.size();
@@ -355,7 +356,6 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   textWrapped(s.text, body_w);
   ImGui::EndGroup();
   layout().widget("lesson_text");
-  code_px_ = prints_px_ = 0;
   prints_wrapped_ = 0;
   if (code_box) {
     sectionGap();
@@ -363,8 +363,8 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     const std::string where = s.code->first == s.code->last ? "line " + std::to_string(s.code->first)
                                                             : "lines " + std::to_string(s.code->first) + "–" + std::to_string(s.code->last);
     ImGui::TextDisabled("%s", fitText(s.code->file + ", " + where, body_w).c_str());
-    code_px_ = box_fit_.code_px;
-    drawBox(code_box->rows_at(code_px_), small, code_px_, code_box->number_w(code_px_), body_w, "lesson_code");
+    const float code_px = box_fit_.code_px;
+    drawBox(code_box->rows_at(code_px), small, code_px, code_box->number_w(code_px), body_w, "lesson_code");
     boxes_h += ImGui::GetItemRectSize().y;
     ImGui::PopFont();
   }
@@ -372,17 +372,17 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     sectionGap();
     ImGui::PushFont(small);
     ImGui::TextDisabled("The notebook prints");
-    prints_px_ = box_fit_.prints_px;
-    const std::vector<Row> rows = prints_box->rows_at(prints_px_);
+    const float prints_px = box_fit_.prints_px;
+    const std::vector<Row> rows = prints_box->rows_at(prints_px);
     prints_wrapped_ = static_cast<int>(rows.size()) - static_cast<int>(std::count(s.prints.begin(), s.prints.end(), '\n')) - 1;
-    drawBox(rows, small, prints_px_, 0, body_w, "lesson_prints");
+    drawBox(rows, small, prints_px, 0, body_w, "lesson_prints");
     boxes_h += ImGui::GetItemRectSize().y;
     // The text's own extent, for the layout dump: tests hold it inside the box.
     const ImVec2 box = ImGui::GetItemRectMin();
     float right = 0;
-    for (const Row& r : rows) right = std::max(right, r.x + small->CalcTextSizeA(prints_px_, FLT_MAX, 0, r.text.c_str()).x);
+    for (const Row& r : rows) right = std::max(right, r.x + small->CalcTextSizeA(prints_px, FLT_MAX, 0, r.text.c_str()).x);
     layout().rect("lesson_prints_text", ImVec2(box.x + px(6), box.y + px(6)),
-                  ImVec2(box.x + px(6) + right, box.y + px(6) + static_cast<float>(rows.size()) * (prints_px_ + px(3))));
+                  ImVec2(box.x + px(6) + right, box.y + px(6) + static_cast<float>(rows.size()) * (prints_px + px(3))));
     ImGui::PopFont();
   }
   if (!s.maps.empty()) {

@@ -45,8 +45,6 @@ class LessonPanel {
   int step_ = 0;
   ViewState before_;
   int drawn_step_ = 0;  // the step drawn last frame: a new one starts scrolled to the top
-  float prints_px_ = 0;     // the size the print-out was drawn at (layout dump; 0: none)
-  float code_px_ = 0;       // the size the code was drawn at (layout dump; 0: none)
   float rest_h_ = 0;        // the step's body but its two boxes, px, as drawn last frame
   // The sizes the step's code and print-out are drawn at, and what they were worked out for.
   struct BoxFit {

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <list>
 #include <mutex>
@@ -131,20 +130,6 @@ struct Work {
     return qkv->data() + static_cast<std::size_t>(p * groups + g) * trace->tokens * qkvStride();
   }
 };
-
-// Whether every one of the n floats is finite (exponent field not all ones): an integer test the
-// compiler vectorizes; the order of an OR does not matter. (Eigen's allFinite tests x − x == 0
-// one float at a time: on the embeddings, checked on one thread before every forward pass, it took
-// 5 % of medium's two-thread forward.)
-bool allFinite(const float* x, std::size_t n) {
-  std::uint32_t non_finite = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint32_t bits;
-    std::memcpy(&bits, x + i, sizeof bits);
-    non_finite |= (bits & 0x7f800000u) == 0x7f800000u;
-  }
-  return non_finite == 0;
-}
 
 // y = x Wᵀ + b for the rows [r0, r0+n) of x. x: T × in, W: out × in → y: T × out (strided).
 void linearRows(const Matrix& x, const Linear& l, int r0, int n, Block y) {

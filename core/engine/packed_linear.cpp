@@ -1,5 +1,6 @@
 #include "engine/packed_linear.h"
 
+#include "engine/tensor.h"
 #include "engine/tile_kernels.h"
 
 #include <algorithm>
@@ -36,25 +37,21 @@ struct PanelJob {
   std::ptrdiff_t ldy;
 };
 
-bool finiteBits(float v) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  return (bits & 0x7f800000u) != 0x7f800000u;
-}
-
 // ---------------------------------------------------------------- scalar: the definition
 
 // y[r][c] = fma(x[r][in−1], w[in−1][c], … fma(x[r][0], w[0][c], b[c])). Shapes: X m × in,
 // the panel in × kPanel, Y m × cols.
 bool panelScalar(const PanelJob& j) {
   bool finite = true;
-  for (int r = 0; r < j.m; ++r)
+  for (int r = 0; r < j.m; ++r) {
+    float* y = j.y + r * j.ldy;
     for (int c = 0; c < j.cols; ++c) {
       float acc = j.b[c];
       for (int i = 0; i < j.in; ++i) acc = std::fma(j.x[r * j.ldx + i], j.w[i * kPanel + c], acc);
-      j.y[r * j.ldy + c] = acc;
-      finite = finite && finiteBits(acc);
+      y[c] = acc;
     }
+    finite = finite && allFinite(y, static_cast<std::size_t>(j.cols));
+  }
   return finite;
 }
 
@@ -150,8 +147,7 @@ ATTNSCOPE_AVX2_INLINE bool rowsAvx2(const PanelJob& j, int r0, int half) {
       _mm256_store_ps(row, lo[r]);
       _mm256_store_ps(row + 8, hi[r]);
       std::memcpy(y, row, cols * sizeof(float));
-      for (int c = 0; c < cols; ++c)
-        if (!finiteBits(row[c])) z = _mm256_set1_ps(NAN);
+      if (!allFinite(row, static_cast<std::size_t>(cols))) z = _mm256_set1_ps(NAN);
     }
   }
   return _mm256_movemask_ps(_mm256_cmp_ps(z, z, _CMP_UNORD_Q)) == 0;
