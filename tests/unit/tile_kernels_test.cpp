@@ -222,6 +222,52 @@ TEST(TileKernels, SoftmaxRowsMatchDoubleLoops) {
   std::printf("%d softmax weights checked\n", checked);
 }
 
+// The scaled scores are the float division s ÷ divisor to the bit, on every version: the SIMD
+// ones divide without a division instruction (a reciprocal and an FMA correction) and divide only
+// the lanes where that could differ. Each row holds one value in every key, so the row's max is
+// that value ÷ divisor: zeros of both signs, values around the correction's bound 2^-96, subnormals,
+// the largest floats, and 4,000 random bit patterns over every exponent, for the divisors √w of
+// head widths 1 … 80 and divisors below 1 (where a finite score's quotient overflows).
+TEST(TileKernels, ScaledScoresAreTheDivisionToTheBit) {
+  std::mt19937 g(11);
+  std::vector<float> values = {0.0f, -0.0f, 1.0f, -3.5f, 0x1p-96f, -0x1p-96f, 0x1.000002p-96f,
+                               0x1.fffffep-97f, 1e-28f, 1.2e-29f, -5e-30f, 1e-35f, 1e-40f, -1e-45f,
+                               FLT_MIN, FLT_MAX, -FLT_MAX, 3e38f, 1e37f};
+  for (int i = 0; i < 4000; ++i) {
+    float v;
+    do {
+      const std::uint32_t b = static_cast<std::uint32_t>(g());
+      std::memcpy(&v, &b, sizeof v);
+    } while (!std::isfinite(v));
+    values.push_back(v);
+  }
+  std::vector<float> divisors = {0.01f, 0.5f};
+  for (int w = 1; w <= 80; ++w) divisors.push_back(static_cast<float>(std::sqrt(w)));
+  constexpr int kRows = 6, kKeys = 21;  // a block of 4 rows and two single ones; ragged vectors
+  int checked = 0;
+  for (Isa isa : isasToTest()) {
+    const TileKernels& k = tileKernels(isa);
+    for (float divisor : divisors)
+      for (std::size_t v0 = 0; v0 < values.size(); v0 += kRows) {
+        std::vector<float> s(kRows * kKeys);
+        for (int r = 0; r < kRows; ++r)
+          std::fill_n(s.begin() + r * kKeys, kKeys, values[(v0 + r) % values.size()]);
+        const std::vector<float> m_old(kRows, -kInf);
+        SoftmaxRowResult out[kRows];
+        k.softmaxRows(s.data(), kKeys, kRows, kKeys, kKeys, true, divisor, m_old.data(), nullptr, 0, 0, out);
+        for (int r = 0; r < kRows; ++r) {
+          const float v = values[(v0 + r) % values.size()], want = v / divisor;
+          ASSERT_EQ(bitsOf(out[r].max), bitsOf(want))
+              << isaName(isa) << ": " << std::hexfloat << v << " / " << divisor << " gave " << out[r].max
+              << ", the division " << want;
+          ASSERT_EQ(out[r].finite, std::isfinite(want)) << isaName(isa) << ": " << std::hexfloat << v;
+          ++checked;
+        }
+      }
+  }
+  std::printf("%d quotients checked\n", checked);
+}
+
 // Anything not finite among a row's scaled scores (±∞, NaN, or a finite score whose division
 // overflows) clears that row's flag, wherever it sits; masked keys are not looked at.
 TEST(TileKernels, SoftmaxRowsFlagWhatIsNotFinite) {
