@@ -8,7 +8,9 @@ dropout as in the preset: inactive) and in training mode with dropout p = 0.1, i
      elements, the one-thread GEMM speed of each backend and the GEMM-bound limit it implies);
   2. times the same MultiHeadAttention forward in Debian's torch (the seed class, torch.no_grad,
      module.train(training), same shapes, dropout and batch, one thread per core) in a child
-     process, never beside ours, so the two never compete for the cores;
+     process, never beside ours, so the two never compete for the cores. Where Debian's OpenBLAS
+     does not know the CPU and falls back to a pre-AVX2 core, torch runs with OPENBLAS_CORETYPE
+     naming the CPU's own (torch at its best; the default core's times are recorded beside);
   3. then runs paired rounds: ours (`bench --forward-only`: the parallel forward, each run followed
      by the projections' GEMM on every thread at once, that run's limit) and torch, back to back,
      several times. The headline figures are the medians over rounds of torch ÷ ours (above 1
@@ -69,6 +71,54 @@ def loaded_blas_libraries():
             if path.startswith("/") and any(k in name for k in ("blas", "lapack", "mkl")):
                 libs.add(os.path.realpath(path))
     return sorted(libs)
+
+
+# OpenBLAS cores that predate AVX2: Debian's OpenBLAS 0.3.21 falls back to one of them on CPUs newer
+# than it knows (an Emerald Rapids Xeon, CPU model 207, runs as "Prescott": SSE3 kernels, 45 GFLOP/s
+# where its AVX-512 kernels reach 170).
+GENERIC_OPENBLAS_CORES = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Sandybridge", "Atom",
+                          "Katmai", "Coppermine", "Northwood", "Banias", "Barcelona", "Bobcat",
+                          "Bulldozer", "Piledriver", "Steamroller", "Excavator"}
+
+
+def cpu_flags():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return set(next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), []))
+    except OSError:
+        return set()
+
+
+def openblas_core(python, env=None):
+    """The core OpenBLAS's dynamic dispatch picks in the torch process (OPENBLAS_VERBOSE=2 prints
+    it when the library loads), or None when torch loads no OpenBLAS."""
+    p = subprocess.run([python, "-c", "import torch; torch.ones(64, 64) @ torch.ones(64, 64)"],
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(env or os.environ, OPENBLAS_VERBOSE="2"))
+    found = re.search(r"^Core: (\S+)", p.stdout + p.stderr, re.M)
+    return found.group(1) if found else None
+
+
+def torch_openblas_env(python):
+    """(environment for the torch side, {"detected", "used", "why"}). Torch is timed at its best on
+    this machine: when OpenBLAS falls back to a pre-AVX2 core on a CPU with AVX2, the torch side
+    runs with OPENBLAS_CORETYPE naming the core the CPU has (SkylakeX with AVX-512, else Haswell),
+    and the default core's time is recorded beside it. A core set by the caller is kept."""
+    env = dict(os.environ)
+    detected = openblas_core(python)
+    info = {"detected": detected, "used": detected, "why": "OpenBLAS's own choice"}
+    if "OPENBLAS_CORETYPE" in os.environ:
+        info["why"] = "OPENBLAS_CORETYPE set by the caller"
+        return env, info
+    flags = cpu_flags()
+    if detected in GENERIC_OPENBLAS_CORES and {"avx2", "fma"} <= flags:
+        env["OPENBLAS_CORETYPE"] = ("SkylakeX" if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags
+                                    else "Haswell")
+        info["used"] = openblas_core(python, env)
+        info["why"] = (f"OpenBLAS chose the generic core {detected} on a CPU with "
+                       f"{'AVX-512' if info['used'] == 'SkylakeX' else 'AVX2'}: torch is timed with "
+                       f"OPENBLAS_CORETYPE={env['OPENBLAS_CORETYPE']}, the stronger torch")
+    return env, info
 
 
 def wait_until_idle(quiet_ms=1.0, step_s=0.01, limit_s=2.0):
@@ -148,10 +198,10 @@ def torch_server():
 class TorchSide:
     """The torch server in a child process (Debian's python3-torch)."""
 
-    def __init__(self, python):
+    def __init__(self, python, env=None):
         self.proc = subprocess.Popen([python, os.path.abspath(__file__), "--torch-server"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True, env=env)
 
     def ask(self, request):
         self.proc.stdin.write(json.dumps(request) + "\n")
@@ -393,6 +443,10 @@ def main():
         callgrind_cli = cli
     app = os.path.abspath(args.app or os.path.join(cli_dir, "attnscope"))
     started, load_before = time.monotonic(), load_average()
+    # Both sides see OpenBLAS at its best: our `openblas` GEMM figure and torch (torch_openblas_env).
+    default_env = dict(os.environ)
+    torch_env, openblas = torch_openblas_env(args.python)
+    os.environ.update(torch_env)
 
     with tempfile.TemporaryDirectory(prefix="attnscope-bench.") as tmp:
         workspaces = derived_workspaces(args.assets, tmp)
@@ -400,6 +454,12 @@ def main():
         for preset, mode, path, repeat in workspaces:
             ours[(preset, mode)] = run_ours(cli, path, repeat)
             ours[(preset, mode)]["workspace"] = f"presets/{preset}.json, {mode}"  # path was temporary
+        torch_default_core = {}
+        if openblas["used"] != openblas["detected"]:  # the default core's figures, for the record
+            default_side = TorchSide(args.python, default_env)
+            torch_default_core = {f"{p}/{m}": default_side.ask({"job": [f"{p}/{m}", path, r]})
+                                  for p, m, path, r in workspaces}
+            default_side.close()
         torch_side = TorchSide(args.python)
         torch_configs = {f"{p}/{m}": torch_side.ask({"job": [f"{p}/{m}", path, r]})
                          for p, m, path, r in workspaces}
@@ -416,9 +476,14 @@ def main():
                     ("torch_version", "torch_threads", "torch_blas_info", "blas_libraries")})
     machine["load_average_1min"] = {"before": load_before, "after": load_after}
     machine["openblas_in_use"] = any("openblas" in lib for lib in torch_info["blas_libraries"])
+    machine["torch_openblas_core"] = openblas
     configs = [dict(config_entry(preset, mode, repeat, ours[(preset, mode)],
                                  torch_configs[f"{preset}/{mode}"]), paired=paired[(preset, mode)])
                for preset, mode, _, repeat in workspaces]
+    for c in configs:
+        default = torch_default_core.get(f"{c['preset']}/{c['mode']}")
+        if default is not None:
+            c["torch_default_core_forward_ms"] = default["forward_ms"]
     report = {"machine": machine,
               "headline": {"what": "torch forward ÷ ours (OpenMP forward, all threads, every "
                                    "batch element), the median over paired rounds (ours, then "
@@ -457,6 +522,14 @@ def print_table(report):
           f"{m['torch_threads']} threads; BLAS: "
           f"{'OpenBLAS' if m['openblas_in_use'] else 'reference/other'} "
           f"({', '.join(os.path.basename(l) for l in m['blas_libraries']) or 'none loaded'})")
+    core = m["torch_openblas_core"]
+    if core["used"] != core["detected"]:
+        slower = [f"{c['preset']}/{c['mode']} {c['torch_default_core_forward_ms']:.4g} ms"
+                  for c in report["configs"] if "torch_default_core_forward_ms" in c]
+        note(f"torch's OpenBLAS core: {core['why']}. With its default core {core['detected']} torch "
+             f"took: " + ", ".join(slower))
+    else:
+        note(f"torch's OpenBLAS core: {core['used']} ({core['why']})")
     head = (f"{'preset':<10} {'mode':<5} {'T':>4} | {'serial':>8} {'omp':>8} {'shared':>8} | "
             f"{'torch':>8} {'t/ours':>6} {'paired':>6} | {'limit':>8} {'o/lim':>5} {'paired':>6} {'t/lim':>6}")
     print(head)
