@@ -24,6 +24,9 @@ namespace {
 
 constexpr int kRowBlock = 32;    // rows per task of the reference loops (both paths)
 constexpr int kProjBlock = 256;  // rows per projection task of the fast path
+// Rows per projection task while the dropout draws run beside them (below): small enough that the
+// other threads' projections balance the one thread that draws.
+constexpr int kProjBlockBesideDraws = 64;
 constexpr int kQueryBlock = 128;  // query rows per task of the fused kernel
 // Key columns per tile of the fused kernel: every query row of a block reads the whole tile of K,
 // which must stay in L1 — 128 keys of a 64-wide head take 32 KiB (256 took 64 KiB, and GPT-2's
@@ -496,13 +499,22 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   w.qkv = &qkv;
   w.groups = m.variant == Variant::MultiHeadWrapper ? m.num_heads : 1;
   t.dropout_active = hasDropout(m.variant) && m.training && m.dropout > 0;
+  // The dropout draws are one stream, so one thread's work (medium's 1 M draws: 0.5 ms, a quarter
+  // of its training forward): they run as the first item of the projection loop, beside the
+  // projections on the other threads, which need no draw. Only the attention reads them.
+  std::size_t draws = 0;
   if (t.dropout_active) {
     t.dropout_scale = TorchGenerator::dropoutScale(m.dropout);
-    const std::size_t draws = static_cast<std::size_t>(m.batch_size) * t.heads * T * T;
+    draws = static_cast<std::size_t>(m.batch_size) * t.heads * T * T;
     keep_words.assign((draws + 63) / 64, 0);
-    generator.fillDropoutKeepBits(keep_words.data(), draws, m.dropout);
     w.keep.words = keep_words.data();
   }
+  // keep_words is the calling thread's (thread_local): the draws, on whichever thread, write through
+  // this pointer, never through the name.
+  std::uint64_t* const keep_bits = w.keep.words == nullptr ? nullptr : keep_words.data();
+  const auto drawDropout = [&] {
+    if (draws > 0) generator.fillDropoutKeepBits(keep_bits, draws, m.dropout);
+  };
 
   const int B = m.batch_size, H = t.heads, G = w.groups, hw = t.head_width;
   // The fused kernel computes softmax attention; 'simple' with ÷ row sum stays on the reference.
@@ -554,16 +566,23 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   const int threads = parallel ? resolveThreads(exec.threads) : 1;
 
   if (hasProjections(m.variant)) {
-    const int block = fused ? kProjBlock : kRowBlock;
+    const bool beside_draws = draws > 0 && threads > 1;
+    const int block = !fused ? kRowBlock : beside_draws ? kProjBlockBesideDraws : kProjBlock;
     const int blocks = (T + block - 1) / block;
-    parallelFor(threads, projections * G * blocks, [&](int i) {  // i = (p · G + g) · blocks + blk
+    const int first = beside_draws ? 1 : 0;  // item 0 draws
+    if (!beside_draws) drawDropout();
+    parallelFor(threads, first + projections * G * blocks, [&](int item) {
+      if (item < first) return drawDropout();
       if (exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed)) return;
+      const int i = item - first;  // i = (p · G + g) · blocks + blk
       const int p = i / (G * blocks), g = i / blocks % G, r0 = i % blocks * block, n = std::min(block, T - r0);
       if (fused)
         projectRowsFast(w, p, g, r0, n);
       else
         projectRows(w, p, g, r0, n);
     });
+  } else {
+    drawDropout();
   }
 
   std::vector<AttentionTask> tasks;
