@@ -51,12 +51,24 @@ struct Loop {
   Schedule schedule = Schedule::Dynamic;
   std::atomic<int> next{0};     // the next item (dynamic)
   std::atomic<int> pending{0};  // participating workers not yet finished
+  // Affine: how many of participant k's items (k, k + n, …) have been taken, by anyone.
+  std::unique_ptr<std::atomic<int>[]> taken;
+  int taken_size = 0;
 };
 
 // Items of `loop` for participant k (0 is the caller).
 void runShare(Loop& loop, int k) {
   if (loop.schedule == Schedule::Static) {
     for (int i = k; i < loop.count; i += loop.threads) (*loop.item)(i);
+    return;
+  }
+  if (loop.schedule == Schedule::Affine) {  // its own items, then the others', the next one's first
+    for (int j = 0; j < loop.threads; ++j) {
+      const int owner = (k + j) % loop.threads;
+      for (int i = owner + loop.taken[owner].fetch_add(1, std::memory_order_relaxed) * loop.threads; i < loop.count;
+           i = owner + loop.taken[owner].fetch_add(1, std::memory_order_relaxed) * loop.threads)
+        (*loop.item)(i);
+    }
     return;
   }
   for (int i = loop.next.fetch_add(1, std::memory_order_relaxed); i < loop.count;
@@ -86,6 +98,11 @@ class ThreadTeam {
     loop_.threads = threads;
     loop_.schedule = schedule;
     loop_.next.store(0, std::memory_order_relaxed);
+    if (loop_.taken_size < threads) {  // no participant is reading it: the team was idle
+      loop_.taken = std::make_unique<std::atomic<int>[]>(threads);
+      loop_.taken_size = threads;
+    }
+    for (int k = 0; k < threads; ++k) loop_.taken[k].store(0, std::memory_order_relaxed);
     loop_.pending.store(threads - 1, std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> lock(mutex_);

@@ -23,6 +23,9 @@ struct ThreadTeamOptions {
 enum class Schedule {
   Dynamic,  // each thread takes the next item when it is free: uneven items, a late thread
   Static,   // thread k of n takes items k, k + n, …: one item per thread, all at once
+  Affine,   // thread k first takes its own items k, k + n, … in order, then what is left of the
+            // others': the data an item left in a core's cache is read by the same core next,
+            // and a late thread's items still get done
 };
 
 // Runs item(i) for every i in [0, count) on up to `threads` threads, the caller among them, and

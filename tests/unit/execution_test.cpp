@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -223,12 +224,12 @@ std::vector<int> runCounts(int threads, int count, Schedule schedule) {
 }
 
 TEST(ThreadTeam, EveryItemRunsOnce) {
-  for (Schedule schedule : {Schedule::Dynamic, Schedule::Static})
+  for (Schedule schedule : {Schedule::Dynamic, Schedule::Static, Schedule::Affine})
     for (int threads : {1, 2, 3, 8})
       for (int count : {0, 1, 2, 7, 1000}) {
         const std::vector<int> runs = runCounts(threads, count, schedule);
         EXPECT_EQ(std::count(runs.begin(), runs.end(), 1), count)
-            << threads << " threads, " << count << " items, static " << (schedule == Schedule::Static);
+            << threads << " threads, " << count << " items, schedule " << static_cast<int>(schedule);
       }
 }
 
@@ -247,12 +248,41 @@ TEST(ThreadTeam, StaticGivesEachThreadItsItem) {
   EXPECT_EQ(ids[0], std::this_thread::get_id()) << "item 0 is the caller's";
 }
 
+TEST(ThreadTeam, AffineRunsAThreadsOwnItemsFirstThenTheOthers) {
+  // Item 0, the caller's first, waits until every other item has run; the worker's last own item,
+  // 7, waits until item 0 has started (so that the worker cannot take it first). The worker runs
+  // its own items 1, 3, 5, 7 in order, then the caller's 2, 4, 6, which the caller, held up,
+  // cannot reach.
+  std::vector<std::thread::id> ids(8);
+  std::vector<int> order;
+  std::mutex order_mutex;
+  std::atomic<int> done{0};
+  std::atomic<bool> first_started{false};
+  parallelFor(2, 8, [&](int i) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    if (i == 0) {
+      first_started = true;
+      while (done.load() < 7 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    }
+    if (i == 7)
+      while (!first_started.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+    ids[static_cast<std::size_t>(i)] = std::this_thread::get_id();
+    const std::lock_guard<std::mutex> lock(order_mutex);
+    order.push_back(i);
+    done.fetch_add(1);
+  }, Schedule::Affine);
+  EXPECT_EQ(order, (std::vector<int>{1, 3, 5, 7, 2, 4, 6, 0}));
+  EXPECT_EQ(ids[0], std::this_thread::get_id()) << "item 0 is the caller's";
+  for (int i = 1; i < 8; ++i) EXPECT_NE(ids[static_cast<std::size_t>(i)], ids[0]) << "item " << i;
+}
+
 TEST(ThreadTeam, SleepingWorkersWakeForTheNextLoop) {
   // No spinning: every loop after a pause finds the worker asleep and must wake it.
   setThreadTeamOptions(ThreadTeamOptions{0});
   for (int round = 0; round < 50; ++round) {
     std::this_thread::sleep_for(std::chrono::microseconds(round % 5 * 200));
-    const std::vector<int> runs = runCounts(2, 16, round % 2 ? Schedule::Static : Schedule::Dynamic);
+    const Schedule schedule = round % 3 == 0 ? Schedule::Static : round % 3 == 1 ? Schedule::Dynamic : Schedule::Affine;
+    const std::vector<int> runs = runCounts(2, 16, schedule);
     ASSERT_EQ(std::count(runs.begin(), runs.end(), 1), 16) << "round " << round;
   }
   setThreadTeamOptions(ThreadTeamOptions{});
