@@ -225,25 +225,30 @@ ATTNSCOPE_AVX2 void accumulateAvx2(int n, int nk, int hw, const float* P, int ld
   }
 }
 
-// exp(x) for x ≤ 0 (x − the row max), 8 at a time: Cephes' expf as Eigen's pexp has it
-// (x = m·ln 2 + r, |r| ≤ ln 2 / 2, a degree-5 polynomial, 2^m from the exponent bits); about 1 ulp.
-// Below −88 the result is 0 (exp(−88) ≈ 6e−39 is beneath float's normal range anyway).
+// exp(x) for x ≤ 0 (x − the row max), 8 at a time, as expNonPositiveAvx512: x = n·ln 2 + r with
+// n = round(x·log2 e), r in two parts (Cody and Waite: n·ln2_hi is exact), Cephes' degree-7
+// polynomial for e^r in Horner form, then × 2^n. n comes from the magic number 1.5·2^23 + 127:
+// t = x·log2 e + magic rounds to the nearest integer (t's ulp is 1) in one FMA, t − magic is n, and
+// t's low bits are the exponent field n + 127 of 2^n (AVX2 has no vscalefps); vroundps and the
+// conversions took 10 % more time. The clamp at −88 keeps n ≥ −127, and n = −127 (x < −87.68,
+// where exp < 8.4e−39 is beneath float's normal range anyway) gives the field 0, i.e. 0.0: exactly
+// +0 for the scores far below the max (−∞ and NaN included). Relative error ≤ 0.62·FLT_EPSILON
+// (0.89 ulp) over [−87, 0], measured against double; below, within FLT_MIN.
 ATTNSCOPE_AVX2_INLINE __m256 expNonPositiveAvx2(__m256 x) {
-  x = _mm256_max_ps(_mm256_min_ps(x, _mm256_setzero_ps()), _mm256_set1_ps(-88.0f));
-  const __m256 m = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
-  __m256 r = _mm256_fmadd_ps(m, _mm256_set1_ps(-0.693359375f), x);
-  r = _mm256_fmadd_ps(m, _mm256_set1_ps(2.12194440e-4f), r);
-  const __m256 r2 = _mm256_mul_ps(r, r), r3 = _mm256_mul_ps(r2, r);
+  const __m256 magic = _mm256_set1_ps(0x1.8p23f + 127.0f);
+  x = _mm256_max_ps(x, _mm256_set1_ps(-88.0f));
+  const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
+  const __m256 n = _mm256_sub_ps(t, magic);
+  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), x);
+  r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
   __m256 y = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r, _mm256_set1_ps(1.3981999507e-3f));
-  __m256 y1 = _mm256_fmadd_ps(_mm256_set1_ps(4.1665795894e-2f), r, _mm256_set1_ps(1.6666665459e-1f));
-  const __m256 y2 = _mm256_add_ps(r, _mm256_set1_ps(1.0f));
   y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
-  y1 = _mm256_fmadd_ps(y1, r, _mm256_set1_ps(5.0000001201e-1f));
-  y = _mm256_fmadd_ps(y, r3, y1);
-  y = _mm256_fmadd_ps(y, r2, y2);
-  // 2^m for m in [−127, 0]: m = −127 gives the exponent field 0, i.e. 0.0.
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(m), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
+  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t), 23)));
 }
 
 // Lanes of the `count` (≤ 8) keep bits from bit i on: all ones where kept.
@@ -271,79 +276,171 @@ ATTNSCOPE_AVX2_INLINE float maxLanes(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// Pass 1 of a softmax row on 8 scaled scores: all ones in `bad` where a score is not ≤ FLT_MAX in
-// magnitude (±∞ or NaN), and the running max of `for_max` (the scores, −∞ in lanes past the row).
-ATTNSCOPE_AVX2_INLINE void scanAvx2(__m256 x, __m256 for_max, __m256& mx, __m256& bad) {
+// All ones where x is not ≤ FLT_MAX in magnitude: ±∞ or NaN.
+ATTNSCOPE_AVX2_INLINE __m256 notFiniteAvx2(__m256 x) {
   const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  mx = _mm256_max_ps(mx, for_max);
-  bad = _mm256_or_ps(bad, _mm256_cmp_ps(_mm256_and_ps(x, magnitude),
-                                        _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_NLE_UQ));
+  return _mm256_cmp_ps(_mm256_and_ps(x, magnitude), _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_NLE_UQ);
 }
 
-// One row of the online softmax (tile_kernels.h), 8 keys at a time: pass 1 scales, takes the max
-// and flags anything not finite; pass 2 writes p = exp(s − m), sums it and applies the keep bits.
-// Each lane sums the keys j ≡ lane (mod 8) in order, and the lanes are added in one fixed tree.
-ATTNSCOPE_AVX2_INLINE SoftmaxRowResult softmaxRowAvx2(float* s, int nk, int valid, bool scaled, float divisor,
-                                                      float m_old, const std::uint64_t* keep,
-                                                      std::size_t keep_bit0) {
-  valid = std::clamp(valid, 0, nk);
-  const int whole = valid / 8 * 8, rest = valid - whole;
-  const __m256i tail = firstLanes(rest);
-  if (valid > 0) {
-    const __m256 div = _mm256_set1_ps(divisor);
-    __m256 mx = _mm256_set1_ps(-std::numeric_limits<float>::infinity()), bad = _mm256_setzero_ps();
-    for (int j = 0; j < whole; j += 8) {
-      __m256 x = _mm256_loadu_ps(s + j);
-      if (scaled) {
-        x = _mm256_div_ps(x, div);
-        _mm256_storeu_ps(s + j, x);
-      }
-      scanAvx2(x, x, mx, bad);
-    }
-    if (rest > 0) {
-      __m256 x = _mm256_maskload_ps(s + whole, tail);
-      if (scaled) {
-        x = _mm256_div_ps(x, div);
-        _mm256_maskstore_ps(s + whole, tail, x);
-      }
-      // Lanes past the row hold 0.0 (finite); for the max they are −∞.
-      const __m256 minus_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-      scanAvx2(x, _mm256_blendv_ps(minus_inf, x, _mm256_castsi256_ps(tail)), mx, bad);
-    }
-    const float m = std::max(m_old, maxLanes(mx));
-    const __m256 mv = _mm256_set1_ps(m);
-    __m256 sum = _mm256_setzero_ps();
-    for (int j = 0; j < whole; j += 8) {
-      __m256 p = expNonPositiveAvx2(_mm256_sub_ps(_mm256_loadu_ps(s + j), mv));
-      sum = _mm256_add_ps(sum, p);
-      if (keep != nullptr) p = _mm256_and_ps(p, keepLanes(keep, keep_bit0 + j, 8));
-      _mm256_storeu_ps(s + j, p);
-    }
-    if (rest > 0) {
-      __m256 p = _mm256_and_ps(expNonPositiveAvx2(_mm256_sub_ps(_mm256_maskload_ps(s + whole, tail), mv)),
-                               _mm256_castsi256_ps(tail));
-      sum = _mm256_add_ps(sum, p);
-      if (keep != nullptr) p = _mm256_and_ps(p, keepLanes(keep, keep_bit0 + whole, rest));
-      // Up to 8 keys of the row, zeros past `valid`.
-      _mm256_maskstore_ps(s + whole, firstLanes(std::min(8, nk - whole)), p);
-    }
-    const int done = rest > 0 ? std::min(nk, whole + 8) : whole;
-    std::fill(s + done, s + nk, 0.0f);
-    return {m, sumLanes(sum), _mm256_movemask_ps(bad) == 0};
+// x ÷ d bit for bit as the division, 8 at a time, without vdivps: as divideAvx512 (the same
+// correction, the same lanes divided). Masked: only the lanes `in_row` count (the others hold the
+// 0.0 of a masked load, which would take the division). Where no lane is divided the quotients are
+// finite (|q| ≤ FLT_MAX is part of the check); a divided lane may not be: flagged in `bad`.
+template <bool Masked>
+ATTNSCOPE_AVX2_INLINE __m256 divideAvx2(__m256 x, __m256 d, __m256 inverse, __m256 in_row, __m256& bad) {
+  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 q = _mm256_mul_ps(x, inverse);
+  const __m256 quotient = _mm256_fmadd_ps(_mm256_fnmadd_ps(d, q, x), inverse, q);
+  __m256 odd = _mm256_or_ps(_mm256_cmp_ps(_mm256_and_ps(x, magnitude), _mm256_set1_ps(0x1p-96f), _CMP_NGE_UQ),
+                            notFiniteAvx2(quotient));
+  if (Masked) odd = _mm256_and_ps(odd, in_row);
+  if (_mm256_movemask_ps(odd) == 0) return quotient;
+  const __m256 divided = _mm256_blendv_ps(quotient, _mm256_div_ps(x, d), odd);
+  bad = _mm256_or_ps(bad, notFiniteAvx2(divided));
+  return divided;
+}
+
+// Pass 1 of the softmax on 8 keys of a row at s: scales them (stored back), takes their running max
+// in mx and flags in `bad` what is not finite (±∞, NaN, a quotient that overflows). Masked: the
+// first `count` (< 8) lanes only; the others are neither read nor written, and −∞ for the max.
+template <bool Masked>
+ATTNSCOPE_AVX2_INLINE void scanAvx2(float* s, int count, bool scaled, __m256 d, __m256 inverse, __m256& mx,
+                                    __m256& bad) {
+  const __m256i lanes = Masked ? firstLanes(count) : _mm256_set1_epi32(-1);
+  const __m256 in_row = _mm256_castsi256_ps(lanes);
+  __m256 x = Masked ? _mm256_maskload_ps(s, lanes) : _mm256_loadu_ps(s);
+  if (scaled) {
+    x = divideAvx2<Masked>(x, d, inverse, in_row, bad);
+    if (Masked)
+      _mm256_maskstore_ps(s, lanes, x);
+    else
+      _mm256_storeu_ps(s, x);
+  } else {
+    bad = _mm256_or_ps(bad, notFiniteAvx2(x));  // the masked lanes' 0.0 is finite
   }
-  std::fill(s, s + nk, 0.0f);
-  return {m_old, 0.0f, true};
+  mx = _mm256_max_ps(mx, Masked ? _mm256_blendv_ps(_mm256_set1_ps(-std::numeric_limits<float>::infinity()), x, in_row)
+                                : x);
 }
 
-// The online softmax step of a tile (tile_kernels.h): one call for the tile's rows, whose setup
-// (constants, the call itself) cost as much as a short row's arithmetic.
+// Pass 2 on 8 keys of a row at s (key bit `bit` in keep): p = exp(s − m) added to `sum`, then the
+// keep bits applied and p written over s. Masked: the first `count` (< 8) lanes, 0 in the others
+// up to the tile's end, `room` (≥ 1) floats from s.
+template <bool Masked>
+ATTNSCOPE_AVX2_INLINE void weighAvx2(float* s, int count, int room, __m256 mv, __m256& sum,
+                                     const std::uint64_t* keep, std::size_t bit) {
+  const __m256i lanes = Masked ? firstLanes(count) : _mm256_set1_epi32(-1);
+  __m256 p;
+  if (Masked)
+    p = _mm256_and_ps(expNonPositiveAvx2(_mm256_sub_ps(_mm256_maskload_ps(s, lanes), mv)), _mm256_castsi256_ps(lanes));
+  else
+    p = expNonPositiveAvx2(_mm256_sub_ps(_mm256_loadu_ps(s), mv));
+  sum = _mm256_add_ps(sum, p);
+  if (keep != nullptr) p = _mm256_and_ps(p, keepLanes(keep, bit, Masked ? count : 8));
+  if (Masked && room < 8)
+    _mm256_maskstore_ps(s, firstLanes(room), p);
+  else
+    _mm256_storeu_ps(s, p);
+}
+
+// Zeros over the `room` (≥ 1) floats from s, at most 8.
+ATTNSCOPE_AVX2_INLINE void zeroAvx2(float* s, int room) {
+  if (room >= 8)
+    _mm256_storeu_ps(s, _mm256_setzero_ps());
+  else
+    _mm256_maskstore_ps(s, firstLanes(room), _mm256_setzero_ps());
+}
+
+// The online softmax step (tile_kernels.h) of R rows at once, 8 keys at a time, as
+// softmaxBlockAvx512: R independent chains of maxima and sums keep the vector units busy (with
+// the division and exp above, 4 rows: a full 128-key tile in 8.2 µs instead of 12.1 row by row
+// with vdivps; 2 rows 8.5, 8 rows 9.7, as they spill). Row r has valid[r] unmasked keys. Pass 1
+// scales, takes the max and flags anything not finite; pass 2 writes p = exp(s − m) (0 past the
+// row's keys, up to nk), sums it and applies the keep bits. Each lane sums the keys j ≡ lane (mod 8) in order and the lanes are added in one
+// fixed tree, so a row's bits do not depend on the rows beside it. The keys where every row has
+// whole vectors take no branch; the ragged ends branch per row and vector.
+template <int R>
+ATTNSCOPE_AVX2_INLINE void softmaxBlockAvx2(float* S, int lds, int nk, const int* valid, bool scaled, float divisor,
+                                            const float* m_old, const std::uint64_t* keep, std::size_t keep_bit0,
+                                            std::size_t keep_row_bits, SoftmaxRowResult* out) {
+  const __m256 d = _mm256_set1_ps(divisor), inverse = _mm256_set1_ps(1.0f / divisor);
+  int longest = 0, shortest = valid[0];
+  __m256 mx[R], bad[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    longest = std::max(longest, valid[r]);
+    shortest = std::min(shortest, valid[r]);
+    mx[r] = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    bad[r] = _mm256_setzero_ps();
+  }
+  const int whole = shortest / 8 * 8;  // keys where every row has whole vectors
+  for (int j = 0; j < whole; j += 8)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+      scanAvx2<false>(S + static_cast<std::ptrdiff_t>(r) * lds + j, 8, scaled, d, inverse, mx[r], bad[r]);
+  for (int j = whole; j < longest; j += 8)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const int count = valid[r] - j;
+      float* s = S + static_cast<std::ptrdiff_t>(r) * lds + j;
+      if (count >= 8)
+        scanAvx2<false>(s, count, scaled, d, inverse, mx[r], bad[r]);
+      else if (count > 0)
+        scanAvx2<true>(s, count, scaled, d, inverse, mx[r], bad[r]);
+    }
+  __m256 mv[R], sum[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    out[r].max = std::max(m_old[r], maxLanes(mx[r]));
+    mv[r] = _mm256_set1_ps(out[r].max);
+    sum[r] = _mm256_setzero_ps();
+  }
+  for (int j = 0; j < whole; j += 8)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+      weighAvx2<false>(S + static_cast<std::ptrdiff_t>(r) * lds + j, 8, 8, mv[r], sum[r], keep,
+                       keep_bit0 + r * keep_row_bits + j);
+  int j = whole;
+  for (; j < longest; j += 8)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const int count = valid[r] - j;
+      float* s = S + static_cast<std::ptrdiff_t>(r) * lds + j;
+      const std::size_t bit = keep_bit0 + r * keep_row_bits + j;
+      if (count >= 8)
+        weighAvx2<false>(s, count, nk - j, mv[r], sum[r], keep, bit);
+      else if (count > 0)
+        weighAvx2<true>(s, count, nk - j, mv[r], sum[r], keep, bit);
+      else
+        zeroAvx2(s, nk - j);
+    }
+  for (; j < nk; j += 8)  // past every row's keys
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) zeroAvx2(S + static_cast<std::ptrdiff_t>(r) * lds + j, nk - j);
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    out[r].sum = sumLanes(sum[r]);
+    out[r].finite = _mm256_movemask_ps(bad[r]) == 0;
+  }
+}
+
+// The online softmax step of a tile (tile_kernels.h): blocks of 4 rows, then the last rows.
 ATTNSCOPE_AVX2 void softmaxRowsAvx2(float* S, int lds, int n, int nk, int key_limit, bool scaled, float divisor,
                                     const float* m_old, const std::uint64_t* keep, std::size_t keep_bit0,
                                     std::size_t keep_row_bits, SoftmaxRowResult* out) {
   key_limit = clampLimit(key_limit, n, nk);
-  for (int r = 0; r < n; ++r)
-    out[r] = softmaxRowAvx2(S + static_cast<std::ptrdiff_t>(r) * lds, nk, keysFor(r, key_limit, nk), scaled, divisor,
-                            m_old[r], keep, keep_bit0 + r * keep_row_bits);
+  constexpr int kRows = 4;
+  int valid[kRows];
+  int r = 0;
+  for (; r + kRows <= n; r += kRows) {
+    for (int i = 0; i < kRows; ++i) valid[i] = keysFor(r + i, key_limit, nk);
+    softmaxBlockAvx2<kRows>(S + static_cast<std::ptrdiff_t>(r) * lds, lds, nk, valid, scaled, divisor, m_old + r, keep,
+                            keep_bit0 + r * keep_row_bits, keep_row_bits, out + r);
+  }
+  for (; r < n; ++r) {
+    valid[0] = keysFor(r, key_limit, nk);
+    softmaxBlockAvx2<1>(S + static_cast<std::ptrdiff_t>(r) * lds, lds, nk, valid, scaled, divisor, m_old + r, keep,
+                        keep_bit0 + r * keep_row_bits, keep_row_bits, out + r);
+  }
 }
 
 constexpr TileKernels kAvx2Kernels{Isa::Avx2, scoresAvx2, accumulateAvx2, softmaxRowsAvx2};
