@@ -437,11 +437,16 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   const float bar_w = std::max(p1.x - p0.x, std::min(size.x - left, px(120)));
   drawColorbar(draw, s, ImVec2(p0.x, bar_y), bar_w, px(8));
   const bool centred = s.colormap == Colormap::Coolwarm;
-  const auto [lo_text, hi_text] = colorbarEnds(s.range, s.scale, centred, s.range_text);
+  auto [lo_text, hi_text] = colorbarEnds(s.range, s.scale, centred, s.range_text);
+  const auto width = [&](const std::string& t) { return small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str()).x; };
+  // Words at the ends ("dropped 0", "kept ×1.11") that would run into each other on a narrow bar
+  // (a mask among six maps a head) keep their values only: "0", "×1.11".
+  if (width(lo_text) + width(hi_text) + px(6) > bar_w)
+    for (std::string* end : {&lo_text, &hi_text}) end->erase(0, end->find_last_of(' ') + 1);
   const char* lo = lo_text.c_str();
   const char* hi = hi_text.c_str();
   const ImVec2 hs = small->CalcTextSizeA(fs, FLT_MAX, 0, hi);
-  const float lo_w = small->CalcTextSizeA(fs, FLT_MAX, 0, lo).x;
+  const float lo_w = width(lo_text);
   draw->AddText(small, fs, ImVec2(p0.x, bar_y + px(10)), th.text_dim, lo);
   draw->AddText(small, fs, ImVec2(p0.x + bar_w - hs.x, bar_y + px(10)), th.text_dim, hi);
   // Ticks: a mark each; a label where it clears the ends and the label before it (and no legend
