@@ -1,6 +1,7 @@
 #include "engine/attention.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -449,25 +450,6 @@ struct AttentionTask {
   long long cost;  // multiply-adds, to hand out the heaviest first (the causal triangle's bottom)
 };
 
-// Items laid out for Schedule::Affine (engine/thread_team.h): slot k + t·threads holds the t-th
-// item, in the given order, of those whose home(item) is participant k; −1 where a participant has
-// fewer than the others. The team's threads keep their participant number from loop to loop, so
-// a task whose home is where its inputs were written finds them in that core's cache: medium's
-// attention read the projections from the other core's L2 half the time, 12 % slower.
-template <typename Home>
-void layOutByHome(int threads, int count, Home home, std::vector<int>& slots) {
-  thread_local std::vector<int> counts;  // items of each participant so far
-  counts.assign(threads, 0);
-  for (int i = 0; i < count; ++i) ++counts[home(i)];
-  const int rows = count == 0 ? 0 : *std::max_element(counts.begin(), counts.end());
-  slots.assign(static_cast<std::size_t>(rows) * threads, -1);
-  counts.assign(threads, 0);
-  for (int i = 0; i < count; ++i) {
-    const int k = home(i);
-    slots[static_cast<std::size_t>(counts[k]++) * threads + k] = i;
-  }
-}
-
 }  // namespace
 
 bool TraceRequest::keeps(int b) const {
@@ -530,7 +512,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   }
   // keep_words is the calling thread's (thread_local): the draws, on whichever thread, write through
   // this pointer, never through the name.
-  std::uint64_t* const keep_bits = w.keep.words == nullptr ? nullptr : keep_words.data();
+  std::uint64_t* const keep_bits = keep_words.data();
   const auto drawDropout = [&] {
     if (draws > 0) generator.fillDropoutKeepBits(keep_bits, draws, m.dropout);
   };
@@ -584,38 +566,36 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   const bool parallel = exec.parallel && work >= exec.min_parallel_work;
   const int threads = parallel ? resolveThreads(exec.threads) : 1;
 
-  // Each loop's items go first to the thread whose cache holds their inputs (layOutByHome): a
+  // Each loop's items go first to the thread whose cache holds their inputs (parallelForAtHome): a
   // projection block to the home of its [Q | K | V] block, an attention task and an output block to
   // the home of the projection block they read.
   const auto homeOf = [&](int b, int g) { return ((w.shared_projection ? 0 : b) * G + g) % threads; };
-  // The calling thread's, reused; the loops' items read it through this reference, since the name
-  // of a thread_local names another vector on each thread.
-  thread_local std::vector<int> slot_buffer;
-  std::vector<int>& slots = slot_buffer;
+  const bool beside_draws = draws > 0 && threads > 1 && hasProjections(m.variant);
+  if (!beside_draws) drawDropout();
   if (hasProjections(m.variant)) {
-    const bool beside_draws = draws > 0 && threads > 1;
     const int block = !fused ? kRowBlock : beside_draws ? kProjBlockBesideDraws : kProjBlock;
     const int blocks = (T + block - 1) / block;
     const int first = beside_draws ? 1 : 0;  // item 0 draws, at home on the last thread
-    if (!beside_draws) drawDropout();
-    // item = first + (p · G + g) · blocks + blk
-    layOutByHome(threads, first + projections * G * blocks,
-                 [&](int item) { return item < first ? threads - 1 : (item - first) / blocks % threads; },
-                 slots);
-    parallelFor(threads, static_cast<int>(slots.size()), [&](int slot) {
-      const int item = slots[slot];
-      if (item < 0) return;
-      if (item < first) return drawDropout();
-      if (exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed)) return;
+    const auto decode = [&](int item) {      // item = first + (p · G + g) · blocks + blk
       const int i = item - first;
-      const int p = i / (G * blocks), g = i / blocks % G, r0 = i % blocks * block, n = std::min(block, T - r0);
-      if (fused)
-        projectRowsFast(w, p, g, r0, n);
-      else
-        projectRows(w, p, g, r0, n);
-    }, Schedule::Affine);
-  } else {
-    drawDropout();
+      return std::array<int, 3>{i / (G * blocks), i / blocks % G, i % blocks * block};  // p, g, r0
+    };
+    parallelForAtHome(threads, first + projections * G * blocks,
+                      [&](int item) {
+                        if (item < first) return threads - 1;
+                        const auto [p, g, r0] = decode(item);
+                        return homeOf(p, g);
+                      },
+                      [&](int item) {
+                        if (item < first) return drawDropout();
+                        if (exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed)) return;
+                        const auto [p, g, r0] = decode(item);
+                        const int n = std::min(block, T - r0);
+                        if (fused)
+                          projectRowsFast(w, p, g, r0, n);
+                        else
+                          projectRows(w, p, g, r0, n);
+                      });
   }
 
   std::vector<AttentionTask> tasks;
@@ -634,12 +614,10 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   std::stable_sort(tasks.begin(), tasks.end(),
                    [](const AttentionTask& a, const AttentionTask& b) { return a.cost > b.cost; });
   const bool wrapper = m.variant == Variant::MultiHeadWrapper;
-  layOutByHome(threads, static_cast<int>(tasks.size()),
-               [&](int k) { return homeOf(tasks[k].b, wrapper ? tasks[k].h : 0); }, slots);
-  parallelFor(threads, static_cast<int>(slots.size()), [&](int slot) {
-    if (slots[slot] < 0) return;
+  parallelForAtHome(threads, static_cast<int>(tasks.size()),
+                    [&](int k) { return homeOf(tasks[k].b, wrapper ? tasks[k].h : 0); }, [&](int k) {
     if (exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed)) return;
-    const AttentionTask& a = tasks[slots[slot]];
+    const AttentionTask& a = tasks[k];
     if (a.kind == AttentionTask::Traced) {
       HeadTrace& head = heads[a.b][a.h];
       if (fused)
@@ -655,22 +633,19 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
       attendRowsFused(w, a.b, a.h, a.r0, a.n, ctx.data() + static_cast<std::size_t>(a.r0) * ctx.cols() + a.h * hw,
                       static_cast<int>(ctx.cols()));
     }
-  }, Schedule::Affine);
+  });
 
   if (exec.cancel != nullptr && exec.cancel->load()) throw Cancelled();
   const int out_block = fused ? kProjBlock : kRowBlock;
   const int out_blocks = (T + out_block - 1) / out_block;
   const int computed_count = request.outputs ? static_cast<int>(computed.size()) : 0;
   // i = c · out_blocks + blk
-  layOutByHome(threads, computed_count * out_blocks, [&](int i) { return homeOf(computed[i / out_blocks], 0); },
-               slots);
-  parallelFor(threads, static_cast<int>(slots.size()), [&](int slot) {
-    const int i = slots[slot];
-    if (i < 0) return;
-    const int b = computed[i / out_blocks], r0 = i % out_blocks * out_block;
-    const bool has_heads = !heads[b].empty();
-    outputRows(w, b, r0, std::min(out_block, T - r0), has_heads ? &heads[b] : nullptr, fused);
-  }, Schedule::Affine);
+  parallelForAtHome(threads, computed_count * out_blocks, [&](int i) { return homeOf(computed[i / out_blocks], 0); },
+                    [&](int i) {
+                      const int b = computed[i / out_blocks], r0 = i % out_blocks * out_block;
+                      const bool has_heads = !heads[b].empty();
+                      outputRows(w, b, r0, std::min(out_block, T - r0), has_heads ? &heads[b] : nullptr, fused);
+                    });
 
   if (w.overflow)
     throw ComputeError(

@@ -186,6 +186,25 @@ void parallelFor(int threads, int count, const std::function<void(int)>& item, S
   for (int i = 0; i < count; ++i) item(i);
 }
 
+void parallelForAtHome(int threads, int count, const std::function<int(int)>& home,
+                       const std::function<void(int)>& item) {
+  threads = std::max(1, std::min(threads, count));
+  // Affine gives thread k the slots k, k + n, …: slot k + t·n holds home k's t-th item, −1 where a
+  // home has fewer items than the busiest one.
+  std::vector<int> counts(threads, 0);
+  for (int i = 0; i < count; ++i) ++counts[home(i) % threads];
+  const int rows = count == 0 ? 0 : *std::max_element(counts.begin(), counts.end());
+  std::vector<int> slots(static_cast<std::size_t>(rows) * threads, -1);
+  std::fill(counts.begin(), counts.end(), 0);
+  for (int i = 0; i < count; ++i) {
+    const int k = home(i) % threads;
+    slots[static_cast<std::size_t>(counts[k]++) * threads + k] = i;
+  }
+  parallelFor(threads, static_cast<int>(slots.size()), [&](int slot) {
+    if (slots[slot] >= 0) item(slots[slot]);
+  }, Schedule::Affine);
+}
+
 int availableProcessors() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(CPU_COUNT(&set), 1);

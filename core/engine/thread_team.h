@@ -35,6 +35,13 @@ enum class Schedule {
 void parallelFor(int threads, int count, const std::function<void(int)>& item,
                  Schedule schedule = Schedule::Dynamic);
 
+// parallelFor on Schedule::Affine with each item's thread named: item i is first offered to
+// thread home(i) (0 … threads − 1, 0 the caller), items of one home in increasing i, and taken over
+// by another thread when that one is held up. The team's threads keep their numbers from loop to
+// loop, so an item whose home is the thread that wrote its inputs finds them in that core's cache.
+void parallelForAtHome(int threads, int count, const std::function<int(int)>& home,
+                       const std::function<void(int)>& item);
+
 // Processors this process may run on (its affinity mask), at least 1.
 int availableProcessors();
 

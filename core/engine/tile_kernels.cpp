@@ -455,9 +455,9 @@ constexpr TileKernels kAvx2Kernels{Isa::Avx2, scoresAvx2, accumulateAvx2, softma
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-// The first `count` (0 … 16) lanes.
+// The first `count` lanes of a vector, for any count (≤ 0: none; ≥ 16: all).
 ATTNSCOPE_AVX512_INLINE __mmask16 firstLanes16(int count) {
-  return static_cast<__mmask16>((1u << count) - 1u);
+  return static_cast<__mmask16>((1u << std::clamp(count, 0, 16)) - 1u);
 }
 
 // S = Q·Kᵀ (tile_kernels.h) as a packed linear product: scoresPacked.
@@ -569,11 +569,6 @@ ATTNSCOPE_AVX512_INLINE __m512 divideAvx512(__m512 x, __m512 d, __m512 inverse, 
   return odd == 0 ? quotient : _mm512_mask_div_ps(quotient, odd, x, d);
 }
 
-// Lanes 0 … count − 1 of a vector, for any count (≤ 0: none; ≥ 16: all).
-ATTNSCOPE_AVX512_INLINE __mmask16 lanesBefore(int count) {
-  return static_cast<__mmask16>((1u << std::clamp(count, 0, 16)) - 1u);
-}
-
 // The `count` (≤ 16) keep bits from bit i on, as a lane mask.
 ATTNSCOPE_AVX512_INLINE __mmask16 keepMask16(const std::uint64_t* keep, std::size_t i, int count) {
   const std::size_t word = i >> 6, shift = i & 63;
@@ -614,7 +609,7 @@ ATTNSCOPE_AVX512_INLINE void softmaxBlockAvx512(float* S, int lds, int nk, const
   for (int j = 0; j < longest; j += 16)
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const __mmask16 lanes = lanesBefore(valid[r] - j);
+      const __mmask16 lanes = firstLanes16(valid[r] - j);
       float* s = S + static_cast<std::ptrdiff_t>(r) * lds + j;
       __m512 x = _mm512_maskz_loadu_ps(lanes, s);
       if (scaled) {
@@ -632,10 +627,10 @@ ATTNSCOPE_AVX512_INLINE void softmaxBlockAvx512(float* S, int lds, int nk, const
     sum[r] = _mm512_setzero_ps();
   }
   for (int j = 0; j < nk; j += 16) {
-    const __mmask16 in_tile = lanesBefore(nk - j);
+    const __mmask16 in_tile = firstLanes16(nk - j);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const __mmask16 lanes = lanesBefore(valid[r] - j);
+      const __mmask16 lanes = firstLanes16(valid[r] - j);
       float* s = S + static_cast<std::ptrdiff_t>(r) * lds + j;
       __m512 p = _mm512_setzero_ps();
       if (lanes != 0) {

@@ -99,26 +99,24 @@ def openblas_core(python, env=None):
     return found.group(1) if found else None
 
 
-def torch_openblas_env(python):
-    """(environment for the torch side, {"detected", "used", "why"}). Torch is timed at its best on
-    this machine: when OpenBLAS falls back to a pre-AVX2 core on a CPU with AVX2, the torch side
-    runs with OPENBLAS_CORETYPE naming the core the CPU has (SkylakeX with AVX-512, else Haswell),
-    and the default core's time is recorded beside it. A core set by the caller is kept."""
-    env = dict(os.environ)
+def torch_openblas_core(python):
+    """{"detected", "used", "why", "coretype"}: torch is timed at its best on this machine. When
+    OpenBLAS falls back to a pre-AVX2 core on a CPU with AVX2, "coretype" is the OPENBLAS_CORETYPE
+    naming the core the CPU has (SkylakeX with AVX-512, else Haswell), for both sides; else None.
+    A core set by the caller is kept."""
     detected = openblas_core(python)
-    info = {"detected": detected, "used": detected, "why": "OpenBLAS's own choice"}
+    info = {"detected": detected, "used": detected, "why": "OpenBLAS's own choice", "coretype": None}
+    flags = cpu_flags()
     if "OPENBLAS_CORETYPE" in os.environ:
         info["why"] = "OPENBLAS_CORETYPE set by the caller"
-        return env, info
-    flags = cpu_flags()
-    if detected in GENERIC_OPENBLAS_CORES and {"avx2", "fma"} <= flags:
-        env["OPENBLAS_CORETYPE"] = ("SkylakeX" if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags
-                                    else "Haswell")
-        info["used"] = openblas_core(python, env)
+    elif detected in GENERIC_OPENBLAS_CORES and {"avx2", "fma"} <= flags:
+        avx512 = {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags
+        info["coretype"] = "SkylakeX" if avx512 else "Haswell"
+        info["used"] = openblas_core(python, dict(os.environ, OPENBLAS_CORETYPE=info["coretype"]))
         info["why"] = (f"OpenBLAS chose the generic core {detected} on a CPU with "
-                       f"{'AVX-512' if info['used'] == 'SkylakeX' else 'AVX2'}: torch is timed with "
-                       f"OPENBLAS_CORETYPE={env['OPENBLAS_CORETYPE']}, the stronger torch")
-    return env, info
+                       f"{'AVX-512' if avx512 else 'AVX2'}: torch is timed with "
+                       f"OPENBLAS_CORETYPE={info['coretype']}, the stronger torch")
+    return info
 
 
 def wait_until_idle(quiet_ms=1.0, step_s=0.01, limit_s=2.0):
@@ -443,10 +441,11 @@ def main():
         callgrind_cli = cli
     app = os.path.abspath(args.app or os.path.join(cli_dir, "attnscope"))
     started, load_before = time.monotonic(), load_average()
-    # Both sides see OpenBLAS at its best: our `openblas` GEMM figure and torch (torch_openblas_env).
+    # Both sides see OpenBLAS at its best: our `openblas` GEMM figure and torch (torch_openblas_core).
     default_env = dict(os.environ)
-    torch_env, openblas = torch_openblas_env(args.python)
-    os.environ.update(torch_env)
+    openblas = torch_openblas_core(args.python)
+    if openblas["coretype"] is not None:
+        os.environ["OPENBLAS_CORETYPE"] = openblas["coretype"]
 
     with tempfile.TemporaryDirectory(prefix="attnscope-bench.") as tmp:
         workspaces = derived_workspaces(args.assets, tmp)

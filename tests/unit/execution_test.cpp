@@ -248,6 +248,21 @@ TEST(ThreadTeam, StaticGivesEachThreadItsItem) {
   EXPECT_EQ(ids[0], std::this_thread::get_id()) << "item 0 is the caller's";
 }
 
+TEST(ThreadTeam, AtHomeRunsEveryItemOnceWhateverTheHomes) {
+  // Uneven homes (all on one thread, every third, past the thread count) pad the layout with
+  // empty slots; none of them may run an item, and no item may be lost.
+  for (int threads : {1, 2, 3})
+    for (int count : {0, 1, 5, 100})
+      for (int spread : {1, 3, 7}) {
+        std::vector<std::atomic<int>> runs(static_cast<std::size_t>(count));
+        parallelForAtHome(threads, count, [&](int i) { return i % spread == 0 ? 0 : i % spread; },
+                          [&](int i) { runs[static_cast<std::size_t>(i)].fetch_add(1); });
+        for (int i = 0; i < count; ++i)
+          ASSERT_EQ(runs[static_cast<std::size_t>(i)].load(), 1)
+              << threads << " threads, " << count << " items, spread " << spread << ", item " << i;
+      }
+}
+
 TEST(ThreadTeam, AffineRunsAThreadsOwnItemsFirstThenTheOthers) {
   // Item 0, the caller's first, waits until every other item has run; the worker's last own item,
   // 7, waits until item 0 has started (so that the worker cannot take it first). The worker runs
