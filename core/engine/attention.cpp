@@ -312,10 +312,11 @@ void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head) {
 
 // The fused kernel (flash attention): context rows [r0, r0+n) of head h of element b, written to
 // `ctx` (row stride ldc), without ever holding a T × T map. Same maths as attendRows with softmax
-// normalization: per key tile of kKeyTile columns, S = Q Kᵀ, ÷ √d_k, the causal mask on the
-// tiles that cross the diagonal (tiles wholly above it are skipped, and inside a crossing tile the
-// micro-kernels' register blocks above the diagonal too), an online softmax (running row max m
-// and sum l; earlier partial sums are rescaled by exp(m_old − m_new) when m grows), dropout from
+// normalization: per key tile of kKeyTile columns, S = Q Kᵀ, the causal mask on the tiles that
+// cross the diagonal (tiles wholly above it are skipped, and inside a crossing tile the
+// micro-kernels' register blocks above the diagonal too), an online softmax whose exponent holds
+// the ÷ √d_k (p = 2^((s − m)·log₂e/√d_k) with m the running max of the raw scores, and the sum l;
+// earlier partial sums are rescaled by 2^((m_old − m_new)·log₂e/√d_k) when m grows), dropout from
 // the keep bits (l counts every weight, P·V only the kept ones), then
 // ctx = (Σ kept p·V) · (1/(1 − p)) / l. Shapes: Q n × w, K and V T × w, tiles n × kKeyTile.
 // The products and the softmax rows are the micro-kernels of tile_kernels.h, chosen once per
@@ -323,8 +324,8 @@ void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head) {
 void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) {
   const Trace& t = *w.trace;
   const int T = t.tokens, hw = t.head_width;
-  const bool causal = t.model.causal, scaled = t.model.scale == Scale::SqrtDk;
-  const float divisor = t.scale_divisor;
+  const bool causal = t.model.causal;
+  const float log2_scale = log2Scale(t.scale_divisor);
   const HeadInputs in = headInputs(w, b, h);
   const std::size_t keep0 = dropoutOffset(t, b, h);
   const TileKernels& kernels = activeTileKernels();
@@ -368,14 +369,14 @@ void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) 
     if (copy_tiles) copy_rows(v, v_buf.data()), v = v_buf.data(), ldv = hw;
     if (copy_keys) copy_rows(k, k_buf.data()), k = k_buf.data(), ldk = hw;
     kernels.scores(n, nk, hw, q, in.ld, k, ldk, S, kKeyTile, key_limit);
-    kernels.softmaxRows(S, kKeyTile, n, nk, key_limit, scaled, divisor, m_buf.data(), w.keep.words,
+    kernels.softmaxRows(S, kKeyTile, n, nk, key_limit, log2_scale, m_buf.data(), w.keep.words,
                         keep0 + static_cast<std::size_t>(r0) * T + j0, T, rows.data());
     for (int r = 0; r < n; ++r) {
       if (r + key_limit <= 0) continue;  // no unmasked key in this tile
       const SoftmaxRowResult& row = rows[r];
       if (!row.finite) finite = false;
-      // exp(m_old − m_new): 0 on the row's first tile (m_old = −∞, l and acc still 0), exactly 1
-      // while the max stays.
+      // 2^((m_old − m_new)·log2_scale): 0 on the row's first tile (m_old = −∞, l and acc still 0),
+      // exactly 1 while the max stays.
       const float m_old = m_buf[r];
       m_buf[r] = row.max;
       if (m_old == negInf()) {
@@ -383,7 +384,7 @@ void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) 
       } else if (row.max == m_old) {
         l_buf[r] += row.sum;
       } else {
-        const float correction = std::exp(m_old - row.max);
+        const float correction = std::exp2((m_old - row.max) * log2_scale);
         l_buf[r] = l_buf[r] * correction + row.sum;
         float* a = acc + static_cast<std::size_t>(r) * hw;
         for (int c = 0; c < hw; ++c) a[c] *= correction;

@@ -85,7 +85,7 @@ void accumulateScalar(int n, int nk, int hw, const float* P, int ldp, const floa
 }
 
 // One row of the online softmax (tile_kernels.h); s: nk floats, the first `valid` unmasked.
-SoftmaxRowResult softmaxRowScalar(float* s, int nk, int valid, bool scaled, float divisor, float m_old,
+SoftmaxRowResult softmaxRowScalar(float* s, int nk, int valid, float log2_scale, float m_old,
                                   const std::uint64_t* keep, std::size_t keep_bit0) {
   valid = std::clamp(valid, 0, nk);
   if (valid == 0) {
@@ -95,14 +95,12 @@ SoftmaxRowResult softmaxRowScalar(float* s, int nk, int valid, bool scaled, floa
   bool finite = true;
   float m = m_old;
   for (int j = 0; j < valid; ++j) {
-    const float x = scaled ? s[j] / divisor : s[j];
-    s[j] = x;
-    finite = finite && std::isfinite(x);
-    m = std::max(m, x);
+    finite = finite && std::isfinite(s[j]);
+    m = std::max(m, s[j]);
   }
   double sum = 0.0;  // as the reference loops sum (the SIMD versions keep 8 or 16 float partial sums)
   for (int j = 0; j < valid; ++j) {
-    const float p = std::exp(s[j] - m);
+    const float p = std::exp2((s[j] - m) * log2_scale);
     sum += p;
     s[j] = keep == nullptr || keptBit(keep, keep_bit0 + j) ? p : 0.0f;
   }
@@ -111,12 +109,12 @@ SoftmaxRowResult softmaxRowScalar(float* s, int nk, int valid, bool scaled, floa
 }
 
 // The online softmax step of a tile, row after row (tile_kernels.h).
-void softmaxRowsScalar(float* S, int lds, int n, int nk, int key_limit, bool scaled, float divisor,
-                       const float* m_old, const std::uint64_t* keep, std::size_t keep_bit0,
-                       std::size_t keep_row_bits, SoftmaxRowResult* out) {
+void softmaxRowsScalar(float* S, int lds, int n, int nk, int key_limit, float log2_scale, const float* m_old,
+                       const std::uint64_t* keep, std::size_t keep_bit0, std::size_t keep_row_bits,
+                       SoftmaxRowResult* out) {
   key_limit = clampLimit(key_limit, n, nk);
   for (int r = 0; r < n; ++r)
-    out[r] = softmaxRowScalar(S + static_cast<std::ptrdiff_t>(r) * lds, nk, keysFor(r, key_limit, nk), scaled, divisor,
+    out[r] = softmaxRowScalar(S + static_cast<std::ptrdiff_t>(r) * lds, nk, keysFor(r, key_limit, nk), log2_scale,
                               m_old[r], keep, keep_bit0 + r * keep_row_bits);
 }
 
@@ -225,30 +223,27 @@ ATTNSCOPE_AVX2 void accumulateAvx2(int n, int nk, int hw, const float* P, int ld
   }
 }
 
-// exp(x) for x ≤ 0 (x − the row max), 8 at a time, as expNonPositiveAvx512: x = n·ln 2 + r with
-// n = round(x·log2 e), r in two parts (Cody and Waite: n·ln2_hi is exact), Cephes' degree-7
-// polynomial for e^r in Horner form, then × 2^n. n comes from the magic number 1.5·2^23 + 127:
-// t = x·log2 e + magic rounds to the nearest integer (t's ulp is 1) in one FMA, t − magic is n, and
-// t's low bits are the exponent field n + 127 of 2^n (AVX2 has no vscalefps); vroundps and the
-// conversions took 10 % more time. The clamp at −88 keeps n ≥ −127, and n = −127 (x < −87.68,
-// where exp < 8.4e−39 is beneath float's normal range anyway) gives the field 0, i.e. 0.0: exactly
-// +0 for the scores far below the max (−∞ and NaN included). Relative error ≤ 0.62·FLT_EPSILON
-// (0.89 ulp) over [−87, 0], measured against double; below, within FLT_MIN.
-ATTNSCOPE_AVX2_INLINE __m256 expNonPositiveAvx2(__m256 x) {
+// 2^f for f in [−½, ½]: a degree-6 polynomial in Horner form, fitted to 2^f's relative error
+// (near-minimax; within 1.7 ulp of 2^f when evaluated in float with FMAs), shared by both versions.
+constexpr float kExp2Coefficients[] = {0x1.41fbbcp-13f, 0x1.5f3e54p-10f, 0x1.3b2d4cp-7f,
+                                       0x1.c6aee8p-5f,  0x1.ebfbdcp-3f,  0x1.62e430p-1f};
+
+// 2^t for t ≤ 0 (the softmax's exponent, tile_kernels.h), 8 at a time: t = n + f with n the
+// nearest integer, 2^f by the polynomial, × 2^n. n comes from the magic number 1.5·2^23 + 127:
+// t + magic rounds to the nearest integer (its ulp is 1), minus magic is n, and its low bits are
+// the exponent field n + 127 of 2^n (AVX2 has no vscalefps; vroundps and the conversions cost
+// 10 % more). The clamp at −127 keeps the field ≥ 0, and n = −127 (t < −126.5, where 2^t is
+// beneath float's normal range anyway) gives the field 0, i.e. exactly +0 (−∞ and NaN included).
+ATTNSCOPE_AVX2_INLINE __m256 exp2NonPositiveAvx2(__m256 t) {
   const __m256 magic = _mm256_set1_ps(0x1.8p23f + 127.0f);
-  x = _mm256_max_ps(x, _mm256_set1_ps(-88.0f));
-  const __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), magic);
-  const __m256 n = _mm256_sub_ps(t, magic);
-  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), x);
-  r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
-  __m256 y = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r, _mm256_set1_ps(1.3981999507e-3f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
-  y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
-  return _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(t), 23)));
+  t = _mm256_max_ps(t, _mm256_set1_ps(-127.0f));
+  const __m256 shifted = _mm256_add_ps(t, magic);
+  const __m256 f = _mm256_sub_ps(t, _mm256_sub_ps(shifted, magic));
+  __m256 y = _mm256_set1_ps(kExp2Coefficients[0]);
+#pragma GCC unroll 6
+  for (int k = 1; k < 6; ++k) y = _mm256_fmadd_ps(y, f, _mm256_set1_ps(kExp2Coefficients[k]));
+  y = _mm256_fmadd_ps(y, f, _mm256_set1_ps(1.0f));
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(shifted), 23)));
 }
 
 // Lanes of the `count` (≤ 8) keep bits from bit i on: all ones where kept.
@@ -276,64 +271,29 @@ ATTNSCOPE_AVX2_INLINE float maxLanes(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// All ones where x is not ≤ FLT_MAX in magnitude: ±∞ or NaN.
-ATTNSCOPE_AVX2_INLINE __m256 notFiniteAvx2(__m256 x) {
-  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  return _mm256_cmp_ps(_mm256_and_ps(x, magnitude), _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_NLE_UQ);
-}
-
-// x ÷ d bit for bit as the division, 8 at a time, without vdivps: as divideAvx512 (the same
-// correction, the same lanes divided). Masked: only the lanes `in_row` count (the others hold the
-// 0.0 of a masked load, which would take the division). Where no lane is divided the quotients are
-// finite (|q| ≤ FLT_MAX is part of the check); a divided lane may not be: flagged in `bad`.
+// Pass 1 of the softmax on 8 keys of a row at s: their running max in mx, and x·0 added to `nan`,
+// which stays 0 while every score is finite (±∞·0 and NaN·0 are NaN: one FMA a vector). Masked: the
+// first `count` (< 8) lanes only; the others are not read, and −∞ for the max.
 template <bool Masked>
-ATTNSCOPE_AVX2_INLINE __m256 divideAvx2(__m256 x, __m256 d, __m256 inverse, __m256 in_row, __m256& bad) {
-  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
-  const __m256 q = _mm256_mul_ps(x, inverse);
-  const __m256 quotient = _mm256_fmadd_ps(_mm256_fnmadd_ps(d, q, x), inverse, q);
-  __m256 odd = _mm256_or_ps(_mm256_cmp_ps(_mm256_and_ps(x, magnitude), _mm256_set1_ps(0x1p-96f), _CMP_NGE_UQ),
-                            notFiniteAvx2(quotient));
-  if (Masked) odd = _mm256_and_ps(odd, in_row);
-  if (_mm256_movemask_ps(odd) == 0) return quotient;
-  const __m256 divided = _mm256_blendv_ps(quotient, _mm256_div_ps(x, d), odd);
-  bad = _mm256_or_ps(bad, notFiniteAvx2(divided));
-  return divided;
-}
-
-// Pass 1 of the softmax on 8 keys of a row at s: scales them (stored back), takes their running max
-// in mx and flags in `bad` what is not finite (±∞, NaN, a quotient that overflows). Masked: the
-// first `count` (< 8) lanes only; the others are neither read nor written, and −∞ for the max.
-template <bool Masked>
-ATTNSCOPE_AVX2_INLINE void scanAvx2(float* s, int count, bool scaled, __m256 d, __m256 inverse, __m256& mx,
-                                    __m256& bad) {
+ATTNSCOPE_AVX2_INLINE void scanAvx2(const float* s, int count, __m256& mx, __m256& nan) {
   const __m256i lanes = Masked ? firstLanes(count) : _mm256_set1_epi32(-1);
-  const __m256 in_row = _mm256_castsi256_ps(lanes);
-  __m256 x = Masked ? _mm256_maskload_ps(s, lanes) : _mm256_loadu_ps(s);
-  if (scaled) {
-    x = divideAvx2<Masked>(x, d, inverse, in_row, bad);
-    if (Masked)
-      _mm256_maskstore_ps(s, lanes, x);
-    else
-      _mm256_storeu_ps(s, x);
-  } else {
-    bad = _mm256_or_ps(bad, notFiniteAvx2(x));  // the masked lanes' 0.0 is finite
-  }
-  mx = _mm256_max_ps(mx, Masked ? _mm256_blendv_ps(_mm256_set1_ps(-std::numeric_limits<float>::infinity()), x, in_row)
+  const __m256 x = Masked ? _mm256_maskload_ps(s, lanes) : _mm256_loadu_ps(s);
+  nan = _mm256_fmadd_ps(x, _mm256_setzero_ps(), nan);  // the masked lanes' 0.0 is finite
+  mx = _mm256_max_ps(mx, Masked ? _mm256_blendv_ps(_mm256_set1_ps(-std::numeric_limits<float>::infinity()), x,
+                                                   _mm256_castsi256_ps(lanes))
                                 : x);
 }
 
-// Pass 2 on 8 keys of a row at s (key bit `bit` in keep): p = exp(s − m) added to `sum`, then the
-// keep bits applied and p written over s. Masked: the first `count` (< 8) lanes, 0 in the others
-// up to the tile's end, `room` (≥ 1) floats from s.
+// Pass 2 on 8 keys of a row at s (key bit `bit` in keep): p = 2^((s − m)·log2_scale) added to
+// `sum`, then the keep bits applied and p written over s. Masked: the first `count` (< 8) lanes,
+// 0 in the others up to the tile's end, `room` (≥ 1) floats from s.
 template <bool Masked>
-ATTNSCOPE_AVX2_INLINE void weighAvx2(float* s, int count, int room, __m256 mv, __m256& sum,
+ATTNSCOPE_AVX2_INLINE void weighAvx2(float* s, int count, int room, __m256 mv, __m256 log2_scale, __m256& sum,
                                      const std::uint64_t* keep, std::size_t bit) {
   const __m256i lanes = Masked ? firstLanes(count) : _mm256_set1_epi32(-1);
-  __m256 p;
-  if (Masked)
-    p = _mm256_and_ps(expNonPositiveAvx2(_mm256_sub_ps(_mm256_maskload_ps(s, lanes), mv)), _mm256_castsi256_ps(lanes));
-  else
-    p = expNonPositiveAvx2(_mm256_sub_ps(_mm256_loadu_ps(s), mv));
+  const __m256 x = Masked ? _mm256_maskload_ps(s, lanes) : _mm256_loadu_ps(s);
+  __m256 p = exp2NonPositiveAvx2(_mm256_mul_ps(_mm256_sub_ps(x, mv), log2_scale));
+  if (Masked) p = _mm256_and_ps(p, _mm256_castsi256_ps(lanes));
   sum = _mm256_add_ps(sum, p);
   if (keep != nullptr) p = _mm256_and_ps(p, keepLanes(keep, bit, Masked ? count : 8));
   if (Masked && room < 8)
@@ -351,41 +311,41 @@ ATTNSCOPE_AVX2_INLINE void zeroAvx2(float* s, int room) {
 }
 
 // The online softmax step (tile_kernels.h) of R rows at once, 8 keys at a time, as
-// softmaxBlockAvx512: R independent chains of maxima and sums keep the vector units busy (with
-// the division and exp above, 4 rows: a full 128-key tile in 8.2 µs instead of 12.1 row by row
-// with vdivps; 2 rows 8.5, 8 rows 9.7, as they spill). Row r has valid[r] unmasked keys. Pass 1
-// scales, takes the max and flags anything not finite; pass 2 writes p = exp(s − m) (0 past the
-// row's keys, up to nk), sums it and applies the keep bits. Each lane sums the keys j ≡ lane (mod 8) in order and the lanes are added in one
+// softmaxBlockAvx512: R independent chains of maxima and sums keep the vector units busy (4 rows:
+// a full 128-key tile in 8.2 µs instead of 12.1 row by row, Xeon; 2 rows 8.5, 8 rows 9.7, as they
+// spill). Row r has valid[r] unmasked keys. Pass 1 takes the max and flags anything not finite;
+// pass 2 writes p = 2^((s − m)·log2_scale) (0 past the row's keys, up to nk), sums it and applies
+// the keep bits. Each lane sums the keys j ≡ lane (mod 8) in order and the lanes are added in one
 // fixed tree, so a row's bits do not depend on the rows beside it. The keys where every row has
 // whole vectors take no branch; the ragged ends branch per row and vector.
 template <int R>
-ATTNSCOPE_AVX2_INLINE void softmaxBlockAvx2(float* S, int lds, int nk, const int* valid, bool scaled, float divisor,
+ATTNSCOPE_AVX2_INLINE void softmaxBlockAvx2(float* S, int lds, int nk, const int* valid, float log2_scale,
                                             const float* m_old, const std::uint64_t* keep, std::size_t keep_bit0,
                                             std::size_t keep_row_bits, SoftmaxRowResult* out) {
-  const __m256 d = _mm256_set1_ps(divisor), inverse = _mm256_set1_ps(1.0f / divisor);
+  const __m256 scale = _mm256_set1_ps(log2_scale);
   int longest = 0, shortest = valid[0];
-  __m256 mx[R], bad[R];
+  __m256 mx[R], nan[R];  // nan: 0 while every score seen is finite (scanAvx2)
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     longest = std::max(longest, valid[r]);
     shortest = std::min(shortest, valid[r]);
     mx[r] = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-    bad[r] = _mm256_setzero_ps();
+    nan[r] = _mm256_setzero_ps();
   }
   const int whole = shortest / 8 * 8;  // keys where every row has whole vectors
   for (int j = 0; j < whole; j += 8)
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
-      scanAvx2<false>(S + static_cast<std::ptrdiff_t>(r) * lds + j, 8, scaled, d, inverse, mx[r], bad[r]);
+      scanAvx2<false>(S + static_cast<std::ptrdiff_t>(r) * lds + j, 8, mx[r], nan[r]);
   for (int j = whole; j < longest; j += 8)
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const int count = valid[r] - j;
-      float* s = S + static_cast<std::ptrdiff_t>(r) * lds + j;
+      const float* s = S + static_cast<std::ptrdiff_t>(r) * lds + j;
       if (count >= 8)
-        scanAvx2<false>(s, count, scaled, d, inverse, mx[r], bad[r]);
+        scanAvx2<false>(s, count, mx[r], nan[r]);
       else if (count > 0)
-        scanAvx2<true>(s, count, scaled, d, inverse, mx[r], bad[r]);
+        scanAvx2<true>(s, count, mx[r], nan[r]);
     }
   __m256 mv[R], sum[R];
 #pragma GCC unroll 4
@@ -397,7 +357,7 @@ ATTNSCOPE_AVX2_INLINE void softmaxBlockAvx2(float* S, int lds, int nk, const int
   for (int j = 0; j < whole; j += 8)
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r)
-      weighAvx2<false>(S + static_cast<std::ptrdiff_t>(r) * lds + j, 8, 8, mv[r], sum[r], keep,
+      weighAvx2<false>(S + static_cast<std::ptrdiff_t>(r) * lds + j, 8, 8, mv[r], scale, sum[r], keep,
                        keep_bit0 + r * keep_row_bits + j);
   int j = whole;
   for (; j < longest; j += 8)
@@ -407,9 +367,9 @@ ATTNSCOPE_AVX2_INLINE void softmaxBlockAvx2(float* S, int lds, int nk, const int
       float* s = S + static_cast<std::ptrdiff_t>(r) * lds + j;
       const std::size_t bit = keep_bit0 + r * keep_row_bits + j;
       if (count >= 8)
-        weighAvx2<false>(s, count, nk - j, mv[r], sum[r], keep, bit);
+        weighAvx2<false>(s, count, nk - j, mv[r], scale, sum[r], keep, bit);
       else if (count > 0)
-        weighAvx2<true>(s, count, nk - j, mv[r], sum[r], keep, bit);
+        weighAvx2<true>(s, count, nk - j, mv[r], scale, sum[r], keep, bit);
       else
         zeroAvx2(s, nk - j);
     }
@@ -419,12 +379,12 @@ ATTNSCOPE_AVX2_INLINE void softmaxBlockAvx2(float* S, int lds, int nk, const int
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     out[r].sum = sumLanes(sum[r]);
-    out[r].finite = _mm256_movemask_ps(bad[r]) == 0;
+    out[r].finite = _mm256_movemask_ps(_mm256_cmp_ps(nan[r], _mm256_setzero_ps(), _CMP_NEQ_UQ)) == 0;
   }
 }
 
 // The online softmax step of a tile (tile_kernels.h): blocks of 4 rows, then the last rows.
-ATTNSCOPE_AVX2 void softmaxRowsAvx2(float* S, int lds, int n, int nk, int key_limit, bool scaled, float divisor,
+ATTNSCOPE_AVX2 void softmaxRowsAvx2(float* S, int lds, int n, int nk, int key_limit, float log2_scale,
                                     const float* m_old, const std::uint64_t* keep, std::size_t keep_bit0,
                                     std::size_t keep_row_bits, SoftmaxRowResult* out) {
   key_limit = clampLimit(key_limit, n, nk);
@@ -433,12 +393,12 @@ ATTNSCOPE_AVX2 void softmaxRowsAvx2(float* S, int lds, int n, int nk, int key_li
   int r = 0;
   for (; r + kRows <= n; r += kRows) {
     for (int i = 0; i < kRows; ++i) valid[i] = keysFor(r + i, key_limit, nk);
-    softmaxBlockAvx2<kRows>(S + static_cast<std::ptrdiff_t>(r) * lds, lds, nk, valid, scaled, divisor, m_old + r, keep,
+    softmaxBlockAvx2<kRows>(S + static_cast<std::ptrdiff_t>(r) * lds, lds, nk, valid, log2_scale, m_old + r, keep,
                             keep_bit0 + r * keep_row_bits, keep_row_bits, out + r);
   }
   for (; r < n; ++r) {
     valid[0] = keysFor(r, key_limit, nk);
-    softmaxBlockAvx2<1>(S + static_cast<std::ptrdiff_t>(r) * lds, lds, nk, valid, scaled, divisor, m_old + r, keep,
+    softmaxBlockAvx2<1>(S + static_cast<std::ptrdiff_t>(r) * lds, lds, nk, valid, log2_scale, m_old + r, keep,
                         keep_bit0 + r * keep_row_bits, keep_row_bits, out + r);
   }
 }
@@ -532,41 +492,18 @@ ATTNSCOPE_AVX512 void accumulateAvx512(int n, int nk, int hw, const float* P, in
                             acc + static_cast<std::ptrdiff_t>(r) * ldacc, ldacc, tail);
 }
 
-// exp(x) for x ≤ 0 (x − the row max), 16 at a time: x = n·ln 2 + r with n = round(x·log2 e), r in
-// two parts (Cody and Waite: n·ln2_hi is exact), Cephes' degree-7 polynomial for e^r in Horner
-// form, then × 2^n by vscalefps, which rounds into the subnormals and gives 0 below them. Within
-// 0.62 ulp of exp over [−103, 0] (measured against double). Below −104 exp is 0 in float; the
-// clamp keeps r small for scores lower still.
-ATTNSCOPE_AVX512_INLINE __m512 expNonPositiveAvx512(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
-  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
-  __m512 y = _mm512_fmadd_ps(_mm512_set1_ps(1.9875691500e-4f), r, _mm512_set1_ps(1.3981999507e-3f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.0f));
-  y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.0f));
+// 2^t for t ≤ 0, 16 at a time, as exp2NonPositiveAvx2, × 2^n by vscalefps, which rounds into the
+// subnormals and gives 0 below them. The clamp turns −∞ (a score minus a max that overflows) into
+// a t whose 2^t is 0, where −∞ − (−∞) would be NaN.
+ATTNSCOPE_AVX512_INLINE __m512 exp2NonPositiveAvx512(__m512 t) {
+  t = _mm512_max_ps(t, _mm512_set1_ps(-160.0f));
+  const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(t, n);
+  __m512 y = _mm512_set1_ps(kExp2Coefficients[0]);
+#pragma GCC unroll 6
+  for (int k = 1; k < 6; ++k) y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(kExp2Coefficients[k]));
+  y = _mm512_fmadd_ps(y, f, _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(y, n);
-}
-
-// x ÷ d in the lanes `lanes`, bit for bit as the division, without vdivps (issued once per 10
-// cycles on Intel's cores: 20 % of a tile's softmax). q = x·(1/d) is within an ulp of x/d, the
-// remainder x − d·q is exact in one FMA, and q + remainder·(1/d) rounds to x/d (Markstein's
-// correction). It is exact unless the remainder falls below float's normal range (|x| < 2^-96)
-// or x or the quotient is not finite: those lanes are divided. Checked over all 2^32 floats for
-// d = √w, w = 1 … 80 (DESIGN.md §2.3).
-ATTNSCOPE_AVX512_INLINE __m512 divideAvx512(__m512 x, __m512 d, __m512 inverse, __mmask16 lanes) {
-  const __m512 q = _mm512_mul_ps(x, inverse);
-  const __m512 quotient = _mm512_fmadd_ps(_mm512_fnmadd_ps(d, q, x), inverse, q);
-  const __mmask16 odd =
-      _mm512_mask_cmp_ps_mask(lanes, _mm512_abs_ps(x), _mm512_set1_ps(0x1p-96f), _CMP_NGE_UQ) |
-      _mm512_mask_cmp_ps_mask(lanes, _mm512_abs_ps(quotient), _mm512_set1_ps(std::numeric_limits<float>::max()),
-                              _CMP_NLE_UQ);
-  return odd == 0 ? quotient : _mm512_mask_div_ps(quotient, odd, x, d);
 }
 
 // The `count` (≤ 16) keep bits from bit i on, as a lane mask.
@@ -583,69 +520,91 @@ ATTNSCOPE_AVX512_INLINE float sumLanes16(__m512 v) {
   return sumLanes(_mm256_add_ps(_mm512_castps512_ps256(v), high));
 }
 
+// Pass 2 of the softmax on 16 keys of a row at s (key bit `bit` in keep): p = 2^((s − m)·scale) in
+// the lanes `lanes` (0 in the others), added to `sum`, then the keep bits applied and p written
+// over s in the lanes `room`.
+template <bool Masked>
+ATTNSCOPE_AVX512_INLINE void weighAvx512(float* s, __mmask16 lanes, __mmask16 room, __m512 mv, __m512 scale,
+                                         __m512& sum, const std::uint64_t* keep, std::size_t bit) {
+  const __m512 x = Masked ? _mm512_maskz_loadu_ps(lanes, s) : _mm512_loadu_ps(s);
+  __m512 p = exp2NonPositiveAvx512(_mm512_mul_ps(_mm512_sub_ps(x, mv), scale));
+  if (Masked) p = _mm512_maskz_mov_ps(lanes, p);
+  sum = _mm512_add_ps(sum, p);
+  if (keep != nullptr) p = _mm512_maskz_mov_ps(keepMask16(keep, bit, Masked ? _mm_popcnt_u32(lanes) : 16), p);
+  if (Masked)
+    _mm512_mask_storeu_ps(s, room, p);
+  else
+    _mm512_storeu_ps(s, p);
+}
+
 // The online softmax step (tile_kernels.h) of R rows at once, 16 keys at a time: R independent
 // chains of maxima and sums keep the vector units busy where one row's chain would wait on its
-// own latency (4 rows: a 128-key tile in 5.9 µs instead of 9.8 row by row). Row r has valid[r]
-// unmasked keys. Pass 1 scales, takes the max and flags anything not finite; pass 2 writes
-// p = exp(s − m) (0 past the row's keys, up to nk), sums it and applies the keep bits. Each lane
-// sums the keys j ≡ lane (mod 16) in order and the lanes are added in one fixed tree, so a row's
-// bits do not depend on the rows beside it.
+// own latency (4 rows: a 128-key tile in 5.9 µs instead of 9.8 row by row, Xeon). Row r has
+// valid[r] unmasked keys. Pass 1 takes the max and flags anything not finite (x·0 is NaN only for
+// ±∞ and NaN: one FMA a vector); pass 2 writes p = 2^((s − m)·log2_scale) (0 past the row's keys,
+// up to nk), sums it and applies the keep bits. The keys where every row has whole vectors take no
+// mask and no branch (a full tile's softmax 4.4 → 2.2 µs, Zen 5); the ragged ends mask per row and
+// vector. Each lane sums the keys j ≡ lane (mod 16) in order and the lanes are added in one fixed
+// tree, so a row's bits do not depend on the rows beside it.
 template <int R>
-ATTNSCOPE_AVX512_INLINE void softmaxBlockAvx512(float* S, int lds, int nk, const int* valid, bool scaled,
-                                                float divisor, const float* m_old, const std::uint64_t* keep,
+ATTNSCOPE_AVX512_INLINE void softmaxBlockAvx512(float* S, int lds, int nk, const int* valid, float log2_scale,
+                                                const float* m_old, const std::uint64_t* keep,
                                                 std::size_t keep_bit0, std::size_t keep_row_bits,
                                                 SoftmaxRowResult* out) {
-  const __m512 d = _mm512_set1_ps(divisor), inverse = _mm512_set1_ps(1.0f / divisor);
-  const __m512 most = _mm512_set1_ps(std::numeric_limits<float>::max());
-  int longest = 0;
-  __m512 mx[R];
-  __mmask16 bad[R];  // lanes not ≤ FLT_MAX in magnitude: ±∞ or NaN
+  const __m512 scale = _mm512_set1_ps(log2_scale), zero = _mm512_setzero_ps();
+  int longest = 0, shortest = valid[0];
+  __m512 mx[R], nan[R];  // nan: 0 while every score seen is finite
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     longest = std::max(longest, valid[r]);
+    shortest = std::min(shortest, valid[r]);
     mx[r] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    bad[r] = 0;
+    nan[r] = zero;
   }
-  for (int j = 0; j < longest; j += 16)
+  const int whole = std::max(shortest, 0) / 16 * 16;  // keys where every row has whole vectors
+  for (int j = 0; j < whole; j += 16)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512 x = _mm512_loadu_ps(S + static_cast<std::ptrdiff_t>(r) * lds + j);
+      mx[r] = _mm512_max_ps(mx[r], x);
+      nan[r] = _mm512_fmadd_ps(x, zero, nan[r]);
+    }
+  for (int j = whole; j < longest; j += 16)
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __mmask16 lanes = firstLanes16(valid[r] - j);
-      float* s = S + static_cast<std::ptrdiff_t>(r) * lds + j;
-      __m512 x = _mm512_maskz_loadu_ps(lanes, s);
-      if (scaled) {
-        x = divideAvx512(x, d, inverse, lanes);
-        _mm512_mask_storeu_ps(s, lanes, x);
-      }
+      const __m512 x = _mm512_maskz_loadu_ps(lanes, S + static_cast<std::ptrdiff_t>(r) * lds + j);
       mx[r] = _mm512_mask_max_ps(mx[r], lanes, mx[r], x);
-      bad[r] |= _mm512_mask_cmp_ps_mask(lanes, _mm512_abs_ps(x), most, _CMP_NLE_UQ);
+      nan[r] = _mm512_fmadd_ps(x, zero, nan[r]);  // the masked lanes' 0.0 is finite
     }
   __m512 mv[R], sum[R];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     out[r].max = std::max(m_old[r], _mm512_reduce_max_ps(mx[r]));
     mv[r] = _mm512_set1_ps(out[r].max);
-    sum[r] = _mm512_setzero_ps();
+    sum[r] = zero;
   }
-  for (int j = 0; j < nk; j += 16) {
+  for (int j = 0; j < whole; j += 16)
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+      weighAvx512<false>(S + static_cast<std::ptrdiff_t>(r) * lds + j, 0xffff, 0xffff, mv[r], scale, sum[r], keep,
+                         keep_bit0 + r * keep_row_bits + j);
+  for (int j = whole; j < nk; j += 16) {
     const __mmask16 in_tile = firstLanes16(nk - j);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __mmask16 lanes = firstLanes16(valid[r] - j);
       float* s = S + static_cast<std::ptrdiff_t>(r) * lds + j;
-      __m512 p = _mm512_setzero_ps();
-      if (lanes != 0) {
-        p = _mm512_maskz_mov_ps(lanes, expNonPositiveAvx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(lanes, s), mv[r])));
-        sum[r] = _mm512_add_ps(sum[r], p);
-        if (keep != nullptr)
-          p = _mm512_maskz_mov_ps(keepMask16(keep, keep_bit0 + r * keep_row_bits + j, std::min(16, valid[r] - j)), p);
-      }
-      _mm512_mask_storeu_ps(s, in_tile, p);
+      if (lanes != 0)
+        weighAvx512<true>(s, lanes, in_tile, mv[r], scale, sum[r], keep, keep_bit0 + r * keep_row_bits + j);
+      else
+        _mm512_mask_storeu_ps(s, in_tile, zero);
     }
   }
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     out[r].sum = sumLanes16(sum[r]);
-    out[r].finite = bad[r] == 0;
+    out[r].finite = _mm512_cmp_ps_mask(nan[r], zero, _CMP_EQ_OQ) == 0xffff;
   }
 }
 
@@ -654,7 +613,7 @@ ATTNSCOPE_AVX512_INLINE void softmaxBlockAvx512(float* S, int lds, int nk, const
 #endif
 
 // The online softmax step of a tile (tile_kernels.h): blocks of 4 rows, then the last rows.
-ATTNSCOPE_AVX512 void softmaxRowsAvx512(float* S, int lds, int n, int nk, int key_limit, bool scaled, float divisor,
+ATTNSCOPE_AVX512 void softmaxRowsAvx512(float* S, int lds, int n, int nk, int key_limit, float log2_scale,
                                         const float* m_old, const std::uint64_t* keep, std::size_t keep_bit0,
                                         std::size_t keep_row_bits, SoftmaxRowResult* out) {
   key_limit = clampLimit(key_limit, n, nk);
@@ -663,12 +622,12 @@ ATTNSCOPE_AVX512 void softmaxRowsAvx512(float* S, int lds, int n, int nk, int ke
   int r = 0;
   for (; r + kRows <= n; r += kRows) {
     for (int i = 0; i < kRows; ++i) valid[i] = keysFor(r + i, key_limit, nk);
-    softmaxBlockAvx512<kRows>(S + static_cast<std::ptrdiff_t>(r) * lds, lds, nk, valid, scaled, divisor, m_old + r,
+    softmaxBlockAvx512<kRows>(S + static_cast<std::ptrdiff_t>(r) * lds, lds, nk, valid, log2_scale, m_old + r,
                               keep, keep_bit0 + r * keep_row_bits, keep_row_bits, out + r);
   }
   for (; r < n; ++r) {
     valid[0] = keysFor(r, key_limit, nk);
-    softmaxBlockAvx512<1>(S + static_cast<std::ptrdiff_t>(r) * lds, lds, nk, valid, scaled, divisor, m_old + r, keep,
+    softmaxBlockAvx512<1>(S + static_cast<std::ptrdiff_t>(r) * lds, lds, nk, valid, log2_scale, m_old + r, keep,
                           keep_bit0 + r * keep_row_bits, keep_row_bits, out + r);
   }
 }

@@ -21,10 +21,15 @@ namespace attnscope {
 
 // One query row of a key tile after the online softmax step.
 struct SoftmaxRowResult {
-  float max;    // the new running max: max(m_old, the row's scaled scores)
-  float sum;    // Σ exp(scaled − max) over the row's unmasked keys, dropped ones included
-  bool finite;  // every scaled score was finite
+  float max;    // the new running max of the raw scores: max(m_old, the row's unmasked scores)
+  float sum;    // Σ p over the row's unmasked keys, dropped ones included
+  bool finite;  // every unmasked score was finite
 };
+
+// The softmax's factor for scores divided by `divisor` (√d_k, or 1 unscaled): log₂e ÷ divisor,
+// rounded once to float. exp((s − m) ÷ divisor) = 2^((s − m)·log2Scale(divisor)): the division by
+// √d_k and the change to base 2 are one multiplication (docs/DESIGN.md §2.3).
+inline float log2Scale(float divisor) { return static_cast<float>(1.4426950408889634 / divisor); }
 
 struct TileKernels {
   Isa isa;  // never Auto
@@ -44,15 +49,17 @@ struct TileKernels {
                      float* acc, int ldacc, int key_limit);
 
   // The online softmax step of a key tile for n query rows. S: n × nk raw scores (lds); row r's
-  // unmasked keys are j < r + key_limit, as for scores. Per row: ÷ divisor when `scaled` (the
-  // reference's float division), the new max m = max(m_old[r], the row's scaled scores),
-  // s = exp(s − m) for the unmasked keys and 0 for the others up to nk; with `keep` (dropout) the
-  // dropped p are then set to 0 but still counted in the sum: key j of row r is kept iff bit
+  // unmasked keys are j < r + key_limit, as for scores. Per row: the new max of the raw scores
+  // m = max(m_old[r], the row's unmasked scores), then for its unmasked keys s = 2^t with
+  // t = float(float(s − m)·log2_scale) (log2_scale = log2Scale(√d_k) > 0: the scores' scaling
+  // folded into the exponent), 0 for the others up to nk; with `keep` (dropout) the dropped p are
+  // then set to 0 but still counted in the sum: key j of row r is kept iff bit
   // keep_bit0 + r·keep_row_bits + j is set (bit i % 64 of word i / 64). out[r] = {m, Σ p, every
-  // scaled score finite}; a row without unmasked keys keeps m_old[r] and sums to 0.
-  void (*softmaxRows)(float* S, int lds, int n, int nk, int key_limit, bool scaled, float divisor,
-                      const float* m_old, const std::uint64_t* keep, std::size_t keep_bit0,
-                      std::size_t keep_row_bits, SoftmaxRowResult* out);
+  // unmasked score finite}; a row without unmasked keys keeps m_old[r] and sums to 0. 2^t is
+  // exp2f's on the scalar version, within 2 ulp of it on the SIMD ones (0 below 2⁻¹²⁶ with AVX2).
+  void (*softmaxRows)(float* S, int lds, int n, int nk, int key_limit, float log2_scale, const float* m_old,
+                      const std::uint64_t* keep, std::size_t keep_bit0, std::size_t keep_row_bits,
+                      SoftmaxRowResult* out);
 };
 
 // The kernels of `isa` (Auto: the widest this CPU runs). Throws std::invalid_argument when this

@@ -39,6 +39,7 @@ struct Operand {
       : rows(r), cols(c), ld(c + pad), offset(off), buf(off + static_cast<std::size_t>(r) * (c + pad) + 64, kNaN) {}
   float* data() { return buf.data() + offset; }
   float& at(int r, int c) { return buf[offset + static_cast<std::size_t>(r) * ld + c]; }
+  float at(int r, int c) const { return buf[offset + static_cast<std::size_t>(r) * ld + c]; }
   void fillRandom(std::mt19937& g, float lo, float hi) {
     std::uniform_real_distribution<float> u(lo, hi);
     for (int r = 0; r < rows; ++r)

@@ -158,9 +158,10 @@ std::vector<std::uint64_t> randomKeepBits(std::size_t bits, std::uint32_t seed) 
   return words;
 }
 
-// The online softmax step against double, row by row: the max exactly, p = exp(float(s − m))
-// within a few ulp (+0 exactly where dropped or masked), Σ p within float rounding, the finite flag.
-// Rows of one call have their own key limits, running maxima and keep bits.
+// The online softmax step against double, row by row: the raw max exactly, p = 2^t with
+// t = float(float(s − m)·log2_scale) within a few ulp (+0 exactly where dropped or masked), Σ p
+// within float rounding, the finite flag. Rows of one call have their own key limits, running
+// maxima and keep bits.
 TEST(TileKernels, SoftmaxRowsMatchDoubleLoops) {
   std::mt19937 g(3);
   const std::vector<std::uint64_t> keep = randomKeepBits(1 << 14, 4);
@@ -171,7 +172,7 @@ TEST(TileKernels, SoftmaxRowsMatchDoubleLoops) {
       for (int key_limit : {nk, 1, 0, -3, 5, 8, 9, nk - 4})
         for (int variant = 0; variant < 8; ++variant) {
           const bool scaled = variant % 2 == 0, dropout = variant % 4 >= 2, wide = variant >= 4;
-          const float divisor = scaled ? 5.656854f : 1.0f;
+          const float log2_scale = log2Scale(scaled ? 5.656854f : 1.0f);
           const int n = 6, offset = (nk + key_limit + variant + 16) % 8;
           const std::size_t bit0 = static_cast<std::size_t>(nk * 11 + variant * 5 + 16) % 300;
           const std::size_t row_bits = static_cast<std::size_t>(nk) + 37;  // each row's bits from its own offset
@@ -184,16 +185,15 @@ TEST(TileKernels, SoftmaxRowsMatchDoubleLoops) {
           std::vector<float> m_old(n);
           for (int r = 0; r < n; ++r) m_old[r] = r % 3 == 0 ? -kInf : r % 3 == 1 ? 3.0f : -1.0f;
           std::vector<SoftmaxRowResult> got(n);
-          k.softmaxRows(S.data(), S.ld, n, nk, key_limit, scaled, divisor, m_old.data(),
+          k.softmaxRows(S.data(), S.ld, n, nk, key_limit, log2_scale, m_old.data(),
                         dropout ? keep.data() : nullptr, bit0, row_bits, got.data());
           for (int r = 0; r < n; ++r) {
             const int valid = keysOf(r, key_limit, nk);
-            std::vector<float> scaled_scores(valid);
+            std::vector<float> scores(valid);
             float want_max = m_old[r];
             for (int j = 0; j < valid; ++j) {
-              const float x = raw.buf[raw.offset + static_cast<std::size_t>(r) * raw.ld + j];
-              scaled_scores[j] = scaled ? x / divisor : x;
-              want_max = std::max(want_max, scaled_scores[j]);
+              scores[j] = raw.buf[raw.offset + static_cast<std::size_t>(r) * raw.ld + j];
+              want_max = std::max(want_max, scores[j]);
             }
             EXPECT_TRUE(got[r].finite) << "row " << r;
             EXPECT_EQ(bitsOf(got[r].max), bitsOf(want_max)) << "row " << r << ": " << got[r].max << " vs " << want_max;
@@ -202,7 +202,8 @@ TEST(TileKernels, SoftmaxRowsMatchDoubleLoops) {
             for (int j = 0; j < nk; ++j) {
               double want = 0;
               if (j < valid) {
-                want = std::exp(static_cast<double>(scaled_scores[j] - want_max));  // float subtraction, as the kernel
+                const float t = (scores[j] - want_max) * log2_scale;  // float operations, as the kernel
+                want = std::exp2(static_cast<double>(t));
                 want_sum += want;
                 const std::size_t bit = bit0 + r * row_bits + j;
                 if (dropout && !((keep[bit >> 6] >> (bit & 63)) & 1)) want = 0;
@@ -222,80 +223,87 @@ TEST(TileKernels, SoftmaxRowsMatchDoubleLoops) {
   std::printf("%d softmax weights checked\n", checked);
 }
 
-// The scaled scores are the float division s ÷ divisor to the bit, on every version: the SIMD
-// ones divide without a division instruction (a reciprocal and an FMA correction) and divide only
-// the lanes where that could differ. Each row holds one value in every key, so the row's max is
-// that value ÷ divisor: zeros of both signs, values around the correction's bound 2^-96, subnormals,
-// the largest floats, and 4,000 random bit patterns over every exponent, for the divisors √w of
-// head widths 1 … 80 and divisors below 1 (where a finite score's quotient overflows).
-TEST(TileKernels, ScaledScoresAreTheDivisionToTheBit) {
+// The exponent folds the scaling in: for the scores of a head of width w, the weights of a row are
+// softmax(s ÷ √w) (computed here in double) within float rounding, for every w of 1 … 80, scores
+// within ±60: weights near 1 and far below it. Multiplying the polynomial's 2^f by anything but
+// 2^n, or a wrong coefficient, is far outside.
+TEST(TileKernels, FoldedScaleGivesTheScaledSoftmax) {
   std::mt19937 g(11);
-  std::vector<float> values = {0.0f, -0.0f, 1.0f, -3.5f, 0x1p-96f, -0x1p-96f, 0x1.000002p-96f,
-                               0x1.fffffep-97f, 1e-28f, 1.2e-29f, -5e-30f, 1e-35f, 1e-40f, -1e-45f,
-                               FLT_MIN, FLT_MAX, -FLT_MAX, 3e38f, 1e37f};
-  for (int i = 0; i < 4000; ++i) {
-    float v;
-    do {
-      const std::uint32_t b = static_cast<std::uint32_t>(g());
-      std::memcpy(&v, &b, sizeof v);
-    } while (!std::isfinite(v));
-    values.push_back(v);
-  }
-  std::vector<float> divisors = {0.01f, 0.5f};
-  for (int w = 1; w <= 80; ++w) divisors.push_back(static_cast<float>(std::sqrt(w)));
-  constexpr int kRows = 6, kKeys = 21;  // a block of 4 rows and two single ones; ragged vectors
+  constexpr int kRows = 6, kKeys = 37;  // a block of 4 rows and two single ones; ragged vectors
   int checked = 0;
   for (Isa isa : isasToTest()) {
     const TileKernels& k = tileKernels(isa);
-    for (float divisor : divisors)
-      for (std::size_t v0 = 0; v0 < values.size(); v0 += kRows) {
-        std::vector<float> s(kRows * kKeys);
-        for (int r = 0; r < kRows; ++r)
-          std::fill_n(s.begin() + r * kKeys, kKeys, values[(v0 + r) % values.size()]);
-        const std::vector<float> m_old(kRows, -kInf);
-        SoftmaxRowResult out[kRows];
-        k.softmaxRows(s.data(), kKeys, kRows, kKeys, kKeys, true, divisor, m_old.data(), nullptr, 0, 0, out);
-        for (int r = 0; r < kRows; ++r) {
-          const float v = values[(v0 + r) % values.size()], want = v / divisor;
-          ASSERT_EQ(bitsOf(out[r].max), bitsOf(want))
-              << isaName(isa) << ": " << std::hexfloat << v << " / " << divisor << " gave " << out[r].max
-              << ", the division " << want;
-          ASSERT_EQ(out[r].finite, std::isfinite(want)) << isaName(isa) << ": " << std::hexfloat << v;
+    for (int w = 1; w <= 80; ++w) {
+      const double divisor = static_cast<float>(std::sqrt(w));
+      Operand S(kRows, kKeys, 0, 0);
+      S.fillRandom(g, -60.0f, 60.0f);
+      const Operand raw = S;
+      const std::vector<float> m_old(kRows, -kInf);
+      SoftmaxRowResult out[kRows];
+      k.softmaxRows(S.data(), S.ld, kRows, kKeys, kKeys, log2Scale(static_cast<float>(divisor)), m_old.data(), nullptr,
+                    0, 0, out);
+      for (int r = 0; r < kRows; ++r) {
+        double m = -kInf;
+        for (int j = 0; j < kKeys; ++j) m = std::max(m, double(raw.at(r, j)));
+        std::vector<double> e(kKeys);
+        double sum = 0;
+        for (int j = 0; j < kKeys; ++j) sum += e[j] = std::exp((raw.at(r, j) - m) / divisor);
+        for (int j = 0; j < kKeys; ++j) {
+          const double want = e[j] / sum, got = S.at(r, j) / out[r].sum;
+          // t = (s − m)·log₂e/√w is rounded three times, each relative to |t|, so a weight's error
+          // grows with log₂ of how small it is: 2e-6 for the largest, 1e-5 at 1e-6.
+          const double t = std::fabs(std::log2(e[j]));
+          ASSERT_LE(std::fabs(got - want), (16 + 4 * t) * FLT_EPSILON * want + 1e-30)
+              << isaName(isa) << " w=" << w << " row " << r << " key " << j;
           ++checked;
         }
       }
+    }
   }
-  std::printf("%d quotients checked\n", checked);
+  std::printf("%d weights checked\n", checked);
 }
 
-// Anything not finite among a row's scaled scores (±∞, NaN, or a finite score whose division
-// overflows) clears that row's flag, wherever it sits; masked keys are not looked at.
+// Anything not finite among a row's scores (±∞, NaN) clears that row's flag, wherever it sits;
+// masked keys are not looked at. Finite scores at float's ends are no error: a score of −FLT_MAX
+// beside a max of FLT_MAX (their difference overflows to −∞) weighs exactly 0.
 TEST(TileKernels, SoftmaxRowsFlagWhatIsNotFinite) {
   for (Isa isa : isasToTest()) {
     const TileKernels& k = tileKernels(isa);
     for (int nk : {5, 8, 21})
       for (int at = 0; at < nk; ++at)
-        for (float bad : {kInf, -kInf, kNaN, 3e38f}) {
+        for (float bad : {kInf, -kInf, kNaN}) {
           SCOPED_TRACE(std::string(isaName(isa)) + " nk=" + std::to_string(nk) + " at " +
                        std::to_string(at) + " value " + std::to_string(bad));
-          const bool scaled = bad == 3e38f;
-          const float divisor = scaled ? 0.01f : 1.0f;
+          const float log2_scale = log2Scale(5.656854f);
           // Row 0 sees every key, row 1 the keys before `at`: key_limit = nk, with row 1 shifted.
           std::vector<float> s(2 * nk, 0.5f);
           s[at] = bad;
           s[nk + at] = bad;
           const float m_old[2] = {-kInf, -kInf};
           SoftmaxRowResult out[2];
-          k.softmaxRows(s.data(), nk, 2, nk, at - 1, scaled, divisor, m_old, nullptr, 0, 0, out);
+          k.softmaxRows(s.data(), nk, 2, nk, at - 1, log2_scale, m_old, nullptr, 0, 0, out);
           // key_limit = at − 1: row 0 sees keys < at − 1, row 1 keys < at: neither sees key `at`.
           EXPECT_TRUE(out[0].finite && out[1].finite) << "a masked key was looked at";
           std::fill(s.begin(), s.end(), 0.5f);
           s[at] = bad;
           s[nk + at] = bad;
-          k.softmaxRows(s.data(), nk, 2, nk, nk, scaled, divisor, m_old, nullptr, 0, 0, out);
+          k.softmaxRows(s.data(), nk, 2, nk, nk, log2_scale, m_old, nullptr, 0, 0, out);
           EXPECT_FALSE(out[0].finite);
           EXPECT_FALSE(out[1].finite);
         }
+    for (int nk : {5, 8, 21})
+      for (int at = 0; at < nk; ++at) {
+        std::vector<float> s(nk, 0.5f);
+        s[at] = -FLT_MAX;
+        s[(at + 1) % nk] = FLT_MAX;
+        const float m_old = -kInf;
+        SoftmaxRowResult out;
+        k.softmaxRows(s.data(), nk, 1, nk, nk, log2Scale(1.0f), &m_old, nullptr, 0, 0, &out);
+        EXPECT_TRUE(out.finite) << isaName(isa) << " nk=" << nk << " at " << at;
+        EXPECT_EQ(out.max, FLT_MAX);
+        EXPECT_EQ(out.sum, 1.0f);
+        for (int j = 0; j < nk; ++j) EXPECT_EQ(s[j], j == (at + 1) % nk ? 1.0f : 0.0f) << "key " << j;
+      }
   }
 }
 
@@ -347,8 +355,8 @@ TEST(TileKernels, ResultsDoNotDependOnPlaceOrAlignment) {
         for (int j = 0; j < 45; ++j) b.at(1, j) = a.at(0, j);
         const float m_old[2] = {-kInf, -kInf};
         SoftmaxRowResult ra, rb[2];
-        k.softmaxRows(a.data(), a.ld, 1, 45, 41, true, 5.656854f, m_old, nullptr, 0, 0, &ra);
-        k.softmaxRows(b.data(), b.ld, 2, 45, 40, true, 5.656854f, m_old, nullptr, 0, 0, rb);
+        k.softmaxRows(a.data(), a.ld, 1, 45, 41, log2Scale(5.656854f), m_old, nullptr, 0, 0, &ra);
+        k.softmaxRows(b.data(), b.ld, 2, 45, 40, log2Scale(5.656854f), m_old, nullptr, 0, 0, rb);
         ASSERT_EQ(bitsOf(ra.sum), bitsOf(rb[1].sum)) << "offset " << offset;
         for (int j = 0; j < 45; ++j) ASSERT_EQ(bitsOf(a.at(0, j)), bitsOf(b.at(1, j))) << j;
       }
