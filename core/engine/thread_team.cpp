@@ -51,24 +51,12 @@ struct Loop {
   Schedule schedule = Schedule::Dynamic;
   std::atomic<int> next{0};     // the next item (dynamic)
   std::atomic<int> pending{0};  // participating workers not yet finished
-  // Affine: how many of participant k's items (k, k + n, …) have been taken, by anyone.
-  std::unique_ptr<std::atomic<int>[]> taken;
-  int taken_size = 0;
 };
 
 // Items of `loop` for participant k (0 is the caller).
 void runShare(Loop& loop, int k) {
   if (loop.schedule == Schedule::Static) {
     for (int i = k; i < loop.count; i += loop.threads) (*loop.item)(i);
-    return;
-  }
-  if (loop.schedule == Schedule::Affine) {  // its own items, then the others', the next one's first
-    for (int j = 0; j < loop.threads; ++j) {
-      const int owner = (k + j) % loop.threads;
-      for (int i = owner + loop.taken[owner].fetch_add(1, std::memory_order_relaxed) * loop.threads; i < loop.count;
-           i = owner + loop.taken[owner].fetch_add(1, std::memory_order_relaxed) * loop.threads)
-        (*loop.item)(i);
-    }
     return;
   }
   for (int i = loop.next.fetch_add(1, std::memory_order_relaxed); i < loop.count;
@@ -98,11 +86,6 @@ class ThreadTeam {
     loop_.threads = threads;
     loop_.schedule = schedule;
     loop_.next.store(0, std::memory_order_relaxed);
-    if (loop_.taken_size < threads) {  // no participant is reading it: the team was idle
-      loop_.taken = std::make_unique<std::atomic<int>[]>(threads);
-      loop_.taken_size = threads;
-    }
-    for (int k = 0; k < threads; ++k) loop_.taken[k].store(0, std::memory_order_relaxed);
     loop_.pending.store(threads - 1, std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -186,23 +169,47 @@ void parallelFor(int threads, int count, const std::function<void(int)>& item, S
   for (int i = 0; i < count; ++i) item(i);
 }
 
-void parallelForAtHome(int threads, int count, const std::function<int(int)>& home,
-                       const std::function<void(int)>& item) {
+void runGraph(int threads, const TaskGraph& graph) {
+  const int count = graph.count;
+  if (count <= 0) return;
   threads = std::max(1, std::min(threads, count));
-  // Affine gives thread k the slots k, k + n, …: slot k + t·n holds home k's t-th item, −1 where a
-  // home has fewer items than the busiest one.
-  std::vector<int> counts(threads, 0);
-  for (int i = 0; i < count; ++i) ++counts[home(i) % threads];
-  const int rows = count == 0 ? 0 : *std::max_element(counts.begin(), counts.end());
-  std::vector<int> slots(static_cast<std::size_t>(rows) * threads, -1);
-  std::fill(counts.begin(), counts.end(), 0);
-  for (int i = 0; i < count; ++i) {
-    const int k = home(i) % threads;
-    slots[static_cast<std::size_t>(counts[k]++) * threads + k] = i;
+  if (threads == 1) {
+    for (int i = 0; i < count; ++i) graph.run(i);
+    return;
   }
-  parallelFor(threads, static_cast<int>(slots.size()), [&](int slot) {
-    if (slots[slot] >= 0) item(slots[slot]);
-  }, Schedule::Affine);
+  std::vector<std::vector<int>> lists(threads);  // each home's items, in order
+  for (int i = 0; i < count; ++i) lists[graph.home(i) % threads].push_back(i);
+  const std::unique_ptr<std::atomic<bool>[]> taken(new std::atomic<bool>[static_cast<std::size_t>(count)]);
+  for (int i = 0; i < count; ++i) taken[i].store(false, std::memory_order_relaxed);
+  std::atomic<int> left{count};  // items nobody has taken yet
+  // One share per participant (Static: participant k runs share k). If the team is busy, the
+  // caller runs the shares one after the other: share 0 then takes every item, each ready in turn.
+  parallelFor(threads, threads, [&](int k) {
+    std::vector<std::size_t> first(threads, 0);  // per list: every item before it is taken
+    // The first ready item of list l that nobody has taken, or −1.
+    const auto firstReady = [&](int l) {
+      const std::vector<int>& list = lists[l];
+      while (first[l] < list.size() && taken[list[first[l]]].load(std::memory_order_relaxed)) ++first[l];
+      for (std::size_t x = first[l]; x < list.size(); ++x)
+        if (!taken[list[x]].load(std::memory_order_relaxed) && graph.ready(list[x])) return list[x];
+      return -1;
+    };
+    while (left.load(std::memory_order_acquire) > 0) {
+      int pick = -1, pick_stage = 0;
+      for (int j = 0; j < threads; ++j) {  // its own list first: another wins only by an earlier stage
+        const int i = firstReady((k + j) % threads);
+        if (i < 0) continue;
+        const int stage = graph.stage(i);
+        if (pick < 0 || stage < pick_stage) pick = i, pick_stage = stage;
+      }
+      if (pick < 0 || taken[pick].exchange(true, std::memory_order_acq_rel)) {
+        cpuRelax();
+        continue;
+      }
+      left.fetch_sub(1, std::memory_order_acq_rel);
+      graph.run(pick);
+    }
+  }, Schedule::Static);
 }
 
 int availableProcessors() {

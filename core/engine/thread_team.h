@@ -1,7 +1,7 @@
-// The engine's threads: the parallel path of computeTrace runs its loops on one process-wide
-// team of persistent worker threads, the calling thread taking part.
+// The engine's threads: the parallel path of computeTrace runs its pass (runGraph) on one
+// process-wide team of persistent worker threads, the calling thread taking part.
 //
-// Why not OpenMP: a forward pass is three loops (projections, attention, out_proj), a few hundred
+// Why not OpenMP: a forward pass was three loops (projections, attention, out_proj), a few hundred
 // microseconds each for the medium config. With libgomp's passive wait policy, which a shared
 // machine needs (a spinning thread holds the core another process wants), every loop put the
 // other thread to sleep and woke it again: medium's two-thread forward took 2.2 ms, no faster than
@@ -23,9 +23,6 @@ struct ThreadTeamOptions {
 enum class Schedule {
   Dynamic,  // each thread takes the next item when it is free: uneven items, a late thread
   Static,   // thread k of n takes items k, k + n, …: one item per thread, all at once
-  Affine,   // thread k first takes its own items k, k + n, … in order, then what is left of the
-            // others': the data an item left in a core's cache is read by the same core next,
-            // and a late thread's items still get done
 };
 
 // Runs item(i) for every i in [0, count) on up to `threads` threads, the caller among them, and
@@ -35,12 +32,27 @@ enum class Schedule {
 void parallelFor(int threads, int count, const std::function<void(int)>& item,
                  Schedule schedule = Schedule::Dynamic);
 
-// parallelFor on Schedule::Affine with each item's thread named: item i is first offered to
-// thread home(i) (0 … threads − 1, 0 the caller), items of one home in increasing i, and taken over
-// by another thread when that one is held up. The team's threads keep their numbers from loop to
-// loop, so an item whose home is the thread that wrote its inputs finds them in that core's cache.
-void parallelForAtHome(int threads, int count, const std::function<int(int)>& home,
-                       const std::function<void(int)>& item);
+// A loop whose items wait for earlier ones (runGraph).
+struct TaskGraph {
+  int count = 0;                   // items 0 … count − 1
+  std::function<int(int)> home;    // the thread whose cache holds item i's inputs (0 … threads − 1)
+  std::function<int(int)> stage;   // item i's stage, never lower than an earlier item's
+  std::function<bool(int)> ready;  // whether item i may start: may depend only on earlier items
+                                   // having finished (flags they set last with release order,
+                                   // read here with acquire), never on later ones
+  std::function<void(int)> run;    // runs item i; must not throw
+};
+
+// Runs every item of `graph` on up to `threads` threads, the caller among them (thread 0). The
+// team's threads keep their numbers from loop to loop, so an item whose home is the thread that
+// wrote its inputs finds them in that core's cache. A thread takes the first ready item of its own
+// (home(i)) in order, unless another thread's items hold a ready one
+// of an earlier stage: then the first such, the next thread's first. It spins while nothing it
+// could take is ready; since the first item not yet started is ready once the running ones finish,
+// every item runs. One loop instead of one per stage, so no thread waits at a stage's end while
+// an item of the next could run, yet a stage late on one thread is shared out before the next.
+// threads ≤ 1 runs the items in order on the caller (each is ready by then).
+void runGraph(int threads, const TaskGraph& graph);
 
 // Processors this process may run on (its affinity mask), at least 1.
 int availableProcessors();

@@ -224,7 +224,7 @@ std::vector<int> runCounts(int threads, int count, Schedule schedule) {
 }
 
 TEST(ThreadTeam, EveryItemRunsOnce) {
-  for (Schedule schedule : {Schedule::Dynamic, Schedule::Static, Schedule::Affine})
+  for (Schedule schedule : {Schedule::Dynamic, Schedule::Static})
     for (int threads : {1, 2, 3, 8})
       for (int count : {0, 1, 2, 7, 1000}) {
         const std::vector<int> runs = runCounts(threads, count, schedule);
@@ -248,47 +248,98 @@ TEST(ThreadTeam, StaticGivesEachThreadItsItem) {
   EXPECT_EQ(ids[0], std::this_thread::get_id()) << "item 0 is the caller's";
 }
 
-TEST(ThreadTeam, AtHomeRunsEveryItemOnceWhateverTheHomes) {
-  // Uneven homes (all on one thread, every third, past the thread count) pad the layout with
-  // empty slots; none of them may run an item, and no item may be lost.
-  for (int threads : {1, 2, 3})
-    for (int count : {0, 1, 5, 100})
-      for (int spread : {1, 3, 7}) {
+// runGraph on random graphs: each item depends on up to three earlier ones, homes are uneven (all
+// on one thread, or past the thread count), stages rise along the list. Every item runs once, and
+// never before an item it depends on has finished.
+TEST(ThreadTeam, GraphRunsEveryItemOnceAfterItsInputs) {
+  std::mt19937 g(17);
+  for (int threads : {1, 2, 3, 8})
+    for (int count : {0, 1, 7, 300})
+      for (int spread : {1, 3, 9}) {
+        std::vector<std::vector<int>> inputs(static_cast<std::size_t>(count));
+        for (int i = 1; i < count; ++i)
+          for (int d = static_cast<int>(g() % 4); d > 0; --d) inputs[i].push_back(static_cast<int>(g() % i));
         std::vector<std::atomic<int>> runs(static_cast<std::size_t>(count));
-        parallelForAtHome(threads, count, [&](int i) { return i % spread == 0 ? 0 : i % spread; },
-                          [&](int i) { runs[static_cast<std::size_t>(i)].fetch_add(1); });
+        std::vector<std::atomic<bool>> done(static_cast<std::size_t>(count));
+        std::atomic<int> early{0};
+        TaskGraph graph;
+        graph.count = count;
+        graph.home = [&](int i) { return i % spread; };
+        graph.stage = [&](int i) { return 3 * i / std::max(count, 1); };
+        graph.ready = [&](int i) {
+          for (int d : inputs[i])
+            if (!done[d].load(std::memory_order_acquire)) return false;
+          return true;
+        };
+        graph.run = [&](int i) {
+          for (int d : inputs[i])
+            if (!done[d].load(std::memory_order_acquire)) early.fetch_add(1);
+          volatile int spin = 0;
+          for (int k = 0; k < i % 5 * 100; ++k) spin = spin + 1;
+          runs[i].fetch_add(1);
+          done[i].store(true, std::memory_order_release);
+        };
+        runGraph(threads, graph);
+        EXPECT_EQ(early.load(), 0) << threads << " threads, " << count << " items, spread " << spread;
         for (int i = 0; i < count; ++i)
-          ASSERT_EQ(runs[static_cast<std::size_t>(i)].load(), 1)
-              << threads << " threads, " << count << " items, spread " << spread << ", item " << i;
+          ASSERT_EQ(runs[i].load(), 1) << threads << " threads, " << count << " items, spread " << spread << ", item " << i;
       }
 }
 
-TEST(ThreadTeam, AffineRunsAThreadsOwnItemsFirstThenTheOthers) {
-  // Item 0, the caller's first, waits until every other item has run; the worker's last own item,
-  // 7, waits until item 0 has started (so that the worker cannot take it first). The worker runs
-  // its own items 1, 3, 5, 7 in order, then the caller's 2, 4, 6, which the caller, held up,
-  // cannot reach.
-  std::vector<std::thread::id> ids(8);
+TEST(ThreadTeam, GraphTakesAnotherThreadsEarlierStageBeforeItsOwnLaterOne) {
+  // Items 0 and 2 are the caller's (home 0), 1 and 3 the worker's; 0, 1, 2 are stage 0, 3 stage 1.
+  // Item 0 holds the caller until every other item has run; item 1 waits until item 0 has started
+  // (so that the worker cannot take item 0 first). The worker then has its own item 3 ready and the
+  // caller's 2, of an earlier stage: it runs 1, 2, 3 in that order, and the caller 0.
+  std::vector<std::thread::id> ids(4);
   std::vector<int> order;
   std::mutex order_mutex;
-  std::atomic<int> done{0};
+  std::atomic<int> finished{0};
   std::atomic<bool> first_started{false};
-  parallelFor(2, 8, [&](int i) {
+  TaskGraph graph;
+  graph.count = 4;
+  graph.home = [](int i) { return i % 2; };
+  graph.stage = [](int i) { return i == 3 ? 1 : 0; };
+  graph.ready = [](int) { return true; };
+  graph.run = [&](int i) {
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     if (i == 0) {
       first_started = true;
-      while (done.load() < 7 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+      while (finished.load() < 3 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
     }
-    if (i == 7)
+    if (i == 1)
       while (!first_started.load() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
     ids[static_cast<std::size_t>(i)] = std::this_thread::get_id();
     const std::lock_guard<std::mutex> lock(order_mutex);
     order.push_back(i);
-    done.fetch_add(1);
-  }, Schedule::Affine);
-  EXPECT_EQ(order, (std::vector<int>{1, 3, 5, 7, 2, 4, 6, 0}));
+    finished.fetch_add(1);
+  };
+  runGraph(2, graph);
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 0}));
   EXPECT_EQ(ids[0], std::this_thread::get_id()) << "item 0 is the caller's";
-  for (int i = 1; i < 8; ++i) EXPECT_NE(ids[static_cast<std::size_t>(i)], ids[0]) << "item " << i;
+  for (int i = 1; i < 4; ++i) EXPECT_NE(ids[static_cast<std::size_t>(i)], ids[0]) << "item " << i;
+}
+
+TEST(ThreadTeam, GraphWaitsForAnItemThatIsNotReady) {
+  // Item 1 (the worker's) is ready only once item 0 (the caller's, slow) has finished: the worker
+  // waits for it rather than running it early, whatever else it could do.
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<bool> zero_done{false}, one_early{false};
+    TaskGraph graph;
+    graph.count = 3;
+    graph.home = [](int i) { return i == 1 ? 1 : 0; };
+    graph.stage = [](int i) { return i; };
+    graph.ready = [&](int i) { return i != 1 || zero_done.load(std::memory_order_acquire); };
+    graph.run = [&](int i) {
+      if (i == 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(round * 50));
+        zero_done.store(true, std::memory_order_release);
+      }
+      if (i == 1 && !zero_done.load()) one_early = true;
+    };
+    runGraph(2, graph);
+    ASSERT_FALSE(one_early.load()) << "round " << round;
+  }
 }
 
 TEST(ThreadTeam, SleepingWorkersWakeForTheNextLoop) {
@@ -296,7 +347,7 @@ TEST(ThreadTeam, SleepingWorkersWakeForTheNextLoop) {
   setThreadTeamOptions(ThreadTeamOptions{0});
   for (int round = 0; round < 50; ++round) {
     std::this_thread::sleep_for(std::chrono::microseconds(round % 5 * 200));
-    const Schedule schedule = round % 3 == 0 ? Schedule::Static : round % 3 == 1 ? Schedule::Dynamic : Schedule::Affine;
+    const Schedule schedule = round % 2 == 0 ? Schedule::Static : Schedule::Dynamic;
     const std::vector<int> runs = runCounts(2, 16, schedule);
     ASSERT_EQ(std::count(runs.begin(), runs.end(), 1), 16) << "round " << round;
   }
@@ -317,6 +368,39 @@ TEST(ThreadTeam, NestedAndConcurrentLoopsRunEveryItem) {
     });
   for (std::thread& t : callers) t.join();
   EXPECT_EQ(total.load(), 4 * 100 * 10);
+}
+
+// A pass cancelled before it starts, or by another thread while it runs, throws Cancelled (or
+// finishes, when the flag came too late) and never waits for an item that was skipped.
+TEST(Execution, CancelledPassesThrowAndNeverHang) {
+  ModelConfig m = defaultConfig(Variant::MultiHead);
+  m.d_out = 64;
+  m.num_heads = 4;
+  m.dropout = 0.1;
+  const Matrix x = test::randomMatrix(256, 32, 5);
+  for (int threads : {1, 2, 3}) {
+    ExecutionOptions e;
+    e.parallel = true;
+    e.threads = threads;
+    std::atomic<bool> cancel{true};
+    e.cancel = &cancel;
+    EXPECT_THROW(computeTrace(x, m, e, TraceRequest::only({0})), Cancelled) << threads << " threads";
+    int thrown = 0;
+    for (int delay_us : {0, 20, 50, 100, 200, 400}) {
+      cancel = false;
+      std::thread canceller([&] {
+        std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+        cancel = true;
+      });
+      try {
+        computeTrace(x, m, e, TraceRequest::only({0}));
+      } catch (const Cancelled&) {
+        ++thrown;
+      }
+      canceller.join();
+    }
+    std::printf("%d threads: %d of 6 passes cancelled midway\n", threads, thrown);
+  }
 }
 
 TEST(ThreadTeam, AvailableProcessorsIsAtLeastOne) {
