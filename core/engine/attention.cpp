@@ -119,18 +119,24 @@ std::shared_ptr<const PackedWeights> packedWeights(const std::shared_ptr<const P
 }
 
 // Everything one task needs to read; each task writes only its own rows.
-// Q, K and V of one projection group sit side by side in one T × 3·d_out block [Q | K | V]:
-// `qkv[p·groups + g]` for projection element p (one per batch element, or a single one shared by
-// all, since every element's inputs are the same X) and group g (the wrapper's heads, else 1).
+// Q, K and V of one projection group fill one block of T × 3·d_out floats, `qkvBlock(p, g)` for
+// projection element p (one per batch element, or a single one shared by all, since every
+// element's inputs are the same X) and group g (the wrapper's heads, else 1). Row-major [Q | K | V]
+// rows on the reference path; on the fast path, when a head is whole panels of the packed product
+// (w a multiple of 32), head-major: Q of head 0 (T × w, dense), Q of head 1, …, then the keys, then
+// the values. In the row-major layout a head's rows lie 3·d_out floats apart, a stride that maps a
+// key tile onto a sixteenth of the L1 cache's sets, so the fused kernel copied each V tile first
+// (GPT-2's 3 MB of copies a pass); dense, the kernels read K and V where they lie.
 struct Work {
   const Matrix* x;                 // T × d_in
   Trace* trace;
-  std::vector<float>* qkv;         // projection elements × groups × T × 3·d_out
+  std::vector<float>* qkv;         // projection elements × groups × T × 3·d_out (qkvBlock)
   KeepBits keep;                   // dropout draws in torch's order
   const PackedWeights* packed = nullptr;  // the fast path's packed layers (gemm.h's Packed backend)
   std::atomic<bool> overflow{false};
   int groups = 1;                  // projection groups (heads for the wrapper, else 1)
   bool shared_projection = false;  // one projection element serves every batch element
+  bool head_major = false;         // the fast path's head-major layout of the projections
   int qkvStride() const { return 3 * trace->model.d_out; }
   float* qkvBlock(int b, int g) const {
     const int p = shared_projection ? 0 : b;
@@ -160,6 +166,12 @@ void projectRowsFast(Work& w, int b, int g, int r0, int n) {
   const int d = w.trace->model.d_out, d_in = w.trace->d_in, ld = w.qkvStride();
   float* base = w.qkvBlock(b, g) + static_cast<std::size_t>(r0) * ld;
   const float* x = w.x->data() + static_cast<std::size_t>(r0) * d_in;
+  if (w.head_major) {  // each head's Q, K and V a dense T × w block
+    const int hw = w.trace->head_width, T = w.trace->tokens;
+    w.packed->qkv[g].apply(n, x, d_in, w.qkvBlock(b, g) + static_cast<std::size_t>(r0) * hw, hw, Isa::Auto,
+                           PackedLinear::kAllOutputs, OutputBlocks{hw, static_cast<std::ptrdiff_t>(T) * hw});
+    return;
+  }
   if (w.packed != nullptr) {
     w.packed->qkv[g].apply(n, x, d_in, base, ld);
     return;
@@ -187,8 +199,13 @@ HeadInputs headInputs(const Work& w, int b, int h) {
     return {x, x, x, t.d_in};
   }
   const bool wrapper = t.model.variant == Variant::MultiHeadWrapper;
-  const float* base = w.qkvBlock(b, wrapper ? h : 0) + (wrapper ? 0 : h * t.head_width);
-  const int d = t.model.d_out;
+  const int d = t.model.d_out, hw = t.head_width, own = wrapper ? 0 : h;  // the head's place in its group
+  const float* block = w.qkvBlock(b, wrapper ? h : 0);
+  if (w.head_major) {
+    const std::size_t plane = static_cast<std::size_t>(t.tokens) * hw, group_heads = d / hw;
+    return {block + own * plane, block + (group_heads + own) * plane, block + (2 * group_heads + own) * plane, hw};
+  }
+  const float* base = block + own * hw;
   return {base, base + d, base + 2 * d, w.qkvStride()};
 }
 
@@ -341,11 +358,12 @@ void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) 
   thread_local std::vector<SoftmaxRowResult> rows;
   s_buf.resize(static_cast<std::size_t>(n) * kKeyTile);
   rows.resize(n);
-  // Each key tile's rows of V (and of K for the scalar kernels) are copied side by side: in place
-  // they lie 3·d_out floats apart (3 KiB for medium, 9 KiB for GPT-2), a stride that maps a tile
-  // onto a sixteenth of the L1 cache's sets, and the kernels, which read a tile's rows once per
-  // register block of rows, found them in L2 instead (the scores' dot products took 2.5× as long).
-  // The SIMD scores read K once, to pack it (tile_kernels.cpp), and need no copy.
+  // In the row-major layout (Work) each key tile's rows of V (and of K for the scalar kernels) are
+  // copied side by side: in place they lie 3·d_out floats apart (3 KiB for medium, 9 KiB for
+  // GPT-2), a stride that maps a tile onto a sixteenth of the L1 cache's sets, and the kernels,
+  // which read a tile's rows once per register block of rows, found them in L2 instead (the
+  // scores' dot products took 2.5× as long). The SIMD scores read K once, to pack it
+  // (tile_kernels.cpp), and need no copy; head-major rows are dense and need none either.
   const bool copy_tiles = in.ld != hw, copy_keys = copy_tiles && kernels.isa == Isa::Scalar;
   if (copy_tiles) v_buf.resize(static_cast<std::size_t>(kKeyTile) * hw);
   if (copy_keys) k_buf.resize(static_cast<std::size_t>(kKeyTile) * hw);
@@ -552,6 +570,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   std::shared_ptr<const PackedWeights> packed;
   if (fused && hasProjections(m.variant)) packed = packedWeights(t.parameters, m);
   w.packed = packed.get();
+  w.head_major = w.packed != nullptr && t.head_width % PackedLinear::kPanel == 0;
   const bool share_elements = fused && exec.share_identical && !t.dropout_active;
 
   // Which elements are computed, and how; the rest copy `source`'s outputs.

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define ATTNSCOPE_PACKED_X86 1
@@ -258,7 +259,10 @@ void PackedLinear::pack(const float* weight, int out, int in, int ldw, const flo
   if (bias != nullptr) std::copy(bias, bias + out, bias_.begin());
 }
 
-bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa isa, int output_limit) const {
+bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa isa, int output_limit,
+                         OutputBlocks blocks) const {
+  if (blocks.cols < out_ && blocks.cols % kPanel != 0)
+    throw std::invalid_argument("PackedLinear::apply: output blocks must be whole panels");
   const PanelKernel kernel = panelKernel(isa);
   bool finite = true;
   // Panel after panel: one panel (in × 32 floats, 32 KiB for 256 inputs) stays in L1 while every
@@ -268,6 +272,8 @@ bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa 
     const int r0 = static_cast<int>(
         std::clamp(static_cast<long long>(p) * kPanel - output_limit + 1, 0LL, static_cast<long long>(m)));
     if (r0 == m) break;  // the later panels lie further beyond every row's limit
+    const int column = p * kPanel;  // the panel's first output, within one block
+    float* y = Y + static_cast<std::ptrdiff_t>(column / blocks.cols) * blocks.stride + column % blocks.cols;
     const PanelJob job{m - r0,
                        in_,
                        std::min(kPanel, out_ - p * kPanel),
@@ -275,7 +281,7 @@ bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa 
                        ldx,
                        panels_.data() + static_cast<std::size_t>(p) * in_ * kPanel,
                        bias_.data() + static_cast<std::size_t>(p) * kPanel,
-                       Y + static_cast<std::ptrdiff_t>(r0) * ldy + static_cast<std::ptrdiff_t>(p) * kPanel,
+                       y + static_cast<std::ptrdiff_t>(r0) * ldy,
                        ldy};
     finite &= kernel(job);
   }

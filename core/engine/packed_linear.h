@@ -20,6 +20,14 @@
 
 namespace attnscope {
 
+// Y's columns in blocks of `cols` (a multiple of PackedLinear::kPanel), each a row-major block of
+// the rows (row stride ldy), `stride` floats after the one before: output c of row r goes to
+// Y + (c / cols)·stride + r·ldy + c % cols. The default is one block: plain row-major Y.
+struct OutputBlocks {
+  int cols = 1 << 30;
+  std::ptrdiff_t stride = 0;
+};
+
 class PackedLinear {
  public:
   static constexpr int kPanel = 32;  // outputs per column panel: two AVX-512 registers, four AVX2
@@ -40,8 +48,9 @@ class PackedLinear {
   // another); a named one must be supported. `output_limit`, for a causal product: row r needs only the outputs o < r + limit;
   // a row skips the panels wholly beyond its limit, and in the panel its limit crosses, the
   // outputs past it are computed anyway (they are written, and count in the returned finiteness).
+  // `blocks`: where Y's columns go (OutputBlocks); by default plain row-major Y.
   bool apply(int m, const float* X, int ldx, float* Y, int ldy, Isa isa = Isa::Auto,
-             int output_limit = kAllOutputs) const;
+             int output_limit = kAllOutputs, OutputBlocks blocks = OutputBlocks()) const;
   static constexpr int kAllOutputs = 1 << 30;
 
  private:

@@ -2,7 +2,8 @@
 // elements come from the fused kernel (tiles, online softmax, causal tiles skipped, dropout from
 // the keep bits) and must equal the reference loops' outputs within 1e-5 relative, for every
 // variant and option, at sizes around the block and tile edges (query blocks and key tiles of
-// 128 rows: 63 … 129 tokens in one or two tiles, 257 and 520 in three and five).
+// 128 rows: 63 … 129 tokens in one or two tiles, 257 and 520 in three and five), with heads of 4 or
+// 5 columns and of 32 and 64 (whole panels of the packed product: the head-major projections).
 // Sharing identical elements and projections changes no bit; neither does the thread count.
 #include <gtest/gtest.h>
 
@@ -49,6 +50,13 @@ std::vector<Case> cases() {
       if (hasLinearLayers(v.value)) m.qkv_bias = T % 2 == 1;
       const int d_in = v.value == Variant::Simple ? 4 : 7;
       out.push_back({m, T, d_in});
+      if (hasProjections(v.value) && (T == 65 || T == 257)) {
+        // Heads of whole 32-wide panels: the projections head-major (attention.cpp's Work).
+        ModelConfig wide = m;
+        wide.d_out = 32;  // single heads and the wrapper's: 32 wide
+        if (v.value == Variant::MultiHead) wide.d_out = T == 65 ? 192 : 96;  // 3 heads of 64, of 32
+        out.push_back({wide, T, 40});
+      }
       if (hasDropout(v.value)) {
         ModelConfig d = m;
         d.dropout = T % 3 == 0 ? 0.5 : 0.1;

@@ -8,6 +8,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,43 @@ TEST(PackedLinear, ARowsResultDoesNotDependOnTheRowsBesideIt) {
                 << isaName(isa) << " rows " << first << "+" << count << ", y(" << r << ", " << o << ")";
       }
   }
+}
+
+// Output blocks (the fast path's head-major Q, K, V): each block of `cols` columns lands as its own
+// row-major block, `stride` floats after the one before, with the bits of the plain layout, and
+// nothing is written between the blocks; a block width that splits a panel is refused.
+TEST(PackedLinear, OutputBlocksHoldThePlainLayoutsColumns) {
+  std::mt19937 g(7);
+  for (const Case& c : {Case{13, 96, 20, true}, Case{25, 64, 33, false}, Case{5, 192, 8, true}})
+    for (int cols : {32, 64})
+      for (Isa isa : isasToTest()) {
+        if (c.out % cols != 0) continue;
+        SCOPED_TRACE(where(isa, c, 0) + " cols=" + std::to_string(cols));
+        Operands ops(c, 0, g);
+        const PackedLinear p = ops.packed();
+        Operand plain = ops.y;
+        ASSERT_TRUE(p.apply(c.m, ops.x.data(), ops.x.ld, plain.data(), plain.ld, isa));
+        const int blocks = c.out / cols, gap = 3;  // each block m × cols, then 3 untouched floats
+        const std::ptrdiff_t stride = static_cast<std::ptrdiff_t>(c.m) * cols + gap;
+        Operand blocked(1, static_cast<int>(stride * blocks), 0, 1);
+        ASSERT_TRUE(p.apply(c.m, ops.x.data(), ops.x.ld, blocked.data(), cols, isa, PackedLinear::kAllOutputs,
+                            OutputBlocks{cols, stride}));
+        for (int k = 0; k < blocks; ++k) {
+          for (int r = 0; r < c.m; ++r)
+            for (int o = 0; o < cols; ++o)
+              ASSERT_EQ(bitsOf(blocked.at(0, static_cast<int>(k * stride + r * cols + o))), bitsOf(plain.at(r, k * cols + o)))
+                  << "block " << k << ", y(" << r << ", " << o << ")";
+          for (int j = 0; j < gap; ++j)
+            EXPECT_TRUE(std::isnan(blocked.at(0, static_cast<int>(k * stride + c.m * cols + j)))) << "written between blocks";
+        }
+        EXPECT_TRUE(blocked.guardsIntact());
+      }
+  std::mt19937 g2(8);
+  Operands ops(Case{4, 64, 8, false}, 0, g2);
+  Operand y = ops.y;
+  EXPECT_THROW(ops.packed().apply(4, ops.x.data(), ops.x.ld, y.data(), 16, Isa::Auto, PackedLinear::kAllOutputs,
+                                  OutputBlocks{16, 64}),
+               std::invalid_argument);
 }
 
 TEST(PackedLinear, SaysWhenAnOutputIsNotFinite) {
