@@ -314,7 +314,7 @@ ATTNSCOPE_AVX2_INLINE void zeroAvx2(float* s, int room) {
 // softmaxBlockAvx512: R independent chains of maxima and sums keep the vector units busy (4 rows:
 // a full 128-key tile in 8.2 µs instead of 12.1 row by row, Xeon; 2 rows 8.5, 8 rows 9.7, as they
 // spill). Row r has valid[r] unmasked keys. Pass 1 takes the max and flags anything not finite;
-// pass 2 writes p = 2^((s − m)·log2_scale) (0 past the row's keys, up to nk), sums it and applies
+// pass 2 writes p = 2^((s − m)·log2_scale) (0 for the kSoftmaxZeroKeys after the row's keys), sums it and applies
 // the keep bits. Each lane sums the keys j ≡ lane (mod 8) in order and the lanes are added in one
 // fixed tree, so a row's bits do not depend on the rows beside it. The keys where every row has
 // whole vectors take no branch; the ragged ends branch per row and vector.
@@ -359,8 +359,7 @@ ATTNSCOPE_AVX2_INLINE void softmaxBlockAvx2(float* S, int lds, int nk, const int
     for (int r = 0; r < R; ++r)
       weighAvx2<false>(S + static_cast<std::ptrdiff_t>(r) * lds + j, 8, 8, mv[r], scale, sum[r], keep,
                        keep_bit0 + r * keep_row_bits + j);
-  int j = whole;
-  for (; j < longest; j += 8)
+  for (int j = whole, end = std::min(nk, longest + kSoftmaxZeroKeys); j < end; j += 8)
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const int count = valid[r] - j;
@@ -368,14 +367,11 @@ ATTNSCOPE_AVX2_INLINE void softmaxBlockAvx2(float* S, int lds, int nk, const int
       const std::size_t bit = keep_bit0 + r * keep_row_bits + j;
       if (count >= 8)
         weighAvx2<false>(s, count, nk - j, mv[r], scale, sum[r], keep, bit);
-      else if (count > 0)
+      else if (count > 0)  // its store zeroes the vector's lanes past the row's keys
         weighAvx2<true>(s, count, nk - j, mv[r], scale, sum[r], keep, bit);
-      else
+      else if (j < valid[r] + kSoftmaxZeroKeys)
         zeroAvx2(s, nk - j);
     }
-  for (; j < nk; j += 8)  // past every row's keys
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) zeroAvx2(S + static_cast<std::ptrdiff_t>(r) * lds + j, nk - j);
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     out[r].sum = sumLanes(sum[r]);
@@ -541,8 +537,8 @@ ATTNSCOPE_AVX512_INLINE void weighAvx512(float* s, __mmask16 lanes, __mmask16 ro
 // chains of maxima and sums keep the vector units busy where one row's chain would wait on its
 // own latency (4 rows: a 128-key tile in 5.9 µs instead of 9.8 row by row, Xeon). Row r has
 // valid[r] unmasked keys. Pass 1 takes the max and flags anything not finite (x·0 is NaN only for
-// ±∞ and NaN: one FMA a vector); pass 2 writes p = 2^((s − m)·log2_scale) (0 past the row's keys,
-// up to nk), sums it and applies the keep bits. The keys where every row has whole vectors take no
+// ±∞ and NaN: one FMA a vector); pass 2 writes p = 2^((s − m)·log2_scale) (0 for the
+// kSoftmaxZeroKeys after the row's keys), sums it and applies the keep bits. The keys where every row has whole vectors take no
 // mask and no branch (a full tile's softmax 4.4 → 2.2 µs, Zen 5); the ragged ends mask per row and
 // vector. Each lane sums the keys j ≡ lane (mod 16) in order and the lanes are added in one fixed
 // tree, so a row's bits do not depend on the rows beside it.
@@ -589,15 +585,15 @@ ATTNSCOPE_AVX512_INLINE void softmaxBlockAvx512(float* S, int lds, int nk, const
     for (int r = 0; r < R; ++r)
       weighAvx512<false>(S + static_cast<std::ptrdiff_t>(r) * lds + j, 0xffff, 0xffff, mv[r], scale, sum[r], keep,
                          keep_bit0 + r * keep_row_bits + j);
-  for (int j = whole; j < nk; j += 16) {
+  for (int j = whole, end = std::min(nk, longest + kSoftmaxZeroKeys); j < end; j += 16) {
     const __mmask16 in_tile = firstLanes16(nk - j);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __mmask16 lanes = firstLanes16(valid[r] - j);
       float* s = S + static_cast<std::ptrdiff_t>(r) * lds + j;
-      if (lanes != 0)
+      if (lanes != 0)  // its store zeroes the vector's lanes past the row's keys
         weighAvx512<true>(s, lanes, in_tile, mv[r], scale, sum[r], keep, keep_bit0 + r * keep_row_bits + j);
-      else
+      else if (j < valid[r] + kSoftmaxZeroKeys)
         _mm512_mask_storeu_ps(s, in_tile, zero);
     }
   }

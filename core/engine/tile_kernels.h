@@ -31,6 +31,12 @@ struct SoftmaxRowResult {
 // √d_k and the change to base 2 are one multiplication (docs/DESIGN.md §2.3).
 inline float log2Scale(float divisor) { return static_cast<float>(1.4426950408889634 / divisor); }
 
+// How many keys after a row's last unmasked one softmaxRows sets to 0 (within the tile; beyond
+// them it leaves S as it was): the rows of accumulate's register blocks (up to 6) read as far as
+// the block's last row's keys. Zeroing the rest of a causal tile's upper triangle cost the
+// diagonal tile's softmax a third of its time.
+constexpr int kSoftmaxZeroKeys = 8;
+
 struct TileKernels {
   Isa isa;  // never Auto
 
@@ -41,10 +47,11 @@ struct TileKernels {
   void (*scores)(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk, float* S,
                  int lds, int key_limit);
 
-  // acc += P·V. P: n × nk (ldp), V: nk × hw (ldv), acc: n × hw (ldacc). Row r's P must be 0 from
-  // its key limit (j ≥ r + key_limit, as softmaxRows leaves it) to nk; the keys past the limit of a
-  // register block's last row are not read. Each element sums the keys in chunks (kKeyChunk in
-  // tile_kernels.cpp), each in order from 0, and adds each chunk's sum to acc in order.
+  // acc += P·V. P: n × nk (ldp), V: nk × hw (ldv), acc: n × hw (ldacc). Row r's P must be 0 for
+  // the kSoftmaxZeroKeys keys after its key limit (r + key_limit), within nk, as softmaxRows leaves
+  // it: a register block reads the keys of its last row, at most kSoftmaxZeroKeys − 1 rows down,
+  // and no further. Each element sums the keys in chunks (kKeyChunk in tile_kernels.cpp), each in
+  // order from 0, and adds each chunk's sum to acc in order.
   void (*accumulate)(int n, int nk, int hw, const float* P, int ldp, const float* V, int ldv,
                      float* acc, int ldacc, int key_limit);
 
@@ -52,9 +59,9 @@ struct TileKernels {
   // unmasked keys are j < r + key_limit, as for scores. Per row: the new max of the raw scores
   // m = max(m_old[r], the row's unmasked scores), then for its unmasked keys s = 2^t with
   // t = float(float(s − m)·log2_scale) (log2_scale = log2Scale(√d_k) > 0: the scores' scaling
-  // folded into the exponent), 0 for the others up to nk; with `keep` (dropout) the dropped p are
-  // then set to 0 but still counted in the sum: key j of row r is kept iff bit
-  // keep_bit0 + r·keep_row_bits + j is set (bit i % 64 of word i / 64). out[r] = {m, Σ p, every
+  // folded into the exponent), 0 for at least the next kSoftmaxZeroKeys keys (within nk; beyond
+  // them S may keep what it held); with `keep` (dropout) the dropped p are then set to 0 but still
+  // counted in the sum: key j of row r is kept iff bit keep_bit0 + r·keep_row_bits + j is set (bit i % 64 of word i / 64). out[r] = {m, Σ p, every
   // unmasked score finite}; a row without unmasked keys keeps m_old[r] and sums to 0. 2^t is
   // exp2f's on the scalar version, within 2 ulp of it on the SIMD ones (0 below 2⁻¹²⁶ with AVX2).
   void (*softmaxRows)(float* S, int lds, int n, int nk, int key_limit, float log2_scale, const float* m_old,

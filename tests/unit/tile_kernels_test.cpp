@@ -109,8 +109,9 @@ TEST(TileKernels, ScoresMatchDoubleLoops) {
   std::printf("%d scores checked\n", checked);
 }
 
-// acc += P·V against acc + Σ_j p_j v_j in double. Row r's P is 0 from its key limit to nk (as the
-// softmax row leaves it) and NaN past nk; V is NaN past its nk × hw.
+// acc += P·V against acc + Σ_j p_j v_j in double. Row r's P is 0 for the kSoftmaxZeroKeys keys
+// after its key limit (as the softmax row leaves it) and NaN beyond them and past nk; V is NaN
+// past its nk × hw.
 TEST(TileKernels, AccumulateMatchesDoubleLoops) {
   std::mt19937 g(2);
   int checked = 0;
@@ -126,7 +127,9 @@ TEST(TileKernels, AccumulateMatchesDoubleLoops) {
         V.fillRandom(g, -2, 2);
         A.fillRandom(g, -3, 3);
         for (int r = 0; r < s.n; ++r)
-          for (int j = keysOf(r, key_limit, s.nk); j < s.nk; ++j) P.at(r, j) = 0.0f;
+          for (int j = keysOf(r, key_limit, s.nk); j < s.nk; ++j)  // as softmaxRows leaves P: NaN past
+            P.at(r, j) = j < keysOf(r, key_limit, s.nk) + kSoftmaxZeroKeys ? 0.0f : kNaN;  // its zeros
+
         const Operand before = A;
         k.accumulate(s.n, s.nk, s.hw, P.data(), P.ld, V.data(), V.ld, A.data(), A.ld, key_limit);
         int bad = 0;
@@ -159,8 +162,8 @@ std::vector<std::uint64_t> randomKeepBits(std::size_t bits, std::uint32_t seed) 
 }
 
 // The online softmax step against double, row by row: the raw max exactly, p = 2^t with
-// t = float(float(s − m)·log2_scale) within a few ulp (+0 exactly where dropped or masked), Σ p
-// within float rounding, the finite flag. Rows of one call have their own key limits, running
+// t = float(float(s − m)·log2_scale) within a few ulp (+0 exactly where dropped, and for the
+// kSoftmaxZeroKeys masked keys after the row's last), Σ p within float rounding, the finite flag. Rows of one call have their own key limits, running
 // maxima and keep bits.
 TEST(TileKernels, SoftmaxRowsMatchDoubleLoops) {
   std::mt19937 g(3);
@@ -199,7 +202,8 @@ TEST(TileKernels, SoftmaxRowsMatchDoubleLoops) {
             EXPECT_EQ(bitsOf(got[r].max), bitsOf(want_max)) << "row " << r << ": " << got[r].max << " vs " << want_max;
             double want_sum = 0;
             int bad = 0;
-            for (int j = 0; j < nk; ++j) {
+            // The keys past the row's zeros may hold anything: accumulate never reads them.
+            for (int j = 0; j < std::min(nk, valid + kSoftmaxZeroKeys); ++j) {
               double want = 0;
               if (j < valid) {
                 const float t = (scores[j] - want_max) * log2_scale;  // float operations, as the kernel
