@@ -8,9 +8,11 @@ dropout as in the preset: inactive) and in training mode with dropout p = 0.1, i
      elements, the one-thread GEMM speed of each backend and the GEMM-bound limit it implies);
   2. times the same MultiHeadAttention forward in Debian's torch (the seed class, torch.no_grad,
      module.train(training), same shapes, dropout and batch, one thread per core) in a child
-     process, never beside ours, so the two never compete for the cores. Where Debian's OpenBLAS
-     does not know the CPU and falls back to a pre-AVX2 core, torch runs with OPENBLAS_CORETYPE
-     naming the CPU's own (torch at its best; the default core's times are recorded beside);
+     process, never beside ours, so the two never compete for the cores. Torch runs at its best,
+     whatever the caller's OPENBLAS_CORETYPE says: on OpenBLAS's own choice of core or, where
+     Debian's OpenBLAS does not know the CPU and falls back to a pre-AVX2 core, with
+     OPENBLAS_CORETYPE naming the CPU's own (the caller's or default core's times are recorded
+     beside);
   3. then runs paired rounds: ours (`bench --forward-only`: the parallel forward, each run followed
      by the projections' GEMM on every thread at once, that run's limit) and torch, back to back,
      several times. The headline figures are the medians over rounds of torch ÷ ours (above 1
@@ -89,33 +91,67 @@ def cpu_flags():
         return set()
 
 
-def openblas_core(python, env=None):
-    """The core OpenBLAS's dynamic dispatch picks in the torch process (OPENBLAS_VERBOSE=2 prints
-    it when the library loads), or None when torch loads no OpenBLAS."""
+def openblas_probe(python, env):
+    """(core, name_taken): the core OpenBLAS's dynamic dispatch picks in a torch process with `env`
+    (OPENBLAS_VERBOSE=2 prints it when the library loads), or None when torch loads no OpenBLAS;
+    name_taken is False when OpenBLAS printed "Core not found" for env's OPENBLAS_CORETYPE (0.3.21
+    then picks the core itself: it takes no "Cooperlake" by name although it detects one)."""
     p = subprocess.run([python, "-c", "import torch; torch.ones(64, 64) @ torch.ones(64, 64)"],
                        capture_output=True, text=True, timeout=300,
-                       env=dict(env or os.environ, OPENBLAS_VERBOSE="2"))
+                       env=dict(env, OPENBLAS_VERBOSE="2"))
     found = re.search(r"^Core: (\S+)", p.stdout + p.stderr, re.M)
-    return found.group(1) if found else None
+    return (found.group(1) if found else None), "Core not found" not in p.stdout + p.stderr
+
+
+def openblas_core(python, env=None):
+    """The core OpenBLAS's dynamic dispatch picks in the torch process, or None when torch loads no
+    OpenBLAS."""
+    return openblas_probe(python, env or os.environ)[0]
 
 
 def torch_openblas_core(python):
-    """{"detected", "used", "why", "coretype"}: torch is timed at its best on this machine. When
-    OpenBLAS falls back to a pre-AVX2 core on a CPU with AVX2, "coretype" is the OPENBLAS_CORETYPE
-    naming the core the CPU has (SkylakeX with AVX-512, else Haswell), for both sides; else None.
-    A core set by the caller is kept."""
-    detected = openblas_core(python)
-    info = {"detected": detected, "used": detected, "why": "OpenBLAS's own choice", "coretype": None}
+    """{"detected", "used", "why", "coretype", "caller", "default_core", "unset"}: torch is timed
+    at its best on this machine, whatever the caller's environment says. "detected" is OpenBLAS's
+    own choice, found without OPENBLAS_CORETYPE. When that is a pre-AVX2 core on a CPU with AVX2,
+    the core to use is the one the CPU has (SkylakeX with AVX-512, else Haswell), else OpenBLAS's
+    own. "caller" is the caller's OPENBLAS_CORETYPE (None when unset), "default_core" the core
+    torch gets in the caller's environment as it is. Where that is not the core to use, both sides
+    run with "coretype", the OPENBLAS_CORETYPE naming it; where OpenBLAS does not take that name,
+    "unset" is true and both sides run without the variable, on OpenBLAS's own choice. "used" is
+    the core torch then runs on (asked again when the environment changes)."""
+    caller = os.environ.get("OPENBLAS_CORETYPE")
+    without = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    detected = openblas_core(python, without)
+    # A caller's core that is not the strongest (on this machine the environment sets Haswell, AVX2
+    # kernels, where OpenBLAS picks Cooperlake, AVX-512: a 512×768×768 GEMM runs at ~215 GFLOP/s
+    # instead of ~390 on 2 threads) would time a handicapped torch.
+    default_core = detected if caller is None else openblas_core(python, os.environ)
+    info = {"detected": detected, "used": default_core, "why": "OpenBLAS's own choice",
+            "coretype": None, "caller": caller, "default_core": default_core, "unset": False}
     flags = cpu_flags()
-    if "OPENBLAS_CORETYPE" in os.environ:
-        info["why"] = "OPENBLAS_CORETYPE set by the caller"
-    elif detected in GENERIC_OPENBLAS_CORES and {"avx2", "fma"} <= flags:
+    target, reasons = detected, [f"OpenBLAS's own choice on this CPU is {detected}"]
+    if detected in GENERIC_OPENBLAS_CORES and {"avx2", "fma"} <= flags:
         avx512 = {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags
-        info["coretype"] = "SkylakeX" if avx512 else "Haswell"
-        info["used"] = openblas_core(python, dict(os.environ, OPENBLAS_CORETYPE=info["coretype"]))
-        info["why"] = (f"OpenBLAS chose the generic core {detected} on a CPU with "
-                       f"{'AVX-512' if avx512 else 'AVX2'}: torch is timed with "
-                       f"OPENBLAS_CORETYPE={info['coretype']}, the stronger torch")
+        target = "SkylakeX" if avx512 else "Haswell"
+        reasons = [f"OpenBLAS chose the generic core {detected} on a CPU with "
+                   f"{'AVX-512' if avx512 else 'AVX2'}, whose own core {target} is the stronger torch"]
+    if caller is not None:
+        reasons.append(f"the caller's OPENBLAS_CORETYPE={caller} gives {default_core}")
+    if default_core == target:  # no caller and OpenBLAS's own choice, or the caller's is the one
+        if caller is not None:
+            info["why"] = "; ".join(reasons) + ": the caller's environment is kept"
+        return info
+    used, name_taken = openblas_probe(python, dict(os.environ, OPENBLAS_CORETYPE=target))
+    if name_taken:
+        info.update(coretype=target, used=used)
+        action = f"torch is timed with OPENBLAS_CORETYPE={target}"
+    elif target == detected:  # OpenBLAS's own choice under a name it does not take (0.3.21: Cooperlake)
+        info.update(unset=True, used=detected)
+        action = (f"torch is timed without OPENBLAS_CORETYPE (this OpenBLAS takes no {target!r} "
+                  f"by name and picks it itself)")
+    else:  # SkylakeX and Haswell are taken by every OpenBLAS with dynamic dispatch; just in case
+        action = f"this OpenBLAS takes no OPENBLAS_CORETYPE={target}: the caller's environment is kept"
+    info["why"] = "; ".join(reasons) + ": " + action
     return info
 
 
@@ -441,11 +477,14 @@ def main():
         callgrind_cli = cli
     app = os.path.abspath(args.app or os.path.join(cli_dir, "attnscope"))
     started, load_before = time.monotonic(), load_average()
-    # Both sides see OpenBLAS at its best: our `openblas` GEMM figure and torch (torch_openblas_core).
+    # Both sides see OpenBLAS at its best: our `openblas` GEMM figure and torch (torch_openblas_core),
+    # whatever core the caller's environment names; that one's torch times are recorded beside.
     default_env = dict(os.environ)
     openblas = torch_openblas_core(args.python)
     if openblas["coretype"] is not None:
         os.environ["OPENBLAS_CORETYPE"] = openblas["coretype"]
+    elif openblas["unset"]:
+        os.environ.pop("OPENBLAS_CORETYPE", None)
 
     with tempfile.TemporaryDirectory(prefix="attnscope-bench.") as tmp:
         workspaces = derived_workspaces(args.assets, tmp)
@@ -454,7 +493,7 @@ def main():
             ours[(preset, mode)] = run_ours(cli, path, repeat)
             ours[(preset, mode)]["workspace"] = f"presets/{preset}.json, {mode}"  # path was temporary
         torch_default_core = {}
-        if openblas["used"] != openblas["detected"]:  # the default core's figures, for the record
+        if openblas["used"] != openblas["default_core"]:  # the caller's environment's, for the record
             default_side = TorchSide(args.python, default_env)
             torch_default_core = {f"{p}/{m}": default_side.ask({"job": [f"{p}/{m}", path, r]})
                                   for p, m, path, r in workspaces}
@@ -522,13 +561,15 @@ def print_table(report):
           f"{'OpenBLAS' if m['openblas_in_use'] else 'reference/other'} "
           f"({', '.join(os.path.basename(l) for l in m['blas_libraries']) or 'none loaded'})")
     core = m["torch_openblas_core"]
-    if core["used"] != core["detected"]:
+    if core["used"] != core["default_core"]:
         slower = [f"{c['preset']}/{c['mode']} {c['torch_default_core_forward_ms']:.4g} ms"
                   for c in report["configs"] if "torch_default_core_forward_ms" in c]
-        note(f"torch's OpenBLAS core: {core['why']}. With its default core {core['detected']} torch "
-             f"took: " + ", ".join(slower))
+        whose = (f"its default core {core['default_core']}" if core["caller"] is None else
+                 f"the caller's OPENBLAS_CORETYPE={core['caller']} (core {core['default_core']})")
+        note(f"torch ran on OpenBLAS core {core['used']}: {core['why']}. With {whose} torch took: "
+             + ", ".join(slower))
     else:
-        note(f"torch's OpenBLAS core: {core['used']} ({core['why']})")
+        note(f"torch ran on OpenBLAS core {core['used']} ({core['why']})")
     head = (f"{'preset':<10} {'mode':<5} {'T':>4} | {'serial':>8} {'omp':>8} {'shared':>8} | "
             f"{'torch':>8} {'t/ours':>6} {'paired':>6} | {'limit':>8} {'o/lim':>5} {'paired':>6} {'t/lim':>6}")
     print(head)
