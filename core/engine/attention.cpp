@@ -545,8 +545,8 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   w.groups = m.variant == Variant::MultiHeadWrapper ? m.num_heads : 1;
   t.dropout_active = hasDropout(m.variant) && m.training && m.dropout > 0;
   // The dropout draws are one stream, so one thread's work (medium's 1 M draws: 0.5 ms, a quarter
-  // of its training forward): they run as the first item of the projection loop, beside the
-  // projections on the other threads, which need no draw. Only the attention reads them.
+  // of its training forward): they are the first item of the pass, beside the projections on the
+  // other threads, which need no draw. Only the attention tasks read them, and wait for them.
   std::size_t draws = 0;
   if (t.dropout_active) {
     t.dropout_scale = TorchGenerator::dropoutScale(m.dropout);
@@ -659,14 +659,18 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   // Attention tasks still to finish over each output block (c · out_blocks + blk).
   const std::unique_ptr<std::atomic<int>[]> unfinished(new std::atomic<int>[std::max(computed_count * out_blocks, 1)]);
   for (int i = 0; i < computed_count * out_blocks; ++i) unfinished[i].store(0, std::memory_order_relaxed);
-  const auto outBlocksOf = [&](const AttentionTask& a) {  // [first, last] output blocks a writes rows of
-    return std::array<int, 2>{a.r0 / out_block, (a.r0 + a.n - 1) / out_block};
+  // Adds `change` to the count of every output block task a writes rows of.
+  const auto countTowardOutputs = [&](const AttentionTask& a, int change) {
+    if (computed_count == 0) return;
+    for (int blk = a.r0 / out_block; blk <= (a.r0 + a.n - 1) / out_block; ++blk)
+      unfinished[slot_of[a.b] * out_blocks + blk].fetch_add(change, std::memory_order_acq_rel);
   };
-  if (computed_count > 0)
-    for (const AttentionTask& a : tasks)
-      for (int blk = outBlocksOf(a)[0]; blk <= outBlocksOf(a)[1]; ++blk)
-        unfinished[slot_of[a.b] * out_blocks + blk].fetch_add(1, std::memory_order_relaxed);
+  for (const AttentionTask& a : tasks) countTowardOutputs(a, 1);
+  // Projection item j = (p · G + g) · proj_blocks + blk, of element p (or the shared one), group g.
   const auto projectionItem = [&](int p, int g, int blk) { return (p * G + g) * proj_blocks + blk; };
+  const auto projectionOf = [&](int j) {  // {p, g, r0}
+    return std::array<int, 3>{j / (G * proj_blocks), j / proj_blocks % G, j % proj_blocks * proj_block};
+  };
   const auto cancelled = [&] { return exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed); };
 
   TaskGraph pass;
@@ -674,8 +678,8 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   pass.home = [&](int i) {
     if (i < first_proj) return threads - 1;  // the draws, beside the projections of the others
     if (i < first_task) {
-      const int j = i - first_proj;
-      return homeOf(j / (G * proj_blocks), j / proj_blocks % G);
+      const auto [p, g, r0] = projectionOf(i - first_proj);
+      return homeOf(p, g);
     }
     if (i < first_out) return homeOf(tasks[i - first_task].b, wrapper ? tasks[i - first_task].h : 0);
     return homeOf(computed[(i - first_out) / out_blocks], 0);
@@ -699,21 +703,19 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
       drawDropout();
       keep_ready.store(true, std::memory_order_release);
     } else if (i < first_task) {
-      const int j = i - first_proj, r0 = j % proj_blocks * proj_block;
+      const auto [p, g, r0] = projectionOf(i - first_proj);
       if (!cancelled()) {
-        const int p = j / (G * proj_blocks), g = j / proj_blocks % G, n = std::min(proj_block, T - r0);
+        const int n = std::min(proj_block, T - r0);
         if (fused)
           projectRowsFast(w, p, g, r0, n);
         else
           projectRows(w, p, g, r0, n);
       }
-      projected[j].store(true, std::memory_order_release);
+      projected[i - first_proj].store(true, std::memory_order_release);
     } else if (i < first_out) {
       const AttentionTask& a = tasks[i - first_task];
       if (!cancelled()) attend(w, a, heads, t, fused);
-      if (computed_count > 0)
-        for (int blk = outBlocksOf(a)[0]; blk <= outBlocksOf(a)[1]; ++blk)
-          unfinished[slot_of[a.b] * out_blocks + blk].fetch_sub(1, std::memory_order_acq_rel);
+      countTowardOutputs(a, -1);
     } else if (!cancelled()) {
       const int j = i - first_out, b = computed[j / out_blocks], r0 = j % out_blocks * out_block;
       outputRows(w, b, r0, std::min(out_block, T - r0), heads[b].empty() ? nullptr : &heads[b], fused);

@@ -261,7 +261,7 @@ void PackedLinear::pack(const float* weight, int out, int in, int ldw, const flo
 
 bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa isa, int output_limit,
                          OutputBlocks blocks) const {
-  if (blocks.cols < out_ && blocks.cols % kPanel != 0)
+  if (blocks.cols <= 0 || (blocks.cols < out_ && blocks.cols % kPanel != 0))
     throw std::invalid_argument("PackedLinear::apply: output blocks must be whole panels");
   const PanelKernel kernel = panelKernel(isa);
   bool finite = true;

@@ -105,11 +105,11 @@ class ThreadTeam {
     spin_us_.store(std::max(o.spin_microseconds, 0), std::memory_order_relaxed);
   }
 
- private:
   std::chrono::microseconds spin() const {
     return std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed));
   }
 
+ private:
   // A new loop for `threads` participants: the generation moves on, and the participant count
   // travels in the same word, so a worker that was left out of the last loop never reads the
   // count of the next one.
@@ -194,6 +194,8 @@ void runGraph(int threads, const TaskGraph& graph) {
         if (!taken[list[x]].load(std::memory_order_relaxed) && graph.ready(list[x])) return list[x];
       return -1;
     };
+    bool waiting = false;  // since `idle`, nothing this thread could take was ready
+    Clock::time_point idle;
     while (left.load(std::memory_order_acquire) > 0) {
       int pick = -1, pick_stage = 0;
       for (int j = 0; j < threads; ++j) {  // its own list first: another wins only by an earlier stage
@@ -203,9 +205,18 @@ void runGraph(int threads, const TaskGraph& graph) {
         if (pick < 0 || stage < pick_stage) pick = i, pick_stage = stage;
       }
       if (pick < 0 || taken[pick].exchange(true, std::memory_order_acq_rel)) {
+        // Waiting for another thread's item: spin as the team does between loops, then sleep in
+        // short naps, so that a waiting thread never holds a core the one it waits for needs.
+        if (!waiting) {
+          waiting = true;
+          idle = Clock::now();
+        } else if (Clock::now() - idle > team().spin()) {
+          std::this_thread::sleep_for(std::chrono::microseconds(20));
+        }
         cpuRelax();
         continue;
       }
+      waiting = false;
       left.fetch_sub(1, std::memory_order_acq_rel);
       graph.run(pick);
     }

@@ -45,13 +45,14 @@ struct TaskGraph {
 
 // Runs every item of `graph` on up to `threads` threads, the caller among them (thread 0). The
 // team's threads keep their numbers from loop to loop, so an item whose home is the thread that
-// wrote its inputs finds them in that core's cache. A thread takes the first ready item of its own
-// (home(i)) in order, unless another thread's items hold a ready one
-// of an earlier stage: then the first such, the next thread's first. It spins while nothing it
-// could take is ready; since the first item not yet started is ready once the running ones finish,
-// every item runs. One loop instead of one per stage, so no thread waits at a stage's end while
-// an item of the next could run, yet a stage late on one thread is shared out before the next.
-// threads ≤ 1 runs the items in order on the caller (each is ready by then).
+// wrote its inputs finds them in that core's cache. Each thread looks at the first ready item of
+// every thread's list (its items by home(i), in order) and takes the one of the earliest stage;
+// on a tie its own, else the next thread's. One loop instead of one per stage, so no thread waits
+// at a stage's end while an item of the next could run, yet a stage late on one thread is shared
+// out before the next. A thread with nothing ready spins for ThreadTeamOptions::spin_microseconds,
+// then naps; since the first item not yet started is ready once the running ones finish, every
+// item runs. When the team is busy (a loop inside an item, or another thread's), the caller runs
+// the items alone, in an order in which each is ready; threads ≤ 1 runs them in list order.
 void runGraph(int threads, const TaskGraph& graph);
 
 // Processors this process may run on (its affinity mask), at least 1.

@@ -210,8 +210,10 @@ ATTNSCOPE_AVX2 void accumulateAvx2(int n, int nk, int hw, const float* P, int ld
                                    float* acc, int ldacc, int key_limit) {
   key_limit = clampLimit(key_limit, n, nk);
   const __m256i tail = firstLanes(hw % 8);
-  for (int r = 0; r < n; r += 3) {
-    const int rows = std::min(3, n - r), keys = keysFor(r + rows - 1, key_limit, nk);
+  constexpr int kRows = 3;
+  static_assert(kRows - 1 < kSoftmaxZeroKeys, "a block reads its last row's keys: the softmax zeroes that far");
+  for (int r = 0; r < n; r += kRows) {
+    const int rows = std::min(kRows, n - r), keys = keysFor(r + rows - 1, key_limit, nk);
     const float* p = P + static_cast<std::ptrdiff_t>(r) * ldp;
     float* a = acc + static_cast<std::ptrdiff_t>(r) * ldacc;
     if (rows == 3)
@@ -311,11 +313,11 @@ ATTNSCOPE_AVX2_INLINE void zeroAvx2(float* s, int room) {
 }
 
 // The online softmax step (tile_kernels.h) of R rows at once, 8 keys at a time, as
-// softmaxBlockAvx512: R independent chains of maxima and sums keep the vector units busy (4 rows:
-// a full 128-key tile in 8.2 µs instead of 12.1 row by row, Xeon; 2 rows 8.5, 8 rows 9.7, as they
-// spill). Row r has valid[r] unmasked keys. Pass 1 takes the max and flags anything not finite;
-// pass 2 writes p = 2^((s − m)·log2_scale) (0 for the kSoftmaxZeroKeys after the row's keys), sums it and applies
-// the keep bits. Each lane sums the keys j ≡ lane (mod 8) in order and the lanes are added in one
+// softmaxBlockAvx512: R independent chains of maxima and sums keep the vector units busy (with
+// the earlier division and exp, 4 rows took a full 128-key tile in 8.2 µs where row by row took
+// 12.1, Xeon; 2 rows 8.5, 8 rows 9.7, as they spill; now 4.1, Zen 5). Row r has valid[r] unmasked
+// keys. Pass 1 takes the max and flags anything not finite; pass 2 writes p = 2^((s − m)·log2_scale)
+// (0 for the kSoftmaxZeroKeys after the row's keys), sums it and applies the keep bits. Each lane sums the keys j ≡ lane (mod 8) in order and the lanes are added in one
 // fixed tree, so a row's bits do not depend on the rows beside it. The keys where every row has
 // whole vectors take no branch; the ragged ends branch per row and vector.
 template <int R>
@@ -479,9 +481,11 @@ ATTNSCOPE_AVX512 void accumulateAvx512(int n, int nk, int hw, const float* P, in
                                        float* acc, int ldacc, int key_limit) {
   key_limit = clampLimit(key_limit, n, nk);
   const __mmask16 tail = firstLanes16(hw % 16);
+  constexpr int kRows = 6;
+  static_assert(kRows - 1 < kSoftmaxZeroKeys, "a block reads its last row's keys: the softmax zeroes that far");
   int r = 0;
-  for (; r + 6 <= n; r += 6)
-    accumulateRowsAvx512<6>(keysFor(r + 5, key_limit, nk), hw, P + static_cast<std::ptrdiff_t>(r) * ldp, ldp, V,
+  for (; r + kRows <= n; r += kRows)
+    accumulateRowsAvx512<kRows>(keysFor(r + kRows - 1, key_limit, nk), hw, P + static_cast<std::ptrdiff_t>(r) * ldp, ldp, V,
                             ldv, acc + static_cast<std::ptrdiff_t>(r) * ldacc, ldacc, tail);
   for (; r < n; ++r)
     accumulateRowsAvx512<1>(keysFor(r, key_limit, nk), hw, P + static_cast<std::ptrdiff_t>(r) * ldp, ldp, V, ldv,
@@ -516,6 +520,16 @@ ATTNSCOPE_AVX512_INLINE float sumLanes16(__m512 v) {
   return sumLanes(_mm256_add_ps(_mm512_castps512_ps256(v), high));
 }
 
+// Pass 1 of the softmax on 16 keys of a row at s, as scanAvx2: their running max in mx, and x·0
+// added to `nan`. Masked: the lanes `lanes` only; the others are not read (0.0, finite) and do not
+// count for the max.
+template <bool Masked>
+ATTNSCOPE_AVX512_INLINE void scanAvx512(const float* s, __mmask16 lanes, __m512& mx, __m512& nan) {
+  const __m512 x = Masked ? _mm512_maskz_loadu_ps(lanes, s) : _mm512_loadu_ps(s);
+  mx = Masked ? _mm512_mask_max_ps(mx, lanes, mx, x) : _mm512_max_ps(mx, x);
+  nan = _mm512_fmadd_ps(x, _mm512_setzero_ps(), nan);
+}
+
 // Pass 2 of the softmax on 16 keys of a row at s (key bit `bit` in keep): p = 2^((s − m)·scale) in
 // the lanes `lanes` (0 in the others), added to `sum`, then the keep bits applied and p written
 // over s in the lanes `room`.
@@ -535,12 +549,12 @@ ATTNSCOPE_AVX512_INLINE void weighAvx512(float* s, __mmask16 lanes, __mmask16 ro
 
 // The online softmax step (tile_kernels.h) of R rows at once, 16 keys at a time: R independent
 // chains of maxima and sums keep the vector units busy where one row's chain would wait on its
-// own latency (4 rows: a 128-key tile in 5.9 µs instead of 9.8 row by row, Xeon). Row r has
-// valid[r] unmasked keys. Pass 1 takes the max and flags anything not finite (x·0 is NaN only for
-// ±∞ and NaN: one FMA a vector); pass 2 writes p = 2^((s − m)·log2_scale) (0 for the
-// kSoftmaxZeroKeys after the row's keys), sums it and applies the keep bits. The keys where every row has whole vectors take no
-// mask and no branch (a full tile's softmax 4.4 → 2.2 µs, Zen 5); the ragged ends mask per row and
-// vector. Each lane sums the keys j ≡ lane (mod 16) in order and the lanes are added in one fixed
+// own latency (with the earlier division and exp, 4 rows: a 128-key tile in 5.9 µs instead of 9.8
+// row by row, Xeon; 8 rows are slower again). Row r has valid[r] unmasked keys. Pass 1 takes the
+// max and flags anything not finite (x·0 is NaN only for ±∞ and NaN: one FMA a vector); pass 2
+// writes p = 2^((s − m)·log2_scale) (0 for the kSoftmaxZeroKeys after the row's keys), sums it and
+// applies the keep bits. The keys where every row has whole vectors take no mask and no branch (a
+// full tile's softmax 4.4 → 2.2 µs with the fold, Zen 5); the ragged ends mask per row and vector. Each lane sums the keys j ≡ lane (mod 16) in order and the lanes are added in one fixed
 // tree, so a row's bits do not depend on the rows beside it.
 template <int R>
 ATTNSCOPE_AVX512_INLINE void softmaxBlockAvx512(float* S, int lds, int nk, const int* valid, float log2_scale,
@@ -560,19 +574,11 @@ ATTNSCOPE_AVX512_INLINE void softmaxBlockAvx512(float* S, int lds, int nk, const
   const int whole = std::max(shortest, 0) / 16 * 16;  // keys where every row has whole vectors
   for (int j = 0; j < whole; j += 16)
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      const __m512 x = _mm512_loadu_ps(S + static_cast<std::ptrdiff_t>(r) * lds + j);
-      mx[r] = _mm512_max_ps(mx[r], x);
-      nan[r] = _mm512_fmadd_ps(x, zero, nan[r]);
-    }
+    for (int r = 0; r < R; ++r) scanAvx512<false>(S + static_cast<std::ptrdiff_t>(r) * lds + j, 0xffff, mx[r], nan[r]);
   for (int j = whole; j < longest; j += 16)
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      const __mmask16 lanes = firstLanes16(valid[r] - j);
-      const __m512 x = _mm512_maskz_loadu_ps(lanes, S + static_cast<std::ptrdiff_t>(r) * lds + j);
-      mx[r] = _mm512_mask_max_ps(mx[r], lanes, mx[r], x);
-      nan[r] = _mm512_fmadd_ps(x, zero, nan[r]);  // the masked lanes' 0.0 is finite
-    }
+    for (int r = 0; r < R; ++r)
+      scanAvx512<true>(S + static_cast<std::ptrdiff_t>(r) * lds + j, firstLanes16(valid[r] - j), mx[r], nan[r]);
   __m512 mv[R], sum[R];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {

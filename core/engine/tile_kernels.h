@@ -63,7 +63,7 @@ struct TileKernels {
   // them S may keep what it held); with `keep` (dropout) the dropped p are then set to 0 but still
   // counted in the sum: key j of row r is kept iff bit keep_bit0 + r·keep_row_bits + j is set (bit i % 64 of word i / 64). out[r] = {m, Σ p, every
   // unmasked score finite}; a row without unmasked keys keeps m_old[r] and sums to 0. 2^t is
-  // exp2f's on the scalar version, within 2 ulp of it on the SIMD ones (0 below 2⁻¹²⁶ with AVX2).
+  // exp2f's on the scalar version, within 2 ulp of it on the SIMD ones (AVX2: exactly 0 below 2⁻¹²⁶·⁵, where 2^t is subnormal).
   void (*softmaxRows)(float* S, int lds, int n, int nk, int key_limit, float log2_scale, const float* m_old,
                       const std::uint64_t* keep, std::size_t keep_bit0, std::size_t keep_row_bits,
                       SoftmaxRowResult* out);

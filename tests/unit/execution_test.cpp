@@ -370,6 +370,35 @@ TEST(ThreadTeam, NestedAndConcurrentLoopsRunEveryItem) {
   EXPECT_EQ(total.load(), 4 * 100 * 10);
 }
 
+// An attention task must wait for every projection block it reads: all T keys for traced heads and
+// without a causal mask, the causal triangle's for the fused kernel. One element (its projection
+// blocks shared out over three threads) and two inputs in turn, so that a block read before it is
+// written still holds the other input's keys: every parallel pass must equal the serial one. Wide
+// inputs and narrow heads make a projection block take far longer than a task's walk over the keys.
+TEST(Execution, AttentionWaitsForTheProjectionsItReads) {
+  const Matrix xa = test::randomMatrix(1024, 1024, 21), xb = test::randomMatrix(1024, 1024, 22);
+  for (bool causal : {false, true})
+    for (bool traced : {false, true}) {
+      ModelConfig m = defaultConfig(Variant::MultiHead);
+      m.d_out = 64;
+      m.num_heads = 2;
+      m.batch_size = 1;
+      m.causal = causal;
+      const TraceRequest request = traced ? TraceRequest::only({0}) : TraceRequest::only({});
+      ExecutionOptions serial, parallel;
+      parallel.parallel = true;
+      parallel.threads = 3;
+      const Trace want_a = computeTrace(xa, m, serial, request), want_b = computeTrace(xb, m, serial, request);
+      for (int round = 0; round < 6; ++round) {
+        const Trace got_a = computeTrace(xa, m, parallel, request), got_b = computeTrace(xb, m, parallel, request);
+        ASSERT_TRUE(test::bitwiseEqual(got_a.batches[0].output, want_a.batches[0].output))
+            << (causal ? "causal" : "full") << (traced ? " traced" : " fused") << ", round " << round;
+        ASSERT_TRUE(test::bitwiseEqual(got_b.batches[0].output, want_b.batches[0].output))
+            << (causal ? "causal" : "full") << (traced ? " traced" : " fused") << ", round " << round;
+      }
+    }
+}
+
 // A pass cancelled before it starts, or by another thread while it runs, throws Cancelled (or
 // finishes, when the flag came too late) and never waits for an item that was skipped.
 TEST(Execution, CancelledPassesThrowAndNeverHang) {

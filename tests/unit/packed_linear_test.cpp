@@ -111,7 +111,7 @@ TEST(PackedLinear, ARowsResultDoesNotDependOnTheRowsBesideIt) {
 
 // Output blocks (the fast path's head-major Q, K, V): each block of `cols` columns lands as its own
 // row-major block, `stride` floats after the one before, with the bits of the plain layout, and
-// nothing is written between the blocks; a block width that splits a panel is refused.
+// nothing is written between the blocks; a block width that splits a panel (or is 0) is refused.
 TEST(PackedLinear, OutputBlocksHoldThePlainLayoutsColumns) {
   std::mt19937 g(7);
   for (const Case& c : {Case{13, 96, 20, true}, Case{25, 64, 33, false}, Case{5, 192, 8, true}})
@@ -143,6 +143,9 @@ TEST(PackedLinear, OutputBlocksHoldThePlainLayoutsColumns) {
   Operand y = ops.y;
   EXPECT_THROW(ops.packed().apply(4, ops.x.data(), ops.x.ld, y.data(), 16, Isa::Auto, PackedLinear::kAllOutputs,
                                   OutputBlocks{16, 64}),
+               std::invalid_argument);
+  EXPECT_THROW(ops.packed().apply(4, ops.x.data(), ops.x.ld, y.data(), 16, Isa::Auto, PackedLinear::kAllOutputs,
+                                  OutputBlocks{0, 64}),
                std::invalid_argument);
 }
 
