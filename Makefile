@@ -1,15 +1,17 @@
 # The front door: make run | make test | make bench. Each target installs the Debian packages it
 # needs first (third_party/install-deps, idempotent), then configures and builds with CMake.
-# make test runs every test twice: in the Release build, then in the sanitizer build (test-asan).
+# make test runs every test twice: in the Release build, then in the sanitizer build (test-asan); then
+# the parallel path's unit tests under ThreadSanitizer (test-tsan).
 # make install puts the programs and their data under PREFIX (DESTDIR for staging); make deb builds
 # the Debian package attnscope_VERSION_ARCH.deb (packaging/CMakeLists.txt has the install rules).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 CLI := $(BUILD)/attnscope-cli
 
-.PHONY: all build build-asan run test test-asan fuzz bench clean screenshots install deb
+.PHONY: all build build-asan run test test-asan test-tsan fuzz bench clean screenshots install deb
 
 all: build
 
@@ -36,6 +38,7 @@ test:
 	$(MAKE) build
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
 	$(MAKE) test-asan
+	$(MAKE) test-tsan
 
 # The same code with AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer (-O1 -g, assert()s
 # and Eigen's range checks on), in its own tree.
@@ -51,6 +54,16 @@ test-asan:
 	third_party/install-deps build app test
 	$(MAKE) build-asan
 	tests/sanitizers/ctest-asan $(ASAN_BUILD) --output-on-failure -j$(JOBS)
+
+# The parallel path's unit tests (the thread team, the fused kernel on 1–3 threads, cancelled and
+# dependent passes) under ThreadSanitizer, in their own tree: any report fails them (halt_on_error).
+TSAN_TESTS := unit_execution_test unit_fused_test
+test-tsan:
+	third_party/install-deps build test
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DATTNSCOPE_TSAN=ON -DATTNSCOPE_APP=OFF $(CMAKE_FLAGS)
+	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(TSAN_TESTS)
+	TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
+	  ctest --test-dir $(TSAN_BUILD) --output-on-failure -j$(JOBS) -R '^unit\.(execution|fused)\.'
 
 # libFuzzer targets (clang, ASan, UBSan) for workspaces, PNG workspaces, parse→trace and command
 # lists, each for FUZZ_SECONDS (default 60); fails on any finding (tests/fuzz/README.md).
@@ -95,7 +108,7 @@ deb:
 	@echo "the package: $$(ls $(DEB_BUILD)/attnscope_*.deb)"
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(DEB_BUILD) build-fuzz
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(DEB_BUILD) build-fuzz
 
 # The README's reference images (assets/screenshots/), rendered under Xvfb, and the guided tour:
 # the chapter lesson's steps at a projector's 1280 × 720.
