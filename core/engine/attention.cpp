@@ -137,10 +137,20 @@ struct Work {
   int groups = 1;                  // projection groups (heads for the wrapper, else 1)
   bool shared_projection = false;  // one projection element serves every batch element
   bool head_major = false;         // the fast path's head-major layout of the projections
-  int qkvStride() const { return 3 * trace->model.d_out; }
+  // The projection element batch element b reads.
+  int projectionElement(int b) const { return shared_projection ? 0 : b; }
+  // The projection group of head h: its own for the wrapper's heads, else the one of every head.
+  int groupOf(int h) const { return groups > 1 ? h : 0; }
   float* qkvBlock(int b, int g) const {
-    const int p = shared_projection ? 0 : b;
-    return qkv->data() + static_cast<std::size_t>(p * groups + g) * trace->tokens * qkvStride();
+    return qkv->data() + static_cast<std::size_t>(projectionElement(b) * groups + g) * trace->tokens * 3 *
+                             trace->model.d_out;
+  }
+  // The layout of a block, in PackedLinear's terms: column c (of the 3·d_out of [Q | K | V]) of
+  // row r lies at qkvBlock + r · qkvLd() + qkvColumns().offset(c).
+  int qkvLd() const { return head_major ? trace->head_width : 3 * trace->model.d_out; }
+  OutputBlocks qkvColumns() const {
+    if (!head_major) return OutputBlocks();
+    return OutputBlocks{trace->head_width, static_cast<std::ptrdiff_t>(trace->tokens) * trace->head_width};
   }
 };
 
@@ -151,34 +161,30 @@ void linearRows(const Matrix& x, const Linear& l, int r0, int n, Block y) {
 }
 
 // Projection of rows [r0, r0+n) of batch element b, group g: Q, K, V = X W_qᵀ, X W_kᵀ, X W_vᵀ.
+// Row-major [Q | K | V] (the reference path never lays them out head-major).
 void projectRows(Work& w, int b, int g, int r0, int n) {
   const Parameters& p = *w.trace->parameters;
-  const int T = w.trace->tokens, d = w.trace->model.d_out, ld = w.qkvStride();
+  const int T = w.trace->tokens, d = w.trace->model.d_out, ld = w.qkvLd();
   float* base = w.qkvBlock(b, g);
   linearRows(*w.x, p.query[g], r0, n, Block(base, T, d, Stride(ld)));
   linearRows(*w.x, p.key[g], r0, n, Block(base + d, T, d, Stride(ld)));
   linearRows(*w.x, p.value[g], r0, n, Block(base + 2 * d, T, d, Stride(ld)));
 }
 
-// The fast path's projection of the same rows: the same products on the fastest GEMM (gemm.h).
+// The fast path's projection of the same rows: the same products on the fastest GEMM (gemm.h), in
+// the block's layout (Work::qkvColumns; head-major only with the packed product).
 void projectRowsFast(Work& w, int b, int g, int r0, int n) {
   const Parameters& p = *w.trace->parameters;
-  const int d = w.trace->model.d_out, d_in = w.trace->d_in, ld = w.qkvStride();
-  float* base = w.qkvBlock(b, g) + static_cast<std::size_t>(r0) * ld;
+  const int d = w.trace->model.d_out, d_in = w.trace->d_in, ld = w.qkvLd();
+  float* rows = w.qkvBlock(b, g) + static_cast<std::size_t>(r0) * ld;
   const float* x = w.x->data() + static_cast<std::size_t>(r0) * d_in;
-  if (w.head_major) {  // each head's Q, K and V a dense T × w block
-    const int hw = w.trace->head_width, T = w.trace->tokens;
-    w.packed->qkv[g].apply(n, x, d_in, w.qkvBlock(b, g) + static_cast<std::size_t>(r0) * hw, hw, Isa::Auto,
-                           PackedLinear::kAllOutputs, OutputBlocks{hw, static_cast<std::ptrdiff_t>(T) * hw});
-    return;
-  }
   if (w.packed != nullptr) {
-    w.packed->qkv[g].apply(n, x, d_in, base, ld);
+    w.packed->qkv[g].apply(n, x, d_in, rows, ld, Isa::Auto, PackedLinear::kAllOutputs, w.qkvColumns());
     return;
   }
   int part = 0;
   for (const Linear* l : {&p.query[g], &p.key[g], &p.value[g]}) {
-    float* y = base + part++ * d;
+    float* y = rows + part++ * d;
     gemmABt(n, d, d_in, x, d_in, l->weight.data(), d_in, 0.0f, y, ld);
     if (l->bias.size() > 0) Block(y, n, d, Stride(ld)).rowwise() += l->bias;
   }
@@ -198,15 +204,12 @@ HeadInputs headInputs(const Work& w, int b, int h) {
     const float* x = w.x->data();
     return {x, x, x, t.d_in};
   }
-  const bool wrapper = t.model.variant == Variant::MultiHeadWrapper;
-  const int d = t.model.d_out, hw = t.head_width, own = wrapper ? 0 : h;  // the head's place in its group
-  const float* block = w.qkvBlock(b, wrapper ? h : 0);
-  if (w.head_major) {
-    const std::size_t plane = static_cast<std::size_t>(t.tokens) * hw, group_heads = d / hw;
-    return {block + own * plane, block + (group_heads + own) * plane, block + (2 * group_heads + own) * plane, hw};
-  }
-  const float* base = block + own * hw;
-  return {base, base + d, base + 2 * d, w.qkvStride()};
+  const int g = w.groupOf(h), d = t.model.d_out;
+  const int first = (h - g) * t.head_width;  // the head's first column in its group (a group of one: 0)
+  const float* block = w.qkvBlock(b, g);
+  const OutputBlocks columns = w.qkvColumns();
+  return {block + columns.offset(first), block + columns.offset(d + first), block + columns.offset(2 * d + first),
+          w.qkvLd()};
 }
 
 // Attention rows [r0, r0+n) of batch element b, head h. Shapes: Q, K, V are T × w.
@@ -619,8 +622,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   // eval: the threads spent 4.6 % of the pass waiting between three loops). Every item goes first
   // to the thread whose cache holds its inputs: a projection block to the home of its [Q | K | V]
   // block, an attention task and an output block to the home of the projection block they read.
-  const auto homeOf = [&](int b, int g) { return ((w.shared_projection ? 0 : b) * G + g) % threads; };
-  const bool wrapper = m.variant == Variant::MultiHeadWrapper;
+  const auto homeOf = [&](int b, int g) { return (w.projectionElement(b) * G + g) % threads; };
   const bool beside_draws = draws > 0 && threads > 1 && hasProjections(m.variant);
   const int proj_block = !fused ? kRowBlock : beside_draws ? kProjBlockBesideDraws : kProjBlock;
   const int proj_blocks = (T + proj_block - 1) / proj_block;
@@ -681,7 +683,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
       const auto [p, g, r0] = projectionOf(i - first_proj);
       return homeOf(p, g);
     }
-    if (i < first_out) return homeOf(tasks[i - first_task].b, wrapper ? tasks[i - first_task].h : 0);
+    if (i < first_out) return homeOf(tasks[i - first_task].b, w.groupOf(tasks[i - first_task].h));
     return homeOf(computed[(i - first_out) / out_blocks], 0);
   };
   pass.stage = [&](int i) { return i < first_task ? 0 : i < first_out ? 1 : 2; };
@@ -691,7 +693,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
       const AttentionTask& a = tasks[i - first_task];
       if (!keep_ready.load(std::memory_order_acquire)) return false;
       if (proj_items == 0) return true;
-      const int p = w.shared_projection ? 0 : a.b, g = wrapper ? a.h : 0;
+      const int p = w.projectionElement(a.b), g = w.groupOf(a.h);
       for (int blk = 0; blk * proj_block < a.keys; ++blk)
         if (!projected[projectionItem(p, g, blk)].load(std::memory_order_acquire)) return false;
       return true;

@@ -272,8 +272,7 @@ bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa 
     const int r0 = static_cast<int>(
         std::clamp(static_cast<long long>(p) * kPanel - output_limit + 1, 0LL, static_cast<long long>(m)));
     if (r0 == m) break;  // the later panels lie further beyond every row's limit
-    const int column = p * kPanel;  // the panel's first output, within one block
-    float* y = Y + static_cast<std::ptrdiff_t>(column / blocks.cols) * blocks.stride + column % blocks.cols;
+    float* y = Y + blocks.offset(p * kPanel);  // the panel's first output, within one block
     const PanelJob job{m - r0,
                        in_,
                        std::min(kPanel, out_ - p * kPanel),

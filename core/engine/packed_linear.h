@@ -26,6 +26,8 @@ namespace attnscope {
 struct OutputBlocks {
   int cols = 1 << 30;
   std::ptrdiff_t stride = 0;
+  // Where output `column` of row 0 lies, from Y.
+  std::ptrdiff_t offset(int column) const { return column / cols * stride + column % cols; }
 };
 
 class PackedLinear {

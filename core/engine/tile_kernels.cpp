@@ -317,9 +317,10 @@ ATTNSCOPE_AVX2_INLINE void zeroAvx2(float* s, int room) {
 // the earlier division and exp, 4 rows took a full 128-key tile in 8.2 µs where row by row took
 // 12.1, Xeon; 2 rows 8.5, 8 rows 9.7, as they spill; now 4.1, Zen 5). Row r has valid[r] unmasked
 // keys. Pass 1 takes the max and flags anything not finite; pass 2 writes p = 2^((s − m)·log2_scale)
-// (0 for the kSoftmaxZeroKeys after the row's keys), sums it and applies the keep bits. Each lane sums the keys j ≡ lane (mod 8) in order and the lanes are added in one
-// fixed tree, so a row's bits do not depend on the rows beside it. The keys where every row has
-// whole vectors take no branch; the ragged ends branch per row and vector.
+// (0 for the kSoftmaxZeroKeys after the row's keys), sums it and applies the keep bits. Each lane
+// sums the keys j ≡ lane (mod 8) in order and the lanes are added in one fixed tree, so a row's
+// bits do not depend on the rows beside it. The keys where every row has whole vectors take no
+// branch; the ragged ends branch per row and vector.
 template <int R>
 ATTNSCOPE_AVX2_INLINE void softmaxBlockAvx2(float* S, int lds, int nk, const int* valid, float log2_scale,
                                             const float* m_old, const std::uint64_t* keep, std::size_t keep_bit0,
@@ -485,8 +486,8 @@ ATTNSCOPE_AVX512 void accumulateAvx512(int n, int nk, int hw, const float* P, in
   static_assert(kRows - 1 < kSoftmaxZeroKeys, "a block reads its last row's keys: the softmax zeroes that far");
   int r = 0;
   for (; r + kRows <= n; r += kRows)
-    accumulateRowsAvx512<kRows>(keysFor(r + kRows - 1, key_limit, nk), hw, P + static_cast<std::ptrdiff_t>(r) * ldp, ldp, V,
-                            ldv, acc + static_cast<std::ptrdiff_t>(r) * ldacc, ldacc, tail);
+    accumulateRowsAvx512<kRows>(keysFor(r + kRows - 1, key_limit, nk), hw, P + static_cast<std::ptrdiff_t>(r) * ldp,
+                                ldp, V, ldv, acc + static_cast<std::ptrdiff_t>(r) * ldacc, ldacc, tail);
   for (; r < n; ++r)
     accumulateRowsAvx512<1>(keysFor(r, key_limit, nk), hw, P + static_cast<std::ptrdiff_t>(r) * ldp, ldp, V, ldv,
                             acc + static_cast<std::ptrdiff_t>(r) * ldacc, ldacc, tail);
@@ -554,7 +555,8 @@ ATTNSCOPE_AVX512_INLINE void weighAvx512(float* s, __mmask16 lanes, __mmask16 ro
 // max and flags anything not finite (x·0 is NaN only for ±∞ and NaN: one FMA a vector); pass 2
 // writes p = 2^((s − m)·log2_scale) (0 for the kSoftmaxZeroKeys after the row's keys), sums it and
 // applies the keep bits. The keys where every row has whole vectors take no mask and no branch (a
-// full tile's softmax 4.4 → 2.2 µs with the fold, Zen 5); the ragged ends mask per row and vector. Each lane sums the keys j ≡ lane (mod 16) in order and the lanes are added in one fixed
+// full tile's softmax 4.4 → 2.2 µs with the fold, Zen 5); the ragged ends mask per row and
+// vector. Each lane sums the keys j ≡ lane (mod 16) in order and the lanes are added in one fixed
 // tree, so a row's bits do not depend on the rows beside it.
 template <int R>
 ATTNSCOPE_AVX512_INLINE void softmaxBlockAvx512(float* S, int lds, int nk, const int* valid, float log2_scale,
@@ -571,7 +573,7 @@ ATTNSCOPE_AVX512_INLINE void softmaxBlockAvx512(float* S, int lds, int nk, const
     mx[r] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
     nan[r] = zero;
   }
-  const int whole = std::max(shortest, 0) / 16 * 16;  // keys where every row has whole vectors
+  const int whole = shortest / 16 * 16;  // keys where every row has whole vectors (valid ≥ 0)
   for (int j = 0; j < whole; j += 16)
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) scanAvx512<false>(S + static_cast<std::ptrdiff_t>(r) * lds + j, 0xffff, mx[r], nan[r]);

@@ -17,8 +17,6 @@
 
 namespace attnscope {
 
-
-
 // One query row of a key tile after the online softmax step.
 struct SoftmaxRowResult {
   float max;    // the new running max of the raw scores: max(m_old, the row's unmasked scores)
@@ -61,9 +59,10 @@ struct TileKernels {
   // t = float(float(s − m)·log2_scale) (log2_scale = log2Scale(√d_k) > 0: the scores' scaling
   // folded into the exponent), 0 for at least the next kSoftmaxZeroKeys keys (within nk; beyond
   // them S may keep what it held); with `keep` (dropout) the dropped p are then set to 0 but still
-  // counted in the sum: key j of row r is kept iff bit keep_bit0 + r·keep_row_bits + j is set (bit i % 64 of word i / 64). out[r] = {m, Σ p, every
-  // unmasked score finite}; a row without unmasked keys keeps m_old[r] and sums to 0. 2^t is
-  // exp2f's on the scalar version, within 2 ulp of it on the SIMD ones (AVX2: exactly 0 below 2⁻¹²⁶·⁵, where 2^t is subnormal).
+  // counted in the sum: key j of row r is kept iff bit keep_bit0 + r·keep_row_bits + j is set
+  // (bit i % 64 of word i / 64). out[r] = {m, Σ p, every unmasked score finite}; a row without
+  // unmasked keys keeps m_old[r] and sums to 0. 2^t is exp2f's on the scalar version, within 2 ulp
+  // of it on the SIMD ones (AVX2: exactly 0 below 2⁻¹²⁶·⁵, where 2^t is subnormal).
   void (*softmaxRows)(float* S, int lds, int n, int nk, int key_limit, float log2_scale, const float* m_old,
                       const std::uint64_t* keep, std::size_t keep_bit0, std::size_t keep_row_bits,
                       SoftmaxRowResult* out);
