@@ -41,6 +41,68 @@ bool spinUntil(const Done& done, std::chrono::microseconds spin) {
   }
 }
 
+// Where the participants of a loop run. A thread woken by another lands on the waker's CPU when the
+// scheduler takes the idle one for busy: in a KVM guest an idle vCPU the host has descheduled
+// reads as preempted, so the wake-up goes to the waker's CPU (wake-affine) and stays there, the
+// caller and a worker taking turns on one core while the other idles. On the 2-core build machine
+// half the processes ran medium's two-thread forward at one thread's speed (1.75 ms against 0.77)
+// for their whole life (no migration in 100 ms), and the paired GEMM limit with it. So each worker,
+// before its share of a loop, looks at the CPUs the caller and the workers numbered below it run
+// on, and if its own is one of them, moves to another CPU its affinity mask allows: it narrows the
+// mask to the free ones, which moves it at once, and widens it again. Two system calls, only on a
+// collision; a thread with nowhere else to go stays.
+class Placement {
+ public:
+  static constexpr int kTracked = 64;  // participants whose CPUs are compared (more run unchecked)
+
+  // Participant k's CPU, as it is now (the caller writes its own before it publishes a loop).
+  void record(int k) {
+    if (k < kTracked) cpu_[k].store(currentCpu(), std::memory_order_relaxed);
+  }
+
+  // Worker k (≥ 1) moves off the CPUs of participants 0 … k − 1 if it shares one, then records its own.
+  void settle(int k) {
+#if defined(__linux__)
+    const int cpu = sched_getcpu();
+    cpu_set_t taken;
+    CPU_ZERO(&taken);
+    bool collides = false;
+    for (int j = 0; j < std::min(k, kTracked); ++j) {
+      const int other = cpu_[j].load(std::memory_order_relaxed);
+      if (other < 0 || other >= CPU_SETSIZE) continue;
+      CPU_SET(other, &taken);
+      collides = collides || other == cpu;
+    }
+    if (collides) moveOff(taken);
+#endif
+    record(k);
+  }
+
+ private:
+  static int currentCpu() {
+#if defined(__linux__)
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+  }
+
+#if defined(__linux__)
+  // Moves the calling thread to a CPU of its affinity mask outside `taken`, if there is one.
+  static void moveOff(const cpu_set_t& taken) {
+    cpu_set_t allowed, elsewhere;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+    CPU_ZERO(&elsewhere);
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &allowed) && !CPU_ISSET(c, &taken)) CPU_SET(c, &elsewhere);
+    if (CPU_COUNT(&elsewhere) == 0) return;
+    if (sched_setaffinity(0, sizeof elsewhere, &elsewhere) == 0) sched_setaffinity(0, sizeof allowed, &allowed);
+  }
+#endif
+
+  std::atomic<int> cpu_[kTracked] = {};
+};
+
 // One loop: what its participants share while it runs. Written by the caller before it
 // publishes the loop (release), read by the participants after they see it (acquire), and not
 // written again until every participant has finished.
@@ -87,6 +149,7 @@ class ThreadTeam {
     loop_.schedule = schedule;
     loop_.next.store(0, std::memory_order_relaxed);
     loop_.pending.store(threads - 1, std::memory_order_relaxed);
+    placement_.record(0);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       publish(threads);
@@ -137,6 +200,7 @@ class ThreadTeam {
       seen = state_.load(std::memory_order_acquire);
       if (stop_) return;
       if (k >= static_cast<int>(seen & 0xffff)) continue;  // not needed in this loop
+      placement_.settle(k);
       runShare(loop_, k);
       if (loop_.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(mutex_);  // the caller may be between its check and wait
@@ -153,6 +217,7 @@ class ThreadTeam {
   std::atomic<int> spin_us_{ThreadTeamOptions{}.spin_microseconds};
   bool stop_ = false;  // written under mutex_ before the last publish
   Loop loop_;
+  Placement placement_;
   std::vector<std::thread> workers_;
 };
 

@@ -3,6 +3,7 @@
 // heads and the same outputs; the wrapper's heads are independent modules; dropout differs between
 // the copies of a batch (docs/DESIGN.md §2.1, §2.3).
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -353,6 +354,44 @@ TEST(ThreadTeam, SleepingWorkersWakeForTheNextLoop) {
   }
   setThreadTeamOptions(ThreadTeamOptions{});
 }
+
+#if defined(__linux__)
+// A worker that shares the caller's CPU moves off it before its share of the next loop (a KVM
+// guest's scheduler wakes a worker on its waker's CPU and left it there: two threads on one core).
+// The caller is pinned to one CPU, and the worker put on that CPU from its own item (its mask
+// narrowed to that CPU, which moves it there, then widened again); the next loop's item of the
+// worker must run elsewhere. (A worker started while its creator was pinned inherits the pin, and
+// stays: the team then has nowhere else to go.)
+TEST(ThreadTeam, AWorkerOnTheCallersCpuMovesOff) {
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+  if (CPU_COUNT(&mine) < 2) GTEST_SKIP() << "one CPU: nowhere to move";
+  parallelFor(2, 2, [](int) {});  // the worker starts before the pin, with the caller's whole mask
+  int home = 0;
+  while (!CPU_ISSET(home, &mine)) ++home;
+  cpu_set_t only_home;
+  CPU_ZERO(&only_home);
+  CPU_SET(home, &only_home);
+  ASSERT_EQ(sched_setaffinity(0, sizeof only_home, &only_home), 0);
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int> moved_to{-1}, worker_cpu{-1};
+    parallelFor(2, 2, [&](int i) {
+      if (i != 1) return;
+      cpu_set_t own;
+      sched_getaffinity(0, sizeof own, &own);
+      sched_setaffinity(0, sizeof only_home, &only_home);
+      moved_to = sched_getcpu();
+      sched_setaffinity(0, sizeof own, &own);
+    }, Schedule::Static);
+    ASSERT_EQ(moved_to.load(), home) << "round " << round << ": the test could not put the worker there";
+    parallelFor(2, 2, [&](int i) {
+      if (i == 1) worker_cpu = sched_getcpu();
+    }, Schedule::Static);
+    EXPECT_NE(worker_cpu.load(), home) << "round " << round << ": the worker stayed on the caller's CPU";
+  }
+  sched_setaffinity(0, sizeof mine, &mine);
+}
+#endif
 
 TEST(ThreadTeam, NestedAndConcurrentLoopsRunEveryItem) {
   // A loop inside an item, and loops from several threads at once, find the team busy and run on
