@@ -12,7 +12,8 @@ dropout as in the preset: inactive) and in training mode with dropout p = 0.1, i
      whatever the caller's OPENBLAS_CORETYPE says: on OpenBLAS's own choice of core or, where
      Debian's OpenBLAS does not know the CPU and falls back to a pre-AVX2 core, with
      OPENBLAS_CORETYPE naming the CPU's own (the caller's or default core's times are recorded
-     beside);
+     beside), and with glibc's malloc set as ours (TORCH_MALLOC_ENV; its times with glibc's
+     defaults, a fresh process per config, are recorded beside);
   3. then runs paired rounds: ours (`bench --forward-only`: the parallel forward, each run followed
      by the projections' GEMM on every thread at once, that run's limit) and torch, back to back,
      several times. The headline figures are the medians over rounds of torch ÷ ours (above 1
@@ -153,6 +154,22 @@ def torch_openblas_core(python):
         action = f"this OpenBLAS takes no OPENBLAS_CORETYPE={target}: the caller's environment is kept"
     info["why"] = "; ".join(reasons) + ": " + action
     return info
+
+
+# glibc's malloc in the torch process set as ours (engine/memory.h's tuneMalloc): blocks up to
+# 32 MiB from the heap and the heap never trimmed below 1 GiB of free space. With glibc's defaults
+# torch's medium forward frees its 4 MiB tensors to the kernel and page-faults them in again on the
+# next call, or not, depending on what the process computed before (the dynamic mmap threshold
+# rises as large blocks are freed): 6.5-8 ms in a process that only runs medium, 3.1-4.9 ms after
+# GPT-2 in the same process, 3.0 ms set so. That history made torch's figures swing 2-3x between
+# runs and between the table and the paired rounds. Torch is timed with these settings, and once
+# with glibc's defaults, each config in a fresh process, for the record (MALLOC_*_ are glibc's
+# tunables read at start-up).
+TORCH_MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
+
+
+def without_malloc_env(env):
+    return {k: v for k, v in env.items() if k not in TORCH_MALLOC_ENV}
 
 
 def wait_until_idle(quiet_ms=1.0, step_s=0.01, limit_s=2.0):
@@ -494,11 +511,18 @@ def main():
             ours[(preset, mode)]["workspace"] = f"presets/{preset}.json, {mode}"  # path was temporary
         torch_default_core = {}
         if openblas["used"] != openblas["default_core"]:  # the caller's environment's, for the record
-            default_side = TorchSide(args.python, default_env)
+            default_side = TorchSide(args.python, dict(default_env, **TORCH_MALLOC_ENV))
             torch_default_core = {f"{p}/{m}": default_side.ask({"job": [f"{p}/{m}", path, r]})
                                   for p, m, path, r in workspaces}
             default_side.close()
-        torch_side = TorchSide(args.python)
+        # glibc's default malloc settings, for the record: a fresh process per config, the steady
+        # state of a torch program that runs only it.
+        torch_default_malloc = {}
+        for p, m, path, r in workspaces:
+            fresh = TorchSide(args.python, without_malloc_env(os.environ))
+            torch_default_malloc[f"{p}/{m}"] = fresh.ask({"job": [f"{p}/{m}", path, r]})
+            fresh.close()
+        torch_side = TorchSide(args.python, dict(os.environ, **TORCH_MALLOC_ENV))
         torch_configs = {f"{p}/{m}": torch_side.ask({"job": [f"{p}/{m}", path, r]})
                          for p, m, path, r in workspaces}
         paired = paired_rounds(cli, torch_side, workspaces)
@@ -515,6 +539,7 @@ def main():
     machine["load_average_1min"] = {"before": load_before, "after": load_after}
     machine["openblas_in_use"] = any("openblas" in lib for lib in torch_info["blas_libraries"])
     machine["torch_openblas_core"] = openblas
+    machine["torch_malloc_env"] = TORCH_MALLOC_ENV
     configs = [dict(config_entry(preset, mode, repeat, ours[(preset, mode)],
                                  torch_configs[f"{preset}/{mode}"]), paired=paired[(preset, mode)])
                for preset, mode, _, repeat in workspaces]
@@ -522,6 +547,7 @@ def main():
         default = torch_default_core.get(f"{c['preset']}/{c['mode']}")
         if default is not None:
             c["torch_default_core_forward_ms"] = default["forward_ms"]
+        c["torch_default_malloc_forward_ms"] = torch_default_malloc[f"{c['preset']}/{c['mode']}"]["forward_ms"]
     report = {"machine": machine,
               "headline": {"what": "torch forward ÷ ours (OpenMP forward, all threads, every "
                                    "batch element), the median over paired rounds (ours, then "
@@ -570,6 +596,10 @@ def print_table(report):
              + ", ".join(slower))
     else:
         note(f"torch ran on OpenBLAS core {core['used']} ({core['why']})")
+    note("torch's malloc set as ours (" + " ".join(f"{k}={v}" for k, v in m["torch_malloc_env"].items())
+         + "); with glibc's defaults, in a fresh process per config, torch took: "
+         + ", ".join(f"{c['preset']}/{c['mode']} {c['torch_default_malloc_forward_ms']:.4g} ms"
+                     for c in report["configs"]))
     head = (f"{'preset':<10} {'mode':<5} {'T':>4} | {'serial':>8} {'omp':>8} {'shared':>8} | "
             f"{'torch':>8} {'t/ours':>6} {'paired':>6} | {'limit':>8} {'o/lim':>5} {'paired':>6} {'t/lim':>6}")
     print(head)
