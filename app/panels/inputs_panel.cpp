@@ -26,11 +26,36 @@ void besideIfFits(float width, float spacing = -1) {
 
 float buttonWidth(const char* text) { return ImGui::CalcTextSize(text, nullptr, true).x + ImGui::GetStyle().FramePadding.x * 2; }
 
+// The tokens as the sentence field shows them: one space apart, or nothing when there are more than
+// a sentence holds (a field that scrolls through 1024 names reads as nothing).
+constexpr std::size_t kSentenceTokens = 32, kSentenceChars = 200;
+std::string sentenceOf(const std::vector<std::string>& tokens) {
+  if (tokens.size() > kSentenceTokens) return "";
+  std::string text;
+  for (const std::string& token : tokens) {
+    if (!text.empty()) text += ' ';
+    text += token;
+    if (text.size() > kSentenceChars) return "";
+  }
+  return text;
+}
+
 }  // namespace
+
+void InputsPanel::mirrorTokens(const PanelContext& ctx) {
+  if (ctx.document.version() == mirrored_version_) return;
+  mirrored_version_ = ctx.document.version();
+  const std::vector<std::string>& tokens = ctx.document.workspace().tokens;
+  if (tokens == mirrored_tokens_) return;
+  mirrored_tokens_ = tokens;
+  if (sentence_ != mirrored_) return;  // words being typed: they stay
+  sentence_ = mirrored_ = sentenceOf(tokens);
+}
 
 void InputsPanel::toolbar(const PanelContext& ctx) {
   const Workspace& ws = ctx.document.workspace();
   CommandQueue& cmd = ctx.commands;
+  mirrorTokens(ctx);
   // The sentence field with "make tokens" beside it, or above it when the field would be narrower
   // than half the panel.
   const float avail = ImGui::GetContentRegionAvail().x;
@@ -39,9 +64,12 @@ void InputsPanel::toolbar(const PanelContext& ctx) {
   const bool enter = ImGui::InputTextWithHint("##sentence", "type a sentence…", &sentence_,
                                               ImGuiInputTextFlags_EnterReturnsTrue);
   layout().widget("sentence");
+  layout().state()["sentence"] = sentence_;
   if (field_w >= avail * 0.5f) ImGui::SameLine();
-  if (ImGui::Button("make tokens") || enter)
+  if (ImGui::Button("make tokens") || enter) {
     cmd.push("sentence", {{"text", sentence_}, {"seed", seed_}});
+    mirrored_ = sentence_;  // made into tokens: the field shows them from now on
+  }
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("One token per word; the same word always gets the same vector (for this d_in and seed)");
   layout().widget("make_tokens");

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "panels/panel.h"
 
@@ -15,14 +16,26 @@ namespace attnscope {
 class InputsPanel {
  public:
   void draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
-  void reset() { yaw_ = 0.6f, pitch_ = 0.35f; }  // another workspace: the plot's default angle
+  // Another workspace: the plot's default angle, and the sentence field shows its tokens.
+  void reset() {
+    yaw_ = 0.6f, pitch_ = 0.35f;
+    mirrored_ = sentence_, mirrored_tokens_.clear(), mirrored_version_ = ~std::uint64_t{0};
+  }
 
  private:
   void toolbar(const PanelContext& ctx);
+  void mirrorTokens(const PanelContext& ctx);
   void table(const PanelContext& ctx, float height);
   void plot(const PanelContext& ctx, ImVec2 size);
 
-  std::string sentence_ = "Your journey starts with one step";
+  // The sentence field shows the workspace's tokens, one space apart ("Your journey starts with
+  // one step" for the book's example; empty, with its hint, when they are too many to read as a
+  // sentence: GPT-2's t1 … t1024), and follows them when they change, unless it holds words the
+  // user typed and has not made into tokens yet (those stay until "make tokens" or another workspace).
+  std::string sentence_;
+  std::string mirrored_;                      // what the field last showed of the tokens
+  std::vector<std::string> mirrored_tokens_;  // the tokens it showed
+  std::uint64_t mirrored_version_ = ~std::uint64_t{0};  // the document version last looked at
   std::uint32_t seed_ = 123;          // for randomize, new rows and columns, sentence words
   float yaw_ = 0.6f, pitch_ = 0.35f;  // the 3-D plot's rotation
 };

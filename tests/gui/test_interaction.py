@@ -4,7 +4,9 @@
 #  - F12: the PNG's weights maps are the colours of attnscope-cli's trace of the workspace the app
 #    reports, and the PNG carries that workspace in its text chunk;
 #  - a click on row 3 of a weights map selects token 3, and the next screenshot outlines that row
-#    (not the previous one) in the theme's selection colour.
+#    (not the previous one) in the theme's selection colour;
+#  - the sentence field shows the tokens, keeps words typed into it through "+ token", and shows
+#    the tokens again after "make tokens" and "book example".
 # Every step asserts the change it asked for and fails after STEP_TIMEOUT seconds without it.
 # Those three use the real mouse and keyboard because the input path is what they test (a button,
 # a heatmap row click, the F12 key). Two checks only need the state a click leads to, so they run
@@ -90,6 +92,13 @@ class App:
         time.sleep(0.08)
         self.xdo("mouseup", "1")
         time.sleep(0.05)
+
+    def key(self, combo):
+        """Holds the keys for a moment: ImGui 1.86 looks at the keys' state once a frame."""
+        self.xdo("keydown", combo)
+        time.sleep(0.1)
+        self.xdo("keyup", combo)
+        time.sleep(0.1)
 
     def click_widget(self, name):
         d = self.dump()
@@ -293,6 +302,49 @@ def step_select_row(app, png_before, d_before, row):
     print(f"row click: token {old} → {row}, outline {colour} moved in {len(weights_maps(d))} weights maps")
 
 
+def step_sentence_field(app):
+    """The sentence field shows the tokens and follows them, but keeps words being typed: typed
+    words survive an edit that changes the tokens ("+ token"), "make tokens" makes them the tokens,
+    and the book example brings its sentence back."""
+    d = app.wait_settled(lambda d: True, "the app to settle")
+    tokens = d["state"]["tokens"]
+    g.check(d["state"]["sentence"] == " ".join(tokens),
+            f"the sentence field shows {d['state']['sentence']!r}, not the tokens {tokens}")
+    app.click_widget("sentence")
+    time.sleep(0.3)  # a frame for the field to take the keyboard
+    app.key("ctrl+a")
+    app.xdo("type", "--delay", "60", "hello there")
+    time.sleep(0.2)
+    status = app.dump()["panels"]["status"]
+    app.click(status["x"] + 20, status["y"] + status["h"] / 2)  # leaves the field without making tokens
+    app.click_widget("add_token")
+    d = app.wait_settled(lambda d: len(d["state"]["tokens"]) == len(tokens) + 1, "'+ token' to add a token")
+    g.check(d["state"]["sentence"] == "hello there",
+            f"after '+ token' the field shows {d['state']['sentence']!r}: the typed words were lost")
+    app.click_widget("make_tokens")
+    d = app.wait_settled(lambda d: d["state"]["tokens"] == ["hello", "there"], "'make tokens' to make 'hello there' the tokens")
+    g.check(d["state"]["sentence"] == "hello there", f"after 'make tokens' the field shows {d['state']['sentence']!r}")
+    app.click_widget("book_example")
+    book = "Your journey starts with one step"
+    d = app.wait_settled(lambda d: d["state"]["tokens"] == book.split(), "'book example' to bring the book's tokens")
+    g.check(d["state"]["sentence"] == book, f"after 'book example' the field shows {d['state']['sentence']!r}")
+    print(f"sentence field: {' '.join(tokens)!r}; typed words kept through '+ token'; 'make tokens'; the book's sentence back")
+
+
+def step_sentence_commands(app_path, display, tmp):
+    """Headless: the field follows a renamed token, and shows nothing for more tokens than a
+    sentence holds (GPT-2's 1024 used to sit under the book's sentence)."""
+    _, d = run_commands(app_path, display, tmp, "sentence-rename",
+                        [{"do": "book_example"}, {"do": "rename_token", "index": 0, "name": "My"}])
+    g.check(d["state"]["sentence"] == "My journey starts with one step",
+            f"after renaming token 1 the field shows {d['state']['sentence']!r}")
+    words = " ".join(f"w{i}" for i in range(40))
+    _, d = run_commands(app_path, display, tmp, "sentence-long", [{"do": "sentence", "text": words}])
+    g.check(len(d["state"]["tokens"]) == 40 and d["state"]["sentence"] == "",
+            f"40 tokens: the field shows {d['state']['sentence'][:60]!r}…, expected it empty")
+    print("sentence field: follows a renamed token; empty for 40 tokens")
+
+
 def main():
     if len(sys.argv) != 4:
         print("usage: test_interaction.py APP CLI ASSETS_DIR", file=sys.stderr)
@@ -325,11 +377,13 @@ def main():
                 step_heads(app, 1, "num_heads_plus", 2)
                 png, d = step_f12(app, cli, assets, tmp)
                 step_select_row(app, png, d, 3)
+                step_sentence_field(app)
                 app.stop()
                 app = None
                 # States a click leads to, reached with commands, headless.
                 step_reroll(app_path, os.path.join(tmp, "multihead.json"), x.display, cli, assets, tmp)
                 step_heads_commands(app_path, os.path.join(assets, "presets", "multihead_wrapper.json"), x.display, tmp, 2, 3)
+                step_sentence_commands(app_path, x.display, tmp)
             finally:
                 if app:
                     app.stop()
