@@ -55,6 +55,10 @@ class Placement {
  public:
   static constexpr int kTracked = 64;  // participants whose CPUs are compared (more run unchecked)
 
+  Placement() {
+    for (std::atomic<int>& cpu : cpu_) cpu.store(-1, std::memory_order_relaxed);  // none known yet
+  }
+
   // Participant k's CPU, as it is now (the caller writes its own before it publishes a loop).
   void record(int k) {
     if (k < kTracked) cpu_[k].store(currentCpu(), std::memory_order_relaxed);
@@ -100,7 +104,7 @@ class Placement {
   }
 #endif
 
-  std::atomic<int> cpu_[kTracked] = {};
+  std::atomic<int> cpu_[kTracked];  // each participant's CPU when it last looked, −1 unknown
 };
 
 // One loop: what its participants share while it runs. Written by the caller before it
