@@ -240,6 +240,7 @@ void CompareView::draw(const PanelContext& ctx) {
         }
         spec.title = std::string(which) + "  " + row.label() + "  " + std::to_string(values.rows()) + "×" + std::to_string(values.cols());
         spec.values = values;
+        if (shared) spec.label_peers = {side == 0 ? vb : va};  // A's and B's numbers in one format
         spec.owner = side == 0 ? ctx.pinned : ctx.snapshot;
         spec.version = row.module ? s.outputs_serial : s.head_serial[static_cast<std::size_t>(row.head)];
         std::tie(spec.range, spec.colormap) = look(s);

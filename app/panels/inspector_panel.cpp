@@ -27,8 +27,19 @@ std::string vec(const Eigen::Ref<const RowVector>& v, int decimals = 4, Eigen::I
 std::string shape(long r, long c) { return std::to_string(r) + "×" + std::to_string(c); }
 
 // Text wrapped at spaces only — ImGui's wrapping also breaks after '.', which would split a number
-// ("0.\n5500") — within the width left from the cursor. `disabled`: the dimmed colour of notes.
+// ("0.\n5500") — within the width left from the cursor, or on a line of its own when a word would
+// not fit beside what the line holds (the token arrows at large text sizes). `disabled`: the
+// dimmed colour of notes.
 void wrapped(const std::string& text, bool disabled = false) {
+  float widest_word = 0;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t space = text.find(' ', at);
+    const std::size_t end = space == std::string::npos ? text.size() : space;
+    widest_word = std::max(widest_word, ImGui::CalcTextSize(text.c_str() + at, text.c_str() + end).x);
+    at = end + 1;
+  }
+  if (ImGui::GetCursorPosX() > ImGui::GetCursorStartPos().x + 1 && widest_word > ImGui::GetContentRegionAvail().x)
+    ImGui::NewLine();  // beside another item, and a word would not fit: start below it
   const float avail = std::max(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 4);
   std::string out, line;
   for (std::size_t at = 0; at < text.size();) {
@@ -50,7 +61,9 @@ void wrapped(const std::string& text, bool disabled = false) {
 }
 
 // One labelled bar per key token: its name, a bar of the value (centred at 0 for signed rows),
-// the number. Masked keys are grey and say −∞. Clicking a name selects that key column.
+// the number, right-aligned so that the decimal points line up. Masked keys are grey and say −∞.
+// Clicking a name selects that key column. The numbers keep their room whatever the panel's width
+// and the text size: the bars give way first, then the names (which ImGui clips), never a digit.
 void barRow(const PanelContext& ctx, const char* id, const Eigen::Ref<const RowVector>& values,
             bool with_mask) {
   const auto& tokens = ctx.snapshot->tokens();
@@ -62,32 +75,52 @@ void barRow(const PanelContext& ctx, const char* id, const Eigen::Ref<const RowV
     }
   const float span = std::max(hi - lo, 1e-12f);
   ImDrawList* draw = ImGui::GetWindowDrawList();
-  const float name_w = px(70), num_w = px(58);
-  const float bar_w = std::max(px(40), ImGui::GetContentRegionAvail().x - name_w - num_w - px(8));
-  const float h = ImGui::GetTextLineHeight();
   const int shown = static_cast<int>(std::min<Eigen::Index>(values.size(), 64));  // long rows: first 64
+  std::vector<std::string> numbers(static_cast<std::size_t>(shown));
+  float num_w = 0;
+  for (int j = 0; j < shown; ++j) {
+    const bool masked = with_mask && std::isinf(values(j)) && values(j) < 0;  // −∞: a masked key
+    numbers[static_cast<std::size_t>(j)] = masked ? "−∞" : formatFixed(values(j));
+    num_w = std::max(num_w, ImGui::CalcTextSize(numbers[static_cast<std::size_t>(j)].c_str()).x);
+  }
+  const float gap = px(8), min_bar = px(24), min_name = px(36);
+  const float avail = ImGui::GetContentRegionAvail().x;
+  float name_w = px(70);
+  float bar_w = avail - name_w - num_w - 2 * gap;
+  if (bar_w < min_bar) {  // a narrow panel or large text: the names give up room for the bar
+    name_w = std::max(min_name, name_w - (min_bar - bar_w));
+    bar_w = avail - name_w - num_w - 2 * gap;
+  }
+  const bool bars = bar_w >= px(12);  // else numbers only, beside the names
+  const float h = ImGui::GetTextLineHeight();
+  const float left = ImGui::GetCursorPosX();  // the rows' left edge, in window coordinates
+  const float num_x = left + name_w + gap + (bars ? bar_w + gap : 0.0f);
   for (int j = 0; j < shown; ++j) {
     ImGui::PushID(id);
     ImGui::PushID(j);
-    const bool masked = with_mask && std::isinf(values(j)) && values(j) < 0;  // −∞: a masked key
+    const bool masked = with_mask && std::isinf(values(j)) && values(j) < 0;
     const bool selected = ctx.view.key == j;
     if (ImGui::Selectable(tokens[j].c_str(), selected, 0, ImVec2(name_w, h)))
       ctx.commands.push("select_key", {{"index", selected ? -1 : j}});
     ImGui::PopID();
     ImGui::PopID();
-    ImGui::SameLine(name_w + px(8));
-    const ImVec2 p = ImGui::GetCursorScreenPos();
-    const float zero = p.x + bar_w * (-lo / span);
-    if (masked) {
-      draw->AddRectFilled(ImVec2(p.x, p.y + 2), ImVec2(p.x + bar_w, p.y + h - 2), theme().masked_cell);
-    } else {
-      const float x = p.x + bar_w * ((values(j) - lo) / span);
-      const ImU32 col = values(j) >= 0 ? IM_COL32(86, 156, 214, 255) : IM_COL32(214, 110, 86, 255);
-      draw->AddRectFilled(ImVec2(std::min(zero, x), p.y + 2), ImVec2(std::max(zero, x) + 1, p.y + h - 2), col);
+    if (bars) {
+      ImGui::SameLine(left + name_w + gap);
+      const ImVec2 p = ImGui::GetCursorScreenPos();
+      const float zero = p.x + bar_w * (-lo / span);
+      if (masked) {
+        draw->AddRectFilled(ImVec2(p.x, p.y + 2), ImVec2(p.x + bar_w, p.y + h - 2), theme().masked_cell);
+      } else {
+        const float x = p.x + bar_w * ((values(j) - lo) / span);
+        const ImU32 col = values(j) >= 0 ? IM_COL32(86, 156, 214, 255) : IM_COL32(214, 110, 86, 255);
+        draw->AddRectFilled(ImVec2(std::min(zero, x), p.y + 2), ImVec2(std::max(zero, x) + 1, p.y + h - 2), col);
+      }
+      ImGui::Dummy(ImVec2(bar_w, h));
     }
-    ImGui::Dummy(ImVec2(bar_w, h));
-    ImGui::SameLine();
-    ImGui::TextUnformatted(masked ? "−∞" : formatFixed(values(j)).c_str());
+    const std::string& number = numbers[static_cast<std::size_t>(j)];
+    ImGui::SameLine(num_x + num_w - ImGui::CalcTextSize(number.c_str()).x);
+    ImGui::TextUnformatted(number.c_str());
+    if (j < 12) layout().widget(std::string("inspector_") + id + "_" + std::to_string(j));  // tests: within the panel
   }
   if (values.size() > shown) ImGui::TextDisabled("… %d more keys", static_cast<int>(values.size() - shown));
 }

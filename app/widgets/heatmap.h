@@ -44,6 +44,9 @@ struct HeatmapSpec {
   std::uint64_t version = 0;                       // change it when `values` change
   std::function<std::string(int, int)> describe;   // tooltip for cell (row, col)
   std::function<std::string(float)> cell_text;     // label of a cell; default: 2 decimals
+  std::vector<StageMap> label_peers;               // maps drawn beside this one at the same cell size
+                                                   // (Compare's A and B): the labels take the finest
+                                                   // format that fits theirs too, so both read alike
   std::string legend;                              // a line under the colorbar
   std::array<std::string, 2> range_text;           // the colorbar's ends in words (a mask's
                                                    // "dropped 0", "kept ×2.00"); empty: the range

@@ -4,7 +4,7 @@
   every map of the Compare tab that the layout dump carries with its numbers equals
   `attnscope-cli trace` of A's workspace (the "A" maps) and of B's ("B"), and the "diff" maps equal
   B − A in float32, with the largest |Δ| and its cell as numpy finds them. A and B share a colour
-  range; the diff is coolwarm, centred on 0.
+  range and their numbers' format (decimals); the diff is coolwarm, centred on 0.
 - The line of differences names exactly what changed ("seed 123 → 5").
 - Swap: A's settings become the document's (one undo step), B is pinned; undo goes back.
 - Fewer tokens after more: pinned at 6 tokens, a 3-token sentence shows A and B with no cell-by-cell
@@ -50,7 +50,7 @@ def compare_maps(d):
 def check_numbers(d, trace_a, trace_b, what):
     """Every compare map with numbers against the two traces; returns how many were checked."""
     checked = 0
-    ranges = {}
+    ranges, formats = {}, {}
     for e in compare_maps(d):
         key = (e["head"], e["stage"], e["module"])
         if e["stage"] == "out_proj":
@@ -58,6 +58,7 @@ def check_numbers(d, trace_a, trace_b, what):
         a, b = trace_map(trace_a, e), trace_map(trace_b, e)
         if e["compare"] in ("A", "B"):
             ranges.setdefault(key, []).append(tuple(e["range"]))
+            formats.setdefault(key, []).append(e.get("label_format"))
         if "values" not in e:
             continue
         got = matrix(e["values"])
@@ -82,6 +83,8 @@ def check_numbers(d, trace_a, trace_b, what):
         checked += 1
     for key, rs in ranges.items():
         expect(len(rs) == 2 and rs[0] == rs[1], f"{what}: map {key}: A and B coloured over different ranges {rs}")
+    for key, fs in formats.items():  # B's minus signs once cost it a decimal that A kept
+        expect(len(fs) == 2 and fs[0] == fs[1], f"{what}: map {key}: A's and B's numbers in different formats {fs}")
     return checked
 
 

@@ -23,6 +23,7 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
   text, always inside the window.
 - The lesson at 1280 × 720 and 150 %: the heads' headings do not overlap (steps 9, 10), and one
   head's header has no "shared scale" (step 1).
+- The inspector's numbers stay within its panel at 1280 × 800 with text at 100, 175 and 250 %.
 - `--text-size` and `--theme` win over the view of the last session's autosave, restored at start
   (interactive).
 
@@ -317,7 +318,24 @@ def main():
                           f"{'shown' if 'shared_scale' in w else 'hidden'}")
                     expect(("shared_scale" in w) == (heads > 1), f"step {step}: shared scale with {heads} head(s)")
 
+            def inspector_numbers_whole():
+                # The inspector's numbers keep every digit at a projector's 1280 × 800 with large
+                # text: the bars give way, then the names (at 175 % "0.1003" read "0.100", its last
+                # digit past the panel's edge).
+                for size in (100, 175, 250):
+                    d, _ = headless(f"inspector-{size}", [{"do": "preset", "name": "causal"},
+                                                          {"do": "set", "field": "seed", "value": 5},
+                                                          {"do": "select_token", "index": 5}],
+                                    "--size", "1280x800", "--text-size", str(size))
+                    panel = d["panels"]["inspector"]
+                    numbers = {k: r for k, r in d["widgets"].items() if k.startswith("inspector_")}
+                    expect(len(numbers) >= 4 * 6, f"{size} %: {len(numbers)} inspector numbers in the dump")
+                    outside = [k for k, r in numbers.items() if r["x"] + r["w"] > panel["x"] + panel["w"] - 1 or r["x"] < panel["x"]]
+                    expect(not outside, f"{size} %: numbers past the inspector's edge: {sorted(outside)[:6]}")
+                    print(f"  {size} %: {len(numbers)} numbers within the inspector")
+
             code = run_checks([
+                ("the inspector's numbers whole at 1280 × 800, 100–250 %", inspector_numbers_whole),
                 ("the lesson at 1280 × 720 and 150 %", lesson_at_720_and_150),
                 ("long toasts do not overlap the status bar's text", toasts_do_not_overlap),
                 ("Ctrl+S while typing saves the typed value", ctrl_s_while_typing),
