@@ -48,6 +48,8 @@ void InputsPanel::mirrorTokens(const PanelContext& ctx) {
   const std::vector<std::string>& tokens = ctx.document.workspace().tokens;
   if (tokens == mirrored_tokens_) return;
   mirrored_tokens_ = tokens;
+  missing_glyphs_ = 0;
+  for (const std::string& token : tokens) missing_glyphs_ += missingGlyphs(token);
   if (sentence_ != mirrored_) return;  // words being typed: they stay
   sentence_ = mirrored_ = sentenceOf(tokens);
 }
@@ -73,6 +75,13 @@ void InputsPanel::toolbar(const PanelContext& ctx) {
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("One token per word; the same word always gets the same vector (for this d_in and seed)");
   layout().widget("make_tokens");
+  layout().state()["missing_glyphs"] = missing_glyphs_;
+  if (missing_glyphs_ > 0) {  // CJK, emoji: DejaVu Sans has none
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("Some tokens have characters the font cannot draw; they show as ?. "
+                       "The numbers are not affected.");
+    ImGui::PopStyleColor();
+  }
 
   const int d_in = static_cast<int>(ws.embeddings.cols());
   ImGui::AlignTextToFramePadding();

@@ -2,6 +2,9 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <set>
+
+#include <imgui_internal.h>  // ImTextCharFromUtf8
 
 namespace attnscope {
 
@@ -17,6 +20,8 @@ Fonts loadFonts(float scale) {
   io.Fonts->Clear();
   static const ImWchar ranges[] = {
       0x0020, 0x00FF,  // Latin-1: · × ² ³
+      0x0100, 0x017F,  // Latin Extended-A: the words of a typed sentence (Łódź, češtině, İstanbul)
+      0x0400, 0x045F,  // Cyrillic (Привет)
       0x0370, 0x03FF,  // Greek: α Σ
       0x2000, 0x206F,  // punctuation: – … ′
       0x2070, 0x209F,  // super- and subscripts: ᵀ ₖ ₁
@@ -44,6 +49,19 @@ Fonts loadFonts(float scale) {
     loaded.ui = loaded.small = io.Fonts->AddFontDefault(&config);
   }
   return loaded;
+}
+
+int missingGlyphs(const std::string& utf8) {
+  if (loaded.ui == nullptr) return 0;
+  std::set<unsigned> missing;
+  for (const char* p = utf8.c_str(); *p != 0;) {
+    unsigned c = 0;
+    const int bytes = ImTextCharFromUtf8(&c, p, nullptr);
+    if (bytes <= 0) break;
+    p += bytes;
+    if (c >= 0x20 && loaded.ui->FindGlyphNoFallback(static_cast<ImWchar>(c)) == nullptr) missing.insert(c);
+  }
+  return static_cast<int>(missing.size());
 }
 
 }  // namespace attnscope

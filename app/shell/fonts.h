@@ -1,7 +1,10 @@
 // DejaVu Sans from Debian (fonts-dejavu-core), with the glyphs the UI writes: √ − ∞ · × → Σ ≈,
-// sub- and superscripts, Greek.
+// sub- and superscripts, Greek, and those of the words a sentence may bring (Latin Extended-A,
+// Cyrillic).
 #pragma once
 #include <imgui.h>
+
+#include <string>
 
 namespace attnscope {
 
@@ -14,5 +17,9 @@ struct Fonts {
 // back to ImGui's font, with a warning on stderr, if DejaVu is missing.
 Fonts loadFonts(float scale);
 const Fonts& fonts();
+
+// How many distinct characters of `utf8` the UI font has no glyph for (ImGui draws them as '?':
+// CJK, emoji).
+int missingGlyphs(const std::string& utf8);
 
 }  // namespace attnscope

@@ -343,6 +343,13 @@ def step_sentence_commands(app_path, display, tmp):
     g.check(len(d["state"]["tokens"]) == 40 and d["state"]["sentence"] == "",
             f"40 tokens: the field shows {d['state']['sentence'][:60]!r}…, expected it empty")
     print("sentence field: follows a renamed token; empty for 40 tokens")
+    # The font draws the letters of European words (they were '?' beyond Latin-1 and Greek), and
+    # the panel says when a token has characters it cannot draw (CJK: DejaVu Sans has none).
+    _, d = run_commands(app_path, display, tmp, "sentence-letters", [{"do": "sentence", "text": "Łódź Straße češtině Привет"}])
+    g.check(d["state"]["missing_glyphs"] == 0, f"Łódź Straße češtině Привет: {d['state']['missing_glyphs']} characters without a glyph")
+    _, d = run_commands(app_path, display, tmp, "sentence-cjk", [{"do": "sentence", "text": "你好 world"}])
+    g.check(d["state"]["missing_glyphs"] == 2, f"你好 world: {d['state']['missing_glyphs']} characters without a glyph, expected 2")
+    print("sentence field: Latin Extended-A and Cyrillic drawn; 你好's two characters reported")
 
 
 def main():
