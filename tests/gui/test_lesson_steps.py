@@ -10,6 +10,8 @@ headless (`attnscope --lesson FILE --step N --screenshot`) at a projector's 1280
   its columns (test_lesson_fit.py holds every map of every step, and the print-out, at 1280×720);
 - no title is cut: no map title ends in "…" and every card's heading (the module's too) lies whole
   within the maps' area;
+- a step with more tokens than the book's shows its weights on a log or per-row colour scale (on a
+  linear one GPT-2's 1024 × 1024 weights are one colour: no causal triangle to see);
 - the lesson in its own column, the maps keeping most of the window;
 - and the numbers the step quotes as the notebook's print-out are the notebook's (transcribed
   below from the seed notebooks, /work/shared/seeds at the time of writing) and are what the app
@@ -304,6 +306,10 @@ def main():
                 if small and m["values_shown"] and m.get("label_format") not in DECIMALS[size]:
                     problems.append(f"{m['id']} ({m['title']}): labelled {m.get('label_format')} "
                                     f"(cell {m['cell']:.1f} px), expected one of {sorted(DECIMALS[size])}")
+                if not small and stage == "weights" and m.get("scale") == "linear":
+                    # A 1024-key row's weights are near 0 but a few: one colour on a linear scale,
+                    # so the causal triangle the step speaks of was a flat square.
+                    problems.append(f"{m['id']}: {len(s['tokens'])} tokens' weights on the linear colour scale")
                 cells, box = m["cells"], main
                 if small and (cells["x"] + cells["w"] > box["x"] + box["w"] + 1 or cells["y"] + cells["h"] > box["y"] + box["h"] + 1):
                     problems.append(f"{m['id']}: its cells {cells} run past the maps' area {box}")
