@@ -332,17 +332,27 @@ Workspace loadWorkspace(const std::string& path, const Limits& limits) {
     fail(path, "reading a file of " + formatBytes(static_cast<double>(st.st_size)) + " takes about " +
                    formatBytes(static_cast<double>(parseBytes(st.st_size))) + ", over the memory budget of " +
                    formatBytes(static_cast<double>(limits.max_memory_bytes)));
+  std::string text;
   if (isPng(path)) {  // a screenshot: the workspace rides in its text chunk
-    const auto text = readPngText(path, kWorkspaceChunk, static_cast<std::size_t>(limits.max_file_bytes));
-    if (!text) fail(path, "this PNG carries no attnscope workspace (was it saved by attnscope?)");
-    return parseWorkspace(*text, limits);
+    auto chunk = readPngText(path, kWorkspaceChunk, static_cast<std::size_t>(limits.max_file_bytes));
+    if (!chunk) fail(path, "this PNG carries no attnscope workspace (was it saved by attnscope?)");
+    text = std::move(*chunk);
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) fail(path, "cannot open the file (is it readable?)");
+    text.assign(static_cast<std::size_t>(st.st_size), '\0');
+    in.read(text.data(), st.st_size);
+    if (in.gcount() != st.st_size) fail(path, "cannot read the file");
+    // A PNG whose signature was damaged in transit (an FTP in text mode turns its \r\n into \n)
+    // is no JSON either; say what it is rather than quote its first byte.
+    if (text.rfind("\x89PNG", 0) == 0)
+      fail(path, "a damaged PNG file (its first 8 bytes are not PNG's signature): no workspace can be read from it");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot open the file (is it readable?)");
-  std::string text(static_cast<std::size_t>(st.st_size), '\0');
-  in.read(text.data(), st.st_size);
-  if (in.gcount() != st.st_size) fail(path, "cannot read the file");
-  return parseWorkspace(text, limits);
+  try {
+    return parseWorkspace(text, limits);
+  } catch (const InputError& e) {  // which file, as the lessons' messages say (path: workspace: …)
+    throw InputError(path + ": " + e.what());
+  }
 }
 
 json workspaceToJson(const Workspace& ws) {

@@ -483,11 +483,15 @@ TEST(Open, AFileThatCannotBeOpenedChangesNothing) {
   EXPECT_TRUE(refusedUnchanged(d, cmd("open", {{"path", missing}}), missing + ": cannot open the file"));
   EXPECT_TRUE(refusedUnchanged(d, cmd("open", {{"path", tmp.dir().string()}}), tmp.dir().string() + ": is a directory"));
   EXPECT_TRUE(refusedUnchanged(d, cmd("open", {{"path", ""}}), ": cannot open the file"));
-  EXPECT_TRUE(refusedUnchanged(d, cmd("open", {{"path", tmp.write("bad.json", "{\"format\": ")}}), "workspace: not valid JSON"));
-  // A file whose model the seed would refuse: its own message, naming the field.
+  const std::string bad = tmp.write("bad.json", "{\"format\": ");
+  EXPECT_TRUE(refusedUnchanged(d, cmd("open", {{"path", bad}}), bad + ": workspace: not valid JSON"));
+  // A PNG whose signature was damaged (an FTP in text mode): said so, not parsed as JSON.
+  const std::string png = tmp.write("shot.png", std::string("\x89PNG\n\x1a\n\0\0\0\rIHDR", 16));
+  EXPECT_TRUE(refusedUnchanged(d, cmd("open", {{"path", png}}), png + ": a damaged PNG file"));
+  // A file whose model the seed would refuse: its own message, naming the file and the field.
   const std::string odd = tmp.write("odd.json", R"({"format": "attnscope-workspace", "version": 1,
     "embeddings": [[1, 2, 3]], "model": {"variant": "multihead", "d_out": 3, "num_heads": 2}})");
-  EXPECT_TRUE(refusedUnchanged(d, cmd("open", {{"path", odd}}), "model.d_out: d_out must be divisible by num_heads"));
+  EXPECT_TRUE(refusedUnchanged(d, cmd("open", {{"path", odd}}), odd + ": model.d_out: d_out must be divisible by num_heads"));
   EXPECT_TRUE(refusedUnchanged(d, cmd("restore", {{"path", missing}}), missing + ": cannot open the file"));
   EXPECT_FALSE(d.dirty());
   EXPECT_TRUE(d.history().canUndo());
