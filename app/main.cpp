@@ -457,6 +457,7 @@ int main(int argc, char** argv) {
   // The engine and the colouring thread wake the loop when a result is ready (state/ui_wake.h).
   setWakeHandler([] { glfwPostEmptyEvent(); });
   int eager_frames = 0;
+  bool hint_at_start = !unattended;
   for (bool running = true; running;) {
     // A window with nothing new to show sleeps: until input, a result, a message's end, or a
     // quarter second (a caret's blink, the autosave). It leaves both cores to the engine while it
@@ -478,6 +479,10 @@ int main(int argc, char** argv) {
     if (script) script->feed(app);
     if (bench) bench->beforeUpdate(app);  // t0 of an edit: queued just before the frame applying it
     app.update(now);  // every queued command, in one place, before the frame
+    if (hint_at_start) {  // after the autosave's view is restored: its text size counts
+      hint_at_start = false;
+      app.hintIfCramped(now, true);
+    }
     for (const CommandFailure& f : app.takeFailures()) {
       if (bench) {
         bench->refused(f);

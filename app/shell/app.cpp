@@ -248,12 +248,7 @@ void App::applyView(const Command& c, double now) {
     syncTextSize();
     if (view_.light_theme != light && hooks_.theme_changed) hooks_.theme_changed();
     clampView();
-    int w = 0, h = 0;
-    if (view_.text_size > text_size && hooks_.size) hooks_.size(&w, &h);
-    // Larger text in a window too small for it beside the side panels: say how to make room.
-    if (w > 0 && sideWidths(static_cast<float>(w), view_.modelShown() || view_.inputsShown(), view_.inspectorShown()).squeeze < 0.8f)
-      showToast("Text size " + std::to_string(view_.text_size) + " %: the side panels are narrow in this window. "
-                "View › Presentation (F10) hides them, F11 goes full screen.", false, now);
+    if (view_.text_size > text_size) hintIfCramped(now, false);
   } else if (n == "engine") {
     if (c.has("parallel")) {
       exec_.parallel = c.flag("parallel");
@@ -450,6 +445,16 @@ void App::goToStep(int number, int script_index, double now) {
   }
   lesson_.setStep(number);
   view_.highlight = step.maps;
+}
+
+void App::hintIfCramped(double now, bool unless_toast) {
+  int w = 0, h = 0;
+  if (hooks_.size) hooks_.size(&w, &h);
+  if (w <= 0 || (unless_toast && !toast_.text.empty() && now < toast_.until)) return;
+  // Larger text in a window too small for it beside the side panels: say how to make room.
+  if (sideWidths(static_cast<float>(w), view_.modelShown() || view_.inputsShown(), view_.inspectorShown()).squeeze < 0.8f)
+    showToast("Text size " + std::to_string(view_.text_size) + " %: the side panels are narrow in this window. "
+              "View › Presentation (F10) hides them, F11 goes full screen.", false, now);
 }
 
 void App::showToast(const std::string& text, bool error, double now) {

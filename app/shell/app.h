@@ -65,6 +65,10 @@ class App {
   void keepFromCommandLine(nlohmann::json fields) { command_line_view_ = std::move(fields); }
   // A message for the user at start (a recovered autosave), shown longer than a toast.
   void notify(const std::string& text, double now) { toast_ = {text, false, now + 12.0}; }
+  // The hint to make room (F10, F11) when the text size leaves the side panels narrow in this
+  // window: after a larger text size is chosen, and once at start (the last session's size, or
+  // --text-size); `unless_toast`: not over a message already showing (the recovery note).
+  void hintIfCramped(double now, bool unless_toast);
   // Once per frame, before drawing: applies the queued commands (a screenshot waits for the
   // newest result), sends the document to the engine when it changed, takes finished results.
   void update(double now);

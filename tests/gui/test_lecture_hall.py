@@ -26,6 +26,8 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
 - The inspector's numbers stay within its panel at 1280 × 800 with text at 100, 175 and 250 %.
 - `--text-size` and `--theme` win over the view of the last session's autosave, restored at start
   (interactive).
+- Started at 1280 × 800 with the autosave's 200 % text, the app says at once how to make room
+  (F10, F11); at 100 % it does not (interactive).
 
 Usage: test_lecture_hall.py --app APP --cli CLI --presets PRESETS_DIR
 """
@@ -159,6 +161,25 @@ def main():
                           f"UI font {s['font_px']['ui']:.1f} px")
                     expect(s["text_size"] == 150, f"the autosave's text size {s['text_size']} replaced --text-size 150")
                     expect(s["theme"] == "light", f"the autosave's theme {s['theme']} replaced --theme light")
+
+            def large_text_hint_at_start():
+                # A lecturer's last session ended at 200 % text; this one starts on a projector's
+                # 1280 × 800: the maps get a line or two, so the app says at once how to make room
+                # (F10, F11), as it does when the size is chosen in the app. Not at 100 %.
+                for size, autosaved, want in (("1280x800", 200, True), ("1280x800", 100, False)):
+                    home, state = folders(f"hint-{autosaved}")
+                    ws = read_json(os.path.join(presets, "multihead.json"))
+                    ws["view"] = {"text_size": autosaved, "dirty": True}
+                    with open(os.path.join(state, "attnscope", "autosave.json"), "w") as f:
+                        json.dump(ws, f)
+                    app = App(args.app, display.name, ["--size", size], state_dir=state)
+                    with app:
+                        d = app.settled(f"the restored autosave at {autosaved} %",
+                                        lambda d: d["state"]["text_size"] == autosaved)
+                        toast = d["state"]["toast"]
+                        print(f"  {size}, text {autosaved} %: toast {toast!r}")
+                        expect(("F10" in toast) == want, f"{size} at {autosaved} %: toast {toast!r}, "
+                                                         f"{'expected' if want else 'unexpected'} the F10 hint")
 
             def undo_gives_the_title_back():
                 path = os.path.join(work, "lecture.json")
@@ -345,6 +366,7 @@ def main():
                 ("undoing a preset or New gives the window its file name back", undo_gives_the_title_back),
                 ("a saved preset keeps its note", preset_note_is_saved),
                 ("--text-size and --theme win over the autosave", command_line_beats_the_autosave),
+                ("a large text size on a small window: the hint at start", large_text_hint_at_start),
                 ("the file browser starts in the last folder used, else home", browser_starts_in_the_last_folder),
             ])
     finally:
