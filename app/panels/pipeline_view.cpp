@@ -92,7 +92,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
   steps.push_back({"concat", "concat heads", "concat", t.heads > 1 ? matrix(bt.context) : none, &snap->module_ranges[static_cast<int>(ModuleMap::Concat)],
                    "one head: nothing to concatenate", dims(dims_c, bt.context.cols())});
   steps.push_back({"output", "out_proj", "@ W_oᵀ + b", hasOutProj(m.variant) ? matrix(bt.output) : none, &snap->module_ranges[static_cast<int>(ModuleMap::Output)],
-                   "only MultiHeadAttention (4b) has out_proj", dims(dims_o, bt.output.cols())});
+                   "only multi-head attention (4b) has out_proj", dims(dims_o, bt.output.cols())});
 
   // A map's texture is kept while the computation behind it is (a split request's second part
   // keeps the first part's outputs and this head).
@@ -124,7 +124,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
       draw->AddLine(ImVec2(x0 - arrow_w + px(3), y), ImVec2(x0 - px(5), y), dim, px(1.5f));
       draw->AddTriangleFilled(ImVec2(x0 - px(5), y - px(4)), ImVec2(x0 - px(5), y + px(4)), ImVec2(x0 - px(1), y), dim);
     } else if (k > 0) {  // a new row continues the last one
-      draw->AddText(ImVec2(x0 - px(2), y0 + line * 2 + thumb / 2 - line / 2), dim, "↳");
+      draw->AddText(ImVec2(x0 - px(7), y0 + line * 2 + thumb / 2 - line / 2), dim, "↳");  // in the margin, clear of the thumbnail
     }
     const std::string detail = st.values ? (st.op.empty() ? shape(*st.values) : st.op + "  " + shape(*st.values)) : st.op;
     ImGui::SetCursorScreenPos(ImVec2(x0 + px(8), y0));
