@@ -449,6 +449,19 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   // (a mask among six maps a head) keep their values only: "0", "×1.11".
   if (width(lo_text) + width(hi_text) + px(6) > bar_w)
     for (std::string* end : {&lo_text, &hi_text}) end->erase(0, end->find_last_of(' ') + 1);
+  // Numbers that would still overlap (one token: a map of one value, its bar one cell wide) say it
+  // once, in the middle: "0.229", or "±0.00615" for a range centred on 0.
+  const std::string minus = "−";
+  const bool one_value = lo_text == hi_text || (centred && lo_text == minus + hi_text);
+  const bool said_once = width(lo_text) + width(hi_text) + px(6) > bar_w && one_value && s.range_text[0].empty();
+  std::string once;
+  if (said_once) {
+    once = lo_text == hi_text ? hi_text : "±" + hi_text;
+    draw->AddText(small, fs, ImVec2(p0.x + std::max(0.0f, (bar_w - width(once)) / 2), bar_y + px(10)), th.text_dim,
+                  once.c_str());
+    lo_text.clear();
+    hi_text.clear();
+  }
   const char* lo = lo_text.c_str();
   const char* hi = hi_text.c_str();
   const ImVec2 hs = small->CalcTextSizeA(fs, FLT_MAX, 0, hi);
@@ -464,7 +477,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
       const float x = p0.x + t.at * bar_w;
       draw->AddLine(ImVec2(x, bar_y + px(8)), ImVec2(x, bar_y + px(11)), th.text_dim);
       const float tw = small->CalcTextSizeA(fs, FLT_MAX, 0, t.label.c_str()).x;
-      const bool labelled = s.legend.empty() && x - tw / 2 >= free_from && x + tw / 2 <= p0.x + bar_w - hs.x - px(6);
+      const bool labelled = s.legend.empty() && !said_once && x - tw / 2 >= free_from && x + tw / 2 <= p0.x + bar_w - hs.x - px(6);
       if (labelled) {
         draw->AddText(small, fs, ImVec2(x - tw / 2, bar_y + px(10)), th.text_dim, t.label.c_str());
         free_from = x + tw / 2 + px(6);
@@ -509,7 +522,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   entry["outlined"] = outlined;  // cells outlined as just changed, in this frame
   entry["scale"] = colourScaleId(s.scale == ColourScale::Log && !logApplies(s.range) ? ColourScale::Linear : s.scale);
   entry["positive"] = s.range.positive;
-  entry["colorbar"] = {{"x0", p0.x}, {"width", bar_w}, {"lo", lo_text}, {"hi", hi_text}, {"ticks", ticks_dump}};
+  entry["colorbar"] = {{"x0", p0.x}, {"width", bar_w}, {"lo", lo_text}, {"hi", hi_text}, {"once", once}, {"ticks", ticks_dump}};
   entry["in_view"] = in_view;  // false: scrolled out of the grid's window; true: at least partly visible
   // The whole map — title, labels, cells, colorbar — within the window's visible area (half a
   // pixel for rounding): nothing of it needs scrolling.
