@@ -859,7 +859,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.owner = ctx.snapshot;
       spec.describe = [snap, &head, stage](int i, int j) { return describeCell(*snap, head, stage, i, j); };
       spec.dump = {{"head", h}, {"stage", info.id}, {"batch", batch}};
-      if (previous_ && previous_->batch == batch && previous_->shown().heads[h].hasMaps() && head.hasMaps()) {
+      if (previous_ && previous_->batch == batch && previous_->shown().heads[h].hasMaps() && head.hasMaps() &&
+          !captureRendering()) {  // a figure shows the numbers, not the last edit's traces
         auto& cells = outlined_[{h, static_cast<int>(stage)}];  // found once per edit, drawn while they fade
         if (!cells) cells = changedCells(StageMap(*previous_->trace, previous_->shown().heads[h], stage), spec.values);
         spec.outlined = *cells;

@@ -21,6 +21,7 @@ namespace {
 bool figureStage(const StageInfo& s) { return s.heatmap || s.stage == Stage::Mask; }
 
 bool hide_selection = false;  // a capture without its selection is rendering
+bool rendering = false;       // a capture is rendering
 
 // The maps that can be figures, by id: a head's (the stage table), then the module's.
 const std::vector<std::string>& figureMaps() {
@@ -50,6 +51,8 @@ bool isHeatmapStage(const std::string& panel) {
 }
 
 bool captureHidesSelection() { return hide_selection; }
+
+bool captureRendering() { return rendering; }
 
 std::string captureSubject(const std::string& panel, const ModelConfig& model) {
   Stage s;
@@ -158,8 +161,8 @@ bool findRect(const CaptureSpec& spec, int fb_w, int fb_h, Rect* out, std::strin
 
 // The selection is hidden while a capture renders, unless the spec keeps it.
 struct SelectionHidden {
-  explicit SelectionHidden(bool hide) { hide_selection = hide; }
-  ~SelectionHidden() { hide_selection = false; }
+  explicit SelectionHidden(bool hide) { hide_selection = hide, rendering = true; }
+  ~SelectionHidden() { hide_selection = false, rendering = false; }
 };
 
 }  // namespace

@@ -34,6 +34,9 @@ std::string captureTargetError(const std::string& path, const std::string& panel
 // True while a capture renders without its selection (neither CaptureSpec::selection nor
 // CaptureHooks::selection): the views leave the selected row and key unmarked.
 bool captureHidesSelection();
+// True while any capture renders: the views leave out what only a moment on screen means (the
+// fading outlines of the cells an edit just changed).
+bool captureRendering();
 // What a caption calls a panel: a map by its stage's title ("weights (softmax)", "weights ÷ row
 // sum" when the model normalizes by the row sum), never its id; other panels by their names.
 std::string captureSubject(const std::string& panel, const ModelConfig& model);

@@ -197,6 +197,20 @@ def main():
                     expect(e["outlined"] == changed, f"{e['id']}: {e['outlined']} cells outlined, {changed} changed")
                     checked += changed
                 expect(checked > 0, "x[1][0] changed no cell on screen")
+                # The outlines are the window's, for a moment: the screenshot (a figure) has none.
+                rgb = g.load_png(d["png"]).convert("RGB")
+                in_png = 0
+                for e in d["heatmaps"]:
+                    if "compare" in e or e.get("module") or not e["wholly_in_view"] or e["head"] < 0 or not e["outlined"]:
+                        continue
+                    a = g.stage_matrix(t0, e["batch"], e["head"], e["stage"])
+                    b = g.stage_matrix(t1, e["batch"], e["head"], e["stage"])
+                    for i, j in zip(*np.nonzero(~((a == b) | (np.isneginf(a) & np.isneginf(b))))):
+                        x0, y0, cell = e["cells"]["x"] + j * e["cell"], e["cells"]["y"] + i * e["cell"], e["cell"]
+                        edge = rgb.getpixel((int(x0 + 2), int(y0 + cell / 2)))
+                        inside = rgb.getpixel((int(x0 + cell * 0.12), int(y0 + cell * 0.2)))
+                        in_png += g.channel_diff(edge, inside) > 24
+                expect(in_png == 0, f"{in_png} changed cells outlined in the screenshot")
                 untouched = headless("no-edit", [{"do": "select_token", "index": 3}], "--open", multihead, "--size", "1600x1000")
                 expect(all(e.get("outlined", 0) == 0 for e in untouched["heatmaps"]), "cells outlined without an edit")
                 print(f"  x[1][0] = 0.9: the {checked} cells it changed are outlined, nothing else; no edit, no outline")
