@@ -8,7 +8,7 @@ dropout as in the preset: inactive) and in training mode with dropout p = 0.1, i
      elements, the one-thread GEMM speed of each backend and the GEMM-bound limit it implies);
   2. times the same MultiHeadAttention forward in Debian's torch (the seed class, torch.no_grad,
      module.train(training), same shapes, dropout and batch, one thread per core) in a child
-     process, never beside ours, so the two never compete for the cores. Torch runs at its best,
+     process of its own per config, never beside ours, so the two never compete for the cores. Torch runs at its best,
      whatever the caller's OPENBLAS_CORETYPE says: on OpenBLAS's own choice of core or, where
      Debian's OpenBLAS does not know the CPU and falls back to a pre-AVX2 core, with
      OPENBLAS_CORETYPE naming the CPU's own (the caller's or default core's times are recorded
@@ -522,12 +522,15 @@ def main():
             fresh = TorchSide(args.python, without_malloc_env(os.environ))
             torch_default_malloc[f"{p}/{m}"] = fresh.ask({"job": [f"{p}/{m}", path, r]})
             fresh.close()
-        torch_side = TorchSide(args.python, dict(os.environ, **TORCH_MALLOC_ENV))
-        torch_configs = {f"{p}/{m}": torch_side.ask({"job": [f"{p}/{m}", path, r]})
-                         for p, m, path, r in workspaces}
-        paired = paired_rounds(cli, torch_side, workspaces)
-        torch_info = torch_side.ask({"info": True})
-        torch_side.close()
+        # Each config's torch in a process of its own: what one config computed changed another's
+        # time in the same process (medium eval took 2.5 ms before GPT-2 ran beside it, 4.1 after).
+        torch_configs, paired, torch_info = {}, {}, None
+        for p, m, path, r in workspaces:
+            torch_side = TorchSide(args.python, dict(os.environ, **TORCH_MALLOC_ENV))
+            torch_configs[f"{p}/{m}"] = torch_side.ask({"job": [f"{p}/{m}", path, r]})
+            paired.update(paired_rounds(cli, torch_side, [(p, m, path, r)]))
+            torch_info = torch_info or torch_side.ask({"info": True})
+            torch_side.close()
         load_after = load_average()  # of the timed part; the app and callgrind come next
         app_result = run_app(app, tmp)
         gemm_backend = next(iter(ours.values()))["gemm"]["backend"]
