@@ -31,28 +31,26 @@ std::string shape(long r, long c) { return std::to_string(r) + "×" + std::to_st
 // not fit beside what the line holds (the token arrows at large text sizes). `disabled`: the
 // dimmed colour of notes.
 void wrapped(const std::string& text, bool disabled = false) {
+  std::vector<std::string> words;  // each with its trailing space
   float widest_word = 0;
   for (std::size_t at = 0; at < text.size();) {
     const std::size_t space = text.find(' ', at);
-    const std::size_t end = space == std::string::npos ? text.size() : space;
-    widest_word = std::max(widest_word, ImGui::CalcTextSize(text.c_str() + at, text.c_str() + end).x);
-    at = end + 1;
+    const std::size_t end = space == std::string::npos ? text.size() : space + 1;
+    words.push_back(text.substr(at, end - at));
+    widest_word = std::max(widest_word, ImGui::CalcTextSize(text.c_str() + at, text.c_str() + std::min(end, space)).x);
+    at = end;
   }
   if (ImGui::GetCursorPosX() > ImGui::GetCursorStartPos().x + 1 && widest_word > ImGui::GetContentRegionAvail().x)
     ImGui::NewLine();  // beside another item, and a word would not fit: start below it
   const float avail = std::max(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 4);
   std::string out, line;
-  for (std::size_t at = 0; at < text.size();) {
-    const std::size_t space = text.find(' ', at);
-    const std::size_t end = space == std::string::npos ? text.size() : space + 1;
-    const std::string word = text.substr(at, end - at);
+  for (const std::string& word : words) {
     if (!line.empty() && ImGui::CalcTextSize((line + word).c_str()).x > avail) {
       while (!line.empty() && line.back() == ' ') line.pop_back();
       out += line + "\n";
       line.clear();
     }
     line += word;
-    at = end;
   }
   out += line;
   if (disabled) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
@@ -76,11 +74,11 @@ void barRow(const PanelContext& ctx, const char* id, const Eigen::Ref<const RowV
   const float span = std::max(hi - lo, 1e-12f);
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const int shown = static_cast<int>(std::min<Eigen::Index>(values.size(), 64));  // long rows: first 64
+  const auto isMasked = [&](int j) { return with_mask && std::isinf(values(j)) && values(j) < 0; };  // −∞: a masked key
   std::vector<std::string> numbers(static_cast<std::size_t>(shown));
   float num_w = 0;
   for (int j = 0; j < shown; ++j) {
-    const bool masked = with_mask && std::isinf(values(j)) && values(j) < 0;  // −∞: a masked key
-    numbers[static_cast<std::size_t>(j)] = masked ? "−∞" : formatFixed(values(j));
+    numbers[static_cast<std::size_t>(j)] = isMasked(j) ? "−∞" : formatFixed(values(j));
     num_w = std::max(num_w, ImGui::CalcTextSize(numbers[static_cast<std::size_t>(j)].c_str()).x);
   }
   const float gap = px(8), min_bar = px(24), min_name = px(36);
@@ -98,7 +96,7 @@ void barRow(const PanelContext& ctx, const char* id, const Eigen::Ref<const RowV
   for (int j = 0; j < shown; ++j) {
     ImGui::PushID(id);
     ImGui::PushID(j);
-    const bool masked = with_mask && std::isinf(values(j)) && values(j) < 0;
+    const bool masked = isMasked(j);
     const bool selected = ctx.view.key == j;
     if (ImGui::Selectable(tokens[j].c_str(), selected, 0, ImVec2(name_w, h)))
       ctx.commands.push("select_key", {{"index", selected ? -1 : j}});

@@ -159,10 +159,11 @@ bool findRect(const CaptureSpec& spec, int fb_w, int fb_h, Rect* out, std::strin
   return true;
 }
 
-// The selection is hidden while a capture renders, unless the spec keeps it.
-struct SelectionHidden {
-  explicit SelectionHidden(bool hide) { hide_selection = hide, rendering = true; }
-  ~SelectionHidden() { hide_selection = false, rendering = false; }
+// While a capture renders: captureRendering() holds, and the selection is hidden unless the spec
+// keeps it.
+struct CaptureRendering {
+  explicit CaptureRendering(bool hide_the_selection) { hide_selection = hide_the_selection, rendering = true; }
+  ~CaptureRendering() { hide_selection = false, rendering = false; }
 };
 
 }  // namespace
@@ -193,7 +194,7 @@ std::string capturePng(const CaptureSpec& spec, int width, int height, const Cap
   Rect rect, clip;
   std::uint8_t background[3] = {0, 0, 0};
   {
-    const SelectionHidden hidden(!spec.selection && !hooks.selection);
+    const CaptureRendering rendering_now(!spec.selection && !hooks.selection);
     Framebuffer target(fb_w, fb_h);
     if (!target.complete()) error = "cannot create an offscreen framebuffer";
     // Three frames: tables and wrapped text settle after the first; the caption follows the crop

@@ -331,17 +331,19 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     texts.clear();
     format = f;
     values_shown = !s.compact;
+    const auto label = [&](float v) { return s.cell_text ? s.cell_text(v) : cellLabel(v, f); };
+    const auto fits = [&](const std::string& text) {
+      return heatmapCellFor(small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str()).x) <= cell;
+    };
     for (int i = r0; i < r0 + nr && values_shown; ++i)
       for (int j = c0; j < c0 + nc && values_shown; ++j) {
-        texts.push_back(s.cell_text ? s.cell_text(m(i, j)) : cellLabel(m(i, j), f));
-        values_shown = heatmapCellFor(small->CalcTextSizeA(fs, FLT_MAX, 0, texts.back().c_str()).x) <= cell;
+        texts.push_back(label(m(i, j)));
+        values_shown = fits(texts.back());
       }
     for (const StageMap& peer : s.label_peers)  // the same cells of the maps beside it
       for (Eigen::Index i = r0; i < std::min<Eigen::Index>(r0 + nr, peer.rows()) && values_shown; ++i)
-        for (Eigen::Index j = c0; j < std::min<Eigen::Index>(c0 + nc, peer.cols()) && values_shown; ++j) {
-          const std::string label = s.cell_text ? s.cell_text(peer(i, j)) : cellLabel(peer(i, j), f);
-          values_shown = heatmapCellFor(small->CalcTextSizeA(fs, FLT_MAX, 0, label.c_str()).x) <= cell;
-        }
+        for (Eigen::Index j = c0; j < std::min<Eigen::Index>(c0 + nc, peer.cols()) && values_shown; ++j)
+          values_shown = fits(label(peer(i, j)));
     if (values_shown || s.cell_text) break;
   }
   if (values_shown) {

@@ -67,7 +67,7 @@ class Placement {
   // Worker k (≥ 1) moves off the CPUs of participants 0 … k − 1 if it shares one, then records its own.
   void settle(int k) {
 #if defined(__linux__)
-    const int cpu = sched_getcpu();
+    const int cpu = currentCpu();
     cpu_set_t taken;
     CPU_ZERO(&taken);
     bool collides = false;
