@@ -165,13 +165,16 @@ class Base(unittest.TestCase):
 class PytorchScriptNames(Base):
     """Item 3: the file name is written into the script's first comment; it must stay a comment."""
 
-    def check_name(self, rel_name):
+    def check_name(self, rel_name, tokens=None):
         marker = f"/tmp/PWNED-{secrets.token_hex(8)}"
         name = rel_name.replace(b"@MARKER@", marker.encode())
         full = os.path.join(self.tmp.encode(), name)
         os.makedirs(os.path.dirname(full), exist_ok=True)  # the "/"s of the code make folders
+        ws = dict(WORKSPACE)
+        if tokens is not None:
+            ws["tokens"] = [t.replace("@MARKER@", marker) for t in tokens]
         with open(full, "wb") as f:
-            f.write(workspace_text())
+            f.write(workspace_text(ws))
         try:
             # Relative to the folder, so the name in the comment is exactly the crafted text.
             p, _ = run_cli(["pytorch", os.fsdecode(name)], cwd=self.tmp)
@@ -179,6 +182,18 @@ class PytorchScriptNames(Base):
             script = os.path.join(self.tmp, "script.py")
             with open(script, "wb") as f:
                 f.write(p.stdout)
+            # The script's `tokens` are the workspace's (what is not UTF-8 reads as U+FFFD).
+            show = ("import json, runpy, sys; g = runpy.run_path(sys.argv[1]); "
+                    "print(json.dumps(g['tokens']))")
+            r = subprocess.run([PYTHON, "-c", show, script], capture_output=True, timeout=120, cwd=self.tmp)
+            self.assertFalse(os.path.exists(marker),
+                             f"the file name {name!r} ran code: {marker} was created by the generated script")
+            self.assertEqual(r.returncode, 0, f"the script for {name!r} does not run: {text(r.stderr)[-600:]!r}")
+            self.assertEqual(json.loads(r.stdout.splitlines()[-1]), ws["tokens"], f"tokens of {name!r}")
+            # And nothing the user named decides how Python reads the script: it is plain ASCII and its
+            # second line declares UTF-8 (PEP 263 reads a declaration on line 1 or 2 only).
+            self.assertTrue(p.stdout.isascii(), f"the script for {name!r} is not plain ASCII")
+            self.assertEqual(p.stdout.split(b"\n")[1], b"# -*- coding: utf-8 -*-", f"line 2 for {name!r}")
             r = subprocess.run([PYTHON, script], capture_output=True, timeout=120, cwd=self.tmp)
             self.assertFalse(os.path.exists(marker),
                              f"the file name {name!r} ran code: {marker} was created by the generated script")
@@ -200,6 +215,27 @@ class PytorchScriptNames(Base):
 
     def test_name_not_utf8(self):  # raw \xff in the source: "SyntaxError: Non-UTF-8 code"
         self.check_name(b"caf\xe9 \xff\xfe.json")
+
+    # The second probe: a coding declaration in the name (line 2 of the script held the name) made
+    # Python decode the whole script as UTF-7, where "+ACI-" is a quote: a token became code.
+    UTF7_TOKEN = "+ACI-, __import__(+ACI-os+ACI-).system(+ACI-touch @MARKER@+ACI-), +ACI-"
+
+    def test_coding_utf7_in_name(self):
+        self.check_name(b"lecture coding:utf-7 attention.json", ["Your", self.UTF7_TOKEN, "starts", "with", "one", "step"])
+
+    def test_other_coding_spellings(self):
+        for name in [b"x -*- coding: utf-7 -*-.json", b"vim: set fileencoding=utf_7 :.json", b"coding=UTF-7.json",
+                     b"a\x0c# coding: utf-7.json", b"emacs -*- mode: python; coding: utf-7 -*-.json"]:
+            with self.subTest(name=name):
+                self.check_name(name, [self.UTF7_TOKEN, "journey", "starts", "with", "one", "step"])
+
+    def test_latin1_coding_and_tokens_beyond_ascii(self):  # the tokens keep their characters
+        self.check_name(b"coding: latin-1.json", ["caf\u00e9", "\u041f\u0440\u0438\u0432\u0435\u0442", "\U0001F600",
+                                                 "a\u2028b", "tab\there", 'q"uo\\te'])
+
+    def test_tokens_that_end_lines(self):  # \n, \r, \f, NEL, U+2028 in a token's comment or string
+        self.check_name(b"tokens.json", ["x\nimport os; open('@MARKER@','w')", "y\rimport os; open('@MARKER@','w')",
+                                         "z\x0cimport os", "\x85import os", "\u2029import os", "one"])
 
 
 class Fifos(Base):
