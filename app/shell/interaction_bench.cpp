@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "engine/errors.h"
+#include "formats/atomic_file.h"
 #include "engine/model_config.h"
 #include "formats/workspace.h"
 #include "shell/app.h"

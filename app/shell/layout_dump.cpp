@@ -1,6 +1,7 @@
 #include "shell/layout_dump.h"
 
 #include "engine/errors.h"
+#include "formats/atomic_file.h"
 #include "formats/json_format.h"
 #include "formats/workspace.h"
 

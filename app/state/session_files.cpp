@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/errors.h"
+#include "formats/atomic_file.h"
 #include "formats/json_format.h"
 #include "lessons/lesson.h"
 

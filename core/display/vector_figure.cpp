@@ -24,6 +24,7 @@
 
 #include "display/number_text.h"
 #include "engine/errors.h"
+#include "formats/atomic_file.h"
 #include "formats/workspace.h"
 
 namespace attnscope {
@@ -54,7 +55,9 @@ constexpr Rgb kTextDim{70, 70, 80};
 constexpr Rgb kMasked{150, 150, 156};
 constexpr Rgb kGridLine{255, 255, 255};
 
-// Valid UTF-8 without control characters: cairo refuses invalid strings, XML refuses controls.
+// Valid UTF-8 without control characters or noncharacters: cairo refuses invalid strings and the 66
+// noncharacters (U+FDD0–U+FDEF, U+xxFFFE, U+xxFFFF: its UNICODE_VALID), XML refuses controls and
+// U+FFFE/U+FFFF. Each becomes U+FFFD (a control, a space), so a token's name never fails a figure.
 std::string cleanText(const std::string& s) {
   std::string out;
   for (std::size_t i = 0; i < s.size();) {
@@ -69,11 +72,13 @@ std::string cleanText(const std::string& s) {
     }
     // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8 either.
     if (ok && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-               (cp >= 0xD800 && cp <= 0xDFFF)))
+               (cp >= 0xD800 && cp <= 0xDFFF) || (cp >= 0xFDD0 && cp <= 0xFDEF) || (cp & 0xFFFE) == 0xFFFE))
       ok = false;
     if (!ok) {
       out += "\xEF\xBF\xBD";  // U+FFFD
-      ++i;
+      // A noncharacter is well-formed: it is replaced whole, an ill-formed byte one at a time.
+      const bool well_formed = len > 0 && i + len <= s.size() && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+      i += well_formed && ((cp >= 0xFDD0 && cp <= 0xFDEF) || (cp & 0xFFFE) == 0xFFFE) ? static_cast<std::size_t>(len) : 1;
       continue;
     }
     if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0)) out += ' ';

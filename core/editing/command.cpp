@@ -5,6 +5,7 @@
 
 #include "engine/errors.h"
 #include "formats/json_format.h"
+#include "formats/json_reading.h"
 
 namespace attnscope {
 
@@ -106,7 +107,8 @@ const std::vector<CommandInfo>& commandTable() {
                               {"scale", A::Number, false}},
        "save the window (or a panel, or one head's map) as PNG once the newest result is shown; "
        "path \"\" = a time-stamped file in the screenshot folder"},
-      {"save", T::App, {{"path", A::String, false}}, "save the workspace (to `path`, or to its file)"},
+      {"save", T::App, {{"path", A::String, false}, {"overwrite", A::Bool, false}},
+       "save the workspace (to `path`, or to its file); `overwrite`: even if another program changed the file since"},
       {"export_trace", T::App, {{"path", A::String, true}, {"format", A::String, true}},
        "write every matrix of the shown result into folder `path` (format json, csv or npy)"},
       {"export_map", T::App, {{"stage", A::String, true}, {"head", A::Int, true}, {"path", A::String, true},
@@ -217,16 +219,13 @@ Command parseCommand(const nlohmann::json& j) {
 }
 
 std::vector<Command> parseCommandList(const std::string& text) {
-  // Parsing, copying or printing a deeply nested value recurses once per level: refuse it first.
-  if (!tooDeep(text, kMaxJsonDepth).empty())
-    throw InputError("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  // Depth and memory bounded while parsing (formats/json_reading.h).
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    std::string what = e.what();
-    const auto cut = what.find("] ");
-    throw InputError("not valid JSON: " + (cut == std::string::npos ? what : what.substr(cut + 2)));
+    j = readJson(text, "commands", Limits{}.max_memory_bytes);
+  } catch (const InputError& e) {  // "commands: not valid JSON: …" reads as before without the prefix
+    const std::string what = e.what();
+    throw InputError(what.rfind("commands: ", 0) == 0 ? what.substr(10) : what);
   }
   if (!j.is_array()) throw InputError("expected a JSON array of commands");
   std::vector<Command> out;

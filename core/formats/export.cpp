@@ -13,6 +13,7 @@
 
 #include "display/number_text.h"
 #include "engine/errors.h"
+#include "formats/atomic_file.h"
 #include "engine/stages.h"
 #include "formats/json_format.h"
 #include "formats/trace_json.h"
@@ -315,10 +316,8 @@ std::string exportMatrix(const Matrix& m, ExportFormat f) {
 
 int exportTrace(const Workspace& ws, const Trace& trace, const std::string& folder, ExportFormat f) {
   makeFolder(folder);
-  if (f == ExportFormat::Json) {
-    std::ostringstream text;
-    writeTraceJson(text, ws, trace);
-    writeFileAtomically(joinPath(folder, "trace.json"), text.str());
+  if (f == ExportFormat::Json) {  // streamed into the file: a GPT-2 trace is never held as text too
+    writeFileAtomically(joinPath(folder, "trace.json"), [&](std::ostream& out) { writeTraceJson(out, ws, trace); });
     return 1;
   }
   const std::string ext = exportExtension(f);

@@ -6,6 +6,7 @@
 
 #include "engine/errors.h"
 #include "engine/parameters.h"
+#include "formats/json_reading.h"
 #include "formats/npy.h"
 #include "editing/parameter_edits.h"
 #include "editing/token_table.h"
@@ -105,23 +106,21 @@ ImportedParameters parseParametersText(const std::string& bytes, const std::stri
     if (out.values.empty()) throw InputError(path + ": no parameters in it (only buffers)");
     return out;
   }
-  // JSON: an object of name → nested lists, or a workspace (its "parameters").
-  if (static_cast<std::int64_t>(bytes.size()) * 34 > limits.max_memory_bytes)
-    throw InputError(path + ": reading this JSON would take more than the memory budget");
-  nlohmann::json j;
+  // JSON: an object of name → nested lists, or a workspace (its "parameters"). The tensors are read
+  // straight into floats, the depth and the rest's memory bounded (formats/json_reading.h).
+  JsonWithNumbers doc;
   try {
-    j = nlohmann::json::parse(bytes);
-  } catch (const nlohmann::json::parse_error& e) {
-    std::string what = e.what();
-    const auto cut = what.find("] ");
-    throw InputError(placeOf(path, bytes, e.byte > 0 ? e.byte - 1 : 0) + ": not a .npz of a state_dict, nor valid JSON: " +
-                     (cut == std::string::npos ? what : what.substr(cut + 2)));
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(path + ": not valid JSON: " + e.what());
+    doc = readJsonWithNumbers(bytes, path, limits, NumberArrays::ParameterObject);
+  } catch (const JsonSyntaxError& e) {
+    throw InputError(placeOf(path, bytes, e.byte > 0 ? e.byte - 1 : 0) + ": not a .npz of a state_dict, nor valid JSON" + e.why.substr(e.why.find(':')));
+  } catch (const InputError& e) {  // a tensor's entry, the depth or the budget
+    const std::string what = e.what();
+    throw InputError(what.rfind(path + ": ", 0) == 0 ? what : path + ": " + what);
   }
+  nlohmann::json j = std::move(doc.tree);
   if (j.is_object() && j.contains("format") && j["format"] == "attnscope-workspace") {
     if (!j.contains("parameters")) throw InputError(path + ": this workspace has no \"parameters\"");
-    j = j["parameters"];
+    j = std::move(j["parameters"]);  // moved: a copy of a deep value would recurse
   }
   std::shared_ptr<const ParameterValues> values;
   try {
@@ -134,7 +133,7 @@ ImportedParameters parseParametersText(const std::string& bytes, const std::stri
           ++it;
         }
       }
-    values = parseParameterValues(j, limits);
+    values = parseParameterValues(j, doc.arrays, limits);
   } catch (const InputError& e) {
     throw InputError(path + ": " + e.what());
   }

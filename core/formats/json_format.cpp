@@ -62,6 +62,12 @@ std::string prettyJson(const nlohmann::json& value, int indent) {
   return out + "\n";
 }
 
+std::string prettyJsonAt(const nlohmann::json& value, int depth, int indent) {
+  std::string out;
+  write(value, indent, depth, out);
+  return out;
+}
+
 // Where `text` nests arrays and objects deeper than `limit`: the top-level field it happens in
 // ("view"), "workspace" if outside any, or "" if it does not. Checked before parsing: copying or
 // printing a 100 000-deep document would overflow the stack.

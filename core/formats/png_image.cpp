@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "engine/errors.h"
+#include "formats/atomic_file.h"
 #include "formats/workspace.h"
 
 namespace attnscope {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/errors.h"
+#include "formats/json_reading.h"
 
 namespace attnscope {
 
@@ -52,8 +53,19 @@ std::vector<PresetInfo> presetCatalog() {
   std::vector<PresetInfo> out;
   for (const std::string& name : presetNames()) {
     PresetInfo info{name, name, "", 1000};
-    std::ifstream in(fs::path(assetsDir()) / "presets" / (name + ".json"));
-    const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);  // no throw: a bad file shows by name
+    // Only its view's note is read, from a regular file of a workspace's size at most (a FIFO in the
+    // folder must not block the menu); a file that cannot be read shows by its name.
+    const fs::path path = fs::path(assetsDir()) / "presets" / (name + ".json");
+    std::error_code ec;
+    nlohmann::json j;
+    if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) <= static_cast<std::uintmax_t>(Limits{}.max_file_bytes)) {
+      std::ifstream in(path, std::ios::binary);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      try {
+        j = readJsonWithNumbers(text, path.string(), Limits{}, NumberArrays::Workspace).tree;
+      } catch (const InputError&) {
+      }
+    }
     if (j.is_object() && j.contains("view") && j["view"].is_object() && j["view"].contains("preset")) {
       const nlohmann::json& p = j["view"]["preset"];
       info.title = p.value("title", name);

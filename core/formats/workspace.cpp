@@ -15,7 +15,9 @@
 #include <cstring>
 
 #include "engine/errors.h"
+#include "formats/atomic_file.h"
 #include "formats/json_format.h"
+#include "formats/json_reading.h"
 #include "formats/png_image.h"
 #include "engine/torch_generator.h"
 
@@ -69,16 +71,6 @@ std::string getString(const json& v, const std::string& field) {
   return v.get<std::string>();
 }
 
-float getFloat(const json& v, const std::string& field) {
-  if (!v.is_number()) fail(field, std::string("expected a number, got ") + typeName(v));
-  // Finite once rounded to float32: FLT_MAX prints as 3.4028235e+38, a hair above it as a double,
-  // and rounds down to it; from FLT_MAX + half an ulp on, a double rounds to ±∞ (and casting it is
-  // undefined in C++), so that is checked before the cast.
-  const double d = v.get<double>();
-  if (!(std::fabs(d) < 3.4028235677973366e38)) fail(field, "not a finite float32 number: " + v.dump());
-  const float f = static_cast<float>(d);
-  return f;
-}
 
 }  // namespace
 
@@ -148,70 +140,44 @@ RandomEmbeddings parseRandom(const json& j, const Limits& limits) {
   return r;
 }
 
-Matrix parseMatrix(const json& j, const Limits& limits) {
-  if (j.empty()) fail("embeddings", "need at least one row");
-  if (j.size() > static_cast<std::size_t>(limits.max_tokens))
-    fail("embeddings", std::to_string(j.size()) + " rows exceeds the limit of " +
-                           std::to_string(limits.max_tokens) + " tokens");
-  std::size_t cols = 0;
-  for (std::size_t i = 0; i < j.size(); ++i) {
-    const std::string row = "embeddings[" + std::to_string(i) + "]";
-    if (!j[i].is_array())
-      fail(row, std::string("expected an array of numbers, got ") + typeName(j[i]));
-    if (i == 0) cols = j[i].size();
-    if (j[i].empty()) fail(row, "need at least one value");
-    if (j[i].size() != cols)
-      fail(row, "has " + std::to_string(j[i].size()) + " values but row 0 has " +
-                    std::to_string(cols) + " (rows must all have d_in values)");
-  }
-  if (cols > static_cast<std::size_t>(limits.max_dim))
-    fail("embeddings", "d_in = " + std::to_string(cols) + " exceeds the limit of " +
-                           std::to_string(limits.max_dim));
-  Matrix x(static_cast<int>(j.size()), static_cast<int>(cols));
-  for (std::size_t i = 0; i < j.size(); ++i)
-    for (std::size_t c = 0; c < cols; ++c)
-      x(i, c) = getFloat(j[i][c], "embeddings[" + std::to_string(i) + "][" + std::to_string(c) + "]");
-  return x;
+Matrix matrixOf(const NumberArray& a) {
+  return Eigen::Map<const Matrix>(a.values.data(), static_cast<Eigen::Index>(a.row_count),
+                                  static_cast<Eigen::Index>(a.col_count));
 }
 
-}  // namespace
+NamedTensor tensorOf(const std::string& name, const NumberArray& a) {
+  NamedTensor t;
+  t.name = name;
+  t.is_vector = !a.rows;
+  t.value = matrixOf(a);
+  return t;
+}
 
-std::shared_ptr<const ParameterValues> parseParameterValues(const json& j, const Limits& limits, const std::string& where) {
+// The "parameters" object: each member read by the parser into `arrays` ("parameters.NAME"), or
+// checked here (a member that is no array: a number, a string …).
+std::shared_ptr<const ParameterValues> parametersOf(const json& j, const std::map<std::string, NumberArray>& arrays,
+                                                    const Limits& limits, const std::string& where) {
   if (!j.is_object())
     fail(where, std::string("expected an object of state_dict names and nested lists, got ") + typeName(j));
   auto values = std::make_shared<ParameterValues>();
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string field = where + "." + it.key();
-    const json& v = it.value();
-    if (!v.is_array() || v.empty())
-      fail(field, std::string("expected a matrix (a list of rows) or a bias (a list of numbers), got ") +
-                      (v.is_array() ? "an empty list" : typeName(v)));
-    NamedTensor t;
-    t.name = it.key();
-    t.is_vector = !v[0].is_array();
-    const std::size_t rows = t.is_vector ? 1 : v.size();
-    const std::size_t cols = t.is_vector ? v.size() : v[0].size();
-    if (rows > static_cast<std::size_t>(limits.max_dim) || cols > static_cast<std::size_t>(limits.max_dim))
-      fail(field, std::to_string(rows) + " × " + std::to_string(cols) + " exceeds the limit of " +
-                      std::to_string(limits.max_dim) + " in either dimension");
-    if (!t.is_vector)
-      for (std::size_t r = 0; r < rows; ++r) {
-        const std::string row = field + "[" + std::to_string(r) + "]";
-        if (!v[r].is_array()) fail(row, std::string("expected a row (a list of numbers), got ") + typeName(v[r]));
-        if (v[r].empty()) fail(row, "need at least one value");
-        if (v[r].size() != cols)
-          fail(row, "has " + std::to_string(v[r].size()) + " values but row 0 has " + std::to_string(cols));
-      }
-    t.value.resize(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
-    for (std::size_t r = 0; r < rows; ++r)
-      for (std::size_t c = 0; c < cols; ++c)
-        t.value(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)) =
-            t.is_vector ? getFloat(v[c], field + "[" + std::to_string(c) + "]")
-                        : getFloat(v[r][c], field + "[" + std::to_string(r) + "][" + std::to_string(c) + "]");
-    values->push_back(std::move(t));
+    const auto read = arrays.find(field);
+    values->push_back(tensorOf(it.key(), read != arrays.end() ? read->second : numberArrayOf(it.value(), field, false, limits)));
   }
   if (values->empty()) return nullptr;
   return values;
+}
+
+}  // namespace
+
+std::shared_ptr<const ParameterValues> parseParameterValues(const json& j, const Limits& limits, const std::string& where) {
+  return parametersOf(j, {}, limits, where);
+}
+
+std::shared_ptr<const ParameterValues> parseParameterValues(const json& j, const std::map<std::string, NumberArray>& arrays,
+                                                            const Limits& limits) {
+  return parametersOf(j, arrays, limits, "parameters");
 }
 
 json parameterValuesToJson(const ParameterValues& values) {
@@ -259,21 +225,11 @@ Workspace bookExample(Variant variant) {
 
 Workspace parseWorkspace(const std::string& text, const Limits& limits) {
   if (static_cast<std::int64_t>(text.size()) > limits.max_file_bytes)
-    fail("workspace", "larger than the limit of " + std::to_string(limits.max_file_bytes) + " bytes");
-  if (parseBytes(static_cast<std::int64_t>(text.size())) > limits.max_memory_bytes)
-    fail("workspace", "reading " + formatBytes(static_cast<double>(text.size())) + " of JSON takes about " +
-                          formatBytes(static_cast<double>(parseBytes(static_cast<std::int64_t>(text.size())))) +
-                          ", over the memory budget of " + formatBytes(static_cast<double>(limits.max_memory_bytes)));
-  if (const std::string field = tooDeep(text, kMaxJsonDepth); !field.empty())
-    fail(field, "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {  // syntax errors, and numbers beyond double (1e400)
-    std::string what = e.what();
-    const auto cut = what.find("] ");
-    fail("workspace", "not valid JSON: " + (cut == std::string::npos ? what : what.substr(cut + 2)));
-  }
+    fail("workspace", "larger than the limit of " + formatBytes(static_cast<double>(limits.max_file_bytes)));
+  // The embeddings and parameters go straight into floats; what the rest holds is counted as it is
+  // read, against the memory budget (formats/json_reading.h).
+  JsonWithNumbers doc = readJsonWithNumbers(text, "workspace", limits, NumberArrays::Workspace);
+  json& j = doc.tree;
   if (!j.is_object()) fail("workspace", std::string("expected a JSON object, got ") + typeName(j));
   rejectUnknown(j, "", {"format", "version", "tokens", "embeddings", "model", "parameters", "view"});
   if (!j.contains("format") || j["format"] != "attnscope-workspace")
@@ -289,7 +245,9 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
     ws.random = parseRandom(e, limits);
     ws.embeddings = makeRandomEmbeddings(*ws.random);
   } else if (e.is_array()) {
-    ws.embeddings = parseMatrix(e, limits);
+    const auto read = doc.arrays.find("embeddings");
+    ws.embeddings = matrixOf(read != doc.arrays.end() ? read->second : numberArrayOf(e, "embeddings", true, limits));
+    doc.arrays.erase("embeddings");
   } else {
     fail("embeddings", std::string("expected an array of rows or a {\"random\": …} object, got ") +
                            typeName(e));
@@ -311,7 +269,7 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
   if (!j.contains("model")) fail("model", "required (at least {\"variant\": …})");
   ws.model = parseModel(j["model"]);
   if (ws.model.variant == Variant::Simple && ws.model.d_out == 0) ws.model.d_out = d_in;
-  if (j.contains("parameters")) ws.model.parameters = parseParameterValues(j["parameters"], limits);
+  if (j.contains("parameters")) ws.model.parameters = parametersOf(j["parameters"], doc.arrays, limits, "parameters");
   validateModel(ws.model, T, d_in, limits);  // the parameters' names and shapes too
 
   if (j.contains("view")) {
@@ -326,18 +284,14 @@ Workspace loadWorkspace(const std::string& path, const Limits& limits) {
   if (::stat(path.c_str(), &st) != 0) fail(path, "cannot open the file (does it exist?)");
   if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a workspace file");
   if (!S_ISREG(st.st_mode)) fail(path, "not a regular file (a pipe or a device cannot be a workspace)");
-  if (st.st_size > limits.max_file_bytes)
-    fail(path, "larger than the limit of " + std::to_string(limits.max_file_bytes) + " bytes");
-  if (parseBytes(st.st_size) > limits.max_memory_bytes)
-    fail(path, "reading a file of " + formatBytes(static_cast<double>(st.st_size)) + " takes about " +
-                   formatBytes(static_cast<double>(parseBytes(st.st_size))) + ", over the memory budget of " +
-                   formatBytes(static_cast<double>(limits.max_memory_bytes)));
   std::string text;
   if (isPng(path)) {  // a screenshot: the workspace rides in its text chunk
     auto chunk = readPngText(path, kWorkspaceChunk, static_cast<std::size_t>(limits.max_file_bytes));
     if (!chunk) fail(path, "this PNG carries no attnscope workspace (was it saved by attnscope?)");
     text = std::move(*chunk);
-  } else {
+  } else {  // what it costs beyond its text is counted as it is parsed (parseWorkspace)
+    if (st.st_size > limits.max_file_bytes)
+      fail(path, "larger than the limit of " + formatBytes(static_cast<double>(limits.max_file_bytes)) + " for a workspace file");
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(path, "cannot open the file (is it readable?)");
     text.assign(static_cast<std::size_t>(st.st_size), '\0');
@@ -355,16 +309,21 @@ Workspace loadWorkspace(const std::string& path, const Limits& limits) {
   }
 }
 
+namespace {
+
+json randomToJson(const RandomEmbeddings& r) {
+  return {{"random", r.normal ? "normal" : "uniform"}, {"seed", r.seed}, {"rows", r.rows}, {"cols", r.cols}};
+}
+
+}  // namespace
+
 json workspaceToJson(const Workspace& ws) {
   json j = json::object();
   j["format"] = "attnscope-workspace";
   j["version"] = 1;
   j["tokens"] = ws.tokens;
   if (ws.random) {
-    j["embeddings"] = {{"random", ws.random->normal ? "normal" : "uniform"},
-                       {"seed", ws.random->seed},
-                       {"rows", ws.random->rows},
-                       {"cols", ws.random->cols}};
+    j["embeddings"] = randomToJson(*ws.random);
   } else {
     json rows = json::array();
     for (int i = 0; i < ws.embeddings.rows(); ++i) {
@@ -380,82 +339,68 @@ json workspaceToJson(const Workspace& ws) {
   return j;
 }
 
-std::string dumpWorkspace(const Workspace& ws) { return prettyJson(workspaceToJson(ws)); }
-
 namespace {
 
-// The umask, read without changing it (umask(2) can only set it, which would race with other
-// threads creating files): /proc/self/status has it since Linux 4.7; 022 otherwise.
-mode_t processUmask() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8));
-  return 022;
+// A float as JSON that reads back as itself: its shortest decimal, and −0 as -0.0 (JSON readers
+// take "-0" for the integer 0).
+std::string jsonFloat(float v) { return v == 0 && std::signbit(v) ? "-0.0" : formatFloat(v); }
+
+// Matrix rows as prettyJson writes an array of rows `depth` levels in, streamed: a GPT-2-sized
+// workspace is never held as a tree and a text at once.
+void writeRows(std::ostream& out, const Matrix& m, int depth) {
+  const std::string pad(static_cast<std::size_t>(2 * (depth + 1)), ' ');
+  out << "[\n";
+  for (Eigen::Index r = 0; r < m.rows(); ++r) {
+    out << pad << '[';
+    for (Eigen::Index c = 0; c < m.cols(); ++c) out << (c ? ", " : "") << jsonFloat(m(r, c));
+    out << (r + 1 < m.rows() ? "],\n" : "]\n");
+  }
+  out << std::string(static_cast<std::size_t>(2 * depth), ' ') << ']';
 }
 
 }  // namespace
 
-// A temporary file beside the target (a short name, so a long target name still fits), written
-// and fsynced, given the target's permissions, renamed over it, and the folder fsynced: after a
-// crash or a full disk the file is the old one or the new one, never a mix. A symbolic link is
-// followed: its target is replaced and the link stays.
-void writeFileAtomically(const std::string& path, const std::string& contents) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path target = path;
-  for (int hops = 0; hops < 40 && fs::is_symlink(target, ec); ++hops) {
-    const fs::path link = fs::read_symlink(target, ec);
-    if (ec) break;
-    target = link.is_absolute() ? link : target.parent_path() / link;
-  }
-  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  std::string tmp = (folder / ".attnscope-XXXXXX").string();
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) fail(path, std::string("cannot write (") + std::strerror(errno) + "); the previous file is unchanged");
-  auto abandon = [&](const std::string& why) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    fail(path, why + "; the previous file is unchanged");
-  };
-  struct stat st;
-  mode_t mode;
-  if (::stat(target.c_str(), &st) == 0) {
-    mode = st.st_mode & 07777;  // keep the file's permissions …
-    if (st.st_uid != ::geteuid() || st.st_gid != ::getegid())
-      (void)::fchown(fd, st.st_uid, st.st_gid);  // … and owner, where allowed (root saving a user's file)
+// The normalized document, as prettyJson(workspaceToJson(ws)) lays it out (members in order, one a
+// line, matrix rows on one line) but written as it goes; floats as their shortest float32 decimals.
+void writeWorkspace(std::ostream& out, const Workspace& ws) {
+  out << "{\n  \"embeddings\": ";
+  if (ws.random) {
+    out << prettyJsonAt(randomToJson(*ws.random), 1);
   } else {
-    mode = 0666 & ~processUmask();  // what a plain new file would get
+    writeRows(out, ws.embeddings, 1);
   }
-  if (::fchmod(fd, mode) != 0) abandon(std::string("cannot set permissions (") + std::strerror(errno) + ")");
-  const char* p = contents.data();
-  std::size_t left = contents.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) abandon(std::string("write failed (") + std::strerror(n < 0 ? errno : EIO) + ")");
-    p += n;
-    left -= static_cast<std::size_t>(n);
+  out << ",\n  \"format\": \"attnscope-workspace\",\n  \"model\": " << prettyJsonAt(modelToJson(ws.model), 1) << ",\n";
+  if (ws.model.parameters && !ws.model.parameters->empty()) {
+    std::vector<const NamedTensor*> sorted;  // by name, as a JSON object's members
+    for (const NamedTensor& t : *ws.model.parameters) sorted.push_back(&t);
+    std::sort(sorted.begin(), sorted.end(), [](const NamedTensor* a, const NamedTensor* b) { return a->name < b->name; });
+    out << "  \"parameters\": {\n";
+    for (std::size_t k = 0; k < sorted.size(); ++k) {
+      const NamedTensor& t = *sorted[k];
+      out << "    " << jsonText(json(t.name)) << ": ";
+      if (t.is_vector) {
+        out << '[';
+        for (Eigen::Index c = 0; c < t.value.size(); ++c) out << (c ? ", " : "") << jsonFloat(t.value.data()[c]);
+        out << ']';
+      } else {
+        writeRows(out, t.value, 2);
+      }
+      out << (k + 1 < sorted.size() ? ",\n" : "\n");
+    }
+    out << "  },\n";
   }
-  if (::fsync(fd) != 0) abandon(std::string("write failed (") + std::strerror(errno) + ")");
-  if (::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    fail(path, std::string("write failed (") + std::strerror(errno) + "); the previous file is unchanged");
-  }
-  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    fail(path, std::string("cannot replace the file (") + std::strerror(err) + "); the previous file is unchanged");
-  }
-  const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir >= 0) {  // the rename itself survives a crash
-    ::fsync(dir);
-    ::close(dir);
-  }
+  out << "  \"tokens\": " << prettyJsonAt(json(ws.tokens), 1) << ",\n  \"version\": 1,\n  \"view\": "
+      << prettyJsonAt(ws.view, 1) << "\n}\n";
+}
+
+std::string dumpWorkspace(const Workspace& ws) {
+  std::ostringstream out;
+  writeWorkspace(out, ws);
+  return out.str();
 }
 
 void saveWorkspace(const std::string& path, const Workspace& ws) {
-  writeFileAtomically(path, dumpWorkspace(ws));
+  writeFileAtomically(path, [&ws](std::ostream& out) { writeWorkspace(out, ws); });
 }
 
 }  // namespace attnscope

@@ -2,9 +2,11 @@
 // model and the app's view state. Loading validates everything and names the field at fault.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,8 @@
 #include "engine/tensor.h"
 
 namespace attnscope {
+
+struct NumberArray;  // formats/json_reading.h
 
 // Embeddings given as a generator instead of numbers: torch.manual_seed(seed) then
 // torch.rand(rows, cols) ("uniform") or torch.randn(rows, cols) ("normal").
@@ -48,16 +52,20 @@ nlohmann::json modelToJson(const ModelConfig& m);
 // Null for an empty object. `where` names the object in messages.
 std::shared_ptr<const ParameterValues> parseParameterValues(const nlohmann::json& j, const Limits& limits = {},
                                                             const std::string& where = "parameters");
+// The same, its tensors already read by readJsonWithNumbers into `arrays` ("parameters.NAME").
+std::shared_ptr<const ParameterValues> parseParameterValues(const nlohmann::json& j,
+                                                            const std::map<std::string, NumberArray>& arrays,
+                                                            const Limits& limits = {});
 nlohmann::json parameterValuesToJson(const ParameterValues& values);
 
 // The normalized document: every model field present, the same embedding form as loaded.
 nlohmann::json workspaceToJson(const Workspace& ws);
 std::string dumpWorkspace(const Workspace& ws);
+void writeWorkspace(std::ostream& out, const Workspace& ws);
 
-// Writes atomically (a temporary file beside the target, then rename): a failed write leaves
-// the old file intact. Throws InputError naming the path on failure.
+// Writes atomically (formats/atomic_file.h): a failed write leaves the old file intact. Throws
+// InputError naming the path on failure.
 void saveWorkspace(const std::string& path, const Workspace& ws);
-void writeFileAtomically(const std::string& path, const std::string& contents);
 
 Matrix makeRandomEmbeddings(const RandomEmbeddings& spec);
 

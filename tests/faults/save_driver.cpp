@@ -22,6 +22,7 @@
 #include <string>
 
 #include "engine/errors.h"
+#include "formats/atomic_file.h"
 #include "formats/workspace.h"
 
 using namespace attnscope;

@@ -257,6 +257,48 @@ TEST(VectorFigure, MaskedCellsFlagsEscapingAndBadText) {
   EXPECT_EQ(std::count(mask_texts.begin(), mask_texts.end(), "0"), 4);  // three cells and the other end
 }
 
+// Every Unicode noncharacter is valid UTF-8 that cairo refuses ("input string not valid UTF-8") and
+// XML in part too: a token holding one made every SVG and PDF export fail. Each becomes U+FFFD; the
+// characters around it and valid neighbours (U+FFFD itself, U+FDCF, U+10FFFD) stay.
+TEST(VectorFigure, NoncharactersInLabelsDrawAsReplacement) {
+  auto utf8 = [](std::uint32_t cp) {
+    std::string s;
+    if (cp < 0x10000) {
+      s += static_cast<char>(0xE0 | (cp >> 12));
+    } else {
+      s += static_cast<char>(0xF0 | (cp >> 18));
+      s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    }
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+    return s;
+  };
+  std::vector<std::uint32_t> nonchars;
+  for (std::uint32_t cp = 0xFDD0; cp <= 0xFDEF; ++cp) nonchars.push_back(cp);
+  for (std::uint32_t plane = 0; plane <= 0x10; ++plane) {
+    nonchars.push_back(plane << 16 | 0xFFFE);
+    nonchars.push_back(plane << 16 | 0xFFFF);
+  }
+  ASSERT_EQ(nonchars.size(), 66u);
+  for (const std::uint32_t cp : nonchars) {
+    FigureSpec f = bookFigure();
+    f.row_labels[1] = "a" + utf8(cp) + "b";
+    f.col_labels[2] = utf8(cp);
+    f.title = "weights " + utf8(cp);
+    for (const char* ext : {".svg", ".pdf"}) {
+      const std::string path = tempPath(std::string("nonchar") + ext);
+      ASSERT_EQ(writeVectorFigure(f, path), "") << "U+" << std::hex << cp << " in " << ext;
+    }
+    const std::vector<std::string> texts = svgTexts(readFile(tempPath("nonchar.svg")));
+    EXPECT_NE(std::find(texts.begin(), texts.end(), "a\xEF\xBF\xBD" "b"), texts.end()) << std::hex << cp;
+  }
+  FigureSpec f = bookFigure();
+  f.row_labels = {"\xEF\xBF\xBD", utf8(0xFDCF), utf8(0x10FFFD)};
+  ASSERT_EQ(writeVectorFigure(f, tempPath("valid.svg")), "");
+  const std::vector<std::string> texts = svgTexts(readFile(tempPath("valid.svg")));
+  for (const std::string& want : f.row_labels) EXPECT_NE(std::find(texts.begin(), texts.end(), want), texts.end());
+}
+
 TEST(VectorFigure, PdfIsWritten) {
   const std::string path = tempPath("weights.pdf");
   ASSERT_EQ(writeVectorFigure(bookFigure(), path), "");

@@ -318,7 +318,7 @@ TEST(ParametersInWorkspaces, BadDocumentsNameTheEntry) {
                 "model": {"variant": "causal"}, "parameters": {"W_key.weight": [[1, 2, 3]]}})",
                              small);
             }),
-            "parameters.W_key.weight: 1 × 3 exceeds the limit of 2 in either dimension");
+            "parameters.W_key.weight: 1 × 3 or more exceeds the limit of 2 in either dimension");
 }
 
 // ---- edits ------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@
 #include "engine/errors.h"
 #include "reference.h"
 #include "test_support.h"
+#include "formats/json_format.h"
 #include "formats/workspace.h"
 
 namespace attnscope {
@@ -448,22 +449,60 @@ TEST(RandomEmbeddings, NormalIsTorchRandnTo1e5) {
   std::printf("worst |ours − torch.randn| = %.3g\n", worst);
 }
 
-// A file's parse cost counts against the memory budget before a byte of JSON is parsed: the probe
-// found a 64 MiB workspace took 2.1 GB to parse (docs/DESIGN.md §2.4).
-TEST(WorkspaceLimits, ParsingCountsAgainstTheMemoryBudget) {
-  std::string text = R"({"format": "attnscope-workspace", "version": 1, "model": {"variant": "simple"}, "embeddings": [)";
-  for (int i = 0; i < 4000; ++i) text += std::string(i ? "," : "") + "[0.125, 0.25]";
-  text += "]}";
-  Limits small;
-  small.max_memory_bytes = std::int64_t{1} << 20;  // 1 MiB: ~30 KiB of JSON at most
-  try {
-    parseWorkspace(text, small);
-    FAIL() << "a " << text.size() << "-byte workspace was parsed within 1 MiB";
-  } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("workspace: reading ", 0), 0u) << e.what();
-    EXPECT_NE(std::string(e.what()).find("over the memory budget of 1 MiB"), std::string::npos) << e.what();
+// Reading holds the text and what is read from it: the numeric arrays as floats (4 bytes a value, not
+// a JSON tree's 16–32), the rest as a tree counted as it is built, refused past the budget
+// (docs/DESIGN.md §2.4 "Reading a file"). The probe's 4096 × 1024 workspace, which the app had
+// accepted and saved (46.6 MiB), was refused on open: "takes about 1.5 GiB" (34 × its text).
+TEST(WorkspaceLimits, ReadingHoldsFloatsNotATree) {
+  auto document = [](int rows, int cols, const std::string& view) {
+    std::string text = R"({"format": "attnscope-workspace", "version": 1, "model": {"variant": "multihead", "batch_size": 1},
+      "view": )" + view + R"(, "embeddings": [)";
+    for (int i = 0; i < rows; ++i) {
+      text += i ? ",\n[" : "[";
+      for (int c = 0; c < cols; ++c) text += (c ? ", " : "") + formatFloat(static_cast<float>((i * 7 + c * 13) % 1000) / 997.0f);
+      text += "]";
+    }
+    return text + "]}";
+  };
+  const std::string big = document(4096, 1024, "{}");
+  ASSERT_GT(big.size(), 30u << 20);
+  const Workspace ws = parseWorkspace(big);  // the default budget, 1 GiB
+  EXPECT_EQ(ws.embeddings.rows(), 4096);
+  EXPECT_EQ(ws.embeddings.cols(), 1024);
+  EXPECT_EQ(ws.embeddings(4095, 1023), static_cast<float>((4095 * 7 + 1023 * 13) % 1000) / 997.0f);
+
+  Limits small;  // text and floats count: 4000 × 2 values in a 64 KiB budget do not fit
+  small.max_memory_bytes = 64 << 10;
+  const std::string rows = document(4000, 2, "{}");
+  const std::string why = test::errorOf([&] { parseWorkspace(rows, small); });
+  EXPECT_EQ(why.rfind("workspace: reading it needs more than the memory budget of 64 KiB", 0), 0u) << why;
+
+  // The tree counts too: a view of a million short strings takes far more than its text.
+  std::string view = R"({"notes": [)";
+  for (int i = 0; i < 1000000; ++i) view += i ? ",\"x\"" : "\"x\"";
+  view += "]}";
+  Limits medium;
+  medium.max_memory_bytes = 16 << 20;  // the text is 4 MB; its tree, ~32 MB
+  const std::string notes = document(6, 3, view);
+  const std::string why2 = test::errorOf([&] { parseWorkspace(notes, medium); });
+  EXPECT_EQ(why2.rfind("workspace: reading it needs more than the memory budget of 16 MiB", 0), 0u) << why2;
+  EXPECT_EQ(parseWorkspace(notes).view["notes"].size(), 1000000u);
+}
+
+// Nesting is refused while parsing, in every member, however deep it goes (150 000 levels
+// overflowed the stack where a tree was copied).
+TEST(WorkspaceLimits, DeepNestingRefusedWhileParsing) {
+  for (const char* member : {"view", "parameters", "embeddings", "model", "tokens"}) {
+    for (int depth : {65, 1000, 150000}) {
+      const std::string text = R"({"format": "attnscope-workspace", "version": 1, ")" + std::string(member) + R"(": )" +
+             std::string(static_cast<std::size_t>(depth), '[') + std::string(static_cast<std::size_t>(depth), ']') + "}";
+      const std::string why = test::errorOf([&] { parseWorkspace(text); });
+      // Inside the embeddings a nested list is refused as soon as it is not a number.
+      EXPECT_EQ(why, std::string(member) == "embeddings" ? "embeddings[0][0]: expected a number, got array"
+                                                          : std::string(member) + ": nested deeper than 64 levels")
+          << member << " " << depth;
+    }
   }
-  EXPECT_EQ(parseWorkspace(text).embeddings.rows(), 4000);  // the default budget takes it
 }
 
 }  // namespace
