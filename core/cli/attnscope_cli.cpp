@@ -1,6 +1,8 @@
 // attnscope-cli: the engine without a display. trace | pytorch | bench | export | import (docs/DESIGN.md §2.5).
 // Exit 0 on success; 2 with one line "error: …" on stderr for bad input.
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <sstream>
 
@@ -79,6 +81,16 @@ Trace traceOf(const Workspace& ws, int threads, const std::string& batches, cons
   if (outputs_only) request = TraceRequest::only({});
   request.heads = heads;
   return computeTrace(ws.embeddings, ws.model, exec, request, limits);
+}
+
+// What a command printed is checked: stdout on a full disk or a device that fails is one error and
+// exit 2, never a truncated file and exit 0.
+void finishStdout() {
+  errno = 0;
+  std::cout.flush();
+  if (!std::cout)
+    throw InputError(std::string("stdout: cannot write the output (") + (errno ? std::strerror(errno) : "write error") +
+                     "); what was written is incomplete");
 }
 
 int run(int argc, char** argv) {
@@ -195,8 +207,6 @@ int run(int argc, char** argv) {
     // Streamed: every check that can fail ran before the first byte, and the text of a large trace
     // is never held in memory.
     writeTraceJson(std::cout, ws, t);
-    std::cout.flush();
-    if (!std::cout) throw InputError("stdout: write failed");
   } else if (*pytorch) {
     std::cout << pytorchScript(loadWorkspace(script_path, limits), script_path);
   } else if (*bench) {
@@ -206,6 +216,7 @@ int run(int argc, char** argv) {
     if (bench_forward_once) {
       forwardOnce(loadWorkspace(path, limits), bench_reference);
       std::cout << "{\"ok\":true}\n";
+      finishStdout();
       return 0;
     }
     nlohmann::json result = benchWorkspace(loadWorkspace(path, limits), bench_options);
@@ -236,6 +247,7 @@ int run(int argc, char** argv) {
     for (const std::string& note : imported.notes) std::cerr << "note: " << note << "\n";
     std::cout << text;
   }
+  finishStdout();
   return 0;
 }
 

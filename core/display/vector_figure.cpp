@@ -25,6 +25,7 @@
 #include "display/number_text.h"
 #include "engine/errors.h"
 #include "formats/atomic_file.h"
+#include "formats/utf8.h"
 #include "formats/workspace.h"
 
 namespace attnscope {
@@ -61,29 +62,11 @@ constexpr Rgb kGridLine{255, 255, 255};
 std::string cleanText(const std::string& s) {
   std::string out;
   for (std::size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool ok = len > 0 && i + len <= s.size();
-    std::uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
-    for (int k = 1; ok && k < len; ++k) {
-      const auto d = static_cast<unsigned char>(s[i + k]);
-      ok = (d & 0xC0) == 0x80;
-      cp = cp << 6 | (d & 0x3F);
-    }
-    // Overlong forms, surrogates and code points past U+10FFFF are not UTF-8 either.
-    if (ok && ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-               (cp >= 0xD800 && cp <= 0xDFFF) || (cp >= 0xFDD0 && cp <= 0xFDEF) || (cp & 0xFFFE) == 0xFFFE))
-      ok = false;
-    if (!ok) {
-      out += "\xEF\xBF\xBD";  // U+FFFD
-      // A noncharacter is well-formed: it is replaced whole, an ill-formed byte one at a time.
-      const bool well_formed = len > 0 && i + len <= s.size() && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
-      i += well_formed && ((cp >= 0xFDD0 && cp <= 0xFDEF) || (cp & 0xFFFE) == 0xFFFE) ? static_cast<std::size_t>(len) : 1;
-      continue;
-    }
-    if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0)) out += ' ';
-    else out.append(s, i, static_cast<std::size_t>(len));
-    i += static_cast<std::size_t>(len);
+    const std::size_t at = i;
+    const std::uint32_t cp = nextCodePoint(s, &i);
+    if (cp == kNotUtf8 || isNoncharacter(cp)) out += "\xEF\xBF\xBD";  // U+FFFD
+    else if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0)) out += ' ';
+    else out.append(s, at, i - at);
   }
   return out;
 }

@@ -130,7 +130,8 @@ Cost estimateCost(const ModelConfig& m, int tokens, int d_in, int traced) {
   if (m.parameters)
     for (const NamedTensor& t : *m.parameters) params += static_cast<double>(t.value.size());
   c.parameter_bytes = static_cast<std::int64_t>(4 * params);
-  double working = 3 * B * G * T * width * 4;               // Q, K, V
+  double working = T * d * 4;                               // the embeddings (every element reads them)
+  working += 3 * B * G * T * width * 4;                     // Q, K, V
   if (hasDropout(m.variant) && m.training && m.dropout > 0) working += B * H * T * T;  // draws
   working += B * H * T * w * 4 + 2 * B * T * ctx * 4;       // contexts, concat, output
   c.working_bytes = static_cast<std::int64_t>(working);
@@ -143,8 +144,6 @@ Cost estimateCost(const ModelConfig& m, int tokens, int d_in, int traced) {
   c.gflop = flop / 1e9;
   return c;
 }
-
-std::int64_t parseBytes(std::int64_t file_bytes) { return file_bytes * 34; }
 
 std::string formatBytes(double bytes) {
   const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};

@@ -91,7 +91,8 @@ struct Limits {
   int max_heads = 64;         // num_heads
   int max_batch = 64;         // batch_size
   std::int64_t max_attention_cells = std::int64_t{1} << 28;  // B·H·T·T, bounds the trace's memory
-  std::int64_t max_file_bytes = std::int64_t{64} << 20;       // a workspace file
+  std::int64_t max_file_bytes = std::int64_t{64} << 20;       // a file imported or text pasted
+  std::int64_t max_workspace_bytes = std::int64_t{512} << 20; // a workspace file or a PNG's workspace
   std::int64_t max_memory_bytes = std::int64_t{1} << 30;      // what one computation may take (1 GiB)
   double max_gflop = 200;     // what one forward pass may cost: about a minute on one slow core
 };
@@ -107,8 +108,6 @@ struct Cost {
 };
 // `traced` batch elements keep their intermediates (the worst case, all of them, when validating).
 Cost estimateCost(const ModelConfig& m, int tokens, int d_in, int traced);
-// Memory to parse a workspace file of `bytes` (a JSON tree takes ~34× its text).
-std::int64_t parseBytes(std::int64_t file_bytes);
 // "1.5 GiB", "320 MiB": sizes in messages.
 std::string formatBytes(double bytes);
 

@@ -241,7 +241,7 @@ ImportResult importWorkspace(const ImportRequest& request, const Limits& limits)
   }
   if (request.seed) ws.model.seed = *request.seed;
   try {
-    validateModel(ws.model, T, d_in, limits);
+    validateWorkspace(ws, limits);  // as a loaded file is: what is printed opens again
   } catch (const InputError& e) {
     // A parameter that does not fit: say which file, and what the embeddings are.
     const std::string what = e.what();

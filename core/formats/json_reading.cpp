@@ -258,6 +258,17 @@ class Reader {
 
 }  // namespace
 
+std::int64_t jsonTreeBytes(const json& value) {
+  std::int64_t bytes = kValueBytes;
+  if (value.is_string()) bytes += static_cast<std::int64_t>(value.get_ref<const std::string&>().size());
+  if (value.is_object())
+    for (auto it = value.begin(); it != value.end(); ++it)
+      bytes += kMemberBytes + static_cast<std::int64_t>(it.key().size()) + jsonTreeBytes(it.value());
+  if (value.is_array())
+    for (const json& e : value) bytes += jsonTreeBytes(e);
+  return bytes;
+}
+
 json readJson(const std::string& text, const std::string& where, std::int64_t memory_budget) {
   Reader reader(where, memory_budget, static_cast<std::int64_t>(text.size()), nullptr, std::nullopt);
   return reader.parse(text);

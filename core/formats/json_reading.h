@@ -33,6 +33,10 @@ struct JsonSyntaxError : InputError {
 // than the memory budget of 1 GiB …". `memory_budget` bounds the tree (0: no bound beyond the text).
 nlohmann::json readJson(const std::string& text, const std::string& where, std::int64_t memory_budget);
 
+// What a tree of `value` holds in memory as this reader counts it (each value, each object member
+// and its key, each string's bytes): the part of a read that is not text or floats.
+std::int64_t jsonTreeBytes(const nlohmann::json& value);
+
 // A JSON array of numbers (a vector) or of rows of numbers (a matrix), as float32, row-major.
 struct NumberArray {
   bool rows = false;               // a list of rows rather than a flat list of numbers

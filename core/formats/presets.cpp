@@ -58,7 +58,7 @@ std::vector<PresetInfo> presetCatalog() {
     const fs::path path = fs::path(assetsDir()) / "presets" / (name + ".json");
     std::error_code ec;
     nlohmann::json j;
-    if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) <= static_cast<std::uintmax_t>(Limits{}.max_file_bytes)) {
+    if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) <= static_cast<std::uintmax_t>(Limits{}.max_workspace_bytes)) {
       std::ifstream in(path, std::ios::binary);
       const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       try {

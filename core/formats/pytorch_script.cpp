@@ -7,6 +7,7 @@
 
 #include "engine/parameters.h"
 #include "formats/json_format.h"
+#include "formats/utf8.h"
 #include "seed_classes.h"
 
 namespace attnscope {
@@ -20,31 +21,9 @@ namespace {
 std::string pythonString(const std::string& text) {
   std::string out = "\"";
   char buf[16];
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const std::size_t n = text.size();
-  for (std::size_t i = 0; i < n;) {
-    std::uint32_t cp = 0xFFFD;
-    std::size_t len = 1;
-    const unsigned char c = s[i];
-    if (c < 0x80) {
-      cp = c;
-    } else {  // a well-formed sequence, or one U+FFFD for its first byte
-      const std::size_t want = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-      if (want && i + want <= n) {
-        std::uint32_t v = want == 2 ? c & 0x1Fu : want == 3 ? c & 0x0Fu : c & 0x07u;
-        bool ok = true;
-        for (std::size_t k = 1; k < want && ok; ++k) {
-          ok = (s[i + k] & 0xC0) == 0x80;
-          v = (v << 6) | (s[i + k] & 0x3Fu);
-        }
-        const std::uint32_t least = want == 2 ? 0x80 : want == 3 ? 0x800 : 0x10000;
-        if (ok && v >= least && v <= 0x10FFFF && !(v >= 0xD800 && v <= 0xDFFF)) {
-          cp = v;
-          len = want;
-        }
-      }
-    }
-    i += len;
+  for (std::size_t i = 0; i < text.size();) {
+    std::uint32_t cp = nextCodePoint(text, &i);
+    if (cp == kNotUtf8) cp = 0xFFFD;
     if (cp == '\\' || cp == '"') {
       out += '\\';
       out += static_cast<char>(cp);

@@ -8,11 +8,13 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sys/stat.h>
 
 #include "engine/errors.h"
+#include "formats/utf8.h"
 
 namespace attnscope {
 
@@ -428,114 +430,168 @@ bool isNumberText(const std::string& t) {
   return readNumber(t, &v).empty();
 }
 
+// Delimited text a record at a time: RFC 4180 quotes, which may hold the delimiter, a doubled quote
+// and line breaks (attnscope's own CSV quotes a token name with a line break in it); blank lines and
+// '#' lines (np.savetxt's comments) skipped; a \r before a line's end dropped. One record's fields are
+// held at a time, and positions advance as the text is read (a 4096-wide row used to count its
+// columns from the line's start for every field).
+class RecordReader {
+ public:
+  RecordReader(const std::string& text, const std::string& source, char delim, bool whitespace)
+      : r_(text, source), delim_(delim), whitespace_(whitespace) {
+    if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) r_.advance(3);  // a byte order mark (spreadsheets write one)
+  }
+
+  // The next record's fields; false at the end.
+  bool next(std::vector<Field>& fields) {
+    fields.clear();
+    for (;;) {  // to the next line with content
+      if (r_.eof()) return false;
+      while (!r_.eof() && (r_.peek() == ' ' || r_.peek() == '\t')) r_.advance();
+      if (atLineEnd()) {
+        endLine();
+      } else if (r_.peek() == '#') {
+        while (!r_.eof() && r_.peek() != '\n') r_.advance();
+        endLine();
+      } else {
+        break;
+      }
+    }
+    if (whitespace_) {
+      while (!atLineEnd()) {
+        Field f;
+        f.pos = r_.pos();
+        while (!atLineEnd() && r_.peek() != ' ' && r_.peek() != '\t') take(f);
+        fields.push_back(std::move(f));
+        while (!atLineEnd() && (r_.peek() == ' ' || r_.peek() == '\t')) r_.advance();
+      }
+      endLine();
+      return true;
+    }
+    for (;;) {
+      while (r_.peek() == ' ' && !r_.eof()) r_.advance();
+      Field f;
+      f.pos = r_.pos();
+      if (!r_.eof() && r_.peek() == '"') {
+        f.quoted = true;
+        r_.advance();
+        for (;;) {
+          if (r_.eof()) r_.failAt(f.pos, "this quoted field is never closed");
+          if (r_.peek() == '"' && r_.peek(1) == '"') {
+            f.text += '"';
+            r_.advance(2);
+          } else if (r_.peek() == '"') {
+            r_.advance();
+            break;
+          } else {
+            take(f);
+          }
+        }
+        while (!r_.eof() && r_.peek() == ' ') r_.advance();
+        if (!atLineEnd() && r_.peek() != delim_)
+          r_.failHere(std::string("expected '") + (delim_ == '\t' ? "\\t" : std::string(1, delim_)) + "' after a quoted field");
+      } else {
+        while (!atLineEnd() && r_.peek() != delim_) take(f);
+        while (!f.text.empty() && (f.text.back() == ' ' || f.text.back() == '\t')) f.text.pop_back();
+      }
+      fields.push_back(std::move(f));
+      if (atLineEnd()) break;
+      r_.advance();  // the delimiter
+    }
+    endLine();
+    return true;
+  }
+
+ private:
+  bool atLineEnd() const { return r_.eof() || r_.peek() == '\n' || (r_.peek() == '\r' && (r_.peek(1) == '\n' || r_.peek(1) == '\0')); }
+  void endLine() {
+    if (!r_.eof() && r_.peek() == '\r') r_.advance();
+    if (!r_.eof() && r_.peek() == '\n') r_.advance();
+  }
+  void take(Field& f) {
+    f.text += r_.peek();
+    r_.advance();
+  }
+  Reader r_;
+  char delim_;
+  bool whitespace_;
+};
+
 ImportedEmbeddings parseColumns(const std::string& text, const std::string& source, const Limits& limits) {
   auto failAt = [&](const Pos& p, const std::string& why) { attnscope::failAt(source, p, why); };
-  // Lines with their fields. The delimiter is chosen on the first line of content.
-  std::vector<std::vector<Field>> lines;
+  // The delimiter is chosen on the first record of content, outside its quotes (a quoted name may
+  // hold a line break, a comma or a tab).
   char delim = '\0';
   bool whitespace = false;
-  std::size_t i = 0;
-  int line_no = 1;
-  if (text.compare(0, 3, "\xEF\xBB\xBF") == 0) i = 3;  // a byte order mark (spreadsheets write one)
-  while (i < text.size()) {
+  for (std::size_t i = text.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0; i < text.size();) {
     std::size_t end = text.find('\n', i);
     if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(i, end - i);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const std::size_t first = line.find_first_not_of(" \t");
-    if (first != std::string::npos && line[first] != '#') {  // '#' lines: np.savetxt's comments
-      if (delim == '\0' && !whitespace) {
-        if (line.find('\t') != std::string::npos) delim = '\t';
-        else if (line.find(',') != std::string::npos) delim = ',';
-        else if (line.find(';') != std::string::npos) delim = ';';
-        else whitespace = true;
-      }
-      std::vector<Field> fields;
-      // Columns are counted in characters: a byte that starts a UTF-8 character starts a column.
-      auto column = [&](std::size_t byte) {
-        int col = 1;
-        for (std::size_t k = 0; k < byte; ++k)
-          if ((static_cast<unsigned char>(line[k]) & 0xC0) != 0x80) ++col;
-        return col;
-      };
-      std::size_t k = 0;
-      if (whitespace) {
-        while (k < line.size()) {
-          while (k < line.size() && (line[k] == ' ' || line[k] == '\t')) ++k;
-          if (k >= line.size()) break;
-          Field f;
-          f.pos = Pos{0, line_no, column(k)};
-          while (k < line.size() && line[k] != ' ' && line[k] != '\t') f.text += line[k++];
-          fields.push_back(std::move(f));
-        }
-      } else {
-        while (true) {
-          while (k < line.size() && line[k] == ' ') ++k;
-          Field f;
-          f.pos = Pos{0, line_no, column(k)};
-          if (k < line.size() && line[k] == '"') {  // RFC 4180: "a ""b""", the quote doubled inside
-            f.quoted = true;
-            ++k;
-            while (true) {
-              if (k >= line.size()) failAt(f.pos, "this quoted field is not closed on its line");
-              if (line[k] == '"' && k + 1 < line.size() && line[k + 1] == '"') {
-                f.text += '"';
-                k += 2;
-              } else if (line[k] == '"') {
-                ++k;
-                break;
-              } else {
-                f.text += line[k++];
-              }
-            }
-            while (k < line.size() && line[k] == ' ') ++k;
-            if (k < line.size() && line[k] != delim) failAt(Pos{0, line_no, column(k)}, std::string("expected '") + (delim == '\t' ? "\\t" : std::string(1, delim)) + "' after a quoted field");
-          } else {
-            while (k < line.size() && line[k] != delim) f.text += line[k++];
-            while (!f.text.empty() && (f.text.back() == ' ' || f.text.back() == '\t')) f.text.pop_back();
+    const std::size_t first = text.find_first_not_of(" \t\r", i);
+    if (first < end && text[first] != '#') {
+      bool tab = false, comma = false, semicolon = false;
+      auto scan = [&](bool quotes) {  // a quote never closed: its line alone, quotes or not
+        bool quoted = false;
+        tab = comma = semicolon = false;
+        for (std::size_t k = first; k < text.size() && (quoted || text[k] != '\n'); ++k) {
+          if (quotes && text[k] == '"') quoted = !quoted;  // a doubled quote toggles twice
+          else if (!quoted) {
+            tab = tab || text[k] == '\t';
+            comma = comma || text[k] == ',';
+            semicolon = semicolon || text[k] == ';';
           }
-          fields.push_back(std::move(f));
-          if (k >= line.size()) break;
-          ++k;  // the delimiter
         }
-      }
-      lines.push_back(std::move(fields));
+        return !quoted;
+      };
+      if (!scan(true)) scan(false);
+      delim = tab ? '\t' : comma ? ',' : semicolon ? ';' : '\0';
+      whitespace = delim == '\0';
+      break;
     }
     i = end + 1;
-    ++line_no;
   }
   ImportedEmbeddings out;
   out.format = whitespace ? "columns" : delim == '\t' ? "tsv" : "csv";
-  if (lines.empty()) failAt(Pos{0, 1, 1}, "empty: no numbers");
-
-  // A header: a first line with a field that is not a number, where the next line has one (or
-  // with no number at all). A label column: every data line's first field is not a number.
   auto numeric = [](const Field& f) { return isNumberText(f.text); };
+
+  // First pass: the header (a first record with a field that is not a number, where the next has
+  // one, or with no number at all) and the label column (every data record's first field is not a
+  // number). Only the first two records are kept.
+  std::vector<Field> fields, header, second;
+  std::size_t records = 0;
+  bool labels = true;
+  {
+    RecordReader reader(text, source, delim, whitespace);
+    while (reader.next(fields)) {
+      if (records == 0) header = fields;
+      else if (records == 1) second = fields;
+      if (records > 0) labels = labels && fields.size() >= 2 && !numeric(fields[0]);
+      ++records;
+    }
+  }
+  if (records == 0) failAt(Pos{0, 1, 1}, "empty: no numbers");
   std::size_t first_data = 0;
   {
-    const std::vector<Field>& h = lines[0];
     bool any_text = false, all_text = true;
-    for (std::size_t c = 0; c < h.size(); ++c) {
-      const bool num = numeric(h[c]);
-      if (!num && !(c == 0 && h[c].text.empty())) any_text = true;
+    for (std::size_t c = 0; c < header.size(); ++c) {
+      const bool num = numeric(header[c]);
+      if (!num && !(c == 0 && header[c].text.empty())) any_text = true;
       if (num) all_text = false;
     }
     if (all_text) {
       first_data = 1;
-    } else if (any_text && lines.size() > 1) {
-      const std::vector<Field>& next = lines[1];
-      for (std::size_t c = 1; c < h.size() && c < next.size(); ++c)
-        if (!numeric(h[c]) && numeric(next[c])) first_data = 1;
+    } else if (any_text && records > 1) {
+      for (std::size_t c = 1; c < header.size() && c < second.size(); ++c)
+        if (!numeric(header[c]) && numeric(second[c])) first_data = 1;
     }
   }
-  if (first_data >= lines.size()) failAt(Pos{0, lines[0][0].pos.line, 1}, "only a header line: no rows of numbers");
-  bool labels = true;
-  for (std::size_t l = first_data; l < lines.size() && labels; ++l)
-    labels = lines[l].size() >= 2 && !numeric(lines[l][0]);
+  if (first_data >= records) failAt(Pos{0, header[0].pos.line, 1}, "only a header line: no rows of numbers");
+  if (first_data == 0) labels = labels && header.size() >= 2 && !numeric(header[0]);
 
+  // Second pass: the numbers, straight into the rows.
   Rows rows;
-  for (std::size_t l = first_data; l < lines.size(); ++l) {
-    const std::vector<Field>& fields = lines[l];
+  RecordReader reader(text, source, delim, whitespace);
+  for (std::size_t record = 0; reader.next(fields); ++record) {
+    if (record < first_data) continue;
     const Pos row_pos = fields[0].pos;
     if (rows.rows >= limits.max_tokens)
       failAt(row_pos, "more than " + str(limits.max_tokens) + " rows: the limit is " + str(limits.max_tokens) + " tokens");
@@ -547,7 +603,15 @@ ImportedEmbeddings parseColumns(const std::string& text, const std::string& sour
     if (n > limits.max_dim)
       failAt(fields[skip + static_cast<std::size_t>(limits.max_dim)].pos,
              "more than " + str(limits.max_dim) + " values in a row: the limit of d_in is " + str(limits.max_dim));
-    if (labels) out.tokens.push_back(fields[0].text);
+    if (labels) {  // names are text: bytes that are not UTF-8 would change on the first save
+      if (const std::size_t bad = firstNonUtf8(fields[0].text); bad != std::string::npos) {
+        char byte[8];
+        std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(fields[0].text[bad]));
+        failAt(fields[0].pos, std::string("this token name is not UTF-8 text (byte ") + byte +
+                                  "): save the file as UTF-8 (in a spreadsheet: CSV UTF-8)");
+      }
+      out.tokens.push_back(fields[0].text);
+    }
     for (std::size_t c = skip; c < fields.size(); ++c) {
       const Field& f = fields[c];
       if (f.text.empty()) failAt(f.pos, "an empty field: expected a number");

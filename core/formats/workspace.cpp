@@ -18,6 +18,7 @@
 #include "formats/atomic_file.h"
 #include "formats/json_format.h"
 #include "formats/json_reading.h"
+#include "formats/utf8.h"
 #include "formats/png_image.h"
 #include "engine/torch_generator.h"
 
@@ -223,9 +224,58 @@ Workspace bookExample(Variant variant) {
   return ws;
 }
 
+FileCost fileCost(const Workspace& ws) {
+  constexpr std::int64_t kFloatText = 17;  // "-1.17549435e-38, "
+  std::int64_t floats = ws.random ? 0 : static_cast<std::int64_t>(ws.embeddings.size());
+  std::int64_t rows = ws.random ? 0 : static_cast<std::int64_t>(ws.embeddings.rows());
+  std::int64_t names = 0;
+  if (ws.model.parameters)
+    for (const NamedTensor& t : *ws.model.parameters) {
+      floats += static_cast<std::int64_t>(t.value.size());
+      rows += static_cast<std::int64_t>(t.value.rows());
+      names += 6 * static_cast<std::int64_t>(t.name.size()) + 16;
+    }
+  std::int64_t tokens = 0, token_tree = 0;
+  for (const std::string& t : ws.tokens) {
+    tokens += 6 * static_cast<std::int64_t>(t.size()) + 4;  // \u00XX escapes at worst, quotes, ", "
+    token_tree += 32 + static_cast<std::int64_t>(t.size());
+  }
+  const std::int64_t view_text = static_cast<std::int64_t>(jsonText(ws.view, 2).size()) * 2;  // pretty-printed
+  FileCost c;
+  c.text_bytes = kFloatText * floats + 8 * rows + names + tokens + view_text + 1024;
+  c.read_bytes = c.text_bytes + 8 * floats + token_tree + jsonTreeBytes(ws.view) + 4096;
+  return c;
+}
+
+void validateWorkspace(const Workspace& ws, const Limits& limits) {
+  const int T = static_cast<int>(ws.embeddings.rows());
+  if (static_cast<int>(ws.tokens.size()) != T)
+    fail("tokens", std::to_string(ws.tokens.size()) + " tokens but the embeddings have " + std::to_string(T) +
+                       " rows (one token per row)");
+  for (std::size_t i = 0; i < ws.tokens.size(); ++i)
+    if (const std::size_t bad = firstNonUtf8(ws.tokens[i]); bad != std::string::npos) {
+      char byte[8];
+      std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(ws.tokens[i][bad]));
+      fail("tokens[" + std::to_string(i) + "]", std::string("the name is not UTF-8 text (byte ") + byte + " at " +
+                                                    std::to_string(bad) + "): token names are text; give them as UTF-8");
+    }
+  validateModel(ws.model, T, static_cast<int>(ws.embeddings.cols()), limits);
+  const FileCost cost = fileCost(ws);
+  if (cost.text_bytes > limits.max_workspace_bytes)
+    fail(ws.model.parameters && !ws.model.parameters->empty() ? "parameters" : "embeddings",
+         "saved, this workspace would be a file of up to " + formatBytes(static_cast<double>(cost.text_bytes)) +
+             ", over the limit of " + formatBytes(static_cast<double>(limits.max_workspace_bytes)) +
+             " for a workspace file (fewer tokens or a smaller d_in fit)");
+  if (cost.read_bytes > limits.max_memory_bytes)
+    fail(ws.model.parameters && !ws.model.parameters->empty() ? "parameters" : "embeddings",
+         "saved, this workspace would take up to " + formatBytes(static_cast<double>(cost.read_bytes)) +
+             " to open again, over the memory budget of " + formatBytes(static_cast<double>(limits.max_memory_bytes)));
+}
+
 Workspace parseWorkspace(const std::string& text, const Limits& limits) {
-  if (static_cast<std::int64_t>(text.size()) > limits.max_file_bytes)
-    fail("workspace", "larger than the limit of " + formatBytes(static_cast<double>(limits.max_file_bytes)));
+  if (static_cast<std::int64_t>(text.size()) > limits.max_workspace_bytes)
+    fail("workspace", "larger than the limit of " + formatBytes(static_cast<double>(limits.max_workspace_bytes)) +
+                          " for a workspace");
   // The embeddings and parameters go straight into floats; what the rest holds is counted as it is
   // read, against the memory budget (formats/json_reading.h).
   JsonWithNumbers doc = readJsonWithNumbers(text, "workspace", limits, NumberArrays::Workspace);
@@ -270,12 +320,11 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
   ws.model = parseModel(j["model"]);
   if (ws.model.variant == Variant::Simple && ws.model.d_out == 0) ws.model.d_out = d_in;
   if (j.contains("parameters")) ws.model.parameters = parametersOf(j["parameters"], doc.arrays, limits, "parameters");
-  validateModel(ws.model, T, d_in, limits);  // the parameters' names and shapes too
-
   if (j.contains("view")) {
     if (!j["view"].is_object()) fail("view", std::string("expected an object, got ") + typeName(j["view"]));
-    ws.view = j["view"];
+    ws.view = std::move(j["view"]);
   }
+  validateWorkspace(ws, limits);  // the parameters' names and shapes too
   return ws;
 }
 
@@ -286,12 +335,13 @@ Workspace loadWorkspace(const std::string& path, const Limits& limits) {
   if (!S_ISREG(st.st_mode)) fail(path, "not a regular file (a pipe or a device cannot be a workspace)");
   std::string text;
   if (isPng(path)) {  // a screenshot: the workspace rides in its text chunk
-    auto chunk = readPngText(path, kWorkspaceChunk, static_cast<std::size_t>(limits.max_file_bytes));
+    auto chunk = readPngText(path, kWorkspaceChunk, static_cast<std::size_t>(limits.max_workspace_bytes));
     if (!chunk) fail(path, "this PNG carries no attnscope workspace (was it saved by attnscope?)");
     text = std::move(*chunk);
   } else {  // what it costs beyond its text is counted as it is parsed (parseWorkspace)
-    if (st.st_size > limits.max_file_bytes)
-      fail(path, "larger than the limit of " + formatBytes(static_cast<double>(limits.max_file_bytes)) + " for a workspace file");
+    if (st.st_size > limits.max_workspace_bytes)
+      fail(path, "larger than the limit of " + formatBytes(static_cast<double>(limits.max_workspace_bytes)) +
+                     " for a workspace file");
     std::ifstream in(path, std::ios::binary);
     if (!in) fail(path, "cannot open the file (is it readable?)");
     text.assign(static_cast<std::size_t>(st.st_size), '\0');

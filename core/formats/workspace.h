@@ -41,6 +41,22 @@ Workspace bookExample(Variant variant = Variant::MultiHead);
 Workspace parseWorkspace(const std::string& text, const Limits& limits = {});
 Workspace loadWorkspace(const std::string& path, const Limits& limits = {});
 
+// What saving a workspace writes at most and what reading that file back holds at most: its text,
+// its numbers as floats (a vector that grows may hold twice its values) and the rest as a tree
+// (formats/json_reading.h). Upper bounds from the sizes alone (a float's shortest decimal is at
+// most 15 characters), cheap enough for every edit.
+struct FileCost {
+  std::int64_t text_bytes = 0;
+  std::int64_t read_bytes = 0;
+};
+FileCost fileCost(const Workspace& ws);
+
+// Everything a loaded file is checked for, on a workspace in memory: token names one per row and
+// UTF-8 text ("tokens[3]: …"), the model (validateModel), and that its file could be read again —
+// within max_file_bytes and the memory budget — so whatever is accepted can be saved and opened
+// again. Throws InputError naming the field.
+void validateWorkspace(const Workspace& ws, const Limits& limits);
+
 // The "model" object: parsed with the variant's defaults for missing fields, throwing InputError
 // naming the field ("model.d_out: …"); printed with every field.
 ModelConfig parseModel(const nlohmann::json& model);

@@ -673,6 +673,71 @@ TEST(PasteEmbeddings, ReplacesTheTableAsOneUndoStepAndNamesTheTokens) {
   EXPECT_TRUE(consistent(s));
 }
 
+// Token names are text (docs/DESIGN.md §2.4): a name with bytes that are not UTF-8 — from a Latin-1
+// CSV, or a command made in memory — is refused by every edit, so nothing in the document changes
+// when it is saved and opened again (it did: each bad byte came back as U+FFFD).
+TEST(TokenNames, BytesThatAreNotUtf8AreRefusedByEveryEdit) {
+  Document d;
+  const std::string bad = "caf\xE9";
+  EXPECT_TRUE(refusedUnchanged(d, cmd("rename_token", {{"index", 1}, {"name", bad}}), "tokens[1]: the name is not UTF-8 text"));
+  EXPECT_TRUE(refusedUnchanged(d, cmd("add_token", {{"name", bad}}), "tokens[6]: the name is not UTF-8 text"));
+  EXPECT_TRUE(refusedUnchanged(d, cmd("sentence", {{"text", "the " + bad + " opens"}}), "tokens[1]: the name is not UTF-8 text"));
+  EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", "Your,1\n" + bad + ",2\n"}}), "clipboard:2:1: this token name is not UTF-8"));
+  // Valid names of every kind survive a save and a load byte for byte.
+  d.apply(cmd("paste_embeddings", {{"text", "\"caf\xC3\xA9\",1\n\"two\nlines\",2\n\xF0\x9F\x98\x80,3\n\"\xEF\xBF\xBF\",4\n"}}));
+  EXPECT_EQ(parseWorkspace(dumpWorkspace(d.workspace())).tokens, d.workspace().tokens);
+}
+
+// Parameters nested 150 000 deep in a pasted JSON (a state_dict as JSON, or a workspace) are one
+// message, not a stack overflow: the JSON was copied recursively before it was checked.
+TEST(PasteParameters, DeepJsonIsRefusedNotACrash) {
+  const int d = 150000;
+  for (const std::string& text : {"{\"W_query.weight\": " + std::string(d, '[') + std::string(d, ']') + "}",
+                                  "{\"format\": \"attnscope-workspace\", \"parameters\": {\"W_query.weight\": " +
+                                      std::string(d, '[') + std::string(d, ']') + "}}",
+                                  "{\"W_query.weight\": " + [&] {
+                                    std::string s;
+                                    for (int i = 0; i < d; ++i) s += "{\"a\": ";
+                                    return s + "1" + std::string(d, '}');
+                                  }() + "}"}) {
+    Document doc;
+    EXPECT_TRUE(refusedUnchanged(doc, cmd("paste_parameters", {{"text", text}}), "clipboard")) << text.substr(0, 60);
+  }
+}
+
+// Whatever an edit accepts can be saved and opened again under the same limits (the app saved a
+// 4096 × 1024 workspace it then refused to open): the size of its file and what reading it holds
+// are checked with the edit.
+TEST(Limits, WhatAnEditAcceptsOpensAgain) {
+  for (const std::int64_t budget_mib : {4, 48}) {
+    Limits limits;
+    limits.max_memory_bytes = budget_mib << 20;
+    limits.max_workspace_bytes = std::min<std::int64_t>(limits.max_workspace_bytes, (budget_mib << 20) / 2);
+    Document doc(bookExample(Variant::SelfAttentionV1), "", false, limits);
+    int accepted = 0, refused = 0;
+    for (const auto& [rows, cols] : std::vector<std::pair<int, int>>{{64, 64}, {64, 4096}, {1024, 512}, {4096, 1024}}) {
+      {
+        std::string csv;
+        for (int i = 0; i < rows; ++i) {
+          for (int c = 0; c < cols; ++c) csv += (c ? "," : "") + std::string(c % 3 ? "-1.17549435e-38" : "0.333333343");
+          csv += "\n";
+        }
+        try {
+          doc.apply(cmd("paste_embeddings", {{"text", csv}}));
+        } catch (const InputError& e) {
+          ++refused;
+          continue;
+        }
+        ++accepted;
+        const std::string saved = dumpWorkspace(doc.workspace());
+        EXPECT_NO_THROW(parseWorkspace(saved, limits)) << rows << " × " << cols << " with " << budget_mib << " MiB";
+      }
+    }
+    EXPECT_GT(accepted, 0) << budget_mib;
+    EXPECT_GT(refused, 0) << budget_mib;
+  }
+}
+
 TEST(PasteEmbeddings, BadTextIsRefusedAtItsPlaceAndChangesNothing) {
   Document d;
   d.apply(cmd("set_cell", {{"row", 0}, {"col", 0}, {"value", 0.5}}));

@@ -11,6 +11,7 @@
 #include <initializer_list>
 
 #include "engine/errors.h"
+#include "formats/export.h"
 #include "formats/npy.h"
 #include "formats/tensor_import.h"
 #include "test_support.h"
@@ -250,6 +251,47 @@ TEST(ImportText, CsvTsvAndColumns) {
 }
 
 // ---- refusals, each at its place -------------------------------------------------------------
+
+// RFC 4180 quotes hold line breaks: attnscope's own CSV export quotes a token name with a newline in
+// it, and the import read it line by line ("this quoted field is not closed on its line"), so the
+// export of such a token could not be read back. Names keep every character; positions after a
+// quoted line break still point at the right line and column.
+TEST(ImportText, QuotedFieldsSpanLines) {
+  const std::vector<std::string> names = {"line\nbreak", "cr\r\nlf", "q\"uote, comma", "plain", "\n"};
+  Matrix m(5, 2);
+  m << 0.5f, -1, 2, 3, 4, 5, 6.25f, 7, 8, 9;
+  const std::string csv = matrixCsv(m, tokenLabels(names, 2, false));
+  const ImportedEmbeddings back = text(csv);
+  EXPECT_EQ(back.tokens, names);
+  EXPECT_TRUE(test::bitwiseEqual(back.values, m));
+  EXPECT_EQ(text("\"a\r\nb\",1\r\n\"c\",2\r\n").tokens, (std::vector<std::string>{"a\r\nb", "c"}));
+  EXPECT_EQ(textError("\"a\nb\",1\nc,x\n"), "x:3:3: 'x' is not a number");
+  EXPECT_EQ(textError("x,\"a\nb,1\nc,2\n"), "x:1:3: this quoted field is never closed");
+}
+
+// Token names are text: a CSV name with bytes that are not UTF-8 (a Latin-1 export) changed on the
+// first save and load (U+FFFD for each byte). It is refused where it stands.
+TEST(ImportText, TokenNamesMustBeUtf8) {
+  EXPECT_EQ(textError("Your,0.1,0.2\ncaf\xE9,0.3,0.4\n"),
+            "x:2:1: this token name is not UTF-8 text (byte 0xE9): save the file as UTF-8 (in a spreadsheet: CSV UTF-8)");
+  EXPECT_EQ(textError("\"a\xC0\x80\",1\n"),  // an overlong NUL
+            "x:1:1: this token name is not UTF-8 text (byte 0xC0): save the file as UTF-8 (in a spreadsheet: CSV UTF-8)");
+  EXPECT_EQ(text("caf\xC3\xA9,0.3\n\xE2\x98\x83,1\n").tokens, (std::vector<std::string>{"caf\xC3\xA9", "\xE2\x98\x83"}));
+}
+
+// A row of 4096 values is read in time proportional to its length (each field's column used to be
+// counted from the line's start: 4096 × 4096 values took minutes).
+TEST(ImportText, WideRowsAreReadInOnePass) {
+  std::string csv;
+  for (int i = 0; i < 512; ++i) {
+    for (int c = 0; c < 4096; ++c) csv += (c ? "," : "") + std::to_string((i + c) % 10);
+    csv += "\n";
+  }
+  const ImportedEmbeddings e = text(csv);
+  EXPECT_EQ(e.values.rows(), 512);
+  EXPECT_EQ(e.values.cols(), 4096);
+  EXPECT_EQ(textError(csv + "1,2\n"), "x:513:1: this row has 2 values but the first row has 4096 (rows must all have d_in values)");
+}
 
 TEST(ImportText, SummarizedPrintsSayHowToPrintInFull) {
   const std::string torch = textError("tensor([[ 0.1,  0.2,  ...,  0.5,  0.6],\n        [ 0.1,  0.2,  ...,  0.5,  0.6]])");
