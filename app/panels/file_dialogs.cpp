@@ -276,6 +276,34 @@ void FileDialogs::draw(const PanelContext& ctx) {
     }
     ImGui::EndPopup();
   }
+
+  // Changed on disk: Overwrite, Save as…, Cancel (ids "overwrite_yes", "overwrite_save_as",
+  // "overwrite_cancel"). Cancel saves nothing; what waited for the save says it did not happen.
+  if (!overwrite_path_.empty() && !ImGui::IsPopupOpen("Changed on disk")) ImGui::OpenPopup("Changed on disk");
+  if (ImGui::BeginPopupModal("Changed on disk", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
+    ImGui::PushTextWrapPos(px(520));
+    ImGui::Text("%s changed on disk since you opened or saved it: another program wrote it.",
+                fs::path(overwrite_path_).filename().string().c_str());
+    ImGui::TextDisabled("Overwrite replaces what it wrote with this workspace; Save as keeps both.");
+    ImGui::PopTextWrapPos();
+    ImGui::Spacing();
+    int choice = 0;
+    if (ImGui::Button("Overwrite")) choice = 1;
+    layout().widget("overwrite_yes");
+    ImGui::SameLine();
+    if (ImGui::Button("Save as…")) choice = 2;
+    layout().widget("overwrite_save_as");
+    ImGui::SameLine();
+    if (ImGui::Button("Cancel")) choice = 3;
+    layout().widget("overwrite_cancel");
+    if (choice == 1) cmd.push("save", {{"path", overwrite_path_}, {"overwrite", true}});
+    if (choice == 2) begin("save_as");
+    if (choice) {
+      overwrite_path_.clear();
+      ImGui::CloseCurrentPopup();
+    }
+    ImGui::EndPopup();
+  }
 }
 
 }  // namespace attnscope

@@ -32,8 +32,11 @@ class FileDialogs {
     unsaved_doing_ = doing;
   }
   void closeUnsaved() { unsaved_action_.clear(); }  // answered (by a script)
-  bool saving() const { return which_ == "save_as"; }  // the Save as dialog is open
-  bool open() const { return !which_.empty() || !unsaved_action_.empty(); }  // a dialog or the prompt is up
+  // The file changed on disk since it was opened or saved (another program wrote it): Overwrite
+  // (`save` with `overwrite`), Save as…, or Cancel.
+  void askOverwrite(const std::string& path) { overwrite_path_ = path; }
+  bool saving() const { return which_ == "save_as" || !overwrite_path_.empty(); }  // a save is being asked about
+  bool open() const { return !which_.empty() || !unsaved_action_.empty() || !overwrite_path_.empty(); }  // a dialog or a prompt is up
   void draw(const PanelContext& ctx);
   // A file was opened or saved: recent files and the last folder.
   void remember(const std::string& path) { rememberFile(settings_, path); }
@@ -52,6 +55,7 @@ class FileDialogs {
   std::vector<std::string> listed_;  // the files listed in the last frame (the layout dump)
   int trace_format_ = 0;  // export the trace: JSON, CSV, .npy
   std::string unsaved_action_, unsaved_doing_;  // the prompt, "" for none
+  std::string overwrite_path_;                  // the changed-on-disk prompt's file, "" for none
 };
 
 }  // namespace attnscope

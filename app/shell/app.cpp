@@ -9,6 +9,7 @@
 
 #include "editing/token_table.h"
 #include "engine/errors.h"
+#include "formats/atomic_file.h"
 #include "formats/export.h"
 #include "formats/pytorch_script.h"
 #include "shell/fonts.h"
@@ -305,6 +306,18 @@ void App::applyApp(const Command& c, double now) {
       if (c.script_index >= 0) throw InputError("path: this workspace is untitled: give a path");
       dialogs_.begin("save_as");
       return;
+    }
+    // Another program wrote the file since it was opened or saved here: saving would destroy that
+    // without a word. The user chooses (Overwrite, Save as…, Cancel); a script says `overwrite`.
+    if (doc_.fileChangedOnDisk() && documentPath(path) == doc_.file() && !(c.has("overwrite") && c.flag("overwrite"))) {
+      if (c.script_index < 0 && interactive_) {
+        dialogs_.askOverwrite(path);
+        return;
+      }
+      const std::string so = after_save_ ? ", so not " + actionText(*after_save_) : "";
+      after_save_.reset();
+      throw InputError("Not saved" + so + ": " + path + " changed on disk since it was opened or saved (another program " +
+                       "wrote it); save with \"overwrite\": true to replace it, or save under another name");
     }
     Workspace ws = doc_.workspace();
     ws.view = savedView(view_, ws.view);

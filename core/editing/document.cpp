@@ -77,6 +77,27 @@ void putFileName(nlohmann::json& view, const std::string& path) {
   view["file_hex"] = hex;
 }
 
+void putFileStamp(nlohmann::json& view, const FileStamp& stamp) {
+  if (!stamp.exists) return;
+  view["file_stamp"] = {{"device", stamp.device}, {"inode", stamp.inode}, {"size", stamp.size},
+                        {"modified_ns", stamp.modified_ns}};
+}
+
+FileStamp fileStampOf(const nlohmann::json& view) {
+  FileStamp s;
+  if (!view.is_object() || !view.contains("file_stamp") || !view["file_stamp"].is_object()) return s;
+  const nlohmann::json& j = view["file_stamp"];
+  for (const char* key : {"device", "inode", "size"})
+    if (!j.contains(key) || !j[key].is_number_unsigned()) return s;
+  if (!j.contains("modified_ns") || !j["modified_ns"].is_number_integer()) return s;
+  s.exists = true;
+  s.device = j["device"].get<std::uint64_t>();
+  s.inode = j["inode"].get<std::uint64_t>();
+  s.size = j["size"].get<std::uint64_t>();
+  s.modified_ns = j["modified_ns"].get<std::int64_t>();
+  return s;
+}
+
 std::string fileNameOf(const nlohmann::json& view) {
   if (!view.is_object()) return "";
   if (view.contains("file_hex") && view["file_hex"].is_string()) {
@@ -114,14 +135,17 @@ void setModelFields(Workspace& ws, const nlohmann::json& fields) {
 }
 
 Document::Document(Workspace ws, std::string file, bool dirty, Limits limits)
-    : ws_(std::move(ws)), saved_(ws_), file_(std::move(file)), dirty_(dirty), limits_(limits) {}
+    : ws_(std::move(ws)), saved_(ws_), file_(std::move(file)), dirty_(dirty), limits_(limits) {
+  stamped_file_ = file_;  // the file as it is now, just read by the caller
+  file_stamp_ = attnscope::fileStamp(file_);
+}
 
 DocumentChange Document::edit(const std::function<void(Workspace&)>& change, const std::string& gesture,
                               bool untitled) {
   Workspace next = ws_;
   try {
     change(next);
-    validateModel(next.model, tokenCount(next), static_cast<int>(next.embeddings.cols()), limits_);
+    validateWorkspace(next, limits_);  // as a loaded file: names, model, and that its file opens again
   } catch (const InputError& e) {
     // A change of shape the user's own parameters no longer fit: say what to do about it.
     const std::string what = e.what();
@@ -200,9 +224,12 @@ DocumentChange Document::apply(const Command& c) {
 
   if (n == "open") {  // another document: a new history, as any editor opens a file
     const std::string path = c.text("path");
+    const FileStamp stamp = attnscope::fileStamp(path);  // before reading: a write while it is read is a change
     Workspace ws = loadWorkspace(path, limits_);
     const bool png = isPng(path);
     reset(std::move(ws), png ? "" : documentPath(path), false);  // a PNG opens untitled
+    stamped_file_ = file_;
+    file_stamp_ = stamp;
     return DocumentChange::Replaced;
   }
   if (n == "restore") {  // the autosave knows which file it belonged to and whether it was saved
@@ -210,7 +237,10 @@ DocumentChange Document::apply(const Command& c) {
     const nlohmann::json& v = ws.view;
     const std::string file = fileNameOf(v);
     const bool dirty = !v.contains("dirty") || !v["dirty"].is_boolean() || v["dirty"].get<bool>();
+    const FileStamp stamp = fileStampOf(v);  // the file as the last session knew it
     reset(std::move(ws), file, dirty);
+    stamped_file_ = file_;
+    file_stamp_ = stamp.exists ? stamp : attnscope::fileStamp(file_);
     return DocumentChange::Replaced;
   }
   if (n == "preset" || n == "new") {  // undoable, and untitled until saved
@@ -300,7 +330,7 @@ DocumentChange Document::apply(const Command& c) {
 }
 
 void Document::reset(Workspace ws, std::string file, bool dirty) {
-  validateModel(ws.model, tokenCount(ws), static_cast<int>(ws.embeddings.cols()), limits_);
+  validateWorkspace(ws, limits_);
   ws_ = std::move(ws);
   saved_ = ws_;
   file_ = std::move(file);
@@ -314,6 +344,14 @@ void Document::markSaved(const std::string& path) {
   saved_ = ws_;
   file_ = documentPath(path);
   dirty_ = false;
+  stamped_file_ = file_;
+  file_stamp_ = attnscope::fileStamp(file_);
+}
+
+bool Document::fileChangedOnDisk() const {
+  if (file_.empty() || file_ != stamped_file_) return false;
+  const FileStamp now = attnscope::fileStamp(file_);
+  return now.exists && now != file_stamp_;
 }
 
 }  // namespace attnscope

@@ -9,6 +9,7 @@
 
 #include "editing/command.h"
 #include "editing/history.h"
+#include "formats/atomic_file.h"
 #include "formats/workspace.h"
 
 namespace attnscope {
@@ -45,6 +46,11 @@ class Document {
   void reset(Workspace ws, std::string file, bool dirty);
   // The document was written to `path`: it is now its file, with no unsaved changes.
   void markSaved(const std::string& path);
+  // Whether the document's file changed on disk since it was opened or saved here: another program
+  // wrote it (or replaced it). A file that is gone has not changed: saving writes it again.
+  bool fileChangedOnDisk() const;
+  // The file's stamp when it was opened or saved (for the autosave), exists = false if none.
+  FileStamp fileStamp() const { return file_ == stamped_file_ ? file_stamp_ : FileStamp{}; }
 
  private:
   // Applies `change` to a copy, validates, commits, records the step under `gesture`.
@@ -62,6 +68,8 @@ class Document {
   Workspace ws_;
   Workspace saved_;  // as last opened or saved: undoing back to it clears the unsaved mark
   std::string file_;
+  std::string stamped_file_;  // the file whose stamp was taken when it was opened or saved …
+  FileStamp file_stamp_;      // … and that stamp (formats/atomic_file.h)
   bool dirty_ = false;
   History history_;
   Limits limits_;
@@ -81,6 +89,10 @@ std::string documentPath(const std::string& path);
 // bytes shown as U+FFFD) and, only when it has such bytes, "file_hex" holds every byte.
 void putFileName(nlohmann::json& view, const std::string& path);
 std::string fileNameOf(const nlohmann::json& view);  // "" when there is none
+// The file's stamp as it was when the document was opened or saved ("file_stamp"), so a restored
+// autosave still notices that another program wrote the file since.
+void putFileStamp(nlohmann::json& view, const FileStamp& stamp);
+FileStamp fileStampOf(const nlohmann::json& view);  // exists = false when there is none
 
 // Sets model fields from a JSON object {"d_out": 4, …}, parsed as a workspace's "model" is (the
 // same names, types and messages). Switching `variant` starts from that step's notebook settings

@@ -6,6 +6,8 @@
 // as one undo step, fewer tokens after more (undo, book example, open), the memory of a one-cell
 // edit at GPT-2 size, and a seeded stream of 3,000 random commands built from the command table.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include <unistd.h>
 
@@ -423,6 +425,45 @@ TEST(Document, StartsAsTheBookExampleUntitledAndClean) {
 }
 
 // ---- open, preset, new, restore ---------------------------------------------------------------
+
+// Another program's write of the document's file is noticed (docs/DESIGN.md §3.5): a rewrite in
+// place (new contents and time), a rename over it with the same size and time (a new inode), but
+// not our own save; a file that is gone has not changed; an autosave carries the stamp.
+TEST(Open, AWriteByAnotherProgramIsNoticed) {
+  TempDir tmp;
+  const std::string file = tmp.write("six.json", kSixTokenFile);
+  Document d;
+  d.apply(cmd("open", {{"path", file}}));
+  EXPECT_FALSE(d.fileChangedOnDisk());
+  struct stat before;
+  ASSERT_EQ(::stat(file.c_str(), &before), 0);
+  std::string changed = kSixTokenFile;
+  changed.replace(changed.find("\"seed\": 5"), 9, "\"seed\": 6");
+  tmp.write("six.json", changed);
+  EXPECT_TRUE(d.fileChangedOnDisk());  // rewritten in place
+  saveWorkspace(file, d.workspace());
+  d.markSaved(file);
+  EXPECT_FALSE(d.fileChangedOnDisk());  // our own save
+  // Renamed over, same size and time: only the inode tells.
+  struct stat ours;
+  ASSERT_EQ(::stat(file.c_str(), &ours), 0);
+  std::string same;
+  {
+    std::ifstream in(file);
+    same.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const std::string other = tmp.write("other.json", same);
+  const struct timespec times[2] = {ours.st_atim, ours.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, other.c_str(), times, 0), 0);
+  ASSERT_EQ(std::rename(other.c_str(), file.c_str()), 0);
+  EXPECT_TRUE(d.fileChangedOnDisk());
+  // The stamp rides in a view (the autosave) and comes back with it.
+  nlohmann::json view = nlohmann::json::object();
+  putFileStamp(view, attnscope::fileStamp(file));
+  EXPECT_EQ(fileStampOf(view), attnscope::fileStamp(file));
+  std::remove(file.c_str());
+  EXPECT_FALSE(d.fileChangedOnDisk());  // gone: saving writes it again
+}
 
 TEST(Open, ReplacesTheWorkspaceWithAnAbsoluteFileCleanAndANewHistory) {
   TempDir tmp;

@@ -1,0 +1,211 @@
+"""What the app writes never runs code, never replaces a special file, never destroys another
+program's writes (docs/DESIGN.md §3.5, issue 27: F1, F5, F12).
+
+- F5: `save`, `save_pytorch` and `export_map` onto a FIFO, a socket, a device node (as root) or a
+  symbolic link to one: the command fails at once with one `error: command 0 (…): …` line, exit 2,
+  and the special file is still there. (Run as root, the old app renamed a file over /dev/full.)
+- F1: the app's `save_pytorch` of a workspace whose file name declares another encoding
+  (`lecture coding:utf-7 attention.json`) and whose token is the probe's UTF-7 payload: the script
+  is plain ASCII, its line 2 declares UTF-8, it runs and creates no marker file.
+- F12: a file changed on disk by another program since it was opened: Ctrl+S asks (Overwrite,
+  Save as…, Cancel); Cancel keeps the other program's text and the unsaved edit; Overwrite writes
+  the edit; a script's `save` fails with one message unless it says `"overwrite": true`; after a
+  save of our own, saving again does not ask.
+
+Usage: test_file_safety.py --app APP --cli CLI --presets PRESETS_DIR
+"""
+import json
+import os
+import secrets
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_teaching import (STEP_TIMEOUT, Display, arguments, run_checks, start_ready,  # noqa: E402
+                           write_commands)
+
+PYTHON = "/usr/bin/python3"
+
+
+def expect(cond, message):
+    if not cond:
+        raise AssertionError(message)
+
+
+def book_workspace(tokens=None):
+    ws = {"format": "attnscope-workspace", "version": 1,
+          "tokens": tokens or ["Your", "journey", "starts", "with", "one", "step"],
+          "embeddings": [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
+                         [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]],
+          "model": {"variant": "multihead", "d_out": 2, "num_heads": 2, "seed": 123}}
+    return ws
+
+
+def headless(exe, display, folder, name, commands, *args):
+    """attnscope ARGS --commands … --screenshot …: (exit code, stderr)."""
+    path = write_commands(folder, name, commands)
+    home = os.path.join(folder, "home")
+    os.makedirs(home, exist_ok=True)
+    env = dict(os.environ, DISPLAY=display, HOME=home, XDG_STATE_HOME=os.path.join(folder, "state"))
+    t0 = time.time()
+    p = subprocess.run([exe, *args, "--commands", path, "--screenshot", os.path.join(folder, name + ".png")],
+                       env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT * 2)
+    return p.returncode, p.stderr, time.time() - t0
+
+
+def app_lines(stderr):
+    """The app's own lines (Mesa under Xvfb may print its own)."""
+    return [l for l in stderr.splitlines() if not l.startswith(("MESA", "libEGL", "ATTENTION"))]
+
+
+def make_special(path, kind):
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(path)
+        s.close()
+    elif kind == "device":
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    return os.lstat(path).st_mode
+
+
+def check_special_files(exe, display, folder):
+    ws = os.path.join(folder, "ws.json")
+    with open(ws, "w") as f:
+        json.dump(book_workspace(), f)
+    kinds = ["fifo", "socket"] + (["device"] if os.geteuid() == 0 else [])
+    commands = {
+        "save": lambda p: {"do": "save", "path": p},
+        "save_pytorch": lambda p: {"do": "save_pytorch", "path": p},
+        "export_map": lambda p: {"do": "export_map", "stage": "weights", "head": 0, "path": p, "format": "csv"},
+    }
+    runs = 0
+    for kind in kinds:
+        for through_link in (False, True):
+            for name, make in commands.items():
+                tag = f"{name}-{kind}{'-link' if through_link else ''}"
+                special = os.path.join(folder, "special-" + tag)
+                mode = make_special(special, kind)
+                target = special
+                if through_link:
+                    target = os.path.join(folder, "link-" + tag)
+                    os.symlink(special, target)
+                rc, err, seconds = headless(exe, display, folder, tag, [make(target)], "--open", ws)
+                lines = app_lines(err)
+                expect(rc == 2, f"{tag}: exit {rc}, expected 2; stderr {err.strip()!r}")
+                expect(len(lines) == 1 and lines[0].startswith(f"error: command 0 ({name}): "),
+                       f"{tag}: expected one 'error: command 0 ({name}): …' line, got {lines!r}")
+                expect("not a regular file" in lines[0], f"{tag}: the message does not say why: {lines[0]!r}")
+                expect(seconds < STEP_TIMEOUT, f"{tag}: took {seconds:.1f} s (a FIFO must not block)")
+                expect(os.lstat(special).st_mode == mode, f"{tag}: the {kind} was replaced")
+                leftovers = [n for n in os.listdir(folder) if n.startswith(".attnscope-")]
+                expect(not leftovers, f"{tag}: temporary files left: {leftovers}")
+                runs += 1
+    print(f"  special files: {runs} commands onto {', '.join(kinds)} (and links to them) refused, each untouched")
+
+
+def check_script_from_the_app(exe, display, folder):
+    marker = f"/tmp/PWNED-{secrets.token_hex(8)}"
+    payload = f"+ACI-, __import__(+ACI-os+ACI-).system(+ACI-touch {marker}+ACI-), +ACI-"
+    ws = os.path.join(folder, "lecture coding:utf-7 attention.json")
+    with open(ws, "w") as f:
+        json.dump(book_workspace(["Your", payload, "starts", "with", "one", "step"]), f)
+    script = os.path.join(folder, "from-the-app.py")
+    rc, err, _ = headless(exe, display, folder, "script", [{"do": "save_pytorch", "path": script}], "--open", ws)
+    expect(rc == 0, f"save_pytorch: exit {rc}: {err.strip()!r}")
+    with open(script, "rb") as f:
+        text = f.read()
+    expect(text.isascii(), "the app's script is not plain ASCII")
+    line2 = text.split(b"\n")[1]
+    expect(line2 == b"# -*- coding: utf-8 -*-", f"line 2 of the app's script: {line2!r}")
+    try:
+        r = subprocess.run([PYTHON, script, "--json"], capture_output=True, timeout=120, cwd=folder)
+        expect(not os.path.exists(marker), "the app's PyTorch script ran the token's code")
+        expect(r.returncode == 0, f"the app's script does not run: {r.stderr.decode()[-400:]}")
+        out = json.loads(r.stdout)
+        expect(abs(out[0][0][0] - 0.3190) < 1e-4, f"the script's first output is {out[0][0][0]}, the notebook's 0.3190")
+    finally:
+        if os.path.exists(marker):
+            os.remove(marker)
+    print("  save_pytorch from 'lecture coding:utf-7 attention.json': ASCII, UTF-8 declared, ran nothing, 0.3190")
+
+
+def other_program_writes(path, seed):
+    """Another program rewrites the file: another seed, and a time stamp of its own."""
+    ws = book_workspace()
+    ws["model"]["seed"] = seed
+    with open(path, "w") as f:
+        json.dump(ws, f)
+    t = time.time() + 5
+    os.utime(path, (t, t))
+
+
+def seed_on_disk(path):
+    with open(path) as f:
+        return json.load(f)["model"]["seed"]
+
+
+def check_changed_on_disk(exe, display, folder):
+    ws = os.path.join(folder, "changed.json")
+    with open(ws, "w") as f:
+        json.dump(book_workspace(), f)
+    with start_ready(exe, display, ["--open", ws]) as app:
+        other_program_writes(ws, 777)
+        # The user presses Ctrl+S after an edit of their own.
+        app.key("ctrl+s")  # the document is as opened, but the file is not: asked all the same
+        app.wait_for("the changed-on-disk prompt", lambda d: "overwrite_cancel" in d["widgets"])
+        app.click("overwrite_cancel")
+        app.wait_for("the prompt closed", lambda d: "overwrite_cancel" not in d["widgets"])
+        time.sleep(0.5)
+        expect(seed_on_disk(ws) == 777, f"Cancel: the other program's file was replaced (seed {seed_on_disk(ws)})")
+        app.key("ctrl+s")
+        app.wait_for("the prompt again", lambda d: "overwrite_yes" in d["widgets"])
+        app.click("overwrite_yes")
+        app.wait_for("saved", lambda d: not d["state"]["dirty"] and "overwrite_yes" not in d["widgets"])
+        expect(seed_on_disk(ws) == 123, f"Overwrite: the file holds seed {seed_on_disk(ws)}, not the document's 123")
+        # Saved by us: saving again does not ask.
+        app.key("ctrl+s")
+        time.sleep(1.0)
+        d = app.layout()
+        expect("overwrite_yes" not in d["widgets"], "a save right after our own save asked about a change on disk")
+    print("  changed on disk (Ctrl+S): Cancel kept the other program's file, Overwrite wrote ours, no prompt after")
+
+    # A script: its `save` after another write of the file is refused with one message (the
+    # other write here is the app's own save_pytorch onto the document's file, which the document
+    # does not know of); with "overwrite": true it writes.
+    with open(ws, "w") as f:
+        json.dump(book_workspace(), f)
+    steps = [{"do": "set", "field": "seed", "value": 5}, {"do": "save_pytorch", "path": ws}, {"do": "save"}]
+    rc, err, _ = headless(exe, display, folder, "refused", steps, "--open", ws)
+    lines = app_lines(err)
+    expect(rc == 2 and len(lines) == 1 and lines[0].startswith("error: command 2 (save): Not saved: ")
+           and "changed on disk" in lines[0], f"a script's save over a changed file: exit {rc}, {lines!r}")
+    with open(ws) as f:
+        expect(f.read().startswith("#!/usr/bin/env python3"), "the refused save wrote the file")
+    with open(ws, "w") as f:
+        json.dump(book_workspace(), f)
+    rc, err, _ = headless(exe, display, folder, "overwrite", steps + [{"do": "save", "overwrite": True}],
+                          "--open", ws, "--keep-going")
+    lines = app_lines(err)
+    expect(rc == 0 and len(lines) == 1 and "command 2 (save)" in lines[0], f"--keep-going: exit {rc}, {lines!r}")
+    expect(seed_on_disk(ws) == 5, f"save with overwrite: the file holds seed {seed_on_disk(ws)}, not 5")
+    print("  changed on disk (script): save refused with one line, save with overwrite wrote it")
+
+
+def main():
+    args = arguments(__doc__)
+    with tempfile.TemporaryDirectory(prefix="attnscope-file-safety-") as folder, Display() as display:
+        sys.exit(run_checks([
+            ("special files", lambda: check_special_files(args.app, display.name, folder)),
+            ("the app's PyTorch script", lambda: check_script_from_the_app(args.app, display.name, folder)),
+            ("changed on disk", lambda: check_changed_on_disk(args.app, display.name, folder)),
+        ]))
+
+
+if __name__ == "__main__":
+    main()
