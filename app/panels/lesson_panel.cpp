@@ -211,14 +211,17 @@ std::string mapTitle(const std::string& id) {
 
 }  // namespace
 
-Lesson LessonPanel::load(const std::string& path, const Workspace& start) {
+Lesson LessonPanel::load(const std::string& path, const Workspace& start, const LessonCheck& check) {
   Lesson lesson = loadLesson(path);
   try {
-    rehearseLesson(lesson, start, [](const Command& c, const Workspace&) {
-      if (c.name != "view") return;
-      ViewState scratch;  // the view command's own checks: the field and its value
-      setViewField(scratch, c.text("field"), c.args.at("value"));
-    });
+    rehearseLesson(
+        lesson, start,
+        [](const Command& c, const Workspace&) {
+          if (c.name != "view") return;
+          ViewState scratch;  // the view command's own checks: the field and its value
+          setViewField(scratch, c.text("field"), c.args.at("value"));
+        },
+        check);
   } catch (const InputError& e) {
     throw InputError(path + ": " + e.what());
   }
@@ -337,7 +340,8 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   // the step (measured last frame) does not depend on it: one size, frame after frame. Worked out
   // again only when what it depends on changes: it wraps the boxes' lines some fifty times.
   const BoxFit key{&s, body_w, fs, ImGui::GetWindowHeight() - 1, rest_h_};
-  if (!box_fit_.sameAs(key)) {
+  fit_settled_ = box_fit_.sameAs(key);
+  if (!fit_settled_) {
     box_fit_ = key;
     const float code_fitted = code_box ? fittedSize(fs, code_box->rows_at) : 0;
     const float prints_fitted = prints_box ? fittedSize(fs, prints_box->rows_at) : 0;

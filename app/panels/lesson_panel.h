@@ -26,7 +26,8 @@ class LessonPanel {
   // Reads `path` and checks it whole before anything is applied: the file (core/lessons), then
   // every step's commands in turn on a scratch copy of `start`, view fields included. Throws
   // InputError naming the file, the step and the field.
-  static Lesson load(const std::string& path, const Workspace& start);
+  // `check`: its deadline, cancel flag and limits (core/lessons/lesson.h). Runs on any thread.
+  static Lesson load(const std::string& path, const Workspace& start, const LessonCheck& check = {});
 
   // Shows `lesson` from now on; `before` is the view to come back to when it closes (kept from
   // the first lesson when one replaces another).
@@ -37,6 +38,10 @@ class LessonPanel {
   ViewState close(const ViewState& now);
 
   void draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
+  // The step shown is laid out as it will stay: drawn, and its boxes' sizes the last frame's (they
+  // follow the rest of the step measured the frame before, so a new step takes a frame or two).
+  // Screenshots wait for it, whatever else made the frames before them.
+  bool layoutSettled() const { return step_ == 0 || (drawn_step_ == step_ && fit_settled_); }
   // The layout dump's state: lesson_step (1-based, 0 = none), lesson_maps, lesson_steps, …
   void recordState(nlohmann::json& state) const;
 
@@ -55,6 +60,7 @@ class LessonPanel {
       return step == o.step && body_w == o.body_w && font == o.font && room == o.room && rest_h == o.rest_h;
     }
   } box_fit_;
+  bool fit_settled_ = false;  // the last frame drew the boxes at the frame before's sizes
   int prints_wrapped_ = 0;  // rows its wrapping added (layout dump)
   float body_overflow_ = 0;  // how far the step's body scrolls, px (layout dump; 0: shown whole)
 };

@@ -43,12 +43,33 @@ void App::syncTextSize() {
 // ---- applying commands -------------------------------------------------------------------
 
 void App::update(double now) {
+  // A lesson checked off the UI thread: it opens now, before the commands queued behind it.
+  if (auto checked = lesson_check_.poll()) {
+    if (toast_.text.rfind("Checking the lesson ", 0) == 0) toast_ = {};  // the progress is over
+    const int script_index = checked->command.script_index;
+    const std::string name = checked->command.name;
+    try {
+      openCheckedLesson(std::move(*checked), now);
+    } catch (const InputError& e) {
+      if (script_index >= 0)
+        failures_.push_back({script_index, name, e.what()});
+      else
+        showToast(e.what(), true, now);
+    }
+  }
+  if (lesson_check_.busy())  // what is being checked, and how far it got
+    toast_ = {"Checking the lesson " + lesson_check_.file() + " … step " + std::to_string(lesson_check_.step() + 1) +
+                  "  (File › Close lesson stops it)",
+              false, now + 0.5};
   // Only the commands queued before this call: a capture draws frames, and panels push more.
   for (std::size_t n = queue_.size(); n > 0 && !queue_.empty(); --n) {
     const std::string& next = queue_.front().name;  // these wait for the newest, complete result
     if ((next == "screenshot" || next == "export_trace" || next == "export_map" || next == "pin" || next == "swap") &&
         !settled())
       break;
+    // While a lesson is checked, what comes after its lesson_open waits for it (a script's next
+    // step, a key); another lesson or closing stops the check.
+    if (lesson_check_.busy() && next != "lesson_open" && next != "lesson_close") break;
     const Command c = queue_.pop();
     try {
       apply(c, now);
@@ -397,28 +418,43 @@ void App::applyLesson(const Command& c, double now) {
   const std::string& n = c.name;
   if (n == "lesson_open") {
     // Checked whole — the file, then every step rehearsed on a copy — before anything changes: a
-    // damaged lesson is one message, and the work and the view stay as they are.
-    Lesson lesson = LessonPanel::load(c.text("path"), doc_.workspace());
-    const int number = c.has("step") ? c.integer("step") : 1;
-    checkLessonStep(lesson, number);
-    if (interactive_ && doc_.dirty() && c.script_index < 0 && !(c.has("discard") && c.flag("discard"))) {
-      pending_ = c;  // its steps load presets over the work: ask first, as a preset does
-      dialogs_.askUnsaved(c.name, actionText(c));
-      return;
-    }
-    const bool first = !lesson_.open();
-    lesson_.begin(std::move(lesson), view_);
-    if (first) view_.presentation = true;  // the maps and the lesson, large; F10 brings back the side panels
-    try {
-      goToStep(number, c.script_index, now);
-    } catch (const InputError&) {  // rehearsed from step 1, so only a step that needs the ones before it
-      view_ = lesson_.close(view_);
-      clampView();
-      throw;
-    }
+    // damaged lesson is one message, and the work and the view stay as they are. The check runs
+    // off the UI thread (state/lesson_check.h); openCheckedLesson goes on when it is done.
+    lesson_check_.start(c, doc_.workspace(), doc_.limits());
     return;
   }
+  if (n == "lesson_close" && lesson_check_.busy()) {
+    lesson_check_.cancel();
+    if (!lesson_.open()) return showToast("Stopped checking the lesson: it is not opened", false, now);
+  }
   if (!lesson_.open()) throw InputError("no lesson is open (File › Open lesson)");
+  applyOpenLesson(c, now);
+}
+
+void App::openCheckedLesson(LessonChecker::Result checked, double now) {
+  if (!checked.lesson) throw InputError(checked.error);
+  const Command& c = checked.command;
+  const int number = c.has("step") ? c.integer("step") : 1;
+  checkLessonStep(*checked.lesson, number);
+  if (interactive_ && doc_.dirty() && c.script_index < 0 && !(c.has("discard") && c.flag("discard"))) {
+    pending_ = c;  // its steps load presets over the work: ask first, as a preset does
+    dialogs_.askUnsaved(c.name, actionText(c));
+    return;
+  }
+  const bool first = !lesson_.open();
+  lesson_.begin(std::move(*checked.lesson), view_);
+  if (first) view_.presentation = true;  // the maps and the lesson, large; F10 brings back the side panels
+  try {
+    goToStep(number, c.script_index, now);
+  } catch (const InputError&) {  // rehearsed from step 1, so only a step that needs the ones before it
+    view_ = lesson_.close(view_);
+    clampView();
+    throw;
+  }
+}
+
+void App::applyOpenLesson(const Command& c, double now) {
+  const std::string& n = c.name;
   if (n == "lesson_close") {
     const bool light = view_.light_theme;
     view_ = lesson_.close(view_);
@@ -530,7 +566,10 @@ void App::updateEngine() {
   computing_ = worker_.busy();
 }
 
-bool App::settled() const { return !worker_.busy() && currentKey() == requested_; }
+bool App::settled() const {
+  return !worker_.busy() && currentKey() == requested_ && !lesson_check_.busy() &&
+         (!lesson_.open() || lesson_.layoutSettled());
+}
 
 // ---- drawing ------------------------------------------------------------------------------
 
@@ -671,7 +710,7 @@ void App::endFrame(double now, bool mouse_down, bool typing, double frame_ms) {
 }
 
 double App::idleTimeout(double now, double longest) const {
-  if (!queue_.empty()) return 0;
+  if (!queue_.empty() && !lesson_check_.busy()) return 0;  // commands behind a lesson's check wait for its wake-up
   double timeout = longest;
   if (!toast_.text.empty() && toast_.until > now) timeout = std::min(timeout, toast_.until - now);
   if (heatmap_grid_.outlinedUntil() > now) timeout = std::min(timeout, 1.0 / 30);  // the outlines fade

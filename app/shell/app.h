@@ -29,6 +29,7 @@
 #include "shell/capture.h"
 #include "state/command_queue.h"
 #include "state/engine_worker.h"
+#include "state/lesson_check.h"
 #include "state/session_files.h"
 #include "state/view_state.h"
 
@@ -108,6 +109,9 @@ class App {
   void applyView(const Command& c, double now);
   void applyApp(const Command& c, double now);
   void applyLesson(const Command& c, double now);  // lesson_open, lesson_step, lesson_next, …
+  // A lesson checked off the UI thread: open it at the step asked for (or say why not).
+  void openCheckedLesson(LessonChecker::Result checked, double now);
+  void applyOpenLesson(const Command& c, double now);  // lesson_close, lesson_step, next, back
   // Applies step `number` (1-based) of the open lesson: its commands through apply(), then its maps.
   void goToStep(int number, int script_index, double now);
   // paste_embeddings, paste_parameters: the clipboard's text when the command has none, one edit.
@@ -169,6 +173,7 @@ class App {
   InspectorPanel inspector_;
   HeadStatisticsPanel statistics_;            // under the main area
   LessonPanel lesson_;                        // the open lesson, shown in the inspector's column
+  LessonChecker lesson_check_;                // a lesson being checked before it opens
   int applied_text_size_ = 100;               // the text size the fonts were last rasterized for
   StatusBar status_bar_;
   FileDialogs dialogs_;

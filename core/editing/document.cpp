@@ -134,8 +134,8 @@ void setModelFields(Workspace& ws, const nlohmann::json& fields) {
   if (ws.model.variant == Variant::Simple && ws.model.d_out == 0) ws.model.d_out = static_cast<int>(ws.embeddings.cols());
 }
 
-Document::Document(Workspace ws, std::string file, bool dirty, Limits limits)
-    : ws_(std::move(ws)), saved_(ws_), file_(std::move(file)), dirty_(dirty), limits_(limits) {
+Document::Document(Workspace ws, std::string file, bool dirty, Limits limits, std::size_t history_bytes)
+    : ws_(std::move(ws)), saved_(ws_), file_(std::move(file)), dirty_(dirty), history_(history_bytes), limits_(limits) {
   stamped_file_ = file_;  // the file as it is now, just read by the caller
   file_stamp_ = attnscope::fileStamp(file_);
 }

@@ -23,8 +23,9 @@ enum class DocumentChange {
 
 class Document {
  public:
+  // `history_bytes`: the undo history's budget (0: no undo, as a lesson's rehearsal needs none).
   explicit Document(Workspace ws = bookExample(), std::string file = "", bool dirty = false,
-                    Limits limits = {});
+                    Limits limits = {}, std::size_t history_bytes = History::kDefaultBudget);
 
   const Workspace& workspace() const { return ws_; }
   std::uint64_t version() const { return version_; }

@@ -68,35 +68,4 @@ std::string prettyJsonAt(const nlohmann::json& value, int depth, int indent) {
   return out;
 }
 
-// Where `text` nests arrays and objects deeper than `limit`: the top-level field it happens in
-// ("view"), "workspace" if outside any, or "" if it does not. Checked before parsing: copying or
-// printing a 100 000-deep document would overflow the stack.
-std::string tooDeep(const std::string& text, int limit) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  std::string string, key;  // the string being read, the last top-level key
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-        if (depth == 1) key = string;
-      } else if (depth == 1) {
-        string += c;
-      }
-    } else if (c == '"') {
-      in_string = true;
-      string.clear();
-    } else if (c == '[' || c == '{') {
-      if (++depth > limit) return depth > 1 && !key.empty() ? key : "workspace";
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return "";
-}
-
 }  // namespace attnscope

@@ -12,11 +12,7 @@ double tidyFloat(float value);
 // JSON text that never throws: strings that are not valid UTF-8 (a file name can be any bytes)
 // have their bad bytes replaced by U+FFFD instead of failing the whole document.
 std::string jsonText(const nlohmann::json& value, int indent = -1);
-// Where `text` nests arrays and objects deeper than `limit`: the top-level field it happens in
-// ("view"), "workspace" if outside any, or "" if it does not. Checked before parsing: copying or
-// printing a 100 000-deep document would overflow the stack.
-std::string tooDeep(const std::string& text, int limit);
-constexpr int kMaxJsonDepth = 64;  // deeper documents are refused (workspaces, commands)
+constexpr int kMaxJsonDepth = 64;  // deeper documents are refused while parsing (formats/json_reading.h)
 
 // JSON indented for people: objects one member a line, arrays of numbers (matrix rows) on one.
 std::string prettyJson(const nlohmann::json& value, int indent = 2);

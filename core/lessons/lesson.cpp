@@ -11,6 +11,7 @@
 #include "engine/errors.h"
 #include "engine/stages.h"
 #include "formats/json_format.h"
+#include "formats/json_reading.h"
 #include "formats/presets.h"
 #include "seed_classes.h"
 
@@ -99,9 +100,21 @@ std::vector<std::string> splitLines(const std::string& s) {
   return lines;
 }
 
-std::string resolved(const std::string& path, const std::string& base_dir) {
+// A file a lesson names (a step's code, an `open`): relative to the lesson's folder and inside it,
+// links resolved — never an absolute path, a "..", or a link that leads out (a lesson once showed
+// /etc/passwd in its code box). A lesson parsed without a folder reads no files.
+std::string besideLesson(const std::string& path, const std::string& base_dir, const std::string& where) {
   const fs::path p(path);
-  if (p.is_absolute() || base_dir.empty()) return p.lexically_normal().string();
+  if (base_dir.empty()) fail(where, "'" + path + "': a lesson read without its folder reads no files but " + kSeedClassesFile);
+  if (p.is_absolute()) fail(where, "'" + path + "' is an absolute path: a lesson names files beside it, relative to its folder");
+  for (const fs::path& part : p)
+    if (part == "..") fail(where, "'" + path + "' leaves the lesson's folder (\"..\"): a lesson names files beside it");
+  std::error_code ec;
+  const fs::path folder = fs::weakly_canonical(fs::path(base_dir), ec);
+  const fs::path full = fs::weakly_canonical(fs::path(base_dir) / p, ec);
+  const fs::path rel = full.lexically_relative(folder);
+  if (ec || rel.empty() || *rel.begin() == "..")
+    fail(where, "'" + path + "' leads out of the lesson's folder (a symbolic link to " + full.string() + ")");
   return (fs::path(base_dir) / p).lexically_normal().string();
 }
 
@@ -126,7 +139,8 @@ LessonCode parseCode(const json& j, const std::string& where, const std::string&
   if (!files.count(code.file)) {
     files[code.file] = code.file == kSeedClassesFile
                            ? splitLines(kSeedClassesPy)
-                           : splitLines(readSmallFile(resolved(code.file, base_dir), kMaxLessonCodeBytes, where + ".file"));
+                           : splitLines(readSmallFile(besideLesson(code.file, base_dir, where + ".file"),
+                                                      kMaxLessonCodeBytes, where + ".file"));
   }
   const std::vector<std::string>& lines = files[code.file];
   if (!j.contains("lines")) fail(where + ".lines", "required: [first, last]");
@@ -184,7 +198,7 @@ LessonStep parseStep(const json& j, int number, const std::string& base_dir, con
       try {
         Command c = parseCommand(item);
         checkAllowed(c);
-        if (c.name == "open") c.args["path"] = resolved(c.text("path"), base_dir);  // beside the lesson
+        if (c.name == "open") c.args["path"] = besideLesson(c.text("path"), base_dir, "path");
         step.commands.push_back(std::move(c));
       } catch (const InputError& e) {
         fail(where + ": command " + std::to_string(i + 1) + name, e.what());
@@ -231,15 +245,8 @@ const std::vector<std::string>& lessonMapIds() {
 }
 
 Lesson parseLesson(const std::string& text_in, const std::string& base_dir, const std::vector<std::string>& known_maps) {
-  if (!tooDeep(text_in, kMaxJsonDepth).empty()) fail("lesson", "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-  json j;
-  try {
-    j = json::parse(text_in);
-  } catch (const json::exception& e) {
-    std::string what = e.what();
-    const auto cut = what.find("] ");
-    fail("lesson", "not valid JSON: " + (cut == std::string::npos ? what : what.substr(cut + 2)));
-  }
+  // Depth and memory bounded while parsing (formats/json_reading.h).
+  json j = readJson(text_in, "lesson", Limits{}.max_memory_bytes);
   if (!j.is_object()) fail("lesson", std::string("expected an object {\"format\": \"attnscope-lesson\", …}, got ") + typeName(j));
   onlyFields(j, {"format", "version", "title", "steps"}, "lesson");
   if (!j.contains("format") || j["format"] != "attnscope-lesson")
@@ -274,12 +281,19 @@ Lesson loadLesson(const std::string& path, const std::vector<std::string>& known
   }
 }
 
-void rehearseLesson(const Lesson& lesson, const Workspace& start, const LessonViewCheck& check_view) {
-  Document doc(start);
+void rehearseLesson(const Lesson& lesson, const Workspace& start, const LessonViewCheck& check_view,
+                    const LessonCheck& check) {
+  Document doc(start, "", false, check.limits, 0);  // no undo: one workspace at a time
   for (std::size_t s = 0; s < lesson.steps.size(); ++s) {
     const LessonStep& step = lesson.steps[s];
+    if (check.steps_done) check.steps_done->store(static_cast<int>(s));
     for (std::size_t i = 0; i < step.commands.size(); ++i) {
       const Command& c = step.commands[i];
+      if (check.cancel && check.cancel->load()) throw Cancelled();
+      if (std::chrono::steady_clock::now() > check.deadline)
+        throw InputError("the lesson takes too long to check (it got to step " + std::to_string(s + 1) + " of " +
+                         std::to_string(lesson.steps.size()) + " in the time allowed): it asks for more work than "
+                         "a lesson should; fewer or smaller steps open");
       try {
         if (c.info().target == CommandTarget::Document) {
           doc.apply(c);
@@ -315,7 +329,7 @@ std::vector<LessonInfo> lessonCatalog() {
     if (entry.path().extension() != ".json") continue;
     LessonInfo info{entry.path().lexically_normal().string(), entry.path().stem().string()};
     try {  // only the title: the whole lesson is checked when it is opened
-      const json j = json::parse(readSmallFile(info.path, kMaxLessonBytes, info.path));
+      const json j = readJson(readSmallFile(info.path, kMaxLessonBytes, info.path), info.path, Limits{}.max_memory_bytes);
       if (j.is_object() && j.contains("title") && j["title"].is_string() && !j["title"].get<std::string>().empty())
         info.title = j["title"].get<std::string>();
     } catch (const std::exception&) {

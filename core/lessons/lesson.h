@@ -8,6 +8,8 @@
 // lesson is refused whole, before anything is applied. No GL or ImGui here: the app's lesson panel
 // (app/panels/lesson_panel.h) shows a Lesson and applies its steps.
 #pragma once
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -20,7 +22,8 @@ namespace attnscope {
 
 // The notebook's code a step explains: a range of lines of one file.
 struct LessonCode {
-  std::string file;                // as the lesson names it: "seed_classes.py" or a path relative to the lesson
+  std::string file;                // as the lesson names it: "seed_classes.py" or a path relative to the lesson,
+                                   // in its folder or below (no absolute path, no "..", no link out)
   int first = 1;                   // first line shown, 1-based
   int last = 1;                    // last line shown, inclusive
   std::vector<int> highlight;      // lines marked as the ones this step is about, within [first, last]
@@ -64,11 +67,29 @@ Lesson loadLesson(const std::string& path, const std::vector<std::string>& known
 
 // A lesson's view commands, checked beyond their arguments by the app (a view field's value).
 using LessonViewCheck = std::function<void(const Command& c, const Workspace& ws)>;
+
+// How long a lesson's check may take and what it may hold (docs/DESIGN.md §3.7): a lesson of 4 MiB
+// can ask for hours of work (a thousand steps each loading GPT-2 and widening d_in), so the check
+// stops at a deadline and refuses the lesson; the app runs it off the UI thread and may cancel it.
+constexpr double kLessonCheckSeconds = 20;
+inline std::chrono::steady_clock::time_point lessonDeadline(double seconds) {
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+}
+struct LessonCheck {
+  std::chrono::steady_clock::time_point deadline = lessonDeadline(kLessonCheckSeconds);
+  const std::atomic<bool>* cancel = nullptr;  // set: the check throws Cancelled between commands
+  std::atomic<int>* steps_done = nullptr;     // progress for the app to show; may be null
+  Limits limits;                              // the document's (the app's budget)
+};
 // Applies every step's commands in order to a scratch document that starts as `start`, as Next
 // would from the first step to the last, so a command that cannot apply (num_heads that does not
 // divide d_out, a token index past the end) is found when the lesson is opened, not in the middle
 // of a lecture. Throws InputError "step 4: command 2 (select_token): index: no token 7 …".
-void rehearseLesson(const Lesson& lesson, const Workspace& start, const LessonViewCheck& check_view = {});
+// Past the deadline: InputError "the lesson takes longer than 20 s to check (it got to step 40 of
+// 832): …". The scratch document keeps no undo history, so the check holds one workspace at a time.
+void rehearseLesson(const Lesson& lesson, const Workspace& start, const LessonViewCheck& check_view = {},
+                    const LessonCheck& check = {});
 
 // "step: the lesson has 11 steps (1–11), got 12" unless 1 ≤ number ≤ steps.
 void checkLessonStep(const Lesson& lesson, int number);

@@ -1,5 +1,5 @@
 """What the app writes never runs code, never replaces a special file, never destroys another
-program's writes (docs/DESIGN.md §3.5, issue 27: F1, F5, F12).
+program's writes, never freezes on a lesson (docs/DESIGN.md §3.5, §3.7).
 
 - F5: `save`, `save_pytorch` and `export_map` onto a FIFO, a socket, a device node (as root) or a
   symbolic link to one: the command fails at once with one `error: command 0 (…): …` line, exit 2,
@@ -11,6 +11,8 @@ program's writes (docs/DESIGN.md §3.5, issue 27: F1, F5, F12).
   Save as…, Cancel); Cancel keeps the other program's text and the unsaved edit; Overwrite writes
   the edit; a script's `save` fails with one message unless it says `"overwrite": true`; after a
   save of our own, saving again does not ask.
+- F7: a lesson that takes seconds to check is checked off the UI thread (the window draws its
+  progress), then opens; one naming /etc/passwd is refused.
 
 Usage: test_file_safety.py --app APP --cli CLI --presets PRESETS_DIR
 """
@@ -25,7 +27,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_teaching import (STEP_TIMEOUT, Display, arguments, run_checks, start_ready,  # noqa: E402
+from test_teaching import (STEP_TIMEOUT, App, Display, arguments, run_checks, start_ready,  # noqa: E402
                            write_commands)
 
 PYTHON = "/usr/bin/python3"
@@ -197,6 +199,45 @@ def check_changed_on_disk(exe, display, folder):
     print("  changed on disk (script): save refused with one line, save with overwrite wrote it")
 
 
+def check_lessons_off_the_ui_thread(exe, display, folder):
+    """F7: a lesson that takes seconds to check (120 steps each loading GPT-2 small and widening
+    d_in) is checked off the UI thread: the window keeps drawing and shows how far the check got,
+    then the lesson opens at its first step. (The old app checked on the UI thread: a 108 KB lesson
+    froze the window for 4 minutes.) A lesson naming /etc/passwd as its code is refused."""
+    steps = [{"title": f"step {i + 1}", "text": "GPT-2 small, wider.",
+              "commands": [{"do": "preset", "name": "gpt2-small"}, {"do": "d_in", "value": 2048},
+                           {"do": "randomize", "seed": i}]} for i in range(120)]
+    lesson = os.path.join(folder, "slow lesson.json")
+    with open(lesson, "w") as f:
+        json.dump({"format": "attnscope-lesson", "version": 1, "title": "Slow to check", "steps": steps}, f)
+    commands = write_commands(folder, "open-slow", [{"do": "lesson_open", "path": lesson}])
+    with App(exe, display, ["--commands", commands]) as app:
+        progress = set()
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            d = app.layout() or {"state": {}}
+            toast = d["state"].get("toast", "")
+            if toast.startswith("Checking the lesson slow lesson.json"):
+                progress.add(toast)
+            if d["state"].get("lesson_step") == 1:
+                break
+            time.sleep(0.05)
+        d = app.layout()
+        expect(d["state"].get("lesson_step") == 1, f"the slow lesson did not open: {d['state'].get('toast')!r}")
+        expect(len(progress) >= 2, f"the window drew no progress while the lesson was checked: {sorted(progress)}")
+    print(f"  a slow lesson: checked off the UI thread ({len(progress)} progress frames), then opened at step 1")
+
+    bad = os.path.join(folder, "reads passwd.json")
+    with open(bad, "w") as f:
+        json.dump({"format": "attnscope-lesson", "version": 1, "title": "Nosy", "steps": [
+            {"title": "t", "text": "x", "code": {"file": "/etc/passwd", "lines": [1, 2]}}]}, f)
+    rc, err, _ = headless(exe, display, folder, "passwd", [{"do": "lesson_open", "path": bad}])
+    lines = app_lines(err)
+    expect(rc == 2 and len(lines) == 1 and "is an absolute path" in lines[0] and "root:" not in err,
+           f"a lesson naming /etc/passwd: exit {rc}, {lines!r}")
+    print("  a lesson naming /etc/passwd as its code: refused with one line")
+
+
 def main():
     args = arguments(__doc__)
     with tempfile.TemporaryDirectory(prefix="attnscope-file-safety-") as folder, Display() as display:
@@ -204,6 +245,7 @@ def main():
             ("special files", lambda: check_special_files(args.app, display.name, folder)),
             ("the app's PyTorch script", lambda: check_script_from_the_app(args.app, display.name, folder)),
             ("changed on disk", lambda: check_changed_on_disk(args.app, display.name, folder)),
+            ("lessons checked off the UI thread", lambda: check_lessons_off_the_ui_thread(args.app, display.name, folder)),
         ]))
 
 

@@ -372,12 +372,10 @@ TEST(ParseCommandList, NamesThePositionAndCommand) {
                          "command 1 (x): "));
 }
 
-// BUG (core/editing/command.cpp), disabled until fixed; run with --gtest_also_run_disabled_tests.
-// A commands file nested 100 000 levels deep (200 KB) crashes parseCommandList with a stack
-// overflow (SIGSEGV): parseCommand copies the object (`nlohmann::json args = j`) and its messages
-// dump the value, both recursive in nlohmann. Workspaces refuse nesting beyond 64 levels before
-// parsing (workspace.cpp tooDeep); `attnscope --commands` should refuse too, with an InputError.
-// Each case runs in a child process, so the crash fails this test only.
+// A commands file nested 100 000 levels deep (200 KB) once crashed parseCommandList with a stack
+// overflow: parseCommand copied the object and its messages dumped the value, both recursive in
+// nlohmann. Nesting is now refused while parsing (formats/json_reading.h). Each case runs in a child
+// process, so a crash fails this test only.
 TEST(ParseCommandList, DeeplyNestedJsonIsRefusedNotACrash) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   for (const std::string& text : {"[" + deep + "]",                                             // not an object: dumped

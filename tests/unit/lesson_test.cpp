@@ -5,7 +5,11 @@
 // apply before the lesson opens, and the chapter lesson the app ships.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 
 #include <algorithm>
 #include <filesystem>
@@ -249,6 +253,80 @@ TEST(LessonParse, FilesBesideTheLesson) {
   EXPECT_EQ(errorOf([&] { loadLesson(dir.path()); }), dir.path() + ": " + dir.path() + " is a directory");
   const std::string missing = dir.path() + "/missing.json";
   EXPECT_EQ(errorOf([&] { loadLesson(missing); }), missing + ": cannot open " + missing + " (does it exist?)");
+}
+
+// A lesson reads only files beside it (docs/DESIGN.md §3.7): its code files and the workspaces its
+// steps open are relative paths in its folder or below. A lesson once showed /etc/passwd.
+TEST(LessonParse, OnlyFilesBesideTheLesson) {
+  TempDir outside;
+  const std::string secret = outside.file("secret.py", "password = 'x'\n");
+  const std::string secret_ws = outside.file("secret.json", dumpWorkspace(bookExample()));
+  TempDir dir;
+  fs::create_directories(fs::path(dir.path()) / "sub");
+  dir.file("sub/ok.py", "x = 1\n");
+  fs::create_symlink(secret, fs::path(dir.path()) / "link.py");
+  fs::create_symlink(outside.path(), fs::path(dir.path()) / "out");
+  ASSERT_EQ(::mkfifo((fs::path(dir.path()) / "pipe.py").c_str(), 0600), 0);
+  auto codeError = [&](const std::string& file) {
+    json step = minimalStep();
+    step["code"] = {{"file", file}, {"lines", {1, 1}}};
+    const std::string path = dir.file("l.json", lessonText({step}));
+    return errorOf([&] { loadLesson(path); });
+  };
+  auto openError = [&](const std::string& file) {
+    json step = minimalStep();
+    step["commands"] = {{{"do", "open"}, {"path", file}}};
+    const std::string path = dir.file("l.json", lessonText({step}));
+    return errorOf([&] { loadLesson(path); });
+  };
+  const std::string lesson = dir.path() + "/l.json: step 1: ";
+  EXPECT_EQ(codeError("/etc/passwd"), lesson + "code.file: '/etc/passwd' is an absolute path: a lesson names files beside it, relative to its folder");
+  EXPECT_EQ(codeError(secret), lesson + "code.file: '" + secret + "' is an absolute path: a lesson names files beside it, relative to its folder");
+  EXPECT_EQ(codeError("../x.py"), lesson + "code.file: '../x.py' leaves the lesson's folder (\"..\"): a lesson names files beside it");
+  EXPECT_EQ(codeError("sub/../../x.py"), lesson + "code.file: 'sub/../../x.py' leaves the lesson's folder (\"..\"): a lesson names files beside it");
+  EXPECT_EQ(codeError("link.py").rfind(lesson + "code.file: 'link.py' leads out of the lesson's folder", 0), 0u) << codeError("link.py");
+  EXPECT_EQ(codeError("out/secret.py").rfind(lesson + "code.file: 'out/secret.py' leads out of the lesson's folder", 0), 0u);
+  EXPECT_NE(codeError("pipe.py").find("is not a regular file"), std::string::npos) << codeError("pipe.py");
+  EXPECT_EQ(codeError("sub/ok.py"), "");
+  EXPECT_EQ(openError("/etc/passwd").rfind(lesson + "command 1 (open): path: '/etc/passwd' is an absolute path", 0), 0u)
+      << openError("/etc/passwd");
+  EXPECT_EQ(openError("../" + fs::path(outside.path()).filename().string() + "/secret.json").rfind(lesson + "command 1 (open): path: '../", 0), 0u);
+  EXPECT_EQ(openError("out/secret.json").rfind(lesson + "command 1 (open): path: 'out/secret.json' leads out", 0), 0u);
+  // Without a folder (a lesson from text) no file is read but the shipped classes.
+  json step = minimalStep();
+  step["code"] = {{"file", "mine.py"}, {"lines", {1, 1}}};
+  EXPECT_EQ(errorOf([&] { parseLesson(lessonText({step}), ""); }),
+            "step 1: code.file: 'mine.py': a lesson read without its folder reads no files but seed_classes.py");
+}
+
+// The check stops at its deadline with one message, and at once when cancelled; it keeps no undo
+// history (a thousand GPT-2-sized steps held 1.25 GB).
+TEST(LessonRehearsal, BoundedByADeadlineAndCancellable) {
+  std::vector<json> steps;
+  for (int i = 0; i < 50; ++i) {
+    json step = minimalStep();
+    step["commands"] = {{{"do", "preset"}, {"name", i % 2 ? "gpt2-small" : "medium"}}, {{"do", "set"}, {"field", "seed"}, {"value", i}}};
+    steps.push_back(step);
+  }
+  const Lesson lesson = parseLesson(lessonText(steps), "");
+  LessonCheck past;
+  past.deadline = std::chrono::steady_clock::now();
+  EXPECT_EQ(errorOf([&] { rehearseLesson(lesson, bookExample(), {}, past); }),
+            "the lesson takes too long to check (it got to step 1 of 50 in the time allowed): it asks for more work than "
+            "a lesson should; fewer or smaller steps open");
+  std::atomic<bool> cancel{true};
+  LessonCheck cancelled;
+  cancelled.cancel = &cancel;
+  EXPECT_THROW(rehearseLesson(lesson, bookExample(), {}, cancelled), Cancelled);
+  std::atomic<int> done{-1};
+  LessonCheck watched;
+  watched.steps_done = &done;
+  EXPECT_NO_THROW(rehearseLesson(lesson, bookExample(), {}, watched));
+  EXPECT_EQ(done.load(), 49);
+  // The document's limits apply: a budget too small for GPT-2's maps refuses the lesson at step 2.
+  LessonCheck small;
+  small.limits.max_memory_bytes = 64 << 20;
+  EXPECT_EQ(errorOf([&] { rehearseLesson(lesson, bookExample(), {}, small); }).rfind("step 2: command 1 (preset): ", 0), 0u);
 }
 
 TEST(LessonRehearsal, FindsACommandThatCannotApplyBeforeAnythingRuns) {

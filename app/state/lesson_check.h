@@ -1,0 +1,54 @@
+// Checking a lesson off the UI thread (docs/DESIGN.md §3.7). Opening a lesson reads it and rehearses
+// every step on a scratch document; a large lesson can take seconds (a bounded number: the check
+// stops at its deadline), so the window keeps drawing meanwhile. One check at a time: starting
+// another, or cancel(), stops the running one between two commands. What crosses threads is a copy
+// of the start workspace going in and the checked Lesson (or one message) coming out.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "editing/command.h"
+#include "lessons/lesson.h"
+
+namespace attnscope {
+
+class LessonChecker {
+ public:
+  struct Result {
+    Command command;              // the lesson_open that asked
+    std::optional<Lesson> lesson;  // checked whole, or …
+    std::string error;             // … why not (names the file, the step and the field)
+  };
+
+  LessonChecker() = default;
+  LessonChecker(const LessonChecker&) = delete;
+  LessonChecker& operator=(const LessonChecker&) = delete;
+  ~LessonChecker() { cancel(); }
+
+  // Starts checking `command`'s lesson on a copy of `start` under `limits`; a running check stops.
+  void start(Command command, Workspace start, const Limits& limits);
+  void cancel();  // stops a running check; its result never comes
+  bool busy() const { return state_ != nullptr && !state_->done.load(); }
+  // A finished check, once (then the checker is idle).
+  std::optional<Result> poll();
+  // Progress of the running check: the lesson's file name, and the step being rehearsed (0 before).
+  std::string file() const { return state_ ? state_->file : ""; }
+  int step() const { return state_ ? state_->steps_done.load() : 0; }
+
+ private:
+  struct State {
+    std::string file;
+    std::atomic<bool> cancel{false}, done{false};
+    std::atomic<int> steps_done{0};
+    std::mutex mutex;
+    std::optional<Result> result;  // under mutex
+  };
+  std::shared_ptr<State> state_;
+  std::thread thread_;
+};
+
+}  // namespace attnscope
