@@ -443,10 +443,19 @@ int main(int argc, char** argv) {
   glfwSetWindowCloseCallback(window, [](GLFWwindow* w) {  // ask before closing
     static_cast<App*>(glfwGetWindowUserPointer(w))->commands().push("quit");
   });
+  // The state folder: temporary files of writes a killed session never finished go, this session's
+  // are journaled; an instance slot of its own (two windows never overwrite each other's autosave).
+  std::optional<InstanceSlot> slot;
+  removeAbandonedTemporaryFiles(stateFolder());
+  journalTemporaryFiles(stateFolder());
   if (!unattended) {  // the last session's autosave: restored, or kept aside, never overwritten
-    const Recovery recovery = planRecovery(Autosave(true), options.open_path);
+    slot.emplace(InstanceSlot::take());
+    app.autosaveTo(slot->autosavePath());
+    const Recovery recovery = planRecovery(Autosave(slot->autosavePath()), options.open_path);
     if (!recovery.restore.empty()) app.commands().push("restore", {{"path", recovery.restore}});
-    if (!recovery.note.empty()) app.notify(recovery.note, glfwGetTime());
+    std::string note = recovery.note;
+    if (const std::string orphans = slot->collectOrphans(); !orphans.empty()) note += (note.empty() ? "" : " ") + orphans;
+    if (!note.empty()) app.notify(note, glfwGetTime());
   }
   if (!options.lesson_path.empty())  // before the script's commands: they may step through it
     app.commands().push("lesson_open", {{"path", options.lesson_path}, {"step", options.lesson_step}});

@@ -235,8 +235,9 @@ void FileDialogs::draw(const PanelContext& ctx) {
         cmd.push("export_map", {{"stage", stage_}, {"head", head_}, {"path", path}, {"format", format}});
       }
       // The folder the file is in (a typed absolute path names its own).
-      (kind->lessons ? settings_.lesson_folder : settings_.last_folder) = fs::path(path).parent_path().string();
-      saveSettings(settings_);
+      const std::string folder = fs::path(path).parent_path().string();
+      const bool lessons = kind->lessons;
+      settings_ = updateSettings([&](Settings& s) { (lessons ? s.lesson_folder : s.last_folder) = folder; });
       which_.clear();
       ImGui::CloseCurrentPopup();
     }

@@ -39,7 +39,7 @@ class FileDialogs {
   bool open() const { return !which_.empty() || !unsaved_action_.empty() || !overwrite_path_.empty(); }  // a dialog or a prompt is up
   void draw(const PanelContext& ctx);
   // A file was opened or saved: recent files and the last folder.
-  void remember(const std::string& path) { rememberFile(settings_, path); }
+  void remember(const std::string& path) { settings_ = rememberFile(path); }
   const Settings& settings() const { return settings_; }
 
  private:

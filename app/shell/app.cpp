@@ -28,7 +28,7 @@ App::App(Document document, ViewState view, bool interactive, WindowHooks hooks)
       exec_{true, 0},  // the parallel path, one thread per processor
       interactive_(interactive),
       hooks_(std::move(hooks)),
-      autosave_(interactive) {
+      autosave_() {
   if (view_.screenshot_dir.empty()) view_.screenshot_dir = defaultScreenshotFolder();
   clampView();
   applied_text_size_ = view_.text_size;  // main rasterized the fonts for it
@@ -706,6 +706,7 @@ void App::endFrame(double now, bool mouse_down, bool typing, double frame_ms) {
     typing_ = false;
   }
   autosave_.update(doc_, view_, now);
+  if (auto message = autosave_.takeMessage()) showToast(message->first, message->second, now);
   frame_ms_ = frame_ms;
 }
 

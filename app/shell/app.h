@@ -64,6 +64,8 @@ class App {
   // View fields given on the command line (`--text-size`, `--theme`; the view's JSON names): the
   // last session's autosave, restored at start, does not override them.
   void keepFromCommandLine(nlohmann::json fields) { command_line_view_ = std::move(fields); }
+  // Interactive sessions autosave to their instance's file (state/session_files.h); off by default.
+  void autosaveTo(const std::string& path) { autosave_ = Autosave(path); }
   // A message for the user at start (a recovered autosave), shown longer than a toast.
   void notify(const std::string& text, double now) { toast_ = {text, false, now + 12.0}; }
   // The hint to make room (F10, F11) when the text size leaves the side panels narrow in this

@@ -1,8 +1,15 @@
 #include "state/session_files.h"
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <ctime>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -10,18 +17,12 @@
 #include "engine/errors.h"
 #include "formats/atomic_file.h"
 #include "formats/json_format.h"
+#include "formats/json_reading.h"
 #include "lessons/lesson.h"
 
 namespace attnscope {
 
 namespace fs = std::filesystem;
-
-std::string stateFolder() {
-  const char* xdg = std::getenv("XDG_STATE_HOME");
-  const char* home = std::getenv("HOME");
-  const fs::path base = xdg && *xdg ? fs::path(xdg) : fs::path(home && *home ? home : ".") / ".local" / "state";
-  return (base / "attnscope").string();
-}
 
 std::string homeFolder() {
   const char* home = std::getenv("HOME");
@@ -31,22 +32,47 @@ std::string homeFolder() {
 
 namespace {
 
-std::string statePath(const char* name) {
+std::string statePath(const std::string& name) {
   std::error_code ec;
   fs::create_directories(stateFolder(), ec);
   return (fs::path(stateFolder()) / name).string();
 }
 
-}  // namespace
+// "20261122-101530": the local time in the names of kept files.
+std::string timeStamp() {
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  return stamp;
+}
 
-Settings loadSettings() {
+// An flock on a file of the state folder, released when it goes out of scope.
+class FolderLock {
+ public:
+  explicit FolderLock(const std::string& name) {
+    fd_ = ::open(statePath(name).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~FolderLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+Settings readSettings() {
   Settings s;
   const std::string path = statePath("settings.json");
   std::error_code ec;
   nlohmann::json j;
   if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) < (1u << 20)) {  // never a FIFO or a huge file
-    std::ifstream in(path);
-    j = nlohmann::json::parse(in, nullptr, false);
+    std::ifstream in(path, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    try {
+      j = readJson(text, path, 64 << 20);
+    } catch (const InputError&) {
+    }
     if (!j.is_object()) moveAside(path);  // unreadable: kept for the user, never overwritten; defaults
   }
   if (j.is_object()) {
@@ -57,14 +83,44 @@ Settings loadSettings() {
     if (j.contains("lesson_folder") && j["lesson_folder"].is_string())
       s.lesson_folder = j["lesson_folder"].get<std::string>();
   }
-  // Never the working directory, which is the repository when the app runs from a checkout: the
-  // browser starts in the last folder used, else the home folder (issue 11).
+  return s;
+}
+
+// Never the working directory, which is the repository when the app runs from a checkout: the
+// browser starts in the last folder used, else the home folder (issue 11).
+Settings withDefaults(Settings s) {
   if (s.last_folder.empty()) s.last_folder = homeFolder();
   if (s.lesson_folder.empty()) s.lesson_folder = lessonsFolder();  // the chapter's lessons, the first time
   return s;
 }
 
-void saveSettings(const Settings& s) {
+// Creates `path` only if nothing is there (O_EXCL): a name no other instance can take meanwhile.
+bool claim(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  ::close(fd);
+  return true;
+}
+
+// BASE-STAMP.json, BASE-STAMP-2.json, …: the first name claimed (created empty) in `folder`.
+std::string claimName(const fs::path& folder, const std::string& base, const std::string& ext) {
+  const std::string stamp = timeStamp();
+  for (int k = 1; k < 1000; ++k) {
+    const std::string path = (folder / (base + "-" + stamp + (k > 1 ? "-" + std::to_string(k) : "") + ext)).string();
+    if (claim(path)) return path;
+    if (errno != EEXIST) return "";
+  }
+  return "";
+}
+
+}  // namespace
+
+Settings loadSettings() { return withDefaults(readSettings()); }
+
+Settings updateSettings(const std::function<void(Settings&)>& change) {
+  FolderLock lock("settings.lock");
+  Settings s = readSettings();
+  change(s);
   try {
     writeFileAtomically(statePath("settings.json"),
                         jsonText(nlohmann::json{{"recent", s.recent}, {"last_folder", s.last_folder},
@@ -72,62 +128,159 @@ void saveSettings(const Settings& s) {
   } catch (const InputError&) {
     // Settings are a convenience; the work itself is saved elsewhere.
   }
+  return withDefaults(std::move(s));
 }
 
-void rememberFile(Settings& s, const std::string& path) {
+Settings rememberFile(const std::string& path) {
   const std::string full = documentPath(path);
-  s.recent.erase(std::remove(s.recent.begin(), s.recent.end(), full), s.recent.end());
-  s.recent.insert(s.recent.begin(), full);
-  if (s.recent.size() > 10) s.recent.resize(10);
-  s.last_folder = fs::path(full).parent_path().string();
-  saveSettings(s);
+  return updateSettings([&](Settings& s) {
+    s.recent.erase(std::remove(s.recent.begin(), s.recent.end(), full), s.recent.end());
+    s.recent.insert(s.recent.begin(), full);
+    if (s.recent.size() > 10) s.recent.resize(10);
+    s.last_folder = fs::path(full).parent_path().string();
+  });
 }
 
-void Autosave::update(const Document& doc, const ViewState& view_state, double now) {
-  if (!enabled_ || now - last_write_ < 0.5) return;
-  nlohmann::json view = savedView(view_state, doc.workspace().view);
-  putFileName(view, doc.file());
-  view["dirty"] = doc.dirty();
-  std::string view_text = jsonText(view);
-  // Serializing a GPT-2-sized workspace takes a while: only when the inputs or the view changed.
-  if (doc.version() == written_version_ && view_text == written_view_) return;
-  Workspace ws = doc.workspace();
-  ws.view = std::move(view);
-  try {
-    writeFileAtomically(statePath("autosave.json"), dumpWorkspace(ws));
-    written_version_ = doc.version();
-    written_view_ = std::move(view_text);
-  } catch (const InputError&) {
-    // A full disk must not stop the session; the next change tries again.
-  }
-  last_write_ = now;
-}
+// ---- instances ----------------------------------------------------------------------------------
 
 namespace {
 
-// "20261122-101530": the local time in the names of kept files.
-std::string timeStamp() {
-  const std::time_t now = std::time(nullptr);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  return stamp;
+std::string autosaveName(int slot) { return slot <= 1 ? "autosave.json" : "autosave-" + std::to_string(slot) + ".json"; }
+std::string lockName(int slot) { return "instance-" + std::to_string(slot) + ".lock"; }
+
+// The slot's lock when no instance holds it, else -1.
+int lockSlot(int slot) {
+  const int fd = ::open(statePath(lockName(slot)).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return -1;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 }  // namespace
 
+InstanceSlot InstanceSlot::take() {
+  for (int slot = 1; slot <= kMaxInstances; ++slot)
+    if (const int fd = lockSlot(slot); fd >= 0) return InstanceSlot(slot, fd);
+  return InstanceSlot(0, -1);
+}
+
+InstanceSlot::~InstanceSlot() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string InstanceSlot::autosavePath() const { return (fs::path(stateFolder()) / autosaveName(number_)).string(); }
+
+std::string InstanceSlot::collectOrphans() const {
+  std::string note;
+  for (int slot = 1; slot <= kMaxInstances; ++slot) {
+    if (slot == number_ || (number_ == 0 && slot == 1)) continue;
+    const std::string path = (fs::path(stateFolder()) / autosaveName(slot)).string();
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) continue;
+    const int fd = lockSlot(slot);
+    if (fd < 0) continue;  // a running instance's
+    const nlohmann::json view = autosaveView(path);
+    const bool dirty = !view.contains("dirty") || !view["dirty"].is_boolean() || view["dirty"].get<bool>();
+    if (!dirty) {
+      fs::remove(path, ec);  // saved work: its file has it
+    } else if (const std::string kept = moveAside(path); !kept.empty()) {
+      const std::string file = fileNameOf(view);
+      note += std::string(note.empty() ? "" : " ") + "Unsaved work of another window (" +
+              (file.empty() ? std::string("untitled") : fs::path(file).filename().string()) + ") is kept in " + kept + ".";
+    }
+    ::close(fd);
+  }
+  return note;
+}
+
+// ---- the autosave -------------------------------------------------------------------------------
+
+void Autosave::update(const Document& doc, const ViewState& view_state, double now) {
+  if (path_.empty() || now - last_write_ < 0.5) return;
+  nlohmann::json view = savedView(view_state, doc.workspace().view);
+  putFileName(view, doc.file());
+  putFileStamp(view, doc.fileStamp());
+  view["dirty"] = doc.dirty();
+  std::string view_text = jsonText(view);
+  // Serializing a GPT-2-sized workspace takes a while: only when the inputs or the view changed.
+  // While writing fails, it is tried again at most every few seconds.
+  if (doc.version() == written_version_ && view_text == written_view_) return;
+  if (failing_ && now - last_write_ < 5.0) return;
+  Workspace ws = doc.workspace();
+  ws.view = std::move(view);
+  last_write_ = now;
+  try {
+    std::error_code ec;
+    fs::create_directories(fs::path(path_).parent_path(), ec);
+    saveWorkspace(path_, ws);
+    written_version_ = doc.version();
+    written_view_ = std::move(view_text);
+    if (failing_) message_ = std::make_pair(std::string("Autosave works again: ") + path_, false);
+    failing_ = false;
+  } catch (const InputError& e) {
+    // A full disk must not stop the session, but the user must know their work is not kept.
+    if (!failing_)
+      message_ = std::make_pair(std::string("Autosave is off: ") + e.what() +
+                                    ". Your work is kept only when you save it (Ctrl+S); autosave tries again.",
+                                true);
+    failing_ = true;
+  }
+}
+
+std::string Autosave::pending() const {
+  std::error_code ec;
+  return !path_.empty() && fs::is_regular_file(path_, ec) ? path_ : "";
+}
+
+nlohmann::json autosaveView(const std::string& path) {
+  // Only its first members are read: a saved workspace writes its view before its tokens and
+  // numbers, so a 300 MB autosave costs what its first kilobytes cost. (One written by an older
+  // attnscope has its view last: it is read to the end, keeping nothing else.)
+  struct Done {};
+  nlohmann::json view = nlohmann::json::object();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return view;
+  std::string key;
+  try {
+    const nlohmann::json ignored = nlohmann::json::parse(in, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+      using E = nlohmann::json::parse_event_t;
+      if (depth > kMaxJsonDepth) throw Done{};
+      if (depth == 1 && event == E::key) {
+        key = parsed.get<std::string>();
+        if (key == "tokens" || key == "embeddings" || key == "parameters") throw Done{};  // no view before them
+        return true;
+      }
+      if (depth == 1 && key == "view" && event == E::object_end) {
+        view = parsed;
+        throw Done{};
+      }
+      return depth != 1 || key == "view" || event == E::key;  // keep the view only
+    });
+    (void)ignored;
+  } catch (const Done&) {
+  } catch (const nlohmann::json::exception&) {
+  }
+  return view.is_object() ? view : nlohmann::json::object();
+}
+
 std::string keepUnsaved(const Document& doc, const ViewState& view_state) {
-  const std::string stamp = timeStamp();
   const std::string name = doc.file().empty() ? "untitled" : fs::path(doc.file()).stem().string();
-  const std::string path = (fs::path(stateFolder()) / ("unsaved-" + name + "-" + stamp + ".json")).string();
+  statePath("settings.json");  // creates the folder
+  const std::string path = claimName(fs::path(stateFolder()), "unsaved-" + name, ".json");
+  if (path.empty()) return "";
   Workspace ws = doc.workspace();
   nlohmann::json view = savedView(view_state, doc.workspace().view);
   putFileName(view, doc.file());
+  putFileStamp(view, doc.fileStamp());
   view["dirty"] = true;
   ws.view = std::move(view);
   try {
-    statePath("settings.json");  // creates the folder
-    saveWorkspace(path, ws);
+    saveWorkspace(path, ws);  // over the empty file claimed for it
   } catch (const InputError&) {
+    std::remove(path.c_str());
     return "";
   }
   return path;
@@ -136,12 +289,15 @@ std::string keepUnsaved(const Document& doc, const ViewState& view_state) {
 std::string moveAside(const std::string& path) {
   const std::string stamp = timeStamp();
   const fs::path p(path);
-  std::string target = (p.parent_path() / (p.stem().string() + "-kept-" + stamp + p.extension().string())).string();
-  std::error_code ec;
-  for (int k = 2; fs::exists(target, ec); ++k)
-    target = (p.parent_path() / (p.stem().string() + "-kept-" + stamp + "-" + std::to_string(k) + p.extension().string())).string();
-  fs::rename(path, target, ec);
-  return ec ? "" : target;
+  for (int k = 1; k < 1000; ++k) {
+    const std::string target =
+        (p.parent_path() / (p.stem().string() + "-kept-" + stamp + (k > 1 ? "-" + std::to_string(k) : "") + p.extension().string()))
+            .string();
+    // renameat2's RENAME_NOREPLACE: two instances moving aside in one second never replace each other's.
+    if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) == 0) return target;
+    if (errno != EEXIST) return "";
+  }
+  return "";
 }
 
 Recovery planRecovery(const Autosave& autosave, const std::string& open_path) {
@@ -154,15 +310,9 @@ Recovery planRecovery(const Autosave& autosave, const std::string& open_path) {
   }
   // Whose is it, and does it hold unsaved work? Only the view is needed; a file that cannot be
   // read at all is kept too.
-  std::string file;
-  bool dirty = true;
-  std::ifstream in(path, std::ios::binary);
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_object() && j.contains("view") && j["view"].is_object()) {
-    const nlohmann::json& v = j["view"];
-    file = fileNameOf(v);
-    if (v.contains("dirty") && v["dirty"].is_boolean()) dirty = v["dirty"].get<bool>();
-  }
+  const nlohmann::json v = autosaveView(path);
+  const std::string file = fileNameOf(v);
+  const bool dirty = !v.contains("dirty") || !v["dirty"].is_boolean() || v["dirty"].get<bool>();
   if (!dirty) return r;  // saved work: nothing to lose
   std::error_code ec;
   const auto same = [&ec](const std::string& a, const std::string& b) {  // one file, however spelled
@@ -184,13 +334,6 @@ Recovery planRecovery(const Autosave& autosave, const std::string& open_path) {
     r.note = "Unsaved work of the last session (" + (file.empty() ? std::string("untitled") : fs::path(file).filename().string()) +
              ") is kept in " + kept;
   return r;
-}
-
-std::string Autosave::pending() const {
-  if (!enabled_) return "";
-  const std::string path = statePath("autosave.json");
-  std::error_code ec;
-  return fs::is_regular_file(path, ec) ? path : "";
 }
 
 }  // namespace attnscope

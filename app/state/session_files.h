@@ -1,18 +1,20 @@
-// What the app keeps between runs, in $XDG_STATE_HOME/attnscope (or ~/.local/state/attnscope):
-// settings.json (recent files, the last folder) and autosave.json (the workspace being edited,
-// written a moment after each change and offered again at the next start).
+// What the app keeps between runs, in $XDG_STATE_HOME/attnscope (or ~/.local/state/attnscope;
+// stateFolder(), formats/temporary_files.h): settings.json (recent files, the last folders) and
+// each running instance's autosave (the workspace being edited, written a moment after each change
+// and offered again at the next start) — docs/DESIGN.md §3.5.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "editing/document.h"
+#include "formats/temporary_files.h"
 #include "state/view_state.h"
 
 namespace attnscope {
 
-// The folder, created on demand.
-std::string stateFolder();
 // $HOME when it is a folder, else "/": where file browsers start when nothing was used yet.
 std::string homeFolder();
 
@@ -22,23 +24,54 @@ struct Settings {
   std::string lesson_folder;        // where the lesson browser opens; by default the shipped lessons
 };
 Settings loadSettings();  // what cannot be read keeps its default
-void saveSettings(const Settings& s);
-void rememberFile(Settings& s, const std::string& path);
+// Reads the settings as they are on disk, changes them and writes them back, under a lock: two
+// instances never lose each other's recent files. Returns the settings as written.
+Settings updateSettings(const std::function<void(Settings&)>& change);
+Settings rememberFile(const std::string& path);  // a file opened or saved: recent files, last folder
+
+// One running interactive app per slot of the state folder, held by an flock on
+// instance-N.lock for the process's life (a crash releases it): slot 1 autosaves to autosave.json,
+// slot N to autosave-N.json, so two instances never overwrite each other's autosave. Slot 0: no
+// slot could be taken (the folder cannot be written), autosave.json is used and its failures said.
+class InstanceSlot {
+ public:
+  static InstanceSlot take();
+  InstanceSlot(InstanceSlot&& o) noexcept : number_(o.number_), fd_(o.fd_) { o.fd_ = -1; }
+  InstanceSlot& operator=(InstanceSlot&&) = delete;
+  ~InstanceSlot();
+  int number() const { return number_; }
+  std::string autosavePath() const;
+  // The autosaves of other slots that no running instance holds (a second instance that crashed or
+  // quit): those with unsaved work are kept aside as autosave-kept-DATE.json, the others removed.
+  // Returns what the user should hear, or "".
+  std::string collectOrphans() const;
+
+ private:
+  InstanceSlot(int number, int fd) : number_(number), fd_(fd) {}
+  int number_ = 0;
+  int fd_ = -1;
+};
+constexpr int kMaxInstances = 16;
 
 class Autosave {
  public:
-  explicit Autosave(bool enabled) : enabled_(enabled) {}
-  // Writes the document (with the view, its file name and unsaved mark) if it or the view changed
-  // and the last write is older than a moment.
+  explicit Autosave(std::string path = "") : path_(std::move(path)) {}  // "": autosaving is off
+  // Writes the document (with the view, its file name, stamp and unsaved mark) if it or the view
+  // changed and the last write is older than a moment.
   void update(const Document& doc, const ViewState& view, double now);
   // The autosave file, or "" when there is none (or autosaving is off).
   std::string pending() const;
+  // A change of state the user must hear of, once: autosaving stopped working (a full or read-only
+  // state folder) or works again; nullopt otherwise. `second` is whether it is an error.
+  std::optional<std::pair<std::string, bool>> takeMessage() { return std::exchange(message_, std::nullopt); }
 
  private:
-  bool enabled_;
+  std::string path_;
   std::uint64_t written_version_ = 0;  // the document version last written …
   std::string written_view_;           // … and the view (small, compared as text)
   double last_write_ = -1;
+  bool failing_ = false;
+  std::optional<std::pair<std::string, bool>> message_;
 };
 
 // What to do at start with the last session's autosave, so that nothing of the user's work is
@@ -46,17 +79,22 @@ class Autosave {
 // - started without a file: restore it;
 // - started with --open FILE: restore it if it is FILE's, unsaved, and newer than FILE (as editors
 //   recover swap files); else, if it holds unsaved work of another document, move it aside first.
+// Only the autosave's header (its view, written first) is read.
 struct Recovery {
   std::string restore;  // the autosave to restore with the `restore` command, or ""
   std::string note;     // what happened, for the user ("" for nothing worth saying)
 };
 Recovery planRecovery(const Autosave& autosave, const std::string& open_path);
 // Writes a document with unsaved changes that is about to be replaced (by opening another file)
-// to the state folder as unsaved-NAME-YYYYmmdd-HHMMSS.json, with its file name and view; returns
-// the path, or "" if it could not be written.
+// to the state folder as unsaved-NAME-YYYYmmdd-HHMMSS.json (-2, -3, … when that name is taken: never
+// over another), with its file name and view; returns the path, or "" if it could not be written.
 std::string keepUnsaved(const Document& doc, const ViewState& view);
-// Renames a state file the app cannot use to NAME-kept-YYYYmmdd-HHMMSS.json beside it, so the
-// next write cannot destroy it; returns the new path ("" if it could not be moved).
+// Renames a state file the app cannot use to NAME-kept-YYYYmmdd-HHMMSS.json beside it (-2, -3, …
+// if taken; the rename never replaces a file), so the next write cannot destroy it; returns the new
+// path ("" if it could not be moved).
 std::string moveAside(const std::string& path);
+// The view of an autosave as written there (file name, unsaved mark, stamp), read from its first
+// members; an empty object when it has none or cannot be read.
+nlohmann::json autosaveView(const std::string& path);
 
 }  // namespace attnscope

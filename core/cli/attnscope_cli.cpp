@@ -15,6 +15,7 @@
 #include "formats/import_workspace.h"
 #include "formats/presets.h"
 #include "formats/pytorch_script.h"
+#include "formats/temporary_files.h"
 #include "formats/trace_json.h"
 #include "formats/workspace.h"
 
@@ -198,6 +199,9 @@ int run(int argc, char** argv) {
     return 2;
   }
 
+  // Temporary files a killed run left go; this run's are journaled (formats/temporary_files.h).
+  removeAbandonedTemporaryFiles(stateFolder());
+  journalTemporaryFiles(stateFolder());
   Limits limits;
   limits.max_memory_bytes = static_cast<std::int64_t>(budget_mib * 1048576.0);
   if (*trace) {

@@ -410,21 +410,25 @@ void writeRows(std::ostream& out, const Matrix& m, int depth) {
 
 }  // namespace
 
-// The normalized document, as prettyJson(workspaceToJson(ws)) lays it out (members in order, one a
-// line, matrix rows on one line) but written as it goes; floats as their shortest float32 decimals.
+// The normalized document, laid out as prettyJson lays out workspaceToJson(ws) (one member a line,
+// matrix rows on one line), written as it goes; floats as their shortest float32 decimals. The small
+// members come first — format, version, model, view, tokens — and the numbers last, so a reader of
+// the header (a file manager sniffing its type in the first 4 KiB, the app reading an autosave's
+// view) never reads the numbers.
 void writeWorkspace(std::ostream& out, const Workspace& ws) {
-  out << "{\n  \"embeddings\": ";
+  out << "{\n  \"format\": \"attnscope-workspace\",\n  \"version\": 1,\n  \"model\": " << prettyJsonAt(modelToJson(ws.model), 1)
+      << ",\n  \"view\": " << prettyJsonAt(ws.view, 1) << ",\n  \"tokens\": " << prettyJsonAt(json(ws.tokens), 1)
+      << ",\n  \"embeddings\": ";
   if (ws.random) {
     out << prettyJsonAt(randomToJson(*ws.random), 1);
   } else {
     writeRows(out, ws.embeddings, 1);
   }
-  out << ",\n  \"format\": \"attnscope-workspace\",\n  \"model\": " << prettyJsonAt(modelToJson(ws.model), 1) << ",\n";
   if (ws.model.parameters && !ws.model.parameters->empty()) {
     std::vector<const NamedTensor*> sorted;  // by name, as a JSON object's members
     for (const NamedTensor& t : *ws.model.parameters) sorted.push_back(&t);
     std::sort(sorted.begin(), sorted.end(), [](const NamedTensor* a, const NamedTensor* b) { return a->name < b->name; });
-    out << "  \"parameters\": {\n";
+    out << ",\n  \"parameters\": {\n";
     for (std::size_t k = 0; k < sorted.size(); ++k) {
       const NamedTensor& t = *sorted[k];
       out << "    " << jsonText(json(t.name)) << ": ";
@@ -437,10 +441,9 @@ void writeWorkspace(std::ostream& out, const Workspace& ws) {
       }
       out << (k + 1 < sorted.size() ? ",\n" : "\n");
     }
-    out << "  },\n";
+    out << "  }";
   }
-  out << "  \"tokens\": " << prettyJsonAt(json(ws.tokens), 1) << ",\n  \"version\": 1,\n  \"view\": "
-      << prettyJsonAt(ws.view, 1) << "\n}\n";
+  out << "\n}\n";
 }
 
 std::string dumpWorkspace(const Workspace& ws) {

@@ -639,6 +639,55 @@ class DeepParameters(Base):
                 p, _ = run_cli(["import", "--embeddings", emb, "--parameters", path])
                 self.assert_one_error(p, f"deep {name}", [path])
 
+class TemporaryFilesCleanedAtNextStart(Base):
+    """F10: a run killed in the middle of a write left its hidden .attnscope-XXXXXX beside the file
+    for ever. Every run journals its temporary files in the state folder; the next run removes what
+    a dead run's journal lists — and nothing else: not a file of that name it did not list, not what
+    a live run's journal (its lock held) lists."""
+
+    def test_killed_export(self):
+        import fcntl
+        state = os.path.join(self.tmp, "state")
+        env = dict(os.environ, ATTNSCOPE_ASSETS=ASSETS, XDG_STATE_HOME=state)
+        ws = self.write("ws.json", json.dumps(ExportJsonStreams.WS))
+        out = os.path.join(self.tmp, "out")
+        os.makedirs(out)
+        temps = []
+        for attempt in range(20):  # kill it while trace.json's temporary file is being written
+            p = subprocess.Popen([CLI, "export", ws, "--format", "json", "--out", out], env=env,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.time() + 30
+            while time.time() < deadline and p.poll() is None:
+                temps = [n for n in os.listdir(out) if n.startswith(".attnscope-")]
+                if temps:
+                    p.kill()
+                    break
+                time.sleep(0.002)
+            p.wait()
+            if temps and os.path.exists(os.path.join(out, temps[0])):
+                break
+        self.assertTrue(temps, "no run was caught in the middle of its write")
+        journals = os.listdir(os.path.join(state, "attnscope", "temporary"))
+        self.assertEqual(len(journals), 1, journals)
+        # A file of the same kind the journal does not list, and a live run's journal: both stay.
+        decoy = self.write("out/.attnscope-decoy1", "not ours\n")
+        live_temp = self.write("out/.attnscope-live01", "a live run's\n")
+        live = os.path.join(state, "attnscope", "temporary", "999999999.journal")
+        with open(live, "w") as f:
+            f.write(live_temp + "\n")
+        holder = open(live)
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        try:
+            p = subprocess.run([CLI, "trace", ws, "--outputs-only"], env=env, capture_output=True, timeout=60)
+            self.assertEqual(p.returncode, 0, text(p.stderr))
+        finally:
+            holder.close()
+        self.assertFalse(os.path.exists(os.path.join(out, temps[0])), "the killed run's temporary file is still there")
+        self.assertTrue(os.path.exists(decoy), "a file the journal did not list was removed")
+        self.assertTrue(os.path.exists(live_temp), "a live run's temporary file was removed")
+        self.assertEqual(sorted(os.listdir(os.path.join(state, "attnscope", "temporary"))), ["999999999.journal"],
+                         "the dead run's journal was not removed, or the live one was")
+
 if __name__ == "__main__":
     if len(sys.argv) < 3:
         sys.exit(__doc__)
