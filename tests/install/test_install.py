@@ -68,9 +68,10 @@ def first_output(trace):
 def check_tree(prefix, with_app):
     share = os.path.join(prefix, "share")
     want = ["bin/attnscope-cli", "share/attnscope/presets/multihead.json", "share/attnscope/lessons/chapter3.json",
-            "share/attnscope/colormaps/viridis.csv", "share/man/man1/attnscope-cli.1"]
+            "share/attnscope/colormaps/viridis.csv", "share/man/man1/attnscope-cli.1.gz",
+            "share/doc/attnscope/copyright", "share/doc/attnscope/changelog.gz", "share/lintian/overrides/attnscope"]
     if with_app:
-        want += ["bin/attnscope", "share/man/man1/attnscope.1", f"share/applications/{APP_ID}.desktop",
+        want += ["bin/attnscope", "share/man/man1/attnscope.1.gz", f"share/applications/{APP_ID}.desktop",
                  f"share/metainfo/{APP_ID}.metainfo.xml", f"share/mime/packages/{APP_ID}.xml",
                  f"share/icons/hicolor/scalable/apps/{APP_ID}.svg"]
         want += [f"share/icons/hicolor/{s}x{s}/apps/{APP_ID}.png" for s in ICON_SIZES]
@@ -78,6 +79,17 @@ def check_tree(prefix, with_app):
         check(os.path.isfile(os.path.join(prefix, rel)), f"not installed: {rel}")
     for rel in ["bin/attnscope-cli"] + (["bin/attnscope"] if with_app else []):
         check(os.access(os.path.join(prefix, rel), os.X_OK), f"{rel} is not executable")
+    # Debian policy (lintian): man pages and the changelog gzipped without a name or time stamp
+    # (gzip -9n: reproducible), a machine-readable copyright file.
+    for rel in ["share/man/man1/attnscope-cli.1.gz", "share/doc/attnscope/changelog.gz"] + \
+            (["share/man/man1/attnscope.1.gz"] if with_app else []):
+        with open(os.path.join(prefix, rel), "rb") as f:
+            head = f.read(10)
+        check(head[:2] == b"\x1f\x8b" and head[3] & 0x08 == 0 and head[4:8] == b"\0\0\0\0",
+              f"{rel}: not gzipped with -n (name or time stamp in its header)")
+    with open(os.path.join(prefix, "share/doc/attnscope/copyright")) as f:
+        check(f.readline().startswith("Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"),
+              "the copyright file is not machine-readable (DEP-5)")
     check(not os.path.exists(os.path.join(share, "attnscope", "screenshots")),
           "share/attnscope/screenshots is installed (the README's images are not data)")
     if with_app:
@@ -198,7 +210,7 @@ def check_man(prefix, with_app, env):
     if with_app:
         pages["attnscope"] = ["SYNOPSIS", "--screenshot", "--lesson", "share/attnscope"]
     for name, words in pages.items():
-        page = os.path.join(prefix, "share", "man", "man1", f"{name}.1")
+        page = os.path.join(prefix, "share", "man", "man1", f"{name}.1.gz")
         p = run(["man", "-P", "cat", "-l", page], dict(env, MANWIDTH="100", MAN_KEEP_FORMATTING=""))
         check(p.stdout.startswith(name.upper() + "(1)"), f"man -l {name}.1 begins {p.stdout[:60]!r}")
         check("warning" not in p.stderr, f"man -l {name}.1: {p.stderr.strip()}")  # e.g. a line troff cannot break
