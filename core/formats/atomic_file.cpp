@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <streambuf>
 #include <vector>
 
@@ -108,6 +110,34 @@ class FdBuffer : public std::streambuf {
   int error_ = 0;
 };
 
+// A new file `folder`/.attnscope-XXXXXX (six random letters or digits, as mkstemp makes them), open
+// for writing, its path in *path; -1 with errno set when none can be made. Its name is journaled
+// before the file exists (the `created` hook), so a kill at any moment after it appears leaves it
+// listed for the next start's clean-up; mkstemp would make it first, and a kill before the journal
+// was written left it behind for good. A name taken already is unlisted again and another drawn.
+int createTemporaryFile(const fs::path& folder, std::string* path) {
+  static constexpr char kLetters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  thread_local std::mt19937_64 draw(std::random_device{}() ^
+                                    (static_cast<std::uint64_t>(::getpid()) << 32) ^
+                                    static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string name = kTemporaryFilePrefix;
+    for (int i = 0; i < 6; ++i) name += kLetters[draw() % (sizeof(kLetters) - 1)];
+    *path = (folder / name).string();
+    tell(true, *path);
+    const int fd = ::open(path->c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) return fd;
+    const int err = errno;
+    tell(false, *path);  // not ours: the clean-up must never remove it
+    if (err != EEXIST) {
+      errno = err;
+      return -1;
+    }
+  }
+  errno = EEXIST;
+  return -1;
+}
+
 }  // namespace
 
 FileStamp fileStamp(const std::string& path) {
@@ -146,10 +176,9 @@ std::string writableTarget(const std::string& path) {
 void writeFileAtomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
   const fs::path target = writableTarget(path);
   const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  std::string tmp = (folder / (std::string(kTemporaryFilePrefix) + "XXXXXX")).string();
-  const int fd = ::mkstemp(tmp.data());
+  std::string tmp;
+  const int fd = createTemporaryFile(folder, &tmp);
   if (fd < 0) fail(path, std::string("cannot write (") + std::strerror(errno) + "); the previous file is unchanged");
-  tell(true, tmp);
   bool open = true;
   auto discard = [&] {
     if (open) ::close(fd);

@@ -42,7 +42,7 @@ FileStamp fileStamp(const std::string& path);  // following symbolic links; exis
 // §3.5). The journal is the state folder's business (app/state/session_files.h); the core only says
 // when a temporary file comes and goes. Both hooks are optional and must not throw.
 struct TemporaryFileHooks {
-  std::function<void(const std::string& path)> created;  // after mkstemp made it
+  std::function<void(const std::string& path)> created;  // before it is made (it may never be)
   std::function<void(const std::string& path)> gone;     // after it was renamed or removed
 };
 void setTemporaryFileHooks(TemporaryFileHooks hooks);

@@ -27,6 +27,8 @@ std::string stateFolder() {
 
 namespace {
 
+constexpr const char* kEndOfList = ".\n";  // the line after the last name
+
 // This process's journal: the temporary files in flight, rewritten whole at each change (a few
 // lines), under an exclusive flock held until the process ends (a crash or a kill releases it).
 class Journal {
@@ -59,13 +61,17 @@ class Journal {
     if (fd_ < 0 && !open()) return;
     std::string text;
     for (const std::string& f : files_) text += f + "\n";
-    if (::ftruncate(fd_, 0) != 0) return;
+    text += kEndOfList;
+    // Written over the old list, then cut to length: a kill between the two leaves the new list,
+    // its end line, then the old one's tail (which the clean-up never reads), and never an empty
+    // journal while a file is in flight.
     ssize_t at = 0;
     while (at < static_cast<ssize_t>(text.size())) {
       const ssize_t n = ::pwrite(fd_, text.data() + at, text.size() - static_cast<std::size_t>(at), at);
       if (n <= 0) return;
       at += n;
     }
+    (void)::ftruncate(fd_, static_cast<off_t>(text.size()));
   }
   bool open() {
     if (tried_) return false;
@@ -120,7 +126,7 @@ int removeAbandonedTemporaryFiles(const std::string& folder) {
     }
     std::ifstream in(entry.path());
     std::string line;
-    while (std::getline(in, line)) {
+    while (std::getline(in, line) && line + "\n" != kEndOfList) {
       const fs::path p(line);
       struct stat st;
       if (!p.is_absolute() || p.filename().string().rfind(kTemporaryFilePrefix, 0) != 0) continue;

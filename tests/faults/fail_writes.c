@@ -1,7 +1,7 @@
 /* fail_writes: an LD_PRELOAD shim that makes the calls of a file save fail on purpose, so tests can
  * check that a failed save loses nothing (tests/faults/test_save_faults.py).
  *
- * It wraps what writeFileAtomically (core/formats/workspace.cpp) calls: mkstemp, open, fchmod,
+ * It wraps what writeFileAtomically (core/formats/atomic_file.cpp) calls: open, fchmod,
  * write, fsync, close and rename (std::rename and std::filesystem::rename end in rename). Each
  * wrapper forwards to the next definition (dlsym(RTLD_NEXT, …): libc, or a sanitizer's interceptor)
  * unless a rule says that this call fails.
@@ -9,7 +9,9 @@
  * Configuration, read once from the environment:
  *   ATTNSCOPE_FAULT      rules, comma-separated: OP:ERR:N  (the Nth matching call of OP fails)
  *                                               OP:ERR:N+ (the Nth and every later one)
- *                        OP   write | fsync | close | rename | mkstemp | open | fchmod
+ *                        OP   write | fsync | close | rename | create | open | fchmod
+ *                             create: the temporary file's creation (an open with O_CREAT|O_EXCL
+ *                             of a name starting ".attnscope-", or mkstemp); open: every other open
  *                        ERR  ENOSPC, EACCES, EIO, EINTR, EDQUOT, EROFS, EPERM, EFBIG, EBADF, or a
  *                             number; SHORT (write only): the call writes half of its bytes (at
  *                             least one) and returns that count, as a disk that fills up does
@@ -18,14 +20,14 @@
  *   ATTNSCOPE_FAULT_DIR  only paths under this prefix match (absolute; relative paths given to the
  *                        calls are taken from the current folder). Calls on a file descriptor
  *                        (write, fsync, close, fchmod) match when the descriptor came from a
- *                        matching mkstemp or open. Unset: nothing matches by path.
+ *                        matching create or open. Unset: nothing matches by path.
  *   ATTNSCOPE_FAULT_FD   a descriptor number whose write/fsync/close/fchmod calls match as well.
  *   ATTNSCOPE_FAULT_LOG  a file: one line per injected fault ("fail OP ERR call N: PATH|fd K"), and
  *                        with ATTNSCOPE_FAULT_TRACE=1 one per matching call ("call OP N: …").
  * Counts are per operation over matching calls only, from 1, for the whole process.
  *
  * A close that is made to fail still closes the descriptor (as Linux's close does even when it
- * reports an error), so a failing close leaks nothing. A failing mkstemp creates no file.
+ * reports an error), so a failing close leaks nothing. A failing create makes no file.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -42,8 +44,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-enum { OP_WRITE, OP_FSYNC, OP_CLOSE, OP_RENAME, OP_MKSTEMP, OP_OPEN, OP_FCHMOD, OP_COUNT };
-static const char *const kOpNames[OP_COUNT] = {"write", "fsync", "close", "rename", "mkstemp", "open", "fchmod"};
+enum { OP_WRITE, OP_FSYNC, OP_CLOSE, OP_RENAME, OP_CREATE, OP_OPEN, OP_FCHMOD, OP_COUNT };
+static const char *const kOpNames[OP_COUNT] = {"write", "fsync", "close", "rename", "create", "open", "fchmod"};
 
 #define ERR_SHORT (-1) /* a short write, not an error */
 #define MAX_RULES 16
@@ -64,7 +66,7 @@ static int fault_fd = -1;
 static char log_path[PATH_MAX];
 static int trace_calls;
 static atomic_long calls[OP_COUNT];
-static atomic_uchar tracked[MAX_FD]; /* descriptors from a matching mkstemp or open */
+static atomic_uchar tracked[MAX_FD]; /* descriptors from a matching create or open */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static ssize_t (*real_write)(int, const void *, size_t);
@@ -287,7 +289,7 @@ int rename(const char *from, const char *to) {
 
 static int wrapMkstemp(int (*real)(char *), char *templ) {
   if (pathMatches(templ)) {
-    const int err = decide(OP_MKSTEMP, templ, -1);
+    const int err = decide(OP_CREATE, templ, -1);
     if (err > 0) {
       errno = err;
       return -1;
@@ -309,9 +311,16 @@ int mkstemp64(char *templ) {
   return wrapMkstemp(real_mkstemp64 ? real_mkstemp64 : real_mkstemp, templ);
 }
 
+/* writeFileAtomically's temporary file: made new (O_EXCL) under the ".attnscope-" prefix. */
+static int isTemporaryCreation(const char *path, int flags) {
+  const char *slash = strrchr(path, '/');
+  const char *name = slash ? slash + 1 : path;
+  return (flags & O_CREAT) && (flags & O_EXCL) && strncmp(name, ".attnscope-", 11) == 0;
+}
+
 static int wrapOpen(int (*real)(const char *, int, ...), const char *path, int flags, mode_t mode) {
   if (pathMatches(path)) {
-    const int err = decide(OP_OPEN, path, -1);
+    const int err = decide(isTemporaryCreation(path, flags) ? OP_CREATE : OP_OPEN, path, -1);
     if (err > 0) {
       errno = err;
       return -1;

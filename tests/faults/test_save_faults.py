@@ -1,11 +1,11 @@
 """Saving never loses the user's work: failed saves, a dying process, symlinks, long names, permissions.
 
 Every save goes through writeFileAtomically (core/formats/workspace.cpp): a temporary file
-`.attnscope-XXXXXX` beside the target (mkstemp), fchmod to the target's mode, write, fsync, close,
+`.attnscope-XXXXXX` beside the target (created with O_EXCL: op `create`), fchmod to the target's mode, write, fsync, close,
 rename over the target (through symlinks), fsync of the folder. This test checks, with
 fault_save_driver (saveWorkspace) and the app:
 
-1. injected failures (the fail_writes LD_PRELOAD shim): ENOSPC, EACCES and EIO on mkstemp, fchmod,
+1. injected failures (the fail_writes LD_PRELOAD shim): ENOSPC, EACCES and EIO on create, fchmod,
    write, fsync, close and rename, a short write followed by ENOSPC, a failure on a later save: the
    driver fails with exactly one `error: PATH: … (strerror); the previous file is unchanged` line, the
    previous file is byte-identical with its mode, and no `.attnscope-*` file is left. Failures after
@@ -14,7 +14,7 @@ fault_save_driver (saveWorkspace) and the app:
    quit]` under the shim exits 2 with `error: command 1 (save): Not saved: …`, does not crash, WS
    unchanged, no temp file. After a failed save the document stays unsaved (quit asks), the autosave
    holds the edit and the next session recovers it. Interactive sessions whose autosave writes all
-   fail (ENOSPC, or mkstemp failing) carry on, save to their file, and quit normally.
+   fail (ENOSPC, or create failing) carry on, save to their file, and quit normally.
 3. SIGKILL at random points (seeded delays of 1–200 ms after the driver has loaded its input) of a
    driver saving an ~8 MB workspace (1024 × 768 embeddings; --big-rows) in a loop, alternating
    between contents A and B over a file holding B: after every kill the file parses and is exactly A
@@ -48,7 +48,7 @@ TEMP_PREFIX = ".attnscope-"
 ERRNOS = ("ENOSPC", "EACCES", "EIO")
 # The message each failing call gives (writeFileAtomically).
 OP_MESSAGE = {
-    "mkstemp": "cannot write",
+    "create": "cannot write",
     "fchmod": "cannot set permissions",
     "write": "write failed",
     "fsync": "write failed",
@@ -159,7 +159,7 @@ def driver_faults(r, sources):
     cases = intact = 0
     small, book, big = sources["multihead"], sources["book"], sources["big"]
     plan = []  # (source, fault, expect_ok, extra args, previous-file mode, description)
-    for i, op in enumerate(("mkstemp", "fchmod", "write", "fsync", "close", "rename")):
+    for i, op in enumerate(("create", "fchmod", "write", "fsync", "close", "rename")):
         for j, err in enumerate(ERRNOS):
             src = small if (i + j) % 2 == 0 else book
             plan.append((src, f"{op}:{err}:1", False, (), 0o600 if j == 1 else 0o644, f"{op} {err}"))
@@ -169,7 +169,7 @@ def driver_faults(r, sources):
                  "2nd save of 3 fails"))
     plan.append((small, "rename:EIO:3", False, ("--times", 5, "--seed", 11, "--alternate", 12), 0o640,
                  "3rd save of 5 fails at rename"))
-    for fault in ("write:SHORT:1,write:ENOSPC:2", "fsync:EIO:1", "rename:ENOSPC:1", "mkstemp:ENOSPC:1"):
+    for fault in ("write:SHORT:1,write:ENOSPC:2", "fsync:EIO:1", "rename:ENOSPC:1", "create:ENOSPC:1"):
         plan.append((big, fault, False, (), 0o644, f"large workspace, {fault}"))
     # Not errors for the save: EINTR is retried; after the rename the new file is in place.
     plan.append((small, "write:EINTR:1", True, (), 0o644, "write EINTR (retried)"))
@@ -251,8 +251,8 @@ def app_faults(r, sources):
         check(json.loads(read(ws))["model"]["seed"] == 7, "app without faults: the file was not saved with seed 7")
         check(temps(d) == [], f"app without faults: temp files left: {temps(d)}")
 
-        cases = [("write", "ENOSPC"), ("write", "EACCES"), ("write", "EIO"), ("mkstemp", "ENOSPC"),
-                 ("mkstemp", "EACCES"), ("fchmod", "EACCES"), ("fsync", "EIO"), ("fsync", "ENOSPC"),
+        cases = [("write", "ENOSPC"), ("write", "EACCES"), ("write", "EIO"), ("create", "ENOSPC"),
+                 ("create", "EACCES"), ("fchmod", "EACCES"), ("fsync", "EIO"), ("fsync", "ENOSPC"),
                  ("close", "EIO"), ("rename", "EACCES"), ("rename", "EIO")]
         for op, err in cases:
             d = r.folder("app")
@@ -331,7 +331,7 @@ def app_faults(r, sources):
         for e in edits:
             session += [e] + steps
         session += [{"do": "save"}, {"do": "set", "field": "seed", "value": 9}] + steps + [{"do": "quit", "discard": True}]
-        for fault in ("write:ENOSPC:1+", "mkstemp:ENOSPC:1+"):
+        for fault in ("write:ENOSPC:1+", "create:ENOSPC:1+"):
             d = r.folder("autosave")
             ws = os.path.join(d, "ws.json")
             write(ws, read(sources["multihead"]))
@@ -369,7 +369,7 @@ def kills(r, sources, count, seed):
     """SIGKILL of a driver saving a large workspace in a loop, A, B, A, … over a file holding B.
     Every fifth kill hits the whole saveWorkspace (its serialization takes most of the time, so the kill
     mostly lands there); the others hit a driver that writes the saved bytes of A and B in turn with
-    writeFileAtomically (--verbatim), so the kill lands in the file operations: mkstemp … rename, fsync."""
+    writeFileAtomically (--verbatim), so the kill lands in the file operations: create … rename, fsync."""
     rng = random.Random(seed)
     big = sources["big"]
     a = r.expected(big, "--seed", 1)
@@ -413,7 +413,7 @@ def kills(r, sources, count, seed):
         names = sorted(os.listdir(d))
         leftovers = [n for n in names if n != "big.json"]
         check(all(n.startswith(TEMP_PREFIX) for n in leftovers), f"kill {k}: stray files {leftovers}")
-        if leftovers:  # the kill came between mkstemp and rename
+        if leftovers:  # the kill came between create and rename
             stats["mid"] += 1
             stats["full_mid"] += full
             stats["left"] += len(leftovers)

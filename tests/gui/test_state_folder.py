@@ -172,7 +172,7 @@ def autosave_cannot_write(exe, display, folder, shim):
     os.makedirs(os.path.join(state, "attnscope"))
     cmds = write_commands(folder, "edit-full", [{"do": "set_cell", "row": 1, "col": 0, "value": 0.6}])
     old = dict(os.environ)
-    os.environ.update({"LD_PRELOAD": shim, "ATTNSCOPE_FAULT": "mkstemp:ENOSPC:1+",
+    os.environ.update({"LD_PRELOAD": shim, "ATTNSCOPE_FAULT": "create:ENOSPC:1+",
                        "ATTNSCOPE_FAULT_DIR": os.path.join(state, "attnscope")})
     try:
         app = App(exe, display, ["--commands", cmds], state_dir=state)

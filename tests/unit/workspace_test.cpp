@@ -24,6 +24,7 @@
 #include "engine/errors.h"
 #include "reference.h"
 #include "test_support.h"
+#include "formats/atomic_file.h"
 #include "formats/json_format.h"
 #include "formats/workspace.h"
 
@@ -367,6 +368,32 @@ TEST(WorkspaceSave, AFailedWriteKeepsTheOldFile) {
   EXPECT_NE(message.find(path), std::string::npos) << message;
   EXPECT_EQ(readFile(path), old) << "the previous file was damaged";
   EXPECT_EQ(dir.entries(), std::set<std::string>{"ws.json"}) << "a temporary file was left";
+}
+
+// A temporary file is journaled before it exists (docs/DESIGN.md §3.5 "Temporary files"): a kill
+// at any moment it is on disk leaves it listed for the next start. With mkstemp the file came
+// first and the journal after it, and a kill between the two (caught under ASan) left it for good.
+TEST(WorkspaceSave, TemporaryFilesAreJournaledBeforeTheyExist) {
+  TempDir dir;
+  const std::string path = dir.path + "/ws.json";
+  std::vector<std::string> created, existed_when_told, gone;
+  TemporaryFileHooks hooks;
+  hooks.created = [&](const std::string& tmp) {
+    created.push_back(tmp);
+    struct stat st;
+    if (::lstat(tmp.c_str(), &st) == 0) existed_when_told.push_back(tmp);
+  };
+  hooks.gone = [&](const std::string& tmp) { gone.push_back(tmp); };
+  setTemporaryFileHooks(hooks);
+  saveWorkspace(path, bookExample());
+  setTemporaryFileHooks({});
+  ASSERT_EQ(created.size(), 1u);
+  EXPECT_TRUE(existed_when_told.empty()) << created[0] << " was made before it was journaled";
+  EXPECT_EQ(gone, created) << "the temporary file was not unlisted after the rename";
+  const std::string name = created[0].substr(created[0].rfind('/') + 1);
+  EXPECT_EQ(name.rfind(kTemporaryFilePrefix, 0), 0u) << name;
+  EXPECT_EQ(name.size(), std::string(kTemporaryFilePrefix).size() + 6) << name;
+  EXPECT_EQ(dir.entries(), std::set<std::string>{"ws.json"});
 }
 
 TEST(WorkspaceSave, IntoAReadOnlyFolderWhenNotRoot) {
