@@ -138,6 +138,9 @@ int parseOptions(int argc, char** argv, AppOptions& o) {
       ->delimiter(',')
       ->needs(bench);
   cli.add_option("--bench-edits", o.bench_edits, "edits per preset (default 200)")->check(CLI::Range(1, 100000))->needs(bench);
+  cli.add_option("--memory-budget", o.memory_budget_mib,
+                 "refuse workspaces estimated to need more (MiB; default 1024), as attnscope-cli does")
+      ->check(CLI::Range(1.0, 1048576.0));
   cli.add_option("--bench-gap-ms", o.bench_gap_ms, "frames drawn this long after a result before the next edit (default 0)")
       ->check(CLI::Range(0, 60000))
       ->needs(bench);
@@ -279,17 +282,20 @@ int main(int argc, char** argv) {
     bench.emplace(std::move(b));
   }
   const bool unattended = headless || bench;
-  Document document;
+  const Limits limits = App::limits(static_cast<std::int64_t>(options.memory_budget_mib * (1 << 20)));
+  Document document(bookExample(), "", false, limits);
   std::optional<CommandScript> script;
   try {
     if (!options.open_path.empty()) {
-      Workspace ws = loadWorkspace(options.open_path);
+      Workspace ws = loadWorkspace(options.open_path, limits);  // what the app will hold
       const std::string file = isPng(options.open_path) ? "" : documentPath(options.open_path);
-      document = Document(std::move(ws), file);
+      document = Document(std::move(ws), file, false, limits);
     }
     if (!options.commands_path.empty()) script.emplace(readCommands(options.commands_path));
     if (!options.lesson_path.empty()) {  // checked whole before a window opens: one line, exit 2
-      const Lesson lesson = LessonPanel::load(options.lesson_path, document.workspace());
+      LessonCheck check;
+      check.limits = limits;  // what the app may hold, as lesson_open checks it
+      const Lesson lesson = LessonPanel::load(options.lesson_path, document.workspace(), check);
       try {
         checkLessonStep(lesson, options.lesson_step);
       } catch (const InputError& e) {

@@ -24,6 +24,7 @@ namespace fs = std::filesystem;
 
 App::App(Document document, ViewState view, bool interactive, WindowHooks hooks)
     : doc_(std::move(document)),
+      base_limits_(doc_.limits()),
       view_(std::move(view)),
       exec_{true, 0},  // the parallel path, one thread per processor
       interactive_(interactive),
@@ -32,6 +33,35 @@ App::App(Document document, ViewState view, bool interactive, WindowHooks hooks)
   if (view_.screenshot_dir.empty()) view_.screenshot_dir = defaultScreenshotFolder();
   clampView();
   applied_text_size_ = view_.text_size;  // main rasterized the fonts for it
+}
+
+// What a pinned result holds while B is edited: its maps (one element's, as its trace kept them) and,
+// at most, a difference map of every T × T stage of every head beside them in the Compare tab.
+std::int64_t App::pinnedBytes(const Snapshot& a) {
+  const Workspace& in = *a.inputs;
+  const int T = static_cast<int>(in.embeddings.rows()), d_in = static_cast<int>(in.embeddings.cols());
+  std::int64_t square_stages = 0;
+  for (const StageInfo& s : stageTable()) square_stages += s.square && s.heatmap ? 1 : 0;
+  return estimateCost(in.model, T, d_in, 1).map_bytes +
+         square_stages * headCount(in.model) * static_cast<std::int64_t>(T) * T * static_cast<std::int64_t>(sizeof(float));
+}
+
+Limits App::limits(std::int64_t memory_budget_bytes) {
+  Limits l;
+  l.traced_elements = 2;
+  l.max_memory_bytes = memory_budget_bytes;
+  return l;
+}
+
+void App::holdBeside(std::int64_t held) {
+  Limits l = base_limits_;
+  l.held_bytes = held;
+  try {
+    doc_.setLimits(l);
+  } catch (const InputError& e) {
+    throw InputError(std::string("Not pinned: holding this result as A as well would pass the memory budget (") +
+                     e.what() + ")");
+  }
 }
 
 void App::syncTextSize() {
@@ -297,6 +327,9 @@ void App::applyApp(const Command& c, double now) {
     showToast("Saved " + path, false, now);
   } else if (n == "pin") {  // the newest result (update() waited for it)
     if (!snapshot_) throw InputError("nothing computed yet: nothing to pin");
+    // A holds its maps while B is edited, and Compare draws B − A beside them: that is counted
+    // against the budget from now on, so every edit while pinned is checked with it.
+    holdBeside(pinnedBytes(*snapshot_));
     pinned_ = snapshot_;
     view_.tab = "compare";
     showToast("Pinned as A: change anything, the Compare tab shows A, B and B − A", false, now);
@@ -304,6 +337,7 @@ void App::applyApp(const Command& c, double now) {
     if (!pinned_) throw InputError("nothing is pinned");
     pinned_.reset();
     compare_.reset();
+    holdBeside(0);
     if (view_.tab == "compare") view_.tab = "heatmaps";
   } else if (n == "swap") {  // A's settings become the document's, B is pinned in its place
     if (!pinned_) throw InputError("nothing is pinned: pin a result as A first");
@@ -313,6 +347,11 @@ void App::applyApp(const Command& c, double now) {
     load.script_index = c.script_index;
     apply(load, now);
     pinned_ = b;
+    try {
+      holdBeside(pinnedBytes(*b));  // B is A now: what it holds is counted
+    } catch (const InputError&) {
+      // A fitted beside B before, and B beside A: the limits of the pin before the swap stay
+    }
     view_.tab = "compare";
   } else if (n == "save") {
     // Ctrl+S while typing: the typed value first. (A save with a path comes from the Save as

@@ -58,6 +58,12 @@ struct WindowHooks {
 class App {
  public:
   App(Document document, ViewState view, bool interactive, WindowHooks hooks);
+  // The app's limits for a memory budget (--memory-budget; docs/DESIGN.md §2.4 "What the app
+  // holds"): the maps of the element shown are held twice, the snapshot on screen and the one
+  // computing; everything the app opens is checked against them, and a pinned result adds what it
+  // holds. The App keeps the document's limits at construction as its base.
+  static Limits limits(std::int64_t memory_budget_bytes = Limits{}.max_memory_bytes);
+  static std::int64_t pinnedBytes(const Snapshot& a);  // what pinning `a` holds (Limits::held_bytes)
 
   CommandQueue& commands() { return queue_; }
   bool idle() const { return queue_.empty(); }  // every queued command applied
@@ -108,6 +114,9 @@ class App {
 
  private:
   void apply(const Command& c, double now);  // throws InputError
+  // The document's limits with `held` bytes held besides (a pinned result), or none; InputError
+  // "Not pinned: …" when the workspace does not fit them, and nothing changes.
+  void holdBeside(std::int64_t held);
   void applyView(const Command& c, double now);
   void applyApp(const Command& c, double now);
   void applyLesson(const Command& c, double now);  // lesson_open, lesson_step, lesson_next, …
@@ -140,6 +149,7 @@ class App {
   std::string captionText(const CaptureSpec& spec) const;
 
   Document doc_;
+  Limits base_limits_;  // the document's at start: the budget, nothing held besides
   ViewState view_;
   ExecutionOptions exec_;
   bool interactive_;

@@ -29,10 +29,47 @@ namespace attnscope {
 
 namespace {
 
+// The part of a map a texture holds, and how coarsely: `step` × `step` cells a texel (docs/DESIGN.md
+// §3.4 "Textures"). A texture never needs more texels than its tile has pixels: a 4096-token map in
+// a 500-px tile is coloured 8 × 8 cells a texel (each texel the mean colour of its cells, as a
+// mipmap would), and a zoomed-in window of it at full resolution, so what a texture holds is
+// bounded by the screen, not by T (full-resolution textures of 4096² maps took a gigabyte).
+struct TextureRegion {
+  int row0 = 0, col0 = 0, rows = 0, cols = 0;  // in cells
+  int step = 1;                                // cells per texel side
+  bool operator==(const TextureRegion& o) const {
+    return row0 == o.row0 && col0 == o.col0 && rows == o.rows && cols == o.cols && step == o.step;
+  }
+  bool covers(int r0, int nr, int c0, int nc) const {
+    return r0 >= row0 && c0 >= col0 && r0 + nr <= row0 + rows && c0 + nc <= col0 + cols;
+  }
+};
+
+// Maps up to this many cells are coloured whole at full resolution (2048², 16 MB of texels).
+constexpr std::int64_t kWholeMapCells = std::int64_t{2048} * 2048;
+constexpr int kRegionBlock = 256;  // a zoomed window's region is whole blocks: panning within keeps it
+
+TextureRegion textureRegion(int rows, int cols, int r0, int nr, int c0, int nc, float px_w, float px_h) {
+  // Cells per screen pixel of the window, in the direction with more of them.
+  const double per_px = std::max(nc / std::max(px_w, 1.0f), nr / std::max(px_h, 1.0f));
+  const int step = std::max(1, static_cast<int>(std::floor(per_px)));
+  const auto blocks = [&](int at, int n, int total) {  // [first, end) in whole blocks
+    const int first = at / kRegionBlock * kRegionBlock;
+    return std::make_pair(first, std::min(total, (at + n + kRegionBlock - 1) / kRegionBlock * kRegionBlock));
+  };
+  TextureRegion r{0, 0, rows, cols, step};
+  if (static_cast<std::int64_t>(rows / step) * (cols / step) <= kWholeMapCells) return r;  // the whole map
+  const auto [rf, re] = blocks(r0, nr, rows);
+  const auto [cf, ce] = blocks(c0, nc, cols);
+  return TextureRegion{rf, cf, re - rf, ce - cf, step};
+}
+
 struct CachedTexture {
   GLuint id = 0;
-  std::uint64_t key = 0;          // what the texture shows
+  std::uint64_t key = 0;          // what the texture shows (values, colours)
+  TextureRegion region;           // … of which part, how coarsely
   std::uint64_t pending_key = 0;  // what the baker is colouring for it, 0 = nothing
+  TextureRegion pending_region;
   int last_used = 0;
 };
 std::unordered_map<std::string, CachedTexture> textures;
@@ -60,36 +97,58 @@ std::uint64_t textureKey(const HeatmapSpec& s) {
   return h | 1;  // never 0, which means "none"
 }
 
-// A map's colours, one RGBA texel per cell.
+// A map's colours over a region: one RGBA texel per `step` × `step` cells.
 struct Colouring {
   std::string id;
   std::uint64_t key;
+  TextureRegion region;
   std::shared_ptr<const void> owner;  // keeps `values`' sources alive while a thread reads them
   StageMap values;                    // read only while `owner` is held
   ValueRange range;
   Colormap colormap;
   ColourScale scale;
   ImU32 masked;
-  std::vector<std::uint32_t> pixels;  // the result, rows × cols
+  std::vector<std::uint32_t> pixels;  // the result, rows × cols texels
   int rows = 0, cols = 0;
 };
 
 void colour(Colouring& c) {
   const StageMap& m = c.values;
-  c.rows = static_cast<int>(m.rows());
-  c.cols = static_cast<int>(m.cols());
+  const TextureRegion& g = c.region;
+  const int step = g.step;
+  c.rows = (g.rows + step - 1) / step;
+  c.cols = (g.cols + step - 1) / step;
   const auto& table = colormapTable(c.colormap);
   std::array<std::uint32_t, 256> texel;
   for (std::size_t k = 0; k < texel.size(); ++k) texel[k] = toImColor(table[k]);
-  c.pixels.resize(static_cast<std::size_t>(m.size()));
-  // A row at a time: its values (derived stages computed here), their table indices, the texels.
-  std::vector<float> row(static_cast<std::size_t>(c.cols));
+  c.pixels.assign(static_cast<std::size_t>(c.rows) * static_cast<std::size_t>(c.cols), 0);
+  // A row at a time: its values (derived stages computed here), their table indices, the colours;
+  // with step > 1 the colours of a block's cells summed and averaged (the masked colour included).
+  std::vector<float> row(static_cast<std::size_t>(m.cols()));
   std::vector<std::uint8_t> index(row.size());
-  for (int i = 0; i < c.rows; ++i) {
-    m.readRow(i, row.data());
-    rowIndices(row.data(), row.size(), c.range, c.scale, c.colormap == Colormap::Coolwarm, index.data());
-    std::uint32_t* out = c.pixels.data() + static_cast<std::size_t>(i) * row.size();
-    for (std::size_t j = 0; j < row.size(); ++j) out[j] = isMasked(row[j]) ? c.masked : texel[index[j]];
+  std::vector<std::uint32_t> sum(static_cast<std::size_t>(c.cols) * 3);
+  std::vector<std::uint32_t> count(static_cast<std::size_t>(c.cols));
+  for (int ti = 0; ti < c.rows; ++ti) {
+    std::fill(sum.begin(), sum.end(), 0u);
+    std::fill(count.begin(), count.end(), 0u);
+    for (int i = g.row0 + ti * step; i < std::min(g.row0 + (ti + 1) * step, g.row0 + g.rows); ++i) {
+      m.readRow(i, row.data());
+      rowIndices(row.data(), row.size(), c.range, c.scale, c.colormap == Colormap::Coolwarm, index.data());
+      for (int j = g.col0; j < g.col0 + g.cols; ++j) {
+        const std::uint32_t rgba = isMasked(row[static_cast<std::size_t>(j)]) ? c.masked : texel[index[static_cast<std::size_t>(j)]];
+        const std::size_t t = static_cast<std::size_t>((j - g.col0) / step);
+        sum[3 * t] += rgba & 0xFF;
+        sum[3 * t + 1] += (rgba >> 8) & 0xFF;
+        sum[3 * t + 2] += (rgba >> 16) & 0xFF;
+        ++count[t];
+      }
+    }
+    std::uint32_t* out = c.pixels.data() + static_cast<std::size_t>(ti) * static_cast<std::size_t>(c.cols);
+    for (int t = 0; t < c.cols; ++t) {
+      const std::uint32_t n = std::max(count[static_cast<std::size_t>(t)], 1u);
+      const std::size_t k = static_cast<std::size_t>(t);
+      out[t] = IM_COL32((sum[3 * k] + n / 2) / n, (sum[3 * k + 1] + n / 2) / n, (sum[3 * k + 2] + n / 2) / n, 255);
+    }
   }
 }
 
@@ -169,26 +228,42 @@ void upload(CachedTexture& t, const Colouring& c) {
   glPixelStorei(GL_UNPACK_ALIGNMENT, 1);
   glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA8, c.cols, c.rows, 0, GL_RGBA, GL_UNSIGNED_BYTE, c.pixels.data());
   t.key = c.key;
+  t.region = c.region;
   t.pending_key = 0;
 }
 
-// The map's texture, or 0 while the baker colours it.
-GLuint texture(const HeatmapSpec& s) {
+// The texture that shows the map's window [r0, r0 + nr) × [c0, c0 + nc), drawn `px_w` × `px_h`
+// pixels large, and the region it holds; id 0 while the baker colours it. While only the region
+// changes (a zoom, a pan) the texture of the old region stays on screen, mapped where it lies.
+struct ShownTexture {
+  GLuint id = 0;
+  TextureRegion region;
+};
+ShownTexture texture(const HeatmapSpec& s, int r0, int nr, int c0, int nc, float px_w, float px_h) {
   CachedTexture& t = textures[s.id];
   t.last_used = frame_counter;
   const std::uint64_t key = textureKey(s);
-  if (t.id != 0 && t.key == key) return t.id;
-  Colouring job{s.id, key, s.owner, s.values, s.range, s.colormap, s.scale, theme().masked_cell, {}};
-  if (!synchronous && s.owner && s.values.size() >= kBakeAsyncCells) {
-    if (t.pending_key != key) {
+  const TextureRegion want = textureRegion(static_cast<int>(s.values.rows()), static_cast<int>(s.values.cols()), r0, nr,
+                                           c0, nc, px_w, px_h);
+  // The texture made for this window still serves: the same colours, covering the window, no
+  // coarser than needed (a finer one serves too: GL_LINEAR shrinks it).
+  if (t.id != 0 && t.key == key && t.region.covers(r0, nr, c0, nc) && t.region.step <= want.step &&
+      (t.region == want || t.region.step == want.step))
+    return {t.id, t.region};
+  Colouring job{s.id, key, want, s.owner, s.values, s.range, s.colormap, s.scale, theme().masked_cell, {}, 0, 0};
+  const std::int64_t cells = static_cast<std::int64_t>(want.rows) * want.cols;
+  if (!synchronous && s.owner && cells >= kBakeAsyncCells) {
+    if (t.pending_key != key || !(t.pending_region == want)) {
       t.pending_key = key;
+      t.pending_region = want;
       baker.submit(std::move(job));
     }
-    return 0;
+    if (t.id != 0 && t.key == key) return {t.id, t.region};  // the same colours, another region: meanwhile
+    return {};
   }
   colour(job);
   upload(t, job);
-  return t.id;
+  return {t.id, t.region};
 }
 
 }  // namespace
@@ -305,12 +380,23 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   const ImVec2 p1(p0.x + cell * nc, p0.y + cell * nr);
   auto cellMin = [&](int i, int j) { return ImVec2(p0.x + (j - c0) * cell, p0.y + (i - r0) * cell); };
 
-  // Cells: the texture's window, magnified without blur.
-  const ImVec2 uv0(static_cast<float>(c0) / cols, static_cast<float>(r0) / rows);
-  const ImVec2 uv1(static_cast<float>(c0 + nc) / cols, static_cast<float>(r0 + nr) / rows);
+  // Cells: the window of the texture's region, magnified without blur. A texture of another region
+  // (shown while its successor is coloured) is drawn where it lies, clipped to the window.
+  const ShownTexture shown = in_view ? texture(s, r0, nr, c0, nc, p1.x - p0.x, p1.y - p0.y) : ShownTexture{};
   if (!in_view) {
-  } else if (const GLuint tex = texture(s)) {
-    draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(tex)), p0, p1, uv0, uv1);
+  } else if (shown.id) {
+    const TextureRegion& g = shown.region;
+    const int ar0 = std::max(r0, g.row0), ar1 = std::min(r0 + nr, g.row0 + g.rows);
+    const int ac0 = std::max(c0, g.col0), ac1 = std::min(c0 + nc, g.col0 + g.cols);
+    if (ar1 > ar0 && ac1 > ac0) {
+      // Texel coordinates: the region is ceil(rows / step) texels of `step` cells each.
+      const float tex_w = static_cast<float>((g.cols + g.step - 1) / g.step) * g.step;
+      const float tex_h = static_cast<float>((g.rows + g.step - 1) / g.step) * g.step;
+      const ImVec2 uv0((ac0 - g.col0) / tex_w, (ar0 - g.row0) / tex_h);
+      const ImVec2 uv1((ac1 - g.col0) / tex_w, (ar1 - g.row0) / tex_h);
+      draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(shown.id)), cellMin(ar0, ac0),
+                     cellMin(ar1, ac1), uv0, uv1);
+    }
   } else {  // being coloured: a quiet placeholder, never the colours of an older map
     draw->AddRectFilled(p0, p1, th.grid_line);
     draw->AddText(small, fs, ImVec2(p0.x + px(4), p0.y + px(4)), th.text_dim, "colouring…");

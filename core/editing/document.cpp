@@ -340,6 +340,11 @@ void Document::reset(Workspace ws, std::string file, bool dirty) {
   bump();
 }
 
+void Document::setLimits(const Limits& limits) {
+  validateWorkspace(ws_, limits);
+  limits_ = limits;
+}
+
 void Document::markSaved(const std::string& path) {
   saved_ = ws_;
   file_ = documentPath(path);

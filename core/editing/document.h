@@ -33,6 +33,9 @@ class Document {
   bool dirty() const { return dirty_; }              // edits since it was opened or saved
   const History& history() const { return history_; }
   const Limits& limits() const { return limits_; }
+  // Other limits from now on (the app's, while a result is pinned): the workspace must fit them,
+  // else InputError and nothing changes.
+  void setLimits(const Limits& limits);
   // What the last apply() changed beyond what the command said, for the user to see: num_heads
   // moved to fit a new d_out, a step's notebook seed replacing the user's. Empty when nothing.
   const std::string& note() const { return note_; }

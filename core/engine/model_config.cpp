@@ -203,18 +203,20 @@ void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& lim
   checkParameterValues(m, d_in);  // the user's own parameters: names and shapes (docs/DESIGN.md §2.4)
   // The budgets, decided before anything is allocated. The message names the field that drives
   // the largest part of the cost.
-  const Cost c = estimateCost(m, tokens, d_in, m.batch_size);
+  Cost c = estimateCost(m, tokens, d_in, limits.traced_elements > 0 ? limits.traced_elements : m.batch_size);
+  c.held_bytes = limits.held_bytes;
   const char* field = c.parameter_bytes >= c.map_bytes && c.parameter_bytes >= c.working_bytes
                           ? (isMultiHead(m.variant) && m.num_heads > 1 ? "num_heads" : "d_out")
-                      : m.batch_size > 1 ? "batch_size"
+                      : m.batch_size > 1 && limits.traced_elements == 0 ? "batch_size"
                       : headCount(m) > 1 ? "num_heads"
                                          : "d_out";
   if (c.bytes() > limits.max_memory_bytes)
     fail(field, "this configuration needs about " + formatBytes(static_cast<double>(c.bytes())) + " (parameters " +
                     formatBytes(static_cast<double>(c.parameter_bytes)) + ", maps " +
                     formatBytes(static_cast<double>(c.map_bytes)) + ", the rest " +
-                    formatBytes(static_cast<double>(c.working_bytes)) + "), over the memory budget of " +
-                    formatBytes(static_cast<double>(limits.max_memory_bytes)));
+                    formatBytes(static_cast<double>(c.working_bytes)) +
+                    (c.held_bytes > 0 ? ", the pinned result " + formatBytes(static_cast<double>(c.held_bytes)) : std::string()) +
+                    "), over the memory budget of " + formatBytes(static_cast<double>(limits.max_memory_bytes)));
   if (c.gflop > limits.max_gflop) {
     std::ostringstream s;
     s.precision(3);

@@ -95,6 +95,12 @@ struct Limits {
   std::int64_t max_workspace_bytes = std::int64_t{512} << 20; // a workspace file or a PNG's workspace
   std::int64_t max_memory_bytes = std::int64_t{1} << 30;      // what one computation may take (1 GiB)
   double max_gflop = 200;     // what one forward pass may cost: about a minute on one slow core
+  // What a program holds besides one computation (docs/DESIGN.md §2.4 "What the app holds"): the
+  // T × T maps of how many batch elements at once (0: every element of one trace, as the CLI does;
+  // the app holds the element shown twice, on screen and computing), and bytes held already (a
+  // result pinned in Compare and the difference maps drawn beside it).
+  int traced_elements = 0;
+  std::int64_t held_bytes = 0;
 };
 
 // What a computation costs, estimated up front from the sizes alone, so that a workspace that is
@@ -104,7 +110,8 @@ struct Cost {
   std::int64_t working_bytes = 0;    // Q, K, V, dropout draws, contexts and outputs of every element
   std::int64_t map_bytes = 0;        // the T × T maps of the traced batch elements
   double gflop = 0;                  // multiply-adds × 2 of the projections, Q Kᵀ, weights · V, out_proj
-  std::int64_t bytes() const { return parameter_bytes + working_bytes + map_bytes; }
+  std::int64_t held_bytes = 0;       // what the program holds besides (Limits::held_bytes)
+  std::int64_t bytes() const { return parameter_bytes + working_bytes + map_bytes + held_bytes; }
 };
 // `traced` batch elements keep their intermediates (the worst case, all of them, when validating).
 Cost estimateCost(const ModelConfig& m, int tokens, int d_in, int traced);

@@ -30,6 +30,7 @@
 #include "engine/errors.h"
 #include "engine/model_config.h"
 #include "formats/presets.h"
+#include "formats/tensor_import.h"
 #include "formats/workspace.h"
 #include "test_support.h"
 
@@ -775,6 +776,44 @@ TEST(Limits, WhatAnEditAcceptsOpensAgain) {
     EXPECT_GT(accepted, 0) << budget_mib;
     EXPECT_GT(refused, 0) << budget_mib;
   }
+}
+
+// What a program holds besides one computation (docs/DESIGN.md §2.4 "What the app holds"): the app
+// counts 2 elements' maps whatever the batch size, and bytes held beside (a pinned result); a
+// document whose workspace does not fit new limits keeps its old ones and everything else.
+TEST(Limits, TracedElementsAndHeldBytesCount) {
+  Workspace ws = bookExample(Variant::MultiHead);
+  ws.embeddings = Matrix::Constant(1024, 64, 0.25f);
+  ws.tokens = tokenNames({}, 1024);
+  ws.model.d_out = 64;
+  ws.model.num_heads = 8;
+  ws.model.batch_size = 8;
+  const Cost every = estimateCost(ws.model, 1024, 64, 8), two = estimateCost(ws.model, 1024, 64, 2);
+  ASSERT_GT(every.map_bytes, two.map_bytes);
+  Limits cli;  // every element traced: over a budget between the two
+  cli.max_memory_bytes = (every.bytes() + two.bytes()) / 2;
+  EXPECT_THROW(validateWorkspace(ws, cli), InputError);
+  Limits app = cli;
+  app.traced_elements = 2;
+  EXPECT_NO_THROW(validateWorkspace(ws, app));
+  Document doc(ws, "", false, app);
+  const std::uint64_t version = doc.version();
+  Limits pinned = app;
+  pinned.held_bytes = app.max_memory_bytes - two.bytes() + 1;  // one byte too many beside it
+  try {
+    doc.setLimits(pinned);
+    ADD_FAILURE() << "held bytes beyond the budget were accepted";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), "the pinned result")) << e.what();
+  }
+  EXPECT_EQ(doc.limits().held_bytes, 0);
+  EXPECT_EQ(doc.version(), version);
+  pinned.held_bytes -= 1;
+  doc.setLimits(pinned);  // exactly the budget
+  // Held, an edit that costs more is refused, and nothing changes; unheld, it goes through.
+  EXPECT_TRUE(refusedUnchanged(doc, cmd("set", {{"field", "num_heads"}, {"value", 16}}), "model.num_heads"));
+  doc.setLimits(app);
+  EXPECT_NO_THROW(doc.apply(cmd("set", {{"field", "num_heads"}, {"value", 16}})));
 }
 
 TEST(PasteEmbeddings, BadTextIsRefusedAtItsPlaceAndChangesNothing) {
