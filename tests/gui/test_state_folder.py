@@ -172,8 +172,10 @@ def autosave_cannot_write(exe, display, folder, shim):
     os.makedirs(os.path.join(state, "attnscope"))
     cmds = write_commands(folder, "edit-full", [{"do": "set_cell", "row": 1, "col": 0, "value": 0.6}])
     old = dict(os.environ)
+    # A sanitizer build: its runtime is not first in the library list once the shim is preloaded.
     os.environ.update({"LD_PRELOAD": shim, "ATTNSCOPE_FAULT": "create:ENOSPC:1+",
-                       "ATTNSCOPE_FAULT_DIR": os.path.join(state, "attnscope")})
+                       "ATTNSCOPE_FAULT_DIR": os.path.join(state, "attnscope"),
+                       "ASAN_OPTIONS": (os.environ.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")})
     try:
         app = App(exe, display, ["--commands", cmds], state_dir=state)
     finally:
