@@ -343,15 +343,28 @@ void App::applyApp(const Command& c, double now) {
     if (!pinned_) throw InputError("nothing is pinned: pin a result as A first");
     if (!snapshot_) throw InputError("nothing computed yet");
     const std::shared_ptr<const Snapshot> b = snapshot_;
+    // A's workspace must fit beside what B will hold once pinned (the totals differ from B's
+    // beside A's): checked first, so a refused swap changes nothing.
+    Limits swapped = base_limits_;
+    swapped.held_bytes = pinnedBytes(*b);
+    try {
+      validateWorkspace(*pinned_->inputs, swapped);
+    } catch (const InputError& e) {
+      throw InputError(std::string("Not swapped: A's settings beside B pinned would pass the memory budget (") +
+                       e.what() + ")");
+    }
+    const Limits before = doc_.limits();
+    doc_.setLimits(base_limits_);  // B fits the budget alone; A is loaded against it …
     Command load = makeCommand("workspace", {{"json", workspaceToJson(*pinned_->inputs)}});
     load.script_index = c.script_index;
-    apply(load, now);
-    pinned_ = b;
     try {
-      holdBeside(pinnedBytes(*b));  // B is A now: what it holds is counted
-    } catch (const InputError&) {
-      // A fitted beside B before, and B beside A: the limits of the pin before the swap stay
+      apply(load, now);
+    } catch (...) {
+      doc_.setLimits(before);
+      throw;
     }
+    pinned_ = b;
+    doc_.setLimits(swapped);  // … and held with B beside it from now on
     view_.tab = "compare";
   } else if (n == "save") {
     // Ctrl+S while typing: the typed value first. (A save with a path comes from the Save as
@@ -569,6 +582,7 @@ void App::updateEngine() {
     r.version = key.version;
     r.batch = key.batch;
     r.exec = exec_;
+    r.limits = base_limits_;  // the engine checks what the document was checked with (no pin: one trace)
     // Large maps (GPT-2: 12 heads of 1024 × 1024) come in two parts: the heads on screen (or the
     // one chosen) with the outputs first, the others just after (docs/DESIGN.md §3.3).
     const Workspace& ws = doc_.workspace();

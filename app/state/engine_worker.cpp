@@ -77,7 +77,7 @@ Trace completeTrace(const EngineRequest& req, const Snapshot& first) {
   const BatchTrace& shown = first.shown();
   for (std::size_t h = 0; h < shown.heads.size(); ++h)
     if (!shown.heads[h].hasMaps()) what.heads.push_back(static_cast<int>(h));
-  Trace t = computeTrace(req.inputs->embeddings, req.inputs->model, req.exec, what);
+  Trace t = computeTrace(req.inputs->embeddings, req.inputs->model, req.exec, what, req.limits);
   for (std::size_t b = 0; b < t.batches.size(); ++b) {
     t.batches[b].context = done.batches[b].context;
     t.batches[b].output = done.batches[b].output;
@@ -113,7 +113,7 @@ EngineResult run(const EngineRequest& req, std::uint64_t serial) {
         s->complete = false;
       else
         what.heads.clear();
-      s->trace = std::make_shared<Trace>(computeTrace(req.inputs->embeddings, req.inputs->model, req.exec, what));
+      s->trace = std::make_shared<Trace>(computeTrace(req.inputs->embeddings, req.inputs->model, req.exec, what, req.limits));
     }
     s->milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() +
                       (req.first_part ? req.first_part->milliseconds : 0.0);  // both parts of a split request

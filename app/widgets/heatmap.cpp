@@ -30,8 +30,8 @@ namespace attnscope {
 namespace {
 
 // The part of a map a texture holds, and how coarsely: `step` × `step` cells a texel (docs/DESIGN.md
-// §3.4 "Textures"). A texture never needs more texels than its tile has pixels: a 4096-token map in
-// a 500-px tile is coloured 8 × 8 cells a texel (each texel the mean colour of its cells, as a
+// §3.4 "Textures"). A texture holds about as many texels as its tile has pixels: a 4096-token map
+// in a 500-px tile is coloured 8 × 8 cells a texel (each texel the mean colour of its cells, as a
 // mipmap would), and a zoomed-in window of it at full resolution, so what a texture holds is
 // bounded by the screen, not by T (full-resolution textures of 4096² maps took a gigabyte).
 struct TextureRegion {
@@ -45,8 +45,9 @@ struct TextureRegion {
   }
 };
 
-// Maps up to this many cells are coloured whole at full resolution (2048², 16 MB of texels).
-constexpr std::int64_t kWholeMapCells = std::int64_t{2048} * 2048;
+// A map is coloured whole (panning and zooming within it keep the texture) while that takes at most
+// this many texels (1024², 4 MB: GPT-2's maps at full resolution) or 4 × its tile's pixels.
+constexpr std::int64_t kWholeMapTexels = std::int64_t{1024} * 1024;
 constexpr int kRegionBlock = 256;  // a zoomed window's region is whole blocks: panning within keeps it
 
 TextureRegion textureRegion(int rows, int cols, int r0, int nr, int c0, int nc, float px_w, float px_h) {
@@ -58,7 +59,9 @@ TextureRegion textureRegion(int rows, int cols, int r0, int nr, int c0, int nc, 
     return std::make_pair(first, std::min(total, (at + n + kRegionBlock - 1) / kRegionBlock * kRegionBlock));
   };
   TextureRegion r{0, 0, rows, cols, step};
-  if (static_cast<std::int64_t>(rows / step) * (cols / step) <= kWholeMapCells) return r;  // the whole map
+  const std::int64_t whole = static_cast<std::int64_t>((rows + step - 1) / step) * ((cols + step - 1) / step);
+  const double tile_px = static_cast<double>(std::max(px_w, 1.0f)) * std::max(px_h, 1.0f);
+  if (whole <= std::max(static_cast<double>(kWholeMapTexels), 4 * tile_px)) return r;  // the whole map
   const auto [rf, re] = blocks(r0, nr, rows);
   const auto [cf, ce] = blocks(c0, nc, cols);
   return TextureRegion{rf, cf, re - rf, ce - cf, step};
@@ -245,10 +248,9 @@ ShownTexture texture(const HeatmapSpec& s, int r0, int nr, int c0, int nc, float
   const std::uint64_t key = textureKey(s);
   const TextureRegion want = textureRegion(static_cast<int>(s.values.rows()), static_cast<int>(s.values.cols()), r0, nr,
                                            c0, nc, px_w, px_h);
-  // The texture made for this window still serves: the same colours, covering the window, no
-  // coarser than needed (a finer one serves too: GL_LINEAR shrinks it).
-  if (t.id != 0 && t.key == key && t.region.covers(r0, nr, c0, nc) && t.region.step <= want.step &&
-      (t.region == want || t.region.step == want.step))
+  // The texture made for this window still serves: the same colours, covering the window, at the
+  // resolution the window wants (a whole map's texture, or a block region that still covers it).
+  if (t.id != 0 && t.key == key && t.region.step == want.step && t.region.covers(r0, nr, c0, nc))
     return {t.id, t.region};
   Colouring job{s.id, key, want, s.owner, s.values, s.range, s.colormap, s.scale, theme().masked_cell, {}, 0, 0};
   const std::int64_t cells = static_cast<std::int64_t>(want.rows) * want.cols;
@@ -383,20 +385,21 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   // Cells: the window of the texture's region, magnified without blur. A texture of another region
   // (shown while its successor is coloured) is drawn where it lies, clipped to the window.
   const ShownTexture shown = in_view ? texture(s, r0, nr, c0, nc, p1.x - p0.x, p1.y - p0.y) : ShownTexture{};
+  const TextureRegion& g = shown.region;
+  const int ar0 = std::max(r0, g.row0), ar1 = std::min(r0 + nr, g.row0 + g.rows);
+  const int ac0 = std::max(c0, g.col0), ac1 = std::min(c0 + nc, g.col0 + g.cols);
+  const bool covered = shown.id && ar1 > ar0 && ac1 > ac0;  // else nothing of the window is coloured yet
   if (!in_view) {
-  } else if (shown.id) {
-    const TextureRegion& g = shown.region;
-    const int ar0 = std::max(r0, g.row0), ar1 = std::min(r0 + nr, g.row0 + g.rows);
-    const int ac0 = std::max(c0, g.col0), ac1 = std::min(c0 + nc, g.col0 + g.cols);
-    if (ar1 > ar0 && ac1 > ac0) {
-      // Texel coordinates: the region is ceil(rows / step) texels of `step` cells each.
-      const float tex_w = static_cast<float>((g.cols + g.step - 1) / g.step) * g.step;
-      const float tex_h = static_cast<float>((g.rows + g.step - 1) / g.step) * g.step;
-      const ImVec2 uv0((ac0 - g.col0) / tex_w, (ar0 - g.row0) / tex_h);
-      const ImVec2 uv1((ac1 - g.col0) / tex_w, (ar1 - g.row0) / tex_h);
-      draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(shown.id)), cellMin(ar0, ac0),
-                     cellMin(ar1, ac1), uv0, uv1);
-    }
+  } else if (covered) {
+    if (ar0 > r0 || ar1 < r0 + nr || ac0 > c0 || ac1 < c0 + nc)  // the rest of the window is being coloured
+      draw->AddRectFilled(p0, p1, th.grid_line);
+    // Texel coordinates: the region is ceil(rows / step) texels of `step` cells each.
+    const float tex_w = static_cast<float>((g.cols + g.step - 1) / g.step) * g.step;
+    const float tex_h = static_cast<float>((g.rows + g.step - 1) / g.step) * g.step;
+    const ImVec2 uv0((ac0 - g.col0) / tex_w, (ar0 - g.row0) / tex_h);
+    const ImVec2 uv1((ac1 - g.col0) / tex_w, (ar1 - g.row0) / tex_h);
+    draw->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(shown.id)), cellMin(ar0, ac0),
+                   cellMin(ar1, ac1), uv0, uv1);
   } else {  // being coloured: a quiet placeholder, never the colours of an older map
     draw->AddRectFilled(p0, p1, th.grid_line);
     draw->AddText(small, fs, ImVec2(p0.x + px(4), p0.y + px(4)), th.text_dim, "colouring…");
@@ -629,7 +632,9 @@ void collectHeatmapTextures() {
   ++frame_counter;
   for (Colouring& done : baker.finished()) {  // upload what the baker finished, if still wanted
     auto it = textures.find(done.id);
-    if (it != textures.end() && it->second.pending_key == done.key) upload(it->second, done);
+    // The colours and the region asked for last: a pan's earlier region, finished late, is dropped.
+    if (it != textures.end() && it->second.pending_key == done.key && it->second.pending_region == done.region)
+      upload(it->second, done);
   }
   for (auto it = textures.begin(); it != textures.end();) {
     if (frame_counter - it->second.last_used > 120) {

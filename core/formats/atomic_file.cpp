@@ -110,11 +110,12 @@ class FdBuffer : public std::streambuf {
   int error_ = 0;
 };
 
-// A new file `folder`/.attnscope-XXXXXX (six random letters or digits, as mkstemp makes them), open
-// for writing, its path in *path; -1 with errno set when none can be made. Its name is journaled
-// before the file exists (the `created` hook), so a kill at any moment after it appears leaves it
-// listed for the next start's clean-up; mkstemp would make it first, and a kill before the journal
-// was written left it behind for good. A name taken already is unlisted again and another drawn.
+// A new file `folder`/.attnscope-XXXXXXXXXXXX (twelve random letters or digits), open for writing,
+// its path in *path; -1 with errno set when none can be made. Its name is journaled before the file
+// exists (the `created` hook), so a kill at any moment after it appears leaves it listed for the
+// next start's clean-up; mkstemp would make it first, and a kill before the journal was written
+// left it behind for good. A name taken already is unlisted again and another drawn — with 62¹²
+// names, a file of someone else's that the clean-up could take for ours is not to be met.
 int createTemporaryFile(const fs::path& folder, std::string* path) {
   static constexpr char kLetters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
   thread_local std::mt19937_64 draw(std::random_device{}() ^
@@ -122,7 +123,7 @@ int createTemporaryFile(const fs::path& folder, std::string* path) {
                                     static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
   for (int attempt = 0; attempt < 100; ++attempt) {
     std::string name = kTemporaryFilePrefix;
-    for (int i = 0; i < 6; ++i) name += kLetters[draw() % (sizeof(kLetters) - 1)];
+    for (int i = 0; i < 12; ++i) name += kLetters[draw() % (sizeof(kLetters) - 1)];
     *path = (folder / name).string();
     tell(true, *path);
     const int fd = ::open(path->c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);

@@ -47,7 +47,7 @@ struct TemporaryFileHooks {
 };
 void setTemporaryFileHooks(TemporaryFileHooks hooks);
 
-// The prefix of every temporary file's name (".attnscope-XXXXXX"), for the clean-up at start.
+// The prefix of every temporary file's name (".attnscope-" and 12 random letters), for the clean-up.
 inline constexpr const char* kTemporaryFilePrefix = ".attnscope-";
 
 }  // namespace attnscope

@@ -47,7 +47,8 @@ class Journal {
   }
   void gone(const std::string& tmp) {
     std::lock_guard<std::mutex> lock(mutex_);
-    files_.erase(absolute(tmp));
+    const auto it = files_.find(absolute(tmp));  // one of them: another write may hold the same name
+    if (it != files_.end()) files_.erase(it);
     write();
   }
 
@@ -91,7 +92,7 @@ class Journal {
   }
   std::string folder_, path_;
   std::mutex mutex_;
-  std::set<std::string> files_;
+  std::multiset<std::string> files_;
   int fd_ = -1;
   bool tried_ = false;
 };

@@ -1,7 +1,7 @@
 """Saving never loses the user's work: failed saves, a dying process, symlinks, long names, permissions.
 
 Every save goes through writeFileAtomically (core/formats/workspace.cpp): a temporary file
-`.attnscope-XXXXXX` beside the target (created with O_EXCL: op `create`), fchmod to the target's mode, write, fsync, close,
+`.attnscope-…` beside the target (created with O_EXCL: op `create`), fchmod to the target's mode, write, fsync, close,
 rename over the target (through symlinks), fsync of the folder. This test checks, with
 fault_save_driver (saveWorkspace) and the app:
 

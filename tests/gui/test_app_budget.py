@@ -14,6 +14,9 @@ estimate counted one copy. Checked, each as a user gets there:
 - a pin that would not fit is refused with one line ("Not pinned: …"), nothing pinned, the tab
   unchanged; an edit while pinned that fits alone but not beside A is refused naming the pinned
   result, and unpinning lets it through;
+- a swap whose A would not fit beside B pinned is refused ("Not swapped: …"), B and the pin kept;
+- the engine checks what the document was checked with: a batch of 16 (the app traces one element)
+  and a T = 4096 workspace under `--memory-budget 4096` compute, the engine refusing nothing;
 - `--memory-budget` of the app refuses the gpt2-small preset under 64 MiB, as attnscope-cli does.
 
 Usage: test_app_budget.py --app APP --cli CLI --presets PRESETS_DIR
@@ -173,6 +176,31 @@ def pin_refused(r):
     print("  8 heads while a 4-head result is pinned: refused naming the pinned result; unpinned, accepted")
 
 
+def swap_refused(r):
+    # A pinned at 2 heads, B at 8 fits beside it; swapped, A's 2 heads beside B's 8 pinned would not.
+    ws = r.write("swap.json", workspace(1024, 256, 2))
+    rc, err, d, _ = r.run("swap", ["--open", ws, "--memory-budget", "256"],
+                          [{"do": "pin"}, {"do": "set", "field": "num_heads", "value": 8}, {"do": "swap"}], keep_going=True)
+    lines = app_lines(err)
+    expect(rc == 0 and len(lines) == 1 and lines[0].startswith("error: command 2 (swap): Not swapped: ") and
+           "the pinned result" in lines[0], f"swap over the budget: exit {rc}, {lines!r}")
+    expect(d["state"]["pinned"] and d["state"]["workspace"]["model"]["num_heads"] == 8 and d["state"]["can_undo"],
+           "a refused swap changed the document or the pin")
+    print(f"  swap over the budget: {lines[0][len('error: '):][:120]}…; B and the pin as they were")
+
+
+def engine_agrees(r):
+    # The engine checks what the document was checked with: a batch of 16 (one element traced) and
+    # a raised budget compute instead of the engine refusing what the document took.
+    for name, ws, args in (("batch-16", workspace(1024, 512, 8, batch=16), []),
+                           ("budget-4096", workspace(4096, 256, 4), ["--memory-budget", "4096"])):
+        path = r.write(name + ".json", ws)
+        rc, err, d, _ = r.run(name, ["--open", path, *args])
+        expect(rc == 0 and not app_lines(err), f"{name}: exit {rc}, {app_lines(err)!r}")
+        expect(not d["state"]["engine_error"], f"{name}: the engine refused what the document took: {d['state']['engine_error']!r}")
+        print(f"  {name}: opened and computed")
+
+
 def budget_option(r):
     presets = r.presets
     rc, err, _, _ = r.run("gpt2-64", ["--open", os.path.join(presets, "gpt2-small.json"), "--memory-budget", "64"])
@@ -195,6 +223,8 @@ def main():
                 ("the probe's workspace refused on every route", lambda: probes_workspace_refused(r)),
                 ("pinned and compared within the budget", lambda: pinned_within_budget(r)),
                 ("a pin or an edit beside it over the budget", lambda: pin_refused(r)),
+                ("a swap over the budget", lambda: swap_refused(r)),
+                ("the engine checks what the document was checked with", lambda: engine_agrees(r)),
                 ("--memory-budget", lambda: budget_option(r)),
             ])
     finally:

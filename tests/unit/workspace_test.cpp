@@ -384,15 +384,17 @@ TEST(WorkspaceSave, TemporaryFilesAreJournaledBeforeTheyExist) {
     if (::lstat(tmp.c_str(), &st) == 0) existed_when_told.push_back(tmp);
   };
   hooks.gone = [&](const std::string& tmp) { gone.push_back(tmp); };
+  struct Uninstall {  // the hooks capture this test's locals: never left installed past it
+    ~Uninstall() { setTemporaryFileHooks({}); }
+  } uninstall;
   setTemporaryFileHooks(hooks);
   saveWorkspace(path, bookExample());
-  setTemporaryFileHooks({});
   ASSERT_EQ(created.size(), 1u);
   EXPECT_TRUE(existed_when_told.empty()) << created[0] << " was made before it was journaled";
   EXPECT_EQ(gone, created) << "the temporary file was not unlisted after the rename";
   const std::string name = created[0].substr(created[0].rfind('/') + 1);
   EXPECT_EQ(name.rfind(kTemporaryFilePrefix, 0), 0u) << name;
-  EXPECT_EQ(name.size(), std::string(kTemporaryFilePrefix).size() + 6) << name;
+  EXPECT_EQ(name.size(), std::string(kTemporaryFilePrefix).size() + 12) << name;
   EXPECT_EQ(dir.entries(), std::set<std::string>{"ws.json"});
 }
 
