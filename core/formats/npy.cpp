@@ -154,20 +154,18 @@ std::string describeDtype(const std::string& descr) {
   if (body.empty()) return "'" + printable(descr) + "'";
   const char kind = body[0];
   const std::string size = body.substr(1);
-  auto bits = [&]() {
-    try {
-      return std::to_string(std::stoi(size) * 8);
-    } catch (const std::exception&) {
-      return size;
-    }
+  auto bits = [&]() -> std::string {  // "" unless the size is a number of bytes (the message quotes descr)
+    if (size.empty() || size.size() > 4 || size.find_first_not_of("0123456789") != std::string::npos) return "";
+    return std::to_string(std::stoi(size) * 8);
   };
   std::string name;
+  auto numeric = [&](const char* family) { return bits().empty() ? std::string("an unknown type") : family + bits(); };
   switch (kind) {
     case 'b': name = "bool"; break;
-    case 'i': name = "int" + bits(); break;
-    case 'u': name = "uint" + bits(); break;
-    case 'f': name = "float" + bits(); break;
-    case 'c': name = "complex" + bits(); break;
+    case 'i': name = numeric("int"); break;
+    case 'u': name = numeric("uint"); break;
+    case 'f': name = numeric("float"); break;
+    case 'c': name = numeric("complex"); break;
     case 'U': name = "a string type"; break;
     case 'S': case 'a': name = "a bytes type"; break;
     case 'O': name = "object (pickled Python objects)"; break;
