@@ -65,8 +65,9 @@ test-tsan:
 	TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
 	  ctest --test-dir $(TSAN_BUILD) --output-on-failure -j$(JOBS) -R '^unit\.(execution|fused)\.'
 
-# libFuzzer targets (clang, ASan, UBSan) for workspaces, PNG workspaces, parse→trace and command
-# lists, each for FUZZ_SECONDS (default 60); fails on any finding (tests/fuzz/README.md).
+# libFuzzer targets (clang, ASan, UBSan) for workspaces, PNG workspaces, parse→trace, command
+# lists, imported embeddings, lessons and pasted text, each for FUZZ_SECONDS (default 60); fails on
+# any finding (tests/fuzz/README.md).
 FUZZ_SECONDS ?= 60
 fuzz:
 	third_party/install-deps build fuzz

@@ -2,7 +2,8 @@
 // tests/fuzz (label `fuzz`). Each target's LLVMFuzzerTestOneInput is compiled into this program
 // under another name (tests/fuzz/CMakeLists.txt renames it with a macro) and called once per file.
 //
-//   fuzz_replay TARGET PATH…      TARGET: fuzz_workspace, fuzz_png, fuzz_trace, fuzz_commands, fuzz_import
+//   fuzz_replay TARGET PATH…      TARGET: fuzz_workspace, fuzz_png, fuzz_trace, fuzz_commands, fuzz_import,
+//                                 fuzz_lesson, fuzz_paste
 //
 // A PATH is a file or a folder (its files, not recursively; README* and dot files are skipped).
 // Each file runs in a child process, so a finding (an abort, a sanitizer report) names its file
@@ -28,6 +29,8 @@ extern "C" int fuzz_png_one_input(const std::uint8_t* data, std::size_t size);
 extern "C" int fuzz_trace_one_input(const std::uint8_t* data, std::size_t size);
 extern "C" int fuzz_commands_one_input(const std::uint8_t* data, std::size_t size);
 extern "C" int fuzz_import_one_input(const std::uint8_t* data, std::size_t size);
+extern "C" int fuzz_lesson_one_input(const std::uint8_t* data, std::size_t size);
+extern "C" int fuzz_paste_one_input(const std::uint8_t* data, std::size_t size);
 
 namespace {
 
@@ -43,6 +46,8 @@ const Entry kTargets[] = {
     {"fuzz_trace", fuzz_trace_one_input},
     {"fuzz_commands", fuzz_commands_one_input},
     {"fuzz_import", fuzz_import_one_input},
+    {"fuzz_lesson", fuzz_lesson_one_input},
+    {"fuzz_paste", fuzz_paste_one_input},
 };
 
 bool skipped(const std::filesystem::path& p) {
@@ -73,7 +78,9 @@ int main(int argc, char** argv) {
   for (const Entry& e : kTargets)
     if (std::strcmp(argv[1], e.name) == 0) target = e.run;
   if (!target) {
-    std::fprintf(stderr, "unknown target '%s' (fuzz_workspace, fuzz_png, fuzz_trace, fuzz_commands, fuzz_import)\n", argv[1]);
+    std::fprintf(stderr, "unknown target '%s' (", argv[1]);
+    for (const Entry& e : kTargets) std::fprintf(stderr, "%s%s", &e == kTargets ? "" : ", ", e.name);
+    std::fprintf(stderr, ")\n");
     return 2;
   }
 
