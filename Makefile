@@ -112,12 +112,14 @@ clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(DEB_BUILD) build-fuzz
 
 # The README's reference images (assets/screenshots/), rendered under Xvfb, and the guided tour:
-# the chapter lesson's steps at a projector's 1280 × 720.
+# the chapter lesson's steps as projectors show them: 1280 × 720 at 150 %, 1280 × 800 at 175 % and
+# 1920 × 1080 at 200 % text (tour/SIZE-PERCENT/step-NN.png).
 XVFB := xvfb-run -a -s "-screen 0 1920x1080x24"
 SHOTS := assets/screenshots
 APP := $(BUILD)/attnscope
 TOUR_LESSON := assets/lessons/chapter3.json
 TOUR_STEPS := $(shell seq 1 12)
+TOUR_SIZES := 1280x720-150 1280x800-175 1920x1080-200
 screenshots: build
 	mkdir -p $(SHOTS)/tour
 	$(XVFB) $(APP) --open assets/presets/multihead.json --screenshot $(SHOTS)/multihead-dark.png
@@ -132,8 +134,11 @@ screenshots: build
 	$(XVFB) $(APP) --open assets/presets/gpt2-small.json --commands $(SHOTS)/compare-seed.commands.json --screenshot $(SHOTS)/compare-gpt2-small.png
 	$(XVFB) $(APP) --open assets/presets/gpt2-small.json --commands $(SHOTS)/log-scale.commands.json --screenshot $(SHOTS)/gpt2-small-log.png
 	$(XVFB) $(APP) --open assets/presets/multihead.json --commands $(SHOTS)/weights-tab.commands.json --screenshot $(SHOTS)/weights-tab.png
-	rm -f $(SHOTS)/tour/*.png
-	for n in $(TOUR_STEPS); do \
-	  $(XVFB) $(APP) --lesson $(TOUR_LESSON) --step $$n --size 1280x720 \
-	    --screenshot $(SHOTS)/tour/step-$$(printf %02d $$n).png || exit 1; \
+	rm -rf $(SHOTS)/tour/*.png $(SHOTS)/tour/*/
+	for size in $(TOUR_SIZES); do \
+	  mkdir -p $(SHOTS)/tour/$$size; \
+	  for n in $(TOUR_STEPS); do \
+	    $(XVFB) $(APP) --lesson $(TOUR_LESSON) --step $$n --size $${size%-*} --text-size $${size#*-} \
+	      --screenshot $(SHOTS)/tour/$$size/step-$$(printf %02d $$n).png || exit 1; \
+	  done; \
 	done

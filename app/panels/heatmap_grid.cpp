@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -181,6 +182,10 @@ constexpr int kOutlinedTokens = 64;
 // Up to this many tokens, every map shows its numbers (the book's examples have 6).
 constexpr int kAlwaysLabelledTokens = 12;
 
+// A lesson step's maps may have their numbers down to this much of the cells' font to be whole
+// (as the lesson's code and print-out may, lesson_panel.cpp).
+constexpr float kSmallestCellText = 0.75f;
+
 // A dropout mask's cell: the factor a kept weight is multiplied by, or 0.
 std::string dropoutCellText(const Trace& t, float kept) {
   return kept > 0.5f ? (t.dropout_active ? "×" + formatFixed(t.dropout_scale, 1) : "1") : "0";
@@ -251,8 +256,21 @@ bool dimmedByLesson(const ViewState& view, const char* id) {
 }
 
 // Space around a map's cells: labels on the left, title and labels on top, colorbar below.
+// Around a map's cells: the row labels' band on the left, the title's line and the column labels
+// above (upright when they do not fit across a cell, as drawHeatmap decides), the colorbar below.
 struct Margins {
-  float left, top, bottom;
+  float left;        // the row labels' band
+  float title;       // the title's line
+  float label_font;  // the labels' font size
+  float bottom;      // the colorbar
+  float scale = 1;   // the labels' font at this much of its size
+  // Above the cells of a map whose widest column label is `col_label_w` (px at the font's own
+  // size), `cols` wide.
+  float top(float col_label_w, int cols, float cell) const {
+    col_label_w *= scale;
+    const bool upright = col_label_w + 6 > cell && cols > 1;
+    return title + (upright ? std::min(col_label_w, px(48)) + px(6) : label_font + px(4));
+  }
 };
 
 // A map's claim on the grid: its cells as shown (a zoomed window's) and the narrowest its title
@@ -261,6 +279,9 @@ struct TileNeed {
   int rows = 1, cols = 1;  // cells shown
   float title_w = 0;       // pixels: the title's first part …
   float full_title_w = 0;  // … and the whole title, shown where it costs no cell size
+  bool focus = true;       // a map the lesson step is about (every map when no step names any)
+  int row_kind = 0;        // what its rows are (0 tokens, 1 input dimensions): see LayoutOptions
+  float col_label_w = 0;   // its widest column label at the labels' font's own size (Margins::top)
 };
 
 // A card of maps: a head's, or the module's, under a heading.
@@ -271,60 +292,139 @@ struct CardNeed {
 };
 
 struct Box {
-  float x = 0, y = 0, w = 0, h = 0;  // relative to the grid's origin
+  float x = 0, y = 0, w = 0, h = 0;  // relative to the grid's origin; w = 0: not drawn
+};
+
+struct LayoutOptions {
+  bool full_titles = false;   // whole titles ("context  2 heads concatenated  6×4")
+  bool share_labels = false;  // a map beside one of the same rows draws no row labels of its own
+  bool focus_only = false;    // the maps a lesson step is not about are set aside
 };
 
 // Where every card and map goes for one cell size: each map as wide as its columns need (a 6 × 2
 // context narrow, a 6 × 6 map wider), maps side by side within a card and cards side by side
 // while they fit the width, else on the next row.
 struct GridLayout {
-  float cell = 0;                     // side of a heatmap cell in pixels, the same in every map
-  std::vector<Box> cards;             // a card: its heading, then its maps
-  std::vector<std::vector<Box>> tiles;  // per card, one per map
-  float width = 0, height = 0;        // the grid's extent
-  bool fits_width = true;             // every map is within the width
+  float cell = 0;                              // side of a heatmap cell in pixels, the same in every map
+  std::vector<Box> cards;                      // a card: its heading, then its maps (w = 0: set aside whole)
+  std::vector<std::vector<Box>> tiles;         // per card, one per map (w = 0: set aside)
+  std::vector<std::vector<bool>> labelled;     // per map: it draws its row labels
+  float width = 0, height = 0;                 // the grid's extent
+  bool fits_width = true;                      // every map is within the width
+  float focus_bottom = 0;                      // the lowest edge of a map the step is about
+  bool set_aside = false;                      // some maps are not drawn (focus_only)
 };
 
-GridLayout layOutGrid(const std::vector<CardNeed>& cards, float cell, float width, float gap, Margins m, bool full_titles) {
+// One card's maps at `cell`, relative to the card: side by side while they fit `width`. `after`:
+// the rows (kind, count) of the map just before the card on its line, whose labels its first map
+// may read by (share_labels), or {-1, -1}.
+struct CardLayout {
+  std::vector<Box> tiles;
+  std::vector<bool> labelled;
+  float w = 0, h = 0;
+  bool any = false;                  // some map of it is drawn
+  bool reads_before = false;         // its first map reads by the labels of the map before the card
+  std::pair<int, int> last{-1, -1};  // the rows of its last map drawn
+};
+
+CardLayout layOutCard(const CardNeed& card, float cell, float width, float gap, const Margins& m, LayoutOptions o,
+                      std::pair<int, int> after) {
+  CardLayout c;
+  float x = 0, y = card.heading_h, row_h = 0;
+  c.w = std::min(card.heading_w, width);
+  std::pair<int, int> last = after;
+  for (const TileNeed& t : card.tiles) {
+    if (o.focus_only && !t.focus) {
+      c.tiles.push_back({});
+      c.labelled.push_back(false);
+      continue;
+    }
+    const auto widthOf = [&](bool labels) {
+      return std::max((labels ? m.left : px(4)) + cell * t.cols, o.full_titles ? t.full_title_w : t.title_w);
+    };
+    const bool first_of_card = !c.any;
+    bool labels = !(o.share_labels && (x > 0 || first_of_card) && last == std::make_pair(t.row_kind, t.rows));
+    float w = widthOf(labels);
+    const float h = m.top(t.col_label_w, t.cols, cell) + cell * t.rows + m.bottom;
+    if (!labels && x > 0) x -= gap - px(10);  // closer to the map whose labels it reads by
+    if (x > 0 && x + w > width) x = 0, y += row_h + gap, row_h = 0, labels = true, w = widthOf(true);
+    if (first_of_card) c.reads_before = !labels;
+    c.tiles.push_back({x, y, w, h});
+    c.labelled.push_back(labels);
+    c.w = std::max(c.w, x + w);
+    x += w + gap;
+    row_h = std::max(row_h, h);
+    last = {t.row_kind, t.rows};
+    c.any = true;
+  }
+  c.h = y + row_h + gap;
+  c.last = last;
+  return c;
+}
+
+GridLayout layOutGrid(const std::vector<CardNeed>& cards, float cell, float width, float gap, Margins m,
+                      LayoutOptions o) {
   GridLayout g;
   g.cell = cell;
   float cx = 0, cy = 0, card_row_h = 0;
-  const float card_gap = gap * 2;  // cards stand apart from one another more than maps do
-  for (const CardNeed& card : cards) {
-    std::vector<Box> tiles;
-    float x = 0, y = card.heading_h, row_h = 0, card_w = std::min(card.heading_w, width);
-    for (const TileNeed& t : card.tiles) {
-      const float w = std::max(m.left + cell * t.cols, full_titles ? t.full_title_w : t.title_w);
-      const float h = m.top + cell * t.rows + m.bottom;
-      if (w > width) g.fits_width = false;
-      if (x > 0 && x + w > width) x = 0, y += row_h + gap, row_h = 0;
-      tiles.push_back({x, y, w, h});
-      card_w = std::max(card_w, x + w);
-      x += w + gap;
-      row_h = std::max(row_h, h);
+  const float card_gap = gap * 2;  // cards stand apart from one another more than maps do …
+  std::pair<int, int> before{-1, -1};  // … unless one reads by the row labels of the map before it
+  for (std::size_t n = 0; n < cards.size(); ++n) {
+    const CardNeed& card = cards[n];
+    CardLayout c = layOutCard(card, cell, width, gap, m, o, cx > 0 ? before : std::make_pair(-1, -1));
+    if (!c.any) {  // every map of the card set aside: not even its heading
+      g.cards.push_back({cx, cy, 0, 0});
+      g.tiles.push_back(std::move(c.tiles));
+      g.labelled.push_back(std::move(c.labelled));
+      g.set_aside = true;
+      continue;
     }
-    const float card_h = y + row_h + gap;
-    if (cx > 0 && cx + card_w > width) cx = 0, cy += card_row_h, card_row_h = 0;
-    for (Box& b : tiles) b.x += cx, b.y += cy;
-    g.cards.push_back({cx, cy, card_w, card_h});
-    g.tiles.push_back(std::move(tiles));
-    g.width = std::max(g.width, cx + card_w);
-    g.height = std::max(g.height, cy + card_h);
-    card_row_h = std::max(card_row_h, card_h);
-    cx += card_w + card_gap;
+    float at = cx > 0 ? cx + (c.reads_before ? gap : card_gap) : 0;
+    if (at > 0 && at + c.w > width) {  // on the next line, with labels of its own
+      c = layOutCard(card, cell, width, gap, m, o, {-1, -1});
+      at = 0, cy += card_row_h, card_row_h = 0;
+    }
+    cx = at;
+    for (std::size_t k = 0; k < c.tiles.size(); ++k) {
+      Box& b = c.tiles[k];
+      if (b.w == 0) {
+        g.set_aside = true;
+        continue;
+      }
+      if (b.w > width) g.fits_width = false;
+      b.x += cx, b.y += cy;
+      if (card.tiles[k].focus) g.focus_bottom = std::max(g.focus_bottom, b.y + b.h);
+    }
+    g.cards.push_back({cx, cy, c.w, c.h});
+    g.tiles.push_back(std::move(c.tiles));
+    g.labelled.push_back(std::move(c.labelled));
+    g.width = std::max(g.width, cx + c.w);
+    g.height = std::max(g.height, cy + c.h);
+    card_row_h = std::max(card_row_h, c.h);
+    cx += c.w;
+    before = c.last;
   }
   return g;
 }
 
+// The largest cell (to 1/2²⁴ of `cap`) for which ok(layout) holds, given that it holds for tiny cells.
+template <class Ok>
+float largestCell(float cap, const Ok& ok) {
+  float lo = 0, hi = cap;
+  for (int k = 0; k < 24; ++k) {
+    const float c = (lo + hi) / 2;
+    (ok(c) ? lo : hi) = c;
+  }
+  return lo;
+}
+
 // The cell size, then the layout. The largest cells that show every map in width × height;
 // cells stop growing at `max_cell`. Up to 12 tokens the maps show the numbers the notebook prints:
-// when the whole grid fits only with cells below `whole_cell` (the four decimals' `full_cell`; a
-// lesson step, which must keep its maps in view, takes the three decimals' size), the maps take
-// the four decimals' size as far as the width allows (at least the compact labels' `min_cell`)
-// and the grid scrolls down.
-// Larger maps (min_cell 0) shrink to fit, but below 96 px a map the grid scrolls instead.
+// when the whole grid fits only with cells below `full_cell` (four decimals), the maps take that
+// size as far as the width allows (at least the compact labels' `min_cell`) and the grid scrolls
+// down. Larger maps (min_cell 0) shrink to fit, but below 96 px a map the grid scrolls instead.
 GridLayout arrangeGrid(const std::vector<CardNeed>& cards, float width, float height, float gap, Margins m,
-                       float min_cell, float whole_cell, float full_cell, float max_cell, bool full_titles) {
+                       float min_cell, float full_cell, float max_cell, LayoutOptions o) {
   const float cap = std::max(max_cell, full_cell);
   float width_cell = cap, largest = 1;  // the cells every map's width allows; the largest map's side
   for (const CardNeed& c : cards)
@@ -332,15 +432,12 @@ GridLayout arrangeGrid(const std::vector<CardNeed>& cards, float width, float he
       width_cell = std::min(width_cell, (width - m.left) / t.cols);
       largest = std::max(largest, static_cast<float>(std::max(t.rows, t.cols)));
     }
-  float lo = 0, hi = cap;  // the largest cell of a layout within the window: fits(lo)
-  for (int k = 0; k < 24; ++k) {
-    const float c = (lo + hi) / 2;
-    const GridLayout g = layOutGrid(cards, c, width, gap, m, full_titles);
-    (g.fits_width && g.height <= height ? lo : hi) = c;
-  }
-  float cell = lo;
+  float cell = largestCell(cap, [&](float c) {
+    const GridLayout g = layOutGrid(cards, c, width, gap, m, o);
+    return g.fits_width && g.height <= height;
+  });
   if (full_cell > 0) {
-    if (cell < std::min(whole_cell, full_cell)) cell = std::max(min_cell, std::min(full_cell, width_cell));
+    if (cell < full_cell) cell = std::max(min_cell, std::min(full_cell, width_cell));
   } else if (cell * largest < px(96)) {  // maps of 96 px, then as large as their rows of maps allow
     auto tileRows = [](const GridLayout& g) {
       std::vector<float> tops;
@@ -349,16 +446,67 @@ GridLayout arrangeGrid(const std::vector<CardNeed>& cards, float width, float he
           if (std::find(tops.begin(), tops.end(), b.y) == tops.end()) tops.push_back(b.y);
       return tops.size();
     };
-    const std::size_t rows = tileRows(layOutGrid(cards, px(96) / largest, width, gap, m, full_titles));
-    lo = px(96) / largest, hi = std::max(lo, cap);
+    const std::size_t rows = tileRows(layOutGrid(cards, px(96) / largest, width, gap, m, o));
+    float lo = px(96) / largest, hi = std::max(lo, cap);
     for (int k = 0; k < 24; ++k) {
       const float c = (lo + hi) / 2;
-      const GridLayout g = layOutGrid(cards, c, width, gap, m, full_titles);
+      const GridLayout g = layOutGrid(cards, c, width, gap, m, o);
       (g.fits_width && tileRows(g) <= rows ? lo : hi) = c;
     }
     cell = lo;
   }
-  return layOutGrid(cards, std::min(cell, cap), width, gap, m, full_titles);
+  return layOutGrid(cards, std::min(cell, cap), width, gap, m, o);
+}
+
+// A lesson step's layout (docs/DESIGN.md §3.7 "Focus"): every map in view where the step's maps
+// have four decimals so; else the maps it is about in view whole, from the grid's top, at the
+// largest cells up to `target_cell` (four decimals; 0 for maps too large for numbers) and never
+// below `floor_cell` (three decimals), the other maps beside them, dimmed, where that costs the
+// step's maps nothing (below the fold is fine), or else set aside. Maps side by side with the same rows share one band of row labels. `need_w`: how wide the
+// grid would have to be for the step's maps alone, in one row, at the target and at the floor
+// cells (0 where that row is taller than the grid) — what the lesson's column gives way to
+// (App::drawPanels). It depends on the height alone, never on the width the grid was given.
+struct FocusArrangement {
+  GridLayout layout;
+  float best_w = 0, least_w = 0;
+};
+
+FocusArrangement arrangeFocus(const std::vector<CardNeed>& cards, float width, float height, float gap, Margins m,
+                              float floor_cell, float target_cell, float max_cell, bool full_titles) {
+  const float cap = std::max(max_cell, target_cell);
+  const LayoutOptions all{full_titles, true, false}, only{full_titles, true, true};
+  const auto showsFocus = [&](LayoutOptions o) {
+    return [&, o](float c) {
+      const GridLayout g = layOutGrid(cards, c, width, gap, m, o);
+      return g.fits_width && g.focus_bottom <= height;
+    };
+  };
+  const float c0 = largestCell(cap, showsFocus(all)), c1 = largestCell(cap, showsFocus(only));
+  // Every map in view, the step's with four decimals: all of them, as large as that allows.
+  const float every = largestCell(cap, [&](float c) {
+    const GridLayout g = layOutGrid(cards, c, width, gap, m, all);
+    return g.fits_width && g.height <= height;
+  });
+  FocusArrangement f;
+  if (target_cell > 0) {  // maps with numbers
+    const float want = std::max(floor_cell, std::min(target_cell, c1));
+    if (every >= target_cell) f.layout = layOutGrid(cards, std::min(every, cap), width, gap, m, all);
+    else if (c0 >= want) f.layout = layOutGrid(cards, std::min(c0, cap), width, gap, m, all);
+    else f.layout = layOutGrid(cards, std::min(std::max(c1, floor_cell), cap), width, gap, m, only);
+    constexpr float kUnbounded = 1e9f;
+    const GridLayout best = layOutGrid(cards, target_cell, kUnbounded, gap, m, only);
+    const GridLayout least = layOutGrid(cards, floor_cell, kUnbounded, gap, m, only);
+    f.best_w = best.focus_bottom <= height ? best.width : 0;
+    f.least_w = least.focus_bottom <= height ? least.width : 0;
+  } else {  // maps too large for numbers: whole, and as large as the step's maps alone would be, near enough
+    float largest = 1;
+    for (const CardNeed& c : cards)
+      for (const TileNeed& t : c.tiles)
+        if (t.focus) largest = std::max(largest, static_cast<float>(std::max(t.rows, t.cols)));
+    const bool beside = c0 * largest >= px(160) || c0 >= c1 * 0.8f;
+    f.layout = layOutGrid(cards, std::min(beside ? c0 : c1, cap), width, gap, m, beside ? all : only);
+  }
+  return f;
 }
 
 // The window of cells every map shows at the current zoom (linked across maps, so the same
@@ -444,13 +592,18 @@ void drawColumnToggles(const ViewState& v, CommandQueue& cmd, const Trace* t) {
   ImGui::PopStyleVar(2);
 }
 
-void drawHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, const Trace* t) {
+// The header: which head, which batch element, shared colour ranges, the maps. `menu`: the same
+// controls in the maps menu a lesson step has instead (HeatmapGrid::drawMapsMenu), a line apiece.
+void drawHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, const Trace* t, bool menu = false) {
   const ViewState& v = ctx.view;
   CommandQueue& cmd = ctx.commands;
   const int heads = headCount(m);
   const ImGuiStyle& style = ImGui::GetStyle();
   const float shared_w = ImGui::GetFrameHeight() + style.ItemInnerSpacing.x + ImGui::CalcTextSize("shared scale").x;
   const float batch_w = px(110) + style.ItemInnerSpacing.x + ImGui::CalcTextSize("batch element").x;
+  const auto beside = [&](float width) {
+    if (!menu) besideIfFits(width);
+  };
   if (heads > 1) {
     ImGui::SetNextItemWidth(px(130));
     const std::string current = v.head < 0 ? "all heads" : "head " + std::to_string(v.head + 1);
@@ -461,7 +614,7 @@ void drawHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, 
       ImGui::EndCombo();
     }
     layout().widget("head");
-    besideIfFits(m.batch_size > 1 ? batch_w : shared_w);
+    beside(m.batch_size > 1 ? batch_w : shared_w);
   }
   if (m.batch_size > 1) {
     ImGui::SetNextItemWidth(px(110));
@@ -469,7 +622,7 @@ void drawHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, 
     if (ImGui::SliderInt("batch element", &b, 1, m.batch_size) && b - 1 != v.batch)
       cmd.push("select_batch", {{"index", b - 1}});
     layout().widget("batch_element");
-    if (heads > 1) besideIfFits(shared_w);
+    if (heads > 1) beside(shared_w);
   }
   // One range per kind of map across heads: nothing to share with one head, and a line of the
   // header saved for the maps at 1280 × 720 and large text.
@@ -480,7 +633,7 @@ void drawHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, 
       ImGui::SetTooltip("One colour range per kind of map across all heads, so heads compare directly");
     layout().widget("shared_scale");
   }
-  if (ctx.computing) {  // the maps on screen stay whole until the newer result replaces them
+  if (ctx.computing && !menu) {  // the maps on screen stay whole until the newer result replaces them
     if (heads > 1 || m.batch_size > 1) ImGui::SameLine();
     ImGui::TextDisabled("computing…");
   }
@@ -507,7 +660,7 @@ std::string skippedStages(const ViewState& v, const Trace& t) {
 // One line of notes under the header: the preset's description (in full on hover), zoom, where
 // dropout masks come from, and the maps this step has none of.
 // Returns true when "reset zoom" was pressed.
-bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string& skipped) {
+bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string& skipped, bool lesson) {
   const Trace& t = *snap.trace;
   bool reset = false;
   std::vector<std::string> notes;
@@ -515,7 +668,10 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
   if (t.dropout_active) notes.push_back("dropout masks: PyTorch's CPU generator, Debian build (no MKL)");
   if (!skipped.empty()) notes.push_back("no " + skipped + " in this step");
   const nlohmann::json& view = snap.inputs->view;
-  const std::string about = view.contains("preset") && view["preset"].is_object() ? view["preset"].value("description", "") : "";
+  // A lesson step says what the preset is about in its own words.
+  const std::string about = !lesson && view.contains("preset") && view["preset"].is_object()
+                                ? view["preset"].value("description", "")
+                                : "";
   if (zoom > 1) {
     ImGui::Text("zoom ×%.1f: queries %d–%d, keys %d–%d", zoom, w.row0 + 1, w.row0 + w.rows, w.col0 + 1, w.col0 + w.cols);
     ImGui::SameLine();
@@ -578,16 +734,20 @@ std::string moduleCardHeading(const Trace& t, int batch) {
 // The module's card: its maps (the concatenated context, out_proj's weight, the output), each in
 // its tile of the grid's layout.
 void drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vector<ModuleMap>& maps, const Box& card_box,
-                    const std::vector<Box>& tiles, float cell, ImVec2 grid_origin) {
+                    const std::vector<Box>& tiles, const std::vector<bool>& labelled, float cell, ImVec2 grid_origin,
+                    bool heading, float text_scale) {
   const Trace& t = *snap.trace;
   const BatchTrace& bt = snap.shown();
   const ViewState& view = ctx.view;
   ImGui::SetCursorScreenPos(ImVec2(grid_origin.x + card_box.x, grid_origin.y + card_box.y));
-  drawCardHeading(moduleCardHeading(t, snap.batch), card_box.w);
-  layout().widget("card_heading_module");
+  if (heading) {
+    drawCardHeading(moduleCardHeading(t, snap.batch), card_box.w);
+    layout().widget("card_heading_module");
+  }
   for (std::size_t k = 0; k < maps.size(); ++k) {
     const ModuleMapInfo& info = moduleMapInfo(maps[k]);
     const Box& b = tiles[k];
+    if (b.w == 0) continue;  // a lesson step set it aside
     ImGui::SetCursorScreenPos(ImVec2(grid_origin.x + b.x, grid_origin.y + b.y));
     const std::string title = tileTitle(moduleHeading(t, bt, info.map), b.w);
     const StageMap values = moduleMapValues(t, bt, info.map);
@@ -596,7 +756,7 @@ void drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::ve
     spec.title = title;
     spec.values = values;
     applyLook(spec, moduleLook(snap, view, info.map));
-    spec.row_labels = info.parameter ? &snap.dims : &snap.tokens();
+    spec.row_labels = !labelled[k] ? nullptr : info.parameter ? &snap.dims : &snap.tokens();  // none: the map beside it has them
     spec.col_labels = &snap.dims;
     spec.selected_row = info.parameter || captureHidesSelection() ? -1 : std::clamp(view.token, 0, snap.tokenCount() - 1);
     spec.version = snap.outputs_serial;
@@ -626,12 +786,19 @@ void drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::ve
     spec.dump = {{"head", -1}, {"module", true}, {"stage", info.id}, {"batch", snap.batch}};
     spec.dimmed = dimmedByLesson(view, info.id);
     spec.cell = cell;
+    spec.text_scale = text_scale;
     const HeatmapHit hit = drawHeatmap(spec, ImVec2(b.w, b.h));
     if (hit.clicked_row >= 0 && !info.parameter) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
   }
 }
 
 }  // namespace
+
+void HeatmapGrid::drawMapsMenu(const PanelContext& ctx) {
+  const Snapshot* snap = ctx.snapshot.get();
+  drawHeader(ctx, snap ? snap->inputs->model : ctx.document.workspace().model, snap ? snap->batch : 0,
+             snap ? snap->trace.get() : nullptr, true);
+}
 
 void HeatmapGrid::goTo(int first, int last, int T) {
   const int n = std::max(last - first + 1, std::min(T, kMinZoomCells));
@@ -642,12 +809,16 @@ void HeatmapGrid::goTo(int first, int last, int T) {
 
 void HeatmapGrid::draw(const PanelContext& ctx) {
   const ImVec2 top = ImGui::GetCursorScreenPos(), region = ImGui::GetContentRegionAvail();
+  const float main_w = ImGui::GetWindowWidth();  // the main area's, of which the grid gets what its padding leaves
   layout().panel("heatmaps", top, ImVec2(top.x + region.x, top.y + region.y));
   const Snapshot* snap = ctx.snapshot.get();
   const ViewState& view = ctx.view;
   CommandQueue& cmd = ctx.commands;
-  drawHeader(ctx, snap ? snap->inputs->model : ctx.document.workspace().model, snap ? snap->batch : 0,
-             snap ? snap->trace.get() : nullptr);
+  // A lesson step chose its maps: the header's controls are in the maps menu beside the tabs
+  // (drawMapsMenu), its lines are the maps'.
+  if (ctx.view.highlight.empty())
+    drawHeader(ctx, snap ? snap->inputs->model : ctx.document.workspace().model, snap ? snap->batch : 0,
+               snap ? snap->trace.get() : nullptr);
 
   if (!ctx.engine_error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, theme().selection);
@@ -689,7 +860,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       ImGui::SetTooltip("Enter a token's name (t500), its number (500) or a range (400-431): every map zooms to it");
   }
   const CellWindow window = zoomWindow(zoom_, center_row_, center_col_, T);
-  if (drawNotes(*snap, zoom_, window, skippedStages(view, t))) reset();
+  // A lesson step's notes: the lesson panel says what the grid set aside; a zoom still has its line.
+  if ((view.highlight.empty() || zoom_ > 1) && drawNotes(*snap, zoom_, window, skippedStages(view, t), !view.highlight.empty())) reset();
   // While the mouse is over a map the wheel zooms it, so it must not also scroll the grid.
   ImGui::BeginChild("grid", ImVec2(0, 0), false,
                     ImGuiWindowFlags_HorizontalScrollbar | (wheel_on_map_ ? ImGuiWindowFlags_NoScrollWithMouse : 0));
@@ -719,9 +891,16 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   float label_w = 0;
   for (const std::string& tok : snap->tokens())
     label_w = std::max(label_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, tok.c_str()).x);
-  const Margins margins{std::min(label_w, px(90)) + px(4) + 1,  // + 1: rounding must not shorten a token
-                        ImGui::GetTextLineHeight() + std::min(label_w, px(48)) + px(6),
-                        heatmapColorbarHeight()};
+  // The maps' margins with their labels' font at `scale` of its size (a lesson step may fit it).
+  const auto marginsAt = [&](float scale) {
+    return Margins{std::min(label_w * scale, px(90)) + px(4) + 1,  // + 1: rounding must not shorten a token
+                   ImGui::GetTextLineHeight(), fs * scale, heatmapColorbarHeight(scale), scale};
+  };
+  const Margins margins = marginsAt(1);
+  // The widest of a T × w map's column labels, d0 … d(w−1).
+  const auto dimsLabelWidth = [&](int cols) {
+    return fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, ("d" + std::to_string(std::max(cols - 1, 0))).c_str()).x;
+  };
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   // The book's sizes always show their numbers: cells as wide as the widest compact label of the
   // T × T maps (the grid scrolls if need be). Larger maps fit the window and zoom instead.
@@ -733,6 +912,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     for (Stage stage : stages) key = key * 31 + static_cast<std::uint64_t>(stage) + 1;
     for (ModuleMap m : module_maps) key = key * 37 + static_cast<std::uint64_t>(m) + 1;
     key = key * 31 + static_cast<std::uint64_t>(fs * 16);
+    for (const std::string& id : view.highlight) key = key * 31 + std::hash<std::string>()(id);
     key = key * 31 + (view.highlight.empty() ? 1u : 2u);
     if (key != label_cells_key_) {
       label_cells_key_ = key;
@@ -757,22 +937,27 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
             label_cells_[2] = std::max(label_cells_[2], need(CellFormat::Decimals4));
           }
       };
+      // A lesson step's cells are sized for the maps it is about; the others, dimmed beside them,
+      // show their numbers where those fit too.
       for (int h : heads) {
         if (!bt.heads[h].hasMaps()) continue;
         for (Stage stage : stages) {
+          if (dimmedByLesson(view, stageInfo(stage).id)) continue;
           const bool probabilities = stage == Stage::Weights || stage == Stage::DropoutMask ||
                                      stage == Stage::DroppedWeights || stage == Stage::Mask;
           measure(StageMap(t, bt.heads[h], stage), stage == Stage::DropoutMask, !probabilities);
         }
       }
-      for (ModuleMap m : module_maps) measure(moduleMapValues(t, bt, m), false, true);
+      for (ModuleMap m : module_maps)
+        if (!dimmedByLesson(view, moduleMapInfo(m).id)) measure(moduleMapValues(t, bt, m), false, true);
     }
     min_cell = label_cells_[0];
     three_cell = label_cells_[1];
     full_cell = label_cells_[2];
   }
   // The cards: one per head (the same maps), then the module's. Each map as wide as its columns.
-  const float grid_w = avail.x - style.ScrollbarSize;
+  // The scrollbar's room kept whether it shows or not: a layout that depended on it would flicker.
+  const float grid_w = ImGui::GetWindowWidth() - style.ScrollbarSize;
   auto headingOf = [&](int h) {  // a head is named only where there are several; 'simple' has no Q, K, V of its own
     const std::string shapes = t.model.variant == Variant::Simple
                                    ? "Q = K = V = X: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width)
@@ -781,6 +966,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
                              std::to_string(t.head_width) + "  ·  " + shapes
                        : shapes;
   };
+  const bool focus = !view.highlight.empty();  // a lesson step names the maps it is about
+  float text_scale = 1;                         // the cells' font, at this much of its size
   std::vector<CardNeed> needs;
   for (int n = 0; n < H; ++n) {
     CardNeed card;
@@ -792,6 +979,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       tile.cols = !info.square ? t.head_width : window.cols > 0 ? window.cols : T;
       tile.title_w = titleWidth(stageHeading(t, stage));
       tile.full_title_w = ImGui::CalcTextSize(stageHeading(t, stage).c_str()).x + px(8);
+      tile.focus = !dimmedByLesson(view, info.id);
+      tile.row_kind = info.parameter ? 1 : 0;
+      tile.col_label_w = info.square ? label_w : dimsLabelWidth(tile.cols);
       card.tiles.push_back(tile);
     }
     needs.push_back(std::move(card));
@@ -802,17 +992,78 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     for (ModuleMap m : module_maps) {
       const StageMap values = moduleMapValues(t, bt, m);
       const std::string title = moduleHeading(t, bt, m);
-      card.tiles.push_back({static_cast<int>(values.rows()), static_cast<int>(values.cols()), titleWidth(title),
-                            ImGui::CalcTextSize(title.c_str()).x + px(8)});
+      TileNeed tile{static_cast<int>(values.rows()), static_cast<int>(values.cols()), titleWidth(title),
+                    ImGui::CalcTextSize(title.c_str()).x + px(8)};
+      tile.focus = !dimmedByLesson(view, moduleMapInfo(m).id);
+      tile.row_kind = moduleMapInfo(m).parameter ? 1 : 0;
+      tile.col_label_w = dimsLabelWidth(tile.cols);
+      card.tiles.push_back(tile);
     }
     needs.push_back(std::move(card));
   }
-  // A lesson step keeps its maps in view while they show three decimals.
-  const float whole_cell = view.highlight.empty() ? full_cell : three_cell;
-  // Whole titles ("context  2 heads concatenated  6×4") where they cost neither cell size nor rows.
-  GridLayout g = arrangeGrid(needs, grid_w, avail.y, gap, margins, min_cell, whole_cell, full_cell, px(72), false);
-  const GridLayout whole = arrangeGrid(needs, grid_w, avail.y, gap, margins, min_cell, whole_cell, full_cell, px(72), true);
-  if (whole.cell >= g.cell - 0.5f && whole.height <= std::max(g.height, avail.y)) g = whole;
+  GridLayout g;
+  if (focus) {
+    // A lesson step: its maps whole from the top, 4 decimals where they fit, never fewer than 3.
+    // The grid starts at the top of every step (Next and Back never leave one of its maps cut).
+    if (view.highlight != focus_) focus_ = view.highlight, ImGui::SetScrollY(0), ImGui::SetScrollX(0);
+    // The cells for a label font at `scale`: the labels' width scales with it, their room does not.
+    const auto cellAt = [&](float cell, float scale) {
+      return cell <= 0 ? cell : std::max({(cell - px(5)) * scale + px(5), fs * scale + px(2), px(16)});
+    };
+    const auto arrange = [&](float scale) {  // the room asked for is the short titles' (whole ones come where they fit)
+      const Margins m = marginsAt(scale);
+      const float floor = cellAt(three_cell, scale), target = cellAt(full_cell, scale);
+      FocusArrangement f = arrangeFocus(needs, grid_w, avail.y, gap, m, floor, target, px(72), false);
+      const FocusArrangement whole = arrangeFocus(needs, grid_w, avail.y, gap, m, floor, target, px(72), true);
+      if (whole.layout.cell >= f.layout.cell - 0.5f && whole.layout.focus_bottom <= std::max(f.layout.focus_bottom, avail.y) &&
+          whole.layout.set_aside == f.layout.set_aside)
+        f.layout = whole.layout;
+      return f;
+    };
+    // The numbers' font as it is; where the step's maps are not whole at three decimals so, a
+    // little smaller (down to kSmallestCellText of it), as the lesson's boxes fit their column.
+    const auto whole = [&](const FocusArrangement& f, float scale) {
+      return full_cell <= 0 || (f.layout.focus_bottom <= avail.y + 0.5f && f.layout.fits_width &&
+                                f.layout.cell >= cellAt(three_cell, scale) - 0.01f);
+    };
+    // The step's maps in one card (one head's, or the module's): the headings go, a line for the maps.
+    const auto holdsFocus = [](const CardNeed& c) {
+      return std::any_of(c.tiles.begin(), c.tiles.end(), [](const TileNeed& t) { return t.focus; });
+    };
+    if (std::count_if(needs.begin(), needs.end(), holdsFocus) == 1)
+      for (CardNeed& c : needs)
+        if (holdsFocus(c)) c.heading_w = c.heading_h = 0;
+    // The module's maps say what they are in their titles: its heading goes, the heads' stay.
+    if (M > 0) needs.back().heading_w = needs.back().heading_h = 0;
+    FocusArrangement f = arrange(1);
+    const FocusArrangement at_one = f;
+    text_scale = 1;
+    for (float scale = 0.95f; !whole(f, text_scale) && scale >= kSmallestCellText - 0.001f; scale -= 0.05f)
+      f = arrange(scale), text_scale = scale;
+    if (!whole(f, text_scale)) f = at_one, text_scale = 1;  // the numbers at their size, the grid scrolls
+    g = std::move(f.layout);
+    // The lesson's column gives way to the step's maps: the main area they need, whole.
+    const float chrome = main_w - grid_w;  // the scrollbar's room and the panel's padding
+    const FocusArrangement smallest = arrange(kSmallestCellText);
+    focus_need_ = {at_one.best_w > 0 ? at_one.best_w + chrome : 0, at_one.least_w > 0 ? at_one.least_w + chrome : 0,
+                   smallest.least_w > 0 ? smallest.least_w + chrome : 0};
+  } else {
+    focus_.clear();
+    focus_need_ = {};
+    // Whole titles ("context  2 heads concatenated  6×4") where they cost neither cell size nor rows.
+    g = arrangeGrid(needs, grid_w, avail.y, gap, margins, min_cell, full_cell, px(72), {false, false, false});
+    const GridLayout whole = arrangeGrid(needs, grid_w, avail.y, gap, margins, min_cell, full_cell, px(72), {true, false, false});
+    if (whole.cell >= g.cell - 0.5f && whole.height <= std::max(g.height, avail.y)) g = whole;
+  }
+  // The maps a step set aside, named in the notes line next frame (one line either way).
+  std::string aside;
+  for (std::size_t c = 0; c < needs.size(); ++c)
+    for (std::size_t k = 0; k < needs[c].tiles.size(); ++k)
+      if (g.tiles[c][k].w == 0) {
+        const std::string name = c < static_cast<std::size_t>(H) ? stageInfo(stages[k]).label : moduleMapInfo(module_maps[k]).label;
+        if (aside.find(name) == std::string::npos) aside += (aside.empty() ? "" : ", ") + name;
+      }
+  set_aside_ = aside;
 
   const ImVec2 grid_origin = ImGui::GetCursorScreenPos();
   const int selected_row = captureHidesSelection() ? -1 : std::clamp(view.token, 0, T - 1);  // figures: no outline
@@ -822,10 +1073,13 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   for (int n = 0; n < H; ++n) {
     const int h = heads[n];
     const Box& box = g.cards[static_cast<std::size_t>(n)];
+    if (box.w == 0) continue;  // a lesson step set its maps aside
     const ImVec2 card(grid_origin.x + box.x, grid_origin.y + box.y);
     ImGui::SetCursorScreenPos(card);
-    drawCardHeading(headingOf(h), box.w);
-    layout().widget("card_heading_" + std::to_string(h));
+    if (needs[static_cast<std::size_t>(n)].heading_h > 0) {  // a lesson step's one card of maps has none
+      drawCardHeading(headingOf(h), box.w);
+      layout().widget("card_heading_" + std::to_string(h));
+    }
     if (card.y + box.h > visible_top && card.y < visible_bottom) visible_heads_.push_back(h);
     if (!bt.heads[h].hasMaps()) {  // off screen when the edit was made: its maps follow shortly
       ImGui::SetCursorScreenPos(ImVec2(card.x, card.y + header));
@@ -836,6 +1090,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       const Stage stage = stages[k];
       const StageInfo& info = stageInfo(stage);
       const Box& b = g.tiles[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)];
+      if (b.w == 0) continue;
       const ImVec2 tile(grid_origin.x + b.x, grid_origin.y + b.y);
       ImGui::SetCursorScreenPos(tile);
       if (h == reveal_head_ && stage == reveal_stage_) {  // its top (with the title) at the window's
@@ -849,7 +1104,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.title = tileTitle(stageHeading(t, stage), b.w);
       spec.values = StageMap(t, head, stage);
       applyLook(spec, stageLook(*snap, view, stage, h));
-      spec.row_labels = info.parameter ? &snap->dims : &snap->tokens();  // a weight's rows: input dims
+      spec.row_labels = !g.labelled[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)] ? nullptr  // those of the map beside it
+                        : info.parameter ? &snap->dims : &snap->tokens();  // a weight's rows: input dims
       spec.col_labels = info.square ? &snap->tokens() : &snap->dims;
       spec.selected_row = info.parameter ? -1 : selected_row;
       if (info.square && !captureHidesSelection()) spec.selected_col = view.key;
@@ -869,6 +1125,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       // A lesson step names the maps it is about: the others recede.
       spec.dimmed = dimmedByLesson(view, info.id);
       spec.cell = g.cell;  // the same cells in every map
+      spec.text_scale = text_scale;
       HeatmapHit hit = drawHeatmap(spec, ImVec2(b.w, b.h));
       if (hit.clicked_row >= 0) cmd.push("select_token", {{"index", hit.clicked_row}});
       if (hit.hover_row >= 0) wheel_on_map_ = true;
@@ -889,7 +1146,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       if (hit.wheel != 0 || hit.pan_rows != 0 || hit.pan_cols != 0) applyZoom(zoom_, center_row_, center_col_, hit, T);
     }
   }
-  if (M > 0) drawModuleCard(ctx, *snap, module_maps, g.cards.back(), g.tiles.back(), g.cell, grid_origin);
+  if (M > 0 && g.cards.back().w > 0)
+    drawModuleCard(ctx, *snap, module_maps, g.cards.back(), g.tiles.back(), g.labelled.back(), g.cell, grid_origin,
+                   needs.back().heading_h > 0, text_scale);
   // Reserve the grid's full extent so the child scrolls when it is larger than the panel.
   ImGui::SetCursorScreenPos(grid_origin);
   ImGui::Dummy(ImVec2(g.width, g.height));

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "display/vector_figure.h"
@@ -45,6 +46,19 @@ class HeatmapGrid {
   // Scrolls the grid so that this head's map of `stage` is in view, from the next frame on (a
   // figure of one map); head −1: no more.
   void reveal(int head, Stage stage) { reveal_head_ = head, reveal_stage_ = stage; }
+  // A lesson step's header, as a menu (App puts its button beside the tabs): heads, batch element,
+  // shared scale and the maps shown.
+  void drawMapsMenu(const PanelContext& ctx);
+  // The maps a lesson step's layout set aside for want of room, in the last frame ("scores, masked").
+  const std::string& setAside() const { return set_aside_; }
+  // The main area's width a lesson step's maps need to be shown whole in one row with four
+  // decimals (best), with three (least), and with three in the smallest font the grid fits them
+  // with (smallest), measured in the last frame; 0 where no width does (too tall) or outside a
+  // step. It depends on the height alone.
+  struct FocusNeed {
+    float best = 0, least = 0, smallest = 0;
+  };
+  FocusNeed focusNeed() const { return focus_need_; }
   // Until when the cells an edit changed are outlined (the window keeps drawing till then).
   double outlinedUntil() const { return previous_ ? outline_from_ + kOutlineSeconds : 0; }
   static constexpr double kOutlineSeconds = 2.0;
@@ -61,6 +75,9 @@ class HeatmapGrid {
   std::shared_ptr<const Snapshot> previous_;  // the one before an edit, while its changes are outlined
   double outline_from_ = 0;                   // when that edit's result came
   std::map<std::pair<int, int>, std::optional<std::vector<std::pair<int, int>>>> outlined_;  // (head, stage) → its changed cells
+  std::vector<std::string> focus_;          // the step's maps the grid was laid out for (a new step: back to the top)
+  FocusNeed focus_need_;                    // focusNeed()
+  std::string set_aside_;                   // the maps a step set aside, for the notes line ("scores, masked")
   int reveal_head_ = -1;                    // a map kept in view (reveal)
   Stage reveal_stage_ = Stage::Weights;
 };

@@ -271,6 +271,8 @@ void LessonPanel::recordState(nlohmann::json& state) const {
     lesson["code_font_px"] = fitted && s.code ? box_fit_.code_px : 0.0f;
     lesson["prints_wrapped_rows"] = prints_wrapped_;  // rows added by lines too wide even so
     lesson["body_overflow_px"] = body_overflow_;      // > 0: the step needs scrolling to be read whole
+    lesson["text_in_view"] = text_in_view_;           // its words on screen whole
+    lesson["text_fits"] = text_fits_;                 // … as they could be: not taller than the column
     lesson["commands"] = s.commands.size();
     if (s.code) lesson["code"] = {{"file", s.code->file}, {"lines", {s.code->first, s.code->last}}, {"highlight", s.code->highlight}};
   }
@@ -360,6 +362,11 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   textWrapped(s.text, body_w);
   ImGui::EndGroup();
   layout().widget("lesson_text");
+  {  // the step's words, read without scrolling (when they fit the column at all)
+    const float body_top = ImGui::GetWindowPos().y, body_bottom = body_top + ImGui::GetWindowHeight();
+    text_in_view_ = ImGui::GetItemRectMin().y >= body_top - 0.5f && ImGui::GetItemRectMax().y <= body_bottom + 0.5f;
+    text_fits_ = ImGui::GetItemRectSize().y <= ImGui::GetWindowHeight();
+  }
   prints_wrapped_ = 0;
   if (code_box) {
     sectionGap();
@@ -395,8 +402,22 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     for (const std::string& m : s.maps) names += (names.empty() ? "" : ", ") + mapTitle(m);
     ImGui::PushFont(small);
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    textWrapped("This step's maps: " + names, body_w);
+    textWrapped("This step's maps: " + names + (ctx.maps_set_aside.empty() ? "" : ". For room, set aside: " + ctx.maps_set_aside),
+                body_w);
     ImGui::PopStyleColor();
+    // The heatmaps' header is here while a step chose the maps: their lines are the maps'.
+    if (ctx.maps_menu) {
+      if (ImGui::SmallButton("maps, heads, batch ▾")) ImGui::OpenPopup("##lesson_maps");
+      layout().widget("columns_menu");
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("The maps shown, the head and the batch element: this step chose them");
+    }
+    ImGui::SetNextWindowSize(ImVec2(px(440), 0));
+    if (ImGui::BeginPopup("##lesson_maps")) {
+      ImGui::PopFont();  // the menu in the UI's font
+      ctx.maps_menu();
+      ImGui::PushFont(small);
+      ImGui::EndPopup();
+    }
     ImGui::PopFont();
   }
   rest_h_ = ImGui::GetCursorPosY() - style.ItemSpacing.y - boxes_h;

@@ -2,6 +2,7 @@
 // editors (model and inputs panels) may read `document`, the workspace being edited. Nobody
 // writes either: actions go into `commands`.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,8 @@ struct PanelContext {
   double now;
   double frame_ms;                 // the last frame's build and render time
   std::shared_ptr<const Snapshot> pinned;  // the result pinned as A for the Compare tab; null: none
+  std::string maps_set_aside;      // the maps a lesson step's heatmaps set aside for room, last frame ("scores, masked")
+  std::function<void()> maps_menu; // draws the heatmaps' header (heads, batch element, maps shown) into a menu
 
   const char* waitingText() const;  // what a view shows before its first result: "computing…" or "no result yet"
 };

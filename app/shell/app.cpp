@@ -633,7 +633,11 @@ std::string App::windowTitle() const {
 
 void App::draw(double now, float caption_h, float caption_x, float caption_w) {
   layout().beginFrame();
-  const PanelContext ctx{doc_, view_, snapshot_, computing_, engine_error_, exec_, toast_, queue_, now, frame_ms_, pinned_};
+  PanelContext context{doc_, view_, snapshot_, computing_, engine_error_, exec_, toast_, queue_, now, frame_ms_, pinned_,
+                       heatmap_grid_.setAside(), {}};
+  // A lesson step's maps menu (in its panel): the heatmaps' header, which the step's maps have the lines of.
+  context.maps_menu = [this, &context] { heatmap_grid_.drawMapsMenu(context); };
+  const PanelContext& ctx = context;
   menu_.draw(ctx, dialogs_.settings().recent, isFullscreen(), lesson_.open());
   drawPanels(ctx, caption_h);
   if (caption_h > 0) {
@@ -674,7 +678,9 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
   const bool lesson = lesson_.open() && lesson_.step() > 0;  // the lesson takes the inspector's column
   const bool model = view_.modelShown(), inputs = view_.inputsShown(), inspector = view_.inspectorShown() && !lesson;
   const float menu_h = ImGui::GetFrameHeight();
-  const float status_h = view_.show_status ? StatusBar::height() : 0.0f;
+  // A lesson presented: its panel says where we are, the maps take the status bar's line too.
+  const bool status = view_.show_status && !(lesson && view_.presentation);
+  const float status_h = status ? StatusBar::height() : 0.0f;
   layout().panel("menu_bar", vp.Pos, ImVec2(vp.Pos.x + vp.Size.x, vp.Pos.y + menu_h));
   const SideWidths sides = sideWidths(vp.Size.x, model || inputs, inspector);
   float left_w = sides.left, right_w = sides.right;
@@ -689,6 +695,23 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
       left_w = std::floor(left_w * k);
       right_w = std::floor(right_w * k);
     }
+    // … and narrower still where the step's maps need the room to be whole with their numbers
+    // (docs/DESIGN.md §3.7 "Focus"), down to a column of some 28 characters of its text. Only the
+    // heatmaps need it; the width they ask for does not depend on the width they get.
+    const HeatmapGrid::FocusNeed need = view_.tab == "heatmaps" ? heatmap_grid_.focusNeed() : HeatmapGrid::FocusNeed{};
+    const float narrowest = std::min(right_w, ImGui::CalcTextSize("n").x * 28 + ImGui::GetStyle().WindowPadding.x * 2 +
+                                                  ImGui::GetStyle().ScrollbarSize);
+    const float most = vp.Size.x - left_w - narrowest;  // the widest the main area may be
+    // Four decimals where the column can give that much, else three, else three a little smaller
+    // (the grid fits them), else as much as it can.
+    float want = 0;
+    for (float w : {need.best, need.least, need.smallest})
+      if (w > 0 && w <= most) {
+        want = w;
+        break;
+      }
+    if (want == 0 && need.smallest > 0) want = most;
+    if (want > vp.Size.x - left_w - right_w) right_w = std::floor(vp.Size.x - left_w - want);
   }
   const ImVec2 top(vp.Pos.x, vp.Pos.y + menu_h);
   const float body_h = std::max(vp.Size.y - menu_h - status_h, 1.0f);
@@ -744,7 +767,7 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     statistics_.draw(ctx, ImVec2(main_pos.x, main_pos.y + main_size.y), ImVec2(main_size.x, statistics_h));
   if (inspector) inspector_.draw(ctx, ImVec2(top.x + vp.Size.x - right_w, top.y), ImVec2(right_w, body_h));
   if (lesson) lesson_.draw(ctx, ImVec2(top.x + vp.Size.x - right_w, top.y), ImVec2(right_w, body_h));
-  if (view_.show_status)
+  if (status)
     status_bar_.draw(ctx, ImVec2(vp.Pos.x, vp.Pos.y + vp.Size.y - status_h), ImVec2(vp.Size.x, status_h));
   else  // confirmations and errors still show: over the bottom of the main area
     StatusBar::drawToast(ctx, ImVec2(main_pos.x + main_size.x, main_pos.y + main_size.y), main_size.x);

@@ -311,12 +311,12 @@ void drawColorbar(ImDrawList* draw, const HeatmapSpec& s, ImVec2 p0, float width
 
 }  // namespace
 
-float heatmapCellFor(float label_width) {
+float heatmapCellFor(float label_width, float text_scale) {
   // Room on both sides of a label, and a cell at least as tall as the text.
-  return std::max({label_width + px(5), fonts().small->FontSize + px(2), px(16)});
+  return std::max({label_width + px(5), fonts().small->FontSize * text_scale + px(2), px(16)});
 }
 
-float heatmapColorbarHeight() { return px(6) + px(8) + px(2) + fonts().small->FontSize + px(4); }
+float heatmapColorbarHeight(float text_scale) { return px(6) + px(8) + px(2) + fonts().small->FontSize * text_scale + px(4); }
 
 namespace {
 
@@ -340,7 +340,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   ImDrawList* draw = in_view ? window_draw : discardedDrawList();
   const ImVec2 origin = ImGui::GetCursorScreenPos();
   ImFont* small = fonts().small;
-  const float fs = small->FontSize, ui = ImGui::GetTextLineHeight();
+  const float fs = small->FontSize * s.text_scale, ui = ImGui::GetTextLineHeight();
   const StageMap& m = s.values;
   const int rows = static_cast<int>(m.rows()), cols = static_cast<int>(m.cols());
   // The visible window of cells (all of them unless zoomed).
@@ -363,7 +363,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   // The row labels' band: at most 28 % of the width, or what the grid's cells leave.
   const float left = s.compact ? 0 : std::min(label_w, s.cell > 0 ? std::max(size.x - s.cell * nc - px(4), 0.0f) : size.x * 0.28f) + px(4);
   // Colorbar: a gap, the bar, then the range labels (the legend shares their line).
-  const float colorbar_h = s.compact ? 0 : heatmapColorbarHeight();
+  const float colorbar_h = s.compact ? 0 : heatmapColorbarHeight(s.text_scale);
   const float title_h = s.compact ? 0 : ui;
   const float avail_w = size.x - left;
   float top_band = s.compact ? 0 : fs + px(4);
@@ -422,7 +422,8 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     values_shown = !s.compact;
     const auto label = [&](float v) { return s.cell_text ? s.cell_text(v) : cellLabel(v, f); };
     const auto fits = [&](const std::string& text) {
-      return heatmapCellFor(small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str()).x) <= cell;
+      // (a hair of slack: a grid sizes cells to the widest label exactly, and its sums round)
+      return heatmapCellFor(small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str()).x, s.text_scale) <= cell + 0.05f;
     };
     for (int i = r0; i < r0 + nr && values_shown; ++i)
       for (int j = c0; j < c0 + nc && values_shown; ++j) {
@@ -608,6 +609,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   entry["cols"] = cols;
   entry["window"] = {{"row0", r0}, {"rows", nr}, {"col0", c0}, {"cols", nc}};
   entry["cell"] = cell;
+  entry["cell_font_px"] = fs;  // the numbers' size (a lesson step may fit them a little smaller)
   entry["range"] = {s.range.lo, s.range.hi};
   entry["colormap"] = colormapId(s.colormap);
   entry["outlined"] = outlined;  // cells outlined as just changed, in this frame

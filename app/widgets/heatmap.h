@@ -57,6 +57,8 @@ struct HeatmapSpec {
   float cell = 0;                                  // the cells' side as a grid laid them out (the same in
                                                    // every map; the labels take the rest of the width);
                                                    // 0: as large as the size allows
+  float text_scale = 1;                            // the cells' font at this much of its size (0.75–1: a
+                                                   // lesson step fitting its maps to the window)
 };
 
 struct HeatmapHit {
@@ -67,10 +69,10 @@ struct HeatmapHit {
   bool context_menu = false;         // right-clicked without dragging: open the map's menu
 };
 
-// Height below the cells taken by the colorbar and its labels.
-float heatmapColorbarHeight();
-// The side of a cell that shows a label `label_width` pixels wide (in the cells' small font).
-float heatmapCellFor(float label_width);
+// Height below the cells taken by the colorbar and its labels (their font at `text_scale`).
+float heatmapColorbarHeight(float text_scale = 1);
+// The side of a cell that shows a label `label_width` pixels wide (in the cells' small font at `text_scale`).
+float heatmapCellFor(float label_width, float text_scale = 1);
 
 // Draws within `size` at the cursor and advances it.
 HeatmapHit drawHeatmap(const HeatmapSpec& spec, ImVec2 size);
