@@ -816,7 +816,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   CommandQueue& cmd = ctx.commands;
   // A lesson step chose its maps: the header's controls are in the maps menu beside the tabs
   // (drawMapsMenu), its lines are the maps'.
-  if (ctx.view.highlight.empty())
+  if (!ctx.maps_menu)
     drawHeader(ctx, snap ? snap->inputs->model : ctx.document.workspace().model, snap ? snap->batch : 0,
                snap ? snap->trace.get() : nullptr);
 
@@ -861,7 +861,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   }
   const CellWindow window = zoomWindow(zoom_, center_row_, center_col_, T);
   // A lesson step's notes: the lesson panel says what the grid set aside; a zoom still has its line.
-  if ((view.highlight.empty() || zoom_ > 1) && drawNotes(*snap, zoom_, window, skippedStages(view, t), !view.highlight.empty())) reset();
+  if ((!ctx.maps_menu || zoom_ > 1) && drawNotes(*snap, zoom_, window, skippedStages(view, t), !view.highlight.empty())) reset();
   // While the mouse is over a map the wheel zooms it, so it must not also scroll the grid.
   ImGui::BeginChild("grid", ImVec2(0, 0), false,
                     ImGuiWindowFlags_HorizontalScrollbar | (wheel_on_map_ ? ImGuiWindowFlags_NoScrollWithMouse : 0));

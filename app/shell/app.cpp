@@ -636,7 +636,8 @@ void App::draw(double now, float caption_h, float caption_x, float caption_w) {
   PanelContext context{doc_, view_, snapshot_, computing_, engine_error_, exec_, toast_, queue_, now, frame_ms_, pinned_,
                        heatmap_grid_.setAside(), {}};
   // A lesson step's maps menu (in its panel): the heatmaps' header, which the step's maps have the lines of.
-  context.maps_menu = [this, &context] { heatmap_grid_.drawMapsMenu(context); };
+  if (lesson_.open() && lesson_.step() > 0 && !view_.highlight.empty())
+    context.maps_menu = [this, &context] { heatmap_grid_.drawMapsMenu(context); };
   const PanelContext& ctx = context;
   menu_.draw(ctx, dialogs_.settings().recent, isFullscreen(), lesson_.open());
   drawPanels(ctx, caption_h);

@@ -209,13 +209,23 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     v.presentation = boolean(f, value);
   } else if (f == "text_size") {
     v.text_size = textSize(f, value, v.text_size);
+  } else if (f == "focus") {  // the maps to lay the grid out for, as a lesson step's (docs/DESIGN.md §3.7 "Focus")
+    if (!value.is_array()) fail(f, "expected an array of map names, [] for none");
+    std::vector<std::string> ids;
+    for (const auto& c : value) {
+      const bool known = c.is_string() && std::any_of(gridColumns().begin(), gridColumns().end(),
+                                                      [&](const GridColumn& g) { return c.get<std::string>() == g.id; });
+      if (!known) fail(f, "not a heatmap column: " + c.dump());
+      if (std::find(ids.begin(), ids.end(), c.get<std::string>()) == ids.end()) ids.push_back(c.get<std::string>());
+    }
+    v.highlight = ids;
   } else if (f == "screenshot_dir") {
     if (!value.is_string()) fail(f, "expected a folder");
     v.screenshot_dir = value.get<std::string>();
   } else {
     fail(f, "unknown view field (one of colormap, diverging_for_signed, shared_scale, colour_scale, lock_range, theme, batch, head, token, "
             "columns, tab, screenshot_scale, caption, inspector, model_panel, inputs_panel, status_bar, statistics, presentation, "
-            "text_size, lines_stage, lines_top_k, lines_hidden_heads, lines_isolate, screenshot_dir)");
+            "text_size, lines_stage, lines_top_k, lines_hidden_heads, lines_isolate, screenshot_dir, focus)");
   }
 }
 

@@ -65,7 +65,7 @@ struct ViewState {
   bool presentation = false;              // hides the side panels at once (model, inputs, inspector)
                                           // and the head statistics: the maps as large as they get
   int text_size = 100;                    // text and UI size in percent (100–250), for projectors; figures too
-  std::vector<std::string> highlight;     // maps a lesson step is about (ids); the others are drawn dimmed.
+  std::vector<std::string> highlight;     // maps a lesson step (or the view's `focus`) is about (ids); the others dimmed.
                                           // Empty: none dimmed. The lesson's, never saved in a workspace
 
   // The tables' `shown` columns: the maps from the scores to the dropped weights.

@@ -93,7 +93,8 @@ const std::vector<CommandInfo>& commandTable() {
       {"view", T::View, {{"field", A::String, true}, {"value", A::Any, true}},
        "a view setting: theme, colormap, columns, shared_scale, diverging_for_signed, tab, inspector, "
        "model_panel, inputs_panel, status_bar, statistics, presentation, text_size (100–250 %, \"larger\", \"smaller\"), "
-       "screenshot_scale, caption, screenshot_dir; the Lines view's lines_stage (weights, dropped_weights), lines_top_k (1–64), "
+       "screenshot_scale, caption, screenshot_dir, focus ([map names]: the grid lays itself out for them, the others "
+       "dimmed or set aside, as a lesson step's maps; [] for none); the Lines view's lines_stage (weights, dropped_weights), lines_top_k (1–64), "
        "lines_hidden_heads ([0-based heads]), lines_isolate (only the selected token's lines)"},
       // Compare mode (the Compare tab): A is a result pinned aside, B the current one.
       {"pin", T::App, {}, "pin the newest result as A of the Compare tab (Ctrl+P); any later change is B"},

@@ -9,7 +9,8 @@ Every step of the chapter lesson, and of lessons written here (other maps, other
 - the lesson's text without scrolling where it fits: the step's body needs no scrolling
   (`body_overflow_px` 0) unless its words alone are taller than the column.
 Also, stepping with Next and Back in one session (interactive, the lesson keys) leaves every focus
-map of the step reached whole, whatever the grid was scrolled to before.
+map of the step reached whole, whatever the grid was scrolled to before; and the `view` command's
+`focus`, without a lesson, lays the grid out the same way.
 
 Prints a table: step × size, what each focus map shows. Usage:
   test_lesson_focus.py --app APP --cli CLI --presets PRESETS_DIR [--lesson FILE] [--sizes 1280x800@175]
@@ -180,6 +181,33 @@ def next_and_back(exe, display, folder, lesson):
     print("  Next ×5, Back ×2 at 1280×800 175 %, the grid scrolled before each: every step's maps whole")
 
 
+def view_focus(exe, display, folder):
+    """The `view` command's `focus`, without a lesson, presenting (F10): the grid lays itself out for
+    those maps the same way (the header stays: no lesson panel holds it)."""
+    cmds = write_commands(folder, "focus", [{"do": "preset", "name": "causal"},
+                                            {"do": "view", "field": "columns", "value": ["scores", "masked_scores", "weights", "context"]},
+                                            {"do": "view", "field": "presentation", "value": True},
+                                            {"do": "view", "field": "focus", "value": ["weights", "context"]}])
+    dump, png = os.path.join(folder, "focus.layout.json"), os.path.join(folder, "focus.png")
+    env = dict(os.environ, DISPLAY=display, HOME=os.path.join(folder, "home"))
+    p = subprocess.run([exe, "--commands", cmds, "--size", "1280x800", "--text-size", "175", "--screenshot", png,
+                        "--dump-layout", dump], env=env, capture_output=True, text=True, timeout=STEP_TIMEOUT * 3)
+    expect(p.returncode == 0, f"exit {p.returncode}: {p.stderr.strip()[-300:]}")
+    with open(dump) as f:
+        d = json.load(f)
+    entries = focus_entries(d, ["weights", "context"])
+    expect(len(entries) == 2 and all(h["wholly_in_view"] and h["values_shown"] and not h["dimmed"] for h in entries),
+           f"view focus: {summary_of(entries)}")
+    others = [h for h in d["heatmaps"] if h["stage"] in ("scores", "masked_scores")]
+    expect(all(h["dimmed"] for h in others), "view focus: the other maps are not dimmed")
+    expect("column_weights" in d["widgets"], "view focus without a lesson: the header's map toggles are gone")
+    print(f"  view focus [weights, context] at 1280×800 175 %, presenting, no lesson: {summary_of(entries)}")
+
+
+def summary_of(entries):
+    return "; ".join(f"{h['id']} {'whole' if h.get('wholly_in_view') else 'CUT'} {h.get('label_format', '-')}" for h in entries)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--app", required=True)
@@ -204,6 +232,7 @@ def main():
                       for l in lessons]
             if not args.lesson:
                 checks.append(("Next and Back", lambda: next_and_back(args.app, display.name, folder, chapter)))
+                checks.append(("the view command's focus", lambda: view_focus(args.app, display.name, folder)))
             code = run_checks(checks)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
