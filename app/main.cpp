@@ -288,7 +288,8 @@ int main(int argc, char** argv) {
   try {
     if (!options.open_path.empty()) {
       Workspace ws = loadWorkspace(options.open_path, limits);  // what the app will hold
-      const std::string file = isPng(options.open_path) ? "" : documentPath(options.open_path);
+      // A PNG, or a file of the app's presets folder (`make run`'s), opens untitled: Save asks for a name.
+      const std::string file = isPng(options.open_path) || isPresetFile(options.open_path) ? "" : documentPath(options.open_path);
       document = Document(std::move(ws), file, false, limits);
     }
     if (!options.commands_path.empty()) script.emplace(readCommands(options.commands_path));
@@ -459,6 +460,7 @@ int main(int argc, char** argv) {
     app.autosaveTo(slot->autosavePath());
     const Recovery recovery = planRecovery(Autosave(slot->autosavePath()), options.open_path);
     if (!recovery.restore.empty()) app.commands().push("restore", {{"path", recovery.restore}});
+    if (!recovery.offer.empty()) app.offerRecovery(recovery.offer, options.open_path);
     std::string note = recovery.note;
     if (const std::string orphans = slot->collectOrphans(); !orphans.empty()) note += (note.empty() ? "" : " ") + orphans;
     if (!note.empty()) app.notify(note, glfwGetTime());

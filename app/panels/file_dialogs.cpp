@@ -305,6 +305,34 @@ void FileDialogs::draw(const PanelContext& ctx) {
     }
     ImGui::EndPopup();
   }
+
+  // Unsaved changes of the last session, newer than the file opened: Restore them, or Keep the
+  // file as saved (ids "recovery_restore", "recovery_keep"). Either way nothing is lost: the
+  // changes stay in the kept file until restored.
+  if (!recovery_kept_.empty() && !ImGui::IsPopupOpen("Unsaved changes from the last session"))
+    ImGui::OpenPopup("Unsaved changes from the last session");
+  if (ImGui::BeginPopupModal("Unsaved changes from the last session", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
+    ImGui::PushTextWrapPos(px(520));
+    ImGui::Text("The last session left unsaved changes to %s, newer than the file.",
+                fs::path(recovery_file_).filename().string().c_str());
+    ImGui::TextDisabled("Restore puts them back (save to keep them); Keep the file shows it as saved. The changes "
+                        "stay in %s either way.", recovery_kept_.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::Spacing();
+    int choice = 0;
+    if (ImGui::Button("Restore the changes")) choice = 1;
+    layout().widget("recovery_restore");
+    ImGui::SameLine();
+    if (ImGui::Button("Keep the file as saved")) choice = 2;
+    layout().widget("recovery_keep");
+    if (choice == 1) cmd.push("restore", {{"path", recovery_kept_}});
+    if (choice) {
+      recovery_kept_.clear();
+      ImGui::CloseCurrentPopup();
+    }
+    ImGui::EndPopup();
+  }
+  layout().state()["recovery_offer"] = recovery_kept_;  // tests: the offer, "" for none
 }
 
 }  // namespace attnscope

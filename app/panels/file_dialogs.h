@@ -35,8 +35,13 @@ class FileDialogs {
   // The file changed on disk since it was opened or saved (another program wrote it): Overwrite
   // (`save` with `overwrite`), Save as…, or Cancel.
   void askOverwrite(const std::string& path) { overwrite_path_ = path; }
+  // The last session's unsaved changes to `file`, newer than it, kept in `kept`: Restore them
+  // (`restore` of the kept file), or Keep the file as saved (they stay kept, the message says where).
+  void offerRecovery(const std::string& kept, const std::string& file) { recovery_kept_ = kept, recovery_file_ = file; }
   bool saving() const { return which_ == "save_as" || !overwrite_path_.empty(); }  // a save is being asked about
-  bool open() const { return !which_.empty() || !unsaved_action_.empty() || !overwrite_path_.empty(); }  // a dialog or a prompt is up
+  bool open() const {  // a dialog or a prompt is up
+    return !which_.empty() || !unsaved_action_.empty() || !overwrite_path_.empty() || !recovery_kept_.empty();
+  }
   void draw(const PanelContext& ctx);
   // A file was opened or saved: recent files and the last folder.
   void remember(const std::string& path) { settings_ = rememberFile(path); }
@@ -56,6 +61,7 @@ class FileDialogs {
   int trace_format_ = 0;  // export the trace: JSON, CSV, .npy
   std::string unsaved_action_, unsaved_doing_;  // the prompt, "" for none
   std::string overwrite_path_;                  // the changed-on-disk prompt's file, "" for none
+  std::string recovery_kept_, recovery_file_;   // the recovery offer: the kept autosave and its file, "" for none
 };
 
 }  // namespace attnscope

@@ -72,6 +72,9 @@ class App {
   void keepFromCommandLine(nlohmann::json fields) { command_line_view_ = std::move(fields); }
   // Interactive sessions autosave to their instance's file (state/session_files.h); off by default.
   void autosaveTo(const std::string& path) { autosave_ = Autosave(path); }
+  // Unsaved changes of the last session to `file`, newer than it and kept in `kept`: asked about
+  // at start (Restore them, or keep the file as it was saved).
+  void offerRecovery(const std::string& kept, const std::string& file) { dialogs_.offerRecovery(kept, file); }
   // A message for the user at start (a recovered autosave), shown longer than a toast.
   void notify(const std::string& text, double now) { toast_ = {text, false, now + 12.0}; }
   // The hint to make room (F10, F11) when the text size leaves the side panels narrow in this

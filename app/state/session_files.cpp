@@ -318,18 +318,20 @@ Recovery planRecovery(const Autosave& autosave, const std::string& open_path) {
   const auto same = [&ec](const std::string& a, const std::string& b) {  // one file, however spelled
     return !a.empty() && (documentPath(a) == documentPath(b) || fs::equivalent(a, b, ec));
   };
+  bool newer = false;
   if (same(file, open_path)) {
     const auto saved = fs::last_write_time(open_path, ec);
     const auto autosaved = fs::last_write_time(path, ec);
-    if (!ec && autosaved > saved) {
-      r.restore = path;
-      r.note = "Recovered unsaved changes to " + fs::path(file).filename().string() +
-               " from the last session (newer than the file). Save to keep them.";
-      return r;
-    }
-    // The file changed since: the autosave is older unsaved work of it, kept aside below.
+    // Newer unsaved changes to the very file asked for: the file opens as asked, and they are
+    // offered (App: Restore them, or keep the file as saved), never put in its place unasked.
+    // Older: the file changed since, and the autosave is older unsaved work of it.
+    newer = !ec && autosaved > saved;
   }
   const std::string kept = moveAside(path);
+  if (newer && !kept.empty()) {
+    r.offer = kept;
+    return r;
+  }
   if (!kept.empty())
     r.note = "Unsaved work of the last session (" + (file.empty() ? std::string("untitled") : fs::path(file).filename().string()) +
              ") is kept in " + kept;

@@ -82,6 +82,7 @@ class Autosave {
 // Only the autosave's header (its view, written first) is read.
 struct Recovery {
   std::string restore;  // the autosave to restore with the `restore` command, or ""
+  std::string offer;    // unsaved changes to the file asked for, newer than it: kept here and offered, or ""
   std::string note;     // what happened, for the user ("" for nothing worth saying)
 };
 Recovery planRecovery(const Autosave& autosave, const std::string& open_path);

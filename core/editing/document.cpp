@@ -226,8 +226,10 @@ DocumentChange Document::apply(const Command& c) {
     const std::string path = c.text("path");
     const FileStamp stamp = attnscope::fileStamp(path);  // before reading: a write while it is read is a change
     Workspace ws = loadWorkspace(path, limits_);
-    const bool png = isPng(path);
-    reset(std::move(ws), png ? "" : documentPath(path), false);  // a PNG opens untitled
+    // A PNG opens untitled, and so does a preset's file: Save asks for a name, never writing into
+    // the app's own presets folder.
+    const bool untitled = isPng(path) || isPresetFile(path);
+    reset(std::move(ws), untitled ? "" : documentPath(path), false);
     stamped_file_ = file_;
     file_stamp_ = stamp;
     return DocumentChange::Replaced;
@@ -235,7 +237,8 @@ DocumentChange Document::apply(const Command& c) {
   if (n == "restore") {  // the autosave knows which file it belonged to and whether it was saved
     Workspace ws = loadWorkspace(c.text("path"), limits_);
     const nlohmann::json& v = ws.view;
-    const std::string file = fileNameOf(v);
+    std::string file = fileNameOf(v);
+    if (isPresetFile(file)) file.clear();  // an older session's preset file: untitled, as it opens now
     const bool dirty = !v.contains("dirty") || !v["dirty"].is_boolean() || v["dirty"].get<bool>();
     const FileStamp stamp = fileStampOf(v);  // the file as the last session knew it
     reset(std::move(ws), file, dirty);
@@ -246,6 +249,11 @@ DocumentChange Document::apply(const Command& c) {
   if (n == "preset" || n == "new") {  // undoable, and untitled until saved
     Workspace ws = n == "new" ? bookExample(ws_.model.variant) : loadWorkspace(presetPath(c.text("name")), limits_);
     if (edit([&ws](Workspace& w) { w = ws; }, "", true) == DocumentChange::Unchanged) return DocumentChange::Unchanged;
+    // Nothing of the user's to save yet: switching presets, or stepping through a lesson, does
+    // not ask about unsaved changes (the work left behind was asked about before, and stays in
+    // Undo, as saved or unsaved as it was).
+    loaded_ = ws_;
+    dirty_ = false;
     wanted_heads_ = 0;
     return DocumentChange::Replaced;
   }
@@ -255,7 +263,8 @@ DocumentChange Document::apply(const Command& c) {
     if (!(n == "undo" ? history_.undo(next, &file_) : history_.redo(next, &file_)))
       throw InputError(n == "undo" ? "nothing to undo" : "nothing to redo");
     ws_ = std::move(next);
-    dirty_ = !equalWorkspaces(ws_, saved_);  // back where it was saved: nothing unsaved
+    // Back where it was saved, or at a preset as it loaded: nothing unsaved.
+    dirty_ = !equalWorkspaces(ws_, saved_) && !(loaded_ && equalWorkspaces(ws_, *loaded_));
     wanted_heads_ = 0;  // the num_heads on screen is the one to keep now
     bump();
     return DocumentChange::Edited;
@@ -333,6 +342,7 @@ void Document::reset(Workspace ws, std::string file, bool dirty) {
   validateWorkspace(ws, limits_);
   ws_ = std::move(ws);
   saved_ = ws_;
+  loaded_.reset();
   file_ = std::move(file);
   dirty_ = dirty;
   history_.clear();

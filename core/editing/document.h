@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "editing/command.h"
@@ -71,6 +72,7 @@ class Document {
 
   Workspace ws_;
   Workspace saved_;  // as last opened or saved: undoing back to it clears the unsaved mark
+  std::optional<Workspace> loaded_;  // the last preset or New as it loaded: nothing to save either
   std::string file_;
   std::string stamped_file_;  // the file whose stamp was taken when it was opened or saved …
   FileStamp file_stamp_;      // … and that stamp (formats/atomic_file.h)

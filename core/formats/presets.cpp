@@ -78,6 +78,16 @@ std::vector<PresetInfo> presetCatalog() {
   return out;
 }
 
+bool isPresetFile(const std::string& path) {
+  std::error_code ec;
+  const fs::path folder = fs::weakly_canonical(fs::path(assetsDir()) / "presets", ec);
+  if (ec || path.empty()) return false;
+  const fs::path file = fs::weakly_canonical(path, ec);
+  if (ec) return false;
+  const fs::path rel = file.lexically_relative(folder);
+  return !rel.empty() && *rel.begin() != ".." && rel != ".";
+}
+
 std::string presetPath(const std::string& name) {
   const auto names = presetNames();
   if (std::find(names.begin(), names.end(), name) == names.end()) {

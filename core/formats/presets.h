@@ -23,5 +23,8 @@ std::vector<PresetInfo> presetCatalog();
 
 // The path of preset `name`; throws InputError listing the presets when there is none.
 std::string presetPath(const std::string& name);
+// Whether `path` is a file of the app's own presets folder (links followed): such a file opens
+// untitled, as the `preset` command loads it, so that Save never writes into the app's data.
+bool isPresetFile(const std::string& path);
 
 }  // namespace attnscope

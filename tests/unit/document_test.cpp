@@ -554,7 +554,7 @@ TEST(Preset, LoadsByNameUntitledAndUndoable) {
   EXPECT_EQ(d.workspace().model.d_out, 3);  // d_in, for 'simple'
   EXPECT_EQ(d.workspace().view["preset"]["title"], "1 · Normalizing by the row sum");
   EXPECT_EQ(d.file(), "");  // untitled until saved
-  EXPECT_TRUE(d.dirty());
+  EXPECT_FALSE(d.dirty());  // a preset as it loads is nothing of the user's to save
   EXPECT_GT(d.version(), v);
   EXPECT_EQ(d.history().undoSteps(), steps + 1);
   EXPECT_TRUE(consistent(d));
@@ -572,7 +572,12 @@ TEST(Preset, LoadsByNameUntitledAndUndoable) {
   EXPECT_EQ(d.workspace().tokens, kBookTokens);
   EXPECT_EQ(d.workspace().model.normalization, Normalization::Sum);
   EXPECT_EQ(d.file(), "");
+  EXPECT_FALSE(d.dirty());
+  // Edited, it is unsaved work; undone back to the preset as it loaded, it is not.
+  d.apply(cmd("set", {{"field", "seed"}, {"value", 5}}));
   EXPECT_TRUE(d.dirty());
+  d.apply(cmd("undo"));
+  EXPECT_FALSE(d.dirty());
 
   // Another preset, then back by two undos: the file's name again.
   d.apply(cmd("preset", {{"name", "multihead"}}));
@@ -649,7 +654,7 @@ TEST(New, TheBookExampleWithTheCurrentStepsNotebookSettings) {
   EXPECT_EQ(m.batch_size, 2);
   EXPECT_EQ(modelJson(d), modelToJson(defaultConfig(Variant::Causal)));
   EXPECT_EQ(d.file(), "");
-  EXPECT_TRUE(d.dirty());
+  EXPECT_FALSE(d.dirty());  // New: nothing of the user's to save yet
   EXPECT_EQ(d.history().undoSteps(), steps + 1);
 
   d.apply(cmd("undo"));
@@ -1620,7 +1625,7 @@ TEST(Document, VersionDirtyAndFile) {
 
   // open: the file, clean, a new history.
   const std::string file = tmp.write("w.json", kSixTokenFile);
-  changed(cmd("preset", {{"name", "causal"}}));
+  reverted(cmd("preset", {{"name", "causal"}}));  // a preset as it loads: nothing unsaved
   EXPECT_EQ(d.file(), "");
   d.apply(cmd("open", {{"path", file}}));
   EXPECT_GT(d.version(), v);
@@ -1628,8 +1633,8 @@ TEST(Document, VersionDirtyAndFile) {
   EXPECT_FALSE(d.dirty());
   EXPECT_EQ(d.file(), file);
   EXPECT_FALSE(d.history().canUndo());
-  // new: untitled, unsaved, undoable back to the file's tokens.
-  changed(cmd("new"));
+  // new: untitled, nothing unsaved yet, undoable back to the file's tokens.
+  reverted(cmd("new"));
   EXPECT_EQ(d.file(), "");
   EXPECT_TRUE(d.history().canUndo());
   reverted(cmd("undo"));  // the file's contents again: clean
