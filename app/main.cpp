@@ -359,6 +359,9 @@ int main(int argc, char** argv) {
   io.ConfigFlags &= ~ImGuiConfigFlags_NavEnableKeyboard;  // arrows and Tab belong to the view
   glfwSetKeyCallback(window, onKey);  // before ImGui's, which chains to it
   ImGui_ImplGlfw_InitForOpenGL(window, true);
+  // Tab cycles the heads (onKey), never ImGui's focus: its tabbing walked from a typed cell into
+  // the next cell's text field, which then kept the arrows and Tab.
+  io.KeyMap[ImGuiKey_Tab] = -1;
   ImGui_ImplOpenGL3_Init("#version 330 core");
 
   // What the app needs from this window: offscreen frames at k× for screenshots, fonts and theme.

@@ -257,6 +257,28 @@ def main():
                 print(f"  dialog open_lessons: {p.stderr.strip()!r}")
                 expect("no dialog 'open_lessons'" in p.stderr and "open_lesson" in p.stderr, f"stderr {p.stderr!r}")
 
+            def keys_after_an_edit():
+                # Typing a value into an embedding cell, then Enter: Tab cycles the heads and ↓/↑
+                # move the selected token again (Tab walked into the next cell, in edit mode, and
+                # from then on ↓ edited text).
+                app = start_ready(args.app, display.name, ["--open", os.path.join(presets, "multihead.json")])
+                with app:
+                    app.settled("the example")
+                    app.type_into_cell(2, 1, "0.42")
+                    d = app.settled("the edit's result", lambda d: abs(d["state"]["workspace"]["embeddings"][2][1] - 0.42) < 1e-6)
+                    head, token = d["state"]["head"], d["state"]["token"]  # the click selected the cell's token
+                    app.key("Tab")
+                    d = app.settled("Tab: the next head", lambda d: d["state"]["head"] != head, timeout=10)
+                    app.key("Down")
+                    d = app.settled("↓: the next token", lambda d: d["state"]["token"] == token + 1, timeout=10)
+                    app.key("Up")
+                    app.key("Up")
+                    d = app.settled("↑↑: two tokens up", lambda d: d["state"]["token"] == token - 1, timeout=10)
+                    expect(abs(d["state"]["workspace"]["embeddings"][2][1] - 0.42) < 1e-6 and
+                           d["state"]["workspace"]["embeddings"][2][2] == read_json(os.path.join(presets, "multihead.json"))["embeddings"][2][2],
+                           "the keys edited a cell")
+                    print(f"  after typing into a cell: Tab → head {d['state']['head'] + 1}, ↓ then ↑↑ → token {d['state']['token'] + 1}")
+
             def ctrl_s_while_typing():
                 # Typing into the seed field, then Ctrl+S without Enter or a click away: the file has
                 # the typed seed. The same for a token's name.
@@ -363,6 +385,7 @@ def main():
                 ("the lesson at 1280 × 720 and 150 %", lesson_at_720_and_150),
                 ("long toasts do not overlap the status bar's text", toasts_do_not_overlap),
                 ("Ctrl+S while typing saves the typed value", ctrl_s_while_typing),
+                ("Tab and the arrows after typing into a cell", keys_after_an_edit),
                 ("File › Open lesson's browser starts in the shipped lessons", lesson_browser),
                 ("PNG figures of the module's maps with their columns hidden", module_maps_as_png),
                 ("SVG, PDF and PNG figures follow the text size", figures_follow_the_text_size),
