@@ -223,6 +223,12 @@ MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int 
   ValueRange range = ranges[static_cast<std::size_t>(head)][static_cast<int>(stage)];
   if (view.shared_scale)
     for (int o = 0; o < t.heads; ++o) range = merge(range, ranges[static_cast<std::size_t>(o)][static_cast<int>(stage)]);
+  // The weights on a probability's fixed range, where they are within it (a row sum of signed
+  // scores is not); the smallest positive value stays a log scale's floor.
+  if (view.weights_fixed && (stage == Stage::Weights || stage == Stage::DroppedWeights)) {
+    const float top = stage == Stage::DroppedWeights && t.dropout_active ? t.dropout_scale : 1.0f;
+    if (range.lo >= 0 && range.hi <= top * (1 + 1e-6f)) range.lo = 0, range.hi = top;
+  }
   MapLook look = colouredBy(view, range, stageInfo(stage).flags);
   if (stage == Stage::DropoutMask) {
     look.cell_text = [&t](float v) { return dropoutCellText(t, v); };

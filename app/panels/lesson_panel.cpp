@@ -248,6 +248,7 @@ ViewState LessonPanel::close(const ViewState& now) {
   v.colormap = before_.colormap;
   v.diverging_for_signed = before_.diverging_for_signed;
   v.shared_scale = before_.shared_scale;
+  v.weights_fixed = before_.weights_fixed;
   v.highlight.clear();
   lesson_.reset();
   step_ = drawn_step_ = 0;

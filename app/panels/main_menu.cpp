@@ -180,6 +180,11 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
         ImGui::EndMenu();
       }
       layout().widget("menu_colour_scale");
+      if (ImGui::MenuItem("Weights on a fixed 0–1 scale", nullptr, view.weights_fixed))
+        cmd.push("view", {{"field", "weights_range"}, {"value", view.weights_fixed ? "data" : "fixed"}});
+      layout().widget("menu_weights_range");
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Softmax weights coloured from 0 to 1, whatever their spread: nearly uniform weights look weak");
       viewToggle(cmd, "Lock colour ranges (small changes look small)", "lock_range", view.lock_range);
       if (ImGui::BeginMenu("Columns")) {
         for (const GridColumn& c : gridColumns()) {

@@ -225,6 +225,7 @@ void App::replaced(const Command& c, double now) {
   keep("status_bar", &ViewState::show_status);
   keep("statistics", &ViewState::show_statistics);
   keep("presentation", &ViewState::presentation);
+  keep("weights_range", &ViewState::weights_fixed);  // a lesson's, or the user's choice
   view_.highlight = before.highlight;  // the open lesson's step, not the workspace's
   if (c.name == "restore")  // the autosave's view yields to what this session was started with
     for (const auto& [field, value] : command_line_view_.items()) setViewField(view_, field, value);
@@ -495,7 +496,10 @@ void App::openCheckedLesson(LessonChecker::Result checked, double now) {
   }
   const bool first = !lesson_.open();
   lesson_.begin(std::move(*checked.lesson), view_);
-  if (first) view_.presentation = true;  // the maps and the lesson, large; F10 brings back the side panels
+  if (first) {
+    view_.presentation = true;  // the maps and the lesson, large; F10 brings back the side panels
+    view_.weights_fixed = true; // weights as the probabilities they are (View › Weights on a fixed 0–1 scale)
+  }
   try {
     goToStep(number, c.script_index, now);
   } catch (const InputError&) {  // rehearsed from step 1, so only a step that needs the ones before it

@@ -58,6 +58,7 @@ nlohmann::json viewToJson(const ViewState& v) {
           {"diverging_for_signed", v.diverging_for_signed},
           {"shared_scale", v.shared_scale},
           {"colour_scale", colourScaleId(v.colour_scale)},
+          {"weights_range", v.weights_fixed ? "fixed" : "data"},
           {"theme", v.light_theme ? "light" : "dark"},
           {"batch", v.batch},
           {"head", v.head},
@@ -147,6 +148,9 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
   } else if (f == "colour_scale") {
     if (!value.is_string() || !parseColourScale(value.get<std::string>(), &v.colour_scale))
       fail(f, "expected \"linear\", \"log\" or \"row\"");
+  } else if (f == "weights_range") {
+    if (value != "fixed" && value != "data") fail(f, "expected \"fixed\" (0 to 1) or \"data\" (the map's own range)");
+    v.weights_fixed = value == "fixed";
   } else if (f == "lock_range") {
     v.lock_range = boolean(f, value);  // the app fills the locked ranges from the result on screen
   } else if (f == "theme") {
@@ -223,7 +227,7 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     if (!value.is_string()) fail(f, "expected a folder");
     v.screenshot_dir = value.get<std::string>();
   } else {
-    fail(f, "unknown view field (one of colormap, diverging_for_signed, shared_scale, colour_scale, lock_range, theme, batch, head, token, "
+    fail(f, "unknown view field (one of colormap, diverging_for_signed, shared_scale, colour_scale, weights_range, lock_range, theme, batch, head, token, "
             "columns, tab, screenshot_scale, caption, inspector, model_panel, inputs_panel, status_bar, statistics, presentation, "
             "text_size, lines_stage, lines_top_k, lines_hidden_heads, lines_isolate, screenshot_dir, focus)");
   }

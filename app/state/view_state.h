@@ -35,6 +35,10 @@ struct ViewState {
   bool diverging_for_signed = true;       // maps with negative values: coolwarm centred on 0
   bool shared_scale = false;              // one colour range per stage across all heads
   ColourScale colour_scale = ColourScale::Linear;  // linear, log (maps ≥ 0) or per row
+  // The attention weights on their own range (false), or on the fixed range of a probability,
+  // 0 to 1 (after dropout 0 to 1/(1−p)): nearly uniform weights (0.045–0.074) then look weak, as
+  // they are, not like strong attention. A lesson's default (LessonPanel::begin).
+  bool weights_fixed = false;
   bool lock_range = false;                // keep the colour ranges of the moment it was locked;
                                           // not saved (the ranges belong to this session's results)
   std::vector<std::array<ValueRange, kStageCount>> locked_heads;  // … per head and stage then

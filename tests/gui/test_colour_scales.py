@@ -116,6 +116,32 @@ def main():
                     expect(e["scale"] == "linear", f"{e['id']}: a signed map on scale {e['scale']}")
                 print(f"  log: {cells.done('log')} weights cells coloured by log10 over [p, max]")
 
+            def fixed_weights():
+                # Weights on the fixed range of a probability (View › Weights on a fixed 0–1 scale,
+                # a lesson's default): every cell coloured at round(v · 255) of the table, whatever
+                # the map's own spread; after dropout 0 to 1/(1 − p); other maps keep their range.
+                v1 = os.path.join(args.presets, "self_attention_v1.json")  # no mask: weights 0.09–0.24
+                d = headless("fixed", [{"do": "view", "field": "weights_range", "value": "fixed"}],
+                             "--open", v1, "--size", "1600x1000")
+                trace = trace_of(d, "fixed")
+                cells = Cells(assets, d["png"], d["panels"].get("heatmaps"))
+                for e in maps(d, "weights"):
+                    w = g.stage_matrix(trace, e["batch"], e["head"], "weights")
+                    expect(e["range"] == [0, 1] and w.min() > 0.05 and w.max() < 0.5,
+                           f"{e['id']}: range {e['range']} (its weights {w.min():.3f}–{w.max():.3f})")
+                    cells.check(e, w, lambda i, j, v: lround_index(v), "viridis")
+                scores = maps(d, "scores", in_view=False)
+                expect(scores and all(e["range"] != [0, 1] for e in scores), "the scores took the weights' fixed range")
+                n = cells.done("fixed weights")
+                d = headless("fixed-dropout", [{"do": "view", "field": "weights_range", "value": "fixed"},
+                                                {"do": "view", "field": "columns", "value": ["weights", "dropped_weights"]}],
+                             "--open", os.path.join(args.presets, "causal_dropout.json"), "--size", "1600x1000")
+                dropped = maps(d, "dropped_weights")
+                expect(dropped and all(e["range"] == [0, 2] for e in dropped), f"dropped weights: {[e['range'] for e in dropped]}")
+                plain = headless("data", [], "--open", v1, "--size", "1600x1000")
+                expect(all(e["range"] != [0, 1] for e in maps(plain, "weights")), "the default is not the map's own range")
+                print(f"  fixed 0–1: {n} weights cells at v·255; dropped weights 0–2 at p = 0.5; by default the maps' own range")
+
             def per_row():
                 d = headless("row", [{"do": "view", "field": "colour_scale", "value": "row"}],
                              "--open", multihead, "--size", "1600x1000")
@@ -216,7 +242,8 @@ def main():
                 print(f"  x[1][0] = 0.9: the {checked} cells it changed are outlined, nothing else; no edit, no outline")
 
             code = run_checks([("changed cells outlined after an edit", outlines),("log scale", log_scale), ("per-row scale", per_row), ("linear ticks", ticks),
-                               ("lock", lock), ("GPT-2 small on a log scale", gpt2_log)])
+                               ("lock", lock), ("GPT-2 small on a log scale", gpt2_log),
+                               ("weights on a fixed 0–1 scale", fixed_weights)])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     sys.exit(code)

@@ -116,6 +116,10 @@ def check_step(d, where):
                 problems.append(f"{where}: {name} shows no numbers (cell {h['cell']:.0f} px)")
             elif h.get("label_format") not in ("decimals3", "decimals4", "custom"):
                 problems.append(f"{where}: {name} shows {h.get('label_format')}, fewer than 3 decimals")
+    # A lesson shows the weights as the probabilities they are: on the fixed 0–1 range.
+    for h in d["heatmaps"]:
+        if h.get("stage") == "weights" and "compare" not in h and h["range"] != [0, 1]:
+            problems.append(f"{where}: {h['id']} coloured over {h['range']}, not 0–1")
     lesson = d["state"]["lesson"]
     if lesson["text_fits"] and not lesson["text_in_view"]:
         problems.append(f"{where}: the lesson's text needs scrolling to be read")
