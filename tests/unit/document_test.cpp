@@ -27,6 +27,7 @@
 #include "editing/command.h"
 #include "editing/document.h"
 #include "editing/token_table.h"
+#include "engine/attention.h"
 #include "engine/errors.h"
 #include "engine/model_config.h"
 #include "formats/presets.h"
@@ -606,6 +607,23 @@ TEST(Preset, UndoAfterSavingUnderAnotherNameKeepsThatName) {
   EXPECT_EQ(d.file(), documentPath(tmp.path("causal.json")));  // the file being edited stays
   EXPECT_TRUE(d.dirty());
   EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"a", "b"}));
+}
+
+// GPT-2 small's preset draws its inputs and its weights from different seeds: with torch.manual_seed(123)
+// before both, W_query's draws repeat the inputs' stream and every head's queries had a diagonal
+// (Q[i, i] ≈ −5.5 where the rest is ≈ 0) that students would ask about.
+TEST(Preset, Gpt2InputsAndWeightsAreNotTheSameDraws) {
+  const Workspace ws = loadWorkspace(presetPath("gpt2-small"));
+  ASSERT_TRUE(ws.random.has_value());
+  EXPECT_NE(ws.random->seed, ws.model.seed);
+  TraceRequest only = TraceRequest::only({0});
+  only.heads = {0};
+  const Trace t = computeTrace(ws.embeddings, ws.model, {}, only);
+  const Matrix& q = t.batches[0].heads[0].queries;
+  double diagonal = 0, rest = 0;
+  for (int i = 0; i < 64; ++i) diagonal += q(i, i) / 64;
+  for (int i = 0; i < 64; ++i) rest += q(i, (i + 17) % 64) / 64;
+  EXPECT_LT(std::fabs(diagonal - rest), 0.5) << "Q[i, i] averages " << diagonal << ", Q[i, i + 17] " << rest;
 }
 
 TEST(Preset, EveryPresetLoadsAndAnUnknownNameListsThem) {
