@@ -529,6 +529,20 @@ CellWindow zoomWindow(float zoom, float center_row, float center_col, int T) {
   return w;
 }
 
+// The cells a map of `rows` × `cols` shows at the zoom `w` (linked across maps): an axis over the
+// tokens follows the zoom's window; an axis of dimensions (a T × d map's columns, a weight's rows
+// and columns) shows its first as many as the window has tokens, so that every map zooms and keeps
+// the cells' size (a 256-dimension output unzoomed made every map's cells 0.7 px). Unzoomed: all.
+CellWindow shownWindow(const CellWindow& w, int rows, int cols, bool token_rows, bool token_cols) {
+  CellWindow s;
+  if (w.rows <= 0) return s;
+  s.row0 = token_rows ? w.row0 : 0;
+  s.rows = token_rows ? w.rows : std::min(rows, w.rows);
+  s.col0 = token_cols ? w.col0 : 0;
+  s.cols = token_cols ? w.cols : std::min(cols, w.cols);
+  return s;
+}
+
 // Wheel zooms about the cell under the mouse; a right-button drag pans.
 void applyZoom(float& zoom, float& center_row, float& center_col, const HeatmapHit& hit, int T) {
   if (center_row < 0) center_row = center_col = T / 2.0f;
@@ -679,7 +693,10 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
                                 ? view["preset"].value("description", "")
                                 : "";
   if (zoom > 1) {
-    ImGui::Text("zoom ×%.1f: queries %d–%d, keys %d–%d", zoom, w.row0 + 1, w.row0 + w.rows, w.col0 + 1, w.col0 + w.cols);
+    // A map's dimensions show their first as many as the tokens shown (shownWindow): said when some are wider.
+    const bool wide = t.head_width > w.rows || t.d_in > w.rows || t.model.d_out > w.rows;
+    ImGui::Text("zoom ×%.1f: queries %d–%d, keys %d–%d%s", zoom, w.row0 + 1, w.row0 + w.rows, w.col0 + 1, w.col0 + w.cols,
+                wide ? (", dimensions d0–d" + std::to_string(w.rows - 1)).c_str() : "");
     ImGui::SameLine();
     reset = ImGui::SmallButton("reset zoom");
     layout().widget("reset_zoom");
@@ -741,7 +758,7 @@ std::string moduleCardHeading(const Trace& t, int batch) {
 // its tile of the grid's layout.
 void drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vector<ModuleMap>& maps, const Box& card_box,
                     const std::vector<Box>& tiles, const std::vector<bool>& labelled, float cell, ImVec2 grid_origin,
-                    bool heading, float text_scale) {
+                    bool heading, float text_scale, CellWindow window) {
   const Trace& t = *snap.trace;
   const BatchTrace& bt = snap.shown();
   const ViewState& view = ctx.view;
@@ -761,6 +778,7 @@ void drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::ve
     spec.id = std::string("b") + std::to_string(snap.batch) + "m" + info.id;
     spec.title = title;
     spec.values = values;
+    spec.window = shownWindow(window, static_cast<int>(values.rows()), static_cast<int>(values.cols()), !info.parameter, false);
     applyLook(spec, moduleLook(snap, view, info.map));
     spec.row_labels = !labelled[k] ? nullptr : info.parameter ? &snap.dims : &snap.tokens();  // none: the map beside it has them
     spec.col_labels = &snap.dims;
@@ -981,8 +999,10 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     for (Stage stage : stages) {
       const StageInfo& info = stageInfo(stage);
       TileNeed tile;
-      tile.rows = info.parameter ? t.d_in : window.rows > 0 ? window.rows : T;
-      tile.cols = !info.square ? t.head_width : window.cols > 0 ? window.cols : T;
+      const int rows = info.parameter ? t.d_in : T, cols = info.square ? T : t.head_width;
+      const CellWindow shown = shownWindow(window, rows, cols, !info.parameter, info.square);
+      tile.rows = shown.rows > 0 ? shown.rows : rows;
+      tile.cols = shown.cols > 0 ? shown.cols : cols;
       tile.title_w = titleWidth(stageHeading(t, stage));
       tile.full_title_w = ImGui::CalcTextSize(stageHeading(t, stage).c_str()).x + px(8);
       tile.focus = !dimmedByLesson(view, info.id);
@@ -998,7 +1018,10 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     for (ModuleMap m : module_maps) {
       const StageMap values = moduleMapValues(t, bt, m);
       const std::string title = moduleHeading(t, bt, m);
-      TileNeed tile{static_cast<int>(values.rows()), static_cast<int>(values.cols()), titleWidth(title),
+      const CellWindow shown = shownWindow(window, static_cast<int>(values.rows()), static_cast<int>(values.cols()),
+                                           !moduleMapInfo(m).parameter, false);
+      TileNeed tile{shown.rows > 0 ? shown.rows : static_cast<int>(values.rows()),
+                    shown.cols > 0 ? shown.cols : static_cast<int>(values.cols()), titleWidth(title),
                     ImGui::CalcTextSize(title.c_str()).x + px(8)};
       tile.focus = !dimmedByLesson(view, moduleMapInfo(m).id);
       tile.row_kind = moduleMapInfo(m).parameter ? 1 : 0;
@@ -1115,8 +1138,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.col_labels = info.square ? &snap->tokens() : &snap->dims;
       spec.selected_row = info.parameter ? -1 : selected_row;
       if (info.square && !captureHidesSelection()) spec.selected_col = view.key;
-      spec.window = info.parameter ? CellWindow{} : window;
-      if (!info.square) spec.window.col0 = spec.window.cols = 0;  // keys zoom, dims stay
+      spec.window = shownWindow(window, static_cast<int>(spec.values.rows()), static_cast<int>(spec.values.cols()),
+                                !info.parameter, info.square);
       spec.version = snap->head_serial[static_cast<std::size_t>(h)];  // kept by a second part
       spec.owner = ctx.snapshot;
       spec.describe = [snap, &head, stage](int i, int j) { return describeCell(*snap, head, stage, i, j); };
@@ -1154,7 +1177,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   }
   if (M > 0 && g.cards.back().w > 0)
     drawModuleCard(ctx, *snap, module_maps, g.cards.back(), g.tiles.back(), g.labelled.back(), g.cell, grid_origin,
-                   needs.back().heading_h > 0, text_scale);
+                   needs.back().heading_h > 0, text_scale, window);
   // Reserve the grid's full extent so the child scrolls when it is larger than the panel.
   ImGui::SetCursorScreenPos(grid_origin);
   ImGui::Dummy(ImVec2(g.width, g.height));

@@ -68,6 +68,23 @@ def main():
                     expect(w["row0"] + w["rows"] == 1024 and w["rows"] == 8, f"last token: {id_} shows rows {w}")
                 print("  400-431 → rows 399…430; index 100 to 115 → 100…115; the last token → 1016…1023")
 
+            def module_maps_zoom_too():
+                # A range with the module's output shown (T × 256 on medium, T × 768 on GPT-2 small):
+                # every map zooms — the output's rows follow the range, its dimensions show the first
+                # as many — and the cells stay large (the unzoomed output made them 0.66 px on medium,
+                # the weights a 21-px strip).
+                medium = os.path.join(args.presets, "medium.json")
+                for preset in (medium, gpt2):
+                    d = headless("module-zoom", [{"do": "view", "field": "columns", "value": ["scores", "weights", "context", "output"]},
+                                                 {"do": "go_to", "text": "100-131"}], preset=preset)
+                    maps = [e for e in d["heatmaps"] if e.get("stage") in ("scores", "weights", "context", "output")]
+                    out = [e for e in maps if e.get("module")]
+                    expect(out and all(e["window"]["rows"] == 32 and e["window"]["row0"] == 99 and e["window"]["cols"] == 32 for e in out),
+                           f"{os.path.basename(preset)}: the output's window {[e['window'] for e in out]}")
+                    small_maps = [e["id"] for e in maps if e["cell"] * 32 < 96]
+                    expect(not small_maps, f"{os.path.basename(preset)}: maps under 96 px: {small_maps} (cell {maps[0]['cell']:.2f})")
+                    print(f"  {os.path.basename(preset)}, 100-131 with the output: every map 32 rows, cells {maps[0]['cell']:.1f} px")
+
             def refused():
                 path = write_commands(work, "bad", [{"do": "go_to", "text": "zebra"}])
                 out = subprocess.run([args.app, "--open", gpt2, "--commands", path, "--screenshot", os.path.join(work, "bad.png")],
@@ -115,7 +132,7 @@ def main():
                 print(f"  the last key's label reaches y {first} over {maps[0]['id']} and y {last} over {maps[-1]['id']}")
 
             code = run_checks([("a token by name", name), ("ranges", ranges), ("an unknown token", refused),
-                               ("the book's example", small), ("the last key's label", last_key_labels)])
+                               ("the book's example", small), ("the module's maps zoom too", module_maps_zoom_too), ("the last key's label", last_key_labels)])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     sys.exit(code)
