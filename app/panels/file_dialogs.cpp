@@ -325,9 +325,8 @@ void FileDialogs::draw(const PanelContext& ctx) {
     ImGui::SameLine();
     if (ImGui::Button("Keep the file as saved")) choice = 2;
     layout().widget("recovery_keep");
-    if (choice == 1) cmd.push("restore", {{"path", recovery_kept_}});
-    if (choice) {
-      recovery_kept_.clear();
+    if (choice) {  // the `recovery` command does it (and closes the offer), as a script would
+      cmd.push("recovery", {{"choice", choice == 1 ? "restore" : "keep"}});
       ImGui::CloseCurrentPopup();
     }
     ImGui::EndPopup();

@@ -38,6 +38,8 @@ class FileDialogs {
   // The last session's unsaved changes to `file`, newer than it, kept in `kept`: Restore them
   // (`restore` of the kept file), or Keep the file as saved (they stay kept, the message says where).
   void offerRecovery(const std::string& kept, const std::string& file) { recovery_kept_ = kept, recovery_file_ = file; }
+  const std::string& recoveryOffered() const { return recovery_kept_; }  // "" for none
+  void closeRecovery() { recovery_kept_.clear(); }  // answered (the `recovery` command)
   bool saving() const { return which_ == "save_as" || !overwrite_path_.empty(); }  // a save is being asked about
   bool open() const {  // a dialog or a prompt is up
     return !which_.empty() || !unsaved_action_.empty() || !overwrite_path_.empty() || !recovery_kept_.empty();

@@ -18,6 +18,7 @@ struct Toast {
   std::string text;       // a brief confirmation or error in the status bar
   bool error = false;
   double until = 0;       // shown until this time
+  bool hint_room = false; // the hint to make room for a large text size (F10, F11): void in presentation
 };
 
 struct PanelContext {

@@ -73,6 +73,9 @@ void App::syncTextSize() {
 // ---- applying commands -------------------------------------------------------------------
 
 void App::update(double now) {
+  // The hint to make room is void once the side panels are gone (a lesson opened in presentation
+  // after the start's hint, or F10 pressed): it asked for exactly that.
+  if (view_.presentation && toast_.hint_room) toast_ = {};
   // A lesson checked off the UI thread: it opens now, before the commands queued behind it.
   if (auto checked = lesson_check_.poll()) {
     if (toast_.text.rfind("Checking the lesson ", 0) == 0) toast_ = {};  // the progress is over
@@ -447,6 +450,19 @@ void App::applyApp(const Command& c, double now) {
     if (!error.empty()) throw InputError("full-screen: " + error);
   } else if (n == "quit") {
     quit_ = true;  // unsaved changes were asked about in apply()
+  } else if (n == "recovery") {  // the answer to the start's offer (FileDialogs::offerRecovery)
+    const std::string choice = c.text("choice");
+    if (choice != "restore" && choice != "keep") throw InputError("choice: expected restore or keep, got \"" + choice + "\"");
+    const std::string kept = dialogs_.recoveryOffered();
+    if (kept.empty()) throw InputError("no unsaved changes of the last session are offered");
+    dialogs_.closeRecovery();
+    if (choice == "restore") {
+      Command restore = makeCommand("restore", {{"path", kept}});
+      restore.script_index = c.script_index;
+      apply(restore, now);
+    } else {
+      showToast("The last session's changes stay in " + kept, false, now);
+    }
   } else if (n == "unsaved") {  // the answer to the prompt: go on with the command that asked
     const std::string choice = c.text("choice");
     if (choice != "save" && choice != "discard" && choice != "cancel")
@@ -557,9 +573,11 @@ void App::hintIfCramped(double now, bool unless_toast) {
   if (hooks_.size) hooks_.size(&w, &h);
   if (w <= 0 || (unless_toast && !toast_.text.empty() && now < toast_.until)) return;
   // Larger text in a window too small for it beside the side panels: say how to make room.
-  if (sideWidths(static_cast<float>(w), view_.modelShown() || view_.inputsShown(), view_.inspectorShown()).squeeze < 0.8f)
+  if (sideWidths(static_cast<float>(w), view_.modelShown() || view_.inputsShown(), view_.inspectorShown()).squeeze < 0.8f) {
     showToast("Text size " + std::to_string(view_.text_size) + " %: the side panels are narrow in this window. "
               "View › Presentation (F10) hides them, F11 goes full screen.", false, now);
+    toast_.hint_room = true;
+  }
 }
 
 void App::showToast(const std::string& text, bool error, double now) {

@@ -125,6 +125,9 @@ const std::vector<CommandInfo>& commandTable() {
       {"unsaved", T::App, {{"choice", A::String, true}},
        "answer the unsaved-changes prompt of quit, open, new or preset: save (then go on), discard or cancel"},
       // Lessons (core/lessons/lesson.h): a step applies its own commands through this same path.
+      {"recovery", T::App, {{"choice", A::String, true}},
+       "the answer to the start's offer of the last session's unsaved changes to the file opened, newer than it: "
+       "restore (them, unsaved) or keep (the file as saved; they stay in the state folder)"},
       {"lesson_open", T::App, {{"path", A::String, true}, {"step", A::Int, false}, {"discard", A::Bool, false}},
        "open a lesson file (checked whole first) at `step` (1-based, default 1); asks first over unsaved changes"},
       {"lesson_step", T::App, {{"step", A::Int, true}}, "go to step `step` of the open lesson (1-based, as shown)"},

@@ -311,9 +311,9 @@ def app_faults(r, sources):
               f"failed save, kept work: stderr {lines}")
         reported += 1
         check(read(ws) == previous and temps(d) == [], "failed save, kept work: the file changed or a temp file was left")
-        # The next session (no faults) recovers the edit from the autosave and saves it.
+        # The next session (no faults) is offered the edit from the autosave, restores and saves it.
         with open(cf, "w") as f:
-            json.dump([{"do": "save"}, {"do": "quit", "discard": True}], f)
+            json.dump([{"do": "recovery", "choice": "restore"}, {"do": "save"}, {"do": "quit", "discard": True}], f)
         p = subprocess.run([r.args.app, "--open", ws, "--commands", cf], env=env, capture_output=True, text=True, timeout=90)
         runs += 1
         check(p.returncode == 0 and not error_lines(p.stderr), f"the recovering session: exit {p.returncode}: {p.stderr.strip()}")

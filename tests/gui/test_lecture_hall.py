@@ -165,19 +165,23 @@ def main():
             def large_text_hint_at_start():
                 # A lecturer's last session ended at 200 % text; this one starts on a projector's
                 # 1280 × 800: the maps get a line or two, so the app says at once how to make room
-                # (F10, F11), as it does when the size is chosen in the app. Not at 100 %.
-                for size, autosaved, want in (("1280x800", 200, True), ("1280x800", 100, False)):
-                    home, state = folders(f"hint-{autosaved}")
+                # (F10, F11), as it does when the size is chosen in the app. Not at 100 %, and not
+                # when a lesson opened at start put the side panels away (presentation) already.
+                lesson = os.path.join(assets, "lessons", "chapter3.json")
+                for size, autosaved, want, extra in (("1280x800", 200, True, []), ("1280x800", 100, False, []),
+                                                     ("1280x800", 200, False, ["--lesson", lesson])):
+                    home, state = folders(f"hint-{autosaved}-{len(extra)}")
                     ws = read_json(os.path.join(presets, "multihead.json"))
-                    ws["view"] = {"text_size": autosaved, "dirty": True}
+                    ws["view"] = {"text_size": autosaved, "dirty": not extra}  # (a lesson over unsaved work asks first)
                     with open(os.path.join(state, "attnscope", "autosave.json"), "w") as f:
                         json.dump(ws, f)
-                    app = App(args.app, display.name, ["--size", size], state_dir=state)
+                    app = App(args.app, display.name, ["--size", size, *extra], state_dir=state)
                     with app:
                         d = app.settled(f"the restored autosave at {autosaved} %",
-                                        lambda d: d["state"]["text_size"] == autosaved)
+                                        lambda d: d["state"]["text_size"] == autosaved and
+                                        (not extra or d["state"]["lesson_step"] == 1))
                         toast = d["state"]["toast"]
-                        print(f"  {size}, text {autosaved} %: toast {toast!r}")
+                        print(f"  {size}, text {autosaved} %{' with a lesson' if extra else ''}: toast {toast!r}")
                         expect(("F10" in toast) == want, f"{size} at {autosaved} %: toast {toast!r}, "
                                                          f"{'expected' if want else 'unexpected'} the F10 hint")
 

@@ -220,6 +220,7 @@ std::vector<json> everyCommandExample() {
       {{"do", "dialog"}, {"which", "export_map"}, {"stage", "weights"}, {"head", 0}, {"format", "csv"}},
       {{"do", "quit"}, {"discard", true}},
       {{"do", "unsaved"}, {"choice", "save"}},
+      {{"do", "recovery"}, {"choice", "restore"}},
       {{"do", "fullscreen"}, {"on", true}},
       {{"do", "lesson_open"}, {"path", "chapter3.json"}, {"step", 5}, {"discard", true}},
       {{"do", "lesson_step"}, {"step", 2}},
@@ -263,7 +264,7 @@ TEST(ParseCommand, TargetsAreAsDocumented) {
   }
   for (const char* name : {"select_token", "select_key", "select_head", "select_batch", "view", "engine"})
     EXPECT_EQ(findCommand(name)->target, CommandTarget::View) << name;
-  for (const char* name : {"screenshot", "save", "export_trace", "export_map", "save_pytorch", "quit", "unsaved",
+  for (const char* name : {"screenshot", "save", "export_trace", "export_map", "save_pytorch", "quit", "unsaved", "recovery",
                            "fullscreen"})
     EXPECT_EQ(findCommand(name)->target, CommandTarget::App) << name;
   EXPECT_EQ(findCommand("frobnicate"), nullptr);
