@@ -47,7 +47,8 @@ def main():
     work = tempfile.mkdtemp(prefix="attnscope-lesson-nav-")
 
     def damaged(name, change):
-        """A copy of the chapter lesson with one thing broken, beside the work folder."""
+        """A copy of the chapter lesson with one thing broken, in the work folder (with the notebook's code)."""
+        shutil.copy(os.path.join(os.path.dirname(lesson), "notebook.py"), work)
         with open(lesson) as f:
             doc = json.load(f)
         text = change(doc)
@@ -75,7 +76,7 @@ def main():
         (damaged("bad json.json", bad_json), "lesson: not valid JSON"),
         (damaged("unknown command.json", unknown_command), "step 3: command 4 (sett): unknown command 'sett'"),
         (damaged("unknown map.json", unknown_map), "step 3: maps: unknown map 'wieghts'"),
-        (damaged("past the end.json", past_the_end), "step 4: code.lines: line 400 is past the end of seed_classes.py"),
+        (damaged("past the end.json", past_the_end), "step 4: code.lines: line 400 is past the end of notebook.py"),
         (damaged("cannot apply.json", cannot_apply), "step 5: command 4 (select_token): index: no token 9"),
     ]
     USER_WORK = [{"do": "preset", "name": "causal"}, {"do": "set", "field": "d_out", "value": 4},

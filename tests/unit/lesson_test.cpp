@@ -392,7 +392,7 @@ TEST(ChapterLesson, CoversTheNotebooksWorkedExamples) {
     EXPECT_EQ(s.commands[0].name, "preset") << "a step sets itself up from a preset";
     presets.push_back(s.commands[0].text("name"));
     ASSERT_TRUE(s.code.has_value());
-    EXPECT_EQ(s.code->file, "seed_classes.py");
+    EXPECT_EQ(s.code->file, "notebook.py") << "the notebook's cells as written, not attnscope's classes";
     EXPECT_FALSE(s.code->highlight.empty());
     EXPECT_FALSE(s.maps.empty());
     EXPECT_FALSE(s.prints.empty());
