@@ -223,6 +223,9 @@ MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int 
   ValueRange range = ranges[static_cast<std::size_t>(head)][static_cast<int>(stage)];
   if (view.shared_scale)
     for (int o = 0; o < t.heads; ++o) range = merge(range, ranges[static_cast<std::size_t>(o)][static_cast<int>(stage)]);
+  // Beside the concat, a head's context is a slice of it: one value, one colour in both.
+  if (stage == Stage::Context && t.heads > 1 && view.show_module[static_cast<int>(ModuleMap::Concat)])
+    range = (locked ? view.locked_module : snap.module_ranges)[static_cast<int>(ModuleMap::Concat)];
   // The weights on a probability's fixed range, where they are within it (a row sum of signed
   // scores is not); the smallest positive value stays a log scale's floor.
   if (view.weights_fixed && (stage == Stage::Weights || stage == Stage::DroppedWeights)) {

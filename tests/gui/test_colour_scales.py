@@ -12,6 +12,8 @@ the app:
 - after an edit, exactly the cells whose values changed (against the traces before and after) are
   outlined; a selection outlines nothing.
 - GPT-2 small on the log scale: its weights no longer one colour (the reason for log).
+- one value, one colour: beside the concat, every head's context cell has the colour of the same
+  value in the concat (the wrapper's two heads, whose own ranges differ).
 
 Usage: test_colour_scales.py --app APP --cli CLI --presets PRESETS_DIR
 """
@@ -241,7 +243,29 @@ def main():
                 expect(all(e.get("outlined", 0) == 0 for e in untouched["heatmaps"]), "cells outlined without an edit")
                 print(f"  x[1][0] = 0.9: the {checked} cells it changed are outlined, nothing else; no edit, no outline")
 
-            code = run_checks([("changed cells outlined after an edit", outlines),("log scale", log_scale), ("per-row scale", per_row), ("linear ticks", ticks),
+            def context_beside_concat():
+                wrapper = os.path.join(args.presets, "multihead_wrapper.json")
+                # Head 2's values made larger: its context spans ~3× head 1's.
+                larger = [{"do": "set_parameter", "name": "heads.1.W_value.weight", "row": 0, "col": c, "value": 2.0}
+                          for c in range(3)]
+                d = headless("concat", larger + [{"do": "view", "field": "columns", "value": ["context", "concat"]}],
+                             "--open", wrapper, "--size", "1920x1080")
+                trace = trace_of(d, "concat")
+                concat = [e for e in d["heatmaps"] if e["id"].endswith("concat") and e.get("in_view")]
+                heads = maps(d, "context")
+                expect(len(concat) == 1 and len(heads) == 2, f"maps: {[e['id'] for e in d['heatmaps']]}")
+                lo, hi = concat[0]["range"]
+                own = [g.stage_matrix(trace, e["batch"], e["head"], "context") for e in heads]
+                expect(float(np.abs(own[1]).max()) > 2 * float(np.abs(own[0]).max()),
+                       "the heads' own ranges are alike: nothing to check")
+                cells = Cells(assets, d["png"], d["panels"].get("heatmaps"))
+                for e, c in zip(heads, own):
+                    expect(e["range"] == [lo, hi], f"{e['id']}: range {e['range']}, the concat's {[lo, hi]}")
+                    cells.check(e, c, lambda i, j, v: lround_index((v - lo) / (hi - lo)), "coolwarm")
+                cells.check(concat[0], np.concatenate(own, axis=1), lambda i, j, v: lround_index((v - lo) / (hi - lo)), "coolwarm")
+                print(f"  beside the concat: {cells.done('one value, one colour')} cells of both heads and the concat on ±{hi:.4f}")
+
+            code = run_checks([("one value, one colour: context beside concat", context_beside_concat),("changed cells outlined after an edit", outlines),("log scale", log_scale), ("per-row scale", per_row), ("linear ticks", ticks),
                                ("lock", lock), ("GPT-2 small on a log scale", gpt2_log),
                                ("weights on a fixed 0–1 scale", fixed_weights)])
     finally:
