@@ -226,8 +226,9 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
         "Click a head to show it alone in the heatmaps",
         "The mean over the query rows of the entropy of their weights, in nats; below it exp(mean entropy): "
         "as if each row attended evenly to this many tokens",
-        "previous: the mean weight a query puts on the token just before it (rows 2 … T); first: the mean "
-        "weight a query puts on the first token",
+        "previous: the mean weight a query puts on the token just before it, over rows 2 … T; first: the mean "
+        "weight a query puts on the first token, over all rows 1 … T — row 1 included, whose only weight under "
+        "the causal mask is the first token's 1",
         entropy_help,
         sums + " The line marks 1."};
     for (int c = 0; c < kColumns; ++c) {
@@ -265,8 +266,12 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
         cellLines({formatFixed(s->mean_entropy, 3) + " nats", "≈ " + formatFixed(tokens, tokens >= 100 ? 0 : tokens >= 10 ? 1 : 2) + " tokens"},
                   cells, cut);
         ImGui::TableSetColumnIndex(2);
-        cellLines({"previous " + (s->has_previous ? formatFixed(s->mean_previous, 3) : std::string("—")),
-                   "first " + formatFixed(s->mean_first, 3)},
+        // Over which rows each mean is taken, said in the cell: the first's includes row 1, whose
+        // only weight under the causal mask is the first token's forced 1.
+        const std::string all_rows = T > 1 ? " (rows 1–" + std::to_string(T) + ")" : " (row 1)";
+        cellLines({"previous " + (s->has_previous ? formatFixed(s->mean_previous, 3) + " (rows 2–" + std::to_string(T) + ")"
+                                                  : std::string("—")),
+                   "first " + formatFixed(s->mean_first, 3) + all_rows},
                   cells, cut);
         ImGui::TableSetColumnIndex(3);
         chart_w_ = ImGui::GetContentRegionAvail().x;

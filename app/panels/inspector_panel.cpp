@@ -137,7 +137,9 @@ void section(const char* title, const std::string& shape_note) {
 void contextTerms(const PanelContext& ctx, const HeadTrace& h, int i, const RowVector& dropped, bool simple) {
   const auto& tokens = ctx.snapshot->tokens();
   const int T = static_cast<int>(h.weights.cols());
-  ImGui::PushFont(fonts().small);  // three vectors a row: the small font keeps them in the panel
+  // In the UI's font, as the rest of the panel: a projector's text size makes it wider than the
+  // panel, and then it scrolls sideways (a smaller font read as 65–80 % of the text around it).
+  layout().state()["inspector_terms_font_px"] = ImGui::GetFontSize();
   const int shown = std::min(T, 64);
   std::vector<std::array<std::string, 3>> rows;
   std::array<float, 3> widest{};
@@ -169,7 +171,6 @@ void contextTerms(const PanelContext& ctx, const HeadTrace& h, int i, const RowV
     }
     ImGui::EndTable();
   }
-  ImGui::PopFont();
   wrapped("z" + std::to_string(i + 1) + " = Σ = " + vec(h.context.row(i)));
 }
 

@@ -228,7 +228,8 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
     if (ImGui::Button("Save figure…")) ctx.commands.push("dialog", {{"which", "save_lines"}});
     layout().widget("lines_save_figure");
   }
-  ImGui::PushFont(fonts().small);
+  // The hint in the UI's font: at a projector's text size it reads as the rest does.
+  layout().state()["lines_hint_font_px"] = ImGui::GetFontSize();
   std::string legend = dropped ? "a line's opacity and width follow its weight after dropout: opaque at 1/(1−p) = " +
                                      fixed2(most) + "; dropped keys have no line"
                                : "a line's opacity and width follow its weight: opaque at 1";
@@ -239,7 +240,6 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
     legend += " · " + std::to_string(H - static_cast<int>(view.lines_hidden_heads.size())) +
               " heads drawn over each other: click their numbers to hide some, or Tab to one head";
   textDisabledWrapped("%s", legend.c_str());
-  ImGui::PopFont();
 
   // ---- the canvas: queries | lines | keys ----------------------------------------------------
   const ImVec2 avail = ImGui::GetContentRegionAvail();

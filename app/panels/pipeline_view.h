@@ -18,6 +18,7 @@ class PipelineView {
 
  private:
   std::string enlarged_ = "weights";  // the step shown large below the row
+  bool scroll_to_enlarged_ = false;   // a thumbnail was clicked: its enlarged map scrolls into view
 };
 
 }  // namespace attnscope

@@ -62,13 +62,15 @@ def numpy_statistics(weights, dropped):
             "mean_weight_first_token": w[:, 0].mean()}
 
 
-def expected_cells(h, s):
-    """What the panel writes for head h from the trace's statistics."""
+def expected_cells(h, s, T=None):
+    """What the panel writes for head h from the trace's statistics (T tokens: its rows)."""
+    T = T or len(s["entropy"])
     tokens = float(np.float32(math.exp(s["mean_entropy"])))
     previous = s["mean_weight_previous_token"]
     return [f"head {h + 1}", fixed(s["mean_entropy"], 3) + " nats",
             "≈ " + fixed(tokens, 0 if tokens >= 100 else 1 if tokens >= 10 else 2) + " tokens",
-            "previous " + ("—" if previous is None else fixed(previous, 3)), "first " + fixed(s["mean_weight_first_token"], 3)]
+            "previous " + ("—" if previous is None else fixed(previous, 3) + f" (rows 2–{T})"),
+            "first " + fixed(s["mean_weight_first_token"], 3) + (f" (rows 1–{T})" if T > 1 else " (row 1)")]
 
 
 def close(a, b, tol=2e-6):
@@ -226,7 +228,7 @@ def main():
                        f"GPT-2: {len(hs['heads'])} heads, computing {[e['computing'] for e in hs['heads']]}")
                 for e in hs["heads"]:
                     expect(0 < e["mean_entropy"] <= math.log(1024) + 1e-6, f"GPT-2 head {e['head'] + 1}: {e['mean_entropy']}")
-                    expect(e["cells"] == expected_cells(e["head"], e), f"GPT-2 head {e['head'] + 1}: {e['cells']}")
+                    expect(e["cells"] == expected_cells(e["head"], e, 1024), f"GPT-2 head {e['head'] + 1}: {e['cells']}")
                     expect("entropy" not in e, "GPT-2: the dump lists 1024 values per head")
                 p, m = d["panels"]["statistics"], d["panels"]["main"]
                 expect(p["h"] <= (p["h"] + m["h"]) / 4 + 1, f"GPT-2: the panel is {p['h']} px of {p['h'] + m['h']}")

@@ -384,7 +384,29 @@ def main():
                     expect(not outside, f"{size} %: numbers past the inspector's edge: {sorted(outside)[:6]}")
                     print(f"  {size} %: {len(numbers)} numbers within the inspector")
 
+            def text_scales_together():
+                # The Lines tab's hint and the inspector's context terms in the UI's font at every text
+                # size (they were in the cells' smaller font: 80 % of it); the Pipeline's enlarged map
+                # a real map at 150 %, its numbers shown (it was a 0.3-px map below the steps).
+                for size in (100, 200):
+                    d, _ = headless(f"lines-{size}", [{"do": "view", "field": "tab", "value": "lines"}],
+                                    "--size", "1280x800", "--text-size", str(size))
+                    ui = d["state"]["font_px"]["ui"]
+                    st = d["state"]
+                    expect(st.get("lines_hint_font_px") == ui and st.get("inspector_terms_font_px") == ui,
+                           f"{size} %: the Lines hint at {st.get('lines_hint_font_px')} px, the inspector's terms at "
+                           f"{st.get('inspector_terms_font_px')} px, the UI's font {ui} px")
+                    print(f"  {size} %: the Lines hint and the inspector's terms at the UI's {ui:.0f} px")
+                d, _ = headless("pipeline-150", [{"do": "view", "field": "tab", "value": "pipeline"}],
+                                "--size", "1280x800", "--text-size", "150")
+                big = [h for h in d["heatmaps"] if h["id"].startswith("pipe_big_")]
+                expect(len(big) == 1 and big[0]["values_shown"] and big[0]["cell"] >= 3 * d["state"]["font_px"]["cells"]
+                       and big[0]["tile"]["h"] >= 0.8 * d["panels"]["pipeline"]["h"],
+                       f"the Pipeline's enlarged map at 150 %: {[(h['cell'], h['tile'], h.get('values_shown')) for h in big]}")
+                print(f"  the Pipeline's enlarged map at 150 %: cells {big[0]['cell']:.0f} px, its numbers shown")
+
             code = run_checks([
+                ("text that scales together: Lines hint, inspector terms, the Pipeline's enlarged map", text_scales_together),
                 ("the inspector's numbers whole at 1280 × 800, 100–250 %", inspector_numbers_whole),
                 ("the lesson at 1280 × 720 and 150 %", lesson_at_720_and_150),
                 ("long toasts do not overlap the status bar's text", toasts_do_not_overlap),
