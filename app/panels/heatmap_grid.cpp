@@ -36,7 +36,7 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
       if (t.head_width <= 4) {
         s += "\n= ";
         for (int d = 0; d < t.head_width; ++d)
-          s += (d ? " + " : "") + formatFixed(h.queries(i, d)) + "·" + formatFixed(h.keys(j, d));
+          s += (d ? " + " + formatFactor(h.queries(i, d)) : formatFixed(h.queries(i, d))) + " · " + formatFactor(h.keys(j, d));
       } else {
         s += "  (a sum over " + std::to_string(t.head_width) + " dimensions)";
       }
@@ -683,7 +683,8 @@ std::string skippedStages(const ViewState& v, const Trace& t) {
 // One line of notes under the header: the preset's description (in full on hover), zoom, where
 // dropout masks come from, and the maps this step has none of.
 // Returns true when "reset zoom" was pressed.
-bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string& skipped, bool lesson) {
+bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string& skipped, bool lesson,
+               const std::string& rounding) {
   const Trace& t = *snap.trace;
   bool reset = false;
   std::vector<std::string> notes;
@@ -708,6 +709,7 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
   std::string line;
   for (const std::string& n : notes) line += (line.empty() ? "" : "  ·  ") + n;
   if (!about.empty()) line = about + (line.empty() ? "" : "  ·  " + line);
+  if (!rounding.empty()) line = rounding + (line.empty() ? "" : "  ·  " + line);  // first: it explains the numbers
   layout().state()["grid_notes"] = line;  // tests: the preset's note is there, or gone
   if (line.empty()) return reset;
   // One line: what does not fit ends in "…", and the whole text shows on hover.
@@ -759,9 +761,11 @@ std::string moduleCardHeading(const Trace& t, int batch) {
 
 // The module's card: its maps (the concatenated context, out_proj's weight, the output), each in
 // its tile of the grid's layout.
-void drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vector<ModuleMap>& maps, const Box& card_box,
-                    const std::vector<Box>& tiles, const std::vector<bool>& labelled, float cell, ImVec2 grid_origin,
-                    bool heading, float text_scale, CellWindow window) {
+// Returns the fewest decimals its maps rounded their numbers to (4 when none did).
+int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vector<ModuleMap>& maps, const Box& card_box,
+                   const std::vector<Box>& tiles, const std::vector<bool>& labelled, float cell, ImVec2 grid_origin,
+                   bool heading, float text_scale, CellWindow window) {
+  int fewest = 4;
   const Trace& t = *snap.trace;
   const BatchTrace& bt = snap.shown();
   const ViewState& view = ctx.view;
@@ -815,8 +819,10 @@ void drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::ve
     spec.cell = cell;
     spec.text_scale = text_scale;
     const HeatmapHit hit = drawHeatmap(spec, ImVec2(b.w, b.h));
+    if (hit.decimals > 0) fewest = std::min(fewest, hit.decimals);
     if (hit.clicked_row >= 0 && !info.parameter) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
   }
+  return fewest;
 }
 
 }  // namespace
@@ -834,6 +840,11 @@ void HeatmapGrid::goTo(int first, int last, int T) {
   center_row_ = center_col_ = (static_cast<float>(first) + static_cast<float>(last) + 1) / 2.0f;
 }
 
+std::string HeatmapGrid::roundingNote() const {
+  if (rounded_to_ >= 4) return "";
+  return "numbers rounded to " + std::to_string(rounded_to_) + " decimals to fit; hover a cell for the notebook's 4";
+}
+
 void HeatmapGrid::draw(const PanelContext& ctx) {
   const ImVec2 top = ImGui::GetCursorScreenPos(), region = ImGui::GetContentRegionAvail();
   const float main_w = ImGui::GetWindowWidth();  // the main area's, of which the grid gets what its padding leaves
@@ -841,6 +852,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   const Snapshot* snap = ctx.snapshot.get();
   const ViewState& view = ctx.view;
   CommandQueue& cmd = ctx.commands;
+  rounded_to_ = rounding_now_;  // the notes line says what last frame's maps did
+  rounding_now_ = 4;
   // A lesson step chose its maps: the header's controls are in the maps menu beside the tabs
   // (drawMapsMenu), its lines are the maps'.
   if (!ctx.maps_menu)
@@ -888,7 +901,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   }
   const CellWindow window = zoomWindow(zoom_, center_row_, center_col_, T);
   // A lesson step's notes: the lesson panel says what the grid set aside; a zoom still has its line.
-  if ((!ctx.maps_menu || zoom_ > 1) && drawNotes(*snap, zoom_, window, skippedStages(view, t), !view.highlight.empty())) reset();
+  if ((!ctx.maps_menu || zoom_ > 1) && drawNotes(*snap, zoom_, window, skippedStages(view, t), !view.highlight.empty(),
+                                                       roundingNote()))
+    reset();
   // While the mouse is over a map the wheel zooms it, so it must not also scroll the grid.
   ImGui::BeginChild("grid", ImVec2(0, 0), false,
                     ImGuiWindowFlags_HorizontalScrollbar | (wheel_on_map_ ? ImGuiWindowFlags_NoScrollWithMouse : 0));
@@ -1159,6 +1174,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.cell = g.cell;  // the same cells in every map
       spec.text_scale = text_scale;
       HeatmapHit hit = drawHeatmap(spec, ImVec2(b.w, b.h));
+      if (hit.decimals > 0) rounding_now_ = std::min(rounding_now_, hit.decimals);
       if (hit.clicked_row >= 0) cmd.push("select_token", {{"index", hit.clicked_row}});
       if (hit.hover_row >= 0) wheel_on_map_ = true;
       const std::string menu = spec.id + "##menu";
@@ -1179,8 +1195,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     }
   }
   if (M > 0 && g.cards.back().w > 0)
-    drawModuleCard(ctx, *snap, module_maps, g.cards.back(), g.tiles.back(), g.labelled.back(), g.cell, grid_origin,
-                   needs.back().heading_h > 0, text_scale, window);
+    rounding_now_ = std::min(rounding_now_, drawModuleCard(ctx, *snap, module_maps, g.cards.back(), g.tiles.back(),
+                                                           g.labelled.back(), g.cell, grid_origin,
+                                                           needs.back().heading_h > 0, text_scale, window));
   // Reserve the grid's full extent so the child scrolls when it is larger than the panel.
   ImGui::SetCursorScreenPos(grid_origin);
   ImGui::Dummy(ImVec2(g.width, g.height));

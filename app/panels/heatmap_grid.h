@@ -51,6 +51,9 @@ class HeatmapGrid {
   void drawMapsMenu(const PanelContext& ctx);
   // The maps a lesson step's layout set aside for want of room, in the last frame ("scores, masked").
   const std::string& setAside() const { return set_aside_; }
+  // Said when last frame's maps rounded their numbers to fewer decimals than the notebook's 4 for
+  // room ("numbers rounded to 3 decimals …"); empty when none did.
+  std::string roundingNote() const;
   // The main area's width a lesson step's maps need to be shown whole in one row with four
   // decimals (best), with three (least), and with three in the smallest font the grid fits them
   // with (smallest), measured in the last frame; 0 where no width does (too tall) or outside a
@@ -78,6 +81,7 @@ class HeatmapGrid {
   std::vector<std::string> focus_;          // the step's maps the grid was laid out for (a new step: back to the top)
   FocusNeed focus_need_;                    // focusNeed()
   std::string set_aside_;                   // the maps a step set aside, for the notes line ("scores, masked")
+  int rounded_to_ = 4, rounding_now_ = 4;   // the fewest decimals a map's numbers showed: last frame, this one
   int reveal_head_ = -1;                    // a map kept in view (reveal)
   Stage reveal_stage_ = Stage::Weights;
 };

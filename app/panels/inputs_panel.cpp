@@ -135,8 +135,9 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
   if (!ImGui::BeginTable("embeddings", shown_cols + 3, flags, ImVec2(0, height))) return;
   ImGui::TableSetupScrollFreeze(2, 1);
   ImGui::TableSetupColumn("#");
-  ImGui::TableSetupColumn("token", 0, px(66));
-  for (int c = 0; c < shown_cols; ++c) ImGui::TableSetupColumn(("d" + std::to_string(c)).c_str(), 0, px(44));
+  ImGui::TableSetupColumn("token", 0, px(60));
+  const float value_w = ws.embeddings.size() ? valueColumnWidth(ws.embeddings.minCoeff(), ws.embeddings.maxCoeff()) : px(44);
+  for (int c = 0; c < shown_cols; ++c) ImGui::TableSetupColumn(("d" + std::to_string(c)).c_str(), 0, value_w);
   ImGui::TableSetupColumn("", 0, px(64));
   ImGui::TableHeadersRow();
   ImGuiListClipper clipper;
@@ -166,7 +167,10 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
         ImGui::TableNextColumn();
         ImGui::PushID(c);
         float v = ws.embeddings(i, c);
-        if (valueCell(v))  // a drag is one undo step
+        std::string shown;
+        const bool changed = valueCell(v, 4, &shown);
+        if (i < 8 && c < 8) layout().state()["inputs_text"][std::to_string(i) + "," + std::to_string(c)] = shown;  // tests
+        if (changed)  // a drag is one undo step
           cmd.push("set_cell", {{"row", i}, {"col", c}, {"value", v}}, "cell " + std::to_string(i) + "," + std::to_string(c));
         if (ImGui::IsItemActivated()) cmd.push("select_token", {{"index", i}});
         layout().widget("cell_" + std::to_string(i) + "_" + std::to_string(c));

@@ -368,6 +368,14 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     text_in_view_ = ImGui::GetItemRectMin().y >= body_top - 0.5f && ImGui::GetItemRectMax().y <= body_bottom + 0.5f;
     text_fits_ = ImGui::GetItemRectSize().y <= ImGui::GetWindowHeight();
   }
+  if (!ctx.maps_rounding.empty()) {  // beside the words that quote 4 decimals, the maps' 3 explained
+    ImGui::PushFont(small);
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    textWrapped("The maps' " + ctx.maps_rounding + ".", body_w);
+    ImGui::PopStyleColor();
+    ImGui::PopFont();
+    layout().widget("lesson_rounding");
+  }
   prints_wrapped_ = 0;
   if (code_box) {
     sectionGap();

@@ -34,6 +34,7 @@ struct PanelContext {
   double frame_ms;                 // the last frame's build and render time
   std::shared_ptr<const Snapshot> pinned;  // the result pinned as A for the Compare tab; null: none
   std::string maps_set_aside;      // the maps a lesson step's heatmaps set aside for room, last frame ("scores, masked")
+  std::string maps_rounding;       // HeatmapGrid::roundingNote, last frame
   std::function<void()> maps_menu; // set while a lesson step holds the heatmaps' header (heads, batch element,
                                    // maps shown): draws it into the lesson panel's menu
 

@@ -108,8 +108,8 @@ std::string layoutText(const ModelConfig& m) {
 }
 
 // The width a table of `cols` value columns takes beside its label column `label_w` wide.
-float tableWidth(int cols, float label_w) {
-  const float cell = px(56) + ImGui::GetStyle().CellPadding.x * 2;
+float tableWidth(int cols, float label_w, float value_w) {
+  const float cell = value_w + ImGui::GetStyle().CellPadding.x * 2;
   return label_w + ImGui::GetStyle().CellPadding.x * 2 + static_cast<float>(shownValueColumns(cols, 1)) * cell;
 }
 
@@ -175,14 +175,15 @@ void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width)
   const int shown = shownValueColumns(cols, 1);
   const float row_h = ImGui::GetFrameHeightWithSpacing();
   // Every row when they fit (a horizontal scrollbar only when the columns do not), else 220 px of them.
-  const float wide = tableWidth(cols, label_w) > width ? ImGui::GetStyle().ScrollbarSize : 0.0f;
+  const float value_w = valueColumnWidth(range.lo, range.hi);
+  const float wide = tableWidth(cols, label_w, value_w) > width ? ImGui::GetStyle().ScrollbarSize : 0.0f;
   const float table_h = std::min((rows + 1.0f) * row_h + ImGui::GetStyle().CellPadding.y * 2 + wide, px(220));
   const ImGuiTableFlags flags = ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX | ImGuiTableFlags_RowBg |
                                 ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
   if (ImGui::BeginTable("values", shown + 1, flags, ImVec2(width, table_h))) {
     ImGui::TableSetupScrollFreeze(1, 1);
     ImGui::TableSetupColumn("", 0, label_w);
-    for (int j = 0; j < shown; ++j) ImGui::TableSetupColumn(col_labels_[index][static_cast<std::size_t>(j)].c_str(), 0, px(56));
+    for (int j = 0; j < shown; ++j) ImGui::TableSetupColumn(col_labels_[index][static_cast<std::size_t>(j)].c_str(), 0, value_w);
     ImGui::TableHeadersRow();
     ImGuiListClipper clipper;
     clipper.Begin(rows);
@@ -196,7 +197,7 @@ void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width)
           ImGui::TableNextColumn();
           ImGui::PushID(j);
           float v = t.value(i, j);
-          if (valueCell(v, "%.4f"))  // a drag is one undo step (its gesture)
+          if (valueCell(v))  // a drag is one undo step (its gesture)
             ctx.commands.push("set_parameter", {{"name", t.name}, {"row", i}, {"col", j}, {"value", v}},
                               "parameter " + t.name + " " + str(i) + "," + str(j));
           if (ImGui::IsItemHovered() && !ImGui::IsItemActive()) ImGui::SetTooltip("%s", describeCell(t, k, i, j, m).c_str());

@@ -656,7 +656,7 @@ std::string App::windowTitle() const {
 void App::draw(double now, float caption_h, float caption_x, float caption_w) {
   layout().beginFrame();
   PanelContext context{doc_, view_, snapshot_, computing_, engine_error_, exec_, toast_, queue_, now, frame_ms_, pinned_,
-                       heatmap_grid_.setAside(), {}};
+                       heatmap_grid_.setAside(), heatmap_grid_.roundingNote(), {}};
   // A lesson step's maps menu (in its panel): the heatmaps' header, which the step's maps have the lines of.
   if (lesson_.open() && lesson_.step() > 0 && !view_.highlight.empty())
     context.maps_menu = [this, &context] { heatmap_grid_.drawMapsMenu(context); };

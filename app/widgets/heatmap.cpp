@@ -436,6 +436,8 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
           values_shown = fits(label(peer(i, j)));
     if (values_shown || s.cell_text) break;
   }
+  if (values_shown && !s.cell_text)
+    hit.decimals = format == CellFormat::Decimals4 ? 4 : format == CellFormat::Decimals3 ? 3 : 2;
   if (values_shown) {
     const Rgb masked{static_cast<std::uint8_t>(th.masked_cell & 0xFF),
                      static_cast<std::uint8_t>((th.masked_cell >> 8) & 0xFF),

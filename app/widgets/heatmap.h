@@ -67,6 +67,7 @@ struct HeatmapHit {
   float hover_row = -1, hover_col = -1;  // the cell under the mouse, fractional
   float pan_rows = 0, pan_cols = 0;  // a right-button drag, in cells
   bool context_menu = false;         // right-clicked without dragging: open the map's menu
+  int decimals = -1;                 // the decimals its numbers were rounded to (4, 3, 2); −1: no numbers, or its own text
 };
 
 // Height below the cells taken by the colorbar and its labels (their font at `text_scale`).

@@ -43,6 +43,11 @@ std::string formatFixed(float v, int decimals) {
   return withTrueMinus(buf);
 }
 
+std::string formatFactor(float v, int decimals) {
+  const std::string s = formatFixed(v, decimals);
+  return s.rfind("−", 0) == 0 ? "(" + s + ")" : s;
+}
+
 std::string formatShort(float v) {
   if (std::isinf(v)) return v < 0 ? "−∞" : "∞";
   char buf[48];

@@ -9,6 +9,9 @@ namespace attnscope {
 
 // "%.*f" with a true minus sign (−) and no negative zero; −∞ and ∞ as themselves.
 std::string formatFixed(float v, int decimals = 4);
+// A factor of a written product: formatFixed, in parentheses when negative, so that a sign never
+// follows an operator: "−0.1353 · (−0.5888)", "0.2 + (−0.3) · 0.5".
+std::string formatFactor(float v, int decimals = 4);
 // "%.3g" likewise, for colorbar ranges and values too wide for fixed decimals.
 std::string formatShort(float v);
 

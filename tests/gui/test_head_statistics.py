@@ -282,7 +282,34 @@ def main():
                     app.wait_for("all heads again", lambda d: d["state"]["head"] == -1)
                     print("  bars: tooltips name their rows, clicks select tokens 4 and 0; head 1's name: alone and back")
 
-            return run_checks([("numbers and pixels", numbers_and_pixels), ("one token", one_token), ("hiding", hiding),
+            def score_factors():
+                # A score's tooltip writes its products with one minus sign each and its negative
+                # factors in parentheses: "−0.1353 · (−0.5888)", never "−0.1353·−0.5888" or a hyphen.
+                path = preset_copy(args.presets, "multihead", work)
+                with open(path) as f:
+                    ws = json.load(f)
+                ws.setdefault("view", {})["columns"] = ["scores"]
+                with open(path, "w") as f:
+                    json.dump(ws, f)
+                with start_ready(args.app, display.name, ["--open", path]) as app:
+                    d = app.settled("the maps", lambda d: any(m.get("stage") == "scores" for m in d["heatmaps"]))
+                    trace = cli_trace_of(args.cli, d["state"]["workspace"], work, "factors.json")
+                    h = trace["batches"][d["state"]["batch"]]["heads"][0]
+                    q, k = np.array(h["queries"]), np.array(h["keys"])
+                    m = next(m for m in d["heatmaps"] if m.get("stage") == "scores" and m["head"] == 0)
+                    row = next(i for i in range(q.shape[0]) if q[i, 0] < 0)
+                    col = next(j for j in range(k.shape[0]) if k[j, 0] < 0)
+                    app.move(m["cells"]["x"] + (col + 0.5) * m["cell"], m["cells"]["y"] + (row + 0.5) * m["cell"])
+                    d = app.wait_for(f"the tooltip of scores ({row}, {col})",
+                                     lambda d: d["state"].get("tooltip", {}).get("row") == row
+                                     and d["state"]["tooltip"].get("col") == col)
+                    text = d["state"]["tooltip"]["text"]
+                    want = f"{fixed(q[row, 0], 4)} · ({fixed(k[col, 0], 4)})"
+                    expect(want in text and "-" not in text, f"the score's tooltip {text!r} lacks {want!r}")
+                    print(f"  score ({row}, {col}): {text.splitlines()[1]}")
+
+            return run_checks([("a score's negative factors in parentheses", score_factors),
+                               ("numbers and pixels", numbers_and_pixels), ("one token", one_token), ("hiding", hiding),
                                ("GPT-2 small", gpt2_small), ("tooltips and clicks", tooltips_and_clicks)])
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -405,7 +405,34 @@ def main():
                        f"the Pipeline's enlarged map at 150 %: {[(h['cell'], h['tile'], h.get('values_shown')) for h in big]}")
                 print(f"  the Pipeline's enlarged map at 150 %: cells {big[0]['cell']:.0f} px, its numbers shown")
 
+            def rounding_explained():
+                # Where a map rounds its numbers to fewer than the notebook's 4 decimals for room, it is
+                # said: in a lesson under the step's words, else first on the grid's notes line; where
+                # every map shows 4, nothing is said.
+                lesson = os.path.join(assets, "lessons", "chapter3.json")
+                cases = [("step5-175", [], ["--lesson", lesson, "--step", "5", "--size", "1280x800", "--text-size", "175"]),
+                         ("step1-100", [], ["--lesson", lesson, "--step", "1", "--size", "1920x1080", "--text-size", "100"]),
+                         ("v1-250", [{"do": "view", "field": "columns", "value": ["queries", "keys", "scores", "weights"]}],
+                          ["--open", os.path.join(presets, "self_attention_v1.json"), "--size", "1280x800", "--text-size", "250"]),
+                         ("mh-100", [], ["--open", os.path.join(presets, "multihead.json"), "--size", "1920x1080"])]
+                seen = set()
+                for name, commands, extra in cases:
+                    d, _ = headless(name, commands, *extra)
+                    formats = {h["label_format"] for h in d["heatmaps"] if h.get("values_shown")} - {"custom"}
+                    fewest = min({"decimals4": 4, "decimals3": 3, "decimals2": 2, "compact": 2}[f] for f in formats)
+                    said = f"numbers rounded to {fewest} decimals to fit"
+                    in_lesson = "--lesson" in extra
+                    if in_lesson:
+                        shown = "lesson_rounding" in d["widgets"]
+                    else:
+                        shown = (d["state"].get("grid_notes") or "").startswith(said)
+                    expect(shown == (fewest < 4), f"{name}: fewest decimals {fewest}, the rounding said: {shown}")
+                    seen.add(fewest < 4)
+                    print(f"  {name}: {sorted(formats)} → {'said' if shown else 'nothing said'}")
+                expect(seen == {True, False}, "the cases did not cover both: rounded and not")
+
             code = run_checks([
+                ("rounding to fewer decimals is said", rounding_explained),
                 ("text that scales together: Lines hint, inspector terms, the Pipeline's enlarged map", text_scales_together),
                 ("the inspector's numbers whole at 1280 × 800, 100–250 %", inspector_numbers_whole),
                 ("the lesson at 1280 × 720 and 150 %", lesson_at_720_and_150),

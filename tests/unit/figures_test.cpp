@@ -60,6 +60,9 @@ TEST(NumberText, TrueMinusNoNegativeZeroAndInfinity) {
   EXPECT_EQ(formatFixed(0.5517f), "0.5517");
   EXPECT_EQ(formatFixed(-0.0739f), "−0.0739");
   EXPECT_EQ(formatFixed(-0.00001f), "0.0000");
+  EXPECT_EQ(formatFactor(-0.5888f), "(−0.5888)");  // a sign never follows an operator
+  EXPECT_EQ(formatFactor(0.1353f), "0.1353");
+  EXPECT_EQ(formatFactor(-0.00001f), "0.0000");
   EXPECT_EQ(formatFixed(-0.5f, 2), "−0.50");
   EXPECT_EQ(formatFixed(-kInf), "−∞");
   EXPECT_EQ(formatShort(-0.108f), "−0.108");
