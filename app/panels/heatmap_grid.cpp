@@ -1232,10 +1232,9 @@ FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stag
   f.range_text = std::move(look.range_text);
   f.legend = std::move(look.legend);
   if (caption) {  // the stage by its title, never its id
-    f.caption = std::string(variantTitle(t.model.variant)) + "  ·  head " + std::to_string(head + 1) + " of " +
-                std::to_string(t.heads) + "  ·  " + captureSubject(info.id, t.model) + "  ·  T " + std::to_string(t.tokens) + "  ·  seed " +
-                std::to_string(t.model.seed) +
-                (t.dropout_active ? "  ·  dropout p " + formatFixed(static_cast<float>(t.model.dropout), 2) : "");
+    f.caption = describeModel(t.model) + (t.heads > 1 ? "  ·  head " + std::to_string(head + 1) + " of " + std::to_string(t.heads) : "") +
+                "  ·  " + captureSubject(info.id, t.model) + "  ·  T " + std::to_string(t.tokens) + "  ·  seed " +
+                std::to_string(t.model.seed);
   }
   return f;
 }
@@ -1255,7 +1254,7 @@ FigureSpec moduleFigure(const Snapshot& snap, const ViewState& view, ModuleMap m
   f.colormap = look.colormap;
   f.scale = look.scale;
   if (caption)
-    f.caption = std::string(variantTitle(t.model.variant)) + "  ·  " + info.title + "  ·  T " + std::to_string(t.tokens) +
+    f.caption = describeModel(t.model) + "  ·  " + info.title + "  ·  T " + std::to_string(t.tokens) +
                 "  ·  seed " + std::to_string(t.model.seed);
   return f;
 }

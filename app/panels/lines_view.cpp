@@ -100,9 +100,7 @@ LinesFigureSpec linesFigure(const Snapshot& snap, const ViewState& view, bool ca
                         : "opacity and width follow the weight: opaque at 1";
   if (caption) {
     const ModelConfig& m = t.model;
-    spec.caption = std::string(variantTitle(m.variant)) + " · T " + std::to_string(T) + " · " + std::to_string(H) +
-                   (H == 1 ? " head" : " heads") + " · seed " + std::to_string(m.seed) +
-                   (t.dropout_active ? " · p " + fixed2(m.dropout) : "");
+    spec.caption = describeModel(m) + " · T " + std::to_string(T) + " · seed " + std::to_string(m.seed);
   }
   return spec;
 }

@@ -667,12 +667,15 @@ void App::draw(double now, float caption_h, float caption_x, float caption_w) {
     ImGui::SetNextWindowPos(ImVec2(caption_x, ImGui::GetMainViewport()->Size.y - caption_h));
     ImGui::SetNextWindowSize(ImVec2(caption_w, caption_h));
     ImGui::PushStyleVar(ImGuiStyleVar_WindowBorderSize, 0);
+    // Close under the figure: the crop's margin is the gap (a window's padding added a second one).
+    ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(ImGui::GetStyle().WindowPadding.x, ImGui::GetStyle().WindowPadding.y * 0.25f));
     ImGui::Begin("##caption", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoSavedSettings);
     ImGui::PushFont(fonts().small);
     ImGui::TextWrapped("%s", caption_.c_str());
+    layout().widget("caption_text");  // the capture crops its strip to it
     ImGui::PopFont();
     ImGui::End();
-    ImGui::PopStyleVar();
+    ImGui::PopStyleVar(2);
   }
   if (!capturing_) dialogs_.draw(ctx);
 }
@@ -827,13 +830,12 @@ std::string App::captionText(const CaptureSpec& spec) const {
   const int T = static_cast<int>(in.embeddings.rows()), H = headCount(m);
   char buf[512];
   if (isHeatmapStage(spec.panel)) {  // a single map: what it is, compactly
-    std::snprintf(buf, sizeof buf, "%s · head %d of %d · %s · T %d · seed %u%s", variantTitle(m.variant), spec.head + 1, H,
-                  captureSubject(spec.panel, m).c_str(), T, m.seed,  // the stage's title, never its id
-                  m.dropout > 0 && m.training ? (" · p " + std::to_string(m.dropout).substr(0, 4)).c_str() : "");
+    const std::string head = H > 1 ? " · head " + std::to_string(spec.head + 1) + " of " + std::to_string(H) : "";
+    std::snprintf(buf, sizeof buf, "%s%s · %s · T %d · seed %u", describeModel(m).c_str(), head.c_str(),
+                  captureSubject(spec.panel, m).c_str(), T, m.seed);  // the stage's title, never its id
   } else {
-    std::snprintf(buf, sizeof buf, "attnscope · %s · T %d · d_in %d · d_out %d · %d head%s · seed %u · dropout %.2f%s",
-                  variantTitle(m.variant), T, static_cast<int>(in.embeddings.cols()), m.d_out, H, H == 1 ? "" : "s", m.seed,
-                  m.dropout, m.training ? "" : " (eval)");
+    std::snprintf(buf, sizeof buf, "attnscope · %s · T %d · d_in %d · d_out %d · seed %u", describeModel(m).c_str(), T,
+                  static_cast<int>(in.embeddings.cols()), m.d_out, m.seed);
   }
   return buf;
 }

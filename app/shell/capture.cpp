@@ -128,7 +128,7 @@ bool findRect(const CaptureSpec& spec, int fb_w, int fb_h, Rect* out, std::strin
     for (const auto& m : frame["heatmaps"])  // a head's map, or the module's (of every head)
       if (m.value("stage", "") == spec.panel && (m.value("module", false) || m.value("head", -1) == spec.head) &&
           m.value("in_view", true) && m.contains("tile"))
-        r = m["tile"];
+        r = m.contains("content") ? m["content"] : m["tile"];  // what it drew: no blank under the colorbar
     ModuleMap module;
     if (r.is_null() && parseModuleMap(spec.panel, &module)) {  // App::capture shows it whatever the columns
       *error = "no " + spec.panel + " map: this step has none (concat needs several heads, out_proj step 4b)";
@@ -222,8 +222,15 @@ std::string capturePng(const CaptureSpec& spec, int width, int height, const Cap
   hooks.set_scale(hooks.base_scale);
   if (!error.empty()) return error;
 
+  // The caption strip as tall as its text and a margin (it was sized for the most lines it may wrap into).
+  int strip_h = caption_h;
+  if (caption_h > 0 && layout().frame()["widgets"].contains("caption_text")) {
+    const nlohmann::json& text = layout().frame()["widgets"]["caption_text"];
+    const float bottom = text["y"].get<float>() + text["h"].get<float>() - static_cast<float>(fb_h - caption_h);
+    strip_h = std::clamp(static_cast<int>(std::ceil(bottom + 8 * k * hooks.base_scale)), 1, caption_h);
+  }
   // Crop (GL rows start at the bottom), drop alpha, and append the caption strip.
-  const int out_h = rect.h + caption_h;
+  const int out_h = rect.h + strip_h;
   std::vector<std::uint8_t> rgb(static_cast<std::size_t>(rect.w) * out_h * 3);
   auto copyRow = [&](int src_y_top, int dst_y) {
     const unsigned char* src = rgba.data() + (static_cast<std::size_t>(fb_h - 1 - src_y_top) * fb_w + rect.x) * 4;
@@ -239,7 +246,7 @@ std::string capturePng(const CaptureSpec& spec, int width, int height, const Cap
       std::copy(background, background + 3, rgb.data() + (static_cast<std::size_t>(y) * rect.w + x) * 3);
     }
   }
-  for (int y = 0; y < caption_h; ++y) copyRow(fb_h - caption_h + y, rect.h + y);
+  for (int y = 0; y < strip_h; ++y) copyRow(fb_h - caption_h + y, rect.h + y);
   return writePng(path, rect.w, out_h, rgb, kWorkspaceChunk, workspace_json);
 }
 

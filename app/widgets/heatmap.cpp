@@ -556,6 +556,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     lo_text.clear();
     hi_text.clear();
   }
+  float content_bottom = bar_y + px(10) + fs;  // the colorbar's labels (a legend below them: its line too)
   const char* lo = lo_text.c_str();
   const char* hi = hi_text.c_str();
   const ImVec2 hs = small->CalcTextSizeA(fs, FLT_MAX, 0, hi);
@@ -587,6 +588,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     if (lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
       lx = p0.x;
       ly += fs + 2;
+      content_bottom = std::max(content_bottom, ly + fs);
     }
     if (swatch) {
       draw->AddRectFilled(ImVec2(lx, ly + 2), ImVec2(lx + fs - 2, ly + fs - 1), th.masked_cell);
@@ -607,6 +609,8 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   entry["title"] = s.title;
   entry["cells"] = rectJson(p0, p1);
   entry["tile"] = rectJson(origin, ImVec2(origin.x + size.x, origin.y + size.y));
+  // What the map drew — title to colorbar labels — within its tile: a figure's crop (no blank below).
+  entry["content"] = rectJson(origin, ImVec2(origin.x + size.x, std::min(origin.y + size.y, content_bottom)));
   entry["rows"] = rows;
   entry["cols"] = cols;
   entry["window"] = {{"row0", r0}, {"rows", nr}, {"col0", c0}, {"cols", nc}};

@@ -1,5 +1,6 @@
 #include "engine/model_config.h"
 
+#include <cstdio>
 #include <sstream>
 
 #include "engine/errors.h"
@@ -86,6 +87,29 @@ const char* variantTitle(Variant v) {
     if (n.value == v) return n.title;
   return "?";
 }
+std::string describeModel(const ModelConfig& m) {
+  std::string s;
+  switch (m.variant) {
+    case Variant::Simple: s = "Simplified self-attention (no trainable weights)"; break;
+    case Variant::SelfAttentionV1: s = "Self-attention with trainable weights (SelfAttention_v1)"; break;
+    case Variant::SelfAttentionV2: s = "Self-attention with nn.Linear (SelfAttention_v2)"; break;
+    case Variant::Causal: s = "Causal attention"; break;
+    case Variant::MultiHeadWrapper: s = "Multi-head attention wrapper, " + std::to_string(m.num_heads) + " heads"; break;
+    case Variant::MultiHead: s = "Multi-head attention, " + std::to_string(m.num_heads) + " heads"; break;
+  }
+  if (m.variant == Variant::Simple && m.normalization == Normalization::Sum) s += ", weights by row sums";
+  // The chapter's classes: the first three see every token, the others mask the future.
+  const bool notebook_causal = hasDropout(m.variant);
+  if (m.causal != notebook_causal) s += m.causal ? ", causal mask" : ", no causal mask";
+  if (hasProjections(m.variant) && m.scale == Scale::None) s += ", not scaled by √d_k";
+  if (hasDropout(m.variant) && m.dropout > 0) {
+    char p[32];
+    std::snprintf(p, sizeof p, "%g", m.dropout);
+    s += std::string(", dropout ") + p + (m.training ? "" : " (off: eval mode)");
+  }
+  return s;
+}
+
 bool parseVariant(const std::string& id, Variant* out) { return parseId(variantNames(), id, out); }
 const char* scaleId(Scale s) { return idOf(scaleNames(), s); }
 bool parseScale(const std::string& id, Scale* out) { return parseId(scaleNames(), id, out); }

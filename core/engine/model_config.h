@@ -58,6 +58,10 @@ const std::array<NormalizationName, 2>& normalizationNames();
 
 const char* variantId(Variant variant);
 const char* variantTitle(Variant variant);
+// What the model computes in the notebook's words, for captions: "Causal attention, dropout 0.5",
+// "Multi-head attention, 2 heads", "Simplified self-attention, weights by row sums" — dropout only
+// where it acts (training mode, p > 0), options named only where they differ from the notebook.
+std::string describeModel(const ModelConfig& m);
 bool parseVariant(const std::string& id, Variant* out);
 const char* scaleId(Scale scale);
 bool parseScale(const std::string& id, Scale* out);

@@ -4,12 +4,15 @@
   "attnscope-workspace" text is the workspace, and `attnscope-cli trace` of the PNG and of that text
   equal the trace of the original file; `attnscope --open shot.png --screenshot again.png` works.
 - Panels: --panel heatmaps|inspector|weights at --scale 2 are 2× the rectangles a 1× --dump-layout
-  run shows (a heatmap tile plus its 8·scale px margin), with light and dark theme backgrounds;
+  run shows (a heatmap's drawn content plus its 8·scale px margin), with light and dark theme backgrounds;
   --each-head gives one differing PNG per head.
 - Autosave: an edit survives SIGKILL and comes back at the next start.
 - Save: saving writes the file, clears `dirty` and the title's "•".
 - Quit: with unsaved changes Ctrl+Q asks first, "Don't save" quits and leaves the file; with none it quits at once.
 - Bad --panel / --each-head: exit 2 with "error:".
+- Captions for slides: under a map's 2× PNG with no blank strip between (at most 20 px at 2× from the
+  colorbar's labels to the caption, 24 px under it); in the notebook's words: "Causal attention,
+  dropout 0.5", never the menu's "3 ·" label, and no dropout at p = 0.
 A custom workspace (seed 7, an edited cell) is used so an app that ignored --open would fail.
 
 Real keyboard and mouse (xdotool) only where the input path is the point: the quit prompt (Ctrl+Q
@@ -63,6 +66,11 @@ def shoot(exe, display, folder, workspace, name, *args):
     if said and (int(said.group(1)), int(said.group(2))) != im.size:
         raise AssertionError(f"printed {said.group(0)} but the file is {im.size}")
     return im
+
+
+def expect(cond, message):
+    if not cond:
+        raise AssertionError(message)
 
 
 def expect_size(im, size, what, slack=0):
@@ -177,7 +185,8 @@ def main():
                 with open(dump) as f:
                     d = json.load(f)
                 panels = d["panels"]
-                tiles = [m["tile"] for m in d["heatmaps"] if m["stage"] == "weights" and m["head"] == 0]
+                # a map's figure is what it drew (title to colorbar labels: "content"), not its tile's blank
+                tiles = [m["content"] for m in d["heatmaps"] if m["stage"] == "weights" and m["head"] == 0]
                 if not tiles or "heatmaps" not in panels or "inspector" not in panels:
                     raise AssertionError("the 1× dump lacks the heatmaps/inspector panels or head 1's weights")
                 tile = tiles[0]
@@ -309,7 +318,46 @@ def main():
                     if os.path.exists(os.path.join(work, "bad.png")):
                         raise AssertionError("a PNG was written despite the bad option")
 
-            code = run_checks([("PNG sizes, caption, carried workspace", png_sizes_and_workspace),
+            def captions_for_slides():
+                def blank_runs(im):
+                    """(text?, rows) runs from the bottom: rows with ink against the corner's background."""
+                    rgb = im.convert("RGB")
+                    W, H = rgb.size
+                    bg = rgb.getpixel((W - 2, H - 2))
+                    ink = [any(sum(abs(a - b) for a, b in zip(rgb.getpixel((x, y)), bg)) > 60 for x in range(0, W, 2))
+                           for y in range(H)]
+                    runs = []
+                    for y in range(H - 1, -1, -1):
+                        if runs and runs[-1][0] == ink[y]:
+                            runs[-1][1] += 1
+                        else:
+                            runs.append([ink[y], 1])
+                    return runs
+                presets = args.presets
+                causal = os.path.join(presets, "causal.json")
+                im = shoot(args.app, display.name, work, causal, "cap2.png", "--size", "1280x800", "--scale", "2",
+                           "--caption", "--panel", "weights")
+                runs = blank_runs(im)  # blank under, the caption, the gap, the colorbar's labels
+                expect(not runs[0][0] and runs[1][0] and not runs[2][0], f"caption strip: {runs[:4]}")
+                expect(runs[0][1] <= 24 and runs[2][1] <= 40,
+                       f"the 2× caption: {runs[0][1]} blank rows under it, {runs[2][1]} between it and the map")
+                words = {}
+                for preset, want in (("causal", "Causal attention  ·"), ("causal_dropout", "Causal attention, dropout 0.5  ·"),
+                                     ("multihead", "Multi-head attention, 2 heads  ·"),
+                                     ("self_attention_v1", "Self-attention with trainable weights (SelfAttention_v1)  ·")):
+                    svg = os.path.join(work, preset + ".svg")
+                    code, out, err = headless(args.app, display.name, work, "--open", os.path.join(presets, preset + ".json"),
+                                              "--screenshot", svg, "--caption", "--panel", "weights")
+                    expect(code == 0, f"{preset}.svg: exit {code}: {err.strip()}")
+                    texts = re.findall(r"<text[^>]*>([^<]*)</text>", open(svg, encoding="utf-8").read())
+                    caption = next((t for t in texts if "seed" in t), "")
+                    words[preset] = caption
+                    expect(caption.startswith(want) and "+ dropout" not in caption and not re.match(r"\d[ab]? ·", caption),
+                           f"{preset}: caption {caption!r}, expected it to start {want!r}")
+                print(f"  2× caption: {runs[2][1]} px under the map, {runs[0][1]} under itself; {words['causal_dropout']!r}")
+
+            code = run_checks([("captions for slides: close under the figure, in the notebook's words", captions_for_slides),
+                               ("PNG sizes, caption, carried workspace", png_sizes_and_workspace),
                                ("panels at 2×, light and dark", panels_and_themes),
                                ("--each-head", each_head),
                                ("autosave survives SIGKILL", autosave),

@@ -64,7 +64,7 @@ def main():
         doc["steps"][2]["maps"] = ["scores", "wieghts"]
 
     def past_the_end(doc):
-        doc["steps"][3]["code"]["lines"] = [140, 400]
+        doc["steps"][3]["code"]["lines"] = [140, 900]
 
     def cannot_apply(doc):
         doc["steps"][4]["commands"].append({"do": "select_token", "index": 9})
@@ -76,7 +76,7 @@ def main():
         (damaged("bad json.json", bad_json), "lesson: not valid JSON"),
         (damaged("unknown command.json", unknown_command), "step 3: command 4 (sett): unknown command 'sett'"),
         (damaged("unknown map.json", unknown_map), "step 3: maps: unknown map 'wieghts'"),
-        (damaged("past the end.json", past_the_end), "step 4: code.lines: line 400 is past the end of notebook.py"),
+        (damaged("past the end.json", past_the_end), "step 4: code.lines: line 900 is past the end of notebook.py"),
         (damaged("cannot apply.json", cannot_apply), "step 5: command 4 (select_token): index: no token 9"),
     ]
     USER_WORK = [{"do": "preset", "name": "causal"}, {"do": "set", "field": "d_out", "value": 4},
