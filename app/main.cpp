@@ -405,7 +405,8 @@ int main(int argc, char** argv) {
     const auto& heads = snap->shown().heads;
     if (spec.head < 0 || spec.head >= static_cast<int>(heads.size()) || !heads[static_cast<std::size_t>(spec.head)].hasMaps())
       return "no maps of head " + std::to_string(spec.head + 1) + " (the model has " + std::to_string(heads.size()) + ")";
-    return writeVectorFigure(heatmapFigure(*snap, app_ptr->view(), stage, spec.head, spec.caption), path, options);
+    return writeVectorFigure(heatmapFigure(*snap, app_ptr->view(), stage, spec.head, spec.caption, app_ptr->zoomWindow()),
+                             path, options);
   };
   hooks.size = [window](int* w, int* h) { glfwGetWindowSize(window, w, h); };
   hooks.theme_changed = [&] { setScale(ui_scale); };

@@ -899,7 +899,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("Enter a token's name (t500), its number (500) or a range (400-431): every map zooms to it");
   }
-  const CellWindow window = zoomWindow(zoom_, center_row_, center_col_, T);
+  const CellWindow window = zoomWindow(T);
   // A lesson step's notes: the lesson panel says what the grid set aside; a zoom still has its line.
   if ((!ctx.maps_menu || zoom_ > 1) && drawNotes(*snap, zoom_, window, skippedStages(view, t), !view.highlight.empty(),
                                                        roundingNote()))
@@ -1213,7 +1213,9 @@ std::vector<std::string> dimsOf(const Snapshot& snap, Eigen::Index n) {
 
 }  // namespace
 
-FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stage, int head, bool caption) {
+CellWindow HeatmapGrid::zoomWindow(int tokens) const { return attnscope::zoomWindow(zoom_, center_row_, center_col_, tokens); }
+
+FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stage, int head, bool caption, CellWindow zoom) {
   const Trace& t = *snap.trace;
   const HeadTrace& h = snap.shown().heads.at(static_cast<std::size_t>(head));
   const StageInfo& info = stageInfo(stage);
@@ -1231,6 +1233,20 @@ FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stag
   f.cell_text = std::move(look.cell_text);
   f.range_text = std::move(look.range_text);
   f.legend = std::move(look.legend);
+  if (zoom.rows > 0 && !info.parameter) {  // zoomed: the cells on screen, the tokens' axes windowed
+    const bool square = info.square;
+    const Eigen::Index r0 = zoom.row0, nr = zoom.rows, c0 = square ? zoom.col0 : 0, nc = square ? zoom.cols : f.values.cols();
+    auto block = std::make_shared<Matrix>(nr, nc);
+    for (Eigen::Index i = 0; i < nr; ++i)
+      for (Eigen::Index j = 0; j < nc; ++j) (*block)(i, j) = f.values(r0 + i, c0 + j);
+    f.owned = block;
+    f.values = StageMap(*block);
+    f.row_labels.assign(f.row_labels.begin() + r0, f.row_labels.begin() + r0 + nr);
+    if (square) f.col_labels.assign(f.col_labels.begin() + c0, f.col_labels.begin() + c0 + nc);
+    f.title += "  ·  queries " + std::to_string(r0 + 1) + "–" + std::to_string(r0 + nr) +
+               (square ? ", keys " + std::to_string(c0 + 1) + "–" + std::to_string(c0 + nc) : "") + " of " +
+               std::to_string(t.tokens);
+  }
   if (caption) {  // the stage by its title, never its id
     f.caption = describeModel(t.model) + (t.heads > 1 ? "  ·  head " + std::to_string(head + 1) + " of " + std::to_string(t.heads) : "") +
                 "  ·  " + captureSubject(info.id, t.model) + "  ·  T " + std::to_string(t.tokens) + "  ·  seed " +

@@ -14,6 +14,7 @@
 
 #include "display/vector_figure.h"
 #include "panels/panel.h"
+#include "widgets/heatmap.h"
 
 namespace attnscope {
 
@@ -23,7 +24,10 @@ namespace attnscope {
 // signed maps when the view says so) and the cells' labels. `caption`: a line naming the step, the
 // head, the stage and the seed under it. The snapshot must outlive the spec; its head must have
 // its maps (Snapshot::complete).
-FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stage, int head, bool caption = false);
+// `zoom`: the grid's zoom window (HeatmapGrid::zoomWindow), so that a figure shows what the map
+// on screen shows; rows 0: the whole map.
+FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stage, int head, bool caption = false,
+                         CellWindow zoom = {});
 // The module's map `map` (the heads concatenated, out_proj's weight, the output) likewise.
 FigureSpec moduleFigure(const Snapshot& snap, const ViewState& view, ModuleMap map, bool caption = false);
 
@@ -51,6 +55,8 @@ class HeatmapGrid {
   void drawMapsMenu(const PanelContext& ctx);
   // The maps a lesson step's layout set aside for want of room, in the last frame ("scores, masked").
   const std::string& setAside() const { return set_aside_; }
+  // The tokens the maps are zoomed to (rows 0: not zoomed), for figures of what is on screen.
+  CellWindow zoomWindow(int tokens) const;
   // Said when last frame's maps rounded their numbers to fewer decimals than the notebook's 4 for
   // room ("numbers rounded to 3 decimals …"); empty when none did.
   std::string roundingNote() const;

@@ -109,6 +109,8 @@ class App {
   const Document& document() const { return doc_; }
   const ViewState& view() const { return view_; }
   const Snapshot* snapshot() const { return snapshot_.get(); }
+  // The tokens the heatmaps are zoomed to (rows 0: not zoomed): a figure of a map shows what it shows.
+  CellWindow zoomWindow() const { return snapshot_ ? heatmap_grid_.zoomWindow(snapshot_->trace->tokens) : CellWindow{}; }
   const std::string& engineError() const { return engine_error_; }
   // Saves `spec` to `path` (PNG with the workspace inside); "" or the reason.
   std::string capture(const CaptureSpec& spec, const std::string& path);

@@ -8,6 +8,7 @@
 #pragma once
 #include <array>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,7 @@ struct FigureSpec {
   std::function<std::string(float)> cell_text;  // a cell's label (a mask's "0"/"1"); empty: cellLabel's policy
   std::string legend;                           // a line under the colorbar; "▨" first: a masked-grey swatch
   std::string caption;                          // a small line under everything (step, head, seed), or none
+  std::shared_ptr<const Matrix> owned;          // the cells, when `values` views a copy made for the figure (a zoom)
 };
 
 // Sizes in points (1/72 inch). A map's cells are as wide as its four-decimal labels need (within

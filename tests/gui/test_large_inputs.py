@@ -14,6 +14,7 @@ Usage: test_large_inputs.py --app APP --cli CLI --presets PRESETS_DIR
 """
 import json
 import os
+import re
 
 import numpy as np
 from PIL import Image
@@ -131,7 +132,25 @@ def main():
                        f"y {first}: characters of the rightmost map's label are missing")
                 print(f"  the last key's label reaches y {first} over {maps[0]['id']} and y {last} over {maps[-1]['id']}")
 
-            code = run_checks([("a token by name", name), ("ranges", ranges), ("an unknown token", refused),
+            def zoomed_vector_figures():
+                # A zoomed map saved as SVG or PDF is zoomed as on screen (as its PNG is): the
+                # tokens 400–431 of GPT-2 small's weights, not all 1024.
+                for fmt in ("svg", "pdf"):
+                    path = os.path.join(work, "zoomed." + fmt)
+                    headless("zoomed-" + fmt, [{"do": "go_to", "text": "400-431"},
+                                               {"do": "screenshot", "path": path, "panel": "weights", "head": 0}])
+                    expect(os.path.exists(path), f"no {path}")
+                    if fmt == "svg":
+                        texts = re.findall(r"<text[^>]*>([^<]*)</text>", open(path, encoding="utf-8").read())
+                    else:
+                        texts = subprocess.run(["pdftotext", path, "-"], capture_output=True, text=True).stdout.split()
+                    labels = {t.strip() for t in texts if re.fullmatch(r"t\d+", t.strip())}
+                    want = {f"t{i}" for i in range(400, 432)}
+                    expect(want <= labels and not labels - want, f"zoomed.{fmt}: token labels {sorted(labels)[:5]}… ({len(labels)})")
+                    expect(any("400–431" in t for t in texts) or "400–431" in " ".join(texts), f"zoomed.{fmt}: its title does not say 400–431")
+                    print(f"  zoomed.{fmt}: the 32 tokens t400–t431 on both axes, titled so")
+
+            code = run_checks([("a zoomed map's SVG and PDF are zoomed", zoomed_vector_figures), ("a token by name", name), ("ranges", ranges), ("an unknown token", refused),
                                ("the book's example", small), ("the module's maps zoom too", module_maps_zoom_too), ("the last key's label", last_key_labels)])
     finally:
         shutil.rmtree(work, ignore_errors=True)
