@@ -241,6 +241,8 @@ MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int 
     look.range_text = {"0 visible", "1 masked"};
   } else if ((stage == Stage::MaskedScores || stage == Stage::ScaledScores) && t.model.causal) {
     look.legend = "▨ −∞ masked";
+  } else if (look.scale == ColourScale::Log && logApplies(look.range) && look.range.lo == 0) {
+    look.legend = kZeroLegend;  // its zeros are white: the bottom colour is the smallest positive value's
   }
   return look;
 }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "display/colormap.h"
+#include "display/parameter_axes.h"
 #include "editing/parameter_edits.h"
 #include "engine/parameters.h"
 #include "shell/fonts.h"
@@ -21,39 +22,9 @@ namespace {
 
 std::string str(long long v) { return std::to_string(v); }
 
-// What a parameter is, read from its state_dict name.
-struct ParameterKind {
-  std::string head;  // "heads.1." of the wrapper, else ""
-  std::string base;  // "W_query", "W_key", "W_value", "out_proj"
-  bool bias = false;
-  bool bare = false;  // SelfAttention_v1's W (d_in × d_out, x @ W)
-  const char* out = "q";  // the letter of what it makes: q, k, v, o (out_proj)
-};
-
-ParameterKind kindOf(const NamedTensor& t) {
-  ParameterKind k;
-  std::string rest = t.name;
-  if (rest.rfind("heads.", 0) == 0) {
-    const std::size_t dot = rest.find('.', 6);
-    k.head = rest.substr(0, dot + 1);
-    rest = rest.substr(dot + 1);
-  }
-  const std::size_t dot = rest.find('.');
-  k.base = rest.substr(0, dot);
-  k.bare = dot == std::string::npos;
-  k.bias = !k.bare && rest.substr(dot + 1) == "bias";
-  k.out = k.base == "W_key" ? "k" : k.base == "W_value" ? "v" : k.base == "out_proj" ? "o" : "q";
-  return k;
-}
-
 // The shape, short for a card's title ("2×3"), and in words for its tooltip ("2 × 3 (d_out × d_in)").
 std::string shapeShort(const NamedTensor& t) {
   return t.is_vector ? str(t.value.cols()) : str(t.value.rows()) + "×" + str(t.value.cols());
-}
-std::string shapeWords(const NamedTensor& t, const ParameterKind& k) {
-  if (t.is_vector) return str(t.value.cols()) + " (d_out)";
-  const std::string dims = k.bare ? "d_in × d_out" : k.base == "out_proj" ? "d_out × d_out" : "d_out × d_in";
-  return str(t.value.rows()) + " × " + str(t.value.cols()) + " (" + dims + ")";
 }
 
 // How the hovered number is used, as the notebook's code uses it.
@@ -128,13 +99,9 @@ void WeightsPanel::refresh(const Document& doc) {
     const ParameterKind k = kindOf(t);
     own_.push_back(isOwnParameter(w.model, t.name));
     ranges_.push_back(finiteRange(t.value));
-    std::vector<std::string> rows, cols;
-    for (Eigen::Index i = 0; i < t.value.rows(); ++i)
-      rows.push_back(t.is_vector ? "b" : k.bare ? "d" + str(i) : k.out + str(i));
-    for (Eigen::Index j = 0; j < t.value.cols(); ++j)
-      cols.push_back(t.is_vector || k.bare ? k.out + str(j) : k.base == "out_proj" ? "c" + str(j) : "d" + str(j));
-    row_labels_.push_back(std::move(rows));
-    col_labels_.push_back(std::move(cols));
+    ParameterAxes axes = parameterAxes(t, k);
+    row_labels_.push_back(std::move(axes.rows));
+    col_labels_.push_back(std::move(axes.cols));
   }
 }
 

@@ -196,6 +196,8 @@ bool parseColourScale(const std::string& id, ColourScale* out) {
 
 bool logApplies(ValueRange r) { return r.lo >= 0 && r.positive > 0 && r.hi > r.positive; }
 
+bool zeroOffLogScale(float v, ValueRange map, ColourScale scale) { return v == 0 && scale == ColourScale::Log && logApplies(map); }
+
 void rowIndices(const float* v, std::size_t n, ValueRange map, ColourScale scale, bool centred, std::uint8_t* out) {
   if (scale == ColourScale::Log && logApplies(map)) {
     const double lo = std::log10(static_cast<double>(map.positive));

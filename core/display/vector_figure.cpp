@@ -278,7 +278,9 @@ struct Layout {
   double bar_y = 0, bar_w = 0, bar_h = 8;
   double range_y = 0;                // baseline of the colorbar's range text
   std::string lo_text, hi_text;
+  std::vector<std::pair<double, std::string>> ticks;  // x of each inner tick, its label ("" where it would collide)
   bool legend_swatch = false;
+  bool legend_zero = false;          // the swatch is the zero's colour (kZeroLegend), not the masked grey
   std::string legend;
   double legend_x = 0, legend_y = 0;  // baseline
   double caption_y = 0;
@@ -349,12 +351,24 @@ Layout layOut(const FigureSpec& s, const FigureOptions& o, Painter& p) {
   const double lo_w = p.width(L.lo_text, fs), hi_w = p.width(L.hi_text, fs);
   L.bar_w = std::max(L.bar_w, lo_w + hi_w + 12);
   L.range_y = L.bar_y + L.bar_h + 4 + cap;
+  // Inner ticks as the app draws them (linear: 1, 2, 5 × 10^k; log: every power of ten): a label
+  // where it clears the ends and the label before it.
+  if (s.range_text[0].empty()) {
+    double free_from = L.x0 + lo_w + 6;
+    for (const ColorbarTick& t : colorbarTicks(s.range, s.scale)) {
+      const double x = L.x0 + t.at * L.bar_w, tw = p.width(t.label, fs);
+      const bool labelled = x - tw / 2 >= free_from && x + tw / 2 <= L.x0 + L.bar_w - hi_w - 6;
+      if (labelled) free_from = x + tw / 2 + 6;
+      L.ticks.emplace_back(x, labelled ? cleanText(t.label) : "");
+    }
+  }
   double bottom = L.range_y + fs * 0.3;
   double right = std::max(L.x0 + map_w, L.x0 + L.bar_w);
   if (!title.empty()) right = std::max(right, o.margin + p.width(title, o.title_size));
-  const std::string swatch = "▨";
-  L.legend_swatch = s.legend.rfind(swatch, 0) == 0;
-  L.legend = cleanText(L.legend_swatch ? s.legend.substr(swatch.size()) : s.legend);
+  const std::string swatch = "▨", zero = "□";
+  L.legend_zero = s.legend.rfind(zero, 0) == 0;
+  L.legend_swatch = L.legend_zero || s.legend.rfind(swatch, 0) == 0;
+  L.legend = cleanText(L.legend_swatch ? s.legend.substr((L.legend_zero ? zero : swatch).size()) : s.legend);
   while (!L.legend.empty() && L.legend[0] == ' ') L.legend.erase(0, 1);
   if (!L.legend.empty()) {
     const double cs = o.caption_size;
@@ -399,7 +413,9 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
     s.values.readRow(i, row.data());
     rowIndices(row.data(), row.size(), s.range, s.scale, centred, index.data());
     for (int j = 0; j < L.cols; ++j)
-      colours[static_cast<std::size_t>(j)] = isMasked(row[j]) ? kMasked : table[index[static_cast<std::size_t>(j)]];
+      colours[static_cast<std::size_t>(j)] = isMasked(row[j])                              ? kMasked
+                                             : zeroOffLogScale(row[j], s.range, s.scale) ? kZeroOffLogScale
+                                                                                          : table[index[static_cast<std::size_t>(j)]];
     if (as_image) {
       std::copy(colours.begin(), colours.end(), pixels.begin() + static_cast<std::ptrdiff_t>(i) * L.cols);
       continue;
@@ -427,7 +443,9 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
       s.values.readRow(i, row.data());
       rowIndices(row.data(), row.size(), s.range, s.scale, centred, index.data());
       for (int j = 0; j < L.cols; ++j, ++k) {
-        const Rgb bg = isMasked(row[j]) ? kMasked : table[index[static_cast<std::size_t>(j)]];
+        const Rgb bg = isMasked(row[j])                              ? kMasked
+                       : zeroOffLogScale(row[j], s.range, s.scale) ? kZeroOffLogScale
+                                                                    : table[index[static_cast<std::size_t>(j)]];
         p.text(L.labels[k], L.x0 + (j + 0.5) * L.cell, L.y0 + (i + 0.5) * L.cell + cap / 2, fs, contrastingText(bg),
                Anchor::Middle);
       }
@@ -446,11 +464,22 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
   p.colorbar(L.x0, L.bar_y, L.bar_w, L.bar_h, s.colormap);
   p.text(L.lo_text, L.x0, L.range_y, fs, kTextDim, Anchor::Start);
   p.text(L.hi_text, L.x0 + L.bar_w, L.range_y, fs, kTextDim, Anchor::End);
+  for (const auto& [x, label] : L.ticks) {
+    p.line(x, L.bar_y + L.bar_h, x, L.bar_y + L.bar_h + 3, 0.6, kTextDim);
+    if (!label.empty()) p.text(label, x, L.range_y, fs, kTextDim, Anchor::Middle);
+  }
   if (!L.legend.empty()) {
     const double cs = o.caption_size;
     double x = L.legend_x;
     if (L.legend_swatch) {
-      p.rect(x, L.legend_y - p.capHeight(cs) - 0.5, cs, p.capHeight(cs) + 1, kMasked);
+      const double y = L.legend_y - p.capHeight(cs) - 0.5, h = p.capHeight(cs) + 1;
+      p.rect(x, y, cs, h, L.legend_zero ? kZeroOffLogScale : kMasked);
+      if (L.legend_zero) {  // a white square needs an edge
+        p.line(x, y, x + cs, y, 0.6, kTextDim);
+        p.line(x, y + h, x + cs, y + h, 0.6, kTextDim);
+        p.line(x, y, x, y + h, 0.6, kTextDim);
+        p.line(x + cs, y, x + cs, y + h, 0.6, kTextDim);
+      }
       x += cs + 3;
     }
     p.text(L.legend, x, L.legend_y, cs, kTextDim, Anchor::Start);

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "display/parameter_axes.h"
 #include "display/number_text.h"
 #include "engine/errors.h"
 #include "formats/atomic_file.h"
@@ -381,8 +382,12 @@ int exportTraceFigures(const Workspace& ws, const Trace& trace, const std::strin
     write(batch + "_output", matrixFigure(bt.output, "output" + of, tokens, dimLabels(bt.output.cols())));
   }
   for (const NamedTensor& p : stateDict(trace.model, *trace.parameters)) {
-    const Matrix m = p.is_vector ? Matrix(Eigen::Map<const Matrix>(p.value.data(), 1, p.value.size())) : p.value;
-    write("param_" + p.name, matrixFigure(m, p.name, {}, {}));
+    // Titled with its shape in words, its axes labelled as the Weights tab labels them.
+    const NamedTensor shown{p.name, p.is_vector ? Matrix(Eigen::Map<const Matrix>(p.value.data(), 1, p.value.size())) : p.value,
+                            p.is_vector};
+    const ParameterKind kind = kindOf(shown);
+    const ParameterAxes axes = parameterAxes(shown, kind);
+    write("param_" + p.name, matrixFigure(shown.value, p.name + "  " + shapeWords(shown, kind), axes.rows, axes.cols));
   }
   return written;
 }

@@ -169,6 +169,13 @@ def cli_checks(cli, assets, work):
     tokens = [t for t, _, _ in svg_texts(os.path.join(svg, "b1_h1_weights.svg"))]
     expect(all(tok in tokens for tok in BOOK_TOKENS), f"weights.svg: token labels missing from {tokens}")
     print("  SVG: the notebook's weights and raw scores, 15 × −∞, the 0/1 mask, token labels, as <text>")
+    ticks = [t for t, _, _ in svg_texts(os.path.join(svg, "b1_h1_weights.svg"))]
+    expect(all(t in ticks for t in ("0.2", "0.4", "0.6", "0.8")), f"weights.svg: no colorbar ticks among {ticks[-8:]}")
+    # A parameter's figure says what it is: its shape in words and its axes (nn.Linear: out × in).
+    param = [t for t, _, _ in svg_texts(os.path.join(svg, "param_W_query.weight.svg"))]
+    expect(param[0] == "W_query.weight  2 × 3 (d_out × d_in)" and all(a in param for a in ("q0", "q1", "d0", "d1", "d2")),
+           f"param_W_query.weight.svg: {param}")
+    print(f"  SVG: colorbar ticks 0.2–0.8; a parameter titled {param[0]!r}, its axes q0 q1 × d0 d1 d2")
 
     pdf = os.path.join(work, "cli-pdf")
     expect_printed(pdf_rows(os.path.join(pdf, "b1_h1_weights.pdf"), BOOK_TOKENS), WEIGHTS, "weights.pdf")

@@ -367,7 +367,30 @@ TEST(VectorFigure, LargeMapsShrinkAndDropTheirNumbers) {
   const std::string path = tempPath("big.svg");
   ASSERT_EQ(writeVectorFigure(f, path), "");
   const std::vector<std::string> texts = svgTexts(readFile(path));
-  EXPECT_LE(texts.size(), 2u);  // the colorbar's ends only
+  // The colorbar's ends and its inner ticks (0.2, 0.4, 0.6, 0.8, as the app's): no cell numbers.
+  EXPECT_EQ(texts, (std::vector<std::string>{"0", "1", "0.2", "0.4", "0.6", "0.8"}));
+}
+
+// A figure on a log scale: a tick per power of ten, and exact zeros in a colour of their own (not
+// the bottom colour, which is the smallest positive value's), said by the legend.
+TEST(VectorFigure, LogScaleHasTicksAndZerosTheirOwnColour) {
+  Matrix m(3, 3);
+  m << 1.0f, 0.0f, 0.0f, 0.5f, 0.001f, 0.0f, 0.2f, 0.05f, 0.004f;
+  FigureSpec f;
+  f.values = StageMap(m);
+  f.range = ValueRange{0, 1, 0.001f};
+  f.scale = ColourScale::Log;
+  f.legend = kZeroLegend;
+  const std::string path = tempPath("log.svg");
+  ASSERT_EQ(writeVectorFigure(f, path), "");
+  const std::string svg = readFile(path);
+  const std::vector<std::string> texts = svgTexts(svg);
+  for (const char* tick : {"0.01", "0.1"})
+    EXPECT_NE(std::find(texts.begin(), texts.end(), tick), texts.end()) << "no tick " << tick;
+  EXPECT_NE(std::find(texts.begin(), texts.end(), "exactly 0: below a log scale"), texts.end());
+  EXPECT_TRUE(zeroOffLogScale(0.0f, f.range, f.scale));  // (the cells' colours: gui_colour_scales, by pixel)
+  EXPECT_FALSE(zeroOffLogScale(0.001f, f.range, f.scale));
+  EXPECT_FALSE(zeroOffLogScale(0.0f, f.range, ColourScale::Linear));
 }
 
 }  // namespace
