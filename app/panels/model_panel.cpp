@@ -165,7 +165,7 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     Applicability a(hasDropout(m.variant) ? nullptr : "Dropout appears in step 3 (causal attention) and later");
     label("dropout p");
     float p = static_cast<float>(m.dropout);
-    if (ImGui::SliderFloat("##dropout", &p, 0.0f, 0.95f, "%.2f", ImGuiSliderFlags_AlwaysClamp)) {
+    if (ImGui::SliderFloat("##dropout", &p, 0.0f, 1.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp)) {
       const double rounded = std::round(p * 100.0) / 100.0;  // the values a notebook would type
       if (rounded != m.dropout) set(ctx, "dropout", rounded, "dropout");
     }

@@ -203,9 +203,9 @@ void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& lim
   if (m.variant == Variant::MultiHead && m.d_out % m.num_heads != 0)
     fail("d_out", "d_out must be divisible by num_heads (the seed's assert), got d_out = " +
                       str(m.d_out) + ", num_heads = " + str(m.num_heads));
-  if (!(m.dropout >= 0.0 && m.dropout < 1.0)) {
+  if (!(m.dropout >= 0.0 && m.dropout <= 1.0)) {  // 1 as torch takes it: every weight dropped
     std::ostringstream s;
-    s << "must be in [0, 1), got " << m.dropout;
+    s << "must be in [0, 1], got " << m.dropout;
     fail("dropout", s.str());
   }
   if (m.dropout != 0.0 && !hasDropout(m.variant))

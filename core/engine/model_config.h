@@ -18,7 +18,7 @@ struct ModelConfig {
   Variant variant = Variant::MultiHead;  // which step of the chapter
   int d_out = 2;              // projection width: per head for the wrapper, all heads for multihead
   int num_heads = 2;          // heads; 1 for the single-head variants
-  double dropout = 0.0;       // dropout p in [0, 1) on the attention weights (dropout variants)
+  double dropout = 0.0;       // dropout p in [0, 1] on the attention weights (dropout variants)
   std::uint32_t seed = 123;   // torch.manual_seed(seed) right before the module is built
   bool qkv_bias = false;      // nn.Linear(d_in, d_out, bias=qkv_bias) for W_query, W_key, W_value
   bool causal = true;         // −∞ above the diagonal before softmax (no future tokens)

@@ -219,6 +219,10 @@ void TorchGenerator::fillDropoutKeepBits(std::uint64_t* words, std::size_t n, do
     if (n % 64 != 0) words[word_count - 1] = (std::uint64_t{1} << (n % 64)) - 1;
     return;
   }
+  if (p >= 1) {  // and with p = 1 (zeros_like: nothing drawn, nothing kept)
+    std::fill(words, words + word_count, std::uint64_t{0});
+    return;
+  }
   const std::uint64_t threshold = dropoutKeepThreshold(p);  // bernoulli_(1 − p)
   alignas(64) std::uint32_t r[2 * kDropoutBlock];
   for (std::size_t done = 0; done < n;) {

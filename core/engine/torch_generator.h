@@ -52,7 +52,8 @@ class TorchGenerator {
   // b < dropoutKeepThreshold(p) (see torch_generator.cpp for why this is exact).
   static std::uint64_t dropoutKeepThreshold(double p);
   // The factor torch multiplies kept elements by: 1.0f / float(1 − p).
-  static float dropoutScale(double p) { return 1.0f / static_cast<float>(1.0 - p); }
+  // 1/(1 − p); at p = 1 torch returns zeros (no scaling of what is not kept): 0, not ∞ (0·∞ is NaN).
+  static float dropoutScale(double p) { return p >= 1 ? 0.0f : 1.0f / static_cast<float>(1.0 - p); }
 
  private:
   double normalDouble(double mean, double std);  // at::normal_distribution<double>

@@ -26,7 +26,7 @@ VARIANTS = ["simple", "self_attention_v1", "self_attention_v2", "causal", "multi
             "multihead"]
 DROPOUT_VARIANTS = ("causal", "multihead_wrapper", "multihead")
 SEEDS = [0, 1, 123, 789, 2**32 - 1]
-DROPOUTS = [0.0, 0.1, 0.5, 0.9]
+DROPOUTS = [0.0, 0.1, 0.5, 0.9, 1.0]  # 1.0: torch returns zeros and draws nothing
 FLOAT_FIELDS = ["queries", "keys", "values", "scores", "scaled_scores", "masked_scores", "weights",
                 "dropped_weights", "context"]
 
