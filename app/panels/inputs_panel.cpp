@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "editing/token_table.h"
 #include "shell/fonts.h"
 #include "shell/layout_dump.h"
 #include "shell/theme.h"
@@ -26,18 +27,14 @@ void besideIfFits(float width, float spacing = -1) {
 
 float buttonWidth(const char* text) { return ImGui::CalcTextSize(text, nullptr, true).x + ImGui::GetStyle().FramePadding.x * 2; }
 
-// The tokens as the sentence field shows them: one space apart, or nothing when there are more than
-// a sentence holds (a field that scrolls through 1024 names reads as nothing).
+// The tokens as the sentence field shows them: as typed (joinSentence: "step." not "step ."), or
+// nothing when there are more than a sentence holds (a field that scrolls through 1024 names reads
+// as nothing).
 constexpr std::size_t kSentenceTokens = 32, kSentenceChars = 200;
 std::string sentenceOf(const std::vector<std::string>& tokens) {
   if (tokens.size() > kSentenceTokens) return "";
-  std::string text;
-  for (const std::string& token : tokens) {
-    if (!text.empty()) text += ' ';
-    text += token;
-    if (text.size() > kSentenceChars) return "";
-  }
-  return text;
+  std::string text = joinSentence(tokens);
+  return text.size() > kSentenceChars ? "" : text;
 }
 
 }  // namespace

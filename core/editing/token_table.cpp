@@ -146,6 +146,16 @@ std::vector<std::string> splitSentence(const std::string& sentence, int max_toke
   return tokens;
 }
 
+std::string joinSentence(const std::vector<std::string>& tokens) {
+  std::string text;
+  for (const std::string& token : tokens) {
+    const bool punctuation = token.size() == 1 && isPunctuation(token[0]);
+    if (!text.empty() && !punctuation) text += ' ';
+    text += token;
+  }
+  return text;
+}
+
 void setSentence(Workspace& ws, const std::string& sentence, std::uint32_t seed, const Limits& limits) {
   std::vector<std::string> tokens = splitSentence(sentence, limits.max_tokens);
   const int T = static_cast<int>(tokens.size());

@@ -28,6 +28,9 @@ std::string foldCase(const std::string& word);
 // token of its own ("step." → "step", "."). Throws InputError("sentence: …") if it yields no token
 // or more than `max_tokens` (the message gives the limit).
 std::vector<std::string> splitSentence(const std::string& sentence, int max_tokens);
+// The tokens as a sentence again: words a space apart, each punctuation token splitSentence made
+// joined to the word before it, as typed ("step", "." → "step."). splitSentence gives them back.
+std::string joinSentence(const std::vector<std::string>& tokens);
 
 // Replaces tokens and embeddings with the sentence's words and their wordEmbedding(…, d_in, seed).
 void setSentence(Workspace& ws, const std::string& sentence, std::uint32_t seed, const Limits& limits = {});

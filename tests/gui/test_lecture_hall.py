@@ -431,7 +431,18 @@ def main():
                     print(f"  {name}: {sorted(formats)} → {'said' if shown else 'nothing said'}")
                 expect(seen == {True, False}, "the cases did not cover both: rounded and not")
 
+            def sentence_as_typed():
+                # The sentence field shows the tokens as they were typed — after the tokens come back
+                # by undo and redo too — "Hello, world!", not "Hello , world !".
+                text = "Hello, world! Is it one step?"
+                d, _ = headless("sentence", [{"do": "sentence", "text": text}, {"do": "preset", "name": "causal"},
+                                             {"do": "undo"}])
+                expect(d["state"]["tokens"][:4] == ["Hello", ",", "world", "!"] and d["state"]["sentence"] == text,
+                       f"the sentence field reads {d['state']['sentence']!r} for tokens {d['state']['tokens']}")
+                print(f"  tokens {d['state']['tokens'][:4]}…: the field reads {d['state']['sentence']!r}")
+
             code = run_checks([
+                ("the sentence field as typed", sentence_as_typed),
                 ("rounding to fewer decimals is said", rounding_explained),
                 ("text that scales together: Lines hint, inspector terms, the Pipeline's enlarged map", text_scales_together),
                 ("the inspector's numbers whole at 1280 × 800, 100–250 %", inspector_numbers_whole),

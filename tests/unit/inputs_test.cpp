@@ -149,6 +149,15 @@ TEST(SplitSentence, WordsAndPunctuation) {
   EXPECT_EQ(splitSentence(kBookSentence, 6).size(), 6u);  // exactly at the limit is fine
 }
 
+// The sentence field shows the tokens as they were typed: punctuation joined to its word.
+TEST(SplitSentence, JoinedAgainAsTyped) {
+  EXPECT_EQ(joinSentence(splitSentence("Hello, world! Is it: one; step? Yes.", 100)), "Hello, world! Is it: one; step? Yes.");
+  EXPECT_EQ(joinSentence(splitSentence("wait...", 100)), "wait...");
+  EXPECT_EQ(joinSentence(kBookTokens), kBookSentence);
+  for (const char* s : {"a , b", ". starts", "x.y", ",,"})
+    EXPECT_EQ(splitSentence(joinSentence(splitSentence(s, 100)), 100), splitSentence(s, 100)) << s;
+}
+
 TEST(SplitSentence, RefusesNothingAndTooMuch) {
   for (const char* empty : {"", "   ", "\t\n"}) {
     const std::string e = errorOf([&] { splitSentence(empty, 10); });
