@@ -478,6 +478,7 @@ int main(int argc, char** argv) {
   // The engine and the colouring thread wake the loop when a result is ready (state/ui_wake.h).
   setWakeHandler([] { glfwPostEmptyEvent(); });
   int eager_frames = 0;
+  std::uint64_t glyphs_version = ~std::uint64_t{0};
   bool hint_at_start = !unattended;
   for (bool running = true; running;) {
     // A window with nothing new to show sleeps: until input, a result, a message's end, or a
@@ -500,6 +501,10 @@ int main(int argc, char** argv) {
     if (script) script->feed(app);
     if (bench) bench->beforeUpdate(app);  // t0 of an edit: queued just before the frame applying it
     app.update(now);  // every queued command, in one place, before the frame
+    if (app.document().version() != glyphs_version) {  // new tokens: their CJK glyphs into the atlas
+      glyphs_version = app.document().version();
+      if (useTokenGlyphs(app.document().workspace().tokens)) setScale(ui_scale);
+    }
     if (hint_at_start) {  // after the autosave's view is restored: its text size counts
       hint_at_start = false;
       app.hintIfCramped(now, true);

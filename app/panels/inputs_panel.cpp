@@ -75,8 +75,8 @@ void InputsPanel::toolbar(const PanelContext& ctx) {
   layout().state()["missing_glyphs"] = missing_glyphs_;
   if (missing_glyphs_ > 0) {  // CJK, emoji: DejaVu Sans has none
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    ImGui::TextWrapped("Some tokens have characters the font cannot draw; they show as ?. "
-                       "The numbers are not affected.");
+    ImGui::TextWrapped("Some tokens have characters no installed font draws here (emoji); the maps write "
+                       "them as U+1F600. The numbers are not affected.");
     ImGui::PopStyleColor();
   }
 

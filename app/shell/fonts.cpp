@@ -11,13 +11,23 @@ namespace attnscope {
 namespace {
 Fonts loaded;
 constexpr const char* kDejaVu = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+// For the tokens' characters DejaVu lacks, in this order (the first that has a glyph draws it).
+constexpr const char* kFallbacks[] = {"/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf",
+                                      "/usr/share/fonts/truetype/ancient-scripts/Symbola_hint.ttf"};
+std::set<unsigned> token_glyphs;      // the tokens' characters outside the ranges loaded from DejaVu
+std::vector<ImWchar> token_ranges;    // … as ImGui glyph ranges (pairs, 0-terminated), kept alive for the atlas
+
+// Whether loadFonts' ranges (below) take c from DejaVu.
+bool inDejaVuRanges(unsigned c, const ImWchar* ranges) {
+  for (const ImWchar* r = ranges; r[0] != 0; r += 2)
+    if (c >= r[0] && c <= r[1]) return true;
+  return false;
+}
+const ImWchar* dejaVuRanges();
 }  // namespace
 
-const Fonts& fonts() { return loaded; }
-
-Fonts loadFonts(float scale) {
-  ImGuiIO& io = ImGui::GetIO();
-  io.Fonts->Clear();
+namespace {
+const ImWchar* dejaVuRanges() {
   static const ImWchar ranges[] = {
       0x0020, 0x00FF,  // Latin-1: · × ² ³
       0x0100, 0x017F,  // Latin Extended-A: the words of a typed sentence (Łódź, češtině, İstanbul)
@@ -32,14 +42,37 @@ Fonts loadFonts(float scale) {
       0x25A0, 0x25FF,  // shapes: ▨ ■
       0,
   };
+  return ranges;
+}
+}  // namespace
+
+const Fonts& fonts() { return loaded; }
+
+Fonts loadFonts(float scale) {
+  ImGuiIO& io = ImGui::GetIO();
+  io.Fonts->Clear();
+  const ImWchar* ranges = dejaVuRanges();
+  // The tokens' CJK and emoji, merged into the font added just before (MergeMode): each of the two.
+  auto mergeTokenGlyphs = [&](float size) {
+    if (token_ranges.empty()) return;
+    for (const char* file : kFallbacks) {
+      if (!std::filesystem::exists(file)) continue;
+      ImFontConfig merge;
+      merge.MergeMode = true;
+      merge.OversampleH = 1;
+      io.Fonts->AddFontFromFileTTF(file, size, &merge, token_ranges.data());
+    }
+  };
   if (std::filesystem::exists(kDejaVu)) {
     ImFontConfig config;
     // Horizontal oversampling sharpens small text; large text (a projector's 250 %, a 3× figure of
     // it) does not need it, and it would double an atlas that is already large.
     config.OversampleH = 15.0f * scale >= 36 ? 1 : 2;
     loaded.ui = io.Fonts->AddFontFromFileTTF(kDejaVu, 15.0f * scale, &config, ranges);
+    if (loaded.ui) mergeTokenGlyphs(15.0f * scale);
     config.OversampleH = 12.0f * scale >= 36 ? 1 : 2;
     loaded.small = io.Fonts->AddFontFromFileTTF(kDejaVu, 12.0f * scale, &config, ranges);
+    if (loaded.small) mergeTokenGlyphs(12.0f * scale);
   }
   if (!loaded.ui || !loaded.small) {
     std::fprintf(stderr, "warning: %s not found (install fonts-dejavu-core); using ImGui's font\n",
@@ -51,6 +84,26 @@ Fonts loadFonts(float scale) {
   return loaded;
 }
 
+bool useTokenGlyphs(const std::vector<std::string>& tokens) {
+  std::set<unsigned> wanted;
+  for (const std::string& token : tokens)
+    for (const char* p = token.c_str(); *p != 0;) {
+      unsigned c = 0;
+      const int bytes = ImTextCharFromUtf8(&c, p, nullptr);
+      if (bytes <= 0) break;
+      p += bytes;
+      // ImGui 1.86 draws the Basic Multilingual Plane only (ImWchar is 16 bits): emoji above it stay '?'.
+      if (c >= 0x20 && c <= 0xFFFF && !inDejaVuRanges(c, dejaVuRanges())) wanted.insert(c);
+      if (wanted.size() >= 4096) break;  // a bound on the atlas (a token file of a whole dictionary)
+    }
+  if (wanted == token_glyphs) return false;
+  token_glyphs = std::move(wanted);
+  token_ranges.clear();
+  for (unsigned c : token_glyphs) token_ranges.insert(token_ranges.end(), {static_cast<ImWchar>(c), static_cast<ImWchar>(c)});
+  if (!token_ranges.empty()) token_ranges.push_back(0);
+  return true;
+}
+
 int missingGlyphs(const std::string& utf8) {
   if (loaded.ui == nullptr) return 0;
   std::set<unsigned> missing;
@@ -58,8 +111,11 @@ int missingGlyphs(const std::string& utf8) {
     unsigned c = 0;
     const int bytes = ImTextCharFromUtf8(&c, p, nullptr);
     if (bytes <= 0) break;
+    // Beyond 16 bits ImGui decodes every character as U+FFFD: told apart by their bytes, all missing.
+    if (bytes == 4) c = 0x10000u + ((static_cast<unsigned char>(p[1]) & 0x3Fu) << 12 | (static_cast<unsigned char>(p[2]) & 0x3Fu) << 6 |
+                                    (static_cast<unsigned char>(p[3]) & 0x3Fu) | (static_cast<unsigned char>(p[0]) & 0x07u) << 18);
     p += bytes;
-    if (c >= 0x20 && loaded.ui->FindGlyphNoFallback(static_cast<ImWchar>(c)) == nullptr) missing.insert(c);
+    if (c >= 0x20 && (c > 0xFFFF || loaded.ui->FindGlyphNoFallback(static_cast<ImWchar>(c)) == nullptr)) missing.insert(c);
   }
   return static_cast<int>(missing.size());
 }

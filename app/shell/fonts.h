@@ -5,6 +5,7 @@
 #include <imgui.h>
 
 #include <string>
+#include <vector>
 
 namespace attnscope {
 
@@ -18,8 +19,13 @@ struct Fonts {
 Fonts loadFonts(float scale);
 const Fonts& fonts();
 
-// How many distinct characters of `utf8` the UI font has no glyph for (ImGui draws them as '?':
-// CJK, emoji).
+// How many distinct characters of `utf8` the UI font has no glyph for (ImGui draws them as '?').
 int missingGlyphs(const std::string& utf8);
+
+// The tokens' characters DejaVu Sans lacks (CJK, emoji): loadFonts merges them from Debian's
+// fallback fonts — Droid Sans Fallback (fonts-droid-fallback: CJK), then Symbola (fonts-symbola:
+// emoji, symbols) — those glyphs only, so the atlas grows by what the tokens use, not by 20 000
+// ideographs. True when the set changed: the atlas must be built again (loadFonts).
+bool useTokenGlyphs(const std::vector<std::string>& tokens);
 
 }  // namespace attnscope

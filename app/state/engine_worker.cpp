@@ -1,6 +1,10 @@
 #include "state/engine_worker.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
 
 #include "engine/attention.h"
 #include "engine/errors.h"
@@ -8,6 +12,39 @@
 #include "state/ui_wake.h"
 
 namespace attnscope {
+
+namespace {
+// Tokens with characters above U+FFFF (emoji), which ImGui cannot draw, with those as "U+1F600";
+// empty when no token has one (the snapshot then draws the workspace's tokens).
+std::vector<std::string> drawableTokens(const std::vector<std::string>& tokens) {
+  auto astral = [](const std::string& t) {
+    for (unsigned char c : t)
+      if (c >= 0xF0) return true;  // a 4-byte UTF-8 sequence starts with 11110xxx
+    return false;
+  };
+  if (std::none_of(tokens.begin(), tokens.end(), astral)) return {};
+  std::vector<std::string> out;
+  out.reserve(tokens.size());
+  for (const std::string& t : tokens) {
+    std::string s;
+    for (std::size_t i = 0; i < t.size();) {
+      const unsigned char c = static_cast<unsigned char>(t[i]);
+      if (c >= 0xF0 && c <= 0xF4 && i + 3 < t.size() + 0) {
+        const unsigned cp = ((c & 0x07u) << 18) | ((static_cast<unsigned char>(t[i + 1]) & 0x3Fu) << 12) |
+                            ((static_cast<unsigned char>(t[i + 2]) & 0x3Fu) << 6) | (static_cast<unsigned char>(t[i + 3]) & 0x3Fu);
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "U+%X", cp);
+        s += buf;
+        i += 4;
+      } else {
+        s += t[i++];
+      }
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+}  // namespace
 
 namespace {
 
@@ -97,6 +134,7 @@ EngineResult run(const EngineRequest& req, std::uint64_t serial) {
     s->serial = serial;
     s->version = req.version;
     s->inputs = req.inputs;
+    s->drawn_tokens = drawableTokens(req.inputs->tokens);
     s->exec = req.exec;
     s->exec.cancel = nullptr;  // the flag belongs to this job
     s->batch = std::clamp(req.batch, 0, req.inputs->model.batch_size - 1);

@@ -46,7 +46,11 @@ struct Snapshot {
                ? &statistics[static_cast<std::size_t>(h)] : nullptr;
   }
 
-  const std::vector<std::string>& tokens() const { return inputs->tokens; }
+  // The tokens as the views draw them: the workspace's, with characters beyond what the UI's font can
+  // draw (ImGui draws 16-bit characters only: emoji) written as U+1F600, so that two such tokens
+  // never both read "?". Empty: the workspace's tokens as they are.
+  std::vector<std::string> drawn_tokens;
+  const std::vector<std::string>& tokens() const { return drawn_tokens.empty() ? inputs->tokens : drawn_tokens; }
   int tokenCount() const { return static_cast<int>(inputs->tokens.size()); }
   const BatchTrace& shown() const { return trace->batches[static_cast<std::size_t>(batch)]; }
 };

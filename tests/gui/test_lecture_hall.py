@@ -441,7 +441,17 @@ def main():
                        f"the sentence field reads {d['state']['sentence']!r} for tokens {d['state']['tokens']}")
                 print(f"  tokens {d['state']['tokens'][:4]}…: the field reads {d['state']['sentence']!r}")
 
+            def cjk_and_emoji_tokens():
+                # CJK tokens are drawn (Droid Sans Fallback's glyphs for the characters the tokens
+                # use); emoji, which ImGui cannot draw, are written U+1F600 in the views: no two
+                # tokens read alike as "?". Only the emoji lack a glyph.
+                d, _ = headless("cjk", [{"do": "sentence", "text": "注意 力 是 😀 😃 ★"}])
+                expect(d["state"]["missing_glyphs"] == 2 and d["state"]["tokens"] == ["注意", "力", "是", "U+1F600", "U+1F603", "★"],
+                       f"tokens drawn {d['state']['tokens']}, {d['state']['missing_glyphs']} characters without a glyph")
+                print(f"  tokens drawn {d['state']['tokens']}; {d['state']['missing_glyphs']} characters without a glyph (the emoji)")
+
             code = run_checks([
+                ("CJK and emoji tokens distinguishable", cjk_and_emoji_tokens),
                 ("the sentence field as typed", sentence_as_typed),
                 ("rounding to fewer decimals is said", rounding_explained),
                 ("text that scales together: Lines hint, inspector terms, the Pipeline's enlarged map", text_scales_together),
