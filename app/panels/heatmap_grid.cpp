@@ -242,7 +242,7 @@ MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int 
   } else if ((stage == Stage::MaskedScores || stage == Stage::ScaledScores) && t.model.causal) {
     look.legend = "▨ −∞ masked";
   } else if (look.scale == ColourScale::Log && logApplies(look.range) && look.range.lo == 0) {
-    look.legend = kZeroLegend;  // its zeros are white: the bottom colour is the smallest positive value's
+    look.legend = kZeroLegend;  // its zeros grey, as masked: the bottom colour is the smallest positive value's
   }
   return look;
 }

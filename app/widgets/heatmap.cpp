@@ -139,9 +139,8 @@ void colour(Colouring& c) {
       rowIndices(row.data(), row.size(), c.range, c.scale, c.colormap == Colormap::Coolwarm, index.data());
       for (int j = g.col0; j < g.col0 + g.cols; ++j) {
         const float v = row[static_cast<std::size_t>(j)];
-        const std::uint32_t rgba = isMasked(v)                              ? c.masked
-                                   : zeroOffLogScale(v, c.range, c.scale) ? toImColor(kZeroOffLogScale)
-                                                                          : texel[index[static_cast<std::size_t>(j)]];
+        const std::uint32_t rgba =
+            isMasked(v) || zeroOffLogScale(v, c.range, c.scale) ? c.masked : texel[index[static_cast<std::size_t>(j)]];
         const std::size_t t = static_cast<std::size_t>((j - g.col0) / step);
         sum[3 * t] += rgba & 0xFF;
         sum[3 * t + 1] += (rgba >> 8) & 0xFF;
@@ -454,9 +453,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
       for (int j = c0; j < c0 + nc; ++j, ++k) {
         const float v = row[static_cast<std::size_t>(j)];
         const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, texts[k].c_str());
-        const Rgb bg = isMasked(v)                              ? masked
-                       : zeroOffLogScale(v, s.range, s.scale) ? kZeroOffLogScale
-                                                              : table[index[static_cast<std::size_t>(j)]];
+        const Rgb bg = isMasked(v) || zeroOffLogScale(v, s.range, s.scale) ? masked : table[index[static_cast<std::size_t>(j)]];
         const ImVec2 c = cellMin(i, j);
         draw->AddText(small, fs, ImVec2(c.x + cell / 2 - ts.x / 2, c.y + cell / 2 - ts.y / 2),
                       toImColor(contrastingText(bg)), texts[k].c_str());
@@ -586,9 +583,8 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     }
   }
   if (!s.legend.empty()) {  // between the range labels, or below them when it does not fit
-    const bool zero = s.legend.rfind("□", 0) == 0;  // the zero's square (off a log scale), then the text
-    const bool swatch = zero || s.legend.rfind("▨", 0) == 0;  // or a masked-grey square
-    const std::string text = swatch ? s.legend.substr(std::string(zero ? "□" : "▨").size()) : s.legend;
+    const bool swatch = s.legend.rfind("▨", 0) == 0;  // a masked-grey square, then the text
+    const std::string text = swatch ? s.legend.substr(std::string("▨").size()) : s.legend;
     const float lw = small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str()).x + (swatch ? fs + 2 : 0);
     float lx = p0.x + (bar_w - lw) / 2, ly = bar_y + px(10);
     if (lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
@@ -597,8 +593,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
       content_bottom = std::max(content_bottom, ly + fs);
     }
     if (swatch) {
-      draw->AddRectFilled(ImVec2(lx, ly + 2), ImVec2(lx + fs - 2, ly + fs - 1), zero ? toImColor(kZeroOffLogScale) : th.masked_cell);
-      if (zero) draw->AddRect(ImVec2(lx, ly + 2), ImVec2(lx + fs - 2, ly + fs - 1), th.text_dim);
+      draw->AddRectFilled(ImVec2(lx, ly + 2), ImVec2(lx + fs - 2, ly + fs - 1), th.masked_cell);
       lx += fs + 2;
     }
     draw->AddText(small, fs, ImVec2(lx, ly), th.text_dim, text.c_str());

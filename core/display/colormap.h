@@ -61,11 +61,10 @@ bool parseColourScale(const std::string& id, ColourScale* out);
 // A log scale colours maps whose values are ≥ 0 with some > 0 and a top above the smallest
 // positive; others (signed maps: scores) stay linear.
 bool logApplies(ValueRange r);
-// On a log scale an exact zero has no place (log10 0 = −∞): it is drawn in kZeroOffLogScale, not in
-// the scale's bottom colour, which is the smallest positive value's (a dropped or masked weight
-// would read as a small one). The legend says so with kZeroLegend ("□" first: its swatch).
-inline constexpr Rgb kZeroOffLogScale{255, 255, 255};
-inline constexpr const char* kZeroLegend = "□ exactly 0: below a log scale";
+// On a log scale an exact zero has no place (log10 0 = −∞): it is drawn in the masked cells' grey,
+// not in the scale's bottom colour, which is the smallest positive value's (a masked or dropped
+// weight would read as a small one). The legend says so with kZeroLegend (its swatch that grey).
+inline constexpr const char* kZeroLegend = "▨ exactly 0: below a log scale";
 bool zeroOffLogScale(float v, ValueRange map, ColourScale scale);
 
 // One row of a map (n values) as table indices under `scale`, the map's range being `map`:

@@ -280,7 +280,6 @@ struct Layout {
   std::string lo_text, hi_text;
   std::vector<std::pair<double, std::string>> ticks;  // x of each inner tick, its label ("" where it would collide)
   bool legend_swatch = false;
-  bool legend_zero = false;          // the swatch is the zero's colour (kZeroLegend), not the masked grey
   std::string legend;
   double legend_x = 0, legend_y = 0;  // baseline
   double caption_y = 0;
@@ -365,10 +364,9 @@ Layout layOut(const FigureSpec& s, const FigureOptions& o, Painter& p) {
   double bottom = L.range_y + fs * 0.3;
   double right = std::max(L.x0 + map_w, L.x0 + L.bar_w);
   if (!title.empty()) right = std::max(right, o.margin + p.width(title, o.title_size));
-  const std::string swatch = "▨", zero = "□";
-  L.legend_zero = s.legend.rfind(zero, 0) == 0;
-  L.legend_swatch = L.legend_zero || s.legend.rfind(swatch, 0) == 0;
-  L.legend = cleanText(L.legend_swatch ? s.legend.substr((L.legend_zero ? zero : swatch).size()) : s.legend);
+  const std::string swatch = "▨";
+  L.legend_swatch = s.legend.rfind(swatch, 0) == 0;
+  L.legend = cleanText(L.legend_swatch ? s.legend.substr(swatch.size()) : s.legend);
   while (!L.legend.empty() && L.legend[0] == ' ') L.legend.erase(0, 1);
   if (!L.legend.empty()) {
     const double cs = o.caption_size;
@@ -413,9 +411,9 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
     s.values.readRow(i, row.data());
     rowIndices(row.data(), row.size(), s.range, s.scale, centred, index.data());
     for (int j = 0; j < L.cols; ++j)
-      colours[static_cast<std::size_t>(j)] = isMasked(row[j])                              ? kMasked
-                                             : zeroOffLogScale(row[j], s.range, s.scale) ? kZeroOffLogScale
-                                                                                          : table[index[static_cast<std::size_t>(j)]];
+      colours[static_cast<std::size_t>(j)] = isMasked(row[j]) || zeroOffLogScale(row[j], s.range, s.scale)
+                                                 ? kMasked
+                                                 : table[index[static_cast<std::size_t>(j)]];
     if (as_image) {
       std::copy(colours.begin(), colours.end(), pixels.begin() + static_cast<std::ptrdiff_t>(i) * L.cols);
       continue;
@@ -443,9 +441,8 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
       s.values.readRow(i, row.data());
       rowIndices(row.data(), row.size(), s.range, s.scale, centred, index.data());
       for (int j = 0; j < L.cols; ++j, ++k) {
-        const Rgb bg = isMasked(row[j])                              ? kMasked
-                       : zeroOffLogScale(row[j], s.range, s.scale) ? kZeroOffLogScale
-                                                                    : table[index[static_cast<std::size_t>(j)]];
+        const Rgb bg = isMasked(row[j]) || zeroOffLogScale(row[j], s.range, s.scale) ? kMasked
+                                                                                      : table[index[static_cast<std::size_t>(j)]];
         p.text(L.labels[k], L.x0 + (j + 0.5) * L.cell, L.y0 + (i + 0.5) * L.cell + cap / 2, fs, contrastingText(bg),
                Anchor::Middle);
       }
@@ -472,14 +469,7 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
     const double cs = o.caption_size;
     double x = L.legend_x;
     if (L.legend_swatch) {
-      const double y = L.legend_y - p.capHeight(cs) - 0.5, h = p.capHeight(cs) + 1;
-      p.rect(x, y, cs, h, L.legend_zero ? kZeroOffLogScale : kMasked);
-      if (L.legend_zero) {  // a white square needs an edge
-        p.line(x, y, x + cs, y, 0.6, kTextDim);
-        p.line(x, y + h, x + cs, y + h, 0.6, kTextDim);
-        p.line(x, y, x, y + h, 0.6, kTextDim);
-        p.line(x + cs, y, x + cs, y + h, 0.6, kTextDim);
-      }
+      p.rect(x, L.legend_y - p.capHeight(cs) - 0.5, cs, p.capHeight(cs) + 1, kMasked);
       x += cs + 3;
     }
     p.text(L.legend, x, L.legend_y, cs, kTextDim, Anchor::Start);

@@ -4,7 +4,7 @@ Every expected colour is computed here from `attnscope-cli trace` and assets/col
 the app:
 - log: a weights map (≥ 0, the causal mask's zeros among them) coloured by
   round((log10 v − log10 p) / (log10 hi − log10 p) · 255) with p its smallest positive value, exact
-  zeros white (off the scale, not p's colour);
+  zeros grey as masked cells (off the scale, not p's colour);
   its colorbar starts at p and has a tick per power of ten inside; signed maps stay linear.
 - per row: every row over its own finite min … max (signed maps: ±max |row|, coolwarm).
 - linear ticks: 0.2, 0.4, 0.6, 0.8 on a 0 … 1 weights map; 0 among the ticks of a signed one.
@@ -34,9 +34,6 @@ from test_teaching import Display, arguments, cli_trace_of, run_checks, run_comm
 def expect(cond, message):
     if not cond:
         raise AssertionError(message)
-
-
-ZERO_OFF_LOG = (255, 255, 255)  # an exact zero on a log scale
 
 
 def lround_index(t):
@@ -116,8 +113,8 @@ def main():
                     decades = [10.0 ** k for k in range(math.floor(math.log10(p)) + 1, 1) if 10.0 ** k < hi]
                     got = [t["value"] for t in e["colorbar"]["ticks"]]
                     expect(np.allclose(got, decades), f"{e['id']}: log ticks {got}, want {decades}")
-                    # exact zeros (the causal mask's) white, off the scale: its bottom is p's colour
-                    cells.check(e, w, lambda i, j, v: ZERO_OFF_LOG if v == 0 else log_index(v, p, hi), "viridis")
+                    # exact zeros (the causal mask's) grey as masked, off the scale: its bottom is p's colour
+                    cells.check(e, w, lambda i, j, v: g.MASKED_GREY["dark"] if v == 0 else log_index(v, p, hi), "viridis")
                 signed = [e for e in maps(d, "scores", in_view=False) if e["range"][0] < 0]
                 expect(signed, "no signed scores map to check")
                 for e in signed:  # stays linear
