@@ -12,7 +12,7 @@ book_example, randomize, a few view settings. Runs them in one app with
     ASAN_OPTIONS' log_path names (tests/sanitizers/ctest-asan sends reports there);
   * every stderr line is an `error: command N (name): …` line naming that command, or known noise
     (NOISE below); anything else is printed and fails the test;
-  * commands that can never apply (e.g. index −1, 1e39, dropout 1.0, a damaged file) were reported,
+  * commands that can never apply (e.g. index −1, 1e39, dropout 1.5, a damaged file) were reported,
     and commands that always apply (presets, valid files, sentences, new, …) were not;
   * the final dump: every square map is T × T and the context map T × w for T = len(state.tokens),
     the tokens on screen (the stream ends showing the grid with every column); settled, and (no engine
@@ -65,7 +65,7 @@ FIELDS_VALID = {
     "variant": ["simple", "self_attention_v1", "self_attention_v2", "causal", "multihead_wrapper", "multihead"],
     "d_out": list(range(1, 17)),
     "num_heads": list(range(1, 9)),
-    "dropout": [0.0, 0.1, 0.25, 0.5, 0.75, 0.9],
+    "dropout": [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0],
     "seed": [0, 1, 7, 123, 789, 2024, 4294967295],
     "training": [True, False],
     "qkv_bias": [True, False],
@@ -79,7 +79,7 @@ FIELDS_INVALID = {
     "variant": ["bogus", "", 3, None, "Multihead"],
     "d_out": [-3, 5000, 2.5, "big", None, True],
     "num_heads": [0, -1, 65, 1.5, "two"],
-    "dropout": [1.0, -0.1, 1.5, "x", None],
+    "dropout": [1.0001, -0.1, 1.5, "x", None],
     "seed": [-1, 4294967296, 1.5, "s"],
     "training": ["yes", 1, None],
     "qkv_bias": ["no", 0],
