@@ -111,7 +111,7 @@ CASES = [
     ("d_out_over_cap", ws({"d_out": 4098, "num_heads": 2}), TRACE, ["model.d_out"]),
     ("num_heads_zero", ws({"num_heads": 0}), TRACE, ["model.num_heads"]),
     ("num_heads_over_64", ws({"d_out": 130, "num_heads": 65}), TRACE, ["model.num_heads"]),
-    ("dropout_1", ws({"dropout": 1.0}), TRACE, ["model.dropout"]),
+    ("dropout_over_1", ws({"dropout": 1.5}), TRACE, ["model.dropout"]),  # 1.0 drops every weight, as torch
     ("dropout_negative", ws({"dropout": -0.1}), TRACE, ["model.dropout"]),
     ("dropout_1e999", json.dumps(ws({"dropout": "@P@"})).replace('"@P@"', "1e999"), TRACE,
      ["1e999"]),
