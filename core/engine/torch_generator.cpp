@@ -233,6 +233,25 @@ void TorchGenerator::fillDropoutKeepBits(std::uint64_t* words, std::size_t n, do
   }
 }
 
+void TorchGenerator::fillDropoutKeepBitsMkl(std::uint64_t* words, std::size_t n, double p) {
+  const std::size_t word_count = (n + 63) / 64;
+  std::fill(words, words + word_count, std::uint64_t{0});
+  if (p == 0) {  // the identity: every element kept, nothing drawn
+    std::fill(words, words + word_count, ~std::uint64_t{0});
+    if (n % 64 != 0) words[word_count - 1] = (std::uint64_t{1} << (n % 64)) - 1;
+    return;
+  }
+  if (p >= 1 || n == 0) return;
+  constexpr std::uint64_t kModulus = 2147483647u, kMultiplier = 1132489760u;  // MCG31m1
+  std::uint64_t x = random() % kModulus;
+  if (x == 0) x = 1;
+  const double keep_below = 1.0 - p;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (static_cast<double>(x) / static_cast<double>(kModulus) < keep_below) words[i / 64] |= std::uint64_t{1} << (i % 64);
+    x = x * kMultiplier % kModulus;
+  }
+}
+
 void TorchGenerator::fillDropoutKeep(std::uint8_t* keep, std::size_t n, double p) {
   std::uint64_t words[kDropoutBlock / 64];
   // Through the bitmask a block at a time; blocks are whole words, so the stream is the same.

@@ -228,6 +228,26 @@ TEST(TorchGeneratorDropout, BitsAndBytesEqualTheTwoDrawReference) {
         }
 }
 
+// torch with MKL (pip's, the notebook's): torch.manual_seed(123); Dropout(0.5)(torch.ones(6, 6))
+// printed this mask in the notebook's cell [31] — and the generator moved by one 32-bit draw (the
+// second mt19937 output after manual_seed(123) is 3062119789, as numpy's MT19937 gives it too).
+TEST(TorchGeneratorDropout, MklStreamGivesTheNotebooksMask) {
+  const int printed[6][6] = {{1, 1, 1, 1, 1, 1}, {0, 1, 0, 0, 0, 0}, {0, 0, 1, 0, 1, 0},
+                             {1, 1, 0, 0, 0, 1}, {1, 0, 0, 0, 0, 1}, {0, 1, 0, 0, 0, 0}};
+  TorchGenerator g(123);
+  std::uint64_t words[1];
+  g.fillDropoutKeepBitsMkl(words, 36, 0.5);
+  for (int i = 0; i < 36; ++i) EXPECT_EQ((words[0] >> i) & 1u, static_cast<std::uint64_t>(printed[i / 6][i % 6])) << "element " << i;
+  EXPECT_EQ(words[0] >> 36, 0u);
+  EXPECT_EQ(g.random(), 3062119789u);  // one draw, whatever n
+  TorchGenerator none(123);
+  none.fillDropoutKeepBitsMkl(words, 36, 0.0);
+  EXPECT_EQ(words[0], (std::uint64_t{1} << 36) - 1);
+  none.fillDropoutKeepBitsMkl(words, 36, 1.0);
+  EXPECT_EQ(words[0], 0u);
+  EXPECT_EQ(none.random(), 2991312382u);  // p = 0 and p = 1 draw nothing
+}
+
 TEST(TorchGeneratorDropout, KeepsSomeAndDropsSome) {
   // Guards the test above against a reference that trivially agrees (all kept or all dropped).
   TorchGenerator g(123);
