@@ -42,6 +42,9 @@ std::string sentenceOf(const std::vector<std::string>& tokens) {
 void InputsPanel::mirrorTokens(const PanelContext& ctx) {
   if (ctx.document.version() == mirrored_version_) return;
   mirrored_version_ = ctx.document.version();
+  const Matrix& x = ctx.document.workspace().embeddings;  // the value columns' width follows their range
+  values_lo_ = x.size() ? x.minCoeff() : 0.0f;
+  values_hi_ = x.size() ? x.maxCoeff() : 0.0f;
   const std::vector<std::string>& tokens = ctx.document.workspace().tokens;
   if (tokens == mirrored_tokens_) return;
   mirrored_tokens_ = tokens;
@@ -133,7 +136,7 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
   ImGui::TableSetupScrollFreeze(2, 1);
   ImGui::TableSetupColumn("#");
   ImGui::TableSetupColumn("token", 0, px(60));
-  const float value_w = ws.embeddings.size() ? valueColumnWidth(ws.embeddings.minCoeff(), ws.embeddings.maxCoeff()) : px(44);
+  const float value_w = valueColumnWidth(values_lo_, values_hi_);  // the range found once per edit (mirrorTokens)
   for (int c = 0; c < shown_cols; ++c) ImGui::TableSetupColumn(("d" + std::to_string(c)).c_str(), 0, value_w);
   ImGui::TableSetupColumn("", 0, px(64));
   ImGui::TableHeadersRow();

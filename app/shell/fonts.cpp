@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <set>
 
-#include <imgui_internal.h>  // ImTextCharFromUtf8
+#include "formats/utf8.h"
 
 namespace attnscope {
 
@@ -87,14 +87,10 @@ Fonts loadFonts(float scale) {
 bool useTokenGlyphs(const std::vector<std::string>& tokens) {
   std::set<unsigned> wanted;
   for (const std::string& token : tokens)
-    for (const char* p = token.c_str(); *p != 0;) {
-      unsigned c = 0;
-      const int bytes = ImTextCharFromUtf8(&c, p, nullptr);
-      if (bytes <= 0) break;
-      p += bytes;
-      // ImGui 1.86 draws the Basic Multilingual Plane only (ImWchar is 16 bits): emoji above it stay '?'.
+    for (std::size_t i = 0; i < token.size() && wanted.size() < 4096;) {  // 4096: a bound on the atlas
+      const std::uint32_t c = nextCodePoint(token, &i);
+      // ImGui 1.86 draws 16-bit characters only (ImWchar): emoji above them stay out of the atlas.
       if (c >= 0x20 && c <= 0xFFFF && !inDejaVuRanges(c, dejaVuRanges())) wanted.insert(c);
-      if (wanted.size() >= 4096) break;  // a bound on the atlas (a token file of a whole dictionary)
     }
   if (wanted == token_glyphs) return false;
   token_glyphs = std::move(wanted);
@@ -106,15 +102,9 @@ bool useTokenGlyphs(const std::vector<std::string>& tokens) {
 
 int missingGlyphs(const std::string& utf8) {
   if (loaded.ui == nullptr) return 0;
-  std::set<unsigned> missing;
-  for (const char* p = utf8.c_str(); *p != 0;) {
-    unsigned c = 0;
-    const int bytes = ImTextCharFromUtf8(&c, p, nullptr);
-    if (bytes <= 0) break;
-    // Beyond 16 bits ImGui decodes every character as U+FFFD: told apart by their bytes, all missing.
-    if (bytes == 4) c = 0x10000u + ((static_cast<unsigned char>(p[1]) & 0x3Fu) << 12 | (static_cast<unsigned char>(p[2]) & 0x3Fu) << 6 |
-                                    (static_cast<unsigned char>(p[3]) & 0x3Fu) | (static_cast<unsigned char>(p[0]) & 0x07u) << 18);
-    p += bytes;
+  std::set<std::uint32_t> missing;
+  for (std::size_t i = 0; i < utf8.size();) {
+    const std::uint32_t c = nextCodePoint(utf8, &i);
     if (c >= 0x20 && (c > 0xFFFF || loaded.ui->FindGlyphNoFallback(static_cast<ImWchar>(c)) == nullptr)) missing.insert(c);
   }
   return static_cast<int>(missing.size());

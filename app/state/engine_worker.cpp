@@ -9,6 +9,7 @@
 #include "engine/attention.h"
 #include "engine/errors.h"
 #include "engine/thread_team.h"
+#include "formats/utf8.h"
 #include "state/ui_wake.h"
 
 namespace attnscope {
@@ -17,32 +18,28 @@ namespace {
 // Tokens with characters above U+FFFF (emoji), which ImGui cannot draw, with those as "U+1F600";
 // empty when no token has one (the snapshot then draws the workspace's tokens).
 std::vector<std::string> drawableTokens(const std::vector<std::string>& tokens) {
-  auto astral = [](const std::string& t) {
-    for (unsigned char c : t)
-      if (c >= 0xF0) return true;  // a 4-byte UTF-8 sequence starts with 11110xxx
-    return false;
-  };
-  if (std::none_of(tokens.begin(), tokens.end(), astral)) return {};
-  std::vector<std::string> out;
-  out.reserve(tokens.size());
-  for (const std::string& t : tokens) {
-    std::string s;
+  auto drawable = [](const std::string& t) {
+    std::string out;
     for (std::size_t i = 0; i < t.size();) {
-      const unsigned char c = static_cast<unsigned char>(t[i]);
-      if (c >= 0xF0 && c <= 0xF4 && i + 3 < t.size() + 0) {
-        const unsigned cp = ((c & 0x07u) << 18) | ((static_cast<unsigned char>(t[i + 1]) & 0x3Fu) << 12) |
-                            ((static_cast<unsigned char>(t[i + 2]) & 0x3Fu) << 6) | (static_cast<unsigned char>(t[i + 3]) & 0x3Fu);
+      const std::size_t at = i;
+      const std::uint32_t cp = nextCodePoint(t, &i);
+      if (cp != kNotUtf8 && cp > 0xFFFF) {
         char buf[16];
-        std::snprintf(buf, sizeof buf, "U+%X", cp);
-        s += buf;
-        i += 4;
+        std::snprintf(buf, sizeof buf, "U+%X", static_cast<unsigned>(cp));
+        out += buf;
       } else {
-        s += t[i++];
+        out.append(t, at, i - at);
       }
     }
-    out.push_back(std::move(s));
+    return out;
+  };
+  std::vector<std::string> out;
+  bool changed = false;
+  for (const std::string& t : tokens) {
+    out.push_back(drawable(t));
+    changed = changed || out.back() != t;
   }
-  return out;
+  return changed ? out : std::vector<std::string>{};
 }
 }  // namespace
 

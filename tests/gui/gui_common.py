@@ -19,6 +19,15 @@ DEFAULT_STAGES = ["scores", "masked_scores", "scaled_scores", "weights", "dropou
 DROPOUT_VARIANTS = {"causal", "multihead_wrapper", "multihead"}  # steps 3 and later (docs/DESIGN.md §2)
 
 
+def book_workspace(seed=123):
+    """The notebook's six tokens and embeddings in the multi-head example, as a workspace file holds them."""
+    return {"format": "attnscope-workspace", "version": 1,
+            "tokens": ["Your", "journey", "starts", "with", "one", "step"],
+            "embeddings": [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
+                           [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]],
+            "model": {"variant": "multihead", "d_out": 2, "num_heads": 2, "seed": seed}}
+
+
 def applicable_stages(columns, model):
     """The columns a step has maps for: no scaled map without scaling, no mask map when not causal,
     no dropout maps unless dropout is active (a variant with dropout, training, p > 0)."""

@@ -28,6 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gui_common import book_workspace as book  # noqa: E402
 from test_teaching import STEP_TIMEOUT, App, Display, run_checks, write_commands  # noqa: E402
 
 
@@ -35,13 +36,6 @@ def expect(cond, message):
     if not cond:
         raise AssertionError(message)
 
-
-def book(seed=123):
-    return {"format": "attnscope-workspace", "version": 1,
-            "tokens": ["Your", "journey", "starts", "with", "one", "step"],
-            "embeddings": [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
-                           [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]],
-            "model": {"variant": "multihead", "d_out": 2, "num_heads": 2, "seed": seed}}
 
 
 def write_json(path, value):
