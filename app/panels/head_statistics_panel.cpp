@@ -268,10 +268,9 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
         ImGui::TableSetColumnIndex(2);
         // Over which rows each mean is taken, said in the cell: the first's includes row 1, whose
         // only weight under the causal mask is the first token's forced 1.
-        const std::string all_rows = T > 1 ? " (rows 1–" + std::to_string(T) + ")" : " (row 1)";
-        cellLines({"previous " + (s->has_previous ? formatFixed(s->mean_previous, 3) + " (rows 2–" + std::to_string(T) + ")"
-                                                  : std::string("—")),
-                   "first " + formatFixed(s->mean_first, 3) + all_rows},
+        auto rows = [T](int from) { return from == T ? " (row " + std::to_string(T) + ")" : " (rows " + std::to_string(from) + "–" + std::to_string(T) + ")"; };
+        cellLines({"previous " + (s->has_previous ? formatFixed(s->mean_previous, 3) + rows(2) : std::string("—")),
+                   "first " + formatFixed(s->mean_first, 3) + rows(1)},
                   cells, cut);
         ImGui::TableSetColumnIndex(3);
         chart_w_ = ImGui::GetContentRegionAvail().x;

@@ -62,6 +62,11 @@ def numpy_statistics(weights, dropped):
             "mean_weight_first_token": w[:, 0].mean()}
 
 
+def rows(first, T):
+    """" (rows 2–6)", or " (row 2)" when that is one row."""
+    return f" (row {T})" if first == T else f" (rows {first}–{T})"
+
+
 def expected_cells(h, s, T=None):
     """What the panel writes for head h from the trace's statistics (T tokens: its rows)."""
     T = T or len(s["entropy"])
@@ -69,8 +74,8 @@ def expected_cells(h, s, T=None):
     previous = s["mean_weight_previous_token"]
     return [f"head {h + 1}", fixed(s["mean_entropy"], 3) + " nats",
             "≈ " + fixed(tokens, 0 if tokens >= 100 else 1 if tokens >= 10 else 2) + " tokens",
-            "previous " + ("—" if previous is None else fixed(previous, 3) + f" (rows 2–{T})"),
-            "first " + fixed(s["mean_weight_first_token"], 3) + (f" (rows 1–{T})" if T > 1 else " (row 1)")]
+            "previous " + ("—" if previous is None else fixed(previous, 3) + rows(2, T)),
+            "first " + fixed(s["mean_weight_first_token"], 3) + rows(1, T)]
 
 
 def close(a, b, tol=2e-6):
