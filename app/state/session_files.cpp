@@ -94,23 +94,9 @@ Settings withDefaults(Settings s) {
   return s;
 }
 
-// Creates `path` only if nothing is there (O_EXCL): a name no other instance can take meanwhile.
-bool claim(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return false;
-  ::close(fd);
-  return true;
-}
-
-// BASE-STAMP.json, BASE-STAMP-2.json, …: the first name claimed (created empty) in `folder`.
-std::string claimName(const fs::path& folder, const std::string& base, const std::string& ext) {
-  const std::string stamp = timeStamp();
-  for (int k = 1; k < 1000; ++k) {
-    const std::string path = (folder / (base + "-" + stamp + (k > 1 ? "-" + std::to_string(k) : "") + ext)).string();
-    if (claim(path)) return path;
-    if (errno != EEXIST) return "";
-  }
-  return "";
+// BASE-STAMP.EXT, BASE-STAMP-2.EXT, …: the k-th name tried for a file made in one second.
+std::string stampedName(const std::string& base, const std::string& stamp, int k, const std::string& ext) {
+  return base + "-" + stamp + (k > 1 ? "-" + std::to_string(k) : "") + ext;
 }
 
 }  // namespace
@@ -268,31 +254,29 @@ nlohmann::json autosaveView(const std::string& path) {
 
 std::string keepUnsaved(const Document& doc, const ViewState& view_state) {
   const std::string name = doc.file().empty() ? "untitled" : fs::path(doc.file()).stem().string();
-  statePath("settings.json");  // creates the folder
-  const std::string path = claimName(fs::path(stateFolder()), "unsaved-" + name, ".json");
-  if (path.empty()) return "";
   Workspace ws = doc.workspace();
   nlohmann::json view = savedView(view_state, doc.workspace().view);
   putFileName(view, doc.file());
   putFileStamp(view, doc.fileStamp());
   view["dirty"] = true;
   ws.view = std::move(view);
+  statePath("settings.json");  // creates the folder
+  const std::string stamp = timeStamp();
   try {
-    saveWorkspace(path, ws);  // over the empty file claimed for it
+    // Written whole before it has its name: whoever lists the folder never finds it half written.
+    return writeNewFileAtomically(
+        stateFolder(), [&](int k) { return stampedName("unsaved-" + name, stamp, k, ".json"); },
+        [&ws](std::ostream& out) { writeWorkspace(out, ws); });
   } catch (const InputError&) {
-    std::remove(path.c_str());
     return "";
   }
-  return path;
 }
 
 std::string moveAside(const std::string& path) {
   const std::string stamp = timeStamp();
   const fs::path p(path);
   for (int k = 1; k < 1000; ++k) {
-    const std::string target =
-        (p.parent_path() / (p.stem().string() + "-kept-" + stamp + (k > 1 ? "-" + std::to_string(k) : "") + p.extension().string()))
-            .string();
+    const std::string target = (p.parent_path() / stampedName(p.stem().string() + "-kept", stamp, k, p.extension().string())).string();
     // renameat2's RENAME_NOREPLACE: two instances moving aside in one second never replace each other's.
     if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) == 0) return target;
     if (errno != EEXIST) return "";

@@ -172,11 +172,14 @@ std::string writableTarget(const std::string& path) {
   return target.string();
 }
 
-// A temporary file beside the target (a short name, so a long target name still fits), written
-// and fsynced, given the target's permissions, renamed over it, and the folder fsynced.
-void writeFileAtomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
-  const fs::path target = writableTarget(path);
-  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+namespace {
+
+// A temporary file in `folder`, given `mode` (or, with none, the permissions and owner of `like` if it
+// exists, else a new file's), filled by `write`, fsynced and closed; then `place` puts it at its name
+// (returning 0 or an errno, the temporary file still there on failure) and the folder is fsynced.
+// `path` names the file in messages.
+void writeThenPlace(const std::string& path, const fs::path& folder, const fs::path& like,
+                    const std::function<void(std::ostream&)>& write, const std::function<int(const std::string&)>& place) {
   std::string tmp;
   const int fd = createTemporaryFile(folder, &tmp);
   if (fd < 0) fail(path, std::string("cannot write (") + std::strerror(errno) + "); the previous file is unchanged");
@@ -193,7 +196,7 @@ void writeFileAtomically(const std::string& path, const std::function<void(std::
   };
   struct stat st;
   mode_t mode;
-  if (::stat(target.c_str(), &st) == 0) {
+  if (!like.empty() && ::stat(like.c_str(), &st) == 0) {
     mode = st.st_mode & 07777;  // keep the file's permissions …
     if (st.st_uid != ::geteuid() || st.st_gid != ::getegid())
       (void)::fchown(fd, st.st_uid, st.st_gid);  // … and owner, where allowed (root saving a user's file)
@@ -217,8 +220,7 @@ void writeFileAtomically(const std::string& path, const std::function<void(std::
     discard();
     fail(path, std::string("write failed (") + std::strerror(err) + "); the previous file is unchanged");
   }
-  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
-    const int err = errno;
+  if (const int err = place(tmp); err != 0) {
     discard();
     fail(path, std::string("cannot replace the file (") + std::strerror(err) + "); the previous file is unchanged");
   }
@@ -228,6 +230,37 @@ void writeFileAtomically(const std::string& path, const std::function<void(std::
     ::fsync(dir);
     ::close(dir);
   }
+}
+
+}  // namespace
+
+// A temporary file beside the target (a short name, so a long target name still fits), written
+// and fsynced, given the target's permissions, renamed over it, and the folder fsynced.
+void writeFileAtomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  const fs::path target = writableTarget(path);
+  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  writeThenPlace(path, folder, target, write, [&target](const std::string& tmp) {
+    return std::rename(tmp.c_str(), target.c_str()) == 0 ? 0 : errno;
+  });
+}
+
+std::string writeNewFileAtomically(const std::string& folder, const std::function<std::string(int)>& name,
+                                   const std::function<void(std::ostream&)>& write) {
+  std::string placed;
+  const fs::path dir = folder.empty() ? fs::path(".") : fs::path(folder);
+  writeThenPlace((dir / name(1)).string(), dir, {}, write, [&](const std::string& tmp) {
+    for (int k = 1; k < 1000; ++k) {
+      const std::string target = (dir / name(k)).string();
+      // RENAME_NOREPLACE: a name another writer took in the meantime is never replaced.
+      if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) == 0) {
+        placed = target;
+        return 0;
+      }
+      if (errno != EEXIST) return errno;
+    }
+    return EEXIST;
+  });
+  return placed;
 }
 
 void writeFileAtomically(const std::string& path, const std::string& contents) {

@@ -19,6 +19,12 @@ namespace attnscope {
 void writeFileAtomically(const std::string& path, const std::function<void(std::ostream&)>& write);
 void writeFileAtomically(const std::string& path, const std::string& contents);
 
+// A new file in `folder` that appears whole: written to a temporary file, then given the first of
+// name(1), name(2), … (k < 1000) that no file has, never replacing one, even another writer's made
+// in the meantime. Returns its path; throws InputError like writeFileAtomically.
+std::string writeNewFileAtomically(const std::string& folder, const std::function<std::string(int k)>& name,
+                                   const std::function<void(std::ostream&)>& write);
+
 // What a write to `path` would replace, following symbolic links; throws InputError naming the path
 // when it is not a regular file or a new one (a FIFO, device, socket or folder). Callers that want
 // to refuse before doing expensive work call it first; writeFileAtomically checks again.

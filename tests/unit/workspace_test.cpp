@@ -413,6 +413,22 @@ TEST(WorkspaceSave, IntoAReadOnlyFolderWhenNotRoot) {
   EXPECT_EQ(dir.entries(), std::set<std::string>{"ws.json"});
 }
 
+TEST(WorkspaceSave, ANewFileTakesTheFirstFreeNameWhole) {
+  TempDir dir;
+  writeFile(dir.path + "/kept-1.json", "someone's");
+  writeFile(dir.path + "/kept-2.json", "another's");
+  auto name = [](int k) { return "kept-" + std::to_string(k) + ".json"; };
+  const std::string path =
+      writeNewFileAtomically(dir.path, name, [](std::ostream& out) { out << "mine"; });
+  EXPECT_EQ(path, dir.path + "/kept-3.json");
+  EXPECT_EQ(readFile(path), "mine");
+  EXPECT_EQ(readFile(dir.path + "/kept-1.json"), "someone's");  // never replaced
+  EXPECT_EQ(readFile(dir.path + "/kept-2.json"), "another's");
+  // A failed write leaves no file under any name, and no temporary file.
+  EXPECT_THROW(writeNewFileAtomically(dir.path, name, [](std::ostream&) { throw InputError("no"); }), InputError);
+  EXPECT_EQ(dir.entries(), (std::set<std::string>{"kept-1.json", "kept-2.json", "kept-3.json"}));
+}
+
 // ---- generated embeddings ----
 
 TEST(RandomEmbeddings, DeterministicPerSeed) {
