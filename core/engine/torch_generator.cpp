@@ -97,6 +97,104 @@ void keepBits(Isa impl, const std::uint32_t* r, std::size_t n, std::uint64_t thr
   }
 }
 
+// [SECTION] MKL's MCG31 stream for dropout (torch with MKL on an Intel CPU)
+// x_{i+1} = a·x_i mod m, m = 2³¹ − 1. Element i is kept iff x_i < K (TorchGenerator::mklKeepBelow).
+// 64 lanes step together, lane j holding element 64·w + j of word w, each advanced by a⁶⁴ per word,
+// so a word's 64 compares are independent (8 AVX-512 or 16 AVX2 vectors). Products stay below 2⁶²;
+// mod m is two folds (t & m) + (t >> 31) and one conditional subtraction.
+constexpr std::uint64_t kMklModulus = TorchGenerator::kMklModulus;
+constexpr std::uint64_t kMcgMultiplier = 1132489760u;
+
+constexpr std::uint64_t mcgMulMod(std::uint64_t x, std::uint64_t c) {
+  std::uint64_t t = x * c;
+  t = (t & kMklModulus) + (t >> 31);
+  t = (t & kMklModulus) + (t >> 31);
+  return t >= kMklModulus ? t - kMklModulus : t;
+}
+
+constexpr std::uint64_t mcgPower(std::uint64_t e) {  // a^e mod m
+  std::uint64_t r = 1, b = kMcgMultiplier;
+  for (; e > 0; e >>= 1, b = mcgMulMod(b, b))
+    if (e & 1) r = mcgMulMod(r, b);
+  return r;
+}
+constexpr std::uint64_t kMcgStride = mcgPower(64);
+
+struct McgLanes {
+  alignas(64) std::uint64_t x[64];
+  explicit McgLanes(std::uint64_t x0) {
+    x[0] = x0;
+    for (int j = 1; j < 64; ++j) x[j] = mcgMulMod(x[j - 1], kMcgMultiplier);
+  }
+};
+
+void mcgKeepBitsScalar(McgLanes& l, std::size_t n_words, std::uint32_t keep_below, std::uint64_t* words) {
+  for (std::size_t w = 0; w < n_words; ++w) {
+    std::uint64_t bits = 0;
+    for (int j = 0; j < 64; ++j) {
+      bits |= std::uint64_t{l.x[j] < keep_below} << j;
+      l.x[j] = mcgMulMod(l.x[j], kMcgStride);
+    }
+    words[w] = bits;
+  }
+}
+
+#if ATTNSCOPE_TG_X86
+__attribute__((target("avx2"))) void mcgKeepBitsAvx2(McgLanes& l, std::size_t n_words, std::uint32_t keep_below,
+                                                     std::uint64_t* words) {
+  const __m256i m = _mm256_set1_epi64x(static_cast<std::int64_t>(kMklModulus));
+  const __m256i m_minus_1 = _mm256_set1_epi64x(static_cast<std::int64_t>(kMklModulus - 1));
+  const __m256i c = _mm256_set1_epi64x(static_cast<std::int64_t>(kMcgStride));
+  const __m256i k = _mm256_set1_epi64x(keep_below);
+  __m256i v[16];
+  for (int j = 0; j < 16; ++j) v[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(l.x + 4 * j));
+  for (std::size_t w = 0; w < n_words; ++w) {
+    std::uint64_t bits = 0;
+    for (int j = 0; j < 16; ++j) {  // values below 2³², so the signed compares are the unsigned ones
+      const int keep = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(k, v[j])));
+      bits |= static_cast<std::uint64_t>(keep) << (4 * j);
+      __m256i t = _mm256_mul_epu32(v[j], c);
+      t = _mm256_add_epi64(_mm256_and_si256(t, m), _mm256_srli_epi64(t, 31));
+      t = _mm256_add_epi64(_mm256_and_si256(t, m), _mm256_srli_epi64(t, 31));
+      v[j] = _mm256_sub_epi64(t, _mm256_and_si256(_mm256_cmpgt_epi64(t, m_minus_1), m));
+    }
+    words[w] = bits;
+  }
+  for (int j = 0; j < 16; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(l.x + 4 * j), v[j]);
+}
+
+__attribute__((target("avx512f"))) void mcgKeepBitsAvx512(McgLanes& l, std::size_t n_words, std::uint32_t keep_below,
+                                                          std::uint64_t* words) {
+  const __m512i m = _mm512_set1_epi64(static_cast<std::int64_t>(kMklModulus));
+  const __m512i c = _mm512_set1_epi64(static_cast<std::int64_t>(kMcgStride));
+  const __m512i k = _mm512_set1_epi64(keep_below);
+  __m512i v[8];
+  for (int j = 0; j < 8; ++j) v[j] = _mm512_load_si512(l.x + 8 * j);
+  for (std::size_t w = 0; w < n_words; ++w) {
+    std::uint64_t bits = 0;
+    for (int j = 0; j < 8; ++j) {
+      bits |= static_cast<std::uint64_t>(_mm512_cmplt_epu64_mask(v[j], k)) << (8 * j);
+      __m512i t = _mm512_mul_epu32(v[j], c);
+      t = _mm512_add_epi64(_mm512_and_si512(t, m), _mm512_srli_epi64(t, 31));
+      t = _mm512_add_epi64(_mm512_and_si512(t, m), _mm512_srli_epi64(t, 31));
+      v[j] = _mm512_min_epu64(t, _mm512_sub_epi64(t, m));  // t − m wraps above t when t < m
+    }
+    words[w] = bits;
+  }
+  for (int j = 0; j < 8; ++j) _mm512_store_si512(l.x + 8 * j, v[j]);
+}
+#endif
+
+void mcgKeepBits(Isa impl, McgLanes& l, std::size_t n_words, std::uint32_t keep_below, std::uint64_t* words) {
+  switch (impl) {
+#if ATTNSCOPE_TG_X86
+    case Isa::Avx512: mcgKeepBitsAvx512(l, n_words, keep_below, words); return;
+    case Isa::Avx2: mcgKeepBitsAvx2(l, n_words, keep_below, words); return;
+#endif
+    default: mcgKeepBitsScalar(l, n_words, keep_below, words); return;
+  }
+}
+
 // The keep bytes of 8 elements from their 8 keep bits: bytes[b][k] = bit k of b.
 struct KeepBytes {
   std::uint8_t bytes[256][8];
@@ -233,22 +331,47 @@ void TorchGenerator::fillDropoutKeepBits(std::uint64_t* words, std::size_t n, do
   }
 }
 
-void TorchGenerator::fillDropoutKeepBitsMkl(std::uint64_t* words, std::size_t n, double p) {
-  const std::size_t word_count = (n + 63) / 64;
-  std::fill(words, words + word_count, std::uint64_t{0});
-  if (p == 0) {  // the identity: every element kept, nothing drawn
-    std::fill(words, words + word_count, ~std::uint64_t{0});
-    if (n % 64 != 0) words[word_count - 1] = (std::uint64_t{1} << (n % 64)) - 1;
+std::uint32_t TorchGenerator::mklKeepBelow(double p) {
+  const float t = static_cast<float>(1.0 - p);  // MKL takes bernoulli_'s 1 − p as a float
+  std::uint64_t lo = 0, hi = kMklModulus;        // u(m) = 1 ≥ t
+  while (lo < hi) {
+    const std::uint64_t mid = (lo + hi) / 2;
+    if (static_cast<float>(static_cast<double>(mid) / kMklModulus) >= t)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return static_cast<std::uint32_t>(lo);
+}
+
+void TorchGenerator::fillDropoutKeepBitsMkl(std::uint64_t* words, std::size_t first, std::size_t n, double p) {
+  if (n == 0) return;
+  // The bits of elements first … first + n − 1, whatever their neighbours hold.
+  auto put = [&](std::size_t i, std::uint64_t bits, std::size_t count) {  // count bits at element i
+    const std::uint64_t mask = count == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << count) - 1;
+    const std::size_t w = (first + i) / 64, shift = (first + i) % 64;
+    words[w] = (words[w] & ~(mask << shift)) | ((bits & mask) << shift);
+    if (shift != 0 && shift + count > 64) {
+      const std::size_t spill = shift + count - 64;
+      const std::uint64_t high = (std::uint64_t{1} << spill) - 1;
+      words[w + 1] = (words[w + 1] & ~high) | ((bits & mask) >> (64 - shift));
+    }
+  };
+  if (p == 0 || p >= 1) {  // the identity, or zeros: nothing drawn
+    for (std::size_t i = 0; i < n; i += 64) put(i, p == 0 ? ~std::uint64_t{0} : 0, std::min<std::size_t>(64, n - i));
     return;
   }
-  if (p >= 1 || n == 0) return;
-  constexpr std::uint64_t kModulus = 2147483647u, kMultiplier = 1132489760u;  // MCG31m1
-  std::uint64_t x = random() % kModulus;
+  std::uint64_t x = random() % kMklModulus;  // vslNewStream(VSL_BRNG_MCG31, seed)
   if (x == 0) x = 1;
-  const double keep_below = 1.0 - p;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (static_cast<double>(x) / static_cast<double>(kModulus) < keep_below) words[i / 64] |= std::uint64_t{1} << (i % 64);
-    x = x * kMultiplier % kModulus;
+  const std::uint32_t keep_below = mklKeepBelow(p);
+  alignas(64) std::uint64_t block[kDropoutBlock / 64];
+  McgLanes lanes(x);
+  for (std::size_t done = 0; done < n;) {
+    const std::size_t m = std::min(n - done, kDropoutBlock);
+    const std::size_t block_words = (m + 63) / 64;
+    mcgKeepBits(engine_.impl(), lanes, block_words, keep_below, block);
+    for (std::size_t w = 0; w < block_words; ++w) put(done + w * 64, block[w], std::min<std::size_t>(64, m - w * 64));
+    done += m;
   }
 }
 

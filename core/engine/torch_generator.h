@@ -51,12 +51,18 @@ class TorchGenerator {
   // The integer form of the decision: with b = random64() & (2⁵³ − 1), u < 1 − p ⇔
   // b < dropoutKeepThreshold(p) (see torch_generator.cpp for why this is exact).
   static std::uint64_t dropoutKeepThreshold(double p);
-  // Dropout as torch built with MKL draws it (pip's torch on x86-64: the notebook's prints): its
-  // bernoulli_ takes one 32-bit draw as the seed of MKL's MCG31 stream, x ← 1132489760·x mod
-  // (2³¹ − 1) from x₀ = seed mod (2³¹ − 1) (1 if that is 0); element i uses xᵢ whatever the thread
-  // split (MKL skips ahead), kept iff xᵢ/(2³¹ − 1) < 1 − p. One draw per call whatever n; none
-  // when p is 0 or 1 (torch returns the input, or zeros). Bits as fillDropoutKeepBits writes them.
-  void fillDropoutKeepBitsMkl(std::uint64_t* words, std::size_t n, double p);
+  // Dropout as torch built with MKL draws it on an Intel CPU (pip's torch on x86-64: the notebook's
+  // prints; on other CPUs torch falls back to fillDropoutKeepBits's draws). bernoulli_(1 − p) takes
+  // one 32-bit draw as the seed of MKL's MCG31m1 stream, x ← 1132489760·x mod (2³¹ − 1) from
+  // x₀ = seed mod (2³¹ − 1) (1 if that is 0); element i uses xᵢ whatever the thread split (MKL skips
+  // ahead), and is kept iff float(xᵢ/(2³¹ − 1)) < float(1 − p): MKL's Bernoulli compares in single
+  // precision, so the keep rule is xᵢ < mklKeepBelow(p). One draw per call whatever n; none when p
+  // is 0 or 1 (torch returns the input, or zeros). Writes the bits of elements first … first + n − 1
+  // as fillDropoutKeepBits numbers them, and no other bit.
+  void fillDropoutKeepBitsMkl(std::uint64_t* words, std::size_t first, std::size_t n, double p);
+  // The smallest x with float(x/(2³¹ − 1)) ≥ float(1 − p): MKL keeps xᵢ below it.
+  static std::uint32_t mklKeepBelow(double p);
+  static constexpr std::uint64_t kMklModulus = 2147483647u;  // 2³¹ − 1
   // The factor torch multiplies kept elements by: 1/(1 − p); at p = 1 torch returns zeros (no
   // scaling of what is not kept): 0, not ∞ (0·∞ is NaN).
   static float dropoutScale(double p) { return p >= 1 ? 0.0f : 1.0f / static_cast<float>(1.0 - p); }

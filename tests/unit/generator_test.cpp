@@ -235,17 +235,65 @@ TEST(TorchGeneratorDropout, MklStreamGivesTheNotebooksMask) {
   const int printed[6][6] = {{1, 1, 1, 1, 1, 1}, {0, 1, 0, 0, 0, 0}, {0, 0, 1, 0, 1, 0},
                              {1, 1, 0, 0, 0, 1}, {1, 0, 0, 0, 0, 1}, {0, 1, 0, 0, 0, 0}};
   TorchGenerator g(123);
-  std::uint64_t words[1];
-  g.fillDropoutKeepBitsMkl(words, 36, 0.5);
+  std::uint64_t words[1] = {0};
+  g.fillDropoutKeepBitsMkl(words, 0, 36, 0.5);
   for (int i = 0; i < 36; ++i) EXPECT_EQ((words[0] >> i) & 1u, static_cast<std::uint64_t>(printed[i / 6][i % 6])) << "element " << i;
   EXPECT_EQ(words[0] >> 36, 0u);
   EXPECT_EQ(g.random(), 3062119789u);  // one draw, whatever n
   TorchGenerator none(123);
-  none.fillDropoutKeepBitsMkl(words, 36, 0.0);
+  none.fillDropoutKeepBitsMkl(words, 0, 36, 0.0);
   EXPECT_EQ(words[0], (std::uint64_t{1} << 36) - 1);
-  none.fillDropoutKeepBitsMkl(words, 36, 1.0);
+  none.fillDropoutKeepBitsMkl(words, 0, 36, 1.0);
   EXPECT_EQ(words[0], 0u);
   EXPECT_EQ(none.random(), 2991312382u);  // p = 0 and p = 1 draw nothing
+}
+
+// MKL's stream written out serially from Intel's documentation (MCG31m1: x₀ = seed mod m, or 1;
+// xᵢ₊₁ = a·xᵢ mod m; the real output uᵢ = xᵢ/m; Bernoulli ICDF: 1 iff u < p) with the single
+// precision of MKL's Bernoulli, in double-free integer form nowhere: u and p as floats.
+std::vector<int> mklKeepReference(std::uint32_t seed, std::size_t n, double p) {
+  const std::uint64_t m = 2147483647u, a = 1132489760u;
+  std::uint64_t x = seed % m;
+  if (x == 0) x = 1;
+  std::vector<int> keep(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    keep[i] = static_cast<float>(static_cast<double>(x) / static_cast<double>(m)) < static_cast<float>(1.0 - p);
+    x = x * a % m;
+  }
+  return keep;
+}
+
+TEST(TorchGeneratorDropout, MklFastPathIsTheSerialStream) {
+  for (Impl impl : implsToTest())
+    for (std::size_t n : {1u, 63u, 64u, 65u, 1000u, 1024u, 1025u, 5000u})
+      for (std::size_t first : {0u, 5u, 64u, 70u})
+        for (double p : {0.5, 0.1, 0.9, 1.0 / 3, 0.123456789}) {
+          TorchGenerator g(2024u + static_cast<std::uint32_t>(n), impl), seeds(2024u + static_cast<std::uint32_t>(n));
+          std::vector<std::uint64_t> words((first + n + 63) / 64 + 1, 0xA5A5A5A5A5A5A5A5u);
+          g.fillDropoutKeepBitsMkl(words.data(), first, n, p);
+          const std::vector<int> ref = mklKeepReference(seeds.random(), n, p);
+          for (std::size_t i = 0; i < words.size() * 64; ++i) {
+            const int bit = static_cast<int>((words[i / 64] >> (i % 64)) & 1);
+            const int want = i >= first && i < first + n ? ref[i - first] : static_cast<int>((0xA5A5A5A5A5A5A5A5u >> (i % 64)) & 1);
+            ASSERT_EQ(bit, want) << isaName(impl) << " n " << n << " first " << first << " p " << p << " bit " << i;
+          }
+          EXPECT_EQ(g.random(), seeds.random());  // one draw per call
+        }
+}
+
+// Measured with Debian's MKL 2020.4 (libmkl-rt, viRngBernoulli(VSL_RNG_METHOD_BERNOULLI_ICDF) on a
+// VSL_BRNG_MCG31 stream seeded 1234567890, so x₀ = 1234567890): the success probability at which the
+// first value turns from 0 to 1 lies between 0.574890524148941 and 0.5748905241489412, the midpoint
+// of float(x₀/m) and the next float — not at x₀/m = 0.5748904731939036. MKL compares in single
+// precision; a double compare keeps at 0.5748905, where MKL drops.
+TEST(TorchGeneratorDropout, MklComparesInSinglePrecision) {
+  const std::uint32_t x0 = 1234567890u;
+  EXPECT_LT(static_cast<double>(x0) / 2147483647.0, 0.5748905);  // a double compare would keep
+  EXPECT_GE(x0, TorchGenerator::mklKeepBelow(1 - 0.5748905));      // MKL dropped it
+  EXPECT_GE(x0, TorchGenerator::mklKeepBelow(1 - 0.574890524148941));
+  EXPECT_LT(x0, TorchGenerator::mklKeepBelow(1 - 0.57489054));  // above the flip: MKL kept it
+  // p = 0.5: float(x/m) rounds to 0.5 from x = 2³⁰ − 32 on (0.5 − 2⁻²⁶ is the midpoint below).
+  EXPECT_EQ(TorchGenerator::mklKeepBelow(0.5), 1073741792u);
 }
 
 TEST(TorchGeneratorDropout, KeepsSomeAndDropsSome) {
