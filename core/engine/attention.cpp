@@ -560,8 +560,19 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   // keep_words is the calling thread's (thread_local): the draws, on whichever thread, write through
   // this pointer, never through the name. They are the first item of the pass (below).
   std::uint64_t* const keep_bits = keep_words.data();
+  // torch.manual_seed(dropout_seed) before the forward replaces the generator for its dropout.
+  if (m.dropout_seed) generator = TorchGenerator(*m.dropout_seed);
   const auto drawDropout = [&] {
-    if (draws > 0) generator.fillDropoutKeepBits(keep_bits, draws, m.dropout);
+    if (draws == 0) return;
+    if (m.dropout_rng == DropoutStream::Default) {  // one stream of draws, the calls one after another
+      generator.fillDropoutKeepBits(keep_bits, draws, m.dropout);
+      return;
+    }
+    // With MKL each call of dropout seeds its own stream with one draw: the wrapper calls it once
+    // per head (over B × T × T), the others once (over B × H × T × T), in dropoutOffset's order.
+    const std::size_t calls = m.variant == Variant::MultiHeadWrapper ? static_cast<std::size_t>(t.heads) : 1;
+    for (std::size_t c = 0; c < calls; ++c)
+      generator.fillDropoutKeepBitsMkl(keep_bits, c * (draws / calls), draws / calls, m.dropout);
   };
 
   const int B = m.batch_size, H = t.heads, G = w.groups, hw = t.head_width;

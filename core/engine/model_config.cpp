@@ -60,6 +60,14 @@ const std::array<NormalizationName, 2>& normalizationNames() {
   return table;
 }
 
+const std::array<DropoutStreamName, 2>& dropoutStreamNames() {
+  static const std::array<DropoutStreamName, 2> table = {{
+      {DropoutStream::Mkl, "mkl", "torch with MKL on an Intel CPU (pip's torch; the notebook's prints)"},
+      {DropoutStream::Default, "default", "torch without MKL, or on AMD/ARM (Debian's torch, macOS arm64)"},
+  }};
+  return table;
+}
+
 namespace {
 
 template <class Table, class E>
@@ -115,6 +123,13 @@ const char* scaleId(Scale s) { return idOf(scaleNames(), s); }
 bool parseScale(const std::string& id, Scale* out) { return parseId(scaleNames(), id, out); }
 const char* normalizationId(Normalization n) { return idOf(normalizationNames(), n); }
 bool parseNormalization(const std::string& id, Normalization* out) { return parseId(normalizationNames(), id, out); }
+const char* dropoutStreamId(DropoutStream d) { return idOf(dropoutStreamNames(), d); }
+const char* dropoutStreamTitle(DropoutStream d) {
+  for (const DropoutStreamName& n : dropoutStreamNames())
+    if (n.value == d) return n.title;
+  return "?";
+}
+bool parseDropoutStream(const std::string& id, DropoutStream* out) { return parseId(dropoutStreamNames(), id, out); }
 
 bool hasProjections(Variant v) { return v != Variant::Simple; }
 bool hasLinearLayers(Variant v) { return v != Variant::Simple && v != Variant::SelfAttentionV1; }
@@ -219,6 +234,8 @@ void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& lim
   if (m.batch_size < 1 || m.batch_size > limits.max_batch)
     fail("batch_size",
          "must be between 1 and " + str(limits.max_batch) + ", got " + str(m.batch_size));
+  if (m.draws_before < 0 || m.draws_before > limits.max_draws_before)
+    fail("draws_before", "must be between 0 and " + str(limits.max_draws_before) + ", got " + str(m.draws_before));
   const long long cells = static_cast<long long>(m.batch_size) * headCount(m) * tokens * tokens;
   if (cells > limits.max_attention_cells)
     fail("batch_size", "batch_size × num_heads × T² = " + str(cells) +

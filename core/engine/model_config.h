@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/named_tensor.h"
@@ -13,6 +14,8 @@ namespace attnscope {
 enum class Variant { Simple, SelfAttentionV1, SelfAttentionV2, Causal, MultiHeadWrapper, MultiHead };
 enum class Scale { SqrtDk, None };
 enum class Normalization { Softmax, Sum };
+// Which torch draws the dropout masks (docs/DESIGN.md §2.2 "Two dropout streams").
+enum class DropoutStream { Mkl, Default };
 
 struct ModelConfig {
   Variant variant = Variant::MultiHead;  // which step of the chapter
@@ -26,6 +29,15 @@ struct ModelConfig {
   bool training = true;       // a fresh nn.Module trains: dropout acts only in training mode
   int batch_size = 2;         // B: the inputs stacked this many times (dropout differs per copy)
   Normalization normalization = Normalization::Softmax;  // simple only: softmax or ÷ row sum
+  // torch with MKL on an Intel CPU (pip's torch on x86-64 Linux and Windows: the notebook's prints)
+  // or torch's own stream (Debian's torch, macOS arm64, any torch on an AMD or ARM CPU).
+  DropoutStream dropout_rng = DropoutStream::Mkl;
+  // torch.manual_seed(dropout_seed) right before the forward's dropout, as the notebook's cells
+  // [31] and [32] do; none: the dropout draws follow the module's initialization.
+  std::optional<std::uint32_t> dropout_seed;
+  // 32-bit draws of torch's generator consumed after manual_seed(seed) before the module is built:
+  // what earlier cells drew (the notebook's [36] comes after one MKL dropout: 1; [38] after [36]: 19).
+  std::int64_t draws_before = 0;
   // The user's own parameters (docs/DESIGN.md §2.4 "parameters"), loaded over the seeded
   // initialization as torch.manual_seed(seed); m = Class(…); m.load_state_dict(values,
   // strict=False) does: the initialization's draws are still made, so dropout masks do not change.
@@ -52,9 +64,15 @@ struct NormalizationName {
   Normalization value;
   const char* id;
 };
+struct DropoutStreamName {
+  DropoutStream value;
+  const char* id;     // "mkl", "default"
+  const char* title;  // which torch draws it, for the model panel and the PyTorch script
+};
 const std::array<VariantName, 6>& variantNames();
 const std::array<ScaleName, 2>& scaleNames();
 const std::array<NormalizationName, 2>& normalizationNames();
+const std::array<DropoutStreamName, 2>& dropoutStreamNames();
 
 const char* variantId(Variant variant);
 const char* variantTitle(Variant variant);
@@ -67,6 +85,9 @@ const char* scaleId(Scale scale);
 bool parseScale(const std::string& id, Scale* out);
 const char* normalizationId(Normalization normalization);
 bool parseNormalization(const std::string& id, Normalization* out);
+const char* dropoutStreamId(DropoutStream stream);
+const char* dropoutStreamTitle(DropoutStream stream);
+bool parseDropoutStream(const std::string& id, DropoutStream* out);
 // "simple, self_attention_v1, …": the ids of a name table, for messages.
 template <class Table>
 std::string idList(const Table& table) {
@@ -98,6 +119,7 @@ struct Limits {
   std::int64_t max_file_bytes = std::int64_t{64} << 20;       // a file imported or text pasted
   std::int64_t max_workspace_bytes = std::int64_t{512} << 20; // a workspace file or a PNG's workspace
   std::int64_t max_memory_bytes = std::int64_t{1} << 30;      // what one computation may take (1 GiB)
+  std::int64_t max_draws_before = 100000000;  // model.draws_before: skipped in about 0.2 s
   double max_gflop = 200;     // what one forward pass may cost: about a minute on one slow core
   // What a program holds besides one computation (docs/DESIGN.md §2.4 "What the app holds"): the
   // T × T maps of how many batch elements at once (0: every element of one trace, as the CLI does;

@@ -223,16 +223,17 @@ DrawnParameters drawSeeded(const ModelConfig& m, int d_in) {
     Variant variant;
     int d_out, num_heads, d_in;
     std::uint32_t seed;
+    std::int64_t draws_before;
     bool qkv_bias;
     bool operator==(const Key& o) const {
       return variant == o.variant && d_out == o.d_out && num_heads == o.num_heads && d_in == o.d_in &&
-             seed == o.seed && qkv_bias == o.qkv_bias;
+             seed == o.seed && draws_before == o.draws_before && qkv_bias == o.qkv_bias;
     }
   };
   constexpr std::size_t kKept = 4;  // recent configs (undo/redo of a model edit finds its own)
   static std::mutex mutex;
   static std::list<std::pair<Key, DrawnParameters>> recent;  // most recent first
-  const Key key{m.variant, m.d_out, m.num_heads, d_in, m.seed, m.qkv_bias};
+  const Key key{m.variant, m.d_out, m.num_heads, d_in, m.seed, m.draws_before, m.qkv_bias};
   {
     const std::lock_guard<std::mutex> lock(mutex);
     for (auto it = recent.begin(); it != recent.end(); ++it)
@@ -242,6 +243,7 @@ DrawnParameters drawSeeded(const ModelConfig& m, int d_in) {
       }
   }
   TorchGenerator generator(m.seed);
+  generator.discard(static_cast<std::uint64_t>(m.draws_before));  // what earlier cells drew
   auto parameters = std::make_shared<const Parameters>(initParameters(m, d_in, generator));
   DrawnParameters drawn{std::move(parameters), generator};
   const std::lock_guard<std::mutex> lock(mutex);

@@ -212,6 +212,15 @@ constexpr std::size_t kDropoutBlock = 64 * 16;
 
 }  // namespace
 
+void TorchGenerator::discard(std::uint64_t n) {
+  alignas(64) std::uint32_t r[1024];
+  while (n > 0) {
+    const std::size_t m = static_cast<std::size_t>(std::min<std::uint64_t>(n, 1024));
+    engine_.fill(r, m);
+    n -= m;
+  }
+}
+
 std::uint64_t TorchGenerator::random64() {
   const std::uint64_t hi = random();
   const std::uint64_t lo = random();

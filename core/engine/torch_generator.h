@@ -21,6 +21,8 @@ class TorchGenerator {
 
   // One 32-bit draw (CPUGeneratorImpl::random).
   std::uint32_t random() { return engine_.next(); }
+  // n 32-bit draws thrown away: what earlier cells of a notebook consumed (ModelConfig::draws_before).
+  void discard(std::uint64_t n);
   // Two 32-bit draws, the first is the high half (CPUGeneratorImpl::random64).
   std::uint64_t random64();
 

@@ -132,6 +132,30 @@ void writeParameters(std::ostream& s, const ModelConfig& m, int d_in) {
   s << "}\n";
 }
 
+// Which torch draws the masks this workspace shows (docs/DESIGN.md §2.2 "Two dropout streams"),
+// said in the script and checked when it runs: another build prints other masks, and says so.
+void writeDropoutStreamCheck(std::ostream& s, const ModelConfig& m) {
+  const bool mkl = m.dropout_rng == DropoutStream::Mkl;
+  s << "\n# The dropout masks are those of " << dropoutStreamTitle(m.dropout_rng) << ".\n"
+    << "# " << (mkl ? "Another torch (Debian's, macOS arm64, any torch on an AMD or ARM CPU)"
+                    : "torch with MKL on an Intel CPU (pip's torch on x86-64)")
+    << " draws other masks, so other outputs.\n"
+    << "def dropout_uses_mkl():\n"
+    << "    \"\"\"torch's bernoulli_ takes MKL's stream when built with MKL and on an Intel CPU.\"\"\"\n"
+    << "    if not torch.backends.mkl.is_available():\n"
+    << "        return False\n"
+    << "    try:\n"
+    << "        with open(\"/proc/cpuinfo\") as f:\n"
+    << "            return \"GenuineIntel\" in f.read()\n"
+    << "    except OSError:\n"
+    << "        import platform\n"
+    << "        return \"Intel\" in platform.processor()\n"
+    << "if " << (mkl ? "not " : "") << "dropout_uses_mkl():\n"
+    << "    print(\"note: this torch draws dropout " << (mkl ? "without" : "with")
+    << " MKL's stream; attnscope showed the masks of " << dropoutStreamTitle(m.dropout_rng)
+    << ", so the output differs\", file=sys.stderr)\n\n";
+}
+
 }  // namespace
 
 std::string pytorchScript(const Workspace& ws, const std::string& source) {
@@ -176,13 +200,18 @@ std::string pytorchScript(const Workspace& ws, const std::string& source) {
       writeParameters(s, m, d_in);
       s << "\n";
     }
-    s << "torch.manual_seed(" << m.seed << ")\n"
-      << "model = " << constructor(m, T, d_in) << "\n";
+    s << "torch.manual_seed(" << m.seed << ")\n";
+    if (m.draws_before > 0)
+      s << "torch.randint(0, 2**32 - 1, (" << m.draws_before << ",))  # the " << m.draws_before
+        << " 32-bit draws earlier cells made, one each\n";
+    s << "model = " << constructor(m, T, d_in) << "\n";
     if (own)
       s << "loaded = model.load_state_dict(parameters, strict=False)  # the rest stay as seeded (and the mask buffer)\n"
         << "assert not loaded.unexpected_keys, loaded.unexpected_keys\n";
-    s << "model." << (m.training ? "train()" : "eval()") << "\n"
-      << "with torch.no_grad():\n";
+    s << "model." << (m.training ? "train()" : "eval()") << "\n";
+    if (hasDropout(m.variant) && m.training && m.dropout > 0 && m.dropout < 1) writeDropoutStreamCheck(s, m);
+    if (m.dropout_seed) s << "torch.manual_seed(" << *m.dropout_seed << ")  # right before the forward's dropout\n";
+    s << "with torch.no_grad():\n";
     if (m.variant == Variant::SelfAttentionV1 || m.variant == Variant::SelfAttentionV2)
       s << "    output = torch.stack([model(x) for x in batch])  # the class takes (T, d_in)\n";
     else

@@ -79,7 +79,7 @@ ModelConfig parseModel(const json& j) {
   if (!j.is_object()) fail("model", std::string("expected an object, got ") + typeName(j));
   rejectUnknown(j, "model",
                 {"variant", "d_out", "num_heads", "dropout", "seed", "qkv_bias", "causal", "scale",
-                 "training", "batch_size", "normalization"});
+                 "training", "batch_size", "normalization", "dropout_rng", "dropout_seed", "draws_before"});
   if (!j.contains("variant")) fail("model.variant", "required (one of " + idList(variantNames()) + ")");
   Variant variant;
   const std::string id = getString(j["variant"], "model.variant");
@@ -112,6 +112,14 @@ ModelConfig parseModel(const json& j) {
     if (!parseNormalization(s, &m.normalization))
       fail("model.normalization", "expected one of " + idList(normalizationNames()) + ", got \"" + s + "\"");
   }
+  if (j.contains("dropout_rng")) {
+    const std::string s = getString(j["dropout_rng"], "model.dropout_rng");
+    if (!parseDropoutStream(s, &m.dropout_rng))
+      fail("model.dropout_rng", "expected one of " + idList(dropoutStreamNames()) + ", got \"" + s + "\"");
+  }
+  if (j.contains("dropout_seed") && !j["dropout_seed"].is_null())
+    m.dropout_seed = static_cast<std::uint32_t>(getInt(j["dropout_seed"], "model.dropout_seed", 0, 4294967295LL));
+  if (j.contains("draws_before")) m.draws_before = getInt(j["draws_before"], "model.draws_before", 0, kBig);
   return m;
 }
 
@@ -121,7 +129,10 @@ json modelToJson(const ModelConfig& m) {
           {"seed", m.seed},                   {"qkv_bias", m.qkv_bias},
           {"causal", m.causal},               {"scale", scaleId(m.scale)},
           {"training", m.training},           {"batch_size", m.batch_size},
-          {"normalization", normalizationId(m.normalization)}};
+          {"normalization", normalizationId(m.normalization)},
+          {"dropout_rng", dropoutStreamId(m.dropout_rng)},
+          {"dropout_seed", m.dropout_seed ? json(*m.dropout_seed) : json()},
+          {"draws_before", m.draws_before}};
 }
 
 namespace {

@@ -26,7 +26,7 @@ BASE = {"format": "attnscope-workspace", "version": 1, "tokens": BOOK_TOKENS,
         "model": {"variant": "multihead", "d_out": 2, "num_heads": 2, "seed": 123},
         "view": {}}
 MODEL_FIELDS = {"variant", "d_out", "num_heads", "dropout", "seed", "qkv_bias", "causal", "scale",
-                "training", "batch_size", "normalization"}
+                "training", "batch_size", "normalization", "dropout_rng", "dropout_seed", "draws_before"}
 HEAD_KEYS = {"queries", "keys", "values", "scores", "scaled_scores", "mask", "masked_scores",
              "weights", "dropout_mask", "dropped_weights", "context"}
 # Issue 12: besides its maps, a head has "statistics": arrays over the query rows and the means.

@@ -17,6 +17,7 @@ from oracle_common import PRESETS, Worst, cli_path_from_argv, rel_diff, require_
 
 require_torch()  # the scripts run with this interpreter; fail loudly if it has no torch
 import numpy as np  # noqa: E402
+from torch_trace import torch_draws_dropout  # noqa: E402
 
 TOL = 1e-5
 SKIPPED_PRESETS = {"gpt2-small"}  # 2×1024×768 with 12 heads: the trace alone is ~1 GB of JSON
@@ -49,6 +50,12 @@ def generated():
                                         {"random": "uniform", "seed": 123, "rows": 9, "cols": 4}),
         "simple_softmax_normal": ws({"variant": "simple", "scale": "sqrt_dk", "batch_size": 2},
                                     {"random": "normal", "seed": 1, "rows": 16, "cols": 3}),
+        # The notebook's cells [32] (torch's own stream here), [36] and [38]: the generator as the
+        # cells leave it.
+        "notebook_32_default": ws({"variant": "causal", "seed": 789, "dropout": 0.5, "dropout_seed": 123,
+                                   "dropout_rng": "default"}),
+        "notebook_36": ws({"variant": "causal", "seed": 123, "draws_before": 1}),
+        "notebook_38": ws({"variant": "multihead_wrapper", "num_heads": 2, "seed": 123, "draws_before": 19}),
         "single_token": ws({"variant": "multihead", "num_heads": 1, "d_out": 1, "dropout": 0.5},
                            [[0.5, -0.25]]),
     }
@@ -62,6 +69,21 @@ def run(cmd, **kw):
 
 
 def check(worst, cli, name, path, tmp, also_plain):
+    with open(path) as f:
+        ws = json.load(f)
+    if not torch_draws_dropout(ws["model"]):
+        # MKL's masks: Debian's torch has no MKL, so the script must say its output differs; the
+        # numbers are then compared on torch's own stream.
+        script = os.path.join(tmp, name + "-mkl.py")
+        with open(script, "w") as f:
+            f.write(run([cli, "pytorch", path]))
+        p = subprocess.run([sys.executable, script, "--json"], capture_output=True, text=True, cwd=tmp)
+        if p.returncode != 0 or "draws dropout without MKL's stream" not in p.stderr:
+            worst.fail("%s: the script run without MKL did not say its masks differ: %r" % (name, p.stderr[-300:]))
+        ws["model"]["dropout_rng"] = "default"
+        path = os.path.join(tmp, name + "-default.json")
+        with open(path, "w") as f:
+            json.dump(ws, f)
     script = os.path.join(tmp, name + ".py")
     with open(script, "w") as f:
         f.write(run([cli, "pytorch", path]))

@@ -114,8 +114,17 @@ def tie_workspaces():
 def workspaces():
     rng = random.Random(20240917)
     cases = book_workspaces() + [make_workspace(rng, i) for i in range(78)] + tie_workspaces()
-    for ws in cases:  # the generator itself must fill every field the torch side reads
+    for k, ws in enumerate(cases):  # the generator itself must fill every field the torch side reads
         m = ws["model"]
+        # Both dropout streams: torch's own (Debian's torch draws it) and MKL's (torch_trace.mkl_keep);
+        # absent is the app's default, MKL. Some cases as later notebook cells run them.
+        m.setdefault("dropout_rng", ["default", "mkl", None][k % 3])
+        if m["dropout_rng"] is None:
+            del m["dropout_rng"]
+        if k % 5 == 3:
+            m["dropout_seed"] = [123, 0, 2**32 - 1][k % 3]
+        if k % 7 == 2:
+            m["draws_before"] = [1, 19, 1000][k % 3]
         m.setdefault("qkv_bias", False)
         m.setdefault("dropout", 0.0)
         m.setdefault("normalization", "softmax")
@@ -133,7 +142,8 @@ def check_coverage(cases):
     seen = lambda key: {json.dumps(m.get(key)) for m in ms}  # noqa: E731
     need = {"variant": VARIANTS, "seed": [0, 2**32 - 1], "batch_size": [1, 2, 3],
             "training": [True, False], "dropout": DROPOUTS, "scale": ["sqrt_dk", "none"],
-            "normalization": ["softmax", "sum"], "causal": [True, False], "qkv_bias": [True, False]}
+            "normalization": ["softmax", "sum"], "causal": [True, False], "qkv_bias": [True, False],
+            "dropout_rng": ["default", "mkl", None]}
     for key, values in need.items():
         missing = [v for v in values if json.dumps(v) not in seen(key)]
         assert not missing, "the generated workspaces miss %s = %s" % (key, missing)
@@ -145,6 +155,9 @@ def check_coverage(cases):
     assert forms == {"matrix", "uniform", "normal"}, forms
     for p in DROPOUTS[1:]:
         assert any(m["dropout"] == p and m["training"] for m in ms), "no training case with p=%s" % p
+        for stream in ["default", "mkl"]:
+            assert any(m["dropout"] == p and m["training"] and m.get("dropout_rng", "mkl") == stream
+                       for m in ms), "no training case with p=%s on the %s stream" % (p, stream)
 
 
 def as_float32_bits(m):
@@ -240,7 +253,7 @@ def main():
                 continue
             compare_case(worst, name, trace, ref)
             m = ws["model"]
-            if m["variant"] != "simple" and (m["dropout"] > 0 or i < 12):
+            if m["variant"] != "simple" and (m["dropout"] > 0 or i < 12) and torch_trace.torch_draws_dropout(m):
                 plain = torch_trace.run_plain(sc, ws)  # the dropout capture changes nothing
                 if not torch.equal(plain, ref["output"]):
                     worst.fail("%s: the hooked module's output differs from the plain module's" % name)

@@ -6,8 +6,42 @@
 #     noise = F.dropout(torch.ones_like(x), p, training); return x * noise   (kept iff noise != 0)
 # which is exactly what torch 1.13's CPU dropout does (x * bernoulli(1−p)/(1−p)); run_plain() lets
 # the test check that on the real module.
+# Debian's torch has no MKL, so for a workspace with "dropout_rng": "mkl" the keep mask comes from
+# mkl_keep() below: MKL's MCG31m1 stream and Bernoulli as Intel documents them (seeded by one
+# 32-bit draw of torch's own generator, as torch's bernoulli_ does with MKL), written here in
+# NumPy, not from our C++. Everything else is still torch's.
+import numpy as np
 import torch
 import torch.nn.functional as F
+
+MCG31_M, MCG31_A = 2147483647, 1132489760
+
+
+def torch_draw32(n):
+    """n 32-bit outputs of torch's generator (randint below 2³² − 1 takes one random() each; the one
+    value it cannot give, 2³² − 1, and 0 seed MCG31 alike)."""
+    return torch.randint(0, 2**32 - 1, (n,), dtype=torch.int64).tolist() if n > 0 else []
+
+
+def torch_draws_dropout(m):
+    """Whether this torch draws the model's dropout itself: always unless the workspace asks for MKL's
+    stream (the default) with dropout acting; then only mkl_keep() gives its masks."""
+    active = m["variant"] in ("causal", "multihead_wrapper", "multihead") and m.get("training", True) \
+        and 0 < m.get("dropout", 0.0) < 1
+    return not active or m.get("dropout_rng", "mkl") == "default"
+
+
+def mkl_keep(n, p):
+    """One bernoulli_(1 − p) call of torch with MKL over n elements: vslNewStream(VSL_BRNG_MCG31,
+    seed) gives x₀ = seed mod m (1 if 0), xᵢ₊₁ = a·xᵢ mod m, uᵢ = xᵢ/m; viRngBernoulli's ICDF
+    method returns 1 iff uᵢ < p_bernoulli, compared in single precision."""
+    x0 = torch_draw32(1)[0] % MCG31_M or 1
+    xs = np.array([x0], dtype=np.uint64)
+    while len(xs) < n:  # doubling: the next len(xs) values are these times a^len(xs)
+        step = pow(MCG31_A, len(xs), MCG31_M)
+        xs = np.concatenate([xs, xs * np.uint64(step) % np.uint64(MCG31_M)])
+    u = (xs[:n].astype(np.float64) / MCG31_M).astype(np.float32)
+    return u < np.float32(1.0 - p)
 
 # Per variant: the seed class and whether it takes (T, d_in) (v1, v2) or (B, T, d_in).
 CLASSES = {
@@ -34,6 +68,7 @@ def construct(sc, m, T, d_in):
     v = m["variant"]
     kw = {"causal": m["causal"], "scale": m["scale"] == "sqrt_dk"}
     torch.manual_seed(m["seed"])
+    torch_draw32(m.get("draws_before", 0))  # what earlier notebook cells drew
     if v == "self_attention_v1":
         model = sc.SelfAttention_v1(d_in, m["d_out"], **kw)
     elif v == "self_attention_v2":
@@ -64,7 +99,9 @@ def load_parameters(model, ws):
             raise AssertionError("torch does not know the parameters %s" % result.unexpected_keys)
 
 
-def run_module(model, batch, per_element):
+def run_module(model, batch, per_element, m):
+    if m.get("dropout_seed") is not None:
+        torch.manual_seed(m["dropout_seed"])  # right before the forward, as cells [31] and [32]
     if per_element:
         return torch.stack([model(x) for x in batch])
     return model(batch)
@@ -78,13 +115,14 @@ def run_plain(sc, ws):
     model = construct(sc, m, x.shape[0], x.shape[1])
     load_parameters(model, ws)
     with torch.no_grad():
-        return run_module(model, batch, CLASSES[m["variant"]][1])
+        return run_module(model, batch, CLASSES[m["variant"]][1], m)
 
 
 class Capture:
     """Records torch.softmax calls, Linear outputs, out_proj inputs, dropout calls and head outputs."""
 
-    def __init__(self, model):
+    def __init__(self, model, stream="default"):
+        self.stream = stream
         self.softmax, self.linear, self.dropout, self.module_out = [], {}, {}, {}
         self.out_proj_in = []
         self._hooks = []
@@ -108,7 +146,11 @@ class Capture:
 
     def _dropout_forward(self, name, mod):
         def forward(x):
-            noise = F.dropout(torch.ones_like(x), mod.p, mod.training)
+            if self.stream == "mkl" and mod.training and 0 < mod.p < 1:
+                keep = torch.from_numpy(mkl_keep(x.numel(), mod.p)).reshape(x.shape)
+                noise = keep.to(x.dtype).div_(1 - mod.p)  # as torch's _dropout_impl scales it
+            else:
+                noise = F.dropout(torch.ones_like(x), mod.p, mod.training)
             out = x * noise
             self.dropout[name].append((x.clone(), noise != 0, out.clone()))
             return out
@@ -189,8 +231,8 @@ def reference(ws, sc):
         load_parameters(model, ws)
         params = {k: v.clone() for k, v in model.state_dict().items()
                   if k.split(".")[-1] != "mask"}  # the causal mask buffer is no parameter
-        with Capture(model) as cap:
-            out = run_module(model, batch, CLASSES[m["variant"]][1])
+        with Capture(model, m.get("dropout_rng", "mkl")) as cap:
+            out = run_module(model, batch, CLASSES[m["variant"]][1], m)
         return {"params": params, "batches": assemble(m, x, model, cap, out), "output": out}
 
 

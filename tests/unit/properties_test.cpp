@@ -282,6 +282,9 @@ std::vector<ModelConfig> configurations(Variant v) {
             if (n % 3 == 1) m.causal = !m.causal;             // causal switched either way
             if (n % 5 == 2) m.scale = Scale::None;
             if (hasLinearLayers(v) && n % 2 == 0) m.qkv_bias = true;
+            if (n % 2 == 1) m.dropout_rng = DropoutStream::Default;  // both streams, every variant
+            if (n % 7 == 3) m.dropout_seed = 1000u + static_cast<std::uint32_t>(n);
+            if (n % 4 == 3) m.draws_before = n;
           }
           out.push_back(m);
         }

@@ -2,6 +2,7 @@
 // docs/DESIGN.md §2.2 formulas on a plain std::mt19937 (parameters and dropout draws), and the attention
 // arithmetic redone in double. Nothing here calls the engine's TorchGenerator or kernels.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -21,6 +22,7 @@ class Stream {
     const double x = static_cast<double>(mt_() & 0xFFFFFFu) / 16777216.0;
     return static_cast<float>(x * static_cast<double>(to - from) + static_cast<double>(from));
   }
+  std::uint32_t draw() { return mt_(); }
   // Dropout: one 64-bit value from two draws (first = high half), 53 bits; kept iff u < 1 − p.
   bool dropoutKeeps(double p) {
     const std::uint64_t hi = mt_(), lo = mt_();
@@ -32,6 +34,21 @@ class Stream {
  private:
   std::mt19937 mt_;
 };
+
+// Dropout as torch with MKL on an Intel CPU draws one call of n elements (docs/DESIGN.md §2.2):
+// one draw seeds MKL's MCG31m1 (x₀ = seed mod m, 1 if 0; xᵢ₊₁ = a·xᵢ mod m); element i is kept iff
+// float(xᵢ/m) < float(1 − p), MKL's Bernoulli comparing in single precision.
+inline std::vector<std::uint8_t> mklCall(Stream& s, std::size_t n, double p) {
+  const std::uint64_t m = 2147483647u, a = 1132489760u;
+  std::uint64_t x = s.draw() % m;
+  if (x == 0) x = 1;
+  std::vector<std::uint8_t> keep(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    keep[i] = static_cast<float>(static_cast<double>(x) / static_cast<double>(m)) < static_cast<float>(1.0 - p);
+    x = x * a % m;
+  }
+  return keep;
+}
 
 // A projection in torch layout: y = x Wᵀ + b, W is out × in (row-major), b may be empty.
 struct Layer {
@@ -76,6 +93,7 @@ struct Module {
 inline Module build(const ModelConfig& m, int T, int d_in) {
   Module mod;
   Stream s(m.seed);
+  for (std::int64_t k = 0; k < m.draws_before; ++k) s.draw();
   if (m.variant != Variant::Simple) {
     const int groups = m.variant == Variant::MultiHeadWrapper ? m.num_heads : 1;
     for (int g = 0; g < groups; ++g) {
@@ -100,16 +118,30 @@ inline Module build(const ModelConfig& m, int T, int d_in) {
                     : 1;
   mod.keep.assign(B, std::vector<std::vector<std::uint8_t>>(
                          H, std::vector<std::uint8_t>(static_cast<std::size_t>(T) * T)));
+  if (m.dropout_seed) s = Stream(*m.dropout_seed);  // torch.manual_seed before the forward
+  const std::size_t tt = static_cast<std::size_t>(T) * T;
   // multihead: one (B, H, T, T) tensor; the wrapper: each head its own (B, T, T), head by head.
-  auto draw = [&](int b, int h) {
-    for (auto& k : mod.keep[b][h]) k = s.dropoutKeeps(m.dropout);
-  };
-  if (m.variant == Variant::MultiHeadWrapper) {
-    for (int h = 0; h < H; ++h)
-      for (int b = 0; b < B; ++b) draw(b, h);
-  } else {
+  if (m.dropout_rng == DropoutStream::Default) {
+    auto draw = [&](int b, int h) {
+      for (auto& k : mod.keep[b][h]) k = s.dropoutKeeps(m.dropout);
+    };
+    if (m.variant == Variant::MultiHeadWrapper) {
+      for (int h = 0; h < H; ++h)
+        for (int b = 0; b < B; ++b) draw(b, h);
+    } else {
+      for (int b = 0; b < B; ++b)
+        for (int h = 0; h < H; ++h) draw(b, h);
+    }
+  } else if (m.variant == Variant::MultiHeadWrapper) {  // one MKL call per head
+    for (int h = 0; h < H; ++h) {
+      const std::vector<std::uint8_t> call = mklCall(s, B * tt, m.dropout);
+      for (int b = 0; b < B; ++b) std::copy_n(call.begin() + static_cast<std::ptrdiff_t>(b * tt), tt, mod.keep[b][h].begin());
+    }
+  } else {  // one call over the whole tensor
+    const std::vector<std::uint8_t> call = mklCall(s, B * H * tt, m.dropout);
     for (int b = 0; b < B; ++b)
-      for (int h = 0; h < H; ++h) draw(b, h);
+      for (int h = 0; h < H; ++h)
+        std::copy_n(call.begin() + static_cast<std::ptrdiff_t>((b * H + h) * tt), tt, mod.keep[b][h].begin());
   }
   return mod;
 }
