@@ -44,7 +44,7 @@ std::vector<int> validHeadCounts(const ModelConfig& m) {
 // needs it (large text sizes), but never past half.
 float controlsX() {
   float widest = 0;
-  for (const char* l : {"d_out", "num_heads", "dropout p", "seed", "scale", "normalize", "batch size", "engine", "threads"})
+  for (const char* l : {"d_out", "num_heads", "dropout p", "seed", "draws before", "scale", "normalize", "batch size", "engine", "threads"})
     widest = std::max(widest, ImGui::CalcTextSize(l).x);
   const float w = ImGui::GetWindowWidth();
   return std::min(std::max(w * 0.36f, ImGui::GetStyle().WindowPadding.x + widest + ImGui::GetStyle().ItemSpacing.x * 2), w * 0.5f);
@@ -80,6 +80,34 @@ void flag(const PanelContext& ctx, const char* field, const char* text, bool Mod
   if (ImGui::Checkbox(text, &value)) set(ctx, field, value);
   a.explain();
   layout().widget(field);
+}
+
+// A whole number typed into a field of the given width: the new value once typing ends (Enter or
+// focus elsewhere) and it differs from `current`, else -1. While typing, the field keeps its own.
+template <class Field>
+std::int64_t typedNumber(const char* id, float width, Field& f, std::int64_t current, std::int64_t hi) {
+  if (!f.active) f.typed = current;
+  ImGui::SetNextItemWidth(width);
+  ImGui::InputScalar(id, ImGuiDataType_S64, &f.typed, nullptr, nullptr, "%lld");
+  f.active = ImGui::IsItemActive();
+  f.typed = std::clamp<std::int64_t>(f.typed, 0, hi);
+  return ImGui::IsItemDeactivatedAfterEdit() && f.typed != current ? f.typed : -1;
+}
+
+// Whose dropout masks: one click switches between torch with MKL on an Intel CPU and torch's own
+// stream (docs/DESIGN.md §2.2 "Two dropout streams"). Beside the training flag while it fits.
+void dropoutStreamButton(const PanelContext& ctx, const ModelConfig& m) {
+  const bool mkl = m.dropout_rng == DropoutStream::Mkl;
+  const char* text = mkl ? "masks: MKL" : "masks: no MKL";
+  const float w = ImGui::CalcTextSize(text).x + ImGui::GetStyle().FramePadding.x * 2;
+  if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x * 3 + w <=
+      ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
+    ImGui::SameLine(0, ImGui::GetStyle().ItemSpacing.x * 3);
+  if (ImGui::Button(text)) set(ctx, "dropout_rng", dropoutStreamId(mkl ? DropoutStream::Default : DropoutStream::Mkl));
+  layout().widget("dropout_rng");
+  const DropoutStream other = mkl ? DropoutStream::Default : DropoutStream::Mkl;
+  hint((std::string("Dropout masks of ") + dropoutStreamTitle(m.dropout_rng) + ".\nClick for those of " +
+        dropoutStreamTitle(other) + ": same p, other dropped weights.").c_str());
 }
 
 void headsStepper(const PanelContext& ctx) {
@@ -118,6 +146,45 @@ void variantCombo(const PanelContext& ctx) {
 }
 
 }  // namespace
+
+// The generator as notebook cells leave it: draws earlier cells made after manual_seed(seed) before
+// this module is built, and a manual_seed right before the forward's dropout. Folded unless used.
+void ModelPanel::generatorSection(const PanelContext& ctx, const ModelConfig& m) {
+  const bool used = m.draws_before > 0 || m.dropout_seed.has_value();
+  if (used) ImGui::SetNextItemOpen(true, ImGuiCond_Once);
+  // Not indented: its labels line up with the others.
+  const bool open = ImGui::TreeNodeEx("generator", ImGuiTreeNodeFlags_SpanAvailWidth | ImGuiTreeNodeFlags_NoTreePushOnOpen);
+  layout().widget("generator");
+  hint("torch's generator as the notebook's cells leave it: draws made before the module is built, a seed before the forward");
+  if (!open) return;
+  {
+    Applicability a(m.variant == Variant::Simple ? "Simple self-attention draws nothing" : nullptr);
+    label("draws before");
+    if (const std::int64_t typed = typedNumber("##draws_before", -1, draws_before_, m.draws_before, Limits{}.max_draws_before);
+        typed >= 0)
+      set(ctx, "draws_before", typed);
+    a.explain();
+    layout().widget("draws_before");
+    hint("32-bit draws of torch's generator after torch.manual_seed(seed), before the module is built: what earlier "
+         "cells drew. The notebook's CausalAttention [36] follows one MKL dropout: 1; its wrapper [38] follows [36]: 19.");
+  }
+  {
+    Applicability a(hasDropout(m.variant) ? nullptr : "Dropout appears in step 3 (causal attention) and later");
+    bool reseed = m.dropout_seed.has_value();
+    if (ImGui::Checkbox("seed before forward", &reseed))
+      set(ctx, "dropout_seed", reseed ? nlohmann::json(m.seed) : nlohmann::json());
+    a.explain();
+    layout().widget("dropout_seed_on");
+    hint("torch.manual_seed(S) right before the forward, as cells [31] and [32] do: the dropout masks start from S");
+    if (reseed) {
+      ImGui::SameLine();
+      if (const std::int64_t typed = typedNumber("##dropout_seed", -1, dropout_seed_, *m.dropout_seed, 4294967295LL); typed >= 0)
+        set(ctx, "dropout_seed", typed);
+      a.explain();
+      layout().widget("dropout_seed");
+    }
+  }
+}
 
 ModelPanel::ModelPanel()
     : reroll_(static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count())) {}
@@ -173,18 +240,17 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     layout().widget("dropout");
     flag(ctx, "training", "training mode", &ModelConfig::training, a);
     if (hasDropout(m.variant)) hint("module.train(): dropout acts only in training mode (eval mode keeps every weight)");
+    dropoutStreamButton(ctx, m);
+    a.explain();
   }
   {
     Applicability a(simple ? "Simple self-attention has no random parameters" : nullptr);
     label("seed");
-    ImGui::SetNextItemWidth(ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("re-roll").x -
-                            ImGui::GetStyle().FramePadding.x * 2 - ImGui::GetStyle().ItemSpacing.x);
-    // A typed seed applies on Enter or when the field loses focus (a click elsewhere), as one
-    // edit; while typing, the field keeps its own value.
-    if (!seed_active_) seed_typed_ = m.seed;
-    ImGui::InputScalar("##seed", ImGuiDataType_U32, &seed_typed_, nullptr, nullptr, "%u");
-    seed_active_ = ImGui::IsItemActive();
-    if (ImGui::IsItemDeactivatedAfterEdit() && seed_typed_ != m.seed) set(ctx, "seed", seed_typed_);
+    // A typed seed applies on Enter or when the field loses focus (a click elsewhere), as one edit.
+    const float seed_w = ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize("re-roll").x -
+                         ImGui::GetStyle().FramePadding.x * 2 - ImGui::GetStyle().ItemSpacing.x;
+    if (const std::int64_t typed = typedNumber("##seed", seed_w, seed_, m.seed, 4294967295LL); typed >= 0)
+      set(ctx, "seed", typed);
     a.explain();
     layout().widget("seed");
     ImGui::SameLine();
@@ -197,6 +263,7 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     a.explain();
     layout().widget("reroll");
   }
+  generatorSection(ctx, m);
   flag(ctx, "qkv_bias", "qkv_bias",
        &ModelConfig::qkv_bias, Applicability(hasLinearLayers(m.variant) ? nullptr : "qkv_bias needs nn.Linear layers (step 2b and later)"));
   // causal beside qkv_bias while it fits: one row less on a short screen

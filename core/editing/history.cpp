@@ -7,6 +7,8 @@
 #include <cstring>
 #include <utility>
 
+#include "formats/workspace.h"
+
 namespace attnscope {
 
 using history_detail::Cell;
@@ -55,11 +57,9 @@ bool sameParameters(const std::shared_ptr<const ParameterValues>& a, const std::
 }
 
 bool sameModel(const ModelConfig& a, const ModelConfig& b) {
-  return a.variant == b.variant && a.d_out == b.d_out && a.num_heads == b.num_heads &&
-         sameBits(a.dropout, b.dropout) && a.seed == b.seed && a.qkv_bias == b.qkv_bias &&
-         a.causal == b.causal && a.scale == b.scale && a.training == b.training &&
-         a.batch_size == b.batch_size && a.normalization == b.normalization &&
-         sameParameters(a.parameters, b.parameters);
+  // Every field as the workspace prints it, so a new field cannot be missed; dropout also by its
+  // bits (-0 and 0 print alike); the user's parameters are not in the JSON.
+  return sameBits(a.dropout, b.dropout) && modelToJson(a) == modelToJson(b) && sameParameters(a.parameters, b.parameters);
 }
 
 // Bytes of the user's parameters a model holds.

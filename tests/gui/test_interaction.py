@@ -16,6 +16,8 @@
 #    the new workspace (also carried in the PNG's text chunk); the PNG before is a `screenshot`
 #    command in the same run;
 #  - num_heads "+" on the wrapper (`set num_heads 3`): 2 → 3, and the heads drawn follow.
+# And the real mouse once more: the "masks: MKL" button beside dropout switches the stream both ways,
+# the dropped weights drawn as the CLI traces each, the two masks different.
 # Usage: test_interaction.py APP CLI ASSETS_DIR
 import json
 import os
@@ -124,7 +126,7 @@ def heads_drawn(d):
     return sorted({m["head"] for m in d["heatmaps"]})
 
 
-def weights_maps(d):
+def weights_maps(d, stage="weights"):
     """The weights maps wholly in view (the dump also lists maps scrolled away, in_view false, and
     the grid scrolls rather than drop the notebook's decimals, so a map may show only its top)."""
     area = d["panels"]["heatmaps"]
@@ -132,7 +134,7 @@ def weights_maps(d):
     def whole(c):
         return c["y"] >= area["y"] - 1 and c["y"] + c["h"] <= area["y"] + area["h"] + 1 and \
             c["x"] >= area["x"] - 1 and c["x"] + c["w"] <= area["x"] + area["w"] + 1
-    return [m for m in d["heatmaps"] if m["stage"] == "weights" and m.get("in_view", True) and whole(m["cells"])]
+    return [m for m in d["heatmaps"] if m["stage"] == stage and m.get("in_view", True) and whole(m["cells"])]
 
 
 def step_heads(app, want_before, button, want_after):
@@ -152,19 +154,19 @@ def weights_pixels(img, entry):
             for i in range(entry["rows"]) for j in range(entry["cols"])]
 
 
-def check_map_colours(png, d, cli, assets, tmp, label):
-    """The weights maps in `png` against the CLI's trace of the workspace the dump reports."""
+def check_map_colours(png, d, cli, assets, tmp, label, stage="weights"):
+    """The `stage` maps in `png` against the CLI's trace of the workspace the dump reports."""
     trace = g.trace_workspace(cli, d["state"]["workspace"], tmp)
     view = d["state"]["workspace"].get("view", {})
     checker = g.PixelChecker(assets, d["state"]["theme"])
     img = g.load_png(png)
-    for entry in weights_maps(d):
+    for entry in weights_maps(d, stage):
         m = g.stage_matrix(trace, entry["batch"], entry["head"], entry["stage"])
         cmap, lo, hi = g.expected_map(m, entry["stage"], view)
         checker.check_cells(img, entry, m, cmap, lo, hi)
-    g.check(checker.checked > 0, f"{label}: no weights cells sampled")
+    g.check(checker.checked > 0, f"{label}: no {stage} cells sampled")
     g.check(not checker.failures, f"{label}: pixels differ from the CLI's trace:\n  " + "\n  ".join(checker.failures[:10]))
-    print(f"{label}: {checker.checked} weights cells match the CLI trace (worst channel difference {checker.worst})")
+    print(f"{label}: {checker.checked} {stage} cells match the CLI trace (worst channel difference {checker.worst})")
     return img
 
 
@@ -250,6 +252,34 @@ def step_heads_commands(app_path, preset_path, display, tmp, want_before, want_a
             f"set num_heads {want_after}: num_heads {d['state']['num_heads']}, heads drawn {heads_drawn(d)}")
     print(f"set num_heads {want_after} ({os.path.basename(preset_path)}): num_heads {want_before} → "
           f"{d['state']['num_heads']}, heads drawn {heads_drawn(d)}")
+
+
+def step_dropout_stream(app_path, assets, cli, display, tmp):
+    """The "masks: MKL" button beside dropout: one click gives the masks of torch without MKL (the
+    field, the button's text, the drawn dropped weights, which differ) and another brings MKL's back."""
+    with open(os.path.join(assets, "presets", "causal_dropout.json")) as f:
+        ws = json.load(f)
+    ws.setdefault("view", {})["columns"] = ["dropped_weights"]
+    path = os.path.join(tmp, "causal_dropout.json")
+    with open(path, "w") as f:
+        json.dump(ws, f)
+    app = App(app_path, path, display, tmp, "dropout-stream")
+    try:
+        app.find_window()
+        shots = {}
+        for want in ("mkl", "default", "mkl"):
+            d = app.wait_settled(lambda d: d["state"]["workspace"]["model"]["dropout_rng"] == want,
+                                 f"the dropout stream to be {want}")
+            png, d = app.screenshot()
+            check_map_colours(png, d, cli, assets, tmp, f"masks of '{want}'", "dropped_weights")
+            trace = g.trace_workspace(cli, d["state"]["workspace"], tmp)
+            shots.setdefault(want, g.stage_matrix(trace, 0, 0, "dropout_mask"))
+            if want != "mkl" or "default" not in shots:
+                app.click_widget("dropout_rng")
+        g.check(not (shots["mkl"] == shots["default"]).all(), "the two streams drew the same mask")
+        print("masks button: MKL → no MKL → MKL, the dropped weights drawn as the CLI traces each")
+    finally:
+        app.stop()
 
 
 def step_f12(app, cli, assets, tmp):
@@ -391,6 +421,7 @@ def main():
                 step_reroll(app_path, os.path.join(tmp, "multihead.json"), x.display, cli, assets, tmp)
                 step_heads_commands(app_path, os.path.join(assets, "presets", "multihead_wrapper.json"), x.display, tmp, 2, 3)
                 step_sentence_commands(app_path, x.display, tmp)
+                step_dropout_stream(app_path, assets, cli, x.display, tmp)
             finally:
                 if app:
                     app.stop()

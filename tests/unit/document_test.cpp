@@ -425,6 +425,26 @@ TEST(Document, StartsAsTheBookExampleUntitledAndClean) {
   EXPECT_EQ(d.history().bytes(), 0u);
 }
 
+// Every model field is one undo step, the generator's too (the history compares whole models).
+TEST(Document, EachModelFieldEditIsAnUndoStep) {
+  const std::vector<std::pair<const char*, json>> edits = {
+      {"dropout", 0.5}, {"dropout_rng", "default"}, {"dropout_seed", 123}, {"dropout_seed", nullptr},
+      {"draws_before", 19}, {"seed", 7}, {"training", false}, {"batch_size", 3}};
+  Document d;
+  std::vector<json> models{modelJson(d)};
+  for (const auto& [field, value] : edits) {
+    d.apply(cmd("set", {{"field", field}, {"value", value}}));
+    EXPECT_EQ(modelJson(d)[field], value) << field;
+    models.push_back(modelJson(d));
+  }
+  for (std::size_t k = edits.size(); k-- > 0;) {
+    ASSERT_TRUE(d.history().canUndo()) << "before " << edits[k].first;
+    d.apply(cmd("undo"));
+    EXPECT_EQ(modelJson(d), models[k]) << "undo of " << edits[k].first;
+  }
+  EXPECT_FALSE(d.history().canUndo());
+}
+
 // ---- open, preset, new, restore ---------------------------------------------------------------
 
 // Another program's write of the document's file is noticed (docs/DESIGN.md §3.5): a rewrite in
