@@ -691,7 +691,9 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
   bool reset = false;
   std::vector<std::string> notes;
   if (zoom <= 1 && t.tokens > 24) notes.push_back("wheel over a map: zoom · right-drag: pan");
-  if (t.dropout_active) notes.push_back("dropout masks: PyTorch's CPU generator, Debian build (no MKL)");
+  if (t.dropout_active)
+    notes.push_back(t.model.dropout_rng == DropoutStream::Mkl ? "dropout masks: torch with MKL (pip's, Intel CPU)"
+                                                              : "dropout masks: torch without MKL (Debian's)");
   if (!skipped.empty()) notes.push_back("no " + skipped + " in this step");
   const nlohmann::json& view = snap.inputs->view;
   // A lesson step says what the preset is about in its own words.

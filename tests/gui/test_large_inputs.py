@@ -106,7 +106,7 @@ def main():
                 # maps whose right edge is the window's: the rightmost label must reach as high as
                 # the same label over the map on its left.
                 lesson = os.path.join(os.path.dirname(os.path.abspath(args.presets)), "lessons", "chapter3.json")
-                d = run_commands(args.app, display.name, work, "labels", [], "--lesson", lesson, "--step", "12",
+                d = run_commands(args.app, display.name, work, "labels", [], "--lesson", lesson, "--step", "13",
                                  "--size", "1280x800")
                 png = np.asarray(Image.open(os.path.join(work, "labels.png")).convert("RGB")).astype(int)
                 maps = [e for e in d["heatmaps"] if e.get("wholly_in_view") and e["cols"] == 1024]

@@ -353,7 +353,7 @@ def main():
                 # has none (the maps' lines). The header's controls are in the lesson's maps menu, so
                 # none of them takes a line of the maps (docs/DESIGN.md §3.7 "Focus").
                 lesson = os.path.join(assets, "lessons", "chapter3.json")
-                for step, headed in ((1, 0), (9, 2), (10, 2)):
+                for step, headed in ((1, 0), (10, 2), (11, 2)):
                     d, _ = headless(f"lesson-150-{step}", [], "--lesson", lesson, "--step", str(step), "--size", "1280x720",
                                     "--text-size", "150")
                     w = d["widgets"]

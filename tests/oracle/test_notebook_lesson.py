@@ -5,8 +5,11 @@ cells, and the numbers its text and prints quote are the notebook's or on screen
    as written: no step shows attnscope's variants of the classes (their `causal`, `scale` or
    `normalization` options), and every line shown belongs to a cell ("# In [N]:").
 2. notebook.py, run top to bottom with Debian's torch, prints every tensor the lesson's print boxes
-   quote (grad_fn suffixes aside), except the dropout print [32], which only torch with MKL draws;
-   and each print box's tensors come from the cells its label names.
+   quote (grad_fn suffixes aside), and each print box's tensors come from the cells its label names
+   — except the cells whose numbers follow torch with MKL's dropout stream, which Debian's torch
+   lacks: [31] and [32] (the masks) and [36] and [38] (built after MKL's one draw). Those are the
+   step's own trace instead (attnscope-cli trace of its preset, which draws MKL's stream):
+   [31] the dropout mask × 2, [32] the dropped weights, [36] and [38] the output, batch element 0.
 3. Every 4-decimal number of a step's text is on screen: in a map of the step's columns (computed by
    attnscope-cli trace from the step's preset) or in its print box.
 
@@ -77,11 +80,28 @@ def tensors_in(print_lines):
     return groups
 
 
+# Cells printed by torch with MKL's dropout stream, and what of the step's trace each print is.
+MKL_PRINTS = {
+    "31": lambda b: [[2.0 * k for k in row] for row in b["heads"][0]["dropout_mask"]],
+    "32": lambda b: b["heads"][0]["dropped_weights"],
+    "36": lambda b: b["output"],
+    "38": lambda b: b["context"],
+}
+
+
+def step_trace(cli, step):
+    preset = next(c["name"] for c in step["commands"] if c["do"] == "preset")
+    return json.loads(subprocess.check_output([cli, "trace", os.path.join(REPO, "assets", "presets", preset + ".json")]))
+
+
+def numbers_of(text):
+    return [float(x) for x in re.findall(r"-?\d+\.\d*", text)]
+
+
 def on_screen_numbers(cli, step, d):
     """The 4-decimal numbers of the maps the step shows: every stage of its view's columns, every head."""
-    preset = next(c["name"] for c in step["commands"] if c["do"] == "preset")
     columns = next((c["value"] for c in step["commands"] if c["do"] == "view" and c["field"] == "columns"), [])
-    trace = json.loads(subprocess.check_output([cli, "trace", os.path.join(REPO, "assets", "presets", preset + ".json")]))
+    trace = step_trace(cli, step)
     numbers = set()
 
     def collect(v):
@@ -129,8 +149,15 @@ def main():
     checked = 0
     for n, step in enumerate(lesson["steps"], 1):
         for label, tensor in tensors_in(step["prints"]):
-            if "…" in tensor or label == "32" or "not printed there" in label:
-                continue  # elided prints; [32] is MKL's dropout stream
+            if label in MKL_PRINTS:  # the step's own trace, on MKL's stream
+                want = numbers_of(normalized(tensor))
+                shown = [v for row in MKL_PRINTS[label](step_trace(cli, step)["batches"][0]) for v in row]
+                expect(len(want) == len(shown) and all(abs(a - b) <= 0.00005 + 1e-6 for a, b in zip(want, shown)),
+                       "step %d: its trace does not give the notebook's [%s]: %s" % (n, label, shown[:8]))
+                checked += 1
+                continue
+            if "…" in tensor or "not printed there" in label:
+                continue  # elided prints
             want = normalized(tensor)
             where = normalized(printed[label]) if label in printed else everything
             expect(want in where, "step %d: notebook.py%s does not print %s" %

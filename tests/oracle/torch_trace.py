@@ -43,6 +43,7 @@ def mkl_keep(n, p):
     u = (xs[:n].astype(np.float64) / MCG31_M).astype(np.float32)
     return u < np.float32(1.0 - p)
 
+
 # Per variant: the seed class and whether it takes (T, d_in) (v1, v2) or (B, T, d_in).
 CLASSES = {
     "self_attention_v1": ("SelfAttention_v1", True),
@@ -296,7 +297,6 @@ def check_masked_softmax_input(ref):
             s, mask = h["scaled_scores"], h["mask"]
             if not (torch.all(torch.isneginf(s[mask])) and torch.all(torch.isfinite(s[~mask]))):
                 raise AssertionError("torch's softmax input is not -inf exactly at the causal mask")
-
 
 
 def statistics(weights, dropped):
