@@ -73,7 +73,8 @@ std::size_t parameterBytes(const ModelConfig& m) {
 bool sameRandom(const std::optional<RandomEmbeddings>& a,
                 const std::optional<RandomEmbeddings>& b) {
   if (!a || !b) return !a && !b;
-  return a->normal == b->normal && a->seed == b->seed && a->rows == b->rows && a->cols == b->cols;
+  return a->normal == b->normal && a->seed == b->seed && a->rows == b->rows && a->cols == b->cols &&
+         a->draws_before == b->draws_before;
 }
 
 bool sameTokens(const std::vector<std::string>& a, const std::vector<std::string>& b) {

@@ -176,8 +176,11 @@ std::string pytorchScript(const Workspace& ws, const std::string& source) {
     << kSeedClassesPy << "\n\n";
   s << "tokens = " << pythonList(ws.tokens) << "\n";
   if (ws.random) {
-    s << "torch.manual_seed(" << ws.random->seed << ")\n"
-      << "inputs = torch." << (ws.random->normal ? "randn" : "rand") << "(" << ws.random->rows
+    s << "torch.manual_seed(" << ws.random->seed << ")\n";
+    if (ws.random->draws_before > 0)
+      s << "torch.randint(0, 2**32 - 1, (" << ws.random->draws_before << ",))  # the " << ws.random->draws_before
+        << " 32-bit draws earlier cells made, one each\n";
+    s << "inputs = torch." << (ws.random->normal ? "randn" : "rand") << "(" << ws.random->rows
       << ", " << ws.random->cols << ")\n";
   } else {
     s << "inputs = torch.tensor([\n";

@@ -138,7 +138,7 @@ json modelToJson(const ModelConfig& m) {
 namespace {
 
 RandomEmbeddings parseRandom(const json& j, const Limits& limits) {
-  rejectUnknown(j, "embeddings", {"random", "seed", "rows", "cols"});
+  rejectUnknown(j, "embeddings", {"random", "seed", "rows", "cols", "draws_before"});
   RandomEmbeddings r;
   const std::string kind = getString(j.value("random", json()), "embeddings.random");
   if (kind != "uniform" && kind != "normal")
@@ -149,6 +149,8 @@ RandomEmbeddings parseRandom(const json& j, const Limits& limits) {
   r.seed = static_cast<std::uint32_t>(getInt(j["seed"], "embeddings.seed", 0, 4294967295LL));
   r.rows = static_cast<int>(getInt(j["rows"], "embeddings.rows", 1, limits.max_tokens));
   r.cols = static_cast<int>(getInt(j["cols"], "embeddings.cols", 1, limits.max_dim));
+  if (j.contains("draws_before"))
+    r.draws_before = getInt(j["draws_before"], "embeddings.draws_before", 0, limits.max_draws_before);
   return r;
 }
 
@@ -212,6 +214,7 @@ json parameterValuesToJson(const ParameterValues& values) {
 
 Matrix makeRandomEmbeddings(const RandomEmbeddings& r) {
   TorchGenerator g(r.seed);
+  g.discard(static_cast<std::uint64_t>(r.draws_before));  // what earlier cells drew
   Matrix x(r.rows, r.cols);
   if (r.normal)
     g.fillNormal(x.data(), x.size(), 0.0, 1.0);
@@ -373,7 +376,9 @@ Workspace loadWorkspace(const std::string& path, const Limits& limits) {
 namespace {
 
 json randomToJson(const RandomEmbeddings& r) {
-  return {{"random", r.normal ? "normal" : "uniform"}, {"seed", r.seed}, {"rows", r.rows}, {"cols", r.cols}};
+  json j = {{"random", r.normal ? "normal" : "uniform"}, {"seed", r.seed}, {"rows", r.rows}, {"cols", r.cols}};
+  if (r.draws_before > 0) j["draws_before"] = r.draws_before;  // files without it stay as they were
+  return j;
 }
 
 }  // namespace

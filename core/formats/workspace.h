@@ -23,6 +23,7 @@ struct RandomEmbeddings {
   bool normal = false;     // randn instead of rand
   std::uint32_t seed = 0;  // torch.manual_seed before drawing
   int rows = 0, cols = 0;  // T × d_in
+  std::int64_t draws_before = 0;  // 32-bit draws earlier cells made after the seed (ModelConfig's)
 };
 
 struct Workspace {

@@ -125,6 +125,8 @@ def workspaces():
             m["dropout_seed"] = [123, 0, 2**32 - 1][k % 3]
         if k % 7 == 2:
             m["draws_before"] = [1, 19, 1000][k % 3]
+        if isinstance(ws["embeddings"], dict) and k % 4 == 1:
+            ws["embeddings"]["draws_before"] = 24  # random inputs drawn after a module, as the notebook's [45]
         m.setdefault("qkv_bias", False)
         m.setdefault("dropout", 0.0)
         m.setdefault("normalization", "softmax")

@@ -59,6 +59,7 @@ def torch_inputs(ws):
     e = ws["embeddings"]
     if isinstance(e, dict):
         torch.manual_seed(e["seed"])
+        torch_draw32(e.get("draws_before", 0))
         make = torch.randn if e["random"] == "normal" else torch.rand
         return make(e["rows"], e["cols"])
     return torch.tensor(e, dtype=torch.float32)
