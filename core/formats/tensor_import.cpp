@@ -26,7 +26,8 @@ constexpr double kFloatLimit = 3.4028235677973366e38;  // from here on a double 
 
 const char* kFullPrintTorch =
     "torch printed this tensor summarized: '...' stands for the values it left out. Print it in full "
-    "with torch.set_printoptions(profile=\"full\") before printing it, or save it with "
+    "with torch.set_printoptions(profile=\"full\") (and precision=8: it keeps 4 decimals otherwise) before "
+    "printing it, or save it with "
     "np.save(\"x.npy\", x.numpy()) and open the .npy file";
 const char* kFullPrintNumpy =
     "NumPy printed this array summarized: '...' stands for the values it left out. Print it in full "
@@ -148,6 +149,15 @@ std::string readNumber(const std::string& token, float* out) {
   return "";
 }
 
+// The digits after the point of a printed number ("-0.4300" 4, "1.2340e-05" 4, "1." 0).
+int decimalsOf(const std::string& token) {
+  const std::size_t point = token.find('.');
+  if (point == std::string::npos) return 0;
+  int n = 0;
+  for (std::size_t k = point + 1; k < token.size() && token[k] >= '0' && token[k] <= '9'; ++k) ++n;
+  return n;
+}
+
 // Rows of numbers as they are read, checked against the limits as they grow.
 struct Rows {
   std::vector<float> values;
@@ -169,6 +179,7 @@ class BracketParser {
     ImportedEmbeddings out = value();
     r_.skipSpace();
     if (!r_.eof()) r_.failHere("unexpected text after the " + std::string(kind_ == "lists" ? "lists" : kind_ == "torch" ? "tensor" : "array"));
+    out.rounded_to = roundedTo();
     return out;
   }
 
@@ -277,6 +288,7 @@ class BracketParser {
         const std::string why = readNumber(token, &v);
         if (!why.empty()) r_.failAt(at, why);
         rows_.values.push_back(v);
+        if (kind_ == "torch") torch_decimals_ = std::max(torch_decimals_, decimalsOf(token));
       }
       ++items;
       if (r_.skipSpace()) separated = true;
@@ -338,6 +350,9 @@ class BracketParser {
 
  public:
   bool vector() const { return vector_; }
+  // The decimals torch printed the values read so far with, when they round them (1–7: its
+  // default precision is 4, and every value is padded to it); 0 when exact or not torch's print.
+  int roundedTo() const { return torch_decimals_ >= 1 && torch_decimals_ <= 7 ? torch_decimals_ : 0; }
 
  private:
   Reader& r_;
@@ -345,10 +360,11 @@ class BracketParser {
   Rows rows_;
   std::string kind_;
   bool vector_ = false;  // the last value was 1-D (a bias), not a matrix
+  int torch_decimals_ = 0;  // the most digits after the point of a number in tensor(…)
 };
 
 // A printed state_dict: OrderedDict([('name', tensor(…)), …]) or {'name': tensor(…), …}.
-std::vector<NamedTensor> parseStateDict(Reader& r, const Limits& limits) {
+std::vector<NamedTensor> parseStateDict(Reader& r, const Limits& limits, int* rounded_to) {
   BracketParser values(r, limits);
   r.skipSpace();
   const bool ordered = r.startsWith("OrderedDict(");
@@ -414,6 +430,7 @@ std::vector<NamedTensor> parseStateDict(Reader& r, const Limits& limits) {
   r.skipSpace();
   if (!r.eof()) r.failHere("unexpected text after the state_dict");
   if (out.empty()) throw InputError("an empty state_dict: no parameters");
+  if (rounded_to) *rounded_to = values.roundedTo();
   return out;
 }
 
@@ -720,11 +737,11 @@ ImportedEmbeddings parseEmbeddingsBytes(const std::string& bytes, const std::str
       }
     if (count == 1) return fromArray(only->array, source + "[" + only->name + "]", limits, "npz");
     if (arrays.empty()) throw InputError(source + ": an empty .npz: no arrays");
-    if (count == 0) throw InputError(source + ": no 2-D array among its arrays (" + names + "): name the one to use");
+    if (count == 0) throw InputError(source + ": no 2-D array among its arrays (" + names + "): name the one to use with --array NAME");
     std::string twoD;
     for (const NamedArray& a : arrays)
       if (a.array.shape.size() == 2) twoD += (twoD.empty() ? "" : ", ") + a.name;
-    throw InputError(source + ": " + str(count) + " 2-D arrays (" + twoD + "): name the one to use");
+    throw InputError(source + ": " + str(count) + " 2-D arrays (" + twoD + "): name the one to use with --array NAME");
   }
   if (bytes.find('\0') != std::string::npos)
     throw InputError(source + ": binary data that is neither .npy nor .npz (text, .npy or .npz expected)");
@@ -779,6 +796,13 @@ std::vector<std::string> tokenNames(const std::vector<std::string>& given, int T
   return out;
 }
 
+std::string roundedPrintNote(int decimals) {
+  const std::string d = str(decimals);
+  return "torch printed these values with " + d + (decimals == 1 ? " decimal" : " decimals") +
+         ", so they are rounded (each by up to 5e-" + (decimals + 1 < 10 ? "0" : "") + str(decimals + 1) +
+         "). For 8 decimals print them after torch.set_printoptions(precision=8) (profile=\"full\" alone keeps 4), or save them with np.savez for the exact values";
+}
+
 bool looksLikeStateDict(const std::string& text) {
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos) return false;
@@ -788,13 +812,14 @@ bool looksLikeStateDict(const std::string& text) {
   return text[first] == '{' && quote != std::string::npos && text[quote] == '\'';
 }
 
-std::vector<NamedTensor> parseStateDictText(const std::string& text, const std::string& source, const Limits& limits) {
+std::vector<NamedTensor> parseStateDictText(const std::string& text, const std::string& source, const Limits& limits,
+                                            int* rounded_to) {
   if (static_cast<std::int64_t>(text.size()) > limits.max_file_bytes)
     throw InputError(source + ": " + str(static_cast<long long>(text.size())) + " bytes is larger than the limit of " +
                      str(limits.max_file_bytes) + " bytes");
   Reader r(text, source);
   try {
-    return parseStateDict(r, limits);
+    return parseStateDict(r, limits, rounded_to);
   } catch (const InputError& e) {
     const std::string what = e.what();
     if (what.rfind("an empty", 0) == 0) throw InputError(source + ": " + what);

@@ -20,7 +20,14 @@ struct ImportedEmbeddings {
   Matrix values;                    // T × d_in
   std::vector<std::string> tokens;  // names the source carries (a CSV's first column), else empty
   std::string format;               // "torch", "numpy", "lists", "csv", "tsv", "columns", "npy", "npz"
+  // A torch print with 1–7 decimals (its default precision is 4): the values are rounded to that
+  // many, and the user is told (roundedPrintNote); 0 otherwise.
+  int rounded_to = 0;
 };
+
+// What to tell a user whose torch print rounded its values to `decimals` (DESIGN §2.5): by how much,
+// and how to print more (torch.set_printoptions(precision=8); profile="full" alone keeps 4) or save.
+std::string roundedPrintNote(int decimals);
 
 // Text in any of the text forms. A 1-D tensor or list is one token (1 × n). Refused, each at its
 // place: torch's and NumPy's summarized prints ("..."; the message says how to print in full or
@@ -30,7 +37,8 @@ struct ImportedEmbeddings {
 ImportedEmbeddings parseEmbeddingsText(const std::string& text, const std::string& source, const Limits& limits = {});
 
 // The same from bytes that may be binary: .npy (2-D, or 1-D as one token) and .npz (the entry named
-// `array`, else the only 2-D array; "pick one of: …" when there are several), else text.
+// `array`, else the only 2-D array; when there are several, "name the one to use with --array NAME":
+// only the command line reads binary files), else text.
 ImportedEmbeddings parseEmbeddingsBytes(const std::string& bytes, const std::string& source, const Limits& limits = {},
                                         const std::string& array = "");
 
@@ -46,8 +54,10 @@ ImportedEmbeddings readEmbeddingsFile(const std::string& path, const Limits& lim
 // …]); a dict {'W_query.weight': tensor(…), …} too — its tensors in order, each read as the
 // embeddings' text is (a 1-D tensor is a vector: a bias). Refused at LINE:COLUMN as they are, a
 // name given twice included. Names and shapes are not checked here (checkParameterValues does).
+// `rounded_to`, when given, gets the decimals the print rounded to (as ImportedEmbeddings::rounded_to).
 bool looksLikeStateDict(const std::string& text);
-std::vector<NamedTensor> parseStateDictText(const std::string& text, const std::string& source, const Limits& limits = {});
+std::vector<NamedTensor> parseStateDictText(const std::string& text, const std::string& source, const Limits& limits = {},
+                                            int* rounded_to = nullptr);
 
 // Token names for T rows: `given` when it has exactly T names, else t1 … tT.
 std::vector<std::string> tokenNames(const std::vector<std::string>& given, int T);

@@ -446,10 +446,10 @@ TEST(ImportNpz, StoredAndDeflatedEntriesByNameOrTheOnlyMatrix) {
     EXPECT_EQ(e.format, "npz");
     expectMatrix(parseEmbeddingsBytes(one, "f", {}, "bias"), matrixOf({{1, 2, 3}}));
     const std::string two = zip({{"inputs.npy", inputs}, {"other.npy", other}}, deflate);
-    EXPECT_EQ(bytesError(two), "f: 2 2-D arrays (inputs, other): name the one to use");
+    EXPECT_EQ(bytesError(two), "f: 2 2-D arrays (inputs, other): name the one to use with --array NAME");
     expectMatrix(parseEmbeddingsBytes(two, "f", {}, "other"), matrixOf({{7, 8}}));
     EXPECT_EQ(bytesError(two, "nope"), "f: no array named 'nope' (it holds: inputs, other)");
-    EXPECT_EQ(bytesError(zip({{"bias.npy", bias}}, deflate)), "f: no 2-D array among its arrays (bias): name the one to use");
+    EXPECT_EQ(bytesError(zip({{"bias.npy", bias}}, deflate)), "f: no 2-D array among its arrays (bias): name the one to use with --array NAME");
     EXPECT_EQ(bytesError(zip({{"a.npy", npy("<i4", "(1, 1)", std::string(4, '\0'))}}, deflate)),
               "f[a]: dtype int32 ('<i4') is not supported: save float32 or float64 values, e.g. np.save(path, x.astype(np.float32))");
     const std::vector<NamedArray> arrays = parseNpz(one, "f");
@@ -578,6 +578,27 @@ TEST(ImportStateDict, TorchsPrintOfEachSeedClass) {
   const std::vector<NamedTensor> d = parseStateDictText("{'W_query': tensor([[1.5, -2.],\n [3., 4.]], requires_grad=True)}", "x");
   ASSERT_EQ(d.size(), 1u);
   EXPECT_TRUE(test::bitwiseEqual(d[0].value, matrixOf({{1.5f, -2.f}, {3.f, 4.f}})));
+}
+
+// torch prints 4 decimals by default (profile="full" too): the values are rounded, and the reader
+// says to how many so the user is told (DESIGN §2.5); precision=8, integers, NumPy and lists are not.
+TEST(ImportText, TorchsRoundedPrintsAreMarked) {
+  EXPECT_EQ(parseEmbeddingsText("tensor([[0.4300, 0.1500, 0.8900],\n        [0.5500, 0.8700, 0.6600]])", "x").rounded_to, 4);
+  EXPECT_EQ(parseEmbeddingsText("tensor([[ 1.0000e-05, -2.0000e+03]])", "x").rounded_to, 4);
+  EXPECT_EQ(parseEmbeddingsText("tensor([[0.43, 0.15]])", "x").rounded_to, 2);  // precision=2
+  EXPECT_EQ(parseEmbeddingsText("tensor([[0.43000001, 0.15000001]])", "x").rounded_to, 0);  // precision=8
+  EXPECT_EQ(parseEmbeddingsText("tensor([[1., 0.],\n        [0., 1.]])", "x").rounded_to, 0);  // whole numbers: exact
+  EXPECT_EQ(parseEmbeddingsText("array([[0.43, 0.15]], dtype=float32)", "x").rounded_to, 0);
+  EXPECT_EQ(parseEmbeddingsText("[[0.4300, 0.1500]]", "x").rounded_to, 0);
+  int rounded = -1;
+  parseStateDictText(kV2StateDict, "x", {}, &rounded);
+  EXPECT_EQ(rounded, 4);
+  parseStateDictText("OrderedDict([('W_query.weight', tensor([[0.12345678, 1.]]))])", "x", {}, &rounded);
+  EXPECT_EQ(rounded, 0);
+  const std::string note = roundedPrintNote(4);
+  EXPECT_EQ(note, "torch printed these values with 4 decimals, so they are rounded (each by up to 5e-05). For 8 decimals "
+                  "print them after torch.set_printoptions(precision=8) (profile=\"full\" alone keeps 4), or save them "
+                  "with np.savez for the exact values");
 }
 
 TEST(ImportStateDict, RefusalsNameLineAndColumn) {
