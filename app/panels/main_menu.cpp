@@ -115,7 +115,7 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
       if (ImGui::MenuItem("Paste parameters")) cmd.push("paste_parameters");  // a printed state_dict
       if (ImGui::IsItemHovered())
         ImGui::SetTooltip("The clipboard's print(m.state_dict()) in place of those weights (the Weights tab shows them);\n"
-                          "print it in full first: torch.set_printoptions(profile=\"full\")");
+                          "print it in full first: torch.set_printoptions(profile=\"full\", precision=8) (4 decimals otherwise)");
       layout().widget("menu_paste_parameters");
       ImGui::EndMenu();
     }

@@ -225,7 +225,7 @@ void WeightsPanel::draw(const PanelContext& ctx) {
   if (ImGui::Button("Paste parameters")) ctx.commands.push("paste_parameters");  // the clipboard's state_dict
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("print(m.state_dict()) copied from your notebook (OrderedDict([('W_query.weight', tensor(…)), …]));\n"
-                      "print it in full first: torch.set_printoptions(profile=\"full\")");
+                      "print it in full first: torch.set_printoptions(profile=\"full\", precision=8) (4 decimals otherwise)");
   layout().widget("weights_paste");
   ImGui::TextDisabled("%s", layoutText(m).c_str());
   ImGui::PopTextWrapPos();

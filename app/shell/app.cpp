@@ -197,6 +197,7 @@ void App::paste(const Command& c, double now) {
                            : "Nothing pasted: the clipboard holds no text. Copy what print(x) shows in your notebook, "
                              "then Edit › Paste embeddings (Ctrl+Shift+V)");
     filled.args["text"] = text;
+    filled.from_clipboard = true;  // refusals name the clipboard
   }
   try {
     doc_.apply(filled);

@@ -157,22 +157,31 @@ int run(int argc, char** argv) {
   std::string import_tokens, import_variant;
   std::int64_t import_seed = 0;
   int import_heads = 0;
+  bool import_eval = false;
   auto* import_cmd = app.add_subcommand(
       "import", "print a workspace made from your own embeddings: a printed tensor, a NumPy repr, CSV/TSV, "
-                "JSON lists, .npy or .npz");
+                "JSON lists, .npy or .npz. The module is in training mode, as torch builds it and the notebook "
+                "runs it (--eval for eval mode), unless --parameters is a workspace: then its mode");
   import_cmd->add_option("--embeddings", import_request.embeddings,
                          "the embeddings: a text file (tensor(...), array(...), lists, CSV/TSV), .npy or .npz; - for stdin")
       ->required();
-  import_cmd->add_option("--array", import_request.array, "the .npz entry to use (default: its only 2-D array)");
+  import_cmd->add_option("--array", import_request.array,
+                         "the .npz entry to use (default: its only 2-D array; needed when it has several)");
   import_cmd->add_option("--parameters", import_request.parameters,
-                         "the module's own parameters: a .npz of its state_dict(), or JSON of name -> nested lists");
+                         "the module's own parameters: a .npz of its state_dict(), print(m.state_dict()), JSON of "
+                         "name -> nested lists, or a workspace (its model too); the class, d_out, qkv_bias and the "
+                         "wrapper's heads come from the names and shapes");
   auto* import_tokens_opt =
       import_cmd->add_option("--tokens", import_tokens, "token names separated by spaces, e.g. \"Your journey starts\"");
   auto* import_variant_opt = import_cmd->add_option("--variant", import_variant, "the module (default multihead)");
   auto* import_seed_opt = import_cmd->add_option("--seed", import_seed, "torch.manual_seed before the module is built")
                               ->check(CLI::Range(std::int64_t{0}, std::int64_t{4294967295LL}));
-  auto* import_heads_opt = import_cmd->add_option("--num-heads", import_heads, "heads (multihead_wrapper, multihead)")
-                               ->check(CLI::Range(1, 1 << 20));
+  auto* import_heads_opt =
+      import_cmd->add_option("--num-heads", import_heads,
+                             "heads (multihead_wrapper, multihead); needed with a MultiHeadAttention's --parameters: its "
+                             "weights do not say how d_out splits into heads")
+          ->check(CLI::Range(1, 1 << 20));
+  import_cmd->add_flag("--eval", import_eval, "the module in eval mode (m.eval(): no dropout); default training");
 
   // One budget for every command: what a workspace may cost to read and to compute.
   double budget_mib = static_cast<double>(Limits{}.max_memory_bytes >> 20);
@@ -246,6 +255,7 @@ int run(int argc, char** argv) {
     }
     if (*import_seed_opt) import_request.seed = static_cast<std::uint32_t>(import_seed);
     if (*import_heads_opt) import_request.num_heads = import_heads;
+    if (import_eval) import_request.training = false;
     const ImportResult imported = importWorkspace(import_request, limits);
     const std::string text = dumpWorkspace(imported.workspace);  // everything that can fail has run
     for (const std::string& note : imported.notes) std::cerr << "note: " << note << "\n";

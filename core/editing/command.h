@@ -42,6 +42,9 @@ struct Command {
   nlohmann::json args = nlohmann::json::object();    // its arguments, checked against the table
   std::string gesture;  // not in JSON: edits of one drag share it and make one undo step
   int script_index = -1;  // not in JSON: its position in a --commands file, −1 for the UI's own
+  // Not in JSON: the app read a paste's `text` from the clipboard, so messages name "clipboard";
+  // text a command gives is "pasted text".
+  bool from_clipboard = false;
 
   const CommandInfo& info() const;  // the table entry (the name was checked on creation)
   // Typed arguments; throw InputError naming the argument when missing or of the wrong kind.

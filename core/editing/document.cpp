@@ -330,8 +330,9 @@ DocumentChange Document::apply(const Command& c) {
       throw InputError(std::string("text: required (Edit › Paste ") + (parameters ? "parameters" : "embeddings") +
                        " reads the clipboard)");
     const auto paste = parameters ? pasteParameters : pasteEmbeddings;
+    const std::string source = c.from_clipboard ? "clipboard" : "pasted text";  // where messages say the text was
     std::string pasted;  // what was pasted, in words: the note
-    const DocumentChange change = editContent([&](Workspace& w) { pasted = paste(w, c.text("text"), limits_); }, g);
+    const DocumentChange change = editContent([&](Workspace& w) { pasted = paste(w, c.text("text"), source, limits_); }, g);
     note_ = pasted;
     return change;
   }

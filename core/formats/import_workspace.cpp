@@ -1,5 +1,6 @@
 #include "formats/import_workspace.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <sys/stat.h>
@@ -36,10 +37,6 @@ bool isBuffer(const std::string& name) {
   return name == "mask" || (name.size() > 5 && name.compare(name.size() - 5, 5, ".mask") == 0);
 }
 
-bool endsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 // "FILE:LINE:COLUMN" of a byte offset in text.
 std::string placeOf(const std::string& path, const std::string& text, std::size_t byte) {
   int line = 1, col = 1;
@@ -52,6 +49,83 @@ std::string placeOf(const std::string& path, const std::string& text, std::size_
     }
   }
   return path + ":" + str(line) + ":" + str(col);
+}
+
+const char* const kProjections[] = {"W_query", "W_key", "W_value"};
+
+// "heads.3.W_query.weight" → 3, with "W_query.weight" in *local; another name → -1 and itself.
+int headOf(const std::string& name, std::string* local) {
+  *local = name;
+  if (name.rfind("heads.", 0) != 0) return -1;
+  const std::size_t dot = name.find('.', 6);
+  if (dot == std::string::npos || dot == 6 || dot - 6 > 6) return -1;
+  for (std::size_t k = 6; k < dot; ++k)
+    if (name[k] < '0' || name[k] > '9') return -1;
+  *local = name.substr(dot + 1);
+  return std::stoi(name.substr(6, dot - 6));
+}
+
+// The wrapper's heads its names say: the highest N of heads.N. + 1 (0: none).
+int headsNamed(const ParameterValues& values) {
+  int heads = 0;
+  std::string local;
+  for (const NamedTensor& t : values) heads = std::max(heads, headOf(t.name, &local) + 1);
+  return heads;
+}
+
+// d_out as the shapes say it for the class `v` (-1: none says): a projection's rows (its columns
+// for SelfAttention_v1: x @ W), else out_proj's, else a bias's length.
+int dOutOf(const ParameterValues& values, Variant v) {
+  std::string local;
+  for (const NamedTensor& t : values) {
+    headOf(t.name, &local);
+    if (t.is_vector) continue;
+    for (const char* w : kProjections) {
+      if (v == Variant::SelfAttentionV1 && local == w) return static_cast<int>(t.value.cols());
+      if (local == std::string(w) + ".weight") return static_cast<int>(t.value.rows());
+    }
+  }
+  for (const NamedTensor& t : values)
+    if (t.name == "out_proj.weight" && !t.is_vector) return static_cast<int>(t.value.rows());
+  for (const NamedTensor& t : values)
+    if (t.is_vector) return static_cast<int>(t.value.cols());
+  return -1;
+}
+
+// A bias of W_query, W_key or W_value among them (of any head).
+bool hasQkvBias(const ParameterValues& values) {
+  std::string local;
+  for (const NamedTensor& t : values) {
+    headOf(t.name, &local);
+    for (const char* w : kProjections)
+      if (local == std::string(w) + ".bias") return true;
+  }
+  return false;
+}
+
+// Whether they name every W_query, W_key and W_value of the class (of each of `heads` heads for the
+// wrapper): a whole state_dict, so biases it lacks are biases the module lacks.
+bool namesEveryProjection(const ParameterValues& values, Variant v, int heads) {
+  for (int h = 0; h < (v == Variant::MultiHeadWrapper ? heads : 1); ++h)
+    for (const char* w : kProjections) {
+      const std::string name = (v == Variant::MultiHeadWrapper ? "heads." + str(h) + "." : std::string()) + w +
+                               (v == Variant::SelfAttentionV1 ? "" : ".weight");
+      bool found = false;
+      for (const NamedTensor& t : values) found = found || t.name == name;
+      if (!found) return false;
+    }
+  return true;
+}
+
+// The head counts MultiHeadAttention can split d_out into: "1, 2, 3 or 6".
+std::string divisorWords(int d_out, int max_heads) {
+  std::vector<int> all;
+  for (int h = 1; h <= std::min(d_out, max_heads); ++h)
+    if (d_out % h == 0) all.push_back(h);
+  std::string words;
+  for (std::size_t k = 0; k < all.size(); ++k)
+    words += (k == 0 ? "" : k + 1 == all.size() ? " or " : ", ") + str(all[k]);
+  return words;
 }
 
 }  // namespace
@@ -102,7 +176,7 @@ ImportedParameters parseParametersText(const std::string& bytes, const std::stri
     else out.values.push_back(std::move(t));
   };
   if (looksLikeStateDict(bytes)) {  // print(m.state_dict())
-    for (NamedTensor& t : parseStateDictText(bytes, path, limits)) add(std::move(t));
+    for (NamedTensor& t : parseStateDictText(bytes, path, limits, &out.rounded_to)) add(std::move(t));
     if (out.values.empty()) throw InputError(path + ": no parameters in it (only buffers)");
     return out;
   }
@@ -120,6 +194,13 @@ ImportedParameters parseParametersText(const std::string& bytes, const std::stri
   nlohmann::json j = std::move(doc.tree);
   if (j.is_object() && j.contains("format") && j["format"] == "attnscope-workspace") {
     if (!j.contains("parameters")) throw InputError(path + ": this workspace has no \"parameters\"");
+    if (j.contains("model")) {  // what the names cannot say: num_heads, the mode
+      try {
+        out.model = parseModel(j["model"]);
+      } catch (const InputError& e) {
+        throw InputError(path + ": " + e.what());
+      }
+    }
     j = std::move(j["parameters"]);  // moved: a copy of a deep value would recurse
   }
   std::shared_ptr<const ParameterValues> values;
@@ -144,22 +225,18 @@ ImportedParameters parseParametersText(const std::string& bytes, const std::stri
 
 ModelConfig modelForParameters(const ImportedParameters& p, std::optional<Variant> variant, std::optional<int> num_heads,
                                std::vector<std::string>* notes) {
-  bool heads = false, out_proj = false, bare = false, bias = false;
-  int max_head = -1;
+  // A workspace says its whole module, heads and mode included: taken as it is, the flags over it.
+  if (p.model && (!variant || *variant == p.model->variant)) {
+    ModelConfig m = *p.model;
+    m.parameters.reset();
+    if (num_heads) m.num_heads = *num_heads;
+    return m;
+  }
+  bool heads = false, out_proj = false, bare = false;
   for (const NamedTensor& t : p.values) {
-    if (t.name.rfind("heads.", 0) == 0) {
-      heads = true;
-      const std::size_t dot = t.name.find('.', 6);
-      try {
-        if (dot != std::string::npos) max_head = std::max(max_head, std::stoi(t.name.substr(6, dot - 6)));
-      } catch (const std::exception&) {
-      }
-    }
-    if (t.name.rfind("out_proj.", 0) == 0) out_proj = true;
-    for (const char* w : {"W_query", "W_key", "W_value"}) {
-      if (t.name == w) bare = true;
-      if (endsWith(t.name, std::string(w) + ".bias")) bias = true;
-    }
+    heads = heads || t.name.rfind("heads.", 0) == 0;
+    out_proj = out_proj || t.name.rfind("out_proj.", 0) == 0;
+    for (const char* w : kProjections) bare = bare || t.name == w;
   }
   Variant v;
   if (variant) {
@@ -178,31 +255,22 @@ ModelConfig modelForParameters(const ImportedParameters& p, std::optional<Varian
       notes->push_back("no causal mask among the parameters: SelfAttention_v2 (give --variant causal for CausalAttention)");
   }
   ModelConfig m = defaultConfig(v);
-  // d_out from the first projection found, else out_proj, else a bias.
-  int d_out = -1;
-  const std::string prefix = v == Variant::MultiHeadWrapper ? "heads.0." : "";
-  for (const NamedTensor& t : p.values) {
-    for (const char* w : {"W_query", "W_key", "W_value"}) {
-      if (d_out < 0 && v == Variant::SelfAttentionV1 && t.name == prefix + w && !t.is_vector) d_out = static_cast<int>(t.value.cols());
-      if (d_out < 0 && t.name == prefix + w + ".weight" && !t.is_vector) d_out = static_cast<int>(t.value.rows());
-    }
-  }
-  for (const NamedTensor& t : p.values) {
-    if (d_out < 0 && t.name == "out_proj.weight" && !t.is_vector) d_out = static_cast<int>(t.value.rows());
-    if (d_out < 0 && t.is_vector) d_out = static_cast<int>(t.value.cols());
-  }
+  if (p.model) m.training = p.model->training;  // the mode the file says, whatever the class
+  const int d_out = dOutOf(p.values, v);
   if (d_out > 0 && v != Variant::Simple) m.d_out = d_out;
-  m.qkv_bias = bias && hasLinearLayers(v);
+  m.qkv_bias = hasQkvBias(p.values) && hasLinearLayers(v);
+  const int named = headsNamed(p.values);
   if (num_heads) {
     m.num_heads = *num_heads;
-  } else if (v == Variant::MultiHeadWrapper && max_head >= 0) {
-    m.num_heads = max_head + 1;
-  } else if (v == Variant::MultiHead && m.d_out % m.num_heads != 0) {
-    throw InputError("--num-heads: the parameters have d_out = " + str(m.d_out) + ", not divisible by " +
-                     str(m.num_heads) + " heads (the default): give --num-heads (a divisor of " + str(m.d_out) + ")");
-  } else if (v == Variant::MultiHead && notes) {
-    notes->push_back("num_heads = " + str(m.num_heads) + " (the default; the weights do not say how MultiHeadAttention "
-                     "splits d_out = " + str(m.d_out) + " into heads: give --num-heads to choose)");
+  } else if (v == Variant::MultiHeadWrapper && named > 0) {
+    m.num_heads = named;
+  } else if (v == Variant::MultiHead) {
+    // Its weights are the same for any split of d_out: a count taken by default gave a 3-head
+    // module's output off by 0.027. Only d_out = 1 leaves one choice.
+    if (m.d_out != 1)
+      throw InputError("--num-heads: MultiHeadAttention's weights do not say how it splits d_out = " + str(m.d_out) +
+                       " into heads: give --num-heads as your module was built (" + divisorWords(m.d_out, Limits{}.max_heads) + ")");
+    m.num_heads = 1;
   }
   return m;
 }
@@ -216,6 +284,9 @@ ImportResult importWorkspace(const ImportRequest& request, const Limits& limits)
   ImportResult result;
   Workspace& ws = result.workspace;
   ws.embeddings = e.values;
+  if (e.rounded_to > 0)
+    result.notes.push_back((request.embeddings == "-" ? std::string("stdin") : request.embeddings) + ": " +
+                           roundedPrintNote(e.rounded_to));
 
   // Names: --tokens when their count matches, else the file's own (a CSV's first column), else t1 … tT.
   if (request.tokens) {
@@ -238,8 +309,10 @@ ImportResult importWorkspace(const ImportRequest& request, const Limits& limits)
     const ImportedParameters p = readParametersFile(request.parameters, limits);
     ws.model = modelForParameters(p, request.variant, request.num_heads, &result.notes);
     ws.model.parameters = std::make_shared<const ParameterValues>(p.values);
+    if (p.rounded_to > 0) result.notes.push_back(request.parameters + ": " + roundedPrintNote(p.rounded_to));
   }
   if (request.seed) ws.model.seed = *request.seed;
+  if (request.training) ws.model.training = *request.training;
   try {
     validateWorkspace(ws, limits);  // as a loaded file is: what is printed opens again
   } catch (const InputError& e) {
@@ -267,8 +340,8 @@ std::string formatWords(const std::string& format) {
 
 }  // namespace
 
-std::string pasteEmbeddings(Workspace& ws, const std::string& text, const Limits& limits) {
-  ImportedEmbeddings e = parseEmbeddingsText(text, "clipboard", limits);
+std::string pasteEmbeddings(Workspace& ws, const std::string& text, const std::string& source, const Limits& limits) {
+  ImportedEmbeddings e = parseEmbeddingsText(text, source, limits);
   const int T = static_cast<int>(e.values.rows()), d_in = static_cast<int>(e.values.cols());
   const int before = static_cast<int>(ws.tokens.size()), d_in_before = static_cast<int>(ws.embeddings.cols());
   // The names the text carries, else the table's own when the count matches, else t1 … tT.
@@ -290,23 +363,90 @@ std::string pasteEmbeddings(Workspace& ws, const std::string& text, const Limits
   else if (kept) note += "; the " + str(T) + " token names kept";
   else note += "; tokens named t1 … t" + str(T) + " (" + str(T) + (T == 1 ? " row" : " rows") + " for " + str(before) +
                (before == 1 ? " token" : " tokens") + ")";
+  if (e.rounded_to > 0) note += ". Note: " + roundedPrintNote(e.rounded_to);
   return note;
 }
 
-std::string pasteParameters(Workspace& ws, const std::string& text, const Limits& limits) {
-  const ImportedParameters p = parseParametersText(text, "clipboard", limits);
-  try {
-    setParameterTensors(ws, p.values);
-  } catch (const InputError& e) {  // say whose module the tensors do not fit
-    throw InputError("clipboard: " + std::string(e.what()) + " (this step's module is " + seedClassName(ws.model.variant) + " with d_in = " +
-                     str(ws.embeddings.cols()) + ", d_out = " + str(ws.model.d_out) + ")");
+namespace {
+
+// The module a paste makes of `current` (DESIGN §2.4): the step, seed, dropout and mode stay; d_out,
+// qkv_bias and the wrapper's heads as the tensors say. Throws InputError (no source) when
+// MultiHeadAttention's heads cannot be known.
+ModelConfig modelForPaste(const ModelConfig& current, const ImportedParameters& p, const Limits& limits,
+                          std::vector<std::string>* notes) {
+  ModelConfig m = current;
+  const Variant v = m.variant;
+  if (!hasProjections(v)) return m;  // setParameterTensors says there is nothing to paste into
+  const int named = headsNamed(p.values);
+  if (v == Variant::MultiHeadWrapper && named > 0)  // a part of a state_dict may name fewer heads than there are
+    m.num_heads = namesEveryProjection(p.values, v, named) ? named : std::max(m.num_heads, named);
+  if (const int d_out = dOutOf(p.values, v); d_out > 0) m.d_out = d_out;
+  if (hasLinearLayers(v)) {
+    if (hasQkvBias(p.values)) m.qkv_bias = true;
+    else if (namesEveryProjection(p.values, v, m.num_heads)) m.qkv_bias = false;
   }
+  if (v != Variant::MultiHead) return m;
+  if (p.model && p.model->variant == v) {  // a workspace says its heads
+    m.num_heads = p.model->num_heads;
+  } else if (m.d_out == 1) {
+    m.num_heads = 1;
+  } else if (m.d_out % m.num_heads != 0) {
+    throw InputError("MultiHeadAttention's weights do not say how it splits d_out = " + str(m.d_out) + " into heads, and num_heads = " +
+                     str(m.num_heads) + " does not divide it: set d_out to " + str(m.d_out) + " and num_heads to your module's (" +
+                     divisorWords(m.d_out, limits.max_heads) + ") in the Model panel first, then paste again");
+  } else if (notes) {
+    notes->push_back("num_heads = " + str(m.num_heads) + " kept: the weights do not say how MultiHeadAttention splits d_out = " +
+                     str(m.d_out) + " into heads (if yours has another num_heads, set it in the Model panel; the weights stay)");
+  }
+  return m;
+}
+
+}  // namespace
+
+std::string pasteParameters(Workspace& ws, const std::string& text, const std::string& source, const Limits& limits) {
+  const ImportedParameters p = parseParametersText(text, source, limits);
+  std::vector<std::string> notes;
+  Workspace next = ws;
+  try {
+    next.model = modelForPaste(ws.model, p, limits, &notes);
+  } catch (const InputError& e) {
+    throw InputError(source + ": " + e.what());
+  }
+  const ModelConfig& was = ws.model;
+  const ModelConfig& now = next.model;
+  std::string changed;  // what the tensors changed of the module, for the note
+  if (now.d_out != was.d_out) changed += ", d_out " + str(was.d_out) + " → " + str(now.d_out);
+  if (now.num_heads != was.num_heads) changed += ", num_heads " + str(was.num_heads) + " → " + str(now.num_heads);
+  if (now.qkv_bias != was.qkv_bias) changed += std::string(", qkv_bias ") + (now.qkv_bias ? "on" : "off");
+  if (!changed.empty()) notes.insert(notes.begin(), "as the tensors say: " + changed.substr(2));
+  try {
+    setParameterTensors(next, p.values);
+  } catch (const InputError& e) {  // say whose module the tensors do not fit
+    const std::string what = e.what();
+    const int d_in = static_cast<int>(ws.embeddings.cols());
+    std::string module = "this step's module is " + std::string(seedClassName(next.model.variant)) + " with d_in = " + str(d_in);
+    module += next.model.d_out == ws.model.d_out ? ", d_out = " + str(next.model.d_out)
+                                                 : "; the pasted tensors say d_out = " + str(next.model.d_out);
+    // A tensor of the user's own that the text does not name, made for the module as it was.
+    std::string hint;
+    if (what.rfind("parameters.", 0) == 0 && isOwnParameter(ws.model, what.substr(11, what.find_first_of(":[ ") - 11))) {
+      bool pasted = false;
+      for (const NamedTensor& t : p.values) pasted = pasted || what.rfind("parameters." + t.name + ":", 0) == 0;
+      if (!pasted)
+        hint = "; your own parameters that the text does not name are for the module as it was: Weights › Back to the "
+               "seeded initialization first (undo brings them back), or paste them too";
+    }
+    throw InputError(source + ": " + what + " (" + module + ")" + hint);
+  }
+  ws = std::move(next);
   std::string names;
   for (const NamedTensor& t : p.values) names += (names.empty() ? "" : ", ") + t.name;
   std::string note = "Pasted " + str(static_cast<long long>(p.values.size())) +
                      (p.values.size() == 1 ? " parameter (" : " parameters (") + names + ")";
   if (!p.buffers.empty()) note += "; the buffer" + std::string(p.buffers.size() == 1 ? " " : "s ") + p.buffers[0] +
                                   (p.buffers.size() > 1 ? ", …" : "") + " left out (not a parameter)";
+  for (const std::string& n : notes) note += "; " + n;
+  if (p.rounded_to > 0) note += ". Note: " + roundedPrintNote(p.rounded_to);
   return note;
 }
 

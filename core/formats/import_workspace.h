@@ -20,6 +20,7 @@ struct ImportRequest {
   std::optional<std::uint32_t> seed;      // default: the variant's (§2.1)
   std::optional<int> num_heads;           // default: the variant's
   std::string parameters;                 // a file of the module's parameters ("": seeded only)
+  std::optional<bool> training;           // default: a workspace file's mode, else training (as built)
 };
 
 struct ImportResult {
@@ -34,6 +35,10 @@ struct ImportResult {
 struct ImportedParameters {
   ParameterValues values;            // in the file's order; 1-D arrays are biases (is_vector)
   std::vector<std::string> buffers;  // names of the buffers left out
+  int rounded_to = 0;                // a torch print's decimals when it rounded the values, else 0
+  // A workspace's model (parameters aside): what its names and shapes cannot say — num_heads of
+  // MultiHeadAttention, the training/eval mode — is in it.
+  std::optional<ModelConfig> model;
 };
 ImportedParameters readParametersFile(const std::string& path, const Limits& limits = {});
 // The same from text: a printed state_dict (print(m.state_dict()): OrderedDict([('W_query.weight',
@@ -41,9 +46,12 @@ ImportedParameters readParametersFile(const std::string& path, const Limits& lim
 ImportedParameters parseParametersText(const std::string& text, const std::string& source, const Limits& limits = {});
 
 // The variant, d_out, num_heads and qkv_bias a state_dict's names and shapes say (DESIGN §2.5):
-// heads.N → multihead_wrapper, out_proj → multihead, W_query without .weight →
-// self_attention_v1, else causal with a mask buffer and self_attention_v2 without; `variant` and
-// `num_heads`, when given, are kept. `notes` gets what was guessed. The seed is the variant's.
+// heads.N → multihead_wrapper (num_heads = the highest N + 1), out_proj → multihead, W_query
+// without .weight → self_attention_v1, else causal with a mask buffer and self_attention_v2
+// without; `variant` and `num_heads`, when given, are kept. MultiHeadAttention's split into heads
+// is in no weight: without `num_heads` it is refused ("--num-heads: …") unless d_out = 1. A
+// workspace's parameters come with its model, taken whole (the flags over it). `notes` gets what
+// was guessed. The seed is the variant's; the mode the workspace's, else training.
 ModelConfig modelForParameters(const ImportedParameters& p, std::optional<Variant> variant, std::optional<int> num_heads,
                                std::vector<std::string>* notes);
 
@@ -54,17 +62,23 @@ ModelConfig modelForParameters(const ImportedParameters& p, std::optional<Varian
 ImportResult importWorkspace(const ImportRequest& request, const Limits& limits = {});
 
 // Edit › Paste embeddings (the `paste_embeddings` command, docs/DESIGN.md §3.2): `text` in any of
-// the text forms (parseEmbeddingsText; messages "clipboard:LINE:COLUMN: why") in place of the
+// the text forms (parseEmbeddingsText; messages "SOURCE:LINE:COLUMN: why", SOURCE "clipboard" when
+// the app read it there, "pasted text" when a command gave it) in place of the
 // workspace's embeddings and tokens. Names: the text's own (a CSV's first column), else the
 // workspace's when there are as many, else t1 … tT (tokenNames, as importWorkspace names them). The
 // model is kept ('simple': d_out = d_in); the user's parameters must fit the pasted d_in. Returns
-// what was done, for the user ("Pasted 6 × 3 embeddings (a printed torch tensor); …").
-std::string pasteEmbeddings(Workspace& ws, const std::string& text, const Limits& limits = {});
+// what was done, for the user ("Pasted 6 × 3 embeddings (a printed torch tensor); …"; a torch print
+// that rounds says so, roundedPrintNote).
+std::string pasteEmbeddings(Workspace& ws, const std::string& text, const std::string& source, const Limits& limits = {});
 
 // Edit › Paste parameters (the `paste_parameters` command): a printed state_dict (or its JSON) in
 // place of those tensors of the module (setParameterTensors; buffers such as the causal mask left
-// out); the others keep their values. Each name and shape is checked against the module. Returns
-// what was done, for the user.
-std::string pasteParameters(Workspace& ws, const std::string& text, const Limits& limits = {});
+// out); the others keep their values. The step stays, with its seed, dropout and training/eval
+// mode; what the tensors say is taken (DESIGN §2.4): d_out from their shapes, qkv_bias from their
+// biases (false when they name every projection and no bias), the wrapper's num_heads from
+// heads.N. MultiHeadAttention's num_heads is kept when it divides d_out (a note says so), else the
+// paste is refused with how to set it first. Each name and shape is checked against the module.
+// Messages "SOURCE: why". Returns what was done, for the user.
+std::string pasteParameters(Workspace& ws, const std::string& text, const std::string& source, const Limits& limits = {});
 
 }  // namespace attnscope

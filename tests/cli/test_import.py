@@ -217,7 +217,7 @@ class ImportTest(unittest.TestCase):
             save(path, inputs=x, other=y)
             self.expect_values(path, x, "--array", "inputs")
             self.expect_values(path, y.astype(np.float32), "--array", "other")
-            self.expect_error(path, re.escape(path) + r": 2 2-D arrays \(inputs, other\): name the one to use$")
+            self.expect_error(path, re.escape(path) + r": 2 2-D arrays \(inputs, other\): name the one to use with --array NAME$")
             self.expect_error(path, re.escape(path) + r": no array named 'x' \(it holds: inputs, other\)$",
                               "--array", "x")
             save(path, x)  # unnamed: arr_0
@@ -284,10 +284,11 @@ class ImportTest(unittest.TestCase):
                  (sc.SelfAttention_v2(3, 4, qkv_bias=True), "self_attention_v2", 4, 1, True, "no causal mask"),
                  (sc.CausalAttention(3, 2, 6, 0.0), "causal", 2, 1, False, ""),
                  (sc.MultiHeadAttentionWrapper(3, 2, 6, 0.0, 3), "multihead_wrapper", 2, 3, False, ""),
-                 (sc.MultiHeadAttention(3, 4, 6, 0.0, 2, qkv_bias=True), "multihead", 4, 2, True, "num_heads = 2")]
+                 (sc.MultiHeadAttention(3, 4, 6, 0.0, 2, qkv_bias=True), "multihead", 4, 2, True, "")]
         for i, (module, variant, d_out, heads, bias, note) in enumerate(cases):
             npz = self.save_state(module, compressed=i % 2 == 1)
-            ws, notes = self.imported(x, "--parameters", npz)
+            # MultiHeadAttention's heads are not in its weights: given (test_multihead_heads).
+            ws, notes = self.imported(x, "--parameters", npz, *(["--num-heads", "2"] if variant == "multihead" else []))
             m = ws["model"]
             self.assertEqual((m["variant"], m["d_out"], m["num_heads"], m["qkv_bias"]), (variant, d_out, heads, bias))
             self.assertIn(note, notes)
@@ -357,11 +358,11 @@ class ImportTest(unittest.TestCase):
         npz = self.save_state(sc.MultiHeadAttention(3, 2, 6, 0.0, 2), "mha.npz")
         self.expect_error(x4, "^" + re.escape(npz + ": parameters.W_query.weight: expected 2 × 4 (d_out × d_in), got a "
                                                   "2 × 3 matrix (the embeddings have 6 rows of d_in = 4)") + "$",
-                          "--parameters", npz)
+                          "--parameters", npz, "--num-heads", "2")
         x = self.write(str(torch.tensor(BOOK)))
         odd = self.save_state(sc.MultiHeadAttention(3, 3, 6, 0.0, 3), "odd.npz")
-        self.expect_error(x, r"^--num-heads: the parameters have d_out = 3, not divisible by 2 heads \(the default\): "
-                             r"give --num-heads", "--parameters", odd)
+        self.expect_error(x, r"^--num-heads: MultiHeadAttention's weights do not say how it splits d_out = 3 into heads: "
+                             r"give --num-heads as your module was built \(1 or 3\)$", "--parameters", odd)
         ws, _ = self.imported(x, "--parameters", odd, "--num-heads", "3")
         self.assertEqual(ws["model"]["num_heads"], 3)
         self.expect_error(x, "^" + re.escape(npz) + r": parameters\.out_proj\.weight: not a parameter of CausalAttention",
@@ -383,6 +384,105 @@ class ImportTest(unittest.TestCase):
         ragged = self.write('{"W_query.weight": [[1, 2, 3], [4, 5]]}', ".json")
         self.expect_error(x, "^" + re.escape(ragged) + r": parameters\.W_query\.weight\[1\]: has 2 values but row 0 has 3",
                           "--parameters", ragged)
+
+    def trace_output(self, ws):
+        run = subprocess.run([CLI, "trace", self.write(json.dumps(ws), ".json")], capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        return np.array([b["output"] for b in json.loads(run.stdout)["batches"]])
+
+    def test_multihead_heads(self):
+        """MultiHeadAttention's split into heads is in no weight: a 3-head module's state_dict is refused
+        without --num-heads (one line naming it; taking 2 put the output off by 0.027), and with it the
+        trace is torch's output. The wrapper's heads.N names say its heads."""
+        sc = self.load_seed_classes()
+        xs = np.random.default_rng(23).uniform(0, 1, (5, 4)).astype(np.float32)
+        x = self.write(repr(xs))
+        torch.manual_seed(11)
+        module = sc.MultiHeadAttention(4, 6, 5, 0.0, 3, qkv_bias=True)
+        with torch.no_grad():  # trained: other values than any seed's
+            for p in module.parameters():
+                p.add_(torch.randn_like(p))
+        try:
+            torch.set_printoptions(precision=8)
+            printed = self.write(str(module.state_dict()))
+        finally:
+            torch.set_printoptions(profile="default")
+        self.expect_error(x, r"^--num-heads: MultiHeadAttention's weights do not say how it splits d_out = 6 into heads: "
+                             r"give --num-heads as your module was built \(1, 2, 3 or 6\)$", "--parameters", printed)
+        ws, notes = self.imported(x, "--parameters", printed, "--num-heads", "3", "--seed", "11")
+        self.assertEqual((ws["model"]["d_out"], ws["model"]["num_heads"], ws["model"]["qkv_bias"]), (6, 3, True))
+        self.assertNotIn("decimals", notes)  # precision=8: no rounding note
+        out = self.trace_output(ws)
+        with torch.no_grad():
+            ref = module(torch.stack([torch.tensor(xs)] * ws["model"]["batch_size"])).numpy()
+        self.assertLessEqual(float(np.max(np.abs(out - ref) / (1 + np.abs(ref)))), 1e-5)
+        # The heads matter: the same weights split in 2 give another output, which the refusal prevents.
+        torch.manual_seed(11)
+        two = sc.MultiHeadAttention(4, 6, 5, 0.0, 2, qkv_bias=True)
+        two.load_state_dict(module.state_dict())
+        with torch.no_grad():
+            self.assertGreater(float(np.max(np.abs(two(torch.tensor(xs).unsqueeze(0))[0].numpy() - ref[0]))), 1e-3)
+        # The wrapper's heads.N. names say 3 heads, printed or saved.
+        torch.manual_seed(12)
+        wrapper = sc.MultiHeadAttentionWrapper(4, 2, 5, 0.0, 3)
+        for path in (self.write(str(wrapper.state_dict())), self.save_state(wrapper, "wrapper.npz")):
+            ws, _ = self.imported(x, "--parameters", path)
+            self.assertEqual((ws["model"]["variant"], ws["model"]["num_heads"], ws["model"]["d_out"]), ("multihead_wrapper", 3, 2))
+
+    def test_rounded_prints_are_noted(self):
+        """torch prints 4 decimals by default, profile="full" too: the import says the values are
+        rounded and how to print more (one stderr line each, the workspace still printed)."""
+        sc = self.load_seed_classes()
+        torch.manual_seed(3)
+        t = torch.rand(6, 3)
+        rounded = self.write(str(t))
+        ws, notes = self.imported(rounded)
+        lines = [l for l in notes.splitlines() if "decimals" in l]
+        self.assertEqual(len(lines), 1, notes)
+        self.assertTrue(lines[0].startswith("note: %s: torch printed these values with 4 decimals, so they are rounded" % rounded),
+                        lines[0])
+        self.assertIn("torch.set_printoptions(precision=8)", lines[0])
+        self.assertIn('profile="full" alone keeps 4', lines[0])
+        torch.manual_seed(4)
+        module = sc.CausalAttention(3, 2, 6, 0.0)
+        try:
+            torch.set_printoptions(profile="full")
+            sd = self.write(str(module.state_dict()))
+            torch.set_printoptions(precision=8)
+            exact = self.write(str(t))
+        finally:
+            torch.set_printoptions(profile="default")
+        _, notes = self.imported(exact, "--parameters", sd)
+        self.assertEqual([l for l in notes.splitlines() if "decimals" in l],
+                         ["note: %s: torch printed these values with 4 decimals, so they are rounded (each by up to 5e-05). "
+                          "For 8 decimals print them after torch.set_printoptions(precision=8) (profile=\"full\" alone keeps 4), "
+                          "or save them with np.savez for the exact values" % sd])
+        # 8 decimals are float32's rounding away from the values; 4 are up to 5e-05.
+        ws, _ = self.imported(exact)
+        self.assertLessEqual(float(np.max(np.abs(np.array(ws["embeddings"]) - t.numpy()))), 1e-7)
+        ws, _ = self.imported(rounded)
+        self.assertGreater(float(np.max(np.abs(np.array(ws["embeddings"]) - t.numpy()))), 1e-5)
+
+    def test_training_mode(self):
+        """No state_dict carries the mode: training, as torch builds a module, unless --eval; a workspace
+        given as --parameters keeps its own (and its heads)."""
+        x = self.write(repr(np.array(BOOK, dtype=np.float32)))
+        ws, _ = self.imported(x)
+        self.assertTrue(ws["model"]["training"])
+        ws, _ = self.imported(x, "--eval")
+        self.assertFalse(ws["model"]["training"])
+        sc = self.load_seed_classes()
+        torch.manual_seed(8)
+        npz = self.save_state(sc.MultiHeadAttention(3, 6, 6, 0.5, 3), "mha3.npz")
+        ws, _ = self.imported(x, "--parameters", npz, "--num-heads", "3", "--eval")
+        ws["model"]["dropout"] = 0.5
+        saved = self.write(json.dumps(ws), ".json")
+        again, _ = self.imported(x, "--parameters", saved)
+        self.assertEqual((again["model"]["training"], again["model"]["num_heads"], again["model"]["dropout"]), (False, 3, 0.5))
+        self.assertEqual(again["parameters"], ws["parameters"])
+        run = subprocess.run([CLI, "import", "--help"], capture_output=True, text=True, timeout=60)
+        self.assertIn("training mode", run.stdout)
+        self.assertIn("--eval", run.stdout)
 
     # ---- refusals -----------------------------------------------------------------------------
 

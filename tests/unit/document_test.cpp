@@ -731,7 +731,9 @@ TEST(PasteEmbeddings, ReplacesTheTableAsOneUndoStepAndNamesTheTokens) {
   EXPECT_TRUE(test::bitwiseEqual(d.workspace().embeddings,
                                  test::rows({{0.43f, 0.15f, 0.89f}, {0.55f, 0.87f, 0.66f}, {0.57f, 0.85f, 0.64f}, {0.22f, 0.58f, 0.33f}})));
   EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"t1", "t2", "t3", "t4"}));
-  EXPECT_EQ(d.note(), "Pasted 4 × 3 embeddings (a printed torch tensor); tokens named t1 … t4 (4 rows for 6 tokens)");
+  // torch's default print: 4 decimals, so the note says the values are rounded and how to print more.
+  EXPECT_EQ(d.note(), "Pasted 4 × 3 embeddings (a printed torch tensor); tokens named t1 … t4 (4 rows for 6 tokens). Note: " +
+                          roundedPrintNote(4));
   EXPECT_EQ(d.history().undoSteps(), before.undo_steps + 1);
   EXPECT_TRUE(d.dirty());
   EXPECT_TRUE(consistent(d));
@@ -742,7 +744,7 @@ TEST(PasteEmbeddings, ReplacesTheTableAsOneUndoStepAndNamesTheTokens) {
   d.apply(cmd("paste_embeddings", {{"text", kPrintedScientific}}));
   EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"Your", "t2"}));
   EXPECT_TRUE(test::bitwiseEqual(d.workspace().embeddings, test::rows({{1.5f, -2.25f, 1e-3f, 4.0f}, {0.1f, 0.2f, 0.3f, 0.4f}})));
-  EXPECT_EQ(d.note(), "Pasted 2 × 4 embeddings (a printed torch tensor); the 2 token names kept");
+  EXPECT_EQ(d.note(), "Pasted 2 × 4 embeddings (a printed torch tensor); the 2 token names kept. Note: " + roundedPrintNote(4));
   // A CSV's own names win; one undo brings the table back whole.
   d.apply(cmd("paste_embeddings", {{"text", "token,d0\ncat,1\nsat,2\n"}}));
   EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"cat", "sat"}));
@@ -766,7 +768,7 @@ TEST(TokenNames, BytesThatAreNotUtf8AreRefusedByEveryEdit) {
   EXPECT_TRUE(refusedUnchanged(d, cmd("rename_token", {{"index", 1}, {"name", bad}}), "tokens[1]: the name is not UTF-8 text"));
   EXPECT_TRUE(refusedUnchanged(d, cmd("add_token", {{"name", bad}}), "tokens[6]: the name is not UTF-8 text"));
   EXPECT_TRUE(refusedUnchanged(d, cmd("sentence", {{"text", "the " + bad + " opens"}}), "tokens[1]: the name is not UTF-8 text"));
-  EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", "Your,1\n" + bad + ",2\n"}}), "clipboard:2:1: this token name is not UTF-8"));
+  EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", "Your,1\n" + bad + ",2\n"}}), "pasted text:2:1: this token name is not UTF-8"));
   // Valid names of every kind survive a save and a load byte for byte.
   d.apply(cmd("paste_embeddings", {{"text", "\"caf\xC3\xA9\",1\n\"two\nlines\",2\n\xF0\x9F\x98\x80,3\n\"\xEF\xBF\xBF\",4\n"}}));
   EXPECT_EQ(parseWorkspace(dumpWorkspace(d.workspace())).tokens, d.workspace().tokens);
@@ -785,7 +787,7 @@ TEST(PasteParameters, DeepJsonIsRefusedNotACrash) {
                                     return s + "1" + std::string(d, '}');
                                   }() + "}"}) {
     Document doc;
-    EXPECT_TRUE(refusedUnchanged(doc, cmd("paste_parameters", {{"text", text}}), "clipboard")) << text.substr(0, 60);
+    EXPECT_TRUE(refusedUnchanged(doc, cmd("paste_parameters", {{"text", text}}), "pasted text")) << text.substr(0, 60);
   }
 }
 
@@ -866,12 +868,12 @@ TEST(PasteEmbeddings, BadTextIsRefusedAtItsPlaceAndChangesNothing) {
   // str(torch.rand(1001, 3)) is summarized: refused with how to print it in full.
   const std::string cut = "tensor([[0.2961, 0.5166, 0.2517],\n        [0.6886, 0.0740, 0.8665],\n        ...,\n"
                           "        [0.1746, 0.9441, 0.8916]])";
-  const auto r = refusedUnchanged(d, cmd("paste_embeddings", {{"text", cut}}), "clipboard:3:9: ");
+  const auto r = refusedUnchanged(d, cmd("paste_embeddings", {{"text", cut}}), "pasted text:3:9: ");
   EXPECT_TRUE(r);
   EXPECT_TRUE(contains(r.message(), "set_printoptions(profile=\"full\")")) << r.message();
-  EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", "tensor([[1., 2.],\n        [3.]])"}}), "clipboard:2:"));
-  EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", "[[1, nan]]"}}), "clipboard:1:"));
-  EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", ""}}), "clipboard"));
+  EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", "tensor([[1., 2.],\n        [3.]])"}}), "pasted text:2:"));
+  EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", "[[1, nan]]"}}), "pasted text:1:"));
+  EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", ""}}), "pasted text"));
   EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings"), "text: required"));
   // The user's parameters are for d_in = 3: four columns do not fit them, and the message says so.
   Document p;

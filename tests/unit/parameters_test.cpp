@@ -17,6 +17,8 @@
 #include "engine/attention.h"
 #include "engine/errors.h"
 #include "engine/parameters.h"
+#include "formats/import_workspace.h"
+#include "formats/tensor_import.h"
 #include "formats/workspace.h"
 #include "reference.h"
 #include "test_support.h"
@@ -457,7 +459,7 @@ TEST(ParameterCommands, PasteParametersTakesTorchsPrintedStateDict) {
   const std::size_t steps = d.history().undoSteps();
   d.apply(makeCommand("paste_parameters", {{"text", printed}}));
   EXPECT_EQ(d.history().undoSteps(), steps + 1);
-  EXPECT_EQ(d.note(), "Pasted 2 parameters (W_query.weight, W_key.weight)");
+  EXPECT_EQ(d.note(), "Pasted 2 parameters (W_query.weight, W_key.weight). Note: " + roundedPrintNote(4));
   ASSERT_TRUE(d.workspace().model.parameters);
   const ParameterValues& p = *d.workspace().model.parameters;
   ASSERT_EQ(p.size(), 3u);  // state_dict order; the earlier edit of W_value stays
@@ -475,10 +477,145 @@ TEST(ParameterCommands, PasteParametersTakesTorchsPrintedStateDict) {
   const std::string wide = errorOf([&] {
     d.apply(makeCommand("paste_parameters", {{"text", "OrderedDict([('W_query.weight', tensor([[1., 2.]]))])"}}));
   });
-  EXPECT_EQ(wide, "clipboard: parameters.W_query.weight: expected 2 × 3 (d_out × d_in), got a 1 × 2 matrix (this step's module is "
-                  "SelfAttention_v2 with d_in = 3, d_out = 2)");
+  EXPECT_EQ(wide, "pasted text: parameters.W_query.weight: expected 1 × 3 (d_out × d_in), got a 1 × 2 matrix (this step's module "
+                  "is SelfAttention_v2 with d_in = 3; the pasted tensors say d_out = 1)");
   EXPECT_EQ(d.version(), v);
   const std::string bad = errorOf([&] { d.apply(makeCommand("paste_parameters", {{"text", "OrderedDict([('W_query.weight', tensor([[1., ...]]))])"}})); });
-  EXPECT_EQ(bad.rfind("clipboard:1:46: torch printed this tensor summarized", 0), 0u) << bad;
+  EXPECT_EQ(bad.rfind("pasted text:1:46: torch printed this tensor summarized", 0), 0u) << bad;
   EXPECT_EQ(d.version(), v);
+  // Read by the app from the clipboard, the same text is named so.
+  Command from_clipboard = makeCommand("paste_parameters", {{"text", "OrderedDict([('W_query.weight', tensor([[1., ...]]))])"}});
+  from_clipboard.from_clipboard = true;
+  const std::string named = errorOf([&] { d.apply(from_clipboard); });
+  EXPECT_EQ(named.rfind("clipboard:1:46: ", 0), 0u) << named;
+  EXPECT_EQ(d.version(), v);
+}
+
+namespace {
+
+// The entries of print(m.state_dict()) for W_query, W_key, W_value of `rows` × 3 (after `prefix`).
+std::string projectionEntries(const std::string& prefix, int rows) {
+  std::string text;
+  for (const char* w : {"W_query", "W_key", "W_value"}) {
+    text += std::string(text.empty() ? "" : ", ") + "('" + prefix + w + ".weight', tensor([";
+    for (int r = 0; r < rows; ++r) text += std::string(r ? ", " : "") + "[0.25, -0.5, 1.]";
+    text += "]))";
+  }
+  return text;
+}
+
+// print(m.state_dict()) of those projections, and `extra` entries.
+std::string printedProjections(const std::string& prefix, int rows, const std::string& extra = "") {
+  return "OrderedDict([" + projectionEntries(prefix, rows) + (extra.empty() ? "" : ", " + extra) + "])";
+}
+
+ModelConfig pastedInto(Workspace ws, const std::string& text, std::string* note = nullptr) {
+  Document d(std::move(ws));
+  d.apply(makeCommand("paste_parameters", {{"text", text}}));
+  if (note) *note = d.note();
+  return d.workspace().model;
+}
+
+}  // namespace
+
+// Paste parameters takes what the tensors say of the module (DESIGN §2.4): d_out from their shapes,
+// qkv_bias from their biases, the wrapper's heads from heads.N; the step, seed and mode stay.
+TEST(PasteParameters, TheModuleIsWhatTheTensorsSay) {
+  Workspace v2 = bookExample(Variant::SelfAttentionV2);
+  v2.model.training = false;
+  std::string note;
+  ModelConfig m = pastedInto(v2, printedProjections("", 4, "('W_query.bias', tensor([0., 1., 2., 3.]))"), &note);
+  EXPECT_EQ(m.d_out, 4);
+  EXPECT_TRUE(m.qkv_bias);
+  EXPECT_FALSE(m.training);  // the workspace's eval mode is kept
+  EXPECT_EQ(m.variant, Variant::SelfAttentionV2);
+  EXPECT_EQ(m.seed, v2.model.seed);
+  EXPECT_NE(note.find("as the tensors say: d_out 2 → 4, qkv_bias on"), std::string::npos) << note;
+  // Every projection named and no bias: the module has none.
+  Workspace biased = bookExample(Variant::SelfAttentionV2);
+  biased.model.qkv_bias = true;
+  EXPECT_FALSE(pastedInto(biased, printedProjections("", 2)).qkv_bias);
+  // One projection only: the biases may be elsewhere; qkv_bias stays.
+  EXPECT_TRUE(pastedInto(biased, "OrderedDict([('W_key.weight', tensor([[1., 2., 3.], [4., 5., 6.]]))])").qkv_bias);
+  // SelfAttention_v1's W are d_in × d_out: the columns say d_out.
+  EXPECT_EQ(pastedInto(bookExample(Variant::SelfAttentionV1), "{'W_query': tensor([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]])}").d_out, 3);
+  // The wrapper: heads.0 … heads.2 whole → 3 heads; a part naming heads.0 only keeps its 2.
+  const Workspace wrapper = bookExample(Variant::MultiHeadWrapper);
+  const std::string three =
+      printedProjections("heads.0.", 1, projectionEntries("heads.1.", 1) + ", " + projectionEntries("heads.2.", 1));
+  m = pastedInto(wrapper, three, &note);
+  EXPECT_EQ(m.num_heads, 3) << three;
+  EXPECT_EQ(m.d_out, 1);
+  EXPECT_NE(note.find("num_heads 2 → 3"), std::string::npos) << note;
+  EXPECT_EQ(pastedInto(wrapper, "OrderedDict([('heads.0.W_query.weight', tensor([[1., 2., 3.], [4., 5., 6.]]))])").num_heads, 2);
+}
+
+// MultiHeadAttention's weights do not say its heads: the workspace's count is kept when it divides
+// d_out, with a note; else the paste is refused with how to set it; a workspace's JSON says it.
+TEST(PasteParameters, MultiHeadAttentionsHeadsAreKeptOrAskedFor) {
+  const std::string out_proj = "('out_proj.weight', tensor([" + [] {
+    std::string rows;
+    for (int r = 0; r < 6; ++r) rows += std::string(r ? ", " : "") + "[1., 0., 0., 0., 0., 0.]";
+    return rows;
+  }() + "]))";
+  const std::string six = printedProjections("", 6, out_proj);
+  std::string note;
+  const ModelConfig m = pastedInto(bookExample(Variant::MultiHead), six, &note);
+  EXPECT_EQ(m.d_out, 6);
+  EXPECT_EQ(m.num_heads, 2);
+  EXPECT_NE(note.find("num_heads = 2 kept: the weights do not say how MultiHeadAttention splits d_out = 6 into heads"),
+            std::string::npos) << note;
+  Document d(bookExample(Variant::MultiHead));
+  d.apply(makeCommand("model", {{"fields", {{"d_out", 4}, {"num_heads", 4}}}}));
+  const Workspace before = d.workspace();
+  const std::string e = errorOf([&] { d.apply(makeCommand("paste_parameters", {{"text", six}})); });
+  EXPECT_EQ(e, "pasted text: MultiHeadAttention's weights do not say how it splits d_out = 6 into heads, and num_heads = 4 "
+               "does not divide it: set d_out to 6 and num_heads to your module's (1, 2, 3 or 6) in the Model panel first, "
+               "then paste again");
+  EXPECT_TRUE(equalWorkspaces(d.workspace(), before));
+  // As the message says: d_out 6, num_heads 3, then the paste keeps 3.
+  d.apply(makeCommand("model", {{"fields", {{"d_out", 6}, {"num_heads", 3}}}}));
+  d.apply(makeCommand("paste_parameters", {{"text", six}}));
+  EXPECT_EQ(d.workspace().model.num_heads, 3);
+  // A workspace's JSON carries its num_heads.
+  Workspace ws = bookExample(Variant::MultiHead);
+  ws.model.d_out = 6;
+  ws.model.num_heads = 3;
+  ws.model.parameters = std::make_shared<const ParameterValues>(ParameterValues{weight("W_query.weight", 6, 3, 1)});
+  EXPECT_EQ(pastedInto(bookExample(Variant::MultiHead), dumpWorkspace(ws)).num_heads, 3);
+}
+
+// import --parameters (modelForParameters): the names say the wrapper's heads; MultiHeadAttention's
+// are refused naming --num-heads unless given (or d_out = 1, or a workspace says them).
+TEST(ImportParameters, HeadsFromNamesOrRefusedNamingTheOption) {
+  ImportedParameters wrapper;
+  for (int h = 0; h < 3; ++h) wrapper.values.push_back(weight("heads." + std::to_string(h) + ".W_query.weight", 2, 3, h));
+  const ModelConfig w = modelForParameters(wrapper, std::nullopt, std::nullopt, nullptr);
+  EXPECT_EQ(w.variant, Variant::MultiHeadWrapper);
+  EXPECT_EQ(w.num_heads, 3);
+  EXPECT_EQ(w.d_out, 2);
+  EXPECT_TRUE(w.training);  // the notebook's: a module as built
+
+  ImportedParameters mha;
+  mha.values = {weight("W_query.weight", 6, 3, 1), bias("W_query.bias", 6, 2), weight("out_proj.weight", 6, 6, 3)};
+  EXPECT_EQ(errorOf([&] { modelForParameters(mha, std::nullopt, std::nullopt, nullptr); }),
+            "--num-heads: MultiHeadAttention's weights do not say how it splits d_out = 6 into heads: give --num-heads as "
+            "your module was built (1, 2, 3 or 6)");
+  const ModelConfig three = modelForParameters(mha, std::nullopt, 3, nullptr);
+  EXPECT_EQ(three.num_heads, 3);
+  EXPECT_EQ(three.d_out, 6);
+  EXPECT_TRUE(three.qkv_bias);
+  ImportedParameters narrow;
+  narrow.values = {weight("out_proj.weight", 1, 1, 4)};
+  EXPECT_EQ(modelForParameters(narrow, std::nullopt, std::nullopt, nullptr).num_heads, 1);
+  // A workspace's model says its heads and its eval mode; --num-heads goes over it.
+  ModelConfig saved = defaultConfig(Variant::MultiHead);
+  saved.d_out = 6;
+  saved.num_heads = 3;
+  saved.training = false;
+  mha.model = saved;
+  const ModelConfig kept = modelForParameters(mha, std::nullopt, std::nullopt, nullptr);
+  EXPECT_EQ(kept.num_heads, 3);
+  EXPECT_FALSE(kept.training);
+  EXPECT_EQ(modelForParameters(mha, std::nullopt, 6, nullptr).num_heads, 6);
 }
