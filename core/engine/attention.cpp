@@ -14,6 +14,7 @@
 #include "engine/errors.h"
 #include "engine/gemm.h"
 #include "engine/packed_linear.h"
+#include "engine/recent_cache.h"
 #include "engine/thread_team.h"
 #include "engine/tile_kernels.h"
 #include "engine/torch_generator.h"
@@ -90,19 +91,12 @@ PackedLinear packStacked(const std::vector<const Linear*>& layers) {
 std::shared_ptr<const PackedWeights> packedWeights(const std::shared_ptr<const Parameters>& p,
                                                    const ModelConfig& m) {
   if (gemmBackend() != GemmBackend::Packed) return nullptr;
-  constexpr std::size_t kKept = 4;
-  static std::mutex mutex;
   // Keyed by the parameters' owner: a weak pointer never matches a later set at the same address.
-  static std::list<std::pair<std::weak_ptr<const Parameters>, std::shared_ptr<const PackedWeights>>> recent;
+  // As many as the parameters' own cache keeps, within the same bytes.
+  static RecentCache<std::weak_ptr<const Parameters>, std::shared_ptr<const PackedWeights>> recent(
+      4, std::size_t{64} << 20);
   const auto same = [&](const std::weak_ptr<const Parameters>& k) { return !k.owner_before(p) && !p.owner_before(k); };
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    for (auto it = recent.begin(); it != recent.end(); ++it)
-      if (same(it->first)) {
-        recent.splice(recent.begin(), recent, it);
-        return it->second;
-      }
-  }
+  if (auto hit = recent.find(same)) return *hit;
   auto packed = std::make_shared<PackedWeights>();
   for (std::size_t g = 0; g < p->query.size(); ++g)
     packed->qkv.push_back(packStacked({&p->query[g], &p->key[g], &p->value[g]}));
@@ -112,9 +106,7 @@ std::shared_ptr<const PackedWeights> packedWeights(const std::shared_ptr<const P
                                     static_cast<int>(o.weight.cols()), static_cast<int>(o.weight.cols()),
                                     o.bias.size() > 0 ? o.bias.data() : nullptr);
   }
-  const std::lock_guard<std::mutex> lock(mutex);
-  recent.emplace_front(p, packed);
-  if (recent.size() > kKept) recent.pop_back();
+  recent.insert(p, packed, parameterBytes(*p));  // the panels hold about what they pack
   return packed;
 }
 

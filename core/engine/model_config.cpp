@@ -165,7 +165,10 @@ Cost estimateCost(const ModelConfig& m, int tokens, int d_in, int traced) {
   Cost c;
   double params = G * 3 * (d * width + (m.qkv_bias ? width : 0));
   if (hasOutProj(m.variant)) params += width * width + width;
-  // The user's own values (ModelConfig::parameters) are a second copy of those they replace.
+  // The fused path packs every projection into GEMM panels: a second copy of them all, made from
+  // one group's W_query, W_key and W_value stacked (a third copy of that group, while packing).
+  if (hasProjections(m.variant)) params = 2 * params + 3 * (d * width + (m.qkv_bias ? width : 0));
+  // The user's own values (ModelConfig::parameters) are a further copy of those they replace.
   if (m.parameters)
     for (const NamedTensor& t : *m.parameters) params += static_cast<double>(t.value.size());
   c.parameter_bytes = static_cast<std::int64_t>(4 * params);

@@ -132,7 +132,7 @@ struct Limits {
 // What a computation costs, estimated up front from the sizes alone, so that a workspace that is
 // accepted always completes in bounded time and memory (docs/DESIGN.md §2.4).
 struct Cost {
-  std::int64_t parameter_bytes = 0;  // W_query, W_key, W_value (per head for the wrapper), out_proj
+  std::int64_t parameter_bytes = 0;  // W_query, W_key, W_value (per head for the wrapper), out_proj, and their packed copy
   std::int64_t working_bytes = 0;    // Q, K, V, dropout draws, contexts and outputs of every element
   std::int64_t map_bytes = 0;        // the T × T maps of the traced batch elements
   double gflop = 0;                  // multiply-adds × 2 of the projections, Q Kᵀ, weights · V, out_proj

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "engine/errors.h"
+#include "engine/recent_cache.h"
 
 namespace attnscope {
 
@@ -49,26 +50,32 @@ Parameters initParameters(const ModelConfig& m, int d_in, TorchGenerator& g) {
   return p;
 }
 
-std::vector<NamedTensor> stateDict(const ModelConfig& m, const Parameters& p) {
-  std::vector<NamedTensor> out;
-  auto addLinear = [&out](const std::string& name, const Linear& l) {
-    out.push_back({name + ".weight", l.weight, false});
-    if (l.bias.size() > 0) out.push_back({name + ".bias", l.bias, true});
+void forEachStateDictEntry(const ModelConfig& m, const Parameters& p,
+                           const std::function<void(const std::string& name, const Matrix& value, bool is_vector)>& visit) {
+  auto linear = [&visit](const std::string& name, const Linear& l) {
+    visit(name + ".weight", l.weight, false);
+    if (l.bias.size() > 0) visit(name + ".bias", l.bias, true);
   };
-  if (m.variant == Variant::SelfAttentionV1) {
-    out.push_back({"W_query", p.query[0].weight.transpose(), false});
-    out.push_back({"W_key", p.key[0].weight.transpose(), false});
-    out.push_back({"W_value", p.value[0].weight.transpose(), false});
-    return out;
+  if (m.variant == Variant::SelfAttentionV1) {  // x @ W: stored as Wᵀ, listed as d_in × d_out
+    visit("W_query", p.query[0].weight.transpose(), false);
+    visit("W_key", p.key[0].weight.transpose(), false);
+    visit("W_value", p.value[0].weight.transpose(), false);
+    return;
   }
   for (std::size_t i = 0; i < p.query.size(); ++i) {
-    const std::string prefix =
-        m.variant == Variant::MultiHeadWrapper ? "heads." + std::to_string(i) + "." : "";
-    addLinear(prefix + "W_query", p.query[i]);
-    addLinear(prefix + "W_key", p.key[i]);
-    addLinear(prefix + "W_value", p.value[i]);
+    const std::string prefix = m.variant == Variant::MultiHeadWrapper ? "heads." + std::to_string(i) + "." : "";
+    linear(prefix + "W_query", p.query[i]);
+    linear(prefix + "W_key", p.key[i]);
+    linear(prefix + "W_value", p.value[i]);
   }
-  if (hasOutProj(m.variant)) addLinear("out_proj", p.out_proj);
+  if (hasOutProj(m.variant)) linear("out_proj", p.out_proj);
+}
+
+std::vector<NamedTensor> stateDict(const ModelConfig& m, const Parameters& p) {
+  std::vector<NamedTensor> out;
+  forEachStateDictEntry(m, p, [&out](const std::string& name, const Matrix& value, bool is_vector) {
+    out.push_back({name, value, is_vector});
+  });
   return out;
 }
 
@@ -214,6 +221,15 @@ void applyParameterValues(const ModelConfig& m, int d_in, Parameters& p) {
     }
 }
 
+std::size_t parameterBytes(const Parameters& p) {
+  std::size_t n = 0;
+  auto linear = [&n](const Linear& l) { n += static_cast<std::size_t>(l.weight.size() + l.bias.size()); };
+  for (const auto* group : {&p.query, &p.key, &p.value})
+    for (const Linear& l : *group) linear(l);
+  linear(p.out_proj);
+  return n * sizeof(float);
+}
+
 namespace {
 
 DrawnParameters drawSeeded(const ModelConfig& m, int d_in) {
@@ -230,25 +246,16 @@ DrawnParameters drawSeeded(const ModelConfig& m, int d_in) {
              seed == o.seed && draws_before == o.draws_before && qkv_bias == o.qkv_bias;
     }
   };
-  constexpr std::size_t kKept = 4;  // recent configs (undo/redo of a model edit finds its own)
-  static std::mutex mutex;
-  static std::list<std::pair<Key, DrawnParameters>> recent;  // most recent first
+  // Recent configs (undo/redo of a model edit finds its own), 64 MiB of them beyond the newest.
+  static RecentCache<Key, DrawnParameters> recent(4, std::size_t{64} << 20);
   const Key key{m.variant, m.d_out, m.num_heads, d_in, m.seed, m.draws_before, m.qkv_bias};
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    for (auto it = recent.begin(); it != recent.end(); ++it)
-      if (it->first == key) {
-        recent.splice(recent.begin(), recent, it);
-        return it->second;
-      }
-  }
+  if (auto hit = recent.find([&key](const Key& k) { return k == key; })) return *hit;
   TorchGenerator generator(m.seed);
   generator.discard(static_cast<std::uint64_t>(m.draws_before));  // what earlier cells drew
   auto parameters = std::make_shared<const Parameters>(initParameters(m, d_in, generator));
+  const std::size_t bytes = parameterBytes(*parameters);
   DrawnParameters drawn{std::move(parameters), generator};
-  const std::lock_guard<std::mutex> lock(mutex);
-  recent.emplace_front(key, drawn);
-  if (recent.size() > kKept) recent.pop_back();
+  recent.insert(key, drawn, bytes);
   return drawn;
 }
 

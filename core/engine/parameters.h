@@ -1,6 +1,7 @@
 // Parameters: the module's weights, drawn from TorchGenerator in the order the seed's class
 // constructs them, and listed under the names of its state_dict().
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,8 +42,15 @@ struct DrawnParameters {
 };
 DrawnParameters drawParameters(const ModelConfig& m, int d_in);
 
+// Bytes of every weight and bias held.
+std::size_t parameterBytes(const Parameters& p);
+
 // The seed class's state_dict() (buffers excluded), in its order and torch layouts.
 std::vector<NamedTensor> stateDict(const ModelConfig& m, const Parameters& p);
+// The same entries one at a time, without copying them (SelfAttention_v1's transposed weights are
+// made one at a time): writers of large modules hold one tensor more, not the whole module again.
+void forEachStateDictEntry(const ModelConfig& m, const Parameters& p,
+                           const std::function<void(const std::string& name, const Matrix& value, bool is_vector)>& visit);
 
 // One parameter of m's module for inputs of width d_in: its state_dict() name and shape in torch's
 // layout, and what the shape is made of, for messages.

@@ -349,12 +349,12 @@ int exportTrace(const Workspace& ws, const Trace& trace, const std::string& fold
     write(batch + "_context", overTokens(bt.context));
     write(batch + "_output", overTokens(bt.output));
   }
-  for (const NamedTensor& p : stateDict(trace.model, *trace.parameters)) {
-    const std::string contents = !p.is_vector            ? exportMatrix(p.value, f)
-                                 : f == ExportFormat::Csv ? vectorCsv(p.value)
-                                                          : vectorNpy(p.value);
-    write("param_" + p.name, contents);
-  }
+  forEachStateDictEntry(trace.model, *trace.parameters, [&](const std::string& name, const Matrix& value, bool is_vector) {
+    const std::string contents = !is_vector               ? exportMatrix(value, f)
+                                 : f == ExportFormat::Csv ? vectorCsv(value)
+                                                          : vectorNpy(value);
+    write("param_" + name, contents);
+  });
   return written;
 }
 
@@ -381,14 +381,14 @@ int exportTraceFigures(const Workspace& ws, const Trace& trace, const std::strin
     write(batch + "_context", matrixFigure(bt.context, "context  (heads concatenated)" + of, tokens, dimLabels(bt.context.cols())));
     write(batch + "_output", matrixFigure(bt.output, "output" + of, tokens, dimLabels(bt.output.cols())));
   }
-  for (const NamedTensor& p : stateDict(trace.model, *trace.parameters)) {
+  forEachStateDictEntry(trace.model, *trace.parameters, [&](const std::string& name, const Matrix& value, bool is_vector) {
     // Titled with its shape in words, its axes labelled as the Weights tab labels them.
-    const NamedTensor shown{p.name, p.is_vector ? Matrix(Eigen::Map<const Matrix>(p.value.data(), 1, p.value.size())) : p.value,
-                            p.is_vector};
+    const NamedTensor shown{name, is_vector ? Matrix(Eigen::Map<const Matrix>(value.data(), 1, value.size())) : value,
+                            is_vector};
     const ParameterKind kind = kindOf(shown);
     const ParameterAxes axes = parameterAxes(shown, kind);
-    write("param_" + p.name, matrixFigure(shown.value, p.name + "  " + shapeWords(shown, kind), axes.rows, axes.cols));
-  }
+    write("param_" + name, matrixFigure(shown.value, name + "  " + shapeWords(shown, kind), axes.rows, axes.cols));
+  });
   return written;
 }
 

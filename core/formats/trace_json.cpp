@@ -107,15 +107,15 @@ void writeTraceJson(std::ostream& out, const Workspace& ws, const Trace& t) {
   Writer w(out);
   out << "{\n\"format\": \"attnscope-trace\",\n\"version\": 2,\n\"workspace\": "
       << jsonText(workspaceToJson(ws)) << ",\n\"parameters\": {";
-  const auto params = stateDict(t.model, *t.parameters);
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    out << (i ? ",\n" : "\n") << "  \"" << params[i].name << "\": ";
-    if (params[i].is_vector)
-      w.vector(params[i].value);
+  std::size_t written = 0;  // one tensor at a time: GPT-2's or a 4096-wide module's are never copied whole
+  forEachStateDictEntry(t.model, *t.parameters, [&](const std::string& name, const Matrix& value, bool is_vector) {
+    out << (written++ ? ",\n" : "\n") << "  \"" << name << "\": ";
+    if (is_vector)
+      w.vector(value);
     else
-      w.matrix(params[i].value, "  ");
-  }
-  out << (params.empty() ? "},\n" : "\n},\n") << "\"batches\": [";
+      w.matrix(value, "  ");
+  });
+  out << (written == 0 ? "},\n" : "\n},\n") << "\"batches\": [";
   for (std::size_t b = 0; b < t.batches.size(); ++b) {
     const BatchTrace& bt = t.batches[b];
     out << (b ? ",\n" : "\n") << "{\"index\": " << b << ",\n \"heads\": [";

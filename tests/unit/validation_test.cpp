@@ -102,14 +102,15 @@ std::string refusal(const ModelConfig& m, int T, int d_in, const Limits& limits 
 }
 
 TEST(Cost, AWrapperOf64HeadsOf4096IsRefusedForItsParameters) {
-  // The probe's 211-byte workspace: 64 heads × 3 × 4096 × 4096 floats = 12 GiB of parameters.
+  // The probe's 211-byte workspace: 64 heads × 3 × 4096 × 4096 floats = 12 GiB of parameters,
+  // twice (the packed copy), and one head's three stacked while it is packed.
   ModelConfig m = defaultConfig(Variant::MultiHeadWrapper);
   m.d_out = 4096;
   m.num_heads = 64;
   const Cost c = estimateCost(m, 1, 4096, m.batch_size);
-  EXPECT_EQ(c.parameter_bytes, std::int64_t{64} * 3 * 4096 * 4096 * 4);
+  EXPECT_EQ(c.parameter_bytes, (2 * std::int64_t{64} + 1) * 3 * 4096 * 4096 * 4);
   const std::string why = refusal(m, 1, 4096);
-  EXPECT_EQ(why.rfind("model.num_heads: this configuration needs about 12 GiB (parameters 12 GiB", 0), 0u) << why;
+  EXPECT_EQ(why.rfind("model.num_heads: this configuration needs about 24.2 GiB (parameters 24.2 GiB", 0), 0u) << why;
   EXPECT_NE(why.find("over the memory budget of 1 GiB"), std::string::npos) << why;
 }
 
@@ -129,7 +130,8 @@ TEST(Cost, Gpt2SmallFitsAndItsMapsAreCountedPerTracedElement) {
   m.training = true;
   m.dropout = 0.1;
   EXPECT_EQ(estimateCost(m, 1024, 768, 1).map_bytes, per_element + 12 * std::int64_t{1024} * 1024);
-  EXPECT_EQ(one.parameter_bytes, (3 * 768 * 768 + 768 * 768 + 768) * 4);
+  // The weights, their packed copy, and W_query, W_key, W_value stacked while packing.
+  EXPECT_EQ(one.parameter_bytes, (2 * (3 * 768 * 768 + 768 * 768 + 768) + 3 * 768 * 768) * 4);
   // 2·B·T·(3·d_in·d_out + d_out²) for the projections, 4·B·H·T²·w for Q Kᵀ and weights · V.
   EXPECT_NEAR(one.gflop, (2.0 * 2 * 1024 * (3.0 * 768 * 768 + 768.0 * 768) + 4.0 * 2 * 12 * 1024 * 1024 * 64) / 1e9, 1e-9);
 }
