@@ -213,8 +213,17 @@ int run(int argc, char** argv) {
   journalTemporaryFiles(stateFolder());
   Limits limits;
   limits.max_memory_bytes = static_cast<std::int64_t>(budget_mib * 1048576.0);
+  // The budget is for what the command will hold: the maps of the elements it keeps, or none.
+  const auto tracing = [&limits](const std::string& batches, bool outputs_only) {
+    Limits l = limits;
+    l.traced_elements = outputs_only      ? Limits::kNoMaps
+                        : batches.empty() ? 0
+                                          : static_cast<int>(parseBatches(batches).size());
+    return l;
+  };
   if (*trace) {
     const std::vector<int> heads = *trace_heads ? parseHeads(head_list) : std::vector<int>{};
+    limits = tracing(batch_list, trace_outputs_only);
     const Workspace ws = loadWorkspace(trace_path, limits);
     const Trace t = traceOf(ws, trace_threads, batch_list, limits, heads, trace_outputs_only);
     // Streamed: every check that can fail ran before the first byte, and the text of a large trace
@@ -241,6 +250,7 @@ int run(int argc, char** argv) {
     const bool figures = figureFormatOf("." + export_format, &figure) && figure != FigureFormat::Png;
     if (!figures && !parseExportFormat(export_format, &format))
       throw InputError("--format: expected csv, json, npy, svg or pdf, got '" + export_format + "'");
+    limits = tracing(export_batches, false);
     const Workspace ws = loadWorkspace(export_path, limits);
     const Trace t = traceOf(ws, export_threads, export_batches, limits);
     const int files = figures ? exportTraceFigures(ws, t, export_out, figure) : exportTrace(ws, t, export_out, format);

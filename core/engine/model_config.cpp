@@ -1,5 +1,6 @@
 #include "engine/model_config.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -247,7 +248,10 @@ void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& lim
   checkParameterValues(m, d_in);  // the user's own parameters: names and shapes (docs/DESIGN.md §2.4)
   // The budgets, decided before anything is allocated. The message names the field that drives
   // the largest part of the cost.
-  Cost c = estimateCost(m, tokens, d_in, limits.traced_elements > 0 ? limits.traced_elements : m.batch_size);
+  const int traced = limits.traced_elements == Limits::kNoMaps ? 0
+                     : limits.traced_elements > 0          ? std::min(limits.traced_elements, m.batch_size)
+                                                            : m.batch_size;
+  Cost c = estimateCost(m, tokens, d_in, traced);
   c.held_bytes = limits.held_bytes;
   const char* field = c.parameter_bytes >= c.map_bytes && c.parameter_bytes >= c.working_bytes
                           ? (isMultiHead(m.variant) && m.num_heads > 1 ? "num_heads" : "d_out")

@@ -122,9 +122,11 @@ struct Limits {
   std::int64_t max_draws_before = 100000000;  // model.draws_before: skipped in about 0.2 s
   double max_gflop = 200;     // what one forward pass may cost: about a minute on one slow core
   // What a program holds besides one computation (docs/DESIGN.md §2.4 "What the app holds"): the
-  // T × T maps of how many batch elements at once (0: every element of one trace, as the CLI does;
-  // the app holds the element shown twice, on screen and computing), and bytes held already (a
-  // result pinned in Compare and the difference maps drawn beside it).
+  // T × T maps of how many batch elements at once (0: every element of one trace, as the CLI's
+  // trace does; kNoMaps: none, its --outputs-only; the app holds the element shown twice, on
+  // screen and computing), and bytes held already (a result pinned in Compare and the difference
+  // maps drawn beside it).
+  static constexpr int kNoMaps = -1;
   int traced_elements = 0;
   std::int64_t held_bytes = 0;
 };
