@@ -279,7 +279,8 @@ def derived_workspaces(assets, tmp):
         with open(os.path.join(assets, "presets", preset + ".json")) as f:
             ws = json.load(f)
         for mode in MODES:
-            model = dict(ws["model"], training=(mode == "train"))
+            # The stream Debian's torch draws (no MKL), so both sides draw the same masks.
+            model = dict(ws["model"], training=(mode == "train"), dropout_rng="default")
             if mode == "train":
                 model["dropout"] = TRAIN_DROPOUT
             path = os.path.join(tmp, f"{preset}-{mode}.json")
