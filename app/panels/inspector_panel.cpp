@@ -237,9 +237,21 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   }
   section(t.model.normalization == Normalization::Sum ? "weights  ÷ row sum" : "weights  softmax, the row sums to 1", "");
   barRow(ctx, "weights", h.weights.row(i), false);
+  // The row's sum as a number, as the notebooks print it (attn_weights.sum(dim=-1)).
+  const auto rowSum = [](const auto& row) {
+    double sum = 0;
+    for (Eigen::Index j = 0; j < row.size(); ++j) sum += row(j);
+    return static_cast<float>(sum);
+  };
+  nlohmann::json& sums = layout().state()["inspector_row_sums"];
+  sums = {{"weights", rowSum(h.weights.row(i))}};
+  wrapped("row sum Σⱼ = " + formatFixed(sums["weights"].get<float>(), 4), true);
   if (t.dropout_active) {
     section(("after dropout  kept × " + formatFixed(t.dropout_scale, 2) + ", dropped → 0").c_str(), "");
-    barRow(ctx, "dropped", StageMap(t, h, Stage::DroppedWeights).row(i), false);
+    const auto dropped = StageMap(t, h, Stage::DroppedWeights).row(i);
+    barRow(ctx, "dropped", dropped, false);
+    sums["dropped_weights"] = rowSum(dropped);
+    wrapped("row sum Σⱼ = " + formatFixed(sums["dropped_weights"].get<float>(), 4) + "  (1 on average, not exactly)", true);
   }
   section(simple ? "context  zᵢ = Σⱼ αᵢⱼ xⱼ" : "context  zᵢ = Σⱼ αᵢⱼ vⱼ",
           shape(t.tokens, t.tokens) + " @ " + shape(t.tokens, t.head_width) + " → " + shape(t.tokens, t.head_width));

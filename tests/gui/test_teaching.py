@@ -418,6 +418,10 @@ def inspector_matches(d, row, problems):
         z = inspector_context(d)
         assert_close(z, d["state"]["trace"]["heads"][0]["context"][row],
                      f"inspector z{row + 1} vs trace head 0 context row {row}")
+        # The row's sum as a number, as the notebooks print it ("Sum: 1.0"): softmax rows sum to 1.
+        sums = d["state"].get("inspector_row_sums", {})
+        if abs(sums.get("weights", 0.0) - 1.0) > 1e-5:
+            raise AssertionError(f"the inspector's row sum of the weights is {sums.get('weights')}, not the notebook's 1.0")
         return z
     except AssertionError as e:
         problems.append(str(e))
