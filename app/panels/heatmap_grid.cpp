@@ -58,8 +58,26 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
       else
         s = "'" + k + "' is visible to '" + q + "': the score stays " + formatFixed(at(Stage::MaskedScores));
       break;
+    case Stage::UnmaskedWeights:
+      s = "softmax over every key of '" + q + "', later ones too:\nexp(" + formatFixed(at(Stage::ScaledScores)) +
+          " − row max) ÷ Σ exp(…) = " + formatFixed(at(Stage::UnmaskedWeights));
+      break;
+    case Stage::Tril:
+      s = j <= i ? "1: '" + k + "' is visible to '" + q + "'" : "0: '" + k + "' comes after '" + q + "'";
+      break;
+    case Stage::TrilWeights:
+      s = formatFixed(at(Stage::UnmaskedWeights)) + " × " + (j <= i ? "1" : "0") + " = " + formatFixed(at(Stage::TrilWeights)) +
+          "\n(the row no longer sums to 1: the next map divides by its sum)";
+      break;
     case Stage::Weights:
-      if (t.model.normalization == Normalization::Sum)
+      if (trilRoute(t.model)) {
+        const StageMap kept(t, h, Stage::TrilWeights);
+        double sum = 0;
+        for (int c = 0; c <= i; ++c) sum += kept(i, c);
+        s = masked ? "after × tril: 0 (a later key)"
+                   : formatFixed(at(Stage::TrilWeights)) + " ÷ row sum " + formatFixed(static_cast<float>(sum)) + " = " +
+                         formatFixed(h.weights(i, j));
+      } else if (t.model.normalization == Normalization::Sum)
         s = formatFixed(at(Stage::ScaledScores)) + " ÷ row sum = " + formatFixed(h.weights(i, j));
       else if (masked)
         s = "softmax of −∞ = 0 (masked)";
@@ -133,7 +151,10 @@ std::string stageHeading(const Trace& t, Stage s) {
       return t.dropout_active ? "dropout mask  p = " + formatFixed(static_cast<float>(t.model.dropout), 2) + tt
                               : "dropout mask: off" + tt;
     case Stage::Weights:  // the step's own normalization, not always softmax
-      return (t.model.normalization == Normalization::Sum ? std::string("weights  ÷ row sum") : std::string("weights (softmax)")) + tt;
+      return (trilRoute(t.model)                            ? std::string("weights  ÷ row sum")
+              : t.model.normalization == Normalization::Sum ? std::string("weights  ÷ row sum")
+                                                             : std::string("weights (softmax)")) +
+             tt;
     case Stage::Context:
     case Stage::Queries:
     case Stage::Keys:
@@ -228,7 +249,8 @@ MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int 
     range = (locked ? view.locked_module : snap.module_ranges)[static_cast<int>(ModuleMap::Concat)];
   // The weights on a probability's fixed range, where they are within it (a row sum of signed
   // scores is not); the smallest positive value stays a log scale's floor.
-  if (view.weights_fixed && (stage == Stage::Weights || stage == Stage::DroppedWeights)) {
+  if (view.weights_fixed && (stage == Stage::Weights || stage == Stage::DroppedWeights ||
+                             stage == Stage::UnmaskedWeights || stage == Stage::TrilWeights)) {
     const float top = stage == Stage::DroppedWeights && t.dropout_active ? t.dropout_scale : 1.0f;
     if (range.lo >= 0 && range.hi <= top * (1 + 1e-6f)) range.lo = 0, range.hi = top;
   }
@@ -239,7 +261,10 @@ MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int 
   } else if (stage == Stage::Mask) {  // 0/1, as torch.triu(…, diagonal=1) prints it
     look.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
     look.range_text = {"0 visible", "1 masked"};
-  } else if ((stage == Stage::MaskedScores || stage == Stage::ScaledScores) && t.model.causal) {
+  } else if (stage == Stage::Tril) {  // 0/1, as torch.tril(torch.ones(T, T)) prints it
+    look.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
+    look.range_text = {"0 later key", "1 visible"};
+  } else if ((stage == Stage::MaskedScores || stage == Stage::ScaledScores) && t.model.causal && !trilRoute(t.model)) {
     look.legend = "▨ −∞ masked";
   } else if (look.scale == ColourScale::Log && logApplies(look.range) && look.range.lo == 0) {
     look.legend = kZeroLegend;  // its zeros grey, as masked: the bottom colour is the smallest positive value's
@@ -579,6 +604,8 @@ const char* missingStage(const Trace& t, Stage s) {
   if (stageInfo(s).parameter && t.model.variant == Variant::Simple) return "projection weights";
   if (s == Stage::ScaledScores && t.model.scale == Scale::None) return "scaling";
   if (s == Stage::MaskedScores && !t.model.causal) return "mask";
+  if (s == Stage::MaskedScores && trilRoute(t.model)) return "−∞ mask (the tril route masks the weights)";
+  if (!stageHeld(t, s)) return "tril route";
   if ((s == Stage::DropoutMask || s == Stage::DroppedWeights) && !t.dropout_active) return "dropout";
   return nullptr;
 }
@@ -595,6 +622,8 @@ void drawColumnToggles(const ViewState& v, CommandQueue& cmd, const Trace* t) {
   for (const GridColumn& c : gridColumns()) {
     // Groups: the weights, Q K V, the attention maps, the module's maps.
     const Stage st = static_cast<Stage>(c.index);
+    // The tril route's own maps only on that route: elsewhere three toggles would only take a line.
+    if (c.per_head && stageInfo(st).tril_route && (!t || !stageHeld(*t, st))) continue;
     const int g = !c.per_head ? 3 : stageInfo(st).parameter ? 0 : st <= Stage::Values ? 1 : 2;
     const float w = ImGui::CalcTextSize(c.label).x + ImGui::GetStyle().FramePadding.x * 2;
     const float gap = g != group ? px(10) : 0;
@@ -990,7 +1019,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
         for (Stage stage : stages) {
           if (dimmedByLesson(view, stageInfo(stage).id)) continue;
           const bool probabilities = stage == Stage::Weights || stage == Stage::DropoutMask ||
-                                     stage == Stage::DroppedWeights || stage == Stage::Mask;
+                                     stage == Stage::DroppedWeights || stage == Stage::Mask ||
+                                     stage == Stage::UnmaskedWeights || stage == Stage::Tril ||
+                                     stage == Stage::TrilWeights;
           measure(StageMap(t, bt.heads[h], stage), stage == Stage::DropoutMask, !probabilities);
         }
       }

@@ -227,7 +227,7 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   }
   barRow(ctx, "scores", h.scores.row(i), false);
   // The notebook's order: mask the raw scores, then divide by √d_k.
-  if (t.model.causal) {
+  if (t.model.causal && !trilRoute(t.model)) {
     section("masked  −∞ for later tokens", "");
     barRow(ctx, "masked", StageMap(t, h, Stage::MaskedScores).row(i), true);
   }
@@ -235,7 +235,16 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     section(("scaled  ÷ √" + std::to_string(t.head_width)).c_str(), "");
     barRow(ctx, "scaled", StageMap(t, h, Stage::ScaledScores).row(i), true);
   }
-  section(t.model.normalization == Normalization::Sum ? "weights  ÷ row sum" : "weights  softmax, the row sums to 1", "");
+  if (trilRoute(t.model)) {  // cells [26]–[28]: softmax over every key, × tril, ÷ the row's sum
+    section("softmax over every key", "");
+    barRow(ctx, "unmasked", StageMap(t, h, Stage::UnmaskedWeights).row(i), false);
+    section("× tril  later keys → 0", "");
+    barRow(ctx, "tril", StageMap(t, h, Stage::TrilWeights).row(i), false);
+  }
+  section(trilRoute(t.model)                               ? "weights  ÷ the row's sum, which sums to 1"
+          : t.model.normalization == Normalization::Sum ? "weights  ÷ row sum"
+                                                        : "weights  softmax, the row sums to 1",
+          "");
   barRow(ctx, "weights", h.weights.row(i), false);
   // The row's sum as a number, as the notebooks print it (attn_weights.sum(dim=-1)).
   const auto rowSum = [](const auto& row) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "shell/layout_dump.h"
+#include "state/view_state.h"
 #include "widgets/text.h"
 #include "shell/theme.h"
 
@@ -44,7 +45,7 @@ std::vector<int> validHeadCounts(const ModelConfig& m) {
 // needs it (large text sizes), but never past half.
 float controlsX() {
   float widest = 0;
-  for (const char* l : {"d_out", "num_heads", "dropout p", "seed", "draws before", "scale", "normalize", "batch size", "engine", "threads"})
+  for (const char* l : {"d_out", "num_heads", "dropout p", "seed", "draws before", "masking", "scale", "normalize", "batch size", "engine", "threads"})
     widest = std::max(widest, ImGui::CalcTextSize(l).x);
   const float w = ImGui::GetWindowWidth();
   return std::min(std::max(w * 0.36f, ImGui::GetStyle().WindowPadding.x + widest + ImGui::GetStyle().ItemSpacing.x * 2), w * 0.5f);
@@ -274,6 +275,20 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   }
   flag(ctx, "causal", "causal mask", &ModelConfig::causal, Applicability(simple ? "Simple self-attention has no mask" : nullptr));
   if (!simple) hint("hide future tokens: −∞ above the diagonal before softmax");
+  if (!simple && m.causal) {  // the notebook's two ways: −∞ on the scores, or × tril on the weights
+    label("masking");
+    int route = m.causal_route == CausalRoute::Tril ? 1 : 0;
+    const std::string items = std::string(causalRouteTitle(CausalRoute::NegInf)) + '\0' + causalRouteTitle(CausalRoute::Tril) + '\0';
+    if (ImGui::Combo("##causal_route", &route, items.c_str())) {
+      set(ctx, "causal_route", causalRouteId(route == 1 ? CausalRoute::Tril : CausalRoute::NegInf));
+      if (route == 1)  // the route's own maps, shown at once
+        ctx.commands.push("view", {{"field", "columns"},
+                                   {"value", columnsWith(ctx.view, {"unmasked_weights", "tril", "tril_weights"}, true)}});
+    }
+    layout().widget("causal_route");
+    hint("−∞ above the diagonal before the softmax, as the classes do ([29]–[30]); or the notebook's first way "
+         "([26]–[28]): the softmax over every key, × tril, ÷ each row's sum. The same weights, up to rounding.");
+  }
   label("scale");
   int scale = m.scale == Scale::SqrtDk ? 0 : 1;
   if (ImGui::Combo("##scale", &scale, "÷ √dₖ (the notebook)\0none\0"))

@@ -77,12 +77,20 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
                    stage(Stage::Queries), range(Stage::Queries), "", dims_h});
   steps.push_back({"scores", "scores", "Q Kᵀ", stage(Stage::Scores), range(Stage::Scores), "", tokens});
   // The notebook's order: the causal classes mask the raw scores, then divide by √dₖ.
-  steps.push_back({"masked", "masked", "−∞ above diagonal", m.causal ? stage(Stage::MaskedScores) : none,
-                   range(Stage::MaskedScores), simple ? "step 1 has no mask" : "causal is off: every key is visible", tokens});
+  const bool tril = trilRoute(m);  // cells [26]–[28]: the weights are masked, not the scores
+  steps.push_back({"masked", "masked", "−∞ above diagonal", m.causal && !tril ? stage(Stage::MaskedScores) : none,
+                   range(Stage::MaskedScores),
+                   simple ? "step 1 has no mask" : tril ? "the tril route masks the weights, below" : "causal is off: every key is visible",
+                   tokens});
   steps.push_back({"scaled", "scaled", "÷ √dₖ", m.scale == Scale::SqrtDk ? stage(Stage::ScaledScores) : none,
                    range(Stage::ScaledScores), "scale = none: scores go on unscaled", tokens});
-  steps.push_back({"weights", m.normalization == Normalization::Sum ? "÷ row sum" : "softmax", "softmax", stage(Stage::Weights),
-                   range(Stage::Weights), "", tokens});
+  if (tril) {
+    steps.push_back({"unmasked_weights", "softmax", "every key", stage(Stage::UnmaskedWeights), range(Stage::UnmaskedWeights), "",
+                     tokens});
+    steps.push_back({"tril_weights", "× tril", "later keys → 0", stage(Stage::TrilWeights), range(Stage::TrilWeights), "", tokens});
+  }
+  steps.push_back({"weights", tril || m.normalization == Normalization::Sum ? "÷ row sum" : "softmax", tril ? "÷ row sum" : "softmax",
+                   stage(Stage::Weights), range(Stage::Weights), "", tokens});
   std::string no_dropout = !hasDropout(m.variant) ? "dropout comes with step 3 (causal)"
                            : !m.training          ? "eval mode: dropout is off"
                                                   : "p = 0: nothing dropped";

@@ -41,7 +41,8 @@ std::int64_t App::pinnedBytes(const Snapshot& a) {
   const Workspace& in = *a.inputs;
   const int T = static_cast<int>(in.embeddings.rows()), d_in = static_cast<int>(in.embeddings.cols());
   std::int64_t square_stages = 0;
-  for (const StageInfo& s : stageTable()) square_stages += s.square && s.heatmap ? 1 : 0;
+  for (const StageInfo& s : stageTable())  // the tril route's own maps only on that route
+    square_stages += s.square && s.heatmap && (!s.tril_route || trilRoute(in.model)) ? 1 : 0;
   return estimateCost(in.model, T, d_in, 1).map_bytes +
          square_stages * headCount(in.model) * static_cast<std::int64_t>(T) * T * static_cast<std::int64_t>(sizeof(float));
 }

@@ -53,7 +53,9 @@ std::array<ValueRange, kStageCount> stageRanges(const Trace& t, const HeadTrace&
     const auto k = static_cast<std::size_t>(info.stage);
     if (info.flags)
       r[k] = ValueRange{0, 1};
-    else if (info.stage == Stage::ScaledScores && t.model.scale == Scale::SqrtDk && !t.model.causal)
+    else if (!stageHeld(t, info.stage))
+      r[k] = ValueRange{0, 1};  // another route's stage: nothing to measure
+    else if (info.stage == Stage::ScaledScores && t.model.scale == Scale::SqrtDk && (!t.model.causal || trilRoute(t.model)))
       // Division by √d_k > 0 is monotone and correctly rounded: the scores' ends, divided (with a
       // causal mask the scaled map hides cells the scores show, so it is measured itself).
       r[k] = ValueRange{r[static_cast<std::size_t>(Stage::Scores)].lo / t.scale_divisor,

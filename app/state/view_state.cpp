@@ -44,9 +44,13 @@ std::array<bool, kModuleMapCount> ViewState::defaultModuleColumns() {
 }
 
 nlohmann::json columnsWith(const ViewState& v, const std::string& id, bool on) {
+  return columnsWith(v, std::vector<std::string>{id}, on);
+}
+
+nlohmann::json columnsWith(const ViewState& v, const std::vector<std::string>& ids, bool on) {
   nlohmann::json out = nlohmann::json::array();
   for (const GridColumn& c : gridColumns())
-    if (c.id == id ? on : v.shows(c)) out.push_back(c.id);
+    if (std::find(ids.begin(), ids.end(), c.id) != ids.end() ? on : v.shows(c)) out.push_back(c.id);
   return out;
 }
 

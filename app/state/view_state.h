@@ -104,6 +104,7 @@ nlohmann::json viewToJson(const ViewState& v);
 nlohmann::json savedView(const ViewState& v, const nlohmann::json& workspace_view);
 // The "columns" value of v with column `id` switched on or off (for the "view" command).
 nlohmann::json columnsWith(const ViewState& v, const std::string& id, bool on);
+nlohmann::json columnsWith(const ViewState& v, const std::vector<std::string>& ids, bool on);
 // Reads what it understands of a workspace's "view"; anything else keeps its default.
 ViewState viewFromJson(const nlohmann::json& j);
 // Sets one field by its JSON name ("theme": "light", "columns": ["weights"], …), as the "view"

@@ -58,7 +58,8 @@ const std::vector<CommandInfo>& commandTable() {
       {"move_token", T::Document, {{"from", A::Int, true}, {"to", A::Int, true}}, "move a token and its row"},
       {"set", T::Document, {{"field", A::String, true}, {"value", A::Any, true}},
        "set one model field: variant, d_out, num_heads, dropout, seed, training, qkv_bias, causal, scale, "
-       "batch_size, normalization, dropout_rng (mkl, default), dropout_seed (a seed, or null), draws_before"},
+       "batch_size, normalization, causal_route (neg_inf, tril), dropout_rng (mkl, default), dropout_seed (a seed, "
+       "or null), draws_before"},
       {"model", T::Document, {{"fields", A::Any, true}}, "set several model fields at once: {\"fields\": {…}}"},
       {"set_cell", T::Document, {{"row", A::Int, true}, {"col", A::Int, true}, {"value", A::Number, true}},
        "set one embedding value"},

@@ -207,7 +207,8 @@ HeadInputs headInputs(const Work& w, int b, int h) {
 // Attention rows [r0, r0+n) of batch element b, head h. Shapes: Q, K, V are T × w.
 // In the order of the notebook's CausalAttention.forward: scores = Q Kᵀ; masked = −∞ above the
 // diagonal (causal only); scaled = masked ÷ √d_k; weights = softmax rows (stable: the row max is
-// subtracted); dropout keeps u < 1 − p and scales by 1/(1 − p);
+// subtracted) — or, on the tril route of cells [26]–[28], the softmax over every key (kept as the
+// unmasked weights), × tril, ÷ the row's sum; dropout keeps u < 1 − p and scales by 1/(1 − p);
 // context = dropped weights · V. The scores and weights rows (and the keep mask, with dropout) go
 // to `out` at row o (the whole head when it is traced, o = r0; a row-block scratch otherwise,
 // o = 0); the context rows always go to `head`. The other stages live in this function only: a
@@ -232,10 +233,11 @@ void attendRows(Work& w, int b, int h, int r0, int n, HeadTrace& out, int o, Hea
   std::vector<char> mask(T);
   Matrix dropped_weights(n, T);
   bool finite = true;
+  const bool tril = trilRoute(t.model);
   for (int i = r0, oi = o; i < r0 + n; ++i, ++oi) {
     float row_max = negInf();
     for (int j = 0; j < T; ++j) {
-      const bool masked = t.model.causal && j > i;
+      const bool masked = t.model.causal && !tril && j > i;  // the tril route masks the weights
       const float s = masked ? negInf() : out.scores(oi, j);
       const float scaled = t.model.scale == Scale::SqrtDk ? s / t.scale_divisor : s;
       finite = finite && (masked || std::isfinite(scaled));
@@ -258,6 +260,14 @@ void attendRows(Work& w, int b, int h, int r0, int n, HeadTrace& out, int o, Hea
       }
       const float inv = static_cast<float>(1.0 / sum);
       for (int j = 0; j < T; ++j) out.weights(oi, j) *= inv;
+      if (tril) {  // masked_simple = weights × tril; ÷ masked_simple.sum(dim=-1)
+        if (out.unmasked_weights.rows() > 0) out.unmasked_weights.row(oi) = out.weights.row(oi);
+        double kept = 0;
+        for (int j = 0; j <= i; ++j) kept += out.weights(oi, j);
+        const float row_sum = static_cast<float>(kept);
+        finite = finite && row_sum > 0.0f;
+        for (int j = 0; j < T; ++j) out.weights(oi, j) = j <= i ? out.weights(oi, j) / row_sum : 0.0f;
+      }
     }
     for (int j = 0; j < T; ++j) {
       const bool kept = w.keep(keep0 + static_cast<std::size_t>(i) * T + j);
@@ -420,11 +430,12 @@ void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) 
 
 // Sizes a head's matrices: `rows` rows of the T × T maps (T for a traced head, a row block for
 // scratch), the keep mask only with dropout, and T × w for Q, K, V (traced only).
-void allocateHead(HeadTrace& h, int rows, int T, int hw, bool traced, bool dropout) {
+void allocateHead(HeadTrace& h, int rows, int T, int hw, bool traced, bool dropout, bool tril = false) {
   if (traced)
     for (Matrix* m : {&h.queries, &h.keys, &h.values}) m->resize(T, hw);
   h.scores.resize(rows, T);
   h.weights.resize(rows, T);
+  h.unmasked_weights.resize(traced && tril ? rows : 0, traced && tril ? T : 0);
   h.dropout_mask.resize(dropout ? rows : 0, dropout ? T : 0);
 }
 
@@ -568,8 +579,9 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   };
 
   const int B = m.batch_size, H = t.heads, G = w.groups, hw = t.head_width;
-  // The fused kernel computes softmax attention; 'simple' with ÷ row sum stays on the reference.
-  const bool fused = exec.fused && m.normalization == Normalization::Softmax;
+  // The fused kernel computes softmax attention; 'simple' with ÷ row sum and the tril route stay on
+  // the reference.
+  const bool fused = exec.fused && m.normalization == Normalization::Softmax && !trilRoute(m);
   // Every element's inputs are the same X: one projection serves all (unless the comparison with
   // torch, which projects each element, asks otherwise). Without dropout whole elements are equal.
   w.shared_projection = fused && exec.share_identical;
@@ -600,7 +612,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
       heads[b].resize(H);
       for (int h = 0; h < H; ++h) {
         heads[b][h].index = h;
-        if (request.keepsHead(b, h)) allocateHead(heads[b][h], T, T, hw, true, t.dropout_active);
+        if (request.keepsHead(b, h)) allocateHead(heads[b][h], T, T, hw, true, t.dropout_active, trilRoute(m));
         if (request.keepsHead(b, h) || !fused) heads[b][h].context.resize(T, hw);
       }
     }

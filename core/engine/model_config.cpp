@@ -61,6 +61,14 @@ const std::array<NormalizationName, 2>& normalizationNames() {
   return table;
 }
 
+const std::array<CausalRouteName, 2>& causalRouteNames() {
+  static const std::array<CausalRouteName, 2> table = {{
+      {CausalRoute::NegInf, "neg_inf", "−∞ before softmax"},
+      {CausalRoute::Tril, "tril", "× tril, ÷ row sums"},
+  }};
+  return table;
+}
+
 const std::array<DropoutStreamName, 2>& dropoutStreamNames() {
   static const std::array<DropoutStreamName, 2> table = {{
       {DropoutStream::Mkl, "mkl", "torch with MKL on an Intel CPU (pip's torch; the notebook's prints)"},
@@ -110,6 +118,7 @@ std::string describeModel(const ModelConfig& m) {
   // The chapter's classes: the first three see every token, the others mask the future.
   const bool notebook_causal = hasDropout(m.variant);
   if (m.causal != notebook_causal) s += m.causal ? ", causal mask" : ", no causal mask";
+  if (trilRoute(m)) s += ", masked by × tril and ÷ row sums";
   if (hasProjections(m.variant) && m.scale == Scale::None) s += ", not scaled by √d_k";
   if (hasDropout(m.variant) && m.dropout > 0) {
     char p[32];
@@ -124,6 +133,13 @@ const char* scaleId(Scale s) { return idOf(scaleNames(), s); }
 bool parseScale(const std::string& id, Scale* out) { return parseId(scaleNames(), id, out); }
 const char* normalizationId(Normalization n) { return idOf(normalizationNames(), n); }
 bool parseNormalization(const std::string& id, Normalization* out) { return parseId(normalizationNames(), id, out); }
+const char* causalRouteId(CausalRoute r) { return idOf(causalRouteNames(), r); }
+const char* causalRouteTitle(CausalRoute r) {
+  for (const CausalRouteName& n : causalRouteNames())
+    if (n.value == r) return n.title;
+  return "?";
+}
+bool parseCausalRoute(const std::string& id, CausalRoute* out) { return parseId(causalRouteNames(), id, out); }
 const char* dropoutStreamId(DropoutStream d) { return idOf(dropoutStreamNames(), d); }
 const char* dropoutStreamTitle(DropoutStream d) {
   for (const DropoutStreamName& n : dropoutStreamNames())
@@ -233,6 +249,8 @@ void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& lim
     fail("causal", variant + " has no mask; use causal or a later variant");
   if (m.qkv_bias && !hasLinearLayers(m.variant))
     fail("qkv_bias", variant + " has no nn.Linear layers, so no bias (self_attention_v2 and later)");
+  if (m.causal_route == CausalRoute::Tril && !m.causal)
+    fail("causal_route", "\"tril\" is a way to hide later tokens: it needs causal true");
   if (m.normalization == Normalization::Sum && m.variant != Variant::Simple)
     fail("normalization", "\"sum\" is only for the 'simple' variant; " + variant + " uses softmax");
   if (m.batch_size < 1 || m.batch_size > limits.max_batch)
@@ -248,8 +266,9 @@ void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& lim
   checkParameterValues(m, d_in);  // the user's own parameters: names and shapes (docs/DESIGN.md §2.4)
   // The budgets, decided before anything is allocated. The message names the field that drives
   // the largest part of the cost.
+  // Not capped by batch_size: the app holds its one element twice (on screen and computing).
   const int traced = limits.traced_elements == Limits::kNoMaps ? 0
-                     : limits.traced_elements > 0          ? std::min(limits.traced_elements, m.batch_size)
+                     : limits.traced_elements > 0          ? limits.traced_elements
                                                             : m.batch_size;
   Cost c = estimateCost(m, tokens, d_in, traced);
   c.held_bytes = limits.held_bytes;

@@ -14,6 +14,10 @@ namespace attnscope {
 enum class Variant { Simple, SelfAttentionV1, SelfAttentionV2, Causal, MultiHeadWrapper, MultiHead };
 enum class Scale { SqrtDk, None };
 enum class Normalization { Softmax, Sum };
+// How a causal model hides later tokens (docs/DESIGN.md §2.1): −∞ on the scores before the softmax
+// (the classes, the notebook's [29]–[30]), or the first route of [26]–[28]: the softmax over every
+// key, times tril, divided by the row sums.
+enum class CausalRoute { NegInf, Tril };
 // Which torch draws the dropout masks (docs/DESIGN.md §2.2 "Two dropout streams").
 enum class DropoutStream { Mkl, Default };
 
@@ -24,7 +28,8 @@ struct ModelConfig {
   double dropout = 0.0;       // dropout p in [0, 1] on the attention weights (dropout variants)
   std::uint32_t seed = 123;   // torch.manual_seed(seed) right before the module is built
   bool qkv_bias = false;      // nn.Linear(d_in, d_out, bias=qkv_bias) for W_query, W_key, W_value
-  bool causal = true;         // −∞ above the diagonal before softmax (no future tokens)
+  bool causal = true;         // no future tokens: −∞ above the diagonal before softmax (or causal_route)
+  CausalRoute causal_route = CausalRoute::NegInf;  // how `causal` hides them
   Scale scale = Scale::SqrtDk;  // divide scores by √d_k, or not
   bool training = true;       // a fresh nn.Module trains: dropout acts only in training mode
   int batch_size = 2;         // B: the inputs stacked this many times (dropout differs per copy)
@@ -64,6 +69,11 @@ struct NormalizationName {
   Normalization value;
   const char* id;
 };
+struct CausalRouteName {
+  CausalRoute value;
+  const char* id;     // "neg_inf", "tril"
+  const char* title;  // for the model panel
+};
 struct DropoutStreamName {
   DropoutStream value;
   const char* id;     // "mkl", "default"
@@ -72,6 +82,7 @@ struct DropoutStreamName {
 const std::array<VariantName, 6>& variantNames();
 const std::array<ScaleName, 2>& scaleNames();
 const std::array<NormalizationName, 2>& normalizationNames();
+const std::array<CausalRouteName, 2>& causalRouteNames();
 const std::array<DropoutStreamName, 2>& dropoutStreamNames();
 
 const char* variantId(Variant variant);
@@ -85,6 +96,11 @@ const char* scaleId(Scale scale);
 bool parseScale(const std::string& id, Scale* out);
 const char* normalizationId(Normalization normalization);
 bool parseNormalization(const std::string& id, Normalization* out);
+const char* causalRouteId(CausalRoute route);
+const char* causalRouteTitle(CausalRoute route);
+bool parseCausalRoute(const std::string& id, CausalRoute* out);
+// The tril route is taken: causal, and the weights renormalized after × tril.
+inline bool trilRoute(const ModelConfig& m) { return m.causal && m.causal_route == CausalRoute::Tril; }
 const char* dropoutStreamId(DropoutStream stream);
 const char* dropoutStreamTitle(DropoutStream stream);
 bool parseDropoutStream(const std::string& id, DropoutStream* out);

@@ -7,21 +7,24 @@ namespace attnscope {
 
 const std::array<StageInfo, kStageCount>& stageTable() {
   static const std::array<StageInfo, kStageCount> table = {{
-      // stage, id, title, label, square, heatmap, flags, stored, parameter, shown
-      {Stage::WQuery, "w_query", "W_query", "W_q", false, true, false, false, true, false},
-      {Stage::WKey, "w_key", "W_key", "W_k", false, true, false, false, true, false},
-      {Stage::WValue, "w_value", "W_value", "W_v", false, true, false, false, true, false},
-      {Stage::Queries, "queries", "queries  Q = X W_q", "Q", false, true, false, true, false, false},
-      {Stage::Keys, "keys", "keys  K = X W_k", "K", false, true, false, true, false, false},
-      {Stage::Values, "values", "values  V = X W_v", "V", false, true, false, true, false, false},
-      {Stage::Scores, "scores", "scores  Q·Kᵀ", "scores", true, true, false, true, false, true},
-      {Stage::Mask, "mask", "causal mask (1 = hidden)", "mask", true, false, true, false, false, false},
-      {Stage::MaskedScores, "masked_scores", "masked scores  −∞ above the diagonal", "masked", true, true, false, false, false, true},
-      {Stage::ScaledScores, "scaled_scores", "scaled  ÷ √dₖ", "scaled", true, true, false, false, false, true},
-      {Stage::Weights, "weights", "weights (softmax)", "weights", true, true, false, true, false, true},
-      {Stage::DropoutMask, "dropout_mask", "dropout mask", "dropout", true, true, true, true, false, true},
-      {Stage::DroppedWeights, "dropped_weights", "weights after dropout", "dropped", true, true, false, false, false, true},
-      {Stage::Context, "context", "context  weights·V", "context", false, true, false, true, false, false},
+      // stage, id, title, label, square, heatmap, flags, stored, parameter, shown, tril_route
+      {Stage::WQuery, "w_query", "W_query", "W_q", false, true, false, false, true, false, false},
+      {Stage::WKey, "w_key", "W_key", "W_k", false, true, false, false, true, false, false},
+      {Stage::WValue, "w_value", "W_value", "W_v", false, true, false, false, true, false, false},
+      {Stage::Queries, "queries", "queries  Q = X W_q", "Q", false, true, false, true, false, false, false},
+      {Stage::Keys, "keys", "keys  K = X W_k", "K", false, true, false, true, false, false, false},
+      {Stage::Values, "values", "values  V = X W_v", "V", false, true, false, true, false, false, false},
+      {Stage::Scores, "scores", "scores  Q·Kᵀ", "scores", true, true, false, true, false, true, false},
+      {Stage::Mask, "mask", "causal mask (1 = hidden)", "mask", true, false, true, false, false, false, false},
+      {Stage::MaskedScores, "masked_scores", "masked scores  −∞ above the diagonal", "masked", true, true, false, false, false, true, false},
+      {Stage::ScaledScores, "scaled_scores", "scaled  ÷ √dₖ", "scaled", true, true, false, false, false, true, false},
+      {Stage::UnmaskedWeights, "unmasked_weights", "softmax over every key", "softmax", true, true, false, true, false, false, true},
+      {Stage::Tril, "tril", "tril  (1 = visible)", "tril", true, true, true, false, false, false, true},
+      {Stage::TrilWeights, "tril_weights", "× tril  (before ÷ row sum)", "× tril", true, true, false, false, false, false, true},
+      {Stage::Weights, "weights", "weights (softmax)", "weights", true, true, false, true, false, true, false},
+      {Stage::DropoutMask, "dropout_mask", "dropout mask", "dropout", true, true, true, true, false, true, false},
+      {Stage::DroppedWeights, "dropped_weights", "weights after dropout", "dropped", true, true, false, false, false, true, false},
+      {Stage::Context, "context", "context  weights·V", "context", false, true, false, true, false, false, false},
   }};
   return table;
 }
@@ -38,6 +41,8 @@ bool parseStage(const std::string& id, Stage* out) {
     }
   return false;
 }
+
+bool stageHeld(const Trace& t, Stage s) { return !stageInfo(s).tril_route || trilRoute(t.model); }
 
 StageMap::StageMap(const Matrix& m) : values_(&m), rows_(m.rows()), cols_(m.cols()) {}
 
@@ -67,6 +72,7 @@ StageMap::StageMap(const Trace& t, const HeadTrace& h, Stage s) {
   divide_ = t.model.scale == Scale::SqrtDk;
   divisor_ = t.scale_divisor;
   causal_ = t.model.causal;
+  neg_inf_ = t.model.causal && !trilRoute(t.model);
   dropout_scale_ = t.dropout_scale;
   const ByteMatrix* keep = h.dropout_mask.size() > 0 ? &h.dropout_mask : nullptr;
   switch (s) {
@@ -82,6 +88,12 @@ StageMap::StageMap(const Trace& t, const HeadTrace& h, Stage s) {
     case Stage::ScaledScores: kind_ = Kind::Scaled, values_ = &h.scores; break;
     case Stage::Mask: kind_ = Kind::Mask; break;
     case Stage::MaskedScores: kind_ = Kind::Masked, values_ = &h.scores; break;
+    case Stage::UnmaskedWeights: values_ = &h.unmasked_weights; break;
+    case Stage::Tril: kind_ = Kind::Tril; break;
+    case Stage::TrilWeights:  // 0 × 0 off the tril route, as the unmasked weights are
+      values_ = &h.unmasked_weights;
+      if (h.unmasked_weights.size() > 0) kind_ = Kind::TrilWeights;
+      break;
     case Stage::DropoutMask:
       kind_ = keep ? Kind::Flags : Kind::AllOnes;
       flags_ = keep;
@@ -97,9 +109,11 @@ float StageMap::operator()(Eigen::Index i, Eigen::Index j) const {
     case Kind::Flags: return (*flags_)(i, j);
     case Kind::AllOnes: return 1.0f;
     case Kind::Mask: return causal_ && j > i ? 1.0f : 0.0f;
+    case Kind::Tril: return j <= i ? 1.0f : 0.0f;
+    case Kind::TrilWeights: return j <= i ? (*values_)(i, j) : 0.0f;
     case Kind::Masked:
     case Kind::Scaled:
-      if (causal_ && j > i) return -std::numeric_limits<float>::infinity();
+      if (neg_inf_ && j > i) return -std::numeric_limits<float>::infinity();
       if (kind_ == Kind::Masked) return (*values_)(i, j);
       return divide_ ? (*values_)(i, j) / divisor_ : (*values_)(i, j);
     case Kind::Dropped:
@@ -113,6 +127,7 @@ float StageMap::operator()(Eigen::Index i, Eigen::Index j) const {
 void StageMap::readRow(Eigen::Index i, float* out) const {
   Eigen::Map<Eigen::ArrayXf> o(out, cols_);
   const Eigen::Index visible = causal_ ? std::min(i + 1, cols_) : cols_;  // keys not masked
+  const Eigen::Index below = std::min(i + 1, cols_);                     // keys j ≤ i: tril's ones
   switch (kind_) {
     case Kind::Values: o = values_->row(i).transpose().array(); return;
     case Kind::Flags: o = flags_->row(i).transpose().cast<float>().array(); return;
@@ -127,7 +142,15 @@ void StageMap::readRow(Eigen::Index i, float* out) const {
         o = values_->row(i).transpose().array() / divisor_;
       else
         o = values_->row(i).transpose().array();
-      o.tail(cols_ - visible).setConstant(-std::numeric_limits<float>::infinity());  // visible = cols_ unless causal
+      if (neg_inf_) o.tail(cols_ - visible).setConstant(-std::numeric_limits<float>::infinity());
+      return;
+    case Kind::Tril:
+      o.head(below).setOnes();
+      o.tail(cols_ - below).setZero();
+      return;
+    case Kind::TrilWeights:
+      o = values_->row(i).transpose().array();
+      o.tail(cols_ - below).setZero();
       return;
     case Kind::Dropped:
       if (flags_ == nullptr) {

@@ -13,11 +13,13 @@ namespace attnscope {
 // In the order of the notebook's classes: a causal class masks the raw scores, then divides by √dₖ
 // (CausalAttention.forward: attn_scores.masked_fill_(…), then softmax(attn_scores / d_k**0.5)).
 // The head's weights come first: the columns of W_query, W_key, W_value that make its Q, K, V.
+// The tril route of cells [26]–[28] (ModelConfig::causal_route) has three stages of its own
+// between the scaled scores and the weights: the softmax over every key, tril, and their product.
 enum class Stage {
-  WQuery, WKey, WValue, Queries, Keys, Values, Scores, Mask, MaskedScores, ScaledScores, Weights,
-  DropoutMask, DroppedWeights, Context
+  WQuery, WKey, WValue, Queries, Keys, Values, Scores, Mask, MaskedScores, ScaledScores,
+  UnmaskedWeights, Tril, TrilWeights, Weights, DropoutMask, DroppedWeights, Context
 };
-constexpr int kStageCount = 14;
+constexpr int kStageCount = 17;
 
 struct StageInfo {
   Stage stage;
@@ -31,6 +33,7 @@ struct StageInfo {
   bool parameter;                  // d_in × head width, read from the parameters as X·W uses
                                    // them; not among a trace's heads (its "parameters" hold them)
   bool shown;                      // a column of the heatmap grid until the user hides it
+  bool tril_route;                 // held only on the tril route (stageHeld)
 };
 
 // In the order the trace keeps them.
@@ -39,12 +42,18 @@ const StageInfo& stageInfo(Stage s);
 const char* stageId(Stage s);
 // "weights" → Stage::Weights; false for an unknown id.
 bool parseStage(const std::string& id, Stage* out);
+// Whether the trace has stage s at all: the tril route's own stages on that route only. Writers
+// (trace JSON, exports) leave out the others; views say why.
+bool stageHeld(const Trace& t, Stage s);
 
 // The values of one map, read the same way whether a matrix holds them or they are derived on
 // demand from what a head stores (docs/DESIGN.md §2.3): a view, valid while its sources live.
 //   mask    = 1 where masked (causal: key j > query i), else 0
 //   masked  = −∞ where masked, else the raw scores (the notebook's attn_scores.masked_fill_)
-//   scaled  = masked (causal) or scores ÷ scale_divisor, −∞ staying −∞ (as they are with scale = none)
+//   scaled  = masked (causal) or scores ÷ scale_divisor, −∞ staying −∞ (as they are with scale = none);
+//             on the tril route the scores of every key ÷ scale_divisor
+//   tril    = 1 where key j ≤ query i (torch.tril(torch.ones(T, T))), else 0
+//   tril_weights = the unmasked weights × tril (the notebook's masked_simple)
 //   dropout_mask = the stored keep mask, all 1 when dropout is inactive
 //   dropped = weights × dropout_scale where kept, 0 where dropped (weights without dropout)
 //   w_query, w_key, w_value = the head's columns of the projection in X·W form: (i, j) is
@@ -70,14 +79,16 @@ class StageMap {
   const Matrix* matrix() const { return kind_ == Kind::Values ? values_ : nullptr; }
 
  private:
-  enum class Kind { Values, Flags, AllOnes, Scaled, Mask, Masked, Dropped, WeightColumns };
+  enum class Kind { Values, Flags, AllOnes, Scaled, Mask, Masked, Dropped, WeightColumns, Tril, TrilWeights };
   Kind kind_ = Kind::Values;
-  const Matrix* values_ = nullptr;     // Values; the scores (Scaled, Masked); the weights (Dropped)
+  const Matrix* values_ = nullptr;     // Values; the scores (Scaled, Masked); the weights (Dropped);
+                                       // the unmasked weights (TrilWeights)
   const ByteMatrix* flags_ = nullptr;  // Flags; the keep mask (Dropped), null without dropout
   Eigen::Index rows_ = 0, cols_ = 0;
   bool divide_ = false;                // Scaled, Masked: ÷ divisor_
   float divisor_ = 1;
-  bool causal_ = false;                // Mask, Masked
+  bool causal_ = false;                // Mask, Masked, Scaled
+  bool neg_inf_ = false;               // Masked, Scaled: −∞ where masked (not on the tril route)
   float dropout_scale_ = 1;            // Dropped
   Eigen::Index first_column_ = 0;      // WeightColumns: c0 (values_ is the torch weight)
 };

@@ -16,7 +16,8 @@ namespace attnscope {
 struct HeadTrace {
   Matrix queries, keys, values;  // T × w
   Matrix scores;                 // T × T, Q Kᵀ
-  Matrix weights;                // T × T, softmax rows (or ÷ row sum)
+  Matrix weights;                // T × T, softmax rows (or ÷ row sum; with the tril route, renormalized)
+  Matrix unmasked_weights;       // T × T, the tril route's softmax over every key; else empty
   ByteMatrix dropout_mask;       // T × T, 1 where kept; empty when dropout is inactive (all kept)
   Matrix context;                // T × w, dropped weights · V
   int index = 0;                 // which head of its batch element it is (its weights' columns)

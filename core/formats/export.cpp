@@ -278,8 +278,12 @@ FigureSpec stageFigure(const Trace& t, const HeadTrace& h, Stage s, const std::v
   } else if (s == Stage::Mask) {
     f.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
     f.range_text = {"0 visible", "1 masked"};
+  } else if (s == Stage::Tril) {
+    f.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
+    f.range_text = {"0 later key", "1 visible"};
   }
-  if ((s == Stage::MaskedScores || s == Stage::ScaledScores) && t.model.causal) f.legend = "▨ −∞ masked";
+  if ((s == Stage::MaskedScores || s == Stage::ScaledScores) && t.model.causal && !trilRoute(t.model))
+    f.legend = "▨ −∞ masked";
   return f;
 }
 
@@ -338,7 +342,8 @@ int exportTrace(const Workspace& ws, const Trace& trace, const std::string& fold
     for (std::size_t h = 0; h < bt.heads.size(); ++h) {
       const HeadTrace& ht = bt.heads[h];
       for (const StageInfo& stage : stageTable())  // masks as 0/1 floats; the weights come whole below
-        if (!stage.parameter) write(mapFileStem(static_cast<int>(b), static_cast<int>(h), stage.stage), exportMap(trace, ht, stage.stage, tokens, f));
+        if (!stage.parameter && stageHeld(trace, stage.stage))
+          write(mapFileStem(static_cast<int>(b), static_cast<int>(h), stage.stage), exportMap(trace, ht, stage.stage, tokens, f));
       statistics.push_back(headStatistics(trace, ht));
       const std::string stem = "b" + std::to_string(b + 1) + "_h" + std::to_string(h + 1) + "_statistics";
       write(stem, f == ExportFormat::Csv ? statisticsCsv(statistics.back(), tokens) : exportMatrix(statisticsMatrix(statistics.back()), f));
@@ -375,8 +380,9 @@ int exportTraceFigures(const Workspace& ws, const Trace& trace, const std::strin
     const std::string batch = "b" + std::to_string(b + 1);
     for (std::size_t h = 0; h < bt.heads.size(); ++h)
       for (const StageInfo& stage : stageTable())
-        if (!stage.parameter) write(mapFileStem(static_cast<int>(b), static_cast<int>(h), stage.stage),
-              stageFigure(trace, bt.heads[h], stage.stage, tokens, static_cast<int>(b), static_cast<int>(h)));
+        if (!stage.parameter && stageHeld(trace, stage.stage))
+          write(mapFileStem(static_cast<int>(b), static_cast<int>(h), stage.stage),
+                stageFigure(trace, bt.heads[h], stage.stage, tokens, static_cast<int>(b), static_cast<int>(h)));
     const std::string of = batches.empty() ? "" : "  ·  batch " + std::to_string(b + 1) + batches;
     write(batch + "_context", matrixFigure(bt.context, "context  (heads concatenated)" + of, tokens, dimLabels(bt.context.cols())));
     write(batch + "_output", matrixFigure(bt.output, "output" + of, tokens, dimLabels(bt.output.cols())));

@@ -54,6 +54,7 @@ std::string options(const ModelConfig& m, bool causal_default) {
   std::string s;
   if (m.causal != causal_default) s += std::string(", causal=") + pyBool(m.causal);
   if (m.scale == Scale::None) s += ", scale=False";
+  if (trilRoute(m)) s += ", causal_route=\"tril\"";
   return s;
 }
 

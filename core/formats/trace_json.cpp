@@ -131,7 +131,7 @@ void writeTraceJson(std::ostream& out, const Workspace& ws, const Trace& t) {
       const char* in = "    ";
       const char* sep = "";
       for (const StageInfo& stage : stageTable()) {  // the stage table's order and names
-        if (stage.parameter) continue;  // in "parameters" already
+        if (stage.parameter || !stageHeld(t, stage.stage)) continue;  // in "parameters"; another route's
         out << sep << "\"" << stage.id << "\": ";
         w.map(StageMap(t, ht, stage.stage), stage.flags, in);
         sep = ",\n   ";

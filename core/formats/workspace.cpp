@@ -79,7 +79,8 @@ ModelConfig parseModel(const json& j) {
   if (!j.is_object()) fail("model", std::string("expected an object, got ") + typeName(j));
   rejectUnknown(j, "model",
                 {"variant", "d_out", "num_heads", "dropout", "seed", "qkv_bias", "causal", "scale",
-                 "training", "batch_size", "normalization", "dropout_rng", "dropout_seed", "draws_before"});
+                 "training", "batch_size", "normalization", "dropout_rng", "dropout_seed", "draws_before",
+                 "causal_route"});
   if (!j.contains("variant")) fail("model.variant", "required (one of " + idList(variantNames()) + ")");
   Variant variant;
   const std::string id = getString(j["variant"], "model.variant");
@@ -112,6 +113,11 @@ ModelConfig parseModel(const json& j) {
     if (!parseNormalization(s, &m.normalization))
       fail("model.normalization", "expected one of " + idList(normalizationNames()) + ", got \"" + s + "\"");
   }
+  if (j.contains("causal_route")) {
+    const std::string s = getString(j["causal_route"], "model.causal_route");
+    if (!parseCausalRoute(s, &m.causal_route))
+      fail("model.causal_route", "expected one of " + idList(causalRouteNames()) + ", got \"" + s + "\"");
+  }
   if (j.contains("dropout_rng")) {
     const std::string s = getString(j["dropout_rng"], "model.dropout_rng");
     if (!parseDropoutStream(s, &m.dropout_rng))
@@ -130,6 +136,7 @@ json modelToJson(const ModelConfig& m) {
           {"causal", m.causal},               {"scale", scaleId(m.scale)},
           {"training", m.training},           {"batch_size", m.batch_size},
           {"normalization", normalizationId(m.normalization)},
+          {"causal_route", causalRouteId(m.causal_route)},
           {"dropout_rng", dropoutStreamId(m.dropout_rng)},
           {"dropout_seed", m.dropout_seed ? json(*m.dropout_seed) : json()},
           {"draws_before", m.draws_before}};

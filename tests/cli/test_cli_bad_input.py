@@ -26,7 +26,8 @@ BASE = {"format": "attnscope-workspace", "version": 1, "tokens": BOOK_TOKENS,
         "model": {"variant": "multihead", "d_out": 2, "num_heads": 2, "seed": 123},
         "view": {}}
 MODEL_FIELDS = {"variant", "d_out", "num_heads", "dropout", "seed", "qkv_bias", "causal", "scale",
-                "training", "batch_size", "normalization", "dropout_rng", "dropout_seed", "draws_before"}
+                "training", "batch_size", "normalization", "dropout_rng", "dropout_seed", "draws_before",
+                "causal_route"}
 HEAD_KEYS = {"queries", "keys", "values", "scores", "scaled_scores", "mask", "masked_scores",
              "weights", "dropout_mask", "dropped_weights", "context"}
 # Issue 12: besides its maps, a head has "statistics": arrays over the query rows and the means.
@@ -353,8 +354,10 @@ class ValidTraces(unittest.TestCase):
             self.assertEqual(len(batch["heads"]), heads)
             for h, head in enumerate(batch["heads"]):
                 where = f"{preset} batch {b} head {h}"
-                self.assertEqual(set(head), HEAD_KEYS | {"statistics"}, where)
-                self.check_head(head, T, m["causal"], where)
+                # The tril route's own stages on that route only (cells [26]-[28]).
+                tril = {"unmasked_weights", "tril", "tril_weights"} if m["causal_route"] == "tril" else set()
+                self.assertEqual(set(head), HEAD_KEYS | {"statistics"} | tril, where)
+                self.check_head(head, T, m["causal"], where, bool(tril))
                 self.check_statistics(head["statistics"], T, where)
 
     def check_statistics(self, stats, T, where):
@@ -367,7 +370,7 @@ class ValidTraces(unittest.TestCase):
             self.assertTrue(isinstance(stats[key], (int, float)) or (stats[key] is None and T == 1 and "previous" in key),
                             f"{where}: statistics {key} = {stats[key]!r}")
 
-    def check_head(self, head, T, causal, where):
+    def check_head(self, head, T, causal, where, tril=False):
         for key in HEAD_KEYS - {"queries", "keys", "values", "context"}:
             self.assertEqual(shape(head[key]), [T, T], f"{where}: {key}")
         for key in ("mask", "dropout_mask"):
@@ -379,7 +382,11 @@ class ValidTraces(unittest.TestCase):
                 masked = head["mask"][i][j] == 1
                 self.assertEqual(masked, causal and j > i, f"{where}: mask[{i}][{j}]")
                 for key in ("masked_scores", "scaled_scores"):  # masked, then scaled: −∞ stays
-                    self.assertEqual(head[key][i][j] is None, masked, f"{where}: {key}[{i}][{j}] null iff masked")
+                    # (the tril route masks the weights, not the scores: no −∞ there)
+                    self.assertEqual(head[key][i][j] is None, masked and not tril, f"{where}: {key}[{i}][{j}] null iff masked")
+                if tril:
+                    self.assertEqual(head["tril"][i][j], 0 if masked else 1, f"{where}: tril[{i}][{j}]")
+                    self.assertEqual(head["tril_weights"][i][j] == 0, masked, f"{where}: tril_weights[{i}][{j}]")
                 if masked:
                     self.assertEqual(head["weights"][i][j], 0, f"{where}: weights[{i}][{j}]")
                 if head["dropout_mask"][i][j] == 0:

@@ -106,7 +106,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           FUZZ_CHECK(mask(i, j) <= 1, cell(at + "mask", i, j) + " is not 0 or 1");
           FUZZ_CHECK(masked == (m.causal && j > i), cell(at + "mask", i, j) + " is not the causal mask");
           const float ms = masked_scores(i, j);
-          if (masked) {
+          if (masked && trilRoute(m)) {  // the weights are masked (× tril), not the scores
+            FUZZ_CHECK(ms == ht.scores(i, j), cell(at + "masked_scores", i, j) + " differs from the score (tril route)");
+            FUZZ_CHECK(std::isfinite(scaled_scores(i, j)), cell(at + "scaled_scores", i, j) + " is not finite");
+            FUZZ_CHECK(ht.weights(i, j) == 0.0f, cell(at + "weights", i, j) + " is masked but not 0");
+            FUZZ_CHECK(StageMap(t, ht, Stage::TrilWeights)(i, j) == 0.0f && StageMap(t, ht, Stage::Tril)(i, j) == 0.0f,
+                       cell(at + "tril_weights", i, j) + " is masked but not 0");
+          } else if (masked) {
             FUZZ_CHECK(std::isinf(ms) && ms < 0, cell(at + "masked_scores", i, j) + " is masked but not −∞");
             FUZZ_CHECK(std::isinf(scaled_scores(i, j)) && scaled_scores(i, j) < 0,
                        cell(at + "scaled_scores", i, j) + " is masked but not −∞");

@@ -35,8 +35,11 @@ def applicable_stages(columns, model):
     skip = set()
     if model.get("scale") == "none":
         skip.add("scaled_scores")
-    if not model.get("causal", False):
+    tril = model.get("causal", False) and model.get("causal_route") == "tril"
+    if not model.get("causal", False) or tril:
         skip.add("masked_scores")
+    if not tril:
+        skip |= {"unmasked_weights", "tril", "tril_weights"}
     if not dropout:
         skip |= {"dropout_mask", "dropped_weights"}
     return [c for c in columns if c not in skip]

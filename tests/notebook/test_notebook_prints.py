@@ -31,8 +31,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TABLE = os.path.join(HERE, "prints.json")
 TOLERANCE = 0.00005 + 1e-6  # half a unit of the printed 4th decimal, plus float slack
 SEED_COUNT = 5
-HEAD_STAGES = ("queries", "keys", "values", "scores", "mask", "masked_scores", "scaled_scores", "weights",
-               "dropout_mask", "dropped_weights", "context")
+HEAD_STAGES = ("queries", "keys", "values", "scores", "mask", "masked_scores", "scaled_scores", "unmasked_weights",
+               "tril", "tril_weights", "weights", "dropout_mask", "dropped_weights", "context")
 BATCH_STAGES = {"concat": "context", "output": "output"}
 NUMBER = r"[-+]?(?:inf|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
 TOKEN = re.compile(r"\s*(\.\.\.|\[|\]|,|" + NUMBER + ")")

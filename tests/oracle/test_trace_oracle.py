@@ -125,6 +125,8 @@ def workspaces():
             m["dropout_seed"] = [123, 0, 2**32 - 1][k % 3]
         if k % 7 == 2:
             m["draws_before"] = [1, 19, 1000][k % 3]
+        if m.get("causal") and m["variant"] != "simple" and k % 4 == 0:
+            m["causal_route"] = "tril"  # cells [26]-[28]: softmax over every key, x tril, / row sums
         if isinstance(ws["embeddings"], dict) and k % 4 == 1:
             ws["embeddings"]["draws_before"] = 24  # random inputs drawn after a module, as the notebook's [45]
         m.setdefault("qkv_bias", False)
@@ -145,7 +147,7 @@ def check_coverage(cases):
     need = {"variant": VARIANTS, "seed": [0, 2**32 - 1], "batch_size": [1, 2, 3],
             "training": [True, False], "dropout": DROPOUTS, "scale": ["sqrt_dk", "none"],
             "normalization": ["softmax", "sum"], "causal": [True, False], "qkv_bias": [True, False],
-            "dropout_rng": ["default", "mkl", None]}
+            "dropout_rng": ["default", "mkl", None], "causal_route": ["tril", None]}
     for key, values in need.items():
         missing = [v for v in values if json.dumps(v) not in seen(key)]
         assert not missing, "the generated workspaces miss %s = %s" % (key, missing)
@@ -196,7 +198,12 @@ def compare_case(worst, case, trace, ref):
             continue
         for h, (oh, rh) in enumerate(zip(ob["heads"], rb["heads"])):
             where = "%s b%d h%d" % (case, b, h)
-            compare_head(worst, oh, rh, where, FLOAT_FIELDS)
+            tril = "tril" in rh  # the tril route's own stages, which the trace holds on that route only
+            if tril != ("tril" in oh):
+                worst.fail("%s: the trace %s the tril route's stages" % (where, "lacks" if tril else "has"))
+            elif tril and not np.array_equal(np.array(oh["tril"], dtype=bool), rh["tril"].numpy()):
+                worst.fail("%s: tril differs" % where)
+            compare_head(worst, oh, rh, where, FLOAT_FIELDS + (["unmasked_weights", "tril_weights"] if tril else []))
             # Issue 12: the head statistics, computed by torch from torch's weights.
             compare_statistics(worst, oh.get("statistics"), oh["weights"],
                                torch_trace.statistics(rh["weights"], rh["dropped_weights"]), rh["weights"], where)

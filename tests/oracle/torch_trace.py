@@ -68,7 +68,7 @@ def torch_inputs(ws):
 def construct(sc, m, T, d_in):
     """torch.manual_seed(seed), then the seed class built as the notebook does (plus our options)."""
     v = m["variant"]
-    kw = {"causal": m["causal"], "scale": m["scale"] == "sqrt_dk"}
+    kw = {"causal": m["causal"], "scale": m["scale"] == "sqrt_dk", "causal_route": m.get("causal_route", "neg_inf")}
     torch.manual_seed(m["seed"])
     torch_draw32(m.get("draws_before", 0))  # what earlier notebook cells drew
     if v == "self_attention_v1":
@@ -176,22 +176,28 @@ class Capture:
         return False
 
 
-def head_record(q, k, v, hw, scale, causal, softmax_in, weights, keep, dropped, context):
+def head_record(q, k, v, hw, scale, causal, softmax_in, weights, keep, dropped, context, softmax_out=None):
     """One head of one batch element, in the trace's vocabulary. Scores are recomputed with torch
-    from the captured Q and K (the class masks them in place); the rest is captured."""
+    from the captured Q and K (the class masks them in place); the rest is captured. With the tril
+    route (softmax_out given: the softmax over every key) the scores are not masked, and the route's
+    own stages are added: the softmax's output, tril and their product."""
     T = q.shape[0]
     scores = q @ k.T
     mask = torch.triu(torch.ones(T, T), diagonal=1).bool() if causal else torch.zeros(T, T).bool()
     # The class's order: attn_scores.masked_fill_(mask, -inf), then softmax(attn_scores / d_k**0.5):
     # the masked stage holds the raw scores, the softmax's input is the scaled stage.
-    masked = scores.masked_fill(mask, -torch.inf)
+    masked = scores.masked_fill(mask, -torch.inf) if softmax_out is None else scores
     scaled = masked / hw ** 0.5 if scale else masked  # the class divides by d_k ** 0.5 or 1.0
     # (The class's batched matmul may round differently from this 2-D one: close, not equal.)
     if not torch.allclose(scaled, softmax_in, rtol=1e-5, atol=1e-6):
         raise AssertionError("the softmax input is not the masked scores / sqrt(d_k)")
-    return {"queries": q, "keys": k, "values": v, "scores": scores, "mask": mask,
-            "masked_scores": masked, "scaled_scores": softmax_in, "weights": weights,
-            "dropout_mask": keep, "dropped_weights": dropped, "context": context}
+    record = {"queries": q, "keys": k, "values": v, "scores": scores, "mask": mask,
+              "masked_scores": masked, "scaled_scores": softmax_in, "weights": weights,
+              "dropout_mask": keep, "dropped_weights": dropped, "context": context}
+    if softmax_out is not None:
+        tril = torch.tril(torch.ones(T, T))
+        record.update({"unmasked_weights": softmax_out, "tril": tril.bool(), "tril_weights": softmax_out * tril})
+    return record
 
 
 def simple_reference(ws, sc, x, B):
@@ -235,12 +241,18 @@ def reference(ws, sc):
                   if k.split(".")[-1] != "mask"}  # the causal mask buffer is no parameter
         with Capture(model, m.get("dropout_rng", "mkl")) as cap:
             out = run_module(model, batch, CLASSES[m["variant"]][1], m)
-        return {"params": params, "batches": assemble(m, x, model, cap, out), "output": out}
+        return {"params": params, "batches": assemble(m, x, model, cap, out, sc), "output": out}
 
 
-def assemble(m, x, model, cap, out):
+def assemble(m, x, model, cap, out, sc):
     v, B, T = m["variant"], m["batch_size"], x.shape[0]
     scale, causal = m["scale"] == "sqrt_dk", m["causal"]
+    tril = causal and m.get("causal_route", "neg_inf") == "tril"
+
+    def routed(sm):
+        """The weights the class goes on with, and the softmax's output when the tril route keeps it
+        apart: the class's own function on the captured softmax, so the very same bits."""
+        return (sc.tril_route(sm), sm) if tril else (sm, None)
     all_kept = torch.ones(T, T).bool()
     batches = []
     for b in range(B):
@@ -250,33 +262,38 @@ def assemble(m, x, model, cap, out):
                 q, k, val = x @ model.W_query, x @ model.W_key, x @ model.W_value
             else:
                 q, k, val = (cap.linear[n][b] for n in ("W_query", "W_key", "W_value"))
-            softmax_in, w = cap.softmax[b]
+            softmax_in, sm = cap.softmax[b]
+            w, u = routed(sm)
             heads.append(head_record(q, k, val, m["d_out"], scale, causal, softmax_in, w,
-                                     all_kept, w, out[b]))
+                                     all_kept, w, out[b], u))
             context = out[b]
         elif v == "causal":
             q, k, val = (cap.linear[n][0][b] for n in ("W_query", "W_key", "W_value"))
-            (softmax_in, w), = cap.softmax
+            (softmax_in, sm), = cap.softmax
+            w, u = routed(sm)
             (d_in_, keep, d_out_), = cap.dropout["dropout"]
             assert torch.equal(d_in_, w)
             heads.append(head_record(q, k, val, m["d_out"], scale, causal, softmax_in[b], w[b],
-                                     keep[b], d_out_[b], out[b]))
+                                     keep[b], d_out_[b], out[b], None if u is None else u[b]))
             context = out[b]
         elif v == "multihead_wrapper":
             assert len(cap.softmax) == m["num_heads"]
             for h in range(m["num_heads"]):
                 q, k, val = (cap.linear["heads.%d.%s" % (h, n)][0][b]
                              for n in ("W_query", "W_key", "W_value"))
-                softmax_in, w = cap.softmax[h]
+                softmax_in, sm = cap.softmax[h]
+                w, u = routed(sm)
                 (d_in_, keep, d_out_), = cap.dropout["heads.%d.dropout" % h]
                 assert torch.equal(d_in_, w)
                 heads.append(head_record(q, k, val, m["d_out"], scale, causal, softmax_in[b], w[b],
-                                         keep[b], d_out_[b], cap.module_out["heads.%d" % h][0][b]))
+                                         keep[b], d_out_[b], cap.module_out["heads.%d" % h][0][b],
+                                         None if u is None else u[b]))
             context = out[b]
         elif v == "multihead":
             H = m["num_heads"]
             hd = m["d_out"] // H
-            (softmax_in, w), = cap.softmax
+            (softmax_in, sm), = cap.softmax
+            w, u = routed(sm)
             (d_in_, keep, d_out_), = cap.dropout["dropout"]
             assert torch.equal(d_in_, w)
             context = cap.out_proj_in[0][b]
@@ -284,7 +301,8 @@ def assemble(m, x, model, cap, out):
                 q, k, val = (cap.linear[n][0][b].view(T, H, hd)[:, h, :]
                              for n in ("W_query", "W_key", "W_value"))
                 heads.append(head_record(q, k, val, hd, scale, causal, softmax_in[b, h], w[b, h],
-                                         keep[b, h], d_out_[b, h], context[:, h * hd:(h + 1) * hd]))
+                                         keep[b, h], d_out_[b, h], context[:, h * hd:(h + 1) * hd],
+                                         None if u is None else u[b, h]))
         else:
             raise ValueError(v)
         batches.append({"heads": heads, "context": context, "output": out[b]})
@@ -295,6 +313,8 @@ def check_masked_softmax_input(ref):
     """Torch-side sanity: the softmax input is −∞ exactly where the mask says, finite elsewhere."""
     for bt in ref["batches"]:
         for h in bt["heads"]:
+            if "tril" in h:
+                continue  # the tril route masks the weights, not the scores
             s, mask = h["scaled_scores"], h["mask"]
             if not (torch.all(torch.isneginf(s[mask])) and torch.all(torch.isfinite(s[~mask]))):
                 raise AssertionError("torch's softmax input is not -inf exactly at the causal mask")

@@ -197,8 +197,8 @@ TEST(LessonParse, DamagedLessonsNameTheStepAndTheField) {
   s["maps"] = "weights";
   cases.push_back({withStep(s), "step 3: maps: expected an array of map names, got a string"});
   s = minimalStep();
-  s["code"] = {{"file", "seed_classes.py"}, {"lines", {140, 160}}};
-  cases.push_back({withStep(s), "step 3: code.lines: line 160 is past the end of seed_classes.py ("});
+  s["code"] = {{"file", "seed_classes.py"}, {"lines", {140, 260}}};
+  cases.push_back({withStep(s), "step 3: code.lines: line 260 is past the end of seed_classes.py ("});
   s = minimalStep();
   s["code"] = {{"file", "seed_classes.py"}, {"lines", {19, 10}}};
   cases.push_back({withStep(s), "step 3: code.lines: the last line 10 comes before the first 19"});

@@ -1,7 +1,7 @@
 # The classes of the seed notebook "Coding Attention Mechanisms" (Raschka, chapter 3), as printed
-# there, plus the exploration options of attnscope as keyword arguments whose defaults reproduce the
-# notebook exactly: causal (mask the future), scale (divide by sqrt(d_k)). `attnscope-cli pytorch`
-# embeds this file in the scripts it prints; the oracle tests import it. It uses torch only.
+# there, plus attnscope's exploration options as keyword arguments whose defaults reproduce it: causal,
+# scale (divide by sqrt(d_k)) and causal_route ("tril": cells [26]-[28], see tril_route). `attnscope-cli
+# pytorch` embeds this file in the scripts it prints; the oracle tests import it. It uses torch only.
 import torch
 import torch.nn as nn
 
@@ -19,10 +19,18 @@ def simple_attention(inputs, normalization="softmax", scale=False):
     return context_vec
 
 
+def tril_route(attn_weights):
+    """Cells [26]-[28]: zero the weights of later keys (x tril), then renormalize each row."""
+    n = attn_weights.shape[-1]
+    masked_simple = attn_weights * torch.tril(torch.ones(n, n))
+    row_sums = masked_simple.sum(dim=-1, keepdim=True)
+    return masked_simple / row_sums
+
+
 class SelfAttention_v1(nn.Module):
-    def __init__(self, d_in, d_out, causal=False, scale=True):
+    def __init__(self, d_in, d_out, causal=False, scale=True, causal_route="neg_inf"):
         super().__init__()
-        self.causal, self.scale = causal, scale
+        self.causal, self.scale, self.causal_route = causal, scale, causal_route
         self.W_query = nn.Parameter(torch.rand(d_in, d_out))
         self.W_key = nn.Parameter(torch.rand(d_in, d_out))
         self.W_value = nn.Parameter(torch.rand(d_in, d_out))
@@ -32,20 +40,22 @@ class SelfAttention_v1(nn.Module):
         keys = x @ self.W_key
         values = x @ self.W_value
         attn_scores = queries @ keys.T
-        if self.causal:
+        if self.causal and self.causal_route == "neg_inf":
             n = attn_scores.shape[-1]
             attn_scores = attn_scores.masked_fill(
                 torch.triu(torch.ones(n, n), diagonal=1).bool(), -torch.inf)
         d_k = keys.shape[-1] if self.scale else 1
         attn_weights = torch.softmax(attn_scores / d_k**0.5, dim=-1)
+        if self.causal and self.causal_route == "tril":
+            attn_weights = tril_route(attn_weights)
         context_vec = attn_weights @ values
         return context_vec
 
 
 class SelfAttention_v2(nn.Module):
-    def __init__(self, d_in, d_out, qkv_bias=False, causal=False, scale=True):
+    def __init__(self, d_in, d_out, qkv_bias=False, causal=False, scale=True, causal_route="neg_inf"):
         super().__init__()
-        self.causal, self.scale = causal, scale
+        self.causal, self.scale, self.causal_route = causal, scale, causal_route
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
@@ -55,22 +65,24 @@ class SelfAttention_v2(nn.Module):
         keys = self.W_key(x)
         values = self.W_value(x)
         attn_scores = queries @ keys.T
-        if self.causal:
+        if self.causal and self.causal_route == "neg_inf":
             n = attn_scores.shape[-1]
             attn_scores = attn_scores.masked_fill(
                 torch.triu(torch.ones(n, n), diagonal=1).bool(), -torch.inf)
         d_k = keys.shape[-1] if self.scale else 1
         attn_weights = torch.softmax(attn_scores / d_k**0.5, dim=-1)
+        if self.causal and self.causal_route == "tril":
+            attn_weights = tril_route(attn_weights)
         context_vec = attn_weights @ values
         return context_vec
 
 
 class CausalAttention(nn.Module):
     def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False,
-                 causal=True, scale=True):
+                 causal=True, scale=True, causal_route="neg_inf"):
         super().__init__()
         self.d_out = d_out
-        self.causal, self.scale = causal, scale
+        self.causal, self.scale, self.causal_route = causal, scale, causal_route
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
@@ -86,12 +98,14 @@ class CausalAttention(nn.Module):
         keys = self.W_key(x)
         values = self.W_value(x)
         attn_scores = queries @ keys.transpose(1, 2)
-        if self.causal:
+        if self.causal and self.causal_route == "neg_inf":
             attn_scores.masked_fill_(
                 self.mask.bool()[:num_tokens, :num_tokens], -torch.inf
             )
         d_k = keys.shape[-1] if self.scale else 1
         attn_weights = torch.softmax(attn_scores / d_k**0.5, dim=-1)
+        if self.causal and self.causal_route == "tril":
+            attn_weights = tril_route(attn_weights)
         attn_weights = self.dropout(attn_weights)
         context_vec = attn_weights @ values
         return context_vec
@@ -99,10 +113,10 @@ class CausalAttention(nn.Module):
 
 class MultiHeadAttentionWrapper(nn.Module):
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False,
-                 causal=True, scale=True):
+                 causal=True, scale=True, causal_route="neg_inf"):
         super().__init__()
         self.heads = nn.ModuleList(
-            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias, causal, scale)
+            [CausalAttention(d_in, d_out, context_length, dropout, qkv_bias, causal, scale, causal_route)
              for _ in range(num_heads)]
         )
 
@@ -112,13 +126,13 @@ class MultiHeadAttentionWrapper(nn.Module):
 
 class MultiHeadAttention(nn.Module):
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False,
-                 causal=True, scale=True):
+                 causal=True, scale=True, causal_route="neg_inf"):
         super().__init__()
         assert (d_out % num_heads == 0), "Error: d_out must be divisible by num_heads!"
         self.d_out = d_out
         self.num_heads = num_heads
         self.head_dim = d_out // num_heads
-        self.causal, self.scale = causal, scale
+        self.causal, self.scale, self.causal_route = causal, scale, causal_route
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
@@ -141,11 +155,13 @@ class MultiHeadAttention(nn.Module):
         keys = keys.transpose(1, 2)
         values = values.transpose(1, 2)
         attn_scores = queries @ keys.transpose(2, 3)
-        if self.causal:
+        if self.causal and self.causal_route == "neg_inf":
             mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
             attn_scores.masked_fill_(mask_bool, -torch.inf)
         d_k = keys.shape[-1] if self.scale else 1
         attn_weights = torch.softmax(attn_scores / d_k**0.5, dim=-1)
+        if self.causal and self.causal_route == "tril":
+            attn_weights = tril_route(attn_weights)
         attn_weights = self.dropout(attn_weights)
         context_vec = (attn_weights @ values).transpose(1, 2)
         context_vec = context_vec.contiguous().view(batch_size, num_tokens, self.d_out)
