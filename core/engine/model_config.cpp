@@ -87,6 +87,13 @@ const char* idOf(const Table& table, E value) {
 }
 
 template <class Table, class E>
+const char* titleOf(const Table& table, E value) {
+  for (const auto& n : table)
+    if (n.value == value) return n.title;
+  return "?";
+}
+
+template <class Table, class E>
 bool parseId(const Table& table, const std::string& id, E* out) {
   for (const auto& n : table)
     if (id == n.id) {
@@ -99,11 +106,7 @@ bool parseId(const Table& table, const std::string& id, E* out) {
 }  // namespace
 
 const char* variantId(Variant v) { return idOf(variantNames(), v); }
-const char* variantTitle(Variant v) {
-  for (const VariantName& n : variantNames())
-    if (n.value == v) return n.title;
-  return "?";
-}
+const char* variantTitle(Variant v) { return titleOf(variantNames(), v); }
 std::string describeModel(const ModelConfig& m) {
   std::string s;
   switch (m.variant) {
@@ -134,18 +137,10 @@ bool parseScale(const std::string& id, Scale* out) { return parseId(scaleNames()
 const char* normalizationId(Normalization n) { return idOf(normalizationNames(), n); }
 bool parseNormalization(const std::string& id, Normalization* out) { return parseId(normalizationNames(), id, out); }
 const char* causalRouteId(CausalRoute r) { return idOf(causalRouteNames(), r); }
-const char* causalRouteTitle(CausalRoute r) {
-  for (const CausalRouteName& n : causalRouteNames())
-    if (n.value == r) return n.title;
-  return "?";
-}
+const char* causalRouteTitle(CausalRoute r) { return titleOf(causalRouteNames(), r); }
 bool parseCausalRoute(const std::string& id, CausalRoute* out) { return parseId(causalRouteNames(), id, out); }
 const char* dropoutStreamId(DropoutStream d) { return idOf(dropoutStreamNames(), d); }
-const char* dropoutStreamTitle(DropoutStream d) {
-  for (const DropoutStreamName& n : dropoutStreamNames())
-    if (n.value == d) return n.title;
-  return "?";
-}
+const char* dropoutStreamTitle(DropoutStream d) { return titleOf(dropoutStreamNames(), d); }
 bool parseDropoutStream(const std::string& id, DropoutStream* out) { return parseId(dropoutStreamNames(), id, out); }
 
 bool hasProjections(Variant v) { return v != Variant::Simple; }
