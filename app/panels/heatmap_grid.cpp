@@ -603,7 +603,7 @@ void besideIfFits(float width) {
 const char* missingStage(const Trace& t, Stage s) {
   if (stageInfo(s).parameter && t.model.variant == Variant::Simple) return "projection weights";
   if (s == Stage::ScaledScores && t.model.scale == Scale::None) return "scaling";
-  if (s == Stage::MaskedScores && !t.model.causal) return "mask";
+  if ((s == Stage::Mask || s == Stage::MaskedScores) && !t.model.causal) return "mask";
   if (s == Stage::MaskedScores && trilRoute(t.model)) return "−∞ mask (the tril route masks the weights)";
   if (!stageHeld(t, s)) return "tril route";
   if ((s == Stage::DropoutMask || s == Stage::DroppedWeights) && !t.dropout_active) return "dropout";

@@ -15,7 +15,7 @@ const std::array<StageInfo, kStageCount>& stageTable() {
       {Stage::Keys, "keys", "keys  K = X W_k", "K", false, true, false, true, false, false, false},
       {Stage::Values, "values", "values  V = X W_v", "V", false, true, false, true, false, false, false},
       {Stage::Scores, "scores", "scores  Q·Kᵀ", "scores", true, true, false, true, false, true, false},
-      {Stage::Mask, "mask", "causal mask (1 = hidden)", "mask", true, false, true, false, false, false, false},
+      {Stage::Mask, "mask", "causal mask (1 = hidden)", "mask", true, true, true, false, false, false, false},
       {Stage::MaskedScores, "masked_scores", "masked scores  −∞ above the diagonal", "masked", true, true, false, false, false, true, false},
       {Stage::ScaledScores, "scaled_scores", "scaled  ÷ √dₖ", "scaled", true, true, false, false, false, true, false},
       {Stage::UnmaskedWeights, "unmasked_weights", "softmax over every key", "softmax", true, true, false, true, false, false, true},
