@@ -255,6 +255,17 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   nlohmann::json& sums = layout().state()["inspector_row_sums"];
   sums = {{"weights", rowSum(h.weights.row(i))}};
   wrapped("row sum Σⱼ = " + formatFixed(sums["weights"].get<float>(), 4), true);
+  if (t.tokens <= 16) {  // every row's, as attn_weights.sum(dim=-1) prints them
+    std::string all;
+    nlohmann::json every = nlohmann::json::array();
+    for (int r = 0; r < t.tokens; ++r) {
+      const float v = rowSum(h.weights.row(r));
+      every.push_back(v);
+      all += (r ? ", " : "") + formatFixed(v, 4);
+    }
+    sums["every_row"] = every;
+    wrapped("every row's sum: [" + all + "]", true);
+  }
   if (t.dropout_active) {
     section(("after dropout  kept × " + formatFixed(t.dropout_scale, 2) + ", dropped → 0").c_str(), "");
     const auto dropped = StageMap(t, h, Stage::DroppedWeights).row(i);

@@ -422,6 +422,9 @@ def inspector_matches(d, row, problems):
         sums = d["state"].get("inspector_row_sums", {})
         if abs(sums.get("weights", 0.0) - 1.0) > 1e-5:
             raise AssertionError(f"the inspector's row sum of the weights is {sums.get('weights')}, not the notebook's 1.0")
+        every = sums.get("every_row", [])
+        if len(every) != len(d["state"]["trace"]["heads"][0]["weights"]) or any(abs(v - 1.0) > 1e-5 for v in every):
+            raise AssertionError(f"the inspector's sums of every row are {every}, not the notebook's 1.0 each")
         return z
     except AssertionError as e:
         problems.append(str(e))
