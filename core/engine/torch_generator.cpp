@@ -163,6 +163,11 @@ __attribute__((target("avx2"))) void mcgKeepBitsAvx2(McgLanes& l, std::size_t n_
   for (int j = 0; j < 16; ++j) _mm256_store_si256(reinterpret_cast<__m256i*>(l.x + 4 * j), v[j]);
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push  // GCC bug 105593 (the intrinsics' own locals, at -O1), as above
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 __attribute__((target("avx512f"))) void mcgKeepBitsAvx512(McgLanes& l, std::size_t n_words, std::uint32_t keep_below,
                                                           std::uint64_t* words) {
   const __m512i m = _mm512_set1_epi64(static_cast<std::int64_t>(kMklModulus));
@@ -183,6 +188,9 @@ __attribute__((target("avx512f"))) void mcgKeepBitsAvx512(McgLanes& l, std::size
   }
   for (int j = 0; j < 8; ++j) _mm512_store_si512(l.x + 8 * j, v[j]);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #endif
 
 void mcgKeepBits(Isa impl, McgLanes& l, std::size_t n_words, std::uint32_t keep_below, std::uint64_t* words) {
