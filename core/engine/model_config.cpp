@@ -1,6 +1,5 @@
 #include "engine/model_config.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <sstream>
 

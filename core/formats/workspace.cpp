@@ -73,6 +73,20 @@ std::string getString(const json& v, const std::string& field) {
 }
 
 
+// A model field whose value is one of a name table's ids ("model.scale": "sqrt_dk"); absent: unchanged.
+template <class Table, class E>
+void readId(const json& j, const char* key, const Table& table, E* out) {
+  if (!j.contains(key)) return;
+  const std::string field = std::string("model.") + key;
+  const std::string s = getString(j[key], field);
+  for (const auto& n : table)
+    if (s == n.id) {
+      *out = n.value;
+      return;
+    }
+  fail(field, "expected one of " + idList(table) + ", got \"" + s + "\"");
+}
+
 }  // namespace
 
 ModelConfig parseModel(const json& j) {
@@ -103,26 +117,10 @@ ModelConfig parseModel(const json& j) {
   if (j.contains("training")) m.training = getBool(j["training"], "model.training");
   if (j.contains("batch_size"))
     m.batch_size = static_cast<int>(getInt(j["batch_size"], "model.batch_size", 1, kBig));
-  if (j.contains("scale")) {
-    const std::string s = getString(j["scale"], "model.scale");
-    if (!parseScale(s, &m.scale))
-      fail("model.scale", "expected one of " + idList(scaleNames()) + ", got \"" + s + "\"");
-  }
-  if (j.contains("normalization")) {
-    const std::string s = getString(j["normalization"], "model.normalization");
-    if (!parseNormalization(s, &m.normalization))
-      fail("model.normalization", "expected one of " + idList(normalizationNames()) + ", got \"" + s + "\"");
-  }
-  if (j.contains("causal_route")) {
-    const std::string s = getString(j["causal_route"], "model.causal_route");
-    if (!parseCausalRoute(s, &m.causal_route))
-      fail("model.causal_route", "expected one of " + idList(causalRouteNames()) + ", got \"" + s + "\"");
-  }
-  if (j.contains("dropout_rng")) {
-    const std::string s = getString(j["dropout_rng"], "model.dropout_rng");
-    if (!parseDropoutStream(s, &m.dropout_rng))
-      fail("model.dropout_rng", "expected one of " + idList(dropoutStreamNames()) + ", got \"" + s + "\"");
-  }
+  readId(j, "scale", scaleNames(), &m.scale);
+  readId(j, "normalization", normalizationNames(), &m.normalization);
+  readId(j, "causal_route", causalRouteNames(), &m.causal_route);
+  readId(j, "dropout_rng", dropoutStreamNames(), &m.dropout_rng);
   if (j.contains("dropout_seed") && !j["dropout_seed"].is_null())
     m.dropout_seed = static_cast<std::uint32_t>(getInt(j["dropout_seed"], "model.dropout_seed", 0, 4294967295LL));
   if (j.contains("draws_before")) m.draws_before = getInt(j["draws_before"], "model.draws_before", 0, kBig);
