@@ -243,8 +243,6 @@ void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& lim
     fail("causal", variant + " has no mask; use causal or a later variant");
   if (m.qkv_bias && !hasLinearLayers(m.variant))
     fail("qkv_bias", variant + " has no nn.Linear layers, so no bias (self_attention_v2 and later)");
-  if (m.causal_route == CausalRoute::Tril && !m.causal)
-    fail("causal_route", "\"tril\" is a way to hide later tokens: it needs causal true");
   if (m.normalization == Normalization::Sum && m.variant != Variant::Simple)
     fail("normalization", "\"sum\" is only for the 'simple' variant; " + variant + " uses softmax");
   if (m.batch_size < 1 || m.batch_size > limits.max_batch)
