@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "engine/attention_reference.h"
 #include "engine/errors.h"
 #include "engine/gemm.h"
 #include "engine/packed_linear.h"
@@ -24,7 +25,7 @@ namespace attnscope {
 
 namespace {
 
-constexpr int kRowBlock = 32;    // rows per task of the reference loops (both paths)
+constexpr int kRowBlock = kReferenceRowBlock;  // rows per task of the reference blocks (both paths)
 constexpr int kProjBlock = 256;  // rows per projection task of the fast path
 // Rows per output (out_proj) task of the fast path: the last tasks of a pass, small enough that a
 // thread done early takes over some of the other's.
@@ -146,21 +147,16 @@ struct Work {
   }
 };
 
-// y = x Wᵀ + b for the rows [r0, r0+n) of x. x: T × in, W: out × in → y: T × out (strided).
-void linearRows(const Matrix& x, const Linear& l, int r0, int n, Block y) {
-  y.middleRows(r0, n).noalias() = x.middleRows(r0, n) * l.weight.transpose();
-  if (l.bias.size() > 0) y.middleRows(r0, n).rowwise() += l.bias;
-}
-
-// Projection of rows [r0, r0+n) of batch element b, group g: Q, K, V = X W_qᵀ, X W_kᵀ, X W_vᵀ.
-// Row-major [Q | K | V] (the reference path never lays them out head-major).
+// Projection of rows [r0, r0+n) of batch element b, group g: Q, K, V = X W_qᵀ, X W_kᵀ, X W_vᵀ, by
+// the reference's block (attention_reference.h). Row-major [Q | K | V] (the reference path never
+// lays them out head-major).
 void projectRows(Work& w, int b, int g, int r0, int n) {
   const Parameters& p = *w.trace->parameters;
   const int T = w.trace->tokens, d = w.trace->model.d_out, ld = w.qkvLd();
   float* base = w.qkvBlock(b, g);
-  linearRows(*w.x, p.query[g], r0, n, Block(base, T, d, Stride(ld)));
-  linearRows(*w.x, p.key[g], r0, n, Block(base + d, T, d, Stride(ld)));
-  linearRows(*w.x, p.value[g], r0, n, Block(base + 2 * d, T, d, Stride(ld)));
+  linearForward(*w.x, p.query[g], r0, n, Block(base, T, d, Stride(ld)));
+  linearForward(*w.x, p.key[g], r0, n, Block(base + d, T, d, Stride(ld)));
+  linearForward(*w.x, p.value[g], r0, n, Block(base + 2 * d, T, d, Stride(ld)));
 }
 
 // The fast path's projection of the same rows: the same products on the fastest GEMM (gemm.h), in
@@ -204,80 +200,28 @@ HeadInputs headInputs(const Work& w, int b, int h) {
           w.qkvLd()};
 }
 
-// Attention rows [r0, r0+n) of batch element b, head h. Shapes: Q, K, V are T × w.
-// In the order of the notebook's CausalAttention.forward: scores = Q Kᵀ; masked = −∞ above the
-// diagonal (causal only); scaled = masked ÷ √d_k; weights = softmax rows (stable: the row max is
-// subtracted) — or, on the tril route of cells [26]–[28], the softmax over every key (kept as the
-// unmasked weights), × tril, ÷ the row's sum; dropout keeps u < 1 − p and scales by 1/(1 − p);
-// context = dropped weights · V. The scores and weights rows (and the keep mask, with dropout) go
-// to `out` at row o (the whole head when it is traced, o = r0; a row-block scratch otherwise,
-// o = 0); the context rows always go to `head`. The other stages live in this function only: a
-// trace derives them from these with the same operations (StageMap, engine/stages.h).
-// This is the readable reference: the fused kernel below is tested against it.
-void attendRows(Work& w, int b, int h, int r0, int n, HeadTrace& out, int o, HeadTrace& head) {
+// Attention rows [r0, r0+n) of batch element b, head h by the reference's block (attentionForward,
+// attention_reference.h): the scores and weights rows (and the keep mask, with dropout) go to
+// `maps` at row o (the whole head when it is traced, o = r0; a row-block scratch otherwise,
+// o = 0), the context rows to `context` (T × w). The keep bits of the rows become `maps`' dropout
+// mask rows first, which the block reads.
+void attendRows(Work& w, int b, int h, int r0, int n, HeadTrace& maps, int o, Matrix& context) {
   const Trace& t = *w.trace;
   const int T = t.tokens, hw = t.head_width;
   const HeadInputs in = headInputs(w, b, h);
   const ConstBlock Q = in.Q(T, hw), K = in.K(T, hw), V = in.V(T, hw);
-
-  if (&out == &head) {  // traced: keep this head's slices of Q, K, V
-    out.queries.middleRows(r0, n) = Q.middleRows(r0, n);
-    out.keys.middleRows(r0, n) = K.middleRows(r0, n);
-    out.values.middleRows(r0, n) = V.middleRows(r0, n);
+  if (maps.queries.rows() > 0) {  // traced: keep this head's slices of Q, K, V
+    maps.queries.middleRows(r0, n) = Q.middleRows(r0, n);
+    maps.keys.middleRows(r0, n) = K.middleRows(r0, n);
+    maps.values.middleRows(r0, n) = V.middleRows(r0, n);
   }
-  out.scores.middleRows(o, n).noalias() = Q.middleRows(r0, n) * K.transpose();
-
-  const std::size_t keep0 = dropoutOffset(t, b, h);
-  const bool keep_flags = out.dropout_mask.size() > 0;
-  std::vector<float> scaled_scores(T);
-  std::vector<char> mask(T);
-  Matrix dropped_weights(n, T);
-  bool finite = true;
-  const bool tril = trilRoute(t.model);
-  for (int i = r0, oi = o; i < r0 + n; ++i, ++oi) {
-    float row_max = negInf();
-    for (int j = 0; j < T; ++j) {
-      const bool masked = t.model.causal && !tril && j > i;  // the tril route masks the weights
-      const float s = masked ? negInf() : out.scores(oi, j);
-      const float scaled = t.model.scale == Scale::SqrtDk ? s / t.scale_divisor : s;
-      finite = finite && (masked || std::isfinite(scaled));
-      mask[j] = masked;
-      scaled_scores[j] = scaled;
-      if (!masked) row_max = std::max(row_max, scaled);
-    }
-    if (t.model.normalization == Normalization::Sum) {  // simple's "÷ row sum" alternative
-      double sum = 0;
-      for (int j = 0; j < T; ++j) sum += scaled_scores[j];
-      const float fsum = static_cast<float>(sum);
-      finite = finite && fsum != 0.0f && std::isfinite(fsum);
-      for (int j = 0; j < T; ++j) out.weights(oi, j) = scaled_scores[j] / fsum;
-    } else {
-      double sum = 0;
-      for (int j = 0; j < T; ++j) {
-        const float e = mask[j] ? 0.0f : std::exp(scaled_scores[j] - row_max);
-        out.weights(oi, j) = e;
-        sum += e;
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      for (int j = 0; j < T; ++j) out.weights(oi, j) *= inv;
-      if (tril) {  // masked_simple = weights × tril; ÷ masked_simple.sum(dim=-1)
-        if (out.unmasked_weights.rows() > 0) out.unmasked_weights.row(oi) = out.weights.row(oi);
-        double kept = 0;
-        for (int j = 0; j <= i; ++j) kept += out.weights(oi, j);
-        const float row_sum = static_cast<float>(kept);
-        finite = finite && row_sum > 0.0f;
-        for (int j = 0; j < T; ++j) out.weights(oi, j) = j <= i ? out.weights(oi, j) / row_sum : 0.0f;
-      }
-    }
-    for (int j = 0; j < T; ++j) {
-      const bool kept = w.keep(keep0 + static_cast<std::size_t>(i) * T + j);
-      const float wt = out.weights(oi, j);
-      if (keep_flags) out.dropout_mask(oi, j) = kept;
-      dropped_weights(i - r0, j) = w.keep.words == nullptr ? wt : (kept ? wt * t.dropout_scale : 0.0f);
-    }
+  if (maps.dropout_mask.size() > 0) {
+    const std::size_t keep0 = dropoutOffset(t, b, h);
+    for (int i = r0; i < r0 + n; ++i)
+      for (int j = 0; j < T; ++j) maps.dropout_mask(o + i - r0, j) = w.keep(keep0 + static_cast<std::size_t>(i) * T + j);
   }
-  head.context.middleRows(r0, n).noalias() = dropped_weights * V;
-  if (!finite || !head.context.middleRows(r0, n).allFinite()) w.overflow = true;
+  if (!attentionForward(t.model, t.scale_divisor, t.dropout_scale, Q, K, V, r0, n, maps, o, context))
+    w.overflow = true;
 }
 
 // The traced rows on the fast path: the stored stages of attendRows (scores, weights, the keep
@@ -463,8 +407,8 @@ void outputRows(Work& w, int b, int r0, int n, const std::vector<HeadTrace>* hea
             l.weight.data(), ctx_w, 0.0f, bt.output.data() + static_cast<std::size_t>(r0) * out_w, out_w);
     bt.output.middleRows(r0, n).rowwise() += l.bias;
   } else {
-    linearRows(bt.context, t.parameters->out_proj, r0, n,
-               Block(bt.output.data(), bt.output.rows(), out_w, Stride(out_w)));
+    linearForward(bt.context, t.parameters->out_proj, r0, n,
+                  Block(bt.output.data(), bt.output.rows(), out_w, Stride(out_w)));
   }
   if (!allFinite(bt.output.data() + static_cast<std::size_t>(r0) * out_w, static_cast<std::size_t>(n) * out_w))
     w.overflow = true;
@@ -488,11 +432,11 @@ void attend(Work& w, const AttentionTask& a, std::vector<std::vector<HeadTrace>>
     if (fused)
       attendRowsTraced(w, a.b, a.h, a.r0, a.n, head);
     else
-      attendRows(w, a.b, a.h, a.r0, a.n, head, a.r0, head);
+      attendRows(w, a.b, a.h, a.r0, a.n, head, a.r0, head.context);
   } else if (a.kind == AttentionTask::Scratch) {
     thread_local HeadTrace scratch;
-    allocateHead(scratch, kRowBlock, T, hw, false, false);
-    attendRows(w, a.b, a.h, a.r0, a.n, scratch, 0, heads[a.b][a.h]);
+    allocateHead(scratch, kRowBlock, T, hw, false, t.dropout_active);
+    attendRows(w, a.b, a.h, a.r0, a.n, scratch, 0, heads[a.b][a.h].context);
   } else {
     Matrix& ctx = t.batches[a.b].context;
     attendRowsFused(w, a.b, a.h, a.r0, a.n, ctx.data() + static_cast<std::size_t>(a.r0) * ctx.cols() + a.h * hw,
@@ -514,11 +458,8 @@ int resolveThreads(int threads) { return threads > 0 ? threads : availableProces
 
 Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions& exec,
                    const TraceRequest& request, const Limits& limits) {
+  checkForwardInputs(x, m, limits);
   const int T = static_cast<int>(x.rows()), d_in = static_cast<int>(x.cols());
-  if (T < 1 || d_in < 1) throw InputError("embeddings: need at least one token and one column");
-  validateModel(m, T, d_in, limits);
-  if (!allFinite(x.data(), static_cast<std::size_t>(x.size())))
-    throw InputError("embeddings: every value must be a finite number");
   for (int b : request.batches)
     if (b < 0 || b >= m.batch_size)
       throw InputError("batch " + std::to_string(b) + " does not exist: batch_size is " +
@@ -741,10 +682,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   runGraph(threads, pass);
   if (cancelled()) throw Cancelled();
 
-  if (w.overflow)
-    throw ComputeError(
-        "the scores or outputs overflow float32 (or a row sums to 0 with sum normalization): "
-        "use smaller embedding values");
+  if (w.overflow) throwOverflow();
   for (int b = 0; b < B; ++b) {
     if (request.outputs && std::find(computed.begin(), computed.end(), b) == computed.end()) {
       t.batches[b].context = t.batches[source].context;
