@@ -1,7 +1,7 @@
 // The reference forward pass: every variant of the chapter computed serially, in the order of the
 // seed classes, with every intermediate kept (docs/DESIGN.md §2.1–§2.3). attention_reference.cpp
-// is the file to read to know what the engine computes; the fast path (attention.cpp's fused and
-// traced kernels, tile_kernels.h) is tested against it (unit.reference_forward, unit.fused), and the engine's
+// is the file to read to know what the engine computes; the fast path (attention_fast.cpp,
+// tile_kernels.h) is tested against it (unit.reference_forward, unit.fused), and the engine's
 // reference path (computeTrace with ExecutionOptions::fused false, and the configurations the
 // fused kernel does not take: the tril route and 'simple' with ÷ row sum) runs its blocks below on
 // the thread team, so both give the same bits.

@@ -1,0 +1,347 @@
+// The steps of computeTrace's pass on its buffers (attention_pass.h): the fast path's kernels —
+// the projections on packed weights, traced heads with row-wise vector operations, the fused
+// kernel over key tiles (tile_kernels.h), the outputs — and the reference path's, which run the
+// reference's blocks (attention_reference.h) on the same buffers. docs/DESIGN.md §2.3 "The fast
+// path" is their contract; unit.reference_forward and unit.fused test them against the reference.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "engine/attention_pass.h"
+#include "engine/attention_reference.h"
+#include "engine/gemm.h"
+#include "engine/recent_cache.h"
+#include "engine/tile_kernels.h"
+
+namespace attnscope::pass {
+
+namespace {
+
+// Key columns per tile of the fused kernel: every query row of a block reads the whole tile of K,
+// which must stay in L1 — 128 keys of a 64-wide head take 32 KiB (256 took 64 KiB, and GPT-2's
+// forward ran 20 % slower than with 128).
+constexpr int kKeyTile = 128;
+
+float negInf() { return -std::numeric_limits<float>::infinity(); }
+
+// Where dropout draw (b, h, i, j) falls in torch's stream: multihead draws one (B, H, T, T)
+// tensor; the wrapper's heads each draw their own (B, T, T) tensor, head after head.
+std::size_t dropoutOffset(const Trace& t, int b, int h) {
+  const std::size_t tt = static_cast<std::size_t>(t.tokens) * t.tokens;
+  const std::size_t B = t.model.batch_size, H = t.heads;
+  if (t.model.variant == Variant::MultiHeadWrapper) return (h * B + b) * tt;
+  return (b * H + h) * tt;
+}
+
+// The layers of one group stacked into one (their weights' rows and biases one after the other), packed.
+PackedLinear packStacked(const std::vector<const Linear*>& layers) {
+  const int in = static_cast<int>(layers.front()->weight.cols());
+  int out = 0;
+  for (const Linear* l : layers) out += static_cast<int>(l->weight.rows());
+  Matrix w(out, in);
+  RowVector b = RowVector::Zero(out);
+  const bool biased = layers.front()->bias.size() > 0;
+  int row = 0;
+  for (const Linear* l : layers) {
+    const int rows = static_cast<int>(l->weight.rows());
+    w.middleRows(row, rows) = l->weight;
+    if (biased) b.segment(row, rows) = l->bias;
+    row += rows;
+  }
+  return PackedLinear(w.data(), out, in, in, biased ? b.data() : nullptr);
+}
+
+// Q, K, V of head h of batch element b: T × w blocks with row stride `ld`.
+struct HeadInputs {
+  const float *q, *k, *v;
+  int ld;
+  ConstBlock Q(int T, int w) const { return ConstBlock(q, T, w, Stride(ld)); }
+  ConstBlock K(int T, int w) const { return ConstBlock(k, T, w, Stride(ld)); }
+  ConstBlock V(int T, int w) const { return ConstBlock(v, T, w, Stride(ld)); }
+};
+HeadInputs headInputs(const Work& w, int b, int h) {
+  const Trace& t = *w.trace;
+  if (t.model.variant == Variant::Simple) {  // 'simple' attends with the inputs: Q = K = V = X
+    const float* x = w.x->data();
+    return {x, x, x, t.d_in};
+  }
+  const int g = w.groupOf(h), d = t.model.d_out;
+  const int first = (h - g) * t.head_width;  // the head's first column in its group (a group of one: 0)
+  const float* block = w.qkvBlock(b, g);
+  const OutputBlocks columns = w.qkvColumns();
+  return {block + columns.offset(first), block + columns.offset(d + first), block + columns.offset(2 * d + first),
+          w.qkvLd()};
+}
+
+}  // namespace
+
+std::shared_ptr<const PackedWeights> packedWeights(const std::shared_ptr<const Parameters>& p, const ModelConfig& m) {
+  if (gemmBackend() != GemmBackend::Packed) return nullptr;
+  // Keyed by the parameters' owner: a weak pointer never matches a later set at the same address.
+  // As many as the parameters' own cache keeps, within the same bytes.
+  static RecentCache<std::weak_ptr<const Parameters>, std::shared_ptr<const PackedWeights>> recent(
+      4, std::size_t{64} << 20);
+  const auto same = [&](const std::weak_ptr<const Parameters>& k) { return !k.owner_before(p) && !p.owner_before(k); };
+  if (auto hit = recent.find(same)) return *hit;
+  auto packed = std::make_shared<PackedWeights>();
+  for (std::size_t g = 0; g < p->query.size(); ++g)
+    packed->qkv.push_back(packStacked({&p->query[g], &p->key[g], &p->value[g]}));
+  if (hasOutProj(m.variant)) {
+    const Linear& o = p->out_proj;
+    packed->out_proj = PackedLinear(o.weight.data(), static_cast<int>(o.weight.rows()),
+                                    static_cast<int>(o.weight.cols()), static_cast<int>(o.weight.cols()),
+                                    o.bias.size() > 0 ? o.bias.data() : nullptr);
+  }
+  recent.insert(p, packed, parameterBytes(*p));  // the panels hold about what they pack
+  return packed;
+}
+
+// Projection of rows [r0, r0+n) of batch element b, group g: Q, K, V = X W_qᵀ, X W_kᵀ, X W_vᵀ, by
+// the reference's block (attention_reference.h). Row-major [Q | K | V] (the reference path never
+// lays them out head-major).
+void projectRowsReference(Work& w, int b, int g, int r0, int n) {
+  const Parameters& p = *w.trace->parameters;
+  const int T = w.trace->tokens, d = w.trace->model.d_out, ld = w.qkvLd();
+  float* base = w.qkvBlock(b, g);
+  linearForward(*w.x, p.query[g], r0, n, Block(base, T, d, Stride(ld)));
+  linearForward(*w.x, p.key[g], r0, n, Block(base + d, T, d, Stride(ld)));
+  linearForward(*w.x, p.value[g], r0, n, Block(base + 2 * d, T, d, Stride(ld)));
+}
+
+// The fast path's projection of the same rows: the same products on the fastest GEMM (gemm.h), in
+// the block's layout (Work::qkvColumns; head-major only with the packed product).
+void projectRowsFast(Work& w, int b, int g, int r0, int n) {
+  const Parameters& p = *w.trace->parameters;
+  const int d = w.trace->model.d_out, d_in = w.trace->d_in, ld = w.qkvLd();
+  float* rows = w.qkvBlock(b, g) + static_cast<std::size_t>(r0) * ld;
+  const float* x = w.x->data() + static_cast<std::size_t>(r0) * d_in;
+  if (w.packed != nullptr) {
+    w.packed->qkv[g].apply(n, x, d_in, rows, ld, Isa::Auto, PackedLinear::kAllOutputs, w.qkvColumns());
+    return;
+  }
+  int part = 0;
+  for (const Linear* l : {&p.query[g], &p.key[g], &p.value[g]}) {
+    float* y = rows + part++ * d;
+    gemmABt(n, d, d_in, x, d_in, l->weight.data(), d_in, 0.0f, y, ld);
+    if (l->bias.size() > 0) Block(y, n, d, Stride(ld)).rowwise() += l->bias;
+  }
+}
+
+// Attention rows [r0, r0+n) of batch element b, head h by the reference's block (attentionForward,
+// attention_reference.h): the scores and weights rows (and the keep mask, with dropout) go to
+// `maps` at row o (the whole head when it is traced, o = r0; a row-block scratch otherwise,
+// o = 0), the context rows to `context` (T × w). The keep bits of the rows become `maps`' dropout
+// mask rows first, which the block reads.
+void attendRowsReference(Work& w, int b, int h, int r0, int n, HeadTrace& maps, int o, Matrix& context) {
+  const Trace& t = *w.trace;
+  const int T = t.tokens, hw = t.head_width;
+  const HeadInputs in = headInputs(w, b, h);
+  const ConstBlock Q = in.Q(T, hw), K = in.K(T, hw), V = in.V(T, hw);
+  if (maps.queries.rows() > 0) {  // traced: keep this head's slices of Q, K, V
+    maps.queries.middleRows(r0, n) = Q.middleRows(r0, n);
+    maps.keys.middleRows(r0, n) = K.middleRows(r0, n);
+    maps.values.middleRows(r0, n) = V.middleRows(r0, n);
+  }
+  if (maps.dropout_mask.size() > 0) {
+    const std::size_t keep0 = dropoutOffset(t, b, h);
+    for (int i = r0; i < r0 + n; ++i)
+      for (int j = 0; j < T; ++j) maps.dropout_mask(o + i - r0, j) = w.keep(keep0 + static_cast<std::size_t>(i) * T + j);
+  }
+  if (!attentionForward(t.model, t.scale_divisor, t.dropout_scale, Q, K, V, r0, n, maps, o, context))
+    w.overflow = true;
+}
+
+// The traced rows on the fast path: the stored stages of the reference's attentionForward (scores, weights, the keep
+// mask), with row-wise vector operations (Eigen's exp, vectorized sums) instead of scalar loops,
+// and P·V over the unmasked keys only. Softmax normalization only (the fast path's condition).
+// Tested against the reference (unit.fused, unit.reference_forward).
+void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head) {
+  const Trace& t = *w.trace;
+  const int T = t.tokens, hw = t.head_width;
+  const bool causal = t.model.causal, scaled = t.model.scale == Scale::SqrtDk;
+  const bool dropout = w.keep.words != nullptr;
+  const HeadInputs in = headInputs(w, b, h);
+  const ConstBlock Q = in.Q(T, hw), K = in.K(T, hw), V = in.V(T, hw);
+  head.queries.middleRows(r0, n) = Q.middleRows(r0, n);
+  head.keys.middleRows(r0, n) = K.middleRows(r0, n);
+  head.values.middleRows(r0, n) = V.middleRows(r0, n);
+  gemmABt(n, T, hw, in.q + static_cast<std::size_t>(r0) * in.ld, in.ld, in.k, in.ld, 0.0f,
+          head.scores.data() + static_cast<std::size_t>(r0) * T, T);
+
+  // Per-thread rows, reused: the scaled scores of one row, and with dropout the rows' dropped
+  // weights for P·V (without dropout they are the weights themselves).
+  thread_local std::vector<float, Eigen::aligned_allocator<float>> scaled_buf, dropped_buf;
+  scaled_buf.resize(T);
+  if (dropout) dropped_buf.resize(static_cast<std::size_t>(n) * T);
+  const std::size_t keep0 = dropoutOffset(t, b, h);
+  bool finite = true;
+  for (int i = r0; i < r0 + n; ++i) {
+    const int valid = causal ? i + 1 : T;  // unmasked keys of row i
+    auto s = head.scores.row(i).array();
+    Eigen::Map<Eigen::ArrayXf> sc(scaled_buf.data(), T);
+    auto wt = head.weights.row(i).array();
+    if (scaled)
+      sc = s.transpose() / t.scale_divisor;
+    else
+      sc = s.transpose();
+    if (!sc.allFinite()) finite = false;
+    const float row_max = sc.head(valid).maxCoeff();
+    wt.head(valid) = (sc.head(valid) - row_max).exp().transpose();
+    wt.tail(T - valid).setZero();
+    wt.head(valid) *= static_cast<float>(1.0 / wt.head(valid).template cast<double>().sum());
+    if (dropout) {
+      auto dm = head.dropout_mask.row(i);
+      float* dw = dropped_buf.data() + static_cast<std::size_t>(i - r0) * T;
+      const std::size_t row_keep = keep0 + static_cast<std::size_t>(i) * T;
+      for (int j = 0; j < T; ++j) {
+        const bool kept = w.keep(row_keep + j);
+        dm(j) = kept;
+        dw[j] = kept ? wt(j) * t.dropout_scale : 0.0f;
+      }
+    }
+  }
+  const int keys = causal ? r0 + n : T;  // the rows' weights are 0 beyond their last unmasked key
+  const float* P = dropout ? dropped_buf.data() : head.weights.data() + static_cast<std::size_t>(r0) * T;
+  gemmAB(n, hw, keys, P, T, in.v, in.ld, 0.0f, head.context.data() + static_cast<std::size_t>(r0) * hw, hw);
+  if (!finite || !head.context.middleRows(r0, n).allFinite()) w.overflow = true;
+}
+
+// The fused kernel (flash attention): context rows [r0, r0+n) of head h of element b, written to
+// `ctx` (row stride ldc), without ever holding a T × T map. Same maths as the reference's attentionForward with softmax
+// normalization: per key tile of kKeyTile columns, S = Q Kᵀ, the causal mask on the tiles that
+// cross the diagonal (tiles wholly above it are skipped, and inside a crossing tile the
+// micro-kernels' register blocks above the diagonal too), an online softmax whose exponent holds
+// the ÷ √d_k (p = 2^((s − m)·log₂e/√d_k) with m the running max of the raw scores, and the sum l;
+// earlier partial sums are rescaled by 2^((m_old − m_new)·log₂e/√d_k) when m grows), dropout from
+// the keep bits (l counts every weight, P·V only the kept ones), then
+// ctx = (Σ kept p·V) · (1/(1 − p)) / l. Shapes: Q n × w, K and V T × w, tiles n × kKeyTile.
+// The products and the softmax rows are the micro-kernels of tile_kernels.h, chosen once per
+// process for the CPU: a small head's products are too short for a GEMM's packing to pay.
+void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) {
+  const Trace& t = *w.trace;
+  const int T = t.tokens, hw = t.head_width;
+  const bool causal = t.model.causal;
+  const float log2_scale = log2Scale(t.scale_divisor);
+  const HeadInputs in = headInputs(w, b, h);
+  const std::size_t keep0 = dropoutOffset(t, b, h);
+  const TileKernels& kernels = activeTileKernels();
+
+  // Per-thread buffers, reused across calls: no allocation once they have grown. The kernels' sums
+  // run from each row's start with unaligned loads, so their order, hence the bits, does not
+  // depend on where a thread's buffer lies; the alignment only spares split cache lines.
+  thread_local std::vector<float, Eigen::aligned_allocator<float>> s_buf, acc_buf, k_buf, v_buf;
+  thread_local std::vector<float> m_buf, l_buf;
+  thread_local std::vector<SoftmaxRowResult> rows;
+  s_buf.resize(static_cast<std::size_t>(n) * kKeyTile);
+  rows.resize(n);
+  // In the row-major layout (Work) each key tile's rows of V (and of K for the scalar kernels) are
+  // copied side by side: in place they lie 3·d_out floats apart (3 KiB for medium, 9 KiB for
+  // GPT-2), a stride that maps a tile onto a sixteenth of the L1 cache's sets, and the kernels,
+  // which read a tile's rows once per register block of rows, found them in L2 instead (the
+  // scores' dot products took 2.5× as long). The SIMD scores read K once, to pack it
+  // (tile_kernels.cpp), and need no copy; head-major rows are dense and need none either.
+  const bool copy_tiles = in.ld != hw, copy_keys = copy_tiles && kernels.isa == Isa::Scalar;
+  if (copy_tiles) v_buf.resize(static_cast<std::size_t>(kKeyTile) * hw);
+  if (copy_keys) k_buf.resize(static_cast<std::size_t>(kKeyTile) * hw);
+  acc_buf.assign(static_cast<std::size_t>(n) * hw, 0.0f);
+  m_buf.assign(n, negInf());
+  l_buf.assign(n, 0.0f);
+  float* S = s_buf.data();
+  float* acc = acc_buf.data();
+  const float* q = in.q + static_cast<std::size_t>(r0) * in.ld;
+  bool finite = true;
+
+  const int key_end = causal ? r0 + n : T;  // keys after the last query row are all masked
+  for (int j0 = 0; j0 < key_end; j0 += kKeyTile) {
+    const int nk = std::min(kKeyTile, key_end - j0);
+    const int key_limit = causal ? r0 - j0 + 1 : nk;  // row r's unmasked keys: j < r + key_limit
+    const float* k = in.k + static_cast<std::size_t>(j0) * in.ld;
+    const float* v = in.v + static_cast<std::size_t>(j0) * in.ld;
+    int ldk = in.ld, ldv = in.ld;
+    // Rows of a few dozen floats: a loop the compiler vectorizes inline, not a memcpy call per row.
+    const auto copy_rows = [&](const float* from, float* to) {
+      for (int j = 0; j < nk; ++j)
+        for (int c = 0; c < hw; ++c) to[static_cast<std::size_t>(j) * hw + c] = from[static_cast<std::size_t>(j) * in.ld + c];
+    };
+    if (copy_tiles) copy_rows(v, v_buf.data()), v = v_buf.data(), ldv = hw;
+    if (copy_keys) copy_rows(k, k_buf.data()), k = k_buf.data(), ldk = hw;
+    kernels.scores(n, nk, hw, q, in.ld, k, ldk, S, kKeyTile, key_limit);
+    kernels.softmaxRows(S, kKeyTile, n, nk, key_limit, log2_scale, m_buf.data(), w.keep.words,
+                        keep0 + static_cast<std::size_t>(r0) * T + j0, T, rows.data());
+    for (int r = 0; r < n; ++r) {
+      if (r + key_limit <= 0) continue;  // no unmasked key in this tile
+      const SoftmaxRowResult& row = rows[r];
+      if (!row.finite) finite = false;
+      // 2^((m_old − m_new)·log2_scale): 0 on the row's first tile (m_old = −∞, l and acc still 0),
+      // exactly 1 while the max stays.
+      const float m_old = m_buf[r];
+      m_buf[r] = row.max;
+      if (m_old == negInf()) {
+        l_buf[r] = row.sum;
+      } else if (row.max == m_old) {
+        l_buf[r] += row.sum;
+      } else {
+        const float correction = std::exp2((m_old - row.max) * log2_scale);
+        l_buf[r] = l_buf[r] * correction + row.sum;
+        float* a = acc + static_cast<std::size_t>(r) * hw;
+        for (int c = 0; c < hw; ++c) a[c] *= correction;
+      }
+    }
+    kernels.accumulate(n, nk, hw, S, kKeyTile, v, ldv, acc, hw, key_limit);
+  }
+  for (int r = 0; r < n; ++r) {
+    const float factor = t.dropout_scale / l_buf[r];
+    float* out = ctx + static_cast<std::size_t>(r) * ldc;
+    const float* a = acc + static_cast<std::size_t>(r) * hw;
+    for (int c = 0; c < hw; ++c) out[c] = a[c] * factor;
+    if (!allFinite(out, hw)) finite = false;
+  }
+  if (!finite) w.overflow = true;
+}
+
+// Sizes a head's matrices: `rows` rows of the T × T maps (T for a traced head, a row block for
+// scratch), the keep mask only with dropout, and T × w for Q, K, V (traced only).
+void allocateHead(HeadTrace& h, int rows, int T, int hw, bool traced, bool dropout, bool tril) {
+  if (traced)
+    for (Matrix* m : {&h.queries, &h.keys, &h.values}) m->resize(T, hw);
+  h.scores.resize(rows, T);
+  h.weights.resize(rows, T);
+  h.unmasked_weights.resize(traced && tril ? rows : 0, traced && tril ? T : 0);
+  h.dropout_mask.resize(dropout ? rows : 0, dropout ? T : 0);
+}
+
+// Concatenated context rows and the output: out_proj(context) for multihead, context otherwise.
+// `heads` holds the heads' contexts (traced heads and the reference loops); the fused kernel
+// writes its heads straight into the element's context.
+void outputRows(Work& w, int b, int r0, int n, const std::vector<HeadTrace>* heads, bool fast) {
+  Trace& t = *w.trace;
+  BatchTrace& bt = t.batches[b];
+  if (heads != nullptr)  // heads without a context of their own were written in place (fused)
+    for (int h = 0; h < t.heads; ++h)
+      if ((*heads)[h].context.rows() > 0)
+        bt.context.block(r0, h * t.head_width, n, t.head_width) = (*heads)[h].context.middleRows(r0, n);
+  const int out_w = static_cast<int>(bt.output.cols()), ctx_w = static_cast<int>(bt.context.cols());
+  if (!hasOutProj(t.model.variant)) {
+    bt.output.middleRows(r0, n) = bt.context.middleRows(r0, n);
+  } else if (fast && w.packed != nullptr) {
+    if (!w.packed->out_proj.apply(n, bt.context.data() + static_cast<std::size_t>(r0) * ctx_w, ctx_w,
+                                  bt.output.data() + static_cast<std::size_t>(r0) * out_w, out_w))
+      w.overflow = true;
+    return;
+  } else if (fast) {
+    const Linear& l = t.parameters->out_proj;
+    gemmABt(n, out_w, ctx_w, bt.context.data() + static_cast<std::size_t>(r0) * ctx_w, ctx_w,
+            l.weight.data(), ctx_w, 0.0f, bt.output.data() + static_cast<std::size_t>(r0) * out_w, out_w);
+    bt.output.middleRows(r0, n).rowwise() += l.bias;
+  } else {
+    linearForward(bt.context, t.parameters->out_proj, r0, n,
+                  Block(bt.output.data(), bt.output.rows(), out_w, Stride(out_w)));
+  }
+  if (!allFinite(bt.output.data() + static_cast<std::size_t>(r0) * out_w, static_cast<std::size_t>(n) * out_w))
+    w.overflow = true;
+}
+
+}  // namespace attnscope::pass

@@ -1,0 +1,124 @@
+// Inside computeTrace (attention.cpp): the buffers of one forward pass (Work) and the steps that
+// run on them — the projections, the attention rows and the outputs, on the reference path by the
+// reference's blocks (attention_reference.h) and on the fast path by its own kernels
+// (attention_fast.cpp) — and the task graph that hands them to the threads
+// (attention_schedule.cpp). Not for use outside these three files.
+//
+// Shapes: B batch elements, T tokens, d_in input width, d_out projection width, H heads of width
+// w, G projection groups (H for the wrapper, else 1), as in attention_reference.cpp.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "engine/attention.h"
+#include "engine/packed_linear.h"
+#include "engine/parameters.h"
+#include "engine/tensor.h"
+#include "engine/trace.h"
+
+namespace attnscope::pass {
+
+using Stride = Eigen::OuterStride<>;
+using ConstBlock = Eigen::Map<const Matrix, Eigen::Unaligned, Stride>;
+using Block = Eigen::Map<Matrix, Eigen::Unaligned, Stride>;
+
+// Dropout draws as bits, in torch's order: draw i is kept iff bit i % 64 of word i / 64 is set.
+struct KeepBits {
+  const std::uint64_t* words = nullptr;  // null: no dropout, everything kept
+  bool operator()(std::size_t i) const { return words == nullptr || (words[i >> 6] >> (i & 63)) & 1; }
+};
+
+// The fast path's linear layers on packed weights (packed_linear.h): per projection group the
+// stacked [W_query; W_key; W_value] (3·d_out × d_in, so that one product writes a group's
+// [Q | K | V] rows), and out_proj. Empty where the model has no such layer.
+struct PackedWeights {
+  std::vector<PackedLinear> qkv;  // one per group
+  PackedLinear out_proj;          // multihead only
+};
+
+// The packed weights of `p`, packed on first use and kept for the last few parameter sets (the
+// parameters' own cache keeps as many, engine/parameters.h): an edit of the inputs packs nothing.
+// Null unless gemm.h's backend is Packed: the fast path then multiplies on that backend.
+// Thread-safe.
+std::shared_ptr<const PackedWeights> packedWeights(const std::shared_ptr<const Parameters>& p, const ModelConfig& m);
+
+// Everything one task needs to read; each task writes only its own rows.
+// Q, K and V of one projection group fill one block of T × 3·d_out floats, `qkvBlock(p, g)` for
+// projection element p (one per batch element, or a single one shared by all, since every
+// element's inputs are the same X) and group g (the wrapper's heads, else 1). Row-major [Q | K | V]
+// rows on the reference path; on the fast path, when a head is whole panels of the packed product
+// (w a multiple of 32), head-major: Q of head 0 (T × w, dense), Q of head 1, …, then the keys, then
+// the values. In the row-major layout a head's rows lie 3·d_out floats apart, a stride that maps a
+// key tile onto a sixteenth of the L1 cache's sets, so the fused kernel copied each V tile first
+// (GPT-2's 3 MB of copies a pass); dense, the kernels read K and V where they lie.
+struct Work {
+  const Matrix* x;                 // T × d_in
+  Trace* trace;
+  std::vector<float>* qkv;         // projection elements × groups × T × 3·d_out (qkvBlock)
+  KeepBits keep;                   // dropout draws in torch's order
+  const PackedWeights* packed = nullptr;  // the fast path's packed layers (gemm.h's Packed backend)
+  std::atomic<bool> overflow{false};
+  int groups = 1;                  // projection groups (heads for the wrapper, else 1)
+  bool shared_projection = false;  // one projection element serves every batch element
+  bool head_major = false;         // the fast path's head-major layout of the projections
+  // The projection element batch element b reads.
+  int projectionElement(int b) const { return shared_projection ? 0 : b; }
+  // The projection group of head h: its own for the wrapper's heads, else the one of every head.
+  int groupOf(int h) const { return groups > 1 ? h : 0; }
+  float* qkvBlock(int b, int g) const {
+    return qkv->data() + static_cast<std::size_t>(projectionElement(b) * groups + g) * trace->tokens * 3 *
+                             trace->model.d_out;
+  }
+  // The layout of a block, in PackedLinear's terms: column c (of the 3·d_out of [Q | K | V]) of
+  // row r lies at qkvBlock + r · qkvLd() + qkvColumns().offset(c).
+  int qkvLd() const { return head_major ? trace->head_width : 3 * trace->model.d_out; }
+  OutputBlocks qkvColumns() const {
+    if (!head_major) return OutputBlocks();
+    return OutputBlocks{trace->head_width, static_cast<std::ptrdiff_t>(trace->tokens) * trace->head_width};
+  }
+};
+
+// The steps (attention_fast.cpp). Rows [r0, r0+n) of batch element b; g a projection group, h a head.
+
+// Q, K, V rows of group g (n × 3·d_out, row-major [Q | K | V]) by the reference's linearForward.
+void projectRowsReference(Work& w, int b, int g, int r0, int n);
+// The same rows on the fastest GEMM (gemm.h), in the block's layout (Work::qkvColumns).
+void projectRowsFast(Work& w, int b, int g, int r0, int n);
+
+// Attention rows of head h by the reference's attentionForward: scores and weights rows (n × T,
+// and the keep mask's) into `maps` at row o (the head's trace, o = r0; or a block of rows, o = 0),
+// the context rows (n × w) into `context` (T × w).
+void attendRowsReference(Work& w, int b, int h, int r0, int n, HeadTrace& maps, int o, Matrix& context);
+// The same stages for a traced head on the fast path (every map of the head kept).
+void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head);
+// The fused kernel: context rows only (n × w), written at ctx (row stride ldc), no T × T map.
+void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc);
+
+// Sizes a head's matrices: `rows` rows of the T × T maps (T for a traced head, a row block for
+// scratch), the keep mask only with dropout, and T × w for Q, K, V (traced only).
+void allocateHead(HeadTrace& h, int rows, int T, int hw, bool traced, bool dropout, bool tril = false);
+
+// Rows of element b's concatenated context (n × H·w, from `heads`' contexts where they have one)
+// and of its output (n × d_out: out_proj(context) for multihead, the context otherwise).
+void outputRows(Work& w, int b, int r0, int n, const std::vector<HeadTrace>* heads, bool fast);
+
+// The pass (attention_schedule.cpp).
+
+struct PassPlan {
+  bool fused = false;                  // the fast path's kernels; else the reference's blocks
+  std::vector<int> computed;           // the batch elements computed, in order (the rest are copies)
+  std::size_t draws = 0;               // dropout draws (0: none)
+  std::function<void()> draw_dropout;  // makes them into w.keep's words
+};
+
+// Runs every step of the pass on exec's threads: the draws, the projections, the attention of
+// `request`'s heads (maps into `heads`, B × H, sized already) and the outputs of the computed
+// elements. Throws Cancelled once exec.cancel is set; sets w.overflow on an overflow.
+void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const TraceRequest& request,
+             std::vector<std::vector<HeadTrace>>& heads);
+
+}  // namespace attnscope::pass

@@ -1,0 +1,190 @@
+// The pass of computeTrace as a task graph (thread_team.h's runGraph, docs/DESIGN.md §2.3 "Serial
+// and parallel paths"): its items — the dropout draws, the projection blocks, the attention tasks,
+// the output blocks —, which thread each goes to first, when each may start, and what it runs (the
+// steps of attention_pass.h). One thread runs the items in list order: the serial path.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <memory>
+#include <vector>
+
+#include "engine/attention_pass.h"
+#include "engine/attention_reference.h"
+#include "engine/errors.h"
+#include "engine/thread_team.h"
+
+namespace attnscope::pass {
+
+namespace {
+
+constexpr int kRowBlock = kReferenceRowBlock;  // rows per task of the reference blocks (both paths)
+constexpr int kProjBlock = 256;  // rows per projection task of the fast path
+// Rows per output (out_proj) task of the fast path: the last tasks of a pass, small enough that a
+// thread done early takes over some of the other's.
+constexpr int kOutBlock = 64;
+// Rows per projection task while the dropout draws run beside them (below): small enough that the
+// other threads' projections balance the one thread that draws.
+constexpr int kProjBlockBesideDraws = 64;
+constexpr int kQueryBlock = 128;  // query rows per task of the fused kernel
+// One unit of the attention loop. Traced heads and the reference path take row blocks of
+// kRowBlock (attendRowsReference, attendRowsTraced); the fused path takes query blocks of kQueryBlock.
+struct AttentionTask {
+  enum Kind { Traced, Scratch, Fused } kind;
+  int b, h, r0, n;
+  int keys;        // the keys it reads: [0, keys)
+  long long cost;  // multiply-adds, to hand out the heaviest first (the causal triangle's bottom)
+};
+
+// Runs one attention task: traced heads and the reference path by row blocks, untraced heads of the
+// fast path by the fused kernel, straight into the element's context.
+void attend(Work& w, const AttentionTask& a, std::vector<std::vector<HeadTrace>>& heads, Trace& t, bool fused) {
+  const int T = t.tokens, hw = t.head_width;
+  if (a.kind == AttentionTask::Traced) {
+    HeadTrace& head = heads[a.b][a.h];
+    if (fused)
+      attendRowsTraced(w, a.b, a.h, a.r0, a.n, head);
+    else
+      attendRowsReference(w, a.b, a.h, a.r0, a.n, head, a.r0, head.context);
+  } else if (a.kind == AttentionTask::Scratch) {
+    thread_local HeadTrace scratch;
+    allocateHead(scratch, kRowBlock, T, hw, false, t.dropout_active);
+    attendRowsReference(w, a.b, a.h, a.r0, a.n, scratch, 0, heads[a.b][a.h].context);
+  } else {
+    Matrix& ctx = t.batches[a.b].context;
+    attendRowsFused(w, a.b, a.h, a.r0, a.n, ctx.data() + static_cast<std::size_t>(a.r0) * ctx.cols() + a.h * hw,
+                    static_cast<int>(ctx.cols()));
+  }
+}
+
+}  // namespace
+
+void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const TraceRequest& request,
+             std::vector<std::vector<HeadTrace>>& heads) {
+  Trace& t = *w.trace;
+  const ModelConfig& m = t.model;
+  const int B = m.batch_size, H = t.heads, G = w.groups, T = t.tokens, hw = t.head_width;
+  const bool fused = plan.fused;
+  const std::vector<int>& computed = plan.computed;
+  const std::size_t draws = plan.draws;
+  const int projections = w.shared_projection ? 1 : B;
+
+  // Tiny configs (the book's 6 tokens) cost less than waking a thread team, which can stall for
+  // milliseconds on a busy machine: they run on one thread. The kernels and results are the same.
+  const long long work = static_cast<long long>(B) * H * T * T * std::max(hw, 1);
+  const bool parallel = exec.parallel && work >= exec.min_parallel_work;
+  const int threads = parallel ? resolveThreads(exec.threads) : 1;
+
+  // The pass is one loop of items (runGraph), each started once its inputs are written:
+  // the dropout draws, then the projection blocks, the attention tasks (each needs the draws and the
+  // projection blocks of its element and group up to its last key), the output blocks (each needs
+  // every attention task over its rows). No thread waits at the end of a stage while an item of the
+  // next could run: with B = 2 on two threads each runs its own element from start to end (medium
+  // eval: the threads spent 4.6 % of the pass waiting between three loops). Every item goes first
+  // to the thread whose cache holds its inputs: a projection block to the home of its [Q | K | V]
+  // block, an attention task and an output block to the home of the projection block they read.
+  const auto homeOf = [&](int b, int g) { return (w.projectionElement(b) * G + g) % threads; };
+  const bool beside_draws = draws > 0 && threads > 1 && hasProjections(m.variant);
+  const int proj_block = !fused ? kRowBlock : beside_draws ? kProjBlockBesideDraws : kProjBlock;
+  const int proj_blocks = (T + proj_block - 1) / proj_block;
+  const int proj_items = hasProjections(m.variant) ? projections * G * proj_blocks : 0;  // (p·G + g)·blocks + blk
+
+  std::vector<AttentionTask> tasks;
+  for (int b : computed)
+    for (int h = 0; h < H; ++h) {
+      const bool traced = request.keepsHead(b, h);
+      if (!traced && !request.outputs) continue;
+      const int block = traced || !fused ? kRowBlock : kQueryBlock;
+      const auto kind = traced ? AttentionTask::Traced : fused ? AttentionTask::Fused : AttentionTask::Scratch;
+      for (int r0 = 0; r0 < T; r0 += block) {
+        const int n = std::min(block, T - r0);
+        // Only the fused kernel skips the keys above the diagonal; the others store or read them.
+        const int keys = kind == AttentionTask::Fused && m.causal ? r0 + n : T;
+        tasks.push_back({kind, b, h, r0, n, keys, static_cast<long long>(keys) * n});
+      }
+    }
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [](const AttentionTask& a, const AttentionTask& b) { return a.cost > b.cost; });
+
+  const int out_block = fused ? kOutBlock : kRowBlock;
+  const int out_blocks = (T + out_block - 1) / out_block;
+  const int computed_count = request.outputs ? static_cast<int>(computed.size()) : 0;
+  std::vector<int> slot_of(B, -1);  // an element's place in `computed`
+  for (int c = 0; c < static_cast<int>(computed.size()); ++c) slot_of[computed[c]] = c;
+
+  // Item order: [draws] projections attention outputs; a list order in which each is ready.
+  const int first_proj = draws > 0 ? 1 : 0, first_task = first_proj + proj_items;
+  const int first_out = first_task + static_cast<int>(tasks.size());
+  const int items = first_out + computed_count * out_blocks;  // output i = c · out_blocks + blk
+  std::atomic<bool> keep_ready{draws == 0};  // the draws are in keep_bits
+  const std::unique_ptr<std::atomic<bool>[]> projected(new std::atomic<bool>[std::max(proj_items, 1)]);
+  for (int i = 0; i < proj_items; ++i) projected[i].store(false, std::memory_order_relaxed);
+  // Attention tasks still to finish over each output block (c · out_blocks + blk).
+  const std::unique_ptr<std::atomic<int>[]> unfinished(new std::atomic<int>[std::max(computed_count * out_blocks, 1)]);
+  for (int i = 0; i < computed_count * out_blocks; ++i) unfinished[i].store(0, std::memory_order_relaxed);
+  // Adds `change` to the count of every output block task a writes rows of.
+  const auto countTowardOutputs = [&](const AttentionTask& a, int change) {
+    if (computed_count == 0) return;
+    for (int blk = a.r0 / out_block; blk <= (a.r0 + a.n - 1) / out_block; ++blk)
+      unfinished[slot_of[a.b] * out_blocks + blk].fetch_add(change, std::memory_order_acq_rel);
+  };
+  for (const AttentionTask& a : tasks) countTowardOutputs(a, 1);
+  // Projection item j = (p · G + g) · proj_blocks + blk, of element p (or the shared one), group g.
+  const auto projectionItem = [&](int p, int g, int blk) { return (p * G + g) * proj_blocks + blk; };
+  const auto projectionOf = [&](int j) {  // {p, g, r0}
+    return std::array<int, 3>{j / (G * proj_blocks), j / proj_blocks % G, j % proj_blocks * proj_block};
+  };
+  const auto cancelled = [&] { return exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed); };
+
+  TaskGraph pass;
+  pass.count = items;
+  pass.home = [&](int i) {
+    if (i < first_proj) return threads - 1;  // the draws, beside the projections of the others
+    if (i < first_task) {
+      const auto [p, g, r0] = projectionOf(i - first_proj);
+      return homeOf(p, g);
+    }
+    if (i < first_out) return homeOf(tasks[i - first_task].b, w.groupOf(tasks[i - first_task].h));
+    return homeOf(computed[(i - first_out) / out_blocks], 0);
+  };
+  pass.stage = [&](int i) { return i < first_task ? 0 : i < first_out ? 1 : 2; };
+  pass.ready = [&](int i) {
+    if (i < first_task) return true;
+    if (i < first_out) {
+      const AttentionTask& a = tasks[i - first_task];
+      if (!keep_ready.load(std::memory_order_acquire)) return false;
+      if (proj_items == 0) return true;
+      const int p = w.projectionElement(a.b), g = w.groupOf(a.h);
+      for (int blk = 0; blk * proj_block < a.keys; ++blk)
+        if (!projected[projectionItem(p, g, blk)].load(std::memory_order_acquire)) return false;
+      return true;
+    }
+    return unfinished[i - first_out].load(std::memory_order_acquire) == 0;
+  };
+  pass.run = [&](int i) {
+    if (i < first_proj) {
+      plan.draw_dropout();
+      keep_ready.store(true, std::memory_order_release);
+    } else if (i < first_task) {
+      const auto [p, g, r0] = projectionOf(i - first_proj);
+      if (!cancelled()) {
+        const int n = std::min(proj_block, T - r0);
+        if (fused)
+          projectRowsFast(w, p, g, r0, n);
+        else
+          projectRowsReference(w, p, g, r0, n);
+      }
+      projected[i - first_proj].store(true, std::memory_order_release);
+    } else if (i < first_out) {
+      const AttentionTask& a = tasks[i - first_task];
+      if (!cancelled()) attend(w, a, heads, t, fused);
+      countTowardOutputs(a, -1);
+    } else if (!cancelled()) {
+      const int j = i - first_out, b = computed[j / out_blocks], r0 = j % out_blocks * out_block;
+      outputRows(w, b, r0, std::min(out_block, T - r0), heads[b].empty() ? nullptr : &heads[b], fused);
+    }
+  };
+  runGraph(threads, pass);
+  if (cancelled()) throw Cancelled();
+}
+
+}  // namespace attnscope::pass
