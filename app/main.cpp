@@ -26,16 +26,18 @@
 #include "editing/command.h"
 #include "engine/errors.h"
 #include "engine/memory.h"
+#include "formats/file_reading.h"
 #include "formats/png_image.h"
 #include "formats/presets.h"
 #include "panels/heatmap_grid.h"
 #include "shell/app.h"
+#include "state/lesson_check.h"
 #include "shell/app_options.h"
 #include "shell/capture.h"
-#include "shell/fonts.h"
+#include "widgets/fonts.h"
 #include "shell/interaction_bench.h"
-#include "shell/layout_dump.h"
-#include "shell/theme.h"
+#include "widgets/layout_dump.h"
+#include "widgets/theme.h"
 #include "state/ui_wake.h"
 #include "widgets/heatmap.h"
 
@@ -247,17 +249,9 @@ class CommandScript {
 };
 
 std::vector<Command> readCommands(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path + ": not a regular file (does it exist?)");
-  const Limits limits;
-  if (static_cast<std::int64_t>(std::filesystem::file_size(path, ec)) > limits.max_file_bytes)
-    throw InputError(path + ": larger than the limit of " + std::to_string(limits.max_file_bytes) + " bytes");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open the file");
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = readFileWithin(path, Limits{}.max_file_bytes);
   try {
-    return parseCommandList(text.str());
+    return parseCommandList(text);
   } catch (const InputError& e) {
     throw InputError(path + ": " + e.what());
   }
@@ -296,7 +290,7 @@ int main(int argc, char** argv) {
     if (!options.lesson_path.empty()) {  // checked whole before a window opens: one line, exit 2
       LessonCheck check;
       check.limits = limits;  // what the app may hold, as lesson_open checks it
-      const Lesson lesson = LessonPanel::load(options.lesson_path, document.workspace(), check);
+      const Lesson lesson = loadCheckedLesson(options.lesson_path, document.workspace(), check);
       try {
         checkLessonStep(lesson, options.lesson_step);
       } catch (const InputError& e) {
@@ -379,14 +373,14 @@ int main(int argc, char** argv) {
   hooks.capture.set_scale = [&](float s) {
     if (s != ui_scale) setScale(s);
   };
-  hooks.capture.frame = [&](float w, float h, float caption_h, float caption_x, float caption_w) {
+  hooks.capture.frame = [&](const CaptureFrame& frame) {
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
-    io.DisplaySize = ImVec2(w, h);  // the offscreen size, and no hover effects from the real mouse
+    io.DisplaySize = ImVec2(frame.width, frame.height);  // the offscreen size, and no hover effects from the real mouse
     io.DisplayFramebufferScale = ImVec2(1, 1);
     io.MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
     ImGui::NewFrame();
-    app_ptr->draw(glfwGetTime(), caption_h, caption_x, caption_w);
+    app_ptr->draw(glfwGetTime(), frame);
     ImGui::Render();
   };
   hooks.capture.selection = options.selection;  // F12 and scripted screenshots too

@@ -9,10 +9,10 @@
 
 #include "display/number_text.h"
 #include "panels/heatmap_grid.h"
-#include "shell/capture.h"
-#include "shell/fonts.h"
-#include "shell/layout_dump.h"
-#include "shell/theme.h"
+#include "state/capture_targets.h"
+#include "widgets/fonts.h"
+#include "widgets/layout_dump.h"
+#include "widgets/theme.h"
 #include "widgets/heatmap.h"
 #include "widgets/text.h"
 
@@ -232,7 +232,7 @@ void CompareView::draw(const PanelContext& ctx) {
       spec.dump = {{"compare", which}, {"head", row.head}, {"stage", row.id()}, {"module", row.module}, {"batch", s.batch}};
       spec.row_labels = token_rows ? &s.tokens() : &s.dims;
       spec.col_labels = tokens_cols ? &s.tokens() : &s.dims;
-      spec.selected_row = token_rows && !captureHidesSelection() ? selected : -1;
+      spec.selected_row = token_rows && !ctx.capture.hides_selection ? selected : -1;
       if (side < 2) {
         if (values.size() == 0) {
           ImGui::TextDisabled("%s: none", which);

@@ -10,8 +10,8 @@
 #include "engine/errors.h"
 #include "engine/stages.h"
 #include "formats/export.h"
-#include "shell/layout_dump.h"
-#include "shell/theme.h"
+#include "widgets/layout_dump.h"
+#include "widgets/theme.h"
 
 namespace attnscope {
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "shell/capture.h"
-#include "shell/fonts.h"
-#include "shell/layout_dump.h"
-#include "shell/theme.h"
+#include "state/capture_targets.h"
+#include "widgets/fonts.h"
+#include "widgets/layout_dump.h"
+#include "widgets/theme.h"
 #include "widgets/text.h"
 
 namespace attnscope {
@@ -104,7 +104,7 @@ ChartHit rowChart(const char* id, const RowVector& values, const RowVector* ceil
   }
   if (line > 0)
     draw->AddLine(ImVec2(p.x, y(line)), ImVec2(p.x + plot_w, y(line)), ImGui::GetColorU32(ImGuiCol_Text), std::max(1.0f, px(1)));
-  if (selected >= 0 && selected < n && !captureHidesSelection()) {
+  if (selected >= 0 && selected < n) {
     const float x0 = p.x + plot_w * static_cast<float>(selected) / static_cast<float>(n);
     const float x1 = std::max(x0 + 2, p.x + plot_w * static_cast<float>(selected + 1) / static_cast<float>(n));
     draw->AddRect(ImVec2(x0 - 1, p.y), ImVec2(x1, bottom), theme().selection, 0, 0, std::max(1.0f, px(1)));
@@ -199,6 +199,7 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
   const Trace& t = *snap->trace;
   const int T = t.tokens, selected = std::clamp(ctx.view.token, 0, T - 1);
   nlohmann::json dump = {{"batch", snap->batch}, {"token", selected}, {"heads", nlohmann::json::array()}};
+  const int outlined = ctx.capture.hides_selection ? -1 : selected;  // the charts' outlined row
   nlohmann::json cut = nlohmann::json::array();  // texts wider than their column: none, or the layout fails
   const ImGuiTableFlags flags = ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
                                 ImGuiTableFlags_ScrollY | ImGuiTableFlags_PadOuterX;
@@ -274,7 +275,7 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
                   cells, cut);
         ImGui::TableSetColumnIndex(3);
         chart_w_ = ImGui::GetContentRegionAvail().x;
-        const ChartHit e = rowChart("entropy", s->entropy, &most, entropy_hi, 0, selected,
+        const ChartHit e = rowChart("entropy", s->entropy, &most, entropy_hi, 0, outlined,
                                     ImVec2(std::max(ImGui::GetContentRegionAvail().x, px(40)), rowHeight()),
                                     entropy_ticks);
         layout().widget("statistics_entropy_h" + std::to_string(h + 1));
@@ -286,7 +287,7 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
         ImGui::TableSetColumnIndex(4);
         std::vector<Tick> sum_ticks = {{1.0f, "1"}};
         if (t.dropout_active) sum_ticks.push_back({t.dropout_scale, formatShort(t.dropout_scale)});
-        const ChartHit r = rowChart("sums", s->row_sum_after_dropout, nullptr, sums_hi, 1.0f, selected,
+        const ChartHit r = rowChart("sums", s->row_sum_after_dropout, nullptr, sums_hi, 1.0f, outlined,
                                     ImVec2(std::max(ImGui::GetContentRegionAvail().x, px(40)), rowHeight()), sum_ticks);
         layout().widget("statistics_row_sums_h" + std::to_string(h + 1));
         if (r.hovered >= 0)

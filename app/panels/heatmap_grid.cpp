@@ -9,14 +9,15 @@
 #include <vector>
 
 #include "display/comparison.h"
+#include "display/stage_figures.h"
 #include "formats/export.h"
 #include "panels/head_statistics_panel.h"
-#include "shell/capture.h"
-#include "shell/fonts.h"
+#include "state/capture_targets.h"
+#include "widgets/fonts.h"
 #include "widgets/heatmap.h"
-#include "shell/layout_dump.h"
+#include "widgets/layout_dump.h"
 #include "widgets/text.h"
-#include "shell/theme.h"
+#include "widgets/theme.h"
 
 namespace attnscope {
 
@@ -822,7 +823,7 @@ int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vec
     applyLook(spec, moduleLook(snap, view, info.map));
     spec.row_labels = !labelled[k] ? nullptr : info.parameter ? &snap.dims : &snap.tokens();  // none: the map beside it has them
     spec.col_labels = &snap.dims;
-    spec.selected_row = info.parameter || captureHidesSelection() ? -1 : std::clamp(view.token, 0, snap.tokenCount() - 1);
+    spec.selected_row = info.parameter || ctx.capture.hides_selection ? -1 : std::clamp(view.token, 0, snap.tokenCount() - 1);
     spec.version = snap.outputs_serial;
     spec.owner = ctx.snapshot;
     const ModuleMap map = info.map;
@@ -1148,7 +1149,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   set_aside_ = aside;
 
   const ImVec2 grid_origin = ImGui::GetCursorScreenPos();
-  const int selected_row = captureHidesSelection() ? -1 : std::clamp(view.token, 0, T - 1);  // figures: no outline
+  const int selected_row = ctx.capture.hides_selection ? -1 : std::clamp(view.token, 0, T - 1);  // figures: no outline
   // Which cards the grid's window shows: their heads are computed first after the next edit.
   const float visible_top = ImGui::GetWindowPos().y, visible_bottom = visible_top + ImGui::GetWindowHeight();
   visible_heads_.clear();
@@ -1190,7 +1191,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
                         : info.parameter ? &snap->dims : &snap->tokens();  // a weight's rows: input dims
       spec.col_labels = info.square ? &snap->tokens() : &snap->dims;
       spec.selected_row = info.parameter ? -1 : selected_row;
-      if (info.square && !captureHidesSelection()) spec.selected_col = view.key;
+      if (info.square && !ctx.capture.hides_selection) spec.selected_col = view.key;
       spec.window = shownWindow(window, static_cast<int>(spec.values.rows()), static_cast<int>(spec.values.cols()),
                                 !info.parameter, info.square);
       spec.version = snap->head_serial[static_cast<std::size_t>(h)];  // kept by a second part
@@ -1198,7 +1199,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.describe = [snap, &head, stage](int i, int j) { return describeCell(*snap, head, stage, i, j); };
       spec.dump = {{"head", h}, {"stage", info.id}, {"batch", batch}};
       if (previous_ && previous_->batch == batch && previous_->shown().heads[h].hasMaps() && head.hasMaps() &&
-          !captureRendering()) {  // a figure shows the numbers, not the last edit's traces
+          !ctx.capture.rendering) {  // a figure shows the numbers, not the last edit's traces
         auto& cells = outlined_[{h, static_cast<int>(stage)}];  // found once per edit, drawn while they fade
         if (!cells) cells = changedCells(StageMap(*previous_->trace, previous_->shown().heads[h], stage), spec.values);
         spec.outlined = *cells;

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "editing/token_table.h"
-#include "shell/fonts.h"
-#include "shell/layout_dump.h"
-#include "shell/theme.h"
+#include "widgets/fonts.h"
+#include "widgets/layout_dump.h"
+#include "widgets/theme.h"
 #include "widgets/value_cell.h"
 
 namespace attnscope {

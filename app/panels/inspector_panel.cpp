@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "engine/stages.h"
-#include "shell/fonts.h"
-#include "shell/layout_dump.h"
+#include "widgets/fonts.h"
+#include "widgets/layout_dump.h"
 #include "widgets/text.h"
-#include "shell/theme.h"
+#include "widgets/theme.h"
 
 namespace attnscope {
 

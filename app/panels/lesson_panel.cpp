@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "engine/errors.h"
-#include "shell/fonts.h"
-#include "shell/layout_dump.h"
-#include "shell/theme.h"
+#include "widgets/fonts.h"
+#include "widgets/layout_dump.h"
+#include "widgets/theme.h"
 #include "widgets/text.h"
 
 namespace attnscope {
@@ -210,23 +210,6 @@ std::string mapTitle(const std::string& id) {
 }
 
 }  // namespace
-
-Lesson LessonPanel::load(const std::string& path, const Workspace& start, const LessonCheck& check) {
-  Lesson lesson = loadLesson(path);
-  try {
-    rehearseLesson(
-        lesson, start,
-        [](const Command& c, const Workspace&) {
-          if (c.name != "view") return;
-          ViewState scratch;  // the view command's own checks: the field and its value
-          setViewField(scratch, c.text("field"), c.args.at("value"));
-        },
-        check);
-  } catch (const InputError& e) {
-    throw InputError(path + ": " + e.what());
-  }
-  return lesson;
-}
 
 void LessonPanel::begin(Lesson lesson, const ViewState& before) {
   if (!lesson_) before_ = before;

@@ -23,12 +23,6 @@ class LessonPanel {
   int step() const { return step_; }                 // the step shown, 1-based; 0 = no lesson
   const LessonStep& current() const { return lesson_->steps[static_cast<std::size_t>(step_ - 1)]; }
 
-  // Reads `path` and checks it whole before anything is applied: the file (core/lessons), then
-  // every step's commands in turn on a scratch copy of `start`, view fields included. Throws
-  // InputError naming the file, the step and the field.
-  // `check`: its deadline, cancel flag and limits (core/lessons/lesson.h). Runs on any thread.
-  static Lesson load(const std::string& path, const Workspace& start, const LessonCheck& check = {});
-
   // Shows `lesson` from now on; `before` is the view to come back to when it closes (kept from
   // the first lesson when one replaces another).
   void begin(Lesson lesson, const ViewState& before);

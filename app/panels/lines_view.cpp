@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "engine/stages.h"
-#include "shell/capture.h"
-#include "shell/fonts.h"
-#include "shell/layout_dump.h"
-#include "shell/theme.h"
+#include "state/capture_targets.h"
+#include "widgets/fonts.h"
+#include "widgets/layout_dump.h"
+#include "widgets/theme.h"
 #include "widgets/text.h"
 
 namespace attnscope {
@@ -363,7 +363,7 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   // The labels: queries right-aligned on the left, keys on the right; the selected query (and the
   // token under the mouse) stand out; labels too close to read are thinned (every n-th).
   const int every = std::max(1, static_cast<int>(std::ceil(text_h / pitch)));
-  const bool show_selection = !captureHidesSelection();
+  const bool show_selection = !ctx.capture.hides_selection;
   for (int i = 0; i < T; ++i) {
     const float y = rowY(i);
     if (y + pitch < clip_min.y || y - pitch > clip_max.y) continue;

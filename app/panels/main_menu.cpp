@@ -5,9 +5,9 @@
 
 #include <filesystem>
 
-#include "shell/layout_dump.h"
-#include "shell/screenshot.h"
-#include "shell/theme.h"
+#include "widgets/layout_dump.h"
+#include "state/screenshot_paths.h"
+#include "widgets/theme.h"
 
 namespace attnscope {
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "shell/layout_dump.h"
+#include "widgets/layout_dump.h"
 #include "state/view_state.h"
 #include "widgets/text.h"
-#include "shell/theme.h"
+#include "widgets/theme.h"
 
 namespace attnscope {
 

@@ -2,7 +2,7 @@
 
 #include <imgui.h>
 
-#include "shell/layout_dump.h"
+#include "widgets/layout_dump.h"
 
 namespace attnscope {
 

@@ -8,6 +8,7 @@
 
 #include "editing/document.h"
 #include "engine/attention.h"
+#include "state/capture_targets.h"
 #include "state/command_queue.h"
 #include "state/snapshot.h"
 #include "state/view_state.h"
@@ -37,6 +38,7 @@ struct PanelContext {
   std::string maps_rounding;       // HeatmapGrid::roundingNote, last frame
   std::function<void()> maps_menu; // set while a lesson step holds the heatmaps' header (heads, batch element,
                                    // maps shown): draws it into the lesson panel's menu
+  CaptureState capture = {};       // on screen, or how a capture sees this frame
 
   const char* waitingText() const;  // what a view shows before its first result: "computing…" or "no result yet"
 };

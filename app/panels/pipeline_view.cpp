@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "engine/stages.h"
-#include "shell/fonts.h"
+#include "widgets/fonts.h"
 #include "widgets/heatmap.h"
-#include "shell/layout_dump.h"
+#include "widgets/layout_dump.h"
 #include "widgets/text.h"
-#include "shell/theme.h"
+#include "widgets/theme.h"
 
 namespace attnscope {
 

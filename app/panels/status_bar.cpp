@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cfloat>
 
-#include "shell/layout_dump.h"
-#include "shell/theme.h"
+#include "widgets/layout_dump.h"
+#include "widgets/theme.h"
 
 namespace attnscope {
 

@@ -12,10 +12,10 @@
 #include "formats/atomic_file.h"
 #include "formats/export.h"
 #include "formats/pytorch_script.h"
-#include "shell/fonts.h"
-#include "shell/layout_dump.h"
-#include "shell/screenshot.h"
-#include "shell/theme.h"
+#include "widgets/fonts.h"
+#include "widgets/layout_dump.h"
+#include "state/screenshot_paths.h"
+#include "widgets/theme.h"
 #include "widgets/heatmap.h"
 
 namespace attnscope {
@@ -97,13 +97,11 @@ void App::update(double now) {
               false, now + 0.5};
   // Only the commands queued before this call: a capture draws frames, and panels push more.
   for (std::size_t n = queue_.size(); n > 0 && !queue_.empty(); --n) {
-    const std::string& next = queue_.front().name;  // these wait for the newest, complete result
-    if ((next == "screenshot" || next == "export_trace" || next == "export_map" || next == "pin" || next == "swap") &&
-        !settled())
-      break;
+    const CommandId next = queue_.front().id();
+    if (commandInfo(next).has(kWaitsForResult) && !settled()) break;  // for the newest, complete result
     // While a lesson is checked, what comes after its lesson_open waits for it (a script's next
     // step, a key); another lesson or closing stops the check.
-    if (lesson_check_.busy() && next != "lesson_open" && next != "lesson_close") break;
+    if (lesson_check_.busy() && next != CommandId::LessonOpen && next != CommandId::LessonClose) break;
     const Command c = queue_.pop();
     try {
       apply(c, now);
@@ -123,29 +121,32 @@ void App::update(double now) {
 }
 
 bool App::asksFirst(const Command& c) const {
-  const std::string& n = c.name;
-  if (n != "quit" && n != "open" && n != "new" && n != "preset") return false;
+  const CommandInfo& info = c.info();
+  if (!info.has(kAsksFirst)) return false;
   if (!interactive_ || !doc_.dirty() || (c.has("discard") && c.flag("discard"))) return false;
-  return n == "quit" || c.script_index < 0;  // scripts run unattended
+  return info.has(kAsksScripts) || c.script_index < 0;  // scripts run unattended
 }
 
 std::string App::actionText(const Command& c) const {
-  if (c.name == "open") return "opening " + fs::path(c.text("path")).filename().string();
-  if (c.name == "new") return "starting over with the book's example";
-  if (c.name == "preset") return "loading the preset " + c.text("name");
-  if (c.name == "lesson_open") return "opening the lesson " + fs::path(c.text("path")).filename().string();
-  return "quitting";
+  switch (c.id()) {
+    case CommandId::Open: return "opening " + fs::path(c.text("path")).filename().string();
+    case CommandId::New: return "starting over with the book's example";
+    case CommandId::Preset: return "loading the preset " + c.text("name");
+    case CommandId::LessonOpen: return "opening the lesson " + fs::path(c.text("path")).filename().string();
+    default: return "quitting";
+  }
 }
 
 void App::apply(const Command& c, double now) {
-  if (asksFirst(c)) {  // the prompt's answer (the `unsaved` command) carries on with it
+  // A lesson asks once it is checked (openCheckedLesson): a damaged one never asks.
+  if (c.id() != CommandId::LessonOpen && asksFirst(c)) {  // the prompt's answer (the `unsaved` command) carries on with it
     pending_ = c;
     dialogs_.askUnsaved(c.name, actionText(c));
     return;
   }
   switch (c.info().target) {
     case CommandTarget::Document:
-      if (c.name == "restore") {  // an autosave that cannot be read is kept aside, never overwritten
+      if (c.id() == CommandId::Restore) {  // an autosave that cannot be read is kept aside, never overwritten
         try {
           doc_.apply(c);
         } catch (const InputError& e) {
@@ -157,7 +158,7 @@ void App::apply(const Command& c, double now) {
         clampView();
         return;
       }
-      if (c.name == "open" && doc_.dirty() && interactive_ && !(c.has("discard") && c.flag("discard"))) {
+      if (c.id() == CommandId::Open && doc_.dirty() && interactive_ && !(c.has("discard") && c.flag("discard"))) {
         // A script's open in a session the user sees is not asked about. Opening starts a new
         // history, so the unsaved work would be gone (and the autosave overwritten): it is
         // written to the state folder first, and the user told where.
@@ -173,7 +174,7 @@ void App::apply(const Command& c, double now) {
         if (!kept.empty()) notify("Opened " + c.text("path") + ". The unsaved changes before it are kept in " + kept, now);
         return;
       }
-      if (c.name == "paste_embeddings" || c.name == "paste_parameters") return paste(c, now);
+      if (c.id() == CommandId::PasteEmbeddings || c.id() == CommandId::PasteParameters) return paste(c, now);
       if (doc_.apply(c) == DocumentChange::Replaced) replaced(c, now);
       if (!doc_.note().empty()) showToast(doc_.note(), false, now);  // num_heads or seed moved
       clampView();
@@ -192,7 +193,7 @@ void App::paste(const Command& c, double now) {
   if (!c.has("text")) {  // Edit › Paste, Ctrl+Shift+V, or a script asking for the real clipboard
     const std::string text = hooks_.clipboard_text ? hooks_.clipboard_text() : "";
     if (text.find_first_not_of(" \t\r\n") == std::string::npos)
-      throw InputError(c.name == "paste_parameters"
+      throw InputError(c.id() == CommandId::PasteParameters
                            ? "Nothing pasted: the clipboard holds no text. Copy what print(m.state_dict()) shows in your "
                              "notebook, then Edit › Paste parameters"
                            : "Nothing pasted: the clipboard holds no text. Copy what print(x) shows in your notebook, "
@@ -215,7 +216,7 @@ void App::replaced(const Command& c, double now) {
   const std::string folder = view_.screenshot_dir;
   view_ = viewFromJson(doc_.workspace().view);  // the view the workspace was saved with
   view_.screenshot_dir = folder;                // the machine's folder, not the file's
-  const bool fresh = c.name == "preset" || c.name == "new";
+  const bool fresh = c.id() == CommandId::Preset || c.id() == CommandId::New;
   if (fresh) view_.light_theme = light;  // a preset keeps the theme
   // The window as it is set up for the room — text size, panels shown — stays: always for a preset
   // or New, and for a file that does not say otherwise.
@@ -232,7 +233,7 @@ void App::replaced(const Command& c, double now) {
   keep("presentation", &ViewState::presentation);
   keep("weights_range", &ViewState::weights_fixed);  // a lesson's, or the user's choice
   view_.highlight = before.highlight;  // the open lesson's step, not the workspace's
-  if (c.name == "restore")  // the autosave's view yields to what this session was started with
+  if (c.id() == CommandId::Restore)  // the autosave's view yields to what this session was started with
     for (const auto& [field, value] : command_line_view_.items()) setViewField(view_, field, value);
   syncTextSize();
   if (view_.light_theme != light && hooks_.theme_changed) hooks_.theme_changed();
@@ -241,7 +242,7 @@ void App::replaced(const Command& c, double now) {
   lines_.reset();
   weights_.reset();
   inputs_panel_.reset();
-  if (c.name == "open") {
+  if (c.id() == CommandId::Open) {
     dialogs_.remember(c.text("path"));
     showToast("Opened " + c.text("path"), false, now);
   }
@@ -272,15 +273,22 @@ int indexIn(const Command& c, int lo, int count, const char* what) {
 void App::applyView(const Command& c, double now) {
   const Workspace& ws = doc_.workspace();
   const int T = static_cast<int>(ws.tokens.size()), H = headCount(ws.model);
-  const std::string& n = c.name;
-  if (n == "select_token") {
+  using Id = CommandId;
+  switch (c.id()) {
+  case Id::SelectToken: {
     view_.token = c.has("index") ? indexIn(c, 0, T, "token") : std::clamp(view_.token + (c.has("step") ? c.integer("step") : 0), 0, T - 1);
-  } else if (n == "select_key") {
+    break;
+  }
+  case Id::SelectKey: {
     view_.key = indexIn(c, -1, T, "token");
-  } else if (n == "select_head") {  // stepping cycles: all heads → 1 → 2 → … → all heads
+    break;
+  }
+  case Id::SelectHead: {  // stepping cycles: all heads → 1 → 2 → … → all heads
     if (c.has("index")) view_.head = indexIn(c, -1, H, "head");
     else view_.head = ((view_.head + 1 + (c.has("step") ? c.integer("step") : 0)) % (H + 1) + (H + 1)) % (H + 1) - 1;
-  } else if (n == "go_to") {  // a token or a range of a long input: zoomed to, the first selected
+    break;
+  }
+  case Id::GoTo: {  // a token or a range of a long input: zoomed to, the first selected
     std::pair<int, int> range;
     if (c.has("text")) {
       range = findTokens(ws.tokens, c.text("text"));
@@ -296,9 +304,13 @@ void App::applyView(const Command& c, double now) {
     view_.token = range.first;
     if (view_.tab != "heatmaps" && view_.tab != "compare") view_.tab = "heatmaps";
     heatmap_grid_.goTo(range.first, range.second, T);
-  } else if (n == "select_batch") {
+    break;
+  }
+  case Id::SelectBatch: {
     view_.batch = indexIn(c, 0, ws.model.batch_size, "batch element");
-  } else if (n == "view") {
+    break;
+  }
+  case Id::View: {
     const bool light = view_.light_theme;
     const int text_size = view_.text_size;
     setViewField(view_, c.text("field"), c.args["value"]);
@@ -307,7 +319,23 @@ void App::applyView(const Command& c, double now) {
     if (view_.light_theme != light && hooks_.theme_changed) hooks_.theme_changed();
     clampView();
     if (view_.text_size > text_size) hintIfCramped(now, false);
-  } else if (n == "engine") {
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+void App::applyApp(const Command& c, double now) {
+  using Id = CommandId;
+  switch (c.id()) {
+  case Id::LessonOpen:
+  case Id::LessonStep:
+  case Id::LessonNext:
+  case Id::LessonBack:
+  case Id::LessonClose:
+    return applyLesson(c, now);
+  case Id::Engine: {
     if (c.has("parallel")) {
       exec_.parallel = c.flag("parallel");
     }
@@ -316,13 +344,9 @@ void App::applyView(const Command& c, double now) {
       if (threads < 0 || threads > 256) throw InputError("threads: must be between 0 (all cores) and 256");
       exec_.threads = threads;
     }
+    break;
   }
-}
-
-void App::applyApp(const Command& c, double now) {
-  const std::string& n = c.name;
-  if (n.rfind("lesson_", 0) == 0) return applyLesson(c, now);
-  if (n == "screenshot") {
+  case Id::Screenshot: {
     CaptureSpec spec{static_cast<float>(c.has("scale") ? c.number("scale") : view_.screenshot_scale),
                      c.has("panel") ? c.text("panel") : "", c.has("head") ? c.integer("head") : 0, view_.caption};
     std::string error, path = c.text("path");
@@ -331,7 +355,9 @@ void App::applyApp(const Command& c, double now) {
     if (!error.empty()) throw InputError("screenshot failed: " + error);
     last_screenshot_ = path;
     showToast("Saved " + path, false, now);
-  } else if (n == "pin") {  // the newest result (update() waited for it)
+    break;
+  }
+  case Id::Pin: {  // the newest result (update() waited for it)
     if (!snapshot_) throw InputError("nothing computed yet: nothing to pin");
     // A holds its maps while B is edited, and Compare draws B − A beside them: that is counted
     // against the budget from now on, so every edit while pinned is checked with it.
@@ -339,13 +365,17 @@ void App::applyApp(const Command& c, double now) {
     pinned_ = snapshot_;
     view_.tab = "compare";
     showToast("Pinned as A: change anything, the Compare tab shows A, B and B − A", false, now);
-  } else if (n == "unpin") {
+    break;
+  }
+  case Id::Unpin: {
     if (!pinned_) throw InputError("nothing is pinned");
     pinned_.reset();
     compare_.reset();
     holdBeside(0);
     if (view_.tab == "compare") view_.tab = "heatmaps";
-  } else if (n == "swap") {  // A's settings become the document's, B is pinned in its place
+    break;
+  }
+  case Id::Swap: {  // A's settings become the document's, B is pinned in its place
     if (!pinned_) throw InputError("nothing is pinned: pin a result as A first");
     if (!snapshot_) throw InputError("nothing computed yet");
     const std::shared_ptr<const Snapshot> b = snapshot_;
@@ -372,7 +402,9 @@ void App::applyApp(const Command& c, double now) {
     pinned_ = b;
     doc_.setLimits(swapped);  // … and held with B beside it from now on
     view_.tab = "compare";
-  } else if (n == "save") {
+    break;
+  }
+  case Id::Save: {
     // Ctrl+S while typing: the typed value first. (A save with a path comes from the Save as
     // dialog, whose name field was typed into: that is the save's own name, nothing to commit.)
     if (typing_ && c.script_index < 0 && !c.has("path") && !after_typing_) {
@@ -415,13 +447,16 @@ void App::applyApp(const Command& c, double now) {
       after_save_.reset();
       apply(next, now);
     }
-  } else if (n == "export_trace" || n == "export_map") {
+    break;
+  }
+  case Id::ExportTrace:
+  case Id::ExportMap: {
     if (!snapshot_) throw InputError("nothing computed yet");
     ExportFormat format;
     if (!parseExportFormat(c.text("format"), &format)) throw InputError("format: expected csv, json or npy");
     const std::string path = c.text("path");
     if (!snapshot_->complete) throw InputError("the maps are still being computed: export again in a moment");
-    if (n == "export_trace") {
+    if (c.id() == Id::ExportTrace) {
       const int files = exportTrace(*snapshot_->inputs, *snapshot_->trace, path, format);
       showToast("Wrote " + std::to_string(files) + " file" + (files == 1 ? "" : "s") + " to " + path, false, now);
       return;
@@ -433,9 +468,12 @@ void App::applyApp(const Command& c, double now) {
     // CSV with the tokens as a header row and first column, as attnscope-cli writes it (formats/export.h).
     writeFileAtomically(path, exportMap(*snapshot_->trace, snapshot_->shown().heads[head], stage, snapshot_->tokens(), format));
     showToast("Saved " + path, false, now);
-  } else if (n == "save_pytorch" || n == "copy_pytorch") {
+    break;
+  }
+  case Id::SavePytorch:
+  case Id::CopyPytorch: {
     const std::string script = pytorchScript(doc_.workspace(), doc_.file().empty() ? "untitled" : doc_.file());
-    if (n == "copy_pytorch") {
+    if (c.id() == Id::CopyPytorch) {
       if (hooks_.clipboard) hooks_.clipboard(script);
       showToast("PyTorch code copied: paste it into a notebook or run it with /usr/bin/python3", false, now);
     } else {
@@ -443,16 +481,24 @@ void App::applyApp(const Command& c, double now) {
       showToast("Saved " + c.text("path") + "  (run: /usr/bin/python3 " + fs::path(c.text("path")).filename().string() + ")",
                 false, now);
     }
-  } else if (n == "dialog") {
+    break;
+  }
+  case Id::Dialog: {
     dialogs_.begin(c.text("which"), c.has("stage") ? c.text("stage") : "", c.has("head") ? c.integer("head") : 0,
                    c.has("format") ? c.text("format") : "csv");
-  } else if (n == "fullscreen") {
+    break;
+  }
+  case Id::Fullscreen: {
     const bool on = c.has("on") ? c.flag("on") : !isFullscreen();
     const std::string error = hooks_.set_fullscreen ? hooks_.set_fullscreen(on) : "no window";
     if (!error.empty()) throw InputError("full-screen: " + error);
-  } else if (n == "quit") {
+    break;
+  }
+  case Id::Quit: {
     quit_ = true;  // unsaved changes were asked about in apply()
-  } else if (n == "recovery") {  // the answer to the start's offer (FileDialogs::offerRecovery)
+    break;
+  }
+  case Id::Recovery: {  // the answer to the start's offer (FileDialogs::offerRecovery)
     const std::string choice = c.text("choice");
     if (choice != "restore" && choice != "keep") throw InputError("choice: expected restore or keep, got \"" + choice + "\"");
     const std::string kept = dialogs_.recoveryOffered();
@@ -465,7 +511,9 @@ void App::applyApp(const Command& c, double now) {
     } else {
       showToast("The last session's changes stay in " + kept, false, now);
     }
-  } else if (n == "unsaved") {  // the answer to the prompt: go on with the command that asked
+    break;
+  }
+  case Id::Unsaved: {  // the answer to the prompt: go on with the command that asked
     const std::string choice = c.text("choice");
     if (choice != "save" && choice != "discard" && choice != "cancel")
       throw InputError("choice: expected save, discard or cancel, got \"" + choice + "\"");
@@ -480,21 +528,24 @@ void App::applyApp(const Command& c, double now) {
       after_save_ = std::move(next);
       apply(makeCommand("save"), now);
     }
+    break;
+  }
+  default:
+    break;
   }
 }
 
 // ---- lessons (docs/DESIGN.md §3.7) ---------------------------------------------------------
 
 void App::applyLesson(const Command& c, double now) {
-  const std::string& n = c.name;
-  if (n == "lesson_open") {
+  if (c.id() == CommandId::LessonOpen) {
     // Checked whole — the file, then every step rehearsed on a copy — before anything changes: a
     // damaged lesson is one message, and the work and the view stay as they are. The check runs
     // off the UI thread (state/lesson_check.h); openCheckedLesson goes on when it is done.
     lesson_check_.start(c, doc_.workspace(), doc_.limits());
     return;
   }
-  if (n == "lesson_close" && lesson_check_.busy()) {
+  if (c.id() == CommandId::LessonClose && lesson_check_.busy()) {
     lesson_check_.cancel();
     if (!lesson_.open()) return showToast("Stopped checking the lesson: it is not opened", false, now);
   }
@@ -528,8 +579,7 @@ void App::openCheckedLesson(LessonChecker::Result checked, double now) {
 }
 
 void App::applyOpenLesson(const Command& c, double now) {
-  const std::string& n = c.name;
-  if (n == "lesson_close") {
+  if (c.id() == CommandId::LessonClose) {
     const bool light = view_.light_theme;
     view_ = lesson_.close(view_);
     syncTextSize();
@@ -539,10 +589,10 @@ void App::applyOpenLesson(const Command& c, double now) {
   }
   const int count = static_cast<int>(lesson_.lesson().steps.size());
   int number = lesson_.step();
-  if (n == "lesson_next") {
+  if (c.id() == CommandId::LessonNext) {
     if (number >= count) return showToast("That was the last step: File › Close lesson ends it", false, now);
     ++number;
-  } else if (n == "lesson_back") {
+  } else if (c.id() == CommandId::LessonBack) {
     if (number <= 1) return showToast("This is the first step", false, now);
     --number;
   } else {
@@ -655,10 +705,11 @@ std::string App::windowTitle() const {
   return "attnscope — " + name + (doc_.dirty() ? " •" : "");
 }
 
-void App::draw(double now, float caption_h, float caption_x, float caption_w) {
+void App::draw(double now, const CaptureFrame& capture) {
   layout().beginFrame();
+  const float caption_h = capture.caption_h, caption_x = capture.caption_x, caption_w = capture.caption_w;
   PanelContext context{doc_, view_, snapshot_, computing_, engine_error_, exec_, toast_, queue_, now, frame_ms_, pinned_,
-                       heatmap_grid_.setAside(), heatmap_grid_.roundingNote(), {}};
+                       heatmap_grid_.setAside(), heatmap_grid_.roundingNote(), {}, capture.state};
   // A lesson step's maps menu (in its panel): the heatmaps' header, which the step's maps have the lines of.
   if (lesson_.open() && lesson_.step() > 0 && !view_.highlight.empty())
     context.maps_menu = [this, &context] { heatmap_grid_.drawMapsMenu(context); };

@@ -86,7 +86,7 @@ class App {
   void update(double now);
   // One frame of the UI for the current ImGui display; `caption_h` pixels at the bottom are the
   // screenshot caption's (from caption_x, caption_w wide).
-  void draw(double now, float caption_h = 0, float caption_x = 0, float caption_w = 0);
+  void draw(double now, const CaptureFrame& capture = {});
   // After the frame: autosave, the end of a drag gesture. `frame_ms`: how long the frame took to
   // build and render (the status bar shows it; a sleeping window has no frame rate).
   void endFrame(double now, bool mouse_down, bool typing, double frame_ms);

@@ -9,74 +9,11 @@
 
 #include "display/vector_figure.h"
 #include "engine/stages.h"
-#include "shell/layout_dump.h"
+#include "state/capture_targets.h"
+#include "widgets/layout_dump.h"
 #include "formats/png_image.h"
 
 namespace attnscope {
-
-namespace {
-
-// A stage that can be one map's figure: a heatmap column, or the 0/1 causal mask, which the grid
-// shows only for its figure.
-bool figureStage(const StageInfo& s) { return s.heatmap || s.stage == Stage::Mask; }
-
-bool hide_selection = false;  // a capture without its selection is rendering
-bool rendering = false;       // a capture is rendering
-
-// The maps that can be figures, by id: a head's (the stage table), then the module's.
-const std::vector<std::string>& figureMaps() {
-  static const std::vector<std::string> maps = [] {
-    std::vector<std::string> m;
-    for (const StageInfo& s : stageTable())
-      if (figureStage(s)) m.push_back(s.id);
-    for (const ModuleMapInfo& info : moduleMapTable()) m.push_back(info.id);
-    return m;
-  }();
-  return maps;
-}
-
-}  // namespace
-
-const std::vector<std::string>& capturePanels() {
-  static const std::vector<std::string> panels = [] {  // the panels, then every map
-    std::vector<std::string> p = {"window", "model", "inputs", "heatmaps", "pipeline", "lines", "parameters", "compare", "inspector", "statistics", "status"};
-    for (const std::string& m : figureMaps()) p.push_back(m);
-    return p;
-  }();
-  return panels;
-}
-
-bool isHeatmapStage(const std::string& panel) {
-  return std::find(figureMaps().begin(), figureMaps().end(), panel) != figureMaps().end();
-}
-
-bool captureHidesSelection() { return hide_selection; }
-
-bool captureRendering() { return rendering; }
-
-std::string captureSubject(const std::string& panel, const ModelConfig& model) {
-  Stage s;
-  ModuleMap m;
-  if (parseModuleMap(panel, &m)) return moduleMapInfo(m).title;
-  if (!parseStage(panel, &s)) return panel.empty() ? "window" : panel;
-  if (s == Stage::Weights && model.normalization == Normalization::Sum) return "weights ÷ row sum";
-  return stageInfo(s).title;
-}
-
-std::string captureTargetError(const std::string& path, const std::string& panel) {
-  FigureFormat format;
-  if (!figureFormatOf(path, &format)) {
-    const std::string name = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
-    const std::size_t dot = name.find_last_of('.');
-    const std::string kind = dot == std::string::npos ? "has no extension" : "is a '" + name.substr(dot) + "' file";
-    return path + " " + kind + ": a screenshot is .png, a figure of one map .png, .svg or .pdf";
-  }
-  if (format == FigureFormat::Png || isHeatmapStage(panel) || panel == "lines") return "";
-  std::string maps;
-  for (const std::string& m : figureMaps()) maps += (maps.empty() ? "" : ", ") + m;
-  return "an SVG or PDF figure shows one map (panel " + maps + ") or the lines (panel lines), not '" + (panel.empty() ? "window" : panel) +
-         "': save that as .png";
-}
 
 namespace {
 
@@ -159,13 +96,6 @@ bool findRect(const CaptureSpec& spec, int fb_w, int fb_h, Rect* out, std::strin
   return true;
 }
 
-// While a capture renders: captureRendering() holds, and the selection is hidden unless the spec
-// keeps it.
-struct CaptureRendering {
-  explicit CaptureRendering(bool hide_the_selection) { hide_selection = hide_the_selection, rendering = true; }
-  ~CaptureRendering() { hide_selection = false, rendering = false; }
-};
-
 }  // namespace
 
 std::string capturePng(const CaptureSpec& spec, int width, int height, const CaptureHooks& hooks,
@@ -194,15 +124,15 @@ std::string capturePng(const CaptureSpec& spec, int width, int height, const Cap
   Rect rect, clip;
   std::uint8_t background[3] = {0, 0, 0};
   {
-    const CaptureRendering rendering_now(!spec.selection && !hooks.selection);
+    const CaptureState state{true, !spec.selection && !hooks.selection};
     Framebuffer target(fb_w, fb_h);
     if (!target.complete()) error = "cannot create an offscreen framebuffer";
     // Three frames: tables and wrapped text settle after the first; the caption follows the crop
     // found in the frame before.
     Rect crop{0, 0, fb_w, fb_h};
     for (int i = 0; i < 3 && error.empty(); ++i) {
-      hooks.frame(static_cast<float>(fb_w), static_cast<float>(fb_h), static_cast<float>(caption_h),
-                  static_cast<float>(crop.x), static_cast<float>(crop.w));
+      hooks.frame({static_cast<float>(fb_w), static_cast<float>(fb_h), static_cast<float>(caption_h),
+                   static_cast<float>(crop.x), static_cast<float>(crop.w), state});
       std::string ignored;
       findRect(spec, fb_w, fb_h - caption_h, &crop, &ignored);
       glBindFramebuffer(GL_FRAMEBUFFER, target.fbo);

@@ -12,7 +12,7 @@
 #include "engine/errors.h"
 #include "formats/atomic_file.h"
 #include "engine/model_config.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 #include "shell/app.h"
 
 namespace attnscope {

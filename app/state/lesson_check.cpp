@@ -3,10 +3,28 @@
 #include <filesystem>
 
 #include "engine/errors.h"
-#include "panels/lesson_panel.h"
+#include "state/view_state.h"
 #include "state/ui_wake.h"
 
 namespace attnscope {
+
+Lesson loadCheckedLesson(const std::string& path, const Workspace& start, const LessonCheck& check) {
+  Lesson lesson = loadLesson(path);
+  try {
+    rehearseLesson(
+        lesson, start,
+        [](const Command& c, const Workspace&) {
+          if (c.id() != CommandId::View) return;
+          ViewState scratch;  // the view command's own checks: the field and its value
+          setViewField(scratch, c.text("field"), c.args.at("value"));
+        },
+        check);
+  } catch (const InputError& e) {
+    throw InputError(path + ": " + e.what());
+  }
+  return lesson;
+}
+
 
 void LessonChecker::start(Command command, Workspace start_ws, const Limits& limits) {
   cancel();
@@ -20,7 +38,7 @@ void LessonChecker::start(Command command, Workspace start_ws, const Limits& lim
       check.cancel = &state->cancel;
       check.steps_done = &state->steps_done;
       check.limits = limits;
-      r.lesson = LessonPanel::load(command.text("path"), start_ws, check);
+      r.lesson = loadCheckedLesson(command.text("path"), start_ws, check);
     } catch (const Cancelled&) {
       state->done = true;
       return;  // nobody waits for it

@@ -16,6 +16,12 @@
 
 namespace attnscope {
 
+// Reads `path` and checks it whole before anything is applied: the file (core/lessons), then
+// every step's commands in turn on a scratch copy of `start`, view fields included. Throws
+// InputError naming the file, the step and the field.
+// `check`: its deadline, cancel flag and limits (core/lessons/lesson.h). Runs on any thread.
+Lesson loadCheckedLesson(const std::string& path, const Workspace& start, const LessonCheck& check = {});
+
 class LessonChecker {
  public:
   struct Result {

@@ -17,6 +17,7 @@
 #include "engine/errors.h"
 #include "formats/atomic_file.h"
 #include "formats/json_format.h"
+#include "formats/file_reading.h"
 #include "formats/json_reading.h"
 #include "lessons/lesson.h"
 
@@ -66,11 +67,9 @@ Settings readSettings() {
   const std::string path = statePath("settings.json");
   std::error_code ec;
   nlohmann::json j;
-  if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) < (1u << 20)) {  // never a FIFO or a huge file
-    std::ifstream in(path, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    try {
-      j = readJson(text, path, 64 << 20);
+  if (fs::exists(path, ec)) {
+    try {  // never a FIFO or a huge file
+      j = readJson(readFileWithin(path, 1 << 20), path, 64 << 20);
     } catch (const InputError&) {
     }
     if (!j.is_object()) moveAside(path);  // unreadable: kept for the user, never overwritten; defaults

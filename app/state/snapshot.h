@@ -13,7 +13,7 @@
 #include "engine/attention.h"
 #include "engine/head_statistics.h"
 #include "engine/stages.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 

@@ -19,10 +19,10 @@
 #include <unordered_map>
 #include <utility>
 
-#include "shell/fonts.h"
-#include "shell/layout_dump.h"
+#include "widgets/fonts.h"
+#include "widgets/layout_dump.h"
 #include "widgets/text.h"
-#include "shell/theme.h"
+#include "widgets/theme.h"
 #include "state/ui_wake.h"
 
 namespace attnscope {

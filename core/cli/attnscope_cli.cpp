@@ -11,13 +11,14 @@
 #include "tools/bench.h"
 #include "engine/errors.h"
 #include "formats/json_format.h"
+#include "display/stage_figures.h"
 #include "formats/export.h"
 #include "formats/import_workspace.h"
 #include "formats/presets.h"
 #include "formats/pytorch_script.h"
 #include "formats/temporary_files.h"
 #include "formats/trace_json.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 using namespace attnscope;
 

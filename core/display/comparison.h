@@ -8,7 +8,7 @@
 
 #include "engine/stages.h"
 #include "engine/tensor.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <unordered_map>
 
 #include "engine/errors.h"
 #include "formats/json_format.h"
@@ -42,107 +43,120 @@ const std::vector<CommandInfo>& commandTable() {
   static const std::vector<CommandInfo> table = {
       // open, preset and new from the app's own menus ask first when there are unsaved changes
       // (unless `discard` is true); scripts are unattended and never asked.
-      {"open", T::Document, {{"path", A::String, true}, {"discard", A::Bool, false}},
+      {CommandId::Open, "open", T::Document, kAsksFirst, {{"path", A::String, true}, {"discard", A::Bool, false}},
        "open a workspace file (or a PNG saved by attnscope)"},
-      {"preset", T::Document, {{"name", A::String, true}, {"discard", A::Bool, false}},
+      {CommandId::Preset, "preset", T::Document, kAsksFirst | kUndoable, {{"name", A::String, true}, {"discard", A::Bool, false}},
        "load a preset by name (assets/presets)"},
-      {"new", T::Document, {{"discard", A::Bool, false}}, "the book's example with the current step's settings"},
-      {"restore", T::Document, {{"path", A::String, true}},
+      {CommandId::New, "new", T::Document, kAsksFirst | kUndoable, {{"discard", A::Bool, false}}, "the book's example with the current step's settings"},
+      {CommandId::Restore, "restore", T::Document, 0, {{"path", A::String, true}},
        "reopen an autosave: its workspace, with the file name and unsaved mark it had"},
-      {"sentence", T::Document, {{"text", A::String, true}, {"seed", A::Int, false}},
+      {CommandId::Sentence, "sentence", T::Document, kUndoable, {{"text", A::String, true}, {"seed", A::Int, false}},
        "type a sentence and make tokens (one per word, same word → same vector)"},
-      {"add_token", T::Document, {{"name", A::String, false}, {"at", A::Int, false}, {"seed", A::Int, false}},
+      {CommandId::AddToken, "add_token", T::Document, kUndoable, {{"name", A::String, false}, {"at", A::Int, false}, {"seed", A::Int, false}},
        "add a token (at the end unless `at` is given)"},
-      {"remove_token", T::Document, {{"index", A::Int, true}}, "remove the token at `index`"},
-      {"rename_token", T::Document, {{"index", A::Int, true}, {"name", A::String, true}}, "rename a token"},
-      {"move_token", T::Document, {{"from", A::Int, true}, {"to", A::Int, true}}, "move a token and its row"},
-      {"set", T::Document, {{"field", A::String, true}, {"value", A::Any, true}},
+      {CommandId::RemoveToken, "remove_token", T::Document, kUndoable, {{"index", A::Int, true}}, "remove the token at `index`"},
+      {CommandId::RenameToken, "rename_token", T::Document, kUndoable, {{"index", A::Int, true}, {"name", A::String, true}}, "rename a token"},
+      {CommandId::MoveToken, "move_token", T::Document, kUndoable, {{"from", A::Int, true}, {"to", A::Int, true}}, "move a token and its row"},
+      {CommandId::Set, "set", T::Document, kUndoable, {{"field", A::String, true}, {"value", A::Any, true}},
        "set one model field: variant, d_out, num_heads, dropout, seed, training, qkv_bias, causal, scale, "
        "batch_size, normalization, causal_route (neg_inf, tril), dropout_rng (mkl, default), dropout_seed (a seed, "
        "or null), draws_before"},
-      {"model", T::Document, {{"fields", A::Any, true}}, "set several model fields at once: {\"fields\": {…}}"},
-      {"set_cell", T::Document, {{"row", A::Int, true}, {"col", A::Int, true}, {"value", A::Number, true}},
+      {CommandId::Model, "model", T::Document, kUndoable, {{"fields", A::Any, true}}, "set several model fields at once: {\"fields\": {…}}"},
+      {CommandId::SetCell, "set_cell", T::Document, kUndoable, {{"row", A::Int, true}, {"col", A::Int, true}, {"value", A::Number, true}},
        "set one embedding value"},
-      {"d_in", T::Document, {{"value", A::Int, true}, {"seed", A::Int, false}},
+      {CommandId::DIn, "d_in", T::Document, kUndoable, {{"value", A::Int, true}, {"seed", A::Int, false}},
        "change the embedding width (new columns are seeded random values)"},
-      {"randomize", T::Document, {{"seed", A::Int, false}}, "new random embeddings: torch.rand(T, d_in)"},
-      {"book_example", T::Document, {}, "the book's six tokens and embeddings, keeping the model"},
-      {"workspace", T::Document, {{"json", A::Any, true}},
+      {CommandId::Randomize, "randomize", T::Document, kUndoable, {{"seed", A::Int, false}}, "new random embeddings: torch.rand(T, d_in)"},
+      {CommandId::BookExample, "book_example", T::Document, kUndoable, {}, "the book's six tokens and embeddings, keeping the model"},
+      {CommandId::Workspace, "workspace", T::Document, kUndoable, {{"json", A::Any, true}},
        "take the tokens, embeddings, model and parameters of a workspace given inline (one undo step; the file stays)"},
-      {"paste_embeddings", T::Document, {{"text", A::String, false}},
+      {CommandId::PasteEmbeddings, "paste_embeddings", T::Document, kUndoable, {{"text", A::String, false}},
        "replace the embeddings by a pasted tensor: print(x) of torch, a NumPy repr, nested lists, CSV/TSV "
        "(Edit › Paste embeddings, Ctrl+Shift+V); without `text` the app reads the clipboard"},
-      {"set_parameter", T::Document, {{"name", A::String, true}, {"row", A::Int, true}, {"col", A::Int, true},
+      {CommandId::SetParameter, "set_parameter", T::Document, kUndoable, {{"name", A::String, true}, {"row", A::Int, true}, {"col", A::Int, true},
                                       {"value", A::Number, true}},
        "set one value of a parameter by its state_dict name (W_query.weight, heads.0.W_key.weight, out_proj.bias "
        "(row 0), W_query for v1), in torch's layout; the tensor becomes the user's own"},
-      {"reset_parameters", T::Document, {}, "back to the seeded initialization: the user's own parameters removed"},
-      {"paste_parameters", T::Document, {{"text", A::String, false}},
+      {CommandId::ResetParameters, "reset_parameters", T::Document, kUndoable, {}, "back to the seeded initialization: the user's own parameters removed"},
+      {CommandId::PasteParameters, "paste_parameters", T::Document, kUndoable, {{"text", A::String, false}},
        "the module's parameters from a printed state_dict, print(m.state_dict()): OrderedDict([('W_query.weight', "
        "tensor(…)), …]) (Edit › Paste parameters); without `text` the app reads the clipboard"},
-      {"undo", T::Document, {}, "undo the last edit"},
-      {"redo", T::Document, {}, "redo what was undone"},
-      {"select_token", T::View, {{"index", A::Int, false}, {"step", A::Int, false}},
+      {CommandId::Undo, "undo", T::Document, 0, {}, "undo the last edit"},
+      {CommandId::Redo, "redo", T::Document, 0, {}, "redo what was undone"},
+      {CommandId::SelectToken, "select_token", T::View, 0, {{"index", A::Int, false}, {"step", A::Int, false}},
        "select the query token `index` everywhere (or move by `step`)"},
-      {"select_key", T::View, {{"index", A::Int, true}}, "highlight key column `index` (−1: none)"},
-      {"select_head", T::View, {{"index", A::Int, false}, {"step", A::Int, false}},
+      {CommandId::SelectKey, "select_key", T::View, 0, {{"index", A::Int, true}}, "highlight key column `index` (−1: none)"},
+      {CommandId::SelectHead, "select_head", T::View, 0, {{"index", A::Int, false}, {"step", A::Int, false}},
        "show head `index` alone (−1: all heads), or cycle by `step`"},
-      {"go_to", T::View, {{"text", A::String, false}, {"index", A::Int, false}, {"to", A::Int, false}},
+      {CommandId::GoTo, "go_to", T::View, 0, {{"text", A::String, false}, {"index", A::Int, false}, {"to", A::Int, false}},
        "zoom every map to tokens: `text` as typed (a name, a number from 1, a range a–b) or `index` … `to` (0-based); "
        "selects the first"},
-      {"select_batch", T::View, {{"index", A::Int, true}}, "show batch element `index`"},
-      {"view", T::View, {{"field", A::String, true}, {"value", A::Any, true}},
+      {CommandId::SelectBatch, "select_batch", T::View, 0, {{"index", A::Int, true}}, "show batch element `index`"},
+      {CommandId::View, "view", T::View, 0, {{"field", A::String, true}, {"value", A::Any, true}},
        "a view setting: theme, colormap, columns, shared_scale, diverging_for_signed, tab, inspector, "
        "model_panel, inputs_panel, status_bar, statistics, presentation, text_size (100–250 %, \"larger\", \"smaller\"), "
        "screenshot_scale, caption, screenshot_dir, focus ([map names]: the grid lays itself out for them, the others "
        "dimmed or set aside, as a lesson step's maps; [] for none); the Lines view's lines_stage (weights, dropped_weights), lines_top_k (1–64), "
        "lines_hidden_heads ([0-based heads]), lines_isolate (only the selected token's lines)"},
       // Compare mode (the Compare tab): A is a result pinned aside, B the current one.
-      {"pin", T::App, {}, "pin the newest result as A of the Compare tab (Ctrl+P); any later change is B"},
-      {"unpin", T::App, {}, "drop the pinned result A"},
-      {"swap", T::App, {}, "swap A and B: the pinned settings become the current ones (one undo step), B is pinned"},
-      {"fullscreen", T::App, {{"on", A::Bool, false}},
+      {CommandId::Pin, "pin", T::App, kWaitsForResult, {}, "pin the newest result as A of the Compare tab (Ctrl+P); any later change is B"},
+      {CommandId::Unpin, "unpin", T::App, 0, {}, "drop the pinned result A"},
+      {CommandId::Swap, "swap", T::App, kWaitsForResult, {}, "swap A and B: the pinned settings become the current ones (one undo step), B is pinned"},
+      {CommandId::Fullscreen, "fullscreen", T::App, 0, {{"on", A::Bool, false}},
        "full-screen on the window's monitor (on: true), or back to the window as it was (toggles without `on`)"},
-      {"engine", T::View, {{"parallel", A::Bool, false}, {"threads", A::Int, false}},
+      {CommandId::Engine, "engine", T::App, kChangesExecutor, {{"parallel", A::Bool, false}, {"threads", A::Int, false}},
        "serial or OpenMP path, and the thread count (0 = all cores)"},
-      {"screenshot", T::App, {{"path", A::String, true}, {"panel", A::String, false}, {"head", A::Int, false},
+      {CommandId::Screenshot, "screenshot", T::App, kWaitsForResult, {{"path", A::String, true}, {"panel", A::String, false}, {"head", A::Int, false},
                               {"scale", A::Number, false}},
        "save the window (or a panel, or one head's map) as PNG once the newest result is shown; "
        "path \"\" = a time-stamped file in the screenshot folder"},
-      {"save", T::App, {{"path", A::String, false}, {"overwrite", A::Bool, false}},
+      {CommandId::Save, "save", T::App, 0, {{"path", A::String, false}, {"overwrite", A::Bool, false}},
        "save the workspace (to `path`, or to its file); `overwrite`: even if another program changed the file since"},
-      {"export_trace", T::App, {{"path", A::String, true}, {"format", A::String, true}},
+      {CommandId::ExportTrace, "export_trace", T::App, kWaitsForResult, {{"path", A::String, true}, {"format", A::String, true}},
        "write every matrix of the shown result into folder `path` (format json, csv or npy)"},
-      {"export_map", T::App, {{"stage", A::String, true}, {"head", A::Int, true}, {"path", A::String, true},
+      {CommandId::ExportMap, "export_map", T::App, kWaitsForResult, {{"stage", A::String, true}, {"head", A::Int, true}, {"path", A::String, true},
                               {"format", A::String, true}},
        "write one map of the shown result (csv, json or npy)"},
-      {"save_pytorch", T::App, {{"path", A::String, true}}, "write the PyTorch script that rebuilds the workspace"},
-      {"copy_pytorch", T::App, {}, "copy that script to the clipboard"},
-      {"dialog", T::App, {{"which", A::String, true}, {"stage", A::String, false}, {"head", A::Int, false},
+      {CommandId::SavePytorch, "save_pytorch", T::App, 0, {{"path", A::String, true}}, "write the PyTorch script that rebuilds the workspace"},
+      {CommandId::CopyPytorch, "copy_pytorch", T::App, 0, {}, "copy that script to the clipboard"},
+      {CommandId::Dialog, "dialog", T::App, 0, {{"which", A::String, true}, {"stage", A::String, false}, {"head", A::Int, false},
                           {"format", A::String, false}},
        "open a file dialog: open, open_lesson, save_as, export_trace, save_pytorch, export_map, save_lines"},
-      {"quit", T::App, {{"discard", A::Bool, false}},
+      {CommandId::Quit, "quit", T::App, kAsksFirst | kAsksScripts, {{"discard", A::Bool, false}},
        "quit; asks first when there are unsaved changes, unless `discard` is true"},
-      {"unsaved", T::App, {{"choice", A::String, true}},
+      {CommandId::Unsaved, "unsaved", T::App, 0, {{"choice", A::String, true}},
        "answer the unsaved-changes prompt of quit, open, new or preset: save (then go on), discard or cancel"},
       // Lessons (core/lessons/lesson.h): a step applies its own commands through this same path.
-      {"recovery", T::App, {{"choice", A::String, true}},
+      {CommandId::Recovery, "recovery", T::App, 0, {{"choice", A::String, true}},
        "the answer to the start's offer of the last session's unsaved changes to the file opened, newer than it: "
        "restore (them, unsaved) or keep (the file as saved; they stay in the state folder)"},
-      {"lesson_open", T::App, {{"path", A::String, true}, {"step", A::Int, false}, {"discard", A::Bool, false}},
+      {CommandId::LessonOpen, "lesson_open", T::App, kAsksFirst, {{"path", A::String, true}, {"step", A::Int, false}, {"discard", A::Bool, false}},
        "open a lesson file (checked whole first) at `step` (1-based, default 1); asks first over unsaved changes"},
-      {"lesson_step", T::App, {{"step", A::Int, true}}, "go to step `step` of the open lesson (1-based, as shown)"},
-      {"lesson_next", T::App, {}, "the open lesson's next step (Space, →, PageDown)"},
-      {"lesson_back", T::App, {}, "the open lesson's previous step (←, PageUp)"},
-      {"lesson_close", T::App, {}, "close the lesson: the view as it was before it"},
+      {CommandId::LessonStep, "lesson_step", T::App, 0, {{"step", A::Int, true}}, "go to step `step` of the open lesson (1-based, as shown)"},
+      {CommandId::LessonNext, "lesson_next", T::App, 0, {}, "the open lesson's next step (Space, →, PageDown)"},
+      {CommandId::LessonBack, "lesson_back", T::App, 0, {}, "the open lesson's previous step (←, PageUp)"},
+      {CommandId::LessonClose, "lesson_close", T::App, 0, {}, "close the lesson: the view as it was before it"},
   };
   return table;
 }
 
 const CommandInfo* findCommand(const std::string& name) {
-  for (const CommandInfo& c : commandTable())
-    if (name == c.name) return &c;
-  return nullptr;
+  static const std::unordered_map<std::string, const CommandInfo*> by_name = [] {
+    std::unordered_map<std::string, const CommandInfo*> m;
+    for (const CommandInfo& c : commandTable()) m.emplace(c.name, &c);
+    return m;
+  }();
+  const auto it = by_name.find(name);
+  return it == by_name.end() ? nullptr : it->second;
+}
+
+const CommandInfo& commandInfo(CommandId id) {
+  static const std::vector<const CommandInfo*> by_id = [] {  // the table has each id once (a unit test says so)
+    std::vector<const CommandInfo*> v(commandTable().size());
+    for (const CommandInfo& c : commandTable()) v.at(static_cast<std::size_t>(c.id)) = &c;
+    return v;
+  }();
+  return *by_id.at(static_cast<std::size_t>(id));
 }
 
 const CommandInfo& Command::info() const {

@@ -13,9 +13,9 @@ namespace attnscope {
 
 // What a command changes, so the app knows who applies it.
 enum class CommandTarget {
-  Document,  // the workspace being edited: one undo step (core/editing/document.h)
-  View,      // what is shown: selection, head, batch element; no undo step
-  App,       // files and screenshots
+  Document,  // the workspace being edited (core/editing/document.h)
+  View,      // what is shown: selection, head, batch element, view settings; no undo step
+  App,       // files, screenshots, Compare, the engine's threads, lessons
 };
 
 enum class ArgType { Int, Number, Bool, String, Any };
@@ -26,16 +26,39 @@ struct CommandArg {
   bool required;
 };
 
+// Every command by what it is; the table gives each its "do" name and the rest. The app and the
+// Document dispatch on it (a switch), never on the name.
+enum class CommandId {
+  Open, Preset, New, Restore, Sentence, AddToken, RemoveToken, RenameToken, MoveToken, Set, Model, SetCell, DIn,
+  Randomize, BookExample, Workspace, PasteEmbeddings, SetParameter, ResetParameters, PasteParameters, Undo, Redo,
+  SelectToken, SelectKey, SelectHead, GoTo, SelectBatch, View, Pin, Unpin, Swap, Fullscreen, Engine, Screenshot, Save,
+  ExportTrace, ExportMap, SavePytorch, CopyPytorch, Dialog, Quit, Unsaved, Recovery, LessonOpen, LessonStep,
+  LessonNext, LessonBack, LessonClose,
+};
+
+// What the app must know of a command before applying it (docs/DESIGN.md §3.2).
+enum CommandFlag : unsigned {
+  kUndoable = 1u << 0,         // a change of the workspace that makes one undo step
+  kWaitsForResult = 1u << 1,   // runs once the newest result is shown (it reads or keeps that result)
+  kAsksFirst = 1u << 2,        // in the app, asks before unsaved changes are lost (unless `discard`) …
+  kAsksScripts = 1u << 3,      // … even when a script gave it (quit); others run unattended
+  kChangesExecutor = 1u << 4,  // changes how the engine runs (threads), not what it computes
+};
+
 struct CommandInfo {
+  CommandId id;
   const char* name;                // the "do"
   CommandTarget target;
+  unsigned flags;                  // CommandFlag bits
   std::vector<CommandArg> args;
   const char* help;                // one line for the README and error messages
+  bool has(CommandFlag f) const { return (flags & f) != 0; }
 };
 
 // The command table, in the order the README lists it.
 const std::vector<CommandInfo>& commandTable();
 const CommandInfo* findCommand(const std::string& name);
+const CommandInfo& commandInfo(CommandId id);
 
 struct Command {
   std::string name;                                  // the "do": an entry of commandTable()
@@ -47,6 +70,7 @@ struct Command {
   bool from_clipboard = false;
 
   const CommandInfo& info() const;  // the table entry (the name was checked on creation)
+  CommandId id() const { return info().id; }
   // Typed arguments; throw InputError naming the argument when missing or of the wrong kind.
   int integer(const char* arg) const;
   double number(const char* arg) const;

@@ -9,6 +9,7 @@
 #include "editing/parameter_edits.h"
 #include "editing/token_table.h"
 #include "engine/errors.h"
+#include "editing/paste.h"
 #include "formats/import_workspace.h"
 #include "formats/png_image.h"
 #include "formats/presets.h"
@@ -218,11 +219,12 @@ DocumentChange Document::editModel(const nlohmann::json& fields, const std::stri
 }
 
 DocumentChange Document::apply(const Command& c) {
-  const std::string& n = c.name;
   if (c.info().target != CommandTarget::Document) throw InputError("not an edit of the workspace");
   note_.clear();
-
-  if (n == "open") {  // another document: a new history, as any editor opens a file
+  const std::string& g = c.gesture;
+  using Id = CommandId;
+  switch (c.id()) {
+  case Id::Open: {  // another document: a new history, as any editor opens a file
     const std::string path = c.text("path");
     const FileStamp stamp = attnscope::fileStamp(path);  // before reading: a write while it is read is a change
     Workspace ws = loadWorkspace(path, limits_);
@@ -234,7 +236,7 @@ DocumentChange Document::apply(const Command& c) {
     file_stamp_ = stamp;
     return DocumentChange::Replaced;
   }
-  if (n == "restore") {  // the autosave knows which file it belonged to and whether it was saved
+  case Id::Restore: {  // the autosave knows which file it belonged to and whether it was saved
     Workspace ws = loadWorkspace(c.text("path"), limits_);
     const nlohmann::json& v = ws.view;
     std::string file = fileNameOf(v);
@@ -246,8 +248,9 @@ DocumentChange Document::apply(const Command& c) {
     file_stamp_ = stamp.exists ? stamp : attnscope::fileStamp(file_);
     return DocumentChange::Replaced;
   }
-  if (n == "preset" || n == "new") {  // undoable, and untitled until saved
-    Workspace ws = n == "new" ? bookExample(ws_.model.variant) : loadWorkspace(presetPath(c.text("name")), limits_);
+  case Id::Preset:
+  case Id::New: {  // undoable, and untitled until saved
+    Workspace ws = c.id() == Id::New ? bookExample(ws_.model.variant) : loadWorkspace(presetPath(c.text("name")), limits_);
     if (edit([&ws](Workspace& w) { w = ws; }, "", true) == DocumentChange::Unchanged) return DocumentChange::Unchanged;
     // Nothing of the user's to save yet: switching presets, or stepping through a lesson, does
     // not ask about unsaved changes (the work left behind was asked about before, and stays in
@@ -257,11 +260,13 @@ DocumentChange Document::apply(const Command& c) {
     wanted_heads_ = 0;
     return DocumentChange::Replaced;
   }
-  if (n == "undo" || n == "redo") {
+  case Id::Undo:
+  case Id::Redo: {
+    const bool undo = c.id() == Id::Undo;
     Workspace next = ws_;
     // Undoing a preset or New gives the document back its file name (redo: untitled again).
-    if (!(n == "undo" ? history_.undo(next, &file_) : history_.redo(next, &file_)))
-      throw InputError(n == "undo" ? "nothing to undo" : "nothing to redo");
+    if (!(undo ? history_.undo(next, &file_) : history_.redo(next, &file_)))
+      throw InputError(undo ? "nothing to undo" : "nothing to redo");
     ws_ = std::move(next);
     // Back where it was saved, or at a preset as it loaded: nothing unsaved.
     dirty_ = !equalWorkspaces(ws_, saved_) && !(loaded_ && equalWorkspaces(ws_, *loaded_));
@@ -269,41 +274,44 @@ DocumentChange Document::apply(const Command& c) {
     bump();
     return DocumentChange::Edited;
   }
-  const std::string& g = c.gesture;
-  if (n == "sentence") {
+  case Id::Sentence: {
     const std::uint32_t seed = seedArg(c);
     return editContent([&](Workspace& w) { setSentence(w, c.text("text"), seed, limits_); }, g);
   }
-  if (n == "add_token") {
+  case Id::AddToken: {
     const int at = c.has("at") ? c.integer("at") : tokenCount(ws_);
     const std::uint32_t seed = c.has("seed") ? seedArg(c) : kDefaultInputSeed + static_cast<std::uint32_t>(at);
     const std::string name = c.has("name") ? c.text("name") : "";
     return editContent([&](Workspace& w) { insertToken(w, at, name, seed, limits_); }, g);
   }
-  if (n == "remove_token") return editContent([&](Workspace& w) { removeToken(w, c.integer("index")); }, g);
-  if (n == "rename_token")
+  case Id::RemoveToken:
+    return editContent([&](Workspace& w) { removeToken(w, c.integer("index")); }, g);
+  case Id::RenameToken:
     return editContent([&](Workspace& w) { renameToken(w, c.integer("index"), c.text("name")); }, g);
-  if (n == "move_token")
+  case Id::MoveToken:
     return editContent([&](Workspace& w) { moveToken(w, c.integer("from"), c.integer("to")); }, g);
-  if (n == "set") return editModel(nlohmann::json{{c.text("field"), c.args["value"]}}, g);
-  if (n == "model") return editModel(c.args["fields"], g);
-  if (n == "set_cell") {
+  case Id::Set:
+    return editModel(nlohmann::json{{c.text("field"), c.args["value"]}}, g);
+  case Id::Model:
+    return editModel(c.args["fields"], g);
+  case Id::SetCell: {
     const double v = c.number("value");
     if (std::fabs(v) >= 3.4028235677973366e38)  // rounds to ±∞ as a float32 (and casting is undefined)
       throw InputError("embeddings[" + std::to_string(c.integer("row")) + "][" + std::to_string(c.integer("col")) +
                        "]: not a finite number as float32: " + c.args["value"].dump());
     return editContent([&](Workspace& w) { setEmbedding(w, c.integer("row"), c.integer("col"), static_cast<float>(v)); }, g);
   }
-  if (n == "d_in") {
+  case Id::DIn: {
     const std::uint32_t seed = seedArg(c);
     return editContent([&](Workspace& w) { setInputWidth(w, c.integer("value"), seed, limits_); }, g);
   }
-  if (n == "randomize") {
+  case Id::Randomize: {
     const std::uint32_t seed = seedArg(c);
     return editContent([&](Workspace& w) { randomizeEmbeddings(w, seed); }, g);
   }
-  if (n == "book_example") return editContent([](Workspace& w) { resetToBookExample(w); }, g);
-  if (n == "workspace") {  // checked whole as a file would be; the view (and so the file's notes) stays
+  case Id::BookExample:
+    return editContent([](Workspace& w) { resetToBookExample(w); }, g);
+  case Id::Workspace: {  // checked whole as a file would be; the view (and so the file's notes) stays
     const Workspace given = parseWorkspace(c.args["json"].dump(), limits_);
     return editContent([&given](Workspace& w) {
       nlohmann::json view = std::move(w.view);
@@ -311,21 +319,22 @@ DocumentChange Document::apply(const Command& c) {
       w.view = std::move(view);
     }, g);
   }
-  if (n == "set_parameter") {
+  case Id::SetParameter: {
     const std::string name = c.text("name");
     const int row = c.integer("row"), col = c.integer("col");
     const double v = c.number("value");
     return editContent([&](Workspace& w) { setParameterValue(w, name, row, col, v); }, g);
   }
-  if (n == "reset_parameters") {
+  case Id::ResetParameters: {
     if (!ws_.model.parameters || ws_.model.parameters->empty()) return DocumentChange::Unchanged;
     const DocumentChange change = editContent([](Workspace& w) { w.model.parameters.reset(); }, g);
     note_ = "Back to the seeded initialization: torch.manual_seed(" + std::to_string(ws_.model.seed) +
             ") and the constructor's draws (undo brings your values back)";
     return change;
   }
-  if (n == "paste_parameters" || n == "paste_embeddings") {  // the app puts the clipboard's text in when the command has none
-    const bool parameters = n == "paste_parameters";
+  case Id::PasteParameters:
+  case Id::PasteEmbeddings: {  // the app puts the clipboard's text in when the command has none
+    const bool parameters = c.id() == Id::PasteParameters;
     if (!c.has("text"))
       throw InputError(std::string("text: required (Edit › Paste ") + (parameters ? "parameters" : "embeddings") +
                        " reads the clipboard)");
@@ -336,7 +345,10 @@ DocumentChange Document::apply(const Command& c) {
     note_ = pasted;
     return change;
   }
-  throw InputError("'" + n + "' is not an edit of the workspace");
+  default:
+    break;
+  }
+  throw InputError("'" + c.name + "' is not an edit of the workspace");
 }
 
 void Document::reset(Workspace ws, std::string file, bool dirty) {

@@ -11,7 +11,7 @@
 #include "editing/command.h"
 #include "editing/history.h"
 #include "formats/atomic_file.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 

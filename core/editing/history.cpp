@@ -7,7 +7,7 @@
 #include <cstring>
 #include <utility>
 
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 

@@ -14,7 +14,7 @@
 
 #include "engine/model_config.h"
 #include "engine/tensor.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/named_tensor.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 

@@ -1,16 +1,15 @@
-// Exports of matrices and traces for notebooks and slides: CSV, JSON and NumPy .npy, and vector
-// figures (SVG, PDF) of every map. File names number batch elements and heads from 1, as the app
+// Exports of matrices and traces for notebooks: CSV, JSON and NumPy .npy (the figures of every map
+// are display/stage_figures.h's). File names number batch elements and heads from 1, as the app
 // says "head 1" (docs/DESIGN.md §2.5).
 #pragma once
 #include <string>
 #include <vector>
 
-#include "display/vector_figure.h"
 #include "engine/head_statistics.h"
 #include "engine/stages.h"
 #include "engine/tensor.h"
 #include "engine/trace.h"
-#include "formats/workspace.h"
+#include "model/workspace.h"
 
 namespace attnscope {
 
@@ -78,13 +77,12 @@ Matrix statisticsSummaryMatrix(const std::vector<HeadStatistics>& heads);
 // of files written.
 int exportTrace(const Workspace& ws, const Trace& trace, const std::string& folder, ExportFormat f);
 
-// The figure of one map as attnscope-cli draws it: the stage's title (with the head and batch
-// element when there are several), tokens on both axes, viridis — coolwarm centred on 0 for
-// signed maps, [0, 1] for the 0/1 masks — and the map's own range.
-FigureSpec stageFigure(const Trace& t, const HeadTrace& h, Stage s, const std::vector<std::string>& tokens,
-                       int batch, int head);
-// Every map of the trace as a figure (SVG or PDF), one file each, named as exportTrace names
-// them. Throws InputError naming the path on failure; returns the number of files written.
-int exportTraceFigures(const Workspace& ws, const Trace& trace, const std::string& folder, FigureFormat f);
+// The pieces exportTrace and the figures (display/stage_figures.h) share: the folder made (or
+// refused when a file is there), a path in it, T token labels whatever the workspace holds (a
+// trace's T is authoritative: t1 … tT otherwise), and d0, d1, … for n dimensions.
+void makeFolder(const std::string& folder);
+std::string joinPath(const std::string& folder, const std::string& name);
+std::vector<std::string> tokensOf(const std::vector<std::string>& tokens, int T);
+std::vector<std::string> dimLabels(Eigen::Index n);
 
 }  // namespace attnscope

@@ -17,7 +17,7 @@ constexpr int kMaxJsonDepth = 64;  // deeper documents are refused while parsing
 // JSON indented for people: objects one member a line, arrays of numbers (matrix rows) on one.
 std::string prettyJson(const nlohmann::json& value, int indent = 2);
 // A value of that document `depth` levels in, without the line end (for writers that stream the
-// rest: formats/workspace.cpp).
+// rest: formats/workspace_file.cpp).
 std::string prettyJsonAt(const nlohmann::json& value, int depth, int indent = 2);
 
 }  // namespace attnscope

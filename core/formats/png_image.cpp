@@ -13,7 +13,7 @@
 
 #include "engine/errors.h"
 #include "formats/atomic_file.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 

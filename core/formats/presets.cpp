@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/errors.h"
+#include "formats/file_reading.h"
 #include "formats/json_reading.h"
 
 namespace attnscope {
@@ -58,13 +59,10 @@ std::vector<PresetInfo> presetCatalog() {
     const fs::path path = fs::path(assetsDir()) / "presets" / (name + ".json");
     std::error_code ec;
     nlohmann::json j;
-    if (fs::is_regular_file(path, ec) && fs::file_size(path, ec) <= static_cast<std::uintmax_t>(Limits{}.max_workspace_bytes)) {
-      std::ifstream in(path, std::ios::binary);
-      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      try {
-        j = readJsonWithNumbers(text, path.string(), Limits{}, NumberArrays::Workspace).tree;
-      } catch (const InputError&) {
-      }
+    try {
+      j = readJsonWithNumbers(readFileWithin(path.string(), Limits{}.max_workspace_bytes), path.string(), Limits{},
+                              NumberArrays::Workspace).tree;
+    } catch (const InputError&) {
     }
     if (j.is_object() && j.contains("view") && j["view"].is_object() && j["view"].contains("preset")) {
       const nlohmann::json& p = j["view"]["preset"];

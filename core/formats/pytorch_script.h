@@ -6,7 +6,7 @@
 #pragma once
 #include <string>
 
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 

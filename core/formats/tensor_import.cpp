@@ -4,6 +4,8 @@
 // a refusal points at the character at fault.
 #include "formats/tensor_import.h"
 
+#include "formats/file_reading.h"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -11,7 +13,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sys/stat.h>
 
 #include "engine/errors.h"
 #include "formats/utf8.h"
@@ -748,29 +749,8 @@ ImportedEmbeddings parseEmbeddingsBytes(const std::string& bytes, const std::str
   return parseEmbeddingsText(bytes, source, limits);
 }
 
-std::string readFileWithinLimit(const std::string& path, const Limits& limits) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) throw InputError(path + ": cannot open the file (does it exist?)");
-  if (S_ISDIR(st.st_mode)) throw InputError(path + ": is a directory, not a file");
-  if (S_ISREG(st.st_mode) && st.st_size > limits.max_file_bytes)
-    throw InputError(path + ": " + str(static_cast<long long>(st.st_size)) + " bytes is larger than the limit of " +
-                     str(limits.max_file_bytes) + " bytes");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open the file (is it readable?)");
-  // Read at most one block past the limit: a pipe or a device cannot make us read without end.
-  std::string bytes;
-  char buffer[65536];
-  while (in) {
-    in.read(buffer, sizeof buffer);
-    bytes.append(buffer, static_cast<std::size_t>(in.gcount()));
-    if (static_cast<std::int64_t>(bytes.size()) > limits.max_file_bytes)
-      throw InputError(path + ": larger than the limit of " + str(limits.max_file_bytes) + " bytes");
-  }
-  return bytes;
-}
-
 ImportedEmbeddings readEmbeddingsFile(const std::string& path, const Limits& limits, const std::string& array) {
-  const std::string bytes = readFileWithinLimit(path, limits);
+  const std::string bytes = readFileWithin(path, limits.max_file_bytes, FileKind::AnyReadable);
   return parseEmbeddingsBytes(bytes, path, limits, array);
 }
 

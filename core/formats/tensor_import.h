@@ -43,11 +43,7 @@ ImportedEmbeddings parseEmbeddingsBytes(const std::string& bytes, const std::str
                                         const std::string& array = "");
 
 // Reads a file (refusing directories, missing files and files over limits.max_file_bytes before
-// reading) and parses it as above; SOURCE in messages is the path.
-// The bytes of a file (or a pipe, or a device), refused with one message when it is missing, a
-// folder, unreadable or larger than limits.max_file_bytes (read no further than that).
-std::string readFileWithinLimit(const std::string& path, const Limits& limits);
-
+// reading: formats/file_reading.h) and parses it as above; SOURCE in messages is the path.
 ImportedEmbeddings readEmbeddingsFile(const std::string& path, const Limits& limits = {}, const std::string& array = "");
 
 // A printed state_dict — print(m.state_dict()) shows OrderedDict([('W_query.weight', tensor([[…]])),

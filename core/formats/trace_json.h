@@ -4,7 +4,7 @@
 #include <ostream>
 
 #include "engine/trace.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 

@@ -10,6 +10,7 @@
 #include "editing/document.h"
 #include "engine/errors.h"
 #include "engine/stages.h"
+#include "formats/file_reading.h"
 #include "formats/json_format.h"
 #include "formats/json_reading.h"
 #include "formats/presets.h"
@@ -73,17 +74,12 @@ int lineNumber(const json& v, const std::string& where) {
 
 // A small regular file's text; `what` names it in messages.
 std::string readSmallFile(const std::string& path, long long limit, const std::string& what) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) fail(what, "cannot open " + path + " (does it exist?)");
-  if (S_ISDIR(st.st_mode)) fail(what, path + " is a directory");
-  if (!S_ISREG(st.st_mode)) fail(what, path + " is not a regular file");
-  if (st.st_size > limit) fail(what, path + " is larger than the limit of " + std::to_string(limit) + " bytes");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(what, "cannot read " + path);
-  std::string out(static_cast<std::size_t>(st.st_size), '\0');
-  in.read(out.data(), st.st_size);
-  if (in.gcount() != st.st_size) fail(what, "cannot read " + path);
-  return out;
+  try {
+    return readFileWithin(path, limit);
+  } catch (const InputError& e) {
+    if (what == path) throw;  // "PATH: why" already
+    fail(what, e.what());
+  }
 }
 
 std::vector<std::string> splitLines(const std::string& s) {
@@ -124,7 +120,9 @@ std::string besideLesson(const std::string& path, const std::string& base_dir, c
 void checkAllowed(const Command& c) {
   const CommandTarget target = c.info().target;
   if (target == CommandTarget::View) return;
-  if (target == CommandTarget::Document && c.name != "undo" && c.name != "redo" && c.name != "restore") return;
+  const CommandId id = c.id();
+  if (target == CommandTarget::Document && id != CommandId::Undo && id != CommandId::Redo && id != CommandId::Restore)
+    return;
   throw InputError("not allowed in a lesson: a step may set up the workspace (preset, set, sentence, …) and the "
                    "view (select_token, view, …) only");
 }
@@ -198,7 +196,7 @@ LessonStep parseStep(const json& j, int number, const std::string& base_dir, con
       try {
         Command c = parseCommand(item);
         checkAllowed(c);
-        if (c.name == "open") c.args["path"] = besideLesson(c.text("path"), base_dir, "path");
+        if (c.id() == CommandId::Open) c.args["path"] = besideLesson(c.text("path"), base_dir, "path");
         step.commands.push_back(std::move(c));
       } catch (const InputError& e) {
         fail(where + ": command " + std::to_string(i + 1) + name, e.what());
@@ -301,10 +299,13 @@ void rehearseLesson(const Lesson& lesson, const Workspace& start, const LessonVi
         }
         const Workspace& ws = doc.workspace();
         const int T = static_cast<int>(ws.tokens.size());
-        if (c.name == "select_token") checkIndex(c, 0, T, "token");
-        if (c.name == "select_key") checkIndex(c, -1, T, "token");
-        if (c.name == "select_head") checkIndex(c, -1, headCount(ws.model), "head");
-        if (c.name == "select_batch") checkIndex(c, 0, ws.model.batch_size, "batch element");
+        switch (c.id()) {
+          case CommandId::SelectToken: checkIndex(c, 0, T, "token"); break;
+          case CommandId::SelectKey: checkIndex(c, -1, T, "token"); break;
+          case CommandId::SelectHead: checkIndex(c, -1, headCount(ws.model), "head"); break;
+          case CommandId::SelectBatch: checkIndex(c, 0, ws.model.batch_size, "batch element"); break;
+          default: break;
+        }
         if (check_view) check_view(c, ws);
       } catch (const InputError& e) {
         fail("step " + std::to_string(s + 1) + ": command " + std::to_string(i + 1) + " (" + c.name + ")", e.what());

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "editing/command.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 

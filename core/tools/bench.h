@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/attention.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 

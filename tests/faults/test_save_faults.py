@@ -1,6 +1,6 @@
 """Saving never loses the user's work: failed saves, a dying process, symlinks, long names, permissions.
 
-Every save goes through writeFileAtomically (core/formats/workspace.cpp): a temporary file
+Every save goes through writeFileAtomically (core/formats/workspace_file.cpp): a temporary file
 `.attnscope-…` beside the target (created with O_EXCL: op `create`), fchmod to the target's mode, write, fsync, close,
 rename over the target (through symlinks), fsync of the folder. This test checks, with
 fault_save_driver (saveWorkspace) and the app:

@@ -20,7 +20,7 @@
 #include "editing/history.h"
 #include "engine/errors.h"
 #include "engine/model_config.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope::fuzz {
 

@@ -29,6 +29,7 @@
 
 #include "editing/document.h"
 #include "formats/export.h"
+#include "editing/paste.h"
 #include "formats/import_workspace.h"
 #include "formats/tensor_import.h"
 #include "fuzz_common.h"

@@ -1,4 +1,4 @@
-// fuzz_workspace: workspace JSON (core/formats/workspace.h). Any text is either refused with an
+// fuzz_workspace: workspace JSON (core/formats/workspace_file.h). Any text is either refused with an
 // InputError or accepted; an accepted workspace is consistent (tokens = rows, the model
 // validates, a random recipe makes exactly its embeddings), and saving it (dumpWorkspace) then
 // loading the saved text gives the same workspace — tokens, embeddings bit for bit, model, view —

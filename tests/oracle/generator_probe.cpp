@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/torch_generator.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 using attnscope::TorchGenerator;
 using nlohmann::json;

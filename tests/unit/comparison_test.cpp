@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "display/comparison.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 namespace {

@@ -32,7 +32,7 @@
 #include "engine/model_config.h"
 #include "formats/presets.h"
 #include "formats/tensor_import.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 #include "test_support.h"
 
 namespace attnscope {
@@ -262,10 +262,10 @@ TEST(ParseCommand, TargetsAreAsDocumented) {
     ASSERT_NE(findCommand(name), nullptr) << name;
     EXPECT_EQ(findCommand(name)->target, CommandTarget::Document) << name;
   }
-  for (const char* name : {"select_token", "select_key", "select_head", "select_batch", "view", "engine"})
+  for (const char* name : {"select_token", "select_key", "select_head", "select_batch", "view"})
     EXPECT_EQ(findCommand(name)->target, CommandTarget::View) << name;
   for (const char* name : {"screenshot", "save", "export_trace", "export_map", "save_pytorch", "quit", "unsaved", "recovery",
-                           "fullscreen"})
+                           "fullscreen", "engine"})
     EXPECT_EQ(findCommand(name)->target, CommandTarget::App) << name;
   EXPECT_EQ(findCommand("frobnicate"), nullptr);
   EXPECT_EQ(findCommand(""), nullptr);
@@ -2191,6 +2191,36 @@ TEST(PresetNote, GoesWithTheFirstRealEditAndComesBackWithUndo) {
   EXPECT_NE(note().find("Half of the weights are dropped"), std::string::npos);
   doc.apply(cmd("set_cell", {{"row", 0}, {"col", 0}, {"value", 0.5}}));
   EXPECT_EQ(note(), "") << "an embedding edit keeps a note about the preset's numbers";
+}
+
+// The one command table (docs/DESIGN.md §3.2): every CommandId once, found by id and by name, and
+// the flags the app dispatches on where they belong.
+TEST(CommandTable, EveryIdOnceWithItsFlags) {
+  std::set<int> ids;
+  for (const CommandInfo& c : commandTable()) {
+    EXPECT_TRUE(ids.insert(static_cast<int>(c.id)).second) << c.name << ": its id is in the table twice";
+    EXPECT_EQ(&commandInfo(c.id), &c) << c.name;
+    EXPECT_EQ(findCommand(c.name), &c) << c.name;
+    if (c.has(kUndoable)) {
+      EXPECT_EQ(c.target, CommandTarget::Document) << c.name << ": undoable but not an edit";
+    }
+    // The unsaved-changes prompt goes on with the command and "discard": true.
+    if (c.has(kAsksFirst)) {
+      bool discard = false;
+      for (const CommandArg& a : c.args) discard = discard || std::string(a.name) == "discard";
+      EXPECT_TRUE(discard) << c.name << " asks first but takes no `discard`";
+    }
+  }
+  EXPECT_EQ(ids.size(), static_cast<std::size_t>(CommandId::LessonClose) + 1) << "a CommandId without a table entry";
+  for (CommandId id : {CommandId::Screenshot, CommandId::ExportTrace, CommandId::ExportMap, CommandId::Pin, CommandId::Swap})
+    EXPECT_TRUE(commandInfo(id).has(kWaitsForResult)) << commandInfo(id).name;
+  for (CommandId id : {CommandId::Open, CommandId::Preset, CommandId::New, CommandId::Quit, CommandId::LessonOpen})
+    EXPECT_TRUE(commandInfo(id).has(kAsksFirst)) << commandInfo(id).name;
+  EXPECT_TRUE(commandInfo(CommandId::Engine).has(kChangesExecutor));
+  EXPECT_EQ(commandInfo(CommandId::Engine).target, CommandTarget::App);
+  EXPECT_FALSE(commandInfo(CommandId::Undo).has(kUndoable));
+  EXPECT_TRUE(commandInfo(CommandId::SetCell).has(kUndoable));
+  EXPECT_EQ(makeCommand("set_cell", {{"row", 0}, {"col", 0}, {"value", 1}}).id(), CommandId::SetCell);
 }
 
 }  // namespace

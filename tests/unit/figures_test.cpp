@@ -16,6 +16,7 @@
 
 #include "display/number_text.h"
 #include "display/vector_figure.h"
+#include "display/stage_figures.h"
 #include "formats/export.h"
 
 namespace attnscope {

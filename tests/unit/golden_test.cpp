@@ -13,7 +13,7 @@
 #include "engine/stages.h"
 #include "test_support.h"
 #include "engine/torch_generator.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "editing/history.h"
 #include "editing/token_table.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 #include "test_support.h"
 
 namespace attnscope {

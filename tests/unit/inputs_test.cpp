@@ -14,7 +14,7 @@
 #include "engine/errors.h"
 #include "test_support.h"
 #include "editing/token_table.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 namespace {

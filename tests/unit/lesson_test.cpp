@@ -20,7 +20,7 @@
 #include "engine/errors.h"
 #include "engine/stages.h"
 #include "formats/presets.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 #include "lessons/lesson.h"
 #include "test_support.h"
 
@@ -216,7 +216,7 @@ TEST(LessonParse, DamagedLessonsNameTheStepAndTheField) {
   cases.push_back({withStep(s), "step 3: code.highlight: line 20 is outside the lines shown (10–19)"});
   s = minimalStep();
   s["code"] = {{"file", "nowhere.py"}, {"lines", {1, 2}}};
-  cases.push_back({withStep(s), "step 3: code.file: cannot open /base/nowhere.py (does it exist?)"});
+  cases.push_back({withStep(s), "step 3: code.file: /base/nowhere.py: cannot open the file (does it exist?)"});
   s = minimalStep();
   s["code"] = {{"file", "seed_classes.py"}, {"lines", {1, 2}}, {"colour", "red"}};
   cases.push_back({withStep(s), "step 3: code: unknown field 'colour'"});
@@ -250,9 +250,9 @@ TEST(LessonParse, FilesBesideTheLesson) {
   // Errors from a file start with its path.
   const std::string bad = dir.file("bad.json", "{\"format\": ");
   EXPECT_EQ(errorOf([&] { loadLesson(bad); }).rfind(bad + ": lesson: not valid JSON", 0), 0u);
-  EXPECT_EQ(errorOf([&] { loadLesson(dir.path()); }), dir.path() + ": " + dir.path() + " is a directory");
+  EXPECT_EQ(errorOf([&] { loadLesson(dir.path()); }), dir.path() + ": is a directory, not a file");
   const std::string missing = dir.path() + "/missing.json";
-  EXPECT_EQ(errorOf([&] { loadLesson(missing); }), missing + ": cannot open " + missing + " (does it exist?)");
+  EXPECT_EQ(errorOf([&] { loadLesson(missing); }), missing + ": cannot open the file (does it exist?)");
 }
 
 // A lesson reads only files beside it (docs/DESIGN.md §3.7): its code files and the workspaces its

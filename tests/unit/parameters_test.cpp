@@ -19,7 +19,7 @@
 #include "engine/parameters.h"
 #include "formats/import_workspace.h"
 #include "formats/tensor_import.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 #include "reference.h"
 #include "test_support.h"
 

@@ -20,7 +20,7 @@
 #include "engine/stages.h"
 #include "formats/export.h"
 #include "formats/trace_json.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 #include "test_support.h"
 
 namespace attnscope {

@@ -26,7 +26,7 @@
 #include "test_support.h"
 #include "formats/atomic_file.h"
 #include "formats/json_format.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 namespace {

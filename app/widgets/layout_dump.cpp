@@ -1,9 +1,9 @@
-#include "shell/layout_dump.h"
+#include "widgets/layout_dump.h"
 
 #include "engine/errors.h"
 #include "formats/atomic_file.h"
 #include "formats/json_format.h"
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 namespace attnscope {
 

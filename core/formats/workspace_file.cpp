@@ -1,26 +1,22 @@
-#include "formats/workspace.h"
+#include "formats/workspace_file.h"
 
 #include <cmath>
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <sstream>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "engine/errors.h"
 #include "formats/atomic_file.h"
+#include "formats/file_reading.h"
 #include "formats/json_format.h"
 #include "formats/json_reading.h"
 #include "formats/utf8.h"
 #include "formats/png_image.h"
-#include "engine/torch_generator.h"
 
 namespace attnscope {
 
@@ -217,32 +213,6 @@ json parameterValuesToJson(const ParameterValues& values) {
   return out;
 }
 
-Matrix makeRandomEmbeddings(const RandomEmbeddings& r) {
-  TorchGenerator g(r.seed);
-  g.discard(static_cast<std::uint64_t>(r.draws_before));  // what earlier cells drew
-  Matrix x(r.rows, r.cols);
-  if (r.normal)
-    g.fillNormal(x.data(), x.size(), 0.0, 1.0);
-  else
-    g.fillUniform(x.data(), x.size(), 0.0, 1.0);
-  return x;
-}
-
-Workspace bookExample(Variant variant) {
-  Workspace ws;
-  ws.tokens = {"Your", "journey", "starts", "with", "one", "step"};
-  ws.embeddings.resize(6, 3);
-  ws.embeddings << 0.43f, 0.15f, 0.89f,  // Your     (x^1)
-      0.55f, 0.87f, 0.66f,               // journey  (x^2)
-      0.57f, 0.85f, 0.64f,               // starts   (x^3)
-      0.22f, 0.58f, 0.33f,               // with     (x^4)
-      0.77f, 0.25f, 0.10f,               // one      (x^5)
-      0.05f, 0.80f, 0.55f;               // step     (x^6)
-  ws.model = defaultConfig(variant);
-  if (variant == Variant::Simple) ws.model.d_out = 3;
-  return ws;
-}
-
 FileCost fileCost(const Workspace& ws) {
   constexpr std::int64_t kFloatText = 17;  // "-1.17549435e-38, "
   std::int64_t floats = ws.random ? 0 : static_cast<std::int64_t>(ws.embeddings.size());
@@ -348,24 +318,13 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
 }
 
 Workspace loadWorkspace(const std::string& path, const Limits& limits) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) fail(path, "cannot open the file (does it exist?)");
-  if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a workspace file");
-  if (!S_ISREG(st.st_mode)) fail(path, "not a regular file (a pipe or a device cannot be a workspace)");
   std::string text;
   if (isPng(path)) {  // a screenshot: the workspace rides in its text chunk
     auto chunk = readPngText(path, kWorkspaceChunk, static_cast<std::size_t>(limits.max_workspace_bytes));
     if (!chunk) fail(path, "this PNG carries no attnscope workspace (was it saved by attnscope?)");
     text = std::move(*chunk);
   } else {  // what it costs beyond its text is counted as it is parsed (parseWorkspace)
-    if (st.st_size > limits.max_workspace_bytes)
-      fail(path, "larger than the limit of " + formatBytes(static_cast<double>(limits.max_workspace_bytes)) +
-                     " for a workspace file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail(path, "cannot open the file (is it readable?)");
-    text.assign(static_cast<std::size_t>(st.st_size), '\0');
-    in.read(text.data(), st.st_size);
-    if (in.gcount() != st.st_size) fail(path, "cannot read the file");
+    text = readFileWithin(path, limits.max_workspace_bytes);
     // A PNG whose signature was damaged in transit (an FTP in text mode turns its \r\n into \n)
     // is no JSON either; say what it is rather than quote its first byte.
     if (text.rfind("\x89PNG", 0) == 0)

@@ -1,5 +1,6 @@
-// Workspace: the one file format of the app and the CLI (docs/DESIGN.md §2.4) — tokens, embeddings, the
-// model and the app's view state. Loading validates everything and names the field at fault.
+// The workspace file (docs/DESIGN.md §2.4): the one file format of the app and the CLI — reading,
+// validating and writing the Workspace of model/workspace.h. Loading validates everything and names
+// the field at fault.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -12,31 +13,11 @@
 
 #include "engine/model_config.h"
 #include "engine/tensor.h"
+#include "model/workspace.h"
 
 namespace attnscope {
 
 struct NumberArray;  // formats/json_reading.h
-
-// Embeddings given as a generator instead of numbers: torch.manual_seed(seed) then
-// torch.rand(rows, cols) ("uniform") or torch.randn(rows, cols) ("normal").
-struct RandomEmbeddings {
-  bool normal = false;     // randn instead of rand
-  std::uint32_t seed = 0;  // torch.manual_seed before drawing
-  int rows = 0, cols = 0;  // T × d_in
-  std::int64_t draws_before = 0;  // 32-bit draws earlier cells made after the seed (ModelConfig's)
-};
-
-struct Workspace {
-  std::vector<std::string> tokens;         // T labels, rows of the embeddings
-  Matrix embeddings;                       // T × d_in
-  std::optional<RandomEmbeddings> random;  // set when the embeddings were generated
-  ModelConfig model;                       // complete: missing fields took the variant's defaults;
-                                           // model.parameters is the document's "parameters"
-  nlohmann::json view = nlohmann::json::object();  // the app's own state; the CLI ignores it
-};
-
-// The book's sentence "Your journey starts with one step" and its 3-d embeddings.
-Workspace bookExample(Variant variant = Variant::MultiHead);
 
 // Parse and validate; throws InputError with one message naming the field.
 Workspace parseWorkspace(const std::string& text, const Limits& limits = {});
@@ -83,7 +64,5 @@ void writeWorkspace(std::ostream& out, const Workspace& ws);
 // Writes atomically (formats/atomic_file.h): a failed write leaves the old file intact. Throws
 // InputError naming the path on failure.
 void saveWorkspace(const std::string& path, const Workspace& ws);
-
-Matrix makeRandomEmbeddings(const RandomEmbeddings& spec);
 
 }  // namespace attnscope

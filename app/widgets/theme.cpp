@@ -1,4 +1,4 @@
-#include "shell/theme.h"
+#include "widgets/theme.h"
 
 namespace attnscope {
 

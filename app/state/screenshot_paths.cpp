@@ -1,4 +1,4 @@
-#include "shell/screenshot.h"
+#include "state/screenshot_paths.h"
 
 #include <cerrno>
 #include <cstdio>

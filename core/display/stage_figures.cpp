@@ -1,0 +1,102 @@
+#include "display/stage_figures.h"
+
+#include "display/number_text.h"
+#include "display/parameter_axes.h"
+#include "engine/errors.h"
+#include "formats/export.h"
+
+namespace attnscope {
+
+namespace {
+
+// A figure of a matrix over tokens that is not a head's stage (the context, the output) or of a
+// parameter (no labels).
+FigureSpec matrixFigure(const Matrix& m, std::string title, std::vector<std::string> rows, std::vector<std::string> cols) {
+  FigureSpec f;
+  f.values = StageMap(m);
+  f.title = std::move(title);
+  f.row_labels = std::move(rows);
+  f.col_labels = std::move(cols);
+  f.range = finiteRange(m);
+  if (f.range.lo < 0) {
+    f.colormap = Colormap::Coolwarm;
+    f.range = centredOnZero(f.range);
+  }
+  return f;
+}
+
+}  // namespace
+
+FigureSpec stageFigure(const Trace& t, const HeadTrace& h, Stage s, const std::vector<std::string>& tokens, int batch,
+                       int head) {
+  const StageInfo& info = stageInfo(s);
+  FigureSpec f;
+  f.values = StageMap(t, h, s);
+  // The stage's title from the stage table; the weights say how the row was normalized.
+  f.title = s == Stage::Weights && t.model.normalization == Normalization::Sum ? "weights  ÷ row sum" : info.title;
+  if (t.heads > 1) f.title += "  ·  head " + std::to_string(head + 1) + " of " + std::to_string(t.heads);
+  if (t.batches.size() > 1) f.title += "  ·  batch " + std::to_string(batch + 1) + " of " + std::to_string(t.batches.size());
+  f.row_labels = info.parameter ? dimLabels(f.values.rows()) : tokensOf(tokens, t.tokens);  // W: input dims down
+  f.col_labels = info.square ? f.row_labels : dimLabels(f.values.cols());
+  if (info.flags) {
+    f.range = ValueRange{0, 1};
+  } else {
+    f.range = finiteRange(f.values);
+    if (f.range.lo < 0) {
+      f.colormap = Colormap::Coolwarm;
+      f.range = centredOnZero(f.range);
+    }
+  }
+  if (s == Stage::DropoutMask) {
+    const bool active = t.dropout_active;
+    const float scale = t.dropout_scale;
+    f.cell_text = [active, scale](float v) { return v > 0.5f ? (active ? "×" + formatFixed(scale, 1) : "1") : "0"; };
+    f.range_text = {"dropped 0", active ? "kept ×" + formatFixed(scale, 2) : "kept 1"};
+  } else if (s == Stage::Mask) {
+    f.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
+    f.range_text = {"0 visible", "1 masked"};
+  } else if (s == Stage::Tril) {
+    f.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
+    f.range_text = {"0 later key", "1 visible"};
+  }
+  if ((s == Stage::MaskedScores || s == Stage::ScaledScores) && t.model.causal && !trilRoute(t.model))
+    f.legend = "▨ −∞ masked";
+  return f;
+}
+
+int exportTraceFigures(const Workspace& ws, const Trace& trace, const std::string& folder, FigureFormat f) {
+  if (f == FigureFormat::Png) throw InputError("--format: figures of a trace are svg or pdf");
+  makeFolder(folder);
+  const std::string ext = f == FigureFormat::Svg ? ".svg" : ".pdf";
+  int written = 0;
+  auto write = [&](const std::string& name, const FigureSpec& figure) {
+    const std::string path = joinPath(folder, name + ext);
+    if (const std::string error = writeVectorFigure(figure, path); !error.empty()) throw InputError(path + ": " + error);
+    ++written;
+  };
+  const std::vector<std::string> tokens = tokensOf(ws.tokens, trace.tokens);
+  const std::string batches = trace.batches.size() > 1 ? " of " + std::to_string(trace.batches.size()) : "";
+  for (std::size_t b = 0; b < trace.batches.size(); ++b) {
+    const BatchTrace& bt = trace.batches[b];
+    const std::string batch = "b" + std::to_string(b + 1);
+    for (std::size_t h = 0; h < bt.heads.size(); ++h)
+      for (const StageInfo& stage : stageTable())
+        if (!stage.parameter && stageHeld(trace, stage.stage))
+          write(mapFileStem(static_cast<int>(b), static_cast<int>(h), stage.stage),
+                stageFigure(trace, bt.heads[h], stage.stage, tokens, static_cast<int>(b), static_cast<int>(h)));
+    const std::string of = batches.empty() ? "" : "  ·  batch " + std::to_string(b + 1) + batches;
+    write(batch + "_context", matrixFigure(bt.context, "context  (heads concatenated)" + of, tokens, dimLabels(bt.context.cols())));
+    write(batch + "_output", matrixFigure(bt.output, "output" + of, tokens, dimLabels(bt.output.cols())));
+  }
+  forEachStateDictEntry(trace.model, *trace.parameters, [&](const std::string& name, const Matrix& value, bool is_vector) {
+    // Titled with its shape in words, its axes labelled as the Weights tab labels them.
+    const NamedTensor shown{name, is_vector ? Matrix(Eigen::Map<const Matrix>(value.data(), 1, value.size())) : value,
+                            is_vector};
+    const ParameterKind kind = kindOf(shown);
+    const ParameterAxes axes = parameterAxes(shown, kind);
+    write("param_" + name, matrixFigure(shown.value, name + "  " + shapeWords(shown, kind), axes.rows, axes.cols));
+  });
+  return written;
+}
+
+}  // namespace attnscope
