@@ -1,8 +1,8 @@
 // computeTrace: one forward pass of the chapter's modules with the intermediates a TraceRequest
-// asks for (docs/DESIGN.md §2.3). This file decides what the pass computes — the trace's sizes,
-// the parameters, the dropout draws, which path (the reference's blocks or the fast path's
-// kernels), which batch elements and heads, in which buffers; attention_schedule.cpp runs it on
-// the thread team, attention_fast.cpp holds its steps, attention_reference.cpp is what they compute.
+// asks for (docs/DESIGN.md §2.3). This file decides what the pass computes — the trace's sizes, the
+// parameters, the dropout draws, which path (the reference's blocks or the fast path's kernels),
+// which batch elements and heads, in which buffers; attention_schedule.cpp runs it on the thread
+// team, attention_fast.cpp holds its steps, attention_reference.cpp is what they compute.
 #include "engine/attention.h"
 
 #include <algorithm>
@@ -66,9 +66,9 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   w.qkv = &qkv;
   w.groups = m.variant == Variant::MultiHeadWrapper ? m.num_heads : 1;
   t.dropout_active = hasDropout(m.variant) && m.training && m.dropout > 0;
-  // The dropout draws are one stream, so one thread's work (medium's 1 M draws: 0.5 ms, a quarter
-  // of its training forward): they are the first item of the pass, beside the projections on the
-  // other threads, which need no draw. Only the attention tasks read them, and wait for them.
+  // The dropout draws are one stream, so one thread's work, and a large share of a training forward
+  // (docs/engine-measurements.md): they are the first item of the pass, beside the projections on
+  // the other threads, which need no draw. Only the attention tasks read them, and wait for them.
   std::size_t draws = 0;
   if (t.dropout_active) {
     t.dropout_scale = TorchGenerator::dropoutScale(m.dropout);
@@ -76,8 +76,8 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
     keep_words.assign((draws + 63) / 64, 0);
     w.keep.words = keep_words.data();
   }
-  // keep_words is the calling thread's (thread_local): the draws, on whichever thread, write through
-  // this pointer, never through the name. They are the first item of the pass (below).
+  // keep_words is the calling thread's (thread_local): the draws, on whichever thread, write
+  // through this pointer, never through the name. They are the first item of the pass (below).
   std::uint64_t* const keep_bits = keep_words.data();
   // torch.manual_seed(dropout_seed) before the forward replaces the generator for its dropout.
   if (m.dropout_seed) generator = TorchGenerator(*m.dropout_seed);
@@ -90,7 +90,8 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
       return;
     }
     // With MKL each call of dropout seeds its own stream with one draw: the wrapper calls it once
-    // per head (over B × T × T), the others once (over B × H × T × T), in the order of attention_fast.cpp's dropoutOffset.
+    // per head (over B × T × T), the others once (over B × H × T × T), in the order of
+    // attention_fast.cpp's dropoutOffset.
     const std::size_t calls = m.variant == Variant::MultiHeadWrapper ? static_cast<std::size_t>(t.heads) : 1;
     for (std::size_t c = 0; c < calls; ++c)
       generator.fillDropoutKeepBitsMkl(keep_bits, c * (draws / calls), draws / calls, m.dropout);

@@ -21,8 +21,8 @@ namespace attnscope::pass {
 namespace {
 
 // Key columns per tile of the fused kernel: every query row of a block reads the whole tile of K,
-// which must stay in L1 — 128 keys of a 64-wide head take 32 KiB (256 took 64 KiB, and GPT-2's
-// forward ran 20 % slower than with 128).
+// which must stay in L1 — 128 keys of a 64-wide head take 32 KiB; 256 would take 64 KiB, and were
+// slower (docs/engine-measurements.md).
 constexpr int kKeyTile = 128;
 
 float negInf() { return -std::numeric_limits<float>::infinity(); }
@@ -36,7 +36,8 @@ std::size_t dropoutOffset(const Trace& t, int b, int h) {
   return (b * H + h) * tt;
 }
 
-// The layers of one group stacked into one (their weights' rows and biases one after the other), packed.
+// The layers of one group stacked into one (their weights' rows and biases one after the other),
+// packed.
 PackedLinear packStacked(const std::vector<const Linear*>& layers) {
   const int in = static_cast<int>(layers.front()->weight.cols());
   int out = 0;
@@ -154,10 +155,10 @@ void attendRowsReference(Work& w, int b, int h, int r0, int n, HeadTrace& maps, 
     w.overflow = true;
 }
 
-// The traced rows on the fast path: the stored stages of the reference's attentionForward (scores, weights, the keep
-// mask), with row-wise vector operations (Eigen's exp, vectorized sums) instead of scalar loops,
-// and P·V over the unmasked keys only. Softmax normalization only (the fast path's condition).
-// Tested against the reference (unit.fused, unit.reference_forward).
+// The traced rows on the fast path: the stored stages of the reference's attentionForward (scores,
+// weights, the keep mask), with row-wise vector operations (Eigen's exp, vectorized sums) instead
+// of scalar loops, and P·V over the unmasked keys only. Softmax normalization only (the fast path's
+// condition). Tested against the reference (unit.fused, unit.reference_forward).
 void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head) {
   const Trace& t = *w.trace;
   const int T = t.tokens, hw = t.head_width;
@@ -210,16 +211,16 @@ void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head) {
 }
 
 // The fused kernel (flash attention): context rows [r0, r0+n) of head h of element b, written to
-// `ctx` (row stride ldc), without ever holding a T × T map. Same maths as the reference's attentionForward with softmax
-// normalization: per key tile of kKeyTile columns, S = Q Kᵀ, the causal mask on the tiles that
-// cross the diagonal (tiles wholly above it are skipped, and inside a crossing tile the
-// micro-kernels' register blocks above the diagonal too), an online softmax whose exponent holds
-// the ÷ √d_k (p = 2^((s − m)·log₂e/√d_k) with m the running max of the raw scores, and the sum l;
-// earlier partial sums are rescaled by 2^((m_old − m_new)·log₂e/√d_k) when m grows), dropout from
-// the keep bits (l counts every weight, P·V only the kept ones), then
-// ctx = (Σ kept p·V) · (1/(1 − p)) / l. Shapes: Q n × w, K and V T × w, tiles n × kKeyTile.
-// The products and the softmax rows are the micro-kernels of tile_kernels.h, chosen once per
-// process for the CPU: a small head's products are too short for a GEMM's packing to pay.
+// `ctx` (row stride ldc), without ever holding a T × T map. Same maths as the reference's
+// attentionForward with softmax normalization: per key tile of kKeyTile columns, S = Q Kᵀ, the
+// causal mask on the tiles that cross the diagonal (tiles wholly above it are skipped, and inside a
+// crossing tile the micro-kernels' register blocks above the diagonal too), an online softmax whose
+// exponent holds the ÷ √d_k (p = 2^((s − m)·log₂e/√d_k) with m the running max of the raw scores,
+// and the sum l; earlier partial sums are rescaled by 2^((m_old − m_new)·log₂e/√d_k) when m grows),
+// dropout from the keep bits (l counts every weight, P·V only the kept ones), then
+// ctx = (Σ kept p·V) · (1/(1 − p)) / l. Shapes: Q n × w, K and V T × w, tiles n × kKeyTile. The
+// products and the softmax rows are the micro-kernels of tile_kernels.h, chosen once per process
+// for the CPU: a small head's products are too short for a GEMM's packing to pay.
 void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) {
   const Trace& t = *w.trace;
   const int T = t.tokens, hw = t.head_width;
@@ -240,9 +241,9 @@ void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) 
   // In the row-major layout (Work) each key tile's rows of V (and of K for the scalar kernels) are
   // copied side by side: in place they lie 3·d_out floats apart (3 KiB for medium, 9 KiB for
   // GPT-2), a stride that maps a tile onto a sixteenth of the L1 cache's sets, and the kernels,
-  // which read a tile's rows once per register block of rows, found them in L2 instead (the
-  // scores' dot products took 2.5× as long). The SIMD scores read K once, to pack it
-  // (tile_kernels.cpp), and need no copy; head-major rows are dense and need none either.
+  // which read a tile's rows once per register block of rows, found them in L2 instead. The SIMD
+  // scores read K once, to pack it (tile_kernels.cpp), and need no copy; head-major rows are dense
+  // and need none either.
   const bool copy_tiles = in.ld != hw, copy_keys = copy_tiles && kernels.isa == Isa::Scalar;
   if (copy_tiles) v_buf.resize(static_cast<std::size_t>(kKeyTile) * hw);
   if (copy_keys) k_buf.resize(static_cast<std::size_t>(kKeyTile) * hw);

@@ -82,7 +82,8 @@ struct Work {
   }
 };
 
-// The steps (attention_fast.cpp). Rows [r0, r0+n) of batch element b; g a projection group, h a head.
+// The steps (attention_fast.cpp). Rows [r0, r0+n) of batch element b; g a projection group, h a
+// head.
 
 // Q, K, V rows of group g (n × 3·d_out, row-major [Q | K | V]) by the reference's linearForward.
 void projectRowsReference(Work& w, int b, int g, int r0, int n);

@@ -18,7 +18,8 @@
 // The matrix products are Eigen expressions over blocks of kReferenceRowBlock query rows: Eigen
 // picks a product's kernel (and with it the order of its sums) from the product's shape, so the
 // blocks are part of what is computed (attention_reference.h). Everything else is plain loops, in
-// the order the engine's reference path computes it, and gives the same bits (unit.reference_forward).
+// the order the engine's reference path computes it, and gives the same bits
+// (unit.reference_forward).
 #include "engine/attention_reference.h"
 
 #include <algorithm>
@@ -266,13 +267,15 @@ Trace referenceForward(const Matrix& x, const ModelConfig& m, const Limits& limi
         if (!headForward(m, t, X, X, X, bt.heads[h])) finite = false;
         continue;
       }
-      // The wrapper's head h is its own group, all d_out columns; multihead's is columns [h·w, (h+1)·w).
+      // The wrapper's head h is a group of its own (all d_out columns); multihead's head h is
+      // columns [h·w, (h+1)·w) of the one group.
       const int g = G > 1 ? h : 0, c0 = G > 1 ? 0 : h * w;
       if (!headForward(m, t, columns(queries[g], c0, w), columns(keys[g], c0, w), columns(values[g], c0, w),
                        bt.heads[h]))
         finite = false;
     }
-    // context = the heads side by side (T × H·w); output = out_proj(context) for multihead (T × d_out)
+    // context = the heads side by side (T × H·w); output (T × d_out) = out_proj(context) for
+    // multihead, else the context.
     bt.context.resize(T, H * w);
     for (int h = 0; h < H; ++h) bt.context.middleCols(h * w, w) = bt.heads[h].context;
     if (hasOutProj(m.variant)) {

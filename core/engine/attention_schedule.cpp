@@ -26,8 +26,8 @@ constexpr int kOutBlock = 64;
 // other threads' projections balance the one thread that draws.
 constexpr int kProjBlockBesideDraws = 64;
 constexpr int kQueryBlock = 128;  // query rows per task of the fused kernel
-// One unit of the attention loop. Traced heads and the reference path take row blocks of
-// kRowBlock (attendRowsReference, attendRowsTraced); the fused path takes query blocks of kQueryBlock.
+// One unit of the attention loop. Traced heads and the reference path take row blocks of kRowBlock
+// (attendRowsReference, attendRowsTraced); the fused path takes query blocks of kQueryBlock.
 struct AttentionTask {
   enum Kind { Traced, Scratch, Fused } kind;
   int b, h, r0, n;
@@ -68,19 +68,19 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
   const std::size_t draws = plan.draws;
   const int projections = w.shared_projection ? 1 : B;
 
-  // Tiny configs (the book's 6 tokens) cost less than waking a thread team, which can stall for
-  // milliseconds on a busy machine: they run on one thread. The kernels and results are the same.
+  // Tiny configs (the book's 6 tokens) cost less than waking a thread team, which can stall on a
+  // busy machine: they run on one thread. The kernels and results are the same.
   const long long work = static_cast<long long>(B) * H * T * T * std::max(hw, 1);
   const bool parallel = exec.parallel && work >= exec.min_parallel_work;
   const int threads = parallel ? resolveThreads(exec.threads) : 1;
 
-  // The pass is one loop of items (runGraph), each started once its inputs are written:
-  // the dropout draws, then the projection blocks, the attention tasks (each needs the draws and the
-  // projection blocks of its element and group up to its last key), the output blocks (each needs
-  // every attention task over its rows). No thread waits at the end of a stage while an item of the
-  // next could run: with B = 2 on two threads each runs its own element from start to end (medium
-  // eval: the threads spent 4.6 % of the pass waiting between three loops). Every item goes first
-  // to the thread whose cache holds its inputs: a projection block to the home of its [Q | K | V]
+  // The pass is one loop of items (runGraph), each started once its inputs are written: the dropout
+  // draws, then the projection blocks, the attention tasks (each needs the draws and the projection
+  // blocks of its element and group up to its last key), the output blocks (each needs every
+  // attention task over its rows). No thread waits at the end of a stage while an item of the next
+  // could run: with B = 2 on two threads each runs its own element from start to end (three loops,
+  // one per stage, kept the threads waiting: docs/engine-measurements.md). Every item goes first to
+  // the thread whose cache holds its inputs: a projection block to the home of its [Q | K | V]
   // block, an attention task and an output block to the home of the projection block they read.
   const auto homeOf = [&](int b, int g) { return (w.projectionElement(b) * G + g) % threads; };
   const bool beside_draws = draws > 0 && threads > 1 && hasProjections(m.variant);

@@ -37,18 +37,17 @@ GemmBackend& current();
 
 #ifdef ATTNSCOPE_HAVE_OPENBLAS
 // Below this many multiply-adds a product runs on Eigen whatever the backend: OpenBLAS's per-call
-// overhead (its buffers are taken behind a lock) outweighs a small product. The fused kernel's
-// 64 × 128 × 64 tiles, when they were GEMMs, took 5× longer through cblas (medium preset: 31 ms vs
-// 5.6 ms, one thread).
+// overhead (its buffers are taken behind a lock) outweighs a small product, as the fused kernel's
+// tiles showed when they were GEMMs (docs/engine-measurements.md).
 constexpr double kBlasMinWork = 1 << 22;
 
 bool useBlas(int m, int n, int k) {
   if (current() != GemmBackend::OpenBlas || static_cast<double>(m) * n * k < kBlasMinWork) return false;
   // One thread per call, always: the parallelism is ours. OpenBLAS's OpenMP build starts a team
   // of omp_get_max_threads() (one per core unless this thread said otherwise) for every call from
-  // outside an OpenMP region, which every call from our threads is (engine/thread_team.h). A team
-  // of two on a busy two-core machine spun for 15 ms per 128 × 256 × 256 product (0.35 ms on one
-  // thread). This thread's ICV is ours to set: nothing of ours uses OpenMP.
+  // outside an OpenMP region, which every call from our threads is (engine/thread_team.h). On a
+  // busy machine such a team spins far longer than the product takes (docs/engine-measurements.md).
+  // This thread's ICV is ours to set: nothing of ours uses OpenMP.
   if (omp_get_max_threads() != 1) omp_set_num_threads(1);
   return true;
 }
@@ -88,13 +87,10 @@ bool gemmBackendAvailable(GemmBackend backend) {
 }
 
 GemmBackend gemmDefaultBackend() {
-  // Measured by `make bench` (gemm section), one thread, the projections' shape 256 × 768 × 256:
-  // the packed product runs at 230–240 GFLOP/s on a Zen 5 core with AVX-512 (its FMA peak is
-  // 243), Eigen at 200, Debian's OpenBLAS 0.3.21, whose kernels stop at AVX2 on AMD CPUs, at 105;
-  // on 256 × 256 × 256 with the bias (out_proj), 240 against Eigen's 100. The packed AVX2 kernel
-  // runs at 103 on the same core (ymm FMA peak 122), level with OpenBLAS, and adds the bias and
-  // the finiteness check as it stores. Without AVX2: where Eigen is built with AVX-512 it beats
-  // OpenBLAS (138 vs 102 GFLOP/s on one Zen 4 core); with neither, OpenBLAS.
+  // The fastest in `make bench`'s gemm section on one thread, on the projections' and out_proj's
+  // shapes (docs/engine-measurements.md): the packed product wherever the CPU has AVX2 (it also
+  // adds the bias and checks finiteness as it stores; Debian's OpenBLAS 0.3.21 kernels stop at
+  // AVX2 on AMD CPUs). Without AVX2, Eigen where it is built with AVX-512; with neither, OpenBLAS.
   if (gemmBackendAvailable(GemmBackend::Packed)) return GemmBackend::Packed;
 #if defined(__AVX512F__) || !defined(ATTNSCOPE_HAVE_OPENBLAS)
   return GemmBackend::Eigen;

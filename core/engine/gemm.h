@@ -3,7 +3,7 @@
 // Backends: our packed linear product (packed_linear.h: the projections' weights packed once,
 // where the CPU has AVX2 or AVX-512), Eigen (always built) and OpenBLAS through cblas (its OpenMP
 // build, which runs single-threaded inside our parallel regions). Which one runs is measured by
-// `make bench` (docs/DESIGN.md §2.6); the default is the one that won there.
+// `make bench` (docs/DESIGN.md §4 "Benchmarks"); the default is the one that won there.
 #pragma once
 #include <array>
 #include <memory>

@@ -1,6 +1,7 @@
-// Head statistics (docs/DESIGN.md §2.3, issue 12): how one head of one batch element spreads its
-// attention, row by row, read from the weights and the dropped weights of its HeadTrace. Derived,
-// never stored in the trace: the trace JSON, the exports and the app compute them from the maps.
+// Head statistics (docs/DESIGN.md §2.3 "Head statistics"): how one head of one batch element
+// spreads its attention, row by row, read from the weights and the dropped weights of its
+// HeadTrace. Derived, never stored in the trace: the trace JSON, the exports and the app compute
+// them from the maps.
 //
 // For a head with T query rows (α = the weights row i, α' = the dropped weights row i):
 //   entropy[i]               = −Σⱼ αᵢⱼ ln αᵢⱼ in nats, over the cells with αᵢⱼ > 0 (0·ln 0 = 0:
@@ -40,8 +41,8 @@ struct HeadStatistics {
 };
 
 // The statistics of head `h` of trace `t`; `h` must have its maps (HeadTrace::hasMaps).
-// Cost: one pass over the visible cells of each row (causal: the lower triangle), vectorized —
-// a GPT-2 head (T = 1024) in about 1 ms.
+// Cost: one pass over the visible cells of each row (causal: the lower triangle), vectorized
+// (docs/engine-measurements.md).
 HeadStatistics headStatistics(const Trace& t, const HeadTrace& h);
 
 }  // namespace attnscope

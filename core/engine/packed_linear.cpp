@@ -155,7 +155,7 @@ ATTNSCOPE_AVX2_INLINE bool rowsAvx2(const PanelJob& j, int r0, int half) {
 }
 
 // The register arrays' loops are unrolled by pragma: without it GCC kept the AVX2 accumulators in
-// memory, storing all 12 on every input index (59 GFLOP/s instead of 103).
+// memory, storing all 12 on every input index (docs/engine-measurements.md).
 ATTNSCOPE_AVX2 bool panelAvx2(const PanelJob& j) {
   constexpr int MR = 6;  // 12 accumulators, 2 panel registers and a broadcast of the 16
   bool finite = true;

@@ -1,10 +1,10 @@
 // A linear layer's product on weights packed once: Y = X·Wᵀ + b, the fast path's projections
-// (Q, K, V side by side, and out_proj; docs/DESIGN.md §2.6). The weights stay the same across
-// forward passes (the app recomputes on every edit of the inputs), so they are laid out once in
-// column panels of kPanel outputs, the order the micro-kernel reads them: one contiguous run of
-// kPanel floats per input index. The kernel keeps an MR × kPanel block of Y in registers, starts
-// it at the bias, broadcasts X's elements from X as it lies (any row stride, no packing per call)
-// and adds the products one input index after the other.
+// (Q, K, V side by side, and out_proj; docs/DESIGN.md §2.3 "The fast path"). The weights stay the
+// same across forward passes (the app recomputes on every edit of the inputs), so they are laid out
+// once in column panels of kPanel outputs, the order the micro-kernel reads them: one contiguous
+// run of kPanel floats per input index. The kernel keeps an MR × kPanel block of Y in registers,
+// starts it at the bias, broadcasts X's elements from X as it lies (any row stride, no packing per
+// call) and adds the products one input index after the other.
 //
 // Every version (scalar, AVX2/FMA, AVX-512) computes each output as the same chain of fused
 // multiply-adds, y = fma(x[in−1], w[in−1], … fma(x[0], w[0], b)), so all give the same bits,

@@ -14,8 +14,7 @@ using ByteMatrix = Eigen::Matrix<std::uint8_t, Eigen::Dynamic, Eigen::Dynamic, E
 
 // Whether every one of the n floats is finite (exponent field not all ones): an integer test the
 // compiler vectorizes; the order of an OR does not matter. (Eigen's allFinite tests x − x == 0
-// one float at a time: on the embeddings, checked on one thread before every forward pass, it took
-// 5 % of medium's two-thread forward.)
+// one float at a time, on one thread before every forward pass: docs/engine-measurements.md.)
 inline bool allFinite(const float* x, std::size_t n) {
   std::uint32_t non_finite = 0;
   for (std::size_t i = 0; i < n; ++i) {

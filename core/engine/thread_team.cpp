@@ -45,8 +45,8 @@ bool spinUntil(const Done& done, std::chrono::microseconds spin) {
 // scheduler takes the idle one for busy: in a KVM guest an idle vCPU the host has descheduled
 // reads as preempted, so the wake-up goes to the waker's CPU (wake-affine) and stays there, the
 // caller and a worker taking turns on one core while the other idles. On the 2-core build machine
-// half the processes ran medium's two-thread forward at one thread's speed (1.75 ms against 0.77)
-// for their whole life (no migration in 100 ms), and the paired GEMM limit with it. So each worker,
+// half the processes ran medium's two-thread forward at one thread's speed for their whole life,
+// and the paired GEMM limit with it (docs/engine-measurements.md). So each worker,
 // before its share of a loop, looks at the CPUs the caller and the workers numbered below it run
 // on, and if its own is one of them, moves to another CPU its affinity mask allows: it narrows the
 // mask to the free ones, which moves it at once, and widens it again. Two system calls, only on a

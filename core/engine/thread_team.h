@@ -1,15 +1,14 @@
 // The engine's threads: the parallel path of computeTrace runs its pass (runGraph) on one
 // process-wide team of persistent worker threads, the calling thread taking part.
 //
-// Why not OpenMP: a forward pass was three loops (projections, attention, out_proj), a few hundred
-// microseconds each for the medium config. With libgomp's passive wait policy, which a shared
-// machine needs (a spinning thread holds the core another process wants), every loop put the
-// other thread to sleep and woke it again: medium's two-thread forward took 2.2 ms, no faster than
-// one thread, against 1.1 ms when the threads spun. With the default policy a worker spins for
-// 300 000 iterations after every loop, and in the desktop app that spinning competes with drawing.
-// This team spins for a fixed, short time (ThreadTeamOptions::spin_microseconds) after a loop,
-// long enough to bridge the gaps inside a forward pass and between passes run back to back, and
-// then sleeps.
+// Why not OpenMP: a forward pass was three short loops (projections, attention, out_proj). With
+// libgomp's passive wait policy, which a shared machine needs (a spinning thread holds the core
+// another process wants), every loop put the other thread to sleep and woke it again: medium's
+// two-thread forward ran no faster than one thread (docs/engine-measurements.md). With the default
+// policy a worker spins for 300 000 iterations after every loop, and in the desktop app that
+// spinning competes with drawing. This team spins for a fixed, short time
+// (ThreadTeamOptions::spin_microseconds) after a loop, long enough to bridge the gaps inside a
+// forward pass and between passes run back to back, and then sleeps.
 #pragma once
 #include <functional>
 

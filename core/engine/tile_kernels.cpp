@@ -15,8 +15,7 @@ namespace attnscope {
 // are broadcast from Q as they lie, and a register block holds 12 rows × 32 keys (AVX-512; 6 × 16
 // with AVX2), each score one chain of FMAs over the head's columns in order. The key limit skips
 // the panels of 32 keys beyond a row's last. Dot products of one row against 16 keys, summed
-// across lanes by shuffles, took 9.5 µs for a 128 × 128 tile of a 32-wide head; this takes 6.0
-// with the packing (1.0).
+// across lanes by shuffles, were slower, packing included (docs/engine-measurements.md).
 void tile::scoresPacked(Isa isa, int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk, float* S,
                   int lds, int key_limit) {
   thread_local PackedLinear key_tile;  // its memory stays with the thread

@@ -19,7 +19,8 @@ ATTNSCOPE_AVX2_INLINE __m256i firstLanes(int count) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// S = Q·Kᵀ (tile_kernels.h) as a packed linear product: scoresPacked.
+// S = Q·Kᵀ (tile_kernels.h) as a packed linear product: scoresPacked. Q: n × hw (ldq), K: nk × hw
+// (ldk), S: n × nk (lds).
 ATTNSCOPE_AVX2 void scoresAvx2(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk,
                                float* S, int lds, int key_limit) {
   scoresPacked(Isa::Avx2, n, nk, hw, Q, ldq, K, ldk, S, lds, key_limit);
@@ -63,8 +64,8 @@ ATTNSCOPE_AVX2_INLINE void accumulateBlockAvx2(int keys, const float* p, int ldp
   }
 }
 
-// The columns of one block of R rows: 32 at a time, then the remaining whole vectors, then the
-// ragged end.
+// acc += P·V for one block of R rows, its columns 32 at a time, then the remaining whole vectors,
+// then the ragged end. p: R × keys (ldp), V: keys × hw (ldv), a: R × hw (lda).
 template <int R>
 ATTNSCOPE_AVX2 void accumulateRowsAvx2(int keys, int hw, const float* p, int ldp, const float* V, int ldv,
                                        float* a, int lda, __m256i tail) {
@@ -105,7 +106,7 @@ ATTNSCOPE_AVX2 void accumulateAvx2(int n, int nk, int hw, const float* P, int ld
 // nearest integer, 2^f by the polynomial, × 2^n. n comes from the magic number 1.5·2^23 + 127:
 // t + magic rounds to the nearest integer (its ulp is 1), minus magic is n, and its low bits are
 // the exponent field n + 127 of 2^n (AVX2 has no vscalefps; vroundps and the conversions cost
-// 10 % more). The clamp at −127 keeps the field ≥ 0, and n = −127 (t < −126.5, where 2^t is
+// more). The clamp at −127 keeps the field ≥ 0, and n = −127 (t < −126.5, where 2^t is
 // beneath float's normal range anyway) gives the field 0, i.e. exactly +0 (−∞ and NaN included).
 ATTNSCOPE_AVX2_INLINE __m256 exp2NonPositiveAvx2(__m256 t) {
   const __m256 magic = _mm256_set1_ps(0x1.8p23f + 127.0f);
@@ -129,6 +130,7 @@ ATTNSCOPE_AVX2_INLINE __m256 keepLanes(const std::uint64_t* keep, std::size_t i,
   return _mm256_castsi256_ps(_mm256_cmpeq_epi32(set, lane_bit));
 }
 
+// The largest of the 8 lanes.
 ATTNSCOPE_AVX2_INLINE float maxLanes(__m256 v) {
   __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_max_ps(s, _mm_movehl_ps(s, s));
@@ -176,14 +178,13 @@ ATTNSCOPE_AVX2_INLINE void zeroAvx2(float* s, int room) {
 }
 
 // The online softmax step (tile_kernels.h) of R rows at once, 8 keys at a time, as
-// softmaxBlockAvx512: R independent chains of maxima and sums keep the vector units busy (with
-// the earlier division and exp, 4 rows took a full 128-key tile in 8.2 µs where row by row took
-// 12.1, Xeon; 2 rows 8.5, 8 rows 9.7, as they spill; now 4.1, Zen 5). Row r has valid[r] unmasked
-// keys. Pass 1 takes the max and flags anything not finite; pass 2 writes p = 2^((s − m)·log2_scale)
-// (0 for the kSoftmaxZeroKeys after the row's keys), sums it and applies the keep bits. Each lane
-// sums the keys j ≡ lane (mod 8) in order and the lanes are added in one fixed tree, so a row's
-// bits do not depend on the rows beside it. The keys where every row has whole vectors take no
-// branch; the ragged ends branch per row and vector.
+// softmaxBlockAvx512: R independent chains of maxima and sums keep the vector units busy (4 rows
+// were the fastest; 8 spill: docs/engine-measurements.md). S: R × nk (lds); row r has valid[r]
+// unmasked keys; m_old, out: R. Pass 1 takes the max and flags anything not finite; pass 2 writes
+// p = 2^((s − m)·log2_scale) (0 for the kSoftmaxZeroKeys after the row's keys), sums it and applies
+// the keep bits. Each lane sums the keys j ≡ lane (mod 8) in order and the lanes are added in one
+// fixed tree, so a row's bits do not depend on the rows beside it. The keys where every row has
+// whole vectors take no branch; the ragged ends branch per row and vector.
 template <int R>
 ATTNSCOPE_AVX2_INLINE void softmaxBlockAvx2(float* S, int lds, int nk, const int* valid, float log2_scale,
                                             const float* m_old, const std::uint64_t* keep, std::size_t keep_bit0,
@@ -246,6 +247,7 @@ ATTNSCOPE_AVX2_INLINE void softmaxBlockAvx2(float* S, int lds, int nk, const int
 }
 
 // The online softmax step of a tile (tile_kernels.h): blocks of 4 rows, then the last rows.
+// S: n × nk (lds), row r's unmasked keys j < r + key_limit; m_old, out: n.
 ATTNSCOPE_AVX2 void softmaxRowsAvx2(float* S, int lds, int n, int nk, int key_limit, float log2_scale,
                                     const float* m_old, const std::uint64_t* keep, std::size_t keep_bit0,
                                     std::size_t keep_row_bits, SoftmaxRowResult* out) {

@@ -26,7 +26,8 @@ ATTNSCOPE_AVX512_INLINE __mmask16 firstLanes16(int count) {
   return static_cast<__mmask16>((1u << std::clamp(count, 0, 16)) - 1u);
 }
 
-// S = Q·Kᵀ (tile_kernels.h) as a packed linear product: scoresPacked.
+// S = Q·Kᵀ (tile_kernels.h) as a packed linear product: scoresPacked. Q: n × hw (ldq), K: nk × hw
+// (ldk), S: n × nk (lds).
 ATTNSCOPE_AVX512 void scoresAvx512(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk,
                                    float* S, int lds, int key_limit) {
   scoresPacked(Isa::Avx512, n, nk, hw, Q, ldq, K, ldk, S, lds, key_limit);
@@ -70,8 +71,9 @@ ATTNSCOPE_AVX512_INLINE void accumulateBlockAvx512(int keys, const float* p, int
   }
 }
 
-// The columns of one block of R rows: 32 at a time (two vectors: with 6 rows, 12 accumulators),
-// then a remaining whole vector, then the ragged end.
+// acc += P·V for one block of R rows, its columns 32 at a time (two vectors: with 6 rows, 12
+// accumulators), then a remaining whole vector, then the ragged end. p: R × keys (ldp),
+// V: keys × hw (ldv), a: R × hw (lda).
 template <int R>
 ATTNSCOPE_AVX512 void accumulateRowsAvx512(int keys, int hw, const float* p, int ldp, const float* V, int ldv,
                                            float* a, int lda, __mmask16 tail) {
@@ -84,7 +86,8 @@ ATTNSCOPE_AVX512 void accumulateRowsAvx512(int keys, int hw, const float* p, int
   if (c < hw) accumulateBlockAvx512<R, 1, true>(keys, p, ldp, V + c, ldv, a + c, lda, tail);
 }
 
-// acc += P·V (tile_kernels.h): blocks of 6 rows × 32 columns, the last rows one by one.
+// acc += P·V (tile_kernels.h): P n × nk (ldp), V nk × hw (ldv), acc n × hw (ldacc). Blocks of 6
+// rows × 32 columns, the last rows one by one.
 ATTNSCOPE_AVX512 void accumulateAvx512(int n, int nk, int hw, const float* P, int ldp, const float* V, int ldv,
                                        float* acc, int ldacc, int key_limit) {
   key_limit = clampLimit(key_limit, n, nk);
@@ -157,12 +160,11 @@ ATTNSCOPE_AVX512_INLINE void weighAvx512(float* s, __mmask16 lanes, __mmask16 ro
 
 // The online softmax step (tile_kernels.h) of R rows at once, 16 keys at a time: R independent
 // chains of maxima and sums keep the vector units busy where one row's chain would wait on its
-// own latency (with the earlier division and exp, 4 rows: a 128-key tile in 5.9 µs instead of 9.8
-// row by row, Xeon; 8 rows are slower again). Row r has valid[r] unmasked keys. Pass 1 takes the
-// max and flags anything not finite (x·0 is NaN only for ±∞ and NaN: one FMA a vector); pass 2
-// writes p = 2^((s − m)·log2_scale) (0 for the kSoftmaxZeroKeys after the row's keys), sums it and
-// applies the keep bits. The keys where every row has whole vectors take no mask and no branch (a
-// full tile's softmax 4.4 → 2.2 µs with the fold, Zen 5); the ragged ends mask per row and
+// own latency (4 rows; 8 are slower again: docs/engine-measurements.md). S: R × nk (lds); row r
+// has valid[r] unmasked keys; m_old, out: R. Pass 1 takes the max and flags anything not finite
+// (x·0 is NaN only for ±∞ and NaN: one FMA a vector); pass 2 writes p = 2^((s − m)·log2_scale) (0
+// for the kSoftmaxZeroKeys after the row's keys), sums it and applies the keep bits. The keys
+// where every row has whole vectors take no mask and no branch; the ragged ends mask per row and
 // vector. Each lane sums the keys j ≡ lane (mod 16) in order and the lanes are added in one fixed
 // tree, so a row's bits do not depend on the rows beside it.
 template <int R>
@@ -224,6 +226,7 @@ ATTNSCOPE_AVX512_INLINE void softmaxBlockAvx512(float* S, int lds, int nk, const
 #endif
 
 // The online softmax step of a tile (tile_kernels.h): blocks of 4 rows, then the last rows.
+// S: n × nk (lds), row r's unmasked keys j < r + key_limit; m_old, out: n.
 ATTNSCOPE_AVX512 void softmaxRowsAvx512(float* S, int lds, int n, int nk, int key_limit, float log2_scale,
                                         const float* m_old, const std::uint64_t* keep, std::size_t keep_bit0,
                                         std::size_t keep_row_bits, SoftmaxRowResult* out) {

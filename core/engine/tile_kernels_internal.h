@@ -39,9 +39,8 @@ inline int keysFor(int last_row, int key_limit, int nk) {
 inline int clampLimit(int key_limit, int n, int nk) { return std::clamp(key_limit, -n, nk); }
 
 // acc += P·V sums the keys of a tile in chunks of this many, in order, each from 0, and adds the
-// chunks' sums to acc in order. One float chain over a 256-key tile doubled the fused path's error
-// against the reference loops (1.05e-6 instead of the Eigen GEMM's 5.7e-7 over unit.fused's cases,
-// whose sums keep two chains); in chunks of 64 it is 5.6e-7, for one load, add and store per 64
+// chunks' sums to acc in order. One float chain over a whole tile was twice as far from the
+// reference as chunks (docs/engine-measurements.md), which cost one load, add and store per 64
 // FMAs.
 constexpr int kKeyChunk = 64;
 

@@ -69,7 +69,8 @@ SoftmaxRowResult softmaxRowScalar(float* s, int nk, int valid, float log2_scale,
   return {m, static_cast<float>(sum), finite};
 }
 
-// The online softmax step of a tile, row after row (tile_kernels.h).
+// The online softmax step of a tile, row after row (tile_kernels.h). S: n × nk (lds), row r's
+// unmasked keys j < r + key_limit; m_old, out: n.
 void softmaxRowsScalar(float* S, int lds, int n, int nk, int key_limit, float log2_scale, const float* m_old,
                        const std::uint64_t* keep, std::size_t keep_bit0, std::size_t keep_row_bits,
                        SoftmaxRowResult* out) {
