@@ -31,19 +31,18 @@ bool TraceRequest::keepsHead(int b, int h) const {
 
 int resolveThreads(int threads) { return threads > 0 ? threads : availableProcessors(); }
 
-Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions& exec,
-                   const TraceRequest& request, const Limits& limits) {
+Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions& exec, const TraceRequest& request,
+                   const Limits& limits) {
   checkForwardInputs(x, m, limits);
   const int T = static_cast<int>(x.rows()), d_in = static_cast<int>(x.cols());
   for (int b : request.batches)
     if (b < 0 || b >= m.batch_size)
-      throw InputError("batch " + std::to_string(b) + " does not exist: batch_size is " +
-                       std::to_string(m.batch_size));
+      throw InputError("batch " + std::to_string(b) + " does not exist: batch_size is " + std::to_string(m.batch_size));
 
   for (int h : request.heads)
     if (h < 0 || h >= headCount(m))
-      throw InputError("head " + std::to_string(h) + " does not exist: the model has " +
-                       std::to_string(headCount(m)) + " heads");
+      throw InputError("head " + std::to_string(h) + " does not exist: the model has " + std::to_string(headCount(m)) +
+                       " heads");
 
   Trace t;
   t.model = m;

@@ -14,8 +14,8 @@
 namespace attnscope {
 
 struct ExecutionOptions {
-  bool parallel = false;  // the parallel path instead of the serial one (same masks, same numbers)
-  int threads = 0;        // threads of the parallel path; 0 = one per processor
+  bool parallel = false;                  // the parallel path instead of the serial one (same masks, same numbers)
+  int threads = 0;                        // threads of the parallel path; 0 = one per processor
   long long min_parallel_work = 1 << 16;  // below B·H·T²·w the parallel path runs on one thread
   bool fused = true;            // outputs of untraced elements from the fused kernel (false: the reference loops)
   bool share_identical = true;  // without active dropout all elements are equal: compute one, copy it

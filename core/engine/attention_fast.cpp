@@ -83,8 +83,8 @@ std::shared_ptr<const PackedWeights> packedWeights(const std::shared_ptr<const P
   if (gemmBackend() != GemmBackend::Packed) return nullptr;
   // Keyed by the parameters' owner: a weak pointer never matches a later set at the same address.
   // As many as the parameters' own cache keeps, within the same bytes.
-  static RecentCache<std::weak_ptr<const Parameters>, std::shared_ptr<const PackedWeights>> recent(
-      4, std::size_t{64} << 20);
+  static RecentCache<std::weak_ptr<const Parameters>, std::shared_ptr<const PackedWeights>> recent(4, std::size_t{64}
+                                                                                                          << 20);
   const auto same = [&](const std::weak_ptr<const Parameters>& k) { return !k.owner_before(p) && !p.owner_before(k); };
   if (auto hit = recent.find(same)) return *hit;
   auto packed = std::make_shared<PackedWeights>();
@@ -149,10 +149,10 @@ void attendRowsReference(Work& w, int b, int h, int r0, int n, HeadTrace& maps, 
   if (maps.dropout_mask.size() > 0) {
     const std::size_t keep0 = dropoutOffset(t, b, h);
     for (int i = r0; i < r0 + n; ++i)
-      for (int j = 0; j < T; ++j) maps.dropout_mask(o + i - r0, j) = w.keep(keep0 + static_cast<std::size_t>(i) * T + j);
+      for (int j = 0; j < T; ++j)
+        maps.dropout_mask(o + i - r0, j) = w.keep(keep0 + static_cast<std::size_t>(i) * T + j);
   }
-  if (!attentionForward(t.model, t.scale_divisor, t.dropout_scale, Q, K, V, r0, n, maps, o, context))
-    w.overflow = true;
+  if (!attentionForward(t.model, t.scale_divisor, t.dropout_scale, Q, K, V, r0, n, maps, o, context)) w.overflow = true;
 }
 
 // The traced rows on the fast path: the stored stages of the reference's attentionForward (scores,
@@ -265,7 +265,8 @@ void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) 
     // Rows of a few dozen floats: a loop the compiler vectorizes inline, not a memcpy call per row.
     const auto copy_rows = [&](const float* from, float* to) {
       for (int j = 0; j < nk; ++j)
-        for (int c = 0; c < hw; ++c) to[static_cast<std::size_t>(j) * hw + c] = from[static_cast<std::size_t>(j) * in.ld + c];
+        for (int c = 0; c < hw; ++c)
+          to[static_cast<std::size_t>(j) * hw + c] = from[static_cast<std::size_t>(j) * in.ld + c];
     };
     if (copy_tiles) copy_rows(v, v_buf.data()), v = v_buf.data(), ldv = hw;
     if (copy_keys) copy_rows(k, k_buf.data()), k = k_buf.data(), ldk = hw;
@@ -334,8 +335,8 @@ void outputRows(Work& w, int b, int r0, int n, const std::vector<HeadTrace>* hea
     return;
   } else if (fast) {
     const Linear& l = t.parameters->out_proj;
-    gemmABt(n, out_w, ctx_w, bt.context.data() + static_cast<std::size_t>(r0) * ctx_w, ctx_w,
-            l.weight.data(), ctx_w, 0.0f, bt.output.data() + static_cast<std::size_t>(r0) * out_w, out_w);
+    gemmABt(n, out_w, ctx_w, bt.context.data() + static_cast<std::size_t>(r0) * ctx_w, ctx_w, l.weight.data(), ctx_w,
+            0.0f, bt.output.data() + static_cast<std::size_t>(r0) * out_w, out_w);
     bt.output.middleRows(r0, n).rowwise() += l.bias;
   } else {
     linearForward(bt.context, t.parameters->out_proj, r0, n,

@@ -56,10 +56,10 @@ std::shared_ptr<const PackedWeights> packedWeights(const std::shared_ptr<const P
 // key tile onto a sixteenth of the L1 cache's sets, so the fused kernel copied each V tile first
 // (GPT-2's 3 MB of copies a pass); dense, the kernels read K and V where they lie.
 struct Work {
-  const Matrix* x;                 // T × d_in
+  const Matrix* x;  // T × d_in
   Trace* trace;
-  std::vector<float>* qkv;         // projection elements × groups × T × 3·d_out (qkvBlock)
-  KeepBits keep;                   // dropout draws in torch's order
+  std::vector<float>* qkv;                // projection elements × groups × T × 3·d_out (qkvBlock)
+  KeepBits keep;                          // dropout draws in torch's order
   const PackedWeights* packed = nullptr;  // the fast path's packed layers (gemm.h's Packed backend)
   std::atomic<bool> overflow{false};
   int groups = 1;                  // projection groups (heads for the wrapper, else 1)
@@ -70,8 +70,8 @@ struct Work {
   // The projection group of head h: its own for the wrapper's heads, else the one of every head.
   int groupOf(int h) const { return groups > 1 ? h : 0; }
   float* qkvBlock(int b, int g) const {
-    return qkv->data() + static_cast<std::size_t>(projectionElement(b) * groups + g) * trace->tokens * 3 *
-                             trace->model.d_out;
+    return qkv->data() +
+           static_cast<std::size_t>(projectionElement(b) * groups + g) * trace->tokens * 3 * trace->model.d_out;
   }
   // The layout of a block, in PackedLinear's terms: column c (of the 3·d_out of [Q | K | V]) of
   // row r lies at qkvBlock + r · qkvLd() + qkvColumns().offset(c).

@@ -95,7 +95,8 @@ Matrix projectionForward(const Matrix& x, const Linear& layer) {
   const int T = static_cast<int>(x.rows()), out = static_cast<int>(layer.weight.rows());
   Matrix y(T, out);
   for (int r0 = 0; r0 < T; r0 += kReferenceRowBlock)
-    linearForward(x, layer, r0, std::min(kReferenceRowBlock, T - r0), Rows(y.data(), T, out, Eigen::OuterStride<>(out)));
+    linearForward(x, layer, r0, std::min(kReferenceRowBlock, T - r0),
+                  Rows(y.data(), T, out, Eigen::OuterStride<>(out)));
   return y;
 }
 
@@ -165,8 +166,8 @@ bool headForward(const ModelConfig& m, const Trace& t, const ConstRows& Q, const
   head.context.resize(T, w);
   bool finite = true;
   for (int r0 = 0; r0 < T; r0 += kReferenceRowBlock)
-    if (!attentionForward(m, t.scale_divisor, t.dropout_scale, Q, K, V, r0, std::min(kReferenceRowBlock, T - r0),
-                          head, r0, head.context))
+    if (!attentionForward(m, t.scale_divisor, t.dropout_scale, Q, K, V, r0, std::min(kReferenceRowBlock, T - r0), head,
+                          r0, head.context))
       finite = false;
   return finite;
 }
@@ -193,8 +194,7 @@ void linearForward(const Matrix& x, const Linear& layer, int r0, int n, Rows y) 
 }
 
 bool attentionForward(const ModelConfig& m, float scale_divisor, float dropout_scale, const ConstRows& Q,
-                      const ConstRows& K, const ConstRows& V, int r0, int n, HeadTrace& maps, int o,
-                      Matrix& context) {
+                      const ConstRows& K, const ConstRows& V, int r0, int n, HeadTrace& maps, int o, Matrix& context) {
   const int T = static_cast<int>(K.rows());
   const bool dropout = maps.dropout_mask.size() > 0;
   // scores = Q Kᵀ (n × T)

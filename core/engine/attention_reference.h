@@ -51,7 +51,6 @@ void linearForward(const Matrix& x, const Linear& layer, int r0, int n, Rows y);
 // kept; empty: no dropout). `maps` is the head's trace (o = r0) or a block of rows (o = 0).
 // Returns false if a value is not finite (an overflow).
 bool attentionForward(const ModelConfig& m, float scale_divisor, float dropout_scale, const ConstRows& Q,
-                      const ConstRows& K, const ConstRows& V, int r0, int n, HeadTrace& maps, int o,
-                      Matrix& context);
+                      const ConstRows& K, const ConstRows& V, int r0, int n, HeadTrace& maps, int o, Matrix& context);
 
 }  // namespace attnscope

@@ -18,7 +18,7 @@ namespace attnscope::pass {
 namespace {
 
 constexpr int kRowBlock = kReferenceRowBlock;  // rows per task of the reference blocks (both paths)
-constexpr int kProjBlock = 256;  // rows per projection task of the fast path
+constexpr int kProjBlock = 256;                // rows per projection task of the fast path
 // Rows per output (out_proj) task of the fast path: the last tasks of a pass, small enough that a
 // thread done early takes over some of the other's.
 constexpr int kOutBlock = 64;
@@ -115,7 +115,7 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
   const int first_proj = draws > 0 ? 1 : 0, first_task = first_proj + proj_items;
   const int first_out = first_task + static_cast<int>(tasks.size());
   const int items = first_out + computed_count * out_blocks;  // output i = c · out_blocks + blk
-  std::atomic<bool> keep_ready{draws == 0};  // the draws are in keep_bits
+  std::atomic<bool> keep_ready{draws == 0};                   // the draws are in keep_bits
   const std::unique_ptr<std::atomic<bool>[]> projected(new std::atomic<bool>[std::max(proj_items, 1)]);
   for (int i = 0; i < proj_items; ++i) projected[i].store(false, std::memory_order_relaxed);
   // Attention tasks still to finish over each output block (c · out_blocks + blk).

@@ -108,13 +108,13 @@ void setGemmBackend(GemmBackend backend) {
 namespace {
 
 // C = A·op(B) + beta·C, op(B) = Bᵀ (B: n × k) or B (B: k × n): the one body of both products.
-void gemm(bool transpose_b, int m, int n, int k, const float* A, int lda, const float* B, int ldb,
-          float beta, float* C, int ldc) {
+void gemm(bool transpose_b, int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta, float* C,
+          int ldc) {
   if (m <= 0 || n <= 0) return;
 #ifdef ATTNSCOPE_HAVE_OPENBLAS
   if (useBlas(m, n, k)) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, A,
-                lda, B, ldb, beta, C, ldc);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, transpose_b ? CblasTrans : CblasNoTrans, m, n, k, 1.0f, A, lda, B, ldb,
+                beta, C, ldc);
     return;
   }
 #endif
@@ -137,13 +137,11 @@ void gemm(bool transpose_b, int m, int n, int k, const float* A, int lda, const 
 
 }  // namespace
 
-void gemmABt(int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta,
-             float* C, int ldc) {
+void gemmABt(int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc) {
   gemm(true, m, n, k, A, lda, B, ldb, beta, C, ldc);
 }
 
-void gemmAB(int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta,
-            float* C, int ldc) {
+void gemmAB(int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc) {
   gemm(false, m, n, k, A, lda, B, ldb, beta, C, ldc);
 }
 
@@ -155,8 +153,13 @@ struct GemmOperands {
   PackedLinear packed;
   bool use_packed;
   GemmOperands(int m_, int n_, int k_, GemmBackend backend)
-      : m(m_), n(n_), k(k_), a(static_cast<std::size_t>(m_) * k_), b(static_cast<std::size_t>(n_) * k_),
-        c(static_cast<std::size_t>(m_) * n_), use_packed(backend == GemmBackend::Packed) {
+      : m(m_),
+        n(n_),
+        k(k_),
+        a(static_cast<std::size_t>(m_) * k_),
+        b(static_cast<std::size_t>(n_) * k_),
+        c(static_cast<std::size_t>(m_) * n_),
+        use_packed(backend == GemmBackend::Packed) {
     for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 17) * 0.01f;
     for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 13) * 0.01f;
     if (use_packed) packed = PackedLinear(b.data(), n, k, k, nullptr);
@@ -204,8 +207,8 @@ double ConcurrentGemm::measureGflops() {
   // what the forward pass asks of the machine (shared L3 and memory, the all-core clock).
   // On the engine's team, the threads the forward pass runs on.
   const auto run_all = [this] {
-    parallelFor(threads_, threads_, [this](int t) { operands_[static_cast<std::size_t>(t)]->run(); },
-                Schedule::Static);
+    parallelFor(
+        threads_, threads_, [this](int t) { operands_[static_cast<std::size_t>(t)]->run(); }, Schedule::Static);
   };
   return threads_ * operands_.front()->gflop() / secondsOf(run_all);
 }

@@ -17,7 +17,7 @@ enum class GemmBackend { Packed, Eigen, OpenBlas };
 
 struct GemmBackendName {
   GemmBackend value;
-  const char* id;     // "packed", "eigen", "openblas": ATTNSCOPE_GEMM and the benchmark's keys
+  const char* id;  // "packed", "eigen", "openblas": ATTNSCOPE_GEMM and the benchmark's keys
 };
 const std::array<GemmBackendName, 3>& gemmBackendNames();
 const char* gemmBackendId(GemmBackend backend);
@@ -36,11 +36,9 @@ void setGemmBackend(GemmBackend backend);
 // fused kernel's tiles do not come here: their inner dimension is a head's width, too short for a
 // GEMM's packing to pay, and they run on the micro-kernels of tile_kernels.h.
 // C = A·Bᵀ + beta·C. A: m × k (row stride lda), B: n × k (ldb), C: m × n (ldc).
-void gemmABt(int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta,
-             float* C, int ldc);
+void gemmABt(int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc);
 // C = A·B + beta·C. A: m × k (lda), B: k × n (ldb), C: m × n (ldc).
-void gemmAB(int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta,
-            float* C, int ldc);
+void gemmAB(int m, int n, int k, const float* A, int lda, const float* B, int ldb, float beta, float* C, int ldc);
 
 // One-thread sgemm speed of `backend` on C = A·Bᵀ of m × n × k (best of `repeat` runs), GFLOP/s.
 // For Packed, B is packed before the timed runs, as a layer's weights are.

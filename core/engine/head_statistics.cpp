@@ -47,7 +47,8 @@ HeadStatistics headStatistics(const Trace& t, const HeadTrace& h) {
       s.row_sum_after_dropout(i) = static_cast<float>(w.cast<double>().sum());
     } else {
       const Eigen::Map<const Eigen::Array<std::uint8_t, Eigen::Dynamic, 1>> keep(h.dropout_mask.row(i).data(), visible);
-      s.row_sum_after_dropout(i) = static_cast<float>(((w * t.dropout_scale) * keep.cast<float>()).cast<double>().sum());
+      s.row_sum_after_dropout(i) = static_cast<float>(
+          ((w * t.dropout_scale) * keep.cast<float>()).cast<double>().sum());
     }
 
     entropy_sum += entropy;

@@ -27,15 +27,15 @@
 namespace attnscope {
 
 struct HeadStatistics {
-  RowVector entropy;                  // T, nats
-  RowVector effective_tokens;         // T, exp(entropy)
-  RowVector max_weight;               // T
-  std::vector<int> argmax;            // T, key index (0-based)
-  RowVector row_sum_after_dropout;    // T
-  float mean_entropy = 0;             // over the T rows
-  float mean_previous = 0;            // over rows 1 … T−1; 0 and has_previous false when T = 1
-  bool has_previous = false;          // T ≥ 2: the previous-token mean is defined
-  float mean_first = 0;               // over the T rows
+  RowVector entropy;                // T, nats
+  RowVector effective_tokens;       // T, exp(entropy)
+  RowVector max_weight;             // T
+  std::vector<int> argmax;          // T, key index (0-based)
+  RowVector row_sum_after_dropout;  // T
+  float mean_entropy = 0;           // over the T rows
+  float mean_previous = 0;          // over rows 1 … T−1; 0 and has_previous false when T = 1
+  bool has_previous = false;        // T ≥ 2: the previous-token mean is defined
+  float mean_first = 0;             // over the T rows
 
   int rows() const { return static_cast<int>(argmax.size()); }
 };

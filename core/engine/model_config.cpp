@@ -113,7 +113,9 @@ std::string describeModel(const ModelConfig& m) {
     case Variant::SelfAttentionV1: s = "Self-attention with trainable weights (SelfAttention_v1)"; break;
     case Variant::SelfAttentionV2: s = "Self-attention with nn.Linear (SelfAttention_v2)"; break;
     case Variant::Causal: s = "Causal attention"; break;
-    case Variant::MultiHeadWrapper: s = "Multi-head attention wrapper, " + std::to_string(m.num_heads) + " heads"; break;
+    case Variant::MultiHeadWrapper:
+      s = "Multi-head attention wrapper, " + std::to_string(m.num_heads) + " heads";
+      break;
     case Variant::MultiHead: s = "Multi-head attention, " + std::to_string(m.num_heads) + " heads"; break;
   }
   if (m.variant == Variant::Simple && m.normalization == Normalization::Sum) s += ", weights by row sums";
@@ -144,9 +146,7 @@ bool parseDropoutStream(const std::string& id, DropoutStream* out) { return pars
 
 bool hasProjections(Variant v) { return v != Variant::Simple; }
 bool hasLinearLayers(Variant v) { return v != Variant::Simple && v != Variant::SelfAttentionV1; }
-bool hasDropout(Variant v) {
-  return v == Variant::Causal || v == Variant::MultiHeadWrapper || v == Variant::MultiHead;
-}
+bool hasDropout(Variant v) { return v == Variant::Causal || v == Variant::MultiHeadWrapper || v == Variant::MultiHead; }
 bool isMultiHead(Variant v) { return v == Variant::MultiHeadWrapper || v == Variant::MultiHead; }
 bool hasOutProj(Variant v) { return v == Variant::MultiHead; }
 
@@ -183,15 +183,16 @@ Cost estimateCost(const ModelConfig& m, int tokens, int d_in, int traced) {
   if (m.parameters)
     for (const NamedTensor& t : *m.parameters) params += static_cast<double>(t.value.size());
   c.parameter_bytes = static_cast<std::int64_t>(4 * params);
-  double working = T * d * 4;                               // the embeddings (every element reads them)
-  working += 3 * B * G * T * width * 4;                     // Q, K, V
+  double working = T * d * 4;            // the embeddings (every element reads them)
+  working += 3 * B * G * T * width * 4;  // Q, K, V
   if (hasDropout(m.variant) && m.training && m.dropout > 0) working += B * H * T * T;  // draws
-  working += B * H * T * w * 4 + 2 * B * T * ctx * 4;       // contexts, concat, output
+  working += B * H * T * w * 4 + 2 * B * T * ctx * 4;                                  // contexts, concat, output
   c.working_bytes = static_cast<std::int64_t>(working);
   // Per traced element and head: the scores and weights (the other stages are derived when read),
   // the keep mask with dropout, Q, K, V.
   const double keep_mask = hasDropout(m.variant) && m.training && m.dropout > 0 ? 1 : 0;
-  c.map_bytes = static_cast<std::int64_t>(static_cast<double>(traced) * H * (T * T * (2 * 4 + keep_mask) + 3 * T * w * 4));
+  c.map_bytes = static_cast<std::int64_t>(static_cast<double>(traced) * H *
+                                          (T * T * (2 * 4 + keep_mask) + 3 * T * w * 4));
   const double flop = 2 * B * T * d * 3 * width * G + 2 * 2 * B * H * T * T * w +
                       (hasOutProj(m.variant) ? 2 * B * T * width * width : 0);
   c.gflop = flop / 1e9;
@@ -216,22 +217,19 @@ void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& lim
   const std::string variant = std::string("the '") + id + "' variant";
   if (m.variant == Variant::Simple) {
     if (m.d_out != d_in && m.d_out != 0)
-      fail("d_out", variant + " has no projection, its width is d_in (" + str(d_in) +
-                        "); got " + str(m.d_out));
+      fail("d_out", variant + " has no projection, its width is d_in (" + str(d_in) + "); got " + str(m.d_out));
   } else if (m.d_out < 1 || m.d_out > limits.max_dim) {
     fail("d_out", "must be between 1 and " + str(limits.max_dim) + ", got " + str(m.d_out));
   }
   if (isMultiHead(m.variant)) {
     if (m.num_heads < 1 || m.num_heads > limits.max_heads)
-      fail("num_heads",
-           "must be between 1 and " + str(limits.max_heads) + ", got " + str(m.num_heads));
+      fail("num_heads", "must be between 1 and " + str(limits.max_heads) + ", got " + str(m.num_heads));
   } else if (m.num_heads != 1) {
-    fail("num_heads", variant + " has one head; use multihead_wrapper or multihead for " +
-                          str(m.num_heads));
+    fail("num_heads", variant + " has one head; use multihead_wrapper or multihead for " + str(m.num_heads));
   }
   if (m.variant == Variant::MultiHead && m.d_out % m.num_heads != 0)
-    fail("d_out", "d_out must be divisible by num_heads (the seed's assert), got d_out = " +
-                      str(m.d_out) + ", num_heads = " + str(m.num_heads));
+    fail("d_out", "d_out must be divisible by num_heads (the seed's assert), got d_out = " + str(m.d_out) +
+                      ", num_heads = " + str(m.num_heads));
   if (!(m.dropout >= 0.0 && m.dropout <= 1.0)) {  // 1 as torch takes it: every weight dropped
     std::ostringstream s;
     s << "must be in [0, 1], got " << m.dropout;
@@ -239,42 +237,40 @@ void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& lim
   }
   if (m.dropout != 0.0 && !hasDropout(m.variant))
     fail("dropout", variant + " has no dropout (only causal, multihead_wrapper and multihead do)");
-  if (m.causal && m.variant == Variant::Simple)
-    fail("causal", variant + " has no mask; use causal or a later variant");
+  if (m.causal && m.variant == Variant::Simple) fail("causal", variant + " has no mask; use causal or a later variant");
   if (m.qkv_bias && !hasLinearLayers(m.variant))
     fail("qkv_bias", variant + " has no nn.Linear layers, so no bias (self_attention_v2 and later)");
   if (m.normalization == Normalization::Sum && m.variant != Variant::Simple)
     fail("normalization", "\"sum\" is only for the 'simple' variant; " + variant + " uses softmax");
   if (m.batch_size < 1 || m.batch_size > limits.max_batch)
-    fail("batch_size",
-         "must be between 1 and " + str(limits.max_batch) + ", got " + str(m.batch_size));
+    fail("batch_size", "must be between 1 and " + str(limits.max_batch) + ", got " + str(m.batch_size));
   if (m.draws_before < 0 || m.draws_before > limits.max_draws_before)
     fail("draws_before", "must be between 0 and " + str(limits.max_draws_before) + ", got " + str(m.draws_before));
   const long long cells = static_cast<long long>(m.batch_size) * headCount(m) * tokens * tokens;
   if (cells > limits.max_attention_cells)
-    fail("batch_size", "batch_size × num_heads × T² = " + str(cells) +
-                           " attention cells exceeds the limit of " +
+    fail("batch_size", "batch_size × num_heads × T² = " + str(cells) + " attention cells exceeds the limit of " +
                            str(limits.max_attention_cells));
   checkParameterValues(m, d_in);  // the user's own parameters: names and shapes (docs/DESIGN.md §2.4)
   // The budgets, decided before anything is allocated. The message names the field that drives
   // the largest part of the cost.
   // Not capped by batch_size: the app holds its one element twice (on screen and computing).
   const int traced = limits.traced_elements == Limits::kNoMaps ? 0
-                     : limits.traced_elements > 0          ? limits.traced_elements
-                                                            : m.batch_size;
+                     : limits.traced_elements > 0              ? limits.traced_elements
+                                                               : m.batch_size;
   Cost c = estimateCost(m, tokens, d_in, traced);
   c.held_bytes = limits.held_bytes;
   const char* field = c.parameter_bytes >= c.map_bytes && c.parameter_bytes >= c.working_bytes
                           ? (isMultiHead(m.variant) && m.num_heads > 1 ? "num_heads" : "d_out")
                       : m.batch_size > 1 && limits.traced_elements == 0 ? "batch_size"
-                      : headCount(m) > 1 ? "num_heads"
-                                         : "d_out";
+                      : headCount(m) > 1                                ? "num_heads"
+                                                                        : "d_out";
   if (c.bytes() > limits.max_memory_bytes)
     fail(field, "this configuration needs about " + formatBytes(static_cast<double>(c.bytes())) + " (parameters " +
                     formatBytes(static_cast<double>(c.parameter_bytes)) + ", maps " +
                     formatBytes(static_cast<double>(c.map_bytes)) + ", the rest " +
                     formatBytes(static_cast<double>(c.working_bytes)) +
-                    (c.held_bytes > 0 ? ", the pinned result " + formatBytes(static_cast<double>(c.held_bytes)) : std::string()) +
+                    (c.held_bytes > 0 ? ", the pinned result " + formatBytes(static_cast<double>(c.held_bytes))
+                                      : std::string()) +
                     "), over the memory budget of " + formatBytes(static_cast<double>(limits.max_memory_bytes)));
   if (c.gflop > limits.max_gflop) {
     std::ostringstream s;

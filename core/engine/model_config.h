@@ -23,16 +23,16 @@ enum class DropoutStream { Mkl, Default };
 
 struct ModelConfig {
   Variant variant = Variant::MultiHead;  // which step of the chapter
-  int d_out = 2;              // projection width: per head for the wrapper, all heads for multihead
-  int num_heads = 2;          // heads; 1 for the single-head variants
-  double dropout = 0.0;       // dropout p in [0, 1] on the attention weights (dropout variants)
-  std::uint32_t seed = 123;   // torch.manual_seed(seed) right before the module is built
-  bool qkv_bias = false;      // nn.Linear(d_in, d_out, bias=qkv_bias) for W_query, W_key, W_value
-  bool causal = true;         // no future tokens: −∞ above the diagonal before softmax (or causal_route)
+  int d_out = 2;                         // projection width: per head for the wrapper, all heads for multihead
+  int num_heads = 2;                     // heads; 1 for the single-head variants
+  double dropout = 0.0;                  // dropout p in [0, 1] on the attention weights (dropout variants)
+  std::uint32_t seed = 123;              // torch.manual_seed(seed) right before the module is built
+  bool qkv_bias = false;                 // nn.Linear(d_in, d_out, bias=qkv_bias) for W_query, W_key, W_value
+  bool causal = true;                    // no future tokens: −∞ above the diagonal before softmax (or causal_route)
   CausalRoute causal_route = CausalRoute::NegInf;  // how `causal` hides them
-  Scale scale = Scale::SqrtDk;  // divide scores by √d_k, or not
-  bool training = true;       // a fresh nn.Module trains: dropout acts only in training mode
-  int batch_size = 2;         // B: the inputs stacked this many times (dropout differs per copy)
+  Scale scale = Scale::SqrtDk;                     // divide scores by √d_k, or not
+  bool training = true;                            // a fresh nn.Module trains: dropout acts only in training mode
+  int batch_size = 2;                              // B: the inputs stacked this many times (dropout differs per copy)
   Normalization normalization = Normalization::Softmax;  // simple only: softmax or ÷ row sum
   // torch with MKL on an Intel CPU (pip's torch on x86-64 Linux and Windows: the notebook's prints)
   // or torch's own stream (Debian's torch, macOS arm64, any torch on an AMD or ARM CPU).
@@ -120,23 +120,23 @@ bool isMultiHead(Variant v);      // num_heads may exceed 1
 bool hasOutProj(Variant v);       // multihead's out_proj
 
 // Sizes derived from the config for inputs of width d_in.
-int headWidth(const ModelConfig& m, int d_in);    // columns of each head's Q, K, V
-int headCount(const ModelConfig& m);              // heads actually computed
-int contextWidth(const ModelConfig& m, int d_in); // width of the concatenated context
-int outputWidth(const ModelConfig& m, int d_in);  // width of the module's return value
+int headWidth(const ModelConfig& m, int d_in);     // columns of each head's Q, K, V
+int headCount(const ModelConfig& m);               // heads actually computed
+int contextWidth(const ModelConfig& m, int d_in);  // width of the concatenated context
+int outputWidth(const ModelConfig& m, int d_in);   // width of the module's return value
 
 // Sizes the engine refuses beyond (docs/DESIGN.md §2.4); a plain struct so tests and tools can lower them.
 struct Limits {
-  int max_tokens = 4096;      // T
-  int max_dim = 4096;         // d_in and d_out
-  int max_heads = 64;         // num_heads
-  int max_batch = 64;         // batch_size
-  std::int64_t max_attention_cells = std::int64_t{1} << 28;  // B·H·T·T, bounds the trace's memory
-  std::int64_t max_file_bytes = std::int64_t{64} << 20;       // a file imported or text pasted
-  std::int64_t max_workspace_bytes = std::int64_t{512} << 20; // a workspace file or a PNG's workspace
-  std::int64_t max_memory_bytes = std::int64_t{1} << 30;      // what one computation may take (1 GiB)
-  std::int64_t max_draws_before = 100000000;  // model.draws_before: skipped in about 0.2 s
-  double max_gflop = 200;     // what one forward pass may cost: about a minute on one slow core
+  int max_tokens = 4096;                                       // T
+  int max_dim = 4096;                                          // d_in and d_out
+  int max_heads = 64;                                          // num_heads
+  int max_batch = 64;                                          // batch_size
+  std::int64_t max_attention_cells = std::int64_t{1} << 28;    // B·H·T·T, bounds the trace's memory
+  std::int64_t max_file_bytes = std::int64_t{64} << 20;        // a file imported or text pasted
+  std::int64_t max_workspace_bytes = std::int64_t{512} << 20;  // a workspace file or a PNG's workspace
+  std::int64_t max_memory_bytes = std::int64_t{1} << 30;       // what one computation may take (1 GiB)
+  std::int64_t max_draws_before = 100000000;                   // model.draws_before: skipped in about 0.2 s
+  double max_gflop = 200;  // what one forward pass may cost: about a minute on one slow core
   // What a program holds besides one computation (docs/DESIGN.md §2.4 "What the app holds"): the
   // T × T maps of how many batch elements at once (0: every element of one trace, as the CLI's
   // trace does; kNoMaps: none, its --outputs-only; the app holds the element shown twice, on
@@ -150,11 +150,12 @@ struct Limits {
 // What a computation costs, estimated up front from the sizes alone, so that a workspace that is
 // accepted always completes in bounded time and memory (docs/DESIGN.md §2.4).
 struct Cost {
-  std::int64_t parameter_bytes = 0;  // W_query, W_key, W_value (per head for the wrapper), out_proj, and their packed copy
-  std::int64_t working_bytes = 0;    // Q, K, V, dropout draws, contexts and outputs of every element
-  std::int64_t map_bytes = 0;        // the T × T maps of the traced batch elements
-  double gflop = 0;                  // multiply-adds × 2 of the projections, Q Kᵀ, weights · V, out_proj
-  std::int64_t held_bytes = 0;       // what the program holds besides (Limits::held_bytes)
+  std::int64_t parameter_bytes =
+      0;  // W_query, W_key, W_value (per head for the wrapper), out_proj, and their packed copy
+  std::int64_t working_bytes = 0;  // Q, K, V, dropout draws, contexts and outputs of every element
+  std::int64_t map_bytes = 0;      // the T × T maps of the traced batch elements
+  double gflop = 0;                // multiply-adds × 2 of the projections, Q Kᵀ, weights · V, out_proj
+  std::int64_t held_bytes = 0;     // what the program holds besides (Limits::held_bytes)
   std::int64_t bytes() const { return parameter_bytes + working_bytes + map_bytes + held_bytes; }
 };
 // `traced` batch elements keep their intermediates (the worst case, all of them, when validating).

@@ -61,8 +61,7 @@ __attribute__((target("avx2"))) inline __m256i load8(const std::uint32_t* p) {
 }
 
 // mt[k … k+7] = x[k+N …], with x[k+M …] at mt[km …].
-__attribute__((target("avx2"))) inline void step8(std::uint32_t* mt, std::size_t k,
-                                                  std::size_t km) {
+__attribute__((target("avx2"))) inline void step8(std::uint32_t* mt, std::size_t k, std::size_t km) {
   const __m256i r = twist8(load8(mt + k), load8(mt + k + 1), load8(mt + km));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(mt + k), r);
 }
@@ -78,15 +77,12 @@ __attribute__((target("avx2"))) void refillAvx2(std::uint32_t* mt) {
 
 __attribute__((target("avx2"))) inline __m256i temper8(__m256i y) {
   y = _mm256_xor_si256(y, _mm256_srli_epi32(y, 11));
-  y = _mm256_xor_si256(y, _mm256_and_si256(_mm256_slli_epi32(y, 7),
-                                           _mm256_set1_epi32(int(0x9d2c5680u))));
-  y = _mm256_xor_si256(y, _mm256_and_si256(_mm256_slli_epi32(y, 15),
-                                           _mm256_set1_epi32(int(0xefc60000u))));
+  y = _mm256_xor_si256(y, _mm256_and_si256(_mm256_slli_epi32(y, 7), _mm256_set1_epi32(int(0x9d2c5680u))));
+  y = _mm256_xor_si256(y, _mm256_and_si256(_mm256_slli_epi32(y, 15), _mm256_set1_epi32(int(0xefc60000u))));
   return _mm256_xor_si256(y, _mm256_srli_epi32(y, 18));
 }
 
-__attribute__((target("avx2"))) void temperAvx2(const std::uint32_t* in, std::uint32_t* out,
-                                                std::size_t n) {
+__attribute__((target("avx2"))) void temperAvx2(const std::uint32_t* in, std::uint32_t* out, std::size_t n) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
@@ -113,10 +109,8 @@ __attribute__((target("avx512f"))) inline __m512i twist16(__m512i xk, __m512i xk
   return _mm512_mask_xor_epi32(r, odd, r, _mm512_set1_epi32(int(kMatrixA)));
 }
 
-__attribute__((target("avx512f"))) inline void step16(std::uint32_t* mt, std::size_t k,
-                                                      std::size_t km) {
-  const __m512i r = twist16(_mm512_loadu_si512(mt + k), _mm512_loadu_si512(mt + k + 1),
-                            _mm512_loadu_si512(mt + km));
+__attribute__((target("avx512f"))) inline void step16(std::uint32_t* mt, std::size_t k, std::size_t km) {
+  const __m512i r = twist16(_mm512_loadu_si512(mt + k), _mm512_loadu_si512(mt + k + 1), _mm512_loadu_si512(mt + km));
   _mm512_storeu_si512(mt + k, r);
 }
 
@@ -133,15 +127,12 @@ __attribute__((target("avx512f"))) void refillAvx512(std::uint32_t* mt) {
 
 __attribute__((target("avx512f"))) inline __m512i temper16(__m512i y) {
   y = _mm512_xor_si512(y, _mm512_srli_epi32(y, 11));
-  y = _mm512_xor_si512(y, _mm512_and_si512(_mm512_slli_epi32(y, 7),
-                                           _mm512_set1_epi32(int(0x9d2c5680u))));
-  y = _mm512_xor_si512(y, _mm512_and_si512(_mm512_slli_epi32(y, 15),
-                                           _mm512_set1_epi32(int(0xefc60000u))));
+  y = _mm512_xor_si512(y, _mm512_and_si512(_mm512_slli_epi32(y, 7), _mm512_set1_epi32(int(0x9d2c5680u))));
+  y = _mm512_xor_si512(y, _mm512_and_si512(_mm512_slli_epi32(y, 15), _mm512_set1_epi32(int(0xefc60000u))));
   return _mm512_xor_si512(y, _mm512_srli_epi32(y, 18));
 }
 
-__attribute__((target("avx512f"))) void temperAvx512(const std::uint32_t* in, std::uint32_t* out,
-                                                     std::size_t n) {
+__attribute__((target("avx512f"))) void temperAvx512(const std::uint32_t* in, std::uint32_t* out, std::size_t n) {
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16) _mm512_storeu_si512(out + i, temper16(_mm512_loadu_si512(in + i)));
   if (i < n) {  // the last 1 … 15 words, masked so nothing past n is read or written
@@ -158,9 +149,7 @@ __attribute__((target("avx512f"))) void temperAvx512(const std::uint32_t* in, st
 
 }  // namespace
 
-Mt19937::Mt19937(std::uint32_t s, Isa impl) : impl_(runnableIsa(impl, "Mt19937")) {
-  seed(s);
-}
+Mt19937::Mt19937(std::uint32_t s, Isa impl) : impl_(runnableIsa(impl, "Mt19937")) { seed(s); }
 
 void Mt19937::seed(std::uint32_t s) {
   // Knuth's initialization, as std::mersenne_twister_engine::seed does it.

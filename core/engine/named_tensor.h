@@ -9,7 +9,7 @@ namespace attnscope {
 
 // A matrix, or a vector (biases) stored as a 1 × n matrix.
 struct NamedTensor {
-  std::string name;   // e.g. "W_query.weight", "heads.1.W_key.weight", "out_proj.bias"
+  std::string name;  // e.g. "W_query.weight", "heads.1.W_key.weight", "out_proj.bias"
   Matrix value;
   bool is_vector;
 };

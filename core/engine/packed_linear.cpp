@@ -213,7 +213,8 @@ ATTNSCOPE_AVX2 void packPanelsAvx2(const float* W, int out, int in, int ldw, flo
       // rows 4 … 7, with j = 0, 2, 1, 3 for k = 0, 1, 2, 3.
       for (int k = 0; k < 4; ++k) {
         const int j = (k & 1) * 2 + (k >> 1);
-        const __m256 lo = _mm256_permute2f128_ps(r[k], r[k + 4], 0x20), hi = _mm256_permute2f128_ps(r[k], r[k + 4], 0x31);
+        const __m256 lo = _mm256_permute2f128_ps(r[k], r[k + 4], 0x20),
+                     hi = _mm256_permute2f128_ps(r[k], r[k + 4], 0x31);
         _mm256_storeu_ps(dst + static_cast<std::size_t>(i + j) * kPanel, lo);
         _mm256_storeu_ps(dst + static_cast<std::size_t>(i + j + 4) * kPanel, hi);
       }
@@ -271,7 +272,7 @@ bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa 
     // The rows that need an output of this panel: r + output_limit > p·kPanel.
     const int r0 = static_cast<int>(
         std::clamp(static_cast<long long>(p) * kPanel - output_limit + 1, 0LL, static_cast<long long>(m)));
-    if (r0 == m) break;  // the later panels lie further beyond every row's limit
+    if (r0 == m) break;                        // the later panels lie further beyond every row's limit
     float* y = Y + blocks.offset(p * kPanel);  // the panel's first output, within one block
     const PanelJob job{m - r0,
                        in_,

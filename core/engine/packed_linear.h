@@ -47,12 +47,12 @@ class PackedLinear {
   // Y = X·Wᵀ + b for m rows. X: m × in (row stride ldx), Y: m × out (ldy). Returns whether every
   // output computed is finite. `isa`: Auto is the one the fused attention's kernels use
   // (activeTileKernels: the widest this CPU runs, unless ATTNSCOPE_TILE_ISA or setIsa chose
-  // another); a named one must be supported. `output_limit`, for a causal product: row r needs only the outputs o < r + limit;
-  // a row skips the panels wholly beyond its limit, and in the panel its limit crosses, the
-  // outputs past it are computed anyway (they are written, and count in the returned finiteness).
-  // `blocks`: where Y's columns go (OutputBlocks); by default plain row-major Y.
-  bool apply(int m, const float* X, int ldx, float* Y, int ldy, Isa isa = Isa::Auto,
-             int output_limit = kAllOutputs, OutputBlocks blocks = OutputBlocks()) const;
+  // another); a named one must be supported. `output_limit`, for a causal product: row r needs only the outputs o < r +
+  // limit; a row skips the panels wholly beyond its limit, and in the panel its limit crosses, the outputs past it are
+  // computed anyway (they are written, and count in the returned finiteness). `blocks`: where Y's columns go
+  // (OutputBlocks); by default plain row-major Y.
+  bool apply(int m, const float* X, int ldx, float* Y, int ldy, Isa isa = Isa::Auto, int output_limit = kAllOutputs,
+             OutputBlocks blocks = OutputBlocks()) const;
   static constexpr int kAllOutputs = 1 << 30;
 
  private:

@@ -50,8 +50,9 @@ Parameters initParameters(const ModelConfig& m, int d_in, TorchGenerator& g) {
   return p;
 }
 
-void forEachStateDictEntry(const ModelConfig& m, const Parameters& p,
-                           const std::function<void(const std::string& name, const Matrix& value, bool is_vector)>& visit) {
+void forEachStateDictEntry(
+    const ModelConfig& m, const Parameters& p,
+    const std::function<void(const std::string& name, const Matrix& value, bool is_vector)>& visit) {
   auto linear = [&visit](const std::string& name, const Linear& l) {
     visit(name + ".weight", l.weight, false);
     if (l.bias.size() > 0) visit(name + ".bias", l.bias, true);
@@ -99,7 +100,9 @@ std::vector<Slot> slots(const ModelConfig& m, int d_in) {
     const char* name;
     std::vector<Linear> Parameters::*group;
   };
-  const Projection projections[] = {{"W_query", &Parameters::query}, {"W_key", &Parameters::key}, {"W_value", &Parameters::value}};
+  const Projection projections[] = {{"W_query", &Parameters::query},
+                                    {"W_key", &Parameters::key},
+                                    {"W_value", &Parameters::value}};
   for (int g = 0; g < (wrapper ? m.num_heads : 1); ++g) {
     const std::string prefix = wrapper ? "heads." + std::to_string(g) + "." : "";
     for (const Projection& p : projections) {
@@ -123,7 +126,8 @@ std::vector<Slot> slots(const ModelConfig& m, int d_in) {
 }
 
 std::string shapeText(const NamedTensor& t) {
-  if (t.is_vector) return "a list of " + std::to_string(t.value.cols()) + (t.value.cols() == 1 ? " number" : " numbers");
+  if (t.is_vector)
+    return "a list of " + std::to_string(t.value.cols()) + (t.value.cols() == 1 ? " number" : " numbers");
   return "a " + std::to_string(t.value.rows()) + " × " + std::to_string(t.value.cols()) + " matrix";
 }
 
@@ -143,12 +147,14 @@ std::string shapeText(const NamedTensor& t) {
   if (ends(".bias") && known(name.substr(0, name.size() - 5) + ".weight") && !m.qkv_bias)
     refuse(name, cls + " has no " + name + ": qkv_bias is false (set model.qkv_bias to true to load biases)");
   if (m.variant == Variant::SelfAttentionV1 && ends(".weight") && known(name.substr(0, name.size() - 7)))
-    refuse(name, "SelfAttention_v1 holds " + name.substr(0, name.size() - 7) + " itself (d_in × d_out, torch.rand), not an nn.Linear: name it " +
+    refuse(name, "SelfAttention_v1 holds " + name.substr(0, name.size() - 7) +
+                     " itself (d_in × d_out, torch.rand), not an nn.Linear: name it " +
                      name.substr(0, name.size() - 7));
   if (m.variant != Variant::SelfAttentionV1 && known(name + ".weight"))
     refuse(name, cls + "'s " + name + " is an nn.Linear: its weight is " + name + ".weight (d_out × d_in)");
   if (m.variant != Variant::MultiHeadWrapper && name.rfind("heads.", 0) == 0)
-    refuse(name, cls + " has no heads.N modules: that is MultiHeadAttentionWrapper's state_dict (variant multihead_wrapper)");
+    refuse(name,
+           cls + " has no heads.N modules: that is MultiHeadAttentionWrapper's state_dict (variant multihead_wrapper)");
   if (m.variant == Variant::MultiHeadWrapper && name.rfind("heads.", 0) == 0)
     refuse(name, "the wrapper has num_heads = " + std::to_string(m.num_heads) + " heads: heads.0 … heads." +
                      std::to_string(m.num_heads - 1));
@@ -194,14 +200,17 @@ void checkParameterValues(const ModelConfig& m, int d_in) {
     const ParameterShape& want = all[k].shape;
     const bool fits = t.is_vector == want.is_vector && t.value.rows() == want.rows && t.value.cols() == want.cols;
     if (!fits) {
-      const std::string expected = want.is_vector ? "a list of " + std::to_string(want.cols) + " numbers (" + want.dims + ")"
-                                                  : std::to_string(want.rows) + " × " + std::to_string(want.cols) + " (" +
-                                                        want.dims + ")";
-      const bool transposed = !t.is_vector && !want.is_vector && t.value.rows() == want.cols && t.value.cols() == want.rows;
-      refuse(t.name, "expected " + expected + ", got " + shapeText(t) +
-                         (transposed ? (want.dims == "d_in × d_out" ? " (transposed? SelfAttention_v1's W is d_in × d_out)"
-                                                                    : " (transposed? nn.Linear stores its weight as out × in)")
-                                     : ""));
+      const std::string expected = want.is_vector
+                                       ? "a list of " + std::to_string(want.cols) + " numbers (" + want.dims + ")"
+                                       : std::to_string(want.rows) + " × " + std::to_string(want.cols) + " (" +
+                                             want.dims + ")";
+      const bool transposed = !t.is_vector && !want.is_vector && t.value.rows() == want.cols &&
+                              t.value.cols() == want.rows;
+      refuse(t.name,
+             "expected " + expected + ", got " + shapeText(t) +
+                 (transposed ? (want.dims == "d_in × d_out" ? " (transposed? SelfAttention_v1's W is d_in × d_out)"
+                                                            : " (transposed? nn.Linear stores its weight as out × in)")
+                             : ""));
     }
     if (!t.value.allFinite()) refuse(t.name, "every value must be a finite number");
   }
@@ -215,9 +224,12 @@ void applyParameterValues(const ModelConfig& m, int d_in, Parameters& p) {
     for (const Slot& s : all) {
       if (s.shape.name != t.name) continue;
       Linear& layer = s.group ? (p.*s.group)[static_cast<std::size_t>(s.index)] : p.out_proj;
-      if (s.bias) layer.bias = t.value.row(0);
-      else if (s.transposed) layer.weight = t.value.transpose();
-      else layer.weight = t.value;
+      if (s.bias)
+        layer.bias = t.value.row(0);
+      else if (s.transposed)
+        layer.weight = t.value.transpose();
+      else
+        layer.weight = t.value;
     }
 }
 
@@ -242,8 +254,8 @@ DrawnParameters drawSeeded(const ModelConfig& m, int d_in) {
     std::int64_t draws_before;
     bool qkv_bias;
     bool operator==(const Key& o) const {
-      return variant == o.variant && d_out == o.d_out && num_heads == o.num_heads && d_in == o.d_in &&
-             seed == o.seed && draws_before == o.draws_before && qkv_bias == o.qkv_bias;
+      return variant == o.variant && d_out == o.d_out && num_heads == o.num_heads && d_in == o.d_in && seed == o.seed &&
+             draws_before == o.draws_before && qkv_bias == o.qkv_bias;
     }
   };
   // Recent configs (undo/redo of a model edit finds its own), 64 MiB of them beyond the newest.

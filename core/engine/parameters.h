@@ -15,15 +15,15 @@ namespace attnscope {
 
 // y = x Wᵀ + b, with W in torch layout (out × in). SelfAttention_v1's x @ W is stored as Wᵀ here.
 struct Linear {
-  Matrix weight;      // out × in
-  RowVector bias;     // out, or empty when the layer has no bias
+  Matrix weight;   // out × in
+  RowVector bias;  // out, or empty when the layer has no bias
 };
 
 struct Parameters {
   // Q, K, V projections: one per head for the wrapper (each d_in → d_out), one otherwise
   // (d_in → d_out, split into heads by multihead). Empty for 'simple'.
   std::vector<Linear> query, key, value;
-  Linear out_proj;    // multihead only (d_out → d_out, with bias); empty weight otherwise
+  Linear out_proj;  // multihead only (d_out → d_out, with bias); empty weight otherwise
 };
 
 // Draws the parameters of m's module for inputs of width d_in, as torch.manual_seed(m.seed)
@@ -49,8 +49,9 @@ std::size_t parameterBytes(const Parameters& p);
 std::vector<NamedTensor> stateDict(const ModelConfig& m, const Parameters& p);
 // The same entries one at a time, without copying them (SelfAttention_v1's transposed weights are
 // made one at a time): writers of large modules hold one tensor more, not the whole module again.
-void forEachStateDictEntry(const ModelConfig& m, const Parameters& p,
-                           const std::function<void(const std::string& name, const Matrix& value, bool is_vector)>& visit);
+void forEachStateDictEntry(
+    const ModelConfig& m, const Parameters& p,
+    const std::function<void(const std::string& name, const Matrix& value, bool is_vector)>& visit);
 
 // One parameter of m's module for inputs of width d_in: its state_dict() name and shape in torch's
 // layout, and what the shape is made of, for messages.

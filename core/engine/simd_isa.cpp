@@ -24,8 +24,7 @@ bool cpuHasAvx512() { return false; }
 bool isaSupported(Isa isa) {
   switch (isa) {
     case Isa::Auto:
-    case Isa::Scalar:
-      return true;
+    case Isa::Scalar: return true;
     case Isa::Avx2: {
       static const bool has = cpuHasAvx2Fma();
       return has;

@@ -6,9 +6,9 @@ namespace attnscope {
 
 enum class Isa { Auto, Scalar, Avx2, Avx512 };  // Avx2 includes FMA; Avx512 includes both
 
-bool isaSupported(Isa isa);        // Auto and Scalar always are
-Isa isaBest();                     // what Auto resolves to on this CPU
-const char* isaName(Isa isa);      // "auto", "scalar", "avx2", "avx512"
+bool isaSupported(Isa isa);    // Auto and Scalar always are
+Isa isaBest();                 // what Auto resolves to on this CPU
+const char* isaName(Isa isa);  // "auto", "scalar", "avx2", "avx512"
 // `isa` (Auto: isaBest()) when this CPU runs it; otherwise throws std::invalid_argument
 // "<kernels>: this CPU cannot run the <isa> version".
 Isa runnableIsa(Isa isa, const char* kernels);

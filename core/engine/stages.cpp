@@ -16,14 +16,18 @@ const std::array<StageInfo, kStageCount>& stageTable() {
       {Stage::Values, "values", "values  V = X W_v", "V", false, true, false, true, false, false, false},
       {Stage::Scores, "scores", "scores  Q·Kᵀ", "scores", true, true, false, true, false, true, false},
       {Stage::Mask, "mask", "causal mask (1 = hidden)", "mask", true, true, true, false, false, false, false},
-      {Stage::MaskedScores, "masked_scores", "masked scores  −∞ above the diagonal", "masked", true, true, false, false, false, true, false},
+      {Stage::MaskedScores, "masked_scores", "masked scores  −∞ above the diagonal", "masked", true, true, false, false,
+       false, true, false},
       {Stage::ScaledScores, "scaled_scores", "scaled  ÷ √dₖ", "scaled", true, true, false, false, false, true, false},
-      {Stage::UnmaskedWeights, "unmasked_weights", "softmax over every key", "softmax", true, true, false, true, false, false, true},
+      {Stage::UnmaskedWeights, "unmasked_weights", "softmax over every key", "softmax", true, true, false, true, false,
+       false, true},
       {Stage::Tril, "tril", "tril  (1 = visible)", "tril", true, true, true, false, false, false, true},
-      {Stage::TrilWeights, "tril_weights", "× tril  (before ÷ row sum)", "× tril", true, true, false, false, false, false, true},
+      {Stage::TrilWeights, "tril_weights", "× tril  (before ÷ row sum)", "× tril", true, true, false, false, false,
+       false, true},
       {Stage::Weights, "weights", "weights (softmax)", "weights", true, true, false, true, false, true, false},
       {Stage::DropoutMask, "dropout_mask", "dropout mask", "dropout", true, true, true, true, false, true, false},
-      {Stage::DroppedWeights, "dropped_weights", "weights after dropout", "dropped", true, true, false, false, false, true, false},
+      {Stage::DroppedWeights, "dropped_weights", "weights after dropout", "dropped", true, true, false, false, false,
+       true, false},
       {Stage::Context, "context", "context  weights·V", "context", false, true, false, true, false, false, false},
   }};
   return table;
@@ -63,7 +67,8 @@ StageMap::StageMap(const Trace& t, const HeadTrace& h, Stage s) {
     if (layers.empty()) return;
     const bool wrapper = t.model.variant == Variant::MultiHeadWrapper;
     const Linear& l = layers.at(wrapper ? static_cast<std::size_t>(h.index) : 0);
-    const Eigen::Index c0 = t.model.variant == Variant::MultiHead ? static_cast<Eigen::Index>(h.index) * t.head_width : 0;
+    const Eigen::Index c0 = t.model.variant == Variant::MultiHead ? static_cast<Eigen::Index>(h.index) * t.head_width
+                                                                  : 0;
     *this = weightColumns(l.weight, c0, t.head_width);
     return;
   }
@@ -127,7 +132,7 @@ float StageMap::operator()(Eigen::Index i, Eigen::Index j) const {
 void StageMap::readRow(Eigen::Index i, float* out) const {
   Eigen::Map<Eigen::ArrayXf> o(out, cols_);
   const Eigen::Index visible = causal_ ? std::min(i + 1, cols_) : cols_;  // keys not masked
-  const Eigen::Index below = std::min(i + 1, cols_);                     // keys j ≤ i: tril's ones
+  const Eigen::Index below = std::min(i + 1, cols_);                      // keys j ≤ i: tril's ones
   switch (kind_) {
     case Kind::Values: o = values_->row(i).transpose().array(); return;
     case Kind::Flags: o = flags_->row(i).transpose().cast<float>().array(); return;

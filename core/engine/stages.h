@@ -16,24 +16,39 @@ namespace attnscope {
 // The tril route of cells [26]–[28] (ModelConfig::causal_route) has three stages of its own
 // between the scaled scores and the weights: the softmax over every key, tril, and their product.
 enum class Stage {
-  WQuery, WKey, WValue, Queries, Keys, Values, Scores, Mask, MaskedScores, ScaledScores,
-  UnmaskedWeights, Tril, TrilWeights, Weights, DropoutMask, DroppedWeights, Context
+  WQuery,
+  WKey,
+  WValue,
+  Queries,
+  Keys,
+  Values,
+  Scores,
+  Mask,
+  MaskedScores,
+  ScaledScores,
+  UnmaskedWeights,
+  Tril,
+  TrilWeights,
+  Weights,
+  DropoutMask,
+  DroppedWeights,
+  Context
 };
 constexpr int kStageCount = 17;
 
 struct StageInfo {
   Stage stage;
-  const char* id;                  // "scaled_scores": trace JSON key, export file, --panel, dumps
-  const char* title;               // "scaled  ÷ √dₖ": the heading of its map
-  const char* label;               // "scaled": its toggle in the grid's header
-  bool square;                     // T × T over query and key tokens (else T × head width)
-  bool heatmap;                    // offered as a column of the app's heatmap grid
-  bool flags;                      // 0/1 values (the masks), written as integers
-  bool stored;                     // a HeadTrace member holds it; else StageMap derives it
-  bool parameter;                  // d_in × head width, read from the parameters as X·W uses
-                                   // them; not among a trace's heads (its "parameters" hold them)
-  bool shown;                      // a column of the heatmap grid until the user hides it
-  bool tril_route;                 // held only on the tril route (stageHeld)
+  const char* id;     // "scaled_scores": trace JSON key, export file, --panel, dumps
+  const char* title;  // "scaled  ÷ √dₖ": the heading of its map
+  const char* label;  // "scaled": its toggle in the grid's header
+  bool square;        // T × T over query and key tokens (else T × head width)
+  bool heatmap;       // offered as a column of the app's heatmap grid
+  bool flags;         // 0/1 values (the masks), written as integers
+  bool stored;        // a HeadTrace member holds it; else StageMap derives it
+  bool parameter;     // d_in × head width, read from the parameters as X·W uses
+                      // them; not among a trace's heads (its "parameters" hold them)
+  bool shown;         // a column of the heatmap grid until the user hides it
+  bool tril_route;    // held only on the tril route (stageHeld)
 };
 
 // In the order the trace keeps them.
@@ -85,12 +100,12 @@ class StageMap {
                                        // the unmasked weights (TrilWeights)
   const ByteMatrix* flags_ = nullptr;  // Flags; the keep mask (Dropped), null without dropout
   Eigen::Index rows_ = 0, cols_ = 0;
-  bool divide_ = false;                // Scaled, Masked: ÷ divisor_
+  bool divide_ = false;  // Scaled, Masked: ÷ divisor_
   float divisor_ = 1;
-  bool causal_ = false;                // Mask, Masked, Scaled
-  bool neg_inf_ = false;               // Masked, Scaled: −∞ where masked (not on the tril route)
-  float dropout_scale_ = 1;            // Dropped
-  Eigen::Index first_column_ = 0;      // WeightColumns: c0 (values_ is the torch weight)
+  bool causal_ = false;            // Mask, Masked, Scaled
+  bool neg_inf_ = false;           // Masked, Scaled: −∞ where masked (not on the tril route)
+  float dropout_scale_ = 1;        // Dropped
+  Eigen::Index first_column_ = 0;  // WeightColumns: c0 (values_ is the torch weight)
 };
 
 // The stage's values as a matrix (masks as 0/1).
@@ -102,11 +117,11 @@ constexpr int kModuleMapCount = 3;
 
 struct ModuleMapInfo {
   ModuleMap map;
-  const char* id;                  // "output": the view's columns, --panel, dumps
-  const char* title;               // "output  out_proj(context)": the heading of its map
-  const char* label;               // "output": its toggle in the grid's header
-  bool parameter;                  // a weight, d_out × d_out in X·W form (else T rows of tokens)
-  bool shown;                      // a column of the heatmap grid until the user hides it
+  const char* id;     // "output": the view's columns, --panel, dumps
+  const char* title;  // "output  out_proj(context)": the heading of its map
+  const char* label;  // "output": its toggle in the grid's header
+  bool parameter;     // a weight, d_out × d_out in X·W form (else T rows of tokens)
+  bool shown;         // a column of the heatmap grid until the user hides it
 };
 
 const std::array<ModuleMapInfo, kModuleMapCount>& moduleMapTable();

@@ -172,9 +172,7 @@ class ThreadTeam {
     spin_us_.store(std::max(o.spin_microseconds, 0), std::memory_order_relaxed);
   }
 
-  std::chrono::microseconds spin() const {
-    return std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed));
-  }
+  std::chrono::microseconds spin() const { return std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed)); }
 
  private:
   // A new loop for `threads` participants: the generation moves on, and the participant count
@@ -253,43 +251,46 @@ void runGraph(int threads, const TaskGraph& graph) {
   std::atomic<int> left{count};  // items nobody has taken yet
   // One share per participant (Static: participant k runs share k). If the team is busy, the
   // caller runs the shares one after the other: share 0 then takes every item, each ready in turn.
-  parallelFor(threads, threads, [&](int k) {
-    std::vector<std::size_t> first(threads, 0);  // per list: every item before it is taken
-    // The first ready item of list l that nobody has taken, or −1.
-    const auto firstReady = [&](int l) {
-      const std::vector<int>& list = lists[l];
-      while (first[l] < list.size() && taken[list[first[l]]].load(std::memory_order_relaxed)) ++first[l];
-      for (std::size_t x = first[l]; x < list.size(); ++x)
-        if (!taken[list[x]].load(std::memory_order_relaxed) && graph.ready(list[x])) return list[x];
-      return -1;
-    };
-    bool waiting = false;  // since `idle`, nothing this thread could take was ready
-    Clock::time_point idle;
-    while (left.load(std::memory_order_acquire) > 0) {
-      int pick = -1, pick_stage = 0;
-      for (int j = 0; j < threads; ++j) {  // its own list first: another wins only by an earlier stage
-        const int i = firstReady((k + j) % threads);
-        if (i < 0) continue;
-        const int stage = graph.stage(i);
-        if (pick < 0 || stage < pick_stage) pick = i, pick_stage = stage;
-      }
-      if (pick < 0 || taken[pick].exchange(true, std::memory_order_acq_rel)) {
-        // Waiting for another thread's item: spin as the team does between loops, then sleep in
-        // short naps, so that a waiting thread never holds a core the one it waits for needs.
-        if (!waiting) {
-          waiting = true;
-          idle = Clock::now();
-        } else if (Clock::now() - idle > team().spin()) {
-          std::this_thread::sleep_for(std::chrono::microseconds(20));
+  parallelFor(
+      threads, threads,
+      [&](int k) {
+        std::vector<std::size_t> first(threads, 0);  // per list: every item before it is taken
+        // The first ready item of list l that nobody has taken, or −1.
+        const auto firstReady = [&](int l) {
+          const std::vector<int>& list = lists[l];
+          while (first[l] < list.size() && taken[list[first[l]]].load(std::memory_order_relaxed)) ++first[l];
+          for (std::size_t x = first[l]; x < list.size(); ++x)
+            if (!taken[list[x]].load(std::memory_order_relaxed) && graph.ready(list[x])) return list[x];
+          return -1;
+        };
+        bool waiting = false;  // since `idle`, nothing this thread could take was ready
+        Clock::time_point idle;
+        while (left.load(std::memory_order_acquire) > 0) {
+          int pick = -1, pick_stage = 0;
+          for (int j = 0; j < threads; ++j) {  // its own list first: another wins only by an earlier stage
+            const int i = firstReady((k + j) % threads);
+            if (i < 0) continue;
+            const int stage = graph.stage(i);
+            if (pick < 0 || stage < pick_stage) pick = i, pick_stage = stage;
+          }
+          if (pick < 0 || taken[pick].exchange(true, std::memory_order_acq_rel)) {
+            // Waiting for another thread's item: spin as the team does between loops, then sleep in
+            // short naps, so that a waiting thread never holds a core the one it waits for needs.
+            if (!waiting) {
+              waiting = true;
+              idle = Clock::now();
+            } else if (Clock::now() - idle > team().spin()) {
+              std::this_thread::sleep_for(std::chrono::microseconds(20));
+            }
+            cpuRelax();
+            continue;
+          }
+          waiting = false;
+          left.fetch_sub(1, std::memory_order_acq_rel);
+          graph.run(pick);
         }
-        cpuRelax();
-        continue;
-      }
-      waiting = false;
-      left.fetch_sub(1, std::memory_order_acq_rel);
-      graph.run(pick);
-    }
-  }, Schedule::Static);
+      },
+      Schedule::Static);
 }
 
 int availableProcessors() {

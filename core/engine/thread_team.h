@@ -28,8 +28,7 @@ enum class Schedule {
 // returns when every item has run. Items must not throw. A loop started while the team is busy
 // (another thread's loop, or a loop inside an item) runs on the calling thread alone: the same
 // items, so the same results. threads ≤ 1 runs the loop in order on the caller.
-void parallelFor(int threads, int count, const std::function<void(int)>& item,
-                 Schedule schedule = Schedule::Dynamic);
+void parallelFor(int threads, int count, const std::function<void(int)>& item, Schedule schedule = Schedule::Dynamic);
 
 // A loop whose items wait for earlier ones (runGraph).
 struct TaskGraph {

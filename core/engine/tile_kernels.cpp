@@ -17,7 +17,7 @@ namespace attnscope {
 // the panels of 32 keys beyond a row's last. Dot products of one row against 16 keys, summed
 // across lanes by shuffles, were slower, packing included (docs/engine-measurements.md).
 void tile::scoresPacked(Isa isa, int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk, float* S,
-                  int lds, int key_limit) {
+                        int lds, int key_limit) {
   thread_local PackedLinear key_tile;  // its memory stays with the thread
   key_tile.pack(K, nk, hw, ldk, nullptr);
   key_tile.apply(n, Q, ldq, S, lds, isa, clampLimit(key_limit, n, nk));

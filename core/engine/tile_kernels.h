@@ -42,16 +42,16 @@ struct TileKernels {
   // S: n × nk (lds). Row r needs only the keys j < r + key_limit (the causal mask: key_limit =
   // first row's index − first key's index + 1; nk or more for all keys): beyond them S holds
   // anything (left unwritten, or scores a register block computed anyway), never past nk.
-  void (*scores)(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk, float* S,
-                 int lds, int key_limit);
+  void (*scores)(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk, float* S, int lds,
+                 int key_limit);
 
   // acc += P·V. P: n × nk (ldp), V: nk × hw (ldv), acc: n × hw (ldacc). Row r's P must be 0 for the
   // kSoftmaxZeroKeys keys after its key limit (r + key_limit), within nk, as softmaxRows leaves it:
   // a register block reads the keys of its last row, at most kSoftmaxZeroKeys − 1 rows down, and no
   // further. Each element sums the keys in chunks (kKeyChunk in tile_kernels_internal.h), each in
   // order from 0, and adds each chunk's sum to acc in order.
-  void (*accumulate)(int n, int nk, int hw, const float* P, int ldp, const float* V, int ldv,
-                     float* acc, int ldacc, int key_limit);
+  void (*accumulate)(int n, int nk, int hw, const float* P, int ldp, const float* V, int ldv, float* acc, int ldacc,
+                     int key_limit);
 
   // The online softmax step of a key tile for n query rows. S: n × nk raw scores (lds); row r's
   // unmasked keys are j < r + key_limit, as for scores. Per row: the new max of the raw scores

@@ -21,8 +21,8 @@ ATTNSCOPE_AVX2_INLINE __m256i firstLanes(int count) {
 
 // S = Q·Kᵀ (tile_kernels.h) as a packed linear product: scoresPacked. Q: n × hw (ldq), K: nk × hw
 // (ldk), S: n × nk (lds).
-ATTNSCOPE_AVX2 void scoresAvx2(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk,
-                               float* S, int lds, int key_limit) {
+ATTNSCOPE_AVX2 void scoresAvx2(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk, float* S,
+                               int lds, int key_limit) {
   scoresPacked(Isa::Avx2, n, nk, hw, Q, ldq, K, ldk, S, lds, key_limit);
 }
 
@@ -31,8 +31,8 @@ ATTNSCOPE_AVX2 void scoresAvx2(int n, int nk, int hw, const float* Q, int ldq, c
 // key, from 0, and adds the chunk to acc: whatever the block, the same operations.
 // p: R × keys (ldp), v: keys × columns (ldv), a: R × columns (lda).
 template <int R, int NV, bool Masked>
-ATTNSCOPE_AVX2_INLINE void accumulateBlockAvx2(int keys, const float* p, int ldp, const float* v, int ldv,
-                                               float* a, int lda, __m256i tail) {
+ATTNSCOPE_AVX2_INLINE void accumulateBlockAvx2(int keys, const float* p, int ldp, const float* v, int ldv, float* a,
+                                               int lda, __m256i tail) {
   for (int j0 = 0; j0 < keys; j0 += kKeyChunk) {
     __m256 part[R][NV];  // unrolled, so that the array lives in registers
 #pragma GCC unroll 4
@@ -67,8 +67,8 @@ ATTNSCOPE_AVX2_INLINE void accumulateBlockAvx2(int keys, const float* p, int ldp
 // acc += P·V for one block of R rows, its columns 32 at a time, then the remaining whole vectors,
 // then the ragged end. p: R × keys (ldp), V: keys × hw (ldv), a: R × hw (lda).
 template <int R>
-ATTNSCOPE_AVX2 void accumulateRowsAvx2(int keys, int hw, const float* p, int ldp, const float* V, int ldv,
-                                       float* a, int lda, __m256i tail) {
+ATTNSCOPE_AVX2 void accumulateRowsAvx2(int keys, int hw, const float* p, int ldp, const float* V, int ldv, float* a,
+                                       int lda, __m256i tail) {
   int c = 0;
   for (; c + 32 <= hw; c += 32) accumulateBlockAvx2<R, 4, false>(keys, p, ldp, V + c, ldv, a + c, lda, tail);
   switch ((hw - c) / 8) {
@@ -83,8 +83,8 @@ ATTNSCOPE_AVX2 void accumulateRowsAvx2(int keys, int hw, const float* p, int ldp
 
 // acc += P·V: P n × nk, V nk × hw, acc n × hw (tile_kernels.h). Blocks of 3 rows × 32 columns:
 // 12 accumulators, one broadcast of P per row and key, V's row loaded once per key.
-ATTNSCOPE_AVX2 void accumulateAvx2(int n, int nk, int hw, const float* P, int ldp, const float* V, int ldv,
-                                   float* acc, int ldacc, int key_limit) {
+ATTNSCOPE_AVX2 void accumulateAvx2(int n, int nk, int hw, const float* P, int ldp, const float* V, int ldv, float* acc,
+                                   int ldacc, int key_limit) {
   key_limit = clampLimit(key_limit, n, nk);
   const __m256i tail = firstLanes(hw % 8);
   constexpr int kRows = 3;
@@ -202,8 +202,7 @@ ATTNSCOPE_AVX2_INLINE void softmaxBlockAvx2(float* S, int lds, int nk, const int
   const int whole = shortest / 8 * 8;  // keys where every row has whole vectors
   for (int j = 0; j < whole; j += 8)
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r)
-      scanAvx2<false>(S + static_cast<std::ptrdiff_t>(r) * lds + j, 8, mx[r], nan[r]);
+    for (int r = 0; r < R; ++r) scanAvx2<false>(S + static_cast<std::ptrdiff_t>(r) * lds + j, 8, mx[r], nan[r]);
   for (int j = whole; j < longest; j += 8)
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {

@@ -28,8 +28,8 @@ ATTNSCOPE_AVX512_INLINE __mmask16 firstLanes16(int count) {
 
 // S = Q·Kᵀ (tile_kernels.h) as a packed linear product: scoresPacked. Q: n × hw (ldq), K: nk × hw
 // (ldk), S: n × nk (lds).
-ATTNSCOPE_AVX512 void scoresAvx512(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk,
-                                   float* S, int lds, int key_limit) {
+ATTNSCOPE_AVX512 void scoresAvx512(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk, float* S,
+                                   int lds, int key_limit) {
   scoresPacked(Isa::Avx512, n, nk, hw, Q, ldq, K, ldk, S, lds, key_limit);
 }
 
@@ -37,8 +37,8 @@ ATTNSCOPE_AVX512 void scoresAvx512(int n, int nk, int hw, const float* Q, int ld
 // hw % 16 columns), in chunks of kKeyChunk keys as accumulateBlockAvx2: one broadcast of P per row
 // and key. p: R × keys (ldp), v: keys × columns (ldv), a: R × columns (lda).
 template <int R, int NV, bool Masked>
-ATTNSCOPE_AVX512_INLINE void accumulateBlockAvx512(int keys, const float* p, int ldp, const float* v, int ldv,
-                                                   float* a, int lda, __mmask16 tail) {
+ATTNSCOPE_AVX512_INLINE void accumulateBlockAvx512(int keys, const float* p, int ldp, const float* v, int ldv, float* a,
+                                                   int lda, __mmask16 tail) {
   for (int j0 = 0; j0 < keys; j0 += kKeyChunk) {
     __m512 part[R][NV];
 #pragma GCC unroll 8
@@ -75,8 +75,8 @@ ATTNSCOPE_AVX512_INLINE void accumulateBlockAvx512(int keys, const float* p, int
 // accumulators), then a remaining whole vector, then the ragged end. p: R × keys (ldp),
 // V: keys × hw (ldv), a: R × hw (lda).
 template <int R>
-ATTNSCOPE_AVX512 void accumulateRowsAvx512(int keys, int hw, const float* p, int ldp, const float* V, int ldv,
-                                           float* a, int lda, __mmask16 tail) {
+ATTNSCOPE_AVX512 void accumulateRowsAvx512(int keys, int hw, const float* p, int ldp, const float* V, int ldv, float* a,
+                                           int lda, __mmask16 tail) {
   int c = 0;
   for (; c + 32 <= hw; c += 32) accumulateBlockAvx512<R, 2, false>(keys, p, ldp, V + c, ldv, a + c, lda, tail);
   if (c + 16 <= hw) {
@@ -169,9 +169,8 @@ ATTNSCOPE_AVX512_INLINE void weighAvx512(float* s, __mmask16 lanes, __mmask16 ro
 // tree, so a row's bits do not depend on the rows beside it.
 template <int R>
 ATTNSCOPE_AVX512_INLINE void softmaxBlockAvx512(float* S, int lds, int nk, const int* valid, float log2_scale,
-                                                const float* m_old, const std::uint64_t* keep,
-                                                std::size_t keep_bit0, std::size_t keep_row_bits,
-                                                SoftmaxRowResult* out) {
+                                                const float* m_old, const std::uint64_t* keep, std::size_t keep_bit0,
+                                                std::size_t keep_row_bits, SoftmaxRowResult* out) {
   const __m512 scale = _mm512_set1_ps(log2_scale), zero = _mm512_setzero_ps();
   int longest = 0, shortest = valid[0];
   __m512 mx[R], nan[R];  // nan: 0 while every score seen is finite
@@ -236,8 +235,8 @@ ATTNSCOPE_AVX512 void softmaxRowsAvx512(float* S, int lds, int n, int nk, int ke
   int r = 0;
   for (; r + kRows <= n; r += kRows) {
     for (int i = 0; i < kRows; ++i) valid[i] = keysFor(r + i, key_limit, nk);
-    softmaxBlockAvx512<kRows>(S + static_cast<std::ptrdiff_t>(r) * lds, lds, nk, valid, log2_scale, m_old + r,
-                              keep, keep_bit0 + r * keep_row_bits, keep_row_bits, out + r);
+    softmaxBlockAvx512<kRows>(S + static_cast<std::ptrdiff_t>(r) * lds, lds, nk, valid, log2_scale, m_old + r, keep,
+                              keep_bit0 + r * keep_row_bits, keep_row_bits, out + r);
   }
   for (; r < n; ++r) {
     valid[0] = keysFor(r, key_limit, nk);

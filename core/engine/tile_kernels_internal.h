@@ -30,9 +30,7 @@
 namespace attnscope::tile {
 
 // Keys a block whose last row is `last_row` needs: j < last_row + key_limit, within [0, nk].
-inline int keysFor(int last_row, int key_limit, int nk) {
-  return std::clamp(last_row + key_limit, 0, nk);
-}
+inline int keysFor(int last_row, int key_limit, int nk) { return std::clamp(last_row + key_limit, 0, nk); }
 
 // key_limit may be any int (callers pass nk for "all keys"); clamped so that row + key_limit
 // cannot overflow.
@@ -53,8 +51,8 @@ constexpr float kExp2Coefficients[] = {0x1.41fbbcp-13f, 0x1.5f3e54p-10f, 0x1.3b2
 
 // S = Q·Kᵀ as a packed linear product, the scores of both SIMD versions (tile_kernels.cpp).
 // Q: n × hw (ldq), K: nk × hw (ldk), S: n × nk (lds); row r only up to its key limit.
-void scoresPacked(Isa isa, int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk, float* S,
-                  int lds, int key_limit);
+void scoresPacked(Isa isa, int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk, float* S, int lds,
+                  int key_limit);
 
 #if ATTNSCOPE_TILE_X86
 // Σ of the 8 lanes in one fixed order, ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), for every call.

@@ -12,8 +12,8 @@ namespace attnscope::tile {
 namespace {
 
 // S = Q·Kᵀ. Q: n × hw (ldq), K: nk × hw (ldk), S: n × nk (lds); row r only up to its key limit.
-void scoresScalar(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk, float* S,
-                  int lds, int key_limit) {
+void scoresScalar(int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk, float* S, int lds,
+                  int key_limit) {
   key_limit = clampLimit(key_limit, n, nk);
   for (int r = 0; r < n; ++r) {
     const float* q = Q + static_cast<std::ptrdiff_t>(r) * ldq;
@@ -28,8 +28,8 @@ void scoresScalar(int n, int nk, int hw, const float* Q, int ldq, const float* K
 
 // acc += P·V. P: n × nk (ldp), V: nk × hw (ldv), acc: n × hw (ldacc); each chunk of keys summed
 // in order, then added to acc.
-void accumulateScalar(int n, int nk, int hw, const float* P, int ldp, const float* V, int ldv,
-                      float* acc, int ldacc, int key_limit) {
+void accumulateScalar(int n, int nk, int hw, const float* P, int ldp, const float* V, int ldv, float* acc, int ldacc,
+                      int key_limit) {
   key_limit = clampLimit(key_limit, n, nk);
   for (int r = 0; r < n; ++r) {
     float* a = acc + static_cast<std::ptrdiff_t>(r) * ldacc;
@@ -46,8 +46,8 @@ void accumulateScalar(int n, int nk, int hw, const float* P, int ldp, const floa
 }
 
 // One row of the online softmax (tile_kernels.h); s: nk floats, the first `valid` unmasked.
-SoftmaxRowResult softmaxRowScalar(float* s, int nk, int valid, float log2_scale, float m_old,
-                                  const std::uint64_t* keep, std::size_t keep_bit0) {
+SoftmaxRowResult softmaxRowScalar(float* s, int nk, int valid, float log2_scale, float m_old, const std::uint64_t* keep,
+                                  std::size_t keep_bit0) {
   valid = std::clamp(valid, 0, nk);
   if (valid == 0) {
     std::fill(s, s + nk, 0.0f);

@@ -22,8 +22,7 @@ inline float uniformFloatFrom(std::uint32_t r, float from, float range) {
 
 // Dropout's keep bits from the 2·n draws in r (element i's random64 is r[2i] << 32 | r[2i+1]):
 // element i is kept iff (random64 & (2⁵³ − 1)) < threshold. Writes ⌈n / 64⌉ words, bits past n zero.
-void keepBitsScalar(const std::uint32_t* r, std::size_t n, std::uint64_t threshold,
-                    std::uint64_t* words) {
+void keepBitsScalar(const std::uint32_t* r, std::size_t n, std::uint64_t threshold, std::uint64_t* words) {
   constexpr std::uint64_t kMask53 = (std::uint64_t{1} << 53) - 1;
   for (std::size_t w = 0; w * 64 < n; ++w) {
     const std::size_t count = std::min<std::size_t>(64, n - w * 64);
@@ -41,8 +40,8 @@ void keepBitsScalar(const std::uint32_t* r, std::size_t n, std::uint64_t thresho
 // A little-endian 64-bit load of the pair (r[2i], r[2i+1]) holds r[2i] in its low half: swapping
 // the halves gives random64. Both sides of the compare are below 2⁶³, so AVX2's signed compare is
 // the unsigned one.
-__attribute__((target("avx2"))) void keepBitsAvx2(const std::uint32_t* r, std::size_t n,
-                                                  std::uint64_t threshold, std::uint64_t* words) {
+__attribute__((target("avx2"))) void keepBitsAvx2(const std::uint32_t* r, std::size_t n, std::uint64_t threshold,
+                                                  std::uint64_t* words) {
   const __m256i mask53 = _mm256_set1_epi64x((std::int64_t{1} << 53) - 1);
   const __m256i t = _mm256_set1_epi64x(static_cast<std::int64_t>(threshold));
   const std::size_t full = n / 64;
@@ -64,8 +63,7 @@ __attribute__((target("avx2"))) void keepBitsAvx2(const std::uint32_t* r, std::s
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-__attribute__((target("avx512f"))) void keepBitsAvx512(const std::uint32_t* r, std::size_t n,
-                                                       std::uint64_t threshold,
+__attribute__((target("avx512f"))) void keepBitsAvx512(const std::uint32_t* r, std::size_t n, std::uint64_t threshold,
                                                        std::uint64_t* words) {
   const __m512i mask53 = _mm512_set1_epi64((std::int64_t{1} << 53) - 1);
   const __m512i t = _mm512_set1_epi64(static_cast<std::int64_t>(threshold));
@@ -86,8 +84,7 @@ __attribute__((target("avx512f"))) void keepBitsAvx512(const std::uint32_t* r, s
 #endif
 #endif
 
-void keepBits(Isa impl, const std::uint32_t* r, std::size_t n, std::uint64_t threshold,
-              std::uint64_t* words) {
+void keepBits(Isa impl, const std::uint32_t* r, std::size_t n, std::uint64_t threshold, std::uint64_t* words) {
   switch (impl) {
 #if ATTNSCOPE_TG_X86
     case Isa::Avx512: keepBitsAvx512(r, n, threshold, words); return;
@@ -241,8 +238,7 @@ float TorchGenerator::uniformFloat(float from, float to) {
 }
 
 double TorchGenerator::uniformDouble(double from, double to) {
-  const double x =
-      static_cast<double>(random64() & ((std::uint64_t{1} << 53) - 1)) * std::ldexp(1.0, -53);
+  const double x = static_cast<double>(random64() & ((std::uint64_t{1} << 53) - 1)) * std::ldexp(1.0, -53);
   return x * (to - from) + from;
 }
 
@@ -350,7 +346,7 @@ void TorchGenerator::fillDropoutKeepBits(std::uint64_t* words, std::size_t n, do
 
 std::uint32_t TorchGenerator::mklKeepBelow(double p) {
   const float t = static_cast<float>(1.0 - p);  // MKL takes bernoulli_'s 1 − p as a float
-  std::uint64_t lo = 0, hi = kMklModulus;        // u(m) = 1 ≥ t
+  std::uint64_t lo = 0, hi = kMklModulus;       // u(m) = 1 ≥ t
   while (lo < hi) {
     const std::uint64_t mid = (lo + hi) / 2;
     if (static_cast<float>(static_cast<double>(mid) / kMklModulus) >= t)

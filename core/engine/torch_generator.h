@@ -16,8 +16,7 @@ class TorchGenerator {
   // torch.manual_seed(seed): a standard MT19937 seeded with the 32-bit seed. `impl` forces the
   // block draws' SIMD code (tests, measurements); every choice draws the same numbers. A copy of a
   // generator continues the identical stream.
-  explicit TorchGenerator(std::uint32_t seed, Isa impl = Isa::Auto)
-      : engine_(seed, impl) {}
+  explicit TorchGenerator(std::uint32_t seed, Isa impl = Isa::Auto) : engine_(seed, impl) {}
 
   // One 32-bit draw (CPUGeneratorImpl::random).
   std::uint32_t random() { return engine_.next(); }

@@ -32,14 +32,14 @@ struct BatchTrace {
 };
 
 struct Trace {
-  ModelConfig model;             // the config it was computed with
-  int tokens = 0, d_in = 0;      // T and the embedding width
-  int heads = 0, head_width = 0; // heads computed and their width
-  float scale_divisor = 1;       // √d_k as float, 1 with scale = none
-  float dropout_scale = 1;       // 1/(1 − p) applied to kept weights, 1 without dropout
-  bool dropout_active = false;   // training with p > 0 on a dropout variant
+  ModelConfig model;                             // the config it was computed with
+  int tokens = 0, d_in = 0;                      // T and the embedding width
+  int heads = 0, head_width = 0;                 // heads computed and their width
+  float scale_divisor = 1;                       // √d_k as float, 1 with scale = none
+  float dropout_scale = 1;                       // 1/(1 − p) applied to kept weights, 1 without dropout
+  bool dropout_active = false;                   // training with p > 0 on a dropout variant
   std::shared_ptr<const Parameters> parameters;  // shared with other traces of the same weights
-  std::vector<BatchTrace> batches;  // batch_size entries
+  std::vector<BatchTrace> batches;               // batch_size entries
 };
 
 }  // namespace attnscope
