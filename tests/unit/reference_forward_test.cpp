@@ -23,11 +23,7 @@
 #include "engine/attention_reference.h"
 #include "engine/stages.h"
 #include "formats/presets.h"
-#if __has_include("formats/workspace_file.h")  // the workspace reader's header, before and after its move
 #include "formats/workspace_file.h"
-#else
-#include "formats/workspace.h"
-#endif
 #include "test_support.h"
 
 namespace attnscope {
