@@ -72,13 +72,12 @@ int lineNumber(const json& v, const std::string& where) {
   return static_cast<int>(v.get<std::int64_t>());
 }
 
-// A small regular file's text; `what` names it in messages.
-std::string readSmallFile(const std::string& path, long long limit, const std::string& what) {
+// A code file's text (formats/file_reading.h), its message under the field that names it.
+std::string readCodeFile(const std::string& path, const std::string& where) {
   try {
-    return readFileWithin(path, limit);
+    return readFileWithin(path, kMaxLessonCodeBytes);
   } catch (const InputError& e) {
-    if (what == path) throw;  // "PATH: why" already
-    fail(what, e.what());
+    fail(where, e.what());
   }
 }
 
@@ -137,8 +136,7 @@ LessonCode parseCode(const json& j, const std::string& where, const std::string&
   if (!files.count(code.file)) {
     files[code.file] = code.file == kSeedClassesFile
                            ? splitLines(kSeedClassesPy)
-                           : splitLines(readSmallFile(besideLesson(code.file, base_dir, where + ".file"),
-                                                      kMaxLessonCodeBytes, where + ".file"));
+                           : splitLines(readCodeFile(besideLesson(code.file, base_dir, where + ".file"), where + ".file"));
   }
   const std::vector<std::string>& lines = files[code.file];
   if (!j.contains("lines")) fail(where + ".lines", "required: [first, last]");
@@ -269,7 +267,7 @@ Lesson parseLesson(const std::string& text_in, const std::string& base_dir, cons
 Lesson loadLesson(const std::string& path, const std::vector<std::string>& known_maps) {
   std::error_code ec;
   const fs::path absolute = fs::absolute(path, ec).lexically_normal();
-  const std::string text = readSmallFile(path, kMaxLessonBytes, path);
+  const std::string text = readFileWithin(path, kMaxLessonBytes);
   try {
     Lesson lesson = parseLesson(text, absolute.parent_path().string(), known_maps);
     lesson.path = absolute.string();
@@ -330,7 +328,7 @@ std::vector<LessonInfo> lessonCatalog() {
     if (entry.path().extension() != ".json") continue;
     LessonInfo info{entry.path().lexically_normal().string(), entry.path().stem().string()};
     try {  // only the title: the whole lesson is checked when it is opened
-      const json j = readJson(readSmallFile(info.path, kMaxLessonBytes, info.path), info.path, Limits{}.max_memory_bytes);
+      const json j = readJson(readFileWithin(info.path, kMaxLessonBytes), info.path, Limits{}.max_memory_bytes);
       if (j.is_object() && j.contains("title") && j["title"].is_string() && !j["title"].get<std::string>().empty())
         info.title = j["title"].get<std::string>();
     } catch (const std::exception&) {
