@@ -882,13 +882,16 @@ std::string App::captionText(const CaptureSpec& spec) const {
   const ModelConfig& m = in.model;
   const int T = static_cast<int>(in.embeddings.rows()), H = headCount(m);
   char buf[512];
+  // A name and its number stay on one line when the caption wraps ("T 6", never "T" then "6"): a
+  // no-break space, which the wrapping does not break at.
   if (isHeatmapStage(spec.panel)) {  // a single map: what it is, compactly
-    const std::string head = H > 1 ? " · head " + std::to_string(spec.head + 1) + " of " + std::to_string(H) : "";
-    std::snprintf(buf, sizeof buf, "%s%s · %s · T %d · seed %u", describeModel(m).c_str(), head.c_str(),
+    const std::string head =
+        H > 1 ? " · head\u00a0" + std::to_string(spec.head + 1) + "\u00a0of\u00a0" + std::to_string(H) : "";
+    std::snprintf(buf, sizeof buf, "%s%s · %s · T\u00a0%d · seed\u00a0%u", describeModel(m).c_str(), head.c_str(),
                   captureSubject(spec.panel, m).c_str(), T, m.seed);  // the stage's title, never its id
   } else {
-    std::snprintf(buf, sizeof buf, "attnscope · %s · T %d · d_in %d · d_out %d · seed %u", describeModel(m).c_str(), T,
-                  static_cast<int>(in.embeddings.cols()), m.d_out, m.seed);
+    std::snprintf(buf, sizeof buf, "attnscope · %s · T\u00a0%d · d_in\u00a0%d · d_out\u00a0%d · seed\u00a0%u",
+                  describeModel(m).c_str(), T, static_cast<int>(in.embeddings.cols()), m.d_out, m.seed);
   }
   return buf;
 }
