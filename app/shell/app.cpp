@@ -558,7 +558,7 @@ void App::openCheckedLesson(LessonChecker::Result checked, double now) {
   const Command& c = checked.command;
   const int number = c.has("step") ? c.integer("step") : 1;
   checkLessonStep(*checked.lesson, number);
-  if (interactive_ && doc_.dirty() && c.script_index < 0 && !(c.has("discard") && c.flag("discard"))) {
+  if (asksFirst(c)) {
     pending_ = c;  // its steps load presets over the work: ask first, as a preset does
     dialogs_.askUnsaved(c.name, actionText(c));
     return;
