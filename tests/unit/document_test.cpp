@@ -22,6 +22,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "editing/command.h"
@@ -30,6 +31,7 @@
 #include "engine/attention.h"
 #include "engine/errors.h"
 #include "engine/model_config.h"
+#include "formats/file_reading.h"
 #include "formats/presets.h"
 #include "formats/tensor_import.h"
 #include "formats/workspace_file.h"
@@ -2221,6 +2223,44 @@ TEST(CommandTable, EveryIdOnceWithItsFlags) {
   EXPECT_FALSE(commandInfo(CommandId::Undo).has(kUndoable));
   EXPECT_TRUE(commandInfo(CommandId::SetCell).has(kUndoable));
   EXPECT_EQ(makeCommand("set_cell", {{"row", 0}, {"col", 0}, {"value", 1}}).id(), CommandId::SetCell);
+}
+
+// The one bounded reader (formats/file_reading.h) every whole-file read goes through: what it
+// refuses it refuses before reading, with one message naming the path; a pipe never blocks a read
+// that wants a regular file, and one that writes more than the limit is cut off past it.
+TEST(FileReading, RefusesWhatItCannotReadWhole) {
+  TempDir tmp;
+  const std::string small = tmp.write("small.txt", "0123456789");
+  EXPECT_EQ(readFileWithin(small, 10), "0123456789");
+  EXPECT_EQ(test::errorOf([&] { readFileWithin(small, 9); }), small + ": 10 bytes is larger than the limit of 9 bytes");
+  const std::string missing = tmp.path("missing.json");
+  EXPECT_EQ(test::errorOf([&] { readFileWithin(missing, 100); }), missing + ": cannot open the file (does it exist?)");
+  EXPECT_EQ(test::errorOf([&] { readFileWithin("", 100); }), ": cannot open the file (does it exist?)");
+  const std::string dir = tmp.path("");
+  EXPECT_NE(test::errorOf([&] { readFileWithin(dir, 100); }).find(": is a directory, not a file"), std::string::npos);
+
+  const std::string fifo = tmp.path("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // A regular file is wanted: refused at once (opening a FIFO without a writer would block).
+  EXPECT_NE(test::errorOf([&] { readFileWithin(fifo, 100); }).find(fifo + ": is not a regular file"), std::string::npos);
+  // Any readable file: what a writer sends, up to the limit …
+  auto writer = [&](const std::string& text) {
+    return std::thread([&fifo, text] {
+      const int fd = ::open(fifo.c_str(), O_WRONLY);  // waits for the reader
+      if (fd < 0) return;
+      const ssize_t n = ::write(fd, text.data(), text.size());  // < PIPE_BUF: one piece, never a SIGPIPE
+      (void)n;
+      ::close(fd);
+    });
+  };
+  std::thread w = writer("hello");
+  EXPECT_EQ(readFileWithin(fifo, 100, FileKind::AnyReadable), "hello");
+  w.join();
+  // … and no further: 200 bytes against a limit of 100.
+  w = writer(std::string(200, 'x'));
+  EXPECT_EQ(test::errorOf([&] { readFileWithin(fifo, 100, FileKind::AnyReadable); }),
+            fifo + ": larger than the limit of 100 bytes");
+  w.join();
 }
 
 }  // namespace
