@@ -51,8 +51,12 @@ void rejectUnknown(const json& object, const std::string& where,
 std::int64_t getInt(const json& v, const std::string& field, std::int64_t lo, std::int64_t hi) {
   if (!v.is_number_integer() && !v.is_number_unsigned())
     fail(field, std::string("expected an integer, got ") + typeName(v));
-  if (v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi)
-                             : v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi)
+  // nlohmann reads every integer ≥ 0 as unsigned: that one is checked against both ends too.
+  const bool out = v.is_number_unsigned()
+                       ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi) ||
+                             (lo > 0 && v.get<std::uint64_t>() < static_cast<std::uint64_t>(lo))
+                       : v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi;
+  if (out)
     fail(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
                     ", got " + v.dump());
   return v.get<std::int64_t>();

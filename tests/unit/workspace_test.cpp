@@ -246,6 +246,16 @@ TEST(WorkspaceParse, BadDocumentsNameTheField) {
       {R"({"format": "attnscope-workspace", "version": 2, "model": {"variant": "causal"},
           "embeddings": [[1]]})",
        "version"},
+      // A count of 0 is an unsigned integer to the JSON reader: refused as −1 is (found by fuzz_workspace).
+      {R"({"format": "attnscope-workspace", "version": 1, "model": {"variant": "causal"},
+          "embeddings": {"random": "uniform", "seed": 1, "rows": 0, "cols": 5}})",
+       "embeddings.rows: must be between 1 and"},
+      {R"({"format": "attnscope-workspace", "version": 1, "model": {"variant": "causal"},
+          "embeddings": {"random": "uniform", "seed": 1, "rows": 2, "cols": 0}})",
+       "embeddings.cols: must be between 1 and"},
+      {R"({"format": "attnscope-workspace", "version": 1, "model": {"variant": "multihead", "num_heads": 0},
+          "embeddings": [[1, 2]]})",
+       "model.num_heads: must be between 1 and"},
   };
   for (const auto& c : cases) {
     try {
