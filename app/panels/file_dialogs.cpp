@@ -179,7 +179,7 @@ bool FileDialogs::browse() {
   const bool ok = ImGui::Button(opens ? "Open" : "Save") || enter || open_now;
   layout().widget("file_ok");
   ImGui::SameLine();
-  const bool cancel = ImGui::Button("Cancel");  // a quit waiting for this save does not happen (App::update)
+  const bool cancel = ImGui::Button("Cancel");  // a quit waiting for this save does not happen (Controller::update)
   layout().widget("file_cancel");
   if (cancel) {
     which_.clear();
@@ -188,7 +188,7 @@ bool FileDialogs::browse() {
   return ok;
 }
 
-void FileDialogs::draw(const PanelContext& ctx) {
+void FileDialogs::draw(const PanelContext& ctx, const Prompts& prompts) {
   CommandQueue& cmd = ctx.commands;
   const DialogKind* kind = findDialog(which_);
   if (kind && !ImGui::IsPopupOpen("##file")) ImGui::OpenPopup("##file");
@@ -246,9 +246,11 @@ void FileDialogs::draw(const PanelContext& ctx) {
 
   // Unsaved changes: Save (then go on), Don't save / Discard, Cancel. The buttons' ids start with
   // the action ("quit_save", "open_discard") for the layout dump.
-  if (!unsaved_action_.empty() && !ImGui::IsPopupOpen("Unsaved changes")) ImGui::OpenPopup("Unsaved changes");
+  if (prompts.unsaved_action.empty()) unsaved_answered_ = false;
+  if (!prompts.unsaved_action.empty() && !unsaved_answered_ && !ImGui::IsPopupOpen("Unsaved changes"))
+    ImGui::OpenPopup("Unsaved changes");
   if (ImGui::BeginPopupModal("Unsaved changes", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
-    if (unsaved_action_.empty()) {  // answered by a script
+    if (prompts.unsaved_action.empty()) {  // answered by a script
       ImGui::CloseCurrentPopup();
       ImGui::EndPopup();
       return;
@@ -256,11 +258,11 @@ void FileDialogs::draw(const PanelContext& ctx) {
     const std::string& file = ctx.document.file();
     const std::string name = file.empty() ? "this untitled workspace" : fs::path(file).filename().string();
     ImGui::PushTextWrapPos(px(520));
-    ImGui::Text("Save the changes to %s before %s?", name.c_str(), unsaved_doing_.c_str());
+    ImGui::Text("Save the changes to %s before %s?", name.c_str(), prompts.unsaved_doing.c_str());
     if (!file.empty()) ImGui::TextDisabled("in %s", fs::path(file).parent_path().string().c_str());
     ImGui::PopTextWrapPos();
     ImGui::Spacing();
-    const std::string& a = unsaved_action_;
+    const std::string& a = prompts.unsaved_action;
     const char* choice = nullptr;
     if (ImGui::Button("Save")) choice = "save";
     layout().widget(a + "_save");
@@ -271,8 +273,8 @@ void FileDialogs::draw(const PanelContext& ctx) {
     if (ImGui::Button("Cancel")) choice = "cancel";
     layout().widget(a + "_cancel");
     if (choice) {
-      cmd.push("unsaved", {{"choice", choice}});
-      unsaved_action_.clear();
+      cmd.push("unsaved", {{"choice", choice}});  // which closes the prompt
+      unsaved_answered_ = true;
       ImGui::CloseCurrentPopup();
     }
     ImGui::EndPopup();
@@ -309,14 +311,15 @@ void FileDialogs::draw(const PanelContext& ctx) {
   // Unsaved changes of the last session, newer than the file opened: Restore them, or Keep the
   // file as saved (ids "recovery_restore", "recovery_keep"). Either way nothing is lost: the
   // changes stay in the kept file until restored.
-  if (!recovery_kept_.empty() && !ImGui::IsPopupOpen("Unsaved changes from the last session"))
+  if (prompts.recovery_kept.empty()) recovery_answered_ = false;
+  if (!prompts.recovery_kept.empty() && !recovery_answered_ && !ImGui::IsPopupOpen("Unsaved changes from the last session"))
     ImGui::OpenPopup("Unsaved changes from the last session");
   if (ImGui::BeginPopupModal("Unsaved changes from the last session", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
     ImGui::PushTextWrapPos(px(520));
     ImGui::Text("The last session left unsaved changes to %s, newer than the file.",
-                fs::path(recovery_file_).filename().string().c_str());
+                fs::path(prompts.recovery_file).filename().string().c_str());
     ImGui::TextDisabled("Restore puts them back (save to keep them); Keep the file shows it as saved. The changes "
-                        "stay in %s either way.", recovery_kept_.c_str());
+                        "stay in %s either way.", prompts.recovery_kept.c_str());
     ImGui::PopTextWrapPos();
     ImGui::Spacing();
     int choice = 0;
@@ -327,11 +330,12 @@ void FileDialogs::draw(const PanelContext& ctx) {
     layout().widget("recovery_keep");
     if (choice) {  // the `recovery` command does it (and closes the offer), as a script would
       cmd.push("recovery", {{"choice", choice == 1 ? "restore" : "keep"}});
+      recovery_answered_ = true;
       ImGui::CloseCurrentPopup();
     }
     ImGui::EndPopup();
   }
-  layout().state()["recovery_offer"] = recovery_kept_;  // tests: the offer, "" for none
+  layout().state()["recovery_offer"] = prompts.recovery_kept;  // tests: the offer, "" for none
 }
 
 }  // namespace attnscope

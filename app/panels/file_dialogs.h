@@ -1,6 +1,7 @@
 // The file dialogs — open, save as, export the trace, save PyTorch code, save one map — as a
 // small built-in browser (no portal or GTK needed, works under Xvfb), and the unsaved-changes
-// prompt before quitting, opening, starting over or loading a preset. On OK they push the command
+// prompts (state/controller.h's Prompts: before quitting, opening, starting over or loading a preset;
+// the last session's recovery), and the changed-on-disk prompt before a save. On OK they push the command
 // that does the work (`open`, `save`, `export_trace`, …; a map as CSV, JSON or .npy is
 // `export_map`, as PNG, SVG or PDF `screenshot` of that map; the prompt pushes `unsaved` with the
 // answer); they own only their own fields and the remembered settings.
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "panels/panel.h"
+#include "state/controller.h"
 #include "state/session_files.h"
 
 namespace attnscope {
@@ -26,25 +28,13 @@ class FileDialogs {
   // Opens a dialog: open, open_lesson, save_as, export_trace, save_pytorch, export_map (with stage,
   // head and the format first chosen: csv, json, npy, png, svg or pdf). An unknown one is refused.
   void begin(const std::string& which, const std::string& stage = "", int head = 0, const std::string& format = "csv");
-  // The unsaved-changes prompt before `action` (quit, open, new, preset), `doing` it ("quitting").
-  void askUnsaved(const std::string& action, const std::string& doing) {
-    unsaved_action_ = action;
-    unsaved_doing_ = doing;
-  }
-  void closeUnsaved() { unsaved_action_.clear(); }  // answered (by a script)
   // The file changed on disk since it was opened or saved (another program wrote it): Overwrite
   // (`save` with `overwrite`), Save as…, or Cancel.
   void askOverwrite(const std::string& path) { overwrite_path_ = path; }
-  // The last session's unsaved changes to `file`, newer than it, kept in `kept`: Restore them
-  // (`restore` of the kept file), or Keep the file as saved (they stay kept, the message says where).
-  void offerRecovery(const std::string& kept, const std::string& file) { recovery_kept_ = kept, recovery_file_ = file; }
-  const std::string& recoveryOffered() const { return recovery_kept_; }  // "" for none
-  void closeRecovery() { recovery_kept_.clear(); }  // answered (the `recovery` command)
   bool saving() const { return which_ == "save_as" || !overwrite_path_.empty(); }  // a save is being asked about
-  bool open() const {  // a dialog or a prompt is up
-    return !which_.empty() || !unsaved_action_.empty() || !overwrite_path_.empty() || !recovery_kept_.empty();
-  }
-  void draw(const PanelContext& ctx);
+  bool open() const { return !which_.empty() || !overwrite_path_.empty(); }  // a dialog or that prompt is up
+  // The dialog open, and the controller's prompts (the unsaved-changes prompt, the recovery offer).
+  void draw(const PanelContext& ctx, const Prompts& prompts);
   // A file was opened or saved: recent files and the last folder.
   void remember(const std::string& path) { settings_ = rememberFile(path); }
   const Settings& settings() const { return settings_; }
@@ -61,9 +51,9 @@ class FileDialogs {
   std::string message_;       // why OK does not go on (an extension that is no format); "" for none
   std::vector<std::string> listed_;  // the files listed in the last frame (the layout dump)
   int trace_format_ = 0;  // export the trace: JSON, CSV, .npy
-  std::string unsaved_action_, unsaved_doing_;  // the prompt, "" for none
-  std::string overwrite_path_;                  // the changed-on-disk prompt's file, "" for none
-  std::string recovery_kept_, recovery_file_;   // the recovery offer: the kept autosave and its file, "" for none
+  std::string overwrite_path_;  // the changed-on-disk prompt's file, "" for none
+  // A prompt answered in this frame, its command not applied yet: not opened again meanwhile.
+  bool unsaved_answered_ = false, recovery_answered_ = false;
 };
 
 }  // namespace attnscope

@@ -211,43 +211,18 @@ std::string mapTitle(const std::string& id) {
 
 }  // namespace
 
-void LessonPanel::begin(Lesson lesson, const ViewState& before) {
-  if (!lesson_) before_ = before;
-  lesson_ = std::move(lesson);
-  step_ = 0;
-}
-
-ViewState LessonPanel::close(const ViewState& now) {
-  // What a lesson's steps set up goes back as it was; what belongs to the room (text size, theme,
-  // screenshot settings) and the selection stay as they are now.
-  ViewState v = now;
-  v.presentation = before_.presentation;
-  v.show_model = before_.show_model;
-  v.show_inputs = before_.show_inputs;
-  v.show_inspector = before_.show_inspector;
-  v.show_status = before_.show_status;
-  v.show = before_.show;
-  v.tab = before_.tab;
-  v.colormap = before_.colormap;
-  v.diverging_for_signed = before_.diverging_for_signed;
-  v.shared_scale = before_.shared_scale;
-  v.weights_fixed = before_.weights_fixed;
-  v.highlight.clear();
-  lesson_.reset();
-  step_ = drawn_step_ = 0;
-  return v;
-}
-
 void LessonPanel::recordState(nlohmann::json& state) const {
-  state["lesson_step"] = open() ? step_ : 0;
-  state["lesson_maps"] = open() && step_ > 0 ? current().maps : std::vector<std::string>{};
-  if (!open()) {
+  const int step = session_.step();
+  state["lesson_step"] = session_.open() ? step : 0;
+  state["lesson_maps"] = session_.open() && step > 0 ? session_.current().maps : std::vector<std::string>{};
+  if (!session_.open()) {
     state["lesson"] = nullptr;
     return;
   }
-  nlohmann::json lesson = {{"title", lesson_->title}, {"file", lesson_->path}, {"steps", lesson_->steps.size()}};
-  if (step_ > 0) {
-    const LessonStep& s = current();
+  const Lesson& open = session_.lesson();
+  nlohmann::json lesson = {{"title", open.title}, {"file", open.path}, {"steps", open.steps.size()}};
+  if (step > 0) {
+    const LessonStep& s = session_.current();
     lesson["step_title"] = s.title;
     lesson["prints"] = s.prints;
     const bool fitted = box_fit_.step == &s;  // the sizes the step was drawn at, fitted to the column
@@ -268,25 +243,26 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   ImGui::SetNextWindowSize(size);
   ImGui::Begin("##lesson", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings);
   layout().panel("lesson", pos, ImVec2(pos.x + size.x, pos.y + size.y));
-  if (!open() || step_ < 1) {
+  const int step = session_.step();
+  if (!session_.open() || step < 1) {
     ImGui::TextDisabled("no lesson");
     ImGui::End();
     return;
   }
   CommandQueue& cmd = ctx.commands;
-  const LessonStep& s = current();
-  const int n = static_cast<int>(lesson_->steps.size());
+  const LessonStep& s = session_.current();
+  const int n = static_cast<int>(session_.lesson().steps.size());
   const float avail = ImGui::GetContentRegionAvail().x;
   ImFont* small = fonts().small;
   const float fs = small->FontSize;
 
   // The lesson, where we are in it, and the way on.
   ImGui::PushFont(small);
-  ImGui::TextDisabled("%s", fitText(lesson_->title, avail).c_str());
+  ImGui::TextDisabled("%s", fitText(session_.lesson().title, avail).c_str());
   ImGui::PopFont();
   textWrapped(s.title, avail);
   ImGui::AlignTextToFramePadding();
-  ImGui::TextDisabled("step %d of %d", step_, n);
+  ImGui::TextDisabled("step %d of %d", step, n);
   const ImGuiStyle& style = ImGui::GetStyle();
   const char* back = "◀ Back";
   const char* next = "Next ▶";
@@ -294,12 +270,12 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   auto buttonW = [&](const char* label) { return ImGui::CalcTextSize(label).x + style.FramePadding.x * 2; };
   const float buttons = buttonW(back) + buttonW(next) + buttonW(close) + style.ItemSpacing.x * 2;
   ImGui::SameLine(std::max(ImGui::GetCursorPosX(), ImGui::GetWindowContentRegionMax().x - buttons));
-  ImGui::BeginDisabled(step_ <= 1);
+  ImGui::BeginDisabled(step <= 1);
   if (ImGui::Button(back)) cmd.push("lesson_back");
   ImGui::EndDisabled();
   layout().widget("lesson_back");
   ImGui::SameLine();
-  ImGui::BeginDisabled(step_ >= n);
+  ImGui::BeginDisabled(step >= n);
   if (ImGui::Button(next)) cmd.push("lesson_next");
   ImGui::EndDisabled();
   layout().widget("lesson_next");
@@ -313,8 +289,9 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   // when it is longer than the column; a new step starts at its top.
   const float footer = fs + style.ItemSpacing.y * 2 + px(2);
   ImGui::BeginChild("##lesson_body", ImVec2(0, -footer), false);
-  if (drawn_step_ != step_) ImGui::SetScrollY(0);
-  drawn_step_ = step_;
+  if (drawn_step_ != step || drawn_serial_ != session_.serial()) ImGui::SetScrollY(0);
+  drawn_step_ = step;
+  drawn_serial_ = session_.serial();
   // The body is laid out as if its scrollbar were shown, shown or not: a layout that depended on
   // it would flicker between two (wider, so taller, so a scrollbar; narrower, so shorter, so none).
   const float body_w = ImGui::GetWindowWidth() - style.ScrollbarSize - 2 * ImGui::GetWindowContentRegionMin().x;

@@ -1,49 +1,39 @@
 // The lesson panel (docs/DESIGN.md §3.7): while a lesson is open it takes the right-hand column
 // (in place of the inspector) and shows the current step — its title, "step k of n", the
 // explanation, the notebook's code lines with the step's lines marked, what the notebook prints,
-// the maps it is about — with Back and Next. It owns the open lesson and which step is shown; the
-// App applies a step's commands (`lesson_open`, `lesson_step`, `lesson_next`, `lesson_back`,
-// `lesson_close`) through its one command path, and the buttons push those commands.
+// the maps it is about — with Back and Next. It draws the controller's LessonSession (which lesson,
+// which step); the controller applies a step's commands (`lesson_open`, `lesson_step`,
+// `lesson_next`, `lesson_back`, `lesson_close`), and the buttons push those commands.
 #pragma once
 #include <imgui.h>
 
 #include <nlohmann/json.hpp>
-#include <optional>
+#include <cstdint>
 #include <string>
 
-#include "lessons/lesson.h"
 #include "panels/panel.h"
+#include "state/lesson_session.h"
 
 namespace attnscope {
 
 class LessonPanel {
  public:
-  bool open() const { return lesson_.has_value(); }
-  const Lesson& lesson() const { return *lesson_; }  // only while open()
-  int step() const { return step_; }                 // the step shown, 1-based; 0 = no lesson
-  const LessonStep& current() const { return lesson_->steps[static_cast<std::size_t>(step_ - 1)]; }
-
-  // Shows `lesson` from now on; `before` is the view to come back to when it closes (kept from
-  // the first lesson when one replaces another).
-  void begin(Lesson lesson, const ViewState& before);
-  void setStep(int number) { step_ = number; }
-  // Closes the lesson; returns the view as it was before it — panels, columns, tab, text size,
-  // theme, colours — with the selection (token, key, head, batch) as it is `now`.
-  ViewState close(const ViewState& now);
+  explicit LessonPanel(const LessonSession& session) : session_(session) {}
 
   void draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
   // The step shown is laid out as it will stay: drawn, and its boxes' sizes the last frame's (they
   // follow the rest of the step measured the frame before, so a new step takes a frame or two).
   // Screenshots wait for it, whatever else made the frames before them.
-  bool layoutSettled() const { return step_ == 0 || (drawn_step_ == step_ && fit_settled_); }
+  bool layoutSettled() const {
+    return session_.step() == 0 || (drawn_serial_ == session_.serial() && drawn_step_ == session_.step() && fit_settled_);
+  }
   // The layout dump's state: lesson_step (1-based, 0 = none), lesson_maps, lesson_steps, …
   void recordState(nlohmann::json& state) const;
 
  private:
-  std::optional<Lesson> lesson_;
-  int step_ = 0;
-  ViewState before_;
-  int drawn_step_ = 0;  // the step drawn last frame: a new one starts scrolled to the top
+  const LessonSession& session_;
+  std::uint64_t drawn_serial_ = 0;  // the lesson drawn last frame (LessonSession::serial) …
+  int drawn_step_ = 0;              // … and its step: a new one starts scrolled to the top
   float rest_h_ = 0;        // the step's body but its two boxes, px, as drawn last frame
   // The sizes the step's code and print-out are drawn at, and what they were worked out for.
   struct BoxFit {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "state/key_bindings.h"
 #include "widgets/layout_dump.h"
 #include "state/screenshot_paths.h"
 #include "widgets/theme.h"
@@ -26,16 +27,16 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
     const bool file_menu = ImGui::BeginMenu("File");
     layout().widget("menu_file");  // the layout dump's names let tests click through the menu
     if (file_menu) {
-      // New, Open and the presets ask first when there are unsaved changes (App::asksFirst).
+      // New, Open and the presets ask first when there are unsaved changes (Controller::asksFirst).
       if (ImGui::MenuItem("New (the book's example)")) cmd.push("new");
       layout().widget("menu_new");
-      if (ImGui::MenuItem("Open…", "Ctrl+O")) cmd.push("dialog", {{"which", "open"}});
+      if (ImGui::MenuItem("Open…", shortcutLabel("dialog", {{"which", "open"}}))) cmd.push("dialog", {{"which", "open"}});
       if (ImGui::BeginMenu("Open recent", !recent.empty())) {
         for (const std::string& r : recent)
           if (ImGui::MenuItem(r.c_str())) cmd.push("open", {{"path", r}});
         ImGui::EndMenu();
       }
-      if (ImGui::MenuItem("Save", "Ctrl+S")) cmd.push("save");
+      if (ImGui::MenuItem("Save", shortcutLabel("save"))) cmd.push("save");
       if (ImGui::MenuItem("Save as…")) cmd.push("dialog", {{"which", "save_as"}});
       ImGui::Separator();
       if (ImGui::MenuItem("Export the trace…")) cmd.push("dialog", {{"which", "export_trace"}});
@@ -75,7 +76,7 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
       if (ImGui::MenuItem("Close lesson", nullptr, false, lesson_open)) cmd.push("lesson_close");
       layout().widget("menu_close_lesson");
       ImGui::Separator();
-      if (ImGui::MenuItem("Save screenshot", "F12")) cmd.push("screenshot", {{"path", ""}});
+      if (ImGui::MenuItem("Save screenshot", shortcutLabel("screenshot"))) cmd.push("screenshot", {{"path", ""}});
       if (ImGui::BeginMenu("Save panel as PNG")) {
         for (const char* panel : {"model", "inputs", "heatmaps", "pipeline", "lines", "parameters", "compare", "inspector"})
           if (ImGui::MenuItem(panel)) cmd.push("screenshot", {{"path", ""}, {"panel", panel}});
@@ -98,16 +99,16 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
         ImGui::EndMenu();
       }
       ImGui::Separator();
-      if (ImGui::MenuItem("Quit", "Ctrl+Q")) cmd.push("quit");
+      if (ImGui::MenuItem("Quit", shortcutLabel("quit"))) cmd.push("quit");
       ImGui::EndMenu();
     }
     const bool edit_menu = ImGui::BeginMenu("Edit");
     layout().widget("menu_edit");
     if (edit_menu) {
-      if (ImGui::MenuItem("Undo", "Ctrl+Z", false, ctx.document.history().canUndo())) cmd.push("undo");
-      if (ImGui::MenuItem("Redo", "Ctrl+Shift+Z", false, ctx.document.history().canRedo())) cmd.push("redo");
+      if (ImGui::MenuItem("Undo", shortcutLabel("undo"), false, ctx.document.history().canUndo())) cmd.push("undo");
+      if (ImGui::MenuItem("Redo", shortcutLabel("redo"), false, ctx.document.history().canRedo())) cmd.push("redo");
       ImGui::Separator();
-      if (ImGui::MenuItem("Paste embeddings", "Ctrl+Shift+V")) cmd.push("paste_embeddings");  // the clipboard's text
+      if (ImGui::MenuItem("Paste embeddings", shortcutLabel("paste_embeddings"))) cmd.push("paste_embeddings");  // the clipboard's text
       if (ImGui::IsItemHovered())
         ImGui::SetTooltip("The clipboard's tensor in place of the inputs: what print(x) shows in a notebook,\n"
                           "a NumPy array, nested lists, or CSV/TSV columns (one row per token)");
@@ -131,21 +132,22 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
           layout().widget("menu_text_size_" + std::to_string(percent));
         }
         ImGui::Separator();
-        if (ImGui::MenuItem("Larger", "Ctrl++", false, view.text_size < kMaxTextSize))
+        if (ImGui::MenuItem("Larger", shortcutLabel("view", {{"value", "larger"}}), false, view.text_size < kMaxTextSize))
           cmd.push("view", {{"field", "text_size"}, {"value", "larger"}});
-        if (ImGui::MenuItem("Smaller", "Ctrl+−", false, view.text_size > kMinTextSize))
+        if (ImGui::MenuItem("Smaller", shortcutLabel("view", {{"value", "smaller"}}), false, view.text_size > kMinTextSize))
           cmd.push("view", {{"field", "text_size"}, {"value", "smaller"}});
-        if (ImGui::MenuItem("Reset", "Ctrl+0", false, view.text_size != 100))
+        if (ImGui::MenuItem("Reset", shortcutLabel("view", {{"field", "text_size"}, {"value", 100}}), false, view.text_size != 100))
           cmd.push("view", {{"field", "text_size"}, {"value", 100}});
         ImGui::EndMenu();
       }
-      if (ImGui::MenuItem("Full screen", "F11", fullscreen)) cmd.push("fullscreen", {{"on", !fullscreen}});
+      if (ImGui::MenuItem("Full screen", shortcutLabel("fullscreen"), fullscreen)) cmd.push("fullscreen", {{"on", !fullscreen}});
       layout().widget("menu_fullscreen");
-      viewToggle(cmd, "Presentation: hide the panels around the maps", "presentation", view.presentation, "F10");
+      viewToggle(cmd, "Presentation: hide the panels around the maps", "presentation", view.presentation,
+                 shortcutLabel("view", {{"field", "presentation"}}));
       layout().widget("menu_presentation");
       ImGui::Separator();
       // Compare: A pinned aside, B the current settings (the Compare tab).
-      if (ImGui::MenuItem(ctx.pinned ? "Pin again as A" : "Pin as A (compare)", "Ctrl+P")) cmd.push("pin");
+      if (ImGui::MenuItem(ctx.pinned ? "Pin again as A" : "Pin as A (compare)", shortcutLabel("pin"))) cmd.push("pin");
       layout().widget("menu_pin");
       if (ImGui::MenuItem("Swap A and B", nullptr, false, static_cast<bool>(ctx.pinned))) cmd.push("swap");
       if (ImGui::MenuItem("Unpin A", nullptr, false, static_cast<bool>(ctx.pinned))) cmd.push("unpin");
@@ -210,26 +212,19 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
   if (show_help_) {
     ImGui::SetNextWindowSize(ImVec2(px(520), 0), ImGuiCond_Appearing);
     if (ImGui::Begin("Help", &show_help_, ImGuiWindowFlags_NoCollapse)) {
-      ImGui::TextWrapped(
+      // The keys from the binding table, as the window acts on them (state/key_bindings.h).
+      std::string text =
           "Mouse\n"
           "  hover a cell: how its number is computed\n"
           "  click a row: select that query token everywhere\n"
           "  click a key in the inspector: highlight its column\n"
           "  wheel over a map: zoom every map; right-drag: pan\n"
           "  drag the 3-D plot: rotate; Ctrl+click a slider or cell: type a value\n\n"
-          "Keys\n"
-          "  ↑ ↓ ← →: previous / next query token\n"
-          "  with a lesson open: Space, →, PageDown: next step; ←, PageUp, Shift+Space: previous step\n"
-          "  Tab, Shift+Tab: next / previous head (then all heads)\n"
-          "  Ctrl+Z, Ctrl+Shift+Z: undo, redo (a slider drag is one step)\n"
-          "  Ctrl+Shift+V: paste embeddings (a printed tensor, NumPy array, lists or CSV)\n"
-          "  Ctrl++, Ctrl+−, Ctrl+0: larger, smaller, normal text (View › Text size, 100–250 %%)\n"
-          "  F11: full screen; F10: presentation (hide the panels around the maps)\n"
-          "  Ctrl+P: pin the result as A; the Compare tab shows A, B (now) and B − A\n"
-          "  F12: save the window as PNG (File › Screenshot folder)\n"
-          "  Ctrl+Q: quit\n\n"
-          "Colours: viridis for non-negative maps, blue–white–red centred on 0 for signed ones; grey "
-          "cells are −∞ (masked).");
+          "Keys\n";
+      for (const std::string& line : keyHelpLines()) text += "  " + line + "\n";
+      text += "\nColours: viridis for non-negative maps, blue–white–red centred on 0 for signed ones; grey cells are "
+              "−∞ (masked).";
+      ImGui::TextWrapped("%s", text.c_str());
     }
     ImGui::End();
   }

@@ -11,16 +11,10 @@
 #include "state/capture_targets.h"
 #include "state/command_queue.h"
 #include "state/snapshot.h"
+#include "state/toast.h"
 #include "state/view_state.h"
 
 namespace attnscope {
-
-struct Toast {
-  std::string text;       // a brief confirmation or error in the status bar
-  bool error = false;
-  double until = 0;       // shown until this time
-  bool hint_room = false; // the hint to make room for a large text size (F10, F11): void in presentation
-};
 
 struct PanelContext {
   const Document& document;        // editors only

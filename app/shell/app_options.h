@@ -27,9 +27,13 @@ struct AppOptions {
   int lesson_step = 1;           // --step: the lesson's step to show, 1-based
   std::string bench_path;        // --bench-interaction: time edit → first frame showing it, write this JSON, exit
   std::vector<std::string> bench_presets = {"multihead", "gpt2-small"};  // opened in turn by the bench
-  int bench_edits = 200;         // edits per preset, each timed
-  int bench_gap_ms = 0;          // frames drawn this long after a result before the next edit
+  int bench_edits = 200;                                                 // edits per preset, each timed
+  int bench_gap_ms = 0;             // frames drawn this long after a result before the next edit
   double memory_budget_mib = 1024;  // --memory-budget: what the app may hold for a workspace (MiB)
 };
+
+// Reads the command line into `o`: −1 to go on, else the exit code (0 after --help or --version,
+// 2 after one line saying what is wrong).
+int parseAppOptions(int argc, char** argv, AppOptions& o);
 
 }  // namespace attnscope

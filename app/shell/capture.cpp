@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "display/vector_figure.h"
 #include "engine/stages.h"
 #include "state/capture_targets.h"
 #include "widgets/layout_dump.h"
@@ -101,10 +100,6 @@ bool findRect(const CaptureSpec& spec, int fb_w, int fb_h, Rect* out, std::strin
 std::string capturePng(const CaptureSpec& spec, int width, int height, const CaptureHooks& hooks,
                        const std::string& path, const std::string& workspace_json) {
   if (std::string error = captureTargetError(path, spec.panel); !error.empty()) return error;
-  if (isVectorFigurePath(path)) {  // one map's figure: drawn from the data, not the screen
-    if (!hooks.vector_figure) return "this window cannot write vector figures";
-    return hooks.vector_figure(spec, path);
-  }
   const float k = spec.scale;
   if (!(k >= 1 && k <= 4)) return "--scale must be between 1 and 4";
   const int fb_w = static_cast<int>(std::lround(width * k));

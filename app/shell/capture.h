@@ -1,8 +1,8 @@
 // Screenshots for slides: the window, one panel, or one heatmap, at 1×, 2× or 3×. The UI is
 // rendered again offscreen at k× its size with fonts rasterized at k× (crisp text, not an
 // upscaled bitmap), cropped, optionally captioned, and written as a PNG that carries the
-// workspace ("attnscope-workspace" text chunk). A path ending in .svg or .pdf asks for a vector
-// figure of one map instead (display/vector_figure.h), drawn by the hook main provides.
+// workspace ("attnscope-workspace" text chunk). (A path ending in .svg or .pdf asks for a vector
+// figure of one map instead: the App draws it from the data, display/vector_figure.h.)
 // Figures are clean: no selection outline unless asked for, nothing of the neighbouring panels.
 #pragma once
 #include <functional>
@@ -21,7 +21,7 @@ struct CaptureFrame {
   CaptureState state;
 };
 
-// What main provides: draw one UI frame for a display of the given size, with `caption_h`
+// What the App provides: draw one UI frame for a display of the given size, with `caption_h`
 // pixels kept free at the bottom for the caption, and rasterize fonts for a UI scale.
 struct CaptureHooks {
   // NewFrame … Render; the caption goes in the strip of height caption_h at the bottom, from
@@ -30,12 +30,9 @@ struct CaptureHooks {
   std::function<void(float ui_scale)> set_scale;                          // fonts + theme
   float base_scale = 1;                                                   // the window's own scale
   bool selection = false;  // the session's --selection: every capture keeps the selection outlined
-  // Writes the map `spec` names as an SVG or PDF figure at `path`; "" or the reason.
-  std::function<std::string(const CaptureSpec& spec, const std::string& path)> vector_figure;
 };
 
-// Renders and writes `path`: a PNG, or for .svg and .pdf the vector figure of one map (through
-// hooks.vector_figure; nothing is rendered). Window size in pixels at 1×. Returns "" or the reason.
+// Renders and writes the PNG `path`. Window size in pixels at 1×. Returns "" or the reason.
 std::string capturePng(const CaptureSpec& spec, int width, int height, const CaptureHooks& hooks,
                        const std::string& path, const std::string& workspace_json);
 

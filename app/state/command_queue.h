@@ -1,4 +1,4 @@
-// CommandQueue: where panels, menus, keys and scripts put their commands. The App applies the
+// CommandQueue: where panels, menus, keys and scripts put their commands. The controller applies the
 // queue once per frame, before drawing, in one place (docs/DESIGN.md §3.2).
 #pragma once
 #include <cstdio>

@@ -32,7 +32,7 @@ struct EngineRequest {
   // The rest of a split request: the first part's snapshot, whose outputs and heads are kept;
   // only the other heads' maps are computed.
   std::shared_ptr<const Snapshot> first_part;
-  Limits limits;  // the app's (App::limits: its budget, two elements' maps): what the document was checked with
+  Limits limits;  // the app's (Controller::limits: its budget, two elements' maps): what the document was checked with
 };
 
 struct EngineResult {

@@ -1,7 +1,7 @@
-// InteractionBench: `attnscope --bench-interaction OUT.json`, what a user feels (issue 10, item 5).
+// InteractionBench: `attnscope --bench-interaction OUT.json`, what a user feels (docs/DESIGN.md §3.3).
 // For each preset it opens the preset and makes a series of edits through the app's one command
 // path (the commands the inputs table and the model panel push), one at a time, and times each
-// from the moment its command is queued (t0, just before the App::update of the frame that
+// from the moment its command is queued (t0, just before the Controller::update of the frame that
 // applies it) to the end of the first frame whose drawn snapshot answers the document version
 // after the edit (t1, after that frame's swap). It never waits idle: main.cpp renders frames back
 // to back (swap interval 0), as the headless --screenshot mode does. Then it writes the figures
@@ -16,7 +16,7 @@
 
 namespace attnscope {
 
-class App;
+class Controller;
 struct CommandFailure;
 
 struct InteractionBenchOptions {
@@ -30,11 +30,11 @@ struct InteractionBenchOptions {
 class InteractionBench {
  public:
   explicit InteractionBench(InteractionBenchOptions options);
-  // Before App::update: queues the next command once the previous one's result is on screen (t0).
-  void beforeUpdate(App& app);
+  // Before Controller::update: queues the next command once the previous one's result is on screen (t0).
+  void beforeUpdate(Controller& app);
   // At the end of a frame (after the swap): t1 when the drawn snapshot answers the edit. True once
   // every preset is done or the run failed: then call finish().
-  bool afterFrame(const App& app);
+  bool afterFrame(const Controller& app);
   // Between an edit and its result: the window may sleep until the engine wakes it, as a user's does.
   bool awaitingResult() const { return phase_ == Phase::Waiting; }
   // A bench command the app refused.
@@ -61,7 +61,7 @@ class InteractionBench {
   };
   enum class Phase { Queue, Applying, Waiting, Settling, Done, Failed };
 
-  Command nextCommand(const App& app, std::string* kind);
+  Command nextCommand(const Controller& app, std::string* kind);
   void fail(const std::string& message);
   std::string where() const;
 

@@ -1,4 +1,4 @@
-#include "shell/interaction_bench.h"
+#include "state/interaction_bench.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include "formats/atomic_file.h"
 #include "engine/model_config.h"
 #include "formats/workspace_file.h"
-#include "shell/app.h"
+#include "state/controller.h"
 
 namespace attnscope {
 
@@ -88,7 +88,7 @@ void InteractionBench::refused(const CommandFailure& failure) { fail("the app re
 // The edits, as the inputs table and the model panel make them: mostly one embedding cell changed
 // by ±0.125 (four cells in turn, each moving back and forth, so every edit changes the result),
 // and in every ten edits one re-seed (the model panel's seed field) and one dropout change.
-Command InteractionBench::nextCommand(const App& app, std::string* kind) {
+Command InteractionBench::nextCommand(const Controller& app, std::string* kind) {
   if (edit_ < 0) {
     *kind = "preset";
     return makeCommand("preset", {{"name", options_.presets[preset_]}});
@@ -112,7 +112,7 @@ Command InteractionBench::nextCommand(const App& app, std::string* kind) {
   return makeCommand("set_cell", {{"row", rows[cell]}, {"col", cols[cell]}, {"value", old + delta}});
 }
 
-void InteractionBench::beforeUpdate(App& app) {
+void InteractionBench::beforeUpdate(Controller& app) {
   if (phase_ != Phase::Queue) return;
   if (edit_ < 0) {
     configs_.emplace_back();
@@ -126,14 +126,14 @@ void InteractionBench::beforeUpdate(App& app) {
     fail(e.what());
     return;
   }
-  c.script_index = edit_ + 1;  // ≥ 0: a refusal comes back through App::takeFailures, not as a toast
+  c.script_index = edit_ + 1;  // ≥ 0: a refusal comes back through Controller::takeFailures, not as a toast
   app.commands().push(std::move(c));
   t0_ = last_frame_ = Clock::now();
   frames_ = 0;
   phase_ = Phase::Applying;
 }
 
-bool InteractionBench::afterFrame(const App& app) {
+bool InteractionBench::afterFrame(const Controller& app) {
   const Clock::time_point now = Clock::now();
   const double frame_ms = std::chrono::duration<double, std::milli>(now - last_frame_).count();
   last_frame_ = now;
@@ -141,7 +141,7 @@ bool InteractionBench::afterFrame(const App& app) {
     if (now >= settle_until_ && --settle_frames_ <= 0) phase_ = Phase::Queue;
     return false;
   }
-  if (phase_ == Phase::Applying) {  // the command was applied by this frame's App::update
+  if (phase_ == Phase::Applying) {  // the command was applied by this frame's Controller::update
     target_ = app.document().version();
     if (edit_ >= 0 && target_ <= version_before_) {
       fail("the edit did not change the document");
@@ -262,7 +262,7 @@ int InteractionBench::finish(int window_w, int window_h) {
       {"gap_ms", options_.gap_ms},
       {"load_average", {{"before", load_before_}, {"after", loadAverage()}}},
       {"method",
-       "t0: the command is queued just before the App::update of the frame that applies it; t1: the end of the first "
+       "t0: the command is queued just before the Controller::update of the frame that applies it; t1: the end of the first "
        "frame (after its swap) whose drawn snapshot has a version >= the document's after the edit. frames_to_result "
        "counts frames from the one applying the edit (1) to the one showing its result; next frame = 1. Swap "
        "interval 0. Between an edit and its result the window sleeps until the engine wakes it, as the app does for a "

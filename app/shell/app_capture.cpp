@@ -1,0 +1,182 @@
+// App, part two: screenshots of what it shows, and the layout dump's state (tests).
+#include <imgui.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "display/vector_figure.h"
+#include "formats/workspace_file.h"
+#include "shell/app.h"
+#include "widgets/fonts.h"
+#include "widgets/heatmap.h"
+#include "widgets/layout_dump.h"
+
+namespace attnscope {
+
+std::string App::captionText(const CaptureSpec& spec) const {
+  const Snapshot* snap = ctl_.snapshot();
+  if (!snap) return "attnscope";
+  const Workspace& in = *snap->inputs;
+  const ModelConfig& m = in.model;
+  const int T = static_cast<int>(in.embeddings.rows()), H = headCount(m);
+  char buf[512];
+  // A name and its number stay on one line when the caption wraps ("T 6", never "T" then "6"): a
+  // no-break space, which the wrapping does not break at.
+  if (isHeatmapStage(spec.panel)) {  // a single map: what it is, compactly
+    const std::string head = H > 1 ? " · head\u00a0" + std::to_string(spec.head + 1) + "\u00a0of\u00a0" +
+                                         std::to_string(H)
+                                   : "";
+    std::snprintf(buf, sizeof buf, "%s%s · %s · T\u00a0%d · seed\u00a0%u", describeModel(m).c_str(), head.c_str(),
+                  captureSubject(spec.panel, m).c_str(), T, m.seed);  // the stage's title, never its id
+  } else {
+    std::snprintf(buf, sizeof buf, "attnscope · %s · T\u00a0%d · d_in\u00a0%d · d_out\u00a0%d · seed\u00a0%u",
+                  describeModel(m).c_str(), T, static_cast<int>(in.embeddings.cols()), m.d_out, m.seed);
+  }
+  return buf;
+}
+
+// One map as an SVG or PDF figure, drawn from the snapshot with the grid's choices.
+std::string App::vectorFigure(const CaptureSpec& spec, const std::string& path) const {
+  const Snapshot* snap = ctl_.snapshot();
+  const ViewState& view = ctl_.view();
+  if (!snap || !snap->trace) return "nothing computed yet";
+  FigureOptions options;
+  options.scale = view.textScale();  // the text size, as a PNG of the map has it
+  Stage stage = Stage::Weights;
+  ModuleMap module = ModuleMap::Output;
+  if (spec.panel == "lines") return writeLinesFigure(linesFigure(*snap, view, spec.caption), path, options);
+  if (parseModuleMap(spec.panel, &module))  // the module's maps: one per batch element
+    return writeVectorFigure(moduleFigure(*snap, view, module, spec.caption), path, options);
+  if (!parseStage(spec.panel, &stage)) return "no map '" + spec.panel + "'";
+  const auto& heads = snap->shown().heads;
+  if (spec.head < 0 || spec.head >= static_cast<int>(heads.size()) ||
+      !heads[static_cast<std::size_t>(spec.head)].hasMaps())
+    return "no maps of head " + std::to_string(spec.head + 1) + " (the model has " + std::to_string(heads.size()) + ")";
+  return writeVectorFigure(heatmapFigure(*snap, view, stage, spec.head, spec.caption, zoomWindow()), path, options);
+}
+
+std::string App::capture(const CaptureSpec& spec, const std::string& path) {
+  if (std::string error = captureTargetError(path, spec.panel); !error.empty()) return error;
+  if (isVectorFigurePath(path)) return vectorFigure(spec, path);  // drawn from the data, not the screen
+  if (!hooks_.offscreen_frame || !hooks_.size) return "no window to render with";
+  const Snapshot* snap = ctl_.snapshot();
+  Workspace shown = snap ? *snap->inputs : ctl_.document().workspace();  // the PNG carries what it shows
+  shown.view = savedView(ctl_.view(), shown.view);
+  caption_ = spec.caption ? captionText(spec) : "";
+  // The capture draws its own view of the controller's: that tab, that head, that map alone.
+  capture_view_ = ctl_.view();
+  ViewState& shot = *capture_view_;
+  if (spec.panel != "heatmaps" && isMainTab(spec.panel)) shot.tab = spec.panel;  // that tab's view
+  if (isHeatmapStage(spec.panel)) {  // that head alone, so the map is as large as it gets
+    shot.head = spec.head;
+    shot.highlight.clear();  // and never dimmed by a lesson's step
+    shot.tab = "heatmaps";
+    Stage stage = Stage::Weights;
+    ModuleMap module = ModuleMap::Output;
+    if (parseModuleMap(spec.panel, &module)) {
+      // A map of the module (the output, …): that map alone, whether or not its column is shown —
+      // hidden by default, as the figure's SVG and PDF need no column either.
+      shot.show.fill(false);
+      shot.show_module.fill(false);
+      shot.show_module[static_cast<std::size_t>(module)] = true;
+    } else {
+      parseStage(spec.panel, &stage);
+      heatmap_grid_.reveal(spec.head, stage);  // and in view, where the grid scrolls for the numbers
+    }
+  }
+  int w = 0, h = 0;
+  hooks_.size(&w, &h);
+  capturing_ = true;
+  setHeatmapColouringSynchronous(true);  // every map in colour, no placeholders
+  CaptureHooks hooks;
+  hooks.frame = [this](const CaptureFrame& frame) { hooks_.offscreen_frame(frame, [&] { draw(now_, frame); }); };
+  hooks.set_scale = [this](float s) {
+    if (hooks_.set_style) hooks_.set_style(s, ctl_.view().light_theme);
+  };
+  hooks.base_scale = uiScale();  // a figure has the text size of the window, k× larger
+  hooks.selection = hooks_.selection;
+  if (isHeatmapStage(spec.panel)) {
+    // One map is laid out as at 100 % in a window that much larger: the whole map fits at any text
+    // size (in the window itself large text may leave room for part of it only), its text that large.
+    w = static_cast<int>(std::lround(w * shot.textScale()));
+    h = static_cast<int>(std::lround(h * shot.textScale()));
+  }
+  const std::string error = capturePng(spec, w, h, hooks, path, dumpWorkspace(shown));
+  setHeatmapColouringSynchronous(false);
+  capturing_ = false;
+  heatmap_grid_.reveal(-1, Stage::Weights);
+  capture_view_.reset();
+  caption_.clear();
+  return error;
+}
+
+void App::recordState() const {
+  const Document& doc = ctl_.document();
+  const ViewState& v = ctl_.view();
+  const Workspace& ws = doc.workspace();
+  const ModelConfig& m = ws.model;
+  Workspace saved = ws;
+  saved.view = savedView(v, ws.view);
+  nlohmann::json& state = layout().state();
+  state.update(
+      {{"variant", variantId(m.variant)},
+       {"d_out", m.d_out},
+       {"num_heads", m.num_heads},
+       {"seed", m.seed},
+       {"token", v.token},
+       {"batch", v.batch},
+       {"head", v.head},
+       {"theme", v.light_theme ? "light" : "dark"},
+       {"version", doc.version()},
+       {"computing", ctl_.computing()},
+       {"settled", ctl_.settled()},
+       {"engine_error", ctl_.engineError()},
+       {"last_screenshot", ctl_.lastScreenshot()},
+       {"workspace", workspaceToJson(saved)},
+       {"file", doc.file()},
+       {"dirty", doc.dirty()},
+       {"can_undo", doc.history().canUndo()},
+       {"history_bytes", doc.history().bytes()},
+       {"pinned", ctl_.pinned() != nullptr},
+       {"title", ctl_.windowTitle()},
+       {"toast", ctl_.toast().text},
+       {"toast_error", ctl_.toast().error},
+       {"prompt", ctl_.promptedCommand()},
+       {"after_save", ctl_.commandAfterSave()},
+       {"text_size", v.text_size},
+       {"ui_scale", uiScale()},
+       {"font_px",
+        {{"ui", fonts().ui ? fonts().ui->FontSize : 0.0f}, {"cells", fonts().small ? fonts().small->FontSize : 0.0f}}},
+       {"fullscreen", isFullscreen()},
+       {"window", {ImGui::GetMainViewport()->Size.x, ImGui::GetMainViewport()->Size.y}},
+       {"shown_panels",
+        {{"model", v.modelShown()},
+         {"inputs", v.inputsShown()},
+         {"inspector", v.inspectorShown()},
+         {"status", v.show_status},
+         {"statistics", v.statisticsShown()},
+         {"presentation", v.presentation}}}});  // update: panels add their own fields
+  state["shown_panels"]["lesson"] = ctl_.lesson().open();
+  lesson_.recordState(state);  // lesson_step (1-based, 0 = none), lesson_maps, …
+  if (!ctl_.snapshot()) return;
+  // What is on screen: the snapshot's tokens, and (small inputs) its numbers, for tests to hold
+  // against `attnscope-cli trace`.
+  const Snapshot& s = *ctl_.snapshot();
+  state["tokens"] = s.tokens();
+  state["trace_version"] = s.serial;
+  state["snapshot_version"] = s.version;
+  if (s.tokenCount() <= 64) {
+    auto rows = [](const Matrix& mat) {
+      nlohmann::json out = nlohmann::json::array();
+      for (int i = 0; i < mat.rows(); ++i)
+        out.push_back(std::vector<float>(mat.row(i).data(), mat.row(i).data() + mat.cols()));
+      return out;
+    };
+    nlohmann::json heads = nlohmann::json::array();
+    for (const HeadTrace& h : s.shown().heads)
+      heads.push_back({{"weights", rows(h.weights)}, {"context", rows(h.context)}});
+    state["trace"] = {{"batch", s.batch}, {"output", rows(s.shown().output)}, {"heads", heads}};
+  }
+}
+
+}  // namespace attnscope

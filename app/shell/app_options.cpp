@@ -1,0 +1,129 @@
+#include "shell/app_options.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "engine/errors.h"
+#include "formats/presets.h"
+#include "state/capture_targets.h"
+
+namespace attnscope {
+
+extern const char* const kXvfbHint;  // shell/app_window.h
+
+int parseAppOptions(int argc, char** argv, AppOptions& o) {
+  // Named, so --help says "attnscope" however it was started (help2man makes the man page of it).
+  CLI::App cli{"attnscope: self-attention, visible. Heatmaps of every head, live.", "attnscope"};
+  cli.set_version_flag("--version", "attnscope " ATTNSCOPE_VERSION);
+  std::string size;
+  CLI::Option* open = cli.add_option("--open", o.open_path,
+                                     "workspace JSON to open (default: the book's multi-head example)");
+  // `attnscope FILE` as file managers start it (the desktop entry's Exec=attnscope %f).
+  cli.add_option("file", o.open_path, "the same as --open FILE: a workspace JSON or a PNG saved by attnscope")
+      ->excludes(open);
+  cli.footer(std::string("Without a display, render to a file under Xvfb:\n  ") + kXvfbHint);
+  cli.add_option(
+      "--screenshot", o.screenshot_path,
+      "render, save the window (or --panel) to this file and exit: .png, or .svg / .pdf for one map or the lines");
+  cli.add_option("--size", size, "window size WxH in pixels (default 1600x1000)");
+  cli.add_option("--theme", o.theme, "dark or light")->check(CLI::IsMember({"dark", "light"}));
+  cli.add_option("--text-size", o.text_size, "text and UI size in percent, 100 to 250 (View › Text size)")
+      ->check(CLI::Range(100, 250));
+  cli.add_option("--dump-layout", o.dump_layout_path, "write panel/heatmap/control rectangles as JSON (tests)");
+  cli.add_option("--screenshot-dir", o.screenshot_dir, "folder for F12 screenshots");
+  cli.add_option("--frames", o.frames, "frames to render before a headless capture")->check(CLI::Range(3, 1000));
+  cli.add_option("--scale", o.scale, "screenshot scale: 1, 2 or 3 (text rasterized at that size)")
+      ->check(CLI::Range(1.0f, 4.0f));
+  std::string panels;
+  for (const std::string& p : capturePanels())
+    panels += (panels.empty() ? "" : ", ") + p;  // spaces: help2man can break the line
+  cli.add_option("--panel", o.panel, "capture one panel or one heatmap: " + panels);
+  cli.add_option("--head", o.head, "the head of a heatmap --panel (1-based)")->check(CLI::Range(1, Limits{}.max_heads));
+  cli.add_flag("--each-head", o.each_head, "with a heatmap --panel: one PNG per head, OUT-h1.png, OUT-h2.png, …");
+  cli.add_flag("--caption", o.caption, "add a line with variant, sizes and seed under the screenshot");
+  cli.add_flag("--selection", o.selection, "keep the selected token's row and key outlined in the screenshot");
+  cli.add_option("--commands", o.commands_path, "apply this JSON array of commands, one per frame (see README)");
+  cli.add_flag("--keep-going", o.keep_going, "with --commands: report a command that cannot apply and go on");
+  CLI::Option* lesson = cli.add_option(
+      "--lesson", o.lesson_path,
+      "open this lesson (JSON; the shipped ones are in share/attnscope/lessons/, assets/lessons/ in a checkout)");
+  cli.add_option("--step", o.lesson_step, "with --lesson: the step to show, from 1 (default 1)")
+      ->check(CLI::Range(1, 1000000))
+      ->needs(lesson);
+  CLI::Option* bench = cli.add_option("--bench-interaction", o.bench_path,
+                                      "time edits from command to the first frame showing their result, for each "
+                                      "--bench-presets; write the figures to this JSON and exit");
+  cli.add_option("--bench-presets", o.bench_presets, "presets the bench opens in turn (default multihead,gpt2-small)")
+      ->delimiter(',')
+      ->needs(bench);
+  cli.add_option("--bench-edits", o.bench_edits, "edits per preset (default 200)")
+      ->check(CLI::Range(1, 100000))
+      ->needs(bench);
+  cli.add_option("--memory-budget", o.memory_budget_mib,
+                 "refuse workspaces estimated to need more (MiB; default 1024), as attnscope-cli does")
+      ->check(CLI::Range(1.0, 1048576.0));
+  cli.add_option("--bench-gap-ms", o.bench_gap_ms,
+                 "frames drawn this long after a result before the next edit (default 0)")
+      ->check(CLI::Range(0, 60000))
+      ->needs(bench);
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return cli.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "error: " << e.what() << " (see attnscope --help)\n";
+    return 2;
+  }
+  if (!o.panel.empty() && std::find(capturePanels().begin(), capturePanels().end(), o.panel) == capturePanels().end()) {
+    std::cerr << "error: --panel: unknown panel '" << o.panel << "' (one of " << panels << ")\n";
+    return 2;
+  }
+  if (o.each_head && !isHeatmapStage(o.panel)) {
+    std::cerr << "error: --each-head needs a heatmap --panel such as weights\n";
+    return 2;
+  }
+  if (!o.screenshot_path.empty()) {  // .png, or a figure of one map as .svg or .pdf
+    if (const std::string error = captureTargetError(o.screenshot_path, o.panel); !error.empty()) {
+      std::cerr << "error: --screenshot: " << error << "\n";
+      return 2;
+    }
+  }
+  if (!o.bench_path.empty()) {
+    if (!o.screenshot_path.empty() || !o.commands_path.empty() || !o.lesson_path.empty()) {
+      std::cerr << "error: --bench-interaction runs its own edits: it does not combine with --screenshot, --commands "
+                   "or --lesson\n";
+      return 2;
+    }
+    const std::filesystem::path folder = std::filesystem::path(o.bench_path).parent_path();
+    std::error_code ec;
+    if (!folder.empty() && !std::filesystem::is_directory(folder, ec)) {
+      std::cerr << "error: --bench-interaction: no folder " << folder.string() << " for " << o.bench_path << "\n";
+      return 2;
+    }
+    const std::vector<std::string> known = presetNames();
+    for (const std::string& p : o.bench_presets)
+      if (std::find(known.begin(), known.end(), p) == known.end()) {
+        std::string list;
+        for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+        std::cerr << "error: --bench-presets: unknown preset '" << p << "' (one of " << list << ")\n";
+        return 2;
+      }
+  }
+  if (!size.empty()) {
+    int w = 0, h = 0;
+    char x = 0, extra = 0;
+    if (std::sscanf(size.c_str(), "%d%c%d%c", &w, &x, &h, &extra) != 3 || (x != 'x' && x != 'X') || w < 320 ||
+        h < 240 || w > 8192 || h > 8192) {
+      std::cerr << "error: --size: expected WxH between 320x240 and 8192x8192, got '" << size << "'\n";
+      return 2;
+    }
+    o.width = w;
+    o.height = h;
+  }
+  return -1;  // go on
+}
+
+}  // namespace attnscope

@@ -1,0 +1,700 @@
+#include "state/controller.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+#include "editing/token_table.h"
+#include "engine/errors.h"
+#include "formats/atomic_file.h"
+#include "formats/export.h"
+#include "formats/pytorch_script.h"
+#include "formats/workspace_file.h"
+#include "state/screenshot_paths.h"
+
+namespace attnscope {
+
+namespace fs = std::filesystem;
+
+Controller::Controller(Document document, ViewState view, bool interactive, ControllerHooks hooks)
+    : doc_(std::move(document)),
+      base_limits_(doc_.limits()),
+      view_(std::move(view)),
+      exec_{true, 0},  // the parallel path, one thread per processor
+      interactive_(interactive),
+      hooks_(std::move(hooks)) {
+  if (view_.screenshot_dir.empty()) view_.screenshot_dir = defaultScreenshotFolder();
+  clampView();
+}
+
+// What a pinned result holds while B is edited: its maps (one element's, as its trace kept them) and,
+// at most, a difference map of every T × T stage of every head beside them in the Compare tab.
+std::int64_t Controller::pinnedBytes(const Snapshot& a) {
+  const Workspace& in = *a.inputs;
+  const int T = static_cast<int>(in.embeddings.rows()), d_in = static_cast<int>(in.embeddings.cols());
+  std::int64_t square_stages = 0;
+  for (const StageInfo& s : stageTable())  // the tril route's own maps only on that route
+    square_stages += s.square && s.heatmap && (!s.tril_route || trilRoute(in.model)) ? 1 : 0;
+  return estimateCost(in.model, T, d_in, 1).map_bytes + square_stages * headCount(in.model) *
+                                                            static_cast<std::int64_t>(T) * T *
+                                                            static_cast<std::int64_t>(sizeof(float));
+}
+
+Limits Controller::limits(std::int64_t memory_budget_bytes) {
+  Limits l;
+  l.traced_elements = 2;
+  l.max_memory_bytes = memory_budget_bytes;
+  return l;
+}
+
+void Controller::holdBeside(std::int64_t held) {
+  Limits l = base_limits_;
+  l.held_bytes = held;
+  try {
+    doc_.setLimits(l);
+  } catch (const InputError& e) {
+    throw InputError(std::string("Not pinned: holding this result as A as well would pass the memory budget (") +
+                     e.what() + ")");
+  }
+}
+
+void Controller::viewChanged(const ViewState& before) {
+  if (view_.text_size != before.text_size && hooks_.text_size_changed) hooks_.text_size_changed();
+  if (view_.light_theme != before.light_theme && hooks_.theme_changed) hooks_.theme_changed();
+}
+
+// [SECTION] applying commands ---------------------------------------------------------------
+
+void Controller::fail(const Command& c, const std::string& message, double now) {
+  if (c.script_index >= 0)
+    failures_.push_back({c.script_index, c.name, message});
+  else
+    showToast(message, true, now);
+}
+
+void Controller::update(double now) {
+  // The hint to make room is void once the side panels are gone (a lesson opened in presentation
+  // after the start's hint, or F10 pressed): it asked for exactly that.
+  if (view_.presentation && toast_.hint_room) toast_ = {};
+  // A lesson checked off the UI thread: it opens now, before the commands queued behind it.
+  if (auto checked = lesson_check_.poll()) {
+    if (toast_.text.rfind("Checking the lesson ", 0) == 0) toast_ = {};  // the progress is over
+    const Command c = checked->command;
+    try {
+      openCheckedLesson(std::move(*checked), now);
+    } catch (const InputError& e) {
+      fail(c, e.what(), now);
+    }
+  }
+  if (lesson_check_.busy())  // what is being checked, and how far it got
+    toast_ = {"Checking the lesson " + lesson_check_.file() + " … step " + std::to_string(lesson_check_.step() + 1) +
+                  "  (File › Close lesson stops it)",
+              false, now + 0.5};
+  // Only the commands queued before this call: a capture draws frames, and panels push more.
+  for (std::size_t n = queue_.size(); n > 0 && !queue_.empty(); --n) {
+    const CommandId next = queue_.front().id();
+    if (commandInfo(next).has(kWaitsForResult) && !settled()) break;  // for the newest, complete result
+    // While a lesson is checked, what comes after its lesson_open waits for it (a script's next
+    // step, a key); another lesson or closing stops the check.
+    if (lesson_check_.busy() && next != CommandId::LessonOpen && next != CommandId::LessonClose) break;
+    const Command c = queue_.pop();
+    try {
+      apply(c, now);
+    } catch (const InputError& e) {
+      fail(c, e.what(), now);
+    }
+    updateEngine();  // a screenshot right behind an edit waits for that edit's result
+  }
+  const bool saving = hooks_.saving && hooks_.saving();
+  if (after_save_ && queue_.empty() && !after_typing_ && !saving) {  // the save dialog was cancelled
+    showToast("Not saved, so not " + actionText(*after_save_) + ": the changes are still here", true, now);
+    after_save_.reset();
+  }
+  updateEngine();
+}
+
+bool Controller::asksFirst(const Command& c) const {
+  const CommandInfo& info = c.info();
+  if (!info.has(kAsksFirst)) return false;
+  if (!interactive_ || !doc_.dirty() || (c.has("discard") && c.flag("discard"))) return false;
+  return info.has(kAsksScripts) || c.script_index < 0;  // scripts run unattended
+}
+
+void Controller::askUnsaved(const Command& c) {
+  pending_ = c;  // the prompt's answer (the `unsaved` command) carries on with it
+  prompts_.unsaved_action = c.name;
+  prompts_.unsaved_doing = actionText(c);
+}
+
+std::string Controller::actionText(const Command& c) const {
+  switch (c.id()) {
+    case CommandId::Open: return "opening " + fs::path(c.text("path")).filename().string();
+    case CommandId::New: return "starting over with the book's example";
+    case CommandId::Preset: return "loading the preset " + c.text("name");
+    case CommandId::LessonOpen: return "opening the lesson " + fs::path(c.text("path")).filename().string();
+    default: return "quitting";
+  }
+}
+
+void Controller::apply(const Command& c, double now) {
+  // A lesson asks once it is checked (openCheckedLesson): a damaged one never asks.
+  if (c.id() != CommandId::LessonOpen && asksFirst(c)) return askUnsaved(c);
+  switch (c.info().target) {
+    case CommandTarget::Document: return applyDocument(c, now);
+    case CommandTarget::View: return applyView(c, now);
+    case CommandTarget::App: return applyApp(c, now);
+  }
+}
+
+void Controller::applyDocument(const Command& c, double now) {
+  if (c.id() == CommandId::Restore) {  // an autosave that cannot be read is kept aside, never overwritten
+    try {
+      doc_.apply(c);
+    } catch (const InputError& e) {
+      const std::string kept = moveAside(c.text("path"));
+      throw InputError(std::string("The last session's autosave could not be read (") + e.what() + ")" +
+                       (kept.empty() ? "" : "; it is kept as " + kept));
+    }
+    return replaced(c, now);
+  }
+  if (c.id() == CommandId::Open && doc_.dirty() && interactive_ && !(c.has("discard") && c.flag("discard"))) {
+    // A script's open in a session the user sees is not asked about. Opening starts a new
+    // history, so the unsaved work would be gone (and the autosave overwritten): it is written
+    // to the state folder first, and the user told where.
+    const std::string kept = keepUnsaved(doc_, view_);
+    try {
+      doc_.apply(c);
+    } catch (const InputError&) {  // not opened: the work is still on screen
+      if (!kept.empty()) std::remove(kept.c_str());
+      throw;
+    }
+    replaced(c, now);
+    if (!kept.empty()) notify("Opened " + c.text("path") + ". The unsaved changes before it are kept in " + kept, now);
+    return;
+  }
+  if (c.id() == CommandId::PasteEmbeddings || c.id() == CommandId::PasteParameters) return paste(c, now);
+  if (doc_.apply(c) == DocumentChange::Replaced) return replaced(c, now);
+  if (!doc_.note().empty()) showToast(doc_.note(), false, now);  // num_heads or seed moved
+  clampView();
+}
+
+void Controller::paste(const Command& c, double now) {
+  Command filled = c;
+  if (!c.has("text")) {  // Edit › Paste, Ctrl+Shift+V, or a script asking for the real clipboard
+    const std::string text = hooks_.clipboard_text ? hooks_.clipboard_text() : "";
+    if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+      throw InputError(
+          c.id() == CommandId::PasteParameters
+              ? "Nothing pasted: the clipboard holds no text. Copy what print(m.state_dict()) shows in your "
+                "notebook, then Edit › Paste parameters"
+              : "Nothing pasted: the clipboard holds no text. Copy what print(x) shows in your notebook, "
+                "then Edit › Paste embeddings (Ctrl+Shift+V)");
+    filled.args["text"] = text;
+    filled.from_clipboard = true;  // refusals name the clipboard
+  }
+  try {
+    doc_.apply(filled);
+  } catch (const InputError& e) {  // the table is as it was
+    throw InputError(std::string("Nothing pasted: ") + e.what());
+  }
+  showToast(doc_.note(), false, now);
+  clampView();
+}
+
+// Another workspace (open, new, a preset, restore, swap): the view it was saved with, but what
+// belongs to the room stays (docs/DESIGN.md §3.1 "What a new document keeps").
+void Controller::replaced(const Command& c, double now) {
+  const ViewState before = view_;
+  view_ = viewFromJson(doc_.workspace().view);   // the view the workspace was saved with
+  view_.screenshot_dir = before.screenshot_dir;  // the machine's folder, not the file's
+  const bool fresh = c.id() == CommandId::Preset || c.id() == CommandId::New;
+  if (fresh) view_.light_theme = before.light_theme;  // a preset keeps the theme
+  // The window as it is set up for the room — text size, panels shown — stays: always for a preset
+  // or New, and for a file that does not say otherwise.
+  const nlohmann::json& saved = doc_.workspace().view;
+  auto keep = [&](const char* field, auto ViewState::*member) {
+    if (fresh || !saved.is_object() || !saved.contains(field)) view_.*member = before.*member;
+  };
+  keep("text_size", &ViewState::text_size);
+  keep("model_panel", &ViewState::show_model);
+  keep("inputs_panel", &ViewState::show_inputs);
+  keep("inspector", &ViewState::show_inspector);
+  keep("status_bar", &ViewState::show_status);
+  keep("statistics", &ViewState::show_statistics);
+  keep("presentation", &ViewState::presentation);
+  keep("weights_range", &ViewState::weights_fixed);  // a lesson's, or the user's choice
+  view_.highlight = before.highlight;                // the open lesson's step, not the workspace's
+  if (c.id() == CommandId::Restore)                  // the autosave's view yields to what this session was started with
+    for (const auto& [field, value] : command_line_view_.items()) setViewField(view_, field, value);
+  clampView();
+  viewChanged(before);
+  if (hooks_.document_replaced) hooks_.document_replaced();
+  if (c.id() == CommandId::Open) {
+    if (hooks_.file_used) hooks_.file_used(c.text("path"));
+    showToast("Opened " + c.text("path"), false, now);
+  }
+}
+
+void Controller::clampView() {
+  const Workspace& ws = doc_.workspace();
+  const int T = static_cast<int>(ws.tokens.size());
+  view_.token = std::clamp(view_.token, 0, T - 1);
+  if (view_.key >= T) view_.key = -1;
+  if (view_.head >= headCount(ws.model)) view_.head = -1;
+  view_.batch = std::clamp(view_.batch, 0, ws.model.batch_size - 1);
+}
+
+namespace {
+
+// `index` within [lo, count) or an InputError naming it.
+int indexIn(const Command& c, int lo, int count, const char* what) {
+  const int i = c.integer("index");
+  if (i < lo || i >= count)
+    throw InputError("index: no " + std::string(what) + " " + std::to_string(i) + " (there are " +
+                     std::to_string(count) + ", numbered from 0" + (lo < 0 ? "; −1 = none" : "") + ")");
+  return i;
+}
+
+}  // namespace
+
+void Controller::applyView(const Command& c, double now) {
+  const Workspace& ws = doc_.workspace();
+  const int T = static_cast<int>(ws.tokens.size()), H = headCount(ws.model);
+  const auto step = [&] { return c.has("step") ? c.integer("step") : 0; };
+  switch (c.id()) {
+    case CommandId::SelectToken:
+      view_.token = c.has("index") ? indexIn(c, 0, T, "token") : std::clamp(view_.token + step(), 0, T - 1);
+      break;
+    case CommandId::SelectKey: view_.key = indexIn(c, -1, T, "token"); break;
+    case CommandId::SelectHead:  // stepping cycles: all heads → 1 → 2 → … → all heads
+      if (c.has("index"))
+        view_.head = indexIn(c, -1, H, "head");
+      else
+        view_.head = ((view_.head + 1 + step()) % (H + 1) + (H + 1)) % (H + 1) - 1;
+      break;
+    case CommandId::GoTo: {  // a token or a range of a long input: zoomed to, the first selected
+      std::pair<int, int> range;
+      if (c.has("text")) {
+        range = findTokens(ws.tokens, c.text("text"));
+      } else {
+        if (!c.has("index")) throw InputError("go_to: give `text` or `index`");
+        range.first = range.second = indexIn(c, 0, T, "token");
+        if (c.has("to")) {
+          const int to = c.integer("to");
+          if (to < 0 || to >= T)
+            throw InputError("to: no token " + std::to_string(to) + " (there are " + std::to_string(T) + ")");
+          range = {std::min(range.first, to), std::max(range.first, to)};
+        }
+      }
+      view_.token = range.first;
+      if (view_.tab != "heatmaps" && view_.tab != "compare") view_.tab = "heatmaps";
+      if (hooks_.go_to) hooks_.go_to(range.first, range.second, T);
+      break;
+    }
+    case CommandId::SelectBatch: view_.batch = indexIn(c, 0, ws.model.batch_size, "batch element"); break;
+    case CommandId::View: {
+      const ViewState before = view_;
+      setViewField(view_, c.text("field"), c.args["value"]);
+      if (c.text("field") == "lock_range") view_.locked_heads.clear();  // updateEngine keeps the ranges on screen
+      clampView();
+      viewChanged(before);
+      if (view_.text_size > before.text_size) hintIfCramped(now, false);
+      break;
+    }
+    default: break;
+  }
+}
+
+void Controller::applyApp(const Command& c, double now) {
+  using Id = CommandId;
+  switch (c.id()) {
+    case Id::LessonOpen:
+    case Id::LessonStep:
+    case Id::LessonNext:
+    case Id::LessonBack:
+    case Id::LessonClose: return applyLesson(c, now);
+    case Id::Engine:
+      if (c.has("parallel")) exec_.parallel = c.flag("parallel");
+      if (c.has("threads")) {
+        const int threads = c.integer("threads");
+        if (threads < 0 || threads > 256) throw InputError("threads: must be between 0 (all cores) and 256");
+        exec_.threads = threads;
+      }
+      break;
+    case Id::Screenshot: {
+      CaptureSpec spec{static_cast<float>(c.has("scale") ? c.number("scale") : view_.screenshot_scale),
+                       c.has("panel") ? c.text("panel") : "", c.has("head") ? c.integer("head") : 0, view_.caption};
+      std::string error, path = c.text("path");
+      if (path.empty()) path = timestampedPath(view_.screenshot_dir, &error);
+      if (error.empty()) error = hooks_.capture ? hooks_.capture(spec, path) : "no window to render with";
+      if (!error.empty()) throw InputError("screenshot failed: " + error);
+      last_screenshot_ = path;
+      showToast("Saved " + path, false, now);
+      break;
+    }
+    case Id::Pin:  // the newest result (update() waited for it)
+      if (!snapshot_) throw InputError("nothing computed yet: nothing to pin");
+      // A holds its maps while B is edited, and Compare draws B − A beside them: that is counted
+      // against the budget from now on, so every edit while pinned is checked with it.
+      holdBeside(pinnedBytes(*snapshot_));
+      pinned_ = snapshot_;
+      view_.tab = "compare";
+      showToast("Pinned as A: change anything, the Compare tab shows A, B and B − A", false, now);
+      break;
+    case Id::Unpin:
+      if (!pinned_) throw InputError("nothing is pinned");
+      pinned_.reset();
+      if (hooks_.unpinned) hooks_.unpinned();
+      holdBeside(0);
+      if (view_.tab == "compare") view_.tab = "heatmaps";
+      break;
+    case Id::Swap: return swap(c, now);
+    case Id::Save: return save(c, now);
+    case Id::ExportTrace:
+    case Id::ExportMap: {
+      if (!snapshot_) throw InputError("nothing computed yet");
+      ExportFormat format;
+      if (!parseExportFormat(c.text("format"), &format)) throw InputError("format: expected csv, json or npy");
+      const std::string path = c.text("path");
+      if (!snapshot_->complete) throw InputError("the maps are still being computed: export again in a moment");
+      if (c.id() == Id::ExportTrace) {
+        const int files = exportTrace(*snapshot_->inputs, *snapshot_->trace, path, format);
+        showToast("Wrote " + std::to_string(files) + " file" + (files == 1 ? "" : "s") + " to " + path, false, now);
+        return;
+      }
+      Stage stage;
+      if (!parseStage(c.text("stage"), &stage)) throw InputError("stage: unknown stage '" + c.text("stage") + "'");
+      const int head = c.integer("head");
+      if (head < 0 || head >= static_cast<int>(snapshot_->shown().heads.size())) throw InputError("head: no such head");
+      // CSV with the tokens as a header row and first column, as attnscope-cli writes it (formats/export.h).
+      writeFileAtomically(path, exportMap(*snapshot_->trace, snapshot_->shown().heads[head], stage, snapshot_->tokens(),
+                                          format));
+      showToast("Saved " + path, false, now);
+      break;
+    }
+    case Id::SavePytorch:
+    case Id::CopyPytorch: {
+      const std::string script = pytorchScript(doc_.workspace(), doc_.file().empty() ? "untitled" : doc_.file());
+      if (c.id() == Id::CopyPytorch) {
+        if (hooks_.set_clipboard) hooks_.set_clipboard(script);
+        showToast("PyTorch code copied: paste it into a notebook or run it with /usr/bin/python3", false, now);
+      } else {
+        writeFileAtomically(c.text("path"), script);
+        showToast("Saved " + c.text("path") + "  (run: /usr/bin/python3 " +
+                      fs::path(c.text("path")).filename().string() + ")",
+                  false, now);
+      }
+      break;
+    }
+    case Id::Dialog:
+      if (!hooks_.open_dialog) throw InputError("no window for a dialog");
+      hooks_.open_dialog(c.text("which"), c.has("stage") ? c.text("stage") : "", c.has("head") ? c.integer("head") : 0,
+                         c.has("format") ? c.text("format") : "csv");
+      break;
+    case Id::Fullscreen: {
+      const bool on = c.has("on") ? c.flag("on") : !(hooks_.fullscreen && hooks_.fullscreen());
+      const std::string error = hooks_.set_fullscreen ? hooks_.set_fullscreen(on) : "no window";
+      if (!error.empty()) throw InputError("full-screen: " + error);
+      break;
+    }
+    case Id::Quit: quit_ = true; break;  // unsaved changes were asked about in apply()
+    case Id::Recovery: {                 // the answer to the start's offer (offerRecovery)
+      const std::string choice = c.text("choice");
+      if (choice != "restore" && choice != "keep")
+        throw InputError("choice: expected restore or keep, got \"" + choice + "\"");
+      const std::string kept = prompts_.recovery_kept;
+      if (kept.empty()) throw InputError("no unsaved changes of the last session are offered");
+      prompts_.recovery_kept.clear();
+      prompts_.recovery_file.clear();
+      if (choice == "restore") {
+        Command restore = makeCommand("restore", {{"path", kept}});
+        restore.script_index = c.script_index;
+        apply(restore, now);
+      } else {
+        showToast("The last session's changes stay in " + kept, false, now);
+      }
+      break;
+    }
+    case Id::Unsaved: {  // the answer to the prompt: go on with the command that asked
+      const std::string choice = c.text("choice");
+      if (choice != "save" && choice != "discard" && choice != "cancel")
+        throw InputError("choice: expected save, discard or cancel, got \"" + choice + "\"");
+      if (!pending_) throw InputError("no unsaved-changes prompt is open");
+      Command next = std::move(*pending_);
+      pending_.reset();
+      prompts_.unsaved_action.clear();
+      prompts_.unsaved_doing.clear();
+      if (choice == "discard") {
+        next.args["discard"] = true;
+        apply(next, now);
+      } else if (choice == "save") {  // untitled: the save dialog first; `save` goes on when it is done
+        after_save_ = std::move(next);
+        apply(makeCommand("save"), now);
+      }
+      break;
+    }
+    default: break;
+  }
+}
+
+// A's settings become the document's, B is pinned in its place.
+void Controller::swap(const Command& c, double now) {
+  if (!pinned_) throw InputError("nothing is pinned: pin a result as A first");
+  if (!snapshot_) throw InputError("nothing computed yet");
+  const std::shared_ptr<const Snapshot> b = snapshot_;
+  // A's workspace must fit beside what B will hold once pinned (the totals differ from B's beside
+  // A's): checked first, so a refused swap changes nothing.
+  Limits swapped = base_limits_;
+  swapped.held_bytes = pinnedBytes(*b);
+  try {
+    validateWorkspace(*pinned_->inputs, swapped);
+  } catch (const InputError& e) {
+    throw InputError(std::string("Not swapped: A's settings beside B pinned would pass the memory budget (") +
+                     e.what() + ")");
+  }
+  const Limits before = doc_.limits();
+  doc_.setLimits(base_limits_);  // B fits the budget alone; A is loaded against it …
+  Command load = makeCommand("workspace", {{"json", workspaceToJson(*pinned_->inputs)}});
+  load.script_index = c.script_index;
+  try {
+    apply(load, now);
+  } catch (...) {
+    doc_.setLimits(before);
+    throw;
+  }
+  pinned_ = b;
+  doc_.setLimits(swapped);  // … and held with B beside it from now on
+  view_.tab = "compare";
+}
+
+void Controller::save(const Command& c, double now) {
+  // Ctrl+S while typing: the typed value first. (A save with a path comes from the Save as
+  // dialog, whose name field was typed into: that is the save's own name, nothing to commit.)
+  if (typing_ && c.script_index < 0 && !c.has("path") && !after_typing_) {
+    after_typing_ = c;
+    commit_typing_ = true;
+    return;
+  }
+  // What waited for the save (the prompt's "Save") does not happen when the save does not.
+  auto notSaved = [&](const std::string& why) {
+    const std::string so = after_save_ ? ", so not " + actionText(*after_save_) : "";
+    after_save_.reset();
+    return InputError("Not saved" + so + ": " + why);
+  };
+  const std::string path = c.has("path") ? c.text("path") : doc_.file();
+  if (path.empty()) {  // untitled: ask where
+    if (c.script_index >= 0 || !hooks_.open_dialog) throw InputError("path: this workspace is untitled: give a path");
+    hooks_.open_dialog("save_as", "", 0, "csv");
+    return;
+  }
+  // Another program wrote the file since it was opened or saved here: saving would destroy that
+  // without a word. The user chooses (Overwrite, Save as…, Cancel); a script says `overwrite`.
+  if (doc_.fileChangedOnDisk() && documentPath(path) == doc_.file() && !(c.has("overwrite") && c.flag("overwrite"))) {
+    if (c.script_index < 0 && interactive_ && hooks_.ask_overwrite) return hooks_.ask_overwrite(path);
+    throw notSaved(path + " changed on disk since it was opened or saved (another program wrote it); save with " +
+                   "\"overwrite\": true to replace it, or save under another name");
+  }
+  Workspace ws = doc_.workspace();
+  ws.view = savedView(view_, ws.view);
+  try {
+    saveWorkspace(path, ws);
+  } catch (const InputError& e) {
+    throw notSaved(e.what());
+  }
+  doc_.markSaved(path);
+  if (hooks_.file_used) hooks_.file_used(path);
+  showToast("Saved " + path, false, now);
+  if (after_save_) {  // the prompt's "Save": now quit, open, … as asked
+    const Command next = std::move(*after_save_);
+    after_save_.reset();
+    apply(next, now);
+  }
+}
+
+// [SECTION] lessons (docs/DESIGN.md §3.7) ---------------------------------------------------
+
+void Controller::applyLesson(const Command& c, double now) {
+  if (c.id() == CommandId::LessonOpen) {
+    // Checked whole — the file, then every step rehearsed on a copy — before anything changes: a
+    // damaged lesson is one message, and the work and the view stay as they are. The check runs
+    // off the UI thread (state/lesson_check.h); openCheckedLesson goes on when it is done.
+    lesson_check_.start(c, doc_.workspace(), doc_.limits());
+    return;
+  }
+  if (c.id() == CommandId::LessonClose && lesson_check_.busy()) {
+    lesson_check_.cancel();
+    if (!lesson_.open()) return showToast("Stopped checking the lesson: it is not opened", false, now);
+  }
+  if (!lesson_.open()) throw InputError("no lesson is open (File › Open lesson)");
+  applyOpenLesson(c, now);
+}
+
+void Controller::openCheckedLesson(LessonChecker::Result checked, double now) {
+  if (!checked.lesson) throw InputError(checked.error);
+  const Command& c = checked.command;
+  const int number = c.has("step") ? c.integer("step") : 1;
+  checkLessonStep(*checked.lesson, number);
+  if (asksFirst(c)) return askUnsaved(c);  // its steps load presets over the work: ask first, as a preset does
+  const bool first = !lesson_.open();
+  lesson_.begin(std::move(*checked.lesson), view_);
+  if (first) {
+    view_.presentation = true;   // the maps and the lesson, large; F10 brings back the side panels
+    view_.weights_fixed = true;  // weights as the probabilities they are (View › Weights on a fixed 0–1 scale)
+  }
+  try {
+    goToStep(number, c.script_index, now);
+  } catch (const InputError&) {  // rehearsed from step 1, so only a step that needs the ones before it
+    view_ = lesson_.close(view_);
+    clampView();
+    throw;
+  }
+}
+
+void Controller::applyOpenLesson(const Command& c, double now) {
+  if (c.id() == CommandId::LessonClose) {
+    const ViewState before = view_;
+    view_ = lesson_.close(view_);
+    clampView();
+    viewChanged(before);
+    return;
+  }
+  const int count = static_cast<int>(lesson_.lesson().steps.size());
+  int number = lesson_.step();
+  if (c.id() == CommandId::LessonNext) {
+    if (number >= count) return showToast("That was the last step: File › Close lesson ends it", false, now);
+    ++number;
+  } else if (c.id() == CommandId::LessonBack) {
+    if (number <= 1) return showToast("This is the first step", false, now);
+    --number;
+  } else {
+    number = c.integer("step");
+    checkLessonStep(lesson_.lesson(), number);
+  }
+  goToStep(number, c.script_index, now);
+}
+
+void Controller::goToStep(int number, int script_index, double now) {
+  const LessonStep& step = lesson_.lesson().steps[static_cast<std::size_t>(number - 1)];
+  for (std::size_t i = 0; i < step.commands.size(); ++i) {
+    Command c = step.commands[i];
+    c.script_index = script_index;
+    // The lesson was asked about when it opened: its presets go on (and stay undoable).
+    for (const CommandArg& a : c.info().args)
+      if (std::string(a.name) == "discard") c.args["discard"] = true;
+    try {
+      apply(c, now);
+    } catch (const InputError& e) {
+      throw InputError("step " + std::to_string(number) + ": command " + std::to_string(i + 1) + " (" + c.name +
+                       "): " + e.what());
+    }
+  }
+  lesson_.setStep(number);
+  view_.highlight = step.maps;
+}
+
+// [SECTION] messages and frames -------------------------------------------------------------
+
+void Controller::hintIfCramped(double now, bool unless_toast) {
+  if (!hooks_.cramped || (unless_toast && !toast_.text.empty() && now < toast_.until)) return;
+  // Larger text in a window too small for it beside the side panels: say how to make room.
+  if (hooks_.cramped()) {
+    showToast("Text size " + std::to_string(view_.text_size) +
+                  " %: the side panels are narrow in this window. "
+                  "View › Presentation (F10) hides them, F11 goes full screen.",
+              false, now);
+    toast_.hint_room = true;
+  }
+}
+
+void Controller::showToast(const std::string& text, bool error, double now) {
+  toast_ = {text, error, now + (error ? 6.0 : 3.0)};
+}
+
+void Controller::endFrame(double now, bool mouse_down, bool typing) {
+  if (!mouse_down && !typing) doc_.endGesture();  // a drag or a typed value ended: a new undo step next
+  typing_ = typing;
+  if (after_typing_ && !commit_typing_) {    // the field lost its focus in this frame and pushed its value:
+    queue_.push(std::move(*after_typing_));  // the save comes after it (and does not wait again)
+    after_typing_.reset();
+    typing_ = false;
+  }
+  autosave_.update(doc_, view_, now);
+  if (auto message = autosave_.takeMessage()) showToast(message->first, message->second, now);
+}
+
+double Controller::idleTimeout(double now, double longest) const {
+  if (!queue_.empty() && !lesson_check_.busy()) return 0;  // commands behind a lesson's check wait for its wake-up
+  double timeout = longest;
+  if (!toast_.text.empty() && toast_.until > now) timeout = std::min(timeout, toast_.until - now);
+  return std::max(timeout, 0.0);
+}
+
+std::string Controller::windowTitle() const {
+  const std::string name = doc_.file().empty() ? "untitled" : fs::path(doc_.file()).filename().string();
+  return "attnscope — " + name + (doc_.dirty() ? " •" : "");
+}
+
+// [SECTION] the engine ----------------------------------------------------------------------
+
+// Above this many T × T cells per element (12 heads of 1024², 4 of 512²) the maps of the heads off
+// screen are computed after the first snapshot is shown; below it, everything comes at once.
+constexpr double kSplitCells = 1 << 20;
+// Below this many cells (every element traced) the UI thread waits up to 5 ms for the result.
+constexpr double kWaitCells = 1 << 14;
+
+Controller::RequestKey Controller::currentKey() const {
+  return {doc_.version(), view_.batch, exec_.parallel, exec_.threads};
+}
+
+void Controller::updateEngine() {
+  const RequestKey key = currentKey();
+  if (!(key == requested_)) {
+    EngineRequest r;
+    r.inputs = std::make_shared<const Workspace>(doc_.workspace());
+    r.version = key.version;
+    r.batch = key.batch;
+    r.exec = exec_;
+    r.limits = base_limits_;  // the engine checks what the document was checked with (no pin: one trace)
+    // Large maps (GPT-2: 12 heads of 1024 × 1024) come in two parts: the heads on screen (or the
+    // one chosen) with the outputs first, the others just after (docs/DESIGN.md §3.3).
+    const Workspace& ws = doc_.workspace();
+    const double cells = static_cast<double>(headCount(ws.model)) * ws.embeddings.rows() * ws.embeddings.rows();
+    if (cells >= kSplitCells) {
+      const std::vector<int> visible = hooks_.visible_heads ? hooks_.visible_heads() : std::vector<int>{};
+      if (view_.head >= 0)
+        r.first_heads = {view_.head};
+      else
+        r.first_heads = visible.empty() ? std::vector<int>{0} : visible;
+    }
+    small_request_ = cells < kWaitCells;
+    worker_.request(std::move(r));
+    requested_ = key;
+  }
+  // A small input (the book's 6 tokens take 0.05 ms) is waited for, so an edit's result is drawn
+  // in the frame that applied it; a large one never holds the frame.
+  if (auto result = worker_.poll(small_request_ ? std::chrono::milliseconds(5) : std::chrono::milliseconds(0))) {
+    if (result->snapshot) {
+      snapshot_ = std::move(result->snapshot);
+      // A pinned while its heads off screen were computing gets them when they come.
+      if (pinned_ && !pinned_->complete && snapshot_->version == pinned_->version && snapshot_->batch == pinned_->batch)
+        pinned_ = snapshot_;
+      engine_error_.clear();
+    } else {
+      engine_error_ = result->error;  // the last good snapshot stays on screen
+    }
+  }
+  // Locked colour ranges: those of the result on screen when the lock was set (or of the first
+  // result, locked before there was one).
+  if (view_.lock_range && view_.locked_heads.empty() && snapshot_) {
+    view_.locked_heads = snapshot_->ranges;
+    view_.locked_module = snapshot_->module_ranges;
+  }
+  computing_ = worker_.busy();
+}
+
+bool Controller::settled() const {
+  return !worker_.busy() && currentKey() == requested_ && !lesson_check_.busy() &&
+         (!lesson_.open() || !hooks_.layout_settled || hooks_.layout_settled());
+}
+
+}  // namespace attnscope

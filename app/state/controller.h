@@ -1,0 +1,215 @@
+// Controller: the app's state and everything done to it, with no window (docs/DESIGN.md §3.1). It
+// holds the document being edited, the view settings, the snapshot on screen, the open lesson and
+// the prompts. Panels, menus, keys and scripts push Command values; update() applies them once per
+// frame, in one place, before anything is drawn, and sends the document to the engine worker when
+// it changed. What it needs of the window and the panels (a file dialog, a screenshot, the
+// clipboard) it asks through ControllerHooks, each optional: the unit tests run it with none.
+//
+// The shell's App owns one and draws it (shell/app.h); tests/unit/controller_test.cpp drives it alone.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "editing/document.h"
+#include "state/capture_targets.h"
+#include "state/command_queue.h"
+#include "state/engine_worker.h"
+#include "state/lesson_check.h"
+#include "state/lesson_session.h"
+#include "state/session_files.h"
+#include "state/toast.h"
+#include "state/view_state.h"
+
+namespace attnscope {
+
+// A command of a --commands file (or a lesson's step run by one) that could not apply.
+struct CommandFailure {
+  int index;            // its position in the file (0-based)
+  std::string name;     // its "do"
+  std::string message;  // why
+};
+
+// The questions the controller asks the user and waits for an answer to, as a command: the
+// unsaved-changes prompt (answered by `unsaved`) and the last session's recovery offer (`recovery`).
+struct Prompts {
+  std::string unsaved_action;  // the command that asked ("quit", "open", …); "" for no prompt
+  std::string unsaved_doing;   // … what it does ("quitting", "opening x.json")
+  std::string recovery_kept;   // the last session's unsaved changes, kept here; "" for no offer
+  std::string recovery_file;   // … to this file
+  bool any() const { return !unsaved_action.empty() || !recovery_kept.empty(); }
+};
+
+// What the controller asks of the window and the panels; unset, each does nothing (or says "no
+// window" where the command needs one).
+struct ControllerHooks {
+  // the window
+  std::function<void(int* w, int* h)> window_size;  // in pixels at 1×
+  std::function<void()> theme_changed;              // fonts and style again
+  std::function<void()> text_size_changed;          // fonts rasterized again, between frames
+  std::function<void(const std::string&)> set_clipboard;
+  std::function<std::string()> clipboard_text;         // "" when none
+  std::function<std::string(bool on)> set_fullscreen;  // "" or why not
+  std::function<bool()> fullscreen;
+  // the panels
+  std::function<void()> document_replaced;                     // forget what belonged to the old workspace
+  std::function<void()> unpinned;                              // the Compare tab forgets its differences
+  std::function<void(int first, int last, int tokens)> go_to;  // zoom the heatmaps to these tokens
+  std::function<std::vector<int>()> visible_heads;             // the heads on screen, computed first
+  std::function<bool()> layout_settled;                        // the lesson's step is laid out as it stays
+  std::function<bool()> cramped;                               // the side panels give way to the main area
+  std::function<std::string(const CaptureSpec&, const std::string& path)> capture;  // "" or why not
+  // the file dialogs
+  std::function<void(const std::string& which, const std::string& stage, int head, const std::string& format)>
+      open_dialog;
+  std::function<void(const std::string& path)> ask_overwrite;  // the file changed on disk: Overwrite, Save as, Cancel
+  std::function<bool()> saving;                                // a Save as dialog or that prompt is up
+  std::function<void(const std::string& path)> file_used;      // opened or saved: recent files
+};
+
+class Controller {
+ public:
+  Controller(Document document, ViewState view, bool interactive, ControllerHooks hooks = {});
+  // The app's limits for a memory budget (--memory-budget; docs/DESIGN.md §2.4 "What the app
+  // holds"): the maps of the element shown are held twice, the snapshot on screen and the one
+  // computing; everything the app opens is checked against them, and a pinned result adds what it
+  // holds. The controller keeps the document's limits at construction as its base.
+  static Limits limits(std::int64_t memory_budget_bytes = Limits{}.max_memory_bytes);
+  static std::int64_t pinnedBytes(const Snapshot& a);  // what pinning `a` holds (Limits::held_bytes)
+
+  // ---- set up at start
+  // View fields given on the command line (`--text-size`, `--theme`; the view's JSON names): the
+  // last session's autosave, restored at start, does not override them.
+  void keepFromCommandLine(nlohmann::json fields) { command_line_view_ = std::move(fields); }
+  // Interactive sessions autosave to their instance's file (state/session_files.h); off by default.
+  void autosaveTo(const std::string& path) { autosave_ = Autosave(path); }
+  // Unsaved changes of the last session to `file`, newer than it and kept in `kept`: asked about
+  // at start (Restore them, or keep the file as it was saved).
+  void offerRecovery(const std::string& kept, const std::string& file) {
+    prompts_.recovery_kept = kept;
+    prompts_.recovery_file = file;
+  }
+  // A message for the user at start (a recovered autosave), shown longer than a toast.
+  void notify(const std::string& text, double now) { toast_ = {text, false, now + 12.0}; }
+  // The hint to make room (F10, F11) when the text size leaves the side panels narrow: after a
+  // larger text size is chosen, and once at start; `unless_toast`: not over a message showing.
+  void hintIfCramped(double now, bool unless_toast);
+
+  // ---- each frame
+  CommandQueue& commands() { return queue_; }
+  bool idle() const { return queue_.empty(); }  // every queued command applied
+  // Before drawing: applies the queued commands (one that waits for the result waits for the
+  // newest), sends the document to the engine when it changed, takes finished results.
+  void update(double now);
+  // After the frame: autosave, the end of a drag gesture; `typing`: a text field has the keyboard.
+  void endFrame(double now, bool mouse_down, bool typing);
+  // True once after Ctrl+S came while a text field was being typed into: this frame must take the
+  // field's focus away (a click outside it, as the user would), so that the field commits its value
+  // before the save, which waits for it (endFrame).
+  bool takeCommitTyping() { return std::exchange(commit_typing_, false); }
+  // How long the window may sleep before the next frame unless woken (input, a result): 0 while
+  // commands wait, until a message ends, at most `longest` seconds.
+  double idleTimeout(double now, double longest) const;
+  std::vector<CommandFailure> takeFailures() { return std::exchange(failures_, {}); }
+
+  // ---- what there is
+  // The snapshot on screen answers the newest document version, view batch and engine options
+  // (or the engine refused them), and a lesson's step is laid out.
+  bool settled() const;
+  bool computing() const { return computing_; }
+  bool quitRequested() const { return quit_; }
+  const Document& document() const { return doc_; }
+  const ViewState& view() const { return view_; }
+  const ExecutionOptions& exec() const { return exec_; }
+  const Snapshot* snapshot() const { return snapshot_.get(); }
+  const std::shared_ptr<const Snapshot>& shared() const { return snapshot_; }
+  const std::shared_ptr<const Snapshot>& pinned() const { return pinned_; }
+  const std::string& engineError() const { return engine_error_; }
+  const LessonSession& lesson() const { return lesson_; }
+  const Prompts& prompts() const { return prompts_; }
+  const Toast& toast() const { return toast_; }
+  const std::string& lastScreenshot() const { return last_screenshot_; }
+  // The command waiting for the unsaved-changes prompt's answer, and the one waiting for the save
+  // that answer asked for ("" for none).
+  std::string promptedCommand() const { return pending_ ? pending_->name : ""; }
+  std::string commandAfterSave() const { return after_save_ ? after_save_->name : ""; }
+  std::string windowTitle() const;
+
+ private:
+  void apply(const Command& c, double now);  // throws InputError
+  // The document's limits with `held` bytes held besides (a pinned result), or none; InputError
+  // "Not pinned: …" when the workspace does not fit them, and nothing changes.
+  void holdBeside(std::int64_t held);
+  void applyDocument(const Command& c, double now);
+  void applyView(const Command& c, double now);
+  void applyApp(const Command& c, double now);
+  void applyLesson(const Command& c, double now);  // lesson_open, lesson_step, lesson_next, …
+  // A lesson checked off the UI thread: open it at the step asked for (or say why not).
+  void openCheckedLesson(LessonChecker::Result checked, double now);
+  void applyOpenLesson(const Command& c, double now);  // lesson_close, lesson_step, next, back
+  // Applies step `number` (1-based) of the open lesson: its commands through apply(), then its maps.
+  void goToStep(int number, int script_index, double now);
+  void save(const Command& c, double now);
+  void swap(const Command& c, double now);
+  // paste_embeddings, paste_parameters: the clipboard's text when the command has none, one edit.
+  void paste(const Command& c, double now);
+  void replaced(const Command& c, double now);  // another workspace: reset what belonged to the old one
+  // quit, open, new, preset and a lesson would drop unsaved changes: ask first (the user, never a
+  // script — except quit, which a script's session left open asks about too).
+  bool asksFirst(const Command& c) const;
+  void askUnsaved(const Command& c);
+  std::string actionText(const Command& c) const;  // "quitting", "opening …" for the prompt
+  void clampView();
+  // The view changed: fonts for its text size and style for its theme, when they changed.
+  void viewChanged(const ViewState& before);
+  void fail(const Command& c, const std::string& message, double now);  // a script's failure, or a toast
+  void showToast(const std::string& text, bool error, double now);
+  void updateEngine();
+
+  Document doc_;
+  Limits base_limits_;  // the document's at start: the budget, nothing held besides
+  ViewState view_;
+  ExecutionOptions exec_;
+  bool interactive_;
+  ControllerHooks hooks_;
+  CommandQueue queue_;
+
+  EngineWorker worker_;
+  std::shared_ptr<const Snapshot> snapshot_;  // what the views draw
+  std::shared_ptr<const Snapshot> pinned_;    // A of the Compare tab (`pin`); null: nothing pinned
+  std::string engine_error_;                  // the engine refused the newest inputs
+  struct RequestKey {
+    std::uint64_t version = 0;
+    int batch = -1;
+    bool parallel = false;
+    int threads = 0;
+    bool operator==(const RequestKey& o) const {
+      return version == o.version && batch == o.batch && parallel == o.parallel && threads == o.threads;
+    }
+  };
+  RequestKey currentKey() const;
+  RequestKey requested_;        // the newest request sent to the worker
+  bool small_request_ = false;  // … is small enough to wait for in its frame
+  bool computing_ = false;
+
+  LessonSession lesson_;
+  LessonChecker lesson_check_;  // a lesson being checked before it opens
+  Prompts prompts_;
+  Autosave autosave_;
+  Toast toast_;
+  std::string last_screenshot_;
+  bool quit_ = false;
+  std::optional<Command> pending_;       // waits for the answer to the unsaved-changes prompt
+  std::optional<Command> after_save_;    // goes on once the save that answer asked for succeeded
+  bool typing_ = false;                  // a text field had the keyboard in the last frame
+  bool commit_typing_ = false;           // takeCommitTyping
+  std::optional<Command> after_typing_;  // a save waiting for the field being typed into to commit
+  std::vector<CommandFailure> failures_;
+  nlohmann::json command_line_view_ = nlohmann::json::object();  // keepFromCommandLine
+};
+
+}  // namespace attnscope

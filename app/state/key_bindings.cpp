@@ -1,0 +1,110 @@
+#include "state/key_bindings.h"
+
+#include "engine/errors.h"
+
+namespace attnscope {
+
+namespace {
+
+nlohmann::json stepBack(const ViewState&) { return {{"step", -1}}; }
+nlohmann::json stepOn(const ViewState&) { return {{"step", 1}}; }
+nlohmann::json openDialog(const ViewState&) { return {{"which", "open"}}; }
+nlohmann::json screenshotNow(const ViewState&) { return {{"path", ""}}; }  // a timestamped file in the folder
+nlohmann::json larger(const ViewState&) { return {{"field", "text_size"}, {"value", "larger"}}; }
+nlohmann::json smaller(const ViewState&) { return {{"field", "text_size"}, {"value", "smaller"}}; }
+nlohmann::json normalSize(const ViewState&) { return {{"field", "text_size"}, {"value", 100}}; }
+nlohmann::json presentation(const ViewState& v) { return {{"field", "presentation"}, {"value", !v.presentation}}; }
+
+constexpr unsigned kCtrlShift = kCtrl | kShift;
+constexpr const char* kNextStep = "with a lesson open: next step (a presenter's clicker sends these)";
+constexpr const char* kStepBack = "with a lesson open: previous step";
+
+}  // namespace
+
+const std::vector<KeyBinding>& keyBindings() {
+  using S = KeyScope;
+  static const std::vector<KeyBinding> table = {
+      // key, mods, scope, repeats, label, command, args, help
+      {Key::F12, kNoMods, S::Always, false, "F12", "screenshot", screenshotNow,
+       "save the window as PNG (File › Screenshot folder)"},
+      {Key::Q, kCtrl, S::Always, false, "Ctrl+Q", "quit", nullptr, "quit"},
+      {Key::S, kCtrl, S::Always, false, "Ctrl+S", "save", nullptr, "save (a value being typed first)"},
+      {Key::O, kCtrl, S::Always, false, "Ctrl+O", "dialog", openDialog, "open a workspace or a PNG saved by attnscope"},
+      {Key::F11, kNoMods, S::Always, false, "F11", "fullscreen", nullptr,
+       "full screen, on the monitor that holds the window"},
+      {Key::F10, kNoMods, S::Always, false, "F10", "view", presentation,
+       "presentation: hide the panels around the maps"},
+      {Key::Plus, kCtrl, S::Always, true, "Ctrl++", "view", larger,
+       "larger, smaller, normal text (View › Text size, 100–250 %)"},
+      {Key::Minus, kCtrl, S::Always, true, "Ctrl+−", "view", smaller,
+       "larger, smaller, normal text (View › Text size, 100–250 %)"},
+      {Key::Zero, kCtrl, S::Always, false, "Ctrl+0", "view", normalSize,
+       "larger, smaller, normal text (View › Text size, 100–250 %)"},
+      {Key::Z, kCtrl, S::View, true, "Ctrl+Z", "undo", nullptr, "undo, redo (a slider drag is one step)"},
+      {Key::Z, kCtrlShift, S::View, true, "Ctrl+Shift+Z", "redo", nullptr, "undo, redo (a slider drag is one step)"},
+      {Key::Y, kCtrl, S::View, true, "Ctrl+Y", "redo", nullptr, ""},
+      {Key::V, kCtrlShift, S::View, false, "Ctrl+Shift+V", "paste_embeddings", nullptr,
+       "paste embeddings (a printed tensor, NumPy array, lists or CSV)"},
+      {Key::P, kCtrl, S::View, false, "Ctrl+P", "pin", nullptr,
+       "pin the result as A; the Compare tab shows A, B (now) and B − A"},
+      // A lesson's steps: the keys a presenter's clicker sends; before the arrows' own bindings.
+      {Key::Space, kNoMods, S::Lesson, false, "Space", "lesson_next", nullptr, kNextStep},
+      {Key::Right, kNoMods, S::Lesson, false, "→", "lesson_next", nullptr, kNextStep},
+      {Key::PageDown, kNoMods, S::Lesson, false, "PageDown", "lesson_next", nullptr, kNextStep},
+      {Key::Left, kNoMods, S::Lesson, false, "←", "lesson_back", nullptr, kStepBack},
+      {Key::PageUp, kNoMods, S::Lesson, false, "PageUp", "lesson_back", nullptr, kStepBack},
+      {Key::Space, kShift, S::Lesson, false, "Shift+Space", "lesson_back", nullptr, kStepBack},
+      {Key::Up, kNoMods, S::View, true, "↑", "select_token", stepBack, "previous / next query token"},
+      {Key::Down, kNoMods, S::View, true, "↓", "select_token", stepOn, "previous / next query token"},
+      {Key::Left, kNoMods, S::View, true, "←", "select_token", stepBack, "previous / next query token"},
+      {Key::Right, kNoMods, S::View, true, "→", "select_token", stepOn, "previous / next query token"},
+      {Key::Tab, kNoMods, S::View, true, "Tab", "select_head", stepOn, "next / previous head (then all heads)"},
+      {Key::Tab, kShift, S::View, true, "Shift+Tab", "select_head", stepBack, "next / previous head (then all heads)"},
+  };
+  return table;
+}
+
+std::optional<Command> keyCommand(const KeyPress& press, const KeyContext& context) {
+  static const ViewState kDefaultView;
+  const ViewState& view = context.view ? *context.view : kDefaultView;
+  for (const KeyBinding& b : keyBindings()) {
+    if (b.key != press.key || b.mods != press.mods) continue;
+    if (b.scope == KeyScope::Lesson && !context.lesson) continue;  // the key's other binding, if any
+    if (b.scope != KeyScope::Always && (context.typing || context.dialog)) return std::nullopt;
+    if (press.repeat && !b.repeats) return std::nullopt;  // held down: a step or a toggle acts once
+    return makeCommand(b.command, b.args ? b.args(view) : nlohmann::json::object());
+  }
+  return std::nullopt;
+}
+
+const char* shortcutLabel(const std::string& command, const nlohmann::json& args) {
+  static const ViewState kDefaultView;
+  for (const KeyBinding& b : keyBindings()) {
+    if (command != b.command) continue;
+    const nlohmann::json has = b.args ? b.args(kDefaultView) : nlohmann::json::object();
+    bool all = true;
+    for (const auto& [name, value] : args.items()) all = all && has.contains(name) && has[name] == value;
+    if (all) return b.label;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> keyHelpLines() {
+  std::vector<std::string> lines;
+  std::vector<std::string> helps;  // each help text once, in the table's order, with its keys
+  std::vector<std::string> keys;
+  for (const KeyBinding& b : keyBindings()) {
+    if (!*b.help) continue;
+    std::size_t i = 0;
+    while (i < helps.size() && helps[i] != b.help) ++i;
+    if (i == helps.size()) {
+      helps.push_back(b.help);
+      keys.emplace_back();
+    }
+    keys[i] += (keys[i].empty() ? "" : ", ") + std::string(b.label);
+  }
+  for (std::size_t i = 0; i < helps.size(); ++i) lines.push_back(keys[i] + ": " + helps[i]);
+  return lines;
+}
+
+}  // namespace attnscope

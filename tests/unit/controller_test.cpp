@@ -1,0 +1,357 @@
+// The app's controller without a window (app/state/controller.h): what a user does with the
+// unsaved-changes prompt, save-then-continue, the pinned A and B swapped, what a new document keeps
+// of the view, and the key binding table — the behaviour only the Xvfb tests reached before.
+// Expected values are what the user asked for (the file on disk, the seed they set), never the
+// controller's own output fed back.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "engine/errors.h"
+#include "formats/workspace_file.h"
+#include "state/controller.h"
+#include "state/key_bindings.h"
+
+namespace attnscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A folder of its own for the files a test saves, and the state folder (autosaves, kept work).
+class ControllerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static int counter = 0;
+    folder_ = fs::temp_directory_path() /
+              ("attnscope_controller_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(folder_);
+    setenv("XDG_STATE_HOME", (folder_ / "state").c_str(), 1);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(folder_, ec);
+  }
+  std::string path(const std::string& name) const { return (folder_ / name).string(); }
+
+  // An interactive controller (a user's window) over the book's example, saved as `file` if given.
+  Controller make(const std::string& file = "", ControllerHooks hooks = {}) {
+    Workspace ws = bookExample();
+    if (!file.empty()) saveWorkspace(file, ws);
+    return Controller(Document(std::move(ws), file, false, Controller::limits()), ViewState{}, true, std::move(hooks));
+  }
+  // Queues `name` as a user's click or key (not a script) and applies it.
+  static void user(Controller& c, const std::string& name, nlohmann::json args = nlohmann::json::object()) {
+    c.commands().push(name, std::move(args));
+    c.update(0);
+  }
+  // Applies the queue until the result on screen answers the newest inputs.
+  static void settle(Controller& c) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    do {
+      c.update(0);
+      if (c.settled() && c.idle() && c.snapshot()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } while (std::chrono::steady_clock::now() < until);
+    FAIL() << "no result within 60 s";
+  }
+  static std::uint32_t seedOf(const Controller& c) { return c.document().workspace().model.seed; }
+  static std::string read(const std::string& file) {
+    std::ifstream in(file);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  fs::path folder_;
+};
+
+// [SECTION] the unsaved-changes prompt --------------------------------------------------------
+
+TEST_F(ControllerTest, NewAsksFirstAndCancelKeepsTheWork) {
+  Controller c = make();
+  user(c, "set", {{"field", "seed"}, {"value", 777}});
+  ASSERT_TRUE(c.document().dirty());
+  user(c, "new");
+  EXPECT_EQ(c.prompts().unsaved_action, "new");
+  EXPECT_EQ(c.prompts().unsaved_doing, "starting over with the book's example");
+  EXPECT_EQ(seedOf(c), 777u) << "asking changes nothing yet";
+  user(c, "unsaved", {{"choice", "cancel"}});
+  EXPECT_FALSE(c.prompts().any());
+  EXPECT_EQ(seedOf(c), 777u);
+  EXPECT_TRUE(c.document().dirty());
+  EXPECT_FALSE(c.quitRequested());
+}
+
+TEST_F(ControllerTest, DiscardGoesOnWithTheCommandThatAsked) {
+  Controller c = make();
+  user(c, "set", {{"field", "seed"}, {"value", 777}});
+  user(c, "preset", {{"name", "causal"}});
+  EXPECT_EQ(c.promptedCommand(), "preset");
+  user(c, "unsaved", {{"choice", "discard"}});
+  EXPECT_FALSE(c.prompts().any());
+  EXPECT_EQ(c.document().workspace().model.variant, Variant::Causal);
+}
+
+TEST_F(ControllerTest, NothingToAskWithoutChangesNorForAScript) {
+  Controller c = make();
+  user(c, "quit");  // nothing unsaved: quits at once
+  EXPECT_FALSE(c.prompts().any());
+  EXPECT_TRUE(c.quitRequested());
+
+  Controller d = make();
+  user(d, "set", {{"field", "seed"}, {"value", 5}});
+  Command scripted = makeCommand("new");
+  scripted.script_index = 0;  // a --commands file's: unattended, never asked
+  d.commands().push(scripted);
+  d.update(0);
+  EXPECT_FALSE(d.prompts().any());
+  EXPECT_EQ(seedOf(d), bookExample().model.seed);
+}
+
+TEST_F(ControllerTest, AnswerWithoutAPromptIsOneMessage) {
+  Controller c = make();
+  user(c, "unsaved", {{"choice", "save"}});
+  EXPECT_TRUE(c.toast().error);
+  EXPECT_NE(c.toast().text.find("no unsaved-changes prompt"), std::string::npos) << c.toast().text;
+}
+
+// [SECTION] save, then go on ------------------------------------------------------------------
+
+TEST_F(ControllerTest, SaveThenQuitWritesTheFileFirst) {
+  const std::string file = path("work.json");
+  Controller c = make(file);
+  user(c, "set", {{"field", "seed"}, {"value", 4242}});
+  user(c, "quit");
+  ASSERT_EQ(c.promptedCommand(), "quit");
+  user(c, "unsaved", {{"choice", "save"}});
+  EXPECT_TRUE(c.quitRequested());
+  EXPECT_FALSE(c.document().dirty());
+  EXPECT_EQ(loadWorkspace(file, Controller::limits()).model.seed, 4242u) << "the file holds the edit";
+}
+
+TEST_F(ControllerTest, UntitledSaveAsksWhereThenGoesOn) {
+  std::string dialog;
+  bool saving = false;
+  ControllerHooks hooks;
+  hooks.open_dialog = [&](const std::string& which, const std::string&, int, const std::string&) {
+    dialog = which;
+    saving = true;
+  };
+  hooks.saving = [&] { return saving; };
+  Controller c = make("", hooks);
+  user(c, "set", {{"field", "seed"}, {"value", 99}});
+  user(c, "preset", {{"name", "causal"}});
+  user(c, "unsaved", {{"choice", "save"}});
+  EXPECT_EQ(dialog, "save_as");
+  EXPECT_EQ(c.commandAfterSave(), "preset") << "the preset waits for the save";
+  EXPECT_EQ(seedOf(c), 99u);
+  // The user names the file in the dialog: saved, then the preset loads.
+  const std::string file = path("named.json");
+  saving = false;
+  user(c, "save", {{"path", file}});
+  EXPECT_EQ(loadWorkspace(file, Controller::limits()).model.seed, 99u);
+  EXPECT_EQ(c.document().workspace().model.variant, Variant::Causal);
+  EXPECT_EQ(c.commandAfterSave(), "");
+}
+
+TEST_F(ControllerTest, CancelledSaveDialogSaysTheCommandDidNotHappen) {
+  bool saving = false;
+  ControllerHooks hooks;
+  hooks.open_dialog = [&](const std::string&, const std::string&, int, const std::string&) { saving = true; };
+  hooks.saving = [&] { return saving; };
+  Controller c = make("", hooks);
+  user(c, "set", {{"field", "seed"}, {"value", 99}});
+  user(c, "quit");
+  user(c, "unsaved", {{"choice", "save"}});
+  ASSERT_TRUE(saving);
+  saving = false;  // the user closed the dialog without saving
+  c.update(0);
+  EXPECT_FALSE(c.quitRequested());
+  EXPECT_TRUE(c.toast().error);
+  EXPECT_EQ(c.toast().text, "Not saved, so not quitting: the changes are still here");
+  EXPECT_EQ(seedOf(c), 99u);
+}
+
+TEST_F(ControllerTest, FailedSaveDoesNotGoOn) {
+  const std::string file = path("gone/work.json");
+  fs::create_directories(path("gone"));
+  Controller c = make(file);
+  fs::remove_all(path("gone"));  // the folder went away (a USB stick pulled)
+  user(c, "set", {{"field", "seed"}, {"value", 31}});
+  user(c, "quit");
+  user(c, "unsaved", {{"choice", "save"}});
+  EXPECT_FALSE(c.quitRequested());
+  EXPECT_TRUE(c.toast().error);
+  EXPECT_EQ(c.toast().text.rfind("Not saved, so not quitting: ", 0), 0u) << c.toast().text;
+  EXPECT_EQ(c.commandAfterSave(), "");
+  EXPECT_TRUE(c.document().dirty());
+}
+
+TEST_F(ControllerTest, FileChangedOnDiskAsksBeforeOverwriting) {
+  const std::string file = path("shared.json");
+  std::string asked;
+  ControllerHooks hooks;
+  hooks.ask_overwrite = [&](const std::string& p) { asked = p; };
+  Controller c = make(file, hooks);
+  user(c, "set", {{"field", "seed"}, {"value", 8}});
+  Workspace other = bookExample();
+  other.model.seed = 1234;  // another program writes the file
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  saveWorkspace(file, other);
+  user(c, "save");
+  EXPECT_EQ(asked, file);
+  EXPECT_EQ(loadWorkspace(file, Controller::limits()).model.seed, 1234u) << "nothing overwritten yet";
+  user(c, "save", {{"path", file}, {"overwrite", true}});
+  EXPECT_EQ(loadWorkspace(file, Controller::limits()).model.seed, 8u);
+}
+
+// [SECTION] A and B ---------------------------------------------------------------------------
+
+TEST_F(ControllerTest, SwapMakesASettingsCurrentAndPinsB) {
+  Controller c = make();
+  user(c, "set", {{"field", "seed"}, {"value", 11}});
+  settle(c);
+  user(c, "pin");
+  ASSERT_TRUE(c.pinned());
+  user(c, "set", {{"field", "seed"}, {"value", 22}});
+  settle(c);
+  user(c, "swap");
+  settle(c);
+  EXPECT_EQ(seedOf(c), 11u) << "A's settings are the document's";
+  ASSERT_TRUE(c.pinned());
+  EXPECT_EQ(c.pinned()->inputs->model.seed, 22u) << "B is pinned";
+  EXPECT_EQ(c.view().tab, "compare");
+  user(c, "undo");  // the swap is one undo step
+  EXPECT_EQ(seedOf(c), 22u);
+}
+
+TEST_F(ControllerTest, SwapWithNothingPinnedChangesNothing) {
+  Controller c = make();
+  settle(c);
+  user(c, "swap");
+  EXPECT_TRUE(c.toast().error);
+  EXPECT_EQ(c.toast().text, "nothing is pinned: pin a result as A first");
+  EXPECT_FALSE(c.document().dirty());
+}
+
+// [SECTION] what a new document keeps ---------------------------------------------------------
+
+TEST_F(ControllerTest, APresetKeepsTheRoomsViewAFileMaySayOtherwise) {
+  // A file saved at text size 100, and one that says nothing of it.
+  Workspace says = bookExample();
+  says.view = {{"text_size", 100}, {"inspector", false}};
+  saveWorkspace(path("says.json"), says);
+  Workspace silent = bookExample();
+  silent.view = nlohmann::json::object();
+  saveWorkspace(path("silent.json"), silent);
+
+  Controller c = make();
+  user(c, "view", {{"field", "text_size"}, {"value", 175}});
+  user(c, "view", {{"field", "presentation"}, {"value", true}});
+  user(c, "view", {{"field", "theme"}, {"value", "light"}});
+  user(c, "preset", {{"name", "causal"}});
+  EXPECT_EQ(c.view().text_size, 175) << "a preset keeps the room's text size";
+  EXPECT_TRUE(c.view().presentation);
+  EXPECT_TRUE(c.view().light_theme) << "and the theme";
+
+  user(c, "open", {{"path", path("silent.json")}});
+  EXPECT_EQ(c.view().text_size, 175) << "a file that says nothing keeps it";
+  EXPECT_TRUE(c.view().presentation);
+
+  user(c, "open", {{"path", path("says.json")}});
+  EXPECT_EQ(c.view().text_size, 100) << "a file that says otherwise wins";
+  EXPECT_FALSE(c.view().show_inspector);
+  EXPECT_TRUE(c.view().presentation) << "what it does not say stays";
+}
+
+TEST_F(ControllerTest, OpeningOverUnsavedWorkKeepsItAside) {
+  Workspace other = bookExample();
+  other.model.seed = 5;
+  saveWorkspace(path("other.json"), other);
+  Controller c = make();
+  user(c, "set", {{"field", "seed"}, {"value", 606}});
+  Command scripted = makeCommand("open", {{"path", path("other.json")}});
+  scripted.script_index = 0;  // a script's open in a session the user sees: not asked, but kept
+  c.commands().push(scripted);
+  c.update(0);
+  EXPECT_EQ(seedOf(c), 5u);
+  const std::string text = c.toast().text;
+  const std::size_t at = text.find("kept in ");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string kept = text.substr(at + 8);
+  EXPECT_EQ(loadWorkspace(kept, Controller::limits()).model.seed, 606u) << "the unsaved work is in " << kept;
+}
+
+// [SECTION] the key binding table -------------------------------------------------------------
+
+std::string keyed(Key key, unsigned mods, KeyContext context = {}, bool repeat = false) {
+  const std::optional<Command> c = keyCommand(KeyPress{key, mods, repeat}, context);
+  return c ? c->name + (c->args.empty() ? "" : " " + c->args.dump()) : "";
+}
+
+TEST(KeyBindings, LessonKeysTurnPagesOnlyWithALessonOpen) {
+  KeyContext lesson;
+  lesson.lesson = true;
+  EXPECT_EQ(keyed(Key::Space, kNoMods, lesson), "lesson_next");
+  EXPECT_EQ(keyed(Key::Right, kNoMods, lesson), "lesson_next");
+  EXPECT_EQ(keyed(Key::PageUp, kNoMods, lesson), "lesson_back");
+  EXPECT_EQ(keyed(Key::Space, kShift, lesson), "lesson_back");
+  EXPECT_EQ(keyed(Key::Right, kNoMods, lesson, true), "") << "held down, a key does not race through the steps";
+  EXPECT_EQ(keyed(Key::Right, kNoMods), R"(select_token {"step":1})") << "without a lesson → moves the token";
+  EXPECT_EQ(keyed(Key::Right, kNoMods, {}, true), R"(select_token {"step":1})") << "and repeats";
+  EXPECT_EQ(keyed(Key::Space, kNoMods), "");
+}
+
+TEST(KeyBindings, TypingAndDialogsKeepTheirKeys) {
+  KeyContext typing;
+  typing.typing = true;
+  EXPECT_EQ(keyed(Key::Z, kCtrl, typing), "") << "the field's own undo";
+  EXPECT_EQ(keyed(Key::Left, kNoMods, typing), "");
+  EXPECT_EQ(keyed(Key::S, kCtrl, typing), "save") << "Ctrl+S saves, the typed value first";
+  KeyContext dialog;
+  dialog.dialog = true;
+  dialog.lesson = true;
+  EXPECT_EQ(keyed(Key::Space, kNoMods, dialog), "") << "no page turns behind a dialog";
+  EXPECT_EQ(keyed(Key::Z, kCtrl, dialog), "");
+  EXPECT_EQ(keyed(Key::Q, kCtrl, dialog), "quit");
+}
+
+TEST(KeyBindings, ModifiersChooseTheCommand) {
+  EXPECT_EQ(keyed(Key::Z, kCtrl), "undo");
+  EXPECT_EQ(keyed(Key::Z, kCtrl | kShift), "redo");
+  EXPECT_EQ(keyed(Key::Y, kCtrl), "redo");
+  EXPECT_EQ(keyed(Key::Tab, kShift), R"(select_head {"step":-1})");
+  EXPECT_EQ(keyed(Key::Plus, kCtrl), R"(view {"field":"text_size","value":"larger"})");
+  EXPECT_EQ(keyed(Key::S, kNoMods), "");
+  ViewState presenting;
+  presenting.presentation = true;
+  KeyContext context;
+  context.view = &presenting;
+  EXPECT_EQ(keyed(Key::F10, kNoMods, context), R"(view {"field":"presentation","value":false})") << "F10 toggles";
+  EXPECT_EQ(keyed(Key::F10, kNoMods, context, true), "") << "once per press";
+}
+
+TEST(KeyBindings, MenusAndHelpShowTheTablesKeys) {
+  EXPECT_STREQ(shortcutLabel("save"), "Ctrl+S");
+  EXPECT_STREQ(shortcutLabel("redo"), "Ctrl+Shift+Z");
+  EXPECT_STREQ(shortcutLabel("view", {{"value", "smaller"}}), "Ctrl+−");
+  EXPECT_STREQ(shortcutLabel("view", {{"field", "presentation"}}), "F10");
+  EXPECT_EQ(shortcutLabel("swap"), nullptr);
+  const std::vector<std::string> help = keyHelpLines();
+  auto has = [&](const std::string& line) { return std::find(help.begin(), help.end(), line) != help.end(); };
+  EXPECT_TRUE(has("Ctrl+Z, Ctrl+Shift+Z: undo, redo (a slider drag is one step)"));
+  EXPECT_TRUE(has("↑, ↓, ←, →: previous / next query token"));
+  EXPECT_TRUE(has("Ctrl++, Ctrl+−, Ctrl+0: larger, smaller, normal text (View › Text size, 100–250 %)"));
+  // Every command a key pushes is one the command table knows (makeCommand would throw).
+  for (const KeyBinding& b : keyBindings()) EXPECT_NE(findCommand(b.command), nullptr) << b.label;
+}
+
+}  // namespace
+}  // namespace attnscope
