@@ -214,11 +214,9 @@ void CompareView::draw(const PanelContext& ctx) {
     // A and B: one colour range over both, when their cells compare; else (other shapes: GPT-2
     // against the book's six tokens) each its own, or the smaller would be one flat colour.
     const bool shared = d->comparable && va.size() > 0 && vb.size() > 0;
-    auto look = [&](const Snapshot& s) {
-      ValueRange r = shared ? merge(rowRange(a, row), rowRange(*b, row)) : rowRange(s, row);
-      Colormap cmap = view.colormap;
-      if (view.diverging_for_signed && !flagsRow(row) && r.lo < 0) cmap = Colormap::Coolwarm, r = centredOnZero(r);
-      return std::make_pair(r, cmap);
+    auto look = [&](const Snapshot& s) {  // as the grid colours the map (display/map_look.h)
+      const ValueRange r = shared ? merge(rowRange(a, row), rowRange(*b, row)) : rowRange(s, row);
+      return colouredBy(r, flagsRow(row), lookChoices(view));
     };
     const std::string base = std::string("b") + std::to_string(b->batch) + (row.module ? "m" : "h" + std::to_string(row.head)) + row.id();
     for (int side = 0; side < 3; ++side) {
@@ -243,8 +241,7 @@ void CompareView::draw(const PanelContext& ctx) {
         if (shared) spec.label_peers = {side == 0 ? vb : va};  // A's and B's numbers in one format
         spec.owner = side == 0 ? ctx.pinned : ctx.snapshot;
         spec.version = row.module ? s.outputs_serial : s.head_serial[static_cast<std::size_t>(row.head)];
-        std::tie(spec.range, spec.colormap) = look(s);
-        spec.scale = flagsRow(row) ? ColourScale::Linear : view.colour_scale;
+        spec.look = look(s);
         if (values.size() <= kDumpCellsUpTo) spec.dump["values"] = cellsJson(values);
       } else {
         if (!d->comparable) continue;  // the row's line says why there is none
@@ -252,19 +249,19 @@ void CompareView::draw(const PanelContext& ctx) {
         spec.values = StageMap(d->delta);
         spec.owner = d;
         spec.version = a.serial * 1000003u + b->serial;
-        spec.colormap = Colormap::Coolwarm;
+        spec.look.colormap = Colormap::Coolwarm;
         // Per row, each query's changes show however small beside another's (GPT-2: one row's 0.25
         // would leave the rest white); log has no meaning for signed differences.
-        spec.scale = view.colour_scale == ColourScale::Row ? ColourScale::Row : ColourScale::Linear;
-        spec.range = d->max_abs > 0 ? ValueRange{-d->max_abs, d->max_abs} : ValueRange{-1, 1};
-        spec.legend = d->changed == 0 ? "no cell changed" : "blue: B smaller · red: B larger";
+        spec.look.scale = view.colour_scale == ColourScale::Row ? ColourScale::Row : ColourScale::Linear;
+        spec.look.range = d->max_abs > 0 ? ValueRange{-d->max_abs, d->max_abs} : ValueRange{-1, 1};
+        spec.look.legend = d->changed == 0 ? "no cell changed" : "blue: B smaller · red: B larger";
         spec.dump["max_abs_delta"] = d->max_abs;
         spec.dump["argmax"] = {d->row, d->col};
         spec.dump["changed"] = d->changed;
         if (d->delta.size() <= kDumpCellsUpTo) spec.dump["values"] = cellsJson(StageMap(d->delta));
       }
       if (flagsRow(row))  // 0/1 masks, and their difference −1, 0, +1: integers, as torch prints them
-        spec.cell_text = [](float v) { return v > 0.5f ? std::string("1") : v < -0.5f ? "−1" : "0"; };
+        spec.look.cell_text = [](float v) { return v > 0.5f ? std::string("1") : v < -0.5f ? "−1" : "0"; };
       const HeatmapHit hit = drawHeatmap(spec, ImVec2(tile_w, tile_h));
       if (hit.clicked_row >= 0 && token_rows) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "display/comparison.h"
+#include "display/map_look.h"
 #include "display/stage_figures.h"
 #include "formats/export.h"
 #include "panels/head_statistics_panel.h"
@@ -139,58 +140,6 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
   return s;
 }
 
-std::string stageHeading(const Trace& t, Stage s) {
-  const std::string n = std::to_string(t.tokens);
-  const std::string tt = "  " + n + "×" + n;
-  switch (s) {
-    case Stage::ScaledScores:
-      return t.model.scale == Scale::SqrtDk ? "scaled  ÷ √" + std::to_string(t.head_width) + tt
-                                            : "scaled: none" + tt;
-    case Stage::MaskedScores:
-      return t.model.causal ? std::string("masked  −∞ above the diagonal") + tt : "mask: none (not causal)" + tt;
-    case Stage::DropoutMask:
-      return t.dropout_active ? "dropout mask  p = " + formatFixed(static_cast<float>(t.model.dropout), 2) + tt
-                              : "dropout mask: off" + tt;
-    case Stage::Weights:  // the step's own normalization, not always softmax
-      return (trilRoute(t.model)                            ? std::string("weights  ÷ row sum")
-              : t.model.normalization == Normalization::Sum ? std::string("weights  ÷ row sum")
-                                                             : std::string("weights (softmax)")) +
-             tt;
-    case Stage::Context:
-    case Stage::Queries:
-    case Stage::Keys:
-    case Stage::Values:
-      if (t.model.variant == Variant::Simple && s != Stage::Context)
-        return std::string(stageInfo(s).label) + " = X  " + n + "×" + std::to_string(t.head_width);
-      return std::string(stageInfo(s).title) + "  " + n + "×" + std::to_string(t.head_width);
-    case Stage::WQuery:
-    case Stage::WKey:
-    case Stage::WValue: {  // as X·W uses it; of multihead's one projection, this head's columns
-      std::string heading = std::string(stageInfo(s).title) + "  " + std::to_string(t.d_in) + "×" + std::to_string(t.head_width);
-      if (t.model.variant == Variant::MultiHead && t.heads > 1) heading += "  (this head's columns)";
-      else if (t.model.variant != Variant::SelfAttentionV1) heading += "  (.weightᵀ)";
-      return heading;
-    }
-    default:
-      return stageInfo(s).title + tt;
-  }
-}
-
-// The heading of one of the module's maps.
-std::string moduleHeading(const Trace& t, const BatchTrace& bt, ModuleMap m) {
-  const std::string n = std::to_string(t.tokens);
-  switch (m) {
-    case ModuleMap::Concat:
-      return "context  " + std::to_string(t.heads) + " heads concatenated  " + n + "×" + std::to_string(bt.context.cols());
-    case ModuleMap::OutProj:
-      return "out_proj  " + std::to_string(t.model.d_out) + "×" + std::to_string(t.model.d_out) + "  (.weightᵀ)";
-    case ModuleMap::Output:
-      return std::string(hasOutProj(t.model.variant) ? "output  out_proj(context)  " : "output  = the context  ") + n + "×" +
-             std::to_string(bt.output.cols());
-  }
-  return "";
-}
-
 // Why a module map is not there in this configuration, or nullptr.
 const char* missingModuleMap(const Trace& t, ModuleMap m) {
   if (m == ModuleMap::Concat && t.heads < 2) return "concatenation";
@@ -208,35 +157,7 @@ constexpr int kAlwaysLabelledTokens = 12;
 // (as the lesson's code and print-out may, lesson_panel.cpp).
 constexpr float kSmallestCellText = 0.75f;
 
-// A dropout mask's cell: the factor a kept weight is multiplied by, or 0.
-std::string dropoutCellText(const Trace& t, float kept) {
-  return kept > 0.5f ? (t.dropout_active ? "×" + formatFixed(t.dropout_scale, 1) : "1") : "0";
-}
-
-// How a map is coloured and labelled: the grid draws it so, and its figures follow.
-struct MapLook {
-  ValueRange range;                             // the colours span this …
-  Colormap colormap = Colormap::Viridis;        // … of this map
-  ColourScale scale = ColourScale::Linear;      // … on this scale
-  std::function<std::string(float)> cell_text;  // a mask's labels; empty: the cell-label policy
-  std::array<std::string, 2> range_text;        // the colorbar's ends in words; empty: the numbers
-  std::string legend;                           // a line under the colorbar
-};
-
-// The view's colours for values in `range`: coolwarm centred on 0 when they are signed.
-MapLook colouredBy(const ViewState& view, ValueRange range, bool flags) {
-  MapLook look;
-  look.range = range;
-  look.colormap = view.colormap;
-  look.scale = flags ? ColourScale::Linear : view.colour_scale;  // a 0/1 mask reads the same on any scale
-  if (view.diverging_for_signed && !flags && range.lo < 0) {
-    look.colormap = Colormap::Coolwarm;
-    look.range = centredOnZero(range);
-  }
-  return look;
-}
-
-// A head's map: its own range, or the stage's across heads with a shared scale.
+// A head's map: its own range, or the stage's across heads with a shared scale, or the locked one.
 MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int head) {
   const Trace& t = *snap.trace;
   // Locked: the ranges of the result on screen when the lock was set (so a small change looks small).
@@ -248,43 +169,12 @@ MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int 
   // Beside the concat, a head's context is a slice of it: one value, one colour in both.
   if (stage == Stage::Context && t.heads > 1 && view.show_module[static_cast<int>(ModuleMap::Concat)])
     range = (locked ? view.locked_module : snap.module_ranges)[static_cast<int>(ModuleMap::Concat)];
-  // The weights on a probability's fixed range, where they are within it (a row sum of signed
-  // scores is not); the smallest positive value stays a log scale's floor.
-  if (view.weights_fixed && (stage == Stage::Weights || stage == Stage::DroppedWeights ||
-                             stage == Stage::UnmaskedWeights || stage == Stage::TrilWeights)) {
-    const float top = stage == Stage::DroppedWeights && t.dropout_active ? t.dropout_scale : 1.0f;
-    if (range.lo >= 0 && range.hi <= top * (1 + 1e-6f)) range.lo = 0, range.hi = top;
-  }
-  MapLook look = colouredBy(view, range, stageInfo(stage).flags);
-  if (stage == Stage::DropoutMask) {
-    look.cell_text = [&t](float v) { return dropoutCellText(t, v); };
-    look.range_text = {"dropped 0", t.dropout_active ? "kept ×" + formatFixed(t.dropout_scale, 2) : "kept 1"};
-  } else if (stage == Stage::Mask) {  // 0/1, as torch.triu(…, diagonal=1) prints it
-    look.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
-    look.range_text = {"0 visible", "1 masked"};
-  } else if (stage == Stage::Tril) {  // 0/1, as torch.tril(torch.ones(T, T)) prints it
-    look.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
-    look.range_text = {"0 later key", "1 visible"};
-  } else if ((stage == Stage::MaskedScores || stage == Stage::ScaledScores) && t.model.causal && !trilRoute(t.model)) {
-    look.legend = "▨ −∞ masked";
-  } else if (look.scale == ColourScale::Log && logApplies(look.range) && look.range.lo == 0) {
-    look.legend = kZeroLegend;  // its zeros grey, as masked: the bottom colour is the smallest positive value's
-  }
-  return look;
+  return attnscope::stageLook(t, stage, range, lookChoices(view));
 }
 
 MapLook moduleLook(const Snapshot& snap, const ViewState& view, ModuleMap map) {
   const bool locked = view.lock_range && !view.locked_heads.empty();
-  return colouredBy(view, (locked ? view.locked_module : snap.module_ranges)[static_cast<int>(map)], false);
-}
-
-void applyLook(HeatmapSpec& spec, MapLook look) {
-  spec.range = look.range;
-  spec.colormap = look.colormap;
-  spec.scale = look.scale;
-  spec.cell_text = std::move(look.cell_text);
-  spec.range_text = std::move(look.range_text);
-  spec.legend = std::move(look.legend);
+  return colouredBy((locked ? view.locked_module : snap.module_ranges)[static_cast<int>(map)], false, lookChoices(view));
 }
 
 // A lesson step names the maps it is about: the others recede.
@@ -820,7 +710,7 @@ int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vec
     spec.title = title;
     spec.values = values;
     spec.window = shownWindow(window, static_cast<int>(values.rows()), static_cast<int>(values.cols()), !info.parameter, false);
-    applyLook(spec, moduleLook(snap, view, info.map));
+    spec.look = moduleLook(snap, view, info.map);
     spec.row_labels = !labelled[k] ? nullptr : info.parameter ? &snap.dims : &snap.tokens();  // none: the map beside it has them
     spec.col_labels = &snap.dims;
     spec.selected_row = info.parameter || ctx.capture.hides_selection ? -1 : std::clamp(view.token, 0, snap.tokenCount() - 1);
@@ -1005,7 +895,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
           for (Eigen::Index j = 0; j < map.cols(); ++j) {
             const float v = linear && may_be_negative && !std::isinf(map(i, j)) ? -std::fabs(map(i, j)) : map(i, j);
             auto need = [&](CellFormat f) {
-              const std::string label = dropout ? dropoutCellText(t, v) : cellLabel(v, f);
+              const std::string label = dropout ? dropoutCellText(t.dropout_active, t.dropout_scale, v) : cellLabel(v, f);
               return heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, label.c_str()).x);
             };
             label_cells_[0] = std::max(label_cells_[0], need(CellFormat::Compact));
@@ -1186,7 +1076,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.id = std::string("b") + std::to_string(batch) + "h" + std::to_string(h) + info.id;
       spec.title = tileTitle(stageHeading(t, stage), b.w);
       spec.values = StageMap(t, head, stage);
-      applyLook(spec, stageLook(*snap, view, stage, h));
+      spec.look = stageLook(*snap, view, stage, h);
       spec.row_labels = !g.labelled[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)] ? nullptr  // those of the map beside it
                         : info.parameter ? &snap->dims : &snap->tokens();  // a weight's rows: input dims
       spec.col_labels = info.square ? &snap->tokens() : &snap->dims;
@@ -1262,13 +1152,7 @@ FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stag
   if (t.model.batch_size > 1) f.title += "  ·  batch " + std::to_string(snap.batch + 1) + " of " + std::to_string(t.model.batch_size);
   f.row_labels = info.parameter ? dimsOf(snap, f.values.rows()) : snap.tokens();  // a weight's rows: input dims
   f.col_labels = info.square ? snap.tokens() : dimsOf(snap, f.values.cols());
-  MapLook look = stageLook(snap, view, stage, head);  // the colours as draw() chooses them
-  f.range = look.range;
-  f.colormap = look.colormap;
-  f.scale = look.scale;
-  f.cell_text = std::move(look.cell_text);
-  f.range_text = std::move(look.range_text);
-  f.legend = std::move(look.legend);
+  f.look = stageLook(snap, view, stage, head);  // the colours as draw() chooses them
   if (zoom.rows > 0 && !info.parameter) {  // zoomed: the cells on screen, the tokens' axes windowed
     const bool square = info.square;
     const Eigen::Index r0 = zoom.row0, nr = zoom.rows, c0 = square ? zoom.col0 : 0, nc = square ? zoom.cols : f.values.cols();
@@ -1301,10 +1185,7 @@ FigureSpec moduleFigure(const Snapshot& snap, const ViewState& view, ModuleMap m
   if (t.model.batch_size > 1) f.title += "  ·  batch " + std::to_string(snap.batch + 1) + " of " + std::to_string(t.model.batch_size);
   f.row_labels = info.parameter ? dimsOf(snap, f.values.rows()) : snap.tokens();
   f.col_labels = dimsOf(snap, f.values.cols());
-  const MapLook look = moduleLook(snap, view, map);  // the colours as the module's card chooses them
-  f.range = look.range;
-  f.colormap = look.colormap;
-  f.scale = look.scale;
+  f.look = moduleLook(snap, view, map);  // the colours as the module's card chooses them
   if (caption)
     f.caption = describeModel(t.model) + "  ·  " + info.title + "  ·  T " + std::to_string(t.tokens) +
                 "  ·  seed " + std::to_string(t.model.seed);

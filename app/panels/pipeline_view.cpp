@@ -28,15 +28,12 @@ struct Step {
 
 std::string shape(const StageMap& m) { return std::to_string(m.rows()) + "×" + std::to_string(m.cols()); }
 
-// The colour map and range of a step, from the range the snapshot computed for it.
-ValueRange rangeFor(const ValueRange& known, Colormap* cmap, const ViewState& v) {
-  ValueRange r = known;
-  *cmap = v.colormap;
-  if (v.diverging_for_signed && r.lo < 0) {
-    *cmap = Colormap::Coolwarm;
-    r = centredOnZero(r);
-  }
-  return r;
+// A step's colours, from the range the snapshot computed for it (display/map_look.h): the view's
+// colormap, on a linear scale (the colour scale is the heatmap grid's setting).
+MapLook lookFor(const ValueRange& known, const ViewState& v) {
+  LookChoices choices = lookChoices(v);
+  choices.scale = ColourScale::Linear;
+  return colouredBy(known, false, choices);
 }
 
 }  // namespace
@@ -149,7 +146,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
       HeatmapSpec spec;
       spec.id = std::string("pipe_") + st.id;
       spec.values = *st.values;
-      spec.range = rangeFor(*st.range, &spec.colormap, view);
+      spec.look = lookFor(*st.range, view);
       spec.compact = true;
       spec.version = serialOf(st);
       spec.owner = ctx.snapshot;
@@ -182,7 +179,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
     spec.id = std::string("pipe_big_") + st.id;
     spec.title = st.title + "  " + shape(*st.values) + (t.heads > 1 ? "  (head " + std::to_string(head + 1) + ")" : "");
     spec.values = *st.values;
-    spec.range = rangeFor(*st.range, &spec.colormap, view);
+    spec.look = lookFor(*st.range, view);
     spec.row_labels = tokens;
     spec.col_labels = st.cols;
     spec.selected_row = std::clamp(view.token, 0, snap->tokenCount() - 1);

@@ -122,17 +122,14 @@ void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width)
   spec.title = t.name + "  " + shapeShort(t) + (own_[index] ? "  · yours" : "");
   spec.values = StageMap(t.value);
   spec.owner = tensors_;  // a new version replaces tensors_, never these values
+  LookChoices choices = lookChoices(ctx.view);  // the view's colormap (display/map_look.h), linear
+  choices.scale = ColourScale::Linear;
   const ValueRange range = ranges_[index];
-  spec.colormap = ctx.view.colormap;
-  spec.range = range;
-  if (ctx.view.diverging_for_signed && range.lo < 0) {
-    spec.colormap = Colormap::Coolwarm;
-    spec.range = centredOnZero(range);
-  }
+  spec.look = colouredBy(range, false, choices);
   spec.row_labels = &row_labels_[index];
   spec.col_labels = &col_labels_[index];
   spec.version = version_;
-  spec.cell_text = [](float v) { return formatFixed(v, 3); };
+  spec.look.cell_text = [](float v) { return formatFixed(v, 3); };
   spec.describe = [&t, k, &m](int i, int j) { return describeCell(t, k, i, j, m) + "\n" + t.name + ": " + shapeWords(t, k); };
   spec.dump = {{"parameter", t.name}, {"own", static_cast<bool>(own_[index])}};
   // As wide as the card, for the title: the height sets the cells' size.

@@ -252,4 +252,13 @@ ViewState viewFromJson(const nlohmann::json& j) {
   return v;
 }
 
+LookChoices lookChoices(const ViewState& v) {
+  LookChoices c;
+  c.colormap = v.colormap;
+  c.scale = v.colour_scale;
+  c.diverging_for_signed = v.diverging_for_signed;
+  c.weights_fixed = v.weights_fixed;
+  return c;
+}
+
 }  // namespace attnscope

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "display/colormap.h"
+#include "display/map_look.h"
 #include "engine/stages.h"
 
 namespace attnscope {
@@ -110,5 +111,7 @@ ViewState viewFromJson(const nlohmann::json& j);
 // Sets one field by its JSON name ("theme": "light", "columns": ["weights"], …), as the "view"
 // command does; throws InputError naming the field. The names are those of viewToJson.
 void setViewField(ViewState& v, const std::string& field, const nlohmann::json& value);
+// The view's colour choices, as every map's look takes them (display/map_look.h).
+LookChoices lookChoices(const ViewState& v);
 
 }  // namespace attnscope

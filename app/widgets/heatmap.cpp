@@ -86,15 +86,15 @@ std::uint64_t textureKey(const HeatmapSpec& s) {
   std::uint64_t h = s.version * 1000003u + 1;
   auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 0x100000001b3ull; };
   std::uint32_t lo, hi;
-  std::memcpy(&lo, &s.range.lo, 4);
-  std::memcpy(&hi, &s.range.hi, 4);
+  std::memcpy(&lo, &s.look.range.lo, 4);
+  std::memcpy(&hi, &s.look.range.hi, 4);
   mix(lo);
   mix(hi);
   std::uint32_t positive;
-  std::memcpy(&positive, &s.range.positive, 4);
+  std::memcpy(&positive, &s.look.range.positive, 4);
   mix(positive);
-  mix(static_cast<std::uint64_t>(s.colormap));
-  mix(static_cast<std::uint64_t>(s.scale) + 17);
+  mix(static_cast<std::uint64_t>(s.look.colormap));
+  mix(static_cast<std::uint64_t>(s.look.scale) + 17);
   mix(theme().masked_cell);
   mix(static_cast<std::uint64_t>(s.values.rows()) << 32 | static_cast<std::uint64_t>(s.values.cols()));
   return h | 1;  // never 0, which means "none"
@@ -254,7 +254,7 @@ ShownTexture texture(const HeatmapSpec& s, int r0, int nr, int c0, int nc, float
   // resolution the window wants (a whole map's texture, or a block region that still covers it).
   if (t.id != 0 && t.key == key && t.region.step == want.step && t.region.covers(r0, nr, c0, nc))
     return {t.id, t.region};
-  Colouring job{s.id, key, want, s.owner, s.values, s.range, s.colormap, s.scale, theme().masked_cell, {}, 0, 0};
+  Colouring job{s.id, key, want, s.owner, s.values, s.look.range, s.look.colormap, s.look.scale, theme().masked_cell, {}, 0, 0};
   const std::int64_t cells = static_cast<std::int64_t>(want.rows) * want.cols;
   if (!synchronous && s.owner && cells >= kBakeAsyncCells) {
     if (t.pending_key != key || !(t.pending_region == want)) {
@@ -301,7 +301,7 @@ void addTextVertical(ImDrawList* draw, ImFont* font, float size, ImVec2 pos, ImU
 }
 
 void drawColorbar(ImDrawList* draw, const HeatmapSpec& s, ImVec2 p0, float width, float height) {
-  const auto& table = colormapTable(s.colormap);
+  const auto& table = colormapTable(s.look.colormap);
   const int segments = 48;
   for (int k = 0; k < segments; ++k) {
     const float x0 = p0.x + width * k / segments, x1 = p0.x + width * (k + 1) / segments;
@@ -412,7 +412,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     for (int i = 1; i < nr; ++i)
       draw->AddLine(ImVec2(p0.x, p0.y + i * cell), ImVec2(p1.x, p0.y + i * cell), th.grid_line);
   }
-  const auto& table = colormapTable(s.colormap);
+  const auto& table = colormapTable(s.look.colormap);
   // Value labels only when every visible one fits its cell: all or none reads better. The first
   // format that fits, from the notebook's four decimals to the compact two (widgets/text.h).
   std::vector<std::string> texts;
@@ -422,7 +422,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     texts.clear();
     format = f;
     values_shown = !s.compact;
-    const auto label = [&](float v) { return s.cell_text ? s.cell_text(v) : cellLabel(v, f); };
+    const auto label = [&](float v) { return s.look.cell_text ? s.look.cell_text(v) : cellLabel(v, f); };
     const auto fits = [&](const std::string& text) {
       // (a hair of slack: a grid sizes cells to the widest label exactly, and its sums round)
       return heatmapCellFor(small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str()).x, s.text_scale) <= cell + 0.05f;
@@ -436,9 +436,9 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
       for (Eigen::Index i = r0; i < std::min<Eigen::Index>(r0 + nr, peer.rows()) && values_shown; ++i)
         for (Eigen::Index j = c0; j < std::min<Eigen::Index>(c0 + nc, peer.cols()) && values_shown; ++j)
           values_shown = fits(label(peer(i, j)));
-    if (values_shown || s.cell_text) break;
+    if (values_shown || s.look.cell_text) break;
   }
-  if (values_shown && !s.cell_text)
+  if (values_shown && !s.look.cell_text)
     hit.decimals = format == CellFormat::Decimals4 ? 4 : format == CellFormat::Decimals3 ? 3 : 2;
   if (values_shown) {
     const Rgb masked{static_cast<std::uint8_t>(th.masked_cell & 0xFF),
@@ -449,11 +449,11 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
     std::vector<std::uint8_t> index(row.size());
     for (int i = r0; i < r0 + nr; ++i) {
       m.readRow(i, row.data());  // the texture's colours: a row at a time, as a per-row scale needs
-      rowIndices(row.data(), row.size(), s.range, s.scale, s.colormap == Colormap::Coolwarm, index.data());
+      rowIndices(row.data(), row.size(), s.look.range, s.look.scale, s.look.colormap == Colormap::Coolwarm, index.data());
       for (int j = c0; j < c0 + nc; ++j, ++k) {
         const float v = row[static_cast<std::size_t>(j)];
         const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, texts[k].c_str());
-        const Rgb bg = isMasked(v) || zeroOffLogScale(v, s.range, s.scale) ? masked : table[index[static_cast<std::size_t>(j)]];
+        const Rgb bg = isMasked(v) || zeroOffLogScale(v, s.look.range, s.look.scale) ? masked : table[index[static_cast<std::size_t>(j)]];
         const ImVec2 c = cellMin(i, j);
         draw->AddText(small, fs, ImVec2(c.x + cell / 2 - ts.x / 2, c.y + cell / 2 - ts.y / 2),
                       toImColor(contrastingText(bg)), texts[k].c_str());
@@ -538,8 +538,8 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   const float bar_y = p1.y + px(6);  // keep in step with heatmapColorbarHeight
   const float bar_w = std::max(p1.x - p0.x, std::min(size.x - left, px(120)));
   drawColorbar(draw, s, ImVec2(p0.x, bar_y), bar_w, px(8));
-  const bool centred = s.colormap == Colormap::Coolwarm;
-  auto [lo_text, hi_text] = colorbarEnds(s.range, s.scale, centred, s.range_text);
+  const bool centred = s.look.colormap == Colormap::Coolwarm;
+  auto [lo_text, hi_text] = colorbarEnds(s.look.range, s.look.scale, centred, s.look.range_text);
   const auto width = [&](const std::string& t) { return small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str()).x; };
   // Words at the ends ("dropped 0", "kept ×1.11") that would run into each other on a narrow bar
   // (a mask among six maps a head) keep their values only: "0", "×1.11".
@@ -549,7 +549,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   // once, in the middle: "0.229", or "±0.00615" for a range centred on 0.
   const std::string minus = "−";
   const bool one_value = lo_text == hi_text || (centred && lo_text == minus + hi_text);
-  const bool said_once = width(lo_text) + width(hi_text) + px(6) > bar_w && one_value && s.range_text[0].empty();
+  const bool said_once = width(lo_text) + width(hi_text) + px(6) > bar_w && one_value && s.look.range_text[0].empty();
   std::string once;
   if (said_once) {
     once = lo_text == hi_text ? hi_text : "±" + hi_text;
@@ -568,13 +568,13 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   // Ticks: a mark each; a label where it clears the ends and the label before it (and no legend
   // sits on that line). Masks and words at the ends have none.
   nlohmann::json ticks_dump = nlohmann::json::array();
-  if (s.range_text[0].empty()) {
+  if (s.look.range_text[0].empty()) {
     float free_from = p0.x + lo_w + px(6);
-    for (const ColorbarTick& t : colorbarTicks(s.range, s.scale)) {
+    for (const ColorbarTick& t : colorbarTicks(s.look.range, s.look.scale)) {
       const float x = p0.x + t.at * bar_w;
       draw->AddLine(ImVec2(x, bar_y + px(8)), ImVec2(x, bar_y + px(11)), th.text_dim);
       const float tw = small->CalcTextSizeA(fs, FLT_MAX, 0, t.label.c_str()).x;
-      const bool labelled = s.legend.empty() && !said_once && x - tw / 2 >= free_from && x + tw / 2 <= p0.x + bar_w - hs.x - px(6);
+      const bool labelled = s.look.legend.empty() && !said_once && x - tw / 2 >= free_from && x + tw / 2 <= p0.x + bar_w - hs.x - px(6);
       if (labelled) {
         draw->AddText(small, fs, ImVec2(x - tw / 2, bar_y + px(10)), th.text_dim, t.label.c_str());
         free_from = x + tw / 2 + px(6);
@@ -582,9 +582,9 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
       ticks_dump.push_back({{"value", t.value}, {"x", x}, {"label", labelled ? t.label : ""}});
     }
   }
-  if (!s.legend.empty()) {  // between the range labels, or below them when it does not fit
-    const bool swatch = s.legend.rfind("▨", 0) == 0;  // a masked-grey square, then the text
-    const std::string text = swatch ? s.legend.substr(std::string("▨").size()) : s.legend;
+  if (!s.look.legend.empty()) {  // between the range labels, or below them when it does not fit
+    const bool swatch = s.look.legend.rfind("▨", 0) == 0;  // a masked-grey square, then the text
+    const std::string text = swatch ? s.look.legend.substr(std::string("▨").size()) : s.look.legend;
     const float lw = small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str()).x + (swatch ? fs + 2 : 0);
     float lx = p0.x + (bar_w - lw) / 2, ly = bar_y + px(10);
     if (lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
@@ -618,11 +618,11 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   entry["window"] = {{"row0", r0}, {"rows", nr}, {"col0", c0}, {"cols", nc}};
   entry["cell"] = cell;
   entry["cell_font_px"] = fs;  // the numbers' size (a lesson step may fit them a little smaller)
-  entry["range"] = {s.range.lo, s.range.hi};
-  entry["colormap"] = colormapId(s.colormap);
+  entry["range"] = {s.look.range.lo, s.look.range.hi};
+  entry["colormap"] = colormapId(s.look.colormap);
   entry["outlined"] = outlined;  // cells outlined as just changed, in this frame
-  entry["scale"] = colourScaleId(s.scale == ColourScale::Log && !logApplies(s.range) ? ColourScale::Linear : s.scale);
-  entry["positive"] = s.range.positive;
+  entry["scale"] = colourScaleId(s.look.scale == ColourScale::Log && !logApplies(s.look.range) ? ColourScale::Linear : s.look.scale);
+  entry["positive"] = s.look.range.positive;
   entry["colorbar"] = {{"x0", p0.x}, {"width", bar_w}, {"lo", lo_text}, {"hi", hi_text}, {"once", once}, {"ticks", ticks_dump}};
   entry["in_view"] = in_view;  // false: scrolled out of the grid's window; true: at least partly visible
   // The whole map — title, labels, cells, colorbar — within the window's visible area (half a
@@ -630,7 +630,7 @@ HeatmapHit drawHeatmap(const HeatmapSpec& s, ImVec2 size) {
   entry["wholly_in_view"] = in_view && origin.x >= visible_min.x - 0.5f && origin.y >= visible_min.y - 0.5f &&
                             origin.x + size.x <= visible_max.x + 0.5f && origin.y + size.y <= visible_max.y + 0.5f;
   entry["values_shown"] = values_shown;
-  if (values_shown) entry["label_format"] = s.cell_text ? "custom" : cellFormatId(format);
+  if (values_shown) entry["label_format"] = s.look.cell_text ? "custom" : cellFormatId(format);
   layout().heatmap(std::move(entry));
 
   ImGui::SetCursorScreenPos(origin);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "display/colormap.h"
+#include "display/map_look.h"
 #include "engine/stages.h"
 #include "engine/tensor.h"
 
@@ -32,9 +33,7 @@ struct HeatmapSpec {
   StageMap values;                                 // −∞ cells are drawn masked
   std::shared_ptr<const void> owner;               // owns `values`' sources: large maps are coloured on a
                                                    // thread of their own (none: on the UI thread)
-  ValueRange range;                                // the colours span this
-  Colormap colormap = Colormap::Viridis;
-  ColourScale scale = ColourScale::Linear;         // how values map onto the colormap (log, per row)
+  MapLook look;                                    // colours, a mask's labels, colorbar words, legend
   const std::vector<std::string>* row_labels = nullptr;  // one per row
   const std::vector<std::string>* col_labels = nullptr;  // one per column
   int selected_row = -1;                           // outlined
@@ -43,13 +42,9 @@ struct HeatmapSpec {
   CellWindow window;                               // zoom: the part of the map shown
   std::uint64_t version = 0;                       // change it when `values` change
   std::function<std::string(int, int)> describe;   // tooltip for cell (row, col)
-  std::function<std::string(float)> cell_text;     // label of a cell; default: 2 decimals
   std::vector<StageMap> label_peers;               // maps drawn beside this one at the same cell size
                                                    // (Compare's A and B): the labels take the finest
                                                    // format that fits theirs too, so both read alike
-  std::string legend;                              // a line under the colorbar
-  std::array<std::string, 2> range_text;           // the colorbar's ends in words (a mask's
-                                                   // "dropped 0", "kept ×2.00"); empty: the range
   nlohmann::json dump;                             // extra fields for the layout dump
   bool dimmed = false;                             // drawn faded: a lesson step is about other maps
   std::vector<std::pair<int, int>> outlined;       // cells an edit just changed: outlined …

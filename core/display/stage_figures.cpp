@@ -1,5 +1,6 @@
 #include "display/stage_figures.h"
 
+#include "display/map_look.h"
 #include "display/number_text.h"
 #include "display/parameter_axes.h"
 #include "engine/errors.h"
@@ -17,11 +18,7 @@ FigureSpec matrixFigure(const Matrix& m, std::string title, std::vector<std::str
   f.title = std::move(title);
   f.row_labels = std::move(rows);
   f.col_labels = std::move(cols);
-  f.range = finiteRange(m);
-  if (f.range.lo < 0) {
-    f.colormap = Colormap::Coolwarm;
-    f.range = centredOnZero(f.range);
-  }
+  f.look = colouredBy(finiteRange(m), false, LookChoices{});
   return f;
 }
 
@@ -32,35 +29,14 @@ FigureSpec stageFigure(const Trace& t, const HeadTrace& h, Stage s, const std::v
   const StageInfo& info = stageInfo(s);
   FigureSpec f;
   f.values = StageMap(t, h, s);
-  // The stage's title from the stage table; the weights say how the row was normalized.
-  f.title = s == Stage::Weights && t.model.normalization == Normalization::Sum ? "weights  ÷ row sum" : info.title;
+  // Titled and coloured as the app's grid shows the map with the default view (display/map_look.h);
+  // a 0/1 map on its full 0–1 range.
+  f.title = stageHeading(t, s);
   if (t.heads > 1) f.title += "  ·  head " + std::to_string(head + 1) + " of " + std::to_string(t.heads);
   if (t.batches.size() > 1) f.title += "  ·  batch " + std::to_string(batch + 1) + " of " + std::to_string(t.batches.size());
   f.row_labels = info.parameter ? dimLabels(f.values.rows()) : tokensOf(tokens, t.tokens);  // W: input dims down
   f.col_labels = info.square ? f.row_labels : dimLabels(f.values.cols());
-  if (info.flags) {
-    f.range = ValueRange{0, 1};
-  } else {
-    f.range = finiteRange(f.values);
-    if (f.range.lo < 0) {
-      f.colormap = Colormap::Coolwarm;
-      f.range = centredOnZero(f.range);
-    }
-  }
-  if (s == Stage::DropoutMask) {
-    const bool active = t.dropout_active;
-    const float scale = t.dropout_scale;
-    f.cell_text = [active, scale](float v) { return v > 0.5f ? (active ? "×" + formatFixed(scale, 1) : "1") : "0"; };
-    f.range_text = {"dropped 0", active ? "kept ×" + formatFixed(scale, 2) : "kept 1"};
-  } else if (s == Stage::Mask) {
-    f.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
-    f.range_text = {"0 visible", "1 masked"};
-  } else if (s == Stage::Tril) {
-    f.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
-    f.range_text = {"0 later key", "1 visible"};
-  }
-  if ((s == Stage::MaskedScores || s == Stage::ScaledScores) && t.model.causal && !trilRoute(t.model))
-    f.legend = "▨ −∞ masked";
+  f.look = stageLook(t, s, info.flags ? ValueRange{0, 1} : finiteRange(f.values), LookChoices{});
   return f;
 }
 

@@ -292,7 +292,7 @@ Layout layOut(const FigureSpec& s, const FigureOptions& o, Painter& p) {
   L.cols = static_cast<int>(s.values.cols());
   const double fs = o.font_size, cap = p.capHeight(fs), pad = fs * 0.8;  // room either side of a number
   auto value = [&](int i, int j) { return s.values(i, j); };
-  auto label = [&](float v, CellFormat f) { return cleanText(s.cell_text ? s.cell_text(v) : cellLabel(v, f)); };
+  auto label = [&](float v, CellFormat f) { return cleanText(s.look.cell_text ? s.look.cell_text(v) : cellLabel(v, f)); };
 
   // Cells: as wide as the four-decimal labels need, within the bounds, and small enough for the
   // whole map to fit max_extent.
@@ -313,7 +313,7 @@ Layout layOut(const FigureSpec& s, const FigureOptions& o, Painter& p) {
           L.labels.push_back(label(value(i, j), f));
           L.values = p.width(L.labels.back(), fs) + pad <= L.cell;
         }
-      if (L.values || s.cell_text) break;
+      if (L.values || s.look.cell_text) break;
     }
     if (!L.values) L.labels.clear();
   }
@@ -344,7 +344,7 @@ Layout layOut(const FigureSpec& s, const FigureOptions& o, Painter& p) {
   // Colorbar under the cells, its range (or words) at its ends, the legend between or below them.
   L.bar_y = L.y0 + map_h + 8;
   L.bar_w = std::max(map_w, 140.0);
-  const std::array<std::string, 2> ends = colorbarEnds(s.range, s.scale, s.colormap == Colormap::Coolwarm, s.range_text);
+  const std::array<std::string, 2> ends = colorbarEnds(s.look.range, s.look.scale, s.look.colormap == Colormap::Coolwarm, s.look.range_text);
   L.lo_text = cleanText(ends[0]);
   L.hi_text = cleanText(ends[1]);
   const double lo_w = p.width(L.lo_text, fs), hi_w = p.width(L.hi_text, fs);
@@ -352,9 +352,9 @@ Layout layOut(const FigureSpec& s, const FigureOptions& o, Painter& p) {
   L.range_y = L.bar_y + L.bar_h + 4 + cap;
   // Inner ticks as the app draws them (linear: 1, 2, 5 × 10^k; log: every power of ten): a label
   // where it clears the ends and the label before it.
-  if (s.range_text[0].empty()) {
+  if (s.look.range_text[0].empty()) {
     double free_from = L.x0 + lo_w + 6;
-    for (const ColorbarTick& t : colorbarTicks(s.range, s.scale)) {
+    for (const ColorbarTick& t : colorbarTicks(s.look.range, s.look.scale)) {
       const double x = L.x0 + t.at * L.bar_w, tw = p.width(t.label, fs);
       const bool labelled = x - tw / 2 >= free_from && x + tw / 2 <= L.x0 + L.bar_w - hi_w - 6;
       if (labelled) free_from = x + tw / 2 + 6;
@@ -365,8 +365,8 @@ Layout layOut(const FigureSpec& s, const FigureOptions& o, Painter& p) {
   double right = std::max(L.x0 + map_w, L.x0 + L.bar_w);
   if (!title.empty()) right = std::max(right, o.margin + p.width(title, o.title_size));
   const std::string swatch = "▨";
-  L.legend_swatch = s.legend.rfind(swatch, 0) == 0;
-  L.legend = cleanText(L.legend_swatch ? s.legend.substr(swatch.size()) : s.legend);
+  L.legend_swatch = s.look.legend.rfind(swatch, 0) == 0;
+  L.legend = cleanText(L.legend_swatch ? s.look.legend.substr(swatch.size()) : s.look.legend);
   while (!L.legend.empty() && L.legend[0] == ' ') L.legend.erase(0, 1);
   if (!L.legend.empty()) {
     const double cs = o.caption_size;
@@ -403,15 +403,15 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
   std::vector<float> row(static_cast<std::size_t>(L.cols));
   std::vector<Rgb> colours(row.size());
   std::vector<std::uint8_t> index(row.size());
-  const auto& table = colormapTable(s.colormap);
-  const bool centred = s.colormap == Colormap::Coolwarm;
+  const auto& table = colormapTable(s.look.colormap);
+  const bool centred = s.look.colormap == Colormap::Coolwarm;
   const bool as_image = L.cell < o.min_shape_cell;
   std::vector<Rgb> pixels(as_image ? static_cast<std::size_t>(L.rows) * row.size() : 0);
   for (int i = 0; i < L.rows; ++i) {
     s.values.readRow(i, row.data());
-    rowIndices(row.data(), row.size(), s.range, s.scale, centred, index.data());
+    rowIndices(row.data(), row.size(), s.look.range, s.look.scale, centred, index.data());
     for (int j = 0; j < L.cols; ++j)
-      colours[static_cast<std::size_t>(j)] = isMasked(row[j]) || zeroOffLogScale(row[j], s.range, s.scale)
+      colours[static_cast<std::size_t>(j)] = isMasked(row[j]) || zeroOffLogScale(row[j], s.look.range, s.look.scale)
                                                  ? kMasked
                                                  : table[index[static_cast<std::size_t>(j)]];
     if (as_image) {
@@ -439,9 +439,9 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
     std::size_t k = 0;
     for (int i = 0; i < L.rows; ++i) {
       s.values.readRow(i, row.data());
-      rowIndices(row.data(), row.size(), s.range, s.scale, centred, index.data());
+      rowIndices(row.data(), row.size(), s.look.range, s.look.scale, centred, index.data());
       for (int j = 0; j < L.cols; ++j, ++k) {
-        const Rgb bg = isMasked(row[j]) || zeroOffLogScale(row[j], s.range, s.scale) ? kMasked
+        const Rgb bg = isMasked(row[j]) || zeroOffLogScale(row[j], s.look.range, s.look.scale) ? kMasked
                                                                                       : table[index[static_cast<std::size_t>(j)]];
         p.text(L.labels[k], L.x0 + (j + 0.5) * L.cell, L.y0 + (i + 0.5) * L.cell + cap / 2, fs, contrastingText(bg),
                Anchor::Middle);
@@ -458,7 +458,7 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
     else p.text(L.col_labels[j], x, L.y0 - 5, fs, kTextDim, Anchor::Middle);
   }
 
-  p.colorbar(L.x0, L.bar_y, L.bar_w, L.bar_h, s.colormap);
+  p.colorbar(L.x0, L.bar_y, L.bar_w, L.bar_h, s.look.colormap);
   p.text(L.lo_text, L.x0, L.range_y, fs, kTextDim, Anchor::Start);
   p.text(L.hi_text, L.x0 + L.bar_w, L.range_y, fs, kTextDim, Anchor::End);
   for (const auto& [x, label] : L.ticks) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "display/colormap.h"
+#include "display/map_look.h"
 #include "engine/stages.h"
 
 namespace attnscope {
@@ -30,12 +31,7 @@ struct FigureSpec {
   std::vector<std::string> row_labels;          // one per row (query tokens), or none
   std::vector<std::string> col_labels;          // one per column (key tokens, d0, d1, …), or none
   std::string title;                            // above the map, e.g. "weights (softmax)  6×6"
-  Colormap colormap = Colormap::Viridis;        // the cells' colours …
-  ValueRange range;                             // … spanning this range
-  ColourScale scale = ColourScale::Linear;      // … on this scale (log, per row: display/colormap.h)
-  std::array<std::string, 2> range_text;        // the colorbar's ends in words; empty: the range's numbers
-  std::function<std::string(float)> cell_text;  // a cell's label (a mask's "0"/"1"); empty: cellLabel's policy
-  std::string legend;                           // a line under the colorbar; "▨" first: a masked-grey swatch
+  MapLook look;                                 // the cells' colours, labels and legend, as the app draws them
   std::string caption;                          // a small line under everything (step, head, seed), or none
   std::shared_ptr<const Matrix> owned;          // the cells, when `values` views a copy made for the figure (a zoom)
 };

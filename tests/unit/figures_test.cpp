@@ -208,7 +208,7 @@ FigureSpec bookFigure() {
   f.values = StageMap(m);
   f.row_labels = f.col_labels = {"Your", "journey", "starts"};
   f.title = "weights (softmax)";
-  f.range = ValueRange{0, 1};
+  f.look.range = ValueRange{0, 1};
   return f;
 }
 
@@ -235,8 +235,8 @@ TEST(VectorFigure, MaskedCellsFlagsEscapingAndBadText) {
   f.row_labels = {"<b>&", std::string("bad\xff\x01" "byte")};  // markup, an invalid byte, a control
   f.col_labels = {"k1", "k2"};
   f.title = "masked";
-  f.range = ValueRange{0.1723f, 0.4656f};
-  f.legend = "▨ −∞ masked";
+  f.look.range = ValueRange{0.1723f, 0.4656f};
+  f.look.legend = "▨ −∞ masked";
   const std::string path = tempPath("masked.svg");
   ASSERT_EQ(writeVectorFigure(f, path), "");
   const std::vector<std::string> texts = svgTexts(readFile(path));
@@ -246,15 +246,15 @@ TEST(VectorFigure, MaskedCellsFlagsEscapingAndBadText) {
   EXPECT_NE(std::find(texts.begin(), texts.end(), "bad\xEF\xBF\xBD byte"), texts.end());
   EXPECT_NE(std::find(texts.begin(), texts.end(), "−∞ masked"), texts.end());
 
-  f.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };  // a 0/1 map's own labels
+  f.look.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };  // a 0/1 map's own labels
   static Matrix mask = [] {
     Matrix w(2, 2);
     w << 0, 1, 0, 0;
     return w;
   }();
   f.values = StageMap(mask);
-  f.range = ValueRange{0, 1};
-  f.legend.clear();
+  f.look.range = ValueRange{0, 1};
+  f.look.legend.clear();
   ASSERT_EQ(writeVectorFigure(f, tempPath("mask.svg")), "");
   const std::vector<std::string> mask_texts = svgTexts(readFile(tempPath("mask.svg")));
   EXPECT_EQ(std::count(mask_texts.begin(), mask_texts.end(), "1"), 2);  // one cell and the colorbar's end
@@ -364,7 +364,7 @@ TEST(VectorFigure, LargeMapsShrinkAndDropTheirNumbers) {
     for (int j = 0; j < 300; ++j) big(i, j) = static_cast<float>((i * 7 + j * 3) % 11) / 10.0f;
   FigureSpec f;
   f.values = StageMap(big);
-  f.range = ValueRange{0, 1};
+  f.look.range = ValueRange{0, 1};
   const std::string path = tempPath("big.svg");
   ASSERT_EQ(writeVectorFigure(f, path), "");
   const std::vector<std::string> texts = svgTexts(readFile(path));
@@ -379,9 +379,9 @@ TEST(VectorFigure, LogScaleHasTicksAndZerosTheirOwnColour) {
   m << 1.0f, 0.0f, 0.0f, 0.5f, 0.001f, 0.0f, 0.2f, 0.05f, 0.004f;
   FigureSpec f;
   f.values = StageMap(m);
-  f.range = ValueRange{0, 1, 0.001f};
-  f.scale = ColourScale::Log;
-  f.legend = kZeroLegend;
+  f.look.range = ValueRange{0, 1, 0.001f};
+  f.look.scale = ColourScale::Log;
+  f.look.legend = kZeroLegend;
   const std::string path = tempPath("log.svg");
   ASSERT_EQ(writeVectorFigure(f, path), "");
   const std::string svg = readFile(path);
@@ -389,9 +389,9 @@ TEST(VectorFigure, LogScaleHasTicksAndZerosTheirOwnColour) {
   for (const char* tick : {"0.01", "0.1"})
     EXPECT_NE(std::find(texts.begin(), texts.end(), tick), texts.end()) << "no tick " << tick;
   EXPECT_NE(std::find(texts.begin(), texts.end(), "exactly 0: below a log scale"), texts.end());
-  EXPECT_TRUE(zeroOffLogScale(0.0f, f.range, f.scale));  // (the cells' colours: gui_colour_scales, by pixel)
-  EXPECT_FALSE(zeroOffLogScale(0.001f, f.range, f.scale));
-  EXPECT_FALSE(zeroOffLogScale(0.0f, f.range, ColourScale::Linear));
+  EXPECT_TRUE(zeroOffLogScale(0.0f, f.look.range, f.look.scale));  // (the cells' colours: gui_colour_scales, by pixel)
+  EXPECT_FALSE(zeroOffLogScale(0.001f, f.look.range, f.look.scale));
+  EXPECT_FALSE(zeroOffLogScale(0.0f, f.look.range, ColourScale::Linear));
 }
 
 }  // namespace

@@ -1,0 +1,105 @@
+#include "display/map_look.h"
+
+#include "display/number_text.h"
+
+namespace attnscope {
+
+std::string dropoutCellText(bool active, float scale, float kept) {
+  return kept > 0.5f ? (active ? "×" + formatFixed(scale, 1) : "1") : "0";
+}
+
+MapLook colouredBy(ValueRange range, bool flags, const LookChoices& choices) {
+  MapLook look;
+  look.range = range;
+  look.colormap = choices.colormap;
+  look.scale = flags ? ColourScale::Linear : choices.scale;  // a 0/1 mask reads the same on any scale
+  if (choices.diverging_for_signed && !flags && range.lo < 0) {
+    look.colormap = Colormap::Coolwarm;
+    look.range = centredOnZero(range);
+  }
+  return look;
+}
+
+MapLook stageLook(const Trace& t, Stage stage, ValueRange range, const LookChoices& choices) {
+  // The weights on a probability's fixed range, where they are within it (a row sum of signed
+  // scores is not); the smallest positive value stays a log scale's floor.
+  if (choices.weights_fixed && (stage == Stage::Weights || stage == Stage::DroppedWeights ||
+                                stage == Stage::UnmaskedWeights || stage == Stage::TrilWeights)) {
+    const float top = stage == Stage::DroppedWeights && t.dropout_active ? t.dropout_scale : 1.0f;
+    if (range.lo >= 0 && range.hi <= top * (1 + 1e-6f)) range.lo = 0, range.hi = top;
+  }
+  MapLook look = colouredBy(range, stageInfo(stage).flags, choices);
+  if (stage == Stage::DropoutMask) {
+    const bool active = t.dropout_active;
+    const float scale = t.dropout_scale;
+    look.cell_text = [active, scale](float v) { return dropoutCellText(active, scale, v); };
+    look.range_text = {"dropped 0", active ? "kept ×" + formatFixed(scale, 2) : "kept 1"};
+  } else if (stage == Stage::Mask) {  // 0/1, as torch.triu(…, diagonal=1) prints it
+    look.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
+    look.range_text = {"0 visible", "1 masked"};
+  } else if (stage == Stage::Tril) {  // 0/1, as torch.tril(torch.ones(T, T)) prints it
+    look.cell_text = [](float v) { return std::string(v > 0.5f ? "1" : "0"); };
+    look.range_text = {"0 later key", "1 visible"};
+  } else if ((stage == Stage::MaskedScores || stage == Stage::ScaledScores) && t.model.causal && !trilRoute(t.model)) {
+    look.legend = "▨ −∞ masked";
+  } else if (look.scale == ColourScale::Log && logApplies(look.range) && look.range.lo == 0) {
+    look.legend = kZeroLegend;  // its zeros grey, as masked: the bottom colour is the smallest positive value's
+  }
+  return look;
+}
+
+std::string stageHeading(const Trace& t, Stage s) {
+  const std::string n = std::to_string(t.tokens);
+  const std::string tt = "  " + n + "×" + n;
+  switch (s) {
+    case Stage::ScaledScores:
+      return t.model.scale == Scale::SqrtDk ? "scaled  ÷ √" + std::to_string(t.head_width) + tt : "scaled: none" + tt;
+    case Stage::MaskedScores:
+      return t.model.causal ? std::string("masked  −∞ above the diagonal") + tt : "mask: none (not causal)" + tt;
+    case Stage::DropoutMask:
+      return t.dropout_active ? "dropout mask  p = " + formatFixed(static_cast<float>(t.model.dropout), 2) + tt
+                              : "dropout mask: off" + tt;
+    case Stage::Weights:  // the step's own normalization, not always softmax
+      return (trilRoute(t.model)                            ? std::string("weights  ÷ row sum")
+              : t.model.normalization == Normalization::Sum ? std::string("weights  ÷ row sum")
+                                                            : std::string("weights (softmax)")) +
+             tt;
+    case Stage::Context:
+    case Stage::Queries:
+    case Stage::Keys:
+    case Stage::Values:
+      if (t.model.variant == Variant::Simple && s != Stage::Context)
+        return std::string(stageInfo(s).label) + " = X  " + n + "×" + std::to_string(t.head_width);
+      return std::string(stageInfo(s).title) + "  " + n + "×" + std::to_string(t.head_width);
+    case Stage::WQuery:
+    case Stage::WKey:
+    case Stage::WValue: {  // as X·W uses it; of multihead's one projection, this head's columns
+      std::string heading = std::string(stageInfo(s).title) + "  " + std::to_string(t.d_in) + "×" +
+                            std::to_string(t.head_width);
+      if (t.model.variant == Variant::MultiHead && t.heads > 1)
+        heading += "  (this head's columns)";
+      else if (t.model.variant != Variant::SelfAttentionV1)
+        heading += "  (.weightᵀ)";
+      return heading;
+    }
+    default: return stageInfo(s).title + tt;
+  }
+}
+
+// The heading of one of the module's maps.
+std::string moduleHeading(const Trace& t, const BatchTrace& bt, ModuleMap m) {
+  const std::string n = std::to_string(t.tokens);
+  switch (m) {
+    case ModuleMap::Concat:
+      return "context  " + std::to_string(t.heads) + " heads concatenated  " + n + "×" +
+             std::to_string(bt.context.cols());
+    case ModuleMap::OutProj:
+      return "out_proj  " + std::to_string(t.model.d_out) + "×" + std::to_string(t.model.d_out) + "  (.weightᵀ)";
+    case ModuleMap::Output:
+      return std::string(hasOutProj(t.model.variant) ? "output  out_proj(context)  " : "output  = the context  ") + n +
+             "×" + std::to_string(bt.output.cols());
+  }
+  return "";
+}
+
+}  // namespace attnscope

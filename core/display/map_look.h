@@ -1,0 +1,47 @@
+// How a map looks, one definition for every place that draws one (docs/DESIGN.md §3.4 "One map
+// look"): the app's heatmap grid and its tabs, the SVG and PDF figures of a map, and the figures
+// `attnscope-cli export --figures` writes. A map's heading (its title), and its MapLook: the colour
+// range, colormap and scale, a mask's cell labels and colorbar words, the legend under it.
+#pragma once
+#include <array>
+#include <functional>
+#include <string>
+
+#include "display/colormap.h"
+#include "engine/stages.h"
+#include "engine/trace.h"
+
+namespace attnscope {
+
+struct MapLook {
+  ValueRange range;                             // the colours span this …
+  Colormap colormap = Colormap::Viridis;        // … of this map
+  ColourScale scale = ColourScale::Linear;      // … on this scale (log, per row: display/colormap.h)
+  std::function<std::string(float)> cell_text;  // a cell's label (a mask's "0"/"1"); empty: the cell-label policy
+  std::array<std::string, 2> range_text;        // the colorbar's ends in words; empty: the range's numbers
+  std::string legend;                           // a line under the colorbar; "▨" first: a masked-grey swatch
+};
+
+// The viewer's colour choices (the app's View menu); the defaults are a figure's without a view.
+struct LookChoices {
+  Colormap colormap = Colormap::Viridis;
+  ColourScale scale = ColourScale::Linear;
+  bool diverging_for_signed = true;  // coolwarm centred on 0 for a map with negative values
+  bool weights_fixed = false;        // attention weights on their probability's 0–1 (0–1/(1−p) dropped)
+};
+
+// Values in `range` coloured by `choices`; `flags`: a 0/1 map, linear whatever the scale.
+MapLook colouredBy(ValueRange range, bool flags, const LookChoices& choices);
+// A head's map of `stage`, its colours spanning `range` (its own, the heads' shared range, or a
+// locked one: the caller's choice).
+MapLook stageLook(const Trace& t, Stage stage, ValueRange range, const LookChoices& choices);
+
+// A dropout mask's cell: the factor a kept weight is multiplied by ("×2.0", "1" with dropout off), or 0.
+std::string dropoutCellText(bool active, float scale, float kept);
+
+// A stage's heading as every map of it is titled: "weights (softmax)  6×6", "scaled  ÷ √2  6×6".
+std::string stageHeading(const Trace& t, Stage s);
+// The heading of one of the module's maps (the heads concatenated, out_proj, the output).
+std::string moduleHeading(const Trace& t, const BatchTrace& bt, ModuleMap m);
+
+}  // namespace attnscope
