@@ -9,7 +9,7 @@
 // Every version (scalar, AVX2/FMA, AVX-512) computes each output as the same chain of fused
 // multiply-adds, y = fma(x[in−1], w[in−1], … fma(x[0], w[0], b)), so all give the same bits,
 // whatever the row's place in a block, the thread or the ISA. The scalar loop is the readable
-// definition the SIMD versions are tested against (unit.engine.PackedLinear).
+// definition the SIMD versions are tested against (unit.packed_linear.PackedLinear).
 #pragma once
 #include <cstddef>
 #include <vector>

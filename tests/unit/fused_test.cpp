@@ -51,7 +51,7 @@ std::vector<Case> cases() {
       const int d_in = v.value == Variant::Simple ? 4 : 7;
       out.push_back({m, T, d_in});
       if (hasProjections(v.value) && (T == 65 || T == 257)) {
-        // Heads of whole 32-wide panels: the projections head-major (attention.cpp's Work).
+        // Heads of whole 32-wide panels: the projections head-major (attention_pass.h's Work).
         ModelConfig wide = m;
         wide.d_out = 32;  // single heads and the wrapper's: 32 wide
         if (v.value == Variant::MultiHead) wide.d_out = T == 65 ? 192 : 96;  // 3 heads of 64, of 32
