@@ -15,9 +15,6 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
-#if defined(ATTNSCOPE_OPENMP)
-#include <omp.h>
-#endif
 
 namespace attnscope {
 
@@ -109,139 +106,6 @@ class Placement {
 
   std::atomic<int> cpu_[kTracked];  // each participant's CPU when it last looked, −1 unknown
 };
-
-// runGraph's share of participant k of `threads`: take the first ready item of the earliest stage
-// from the lists (its own list first) until nobody has any left to take.
-struct GraphRun {
-  const TaskGraph& graph;
-  int threads;
-  std::vector<std::vector<int>> lists;         // each home's items, in order
-  std::unique_ptr<std::atomic<bool>[]> taken;  // per item: some thread has taken it
-  std::atomic<int> left;                       // items nobody has taken yet
-
-  GraphRun(const TaskGraph& g, int n)
-      : graph(g), threads(n), lists(n), taken(new std::atomic<bool>[static_cast<std::size_t>(g.count)]), left(g.count) {
-    for (int i = 0; i < g.count; ++i) lists[g.home(i) % n].push_back(i);
-    for (int i = 0; i < g.count; ++i) taken[i].store(false, std::memory_order_relaxed);
-  }
-
-  void share(int k, std::chrono::microseconds spin) {
-    std::vector<std::size_t> first(threads, 0);  // per list: every item before it is taken
-    // The first ready item of list l that nobody has taken, or −1.
-    const auto firstReady = [&](int l) {
-      const std::vector<int>& list = lists[l];
-      while (first[l] < list.size() && taken[list[first[l]]].load(std::memory_order_relaxed)) ++first[l];
-      for (std::size_t x = first[l]; x < list.size(); ++x)
-        if (!taken[list[x]].load(std::memory_order_relaxed) && graph.ready(list[x])) return list[x];
-      return -1;
-    };
-    bool waiting = false;  // since `idle`, nothing this thread could take was ready
-    Clock::time_point idle;
-    while (left.load(std::memory_order_acquire) > 0) {
-      int pick = -1, pick_stage = 0;
-      for (int j = 0; j < threads; ++j) {  // its own list first: another wins only by an earlier stage
-        const int i = firstReady((k + j) % threads);
-        if (i < 0) continue;
-        const int stage = graph.stage(i);
-        if (pick < 0 || stage < pick_stage) pick = i, pick_stage = stage;
-      }
-      if (pick < 0 || taken[pick].exchange(true, std::memory_order_acq_rel)) {
-        // Waiting for another thread's item: spin as the team does between loops, then sleep in
-        // short naps, so that a waiting thread never holds a core the one it waits for needs.
-        if (!waiting) {
-          waiting = true;
-          idle = Clock::now();
-        } else if (Clock::now() - idle > spin) {
-          std::this_thread::sleep_for(std::chrono::microseconds(20));
-        }
-        cpuRelax();
-        continue;
-      }
-      waiting = false;
-      left.fetch_sub(1, std::memory_order_acq_rel);
-      graph.run(pick);
-    }
-  }
-};
-
-#if defined(ATTNSCOPE_OPENMP)
-
-// The OpenMP path: one `omp parallel` region per loop. libgomp reads its wait policy from the
-// environment (OMP_WAIT_POLICY, GOMP_SPINCOUNT) once, when it is loaded; unset, a thread spins
-// 300 000 pauses after a region (7 ms on the build machine) before it sleeps. A program cannot set
-// it for itself: libgomp's constructor runs before any of ours, and a setenv in .preinit_array is
-// lost when libc sets up the environment after it.
-struct OpenmpState {
-  std::atomic<bool> busy{false};  // a loop runs in a region of ours
-  std::atomic<int> spin_us{ThreadTeamOptions{}.spin_microseconds};
-  Placement placement;
-};
-
-OpenmpState& openmp() {
-  static OpenmpState state;
-  return state;
-}
-
-// True if this thread may open a region: none of ours runs (in this thread or another).
-bool enterRegion() { return !omp_in_parallel() && !openmp().busy.exchange(true, std::memory_order_acquire); }
-void leaveRegion() { openmp().busy.store(false, std::memory_order_release); }
-
-}  // namespace
-
-void parallelFor(int threads, int count, const std::function<void(int)>& item, Schedule schedule) {
-  threads = std::min(threads, count);
-  if (threads > 1 && enterRegion()) {
-    OpenmpState& st = openmp();
-    st.placement.record(0);
-    std::atomic<int> next{0};
-#pragma omp parallel num_threads(threads)
-    {
-      const int k = omp_get_thread_num(), n = omp_get_num_threads();
-      if (k > 0) st.placement.settle(k);
-      if (schedule == Schedule::Static) {
-        for (int i = k; i < count; i += n) item(i);
-      } else {
-        for (int i = next.fetch_add(1, std::memory_order_relaxed); i < count;
-             i = next.fetch_add(1, std::memory_order_relaxed))
-          item(i);
-      }
-    }
-    leaveRegion();
-    return;
-  }
-  for (int i = 0; i < count; ++i) item(i);
-}
-
-void runGraph(int threads, const TaskGraph& graph) {
-  const int count = graph.count;
-  if (count <= 0) return;
-  threads = std::max(1, std::min(threads, count));
-  if (threads == 1) {
-    for (int i = 0; i < count; ++i) graph.run(i);
-    return;
-  }
-  GraphRun run(graph, threads);
-  const std::chrono::microseconds spin(openmp().spin_us.load(std::memory_order_relaxed));
-  if (!enterRegion()) {  // busy: the caller alone, each item ready in turn
-    run.share(0, spin);
-    return;
-  }
-  OpenmpState& st = openmp();
-  st.placement.record(0);
-#pragma omp parallel num_threads(threads)
-  {
-    const int k = omp_get_thread_num();
-    if (k > 0) st.placement.settle(k);
-    run.share(k, spin);
-  }
-  leaveRegion();
-}
-
-void setThreadTeamOptions(const ThreadTeamOptions& options) {
-  openmp().spin_us.store(std::max(options.spin_microseconds, 0), std::memory_order_relaxed);
-}
-
-#else  // the thread team
 
 // One loop: what its participants share while it runs. Written by the caller before it
 // publishes the loop (release), read by the participants after they see it (acquire), and not
@@ -380,22 +244,61 @@ void runGraph(int threads, const TaskGraph& graph) {
     for (int i = 0; i < count; ++i) graph.run(i);
     return;
   }
-  GraphRun run(graph, threads);
-  const std::chrono::microseconds spin = team().spin();
+  std::vector<std::vector<int>> lists(threads);  // each home's items, in order
+  for (int i = 0; i < count; ++i) lists[graph.home(i) % threads].push_back(i);
+  const std::unique_ptr<std::atomic<bool>[]> taken(new std::atomic<bool>[static_cast<std::size_t>(count)]);
+  for (int i = 0; i < count; ++i) taken[i].store(false, std::memory_order_relaxed);
+  std::atomic<int> left{count};  // items nobody has taken yet
   // One share per participant (Static: participant k runs share k). If the team is busy, the
   // caller runs the shares one after the other: share 0 then takes every item, each ready in turn.
   parallelFor(
-      threads, threads, [&](int k) { run.share(k, spin); }, Schedule::Static);
+      threads, threads,
+      [&](int k) {
+        std::vector<std::size_t> first(threads, 0);  // per list: every item before it is taken
+        // The first ready item of list l that nobody has taken, or −1.
+        const auto firstReady = [&](int l) {
+          const std::vector<int>& list = lists[l];
+          while (first[l] < list.size() && taken[list[first[l]]].load(std::memory_order_relaxed)) ++first[l];
+          for (std::size_t x = first[l]; x < list.size(); ++x)
+            if (!taken[list[x]].load(std::memory_order_relaxed) && graph.ready(list[x])) return list[x];
+          return -1;
+        };
+        bool waiting = false;  // since `idle`, nothing this thread could take was ready
+        Clock::time_point idle;
+        while (left.load(std::memory_order_acquire) > 0) {
+          int pick = -1, pick_stage = 0;
+          for (int j = 0; j < threads; ++j) {  // its own list first: another wins only by an earlier stage
+            const int i = firstReady((k + j) % threads);
+            if (i < 0) continue;
+            const int stage = graph.stage(i);
+            if (pick < 0 || stage < pick_stage) pick = i, pick_stage = stage;
+          }
+          if (pick < 0 || taken[pick].exchange(true, std::memory_order_acq_rel)) {
+            // Waiting for another thread's item: spin as the team does between loops, then sleep in
+            // short naps, so that a waiting thread never holds a core the one it waits for needs.
+            if (!waiting) {
+              waiting = true;
+              idle = Clock::now();
+            } else if (Clock::now() - idle > team().spin()) {
+              std::this_thread::sleep_for(std::chrono::microseconds(20));
+            }
+            cpuRelax();
+            continue;
+          }
+          waiting = false;
+          left.fetch_sub(1, std::memory_order_acq_rel);
+          graph.run(pick);
+        }
+      },
+      Schedule::Static);
 }
-
-void setThreadTeamOptions(const ThreadTeamOptions& options) { team().setOptions(options); }
-
-#endif
 
 int availableProcessors() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(CPU_COUNT(&set), 1);
   return std::max(static_cast<int>(std::thread::hardware_concurrency()), 1);
 }
+
+void setThreadTeamOptions(const ThreadTeamOptions& options) { team().setOptions(options); }
 
 }  // namespace attnscope

@@ -1,12 +1,13 @@
 // The engine's threads: the parallel path of computeTrace runs its pass (runGraph) on one
 // process-wide team of persistent worker threads, the calling thread taking part.
 //
-// Why not OpenMP: a forward pass was three short loops (projections, attention, out_proj). With
-// libgomp's passive wait policy, which a shared machine needs (a spinning thread holds the core
-// another process wants), every loop put the other thread to sleep and woke it again: medium's
-// two-thread forward ran no faster than one thread (docs/engine-measurements.md). With the default
-// policy a worker spins for 300 000 iterations after every loop, and in the desktop app that
-// spinning competes with drawing. This team spins for a fixed, short time
+// Why not OpenMP (docs/DESIGN.md §2.3 "Why not OpenMP"): OpenMP keeps up with this team only
+// while its threads spin, and libgomp takes its wait policy from the environment alone, read when
+// it is loaded, before any code of ours runs. Passive, which a shared machine needs (a spinning
+// thread holds the core another process wants), puts the other thread to sleep after every region
+// and wakes it again, and medium's two-thread forward falls far behind; libgomp's default spins
+// for milliseconds after every region, which in the desktop app competes with drawing
+// (docs/engine-measurements.md). This team spins for a fixed, short time
 // (ThreadTeamOptions::spin_microseconds) after a loop, long enough to bridge the gaps inside a
 // forward pass and between passes run back to back, and then sleeps.
 #pragma once
