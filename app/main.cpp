@@ -21,7 +21,6 @@
 #include "state/interaction_bench.h"
 #include "state/lesson_check.h"
 #include "widgets/fonts.h"
-#include "widgets/heatmap.h"
 #include "widgets/layout_dump.h"
 
 using namespace attnscope;
@@ -161,7 +160,6 @@ int main(int argc, char** argv) {
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - frame_start).count());
     if (const std::string wanted = ctl.windowTitle(); wanted != title) window.setTitle(title = wanted);
     layout().endFrame(options.dump_layout_path);
-    collectHeatmapTextures();
 
     // 4d. Unattended runs end here.
     if (bench && bench->afterFrame(ctl)) {  // t1: the end of the frame showing an edit's result
@@ -184,7 +182,6 @@ int main(int argc, char** argv) {
     }
   }
 
-  // 5. Shutdown, in reverse: the heatmaps' textures, then (AppWindow's destructor) ImGui and the window.
-  releaseHeatmapTextures();
+  // 5. Shutdown, in reverse: the App (its worker, its textures), then the window with ImGui.
   return exit_code;
 }

@@ -262,7 +262,7 @@ void CompareView::draw(const PanelContext& ctx) {
       }
       if (flagsRow(row))  // 0/1 masks, and their difference −1, 0, +1: integers, as torch prints them
         spec.look.cell_text = [](float v) { return v > 0.5f ? std::string("1") : v < -0.5f ? "−1" : "0"; };
-      const HeatmapHit hit = drawHeatmap(spec, ImVec2(tile_w, tile_h));
+      const HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(tile_w, tile_h));
       if (hit.clicked_row >= 0 && token_rows) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
     }
     ImGui::SetCursorScreenPos(ImVec2(tiles.x, tiles.y + static_cast<float>(lines) * (tile_h + gap)));

@@ -742,7 +742,7 @@ int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vec
     spec.dimmed = dimmedByLesson(view, info.id);
     spec.cell = cell;
     spec.text_scale = text_scale;
-    const HeatmapHit hit = drawHeatmap(spec, ImVec2(b.w, b.h));
+    const HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(b.w, b.h));
     if (hit.decimals > 0) fewest = std::min(fewest, hit.decimals);
     if (hit.clicked_row >= 0 && !info.parameter) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
   }
@@ -1099,7 +1099,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.dimmed = dimmedByLesson(view, info.id);
       spec.cell = g.cell;  // the same cells in every map
       spec.text_scale = text_scale;
-      HeatmapHit hit = drawHeatmap(spec, ImVec2(b.w, b.h));
+      HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(b.w, b.h));
       if (hit.decimals > 0) rounding_now_ = std::min(rounding_now_, hit.decimals);
       if (hit.clicked_row >= 0) cmd.push("select_token", {{"index", hit.clicked_row}});
       if (hit.hover_row >= 0) wheel_on_map_ = true;

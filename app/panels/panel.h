@@ -13,6 +13,7 @@
 #include "state/snapshot.h"
 #include "state/toast.h"
 #include "state/view_state.h"
+#include "widgets/heatmap_textures.h"
 
 namespace attnscope {
 
@@ -25,6 +26,7 @@ struct PanelContext {
   const ExecutionOptions& exec;
   const Toast& toast;
   CommandQueue& commands;
+  HeatmapTextures& textures;       // the maps' GL textures (drawHeatmap)
   double now;
   double frame_ms;                 // the last frame's build and render time
   std::shared_ptr<const Snapshot> pinned;  // the result pinned as A for the Compare tab; null: none

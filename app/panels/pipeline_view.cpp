@@ -153,7 +153,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
       spec.selected_row = std::clamp(view.token, 0, snap->tokenCount() - 1);
       const std::string title = st.title;
       spec.describe = [title](int i, int j) { return title + " [" + std::to_string(i) + ", " + std::to_string(j) + "] — click to enlarge"; };
-      const HeatmapHit hit = drawHeatmap(spec, ImVec2(thumb, thumb));
+      const HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(thumb, thumb));
       if (hit.clicked_row >= 0) enlarged_ = st.id, scroll_to_enlarged_ = true;
       if (enlarged_ == st.id)
         draw->AddRect(ImVec2(p.x - px(2), p.y - px(2)), ImVec2(p.x + thumb + px(2), p.y + thumb + px(2)), theme().selection, 0, 0, px(2));
@@ -193,7 +193,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
     const float side = std::min(avail.x, tall);
     if (scroll_to_enlarged_) ImGui::SetScrollHereY(0.0f);
     scroll_to_enlarged_ = false;
-    const HeatmapHit hit = drawHeatmap(spec, ImVec2(std::min(avail.x, side * 1.6f), side));
+    const HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(std::min(avail.x, side * 1.6f), side));
     if (hit.clicked_row >= 0) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
   }
 }

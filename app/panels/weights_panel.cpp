@@ -133,7 +133,7 @@ void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width)
   spec.describe = [&t, k, &m](int i, int j) { return describeCell(t, k, i, j, m) + "\n" + t.name + ": " + shapeWords(t, k); };
   spec.dump = {{"parameter", t.name}, {"own", static_cast<bool>(own_[index])}};
   // As wide as the card, for the title: the height sets the cells' size.
-  drawHeatmap(spec, ImVec2(width, map_h));
+  drawHeatmap(ctx.textures, spec, ImVec2(width, map_h));
 
   // The table: the same numbers, each a drag field (double-click to type), as the inputs' cells.
   const int shown = shownValueColumns(cols, 1);

@@ -66,6 +66,7 @@ CellWindow App::zoomWindow() const {
 
 void App::endFrame(double now, bool mouse_down, bool typing, double frame_ms) {
   ctl_.endFrame(now, mouse_down, typing);
+  textures_.endFrame();
   frame_ms_ = frame_ms;
 }
 
@@ -90,6 +91,7 @@ void App::draw(double now, const CaptureFrame& capture) {
                        ctl_.exec(),
                        ctl_.toast(),
                        ctl_.commands(),
+                       textures_,
                        now,
                        frame_ms_,
                        ctl_.pinned(),

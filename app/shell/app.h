@@ -90,6 +90,7 @@ class App {
   std::string captionText(const CaptureSpec& spec) const;
 
   WindowHooks hooks_;
+  HeatmapTextures textures_;  // before the controller: the maps' textures go after its worker
   Controller ctl_;
   std::optional<ViewState> capture_view_;  // what a capture shows, in place of the controller's view
   std::string caption_;                    // drawn under a screenshot while capturing

@@ -87,7 +87,7 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   int w = 0, h = 0;
   hooks_.size(&w, &h);
   capturing_ = true;
-  setHeatmapColouringSynchronous(true);  // every map in colour, no placeholders
+  textures_.setSynchronous(true);  // every map in colour, no placeholders
   CaptureHooks hooks;
   hooks.frame = [this](const CaptureFrame& frame) { hooks_.offscreen_frame(frame, [&] { draw(now_, frame); }); };
   hooks.set_scale = [this](float s) {
@@ -102,7 +102,7 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
     h = static_cast<int>(std::lround(h * shot.textScale()));
   }
   const std::string error = capturePng(spec, w, h, hooks, path, dumpWorkspace(shown));
-  setHeatmapColouringSynchronous(false);
+  textures_.setSynchronous(false);
   capturing_ = false;
   heatmap_grid_.reveal(-1, Stage::Weights);
   capture_view_.reset();

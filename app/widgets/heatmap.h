@@ -1,4 +1,4 @@
-// drawHeatmap: the widget every matrix is shown with. The cells are one GL texture, uploaded
+// drawHeatmap: the widget every matrix is shown with. The cells are one GL texture (HeatmapTextures), uploaded
 // only when the values or colours change, so a 1024 × 1024 map costs what a 6 × 6 one does per
 // frame. Around it: a title, token labels on both axes (rows = queries, columns = keys) at a
 // density that fits, value labels with contrasting text when cells are big enough, −∞ cells in
@@ -16,6 +16,7 @@
 
 #include "display/colormap.h"
 #include "display/map_look.h"
+#include "widgets/heatmap_textures.h"
 #include "engine/stages.h"
 #include "engine/tensor.h"
 
@@ -70,15 +71,7 @@ float heatmapColorbarHeight(float text_scale = 1);
 // The side of a cell that shows a label `label_width` pixels wide (in the cells' small font at `text_scale`).
 float heatmapCellFor(float label_width, float text_scale = 1);
 
-// Draws within `size` at the cursor and advances it.
-HeatmapHit drawHeatmap(const HeatmapSpec& spec, ImVec2 size);
-
-// Captures colour every map at once (no placeholders in a screenshot).
-void setHeatmapColouringSynchronous(bool on);
-
-// Uploads maps coloured off the UI thread and frees textures not drawn for a while; call once per
-// frame. releaseHeatmapTextures at shutdown.
-void collectHeatmapTextures();
-void releaseHeatmapTextures();
+// Draws within `size` at the cursor and advances it; the cells' texture from `textures`.
+HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& spec, ImVec2 size);
 
 }  // namespace attnscope
