@@ -187,10 +187,7 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
   const std::string title = snap && snap->inputs->model.batch_size > 1
                                 ? "Head statistics  ·  batch element " + std::to_string(snap->batch + 1) + "###statistics"
                                 : std::string("Head statistics###statistics");
-  ImGui::SetNextWindowPos(pos);
-  ImGui::SetNextWindowSize(size);
-  ImGui::Begin(title.c_str(), nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
-  layout().panel("statistics", pos, ImVec2(pos.x + size.x, pos.y + size.y));
+  beginPanelWindow(title.c_str(), "statistics", pos, size);
   if (!snap) {
     ImGui::TextUnformatted(ctx.waitingText());
     ImGui::End();

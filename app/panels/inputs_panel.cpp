@@ -249,10 +249,7 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
 }
 
 void InputsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
-  ImGui::SetNextWindowPos(pos);
-  ImGui::SetNextWindowSize(size);
-  ImGui::Begin("Inputs", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
-  layout().panel("inputs", pos, ImVec2(pos.x + size.x, pos.y + size.y));
+  beginPanelWindow("Inputs", "inputs", pos, size);
   toolbar(ctx);
   // The table first (every row when there is room, at least a few), then the plot in what is left,
   // up to a square of the panel's width; no plot when too little is left (a short window: a tiny plot only overlaps its labels).

@@ -177,10 +177,7 @@ void contextTerms(const PanelContext& ctx, const HeadTrace& h, int i, const RowV
 }  // namespace
 
 void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
-  ImGui::SetNextWindowPos(pos);
-  ImGui::SetNextWindowSize(size);
-  ImGui::Begin("Inspector", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
-  layout().panel("inspector", pos, ImVec2(pos.x + size.x, pos.y + size.y));
+  beginPanelWindow("Inspector", "inspector", pos, size);
   const Snapshot* snap = ctx.snapshot.get();
   if (!snap) {
     ImGui::TextUnformatted(ctx.computing ? "computing…" : "no result");

@@ -239,10 +239,8 @@ void LessonPanel::recordState(nlohmann::json& state) const {
 }
 
 void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
-  ImGui::SetNextWindowPos(pos);
-  ImGui::SetNextWindowSize(size);
-  ImGui::Begin("##lesson", nullptr, ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings);
-  layout().panel("lesson", pos, ImVec2(pos.x + size.x, pos.y + size.y));
+  beginPanelWindow("##lesson", "lesson", pos, size,
+                   ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings);
   const int step = session_.step();
   if (!session_.open() || step < 1) {
     ImGui::TextDisabled("no lesson");

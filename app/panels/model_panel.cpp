@@ -191,10 +191,7 @@ ModelPanel::ModelPanel()
     : reroll_(static_cast<std::uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count())) {}
 
 void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
-  ImGui::SetNextWindowPos(pos);
-  ImGui::SetNextWindowSize(size);
-  ImGui::Begin("Model", nullptr, ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
-  layout().panel("model", pos, ImVec2(pos.x + size.x, pos.y + size.y));
+  beginPanelWindow("Model", "model", pos, size);
   variantCombo(ctx);
   ImGui::Separator();
   const ModelConfig& m = ctx.document.workspace().model;

@@ -16,4 +16,11 @@ const Snapshot* beginMainTab(const PanelContext& ctx, const char* panel) {
   return ctx.snapshot.get();
 }
 
+void beginPanelWindow(const char* title, const char* id, ImVec2 pos, ImVec2 size, ImGuiWindowFlags flags) {
+  ImGui::SetNextWindowPos(pos);
+  ImGui::SetNextWindowSize(size);
+  ImGui::Begin(title, nullptr, flags);
+  layout().panel(id, pos, ImVec2(pos.x + size.x, pos.y + size.y));
+}
+
 }  // namespace attnscope

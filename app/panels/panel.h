@@ -2,6 +2,8 @@
 // editors (model and inputs panels) may read `document`, the workspace being edited. Nobody
 // writes either: actions go into `commands`.
 #pragma once
+#include <imgui.h>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -38,6 +40,12 @@ struct PanelContext {
 
   const char* waitingText() const;  // what a view shows before its first result: "computing…" or "no result yet"
 };
+
+// A panel's window at `pos`, `size` — titled, fixed in place — and its rectangle in the layout
+// dump under `id`. Ends with ImGui::End().
+void beginPanelWindow(const char* title, const char* id, ImVec2 pos, ImVec2 size,
+                      ImGuiWindowFlags flags = ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
+                                               ImGuiWindowFlags_NoCollapse);
 
 // The start of a tab of the main window (Pipeline, Lines): registers the panel `panel` over the
 // whole window for the layout dump and captures, and writes the waiting text when there is no
