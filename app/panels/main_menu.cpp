@@ -78,8 +78,8 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
       ImGui::Separator();
       if (ImGui::MenuItem("Save screenshot", shortcutLabel("screenshot"))) cmd.push("screenshot", {{"path", ""}});
       if (ImGui::BeginMenu("Save panel as PNG")) {
-        for (const char* panel : {"model", "inputs", "heatmaps", "pipeline", "lines", "parameters", "compare", "inspector"})
-          if (ImGui::MenuItem(panel)) cmd.push("screenshot", {{"path", ""}, {"panel", panel}});
+        for (const std::string& panel : panelNames())
+          if (ImGui::MenuItem(panel.c_str())) cmd.push("screenshot", {{"path", ""}, {"panel", panel}});
         ImGui::EndMenu();
       }
       if (ImGui::BeginMenu("Screenshot size")) {

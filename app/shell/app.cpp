@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "widgets/fonts.h"
 #include "widgets/heatmap.h"
@@ -15,7 +16,18 @@ namespace attnscope {
 App::App(Document document, ViewState view, bool interactive, WindowHooks hooks)
     : hooks_(std::move(hooks)),
       ctl_(std::move(document), std::move(view), interactive, controllerHooks()),
-      lesson_(ctl_.lesson()) {}
+      lesson_(ctl_.lesson()) {
+  // The main area's views, one per tab of mainTabs() (state/view_state.h), which orders and titles them.
+  tab_views_ = {
+      {"heatmaps", [this](const PanelContext& ctx) { heatmap_grid_.draw(ctx); }},
+      {"pipeline", [this](const PanelContext& ctx) { pipeline_.draw(ctx, ImGui::GetContentRegionAvail()); }},
+      {"lines", [this](const PanelContext& ctx) { lines_.draw(ctx, ImGui::GetContentRegionAvail()); }},
+      {"parameters", [this](const PanelContext& ctx) { weights_.draw(ctx); }},
+      {"compare", [this](const PanelContext& ctx) { compare_.draw(ctx); }},
+  };
+  for (const MainTab& tab : mainTabs())
+    if (!tab_views_.count(tab.id)) std::fprintf(stderr, "attnscope: internal error: no view for the tab %s\n", tab.id);
+}
 
 // What the controller asks of the window and the panels.
 ControllerHooks App::controllerHooks() {
@@ -223,16 +235,7 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
         else if (!shown_tab_.empty() && shown_tab_ != id && v.tab != id)
           ctl_.commands().push("view", {{"field", "tab"}, {"value", id}});  // a click
         shown_tab_ = id;
-        if (id == "heatmaps")
-          heatmap_grid_.draw(ctx);
-        else if (id == "pipeline")
-          pipeline_.draw(ctx, ImGui::GetContentRegionAvail());
-        else if (id == "lines")
-          lines_.draw(ctx, ImGui::GetContentRegionAvail());
-        else if (id == "parameters")
-          weights_.draw(ctx);
-        else
-          compare_.draw(ctx);
+        tab_views_.at(id)(ctx);
         ImGui::EndTabItem();
       }
     }

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -111,8 +112,9 @@ class App {
   LessonPanel lesson_;              // the open lesson, shown in the inspector's column
   StatusBar status_bar_;
   FileDialogs dialogs_;
-  std::string shown_tab_;    // the tab ImGui showed last frame
-  std::string pending_tab_;  // a tab asked of ImGui, not shown yet
+  std::map<std::string, std::function<void(const PanelContext&)>> tab_views_;  // by MainTab id
+  std::string shown_tab_;                                                      // the tab ImGui showed last frame
+  std::string pending_tab_;                                                    // a tab asked of ImGui, not shown yet
 };
 
 }  // namespace attnscope

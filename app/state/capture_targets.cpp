@@ -4,6 +4,7 @@
 
 #include "display/vector_figure.h"
 #include "engine/stages.h"
+#include "state/view_state.h"
 
 namespace attnscope {
 
@@ -27,9 +28,20 @@ const std::vector<std::string>& figureMaps() {
 
 }  // namespace
 
+const std::vector<std::string>& panelNames() {
+  static const std::vector<std::string> panels = [] {
+    std::vector<std::string> p = {"model", "inputs"};
+    for (const MainTab& tab : mainTabs()) p.push_back(tab.id);
+    for (const char* side : {"inspector", "statistics", "status"}) p.push_back(side);
+    return p;
+  }();
+  return panels;
+}
+
 const std::vector<std::string>& capturePanels() {
-  static const std::vector<std::string> panels = [] {  // the panels, then every map
-    std::vector<std::string> p = {"window", "model", "inputs", "heatmaps", "pipeline", "lines", "parameters", "compare", "inspector", "statistics", "status"};
+  static const std::vector<std::string> panels = [] {  // the window, the panels, then every map
+    std::vector<std::string> p = {"window"};
+    p.insert(p.end(), panelNames().begin(), panelNames().end());
     for (const std::string& m : figureMaps()) p.push_back(m);
     return p;
   }();
@@ -60,8 +72,8 @@ std::string captureTargetError(const std::string& path, const std::string& panel
   if (format == FigureFormat::Png || isHeatmapStage(panel) || panel == "lines") return "";
   std::string maps;
   for (const std::string& m : figureMaps()) maps += (maps.empty() ? "" : ", ") + m;
-  return "an SVG or PDF figure shows one map (panel " + maps + ") or the lines (panel lines), not '" + (panel.empty() ? "window" : panel) +
-         "': save that as .png";
+  return "an SVG or PDF figure shows one map (panel " + maps + ") or the lines (panel lines), not '" +
+         (panel.empty() ? "window" : panel) + "': save that as .png";
 }
 
 }  // namespace attnscope

@@ -21,6 +21,9 @@ struct CaptureSpec {
 // Panel names and maps a CaptureSpec accepts (for messages and menus): the panels, the heatmap
 // columns of the stage table, the 0/1 causal mask ("mask"), a figure of its own, and the module's
 // maps (concat, out_proj, output: one per batch element, whatever the head).
+// The panels a capture can show alone: the side panels, the main area's tabs (mainTabs), the head
+// statistics and the status bar.
+const std::vector<std::string>& panelNames();
 const std::vector<std::string>& capturePanels();
 // A map that can be captured alone: a head's heatmap column, the mask, or a module map.
 bool isHeatmapStage(const std::string& panel);
