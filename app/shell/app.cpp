@@ -32,7 +32,6 @@ App::App(Document document, ViewState view, bool interactive, WindowHooks hooks)
 // What the controller asks of the window and the panels.
 ControllerHooks App::controllerHooks() {
   ControllerHooks h;
-  h.window_size = hooks_.size;
   h.theme_changed = [this] { restyle(); };
   h.text_size_changed = [this] { restyle(); };  // between frames: fonts and style again
   h.set_clipboard = hooks_.clipboard;

@@ -48,7 +48,6 @@ struct Prompts {
 // window" where the command needs one).
 struct ControllerHooks {
   // the window
-  std::function<void(int* w, int* h)> window_size;  // in pixels at 1×
   std::function<void()> theme_changed;              // fonts and style again
   std::function<void()> text_size_changed;          // fonts rasterized again, between frames
   std::function<void(const std::string&)> set_clipboard;

@@ -1,4 +1,4 @@
-// The app's keys, one table (docs/DESIGN.md §3.2 "Keys"): each binding's key and modifiers, when
+// The app's keys, one table (docs/DESIGN.md §3.1 "Panels"): each binding's key and modifiers, when
 // it acts, the command it pushes, its label (menus show it beside the item) and its line in
 // Help › Keys and mouse. The window turns a key press into a KeyPress (shell/app_window.cpp) and
 // keyCommand() into a command; the menus ask shortcutLabel(); the help text is keyHelpLines().
