@@ -11,10 +11,10 @@
 #include "panels/heatmap_grid.h"
 #include "state/capture_targets.h"
 #include "widgets/fonts.h"
-#include "widgets/layout_dump.h"
-#include "widgets/theme.h"
 #include "widgets/heatmap.h"
+#include "widgets/layout_dump.h"
 #include "widgets/text.h"
+#include "widgets/theme.h"
 
 namespace attnscope {
 
@@ -59,8 +59,10 @@ nlohmann::json cellsJson(const StageMap& m) {
     nlohmann::json r = nlohmann::json::array();
     for (Eigen::Index j = 0; j < m.cols(); ++j) {
       const float v = m(i, j);
-      if (std::isfinite(v)) r.push_back(v);
-      else r.push_back(v < 0 ? "-inf" : "nan");
+      if (std::isfinite(v))
+        r.push_back(v);
+      else
+        r.push_back(v < 0 ? "-inf" : "nan");
     }
     out.push_back(std::move(r));
   }
@@ -136,11 +138,13 @@ void CompareView::draw(const PanelContext& ctx) {
   for (int h = 0; h < heads; ++h) {
     if (view.head >= 0 && view.head != h) continue;
     for (const StageInfo& s : stageTable())
-      if (s.heatmap && view.show[static_cast<int>(s.stage)] && (!stageMissingFrom(ta, s.stage) || !stageMissingFrom(tb, s.stage)))
+      if (s.heatmap && view.show[static_cast<int>(s.stage)] &&
+          (!stageMissingFrom(ta, s.stage) || !stageMissingFrom(tb, s.stage)))
         rows.push_back({h, false, s.stage, ModuleMap::Output});
   }
   for (const ModuleMapInfo& m : moduleMapTable())
-    if (view.show_module[static_cast<int>(m.map)] && (!moduleMapMissingFrom(ta, m.map) || !moduleMapMissingFrom(tb, m.map)))
+    if (view.show_module[static_cast<int>(m.map)] &&
+        (!moduleMapMissingFrom(ta, m.map) || !moduleMapMissingFrom(tb, m.map)))
       rows.push_back({-1, true, Stage::Weights, m.map});
 
   ImGui::BeginChild("##compare_rows", ImVec2(0, 0), false);
@@ -166,7 +170,8 @@ void CompareView::draw(const PanelContext& ctx) {
   std::string largest_where;
   for (const CompareRow& row : rows) {
     const StageMap va = rowValues(a, row), vb = rowValues(*b, row);
-    const Eigen::Index R = std::max(va.rows(), vb.rows()), C = std::max<Eigen::Index>(std::max(va.cols(), vb.cols()), 1);
+    const Eigen::Index R = std::max(va.rows(), vb.rows()),
+                       C = std::max<Eigen::Index>(std::max(va.cols(), vb.cols()), 1);
     const bool labelled = R <= 12 && C <= 64;
     const bool negative = rowRange(a, row).lo < 0 || rowRange(*b, row).lo < 0 || flagsRow(row);  // B − A, masks' ×2.0
     const float label_cell = negative ? signed_cell : unsigned_cell;
@@ -174,13 +179,16 @@ void CompareView::draw(const PanelContext& ctx) {
     // A, B and B − A; maps of different shapes have no B − A, and A and B then stand side by side.
     const int maps = va.rows() == vb.rows() && va.cols() == vb.cols() ? 3 : 2;
     const int per_line = std::clamp(static_cast<int>((avail_w + gap) / (need_w + gap)), 1, maps);
-    const float tile_w = std::max(px(120), (avail_w - static_cast<float>(per_line - 1) * gap) / static_cast<float>(per_line));
-    const float cell = std::max(0.05f, std::min(tile_w - left, labelled ? label_cell * 2.0f * static_cast<float>(C) : FLT_MAX) /
-                                          static_cast<float>(C));
+    const float tile_w = std::max(px(120),
+                                  (avail_w - static_cast<float>(per_line - 1) * gap) / static_cast<float>(per_line));
+    const float cell = std::max(0.05f, std::min(tile_w - left,
+                                                labelled ? label_cell * 2.0f * static_cast<float>(C) : FLT_MAX) /
+                                           static_cast<float>(C));
     const float tile_h = std::min(std::max(px(90), cell * static_cast<float>(R) + top + heatmapColorbarHeight()),
                                   std::max(px(160), visible_h * 0.9f));
     const int lines = (maps + per_line - 1) / per_line;
-    const std::string who = row.module ? std::string("the module's ") + row.label() : "head " + std::to_string(row.head + 1) + "'s " + row.label();
+    const std::string who = row.module ? std::string("the module's ") + row.label()
+                                       : "head " + std::to_string(row.head + 1) + "'s " + row.label();
     // Large rows out of view take their space only: their differences are worked out once scrolled
     // to. Small ones are laid out (not drawn) like the grid's, so the layout dump lists every map.
     const ImVec2 origin = ImGui::GetCursorScreenPos();
@@ -193,15 +201,17 @@ void CompareView::draw(const PanelContext& ctx) {
     const bool tokens_cols = !row.module && stageInfo(row.stage).square;
     const bool token_rows = row.module ? !moduleMapInfo(row.map).parameter : !stageInfo(row.stage).parameter;
     std::string summary;
-    if (va.size() == 0 || vb.size() == 0) summary = who + ": " + (va.size() == 0 ? "none in A" : "none in B");
+    if (va.size() == 0 || vb.size() == 0)
+      summary = who + ": " + (va.size() == 0 ? "none in A" : "none in B");
     else if (!d->comparable)
       summary = who + ": A is " + std::to_string(va.rows()) + "×" + std::to_string(va.cols()) + ", B is " +
                 std::to_string(vb.rows()) + "×" + std::to_string(vb.cols()) + " — no cell-by-cell difference";
-    else if (d->changed == 0) summary = who + ": unchanged (B = A, bit for bit)";
+    else if (d->changed == 0)
+      summary = who + ": unchanged (B = A, bit for bit)";
     else {
       const std::string where = "(" + tokenOr(*b, token_rows, d->row) + ", " + tokenOr(*b, tokens_cols, d->col) + ")";
-      summary = who + ": largest |B − A| = " + formatFixed(d->max_abs) + " at " + where + ", " + std::to_string(d->changed) +
-                " of " + std::to_string(va.size()) + " cells changed";
+      summary = who + ": largest |B − A| = " + formatFixed(d->max_abs) + " at " + where + ", " +
+                std::to_string(d->changed) + " of " + std::to_string(va.size()) + " cells changed";
       if (d->max_abs > largest) largest = d->max_abs, largest_where = who + " at " + where;
     }
     ImGui::TextUnformatted(fitText(summary, avail_w).c_str());
@@ -218,7 +228,8 @@ void CompareView::draw(const PanelContext& ctx) {
       const ValueRange r = shared ? merge(rowRange(a, row), rowRange(*b, row)) : rowRange(s, row);
       return colouredBy(r, flagsRow(row), lookChoices(view));
     };
-    const std::string base = std::string("b") + std::to_string(b->batch) + (row.module ? "m" : "h" + std::to_string(row.head)) + row.id();
+    const std::string base = std::string("b") + std::to_string(b->batch) +
+                             (row.module ? "m" : "h" + std::to_string(row.head)) + row.id();
     for (int side = 0; side < 3; ++side) {
       ImGui::SetCursorScreenPos(ImVec2(tiles.x + static_cast<float>(side % per_line) * (tile_w + gap),
                                        tiles.y + static_cast<float>(side / per_line) * (tile_h + gap)));
@@ -227,7 +238,8 @@ void CompareView::draw(const PanelContext& ctx) {
       HeatmapSpec spec;
       const char* which = side == 0 ? "A" : side == 1 ? "B" : "diff";
       spec.id = std::string("compare_") + which + "_" + base;
-      spec.dump = {{"compare", which}, {"head", row.head}, {"stage", row.id()}, {"module", row.module}, {"batch", s.batch}};
+      spec.dump = {
+          {"compare", which}, {"head", row.head}, {"stage", row.id()}, {"module", row.module}, {"batch", s.batch}};
       spec.row_labels = token_rows ? &s.tokens() : &s.dims;
       spec.col_labels = tokens_cols ? &s.tokens() : &s.dims;
       spec.selected_row = token_rows && !ctx.capture.hides_selection ? selected : -1;
@@ -236,7 +248,8 @@ void CompareView::draw(const PanelContext& ctx) {
           ImGui::TextDisabled("%s: none", which);
           continue;
         }
-        spec.title = std::string(which) + "  " + row.label() + "  " + std::to_string(values.rows()) + "×" + std::to_string(values.cols());
+        spec.title = std::string(which) + "  " + row.label() + "  " + std::to_string(values.rows()) + "×" +
+                     std::to_string(values.cols());
         spec.values = values;
         if (shared) spec.label_peers = {side == 0 ? vb : va};  // A's and B's numbers in one format
         spec.owner = side == 0 ? ctx.pinned : ctx.snapshot;

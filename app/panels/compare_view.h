@@ -32,7 +32,7 @@ class CompareView {
   std::shared_ptr<const MapDifference> difference(int head, int map, const StageMap& a, const StageMap& b);
   std::pair<std::uint64_t, std::uint64_t> pair_{0, 0};  // (A, B) serials the differences belong to
   std::map<std::pair<int, int>, std::shared_ptr<const MapDifference>> differences_;  // (head, map) →
-  std::vector<std::string> workspace_differences_;  // workspaceDifferences of the pair
+  std::vector<std::string> workspace_differences_;                                   // workspaceDifferences of the pair
 };
 
 }  // namespace attnscope

@@ -115,8 +115,10 @@ bool FileDialogs::browse() {
   ImGui::BeginChild("entries", ImVec2(px(520), px(260)), true);
   if (ImGui::Selectable("..")) folder_ = fs::path(folder_).parent_path().string();
   std::vector<fs::directory_entry> entries;
-  for (const auto& e : fs::directory_iterator(folder_, fs::directory_options::skip_permission_denied, ec)) entries.push_back(e);
-  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
+  for (const auto& e : fs::directory_iterator(folder_, fs::directory_options::skip_permission_denied, ec))
+    entries.push_back(e);
+  std::sort(entries.begin(), entries.end(),
+            [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
   // Folders first, then files: those this dialog can use are selectable, the others dimmed.
   listed_.clear();
   bool open_now = false;
@@ -206,14 +208,16 @@ void FileDialogs::draw(const PanelContext& ctx, const Prompts& prompts) {
     }
     const bool ok = browse();
     if (kind) {
-      layout().state()["file_dialog"] = {{"which", which_}, {"folder", folder_}, {"name", name_}, {"format", format_},
-                                         {"message", message_}, {"files", listed_}};
+      layout().state()["file_dialog"] = {{"which", which_},   {"folder", folder_},   {"name", name_},
+                                         {"format", format_}, {"message", message_}, {"files", listed_}};
     }
     std::string format = format_;
     if (ok && which_ == "export_map" && !name_.empty()) {
       std::string name = name_;
-      if (mapFileFormat(&name, format_, &format, &message_)) name_ = name;  // the extension decides
-      else format.clear();                                              // one message, nothing written
+      if (mapFileFormat(&name, format_, &format, &message_))
+        name_ = name;  // the extension decides
+      else
+        format.clear();  // one message, nothing written
     }
     if (ok && !name_.empty() && !format.empty()) {
       const std::string path = (fs::path(folder_) / name_).string();
@@ -224,11 +228,15 @@ void FileDialogs::draw(const PanelContext& ctx, const Prompts& prompts) {
       } else if (which_ == "save_as") {
         cmd.push("save", {{"path", fs::path(path).extension().empty() ? path + ".json" : path}});
       } else if (which_ == "export_trace") {
-        cmd.push("export_trace", {{"path", path}, {"format", trace_format_ == 0 ? "json" : trace_format_ == 1 ? "csv" : "npy"}});
+        cmd.push("export_trace", {{"path", path},
+                                  {"format", trace_format_ == 0   ? "json"
+                                             : trace_format_ == 1 ? "csv"
+                                                                  : "npy"}});
       } else if (which_ == "save_pytorch") {
         cmd.push("save_pytorch", {{"path", path}});
       } else if (which_ == "save_lines") {  // the view's figure; the extension names the format (SVG without one)
-        cmd.push("screenshot", {{"path", fs::path(path).extension().empty() ? path + ".svg" : path}, {"panel", "lines"}});
+        cmd.push("screenshot",
+                 {{"path", fs::path(path).extension().empty() ? path + ".svg" : path}, {"panel", "lines"}});
       } else if (which_ == "export_map" && (format == "png" || format == "svg" || format == "pdf")) {
         cmd.push("screenshot", {{"path", path}, {"panel", stage_}, {"head", head_}});  // a figure of the map
       } else if (which_ == "export_map") {
@@ -312,14 +320,17 @@ void FileDialogs::draw(const PanelContext& ctx, const Prompts& prompts) {
   // file as saved (ids "recovery_restore", "recovery_keep"). Either way nothing is lost: the
   // changes stay in the kept file until restored.
   if (prompts.recovery_kept.empty()) recovery_answered_ = false;
-  if (!prompts.recovery_kept.empty() && !recovery_answered_ && !ImGui::IsPopupOpen("Unsaved changes from the last session"))
+  if (!prompts.recovery_kept.empty() && !recovery_answered_ &&
+      !ImGui::IsPopupOpen("Unsaved changes from the last session"))
     ImGui::OpenPopup("Unsaved changes from the last session");
   if (ImGui::BeginPopupModal("Unsaved changes from the last session", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
     ImGui::PushTextWrapPos(px(520));
     ImGui::Text("The last session left unsaved changes to %s, newer than the file.",
                 fs::path(prompts.recovery_file).filename().string().c_str());
-    ImGui::TextDisabled("Restore puts them back (save to keep them); Keep the file shows it as saved. The changes "
-                        "stay in %s either way.", prompts.recovery_kept.c_str());
+    ImGui::TextDisabled(
+        "Restore puts them back (save to keep them); Keep the file shows it as saved. The changes "
+        "stay in %s either way.",
+        prompts.recovery_kept.c_str());
     ImGui::PopTextWrapPos();
     ImGui::Spacing();
     int choice = 0;

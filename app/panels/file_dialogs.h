@@ -9,9 +9,9 @@
 // The browser lists folders and files (the files the dialog can use are selectable, the others
 // shown dimmed), and starts in the last folder used — else the home folder, never the folder the
 // program was started from. The lesson browser (.json lessons) keeps its own folder: the shipped
-// assets/lessons the first time, then the folder of the last lesson opened through it. Saving a map, the extension follows the chosen format and the format
-// follows a typed extension (formats/export.h, mapFileFormat); an extension that is no format is
-// one message, and nothing is written. The layout dump's state holds "file_dialog" (tests).
+// assets/lessons the first time, then the folder of the last lesson opened through it. Saving a map, the extension
+// follows the chosen format and the format follows a typed extension (formats/export.h, mapFileFormat); an extension
+// that is no format is one message, and nothing is written. The layout dump's state holds "file_dialog" (tests).
 #pragma once
 #include <string>
 #include <vector>
@@ -32,7 +32,7 @@ class FileDialogs {
   // (`save` with `overwrite`), Save as…, or Cancel.
   void askOverwrite(const std::string& path) { overwrite_path_ = path; }
   bool saving() const { return which_ == "save_as" || !overwrite_path_.empty(); }  // a save is being asked about
-  bool open() const { return !which_.empty() || !overwrite_path_.empty(); }  // a dialog or that prompt is up
+  bool open() const { return !which_.empty() || !overwrite_path_.empty(); }        // a dialog or that prompt is up
   // The dialog open, and the controller's prompts (the unsaved-changes prompt, the recovery offer).
   void draw(const PanelContext& ctx, const Prompts& prompts);
   // A file was opened or saved: recent files and the last folder.
@@ -40,18 +40,18 @@ class FileDialogs {
   const Settings& settings() const { return settings_; }
 
  private:
-  bool browse();  // the browser body; true when OK was pressed
+  bool browse();                               // the browser body; true when OK was pressed
   bool usable(const std::string& file) const;  // a file this dialog can open or write over
-  void typed();   // the name changed: the format follows its extension
+  void typed();                                // the name changed: the format follows its extension
   Settings settings_;
   std::string which_;  // the dialog open, "" for none
   std::string folder_, name_, stage_, format_ = "csv";
   int head_ = 0;
-  bool name_wanted_ = false;  // export_map: the name is made once the shown batch element is known
-  std::string message_;       // why OK does not go on (an extension that is no format); "" for none
+  bool name_wanted_ = false;         // export_map: the name is made once the shown batch element is known
+  std::string message_;              // why OK does not go on (an extension that is no format); "" for none
   std::vector<std::string> listed_;  // the files listed in the last frame (the layout dump)
-  int trace_format_ = 0;  // export the trace: JSON, CSV, .npy
-  std::string overwrite_path_;  // the changed-on-disk prompt's file, "" for none
+  int trace_format_ = 0;             // export the trace: JSON, CSV, .npy
+  std::string overwrite_path_;       // the changed-on-disk prompt's file, "" for none
   // A prompt answered in this frame, its command not applied yet: not opened again meanwhile.
   bool unsaved_answered_ = false, recovery_answered_ = false;
 };

@@ -10,16 +10,16 @@
 #include "state/capture_targets.h"
 #include "widgets/fonts.h"
 #include "widgets/layout_dump.h"
-#include "widgets/theme.h"
 #include "widgets/text.h"
+#include "widgets/theme.h"
 
 namespace attnscope {
 
 namespace {
 
-constexpr int kColumns = 5;  // head, mean entropy, mean weights (two lines each), two charts
-const ImU32 kBar = IM_COL32(86, 156, 214, 255);        // the inspector's bars
-const ImU32 kAboveOne = IM_COL32(232, 150, 62, 255);   // a row that sums to more than 1
+constexpr int kColumns = 5;                           // head, mean entropy, mean weights (two lines each), two charts
+const ImU32 kBar = IM_COL32(86, 156, 214, 255);       // the inspector's bars
+const ImU32 kAboveOne = IM_COL32(232, 150, 62, 255);  // a row that sums to more than 1
 
 // A row of the table: two lines of text (the means), the charts as tall.
 float rowHeight() { return std::max(ImGui::GetTextLineHeight() * 2 + ImGui::GetStyle().ItemSpacing.y, px(30)); }
@@ -58,7 +58,8 @@ ChartHit rowChart(const char* id, const RowVector& values, const RowVector* ceil
   ImFont* font = fonts().small ? fonts().small : ImGui::GetFont();
   const float font_size = font->FontSize;
   float gutter = 0;
-  for (const Tick& k : ticks) gutter = std::max(gutter, font->CalcTextSizeA(font_size, FLT_MAX, 0, k.text.c_str()).x + px(4));
+  for (const Tick& k : ticks)
+    gutter = std::max(gutter, font->CalcTextSizeA(font_size, FLT_MAX, 0, k.text.c_str()).x + px(4));
   const ImVec2 p(origin.x + gutter, origin.y);  // the plot: the bars and the line
   const float plot_w = std::max(size.x - gutter, 1.0f);
   hit.plot_min = p;
@@ -73,7 +74,8 @@ ChartHit rowChart(const char* id, const RowVector& values, const RowVector* ceil
   for (const Tick& k : ticks) {                // overlap one is left out (the first ones matter most)
     const ImVec2 text = font->CalcTextSizeA(font_size, FLT_MAX, 0, k.text.c_str());
     const float ty = std::clamp(y(k.value) - text.y / 2, p.y, bottom - text.y);
-    if (std::any_of(taken.begin(), taken.end(), [&](const auto& r) { return ty < r.second && ty + text.y > r.first; })) continue;
+    if (std::any_of(taken.begin(), taken.end(), [&](const auto& r) { return ty < r.second && ty + text.y > r.first; }))
+      continue;
     taken.push_back({ty, ty + text.y});
     draw->AddText(font, font_size, ImVec2(p.x - px(3) - text.x, ty), theme().text_dim, k.text.c_str());
   }
@@ -103,14 +105,16 @@ ChartHit rowChart(const char* id, const RowVector& values, const RowVector* ceil
     }
   }
   if (line > 0)
-    draw->AddLine(ImVec2(p.x, y(line)), ImVec2(p.x + plot_w, y(line)), ImGui::GetColorU32(ImGuiCol_Text), std::max(1.0f, px(1)));
+    draw->AddLine(ImVec2(p.x, y(line)), ImVec2(p.x + plot_w, y(line)), ImGui::GetColorU32(ImGuiCol_Text),
+                  std::max(1.0f, px(1)));
   if (selected >= 0 && selected < n) {
     const float x0 = p.x + plot_w * static_cast<float>(selected) / static_cast<float>(n);
     const float x1 = std::max(x0 + 2, p.x + plot_w * static_cast<float>(selected + 1) / static_cast<float>(n));
     draw->AddRect(ImVec2(x0 - 1, p.y), ImVec2(x1, bottom), theme().selection, 0, 0, std::max(1.0f, px(1)));
   }
   if (hovered) {
-    hit.hovered = std::clamp(static_cast<int>((ImGui::GetIO().MousePos.x - p.x) / plot_w * static_cast<float>(n)), 0, n - 1);
+    hit.hovered = std::clamp(static_cast<int>((ImGui::GetIO().MousePos.x - p.x) / plot_w * static_cast<float>(n)), 0,
+                             n - 1);
     if (clicked) hit.clicked = hit.hovered;
   }
   return hit;
@@ -125,7 +129,9 @@ void tooltip(const std::string& chart, int row, const std::string& text) {
 nlohmann::json floats(const RowVector& v) { return std::vector<float>(v.data(), v.data() + v.size()); }
 
 // Whether `text` is wider than the cell it is about to be drawn in (the layout dump lists those).
-bool clipped(const std::string& text) { return ImGui::CalcTextSize(text.c_str()).x > ImGui::GetContentRegionAvail().x + 0.5f; }
+bool clipped(const std::string& text) {
+  return ImGui::CalcTextSize(text.c_str()).x > ImGui::GetContentRegionAvail().x + 0.5f;
+}
 
 // A column header that explains itself on hover.
 void header(const char* label, const char* help, nlohmann::json& cut) {
@@ -142,7 +148,8 @@ void header(const char* label, const char* help, nlohmann::json& cut) {
 
 // Lines of text, vertically centred in the row; recorded for the layout dump (in `cut` too when
 // wider than their column).
-void cellLines(const std::vector<std::string>& lines, nlohmann::json& cells, nlohmann::json& cut, bool disabled = false) {
+void cellLines(const std::vector<std::string>& lines, nlohmann::json& cells, nlohmann::json& cut,
+               bool disabled = false) {
   const ImGuiStyle& style = ImGui::GetStyle();
   const float h = static_cast<float>(lines.size()) * ImGui::GetTextLineHeight() +
                   static_cast<float>(lines.size() - 1) * style.ItemSpacing.y;
@@ -165,8 +172,8 @@ std::string rowStatisticsText(const Snapshot& snap, int head, int row, bool row_
   const Trace& t = *snap.trace;
   const int key = s->argmax[static_cast<std::size_t>(row)];
   std::string text = "row " + quoted(snap, row) + ": entropy " + formatFixed(s->entropy(row), 3) + " nats ≈ " +
-                     formatFixed(s->effective_tokens(row), 2) + " tokens\nlargest weight " + formatFixed(s->max_weight(row)) +
-                     " on " + quoted(snap, key);
+                     formatFixed(s->effective_tokens(row), 2) + " tokens\nlargest weight " +
+                     formatFixed(s->max_weight(row)) + " on " + quoted(snap, key);
   if (row_sum)
     text += "\nrow sum after dropout " + formatFixed(s->row_sum_after_dropout(row)) +
             (t.dropout_active ? "  (kept weights × " + formatFixed(t.dropout_scale, 2) + ")" : "  (no dropout)");
@@ -178,14 +185,16 @@ float HeadStatisticsPanel::height(const PanelContext& ctx, float column_h) {
   const ImGuiStyle& style = ImGui::GetStyle();
   const float table_header = ImGui::GetTextLineHeight() + 2 * style.CellPadding.y;
   const float row = rowHeight() + 2 * style.CellPadding.y;
-  const float want = ImGui::GetFrameHeight() + 2 * style.WindowPadding.y + table_header + static_cast<float>(heads) * row + px(2);
+  const float want = ImGui::GetFrameHeight() + 2 * style.WindowPadding.y + table_header +
+                     static_cast<float>(heads) * row + px(2);
   return std::floor(std::min(want, column_h / 4));
 }
 
 void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   const Snapshot* snap = ctx.snapshot.get();
   const std::string title = snap && snap->inputs->model.batch_size > 1
-                                ? "Head statistics  ·  batch element " + std::to_string(snap->batch + 1) + "###statistics"
+                                ? "Head statistics  ·  batch element " + std::to_string(snap->batch + 1) +
+                                      "###statistics"
                                 : std::string("Head statistics###statistics");
   beginPanelWindow(title.c_str(), "statistics", pos, size);
   if (!snap) {
@@ -207,19 +216,23 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
     ImGui::TableSetupColumn("mean weight", ImGuiTableColumnFlags_WidthFixed);
     // The charts' headers in full while they fit the charts' width of the last frame, else short.
     auto fits = [&](const char* label) { return chart_w_ <= 0 || ImGui::CalcTextSize(label).x <= chart_w_; };
-    ImGui::TableSetupColumn(fits("entropy per row") ? "entropy per row" : "entropy", ImGuiTableColumnFlags_WidthStretch);
-    ImGui::TableSetupColumn(fits("row sum after dropout") ? "row sum after dropout" : "row sums", ImGuiTableColumnFlags_WidthStretch);
+    ImGui::TableSetupColumn(fits("entropy per row") ? "entropy per row" : "entropy",
+                            ImGuiTableColumnFlags_WidthStretch);
+    ImGui::TableSetupColumn(fits("row sum after dropout") ? "row sum after dropout" : "row sums",
+                            ImGuiTableColumnFlags_WidthStretch);
     ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
     const std::string ceiling = t.model.causal ? "ln(i + 1) for query i, which sees the keys up to itself" : "ln T";
-    const std::string sums = t.dropout_active
-                                 ? "Σⱼ of the weights after dropout: the kept weights × 1/(1 − p) = × " + formatFixed(t.dropout_scale, 2) +
-                                       ", the dropped ones 0. So a row sums to about 1 on average, not exactly: above the "
-                                       "line (orange) where more than 1 − p of its weight was kept."
-                                 : "Σⱼ of the weights after dropout: without dropout (p = 0, eval mode, or a step "
-                                   "without dropout) the weights themselves, so every row sums to 1.";
-    const std::string entropy_help = "−Σⱼ αᵢⱼ ln αᵢⱼ of each query row's weights, in nats (0 ln 0 = 0): 0 when the row "
-                                     "puts all its weight on one key. Grey behind each bar: the most it can be, " +
-                                     ceiling + ", when the row spreads evenly. Hover a bar for its row, click to select it.";
+    const std::string sums =
+        t.dropout_active
+            ? "Σⱼ of the weights after dropout: the kept weights × 1/(1 − p) = × " + formatFixed(t.dropout_scale, 2) +
+                  ", the dropped ones 0. So a row sums to about 1 on average, not exactly: above the "
+                  "line (orange) where more than 1 − p of its weight was kept."
+            : "Σⱼ of the weights after dropout: without dropout (p = 0, eval mode, or a step "
+              "without dropout) the weights themselves, so every row sums to 1.";
+    const std::string entropy_help =
+        "−Σⱼ αᵢⱼ ln αᵢⱼ of each query row's weights, in nats (0 ln 0 = 0): 0 when the row "
+        "puts all its weight on one key. Grey behind each bar: the most it can be, " +
+        ceiling + ", when the row spreads evenly. Hover a bar for its row, click to select it.";
     const std::array<std::string, kColumns> help = {
         "Click a head to show it alone in the heatmaps",
         "The mean over the query rows of the entropy of their weights, in nats; below it exp(mean entropy): "
@@ -227,8 +240,7 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
         "previous: the mean weight a query puts on the token just before it, over rows 2 … T; first: the mean "
         "weight a query puts on the first token, over all rows 1 … T — row 1 included, whose only weight under "
         "the causal mask is the first token's 1",
-        entropy_help,
-        sums + " The line marks 1."};
+        entropy_help, sums + " The line marks 1."};
     for (int c = 0; c < kColumns; ++c) {
       ImGui::TableSetColumnIndex(c);
       header(ImGui::TableGetColumnName(c), help[static_cast<std::size_t>(c)].c_str(), cut);
@@ -239,7 +251,8 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
     const float entropy_hi = std::max(std::log(static_cast<float>(T)), std::log(2.0f));
     const float sums_hi = 1.1f * std::max(1.0f, t.dropout_scale);
     std::vector<Tick> entropy_ticks = {{0.0f, "0"}};  // and the top: ln T, a row spread evenly over every key
-    if (T > 1) entropy_ticks.push_back({std::log(static_cast<float>(T)), formatFixed(std::log(static_cast<float>(T)), 2)});
+    if (T > 1)
+      entropy_ticks.push_back({std::log(static_cast<float>(T)), formatFixed(std::log(static_cast<float>(T)), 2)});
     const int H = static_cast<int>(snap->shown().heads.size());
     for (int h = 0; h < H; ++h) {
       ImGui::TableNextRow(0, rowHeight());
@@ -261,12 +274,19 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
       } else {
         const float tokens = std::exp(s->mean_entropy);
         ImGui::TableSetColumnIndex(1);
-        cellLines({formatFixed(s->mean_entropy, 3) + " nats", "≈ " + formatFixed(tokens, tokens >= 100 ? 0 : tokens >= 10 ? 1 : 2) + " tokens"},
+        cellLines({formatFixed(s->mean_entropy, 3) + " nats", "≈ " +
+                                                                  formatFixed(tokens, tokens >= 100  ? 0
+                                                                                      : tokens >= 10 ? 1
+                                                                                                     : 2) +
+                                                                  " tokens"},
                   cells, cut);
         ImGui::TableSetColumnIndex(2);
         // Over which rows each mean is taken, said in the cell: the first's includes row 1, whose
         // only weight under the causal mask is the first token's forced 1.
-        auto rows = [T](int from) { return from == T ? " (row " + std::to_string(T) + ")" : " (rows " + std::to_string(from) + "–" + std::to_string(T) + ")"; };
+        auto rows = [T](int from) {
+          return from == T ? " (row " + std::to_string(T) + ")"
+                           : " (rows " + std::to_string(from) + "–" + std::to_string(T) + ")";
+        };
         cellLines({"previous " + (s->has_previous ? formatFixed(s->mean_previous, 3) + rows(2) : std::string("—")),
                    "first " + formatFixed(s->mean_first, 3) + rows(1)},
                   cells, cut);
@@ -278,8 +298,8 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
         layout().widget("statistics_entropy_h" + std::to_string(h + 1));
         if (e.hovered >= 0)
           tooltip("statistics_entropy_h" + std::to_string(h + 1), e.hovered,
-                  "head " + std::to_string(h + 1) + "  ·  " + rowStatisticsText(*snap, h, e.hovered, false) + "\n(at most " +
-                      formatFixed(most(e.hovered), 3) + " here: " +
+                  "head " + std::to_string(h + 1) + "  ·  " + rowStatisticsText(*snap, h, e.hovered, false) +
+                      "\n(at most " + formatFixed(most(e.hovered), 3) + " here: " +
                       (t.model.causal ? std::to_string(e.hovered + 1) + " keys visible)" : "every key visible)"));
         ImGui::TableSetColumnIndex(4);
         std::vector<Tick> sum_ticks = {{1.0f, "1"}};
@@ -292,12 +312,14 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
                   "head " + std::to_string(h + 1) + "  ·  " + rowStatisticsText(*snap, h, r.hovered, true));
         for (const ChartHit& hit : {e, r})
           if (hit.clicked >= 0) ctx.commands.push("select_token", {{"index", hit.clicked}});
-        entry.update({{"mean_entropy", s->mean_entropy},
-                      {"tokens", tokens},
-                      {"mean_weight_previous_token", s->has_previous ? nlohmann::json(s->mean_previous) : nlohmann::json()},
-                      {"mean_weight_first_token", s->mean_first},
-                      {"entropy_chart", {{"plot", rectJson(e.plot_min, e.plot_max)}, {"range", {0.0f, entropy_hi}}}},
-                      {"row_sums_chart", {{"plot", rectJson(r.plot_min, r.plot_max)}, {"range", {0.0f, sums_hi}}, {"line", 1.0f}}}});
+        entry.update(
+            {{"mean_entropy", s->mean_entropy},
+             {"tokens", tokens},
+             {"mean_weight_previous_token", s->has_previous ? nlohmann::json(s->mean_previous) : nlohmann::json()},
+             {"mean_weight_first_token", s->mean_first},
+             {"entropy_chart", {{"plot", rectJson(e.plot_min, e.plot_max)}, {"range", {0.0f, entropy_hi}}}},
+             {"row_sums_chart",
+              {{"plot", rectJson(r.plot_min, r.plot_max)}, {"range", {0.0f, sums_hi}}, {"line", 1.0f}}}});
         if (T <= 64) {  // the charts' numbers, for tests to hold against attnscope-cli trace
           entry["entropy"] = floats(s->entropy);
           entry["row_sum_after_dropout"] = floats(s->row_sum_after_dropout);

@@ -38,7 +38,8 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
       if (t.head_width <= 4) {
         s += "\n= ";
         for (int d = 0; d < t.head_width; ++d)
-          s += (d ? " + " + formatFactor(h.queries(i, d)) : formatFixed(h.queries(i, d))) + " · " + formatFactor(h.keys(j, d));
+          s += (d ? " + " + formatFactor(h.queries(i, d)) : formatFixed(h.queries(i, d))) + " · " +
+               formatFactor(h.keys(j, d));
       } else {
         s += "  (a sum over " + std::to_string(t.head_width) + " dimensions)";
       }
@@ -49,8 +50,8 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
       if (masked)
         s = "masked: −∞ ÷ √" + std::to_string(t.head_width) + " stays −∞";
       else if (t.model.scale == Scale::SqrtDk)
-        s = formatFixed(h.scores(i, j)) + " ÷ √" + std::to_string(t.head_width) + " (" +
-            formatFixed(t.scale_divisor) + ") = " + formatFixed(at(Stage::ScaledScores));
+        s = formatFixed(h.scores(i, j)) + " ÷ √" + std::to_string(t.head_width) + " (" + formatFixed(t.scale_divisor) +
+            ") = " + formatFixed(at(Stage::ScaledScores));
       else
         s = "no scaling: " + formatFixed(at(Stage::ScaledScores));
       break;
@@ -68,8 +69,8 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
       s = j <= i ? "1: '" + k + "' is visible to '" + q + "'" : "0: '" + k + "' comes after '" + q + "'";
       break;
     case Stage::TrilWeights:
-      s = formatFixed(at(Stage::UnmaskedWeights)) + " × " + (j <= i ? "1" : "0") + " = " + formatFixed(at(Stage::TrilWeights)) +
-          "\n(the row no longer sums to 1: the next map divides by its sum)";
+      s = formatFixed(at(Stage::UnmaskedWeights)) + " × " + (j <= i ? "1" : "0") + " = " +
+          formatFixed(at(Stage::TrilWeights)) + "\n(the row no longer sums to 1: the next map divides by its sum)";
       break;
     case Stage::Weights:
       if (trilRoute(t.model)) {
@@ -77,17 +78,19 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
         double sum = 0;
         for (int c = 0; c <= i; ++c) sum += kept(i, c);
         s = masked ? "after × tril: 0 (a later key)"
-                   : formatFixed(at(Stage::TrilWeights)) + " ÷ row sum " + formatFixed(static_cast<float>(sum)) + " = " +
-                         formatFixed(h.weights(i, j));
+                   : formatFixed(at(Stage::TrilWeights)) + " ÷ row sum " + formatFixed(static_cast<float>(sum)) +
+                         " = " + formatFixed(h.weights(i, j));
       } else if (t.model.normalization == Normalization::Sum)
         s = formatFixed(at(Stage::ScaledScores)) + " ÷ row sum = " + formatFixed(h.weights(i, j));
       else if (masked)
         s = "softmax of −∞ = 0 (masked)";
       else
         s = "score q" + std::to_string(i + 1) + "·k" + std::to_string(j + 1) + " = " + formatFixed(h.scores(i, j)) +
-            (t.model.scale == Scale::SqrtDk ? "\n÷ √" + std::to_string(t.head_width) + " → " + formatFixed(at(Stage::ScaledScores)) : "") +
-            "\nsoftmax over the row of '" + q + "':\nexp(" + formatFixed(at(Stage::ScaledScores)) + " − row max) ÷ Σ exp(…) = " +
-            formatFixed(h.weights(i, j));
+            (t.model.scale == Scale::SqrtDk
+                 ? "\n÷ √" + std::to_string(t.head_width) + " → " + formatFixed(at(Stage::ScaledScores))
+                 : "") +
+            "\nsoftmax over the row of '" + q + "':\nexp(" + formatFixed(at(Stage::ScaledScores)) +
+            " − row max) ÷ Σ exp(…) = " + formatFixed(h.weights(i, j));
       break;
     case Stage::DropoutMask:
       if (!t.dropout_active)
@@ -101,7 +104,8 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
       if (!t.dropout_active)
         s = "no dropout: " + formatFixed(at(Stage::DroppedWeights));
       else if (at(Stage::DropoutMask) > 0.5f)
-        s = formatFixed(h.weights(i, j)) + " × " + formatFixed(t.dropout_scale, 3) + " = " + formatFixed(at(Stage::DroppedWeights));
+        s = formatFixed(h.weights(i, j)) + " × " + formatFixed(t.dropout_scale, 3) + " = " +
+            formatFixed(at(Stage::DroppedWeights));
       else
         s = formatFixed(h.weights(i, j)) + " dropped → 0";
       break;
@@ -110,8 +114,8 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
     case Stage::WValue: {
       const char* name = stage == Stage::WQuery ? "W_query" : stage == Stage::WKey ? "W_key" : "W_value";
       const char* out = stage == Stage::WQuery ? "q" : stage == Stage::WKey ? "k" : "v";
-      s = std::string(name) + "[d" + std::to_string(i) + ", " + std::to_string(j) + "] = " +
-          formatFixed(StageMap(t, h, stage)(i, j)) + ":\nhow much input dimension d" + std::to_string(i) +
+      s = std::string(name) + "[d" + std::to_string(i) + ", " + std::to_string(j) +
+          "] = " + formatFixed(StageMap(t, h, stage)(i, j)) + ":\nhow much input dimension d" + std::to_string(i) +
           " adds to " + out + "[" + std::to_string(j) + "] of every token";
       break;
     }
@@ -121,16 +125,17 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
       const Matrix& m = stage == Stage::Queries ? h.queries : stage == Stage::Keys ? h.keys : h.values;
       const char* v = stage == Stage::Queries ? "q" : stage == Stage::Keys ? "k" : "v";
       s = std::string(v) + std::to_string(i + 1) + "[" + std::to_string(j) + "] = " + formatFixed(m(i, j)) +
-          (t.model.variant == Variant::Simple ? "\n(simple attention: the input x" + std::to_string(i + 1) + " itself)"
-                                              : "\n= x" + std::to_string(i + 1) + " · column " + std::to_string(j) + " of this head's W");
+          (t.model.variant == Variant::Simple
+               ? "\n(simple attention: the input x" + std::to_string(i + 1) + " itself)"
+               : "\n= x" + std::to_string(i + 1) + " · column " + std::to_string(j) + " of this head's W");
       break;
     }
     case Stage::Mask:
       s = masked ? "1: '" + k + "' comes after '" + q + "', hidden" : "0: '" + k + "' is visible to '" + q + "'";
       break;
     case Stage::Context:
-      s = "context z" + std::to_string(i + 1) + "[" + std::to_string(j) + "] = Σₖ αₖ·v_k[" +
-          std::to_string(j) + "] = " + formatFixed(h.context(i, j));
+      s = "context z" + std::to_string(i + 1) + "[" + std::to_string(j) + "] = Σₖ αₖ·v_k[" + std::to_string(j) +
+          "] = " + formatFixed(h.context(i, j));
       break;
   }
   if (stage == Stage::Weights || stage == Stage::DroppedWeights) {  // the row's head statistics (issue 12)
@@ -165,7 +170,8 @@ MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int 
   const auto& ranges = locked ? view.locked_heads : snap.ranges;
   ValueRange range = ranges[static_cast<std::size_t>(head)][static_cast<int>(stage)];
   if (view.shared_scale)
-    for (int o = 0; o < t.heads; ++o) range = merge(range, ranges[static_cast<std::size_t>(o)][static_cast<int>(stage)]);
+    for (int o = 0; o < t.heads; ++o)
+      range = merge(range, ranges[static_cast<std::size_t>(o)][static_cast<int>(stage)]);
   // Beside the concat, a head's context is a slice of it: one value, one colour in both.
   if (stage == Stage::Context && t.heads > 1 && view.show_module[static_cast<int>(ModuleMap::Concat)])
     range = (locked ? view.locked_module : snap.module_ranges)[static_cast<int>(ModuleMap::Concat)];
@@ -174,7 +180,8 @@ MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int 
 
 MapLook moduleLook(const Snapshot& snap, const ViewState& view, ModuleMap map) {
   const bool locked = view.lock_range && !view.locked_heads.empty();
-  return colouredBy((locked ? view.locked_module : snap.module_ranges)[static_cast<int>(map)], false, lookChoices(view));
+  return colouredBy((locked ? view.locked_module : snap.module_ranges)[static_cast<int>(map)], false,
+                    lookChoices(view));
 }
 
 // A lesson step names the maps it is about: the others recede.
@@ -232,14 +239,14 @@ struct LayoutOptions {
 // context narrow, a 6 × 6 map wider), maps side by side within a card and cards side by side
 // while they fit the width, else on the next row.
 struct GridLayout {
-  float cell = 0;                              // side of a heatmap cell in pixels, the same in every map
-  std::vector<Box> cards;                      // a card: its heading, then its maps (w = 0: set aside whole)
-  std::vector<std::vector<Box>> tiles;         // per card, one per map (w = 0: set aside)
-  std::vector<std::vector<bool>> labelled;     // per map: it draws its row labels
-  float width = 0, height = 0;                 // the grid's extent
-  bool fits_width = true;                      // every map is within the width
-  float focus_bottom = 0;                      // the lowest edge of a map the step is about
-  bool set_aside = false;                      // some maps are not drawn (focus_only)
+  float cell = 0;                           // side of a heatmap cell in pixels, the same in every map
+  std::vector<Box> cards;                   // a card: its heading, then its maps (w = 0: set aside whole)
+  std::vector<std::vector<Box>> tiles;      // per card, one per map (w = 0: set aside)
+  std::vector<std::vector<bool>> labelled;  // per map: it draws its row labels
+  float width = 0, height = 0;              // the grid's extent
+  bool fits_width = true;                   // every map is within the width
+  float focus_bottom = 0;                   // the lowest edge of a map the step is about
+  bool set_aside = false;                   // some maps are not drawn (focus_only)
 };
 
 // One card's maps at `cell`, relative to the card: side by side while they fit `width`. `after`:
@@ -294,7 +301,7 @@ GridLayout layOutGrid(const std::vector<CardNeed>& cards, float cell, float widt
   GridLayout g;
   g.cell = cell;
   float cx = 0, cy = 0, card_row_h = 0;
-  const float card_gap = gap * 2;  // cards stand apart from one another more than maps do …
+  const float card_gap = gap * 2;      // cards stand apart from one another more than maps do …
   std::pair<int, int> before{-1, -1};  // … unless one reads by the row labels of the map before it
   for (std::size_t n = 0; n < cards.size(); ++n) {
     const CardNeed& card = cards[n];
@@ -389,9 +396,9 @@ GridLayout arrangeGrid(const std::vector<CardNeed>& cards, float width, float he
 // have four decimals so; else the maps it is about in view whole, from the grid's top, at the
 // largest cells up to `target_cell` (four decimals; 0 for maps too large for numbers) and never
 // below `floor_cell` (three decimals), the other maps beside them, dimmed, where that costs the
-// step's maps nothing (below the fold is fine), or else set aside. Maps side by side with the same rows share one band of row labels. `need_w`: how wide the
-// grid would have to be for the step's maps alone, in one row, at the target and at the floor
-// cells (0 where that row is taller than the grid) — what the lesson's column gives way to
+// step's maps nothing (below the fold is fine), or else set aside. Maps side by side with the same rows share one band
+// of row labels. `need_w`: how wide the grid would have to be for the step's maps alone, in one row, at the target and
+// at the floor cells (0 where that row is taller than the grid) — what the lesson's column gives way to
 // (App::drawPanels). It depends on the height alone, never on the width the grid was given.
 struct FocusArrangement {
   GridLayout layout;
@@ -417,9 +424,12 @@ FocusArrangement arrangeFocus(const std::vector<CardNeed>& cards, float width, f
   FocusArrangement f;
   if (target_cell > 0) {  // maps with numbers
     const float want = std::max(floor_cell, std::min(target_cell, c1));
-    if (every >= target_cell) f.layout = layOutGrid(cards, std::min(every, cap), width, gap, m, all);
-    else if (c0 >= want) f.layout = layOutGrid(cards, std::min(c0, cap), width, gap, m, all);
-    else f.layout = layOutGrid(cards, std::min(std::max(c1, floor_cell), cap), width, gap, m, only);
+    if (every >= target_cell)
+      f.layout = layOutGrid(cards, std::min(every, cap), width, gap, m, all);
+    else if (c0 >= want)
+      f.layout = layOutGrid(cards, std::min(c0, cap), width, gap, m, all);
+    else
+      f.layout = layOutGrid(cards, std::min(std::max(c1, floor_cell), cap), width, gap, m, only);
     constexpr float kUnbounded = 1e9f;
     const GridLayout best = layOutGrid(cards, target_cell, kUnbounded, gap, m, only);
     const GridLayout least = layOutGrid(cards, floor_cell, kUnbounded, gap, m, only);
@@ -518,10 +528,11 @@ void drawColumnToggles(const ViewState& v, CommandQueue& cmd, const Trace* t) {
     const int g = !c.per_head ? 3 : stageInfo(st).parameter ? 0 : st <= Stage::Values ? 1 : 2;
     const float w = ImGui::CalcTextSize(c.label).x + ImGui::GetStyle().FramePadding.x * 2;
     const float gap = g != group ? px(10) : 0;
-    if (ImGui::GetItemRectMax().x + gap + w + px(3) <= right)
-      ImGui::SameLine(0, px(3) + gap);
+    if (ImGui::GetItemRectMax().x + gap + w + px(3) <= right) ImGui::SameLine(0, px(3) + gap);
     group = g;
-    const char* missing = !t ? nullptr : c.per_head ? missingStage(*t, st) : missingModuleMap(*t, static_cast<ModuleMap>(c.index));
+    const char* missing = !t           ? nullptr
+                          : c.per_head ? missingStage(*t, st)
+                                       : missingModuleMap(*t, static_cast<ModuleMap>(c.index));
     const bool on = v.shows(c);
     ImGui::PushStyleColor(ImGuiCol_Button, on ? style.Colors[ImGuiCol_ButtonActive] : style.Colors[ImGuiCol_FrameBg]);
     if (missing) ImGui::PushStyleColor(ImGuiCol_Text, style.Colors[ImGuiCol_TextDisabled]);
@@ -555,7 +566,8 @@ void drawHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, 
     if (ImGui::BeginCombo("##head", current.c_str())) {
       if (ImGui::Selectable("all heads", v.head < 0)) cmd.push("select_head", {{"index", -1}});
       for (int h = 0; h < heads; ++h)
-        if (ImGui::Selectable(("head " + std::to_string(h + 1)).c_str(), v.head == h)) cmd.push("select_head", {{"index", h}});
+        if (ImGui::Selectable(("head " + std::to_string(h + 1)).c_str(), v.head == h))
+          cmd.push("select_head", {{"index", h}});
       ImGui::EndCombo();
     }
     layout().widget("head");
@@ -597,7 +609,8 @@ std::string skippedStages(const ViewState& v, const Trace& t) {
   std::string out;
   for (const StageInfo& s : stageTable()) {
     const char* why = missingStage(t, s.stage);
-    if (s.heatmap && v.show[static_cast<int>(s.stage)] && why && out.find(why) == std::string::npos) out += (out.empty() ? "" : ", ") + std::string(why);
+    if (s.heatmap && v.show[static_cast<int>(s.stage)] && why && out.find(why) == std::string::npos)
+      out += (out.empty() ? "" : ", ") + std::string(why);
   }
   return out;
 }
@@ -623,8 +636,8 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
   if (zoom > 1) {
     // A map's dimensions show their first as many as the tokens shown (shownWindow): said when some are wider.
     const bool wide = t.head_width > w.rows || t.d_in > w.rows || t.model.d_out > w.rows;
-    ImGui::Text("zoom ×%.1f: queries %d–%d, keys %d–%d%s", zoom, w.row0 + 1, w.row0 + w.rows, w.col0 + 1, w.col0 + w.cols,
-                wide ? (", dimensions d0–d" + std::to_string(w.rows - 1)).c_str() : "");
+    ImGui::Text("zoom ×%.1f: queries %d–%d, keys %d–%d%s", zoom, w.row0 + 1, w.row0 + w.rows, w.col0 + 1,
+                w.col0 + w.cols, wide ? (", dimensions d0–d" + std::to_string(w.rows - 1)).c_str() : "");
     ImGui::SameLine();
     reset = ImGui::SmallButton("reset zoom");
     layout().widget("reset_zoom");
@@ -652,7 +665,8 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
 // A card's heading: its parts after the first ("  ·  " apart) go while it is wider than the card,
 // then it wraps; never cut. The grid reserves `heading_h` for it.
 void drawCardHeading(std::string heading, float width) {
-  for (std::size_t cut; ImGui::CalcTextSize(heading.c_str()).x > width && (cut = heading.rfind("  ·  ")) != std::string::npos;)
+  for (std::size_t cut;
+       ImGui::CalcTextSize(heading.c_str()).x > width && (cut = heading.rfind("  ·  ")) != std::string::npos;)
     heading.resize(cut);
   ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
   ImGui::TextUnformatted(heading.c_str());
@@ -686,9 +700,9 @@ std::string moduleCardHeading(const Trace& t, int batch) {
 // The module's card: its maps (the concatenated context, out_proj's weight, the output), each in
 // its tile of the grid's layout.
 // Returns the fewest decimals its maps rounded their numbers to (4 when none did).
-int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vector<ModuleMap>& maps, const Box& card_box,
-                   const std::vector<Box>& tiles, const std::vector<bool>& labelled, float cell, ImVec2 grid_origin,
-                   bool heading, float text_scale, CellWindow window) {
+int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vector<ModuleMap>& maps,
+                   const Box& card_box, const std::vector<Box>& tiles, const std::vector<bool>& labelled, float cell,
+                   ImVec2 grid_origin, bool heading, float text_scale, CellWindow window) {
   int fewest = 4;
   const Trace& t = *snap.trace;
   const BatchTrace& bt = snap.shown();
@@ -709,11 +723,16 @@ int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vec
     spec.id = std::string("b") + std::to_string(snap.batch) + "m" + info.id;
     spec.title = title;
     spec.values = values;
-    spec.window = shownWindow(window, static_cast<int>(values.rows()), static_cast<int>(values.cols()), !info.parameter, false);
+    spec.window = shownWindow(window, static_cast<int>(values.rows()), static_cast<int>(values.cols()), !info.parameter,
+                              false);
     spec.look = moduleLook(snap, view, info.map);
-    spec.row_labels = !labelled[k] ? nullptr : info.parameter ? &snap.dims : &snap.tokens();  // none: the map beside it has them
+    spec.row_labels = !labelled[k]     ? nullptr
+                      : info.parameter ? &snap.dims
+                                       : &snap.tokens();  // none: the map beside it has them
     spec.col_labels = &snap.dims;
-    spec.selected_row = info.parameter || ctx.capture.hides_selection ? -1 : std::clamp(view.token, 0, snap.tokenCount() - 1);
+    spec.selected_row = info.parameter || ctx.capture.hides_selection
+                            ? -1
+                            : std::clamp(view.token, 0, snap.tokenCount() - 1);
     spec.version = snap.outputs_serial;
     spec.owner = ctx.snapshot;
     const ModuleMap map = info.map;
@@ -812,12 +831,14 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       std::find(stages.begin(), stages.end(), reveal_stage_) == stages.end()) {
     std::vector<Stage> all;
     for (const StageInfo& s : stageTable())
-      if (s.stage == reveal_stage_ || std::find(stages.begin(), stages.end(), s.stage) != stages.end()) all.push_back(s.stage);
+      if (s.stage == reveal_stage_ || std::find(stages.begin(), stages.end(), s.stage) != stages.end())
+        all.push_back(s.stage);
     stages = all;
   }
   if (T > 24) {  // long inputs: go straight to a token or a range of them
     ImGui::SetNextItemWidth(px(170));
-    if (ImGui::InputTextWithHint("##go_to", "go to token, 1–T, a–b", go_to_, sizeof go_to_, ImGuiInputTextFlags_EnterReturnsTrue))
+    if (ImGui::InputTextWithHint("##go_to", "go to token, 1–T, a–b", go_to_, sizeof go_to_,
+                                 ImGuiInputTextFlags_EnterReturnsTrue))
       cmd.push("go_to", {{"text", std::string(go_to_)}});
     layout().widget("go_to");
     if (ImGui::IsItemHovered())
@@ -825,8 +846,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   }
   const CellWindow window = zoomWindow(T);
   // A lesson step's notes: the lesson panel says what the grid set aside; a zoom still has its line.
-  if ((!ctx.maps_menu || zoom_ > 1) && drawNotes(*snap, zoom_, window, skippedStages(view, t), !view.highlight.empty(),
-                                                       roundingNote()))
+  if ((!ctx.maps_menu || zoom_ > 1) &&
+      drawNotes(*snap, zoom_, window, skippedStages(view, t), !view.highlight.empty(), roundingNote()))
     reset();
   // While the mouse is over a map the wheel zooms it, so it must not also scroll the grid.
   ImGui::BeginChild("grid", ImVec2(0, 0), false,
@@ -895,7 +916,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
           for (Eigen::Index j = 0; j < map.cols(); ++j) {
             const float v = linear && may_be_negative && !std::isinf(map(i, j)) ? -std::fabs(map(i, j)) : map(i, j);
             auto need = [&](CellFormat f) {
-              const std::string label = dropout ? dropoutCellText(t.dropout_active, t.dropout_scale, v) : cellLabel(v, f);
+              const std::string label = dropout ? dropoutCellText(t.dropout_active, t.dropout_scale, v)
+                                                : cellLabel(v, f);
               return heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, label.c_str()).x);
             };
             label_cells_[0] = std::max(label_cells_[0], need(CellFormat::Compact));
@@ -935,7 +957,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
                        : shapes;
   };
   const bool focus = !view.highlight.empty();  // a lesson step names the maps it is about
-  float text_scale = 1;                         // the cells' font, at this much of its size
+  float text_scale = 1;                        // the cells' font, at this much of its size
   std::vector<CardNeed> needs;
   for (int n = 0; n < H; ++n) {
     CardNeed card;
@@ -988,7 +1010,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       const float floor = cellAt(three_cell, scale), target = cellAt(full_cell, scale);
       FocusArrangement f = arrangeFocus(needs, grid_w, avail.y, gap, m, floor, target, px(72), false);
       const FocusArrangement whole = arrangeFocus(needs, grid_w, avail.y, gap, m, floor, target, px(72), true);
-      if (whole.layout.cell >= f.layout.cell - 0.5f && whole.layout.focus_bottom <= std::max(f.layout.focus_bottom, avail.y) &&
+      if (whole.layout.cell >= f.layout.cell - 0.5f &&
+          whole.layout.focus_bottom <= std::max(f.layout.focus_bottom, avail.y) &&
           whole.layout.set_aside == f.layout.set_aside)
         f.layout = whole.layout;
       return f;
@@ -1025,7 +1048,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     focus_need_ = {};
     // Whole titles ("context  2 heads concatenated  6×4") where they cost neither cell size nor rows.
     g = arrangeGrid(needs, grid_w, avail.y, gap, margins, min_cell, full_cell, px(72), {false, false, false});
-    const GridLayout whole = arrangeGrid(needs, grid_w, avail.y, gap, margins, min_cell, full_cell, px(72), {true, false, false});
+    const GridLayout whole = arrangeGrid(needs, grid_w, avail.y, gap, margins, min_cell, full_cell, px(72),
+                                         {true, false, false});
     if (whole.cell >= g.cell - 0.5f && whole.height <= std::max(g.height, avail.y)) g = whole;
   }
   // The maps a step set aside, named in the notes line next frame (one line either way).
@@ -1033,7 +1057,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   for (std::size_t c = 0; c < needs.size(); ++c)
     for (std::size_t k = 0; k < needs[c].tiles.size(); ++k)
       if (g.tiles[c][k].w == 0) {
-        const std::string name = c < static_cast<std::size_t>(H) ? stageInfo(stages[k]).label : moduleMapInfo(module_maps[k]).label;
+        const std::string name = c < static_cast<std::size_t>(H) ? stageInfo(stages[k]).label
+                                                                 : moduleMapInfo(module_maps[k]).label;
         if (aside.find(name) == std::string::npos) aside += (aside.empty() ? "" : ", ") + name;
       }
   set_aside_ = aside;
@@ -1077,8 +1102,10 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.title = tileTitle(stageHeading(t, stage), b.w);
       spec.values = StageMap(t, head, stage);
       spec.look = stageLook(*snap, view, stage, h);
-      spec.row_labels = !g.labelled[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)] ? nullptr  // those of the map beside it
-                        : info.parameter ? &snap->dims : &snap->tokens();  // a weight's rows: input dims
+      spec.row_labels = !g.labelled[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)]
+                            ? nullptr  // those of the map beside it
+                        : info.parameter ? &snap->dims
+                                         : &snap->tokens();  // a weight's rows: input dims
       spec.col_labels = info.square ? &snap->tokens() : &snap->dims;
       spec.selected_row = info.parameter ? -1 : selected_row;
       if (info.square && !ctx.capture.hides_selection) spec.selected_col = view.key;
@@ -1121,9 +1148,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     }
   }
   if (M > 0 && g.cards.back().w > 0)
-    rounding_now_ = std::min(rounding_now_, drawModuleCard(ctx, *snap, module_maps, g.cards.back(), g.tiles.back(),
-                                                           g.labelled.back(), g.cell, grid_origin,
-                                                           needs.back().heading_h > 0, text_scale, window));
+    rounding_now_ = std::min(rounding_now_,
+                             drawModuleCard(ctx, *snap, module_maps, g.cards.back(), g.tiles.back(), g.labelled.back(),
+                                            g.cell, grid_origin, needs.back().heading_h > 0, text_scale, window));
   // Reserve the grid's full extent so the child scrolls when it is larger than the panel.
   ImGui::SetCursorScreenPos(grid_origin);
   ImGui::Dummy(ImVec2(g.width, g.height));
@@ -1134,14 +1161,19 @@ namespace {
 
 // The first n of the snapshot's dimension labels ("d0", "d1", …), as the grid shows them.
 std::vector<std::string> dimsOf(const Snapshot& snap, Eigen::Index n) {
-  return std::vector<std::string>(snap.dims.begin(), snap.dims.begin() + std::min<Eigen::Index>(n, static_cast<Eigen::Index>(snap.dims.size())));
+  return std::vector<std::string>(snap.dims.begin(),
+                                  snap.dims.begin() +
+                                      std::min<Eigen::Index>(n, static_cast<Eigen::Index>(snap.dims.size())));
 }
 
 }  // namespace
 
-CellWindow HeatmapGrid::zoomWindow(int tokens) const { return attnscope::zoomWindow(zoom_, center_row_, center_col_, tokens); }
+CellWindow HeatmapGrid::zoomWindow(int tokens) const {
+  return attnscope::zoomWindow(zoom_, center_row_, center_col_, tokens);
+}
 
-FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stage, int head, bool caption, CellWindow zoom) {
+FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stage, int head, bool caption,
+                         CellWindow zoom) {
   const Trace& t = *snap.trace;
   const HeadTrace& h = snap.shown().heads.at(static_cast<std::size_t>(head));
   const StageInfo& info = stageInfo(stage);
@@ -1149,13 +1181,15 @@ FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stag
   f.values = StageMap(t, h, stage);
   f.title = stageHeading(t, stage);
   if (t.heads > 1) f.title += "  ·  head " + std::to_string(head + 1) + " of " + std::to_string(t.heads);
-  if (t.model.batch_size > 1) f.title += "  ·  batch " + std::to_string(snap.batch + 1) + " of " + std::to_string(t.model.batch_size);
+  if (t.model.batch_size > 1)
+    f.title += "  ·  batch " + std::to_string(snap.batch + 1) + " of " + std::to_string(t.model.batch_size);
   f.row_labels = info.parameter ? dimsOf(snap, f.values.rows()) : snap.tokens();  // a weight's rows: input dims
   f.col_labels = info.square ? snap.tokens() : dimsOf(snap, f.values.cols());
   f.look = stageLook(snap, view, stage, head);  // the colours as draw() chooses them
-  if (zoom.rows > 0 && !info.parameter) {  // zoomed: the cells on screen, the tokens' axes windowed
+  if (zoom.rows > 0 && !info.parameter) {       // zoomed: the cells on screen, the tokens' axes windowed
     const bool square = info.square;
-    const Eigen::Index r0 = zoom.row0, nr = zoom.rows, c0 = square ? zoom.col0 : 0, nc = square ? zoom.cols : f.values.cols();
+    const Eigen::Index r0 = zoom.row0, nr = zoom.rows, c0 = square ? zoom.col0 : 0,
+                       nc = square ? zoom.cols : f.values.cols();
     auto block = std::make_shared<Matrix>(nr, nc);
     for (Eigen::Index i = 0; i < nr; ++i)
       for (Eigen::Index j = 0; j < nc; ++j) (*block)(i, j) = f.values(r0 + i, c0 + j);
@@ -1168,7 +1202,8 @@ FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stag
                std::to_string(t.tokens);
   }
   if (caption) {  // the stage by its title, never its id
-    f.caption = describeModel(t.model) + (t.heads > 1 ? "  ·  head " + std::to_string(head + 1) + " of " + std::to_string(t.heads) : "") +
+    f.caption = describeModel(t.model) +
+                (t.heads > 1 ? "  ·  head " + std::to_string(head + 1) + " of " + std::to_string(t.heads) : "") +
                 "  ·  " + captureSubject(info.id, t.model) + "  ·  T " + std::to_string(t.tokens) + "  ·  seed " +
                 std::to_string(t.model.seed);
   }
@@ -1182,13 +1217,14 @@ FigureSpec moduleFigure(const Snapshot& snap, const ViewState& view, ModuleMap m
   FigureSpec f;
   f.values = moduleMapValues(t, bt, map);
   f.title = moduleHeading(t, bt, map);
-  if (t.model.batch_size > 1) f.title += "  ·  batch " + std::to_string(snap.batch + 1) + " of " + std::to_string(t.model.batch_size);
+  if (t.model.batch_size > 1)
+    f.title += "  ·  batch " + std::to_string(snap.batch + 1) + " of " + std::to_string(t.model.batch_size);
   f.row_labels = info.parameter ? dimsOf(snap, f.values.rows()) : snap.tokens();
   f.col_labels = dimsOf(snap, f.values.cols());
   f.look = moduleLook(snap, view, map);  // the colours as the module's card chooses them
   if (caption)
-    f.caption = describeModel(t.model) + "  ·  " + info.title + "  ·  T " + std::to_string(t.tokens) +
-                "  ·  seed " + std::to_string(t.model.seed);
+    f.caption = describeModel(t.model) + "  ·  " + info.title + "  ·  T " + std::to_string(t.tokens) + "  ·  seed " +
+                std::to_string(t.model.seed);
   return f;
 }
 

@@ -73,22 +73,23 @@ class HeatmapGrid {
   static constexpr double kOutlineSeconds = 2.0;
 
  private:
-  float zoom_ = 1;                          // ≥ 1: all maps show T/zoom rows and columns …
-  float center_row_ = -1, center_col_ = -1; // … around this cell (−1: the middle)
-  bool wheel_on_map_ = false;               // the mouse wheel zooms a map, not the grid's scroll
-  char go_to_[64] = "";                     // the "go to" field's text
-  std::vector<int> visible_heads_;          // cards on screen in the last frame
-  std::uint64_t label_cells_key_ = 0;       // what label_cells_ was measured for
-  std::array<float, 3> label_cells_{};      // cell sides the compact, three- and four-decimal labels need
+  float zoom_ = 1;                            // ≥ 1: all maps show T/zoom rows and columns …
+  float center_row_ = -1, center_col_ = -1;   // … around this cell (−1: the middle)
+  bool wheel_on_map_ = false;                 // the mouse wheel zooms a map, not the grid's scroll
+  char go_to_[64] = "";                       // the "go to" field's text
+  std::vector<int> visible_heads_;            // cards on screen in the last frame
+  std::uint64_t label_cells_key_ = 0;         // what label_cells_ was measured for
+  std::array<float, 3> label_cells_{};        // cell sides the compact, three- and four-decimal labels need
   std::shared_ptr<const Snapshot> shown_;     // the result drawn last frame
   std::shared_ptr<const Snapshot> previous_;  // the one before an edit, while its changes are outlined
   double outline_from_ = 0;                   // when that edit's result came
-  std::map<std::pair<int, int>, std::optional<std::vector<std::pair<int, int>>>> outlined_;  // (head, stage) → its changed cells
-  std::vector<std::string> focus_;          // the step's maps the grid was laid out for (a new step: back to the top)
-  FocusNeed focus_need_;                    // focusNeed()
-  std::string set_aside_;                   // the maps a step set aside, for the notes line ("scores, masked")
-  int rounded_to_ = 4, rounding_now_ = 4;   // the fewest decimals a map's numbers showed: last frame, this one
-  int reveal_head_ = -1;                    // a map kept in view (reveal)
+  std::map<std::pair<int, int>, std::optional<std::vector<std::pair<int, int>>>>
+      outlined_;                           // (head, stage) → its changed cells
+  std::vector<std::string> focus_;         // the step's maps the grid was laid out for (a new step: back to the top)
+  FocusNeed focus_need_;                   // focusNeed()
+  std::string set_aside_;                  // the maps a step set aside, for the notes line ("scores, masked")
+  int rounded_to_ = 4, rounding_now_ = 4;  // the fewest decimals a map's numbers showed: last frame, this one
+  int reveal_head_ = -1;                   // a map kept in view (reveal)
   Stage reveal_stage_ = Stage::Weights;
 };
 

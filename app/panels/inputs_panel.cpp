@@ -25,7 +25,9 @@ void besideIfFits(float width, float spacing = -1) {
     ImGui::SameLine(0, gap);
 }
 
-float buttonWidth(const char* text) { return ImGui::CalcTextSize(text, nullptr, true).x + ImGui::GetStyle().FramePadding.x * 2; }
+float buttonWidth(const char* text) {
+  return ImGui::CalcTextSize(text, nullptr, true).x + ImGui::GetStyle().FramePadding.x * 2;
+}
 
 // The tokens as the sentence field shows them: as typed (joinSentence: "step." not "step ."), or
 // nothing when there are more than a sentence holds (a field that scrolls through 1024 names reads
@@ -78,8 +80,9 @@ void InputsPanel::toolbar(const PanelContext& ctx) {
   layout().state()["missing_glyphs"] = missing_glyphs_;
   if (missing_glyphs_ > 0) {  // CJK, emoji: DejaVu Sans has none
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    ImGui::TextWrapped("Some tokens have characters no installed font draws here (emoji); the maps write "
-                       "them as U+1F600. The numbers are not affected.");
+    ImGui::TextWrapped(
+        "Some tokens have characters no installed font draws here (emoji); the maps write "
+        "them as U+1F600. The numbers are not affected.");
     ImGui::PopStyleColor();
   }
 
@@ -118,8 +121,9 @@ void InputsPanel::toolbar(const PanelContext& ctx) {
   besideIfFits(buttonWidth("paste"));
   if (ImGui::Button("paste")) cmd.push("paste_embeddings");  // the clipboard's text (Ctrl+Shift+V)
   if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("Paste embeddings (Ctrl+Shift+V): the clipboard's print(x) of a tensor, a NumPy array,\n"
-                      "nested lists or CSV, one row per token; the names stay when the count matches");
+    ImGui::SetTooltip(
+        "Paste embeddings (Ctrl+Shift+V): the clipboard's print(x) of a tensor, a NumPy array,\n"
+        "nested lists or CSV, one row per token; the names stay when the count matches");
   layout().widget("paste_embeddings");
 }
 
@@ -146,14 +150,14 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
     for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
       ImGui::PushID(i);
       ImGui::TableNextRow();
-      if (i == selected)
-        ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, ImGui::GetColorU32(ImGuiCol_Header));
+      if (i == selected) ImGui::TableSetBgColor(ImGuiTableBgTarget_RowBg1, ImGui::GetColorU32(ImGuiCol_Header));
       ImGui::TableNextColumn();
       if (ImGui::Selectable(std::to_string(i + 1).c_str(), i == selected)) cmd.push("select_token", {{"index", i}});
       // The row's moves on a right-click too: in a narrow panel the ↑ ↓ × column scrolls out of view.
       if (ImGui::BeginPopupContextItem("row")) {
         if (ImGui::MenuItem("Move up", nullptr, false, i > 0)) cmd.push("move_token", {{"from", i}, {"to", i - 1}});
-        if (ImGui::MenuItem("Move down", nullptr, false, i + 1 < T)) cmd.push("move_token", {{"from", i}, {"to", i + 1}});
+        if (ImGui::MenuItem("Move down", nullptr, false, i + 1 < T))
+          cmd.push("move_token", {{"from", i}, {"to", i + 1}});
         if (ImGui::MenuItem("Remove", nullptr, false, T > 1)) cmd.push("remove_token", {{"index", i}});
         ImGui::EndPopup();
       }
@@ -169,9 +173,11 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
         float v = ws.embeddings(i, c);
         std::string shown;
         const bool changed = valueCell(v, 4, &shown);
-        if (i < 8 && c < 8) layout().state()["inputs_text"][std::to_string(i) + "," + std::to_string(c)] = shown;  // tests
+        if (i < 8 && c < 8)
+          layout().state()["inputs_text"][std::to_string(i) + "," + std::to_string(c)] = shown;  // tests
         if (changed)  // a drag is one undo step
-          cmd.push("set_cell", {{"row", i}, {"col", c}, {"value", v}}, "cell " + std::to_string(i) + "," + std::to_string(c));
+          cmd.push("set_cell", {{"row", i}, {"col", c}, {"value", v}},
+                   "cell " + std::to_string(i) + "," + std::to_string(c));
         if (ImGui::IsItemActivated()) cmd.push("select_token", {{"index", i}});
         layout().widget("cell_" + std::to_string(i) + "_" + std::to_string(c));
         ImGui::PopID();
@@ -213,7 +219,9 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
   draw->AddRect(p0, ImVec2(p0.x + size.x, p0.y + size.y), ImGui::GetColorU32(ImGuiCol_Border));
   float radius = 1e-6f;
   for (int i = 0; i < T; ++i) radius = std::max(radius, ws.embeddings.row(i).head(dims).norm());
-  const ImVec2 c(p0.x + size.x * (dims == 1 ? 0.1f : 0.5f), p0.y + size.y * (dims == 3 ? 0.62f : dims == 2 ? 0.85f : 0.5f));
+  const ImVec2 c(p0.x + size.x * (dims == 1 ? 0.1f : 0.5f), p0.y + size.y * (dims == 3   ? 0.62f
+                                                                             : dims == 2 ? 0.85f
+                                                                                         : 0.5f));
   const float s = (dims == 1 ? size.x * 0.8f : std::min(size.x, size.y) * (dims == 3 ? 0.42f : 0.75f)) / radius;
   const float cy = std::cos(yaw_), sy = std::sin(yaw_), cp = std::cos(pitch_), sp = std::sin(pitch_);
   auto project = [&](float x, float y, float z) {  // d0 → x, d1 → depth, d2 → up
@@ -237,7 +245,8 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
     const bool sel = i == ctx.view.token;
     const ImU32 col = sel ? theme().selection : IM_COL32(86, 156, 214, 255);
     const ImVec2 p = point(i);
-    if (T <= 64) draw->AddLine(project(0, 0, 0), p, (col & 0x00FFFFFF) | (sel ? 0xFF000000 : 0x90000000), sel ? 2.0f : 1.0f);
+    if (T <= 64)
+      draw->AddLine(project(0, 0, 0), p, (col & 0x00FFFFFF) | (sel ? 0xFF000000 : 0x90000000), sel ? 2.0f : 1.0f);
     draw->AddCircleFilled(p, sel ? 4.5f : 3.0f, col);
     if (sel || i % label_every == 0)
       draw->AddText(fonts().small, fonts().small->FontSize, ImVec2(p.x + 5, p.y - 7), sel ? theme().selection : axis,
@@ -245,14 +254,16 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
   }
   const char* note = d_in > 3 ? "first 3 of %d components · drag to rotate" : dims == 3 ? "drag to rotate" : "";
   draw->AddText(fonts().small, fonts().small->FontSize, ImVec2(p0.x + 4, p0.y + 3), axis,
-                d_in > 3 ? (std::string("first 3 of ") + std::to_string(d_in) + " components · drag to rotate").c_str() : note);
+                d_in > 3 ? (std::string("first 3 of ") + std::to_string(d_in) + " components · drag to rotate").c_str()
+                         : note);
 }
 
 void InputsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   beginPanelWindow("Inputs", "inputs", pos, size);
   toolbar(ctx);
   // The table first (every row when there is room, at least a few), then the plot in what is left,
-  // up to a square of the panel's width; no plot when too little is left (a short window: a tiny plot only overlaps its labels).
+  // up to a square of the panel's width; no plot when too little is left (a short window: a tiny plot only overlaps its
+  // labels).
   const int T = static_cast<int>(ctx.document.workspace().embeddings.rows());
   const bool wide = shownValueColumns(static_cast<int>(ctx.document.workspace().embeddings.cols()), 3) <
                     ctx.document.workspace().embeddings.cols();  // a note under the table says so
@@ -262,7 +273,8 @@ void InputsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   const float min_table = ImGui::GetFrameHeightWithSpacing() * 3.6f;
   float table_h = std::min(rows_h, std::max(avail * 0.6f, avail - width * 0.8f - 8));
   const float spacing = ImGui::GetStyle().ItemSpacing.y;
-  if (avail - table_h - spacing - 4 < px(120)) table_h = std::min(rows_h, avail - 4);  // no room for the plot: all to the table
+  if (avail - table_h - spacing - 4 < px(120))
+    table_h = std::min(rows_h, avail - 4);  // no room for the plot: all to the table
   table(ctx, std::max(table_h, min_table));
   const float plot_h = ImGui::GetContentRegionAvail().y - 4;
   if (plot_h >= px(120)) plot(ctx, ImVec2(ImGui::GetContentRegionAvail().x, plot_h));

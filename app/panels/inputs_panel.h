@@ -33,13 +33,13 @@ class InputsPanel {
   // sentence: GPT-2's t1 … t1024), and follows them when they change, unless it holds words the
   // user typed and has not made into tokens yet (those stay until "make tokens" or another workspace).
   std::string sentence_;
-  std::string mirrored_;                      // what the field last showed of the tokens
-  std::vector<std::string> mirrored_tokens_;  // the tokens it showed
+  std::string mirrored_;                                // what the field last showed of the tokens
+  std::vector<std::string> mirrored_tokens_;            // the tokens it showed
   std::uint64_t mirrored_version_ = ~std::uint64_t{0};  // the document version last looked at
   float values_lo_ = 0, values_hi_ = 0;  // the embeddings' range at that version: the value columns' width
-  int missing_glyphs_ = 0;  // characters of the tokens the font cannot draw (shown as ?)
-  std::uint32_t seed_ = 123;          // for randomize, new rows and columns, sentence words
-  float yaw_ = 0.6f, pitch_ = 0.35f;  // the 3-D plot's rotation
+  int missing_glyphs_ = 0;               // characters of the tokens the font cannot draw (shown as ?)
+  std::uint32_t seed_ = 123;             // for randomize, new rows and columns, sentence words
+  float yaw_ = 0.6f, pitch_ = 0.35f;     // the 3-D plot's rotation
 };
 
 }  // namespace attnscope

@@ -62,8 +62,7 @@ void wrapped(const std::string& text, bool disabled = false) {
 // the number, right-aligned so that the decimal points line up. Masked keys are grey and say −∞.
 // Clicking a name selects that key column. The numbers keep their room whatever the panel's width
 // and the text size: the bars give way first, then the names (which ImGui clips), never a digit.
-void barRow(const PanelContext& ctx, const char* id, const Eigen::Ref<const RowVector>& values,
-            bool with_mask) {
+void barRow(const PanelContext& ctx, const char* id, const Eigen::Ref<const RowVector>& values, bool with_mask) {
   const auto& tokens = ctx.snapshot->tokens();
   float lo = 0, hi = 0;
   for (Eigen::Index j = 0; j < values.size(); ++j)
@@ -152,8 +151,10 @@ void contextTerms(const PanelContext& ctx, const HeadTrace& h, int i, const RowV
   const ImGuiStyle& style = ImGui::GetStyle();
   const bool scroll = widest[0] + widest[1] + widest[2] + 6 * style.CellPadding.x > ImGui::GetContentRegionAvail().x;
   const float row_h = ImGui::GetTextLineHeight() + 2 * style.CellPadding.y;
-  const ImVec2 outer = scroll ? ImVec2(0, (shown + 1) * row_h + style.ScrollbarSize + 2 * style.CellPadding.y) : ImVec2(0, 0);
-  if (ImGui::BeginTable("terms", 3, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | (scroll ? ImGuiTableFlags_ScrollX : 0),
+  const ImVec2 outer = scroll ? ImVec2(0, (shown + 1) * row_h + style.ScrollbarSize + 2 * style.CellPadding.y)
+                              : ImVec2(0, 0);
+  if (ImGui::BeginTable("terms", 3,
+                        ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | (scroll ? ImGuiTableFlags_ScrollX : 0),
                         outer)) {
     ImGui::TableSetupColumn("key");
     ImGui::TableSetupColumn(simple ? "α × x" : "α × v");
@@ -200,20 +201,25 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   if (ImGui::ArrowButton("##prev", ImGuiDir_Left) && i > 0) ctx.commands.push("select_token", {{"index", i - 1}});
   layout().widget("token_prev");
   ImGui::SameLine();
-  if (ImGui::ArrowButton("##next", ImGuiDir_Right) && i + 1 < t.tokens) ctx.commands.push("select_token", {{"index", i + 1}});
+  if (ImGui::ArrowButton("##next", ImGuiDir_Right) && i + 1 < t.tokens)
+    ctx.commands.push("select_token", {{"index", i + 1}});
   layout().widget("token_next");
   ImGui::SameLine();
   wrapped("query " + std::to_string(i + 1) + ": \"" + tokens[i] + "\"  (x" + std::to_string(i + 1) + ")");
-  if (t.heads > 1) wrapped("head " + std::to_string(head + 1) + " of " + std::to_string(t.heads) + " (choose in the heatmap header)", true);
+  if (t.heads > 1)
+    wrapped("head " + std::to_string(head + 1) + " of " + std::to_string(t.heads) + " (choose in the heatmap header)",
+            true);
 
   section("input", "xᵢ, 1×" + std::to_string(t.d_in));
   wrapped("x" + std::to_string(i + 1) + " = " + vec(snap->inputs->embeddings.row(i)));
 
   if (simple) {
-    section("scores  ωᵢⱼ = xᵢ · xⱼ", shape(t.tokens, t.d_in) + " @ " + shape(t.d_in, t.tokens) + " → " + shape(t.tokens, t.tokens));
+    section("scores  ωᵢⱼ = xᵢ · xⱼ",
+            shape(t.tokens, t.d_in) + " @ " + shape(t.d_in, t.tokens) + " → " + shape(t.tokens, t.tokens));
   } else {
     const int w = t.head_width;
-    const std::string proj = shape(t.tokens, t.d_in) + " @ " + shape(t.d_in, t.model.variant == Variant::MultiHead ? t.model.d_out : w) + " → " +
+    const std::string proj = shape(t.tokens, t.d_in) + " @ " +
+                             shape(t.d_in, t.model.variant == Variant::MultiHead ? t.model.d_out : w) + " → " +
                              shape(t.tokens, t.model.variant == Variant::MultiHead ? t.model.d_out : w);
     section("query", "qᵢ = xᵢ W_q" + std::string(t.model.qkv_bias ? " + b" : "") + "   " + proj);
     wrapped("q" + std::to_string(i + 1) + " = " + vec(h.queries.row(i)));
@@ -238,7 +244,7 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     section("× tril  later keys → 0", "");
     barRow(ctx, "tril", StageMap(t, h, Stage::TrilWeights).row(i), false);
   }
-  section(trilRoute(t.model)                               ? "weights  ÷ the row's sum, which sums to 1"
+  section(trilRoute(t.model)                            ? "weights  ÷ the row's sum, which sums to 1"
           : t.model.normalization == Normalization::Sum ? "weights  ÷ row sum"
                                                         : "weights  softmax, the row sums to 1",
           "");
@@ -268,19 +274,23 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     const auto dropped = StageMap(t, h, Stage::DroppedWeights).row(i);
     barRow(ctx, "dropped", dropped, false);
     sums["dropped_weights"] = rowSum(dropped);
-    wrapped("row sum Σⱼ = " + formatFixed(sums["dropped_weights"].get<float>(), 4) + "  (1 on average, not exactly)", true);
+    wrapped("row sum Σⱼ = " + formatFixed(sums["dropped_weights"].get<float>(), 4) + "  (1 on average, not exactly)",
+            true);
   }
   section(simple ? "context  zᵢ = Σⱼ αᵢⱼ xⱼ" : "context  zᵢ = Σⱼ αᵢⱼ vⱼ",
           shape(t.tokens, t.tokens) + " @ " + shape(t.tokens, t.head_width) + " → " + shape(t.tokens, t.head_width));
   contextTerms(ctx, h, i, StageMap(t, h, Stage::DroppedWeights).row(i), simple);
-  layout().state()["inspector_context"] = std::vector<float>(h.context.row(i).data(), h.context.row(i).data() + h.context.cols());
+  layout().state()["inspector_context"] = std::vector<float>(h.context.row(i).data(),
+                                                             h.context.row(i).data() + h.context.cols());
 
   if (t.heads > 1 || hasOutProj(t.model.variant)) {
     section("all heads", "");
     wrapped("concat of " + std::to_string(t.heads) + " heads, " + shape(t.tokens, bt.context.cols()), true);
     wrapped(vec(bt.context.row(i)));
     if (hasOutProj(t.model.variant)) {
-      wrapped("out_proj: " + shape(t.tokens, t.model.d_out) + " @ " + shape(t.model.d_out, t.model.d_out) + " + b → output", true);
+      wrapped("out_proj: " + shape(t.tokens, t.model.d_out) + " @ " + shape(t.model.d_out, t.model.d_out) +
+                  " + b → output",
+              true);
       wrapped(vec(bt.output.row(i)));
     }
   }

@@ -11,8 +11,8 @@
 #include "engine/errors.h"
 #include "widgets/fonts.h"
 #include "widgets/layout_dump.h"
-#include "widgets/theme.h"
 #include "widgets/text.h"
+#include "widgets/theme.h"
 
 namespace attnscope {
 
@@ -175,7 +175,8 @@ LineBox printsBox(const std::string& prints, ImFont* font, float box_w) {
   box.rows_at = [=](float size) {
     auto width = [&](const std::string& s) { return font->CalcTextSizeA(size, FLT_MAX, 0, s.c_str()).x; };
     std::vector<Row> rows;
-    for (const Line& l : lines) wrapInto(rows, font, size, l.text, width(l.before), width("0") * 2, box_w - px(12), "", false);
+    for (const Line& l : lines)
+      wrapInto(rows, font, size, l.text, width(l.before), width("0") * 2, box_w - px(12), "", false);
     return rows;
   };
   return box;
@@ -233,7 +234,10 @@ void LessonPanel::recordState(nlohmann::json& state) const {
     lesson["text_in_view"] = text_in_view_;           // its words on screen whole
     lesson["text_fits"] = text_fits_;                 // … as they could be: not taller than the column
     lesson["commands"] = s.commands.size();
-    if (s.code) lesson["code"] = {{"file", s.code->file}, {"lines", {s.code->first, s.code->last}}, {"highlight", s.code->highlight}};
+    if (s.code)
+      lesson["code"] = {{"file", s.code->file},
+                        {"lines", {s.code->first, s.code->last}},
+                        {"highlight", s.code->highlight}};
   }
   state["lesson"] = std::move(lesson);
 }
@@ -312,7 +316,8 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     };
     auto fits = [&](float most) {
       const auto [code_px, prints_px] = sizes(most);
-      return rest_h_ + (code_box ? code_box->height(code_px) : 0) + (prints_box ? prints_box->height(prints_px) : 0) <= key.room;
+      return rest_h_ + (code_box ? code_box->height(code_px) : 0) + (prints_box ? prints_box->height(prints_px) : 0) <=
+             key.room;
     };
     std::tie(box_fit_.code_px, box_fit_.prints_px) = sizes(largestFitting(fs * kSmallestBoxText, fs, fits));
   }
@@ -338,8 +343,9 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   if (code_box) {
     sectionGap();
     ImGui::PushFont(small);
-    const std::string where = s.code->first == s.code->last ? "line " + std::to_string(s.code->first)
-                                                            : "lines " + std::to_string(s.code->first) + "–" + std::to_string(s.code->last);
+    const std::string where = s.code->first == s.code->last
+                                  ? "line " + std::to_string(s.code->first)
+                                  : "lines " + std::to_string(s.code->first) + "–" + std::to_string(s.code->last);
     ImGui::TextDisabled("%s", fitText(s.code->file + ", " + where, body_w).c_str());
     const float code_px = box_fit_.code_px;
     drawBox(code_box->rows_at(code_px), small, code_px, code_box->number_w(code_px), body_w, "lesson_code");
@@ -352,13 +358,15 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     ImGui::TextDisabled("The notebook prints");
     const float prints_px = box_fit_.prints_px;
     const std::vector<Row> rows = prints_box->rows_at(prints_px);
-    prints_wrapped_ = static_cast<int>(rows.size()) - static_cast<int>(std::count(s.prints.begin(), s.prints.end(), '\n')) - 1;
+    prints_wrapped_ = static_cast<int>(rows.size()) -
+                      static_cast<int>(std::count(s.prints.begin(), s.prints.end(), '\n')) - 1;
     drawBox(rows, small, prints_px, 0, body_w, "lesson_prints");
     boxes_h += ImGui::GetItemRectSize().y;
     // The text's own extent, for the layout dump: tests hold it inside the box.
     const ImVec2 box = ImGui::GetItemRectMin();
     float right = 0;
-    for (const Row& r : rows) right = std::max(right, r.x + small->CalcTextSizeA(prints_px, FLT_MAX, 0, r.text.c_str()).x);
+    for (const Row& r : rows)
+      right = std::max(right, r.x + small->CalcTextSizeA(prints_px, FLT_MAX, 0, r.text.c_str()).x);
     layout().rect("lesson_prints_text", ImVec2(box.x + px(6), box.y + px(6)),
                   ImVec2(box.x + px(6) + right, box.y + px(6) + static_cast<float>(rows.size()) * (prints_px + px(3))));
     ImGui::PopFont();
@@ -369,14 +377,16 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     for (const std::string& m : s.maps) names += (names.empty() ? "" : ", ") + mapTitle(m);
     ImGui::PushFont(small);
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-    textWrapped("This step's maps: " + names + (ctx.maps_set_aside.empty() ? "" : ". For room, set aside: " + ctx.maps_set_aside),
+    textWrapped("This step's maps: " + names +
+                    (ctx.maps_set_aside.empty() ? "" : ". For room, set aside: " + ctx.maps_set_aside),
                 body_w);
     ImGui::PopStyleColor();
     // The heatmaps' header is here while a step chose the maps: their lines are the maps'.
     if (ctx.maps_menu) {
       if (ImGui::SmallButton("maps, heads, batch ▾")) ImGui::OpenPopup("##lesson_maps");
       layout().widget("columns_menu");
-      if (ImGui::IsItemHovered()) ImGui::SetTooltip("The maps shown, the head and the batch element: this step chose them");
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("The maps shown, the head and the batch element: this step chose them");
     }
     ImGui::SetNextWindowSize(ImVec2(px(440), 0));
     if (ImGui::BeginPopup("##lesson_maps")) {

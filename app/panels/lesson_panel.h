@@ -7,8 +7,8 @@
 #pragma once
 #include <imgui.h>
 
-#include <nlohmann/json.hpp>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "panels/panel.h"
@@ -25,7 +25,8 @@ class LessonPanel {
   // follow the rest of the step measured the frame before, so a new step takes a frame or two).
   // Screenshots wait for it, whatever else made the frames before them.
   bool layoutSettled() const {
-    return session_.step() == 0 || (drawn_serial_ == session_.serial() && drawn_step_ == session_.step() && fit_settled_);
+    return session_.step() == 0 ||
+           (drawn_serial_ == session_.serial() && drawn_step_ == session_.step() && fit_settled_);
   }
   // The layout dump's state: lesson_step (1-based, 0 = none), lesson_maps, lesson_steps, …
   void recordState(nlohmann::json& state) const;
@@ -34,7 +35,7 @@ class LessonPanel {
   const LessonSession& session_;
   std::uint64_t drawn_serial_ = 0;  // the lesson drawn last frame (LessonSession::serial) …
   int drawn_step_ = 0;              // … and its step: a new one starts scrolled to the top
-  float rest_h_ = 0;        // the step's body but its two boxes, px, as drawn last frame
+  float rest_h_ = 0;                // the step's body but its two boxes, px, as drawn last frame
   // The sizes the step's code and print-out are drawn at, and what they were worked out for.
   struct BoxFit {
     const void* step = nullptr;  // the LessonStep
@@ -45,8 +46,8 @@ class LessonPanel {
     }
   } box_fit_;
   bool fit_settled_ = false;  // the last frame drew the boxes at the frame before's sizes
-  int prints_wrapped_ = 0;  // rows its wrapping added (layout dump)
-  float body_overflow_ = 0;  // how far the step's body scrolls, px (layout dump; 0: shown whole)
+  int prints_wrapped_ = 0;    // rows its wrapping added (layout dump)
+  float body_overflow_ = 0;   // how far the step's body scrolls, px (layout dump; 0: shown whole)
   bool text_in_view_ = true;  // the step's words on screen whole, in the last frame
   bool text_fits_ = true;     // … not taller than the column
 };

@@ -10,8 +10,8 @@
 #include "state/capture_targets.h"
 #include "widgets/fonts.h"
 #include "widgets/layout_dump.h"
-#include "widgets/theme.h"
 #include "widgets/text.h"
+#include "widgets/theme.h"
 
 namespace attnscope {
 
@@ -84,14 +84,17 @@ LinesFigureSpec linesFigure(const Snapshot& snap, const ViewState& view, bool ca
   for (int h = 0; h < H; ++h) drawn += shown(h) ? 1 : 0;
   for (int h = 0; h < H; ++h)
     if (shown(h)) {
-      offset[static_cast<std::size_t>(h)] = drawn > 1 ? (static_cast<float>(n++) - (drawn - 1) / 2.0f) * std::min(0.25f, 0.5f / static_cast<float>(drawn)) : 0.0f;
+      offset[static_cast<std::size_t>(h)] = drawn > 1 ? (static_cast<float>(n++) - (drawn - 1) / 2.0f) *
+                                                            std::min(0.25f, 0.5f / static_cast<float>(drawn))
+                                                      : 0.0f;
       if (H > 1) spec.heads.push_back({"head " + std::to_string(h + 1), headColour(h, H, view.colormap, true)});
     }
   spec.tokens = snap.tokens();
   for (const AttentionLine& l : attentionLines(snap, dropped, k)) {
     if (!shown(l.head) || (view.lines_isolate && l.i != selected)) continue;
     const float a = lineAlpha(l.value, most, all_keys ? 0.0f : kTopKLeastAlpha);
-    spec.lines.push_back({l.i, l.j, a, lineWidth(a), offset[static_cast<std::size_t>(l.head)], headColour(l.head, H, view.colormap, true)});
+    spec.lines.push_back({l.i, l.j, a, lineWidth(a), offset[static_cast<std::size_t>(l.head)],
+                          headColour(l.head, H, view.colormap, true)});
   }
   spec.title = std::string("attention as lines: ") + (dropped ? "weights after dropout" : "weights") +
                (all_keys ? "" : " · top " + std::to_string(k) + " keys per query") +
@@ -127,7 +130,6 @@ ImU32 colourU32(Rgb c, float alpha) {
   return IM_COL32(c.r, c.g, c.b, static_cast<int>(std::lround(std::clamp(alpha, 0.0f, 1.0f) * 255)));
 }
 
-
 }  // namespace
 
 void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
@@ -160,7 +162,8 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("lines of");
   ImGui::SameLine();
-  if (ImGui::RadioButton("weights", !dropped)) ctx.commands.push("view", {{"field", "lines_stage"}, {"value", "weights"}});
+  if (ImGui::RadioButton("weights", !dropped))
+    ctx.commands.push("view", {{"field", "lines_stage"}, {"value", "weights"}});
   layout().widget("lines_stage_weights");
   ImGui::SameLine();
   ImGui::BeginDisabled(!can_drop);
@@ -184,7 +187,8 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
       ImGui::PushStyleColor(ImGuiCol_ButtonHovered, colourU32(c, on ? 0.8f : 0.4f));
       ImGui::PushStyleColor(ImGuiCol_ButtonActive, colourU32(c, 0.6f));
       const Rgb text = contrastingText(c);
-      ImGui::PushStyleColor(ImGuiCol_Text, on ? IM_COL32(text.r, text.g, text.b, 255) : ImGui::GetColorU32(ImGuiCol_TextDisabled));
+      ImGui::PushStyleColor(ImGuiCol_Text,
+                            on ? IM_COL32(text.r, text.g, text.b, 255) : ImGui::GetColorU32(ImGuiCol_TextDisabled));
       if (ImGui::Button(label.c_str())) {
         nlohmann::json hidden = nlohmann::json::array();
         for (int g = 0; g < H; ++g)
@@ -194,14 +198,16 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
       ImGui::PopStyleColor(4);
       layout().widget("lines_head_h" + std::to_string(h + 1));
       if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("head %d: %s (click to %s)", h + 1, on ? "shown" : "hidden", on ? "hide its lines" : "show them");
+        ImGui::SetTooltip("head %d: %s (click to %s)", h + 1, on ? "shown" : "hidden",
+                          on ? "hide its lines" : "show them");
     }
   }
   if (!all_keys) {
     const std::string what = "top " + std::to_string(k) + " keys per query";
     sameLineIfFits(ImGui::CalcTextSize(what.c_str()).x + ImGui::GetFrameHeight() * 2 + px(12));
     ImGui::BeginDisabled(view.lines_top_k <= 1);
-    if (ImGui::Button("−##lines_k")) ctx.commands.push("view", {{"field", "lines_top_k"}, {"value", view.lines_top_k - 1}});
+    if (ImGui::Button("−##lines_k"))
+      ctx.commands.push("view", {{"field", "lines_top_k"}, {"value", view.lines_top_k - 1}});
     ImGui::EndDisabled();
     layout().widget("lines_k_minus");
     ImGui::SameLine(0, px(4));
@@ -210,7 +216,8 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
       ImGui::SetTooltip("%d tokens: above %d only each query's %d largest keys are drawn", T, kLinesAllKeysUpTo, k);
     ImGui::SameLine(0, px(4));
     ImGui::BeginDisabled(view.lines_top_k >= std::min(kLinesMaxTopK, T));
-    if (ImGui::Button("+##lines_k")) ctx.commands.push("view", {{"field", "lines_top_k"}, {"value", view.lines_top_k + 1}});
+    if (ImGui::Button("+##lines_k"))
+      ctx.commands.push("view", {{"field", "lines_top_k"}, {"value", view.lines_top_k + 1}});
     ImGui::EndDisabled();
     layout().widget("lines_k_plus");
   }
@@ -231,9 +238,13 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   std::string legend = dropped ? "a line's opacity and width follow its weight after dropout: opaque at 1/(1−p) = " +
                                      fixed2(most) + "; dropped keys have no line"
                                : "a line's opacity and width follow its weight: opaque at 1";
-  legend += std::string(all_keys ? "" : " (at least 8 % opaque: each is among its row's largest) · the other keys are not drawn"
-                                      " · the lines of the queries on screen (scroll for the others)") + " · hover a token to isolate its lines, click a query to select it";
-  if (view.head >= 0 && H > 1) legend += " · head " + std::to_string(view.head + 1) + " chosen (Tab: all heads)";
+  legend += std::string(all_keys
+                            ? ""
+                            : " (at least 8 % opaque: each is among its row's largest) · the other keys are not drawn"
+                              " · the lines of the queries on screen (scroll for the others)") +
+            " · hover a token to isolate its lines, click a query to select it";
+  if (view.head >= 0 && H > 1)
+    legend += " · head " + std::to_string(view.head + 1) + " chosen (Tab: all heads)";
   else if (H > 4 && static_cast<int>(view.lines_hidden_heads.size()) < H - 4)
     legend += " · " + std::to_string(H - static_cast<int>(view.lines_hidden_heads.size())) +
               " heads drawn over each other: click their numbers to hide some, or Tab to one head";
@@ -252,7 +263,8 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   // Rows as tall as the room allows (at most 60 px), never below a label's height: then it scrolls.
   const float pitch = std::clamp(room / static_cast<float>(T), text_h, px(60));
   float label_w = 0;
-  for (const std::string& s : snap->tokens()) label_w = std::max(label_w, font->CalcTextSizeA(font_size, FLT_MAX, 0, s.c_str()).x);
+  for (const std::string& s : snap->tokens())
+    label_w = std::max(label_w, font->CalcTextSizeA(font_size, FLT_MAX, 0, s.c_str()).x);
   label_w = std::min(label_w + px(4), std::max(px(60), inner.x * 0.18f));
   const float gap = px(10);
   // With a query isolated, each of its lines' values is written after its key, in its head's
@@ -278,7 +290,8 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
 
   // What the mouse is on (this frame): a query label on the left, a key label on the right.
   const ImVec2 mouse = ImGui::GetIO().MousePos;
-  const ImVec2 clip_min = ImGui::GetWindowPos(), clip_max(clip_min.x + ImGui::GetWindowSize().x, clip_min.y + ImGui::GetWindowSize().y);
+  const ImVec2 clip_min = ImGui::GetWindowPos(),
+               clip_max(clip_min.x + ImGui::GetWindowSize().x, clip_min.y + ImGui::GetWindowSize().y);
   int hover_q = -1, hover_k = -1;
   // Only a mouse that moved over the canvas hovers: a headless run's pointer rests where the
   // display put it (under Xvfb, the screen's middle), which must not isolate anything.
@@ -286,8 +299,10 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   if (ImGui::IsWindowHovered() && (delta.x != 0 || delta.y != 0)) mouse_moved_ = true;
   if (mouse_moved_ && ImGui::IsWindowHovered() && mouse.y >= y0 && mouse.y < y0 + rows_h) {
     const int row = std::clamp(static_cast<int>((mouse.y - y0) / pitch), 0, T - 1);
-    if (mouse.x >= x0 - px(4) && mouse.x < xl) hover_q = row;
-    else if (mouse.x > xr && mouse.x <= xk + label_w + px(4)) hover_k = row;
+    if (mouse.x >= x0 - px(4) && mouse.x < xl)
+      hover_q = row;
+    else if (mouse.x > xr && mouse.x <= xk + label_w + px(4))
+      hover_k = row;
   }
   hover_query_ = hover_q;
   hover_key_ = hover_k;
@@ -305,7 +320,8 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
     const float step = std::min(px(6), pitch * 0.6f / static_cast<float>(drawn_heads));
     int n = 0;
     for (int h = 0; h < H; ++h)
-      if (headShown(h)) offset[static_cast<std::size_t>(h)] = (static_cast<float>(n++) - (drawn_heads - 1) / 2.0f) * step;
+      if (headShown(h))
+        offset[static_cast<std::size_t>(h)] = (static_cast<float>(n++) - (drawn_heads - 1) / 2.0f) * step;
   }
   std::vector<int> per_query(static_cast<std::size_t>(T), 0);
   std::string key = std::to_string(snap->serial) + (dropped ? "d" : "w") + std::to_string(k) + "/" +
@@ -330,14 +346,17 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
     const float y_end = focus_k >= 0 ? yb : ya;
     if (y_end < clip_min.y - pitch || y_end > clip_max.y + pitch) continue;
     const float o = offset[static_cast<std::size_t>(l.head)];
-    draw->AddLine(ImVec2(xl, ya + o), ImVec2(xr, yb + o), colourU32(colours[static_cast<std::size_t>(l.head)], a), w * scale);
+    draw->AddLine(ImVec2(xl, ya + o), ImVec2(xr, yb + o), colourU32(colours[static_cast<std::size_t>(l.head)], a),
+                  w * scale);
   }
 
   // After dropout a query may keep no key at all: say so where its lines would start.
   if (dropped && focus_k < 0 && drawn_heads > 0)
     for (int i = 0; i < T; ++i) {
       const float y = rowY(i);
-      if (per_query[static_cast<std::size_t>(i)] > 0 || (focus_q >= 0 && i != focus_q) || y < clip_min.y || y > clip_max.y) continue;
+      if (per_query[static_cast<std::size_t>(i)] > 0 || (focus_q >= 0 && i != focus_q) || y < clip_min.y ||
+          y > clip_max.y)
+        continue;
       ImGui::PushFont(fonts().small);
       draw->AddText(ImVec2(xl + px(8), y - fonts().small->FontSize / 2), dim, "every key dropped");
       ImGui::PopFont();
@@ -355,7 +374,8 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
       char text[32];
       std::snprintf(text, sizeof text, "%.3f", l.value);
       const float x = xk + label_w + px(8) + column[static_cast<std::size_t>(l.head)] * value_w;
-      draw->AddText(font, font_size, ImVec2(x, rowY(l.j) - font_size / 2), colourU32(colours[static_cast<std::size_t>(l.head)], 1), text);
+      draw->AddText(font, font_size, ImVec2(x, rowY(l.j) - font_size / 2),
+                    colourU32(colours[static_cast<std::size_t>(l.head)], 1), text);
       values_dump.push_back({l.j, l.head, text});
     }
   }
@@ -382,8 +402,9 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   }
   if (hover_q >= 0 || hover_k >= 0) {
     const int r = hover_q >= 0 ? hover_q : hover_k;
-    ImGui::SetTooltip("%s %d '%s': %zu line%s%s", hover_q >= 0 ? "query" : "key", r, snap->tokens()[static_cast<std::size_t>(r)].c_str(),
-                      count, count == 1 ? "" : "s", hover_q >= 0 ? " · click to select it and keep its lines alone" : "");
+    ImGui::SetTooltip("%s %d '%s': %zu line%s%s", hover_q >= 0 ? "query" : "key", r,
+                      snap->tokens()[static_cast<std::size_t>(r)].c_str(), count, count == 1 ? "" : "s",
+                      hover_q >= 0 ? " · click to select it and keep its lines alone" : "");
   }
   if (hover_q >= 0 && ImGui::IsMouseClicked(ImGuiMouseButton_Left)) {
     ctx.commands.push("select_token", {{"index", hover_q}});
@@ -402,26 +423,32 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
     if (head_drawn[static_cast<std::size_t>(h)]) heads.push_back(h);
   nlohmann::json colours_json = nlohmann::json::array();
   for (const Rgb& c : colours) colours_json.push_back({c.r, c.g, c.b});
-  layout().state()["lines"] = {
-      {"stage", dropped ? "dropped_weights" : "weights"},
-      {"top_k", all_keys ? nlohmann::json() : nlohmann::json(k)},
-      {"tokens", T},
-      {"batch", snap->batch},
-      {"heads_drawn", heads},
-      {"hidden_heads", view.lines_hidden_heads},
-      {"head_colours", colours_json},
-      {"isolated", {{"query", focus_q >= 0 ? nlohmann::json(focus_q) : nlohmann::json()},
-                    {"key", focus_k >= 0 ? nlohmann::json(focus_k) : nlohmann::json()},
-                    {"by", focus_by ? nlohmann::json(focus_by) : nlohmann::json()}}},
-      {"opaque_at", most},
-      {"count", count},
-      {"values", values_dump},
-      {"per_query", per_query},
-      {"lines", dump_lines_},
-      {"truncated", count > kDumpedLines},
-      {"geometry", {{"query_x", xl}, {"key_x", xr}, {"first_row_y", rowY(0)}, {"pitch", pitch},
-                    {"first_visible", static_cast<int>(first_row)}, {"last_visible", static_cast<int>(last_row)},
-                    {"labels_every", every}, {"clip", rectJson(clip_min, clip_max)}}}};
+  layout().state()["lines"] = {{"stage", dropped ? "dropped_weights" : "weights"},
+                               {"top_k", all_keys ? nlohmann::json() : nlohmann::json(k)},
+                               {"tokens", T},
+                               {"batch", snap->batch},
+                               {"heads_drawn", heads},
+                               {"hidden_heads", view.lines_hidden_heads},
+                               {"head_colours", colours_json},
+                               {"isolated",
+                                {{"query", focus_q >= 0 ? nlohmann::json(focus_q) : nlohmann::json()},
+                                 {"key", focus_k >= 0 ? nlohmann::json(focus_k) : nlohmann::json()},
+                                 {"by", focus_by ? nlohmann::json(focus_by) : nlohmann::json()}}},
+                               {"opaque_at", most},
+                               {"count", count},
+                               {"values", values_dump},
+                               {"per_query", per_query},
+                               {"lines", dump_lines_},
+                               {"truncated", count > kDumpedLines},
+                               {"geometry",
+                                {{"query_x", xl},
+                                 {"key_x", xr},
+                                 {"first_row_y", rowY(0)},
+                                 {"pitch", pitch},
+                                 {"first_visible", static_cast<int>(first_row)},
+                                 {"last_visible", static_cast<int>(last_row)},
+                                 {"labels_every", every},
+                                 {"clip", rectJson(clip_min, clip_max)}}}};
 }
 
 }  // namespace attnscope

@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "state/key_bindings.h"
-#include "widgets/layout_dump.h"
 #include "state/screenshot_paths.h"
+#include "widgets/layout_dump.h"
 #include "widgets/theme.h"
 
 namespace attnscope {
@@ -20,7 +20,8 @@ void viewToggle(CommandQueue& cmd, const char* label, const char* field, bool va
 
 }  // namespace
 
-void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& recent, bool fullscreen, bool lesson_open) {
+void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& recent, bool fullscreen,
+                    bool lesson_open) {
   CommandQueue& cmd = ctx.commands;
   const ViewState& view = ctx.view;
   if (ImGui::BeginMainMenuBar()) {
@@ -30,7 +31,8 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
       // New, Open and the presets ask first when there are unsaved changes (Controller::asksFirst).
       if (ImGui::MenuItem("New (the book's example)")) cmd.push("new");
       layout().widget("menu_new");
-      if (ImGui::MenuItem("Open…", shortcutLabel("dialog", {{"which", "open"}}))) cmd.push("dialog", {{"which", "open"}});
+      if (ImGui::MenuItem("Open…", shortcutLabel("dialog", {{"which", "open"}})))
+        cmd.push("dialog", {{"which", "open"}});
       if (ImGui::BeginMenu("Open recent", !recent.empty())) {
         for (const std::string& r : recent)
           if (ImGui::MenuItem(r.c_str())) cmd.push("open", {{"path", r}});
@@ -108,15 +110,18 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
       if (ImGui::MenuItem("Undo", shortcutLabel("undo"), false, ctx.document.history().canUndo())) cmd.push("undo");
       if (ImGui::MenuItem("Redo", shortcutLabel("redo"), false, ctx.document.history().canRedo())) cmd.push("redo");
       ImGui::Separator();
-      if (ImGui::MenuItem("Paste embeddings", shortcutLabel("paste_embeddings"))) cmd.push("paste_embeddings");  // the clipboard's text
+      if (ImGui::MenuItem("Paste embeddings", shortcutLabel("paste_embeddings")))
+        cmd.push("paste_embeddings");  // the clipboard's text
       if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("The clipboard's tensor in place of the inputs: what print(x) shows in a notebook,\n"
-                          "a NumPy array, nested lists, or CSV/TSV columns (one row per token)");
+        ImGui::SetTooltip(
+            "The clipboard's tensor in place of the inputs: what print(x) shows in a notebook,\n"
+            "a NumPy array, nested lists, or CSV/TSV columns (one row per token)");
       layout().widget("menu_paste_embeddings");
       if (ImGui::MenuItem("Paste parameters")) cmd.push("paste_parameters");  // a printed state_dict
       if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("The clipboard's print(m.state_dict()) in place of those weights (the Weights tab shows them);\n"
-                          "print it in full first: torch.set_printoptions(profile=\"full\", precision=8) (4 decimals otherwise)");
+        ImGui::SetTooltip(
+            "The clipboard's print(m.state_dict()) in place of those weights (the Weights tab shows them);\n"
+            "print it in full first: torch.set_printoptions(profile=\"full\", precision=8) (4 decimals otherwise)");
       layout().widget("menu_paste_parameters");
       ImGui::EndMenu();
     }
@@ -132,15 +137,19 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
           layout().widget("menu_text_size_" + std::to_string(percent));
         }
         ImGui::Separator();
-        if (ImGui::MenuItem("Larger", shortcutLabel("view", {{"value", "larger"}}), false, view.text_size < kMaxTextSize))
+        if (ImGui::MenuItem("Larger", shortcutLabel("view", {{"value", "larger"}}), false,
+                            view.text_size < kMaxTextSize))
           cmd.push("view", {{"field", "text_size"}, {"value", "larger"}});
-        if (ImGui::MenuItem("Smaller", shortcutLabel("view", {{"value", "smaller"}}), false, view.text_size > kMinTextSize))
+        if (ImGui::MenuItem("Smaller", shortcutLabel("view", {{"value", "smaller"}}), false,
+                            view.text_size > kMinTextSize))
           cmd.push("view", {{"field", "text_size"}, {"value", "smaller"}});
-        if (ImGui::MenuItem("Reset", shortcutLabel("view", {{"field", "text_size"}, {"value", 100}}), false, view.text_size != 100))
+        if (ImGui::MenuItem("Reset", shortcutLabel("view", {{"field", "text_size"}, {"value", 100}}), false,
+                            view.text_size != 100))
           cmd.push("view", {{"field", "text_size"}, {"value", 100}});
         ImGui::EndMenu();
       }
-      if (ImGui::MenuItem("Full screen", shortcutLabel("fullscreen"), fullscreen)) cmd.push("fullscreen", {{"on", !fullscreen}});
+      if (ImGui::MenuItem("Full screen", shortcutLabel("fullscreen"), fullscreen))
+        cmd.push("fullscreen", {{"on", !fullscreen}});
       layout().widget("menu_fullscreen");
       viewToggle(cmd, "Presentation: hide the panels around the maps", "presentation", view.presentation,
                  shortcutLabel("view", {{"field", "presentation"}}));
@@ -186,7 +195,8 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
         cmd.push("view", {{"field", "weights_range"}, {"value", view.weights_fixed ? "data" : "fixed"}});
       layout().widget("menu_weights_range");
       if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("Softmax weights coloured from 0 to 1, whatever their spread: nearly uniform weights look weak");
+        ImGui::SetTooltip(
+            "Softmax weights coloured from 0 to 1, whatever their spread: nearly uniform weights look weak");
       viewToggle(cmd, "Lock colour ranges (small changes look small)", "lock_range", view.lock_range);
       if (ImGui::BeginMenu("Columns")) {
         for (const GridColumn& c : gridColumns()) {
@@ -195,7 +205,8 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
             ImGui::TextDisabled("the module");
           }
           const bool on = view.shows(c);
-          if (ImGui::MenuItem(c.title, nullptr, on)) cmd.push("view", {{"field", "columns"}, {"value", columnsWith(view, c.id, !on)}});
+          if (ImGui::MenuItem(c.title, nullptr, on))
+            cmd.push("view", {{"field", "columns"}, {"value", columnsWith(view, c.id, !on)}});
         }
         ImGui::EndMenu();
       }
@@ -222,8 +233,9 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
           "  drag the 3-D plot: rotate; Ctrl+click a slider or cell: type a value\n\n"
           "Keys\n";
       for (const std::string& line : keyHelpLines()) text += "  " + line + "\n";
-      text += "\nColours: viridis for non-negative maps, blue–white–red centred on 0 for signed ones; grey cells are "
-              "−∞ (masked).";
+      text +=
+          "\nColours: viridis for non-negative maps, blue–white–red centred on 0 for signed ones; grey cells are "
+          "−∞ (masked).";
       ImGui::TextWrapped("%s", text.c_str());
     }
     ImGui::End();

@@ -22,7 +22,7 @@ class MainMenu {
   std::vector<PresetInfo> presets_;  // read once: the assets do not change while running
   std::vector<LessonInfo> lessons_;  // assets/lessons, likewise
   bool show_help_ = false;
-  std::string screenshot_dir_;       // the folder field being typed
+  std::string screenshot_dir_;  // the folder field being typed
 };
 
 }  // namespace attnscope

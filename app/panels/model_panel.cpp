@@ -2,14 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <nlohmann/json.hpp>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "widgets/layout_dump.h"
 #include "state/view_state.h"
+#include "widgets/layout_dump.h"
 #include "widgets/text.h"
 #include "widgets/theme.h"
 
@@ -45,10 +45,12 @@ std::vector<int> validHeadCounts(const ModelConfig& m) {
 // needs it (large text sizes), but never past half.
 float controlsX() {
   float widest = 0;
-  for (const char* l : {"d_out", "num_heads", "dropout p", "seed", "draws before", "masking", "scale", "normalize", "batch size", "engine", "threads"})
+  for (const char* l : {"d_out", "num_heads", "dropout p", "seed", "draws before", "masking", "scale", "normalize",
+                        "batch size", "engine", "threads"})
     widest = std::max(widest, ImGui::CalcTextSize(l).x);
   const float w = ImGui::GetWindowWidth();
-  return std::min(std::max(w * 0.36f, ImGui::GetStyle().WindowPadding.x + widest + ImGui::GetStyle().ItemSpacing.x * 2), w * 0.5f);
+  return std::min(std::max(w * 0.36f, ImGui::GetStyle().WindowPadding.x + widest + ImGui::GetStyle().ItemSpacing.x * 2),
+                  w * 0.5f);
 }
 
 // A label with its control beside it at controlsX(), or under it when the label reaches past that
@@ -76,7 +78,8 @@ void set(const PanelContext& ctx, const char* field, nlohmann::json value, const
 }
 
 // A model flag as a checkbox, recorded for the layout dump under its field name.
-void flag(const PanelContext& ctx, const char* field, const char* text, bool ModelConfig::*member, const Applicability& a) {
+void flag(const PanelContext& ctx, const char* field, const char* text, bool ModelConfig::*member,
+          const Applicability& a) {
   bool value = ctx.document.workspace().model.*member;
   if (ImGui::Checkbox(text, &value)) set(ctx, field, value);
   a.explain();
@@ -108,7 +111,8 @@ void dropoutStreamButton(const PanelContext& ctx, const ModelConfig& m) {
   layout().widget("dropout_rng");
   const DropoutStream other = mkl ? DropoutStream::Default : DropoutStream::Mkl;
   hint((std::string("Dropout masks of ") + dropoutStreamTitle(m.dropout_rng) + ".\nClick for those of " +
-        dropoutStreamTitle(other) + ": same p, other dropped weights.").c_str());
+        dropoutStreamTitle(other) + ": same p, other dropped weights.")
+           .c_str());
 }
 
 void headsStepper(const PanelContext& ctx) {
@@ -154,20 +158,26 @@ void ModelPanel::generatorSection(const PanelContext& ctx, const ModelConfig& m)
   const bool used = m.draws_before > 0 || m.dropout_seed.has_value();
   if (used) ImGui::SetNextItemOpen(true, ImGuiCond_Once);
   // Not indented: its labels line up with the others.
-  const bool open = ImGui::TreeNodeEx("generator", ImGuiTreeNodeFlags_SpanAvailWidth | ImGuiTreeNodeFlags_NoTreePushOnOpen);
+  const bool open = ImGui::TreeNodeEx("generator",
+                                      ImGuiTreeNodeFlags_SpanAvailWidth | ImGuiTreeNodeFlags_NoTreePushOnOpen);
   layout().widget("generator");
-  hint("torch's generator as the notebook's cells leave it: draws made before the module is built, a seed before the forward");
+  hint(
+      "torch's generator as the notebook's cells leave it: draws made before the module is built, a seed before the "
+      "forward");
   if (!open) return;
   {
     Applicability a(m.variant == Variant::Simple ? "Simple self-attention draws nothing" : nullptr);
     label("draws before");
-    if (const std::int64_t typed = typedNumber("##draws_before", -1, draws_before_, m.draws_before, Limits{}.max_draws_before);
+    if (const std::int64_t typed = typedNumber("##draws_before", -1, draws_before_, m.draws_before,
+                                               Limits{}.max_draws_before);
         typed >= 0)
       set(ctx, "draws_before", typed);
     a.explain();
     layout().widget("draws_before");
-    hint("32-bit draws of torch's generator after torch.manual_seed(seed), before the module is built: what earlier "
-         "cells drew. The notebook's CausalAttention [36] follows one MKL dropout: 1; its wrapper [38] follows [36]: 19.");
+    hint(
+        "32-bit draws of torch's generator after torch.manual_seed(seed), before the module is built: what earlier "
+        "cells drew. The notebook's CausalAttention [36] follows one MKL dropout: 1; its wrapper [38] follows [36]: "
+        "19.");
   }
   {
     Applicability a(hasDropout(m.variant) ? nullptr : "Dropout appears in step 3 (causal attention) and later");
@@ -179,7 +189,8 @@ void ModelPanel::generatorSection(const PanelContext& ctx, const ModelConfig& m)
     hint("torch.manual_seed(S) right before the forward, as cells [31] and [32] do: the dropout masks start from S");
     if (reseed) {
       ImGui::SameLine();
-      if (const std::int64_t typed = typedNumber("##dropout_seed", -1, dropout_seed_, *m.dropout_seed, 4294967295LL); typed >= 0)
+      if (const std::int64_t typed = typedNumber("##dropout_seed", -1, dropout_seed_, *m.dropout_seed, 4294967295LL);
+          typed >= 0)
         set(ctx, "dropout_seed", typed);
       a.explain();
       layout().widget("dropout_seed");
@@ -217,12 +228,14 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     // counts are offered show on hover.
     const std::string note = "head_dim = " + std::to_string(m.d_out / m.num_heads);
     const float gap = ImGui::GetStyle().ItemSpacing.x * 2;
-    if (ImGui::GetItemRectMax().x + gap + ImGui::CalcTextSize(note.c_str()).x <= ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
+    if (ImGui::GetItemRectMax().x + gap + ImGui::CalcTextSize(note.c_str()).x <=
+        ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
       ImGui::SameLine(0, gap);
     ImGui::TextDisabled("%s", note.c_str());
     layout().widget("head_dim");
     hint(("head_dim = d_out / num_heads = " + std::to_string(m.d_out) + " / " + std::to_string(m.num_heads) +
-          ". The seed asserts \"d_out must be divisible by num_heads\": only such counts are offered.").c_str());
+          ". The seed asserts \"d_out must be divisible by num_heads\": only such counts are offered.")
+             .c_str());
   } else if (m.variant == Variant::MultiHeadWrapper) {
     textDisabledWrapped("%d heads of width %d, concatenated: %d columns", m.num_heads, m.d_out, m.num_heads * m.d_out);
   }
@@ -237,7 +250,8 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     a.explain();
     layout().widget("dropout");
     flag(ctx, "training", "training mode", &ModelConfig::training, a);
-    if (hasDropout(m.variant)) hint("module.train(): dropout acts only in training mode (eval mode keeps every weight)");
+    if (hasDropout(m.variant))
+      hint("module.train(): dropout acts only in training mode (eval mode keeps every weight)");
     dropoutStreamButton(ctx, m);
     a.explain();
   }
@@ -262,29 +276,34 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     layout().widget("reroll");
   }
   generatorSection(ctx, m);
-  flag(ctx, "qkv_bias", "qkv_bias",
-       &ModelConfig::qkv_bias, Applicability(hasLinearLayers(m.variant) ? nullptr : "qkv_bias needs nn.Linear layers (step 2b and later)"));
+  flag(ctx, "qkv_bias", "qkv_bias", &ModelConfig::qkv_bias,
+       Applicability(hasLinearLayers(m.variant) ? nullptr : "qkv_bias needs nn.Linear layers (step 2b and later)"));
   // causal beside qkv_bias while it fits: one row less on a short screen
-  const float causal_w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize("causal mask").x;
+  const float causal_w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x +
+                         ImGui::CalcTextSize("causal mask").x;
   if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x * 3 + causal_w <=
       ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x) {
     ImGui::SameLine(0, ImGui::GetStyle().ItemSpacing.x * 3);
   }
-  flag(ctx, "causal", "causal mask", &ModelConfig::causal, Applicability(simple ? "Simple self-attention has no mask" : nullptr));
+  flag(ctx, "causal", "causal mask", &ModelConfig::causal,
+       Applicability(simple ? "Simple self-attention has no mask" : nullptr));
   if (!simple) hint("hide future tokens: −∞ above the diagonal before softmax");
   if (!simple && m.causal) {  // the notebook's two ways: −∞ on the scores, or × tril on the weights
     label("masking");
     int route = m.causal_route == CausalRoute::Tril ? 1 : 0;
-    const std::string items = std::string(causalRouteTitle(CausalRoute::NegInf)) + '\0' + causalRouteTitle(CausalRoute::Tril) + '\0';
+    const std::string items = std::string(causalRouteTitle(CausalRoute::NegInf)) + '\0' +
+                              causalRouteTitle(CausalRoute::Tril) + '\0';
     if (ImGui::Combo("##causal_route", &route, items.c_str())) {
       set(ctx, "causal_route", causalRouteId(route == 1 ? CausalRoute::Tril : CausalRoute::NegInf));
       if (route == 1)  // the route's own maps, shown at once
-        ctx.commands.push("view", {{"field", "columns"},
-                                   {"value", columnsWith(ctx.view, {"unmasked_weights", "tril", "tril_weights"}, true)}});
+        ctx.commands.push("view",
+                          {{"field", "columns"},
+                           {"value", columnsWith(ctx.view, {"unmasked_weights", "tril", "tril_weights"}, true)}});
     }
     layout().widget("causal_route");
-    hint("−∞ above the diagonal before the softmax, as the classes do ([29]–[30]); or the notebook's first way "
-         "([26]–[28]): the softmax over every key, × tril, ÷ each row's sum. The same weights, up to rounding.");
+    hint(
+        "−∞ above the diagonal before the softmax, as the classes do ([29]–[30]); or the notebook's first way "
+        "([26]–[28]): the softmax over every key, × tril, ÷ each row's sum. The same weights, up to rounding.");
   }
   label("scale");
   int scale = m.scale == Scale::SqrtDk ? 0 : 1;
@@ -313,8 +332,10 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   if (ImGui::RadioButton("serial", &path, 0)) ctx.commands.push("engine", {{"parallel", false}});
   layout().widget("exec_serial");
   // parallel beside serial while it fits, else under it (large text sizes)
-  const float parallel_w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize("parallel").x;
-  if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + parallel_w <= ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
+  const float parallel_w = ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x +
+                           ImGui::CalcTextSize("parallel").x;
+  if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + parallel_w <=
+      ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
     ImGui::SameLine();
   else
     ImGui::SetCursorPosX(controlsX());
@@ -325,12 +346,14 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     label("threads");
     int threads = exec.threads;
     if (ImGui::SliderInt("##threads", &threads, 0, 2 * resolveThreads(0), threads == 0 ? "all cores" : "%d",
-                         ImGuiSliderFlags_AlwaysClamp) && threads != exec.threads)
+                         ImGuiSliderFlags_AlwaysClamp) &&
+        threads != exec.threads)
       ctx.commands.push("engine", {{"threads", threads}});
     a.explain();
     layout().widget("threads");
   }
-  ImGui::Text("engine time %.2f ms%s", ctx.snapshot ? ctx.snapshot->milliseconds : 0.0, ctx.computing ? "  (computing…)" : "");
+  ImGui::Text("engine time %.2f ms%s", ctx.snapshot ? ctx.snapshot->milliseconds : 0.0,
+              ctx.computing ? "  (computing…)" : "");
   content_h_ = ImGui::GetCursorPosY() - ImGui::GetStyle().ItemSpacing.y + ImGui::GetStyle().WindowPadding.y;
   ImGui::End();
 }

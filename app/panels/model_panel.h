@@ -1,7 +1,8 @@
 // The model panel: variant, d_out, num_heads, dropout (and whose masks: torch with or without MKL),
 // seed, training, qkv_bias, causal, scale, batch size, the generator as notebook cells leave it
-// (draws before the module, a seed before the forward) and the execution path. Controls that do not apply to the variant are disabled and
-// say why on hover. An editor: it reads the document and pushes `set`/`model`/`engine` commands.
+// (draws before the module, a seed before the forward) and the execution path. Controls that do not apply to the
+// variant are disabled and say why on hover. An editor: it reads the document and pushes `set`/`model`/`engine`
+// commands.
 #pragma once
 #include <imgui.h>
 

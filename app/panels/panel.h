@@ -20,23 +20,23 @@
 namespace attnscope {
 
 struct PanelContext {
-  const Document& document;        // editors only
+  const Document& document;  // editors only
   const ViewState& view;
   std::shared_ptr<const Snapshot> snapshot;  // the result on screen; null before the first one
-  bool computing;                  // a newer version is on its way
-  const std::string& engine_error; // why the engine refused the newest inputs; empty if fine
+  bool computing;                            // a newer version is on its way
+  const std::string& engine_error;           // why the engine refused the newest inputs; empty if fine
   const ExecutionOptions& exec;
   const Toast& toast;
   CommandQueue& commands;
-  HeatmapTextures& textures;       // the maps' GL textures (drawHeatmap)
+  HeatmapTextures& textures;  // the maps' GL textures (drawHeatmap)
   double now;
-  double frame_ms;                 // the last frame's build and render time
+  double frame_ms;                         // the last frame's build and render time
   std::shared_ptr<const Snapshot> pinned;  // the result pinned as A for the Compare tab; null: none
-  std::string maps_set_aside;      // the maps a lesson step's heatmaps set aside for room, last frame ("scores, masked")
-  std::string maps_rounding;       // HeatmapGrid::roundingNote, last frame
-  std::function<void()> maps_menu; // set while a lesson step holds the heatmaps' header (heads, batch element,
-                                   // maps shown): draws it into the lesson panel's menu
-  CaptureState capture = {};       // on screen, or how a capture sees this frame
+  std::string maps_set_aside;  // the maps a lesson step's heatmaps set aside for room, last frame ("scores, masked")
+  std::string maps_rounding;   // HeatmapGrid::roundingNote, last frame
+  std::function<void()> maps_menu;  // set while a lesson step holds the heatmaps' header (heads, batch element,
+                                    // maps shown): draws it into the lesson panel's menu
+  CaptureState capture = {};        // on screen, or how a capture sees this frame
 
   const char* waitingText() const;  // what a view shows before its first result: "computing…" or "no result yet"
 };

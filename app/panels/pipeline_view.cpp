@@ -17,12 +17,12 @@ namespace attnscope {
 namespace {
 
 struct Step {
-  const char* id;            // layout name, and which step is enlarged
-  std::string title;         // "scores"
-  std::string op;            // the operation on the arrow into this step
+  const char* id;                  // layout name, and which step is enlarged
+  std::string title;               // "scores"
+  std::string op;                  // the operation on the arrow into this step
   std::optional<StageMap> values;  // none when the variant lacks the step
-  const ValueRange* range;   // the snapshot's colour range of this map
-  std::string absent;        // why it is missing
+  const ValueRange* range;         // the snapshot's colour range of this map
+  std::string absent;              // why it is missing
   const std::vector<std::string>* cols;
 };
 
@@ -77,26 +77,31 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
   const bool tril = trilRoute(m);  // cells [26]–[28]: the weights are masked, not the scores
   steps.push_back({"masked", "masked", "−∞ above diagonal", m.causal && !tril ? stage(Stage::MaskedScores) : none,
                    range(Stage::MaskedScores),
-                   simple ? "step 1 has no mask" : tril ? "the tril route masks the weights, below" : "causal is off: every key is visible",
+                   simple ? "step 1 has no mask"
+                   : tril ? "the tril route masks the weights, below"
+                          : "causal is off: every key is visible",
                    tokens});
   steps.push_back({"scaled", "scaled", "÷ √dₖ", m.scale == Scale::SqrtDk ? stage(Stage::ScaledScores) : none,
                    range(Stage::ScaledScores), "scale = none: scores go on unscaled", tokens});
   if (tril) {
-    steps.push_back({"unmasked_weights", "softmax", "every key", stage(Stage::UnmaskedWeights), range(Stage::UnmaskedWeights), "",
-                     tokens});
-    steps.push_back({"tril_weights", "× tril", "later keys → 0", stage(Stage::TrilWeights), range(Stage::TrilWeights), "", tokens});
+    steps.push_back({"unmasked_weights", "softmax", "every key", stage(Stage::UnmaskedWeights),
+                     range(Stage::UnmaskedWeights), "", tokens});
+    steps.push_back(
+        {"tril_weights", "× tril", "later keys → 0", stage(Stage::TrilWeights), range(Stage::TrilWeights), "", tokens});
   }
-  steps.push_back({"weights", tril || m.normalization == Normalization::Sum ? "÷ row sum" : "softmax", tril ? "÷ row sum" : "softmax",
-                   stage(Stage::Weights), range(Stage::Weights), "", tokens});
+  steps.push_back({"weights", tril || m.normalization == Normalization::Sum ? "÷ row sum" : "softmax",
+                   tril ? "÷ row sum" : "softmax", stage(Stage::Weights), range(Stage::Weights), "", tokens});
   std::string no_dropout = !hasDropout(m.variant) ? "dropout comes with step 3 (causal)"
                            : !m.training          ? "eval mode: dropout is off"
                                                   : "p = 0: nothing dropped";
   steps.push_back({"dropout", "dropout", "× mask / (1−p)", t.dropout_active ? stage(Stage::DroppedWeights) : none,
                    range(Stage::DroppedWeights), no_dropout, tokens});
   steps.push_back({"context", "context", "@ V", stage(Stage::Context), range(Stage::Context), "", dims_h});
-  steps.push_back({"concat", "concat heads", "concat", t.heads > 1 ? matrix(bt.context) : none, &snap->module_ranges[static_cast<int>(ModuleMap::Concat)],
-                   "one head: nothing to concatenate", dims(dims_c, bt.context.cols())});
-  steps.push_back({"output", "out_proj", "@ W_oᵀ + b", hasOutProj(m.variant) ? matrix(bt.output) : none, &snap->module_ranges[static_cast<int>(ModuleMap::Output)],
+  steps.push_back({"concat", "concat heads", "concat", t.heads > 1 ? matrix(bt.context) : none,
+                   &snap->module_ranges[static_cast<int>(ModuleMap::Concat)], "one head: nothing to concatenate",
+                   dims(dims_c, bt.context.cols())});
+  steps.push_back({"output", "out_proj", "@ W_oᵀ + b", hasOutProj(m.variant) ? matrix(bt.output) : none,
+                   &snap->module_ranges[static_cast<int>(ModuleMap::Output)],
                    "only multi-head attention (4b) has out_proj", dims(dims_o, bt.output.cols())});
 
   // A map's texture is kept while the computation behind it is (a split request's second part
@@ -104,14 +109,15 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
   auto serialOf = [&](const Step& st) {
     const std::string id = st.id;
     return id == "inputs" || id == "concat" || id == "output" ? snap->outputs_serial
-                                                               : snap->head_serial[static_cast<std::size_t>(head)];
+                                                              : snap->head_serial[static_cast<std::size_t>(head)];
   };
 
   // Nodes left to right, wrapped into as few rows as keep each node readable.
   const float arrow_w = px(26), min_node = px(110);
   const int n = static_cast<int>(steps.size());
   int per_row = n;
-  while (per_row > 1 && per_row * min_node + (per_row - 1) * arrow_w > size.x) per_row = per_row == 2 ? 1 : (per_row + 1) / 2;
+  while (per_row > 1 && per_row * min_node + (per_row - 1) * arrow_w > size.x)
+    per_row = per_row == 2 ? 1 : (per_row + 1) / 2;
   const float node_w = (size.x - arrow_w * (per_row - 1)) / per_row;
   const float thumb = std::min(node_w - px(6), px(96));
   const float line = ImGui::GetTextLineHeightWithSpacing();
@@ -129,12 +135,14 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
       draw->AddLine(ImVec2(x0 - arrow_w + px(3), y), ImVec2(x0 - px(5), y), dim, px(1.5f));
       draw->AddTriangleFilled(ImVec2(x0 - px(5), y - px(4)), ImVec2(x0 - px(5), y + px(4)), ImVec2(x0 - px(1), y), dim);
     } else if (k > 0) {  // a new row continues the last one
-      draw->AddText(ImVec2(x0 - px(7), y0 + line * 2 + thumb / 2 - line / 2), dim, "↳");  // in the margin, clear of the thumbnail
+      draw->AddText(ImVec2(x0 - px(7), y0 + line * 2 + thumb / 2 - line / 2), dim,
+                    "↳");  // in the margin, clear of the thumbnail
     }
-    const std::string detail = st.values ? (st.op.empty() ? shape(*st.values) : st.op + "  " + shape(*st.values)) : st.op;
+    const std::string detail = st.values ? (st.op.empty() ? shape(*st.values) : st.op + "  " + shape(*st.values))
+                                         : st.op;
     ImGui::SetCursorScreenPos(ImVec2(x0 + px(8), y0));
     ImGui::PushStyleColor(ImGuiCol_Text, st.values ? ImGui::GetStyleColorVec4(ImGuiCol_Text)
-                                                  : ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+                                                   : ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
     ImGui::TextUnformatted(fitted(st.title).c_str());
     ImGui::PopStyleColor();
     ImGui::SetCursorScreenPos(ImVec2(x0 + px(8), y0 + line));
@@ -152,11 +160,14 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
       spec.owner = ctx.snapshot;
       spec.selected_row = std::clamp(view.token, 0, snap->tokenCount() - 1);
       const std::string title = st.title;
-      spec.describe = [title](int i, int j) { return title + " [" + std::to_string(i) + ", " + std::to_string(j) + "] — click to enlarge"; };
+      spec.describe = [title](int i, int j) {
+        return title + " [" + std::to_string(i) + ", " + std::to_string(j) + "] — click to enlarge";
+      };
       const HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(thumb, thumb));
       if (hit.clicked_row >= 0) enlarged_ = st.id, scroll_to_enlarged_ = true;
       if (enlarged_ == st.id)
-        draw->AddRect(ImVec2(p.x - px(2), p.y - px(2)), ImVec2(p.x + thumb + px(2), p.y + thumb + px(2)), theme().selection, 0, 0, px(2));
+        draw->AddRect(ImVec2(p.x - px(2), p.y - px(2)), ImVec2(p.x + thumb + px(2), p.y + thumb + px(2)),
+                      theme().selection, 0, 0, px(2));
     } else {
       draw->AddRect(p, ImVec2(p.x + thumb, p.y + thumb), dim, px(4));
       ImGui::SetCursorScreenPos(ImVec2(p.x + px(4), p.y + px(4)));

@@ -26,11 +26,13 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     const Workspace& in = *snap->inputs;
     const ModelConfig& m = in.model;
     const int threads = snap->exec.parallel ? resolveThreads(snap->exec.threads) : 1;
-    ImGui::Text("engine %.2f ms  ·  frame %.1f ms  ·  T %d  ·  d_in %d  ·  d_out %d  ·  heads %d  ·  batch %d  ·  %s, %d thread%s%s",
-                snap->milliseconds, ctx.frame_ms, static_cast<int>(in.embeddings.rows()),
-                static_cast<int>(in.embeddings.cols()), m.d_out, headCount(m), m.batch_size,
-                snap->exec.parallel ? "parallel" : "serial", threads, threads == 1 ? "" : "s",
-                ctx.computing ? "  ·  computing…" : "");
+    ImGui::Text(
+        "engine %.2f ms  ·  frame %.1f ms  ·  T %d  ·  d_in %d  ·  d_out %d  ·  heads %d  ·  batch %d  ·  %s, %d "
+        "thread%s%s",
+        snap->milliseconds, ctx.frame_ms, static_cast<int>(in.embeddings.rows()),
+        static_cast<int>(in.embeddings.cols()), m.d_out, headCount(m), m.batch_size,
+        snap->exec.parallel ? "parallel" : "serial", threads, threads == 1 ? "" : "s",
+        ctx.computing ? "  ·  computing…" : "");
   } else {
     ImGui::TextUnformatted(ctx.waitingText());
   }

@@ -6,14 +6,14 @@
 #include <string>
 
 #include "display/colormap.h"
+#include "display/number_text.h"
 #include "display/parameter_axes.h"
 #include "editing/parameter_edits.h"
 #include "engine/parameters.h"
 #include "widgets/fonts.h"
+#include "widgets/heatmap.h"
 #include "widgets/layout_dump.h"
 #include "widgets/theme.h"
-#include "widgets/heatmap.h"
-#include "display/number_text.h"
 #include "widgets/value_cell.h"
 
 namespace attnscope {
@@ -31,16 +31,16 @@ std::string shapeShort(const NamedTensor& t) {
 std::string describeCell(const NamedTensor& t, const ParameterKind& k, int i, int j, const ModelConfig& m) {
   const std::string v = formatFixed(t.value(i, j));
   const std::string out = k.out;
-  if (t.is_vector)
-    return t.name + "[" + str(j) + "] = " + v + "\nadded to " + out + str(j) + " of every token";
+  if (t.is_vector) return t.name + "[" + str(j) + "] = " + v + "\nadded to " + out + str(j) + " of every token";
   if (k.bare)
-    return t.name + "[" + str(i) + ", " + str(j) + "] = " + v + "\nhow much input d" + str(i) + " adds to " + out + str(j) +
-           " of every token: " + out + " = x @ " + k.base;
+    return t.name + "[" + str(i) + ", " + str(j) + "] = " + v + "\nhow much input d" + str(i) + " adds to " + out +
+           str(j) + " of every token: " + out + " = x @ " + k.base;
   std::string s = t.name + "[" + str(i) + ", " + str(j) + "] = " + v + "\nhow much ";
   if (k.base == "out_proj")
     s += "context column c" + str(j) + " adds to output o" + str(i) + ": out = context @ W.T + b";
   else
-    s += "input d" + str(j) + " adds to " + out + str(i) + " of every token: " + out + " = x @ W.T" + (m.qkv_bias ? " + b" : "");
+    s += "input d" + str(j) + " adds to " + out + str(i) + " of every token: " + out + " = x @ W.T" +
+         (m.qkv_bias ? " + b" : "");
   if (m.variant == Variant::MultiHead && k.base != "out_proj" && m.num_heads > 1) {
     const int width = m.d_out / m.num_heads;
     s += "\n(row " + str(i) + " belongs to head " + str(i / width + 1) + ")";
@@ -61,8 +61,9 @@ std::string layoutText(const ModelConfig& m) {
   if (m.variant == Variant::SelfAttentionV1)
     return "As the state_dict holds them: SelfAttention_v1 keeps each W as d_in × d_out (torch.rand) and computes "
            "q = x @ W_query.";
-  std::string s = "As the state_dict holds them: nn.Linear keeps its weight as d_out × d_in and computes q = x @ W.T"
-                  " (the Heatmaps tab shows W_q transposed, as x @ W uses it).";
+  std::string s =
+      "As the state_dict holds them: nn.Linear keeps its weight as d_out × d_in and computes q = x @ W.T"
+      " (the Heatmaps tab shows W_q transposed, as x @ W uses it).";
   if (m.variant == Variant::MultiHead && m.num_heads > 1) {
     const int width = m.d_out / m.num_heads;
     s += " MultiHeadAttention splits the d_out rows into heads:";
@@ -90,7 +91,8 @@ void WeightsPanel::refresh(const Document& doc) {
   if (version_ == doc.version() && version_ != 0) return;
   version_ = doc.version();
   const Workspace& w = doc.workspace();
-  tensors_ = std::make_shared<const std::vector<NamedTensor>>(currentParameters(w.model, static_cast<int>(w.embeddings.cols())));
+  tensors_ = std::make_shared<const std::vector<NamedTensor>>(
+      currentParameters(w.model, static_cast<int>(w.embeddings.cols())));
   own_.clear();
   ranges_.clear();
   row_labels_.clear();
@@ -121,7 +123,7 @@ void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width)
   spec.id = "param_" + t.name;
   spec.title = t.name + "  " + shapeShort(t) + (own_[index] ? "  · yours" : "");
   spec.values = StageMap(t.value);
-  spec.owner = tensors_;  // a new version replaces tensors_, never these values
+  spec.owner = tensors_;                        // a new version replaces tensors_, never these values
   LookChoices choices = lookChoices(ctx.view);  // the view's colormap (display/map_look.h), linear
   choices.scale = ColourScale::Linear;
   const ValueRange range = ranges_[index];
@@ -130,7 +132,9 @@ void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width)
   spec.col_labels = &col_labels_[index];
   spec.version = version_;
   spec.look.cell_text = [](float v) { return formatFixed(v, 3); };
-  spec.describe = [&t, k, &m](int i, int j) { return describeCell(t, k, i, j, m) + "\n" + t.name + ": " + shapeWords(t, k); };
+  spec.describe = [&t, k, &m](int i, int j) {
+    return describeCell(t, k, i, j, m) + "\n" + t.name + ": " + shapeWords(t, k);
+  };
   spec.dump = {{"parameter", t.name}, {"own", static_cast<bool>(own_[index])}};
   // As wide as the card, for the title: the height sets the cells' size.
   drawHeatmap(ctx.textures, spec, ImVec2(width, map_h));
@@ -147,7 +151,8 @@ void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width)
   if (ImGui::BeginTable("values", shown + 1, flags, ImVec2(width, table_h))) {
     ImGui::TableSetupScrollFreeze(1, 1);
     ImGui::TableSetupColumn("", 0, label_w);
-    for (int j = 0; j < shown; ++j) ImGui::TableSetupColumn(col_labels_[index][static_cast<std::size_t>(j)].c_str(), 0, value_w);
+    for (int j = 0; j < shown; ++j)
+      ImGui::TableSetupColumn(col_labels_[index][static_cast<std::size_t>(j)].c_str(), 0, value_w);
     ImGui::TableHeadersRow();
     ImGuiListClipper clipper;
     clipper.Begin(rows);
@@ -164,7 +169,8 @@ void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width)
           if (valueCell(v))  // a drag is one undo step (its gesture)
             ctx.commands.push("set_parameter", {{"name", t.name}, {"row", i}, {"col", j}, {"value", v}},
                               "parameter " + t.name + " " + str(i) + "," + str(j));
-          if (ImGui::IsItemHovered() && !ImGui::IsItemActive()) ImGui::SetTooltip("%s", describeCell(t, k, i, j, m).c_str());
+          if (ImGui::IsItemHovered() && !ImGui::IsItemActive())
+            ImGui::SetTooltip("%s", describeCell(t, k, i, j, m).c_str());
           layout().widget("param_" + t.name + "_" + str(i) + "_" + str(j));
           ImGui::PopID();
         }
@@ -172,7 +178,8 @@ void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width)
       }
     ImGui::EndTable();
   }
-  if (shown < cols) ImGui::TextDisabled("showing %s0–%d of %d columns", col_labels_[index][0].substr(0, 1).c_str(), shown - 1, cols);
+  if (shown < cols)
+    ImGui::TextDisabled("showing %s0–%d of %d columns", col_labels_[index][0].substr(0, 1).c_str(), shown - 1, cols);
   ImGui::EndGroup();
   ImGui::PopID();
 }
@@ -203,26 +210,30 @@ void WeightsPanel::draw(const PanelContext& ctx) {
   int own_count = 0;
   for (std::size_t i = 0; i < tensors_->size(); ++i)
     if (own_[i]) owned += (own_count++ ? ", " : "") + (*tensors_)[i].name;
-  const std::string status =
-      own_count == 0
-          ? "The seeded initialization: what the constructor draws. Drag a number, or double-click it to type your own; "
-            "it is saved with the workspace."
-          : "Your own values in " + str(own_count) + " of " + str(static_cast<long long>(tensors_->size())) + " tensors (" +
-                owned + "), saved with the workspace as \"parameters\"; the others are the seeded draw.";
-  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(own_count ? theme().selection : theme().text_dim), "%s", status.c_str());
+  const std::string status = own_count == 0
+                                 ? "The seeded initialization: what the constructor draws. Drag a number, or "
+                                   "double-click it to type your own; "
+                                   "it is saved with the workspace."
+                                 : "Your own values in " + str(own_count) + " of " +
+                                       str(static_cast<long long>(tensors_->size())) + " tensors (" + owned +
+                                       "), saved with the workspace as \"parameters\"; the others are the seeded draw.";
+  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(own_count ? theme().selection : theme().text_dim), "%s",
+                     status.c_str());
   ImGui::BeginDisabled(own_count == 0);
   if (ImGui::Button("Back to the seeded initialization")) ctx.commands.push("reset_parameters");
   ImGui::EndDisabled();
   if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-    ImGui::SetTooltip(own_count ? "Removes your values: torch.manual_seed(%u) and the constructor's draws again (one undo step)"
-                                : "These are the seeded values (torch.manual_seed(%u)): nothing to go back to",
-                      m.seed);
+    ImGui::SetTooltip(
+        own_count ? "Removes your values: torch.manual_seed(%u) and the constructor's draws again (one undo step)"
+                  : "These are the seeded values (torch.manual_seed(%u)): nothing to go back to",
+        m.seed);
   layout().widget("weights_reset");
   ImGui::SameLine();
   if (ImGui::Button("Paste parameters")) ctx.commands.push("paste_parameters");  // the clipboard's state_dict
   if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("print(m.state_dict()) copied from your notebook (OrderedDict([('W_query.weight', tensor(…)), …]));\n"
-                      "print it in full first: torch.set_printoptions(profile=\"full\", precision=8) (4 decimals otherwise)");
+    ImGui::SetTooltip(
+        "print(m.state_dict()) copied from your notebook (OrderedDict([('W_query.weight', tensor(…)), …]));\n"
+        "print it in full first: torch.set_printoptions(profile=\"full\", precision=8) (4 decimals otherwise)");
   layout().widget("weights_paste");
   ImGui::TextDisabled("%s", layoutText(m).c_str());
   ImGui::PopTextWrapPos();
@@ -243,17 +254,22 @@ void WeightsPanel::draw(const PanelContext& ctx) {
       group = k.head;
       if (!group.empty()) {
         if (line_end > 0) ImGui::Spacing();
-        ImGui::TextUnformatted(("head " + str(std::stoi(group.substr(6)) + 1) + " · " + group.substr(0, group.size() - 1) +
-                                " (CausalAttention)").c_str());
+        ImGui::TextUnformatted(("head " + str(std::stoi(group.substr(6)) + 1) + " · " +
+                                group.substr(0, group.size() - 1) + " (CausalAttention)")
+                                   .c_str());
         line_end = 0;
       }
     }
     const int cols = static_cast<int>(t.value.cols());
-    const float table_w = px(40) + static_cast<float>(shownValueColumns(cols, 1)) * (px(56) + ImGui::GetStyle().CellPadding.x * 2) +
+    const float table_w = px(40) +
+                          static_cast<float>(shownValueColumns(cols, 1)) *
+                              (px(56) + ImGui::GetStyle().CellPadding.x * 2) +
                           ImGui::GetStyle().ScrollbarSize;
     const float width = std::min(avail, std::max(table_w, px(250)));
-    if (line_end > 0 && line_end + gap + width <= avail) ImGui::SameLine(0, gap);
-    else line_end = 0;
+    if (line_end > 0 && line_end + gap + width <= avail)
+      ImGui::SameLine(0, gap);
+    else
+      line_end = 0;
     card(ctx, index, width);
     line_end += (line_end > 0 ? gap : 0) + width;
     listed.push_back({{"name", t.name},

@@ -1,16 +1,16 @@
 #include "shell/capture.h"
 
-#include <glad/gl.h>
 #include <backends/imgui_impl_opengl3.h>
+#include <glad/gl.h>
 #include <imgui.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "engine/stages.h"
+#include "formats/png_image.h"
 #include "state/capture_targets.h"
 #include "widgets/layout_dump.h"
-#include "formats/png_image.h"
 
 namespace attnscope {
 
@@ -137,7 +137,8 @@ std::string capturePng(const CaptureSpec& spec, int width, int height, const Cap
       glClear(GL_COLOR_BUFFER_BIT);
       ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
       const float channels[3] = {bg.x, bg.y, bg.z};
-      for (int c = 0; c < 3; ++c) background[c] = static_cast<std::uint8_t>(std::lround(std::clamp(channels[c], 0.0f, 1.0f) * 255));
+      for (int c = 0; c < 3; ++c)
+        background[c] = static_cast<std::uint8_t>(std::lround(std::clamp(channels[c], 0.0f, 1.0f) * 255));
     }
     if (error.empty() && findRect(spec, fb_w, fb_h - caption_h, &rect, &error, &clip)) {
       glPixelStorei(GL_PACK_ALIGNMENT, 1);

@@ -16,7 +16,7 @@ namespace attnscope {
 
 // One frame a capture renders offscreen.
 struct CaptureFrame {
-  float width = 0, height = 0;                     // the offscreen display, pixels
+  float width = 0, height = 0;                        // the offscreen display, pixels
   float caption_h = 0, caption_x = 0, caption_w = 0;  // the caption's strip at the bottom
   CaptureState state;
 };
@@ -27,8 +27,8 @@ struct CaptureHooks {
   // NewFrame … Render; the caption goes in the strip of height caption_h at the bottom, from
   // caption_x, wrapped at caption_w (the crop's columns).
   std::function<void(const CaptureFrame& frame)> frame;
-  std::function<void(float ui_scale)> set_scale;                          // fonts + theme
-  float base_scale = 1;                                                   // the window's own scale
+  std::function<void(float ui_scale)> set_scale;  // fonts + theme
+  float base_scale = 1;                           // the window's own scale
   bool selection = false;  // the session's --selection: every capture keeps the selection outlined
 };
 

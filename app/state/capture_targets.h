@@ -10,11 +10,11 @@
 namespace attnscope {
 
 struct CaptureSpec {
-  float scale = 1;     // 1, 2 or 3
-  std::string panel;   // "" or "window"; model, inputs, heatmaps, pipeline, inspector, status; or a
-                       // heatmap stage (weights, scores, …) of head `head`
-  int head = 0;        // for a heatmap stage
-  bool caption = false;  // a line with variant, sizes and seed under the image
+  float scale = 1;         // 1, 2 or 3
+  std::string panel;       // "" or "window"; model, inputs, heatmaps, pipeline, inspector, status; or a
+                           // heatmap stage (weights, scores, …) of head `head`
+  int head = 0;            // for a heatmap stage
+  bool caption = false;    // a line with variant, sizes and seed under the image
   bool selection = false;  // keep the selected token's row and key outlined (--selection)
 };
 

@@ -48,8 +48,8 @@ struct Prompts {
 // window" where the command needs one).
 struct ControllerHooks {
   // the window
-  std::function<void()> theme_changed;              // fonts and style again
-  std::function<void()> text_size_changed;          // fonts rasterized again, between frames
+  std::function<void()> theme_changed;      // fonts and style again
+  std::function<void()> text_size_changed;  // fonts rasterized again, between frames
   std::function<void(const std::string&)> set_clipboard;
   std::function<std::string()> clipboard_text;         // "" when none
   std::function<std::string(bool on)> set_fullscreen;  // "" or why not

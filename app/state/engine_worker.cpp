@@ -55,7 +55,8 @@ std::array<ValueRange, kStageCount> stageRanges(const Trace& t, const HeadTrace&
       r[k] = ValueRange{0, 1};
     else if (!stageHeld(t, info.stage))
       r[k] = ValueRange{0, 1};  // another route's stage: nothing to measure
-    else if (info.stage == Stage::ScaledScores && t.model.scale == Scale::SqrtDk && (!t.model.causal || trilRoute(t.model)))
+    else if (info.stage == Stage::ScaledScores && t.model.scale == Scale::SqrtDk &&
+             (!t.model.causal || trilRoute(t.model)))
       // Division by √d_k > 0 is monotone and correctly rounded: the scores' ends, divided (with a
       // causal mask the scaled map hides cells the scores show, so it is measured itself).
       r[k] = ValueRange{r[static_cast<std::size_t>(Stage::Scores)].lo / t.scale_divisor,
@@ -100,7 +101,8 @@ void deriveDisplayData(Snapshot& s, const Snapshot* first_part) {
       s.module_ranges[static_cast<int>(info.map)] = finiteRange(moduleMapValues(t, bt, info.map));
     s.outputs_serial = s.serial;
   }
-  const Eigen::Index widest = std::max({static_cast<Eigen::Index>(std::max(t.head_width, t.d_in)), bt.context.cols(), bt.output.cols()});
+  const Eigen::Index widest = std::max(
+      {static_cast<Eigen::Index>(std::max(t.head_width, t.d_in)), bt.context.cols(), bt.output.cols()});
   for (Eigen::Index d = 0; d < widest; ++d) s.dims.push_back("d" + std::to_string(d));
 }
 
@@ -150,7 +152,8 @@ EngineResult run(const EngineRequest& req, std::uint64_t serial) {
         s->complete = false;
       else
         what.heads.clear();
-      s->trace = std::make_shared<Trace>(computeTrace(req.inputs->embeddings, req.inputs->model, req.exec, what, req.limits));
+      s->trace = std::make_shared<Trace>(
+          computeTrace(req.inputs->embeddings, req.inputs->model, req.exec, what, req.limits));
     }
     s->milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() +
                       (req.first_part ? req.first_part->milliseconds : 0.0);  // both parts of a split request

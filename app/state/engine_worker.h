@@ -10,8 +10,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -63,12 +63,12 @@ class EngineWorker {
   std::optional<EngineRequest> pending_;
   bool pending_second_part_ = false;  // pending_ completes a split request
   bool running_ = false;
-  bool running_second_part_ = false;  // the job in flight completes one …
+  bool running_second_part_ = false;           // the job in flight completes one …
   std::shared_ptr<std::atomic<bool>> cancel_;  // … and is stopped when a newer request comes
   std::optional<EngineResult> result_;         // finished, not collected yet
   bool stop_ = false;
   std::uint64_t serial_ = 0;
-  std::thread thread_;                // started by the first request
+  std::thread thread_;  // started by the first request
 };
 
 }  // namespace attnscope

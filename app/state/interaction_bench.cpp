@@ -10,8 +10,8 @@
 #include <sstream>
 
 #include "engine/errors.h"
-#include "formats/atomic_file.h"
 #include "engine/model_config.h"
+#include "formats/atomic_file.h"
 #include "formats/workspace_file.h"
 #include "state/controller.h"
 
@@ -83,7 +83,9 @@ void InteractionBench::fail(const std::string& message) {
   phase_ = Phase::Failed;
 }
 
-void InteractionBench::refused(const CommandFailure& failure) { fail("the app refused the command: " + failure.message); }
+void InteractionBench::refused(const CommandFailure& failure) {
+  fail("the app refused the command: " + failure.message);
+}
 
 // The edits, as the inputs table and the model panel make them: mostly one embedding cell changed
 // by ±0.125 (four cells in turn, each moving back and forth, so every edit changes the result),
@@ -226,27 +228,28 @@ int InteractionBench::finish(int window_w, int window_h) {
     for (const auto& [n, count] : histogram) frames_hist[std::to_string(n)] = count;
     const nlohmann::json frame_summary = summary(frames);
     const double fraction = c.edits.empty() ? 0 : static_cast<double>(next_frame) / static_cast<double>(c.edits.size());
-    configs.push_back({{"preset", c.preset},
-                       {"tokens", c.tokens},
-                       {"d_in", c.d_in},
-                       {"heads", c.heads},
-                       {"batch_size", c.batch_size},
-                       {"edits", c.edits.size()},
-                       {"edit_to_frame_ms", summary(ms)},
-                       {"frames_to_result",
-                        {{"p50", frame_summary["p50"]},
-                         {"max", frame_summary["max"]},
-                         {"mean", frame_summary["mean"]},
-                         {"histogram", frames_hist}}},
-                       {"next_frame_fraction", round3(fraction)},
-                       {"by_kind", kinds},
-                       {"engine_ms", summary(engine)},
-                       {"frame_ms", summary(c.frame_ms)},
-                       {"open", {{"ms", round3(c.open.ms)}, {"frames", c.open.frames}, {"engine_ms", round3(c.open.engine_ms)}}},
-                       {"rss_after_open_mb", round3(c.rss_after_open_mb)},
-                       {"peak_rss_mb", round3(c.peak_rss_mb)},
-                       {"rss_mb", round3(c.rss_mb)},
-                       {"rss_trend_mb", c.rss_trend_mb}});
+    configs.push_back(
+        {{"preset", c.preset},
+         {"tokens", c.tokens},
+         {"d_in", c.d_in},
+         {"heads", c.heads},
+         {"batch_size", c.batch_size},
+         {"edits", c.edits.size()},
+         {"edit_to_frame_ms", summary(ms)},
+         {"frames_to_result",
+          {{"p50", frame_summary["p50"]},
+           {"max", frame_summary["max"]},
+           {"mean", frame_summary["mean"]},
+           {"histogram", frames_hist}}},
+         {"next_frame_fraction", round3(fraction)},
+         {"by_kind", kinds},
+         {"engine_ms", summary(engine)},
+         {"frame_ms", summary(c.frame_ms)},
+         {"open", {{"ms", round3(c.open.ms)}, {"frames", c.open.frames}, {"engine_ms", round3(c.open.engine_ms)}}},
+         {"rss_after_open_mb", round3(c.rss_after_open_mb)},
+         {"peak_rss_mb", round3(c.peak_rss_mb)},
+         {"rss_mb", round3(c.rss_mb)},
+         {"rss_trend_mb", c.rss_trend_mb}});
     char text[320];
     std::snprintf(text, sizeof text,
                   "%s%s: %zu edits, edit→frame p50 %.1f ms, p95 %.1f ms, max %.1f ms, %.1f frames on average "
@@ -262,7 +265,8 @@ int InteractionBench::finish(int window_w, int window_h) {
       {"gap_ms", options_.gap_ms},
       {"load_average", {{"before", load_before_}, {"after", loadAverage()}}},
       {"method",
-       "t0: the command is queued just before the Controller::update of the frame that applies it; t1: the end of the first "
+       "t0: the command is queued just before the Controller::update of the frame that applies it; t1: the end of the "
+       "first "
        "frame (after its swap) whose drawn snapshot has a version >= the document's after the edit. frames_to_result "
        "counts frames from the one applying the edit (1) to the one showing its result; next frame = 1. Swap "
        "interval 0. Between an edit and its result the window sleeps until the engine wakes it, as the app does for a "

@@ -45,10 +45,10 @@ class InteractionBench {
  private:
   using Clock = std::chrono::steady_clock;
   struct Sample {
-    std::string kind;          // "set_cell", "seed", "dropout" or "preset"
-    double ms = 0;             // t1 − t0
-    int frames = 0;            // frames from the one applying the command to the one showing its result
-    double engine_ms = 0;      // computeTrace time of the snapshot shown (Snapshot::milliseconds)
+    std::string kind;      // "set_cell", "seed", "dropout" or "preset"
+    double ms = 0;         // t1 − t0
+    int frames = 0;        // frames from the one applying the command to the one showing its result
+    double engine_ms = 0;  // computeTrace time of the snapshot shown (Snapshot::milliseconds)
   };
   struct Config {
     std::string preset;
@@ -68,7 +68,7 @@ class InteractionBench {
   InteractionBenchOptions options_;
   std::vector<Config> configs_;
   std::size_t preset_ = 0;  // index into options_.presets
-  int edit_ = -1;            // −1 while opening the preset
+  int edit_ = -1;           // −1 while opening the preset
   Phase phase_ = Phase::Queue;
   std::string kind_;
   std::uint64_t version_before_ = 0, target_ = 0;

@@ -3,8 +3,8 @@
 #include <filesystem>
 
 #include "engine/errors.h"
-#include "state/view_state.h"
 #include "state/ui_wake.h"
+#include "state/view_state.h"
 
 namespace attnscope {
 
@@ -24,7 +24,6 @@ Lesson loadCheckedLesson(const std::string& path, const Workspace& start, const 
   }
   return lesson;
 }
-
 
 void LessonChecker::start(Command command, Workspace start_ws, const Limits& limits) {
   cancel();

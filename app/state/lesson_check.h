@@ -25,7 +25,7 @@ Lesson loadCheckedLesson(const std::string& path, const Workspace& start, const 
 class LessonChecker {
  public:
   struct Result {
-    Command command;              // the lesson_open that asked
+    Command command;               // the lesson_open that asked
     std::optional<Lesson> lesson;  // checked whole, or …
     std::string error;             // … why not (names the file, the step and the field)
   };

@@ -16,8 +16,8 @@
 
 #include "engine/errors.h"
 #include "formats/atomic_file.h"
-#include "formats/json_format.h"
 #include "formats/file_reading.h"
+#include "formats/json_format.h"
 #include "formats/json_reading.h"
 #include "lessons/lesson.h"
 
@@ -107,9 +107,10 @@ Settings updateSettings(const std::function<void(Settings&)>& change) {
   Settings s = readSettings();
   change(s);
   try {
-    writeFileAtomically(statePath("settings.json"),
-                        jsonText(nlohmann::json{{"recent", s.recent}, {"last_folder", s.last_folder},
-                                                {"lesson_folder", s.lesson_folder}}, 2));
+    writeFileAtomically(statePath("settings.json"), jsonText(nlohmann::json{{"recent", s.recent},
+                                                                            {"last_folder", s.last_folder},
+                                                                            {"lesson_folder", s.lesson_folder}},
+                                                             2));
   } catch (const InputError&) {
     // Settings are a convenience; the work itself is saved elsewhere.
   }
@@ -130,7 +131,9 @@ Settings rememberFile(const std::string& path) {
 
 namespace {
 
-std::string autosaveName(int slot) { return slot <= 1 ? "autosave.json" : "autosave-" + std::to_string(slot) + ".json"; }
+std::string autosaveName(int slot) {
+  return slot <= 1 ? "autosave.json" : "autosave-" + std::to_string(slot) + ".json";
+}
 std::string lockName(int slot) { return "instance-" + std::to_string(slot) + ".lock"; }
 
 // The slot's lock when no instance holds it, else -1.
@@ -174,7 +177,8 @@ std::string InstanceSlot::collectOrphans() const {
     } else if (const std::string kept = moveAside(path); !kept.empty()) {
       const std::string file = fileNameOf(view);
       note += std::string(note.empty() ? "" : " ") + "Unsaved work of another window (" +
-              (file.empty() ? std::string("untitled") : fs::path(file).filename().string()) + ") is kept in " + kept + ".";
+              (file.empty() ? std::string("untitled") : fs::path(file).filename().string()) + ") is kept in " + kept +
+              ".";
     }
     ::close(fd);
   }
@@ -230,7 +234,8 @@ nlohmann::json autosaveView(const std::string& path) {
   if (!in) return view;
   std::string key;
   try {
-    const nlohmann::json ignored = nlohmann::json::parse(in, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    const nlohmann::json ignored = nlohmann::json::parse(in, [&](int depth, nlohmann::json::parse_event_t event,
+                                                                 nlohmann::json& parsed) {
       using E = nlohmann::json::parse_event_t;
       if (depth > kMaxJsonDepth) throw Done{};
       if (depth == 1 && event == E::key) {
@@ -275,7 +280,8 @@ std::string moveAside(const std::string& path) {
   const std::string stamp = timeStamp();
   const fs::path p(path);
   for (int k = 1; k < 1000; ++k) {
-    const std::string target = (p.parent_path() / stampedName(p.stem().string() + "-kept", stamp, k, p.extension().string())).string();
+    const std::string target =
+        (p.parent_path() / stampedName(p.stem().string() + "-kept", stamp, k, p.extension().string())).string();
     // renameat2's RENAME_NOREPLACE: two instances moving aside in one second never replace each other's.
     if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) == 0) return target;
     if (errno != EEXIST) return "";
@@ -316,8 +322,8 @@ Recovery planRecovery(const Autosave& autosave, const std::string& open_path) {
     return r;
   }
   if (!kept.empty())
-    r.note = "Unsaved work of the last session (" + (file.empty() ? std::string("untitled") : fs::path(file).filename().string()) +
-             ") is kept in " + kept;
+    r.note = "Unsaved work of the last session (" +
+             (file.empty() ? std::string("untitled") : fs::path(file).filename().string()) + ") is kept in " + kept;
   return r;
 }
 

@@ -18,32 +18,33 @@
 namespace attnscope {
 
 struct Snapshot {
-  std::uint64_t serial = 0;                    // unique per result
+  std::uint64_t serial = 0;  // unique per result
   // The result that computed each part: textures of a part re-upload only when it changes (the
   // second part of a split request keeps the first part's outputs and heads).
-  std::uint64_t outputs_serial = 0;            // inputs range, concatenated context, output
-  std::vector<std::uint64_t> head_serial;      // per head of `batch` (0: no maps yet)
-  std::uint64_t version = 0;                   // the document version it was computed from
-  std::shared_ptr<const Workspace> inputs;     // tokens, embeddings, model as they were
-  int batch = 0;                               // the batch element whose intermediates were kept
-  ExecutionOptions exec;                       // the path it ran on
-  std::shared_ptr<const Trace> trace;          // the whole forward pass; heads only for `batch`
-  double milliseconds = 0;                     // time of computeTrace
-  bool complete = true;                        // every head of `batch` has its maps; false while
-                                               // the heads off screen are still computing
+  std::uint64_t outputs_serial = 0;         // inputs range, concatenated context, output
+  std::vector<std::uint64_t> head_serial;   // per head of `batch` (0: no maps yet)
+  std::uint64_t version = 0;                // the document version it was computed from
+  std::shared_ptr<const Workspace> inputs;  // tokens, embeddings, model as they were
+  int batch = 0;                            // the batch element whose intermediates were kept
+  ExecutionOptions exec;                    // the path it ran on
+  std::shared_ptr<const Trace> trace;       // the whole forward pass; heads only for `batch`
+  double milliseconds = 0;                  // time of computeTrace
+  bool complete = true;                     // every head of `batch` has its maps; false while
+                                            // the heads off screen are still computing
 
   // Display data, derived on the worker thread (a 1024 × 1024 map is too much to scan per frame).
   std::vector<std::array<ValueRange, kStageCount>> ranges;  // per head of `batch`, per stage
-  ValueRange inputs_range;                     // X
+  ValueRange inputs_range;                                  // X
   std::array<ValueRange, kModuleMapCount> module_ranges{};  // by ModuleMap: concat, out_proj, output
-  std::vector<std::string> dims;               // "d0", "d1", … labels of a head's columns
+  std::vector<std::string> dims;                            // "d0", "d1", … labels of a head's columns
   // Per head of `batch`: entropy, largest weight, row sums after dropout (engine/head_statistics.h);
   // rows() == 0 for a head whose maps are still computing.
   std::vector<HeadStatistics> statistics;
   // The statistics of head h, or null while its maps compute.
   const HeadStatistics* statisticsOf(int h) const {
     return h >= 0 && h < static_cast<int>(statistics.size()) && statistics[static_cast<std::size_t>(h)].rows() > 0
-               ? &statistics[static_cast<std::size_t>(h)] : nullptr;
+               ? &statistics[static_cast<std::size_t>(h)]
+               : nullptr;
   }
 
   // The tokens as the views draw them: the workspace's, with characters beyond what the UI's font can

@@ -8,11 +8,12 @@
 namespace attnscope {
 
 const std::array<MainTab, 5>& mainTabs() {
-  static const std::array<MainTab, 5> tabs = {{{"heatmaps", "Heatmaps"},
-                                                {"pipeline", "Pipeline"},
-                                                {"lines", "Lines"},
-                                                {"parameters", "Weights"},  // the parameters (--panel weights is a heatmap)
-                                                {"compare", "Compare"}}};
+  static const std::array<MainTab, 5> tabs = {
+      {{"heatmaps", "Heatmaps"},
+       {"pipeline", "Pipeline"},
+       {"lines", "Lines"},
+       {"parameters", "Weights"},  // the parameters (--panel weights is a heatmap)
+       {"compare", "Compare"}}};
   return tabs;
 }
 
@@ -25,7 +26,8 @@ const std::vector<GridColumn>& gridColumns() {
     std::vector<GridColumn> c;
     for (const StageInfo& s : stageTable())
       if (s.heatmap) c.push_back({s.id, s.title, s.label, true, static_cast<int>(s.stage)});
-    for (const ModuleMapInfo& m : moduleMapTable()) c.push_back({m.id, m.title, m.label, false, static_cast<int>(m.map)});
+    for (const ModuleMapInfo& m : moduleMapTable())
+      c.push_back({m.id, m.title, m.label, false, static_cast<int>(m.map)});
     return c;
   }();
   return columns;
@@ -113,7 +115,9 @@ int stepTextSize(int percent, int direction) {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& field, const std::string& why) { throw InputError("view." + field + ": " + why); }
+[[noreturn]] void fail(const std::string& field, const std::string& why) {
+  throw InputError("view." + field + ": " + why);
+}
 
 bool boolean(const std::string& f, const nlohmann::json& v) {
   if (!v.is_boolean()) fail(f, "expected true or false");
@@ -133,7 +137,8 @@ int textSize(const std::string& f, const nlohmann::json& v, int current) {
   if (v == "smaller") return stepTextSize(current, -1);
   const bool whole = v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
                                                v.get<double>() == std::floor(v.get<double>()));
-  if (whole && v.get<double>() >= kMinTextSize && v.get<double>() <= kMaxTextSize) return static_cast<int>(v.get<double>());
+  if (whole && v.get<double>() >= kMinTextSize && v.get<double>() <= kMaxTextSize)
+    return static_cast<int>(v.get<double>());
   fail(f, "expected a percentage from " + std::to_string(kMinTextSize) + " to " + std::to_string(kMaxTextSize) +
               " (e.g. 150), or \"larger\" or \"smaller\"; got " + v.dump());
 }
@@ -143,7 +148,8 @@ int textSize(const std::string& f, const nlohmann::json& v, int current) {
 void setViewField(ViewState& v, const std::string& f, const nlohmann::json& value) {
   if (f == "colormap") {
     Colormap c;
-    if (!value.is_string() || !parseColormap(value.get<std::string>(), &c)) fail(f, "expected viridis, cividis or coolwarm");
+    if (!value.is_string() || !parseColormap(value.get<std::string>(), &c))
+      fail(f, "expected viridis, cividis or coolwarm");
     v.colormap = c;
   } else if (f == "diverging_for_signed") {
     v.diverging_for_signed = boolean(f, value);
@@ -175,7 +181,8 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
         return c.is_string() && c.get<std::string>() == g.id;
       });
       if (known == gridColumns().end()) fail(f, "not a heatmap column: " + c.dump());
-      (known->per_head ? show[static_cast<std::size_t>(known->index)] : show_module[static_cast<std::size_t>(known->index)]) = true;
+      (known->per_head ? show[static_cast<std::size_t>(known->index)]
+                       : show_module[static_cast<std::size_t>(known->index)]) = true;
     }
     v.show = show;
     v.show_module = show_module;
@@ -221,8 +228,9 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     if (!value.is_array()) fail(f, "expected an array of map names, [] for none");
     std::vector<std::string> ids;
     for (const auto& c : value) {
-      const bool known = c.is_string() && std::any_of(gridColumns().begin(), gridColumns().end(),
-                                                      [&](const GridColumn& g) { return c.get<std::string>() == g.id; });
+      const bool known = c.is_string() &&
+                         std::any_of(gridColumns().begin(), gridColumns().end(),
+                                     [&](const GridColumn& g) { return c.get<std::string>() == g.id; });
       if (!known) fail(f, "not a heatmap column: " + c.dump());
       if (std::find(ids.begin(), ids.end(), c.get<std::string>()) == ids.end()) ids.push_back(c.get<std::string>());
     }
@@ -231,9 +239,12 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     if (!value.is_string()) fail(f, "expected a folder");
     v.screenshot_dir = value.get<std::string>();
   } else {
-    fail(f, "unknown view field (one of colormap, diverging_for_signed, shared_scale, colour_scale, weights_range, lock_range, theme, batch, head, token, "
-            "columns, tab, screenshot_scale, caption, inspector, model_panel, inputs_panel, status_bar, statistics, presentation, "
-            "text_size, lines_stage, lines_top_k, lines_hidden_heads, lines_isolate, screenshot_dir, focus)");
+    fail(f,
+         "unknown view field (one of colormap, diverging_for_signed, shared_scale, colour_scale, weights_range, "
+         "lock_range, theme, batch, head, token, "
+         "columns, tab, screenshot_scale, caption, inspector, model_panel, inputs_panel, status_bar, statistics, "
+         "presentation, "
+         "text_size, lines_stage, lines_top_k, lines_hidden_heads, lines_isolate, screenshot_dir, focus)");
   }
 }
 

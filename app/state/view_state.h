@@ -32,29 +32,29 @@ bool isMainTab(const std::string& id);
 const std::vector<GridColumn>& gridColumns();
 
 struct ViewState {
-  Colormap colormap = Colormap::Viridis;  // for maps without negative values
-  bool diverging_for_signed = true;       // maps with negative values: coolwarm centred on 0
-  bool shared_scale = false;              // one colour range per stage across all heads
+  Colormap colormap = Colormap::Viridis;           // for maps without negative values
+  bool diverging_for_signed = true;                // maps with negative values: coolwarm centred on 0
+  bool shared_scale = false;                       // one colour range per stage across all heads
   ColourScale colour_scale = ColourScale::Linear;  // linear, log (maps ≥ 0) or per row
   // The attention weights on their own range (false), or on the fixed range of a probability,
   // 0 to 1 (after dropout 0 to 1/(1−p)): nearly uniform weights (0.045–0.074) then look weak, as
   // they are, not like strong attention. A lesson's default (LessonPanel::begin).
   bool weights_fixed = false;
-  bool lock_range = false;                // keep the colour ranges of the moment it was locked;
-                                          // not saved (the ranges belong to this session's results)
+  bool lock_range = false;  // keep the colour ranges of the moment it was locked;
+                            // not saved (the ranges belong to this session's results)
   std::vector<std::array<ValueRange, kStageCount>> locked_heads;  // … per head and stage then
   std::array<ValueRange, kModuleMapCount> locked_module{};        // … and of the module's maps
-  bool light_theme = false;               // light (slides, print) or dark
-  int batch = 0;                          // batch element shown
-  int head = -1;                          // head shown; −1 = all heads
-  int token = 1;                          // selected query token: x² "journey", as the notebook
-  int key = -1;                           // key column picked in the inspector; −1 = none
+  bool light_theme = false;                                       // light (slides, print) or dark
+  int batch = 0;                                                  // batch element shown
+  int head = -1;                                                  // head shown; −1 = all heads
+  int token = 1;                                          // selected query token: x² "journey", as the notebook
+  int key = -1;                                           // key column picked in the inspector; −1 = none
   std::array<bool, kStageCount> show = defaultColumns();  // heatmap columns, by Stage
   std::array<bool, kModuleMapCount> show_module = defaultModuleColumns();  // … by ModuleMap
-  std::string screenshot_dir;             // where F12 saves; empty = ~/Pictures/attnscope
-  int screenshot_scale = 1;               // F12 renders at 1×, 2× or 3×
-  bool caption = false;                   // F12 adds a caption line
-  std::string tab = "heatmaps";           // the main area's view: "heatmaps", "pipeline", "lines" or "parameters" (Weights)
+  std::string screenshot_dir;    // where F12 saves; empty = ~/Pictures/attnscope
+  int screenshot_scale = 1;      // F12 renders at 1×, 2× or 3×
+  bool caption = false;          // F12 adds a caption line
+  std::string tab = "heatmaps";  // the main area's view: "heatmaps", "pipeline", "lines" or "parameters" (Weights)
   // The Lines view (issue 12, docs/DESIGN.md §3.4): which stage its lines show ("weights" or
   // "dropped_weights"), how many keys per query above kLinesAllKeysUpTo tokens, the heads switched
   // off (0-based), and whether only the selected query token's lines are drawn.
@@ -62,16 +62,16 @@ struct ViewState {
   int lines_top_k = 5;
   std::vector<int> lines_hidden_heads;
   bool lines_isolate = false;
-  bool show_inspector = true;             // the inspector column on the right
-  bool show_model = true;                 // the model panel (left, top)
-  bool show_inputs = true;                // the inputs panel (left, below the model)
-  bool show_status = true;                // the status bar at the bottom
-  bool show_statistics = true;            // the head statistics panel under the main area
-  bool presentation = false;              // hides the side panels at once (model, inputs, inspector)
-                                          // and the head statistics: the maps as large as they get
-  int text_size = 100;                    // text and UI size in percent (100–250), for projectors; figures too
-  std::vector<std::string> highlight;     // maps a lesson step (or the view's `focus`) is about (ids); the others dimmed.
-                                          // Empty: none dimmed. The lesson's, never saved in a workspace
+  bool show_inspector = true;          // the inspector column on the right
+  bool show_model = true;              // the model panel (left, top)
+  bool show_inputs = true;             // the inputs panel (left, below the model)
+  bool show_status = true;             // the status bar at the bottom
+  bool show_statistics = true;         // the head statistics panel under the main area
+  bool presentation = false;           // hides the side panels at once (model, inputs, inspector)
+                                       // and the head statistics: the maps as large as they get
+  int text_size = 100;                 // text and UI size in percent (100–250), for projectors; figures too
+  std::vector<std::string> highlight;  // maps a lesson step (or the view's `focus`) is about (ids); the others dimmed.
+                                       // Empty: none dimmed. The lesson's, never saved in a workspace
 
   // The tables' `shown` columns: the maps from the scores to the dropped weights.
   static std::array<bool, kStageCount> defaultColumns();

@@ -14,8 +14,8 @@ constexpr const char* kDejaVu = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf
 // For the tokens' characters DejaVu lacks, in this order (the first that has a glyph draws it).
 constexpr const char* kFallbacks[] = {"/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf",
                                       "/usr/share/fonts/truetype/ancient-scripts/Symbola_hint.ttf"};
-std::set<unsigned> token_glyphs;      // the tokens' characters outside the ranges loaded from DejaVu
-std::vector<ImWchar> token_ranges;    // … as ImGui glyph ranges (pairs, 0-terminated), kept alive for the atlas
+std::set<unsigned> token_glyphs;    // the tokens' characters outside the ranges loaded from DejaVu
+std::vector<ImWchar> token_ranges;  // … as ImGui glyph ranges (pairs, 0-terminated), kept alive for the atlas
 
 // Whether loadFonts' ranges (below) take c from DejaVu.
 bool inDejaVuRanges(unsigned c, const ImWchar* ranges) {
@@ -75,8 +75,7 @@ Fonts loadFonts(float scale) {
     if (loaded.small) mergeTokenGlyphs(12.0f * scale);
   }
   if (!loaded.ui || !loaded.small) {
-    std::fprintf(stderr, "warning: %s not found (install fonts-dejavu-core); using ImGui's font\n",
-                 kDejaVu);
+    std::fprintf(stderr, "warning: %s not found (install fonts-dejavu-core); using ImGui's font\n", kDejaVu);
     ImFontConfig config;
     config.SizePixels = 13.0f * scale;
     loaded.ui = loaded.small = io.Fonts->AddFontDefault(&config);
@@ -95,7 +94,8 @@ bool useTokenGlyphs(const std::vector<std::string>& tokens) {
   if (wanted == token_glyphs) return false;
   token_glyphs = std::move(wanted);
   token_ranges.clear();
-  for (unsigned c : token_glyphs) token_ranges.insert(token_ranges.end(), {static_cast<ImWchar>(c), static_cast<ImWchar>(c)});
+  for (unsigned c : token_glyphs)
+    token_ranges.insert(token_ranges.end(), {static_cast<ImWchar>(c), static_cast<ImWchar>(c)});
   if (!token_ranges.empty()) token_ranges.push_back(0);
   return true;
 }
@@ -105,7 +105,8 @@ int missingGlyphs(const std::string& utf8) {
   std::set<std::uint32_t> missing;
   for (std::size_t i = 0; i < utf8.size();) {
     const std::uint32_t c = nextCodePoint(utf8, &i);
-    if (c >= 0x20 && (c > 0xFFFF || loaded.ui->FindGlyphNoFallback(static_cast<ImWchar>(c)) == nullptr)) missing.insert(c);
+    if (c >= 0x20 && (c > 0xFFFF || loaded.ui->FindGlyphNoFallback(static_cast<ImWchar>(c)) == nullptr))
+      missing.insert(c);
   }
   return static_cast<int>(missing.size());
 }

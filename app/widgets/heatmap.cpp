@@ -23,8 +23,7 @@ namespace {
 // Glyph by glyph, not AddText: AddText drops the glyphs that lie beyond the clip rect *before*
 // the rotation, so a label of the rightmost column, which runs out of the window only while it
 // is still horizontal, lost its last character ("t102" for t1024).
-void addTextVertical(ImDrawList* draw, ImFont* font, float size, ImVec2 pos, ImU32 col,
-                     const std::string& text) {
+void addTextVertical(ImDrawList* draw, ImFont* font, float size, ImVec2 pos, ImU32 col, const std::string& text) {
   const int first = draw->VtxBuffer.Size;
   const float scale = size / font->FontSize;
   float x = pos.x;
@@ -61,7 +60,9 @@ float heatmapCellFor(float label_width, float text_scale) {
   return std::max({label_width + px(5), fonts().small->FontSize * text_scale + px(2), px(16)});
 }
 
-float heatmapColorbarHeight(float text_scale) { return px(6) + px(8) + px(2) + fonts().small->FontSize * text_scale + px(4); }
+float heatmapColorbarHeight(float text_scale) {
+  return px(6) + px(8) + px(2) + fonts().small->FontSize * text_scale + px(4);
+}
 
 namespace {
 
@@ -106,7 +107,10 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   for (int j = c0; j < c0 + nc && s.col_labels; ++j)
     col_label_w = std::max(col_label_w, small->CalcTextSizeA(fs, FLT_MAX, 0, (*s.col_labels)[j].c_str()).x);
   // The row labels' band: at most 28 % of the width, or what the grid's cells leave.
-  const float left = s.compact ? 0 : std::min(label_w, s.cell > 0 ? std::max(size.x - s.cell * nc - px(4), 0.0f) : size.x * 0.28f) + px(4);
+  const float left = s.compact ? 0
+                               : std::min(label_w,
+                                          s.cell > 0 ? std::max(size.x - s.cell * nc - px(4), 0.0f) : size.x * 0.28f) +
+                                     px(4);
   // Colorbar: a gap, the bar, then the range labels (the legend shares their line).
   const float colorbar_h = s.compact ? 0 : heatmapColorbarHeight(s.text_scale);
   const float title_h = s.compact ? 0 : ui;
@@ -129,8 +133,8 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
 
   // Cells: the window of the texture's region, magnified without blur. A texture of another region
   // (shown while its successor is coloured) is drawn where it lies, clipped to the window.
-  const HeatmapTextures::Shown shown =
-      in_view ? textures.texture(s, r0, nr, c0, nc, p1.x - p0.x, p1.y - p0.y) : HeatmapTextures::Shown{};
+  const HeatmapTextures::Shown shown = in_view ? textures.texture(s, r0, nr, c0, nc, p1.x - p0.x, p1.y - p0.y)
+                                               : HeatmapTextures::Shown{};
   const TextureRegion& g = shown.region;
   const int ar0 = std::max(r0, g.row0), ar1 = std::min(r0 + nr, g.row0 + g.rows);
   const int ac0 = std::max(c0, g.col0), ac1 = std::min(c0 + nc, g.col0 + g.cols);
@@ -193,11 +197,14 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     std::vector<std::uint8_t> index(row.size());
     for (int i = r0; i < r0 + nr; ++i) {
       m.readRow(i, row.data());  // the texture's colours: a row at a time, as a per-row scale needs
-      rowIndices(row.data(), row.size(), s.look.range, s.look.scale, s.look.colormap == Colormap::Coolwarm, index.data());
+      rowIndices(row.data(), row.size(), s.look.range, s.look.scale, s.look.colormap == Colormap::Coolwarm,
+                 index.data());
       for (int j = c0; j < c0 + nc; ++j, ++k) {
         const float v = row[static_cast<std::size_t>(j)];
         const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, texts[k].c_str());
-        const Rgb bg = isMasked(v) || zeroOffLogScale(v, s.look.range, s.look.scale) ? masked : table[index[static_cast<std::size_t>(j)]];
+        const Rgb bg = isMasked(v) || zeroOffLogScale(v, s.look.range, s.look.scale)
+                           ? masked
+                           : table[index[static_cast<std::size_t>(j)]];
         const ImVec2 c = cellMin(i, j);
         draw->AddText(small, fs, ImVec2(c.x + cell / 2 - ts.x / 2, c.y + cell / 2 - ts.y / 2),
                       toImColor(contrastingText(bg)), texts[k].c_str());
@@ -213,8 +220,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     draw->AddText(small, fs, ImVec2(p0.x - 4 - ts.x, cellMin(i, c0).y + cell / 2 - ts.y / 2),
                   i == s.selected_row ? th.selection : th.text_dim, t.c_str());
   }
-  const int col_step =
-      std::max(1, static_cast<int>(std::ceil((vertical ? fs + 1 : col_label_room) / cell)));
+  const int col_step = std::max(1, static_cast<int>(std::ceil((vertical ? fs + 1 : col_label_room) / cell)));
   for (int j = c0; j < c0 + nc && s.col_labels && !s.compact; j += col_step) {
     const float x = cellMin(r0, j).x + cell / 2;
     if (vertical) {
@@ -236,7 +242,8 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     for (const auto& [i, j] : s.outlined) {
       if (i < r0 || i >= r0 + nr || j < c0 || j >= c0 + nc) continue;
       const ImVec2 c = cellMin(i, j);
-      draw->AddRect(ImVec2(c.x + 1, c.y + 1), ImVec2(c.x + cell - 1, c.y + cell - 1), line, 0, 0, std::max(1.0f, px(2)));
+      draw->AddRect(ImVec2(c.x + 1, c.y + 1), ImVec2(c.x + cell - 1, c.y + cell - 1), line, 0, 0,
+                    std::max(1.0f, px(2)));
       ++outlined;
     }
   }
@@ -262,7 +269,8 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       layout().state()["tooltip"] = {{"map", s.id}, {"row", i}, {"col", j}, {"text", tip}};  // tests read it
     }
     if (ImGui::IsItemClicked(ImGuiMouseButton_Left)) hit.clicked_row = i;
-    if (ImGui::IsMouseReleased(ImGuiMouseButton_Right) && io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Right] < px(4) * px(4))
+    if (ImGui::IsMouseReleased(ImGuiMouseButton_Right) &&
+        io.MouseDragMaxDistanceSqr[ImGuiMouseButton_Right] < px(4) * px(4))
       hit.context_menu = true;
     hit.wheel = io.MouseWheel;
     hit.hover_row = r0 + (io.MousePos.y - p0.y) / cell;
@@ -318,7 +326,8 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       const float x = p0.x + t.at * bar_w;
       draw->AddLine(ImVec2(x, bar_y + px(8)), ImVec2(x, bar_y + px(11)), th.text_dim);
       const float tw = small->CalcTextSizeA(fs, FLT_MAX, 0, t.label.c_str()).x;
-      const bool labelled = s.look.legend.empty() && !said_once && x - tw / 2 >= free_from && x + tw / 2 <= p0.x + bar_w - hs.x - px(6);
+      const bool labelled = s.look.legend.empty() && !said_once && x - tw / 2 >= free_from &&
+                            x + tw / 2 <= p0.x + bar_w - hs.x - px(6);
       if (labelled) {
         draw->AddText(small, fs, ImVec2(x - tw / 2, bar_y + px(10)), th.text_dim, t.label.c_str());
         free_from = x + tw / 2 + px(6);
@@ -365,9 +374,11 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   entry["range"] = {s.look.range.lo, s.look.range.hi};
   entry["colormap"] = colormapId(s.look.colormap);
   entry["outlined"] = outlined;  // cells outlined as just changed, in this frame
-  entry["scale"] = colourScaleId(s.look.scale == ColourScale::Log && !logApplies(s.look.range) ? ColourScale::Linear : s.look.scale);
+  entry["scale"] = colourScaleId(s.look.scale == ColourScale::Log && !logApplies(s.look.range) ? ColourScale::Linear
+                                                                                               : s.look.scale);
   entry["positive"] = s.look.range.positive;
-  entry["colorbar"] = {{"x0", p0.x}, {"width", bar_w}, {"lo", lo_text}, {"hi", hi_text}, {"once", once}, {"ticks", ticks_dump}};
+  entry["colorbar"] = {{"x0", p0.x},    {"width", bar_w}, {"lo", lo_text},
+                       {"hi", hi_text}, {"once", once},   {"ticks", ticks_dump}};
   entry["in_view"] = in_view;  // false: scrolled out of the grid's window; true: at least partly visible
   // The whole map — title, labels, cells, colorbar — within the window's visible area (half a
   // pixel for rounding): nothing of it needs scrolling.

@@ -16,9 +16,9 @@
 
 #include "display/colormap.h"
 #include "display/map_look.h"
-#include "widgets/heatmap_textures.h"
 #include "engine/stages.h"
 #include "engine/tensor.h"
+#include "widgets/heatmap_textures.h"
 
 namespace attnscope {
 
@@ -29,41 +29,41 @@ struct CellWindow {
 };
 
 struct HeatmapSpec {
-  std::string id;                                  // stable: texture cache key, layout dump name
-  std::string title;                               // drawn above the map
-  StageMap values;                                 // −∞ cells are drawn masked
-  std::shared_ptr<const void> owner;               // owns `values`' sources: large maps are coloured on a
-                                                   // thread of their own (none: on the UI thread)
-  MapLook look;                                    // colours, a mask's labels, colorbar words, legend
+  std::string id;                                        // stable: texture cache key, layout dump name
+  std::string title;                                     // drawn above the map
+  StageMap values;                                       // −∞ cells are drawn masked
+  std::shared_ptr<const void> owner;                     // owns `values`' sources: large maps are coloured on a
+                                                         // thread of their own (none: on the UI thread)
+  MapLook look;                                          // colours, a mask's labels, colorbar words, legend
   const std::vector<std::string>* row_labels = nullptr;  // one per row
   const std::vector<std::string>* col_labels = nullptr;  // one per column
-  int selected_row = -1;                           // outlined
-  int selected_col = -1;                           // outlined too (a key picked in the inspector)
-  bool compact = false;                            // cells only: no title, labels or colorbar
-  CellWindow window;                               // zoom: the part of the map shown
-  std::uint64_t version = 0;                       // change it when `values` change
-  std::function<std::string(int, int)> describe;   // tooltip for cell (row, col)
-  std::vector<StageMap> label_peers;               // maps drawn beside this one at the same cell size
-                                                   // (Compare's A and B): the labels take the finest
-                                                   // format that fits theirs too, so both read alike
-  nlohmann::json dump;                             // extra fields for the layout dump
-  bool dimmed = false;                             // drawn faded: a lesson step is about other maps
-  std::vector<std::pair<int, int>> outlined;       // cells an edit just changed: outlined …
-  float outline_alpha = 0;                         // … this opaque (fading out)
-  float cell = 0;                                  // the cells' side as a grid laid them out (the same in
-                                                   // every map; the labels take the rest of the width);
-                                                   // 0: as large as the size allows
-  float text_scale = 1;                            // the cells' font at this much of its size (0.75–1: a
-                                                   // lesson step fitting its maps to the window)
+  int selected_row = -1;                                 // outlined
+  int selected_col = -1;                                 // outlined too (a key picked in the inspector)
+  bool compact = false;                                  // cells only: no title, labels or colorbar
+  CellWindow window;                                     // zoom: the part of the map shown
+  std::uint64_t version = 0;                             // change it when `values` change
+  std::function<std::string(int, int)> describe;         // tooltip for cell (row, col)
+  std::vector<StageMap> label_peers;                     // maps drawn beside this one at the same cell size
+                                                         // (Compare's A and B): the labels take the finest
+                                                         // format that fits theirs too, so both read alike
+  nlohmann::json dump;                                   // extra fields for the layout dump
+  bool dimmed = false;                                   // drawn faded: a lesson step is about other maps
+  std::vector<std::pair<int, int>> outlined;             // cells an edit just changed: outlined …
+  float outline_alpha = 0;                               // … this opaque (fading out)
+  float cell = 0;                                        // the cells' side as a grid laid them out (the same in
+                                                         // every map; the labels take the rest of the width);
+                                                         // 0: as large as the size allows
+  float text_scale = 1;                                  // the cells' font at this much of its size (0.75–1: a
+                                                         // lesson step fitting its maps to the window)
 };
 
 struct HeatmapHit {
-  int clicked_row = -1;              // a row the user clicked this frame
-  float wheel = 0;                   // mouse-wheel notches over the map (zoom)
+  int clicked_row = -1;                  // a row the user clicked this frame
+  float wheel = 0;                       // mouse-wheel notches over the map (zoom)
   float hover_row = -1, hover_col = -1;  // the cell under the mouse, fractional
-  float pan_rows = 0, pan_cols = 0;  // a right-button drag, in cells
-  bool context_menu = false;         // right-clicked without dragging: open the map's menu
-  int decimals = -1;                 // the decimals its numbers were rounded to (4, 3, 2); −1: no numbers, or its own text
+  float pan_rows = 0, pan_cols = 0;      // a right-button drag, in cells
+  bool context_menu = false;             // right-clicked without dragging: open the map's menu
+  int decimals = -1;  // the decimals its numbers were rounded to (4, 3, 2); −1: no numbers, or its own text
 };
 
 // Height below the cells taken by the colorbar and its labels (their font at `text_scale`).

@@ -13,7 +13,7 @@ class LayoutRecorder {
  public:
   void beginFrame();
   void panel(const std::string& name, ImVec2 min, ImVec2 max);
-  void widget(const std::string& name);  // the last ImGui item
+  void widget(const std::string& name);                        // the last ImGui item
   void rect(const std::string& name, ImVec2 min, ImVec2 max);  // a widget's part, as widgets[name]
   void heatmap(nlohmann::json entry);
   nlohmann::json& state() { return frame_["state"]; }

@@ -6,11 +6,11 @@ namespace attnscope {
 
 struct Theme {
   bool light = false;
-  ImU32 masked_cell;   // −∞ cells: a neutral grey distinct from every colormap entry's use
-  ImU32 grid_line;     // lines between cells, the window background
-  ImU32 selection;     // outline of the selected query row
-  ImU32 hover;         // outline of the hovered cell
-  ImU32 text_dim;      // axis labels
+  ImU32 masked_cell;  // −∞ cells: a neutral grey distinct from every colormap entry's use
+  ImU32 grid_line;    // lines between cells, the window background
+  ImU32 selection;    // outline of the selected query row
+  ImU32 hover;        // outline of the hovered cell
+  ImU32 text_dim;     // axis labels
 };
 
 void applyTheme(bool light, float scale);

@@ -13,7 +13,8 @@ namespace attnscope {
 int shownValueColumns(int cols, int extra) { return std::min(cols, 64 - extra); }
 
 float valueColumnWidth(float lo, float hi) {
-  const float widest = std::max(ImGui::CalcTextSize(formatFixed(lo, 4).c_str()).x, ImGui::CalcTextSize(formatFixed(hi, 4).c_str()).x);
+  const float widest = std::max(ImGui::CalcTextSize(formatFixed(lo, 4).c_str()).x,
+                                ImGui::CalcTextSize(formatFixed(hi, 4).c_str()).x);
   return std::max(widest, ImGui::CalcTextSize("0.0000").x) + 2 * ImGui::GetStyle().FramePadding.x + 2;
 }
 
@@ -41,7 +42,8 @@ bool valueCell(float& value, int decimals, std::string* shown) {
   // Centred as ImGui centres a drag field's text; clipped to the field when it is narrower.
   ImDrawList* draw = ImGui::GetWindowDrawList();
   draw->PushClipRect(lo, hi, true);
-  draw->AddText(ImVec2(std::max(lo.x + ImGui::GetStyle().FramePadding.x, (lo.x + hi.x - size.x) / 2), (lo.y + hi.y - size.y) / 2),
+  draw->AddText(ImVec2(std::max(lo.x + ImGui::GetStyle().FramePadding.x, (lo.x + hi.x - size.x) / 2),
+                       (lo.y + hi.y - size.y) / 2),
                 ImGui::GetColorU32(ImGuiCol_Text), text.c_str());
   draw->PopClipRect();
   return changed;

@@ -6,19 +6,19 @@
 #include <iostream>
 #include <sstream>
 
-#include "engine/attention.h"
-#include "engine/memory.h"
-#include "tools/bench.h"
-#include "engine/errors.h"
-#include "formats/json_format.h"
 #include "display/stage_figures.h"
+#include "engine/attention.h"
+#include "engine/errors.h"
+#include "engine/memory.h"
 #include "formats/export.h"
 #include "formats/import_workspace.h"
+#include "formats/json_format.h"
 #include "formats/presets.h"
 #include "formats/pytorch_script.h"
 #include "formats/temporary_files.h"
 #include "formats/trace_json.h"
 #include "formats/workspace_file.h"
+#include "tools/bench.h"
 
 using namespace attnscope;
 
@@ -114,8 +114,9 @@ int run(int argc, char** argv) {
   auto* trace_heads = trace->add_option("--heads", head_list,
                                         "of the kept elements, only these heads keep their maps (e.g. 0 "
                                         "or 0,3); the others print their context only");
-  trace->add_flag("--outputs-only", trace_outputs_only,
-                  "no element keeps intermediates: parameters, contexts and outputs only")
+  trace
+      ->add_flag("--outputs-only", trace_outputs_only,
+                 "no element keeps intermediates: parameters, contexts and outputs only")
       ->excludes(trace_batch)
       ->excludes(trace_heads);
 
@@ -129,10 +130,8 @@ int run(int argc, char** argv) {
   auto* bench_ws = bench->add_option("workspace", bench_path, "workspace JSON file");
   bench->add_option("--preset", bench_preset, "a preset by name (the presets/ of the data folder), e.g. gpt2-small")
       ->excludes(bench_ws);
-  bench->add_option("--threads", bench_options.threads, "OpenMP threads (0 = all cores)")
-      ->check(CLI::Range(0, 1024));
-  bench->add_option("--repeat", bench_options.repeat, "timed runs per measurement")
-      ->check(CLI::Range(1, 1000));
+  bench->add_option("--threads", bench_options.threads, "OpenMP threads (0 = all cores)")->check(CLI::Range(0, 1024));
+  bench->add_option("--repeat", bench_options.repeat, "timed runs per measurement")->check(CLI::Range(1, 1000));
   bench->add_flag("--forward-only", bench_options.forward_only,
                   "time only the OpenMP forward pass, each run paired with a GEMM on every thread (the limit)");
   bool bench_forward_once = false, bench_reference = false;
@@ -145,7 +144,8 @@ int run(int argc, char** argv) {
   // export: the trace (or any subset of batches) as CSV, JSON or .npy files in a folder.
   std::string export_path, export_format, export_out, export_batches;
   int export_threads = -1;
-  auto* export_cmd = app.add_subcommand("export", "write the trace as CSV, JSON, .npy or figure (SVG, PDF) files into a folder");
+  auto* export_cmd = app.add_subcommand("export",
+                                        "write the trace as CSV, JSON, .npy or figure (SVG, PDF) files into a folder");
   export_cmd->add_option("workspace", export_path, "workspace JSON file")->required();
   export_cmd->add_option("--format", export_format, "csv, json, npy, or svg / pdf: one figure per map")->required();
   export_cmd->add_option("--out", export_out, "folder to write into (created if needed)")->required();
@@ -160,11 +160,13 @@ int run(int argc, char** argv) {
   int import_heads = 0;
   bool import_eval = false;
   auto* import_cmd = app.add_subcommand(
-      "import", "print a workspace made from your own embeddings: a printed tensor, a NumPy repr, CSV/TSV, "
-                "JSON lists, .npy or .npz. The module is in training mode, as torch builds it and the notebook "
-                "runs it (--eval for eval mode), unless --parameters is a workspace: then its mode");
-  import_cmd->add_option("--embeddings", import_request.embeddings,
-                         "the embeddings: a text file (tensor(...), array(...), lists, CSV/TSV), .npy or .npz; - for stdin")
+      "import",
+      "print a workspace made from your own embeddings: a printed tensor, a NumPy repr, CSV/TSV, "
+      "JSON lists, .npy or .npz. The module is in training mode, as torch builds it and the notebook "
+      "runs it (--eval for eval mode), unless --parameters is a workspace: then its mode");
+  import_cmd
+      ->add_option("--embeddings", import_request.embeddings,
+                   "the embeddings: a text file (tensor(...), array(...), lists, CSV/TSV), .npy or .npz; - for stdin")
       ->required();
   import_cmd->add_option("--array", import_request.array,
                          "the .npz entry to use (default: its only 2-D array; needed when it has several)");
@@ -172,15 +174,16 @@ int run(int argc, char** argv) {
                          "the module's own parameters: a .npz of its state_dict(), print(m.state_dict()), JSON of "
                          "name -> nested lists, or a workspace (its model too); the class, d_out, qkv_bias and the "
                          "wrapper's heads come from the names and shapes");
-  auto* import_tokens_opt =
-      import_cmd->add_option("--tokens", import_tokens, "token names separated by spaces, e.g. \"Your journey starts\"");
+  auto* import_tokens_opt = import_cmd->add_option("--tokens", import_tokens,
+                                                   "token names separated by spaces, e.g. \"Your journey starts\"");
   auto* import_variant_opt = import_cmd->add_option("--variant", import_variant, "the module (default multihead)");
   auto* import_seed_opt = import_cmd->add_option("--seed", import_seed, "torch.manual_seed before the module is built")
                               ->check(CLI::Range(std::int64_t{0}, std::int64_t{4294967295LL}));
   auto* import_heads_opt =
-      import_cmd->add_option("--num-heads", import_heads,
-                             "heads (multihead_wrapper, multihead); needed with a MultiHeadAttention's --parameters: its "
-                             "weights do not say how d_out splits into heads")
+      import_cmd
+          ->add_option("--num-heads", import_heads,
+                       "heads (multihead_wrapper, multihead); needed with a MultiHeadAttention's --parameters: its "
+                       "weights do not say how d_out splits into heads")
           ->check(CLI::Range(1, 1 << 20));
   import_cmd->add_flag("--eval", import_eval, "the module in eval mode (m.eval(): no dropout); default training");
 
@@ -191,13 +194,15 @@ int run(int argc, char** argv) {
         ->check(CLI::Range(1.0, 1048576.0));
 
   // The main help's footer, set after the subcommands (made later, they would inherit it).
-  app.footer("Each command has its own options: attnscope-cli COMMAND --help.\n"
-             "Example: attnscope-cli trace /usr/share/attnscope/presets/multihead.json");
+  app.footer(
+      "Each command has its own options: attnscope-cli COMMAND --help.\n"
+      "Example: attnscope-cli trace /usr/share/attnscope/presets/multihead.json");
 
   const std::string first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && first != "trace" && first != "pytorch" && first != "bench" &&
       first != "export" && first != "import") {
-    std::cerr << "error: unknown command '" << argv[1] << "' (commands: trace, pytorch, bench, export, import; see --help)\n";
+    std::cerr << "error: unknown command '" << argv[1]
+              << "' (commands: trace, pytorch, bench, export, import; see --help)\n";
     return 2;
   }
   try {
@@ -233,8 +238,7 @@ int run(int argc, char** argv) {
   } else if (*pytorch) {
     std::cout << pytorchScript(loadWorkspace(script_path, limits), script_path);
   } else if (*bench) {
-    if (bench_path.empty() && bench_preset.empty())
-      throw InputError("bench: give a workspace file or --preset NAME");
+    if (bench_path.empty() && bench_preset.empty()) throw InputError("bench: give a workspace file or --preset NAME");
     const std::string path = bench_preset.empty() ? bench_path : presetPath(bench_preset);
     if (bench_forward_once) {
       forwardOnce(loadWorkspace(path, limits), bench_reference);
@@ -279,7 +283,7 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  tuneMalloc();  // the benchmark's repeated traces reuse their memory (engine/memory.h)
+  tuneMalloc();                      // the benchmark's repeated traces reuse their memory (engine/memory.h)
   std::ios::sync_with_stdio(false);  // the trace is streamed: C++ buffering, not libc's per write
   try {
     return run(argc, argv);

@@ -54,10 +54,8 @@ std::array<Rgb, 256> loadTable(Colormap c) {
     int r, g, b;
     char c1, c2;
     std::istringstream row(line);
-    if (!(row >> r >> c1 >> g >> c2 >> b) || n >= 256)
-      throw InputError(path + ": expected 256 lines r,g,b");
-    table[n++] = {static_cast<std::uint8_t>(r), static_cast<std::uint8_t>(g),
-                  static_cast<std::uint8_t>(b)};
+    if (!(row >> r >> c1 >> g >> c2 >> b) || n >= 256) throw InputError(path + ": expected 256 lines r,g,b");
+    table[n++] = {static_cast<std::uint8_t>(r), static_cast<std::uint8_t>(g), static_cast<std::uint8_t>(b)};
   }
   if (n != 256) throw InputError(path + ": expected 256 lines r,g,b");
   return table;
@@ -87,9 +85,7 @@ namespace {
 // ±∞ and NaN, which are no part of a range.
 class RangeAccumulator {
  public:
-  RangeAccumulator() {
-    lo_.fill(kInf), hi_.fill(-kInf), positive_.fill(kInf);
-  }
+  RangeAccumulator() { lo_.fill(kInf), hi_.fill(-kInf), positive_.fill(kInf); }
   void add(const float* v, Eigen::Index n) {
     Eigen::Index i = 0;
     for (; i + kLanes <= n; i += kLanes)
@@ -136,7 +132,8 @@ ValueRange finiteRange(const StageMap& m) {
 }
 
 ValueRange merge(ValueRange a, ValueRange b) {
-  const float positive = a.positive > 0 && b.positive > 0 ? std::min(a.positive, b.positive) : std::max(a.positive, b.positive);
+  const float positive = a.positive > 0 && b.positive > 0 ? std::min(a.positive, b.positive)
+                                                          : std::max(a.positive, b.positive);
   return {std::min(a.lo, b.lo), std::max(a.hi, b.hi), positive};
 }
 
@@ -196,7 +193,9 @@ bool parseColourScale(const std::string& id, ColourScale* out) {
 
 bool logApplies(ValueRange r) { return r.lo >= 0 && r.positive > 0 && r.hi > r.positive; }
 
-bool zeroOffLogScale(float v, ValueRange map, ColourScale scale) { return v == 0 && scale == ColourScale::Log && logApplies(map); }
+bool zeroOffLogScale(float v, ValueRange map, ColourScale scale) {
+  return v == 0 && scale == ColourScale::Log && logApplies(map);
+}
 
 void rowIndices(const float* v, std::size_t n, ValueRange map, ColourScale scale, bool centred, std::uint8_t* out) {
   if (scale == ColourScale::Log && logApplies(map)) {
@@ -232,9 +231,12 @@ Rgb contrastingText(Rgb bg) {
   return (luminance + 0.05) / 0.05 > 1.05 / (luminance + 0.05) ? Rgb{0, 0, 0} : Rgb{255, 255, 255};
 }
 
-std::array<std::string, 2> colorbarEnds(ValueRange r, ColourScale scale, bool centred, const std::array<std::string, 2>& words) {
+std::array<std::string, 2> colorbarEnds(ValueRange r, ColourScale scale, bool centred,
+                                        const std::array<std::string, 2>& words) {
   if (!words[0].empty()) return words;
-  if (scale == ColourScale::Row) return centred ? std::array<std::string, 2>{"−|row| max", "|row| max"} : std::array<std::string, 2>{"row min", "row max"};
+  if (scale == ColourScale::Row)
+    return centred ? std::array<std::string, 2>{"−|row| max", "|row| max"}
+                   : std::array<std::string, 2>{"row min", "row max"};
   return {formatShort(scale == ColourScale::Log && logApplies(r) ? r.positive : r.lo), formatShort(r.hi)};
 }
 
@@ -264,7 +266,8 @@ std::vector<ColorbarTick> colorbarTicks(ValueRange r, ColourScale scale) {
   for (double v = std::floor(r.lo / step) * step + step; v < r.hi - step * 1e-6 && ticks.size() < 9; v += step) {
     const double snapped = std::fabs(v) < step * 1e-6 ? 0.0 : v;  // 0, not 1e-17
     if (snapped <= r.lo + step * 1e-6) continue;
-    ticks.push_back({static_cast<float>((snapped - r.lo) / span), static_cast<float>(snapped), formatShort(static_cast<float>(snapped))});
+    ticks.push_back({static_cast<float>((snapped - r.lo) / span), static_cast<float>(snapped),
+                     formatShort(static_cast<float>(snapped))});
   }
   return ticks;
 }

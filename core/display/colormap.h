@@ -18,8 +18,8 @@ struct Rgb {
   std::uint8_t r, g, b;
 };
 
-const char* colormapId(Colormap c);       // "viridis", the table's file name
-const char* colormapTitle(Colormap c);    // "Viridis (default)", for menus
+const char* colormapId(Colormap c);     // "viridis", the table's file name
+const char* colormapTitle(Colormap c);  // "Viridis (default)", for menus
 bool parseColormap(const std::string& id, Colormap* out);
 
 // The 256-entry table of assets/colormaps/<id>.csv, loaded once. Throws InputError if missing.
@@ -87,7 +87,8 @@ struct ColorbarTick {
 std::vector<ColorbarTick> colorbarTicks(ValueRange r, ColourScale scale);
 // The texts at the colorbar's two ends: `words` where given (a mask's "dropped 0"), else the range's
 // numbers (from its smallest positive value on a log scale), or "row min" … "row max" per row.
-std::array<std::string, 2> colorbarEnds(ValueRange r, ColourScale scale, bool centred, const std::array<std::string, 2>& words);
+std::array<std::string, 2> colorbarEnds(ValueRange r, ColourScale scale, bool centred,
+                                        const std::array<std::string, 2>& words);
 
 // Black or white, whichever reads better on `background` (WCAG relative luminance).
 Rgb contrastingText(Rgb background);

@@ -89,17 +89,22 @@ std::vector<std::string> workspaceDifferences(const Workspace& a, const Workspac
         const float x = a.embeddings(i, j), y = b.embeddings(i, j);
         if (std::memcmp(&x, &y, sizeof x) == 0) continue;
         if (++edited <= max_cells)
-          cells.push_back("x[" + std::to_string(i) + "][" + std::to_string(j) + "] " + formatFixed(x) + " → " + formatFixed(y));
+          cells.push_back("x[" + std::to_string(i) + "][" + std::to_string(j) + "] " + formatFixed(x) + " → " +
+                          formatFixed(y));
       }
-    if (edited > max_cells) out.push_back(std::to_string(edited) + " embedding cells");
-    else out.insert(out.end(), cells.begin(), cells.end());
+    if (edited > max_cells)
+      out.push_back(std::to_string(edited) + " embedding cells");
+    else
+      out.insert(out.end(), cells.begin(), cells.end());
   }
   // The parameters: the user's own weights.
   const nlohmann::json pa = a.model.parameters ? parameterValuesToJson(*a.model.parameters) : nlohmann::json::object();
   const nlohmann::json pb = b.model.parameters ? parameterValuesToJson(*b.model.parameters) : nlohmann::json::object();
   if (pa != pb) {
-    if (pa.empty()) out.push_back("own parameters in B");
-    else if (pb.empty()) out.push_back("own parameters in A");
+    if (pa.empty())
+      out.push_back("own parameters in B");
+    else if (pb.empty())
+      out.push_back("own parameters in A");
     else
       for (auto it = pb.begin(); it != pb.end(); ++it)
         if (!pa.contains(it.key()) || pa[it.key()] != it.value()) out.push_back(it.key() + " edited");

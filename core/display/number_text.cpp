@@ -22,8 +22,8 @@ std::string tinyLabel(float v) {
   const std::size_t e = s.find('e');
   std::string mantissa = s.substr(0, e), exponent = s.substr(e + 1);
   const bool negative_exponent = exponent[0] == '-';
-  exponent = exponent.substr(exponent.find_first_not_of("+-0") == std::string::npos ? exponent.size() - 1
-                                                                                    : exponent.find_first_not_of("+-0"));
+  exponent = exponent.substr(
+      exponent.find_first_not_of("+-0") == std::string::npos ? exponent.size() - 1 : exponent.find_first_not_of("+-0"));
   return withTrueMinus(mantissa) + "e" + (negative_exponent ? "−" : "") + exponent;
 }
 
@@ -80,7 +80,7 @@ std::string cellLabel(float v, CellFormat f) {
     case CellFormat::Decimals3: return formatFixed(v, 3);
     case CellFormat::Decimals2: return formatFixed(v, 2);
     case CellFormat::Compact: {
-      if (v == 0) return "0";  // an exact zero only: a tiny value took the branch above
+      if (v == 0) return "0";             // an exact zero only: a tiny value took the branch above
       std::string s = formatFixed(v, 2);  // "0.29" → ".29", "−0.11" → "−.11"; "1.00" stays
       const std::string minus = "−";
       const std::size_t digits = s.rfind(minus, 0) == 0 ? minus.size() : 0;

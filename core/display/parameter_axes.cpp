@@ -30,7 +30,8 @@ std::string shapeWords(const NamedTensor& t, const ParameterKind& k) {
 
 ParameterAxes parameterAxes(const NamedTensor& t, const ParameterKind& k) {
   ParameterAxes a;
-  for (Eigen::Index i = 0; i < t.value.rows(); ++i) a.rows.push_back(t.is_vector ? "b" : k.bare ? "d" + str(i) : k.out + str(i));
+  for (Eigen::Index i = 0; i < t.value.rows(); ++i)
+    a.rows.push_back(t.is_vector ? "b" : k.bare ? "d" + str(i) : k.out + str(i));
   for (Eigen::Index j = 0; j < t.value.cols(); ++j)
     a.cols.push_back(t.is_vector || k.bare ? k.out + str(j) : k.base == "out_proj" ? "c" + str(j) : "d" + str(j));
   return a;

@@ -9,8 +9,8 @@
 namespace attnscope {
 
 struct ParameterKind {
-  std::string head;       // "heads.1." of the wrapper, else ""
-  std::string base;       // "W_query", "W_key", "W_value", "out_proj"
+  std::string head;  // "heads.1." of the wrapper, else ""
+  std::string base;  // "W_query", "W_key", "W_value", "out_proj"
   bool bias = false;
   bool bare = false;      // SelfAttention_v1's W (d_in × d_out, x @ W)
   const char* out = "q";  // the letter of what it makes: q, k, v, o (out_proj)

@@ -12,7 +12,8 @@ namespace {
 
 // A figure of a matrix over tokens that is not a head's stage (the context, the output) or of a
 // parameter (no labels).
-FigureSpec matrixFigure(const Matrix& m, std::string title, std::vector<std::string> rows, std::vector<std::string> cols) {
+FigureSpec matrixFigure(const Matrix& m, std::string title, std::vector<std::string> rows,
+                        std::vector<std::string> cols) {
   FigureSpec f;
   f.values = StageMap(m);
   f.title = std::move(title);
@@ -33,7 +34,8 @@ FigureSpec stageFigure(const Trace& t, const HeadTrace& h, Stage s, const std::v
   // a 0/1 map on its full 0–1 range.
   f.title = stageHeading(t, s);
   if (t.heads > 1) f.title += "  ·  head " + std::to_string(head + 1) + " of " + std::to_string(t.heads);
-  if (t.batches.size() > 1) f.title += "  ·  batch " + std::to_string(batch + 1) + " of " + std::to_string(t.batches.size());
+  if (t.batches.size() > 1)
+    f.title += "  ·  batch " + std::to_string(batch + 1) + " of " + std::to_string(t.batches.size());
   f.row_labels = info.parameter ? dimLabels(f.values.rows()) : tokensOf(tokens, t.tokens);  // W: input dims down
   f.col_labels = info.square ? f.row_labels : dimLabels(f.values.cols());
   f.look = stageLook(t, s, info.flags ? ValueRange{0, 1} : finiteRange(f.values), LookChoices{});
@@ -47,7 +49,8 @@ int exportTraceFigures(const Workspace& ws, const Trace& trace, const std::strin
   int written = 0;
   auto write = [&](const std::string& name, const FigureSpec& figure) {
     const std::string path = joinPath(folder, name + ext);
-    if (const std::string error = writeVectorFigure(figure, path); !error.empty()) throw InputError(path + ": " + error);
+    if (const std::string error = writeVectorFigure(figure, path); !error.empty())
+      throw InputError(path + ": " + error);
     ++written;
   };
   const std::vector<std::string> tokens = tokensOf(ws.tokens, trace.tokens);
@@ -61,17 +64,20 @@ int exportTraceFigures(const Workspace& ws, const Trace& trace, const std::strin
           write(mapFileStem(static_cast<int>(b), static_cast<int>(h), stage.stage),
                 stageFigure(trace, bt.heads[h], stage.stage, tokens, static_cast<int>(b), static_cast<int>(h)));
     const std::string of = batches.empty() ? "" : "  ·  batch " + std::to_string(b + 1) + batches;
-    write(batch + "_context", matrixFigure(bt.context, "context  (heads concatenated)" + of, tokens, dimLabels(bt.context.cols())));
+    write(batch + "_context",
+          matrixFigure(bt.context, "context  (heads concatenated)" + of, tokens, dimLabels(bt.context.cols())));
     write(batch + "_output", matrixFigure(bt.output, "output" + of, tokens, dimLabels(bt.output.cols())));
   }
-  forEachStateDictEntry(trace.model, *trace.parameters, [&](const std::string& name, const Matrix& value, bool is_vector) {
-    // Titled with its shape in words, its axes labelled as the Weights tab labels them.
-    const NamedTensor shown{name, is_vector ? Matrix(Eigen::Map<const Matrix>(value.data(), 1, value.size())) : value,
-                            is_vector};
-    const ParameterKind kind = kindOf(shown);
-    const ParameterAxes axes = parameterAxes(shown, kind);
-    write("param_" + name, matrixFigure(shown.value, name + "  " + shapeWords(shown, kind), axes.rows, axes.cols));
-  });
+  forEachStateDictEntry(
+      trace.model, *trace.parameters, [&](const std::string& name, const Matrix& value, bool is_vector) {
+        // Titled with its shape in words, its axes labelled as the Weights tab labels them.
+        const NamedTensor shown{name,
+                                is_vector ? Matrix(Eigen::Map<const Matrix>(value.data(), 1, value.size())) : value,
+                                is_vector};
+        const ParameterKind kind = kindOf(shown);
+        const ParameterAxes axes = parameterAxes(shown, kind);
+        write("param_" + name, matrixFigure(shown.value, name + "  " + shapeWords(shown, kind), axes.rows, axes.cols));
+      });
   return written;
 }
 

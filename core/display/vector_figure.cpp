@@ -36,10 +36,14 @@ bool figureFormatOf(const std::string& path, FigureFormat* out) {
   if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return false;
   std::string ext = path.substr(dot + 1);
   for (char& c : ext) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  if (ext == "png") *out = FigureFormat::Png;
-  else if (ext == "svg") *out = FigureFormat::Svg;
-  else if (ext == "pdf") *out = FigureFormat::Pdf;
-  else return false;
+  if (ext == "png")
+    *out = FigureFormat::Png;
+  else if (ext == "svg")
+    *out = FigureFormat::Svg;
+  else if (ext == "pdf")
+    *out = FigureFormat::Pdf;
+  else
+    return false;
   return true;
 }
 
@@ -64,9 +68,12 @@ std::string cleanText(const std::string& s) {
   for (std::size_t i = 0; i < s.size();) {
     const std::size_t at = i;
     const std::uint32_t cp = nextCodePoint(s, &i);
-    if (cp == kNotUtf8 || isNoncharacter(cp)) out += "\xEF\xBF\xBD";  // U+FFFD
-    else if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0)) out += ' ';
-    else out.append(s, at, i - at);
+    if (cp == kNotUtf8 || isNoncharacter(cp))
+      out += "\xEF\xBF\xBD";  // U+FFFD
+    else if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0))
+      out += ' ';
+    else
+      out.append(s, at, i - at);
   }
   return out;
 }
@@ -229,7 +236,8 @@ class Painter {
     for (int i = 0; data && i < rows; ++i) {
       auto* px = reinterpret_cast<std::uint32_t*>(data + static_cast<std::ptrdiff_t>(i) * stride);
       for (int j = 0; j < cols; ++j) {
-        const Rgb c = colours[static_cast<std::size_t>(i) * static_cast<std::size_t>(cols) + static_cast<std::size_t>(j)];
+        const Rgb c =
+            colours[static_cast<std::size_t>(i) * static_cast<std::size_t>(cols) + static_cast<std::size_t>(j)];
         px[j] = std::uint32_t{c.r} << 16 | std::uint32_t{c.g} << 8 | c.b;
       }
     }
@@ -268,15 +276,15 @@ bool isMasked(float v) { return std::isinf(v) && v < 0; }
 struct Layout {
   int rows = 0, cols = 0;
   double cell = 0;
-  bool values = false;               // cell numbers shown
-  std::vector<std::string> labels;   // row-major, when shown
+  bool values = false;                              // cell numbers shown
+  std::vector<std::string> labels;                  // row-major, when shown
   std::vector<std::string> row_labels, col_labels;  // shortened to fit
-  bool vertical_cols = false;        // key labels read upwards
-  int row_step = 1, col_step = 1;    // every how many rows and columns a label
-  double title_y = 0;                // baseline
-  double x0 = 0, y0 = 0;             // the cells' top left corner
+  bool vertical_cols = false;                       // key labels read upwards
+  int row_step = 1, col_step = 1;                   // every how many rows and columns a label
+  double title_y = 0;                               // baseline
+  double x0 = 0, y0 = 0;                            // the cells' top left corner
   double bar_y = 0, bar_w = 0, bar_h = 8;
-  double range_y = 0;                // baseline of the colorbar's range text
+  double range_y = 0;  // baseline of the colorbar's range text
   std::string lo_text, hi_text;
   std::vector<std::pair<double, std::string>> ticks;  // x of each inner tick, its label ("" where it would collide)
   bool legend_swatch = false;
@@ -292,7 +300,9 @@ Layout layOut(const FigureSpec& s, const FigureOptions& o, Painter& p) {
   L.cols = static_cast<int>(s.values.cols());
   const double fs = o.font_size, cap = p.capHeight(fs), pad = fs * 0.8;  // room either side of a number
   auto value = [&](int i, int j) { return s.values(i, j); };
-  auto label = [&](float v, CellFormat f) { return cleanText(s.look.cell_text ? s.look.cell_text(v) : cellLabel(v, f)); };
+  auto label = [&](float v, CellFormat f) {
+    return cleanText(s.look.cell_text ? s.look.cell_text(v) : cellLabel(v, f));
+  };
 
   // Cells: as wide as the four-decimal labels need, within the bounds, and small enough for the
   // whole map to fit max_extent.
@@ -301,7 +311,8 @@ Layout layOut(const FigureSpec& s, const FigureOptions& o, Painter& p) {
   double need = 0;
   if (may_label)
     for (int i = 0; i < L.rows; ++i)
-      for (int j = 0; j < L.cols; ++j) need = std::max(need, p.width(label(value(i, j), CellFormat::Decimals4), fs) + pad);
+      for (int j = 0; j < L.cols; ++j)
+        need = std::max(need, p.width(label(value(i, j), CellFormat::Decimals4), fs) + pad);
   L.cell = std::min(upper, std::max(o.min_cell, need));
   // The first format whose every label fits its cell, as on screen (a custom label has one format).
   if (may_label && L.cell >= fs + 2) {
@@ -344,7 +355,8 @@ Layout layOut(const FigureSpec& s, const FigureOptions& o, Painter& p) {
   // Colorbar under the cells, its range (or words) at its ends, the legend between or below them.
   L.bar_y = L.y0 + map_h + 8;
   L.bar_w = std::max(map_w, 140.0);
-  const std::array<std::string, 2> ends = colorbarEnds(s.look.range, s.look.scale, s.look.colormap == Colormap::Coolwarm, s.look.range_text);
+  const std::array<std::string, 2> ends = colorbarEnds(s.look.range, s.look.scale,
+                                                       s.look.colormap == Colormap::Coolwarm, s.look.range_text);
   L.lo_text = cleanText(ends[0]);
   L.hi_text = cleanText(ends[1]);
   const double lo_w = p.width(L.lo_text, fs), hi_w = p.width(L.hi_text, fs);
@@ -421,8 +433,8 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
     for (int j = 0; j < L.cols;) {
       int k = j + 1;
       const Rgb c = colours[static_cast<std::size_t>(j)];
-      while (k < L.cols && colours[static_cast<std::size_t>(k)].r == c.r && colours[static_cast<std::size_t>(k)].g == c.g &&
-             colours[static_cast<std::size_t>(k)].b == c.b)
+      while (k < L.cols && colours[static_cast<std::size_t>(k)].r == c.r &&
+             colours[static_cast<std::size_t>(k)].g == c.g && colours[static_cast<std::size_t>(k)].b == c.b)
         ++k;
       p.rect(L.x0 + j * L.cell, L.y0 + i * L.cell, (k - j) * L.cell, L.cell, c);
       j = k;
@@ -441,8 +453,9 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
       s.values.readRow(i, row.data());
       rowIndices(row.data(), row.size(), s.look.range, s.look.scale, centred, index.data());
       for (int j = 0; j < L.cols; ++j, ++k) {
-        const Rgb bg = isMasked(row[j]) || zeroOffLogScale(row[j], s.look.range, s.look.scale) ? kMasked
-                                                                                      : table[index[static_cast<std::size_t>(j)]];
+        const Rgb bg = isMasked(row[j]) || zeroOffLogScale(row[j], s.look.range, s.look.scale)
+                           ? kMasked
+                           : table[index[static_cast<std::size_t>(j)]];
         p.text(L.labels[k], L.x0 + (j + 0.5) * L.cell, L.y0 + (i + 0.5) * L.cell + cap / 2, fs, contrastingText(bg),
                Anchor::Middle);
       }
@@ -454,8 +467,10 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
     p.text(L.row_labels[i], L.x0 - 5, L.y0 + (i + 0.5) * L.cell + cap / 2, fs, kTextDim, Anchor::End);
   for (int j = 0; j < L.cols && j < static_cast<int>(L.col_labels.size()); j += L.col_step) {
     const double x = L.x0 + (j + 0.5) * L.cell;
-    if (L.vertical_cols) p.text(L.col_labels[j], x + cap / 2, L.y0 - 5, fs, kTextDim, Anchor::Start, true);
-    else p.text(L.col_labels[j], x, L.y0 - 5, fs, kTextDim, Anchor::Middle);
+    if (L.vertical_cols)
+      p.text(L.col_labels[j], x + cap / 2, L.y0 - 5, fs, kTextDim, Anchor::Start, true);
+    else
+      p.text(L.col_labels[j], x, L.y0 - 5, fs, kTextDim, Anchor::Middle);
   }
 
   p.colorbar(L.x0, L.bar_y, L.bar_w, L.bar_h, s.look.colormap);
@@ -501,8 +516,8 @@ namespace {
 
 // Measures with `measure` on a recording surface (returning the page's size), then draws with
 // `paint` on an SVG or PDF page, adds the SVG's text elements and title, and writes the file.
-std::string writeFigure(const std::string& path, FigureFormat format, const std::string& title, const FigureOptions& options,
-                        const std::function<std::pair<double, double>(Painter&)>& measure,
+std::string writeFigure(const std::string& path, FigureFormat format, const std::string& title,
+                        const FigureOptions& options, const std::function<std::pair<double, double>(Painter&)>& measure,
                         const std::function<void(Painter&)>& draw) {
   std::pair<double, double> size;
   {
@@ -558,8 +573,7 @@ std::string writeFigure(const std::string& path, FigureFormat format, const std:
 
 std::string writeLinesFigure(const LinesFigureSpec& spec, const std::string& path, const FigureOptions& o) {
   FigureFormat format;
-  if (!figureFormatOf(path, &format) || format == FigureFormat::Png)
-    return path + ": a vector figure is .svg or .pdf";
+  if (!figureFormatOf(path, &format) || format == FigureFormat::Png) return path + ": a vector figure is .svg or .pdf";
   const int T = static_cast<int>(spec.tokens.size());
   if (T == 0) return "no tokens: nothing to draw";
   for (const auto& l : spec.lines)
@@ -581,7 +595,8 @@ std::string writeLinesFigure(const LinesFigureSpec& spec, const std::string& pat
     caption_y = legend_y + (spec.legend.empty() ? 0 : cs * 1.5) + (spec.caption.empty() ? 0 : cs * 1.5);
     double legend_w = 0;
     for (const auto& h : spec.heads) legend_w += cs + 3 + p.width(h.first, cs) + 10;
-    width = std::max({2 * (label_w + gap) + span + 2 * o.margin, legend_w + 2 * o.margin, p.width(cleanText(spec.title), o.title_size) + 2 * o.margin});
+    width = std::max({2 * (label_w + gap) + span + 2 * o.margin, legend_w + 2 * o.margin,
+                      p.width(cleanText(spec.title), o.title_size) + 2 * o.margin});
     height = caption_y + cs * 0.8 + o.margin;
     return std::make_pair(width, height);
   };
@@ -620,8 +635,7 @@ std::string writeLinesFigure(const LinesFigureSpec& spec, const std::string& pat
 
 std::string writeVectorFigure(const FigureSpec& spec, const std::string& path, const FigureOptions& options) {
   FigureFormat format;
-  if (!figureFormatOf(path, &format) || format == FigureFormat::Png)
-    return path + ": a vector figure is .svg or .pdf";
+  if (!figureFormatOf(path, &format) || format == FigureFormat::Png) return path + ": a vector figure is .svg or .pdf";
   if (spec.values.rows() <= 0 || spec.values.cols() <= 0) return "the map is empty: nothing to draw";
   if (!spec.row_labels.empty() && static_cast<Eigen::Index>(spec.row_labels.size()) != spec.values.rows())
     return "the figure has " + std::to_string(spec.row_labels.size()) + " row labels for " +

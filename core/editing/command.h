@@ -29,11 +29,54 @@ struct CommandArg {
 // Every command by what it is; the table gives each its "do" name and the rest. The app and the
 // Document dispatch on it (a switch), never on the name.
 enum class CommandId {
-  Open, Preset, New, Restore, Sentence, AddToken, RemoveToken, RenameToken, MoveToken, Set, Model, SetCell, DIn,
-  Randomize, BookExample, Workspace, PasteEmbeddings, SetParameter, ResetParameters, PasteParameters, Undo, Redo,
-  SelectToken, SelectKey, SelectHead, GoTo, SelectBatch, View, Pin, Unpin, Swap, Fullscreen, Engine, Screenshot, Save,
-  ExportTrace, ExportMap, SavePytorch, CopyPytorch, Dialog, Quit, Unsaved, Recovery, LessonOpen, LessonStep,
-  LessonNext, LessonBack, LessonClose,
+  Open,
+  Preset,
+  New,
+  Restore,
+  Sentence,
+  AddToken,
+  RemoveToken,
+  RenameToken,
+  MoveToken,
+  Set,
+  Model,
+  SetCell,
+  DIn,
+  Randomize,
+  BookExample,
+  Workspace,
+  PasteEmbeddings,
+  SetParameter,
+  ResetParameters,
+  PasteParameters,
+  Undo,
+  Redo,
+  SelectToken,
+  SelectKey,
+  SelectHead,
+  GoTo,
+  SelectBatch,
+  View,
+  Pin,
+  Unpin,
+  Swap,
+  Fullscreen,
+  Engine,
+  Screenshot,
+  Save,
+  ExportTrace,
+  ExportMap,
+  SavePytorch,
+  CopyPytorch,
+  Dialog,
+  Quit,
+  Unsaved,
+  Recovery,
+  LessonOpen,
+  LessonStep,
+  LessonNext,
+  LessonBack,
+  LessonClose,
 };
 
 // What the app must know of a command before applying it (docs/DESIGN.md §3.2).
@@ -47,11 +90,11 @@ enum CommandFlag : unsigned {
 
 struct CommandInfo {
   CommandId id;
-  const char* name;                // the "do"
+  const char* name;  // the "do"
   CommandTarget target;
-  unsigned flags;                  // CommandFlag bits
+  unsigned flags;  // CommandFlag bits
   std::vector<CommandArg> args;
-  const char* help;                // one line for the README and error messages
+  const char* help;  // one line for the README and error messages
   bool has(CommandFlag f) const { return (flags & f) != 0; }
 };
 
@@ -61,9 +104,9 @@ const CommandInfo* findCommand(const std::string& name);
 const CommandInfo& commandInfo(CommandId id);
 
 struct Command {
-  std::string name;                                  // the "do": an entry of commandTable()
-  nlohmann::json args = nlohmann::json::object();    // its arguments, checked against the table
-  std::string gesture;  // not in JSON: edits of one drag share it and make one undo step
+  std::string name;                                // the "do": an entry of commandTable()
+  nlohmann::json args = nlohmann::json::object();  // its arguments, checked against the table
+  std::string gesture;                             // not in JSON: edits of one drag share it and make one undo step
   int script_index = -1;  // not in JSON: its position in a --commands file, −1 for the UI's own
   // Not in JSON: the app read a paste's `text` from the clipboard, so messages name "clipboard";
   // text a command gives is "pasted text".

@@ -7,9 +7,9 @@
 #include <functional>
 
 #include "editing/parameter_edits.h"
+#include "editing/paste.h"
 #include "editing/token_table.h"
 #include "engine/errors.h"
-#include "editing/paste.h"
 #include "formats/import_workspace.h"
 #include "formats/png_image.h"
 #include "formats/presets.h"
@@ -23,8 +23,8 @@ constexpr std::uint32_t kDefaultInputSeed = 123;  // the inputs panel's seed whe
 std::uint32_t seedArg(const Command& c) {
   if (!c.has("seed")) return kDefaultInputSeed;
   const nlohmann::json& v = c.args["seed"];
-  if (v.is_number_unsigned() ? v.get<std::uint64_t>() > 4294967295ULL : v.get<std::int64_t>() < 0 ||
-                                                                             v.get<std::int64_t>() > 4294967295LL)
+  if (v.is_number_unsigned() ? v.get<std::uint64_t>() > 4294967295ULL
+                             : v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > 4294967295LL)
     throw InputError("seed: must be between 0 and 4294967295, got " + v.dump());
   return static_cast<std::uint32_t>(v.get<std::int64_t>());
 }
@@ -80,7 +80,9 @@ void putFileName(nlohmann::json& view, const std::string& path) {
 
 void putFileStamp(nlohmann::json& view, const FileStamp& stamp) {
   if (!stamp.exists) return;
-  view["file_stamp"] = {{"device", stamp.device}, {"inode", stamp.inode}, {"size", stamp.size},
+  view["file_stamp"] = {{"device", stamp.device},
+                        {"inode", stamp.inode},
+                        {"size", stamp.size},
                         {"modified_ns", stamp.modified_ns}};
 }
 
@@ -132,7 +134,8 @@ void setModelFields(Workspace& ws, const nlohmann::json& fields) {
   std::shared_ptr<const ParameterValues> parameters = ws.model.parameters;
   ws.model = parseModel(model);
   if (ws.model.variant == before) ws.model.parameters = std::move(parameters);
-  if (ws.model.variant == Variant::Simple && ws.model.d_out == 0) ws.model.d_out = static_cast<int>(ws.embeddings.cols());
+  if (ws.model.variant == Variant::Simple && ws.model.d_out == 0)
+    ws.model.d_out = static_cast<int>(ws.embeddings.cols());
 }
 
 Document::Document(Workspace ws, std::string file, bool dirty, Limits limits, std::size_t history_bytes)
@@ -151,13 +154,13 @@ DocumentChange Document::edit(const std::function<void(Workspace&)>& change, con
     // A change of shape the user's own parameters no longer fit: say what to do about it.
     const std::string what = e.what();
     if (ws_.model.parameters && !ws_.model.parameters->empty() && what.rfind("parameters.", 0) == 0)
-      throw InputError(what + "; your own parameters are for this shape: Weights › Back to the seeded initialization "
-                              "first (undo brings them back)");
+      throw InputError(what +
+                       "; your own parameters are for this shape: Weights › Back to the seeded initialization "
+                       "first (undo brings them back)");
     throw;
   }
   if (equalWorkspaces(ws_, next)) return DocumentChange::Unchanged;
-  history_.record(ws_, next, gesture,
-                  untitled ? std::optional<std::array<std::string, 2>>({file_, ""}) : std::nullopt);
+  history_.record(ws_, next, gesture, untitled ? std::optional<std::array<std::string, 2>>({file_, ""}) : std::nullopt);
   if (untitled) file_.clear();
   ws_ = std::move(next);
   dirty_ = true;
@@ -205,7 +208,8 @@ DocumentChange Document::editModel(const nlohmann::json& fields, const std::stri
   } else if (wanted > 0) {
     wanted_heads_ = 0;
     if (before.num_heads != wanted && m.variant == before.variant)
-      note_ = "num_heads back to " + std::to_string(wanted) + ": d_out " + std::to_string(m.d_out) + " is divisible by it";
+      note_ = "num_heads back to " + std::to_string(wanted) + ": d_out " + std::to_string(m.d_out) +
+              " is divisible by it";
   }
   if (m.variant != before.variant && before.parameters && !before.parameters->empty())
     note_ += (note_.empty() ? "" : "; ") + std::string("your parameters stay with step ") + stepNumber(before.variant) +
@@ -224,129 +228,129 @@ DocumentChange Document::apply(const Command& c) {
   const std::string& g = c.gesture;
   using Id = CommandId;
   switch (c.id()) {
-  case Id::Open: {  // another document: a new history, as any editor opens a file
-    const std::string path = c.text("path");
-    const FileStamp stamp = attnscope::fileStamp(path);  // before reading: a write while it is read is a change
-    Workspace ws = loadWorkspace(path, limits_);
-    // A PNG opens untitled, and so does a preset's file: Save asks for a name, never writing into
-    // the app's own presets folder.
-    const bool untitled = isPng(path) || isPresetFile(path);
-    reset(std::move(ws), untitled ? "" : documentPath(path), false);
-    stamped_file_ = file_;
-    file_stamp_ = stamp;
-    return DocumentChange::Replaced;
-  }
-  case Id::Restore: {  // the autosave knows which file it belonged to and whether it was saved
-    Workspace ws = loadWorkspace(c.text("path"), limits_);
-    const nlohmann::json& v = ws.view;
-    std::string file = fileNameOf(v);
-    if (isPresetFile(file)) file.clear();  // an older session's preset file: untitled, as it opens now
-    const bool dirty = !v.contains("dirty") || !v["dirty"].is_boolean() || v["dirty"].get<bool>();
-    const FileStamp stamp = fileStampOf(v);  // the file as the last session knew it
-    reset(std::move(ws), file, dirty);
-    stamped_file_ = file_;
-    file_stamp_ = stamp.exists ? stamp : attnscope::fileStamp(file_);
-    return DocumentChange::Replaced;
-  }
-  case Id::Preset:
-  case Id::New: {  // undoable, and untitled until saved
-    Workspace ws = c.id() == Id::New ? bookExample(ws_.model.variant) : loadWorkspace(presetPath(c.text("name")), limits_);
-    if (edit([&ws](Workspace& w) { w = ws; }, "", true) == DocumentChange::Unchanged) return DocumentChange::Unchanged;
-    // Nothing of the user's to save yet: switching presets, or stepping through a lesson, does
-    // not ask about unsaved changes (the work left behind was asked about before, and stays in
-    // Undo, as saved or unsaved as it was).
-    loaded_ = ws_;
-    dirty_ = false;
-    wanted_heads_ = 0;
-    return DocumentChange::Replaced;
-  }
-  case Id::Undo:
-  case Id::Redo: {
-    const bool undo = c.id() == Id::Undo;
-    Workspace next = ws_;
-    // Undoing a preset or New gives the document back its file name (redo: untitled again).
-    if (!(undo ? history_.undo(next, &file_) : history_.redo(next, &file_)))
-      throw InputError(undo ? "nothing to undo" : "nothing to redo");
-    ws_ = std::move(next);
-    // Back where it was saved, or at a preset as it loaded: nothing unsaved.
-    dirty_ = !equalWorkspaces(ws_, saved_) && !(loaded_ && equalWorkspaces(ws_, *loaded_));
-    wanted_heads_ = 0;  // the num_heads on screen is the one to keep now
-    bump();
-    return DocumentChange::Edited;
-  }
-  case Id::Sentence: {
-    const std::uint32_t seed = seedArg(c);
-    return editContent([&](Workspace& w) { setSentence(w, c.text("text"), seed, limits_); }, g);
-  }
-  case Id::AddToken: {
-    const int at = c.has("at") ? c.integer("at") : tokenCount(ws_);
-    const std::uint32_t seed = c.has("seed") ? seedArg(c) : kDefaultInputSeed + static_cast<std::uint32_t>(at);
-    const std::string name = c.has("name") ? c.text("name") : "";
-    return editContent([&](Workspace& w) { insertToken(w, at, name, seed, limits_); }, g);
-  }
-  case Id::RemoveToken:
-    return editContent([&](Workspace& w) { removeToken(w, c.integer("index")); }, g);
-  case Id::RenameToken:
-    return editContent([&](Workspace& w) { renameToken(w, c.integer("index"), c.text("name")); }, g);
-  case Id::MoveToken:
-    return editContent([&](Workspace& w) { moveToken(w, c.integer("from"), c.integer("to")); }, g);
-  case Id::Set:
-    return editModel(nlohmann::json{{c.text("field"), c.args["value"]}}, g);
-  case Id::Model:
-    return editModel(c.args["fields"], g);
-  case Id::SetCell: {
-    const double v = c.number("value");
-    if (std::fabs(v) >= 3.4028235677973366e38)  // rounds to ±∞ as a float32 (and casting is undefined)
-      throw InputError("embeddings[" + std::to_string(c.integer("row")) + "][" + std::to_string(c.integer("col")) +
-                       "]: not a finite number as float32: " + c.args["value"].dump());
-    return editContent([&](Workspace& w) { setEmbedding(w, c.integer("row"), c.integer("col"), static_cast<float>(v)); }, g);
-  }
-  case Id::DIn: {
-    const std::uint32_t seed = seedArg(c);
-    return editContent([&](Workspace& w) { setInputWidth(w, c.integer("value"), seed, limits_); }, g);
-  }
-  case Id::Randomize: {
-    const std::uint32_t seed = seedArg(c);
-    return editContent([&](Workspace& w) { randomizeEmbeddings(w, seed); }, g);
-  }
-  case Id::BookExample:
-    return editContent([](Workspace& w) { resetToBookExample(w); }, g);
-  case Id::Workspace: {  // checked whole as a file would be; the view (and so the file's notes) stays
-    const Workspace given = parseWorkspace(c.args["json"].dump(), limits_);
-    return editContent([&given](Workspace& w) {
-      nlohmann::json view = std::move(w.view);
-      w = given;
-      w.view = std::move(view);
-    }, g);
-  }
-  case Id::SetParameter: {
-    const std::string name = c.text("name");
-    const int row = c.integer("row"), col = c.integer("col");
-    const double v = c.number("value");
-    return editContent([&](Workspace& w) { setParameterValue(w, name, row, col, v); }, g);
-  }
-  case Id::ResetParameters: {
-    if (!ws_.model.parameters || ws_.model.parameters->empty()) return DocumentChange::Unchanged;
-    const DocumentChange change = editContent([](Workspace& w) { w.model.parameters.reset(); }, g);
-    note_ = "Back to the seeded initialization: torch.manual_seed(" + std::to_string(ws_.model.seed) +
-            ") and the constructor's draws (undo brings your values back)";
-    return change;
-  }
-  case Id::PasteParameters:
-  case Id::PasteEmbeddings: {  // the app puts the clipboard's text in when the command has none
-    const bool parameters = c.id() == Id::PasteParameters;
-    if (!c.has("text"))
-      throw InputError(std::string("text: required (Edit › Paste ") + (parameters ? "parameters" : "embeddings") +
-                       " reads the clipboard)");
-    const auto paste = parameters ? pasteParameters : pasteEmbeddings;
-    const std::string source = c.from_clipboard ? "clipboard" : "pasted text";  // where messages say the text was
-    std::string pasted;  // what was pasted, in words: the note
-    const DocumentChange change = editContent([&](Workspace& w) { pasted = paste(w, c.text("text"), source, limits_); }, g);
-    note_ = pasted;
-    return change;
-  }
-  default:
-    break;
+    case Id::Open: {  // another document: a new history, as any editor opens a file
+      const std::string path = c.text("path");
+      const FileStamp stamp = attnscope::fileStamp(path);  // before reading: a write while it is read is a change
+      Workspace ws = loadWorkspace(path, limits_);
+      // A PNG opens untitled, and so does a preset's file: Save asks for a name, never writing into
+      // the app's own presets folder.
+      const bool untitled = isPng(path) || isPresetFile(path);
+      reset(std::move(ws), untitled ? "" : documentPath(path), false);
+      stamped_file_ = file_;
+      file_stamp_ = stamp;
+      return DocumentChange::Replaced;
+    }
+    case Id::Restore: {  // the autosave knows which file it belonged to and whether it was saved
+      Workspace ws = loadWorkspace(c.text("path"), limits_);
+      const nlohmann::json& v = ws.view;
+      std::string file = fileNameOf(v);
+      if (isPresetFile(file)) file.clear();  // an older session's preset file: untitled, as it opens now
+      const bool dirty = !v.contains("dirty") || !v["dirty"].is_boolean() || v["dirty"].get<bool>();
+      const FileStamp stamp = fileStampOf(v);  // the file as the last session knew it
+      reset(std::move(ws), file, dirty);
+      stamped_file_ = file_;
+      file_stamp_ = stamp.exists ? stamp : attnscope::fileStamp(file_);
+      return DocumentChange::Replaced;
+    }
+    case Id::Preset:
+    case Id::New: {  // undoable, and untitled until saved
+      Workspace ws = c.id() == Id::New ? bookExample(ws_.model.variant)
+                                       : loadWorkspace(presetPath(c.text("name")), limits_);
+      if (edit([&ws](Workspace& w) { w = ws; }, "", true) == DocumentChange::Unchanged)
+        return DocumentChange::Unchanged;
+      // Nothing of the user's to save yet: switching presets, or stepping through a lesson, does
+      // not ask about unsaved changes (the work left behind was asked about before, and stays in
+      // Undo, as saved or unsaved as it was).
+      loaded_ = ws_;
+      dirty_ = false;
+      wanted_heads_ = 0;
+      return DocumentChange::Replaced;
+    }
+    case Id::Undo:
+    case Id::Redo: {
+      const bool undo = c.id() == Id::Undo;
+      Workspace next = ws_;
+      // Undoing a preset or New gives the document back its file name (redo: untitled again).
+      if (!(undo ? history_.undo(next, &file_) : history_.redo(next, &file_)))
+        throw InputError(undo ? "nothing to undo" : "nothing to redo");
+      ws_ = std::move(next);
+      // Back where it was saved, or at a preset as it loaded: nothing unsaved.
+      dirty_ = !equalWorkspaces(ws_, saved_) && !(loaded_ && equalWorkspaces(ws_, *loaded_));
+      wanted_heads_ = 0;  // the num_heads on screen is the one to keep now
+      bump();
+      return DocumentChange::Edited;
+    }
+    case Id::Sentence: {
+      const std::uint32_t seed = seedArg(c);
+      return editContent([&](Workspace& w) { setSentence(w, c.text("text"), seed, limits_); }, g);
+    }
+    case Id::AddToken: {
+      const int at = c.has("at") ? c.integer("at") : tokenCount(ws_);
+      const std::uint32_t seed = c.has("seed") ? seedArg(c) : kDefaultInputSeed + static_cast<std::uint32_t>(at);
+      const std::string name = c.has("name") ? c.text("name") : "";
+      return editContent([&](Workspace& w) { insertToken(w, at, name, seed, limits_); }, g);
+    }
+    case Id::RemoveToken: return editContent([&](Workspace& w) { removeToken(w, c.integer("index")); }, g);
+    case Id::RenameToken:
+      return editContent([&](Workspace& w) { renameToken(w, c.integer("index"), c.text("name")); }, g);
+    case Id::MoveToken: return editContent([&](Workspace& w) { moveToken(w, c.integer("from"), c.integer("to")); }, g);
+    case Id::Set: return editModel(nlohmann::json{{c.text("field"), c.args["value"]}}, g);
+    case Id::Model: return editModel(c.args["fields"], g);
+    case Id::SetCell: {
+      const double v = c.number("value");
+      if (std::fabs(v) >= 3.4028235677973366e38)  // rounds to ±∞ as a float32 (and casting is undefined)
+        throw InputError("embeddings[" + std::to_string(c.integer("row")) + "][" + std::to_string(c.integer("col")) +
+                         "]: not a finite number as float32: " + c.args["value"].dump());
+      return editContent(
+          [&](Workspace& w) { setEmbedding(w, c.integer("row"), c.integer("col"), static_cast<float>(v)); }, g);
+    }
+    case Id::DIn: {
+      const std::uint32_t seed = seedArg(c);
+      return editContent([&](Workspace& w) { setInputWidth(w, c.integer("value"), seed, limits_); }, g);
+    }
+    case Id::Randomize: {
+      const std::uint32_t seed = seedArg(c);
+      return editContent([&](Workspace& w) { randomizeEmbeddings(w, seed); }, g);
+    }
+    case Id::BookExample: return editContent([](Workspace& w) { resetToBookExample(w); }, g);
+    case Id::Workspace: {  // checked whole as a file would be; the view (and so the file's notes) stays
+      const Workspace given = parseWorkspace(c.args["json"].dump(), limits_);
+      return editContent(
+          [&given](Workspace& w) {
+            nlohmann::json view = std::move(w.view);
+            w = given;
+            w.view = std::move(view);
+          },
+          g);
+    }
+    case Id::SetParameter: {
+      const std::string name = c.text("name");
+      const int row = c.integer("row"), col = c.integer("col");
+      const double v = c.number("value");
+      return editContent([&](Workspace& w) { setParameterValue(w, name, row, col, v); }, g);
+    }
+    case Id::ResetParameters: {
+      if (!ws_.model.parameters || ws_.model.parameters->empty()) return DocumentChange::Unchanged;
+      const DocumentChange change = editContent([](Workspace& w) { w.model.parameters.reset(); }, g);
+      note_ = "Back to the seeded initialization: torch.manual_seed(" + std::to_string(ws_.model.seed) +
+              ") and the constructor's draws (undo brings your values back)";
+      return change;
+    }
+    case Id::PasteParameters:
+    case Id::PasteEmbeddings: {  // the app puts the clipboard's text in when the command has none
+      const bool parameters = c.id() == Id::PasteParameters;
+      if (!c.has("text"))
+        throw InputError(std::string("text: required (Edit › Paste ") + (parameters ? "parameters" : "embeddings") +
+                         " reads the clipboard)");
+      const auto paste = parameters ? pasteParameters : pasteEmbeddings;
+      const std::string source = c.from_clipboard ? "clipboard" : "pasted text";  // where messages say the text was
+      std::string pasted;                                                         // what was pasted, in words: the note
+      const DocumentChange change =
+          editContent([&](Workspace& w) { pasted = paste(w, c.text("text"), source, limits_); }, g);
+      note_ = pasted;
+      return change;
+    }
+    default: break;
   }
   throw InputError("'" + c.name + "' is not an edit of the workspace");
 }

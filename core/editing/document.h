@@ -17,16 +17,16 @@ namespace attnscope {
 
 // How applying a command changed the document.
 enum class DocumentChange {
-  Unchanged, // it applied but changed nothing (a drag that set the value it had)
-  Edited,    // an edit, undo or redo of the same document
-  Replaced,  // another workspace: open, preset, new — views reset what belongs to the old one
+  Unchanged,  // it applied but changed nothing (a drag that set the value it had)
+  Edited,     // an edit, undo or redo of the same document
+  Replaced,   // another workspace: open, preset, new — views reset what belongs to the old one
 };
 
 class Document {
  public:
   // `history_bytes`: the undo history's budget (0: no undo, as a lesson's rehearsal needs none).
-  explicit Document(Workspace ws = bookExample(), std::string file = "", bool dirty = false,
-                    Limits limits = {}, std::size_t history_bytes = History::kDefaultBudget);
+  explicit Document(Workspace ws = bookExample(), std::string file = "", bool dirty = false, Limits limits = {},
+                    std::size_t history_bytes = History::kDefaultBudget);
 
   const Workspace& workspace() const { return ws_; }
   std::uint64_t version() const { return version_; }
@@ -61,8 +61,7 @@ class Document {
   // Applies `change` to a copy, validates, commits, records the step under `gesture`.
   // `untitled`: the edit replaces the workspace and leaves the document untitled (preset, New);
   // the step remembers the file name, so undo brings it back.
-  DocumentChange edit(const std::function<void(Workspace&)>& change, const std::string& gesture,
-                      bool untitled = false);
+  DocumentChange edit(const std::function<void(Workspace&)>& change, const std::string& gesture, bool untitled = false);
   // An edit of the inputs or the model: edit(), and the preset's note is dropped (it described
   // the preset as it was).
   DocumentChange editContent(const std::function<void(Workspace&)>& change, const std::string& gesture);
@@ -71,7 +70,7 @@ class Document {
   void bump() { ++version_; }
 
   Workspace ws_;
-  Workspace saved_;  // as last opened or saved: undoing back to it clears the unsaved mark
+  Workspace saved_;                  // as last opened or saved: undoing back to it clears the unsaved mark
   std::optional<Workspace> loaded_;  // the last preset or New as it loaded: nothing to save either
   std::string file_;
   std::string stamped_file_;  // the file whose stamp was taken when it was opened or saved …

@@ -59,39 +59,34 @@ bool sameParameters(const std::shared_ptr<const ParameterValues>& a, const std::
 bool sameModel(const ModelConfig& a, const ModelConfig& b) {
   // Every field as the workspace prints it, so a new field cannot be missed; dropout also by its
   // bits (-0 and 0 print alike); the user's parameters are not in the JSON.
-  return sameBits(a.dropout, b.dropout) && modelToJson(a) == modelToJson(b) && sameParameters(a.parameters, b.parameters);
+  return sameBits(a.dropout, b.dropout) && modelToJson(a) == modelToJson(b) &&
+         sameParameters(a.parameters, b.parameters);
 }
 
 // Bytes of the user's parameters a model holds.
 std::size_t parameterBytes(const ModelConfig& m) {
   std::size_t n = 0;
   if (m.parameters)
-    for (const NamedTensor& t : *m.parameters) n += sizeof(float) * static_cast<std::size_t>(t.value.size()) + t.name.size();
+    for (const NamedTensor& t : *m.parameters)
+      n += sizeof(float) * static_cast<std::size_t>(t.value.size()) + t.name.size();
   return n;
 }
 
-bool sameRandom(const std::optional<RandomEmbeddings>& a,
-                const std::optional<RandomEmbeddings>& b) {
+bool sameRandom(const std::optional<RandomEmbeddings>& a, const std::optional<RandomEmbeddings>& b) {
   if (!a || !b) return !a && !b;
   return a->normal == b->normal && a->seed == b->seed && a->rows == b->rows && a->cols == b->cols &&
          a->draws_before == b->draws_before;
 }
 
-bool sameTokens(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  return a == b;
-}
+bool sameTokens(const std::vector<std::string>& a, const std::vector<std::string>& b) { return a == b; }
 bool sameJson(const nlohmann::json& a, const nlohmann::json& b) { return a == b; }
 
 // At most this many cells of a rows × cols matrix go into a cell list. A listed cell costs 16
 // bytes against 8 for a cell of the two whole matrices, so at 1/16 of the cells a list costs at
 // most 1/8 of the matrices; beyond that the matrices are simpler and not much dearer.
-std::size_t maxListedCells(Eigen::Index rows, Eigen::Index cols) {
-  return static_cast<std::size_t>(rows * cols) / 16;
-}
+std::size_t maxListedCells(Eigen::Index rows, Eigen::Index cols) { return static_cast<std::size_t>(rows * cols) / 16; }
 
-bool inside(const Matrix& m, const Cell& c) {
-  return c.row >= 0 && c.col >= 0 && c.row < m.rows() && c.col < m.cols();
-}
+bool inside(const Matrix& m, const Cell& c) { return c.row >= 0 && c.col >= 0 && c.row < m.rows() && c.col < m.cols(); }
 
 // The change from `a` to `b`, or nothing when they are bitwise equal.
 std::optional<EmbeddingsChange> diffEmbeddings(const Matrix& a, const Matrix& b) {
@@ -110,8 +105,8 @@ std::optional<EmbeddingsChange> diffEmbeddings(const Matrix& a, const Matrix& b)
       if (change.cells.size() == most) {
         fits = false;
       } else {
-        change.cells.push_back(Cell{static_cast<std::int32_t>(k / cols),
-                                    static_cast<std::int32_t>(k % cols), x[k], y[k]});
+        change.cells.push_back(
+            Cell{static_cast<std::int32_t>(k / cols), static_cast<std::int32_t>(k % cols), x[k], y[k]});
       }
     }
     if (fits) return change;
@@ -134,14 +129,12 @@ Matrix embeddingsBefore(const EmbeddingsChange& change, const Matrix& left) {
 
 Step diff(const Workspace& before, const Workspace& after) {
   Step step;
-  if (!sameModel(before.model, after.model))
-    step.model = Change<ModelConfig>{before.model, after.model};
+  if (!sameModel(before.model, after.model)) step.model = Change<ModelConfig>{before.model, after.model};
   if (!sameTokens(before.tokens, after.tokens))
     step.tokens = Change<std::vector<std::string>>{before.tokens, after.tokens};
   if (!sameRandom(before.random, after.random))
     step.random = Change<std::optional<RandomEmbeddings>>{before.random, after.random};
-  if (!sameJson(before.view, after.view))
-    step.view = Change<nlohmann::json>{before.view, after.view};
+  if (!sameJson(before.view, after.view)) step.view = Change<nlohmann::json>{before.view, after.view};
   step.embeddings = diffEmbeddings(before.embeddings, after.embeddings);
   return step;
 }
@@ -160,9 +153,8 @@ void mergePart(std::optional<Change<T>>& step, std::optional<Change<T>>& later, 
 }
 
 // Extends a step's embeddings by `later`, the change from `left` (what the step left) to `now`.
-std::optional<EmbeddingsChange> mergeEmbeddings(std::optional<EmbeddingsChange> step,
-                                                EmbeddingsChange later, const Matrix& left,
-                                                const Matrix& now) {
+std::optional<EmbeddingsChange> mergeEmbeddings(std::optional<EmbeddingsChange> step, EmbeddingsChange later,
+                                                const Matrix& left, const Matrix& now) {
   if (!step) return later;
   if (!step->dense && !later.dense && step->rows == later.rows && step->cols == later.cols) {
     // Both cell lists are sorted by (row, col): merge them in one pass, a cell in both keeping
@@ -202,15 +194,13 @@ void extend(Step& step, Step& later, const Workspace& before, const Workspace& a
   mergePart(step.random, later.random, sameRandom);
   mergePart(step.view, later.view, sameJson);
   if (later.embeddings)
-    step.embeddings = mergeEmbeddings(std::move(step.embeddings), std::move(*later.embeddings),
-                                      before.embeddings, after.embeddings);
+    step.embeddings = mergeEmbeddings(std::move(step.embeddings), std::move(*later.embeddings), before.embeddings,
+                                      after.embeddings);
 }
 
 // Puts the step's `after` values (forward) or `before` values into `ws`.
 void apply(const Step& step, Workspace& ws, bool forward) {
-  const auto pick = [forward](const auto& change) -> const auto& {
-    return forward ? change.after : change.before;
-  };
+  const auto pick = [forward](const auto& change) -> const auto& { return forward ? change.after : change.before; };
   if (step.model) ws.model = pick(*step.model);
   if (step.tokens) ws.tokens = pick(*step.tokens);
   if (step.random) ws.random = pick(*step.random);

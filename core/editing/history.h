@@ -97,7 +97,7 @@ class History {
   bool undo(Workspace& current, std::string* file = nullptr);
   bool redo(Workspace& current, std::string* file = nullptr);
   void clear();
-  std::size_t bytes() const;      // memory the undo and redo steps hold, approximately (payload bytes)
+  std::size_t bytes() const;  // memory the undo and redo steps hold, approximately (payload bytes)
   std::size_t undoSteps() const;
   std::size_t redoSteps() const;
 
@@ -112,7 +112,7 @@ class History {
   std::size_t budget_;
   std::size_t bytes_ = 0;                         // the sum of the steps' bytes
   std::deque<history_detail::Step> undo_, redo_;  // the next to undo (redo) at the back
-  std::string open_gesture_;  // the gesture of the previous record; empty after endGesture
+  std::string open_gesture_;                      // the gesture of the previous record; empty after endGesture
   GestureStep gesture_step_ = GestureStep::None;
 };
 

@@ -59,10 +59,12 @@ void setParameterValue(Workspace& ws, const std::string& name, int row, int col,
   for (const NamedTensor& t : all)
     if (t.name == name) found = &t;
   if (!found)
-    throw InputError("name: '" + name + "' is not a parameter of " + seedClassName(m.variant) + " here (" + nameList(all) + ")");
+    throw InputError("name: '" + name + "' is not a parameter of " + seedClassName(m.variant) + " here (" +
+                     nameList(all) + ")");
   const long long rows = found->value.rows(), cols = found->value.cols();
   if (row < 0 || row >= rows)
-    throw InputError("row: " + name + (found->is_vector ? " is a bias: row 0 only" : " has " + str(rows) + " rows, numbered from 0") +
+    throw InputError("row: " + name +
+                     (found->is_vector ? " is a bias: row 0 only" : " has " + str(rows) + " rows, numbered from 0") +
                      ", got " + str(row));
   if (col < 0 || col >= cols)
     throw InputError("col: " + name + " has " + str(cols) + " columns, numbered from 0, got " + str(col));

@@ -42,16 +42,19 @@ std::string pasteEmbeddings(Workspace& ws, const std::string& text, const std::s
   } catch (const InputError& err) {
     const std::string what = err.what();
     if (what.rfind("parameters", 0) == 0 && d_in != d_in_before)  // the user's weights are for the old width
-      throw InputError("the pasted embeddings have d_in = " + str(d_in) + ", your parameters are for d_in = " +
-                       str(d_in_before) + " (" + what + "): paste " + str(d_in_before) +
-                       " columns, or Weights › Back to the seeded initialization first");
+      throw InputError("the pasted embeddings have d_in = " + str(d_in) +
+                       ", your parameters are for d_in = " + str(d_in_before) + " (" + what + "): paste " +
+                       str(d_in_before) + " columns, or Weights › Back to the seeded initialization first");
     throw;
   }
   std::string note = "Pasted " + str(T) + " × " + str(d_in) + " embeddings (" + formatWords(e.format) + ")";
-  if (own) note += "; tokens named as in the text";
-  else if (kept) note += "; the " + str(T) + " token names kept";
-  else note += "; tokens named t1 … t" + str(T) + " (" + str(T) + (T == 1 ? " row" : " rows") + " for " + str(before) +
-               (before == 1 ? " token" : " tokens") + ")";
+  if (own)
+    note += "; tokens named as in the text";
+  else if (kept)
+    note += "; the " + str(T) + " token names kept";
+  else
+    note += "; tokens named t1 … t" + str(T) + " (" + str(T) + (T == 1 ? " row" : " rows") + " for " + str(before) +
+            (before == 1 ? " token" : " tokens") + ")";
   if (e.rounded_to > 0) note += ". Note: " + roundedPrintNote(e.rounded_to);
   return note;
 }
@@ -71,8 +74,10 @@ ModelConfig modelForPaste(const ModelConfig& current, const ImportedParameters& 
     m.num_heads = namesEveryProjection(p.values, v, named) ? named : std::max(m.num_heads, named);
   if (const int d_out = dOutOf(p.values, v); d_out > 0) m.d_out = d_out;
   if (hasLinearLayers(v)) {
-    if (hasQkvBias(p.values)) m.qkv_bias = true;
-    else if (namesEveryProjection(p.values, v, m.num_heads)) m.qkv_bias = false;
+    if (hasQkvBias(p.values))
+      m.qkv_bias = true;
+    else if (namesEveryProjection(p.values, v, m.num_heads))
+      m.qkv_bias = false;
   }
   if (v != Variant::MultiHead) return m;
   if (p.model && p.model->variant == v) {  // a workspace says its heads
@@ -80,12 +85,14 @@ ModelConfig modelForPaste(const ModelConfig& current, const ImportedParameters& 
   } else if (m.d_out == 1) {
     m.num_heads = 1;
   } else if (m.d_out % m.num_heads != 0) {
-    throw InputError("MultiHeadAttention's weights do not say how it splits d_out = " + str(m.d_out) + " into heads, and num_heads = " +
-                     str(m.num_heads) + " does not divide it: set d_out to " + str(m.d_out) + " and num_heads to your module's (" +
-                     divisorWords(m.d_out, limits.max_heads) + ") in the Model panel first, then paste again");
+    throw InputError("MultiHeadAttention's weights do not say how it splits d_out = " + str(m.d_out) +
+                     " into heads, and num_heads = " + str(m.num_heads) + " does not divide it: set d_out to " +
+                     str(m.d_out) + " and num_heads to your module's (" + divisorWords(m.d_out, limits.max_heads) +
+                     ") in the Model panel first, then paste again");
   } else if (notes) {
-    notes->push_back("num_heads = " + str(m.num_heads) + " kept: the weights do not say how MultiHeadAttention splits d_out = " +
-                     str(m.d_out) + " into heads (if yours has another num_heads, set it in the Model panel; the weights stay)");
+    notes->push_back("num_heads = " + str(m.num_heads) +
+                     " kept: the weights do not say how MultiHeadAttention splits d_out = " + str(m.d_out) +
+                     " into heads (if yours has another num_heads, set it in the Model panel; the weights stay)");
   }
   return m;
 }
@@ -113,17 +120,20 @@ std::string pasteParameters(Workspace& ws, const std::string& text, const std::s
   } catch (const InputError& e) {  // say whose module the tensors do not fit
     const std::string what = e.what();
     const int d_in = static_cast<int>(ws.embeddings.cols());
-    std::string module = "this step's module is " + std::string(seedClassName(next.model.variant)) + " with d_in = " + str(d_in);
+    std::string module = "this step's module is " + std::string(seedClassName(next.model.variant)) +
+                         " with d_in = " + str(d_in);
     module += next.model.d_out == ws.model.d_out ? ", d_out = " + str(next.model.d_out)
                                                  : "; the pasted tensors say d_out = " + str(next.model.d_out);
     // A tensor of the user's own that the text does not name, made for the module as it was.
     std::string hint;
-    if (what.rfind("parameters.", 0) == 0 && isOwnParameter(ws.model, what.substr(11, what.find_first_of(":[ ") - 11))) {
+    if (what.rfind("parameters.", 0) == 0 &&
+        isOwnParameter(ws.model, what.substr(11, what.find_first_of(":[ ") - 11))) {
       bool pasted = false;
       for (const NamedTensor& t : p.values) pasted = pasted || what.rfind("parameters." + t.name + ":", 0) == 0;
       if (!pasted)
-        hint = "; your own parameters that the text does not name are for the module as it was: Weights › Back to the "
-               "seeded initialization first (undo brings them back), or paste them too";
+        hint =
+            "; your own parameters that the text does not name are for the module as it was: Weights › Back to the "
+            "seeded initialization first (undo brings them back), or paste them too";
     }
     throw InputError(source + ": " + what + " (" + module + ")" + hint);
   }
@@ -132,8 +142,9 @@ std::string pasteParameters(Workspace& ws, const std::string& text, const std::s
   for (const NamedTensor& t : p.values) names += (names.empty() ? "" : ", ") + t.name;
   std::string note = "Pasted " + str(static_cast<long long>(p.values.size())) +
                      (p.values.size() == 1 ? " parameter (" : " parameters (") + names + ")";
-  if (!p.buffers.empty()) note += "; the buffer" + std::string(p.buffers.size() == 1 ? " " : "s ") + p.buffers[0] +
-                                  (p.buffers.size() > 1 ? ", …" : "") + " left out (not a parameter)";
+  if (!p.buffers.empty())
+    note += "; the buffer" + std::string(p.buffers.size() == 1 ? " " : "s ") + p.buffers[0] +
+            (p.buffers.size() > 1 ? ", …" : "") + " left out (not a parameter)";
   for (const std::string& n : notes) note += "; " + n;
   if (p.rounded_to > 0) note += ". Note: " + roundedPrintNote(p.rounded_to);
   return note;

@@ -16,7 +16,8 @@ namespace attnscope {
 // model is kept ('simple': d_out = d_in); the user's parameters must fit the pasted d_in. Returns
 // what was done, for the user ("Pasted 6 × 3 embeddings (a printed torch tensor); …"; a torch print
 // that rounds says so, roundedPrintNote).
-std::string pasteEmbeddings(Workspace& ws, const std::string& text, const std::string& source, const Limits& limits = {});
+std::string pasteEmbeddings(Workspace& ws, const std::string& text, const std::string& source,
+                            const Limits& limits = {});
 
 // Edit › Paste parameters (the `paste_parameters` command): a printed state_dict (or its JSON) in
 // place of those tensors of the module (setParameterTensors; buffers such as the causal mask left
@@ -26,6 +27,7 @@ std::string pasteEmbeddings(Workspace& ws, const std::string& text, const std::s
 // heads.N. MultiHeadAttention's num_heads is kept when it divides d_out (a note says so), else the
 // paste is refused with how to set it first. Each name and shape is checked against the module.
 // Messages "SOURCE: why". Returns what was done, for the user.
-std::string pasteParameters(Workspace& ws, const std::string& text, const std::string& source, const Limits& limits = {});
+std::string pasteParameters(Workspace& ws, const std::string& text, const std::string& source,
+                            const Limits& limits = {});
 
 }  // namespace attnscope

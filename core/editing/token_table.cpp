@@ -13,9 +13,7 @@ namespace attnscope {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& field, const std::string& why) {
-  throw InputError(field + ": " + why);
-}
+[[noreturn]] void fail(const std::string& field, const std::string& why) { throw InputError(field + ": " + why); }
 
 std::string str(long long v) { return std::to_string(v); }
 
@@ -24,8 +22,7 @@ int inputWidth(const Workspace& ws) { return static_cast<int>(ws.embeddings.cols
 
 void checkIndex(int index, int count, const std::string& what) {
   if (index < 0 || index >= count)
-    fail("tokens[" + str(index) + "]",
-         "no such " + what + " (there are " + str(count) + " tokens, numbered from 0)");
+    fail("tokens[" + str(index) + "]", "no such " + what + " (there are " + str(count) + " tokens, numbered from 0)");
 }
 
 // 'simple' has no projection: its output width is d_in, and its d_out says so.
@@ -37,8 +34,7 @@ ModelConfig modelFor(const ModelConfig& model, int d_in) {
 
 // An edit must not break a model that was valid (e.g. more tokens than the attention-cell limit
 // allows). A model that was already invalid is the model panel's business, not this edit's.
-void checkModelStaysValid(const Workspace& ws, const ModelConfig& next, int tokens, int d_in,
-                          const Limits& limits) {
+void checkModelStaysValid(const Workspace& ws, const ModelConfig& next, int tokens, int d_in, const Limits& limits) {
   try {
     validateModel(ws.model, tokenCount(ws), inputWidth(ws), limits);
   } catch (const InputError&) {
@@ -47,12 +43,8 @@ void checkModelStaysValid(const Workspace& ws, const ModelConfig& next, int toke
   validateModel(next, tokens, d_in, limits);
 }
 
-bool isSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
-bool isPunctuation(char c) {
-  return c == '.' || c == ',' || c == '!' || c == '?' || c == ';' || c == ':';
-}
+bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+bool isPunctuation(char c) { return c == '.' || c == ',' || c == '!' || c == '?' || c == ';' || c == ':'; }
 
 // 32-bit FNV-1a: offset basis 2166136261, prime 16777619, one byte at a time.
 constexpr std::uint32_t kFnvOffset = 2166136261u, kFnvPrime = 16777619u;
@@ -63,12 +55,13 @@ std::uint32_t fnv1aByte(std::uint32_t h, unsigned char byte) { return (h ^ byte)
 char32_t smallLetter(char32_t c) {
   if (c >= U'A' && c <= U'Z') return c + 32;
   if (c >= 0xC0 && c <= 0xDE && c != 0xD7) return c + 32;  // À … Þ, not ×
-  if ((c >= 0x100 && c <= 0x137 && c != 0x130) || (c >= 0x14A && c <= 0x177)) return c | 1;  // even capital, odd small (İ stays)
+  if ((c >= 0x100 && c <= 0x137 && c != 0x130) || (c >= 0x14A && c <= 0x177))
+    return c | 1;  // even capital, odd small (İ stays)
   if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17E)) return (c & 1) ? c + 1 : c;  // odd capital
-  if (c == 0x178) return 0xFF;  // Ÿ
-  if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;  // Α … Ω
-  if (c >= 0x410 && c <= 0x42F) return c + 32;                // А … Я
-  if (c >= 0x400 && c <= 0x40F) return c + 80;                // Ѐ … Џ
+  if (c == 0x178) return 0xFF;                                                               // Ÿ
+  if (c >= 0x391 && c <= 0x3A9 && c != 0x3A2) return c + 32;                                 // Α … Ω
+  if (c >= 0x410 && c <= 0x42F) return c + 32;                                               // А … Я
+  if (c >= 0x400 && c <= 0x40F) return c + 80;                                               // Ѐ … Џ
   return c;
 }
 
@@ -81,7 +74,8 @@ std::string foldCase(const std::string& word) {
     const unsigned char b = static_cast<unsigned char>(word[i]);
     // A two-byte sequence (U+0080 … U+07FF) covers every letter smallLetter changes beyond ASCII.
     if (b >= 0xC2 && b <= 0xDF && i + 1 < word.size() && (static_cast<unsigned char>(word[i + 1]) & 0xC0) == 0x80) {
-      const char32_t c = smallLetter(static_cast<char32_t>((b & 0x1F) << 6 | (static_cast<unsigned char>(word[i + 1]) & 0x3F)));
+      const char32_t c = smallLetter(
+          static_cast<char32_t>((b & 0x1F) << 6 | (static_cast<unsigned char>(word[i + 1]) & 0x3F)));
       out += static_cast<char>(0xC0 | (c >> 6));
       out += static_cast<char>(0x80 | (c & 0x3F));
       i += 2;
@@ -141,8 +135,7 @@ std::vector<std::string> splitSentence(const std::string& sentence, int max_toke
   }
   if (!word.empty()) emit(std::move(word));
   if (count == 0) fail("sentence", "type at least one word");
-  if (count > max_tokens)
-    fail("sentence", str(count) + " tokens exceeds the limit of " + str(max_tokens) + " tokens");
+  if (count > max_tokens) fail("sentence", str(count) + " tokens exceeds the limit of " + str(max_tokens) + " tokens");
   return tokens;
 }
 
@@ -176,8 +169,7 @@ void setSentence(Workspace& ws, const std::string& sentence, std::uint32_t seed,
 void insertToken(Workspace& ws, int at, const std::string& name, std::uint32_t seed, const Limits& limits) {
   const int T = tokenCount(ws), d_in = inputWidth(ws);
   if (at < 0 || at > T)
-    fail("tokens[" + str(at) + "]",
-         "cannot insert there (positions run from 0 to " + str(T) + ", the end)");
+    fail("tokens[" + str(at) + "]", "cannot insert there (positions run from 0 to " + str(T) + ", the end)");
   if (T + 1 > limits.max_tokens)
     fail("tokens", "cannot add a token: the limit is " + str(limits.max_tokens) + " tokens");
   checkModelStaysValid(ws, ws.model, T + 1, d_in, limits);
@@ -323,7 +315,8 @@ int findToken(const std::vector<std::string>& tokens, const std::string& text) {
 std::pair<int, int> findTokens(const std::vector<std::string>& tokens, const std::string& text) {
   const std::string t = trimmed(text);
   const int T = static_cast<int>(tokens.size());
-  if (t.empty()) throw InputError("go to: type a token's name, its number (1–" + std::to_string(T) + ") or a range a–b");
+  if (t.empty())
+    throw InputError("go to: type a token's name, its number (1–" + std::to_string(T) + ") or a range a–b");
   if (const int i = findToken(tokens, t); i >= 0) return {i, i};  // a name may hold a dash itself
   for (const char* dash : {"..", "–", "-", ":"}) {
     const std::size_t at = t.find(dash);

@@ -118,9 +118,9 @@ class FdBuffer : public std::streambuf {
 // names, a file of someone else's that the clean-up could take for ours is not to be met.
 int createTemporaryFile(const fs::path& folder, std::string* path) {
   static constexpr char kLetters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-  thread_local std::mt19937_64 draw(std::random_device{}() ^
-                                    (static_cast<std::uint64_t>(::getpid()) << 32) ^
-                                    static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  thread_local std::mt19937_64 draw(
+      std::random_device{}() ^ (static_cast<std::uint64_t>(::getpid()) << 32) ^
+      static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
   for (int attempt = 0; attempt < 100; ++attempt) {
     std::string name = kTemporaryFilePrefix;
     for (int i = 0; i < 12; ++i) name += kLetters[draw() % (sizeof(kLetters) - 1)];
@@ -179,7 +179,8 @@ namespace {
 // (returning 0 or an errno, the temporary file still there on failure) and the folder is fsynced.
 // `path` names the file in messages.
 void writeThenPlace(const std::string& path, const fs::path& folder, const fs::path& like,
-                    const std::function<void(std::ostream&)>& write, const std::function<int(const std::string&)>& place) {
+                    const std::function<void(std::ostream&)>& write,
+                    const std::function<int(const std::string&)>& place) {
   std::string tmp;
   const int fd = createTemporaryFile(folder, &tmp);
   if (fd < 0) fail(path, std::string("cannot write (") + std::strerror(errno) + "); the previous file is unchanged");
@@ -264,7 +265,9 @@ std::string writeNewFileAtomically(const std::string& folder, const std::functio
 }
 
 void writeFileAtomically(const std::string& path, const std::string& contents) {
-  writeFileAtomically(path, [&contents](std::ostream& out) { out.write(contents.data(), static_cast<std::streamsize>(contents.size())); });
+  writeFileAtomically(path, [&contents](std::ostream& out) {
+    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+  });
 }
 
 }  // namespace attnscope

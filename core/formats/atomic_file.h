@@ -37,7 +37,8 @@ struct FileStamp {
   std::uint64_t device = 0, inode = 0, size = 0;
   std::int64_t modified_ns = 0;
   bool operator==(const FileStamp& o) const {
-    return exists == o.exists && device == o.device && inode == o.inode && size == o.size && modified_ns == o.modified_ns;
+    return exists == o.exists && device == o.device && inode == o.inode && size == o.size &&
+           modified_ns == o.modified_ns;
   }
   bool operator!=(const FileStamp& o) const { return !(*this == o); }
 };

@@ -12,18 +12,22 @@
 #include <system_error>
 
 #include "engine/errors.h"
-#include "formats/atomic_file.h"
 #include "engine/stages.h"
+#include "formats/atomic_file.h"
 #include "formats/json_format.h"
 #include "formats/trace_json.h"
 
 namespace attnscope {
 
 bool parseExportFormat(const std::string& id, ExportFormat* out) {
-  if (id == "csv") *out = ExportFormat::Csv;
-  else if (id == "json") *out = ExportFormat::Json;
-  else if (id == "npy") *out = ExportFormat::Npy;
-  else return false;
+  if (id == "csv")
+    *out = ExportFormat::Csv;
+  else if (id == "json")
+    *out = ExportFormat::Json;
+  else if (id == "npy")
+    *out = ExportFormat::Npy;
+  else
+    return false;
   return true;
 }
 
@@ -74,9 +78,7 @@ std::string vectorCsv(const Matrix& v) {
   return out + "\n";
 }
 
-std::string vectorNpy(const Matrix& v) {
-  return npy(v, "(" + std::to_string(v.size()) + ",)");
-}
+std::string vectorNpy(const Matrix& v) { return npy(v, "(" + std::to_string(v.size()) + ",)"); }
 
 // A CSV field: quoted when it holds a comma, a quote, a line break or edge spaces (RFC 4180).
 std::string csvField(const std::string& s) {
@@ -117,7 +119,6 @@ std::vector<std::string> dimLabels(Eigen::Index n) {
   return out;
 }
 
-
 CsvLabels tokenLabels(const std::vector<std::string>& tokens, Eigen::Index cols, bool square) {
   CsvLabels l;
   l.corner = square ? "query" : "token";
@@ -127,7 +128,8 @@ CsvLabels tokenLabels(const std::vector<std::string>& tokens, Eigen::Index cols,
 }
 
 std::string matrixCsv(const Matrix& m, const CsvLabels& labels) {
-  if (static_cast<Eigen::Index>(labels.rows.size()) != m.rows() || static_cast<Eigen::Index>(labels.cols.size()) != m.cols())
+  if (static_cast<Eigen::Index>(labels.rows.size()) != m.rows() ||
+      static_cast<Eigen::Index>(labels.cols.size()) != m.cols())
     throw InputError("CSV labels: " + std::to_string(labels.rows.size()) + " × " + std::to_string(labels.cols.size()) +
                      " labels for a " + std::to_string(m.rows()) + " × " + std::to_string(m.cols()) + " matrix");
   std::string out = csvField(labels.corner);
@@ -156,8 +158,8 @@ std::string statisticsCsv(const HeadStatistics& s, const std::vector<std::string
 Matrix statisticsMatrix(const HeadStatistics& s) {
   Matrix m(s.rows(), 5);  // T × 5
   for (int i = 0; i < s.rows(); ++i)
-    m.row(i) << s.entropy(i), s.effective_tokens(i), s.max_weight(i), static_cast<float>(s.argmax[static_cast<std::size_t>(i)]),
-        s.row_sum_after_dropout(i);
+    m.row(i) << s.entropy(i), s.effective_tokens(i), s.max_weight(i),
+        static_cast<float>(s.argmax[static_cast<std::size_t>(i)]), s.row_sum_after_dropout(i);
   return m;
 }
 
@@ -165,7 +167,8 @@ std::string statisticsSummaryCsv(const std::vector<HeadStatistics>& heads) {
   std::string out = "head,mean_entropy,mean_weight_previous_token,mean_weight_first_token\n";
   for (std::size_t h = 0; h < heads.size(); ++h)
     out += "head " + std::to_string(h + 1) + "," + csvNumber(heads[h].mean_entropy) + "," +
-           (heads[h].has_previous ? csvNumber(heads[h].mean_previous) : "") + "," + csvNumber(heads[h].mean_first) + "\n";
+           (heads[h].has_previous ? csvNumber(heads[h].mean_previous) : "") + "," + csvNumber(heads[h].mean_first) +
+           "\n";
   return out;
 }
 
@@ -289,23 +292,26 @@ int exportTrace(const Workspace& ws, const Trace& trace, const std::string& fold
       const HeadTrace& ht = bt.heads[h];
       for (const StageInfo& stage : stageTable())  // masks as 0/1 floats; the weights come whole below
         if (!stage.parameter && stageHeld(trace, stage.stage))
-          write(mapFileStem(static_cast<int>(b), static_cast<int>(h), stage.stage), exportMap(trace, ht, stage.stage, tokens, f));
+          write(mapFileStem(static_cast<int>(b), static_cast<int>(h), stage.stage),
+                exportMap(trace, ht, stage.stage, tokens, f));
       statistics.push_back(headStatistics(trace, ht));
       const std::string stem = "b" + std::to_string(b + 1) + "_h" + std::to_string(h + 1) + "_statistics";
-      write(stem, f == ExportFormat::Csv ? statisticsCsv(statistics.back(), tokens) : exportMatrix(statisticsMatrix(statistics.back()), f));
+      write(stem, f == ExportFormat::Csv ? statisticsCsv(statistics.back(), tokens)
+                                         : exportMatrix(statisticsMatrix(statistics.back()), f));
     }
     if (!statistics.empty())
       write(batch + "_statistics", f == ExportFormat::Csv ? statisticsSummaryCsv(statistics)
-                                                           : exportMatrix(statisticsSummaryMatrix(statistics), f));
+                                                          : exportMatrix(statisticsSummaryMatrix(statistics), f));
     write(batch + "_context", overTokens(bt.context));
     write(batch + "_output", overTokens(bt.output));
   }
-  forEachStateDictEntry(trace.model, *trace.parameters, [&](const std::string& name, const Matrix& value, bool is_vector) {
-    const std::string contents = !is_vector               ? exportMatrix(value, f)
-                                 : f == ExportFormat::Csv ? vectorCsv(value)
-                                                          : vectorNpy(value);
-    write("param_" + name, contents);
-  });
+  forEachStateDictEntry(trace.model, *trace.parameters,
+                        [&](const std::string& name, const Matrix& value, bool is_vector) {
+                          const std::string contents = !is_vector               ? exportMatrix(value, f)
+                                                       : f == ExportFormat::Csv ? vectorCsv(value)
+                                                                                : vectorNpy(value);
+                          write("param_" + name, contents);
+                        });
   return written;
 }
 

@@ -15,7 +15,7 @@ namespace attnscope {
 
 enum class ExportFormat { Csv, Json, Npy };
 bool parseExportFormat(const std::string& id, ExportFormat* out);  // "csv", "json", "npy"
-const char* exportExtension(ExportFormat f);                         // ".csv", …
+const char* exportExtension(ExportFormat f);                       // ".csv", …
 
 // One matrix: CSV (rows of comma-separated shortest float32 decimals, "-inf" for −∞), JSON (an
 // array of rows, −∞ as null) or .npy (format 1.0, '<f4', C order, shape (rows, cols)).
@@ -71,10 +71,9 @@ Matrix statisticsSummaryMatrix(const std::vector<HeadStatistics>& heads);
 // (trace.json); CSV or .npy as one file per matrix, named b{batch}_h{head}_{stage}.{ext} plus
 // b{batch}_context, b{batch}_output (batch and head from 1) and parameter files
 // (param_{state_dict name}.{ext}, torch's names), and the statistics: b{batch}_h{head}_statistics
-// per head and b{batch}_statistics (the heads' summaries) per batch element with heads. CSV files of maps over tokens have a header row
-// and a first column (tokenLabels); parameters are numbers only.
-// Writes each file atomically; throws InputError naming the path on failure. Returns the number
-// of files written.
+// per head and b{batch}_statistics (the heads' summaries) per batch element with heads. CSV files of maps over tokens
+// have a header row and a first column (tokenLabels); parameters are numbers only. Writes each file atomically; throws
+// InputError naming the path on failure. Returns the number of files written.
 int exportTrace(const Workspace& ws, const Trace& trace, const std::string& folder, ExportFormat f);
 
 // The pieces exportTrace and the figures (display/stage_figures.h) share: the folder made (or

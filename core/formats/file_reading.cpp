@@ -1,7 +1,7 @@
 #include "formats/file_reading.h"
 
-#include <fstream>
 #include <sys/stat.h>
+#include <fstream>
 
 #include "engine/errors.h"
 

@@ -1,9 +1,9 @@
 #include "formats/import_workspace.h"
 
+#include <sys/stat.h>
 #include <algorithm>
 #include <fstream>
 #include <iostream>
-#include <sys/stat.h>
 
 #include "engine/errors.h"
 #include "engine/parameters.h"
@@ -30,7 +30,6 @@ std::string readStdin(const Limits& limits) {
   }
   return bytes;
 }
-
 
 bool isBuffer(const std::string& name) {
   return name == "mask" || (name.size() > 5 && name.compare(name.size() - 5, 5, ".mask") == 0);
@@ -128,17 +127,19 @@ std::string divisorWords(int d_out, int max_heads) {
   return words;
 }
 
-
 ImportedParameters readParametersFile(const std::string& path, const Limits& limits) {
   const std::string bytes = readFileWithin(path, limits.max_file_bytes, FileKind::AnyReadable);
   ImportedParameters out;
   auto add = [&](NamedTensor t) {
-    if (isBuffer(t.name)) out.buffers.push_back(t.name);
-    else out.values.push_back(std::move(t));
+    if (isBuffer(t.name))
+      out.buffers.push_back(t.name);
+    else
+      out.values.push_back(std::move(t));
   };
   if (looksLikeNpy(bytes))
-    throw InputError(path + ": a .npy file holds one array; save the whole state_dict with "
-                            "np.savez(path, **{k: v.numpy() for k, v in m.state_dict().items()})");
+    throw InputError(path +
+                     ": a .npy file holds one array; save the whole state_dict with "
+                     "np.savez(path, **{k: v.numpy() for k, v in m.state_dict().items()})");
   if (looksLikeZip(bytes)) {
     NpyLimits nl;
     nl.max_bytes = limits.max_file_bytes;
@@ -157,12 +158,14 @@ ImportedParameters readParametersFile(const std::string& path, const Limits& lim
       t.name = a.name;
       t.is_vector = dims == 1;
       if (a.array.rows() > limits.max_dim || a.array.cols() > limits.max_dim)
-        throw InputError(path + "[" + a.name + "]: larger than the limit of " + str(limits.max_dim) + " in either dimension");
+        throw InputError(path + "[" + a.name + "]: larger than the limit of " + str(limits.max_dim) +
+                         " in either dimension");
       t.value.resize(static_cast<Eigen::Index>(a.array.rows()), static_cast<Eigen::Index>(a.array.cols()));
       std::copy(a.array.values.begin(), a.array.values.end(), t.value.data());
       add(std::move(t));
     }
-    if (out.values.empty()) throw InputError(path + ": no parameters in it" + (out.buffers.empty() ? "" : " (only buffers)"));
+    if (out.values.empty())
+      throw InputError(path + ": no parameters in it" + (out.buffers.empty() ? "" : " (only buffers)"));
     return out;
   }
   return parseParametersText(bytes, path, limits);
@@ -171,8 +174,10 @@ ImportedParameters readParametersFile(const std::string& path, const Limits& lim
 ImportedParameters parseParametersText(const std::string& bytes, const std::string& path, const Limits& limits) {
   ImportedParameters out;
   auto add = [&](NamedTensor t) {
-    if (isBuffer(t.name)) out.buffers.push_back(t.name);
-    else out.values.push_back(std::move(t));
+    if (isBuffer(t.name))
+      out.buffers.push_back(t.name);
+    else
+      out.values.push_back(std::move(t));
   };
   if (looksLikeStateDict(bytes)) {  // print(m.state_dict())
     for (NamedTensor& t : parseStateDictText(bytes, path, limits, &out.rounded_to)) add(std::move(t));
@@ -185,7 +190,8 @@ ImportedParameters parseParametersText(const std::string& bytes, const std::stri
   try {
     doc = readJsonWithNumbers(bytes, path, limits, NumberArrays::ParameterObject);
   } catch (const JsonSyntaxError& e) {
-    throw InputError(placeOf(path, bytes, e.byte > 0 ? e.byte - 1 : 0) + ": not a .npz of a state_dict, nor valid JSON" + e.why.substr(e.why.find(':')));
+    throw InputError(placeOf(path, bytes, e.byte > 0 ? e.byte - 1 : 0) +
+                     ": not a .npz of a state_dict, nor valid JSON" + e.why.substr(e.why.find(':')));
   } catch (const InputError& e) {  // a tensor's entry, the depth or the budget
     const std::string what = e.what();
     throw InputError(what.rfind(path + ": ", 0) == 0 ? what : path + ": " + what);
@@ -222,8 +228,8 @@ ImportedParameters parseParametersText(const std::string& bytes, const std::stri
   return out;
 }
 
-ModelConfig modelForParameters(const ImportedParameters& p, std::optional<Variant> variant, std::optional<int> num_heads,
-                               std::vector<std::string>* notes) {
+ModelConfig modelForParameters(const ImportedParameters& p, std::optional<Variant> variant,
+                               std::optional<int> num_heads, std::vector<std::string>* notes) {
   // A workspace says its whole module, heads and mode included: taken as it is, the flags over it.
   if (p.model && (!variant || *variant == p.model->variant)) {
     ModelConfig m = *p.model;
@@ -251,7 +257,8 @@ ModelConfig modelForParameters(const ImportedParameters& p, std::optional<Varian
     for (const std::string& b : p.buffers) mask = mask || b == "mask";
     v = mask ? Variant::Causal : Variant::SelfAttentionV2;
     if (notes && !mask)
-      notes->push_back("no causal mask among the parameters: SelfAttention_v2 (give --variant causal for CausalAttention)");
+      notes->push_back(
+          "no causal mask among the parameters: SelfAttention_v2 (give --variant causal for CausalAttention)");
   }
   ModelConfig m = defaultConfig(v);
   if (p.model) m.training = p.model->training;  // the mode the file says, whatever the class
@@ -268,7 +275,8 @@ ModelConfig modelForParameters(const ImportedParameters& p, std::optional<Varian
     // module's output off by 0.027. Only d_out = 1 leaves one choice.
     if (m.d_out != 1)
       throw InputError("--num-heads: MultiHeadAttention's weights do not say how it splits d_out = " + str(m.d_out) +
-                       " into heads: give --num-heads as your module was built (" + divisorWords(m.d_out, Limits{}.max_heads) + ")");
+                       " into heads: give --num-heads as your module was built (" +
+                       divisorWords(m.d_out, Limits{}.max_heads) + ")");
     m.num_heads = 1;
   }
   return m;
@@ -293,8 +301,8 @@ ImportResult importWorkspace(const ImportRequest& request, const Limits& limits)
     ws.tokens = tokenNames(given, T);
     if (static_cast<int>(given.size()) != T)
       result.notes.push_back("--tokens: " + str(static_cast<long long>(given.size())) +
-                             (given.size() == 1 ? " name" : " names") + " for " + str(T) +
-                             (T == 1 ? " row" : " rows") + ": the tokens are named t1 … t" + str(T) + " instead");
+                             (given.size() == 1 ? " name" : " names") + " for " + str(T) + (T == 1 ? " row" : " rows") +
+                             ": the tokens are named t1 … t" + str(T) + " instead");
   } else {
     ws.tokens = tokenNames(e.tokens, T);
   }
@@ -318,8 +326,8 @@ ImportResult importWorkspace(const ImportRequest& request, const Limits& limits)
     // A parameter that does not fit: say which file, and what the embeddings are.
     const std::string what = e.what();
     if (what.rfind("parameters", 0) == 0)
-      throw InputError(request.parameters + ": " + what + " (the embeddings have " + str(T) + (T == 1 ? " row" : " rows") +
-                       " of d_in = " + str(d_in) + ")");
+      throw InputError(request.parameters + ": " + what + " (the embeddings have " + str(T) +
+                       (T == 1 ? " row" : " rows") + " of d_in = " + str(d_in) + ")");
     throw;
   }
   return result;

@@ -13,14 +13,14 @@
 namespace attnscope {
 
 struct ImportRequest {
-  std::string embeddings;                 // a file, or "-" for standard input
-  std::string array;                      // the .npz entry to use ("": the only 2-D one)
-  std::optional<std::string> tokens;      // names split at whitespace ("Your journey starts")
-  std::optional<Variant> variant;         // default: multihead
-  std::optional<std::uint32_t> seed;      // default: the variant's (§2.1)
-  std::optional<int> num_heads;           // default: the variant's
-  std::string parameters;                 // a file of the module's parameters ("": seeded only)
-  std::optional<bool> training;           // default: a workspace file's mode, else training (as built)
+  std::string embeddings;             // a file, or "-" for standard input
+  std::string array;                  // the .npz entry to use ("": the only 2-D one)
+  std::optional<std::string> tokens;  // names split at whitespace ("Your journey starts")
+  std::optional<Variant> variant;     // default: multihead
+  std::optional<std::uint32_t> seed;  // default: the variant's (§2.1)
+  std::optional<int> num_heads;       // default: the variant's
+  std::string parameters;             // a file of the module's parameters ("": seeded only)
+  std::optional<bool> training;       // default: a workspace file's mode, else training (as built)
 };
 
 struct ImportResult {
@@ -52,8 +52,8 @@ ImportedParameters parseParametersText(const std::string& text, const std::strin
 // is in no weight: without `num_heads` it is refused ("--num-heads: …") unless d_out = 1. A
 // workspace's parameters come with its model, taken whole (the flags over it). `notes` gets what
 // was guessed. The seed is the variant's; the mode the workspace's, else training.
-ModelConfig modelForParameters(const ImportedParameters& p, std::optional<Variant> variant, std::optional<int> num_heads,
-                               std::vector<std::string>* notes);
+ModelConfig modelForParameters(const ImportedParameters& p, std::optional<Variant> variant,
+                               std::optional<int> num_heads, std::vector<std::string>* notes);
 
 // Reads, names and validates. With `parameters`, the model is the one the parameters fit
 // (modelForParameters) and carries them. Throws InputError: "FILE:LINE:COLUMN: why" for bad text,

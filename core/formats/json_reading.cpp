@@ -45,11 +45,11 @@ class NumberArrayReader {
     const std::size_t i = count_++;
     if (embeddings_) {
       if (count_ > static_cast<std::size_t>(limits_.max_tokens))
-        fail(field_, str(count_) + " rows or more exceeds the limit of " + str(static_cast<std::size_t>(limits_.max_tokens)) +
-                         " tokens");
+        fail(field_, str(count_) + " rows or more exceeds the limit of " +
+                         str(static_cast<std::size_t>(limits_.max_tokens)) + " tokens");
     } else if (count_ > static_cast<std::size_t>(limits_.max_dim)) {
-      fail(field_, str(count_) + " rows or more exceeds the limit of " + str(static_cast<std::size_t>(limits_.max_dim)) +
-                       " in either dimension");
+      fail(field_, str(count_) + " rows or more exceeds the limit of " +
+                       str(static_cast<std::size_t>(limits_.max_dim)) + " in either dimension");
     }
     if (i == 0) out_.rows = true;
     if (!out_.rows) fail(at(i), "expected a number, got array");
@@ -63,8 +63,8 @@ class NumberArrayReader {
       fail(at(i), std::string("expected a number, got ") + typeName(v));
     if (out_.rows) fail(at(i), std::string("expected a row (a list of numbers), got ") + typeName(v));
     if (count_ > static_cast<std::size_t>(limits_.max_dim))
-      fail(field_, "1 × " + str(count_) + " or more exceeds the limit of " + str(static_cast<std::size_t>(limits_.max_dim)) +
-                       " in either dimension");
+      fail(field_, "1 × " + str(count_) + " or more exceeds the limit of " +
+                       str(static_cast<std::size_t>(limits_.max_dim)) + " in either dimension");
     if (!v.is_number()) fail(at(i), std::string("expected a number, got ") + typeName(v));
     push(v, at(i));
   }
@@ -72,22 +72,22 @@ class NumberArrayReader {
   void inRow(const json& v) {
     const std::size_t j = row_++;
     if (row_ > static_cast<std::size_t>(limits_.max_dim))
-      fail(field_, embeddings_ ? "d_in = " + str(row_) + " or more exceeds the limit of " + str(static_cast<std::size_t>(limits_.max_dim))
+      fail(field_, embeddings_ ? "d_in = " + str(row_) + " or more exceeds the limit of " +
+                                     str(static_cast<std::size_t>(limits_.max_dim))
                                : str(count_) + " × " + str(row_) + " or more exceeds the limit of " +
                                      str(static_cast<std::size_t>(limits_.max_dim)) + " in either dimension");
     if (!v.is_number()) fail(at(count_ - 1, j), std::string("expected a number, got ") + typeName(v));
     push(v, at(count_ - 1, j));
   }
-  void containerInRow(const char* type) {
-    fail(at(count_ - 1, row_), std::string("expected a number, got ") + type);
-  }
+  void containerInRow(const char* type) { fail(at(count_ - 1, row_), std::string("expected a number, got ") + type); }
   void rowEnd() {
     const std::size_t i = count_ - 1;
     if (row_ == 0) fail(at(i), "need at least one value");
-    if (i == 0) out_.col_count = row_;
+    if (i == 0)
+      out_.col_count = row_;
     else if (row_ != out_.col_count)
       fail(at(i), "has " + str(row_) + " values but row 0 has " + str(out_.col_count) +
-                           (embeddings_ ? " (rows must all have d_in values)" : ""));
+                      (embeddings_ ? " (rows must all have d_in values)" : ""));
   }
   NumberArray finish() {
     if (count_ == 0)
@@ -174,7 +174,8 @@ class Reader {
             return true;
           }
         }
-        if (!frames_.empty() && frames_.back().row) frames_[frames_.size() - 2].target->containerInRow(array ? "array" : "object");
+        if (!frames_.empty() && frames_.back().row)
+          frames_[frames_.size() - 2].target->containerInRow(array ? "array" : "object");
         Frame f;
         f.array = array;
         if (array) {
@@ -216,7 +217,8 @@ class Reader {
           grew(before, t.bytes());
           return false;
         }
-        count(kValueBytes + (parsed.is_string() ? static_cast<std::int64_t>(parsed.get_ref<const std::string&>().size()) : 0));
+        count(kValueBytes +
+              (parsed.is_string() ? static_cast<std::int64_t>(parsed.get_ref<const std::string&>().size()) : 0));
         return true;
     }
     return true;
@@ -242,7 +244,9 @@ class Reader {
     held_ += bytes;
     if (budget_ > 0 && held_ > budget_) over();
   }
-  void grew(std::size_t before, std::size_t after) { count(static_cast<std::int64_t>(after) - static_cast<std::int64_t>(before)); }
+  void grew(std::size_t before, std::size_t after) {
+    count(static_cast<std::int64_t>(after) - static_cast<std::int64_t>(before));
+  }
   [[noreturn]] void over() const {
     fail(where_, "reading it needs more than the memory budget of " + formatBytes(static_cast<double>(budget_)) +
                      " (its text and what is read from it)");
@@ -285,9 +289,10 @@ JsonWithNumbers readJsonWithNumbers(const std::string& text, const std::string& 
 
 NumberArray numberArrayOf(const json& array, const std::string& field, bool embeddings, const Limits& limits) {
   if (!array.is_array())
-    fail(field, embeddings ? std::string("expected an array of rows or a {\"random\": …} object, got ") + typeName(array)
-                           : std::string("expected a matrix (a list of rows) or a bias (a list of numbers), got ") +
-                                 typeName(array));
+    fail(field,
+         embeddings
+             ? std::string("expected an array of rows or a {\"random\": …} object, got ") + typeName(array)
+             : std::string("expected a matrix (a list of rows) or a bias (a list of numbers), got ") + typeName(array));
   NumberArrayReader reader(field, embeddings, limits);
   for (const json& e : array) {
     if (!e.is_array()) {

@@ -39,10 +39,10 @@ std::int64_t jsonTreeBytes(const nlohmann::json& value);
 
 // A JSON array of numbers (a vector) or of rows of numbers (a matrix), as float32, row-major.
 struct NumberArray {
-  bool rows = false;               // a list of rows rather than a flat list of numbers
-  std::size_t row_count = 0;       // 1 for a vector
+  bool rows = false;          // a list of rows rather than a flat list of numbers
+  std::size_t row_count = 0;  // 1 for a vector
   std::size_t col_count = 0;
-  std::vector<float> values;       // row_count × col_count
+  std::vector<float> values;  // row_count × col_count
 };
 
 // Which arrays skip the tree: a workspace's "embeddings" and its "parameters" members, or a

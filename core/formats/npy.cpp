@@ -59,7 +59,8 @@ class HeaderParser {
       expect(':');
       skip();
       if (key == "descr") {
-        if (peek() == '[') fail(source_, "a structured array (its dtype is a list of fields): save one plain float32 array");
+        if (peek() == '[')
+          fail(source_, "a structured array (its dtype is a list of fields): save one plain float32 array");
         h.descr = string();
         h.has_descr = true;
       } else if (key == "fortran_order") {
@@ -138,8 +139,10 @@ class HeaderParser {
       out.push_back(v);
       if (out.size() > 64) fail(source_, "damaged .npy header: more than 64 dimensions");
       skip();
-      if (peek() == ',') ++i_;
-      else if (peek() != ')') damaged("',' or ')'");
+      if (peek() == ',')
+        ++i_;
+      else if (peek() != ')')
+        damaged("',' or ')'");
     }
   }
 
@@ -167,7 +170,8 @@ std::string describeDtype(const std::string& descr) {
     case 'f': name = numeric("float"); break;
     case 'c': name = numeric("complex"); break;
     case 'U': name = "a string type"; break;
-    case 'S': case 'a': name = "a bytes type"; break;
+    case 'S':
+    case 'a': name = "a bytes type"; break;
     case 'O': name = "object (pickled Python objects)"; break;
     case 'M': name = "datetime64"; break;
     case 'm': name = "timedelta64"; break;
@@ -232,15 +236,17 @@ NpyArray parseNpy(const std::string& bytes, const std::string& source, const Npy
   const char order = d.empty() ? '\0' : d[0];
   const std::string body = (order == '<' || order == '>' || order == '=' || order == '|') ? d.substr(1) : d;
   if (body != "f4" && body != "f8")
-    fail(source, "dtype " + describeDtype(d) + " is not supported: save float32 or float64 values, "
-                                                "e.g. np.save(path, x.astype(np.float32))");
+    fail(source, "dtype " + describeDtype(d) +
+                     " is not supported: save float32 or float64 values, "
+                     "e.g. np.save(path, x.astype(np.float32))");
   const bool f64 = body == "f8";
   const bool little = order == '<' || ((order == '=' || order == '|') && hostLittleEndian());
   const std::size_t item = f64 ? 8 : 4;
 
   // The shape, within the limits before anything is allocated.
   if (static_cast<int>(h.shape.size()) > limits.max_dims)
-    fail(source, str(static_cast<long long>(h.shape.size())) + "-D array: at most " + str(limits.max_dims) + " dimensions");
+    fail(source,
+         str(static_cast<long long>(h.shape.size())) + "-D array: at most " + str(limits.max_dims) + " dimensions");
   std::int64_t n = 1;
   for (std::int64_t dim : h.shape) {
     if (dim == 0) n = 0;
@@ -252,10 +258,11 @@ NpyArray parseNpy(const std::string& bytes, const std::string& source, const Npy
   const std::uint64_t want = static_cast<std::uint64_t>(n) * item;
   const std::uint64_t have = bytes.size() - data_start;
   if (have < want)
-    fail(source, "a damaged .npy file: its shape needs " + str(static_cast<long long>(want)) + " bytes of data, it has " +
-                     str(static_cast<long long>(have)));
+    fail(source, "a damaged .npy file: its shape needs " + str(static_cast<long long>(want)) +
+                     " bytes of data, it has " + str(static_cast<long long>(have)));
   if (have > want)
-    fail(source, "a damaged .npy file: " + str(static_cast<long long>(have - want)) + " bytes after the data its shape describes");
+    fail(source, "a damaged .npy file: " + str(static_cast<long long>(have - want)) +
+                     " bytes after the data its shape describes");
 
   NpyArray a;
   a.shape = h.shape;
@@ -287,8 +294,10 @@ NpyArray parseNpy(const std::string& bytes, const std::string& source, const Npy
       std::memcpy(&f, raw, 4);
       v = f;
     }
-    if (std::isnan(v)) fail(source, "element " + indexText(c, a.shape) + " is NaN: every value must be a finite number");
-    if (std::isinf(v)) fail(source, "element " + indexText(c, a.shape) + " is infinite: every value must be a finite number");
+    if (std::isnan(v))
+      fail(source, "element " + indexText(c, a.shape) + " is NaN: every value must be a finite number");
+    if (std::isinf(v))
+      fail(source, "element " + indexText(c, a.shape) + " is infinite: every value must be a finite number");
     if (!(std::fabs(v) < 3.4028235677973366e38))  // rounds to ±∞ as float32
       fail(source, "element " + indexText(c, a.shape) + " is beyond float32's range (±3.4028235e38)");
     a.values[static_cast<std::size_t>(c)] = static_cast<float>(v);
@@ -315,7 +324,8 @@ std::vector<ZipEntry> readZip(const std::string& bytes, const std::string& sourc
   if (entries == 0xFFFF || cd_size == 0xFFFFFFFFu || cd_offset == 0xFFFFFFFFu) {  // zip64
     if (eocd < 20 || le32(bytes, eocd - 20) != 0x07064b50u) damaged("no zip64 end of central directory locator");
     const std::uint64_t z = le64(bytes, eocd - 20 + 8);
-    if (z > size || size - z < 56 || le32(bytes, static_cast<std::size_t>(z)) != 0x06064b50u) damaged("no zip64 end of central directory");
+    if (z > size || size - z < 56 || le32(bytes, static_cast<std::size_t>(z)) != 0x06064b50u)
+      damaged("no zip64 end of central directory");
     entries = le64(bytes, static_cast<std::size_t>(z) + 32);
     cd_size = le64(bytes, static_cast<std::size_t>(z) + 40);
     cd_offset = le64(bytes, static_cast<std::size_t>(z) + 48);
@@ -341,7 +351,8 @@ std::vector<ZipEntry> readZip(const std::string& bytes, const std::string& sourc
     it.crc = le32(bytes, at + 16);
     it.compressed = le32(bytes, at + 20);
     it.uncompressed = le32(bytes, at + 24);
-    const std::size_t name_len = le16(bytes, at + 28), extra_len = le16(bytes, at + 30), comment_len = le16(bytes, at + 32);
+    const std::size_t name_len = le16(bytes, at + 28), extra_len = le16(bytes, at + 30),
+                      comment_len = le16(bytes, at + 32);
     it.offset = le32(bytes, at + 42);
     if (at + 46 + name_len + extra_len + comment_len > cd_end) damaged("a central directory entry runs past its end");
     it.name = printable(bytes.substr(at + 46, name_len));
@@ -382,7 +393,8 @@ std::vector<ZipEntry> readZip(const std::string& bytes, const std::string& sourc
   for (const Item& it : items) {
     if (it.offset > size || size - it.offset < 30 || le32(bytes, static_cast<std::size_t>(it.offset)) != 0x04034b50u)
       damaged("entry '" + it.name + "' has no local header");
-    const std::size_t start = static_cast<std::size_t>(it.offset) + 30 + le16(bytes, static_cast<std::size_t>(it.offset) + 26) +
+    const std::size_t start = static_cast<std::size_t>(it.offset) + 30 +
+                              le16(bytes, static_cast<std::size_t>(it.offset) + 26) +
                               le16(bytes, static_cast<std::size_t>(it.offset) + 28);
     if (start > size || it.compressed > size - start) damaged("entry '" + it.name + "' runs past the end of the file");
     ZipEntry entry;
@@ -401,10 +413,12 @@ std::vector<ZipEntry> readZip(const std::string& bytes, const std::string& sourc
       const std::uint64_t produced = z.total_out;
       inflateEnd(&z);
       if (rc != Z_STREAM_END || produced != it.uncompressed)
-        damaged("entry '" + it.name + "' does not inflate to its " + str(static_cast<long long>(it.uncompressed)) + " bytes");
+        damaged("entry '" + it.name + "' does not inflate to its " + str(static_cast<long long>(it.uncompressed)) +
+                " bytes");
     }
-    const std::uint32_t crc = static_cast<std::uint32_t>(
-        crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(entry.bytes.data()), static_cast<uInt>(entry.bytes.size())));
+    const std::uint32_t crc = static_cast<std::uint32_t>(crc32(crc32(0L, Z_NULL, 0),
+                                                               reinterpret_cast<const Bytef*>(entry.bytes.data()),
+                                                               static_cast<uInt>(entry.bytes.size())));
     if (crc != it.crc) damaged("entry '" + it.name + "' fails its CRC check");
     out.push_back(std::move(entry));
   }

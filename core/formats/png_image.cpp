@@ -216,8 +216,9 @@ std::optional<std::string> readPngText(const std::string& path, const std::strin
         }
       }
     }
-    if (!value) throw InputError(path + ": its " + key + " text chunk is damaged or larger than " +
-                                 std::to_string(max_bytes) + " bytes");
+    if (!value)
+      throw InputError(path + ": its " + key + " text chunk is damaged or larger than " + std::to_string(max_bytes) +
+                       " bytes");
     return value;
   }
 }

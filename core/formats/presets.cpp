@@ -61,7 +61,8 @@ std::vector<PresetInfo> presetCatalog() {
     nlohmann::json j;
     try {
       j = readJsonWithNumbers(readFileWithin(path.string(), Limits{}.max_workspace_bytes), path.string(), Limits{},
-                              NumberArrays::Workspace).tree;
+                              NumberArrays::Workspace)
+              .tree;
     } catch (const InputError&) {
     }
     if (j.is_object() && j.contains("view") && j["view"].is_object() && j["view"].contains("preset")) {

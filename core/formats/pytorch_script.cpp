@@ -62,26 +62,23 @@ std::string constructor(const ModelConfig& m, int T, int d_in) {
   std::ostringstream s;
   const std::string p = std::to_string(m.dropout);
   switch (m.variant) {
-    case Variant::Simple:
-      return "";
+    case Variant::Simple: return "";
     case Variant::SelfAttentionV1:
       s << "SelfAttention_v1(d_in=" << d_in << ", d_out=" << m.d_out << options(m, false) << ")";
       break;
     case Variant::SelfAttentionV2:
-      s << "SelfAttention_v2(d_in=" << d_in << ", d_out=" << m.d_out
-        << ", qkv_bias=" << pyBool(m.qkv_bias) << options(m, false) << ")";
+      s << "SelfAttention_v2(d_in=" << d_in << ", d_out=" << m.d_out << ", qkv_bias=" << pyBool(m.qkv_bias)
+        << options(m, false) << ")";
       break;
     case Variant::Causal:
       s << "CausalAttention(d_in=" << d_in << ", d_out=" << m.d_out << ", context_length=" << T
-        << ", dropout=" << m.dropout << ", qkv_bias=" << pyBool(m.qkv_bias) << options(m, true)
-        << ")";
+        << ", dropout=" << m.dropout << ", qkv_bias=" << pyBool(m.qkv_bias) << options(m, true) << ")";
       break;
     case Variant::MultiHeadWrapper:
     case Variant::MultiHead:
-      s << (m.variant == Variant::MultiHead ? "MultiHeadAttention" : "MultiHeadAttentionWrapper")
-        << "(d_in=" << d_in << ", d_out=" << m.d_out << ", context_length=" << T
-        << ", dropout=" << m.dropout << ", num_heads=" << m.num_heads
-        << ", qkv_bias=" << pyBool(m.qkv_bias) << options(m, true) << ")";
+      s << (m.variant == Variant::MultiHead ? "MultiHeadAttention" : "MultiHeadAttentionWrapper") << "(d_in=" << d_in
+        << ", d_out=" << m.d_out << ", context_length=" << T << ", dropout=" << m.dropout
+        << ", num_heads=" << m.num_heads << ", qkv_bias=" << pyBool(m.qkv_bias) << options(m, true) << ")";
       break;
   }
   return s.str();
@@ -138,8 +135,9 @@ void writeParameters(std::ostream& s, const ModelConfig& m, int d_in) {
 void writeDropoutStreamCheck(std::ostream& s, const ModelConfig& m) {
   const bool mkl = m.dropout_rng == DropoutStream::Mkl;
   s << "\n# The dropout masks are those of " << dropoutStreamTitle(m.dropout_rng) << ".\n"
-    << "# " << (mkl ? "Another torch (Debian's, macOS arm64, any torch on an AMD or ARM CPU)"
-                    : "torch with MKL on an Intel CPU (pip's torch on x86-64)")
+    << "# "
+    << (mkl ? "Another torch (Debian's, macOS arm64, any torch on an AMD or ARM CPU)"
+            : "torch with MKL on an Intel CPU (pip's torch on x86-64)")
     << " draws other masks, so other outputs.\n"
     << "def dropout_uses_mkl():\n"
     << "    \"\"\"torch's bernoulli_ takes MKL's stream when built with MKL and on an Intel CPU.\"\"\"\n"
@@ -181,8 +179,8 @@ std::string pytorchScript(const Workspace& ws, const std::string& source) {
     if (ws.random->draws_before > 0)
       s << "torch.randint(0, 2**32 - 1, (" << ws.random->draws_before << ",))  # the " << ws.random->draws_before
         << " 32-bit draws earlier cells made, one each\n";
-    s << "inputs = torch." << (ws.random->normal ? "randn" : "rand") << "(" << ws.random->rows
-      << ", " << ws.random->cols << ")\n";
+    s << "inputs = torch." << (ws.random->normal ? "randn" : "rand") << "(" << ws.random->rows << ", "
+      << ws.random->cols << ")\n";
   } else {
     s << "inputs = torch.tensor([\n";
     for (int i = 0; i < T; ++i) {
@@ -195,9 +193,8 @@ std::string pytorchScript(const Workspace& ws, const std::string& source) {
   s << "batch = torch.stack([inputs] * " << m.batch_size << ", dim=0)  # (B, T, d_in)\n\n";
   if (m.variant == Variant::Simple) {
     s << "with torch.no_grad():\n"
-      << "    output = torch.stack([simple_attention(x, normalization=\""
-      << normalizationId(m.normalization) << "\", scale=" << pyBool(m.scale == Scale::SqrtDk)
-      << ") for x in batch])\n";
+      << "    output = torch.stack([simple_attention(x, normalization=\"" << normalizationId(m.normalization)
+      << "\", scale=" << pyBool(m.scale == Scale::SqrtDk) << ") for x in batch])\n";
   } else {
     const bool own = m.parameters && !m.parameters->empty();
     if (own) {

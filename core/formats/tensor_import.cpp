@@ -66,7 +66,8 @@ class Reader {
     std::size_t n = b >= 0xF0 && b <= 0xF4 ? 4 : b >= 0xE0 ? 3 : b >= 0xC2 && b <= 0xDF ? 2 : 1;
     for (std::size_t k = 1; k < n; ++k)
       if ((static_cast<unsigned char>(peek(k)) & 0xC0) != 0x80) n = 1;
-    return b < 0x80 || n > 1 ? s_.substr(pos_.at, n) : "\\x" + std::string(1, "0123456789abcdef"[b >> 4]) + "0123456789abcdef"[b & 15];
+    return b < 0x80 || n > 1 ? s_.substr(pos_.at, n)
+                             : "\\x" + std::string(1, "0123456789abcdef"[b >> 4]) + "0123456789abcdef"[b & 15];
   }
   bool startsWith(const char* word) const { return s_.compare(pos_.at, std::strlen(word), word) == 0; }
 
@@ -85,8 +86,8 @@ class Reader {
   // Spaces, tabs and line ends; returns whether there were any.
   bool skipSpace() {
     const std::size_t before = pos_.at;
-    while (!eof() && (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r' || peek() == '\f' ||
-                      peek() == '\v'))
+    while (!eof() &&
+           (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r' || peek() == '\f' || peek() == '\v'))
       advance();
     return pos_.at != before;
   }
@@ -111,7 +112,8 @@ std::string lower(std::string s) {
 // A token quoted for a one-line message: control characters as '?', at most 40 bytes (then "…").
 std::string quoted(const std::string& token) {
   std::size_t cut = std::min<std::size_t>(token.size(), 40);
-  while (cut < token.size() && cut > 0 && (static_cast<unsigned char>(token[cut]) & 0xC0) == 0x80) --cut;  // whole characters
+  while (cut < token.size() && cut > 0 && (static_cast<unsigned char>(token[cut]) & 0xC0) == 0x80)
+    --cut;  // whole characters
   std::string out = cut < token.size() ? token.substr(0, cut) + "…" : token;
   for (char& c : out)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
@@ -175,11 +177,15 @@ class BracketParser {
   ImportedEmbeddings parse() {
     r_.skipSpace();
     if (r_.startsWith("OrderedDict("))
-      r_.failHere("a printed state_dict (OrderedDict): these are a module's parameters, not embeddings — "
-                  "Edit › Paste parameters takes them");
+      r_.failHere(
+          "a printed state_dict (OrderedDict): these are a module's parameters, not embeddings — "
+          "Edit › Paste parameters takes them");
     ImportedEmbeddings out = value();
     r_.skipSpace();
-    if (!r_.eof()) r_.failHere("unexpected text after the " + std::string(kind_ == "lists" ? "lists" : kind_ == "torch" ? "tensor" : "array"));
+    if (!r_.eof())
+      r_.failHere("unexpected text after the " + std::string(kind_ == "lists"   ? "lists"
+                                                             : kind_ == "torch" ? "tensor"
+                                                                                : "array"));
     out.rounded_to = roundedTo();
     return out;
   }
@@ -204,11 +210,13 @@ class BracketParser {
         r_.advance();
       }
       r_.skipSpace();
-      if (r_.peek() != '(')
-        r_.failAt(at, "expected a tensor, an array or nested lists of numbers");
-      if (name == "tensor" || name == "torch.tensor") kind = "torch";
-      else if (name == "array" || name == "np.array" || name == "numpy.array") kind = "numpy";
-      else r_.failAt(at, "'" + name + "(' is not a tensor(…) or an array(…)");
+      if (r_.peek() != '(') r_.failAt(at, "expected a tensor, an array or nested lists of numbers");
+      if (name == "tensor" || name == "torch.tensor")
+        kind = "torch";
+      else if (name == "array" || name == "np.array" || name == "numpy.array")
+        kind = "numpy";
+      else
+        r_.failAt(at, "'" + name + "(' is not a tensor(…) or an array(…)");
       r_.advance();  // (
       r_.skipSpace();
       wrapped = true;
@@ -258,17 +266,18 @@ class BracketParser {
       if (c != '[' && c != '"' && c != '\'' && !isWordChar(c))
         r_.failAt(at, "unexpected '" + r_.character() + "': expected a number");
       if (c == '[') {
-        if (depth >= 1)
-          r_.failAt(at, "nested 3 deep (a 3-D tensor): give one T × d_in matrix, e.g. x[0] of a batch x");
+        if (depth >= 1) r_.failAt(at, "nested 3 deep (a 3-D tensor): give one T × d_in matrix, e.g. x[0] of a batch x");
         if (has_numbers) r_.failAt(at, "a row among numbers: a matrix holds rows only, a vector numbers only");
         has_lists = true;
         if (rows_.rows >= limits_.max_tokens)
-          r_.failAt(at, "more than " + str(limits_.max_tokens) + " rows: the limit is " + str(limits_.max_tokens) + " tokens");
+          r_.failAt(at, "more than " + str(limits_.max_tokens) + " rows: the limit is " + str(limits_.max_tokens) +
+                            " tokens");
         const std::size_t before = rows_.values.size();
         list(1);
         const long long n = static_cast<long long>(rows_.values.size() - before);
         if (n == 0) r_.failAt(at, "an empty row: every row needs d_in values");
-        if (rows_.cols < 0) rows_.cols = static_cast<int>(n);
+        if (rows_.cols < 0)
+          rows_.cols = static_cast<int>(n);
         else if (n != rows_.cols)
           r_.failAt(at, "this row has " + str(n) + (n == 1 ? " value" : " values") + " but the first row has " +
                             str(rows_.cols) + " (rows must all have d_in values)");
@@ -279,7 +288,8 @@ class BracketParser {
         if (has_lists) r_.failAt(at, "a number among rows: a matrix holds rows only, a vector numbers only");
         has_numbers = true;
         if (items >= limits_.max_dim)
-          r_.failAt(at, "more than " + str(limits_.max_dim) + " values in a row: the limit of d_in is " + str(limits_.max_dim));
+          r_.failAt(at, "more than " + str(limits_.max_dim) + " values in a row: the limit of d_in is " +
+                            str(limits_.max_dim));
         std::string token;
         while (!r_.eof() && isWordChar(r_.peek())) {
           token += r_.peek();
@@ -314,7 +324,8 @@ class BracketParser {
         r_.advance();
         return;
       }
-      if (r_.peek() != ',') r_.failHere("expected ')' to close the " + std::string(kind_ == "torch" ? "tensor" : "array"));
+      if (r_.peek() != ',')
+        r_.failHere("expected ')' to close the " + std::string(kind_ == "torch" ? "tensor" : "array"));
       r_.advance();
       r_.skipSpace();
       if (r_.peek() == ')') continue;
@@ -348,7 +359,6 @@ class BracketParser {
     }
   }
 
-
  public:
   bool vector() const { return vector_; }
   // The decimals torch printed the values read so far with, when they round them (1–7: its
@@ -360,7 +370,7 @@ class BracketParser {
   const Limits& limits_;
   Rows rows_;
   std::string kind_;
-  bool vector_ = false;  // the last value was 1-D (a bias), not a matrix
+  bool vector_ = false;     // the last value was 1-D (a bias), not a matrix
   int torch_decimals_ = 0;  // the most digits after the point of a number in tensor(…)
 };
 
@@ -375,7 +385,8 @@ std::vector<NamedTensor> parseStateDict(Reader& r, const Limits& limits, int* ro
   }
   const char open = ordered ? '[' : '{', close = ordered ? ']' : '}';
   if (r.peek() != open)
-    r.failHere(ordered ? "expected '[' after OrderedDict(" : "expected a printed state_dict: OrderedDict([('W_query.weight', tensor(…)), …])");
+    r.failHere(ordered ? "expected '[' after OrderedDict("
+                       : "expected a printed state_dict: OrderedDict([('W_query.weight', tensor(…)), …])");
   r.advance();
   std::vector<NamedTensor> out;
   auto name = [&]() {
@@ -409,7 +420,8 @@ std::vector<NamedTensor> parseStateDict(Reader& r, const Limits& limits, int* ro
     for (const NamedTensor& o : out)
       if (o.name == t.name) r.failAt(at, "'" + t.name + "' is given twice");
     r.skipSpace();
-    if (r.peek() != (ordered ? ',' : ':')) r.failHere(ordered ? "expected ',' after the name" : "expected ':' after the name");
+    if (r.peek() != (ordered ? ',' : ':'))
+      r.failHere(ordered ? "expected ',' after the name" : "expected ':' after the name");
     r.advance();
     t.value = values.value().values;
     t.is_vector = values.vector();
@@ -420,8 +432,10 @@ std::vector<NamedTensor> parseStateDict(Reader& r, const Limits& limits, int* ro
       r.skipSpace();
     }
     out.push_back(std::move(t));
-    if (r.peek() == ',') r.advance();
-    else if (r.peek() != close) r.failHere(std::string("expected ',' or '") + close + "'");
+    if (r.peek() == ',')
+      r.advance();
+    else if (r.peek() != close)
+      r.failHere(std::string("expected ',' or '") + close + "'");
   }
   if (ordered) {
     r.skipSpace();
@@ -507,7 +521,8 @@ class RecordReader {
         }
         while (!r_.eof() && r_.peek() == ' ') r_.advance();
         if (!atLineEnd() && r_.peek() != delim_)
-          r_.failHere(std::string("expected '") + (delim_ == '\t' ? "\\t" : std::string(1, delim_)) + "' after a quoted field");
+          r_.failHere(std::string("expected '") + (delim_ == '\t' ? "\\t" : std::string(1, delim_)) +
+                      "' after a quoted field");
       } else {
         while (!atLineEnd() && r_.peek() != delim_) take(f);
         while (!f.text.empty() && (f.text.back() == ' ' || f.text.back() == '\t')) f.text.pop_back();
@@ -521,7 +536,9 @@ class RecordReader {
   }
 
  private:
-  bool atLineEnd() const { return r_.eof() || r_.peek() == '\n' || (r_.peek() == '\r' && (r_.peek(1) == '\n' || r_.peek(1) == '\0')); }
+  bool atLineEnd() const {
+    return r_.eof() || r_.peek() == '\n' || (r_.peek() == '\r' && (r_.peek(1) == '\n' || r_.peek(1) == '\0'));
+  }
   void endLine() {
     if (!r_.eof() && r_.peek() == '\r') r_.advance();
     if (!r_.eof() && r_.peek() == '\n') r_.advance();
@@ -551,7 +568,8 @@ ImportedEmbeddings parseColumns(const std::string& text, const std::string& sour
         bool quoted = false;
         tab = comma = semicolon = false;
         for (std::size_t k = first; k < text.size() && (quoted || text[k] != '\n'); ++k) {
-          if (quotes && text[k] == '"') quoted = !quoted;  // a doubled quote toggles twice
+          if (quotes && text[k] == '"')
+            quoted = !quoted;  // a doubled quote toggles twice
           else if (!quoted) {
             tab = tab || text[k] == '\t';
             comma = comma || text[k] == ',';
@@ -580,8 +598,10 @@ ImportedEmbeddings parseColumns(const std::string& text, const std::string& sour
   {
     RecordReader reader(text, source, delim, whitespace);
     while (reader.next(fields)) {
-      if (records == 0) header = fields;
-      else if (records == 1) second = fields;
+      if (records == 0)
+        header = fields;
+      else if (records == 1)
+        second = fields;
       if (records > 0) labels = labels && fields.size() >= 2 && !numeric(fields[0]);
       ++records;
     }
@@ -612,12 +632,13 @@ ImportedEmbeddings parseColumns(const std::string& text, const std::string& sour
     if (record < first_data) continue;
     const Pos row_pos = fields[0].pos;
     if (rows.rows >= limits.max_tokens)
-      failAt(row_pos, "more than " + str(limits.max_tokens) + " rows: the limit is " + str(limits.max_tokens) + " tokens");
+      failAt(row_pos,
+             "more than " + str(limits.max_tokens) + " rows: the limit is " + str(limits.max_tokens) + " tokens");
     const std::size_t skip = labels ? 1 : 0;
     const long long n = static_cast<long long>(fields.size() - skip);
     if (rows.cols >= 0 && n != rows.cols)
-      failAt(row_pos, "this row has " + str(n) + (n == 1 ? " value" : " values") + " but the first row has " + str(rows.cols) +
-                          " (rows must all have d_in values)");
+      failAt(row_pos, "this row has " + str(n) + (n == 1 ? " value" : " values") + " but the first row has " +
+                          str(rows.cols) + " (rows must all have d_in values)");
     if (n > limits.max_dim)
       failAt(fields[skip + static_cast<std::size_t>(limits.max_dim)].pos,
              "more than " + str(limits.max_dim) + " values in a row: the limit of d_in is " + str(limits.max_dim));
@@ -633,7 +654,7 @@ ImportedEmbeddings parseColumns(const std::string& text, const std::string& sour
     for (std::size_t c = skip; c < fields.size(); ++c) {
       const Field& f = fields[c];
       if (f.text.empty()) failAt(f.pos, "an empty field: expected a number");
-      if (f.text == "..." ) failAt(f.pos, kFullPrintEither);
+      if (f.text == "...") failAt(f.pos, kFullPrintEither);
       float v = 0;
       const std::string why = readNumber(f.text, &v);
       if (!why.empty()) failAt(f.pos, why);
@@ -693,7 +714,8 @@ ImportedEmbeddings parseEmbeddingsText(const std::string& text, const std::strin
   bool bracketed = c == '[';
   if (!bracketed && std::isalpha(static_cast<unsigned char>(c))) {  // tensor(, array(, Parameter containing:
     std::size_t k = first;
-    while (k < text.size() && (std::isalnum(static_cast<unsigned char>(text[k])) || text[k] == '_' || text[k] == '.')) ++k;
+    while (k < text.size() && (std::isalnum(static_cast<unsigned char>(text[k])) || text[k] == '_' || text[k] == '.'))
+      ++k;
     while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
     bracketed = (k < text.size() && text[k] == '(') || text.compare(first, 21, "Parameter containing:") == 0;
   }
@@ -701,7 +723,8 @@ ImportedEmbeddings parseEmbeddingsText(const std::string& text, const std::strin
     Reader r(text, source);
     r.skipSpace();
     if (looksLikeStateDict(text))
-      r.failHere("a printed state_dict: these are a module's parameters, not embeddings — Edit › Paste parameters takes them");
+      r.failHere(
+          "a printed state_dict: these are a module's parameters, not embeddings — Edit › Paste parameters takes them");
     r.failHere("a JSON object: give the embeddings as nested lists [[…], …], one list per token");
   }
   if (bracketed) {
@@ -717,7 +740,8 @@ ImportedEmbeddings parseEmbeddingsBytes(const std::string& bytes, const std::str
     throw InputError(source + ": " + str(static_cast<long long>(bytes.size())) + " bytes is larger than the limit of " +
                      str(limits.max_file_bytes) + " bytes");
   if (looksLikeNpy(bytes)) {
-    if (!array.empty()) throw InputError(source + ": a .npy file holds one array; a name (" + array + ") picks one of a .npz");
+    if (!array.empty())
+      throw InputError(source + ": a .npy file holds one array; a name (" + array + ") picks one of a .npz");
     return fromArray(parseNpy(bytes, source, npyLimits(limits)), source, limits, "npy");
   }
   if (looksLikeZip(bytes)) {
@@ -727,7 +751,8 @@ ImportedEmbeddings parseEmbeddingsBytes(const std::string& bytes, const std::str
     if (!array.empty()) {
       for (const NamedArray& a : arrays)
         if (a.name == array) return fromArray(a.array, source + "[" + a.name + "]", limits, "npz");
-      throw InputError(source + ": no array named '" + array + "' (it holds: " + (names.empty() ? "nothing" : names) + ")");
+      throw InputError(source + ": no array named '" + array + "' (it holds: " + (names.empty() ? "nothing" : names) +
+                       ")");
     }
     const NamedArray* only = nullptr;
     int count = 0;
@@ -738,7 +763,9 @@ ImportedEmbeddings parseEmbeddingsBytes(const std::string& bytes, const std::str
       }
     if (count == 1) return fromArray(only->array, source + "[" + only->name + "]", limits, "npz");
     if (arrays.empty()) throw InputError(source + ": an empty .npz: no arrays");
-    if (count == 0) throw InputError(source + ": no 2-D array among its arrays (" + names + "): name the one to use with --array NAME");
+    if (count == 0)
+      throw InputError(source + ": no 2-D array among its arrays (" + names +
+                       "): name the one to use with --array NAME");
     std::string twoD;
     for (const NamedArray& a : arrays)
       if (a.array.shape.size() == 2) twoD += (twoD.empty() ? "" : ", ") + a.name;
@@ -780,7 +807,8 @@ std::string roundedPrintNote(int decimals) {
   const std::string d = str(decimals);
   return "torch printed these values with " + d + (decimals == 1 ? " decimal" : " decimals") +
          ", so they are rounded (each by up to 5e-" + (decimals + 1 < 10 ? "0" : "") + str(decimals + 1) +
-         "). For 8 decimals print them after torch.set_printoptions(precision=8) (profile=\"full\" alone keeps 4), or save them with np.savez for the exact values";
+         "). For 8 decimals print them after torch.set_printoptions(precision=8) (profile=\"full\" alone keeps 4), or "
+         "save them with np.savez for the exact values";
 }
 
 bool looksLikeStateDict(const std::string& text) {

@@ -44,7 +44,8 @@ ImportedEmbeddings parseEmbeddingsBytes(const std::string& bytes, const std::str
 
 // Reads a file (refusing directories, missing files and files over limits.max_file_bytes before
 // reading: formats/file_reading.h) and parses it as above; SOURCE in messages is the path.
-ImportedEmbeddings readEmbeddingsFile(const std::string& path, const Limits& limits = {}, const std::string& array = "");
+ImportedEmbeddings readEmbeddingsFile(const std::string& path, const Limits& limits = {},
+                                      const std::string& array = "");
 
 // A printed state_dict — print(m.state_dict()) shows OrderedDict([('W_query.weight', tensor([[…]])),
 // …]); a dict {'W_query.weight': tensor(…), …} too — its tensors in order, each read as the
@@ -52,8 +53,8 @@ ImportedEmbeddings readEmbeddingsFile(const std::string& path, const Limits& lim
 // name given twice included. Names and shapes are not checked here (checkParameterValues does).
 // `rounded_to`, when given, gets the decimals the print rounded to (as ImportedEmbeddings::rounded_to).
 bool looksLikeStateDict(const std::string& text);
-std::vector<NamedTensor> parseStateDictText(const std::string& text, const std::string& source, const Limits& limits = {},
-                                            int* rounded_to = nullptr);
+std::vector<NamedTensor> parseStateDictText(const std::string& text, const std::string& source,
+                                            const Limits& limits = {}, int* rounded_to = nullptr);
 
 // Token names for T rows: `given` when it has exactly T names, else t1 … tT.
 std::vector<std::string> tokenNames(const std::vector<std::string>& given, int T);

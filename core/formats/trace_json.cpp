@@ -105,8 +105,8 @@ class Writer {
 
 void writeTraceJson(std::ostream& out, const Workspace& ws, const Trace& t) {
   Writer w(out);
-  out << "{\n\"format\": \"attnscope-trace\",\n\"version\": 2,\n\"workspace\": "
-      << jsonText(workspaceToJson(ws)) << ",\n\"parameters\": {";
+  out << "{\n\"format\": \"attnscope-trace\",\n\"version\": 2,\n\"workspace\": " << jsonText(workspaceToJson(ws))
+      << ",\n\"parameters\": {";
   std::size_t written = 0;  // one tensor at a time: GPT-2's or a 4096-wide module's are never copied whole
   forEachStateDictEntry(t.model, *t.parameters, [&](const std::string& name, const Matrix& value, bool is_vector) {
     out << (written++ ? ",\n" : "\n") << "  \"" << name << "\": ";
@@ -130,7 +130,7 @@ void writeTraceJson(std::ostream& out, const Workspace& ws, const Trace& t) {
       }
       const char* in = "    ";
       const char* sep = "";
-      for (const StageInfo& stage : stageTable()) {  // the stage table's order and names
+      for (const StageInfo& stage : stageTable()) {                   // the stage table's order and names
         if (stage.parameter || !stageHeld(t, stage.stage)) continue;  // in "parameters"; another route's
         out << sep << "\"" << stage.id << "\": ";
         w.map(StageMap(t, ht, stage.stage), stage.flags, in);

@@ -14,7 +14,11 @@ constexpr std::uint32_t kNotUtf8 = 0xFFFFFFFFu;
 // well-formed sequence there (then *i advances by one byte).
 inline std::uint32_t nextCodePoint(const std::string& s, std::size_t* i) {
   const auto c = static_cast<unsigned char>(s[*i]);
-  const std::size_t len = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+  const std::size_t len = c < 0x80                 ? 1
+                          : c >= 0xC2 && c <= 0xDF ? 2
+                          : c >= 0xE0 && c <= 0xEF ? 3
+                          : c >= 0xF0 && c <= 0xF4 ? 4
+                                                   : 0;
   if (len == 1) {
     ++*i;
     return c;

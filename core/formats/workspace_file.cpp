@@ -1,7 +1,7 @@
 #include "formats/workspace_file.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -15,8 +15,8 @@
 #include "formats/file_reading.h"
 #include "formats/json_format.h"
 #include "formats/json_reading.h"
-#include "formats/utf8.h"
 #include "formats/png_image.h"
+#include "formats/utf8.h"
 
 namespace attnscope {
 
@@ -24,9 +24,7 @@ using nlohmann::json;
 
 namespace {
 
-[[noreturn]] void fail(const std::string& field, const std::string& why) {
-  throw InputError(field + ": " + why);
-}
+[[noreturn]] void fail(const std::string& field, const std::string& why) { throw InputError(field + ": " + why); }
 
 const char* typeName(const json& v) {
   if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
@@ -34,16 +32,14 @@ const char* typeName(const json& v) {
   return v.type_name();
 }
 
-void rejectUnknown(const json& object, const std::string& where,
-                   std::initializer_list<const char*> known) {
+void rejectUnknown(const json& object, const std::string& where, std::initializer_list<const char*> known) {
   for (auto it = object.begin(); it != object.end(); ++it) {
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
     if (!ok) {
       std::string list;
       for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-      fail(where.empty() ? it.key() : where + "." + it.key(),
-           "unknown field (expected one of: " + list + ")");
+      fail(where.empty() ? it.key() : where + "." + it.key(), "unknown field (expected one of: " + list + ")");
     }
   }
 }
@@ -52,13 +48,10 @@ std::int64_t getInt(const json& v, const std::string& field, std::int64_t lo, st
   if (!v.is_number_integer() && !v.is_number_unsigned())
     fail(field, std::string("expected an integer, got ") + typeName(v));
   // nlohmann reads every integer ≥ 0 as unsigned: that one is checked against both ends too.
-  const bool out = v.is_number_unsigned()
-                       ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi) ||
-                             (lo > 0 && v.get<std::uint64_t>() < static_cast<std::uint64_t>(lo))
-                       : v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi;
-  if (out)
-    fail(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
-                    ", got " + v.dump());
+  const bool out = v.is_number_unsigned() ? v.get<std::uint64_t>() > static_cast<std::uint64_t>(hi) ||
+                                                (lo > 0 && v.get<std::uint64_t>() < static_cast<std::uint64_t>(lo))
+                                          : v.get<std::int64_t>() < lo || v.get<std::int64_t>() > hi;
+  if (out) fail(field, "must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", got " + v.dump());
   return v.get<std::int64_t>();
 }
 
@@ -71,7 +64,6 @@ std::string getString(const json& v, const std::string& field) {
   if (!v.is_string()) fail(field, std::string("expected a string, got ") + typeName(v));
   return v.get<std::string>();
 }
-
 
 // A model field whose value is one of a name table's ids ("model.scale": "sqrt_dk"); absent: unchanged.
 template <class Table, class E>
@@ -92,9 +84,8 @@ void readId(const json& j, const char* key, const Table& table, E* out) {
 ModelConfig parseModel(const json& j) {
   if (!j.is_object()) fail("model", std::string("expected an object, got ") + typeName(j));
   rejectUnknown(j, "model",
-                {"variant", "d_out", "num_heads", "dropout", "seed", "qkv_bias", "causal", "scale",
-                 "training", "batch_size", "normalization", "dropout_rng", "dropout_seed", "draws_before",
-                 "causal_route"});
+                {"variant", "d_out", "num_heads", "dropout", "seed", "qkv_bias", "causal", "scale", "training",
+                 "batch_size", "normalization", "dropout_rng", "dropout_seed", "draws_before", "causal_route"});
   if (!j.contains("variant")) fail("model.variant", "required (one of " + idList(variantNames()) + ")");
   Variant variant;
   const std::string id = getString(j["variant"], "model.variant");
@@ -103,20 +94,17 @@ ModelConfig parseModel(const json& j) {
   ModelConfig m = defaultConfig(variant);
   constexpr std::int64_t kBig = std::numeric_limits<int>::max();
   if (j.contains("d_out")) m.d_out = static_cast<int>(getInt(j["d_out"], "model.d_out", 0, kBig));
-  if (j.contains("num_heads"))
-    m.num_heads = static_cast<int>(getInt(j["num_heads"], "model.num_heads", 1, kBig));
+  if (j.contains("num_heads")) m.num_heads = static_cast<int>(getInt(j["num_heads"], "model.num_heads", 1, kBig));
   if (j.contains("dropout")) {
     if (!j["dropout"].is_number())
       fail("model.dropout", std::string("expected a number, got ") + typeName(j["dropout"]));
     m.dropout = j["dropout"].get<double>();
   }
-  if (j.contains("seed"))
-    m.seed = static_cast<std::uint32_t>(getInt(j["seed"], "model.seed", 0, 4294967295LL));
+  if (j.contains("seed")) m.seed = static_cast<std::uint32_t>(getInt(j["seed"], "model.seed", 0, 4294967295LL));
   if (j.contains("qkv_bias")) m.qkv_bias = getBool(j["qkv_bias"], "model.qkv_bias");
   if (j.contains("causal")) m.causal = getBool(j["causal"], "model.causal");
   if (j.contains("training")) m.training = getBool(j["training"], "model.training");
-  if (j.contains("batch_size"))
-    m.batch_size = static_cast<int>(getInt(j["batch_size"], "model.batch_size", 1, kBig));
+  if (j.contains("batch_size")) m.batch_size = static_cast<int>(getInt(j["batch_size"], "model.batch_size", 1, kBig));
   readId(j, "scale", scaleNames(), &m.scale);
   readId(j, "normalization", normalizationNames(), &m.normalization);
   readId(j, "causal_route", causalRouteNames(), &m.causal_route);
@@ -128,11 +116,16 @@ ModelConfig parseModel(const json& j) {
 }
 
 json modelToJson(const ModelConfig& m) {
-  return {{"variant", variantId(m.variant)}, {"d_out", m.d_out},
-          {"num_heads", m.num_heads},         {"dropout", m.dropout},
-          {"seed", m.seed},                   {"qkv_bias", m.qkv_bias},
-          {"causal", m.causal},               {"scale", scaleId(m.scale)},
-          {"training", m.training},           {"batch_size", m.batch_size},
+  return {{"variant", variantId(m.variant)},
+          {"d_out", m.d_out},
+          {"num_heads", m.num_heads},
+          {"dropout", m.dropout},
+          {"seed", m.seed},
+          {"qkv_bias", m.qkv_bias},
+          {"causal", m.causal},
+          {"scale", scaleId(m.scale)},
+          {"training", m.training},
+          {"batch_size", m.batch_size},
           {"normalization", normalizationId(m.normalization)},
           {"causal_route", causalRouteId(m.causal_route)},
           {"dropout_rng", dropoutStreamId(m.dropout_rng)},
@@ -182,7 +175,8 @@ std::shared_ptr<const ParameterValues> parametersOf(const json& j, const std::ma
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string field = where + "." + it.key();
     const auto read = arrays.find(field);
-    values->push_back(tensorOf(it.key(), read != arrays.end() ? read->second : numberArrayOf(it.value(), field, false, limits)));
+    values->push_back(
+        tensorOf(it.key(), read != arrays.end() ? read->second : numberArrayOf(it.value(), field, false, limits)));
   }
   if (values->empty()) return nullptr;
   return values;
@@ -190,11 +184,13 @@ std::shared_ptr<const ParameterValues> parametersOf(const json& j, const std::ma
 
 }  // namespace
 
-std::shared_ptr<const ParameterValues> parseParameterValues(const json& j, const Limits& limits, const std::string& where) {
+std::shared_ptr<const ParameterValues> parseParameterValues(const json& j, const Limits& limits,
+                                                            const std::string& where) {
   return parametersOf(j, {}, limits, where);
 }
 
-std::shared_ptr<const ParameterValues> parseParameterValues(const json& j, const std::map<std::string, NumberArray>& arrays,
+std::shared_ptr<const ParameterValues> parseParameterValues(const json& j,
+                                                            const std::map<std::string, NumberArray>& arrays,
                                                             const Limits& limits) {
   return parametersOf(j, arrays, limits, "parameters");
 }
@@ -250,7 +246,8 @@ void validateWorkspace(const Workspace& ws, const Limits& limits) {
       char byte[8];
       std::snprintf(byte, sizeof byte, "0x%02X", static_cast<unsigned char>(ws.tokens[i][bad]));
       fail("tokens[" + std::to_string(i) + "]", std::string("the name is not UTF-8 text (byte ") + byte + " at " +
-                                                    std::to_string(bad) + "): token names are text; give them as UTF-8");
+                                                    std::to_string(bad) +
+                                                    "): token names are text; give them as UTF-8");
     }
   validateModel(ws.model, T, static_cast<int>(ws.embeddings.cols()), limits);
   const FileCost cost = fileCost(ws);
@@ -275,8 +272,7 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
   json& j = doc.tree;
   if (!j.is_object()) fail("workspace", std::string("expected a JSON object, got ") + typeName(j));
   rejectUnknown(j, "", {"format", "version", "tokens", "embeddings", "model", "parameters", "view"});
-  if (!j.contains("format") || j["format"] != "attnscope-workspace")
-    fail("format", "expected \"attnscope-workspace\"");
+  if (!j.contains("format") || j["format"] != "attnscope-workspace") fail("format", "expected \"attnscope-workspace\"");
   if (!j.contains("version")) fail("version", "required (1)");
   if (getInt(j["version"], "version", 0, std::numeric_limits<int>::max()) != 1)
     fail("version", "unsupported version " + j["version"].dump() + " (this attnscope reads 1)");
@@ -292,8 +288,7 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
     ws.embeddings = matrixOf(read != doc.arrays.end() ? read->second : numberArrayOf(e, "embeddings", true, limits));
     doc.arrays.erase("embeddings");
   } else {
-    fail("embeddings", std::string("expected an array of rows or a {\"random\": …} object, got ") +
-                           typeName(e));
+    fail("embeddings", std::string("expected an array of rows or a {\"random\": …} object, got ") + typeName(e));
   }
   const int T = static_cast<int>(ws.embeddings.rows()), d_in = static_cast<int>(ws.embeddings.cols());
 
@@ -303,8 +298,8 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
     for (std::size_t i = 0; i < t.size(); ++i)
       ws.tokens.push_back(getString(t[i], "tokens[" + std::to_string(i) + "]"));
     if (static_cast<int>(ws.tokens.size()) != T)
-      fail("tokens", std::to_string(ws.tokens.size()) + " tokens but the embeddings have " +
-                         std::to_string(T) + " rows (one token per row)");
+      fail("tokens", std::to_string(ws.tokens.size()) + " tokens but the embeddings have " + std::to_string(T) +
+                         " rows (one token per row)");
   } else {  // generated inputs need no names: t1 … tT
     for (int i = 0; i < T; ++i) ws.tokens.push_back("t" + std::to_string(i + 1));
   }
@@ -368,7 +363,8 @@ json workspaceToJson(const Workspace& ws) {
     j["embeddings"] = rows;
   }
   j["model"] = modelToJson(ws.model);
-  if (ws.model.parameters && !ws.model.parameters->empty()) j["parameters"] = parameterValuesToJson(*ws.model.parameters);
+  if (ws.model.parameters && !ws.model.parameters->empty())
+    j["parameters"] = parameterValuesToJson(*ws.model.parameters);
   j["view"] = ws.view;
   return j;
 }
@@ -400,9 +396,9 @@ void writeRows(std::ostream& out, const Matrix& m, int depth) {
 // the header (a file manager sniffing its type in the first 4 KiB, the app reading an autosave's
 // view) never reads the numbers.
 void writeWorkspace(std::ostream& out, const Workspace& ws) {
-  out << "{\n  \"format\": \"attnscope-workspace\",\n  \"version\": 1,\n  \"model\": " << prettyJsonAt(modelToJson(ws.model), 1)
-      << ",\n  \"view\": " << prettyJsonAt(ws.view, 1) << ",\n  \"tokens\": " << prettyJsonAt(json(ws.tokens), 1)
-      << ",\n  \"embeddings\": ";
+  out << "{\n  \"format\": \"attnscope-workspace\",\n  \"version\": 1,\n  \"model\": "
+      << prettyJsonAt(modelToJson(ws.model), 1) << ",\n  \"view\": " << prettyJsonAt(ws.view, 1)
+      << ",\n  \"tokens\": " << prettyJsonAt(json(ws.tokens), 1) << ",\n  \"embeddings\": ";
   if (ws.random) {
     out << prettyJsonAt(randomToJson(*ws.random), 1);
   } else {
@@ -411,7 +407,8 @@ void writeWorkspace(std::ostream& out, const Workspace& ws) {
   if (ws.model.parameters && !ws.model.parameters->empty()) {
     std::vector<const NamedTensor*> sorted;  // by name, as a JSON object's members
     for (const NamedTensor& t : *ws.model.parameters) sorted.push_back(&t);
-    std::sort(sorted.begin(), sorted.end(), [](const NamedTensor* a, const NamedTensor* b) { return a->name < b->name; });
+    std::sort(sorted.begin(), sorted.end(),
+              [](const NamedTensor* a, const NamedTensor* b) { return a->name < b->name; });
     out << ",\n  \"parameters\": {\n";
     for (std::size_t k = 0; k < sorted.size(); ++k) {
       const NamedTensor& t = *sorted[k];

@@ -100,8 +100,10 @@ std::vector<std::string> splitLines(const std::string& s) {
 // /etc/passwd in its code box). A lesson parsed without a folder reads no files.
 std::string besideLesson(const std::string& path, const std::string& base_dir, const std::string& where) {
   const fs::path p(path);
-  if (base_dir.empty()) fail(where, "'" + path + "': a lesson read without its folder reads no files but " + kSeedClassesFile);
-  if (p.is_absolute()) fail(where, "'" + path + "' is an absolute path: a lesson names files beside it, relative to its folder");
+  if (base_dir.empty())
+    fail(where, "'" + path + "': a lesson read without its folder reads no files but " + kSeedClassesFile);
+  if (p.is_absolute())
+    fail(where, "'" + path + "' is an absolute path: a lesson names files beside it, relative to its folder");
   for (const fs::path& part : p)
     if (part == "..") fail(where, "'" + path + "' leaves the lesson's folder (\"..\"): a lesson names files beside it");
   std::error_code ec;
@@ -122,13 +124,15 @@ void checkAllowed(const Command& c) {
   const CommandId id = c.id();
   if (target == CommandTarget::Document && id != CommandId::Undo && id != CommandId::Redo && id != CommandId::Restore)
     return;
-  throw InputError("not allowed in a lesson: a step may set up the workspace (preset, set, sentence, …) and the "
-                   "view (select_token, view, …) only");
+  throw InputError(
+      "not allowed in a lesson: a step may set up the workspace (preset, set, sentence, …) and the "
+      "view (select_token, view, …) only");
 }
 
 LessonCode parseCode(const json& j, const std::string& where, const std::string& base_dir,
                      std::map<std::string, std::vector<std::string>>& files) {
-  if (!j.is_object()) fail(where, std::string("expected an object {\"file\", \"lines\", \"highlight\"}, got ") + typeName(j));
+  if (!j.is_object())
+    fail(where, std::string("expected an object {\"file\", \"lines\", \"highlight\"}, got ") + typeName(j));
   onlyFields(j, {"file", "lines", "highlight"}, where);
   LessonCode code;
   code.file = text(j, "file", where + ".", true);
@@ -136,17 +140,20 @@ LessonCode parseCode(const json& j, const std::string& where, const std::string&
   if (!files.count(code.file)) {
     files[code.file] = code.file == kSeedClassesFile
                            ? splitLines(kSeedClassesPy)
-                           : splitLines(readCodeFile(besideLesson(code.file, base_dir, where + ".file"), where + ".file"));
+                           : splitLines(
+                                 readCodeFile(besideLesson(code.file, base_dir, where + ".file"), where + ".file"));
   }
   const std::vector<std::string>& lines = files[code.file];
   if (!j.contains("lines")) fail(where + ".lines", "required: [first, last]");
   const json& range = j["lines"];
   if (!range.is_array() || range.size() != 2)
-    fail(where + ".lines", "expected [first, last], got " + (range.is_array() ? range.dump() : std::string(typeName(range))));
+    fail(where + ".lines",
+         "expected [first, last], got " + (range.is_array() ? range.dump() : std::string(typeName(range))));
   code.first = lineNumber(range[0], where + ".lines");
   code.last = lineNumber(range[1], where + ".lines");
   if (code.last < code.first)
-    fail(where + ".lines", "the last line " + std::to_string(code.last) + " comes before the first " + std::to_string(code.first));
+    fail(where + ".lines",
+         "the last line " + std::to_string(code.last) + " comes before the first " + std::to_string(code.first));
   if (code.last > static_cast<int>(lines.size()))
     fail(where + ".lines", "line " + std::to_string(code.last) + " is past the end of " + code.file + " (" +
                                std::to_string(lines.size()) + " lines)");
@@ -159,7 +166,8 @@ LessonCode parseCode(const json& j, const std::string& where, const std::string&
       if (line < code.first || line > code.last)
         fail(where + ".highlight", "line " + std::to_string(line) + " is outside the lines shown (" +
                                        std::to_string(code.first) + "–" + std::to_string(code.last) + ")");
-      if (std::find(code.highlight.begin(), code.highlight.end(), line) == code.highlight.end()) code.highlight.push_back(line);
+      if (std::find(code.highlight.begin(), code.highlight.end(), line) == code.highlight.end())
+        code.highlight.push_back(line);
     }
     std::sort(code.highlight.begin(), code.highlight.end());
   }
@@ -178,7 +186,8 @@ LessonStep parseStep(const json& j, int number, const std::string& base_dir, con
   if (j.contains("prints") && j["prints"].is_array()) {  // one string a line, as a file shows it best
     const json& lines = j["prints"];
     for (std::size_t k = 0; k < lines.size(); ++k) {
-      if (!lines[k].is_string()) fail(where + ": prints", std::string("expected lines of text, got ") + typeName(lines[k]));
+      if (!lines[k].is_string())
+        fail(where + ": prints", std::string("expected lines of text, got ") + typeName(lines[k]));
       step.prints += (k ? "\n" : "") + lines[k].get<std::string>();
     }
   } else {
@@ -186,11 +195,13 @@ LessonStep parseStep(const json& j, int number, const std::string& base_dir, con
   }
   if (j.contains("commands")) {
     const json& list = j["commands"];
-    if (!list.is_array()) fail(where + ": commands", std::string("expected an array of commands, got ") + typeName(list));
+    if (!list.is_array())
+      fail(where + ": commands", std::string("expected an array of commands, got ") + typeName(list));
     for (std::size_t i = 0; i < list.size(); ++i) {
       const json& item = list[i];
       const std::string name = item.is_object() && item.contains("do") && item["do"].is_string()
-                                   ? " (" + item["do"].get<std::string>() + ")" : "";
+                                   ? " (" + item["do"].get<std::string>() + ")"
+                                   : "";
       try {
         Command c = parseCommand(item);
         checkAllowed(c);
@@ -206,7 +217,8 @@ LessonStep parseStep(const json& j, int number, const std::string& base_dir, con
     const json& maps = j["maps"];
     if (!maps.is_array()) fail(where + ": maps", std::string("expected an array of map names, got ") + typeName(maps));
     for (const json& m : maps) {
-      if (!m.is_string()) fail(where + ": maps", std::string("expected map names, got ") + (m.is_number() ? m.dump() : typeName(m)));
+      if (!m.is_string())
+        fail(where + ": maps", std::string("expected map names, got ") + (m.is_number() ? m.dump() : typeName(m)));
       const std::string id = m.get<std::string>();
       if (std::find(known_maps.begin(), known_maps.end(), id) == known_maps.end())
         fail(where + ": maps", "unknown map '" + id + "' (one of: " + joined(known_maps) + ")");
@@ -223,8 +235,8 @@ void checkIndex(const Command& c, int lo, int count, const char* what) {
   if (!c.has("index")) return;
   const int i = c.integer("index");
   if (i < lo || i >= count)
-    throw InputError("index: no " + std::string(what) + " " + std::to_string(i) + " (there are " + std::to_string(count) +
-                     ", numbered from 0" + (lo < 0 ? "; −1 = none" : "") + ")");
+    throw InputError("index: no " + std::string(what) + " " + std::to_string(i) + " (there are " +
+                     std::to_string(count) + ", numbered from 0" + (lo < 0 ? "; −1 = none" : "") + ")");
 }
 
 }  // namespace
@@ -240,13 +252,16 @@ const std::vector<std::string>& lessonMapIds() {
   return ids;
 }
 
-Lesson parseLesson(const std::string& text_in, const std::string& base_dir, const std::vector<std::string>& known_maps) {
+Lesson parseLesson(const std::string& text_in, const std::string& base_dir,
+                   const std::vector<std::string>& known_maps) {
   // Depth and memory bounded while parsing (formats/json_reading.h).
   json j = readJson(text_in, "lesson", Limits{}.max_memory_bytes);
-  if (!j.is_object()) fail("lesson", std::string("expected an object {\"format\": \"attnscope-lesson\", …}, got ") + typeName(j));
+  if (!j.is_object())
+    fail("lesson", std::string("expected an object {\"format\": \"attnscope-lesson\", …}, got ") + typeName(j));
   onlyFields(j, {"format", "version", "title", "steps"}, "lesson");
   if (!j.contains("format") || j["format"] != "attnscope-lesson")
-    fail("format", "expected \"attnscope-lesson\"" + (j.contains("format") ? ", got " + j["format"].dump() : std::string()));
+    fail("format",
+         "expected \"attnscope-lesson\"" + (j.contains("format") ? ", got " + j["format"].dump() : std::string()));
   if (!j.contains("version") || !j["version"].is_number_integer() || j["version"].get<std::int64_t>() != 1)
     fail("version", "expected 1" + (j.contains("version") ? ", got " + j["version"].dump() : std::string()));
   Lesson lesson;
@@ -288,7 +303,8 @@ void rehearseLesson(const Lesson& lesson, const Workspace& start, const LessonVi
       if (check.cancel && check.cancel->load()) throw Cancelled();
       if (std::chrono::steady_clock::now() > check.deadline)
         throw InputError("the lesson takes too long to check (it got to step " + std::to_string(s + 1) + " of " +
-                         std::to_string(lesson.steps.size()) + " in the time allowed): it asks for more work than "
+                         std::to_string(lesson.steps.size()) +
+                         " in the time allowed): it asks for more work than "
                          "a lesson should; fewer or smaller steps open");
       try {
         if (c.info().target == CommandTarget::Document) {
@@ -315,8 +331,9 @@ void rehearseLesson(const Lesson& lesson, const Workspace& start, const LessonVi
 void checkLessonStep(const Lesson& lesson, int number) {
   const int n = static_cast<int>(lesson.steps.size());
   if (number < 1 || number > n)
-    fail("step", "the lesson has " + std::to_string(n) + (n == 1 ? " step (1)" : " steps (1–" + std::to_string(n) + ")") +
-                     ", got " + std::to_string(number));
+    fail("step", "the lesson has " + std::to_string(n) +
+                     (n == 1 ? " step (1)" : " steps (1–" + std::to_string(n) + ")") + ", got " +
+                     std::to_string(number));
 }
 
 std::string lessonsFolder() { return (fs::path(assetsDir()) / "lessons").lexically_normal().string(); }

@@ -32,19 +32,19 @@ struct LessonCode {
 
 // One step of a lesson.
 struct LessonStep {
-  std::string title;                // "Causal attention: masking the future"
-  std::string text;                 // 2–4 sentences in plain words
-  std::vector<Command> commands;    // set up the app for this step, applied in order
-  std::optional<LessonCode> code;   // the notebook's lines for this step, if any
-  std::vector<std::string> maps;    // heatmap ids to highlight (the others are dimmed); empty: none dimmed
-  std::string prints;               // what the notebook prints here, as it prints it (a string, or in the file
-                                    // an array of lines joined with "\n"); may be empty
+  std::string title;               // "Causal attention: masking the future"
+  std::string text;                // 2–4 sentences in plain words
+  std::vector<Command> commands;   // set up the app for this step, applied in order
+  std::optional<LessonCode> code;  // the notebook's lines for this step, if any
+  std::vector<std::string> maps;   // heatmap ids to highlight (the others are dimmed); empty: none dimmed
+  std::string prints;              // what the notebook prints here, as it prints it (a string, or in the file
+                                   // an array of lines joined with "\n"); may be empty
 };
 
 struct Lesson {
-  std::string title;               // shown above every step
-  std::string path;                // the file it was read from (absolute); empty when parsed from text
-  std::vector<LessonStep> steps;   // at least one
+  std::string title;              // shown above every step
+  std::string path;               // the file it was read from (absolute); empty when parsed from text
+  std::vector<LessonStep> steps;  // at least one
 };
 
 // The map ids a step's "maps" may name: the grid's columns — the heatmap stages of every head
@@ -53,7 +53,7 @@ struct Lesson {
 const std::vector<std::string>& lessonMapIds();
 
 // Limits of a lesson file: generous for a chapter, small enough that no file can exhaust memory.
-constexpr long long kMaxLessonBytes = 4 << 20;   // the lesson file
+constexpr long long kMaxLessonBytes = 4 << 20;      // the lesson file
 constexpr long long kMaxLessonCodeBytes = 1 << 20;  // a code file it names
 constexpr int kMaxLessonSteps = 1000;
 

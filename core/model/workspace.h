@@ -15,18 +15,18 @@ namespace attnscope {
 // Embeddings given as a generator instead of numbers: torch.manual_seed(seed) then
 // torch.rand(rows, cols) ("uniform") or torch.randn(rows, cols) ("normal").
 struct RandomEmbeddings {
-  bool normal = false;     // randn instead of rand
-  std::uint32_t seed = 0;  // torch.manual_seed before drawing
-  int rows = 0, cols = 0;  // T × d_in
+  bool normal = false;            // randn instead of rand
+  std::uint32_t seed = 0;         // torch.manual_seed before drawing
+  int rows = 0, cols = 0;         // T × d_in
   std::int64_t draws_before = 0;  // 32-bit draws earlier cells made after the seed (ModelConfig's)
 };
 
 struct Workspace {
-  std::vector<std::string> tokens;         // T labels, rows of the embeddings
-  Matrix embeddings;                       // T × d_in
-  std::optional<RandomEmbeddings> random;  // set when the embeddings were generated
-  ModelConfig model;                       // complete: missing fields took the variant's defaults;
-                                           // model.parameters is the document's "parameters"
+  std::vector<std::string> tokens;                 // T labels, rows of the embeddings
+  Matrix embeddings;                               // T × d_in
+  std::optional<RandomEmbeddings> random;          // set when the embeddings were generated
+  ModelConfig model;                               // complete: missing fields took the variant's defaults;
+                                                   // model.parameters is the document's "parameters"
   nlohmann::json view = nlohmann::json::object();  // the app's own state; the CLI ignores it
 };
 

@@ -115,7 +115,7 @@ nlohmann::json forwardFlop(const ModelConfig& m, int tokens, int d_in) {
   if (hasProjections(m.variant)) projections += groups * 3 * 2 * B * T * m.d_out * d;
   if (hasOutProj(m.variant)) projections += 2 * B * T * double(m.d_out) * m.d_out;
   const double cells = m.causal ? T * (T + 1) / 2 : T * T;  // query-key pairs per head
-  const double attention = 2 * 2 * B * H * cells * w;      // Q·Kᵀ and P·V
+  const double attention = 2 * 2 * B * H * cells * w;       // Q·Kᵀ and P·V
   return {{"gflop", (projections + attention) / 1e9},
           {"projections_gflop", projections / 1e9},
           {"attention_gflop", attention / 1e9},
@@ -155,9 +155,8 @@ nlohmann::json benchWorkspace(const Workspace& ws, const BenchOptions& o) {
   j["openmp"]["threads"] = threads;
   j["openmp_shared"] = {{"forward_ms", timeForward(ws, execOf(true, o.threads, true, true), o.repeat)},
                         {"threads", threads}};
-  j["openmp_shared"]["openmp_over_shared"] =
-      j["openmp"]["forward_ms"]["median"].get<double>() /
-      j["openmp_shared"]["forward_ms"]["median"].get<double>();
+  j["openmp_shared"]["openmp_over_shared"] = j["openmp"]["forward_ms"]["median"].get<double>() /
+                                             j["openmp_shared"]["forward_ms"]["median"].get<double>();
 
   // The GEMM-bound limit: every flop at the backend's one-thread speed, on every thread.
   const double gflops = j["gemm"]["gflops"][gemmBackendId(gemmBackend())].get<double>();

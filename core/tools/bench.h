@@ -10,9 +10,9 @@
 namespace attnscope {
 
 struct BenchOptions {
-  int repeat = 5;       // timed runs per measurement (after one warm-up run)
-  int threads = 0;      // OpenMP threads; 0 = one per core
-  int gemm_repeat = 5;  // runs per GEMM backend (after one warm-up); the best one counts
+  int repeat = 5;             // timed runs per measurement (after one warm-up run)
+  int threads = 0;            // OpenMP threads; 0 = one per core
+  int gemm_repeat = 5;        // runs per GEMM backend (after one warm-up); the best one counts
   bool forward_only = false;  // time only the OpenMP forward and its paired limit (make bench's rounds)
 };
 

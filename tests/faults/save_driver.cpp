@@ -30,8 +30,10 @@ using namespace attnscope;
 namespace {
 
 int usage() {
-  std::fputs("usage: fault_save_driver IN OUT [--seed S] [--alternate S2] [--times N] [--ready]\n"
-             "       fault_save_driver IN OUT --verbatim OTHER [--times N] [--ready]\n", stderr);
+  std::fputs(
+      "usage: fault_save_driver IN OUT [--seed S] [--alternate S2] [--times N] [--ready]\n"
+      "       fault_save_driver IN OUT --verbatim OTHER [--times N] [--ready]\n",
+      stderr);
   return 2;
 }
 

@@ -131,7 +131,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     ++undone;
     checkDocument(doc, limits, "undo " + std::to_string(undone));
   }
-  if (complete) fuzz::checkSame(initial, doc.workspace(), "after undoing every step (vs the book's example or the file opened)");
+  if (complete)
+    fuzz::checkSame(initial, doc.workspace(), "after undoing every step (vs the book's example or the file opened)");
   const std::size_t redone = redoAll(doc, limits, "redo");
   FUZZ_CHECK(redone == undone, std::to_string(undone) + " steps undone but " + std::to_string(redone) + " redone");
   fuzz::checkSame(last, doc.workspace(), "after redoing every step (vs the last workspace)");

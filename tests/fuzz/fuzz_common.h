@@ -34,11 +34,11 @@ namespace attnscope::fuzz {
   finding(std::string(call) + " threw " + typeid(e).name() + " (not InputError): " + e.what());
 }
 
-#define FUZZ_CHECK(cond, message)                                                                   \
-  do {                                                                                              \
-    if (!(cond))                                                                                    \
-      ::attnscope::fuzz::finding(std::string(__FILE__ ":") + std::to_string(__LINE__) + ": " #cond \
-                                 " failed: " + std::string(message));                              \
+#define FUZZ_CHECK(cond, message)                                                       \
+  do {                                                                                  \
+    if (!(cond))                                                                        \
+      ::attnscope::fuzz::finding(std::string(__FILE__ ":") + std::to_string(__LINE__) + \
+                                 ": " #cond " failed: " + std::string(message));        \
   } while (0)
 
 // Lower than the app's: every accepted input stays cheap (the default limits accept a random
@@ -87,9 +87,7 @@ inline bool sameBits(const Matrix& a, const Matrix& b) {
   return std::memcmp(a.data(), b.data(), sizeof(float) * static_cast<std::size_t>(a.size())) == 0;
 }
 
-inline std::string shape(const Matrix& m) {
-  return std::to_string(m.rows()) + " x " + std::to_string(m.cols());
-}
+inline std::string shape(const Matrix& m) { return std::to_string(m.rows()) + " x " + std::to_string(m.cols()); }
 
 // What every workspace the code accepts or builds must satisfy (docs/DESIGN.md §2.4).
 inline void checkConsistent(const Workspace& ws, const Limits& limits, const char* where) {

@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string bytes(reinterpret_cast<const char*>(data), size);
   try {
     for (const NamedTensor& t : parseStateDictText(bytes, "fuzz", limits)) {
-      FUZZ_CHECK(t.value.rows() >= 1 && t.value.cols() >= 1 && t.value.allFinite(), t.name + " " + fuzz::shape(t.value));
+      FUZZ_CHECK(t.value.rows() >= 1 && t.value.cols() >= 1 && t.value.allFinite(),
+                 t.name + " " + fuzz::shape(t.value));
       FUZZ_CHECK(!t.is_vector || t.value.rows() == 1, "a vector of " + fuzz::shape(t.value));
     }
   } catch (const InputError& err) {

@@ -32,9 +32,9 @@
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <utility>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fuzz_common.h"
@@ -110,10 +110,15 @@ const LessonFolder& lessonFolder() {
     writeFile(f->root / "outside.py", "outside = 'never shown by a lesson'\n");
     writeFile(f->root / "outside.json", attnscope::dumpWorkspace(attnscope::bookExample()));
     // Inside it: code files (LF with a last line end, CRLF without one, empty), a workspace for `open`.
-    const std::vector<std::string> code = {"import torch", "", "class Tiny(torch.nn.Module):",
-                                           "    def __init__(self, d_in, d_out):", "        super().__init__()",
-                                           "        self.W = torch.nn.Linear(d_in, d_out)", "",
-                                           "    def forward(self, x):", "        return self.W(x)  # ünïcode"};
+    const std::vector<std::string> code = {"import torch",
+                                           "",
+                                           "class Tiny(torch.nn.Module):",
+                                           "    def __init__(self, d_in, d_out):",
+                                           "        super().__init__()",
+                                           "        self.W = torch.nn.Linear(d_in, d_out)",
+                                           "",
+                                           "    def forward(self, x):",
+                                           "        return self.W(x)  # ünïcode"};
     const std::vector<std::string> model = {"x = torch.rand(6, 3)", "  m = Tiny(3, 2)", "print(m(x))"};
     writeFile(f->base / "code.py", joinLines(code, "\n", true));
     writeFile(f->base / "sub" / "model.py", joinLines(model, "\r\n", false));
@@ -138,7 +143,10 @@ const LessonFolder& lessonFolder() {
     std::istringstream ws_in(ws_text);
     for (std::string line; std::getline(ws_in, line);) ws_lines.push_back(line);
     f->code[fs::canonical(f->base / "ws.json").string()] = ws_lines;
-    std::atexit([] { std::error_code ignored; fs::remove_all(lessonFolder().root, ignored); });
+    std::atexit([] {
+      std::error_code ignored;
+      fs::remove_all(lessonFolder().root, ignored);
+    });
     return f;
   }();
   return *folder;
@@ -266,7 +274,8 @@ void checkRehearsalMessage(const attnscope::Lesson& lesson, const std::string& m
   FUZZ_CHECK(startsWith(m, "step "), "a rehearsal refusal that names no step: " + m);
   std::size_t end = 0;
   const long step = numberAt(m, 5, &end);
-  FUZZ_CHECK(step >= 1 && static_cast<std::size_t>(step) <= lesson.steps.size() && m.compare(end, 10, ": command ") == 0,
+  FUZZ_CHECK(step >= 1 && static_cast<std::size_t>(step) <= lesson.steps.size() &&
+                 m.compare(end, 10, ": command ") == 0,
              "a rehearsal refusal that names no step of the lesson (" + std::to_string(lesson.steps.size()) +
                  " steps): " + m);
   std::size_t k = 0;

@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "editing/document.h"
-#include "formats/export.h"
 #include "editing/paste.h"
+#include "formats/export.h"
 #include "formats/import_workspace.h"
 #include "formats/tensor_import.h"
 #include "fuzz_common.h"
@@ -122,8 +122,9 @@ void checkUnchanged(const Workspace& before, const Workspace& now, const std::st
   FUZZ_CHECK(now.tokens == before.tokens, at + ": the tokens changed");
   FUZZ_CHECK(fuzz::sameBits(now.embeddings, before.embeddings), at + ": the embeddings changed");
   FUZZ_CHECK(now.random.has_value() == before.random.has_value() &&
-                 (!now.random || (now.random->normal == before.random->normal && now.random->seed == before.random->seed &&
-                                  now.random->rows == before.random->rows && now.random->cols == before.random->cols)),
+                 (!now.random ||
+                  (now.random->normal == before.random->normal && now.random->seed == before.random->seed &&
+                   now.random->rows == before.random->rows && now.random->cols == before.random->cols)),
              at + ": the random recipe changed");
   FUZZ_CHECK(modelToJson(withoutParameters(now.model)) == modelToJson(withoutParameters(before.model)),
              at + ": the model changed: " + modelToJson(withoutParameters(before.model)).dump() + " → " +
@@ -147,17 +148,17 @@ bool mayReadAsNumber(const std::string& name) {
   return bare == "nan" || bare == "inf" || bare == "infinity";
 }
 
-void checkEmbeddingsPaste(const Workspace& before, const Workspace& after, const std::string& text, const Limits& limits,
-                          const std::string& at) {
+void checkEmbeddingsPaste(const Workspace& before, const Workspace& after, const std::string& text,
+                          const Limits& limits, const std::string& at) {
   ImportedEmbeddings expected;
   try {
     expected = parseEmbeddingsText(text, "clipboard", limits);
   } catch (const std::exception& e) {
     finding(at + ": accepted, but the text does not read as embeddings: " + e.what());
   }
-  FUZZ_CHECK(fuzz::sameBits(after.embeddings, expected.values),
-             at + ": the embeddings are not the text's (" + fuzz::shape(after.embeddings) + " vs " +
-                 fuzz::shape(expected.values) + ")");
+  FUZZ_CHECK(fuzz::sameBits(after.embeddings, expected.values), at + ": the embeddings are not the text's (" +
+                                                                    fuzz::shape(after.embeddings) + " vs " +
+                                                                    fuzz::shape(expected.values) + ")");
   const std::size_t T = static_cast<std::size_t>(expected.values.rows());
   std::vector<std::string> names = expected.tokens;
   if (names.empty() && before.tokens.size() == T) names = before.tokens;
@@ -178,13 +179,15 @@ void checkEmbeddingsPaste(const Workspace& before, const Workspace& after, const
   } catch (const InputError& e) {
     finding(at + ": the workspace's CSV export does not read back: " + e.what() + "\n--- CSV:\n" + csv.substr(0, 2000));
   }
-  FUZZ_CHECK(fuzz::sameBits(back.values, x), at + ": the CSV export reads back as other numbers (" + fuzz::shape(back.values) +
-                                                 " for " + fuzz::shape(x) + ")\n--- CSV:\n" + csv.substr(0, 2000));
-  FUZZ_CHECK(back.tokens == after.tokens, at + ": the CSV export reads back with other names\n--- CSV:\n" + csv.substr(0, 2000));
+  FUZZ_CHECK(fuzz::sameBits(back.values, x), at + ": the CSV export reads back as other numbers (" +
+                                                 fuzz::shape(back.values) + " for " + fuzz::shape(x) + ")\n--- CSV:\n" +
+                                                 csv.substr(0, 2000));
+  FUZZ_CHECK(back.tokens == after.tokens,
+             at + ": the CSV export reads back with other names\n--- CSV:\n" + csv.substr(0, 2000));
 }
 
-void checkParametersPaste(const Workspace& before, const Workspace& after, const std::string& text, const Limits& limits,
-                          const std::string& at) {
+void checkParametersPaste(const Workspace& before, const Workspace& after, const std::string& text,
+                          const Limits& limits, const std::string& at) {
   ImportedParameters pasted;
   try {
     pasted = parseParametersText(text, "clipboard", limits);
@@ -194,8 +197,9 @@ void checkParametersPaste(const Workspace& before, const Workspace& after, const
   FUZZ_CHECK(after.tokens == before.tokens && fuzz::sameBits(after.embeddings, before.embeddings),
              at + ": pasting parameters changed the tokens or embeddings");
   FUZZ_CHECK(modelToJson(withoutShape(after.model)) == modelToJson(withoutShape(before.model)),
-             at + ": pasting parameters changed the model beyond its shape: " + modelToJson(withoutParameters(before.model)).dump() +
-                 " → " + modelToJson(withoutParameters(after.model)).dump());
+             at + ": pasting parameters changed the model beyond its shape: " +
+                 modelToJson(withoutParameters(before.model)).dump() + " → " +
+                 modelToJson(withoutParameters(after.model)).dump());
   std::size_t expected_count = 0;
   for (const NamedTensor& t : pasted.values) {
     const NamedTensor* now = findTensor(after.model.parameters, t.name);

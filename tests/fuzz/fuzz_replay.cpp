@@ -41,12 +41,9 @@ struct Entry {
   Target run;
 };
 const Entry kTargets[] = {
-    {"fuzz_workspace", fuzz_workspace_one_input},
-    {"fuzz_png", fuzz_png_one_input},
-    {"fuzz_trace", fuzz_trace_one_input},
-    {"fuzz_commands", fuzz_commands_one_input},
-    {"fuzz_import", fuzz_import_one_input},
-    {"fuzz_lesson", fuzz_lesson_one_input},
+    {"fuzz_workspace", fuzz_workspace_one_input}, {"fuzz_png", fuzz_png_one_input},
+    {"fuzz_trace", fuzz_trace_one_input},         {"fuzz_commands", fuzz_commands_one_input},
+    {"fuzz_import", fuzz_import_one_input},       {"fuzz_lesson", fuzz_lesson_one_input},
     {"fuzz_paste", fuzz_paste_one_input},
 };
 

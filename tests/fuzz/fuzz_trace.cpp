@@ -25,9 +25,8 @@ using attnscope::ByteMatrix;
 using attnscope::Matrix;
 
 void checkShape(const Matrix& m, Eigen::Index rows, Eigen::Index cols, const std::string& what) {
-  FUZZ_CHECK(m.rows() == rows && m.cols() == cols,
-             what + " is " + attnscope::fuzz::shape(m) + ", expected " + std::to_string(rows) + " x " +
-                 std::to_string(cols));
+  FUZZ_CHECK(m.rows() == rows && m.cols() == cols, what + " is " + attnscope::fuzz::shape(m) + ", expected " +
+                                                       std::to_string(rows) + " x " + std::to_string(cols));
 }
 
 void checkFinite(const Matrix& m, Eigen::Index rows, Eigen::Index cols, const std::string& what) {
@@ -64,8 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const int T = static_cast<int>(ws.embeddings.rows()), d_in = static_cast<int>(ws.embeddings.cols());
   const int H = headCount(m), w = headWidth(m, d_in);
   FUZZ_CHECK(t.tokens == T && t.d_in == d_in, "trace sizes");
-  FUZZ_CHECK(t.heads == H && t.head_width == w, "trace heads " + std::to_string(t.heads) + " x " +
-                                                    std::to_string(t.head_width));
+  FUZZ_CHECK(t.heads == H && t.head_width == w,
+             "trace heads " + std::to_string(t.heads) + " x " + std::to_string(t.head_width));
   FUZZ_CHECK(static_cast<int>(t.batches.size()) == m.batch_size, "batch count");
   FUZZ_CHECK(std::isfinite(t.scale_divisor) && t.scale_divisor > 0, "scale_divisor");
   FUZZ_CHECK(std::isfinite(t.dropout_scale) && t.dropout_scale >= 1, "dropout_scale");
@@ -107,7 +106,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           FUZZ_CHECK(masked == (m.causal && j > i), cell(at + "mask", i, j) + " is not the causal mask");
           const float ms = masked_scores(i, j);
           if (masked && trilRoute(m)) {  // the weights are masked (× tril), not the scores
-            FUZZ_CHECK(ms == ht.scores(i, j), cell(at + "masked_scores", i, j) + " differs from the score (tril route)");
+            FUZZ_CHECK(ms == ht.scores(i, j),
+                       cell(at + "masked_scores", i, j) + " differs from the score (tril route)");
             FUZZ_CHECK(std::isfinite(scaled_scores(i, j)), cell(at + "scaled_scores", i, j) + " is not finite");
             FUZZ_CHECK(ht.weights(i, j) == 0.0f, cell(at + "weights", i, j) + " is masked but not 0");
             FUZZ_CHECK(StageMap(t, ht, Stage::TrilWeights)(i, j) == 0.0f && StageMap(t, ht, Stage::Tril)(i, j) == 0.0f,
@@ -137,8 +137,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           }
         }
         if (softmax)
-          FUZZ_CHECK(std::fabs(row_sum - 1.0) <= 1e-4, at + "weights row " + std::to_string(i) +
-                                                           " sums to " + std::to_string(row_sum));
+          FUZZ_CHECK(std::fabs(row_sum - 1.0) <= 1e-4,
+                     at + "weights row " + std::to_string(i) + " sums to " + std::to_string(row_sum));
       }
       // The head statistics (engine/head_statistics.h): never NaN; for softmax rows an entropy
       // between 0 and ln(keys seen), the largest weight at its key and no larger one before it,
@@ -148,9 +148,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       for (int i = 0; i < T; ++i) {
         const std::string row = at + "statistics row " + std::to_string(i) + ": ";
         const int key = st.argmax[static_cast<std::size_t>(i)];
-        FUZZ_CHECK(!std::isnan(st.entropy(i)) && !std::isnan(st.effective_tokens(i)) && !std::isnan(st.row_sum_after_dropout(i)),
+        FUZZ_CHECK(!std::isnan(st.entropy(i)) && !std::isnan(st.effective_tokens(i)) &&
+                       !std::isnan(st.row_sum_after_dropout(i)),
                    row + "NaN");
-        FUZZ_CHECK(key >= 0 && key < T && st.max_weight(i) == ht.weights(i, key), row + "argmax " + std::to_string(key));
+        FUZZ_CHECK(key >= 0 && key < T && st.max_weight(i) == ht.weights(i, key),
+                   row + "argmax " + std::to_string(key));
         for (int j = 0; j < T; ++j)
           FUZZ_CHECK(j < key ? ht.weights(i, j) < st.max_weight(i) : ht.weights(i, j) <= st.max_weight(i),
                      row + "not the first largest weight");
@@ -171,7 +173,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     partial = computeTrace(ws.embeddings, m, reference, TraceRequest::only({0}), limits);
   } catch (const std::exception& e) {
     fuzz::finding(std::string("computeTrace accepted the workspace with every batch element traced, but threw "
-                              "with only element 0: ") + e.what());
+                              "with only element 0: ") +
+                  e.what());
   }
   // The fast path: the other elements through the fused kernel (tiles, online softmax). Its sums
   // run in another order, so its numbers are only close; extreme inputs may overflow there first.
@@ -196,7 +199,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const HeadTrace &f = fast.batches[b].heads[h], &r = t.batches[b].heads[h];
         const std::string at = "fast path, batch " + std::to_string(b) + " head " + std::to_string(h) + ": ";
         FUZZ_CHECK(f.dropout_mask == r.dropout_mask, at + "the keep mask differs from the reference's");
-        FUZZ_CHECK(f.weights.allFinite() && stageValues(fast, f, Stage::DroppedWeights).allFinite() && f.context.allFinite(),
+        FUZZ_CHECK(f.weights.allFinite() && stageValues(fast, f, Stage::DroppedWeights).allFinite() &&
+                       f.context.allFinite(),
                    at + "weights or context not finite");
       }
   } catch (const ComputeError&) {
@@ -214,7 +218,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (std::size_t h = 0; h < partial.batches[0].heads.size(); ++h) {
     const HeadTrace &p = partial.batches[0].heads[h], &f = t.batches[0].heads[h];
     FUZZ_CHECK(fuzz::sameBits(p.weights, f.weights) &&
-                   fuzz::sameBits(stageValues(partial, p, Stage::DroppedWeights), stageValues(t, f, Stage::DroppedWeights)) &&
+                   fuzz::sameBits(stageValues(partial, p, Stage::DroppedWeights),
+                                  stageValues(t, f, Stage::DroppedWeights)) &&
                    fuzz::sameBits(p.context, f.context) && p.dropout_mask == f.dropout_mask,
                "head " + std::to_string(h) + " of element 0 differs when only element 0 is traced");
   }

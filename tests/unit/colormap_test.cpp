@@ -36,7 +36,8 @@ void expectAll(const std::vector<float>& values, ValueRange r) {
 TEST(Colormap, IndicesMatchRoundedPositionForRandomValues) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-3.f, 5.f);
-  for (ValueRange r : {ValueRange{-2.f, 4.f}, ValueRange{0.f, 1.f}, ValueRange{-1e-6f, 1e-6f}, ValueRange{-60.f, 61.5f}}) {
+  for (ValueRange r :
+       {ValueRange{-2.f, 4.f}, ValueRange{0.f, 1.f}, ValueRange{-1e-6f, 1e-6f}, ValueRange{-60.f, 61.5f}}) {
     std::vector<float> v(10007);
     for (float& x : v) x = u(rng) * (r.hi - r.lo) / 4;
     expectAll(v, r);
@@ -52,7 +53,7 @@ TEST(Colormap, HalfwayValuesRoundAwayFromZeroAndEndsClamp) {
   expectAll(v, r);
   std::vector<std::uint8_t> got(v.size());
   colormapIndices(v.data(), v.size(), r, got.data());
-  EXPECT_EQ(got[0], 1);    // 0.5 → 1
+  EXPECT_EQ(got[0], 1);      // 0.5 → 1
   EXPECT_EQ(got[254], 255);  // 254.5 → 255
 }
 
@@ -60,7 +61,6 @@ TEST(Colormap, FlatRangeIsTheMiddleEntry) {
   const std::vector<float> v{0.f, 3.f, -1.f};
   expectAll(v, ValueRange{3.f, 3.f});
 }
-
 
 // Colour scales (issue 12 item 4): the formulas written out by hand.
 TEST(ColourScale, FiniteRangeFindsTheSmallestPositiveValue) {
@@ -107,12 +107,12 @@ TEST(ColourScale, LogIndexIsTheLog10PositionBetweenTheSmallestPositiveAndTheTop)
   const float v[] = {0, 0.001f, 0.01f, 0.1f, 1, 0.0005f};
   std::uint8_t out[6];
   rowIndices(v, 6, r, ColourScale::Log, false, out);
-  EXPECT_EQ(out[0], 0);    // zero: at the bottom
-  EXPECT_EQ(out[1], 0);    // p
-  EXPECT_EQ(out[2], 85);   // one decade of three: 255/3
+  EXPECT_EQ(out[0], 0);   // zero: at the bottom
+  EXPECT_EQ(out[1], 0);   // p
+  EXPECT_EQ(out[2], 85);  // one decade of three: 255/3
   EXPECT_EQ(out[3], 170);
   EXPECT_EQ(out[4], 255);
-  EXPECT_EQ(out[5], 0);    // below p
+  EXPECT_EQ(out[5], 0);  // below p
   // Signed maps stay linear.
   const ValueRange signed_range{-1, 1, 0.5f};
   EXPECT_FALSE(logApplies(signed_range));

@@ -5,8 +5,8 @@
 // argument or field and change nothing (workspace, version, dirty flag, file, history), gestures
 // as one undo step, fewer tokens after more (undo, book example, open), the memory of a one-cell
 // edit at GPT-2 size, and a seeded stream of 3,000 random commands built from the command table.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <unistd.h>
@@ -72,8 +72,13 @@ struct DocState {
   std::size_t undo_steps, redo_steps, bytes;
 };
 DocState stateOf(const Document& d) {
-  return {workspaceToJson(d.workspace()).dump(), d.version(), d.dirty(), d.file(),
-          d.history().undoSteps(), d.history().redoSteps(), d.history().bytes()};
+  return {workspaceToJson(d.workspace()).dump(),
+          d.version(),
+          d.dirty(),
+          d.file(),
+          d.history().undoSteps(),
+          d.history().redoSteps(),
+          d.history().bytes()};
 }
 ::testing::AssertionResult sameState(const DocState& a, const DocState& b) {
   if (a.dump != b.dump) return ::testing::AssertionFailure() << "workspace changed:\n" << a.dump << "\nvs\n" << b.dump;
@@ -82,8 +87,8 @@ DocState stateOf(const Document& d) {
   if (a.file != b.file) return ::testing::AssertionFailure() << "file '" << a.file << "' → '" << b.file << "'";
   if (a.undo_steps != b.undo_steps || a.redo_steps != b.redo_steps || a.bytes != b.bytes)
     return ::testing::AssertionFailure() << "history (undo, redo, bytes) (" << a.undo_steps << ", " << a.redo_steps
-                                         << ", " << a.bytes << ") → (" << b.undo_steps << ", " << b.redo_steps
-                                         << ", " << b.bytes << ")";
+                                         << ", " << a.bytes << ") → (" << b.undo_steps << ", " << b.redo_steps << ", "
+                                         << b.bytes << ")";
   return ::testing::AssertionSuccess();
 }
 
@@ -93,8 +98,8 @@ DocState stateOf(const Document& d) {
   const std::string e = refusal(d, c);
   if (e.empty()) return ::testing::AssertionFailure() << commandToJson(c).dump() << " was applied";
   if (!startsWith(e, prefix))
-    return ::testing::AssertionFailure() << commandToJson(c).dump() << ": message '" << e
-                                         << "' does not start with '" << prefix << "'";
+    return ::testing::AssertionFailure() << commandToJson(c).dump() << ": message '" << e << "' does not start with '"
+                                         << prefix << "'";
   if (auto same = sameState(before, stateOf(d)); !same)
     return ::testing::AssertionFailure() << commandToJson(c).dump() << " refused ('" << e
                                          << "') but changed the document: " << same.message();
@@ -162,12 +167,8 @@ const char* kSixTokenFile = R"({"format": "attnscope-workspace", "version": 1,
   "model": {"variant": "causal", "d_out": 3, "seed": 5}})";
 
 Matrix sixTokenEmbeddings() {
-  return test::rows({{0.5, -1, 2, 0.25},
-                     {1, 2, 3, 4},
-                     {-0.5, 0, 0, 1},
-                     {9, 8, 7, 6},
-                     {0.125, 0.375, 0.625, 0.875},
-                     {-3, -2, -1, 0}});
+  return test::rows(
+      {{0.5, -1, 2, 0.25}, {1, 2, 3, 4}, {-0.5, 0, 0, 1}, {9, 8, 7, 6}, {0.125, 0.375, 0.625, 0.875}, {-3, -2, -1, 0}});
 }
 
 std::string wordsSentence(int n, const std::string& stem = "w") {
@@ -258,16 +259,34 @@ TEST(ParseCommand, EveryCommandOfTheTableRoundTripsThroughJson) {
 }
 
 TEST(ParseCommand, TargetsAreAsDocumented) {
-  for (const char* name : {"open", "preset", "new", "restore", "sentence", "add_token", "remove_token",
-                           "rename_token", "move_token", "set", "model", "set_cell", "d_in", "randomize",
-                           "book_example", "paste_embeddings", "set_parameter", "reset_parameters", "paste_parameters", "undo", "redo"}) {
+  for (const char* name : {"open",
+                           "preset",
+                           "new",
+                           "restore",
+                           "sentence",
+                           "add_token",
+                           "remove_token",
+                           "rename_token",
+                           "move_token",
+                           "set",
+                           "model",
+                           "set_cell",
+                           "d_in",
+                           "randomize",
+                           "book_example",
+                           "paste_embeddings",
+                           "set_parameter",
+                           "reset_parameters",
+                           "paste_parameters",
+                           "undo",
+                           "redo"}) {
     ASSERT_NE(findCommand(name), nullptr) << name;
     EXPECT_EQ(findCommand(name)->target, CommandTarget::Document) << name;
   }
   for (const char* name : {"select_token", "select_key", "select_head", "select_batch", "view"})
     EXPECT_EQ(findCommand(name)->target, CommandTarget::View) << name;
-  for (const char* name : {"screenshot", "save", "export_trace", "export_map", "save_pytorch", "quit", "unsaved", "recovery",
-                           "fullscreen", "engine"})
+  for (const char* name : {"screenshot", "save", "export_trace", "export_map", "save_pytorch", "quit", "unsaved",
+                           "recovery", "fullscreen", "engine"})
     EXPECT_EQ(findCommand(name)->target, CommandTarget::App) << name;
   EXPECT_EQ(findCommand("frobnicate"), nullptr);
   EXPECT_EQ(findCommand(""), nullptr);
@@ -301,7 +320,9 @@ TEST(ParseCommand, MissingRequiredArgument) {
 TEST(ParseCommand, UnknownArgumentNamesTheExpectedOnes) {
   EXPECT_EQ(errorOf([] { parseCommand(json::parse(R"({"do": "remove_token", "index": 1, "idx": 2})")); }),
             "idx: unknown argument (expected index)");
-  EXPECT_EQ(errorOf([] { parseCommand(json::parse(R"({"do": "set_cell", "row": 1, "col": 1, "value": 1, "gesture": "g"})")); }),
+  EXPECT_EQ(errorOf([] {
+              parseCommand(json::parse(R"({"do": "set_cell", "row": 1, "col": 1, "value": 1, "gesture": "g"})"));
+            }),
             "gesture: unknown argument (expected row, col, value)");
   EXPECT_EQ(errorOf([] { parseCommand(json::parse(R"({"do": "undo", "steps": 2})")); }),
             "steps: unknown argument (this command takes none)");
@@ -360,9 +381,7 @@ TEST(ParseCommandList, NotAnArrayOrNotJson) {
 
 TEST(ParseCommandList, NamesThePositionAndCommand) {
   // Positions are 0-based (DESIGN §3.2: "command N (do): why").
-  EXPECT_EQ(errorOf([] {
-              parseCommandList(R"([{"do": "undo"}, {"do": "redo"}, {"do": "set", "field": "d_out"}])");
-            }),
+  EXPECT_EQ(errorOf([] { parseCommandList(R"([{"do": "undo"}, {"do": "redo"}, {"do": "set", "field": "d_out"}])"); }),
             "command 2 (set): value: required");
   EXPECT_EQ(errorOf([] { parseCommandList(R"([{"do": "undo"}, {"do": "frobnicate", "x": 1}])"); }).substr(0, 48),
             "command 1 (frobnicate): unknown command 'frobnic");
@@ -383,7 +402,7 @@ TEST(ParseCommandList, NamesThePositionAndCommand) {
 // process, so a crash fails this test only.
 TEST(ParseCommandList, DeeplyNestedJsonIsRefusedNotACrash) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  for (const std::string& text : {"[" + deep + "]",                                             // not an object: dumped
+  for (const std::string& text : {"[" + deep + "]",  // not an object: dumped
                                   R"([{"do": "set", "field": "d_out", "value": )" + deep + "}]",  // copied
                                   R"([{"do": "remove_token", "index": )" + deep + "}]"}) {        // dumped
     EXPECT_EXIT(
@@ -409,7 +428,8 @@ TEST(ParseCommand, IntegerBeyondIntIsRefusedWhenRead) {
   EXPECT_TRUE(refusedUnchanged(d, cmd("add_token", {{"at", 2147483648LL}}), "at: out of range"));
   // The edges of int are read, then refused as indices.
   EXPECT_TRUE(refusedUnchanged(d, cmd("remove_token", {{"index", 2147483647}}), "tokens[2147483647]: no such token"));
-  EXPECT_TRUE(refusedUnchanged(d, cmd("remove_token", {{"index", -2147483647 - 1}}), "tokens[-2147483648]: no such token"));
+  EXPECT_TRUE(
+      refusedUnchanged(d, cmd("remove_token", {{"index", -2147483647 - 1}}), "tokens[-2147483648]: no such token"));
 }
 
 // ---- a new document ---------------------------------------------------------------------------
@@ -429,9 +449,10 @@ TEST(Document, StartsAsTheBookExampleUntitledAndClean) {
 
 // Every model field is one undo step, the generator's too (the history compares whole models).
 TEST(Document, EachModelFieldEditIsAnUndoStep) {
-  const std::vector<std::pair<const char*, json>> edits = {
-      {"dropout", 0.5}, {"dropout_rng", "default"}, {"dropout_seed", 123}, {"dropout_seed", nullptr},
-      {"draws_before", 19}, {"seed", 7}, {"training", false}, {"batch_size", 3}};
+  const std::vector<std::pair<const char*, json>> edits = {{"dropout", 0.5},      {"dropout_rng", "default"},
+                                                           {"dropout_seed", 123}, {"dropout_seed", nullptr},
+                                                           {"draws_before", 19},  {"seed", 7},
+                                                           {"training", false},   {"batch_size", 3}};
   Document d;
   std::vector<json> models{modelJson(d)};
   for (const auto& [field, value] : edits) {
@@ -511,7 +532,7 @@ TEST(Open, ReplacesTheWorkspaceWithAnAbsoluteFileCleanAndANewHistory) {
   EXPECT_EQ(m.variant, Variant::Causal);
   EXPECT_EQ(m.d_out, 3);
   EXPECT_EQ(m.seed, 5u);
-  EXPECT_EQ(m.num_heads, 1);     // the causal step's own settings for what the file leaves out
+  EXPECT_EQ(m.num_heads, 1);  // the causal step's own settings for what the file leaves out
   EXPECT_EQ(m.batch_size, 2);
   EXPECT_TRUE(m.causal);
   EXPECT_TRUE(fs::path(d.file()).is_absolute()) << d.file();
@@ -545,7 +566,8 @@ TEST(Open, AFileThatCannotBeOpenedChangesNothing) {
   d.markSaved(tmp.path("saved.json"));
   const std::string missing = tmp.path("missing.json");
   EXPECT_TRUE(refusedUnchanged(d, cmd("open", {{"path", missing}}), missing + ": cannot open the file"));
-  EXPECT_TRUE(refusedUnchanged(d, cmd("open", {{"path", tmp.dir().string()}}), tmp.dir().string() + ": is a directory"));
+  EXPECT_TRUE(
+      refusedUnchanged(d, cmd("open", {{"path", tmp.dir().string()}}), tmp.dir().string() + ": is a directory"));
   EXPECT_TRUE(refusedUnchanged(d, cmd("open", {{"path", ""}}), ": cannot open the file"));
   const std::string bad = tmp.write("bad.json", "{\"format\": ");
   EXPECT_TRUE(refusedUnchanged(d, cmd("open", {{"path", bad}}), bad + ": workspace: not valid JSON"));
@@ -555,7 +577,8 @@ TEST(Open, AFileThatCannotBeOpenedChangesNothing) {
   // A file whose model the seed would refuse: its own message, naming the file and the field.
   const std::string odd = tmp.write("odd.json", R"({"format": "attnscope-workspace", "version": 1,
     "embeddings": [[1, 2, 3]], "model": {"variant": "multihead", "d_out": 3, "num_heads": 2}})");
-  EXPECT_TRUE(refusedUnchanged(d, cmd("open", {{"path", odd}}), odd + ": model.d_out: d_out must be divisible by num_heads"));
+  EXPECT_TRUE(
+      refusedUnchanged(d, cmd("open", {{"path", odd}}), odd + ": model.d_out: d_out must be divisible by num_heads"));
   EXPECT_TRUE(refusedUnchanged(d, cmd("restore", {{"path", missing}}), missing + ": cannot open the file"));
   EXPECT_FALSE(d.dirty());
   EXPECT_TRUE(d.history().canUndo());
@@ -730,12 +753,14 @@ TEST(PasteEmbeddings, ReplacesTheTableAsOneUndoStepAndNamesTheTokens) {
   const DocState before = stateOf(d);
   // Four rows for six tokens: t1 … t4.
   EXPECT_EQ(d.apply(cmd("paste_embeddings", {{"text", kPrintedFour}})), DocumentChange::Edited);
-  EXPECT_TRUE(test::bitwiseEqual(d.workspace().embeddings,
-                                 test::rows({{0.43f, 0.15f, 0.89f}, {0.55f, 0.87f, 0.66f}, {0.57f, 0.85f, 0.64f}, {0.22f, 0.58f, 0.33f}})));
+  EXPECT_TRUE(test::bitwiseEqual(
+      d.workspace().embeddings,
+      test::rows({{0.43f, 0.15f, 0.89f}, {0.55f, 0.87f, 0.66f}, {0.57f, 0.85f, 0.64f}, {0.22f, 0.58f, 0.33f}})));
   EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"t1", "t2", "t3", "t4"}));
   // torch's default print: 4 decimals, so the note says the values are rounded and how to print more.
-  EXPECT_EQ(d.note(), "Pasted 4 × 3 embeddings (a printed torch tensor); tokens named t1 … t4 (4 rows for 6 tokens). Note: " +
-                          roundedPrintNote(4));
+  EXPECT_EQ(d.note(),
+            "Pasted 4 × 3 embeddings (a printed torch tensor); tokens named t1 … t4 (4 rows for 6 tokens). Note: " +
+                roundedPrintNote(4));
   EXPECT_EQ(d.history().undoSteps(), before.undo_steps + 1);
   EXPECT_TRUE(d.dirty());
   EXPECT_TRUE(consistent(d));
@@ -745,8 +770,10 @@ TEST(PasteEmbeddings, ReplacesTheTableAsOneUndoStepAndNamesTheTokens) {
   d.apply(cmd("remove_token", {{"index", 2}}));
   d.apply(cmd("paste_embeddings", {{"text", kPrintedScientific}}));
   EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"Your", "t2"}));
-  EXPECT_TRUE(test::bitwiseEqual(d.workspace().embeddings, test::rows({{1.5f, -2.25f, 1e-3f, 4.0f}, {0.1f, 0.2f, 0.3f, 0.4f}})));
-  EXPECT_EQ(d.note(), "Pasted 2 × 4 embeddings (a printed torch tensor); the 2 token names kept. Note: " + roundedPrintNote(4));
+  EXPECT_TRUE(test::bitwiseEqual(d.workspace().embeddings,
+                                 test::rows({{1.5f, -2.25f, 1e-3f, 4.0f}, {0.1f, 0.2f, 0.3f, 0.4f}})));
+  EXPECT_EQ(d.note(),
+            "Pasted 2 × 4 embeddings (a printed torch tensor); the 2 token names kept. Note: " + roundedPrintNote(4));
   // A CSV's own names win; one undo brings the table back whole.
   d.apply(cmd("paste_embeddings", {{"text", "token,d0\ncat,1\nsat,2\n"}}));
   EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"cat", "sat"}));
@@ -767,12 +794,16 @@ TEST(PasteEmbeddings, ReplacesTheTableAsOneUndoStepAndNamesTheTokens) {
 TEST(TokenNames, BytesThatAreNotUtf8AreRefusedByEveryEdit) {
   Document d;
   const std::string bad = "caf\xE9";
-  EXPECT_TRUE(refusedUnchanged(d, cmd("rename_token", {{"index", 1}, {"name", bad}}), "tokens[1]: the name is not UTF-8 text"));
+  EXPECT_TRUE(
+      refusedUnchanged(d, cmd("rename_token", {{"index", 1}, {"name", bad}}), "tokens[1]: the name is not UTF-8 text"));
   EXPECT_TRUE(refusedUnchanged(d, cmd("add_token", {{"name", bad}}), "tokens[6]: the name is not UTF-8 text"));
-  EXPECT_TRUE(refusedUnchanged(d, cmd("sentence", {{"text", "the " + bad + " opens"}}), "tokens[1]: the name is not UTF-8 text"));
-  EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", "Your,1\n" + bad + ",2\n"}}), "pasted text:2:1: this token name is not UTF-8"));
+  EXPECT_TRUE(refusedUnchanged(d, cmd("sentence", {{"text", "the " + bad + " opens"}}),
+                               "tokens[1]: the name is not UTF-8 text"));
+  EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", "Your,1\n" + bad + ",2\n"}}),
+                               "pasted text:2:1: this token name is not UTF-8"));
   // Valid names of every kind survive a save and a load byte for byte.
-  d.apply(cmd("paste_embeddings", {{"text", "\"caf\xC3\xA9\",1\n\"two\nlines\",2\n\xF0\x9F\x98\x80,3\n\"\xEF\xBF\xBF\",4\n"}}));
+  d.apply(cmd("paste_embeddings",
+              {{"text", "\"caf\xC3\xA9\",1\n\"two\nlines\",2\n\xF0\x9F\x98\x80,3\n\"\xEF\xBF\xBF\",4\n"}}));
   EXPECT_EQ(parseWorkspace(dumpWorkspace(d.workspace())).tokens, d.workspace().tokens);
 }
 
@@ -783,11 +814,13 @@ TEST(PasteParameters, DeepJsonIsRefusedNotACrash) {
   for (const std::string& text : {"{\"W_query.weight\": " + std::string(d, '[') + std::string(d, ']') + "}",
                                   "{\"format\": \"attnscope-workspace\", \"parameters\": {\"W_query.weight\": " +
                                       std::string(d, '[') + std::string(d, ']') + "}}",
-                                  "{\"W_query.weight\": " + [&] {
-                                    std::string s;
-                                    for (int i = 0; i < d; ++i) s += "{\"a\": ";
-                                    return s + "1" + std::string(d, '}');
-                                  }() + "}"}) {
+                                  "{\"W_query.weight\": " +
+                                      [&] {
+                                        std::string s;
+                                        for (int i = 0; i < d; ++i) s += "{\"a\": ";
+                                        return s + "1" + std::string(d, '}');
+                                      }() +
+                                      "}"}) {
     Document doc;
     EXPECT_TRUE(refusedUnchanged(doc, cmd("paste_parameters", {{"text", text}}), "pasted text")) << text.substr(0, 60);
   }
@@ -868,12 +901,14 @@ TEST(PasteEmbeddings, BadTextIsRefusedAtItsPlaceAndChangesNothing) {
   Document d;
   d.apply(cmd("set_cell", {{"row", 0}, {"col", 0}, {"value", 0.5}}));
   // str(torch.rand(1001, 3)) is summarized: refused with how to print it in full.
-  const std::string cut = "tensor([[0.2961, 0.5166, 0.2517],\n        [0.6886, 0.0740, 0.8665],\n        ...,\n"
-                          "        [0.1746, 0.9441, 0.8916]])";
+  const std::string cut =
+      "tensor([[0.2961, 0.5166, 0.2517],\n        [0.6886, 0.0740, 0.8665],\n        ...,\n"
+      "        [0.1746, 0.9441, 0.8916]])";
   const auto r = refusedUnchanged(d, cmd("paste_embeddings", {{"text", cut}}), "pasted text:3:9: ");
   EXPECT_TRUE(r);
   EXPECT_TRUE(contains(r.message(), "set_printoptions(profile=\"full\")")) << r.message();
-  EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", "tensor([[1., 2.],\n        [3.]])"}}), "pasted text:2:"));
+  EXPECT_TRUE(
+      refusedUnchanged(d, cmd("paste_embeddings", {{"text", "tensor([[1., 2.],\n        [3.]])"}}), "pasted text:2:"));
   EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", "[[1, nan]]"}}), "pasted text:1:"));
   EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings", {{"text", ""}}), "pasted text"));
   EXPECT_TRUE(refusedUnchanged(d, cmd("paste_embeddings"), "text: required"));
@@ -935,11 +970,12 @@ TEST(Restore, WrongTypesInTheViewFallBack) {
                            R"({"file": ["a"], "dirty": {"x": false}})", R"({"file": {"path": "/a"}, "dirty": null})"}) {
     SCOPED_TRACE(view);
     const std::string path = tmp.write("weird.json", std::string(R"({"format": "attnscope-workspace", "version": 1,
-      "embeddings": [[1, 2], [3, 4]], "model": {"variant": "causal"}, "view": )") + view + "}");
+      "embeddings": [[1, 2], [3, 4]], "model": {"variant": "causal"}, "view": )") +
+                                                         view + "}");
     d.markSaved(tmp.path("before.json"));
     ASSERT_NO_THROW(d.apply(cmd("restore", {{"path", path}})));  // no JSON type error
-    EXPECT_EQ(d.file(), "");     // not a string: untitled
-    EXPECT_TRUE(d.dirty());      // not true or false: unsaved, the safe side
+    EXPECT_EQ(d.file(), "");                                     // not a string: untitled
+    EXPECT_TRUE(d.dirty());                                      // not true or false: unsaved, the safe side
     EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"t1", "t2"}));
     EXPECT_TRUE(consistent(d));
   }
@@ -954,11 +990,12 @@ TEST(Sentence, SplitsIntoTokensAndTheSameWordGetsTheSameVector) {
   EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"the", "journey", ",", "the", "step", "."}));
   const Matrix& x = d.workspace().embeddings;
   ASSERT_EQ(x.rows(), 6);
-  ASSERT_EQ(x.cols(), 3);  // d_in is kept
+  ASSERT_EQ(x.cols(), 3);                               // d_in is kept
   EXPECT_TRUE(test::bitwiseEqual(x.row(0), x.row(3)));  // "the" twice
   EXPECT_FALSE(test::bitwiseEqual(x.row(0), x.row(1)));
   // The default seed is the inputs panel's, 123: torch.manual_seed(FNV-1a("journey", 123)); torch.rand(3).
-  EXPECT_TRUE(test::bitwiseEqual(x.row(1), test::rows({{0.9365062117576599, 0.10838896036148071, 0.32853078842163086}})));
+  EXPECT_TRUE(
+      test::bitwiseEqual(x.row(1), test::rows({{0.9365062117576599, 0.10838896036148071, 0.32853078842163086}})));
   for (int i = 0; i < 6; ++i)
     EXPECT_TRUE(test::bitwiseEqual(x.row(i), rowOf(wordEmbedding(d.workspace().tokens[i], 3, 123))));
   EXPECT_TRUE(d.dirty());
@@ -969,15 +1006,17 @@ TEST(Sentence, SplitsIntoTokensAndTheSameWordGetsTheSameVector) {
   // With a seed; "step" at seed 0 (/usr/bin/python3 + torch, see inputs_test): its known draws.
   d.apply(cmd("d_in", {{"value", 4}}));
   d.apply(cmd("sentence", {{"text", "one step"}, {"seed", 0}}));
-  EXPECT_TRUE(test::bitwiseEqual(d.workspace().embeddings.row(1),
-                                 test::rows({{0.61252361536026, 0.687980055809021, 0.0547526478767395, 0.13238263130187988}})));
+  EXPECT_TRUE(
+      test::bitwiseEqual(d.workspace().embeddings.row(1),
+                         test::rows({{0.61252361536026, 0.687980055809021, 0.0547526478767395, 0.13238263130187988}})));
   // The same word in another sentence: the same vector.
   const Matrix one = d.workspace().embeddings.row(0);
   d.apply(cmd("sentence", {{"text", "just one more"}, {"seed", 0}}));
   EXPECT_TRUE(test::bitwiseEqual(d.workspace().embeddings.row(1), one));
   // Unicode words are words.
   d.apply(cmd("sentence", {{"text", "na\xc3\xafve \xe2\x98\x83 \xe6\x97\xa5\xe6\x9c\xac"}}));
-  EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"na\xc3\xafve", "\xe2\x98\x83", "\xe6\x97\xa5\xe6\x9c\xac"}));
+  EXPECT_EQ(d.workspace().tokens,
+            (std::vector<std::string>{"na\xc3\xafve", "\xe2\x98\x83", "\xe6\x97\xa5\xe6\x9c\xac"}));
   EXPECT_TRUE(consistent(d));
 }
 
@@ -1003,8 +1042,7 @@ TEST(AddToken, AtTheEndAtAnIndexAndNamed) {
   Document d;
   // At the end, unnamed: "t1", seeded 123 + its position.
   d.apply(cmd("add_token"));
-  EXPECT_EQ(d.workspace().tokens,
-            (std::vector<std::string>{"Your", "journey", "starts", "with", "one", "step", "t1"}));
+  EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"Your", "journey", "starts", "with", "one", "step", "t1"}));
   ASSERT_EQ(d.workspace().embeddings.rows(), 7);
   EXPECT_TRUE(test::bitwiseEqual(d.workspace().embeddings.topRows(6), test::bookInputs()));
   EXPECT_TRUE(test::bitwiseEqual(d.workspace().embeddings.row(6), rowOf(wordEmbedding("t1", 3, 123 + 6))));
@@ -1066,8 +1104,10 @@ TEST(RenameToken, RenamesOnlyTheLabel) {
   EXPECT_TRUE(test::bitwiseEqual(d.workspace().embeddings, test::bookInputs()));  // the row stays
   d.apply(cmd("rename_token", {{"index", 5}, {"name", "\xf0\x9f\x99\x82 smile"}}));
   EXPECT_EQ(d.workspace().tokens[5], "\xf0\x9f\x99\x82 smile");
-  EXPECT_TRUE(refusedUnchanged(d, cmd("rename_token", {{"index", 2}, {"name", ""}}), "tokens[2]: a token needs a name"));
-  EXPECT_TRUE(refusedUnchanged(d, cmd("rename_token", {{"index", 6}, {"name", "x"}}), "tokens[6]: no such token to rename"));
+  EXPECT_TRUE(
+      refusedUnchanged(d, cmd("rename_token", {{"index", 2}, {"name", ""}}), "tokens[2]: a token needs a name"));
+  EXPECT_TRUE(
+      refusedUnchanged(d, cmd("rename_token", {{"index", 6}, {"name", "x"}}), "tokens[6]: no such token to rename"));
   d.apply(cmd("undo"));
   d.apply(cmd("undo"));
   EXPECT_EQ(d.workspace().tokens, kBookTokens);
@@ -1115,8 +1155,10 @@ TEST(SetCell, SetsOneValue) {
 TEST(SetCell, RefusesNonFiniteOverflowingAndMissingCells) {
   Document d;
   const double inf = std::numeric_limits<double>::infinity();
-  EXPECT_TRUE(refusedUnchanged(d, cmd("set_cell", {{"row", 1}, {"col", 2}, {"value", inf}}), "value: not a finite number"));
-  EXPECT_TRUE(refusedUnchanged(d, cmd("set_cell", {{"row", 1}, {"col", 2}, {"value", -inf}}), "value: not a finite number"));
+  EXPECT_TRUE(
+      refusedUnchanged(d, cmd("set_cell", {{"row", 1}, {"col", 2}, {"value", inf}}), "value: not a finite number"));
+  EXPECT_TRUE(
+      refusedUnchanged(d, cmd("set_cell", {{"row", 1}, {"col", 2}, {"value", -inf}}), "value: not a finite number"));
   EXPECT_TRUE(refusedUnchanged(d, cmd("set_cell", {{"row", 1}, {"col", 2}, {"value", std::nan("")}}),
                                "value: not a finite number"));
   // Finite as a double, beyond float32: refused as the cell's value, not stored as inf.
@@ -1126,11 +1168,14 @@ TEST(SetCell, RefusesNonFiniteOverflowingAndMissingCells) {
                                "embeddings[1][2]: not a finite number"));
   EXPECT_TRUE(refusedUnchanged(d, cmd("set_cell", {{"row", 6}, {"col", 0}, {"value", 1}}),
                                "embeddings[6][0]: no such cell (the table is 6 × 3)"));
-  EXPECT_TRUE(refusedUnchanged(d, cmd("set_cell", {{"row", 0}, {"col", 3}, {"value", 1}}), "embeddings[0][3]: no such cell"));
-  EXPECT_TRUE(refusedUnchanged(d, cmd("set_cell", {{"row", -1}, {"col", 0}, {"value", 1}}), "embeddings[-1][0]: no such cell"));
+  EXPECT_TRUE(
+      refusedUnchanged(d, cmd("set_cell", {{"row", 0}, {"col", 3}, {"value", 1}}), "embeddings[0][3]: no such cell"));
+  EXPECT_TRUE(
+      refusedUnchanged(d, cmd("set_cell", {{"row", -1}, {"col", 0}, {"value", 1}}), "embeddings[-1][0]: no such cell"));
   // Through JSON text: numbers beyond double are not valid JSON for the list either.
-  EXPECT_TRUE(startsWith(errorOf([] { parseCommandList(R"([{"do": "set_cell", "row": 0, "col": 0, "value": 1e400}])"); }),
-                         "not valid JSON: "));
+  EXPECT_TRUE(
+      startsWith(errorOf([] { parseCommandList(R"([{"do": "set_cell", "row": 0, "col": 0, "value": 1e400}])"); }),
+                 "not valid JSON: "));
 }
 
 TEST(DIn, DownKeepsTheFirstColumnsUpAddsSeededOnes) {
@@ -1152,8 +1197,8 @@ TEST(DIn, DownKeepsTheFirstColumnsUpAddsSeededOnes) {
   ASSERT_EQ(x.cols(), 5);
   EXPECT_TRUE(test::bitwiseEqual(x.leftCols(3), test::bookInputs()));
   EXPECT_TRUE(test::bitwiseEqual(x.block(0, 3, 3, 2), test::rows({{0.5349225401878357, 0.19880318641662598},
-                                                                 {0.6592116951942444, 0.6568902730941772},
-                                                                 {0.23276156187057495, 0.4250614047050476}})));
+                                                                  {0.6592116951942444, 0.6568902730941772},
+                                                                  {0.23276156187057495, 0.4250614047050476}})));
   EXPECT_EQ(d.workspace().model.d_out, 2);  // multihead keeps its own d_out
   EXPECT_TRUE(consistent(d));
   EXPECT_TRUE(refusedUnchanged(d, cmd("d_in", {{"value", 0}}), "d_in: must be between 1 and 4096, got 0"));
@@ -1367,8 +1412,9 @@ TEST(Set, InvalidValuesAreRefusedNamingTheField) {
                                "model.d_out: the 'simple' variant has no projection, its width is d_in (3); got 2"));
   // Batch × heads × T² beyond the attention-cell limit names batch_size.
   Document cells(bookExample(), "", false, Limits{4096, 4096, 64, 64, 2 * 2 * 36});
-  EXPECT_TRUE(refusedUnchanged(cells, cmd("set", {{"field", "batch_size"}, {"value", 3}}),
-                               "model.batch_size: batch_size × num_heads × T² = 216 attention cells exceeds the limit of 144"));
+  EXPECT_TRUE(
+      refusedUnchanged(cells, cmd("set", {{"field", "batch_size"}, {"value", 3}}),
+                       "model.batch_size: batch_size × num_heads × T² = 216 attention cells exceeds the limit of 144"));
 }
 
 // Issue 11: a new d_out moves num_heads to the nearest count that divides it, says so, and brings
@@ -1517,8 +1563,9 @@ TEST(Model, SeveralFieldsAtOnceAreOneUndoStep) {
 TEST(Model, AnInvalidCombinationChangesNothing) {
   Document d;
   d.apply(cmd("set_cell", {{"row", 0}, {"col", 0}, {"value", 5}}));
-  EXPECT_TRUE(refusedUnchanged(d, cmd("model", {{"fields", {{"d_out", 4}, {"num_heads", 3}}}}),
-                               "model.d_out: d_out must be divisible by num_heads (the seed's assert), got d_out = 4, num_heads = 3"));
+  EXPECT_TRUE(refusedUnchanged(
+      d, cmd("model", {{"fields", {{"d_out", 4}, {"num_heads", 3}}}}),
+      "model.d_out: d_out must be divisible by num_heads (the seed's assert), got d_out = 4, num_heads = 3"));
   // One bad field among good ones: nothing of it applies.
   EXPECT_TRUE(refusedUnchanged(d, cmd("model", {{"fields", {{"d_out", 4}, {"seed", 1}, {"training", "no"}}}}),
                                "model.training: expected true or false"));
@@ -1618,8 +1665,7 @@ TEST(Document, ACommandThatCannotApplyChangesNothing) {
 // bytes through). Either refusal with an InputError or a workspace that saves would do.
 TEST(Document, WhatIsAcceptedCanBeSaved) {
   for (const Command& c : {cmd("rename_token", {{"index", 0}, {"name", "\xff\xfe"}}),
-                           cmd("add_token", {{"name", "caf\xc3"}}),
-                           cmd("sentence", {{"text", "caf\xc3 au lait"}})}) {
+                           cmd("add_token", {{"name", "caf\xc3"}}), cmd("sentence", {{"text", "caf\xc3 au lait"}})}) {
     SCOPED_TRACE(c.name);
     Document d;
     if (!refusal(d, c).empty()) continue;  // refused: fine
@@ -1913,7 +1959,9 @@ class CommandStream {
   int pick(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
   template <class T>
-  const T& oneOf(const std::vector<T>& v) { return v[static_cast<std::size_t>(pick(0, static_cast<int>(v.size()) - 1))]; }
+  const T& oneOf(const std::vector<T>& v) {
+    return v[static_cast<std::size_t>(pick(0, static_cast<int>(v.size()) - 1))];
+  }
 
   // A command of the stream: mostly a document command with plausible arguments, sometimes not.
   json next(int T, int d_in, bool may_open) {
@@ -1923,9 +1971,10 @@ class CommandStream {
       name = oneOf(document_);
       // open and restore start a new history: a quarter as often, so the history grows long.
       while ((name == "open" || name == "restore") && !(may_open && chance(0.25))) name = oneOf(document_);
-    }
-    else if (kind < 95) name = oneOf(other_);
-    else name = oneOf(std::vector<std::string>{"", "Undo", "frobnicate", "\xe2\x98\x83", "set "});
+    } else if (kind < 95)
+      name = oneOf(other_);
+    else
+      name = oneOf(std::vector<std::string>{"", "Undo", "frobnicate", "\xe2\x98\x83", "set "});
     json j = {{"do", name}};
     const CommandInfo* info = findCommand(name);
     if (info)
@@ -1942,20 +1991,26 @@ class CommandStream {
     const std::string arg = a.name;
     if (arg == "seed") return seedValue();
     if (arg == "path") return oneOf(paths_);
-    if (command == "preset") return chance(0.8) ? json(oneOf(presets_)) : json(oneOf(std::vector<std::string>{
-                                                                             "nope", "", "gpt", "../presets/multihead", "MULTIHEAD"}));
+    if (command == "preset")
+      return chance(0.8)
+                 ? json(oneOf(presets_))
+                 : json(oneOf(std::vector<std::string>{"nope", "", "gpt", "../presets/multihead", "MULTIHEAD"}));
     if (command == "sentence") return sentence();
     if (command == "workspace" && chance(0.85)) {  // a workspace object, sometimes a broken one
-      json ws = json::parse(oneOf(std::vector<std::string>{kSixTokenFile, R"({"format": "attnscope-workspace", "version": 1,
+      json ws = json::parse(
+          oneOf(std::vector<std::string>{kSixTokenFile, R"({"format": "attnscope-workspace", "version": 1,
           "tokens": ["x", "y", "z"], "embeddings": [[1, 2], [3, 4], [5, 6]], "model": {"variant": "causal", "dropout": 0.5}})"}));
       if (chance(0.2)) ws["model"]["d_out"] = oneOf(std::vector<json>{0, -3, "two", 1 << 20});
       return ws;
     }
     if (command == "paste_embeddings") return pasted(T, d_in);
     if (command == "paste_parameters") {  // a printed state_dict of one weight, d_in wide, 1 to 4 rows
-      if (chance(0.15)) return oneOf(std::vector<std::string>{"", "OrderedDict([])", "OrderedDict([('mask', tensor([[0.]]))])",
-                                                               "{'W_query': tensor([[1.]])}", "OrderedDict([('x', tensor([1.]))])"});
-      std::string s = "OrderedDict([('" + oneOf(std::vector<std::string>{"W_query.weight", "W_key.weight", "W_value.weight"}) + "', tensor([";
+      if (chance(0.15))
+        return oneOf(std::vector<std::string>{"", "OrderedDict([])", "OrderedDict([('mask', tensor([[0.]]))])",
+                                              "{'W_query': tensor([[1.]])}", "OrderedDict([('x', tensor([1.]))])"});
+      std::string s = "OrderedDict([('" +
+                      oneOf(std::vector<std::string>{"W_query.weight", "W_key.weight", "W_value.weight"}) +
+                      "', tensor([";
       for (int i = pick(1, 4), r = 0; r < i; ++r) {
         s += r ? ", [" : "[";
         for (int j = 0; j < d_in; ++j) s += (j ? ", " : "") + std::to_string(pick(-9, 9));
@@ -1969,7 +2024,8 @@ class CommandStream {
     if (command == "set_parameter" && (arg == "row" || arg == "col")) return chance(0.9) ? json(pick(0, 3)) : index(T);
     if (command == "set_parameter" && arg == "value") return number();
     if (arg == "name" || arg == "text") return text();
-    if (command == "d_in") return chance(0.85) ? json(pick(1, 12)) : oneOf(std::vector<json>{0, -1, 64, 200, 4097, 2147483647, 1LL << 40});
+    if (command == "d_in")
+      return chance(0.85) ? json(pick(1, 12)) : oneOf(std::vector<json>{0, -1, 64, 200, 4097, 2147483647, 1LL << 40});
     if (command == "set" && arg == "field") return set_field_ = field();  // "field" comes before "value"
     if (command == "set") return fieldValue(set_field_);
     if (command == "model") {
@@ -1995,7 +2051,8 @@ class CommandStream {
     if (k < 80) return pick(0, std::max(0, n - 1));
     if (k < 92) return oneOf(std::vector<json>{0, n - 1, n, n + 1, -1, -2});
     return oneOf(std::vector<json>{2147483647, -2147483647 - 1, 2147483648LL, -2147483649LL, 1LL << 40,
-                                   std::numeric_limits<std::uint64_t>::max(), std::numeric_limits<std::int64_t>::min()});
+                                   std::numeric_limits<std::uint64_t>::max(),
+                                   std::numeric_limits<std::int64_t>::min()});
   }
   json seedValue() {
     return chance(0.8) ? json(pick(0, 1000))
@@ -2006,8 +2063,8 @@ class CommandStream {
   json number() {
     if (chance(0.7)) return std::uniform_real_distribution<double>(-2, 2)(rng_);
     const double inf = std::numeric_limits<double>::infinity();
-    return oneOf(std::vector<json>{0.0, -0.0, 1e-45, 1e-300, 3.4e38, 3.5e38, 1e300, -1e300, inf, -inf, std::nan(""),
-                                   7, -7, 1LL << 62, std::numeric_limits<std::uint64_t>::max()});
+    return oneOf(std::vector<json>{0.0, -0.0, 1e-45, 1e-300, 3.4e38, 3.5e38, 1e300, -1e300, inf, -inf, std::nan(""), 7,
+                                   -7, 1LL << 62, std::numeric_limits<std::uint64_t>::max()});
   }
   std::string text() {
     return oneOf(std::vector<std::string>{"", " ", "a", "cat", "t1", "Your", "na\xc3\xafve", "\xe2\x98\x83",
@@ -2032,9 +2089,24 @@ class CommandStream {
     const int k = pick(0, 99);
     if (k < 5) return oneOf(std::vector<std::string>{"", "   ", "\t\n", ".", "!?"});
     if (k < 6) return wordsSentence(4097);  // beyond the limit
-    static const std::vector<std::string> words = {"Your", "journey", "starts", "with", "one", "step", "the",
-                                                   "cat", "sat,", "on", "mat.", "na\xc3\xafve", "\xe2\x98\x83",
-                                                   "\xe6\x97\xa5\xe6\x9c\xac", "\xf0\x9f\x99\x82", "a", "a", "wait..."};
+    static const std::vector<std::string> words = {"Your",
+                                                   "journey",
+                                                   "starts",
+                                                   "with",
+                                                   "one",
+                                                   "step",
+                                                   "the",
+                                                   "cat",
+                                                   "sat,",
+                                                   "on",
+                                                   "mat.",
+                                                   "na\xc3\xafve",
+                                                   "\xe2\x98\x83",
+                                                   "\xe6\x97\xa5\xe6\x9c\xac",
+                                                   "\xf0\x9f\x99\x82",
+                                                   "a",
+                                                   "a",
+                                                   "wait..."};
     std::string s;
     for (int i = pick(1, 16); i > 0; --i) s += oneOf(words) + (chance(0.2) ? "  " : " ");
     return s;
@@ -2126,8 +2198,10 @@ TEST(RandomCommands, ThreeThousandApplyOrRefuseAndUndoWalksBackThroughStatesThat
       // The version moves exactly when the workspace changed (a no-op edit is no change), and
       // whenever the document is another one (open, restore: a new history, views start over),
       // even one with the same contents (the same autosave restored twice).
-      if (change == DocumentChange::Replaced || !sameWorkspace(before, d.workspace())) ASSERT_GT(d.version(), version);
-      else ASSERT_EQ(d.version(), version);
+      if (change == DocumentChange::Replaced || !sameWorkspace(before, d.workspace()))
+        ASSERT_GT(d.version(), version);
+      else
+        ASSERT_EQ(d.version(), version);
       seen.push_back(fingerprint(d.workspace()));
     } else {
       ASSERT_TRUE(sameWorkspace(before, d.workspace()));
@@ -2138,8 +2212,9 @@ TEST(RandomCommands, ThreeThousandApplyOrRefuseAndUndoWalksBackThroughStatesThat
       ASSERT_EQ(d.history().redoSteps(), redo);
     }
   }
-  std::printf("  3000 commands: %d applied, %d refused when parsed, %d refused when applied; %zu undo steps, %zu bytes\n",
-              applied, refused_parse, refused_apply, d.history().undoSteps(), d.history().bytes());
+  std::printf(
+      "  3000 commands: %d applied, %d refused when parsed, %d refused when applied; %zu undo steps, %zu bytes\n",
+      applied, refused_parse, refused_apply, d.history().undoSteps(), d.history().bytes());
   // The stream exercised every document command and refused plenty.
   for (const CommandInfo& info : commandTable())
     if (info.target == CommandTarget::Document) {
@@ -2214,7 +2289,8 @@ TEST(CommandTable, EveryIdOnceWithItsFlags) {
     }
   }
   EXPECT_EQ(ids.size(), static_cast<std::size_t>(CommandId::LessonClose) + 1) << "a CommandId without a table entry";
-  for (CommandId id : {CommandId::Screenshot, CommandId::ExportTrace, CommandId::ExportMap, CommandId::Pin, CommandId::Swap})
+  for (CommandId id :
+       {CommandId::Screenshot, CommandId::ExportTrace, CommandId::ExportMap, CommandId::Pin, CommandId::Swap})
     EXPECT_TRUE(commandInfo(id).has(kWaitsForResult)) << commandInfo(id).name;
   for (CommandId id : {CommandId::Open, CommandId::Preset, CommandId::New, CommandId::Quit, CommandId::LessonOpen})
     EXPECT_TRUE(commandInfo(id).has(kAsksFirst)) << commandInfo(id).name;
@@ -2242,7 +2318,8 @@ TEST(FileReading, RefusesWhatItCannotReadWhole) {
   const std::string fifo = tmp.path("pipe");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   // A regular file is wanted: refused at once (opening a FIFO without a writer would block).
-  EXPECT_NE(test::errorOf([&] { readFileWithin(fifo, 100); }).find(fifo + ": is not a regular file"), std::string::npos);
+  EXPECT_NE(test::errorOf([&] { readFileWithin(fifo, 100); }).find(fifo + ": is not a regular file"),
+            std::string::npos);
   // Any readable file: what a writer sends, up to the limit …
   auto writer = [&](const std::string& text) {
     return std::thread([&fifo, text] {

@@ -10,16 +10,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <random>
 #include <string>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "engine/attention.h"
-#include "engine/thread_team.h"
-#include "engine/stages.h"
 #include "engine/errors.h"
+#include "engine/stages.h"
+#include "engine/thread_team.h"
 #include "reference.h"
 #include "test_support.h"
 
@@ -114,8 +114,7 @@ TEST(TraceRequests, OnlyBatchOneKeepsOnlyItsHeads) {
       ASSERT_EQ(one.batches.size(), full.batches.size());
       for (std::size_t b = 0; b < full.batches.size(); ++b) {
         const bool kept = b == 1;
-        EXPECT_EQ(one.batches[b].heads.size(), kept ? full.batches[b].heads.size() : 0u)
-            << "batch " << b;
+        EXPECT_EQ(one.batches[b].heads.size(), kept ? full.batches[b].heads.size() : 0u) << "batch " << b;
         EXPECT_TRUE(none.batches[b].heads.empty()) << "batch " << b;
         EXPECT_LE(maxDiff(one.batches[b].output, full.batches[b].output), 1e-6) << "batch " << b;
         EXPECT_LE(maxDiff(none.batches[b].output, full.batches[b].output), 1e-6) << "batch " << b;
@@ -218,7 +217,8 @@ TEST(Dropout, NoneWithoutTrainingOrRateOrVariant) {
 // whatever the schedule, thread count, and whether the workers were spinning or asleep.
 std::vector<int> runCounts(int threads, int count, Schedule schedule) {
   std::vector<std::atomic<int>> runs(static_cast<std::size_t>(count));
-  parallelFor(threads, count, [&](int i) { runs[static_cast<std::size_t>(i)].fetch_add(1); }, schedule);
+  parallelFor(
+      threads, count, [&](int i) { runs[static_cast<std::size_t>(i)].fetch_add(1); }, schedule);
   std::vector<int> out;
   for (const std::atomic<int>& r : runs) out.push_back(r.load());
   return out;
@@ -238,12 +238,15 @@ TEST(ThreadTeam, StaticGivesEachThreadItsItem) {
   // Two items on two threads run at once, one per thread: each waits for the other to start.
   std::atomic<int> started{0};
   std::vector<std::thread::id> ids(2);
-  parallelFor(2, 2, [&](int i) {
-    ids[static_cast<std::size_t>(i)] = std::this_thread::get_id();
-    started.fetch_add(1);
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (started.load() < 2 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
-  }, Schedule::Static);
+  parallelFor(
+      2, 2,
+      [&](int i) {
+        ids[static_cast<std::size_t>(i)] = std::this_thread::get_id();
+        started.fetch_add(1);
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (started.load() < 2 && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
+      },
+      Schedule::Static);
   EXPECT_EQ(started.load(), 2);
   EXPECT_NE(ids[0], ids[1]) << "both items ran on one thread";
   EXPECT_EQ(ids[0], std::this_thread::get_id()) << "item 0 is the caller's";
@@ -283,7 +286,8 @@ TEST(ThreadTeam, GraphRunsEveryItemOnceAfterItsInputs) {
         runGraph(threads, graph);
         EXPECT_EQ(early.load(), 0) << threads << " threads, " << count << " items, spread " << spread;
         for (int i = 0; i < count; ++i)
-          ASSERT_EQ(runs[i].load(), 1) << threads << " threads, " << count << " items, spread " << spread << ", item " << i;
+          ASSERT_EQ(runs[i].load(), 1) << threads << " threads, " << count << " items, spread " << spread << ", item "
+                                       << i;
       }
 }
 
@@ -375,18 +379,24 @@ TEST(ThreadTeam, AWorkerOnTheCallersCpuMovesOff) {
   ASSERT_EQ(sched_setaffinity(0, sizeof only_home, &only_home), 0);
   for (int round = 0; round < 20; ++round) {
     std::atomic<int> moved_to{-1}, worker_cpu{-1};
-    parallelFor(2, 2, [&](int i) {
-      if (i != 1) return;
-      cpu_set_t own;
-      sched_getaffinity(0, sizeof own, &own);
-      sched_setaffinity(0, sizeof only_home, &only_home);
-      moved_to = sched_getcpu();
-      sched_setaffinity(0, sizeof own, &own);
-    }, Schedule::Static);
+    parallelFor(
+        2, 2,
+        [&](int i) {
+          if (i != 1) return;
+          cpu_set_t own;
+          sched_getaffinity(0, sizeof own, &own);
+          sched_setaffinity(0, sizeof only_home, &only_home);
+          moved_to = sched_getcpu();
+          sched_setaffinity(0, sizeof own, &own);
+        },
+        Schedule::Static);
     ASSERT_EQ(moved_to.load(), home) << "round " << round << ": the test could not put the worker there";
-    parallelFor(2, 2, [&](int i) {
-      if (i == 1) worker_cpu = sched_getcpu();
-    }, Schedule::Static);
+    parallelFor(
+        2, 2,
+        [&](int i) {
+          if (i == 1) worker_cpu = sched_getcpu();
+        },
+        Schedule::Static);
     EXPECT_NE(worker_cpu.load(), home) << "round " << round << ": the worker stayed on the caller's CPU";
   }
   sched_setaffinity(0, sizeof mine, &mine);

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "display/number_text.h"
-#include "display/vector_figure.h"
 #include "display/stage_figures.h"
+#include "display/vector_figure.h"
 #include "formats/export.h"
 
 namespace attnscope {
@@ -34,8 +34,8 @@ std::string readFile(const std::string& path) {
 // A file in this process's own temporary folder, removed at exit.
 std::string tempPath(const std::string& name) {
   struct Folder {
-    std::filesystem::path path =
-        std::filesystem::temp_directory_path() / ("attnscope-figures-test-" + std::to_string(::getpid()));
+    std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                 ("attnscope-figures-test-" + std::to_string(::getpid()));
     Folder() { std::filesystem::create_directories(path); }
     ~Folder() {
       std::error_code ec;
@@ -144,7 +144,8 @@ TEST(MapFileFormat, AnUnknownExtensionIsOneMessage) {
   EXPECT_EQ(name, "x.txt");
   EXPECT_EQ(format, "unchanged");
   EXPECT_NE(error.find("'.txt'"), std::string::npos) << error;
-  for (const char* ext : {".csv", ".json", ".npy", ".png", ".svg", ".pdf"}) EXPECT_NE(error.find(ext), std::string::npos) << error;
+  for (const char* ext : {".csv", ".json", ".npy", ".png", ".svg", ".pdf"})
+    EXPECT_NE(error.find(ext), std::string::npos) << error;
   EXPECT_EQ(error.find('\n'), std::string::npos);
 }
 
@@ -218,9 +219,10 @@ TEST(VectorFigure, SvgHoldsNumbersAndLabelsAsText) {
   const std::string svg = readFile(path);
   ASSERT_EQ(svg.rfind("<?xml", 0), 0u);
   const std::vector<std::string> texts = svgTexts(svg);
-  for (const char* want : {"1.0000", "0.5517", "0.4483", "0.3800", "0.3097", "0.3103", "Your", "journey", "starts",
-                           "weights (softmax)"})
-    EXPECT_NE(std::find(texts.begin(), texts.end(), want), texts.end()) << want << " is not a <text> of\n" << svg.substr(0, 400);
+  for (const char* want :
+       {"1.0000", "0.5517", "0.4483", "0.3800", "0.3097", "0.3103", "Your", "journey", "starts", "weights (softmax)"})
+    EXPECT_NE(std::find(texts.begin(), texts.end(), want), texts.end()) << want << " is not a <text> of\n"
+                                                                        << svg.substr(0, 400);
   EXPECT_NE(svg.find("<title>weights (softmax)</title>"), std::string::npos);
 }
 
@@ -232,7 +234,8 @@ TEST(VectorFigure, MaskedCellsFlagsEscapingAndBadText) {
   }();
   FigureSpec f;
   f.values = StageMap(m);
-  f.row_labels = {"<b>&", std::string("bad\xff\x01" "byte")};  // markup, an invalid byte, a control
+  f.row_labels = {"<b>&", std::string("bad\xff\x01"
+                                      "byte")};  // markup, an invalid byte, a control
   f.col_labels = {"k1", "k2"};
   f.title = "masked";
   f.look.range = ValueRange{0.1723f, 0.4656f};
@@ -294,7 +297,11 @@ TEST(VectorFigure, NoncharactersInLabelsDrawAsReplacement) {
       ASSERT_EQ(writeVectorFigure(f, path), "") << "U+" << std::hex << cp << " in " << ext;
     }
     const std::vector<std::string> texts = svgTexts(readFile(tempPath("nonchar.svg")));
-    EXPECT_NE(std::find(texts.begin(), texts.end(), "a\xEF\xBF\xBD" "b"), texts.end()) << std::hex << cp;
+    EXPECT_NE(std::find(texts.begin(), texts.end(),
+                        "a\xEF\xBF\xBD"
+                        "b"),
+              texts.end())
+        << std::hex << cp;
   }
   FigureSpec f = bookFigure();
   f.row_labels = {"\xEF\xBF\xBD", utf8(0xFDCF), utf8(0x10FFFD)};

@@ -53,7 +53,7 @@ std::vector<Case> cases() {
       if (hasProjections(v.value) && (T == 65 || T == 257)) {
         // Heads of whole 32-wide panels: the projections head-major (attention_pass.h's Work).
         ModelConfig wide = m;
-        wide.d_out = 32;  // single heads and the wrapper's: 32 wide
+        wide.d_out = 32;                                                     // single heads and the wrapper's: 32 wide
         if (v.value == Variant::MultiHead) wide.d_out = T == 65 ? 192 : 96;  // 3 heads of 64, of 32
         out.push_back({wide, T, 40});
       }
@@ -72,9 +72,8 @@ std::vector<Case> cases() {
 }
 
 std::string describe(const Case& c) {
-  return std::string(variantId(c.m.variant)) + " T=" + std::to_string(c.T) + " p=" +
-         std::to_string(c.m.dropout) + (c.m.causal ? " causal" : " full") +
-         (c.m.scale == Scale::SqrtDk ? " scaled" : " unscaled");
+  return std::string(variantId(c.m.variant)) + " T=" + std::to_string(c.T) + " p=" + std::to_string(c.m.dropout) +
+         (c.m.causal ? " causal" : " full") + (c.m.scale == Scale::SqrtDk ? " scaled" : " unscaled");
 }
 
 const TraceRequest kOutputsOnly = TraceRequest::only({});
@@ -227,7 +226,8 @@ TEST(Fused, SharingAndThreadsChangeNoBit) {
       shared.min_parallel_work = 0;
       const Trace got = computeTrace(x, c.m, shared, kOutputsOnly);
       for (std::size_t b = 0; b < got.batches.size(); ++b)
-        EXPECT_TRUE(test::bitwiseEqual(got.batches[b].output, base.batches[b].output)) << "batch " << b << ", " << threads;
+        EXPECT_TRUE(test::bitwiseEqual(got.batches[b].output, base.batches[b].output))
+            << "batch " << b << ", " << threads;
     }
   }
 }

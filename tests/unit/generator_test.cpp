@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <stdexcept>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -52,8 +52,7 @@ long firstMismatch(const std::vector<std::uint32_t>& a, std::mt19937& ref) {
 TEST(Mt19937, ImplementationsThisCpuRuns) {
   std::string list;
   for (Impl i : implsToTest()) list += std::string(" ") + isaName(i);
-  std::cout << "[ info     ] implementations tested:" << list << "; auto = "
-            << isaName(isaBest()) << "\n";
+  std::cout << "[ info     ] implementations tested:" << list << "; auto = " << isaName(isaBest()) << "\n";
   EXPECT_TRUE(isaSupported(isaBest()));
   EXPECT_EQ(Mt19937(1).impl(), isaBest());
   for (Impl i : {Impl::Avx2, Impl::Avx512}) {
@@ -192,8 +191,8 @@ TEST(TorchGeneratorDropout, BitsAndBytesEqualTheTwoDrawReference) {
       for (std::size_t n : ns)
         for (std::size_t skip : skips) {
           const std::uint32_t seed = static_cast<std::uint32_t>(n * 31 + skip);
-          const std::string at = std::string(isaName(impl)) + ", p " + std::to_string(p) +
-                                 ", n " + std::to_string(n) + ", skip " + std::to_string(skip);
+          const std::string at = std::string(isaName(impl)) + ", p " + std::to_string(p) + ", n " + std::to_string(n) +
+                                 ", skip " + std::to_string(skip);
           std::mt19937 ref(seed);
           TorchGenerator bits_gen(seed, impl), bytes_gen(seed, impl);
           for (std::size_t i = 0; i < skip; ++i) {
@@ -237,7 +236,8 @@ TEST(TorchGeneratorDropout, MklStreamGivesTheNotebooksMask) {
   TorchGenerator g(123);
   std::uint64_t words[1] = {0};
   g.fillDropoutKeepBitsMkl(words, 0, 36, 0.5);
-  for (int i = 0; i < 36; ++i) EXPECT_EQ((words[0] >> i) & 1u, static_cast<std::uint64_t>(printed[i / 6][i % 6])) << "element " << i;
+  for (int i = 0; i < 36; ++i)
+    EXPECT_EQ((words[0] >> i) & 1u, static_cast<std::uint64_t>(printed[i / 6][i % 6])) << "element " << i;
   EXPECT_EQ(words[0] >> 36, 0u);
   EXPECT_EQ(g.random(), 3062119789u);  // one draw, whatever n
   TorchGenerator none(123);
@@ -274,7 +274,8 @@ TEST(TorchGeneratorDropout, MklFastPathIsTheSerialStream) {
           const std::vector<int> ref = mklKeepReference(seeds.random(), n, p);
           for (std::size_t i = 0; i < words.size() * 64; ++i) {
             const int bit = static_cast<int>((words[i / 64] >> (i % 64)) & 1);
-            const int want = i >= first && i < first + n ? ref[i - first] : static_cast<int>((0xA5A5A5A5A5A5A5A5u >> (i % 64)) & 1);
+            const int want = i >= first && i < first + n ? ref[i - first]
+                                                         : static_cast<int>((0xA5A5A5A5A5A5A5A5u >> (i % 64)) & 1);
             ASSERT_EQ(bit, want) << isaName(impl) << " n " << n << " first " << first << " p " << p << " bit " << i;
           }
           EXPECT_EQ(g.random(), seeds.random());  // one draw per call
@@ -289,7 +290,7 @@ TEST(TorchGeneratorDropout, MklFastPathIsTheSerialStream) {
 TEST(TorchGeneratorDropout, MklComparesInSinglePrecision) {
   const std::uint32_t x0 = 1234567890u;
   EXPECT_LT(static_cast<double>(x0) / 2147483647.0, 0.5748905);  // a double compare would keep
-  EXPECT_GE(x0, TorchGenerator::mklKeepBelow(1 - 0.5748905));      // MKL dropped it
+  EXPECT_GE(x0, TorchGenerator::mklKeepBelow(1 - 0.5748905));    // MKL dropped it
   EXPECT_GE(x0, TorchGenerator::mklKeepBelow(1 - 0.574890524148941));
   EXPECT_LT(x0, TorchGenerator::mklKeepBelow(1 - 0.57489054));  // above the flip: MKL kept it
   // p = 0.5: float(x/m) rounds to 0.5 from x = 2³⁰ − 32 on (0.5 − 2⁻²⁶ is the midpoint below).
@@ -326,8 +327,8 @@ TEST(TorchGeneratorDropout, IntegerThresholdIsTheDoubleCompare) {
   // b < dropoutKeepThreshold(p) ⇔ b·2⁻⁵³ < 1 − p, checked at the threshold itself, where an
   // off-by-one would show, and over random b.
   constexpr std::uint64_t kTop = std::uint64_t{1} << 53;
-  std::vector<double> ps{0.1, 0.5, 0.9, 1e-9, 0.999999, 0.25, 1.0 / 3, 0.7, 1e-300, 1 - 0x1p-53,
-                         1.0, 1.5, -0.5, std::numeric_limits<double>::quiet_NaN()};
+  std::vector<double> ps{0.1, 0.5,    0.9,         1e-9, 0.999999, 0.25, 1.0 / 3,
+                         0.7, 1e-300, 1 - 0x1p-53, 1.0,  1.5,      -0.5, std::numeric_limits<double>::quiet_NaN()};
   std::mt19937_64 pick(99);
   for (int i = 0; i < 200; ++i) ps.push_back(std::ldexp(static_cast<double>(pick() >> 11), -53));
   for (double p : ps) {
@@ -368,8 +369,7 @@ TEST(TorchGeneratorDropout, DecisionAtTheExactBoundary) {
         h.fillDropoutKeep(bytes.data(), n, p);
         for (std::size_t j = 0; j < n; ++j) {
           ASSERT_EQ((words[j / 64] >> (j % 64)) & 1, expected[j])
-              << isaName(impl) << ", boundary at element " << i << " + " << step
-              << ", element " << j;
+              << isaName(impl) << ", boundary at element " << i << " + " << step << ", element " << j;
           ASSERT_EQ(bytes[j], expected[j]) << isaName(impl) << ", element " << j;
         }
       }

@@ -11,9 +11,9 @@
 
 #include "engine/attention.h"
 #include "engine/stages.h"
-#include "test_support.h"
 #include "engine/torch_generator.h"
 #include "formats/workspace_file.h"
+#include "test_support.h"
 
 namespace attnscope {
 namespace {
@@ -31,8 +31,7 @@ TEST(GoldenInputs, BookExampleHasTheNotebookEmbeddings) {
   // All seeds, In[1]: the inputs tensor, and the six tokens of the sentence.
   const Workspace ws = bookExample();
   EXPECT_TRUE(test::allNear(ws.embeddings, bookInputs(), 0.0));
-  EXPECT_EQ(ws.tokens,
-            (std::vector<std::string>{"Your", "journey", "starts", "with", "one", "step"}));
+  EXPECT_EQ(ws.tokens, (std::vector<std::string>{"Your", "journey", "starts", "with", "one", "step"}));
 }
 
 // ---- 1 · simple self-attention (no weights) ----
@@ -44,19 +43,19 @@ TEST(GoldenSimple, ScoresWeightsContext) {
   const HeadTrace& h = t.batches[0].heads[0];
   // 004 In[7]/In[8] (also 001 In[9]/In[11], 003 In[5]): attention_scores = inputs @ inputs.T
   EXPECT_TRUE(matchesPrinted(h.scores, rows({{0.9995, 0.9544, 0.9422, 0.4753, 0.4576, 0.6310},
-                                              {0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865},
-                                              {0.9422, 1.4754, 1.4570, 0.8296, 0.7154, 1.0605},
-                                              {0.4753, 0.8434, 0.8296, 0.4937, 0.3474, 0.6565},
-                                              {0.4576, 0.7070, 0.7154, 0.3474, 0.6654, 0.2935},
-                                              {0.6310, 1.0865, 1.0605, 0.6565, 0.2935, 0.9450}})));
+                                             {0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865},
+                                             {0.9422, 1.4754, 1.4570, 0.8296, 0.7154, 1.0605},
+                                             {0.4753, 0.8434, 0.8296, 0.4937, 0.3474, 0.6565},
+                                             {0.4576, 0.7070, 0.7154, 0.3474, 0.6654, 0.2935},
+                                             {0.6310, 1.0865, 1.0605, 0.6565, 0.2935, 0.9450}})));
   // 001 In[12] "attn_weights = torch.softmax(attn_scores, dim=-1)" (same in 003 In[6]);
   // row 1 is also 004 In[4]/In[5] "PyTorch softmax weights".
   EXPECT_TRUE(matchesPrinted(h.weights, rows({{0.2098, 0.2006, 0.1981, 0.1242, 0.1220, 0.1452},
-                                               {0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581},
-                                               {0.1390, 0.2369, 0.2326, 0.1242, 0.1108, 0.1565},
-                                               {0.1435, 0.2074, 0.2046, 0.1462, 0.1263, 0.1720},
-                                               {0.1526, 0.1958, 0.1975, 0.1367, 0.1879, 0.1295},
-                                               {0.1385, 0.2184, 0.2128, 0.1420, 0.0988, 0.1896}})));
+                                              {0.1385, 0.2379, 0.2333, 0.1240, 0.1082, 0.1581},
+                                              {0.1390, 0.2369, 0.2326, 0.1242, 0.1108, 0.1565},
+                                              {0.1435, 0.2074, 0.2046, 0.1462, 0.1263, 0.1720},
+                                              {0.1526, 0.1958, 0.1975, 0.1367, 0.1879, 0.1295},
+                                              {0.1385, 0.2184, 0.2128, 0.1420, 0.0988, 0.1896}})));
   // 004 In[10] context_vectors = attention_weights @ inputs (001 In[13], 003 In[7]);
   // row 1 is also 004 In[6] context_vector.
   const Matrix context = rows({{0.4421, 0.5931, 0.5790},
@@ -76,8 +75,7 @@ TEST(GoldenSimple, SumNormalizedWeights) {
   const HeadTrace& h = t.batches[0].heads[0];
   // 004 In[3] attention_scores_normed = attention_scores / attention_scores.sum() for x^2
   // (001 In[5], 000 In[3] print the same).
-  EXPECT_TRUE(matchesPrinted(row(h.weights, 1),
-                             rows({{0.1455, 0.2278, 0.2249, 0.1285, 0.1077, 0.1656}})));
+  EXPECT_TRUE(matchesPrinted(row(h.weights, 1), rows({{0.1455, 0.2278, 0.2249, 0.1285, 0.1077, 0.1656}})));
   // 000 In[4]: the context vector of x^2 with those weights.
   EXPECT_TRUE(matchesPrinted(row(t.batches[0].output, 1), rows({{0.4355, 0.6451, 0.5680}})));
 }
@@ -95,11 +93,9 @@ TEST(GoldenSelfAttentionV1, Seed123StepByStep) {
   // 004 In[13]: attn_score_22 = query_2.dot(keys_2)
   EXPECT_NEAR(h.scores(1, 1), 1.8524, test::kPrinted4);
   // 004 In[14] (001 In[14]): attn_scores_2 = query_2 @ keys.T
-  EXPECT_TRUE(matchesPrinted(row(h.scores, 1),
-                             rows({{1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440}})));
+  EXPECT_TRUE(matchesPrinted(row(h.scores, 1), rows({{1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440}})));
   // 004 In[15] (001 In[15]): attn_weights_2 = softmax(attn_scores_2 / d_k**0.5)
-  EXPECT_TRUE(matchesPrinted(row(h.weights, 1),
-                             rows({{0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820}})));
+  EXPECT_TRUE(matchesPrinted(row(h.weights, 1), rows({{0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820}})));
   // 004 In[16] (001 In[16]): context_vec_2 = attn_weights_2 @ values
   EXPECT_TRUE(matchesPrinted(row(h.context, 1), rows({{0.3061, 0.8210}})));
 }
@@ -188,13 +184,12 @@ TEST(GoldenSelfAttentionV2, Seed789UnmaskedWeights) {
   ModelConfig m = defaultConfig(Variant::SelfAttentionV2);
   m.seed = 789;
   const Trace t = traceOf(m);
-  EXPECT_TRUE(matchesPrinted(t.batches[0].heads[0].weights,
-                             rows({{0.1921, 0.1646, 0.1652, 0.1550, 0.1721, 0.1510},
-                                   {0.2041, 0.1659, 0.1662, 0.1496, 0.1665, 0.1477},
-                                   {0.2036, 0.1659, 0.1662, 0.1498, 0.1664, 0.1480},
-                                   {0.1869, 0.1667, 0.1668, 0.1571, 0.1661, 0.1564},
-                                   {0.1830, 0.1669, 0.1670, 0.1588, 0.1658, 0.1585},
-                                   {0.1935, 0.1663, 0.1666, 0.1542, 0.1666, 0.1529}})));
+  EXPECT_TRUE(matchesPrinted(t.batches[0].heads[0].weights, rows({{0.1921, 0.1646, 0.1652, 0.1550, 0.1721, 0.1510},
+                                                                  {0.2041, 0.1659, 0.1662, 0.1496, 0.1665, 0.1477},
+                                                                  {0.2036, 0.1659, 0.1662, 0.1498, 0.1664, 0.1480},
+                                                                  {0.1869, 0.1667, 0.1668, 0.1571, 0.1661, 0.1564},
+                                                                  {0.1830, 0.1669, 0.1670, 0.1588, 0.1658, 0.1585},
+                                                                  {0.1935, 0.1663, 0.1666, 0.1542, 0.1666, 0.1529}})));
 }
 
 TEST(GoldenSelfAttentionV2, Seed123Output) {
@@ -277,12 +272,8 @@ TEST(GoldenMultiHead, Seed123StackedBatch) {
   m.dropout = 0.0;
   m.batch_size = 2;
   const Trace t = traceOf(m);
-  const Matrix printed = rows({{0.3190, 0.4858},
-                               {0.2943, 0.3897},
-                               {0.2856, 0.3593},
-                               {0.2693, 0.3873},
-                               {0.2639, 0.3928},
-                               {0.2575, 0.4028}});
+  const Matrix printed = rows(
+      {{0.3190, 0.4858}, {0.2943, 0.3897}, {0.2856, 0.3593}, {0.2693, 0.3873}, {0.2639, 0.3928}, {0.2575, 0.4028}});
   ASSERT_EQ(t.batches.size(), 2u);
   for (const BatchTrace& bt : t.batches) EXPECT_TRUE(matchesPrinted(bt.output, printed));
   // 004 In[41]/In[42]: the seed-123 W_query(batch) viewed as (B, T, heads=2, head_dim=1):

@@ -43,28 +43,23 @@ nlohmann::json modelJson(const ModelConfig& model) {
   if (a.tokens != b.tokens) return ::testing::AssertionFailure() << "tokens differ";
   if (auto e = test::bitwiseEqual(a.embeddings, b.embeddings); !e)
     return ::testing::AssertionFailure() << "embeddings: " << e.message();
-  if (a.random.has_value() != b.random.has_value())
-    return ::testing::AssertionFailure() << "random: set in one only";
+  if (a.random.has_value() != b.random.has_value()) return ::testing::AssertionFailure() << "random: set in one only";
   if (a.random && (a.random->normal != b.random->normal || a.random->seed != b.random->seed ||
                    a.random->rows != b.random->rows || a.random->cols != b.random->cols))
     return ::testing::AssertionFailure() << "random recipes differ";
   const ModelConfig &m = a.model, &n = b.model;
   if (m.variant != n.variant || m.d_out != n.d_out || m.num_heads != n.num_heads ||
-      !sameDoubleBits(m.dropout, n.dropout) || m.seed != n.seed || m.qkv_bias != n.qkv_bias ||
-      m.causal != n.causal || m.scale != n.scale || m.training != n.training ||
-      m.batch_size != n.batch_size || m.normalization != n.normalization ||
-      modelJson(m) != modelJson(n))
-    return ::testing::AssertionFailure() << "models differ: " << modelJson(m).dump() << " vs "
-                                         << modelJson(n).dump();
+      !sameDoubleBits(m.dropout, n.dropout) || m.seed != n.seed || m.qkv_bias != n.qkv_bias || m.causal != n.causal ||
+      m.scale != n.scale || m.training != n.training || m.batch_size != n.batch_size ||
+      m.normalization != n.normalization || modelJson(m) != modelJson(n))
+    return ::testing::AssertionFailure() << "models differ: " << modelJson(m).dump() << " vs " << modelJson(n).dump();
   if (a.view != b.view)
-    return ::testing::AssertionFailure() << "views differ: " << a.view.dump() << " vs "
-                                         << b.view.dump();
+    return ::testing::AssertionFailure() << "views differ: " << a.view.dump() << " vs " << b.view.dump();
   return ::testing::AssertionSuccess();
 }
 
 // Applies an edit the way the app does: a copy is changed, then (before, after) is recorded.
-void edit(History& h, Workspace& ws, const std::function<void(Workspace&)>& change,
-          const std::string& gesture = "") {
+void edit(History& h, Workspace& ws, const std::function<void(Workspace&)>& change, const std::string& gesture = "") {
   Workspace next = ws;
   change(next);
   h.record(ws, next, gesture);
@@ -188,8 +183,8 @@ TEST(History, HundredDragsOnOneCellOfGpt2SizedInputsAreOneSmallStep) {
   Workspace ws = gpt2Sized();
   const Workspace original = ws;
   for (int k = 0; k < 100; ++k)
-    edit(h, ws, [k](Workspace& w) { setEmbedding(w, 517, 300, 0.01f * static_cast<float>(k)); },
-         "embeddings[517][300]");
+    edit(
+        h, ws, [k](Workspace& w) { setEmbedding(w, 517, 300, 0.01f * static_cast<float>(k)); }, "embeddings[517][300]");
   h.endGesture();
   const Workspace dragged = ws;
   EXPECT_EQ(h.undoSteps(), 1u);
@@ -249,13 +244,24 @@ TEST(History, AGestureMergesEveryKindOfPartIntoOneStep) {
   const Workspace original = ws;
   // One gesture touching the model, the tokens, the view, the recipe and the shape: the step
   // keeps each part's first `before` and its newest `after`.
-  edit(h, ws, [](Workspace& w) { setInputWidth(w, 5, 2); }, "g");
-  edit(h, ws, [](Workspace& w) { renameToken(w, 2, "begins"); }, "g");
-  edit(h, ws, [](Workspace& w) { w.view["zoom"] = 2.5; }, "g");
-  edit(h, ws, [](Workspace& w) { setEmbedding(w, 1, 4, -0.0f); }, "g");
-  edit(h, ws, [](Workspace& w) { w.random = RandomEmbeddings{false, 9, 6, 5}; }, "g");
-  edit(h, ws, [](Workspace& w) { w.model.seed = 77; }, "g");
-  edit(h, ws, [](Workspace& w) { setInputWidth(w, 4, 3); }, "g");
+  edit(
+      h, ws, [](Workspace& w) { setInputWidth(w, 5, 2); }, "g");
+  edit(
+      h, ws, [](Workspace& w) { renameToken(w, 2, "begins"); }, "g");
+  edit(
+      h, ws, [](Workspace& w) { w.view["zoom"] = 2.5; }, "g");
+  edit(
+      h, ws, [](Workspace& w) { setEmbedding(w, 1, 4, -0.0f); }, "g");
+  edit(
+      h, ws,
+      [](Workspace& w) {
+        w.random = RandomEmbeddings{false, 9, 6, 5};
+      },
+      "g");
+  edit(
+      h, ws, [](Workspace& w) { w.model.seed = 77; }, "g");
+  edit(
+      h, ws, [](Workspace& w) { setInputWidth(w, 4, 3); }, "g");
   const Workspace final_state = ws;
   EXPECT_EQ(h.undoSteps(), 1u);
   EXPECT_TRUE(h.undo(ws));
@@ -271,13 +277,16 @@ TEST(History, AGestureBackWhereItBeganLeavesNoStep) {
   const Workspace start = ws;
   const std::size_t bytes = h.bytes();
   for (int d_in : {4, 6, 3})  // a d_in slider dragged out and back: kept columns are unchanged
-    edit(h, ws, [d_in](Workspace& w) { setInputWidth(w, d_in, 5); }, "slider d_in");
+    edit(
+        h, ws, [d_in](Workspace& w) { setInputWidth(w, d_in, 5); }, "slider d_in");
   EXPECT_TRUE(sameWorkspace(ws, start));
   EXPECT_EQ(h.undoSteps(), 1u);
   EXPECT_EQ(h.bytes(), bytes);
   // The gesture goes on from there: its step still undoes to where it began.
-  edit(h, ws, [](Workspace& w) { setInputWidth(w, 7, 5); }, "slider d_in");
-  edit(h, ws, [](Workspace& w) { setInputWidth(w, 8, 5); }, "slider d_in");
+  edit(
+      h, ws, [](Workspace& w) { setInputWidth(w, 7, 5); }, "slider d_in");
+  edit(
+      h, ws, [](Workspace& w) { setInputWidth(w, 8, 5); }, "slider d_in");
   EXPECT_EQ(h.undoSteps(), 2u);
   EXPECT_TRUE(h.undo(ws));
   EXPECT_TRUE(sameWorkspace(ws, start));
@@ -289,13 +298,13 @@ TEST(History, AGesturesCellListFallsBackToMatricesWhenItGrows) {
   const Workspace original = ws;
   std::vector<std::size_t> bytes;
   for (int k = 0; k < 100; ++k) {  // paint 100 different cells in one stroke
-    edit(h, ws, [k](Workspace& w) { w.embeddings(k / 32, (k * 7) % 32) = static_cast<float>(k); },
-         "paint");
+    edit(
+        h, ws, [k](Workspace& w) { w.embeddings(k / 32, (k * 7) % 32) = static_cast<float>(k); }, "paint");
     bytes.push_back(h.bytes());
   }
   EXPECT_EQ(h.undoSteps(), 1u);
-  EXPECT_LT(bytes[10], 1024u);                     // a cell list while it is short…
-  EXPECT_GE(bytes.back(), 2u * 1024u * 4u);        // …both matrices once it is long
+  EXPECT_LT(bytes[10], 1024u);               // a cell list while it is short…
+  EXPECT_GE(bytes.back(), 2u * 1024u * 4u);  // …both matrices once it is long
   EXPECT_LT(bytes.back(), 2u * 1024u * 4u + 1024u);
   const Workspace painted = ws;
   EXPECT_TRUE(h.undo(ws));
@@ -368,9 +377,7 @@ TEST(History, TheBudgetDropsTheOldestSteps) {
     History h(budget);
     Workspace ws = filled(n, n, 0.0f);
     for (int k = 1; k <= 20; ++k) {
-      edit(h, ws, [n, k](Workspace& w) {
-        w.embeddings = Matrix::Constant(n, n, static_cast<float>(k));
-      });
+      edit(h, ws, [n, k](Workspace& w) { w.embeddings = Matrix::Constant(n, n, static_cast<float>(k)); });
       EXPECT_LE(h.bytes(), budget);
       EXPECT_TRUE(h.canUndo());
     }
@@ -415,12 +422,15 @@ TEST(History, AStepOverTheWholeBudgetIsNotKept) {
   Workspace w = filled(32, 32, 0.0f);  // whole matrices: 8 KiB
   edit(g, w, [](Workspace& x) { x.embeddings(0, 0) = 1.0f; });
   for (int k = 0; k < 100; ++k)
-    edit(g, w, [k](Workspace& x) { x.embeddings(1 + k / 32, k % 32) = 1.0f; }, "paint");
+    edit(
+        g, w, [k](Workspace& x) { x.embeddings(1 + k / 32, k % 32) = 1.0f; }, "paint");
   EXPECT_FALSE(g.canUndo());
-  edit(g, w, [](Workspace& x) { x.embeddings(9, 9) = 9.0f; }, "paint");
+  edit(
+      g, w, [](Workspace& x) { x.embeddings(9, 9) = 9.0f; }, "paint");
   EXPECT_FALSE(g.canUndo());
   g.endGesture();
-  edit(g, w, [](Workspace& x) { x.embeddings(9, 9) = 10.0f; }, "paint");
+  edit(
+      g, w, [](Workspace& x) { x.embeddings(9, 9) = 10.0f; }, "paint");
   EXPECT_EQ(g.undoSteps(), 1u);
   EXPECT_TRUE(g.undo(w));
   EXPECT_EQ(w.embeddings(9, 9), 9.0f);
@@ -516,17 +526,29 @@ TEST(History, EachPartUndoesAndRedoesExactly) {
     std::function<void(Workspace&)> change;
   };
   const std::vector<Case> cases = {
-      {"model", [](Workspace& w) { w.model.num_heads = 1; w.model.dropout = 0.25; }},
+      {"model",
+       [](Workspace& w) {
+         w.model.num_heads = 1;
+         w.model.dropout = 0.25;
+       }},
       {"model variant", [](Workspace& w) { w.model = defaultConfig(Variant::Causal); }},
       {"tokens", [](Workspace& w) { renameToken(w, 0, "My"); }},
-      {"random", [](Workspace& w) { w.random = RandomEmbeddings{true, 42, 6, 3}; }},
+      {"random",
+       [](Workspace& w) {
+         w.random = RandomEmbeddings{true, 42, 6, 3};
+       }},
       {"random cleared", [](Workspace& w) { w.random.reset(); }},
-      {"view", [](Workspace& w) { w.view["tab"] = "pipeline"; w.view["zoom"] = 3; }},
+      {"view",
+       [](Workspace& w) {
+         w.view["tab"] = "pipeline";
+         w.view["zoom"] = 3;
+       }},
       {"one cell", [](Workspace& w) { setEmbedding(w, 5, 2, 9.5f); }},
       {"every cell", [](Workspace& w) { randomizeEmbeddings(w, 77); }},
       {"shape (token)", [](Workspace& w) { insertToken(w, 2, "new", 8); }},
       {"shape (width)", [](Workspace& w) { setInputWidth(w, 8, 4); }},
-      {"everything", [](Workspace& w) {
+      {"everything",
+       [](Workspace& w) {
          setSentence(w, "a b c d e f g h", 3);
          w.model.causal = false;
          w.random = RandomEmbeddings{false, 1, 8, 3};
@@ -561,8 +583,8 @@ TEST(History, UndoesInputsPanelEditsExactly) {
   edit(h, ws, [](Workspace& w) { setInputWidth(w, 5, 2); });
   const std::string d1 = dumpWorkspace(ws);
   for (int k = 0; k < 20; ++k)  // a drag of one cell
-    edit(h, ws, [k](Workspace& w) { setEmbedding(w, 1, 4, 0.05f * static_cast<float>(k)); },
-         "embeddings[1][4]");
+    edit(
+        h, ws, [k](Workspace& w) { setEmbedding(w, 1, 4, 0.05f * static_cast<float>(k)); }, "embeddings[1][4]");
   h.endGesture();
   const std::string d2 = dumpWorkspace(ws);
   edit(h, ws, [](Workspace& w) { insertToken(w, 3, "new", 8); });
@@ -585,9 +607,7 @@ TEST(History, UndoesInputsPanelEditsExactly) {
 
 // ---- random runs --------------------------------------------------------------------------------
 
-int pick(std::mt19937& rng, int lo, int hi) {
-  return std::uniform_int_distribution<int>(lo, hi)(rng);
-}
+int pick(std::mt19937& rng, int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); }
 
 // One random edit of any part: cells, tokens, the model, the shape, the recipe, the view, or
 // nothing at all.
@@ -611,8 +631,7 @@ void randomEdit(std::mt19937& rng, Workspace& w, int max_rows, int max_cols) {
       e(r, c) = value(rng);
     }
   } else if (kind < 50) {  // rename a token
-    w.tokens[static_cast<std::size_t>(pick(rng, 0, int(w.tokens.size()) - 1))] =
-        "w" + std::to_string(pick(rng, 0, 30));
+    w.tokens[static_cast<std::size_t>(pick(rng, 0, int(w.tokens.size()) - 1))] = "w" + std::to_string(pick(rng, 0, 30));
   } else if (kind < 65) {  // one model field
     ModelConfig& m = w.model;
     switch (pick(rng, 0, 10)) {
@@ -627,8 +646,7 @@ void randomEdit(std::mt19937& rng, Workspace& w, int max_rows, int max_cols) {
       case 8: m.training = !m.training; break;
       case 9: m.batch_size = pick(rng, 1, 4); break;
       default:
-        m.normalization = m.normalization == Normalization::Softmax ? Normalization::Sum
-                                                                    : Normalization::Softmax;
+        m.normalization = m.normalization == Normalization::Softmax ? Normalization::Sum : Normalization::Softmax;
     }
   } else if (kind < 77) {  // a new shape: tokens and rows in step, kept cells unchanged
     const int rows = pick(rng, 1, max_rows), cols = pick(rng, 1, max_cols);
@@ -642,8 +660,8 @@ void randomEdit(std::mt19937& rng, Workspace& w, int max_rows, int max_cols) {
     if (pick(rng, 0, 2) == 0)
       w.random.reset();
     else
-      w.random = RandomEmbeddings{pick(rng, 0, 1) == 1, static_cast<std::uint32_t>(pick(rng, 0, 9)),
-                                  int(e.rows()), int(e.cols())};
+      w.random = RandomEmbeddings{pick(rng, 0, 1) == 1, static_cast<std::uint32_t>(pick(rng, 0, 9)), int(e.rows()),
+                                  int(e.cols())};
   } else if (kind < 94) {  // the view
     w.view[pick(rng, 0, 1) ? "zoom" : "tab"] = pick(rng, 0, 3);
   }  // else: nothing changes
@@ -658,8 +676,7 @@ TEST(History, RandomEditsUndoAndRedoExactly) {
     std::mt19937 rng(seed);
     History h;
     Workspace ws = filled(8, 5, 0.0f);
-    for (Eigen::Index i = 0; i < ws.embeddings.size(); ++i)
-      ws.embeddings.data()[i] = 0.1f * float(i);
+    for (Eigen::Index i = 0; i < ws.embeddings.size(); ++i) ws.embeddings.data()[i] = 0.1f * float(i);
     const Workspace original = ws;
     // timeline[i]: the state after i undo steps; the present is timeline[undoSteps()].
     std::vector<Workspace> timeline = {ws};
@@ -678,7 +695,8 @@ TEST(History, RandomEditsUndoAndRedoExactly) {
       } else if (op < 15) {
         h.endGesture();
       } else {
-        edit(h, ws, [&](Workspace& w) { randomEdit(rng, w, 20, 12); }, gestures[pick(rng, 0, 3)]);
+        edit(
+            h, ws, [&](Workspace& w) { randomEdit(rng, w, 20, 12); }, gestures[pick(rng, 0, 3)]);
         ++edits;
         timeline.resize(h.undoSteps() + h.redoSteps() + 1);
         timeline[h.undoSteps()] = ws;
@@ -714,7 +732,8 @@ TEST(History, RandomEditsUnderASmallBudgetStayConsistent) {
     const char* gestures[] = {"", "drag"};
     for (int edits = 0; edits < 200; ++edits) {
       if (pick(rng, 0, 9) == 0) h.endGesture();
-      edit(h, ws, [&](Workspace& w) { randomEdit(rng, w, 80, 48); }, gestures[pick(rng, 0, 1)]);
+      edit(
+          h, ws, [&](Workspace& w) { randomEdit(rng, w, 80, 48); }, gestures[pick(rng, 0, 1)]);
       seen.push_back(ws);
       ASSERT_LE(h.bytes(), budget);
     }

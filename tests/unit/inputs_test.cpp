@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/errors.h"
-#include "test_support.h"
 #include "editing/token_table.h"
+#include "engine/errors.h"
 #include "formats/workspace_file.h"
+#include "test_support.h"
 
 namespace attnscope {
 namespace {
@@ -56,9 +56,8 @@ TEST(WordEmbedding, MatchesTorchRandOfTheWordHash) {
   EXPECT_TRUE(test::bitwiseEqual(rowOf(wordEmbedding("journey", 3, 123)),
                                  rowOf({0.9365062117576599, 0.10838896036148071, 0.32853078842163086})));
   // "step", seed 0 → h = 679701503
-  EXPECT_TRUE(test::bitwiseEqual(
-      rowOf(wordEmbedding("step", 4, 0)),
-      rowOf({0.61252361536026, 0.687980055809021, 0.0547526478767395, 0.13238263130187988})));
+  EXPECT_TRUE(test::bitwiseEqual(rowOf(wordEmbedding("step", 4, 0)), rowOf({0.61252361536026, 0.687980055809021,
+                                                                            0.0547526478767395, 0.13238263130187988})));
   // "naïve" (UTF-8 bytes), seed 42 → h = 3411986193
   EXPECT_TRUE(test::bitwiseEqual(rowOf(wordEmbedding("na\xc3\xafve", 3, 42)),
                                  rowOf({0.688872754573822, 0.002256333827972412, 0.7847124934196472})));
@@ -68,7 +67,9 @@ TEST(WordEmbedding, MatchesTorchRandOfTheWordHash) {
                                  rowOf({0.9102786183357239, 0.8666620254516602, 0.44330596923828125})));
   EXPECT_TRUE(test::bitwiseEqual(rowOf(wordEmbedding("NA\xc3\x8fVE", 3, 42)),
                                  rowOf({0.688872754573822, 0.002256333827972412, 0.7847124934196472})));
-  EXPECT_TRUE(test::bitwiseEqual(rowOf(wordEmbedding("\xc3\x9c" "ber", 3, 1)),
+  EXPECT_TRUE(test::bitwiseEqual(rowOf(wordEmbedding("\xc3\x9c"
+                                                     "ber",
+                                                     3, 1)),
                                  rowOf({0.18208247423171997, 0.1839403510093689, 0.36391115188598633})));
   // A wider d_in continues the same draws: torch.rand(5) starts with torch.rand(3).
   EXPECT_TRUE(test::bitwiseEqual(rowOf(wordEmbedding("journey", 5, 123)),
@@ -104,20 +105,28 @@ TEST(WordEmbedding, SameWordSameVectorInAnySentenceAndPosition) {
 TEST(WordEmbedding, FoldCase) {
   EXPECT_EQ(foldCase("The"), "the");
   EXPECT_EQ(foldCase("ABC xyz 09"), "abc xyz 09");
-  EXPECT_EQ(foldCase("\xc3\x9c" "BER"), "\xc3\xbc" "ber");        // Über → über
-  EXPECT_EQ(foldCase("\xc3\x97"), "\xc3\x97");                 // × is no letter
+  EXPECT_EQ(foldCase("\xc3\x9c"
+                     "BER"),
+            "\xc3\xbc"
+            "ber");                                             // Über → über
+  EXPECT_EQ(foldCase("\xc3\x97"), "\xc3\x97");                  // × is no letter
   EXPECT_EQ(foldCase("\xce\x91\xce\x92"), "\xce\xb1\xce\xb2");  // ΑΒ → αβ
-  EXPECT_EQ(foldCase("\xd0\x96"), "\xd0\xb6");                 // Ж → ж
-  EXPECT_EQ(foldCase("\xc5\x81" "\xc3\xb3" "d\xc5\xba"), "\xc5\x82" "\xc3\xb3" "d\xc5\xba");  // Łódź → łódź
-  EXPECT_EQ(foldCase("\xe2\x82\xac\xff"), "\xe2\x82\xac\xff");   // € and a stray byte stay
+  EXPECT_EQ(foldCase("\xd0\x96"), "\xd0\xb6");                  // Ж → ж
+  EXPECT_EQ(foldCase("\xc5\x81"
+                     "\xc3\xb3"
+                     "d\xc5\xba"),
+            "\xc5\x82"
+            "\xc3\xb3"
+            "d\xc5\xba");                                       // Łódź → łódź
+  EXPECT_EQ(foldCase("\xe2\x82\xac\xff"), "\xe2\x82\xac\xff");  // € and a stray byte stay
 }
 
 TEST(WordEmbedding, DifferentWordsSeedsAndWidthsDiffer) {
   const std::vector<float> step = wordEmbedding("step", 4, 1);
-  EXPECT_EQ(step, wordEmbedding("Step", 4, 1));   // case-insensitive: one word
+  EXPECT_EQ(step, wordEmbedding("Step", 4, 1));  // case-insensitive: one word
   EXPECT_EQ(step, wordEmbedding("STEP", 4, 1));
   EXPECT_NE(step, wordEmbedding("steps", 4, 1));
-  EXPECT_NE(step, wordEmbedding("step", 4, 2));   // another seed
+  EXPECT_NE(step, wordEmbedding("step", 4, 2));  // another seed
   EXPECT_NE(wordEmbedding("ab", 4, 0), wordEmbedding("ba", 4, 0));
   const std::vector<float> wide = wordEmbedding("step", 7, 1);
   ASSERT_EQ(wide.size(), 7u);
@@ -141,17 +150,17 @@ TEST(WordEmbedding, ValuesAreInTheUnitInterval) {
 TEST(SplitSentence, WordsAndPunctuation) {
   EXPECT_EQ(splitSentence(kBookSentence, 100), kBookTokens);
   EXPECT_EQ(splitSentence("  Hello,\tworld!\nIs it:  one; step? Yes.", 100),
-            (std::vector<std::string>{"Hello", ",", "world", "!", "Is", "it", ":", "one", ";",
-                                      "step", "?", "Yes", "."}));
+            (std::vector<std::string>{"Hello", ",", "world", "!", "Is", "it", ":", "one", ";", "step", "?", "Yes",
+                                      "."}));
   EXPECT_EQ(splitSentence("wait...", 100), (std::vector<std::string>{"wait", ".", ".", "."}));
-  EXPECT_EQ(splitSentence("don't na\xc3\xafve", 100),
-            (std::vector<std::string>{"don't", "na\xc3\xafve"}));
+  EXPECT_EQ(splitSentence("don't na\xc3\xafve", 100), (std::vector<std::string>{"don't", "na\xc3\xafve"}));
   EXPECT_EQ(splitSentence(kBookSentence, 6).size(), 6u);  // exactly at the limit is fine
 }
 
 // The sentence field shows the tokens as they were typed: punctuation joined to its word.
 TEST(SplitSentence, JoinedAgainAsTyped) {
-  EXPECT_EQ(joinSentence(splitSentence("Hello, world! Is it: one; step? Yes.", 100)), "Hello, world! Is it: one; step? Yes.");
+  EXPECT_EQ(joinSentence(splitSentence("Hello, world! Is it: one; step? Yes.", 100)),
+            "Hello, world! Is it: one; step? Yes.");
   EXPECT_EQ(joinSentence(splitSentence("wait...", 100)), "wait...");
   EXPECT_EQ(joinSentence(kBookTokens), kBookSentence);
   for (const char* s : {"a , b", ". starts", "x.y", ",,"})
@@ -177,8 +186,7 @@ TEST(SetSentence, TokensRowsAndModel) {
   ASSERT_EQ(ws.embeddings.rows(), 4);
   ASSERT_EQ(ws.embeddings.cols(), 4);  // d_in is kept
   for (int i = 0; i < 4; ++i)
-    EXPECT_TRUE(test::bitwiseEqual(ws.embeddings.row(i), rowOf(wordEmbedding(ws.tokens[i], 4, 77))))
-        << ws.tokens[i];
+    EXPECT_TRUE(test::bitwiseEqual(ws.embeddings.row(i), rowOf(wordEmbedding(ws.tokens[i], 4, 77)))) << ws.tokens[i];
   EXPECT_EQ(ws.model.d_out, 2);  // multihead's d_out is its own
   EXPECT_NO_THROW(validateModel(ws.model, 4, 4, Limits{}));
 }
@@ -193,20 +201,20 @@ TEST(RandomizeEmbeddings, EqualsTorchRand) {
   removeToken(ws, 3);
   removeToken(ws, 2);
   randomizeEmbeddings(ws, 7);
-  EXPECT_TRUE(test::bitwiseEqual(ws.embeddings, test::rows({{0.5349225401878357, 0.19880318641662598, 0.6592116951942444},
-                                                            {0.6568902730941772, 0.23276156187057495, 0.4250614047050476}})));
+  EXPECT_TRUE(
+      test::bitwiseEqual(ws.embeddings, test::rows({{0.5349225401878357, 0.19880318641662598, 0.6592116951942444},
+                                                    {0.6568902730941772, 0.23276156187057495, 0.4250614047050476}})));
   EXPECT_EQ(ws.tokens, (std::vector<std::string>{"Your", "journey"}));
   // torch.manual_seed(2024); torch.rand(6, 3)
   Workspace book = bookExample();
   randomizeEmbeddings(book, 2024);
-  EXPECT_TRUE(test::bitwiseEqual(
-      book.embeddings,
-      test::rows({{0.5317158699035645, 0.8312679529190063, 0.9718379974365234},
-                  {0.11930084228515625, 0.16690224409103394, 0.3494589328765869},
-                  {0.21499240398406982, 0.6201280951499939, 0.4848504662513733},
-                  {0.7492141127586365, 0.15209585428237915, 0.562518835067749},
-                  {0.173475444316864, 0.7045942544937134, 0.9265328645706177},
-                  {0.4060955047607422, 0.30449897050857544, 0.9073178768157959}})));
+  EXPECT_TRUE(
+      test::bitwiseEqual(book.embeddings, test::rows({{0.5317158699035645, 0.8312679529190063, 0.9718379974365234},
+                                                      {0.11930084228515625, 0.16690224409103394, 0.3494589328765869},
+                                                      {0.21499240398406982, 0.6201280951499939, 0.4848504662513733},
+                                                      {0.7492141127586365, 0.15209585428237915, 0.562518835067749},
+                                                      {0.173475444316864, 0.7045942544937134, 0.9265328645706177},
+                                                      {0.4060955047607422, 0.30449897050857544, 0.9073178768157959}})));
   EXPECT_EQ(book.tokens, kBookTokens);
 }
 
@@ -340,13 +348,12 @@ TEST(SetInputWidth, GrowWithSeededColumnsShrinkFromTheEnd) {
   ASSERT_EQ(ws.embeddings.cols(), 5);
   EXPECT_TRUE(test::bitwiseEqual(ws.embeddings.leftCols(3), before.embeddings));
   // /usr/bin/python3: torch.manual_seed(11); torch.rand(6, 2)
-  EXPECT_TRUE(test::bitwiseEqual(ws.embeddings.rightCols(2),
-                                 test::rows({{0.14904171228408813, 0.4865531325340271},
-                                             {0.985661506652832, 0.16840142011642456},
-                                             {0.5839434266090393, 0.6935991644859314},
-                                             {0.5830848813056946, 0.12843775749206543},
-                                             {0.5721226334571838, 0.924839437007904},
-                                             {0.2693377733230591, 0.7824568748474121}})));
+  EXPECT_TRUE(test::bitwiseEqual(ws.embeddings.rightCols(2), test::rows({{0.14904171228408813, 0.4865531325340271},
+                                                                         {0.985661506652832, 0.16840142011642456},
+                                                                         {0.5839434266090393, 0.6935991644859314},
+                                                                         {0.5830848813056946, 0.12843775749206543},
+                                                                         {0.5721226334571838, 0.924839437007904},
+                                                                         {0.2693377733230591, 0.7824568748474121}})));
   EXPECT_EQ(ws.tokens, kBookTokens);
   setInputWidth(ws, 2, 11);
   EXPECT_TRUE(test::bitwiseEqual(ws.embeddings, before.embeddings.leftCols(2)));
@@ -372,9 +379,12 @@ TEST(Refusals, LeaveTheWorkspaceUnchanged) {
       {"insert past the end", Variant::MultiHead, [](Workspace& w) { insertToken(w, 7, "x", 1); }, "tokens[7]"},
       {"insert before 0", Variant::MultiHead, [](Workspace& w) { insertToken(w, -1, "x", 1); }, "tokens[-1]"},
       {"insert beyond max_tokens", Variant::MultiHead, [&](Workspace& w) { insertToken(w, 0, "x", 1, six); }, "tokens"},
-      {"insert beyond attention cells", Variant::MultiHead, [&](Workspace& w) { insertToken(w, 0, "x", 1, cells); }, "model.batch_size"},
-      {"sentence beyond attention cells", Variant::MultiHead, [&](Workspace& w) { setSentence(w, "a b c d e f g", 1, cells); }, "model.batch_size"},
-      {"sentence beyond max_tokens", Variant::MultiHead, [&](Workspace& w) { setSentence(w, "a b c d e f g", 1, six); }, "sentence"},
+      {"insert beyond attention cells", Variant::MultiHead, [&](Workspace& w) { insertToken(w, 0, "x", 1, cells); },
+       "model.batch_size"},
+      {"sentence beyond attention cells", Variant::MultiHead,
+       [&](Workspace& w) { setSentence(w, "a b c d e f g", 1, cells); }, "model.batch_size"},
+      {"sentence beyond max_tokens", Variant::MultiHead, [&](Workspace& w) { setSentence(w, "a b c d e f g", 1, six); },
+       "sentence"},
       {"empty sentence", Variant::MultiHead, [](Workspace& w) { setSentence(w, " ", 1); }, "sentence"},
       {"remove out of range", Variant::MultiHead, [](Workspace& w) { removeToken(w, 6); }, "tokens[6]"},
       {"move from out of range", Variant::MultiHead, [](Workspace& w) { moveToken(w, 6, 0); }, "tokens[6]"},

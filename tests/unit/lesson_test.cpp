@@ -101,7 +101,8 @@ TEST(LessonParse, AValidLessonGivesEveryField) {
   const std::vector<std::string> seed = seedLines();
   ASSERT_GE(seed.size(), 19u);
   ASSERT_EQ(s.code->lines.size(), 10u);
-  for (int k = 0; k < 10; ++k) EXPECT_EQ(s.code->lines[static_cast<std::size_t>(k)], seed[static_cast<std::size_t>(9 + k)]);
+  for (int k = 0; k < 10; ++k)
+    EXPECT_EQ(s.code->lines[static_cast<std::size_t>(k)], seed[static_cast<std::size_t>(9 + k)]);
   EXPECT_EQ(s.code->lines[1], "    attn_scores = inputs @ inputs.T");
   EXPECT_EQ(s.maps, (std::vector<std::string>{"scores", "weights"}));
   EXPECT_EQ(s.prints, "tensor([[0.9995, 0.9544],\n        [0.9544, 1.4950]])");  // lines joined
@@ -123,8 +124,8 @@ TEST(LessonParse, MapsAreTheGridsHeatmapColumns) {
     if (s.heatmap) expected.push_back(s.id);
   for (const ModuleMapInfo& m : moduleMapTable()) expected.push_back(m.id);
   EXPECT_EQ(lessonMapIds(), expected);
-  for (const char* id : {"scores", "masked_scores", "scaled_scores", "weights", "dropout_mask", "dropped_weights", "context",
-                         "concat", "output"}) {
+  for (const char* id : {"scores", "masked_scores", "scaled_scores", "weights", "dropout_mask", "dropped_weights",
+                         "context", "concat", "output"}) {
     json step = minimalStep();
     step["maps"] = {id};
     EXPECT_NO_THROW(parseLesson(lessonText({step}), "")) << id;
@@ -132,7 +133,10 @@ TEST(LessonParse, MapsAreTheGridsHeatmapColumns) {
   // Another list of known maps is one argument away.
   json step = minimalStep();
   step["maps"] = {"attention_lines"};
-  EXPECT_EQ(errorOf([&] { parseLesson(lessonText({step}), ""); }).rfind("step 1: maps: unknown map 'attention_lines'", 0), 0u);
+  EXPECT_EQ(errorOf([&] {
+              parseLesson(lessonText({step}), "");
+            }).rfind("step 1: maps: unknown map 'attention_lines'", 0),
+            0u);
   EXPECT_NO_THROW(parseLesson(lessonText({step}), "", {"attention_lines", "weights"}));
 }
 
@@ -144,18 +148,24 @@ TEST(LessonParse, DamagedLessonsNameTheStepAndTheField) {
   auto withStep = [](const json& step) { return lessonText({minimalStep(), minimalStep(), step}); };
   json s;
   std::vector<Case> cases;
-  cases.push_back({"{\"format\": \"attnscope-lesson\", \"version\": 1, \"title\": \"T\", \"steps\": [", "lesson: not valid JSON: "});
+  cases.push_back({"{\"format\": \"attnscope-lesson\", \"version\": 1, \"title\": \"T\", \"steps\": [",
+                   "lesson: not valid JSON: "});
   cases.push_back({"", "lesson: not valid JSON: "});
   cases.push_back({"[1, 2]", "lesson: expected an object"});
-  cases.push_back({json{{"format", "attnscope-workspace"}, {"version", 1}, {"title", "T"}, {"steps", {minimalStep()}}}.dump(),
-                   "format: expected \"attnscope-lesson\", got \"attnscope-workspace\""});
-  cases.push_back({json{{"format", "attnscope-lesson"}, {"version", 2}, {"title", "T"}, {"steps", {minimalStep()}}}.dump(),
-                   "version: expected 1, got 2"});
-  cases.push_back({json{{"format", "attnscope-lesson"}, {"version", 1}, {"steps", {minimalStep()}}}.dump(), "title: required"});
+  cases.push_back(
+      {json{{"format", "attnscope-workspace"}, {"version", 1}, {"title", "T"}, {"steps", {minimalStep()}}}.dump(),
+       "format: expected \"attnscope-lesson\", got \"attnscope-workspace\""});
+  cases.push_back(
+      {json{{"format", "attnscope-lesson"}, {"version", 2}, {"title", "T"}, {"steps", {minimalStep()}}}.dump(),
+       "version: expected 1, got 2"});
+  cases.push_back(
+      {json{{"format", "attnscope-lesson"}, {"version", 1}, {"steps", {minimalStep()}}}.dump(), "title: required"});
   cases.push_back({json{{"format", "attnscope-lesson"}, {"version", 1}, {"title", "T"}}.dump(), "steps: required"});
   cases.push_back({lessonText({}), "steps: a lesson needs at least one step"});
-  cases.push_back({json{{"format", "attnscope-lesson"}, {"version", 1}, {"title", "T"}, {"steps", {minimalStep()}}, {"author", "x"}}.dump(),
-                   "lesson: unknown field 'author' (expected one of: format, version, title, steps)"});
+  cases.push_back(
+      {json{{"format", "attnscope-lesson"}, {"version", 1}, {"title", "T"}, {"steps", {minimalStep()}}, {"author", "x"}}
+           .dump(),
+       "lesson: unknown field 'author' (expected one of: format, version, title, steps)"});
   cases.push_back({withStep(5), "step 3: expected an object"});
   s = minimalStep();
   s.erase("title");
@@ -165,7 +175,8 @@ TEST(LessonParse, DamagedLessonsNameTheStepAndTheField) {
   cases.push_back({withStep(s), "step 3: text: expected a string, got a number"});
   s = minimalStep();
   s["cmds"] = json::array();
-  cases.push_back({withStep(s), "step 3: unknown field 'cmds' (expected one of: title, text, commands, code, maps, prints)"});
+  cases.push_back(
+      {withStep(s), "step 3: unknown field 'cmds' (expected one of: title, text, commands, code, maps, prints)"});
   s = minimalStep();
   s["commands"] = {{{"do", "preset"}, {"name", "simple"}}, {{"do", "sett"}, {"field", "d_out"}}};
   cases.push_back({withStep(s), "step 3: command 2 (sett): unknown command 'sett'"});
@@ -280,17 +291,26 @@ TEST(LessonParse, OnlyFilesBesideTheLesson) {
     return errorOf([&] { loadLesson(path); });
   };
   const std::string lesson = dir.path() + "/l.json: step 1: ";
-  EXPECT_EQ(codeError("/etc/passwd"), lesson + "code.file: '/etc/passwd' is an absolute path: a lesson names files beside it, relative to its folder");
-  EXPECT_EQ(codeError(secret), lesson + "code.file: '" + secret + "' is an absolute path: a lesson names files beside it, relative to its folder");
-  EXPECT_EQ(codeError("../x.py"), lesson + "code.file: '../x.py' leaves the lesson's folder (\"..\"): a lesson names files beside it");
-  EXPECT_EQ(codeError("sub/../../x.py"), lesson + "code.file: 'sub/../../x.py' leaves the lesson's folder (\"..\"): a lesson names files beside it");
-  EXPECT_EQ(codeError("link.py").rfind(lesson + "code.file: 'link.py' leads out of the lesson's folder", 0), 0u) << codeError("link.py");
-  EXPECT_EQ(codeError("out/secret.py").rfind(lesson + "code.file: 'out/secret.py' leads out of the lesson's folder", 0), 0u);
+  EXPECT_EQ(codeError("/etc/passwd"),
+            lesson +
+                "code.file: '/etc/passwd' is an absolute path: a lesson names files beside it, relative to its folder");
+  EXPECT_EQ(codeError(secret), lesson + "code.file: '" + secret +
+                                   "' is an absolute path: a lesson names files beside it, relative to its folder");
+  EXPECT_EQ(codeError("../x.py"),
+            lesson + "code.file: '../x.py' leaves the lesson's folder (\"..\"): a lesson names files beside it");
+  EXPECT_EQ(codeError("sub/../../x.py"),
+            lesson + "code.file: 'sub/../../x.py' leaves the lesson's folder (\"..\"): a lesson names files beside it");
+  EXPECT_EQ(codeError("link.py").rfind(lesson + "code.file: 'link.py' leads out of the lesson's folder", 0), 0u)
+      << codeError("link.py");
+  EXPECT_EQ(codeError("out/secret.py").rfind(lesson + "code.file: 'out/secret.py' leads out of the lesson's folder", 0),
+            0u);
   EXPECT_NE(codeError("pipe.py").find("is not a regular file"), std::string::npos) << codeError("pipe.py");
   EXPECT_EQ(codeError("sub/ok.py"), "");
   EXPECT_EQ(openError("/etc/passwd").rfind(lesson + "command 1 (open): path: '/etc/passwd' is an absolute path", 0), 0u)
       << openError("/etc/passwd");
-  EXPECT_EQ(openError("../" + fs::path(outside.path()).filename().string() + "/secret.json").rfind(lesson + "command 1 (open): path: '../", 0), 0u);
+  EXPECT_EQ(openError("../" + fs::path(outside.path()).filename().string() + "/secret.json")
+                .rfind(lesson + "command 1 (open): path: '../", 0),
+            0u);
   EXPECT_EQ(openError("out/secret.json").rfind(lesson + "command 1 (open): path: 'out/secret.json' leads out", 0), 0u);
   // Without a folder (a lesson from text) no file is read but the shipped classes.
   json step = minimalStep();
@@ -305,15 +325,17 @@ TEST(LessonRehearsal, BoundedByADeadlineAndCancellable) {
   std::vector<json> steps;
   for (int i = 0; i < 50; ++i) {
     json step = minimalStep();
-    step["commands"] = {{{"do", "preset"}, {"name", i % 2 ? "gpt2-small" : "medium"}}, {{"do", "set"}, {"field", "seed"}, {"value", i}}};
+    step["commands"] = {{{"do", "preset"}, {"name", i % 2 ? "gpt2-small" : "medium"}},
+                        {{"do", "set"}, {"field", "seed"}, {"value", i}}};
     steps.push_back(step);
   }
   const Lesson lesson = parseLesson(lessonText(steps), "");
   LessonCheck past;
   past.deadline = std::chrono::steady_clock::now();
-  EXPECT_EQ(errorOf([&] { rehearseLesson(lesson, bookExample(), {}, past); }),
-            "the lesson takes too long to check (it got to step 1 of 50 in the time allowed): it asks for more work than "
-            "a lesson should; fewer or smaller steps open");
+  EXPECT_EQ(
+      errorOf([&] { rehearseLesson(lesson, bookExample(), {}, past); }),
+      "the lesson takes too long to check (it got to step 1 of 50 in the time allowed): it asks for more work than "
+      "a lesson should; fewer or smaller steps open");
   std::atomic<bool> cancel{true};
   LessonCheck cancelled;
   cancelled.cancel = &cancel;
@@ -326,7 +348,8 @@ TEST(LessonRehearsal, BoundedByADeadlineAndCancellable) {
   // The document's limits apply: a budget too small for GPT-2's maps refuses the lesson at step 2.
   LessonCheck small;
   small.limits.max_memory_bytes = 64 << 20;
-  EXPECT_EQ(errorOf([&] { rehearseLesson(lesson, bookExample(), {}, small); }).rfind("step 2: command 1 (preset): ", 0), 0u);
+  EXPECT_EQ(errorOf([&] { rehearseLesson(lesson, bookExample(), {}, small); }).rfind("step 2: command 1 (preset): ", 0),
+            0u);
 }
 
 TEST(LessonRehearsal, FindsACommandThatCannotApplyBeforeAnythingRuns) {
@@ -398,14 +421,15 @@ TEST(ChapterLesson, CoversTheNotebooksWorkedExamples) {
     EXPECT_FALSE(s.prints.empty());
     EXPECT_FALSE(s.text.empty());
   }
-  for (const char* example : {"simple", "simple_sum", "self_attention_v1", "self_attention_v2", "causal", "causal_dropout",
-                              "multihead_wrapper", "multihead", "gpt2-small"})
+  for (const char* example : {"simple", "simple_sum", "self_attention_v1", "self_attention_v2", "causal",
+                              "causal_dropout", "multihead_wrapper", "multihead", "gpt2-small"})
     EXPECT_NE(std::find(presets.begin(), presets.end(), example), presets.end()) << "no step for " << example;
   EXPECT_NO_THROW(rehearseLesson(l, bookExample()));
   const std::vector<LessonInfo> catalog = lessonCatalog();
   ASSERT_FALSE(catalog.empty());
   bool found = false;
-  for (const LessonInfo& info : catalog) found = found || (info.title == l.title && fs::path(info.path).filename() == "chapter3.json");
+  for (const LessonInfo& info : catalog)
+    found = found || (info.title == l.title && fs::path(info.path).filename() == "chapter3.json");
   EXPECT_TRUE(found);
 }
 

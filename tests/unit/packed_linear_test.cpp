@@ -131,10 +131,12 @@ TEST(PackedLinear, OutputBlocksHoldThePlainLayoutsColumns) {
         for (int k = 0; k < blocks; ++k) {
           for (int r = 0; r < c.m; ++r)
             for (int o = 0; o < cols; ++o)
-              ASSERT_EQ(bitsOf(blocked.at(0, static_cast<int>(k * stride + r * cols + o))), bitsOf(plain.at(r, k * cols + o)))
+              ASSERT_EQ(bitsOf(blocked.at(0, static_cast<int>(k * stride + r * cols + o))),
+                        bitsOf(plain.at(r, k * cols + o)))
                   << "block " << k << ", y(" << r << ", " << o << ")";
           for (int j = 0; j < gap; ++j)
-            EXPECT_TRUE(std::isnan(blocked.at(0, static_cast<int>(k * stride + c.m * cols + j)))) << "written between blocks";
+            EXPECT_TRUE(std::isnan(blocked.at(0, static_cast<int>(k * stride + c.m * cols + j))))
+                << "written between blocks";
         }
         EXPECT_TRUE(blocked.guardsIntact());
       }

@@ -216,9 +216,11 @@ TEST(Parameters, EveryRefusalNamesTheTensor) {
   EXPECT_EQ(refusal(mh, {bias("W_key.bias", 2, 1)}),
             "parameters.W_key.bias: MultiHeadAttention has no W_key.bias: qkv_bias is false (set model.qkv_bias to "
             "true to load biases)");
-  EXPECT_EQ(refusal(mh, {weight("mask", 6, 6, 1)}), "parameters.mask: a buffer (the causal mask), not a parameter: leave it out");
-  EXPECT_EQ(refusal(mh, {weight("W_query", 2, 3, 1)}),
-            "parameters.W_query: MultiHeadAttention's W_query is an nn.Linear: its weight is W_query.weight (d_out × d_in)");
+  EXPECT_EQ(refusal(mh, {weight("mask", 6, 6, 1)}),
+            "parameters.mask: a buffer (the causal mask), not a parameter: leave it out");
+  EXPECT_EQ(
+      refusal(mh, {weight("W_query", 2, 3, 1)}),
+      "parameters.W_query: MultiHeadAttention's W_query is an nn.Linear: its weight is W_query.weight (d_out × d_in)");
   EXPECT_EQ(refusal(mh, {weight("heads.0.W_query.weight", 2, 3, 1)}),
             "parameters.heads.0.W_query.weight: MultiHeadAttention has no heads.N modules: that is "
             "MultiHeadAttentionWrapper's state_dict (variant multihead_wrapper)");
@@ -237,9 +239,10 @@ TEST(Parameters, EveryRefusalNamesTheTensor) {
             "parameters.heads.1.mask: a buffer (the causal mask), not a parameter: leave it out");
   EXPECT_EQ(refusal(wrapper, {weight("heads.1.W_value.weight", 2, 3, 1)}), "");
   const std::string long_list = refusal(wrapper, {weight("out_proj.weight", 2, 2, 1)});
-  EXPECT_EQ(long_list, "parameters.out_proj.weight: not a parameter of MultiHeadAttentionWrapper (its parameters: "
-                       "heads.0.W_query.weight, heads.0.W_key.weight, heads.0.W_value.weight, heads.1.W_query.weight, "
-                       "heads.1.W_key.weight, heads.1.W_value.weight)");
+  EXPECT_EQ(long_list,
+            "parameters.out_proj.weight: not a parameter of MultiHeadAttentionWrapper (its parameters: "
+            "heads.0.W_query.weight, heads.0.W_key.weight, heads.0.W_value.weight, heads.1.W_query.weight, "
+            "heads.1.W_key.weight, heads.1.W_value.weight)");
   ModelConfig v1 = defaultConfig(Variant::SelfAttentionV1);
   EXPECT_EQ(refusal(v1, {weight("W_query.weight", 2, 3, 1)}),
             "parameters.W_query.weight: SelfAttention_v1 holds W_query itself (d_in × d_out, torch.rand), not an "
@@ -298,16 +301,20 @@ TEST(ParametersInWorkspaces, BadDocumentsNameTheEntry) {
     });
   };
   EXPECT_EQ(refusal("[]"), "parameters: expected an object of state_dict names and nested lists, got array");
-  EXPECT_EQ(refusal(R"({"W_query.weight": 3})"),
-            "parameters.W_query.weight: expected a matrix (a list of rows) or a bias (a list of numbers), got an integer");
-  EXPECT_EQ(refusal(R"({"W_query.weight": []})"),
-            "parameters.W_query.weight: expected a matrix (a list of rows) or a bias (a list of numbers), got an empty list");
-  EXPECT_EQ(refusal(R"({"W_query.weight": [[1, 2, 3], [4, 5]]})"), "parameters.W_query.weight[1]: has 2 values but row 0 has 3");
+  EXPECT_EQ(
+      refusal(R"({"W_query.weight": 3})"),
+      "parameters.W_query.weight: expected a matrix (a list of rows) or a bias (a list of numbers), got an integer");
+  EXPECT_EQ(
+      refusal(R"({"W_query.weight": []})"),
+      "parameters.W_query.weight: expected a matrix (a list of rows) or a bias (a list of numbers), got an empty list");
+  EXPECT_EQ(refusal(R"({"W_query.weight": [[1, 2, 3], [4, 5]]})"),
+            "parameters.W_query.weight[1]: has 2 values but row 0 has 3");
   EXPECT_EQ(refusal(R"({"W_query.weight": [[1, 2, 3], 4]})"),
             "parameters.W_query.weight[1]: expected a row (a list of numbers), got an integer");
   EXPECT_EQ(refusal(R"({"W_query.weight": [[1, 2, "x"], [4, 5, 6]]})"),
             "parameters.W_query.weight[0][2]: expected a number, got string");
-  EXPECT_EQ(refusal(R"({"out_proj.bias": [1, 1e39]})"), "parameters.out_proj.bias[1]: not a finite float32 number: 1e+39");
+  EXPECT_EQ(refusal(R"({"out_proj.bias": [1, 1e39]})"),
+            "parameters.out_proj.bias[1]: not a finite float32 number: 1e+39");
   EXPECT_EQ(refusal(R"({"W_query.weight": [[1, 2, 3]]})"),
             "parameters.W_query.weight: expected 2 × 3 (d_out × d_in), got a 1 × 3 matrix");
   EXPECT_EQ(refusal(R"({"out_proj.weight": [[1, 2], [3, 4]]})", R"({"variant": "causal"})"),
@@ -335,10 +342,16 @@ TEST(ParametersInEdits, KeptOrRefusedAndUndoneExactly) {
   ASSERT_TRUE(d.workspace().model.parameters);
   EXPECT_TRUE(test::bitwiseEqual((*d.workspace().model.parameters)[0].value, (*ws.model.parameters)[0].value));
   // One they no longer fit is refused, naming the tensor, and changes nothing.
-  EXPECT_EQ(errorOf([&] { d.apply(makeCommand("set", {{"field", "d_out"}, {"value", 6}})); }),
-            "parameters.W_key.weight: expected 6 × 3 (d_out × d_in), got a 4 × 3 matrix; your own parameters are for this shape: Weights › Back to the seeded initialization first (undo brings them back)");
-  EXPECT_EQ(errorOf([&] { d.apply(makeCommand("d_in", {{"value", 4}, {"seed", 1}})); }),
-            "parameters.W_key.weight: expected 4 × 4 (d_out × d_in), got a 4 × 3 matrix; your own parameters are for this shape: Weights › Back to the seeded initialization first (undo brings them back)");
+  EXPECT_EQ(errorOf([&] {
+              d.apply(makeCommand("set", {{"field", "d_out"}, {"value", 6}}));
+            }),
+            "parameters.W_key.weight: expected 6 × 3 (d_out × d_in), got a 4 × 3 matrix; your own parameters are for "
+            "this shape: Weights › Back to the seeded initialization first (undo brings them back)");
+  EXPECT_EQ(errorOf([&] {
+              d.apply(makeCommand("d_in", {{"value", 4}, {"seed", 1}}));
+            }),
+            "parameters.W_key.weight: expected 4 × 4 (d_out × d_in), got a 4 × 3 matrix; your own parameters are for "
+            "this shape: Weights › Back to the seeded initialization first (undo brings them back)");
   EXPECT_EQ(d.workspace().model.d_out, 4);
   // Another step starts from its own seeded initialization; undo brings the values back.
   d.apply(makeCommand("set", {{"field", "variant"}, {"value", "causal"}}));
@@ -364,14 +377,16 @@ TEST(ParametersInEdits, KeptOrRefusedAndUndoneExactly) {
 // ---- the Weights tab's commands: set_parameter, reset_parameters (issue 13, item 3) ----------------
 
 TEST(ParameterCommands, OneValueSetTheRestStayTheSeededDrawOneUndoStepEach) {
-  for (const Variant v : {Variant::SelfAttentionV1, Variant::SelfAttentionV2, Variant::MultiHeadWrapper, Variant::MultiHead}) {
+  for (const Variant v :
+       {Variant::SelfAttentionV1, Variant::SelfAttentionV2, Variant::MultiHeadWrapper, Variant::MultiHead}) {
     Document d(bookExample(v));
     const ModelConfig seeded = d.workspace().model;
     const ref::Module r = ref::build(seeded, 6, 3);  // torch's stream, re-derived
     // The first weight of the module, in torch's layout: v1's W_query is d_in × d_out (x @ W).
-    const std::string name = v == Variant::SelfAttentionV1 ? "W_query"
-                             : v == Variant::MultiHeadWrapper ? "heads.1.W_key.weight" : "W_query.weight";
-    const Matrix torch_layout = v == Variant::SelfAttentionV1   ? Matrix(layerMatrix(r.query[0]).transpose())
+    const std::string name = v == Variant::SelfAttentionV1    ? "W_query"
+                             : v == Variant::MultiHeadWrapper ? "heads.1.W_key.weight"
+                                                              : "W_query.weight";
+    const Matrix torch_layout = v == Variant::SelfAttentionV1    ? Matrix(layerMatrix(r.query[0]).transpose())
                                 : v == Variant::MultiHeadWrapper ? layerMatrix(r.key[1])
                                                                  : layerMatrix(r.query[0]);
     const std::size_t steps = d.history().undoSteps();
@@ -469,22 +484,28 @@ TEST(ParameterCommands, PasteParametersTakesTorchsPrintedStateDict) {
   EXPECT_EQ(p[2].value(0, 0), 9.0f);
   // The mask buffer of CausalAttention's print is left out, and said so.
   Document c(bookExample(Variant::Causal));
-  c.apply(makeCommand("paste_parameters", {{"text", "OrderedDict([('mask', tensor([[0., 1.],\n        [0., 0.]])), "
-                                                    "('W_key.weight', tensor([[1., 2., 3.],\n        [4., 5., 6.]]))])"}}));
+  c.apply(makeCommand("paste_parameters", {{"text",
+                                            "OrderedDict([('mask', tensor([[0., 1.],\n        [0., 0.]])), "
+                                            "('W_key.weight', tensor([[1., 2., 3.],\n        [4., 5., 6.]]))])"}}));
   EXPECT_EQ(c.note(), "Pasted 1 parameter (W_key.weight); the buffer mask left out (not a parameter)");
   // Another shape, or another class's names: refused, naming the tensor and the module; nothing changes.
   const std::uint64_t v = d.version();
   const std::string wide = errorOf([&] {
     d.apply(makeCommand("paste_parameters", {{"text", "OrderedDict([('W_query.weight', tensor([[1., 2.]]))])"}}));
   });
-  EXPECT_EQ(wide, "pasted text: parameters.W_query.weight: expected 1 × 3 (d_out × d_in), got a 1 × 2 matrix (this step's module "
-                  "is SelfAttention_v2 with d_in = 3; the pasted tensors say d_out = 1)");
+  EXPECT_EQ(
+      wide,
+      "pasted text: parameters.W_query.weight: expected 1 × 3 (d_out × d_in), got a 1 × 2 matrix (this step's module "
+      "is SelfAttention_v2 with d_in = 3; the pasted tensors say d_out = 1)");
   EXPECT_EQ(d.version(), v);
-  const std::string bad = errorOf([&] { d.apply(makeCommand("paste_parameters", {{"text", "OrderedDict([('W_query.weight', tensor([[1., ...]]))])"}})); });
+  const std::string bad = errorOf([&] {
+    d.apply(makeCommand("paste_parameters", {{"text", "OrderedDict([('W_query.weight', tensor([[1., ...]]))])"}}));
+  });
   EXPECT_EQ(bad.rfind("pasted text:1:46: torch printed this tensor summarized", 0), 0u) << bad;
   EXPECT_EQ(d.version(), v);
   // Read by the app from the clipboard, the same text is named so.
-  Command from_clipboard = makeCommand("paste_parameters", {{"text", "OrderedDict([('W_query.weight', tensor([[1., ...]]))])"}});
+  Command from_clipboard = makeCommand("paste_parameters",
+                                       {{"text", "OrderedDict([('W_query.weight', tensor([[1., ...]]))])"}});
   from_clipboard.from_clipboard = true;
   const std::string named = errorOf([&] { d.apply(from_clipboard); });
   EXPECT_EQ(named.rfind("clipboard:1:46: ", 0), 0u) << named;
@@ -538,16 +559,22 @@ TEST(PasteParameters, TheModuleIsWhatTheTensorsSay) {
   // One projection only: the biases may be elsewhere; qkv_bias stays.
   EXPECT_TRUE(pastedInto(biased, "OrderedDict([('W_key.weight', tensor([[1., 2., 3.], [4., 5., 6.]]))])").qkv_bias);
   // SelfAttention_v1's W are d_in × d_out: the columns say d_out.
-  EXPECT_EQ(pastedInto(bookExample(Variant::SelfAttentionV1), "{'W_query': tensor([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]])}").d_out, 3);
+  EXPECT_EQ(pastedInto(bookExample(Variant::SelfAttentionV1),
+                       "{'W_query': tensor([[1., 2., 3.], [4., 5., 6.], [7., 8., 9.]])}")
+                .d_out,
+            3);
   // The wrapper: heads.0 … heads.2 whole → 3 heads; a part naming heads.0 only keeps its 2.
   const Workspace wrapper = bookExample(Variant::MultiHeadWrapper);
-  const std::string three =
-      printedProjections("heads.0.", 1, projectionEntries("heads.1.", 1) + ", " + projectionEntries("heads.2.", 1));
+  const std::string three = printedProjections("heads.0.", 1,
+                                               projectionEntries("heads.1.", 1) + ", " +
+                                                   projectionEntries("heads.2.", 1));
   m = pastedInto(wrapper, three, &note);
   EXPECT_EQ(m.num_heads, 3) << three;
   EXPECT_EQ(m.d_out, 1);
   EXPECT_NE(note.find("num_heads 2 → 3"), std::string::npos) << note;
-  EXPECT_EQ(pastedInto(wrapper, "OrderedDict([('heads.0.W_query.weight', tensor([[1., 2., 3.], [4., 5., 6.]]))])").num_heads, 2);
+  EXPECT_EQ(
+      pastedInto(wrapper, "OrderedDict([('heads.0.W_query.weight', tensor([[1., 2., 3.], [4., 5., 6.]]))])").num_heads,
+      2);
 }
 
 // MultiHeadAttention's weights do not say its heads: the workspace's count is kept when it divides
@@ -564,14 +591,17 @@ TEST(PasteParameters, MultiHeadAttentionsHeadsAreKeptOrAskedFor) {
   EXPECT_EQ(m.d_out, 6);
   EXPECT_EQ(m.num_heads, 2);
   EXPECT_NE(note.find("num_heads = 2 kept: the weights do not say how MultiHeadAttention splits d_out = 6 into heads"),
-            std::string::npos) << note;
+            std::string::npos)
+      << note;
   Document d(bookExample(Variant::MultiHead));
   d.apply(makeCommand("model", {{"fields", {{"d_out", 4}, {"num_heads", 4}}}}));
   const Workspace before = d.workspace();
   const std::string e = errorOf([&] { d.apply(makeCommand("paste_parameters", {{"text", six}})); });
-  EXPECT_EQ(e, "pasted text: MultiHeadAttention's weights do not say how it splits d_out = 6 into heads, and num_heads = 4 "
-               "does not divide it: set d_out to 6 and num_heads to your module's (1, 2, 3 or 6) in the Model panel first, "
-               "then paste again");
+  EXPECT_EQ(
+      e,
+      "pasted text: MultiHeadAttention's weights do not say how it splits d_out = 6 into heads, and num_heads = 4 "
+      "does not divide it: set d_out to 6 and num_heads to your module's (1, 2, 3 or 6) in the Model panel first, "
+      "then paste again");
   EXPECT_TRUE(equalWorkspaces(d.workspace(), before));
   // As the message says: d_out 6, num_heads 3, then the paste keeps 3.
   d.apply(makeCommand("model", {{"fields", {{"d_out", 6}, {"num_heads", 3}}}}));
@@ -589,7 +619,8 @@ TEST(PasteParameters, MultiHeadAttentionsHeadsAreKeptOrAskedFor) {
 // are refused naming --num-heads unless given (or d_out = 1, or a workspace says them).
 TEST(ImportParameters, HeadsFromNamesOrRefusedNamingTheOption) {
   ImportedParameters wrapper;
-  for (int h = 0; h < 3; ++h) wrapper.values.push_back(weight("heads." + std::to_string(h) + ".W_query.weight", 2, 3, h));
+  for (int h = 0; h < 3; ++h)
+    wrapper.values.push_back(weight("heads." + std::to_string(h) + ".W_query.weight", 2, 3, h));
   const ModelConfig w = modelForParameters(wrapper, std::nullopt, std::nullopt, nullptr);
   EXPECT_EQ(w.variant, Variant::MultiHeadWrapper);
   EXPECT_EQ(w.num_heads, 3);
@@ -598,9 +629,10 @@ TEST(ImportParameters, HeadsFromNamesOrRefusedNamingTheOption) {
 
   ImportedParameters mha;
   mha.values = {weight("W_query.weight", 6, 3, 1), bias("W_query.bias", 6, 2), weight("out_proj.weight", 6, 6, 3)};
-  EXPECT_EQ(errorOf([&] { modelForParameters(mha, std::nullopt, std::nullopt, nullptr); }),
-            "--num-heads: MultiHeadAttention's weights do not say how it splits d_out = 6 into heads: give --num-heads as "
-            "your module was built (1, 2, 3 or 6)");
+  EXPECT_EQ(
+      errorOf([&] { modelForParameters(mha, std::nullopt, std::nullopt, nullptr); }),
+      "--num-heads: MultiHeadAttention's weights do not say how it splits d_out = 6 into heads: give --num-heads as "
+      "your module was built (1, 2, 3 or 6)");
   const ModelConfig three = modelForParameters(mha, std::nullopt, 3, nullptr);
   EXPECT_EQ(three.num_heads, 3);
   EXPECT_EQ(three.d_out, 6);

@@ -33,18 +33,15 @@ Matrix randomInputs(int T, int d_in, std::uint32_t seed, float lo = -1.0f, float
 
 std::string describe(const ModelConfig& m, int T, int d_in) {
   std::ostringstream s;
-  s << variantId(m.variant) << " T=" << T << " d_in=" << d_in << " d_out=" << m.d_out
-    << " heads=" << m.num_heads << " seed=" << m.seed << " B=" << m.batch_size
-    << " p=" << m.dropout << " training=" << m.training << " causal=" << m.causal
-    << " scale=" << scaleId(m.scale) << " bias=" << m.qkv_bias
+  s << variantId(m.variant) << " T=" << T << " d_in=" << d_in << " d_out=" << m.d_out << " heads=" << m.num_heads
+    << " seed=" << m.seed << " B=" << m.batch_size << " p=" << m.dropout << " training=" << m.training
+    << " causal=" << m.causal << " scale=" << scaleId(m.scale) << " bias=" << m.qkv_bias
     << " norm=" << normalizationId(m.normalization);
   return s.str();
 }
 
 // Relative float tolerance against a double reference whose terms sum (in |·|) to `magnitude`.
-bool close(double ours, double ref, double magnitude) {
-  return std::fabs(ours - ref) <= 1e-5 * (1.0 + magnitude);
-}
+bool close(double ours, double ref, double magnitude) { return std::fabs(ours - ref) <= 1e-5 * (1.0 + magnitude); }
 
 bool sameLayer(const Linear& ours, const ref::Layer& r) {
   if (ours.weight.rows() != r.out || ours.weight.cols() != r.in) return false;
@@ -71,9 +68,7 @@ double project(const Matrix& x, const ref::Layer& l, int i, int c, double* mag) 
 
 struct Worst {  // the largest relative deviation from the double reference, for the log
   double value = 0;
-  void see(double ours, double ref, double mag) {
-    value = std::max(value, std::fabs(ours - ref) / (1.0 + mag));
-  }
+  void see(double ours, double ref, double mag) { value = std::max(value, std::fabs(ours - ref) / (1.0 + mag)); }
 };
 
 // Checks one trace against the reference; reports the first few failed checks.
@@ -162,13 +157,11 @@ void checkTrace(const Matrix& x, const ModelConfig& m, const Trace& t, Worst& wo
           if (!close(ht.scores(i, j), s, mag)) fail(at + "scores != Q Kᵀ");
           // The notebook's order: masked = the raw scores with −∞ above the diagonal, then
           // scaled = masked / √d_k (−∞ stays −∞).
-          const float scaled =
-              m.scale == Scale::SqrtDk ? ht.scores(i, j) / divisor : ht.scores(i, j);
+          const float scaled = m.scale == Scale::SqrtDk ? ht.scores(i, j) / divisor : ht.scores(i, j);
           const bool masked = m.causal && j > i;
           if (mask(i, j) != (masked ? 1 : 0)) fail(at + "mask is not the strict upper triangle");
           if (masked) {
-            if (!(std::isinf(masked_scores(i, j)) && masked_scores(i, j) < 0))
-              fail(at + "masked score is not −inf");
+            if (!(std::isinf(masked_scores(i, j)) && masked_scores(i, j) < 0)) fail(at + "masked score is not −inf");
             if (!(std::isinf(scaled_scores(i, j)) && scaled_scores(i, j) < 0))
               fail(at + "a masked score is not −inf once scaled");
             if (ht.weights(i, j) != 0.0f) fail(at + "masked weight is not exactly 0");
@@ -182,9 +175,7 @@ void checkTrace(const Matrix& x, const ModelConfig& m, const Trace& t, Worst& wo
         for (int j = 0; j < T; ++j) {
           const bool masked = m.causal && j > i;
           const double s = scaled_scores(i, j);
-          unnorm[j] = masked ? 0.0
-                      : m.normalization == Normalization::Sum ? s
-                                                               : std::exp(s - double(row_max));
+          unnorm[j] = masked ? 0.0 : m.normalization == Normalization::Sum ? s : std::exp(s - double(row_max));
           denom += unnorm[j];
         }
         double sum = 0;
@@ -201,9 +192,7 @@ void checkTrace(const Matrix& x, const ModelConfig& m, const Trace& t, Worst& wo
           const std::size_t k = static_cast<std::size_t>(i) * T + j;
           const bool keep = dropout_on ? r.keep[b][h][k] != 0 : true;
           if (dropout_mask(i, j) != (keep ? 1 : 0)) fail(at + "dropout mask != torch's draws");
-          const float want = !dropout_on ? ht.weights(i, j)
-                             : keep      ? ht.weights(i, j) * keep_scale
-                                         : 0.0f;
+          const float want = !dropout_on ? ht.weights(i, j) : keep ? ht.weights(i, j) * keep_scale : 0.0f;
           if (dropped_weights(i, j) != want) fail(at + "dropped_weights not exact");
         }
         // context = dropped_weights · V, in double.
@@ -244,10 +233,9 @@ void checkTrace(const Matrix& x, const ModelConfig& m, const Trace& t, Worst& wo
 std::vector<ModelConfig> configurations(Variant v) {
   std::vector<ModelConfig> out;
   const std::uint32_t seeds[] = {0u, 123u, 4294967295u};
-  const std::vector<double> rates =
-      (v == Variant::Causal || v == Variant::MultiHead || v == Variant::MultiHeadWrapper)
-          ? std::vector<double>{0.0, 0.3, 0.9}
-          : std::vector<double>{0.0};
+  const std::vector<double> rates = (v == Variant::Causal || v == Variant::MultiHead || v == Variant::MultiHeadWrapper)
+                                        ? std::vector<double>{0.0, 0.3, 0.9}
+                                        : std::vector<double>{0.0};
   int n = 0;
   for (std::uint32_t seed : seeds)
     for (int B = 1; B <= 3; ++B)
@@ -266,9 +254,7 @@ std::vector<ModelConfig> configurations(Variant v) {
               break;
             case Variant::SelfAttentionV1:
             case Variant::SelfAttentionV2:
-            case Variant::Causal:
-              m.d_out = 1 + n % 4;
-              break;
+            case Variant::Causal: m.d_out = 1 + n % 4; break;
             case Variant::MultiHeadWrapper:
               m.d_out = 1 + n % 3;
               m.num_heads = 1 + n % 4;
@@ -279,7 +265,7 @@ std::vector<ModelConfig> configurations(Variant v) {
               break;
           }
           if (v != Variant::Simple) {
-            if (n % 3 == 1) m.causal = !m.causal;             // causal switched either way
+            if (n % 3 == 1) m.causal = !m.causal;  // causal switched either way
             if (n % 5 == 2) m.scale = Scale::None;
             if (hasLinearLayers(v) && n % 2 == 0) m.qkv_bias = true;
             if (n % 2 == 1) m.dropout_rng = DropoutStream::Default;  // both streams, every variant
@@ -307,15 +293,14 @@ TEST_P(TraceProperties, FollowTheReference) {
         ++traces;
         if (HasFailure()) return;  // one failing configuration is enough to read
       }
-  std::printf("%s: %d traces, worst |ours − double| / (1 + Σ|terms|) = %.3g\n",
-              variantId(GetParam()), traces, worst.value);
+  std::printf("%s: %d traces, worst |ours − double| / (1 + Σ|terms|) = %.3g\n", variantId(GetParam()), traces,
+              worst.value);
   EXPECT_LE(worst.value, 1e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVariants, TraceProperties,
-                         ::testing::Values(Variant::Simple, Variant::SelfAttentionV1,
-                                           Variant::SelfAttentionV2, Variant::Causal,
-                                           Variant::MultiHeadWrapper, Variant::MultiHead),
+                         ::testing::Values(Variant::Simple, Variant::SelfAttentionV1, Variant::SelfAttentionV2,
+                                           Variant::Causal, Variant::MultiHeadWrapper, Variant::MultiHead),
                          [](const ::testing::TestParamInfo<Variant>& info) {
                            return std::string(variantId(info.param));
                          });

@@ -113,11 +113,9 @@ inline Module build(const ModelConfig& m, int T, int d_in) {
                            m.variant == Variant::MultiHead;
   if (!(has_dropout && m.training && m.dropout > 0)) return mod;
   const int B = m.batch_size;
-  const int H = (m.variant == Variant::MultiHead || m.variant == Variant::MultiHeadWrapper)
-                    ? m.num_heads
-                    : 1;
-  mod.keep.assign(B, std::vector<std::vector<std::uint8_t>>(
-                         H, std::vector<std::uint8_t>(static_cast<std::size_t>(T) * T)));
+  const int H = (m.variant == Variant::MultiHead || m.variant == Variant::MultiHeadWrapper) ? m.num_heads : 1;
+  mod.keep.assign(B, std::vector<std::vector<std::uint8_t>>(H, std::vector<std::uint8_t>(static_cast<std::size_t>(T) *
+                                                                                         T)));
   if (m.dropout_seed) s = Stream(*m.dropout_seed);  // torch.manual_seed before the forward
   const std::size_t tt = static_cast<std::size_t>(T) * T;
   // multihead: one (B, H, T, T) tensor; the wrapper: each head its own (B, T, T), head by head.
@@ -135,7 +133,8 @@ inline Module build(const ModelConfig& m, int T, int d_in) {
   } else if (m.variant == Variant::MultiHeadWrapper) {  // one MKL call per head
     for (int h = 0; h < H; ++h) {
       const std::vector<std::uint8_t> call = mklCall(s, B * tt, m.dropout);
-      for (int b = 0; b < B; ++b) std::copy_n(call.begin() + static_cast<std::ptrdiff_t>(b * tt), tt, mod.keep[b][h].begin());
+      for (int b = 0; b < B; ++b)
+        std::copy_n(call.begin() + static_cast<std::ptrdiff_t>(b * tt), tt, mod.keep[b][h].begin());
     }
   } else {  // one call over the whole tensor
     const std::vector<std::uint8_t> call = mklCall(s, B * H * tt, m.dropout);

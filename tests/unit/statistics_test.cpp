@@ -78,7 +78,8 @@ void expectMatches(const Trace& t, const HeadTrace& h, const HeadStatistics& s, 
     EXPECT_NEAR(s.row_sum_after_dropout(i), e.row_sum[i], tol * (1 + std::fabs(e.row_sum[i]))) << "row " << i;
     // … and it is the sum of the dropped weights map as every reader sees it (StageMap).
     EXPECT_EQ(s.row_sum_after_dropout(i),
-              static_cast<float>(StageMap(t, h, Stage::DroppedWeights).row(i).cast<double>().sum())) << "row " << i;
+              static_cast<float>(StageMap(t, h, Stage::DroppedWeights).row(i).cast<double>().sum()))
+        << "row " << i;
   }
   EXPECT_NEAR(s.mean_entropy, e.mean_entropy, tol * (1 + std::fabs(e.mean_entropy)));
   EXPECT_NEAR(s.mean_first, e.mean_first, tol);
@@ -297,7 +298,8 @@ TEST(HeadStatistics, ExportTables) {
   // T = 1: no previous token — an empty CSV field, NaN in .npy.
   const Trace one = computeTrace(rows({{0.43, 0.15, 0.89}}), defaultConfig(Variant::MultiHead));
   const std::vector<HeadStatistics> single = {headStatistics(one, one.batches[0].heads[0])};
-  EXPECT_EQ(statisticsSummaryCsv(single), "head,mean_entropy,mean_weight_previous_token,mean_weight_first_token\nhead 1,0,,1\n");
+  EXPECT_EQ(statisticsSummaryCsv(single),
+            "head,mean_entropy,mean_weight_previous_token,mean_weight_first_token\nhead 1,0,,1\n");
   EXPECT_TRUE(std::isnan(statisticsSummaryMatrix(single)(0, 1)));
 }
 
@@ -316,7 +318,8 @@ TEST(HeadStatistics, CheapForGpt2Small) {
       const auto start = std::chrono::steady_clock::now();
       float sink = 0;
       for (const HeadTrace& h : t.batches[0].heads) sink += headStatistics(t, h).mean_entropy;
-      best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      best = std::min(best,
+                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
       EXPECT_TRUE(std::isfinite(sink));
     }
     std::printf("  head statistics, 12 heads × T = 1024, dropout %.1f: %.2f ms (best of 3)\n", p, best);

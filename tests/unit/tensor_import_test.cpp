@@ -192,8 +192,9 @@ TEST(ImportText, TorchPrintAndItsSuffixes) {
 }
 
 TEST(ImportText, ScientificNotationAndIntegers) {
-  expectMatrix(text("tensor([[ 1.0000e-05, -2.0000e+03,  3.0000e+00],\n        [-0.0000e+00,  1.2346e+08,  5.0000e-01]])"),
-               matrixOf({{1e-5f, -2000.0f, 3.0f}, {-0.0f, 1.2346e8f, 0.5f}}));
+  expectMatrix(
+      text("tensor([[ 1.0000e-05, -2.0000e+03,  3.0000e+00],\n        [-0.0000e+00,  1.2346e+08,  5.0000e-01]])"),
+      matrixOf({{1e-5f, -2000.0f, 3.0f}, {-0.0f, 1.2346e8f, 0.5f}}));
   expectMatrix(text("tensor([[1., 2.],\n        [3., 4.]], dtype=torch.float64)"), matrixOf({{1, 2}, {3, 4}}));
   expectMatrix(text("tensor([[1, 2],\n        [3, 4]])"), matrixOf({{1, 2}, {3, 4}}));
   // -0 keeps its sign; underflow reads as zero.
@@ -234,8 +235,9 @@ TEST(ImportText, CsvTsvAndColumns) {
   expectMatrix(e, kBook);
   EXPECT_EQ(e.format, "tsv");
   // np.savetxt: spaces, '#' comments, %.18e.
-  e = text("# header\n4.300000071525573730e-01 1.500000059604644775e-01 8.899999856948852539e-01\n"
-           "5.500000119209289551e-01 8.700000047683715820e-01 6.600000262260437012e-01\n");
+  e = text(
+      "# header\n4.300000071525573730e-01 1.500000059604644775e-01 8.899999856948852539e-01\n"
+      "5.500000119209289551e-01 8.700000047683715820e-01 6.600000262260437012e-01\n");
   expectMatrix(e, kBook);
   EXPECT_EQ(e.format, "columns");
   e = text("0.43;0.15;0.89\n0.55;0.87;0.66");
@@ -272,11 +274,14 @@ TEST(ImportText, QuotedFieldsSpanLines) {
 // Token names are text: a CSV name with bytes that are not UTF-8 (a Latin-1 export) changed on the
 // first save and load (U+FFFD for each byte). It is refused where it stands.
 TEST(ImportText, TokenNamesMustBeUtf8) {
-  EXPECT_EQ(textError("Your,0.1,0.2\ncaf\xE9,0.3,0.4\n"),
-            "x:2:1: this token name is not UTF-8 text (byte 0xE9): save the file as UTF-8 (in a spreadsheet: CSV UTF-8)");
-  EXPECT_EQ(textError("\"a\xC0\x80\",1\n"),  // an overlong NUL
-            "x:1:1: this token name is not UTF-8 text (byte 0xC0): save the file as UTF-8 (in a spreadsheet: CSV UTF-8)");
-  EXPECT_EQ(text("caf\xC3\xA9,0.3\n\xE2\x98\x83,1\n").tokens, (std::vector<std::string>{"caf\xC3\xA9", "\xE2\x98\x83"}));
+  EXPECT_EQ(
+      textError("Your,0.1,0.2\ncaf\xE9,0.3,0.4\n"),
+      "x:2:1: this token name is not UTF-8 text (byte 0xE9): save the file as UTF-8 (in a spreadsheet: CSV UTF-8)");
+  EXPECT_EQ(
+      textError("\"a\xC0\x80\",1\n"),  // an overlong NUL
+      "x:1:1: this token name is not UTF-8 text (byte 0xC0): save the file as UTF-8 (in a spreadsheet: CSV UTF-8)");
+  EXPECT_EQ(text("caf\xC3\xA9,0.3\n\xE2\x98\x83,1\n").tokens,
+            (std::vector<std::string>{"caf\xC3\xA9", "\xE2\x98\x83"}));
 }
 
 // A row of 4096 values is read in time proportional to its length (each field's column used to be
@@ -290,11 +295,13 @@ TEST(ImportText, WideRowsAreReadInOnePass) {
   const ImportedEmbeddings e = text(csv);
   EXPECT_EQ(e.values.rows(), 512);
   EXPECT_EQ(e.values.cols(), 4096);
-  EXPECT_EQ(textError(csv + "1,2\n"), "x:513:1: this row has 2 values but the first row has 4096 (rows must all have d_in values)");
+  EXPECT_EQ(textError(csv + "1,2\n"),
+            "x:513:1: this row has 2 values but the first row has 4096 (rows must all have d_in values)");
 }
 
 TEST(ImportText, SummarizedPrintsSayHowToPrintInFull) {
-  const std::string torch = textError("tensor([[ 0.1,  0.2,  ...,  0.5,  0.6],\n        [ 0.1,  0.2,  ...,  0.5,  0.6]])");
+  const std::string torch = textError(
+      "tensor([[ 0.1,  0.2,  ...,  0.5,  0.6],\n        [ 0.1,  0.2,  ...,  0.5,  0.6]])");
   EXPECT_EQ(torch.rfind("x:1:23: torch printed this tensor summarized", 0), 0u) << torch;
   EXPECT_NE(torch.find("torch.set_printoptions(profile=\"full\")"), std::string::npos) << torch;
   EXPECT_NE(torch.find("np.save"), std::string::npos) << torch;
@@ -311,15 +318,18 @@ TEST(ImportText, SummarizedPrintsSayHowToPrintInFull) {
 
 TEST(ImportText, EveryRefusalNamesLineAndColumn) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"[[1, 2, 3],\n [4, 5]]", "x:2:2: this row has 2 values but the first row has 3 (rows must all have d_in values)"},
+      {"[[1, 2, 3],\n [4, 5]]",
+       "x:2:2: this row has 2 values but the first row has 3 (rows must all have d_in values)"},
       {"[[1, 2],\n [3, nan]]", "x:2:6: NaN: every value must be a finite number"},
       {"tensor([[1., inf]])", "x:1:14: 'inf' is infinite: every value must be a finite number"},
       {"tensor([[1., -inf]])", "x:1:14: '-inf' is infinite: every value must be a finite number"},
       {"[[1, 2e39]]", "x:1:6: '2e39' is beyond float32's range (±3.4028235e38)"},
       {"[[1, abc]]", "x:1:6: 'abc' is not a number"},
       {"[[1, \"2\"]]", "x:1:6: a string, not a number"},
-      {"tensor([[True, False]])", "x:1:10: 'True' is not a number (a bool tensor? convert it with x.float() or x.astype(np.float32))"},
-      {"tensor([[[1., 2.]],\n        [[3., 4.]]])", "x:1:10: nested 3 deep (a 3-D tensor): give one T × d_in matrix, e.g. x[0] of a batch x"},
+      {"tensor([[True, False]])",
+       "x:1:10: 'True' is not a number (a bool tensor? convert it with x.float() or x.astype(np.float32))"},
+      {"tensor([[[1., 2.]],\n        [[3., 4.]]])",
+       "x:1:10: nested 3 deep (a 3-D tensor): give one T × d_in matrix, e.g. x[0] of a batch x"},
       {"tensor(0.5000)", "x:1:8: a single number (a 0-D tensor): the embeddings are a matrix with one row per token"},
       {"tensor([])", "x:1:8: empty: no values"},
       {"[[1, 2], []]", "x:1:10: an empty row: every row needs d_in values"},
@@ -370,7 +380,8 @@ TEST(ImportText, TokenNames) {
 TEST(ImportNpy, Float32AndFloat64InEitherByteOrder) {
   const std::vector<double> doubles(kBookValues.begin(), kBookValues.end());
   for (bool big : {false, true}) {
-    const ImportedEmbeddings f4 = parseEmbeddingsBytes(npy(big ? ">f4" : "<f4", "(2, 3)", rawBytes(kBookValues, big)), "f");
+    const ImportedEmbeddings f4 = parseEmbeddingsBytes(npy(big ? ">f4" : "<f4", "(2, 3)", rawBytes(kBookValues, big)),
+                                                       "f");
     expectMatrix(f4, kBook);
     EXPECT_EQ(f4.format, "npy");
     // float64 values are rounded to float32: 0.43 as a double becomes 0.43f.
@@ -393,11 +404,20 @@ TEST(ImportNpy, FortranOrderVersionTwoAndOneDimension) {
 TEST(ImportNpy, Refusals) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {npy("<i8", "(2, 3)", std::string(48, '\0')),
-       "f: dtype int64 ('<i8') is not supported: save float32 or float64 values, e.g. np.save(path, x.astype(np.float32))"},
-      {npy("|b1", "(2,)", std::string(2, '\0')), "f: dtype bool ('|b1') is not supported: save float32 or float64 values, e.g. np.save(path, x.astype(np.float32))"},
-      {npy("<f2", "(2,)", std::string(4, '\0')), "f: dtype float16 ('<f2') is not supported: save float32 or float64 values, e.g. np.save(path, x.astype(np.float32))"},
-      {npy("<c8", "(1,)", std::string(8, '\0')), "f: dtype complex64 ('<c8') is not supported: save float32 or float64 values, e.g. np.save(path, x.astype(np.float32))"},
-      {npy("|O", "(1,)", std::string(8, '\0')), "f: dtype object (pickled Python objects) ('|O') is not supported: save float32 or float64 values, e.g. np.save(path, x.astype(np.float32))"},
+       "f: dtype int64 ('<i8') is not supported: save float32 or float64 values, e.g. np.save(path, "
+       "x.astype(np.float32))"},
+      {npy("|b1", "(2,)", std::string(2, '\0')),
+       "f: dtype bool ('|b1') is not supported: save float32 or float64 values, e.g. np.save(path, "
+       "x.astype(np.float32))"},
+      {npy("<f2", "(2,)", std::string(4, '\0')),
+       "f: dtype float16 ('<f2') is not supported: save float32 or float64 values, e.g. np.save(path, "
+       "x.astype(np.float32))"},
+      {npy("<c8", "(1,)", std::string(8, '\0')),
+       "f: dtype complex64 ('<c8') is not supported: save float32 or float64 values, e.g. np.save(path, "
+       "x.astype(np.float32))"},
+      {npy("|O", "(1,)", std::string(8, '\0')),
+       "f: dtype object (pickled Python objects) ('|O') is not supported: save float32 or float64 values, e.g. "
+       "np.save(path, x.astype(np.float32))"},
       {npy("<f4", "(2, 3)", rawBytes(std::vector<float>{1, 2, 3, 4, 5}, false)),
        "f: a damaged .npy file: its shape needs 24 bytes of data, it has 20"},
       {npy("<f4", "(1, 2)", rawBytes(std::vector<float>{1, 2, 3}, false)),
@@ -413,11 +433,14 @@ TEST(ImportNpy, Refusals) {
       {npy("<f4", "(0, 3)", ""), "f: empty (0 × 3): no values"},
       {npyHeader("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }"),
        "f: a structured array (its dtype is a list of fields): save one plain float32 array"},
-      {npyHeader("{'descr': '<f4', 'shape': (1,), }"), "f: damaged .npy header: it needs 'descr', 'fortran_order' and 'shape'"},
+      {npyHeader("{'descr': '<f4', 'shape': (1,), }"),
+       "f: damaged .npy header: it needs 'descr', 'fortran_order' and 'shape'"},
       {std::string("\x93NUMPY\x01\x00\xff\xff", 10), "f: a damaged .npy file: it ends inside its header"},
-      {std::string("\x93NUMPY\x09\x00", 8) + "xx", "f: .npy format version 9.0 is not one this reader knows (1.0, 2.0, 3.0)"},
+      {std::string("\x93NUMPY\x09\x00", 8) + "xx",
+       "f: .npy format version 9.0 is not one this reader knows (1.0, 2.0, 3.0)"},
       {npy("<f4", "(4000000000, 4000000000)", ""), "f: array larger than the limit of 16777216 values"},
-      {std::string("\x01\x02\x00\x03", 4), "f: binary data that is neither .npy nor .npz (text, .npy or .npz expected)"},
+      {std::string("\x01\x02\x00\x03", 4),
+       "f: binary data that is neither .npy nor .npz (text, .npy or .npz expected)"},
   };
   for (const auto& [bytes, want] : cases) EXPECT_EQ(bytesError(bytes), want);
   Limits small;
@@ -426,8 +449,7 @@ TEST(ImportNpy, Refusals) {
             "f: 3 rows exceeds the limit of 2 tokens");
   small.max_dim = 4096;
   small.max_tokens = 2;
-  EXPECT_EQ(bytesError(npy("<f4", "(3, 1)", rawBytes(std::vector<float>{1, 2, 3}, false)), "", Limits{}),
-            "(accepted)");
+  EXPECT_EQ(bytesError(npy("<f4", "(3, 1)", rawBytes(std::vector<float>{1, 2, 3}, false)), "", Limits{}), "(accepted)");
   small.max_file_bytes = 100;
   EXPECT_EQ(bytesError(npy("<f4", "(30, 1)", rawBytes(std::vector<float>(30, 1.0f), false)), "", small),
             "f: 248 bytes is larger than the limit of 100 bytes");
@@ -449,9 +471,11 @@ TEST(ImportNpz, StoredAndDeflatedEntriesByNameOrTheOnlyMatrix) {
     EXPECT_EQ(bytesError(two), "f: 2 2-D arrays (inputs, other): name the one to use with --array NAME");
     expectMatrix(parseEmbeddingsBytes(two, "f", {}, "other"), matrixOf({{7, 8}}));
     EXPECT_EQ(bytesError(two, "nope"), "f: no array named 'nope' (it holds: inputs, other)");
-    EXPECT_EQ(bytesError(zip({{"bias.npy", bias}}, deflate)), "f: no 2-D array among its arrays (bias): name the one to use with --array NAME");
+    EXPECT_EQ(bytesError(zip({{"bias.npy", bias}}, deflate)),
+              "f: no 2-D array among its arrays (bias): name the one to use with --array NAME");
     EXPECT_EQ(bytesError(zip({{"a.npy", npy("<i4", "(1, 1)", std::string(4, '\0'))}}, deflate)),
-              "f[a]: dtype int32 ('<i4') is not supported: save float32 or float64 values, e.g. np.save(path, x.astype(np.float32))");
+              "f[a]: dtype int32 ('<i4') is not supported: save float32 or float64 values, e.g. np.save(path, "
+              "x.astype(np.float32))");
     const std::vector<NamedArray> arrays = parseNpz(one, "f");
     ASSERT_EQ(arrays.size(), 2u);
     EXPECT_EQ(arrays[0].name, "bias");
@@ -487,20 +511,17 @@ TEST(ImportNpz, DamagedArchives) {
 TEST(ImportFile, ReadsByContentAndRefusesByName) {
   const std::string dir = ::testing::TempDir();
   const std::string path = dir + "/attnscope_import_test.txt";
-  {
-    std::ofstream(path, std::ios::binary) << npy("<f4", "(2, 3)", rawBytes(kBookValues, false));
-  }
+  { std::ofstream(path, std::ios::binary) << npy("<f4", "(2, 3)", rawBytes(kBookValues, false)); }
   expectMatrix(readEmbeddingsFile(path), kBook);  // a .npy whatever its name
-  {
-    std::ofstream(path, std::ios::binary) << "tensor([[0.43, 0.15, 0.89],\n        [0.55, 0.87, 0.66]])";
-  }
+  { std::ofstream(path, std::ios::binary) << "tensor([[0.43, 0.15, 0.89],\n        [0.55, 0.87, 0.66]])"; }
   expectMatrix(readEmbeddingsFile(path), kBook);
   try {
     std::ofstream(path, std::ios::binary) << "[[1, 2],\n [3]]";
     readEmbeddingsFile(path);
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()), path + ":2:2: this row has 1 value but the first row has 2 (rows must all have d_in values)");
+    EXPECT_EQ(std::string(e.what()),
+              path + ":2:2: this row has 1 value but the first row has 2 (rows must all have d_in values)");
   }
   Limits small;
   small.max_file_bytes = 4;
@@ -530,7 +551,8 @@ const char* kCausalStateDict =
 const char* kWrapperStateDict =
     "OrderedDict([('heads.0.mask', tensor([[0., 1., 1.],\n        [0., 0., 1.],\n        [0., 0., 0.]])), "
     "('heads.0.W_query.weight', tensor([[-0.2883,  0.0234]])), ('heads.0.W_key.weight', tensor([[-0.3512,  0.2667]])), "
-    "('heads.0.W_value.weight', tensor([[-0.6025,  0.5183]])), ('heads.1.mask', tensor([[0., 1., 1.],\n        [0., 0., "
+    "('heads.0.W_value.weight', tensor([[-0.6025,  0.5183]])), ('heads.1.mask', tensor([[0., 1., 1.],\n        [0., "
+    "0., "
     "1.],\n        [0., 0., 0.]])), ('heads.1.W_query.weight', tensor([[-0.5140, -0.5622]])), ('heads.1.W_key.weight', "
     "tensor([[-0.4468,  0.3202]])), ('heads.1.W_value.weight', tensor([[-0.2613,  0.2646]]))])";
 
@@ -558,13 +580,14 @@ TEST(ImportStateDict, TorchsPrintOfEachSeedClass) {
   EXPECT_EQ(v2[2].name, "W_value.weight");
   EXPECT_FALSE(v2[0].is_vector);
   EXPECT_TRUE(test::bitwiseEqual(v2[0].value, matrixOf({{0.3161f, 0.4568f, 0.5118f}, {-0.1683f, -0.3379f, -0.0918f}})));
-  EXPECT_TRUE(test::bitwiseEqual(v2[2].value, matrixOf({{0.2526f, -0.1415f, -0.1962f}, {0.5191f, -0.0852f, -0.2043f}})));
+  EXPECT_TRUE(
+      test::bitwiseEqual(v2[2].value, matrixOf({{0.2526f, -0.1415f, -0.1962f}, {0.5191f, -0.0852f, -0.2043f}})));
 
   const std::vector<NamedTensor> causal = parseStateDictText(kCausalStateDict, "x");
   ASSERT_EQ(causal.size(), 7u);
   EXPECT_EQ(causal[0].name, "mask");  // the buffer is read; the parameter readers leave it out
   EXPECT_EQ(causal[2].name, "W_query.bias");
-  EXPECT_TRUE(causal[2].is_vector);   // a 1-D tensor: a bias, not a 1 × 2 matrix
+  EXPECT_TRUE(causal[2].is_vector);  // a 1-D tensor: a bias, not a 1 × 2 matrix
   EXPECT_TRUE(test::bitwiseEqual(causal[2].value, matrixOf({{-0.4196f, -0.4590f}})));
   EXPECT_TRUE(test::bitwiseEqual(causal[6].value, matrixOf({{0.1579f, 0.5573f}})));
 
@@ -575,7 +598,8 @@ TEST(ImportStateDict, TorchsPrintOfEachSeedClass) {
   EXPECT_TRUE(test::bitwiseEqual(wrapper[5].value, matrixOf({{-0.5140f, -0.5622f}})));
 
   // A plain dict print, and the same tensor text the embeddings take.
-  const std::vector<NamedTensor> d = parseStateDictText("{'W_query': tensor([[1.5, -2.],\n [3., 4.]], requires_grad=True)}", "x");
+  const std::vector<NamedTensor> d =
+      parseStateDictText("{'W_query': tensor([[1.5, -2.],\n [3., 4.]], requires_grad=True)}", "x");
   ASSERT_EQ(d.size(), 1u);
   EXPECT_TRUE(test::bitwiseEqual(d[0].value, matrixOf({{1.5f, -2.f}, {3.f, 4.f}})));
 }
@@ -583,10 +607,11 @@ TEST(ImportStateDict, TorchsPrintOfEachSeedClass) {
 // torch prints 4 decimals by default (profile="full" too): the values are rounded, and the reader
 // says to how many so the user is told (DESIGN §2.5); precision=8, integers, NumPy and lists are not.
 TEST(ImportText, TorchsRoundedPrintsAreMarked) {
-  EXPECT_EQ(parseEmbeddingsText("tensor([[0.4300, 0.1500, 0.8900],\n        [0.5500, 0.8700, 0.6600]])", "x").rounded_to, 4);
+  EXPECT_EQ(
+      parseEmbeddingsText("tensor([[0.4300, 0.1500, 0.8900],\n        [0.5500, 0.8700, 0.6600]])", "x").rounded_to, 4);
   EXPECT_EQ(parseEmbeddingsText("tensor([[ 1.0000e-05, -2.0000e+03]])", "x").rounded_to, 4);
-  EXPECT_EQ(parseEmbeddingsText("tensor([[0.43, 0.15]])", "x").rounded_to, 2);  // precision=2
-  EXPECT_EQ(parseEmbeddingsText("tensor([[0.43000001, 0.15000001]])", "x").rounded_to, 0);  // precision=8
+  EXPECT_EQ(parseEmbeddingsText("tensor([[0.43, 0.15]])", "x").rounded_to, 2);                 // precision=2
+  EXPECT_EQ(parseEmbeddingsText("tensor([[0.43000001, 0.15000001]])", "x").rounded_to, 0);     // precision=8
   EXPECT_EQ(parseEmbeddingsText("tensor([[1., 0.],\n        [0., 1.]])", "x").rounded_to, 0);  // whole numbers: exact
   EXPECT_EQ(parseEmbeddingsText("array([[0.43, 0.15]], dtype=float32)", "x").rounded_to, 0);
   EXPECT_EQ(parseEmbeddingsText("[[0.4300, 0.1500]]", "x").rounded_to, 0);
@@ -596,9 +621,10 @@ TEST(ImportText, TorchsRoundedPrintsAreMarked) {
   parseStateDictText("OrderedDict([('W_query.weight', tensor([[0.12345678, 1.]]))])", "x", {}, &rounded);
   EXPECT_EQ(rounded, 0);
   const std::string note = roundedPrintNote(4);
-  EXPECT_EQ(note, "torch printed these values with 4 decimals, so they are rounded (each by up to 5e-05). For 8 decimals "
-                  "print them after torch.set_printoptions(precision=8) (profile=\"full\" alone keeps 4), or save them "
-                  "with np.savez for the exact values");
+  EXPECT_EQ(note,
+            "torch printed these values with 4 decimals, so they are rounded (each by up to 5e-05). For 8 decimals "
+            "print them after torch.set_printoptions(precision=8) (profile=\"full\" alone keeps 4), or save them "
+            "with np.savez for the exact values");
 }
 
 TEST(ImportStateDict, RefusalsNameLineAndColumn) {
@@ -609,10 +635,13 @@ TEST(ImportStateDict, RefusalsNameLineAndColumn) {
   EXPECT_EQ(stateDictError("OrderedDict([('a', tensor([1.])), ('a', tensor([2.]))])"), "x:1:35: 'a' is given twice");
   EXPECT_EQ(stateDictError("OrderedDict([('a' tensor([1.]))])"), "x:1:19: expected ',' after the name");
   EXPECT_EQ(stateDictError("OrderedDict([('a', tensor([1.]))]"), "x:1:34: expected ')' to close OrderedDict(");
-  EXPECT_EQ(stateDictError("OrderedDict([(a, tensor([1.]))])"), "x:1:15: expected a quoted parameter name such as 'W_query.weight'");
+  EXPECT_EQ(stateDictError("OrderedDict([(a, tensor([1.]))])"),
+            "x:1:15: expected a quoted parameter name such as 'W_query.weight'");
   EXPECT_EQ(stateDictError("OrderedDict([])"), "x: an empty state_dict: no parameters");
-  EXPECT_EQ(stateDictError("OrderedDict([('a', tensor([[1., nan]]))])"), "x:1:33: NaN: every value must be a finite number");
+  EXPECT_EQ(stateDictError("OrderedDict([('a', tensor([[1., nan]]))])"),
+            "x:1:33: NaN: every value must be a finite number");
   // Pasted as embeddings, a state_dict says where it belongs.
-  EXPECT_EQ(textError(kV2StateDict).rfind("x:1:1: a printed state_dict (OrderedDict)", 0), 0u) << textError(kV2StateDict);
+  EXPECT_EQ(textError(kV2StateDict).rfind("x:1:1: a printed state_dict (OrderedDict)", 0), 0u)
+      << textError(kV2StateDict);
   EXPECT_NE(textError("{'W_query': tensor([[1.]])}").find("Edit › Paste parameters"), std::string::npos);
 }

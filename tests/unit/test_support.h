@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 #include <random>
@@ -70,8 +70,7 @@ inline WorstSeen& worstSeen() {
 class WorstDiffPrinter : public ::testing::EmptyTestEventListener {
   void OnTestEnd(const ::testing::TestInfo& info) override {
     if (worstSeen().compared)
-      std::printf("  worst |ours - expected| in %s.%s: %.3g\n", info.test_suite_name(),
-                  info.name(), worstSeen().value);
+      std::printf("  worst |ours - expected| in %s.%s: %.3g\n", info.test_suite_name(), info.name(), worstSeen().value);
     worstSeen() = WorstSeen{};
   }
 };
@@ -83,9 +82,8 @@ inline const bool kWorstDiffPrinterInstalled = [] {
 // Every |actual − expected| ≤ tol; on failure reports the worst element and the count.
 inline ::testing::AssertionResult allNear(const Matrix& actual, const Matrix& expected, double tol) {
   if (actual.rows() != expected.rows() || actual.cols() != expected.cols())
-    return ::testing::AssertionFailure() << "shape " << actual.rows() << "×" << actual.cols()
-                                         << ", expected " << expected.rows() << "×"
-                                         << expected.cols();
+    return ::testing::AssertionFailure() << "shape " << actual.rows() << "×" << actual.cols() << ", expected "
+                                         << expected.rows() << "×" << expected.cols();
   double worst = 0;
   int wi = 0, wj = 0, bad = 0;
   for (int i = 0; i < actual.rows(); ++i)
@@ -97,10 +95,9 @@ inline ::testing::AssertionResult allNear(const Matrix& actual, const Matrix& ex
   worstSeen().compared = true;
   if (!(worst <= worstSeen().value)) worstSeen().value = worst;
   if (bad == 0) return ::testing::AssertionSuccess() << "worst difference " << worst;
-  return ::testing::AssertionFailure()
-         << bad << " element(s) beyond " << tol << "; worst at (" << wi << ", " << wj
-         << "): ours " << actual(wi, wj) << ", expected " << expected(wi, wj) << " (diff "
-         << worst << ")";
+  return ::testing::AssertionFailure() << bad << " element(s) beyond " << tol << "; worst at (" << wi << ", " << wj
+                                       << "): ours " << actual(wi, wj) << ", expected " << expected(wi, wj) << " (diff "
+                                       << worst << ")";
 }
 
 // Matches numbers the notebook printed with 4 decimals.
@@ -121,16 +118,16 @@ inline Matrix randomMatrix(int T, int d, std::uint32_t seed, float amplitude = 1
 // Bitwise equality of two float matrices (same shape, same bits, so −0 ≠ 0 and NaN == NaN).
 inline ::testing::AssertionResult bitwiseEqual(const Matrix& a, const Matrix& b) {
   if (a.rows() != b.rows() || a.cols() != b.cols())
-    return ::testing::AssertionFailure() << "shape " << a.rows() << "×" << a.cols() << " vs "
-                                         << b.rows() << "×" << b.cols();
+    return ::testing::AssertionFailure() << "shape " << a.rows() << "×" << a.cols() << " vs " << b.rows() << "×"
+                                         << b.cols();
   for (int i = 0; i < a.rows(); ++i)
     for (int j = 0; j < a.cols(); ++j) {
       std::uint32_t x, y;
       std::memcpy(&x, &a(i, j), 4);
       std::memcpy(&y, &b(i, j), 4);
       if (x != y)
-        return ::testing::AssertionFailure() << "differ at (" << i << ", " << j << "): " << a(i, j)
-                                             << " vs " << b(i, j);
+        return ::testing::AssertionFailure()
+               << "differ at (" << i << ", " << j << "): " << a(i, j) << " vs " << b(i, j);
     }
   return ::testing::AssertionSuccess();
 }

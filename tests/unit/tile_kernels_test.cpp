@@ -47,9 +47,7 @@ std::vector<Shape> shapes() {
 
 // Key limits to try for a tile: all keys, and causal ones crossing the tile (negative: rows with
 // no key; past nk: every row complete).
-std::vector<int> keyLimits(const Shape& s) {
-  return {s.nk, 1, 0, -2, s.nk / 2 + 1, s.nk - s.n + 1, s.nk + 5};
-}
+std::vector<int> keyLimits(const Shape& s) { return {s.nk, 1, 0, -2, s.nk / 2 + 1, s.nk - s.n + 1, s.nk + 5}; }
 
 int keysOf(int r, int key_limit, int nk) { return std::clamp(r + key_limit, 0, nk); }
 
@@ -62,8 +60,8 @@ std::string where(Isa isa, const Shape& s, int key_limit, int offset) {
 TEST(TileKernels, VersionsThisCpuRuns) {
   std::string list;
   for (Isa isa : isasToTest()) list += std::string(" ") + isaName(isa);
-  std::printf("tile kernels this CPU runs:%s; auto = %s, active = %s\n", list.c_str(),
-              isaName(isaBest()), isaName(activeTileKernels().isa));
+  std::printf("tile kernels this CPU runs:%s; auto = %s, active = %s\n", list.c_str(), isaName(isaBest()),
+              isaName(activeTileKernels().isa));
   EXPECT_TRUE(isaSupported(isaBest()));
   EXPECT_EQ(tileKernels(Isa::Auto).isa, isaBest());
   for (Isa isa : isasToTest()) EXPECT_EQ(tileKernels(isa).isa, isa);
@@ -163,8 +161,8 @@ std::vector<std::uint64_t> randomKeepBits(std::size_t bits, std::uint32_t seed) 
 
 // The online softmax step against double, row by row: the raw max exactly, p = 2^t with
 // t = float(float(s − m)·log2_scale) within a few ulp (+0 exactly where dropped, and for the
-// kSoftmaxZeroKeys masked keys after the row's last), Σ p within float rounding, the finite flag. Rows of one call have their own key limits, running
-// maxima and keep bits.
+// kSoftmaxZeroKeys masked keys after the row's last), Σ p within float rounding, the finite flag. Rows of one call have
+// their own key limits, running maxima and keep bits.
 TEST(TileKernels, SoftmaxRowsMatchDoubleLoops) {
   std::mt19937 g(3);
   const std::vector<std::uint64_t> keep = randomKeepBits(1 << 14, 4);
@@ -179,8 +177,8 @@ TEST(TileKernels, SoftmaxRowsMatchDoubleLoops) {
           const int n = 6, offset = (nk + key_limit + variant + 16) % 8;
           const std::size_t bit0 = static_cast<std::size_t>(nk * 11 + variant * 5 + 16) % 300;
           const std::size_t row_bits = static_cast<std::size_t>(nk) + 37;  // each row's bits from its own offset
-          SCOPED_TRACE(std::string(isaName(isa)) + " nk=" + std::to_string(nk) + " key_limit=" +
-                       std::to_string(key_limit) + " variant=" + std::to_string(variant));
+          SCOPED_TRACE(std::string(isaName(isa)) + " nk=" + std::to_string(nk) +
+                       " key_limit=" + std::to_string(key_limit) + " variant=" + std::to_string(variant));
           Operand S(n, nk, 3, offset);
           // Scores within ±4, or spread over hundreds so that some exp underflow.
           S.fillRandom(g, wide ? -900.0f : -4.0f, wide ? 40.0f : 4.0f);
@@ -188,8 +186,8 @@ TEST(TileKernels, SoftmaxRowsMatchDoubleLoops) {
           std::vector<float> m_old(n);
           for (int r = 0; r < n; ++r) m_old[r] = r % 3 == 0 ? -kInf : r % 3 == 1 ? 3.0f : -1.0f;
           std::vector<SoftmaxRowResult> got(n);
-          k.softmaxRows(S.data(), S.ld, n, nk, key_limit, log2_scale, m_old.data(),
-                        dropout ? keep.data() : nullptr, bit0, row_bits, got.data());
+          k.softmaxRows(S.data(), S.ld, n, nk, key_limit, log2_scale, m_old.data(), dropout ? keep.data() : nullptr,
+                        bit0, row_bits, got.data());
           for (int r = 0; r < n; ++r) {
             const int valid = keysOf(r, key_limit, nk);
             std::vector<float> scores(valid);
@@ -276,8 +274,8 @@ TEST(TileKernels, SoftmaxRowsFlagWhatIsNotFinite) {
     for (int nk : {5, 8, 21})
       for (int at = 0; at < nk; ++at)
         for (float bad : {kInf, -kInf, kNaN}) {
-          SCOPED_TRACE(std::string(isaName(isa)) + " nk=" + std::to_string(nk) + " at " +
-                       std::to_string(at) + " value " + std::to_string(bad));
+          SCOPED_TRACE(std::string(isaName(isa)) + " nk=" + std::to_string(nk) + " at " + std::to_string(at) +
+                       " value " + std::to_string(bad));
           const float log2_scale = log2Scale(5.656854f);
           // Row 0 sees every key, row 1 the keys before `at`: key_limit = nk, with row 1 shifted.
           std::vector<float> s(2 * nk, 0.5f);
@@ -398,8 +396,7 @@ TEST(TileKernels, FusedPathOnEachVersionMatchesTheReference) {
         m.training = variant == 2;
         m.dropout = variant == 2 ? 0.1 : 0.0;
         const int T = 300;
-        SCOPED_TRACE(std::string(isaName(isa)) + " hw=" + std::to_string(hw) + " variant " +
-                     std::to_string(variant));
+        SCOPED_TRACE(std::string(isaName(isa)) + " hw=" + std::to_string(hw) + " variant " + std::to_string(variant));
         const Matrix x = test::randomMatrix(T, 24, 11 + hw);
         ExecutionOptions reference;
         reference.fused = false;

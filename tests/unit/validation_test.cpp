@@ -13,7 +13,7 @@
 namespace attnscope {
 namespace {
 
-const Variant kAll[] = {Variant::Simple,  Variant::SelfAttentionV1,  Variant::SelfAttentionV2,
+const Variant kAll[] = {Variant::Simple, Variant::SelfAttentionV1,  Variant::SelfAttentionV2,
                         Variant::Causal, Variant::MultiHeadWrapper, Variant::MultiHead};
 
 TEST(Validation, MultiHeadDoutNotDivisibleByHeads) {
@@ -29,15 +29,13 @@ TEST(Validation, MultiHeadDoutNotDivisibleByHeads) {
 }
 
 TEST(Validation, NonFiniteEmbeddingsThrow) {
-  const float bad[] = {std::numeric_limits<float>::quiet_NaN(),
-                       std::numeric_limits<float>::infinity(),
+  const float bad[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
                        -std::numeric_limits<float>::infinity()};
   for (Variant v : kAll)
     for (float value : bad) {
       Matrix x = test::bookInputs();
       x(3, 1) = value;
-      EXPECT_THROW(computeTrace(x, defaultConfig(v)), InputError)
-          << variantId(v) << " with " << value;
+      EXPECT_THROW(computeTrace(x, defaultConfig(v)), InputError) << variantId(v) << " with " << value;
     }
 }
 
@@ -47,12 +45,10 @@ TEST(Validation, OverflowingEmbeddingsAreAComputeError) {
   for (Variant v : kAll)
     for (float value : {1e30f, -1e30f}) {
       const Matrix x = Matrix::Constant(6, 3, value);
-      EXPECT_THROW(computeTrace(x, defaultConfig(v)), ComputeError)
-          << variantId(v) << " with " << value;
+      EXPECT_THROW(computeTrace(x, defaultConfig(v)), ComputeError) << variantId(v) << " with " << value;
       Matrix one = test::bookInputs();
       one(2, 0) = value;  // a single huge value is enough
-      EXPECT_THROW(computeTrace(one, defaultConfig(v)), ComputeError)
-          << variantId(v) << " with one " << value;
+      EXPECT_THROW(computeTrace(one, defaultConfig(v)), ComputeError) << variantId(v) << " with one " << value;
     }
 }
 
@@ -133,7 +129,8 @@ TEST(Cost, Gpt2SmallFitsAndItsMapsAreCountedPerTracedElement) {
   // The weights, their packed copy, and W_query, W_key, W_value stacked while packing.
   EXPECT_EQ(one.parameter_bytes, (2 * (3 * 768 * 768 + 768 * 768 + 768) + 3 * 768 * 768) * 4);
   // 2·B·T·(3·d_in·d_out + d_out²) for the projections, 4·B·H·T²·w for Q Kᵀ and weights · V.
-  EXPECT_NEAR(one.gflop, (2.0 * 2 * 1024 * (3.0 * 768 * 768 + 768.0 * 768) + 4.0 * 2 * 12 * 1024 * 1024 * 64) / 1e9, 1e-9);
+  EXPECT_NEAR(one.gflop, (2.0 * 2 * 1024 * (3.0 * 768 * 768 + 768.0 * 768) + 4.0 * 2 * 12 * 1024 * 1024 * 64) / 1e9,
+              1e-9);
 }
 
 TEST(Cost, TheBudgetsAreLimitsAndNameTheField) {

@@ -22,11 +22,11 @@
 #include <vector>
 
 #include "engine/errors.h"
-#include "reference.h"
-#include "test_support.h"
 #include "formats/atomic_file.h"
 #include "formats/json_format.h"
 #include "formats/workspace_file.h"
+#include "reference.h"
+#include "test_support.h"
 
 namespace attnscope {
 namespace {
@@ -111,8 +111,8 @@ TEST(WorkspaceRoundTrip, LargestFloats) {
 }
 
 TEST(WorkspaceRoundTrip, EveryVariant) {
-  for (Variant v : {Variant::Simple, Variant::SelfAttentionV1, Variant::SelfAttentionV2,
-                    Variant::Causal, Variant::MultiHeadWrapper, Variant::MultiHead}) {
+  for (Variant v : {Variant::Simple, Variant::SelfAttentionV1, Variant::SelfAttentionV2, Variant::Causal,
+                    Variant::MultiHeadWrapper, Variant::MultiHead}) {
     SCOPED_TRACE(variantId(v));
     Workspace ws = bookExample(v);
     ws.view = {{"theme", "light"}};
@@ -155,11 +155,10 @@ std::string minimalDocument(const std::string& model) {
 }
 
 TEST(WorkspaceDefaults, MissingModelFieldsTakeTheVariantDefaults) {
-  for (Variant v : {Variant::Simple, Variant::SelfAttentionV1, Variant::SelfAttentionV2,
-                    Variant::Causal, Variant::MultiHeadWrapper, Variant::MultiHead}) {
+  for (Variant v : {Variant::Simple, Variant::SelfAttentionV1, Variant::SelfAttentionV2, Variant::Causal,
+                    Variant::MultiHeadWrapper, Variant::MultiHead}) {
     SCOPED_TRACE(variantId(v));
-    const Workspace ws =
-        parseWorkspace(minimalDocument(std::string(R"({"variant": ")") + variantId(v) + "\"}"));
+    const Workspace ws = parseWorkspace(minimalDocument(std::string(R"({"variant": ")") + variantId(v) + "\"}"));
     ModelConfig want = defaultConfig(v);
     if (v == Variant::Simple) want.d_out = 3;  // no projection: its width is d_in
     expectSameModel(ws.model, want);
@@ -167,8 +166,7 @@ TEST(WorkspaceDefaults, MissingModelFieldsTakeTheVariantDefaults) {
     EXPECT_TRUE(ws.view.is_object() && ws.view.empty());
   }
   // Some fields given: only those change.
-  const Workspace ws =
-      parseWorkspace(minimalDocument(R"({"variant": "multihead", "dropout": 0.1, "seed": 5})"));
+  const Workspace ws = parseWorkspace(minimalDocument(R"({"variant": "multihead", "dropout": 0.1, "seed": 5})"));
   ModelConfig want = defaultConfig(Variant::MultiHead);
   want.dropout = 0.1;
   want.seed = 5;
@@ -280,9 +278,7 @@ struct TempDir {
     char name[] = "/tmp/attnscope-unit-XXXXXX";
     path = ::mkdtemp(name);
   }
-  ~TempDir() {
-    [[maybe_unused]] const int rc = std::system(("rm -rf '" + path + "'").c_str());
-  }
+  ~TempDir() { [[maybe_unused]] const int rc = std::system(("rm -rf '" + path + "'").c_str()); }
   std::set<std::string> entries() const {
     std::set<std::string> out;
     DIR* d = ::opendir(path.c_str());
@@ -300,9 +296,7 @@ std::string readFile(const std::string& path) {
   return s.str();
 }
 
-void writeFile(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::binary) << text;
-}
+void writeFile(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
 TEST(WorkspaceSave, WritesAndReplaces) {
   TempDir dir;
@@ -428,8 +422,7 @@ TEST(WorkspaceSave, ANewFileTakesTheFirstFreeNameWhole) {
   writeFile(dir.path + "/kept-1.json", "someone's");
   writeFile(dir.path + "/kept-2.json", "another's");
   auto name = [](int k) { return "kept-" + std::to_string(k) + ".json"; };
-  const std::string path =
-      writeNewFileAtomically(dir.path, name, [](std::ostream& out) { out << "mine"; });
+  const std::string path = writeNewFileAtomically(dir.path, name, [](std::ostream& out) { out << "mine"; });
   EXPECT_EQ(path, dir.path + "/kept-3.json");
   EXPECT_EQ(readFile(path), "mine");
   EXPECT_EQ(readFile(dir.path + "/kept-1.json"), "someone's");  // never replaced
@@ -482,13 +475,14 @@ TEST(RandomEmbeddings, NormalIsTorchRandnTo1e5) {
     std::vector<double> values;
   } cases[] = {
       {0, 2, 3, {1.54099607, -0.293428898, -2.17878938, 0.568431258, -1.08452237, -1.39859545}},
-      {0, 4, 5, {-1.12583983, -1.1523602, -0.250578582, -0.433878809, 0.598839462,
-                 -1.55509508, -0.34136039, 1.85300612, 0.468096405, -0.157712445,
-                 1.44366014, 0.266049415, 1.38936615, 1.58633423, 0.946298361,
-                 -0.843676746, 0.931826591, 1.25900924, 2.00498056, 0.0537369028}},
-      {42, 1, 16, {1.92691529, 1.48728406, 0.900717199, -2.10552096, 0.678418458, -1.23454487,
-                   -0.0430674776, -1.60466695, -0.752135277, 1.64872301, -0.392478645,
-                   -1.40360713, -0.727881312, -0.559430182, -0.768838882, 0.76244539}},
+      {0, 4, 5, {-1.12583983, -1.1523602,   -0.250578582, -0.433878809, 0.598839462, -1.55509508, -0.34136039,
+                 1.85300612,  0.468096405,  -0.157712445, 1.44366014,   0.266049415, 1.38936615,  1.58633423,
+                 0.946298361, -0.843676746, 0.931826591,  1.25900924,   2.00498056,  0.0537369028}},
+      {42,
+       1,
+       16,
+       {1.92691529, 1.48728406, 0.900717199, -2.10552096, 0.678418458, -1.23454487, -0.0430674776, -1.60466695,
+        -0.752135277, 1.64872301, -0.392478645, -1.40360713, -0.727881312, -0.559430182, -0.768838882, 0.76244539}},
   };
   double worst = 0;
   for (const auto& c : cases) {
@@ -510,11 +504,14 @@ TEST(RandomEmbeddings, NormalIsTorchRandnTo1e5) {
 // accepted and saved (46.6 MiB), was refused on open: "takes about 1.5 GiB" (34 × its text).
 TEST(WorkspaceLimits, ReadingHoldsFloatsNotATree) {
   auto document = [](int rows, int cols, const std::string& view) {
-    std::string text = R"({"format": "attnscope-workspace", "version": 1, "model": {"variant": "multihead", "batch_size": 1},
-      "view": )" + view + R"(, "embeddings": [)";
+    std::string text =
+        R"({"format": "attnscope-workspace", "version": 1, "model": {"variant": "multihead", "batch_size": 1},
+      "view": )" +
+        view + R"(, "embeddings": [)";
     for (int i = 0; i < rows; ++i) {
       text += i ? ",\n[" : "[";
-      for (int c = 0; c < cols; ++c) text += (c ? ", " : "") + formatFloat(static_cast<float>((i * 7 + c * 13) % 1000) / 997.0f);
+      for (int c = 0; c < cols; ++c)
+        text += (c ? ", " : "") + formatFloat(static_cast<float>((i * 7 + c * 13) % 1000) / 997.0f);
       text += "]";
     }
     return text + "]}";
@@ -550,11 +547,12 @@ TEST(WorkspaceLimits, DeepNestingRefusedWhileParsing) {
   for (const char* member : {"view", "parameters", "embeddings", "model", "tokens"}) {
     for (int depth : {65, 1000, 150000}) {
       const std::string text = R"({"format": "attnscope-workspace", "version": 1, ")" + std::string(member) + R"(": )" +
-             std::string(static_cast<std::size_t>(depth), '[') + std::string(static_cast<std::size_t>(depth), ']') + "}";
+                               std::string(static_cast<std::size_t>(depth), '[') +
+                               std::string(static_cast<std::size_t>(depth), ']') + "}";
       const std::string why = test::errorOf([&] { parseWorkspace(text); });
       // Inside the embeddings a nested list is refused as soon as it is not a number.
       EXPECT_EQ(why, std::string(member) == "embeddings" ? "embeddings[0][0]: expected a number, got array"
-                                                          : std::string(member) + ": nested deeper than 64 levels")
+                                                         : std::string(member) + ": nested deeper than 64 levels")
           << member << " " << depth;
     }
   }
