@@ -1,4 +1,4 @@
-// The Compare tab (issue 12 item 2; docs/DESIGN.md §3.4): a pinned result A beside the current one
+// The Compare tab (docs/DESIGN.md §3.4): a pinned result A beside the current one
 // B. Every shown map appears three times in a row — A, B and B − A on a diverging scale centred on
 // 0 — with the largest |Δ| and where it is; A and B share one colour range, so a small change looks
 // small. A line above lists what differs between the two workspaces. A view: it draws the two

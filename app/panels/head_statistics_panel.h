@@ -1,4 +1,4 @@
-// Head statistics (issue 12, docs/DESIGN.md §3.4): under the main area, one row per head of the
+// Head statistics (docs/DESIGN.md §3.4): under the main area, one row per head of the
 // shown batch element — how it spreads its attention. Its mean entropy in nats and e^(mean entropy),
 // "as if every row attended evenly to this many tokens"; the mean weight on the previous and on the
 // first token; and two small charts over the query rows: the entropy of each row (bars, in front of

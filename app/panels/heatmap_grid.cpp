@@ -138,7 +138,7 @@ std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, 
           "] = " + formatFixed(h.context(i, j));
       break;
   }
-  if (stage == Stage::Weights || stage == Stage::DroppedWeights) {  // the row's head statistics (issue 12)
+  if (stage == Stage::Weights || stage == Stage::DroppedWeights) {  // the row's head statistics
     const std::string row = rowStatisticsText(snap, h.index, i, stage == Stage::DroppedWeights);
     if (!row.empty()) s += "\n\n" + row;
   }

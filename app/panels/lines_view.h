@@ -1,4 +1,4 @@
-// The Lines view (issue 12, item 1; docs/DESIGN.md §3.4): attention as lines between tokens, as
+// The Lines view (docs/DESIGN.md §3.4): attention as lines between tokens, as
 // BertViz's head view draws it. Query tokens on the left, key tokens on the right, one line per
 // (query i, key j) of every head shown, its opacity and width following the weight (or the weight
 // after dropout), one colour per head. Heads switch on and off; hovering a token, or selecting a

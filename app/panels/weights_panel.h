@@ -1,4 +1,4 @@
-// The Weights tab (issue 13, item 3; docs/DESIGN.md §3.4): the module's parameters — W_query,
+// The Weights tab (docs/DESIGN.md §3.4): the module's parameters — W_query,
 // W_key, W_value (per head for the wrapper), their biases and out_proj — under their state_dict
 // names and in torch's layouts, each as a map and as a table of numbers that edit like the
 // embeddings (drag, double-click to type, undo). Edited tensors become the workspace's own

@@ -18,35 +18,36 @@ nlohmann::json presentation(const ViewState& v) { return {{"field", "presentatio
 constexpr unsigned kCtrlShift = kCtrl | kShift;
 constexpr const char* kNextStep = "with a lesson open: next step (a presenter's clicker sends these)";
 constexpr const char* kStepBack = "with a lesson open: previous step";
+// Bindings with the same help text share its line.
+constexpr const char* kTextSize = "larger, smaller, normal text (View › Text size, 100–250 %)";
+constexpr const char* kUndoRedo = "undo, redo (a slider drag is one step)";
+constexpr const char* kToken = "previous / next query token";
+constexpr const char* kHead = "next / previous head (then all heads)";
+// The view a binding's arguments are made from when the caller has none.
+const ViewState kDefaultView;
 
 }  // namespace
 
 const std::vector<KeyBinding>& keyBindings() {
   using S = KeyScope;
+  // One row per binding.
+  // clang-format off
   static const std::vector<KeyBinding> table = {
       // key, mods, scope, repeats, label, command, args, help
-      {Key::F12, kNoMods, S::Always, false, "F12", "screenshot", screenshotNow,
-       "save the window as PNG (File › Screenshot folder)"},
+      {Key::F12, kNoMods, S::Always, false, "F12", "screenshot", screenshotNow, "save the window as PNG (File › Screenshot folder)"},
       {Key::Q, kCtrl, S::Always, false, "Ctrl+Q", "quit", nullptr, "quit"},
       {Key::S, kCtrl, S::Always, false, "Ctrl+S", "save", nullptr, "save (a value being typed first)"},
       {Key::O, kCtrl, S::Always, false, "Ctrl+O", "dialog", openDialog, "open a workspace or a PNG saved by attnscope"},
-      {Key::F11, kNoMods, S::Always, false, "F11", "fullscreen", nullptr,
-       "full screen, on the monitor that holds the window"},
-      {Key::F10, kNoMods, S::Always, false, "F10", "view", presentation,
-       "presentation: hide the panels around the maps"},
-      {Key::Plus, kCtrl, S::Always, true, "Ctrl++", "view", larger,
-       "larger, smaller, normal text (View › Text size, 100–250 %)"},
-      {Key::Minus, kCtrl, S::Always, true, "Ctrl+−", "view", smaller,
-       "larger, smaller, normal text (View › Text size, 100–250 %)"},
-      {Key::Zero, kCtrl, S::Always, false, "Ctrl+0", "view", normalSize,
-       "larger, smaller, normal text (View › Text size, 100–250 %)"},
-      {Key::Z, kCtrl, S::View, true, "Ctrl+Z", "undo", nullptr, "undo, redo (a slider drag is one step)"},
-      {Key::Z, kCtrlShift, S::View, true, "Ctrl+Shift+Z", "redo", nullptr, "undo, redo (a slider drag is one step)"},
+      {Key::F11, kNoMods, S::Always, false, "F11", "fullscreen", nullptr, "full screen, on the monitor that holds the window"},
+      {Key::F10, kNoMods, S::Always, false, "F10", "view", presentation, "presentation: hide the panels around the maps"},
+      {Key::Plus, kCtrl, S::Always, true, "Ctrl++", "view", larger, kTextSize},
+      {Key::Minus, kCtrl, S::Always, true, "Ctrl+−", "view", smaller, kTextSize},
+      {Key::Zero, kCtrl, S::Always, false, "Ctrl+0", "view", normalSize, kTextSize},
+      {Key::Z, kCtrl, S::View, true, "Ctrl+Z", "undo", nullptr, kUndoRedo},
+      {Key::Z, kCtrlShift, S::View, true, "Ctrl+Shift+Z", "redo", nullptr, kUndoRedo},
       {Key::Y, kCtrl, S::View, true, "Ctrl+Y", "redo", nullptr, ""},
-      {Key::V, kCtrlShift, S::View, false, "Ctrl+Shift+V", "paste_embeddings", nullptr,
-       "paste embeddings (a printed tensor, NumPy array, lists or CSV)"},
-      {Key::P, kCtrl, S::View, false, "Ctrl+P", "pin", nullptr,
-       "pin the result as A; the Compare tab shows A, B (now) and B − A"},
+      {Key::V, kCtrlShift, S::View, false, "Ctrl+Shift+V", "paste_embeddings", nullptr, "paste embeddings (a printed tensor, NumPy array, lists or CSV)"},
+      {Key::P, kCtrl, S::View, false, "Ctrl+P", "pin", nullptr, "pin the result as A; the Compare tab shows A, B (now) and B − A"},
       // A lesson's steps: the keys a presenter's clicker sends; before the arrows' own bindings.
       {Key::Space, kNoMods, S::Lesson, false, "Space", "lesson_next", nullptr, kNextStep},
       {Key::Right, kNoMods, S::Lesson, false, "→", "lesson_next", nullptr, kNextStep},
@@ -54,18 +55,18 @@ const std::vector<KeyBinding>& keyBindings() {
       {Key::Left, kNoMods, S::Lesson, false, "←", "lesson_back", nullptr, kStepBack},
       {Key::PageUp, kNoMods, S::Lesson, false, "PageUp", "lesson_back", nullptr, kStepBack},
       {Key::Space, kShift, S::Lesson, false, "Shift+Space", "lesson_back", nullptr, kStepBack},
-      {Key::Up, kNoMods, S::View, true, "↑", "select_token", stepBack, "previous / next query token"},
-      {Key::Down, kNoMods, S::View, true, "↓", "select_token", stepOn, "previous / next query token"},
-      {Key::Left, kNoMods, S::View, true, "←", "select_token", stepBack, "previous / next query token"},
-      {Key::Right, kNoMods, S::View, true, "→", "select_token", stepOn, "previous / next query token"},
-      {Key::Tab, kNoMods, S::View, true, "Tab", "select_head", stepOn, "next / previous head (then all heads)"},
-      {Key::Tab, kShift, S::View, true, "Shift+Tab", "select_head", stepBack, "next / previous head (then all heads)"},
+      {Key::Up, kNoMods, S::View, true, "↑", "select_token", stepBack, kToken},
+      {Key::Down, kNoMods, S::View, true, "↓", "select_token", stepOn, kToken},
+      {Key::Left, kNoMods, S::View, true, "←", "select_token", stepBack, kToken},
+      {Key::Right, kNoMods, S::View, true, "→", "select_token", stepOn, kToken},
+      {Key::Tab, kNoMods, S::View, true, "Tab", "select_head", stepOn, kHead},
+      {Key::Tab, kShift, S::View, true, "Shift+Tab", "select_head", stepBack, kHead},
   };
+  // clang-format on
   return table;
 }
 
 std::optional<Command> keyCommand(const KeyPress& press, const KeyContext& context) {
-  static const ViewState kDefaultView;
   const ViewState& view = context.view ? *context.view : kDefaultView;
   for (const KeyBinding& b : keyBindings()) {
     if (b.key != press.key || b.mods != press.mods) continue;
@@ -78,7 +79,6 @@ std::optional<Command> keyCommand(const KeyPress& press, const KeyContext& conte
 }
 
 const char* shortcutLabel(const std::string& command, const nlohmann::json& args) {
-  static const ViewState kDefaultView;
   for (const KeyBinding& b : keyBindings()) {
     if (command != b.command) continue;
     const nlohmann::json has = b.args ? b.args(kDefaultView) : nlohmann::json::object();

@@ -12,29 +12,9 @@
 
 namespace attnscope {
 
-enum class Key {
-  S,
-  O,
-  Q,
-  Z,
-  Y,
-  V,
-  P,
-  Plus,
-  Minus,
-  Zero,
-  F10,
-  F11,
-  F12,
-  Space,
-  Left,
-  Right,
-  Up,
-  Down,
-  PageUp,
-  PageDown,
-  Tab
-};
+// clang-format off
+enum class Key { S, O, Q, Z, Y, V, P, Plus, Minus, Zero, F10, F11, F12, Space, Left, Right, Up, Down, PageUp, PageDown, Tab };
+// clang-format on
 
 enum KeyMods : unsigned { kNoMods = 0, kCtrl = 1, kShift = 2, kAlt = 4 };
 

@@ -86,7 +86,7 @@ Settings readSettings() {
 }
 
 // Never the working directory, which is the repository when the app runs from a checkout: the
-// browser starts in the last folder used, else the home folder (issue 11).
+// browser starts in the last folder used, else the home folder.
 Settings withDefaults(Settings s) {
   if (s.last_folder.empty()) s.last_folder = homeFolder();
   if (s.lesson_folder.empty()) s.lesson_folder = lessonsFolder();  // the chapter's lessons, the first time

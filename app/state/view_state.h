@@ -55,7 +55,7 @@ struct ViewState {
   int screenshot_scale = 1;      // F12 renders at 1×, 2× or 3×
   bool caption = false;          // F12 adds a caption line
   std::string tab = "heatmaps";  // the main area's view: "heatmaps", "pipeline", "lines" or "parameters" (Weights)
-  // The Lines view (issue 12, docs/DESIGN.md §3.4): which stage its lines show ("weights" or
+  // The Lines view (docs/DESIGN.md §3.4): which stage its lines show ("weights" or
   // "dropped_weights"), how many keys per query above kLinesAllKeysUpTo tokens, the heads switched
   // off (0-based), and whether only the selected query token's lines are drawn.
   std::string lines_stage = "weights";

@@ -153,7 +153,7 @@ int run(int argc, char** argv) {
   export_cmd->add_option("--threads", export_threads, "use the OpenMP path with N threads (0 = all cores)")
       ->check(CLI::Range(0, 1024));
 
-  // import: a workspace from the numbers a notebook printed or saved (issue 13).
+  // import: a workspace from the numbers a notebook printed or saved.
   ImportRequest import_request;
   std::string import_tokens, import_variant;
   std::int64_t import_seed = 0;

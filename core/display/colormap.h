@@ -44,7 +44,7 @@ int colormapIndex(float v, ValueRange r);
 void colormapIndices(const float* v, std::size_t n, ValueRange r, std::uint8_t* out);
 Rgb colormapColor(Colormap c, float v, ValueRange r);
 
-// How values map onto the colormap (issue 12 item 4; docs/DESIGN.md §3.4 "Colour scales").
+// How values map onto the colormap (docs/DESIGN.md §3.4 "Colour scales").
 enum class ColourScale {
   Linear,  // the map's range, end to end
   Log,     // log10 over [positive, hi]: weights of ~1/T at T = 1024 spread over decades

@@ -1,4 +1,4 @@
-// Comparing two results (issue 12 item 2, docs/DESIGN.md §3.4 "Compare"): a pinned result A and
+// Comparing two results (docs/DESIGN.md §3.4 "Compare"): a pinned result A and
 // the current one B. What differs between their workspaces, in words, and the difference B − A of
 // one map with where it is largest. Plain data: the app's Compare tab draws it, tests check it.
 #pragma once

@@ -1,4 +1,4 @@
-// Edits of the module's parameters, as the Weights tab offers them (issue 13; docs/DESIGN.md §2.4,
+// Edits of the module's parameters, as the Weights tab offers them (docs/DESIGN.md §2.4,
 // §3.4): the user's own values are the model's `parameters` (state_dict names, torch layouts),
 // over the seeded initialization. Each edit is all-or-nothing, as the token table's are.
 #pragma once

@@ -64,7 +64,7 @@ void randomizeEmbeddings(Workspace& ws, std::uint32_t seed);
 // (d_out set to 3 for 'simple').
 void resetToBookExample(Workspace& ws);
 
-// Where "go to" lands (issue 12 item 5): the tokens [first, last] (0-based) that `text` names — a
+// Where "go to" lands: the tokens [first, last] (0-based) that `text` names — a
 // token's name ("journey", "t500"; the first match, case-insensitively), a position as the tables
 // number them from 1 ("500"), or a range of either ("400-431", "t10–t20", "with..step"). Throws
 // InputError saying what was not found.

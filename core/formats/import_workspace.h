@@ -1,4 +1,4 @@
-// A workspace from numbers a notebook printed or saved (issue 13; docs/DESIGN.md §2.4, §2.5): the
+// A workspace from numbers a notebook printed or saved (docs/DESIGN.md §2.4, §2.5): the
 // embeddings from a file (formats/tensor_import.h), token names, and a model — what
 // `attnscope-cli import` prints and what the app's paste will build.
 #pragma once

@@ -1,4 +1,4 @@
-// Bring your own numbers (docs/DESIGN.md §2.4, issue 13): embeddings from what a notebook prints or
+// Bring your own numbers (docs/DESIGN.md §2.4): embeddings from what a notebook prints or
 // saves. Text — a printed PyTorch tensor, a NumPy repr or str, JSON or Python nested lists,
 // CSV/TSV/whitespace-separated columns — and the binary .npy and .npz, recognized by content, not
 // by the file's name. No window code: the app's paste and the CLI's `import` both come here.

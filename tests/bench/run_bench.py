@@ -576,7 +576,7 @@ def main():
 
 
 def issue_targets(configs, app):
-    """The performance targets of issue 10, each with the figure that decides it (paired medians
+    """The performance targets (docs/DESIGN.md §4), each with the figure that decides it (paired medians
     for torch ÷ ours and ours ÷ limit): [{"target", "value", "bound", "met"}]. "medium" is the
     preset as it ships, which trains with dropout 0.1 (the issue's table timed it so); medium in
     eval is listed beside, with torch ÷ the GEMM-bound limit, the most any code doing its FLOPs
@@ -679,7 +679,7 @@ def print_table(report):
         note("instructions of one serial forward: " + "; ".join(parts))
     else:
         note(f"instructions: skipped ({ins['skipped']})")
-    print("targets (issue 10):")
+    print("targets:")
     for t in report["targets"]:
         print(f"  {'met    ' if t['met'] else 'NOT MET'} {t['target']}: {t['value']:.4g}"
               + (f" ({t['note']})" if "note" in t else ""))

@@ -163,7 +163,7 @@ CASES = [
     ("random_unknown_field",
      random_ws({"random": "normal", "seed": 1, "rows": 4, "cols": 3, "mean": 0}), TRACE,
      ["embeddings.mean", "unknown field"]),
-    # --- the user's own parameters (issue 13): each refusal names the tensor
+    # --- the user's own parameters: each refusal names the tensor
     ("parameters_not_an_object", ws(parameters=[[1.0]]), TRACE, ["parameters", "expected an object"]),
     ("parameters_wrong_shape", ws(parameters={"W_query.weight": [[1.0, 2.0], [3.0, 4.0]]}), TRACE,
      ["parameters.W_query.weight", "expected 2 × 3 (d_out × d_in)", "2 × 2"]),

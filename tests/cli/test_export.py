@@ -1,15 +1,15 @@
 #!/usr/bin/python3
-"""`attnscope-cli export` (issue 5): a trace written as CSV, JSON or NumPy .npy must carry exactly the
+"""`attnscope-cli export`: a trace written as CSV, JSON or NumPy .npy must carry exactly the
 numbers `attnscope-cli trace` prints. For presets and generated workspaces (T = 10, biases, several
 heads, dropout, --batch, --threads) it checks with numpy that every .npy loads with numpy.load as
 float32, C order, the right shape (biases 1-D) and a 64-byte aligned NPY 1.0 header; that every CSV
 reads back (csv module) with a header row and a first column of labels where its rows are tokens
-(issue 11: "query" + key tokens for T × T maps, "token" + d0, d1, … for T × w ones; parameters are
+("query" + key tokens for T × T maps, "token" + d0, d1, … for T × w ones; parameters are
 numbers only); that both equal the trace JSON's matrices bit for bit (null = −∞, masks 0/1); that
 the file set is exactly the documented names, batch and head numbered from 1 as the app numbers
 them (b1_h1_weights); that each head's statistics (b1_h1_statistics: T × 5, a CSV with the query
 tokens and the argmax's token) and the heads' summaries (b1_statistics) carry the trace JSON's
-"statistics" bit for bit (issue 12); and that trace.json equals `trace` output byte for byte. Bad --format, --out
+"statistics" bit for bit; and that trace.json equals `trace` output byte for byte. Bad --format, --out
 on a regular file and a missing workspace must exit 2 with one "error: …" line.
 
 Usage: test_export.py CLI_PATH ASSETS_DIR   (run with Debian's /usr/bin/python3: numpy)

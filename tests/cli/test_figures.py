@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Clean figures and exports that do what they say (issue 11, items 4 and 6).
+"""Clean figures and exports that do what they say.
 
 attnscope-cli (no display):
 - `export --format svg|pdf` writes one figure per matrix, named as the CSV files are (batch and
@@ -144,7 +144,7 @@ def cli_checks(cli, assets, work):
     for b, batch in enumerate(trace["batches"]):
         for h, head in enumerate(batch["heads"]):
             stems |= {f"b{b + 1}_h{h + 1}_{stage}" for stage in head if stage != "statistics"}
-            tables.add(f"b{b + 1}_h{h + 1}_statistics")  # issue 12: tables (CSV, .npy), not figures
+            tables.add(f"b{b + 1}_h{h + 1}_statistics")  # tables (CSV, .npy), not figures
         stems |= {f"b{b + 1}_context", f"b{b + 1}_output"}
         if batch["heads"]:
             tables.add(f"b{b + 1}_statistics")

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""`attnscope-cli import` (issue 13, docs/DESIGN.md §2.5): embeddings as torch and NumPy print and
+"""`attnscope-cli import` (docs/DESIGN.md §2.5): embeddings as torch and NumPy print and
 save them, read back exactly. Every file here is written by torch or NumPy in this test —
 str(torch.tensor(…)) with and without suffixes, repr() and str() of arrays, json.dumps, np.savetxt,
 np.save (float32, float64, big-endian, Fortran order, 1-D), np.savez and np.savez_compressed — and

@@ -1,4 +1,4 @@
-# `attnscope --bench-interaction` (issue 10, item 5), a smoke test: the book example only, 5 edits,
+# `attnscope --bench-interaction`, a smoke test: the book example only, 5 edits,
 # under xvfb-run; the JSON must have its keys and sane values (positive times, p50 ≤ p95 ≤ max, at
 # least one frame per edit). No timing thresholds: the figures depend on the machine and its load.
 # Included from tests/gui/CMakeLists.txt, where it registers the test; ctest runs this same file

@@ -1,4 +1,4 @@
-# Every map of the book's examples shows its numbers at a projector's 1280 × 800 (issue 11): the
+# Every map of the book's examples shows its numbers at a projector's 1280 × 800: the
 # multi-head example with and without dropout, causal attention with dropout and the wrapper. The
 # grid scrolls rather than hide numbers; the layout dump lists every map of the grid (`in_view`
 # says which are scrolled away) with `values_shown` and the `label_format` chosen. Each example is

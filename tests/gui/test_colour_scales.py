@@ -1,4 +1,4 @@
-"""Colour scales (issue 12, item 4; docs/DESIGN.md §3.4 "Colour scales"), cell by cell in pixels.
+"""Colour scales (docs/DESIGN.md §3.4 "Colour scales"), cell by cell in pixels.
 
 Every expected colour is computed here from `attnscope-cli trace` and assets/colormaps, never from
 the app:

@@ -1,4 +1,4 @@
-"""Compare mode (issue 12, item 2; docs/DESIGN.md §3.4): a pinned result A beside the current B.
+"""Compare mode (docs/DESIGN.md §3.4): a pinned result A beside the current B.
 
 - Numbers: the multi-head example pinned, then another seed (and, separately, dropout 0.5 → 0):
   every map of the Compare tab that the layout dump carries with its numbers equals

@@ -1,4 +1,4 @@
-"""Files and slides (issue 5): screenshots for slides and the workspace on disk.
+"""Files and slides: screenshots for slides and the workspace on disk.
 
 - PNG: --scale 2 is exactly twice --scale 1; --caption adds rows (twice as many at 2×); the PNG's
   "attnscope-workspace" text is the workspace, and `attnscope-cli trace` of the PNG and of that text

@@ -1,4 +1,4 @@
-"""The head statistics panel (issue 12, item 3; docs/DESIGN.md §3.4) under the main area.
+"""The head statistics panel (docs/DESIGN.md §3.4) under the main area.
 
 - Numbers: the multi-head example with dropout 0.5 at 1280×800, causal dropout at 1600×1000 and a
   one-token input: the layout dump's per-head statistics equal a numpy re-derivation from the

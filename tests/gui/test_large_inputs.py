@@ -1,4 +1,4 @@
-"""Large inputs (issue 12, item 5; docs/DESIGN.md §3.4): go to a token, zoom that keeps every map.
+"""Large inputs (docs/DESIGN.md §3.4): go to a token, zoom that keeps every map.
 
 On GPT-2 small (T = 1024), through the `go_to` command the header's field sends:
 - a name ("t500") selects that token and zooms every map to the 8 tokens around it — never fewer

@@ -1,4 +1,4 @@
-"""Ready for the lecture hall, the rest (issue 11): figures, files and messages a lecturer meets.
+"""Ready for the lecture hall, the rest: figures, files and messages a lecturer meets.
 
 Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, one Xvfb display):
 

@@ -1,4 +1,4 @@
-"""The chapter lesson projected at 1280×720 (issue 11, "ready for the lecture hall"): every step of
+"""The chapter lesson projected at 1280×720 ("ready for the lecture hall", docs/DESIGN.md §3.7): every step of
 assets/lessons/chapter3.json rendered headless (`attnscope --lesson FILE --step N`) at 1280×720
 and 1280×800, and its layout dump shows
 

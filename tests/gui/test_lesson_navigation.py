@@ -1,4 +1,4 @@
-"""Lesson mode, driven (issue 11, item 3): Next, Back, a step by number and closing, as commands
+"""Lesson mode, driven: Next, Back, a step by number and closing, as commands
 (`lesson_next`, `lesson_back`, `lesson_step`, `lesson_close`, `lesson_open`), as keys (Space, →,
 PageDown; ←, PageUp, Shift+Space — xdotool, one interactive app) and through File › Open lesson;
 and damaged lessons.

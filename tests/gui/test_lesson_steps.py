@@ -1,4 +1,4 @@
-"""Lesson mode, step by step (issue 11, item 3): every step of assets/lessons/chapter3.json renders
+"""Lesson mode, step by step: every step of assets/lessons/chapter3.json renders
 headless (`attnscope --lesson FILE --step N --screenshot`) at a projector's 1280×720 and at
 1600×1000, and its layout dump shows
 

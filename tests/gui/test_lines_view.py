@@ -1,4 +1,4 @@
-"""The Lines view (issue 12, item 1; docs/DESIGN.md §3.4): attention as lines between tokens.
+"""The Lines view (docs/DESIGN.md §3.4): attention as lines between tokens.
 
 - Weights: on the book's multi-head example (T = 6, 2 heads) the layout dump's `state.lines` lists
   one line per (query, key, head) whose weight in `attnscope-cli trace` of the workspace on screen is

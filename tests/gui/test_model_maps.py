@@ -1,4 +1,4 @@
-# The Heatmaps tab shows the whole story (issue 11, item 2): each head's columns of W_query, W_key
+# The Heatmaps tab shows the whole story: each head's columns of W_query, W_key
 # and W_value, its Q, K and V, and the module's maps — the heads' contexts concatenated, out_proj's
 # weight and the output — each one click away (a toggle in the grid's header).
 #

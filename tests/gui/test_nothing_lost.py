@@ -1,4 +1,4 @@
-"""Nothing lost silently (issue 11): the app's own changes to what the user chose say so, and
+"""Nothing lost silently: the app's own changes to what the user chose say so, and
 unsaved work is asked about before it goes.
 
 - num_heads and d_out: `set d_out 3` on the multihead preset moves num_heads 2 → 1 with a toast

@@ -1,4 +1,4 @@
-"""Edit › Paste embeddings (issue 13, item 1; docs/DESIGN.md §3.2): a tensor copied out of a
+"""Edit › Paste embeddings (docs/DESIGN.md §3.2): a tensor copied out of a
 notebook, pasted into the app through the X clipboard.
 
 The tensors are printed by torch itself (`str(torch.tensor(…))` in this process, Debian's torch at

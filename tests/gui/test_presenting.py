@@ -1,4 +1,4 @@
-"""Presenting (issue 11): text size, full screen, hideable panels, a layout readable at 1280 × 720.
+"""Presenting: text size, full screen, hideable panels, a layout readable at 1280 × 720.
 
 Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, one Xvfb display):
 

@@ -1,4 +1,4 @@
-"""Teaching with the live app (issue 4): edits made in the app reach the engine.
+"""Teaching with the live app: edits made in the app reach the engine.
 
 Runs `attnscope` on its own Xvfb display and reads what it shows from `--dump-layout`. Checks that
 typing into an embedding cell changes the workspace and that the app's trace then equals

@@ -1,4 +1,4 @@
-"""The Weights tab (issue 13, item 3; docs/DESIGN.md §3.4) and pasted state_dicts (item 2).
+"""The Weights tab (docs/DESIGN.md §3.4) and pasted state_dicts (item 2).
 
 Expected numbers come from Debian's torch (/usr/bin/python3): the seed classes built as the notebook
 builds them (torch.manual_seed, the constructor), the edited value put into the state_dict and

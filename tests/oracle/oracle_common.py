@@ -127,7 +127,7 @@ STATISTICS_MEANS = ["mean_entropy", "mean_weight_previous_token", "mean_weight_f
 
 
 def compare_statistics(worst, ours, ours_weights, ref, weights, where, prefix=""):
-    """A head's "statistics" (issue 12) against torch's (torch_trace.statistics, from torch's weights):
+    """A head's "statistics" against torch's (torch_trace.statistics, from torch's weights):
     every number within TOL·(1 + |torch|); each argmax equal to torch's (torch.argmax: the first of
     equal maxima), or — where our float weights order a near-tie the other way — the first key of our
     own row's maximum whose torch weight is within TOL of torch's maximum; the previous-token mean

@@ -1,10 +1,10 @@
-# Large-T oracle (issue 10): `attnscope-cli trace` at T = 128, 512 and 1024 through the fast path —
+# Large-T oracle: `attnscope-cli trace` at T = 128, 512 and 1024 through the fast path —
 # one head of one element traced (`--batch B --heads H`, the reference loops), every other head and
 # element from the fused kernel (tiles, online softmax, skipped causal tiles, keep bits) — against
 # Debian's torch running the seed classes (torch_trace.py), in eval and in training with dropout.
 # Parameters and the traced head's dropout mask must equal torch's bitwise; the traced head's
 # intermediates and every element's output, context and per-head contexts must be within
-# |ours − torch| ≤ 1e-5·(1 + |torch|), and so must its statistics (issue 12) against torch's computed
+# |ours − torch| ≤ 1e-5·(1 + |torch|), and so must its statistics against torch's computed
 # from torch's weights. With dropout the elements must differ (their draws do);
 # without, they must agree to the same tolerance. One case runs with --threads 2, one with
 # --outputs-only. Usage: test_large_t_oracle.py PATH/TO/attnscope-cli
@@ -26,7 +26,7 @@ import torch_trace  # noqa: E402
 
 FLOAT_FIELDS = ["queries", "keys", "values", "scores", "scaled_scores", "masked_scores", "weights",
                 "dropped_weights", "context"]
-# For the test of the test (step 3 of issue 10): ATTNSCOPE_ORACLE_SABOTAGE=output adds 1e-4 to one
+# For the test of the test: ATTNSCOPE_ORACLE_SABOTAGE=output adds 1e-4 to one
 # of torch's outputs, =dropout runs torch with another p; either must make this test fail.
 SABOTAGE = os.environ.get("ATTNSCOPE_ORACLE_SABOTAGE", "")
 
@@ -120,7 +120,7 @@ def compare_run(worst, case, trace, ref, traced):
                 continue
             maps_seen += 1
             compare_head(worst, oh, rh, where, FLOAT_FIELDS, "traced head ")
-            compare_statistics(worst, oh.get("statistics"), oh["weights"],  # issue 12, at GPT-2's T = 1024
+            compare_statistics(worst, oh.get("statistics"), oh["weights"],  # at GPT-2's T = 1024
                                torch_trace.statistics(rh["weights"], rh["dropped_weights"]), rh["weights"], where,
                                "traced head ")
             worst.record("dropout mask (bitwise)", 0.0, where, 0.0)

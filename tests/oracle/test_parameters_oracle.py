@@ -1,4 +1,4 @@
-# The user's own parameters (issue 13, docs/DESIGN.md §2.4) against Debian's torch: workspaces of
+# The user's own parameters (docs/DESIGN.md §2.4) against Debian's torch: workspaces of
 # every variant with random "parameters" (all of a module's, or some of them; biases; dropout in
 # training) traced by `attnscope-cli trace` and by the seed class as a learner would run it:
 #     torch.manual_seed(seed); m = Class(…); m.load_state_dict(parameters, strict=False); m(batch)

@@ -1,7 +1,7 @@
 # Engine oracle: `attnscope-cli trace` on ~80 generated workspaces (every variant and option) against
 # Debian's torch running the seed classes (torch_trace.py). Parameters and dropout masks must be
 # exactly equal, every intermediate within |ours − torch| ≤ 1e-5·(1 + |torch|), masked weights exactly
-# 0 on both sides; each head's statistics (issue 12: entropy, effective tokens, largest weight and its
+# 0 on both sides; each head's statistics (entropy, effective tokens, largest weight and its
 # key, row sums after dropout, the means) within the same tolerance of torch's, computed from torch's
 # weights; a few cases also run with --threads 2 and must match the serial trace.
 # Usage: test_trace_oracle.py PATH/TO/attnscope-cli

@@ -62,7 +62,7 @@ TEST(Colormap, FlatRangeIsTheMiddleEntry) {
   expectAll(v, ValueRange{3.f, 3.f});
 }
 
-// Colour scales (issue 12 item 4): the formulas written out by hand.
+// Colour scales: the formulas written out by hand.
 TEST(ColourScale, FiniteRangeFindsTheSmallestPositiveValue) {
   Matrix m(2, 3);
   m << 0, 0.5f, -std::numeric_limits<float>::infinity(), 0.001f, 1, 0;

@@ -610,7 +610,7 @@ TEST(Preset, LoadsByNameUntitledAndUndoable) {
   EXPECT_EQ(d.workspace().tokens, (std::vector<std::string>{"a", "b", "c", "d"}));
   EXPECT_EQ(d.workspace().view, json::object());
   EXPECT_EQ(d.workspace().model.variant, Variant::MultiHead);
-  // The window's name as it was: the file, saved (issue 11).
+  // The window's name as it was: the file, saved.
   EXPECT_EQ(d.file(), documentPath(tmp.path("mine.json")));
   EXPECT_FALSE(d.dirty());
   EXPECT_TRUE(consistent(d));
@@ -739,7 +739,7 @@ TEST(New, TheBookExampleWithTheCurrentStepsNotebookSettings) {
   EXPECT_TRUE(consistent(s));
 }
 
-// Edit › Paste embeddings (issue 13): the text as torch's str() prints it (strings made with
+// Edit › Paste embeddings: the text as torch's str() prints it (strings made with
 // /usr/bin/python3 and torch 1.13: str(torch.tensor([[0.43, 0.15, 0.89], …]))), one undo step.
 const char* kPrintedFour =
     "tensor([[0.4300, 0.1500, 0.8900],\n        [0.5500, 0.8700, 0.6600],\n        [0.5700, 0.8500, 0.6400],\n"
@@ -1908,7 +1908,7 @@ std::uint64_t fingerprint(const Workspace& w) {
                       std::to_string(w.random->rows) + "/" + std::to_string(w.random->cols)
                 : "-");
   text(w.view.dump());
-  text(workspaceToJson(w).value("parameters", json()).dump());  // the user's own parameters (issue 13)
+  text(workspaceToJson(w).value("parameters", json()).dump());  // the user's own parameters
   return h;
 }
 

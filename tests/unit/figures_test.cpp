@@ -85,7 +85,7 @@ TEST(NumberText, CellLabelsFromFourDecimalsToCompact) {
   EXPECT_STREQ(cellFormatId(cellFormats()[3]), "compact");
 }
 
-// A label never says 0 for a value that is not 0 (issue 11): a value too small for the map's
+// A label never says 0 for a value that is not 0: a value too small for the map's
 // decimals prints in one significant digit, scientific, with true minus signs; exact zeros stay
 // as the notebook prints them.
 TEST(NumberText, ANonzeroValueNeverPrintsAsZero) {
@@ -328,7 +328,7 @@ double svgNumber(const std::string& svg, const std::string& marker, const std::s
   return std::atof(svg.c_str() + a + attribute.size() + 2);
 }
 
-// The app's text size (issue 11): a figure at 200 % is the 100 % figure twice as large — its page,
+// The app's text size: a figure at 200 % is the 100 % figure twice as large — its page,
 // and its text as <text> font sizes; the same words in the same places relative to the page.
 TEST(VectorFigure, TheScaleMakesTheWholeFigureLarger) {
   ASSERT_EQ(writeVectorFigure(bookFigure(), tempPath("at100.svg")), "");

@@ -1,4 +1,4 @@
-// The user's own parameters (issue 13, docs/DESIGN.md §2.4 "parameters"): ModelConfig::parameters
+// The user's own parameters (docs/DESIGN.md §2.4 "parameters"): ModelConfig::parameters
 // replace their entries of the seeded initialization, after it is drawn — the seeded draws (and
 // drawParameters' cache of them) and the dropout masks stay as they were; names and shapes are
 // validated naming the tensor; workspaces carry them losslessly; edits keep or refuse them.
@@ -374,7 +374,7 @@ TEST(ParametersInEdits, KeptOrRefusedAndUndoneExactly) {
   EXPECT_FALSE(equalWorkspaces(d.workspace(), other));
 }
 
-// ---- the Weights tab's commands: set_parameter, reset_parameters (issue 13, item 3) ----------------
+// ---- the Weights tab's commands: set_parameter, reset_parameters ----------------
 
 TEST(ParameterCommands, OneValueSetTheRestStayTheSeededDrawOneUndoStepEach) {
   for (const Variant v :

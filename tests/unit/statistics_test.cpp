@@ -1,4 +1,4 @@
-// Head statistics (engine/head_statistics.h, issue 12): edge cases whose values are known without
+// Head statistics (engine/head_statistics.h): edge cases whose values are known without
 // the code under test — T = 1, one-hot rows, uniform rows (ties), causal rows with masked cells,
 // dropout p = 0.5 row sums (twice the kept weights), negative row-sum weights — each held against a
 // plain double re-derivation from the head's weights and keep mask. Then the trace JSON's and the

@@ -1,4 +1,4 @@
-// Bring your own numbers (issue 13): the text and NumPy readers of formats/tensor_import.h and
+// Bring your own numbers: the text and NumPy readers of formats/tensor_import.h and
 // formats/npy.h. Expected values are written out here (the printed decimals, rounded to float32
 // by the compiler); the .npy/.npz bytes are assembled here byte by byte after NumPy's format
 // description, and deflated with zlib. What torch and NumPy themselves write is checked by
@@ -532,7 +532,7 @@ TEST(ImportFile, ReadsByContentAndRefusesByName) {
   std::remove(path.c_str());
 }
 
-// ---- printed state_dicts (issue 13: paste parameters, --parameters) ---------------------------
+// ---- printed state_dicts (paste parameters, --parameters) ---------------------------
 // The strings are str(m.state_dict()) of the seed classes as Debian's torch 1.13 prints them
 // (/usr/bin/python3, torch.manual_seed as the notebook; small shapes print in full).
 
