@@ -1177,15 +1177,9 @@ FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stag
   const Trace& t = *snap.trace;
   const HeadTrace& h = snap.shown().heads.at(static_cast<std::size_t>(head));
   const StageInfo& info = stageInfo(stage);
-  FigureSpec f;
-  f.values = StageMap(t, h, stage);
-  f.title = stageHeading(t, stage);
-  if (t.heads > 1) f.title += "  ·  head " + std::to_string(head + 1) + " of " + std::to_string(t.heads);
-  if (t.model.batch_size > 1)
-    f.title += "  ·  batch " + std::to_string(snap.batch + 1) + " of " + std::to_string(t.model.batch_size);
-  f.row_labels = info.parameter ? dimsOf(snap, f.values.rows()) : snap.tokens();  // a weight's rows: input dims
-  f.col_labels = info.square ? snap.tokens() : dimsOf(snap, f.values.cols());
-  f.look = stageLook(snap, view, stage, head);  // the colours as draw() chooses them
+  // Titled and labelled as attnscope-cli's figure of the map (display/stage_figures.h) …
+  FigureSpec f = stageFigure(t, h, stage, snap.tokens(), snap.batch, head);
+  f.look = stageLook(snap, view, stage, head);  // … coloured as draw() colours it
   if (zoom.rows > 0 && !info.parameter) {       // zoomed: the cells on screen, the tokens' axes windowed
     const bool square = info.square;
     const Eigen::Index r0 = zoom.row0, nr = zoom.rows, c0 = square ? zoom.col0 : 0,

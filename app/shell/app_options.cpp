@@ -12,7 +12,7 @@
 
 namespace attnscope {
 
-extern const char* const kXvfbHint;  // shell/app_window.h
+const char* const kXvfbHint = "xvfb-run -a -s \"-screen 0 1920x1080x24\" attnscope --open S.json --screenshot out.png";
 
 int parseAppOptions(int argc, char** argv, AppOptions& o) {
   // Named, so --help says "attnscope" however it was started (help2man makes the man page of it).

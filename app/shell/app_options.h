@@ -32,6 +32,9 @@ struct AppOptions {
   double memory_budget_mib = 1024;  // --memory-budget: what the app may hold for a workspace (MiB)
 };
 
+// The command line for a machine without a display (--help's footer, the window's errors).
+extern const char* const kXvfbHint;
+
 // Reads the command line into `o`: −1 to go on, else the exit code (0 after --help or --version,
 // 2 after one line saying what is wrong).
 int parseAppOptions(int argc, char** argv, AppOptions& o);

@@ -18,8 +18,6 @@
 
 namespace attnscope {
 
-const char* const kXvfbHint = "xvfb-run -a -s \"-screen 0 1920x1080x24\" attnscope --open S.json --screenshot out.png";
-
 namespace {
 
 std::string glfw_error;  // GLFW's last message: its error callback takes no user data

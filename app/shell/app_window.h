@@ -64,7 +64,4 @@ class AppWindow {
   bool close_requested_ = false;
 };
 
-// The command line for a machine without a display.
-extern const char* const kXvfbHint;
-
 }  // namespace attnscope

@@ -99,7 +99,6 @@ bool findRect(const CaptureSpec& spec, int fb_w, int fb_h, Rect* out, std::strin
 
 std::string capturePng(const CaptureSpec& spec, int width, int height, const CaptureHooks& hooks,
                        const std::string& path, const std::string& workspace_json) {
-  if (std::string error = captureTargetError(path, spec.panel); !error.empty()) return error;
   const float k = spec.scale;
   if (!(k >= 1 && k <= 4)) return "--scale must be between 1 and 4";
   const int fb_w = static_cast<int>(std::lround(width * k));

@@ -32,7 +32,8 @@ struct CaptureHooks {
   bool selection = false;  // the session's --selection: every capture keeps the selection outlined
 };
 
-// Renders and writes the PNG `path`. Window size in pixels at 1×. Returns "" or the reason.
+// Renders and writes the PNG `path`, a target captureTargetError accepted (App::capture checks it).
+// Window size in pixels at 1×. Returns "" or the reason.
 std::string capturePng(const CaptureSpec& spec, int width, int height, const CaptureHooks& hooks,
                        const std::string& path, const std::string& workspace_json);
 

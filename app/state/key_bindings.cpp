@@ -89,21 +89,23 @@ const char* shortcutLabel(const std::string& command, const nlohmann::json& args
   return nullptr;
 }
 
-std::vector<std::string> keyHelpLines() {
-  std::vector<std::string> lines;
-  std::vector<std::string> helps;  // each help text once, in the table's order, with its keys
-  std::vector<std::string> keys;
-  for (const KeyBinding& b : keyBindings()) {
-    if (!*b.help) continue;
-    std::size_t i = 0;
-    while (i < helps.size() && helps[i] != b.help) ++i;
-    if (i == helps.size()) {
-      helps.push_back(b.help);
-      keys.emplace_back();
+const std::vector<std::string>& keyHelpLines() {
+  static const std::vector<std::string> lines = [] {  // the table is fixed: its help once
+    std::vector<std::string> helps, keys;             // each help text once, in the table's order, with its keys
+    for (const KeyBinding& b : keyBindings()) {
+      if (!*b.help) continue;
+      std::size_t i = 0;
+      while (i < helps.size() && helps[i] != b.help) ++i;
+      if (i == helps.size()) {
+        helps.push_back(b.help);
+        keys.emplace_back();
+      }
+      keys[i] += (keys[i].empty() ? "" : ", ") + std::string(b.label);
     }
-    keys[i] += (keys[i].empty() ? "" : ", ") + std::string(b.label);
-  }
-  for (std::size_t i = 0; i < helps.size(); ++i) lines.push_back(keys[i] + ": " + helps[i]);
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < helps.size(); ++i) out.push_back(keys[i] + ": " + helps[i]);
+    return out;
+  }();
   return lines;
 }
 

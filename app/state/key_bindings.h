@@ -57,6 +57,6 @@ std::optional<Command> keyCommand(const KeyPress& press, const KeyContext& conte
 // the text size's Smaller: `view` with {"value": "smaller"}); null for none.
 const char* shortcutLabel(const std::string& command, const nlohmann::json& args = nlohmann::json::object());
 // The help text's lines, "keys: what they do", in the table's order.
-std::vector<std::string> keyHelpLines();
+const std::vector<std::string>& keyHelpLines();
 
 }  // namespace attnscope
