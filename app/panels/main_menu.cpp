@@ -3,7 +3,9 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <vector>
 
 #include "state/key_bindings.h"
 #include "state/screenshot_paths.h"
@@ -216,27 +218,36 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
     layout().widget("menu_help");
     if (help_menu) {
       if (ImGui::MenuItem("Keys and mouse")) show_help_ = true;
+      layout().widget("menu_keys_help");
       ImGui::EndMenu();
     }
     ImGui::EndMainMenuBar();
   }
   if (show_help_) {
-    ImGui::SetNextWindowSize(ImVec2(px(520), 0), ImGuiCond_Appearing);
+    // Never taller than the window (at a projector's text size its lines scroll), each line's
+    // continuation indented under its text.
+    const ImVec2 room = ImGui::GetMainViewport()->Size;
+    ImGui::SetNextWindowSize(ImVec2(std::min(px(560), room.x * 0.9f), 0), ImGuiCond_Appearing);
+    ImGui::SetNextWindowSizeConstraints(ImVec2(0, 0), ImVec2(room.x * 0.95f, room.y * 0.9f));
     if (ImGui::Begin("Help", &show_help_, ImGuiWindowFlags_NoCollapse)) {
-      // The keys from the binding table, as the window acts on them (state/key_bindings.h).
-      std::string text =
-          "Mouse\n"
-          "  hover a cell: how its number is computed\n"
-          "  click a row: select that query token everywhere\n"
-          "  click a key in the inspector: highlight its column\n"
-          "  wheel over a map: zoom every map; right-drag: pan\n"
-          "  drag the 3-D plot: rotate; Ctrl+click a slider or cell: type a value\n\n"
-          "Keys\n";
-      for (const std::string& line : keyHelpLines()) text += "  " + line + "\n";
-      text +=
-          "\nColours: viridis for non-negative maps, blue–white–red centred on 0 for signed ones; grey cells are "
-          "−∞ (masked).";
-      ImGui::TextWrapped("%s", text.c_str());
+      layout().panel("help", ImGui::GetWindowPos(),
+                     ImVec2(ImGui::GetWindowPos().x + ImGui::GetWindowSize().x,
+                            ImGui::GetWindowPos().y + ImGui::GetWindowSize().y));
+      auto section = [](const char* title, const std::vector<std::string>& lines) {
+        ImGui::TextUnformatted(title);
+        ImGui::Indent();
+        for (const std::string& line : lines) ImGui::TextWrapped("%s", line.c_str());
+        ImGui::Unindent();
+        ImGui::Spacing();
+      };
+      section("Mouse", {"hover a cell: how its number is computed", "click a row: select that query token everywhere",
+                        "click a key in the inspector: highlight its column",
+                        "wheel over a map: zoom every map; right-drag: pan",
+                        "drag the 3-D plot: rotate; Ctrl+click a slider or cell: type a value"});
+      section("Keys", keyHelpLines());  // the binding table's, as the window acts on them (state/key_bindings.h)
+      ImGui::TextWrapped(
+          "Colours: viridis for non-negative maps, blue–white–red centred on 0 for signed ones; grey cells are −∞ "
+          "(masked).");
     }
     ImGui::End();
   }

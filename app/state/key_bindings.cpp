@@ -19,7 +19,7 @@ constexpr unsigned kCtrlShift = kCtrl | kShift;
 constexpr const char* kNextStep = "with a lesson open: next step (a presenter's clicker sends these)";
 constexpr const char* kStepBack = "with a lesson open: previous step";
 // Bindings with the same help text share its line.
-constexpr const char* kTextSize = "larger, smaller, normal text (View › Text size, 100–250 %)";
+constexpr const char* kTextSize = "larger, smaller, normal text (View › Text size, 100–250\u00a0%)";
 constexpr const char* kUndoRedo = "undo, redo (a slider drag is one step)";
 constexpr const char* kToken = "previous / next query token";
 constexpr const char* kHead = "next / previous head (then all heads)";
@@ -33,34 +33,34 @@ const std::vector<KeyBinding>& keyBindings() {
   // One row per binding.
   // clang-format off
   static const std::vector<KeyBinding> table = {
-      // key, mods, scope, repeats, label, command, args, help
-      {Key::F12, kNoMods, S::Always, false, "F12", "screenshot", screenshotNow, "save the window as PNG (File › Screenshot folder)"},
-      {Key::Q, kCtrl, S::Always, false, "Ctrl+Q", "quit", nullptr, "quit"},
-      {Key::S, kCtrl, S::Always, false, "Ctrl+S", "save", nullptr, "save (a value being typed first)"},
-      {Key::O, kCtrl, S::Always, false, "Ctrl+O", "dialog", openDialog, "open a workspace or a PNG saved by attnscope"},
-      {Key::F11, kNoMods, S::Always, false, "F11", "fullscreen", nullptr, "full screen, on the monitor that holds the window"},
-      {Key::F10, kNoMods, S::Always, false, "F10", "view", presentation, "presentation: hide the panels around the maps"},
-      {Key::Plus, kCtrl, S::Always, true, "Ctrl++", "view", larger, kTextSize},
-      {Key::Minus, kCtrl, S::Always, true, "Ctrl+−", "view", smaller, kTextSize},
-      {Key::Zero, kCtrl, S::Always, false, "Ctrl+0", "view", normalSize, kTextSize},
-      {Key::Z, kCtrl, S::View, true, "Ctrl+Z", "undo", nullptr, kUndoRedo},
-      {Key::Z, kCtrlShift, S::View, true, "Ctrl+Shift+Z", "redo", nullptr, kUndoRedo},
-      {Key::Y, kCtrl, S::View, true, "Ctrl+Y", "redo", nullptr, ""},
-      {Key::V, kCtrlShift, S::View, false, "Ctrl+Shift+V", "paste_embeddings", nullptr, "paste embeddings (a printed tensor, NumPy array, lists or CSV)"},
-      {Key::P, kCtrl, S::View, false, "Ctrl+P", "pin", nullptr, "pin the result as A; the Compare tab shows A, B (now) and B − A"},
-      // A lesson's steps: the keys a presenter's clicker sends; before the arrows' own bindings.
+      // key, mods, scope, repeats, label, command, args, help — in the order the help lists them
+      {Key::Up, kNoMods, S::View, true, "↑", "select_token", stepBack, kToken},
+      {Key::Down, kNoMods, S::View, true, "↓", "select_token", stepOn, kToken},
+      {Key::Left, kNoMods, S::View, true, "←", "select_token", stepBack, kToken},
+      {Key::Right, kNoMods, S::View, true, "→", "select_token", stepOn, kToken},
+      // A lesson's steps: the keys a presenter's clicker sends (they win over the arrows' own).
       {Key::Space, kNoMods, S::Lesson, false, "Space", "lesson_next", nullptr, kNextStep},
       {Key::Right, kNoMods, S::Lesson, false, "→", "lesson_next", nullptr, kNextStep},
       {Key::PageDown, kNoMods, S::Lesson, false, "PageDown", "lesson_next", nullptr, kNextStep},
       {Key::Left, kNoMods, S::Lesson, false, "←", "lesson_back", nullptr, kStepBack},
       {Key::PageUp, kNoMods, S::Lesson, false, "PageUp", "lesson_back", nullptr, kStepBack},
       {Key::Space, kShift, S::Lesson, false, "Shift+Space", "lesson_back", nullptr, kStepBack},
-      {Key::Up, kNoMods, S::View, true, "↑", "select_token", stepBack, kToken},
-      {Key::Down, kNoMods, S::View, true, "↓", "select_token", stepOn, kToken},
-      {Key::Left, kNoMods, S::View, true, "←", "select_token", stepBack, kToken},
-      {Key::Right, kNoMods, S::View, true, "→", "select_token", stepOn, kToken},
       {Key::Tab, kNoMods, S::View, true, "Tab", "select_head", stepOn, kHead},
       {Key::Tab, kShift, S::View, true, "Shift+Tab", "select_head", stepBack, kHead},
+      {Key::Z, kCtrl, S::View, true, "Ctrl+Z", "undo", nullptr, kUndoRedo},
+      {Key::Z, kCtrlShift, S::View, true, "Ctrl+Shift+Z", "redo", nullptr, kUndoRedo},
+      {Key::Y, kCtrl, S::View, true, "Ctrl+Y", "redo", nullptr, ""},
+      {Key::V, kCtrlShift, S::View, false, "Ctrl+Shift+V", "paste_embeddings", nullptr, "paste embeddings (a printed tensor, NumPy array, lists or CSV)"},
+      {Key::Plus, kCtrl, S::Always, true, "Ctrl++", "view", larger, kTextSize},
+      {Key::Minus, kCtrl, S::Always, true, "Ctrl+−", "view", smaller, kTextSize},
+      {Key::Zero, kCtrl, S::Always, false, "Ctrl+0", "view", normalSize, kTextSize},
+      {Key::F11, kNoMods, S::Always, false, "F11", "fullscreen", nullptr, "full screen, on the monitor that holds the window"},
+      {Key::F10, kNoMods, S::Always, false, "F10", "view", presentation, "presentation: hide the panels around the maps"},
+      {Key::P, kCtrl, S::View, false, "Ctrl+P", "pin", nullptr, "pin the result as A; the Compare tab shows A, B (now) and B − A"},
+      {Key::F12, kNoMods, S::Always, false, "F12", "screenshot", screenshotNow, "save the window as PNG (File › Screenshot folder)"},
+      {Key::S, kCtrl, S::Always, false, "Ctrl+S", "save", nullptr, "save (a value being typed first)"},
+      {Key::O, kCtrl, S::Always, false, "Ctrl+O", "dialog", openDialog, "open a workspace or a PNG saved by attnscope"},
+      {Key::Q, kCtrl, S::Always, false, "Ctrl+Q", "quit", nullptr, "quit"},
   };
   // clang-format on
   return table;
@@ -68,14 +68,21 @@ const std::vector<KeyBinding>& keyBindings() {
 
 std::optional<Command> keyCommand(const KeyPress& press, const KeyContext& context) {
   const ViewState& view = context.view ? *context.view : kDefaultView;
+  // The key's first binding; with a lesson open, its lesson binding (← → turn the pages, not the token).
+  const KeyBinding* found = nullptr;
   for (const KeyBinding& b : keyBindings()) {
     if (b.key != press.key || b.mods != press.mods) continue;
-    if (b.scope == KeyScope::Lesson && !context.lesson) continue;  // the key's other binding, if any
-    if (b.scope != KeyScope::Always && (context.typing || context.dialog)) return std::nullopt;
-    if (press.repeat && !b.repeats) return std::nullopt;  // held down: a step or a toggle acts once
-    return makeCommand(b.command, b.args ? b.args(view) : nlohmann::json::object());
+    if (b.scope == KeyScope::Lesson) {
+      if (!context.lesson) continue;
+      found = &b;
+      break;
+    }
+    if (!found) found = &b;
   }
-  return std::nullopt;
+  if (!found) return std::nullopt;
+  if (found->scope != KeyScope::Always && (context.typing || context.dialog)) return std::nullopt;
+  if (press.repeat && !found->repeats) return std::nullopt;  // held down: a step or a toggle acts once
+  return makeCommand(found->command, found->args ? found->args(view) : nlohmann::json::object());
 }
 
 const char* shortcutLabel(const std::string& command, const nlohmann::json& args) {

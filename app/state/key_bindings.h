@@ -51,7 +51,8 @@ struct KeyBinding {
 };
 
 const std::vector<KeyBinding>& keyBindings();
-// The command for a key press, or none (unbound, or not now). The first binding that matches wins.
+// The command for a key press, or none (unbound, or not now). The first binding that
+// matches wins, but with a lesson open its lesson binding does (← and → turn its pages).
 std::optional<Command> keyCommand(const KeyPress& press, const KeyContext& context);
 // The label of the first binding pushing `command` whose arguments include `args` ("Ctrl+S"; for
 // the text size's Smaller: `view` with {"value": "smaller"}); null for none.

@@ -252,6 +252,21 @@ def main():
                     expect("model" not in d["panels"] and "inspector" not in d["panels"], "F10: side panels still shown")
                     print("  Ctrl++ / Ctrl+= / Ctrl+− / keypad + / Ctrl+0, F11 twice, F10: as expected")
 
+            def help_window():
+                # Help › Keys and mouse at a projector's text size: inside the window (it scrolls),
+                # not running off the bottom of a 1280 × 720 screen.
+                app = start_ready(args.app, display.name, ["--open", multihead, "--size", "1280x720", "--text-size", "150"])
+                with app:
+                    app.click("menu_help")
+                    app.wait_for("the Help menu", lambda d: "menu_keys_help" in d["widgets"])
+                    app.click("menu_keys_help")
+                    # (it sizes itself to its text over its first frames)
+                    d = app.wait_for("the Help window, sized", lambda d: d["panels"].get("help", {}).get("h", 0) >= 300)
+                    r = d["panels"]["help"]
+                    expect(r["x"] >= 0 and r["y"] >= 0 and r["x"] + r["w"] <= 1280 and r["y"] + r["h"] <= 720,
+                           f"the Help window {r} runs out of the 1280×720 window")
+                    print(f"  Help at 150 %: {r}")
+
             return run_checks([
                 ("150 % at 1280×800 stays usable", text_150_at_1280x800),
                 ("the book's multi-head example at 1280×720", book_at_1280x720),
@@ -261,6 +276,7 @@ def main():
                 ("figures grow with the text size", figures_grow),
                 ("full screen under Xvfb, and back", fullscreen_commands),
                 ("keys: Ctrl +/−/0, F11, F10", keys),
+                ("Help › Keys and mouse fits the window", help_window),
             ])
     finally:
         shutil.rmtree(work, ignore_errors=True)

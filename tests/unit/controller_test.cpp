@@ -348,7 +348,7 @@ TEST(KeyBindings, MenusAndHelpShowTheTablesKeys) {
   auto has = [&](const std::string& line) { return std::find(help.begin(), help.end(), line) != help.end(); };
   EXPECT_TRUE(has("Ctrl+Z, Ctrl+Shift+Z: undo, redo (a slider drag is one step)"));
   EXPECT_TRUE(has("↑, ↓, ←, →: previous / next query token"));
-  EXPECT_TRUE(has("Ctrl++, Ctrl+−, Ctrl+0: larger, smaller, normal text (View › Text size, 100–250 %)"));
+  EXPECT_TRUE(has("Ctrl++, Ctrl+−, Ctrl+0: larger, smaller, normal text (View › Text size, 100–250\u00a0%)"));
   // Every command a key pushes is one the command table knows (makeCommand would throw).
   for (const KeyBinding& b : keyBindings()) EXPECT_NE(findCommand(b.command), nullptr) << b.label;
 }
