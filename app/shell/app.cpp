@@ -131,7 +131,7 @@ void App::draw(double now, const CaptureFrame& capture) {
     ImGui::End();
     ImGui::PopStyleVar(2);
   }
-  if (!capturing_) dialogs_.draw(ctx, ctl_.prompts());
+  if (!capture_view_) dialogs_.draw(ctx, ctl_.prompts());  // a capture shows the work, never a dialog
 }
 
 // Side panels at their designed widths, which grow with the text size; the main area keeps at

@@ -93,11 +93,10 @@ class App {
   WindowHooks hooks_;
   HeatmapTextures textures_;  // before the controller: the maps' textures go after its worker
   Controller ctl_;
-  std::optional<ViewState> capture_view_;  // what a capture shows, in place of the controller's view
+  std::optional<ViewState> capture_view_;  // while capturing: what it shows, in place of the controller's view
   std::string caption_;                    // drawn under a screenshot while capturing
-  bool capturing_ = false;
-  double now_ = 0;       // the last frame's time: a capture's frames draw at it
-  double frame_ms_ = 0;  // the last frame's build and render time
+  double now_ = 0;                         // the last frame's time: a capture's frames draw at it
+  double frame_ms_ = 0;                    // the last frame's build and render time
 
   MainMenu menu_;
   ModelPanel model_panel_;

@@ -86,7 +86,6 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   }
   int w = 0, h = 0;
   hooks_.size(&w, &h);
-  capturing_ = true;
   textures_.setSynchronous(true);  // every map in colour, no placeholders
   CaptureHooks hooks;
   hooks.frame = [this](const CaptureFrame& frame) { hooks_.offscreen_frame(frame, [&] { draw(now_, frame); }); };
@@ -103,7 +102,6 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   }
   const std::string error = capturePng(spec, w, h, hooks, path, dumpWorkspace(shown));
   textures_.setSynchronous(false);
-  capturing_ = false;
   heatmap_grid_.reveal(-1, Stage::Weights);
   capture_view_.reset();
   caption_.clear();
