@@ -1,0 +1,38 @@
+// GPT-2's tokenizer, exactly (docs/DESIGN.md §2.6): byte-level BPE over the pre-tokens of
+// openai/gpt-2's encoder.py regex (PCRE2: \p{L}, \p{N} and the lookahead), from Hugging Face's
+// vocab.json + merges.txt or OpenAI's encoder.json + vocab.bpe. `<|endoftext|>` is 50256 in GPT-2's
+// vocabulary; in a text it is that one token, as Hugging Face's tokenizer treats it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attnscope {
+
+class Gpt2Tokenizer {
+ public:
+  // From the two files (vocab/encoder JSON, merges/BPE text). Throws InputError "PATH: why" (a line
+  // number for merges) for a file that is missing, too large or not what it should be.
+  static std::shared_ptr<const Gpt2Tokenizer> fromFiles(const std::string& vocab_json, const std::string& merges);
+  // From a folder holding vocab.json + merges.txt, else encoder.json + vocab.bpe. The message says
+  // which files were looked for.
+  static std::shared_ptr<const Gpt2Tokenizer> fromFolder(const std::string& folder);
+  // From the files' contents (the fuzz target and the tests); `source` names them in messages.
+  static std::shared_ptr<const Gpt2Tokenizer> fromContents(const std::string& vocab_json, const std::string& merges,
+                                                           const std::string& source);
+  virtual ~Gpt2Tokenizer() = default;
+
+  // Token ids of UTF-8 text (invalid UTF-8 bytes are encoded as the bytes they are, as GPT-2 does).
+  virtual std::vector<int> encode(const std::string& text) const = 0;
+  // The UTF-8 text of ids (a token that ends inside a character gives its bytes as they are).
+  virtual std::string decode(const std::vector<int>& ids) const = 0;
+  // A token as the vocabulary spells it, byte-level characters and all ("Ġworld": Ġ for a space).
+  virtual std::string tokenString(int id) const = 0;
+  // The bytes a token stands for (" world").
+  virtual std::string tokenBytes(int id) const = 0;
+  virtual int vocabularySize() const = 0;
+  virtual int endOfText() const = 0;  // the id of <|endoftext|>, or -1 when the vocabulary lacks it
+};
+
+}  // namespace attnscope
