@@ -16,6 +16,7 @@
 #include "engine/attention_pass.h"
 #include "engine/attention_reference.h"
 #include "engine/errors.h"
+#include "engine/gemm.h"
 #include "engine/thread_team.h"
 #include "engine/torch_generator.h"
 
@@ -31,8 +32,11 @@ bool TraceRequest::keepsHead(int b, int h) const {
 
 int resolveThreads(int threads) { return threads > 0 ? threads : availableProcessors(); }
 
-Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions& exec, const TraceRequest& request,
-                   const Limits& limits) {
+namespace {
+
+// The pass on parameters drawn from m.seed (`given` null) or given (a trained model's block).
+Trace computeTraceOn(const Matrix& x, const ModelConfig& m, const GivenModule* given, const ExecutionOptions& exec,
+                     const TraceRequest& request, const Limits& limits) {
   checkForwardInputs(x, m, limits);
   const int T = static_cast<int>(x.rows()), d_in = static_cast<int>(x.cols());
   for (int b : request.batches)
@@ -53,7 +57,9 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   t.scale_divisor = m.scale == Scale::SqrtDk ? static_cast<float>(std::sqrt(t.head_width)) : 1.0f;
 
   // Parameters, then dropout draws: the order of torch.manual_seed; Module(...); module(batch).
-  DrawnParameters drawn = drawParameters(m, d_in);
+  // A given module draws nothing: it runs without dropout (checked by the caller).
+  DrawnParameters drawn =
+      given != nullptr ? DrawnParameters{given->parameters, TorchGenerator(0)} : drawParameters(m, d_in);
   t.parameters = drawn.parameters;
   TorchGenerator& generator = drawn.generator;
   // Buffers of the calling thread, reused across calls (a GPT-2 edit allocates no scratch).
@@ -104,8 +110,10 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   // Every element's inputs are the same X: one projection serves all (unless the comparison with
   // torch, which projects each element, asks otherwise). Without dropout whole elements are equal.
   w.shared_projection = fused && exec.share_identical;
-  std::shared_ptr<const pass::PackedWeights> packed;
-  if (fused && hasProjections(m.variant)) packed = pass::packedWeights(t.parameters, m);
+  std::shared_ptr<const PackedModule> packed;
+  if (fused && hasProjections(m.variant))
+    packed = given != nullptr ? (gemmBackend() == GemmBackend::Packed ? given->packed : nullptr)
+                              : pass::packedWeights(t.parameters, m);
   w.packed = packed.get();
   w.head_major = w.packed != nullptr && t.head_width % PackedLinear::kPanel == 0;
   const bool share_elements = fused && exec.share_identical && !t.dropout_active;
@@ -156,4 +164,37 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions
   return t;
 }
 
+}  // namespace
+
+Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions& exec, const TraceRequest& request,
+                   const Limits& limits) {
+  return computeTraceOn(x, m, nullptr, exec, request, limits);
+}
+
+Trace computeTrace(const Matrix& x, const ModelConfig& m, const GivenModule& module, const ExecutionOptions& exec,
+                   const TraceRequest& request, const Limits& limits) {
+  if (module.parameters == nullptr) throw InputError("the module has no parameters");
+  if (hasDropout(m.variant) && m.training && m.dropout > 0)
+    throw InputError("model.dropout: a given module runs without dropout (eval mode)");
+  // The given parameters must be the module's own shapes, as load_state_dict insists.
+  const Parameters& p = *module.parameters;
+  const int d_in = static_cast<int>(x.cols());
+  const std::vector<ParameterShape> shapes = parameterShapes(m, d_in);
+  std::size_t i = 0;
+  forEachStateDictEntry(m, p, [&](const std::string& name, const Matrix& value, bool) {
+    const ParameterShape* s = i < shapes.size() ? &shapes[i] : nullptr;
+    ++i;
+    if (s == nullptr || name != s->name)
+      throw InputError("parameters." + name + ": not a parameter of a " + seedClassName(m.variant) + " of width " +
+                       std::to_string(d_in));
+    if (value.rows() != s->rows || value.cols() != s->cols)
+      throw InputError("parameters." + name + ": expected " + s->dims + " = " + std::to_string(s->rows) + " × " +
+                       std::to_string(s->cols) + ", got " + std::to_string(value.rows()) + " × " +
+                       std::to_string(value.cols()));
+  });
+  if (i != shapes.size()) throw InputError("parameters." + shapes[i].name + ": missing");
+  return computeTraceOn(x, m, &module, exec, request, limits);
+}
+
 }  // namespace attnscope
+

@@ -4,10 +4,13 @@
 // (engine/thread_team.h) across batch × heads × rows.
 #pragma once
 #include <atomic>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "engine/model_config.h"
+#include "engine/packed_linear.h"
+#include "engine/parameters.h"
 #include "engine/tensor.h"
 #include "engine/trace.h"
 
@@ -47,6 +50,29 @@ struct TraceRequest {
 // Runs m on `embeddings` (T × d_in) stacked batch_size times. Throws InputError if m does not
 // validate, ComputeError if a value overflows float32 (never returns NaN or ±∞ except the mask).
 Trace computeTrace(const Matrix& embeddings, const ModelConfig& m, const ExecutionOptions& exec = {},
+                   const TraceRequest& request = {}, const Limits& limits = {});
+
+// The fast path's linear layers on packed weights (packed_linear.h): per projection group the
+// stacked [W_query; W_key; W_value] (3·d_out × d_in, so that one product writes a group's
+// [Q | K | V] rows), and out_proj. Empty where the model has no such layer.
+struct PackedModule {
+  std::vector<PackedLinear> qkv;  // one per group
+  PackedLinear out_proj;          // multihead only
+};
+std::shared_ptr<const PackedModule> packModule(const Parameters& p, const ModelConfig& m);
+
+// A module whose parameters are given, not drawn from m.seed: a block of a trained model
+// (DESIGN.md §2.6). `packed` (packModule, made once with the parameters) serves the fast path when
+// gemm.h's backend is Packed; null, the fast path multiplies on the other backends.
+struct GivenModule {
+  std::shared_ptr<const Parameters> parameters;
+  std::shared_ptr<const PackedModule> packed;
+};
+
+// computeTrace on a given module: m describes it (variant, widths, heads, mask, scale; its seed is
+// not used, and it may have no dropout in training mode: nothing is drawn). Throws InputError when
+// the parameters' shapes are not m's for inputs of x's width.
+Trace computeTrace(const Matrix& x, const ModelConfig& m, const GivenModule& module, const ExecutionOptions& exec = {},
                    const TraceRequest& request = {}, const Limits& limits = {});
 
 // Threads the parallel path uses for `threads` (0 = every processor this process may use).

@@ -79,23 +79,15 @@ HeadInputs headInputs(const Work& w, int b, int h) {
 
 }  // namespace
 
-std::shared_ptr<const PackedWeights> packedWeights(const std::shared_ptr<const Parameters>& p, const ModelConfig& m) {
+std::shared_ptr<const PackedModule> packedWeights(const std::shared_ptr<const Parameters>& p, const ModelConfig& m) {
   if (gemmBackend() != GemmBackend::Packed) return nullptr;
   // Keyed by the parameters' owner: a weak pointer never matches a later set at the same address.
   // As many as the parameters' own cache keeps, within the same bytes.
-  static RecentCache<std::weak_ptr<const Parameters>, std::shared_ptr<const PackedWeights>> recent(4, std::size_t{64}
-                                                                                                          << 20);
+  static RecentCache<std::weak_ptr<const Parameters>, std::shared_ptr<const PackedModule>> recent(4, std::size_t{64}
+                                                                                                         << 20);
   const auto same = [&](const std::weak_ptr<const Parameters>& k) { return !k.owner_before(p) && !p.owner_before(k); };
   if (auto hit = recent.find(same)) return *hit;
-  auto packed = std::make_shared<PackedWeights>();
-  for (std::size_t g = 0; g < p->query.size(); ++g)
-    packed->qkv.push_back(packStacked({&p->query[g], &p->key[g], &p->value[g]}));
-  if (hasOutProj(m.variant)) {
-    const Linear& o = p->out_proj;
-    packed->out_proj = PackedLinear(o.weight.data(), static_cast<int>(o.weight.rows()),
-                                    static_cast<int>(o.weight.cols()), static_cast<int>(o.weight.cols()),
-                                    o.bias.size() > 0 ? o.bias.data() : nullptr);
-  }
+  std::shared_ptr<const PackedModule> packed = packModule(*p, m);
   recent.insert(p, packed, parameterBytes(*p));  // the panels hold about what they pack
   return packed;
 }
@@ -347,3 +339,20 @@ void outputRows(Work& w, int b, int r0, int n, const std::vector<HeadTrace>* hea
 }
 
 }  // namespace attnscope::pass
+
+namespace attnscope {
+
+std::shared_ptr<const PackedModule> packModule(const Parameters& p, const ModelConfig& m) {
+  auto packed = std::make_shared<PackedModule>();
+  for (std::size_t g = 0; g < p.query.size(); ++g)
+    packed->qkv.push_back(pass::packStacked({&p.query[g], &p.key[g], &p.value[g]}));
+  if (hasOutProj(m.variant)) {
+    const Linear& o = p.out_proj;
+    packed->out_proj = PackedLinear(o.weight.data(), static_cast<int>(o.weight.rows()),
+                                    static_cast<int>(o.weight.cols()), static_cast<int>(o.weight.cols()),
+                                    o.bias.size() > 0 ? o.bias.data() : nullptr);
+  }
+  return packed;
+}
+
+}  // namespace attnscope

@@ -32,19 +32,11 @@ struct KeepBits {
   bool operator()(std::size_t i) const { return words == nullptr || (words[i >> 6] >> (i & 63)) & 1; }
 };
 
-// The fast path's linear layers on packed weights (packed_linear.h): per projection group the
-// stacked [W_query; W_key; W_value] (3·d_out × d_in, so that one product writes a group's
-// [Q | K | V] rows), and out_proj. Empty where the model has no such layer.
-struct PackedWeights {
-  std::vector<PackedLinear> qkv;  // one per group
-  PackedLinear out_proj;          // multihead only
-};
-
-// The packed weights of `p`, packed on first use and kept for the last few parameter sets (the
-// parameters' own cache keeps as many, engine/parameters.h): an edit of the inputs packs nothing.
-// Null unless gemm.h's backend is Packed: the fast path then multiplies on that backend.
-// Thread-safe.
-std::shared_ptr<const PackedWeights> packedWeights(const std::shared_ptr<const Parameters>& p, const ModelConfig& m);
+// The packed weights of `p` (attention.h's PackedModule), packed on first use and kept for the last
+// few parameter sets (the parameters' own cache keeps as many, engine/parameters.h): an edit of the
+// inputs packs nothing. Null unless gemm.h's backend is Packed: the fast path then multiplies on
+// that backend. Thread-safe.
+std::shared_ptr<const PackedModule> packedWeights(const std::shared_ptr<const Parameters>& p, const ModelConfig& m);
 
 // Everything one task needs to read; each task writes only its own rows.
 // Q, K and V of one projection group fill one block of T × 3·d_out floats, `qkvBlock(p, g)` for
@@ -60,7 +52,7 @@ struct Work {
   Trace* trace;
   std::vector<float>* qkv;                // projection elements × groups × T × 3·d_out (qkvBlock)
   KeepBits keep;                          // dropout draws in torch's order
-  const PackedWeights* packed = nullptr;  // the fast path's packed layers (gemm.h's Packed backend)
+  const PackedModule* packed = nullptr;  // the fast path's packed layers (gemm.h's Packed backend)
   std::atomic<bool> overflow{false};
   int groups = 1;                  // projection groups (heads for the wrapper, else 1)
   bool shared_projection = false;  // one projection element serves every batch element
