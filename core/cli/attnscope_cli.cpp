@@ -1,8 +1,10 @@
-// attnscope-cli: the engine without a display. trace | pytorch | bench | export | import (docs/DESIGN.md §2.5).
+// attnscope-cli: the engine without a display. trace | pytorch | bench | export | import | tokenize
+// (docs/DESIGN.md §2.5).
 // Exit 0 on success; 2 with one line "error: …" on stderr for bad input.
 #include <CLI/CLI.hpp>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -11,6 +13,7 @@
 #include "engine/errors.h"
 #include "engine/memory.h"
 #include "formats/export.h"
+#include "formats/file_reading.h"
 #include "formats/import_workspace.h"
 #include "formats/json_format.h"
 #include "formats/presets.h"
@@ -18,6 +21,7 @@
 #include "formats/temporary_files.h"
 #include "formats/trace_json.h"
 #include "formats/workspace_file.h"
+#include "lm/gpt2_tokenizer.h"
 #include "tools/bench.h"
 
 using namespace attnscope;
@@ -187,6 +191,37 @@ int run(int argc, char** argv) {
           ->check(CLI::Range(1, 1 << 20));
   import_cmd->add_flag("--eval", import_eval, "the module in eval mode (m.eval(): no dropout); default training");
 
+  // tokenize: GPT-2's token ids of a text (DESIGN.md §2.6). Run from its callback, so the command is
+  // this one block.
+  std::string tokenize_model, tokenize_text;
+  bool tokenize_eot = false;
+  auto* tokenize = app.add_subcommand("tokenize", "print GPT-2's token ids of a text and the tokens, as JSON");
+  tokenize
+      ->add_option("model", tokenize_model,
+                   "a folder with vocab.json + merges.txt or encoder.json + vocab.bpe, or a file inside one")
+      ->required();
+  tokenize->add_option("--text", tokenize_text, "the text (UTF-8); - reads it from stdin")->required();
+  tokenize->add_flag("--prepend-eot", tokenize_eot, "begin with <|endoftext|>, as GPT-2 begins an unconditioned text");
+  tokenize->callback([&] {
+    std::error_code ec;
+    const bool folder = std::filesystem::is_directory(tokenize_model, ec);
+    const std::string dir = folder ? tokenize_model : std::filesystem::path(tokenize_model).parent_path().string();
+    const auto tokenizer = Gpt2Tokenizer::fromFolder(dir.empty() ? "." : dir);
+    const std::string text = tokenize_text == "-"
+                                 ? readFileWithin("/dev/stdin", std::int64_t{64} << 20, FileKind::AnyReadable)
+                                 : tokenize_text;
+    std::vector<int> ids;
+    if (tokenize_eot) {
+      if (tokenizer->endOfText() < 0) throw InputError("--prepend-eot: the vocabulary has no <|endoftext|>");
+      ids.push_back(tokenizer->endOfText());
+    }
+    for (int id : tokenizer->encode(text)) ids.push_back(id);
+    nlohmann::json tokens = nlohmann::json::array();
+    for (int id : ids) tokens.push_back(tokenizer->tokenString(id));
+    std::cout << "{\"ids\": " << nlohmann::json(ids).dump() << ", \"tokens\": " << tokens.dump() << "}\n";
+    finishStdout();
+  });
+
   // One budget for every command: what a workspace may cost to read and to compute.
   double budget_mib = static_cast<double>(Limits{}.max_memory_bytes >> 20);
   for (CLI::App* sub : {trace, pytorch, bench, export_cmd, import_cmd})
@@ -200,9 +235,9 @@ int run(int argc, char** argv) {
 
   const std::string first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && first != "trace" && first != "pytorch" && first != "bench" &&
-      first != "export" && first != "import") {
+      first != "export" && first != "import" && first != "tokenize") {
     std::cerr << "error: unknown command '" << argv[1]
-              << "' (commands: trace, pytorch, bench, export, import; see --help)\n";
+              << "' (commands: trace, pytorch, bench, export, import, tokenize; see --help)\n";
     return 2;
   }
   try {

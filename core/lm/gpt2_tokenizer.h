@@ -21,10 +21,18 @@ class Gpt2Tokenizer {
   // From the files' contents (the fuzz target and the tests); `source` names them in messages.
   static std::shared_ptr<const Gpt2Tokenizer> fromContents(const std::string& vocab_json, const std::string& merges,
                                                            const std::string& source);
+  // The same, each file named in its messages: "VOCAB: why", "MERGES:LINE: why". (The form above
+  // names them SOURCE[vocab] and SOURCE[merges].)
+  static std::shared_ptr<const Gpt2Tokenizer> fromContents(const std::string& vocab_json, const std::string& merges,
+                                                           const std::string& vocab_source,
+                                                           const std::string& merges_source);
   virtual ~Gpt2Tokenizer() = default;
 
   // Token ids of UTF-8 text (invalid UTF-8 bytes are encoded as the bytes they are, as GPT-2 does).
   virtual std::vector<int> encode(const std::string& text) const = 0;
+  // The pieces encode() turns into tokens, in order, as bytes: the words of encoder.py's regex,
+  // each <|endoftext|>, and each byte that is not valid UTF-8 (for tests and for showing words).
+  virtual std::vector<std::string> words(const std::string& text) const = 0;
   // The UTF-8 text of ids (a token that ends inside a character gives its bytes as they are).
   virtual std::string decode(const std::vector<int>& ids) const = 0;
   // A token as the vocabulary spells it, byte-level characters and all ("Ġworld": Ġ for a space).
