@@ -126,6 +126,8 @@ class SafetensorsFile : public TensorFile {
     } catch (const nlohmann::json::parse_error& e) {
       fail(source,
            "its header is not valid JSON (at byte " + str(static_cast<std::uint64_t>(e.byte)) + " of the header)");
+    } catch (const nlohmann::json::exception&) {  // out_of_range: a number beyond 64 bits
+      fail(source, "its header is not valid JSON (a number too large for any size or offset)");
     }
     if (too_deep) fail(source, "its header nests deeper than a safetensors header does");
     if (!header.is_object()) fail(source, "its header is not a JSON object");

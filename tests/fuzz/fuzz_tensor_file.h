@@ -1,8 +1,8 @@
 // Shared by fuzz_safetensors and fuzz_pth (docs/DESIGN.md §2.6): any bytes through
 // TensorFile::fromBytes, then floats() of every tensor listed. A refusal is one InputError, one line,
-// starting with the source ("fuzz: …"); an accepted file lists tensors with non-negative shapes, and
-// floats() of each either refuses it (InputError naming it) or gives shape-many values, the same
-// bits when read twice.
+// starting with the source ("fuzz: …", or "fuzz[a]: …" for a .npz's array a); an accepted file lists tensors with
+// non-negative shapes, and floats() of each either refuses it (InputError naming it) or gives shape-many values, the
+// same bits when read twice.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -20,7 +20,7 @@ inline void checkTensorFile(const std::uint8_t* data, std::size_t size) {
   limits.max_tensors = 1000;
   auto refused = [](const InputError& e) {
     const std::string m = e.what();
-    FUZZ_CHECK(m.rfind("fuzz: ", 0) == 0, m);
+    FUZZ_CHECK(m.rfind("fuzz: ", 0) == 0 || m.rfind("fuzz[", 0) == 0, m);  // fuzz[entry]: a .npz's array
     FUZZ_CHECK(m.find('\n') == std::string::npos, "a refusal is one line: " + m);
   };
   std::shared_ptr<const TensorFile> file;
