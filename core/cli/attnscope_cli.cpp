@@ -1,8 +1,10 @@
-// attnscope-cli: the engine without a display. trace | pytorch | bench | export | import | tokenize
-// (docs/DESIGN.md §2.5).
+// attnscope-cli: the engine without a display. trace | pytorch | bench | export | import | tokenize |
+// tensors | model-trace (docs/DESIGN.md §2.5, §2.6).
 // Exit 0 on success; 2 with one line "error: …" on stderr for bad input.
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -19,6 +21,7 @@
 #include "formats/presets.h"
 #include "formats/pytorch_script.h"
 #include "formats/temporary_files.h"
+#include "formats/tensor_file.h"
 #include "formats/trace_json.h"
 #include "formats/workspace_file.h"
 #include "lm/gpt2_tokenizer.h"
@@ -97,6 +100,42 @@ void finishStdout() {
   if (!std::cout)
     throw InputError(std::string("stdout: cannot write the output (") + (errno ? std::strerror(errno) : "write error") +
                      "); what was written is incomplete");
+}
+
+// `tensors`: the listing as JSON, then the values asked for, each float32 printed with 9
+// significant digits (%.9g reads back to the same float32); ±∞ and NaN as the strings "inf",
+// "-inf", "nan" (JSON has no such numbers). Everything is read before the first byte is printed.
+std::string tensorsJson(const TensorFile& file, const std::vector<std::string>& names) {
+  nlohmann::ordered_json out;
+  out["format"] = file.format();
+  out["tensors"] = nlohmann::ordered_json::array();
+  for (const TensorInfo& t : file.tensors())
+    out["tensors"].push_back({{"name", t.name}, {"dtype", t.dtype}, {"shape", t.shape}});
+  out["metadata"] = nlohmann::ordered_json::object();
+  for (const auto& [key, value] : file.metadata()) out["metadata"][key] = value;
+  std::string text = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (names.empty()) return text + "\n";
+  text.pop_back();  // the closing brace
+  text += ",\"values\":{";
+  char buf[32];
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    const FloatTensor values = file.floats(names[k]);
+    text += (k ? ",\n" : "\n") +
+            nlohmann::json(names[k]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + ":[";
+    for (std::int64_t i = 0; i < values.elements(); ++i) {
+      const float v = values.data[i];
+      if (std::isnan(v))
+        std::snprintf(buf, sizeof buf, "\"nan\"");
+      else if (std::isinf(v))
+        std::snprintf(buf, sizeof buf, v > 0 ? "\"inf\"" : "\"-inf\"");
+      else
+        std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(v));
+      text += (i ? "," : "");
+      text += buf;
+    }
+    text += "]";
+  }
+  return text + "}}\n";
 }
 
 int run(int argc, char** argv) {
@@ -222,6 +261,17 @@ int run(int argc, char** argv) {
     finishStdout();
   });
 
+  // tensors: the named tensors of a safetensors, torch.save (.pth/.pt) or .npz file (DESIGN.md §2.6).
+  std::string tensors_path;
+  std::vector<std::string> tensors_values;
+  auto* tensors_cmd = app.add_subcommand(
+      "tensors",
+      "list the tensors of a safetensors, torch.save (.pth/.pt, a state_dict) or .npz file as JSON: name, dtype, "
+      "shape, and the file's metadata; --values NAME adds a tensor's values as float32. Nothing in a file is "
+      "ever executed: a .pth's pickle is read as data, with only the globals a state_dict uses");
+  tensors_cmd->add_option("file", tensors_path, "the file (its kind is recognized by content)")->required();
+  tensors_cmd->add_option("--values", tensors_values, "print this tensor's values (flat, C order; repeatable)");
+
   // One budget for every command: what a workspace may cost to read and to compute.
   double budget_mib = static_cast<double>(Limits{}.max_memory_bytes >> 20);
   for (CLI::App* sub : {trace, pytorch, bench, export_cmd, import_cmd})
@@ -235,9 +285,9 @@ int run(int argc, char** argv) {
 
   const std::string first = argc > 1 ? argv[1] : "";
   if (!first.empty() && first[0] != '-' && first != "trace" && first != "pytorch" && first != "bench" &&
-      first != "export" && first != "import" && first != "tokenize") {
+      first != "export" && first != "import" && first != "tokenize" && first != "tensors") {
     std::cerr << "error: unknown command '" << argv[1]
-              << "' (commands: trace, pytorch, bench, export, import, tokenize; see --help)\n";
+              << "' (commands: trace, pytorch, bench, export, import, tokenize, tensors; see --help)\n";
     return 2;
   }
   try {
@@ -310,6 +360,8 @@ int run(int argc, char** argv) {
     const std::string text = dumpWorkspace(imported.workspace);  // everything that can fail has run
     for (const std::string& note : imported.notes) std::cerr << "note: " << note << "\n";
     std::cout << text;
+  } else if (*tensors_cmd) {
+    std::cout << tensorsJson(*TensorFile::open(tensors_path), tensors_values);
   }
   finishStdout();
   return 0;

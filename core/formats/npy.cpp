@@ -1,15 +1,15 @@
 // .npy and .npz reading (formats/npy.h). The .npy header is a Python dict literal, read here with
-// a small parser of its own (strings, True/False, tuples of integers); the zip container is read
-// from its central directory, and deflated entries are inflated with zlib.
+// a small parser of its own (strings, True/False, tuples of integers); the zip container is
+// formats/zip_archive.h's (libzip).
 #include "formats/npy.h"
-
-#include <zlib.h>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include "engine/errors.h"
+#include "formats/zip_archive.h"
 
 namespace attnscope {
 
@@ -187,9 +187,6 @@ std::uint16_t le16(const std::string& b, std::size_t at) {
 std::uint32_t le32(const std::string& b, std::size_t at) {
   return static_cast<std::uint32_t>(le16(b, at)) | static_cast<std::uint32_t>(le16(b, at + 2)) << 16;
 }
-std::uint64_t le64(const std::string& b, std::size_t at) {
-  return static_cast<std::uint64_t>(le32(b, at)) | static_cast<std::uint64_t>(le32(b, at + 4)) << 32;
-}
 
 // "[3, 1]": a C-order flat index as a position in `shape`.
 std::string indexText(std::int64_t flat, const std::vector<std::int64_t>& shape) {
@@ -211,7 +208,7 @@ bool looksLikeZip(const std::string& bytes) {
   return bytes.size() >= 4 && (bytes.compare(0, 4, "PK\x03\x04") == 0 || bytes.compare(0, 4, "PK\x05\x06") == 0);
 }
 
-NpyArray parseNpy(const std::string& bytes, const std::string& source, const NpyLimits& limits) {
+NpyHeader parseNpyHeader(const std::string& bytes, const std::string& source) {
   if (!looksLikeNpy(bytes)) fail(source, "not a .npy file (it does not start with \\x93NUMPY)");
   if (bytes.size() < 10) fail(source, "a damaged .npy file: it ends inside its header");
   const int major = static_cast<unsigned char>(bytes[6]);
@@ -230,6 +227,17 @@ NpyArray parseNpy(const std::string& bytes, const std::string& source, const Npy
   if (header_len > bytes.size() || data_start > bytes.size())
     fail(source, "a damaged .npy file: it ends inside its header");
   const Header h = HeaderParser(bytes.substr(data_start - header_len, header_len), source).parse();
+  NpyHeader out;
+  out.descr = h.descr;
+  out.fortran = h.fortran;
+  out.shape = h.shape;
+  out.data_start = data_start;
+  return out;
+}
+
+NpyArray parseNpy(const std::string& bytes, const std::string& source, const NpyLimits& limits) {
+  const NpyHeader h = parseNpyHeader(bytes, source);
+  const std::size_t data_start = h.data_start;
 
   // The dtype: float32 or float64, either byte order.
   const std::string& d = h.descr;
@@ -305,133 +313,22 @@ NpyArray parseNpy(const std::string& bytes, const std::string& source, const Npy
   return a;
 }
 
-std::vector<ZipEntry> readZip(const std::string& bytes, const std::string& source, const NpyLimits& limits) {
-  const std::size_t size = bytes.size();
-  auto damaged = [&](const std::string& why) { fail(source, "a damaged zip (.npz) file: " + why); };
-  // The end of central directory record: the last "PK\5\6" within the last 64 KiB + 22 bytes.
-  if (size < 22) damaged("too short");
-  std::size_t eocd = std::string::npos;
-  const std::size_t lowest = size > 65535 + 22 ? size - 65535 - 22 : 0;
-  for (std::size_t at = size - 22 + 1; at-- > lowest;)
-    if (le32(bytes, at) == 0x06054b50u) {
-      eocd = at;
-      break;
-    }
-  if (eocd == std::string::npos) damaged("no end of central directory record");
-  std::uint64_t entries = le16(bytes, eocd + 10);
-  std::uint64_t cd_size = le32(bytes, eocd + 12);
-  std::uint64_t cd_offset = le32(bytes, eocd + 16);
-  if (entries == 0xFFFF || cd_size == 0xFFFFFFFFu || cd_offset == 0xFFFFFFFFu) {  // zip64
-    if (eocd < 20 || le32(bytes, eocd - 20) != 0x07064b50u) damaged("no zip64 end of central directory locator");
-    const std::uint64_t z = le64(bytes, eocd - 20 + 8);
-    if (z > size || size - z < 56 || le32(bytes, static_cast<std::size_t>(z)) != 0x06064b50u)
-      damaged("no zip64 end of central directory");
-    entries = le64(bytes, static_cast<std::size_t>(z) + 32);
-    cd_size = le64(bytes, static_cast<std::size_t>(z) + 40);
-    cd_offset = le64(bytes, static_cast<std::size_t>(z) + 48);
-  }
-  if (cd_offset > size || cd_size > size - cd_offset) damaged("its central directory lies outside the file");
-  if (entries > cd_size / 46) damaged("more entries than its central directory holds");
-
-  struct Item {
-    std::string name;
-    int method;
-    std::uint32_t crc;
-    std::uint64_t compressed, uncompressed, offset;
-  };
-  std::vector<Item> items;
-  std::uint64_t total = 0;
-  std::size_t at = static_cast<std::size_t>(cd_offset);
-  const std::size_t cd_end = static_cast<std::size_t>(cd_offset + cd_size);
-  for (std::uint64_t e = 0; e < entries; ++e) {
-    if (at + 46 > cd_end || le32(bytes, at) != 0x02014b50u) damaged("a bad central directory entry");
-    Item it;
-    const std::uint16_t flags = le16(bytes, at + 8);
-    it.method = le16(bytes, at + 10);
-    it.crc = le32(bytes, at + 16);
-    it.compressed = le32(bytes, at + 20);
-    it.uncompressed = le32(bytes, at + 24);
-    const std::size_t name_len = le16(bytes, at + 28), extra_len = le16(bytes, at + 30),
-                      comment_len = le16(bytes, at + 32);
-    it.offset = le32(bytes, at + 42);
-    if (at + 46 + name_len + extra_len + comment_len > cd_end) damaged("a central directory entry runs past its end");
-    it.name = printable(bytes.substr(at + 46, name_len));
-    // The zip64 extra field holds, in this order, those of the sizes and the offset that are 0xFFFFFFFF.
-    std::size_t x = at + 46 + name_len;
-    const std::size_t x_end = x + extra_len;
-    while (x + 4 <= x_end) {
-      const std::uint16_t id = le16(bytes, x), len = le16(bytes, x + 2);
-      if (x + 4 + len > x_end) damaged("a bad extra field");
-      if (id == 0x0001) {
-        std::size_t f = x + 4;
-        auto next = [&](std::uint64_t& field) {
-          if (field != 0xFFFFFFFFu) return;
-          if (f + 8 > x + 4 + len) damaged("a short zip64 extra field");
-          field = le64(bytes, f);
-          f += 8;
-        };
-        next(it.uncompressed);
-        next(it.compressed);
-        next(it.offset);
-      }
-      x += 4 + len;
-    }
-    at += 46 + name_len + extra_len + comment_len;
-    if (flags & 1) fail(source, "entry '" + it.name + "' is encrypted");
-    if (it.method != 0 && it.method != 8)
-      fail(source, "entry '" + it.name + "' uses compression method " + str(it.method) +
-                       " (only stored and deflated entries, as np.savez and np.savez_compressed write)");
-    if (it.uncompressed > static_cast<std::uint64_t>(limits.max_bytes) ||
-        total + it.uncompressed > static_cast<std::uint64_t>(limits.max_bytes))
-      fail(source, "its entries hold more than the limit of " + str(limits.max_bytes) + " bytes");
-    total += it.uncompressed;
-    if (it.method == 0 && it.compressed != it.uncompressed) damaged("entry '" + it.name + "' is stored with two sizes");
-    items.push_back(std::move(it));
-  }
-
-  std::vector<ZipEntry> out;
-  for (const Item& it : items) {
-    if (it.offset > size || size - it.offset < 30 || le32(bytes, static_cast<std::size_t>(it.offset)) != 0x04034b50u)
-      damaged("entry '" + it.name + "' has no local header");
-    const std::size_t start = static_cast<std::size_t>(it.offset) + 30 +
-                              le16(bytes, static_cast<std::size_t>(it.offset) + 26) +
-                              le16(bytes, static_cast<std::size_t>(it.offset) + 28);
-    if (start > size || it.compressed > size - start) damaged("entry '" + it.name + "' runs past the end of the file");
-    ZipEntry entry;
-    entry.name = it.name;
-    if (it.method == 0) {
-      entry.bytes = bytes.substr(start, static_cast<std::size_t>(it.compressed));
-    } else {
-      entry.bytes.assign(static_cast<std::size_t>(it.uncompressed), '\0');
-      z_stream z{};
-      if (inflateInit2(&z, -MAX_WBITS) != Z_OK) fail(source, "zlib could not start inflating");
-      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data() + start));
-      z.avail_in = static_cast<uInt>(it.compressed);  // ≤ the file size, below 4 GiB by the limits
-      z.next_out = reinterpret_cast<Bytef*>(entry.bytes.data());
-      z.avail_out = static_cast<uInt>(entry.bytes.size());
-      const int rc = inflate(&z, Z_FINISH);
-      const std::uint64_t produced = z.total_out;
-      inflateEnd(&z);
-      if (rc != Z_STREAM_END || produced != it.uncompressed)
-        damaged("entry '" + it.name + "' does not inflate to its " + str(static_cast<long long>(it.uncompressed)) +
-                " bytes");
-    }
-    const std::uint32_t crc = static_cast<std::uint32_t>(crc32(crc32(0L, Z_NULL, 0),
-                                                               reinterpret_cast<const Bytef*>(entry.bytes.data()),
-                                                               static_cast<uInt>(entry.bytes.size())));
-    if (crc != it.crc) damaged("entry '" + it.name + "' fails its CRC check");
-    out.push_back(std::move(entry));
-  }
-  return out;
-}
-
 std::vector<NamedArray> parseNpz(const std::string& bytes, const std::string& source, const NpyLimits& limits) {
+  const ZipArchive zip = ZipArchive::fromBytes(std::make_shared<const std::string>(bytes), source, "zip (.npz)");
+  // Every declared size before any entry is inflated: a zip bomb allocates nothing.
+  std::uint64_t total = 0;
+  for (const ZipArchive::Entry& e : zip.entries()) {
+    if (e.size > static_cast<std::uint64_t>(limits.max_bytes) ||
+        total + e.size > static_cast<std::uint64_t>(limits.max_bytes))
+      fail(source, "its entries hold more than the limit of " + str(limits.max_bytes) + " bytes");
+    total += e.size;
+  }
   std::vector<NamedArray> out;
-  for (ZipEntry& e : readZip(bytes, source, limits)) {
-    std::string name = e.name;
+  for (std::size_t i = 0; i < zip.entries().size(); ++i) {
+    std::string name = printable(zip.entries()[i].name);
+    const std::string entry = zip.read(i, static_cast<std::uint64_t>(limits.max_bytes));
     if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
-    out.push_back({name, parseNpy(e.bytes, source + "[" + name + "]", limits)});
-    e.bytes = std::string();  // release each entry once parsed
+    out.push_back({name, parseNpy(entry, source + "[" + name + "]", limits)});
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // Reading NumPy's binary files (docs/DESIGN.md §2.4, "Bring your own numbers"): one array of a
 // .npy file (format 1.0, 2.0 or 3.0), and the entries of a .npz, which is a zip of .npy files,
-// stored or deflated (np.savez, np.savez_compressed). Writing .npy is formats/export.h's.
+// stored or deflated (np.savez, np.savez_compressed). Writing .npy is formats/export.h's. A .npz
+// as a file of named tensors of any dtype (float16, ints …) is formats/tensor_file.h's.
 //
 // Every refusal is one InputError "SOURCE: why", where SOURCE names the file (and the entry of
 // a .npz: "p.npz[W_query.weight]").
@@ -37,18 +38,21 @@ bool looksLikeZip(const std::string& bytes);  // starts with a zip signature "PK
 // NaN and ±∞ (and float64 values beyond float32), and arrays beyond the limits.
 NpyArray parseNpy(const std::string& bytes, const std::string& source, const NpyLimits& limits = {});
 
-// One file of a zip archive.
-struct ZipEntry {
-  std::string name;   // as stored ("inputs.npy")
-  std::string bytes;  // uncompressed, CRC-checked
+// The header of a .npy file, read without its data (formats/tensor_file.h lists a .npz's
+// arrays from their headers): the dtype as NumPy writes it ('<f4', '>f8', '|b1'), the order and
+// the shape. Refuses a damaged header or a version other than 1.0–3.0.
+struct NpyHeader {
+  std::string descr;
+  bool fortran = false;
+  std::vector<std::int64_t> shape;
+  std::size_t data_start = 0;  // bytes before the data
 };
+NpyHeader parseNpyHeader(const std::string& bytes, const std::string& source);
 
-// All entries of a zip file (stored or deflated, zip64 sizes included), in archive order.
-// Refuses damaged archives, other compression methods, encryption, and entries whose sizes
-// together pass limits.max_bytes (checked before inflating: a zip bomb allocates nothing).
-std::vector<ZipEntry> readZip(const std::string& bytes, const std::string& source, const NpyLimits& limits = {});
-
-// The arrays of a .npz: each entry's name without ".npy", parsed with parseNpy.
+// The arrays of a .npz: each entry's name without ".npy", parsed with parseNpy. The zip is read by
+// formats/zip_archive.h (stored or deflated entries, zip64 sizes included); entries whose declared
+// sizes together pass limits.max_bytes are refused before anything is inflated, and an entry that
+// inflates to more than it declares is refused while inflating (a zip bomb allocates nothing).
 struct NamedArray {
   std::string name;
   NpyArray array;

@@ -15,17 +15,17 @@
 namespace attnscope {
 
 struct TensorFileLimits {
-  std::int64_t max_file_bytes = std::int64_t{16} << 30;  // the file itself (a safetensors is mapped)
+  std::int64_t max_file_bytes = std::int64_t{16} << 30;   // the file itself (a safetensors is mapped)
   std::int64_t max_tensor_bytes = std::int64_t{4} << 30;  // one tensor as float32 (the memory budget)
   std::int64_t max_tensors = 100000;                      // entries of one file
 };
 
 // One tensor as the file lists it.
 struct TensorInfo {
-  std::string name;                  // "transformer.h.0.attn.c_attn.weight", "tok_emb.weight"
-  std::string dtype;                 // as the file names it: "F32", "F16", "BF16", "F64", "I64", … (safetensors' names)
-  std::vector<std::int64_t> shape;   // empty for a scalar
-  std::int64_t elements() const;     // the product of shape (1 for a scalar)
+  std::string name;   // "transformer.h.0.attn.c_attn.weight", "tok_emb.weight"
+  std::string dtype;  // as the file names it: "F32", "F16", "BF16", "F64", "I64", … (safetensors' names)
+  std::vector<std::int64_t> shape;  // empty for a scalar
+  std::int64_t elements() const;    // the product of shape (1 for a scalar)
 };
 
 // A tensor's values as row-major float32. `data` points into the mapped file when the file holds
@@ -43,12 +43,16 @@ class TensorFile {
  public:
   // Opens a file of any of the three kinds (by content). Throws InputError naming the path.
   static std::shared_ptr<const TensorFile> open(const std::string& path, const TensorFileLimits& limits = {});
+  // The same from bytes in memory (the fuzz targets, tests); `source` stands for the path in
+  // messages. A safetensors' F32 tensors then point into `bytes`, which the FloatTensor keeps.
+  static std::shared_ptr<const TensorFile> fromBytes(std::string bytes, std::string source,
+                                                     const TensorFileLimits& limits = {});
   virtual ~TensorFile() = default;
 
   const std::string& path() const { return path_; }
-  const std::string& format() const { return format_; }  // "safetensors", "pth", "npz"
+  const std::string& format() const { return format_; }                // "safetensors", "pth", "npz"
   const std::vector<TensorInfo>& tensors() const { return tensors_; }  // in the file's order
-  const TensorInfo* find(const std::string& name) const;                // null when absent
+  const TensorInfo* find(const std::string& name) const;               // null when absent
   // The file's metadata (safetensors' "__metadata__" strings), else empty.
   const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
 

@@ -1,0 +1,41 @@
+// What the three kinds of files of tensors share inside formats/ (formats/tensor_file.h is the
+// interface; docs/DESIGN.md §2.6): the dtypes by safetensors' names, their exact conversions to
+// float32, and one opener per kind, which TensorFile::open and TensorFile::fromBytes pick by content.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "formats/tensor_file.h"
+#include "formats/zip_archive.h"
+
+namespace attnscope {
+
+// Bytes of one element of a dtype named as safetensors names them ("F32", "BF16", "I64", "BOOL" …);
+// 0 when the name is unknown.
+int dtypeBytes(const std::string& dtype);
+// F32, F16, BF16 and F64: the dtypes floats() converts. The others (integers, BOOL, complex) are
+// listed but refused by floats(), naming the tensor.
+bool isFloatDtype(const std::string& dtype);
+
+// Exact conversions (IEEE 754 binary16 incl. subnormals, ±∞, NaN; bfloat16 is a float32's high
+// half; float64 rounds to nearest as torch's .float() does).
+float halfToFloat(std::uint16_t h);
+float bfloat16ToFloat(std::uint16_t h);
+// One element of a float dtype at p (little-endian unless `big`).
+float elementToFloat(const std::string& dtype, const unsigned char* p, bool big = false);
+
+// "PATH: tensor NAME: why", checked before anything is allocated: absent, not a float dtype, or
+// more float32 bytes than limits.max_tensor_bytes.
+const TensorInfo& checkFloatRequest(const TensorFile& file, const std::string& name, const TensorFileLimits& limits);
+
+// The mapped file, or bytes in memory, of a safetensors.
+std::shared_ptr<const TensorFile> openSafetensorsFile(const std::string& path, const TensorFileLimits& limits);
+std::shared_ptr<const TensorFile> safetensorsFromBytes(std::shared_ptr<const std::string> bytes,
+                                                       const std::string& source, const TensorFileLimits& limits);
+// A torch.save zip (its data.pkl found by the caller at `pickle_entry`) and a NumPy .npz.
+std::shared_ptr<const TensorFile> openPth(ZipArchive zip, std::size_t pickle_entry, const std::string& source,
+                                          const TensorFileLimits& limits);
+std::shared_ptr<const TensorFile> openNpz(ZipArchive zip, const std::string& source, const TensorFileLimits& limits);
+
+}  // namespace attnscope
