@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/model_commands.h"
 #include "display/stage_figures.h"
 #include "engine/attention.h"
 #include "engine/errors.h"
@@ -25,6 +26,7 @@
 #include "formats/trace_json.h"
 #include "formats/workspace_file.h"
 #include "lm/gpt2_tokenizer.h"
+#include "lm/gpt_model.h"
 #include "tools/bench.h"
 
 using namespace attnscope;
@@ -183,6 +185,15 @@ int run(int argc, char** argv) {
                                      "print {\"ok\":true}: for instruction counts");
   bench->add_flag("--reference", bench_reference, "with --forward-once: the reference loops, not the fused kernel")
       ->needs(bench_once);
+  std::string bench_model;
+  int bench_tokens = 1024;
+  auto* bench_model_opt = bench
+                              ->add_option("--model", bench_model,
+                                           "a trained model (as model-trace takes it): its whole forward pass")
+                              ->excludes(bench_ws);
+  bench->add_option("--tokens", bench_tokens, "with --model: tokens of the random text (default 1024)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->needs(bench_model_opt);
 
   // export: the trace (or any subset of batches) as CSV, JSON or .npy files in a folder.
   std::string export_path, export_format, export_out, export_batches;
@@ -272,9 +283,33 @@ int run(int argc, char** argv) {
   tensors_cmd->add_option("file", tensors_path, "the file (its kind is recognized by content)")->required();
   tensors_cmd->add_option("--values", tensors_values, "print this tensor's values (flat, C order; repeatable)");
 
+  // model-trace: a trained model (GPT-2, the book's GPTModel) on a text, every layer's heads.
+  ModelTraceOptions model_trace;
+  auto* model_trace_cmd = app.add_subcommand(
+      "model-trace",
+      "print a trained model's attention weights (every layer and head, or --layers) and the next-token logits of "
+      "the last position, on a text, as JSON");
+  model_trace_cmd
+      ->add_option("model", model_trace.model,
+                   "a Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt) or a "
+                   "state_dict file (.safetensors, .pth, .pt, .npz) of GPT-2 or the book's GPTModel")
+      ->required();
+  auto* model_text = model_trace_cmd->add_option("--text", model_trace.text, "the text, tokenized as GPT-2 does");
+  auto* model_ids = model_trace_cmd->add_option("--ids", model_trace.ids,
+                                                "token ids instead of a text, e.g. 464,2068,7586");
+  model_text->excludes(model_ids);
+  model_trace_cmd
+      ->add_option("--num-heads", model_trace.num_heads,
+                   "heads per layer (default: config.json's n_head, else width / 64)")
+      ->check(CLI::Range(1, 1 << 20));
+  model_trace_cmd->add_flag("--prepend-eot", model_trace.prepend_eot,
+                            "put <|endoftext|> (50256) before the text, as GPT-2 saw documents in training");
+  model_trace_cmd->add_option("--layers", model_trace.layers, "only these layers' heads, e.g. 0,5 (default: all)");
+  model_trace_cmd->add_option("--threads", model_trace.threads, "threads (0 = all cores)")->check(CLI::Range(0, 1024));
+
   // One budget for every command: what a workspace may cost to read and to compute.
   double budget_mib = static_cast<double>(Limits{}.max_memory_bytes >> 20);
-  for (CLI::App* sub : {trace, pytorch, bench, export_cmd, import_cmd})
+  for (CLI::App* sub : {trace, pytorch, bench, export_cmd, import_cmd, model_trace_cmd, tensors_cmd})
     sub->add_option("--memory-budget", budget_mib, "refuse workspaces estimated to need more (MiB; default 1024)")
         ->check(CLI::Range(1.0, 1048576.0));
 
@@ -283,11 +318,16 @@ int run(int argc, char** argv) {
       "Each command has its own options: attnscope-cli COMMAND --help.\n"
       "Example: attnscope-cli trace /usr/share/attnscope/presets/multihead.json");
 
+  // An unknown command: one line naming the commands (the subcommands above are the list).
   const std::string first = argc > 1 ? argv[1] : "";
-  if (!first.empty() && first[0] != '-' && first != "trace" && first != "pytorch" && first != "bench" &&
-      first != "export" && first != "import" && first != "tokenize" && first != "tensors") {
-    std::cerr << "error: unknown command '" << argv[1]
-              << "' (commands: trace, pytorch, bench, export, import, tokenize, tensors; see --help)\n";
+  std::string names;
+  bool known = false;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+    known = known || sub->get_name() == first;
+  }
+  if (!first.empty() && first[0] != '-' && !known) {
+    std::cerr << "error: unknown command '" << argv[1] << "' (commands: " << names << "; see --help)\n";
     return 2;
   }
   try {
@@ -323,6 +363,13 @@ int run(int argc, char** argv) {
   } else if (*pytorch) {
     std::cout << pytorchScript(loadWorkspace(script_path, limits), script_path);
   } else if (*bench) {
+    if (!bench_model.empty()) {
+      nlohmann::json result = benchModel(*loadGptModel(bench_model), bench_tokens, bench_options);
+      result["model_path"] = bench_model;
+      std::cout << jsonText(result, 2) << "\n";
+      finishStdout();
+      return 0;
+    }
     if (bench_path.empty() && bench_preset.empty()) throw InputError("bench: give a workspace file or --preset NAME");
     const std::string path = bench_preset.empty() ? bench_path : presetPath(bench_preset);
     if (bench_forward_once) {
@@ -362,6 +409,10 @@ int run(int argc, char** argv) {
     std::cout << text;
   } else if (*tensors_cmd) {
     std::cout << tensorsJson(*TensorFile::open(tensors_path), tensors_values);
+  } else if (*model_trace_cmd) {
+    if (!*model_text && !*model_ids) throw InputError("model-trace: give --text T or --ids 1,2,3");
+    model_trace.has_text = model_text->count() > 0;
+    runModelTrace(model_trace, limits, std::cout);
   }
   finishStdout();
   return 0;

@@ -58,8 +58,8 @@ Trace computeTraceOn(const Matrix& x, const ModelConfig& m, const GivenModule* g
 
   // Parameters, then dropout draws: the order of torch.manual_seed; Module(...); module(batch).
   // A given module draws nothing: it runs without dropout (checked by the caller).
-  DrawnParameters drawn =
-      given != nullptr ? DrawnParameters{given->parameters, TorchGenerator(0)} : drawParameters(m, d_in);
+  DrawnParameters drawn = given != nullptr ? DrawnParameters{given->parameters, TorchGenerator(0)}
+                                           : drawParameters(m, d_in);
   t.parameters = drawn.parameters;
   TorchGenerator& generator = drawn.generator;
   // Buffers of the calling thread, reused across calls (a GPT-2 edit allocates no scratch).
@@ -197,4 +197,3 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const GivenModule& mod
 }
 
 }  // namespace attnscope
-

@@ -28,7 +28,8 @@ class Gpt2Tokenizer {
                                                            const std::string& merges_source);
   virtual ~Gpt2Tokenizer() = default;
 
-  // Token ids of UTF-8 text (invalid UTF-8 bytes are encoded as the bytes they are, as GPT-2 does).
+  // Token ids of UTF-8 text. Invalid UTF-8 (which GPT-2 never saw) gives each bad byte its byte token,
+  // so decode(encode(x)) == x for any bytes.
   virtual std::vector<int> encode(const std::string& text) const = 0;
   // The pieces encode() turns into tokens, in order, as bytes: the words of encoder.py's regex,
   // each <|endoftext|>, and each byte that is not valid UTF-8 (for tests and for showing words).

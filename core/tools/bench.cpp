@@ -6,7 +6,9 @@
 #include <functional>
 #include <numeric>
 
+#include <random>
 #include "engine/gemm.h"
+#include "lm/gpt_forward.h"
 
 namespace attnscope {
 
@@ -166,6 +168,62 @@ nlohmann::json benchWorkspace(const Workspace& ws, const BenchOptions& o) {
   j["forward_over_limit"] = j["openmp"]["forward_ms"]["median"].get<double>() / limit_ms;
   // And the limit of each run's moment, every thread's GEMM at once (pairedLimit).
   j["paired_limit"] = pairedLimit(ws, timed_exec, threads, shape, gflop, o.repeat);
+  return j;
+}
+
+nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions& o) {
+  const GptConfig& c = model.config;
+  const int T = std::min(tokens, c.context_length);
+  std::mt19937 rng(1);
+  std::vector<int> ids(T);
+  for (int& id : ids) id = static_cast<int>(rng() % static_cast<unsigned>(c.vocab_size));
+  // The least a pass must compute: every linear layer's products, the causal triangle's Q·Kᵀ and
+  // P·V of every head, and the head at the last position.
+  const double d = c.d_model, F = c.mlp_width, L = c.layers, V = c.vocab_size, t = T;
+  const double linear = L * 2 * t * (4 * d * d + 2 * d * F);
+  const double attention = L * 2 * 2 * t * (t + 1) / 2 * d;
+  const double head = 2 * d * V;
+  const double gflop = (linear + attention + head) / 1e9;
+  const int threads = resolveThreads(o.threads);
+  ExecutionOptions exec;
+  exec.parallel = true;
+  exec.threads = o.threads;
+  const auto paired = [&](bool maps) {
+    GptRequest request;
+    request.no_maps = !maps;
+    const auto forward = [&] { gptForward(model, ids, request, exec); };
+    ConcurrentGemm gemm(T, c.mlp_width, c.d_model, threads);
+    forward();
+    gemm.measureGflops();
+    std::vector<double> forward_ms, gflops, limit_ms, ratios;
+    for (int i = 0; i < o.repeat; ++i) {
+      forward_ms.push_back(millisecondsOf(forward));
+      gflops.push_back(gemm.measureGflops());
+      limit_ms.push_back(gflop / gflops.back() * 1e3);
+      ratios.push_back(forward_ms.back() / limit_ms.back());
+    }
+    return nlohmann::json{{"forward_ms", summary(forward_ms)},
+                          {"gemm_gflops", summary(gflops)},
+                          {"limit_ms", summary(limit_ms)},
+                          {"forward_over_limit", summary(ratios)}};
+  };
+  nlohmann::json j = {{"model",
+                       {{"layers", c.layers},
+                        {"heads", c.heads},
+                        {"d_model", c.d_model},
+                        {"mlp_width", c.mlp_width},
+                        {"vocab_size", c.vocab_size}}},
+                      {"tokens", T},
+                      {"threads", threads},
+                      {"repeat", o.repeat},
+                      {"outputs", "every head's attention weights (all layers) and the last position's logits"},
+                      {"flop",
+                       {{"gflop", gflop},
+                        {"linear_gflop", linear / 1e9},
+                        {"attention_gflop", attention / 1e9},
+                        {"head_gflop", head / 1e9}}}};
+  j["maps"] = paired(true);
+  j["fused"] = paired(false);
   return j;
 }
 

@@ -6,6 +6,7 @@
 
 #include "engine/attention.h"
 #include "formats/workspace_file.h"
+#include "lm/gpt_model.h"
 
 namespace attnscope {
 
@@ -37,6 +38,16 @@ nlohmann::json benchWorkspace(const Workspace& ws, const BenchOptions& options);
 // multiply-add): the projections (Q, K, V and out_proj) and the products Q·Kᵀ and P·V, of the
 // causal triangle only (T(T+1)/2 per head) when the mask is on, else of the full T × T.
 nlohmann::json forwardFlop(const ModelConfig& m, int tokens, int d_in);
+
+// A trained model's whole forward pass on `tokens` random ids (fixed seed), docs/DESIGN.md §2.6:
+// {"model": {"layers", "heads", "d_model", "mlp_width", "vocab_size"}, "tokens", "threads",
+//  "outputs": what both sides compute,
+//  "flop": {"gflop", "linear_gflop", "attention_gflop", "head_gflop"},
+//  "maps": {"forward_ms", "gemm_gflops", "limit_ms", "forward_over_limit"}: every head's weights
+//      of every layer computed (and dropped) and the last position's logits; paired runs as
+//      pairedLimit's, the limit being the MLP's first product (T × F × d) on every thread at once;
+//  "fused": the same without any T × T map (outputs and logits only)}.
+nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions& options);
 
 // One forward pass, outputs only, serial and untimed (`bench --forward-once`, for instruction
 // counts): the fused path with every batch element computed, or the reference loops.

@@ -1,0 +1,137 @@
+// attnscope-cli model-trace (cli/model_commands.h). Only the weights printed are kept from each
+// layer's trace, and printed once the whole pass has succeeded: a failure prints nothing.
+#include "cli/model_commands.h"
+
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+#include "engine/errors.h"
+#include "engine/stages.h"
+#include "formats/json_format.h"
+#include "lm/gpt_forward.h"
+#include "lm/gpt_model.h"
+
+namespace attnscope {
+
+namespace {
+
+// "0,5" → {0, 5}: whole numbers, comma-separated; `what` names the option in messages.
+std::vector<int> parseList(const std::string& list, const char* what, const char* example) {
+  std::vector<int> out;
+  std::stringstream in(list);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    int v = 0;
+    const char* end = item.data() + item.size();
+    const auto r = std::from_chars(item.data(), end, v);
+    if (item.empty() || r.ec != std::errc() || r.ptr != end)
+      throw InputError(std::string(what) + ": expected comma-separated whole numbers like " + example + ", got '" +
+                       list + "'");
+    out.push_back(v);
+  }
+  if (out.empty()) throw InputError(std::string(what) + ": expected at least one number, like " + example);
+  return out;
+}
+
+void writeNumber(std::ostream& out, float v) {
+  char buf[32];
+  out.write(buf, std::to_chars(buf, buf + sizeof buf, v).ptr - buf);
+}
+
+}  // namespace
+
+void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::ostream& out) {
+  GptLoadOptions load;
+  load.num_heads = options.num_heads;
+  const std::shared_ptr<const GptModel> model = loadGptModel(options.model, load);
+  std::vector<int> ids;
+  if (options.has_text) {
+    if (model->tokenizer == nullptr)
+      throw InputError(options.model +
+                       ": no tokenizer beside the model (vocab.json + merges.txt, or encoder.json + "
+                       "vocab.bpe): give --ids instead of --text");
+    if (options.prepend_eot) {
+      if (model->tokenizer->endOfText() < 0) throw InputError("--prepend-eot: the vocabulary has no <|endoftext|>");
+      ids.push_back(model->tokenizer->endOfText());
+    }
+    const std::vector<int> text = model->tokenizer->encode(options.text);
+    ids.insert(ids.end(), text.begin(), text.end());
+  } else {
+    ids = parseList(options.ids, "--ids", "464,2068");
+  }
+  std::vector<int> layers;
+  if (!options.layers.empty()) {
+    layers = parseList(options.layers, "--layers", "0,5");
+    for (int l : layers)
+      if (l < 0 || l >= model->config.layers)
+        throw InputError("--layers: layer " + std::to_string(l) + " does not exist: the model has " +
+                         std::to_string(model->config.layers) + " (0 … " + std::to_string(model->config.layers - 1) +
+                         ")");
+  }
+
+  // The maps printed are held until the pass is done, so that a failure (an overflow in a late
+  // layer) prints nothing: their memory is checked first.
+  const int T = static_cast<int>(ids.size()), H = model->config.heads;
+  const std::int64_t printed_layers = layers.empty() ? model->config.layers : static_cast<std::int64_t>(layers.size());
+  const std::int64_t held = printed_layers * H * std::int64_t{T} * T * static_cast<std::int64_t>(sizeof(float));
+  if (held > limits.max_memory_bytes)
+    throw InputError("model-trace: the weights of " + std::to_string(printed_layers) + " layers × " +
+                     std::to_string(H) + " heads at " + std::to_string(T) + " tokens take " +
+                     std::to_string(held >> 20) + " MiB, more than the memory budget of " +
+                     std::to_string(limits.max_memory_bytes >> 20) +
+                     " MiB: choose layers with --layers, or raise "
+                     "--memory-budget");
+  std::vector<std::pair<int, std::vector<Matrix>>> kept;
+  GptRequest request;
+  request.map_layers = layers;
+  request.on_layer = [&](int layer, const Matrix&, Trace&& t) {
+    if (!layers.empty() && std::find(layers.begin(), layers.end(), layer) == layers.end()) return;
+    std::vector<Matrix> heads;
+    for (HeadTrace& h : t.batches[0].heads) heads.push_back(std::move(h.weights));
+    kept.emplace_back(layer, std::move(heads));
+  };
+  ExecutionOptions exec;
+  exec.parallel = true;
+  exec.threads = options.threads;
+  const GptResult result = gptForward(*model, ids, request, exec, limits);
+
+  nlohmann::json head;
+  head["ids"] = ids;
+  nlohmann::json tokens = nlohmann::json::array();
+  for (int id : ids)
+    tokens.push_back(model->tokenizer != nullptr && id < model->tokenizer->vocabularySize()
+                         ? model->tokenizer->tokenString(id)
+                         : std::to_string(id));
+  head["tokens"] = tokens;
+  head["notes"] = model->notes;
+  head["layout"] = model->config.layout;
+  head["heads_per_layer"] = H;
+  const std::string h = jsonText(head);
+  out << h.substr(0, h.size() - 1) << ",\n\"layers\": [";
+  for (std::size_t l = 0; l < kept.size(); ++l) {
+    out << (l ? ",\n" : "\n") << "{\"layer\": " << kept[l].first << ", \"heads\": [";
+    for (std::size_t hd = 0; hd < kept[l].second.size(); ++hd) {
+      const Matrix& w = kept[l].second[hd];
+      out << (hd ? ",\n" : "\n") << "  {\"head\": " << hd << ", \"weights\": [";
+      for (Eigen::Index i = 0; i < w.rows(); ++i) {
+        out << (i ? ",\n    [" : "\n    [");
+        for (Eigen::Index j = 0; j < w.cols(); ++j) {
+          if (j) out << ", ";
+          writeNumber(out, w(i, j));
+        }
+        out << "]";
+      }
+      out << "]}";
+    }
+    out << "]}";
+  }
+  out << "\n],\n\"logits\": [";
+  for (Eigen::Index v = 0; v < result.logits.cols(); ++v) {
+    if (v) out << ", ";
+    writeNumber(out, result.logits(0, v));
+  }
+  out << "]}\n";
+}
+
+}  // namespace attnscope

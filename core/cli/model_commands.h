@@ -1,0 +1,25 @@
+// attnscope-cli's commands on trained models (docs/DESIGN.md §2.5, §2.6): model-trace.
+#pragma once
+#include <ostream>
+#include <string>
+
+#include "engine/model_config.h"
+
+namespace attnscope {
+
+struct ModelTraceOptions {
+  std::string model;      // a folder or a file of tensors (lm/gpt_model.h)
+  std::string text;       // tokenized with the model's tokenizer …
+  std::string ids;        // … or token ids, "464,2068,7586"
+  bool has_text = false;  // --text was given (it may be empty: refused with a message)
+  int num_heads = 0;      // 0: config.json's, else d / 64
+  bool prepend_eot = false;
+  std::string layers;  // "0,5": only these layers' heads are printed (empty: all)
+  int threads = 0;     // 0: every processor
+};
+
+// {"ids", "tokens", "notes", "layers": [{"layer", "heads": [{"head", "weights": T × T}]}],
+//  "logits": the last position's, V long}; nothing is printed unless the whole pass succeeds.
+void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::ostream& out);
+
+}  // namespace attnscope

@@ -1,0 +1,164 @@
+// gptForward (lm/gpt_forward.h, docs/DESIGN.md §2.6). The attention of each block is the engine's
+// computeTrace on the block's given MultiHeadAttention; this file does the rest of a GPT block.
+//
+// Shapes: T tokens, d width, F MLP width, V vocabulary, P logit positions.
+#include "lm/gpt_forward.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <string>
+
+#include "engine/attention_reference.h"
+#include "engine/errors.h"
+#include "engine/thread_team.h"
+
+namespace attnscope {
+
+namespace {
+
+// Rows per item of the LayerNorm/MLP loops: each packed panel of the weights serves up to 128
+// rows (32-row items made GPT-2's MLP 20 % slower at T = 1024), and short texts still split
+// over every thread.
+int rowBlock(int T, int threads) { return std::clamp((T + threads - 1) / threads, 16, 128); }
+
+// [SECTION] The reference (serial, readable) ------------------------------------------------------
+
+// One row of LayerNorm, the book's class: mean and biased variance over the row (in double),
+// (x − mean) / √(var + eps) · scale + shift.
+void layerNormRow(const float* x, int d, const LayerNormWeights& n, float eps, float* y) {
+  double sum = 0;
+  for (int i = 0; i < d; ++i) sum += x[i];
+  const double mean = sum / d;
+  double sq = 0;
+  for (int i = 0; i < d; ++i) sq += (x[i] - mean) * (x[i] - mean);
+  const float m = static_cast<float>(mean);
+  const float inv = static_cast<float>(1.0 / std::sqrt(sq / d + eps));
+  for (int i = 0; i < d; ++i) y[i] = (x[i] - m) * inv * n.scale[i] + n.shift[i];
+}
+
+// GELU, tanh form (GPT-2's gelu_new, the book's GELU): 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+float geluTanh(float x) {
+  const float k = 0.7978845608028654f;  // √(2/π)
+  return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
+}
+
+// [SECTION] The fast path's pieces ----------------------------------------------------------------
+
+// GELU over n floats in place, vectorized: Eigen's tanh (a rational approximation, within a few
+// ulp of std::tanh).
+void geluInPlace(float* v, std::ptrdiff_t n) {
+  Eigen::Map<Eigen::ArrayXf> x(v, n);
+  const float k = 0.7978845608028654f;
+  x = 0.5f * x * (1.0f + (k * (x + 0.044715f * x.cube())).tanh());
+}
+
+// Rows [r0, r0 + n) of LayerNorm₂ and the MLP, added to x: x += proj(GELU(fc(LN₂(x)))).
+void mlpRows(const GptModel& model, const GptBlock& b, Matrix& x, int r0, int n, bool fused, std::atomic<bool>& bad) {
+  const int d = model.config.d_model, F = model.config.mlp_width;
+  thread_local std::vector<float> h, f, y;
+  h.resize(static_cast<std::size_t>(n) * d);
+  f.resize(static_cast<std::size_t>(n) * F);
+  y.resize(static_cast<std::size_t>(n) * d);
+  for (int r = 0; r < n; ++r) layerNormRow(x.row(r0 + r).data(), d, b.norm2, model.config.layer_norm_eps, &h[r * d]);
+  if (fused) {
+    if (!b.fc_packed.apply(n, h.data(), d, f.data(), F)) bad = true;
+    geluInPlace(f.data(), static_cast<std::ptrdiff_t>(n) * F);
+    if (!b.proj_packed.apply(n, f.data(), F, y.data(), d)) bad = true;
+  } else {
+    using Map = Eigen::Map<Matrix>;
+    Map H(h.data(), n, d), Fm(f.data(), n, F), Y(y.data(), n, d);
+    Fm.noalias() = H * b.fc.weight.transpose();
+    Fm.rowwise() += b.fc.bias;
+    for (std::size_t i = 0; i < f.size(); ++i) f[i] = geluTanh(f[i]);
+    Y.noalias() = Fm * b.proj.weight.transpose();
+    Y.rowwise() += b.proj.bias;
+  }
+  for (int r = 0; r < n; ++r) {
+    float* xr = x.row(r0 + r).data();
+    const float* yr = &y[static_cast<std::size_t>(r) * d];
+    for (int i = 0; i < d; ++i) xr[i] += yr[i];
+  }
+}
+
+bool allFinite(const Matrix& m) { return m.allFinite(); }
+
+}  // namespace
+
+GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const GptRequest& request,
+                     const ExecutionOptions& exec, const Limits& limits) {
+  const GptConfig& c = model.config;
+  const int T = static_cast<int>(ids.size()), d = c.d_model;
+  if (T == 0) throw InputError("tokens: no tokens to run the model on");
+  const int max_t = std::min(c.context_length, limits.max_tokens);
+  if (T > max_t)
+    throw InputError("tokens: " + std::to_string(T) + " tokens, more than the model's context of " +
+                     std::to_string(max_t) + (max_t < c.context_length ? " (attnscope's limit)" : ""));
+  for (int t = 0; t < T; ++t)
+    if (ids[t] < 0 || ids[t] >= c.vocab_size)
+      throw InputError("tokens: token " + std::to_string(t) + " is id " + std::to_string(ids[t]) +
+                       ", outside the vocabulary of " + std::to_string(c.vocab_size));
+  for (int layer : request.map_layers)
+    if (layer < 0 || layer >= c.layers)
+      throw InputError("layer " + std::to_string(layer) + " does not exist: the model has " + std::to_string(c.layers) +
+                       " layers (0 … " + std::to_string(c.layers - 1) + ")");
+  GptResult result;
+  result.logit_positions = request.logit_positions.empty() ? std::vector<int>{T - 1} : request.logit_positions;
+  for (int p : result.logit_positions)
+    if (p < 0 || p >= T)
+      throw InputError("position " + std::to_string(p) + " does not exist: the text has " + std::to_string(T) +
+                       " tokens");
+  auto cancelled = [&] { return exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed); };
+  const int threads = exec.parallel ? resolveThreads(exec.threads) : 1;
+
+  // x = tok_emb[ids] + pos_emb[0 … T).
+  Matrix x(T, d);
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < d; ++i)
+      x(t, i) = model.token_embedding.data[static_cast<std::size_t>(ids[t]) * d + i] +
+                model.position_embedding.data[static_cast<std::size_t>(t) * d + i];
+
+  const int rows = rowBlock(T, threads), blocks = (T + rows - 1) / rows;
+  Matrix h(T, d);
+  for (int layer = 0; layer < c.layers; ++layer) {
+    if (cancelled()) throw Cancelled();
+    const GptBlock& b = model.blocks[layer];
+    // h = LN₁(x); the attention of h (the chapter's MultiHeadAttention) added to x.
+    parallelFor(threads, blocks, [&](int k) {
+      for (int r = k * rows; r < std::min(T, (k + 1) * rows); ++r)
+        layerNormRow(x.row(r).data(), d, b.norm1, c.layer_norm_eps, h.row(r).data());
+    });
+    const bool maps = !request.no_maps &&
+                      (request.map_layers.empty() || std::find(request.map_layers.begin(), request.map_layers.end(),
+                                                               layer) != request.map_layers.end());
+    TraceRequest traced = maps ? TraceRequest() : TraceRequest::only({});
+    Trace trace = computeTrace(h, model.attention_config, b.attention, exec, traced, limits);
+    x += trace.batches[0].output;
+    if (request.on_layer) request.on_layer(layer, h, std::move(trace));
+    // x += MLP(LN₂(x)).
+    std::atomic<bool> bad{false};
+    parallelFor(threads, blocks, [&](int k) {
+      const int r0 = k * rows;
+      mlpRows(model, b, x, r0, std::min(rows, T - r0), exec.fused, bad);
+    });
+    if (bad || !allFinite(x)) throwOverflow();
+  }
+  if (cancelled()) throw Cancelled();
+
+  // The final LayerNorm and the head at the positions asked for: logits = LN_f(x) · headᵀ.
+  const int P = static_cast<int>(result.logit_positions.size()), V = c.vocab_size;
+  Matrix hf(P, d);
+  for (int p = 0; p < P; ++p)
+    layerNormRow(x.row(result.logit_positions[p]).data(), d, model.final_norm, c.layer_norm_eps, hf.row(p).data());
+  result.logits.resize(P, V);
+  const Eigen::Map<const Matrix> head(model.output_head.data, V, d);
+  constexpr int kVocabBlock = 2048;
+  parallelFor(threads, (V + kVocabBlock - 1) / kVocabBlock, [&](int k) {
+    const int v0 = k * kVocabBlock, n = std::min(kVocabBlock, V - v0);
+    result.logits.middleCols(v0, n).noalias() = hf * head.middleRows(v0, n).transpose();
+  });
+  if (!result.logits.allFinite()) throwOverflow();
+  return result;
+}
+
+}  // namespace attnscope

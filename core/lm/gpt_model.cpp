@@ -1,0 +1,442 @@
+// Loading a trained GPT (lm/gpt_model.h, docs/DESIGN.md §2.6): which layout the tensors are in,
+// their names and shapes checked one by one, Hugging Face's Conv1D weights turned into torch's
+// Linear layout, and each block's attention packed once.
+#include "lm/gpt_model.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "engine/errors.h"
+#include "formats/file_reading.h"
+#include "formats/json_reading.h"
+
+namespace attnscope {
+
+namespace {
+
+// [SECTION] Names ---------------------------------------------------------------------------------
+
+bool isFolder(const std::string& path) {
+  struct stat s {};
+  return ::stat(path.c_str(), &s) == 0 && S_ISDIR(s.st_mode);
+}
+bool isFile(const std::string& path) {
+  struct stat s {};
+  return ::stat(path.c_str(), &s) == 0 && S_ISREG(s.st_mode);
+}
+std::string folderOf(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+std::string joinPath(const std::string& folder, const std::string& name) {
+  return folder.empty() || folder.back() == '/' ? folder + name : folder + "/" + name;
+}
+
+// Prefixes a state_dict may carry: HF's `transformer.`; a training checkpoint's `model_state_dict.`
+// (the book's chapter 5), DataParallel's `module.` and torch.compile's `_orig_mod.`.
+const char* const kPrefixes[] = {"model_state_dict.", "module.", "_orig_mod.", "transformer."};
+
+// The file's tensors by their names without those prefixes.
+class TensorNames {
+ public:
+  explicit TensorNames(const TensorFile& file) : file_(file) {
+    for (const TensorInfo& t : file.tensors()) {
+      std::string name = t.name;
+      for (bool stripped = true; stripped;) {
+        stripped = false;
+        for (const char* prefix : kPrefixes) {
+          const std::string p = prefix;
+          if (name.size() > p.size() && name.compare(0, p.size(), p) == 0) {
+            name = name.substr(p.size());
+            stripped = true;
+          }
+        }
+      }
+      // A checkpoint holds the optimizer's state too: those are not the model's.
+      if (t.name.rfind("optimizer_state_dict.", 0) == 0) continue;
+      if (!by_name_.emplace(name, &t).second)
+        throw InputError(file.path() + ": tensor " + t.name + " is given twice (as " + name + ")");
+    }
+  }
+  bool has(const std::string& name) const { return by_name_.count(name) > 0; }
+  const TensorInfo* info(const std::string& name) const {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? nullptr : it->second;
+  }
+  // The tensor `name`, whose shape must be `shape`; marked as used.
+  FloatTensor take(const std::string& name, const std::vector<std::int64_t>& shape, const std::string& what) {
+    const TensorInfo* t = info(name);
+    if (t == nullptr) throw InputError(file_.path() + ": tensor " + name + " (" + what + ") is missing");
+    if (t->shape != shape)
+      throw InputError(file_.path() + ": tensor " + t->name + " (" + what + ") has shape " + shapeText(t->shape) +
+                       ", expected " + shapeText(shape));
+    used_.insert(name);
+    return file_.floats(t->name);
+  }
+  void ignore(const std::string& name) { used_.insert(name); }
+  std::vector<std::string> unused() const {
+    std::vector<std::string> out;
+    for (const auto& [name, t] : by_name_)
+      if (!used_.count(name)) out.push_back(t->name);
+    return out;
+  }
+  const std::map<std::string, const TensorInfo*>& all() const { return by_name_; }
+
+  static std::string shapeText(const std::vector<std::int64_t>& shape) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+  }
+
+ private:
+  const TensorFile& file_;
+  std::map<std::string, const TensorInfo*> by_name_;
+  std::set<std::string> used_;
+};
+
+// [SECTION] Conversions ---------------------------------------------------------------------------
+
+RowVector rowOf(const FloatTensor& t) {
+  RowVector v(t.elements());
+  std::copy(t.data, t.data + t.elements(), v.data());
+  return v;
+}
+
+// An nn.Linear's weight (out × in) as the file holds it.
+Matrix linearWeight(const FloatTensor& t) {
+  Matrix m(t.shape[0], t.shape[1]);
+  std::copy(t.data, t.data + t.elements(), m.data());
+  return m;
+}
+
+// Columns [c0, c0 + n) of a Conv1D weight (in × out, y = x·W), as a Linear weight (n × in).
+Matrix conv1dColumns(const FloatTensor& t, std::int64_t c0, std::int64_t n) {
+  const std::int64_t in = t.shape[0], out = t.shape[1];
+  Matrix m(n, in);
+  for (std::int64_t i = 0; i < in; ++i)
+    for (std::int64_t c = 0; c < n; ++c) m(c, i) = t.data[i * out + c0 + c];
+  return m;
+}
+
+RowVector segmentOf(const FloatTensor& t, std::int64_t c0, std::int64_t n) {
+  RowVector v(n);
+  std::copy(t.data + c0, t.data + c0 + n, v.data());
+  return v;
+}
+
+void checkFinite(const std::string& path, const std::string& name, const float* data, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(data[i]))
+      throw InputError(path + ": tensor " + name + " holds a value that is not finite (at element " +
+                       std::to_string(i) + ")");
+}
+
+PackedLinear packLinear(const Linear& l) {
+  return PackedLinear(l.weight.data(), static_cast<int>(l.weight.rows()), static_cast<int>(l.weight.cols()),
+                      static_cast<int>(l.weight.cols()), l.bias.size() > 0 ? l.bias.data() : nullptr);
+}
+
+// [SECTION] config.json ---------------------------------------------------------------------------
+
+struct ConfigJson {
+  int n_head = 0, n_layer = 0, n_embd = 0, n_positions = 0, vocab_size = 0, n_inner = 0;
+  double eps = 1e-5;
+  bool present = false;
+};
+
+ConfigJson readConfig(const std::string& text, const std::string& source) {
+  ConfigJson c;
+  if (text.empty()) return c;
+  c.present = true;
+  const nlohmann::json j = readJson(text, source, std::int64_t{16} << 20);
+  if (!j.is_object()) throw InputError(source + ": expected a JSON object");
+  auto getInt = [&](const char* key, int& out) {
+    if (!j.contains(key) || j[key].is_null()) return;
+    if (!j[key].is_number_integer() || j[key].get<std::int64_t>() < 1 || j[key].get<std::int64_t>() > 1000000)
+      throw InputError(source + ": " + key + " must be a whole number from 1 to 1000000");
+    out = j[key].get<int>();
+  };
+  getInt("n_head", c.n_head);
+  getInt("n_layer", c.n_layer);
+  getInt("n_embd", c.n_embd);
+  getInt("n_positions", c.n_positions);
+  getInt("vocab_size", c.vocab_size);
+  getInt("n_inner", c.n_inner);
+  if (j.contains("layer_norm_epsilon")) {
+    if (!j["layer_norm_epsilon"].is_number() || !(j["layer_norm_epsilon"].get<double>() > 0) ||
+        j["layer_norm_epsilon"].get<double>() > 1)
+      throw InputError(source + ": layer_norm_epsilon must be a number in (0, 1]");
+    c.eps = j["layer_norm_epsilon"].get<double>();
+  }
+  if (j.contains("activation_function") && j["activation_function"].is_string()) {
+    const std::string f = j["activation_function"];
+    if (f != "gelu_new" && f != "gelu_pytorch_tanh")
+      throw InputError(source + ": activation_function '" + f +
+                       "' is not GPT-2's GELU (tanh form: gelu_new); attnscope computes only that one");
+  }
+  return c;
+}
+
+// [SECTION] The two layouts -----------------------------------------------------------------------
+
+// Which layout the names are in, from the embeddings' names.
+std::string layoutOf(const TensorNames& names, const std::string& path) {
+  if (names.has("wte.weight")) return "huggingface";
+  if (names.has("tok_emb.weight")) return "book";
+  std::string some;
+  int n = 0;
+  for (const auto& [name, t] : names.all()) {
+    if (n++ == 4) break;
+    some += (some.empty() ? "" : ", ") + t->name;
+  }
+  throw InputError(path +
+                   ": not a GPT-2 or GPTModel state_dict: neither wte.weight (Hugging Face) nor tok_emb.weight "
+                   "(the book's GPTModel) is in it" +
+                   (some.empty() ? std::string(" (it holds no tensors)") : " (it holds " + some + ", …)"));
+}
+
+int countBlocks(const TensorNames& names, const std::string& prefix, const std::string& suffix) {
+  int n = 0;
+  while (names.has(prefix + std::to_string(n) + suffix)) ++n;
+  return n;
+}
+
+}  // namespace
+
+std::size_t GptModel::bytes() const {
+  std::size_t b = 0;
+  for (const GptBlock& blk : blocks) {
+    b += parameterBytes(*blk.attention.parameters) * 2;  // and its packed panels
+    b += (blk.fc.weight.size() + blk.proj.weight.size()) * sizeof(float) * 2;
+  }
+  return b;
+}
+
+std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, const std::string& config_json,
+                                                    const GptLoadOptions& options) {
+  const std::string& path = file.path();
+  TensorNames names(file);
+  auto model = std::make_shared<GptModel>();
+  GptConfig& c = model->config;
+  c.layout = layoutOf(names, path);
+  const bool hf = c.layout == "huggingface";
+  const ConfigJson cfg = readConfig(config_json, joinPath(folderOf(path), "config.json"));
+
+  // Sizes from the embeddings; the config, when there is one, must agree.
+  const TensorInfo* wte = names.info(hf ? "wte.weight" : "tok_emb.weight");
+  const TensorInfo* wpe = names.info(hf ? "wpe.weight" : "pos_emb.weight");
+  if (wte->shape.size() != 2)
+    throw InputError(path + ": tensor " + wte->name + " (the token embedding) has shape " +
+                     TensorNames::shapeText(wte->shape) + ", expected [vocabulary, width]");
+  if (wpe == nullptr)
+    throw InputError(path + ": tensor " + std::string(hf ? "wpe.weight" : "pos_emb.weight") +
+                     " (the position embedding) is missing");
+  if (wpe->shape.size() != 2 || wpe->shape[1] != wte->shape[1])
+    throw InputError(path + ": tensor " + wpe->name + " (the position embedding) has shape " +
+                     TensorNames::shapeText(wpe->shape) + ", expected [positions, " + std::to_string(wte->shape[1]) +
+                     "]");
+  const Limits limits;
+  if (wte->shape[1] < 1 || wte->shape[1] > limits.max_dim || wte->shape[0] < 1 || wte->shape[0] > 10000000 ||
+      wpe->shape[0] < 1 || wpe->shape[0] > 1000000)
+    throw InputError(path + ": the embeddings' sizes " + TensorNames::shapeText(wte->shape) + " and " +
+                     TensorNames::shapeText(wpe->shape) + " are beyond what attnscope opens (width up to " +
+                     std::to_string(limits.max_dim) + ")");
+  c.vocab_size = static_cast<int>(wte->shape[0]);
+  c.d_model = static_cast<int>(wte->shape[1]);
+  c.context_length = static_cast<int>(wpe->shape[0]);
+  c.layers = hf ? countBlocks(names, "h.", ".ln_1.weight") : countBlocks(names, "trf_blocks.", ".norm1.scale");
+  if (c.layers == 0)
+    throw InputError(path + ": tensor " + std::string(hf ? "h.0.ln_1.weight" : "trf_blocks.0.norm1.scale") +
+                     " (the first block) is missing: the file holds no transformer blocks");
+  c.layer_norm_eps = static_cast<float>(cfg.eps);
+  auto agree = [&](const char* key, int from_config, int from_tensors) {
+    if (from_config != 0 && from_config != from_tensors)
+      throw InputError(joinPath(folderOf(path), "config.json") + ": " + key + " is " + std::to_string(from_config) +
+                       " but the tensors hold " + std::to_string(from_tensors));
+  };
+  agree("n_embd", cfg.n_embd, c.d_model);
+  agree("n_layer", cfg.n_layer, c.layers);
+  agree("vocab_size", cfg.vocab_size, c.vocab_size);
+  agree("n_positions", cfg.n_positions, c.context_length);
+
+  // Heads: the caller, else config.json, else d / 64 (GPT-2's head width), with a note.
+  if (options.num_heads > 0) {
+    c.heads = options.num_heads;
+    c.heads_from = "the caller";
+    if (cfg.n_head != 0 && cfg.n_head != options.num_heads)
+      model->notes.push_back("config.json says n_head = " + std::to_string(cfg.n_head) + "; using " +
+                             std::to_string(options.num_heads) + " heads as asked");
+  } else if (cfg.n_head > 0) {
+    c.heads = cfg.n_head;
+    c.heads_from = "config.json";
+  } else {
+    if (c.d_model % 64 != 0)
+      throw InputError(path + ": the number of heads is not in the file and the width " + std::to_string(c.d_model) +
+                       " is not a multiple of 64 (GPT-2's head width): give it (--num-heads N)");
+    c.heads = c.d_model / 64;
+    c.heads_from = "d / 64";
+    model->notes.push_back("the number of heads is not in the file: " + std::to_string(c.heads) + " (width " +
+                           std::to_string(c.d_model) + " / 64, GPT-2's head width); give --num-heads if it differs");
+  }
+  if (c.heads < 1 || c.heads > limits.max_heads || c.d_model % c.heads != 0)
+    throw InputError(path + ": " + std::to_string(c.heads) + " heads do not divide the width " +
+                     std::to_string(c.d_model) + " (from " + c.heads_from + ")");
+
+  const std::int64_t d = c.d_model;
+  const std::string fc_name = hf ? "h.0.mlp.c_fc.weight" : "trf_blocks.0.ff.layers.0.weight";
+  const TensorInfo* fc0 = names.info(fc_name);
+  if (fc0 == nullptr) throw InputError(path + ": tensor " + fc_name + " (the first block's MLP) is missing");
+  if (fc0->shape.size() != 2 || fc0->shape[hf ? 0 : 1] != d)
+    throw InputError(path + ": tensor " + fc0->name + " has shape " + TensorNames::shapeText(fc0->shape) +
+                     ", expected " +
+                     (hf ? "[" + std::to_string(d) + ", MLP width]" : "[MLP width, " + std::to_string(d) + "]"));
+  c.mlp_width = static_cast<int>(fc0->shape[hf ? 1 : 0]);
+  if (cfg.n_inner != 0) agree("n_inner", cfg.n_inner, c.mlp_width);
+  const std::int64_t F = c.mlp_width;
+  c.qkv_bias = hf || names.has("trf_blocks.0.att.W_query.bias");
+
+  model->token_embedding = names.take(hf ? "wte.weight" : "tok_emb.weight", {c.vocab_size, d}, "the token embedding");
+  model->position_embedding = names.take(hf ? "wpe.weight" : "pos_emb.weight", {c.context_length, d},
+                                         "the position embedding");
+  checkFinite(path, wte->name, model->token_embedding.data, model->token_embedding.elements());
+  checkFinite(path, wpe->name, model->position_embedding.data, model->position_embedding.elements());
+
+  ModelConfig& a = model->attention_config;
+  a.variant = Variant::MultiHead;
+  a.d_out = c.d_model;
+  a.num_heads = c.heads;
+  a.dropout = 0;
+  a.training = false;
+  a.qkv_bias = c.qkv_bias;
+  a.causal = true;
+  a.batch_size = 1;
+
+  auto norm = [&](const std::string& prefix, const char* what) {
+    LayerNormWeights n;
+    const std::string scale = prefix + (hf ? ".weight" : ".scale"), shift = prefix + (hf ? ".bias" : ".shift");
+    n.scale = rowOf(names.take(scale, {d}, what));
+    n.shift = rowOf(names.take(shift, {d}, what));
+    checkFinite(path, scale, n.scale.data(), d);
+    checkFinite(path, shift, n.shift.data(), d);
+    return n;
+  };
+  auto linear = [&](const std::string& prefix, std::int64_t out, std::int64_t in, bool bias, const char* what) {
+    Linear l;
+    if (hf) {  // Conv1D: weight in × out
+      l.weight = conv1dColumns(names.take(prefix + ".weight", {in, out}, what), 0, out);
+    } else {
+      l.weight = linearWeight(names.take(prefix + ".weight", {out, in}, what));
+    }
+    if (bias) l.bias = rowOf(names.take(prefix + ".bias", {out}, what));
+    checkFinite(path, prefix + ".weight", l.weight.data(), l.weight.size());
+    checkFinite(path, prefix + ".bias", l.bias.data(), l.bias.size());
+    return l;
+  };
+
+  for (int i = 0; i < c.layers; ++i) {
+    GptBlock b;
+    const std::string p = (hf ? "h." : "trf_blocks.") + std::to_string(i);
+    b.norm1 = norm(p + (hf ? ".ln_1" : ".norm1"), "a LayerNorm");
+    b.norm2 = norm(p + (hf ? ".ln_2" : ".norm2"), "a LayerNorm");
+    auto params = std::make_shared<Parameters>();
+    if (hf) {
+      const FloatTensor qkv = names.take(p + ".attn.c_attn.weight", {d, 3 * d}, "attention's Q, K, V (Conv1D)");
+      const FloatTensor qkv_b = names.take(p + ".attn.c_attn.bias", {3 * d}, "attention's Q, K, V bias");
+      checkFinite(path, p + ".attn.c_attn.weight", qkv.data, qkv.elements());
+      checkFinite(path, p + ".attn.c_attn.bias", qkv_b.data, qkv_b.elements());
+      params->query.push_back({conv1dColumns(qkv, 0, d), segmentOf(qkv_b, 0, d)});
+      params->key.push_back({conv1dColumns(qkv, d, d), segmentOf(qkv_b, d, d)});
+      params->value.push_back({conv1dColumns(qkv, 2 * d, d), segmentOf(qkv_b, 2 * d, d)});
+      params->out_proj = linear(p + ".attn.c_proj", d, d, true, "attention's output projection");
+      b.fc = linear(p + ".mlp.c_fc", F, d, true, "the MLP's first layer");
+      b.proj = linear(p + ".mlp.c_proj", d, F, true, "the MLP's second layer");
+      names.ignore(p + ".attn.bias");  // the causal mask and its fill value: buffers, not weights
+      names.ignore(p + ".attn.masked_bias");
+    } else {
+      params->query.push_back(linear(p + ".att.W_query", d, d, c.qkv_bias, "attention's W_query"));
+      params->key.push_back(linear(p + ".att.W_key", d, d, c.qkv_bias, "attention's W_key"));
+      params->value.push_back(linear(p + ".att.W_value", d, d, c.qkv_bias, "attention's W_value"));
+      params->out_proj = linear(p + ".att.out_proj", d, d, true, "attention's out_proj");
+      b.fc = linear(p + ".ff.layers.0", F, d, true, "the feed-forward's first layer");
+      b.proj = linear(p + ".ff.layers.2", d, F, true, "the feed-forward's second layer");
+      names.ignore(p + ".att.mask");
+    }
+    b.attention.parameters = params;
+    b.attention.packed = packModule(*params, a);
+    b.fc_packed = packLinear(b.fc);
+    b.proj_packed = packLinear(b.proj);
+    model->blocks.push_back(std::move(b));
+  }
+  model->final_norm = norm(hf ? "ln_f" : "final_norm", "the final LayerNorm");
+  if (hf) {
+    // GPT-2's head is tied to wte; a separate lm_head (HF writes it for some models) must equal it.
+    if (names.has("lm_head.weight")) {
+      const FloatTensor head = names.take("lm_head.weight", {c.vocab_size, d}, "the output head");
+      c.tied_head = std::equal(head.data, head.data + head.elements(), model->token_embedding.data);
+      model->output_head = c.tied_head ? model->token_embedding : head;
+    } else {
+      model->output_head = model->token_embedding;
+    }
+  } else {
+    model->output_head = names.take("out_head.weight", {c.vocab_size, d}, "the output head");
+    c.tied_head = false;
+  }
+  checkFinite(path, "the output head", model->output_head.data, model->output_head.elements());
+  names.ignore("lm_head.weight");
+
+  const std::vector<std::string> unused = names.unused();
+  if (!unused.empty()) {
+    std::string list;
+    for (std::size_t i = 0; i < unused.size() && i < 3; ++i) list += (i ? ", " : "") + unused[i];
+    model->notes.push_back(std::to_string(unused.size()) + " tensor" + (unused.size() == 1 ? "" : "s") +
+                           " of the file not used: " + list + (unused.size() > 3 ? ", …" : ""));
+  }
+  model->weights_path = path;
+  model->path = path;
+  return model;
+}
+
+std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptLoadOptions& options) {
+  std::string folder, weights;
+  if (isFolder(path)) {
+    folder = path;
+    for (const char* name : {"model.safetensors", "pytorch_model.bin", "model.pth", "model.pt", "model.npz"})
+      if (isFile(joinPath(folder, name))) {
+        weights = joinPath(folder, name);
+        break;
+      }
+    if (weights.empty())
+      throw InputError(path +
+                       ": no model file in this folder (looked for model.safetensors, pytorch_model.bin, model.pth, "
+                       "model.pt, model.npz)");
+  } else {
+    folder = folderOf(path);
+    weights = path;
+  }
+  const std::string config_path = joinPath(folder, "config.json");
+  const std::string config_text = isFile(config_path) ? readFileWithin(config_path, std::int64_t{1} << 20) : "";
+  const std::shared_ptr<const TensorFile> file = TensorFile::open(weights, options.limits);
+  std::shared_ptr<const GptModel> loaded = gptModelFromTensors(*file, config_text, options);
+  auto model = std::const_pointer_cast<GptModel>(loaded);
+  model->path = path;
+  model->weights_path = weights;
+  const bool hf_names = isFile(joinPath(folder, "vocab.json")) && isFile(joinPath(folder, "merges.txt"));
+  const bool openai_names = isFile(joinPath(folder, "encoder.json")) && isFile(joinPath(folder, "vocab.bpe"));
+  if (hf_names || openai_names) {
+    model->tokenizer = Gpt2Tokenizer::fromFolder(folder);
+    if (model->tokenizer->vocabularySize() > model->config.vocab_size)
+      throw InputError(folder + ": the tokenizer has " + std::to_string(model->tokenizer->vocabularySize()) +
+                       " tokens but the model's embedding only " + std::to_string(model->config.vocab_size));
+  } else {
+    model->notes.push_back(
+        "no tokenizer beside the model (vocab.json + merges.txt, or encoder.json + vocab.bpe): "
+        "give token ids instead of text");
+  }
+  return model;
+}
+
+}  // namespace attnscope

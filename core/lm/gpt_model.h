@@ -1,0 +1,88 @@
+// A trained GPT: GPT-2 as Hugging Face ships it, or the book's own GPTModel (chapters 4–5), loaded
+// from a file of tensors (formats/tensor_file.h) into one form (docs/DESIGN.md §2.6).
+//
+// Shapes: V vocabulary, C context length (positions), d model width, L blocks, H heads of width
+// w = d / H, F = 4·d the MLP's width.
+//
+// Both layouts hold the same model: token + position embeddings, L blocks of
+//   x = x + out_proj(causal multi-head attention(LayerNorm₁(x)))      (Q, K, V with bias)
+//   x = x + proj(GELU_tanh(fc(LayerNorm₂(x))))
+// then a final LayerNorm and the output head (GPT-2's is the token embedding, tied). Hugging
+// Face's Conv1D layers store their weights in × out (y = x·W + b; c_attn's columns are Q, K, V in
+// thirds); the book's nn.Linear out × in. Here every layer is in torch's Linear layout (out × in),
+// and each block's attention is the chapter's MultiHeadAttention (engine/parameters.h) with its
+// weights given, packed once for the fast path.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/attention.h"
+#include "engine/model_config.h"
+#include "engine/packed_linear.h"
+#include "engine/parameters.h"
+#include "formats/tensor_file.h"
+#include "lm/gpt2_tokenizer.h"
+
+namespace attnscope {
+
+struct GptConfig {
+  int vocab_size = 0;      // V: rows of the token embedding
+  int context_length = 0;  // C: rows of the position embedding
+  int d_model = 0;         // d
+  int layers = 0;          // L
+  int heads = 0;           // H
+  int mlp_width = 0;       // F (4·d in GPT-2 and the book)
+  float layer_norm_eps = 1e-5f;
+  bool qkv_bias = true;    // GPT-2's c_attn has one; the book's GPT_CONFIG_124M trains without
+  bool tied_head = true;   // the output head is the token embedding (GPT-2; the book's out_head is its own)
+  std::string layout;      // "huggingface" or "book"
+  std::string heads_from;  // where H came from: "config.json", "the caller", "d / 64"
+  int headWidth() const { return heads > 0 ? d_model / heads : 0; }
+};
+
+// LayerNorm as the book's class: scale · (x − mean) / √(var + eps) + shift, var biased.
+struct LayerNormWeights {
+  RowVector scale, shift;  // d
+};
+
+struct GptBlock {
+  LayerNormWeights norm1, norm2;
+  GivenModule attention;  // MultiHeadAttention (d → d, H heads, qkv bias as the model) and its packed panels
+  Linear fc, proj;        // F × d and d × F, with bias
+  PackedLinear fc_packed, proj_packed;
+};
+
+struct GptModel {
+  GptConfig config;
+  ModelConfig attention_config;    // a block's attention as the chapter's module (multihead, causal, eval)
+  FloatTensor token_embedding;     // V × d (mapped from the file when it holds float32)
+  FloatTensor position_embedding;  // C × d
+  std::vector<GptBlock> blocks;    // L
+  LayerNormWeights final_norm;
+  FloatTensor output_head;                         // V × d: the token embedding when tied
+  std::shared_ptr<const Gpt2Tokenizer> tokenizer;  // null when no tokenizer files were found
+  std::string path;                                // what was opened (a folder or a file)
+  std::string weights_path;                        // the file the tensors came from
+  std::vector<std::string> notes;  // what a user should know: heads guessed, tensors ignored, no tokenizer
+  std::size_t bytes() const;       // memory the model holds besides the mapped file
+};
+
+struct GptLoadOptions {
+  int num_heads = 0;  // 0: config.json's n_head, else d / 64 (a note says so)
+  TensorFileLimits limits;
+};
+
+// Opens PATH: a Hugging Face folder (config.json, model.safetensors — or pytorch_model.bin —,
+// vocab.json, merges.txt) or a file of tensors (.safetensors, .pth/.pt, .npz, .bin) in either
+// layout, with the tokenizer files and config.json beside it when they are there. Tensor names
+// with or without `transformer.` (HF) and with a checkpoint's `model_state_dict.`, `module.` or
+// `_orig_mod.` (the book) are accepted; HF's attention mask buffers and the book's `att.mask` are
+// ignored. Throws InputError naming the tensor or field that is missing or of the wrong shape.
+std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptLoadOptions& options = {});
+
+// The same from tensors already open, and config.json's text (empty: none). For tests and tools.
+std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& tensors, const std::string& config_json,
+                                                    const GptLoadOptions& options = {});
+
+}  // namespace attnscope

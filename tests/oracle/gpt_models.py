@@ -1,0 +1,275 @@
+"""The book's GPTModel (chapter 4 of "Build a Large Language Model (From Scratch)") as the oracle of
+attnscope's trained-model forward pass (docs/DESIGN.md §2.6), and tiny random models written in the
+real file layouts: the book's own state_dict, and Hugging Face's GPT-2 layout made from it by the
+inverse of chapter 5's load_weights_into_gpt mapping.
+
+The classes are the book's, written out here; one line is added to MultiHeadAttention
+(`self.last_weights = attn_weights`) so that the test can read every head's weights. Nothing else
+differs.
+"""
+import json
+import os
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+# [SECTION] The book's chapter 4 classes ------------------------------------------------------------
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        super().__init__()
+        assert d_out % num_heads == 0, "d_out must be divisible by num_heads"
+        self.d_out = d_out
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+
+    def forward(self, x):
+        b, num_tokens, d_in = x.shape
+        keys = self.W_key(x)
+        queries = self.W_query(x)
+        values = self.W_value(x)
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
+        values = values.view(b, num_tokens, self.num_heads, self.head_dim)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+        keys = keys.transpose(1, 2)
+        queries = queries.transpose(1, 2)
+        values = values.transpose(1, 2)
+        attn_scores = queries @ keys.transpose(2, 3)
+        mask_bool = self.mask.bool()[:num_tokens, :num_tokens]
+        attn_scores.masked_fill_(mask_bool, -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        self.last_weights = attn_weights  # added for the test: every head's weights
+        attn_weights = self.dropout(attn_weights)
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        context_vec = self.out_proj(context_vec)
+        return context_vec
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, emb_dim):
+        super().__init__()
+        self.eps = 1e-5
+        self.scale = nn.Parameter(torch.ones(emb_dim))
+        self.shift = nn.Parameter(torch.zeros(emb_dim))
+
+    def forward(self, x):
+        mean = x.mean(dim=-1, keepdim=True)
+        var = x.var(dim=-1, keepdim=True, unbiased=False)
+        norm_x = (x - mean) / torch.sqrt(var + self.eps)
+        return self.scale * norm_x + self.shift
+
+
+class GELU(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return 0.5 * x * (1 + torch.tanh(
+            torch.sqrt(torch.tensor(2.0 / torch.pi)) * (x + 0.044715 * torch.pow(x, 3))))
+
+
+class FeedForward(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.layers = nn.Sequential(
+            nn.Linear(cfg["emb_dim"], 4 * cfg["emb_dim"]),
+            GELU(),
+            nn.Linear(4 * cfg["emb_dim"], cfg["emb_dim"]),
+        )
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.att = MultiHeadAttention(
+            d_in=cfg["emb_dim"], d_out=cfg["emb_dim"], context_length=cfg["context_length"],
+            num_heads=cfg["n_heads"], dropout=cfg["drop_rate"], qkv_bias=cfg["qkv_bias"])
+        self.ff = FeedForward(cfg)
+        self.norm1 = LayerNorm(cfg["emb_dim"])
+        self.norm2 = LayerNorm(cfg["emb_dim"])
+        self.drop_shortcut = nn.Dropout(cfg["drop_rate"])
+
+    def forward(self, x):
+        shortcut = x
+        x = self.norm1(x)
+        x = self.att(x)
+        x = self.drop_shortcut(x)
+        x = x + shortcut
+        shortcut = x
+        x = self.norm2(x)
+        x = self.ff(x)
+        x = self.drop_shortcut(x)
+        x = x + shortcut
+        return x
+
+
+class GPTModel(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.tok_emb = nn.Embedding(cfg["vocab_size"], cfg["emb_dim"])
+        self.pos_emb = nn.Embedding(cfg["context_length"], cfg["emb_dim"])
+        self.drop_emb = nn.Dropout(cfg["drop_rate"])
+        self.trf_blocks = nn.Sequential(*[TransformerBlock(cfg) for _ in range(cfg["n_layers"])])
+        self.final_norm = LayerNorm(cfg["emb_dim"])
+        self.out_head = nn.Linear(cfg["emb_dim"], cfg["vocab_size"], bias=False)
+
+    def forward(self, in_idx):
+        batch_size, seq_len = in_idx.shape
+        tok_embeds = self.tok_emb(in_idx)
+        pos_embeds = self.pos_emb(torch.arange(seq_len, device=in_idx.device))
+        x = tok_embeds + pos_embeds
+        x = self.drop_emb(x)
+        x = self.trf_blocks(x)
+        x = self.final_norm(x)
+        logits = self.out_head(x)
+        return logits
+
+
+# [SECTION] Tiny random models ----------------------------------------------------------------------
+
+def tiny_model(seed, vocab_size=97, context_length=32, emb_dim=64, n_heads=2, n_layers=3, qkv_bias=True,
+               tied=False):
+    """A GPTModel with random weights everywhere (the LayerNorms' scale and shift too, so that a
+    swapped pair shows), in eval mode. tied: out_head is tok_emb, as GPT-2's head is."""
+    torch.manual_seed(seed)
+    cfg = {"vocab_size": vocab_size, "context_length": context_length, "emb_dim": emb_dim, "n_heads": n_heads,
+           "n_layers": n_layers, "drop_rate": 0.1, "qkv_bias": qkv_bias}
+    model = GPTModel(cfg)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(".scale"):
+                p.copy_(1 + 0.2 * torch.randn_like(p))
+            elif name.endswith(".shift") or name.endswith(".bias"):
+                p.copy_(0.1 * torch.randn_like(p))
+        if tied:
+            model.out_head.weight.copy_(model.tok_emb.weight)
+    model.eval()
+    return model, cfg
+
+
+def torch_run(model, ids):
+    """Every layer's heads' weights (L × H × T × T) and the logits (T × V) of ids, by torch."""
+    with torch.no_grad():
+        logits = model(torch.tensor([ids]))[0]
+    weights = [blk.att.last_weights[0].numpy().copy() for blk in model.trf_blocks]
+    return np.stack(weights), logits.numpy()
+
+
+def book_state_dict(model):
+    """The book's state_dict as float32 arrays, buffers (att.mask) included as torch saves them."""
+    return {k: v.detach().numpy().copy() for k, v in model.state_dict().items()}
+
+
+def hf_state_dict(model, cfg, prefix="transformer."):
+    """The same weights in Hugging Face's GPT-2 layout: chapter 5's load_weights_into_gpt read
+    backwards (Conv1D weights are in × out; c_attn's columns are Q, K, V in thirds)."""
+    sd = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    out = {prefix + "wte.weight": sd["tok_emb.weight"], prefix + "wpe.weight": sd["pos_emb.weight"]}
+    d = cfg["emb_dim"]
+    for i in range(cfg["n_layers"]):
+        b, h = "trf_blocks.%d." % i, prefix + "h.%d." % i
+        q, k, v = (sd[b + "att.W_%s.weight" % n].T for n in ("query", "key", "value"))
+        out[h + "attn.c_attn.weight"] = np.concatenate([q, k, v], axis=1)
+        if cfg["qkv_bias"]:
+            out[h + "attn.c_attn.bias"] = np.concatenate([sd[b + "att.W_%s.bias" % n] for n in ("query", "key", "value")])
+        else:
+            out[h + "attn.c_attn.bias"] = np.zeros(3 * d, dtype=np.float32)
+        out[h + "attn.c_proj.weight"] = sd[b + "att.out_proj.weight"].T
+        out[h + "attn.c_proj.bias"] = sd[b + "att.out_proj.bias"]
+        out[h + "mlp.c_fc.weight"] = sd[b + "ff.layers.0.weight"].T
+        out[h + "mlp.c_fc.bias"] = sd[b + "ff.layers.0.bias"]
+        out[h + "mlp.c_proj.weight"] = sd[b + "ff.layers.2.weight"].T
+        out[h + "mlp.c_proj.bias"] = sd[b + "ff.layers.2.bias"]
+        out[h + "ln_1.weight"], out[h + "ln_1.bias"] = sd[b + "norm1.scale"], sd[b + "norm1.shift"]
+        out[h + "ln_2.weight"], out[h + "ln_2.bias"] = sd[b + "norm2.scale"], sd[b + "norm2.shift"]
+        # The buffers HF's GPT-2 files carry (older ones): the causal mask and its fill value.
+        n = cfg["context_length"]
+        out[h + "attn.bias"] = np.tril(np.ones((n, n), dtype=np.float32)).reshape(1, 1, n, n)
+        out[h + "attn.masked_bias"] = np.array(-1e4, dtype=np.float32)
+    out[prefix + "ln_f.weight"], out[prefix + "ln_f.bias"] = sd["final_norm.scale"], sd["final_norm.shift"]
+    return {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in out.items()}
+
+
+def hf_config(cfg):
+    return {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "activation_function": "gelu_new",
+            "n_embd": cfg["emb_dim"], "n_head": cfg["n_heads"], "n_layer": cfg["n_layers"],
+            "n_positions": cfg["context_length"], "n_ctx": cfg["context_length"], "vocab_size": cfg["vocab_size"],
+            "layer_norm_epsilon": 1e-5}
+
+
+def write_hf_folder(folder, model, cfg, save):
+    """A Hugging Face GPT-2 folder: config.json and the weights written by save(path, dict)."""
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(hf_config(cfg), f)
+    return save(os.path.join(folder, "model"), hf_state_dict(model, cfg))
+
+
+def save_npz(stem, tensors):
+    np.savez(stem + ".npz", **tensors)
+    return stem + ".npz"
+
+
+def save_pth(stem, tensors, checkpoint=False):
+    """torch.save of the state_dict (as the book's chapter 5 does: `torch.save(model.state_dict(),
+    "model.pth")`), or with checkpoint=True of its training checkpoint, {"model_state_dict": …,
+    "optimizer_state_dict": …} after one AdamW step."""
+    sd = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in tensors.items()}
+    if checkpoint:
+        params = [torch.nn.Parameter(v.clone()) for v in sd.values() if v.dim() > 0]
+        opt = torch.optim.AdamW(params, lr=1e-4)
+        sum(p.sum() for p in params).backward()
+        opt.step()
+        obj = {"model_state_dict": sd, "optimizer_state_dict": opt.state_dict()}
+    else:
+        obj = sd
+    torch.save(obj, stem + ".pth")
+    return stem + ".pth"
+
+
+def save_safetensors(stem, tensors, dtype="F32"):
+    """A .safetensors file as Hugging Face's format defines it (an 8-byte little-endian header
+    length, a JSON header of dtype, shape and data_offsets, then the data); Debian has no
+    python3-safetensors, so it is written here by the format's definition. dtype "F16" or "BF16"
+    stores the values rounded to that type."""
+    header, chunks, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, value in tensors.items():
+        t = torch.from_numpy(np.ascontiguousarray(value, dtype=np.float32))
+        if dtype == "F16":
+            data = t.half().numpy().tobytes()
+        elif dtype == "BF16":
+            data = t.bfloat16().view(torch.int16).numpy().tobytes()
+        else:
+            data = t.numpy().tobytes()
+        header[name] = {"dtype": dtype, "shape": list(value.shape), "data_offsets": [offset, offset + len(data)]}
+        chunks.append(data)
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)  # HF pads the header so that the data starts 8-aligned
+    with open(stem + ".safetensors", "wb") as f:
+        f.write(len(text).to_bytes(8, "little"))
+        f.write(text)
+        for c in chunks:
+            f.write(c)
+    return stem + ".safetensors"
+
+
+def rounded_model(model, dtype):
+    """The model with every weight rounded to float16 or bfloat16 and back: what a file of that
+    dtype holds, for the oracle to run."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.to(dtype).float())
+    return model

