@@ -299,6 +299,16 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   const std::int64_t F = c.mlp_width;
   c.qkv_bias = hf || names.has("trf_blocks.0.att.W_query.bias");
 
+  // The memory the model will hold, from the shapes alone: every block's weights twice (torch's
+  // layout and packed), the embeddings and the head once more when the file's are not float32.
+  const double block_floats = 4.0 * d * d + 2.0 * d * F + 9.0 * d + F;
+  const double estimate = (2.0 * c.layers * block_floats + 2.0 * (double(c.vocab_size) + c.context_length) * d) * 4;
+  if (F < 1 || F > 16 * limits.max_dim || estimate > static_cast<double>(options.max_model_bytes))
+    throw InputError(path + ": the model (" + std::to_string(c.layers) + " blocks of width " + std::to_string(d) +
+                     ", MLP " + std::to_string(F) + ", vocabulary " + std::to_string(c.vocab_size) + ") needs about " +
+                     std::to_string(static_cast<long long>(estimate / 1048576)) + " MiB, more than the limit of " +
+                     std::to_string(options.max_model_bytes >> 20) + " MiB");
+
   model->token_embedding = names.take(hf ? "wte.weight" : "tok_emb.weight", {c.vocab_size, d}, "the token embedding");
   model->position_embedding = names.take(hf ? "wpe.weight" : "pos_emb.weight", {c.context_length, d},
                                          "the position embedding");

@@ -71,6 +71,9 @@ struct GptModel {
 struct GptLoadOptions {
   int num_heads = 0;  // 0: config.json's n_head, else d / 64 (a note says so)
   TensorFileLimits limits;
+  // What the loaded model may hold (its weights in torch's layout and packed, the embeddings when
+  // they are converted), estimated from the shapes before any tensor is read.
+  std::int64_t max_model_bytes = std::int64_t{12} << 30;
 };
 
 // Opens PATH: a Hugging Face folder (config.json, model.safetensors — or pytorch_model.bin —,

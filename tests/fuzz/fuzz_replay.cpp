@@ -3,7 +3,8 @@
 // under another name (tests/fuzz/CMakeLists.txt renames it with a macro) and called once per file.
 //
 //   fuzz_replay TARGET PATH…      TARGET: fuzz_workspace, fuzz_png, fuzz_trace, fuzz_commands, fuzz_import,
-//                                 fuzz_lesson, fuzz_paste, fuzz_bpe, fuzz_safetensors, fuzz_pth
+//                                 fuzz_lesson, fuzz_paste, fuzz_bpe, fuzz_safetensors, fuzz_pth,
+//                                 fuzz_gpt_model
 //
 // A PATH is a file or a folder (its files, not recursively; README* and dot files are skipped).
 // Each file runs in a child process, so a finding (an abort, a sanitizer report) names its file
@@ -34,6 +35,7 @@ extern "C" int fuzz_paste_one_input(const std::uint8_t* data, std::size_t size);
 extern "C" int fuzz_bpe_one_input(const std::uint8_t* data, std::size_t size);
 extern "C" int fuzz_safetensors_one_input(const std::uint8_t* data, std::size_t size);
 extern "C" int fuzz_pth_one_input(const std::uint8_t* data, std::size_t size);
+extern "C" int fuzz_gpt_model_one_input(const std::uint8_t* data, std::size_t size);
 
 namespace {
 
@@ -54,6 +56,7 @@ const Entry kTargets[] = {
     {"fuzz_bpe", fuzz_bpe_one_input},
     {"fuzz_safetensors", fuzz_safetensors_one_input},
     {"fuzz_pth", fuzz_pth_one_input},
+    {"fuzz_gpt_model", fuzz_gpt_model_one_input},
 };
 
 bool skipped(const std::filesystem::path& p) {
