@@ -155,11 +155,7 @@ class NpzFile : public TensorFile {
       }
       (*values)[static_cast<std::size_t>(c)] = elementToFloat(info.dtype, data + at * size, item.big);
     }
-    FloatTensor t;
-    t.data = values->data();
-    t.shape = info.shape;
-    t.owner = std::move(values);
-    return t;
+    return FloatTensor::owning(std::move(values), info.shape);
   }
 
  private:

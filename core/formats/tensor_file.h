@@ -37,6 +37,14 @@ struct FloatTensor {
   std::vector<std::int64_t> shape;
   std::shared_ptr<const void> owner;
   std::int64_t elements() const;
+  // Values converted into memory of their own, which the tensor then holds.
+  static FloatTensor owning(std::shared_ptr<std::vector<float>> values, std::vector<std::int64_t> shape) {
+    FloatTensor t;
+    t.data = values->data();
+    t.shape = std::move(shape);
+    t.owner = std::move(values);
+    return t;
+  }
 };
 
 class TensorFile {

@@ -624,11 +624,7 @@ class PthFile : public TensorFile {
         idx[k] = 0;
       }
     }
-    FloatTensor out;
-    out.data = values->data();
-    out.shape = info.shape;
-    out.owner = std::move(values);
-    return out;
+    return FloatTensor::owning(std::move(values), info.shape);
   }
 
  private:

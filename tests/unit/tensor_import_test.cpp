@@ -15,6 +15,7 @@
 #include "formats/npy.h"
 #include "formats/tensor_import.h"
 #include "test_support.h"
+#include "zip_writer.h"
 
 using namespace attnscope;
 
@@ -99,74 +100,11 @@ std::string npy(const std::string& descr, const std::string& shape, const std::s
          data;
 }
 
-void put16(std::string& s, unsigned v) {
-  s += static_cast<char>(v & 0xFF);
-  s += static_cast<char>((v >> 8) & 0xFF);
-}
-void put32(std::string& s, unsigned long v) {
-  put16(s, static_cast<unsigned>(v & 0xFFFF));
-  put16(s, static_cast<unsigned>((v >> 16) & 0xFFFF));
-}
-
-// A zip as Python's zipfile writes it: local header + data per entry, central directory, end record.
+// A zip of the entries, every one stored or every one deflated (zip_writer.h).
 std::string zip(const std::vector<std::pair<std::string, std::string>>& entries, bool deflated) {
-  std::string out, central;
-  for (const auto& [name, data] : entries) {
-    std::string stored = data;
-    if (deflated) {
-      z_stream z{};
-      deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-      stored.assign(deflateBound(&z, static_cast<uLong>(data.size())), '\0');
-      z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-      z.avail_in = static_cast<uInt>(data.size());
-      z.next_out = reinterpret_cast<Bytef*>(stored.data());
-      z.avail_out = static_cast<uInt>(stored.size());
-      deflate(&z, Z_FINISH);
-      stored.resize(z.total_out);
-      deflateEnd(&z);
-    }
-    const unsigned long crc = crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size()));
-    const unsigned long offset = out.size();
-    std::string local = "PK\x03\x04";
-    put16(local, 20);
-    put16(local, 0);
-    put16(local, deflated ? 8 : 0);
-    put32(local, 0);  // time, date
-    put32(local, crc);
-    put32(local, stored.size());
-    put32(local, data.size());
-    put16(local, static_cast<unsigned>(name.size()));
-    put16(local, 0);
-    out += local + name + stored;
-    std::string c = "PK\x01\x02";
-    put16(c, 20);
-    put16(c, 20);
-    put16(c, 0);
-    put16(c, deflated ? 8 : 0);
-    put32(c, 0);
-    put32(c, crc);
-    put32(c, stored.size());
-    put32(c, data.size());
-    put16(c, static_cast<unsigned>(name.size()));
-    put16(c, 0);
-    put16(c, 0);
-    put16(c, 0);
-    put16(c, 0);
-    put32(c, 0);
-    put32(c, offset);
-    central += c + name;
-  }
-  const unsigned long cd_offset = out.size();
-  out += central;
-  std::string end = "PK\x05\x06";
-  put16(end, 0);
-  put16(end, 0);
-  put16(end, static_cast<unsigned>(entries.size()));
-  put16(end, static_cast<unsigned>(entries.size()));
-  put32(end, central.size());
-  put32(end, cd_offset);
-  put16(end, 0);
-  return out + end;
+  std::vector<test::ZipItem> items;
+  for (const auto& [name, data] : entries) items.push_back({name, data, deflated});
+  return test::zip(items);
 }
 
 const std::vector<float> kBookValues = {0.43f, 0.15f, 0.89f, 0.55f, 0.87f, 0.66f};
