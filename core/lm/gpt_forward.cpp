@@ -17,9 +17,7 @@ namespace attnscope {
 
 namespace {
 
-// Rows per item of the LayerNorm/MLP loops: each packed panel of the weights serves up to 128
-// rows (32-row items made GPT-2's MLP 20 % slower at T = 1024), and short texts still split
-// over every thread.
+// Rows per item of the LayerNorm loops: a short text still splits over every thread.
 int rowBlock(int T, int threads) { return std::clamp((T + threads - 1) / threads, 16, 128); }
 
 // [SECTION] The reference (serial, readable) ------------------------------------------------------
@@ -53,32 +51,18 @@ void geluInPlace(float* v, std::ptrdiff_t n) {
   x = 0.5f * x * (1.0f + (k * (x + 0.044715f * x.cube())).tanh());
 }
 
-// Rows [r0, r0 + n) of LayerNorm₂ and the MLP, added to x: x += proj(GELU(fc(LN₂(x)))).
-void mlpRows(const GptModel& model, const GptBlock& b, Matrix& x, int r0, int n, bool fused, std::atomic<bool>& bad) {
-  const int d = model.config.d_model, F = model.config.mlp_width;
-  thread_local std::vector<float> h, f, y;
-  h.resize(static_cast<std::size_t>(n) * d);
-  f.resize(static_cast<std::size_t>(n) * F);
-  y.resize(static_cast<std::size_t>(n) * d);
-  for (int r = 0; r < n; ++r) layerNormRow(x.row(r0 + r).data(), d, b.norm2, model.config.layer_norm_eps, &h[r * d]);
-  if (fused) {
-    if (!b.fc_packed.apply(n, h.data(), d, f.data(), F)) bad = true;
-    geluInPlace(f.data(), static_cast<std::ptrdiff_t>(n) * F);
-    if (!b.proj_packed.apply(n, f.data(), F, y.data(), d)) bad = true;
-  } else {
-    using Map = Eigen::Map<Matrix>;
-    Map H(h.data(), n, d), Fm(f.data(), n, F), Y(y.data(), n, d);
-    Fm.noalias() = H * b.fc.weight.transpose();
-    Fm.rowwise() += b.fc.bias;
-    for (std::size_t i = 0; i < f.size(); ++i) f[i] = geluTanh(f[i]);
-    Y.noalias() = Fm * b.proj.weight.transpose();
-    Y.rowwise() += b.proj.bias;
-  }
-  for (int r = 0; r < n; ++r) {
-    float* xr = x.row(r0 + r).data();
-    const float* yr = &y[static_cast<std::size_t>(r) * d];
-    for (int i = 0; i < d; ++i) xr[i] += yr[i];
-  }
+// Rows [r0, r0 + n) of the MLP by the reference, added to x: x += proj(GELU(fc(h))), h = LN₂(x).
+void mlpRowsReference(const GptBlock& b, const Matrix& h, Matrix& x, int r0, int n) {
+  const Matrix f = ((h.middleRows(r0, n) * b.fc.weight.transpose()).rowwise() + b.fc.bias).unaryExpr(&geluTanh);
+  x.middleRows(r0, n) += (f * b.proj.weight.transpose()).rowwise() + b.proj.bias;
+}
+
+// One item of a sliced product: rows [r0, r0 + n) of X through slice s of `layer`, into Y's columns
+// of the slice (row stride ldy). Returns whether every output is finite.
+bool applySlice(const SlicedLinear& layer, int s, int r0, int n, const float* X, int ldx, float* Y, int ldy) {
+  const SlicedLinear::Slice& slice = layer.slices[s];
+  return slice.packed.apply(n, X + static_cast<std::size_t>(r0) * ldx, ldx,
+                            Y + static_cast<std::size_t>(r0) * ldy + slice.first_output, ldy);
 }
 
 bool allFinite(const Matrix& m) { return m.allFinite(); }
@@ -119,7 +103,10 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
                 model.position_embedding.data[static_cast<std::size_t>(t) * d + i];
 
   const int rows = rowBlock(T, threads), blocks = (T + rows - 1) / rows;
-  Matrix h(T, d);
+  // The MLP's row blocks: every panel of its weights serves up to 128 rows.
+  const int F = c.mlp_width, mlp_rows = std::min(T, 128), mlp_blocks = (T + mlp_rows - 1) / mlp_rows;
+  Matrix h(T, d), y(T, d);
+  std::vector<float> f(exec.fused ? static_cast<std::size_t>(T) * F : 0);
   for (int layer = 0; layer < c.layers; ++layer) {
     if (cancelled()) throw Cancelled();
     const GptBlock& b = model.blocks[layer];
@@ -135,12 +122,34 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
     Trace trace = computeTrace(h, model.attention_config, b.attention, exec, traced, limits);
     x += trace.batches[0].output;
     if (request.on_layer) request.on_layer(layer, h, std::move(trace));
-    // x += MLP(LN₂(x)).
-    std::atomic<bool> bad{false};
+    // x += MLP(LN₂(x)): h = LN₂(x) by rows; then items of (row block, output slice), so that a
+    // short text's threads each read a part of the weights, not all of them.
     parallelFor(threads, blocks, [&](int k) {
-      const int r0 = k * rows;
-      mlpRows(model, b, x, r0, std::min(rows, T - r0), exec.fused, bad);
+      for (int r = k * rows; r < std::min(T, (k + 1) * rows); ++r)
+        layerNormRow(x.row(r).data(), d, b.norm2, c.layer_norm_eps, h.row(r).data());
     });
+    std::atomic<bool> bad{false};
+    if (!exec.fused) {
+      parallelFor(threads, blocks, [&](int k) { mlpRowsReference(b, h, x, k * rows, std::min(rows, T - k * rows)); });
+    } else {
+      const int fc_slices = static_cast<int>(b.fc_packed.slices.size());
+      const int proj_slices = static_cast<int>(b.proj_packed.slices.size());
+      parallelFor(threads, mlp_blocks * fc_slices, [&](int k) {
+        const int r0 = k / fc_slices * mlp_rows, n = std::min(mlp_rows, T - r0), s = k % fc_slices;
+        if (!applySlice(b.fc_packed, s, r0, n, h.data(), d, f.data(), F)) bad = true;
+        const SlicedLinear::Slice& slice = b.fc_packed.slices[s];
+        const int w = slice.packed.outputs();
+        for (int r = r0; r < r0 + n; ++r)
+          geluInPlace(f.data() + static_cast<std::size_t>(r) * F + slice.first_output, w);
+      });
+      parallelFor(threads, mlp_blocks * proj_slices, [&](int k) {
+        const int r0 = k / proj_slices * mlp_rows, n = std::min(mlp_rows, T - r0), s = k % proj_slices;
+        if (!applySlice(b.proj_packed, s, r0, n, f.data(), F, y.data(), d)) bad = true;
+        const SlicedLinear::Slice& slice = b.proj_packed.slices[s];
+        x.block(r0, slice.first_output, n, slice.packed.outputs()) += y.block(r0, slice.first_output, n,
+                                                                              slice.packed.outputs());
+      });
+    }
     if (bad || !allFinite(x)) throwOverflow();
   }
   if (cancelled()) throw Cancelled();
