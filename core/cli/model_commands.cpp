@@ -11,6 +11,7 @@
 #include "formats/json_format.h"
 #include "lm/gpt_forward.h"
 #include "lm/gpt_model.h"
+#include "lm/head_scores.h"
 
 namespace attnscope {
 
@@ -82,13 +83,21 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
                      std::to_string(limits.max_memory_bytes >> 20) +
                      " MiB: choose layers with --layers, or raise "
                      "--memory-budget");
-  std::vector<std::pair<int, std::vector<Matrix>>> kept;
+  struct KeptHead {
+    Matrix weights;
+    HeadScores scores;
+  };
+  std::vector<std::pair<int, std::vector<KeptHead>>> kept;
+  const TokenPatterns patterns(ids);
   GptRequest request;
   request.map_layers = layers;
   request.on_layer = [&](int layer, const Matrix&, Trace&& t) {
     if (!layers.empty() && std::find(layers.begin(), layers.end(), layer) == layers.end()) return;
-    std::vector<Matrix> heads;
-    for (HeadTrace& h : t.batches[0].heads) heads.push_back(std::move(h.weights));
+    std::vector<KeptHead> heads;
+    for (HeadTrace& h : t.batches[0].heads) {
+      const HeadScores scores = headScores(t, h, patterns);
+      heads.push_back({std::move(h.weights), scores});
+    }
     kept.emplace_back(layer, std::move(heads));
   };
   ExecutionOptions exec;
@@ -112,8 +121,15 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
   for (std::size_t l = 0; l < kept.size(); ++l) {
     out << (l ? ",\n" : "\n") << "{\"layer\": " << kept[l].first << ", \"heads\": [";
     for (std::size_t hd = 0; hd < kept[l].second.size(); ++hd) {
-      const Matrix& w = kept[l].second[hd];
-      out << (hd ? ",\n" : "\n") << "  {\"head\": " << hd << ", \"weights\": [";
+      const Matrix& w = kept[l].second[hd].weights;
+      const HeadScores& sc = kept[l].second[hd].scores;
+      const auto score = [](bool has, float v) { return has ? nlohmann::json(tidyFloat(v)) : nlohmann::json(); };
+      const nlohmann::json scores = {{"previous_token", score(sc.has_previous, sc.previous_token)},
+                                     {"first_token", tidyFloat(sc.first_token)},
+                                     {"duplicate_token", score(sc.has_duplicate, sc.duplicate_token)},
+                                     {"induction", score(sc.has_induction, sc.induction)},
+                                     {"mean_entropy", tidyFloat(sc.mean_entropy)}};
+      out << (hd ? ",\n" : "\n") << "  {\"head\": " << hd << ", \"scores\": " << jsonText(scores) << ", \"weights\": [";
       for (Eigen::Index i = 0; i < w.rows(); ++i) {
         out << (i ? ",\n    [" : "\n    [");
         for (Eigen::Index j = 0; j < w.cols(); ++j) {

@@ -19,7 +19,8 @@ struct ModelTraceOptions {
 };
 
 // {"ids", "tokens", "notes", "layers": [{"layer", "heads": [{"head", "weights": T × T}]}],
-//  "logits": the last position's, V long}; nothing is printed unless the whole pass succeeds.
+//  "logits": …}; each head also has "scores" (lm/head_scores.h). Nothing is printed unless the whole
+// pass succeeds.
 void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::ostream& out);
 
 }  // namespace attnscope

@@ -33,6 +33,24 @@ def fail(msg):
     print("FAIL:", msg)
 
 
+def expected_scores(w, ids):
+    """Head scores (DESIGN §2.6) of torch's weights w (T × T), re-derived here by their definitions."""
+    T = len(ids)
+    out = {"previous_token": float(np.mean([w[i, i - 1] for i in range(1, T)])) if T > 1 else None,
+           "first_token": float(np.mean(w[:, 0]))}
+    dup, ind = [], []
+    for i in range(T):
+        earlier = [k for k in range(i) if ids[k] == ids[i]]
+        if earlier:
+            dup.append(sum(float(w[i, k]) for k in earlier))
+        after = [k + 1 for k in earlier if k + 1 <= i - 1]
+        if after:
+            ind.append(sum(float(w[i, j]) for j in after))
+    out["duplicate_token"] = float(np.mean(dup)) if dup else None
+    out["induction"] = float(np.mean(ind)) if ind else None
+    return out
+
+
 def model_trace(model_path, ids, *extra):
     r = subprocess.run([CLI, "model-trace", model_path, "--ids", ",".join(map(str, ids)), *extra],
                        capture_output=True, text=True)
@@ -60,6 +78,11 @@ def check(name, model_path, model, ids, *extra):
                 fail("%s: layer %d weights shape %s, expected %s" % (name, li, ours.shape, ref_w[li].shape))
                 continue
             worst = max(worst, float(np.max(np.abs(ours - ref_w[li]))))
+            for hi, head in enumerate(layer["heads"]):
+                for key, want in expected_scores(ref_w[li][hi], ids).items():
+                    got = head["scores"][key]
+                    if (got is None) != (want is None) or (want is not None and abs(got - want) > 1e-5):
+                        fail("%s: layer %d head %d %s is %s, torch's weights give %s" % (name, li, hi, key, got, want))
         logits = np.array(out["logits"], dtype=np.float64)
         ref = ref_logits[-1].astype(np.float64)
         rel = float(np.max(np.abs(logits - ref)) / max(1.0, float(np.max(np.abs(ref)))))
@@ -103,6 +126,10 @@ with tempfile.TemporaryDirectory() as tmp:
     ids2 = [int(i) for i in rng.integers(0, cfg2["vocab_size"], cfg2["context_length"])]
     check("Hugging Face folder, 2 heads of 32, T = context", folder, hf, ids2)
     check("one token", folder, hf, ids2[:1])
+    # A text repeated: every row of the second half has an earlier copy (duplicate-token and
+    # induction scores defined), as the app's "repeat the text" makes it.
+    half = ids2[:12]
+    check("a repeated text", folder, hf, half + half)
 
     # Without a head count anywhere: width / 64 heads, and a note that says so.
     guess, cfg3 = gm.tiny_model(3, emb_dim=128, n_heads=2, n_layers=1, qkv_bias=True)

@@ -1,0 +1,42 @@
+// What a trained model's head does, measured on the text it read (docs/DESIGN.md §2.6 "Head
+// scores"): the labels the model view sorts heads by. For a head's weights α (T × T, causal) over
+// token ids t:
+//   previous_token  = mean over rows i ≥ 1 of αᵢ,ᵢ₋₁ (head statistics' mean_previous)
+//   first_token     = mean over rows of αᵢ,₀: the attention sink (head statistics' mean_first)
+//   duplicate_token = mean over rows i whose token appeared before of Σ αᵢⱼ over the earlier
+//                     keys j < i with tⱼ = tᵢ
+//   induction       = mean over the rows i that have keys j = k + 1 ≤ i − 1 right after an earlier
+//                     copy k of tᵢ of Σ αᵢⱼ over those keys: "what came next last time" (a
+//                     repeated text makes the second half predictable)
+// Sums in double, results float. duplicate_token and induction are undefined (has_… false) when no
+// row qualifies; previous_token when T = 1.
+#pragma once
+#include <vector>
+
+#include "engine/trace.h"
+
+namespace attnscope {
+
+struct HeadScores {
+  float previous_token = 0, first_token = 0, duplicate_token = 0, induction = 0, mean_entropy = 0;
+  bool has_previous = false, has_duplicate = false, has_induction = false;
+};
+
+// The keys each row's token-pattern scores read, found once per text and shared by every head.
+class TokenPatterns {
+ public:
+  explicit TokenPatterns(const std::vector<int>& ids);
+  // Per row: the earlier keys holding the same token, and the keys right after those copies
+  // (those before the row's previous key only).
+  const std::vector<std::vector<int>>& duplicates() const { return duplicates_; }
+  const std::vector<std::vector<int>>& inductions() const { return inductions_; }
+
+ private:
+  std::vector<std::vector<int>> duplicates_, inductions_;
+};
+
+// The scores of head `h` (its maps kept) of element 0 of `t`, a trace of the text `patterns` was
+// made from.
+HeadScores headScores(const Trace& t, const HeadTrace& h, const TokenPatterns& patterns);
+
+}  // namespace attnscope
