@@ -306,6 +306,12 @@ int run(int argc, char** argv) {
                             "put <|endoftext|> (50256) before the text, as GPT-2 saw documents in training");
   model_trace_cmd->add_option("--layers", model_trace.layers, "only these layers' heads, e.g. 0,5 (default: all)");
   model_trace_cmd->add_option("--threads", model_trace.threads, "threads (0 = all cores)")->check(CLI::Range(0, 1024));
+  auto* model_format = model_trace_cmd->add_option(
+      "--format", model_trace.format,
+      "json (standard output, the default), or csv / npy: one file per head's weights, the logits, the scores and "
+      "the tokens, into --out");
+  model_trace_cmd->add_option("--out", model_trace.out, "the folder for --format csv or npy (created if needed)")
+      ->needs(model_format);
 
   // One budget for every command: what a workspace may cost to read and to compute.
   double budget_mib = static_cast<double>(Limits{}.max_memory_bytes >> 20);
@@ -412,6 +418,8 @@ int run(int argc, char** argv) {
   } else if (*model_trace_cmd) {
     if (!*model_text && !*model_ids) throw InputError("model-trace: give --text T or --ids 1,2,3");
     model_trace.has_text = model_text->count() > 0;
+    if (model_trace.format != "json" && model_trace.out.empty())
+      throw InputError("--format " + model_trace.format + ": give the folder to write into with --out DIR");
     runModelTrace(model_trace, limits, std::cout);
   }
   finishStdout();

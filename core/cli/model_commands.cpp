@@ -4,10 +4,13 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "engine/errors.h"
 #include "engine/stages.h"
+#include "formats/atomic_file.h"
+#include "formats/export.h"
 #include "formats/json_format.h"
 #include "lm/gpt_forward.h"
 #include "lm/gpt_model.h"
@@ -105,14 +108,62 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
   exec.threads = options.threads;
   const GptResult result = gptForward(*model, ids, request, exec, limits);
 
+  std::vector<std::string> token_names;
+  for (int id : ids)
+    token_names.push_back(model->tokenizer != nullptr && id < model->tokenizer->vocabularySize()
+                              ? model->tokenizer->tokenString(id)
+                              : std::to_string(id));
+  if (options.format != "json") {
+    ExportFormat format;
+    if ((options.format != "csv" && options.format != "npy") || !parseExportFormat(options.format, &format))
+      throw InputError("--format: expected json, csv or npy, got '" + options.format + "'");
+    const std::string ext = exportExtension(format);
+    makeFolder(options.out);
+    int files = 0;
+    const auto write = [&](const std::string& name, const std::string& contents) {
+      writeFileAtomically(joinPath(options.out, name), contents);
+      ++files;
+    };
+    Matrix scores(static_cast<Eigen::Index>(kept.size()) * H, 7);
+    std::vector<std::string> score_rows;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (std::size_t l = 0; l < kept.size(); ++l)
+      for (std::size_t hd = 0; hd < kept[l].second.size(); ++hd) {
+        const KeptHead& k = kept[l].second[hd];
+        const std::string stem = "l" + std::to_string(kept[l].first + 1) + "_h" + std::to_string(hd + 1) + "_weights";
+        write(stem + ext, format == ExportFormat::Csv ? matrixCsv(k.weights, tokenLabels(token_names, T, true))
+                                                      : matrixNpy(k.weights));
+        const HeadScores& sc = k.scores;
+        scores.row(static_cast<Eigen::Index>(l * H + hd)) << static_cast<float>(kept[l].first + 1),
+            static_cast<float>(hd + 1), sc.has_previous ? sc.previous_token : nan, sc.first_token,
+            sc.has_duplicate ? sc.duplicate_token : nan, sc.has_induction ? sc.induction : nan, sc.mean_entropy;
+        score_rows.push_back("layer " + std::to_string(kept[l].first + 1) + " head " + std::to_string(hd + 1));
+      }
+    if (format == ExportFormat::Csv) {
+      write("scores.csv", matrixCsv(scores, CsvLabels{"head",
+                                                      score_rows,
+                                                      {"layer", "head", "previous_token", "first_token",
+                                                       "duplicate_token", "induction", "mean_entropy"}}));
+      std::vector<std::string> vocabulary;
+      for (Eigen::Index v = 0; v < result.logits.cols(); ++v)
+        vocabulary.push_back(model->tokenizer != nullptr && v < model->tokenizer->vocabularySize()
+                                 ? model->tokenizer->tokenString(static_cast<int>(v))
+                                 : std::to_string(v));
+      write("logits.csv", matrixCsv(result.logits.transpose(), CsvLabels{"token", vocabulary, {"logit"}}));
+    } else {
+      write("scores.npy", matrixNpy(scores));
+      write("logits.npy", matrixNpy(result.logits));
+    }
+    Matrix ids_matrix(T, 1);
+    for (int t = 0; t < T; ++t) ids_matrix(t, 0) = static_cast<float>(ids[t]);
+    write("tokens.csv", matrixCsv(ids_matrix, CsvLabels{"token", token_names, {"id"}}));
+    out << "wrote " << files << " files to " << options.out << "\n";
+    return;
+  }
+
   nlohmann::json head;
   head["ids"] = ids;
-  nlohmann::json tokens = nlohmann::json::array();
-  for (int id : ids)
-    tokens.push_back(model->tokenizer != nullptr && id < model->tokenizer->vocabularySize()
-                         ? model->tokenizer->tokenString(id)
-                         : std::to_string(id));
-  head["tokens"] = tokens;
+  head["tokens"] = token_names;
   head["notes"] = model->notes;
   head["layout"] = model->config.layout;
   head["heads_per_layer"] = H;

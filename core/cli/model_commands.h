@@ -14,13 +14,18 @@ struct ModelTraceOptions {
   bool has_text = false;  // --text was given (it may be empty: refused with a message)
   int num_heads = 0;      // 0: config.json's, else d / 64
   bool prepend_eot = false;
-  std::string layers;  // "0,5": only these layers' heads are printed (empty: all)
-  int threads = 0;     // 0: every processor
+  std::string layers;           // "0,5": only these layers' heads are printed (empty: all)
+  int threads = 0;              // 0: every processor
+  std::string format = "json";  // json (stdout), or csv / npy files into `out`
+  std::string out;              // the folder for csv / npy
 };
 
 // {"ids", "tokens", "notes", "layers": [{"layer", "heads": [{"head", "weights": T × T}]}],
 //  "logits": …}; each head also has "scores" (lm/head_scores.h). Nothing is printed unless the whole
-// pass succeeds.
+// pass succeeds. With format csv or npy, files into `out` instead (formats/export.h's writers):
+// l{layer}_h{head}_weights (1-based; CSV with the tokens down and across), logits (a row per
+// vocabulary token), scores (a row per head: layer, head and the four scores and mean entropy;
+// .npy: layers·heads × 5, NaN where a score is undefined) and tokens.csv (token, id: a row per position).
 void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::ostream& out);
 
 }  // namespace attnscope

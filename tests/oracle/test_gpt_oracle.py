@@ -164,6 +164,40 @@ with tempfile.TemporaryDirectory() as tmp:
     expect_error("a pickled module, not a state_dict", [whole, "--ids", "1", "--num-heads", "4"],
                  ["state_dict"])
 
+    # The same trace as files: .npy against torch, CSV labelled with the tokens.
+    ref_w, ref_logits = gm.torch_run(book, ids)
+    for fmt in ("npy", "csv"):
+        out_dir = os.path.join(tmp, "export-" + fmt)
+        r = model_trace(book_npz, ids, "--num-heads", "4", "--format", fmt, "--out", out_dir, "--layers", "0,2")
+        if r.returncode != 0:
+            fail("--format %s: %s" % (fmt, r.stderr.strip()))
+            continue
+        names = sorted(os.listdir(out_dir))
+        want = sorted(["l%d_h%d_weights.%s" % (l, h, fmt) for l in (1, 3) for h in range(1, 5)] +
+                      ["logits." + fmt, "scores." + fmt, "tokens.csv"])
+        if names != want:
+            fail("--format %s wrote %s, expected %s" % (fmt, names, want))
+            continue
+        if fmt == "npy":
+            w = np.load(os.path.join(out_dir, "l3_h2_weights.npy"))
+            logits = np.load(os.path.join(out_dir, "logits.npy"))[0]
+        else:
+            import csv
+            with open(os.path.join(out_dir, "l3_h2_weights.csv")) as f:
+                rows = list(csv.reader(f))
+            if rows[0][0] != "query" or len(rows) != len(ids) + 1:
+                fail("CSV weights: header %s, %d rows" % (rows[0][:3], len(rows)))
+            w = np.array([[float(v) for v in row[1:]] for row in rows[1:]])
+            with open(os.path.join(out_dir, "logits.csv")) as f:
+                logits = np.array([float(row[1]) for row in list(csv.reader(f))[1:]])
+        if np.max(np.abs(w - ref_w[2][1])) > 1e-5:
+            fail("--format %s: layer 3 head 2's weights differ from torch's" % fmt)
+        if np.max(np.abs(logits - ref_logits[-1])) > 1e-4 * max(1.0, float(np.max(np.abs(ref_logits[-1])))):
+            fail("--format %s: the logits differ from torch's" % fmt)
+        print("--format %s: %d files, weights and logits as torch's" % (fmt, len(names)))
+    expect_error("--format without --out", [book_npz, "--ids", "1", "--num-heads", "4", "--format", "npy"],
+                 ["--out"])
+
     # --layers prints only those layers.
     r = model_trace(book_npz, ids, "--num-heads", "4", "--layers", "2")
     if r.returncode != 0 or [l["layer"] for l in json.loads(r.stdout)["layers"]] != [2]:
