@@ -107,7 +107,19 @@ void finishStdout() {
 // `tensors`: the listing as JSON, then the values asked for, each float32 printed with 9
 // significant digits (%.9g reads back to the same float32); ±∞ and NaN as the strings "inf",
 // "-inf", "nan" (JSON has no such numbers). Everything is read before the first byte is printed.
-std::string tensorsJson(const TensorFile& file, const std::vector<std::string>& names) {
+// The text of --values is held whole (a failure prints nothing): up to 16 characters a value,
+// checked against the memory budget before a tensor is read.
+std::string tensorsJson(const TensorFile& file, const std::vector<std::string>& names, std::int64_t budget) {
+  std::int64_t text_bytes = 0;
+  for (const std::string& name : names) {
+    const TensorInfo* t = file.find(name);
+    if (t == nullptr) continue;  // floats() names what is missing
+    text_bytes += t->elements() * 16;
+    if (text_bytes > budget)
+      throw InputError("--values: the values asked for would print about " + std::to_string(text_bytes >> 20) +
+                       " MiB of text, more than the memory budget of " + std::to_string(budget >> 20) +
+                       " MiB (raise --memory-budget)");
+  }
   nlohmann::ordered_json out;
   out["format"] = file.format();
   out["tensors"] = nlohmann::ordered_json::array();
@@ -294,7 +306,8 @@ int run(int argc, char** argv) {
                    "a Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt) or a "
                    "state_dict file (.safetensors, .pth, .pt, .npz) of GPT-2 or the book's GPTModel")
       ->required();
-  auto* model_text = model_trace_cmd->add_option("--text", model_trace.text, "the text, tokenized as GPT-2 does");
+  auto* model_text = model_trace_cmd->add_option("--text", model_trace.text,
+                                                 "the text, tokenized as GPT-2 does; - reads stdin");
   auto* model_ids = model_trace_cmd->add_option("--ids", model_trace.ids,
                                                 "token ids instead of a text, e.g. 464,2068,7586");
   model_text->excludes(model_ids);
@@ -302,14 +315,17 @@ int run(int argc, char** argv) {
       ->add_option("--num-heads", model_trace.num_heads,
                    "heads per layer (default: config.json's n_head, else width / 64)")
       ->check(CLI::Range(1, 1 << 20));
-  model_trace_cmd->add_flag("--prepend-eot", model_trace.prepend_eot,
-                            "put <|endoftext|> (50256) before the text, as GPT-2 saw documents in training");
+  auto* model_eot =
+      model_trace_cmd->add_flag("--prepend-eot", model_trace.prepend_eot,
+                                "put <|endoftext|> (50256) before the text, as GPT-2 saw documents in training");
   model_trace_cmd->add_option("--layers", model_trace.layers, "only these layers' heads, e.g. 0,5 (default: all)");
   model_trace_cmd->add_option("--threads", model_trace.threads, "threads (0 = all cores)")->check(CLI::Range(0, 1024));
   auto* model_format = model_trace_cmd->add_option(
       "--format", model_trace.format,
       "json (standard output, the default), or csv / npy: one file per head's weights, the logits, the scores and "
       "the tokens, into --out");
+  model_format->check(CLI::IsMember({"json", "csv", "npy"}));
+  model_eot->excludes(model_ids);
   model_trace_cmd->add_option("--out", model_trace.out, "the folder for --format csv or npy (created if needed)")
       ->needs(model_format);
 
@@ -414,12 +430,14 @@ int run(int argc, char** argv) {
     for (const std::string& note : imported.notes) std::cerr << "note: " << note << "\n";
     std::cout << text;
   } else if (*tensors_cmd) {
-    std::cout << tensorsJson(*TensorFile::open(tensors_path), tensors_values);
+    std::cout << tensorsJson(*TensorFile::open(tensors_path), tensors_values, limits.max_memory_bytes);
   } else if (*model_trace_cmd) {
     if (!*model_text && !*model_ids) throw InputError("model-trace: give --text T or --ids 1,2,3");
     model_trace.has_text = model_text->count() > 0;
     if (model_trace.format != "json" && model_trace.out.empty())
       throw InputError("--format " + model_trace.format + ": give the folder to write into with --out DIR");
+    if (model_trace.format == "json" && !model_trace.out.empty())
+      throw InputError("--out: JSON goes to standard output; --out is for --format csv or npy");
     runModelTrace(model_trace, limits, std::cout);
   }
   finishStdout();

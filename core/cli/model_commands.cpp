@@ -11,6 +11,7 @@
 #include "engine/stages.h"
 #include "formats/atomic_file.h"
 #include "formats/export.h"
+#include "formats/file_reading.h"
 #include "formats/json_format.h"
 #include "lm/gpt_forward.h"
 #include "lm/gpt_model.h"
@@ -59,7 +60,9 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
       if (model->tokenizer->endOfText() < 0) throw InputError("--prepend-eot: the vocabulary has no <|endoftext|>");
       ids.push_back(model->tokenizer->endOfText());
     }
-    const std::vector<int> text = model->tokenizer->encode(options.text);
+    const std::vector<int> text = model->tokenizer->encode(
+        options.text == "-" ? readFileWithin("/dev/stdin", std::int64_t{64} << 20, FileKind::AnyReadable)
+                            : options.text);
     ids.insert(ids.end(), text.begin(), text.end());
   } else {
     ids = parseList(options.ids, "--ids", "464,2068");

@@ -25,7 +25,8 @@ struct ModelTraceOptions {
 // pass succeeds. With format csv or npy, files into `out` instead (formats/export.h's writers):
 // l{layer}_h{head}_weights (1-based; CSV with the tokens down and across), logits (a row per
 // vocabulary token), scores (a row per head: layer, head and the four scores and mean entropy;
-// .npy: layers·heads × 5, NaN where a score is undefined) and tokens.csv (token, id: a row per position).
+// .npy: layers·heads × 7 — layer, head from 1, the four scores, mean entropy — NaN where a
+// score is undefined) and tokens.csv (token, id: a row per position).
 void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::ostream& out);
 
 }  // namespace attnscope

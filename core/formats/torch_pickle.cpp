@@ -114,7 +114,8 @@ class Unpickler {
       fail(source_, std::string("the file holds ") + kindName(r.kind) +
                         ", not a state_dict (a dict of tensors): save model.state_dict()");
     std::set<std::string> names;
-    flatten(root, "", 0, out, names);
+    std::uint64_t visits = 0;
+    flatten(root, "", 0, out, names, visits);
     return out;
   }
 
@@ -493,12 +494,18 @@ class Unpickler {
     }
   }
 
-  // Nested dicts flattened with '.'; only tensors are kept.
+  // Nested dicts flattened with '.'; only tensors are kept. A dict reached by several paths is
+  // walked once per path, so the entries walked in all are bounded too (`visits`): 40 dicts each
+  // holding the one before twice would otherwise take 2⁴⁰ steps.
   void flatten(std::uint32_t dict, const std::string& prefix, int depth, PickledStateDict& out,
-               std::set<std::string>& names) const {
+               std::set<std::string>& names, std::uint64_t& visits) const {
     if (depth > limits_.max_depth)
       fail(source_, "dicts nested deeper than " + str(limits_.max_depth) + " levels (or a dict inside itself)");
     const auto& items = objs_[dict].items;
+    visits += items.size();
+    if (visits > limits_.max_references)
+      fail(source_, "its dicts refer to each other more often than a state_dict's do (more than " +
+                        str(static_cast<long long>(limits_.max_references)) + " entries to walk)");
     for (std::size_t k = 0; k + 1 < items.size(); k += 2) {
       const Obj& key = objs_[items[k]];
       std::string name;
@@ -512,7 +519,7 @@ class Unpickler {
       const std::uint32_t v = items[k + 1];
       const Obj& value = objs_[v];
       if (value.kind == K::Dict) {
-        flatten(v, name, depth + 1, out, names);
+        flatten(v, name, depth + 1, out, names, visits);
       } else if (value.kind == K::Tensor) {
         if (!names.insert(name).second) fail(source_, "two tensors named '" + printableName(name) + "'");
         if (static_cast<std::int64_t>(out.tensors.size()) >= limits_.max_tensors)

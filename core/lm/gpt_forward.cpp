@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <exception>
+#include <functional>
+#include <mutex>
 #include <string>
 
-#include "engine/attention_reference.h"
 #include "engine/errors.h"
 #include "engine/thread_team.h"
 
@@ -67,6 +69,29 @@ bool applySlice(const SlicedLinear& layer, int s, int r0, int n, const float* X,
 
 bool allFinite(const Matrix& m) { return m.allFinite(); }
 
+// A value beyond float32: the engine's message speaks of embeddings a user typed; here the file's
+// weights (or a text that drives them) are at fault.
+[[noreturn]] void overflow(const std::string& where) {
+  throw ComputeError("the model's values overflow float32 in " + where +
+                     ": these weights do not make a working model on this text");
+}
+
+// parallelFor whose items may throw (Eigen's products allocate their workspace: bad_alloc): the
+// team's items must not, so the first exception is kept and rethrown once the loop is done.
+void forEachItem(int threads, int count, const std::function<void(int)>& item) {
+  std::exception_ptr error;
+  std::mutex mutex;
+  parallelFor(threads, count, [&](int k) {
+    try {
+      item(k);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!error) error = std::current_exception();
+    }
+  });
+  if (error) std::rethrow_exception(error);
+}
+
 }  // namespace
 
 GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const GptRequest& request,
@@ -111,7 +136,7 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
     if (cancelled()) throw Cancelled();
     const GptBlock& b = model.blocks[layer];
     // h = LN₁(x); the attention of h (the chapter's MultiHeadAttention) added to x.
-    parallelFor(threads, blocks, [&](int k) {
+    forEachItem(threads, blocks, [&](int k) {
       for (int r = k * rows; r < std::min(T, (k + 1) * rows); ++r)
         layerNormRow(x.row(r).data(), d, b.norm1, c.layer_norm_eps, h.row(r).data());
     });
@@ -119,22 +144,27 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
                       (request.map_layers.empty() || std::find(request.map_layers.begin(), request.map_layers.end(),
                                                                layer) != request.map_layers.end());
     TraceRequest traced = maps ? TraceRequest() : TraceRequest::only({});
-    Trace trace = computeTrace(h, model.attention_config, b.attention, exec, traced, limits);
+    Trace trace;
+    try {
+      trace = computeTrace(h, model.attention_config, b.attention, exec, traced, limits);
+    } catch (const ComputeError&) {
+      overflow("block " + std::to_string(layer) + "'s attention");
+    }
     x += trace.batches[0].output;
     if (request.on_layer) request.on_layer(layer, h, std::move(trace));
     // x += MLP(LN₂(x)): h = LN₂(x) by rows; then items of (row block, output slice), so that a
     // short text's threads each read a part of the weights, not all of them.
-    parallelFor(threads, blocks, [&](int k) {
+    forEachItem(threads, blocks, [&](int k) {
       for (int r = k * rows; r < std::min(T, (k + 1) * rows); ++r)
         layerNormRow(x.row(r).data(), d, b.norm2, c.layer_norm_eps, h.row(r).data());
     });
     std::atomic<bool> bad{false};
     if (!exec.fused) {
-      parallelFor(threads, blocks, [&](int k) { mlpRowsReference(b, h, x, k * rows, std::min(rows, T - k * rows)); });
+      forEachItem(threads, blocks, [&](int k) { mlpRowsReference(b, h, x, k * rows, std::min(rows, T - k * rows)); });
     } else {
       const int fc_slices = static_cast<int>(b.fc_packed.slices.size());
       const int proj_slices = static_cast<int>(b.proj_packed.slices.size());
-      parallelFor(threads, mlp_blocks * fc_slices, [&](int k) {
+      forEachItem(threads, mlp_blocks * fc_slices, [&](int k) {
         const int r0 = k / fc_slices * mlp_rows, n = std::min(mlp_rows, T - r0), s = k % fc_slices;
         if (!applySlice(b.fc_packed, s, r0, n, h.data(), d, f.data(), F)) bad = true;
         const SlicedLinear::Slice& slice = b.fc_packed.slices[s];
@@ -142,7 +172,7 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
         for (int r = r0; r < r0 + n; ++r)
           geluInPlace(f.data() + static_cast<std::size_t>(r) * F + slice.first_output, w);
       });
-      parallelFor(threads, mlp_blocks * proj_slices, [&](int k) {
+      forEachItem(threads, mlp_blocks * proj_slices, [&](int k) {
         const int r0 = k / proj_slices * mlp_rows, n = std::min(mlp_rows, T - r0), s = k % proj_slices;
         if (!applySlice(b.proj_packed, s, r0, n, f.data(), F, y.data(), d)) bad = true;
         const SlicedLinear::Slice& slice = b.proj_packed.slices[s];
@@ -150,7 +180,7 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
                                                                               slice.packed.outputs());
       });
     }
-    if (bad || !allFinite(x)) throwOverflow();
+    if (bad || !allFinite(x)) overflow("block " + std::to_string(layer) + "'s MLP");
   }
   if (cancelled()) throw Cancelled();
 
@@ -162,11 +192,11 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
   result.logits.resize(P, V);
   const Eigen::Map<const Matrix> head(model.output_head.data, V, d);
   constexpr int kVocabBlock = 2048;
-  parallelFor(threads, (V + kVocabBlock - 1) / kVocabBlock, [&](int k) {
+  forEachItem(threads, (V + kVocabBlock - 1) / kVocabBlock, [&](int k) {
     const int v0 = k * kVocabBlock, n = std::min(kVocabBlock, V - v0);
     result.logits.middleCols(v0, n).noalias() = hf * head.middleRows(v0, n).transpose();
   });
-  if (!result.logits.allFinite()) throwOverflow();
+  if (!result.logits.allFinite()) overflow("the output head");
   return result;
 }
 

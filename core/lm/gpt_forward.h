@@ -6,10 +6,11 @@
 // Shapes: T tokens, d model width, H heads of width w, F MLP width, V vocabulary, P positions
 // whose logits are asked for.
 //
-// Two paths, as the engine's: ExecutionOptions::fused (the default) runs the packed products, the
-// fused attention and vectorized LayerNorm/GELU on the thread team; fused = false runs the serial
-// reference — the engine's reference attention, scalar LayerNorm and GELU, Eigen's products — the
-// readable definition the fast path is tested against.
+// Two paths, as the engine's: ExecutionOptions::fused (the default) runs the packed products (the
+// MLP's in output slices), the fused attention and a vectorized GELU; fused = false runs the
+// reference — the engine's reference attention, GELU by std::tanh, Eigen's products — the readable
+// definition the fast path is tested against. Both take LayerNorm row by row (the book's class,
+// summed in double) and run on the threads `exec` asks for (one with parallel = false).
 #pragma once
 #include <functional>
 #include <vector>

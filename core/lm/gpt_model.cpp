@@ -156,6 +156,7 @@ SlicedLinear packSliced(const Linear& l) {
 struct ConfigJson {
   int n_head = 0, n_layer = 0, n_embd = 0, n_positions = 0, vocab_size = 0, n_inner = 0;
   double eps = 1e-5;
+  bool tie_word_embeddings = true;  // Hugging Face's default: the head is wte
   bool present = false;
 };
 
@@ -183,6 +184,15 @@ ConfigJson readConfig(const std::string& text, const std::string& source) {
       throw InputError(source + ": layer_norm_epsilon must be a number in (0, 1]");
     c.eps = j["layer_norm_epsilon"].get<double>();
   }
+  // Settings of Hugging Face's GPT-2 that change the maths attnscope computes: refused, not ignored.
+  auto refuse = [&](const char* key, bool bad_value, const char* why) {
+    if (j.contains(key) && j[key].is_boolean() && j[key].get<bool>() == bad_value)
+      throw InputError(source + ": " + key + " is " + (bad_value ? "true" : "false") + ": " + why);
+  };
+  refuse("scale_attn_weights", false, "attnscope divides the scores by √(head width), as GPT-2 does");
+  refuse("scale_attn_by_inverse_layer_idx", true, "attnscope does not scale the scores by 1 / (layer + 1)");
+  if (j.contains("tie_word_embeddings") && j["tie_word_embeddings"].is_boolean())
+    c.tie_word_embeddings = j["tie_word_embeddings"].get<bool>();
   if (j.contains("activation_function") && j["activation_function"].is_string()) {
     const std::string f = j["activation_function"];
     if (f != "gelu_new" && f != "gelu_pytorch_tanh")
@@ -210,22 +220,22 @@ std::string layoutOf(const TensorNames& names, const std::string& path) {
                    (some.empty() ? std::string(" (it holds no tensors)") : " (it holds " + some + ", …)"));
 }
 
-int countBlocks(const TensorNames& names, const std::string& prefix, const std::string& suffix) {
-  int n = 0;
-  while (names.has(prefix + std::to_string(n) + suffix)) ++n;
-  return n;
+// Blocks: one more than the highest block number any tensor name carries ("h.11.…" → 12), so that
+// a block missing in the middle is refused by name rather than cutting the model short.
+int countBlocks(const TensorNames& names, const std::string& prefix) {
+  long long highest = -1;
+  for (const auto& [name, t] : names.all()) {
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::size_t dot = name.find('.', prefix.size());
+    const std::string number = name.substr(prefix.size(),
+                                           dot == std::string::npos ? std::string::npos : dot - prefix.size());
+    if (number.empty() || number.size() > 6 || number.find_first_not_of("0123456789") != std::string::npos) continue;
+    highest = std::max(highest, std::stoll(number));
+  }
+  return static_cast<int>(highest + 1);
 }
 
 }  // namespace
-
-std::size_t GptModel::bytes() const {
-  std::size_t b = 0;
-  for (const GptBlock& blk : blocks) {
-    b += parameterBytes(*blk.attention.parameters) * 2;  // and its packed panels
-    b += (blk.fc.weight.size() + blk.proj.weight.size()) * sizeof(float) * 2;
-  }
-  return b;
-}
 
 std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, const std::string& config_json,
                                                     const GptLoadOptions& options) {
@@ -259,7 +269,7 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   c.vocab_size = static_cast<int>(wte->shape[0]);
   c.d_model = static_cast<int>(wte->shape[1]);
   c.context_length = static_cast<int>(wpe->shape[0]);
-  c.layers = hf ? countBlocks(names, "h.", ".ln_1.weight") : countBlocks(names, "trf_blocks.", ".norm1.scale");
+  c.layers = countBlocks(names, hf ? "h." : "trf_blocks.");
   if (c.layers == 0)
     throw InputError(path + ": tensor " + std::string(hf ? "h.0.ln_1.weight" : "trf_blocks.0.norm1.scale") +
                      " (the first block) is missing: the file holds no transformer blocks");
@@ -293,7 +303,10 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
     model->notes.push_back("the number of heads is not in the file: " + std::to_string(c.heads) + " (width " +
                            std::to_string(c.d_model) + " / 64, GPT-2's head width); give --num-heads if it differs");
   }
-  if (c.heads < 1 || c.heads > limits.max_heads || c.d_model % c.heads != 0)
+  if (c.heads > limits.max_heads)
+    throw InputError(path + ": " + std::to_string(c.heads) + " heads (from " + c.heads_from + "), more than the " +
+                     std::to_string(limits.max_heads) + " attnscope shows");
+  if (c.d_model % c.heads != 0)
     throw InputError(path + ": " + std::to_string(c.heads) + " heads do not divide the width " +
                      std::to_string(c.d_model) + " (from " + c.heads_from + ")");
 
@@ -314,7 +327,10 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   // layout and packed), the embeddings and the head once more when the file's are not float32.
   const double block_floats = 4.0 * d * d + 2.0 * d * F + 9.0 * d + F;
   const double estimate = (2.0 * c.layers * block_floats + 2.0 * (double(c.vocab_size) + c.context_length) * d) * 4;
-  if (F < 1 || F > 16 * limits.max_dim || estimate > static_cast<double>(options.max_model_bytes))
+  if (F < 1 || F > 16 * limits.max_dim)
+    throw InputError(path + ": the MLP's width " + std::to_string(F) + " is beyond what attnscope opens (1 … " +
+                     std::to_string(16 * limits.max_dim) + ")");
+  if (estimate > static_cast<double>(options.max_model_bytes))
     throw InputError(path + ": the model (" + std::to_string(c.layers) + " blocks of width " + std::to_string(d) +
                      ", MLP " + std::to_string(F) + ", vocabulary " + std::to_string(c.vocab_size) + ") needs about " +
                      std::to_string(static_cast<long long>(estimate / 1048576)) + " MiB, more than the limit of " +
@@ -394,13 +410,24 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   }
   model->final_norm = norm(hf ? "ln_f" : "final_norm", "the final LayerNorm");
   if (hf) {
-    // GPT-2's head is tied to wte; a separate lm_head (HF writes it for some models) must equal it.
+    // GPT-2's head is tied to wte (config.json's tie_word_embeddings, true unless it says false):
+    // Hugging Face then uses wte whatever lm_head.weight holds, and so does attnscope.
+    model->output_head = model->token_embedding;
     if (names.has("lm_head.weight")) {
       const FloatTensor head = names.take("lm_head.weight", {c.vocab_size, d}, "the output head");
-      c.tied_head = std::equal(head.data, head.data + head.elements(), model->token_embedding.data);
-      model->output_head = c.tied_head ? model->token_embedding : head;
-    } else {
-      model->output_head = model->token_embedding;
+      const bool same = std::equal(head.data, head.data + head.elements(), model->token_embedding.data);
+      if (!cfg.tie_word_embeddings) {
+        model->output_head = head;
+        c.tied_head = false;
+      } else if (!same) {
+        model->notes.push_back(
+            "lm_head.weight differs from wte.weight; GPT-2 ties them (tie_word_embeddings), so "
+            "the head is wte, as Hugging Face computes it");
+      }
+    } else if (!cfg.tie_word_embeddings) {
+      throw InputError(path +
+                       ": tensor lm_head.weight (the output head) is missing, and config.json says "
+                       "tie_word_embeddings is false");
     }
   } else {
     model->output_head = names.take("out_head.weight", {c.vocab_size, d}, "the output head");

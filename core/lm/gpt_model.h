@@ -78,7 +78,6 @@ struct GptModel {
   std::string path;                                // what was opened (a folder or a file)
   std::string weights_path;                        // the file the tensors came from
   std::vector<std::string> notes;  // what a user should know: heads guessed, tensors ignored, no tokenizer
-  std::size_t bytes() const;       // memory the model holds besides the mapped file
 };
 
 struct GptLoadOptions {

@@ -9,33 +9,42 @@ namespace attnscope {
 
 TokenPatterns::TokenPatterns(const std::vector<int>& ids) {
   const int T = static_cast<int>(ids.size());
-  duplicates_.resize(T);
-  inductions_.resize(T);
-  std::unordered_map<int, std::vector<int>> seen;  // token → its earlier positions
-  for (int i = 0; i < T; ++i) {
-    std::vector<int>& earlier = seen[ids[i]];
-    duplicates_[i] = earlier;
-    for (int k : earlier)
-      if (k + 1 <= i - 1) inductions_[i].push_back(k + 1);
-    earlier.push_back(i);
+  std::unordered_map<int, std::vector<int>> positions;  // token → where it stands
+  for (int i = 0; i < T; ++i) positions[ids[i]].push_back(i);
+  order_.reserve(T);
+  start_.resize(T);
+  earlier_.resize(T);
+  for (const auto& [token, where] : positions) {
+    const int start = static_cast<int>(order_.size());
+    for (std::size_t k = 0; k < where.size(); ++k) {
+      start_[where[k]] = start;
+      earlier_[where[k]] = static_cast<int>(k);
+      order_.push_back(where[k]);
+    }
   }
 }
 
 namespace {
 
-// The mean over the rows with targets of the weight on them; false when no row has any.
-bool meanOverTargets(const Matrix& w, const std::vector<std::vector<int>>& targets, float* out) {
+// The mean, over the rows that have such keys, of the weight on the keys `keys(i)` lists; false
+// when no row has any. duplicate: the earlier copies k; induction: k + 1 for those with k ≤ i − 2.
+template <class Keys>
+bool meanOverTargets(const Matrix& w, int rows, Keys keys, float* out) {
   double total = 0;
-  int rows = 0;
-  for (int i = 0; i < static_cast<int>(targets.size()); ++i) {
-    if (targets[i].empty()) continue;
+  int counted = 0;
+  for (int i = 0; i < rows; ++i) {
     double row = 0;
-    for (int j : targets[i]) row += w(i, j);
+    int n = 0;
+    keys(i, [&](int j) {
+      row += w(i, j);
+      ++n;
+    });
+    if (n == 0) continue;
     total += row;
-    ++rows;
+    ++counted;
   }
-  *out = rows > 0 ? static_cast<float>(total / rows) : 0.0f;
-  return rows > 0;
+  *out = counted > 0 ? static_cast<float>(total / counted) : 0.0f;
+  return counted > 0;
 }
 
 }  // namespace
@@ -47,8 +56,20 @@ HeadScores headScores(const Trace& t, const HeadTrace& h, const TokenPatterns& p
   s.has_previous = stats.has_previous;
   s.first_token = stats.mean_first;
   s.mean_entropy = stats.mean_entropy;
-  s.has_duplicate = meanOverTargets(h.weights, patterns.duplicates(), &s.duplicate_token);
-  s.has_induction = meanOverTargets(h.weights, patterns.inductions(), &s.induction);
+  const int T = patterns.rows();
+  s.has_duplicate = meanOverTargets(
+      h.weights, T,
+      [&](int i, auto add) {
+        for (int c = 0; c < patterns.copiesBefore(i); ++c) add(patterns.copies(i)[c]);
+      },
+      &s.duplicate_token);
+  s.has_induction = meanOverTargets(
+      h.weights, T,
+      [&](int i, auto add) {
+        for (int c = 0; c < patterns.copiesBefore(i); ++c)
+          if (patterns.copies(i)[c] + 1 <= i - 1) add(patterns.copies(i)[c] + 1);
+      },
+      &s.induction);
   return s;
 }
 

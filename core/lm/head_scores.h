@@ -22,17 +22,20 @@ struct HeadScores {
   bool has_previous = false, has_duplicate = false, has_induction = false;
 };
 
-// The keys each row's token-pattern scores read, found once per text and shared by every head.
+// The keys each row's token-pattern scores read, found once per text and shared by every head:
+// the positions of each token in order, so that row i's earlier copies of its token are a range
+// (memory T, whatever the text repeats).
 class TokenPatterns {
  public:
   explicit TokenPatterns(const std::vector<int>& ids);
-  // Per row: the earlier keys holding the same token, and the keys right after those copies
-  // (those before the row's previous key only).
-  const std::vector<std::vector<int>>& duplicates() const { return duplicates_; }
-  const std::vector<std::vector<int>>& inductions() const { return inductions_; }
+  int rows() const { return static_cast<int>(start_.size()); }
+  // Row i's earlier copies of its token, ascending: [copies(i), copies(i) + copiesBefore(i)).
+  const int* copies(int i) const { return order_.data() + start_[i]; }
+  int copiesBefore(int i) const { return earlier_[i]; }
 
  private:
-  std::vector<std::vector<int>> duplicates_, inductions_;
+  std::vector<int> order_;            // every position, grouped by token, ascending within a token
+  std::vector<int> start_, earlier_;  // per row: where its token's group starts, the copies before it
 };
 
 // The scores of head `h` (its maps kept) of element 0 of `t`, a trace of the text `patterns` was

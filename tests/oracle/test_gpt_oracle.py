@@ -222,6 +222,30 @@ with tempfile.TemporaryDirectory() as tmp:
     wrong = gm.save_npz(os.path.join(tmp, "wrong"), sd)
     expect_error("a tensor of the wrong shape", [wrong, "--ids", "1", "--num-heads", "4"],
                  ["trf_blocks.0.att.W_key.weight", "[64, 32]", "[64, 64]"])
+    sd = gm.book_state_dict(book)
+    for k in [k for k in sd if k.startswith("trf_blocks.1.norm1.")]:
+        del sd[k]
+    hole = gm.save_npz(os.path.join(tmp, "hole"), sd)
+    expect_error("a block missing in the middle", [hole, "--ids", "1", "--num-heads", "4"],
+                 ["trf_blocks.1.norm1.scale", "missing"])
+    import json as _json
+    scaled = os.path.join(tmp, "hf_unscaled")
+    gm.write_hf_folder(scaled, hf, cfg2, gm.save_npz)
+    with open(os.path.join(scaled, "config.json")) as f:
+        conf = _json.load(f)
+    conf["scale_attn_weights"] = False
+    with open(os.path.join(scaled, "config.json"), "w") as f:
+        _json.dump(conf, f)
+    expect_error("a GPT-2 config that changes the maths", [scaled, "--ids", "1"], ["scale_attn_weights", "false"])
+    # lm_head.weight that differs from wte: GPT-2 ties them, so wte is the head (as Hugging Face
+    # computes it), and a note says so.
+    lm = os.path.join(tmp, "hf_lm_head")
+    gm.write_hf_folder(lm, hf, cfg2, lambda stem, t: gm.save_npz(
+        stem, dict(t, **{"lm_head.weight": 2 * t["transformer.wte.weight"]})))
+    check("lm_head.weight that differs from wte", lm, hf, ids2[:5])
+    r = model_trace(lm, ids2[:5])
+    if r.returncode == 0 and not any("lm_head" in n for n in json.loads(r.stdout)["notes"]):
+        fail("no note says lm_head.weight was not used: %s" % json.loads(r.stdout)["notes"])
     other = gm.save_npz(os.path.join(tmp, "other"), {"W_query.weight": np.ones((2, 3), dtype=np.float32)})
     expect_error("not a GPT state_dict", [other, "--ids", "1"], ["wte.weight", "tok_emb.weight", "W_query.weight"])
     expect_error("no tokenizer for a text", [book_npz, "--text", "hello", "--num-heads", "4"],
