@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/model_commands.h"
+#include "cli/number_lists.h"
 #include "display/stage_figures.h"
 #include "engine/attention.h"
 #include "engine/errors.h"
@@ -47,30 +48,6 @@ std::vector<int> parseBatches(const std::string& list) {
     } catch (const std::exception&) {
       throw InputError("--batch: expected comma-separated batch indices like 0,1, got '" + list + "'");
     }
-  }
-  return out;
-}
-
-// Parses --heads "0,3" into head indices: at least one, each a whole number (the engine checks
-// the range against the model).
-std::vector<int> parseHeads(const std::string& list) {
-  std::vector<int> out;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t end = std::min(list.find(',', start), list.size());
-    const std::string item = list.substr(start, end - start);
-    std::size_t used = 0;
-    int h = 0;
-    try {
-      h = std::stoi(item, &used);
-    } catch (const std::exception&) {
-      used = std::string::npos;
-    }
-    if (item.empty() || used != item.size())
-      throw InputError("--heads: expected comma-separated head indices like 0 or 0,3, got '" + list + "'");
-    out.push_back(h);
-    if (end == list.size()) break;
-    start = end + 1;
   }
   return out;
 }
@@ -265,10 +242,7 @@ int run(int argc, char** argv) {
   tokenize->add_option("--text", tokenize_text, "the text (UTF-8); - reads it from stdin")->required();
   tokenize->add_flag("--prepend-eot", tokenize_eot, "begin with <|endoftext|>, as GPT-2 begins an unconditioned text");
   tokenize->callback([&] {
-    std::error_code ec;
-    const bool folder = std::filesystem::is_directory(tokenize_model, ec);
-    const std::string dir = folder ? tokenize_model : std::filesystem::path(tokenize_model).parent_path().string();
-    const auto tokenizer = Gpt2Tokenizer::fromFolder(dir.empty() ? "." : dir);
+    const auto tokenizer = Gpt2Tokenizer::fromFolder(modelFolder(tokenize_model));
     const std::string text = tokenize_text == "-"
                                  ? readFileWithin("/dev/stdin", std::int64_t{64} << 20, FileKind::AnyReadable)
                                  : tokenize_text;
@@ -375,7 +349,8 @@ int run(int argc, char** argv) {
     return l;
   };
   if (*trace) {
-    const std::vector<int> heads = *trace_heads ? parseHeads(head_list) : std::vector<int>{};
+    const std::vector<int> heads = *trace_heads ? parseNumberList(head_list, "--heads", "head indices like 0 or 0,3")
+                                                : std::vector<int>{};
     limits = tracing(batch_list, trace_outputs_only);
     const Workspace ws = loadWorkspace(trace_path, limits);
     const Trace t = traceOf(ws, trace_threads, batch_list, limits, heads, trace_outputs_only);

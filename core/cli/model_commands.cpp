@@ -2,10 +2,11 @@
 // layer's trace, and printed once the whole pass has succeeded: a failure prints nothing.
 #include "cli/model_commands.h"
 
+#include "cli/number_lists.h"
+
 #include <charconv>
 #include <cmath>
 #include <limits>
-#include <sstream>
 
 #include "engine/errors.h"
 #include "engine/stages.h"
@@ -20,24 +21,6 @@
 namespace attnscope {
 
 namespace {
-
-// "0,5" → {0, 5}: whole numbers, comma-separated; `what` names the option in messages.
-std::vector<int> parseList(const std::string& list, const char* what, const char* example) {
-  std::vector<int> out;
-  std::stringstream in(list);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    int v = 0;
-    const char* end = item.data() + item.size();
-    const auto r = std::from_chars(item.data(), end, v);
-    if (item.empty() || r.ec != std::errc() || r.ptr != end)
-      throw InputError(std::string(what) + ": expected comma-separated whole numbers like " + example + ", got '" +
-                       list + "'");
-    out.push_back(v);
-  }
-  if (out.empty()) throw InputError(std::string(what) + ": expected at least one number, like " + example);
-  return out;
-}
 
 void writeNumber(std::ostream& out, float v) {
   char buf[32];
@@ -65,11 +48,11 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
                             : options.text);
     ids.insert(ids.end(), text.begin(), text.end());
   } else {
-    ids = parseList(options.ids, "--ids", "464,2068");
+    ids = parseNumberList(options.ids, "--ids", "token ids like 464,2068");
   }
   std::vector<int> layers;
   if (!options.layers.empty()) {
-    layers = parseList(options.layers, "--layers", "0,5");
+    layers = parseNumberList(options.layers, "--layers", "layers like 0,5");
     for (int l : layers)
       if (l < 0 || l >= model->config.layers)
         throw InputError("--layers: layer " + std::to_string(l) + " does not exist: the model has " +

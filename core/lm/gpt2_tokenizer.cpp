@@ -498,13 +498,27 @@ std::shared_ptr<const Gpt2Tokenizer> Gpt2Tokenizer::fromFiles(const std::string&
                       merges);
 }
 
+namespace {
+// The two layouts of the files, in the order they are looked for: Hugging Face's, then OpenAI's.
+const std::pair<const char*, const char*> kLayouts[] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};
+}  // namespace
+
+bool Gpt2Tokenizer::inFolder(const std::string& folder) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const auto& [vocab, merges] : kLayouts)
+    if (fs::is_regular_file(fs::path(folder) / vocab, ec) && fs::is_regular_file(fs::path(folder) / merges, ec))
+      return true;
+  return false;
+}
+
 std::shared_ptr<const Gpt2Tokenizer> Gpt2Tokenizer::fromFolder(const std::string& folder) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(folder, ec))
     throw InputError(folder + ": is not a folder (one holding vocab.json + merges.txt or encoder.json + vocab.bpe)");
   const fs::path dir(folder);
-  const std::pair<const char*, const char*> layouts[] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};
+  const auto& layouts = kLayouts;
   for (const auto& [vocab, merges] : layouts)
     if (fs::exists(dir / vocab, ec) && fs::exists(dir / merges, ec))
       return fromFiles((dir / vocab).string(), (dir / merges).string());

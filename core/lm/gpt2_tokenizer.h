@@ -18,6 +18,8 @@ class Gpt2Tokenizer {
   // From a folder holding vocab.json + merges.txt, else encoder.json + vocab.bpe. The message says
   // which files were looked for.
   static std::shared_ptr<const Gpt2Tokenizer> fromFolder(const std::string& folder);
+  // Whether `folder` holds a whole pair of the files fromFolder reads.
+  static bool inFolder(const std::string& folder);
   // From the files' contents (the fuzz target and the tests); `source` names them in messages.
   static std::shared_ptr<const Gpt2Tokenizer> fromContents(const std::string& vocab_json, const std::string& merges,
                                                            const std::string& source);

@@ -3,10 +3,9 @@
 // Linear layout, and each block's attention packed once.
 #include "lm/gpt_model.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -20,20 +19,11 @@ namespace {
 
 // [SECTION] Names ---------------------------------------------------------------------------------
 
-bool isFolder(const std::string& path) {
-  struct stat s {};
-  return ::stat(path.c_str(), &s) == 0 && S_ISDIR(s.st_mode);
-}
-bool isFile(const std::string& path) {
-  struct stat s {};
-  return ::stat(path.c_str(), &s) == 0 && S_ISREG(s.st_mode);
-}
-std::string folderOf(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-}
-std::string joinPath(const std::string& folder, const std::string& name) {
-  return folder.empty() || folder.back() == '/' ? folder + name : folder + "/" + name;
+namespace fs = std::filesystem;
+
+bool isFile(const fs::path& path) {
+  std::error_code ec;
+  return fs::is_regular_file(path, ec);
 }
 
 // Prefixes a state_dict may carry: HF's `transformer.`; a training checkpoint's `model_state_dict.`
@@ -100,12 +90,6 @@ class TensorNames {
 
 // [SECTION] Conversions ---------------------------------------------------------------------------
 
-RowVector rowOf(const FloatTensor& t) {
-  RowVector v(t.elements());
-  std::copy(t.data, t.data + t.elements(), v.data());
-  return v;
-}
-
 // An nn.Linear's weight (out × in) as the file holds it.
 Matrix linearWeight(const FloatTensor& t) {
   Matrix m(t.shape[0], t.shape[1]);
@@ -127,6 +111,7 @@ RowVector segmentOf(const FloatTensor& t, std::int64_t c0, std::int64_t n) {
   std::copy(t.data + c0, t.data + c0 + n, v.data());
   return v;
 }
+RowVector rowOf(const FloatTensor& t) { return segmentOf(t, 0, t.elements()); }
 
 void checkFinite(const std::string& path, const std::string& name, const float* data, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i)
@@ -245,7 +230,7 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   GptConfig& c = model->config;
   c.layout = layoutOf(names, path);
   const bool hf = c.layout == "huggingface";
-  const ConfigJson cfg = readConfig(config_json, joinPath(folderOf(path), "config.json"));
+  const ConfigJson cfg = readConfig(config_json, (fs::path(modelFolder(path)) / "config.json").string());
 
   // Sizes from the embeddings; the config, when there is one, must agree.
   const TensorInfo* wte = names.info(hf ? "wte.weight" : "tok_emb.weight");
@@ -276,8 +261,8 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   c.layer_norm_eps = static_cast<float>(cfg.eps);
   auto agree = [&](const char* key, int from_config, int from_tensors) {
     if (from_config != 0 && from_config != from_tensors)
-      throw InputError(joinPath(folderOf(path), "config.json") + ": " + key + " is " + std::to_string(from_config) +
-                       " but the tensors hold " + std::to_string(from_tensors));
+      throw InputError((fs::path(modelFolder(path)) / "config.json").string() + ": " + key + " is " +
+                       std::to_string(from_config) + " but the tensors hold " + std::to_string(from_tensors));
   };
   agree("n_embd", cfg.n_embd, c.d_model);
   agree("n_layer", cfg.n_layer, c.layers);
@@ -448,33 +433,37 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   return model;
 }
 
+std::string modelFolder(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return path;
+  const std::string parent = fs::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
 std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptLoadOptions& options) {
-  std::string folder, weights;
-  if (isFolder(path)) {
-    folder = path;
+  const std::string folder = modelFolder(path);
+  std::string weights = path;
+  if (folder == path) {
+    weights.clear();
     for (const char* name : {"model.safetensors", "pytorch_model.bin", "model.pth", "model.pt", "model.npz"})
-      if (isFile(joinPath(folder, name))) {
-        weights = joinPath(folder, name);
+      if (isFile(fs::path(folder) / name)) {
+        weights = (fs::path(folder) / name).string();
         break;
       }
     if (weights.empty())
       throw InputError(path +
                        ": no model file in this folder (looked for model.safetensors, pytorch_model.bin, model.pth, "
                        "model.pt, model.npz)");
-  } else {
-    folder = folderOf(path);
-    weights = path;
   }
-  const std::string config_path = joinPath(folder, "config.json");
-  const std::string config_text = isFile(config_path) ? readFileWithin(config_path, std::int64_t{1} << 20) : "";
+  const fs::path config_path = fs::path(folder) / "config.json";
+  const std::string config_text = isFile(config_path) ? readFileWithin(config_path.string(), std::int64_t{1} << 20)
+                                                      : "";
   const std::shared_ptr<const TensorFile> file = TensorFile::open(weights, options.limits);
   std::shared_ptr<const GptModel> loaded = gptModelFromTensors(*file, config_text, options);
   auto model = std::const_pointer_cast<GptModel>(loaded);
   model->path = path;
   model->weights_path = weights;
-  const bool hf_names = isFile(joinPath(folder, "vocab.json")) && isFile(joinPath(folder, "merges.txt"));
-  const bool openai_names = isFile(joinPath(folder, "encoder.json")) && isFile(joinPath(folder, "vocab.bpe"));
-  if (hf_names || openai_names) {
+  if (Gpt2Tokenizer::inFolder(folder)) {
     model->tokenizer = Gpt2Tokenizer::fromFolder(folder);
     if (model->tokenizer->vocabularySize() > model->config.vocab_size)
       throw InputError(folder + ": the tokenizer has " + std::to_string(model->tokenizer->vocabularySize()) +

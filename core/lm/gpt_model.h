@@ -96,6 +96,10 @@ struct GptLoadOptions {
 // ignored. Throws InputError naming the tensor or field that is missing or of the wrong shape.
 std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptLoadOptions& options = {});
 
+// The folder a model path names: the path itself when it is a folder, else the file's ("." for a
+// bare file name). The tokenizer files and config.json are looked for there.
+std::string modelFolder(const std::string& path);
+
 // The same from tensors already open, and config.json's text (empty: none). For tests and tools.
 std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& tensors, const std::string& config_json,
                                                     const GptLoadOptions& options = {});

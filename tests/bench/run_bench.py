@@ -296,7 +296,7 @@ def gpt_model_rounds(cli, torch_side, folder):
     """{tokens: {...}}: paired rounds of ours (`bench --model`, every head's weights) and torch."""
     out = {}
     for tokens, rounds, repeat in GPT_TOKENS:
-        ours_ms, torch_ms, ratios, over_limit, ceiling, fused = [], [], [], [], [], []
+        ours_ms, torch_ms, over_limit, ceiling, fused = [], [], [], [], []
         for _ in range(rounds):
             p = subprocess.run([cli, "bench", "--model", folder, "--tokens", str(tokens), "--repeat", str(repeat)],
                                capture_output=True, text=True, timeout=1800)
@@ -307,17 +307,12 @@ def gpt_model_rounds(cli, torch_side, folder):
             ours = o["maps"]["forward_ms"]["median"]
             ours_ms.append(ours)
             torch_ms.append(t["forward_ms"])
-            ratios.append(t["forward_ms"] / ours)
             over_limit.append(o["maps"]["forward_over_limit"]["median"])
             ceiling.append(t["forward_ms"] / o["maps"]["limit_ms"]["median"])
             fused.append(o["fused"]["forward_over_limit"]["median"])
-        out[tokens] = {"rounds": rounds, "repeat_per_round": repeat, "outputs": o["outputs"], "flop": o["flop"],
-                       "ours_forward_ms": ours_ms, "torch_forward_ms": torch_ms,
-                       "torch_over_ours": ratios, "torch_over_ours_median": statistics.median(ratios),
-                       "ours_over_concurrent_limit": over_limit,
-                       "ours_over_concurrent_limit_median": statistics.median(over_limit),
-                       "ours_without_maps_over_limit_median": statistics.median(fused),
-                       "torch_over_concurrent_limit_median": statistics.median(ceiling)}
+        out[tokens] = dict(round_figures(rounds, repeat, ours_ms, torch_ms, over_limit, ceiling),
+                           outputs=o["outputs"], flop=o["flop"], ours_forward_ms=ours_ms,
+                           ours_without_maps_over_limit_median=statistics.median(fused))
     return out
 
 
@@ -383,6 +378,17 @@ def run_ours_forward(cli, workspace, repeat):
     return json.loads(p.stdout)
 
 
+def round_figures(rounds, repeat, ours_ms, torch_ms, over_limit, ceiling):
+    """The figures of paired rounds: each round's ratios and their medians over the rounds."""
+    ratios = [t / o for o, t in zip(ours_ms, torch_ms)]
+    return {"rounds": rounds, "repeat_per_round": repeat, "torch_forward_ms": torch_ms,
+            "torch_over_ours": ratios, "torch_over_ours_median": statistics.median(ratios),
+            "ours_over_concurrent_limit": over_limit,
+            "ours_over_concurrent_limit_median": statistics.median(over_limit),
+            "torch_over_concurrent_limit": ceiling,
+            "torch_over_concurrent_limit_median": statistics.median(ceiling)}
+
+
 def paired_rounds(cli, torch_side, workspaces):
     """{(preset, mode): {...}}: PAIRED_ROUNDS rounds per config, each ours then torch on the same
     workspace, back to back. The ratio of each round's medians sees one state of the machine; the
@@ -390,25 +396,18 @@ def paired_rounds(cli, torch_side, workspaces):
     out = {}
     for preset, mode, path, _ in workspaces:
         rounds, repeat = PAIRED_ROUNDS[preset]
-        ratios, over_limit, ours_ms, torch_ms, ceiling = [], [], [], [], []
+        over_limit, ours_ms, torch_ms, ceiling = [], [], [], []
         for _ in range(rounds):
             o = run_ours_forward(cli, path, repeat)
             t = torch_side.ask({"job": [f"{preset}/{mode}", path, repeat]})
             ours = o["openmp"]["forward_ms"]["median"]
             ours_ms.append(ours)
             torch_ms.append(t["forward_ms"])
-            ratios.append(t["forward_ms"] / ours)
             over_limit.append(o["paired_limit"]["forward_over_limit"]["median"])
             # torch ÷ the round's GEMM-bound limit: the most any code doing our FLOPs could reach.
             ceiling.append(t["forward_ms"] / o["paired_limit"]["limit_ms"]["median"])
-        out[(preset, mode)] = {
-            "rounds": rounds, "repeat_per_round": repeat,
-            "ours_openmp_forward_ms": ours_ms, "torch_forward_ms": torch_ms,
-            "torch_over_ours": ratios, "torch_over_ours_median": statistics.median(ratios),
-            "ours_over_concurrent_limit": over_limit,
-            "ours_over_concurrent_limit_median": statistics.median(over_limit),
-            "torch_over_concurrent_limit": ceiling,
-            "torch_over_concurrent_limit_median": statistics.median(ceiling)}
+        out[(preset, mode)] = dict(round_figures(rounds, repeat, ours_ms, torch_ms, over_limit, ceiling),
+                                   ours_openmp_forward_ms=ours_ms)
     return out
 
 
