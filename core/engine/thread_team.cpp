@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -300,5 +301,19 @@ int availableProcessors() {
 }
 
 void setThreadTeamOptions(const ThreadTeamOptions& options) { team().setOptions(options); }
+
+void forEachItem(int threads, int count, const std::function<void(int)>& item) {
+  std::exception_ptr error;
+  std::mutex mutex;
+  parallelFor(threads, count, [&](int k) {
+    try {
+      item(k);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!error) error = std::current_exception();
+    }
+  });
+  if (error) std::rethrow_exception(error);
+}
 
 }  // namespace attnscope

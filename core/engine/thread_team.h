@@ -31,6 +31,10 @@ enum class Schedule {
 // items, so the same results. threads ≤ 1 runs the loop in order on the caller.
 void parallelFor(int threads, int count, const std::function<void(int)>& item, Schedule schedule = Schedule::Dynamic);
 
+// parallelFor whose items may throw (Eigen's products allocate their workspace: bad_alloc): the
+// team's items must not, so the first exception is kept and rethrown once the loop is done.
+void forEachItem(int threads, int count, const std::function<void(int)>& item);
+
 // A loop whose items wait for earlier ones (runGraph).
 struct TaskGraph {
   int count = 0;                   // items 0 … count − 1

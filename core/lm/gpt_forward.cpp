@@ -76,21 +76,6 @@ bool allFinite(const Matrix& m) { return m.allFinite(); }
                      ": these weights do not make a working model on this text");
 }
 
-// parallelFor whose items may throw (Eigen's products allocate their workspace: bad_alloc): the
-// team's items must not, so the first exception is kept and rethrown once the loop is done.
-void forEachItem(int threads, int count, const std::function<void(int)>& item) {
-  std::exception_ptr error;
-  std::mutex mutex;
-  parallelFor(threads, count, [&](int k) {
-    try {
-      item(k);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!error) error = std::current_exception();
-    }
-  });
-  if (error) std::rethrow_exception(error);
-}
 
 }  // namespace
 
@@ -184,20 +169,32 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
   }
   if (cancelled()) throw Cancelled();
 
-  // The final LayerNorm and the head at the positions asked for: logits = LN_f(x) · headᵀ.
-  const int P = static_cast<int>(result.logit_positions.size()), V = c.vocab_size;
+  if (!request.no_logits) result.logits = gptLogits(model, x, result.logit_positions, exec);
+  if (request.keep_final_x) result.final_x = std::move(x);
+  return result;
+}
+
+Matrix gptLogits(const GptModel& model, const Matrix& final_x, const std::vector<int>& positions,
+                 const ExecutionOptions& exec) {
+  const GptConfig& c = model.config;
+  const int P = static_cast<int>(positions.size()), V = c.vocab_size, d = c.d_model;
+  const int threads = exec.parallel ? resolveThreads(exec.threads) : 1;
   Matrix hf(P, d);
-  for (int p = 0; p < P; ++p)
-    layerNormRow(x.row(result.logit_positions[p]).data(), d, model.final_norm, c.layer_norm_eps, hf.row(p).data());
-  result.logits.resize(P, V);
+  for (int p = 0; p < P; ++p) {
+    if (positions[p] < 0 || positions[p] >= final_x.rows())
+      throw InputError("position " + std::to_string(positions[p]) + " does not exist: the text has " +
+                       std::to_string(final_x.rows()) + " tokens");
+    layerNormRow(final_x.row(positions[p]).data(), d, model.final_norm, c.layer_norm_eps, hf.row(p).data());
+  }
+  Matrix logits(P, V);
   const Eigen::Map<const Matrix> head(model.output_head.data, V, d);
   constexpr int kVocabBlock = 2048;
   forEachItem(threads, (V + kVocabBlock - 1) / kVocabBlock, [&](int k) {
     const int v0 = k * kVocabBlock, n = std::min(kVocabBlock, V - v0);
-    result.logits.middleCols(v0, n).noalias() = hf * head.middleRows(v0, n).transpose();
+    logits.middleCols(v0, n).noalias() = hf * head.middleRows(v0, n).transpose();
   });
-  if (!result.logits.allFinite()) overflow("the output head");
-  return result;
+  if (!logits.allFinite()) overflow("the output head");
+  return logits;
 }
 
 }  // namespace attnscope

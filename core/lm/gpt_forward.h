@@ -30,13 +30,16 @@ struct GptRequest {
   // its Trace (the heads' maps when the layer keeps them; batch element 0's output is the
   // attention's output, out_proj included). The trace is the callee's to keep or drop.
   std::function<void(int layer, const Matrix& attention_input, Trace&& trace)> on_layer;
-  // Positions whose next-token logits are computed (empty: the last one).
+  // Positions whose next-token logits are computed (empty: the last one; none with no_logits).
   std::vector<int> logit_positions;
+  bool no_logits = false;
+  bool keep_final_x = false;  // GptResult::final_x: the residual stream after the last block
 };
 
 struct GptResult {
   std::vector<int> logit_positions;  // P
   Matrix logits;                     // P × V
+  Matrix final_x;                    // T × d, before the final LayerNorm (keep_final_x)
 };
 
 // Throws InputError for ids outside the vocabulary, no ids, or more than the model's context
@@ -44,5 +47,11 @@ struct GptResult {
 // Cancelled once exec.cancel is set (checked between blocks and inside the attention).
 GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const GptRequest& request = {},
                      const ExecutionOptions& exec = {}, const Limits& limits = {});
+
+// The next-token logits of rows of the residual stream after the last block (T × d, as
+// GptResult::final_x): LayerNorm_f(x[p]) · headᵀ for each position p (P × V). gptForward's own
+// last step.
+Matrix gptLogits(const GptModel& model, const Matrix& final_x, const std::vector<int>& positions,
+                 const ExecutionOptions& exec = {});
 
 }  // namespace attnscope

@@ -7,6 +7,30 @@
 
 namespace attnscope {
 
+const std::array<HeadLabelInfo, 4>& headLabelTable() {
+  static const std::array<HeadLabelInfo, 4> table{{
+      {"previous_token", "previous", "prev", 0.5f, &HeadScores::previous_token, &HeadScores::has_previous},
+      {"first_token", "first (sink)", "sink", 0.7f, &HeadScores::first_token, nullptr},
+      {"duplicate_token", "duplicate", "dup", 0.3f, &HeadScores::duplicate_token, &HeadScores::has_duplicate},
+      {"induction", "induction", "induct", 0.3f, &HeadScores::induction, &HeadScores::has_induction},
+  }};
+  return table;
+}
+
+const HeadLabelInfo* headLabel(const HeadScores& s) {
+  const HeadLabelInfo* best = nullptr;
+  float best_ratio = 1.0f;
+  for (const HeadLabelInfo& info : headLabelTable()) {
+    if (info.has != nullptr && !(s.*info.has)) continue;
+    const float ratio = s.*info.score / info.threshold;
+    if (ratio >= best_ratio) {
+      best = &info;
+      best_ratio = ratio;
+    }
+  }
+  return best;
+}
+
 TokenPatterns::TokenPatterns(const std::vector<int>& ids) {
   const int T = static_cast<int>(ids.size());
   std::unordered_map<int, std::vector<int>> positions;  // token → where it stands

@@ -11,6 +11,7 @@
 // Sums in double, results float. duplicate_token and induction are undefined (has_… false) when no
 // row qualifies; previous_token when T = 1.
 #pragma once
+#include <array>
 #include <vector>
 
 #include "engine/trace.h"
@@ -21,6 +22,21 @@ struct HeadScores {
   float previous_token = 0, first_token = 0, duplicate_token = 0, induction = 0, mean_entropy = 0;
   bool has_previous = false, has_duplicate = false, has_induction = false;
 };
+
+// The labels the model view puts on a head, one table for the thumbnails, the scores table and
+// the CLI: a head gets the label whose score is the most above its threshold, or none. The
+// thresholds are where a head reads as doing the thing on sight of its map (a previous-token
+// head's diagonal, a sink's first column); the scores table shows every value.
+struct HeadLabelInfo {
+  const char* id;     // "previous_token": model-trace's JSON key
+  const char* title;  // "previous token": the scores table's column
+  const char* tag;    // "prev": on the thumbnail
+  float threshold;
+  float HeadScores::*score;
+  bool HeadScores::*has;  // null: always defined
+};
+const std::array<HeadLabelInfo, 4>& headLabelTable();
+const HeadLabelInfo* headLabel(const HeadScores& s);  // null: no score reaches its threshold
 
 // The keys each row's token-pattern scores read, found once per text and shared by every head:
 // the positions of each token in order, so that row i's earlier copies of its token are a range

@@ -11,6 +11,7 @@
 #include "engine/errors.h"
 #include "lm/gpt_forward.h"
 #include "lm/gpt_model.h"
+#include "lm/model_pass.h"
 
 namespace attnscope {
 namespace {
@@ -140,6 +141,84 @@ TEST(GptForward, TheSameBitsOnAnyNumberOfThreads) {
     if (threads == 1) first = r.logits;
     EXPECT_TRUE(r.logits.cwiseEqual(first).all()) << threads << " threads";
   }
+}
+
+// The model view's pass (lm/model_pass.h): the same numbers as the forward, kept so that any
+// layer's trace and any position's logits come back without running it again.
+TEST(ModelPass, KeepsWhatTheForwardComputed) {
+  MemoryTensors file = bookModel(53, 120, 64, 3, 17);
+  GptLoadOptions options;
+  options.num_heads = 4;
+  const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
+  ExecutionOptions exec;
+  exec.parallel = true;
+  exec.threads = 2;
+  exec.min_parallel_work = 0;
+  for (int T : {9, 100}) {  // thumbnails of the weights themselves, and of 64 × 64 blocks
+    const std::vector<int> ids = someIds(T, 53, 19);
+    std::vector<int> every(T);
+    for (int t = 0; t < T; ++t) every[t] = t;
+    GptRequest request;
+    request.logit_positions = every;
+    std::vector<std::vector<Matrix>> weights;
+    request.on_layer = [&](int, const Matrix&, Trace&& t) {
+      weights.emplace_back();
+      for (const HeadTrace& h : t.batches[0].heads) weights.back().push_back(h.weights);
+    };
+    const Matrix logits = gptForward(*model, ids, request, exec).logits;
+    Trace kept;
+    const auto pass = runModelPass(model, ids, exec, {}, 1, &kept);
+    ASSERT_EQ(pass->cells, std::min(T, kThumbnailCells));
+    // Any position's logits from the kept residual stream: the forward's bits.
+    EXPECT_TRUE(gptLogits(*model, pass->final_x, every, exec).cwiseEqual(logits).all()) << T;
+    for (int l = 0; l < 3; ++l) {
+      const Trace t = layerTrace(*pass, l, exec, {});
+      for (int h = 0; h < 4; ++h) {
+        const Matrix& w = weights[l][h];
+        EXPECT_TRUE(t.batches[0].heads[h].weights.cwiseEqual(w).all()) << "layer " << l << " head " << h;
+        if (l == 1) {
+          EXPECT_TRUE(kept.batches[0].heads[h].weights.cwiseEqual(w).all()) << h;
+        }
+        // Each cell is the largest weight of its block.
+        const HeadThumbnail& th = pass->head(l, h);
+        const int S = pass->cells;
+        EXPECT_EQ(th.largest, w.maxCoeff());
+        for (int i = 0; i < S; ++i)
+          for (int j = 0; j < S; ++j) {
+            const int r0 = ModelPass::blockStart(i, T, S), r1 = ModelPass::blockStart(i + 1, T, S);
+            const int c0 = ModelPass::blockStart(j, T, S), c1 = ModelPass::blockStart(j + 1, T, S);
+            ASSERT_GE(r1 - r0, 1);
+            EXPECT_EQ(th.cells[static_cast<std::size_t>(i) * S + j], w.block(r0, c0, r1 - r0, c1 - c0).maxCoeff())
+                << i << "," << j;
+          }
+      }
+    }
+    // A layer as a chapter workspace: the engine's seeded module with the layer's weights loaded
+    // over it computes the layer's maps again.
+    std::vector<std::string> labels(T, "t");
+    const Workspace ws = layerWorkspace(*pass, 2, labels);
+    const Trace again = computeTrace(ws.embeddings, ws.model, exec);
+    for (int h = 0; h < 4; ++h)
+      EXPECT_LT((again.batches[0].heads[h].weights - weights[2][h]).cwiseAbs().maxCoeff(), 1e-6) << h;
+    EXPECT_EQ(again.batches.size(), 1u);
+  }
+}
+
+TEST(ModelPass, TopNextTokens) {
+  const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 3.0f, -1.0f};
+  const auto top = topNextTokens(logits.data(), 5, 1.0, 3);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].id, 1);  // a tie goes to the smaller id
+  EXPECT_EQ(top[1].id, 3);
+  EXPECT_EQ(top[2].id, 2);
+  double sum = 0;
+  for (float l : logits) sum += std::exp(l);
+  EXPECT_NEAR(top[0].probability, std::exp(3.0) / sum, 1e-7);
+  EXPECT_NEAR(top[2].probability, std::exp(2.0) / sum, 1e-7);
+  const auto hot = topNextTokens(logits.data(), 5, 2.0, 5), greedy = topNextTokens(logits.data(), 5, 0.0, 2);
+  EXPECT_GT(hot[4].probability, 0.02f);  // a higher temperature flattens
+  EXPECT_EQ(greedy[0].probability, 1.0f);
+  EXPECT_EQ(greedy[1].probability, 0.0f);
 }
 
 TEST(GptForward, CancelStopsIt) {

@@ -1,0 +1,80 @@
+// One pass of a trained model over a text, as the app's model view shows it (docs/DESIGN.md §2.6
+// "The model view"): every head's attention weights as a thumbnail, every head's scores, each
+// layer's attention input (so that any layer's full trace is one computeTrace away) and the
+// residual stream after the last block (so that any position's next tokens are one product away).
+//
+// Shapes: T tokens, d model width, L layers, H heads, S ≤ kThumbnailCells the thumbnails' side,
+// V vocabulary.
+//
+// A thumbnail is the weights map α (T × T) in S × S blocks, each the largest weight of its block:
+// a head that puts all of a row on one key (the previous token, the sink) stays as bright at
+// T = 1024 as at T = 16, where a mean would fade it S/T-fold. With T ≤ S a cell is a weight.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/attention.h"
+#include "engine/trace.h"
+#include "lm/gpt_model.h"
+#include "lm/head_scores.h"
+#include "model/workspace.h"
+
+namespace attnscope {
+
+constexpr int kThumbnailCells = 64;  // S at most: a thumbnail is drawn some 60–120 px wide
+
+struct HeadThumbnail {
+  std::vector<float> cells;  // S × S, row-major: the largest weight of each block
+  float largest = 0;         // of the cells: the thumbnail's colour range is [0, largest]
+  HeadScores scores;
+};
+
+struct ModelPass {
+  std::shared_ptr<const GptModel> model;
+  std::vector<int> ids;                // T
+  int cells = 0;                       // S = min(T, kThumbnailCells)
+  std::vector<HeadThumbnail> heads;    // L × H, layer-major: heads[l * H + h]
+  std::vector<Matrix> attention_inputs;  // L of T × d: LayerNorm₁ of the residual stream
+  Matrix final_x;                      // T × d: the residual stream after the last block
+  double milliseconds = 0;             // the forward's time
+
+  int layers() const { return model->config.layers; }
+  int headsPerLayer() const { return model->config.heads; }
+  const HeadThumbnail& head(int layer, int h) const {
+    return heads[static_cast<std::size_t>(layer) * static_cast<std::size_t>(headsPerLayer()) +
+                 static_cast<std::size_t>(h)];
+  }
+  // The block rows [first, end) of the text thumbnail cell i stands for (and columns alike).
+  static int blockStart(int i, int T, int S) { return static_cast<int>(static_cast<std::int64_t>(i) * T / S); }
+};
+
+// Runs the model over `ids` (gptForward: every layer's maps, no logits). `keep_layer` ≥ 0 also
+// keeps that layer's trace in *kept (every stage of its heads). Throws as gptForward.
+std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> model, const std::vector<int>& ids,
+                                              const ExecutionOptions& exec, const Limits& limits,
+                                              int keep_layer = -1, Trace* kept = nullptr);
+
+// The trace of `layer` (every stage of its heads) from its attention input: the same numbers the
+// pass computed.
+Trace layerTrace(const ModelPass& pass, int layer, const ExecutionOptions& exec, const Limits& limits);
+
+// Layer `layer`'s attention as a chapter workspace: its input LayerNorm₁(x) as the embeddings, the
+// model's attention (multi-head, causal, eval, batch 1) with the layer's weights as the
+// parameters, `tokens` as the labels. Every view of a workspace's trace can then show the layer.
+Workspace layerWorkspace(const ModelPass& pass, int layer, std::vector<std::string> tokens);
+
+// A token as the views label it: the vocabulary's spelling (Ġ for a leading space), or "#id"
+// without a tokenizer.
+std::string tokenLabel(const GptModel& model, int id);
+
+struct NextToken {
+  int id = 0;
+  float logit = 0;
+  float probability = 0;  // softmax(logits / temperature)
+};
+// The k most likely next tokens of one position's V logits at `temperature` (> 0; ≤ 0 is taken
+// as greedy: the top token 1, the others 0), most likely first; ties by id. Sums in double.
+std::vector<NextToken> topNextTokens(const float* logits, int V, double temperature, int k);
+
+}  // namespace attnscope
