@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
       note += (note.empty() ? "" : " ") + orphans;
     if (!note.empty()) ctl.notify(note, window.now());
   }
+  if (!options.model_path.empty()) ctl.commands().push("model_open", {{"path", options.model_path}});
   if (!options.lesson_path.empty())  // before the script's commands: they may step through it
     ctl.commands().push("lesson_open", {{"path", options.lesson_path}, {"step", options.lesson_step}});
 
@@ -108,6 +109,7 @@ int main(int argc, char** argv) {
   std::string title;
   std::uint64_t glyphs_version = ~std::uint64_t{0};
   bool hint_at_start = !unattended;
+  bool model_checked = false;
   for (bool running = true; running;) {
     // 4a. Events. A window with nothing new to show sleeps: until input, a result, a message's
     // end, or a quarter second (a caret's blink, the autosave), leaving both cores to the engine.
@@ -133,9 +135,20 @@ int main(int argc, char** argv) {
     if (script) script->feed(ctl);
     if (bench) bench->beforeUpdate(ctl);  // t0 of an edit: queued just before the frame applying it
     ctl.update(now);
-    if (ctl.document().version() != glyphs_version) {  // new tokens: their CJK glyphs into the atlas
-      glyphs_version = ctl.document().version();
-      if (useTokenGlyphs(ctl.document().workspace().tokens)) window.reloadFonts();
+    if (!options.model_path.empty() && !model_checked && ctl.idle()) {  // --model: opened, or one line and exit 2
+      model_checked = true;
+      if (!ctl.model().isOpen()) {
+        std::cerr << "error: --model: " << ctl.toast().text << "\n";
+        exit_code = 2;
+        break;
+      }
+    }
+    // New tokens (the workspace's, or a model's text): their CJK glyphs into the atlas.
+    if (const std::uint64_t v = ctl.document().version() * 0x9E3779B97F4A7C15ull + ctl.model().version();
+        v != glyphs_version) {
+      glyphs_version = v;
+      if (useTokenGlyphs(ctl.model().isOpen() ? ctl.model().tokens() : ctl.document().workspace().tokens))
+        window.reloadFonts();
     }
     if (hint_at_start) {  // after the autosave's view is restored: its text size counts
       hint_at_start = false;

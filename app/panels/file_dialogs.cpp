@@ -30,6 +30,8 @@ struct DialogKind {
 constexpr DialogKind kDialogs[] = {
     {"open", "Open workspace or screenshot", "", "json png", false},
     {"open_lesson", "Open lesson", "", "json", true},
+    // A file of tensors, or a Hugging Face folder (opened with no file chosen).
+    {"open_model", "Open a trained model", "", "safetensors pth pt npz bin", false},
     {"save_as", "Save workspace as", "workspace.json", "json", false},
     {"export_trace", "Export the trace (into a folder)", "trace-export", "", false},
     {"save_pytorch", "Save PyTorch code", "attention.py", "py", false},
@@ -149,7 +151,15 @@ bool FileDialogs::browse() {
   const bool enter = ImGui::InputText("##name", &name_, ImGuiInputTextFlags_EnterReturnsTrue);
   if (ImGui::IsItemEdited()) typed();
   layout().widget("file_name");
-  if (which_ == "export_trace") {
+  if (which_ == "open_model") {
+    const bool hf = fs::is_regular_file(fs::path(folder_) / "config.json", ec);
+    ImGui::PushTextWrapPos(px(520));
+    ImGui::TextDisabled(hf ? "This folder holds config.json: Open with no file chosen opens it as a Hugging Face model."
+                           : "A Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt): "
+                             "go into it and Open. Or the book's GPTModel: a .pth, .safetensors or .npz file, "
+                             "with vocab.json and merges.txt beside it.");
+    ImGui::PopTextWrapPos();
+  } else if (which_ == "export_trace") {
     ImGui::RadioButton("JSON", &trace_format_, 0);
     ImGui::SameLine();
     ImGui::RadioButton("CSV files", &trace_format_, 1);
@@ -177,7 +187,7 @@ bool FileDialogs::browse() {
     ImGui::PopStyleColor();
     layout().widget("file_message");
   }
-  const bool opens = which_ == "open" || which_ == "open_lesson";
+  const bool opens = which_ == "open" || which_ == "open_lesson" || which_ == "open_model";
   const bool ok = ImGui::Button(opens ? "Open" : "Save") || enter || open_now;
   layout().widget("file_ok");
   ImGui::SameLine();
@@ -219,9 +229,11 @@ void FileDialogs::draw(const PanelContext& ctx, const Prompts& prompts) {
       else
         format.clear();  // one message, nothing written
     }
-    if (ok && !name_.empty() && !format.empty()) {
-      const std::string path = (fs::path(folder_) / name_).string();
-      if (which_ == "open") {
+    if (ok && (!name_.empty() || which_ == "open_model") && !format.empty()) {
+      const std::string path = name_.empty() ? folder_ : (fs::path(folder_) / name_).string();
+      if (which_ == "open_model") {  // the loader says what it cannot use
+        cmd.push("model_open", {{"path", path}});
+      } else if (which_ == "open") {
         cmd.push("open", {{"path", path}});
       } else if (which_ == "open_lesson") {  // checked whole when opened: a damaged one is one message
         cmd.push("lesson_open", {{"path", path}});

@@ -40,6 +40,12 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
           if (ImGui::MenuItem(r.c_str())) cmd.push("open", {{"path", r}});
         ImGui::EndMenu();
       }
+      // A trained model (docs/DESIGN.md §3.1 "A trained model"): the workspace waits beside it.
+      if (ImGui::MenuItem("Open model…")) cmd.push("dialog", {{"which", "open_model"}});
+      layout().widget("menu_open_model");
+      if (ImGui::MenuItem("Close model", nullptr, false, ctx.modelOpen())) cmd.push("model_close");
+      layout().widget("menu_close_model");
+      ImGui::Separator();
       if (ImGui::MenuItem("Save", shortcutLabel("save"))) cmd.push("save");
       if (ImGui::MenuItem("Save as…")) cmd.push("dialog", {{"which", "save_as"}});
       ImGui::Separator();

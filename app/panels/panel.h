@@ -12,6 +12,7 @@
 #include "engine/attention.h"
 #include "state/capture_targets.h"
 #include "state/command_queue.h"
+#include "state/model_session.h"
 #include "state/snapshot.h"
 #include "state/toast.h"
 #include "state/view_state.h"
@@ -37,6 +38,8 @@ struct PanelContext {
   std::function<void()> maps_menu;  // set while a lesson step holds the heatmaps' header (heads, batch element,
                                     // maps shown): draws it into the lesson panel's menu
   CaptureState capture = {};        // on screen, or how a capture sees this frame
+  const ModelSession* model = nullptr;  // the trained model open (model->isOpen()), or none
+  bool modelOpen() const { return model != nullptr && model->isOpen(); }
 
   const char* waitingText() const;  // what a view shows before its first result: "computing…" or "no result yet"
 };

@@ -19,6 +19,7 @@ App::App(Document document, ViewState view, bool interactive, WindowHooks hooks)
       lesson_(ctl_.lesson()) {
   // The main area's views, one per tab of mainTabs() (state/view_state.h), which orders and titles them.
   tab_views_ = {
+      {"layers", [this](const PanelContext& ctx) { layers_.draw(ctx); }},
       {"heatmaps", [this](const PanelContext& ctx) { heatmap_grid_.draw(ctx); }},
       {"pipeline", [this](const PanelContext& ctx) { pipeline_.draw(ctx, ImGui::GetContentRegionAvail()); }},
       {"lines", [this](const PanelContext& ctx) { lines_.draw(ctx, ImGui::GetContentRegionAvail()); }},
@@ -44,6 +45,7 @@ ControllerHooks App::controllerHooks() {
     lines_.reset();
     weights_.reset();
     inputs_panel_.reset();
+    model_text_.reset();
   };
   h.unpinned = [this] { compare_.reset(); };
   h.go_to = [this](int first, int last, int tokens) { heatmap_grid_.goTo(first, last, tokens); };
@@ -109,7 +111,8 @@ void App::draw(double now, const CaptureFrame& capture) {
                        heatmap_grid_.setAside(),
                        heatmap_grid_.roundingNote(),
                        {},
-                       capture.state};
+                       capture.state,
+                       &ctl_.model()};
   // A lesson step's maps menu (in its panel): the heatmaps' header, which the step's maps have the lines of.
   if (ctl_.lesson().open() && ctl_.lesson().step() > 0 && !view.highlight.empty())
     context.maps_menu = [this, &context] { heatmap_grid_.drawMapsMenu(context); };
@@ -206,11 +209,19 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
   } else if (model) {
     model_h = body_h;
   }
-  if (model) model_panel_.draw(ctx, top, ImVec2(left_w, model_h));
-  if (inputs) inputs_panel_.draw(ctx, ImVec2(top.x, top.y + model_h), ImVec2(left_w, body_h - model_h));
+  if (ctx.modelOpen()) {  // a trained model: what it is, then its text and next tokens
+    if (model && inputs) model_h = std::floor(body_h * 0.3f);
+    if (model) model_text_.drawModel(ctx, top, ImVec2(left_w, model_h));
+    if (inputs) model_text_.drawText(ctx, ImVec2(top.x, top.y + model_h), ImVec2(left_w, body_h - model_h));
+  } else {
+    if (model) model_panel_.draw(ctx, top, ImVec2(left_w, model_h));
+    if (inputs) inputs_panel_.draw(ctx, ImVec2(top.x, top.y + model_h), ImVec2(left_w, body_h - model_h));
+  }
 
   // The main area: the heatmap grid or the pipeline, as tabs; the head statistics under it.
-  const float statistics_h = v.statisticsShown() ? HeadStatisticsPanel::height(ctx, body_h) : 0.0f;
+  // (Not under the Layers tab: its own table scores every head of every layer.)
+  const float statistics_h =
+      v.statisticsShown() && v.tab != "layers" ? HeadStatisticsPanel::height(ctx, body_h) : 0.0f;
   const ImVec2 main_pos(top.x + left_w, top.y), main_size(vp.Size.x - left_w - right_w, body_h - statistics_h);
   ImGui::SetNextWindowPos(main_pos);
   ImGui::SetNextWindowSize(main_size);
@@ -224,6 +235,7 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     const bool ask = v.tab != shown_tab_ && v.tab != pending_tab_;
     if (ask) pending_tab_ = v.tab;
     for (const MainTab& tab : mainTabs()) {
+      if (std::string(tab.id) == "layers" && !ctx.modelOpen()) continue;  // a trained model's tab
       const ImGuiTabItemFlags flags = ask && v.tab == tab.id ? ImGuiTabItemFlags_SetSelected : 0;
       const std::string id = tab.id;
       const bool open = ImGui::BeginTabItem(tab.title, nullptr, flags);

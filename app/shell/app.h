@@ -20,10 +20,12 @@
 #include "panels/heatmap_grid.h"
 #include "panels/inputs_panel.h"
 #include "panels/inspector_panel.h"
+#include "panels/layers_view.h"
 #include "panels/lesson_panel.h"
 #include "panels/lines_view.h"
 #include "panels/main_menu.h"
 #include "panels/model_panel.h"
+#include "panels/model_text_panel.h"
 #include "panels/pipeline_view.h"
 #include "panels/status_bar.h"
 #include "panels/weights_panel.h"
@@ -101,6 +103,8 @@ class App {
   MainMenu menu_;
   ModelPanel model_panel_;
   InputsPanel inputs_panel_;
+  ModelTextPanel model_text_;  // the left column while a trained model is open
+  LayersView layers_;
   HeatmapGrid heatmap_grid_;
   PipelineView pipeline_;
   LinesView lines_;       // the Lines tab

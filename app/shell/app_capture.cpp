@@ -100,7 +100,10 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
     w = static_cast<int>(std::lround(w * shot.textScale()));
     h = static_cast<int>(std::lround(h * shot.textScale()));
   }
-  const std::string error = capturePng(spec, w, h, hooks, path, dumpWorkspace(shown));
+  // A trained model's layer is no workspace to open again (its weights alone are megabytes): the
+  // PNG then carries none.
+  const std::string error =
+      capturePng(spec, w, h, hooks, path, ctl_.model().isOpen() ? std::string() : dumpWorkspace(shown));
   textures_.setSynchronous(false);
   heatmap_grid_.reveal(-1, Stage::Weights);
   capture_view_.reset();
@@ -156,6 +159,35 @@ void App::recordState() const {
          {"presentation", v.presentation}}}});  // update: panels add their own fields
   state["shown_panels"]["lesson"] = ctl_.lesson().open();
   lesson_.recordState(state);  // lesson_step (1-based, 0 = none), lesson_maps, …
+  const ModelSession& model = ctl_.model();
+  if (model.isOpen()) {
+    nlohmann::json& j = state["model"];
+    j = {{"path", model.model()->path},
+         {"layers", model.model()->config.layers},
+         {"heads", model.model()->config.heads},
+         {"layer", model.layer()},
+         {"ids", model.ids()},
+         {"tokens", model.tokens()},
+         {"text", model.text()},
+         {"prepend_eot", model.prependEot()},
+         {"temperature", v.temperature}};
+    const Snapshot* s = ctl_.snapshot();
+    if (s && s->model && s->model_version == model.version()) {
+      j["shown_layer"] = s->layer;
+      if (const float* logits = s->logitsAt(v.token)) {
+        nlohmann::json next = nlohmann::json::array();
+        for (const NextToken& t : topNextTokens(logits, model.model()->config.vocab_size, v.temperature, 10))
+          next.push_back({{"id", t.id}, {"probability", t.probability}});
+        j["next_tokens"] = next;
+      }
+      nlohmann::json labels = nlohmann::json::array();
+      for (const HeadThumbnail& t : s->model->heads) {
+        const HeadLabelInfo* label = headLabel(t.scores);
+        labels.push_back(label ? nlohmann::json(label->id) : nlohmann::json());
+      }
+      j["labels"] = labels;
+    }
+  }
   if (!ctl_.snapshot()) return;
   // What is on screen: the snapshot's tokens, and (small inputs) its numbers, for tests to hold
   // against `attnscope-cli trace`.

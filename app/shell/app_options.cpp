@@ -53,6 +53,9 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
   cli.add_option("--step", o.lesson_step, "with --lesson: the step to show, from 1 (default 1)")
       ->check(CLI::Range(1, 1000000))
       ->needs(lesson);
+  cli.add_option("--model", o.model_path,
+                 "open a trained GPT: a Hugging Face GPT-2 folder, or the book's GPTModel as .pth, .safetensors or "
+                 ".npz with vocab.json and merges.txt beside it (File › Open model…)");
   CLI::Option* bench = cli.add_option("--bench-interaction", o.bench_path,
                                       "time edits from command to the first frame showing their result, for each "
                                       "--bench-presets; write the figures to this JSON and exit");

@@ -25,6 +25,7 @@ struct AppOptions {
   bool keep_going = false;       // a command that cannot apply is reported, the run goes on
   std::string lesson_path;       // --lesson: a lesson file (assets/lessons/), opened before any --commands
   int lesson_step = 1;           // --step: the lesson's step to show, 1-based
+  std::string model_path;        // --model: a trained GPT opened at start (model_open)
   std::string bench_path;        // --bench-interaction: time edit → first frame showing it, write this JSON, exit
   std::vector<std::string> bench_presets = {"multihead", "gpt2-small"};  // opened in turn by the bench
   int bench_edits = 200;                                                 // edits per preset, each timed

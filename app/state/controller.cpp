@@ -10,6 +10,7 @@
 #include "formats/export.h"
 #include "formats/pytorch_script.h"
 #include "formats/workspace_file.h"
+#include "lm/model_pass.h"
 #include "state/screenshot_paths.h"
 
 namespace attnscope {
@@ -143,10 +144,25 @@ void Controller::apply(const Command& c, double now) {
     case CommandTarget::Document: return applyDocument(c, now);
     case CommandTarget::View: return applyView(c, now);
     case CommandTarget::App: return applyApp(c, now);
+    case CommandTarget::Model: return applyModel(c, now);
   }
 }
 
 void Controller::applyDocument(const Command& c, double now) {
+  if (model_.isOpen()) {
+    // Another workspace closes the model; an edit would change the workspace set aside, unseen.
+    switch (c.id()) {
+      case CommandId::Open:
+      case CommandId::Preset:
+      case CommandId::New:
+      case CommandId::Restore:
+      case CommandId::Workspace:
+      case CommandId::BookExample: closeModel(now); break;
+      default:
+        throw InputError(c.name + ": a trained model's layers are read only — change its text, or close the model "
+                         "(File › Close model) to edit the chapter's workspace");
+    }
+  }
   if (c.id() == CommandId::Restore) {  // an autosave that cannot be read is kept aside, never overwritten
     try {
       doc_.apply(c);
@@ -235,13 +251,21 @@ void Controller::replaced(const Command& c, double now) {
   }
 }
 
+int Controller::tokenCount() const {
+  return model_.isOpen() ? model_.tokenCount() : static_cast<int>(doc_.workspace().tokens.size());
+}
+
+int Controller::headsShown() const {
+  return model_.isOpen() ? model_.model()->config.heads : headCount(doc_.workspace().model);
+}
+
 void Controller::clampView() {
-  const Workspace& ws = doc_.workspace();
-  const int T = static_cast<int>(ws.tokens.size());
+  const int T = tokenCount();
   view_.token = std::clamp(view_.token, 0, T - 1);
   if (view_.key >= T) view_.key = -1;
-  if (view_.head >= headCount(ws.model)) view_.head = -1;
-  view_.batch = std::clamp(view_.batch, 0, ws.model.batch_size - 1);
+  if (view_.head >= headsShown()) view_.head = -1;
+  if (view_.tab == "layers" && !model_.isOpen()) view_.tab = "heatmaps";  // the tab of a model
+  view_.batch = model_.isOpen() ? 0 : std::clamp(view_.batch, 0, doc_.workspace().model.batch_size - 1);
 }
 
 namespace {
@@ -259,7 +283,8 @@ int indexIn(const Command& c, int lo, int count, const char* what) {
 
 void Controller::applyView(const Command& c, double now) {
   const Workspace& ws = doc_.workspace();
-  const int T = static_cast<int>(ws.tokens.size()), H = headCount(ws.model);
+  const int T = tokenCount(), H = headsShown();
+  const std::vector<std::string>& tokens = model_.isOpen() ? model_.tokens() : ws.tokens;
   const auto step = [&] { return c.has("step") ? c.integer("step") : 0; };
   switch (c.id()) {
     case CommandId::SelectToken:
@@ -275,7 +300,7 @@ void Controller::applyView(const Command& c, double now) {
     case CommandId::GoTo: {  // a token or a range of a long input: zoomed to, the first selected
       std::pair<int, int> range;
       if (c.has("text")) {
-        range = findTokens(ws.tokens, c.text("text"));
+        range = findTokens(tokens, c.text("text"));
       } else {
         if (!c.has("index")) throw InputError("go_to: give `text` or `index`");
         range.first = range.second = indexIn(c, 0, T, "token");
@@ -291,7 +316,9 @@ void Controller::applyView(const Command& c, double now) {
       if (hooks_.go_to) hooks_.go_to(range.first, range.second, T);
       break;
     }
-    case CommandId::SelectBatch: view_.batch = indexIn(c, 0, ws.model.batch_size, "batch element"); break;
+    case CommandId::SelectBatch:
+      view_.batch = indexIn(c, 0, model_.isOpen() ? 1 : ws.model.batch_size, "batch element");
+      break;
     case CommandId::View: {
       const ViewState before = view_;
       setViewField(view_, c.text("field"), c.args["value"]);
@@ -309,6 +336,8 @@ void Controller::applyApp(const Command& c, double now) {
   using Id = CommandId;
   switch (c.id()) {
     case Id::LessonOpen:
+      if (model_.isOpen()) closeModel(now);  // a lesson is about the chapter's workspace
+      return applyLesson(c, now);
     case Id::LessonStep:
     case Id::LessonNext:
     case Id::LessonBack:
@@ -374,6 +403,9 @@ void Controller::applyApp(const Command& c, double now) {
     }
     case Id::SavePytorch:
     case Id::CopyPytorch: {
+      if (model_.isOpen())
+        throw InputError("the PyTorch script rebuilds the chapter's workspace: close the model first (a trained "
+                         "model's layer is exported with Export trace…)");
       const std::string script = pytorchScript(doc_.workspace(), doc_.file().empty() ? "untitled" : doc_.file());
       if (c.id() == Id::CopyPytorch) {
         if (hooks_.set_clipboard) hooks_.set_clipboard(script);
@@ -440,6 +472,8 @@ void Controller::applyApp(const Command& c, double now) {
 // A's settings become the document's, B is pinned in its place.
 void Controller::swap(const Command& c, double now) {
   if (!pinned_) throw InputError("nothing is pinned: pin a result as A first");
+  if (model_.isOpen() || pinned_->model)
+    throw InputError("a trained model's layer cannot become the workspace: Compare shows A and B side by side");
   if (!snapshot_) throw InputError("nothing computed yet");
   const std::shared_ptr<const Snapshot> b = snapshot_;
   // A's workspace must fit beside what B will hold once pinned (the totals differ from B's beside
@@ -512,6 +546,117 @@ void Controller::save(const Command& c, double now) {
 }
 
 // [SECTION] lessons (docs/DESIGN.md §3.7) ---------------------------------------------------
+
+// [SECTION] a trained model -------------------------------------------------------------------
+
+namespace {
+
+// "gpt2 (12 layers × 12 heads, d = 768)": the model as the toast and the title name it.
+std::string modelName(const GptModel& m) {
+  const fs::path p(m.path);
+  const std::string name = p.filename().empty() ? p.parent_path().filename().string() : p.filename().string();
+  return name + " (" + std::to_string(m.config.layers) + " layers × " + std::to_string(m.config.heads) +
+         " heads, d = " + std::to_string(m.config.d_model) + ")";
+}
+
+}  // namespace
+
+void Controller::closeModel(double now) {
+  model_.close();
+  if (view_.tab == "layers") view_.tab = "heatmaps";
+  clampView();
+  if (hooks_.document_replaced) hooks_.document_replaced();
+  showToast("Closed the model: the chapter's workspace again", false, now);
+}
+
+void Controller::applyModel(const Command& c, double now) {
+  using Id = CommandId;
+  const auto prepend = [&]() -> std::optional<bool> {
+    return c.has("prepend_eot") ? std::optional<bool>(c.flag("prepend_eot")) : std::nullopt;
+  };
+  switch (c.id()) {
+    case Id::ModelOpen: {
+      GptLoadOptions options;
+      if (c.has("num_heads")) {
+        options.num_heads = c.integer("num_heads");
+        if (options.num_heads < 1) throw InputError("num_heads: must be at least 1");
+      }
+      const std::string path = c.text("path");
+      std::shared_ptr<const GptModel> model;
+      try {
+        model = loadGptModel(path, options);
+      } catch (const InputError& e) {
+        throw InputError("Could not open the model " + path + ": " + e.what());
+      }
+      model_.open(model, base_limits_.max_tokens, prepend().value_or(false));
+      view_.token = model_.tokenCount() - 1;  // the next tokens after the text
+      view_.head = -1;
+      view_.key = -1;
+      view_.tab = "layers";
+      clampView();
+      if (hooks_.document_replaced) hooks_.document_replaced();
+      std::string note = "Opened " + modelName(*model);
+      for (const std::string& n : model->notes) note += ". " + n;
+      notify(note, now);
+      return;
+    }
+    case Id::ModelClose:
+      if (!model_.isOpen()) throw InputError("no model is open");
+      return closeModel(now);
+    case Id::SelectLayer:
+      model_.setLayer(c.integer("layer"));
+      if (c.has("head")) {
+        const int h = c.integer("head");
+        if (h < -1 || h >= headsShown())
+          throw InputError("head: no head " + std::to_string(h) + " (there are " + std::to_string(headsShown()) +
+                           ", numbered from 0; −1 = all)");
+        view_.head = h;
+      }
+      return;
+    case Id::Text:
+      if (c.has("ids")) {
+        const nlohmann::json& j = c.args["ids"];
+        if (!j.is_array()) throw InputError("ids: expected an array of token ids");
+        std::vector<int> ids;
+        for (const auto& v : j) {
+          if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > (1 << 30))
+            throw InputError("ids: expected token ids (integers ≥ 0), got " + v.dump());
+          ids.push_back(v.get<int>());
+        }
+        model_.setIds(std::move(ids), prepend());
+      } else if (c.has("value")) {
+        model_.setText(c.text("value"), prepend());
+      } else if (c.has("prepend_eot")) {
+        model_.setText(model_.text(), prepend());
+      } else {
+        throw InputError("text: give `value` (the text) or `ids`");
+      }
+      view_.token = model_.tokenCount() - 1;
+      clampView();
+      return;
+    case Id::AppendToken: {
+      if (!model_.isOpen()) throw InputError("no model is open: File › Open model… first");
+      int id = 0;
+      if (c.has("id")) {
+        id = c.integer("id");
+      } else {  // the most likely after the last token: the result on screen answers this text
+        const float* logits =
+            snapshot_ && snapshot_->model_version == model_.version() ? snapshot_->logitsAt(model_.tokenCount() - 1)
+                                                                      : nullptr;
+        if (logits == nullptr) throw InputError("append_token: the next tokens are still being computed");
+        id = topNextTokens(logits, model_.model()->config.vocab_size, 1.0, 1)[0].id;
+      }
+      model_.append(id);
+      view_.token = model_.tokenCount() - 1;
+      return;
+    }
+    case Id::RepeatText:
+      model_.repeat();
+      view_.token = model_.tokenCount() - 1;
+      return;
+    default: return;
+  }
+}
 
 void Controller::applyLesson(const Command& c, double now) {
   if (c.id() == CommandId::LessonOpen) {
@@ -630,6 +775,7 @@ double Controller::idleTimeout(double now, double longest) const {
 }
 
 std::string Controller::windowTitle() const {
+  if (model_.isOpen()) return "attnscope — " + modelName(*model_.model());
   const std::string name = doc_.file().empty() ? "untitled" : fs::path(doc_.file()).filename().string();
   return "attnscope — " + name + (doc_.dirty() ? " •" : "");
 }
@@ -643,12 +789,30 @@ constexpr double kSplitCells = 1 << 20;
 constexpr double kWaitCells = 1 << 14;
 
 Controller::RequestKey Controller::currentKey() const {
-  return {doc_.version(), view_.batch, exec_.parallel, exec_.threads};
+  if (model_.isOpen()) return {0, 0, exec_.parallel, exec_.threads, model_.version(), view_.token};
+  return {doc_.version(), view_.batch, exec_.parallel, exec_.threads, 0, -1};
 }
 
 void Controller::updateEngine() {
   const RequestKey key = currentKey();
-  if (!(key == requested_)) {
+  if (!(key == requested_) && model_.isOpen()) {
+    EngineRequest r;
+    auto job = std::make_shared<ModelJob>();
+    job->model = model_.model();
+    job->ids = model_.ids();
+    job->tokens = model_.tokens();
+    job->layer = model_.layer();
+    job->position = view_.token;
+    job->version = model_.version();
+    if (snapshot_) job->previous = snapshot_->model;  // the same text: no forward again
+    r.model = std::move(job);
+    r.exec = exec_;
+    r.limits = base_limits_;
+    // A short text's result is waited for (drawn in the frame that asked), as the chapter's.
+    small_request_ = model_.tokenCount() <= 16 && model_.model()->config.d_model <= 128;
+    worker_.request(std::move(r));
+    requested_ = key;
+  } else if (!(key == requested_)) {
     EngineRequest r;
     r.inputs = std::make_shared<const Workspace>(doc_.workspace());
     r.version = key.version;

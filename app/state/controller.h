@@ -21,6 +21,7 @@
 #include "state/engine_worker.h"
 #include "state/lesson_check.h"
 #include "state/lesson_session.h"
+#include "state/model_session.h"
 #include "state/session_files.h"
 #include "state/toast.h"
 #include "state/view_state.h"
@@ -129,6 +130,7 @@ class Controller {
   const std::shared_ptr<const Snapshot>& pinned() const { return pinned_; }
   const std::string& engineError() const { return engine_error_; }
   const LessonSession& lesson() const { return lesson_; }
+  const ModelSession& model() const { return model_; }  // the trained model open, if any
   const Prompts& prompts() const { return prompts_; }
   const Toast& toast() const { return toast_; }
   const std::string& lastScreenshot() const { return last_screenshot_; }
@@ -147,6 +149,11 @@ class Controller {
   void applyView(const Command& c, double now);
   void applyApp(const Command& c, double now);
   void applyLesson(const Command& c, double now);  // lesson_open, lesson_step, lesson_next, …
+  void applyModel(const Command& c, double now);   // model_open, text, select_layer, …
+  void closeModel(double now);                     // the chapter's workspace again
+  // What the views show: the model's text and layer while a model is open, else the document.
+  int tokenCount() const;
+  int headsShown() const;
   // A lesson checked off the UI thread: open it at the step asked for (or say why not).
   void openCheckedLesson(LessonChecker::Result checked, double now);
   void applyOpenLesson(const Command& c, double now);  // lesson_close, lesson_step, next, back
@@ -186,8 +193,11 @@ class Controller {
     int batch = -1;
     bool parallel = false;
     int threads = 0;
+    std::uint64_t model_version = 0;  // a trained model's text and layer (0: none open) …
+    int position = -1;                // … and the selected token, whose next tokens are shown
     bool operator==(const RequestKey& o) const {
-      return version == o.version && batch == o.batch && parallel == o.parallel && threads == o.threads;
+      return version == o.version && batch == o.batch && parallel == o.parallel && threads == o.threads &&
+             model_version == o.model_version && position == o.position;
     }
   };
   RequestKey currentKey() const;
@@ -196,6 +206,7 @@ class Controller {
   bool computing_ = false;
 
   LessonSession lesson_;
+  ModelSession model_;
   LessonChecker lesson_check_;  // a lesson being checked before it opens
   Prompts prompts_;
   Autosave autosave_;

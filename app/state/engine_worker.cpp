@@ -10,6 +10,7 @@
 #include "engine/errors.h"
 #include "engine/thread_team.h"
 #include "formats/utf8.h"
+#include "lm/gpt_forward.h"
 #include "state/ui_wake.h"
 
 namespace attnscope {
@@ -126,6 +127,31 @@ Trace completeTrace(const EngineRequest& req, const Snapshot& first) {
   return t;
 }
 
+// A trained model's layer: the pass (or the previous one's, for the same ids), the layer's trace,
+// the logits at the positions the views show.
+void runModel(const EngineRequest& req, Snapshot& s) {
+  const ModelJob& job = *req.model;
+  Trace kept;
+  std::shared_ptr<const ModelPass> pass = job.previous;
+  const bool reuse = pass && pass->model == job.model && pass->ids == job.ids;
+  if (!reuse) pass = runModelPass(job.model, job.ids, req.exec, req.limits, job.layer, &kept);
+  if (reuse) kept = layerTrace(*pass, job.layer, req.exec, req.limits);
+  const int T = static_cast<int>(job.ids.size());
+  s.logit_positions = {T - 1};
+  if (job.position >= 0 && job.position < T - 1) s.logit_positions.insert(s.logit_positions.begin(), job.position);
+  s.logits = gptLogits(*job.model, pass->final_x, s.logit_positions, req.exec);
+  s.inputs = std::make_shared<const Workspace>(layerWorkspace(*pass, job.layer, job.tokens));
+  s.trace = std::make_shared<Trace>(std::move(kept));
+  const std::size_t cells = static_cast<std::size_t>(pass->cells) * static_cast<std::size_t>(pass->cells);
+  s.thumbnail_indices.resize(pass->heads.size() * cells);
+  for (std::size_t i = 0; i < pass->heads.size(); ++i)
+    colormapIndices(pass->heads[i].cells.data(), cells, ValueRange{0.0f, pass->heads[i].largest},
+                    s.thumbnail_indices.data() + i * cells);
+  s.layer = job.layer;
+  s.model_version = job.version;
+  s.model = std::move(pass);
+}
+
 EngineResult run(const EngineRequest& req, std::uint64_t serial) {
   EngineResult r;
   r.version = req.version;
@@ -135,13 +161,15 @@ EngineResult run(const EngineRequest& req, std::uint64_t serial) {
     s->serial = serial;
     s->version = req.version;
     s->inputs = req.inputs;
-    s->drawn_tokens = drawableTokens(req.inputs->tokens);
     s->exec = req.exec;
     s->exec.cancel = nullptr;  // the flag belongs to this job
-    s->batch = std::clamp(req.batch, 0, req.inputs->model.batch_size - 1);
-    if (req.first_part) {
+    if (req.model) {
+      runModel(req, *s);
+    } else if (req.first_part) {
+      s->batch = req.first_part->batch;
       s->trace = std::make_shared<Trace>(completeTrace(req, *req.first_part));
     } else {
+      s->batch = std::clamp(req.batch, 0, req.inputs->model.batch_size - 1);
       // Only the shown element keeps its intermediates (GPT-2 stays small); of it, the first heads
       // alone when the request splits the work in two.
       TraceRequest what = TraceRequest::only({s->batch});
@@ -155,6 +183,7 @@ EngineResult run(const EngineRequest& req, std::uint64_t serial) {
       s->trace = std::make_shared<Trace>(
           computeTrace(req.inputs->embeddings, req.inputs->model, req.exec, what, req.limits));
     }
+    s->drawn_tokens = drawableTokens(s->inputs->tokens);
     s->milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() +
                       (req.first_part ? req.first_part->milliseconds : 0.0);  // both parts of a split request
     deriveDisplayData(*s, req.first_part.get());

@@ -21,6 +21,19 @@
 
 namespace attnscope {
 
+// A trained model's layer to show (docs/DESIGN.md §3.1 "A trained model"): the model runs over
+// `ids` unless `previous` already did (same model, same ids: a layer or position change costs one
+// layer's trace and one row of logits).
+struct ModelJob {
+  std::shared_ptr<const GptModel> model;
+  std::vector<int> ids;
+  std::vector<std::string> tokens;  // the labels of ids
+  int layer = 0;
+  int position = 0;  // whose next tokens, besides the last position's
+  std::uint64_t version = 0;
+  std::shared_ptr<const ModelPass> previous;
+};
+
 struct EngineRequest {
   std::shared_ptr<const Workspace> inputs;
   std::uint64_t version = 0;  // the document version of `inputs`
@@ -32,6 +45,7 @@ struct EngineRequest {
   // The rest of a split request: the first part's snapshot, whose outputs and heads are kept;
   // only the other heads' maps are computed.
   std::shared_ptr<const Snapshot> first_part;
+  std::shared_ptr<const ModelJob> model;  // set: a trained model's layer instead of `inputs`
   Limits limits;  // the app's (Controller::limits: its budget, two elements' maps): what the document was checked with
 };
 

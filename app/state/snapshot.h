@@ -14,6 +14,7 @@
 #include "engine/head_statistics.h"
 #include "engine/stages.h"
 #include "formats/workspace_file.h"
+#include "lm/model_pass.h"
 
 namespace attnscope {
 
@@ -45,6 +46,24 @@ struct Snapshot {
     return h >= 0 && h < static_cast<int>(statistics.size()) && statistics[static_cast<std::size_t>(h)].rows() > 0
                ? &statistics[static_cast<std::size_t>(h)]
                : nullptr;
+  }
+
+  // A trained model's layer (docs/DESIGN.md §3.1 "A trained model"): `inputs` is then the layer as a
+  // chapter workspace (its attention input, its weights), `trace` the layer's; `model` holds every
+  // layer's thumbnails and scores for the model view. Null without a model.
+  std::shared_ptr<const ModelPass> model;
+  std::uint64_t model_version = 0;   // the ModelSession version it answers
+  int layer = 0;                     // the layer of `trace`
+  std::vector<int> logit_positions;  // the positions whose next-token logits are held: the selected, the last
+  Matrix logits;                     // one row of V per position
+  // Every thumbnail's cells as colormap indices on [0, its largest] (L·H·S·S, in model->heads'
+  // order): the atlas is coloured from these with a table lookup (widgets/thumbnail_atlas.h).
+  std::vector<std::uint8_t> thumbnail_indices;
+  // The next-token logits at `position`, or null when not held.
+  const float* logitsAt(int position) const {
+    for (std::size_t i = 0; i < logit_positions.size(); ++i)
+      if (logit_positions[i] == position) return logits.row(static_cast<Eigen::Index>(i)).data();
+    return nullptr;
   }
 
   // The tokens as the views draw them: the workspace's, with characters beyond what the UI's font can

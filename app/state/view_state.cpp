@@ -7,9 +7,10 @@
 
 namespace attnscope {
 
-const std::array<MainTab, 5>& mainTabs() {
-  static const std::array<MainTab, 5> tabs = {
-      {{"heatmaps", "Heatmaps"},
+const std::array<MainTab, 6>& mainTabs() {
+  static const std::array<MainTab, 6> tabs = {
+      {{"layers", "Layers"},  // a trained model's every layer and head (docs/DESIGN.md §3.4 "Layers")
+       {"heatmaps", "Heatmaps"},
        {"pipeline", "Pipeline"},
        {"lines", "Lines"},
        {"parameters", "Weights"},  // the parameters (--panel weights is a heatmap)
@@ -83,7 +84,8 @@ nlohmann::json viewToJson(const ViewState& v) {
           {"lines_stage", v.lines_stage},
           {"lines_top_k", v.lines_top_k},
           {"lines_hidden_heads", v.lines_hidden_heads},
-          {"lines_isolate", v.lines_isolate}};
+          {"lines_isolate", v.lines_isolate},
+          {"temperature", v.temperature}};
 }
 
 bool linesHeadHidden(const ViewState& v, int head) {
@@ -188,7 +190,8 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     v.show_module = show_module;
   } else if (f == "tab") {
     if (!value.is_string() || !isMainTab(value.get<std::string>()))
-      fail(f, "expected \"heatmaps\", \"pipeline\", \"lines\", \"parameters\" (the Weights tab) or \"compare\"");
+      fail(f, "expected \"layers\", \"heatmaps\", \"pipeline\", \"lines\", \"parameters\" (the Weights tab) or "
+              "\"compare\"");
     v.tab = value.get<std::string>();
   } else if (f == "lines_stage") {
     if (value != "weights" && value != "dropped_weights") fail(f, "expected \"weights\" or \"dropped_weights\"");
@@ -206,6 +209,11 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     v.lines_hidden_heads = hidden;
   } else if (f == "lines_isolate") {
     v.lines_isolate = boolean(f, value);
+  } else if (f == "temperature") {
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0 ||
+        value.get<double>() > kMaxTemperature)
+      fail(f, "expected a number from 0 (greedy) to " + std::to_string(static_cast<int>(kMaxTemperature)));
+    v.temperature = value.get<double>();
   } else if (f == "screenshot_scale") {
     v.screenshot_scale = integer(f, value, 1, 3);
   } else if (f == "caption") {
@@ -244,7 +252,7 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
          "lock_range, theme, batch, head, token, "
          "columns, tab, screenshot_scale, caption, inspector, model_panel, inputs_panel, status_bar, statistics, "
          "presentation, "
-         "text_size, lines_stage, lines_top_k, lines_hidden_heads, lines_isolate, screenshot_dir, focus)");
+         "text_size, lines_stage, lines_top_k, lines_hidden_heads, lines_isolate, temperature, screenshot_dir, focus)");
   }
 }
 

@@ -25,7 +25,7 @@ struct MainTab {
   const char* id;     // "heatmaps": the view's tab, --panel, the layout dump's "tab_heatmaps"
   const char* title;  // on the tab
 };
-const std::array<MainTab, 5>& mainTabs();
+const std::array<MainTab, 6>& mainTabs();
 bool isMainTab(const std::string& id);
 
 // The heads' stages in table order, then the module's maps.
@@ -62,6 +62,8 @@ struct ViewState {
   int lines_top_k = 5;
   std::vector<int> lines_hidden_heads;
   bool lines_isolate = false;
+  // A trained model's next tokens: softmax(logits / temperature); 0 is greedy (the top token 1).
+  double temperature = 1.0;
   bool show_inspector = true;          // the inspector column on the right
   bool show_model = true;              // the model panel (left, top)
   bool show_inputs = true;             // the inputs panel (left, below the model)
@@ -90,6 +92,7 @@ struct ViewState {
 // Up to this many tokens the Lines view draws every key of every query; above, the top k.
 constexpr int kLinesAllKeysUpTo = 48;
 constexpr int kLinesMaxTopK = 64;
+constexpr double kMaxTemperature = 2.0;
 bool linesHeadHidden(const ViewState& v, int head);
 
 // The text sizes the View menu and Ctrl +/− step through, in percent.

@@ -138,6 +138,21 @@ const std::vector<CommandInfo>& commandTable() {
       {CommandId::LessonNext, "lesson_next", T::App, 0, {}, "the open lesson's next step (Space, →, PageDown)"},
       {CommandId::LessonBack, "lesson_back", T::App, 0, {}, "the open lesson's previous step (←, PageUp)"},
       {CommandId::LessonClose, "lesson_close", T::App, 0, {}, "close the lesson: the view as it was before it"},
+      // A trained model (docs/DESIGN.md §3.1 "A trained model"): the chapter's workspace waits
+      // beside it, unchanged, until model_close.
+      {CommandId::ModelOpen, "model_open", T::Model, 0, {{"path", A::String, true}, {"num_heads", A::Int, false}, {"prepend_eot", A::Bool, false}},
+       "open a trained GPT: a Hugging Face GPT-2 folder or the book's GPTModel (.pth, .safetensors, .npz) with the "
+       "tokenizer files beside it; `num_heads` when it has no config.json; every view then shows its layers"},
+      {CommandId::ModelClose, "model_close", T::Model, 0, {}, "close the trained model: the chapter's workspace again"},
+      {CommandId::SelectLayer, "select_layer", T::Model, 0, {{"layer", A::Int, true}, {"head", A::Int, false}},
+       "show the model's layer `layer` (0-based) in every view, and head `head` of it (−1: all heads)"},
+      {CommandId::Text, "text", T::Model, 0, {{"value", A::String, false}, {"ids", A::Any, false}, {"prepend_eot", A::Bool, false}},
+       "the text the model reads (`value`, tokenized as GPT-2 does) or its token ids (`ids`); `prepend_eot` starts it "
+       "with <|endoftext|>"},
+      {CommandId::AppendToken, "append_token", T::Model, kWaitsForResult, {{"id", A::Int, false}},
+       "append token `id` to the model's text, or the most likely next token after the last one"},
+      {CommandId::RepeatText, "repeat_text", T::Model, 0, {},
+       "the model's text twice over: its second half is predictable, which induction heads show"},
   };
   // clang-format on
   return table;

@@ -16,6 +16,7 @@ enum class CommandTarget {
   Document,  // the workspace being edited (core/editing/document.h)
   View,      // what is shown: selection, head, batch element, view settings; no undo step
   App,       // files, screenshots, Compare, the engine's threads, lessons
+  Model,     // the trained model open beside the workspace: its text, the layer shown
 };
 
 enum class ArgType { Int, Number, Bool, String, Any };
@@ -34,7 +35,7 @@ enum class CommandId {
   Randomize, BookExample, Workspace, PasteEmbeddings, SetParameter, ResetParameters, PasteParameters, Undo, Redo,
   SelectToken, SelectKey, SelectHead, GoTo, SelectBatch, View, Pin, Unpin, Swap, Fullscreen, Engine, Screenshot, Save,
   ExportTrace, ExportMap, SavePytorch, CopyPytorch, Dialog, Quit, Unsaved, Recovery, LessonOpen, LessonStep,
-  LessonNext, LessonBack, LessonClose,
+  LessonNext, LessonBack, LessonClose, ModelOpen, ModelClose, SelectLayer, Text, AppendToken, RepeatText,
 };
 // clang-format on
 

@@ -1,0 +1,217 @@
+#include "panels/layers_view.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "lm/head_scores.h"
+#include "widgets/fonts.h"
+#include "widgets/layout_dump.h"
+#include "widgets/theme.h"
+
+namespace attnscope {
+
+namespace {
+
+// A score as the table and the tooltip print it: "—" where the text gives it nothing to measure.
+std::string scoreText(const HeadScores& s, const HeadLabelInfo& info) {
+  if (info.has != nullptr && !(s.*info.has)) return "—";
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(s.*info.score));
+  return buf;
+}
+
+void selectHead(const PanelContext& ctx, int layer, int head) {
+  ctx.commands.push("select_layer", {{"layer", layer}, {"head", head}});
+}
+
+// "Layer 6, head 2  (L5H1 in TransformerLens)" and every score.
+void headTooltip(const HeadThumbnail& t, int layer, int head) {
+  ImGui::BeginTooltip();
+  ImGui::Text("Layer %d, head %d   (L%dH%d, as TransformerLens numbers from 0)", layer + 1, head + 1, layer, head);
+  for (const HeadLabelInfo& info : headLabelTable())
+    ImGui::Text("%-14s %s", info.title, scoreText(t.scores, info).c_str());
+  ImGui::Text("%-14s %.2f", "entropy", static_cast<double>(t.scores.mean_entropy));
+  ImGui::TextDisabled("Click: show this head in every view");
+  ImGui::EndTooltip();
+}
+
+}  // namespace
+
+void LayersView::draw(const PanelContext& ctx) {
+  const Snapshot* snap = beginMainTab(ctx, "layers");
+  if (!ctx.modelOpen()) {
+    ImGui::TextWrapped(
+        "Open a trained model to see its attention on your own text: every layer's heads at once, what each one "
+        "does, and the next tokens it predicts. File › Open model… takes a Hugging Face GPT-2 folder (the README "
+        "says how to download gpt2) or the book's own GPTModel saved with torch.save.");
+    if (ImGui::Button("Open model…")) ctx.commands.push("dialog", {{"which", "open_model"}});
+    layout().widget("layers_open_model");
+    return;
+  }
+  if (snap == nullptr) return;
+  if (!snap->model) {
+    ImGui::TextUnformatted(ctx.waitingText());
+    return;
+  }
+  const ModelPass& pass = *snap->model;
+  // Above the grid: the button that makes induction show, and what a thumbnail is.
+  const bool fits_twice = 2 * ctx.model->tokenCount() - (ctx.model->prependEot() ? 1 : 0) <= ctx.model->maxTokens();
+  ImGui::BeginDisabled(!fits_twice);
+  if (ImGui::SmallButton("Repeat the text")) ctx.commands.push("repeat_text");
+  ImGui::EndDisabled();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip(fits_twice ? "The text twice over: its second half is predictable, and induction heads light up"
+                                 : "Twice the text would pass the model's context");
+  layout().widget("layers_repeat");
+  ImGui::SameLine();
+  ImGui::PushFont(fonts().small);
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+  ImGui::TextWrapped("%d tokens · each thumbnail is a head's weights (rows: queries, columns: keys), 0 → its largest%s",
+                     static_cast<int>(pass.ids.size()),
+                     pass.cells < static_cast<int>(pass.ids.size()) ? ", in blocks of their largest" : "");
+  ImGui::PopStyleColor();
+  ImGui::PopFont();
+
+  // The grid first: it takes the whole tab when sharing it with the scores table would leave its
+  // thumbnails too small to read (large text on a projector); the tooltips still give the scores.
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const bool table = thumbnailSide(pass, ImVec2(avail.x, avail.y * 0.64f)) >= px(40);
+  grid(ctx, *snap, ImVec2(avail.x, table ? std::floor(avail.y * 0.64f) : avail.y));
+  if (table) scoresTable(ctx, *snap, ImVec2(avail.x, ImGui::GetContentRegionAvail().y));
+}
+
+// The side of a thumbnail in a grid of `size`, the labels' room taken: square, as large as both
+// directions allow.
+float LayersView::thumbnailSide(const ModelPass& pass, ImVec2 size) {
+  ImGui::PushFont(fonts().small);
+  const float label_w = ImGui::CalcTextSize("layer 00").x + px(6), label_h = ImGui::GetTextLineHeightWithSpacing();
+  ImGui::PopFont();
+  const float gap = std::max(2.0f, std::floor(px(3)));
+  return std::floor(std::max(4.0f, std::min((size.x - label_w) / pass.headsPerLayer(),
+                                            (size.y - label_h) / pass.layers()) - gap));
+}
+
+void LayersView::grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size) {
+  const ModelPass& pass = *s.model;
+  const int L = pass.layers(), H = pass.headsPerLayer();
+  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const float cell = thumbnailSide(pass, size);
+  ImGui::PushFont(fonts().small);
+  const float label_w = ImGui::CalcTextSize("layer 00").x + px(6), label_h = ImGui::GetTextLineHeightWithSpacing();
+  const float gap = std::max(2.0f, std::floor(px(3)));
+  // Labels every k-th row and column where small thumbnails leave no room for each.
+  const int row_step = static_cast<int>(std::ceil(ImGui::GetTextLineHeight() / (cell + gap)));
+  const int col_step = static_cast<int>(std::ceil((ImGui::CalcTextSize("00").x + px(4)) / (cell + gap)));
+  const ImTextureID texture = atlas_.texture(s, ctx.view.colormap);
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const Theme& th = theme();
+  const int selected_layer = ctx.model->layer(), selected_head = ctx.view.head;
+  draw->AddText(origin, th.text_dim, "head →");
+  for (int h = 0; h < H; ++h) {  // head numbers along the top, centred on their column
+    if (h % col_step != 0 && h != selected_head) continue;
+    const std::string n = std::to_string(h + 1);
+    const float x = origin.x + label_w + h * (cell + gap) + (cell - ImGui::CalcTextSize(n.c_str()).x) * 0.5f;
+    draw->AddText(ImVec2(x, origin.y), h == selected_head ? th.selection : th.text_dim, n.c_str());
+  }
+  for (int l = 0; l < L; ++l) {
+    const float y = origin.y + label_h + l * (cell + gap);
+    const std::string n = "layer " + std::to_string(l + 1);
+    if (l % row_step == 0 || l == selected_layer)
+      draw->AddText(ImVec2(origin.x, y + (cell - ImGui::GetTextLineHeight()) * 0.5f),
+                  l == selected_layer ? th.selection : th.text_dim, n.c_str());
+    for (int h = 0; h < H; ++h) {
+      const ImVec2 p0(origin.x + label_w + h * (cell + gap), y), p1(p0.x + cell, p0.y + cell);
+      ImGui::SetCursorScreenPos(p0);
+      ImGui::PushID(l * H + h);
+      if (ImGui::InvisibleButton("##head", ImVec2(cell, cell))) selectHead(ctx, l, h);
+      const bool hovered = ImGui::IsItemHovered();
+      layout().widget("layer_" + std::to_string(l) + "_head_" + std::to_string(h));
+      ImGui::PopID();
+      ImVec2 uv0, uv1;
+      atlas_.uv(l, h, &uv0, &uv1);
+      if (texture) draw->AddImage(texture, p0, p1, uv0, uv1);
+      const HeadThumbnail& t = pass.head(l, h);
+      if (const HeadLabelInfo* label = headLabel(t.scores); label && cell >= ImGui::CalcTextSize("induct").x * 0.9f) {
+        const ImVec2 ts = ImGui::CalcTextSize(label->tag);
+        const ImVec2 q0(p1.x - ts.x - px(3), p1.y - ts.y - px(1));
+        draw->AddRectFilled(q0, p1, IM_COL32(0, 0, 0, 170));
+        draw->AddText(ImVec2(q0.x + px(1.5f), q0.y), IM_COL32(255, 255, 255, 255), label->tag);
+      }
+      const bool selected = l == selected_layer && (selected_head == h || selected_head < 0);
+      if (selected)
+        draw->AddRect(ImVec2(p0.x - 1, p0.y - 1), ImVec2(p1.x + 1, p1.y + 1), th.selection, 0, 0,
+                      selected_head == h ? px(2.5f) : px(1));
+      if (hovered) {
+        draw->AddRect(p0, p1, th.hover, 0, 0, px(1.5f));
+        headTooltip(t, l, h);
+      }
+    }
+  }
+  ImGui::PopFont();
+  layout().panel("layers_grid", origin, ImVec2(origin.x + label_w + H * (cell + gap), origin.y + label_h + L * (cell + gap)));
+  ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + std::min(size.y, label_h + L * (cell + gap)) + gap));
+}
+
+void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 size) {
+  const ModelPass& pass = *s.model;
+  const int L = pass.layers(), H = pass.headsPerLayer();
+  const auto& labels = headLabelTable();
+  const int columns = 3 + static_cast<int>(labels.size());
+  const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
+                                ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingStretchProp;
+  if (size.y < ImGui::GetFrameHeight() * 3 || !ImGui::BeginTable("head_scores", columns, flags, size)) return;
+  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupColumn("layer.head", ImGuiTableColumnFlags_DefaultSort);
+  ImGui::TableSetupColumn("does", ImGuiTableColumnFlags_NoSort);
+  for (const HeadLabelInfo& info : labels) ImGui::TableSetupColumn(info.title, ImGuiTableColumnFlags_PreferSortDescending);
+  ImGui::TableSetupColumn("entropy", ImGuiTableColumnFlags_PreferSortDescending);
+  ImGui::TableHeadersRow();
+  ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs();
+  if (order_.size() != static_cast<std::size_t>(L * H) || sorted_for_ != s.serial || (specs && specs->SpecsDirty)) {
+    order_.resize(static_cast<std::size_t>(L * H));
+    for (int i = 0; i < L * H; ++i) order_[static_cast<std::size_t>(i)] = i;
+    if (specs && specs->SpecsCount > 0) {
+      const int column = specs->Specs[0].ColumnIndex;
+      const bool descending = specs->Specs[0].SortDirection == ImGuiSortDirection_Descending;
+      const auto key = [&](int i) -> float {  // undefined scores sort last either way
+        const HeadScores& sc = pass.heads[static_cast<std::size_t>(i)].scores;
+        if (column == 0) return static_cast<float>(i);
+        if (column == columns - 1) return sc.mean_entropy;
+        const HeadLabelInfo& info = labels[static_cast<std::size_t>(column - 2)];
+        if (info.has != nullptr && !(sc.*info.has)) return descending ? -INFINITY : INFINITY;
+        return sc.*info.score;
+      };
+      std::stable_sort(order_.begin(), order_.end(),
+                       [&](int a, int b) { return descending ? key(a) > key(b) : key(a) < key(b); });
+      specs->SpecsDirty = false;
+    }
+    sorted_for_ = s.serial;
+  }
+  ImGuiListClipper clipper;
+  clipper.Begin(L * H);
+  while (clipper.Step())
+    for (int row = clipper.DisplayStart; row < clipper.DisplayEnd; ++row) {
+      const int i = order_[static_cast<std::size_t>(row)], l = i / H, h = i % H;
+      const HeadScores& sc = pass.heads[static_cast<std::size_t>(i)].scores;
+      ImGui::TableNextRow();
+      ImGui::TableNextColumn();
+      const std::string name = std::to_string(l + 1) + "." + std::to_string(h + 1);
+      const bool selected = l == ctx.model->layer() && h == ctx.view.head;
+      if (ImGui::Selectable(name.c_str(), selected, ImGuiSelectableFlags_SpanAllColumns)) selectHead(ctx, l, h);
+      ImGui::TableNextColumn();
+      const HeadLabelInfo* label = headLabel(sc);
+      ImGui::TextUnformatted(label ? label->title : "");
+      for (const HeadLabelInfo& info : labels) {
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(scoreText(sc, info).c_str());
+      }
+      ImGui::TableNextColumn();
+      ImGui::Text("%.2f", static_cast<double>(sc.mean_entropy));
+    }
+  ImGui::EndTable();
+  layout().widget("layers_scores");
+}
+
+}  // namespace attnscope

@@ -1,0 +1,31 @@
+// The Layers tab (docs/DESIGN.md §3.4 "Layers"): a trained model's every layer and head at once —
+// an L × H grid of thumbnails of the heads' attention weights, each labelled with what its scores
+// say it does (previous token, sink, duplicate, induction), and a sortable table of those scores.
+// A click on a thumbnail or a row makes that layer and head the ones every other view shows
+// (select_layer). Draws from the snapshot only; without a model, says how to open one.
+#pragma once
+#include <imgui.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "panels/panel.h"
+#include "widgets/thumbnail_atlas.h"
+
+namespace attnscope {
+
+class LayersView {
+ public:
+  void draw(const PanelContext& ctx);
+
+ private:
+  static float thumbnailSide(const ModelPass& pass, ImVec2 size);
+  void grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size);
+  void scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 size);
+
+  ThumbnailAtlas atlas_;
+  std::vector<int> order_;       // the table's rows (layer · H + head) in the order shown
+  std::uint64_t sorted_for_ = 0;  // the snapshot serial order_ was sorted for
+};
+
+}  // namespace attnscope

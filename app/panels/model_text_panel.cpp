@@ -1,0 +1,183 @@
+#include "panels/model_text_panel.h"
+
+#include <imgui_stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "widgets/fonts.h"
+#include "widgets/layout_dump.h"
+#include "widgets/theme.h"
+
+namespace attnscope {
+
+namespace {
+constexpr int kNextTokens = 10;       // the list's length
+constexpr int kTokensListed = 400;    // the token chips shown at most (a long text's first ones)
+}  // namespace
+
+void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
+  beginPanelWindow("Trained model", "model", pos, size);
+  const GptModel& m = *ctx.model->model();
+  const GptConfig& c = m.config;
+  const std::filesystem::path p(m.path);
+  const std::string name = p.filename().empty() ? p.parent_path().filename().string() : p.filename().string();
+  ImGui::TextUnformatted(name.c_str());
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s\n(weights: %s)", m.path.c_str(), m.weights_path.c_str());
+  ImGui::PushFont(fonts().small);
+  ImGui::TextWrapped("%s · %d layers · %d heads of %d · d = %d · vocabulary %d · context %d",
+                     c.layout == "huggingface" ? "GPT-2 (Hugging Face)" : "the book's GPTModel", c.layers, c.heads,
+                     c.headWidth(), c.d_model, c.vocab_size, c.context_length);
+  for (const std::string& note : m.notes) ImGui::TextWrapped("• %s", note.c_str());
+  ImGui::PopFont();
+  ImGui::Separator();
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("layer");
+  ImGui::SameLine();
+  int layer = ctx.model->layer() + 1;
+  ImGui::SetNextItemWidth(-1);
+  if (ImGui::SliderInt("##layer", &layer, 1, c.layers, "%d", ImGuiSliderFlags_AlwaysClamp) &&
+      layer - 1 != ctx.model->layer())
+    ctx.commands.push("select_layer", {{"layer", layer - 1}});
+  layout().widget("model_layer");
+  ImGui::PushFont(fonts().small);
+  ImGui::TextWrapped("Every view shows this layer's attention: its input is LayerNorm₁ of the residual stream, its "
+                     "weights the model's. Click a head in the Layers tab to pick both.");
+  ImGui::PopFont();
+  if (ImGui::Button("Close model")) ctx.commands.push("model_close");
+  layout().widget("model_close");
+  ImGui::End();
+}
+
+void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
+  beginPanelWindow("Text", "inputs", pos, size);
+  const ModelSession& session = *ctx.model;
+  const bool tokenizer = session.model()->tokenizer != nullptr;
+  // The field follows the session (a command, append, repeat) unless it is being typed into.
+  if (session.version() != mirrored_version_ && !ImGui::IsAnyItemActive()) {
+    text_ = session.text();
+    mirrored_version_ = session.version();
+  }
+  ImGui::BeginDisabled(!tokenizer);
+  const float field_h = ImGui::GetTextLineHeight() * 3.6f + ImGui::GetStyle().FramePadding.y * 2;
+  ImGui::InputTextMultiline("##text", &text_, ImVec2(-1, field_h), ImGuiInputTextFlags_CtrlEnterForNewLine |
+                                                                        ImGuiInputTextFlags_EnterReturnsTrue);
+  const bool apply = ImGui::IsItemDeactivatedAfterEdit();
+  layout().widget("model_text");
+  ImGui::EndDisabled();
+  if (apply && text_ != session.text()) ctx.commands.push("text", {{"value", text_}});
+  ImGui::PushFont(fonts().small);
+  if (!tokenizer)
+    ImGui::TextWrapped("No tokenizer beside this model (vocab.json and merges.txt): the text is token ids (the "
+                       "`text` command's ids).");
+  else
+    ImGui::TextDisabled("Enter applies · Ctrl+Enter: a new line");
+  ImGui::PopFont();
+  bool eot = session.prependEot();
+  ImGui::BeginDisabled(!tokenizer || session.model()->tokenizer->endOfText() < 0);
+  if (ImGui::Checkbox("start with <|endoftext|>", &eot)) ctx.commands.push("text", {{"prepend_eot", eot}});
+  ImGui::EndDisabled();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("GPT-2 was trained on texts after <|endoftext|>: with it, the heads' sink is that token");
+  layout().widget("model_eot");
+
+  // The tokens as GPT-2 spells them (Ġ: a space before the word); a click selects one.
+  ImGui::Text("%d tokens", session.tokenCount());
+  if (session.tokenCount() > 0 && session.tokenCount() >= session.maxTokens()) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(the model's whole context)");
+  }
+  ImGui::PushFont(fonts().small);
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  const int listed = std::min(session.tokenCount(), kTokensListed);
+  const float chips_h = std::min(ImGui::GetFrameHeightWithSpacing() * 4, ImGui::GetContentRegionAvail().y * 0.35f);
+  ImGui::BeginChild("tokens", ImVec2(-1, chips_h));
+  for (int t = 0; t < listed; ++t) {
+    const std::string& label = session.tokens()[static_cast<std::size_t>(t)];
+    ImGui::PushID(t);
+    const float w = ImGui::CalcTextSize(label.c_str()).x + ImGui::GetStyle().FramePadding.x * 2;
+    if (t > 0 && ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w < right) ImGui::SameLine();
+    const bool selected = t == ctx.view.token;
+    if (selected) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
+    if (ImGui::SmallButton(label.c_str())) ctx.commands.push("select_token", {{"index", t}});
+    if (selected) ImGui::PopStyleColor();
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("token %d: id %d", t, session.ids()[static_cast<std::size_t>(t)]);
+    ImGui::PopID();
+  }
+  if (listed < session.tokenCount()) ImGui::TextDisabled("… %d more", session.tokenCount() - listed);
+  ImGui::EndChild();
+  ImGui::PopFont();
+  layout().widget("model_tokens");
+  ImGui::Separator();
+  nextTokens(ctx);
+  ImGui::End();
+}
+
+// Transformer Explainer's view: the most likely next tokens at the selected position.
+void ModelTextPanel::nextTokens(const PanelContext& ctx) {
+  const ModelSession& session = *ctx.model;
+  const Snapshot* s = ctx.snapshot.get();
+  const int position = ctx.view.token;
+  const std::string& after = session.tokens()[static_cast<std::size_t>(std::clamp(position, 0, session.tokenCount() - 1))];
+  ImGui::TextWrapped("Next token after “%s” (token %d)", after.c_str(), position);
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("temperature");
+  ImGui::SameLine();
+  float temperature = static_cast<float>(ctx.view.temperature);
+  ImGui::SetNextItemWidth(-1);
+  if (ImGui::SliderFloat("##temperature", &temperature, 0.0f, static_cast<float>(kMaxTemperature),
+                         temperature == 0 ? "0 (greedy)" : "%.2f") &&
+      temperature != static_cast<float>(ctx.view.temperature))
+    ctx.commands.push("view", {{"field", "temperature"}, {"value", std::round(temperature * 100) / 100}});
+  layout().widget("model_temperature");
+  const float* logits = s && s->model && s->model_version == session.version() ? s->logitsAt(position) : nullptr;
+  if (logits == nullptr) {
+    ImGui::TextDisabled("computing…");
+    return;
+  }
+  if (s->serial != next_serial_ || position != next_position_ || ctx.view.temperature != next_temperature_) {
+    next_ = topNextTokens(logits, session.model()->config.vocab_size, ctx.view.temperature, kNextTokens);
+    next_serial_ = s->serial;
+    next_position_ = position;
+    next_temperature_ = ctx.view.temperature;
+  }
+  const bool last = position == session.tokenCount() - 1;
+  const bool room = session.tokenCount() < session.maxTokens();
+  ImGui::BeginDisabled(!room);
+  if (ImGui::Button("Append the top token")) ctx.commands.push("append_token");
+  ImGui::EndDisabled();
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+    ImGui::SetTooltip("The most likely token after the last one: grow the text a token at a time");
+  layout().widget("model_append");
+  ImGui::PushFont(fonts().small);
+  const float bar_w = ImGui::GetContentRegionAvail().x * 0.3f;
+  for (std::size_t i = 0; i < next_.size(); ++i) {
+    const NextToken& t = next_[i];
+    const std::string label = tokenLabel(*session.model(), t.id);
+    ImGui::PushID(static_cast<int>(i));
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const float h = ImGui::GetTextLineHeight();
+    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + 1), ImVec2(p.x + bar_w * t.probability, p.y + h - 1),
+                                              theme().selection);
+    ImGui::Dummy(ImVec2(bar_w, h));
+    ImGui::SameLine();
+    char prob[32];
+    std::snprintf(prob, sizeof prob, "%5.1f %%", static_cast<double>(t.probability) * 100);
+    ImGui::TextUnformatted(prob);
+    ImGui::SameLine();
+    ImGui::BeginDisabled(!last || !room);
+    if (ImGui::SmallButton(label.c_str())) ctx.commands.push("append_token", {{"id", t.id}});
+    ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+      ImGui::SetTooltip(last ? "id %d · logit %.3f · click: append it to the text" : "id %d · logit %.3f", t.id,
+                        static_cast<double>(t.logit));
+    ImGui::PopID();
+  }
+  ImGui::PopFont();
+  layout().widget("model_next_tokens");
+}
+
+}  // namespace attnscope

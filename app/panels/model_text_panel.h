@@ -1,0 +1,36 @@
+// The left column while a trained model is open (docs/DESIGN.md §3.4 "Layers"), in place of the
+// chapter's model and inputs panels: what the model is and the layer shown (drawModel), and the
+// text it reads with its tokens and the next tokens it predicts at the selected token, at a
+// temperature, with "append the top token" (drawText). Editors: they read the model session and
+// push commands (text, select_layer, append_token, view temperature).
+#pragma once
+#include <imgui.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lm/model_pass.h"
+#include "panels/panel.h"
+
+namespace attnscope {
+
+class ModelTextPanel {
+ public:
+  void drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
+  void drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
+  void reset() { mirrored_version_ = ~std::uint64_t{0}; }
+
+ private:
+  void nextTokens(const PanelContext& ctx);
+
+  std::string text_;                                    // the field, as typed
+  std::uint64_t mirrored_version_ = ~std::uint64_t{0};  // the session version the field shows
+  // The next tokens for (snapshot serial, position, temperature), made once.
+  std::vector<NextToken> next_;
+  std::uint64_t next_serial_ = 0;
+  int next_position_ = -1;
+  double next_temperature_ = -1;
+};
+
+}  // namespace attnscope

@@ -1,0 +1,99 @@
+#include "state/model_session.h"
+
+#include <algorithm>
+
+#include "engine/errors.h"
+#include "lm/model_pass.h"
+
+namespace attnscope {
+
+std::string ModelSession::text() const {
+  return model_ && model_->tokenizer ? model_->tokenizer->decode(body()) : std::string();
+}
+
+std::vector<int> ModelSession::body() const {
+  return prepend_eot_ && !ids_.empty() ? std::vector<int>(ids_.begin() + 1, ids_.end()) : ids_;
+}
+
+void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, bool prepend_eot) {
+  model_ = std::move(model);
+  max_tokens_ = std::min(model_->config.context_length, max_tokens);
+  layer_ = 0;
+  try {
+    if (model_->tokenizer)
+      set(model_->tokenizer->encode(kFirstText), prepend_eot);
+    else
+      set({0, 1, 2, 3, 4, 5}, false);
+  } catch (const InputError&) {  // a vocabulary or context too small for the first text
+    set({0}, false);
+  }
+}
+
+void ModelSession::close() {
+  model_.reset();
+  ids_.clear();
+  tokens_.clear();
+  ++version_;
+}
+
+void ModelSession::setLayer(int layer) {
+  if (!model_) throw InputError("no model is open: File › Open model… first");
+  if (layer < 0 || layer >= model_->config.layers)
+    throw InputError("layer: no layer " + std::to_string(layer) + " (the model has " +
+                     std::to_string(model_->config.layers) + ", numbered from 0)");
+  if (layer != layer_) ++version_;
+  layer_ = layer;
+}
+
+void ModelSession::setText(const std::string& text, std::optional<bool> prepend_eot) {
+  if (!model_) throw InputError("no model is open: File › Open model… first");
+  if (!model_->tokenizer)
+    throw InputError("text: this model has no tokenizer (vocab.json and merges.txt, or encoder.json and vocab.bpe, "
+                     "beside it): give token ids instead");
+  set(model_->tokenizer->encode(text), prepend_eot.value_or(prepend_eot_));
+}
+
+void ModelSession::setIds(std::vector<int> ids, std::optional<bool> prepend_eot) {
+  if (!model_) throw InputError("no model is open: File › Open model… first");
+  set(std::move(ids), prepend_eot.value_or(prepend_eot_));
+}
+
+void ModelSession::append(int id) {
+  if (!model_) throw InputError("no model is open: File › Open model… first");
+  std::vector<int> ids = body();
+  ids.push_back(id);
+  set(std::move(ids), prepend_eot_);
+}
+
+void ModelSession::repeat() {
+  if (!model_) throw InputError("no model is open: File › Open model… first");
+  std::vector<int> ids = body();
+  const std::size_t n = ids.size();
+  ids.insert(ids.end(), ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n));
+  set(std::move(ids), prepend_eot_);
+}
+
+void ModelSession::set(std::vector<int> body, bool prepend_eot) {
+  const int eot = model_->tokenizer ? model_->tokenizer->endOfText() : -1;
+  if (prepend_eot && eot < 0)
+    throw InputError("prepend_eot: this model's vocabulary has no <|endoftext|> (or no tokenizer is beside it)");
+  if (prepend_eot) body.insert(body.begin(), eot);
+  if (body.empty()) throw InputError("text: empty — the model needs at least one token");
+  if (static_cast<int>(body.size()) > max_tokens_)
+    throw InputError("text: " + std::to_string(body.size()) + " tokens, more than the model reads (" +
+                     std::to_string(max_tokens_) + ")");
+  const int V = model_->config.vocab_size;
+  for (std::size_t t = 0; t < body.size(); ++t)
+    if (body[t] < 0 || body[t] >= V)
+      throw InputError("ids: token " + std::to_string(t) + " is id " + std::to_string(body[t]) +
+                       ", outside the vocabulary (0 … " + std::to_string(V - 1) + ")");
+  std::vector<std::string> tokens;
+  tokens.reserve(body.size());
+  for (int id : body) tokens.push_back(tokenLabel(*model_, id));
+  ids_ = std::move(body);
+  tokens_ = std::move(tokens);
+  prepend_eot_ = prepend_eot;
+  ++version_;
+}
+
+}  // namespace attnscope

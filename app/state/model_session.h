@@ -1,0 +1,56 @@
+// ModelSession: the trained model open beside the chapter's workspace, and the text it reads
+// (docs/DESIGN.md §3.1 "A trained model"). The controller changes it through the model commands
+// (model_open, text, select_layer, …); every change bumps `version`, which the engine request
+// carries. Refusals throw InputError and change nothing.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lm/gpt_model.h"
+
+namespace attnscope {
+
+class ModelSession {
+ public:
+  // The text a model opens with: the chapter's sentence, now read by a trained model.
+  static constexpr const char* kFirstText = "Your journey starts with one step";
+
+  bool isOpen() const { return model_ != nullptr; }
+  const std::shared_ptr<const GptModel>& model() const { return model_; }
+  const std::vector<int>& ids() const { return ids_; }            // T: what the model reads
+  const std::vector<std::string>& tokens() const { return tokens_; }  // their labels (lm/model_pass.h tokenLabel)
+  int tokenCount() const { return static_cast<int>(ids_.size()); }
+  bool prependEot() const { return prepend_eot_; }
+  int layer() const { return layer_; }
+  std::uint64_t version() const { return version_; }
+  // The text of the ids (without the leading <|endoftext|> when it is prepended); "" without a tokenizer.
+  std::string text() const;
+  // The most tokens the model reads: its context, or attnscope's limit when lower.
+  int maxTokens() const { return max_tokens_; }
+
+  // A model: its first text (kFirstText, or token ids 0 … 5 without a tokenizer), layer 0.
+  void open(std::shared_ptr<const GptModel> model, int max_tokens, bool prepend_eot);
+  void close();
+  void setLayer(int layer);
+  void setText(const std::string& text, std::optional<bool> prepend_eot = std::nullopt);
+  void setIds(std::vector<int> ids, std::optional<bool> prepend_eot = std::nullopt);  // without the prepended one
+  void append(int id);
+  void repeat();  // the text twice over
+
+ private:
+  std::vector<int> body() const;  // the ids without the prepended <|endoftext|>
+  void set(std::vector<int> body, bool prepend_eot);
+
+  std::shared_ptr<const GptModel> model_;
+  std::vector<int> ids_;
+  std::vector<std::string> tokens_;
+  bool prepend_eot_ = false;
+  int layer_ = 0;
+  int max_tokens_ = 0;
+  std::uint64_t version_ = 0;
+};
+
+}  // namespace attnscope

@@ -1,0 +1,193 @@
+"""A trained model in the app: File › Open model (here --model), its text, the Layers tab, every
+view showing the layer picked, the next tokens and "append the top token".
+
+The model is a tiny random GPTModel in Hugging Face's GPT-2 layout (config.json,
+model.safetensors), made with Debian's torch by tests/oracle/gpt_models.py (the book's chapter 4
+classes), with a small byte-level BPE vocabulary (vocab.json, merges.txt) written here. Torch is
+the oracle, never the app: the layer's weights the app shows (the layout dump's trace, and the
+files Export trace writes) are torch's weights of that layer, and the next tokens the app lists at
+a temperature are torch.topk of softmax(logits / temperature) at that position.
+
+Checked, headless (--commands, the buttons' own commands):
+  - text → select_layer 1 head 0 → temperature 0.7 → export_trace npy: the trace on screen and
+    the exported files are layer 1's (≤ 1e-5), the next tokens torch's (ids, probabilities ≤ 1e-5);
+  - append_token (no id) appends torch's most likely token; repeat_text doubles the ids;
+  - an edit of the chapter's workspace while the model is open is refused with one message, and
+    model_close brings that workspace back, unchanged and editable;
+  - --model on a path that is no model: one "error:" line, exit 2.
+Interactive (xdotool): a click on a thumbnail of the Layers grid selects that layer and head.
+Usage: test_model_view.py APP CLI ASSETS_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "oracle"))
+import gpt_models as gm  # noqa: E402
+import torch  # noqa: E402
+from test_teaching import Display, App, run_checks, run_commands  # noqa: E402
+
+LAYERS, HEADS = 3, 2
+MERGES = [("h", "e"), ("l", "l"), ("he", "ll"), ("Ġ", "w"), ("o", "r"), ("Ġw", "or"), ("l", "d"), ("Ġwor", "ld")]
+
+
+def bytes_to_unicode():
+    """GPT-2's byte → printable character map (openai/gpt-2 encoder.py's definition)."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
+        list(range(ord("®"), ord("ÿ") + 1))
+    chars, n = keep[:], 0
+    for b in range(256):
+        if b not in keep:
+            keep.append(b)
+            chars.append(256 + n)
+            n += 1
+    return dict(zip(keep, map(chr, chars)))
+
+
+def write_tokenizer(folder):
+    vocab = {}
+    for ch in bytes_to_unicode().values():
+        vocab[ch] = len(vocab)
+    for a, b in MERGES:
+        vocab[a + b] = len(vocab)
+    vocab["<|endoftext|>"] = len(vocab)
+    with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    with open(os.path.join(folder, "merges.txt"), "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in MERGES))
+    return len(vocab)
+
+
+def make_model(folder):
+    os.makedirs(folder, exist_ok=True)
+    vocab = write_tokenizer(folder)
+    model, cfg = gm.tiny_model(31, vocab_size=vocab, context_length=64, emb_dim=32, n_heads=HEADS,
+                               n_layers=LAYERS, tied=True)
+    with torch.no_grad():  # logits of a few units, not tens: the next tokens spread, so their probabilities test
+        model.final_norm.scale.mul_(0.1)
+    gm.write_hf_folder(folder, model, cfg, gm.save_safetensors)
+    return model
+
+
+def worst(a, b):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise AssertionError(f"shapes differ: {a.shape} vs {b.shape}")
+    return float(np.max(np.abs(a - b))) if a.size else 0.0
+
+
+def torch_next(model, ids, temperature, k=10):
+    _, logits = gm.torch_run(model, ids)
+    p = torch.softmax(torch.tensor(logits[-1], dtype=torch.float64) / temperature, -1)
+    top = torch.topk(p, k)
+    return top.indices.tolist(), top.values.tolist(), int(np.argmax(logits[-1]))
+
+
+def main():
+    app, cli, assets = sys.argv[1:4]
+    tmp = tempfile.mkdtemp(prefix="attnscope-model-view-")
+    folder = os.path.join(tmp, "gpt")
+    model = make_model(folder)
+
+    with Display() as display:
+        def layer_and_next_tokens():
+            out = os.path.join(tmp, "export")
+            d = run_commands(app, display.name, tmp, "layer", [
+                {"do": "select_layer", "layer": 1, "head": 0},  # then a new text: the forward keeps layer 1
+                {"do": "text", "value": "hello world hello world"},
+                {"do": "view", "field": "temperature", "value": 0.7},
+                {"do": "export_trace", "path": out, "format": "npy"},
+            ], "--model", folder)
+            m = d["state"]["model"]
+            ids = m["ids"]
+            assert m["layer"] == 1 and m["shown_layer"] == 1 and d["state"]["head"] == 0, m
+            assert m["tokens"][:2] == ["hell", "o"] or "Ġworld" in m["tokens"], m["tokens"]
+            weights, _ = gm.torch_run(model, ids)
+            for h in range(HEADS):
+                ours = d["state"]["trace"]["heads"][h]["weights"]
+                e = worst(ours, weights[1][h])
+                assert e <= 1e-5, f"head {h}: the app's weights differ from torch's layer 1 by {e:.3g}"
+            files = sorted(f for f in os.listdir(out) if "weights" in f and "dropped" not in f)
+            assert len(files) == HEADS, files
+            for h, f in enumerate(files):
+                e = worst(np.load(os.path.join(out, f)), weights[1][h])
+                assert e <= 1e-5, f"{f}: exported weights differ from torch's layer 1 head {h} by {e:.3g}"
+            want_ids, want_p, _ = torch_next(model, ids, 0.7)
+            got = m["next_tokens"]
+            assert [t["id"] for t in got] == want_ids, (got, want_ids)
+            e = max(abs(t["probability"] - p) / p for t, p in zip(got, want_p))
+            assert e <= 1e-5 and want_p[-1] > 1e-3, f"next-token probabilities differ from torch's by {e:.3g} (relative)"
+            assert len(m["labels"]) == LAYERS * HEADS, m["labels"]
+            print(f"  {len(ids)} tokens; layer 1's weights and {len(files)} exported files as torch's; "
+                  f"next tokens' p {want_p[0]:.4f} … {want_p[-1]:.4f} as torch's")
+
+        def append_and_repeat():
+            d = run_commands(app, display.name, tmp, "grow", [
+                {"do": "text", "ids": [5, 70, 200, 9]},
+                {"do": "append_token"},
+                {"do": "repeat_text"},
+            ], "--model", folder)
+            _, _, top = torch_next(model, [5, 70, 200, 9], 1.0)
+            want = [5, 70, 200, 9, top] * 2
+            assert d["state"]["model"]["ids"] == want, (d["state"]["model"]["ids"], want)
+            print(f"  appended torch's top token {top}, then the text twice: {want}")
+
+        def chapter_work_set_aside():
+            path = os.path.join(tmp, "aside.commands.json")
+            with open(path, "w") as f:
+                json.dump([{"do": "set", "field": "d_out", "value": 4}, {"do": "model_close"},
+                           {"do": "set", "field": "d_out", "value": 4}], f)
+            dump = os.path.join(tmp, "aside.layout.json")
+            env = dict(os.environ, DISPLAY=display.name, HOME=tmp, XDG_STATE_HOME=tmp)
+            r = subprocess.run([app, "--model", folder, "--commands", path, "--keep-going", "--screenshot",
+                                os.path.join(tmp, "aside.png"), "--dump-layout", dump],
+                               env=env, capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+            refusals = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+            assert len(refusals) == 1 and "read only" in refusals[0], r.stderr
+            with open(dump) as f:
+                state = json.load(f)["state"]
+            assert "model" not in state, "model_close left a model open"
+            assert state["d_out"] == 4, state["d_out"]
+            assert state["tokens"][:2] == ["Your", "journey"], state["tokens"]
+            print(f"  refused while open: {refusals[0]}")
+
+        def bad_model_path():
+            bad = os.path.join(tmp, "not-a-model.pth")
+            with open(bad, "wb") as f:
+                f.write(b"PK\x03\x04 this is no zip")
+            env = dict(os.environ, DISPLAY=display.name, HOME=tmp, XDG_STATE_HOME=tmp)
+            r = subprocess.run([app, "--model", bad, "--screenshot", os.path.join(tmp, "bad.png")],
+                               env=env, capture_output=True, text=True, timeout=60)
+            lines = [x for x in r.stderr.splitlines() if x.strip()]
+            assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: --model:"), \
+                (r.returncode, r.stderr)
+            assert not os.path.exists(os.path.join(tmp, "bad.png")), "a screenshot of no model"
+            print(f"  {lines[0]}")
+
+        def click_a_thumbnail():
+            with App(app, display.name, ["--model", folder, "--size", "1280x800"]) as a:
+                d = a.settled("the Layers tab", lambda d: "layer_2_head_1" in d["widgets"])
+                a.find_window()
+                w = d["widgets"]["layer_2_head_1"]
+                a.click_at(w["x"] + w["w"] / 2, w["y"] + w["h"] / 2)
+                d = a.settled("layer 3 head 2 selected",
+                              lambda d: d["state"].get("model", {}).get("shown_layer") == 2 and d["state"]["head"] == 1)
+                print(f"  clicked layer_2_head_1 at {w}: the views show layer {d['state']['model']['shown_layer']}, "
+                      f"head {d['state']['head']}")
+
+        return run_checks([("the layer and the next tokens are torch's", layer_and_next_tokens),
+                           ("append the top token, repeat the text", append_and_repeat),
+                           ("the chapter's work is set aside, not edited", chapter_work_set_aside),
+                           ("--model on a file that is no model", bad_model_path),
+                           ("a click on a thumbnail", click_a_thumbnail)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
