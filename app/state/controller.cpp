@@ -577,6 +577,7 @@ void Controller::applyModel(const Command& c, double now) {
   switch (c.id()) {
     case Id::ModelOpen: {
       GptLoadOptions options;
+      options.reference_mlp = false;  // the app runs the fast path only
       if (c.has("num_heads")) {
         options.num_heads = c.integer("num_heads");
         if (options.num_heads < 1) throw InputError("num_heads: must be at least 1");

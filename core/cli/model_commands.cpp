@@ -32,6 +32,7 @@ void writeNumber(std::ostream& out, float v) {
 void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::ostream& out) {
   GptLoadOptions load;
   load.num_heads = options.num_heads;
+  load.reference_mlp = false;  // the fast path only
   const std::shared_ptr<const GptModel> model = loadGptModel(options.model, load);
   std::vector<int> ids;
   if (options.has_text) {

@@ -55,8 +55,8 @@ std::string shapeText(const std::vector<std::int64_t>& shape) {
 class SafetensorsFile : public TensorFile {
  public:
   SafetensorsFile(std::shared_ptr<const void> keep, const unsigned char* base, std::size_t size,
-                  const std::string& source, const TensorFileLimits& limits)
-      : keep_(std::move(keep)), limits_(limits) {
+                  const std::string& source, const TensorFileLimits& limits, bool mapped = false)
+      : keep_(std::move(keep)), limits_(limits), mapped_(mapped) {
     path_ = source;
     format_ = "safetensors";
     if (size < 8) fail(source, "a truncated safetensors file: " + str(static_cast<long long>(size)) + " bytes");
@@ -72,6 +72,18 @@ class SafetensorsFile : public TensorFile {
     data_ = base + 8 + n;
     data_size_ = size - 8 - static_cast<std::size_t>(n);
     parseHeader(std::string(reinterpret_cast<const char*>(base + 8), static_cast<std::size_t>(n)));
+  }
+
+  void release(const std::string& name) const override {
+    if (!mapped_) return;  // bytes in memory: MADV_DONTNEED would zero them
+    const TensorInfo* info = find(name);
+    if (info == nullptr) return;
+    const Span& span = spans_[static_cast<std::size_t>(info - tensors_.data())];
+    // Whole pages inside the tensor only: a page it shares with a neighbour stays.
+    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = (reinterpret_cast<std::uintptr_t>(data_ + span.begin) + page - 1) / page * page;
+    const auto end = reinterpret_cast<std::uintptr_t>(data_ + span.end) / page * page;
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
   }
 
   FloatTensor floats(const std::string& name) const override {
@@ -226,6 +238,7 @@ class SafetensorsFile : public TensorFile {
   const unsigned char* data_ = nullptr;
   std::size_t data_size_ = 0;
   TensorFileLimits limits_;
+  bool mapped_ = false;  // the bytes are a file mapped read-only: release() may drop its pages
   std::vector<Span> spans_;
 };
 
@@ -255,7 +268,7 @@ std::shared_ptr<const TensorFile> openSafetensorsFile(const std::string& path, c
   ::close(fd);  // the mapping keeps the file
   if (mapping->addr == MAP_FAILED) fail(path, std::string("cannot map the file (") + std::strerror(errno) + ")");
   const auto* base = static_cast<const unsigned char*>(mapping->addr);
-  return std::make_shared<SafetensorsFile>(mapping, base, mapping->size, path, limits);
+  return std::make_shared<SafetensorsFile>(mapping, base, mapping->size, path, limits, true);
 }
 
 std::shared_ptr<const TensorFile> safetensorsFromBytes(std::shared_ptr<const std::string> bytes,

@@ -67,6 +67,10 @@ class TensorFile {
   // The values of `name` as float32 (see FloatTensor). Throws InputError "PATH: tensor NAME: why"
   // when it is absent, of a dtype that is not a number, or over limits.max_tensor_bytes.
   virtual FloatTensor floats(const std::string& name) const = 0;
+  // The caller has copied `name` and will not read the file's bytes of it again soon: a mapped
+  // file gives its pages back to the kernel (they are read from the file again if touched), so
+  // that a model packed from a mapped file does not hold its weights twice. Otherwise nothing.
+  virtual void release(const std::string& name) const { (void)name; }
 
  protected:
   std::string path_, format_;

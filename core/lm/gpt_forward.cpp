@@ -145,6 +145,9 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
     });
     std::atomic<bool> bad{false};
     if (!exec.fused) {
+      if (b.fc.weight.size() == 0)
+        throw InputError("the reference path needs the MLP's weights, which this model was loaded without "
+                         "(GptLoadOptions::reference_mlp)");
       forEachItem(threads, blocks, [&](int k) { mlpRowsReference(b, h, x, k * rows, std::min(rows, T - k * rows)); });
     } else {
       const int fc_slices = static_cast<int>(b.fc_packed.slices.size());

@@ -65,7 +65,15 @@ class TensorNames {
       throw InputError(file_.path() + ": tensor " + t->name + " (" + what + ") has shape " + shapeText(t->shape) +
                        ", expected " + shapeText(shape));
     used_.insert(name);
+    taken_.push_back(t->name);
     return file_.floats(t->name);
+  }
+  // The file's pages of the tensors taken since the last call are not needed again (they were
+  // copied): a mapped file gives them back (TensorFile::release). keep: forget them unreleased.
+  void releaseTaken(bool keep = false) {
+    if (!keep)
+      for (const std::string& name : taken_) file_.release(name);
+    taken_.clear();
   }
   void ignore(const std::string& name) { used_.insert(name); }
   std::vector<std::string> unused() const {
@@ -86,6 +94,7 @@ class TensorNames {
   const TensorFile& file_;
   std::map<std::string, const TensorInfo*> by_name_;
   std::set<std::string> used_;
+  std::vector<std::string> taken_;
 };
 
 // [SECTION] Conversions ---------------------------------------------------------------------------
@@ -359,6 +368,7 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
     return l;
   };
 
+  names.releaseTaken(true);  // the embeddings stay mapped: they are used in place
   for (int i = 0; i < c.layers; ++i) {
     GptBlock b;
     const std::string p = (hf ? "h." : "trf_blocks.") + std::to_string(i);
@@ -391,6 +401,8 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
     b.attention.packed = packModule(*params, a);
     b.fc_packed = packSliced(b.fc);
     b.proj_packed = packSliced(b.proj);
+    if (!options.reference_mlp) b.fc = b.proj = Linear{};  // the packed panels are all the fast path reads
+    names.releaseTaken();  // every tensor of the block is copied
     model->blocks.push_back(std::move(b));
   }
   model->final_norm = norm(hf ? "ln_f" : "final_norm", "the final LayerNorm");

@@ -62,7 +62,7 @@ struct SlicedLinear {
 struct GptBlock {
   LayerNormWeights norm1, norm2;
   GivenModule attention;  // MultiHeadAttention (d → d, H heads, qkv bias as the model) and its packed panels
-  Linear fc, proj;        // F × d and d × F, with bias
+  Linear fc, proj;        // F × d and d × F, with bias; empty unless GptLoadOptions::reference_mlp
   SlicedLinear fc_packed, proj_packed;
 };
 
@@ -86,6 +86,9 @@ struct GptLoadOptions {
   // What the loaded model may hold (its weights in torch's layout and packed, the embeddings when
   // they are converted), estimated from the shapes before any tensor is read.
   std::int64_t max_model_bytes = std::int64_t{12} << 30;
+  // Keep the MLP's weights in torch's layout for the reference path (ExecutionOptions::fused =
+  // false): the fast path reads only their packed panels, and GPT-2 small's are 226 MB.
+  bool reference_mlp = true;
 };
 
 // Opens PATH: a Hugging Face folder (config.json, model.safetensors — or pytorch_model.bin —,

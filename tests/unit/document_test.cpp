@@ -230,6 +230,12 @@ std::vector<json> everyCommandExample() {
       {{"do", "lesson_next"}},
       {{"do", "lesson_back"}},
       {{"do", "lesson_close"}},
+      {{"do", "model_open"}, {"path", "gpt2"}, {"num_heads", 12}, {"prepend_eot", true}},
+      {{"do", "model_close"}},
+      {{"do", "select_layer"}, {"layer", 5}, {"head", 1}},
+      {{"do", "text"}, {"value", "Every effort moves you"}, {"prepend_eot", false}},
+      {{"do", "append_token"}, {"id", 345}},
+      {{"do", "repeat_text"}},
   };
 }
 
@@ -2288,7 +2294,7 @@ TEST(CommandTable, EveryIdOnceWithItsFlags) {
       EXPECT_TRUE(discard) << c.name << " asks first but takes no `discard`";
     }
   }
-  EXPECT_EQ(ids.size(), static_cast<std::size_t>(CommandId::LessonClose) + 1) << "a CommandId without a table entry";
+  EXPECT_EQ(ids.size(), static_cast<std::size_t>(CommandId::RepeatText) + 1) << "a CommandId without a table entry";
   for (CommandId id :
        {CommandId::Screenshot, CommandId::ExportTrace, CommandId::ExportMap, CommandId::Pin, CommandId::Swap})
     EXPECT_TRUE(commandInfo(id).has(kWaitsForResult)) << commandInfo(id).name;
