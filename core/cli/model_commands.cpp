@@ -27,6 +27,10 @@ void writeNumber(std::ostream& out, float v) {
   out.write(buf, std::to_chars(buf, buf + sizeof buf, v).ptr - buf);
 }
 
+// A score of the label table is defined unless its has-flag says not (duplicate_token and
+// induction without a repeated token, previous_token at T = 1).
+bool scoreDefined(const HeadScores& s, const HeadLabelInfo& info) { return info.has == nullptr || s.*info.has; }
+
 }  // namespace
 
 void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::ostream& out) {
@@ -110,7 +114,10 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
       writeFileAtomically(joinPath(options.out, name), contents);
       ++files;
     };
-    Matrix scores(static_cast<Eigen::Index>(kept.size()) * H, 7);
+    std::vector<std::string> score_columns{"layer", "head"};
+    for (const HeadLabelInfo& info : headLabelTable()) score_columns.push_back(info.id);
+    score_columns.push_back("mean_entropy");
+    Matrix scores(static_cast<Eigen::Index>(kept.size()) * H, static_cast<Eigen::Index>(score_columns.size()));
     std::vector<std::string> score_rows;
     const float nan = std::numeric_limits<float>::quiet_NaN();
     for (std::size_t l = 0; l < kept.size(); ++l)
@@ -120,16 +127,16 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
         write(stem + ext, format == ExportFormat::Csv ? matrixCsv(k.weights, tokenLabels(token_names, T, true))
                                                       : matrixNpy(k.weights));
         const HeadScores& sc = k.scores;
-        scores.row(static_cast<Eigen::Index>(l * H + hd)) << static_cast<float>(kept[l].first + 1),
-            static_cast<float>(hd + 1), sc.has_previous ? sc.previous_token : nan, sc.first_token,
-            sc.has_duplicate ? sc.duplicate_token : nan, sc.has_induction ? sc.induction : nan, sc.mean_entropy;
+        auto row = scores.row(static_cast<Eigen::Index>(l * H + hd));
+        row(0) = static_cast<float>(kept[l].first + 1);
+        row(1) = static_cast<float>(hd + 1);
+        Eigen::Index c = 2;
+        for (const HeadLabelInfo& info : headLabelTable()) row(c++) = scoreDefined(sc, info) ? sc.*info.score : nan;
+        row(c) = sc.mean_entropy;
         score_rows.push_back("layer " + std::to_string(kept[l].first + 1) + " head " + std::to_string(hd + 1));
       }
     if (format == ExportFormat::Csv) {
-      write("scores.csv", matrixCsv(scores, CsvLabels{"head",
-                                                      score_rows,
-                                                      {"layer", "head", "previous_token", "first_token",
-                                                       "duplicate_token", "induction", "mean_entropy"}}));
+      write("scores.csv", matrixCsv(scores, CsvLabels{"head", score_rows, score_columns}));
       std::vector<std::string> vocabulary;
       for (Eigen::Index v = 0; v < result.logits.cols(); ++v)
         vocabulary.push_back(model->tokenizer != nullptr && v < model->tokenizer->vocabularySize()
@@ -160,13 +167,14 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
     for (std::size_t hd = 0; hd < kept[l].second.size(); ++hd) {
       const Matrix& w = kept[l].second[hd].weights;
       const HeadScores& sc = kept[l].second[hd].scores;
-      const auto score = [](bool has, float v) { return has ? nlohmann::json(tidyFloat(v)) : nlohmann::json(); };
-      const nlohmann::json scores = {{"previous_token", score(sc.has_previous, sc.previous_token)},
-                                     {"first_token", tidyFloat(sc.first_token)},
-                                     {"duplicate_token", score(sc.has_duplicate, sc.duplicate_token)},
-                                     {"induction", score(sc.has_induction, sc.induction)},
-                                     {"mean_entropy", tidyFloat(sc.mean_entropy)}};
-      out << (hd ? ",\n" : "\n") << "  {\"head\": " << hd << ", \"scores\": " << jsonText(scores) << ", \"weights\": [";
+      nlohmann::json scores;
+      for (const HeadLabelInfo& info : headLabelTable())
+        scores[info.id] = scoreDefined(sc, info) ? nlohmann::json(tidyFloat(sc.*info.score)) : nlohmann::json();
+      scores["mean_entropy"] = tidyFloat(sc.mean_entropy);
+      const HeadLabelInfo* label = headLabel(sc);
+      out << (hd ? ",\n" : "\n") << "  {\"head\": " << hd
+          << ", \"label\": " << (label != nullptr ? jsonText(label->id) : std::string("null"))
+          << ", \"scores\": " << jsonText(scores) << ", \"weights\": [";
       for (Eigen::Index i = 0; i < w.rows(); ++i) {
         out << (i ? ",\n    [" : "\n    [");
         for (Eigen::Index j = 0; j < w.cols(); ++j) {

