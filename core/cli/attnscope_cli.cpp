@@ -274,7 +274,7 @@ int run(int argc, char** argv) {
   auto* model_trace_cmd = app.add_subcommand(
       "model-trace",
       "print a trained model's attention weights (every layer and head, or --layers) and the next-token logits of "
-      "the last position, on a text, as JSON");
+      "the last position, on a text, as JSON; --top-k K adds the K most likely next tokens");
   model_trace_cmd
       ->add_option("model", model_trace.model,
                    "a Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt) or a "
@@ -302,6 +302,17 @@ int run(int argc, char** argv) {
   model_eot->excludes(model_ids);
   model_trace_cmd->add_option("--out", model_trace.out, "the folder for --format csv or npy (created if needed)")
       ->needs(model_format);
+  // Their values are checked by runModelTrace (--top-k against the model's vocabulary, and NaN
+  // passes CLI::Range), each with one message.
+  auto* model_top_k = model_trace_cmd->add_option(
+      "--top-k", model_trace.top_k,
+      "list the K most likely next tokens after the text, with their probabilities (0 = none, the default; at "
+      "most the vocabulary's size)");
+  model_trace_cmd
+      ->add_option("--temperature", model_trace.temperature,
+                   "with --top-k: the probabilities are softmax(logits / T); T > 0, default 1 (below 1 sharper, "
+                   "above flatter)")
+      ->needs(model_top_k);
 
   // One budget for every command: what a workspace may cost to read and to compute.
   double budget_mib = static_cast<double>(Limits{}.max_memory_bytes >> 20);

@@ -6,6 +6,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "engine/errors.h"
@@ -17,6 +18,7 @@
 #include "lm/gpt_forward.h"
 #include "lm/gpt_model.h"
 #include "lm/head_scores.h"
+#include "lm/model_pass.h"
 
 namespace attnscope {
 
@@ -27,9 +29,25 @@ void writeNumber(std::ostream& out, float v) {
   out.write(buf, std::to_chars(buf, buf + sizeof buf, v).ptr - buf);
 }
 
+// A score of the label table is defined unless its has-flag says not (duplicate_token and
+// induction without a repeated token, previous_token at T = 1).
+bool scoreDefined(const HeadScores& s, const HeadLabelInfo& info) { return info.has == nullptr || s.*info.has; }
+
 }  // namespace
 
 void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::ostream& out) {
+  // What the options say alone is checked before the model is read; --top-k's upper bound, the
+  // vocabulary, after.
+  if (options.top_k < 0)
+    throw InputError("--top-k: expected how many next tokens to list, 0 (none) up to the vocabulary's size, got " +
+                     std::to_string(options.top_k));
+  if (!(options.temperature > 0) || !std::isfinite(options.temperature)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", options.temperature);
+    throw InputError(std::string("--temperature: expected a finite number above 0 (1: the model's own "
+                                 "probabilities; below 1 sharper, above flatter), got ") +
+                     got);
+  }
   GptLoadOptions load;
   load.num_heads = options.num_heads;
   load.reference_mlp = false;  // the fast path only
@@ -51,6 +69,10 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
   } else {
     ids = parseNumberList(options.ids, "--ids", "token ids like 464,2068");
   }
+  if (options.top_k > model->config.vocab_size)
+    throw InputError("--top-k: " + std::to_string(options.top_k) + " is more than the model's vocabulary of " +
+                     std::to_string(model->config.vocab_size) + " tokens (0 … " +
+                     std::to_string(model->config.vocab_size) + ")");
   std::vector<int> layers;
   if (!options.layers.empty()) {
     layers = parseNumberList(options.layers, "--layers", "layers like 0,5");
@@ -95,11 +117,16 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
   exec.threads = options.threads;
   const GptResult result = gptForward(*model, ids, request, exec, limits);
 
+  // A token as the vocabulary spells it (Ġ for a leading space), or its id without a tokenizer.
+  const auto token_name = [&model](int id) {
+    return model->tokenizer != nullptr && id < model->tokenizer->vocabularySize() ? model->tokenizer->tokenString(id)
+                                                                                  : std::to_string(id);
+  };
   std::vector<std::string> token_names;
-  for (int id : ids)
-    token_names.push_back(model->tokenizer != nullptr && id < model->tokenizer->vocabularySize()
-                              ? model->tokenizer->tokenString(id)
-                              : std::to_string(id));
+  for (int id : ids) token_names.push_back(token_name(id));
+  // The last position's most likely next tokens (its logits are result.logits' only row).
+  const std::vector<NextToken> next = topNextTokens(result.logits.row(0).data(), static_cast<int>(result.logits.cols()),
+                                                    options.temperature, options.top_k);
   if (options.format != "json") {
     ExportFormat format;
     if ((options.format != "csv" && options.format != "npy") || !parseExportFormat(options.format, &format))
@@ -111,7 +138,10 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
       writeFileAtomically(joinPath(options.out, name), contents);
       ++files;
     };
-    Matrix scores(static_cast<Eigen::Index>(kept.size()) * H, 7);
+    std::vector<std::string> score_columns{"layer", "head"};
+    for (const HeadLabelInfo& info : headLabelTable()) score_columns.push_back(info.id);
+    score_columns.push_back("mean_entropy");
+    Matrix scores(static_cast<Eigen::Index>(kept.size()) * H, static_cast<Eigen::Index>(score_columns.size()));
     std::vector<std::string> score_rows;
     const float nan = std::numeric_limits<float>::quiet_NaN();
     for (std::size_t l = 0; l < kept.size(); ++l)
@@ -121,24 +151,30 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
         write(stem + ext, format == ExportFormat::Csv ? matrixCsv(k.weights, tokenLabels(token_names, T, true))
                                                       : matrixNpy(k.weights));
         const HeadScores& sc = k.scores;
-        scores.row(static_cast<Eigen::Index>(l * H + hd)) << static_cast<float>(kept[l].first + 1),
-            static_cast<float>(hd + 1), sc.has_previous ? sc.previous_token : nan, sc.first_token,
-            sc.has_duplicate ? sc.duplicate_token : nan, sc.has_induction ? sc.induction : nan, sc.mean_entropy;
+        auto row = scores.row(static_cast<Eigen::Index>(l * H + hd));
+        row(0) = static_cast<float>(kept[l].first + 1);
+        row(1) = static_cast<float>(hd + 1);
+        Eigen::Index c = 2;
+        for (const HeadLabelInfo& info : headLabelTable()) row(c++) = scoreDefined(sc, info) ? sc.*info.score : nan;
+        row(c) = sc.mean_entropy;
         score_rows.push_back("layer " + std::to_string(kept[l].first + 1) + " head " + std::to_string(hd + 1));
       }
+    Matrix next_rows(static_cast<Eigen::Index>(next.size()), 3);  // id, probability, logit
+    std::vector<std::string> next_names;
+    for (std::size_t i = 0; i < next.size(); ++i) {
+      next_rows.row(static_cast<Eigen::Index>(i)) << static_cast<float>(next[i].id), next[i].probability, next[i].logit;
+      next_names.push_back(token_name(next[i].id));
+    }
     if (format == ExportFormat::Csv) {
-      write("scores.csv", matrixCsv(scores, CsvLabels{"head",
-                                                      score_rows,
-                                                      {"layer", "head", "previous_token", "first_token",
-                                                       "duplicate_token", "induction", "mean_entropy"}}));
+      write("scores.csv", matrixCsv(scores, CsvLabels{"head", score_rows, score_columns}));
+      if (!next.empty())
+        write("next_tokens.csv", matrixCsv(next_rows, CsvLabels{"token", next_names, {"id", "probability", "logit"}}));
       std::vector<std::string> vocabulary;
-      for (Eigen::Index v = 0; v < result.logits.cols(); ++v)
-        vocabulary.push_back(model->tokenizer != nullptr && v < model->tokenizer->vocabularySize()
-                                 ? model->tokenizer->tokenString(static_cast<int>(v))
-                                 : std::to_string(v));
+      for (Eigen::Index v = 0; v < result.logits.cols(); ++v) vocabulary.push_back(token_name(static_cast<int>(v)));
       write("logits.csv", matrixCsv(result.logits.transpose(), CsvLabels{"token", vocabulary, {"logit"}}));
     } else {
       write("scores.npy", matrixNpy(scores));
+      if (!next.empty()) write("next_tokens.npy", matrixNpy(next_rows));
       write("logits.npy", matrixNpy(result.logits));
     }
     Matrix ids_matrix(T, 1);
@@ -161,13 +197,14 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
     for (std::size_t hd = 0; hd < kept[l].second.size(); ++hd) {
       const Matrix& w = kept[l].second[hd].weights;
       const HeadScores& sc = kept[l].second[hd].scores;
-      const auto score = [](bool has, float v) { return has ? nlohmann::json(tidyFloat(v)) : nlohmann::json(); };
-      const nlohmann::json scores = {{"previous_token", score(sc.has_previous, sc.previous_token)},
-                                     {"first_token", tidyFloat(sc.first_token)},
-                                     {"duplicate_token", score(sc.has_duplicate, sc.duplicate_token)},
-                                     {"induction", score(sc.has_induction, sc.induction)},
-                                     {"mean_entropy", tidyFloat(sc.mean_entropy)}};
-      out << (hd ? ",\n" : "\n") << "  {\"head\": " << hd << ", \"scores\": " << jsonText(scores) << ", \"weights\": [";
+      nlohmann::json scores;
+      for (const HeadLabelInfo& info : headLabelTable())
+        scores[info.id] = scoreDefined(sc, info) ? nlohmann::json(tidyFloat(sc.*info.score)) : nlohmann::json();
+      scores["mean_entropy"] = tidyFloat(sc.mean_entropy);
+      const HeadLabelInfo* label = headLabel(sc);
+      out << (hd ? ",\n" : "\n") << "  {\"head\": " << hd
+          << ", \"label\": " << (label != nullptr ? jsonText(label->id) : std::string("null"))
+          << ", \"scores\": " << jsonText(scores) << ", \"weights\": [";
       for (Eigen::Index i = 0; i < w.rows(); ++i) {
         out << (i ? ",\n    [" : "\n    [");
         for (Eigen::Index j = 0; j < w.cols(); ++j) {
@@ -185,7 +222,20 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
     if (v) out << ", ";
     writeNumber(out, result.logits(0, v));
   }
-  out << "]}\n";
+  out << "]";
+  if (!next.empty()) {
+    out << ",\n\"next_tokens\": [";
+    for (std::size_t i = 0; i < next.size(); ++i) {
+      nlohmann::ordered_json t;
+      t["id"] = next[i].id;
+      t["token"] = token_name(next[i].id);
+      t["probability"] = tidyFloat(next[i].probability);
+      t["logit"] = tidyFloat(next[i].logit);
+      out << (i ? ",\n  " : "\n  ") << t.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    out << "]";
+  }
+  out << "}\n";
 }
 
 }  // namespace attnscope

