@@ -65,21 +65,36 @@ void LayersView::draw(const PanelContext& ctx) {
     ImGui::SetTooltip(fits_twice ? "The text twice over: its second half is predictable, and induction heads light up"
                                  : "Twice the text would pass the model's context");
   layout().widget("layers_repeat");
-  ImGui::SameLine();
-  ImGui::PushFont(fonts().small);
-  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-  ImGui::TextWrapped("%d tokens · each thumbnail is a head's weights (rows: queries, columns: keys), 0 → its largest%s",
-                     static_cast<int>(pass.ids.size()),
-                     pass.cells < static_cast<int>(pass.ids.size()) ? ", in blocks of their largest" : "");
-  ImGui::PopStyleColor();
-  ImGui::PopFont();
-
-  // The grid first: it takes the whole tab when sharing it with the scores table would leave its
-  // thumbnails too small to read (large text on a projector); the tooltips still give the scores.
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const bool table = thumbnailSide(pass, ImVec2(avail.x, avail.y * 0.64f)) >= px(40);
-  grid(ctx, *snap, ImVec2(avail.x, table ? std::floor(avail.y * 0.64f) : avail.y));
-  if (table) scoresTable(ctx, *snap, ImVec2(avail.x, ImGui::GetContentRegionAvail().y));
+  const bool both = thumbnailSide(pass, ImVec2(avail.x, avail.y * 0.64f)) >= px(40);
+  if (!both) {  // one or the other, by a button
+    ImGui::SameLine();
+    if (ImGui::SmallButton(table_instead_ ? "Show the thumbnails" : "Show the scores table"))
+      table_instead_ = !table_instead_;
+    layout().widget("layers_swap");
+  }
+  // What a thumbnail is: on the buttons' line where it fits, else on hover.
+  char about[200];
+  std::snprintf(about, sizeof about, "%d tokens · each thumbnail is a head's weights (rows: queries, columns: keys), "
+                "0 → its largest%s", static_cast<int>(pass.ids.size()),
+                pass.cells < static_cast<int>(pass.ids.size()) ? ", in blocks of their largest" : "");
+  ImGui::PushFont(fonts().small);
+  const std::string brief = std::to_string(pass.ids.size()) + " tokens (?)";
+  const float room = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x - ImGui::GetItemRectMax().x -
+                     ImGui::GetStyle().ItemSpacing.x;  // after the last button, on its line
+  if (ImGui::CalcTextSize(about).x <= room) {
+    ImGui::SameLine();
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextDisabled("%s", about);
+  } else {
+    if (ImGui::CalcTextSize(brief.c_str()).x <= room) ImGui::SameLine();
+    ImGui::TextDisabled("%s", brief.c_str());
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", about);
+  }
+  ImGui::PopFont();
+  const ImVec2 rest = ImGui::GetContentRegionAvail();
+  if (both || !table_instead_) grid(ctx, *snap, ImVec2(rest.x, both ? std::floor(rest.y * 0.64f) : rest.y));
+  if (both || table_instead_) scoresTable(ctx, *snap, ImVec2(rest.x, ImGui::GetContentRegionAvail().y));
 }
 
 // The side of a thumbnail in a grid of `size`, the labels' room taken: square, as large as both

@@ -26,6 +26,7 @@ class LayersView {
   ThumbnailAtlas atlas_;
   std::vector<int> order_;       // the table's rows (layer · H + head) in the order shown
   std::uint64_t sorted_for_ = 0;  // the snapshot serial order_ was sorted for
+  bool table_instead_ = false;    // where both do not fit: the table in the grid's place
 };
 
 }  // namespace attnscope

@@ -48,6 +48,7 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
   ImGui::PopFont();
   if (ImGui::Button("Close model")) ctx.commands.push("model_close");
   layout().widget("model_close");
+  model_h_ = ImGui::GetCursorPosY() - ImGui::GetStyle().ItemSpacing.y + ImGui::GetStyle().WindowPadding.y;
   ImGui::End();
 }
 

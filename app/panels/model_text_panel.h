@@ -20,10 +20,12 @@ class ModelTextPanel {
   void drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
   void drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
   void reset() { mirrored_version_ = ~std::uint64_t{0}; }
+  float modelHeight() const { return model_h_; }  // drawModel's content, measured in the last frame
 
  private:
   void nextTokens(const PanelContext& ctx);
 
+  float model_h_ = 0;
   std::string text_;                                    // the field, as typed
   std::uint64_t mirrored_version_ = ~std::uint64_t{0};  // the session version the field shows
   // The next tokens for (snapshot serial, position, temperature), made once.

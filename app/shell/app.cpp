@@ -210,7 +210,11 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     model_h = body_h;
   }
   if (ctx.modelOpen()) {  // a trained model: what it is, then its text and next tokens
-    if (model && inputs) model_h = std::floor(body_h * 0.3f);
+    // As tall as its lines (measured in the last frame), between 18 and 40 % of the column: the text's
+    // panel holds the next tokens.
+    if (model && inputs)
+      model_h = std::floor(std::clamp(model_text_.modelHeight() > 0 ? model_text_.modelHeight() : body_h * 0.3f,
+                                      body_h * 0.18f, body_h * 0.4f));
     if (model) model_text_.drawModel(ctx, top, ImVec2(left_w, model_h));
     if (inputs) model_text_.drawText(ctx, ImVec2(top.x, top.y + model_h), ImVec2(left_w, body_h - model_h));
   } else {
@@ -229,7 +233,9 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoScrollWithMouse |
                    ImGuiWindowFlags_NoSavedSettings);
   layout().panel("main", main_pos, ImVec2(main_pos.x + main_size.x, main_pos.y + main_size.y));
-  if (ImGui::BeginTabBar("views")) {
+  // Tabs keep their whole names at any text size (a projector's 200 %): scrolled with arrows when
+  // they do not fit, rather than cut to "Hea…".
+  if (ImGui::BeginTabBar("views", ImGuiTabBarFlags_FittingPolicyScroll)) {
     // The view's tab is selected through ImGui, which shows the change a frame later; a change
     // ImGui shows that was not asked for is the user's click, and becomes a `view` command.
     const bool ask = v.tab != shown_tab_ && v.tab != pending_tab_;
