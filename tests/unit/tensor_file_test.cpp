@@ -7,6 +7,8 @@
 #include <zlib.h>
 
 #include <cmath>
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -256,6 +258,40 @@ TEST(TensorFile, SafetensorsF32IsZeroCopyWhenAligned) {
     // Zero copy points both reads at the same bytes; a misaligned tensor is copied each time.
     EXPECT_EQ(a.data == b.data, pad == 0) << pad;
   }
+}
+
+// release(): a mapped file's whole pages of a tensor go back to the kernel and come back from the
+// file when read again; bytes in memory are never touched (MADV_DONTNEED would zero them).
+TEST(TensorFile, ReleaseGivesMappedPagesBackAndKeepsTheValues) {
+  const int n = 5 * 4096;  // several whole pages inside the tensor
+  std::string values;
+  for (int i = 0; i < n; ++i) {
+    const float v = static_cast<float>(i) * 0.25f - 7;
+    values.append(reinterpret_cast<const char*>(&v), 4);
+  }
+  std::string h = R"({"w":{"dtype":"F32","shape":[)" + std::to_string(n) + R"(],"data_offsets":[0,)" +
+                  std::to_string(4 * n) + "]}}";
+  while ((8 + h.size()) % 4 != 0) h += ' ';
+  std::string bytes(8, '\0');
+  bytes[0] = static_cast<char>(h.size() & 0xFF);
+  bytes[1] = static_cast<char>(h.size() >> 8);
+  bytes += h + values;
+  const std::string path = ::testing::TempDir() + "release.safetensors";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << bytes;
+  }
+  for (bool mapped : {true, false}) {
+    const auto file = mapped ? TensorFile::open(path) : TensorFile::fromBytes(bytes, "memory");
+    const FloatTensor before = file->floats("w");
+    const std::vector<float> copy(before.data, before.data + n);
+    file->release("w");
+    file->release("not there");  // nothing
+    const FloatTensor after = file->floats("w");
+    EXPECT_TRUE(std::equal(copy.begin(), copy.end(), after.data)) << (mapped ? "mapped" : "in memory");
+    EXPECT_TRUE(std::equal(copy.begin(), copy.end(), before.data)) << (mapped ? "mapped" : "in memory");
+  }
+  std::remove(path.c_str());
 }
 
 TEST(TensorFile, RefusesIntegersAndTensorsOverTheLimit) {
