@@ -99,7 +99,11 @@ int main(int argc, char** argv) {
       note += (note.empty() ? "" : " ") + orphans;
     if (!note.empty()) ctl.notify(note, window.now());
   }
-  if (!options.model_path.empty()) ctl.commands().push("model_open", {{"path", options.model_path}});
+  if (!options.model_path.empty()) {
+    nlohmann::json args = {{"path", options.model_path}};
+    if (options.model_heads > 0) args["num_heads"] = options.model_heads;
+    ctl.commands().push("model_open", args);
+  }
   if (!options.lesson_path.empty())  // before the script's commands: they may step through it
     ctl.commands().push("lesson_open", {{"path", options.lesson_path}, {"step", options.lesson_step}});
 
@@ -147,8 +151,12 @@ int main(int argc, char** argv) {
     if (const std::uint64_t v = ctl.document().version() * 0x9E3779B97F4A7C15ull + ctl.model().version();
         v != glyphs_version) {
       glyphs_version = v;
-      if (useTokenGlyphs(ctl.model().isOpen() ? ctl.model().tokens() : ctl.document().workspace().tokens))
-        window.reloadFonts();
+      std::vector<std::string> shown = ctl.document().workspace().tokens;
+      if (ctl.model().isOpen()) {  // the model's text field draws the decoded text, the views its tokens
+        shown = ctl.model().tokens();
+        shown.push_back(ctl.model().text());
+      }
+      if (useTokenGlyphs(shown)) window.reloadFonts();
     }
     if (hint_at_start) {  // after the autosave's view is restored: its text size counts
       hint_at_start = false;

@@ -159,6 +159,10 @@ bool FileDialogs::browse() {
                              "go into it and Open. Or the book's GPTModel: a .pth, .safetensors or .npz file, "
                              "with vocab.json and merges.txt beside it.");
     ImGui::PopTextWrapPos();
+    ImGui::SetNextItemWidth(px(140));
+    ImGui::InputInt("heads, for a file without config.json (0: its width / 64)", &model_heads_);
+    model_heads_ = std::clamp(model_heads_, 0, 1024);
+    layout().widget("file_model_heads");
   } else if (which_ == "export_trace") {
     ImGui::RadioButton("JSON", &trace_format_, 0);
     ImGui::SameLine();
@@ -232,7 +236,9 @@ void FileDialogs::draw(const PanelContext& ctx, const Prompts& prompts) {
     if (ok && (!name_.empty() || which_ == "open_model") && !format.empty()) {
       const std::string path = name_.empty() ? folder_ : (fs::path(folder_) / name_).string();
       if (which_ == "open_model") {  // the loader says what it cannot use
-        cmd.push("model_open", {{"path", path}});
+        nlohmann::json args = {{"path", path}};
+        if (model_heads_ > 0) args["num_heads"] = model_heads_;
+        cmd.push("model_open", args);
       } else if (which_ == "open") {
         cmd.push("open", {{"path", path}});
       } else if (which_ == "open_lesson") {  // checked whole when opened: a damaged one is one message

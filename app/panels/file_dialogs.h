@@ -51,6 +51,7 @@ class FileDialogs {
   std::string message_;              // why OK does not go on (an extension that is no format); "" for none
   std::vector<std::string> listed_;  // the files listed in the last frame (the layout dump)
   int trace_format_ = 0;             // export the trace: JSON, CSV, .npy
+  int model_heads_ = 0;              // open a model: its heads when it has no config.json (0: d / 64)
   std::string overwrite_path_;       // the changed-on-disk prompt's file, "" for none
   // A prompt answered in this frame, its command not applied yet: not opened again meanwhile.
   bool unsaved_answered_ = false, recovery_answered_ = false;

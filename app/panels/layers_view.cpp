@@ -51,13 +51,13 @@ void LayersView::draw(const PanelContext& ctx) {
     return;
   }
   if (snap == nullptr) return;
-  if (!snap->model) {
+  if (passShown(snap, *ctx.model) == nullptr) {  // another model's result until this one's comes
     ImGui::TextUnformatted(ctx.waitingText());
     return;
   }
   const ModelPass& pass = *snap->model;
   // Above the grid: the button that makes induction show, and what a thumbnail is.
-  const bool fits_twice = 2 * ctx.model->tokenCount() - (ctx.model->prependEot() ? 1 : 0) <= ctx.model->maxTokens();
+  const bool fits_twice = ctx.model->canRepeat();
   ImGui::BeginDisabled(!fits_twice);
   if (ImGui::SmallButton("Repeat the text")) ctx.commands.push("repeat_text");
   ImGui::EndDisabled();

@@ -16,15 +16,44 @@ namespace attnscope {
 namespace {
 constexpr int kNextTokens = 10;       // the list's length
 constexpr int kTokensListed = 400;    // the token chips shown at most (a long text's first ones)
+// A small button showing `label` as it is: ImGui's own would read "##" in a token (GPT-2 has
+// "##", "###") as the start of its id and show nothing. At most `max_w` wide (a long token is cut
+// with "…"; the tooltip has it whole). Its id comes from the ID stack.
+bool tokenButton(const std::string& label, bool selected, bool enabled, float max_w) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  std::string shown = label;
+  while (shown.size() > 1 && ImGui::CalcTextSize(shown.c_str()).x + style.FramePadding.x * 2 > max_w) {
+    std::size_t cut = shown.size() - 1;  // drop a whole UTF-8 character
+    while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xC0) == 0x80) --cut;
+    shown = shown.substr(0, cut);
+    if (ImGui::CalcTextSize((shown + "…").c_str()).x + style.FramePadding.x * 2 <= max_w) {
+      shown += "…";
+      break;
+    }
+  }
+  const ImVec2 text = ImGui::CalcTextSize(shown.c_str(), nullptr, false);
+  const ImVec2 size(text.x + style.FramePadding.x * 2, text.y);
+  const ImVec2 p = ImGui::GetCursorScreenPos();
+  ImGui::BeginDisabled(!enabled);
+  const bool pressed = ImGui::InvisibleButton("##token", size);
+  ImGui::EndDisabled();
+  const ImGuiCol col = selected || ImGui::IsItemActive() ? ImGuiCol_ButtonActive
+                       : ImGui::IsItemHovered()          ? ImGuiCol_ButtonHovered
+                                                         : ImGuiCol_Button;
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  draw->AddRectFilled(p, ImVec2(p.x + size.x, p.y + size.y), ImGui::GetColorU32(col), style.FrameRounding);
+  draw->AddText(ImVec2(p.x + style.FramePadding.x, p.y),
+                ImGui::GetColorU32(enabled ? ImGuiCol_Text : ImGuiCol_TextDisabled), shown.c_str());
+  return pressed && enabled;
+}
+
 }  // namespace
 
 void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   beginPanelWindow("Trained model", "model", pos, size);
   const GptModel& m = *ctx.model->model();
   const GptConfig& c = m.config;
-  const std::filesystem::path p(m.path);
-  const std::string name = p.filename().empty() ? p.parent_path().filename().string() : p.filename().string();
-  ImGui::TextUnformatted(name.c_str());
+  ImGui::TextUnformatted(modelName(m).c_str());
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s\n(weights: %s)", m.path.c_str(), m.weights_path.c_str());
   ImGui::PushFont(fonts().small);
   ImGui::TextWrapped("%s · %d layers · %d heads of %d · d = %d · vocabulary %d · context %d",
@@ -98,14 +127,13 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   for (int t = 0; t < listed; ++t) {
     const std::string& label = session.tokens()[static_cast<std::size_t>(t)];
     ImGui::PushID(t);
-    const float w = ImGui::CalcTextSize(label.c_str()).x + ImGui::GetStyle().FramePadding.x * 2;
+    const float widest = ImGui::GetContentRegionAvail().x;
+    const float w = std::min(ImGui::CalcTextSize(label.c_str()).x + ImGui::GetStyle().FramePadding.x * 2, widest);
     if (t > 0 && ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w < right) ImGui::SameLine();
-    const bool selected = t == ctx.view.token;
-    if (selected) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetStyleColorVec4(ImGuiCol_ButtonActive));
-    if (ImGui::SmallButton(label.c_str())) ctx.commands.push("select_token", {{"index", t}});
-    if (selected) ImGui::PopStyleColor();
+    if (tokenButton(label, t == ctx.view.token, true, widest)) ctx.commands.push("select_token", {{"index", t}});
+    if (t < 8) layout().widget("model_token_" + std::to_string(t));
     if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("token %d: id %d", t, session.ids()[static_cast<std::size_t>(t)]);
+      ImGui::SetTooltip("token %d: %s (id %d)", t, label.c_str(), session.ids()[static_cast<std::size_t>(t)]);
     ImGui::PopID();
   }
   if (listed < session.tokenCount()) ImGui::TextDisabled("… %d more", session.tokenCount() - listed);
@@ -134,7 +162,7 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx) {
       temperature != static_cast<float>(ctx.view.temperature))
     ctx.commands.push("view", {{"field", "temperature"}, {"value", std::round(temperature * 100) / 100}});
   layout().widget("model_temperature");
-  const float* logits = s && s->model && s->model_version == session.version() ? s->logitsAt(position) : nullptr;
+  const float* logits = logitsShown(s, session, position);
   if (logits == nullptr) {
     ImGui::TextDisabled("computing…");
     return;
@@ -169,12 +197,11 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx) {
     std::snprintf(prob, sizeof prob, "%5.1f %%", static_cast<double>(t.probability) * 100);
     ImGui::TextUnformatted(prob);
     ImGui::SameLine();
-    ImGui::BeginDisabled(!last || !room);
-    if (ImGui::SmallButton(label.c_str())) ctx.commands.push("append_token", {{"id", t.id}});
-    ImGui::EndDisabled();
+    if (tokenButton(label, false, last && room, ImGui::GetContentRegionAvail().x))
+      ctx.commands.push("append_token", {{"id", t.id}});
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-      ImGui::SetTooltip(last ? "id %d · logit %.3f · click: append it to the text" : "id %d · logit %.3f", t.id,
-                        static_cast<double>(t.logit));
+      ImGui::SetTooltip(last ? "%s · id %d · logit %.3f · click: append it to the text" : "%s · id %d · logit %.3f",
+                        label.c_str(), t.id, static_cast<double>(t.logit));
     ImGui::PopID();
   }
   ImGui::PopFont();

@@ -174,7 +174,7 @@ void App::recordState() const {
     const Snapshot* s = ctl_.snapshot();
     if (s && s->model && s->model_version == model.version()) {
       j["shown_layer"] = s->layer;
-      if (const float* logits = s->logitsAt(v.token)) {
+      if (const float* logits = logitsShown(s, model, v.token)) {
         nlohmann::json next = nlohmann::json::array();
         for (const NextToken& t : topNextTokens(logits, model.model()->config.vocab_size, v.temperature, 10))
           next.push_back({{"id", t.id}, {"probability", t.probability}});

@@ -56,6 +56,8 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
   cli.add_option("--model", o.model_path,
                  "open a trained GPT: a Hugging Face GPT-2 folder, or the book's GPTModel as .pth, .safetensors or "
                  ".npz with vocab.json and merges.txt beside it (File › Open model…)");
+  cli.add_option("--num-heads", o.model_heads, "with --model: its heads when it has no config.json (default d / 64)")
+      ->check(CLI::Range(1, Limits{}.max_heads));
   CLI::Option* bench = cli.add_option("--bench-interaction", o.bench_path,
                                       "time edits from command to the first frame showing their result, for each "
                                       "--bench-presets; write the figures to this JSON and exit");

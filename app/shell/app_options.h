@@ -26,6 +26,7 @@ struct AppOptions {
   std::string lesson_path;       // --lesson: a lesson file (assets/lessons/), opened before any --commands
   int lesson_step = 1;           // --step: the lesson's step to show, 1-based
   std::string model_path;        // --model: a trained GPT opened at start (model_open)
+  int model_heads = 0;           // --num-heads: its heads when it has no config.json (0: d / 64)
   std::string bench_path;        // --bench-interaction: time edit → first frame showing it, write this JSON, exit
   std::vector<std::string> bench_presets = {"multihead", "gpt2-small"};  // opened in turn by the bench
   int bench_edits = 200;                                                 // edits per preset, each timed

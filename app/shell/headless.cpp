@@ -34,8 +34,7 @@ int headlessCapture(const AppOptions& o, App& app) {
     const std::filesystem::path out(o.screenshot_path);
     const std::string ext = out.extension().string();  // OUT-h1.png, OUT-h1.svg, …
     const std::string stem = (out.parent_path() / out.stem()).string();
-    const Controller& ctl = app.controller();
-    const int heads = ctl.model().isOpen() ? ctl.model().model()->config.heads : headCount(ctl.document().workspace().model);
+    const int heads = app.controller().headsShown();
     for (int h = 0; h < heads; ++h) shots.push_back({h, stem + "-h" + std::to_string(h + 1) + ext});
   } else {
     shots.push_back({spec.head, o.screenshot_path});

@@ -150,19 +150,27 @@ void Controller::apply(const Command& c, double now) {
 
 void Controller::applyDocument(const Command& c, double now) {
   if (model_.isOpen()) {
-    // Another workspace closes the model; an edit would change the workspace set aside, unseen.
+    // Another workspace closes the model once it is in place (a refused one leaves the model
+    // open); an edit would change the workspace set aside, unseen.
     switch (c.id()) {
       case CommandId::Open:
       case CommandId::Preset:
       case CommandId::New:
       case CommandId::Restore:
       case CommandId::Workspace:
-      case CommandId::BookExample: closeModel(now); break;
+      case CommandId::BookExample:
+        applyToDocument(c, now);
+        if (model_.isOpen()) closeModel(now);
+        return;
       default:
         throw InputError(c.name + ": a trained model's layers are read only — change its text, or close the model "
                          "(File › Close model) to edit the chapter's workspace");
     }
   }
+  applyToDocument(c, now);
+}
+
+void Controller::applyToDocument(const Command& c, double now) {
   if (c.id() == CommandId::Restore) {  // an autosave that cannot be read is kept aside, never overwritten
     try {
       doc_.apply(c);
@@ -177,7 +185,7 @@ void Controller::applyDocument(const Command& c, double now) {
     // A script's open in a session the user sees is not asked about. Opening starts a new
     // history, so the unsaved work would be gone (and the autosave overwritten): it is written
     // to the state folder first, and the user told where.
-    const std::string kept = keepUnsaved(doc_, view_);
+    const std::string kept = keepUnsaved(doc_, chapterView());
     try {
       doc_.apply(c);
     } catch (const InputError&) {  // not opened: the work is still on screen
@@ -264,7 +272,7 @@ void Controller::clampView() {
   view_.token = std::clamp(view_.token, 0, T - 1);
   if (view_.key >= T) view_.key = -1;
   if (view_.head >= headsShown()) view_.head = -1;
-  if (view_.tab == "layers" && !model_.isOpen()) view_.tab = "heatmaps";  // the tab of a model
+  if (view_.tab == (model_.isOpen() ? "parameters" : "layers")) view_.tab = "heatmaps";  // tabs shown (App::drawPanels)
   view_.batch = model_.isOpen() ? 0 : std::clamp(view_.batch, 0, doc_.workspace().model.batch_size - 1);
 }
 
@@ -335,9 +343,7 @@ void Controller::applyView(const Command& c, double now) {
 void Controller::applyApp(const Command& c, double now) {
   using Id = CommandId;
   switch (c.id()) {
-    case Id::LessonOpen:
-      if (model_.isOpen()) closeModel(now);  // a lesson is about the chapter's workspace
-      return applyLesson(c, now);
+    case Id::LessonOpen: return applyLesson(c, now);  // closes a model once checked (openCheckedLesson)
     case Id::LessonStep:
     case Id::LessonNext:
     case Id::LessonBack:
@@ -372,10 +378,7 @@ void Controller::applyApp(const Command& c, double now) {
       break;
     case Id::Unpin:
       if (!pinned_) throw InputError("nothing is pinned");
-      pinned_.reset();
-      if (hooks_.unpinned) hooks_.unpinned();
-      holdBeside(0);
-      if (view_.tab == "compare") view_.tab = "heatmaps";
+      unpin();
       break;
     case Id::Swap: return swap(c, now);
     case Id::Save: return save(c, now);
@@ -469,6 +472,13 @@ void Controller::applyApp(const Command& c, double now) {
   }
 }
 
+void Controller::unpin() {
+  pinned_.reset();
+  if (hooks_.unpinned) hooks_.unpinned();
+  holdBeside(0);
+  if (view_.tab == "compare") view_.tab = "heatmaps";
+}
+
 // A's settings become the document's, B is pinned in its place.
 void Controller::swap(const Command& c, double now) {
   if (!pinned_) throw InputError("nothing is pinned: pin a result as A first");
@@ -529,7 +539,7 @@ void Controller::save(const Command& c, double now) {
                    "\"overwrite\": true to replace it, or save under another name");
   }
   Workspace ws = doc_.workspace();
-  ws.view = savedView(view_, ws.view);
+  ws.view = savedView(chapterView(), ws.view);
   try {
     saveWorkspace(path, ws);
   } catch (const InputError& e) {
@@ -545,28 +555,28 @@ void Controller::save(const Command& c, double now) {
   }
 }
 
-// [SECTION] lessons (docs/DESIGN.md §3.7) ---------------------------------------------------
-
 // [SECTION] a trained model -------------------------------------------------------------------
 
-namespace {
-
-// "gpt2 (12 layers × 12 heads, d = 768)": the model as the toast and the title name it.
-std::string modelName(const GptModel& m) {
-  const fs::path p(m.path);
-  const std::string name = p.filename().empty() ? p.parent_path().filename().string() : p.filename().string();
-  return name + " (" + std::to_string(m.config.layers) + " layers × " + std::to_string(m.config.heads) +
-         " heads, d = " + std::to_string(m.config.d_model) + ")";
-}
-
-}  // namespace
-
 void Controller::closeModel(double now) {
+  // The chapter's selection as it was before the model; the room's settings (text size, theme,
+  // panels) as they are now.
+  view_ = chapterView();
   model_.close();
-  if (view_.tab == "layers") view_.tab = "heatmaps";
+  if (pinned_ && pinned_->model) unpin();  // a trained layer is nothing to compare the chapter with
   clampView();
   if (hooks_.document_replaced) hooks_.document_replaced();
   showToast("Closed the model: the chapter's workspace again", false, now);
+}
+
+ViewState Controller::chapterView() const {
+  if (!model_.isOpen()) return view_;
+  ViewState v = view_;
+  v.token = chapter_view_.token;
+  v.key = chapter_view_.key;
+  v.head = chapter_view_.head;
+  v.batch = chapter_view_.batch;
+  v.tab = chapter_view_.tab;
+  return v;
 }
 
 void Controller::applyModel(const Command& c, double now) {
@@ -583,12 +593,18 @@ void Controller::applyModel(const Command& c, double now) {
         if (options.num_heads < 1) throw InputError("num_heads: must be at least 1");
       }
       const std::string path = c.text("path");
+      if (lesson_.open() || lesson_check_.busy())
+        throw InputError("a lesson is open: close it first (File › Close lesson), then open the model");
       std::shared_ptr<const GptModel> model;
       try {
         model = loadGptModel(path, options);
       } catch (const InputError& e) {
         throw InputError("Could not open the model " + path + ": " + e.what());
+      } catch (const std::bad_alloc&) {
+        throw InputError("Could not open the model " + path + ": not enough memory");
       }
+      if (!model_.isOpen()) chapter_view_ = view_;  // given back by model_close
+      if (pinned_) unpin();  // A belongs to what was shown before
       model_.open(model, base_limits_.max_tokens, prepend().value_or(false));
       view_.token = model_.tokenCount() - 1;  // the next tokens after the text
       view_.head = -1;
@@ -596,7 +612,7 @@ void Controller::applyModel(const Command& c, double now) {
       view_.tab = "layers";
       clampView();
       if (hooks_.document_replaced) hooks_.document_replaced();
-      std::string note = "Opened " + modelName(*model);
+      std::string note = "Opened " + modelTitle(*model);
       for (const std::string& n : model->notes) note += ". " + n;
       notify(note, now);
       return;
@@ -604,16 +620,15 @@ void Controller::applyModel(const Command& c, double now) {
     case Id::ModelClose:
       if (!model_.isOpen()) throw InputError("no model is open");
       return closeModel(now);
-    case Id::SelectLayer:
+    case Id::SelectLayer: {
+      const int h = c.has("head") ? c.integer("head") : view_.head;  // checked first: a refusal changes nothing
+      if (model_.isOpen() && (h < -1 || h >= headsShown()))
+        throw InputError("head: no head " + std::to_string(h) + " (there are " + std::to_string(headsShown()) +
+                         ", numbered from 0; −1 = all)");
       model_.setLayer(c.integer("layer"));
-      if (c.has("head")) {
-        const int h = c.integer("head");
-        if (h < -1 || h >= headsShown())
-          throw InputError("head: no head " + std::to_string(h) + " (there are " + std::to_string(headsShown()) +
-                           ", numbered from 0; −1 = all)");
-        view_.head = h;
-      }
+      view_.head = h;
       return;
+    }
     case Id::Text:
       if (c.has("ids")) {
         const nlohmann::json& j = c.args["ids"];
@@ -627,8 +642,8 @@ void Controller::applyModel(const Command& c, double now) {
         model_.setIds(std::move(ids), prepend());
       } else if (c.has("value")) {
         model_.setText(c.text("value"), prepend());
-      } else if (c.has("prepend_eot")) {
-        model_.setText(model_.text(), prepend());
+      } else if (c.has("prepend_eot")) {  // the same ids (generated ones are not what the text tokenizes to)
+        model_.setPrependEot(c.flag("prepend_eot"));
       } else {
         throw InputError("text: give `value` (the text) or `ids`");
       }
@@ -641,9 +656,7 @@ void Controller::applyModel(const Command& c, double now) {
       if (c.has("id")) {
         id = c.integer("id");
       } else {  // the most likely after the last token: the result on screen answers this text
-        const float* logits =
-            snapshot_ && snapshot_->model_version == model_.version() ? snapshot_->logitsAt(model_.tokenCount() - 1)
-                                                                      : nullptr;
+        const float* logits = logitsShown(snapshot_.get(), model_, model_.tokenCount() - 1);
         if (logits == nullptr) throw InputError("append_token: the next tokens are still being computed");
         id = topNextTokens(logits, model_.model()->config.vocab_size, 1.0, 1)[0].id;
       }
@@ -658,6 +671,8 @@ void Controller::applyModel(const Command& c, double now) {
     default: return;
   }
 }
+
+// [SECTION] lessons (docs/DESIGN.md §3.7) ---------------------------------------------------
 
 void Controller::applyLesson(const Command& c, double now) {
   if (c.id() == CommandId::LessonOpen) {
@@ -681,6 +696,7 @@ void Controller::openCheckedLesson(LessonChecker::Result checked, double now) {
   const int number = c.has("step") ? c.integer("step") : 1;
   checkLessonStep(*checked.lesson, number);
   if (asksFirst(c)) return askUnsaved(c);  // its steps load presets over the work: ask first, as a preset does
+  if (model_.isOpen()) closeModel(now);  // a lesson is about the chapter's workspace
   const bool first = !lesson_.open();
   lesson_.begin(std::move(*checked.lesson), view_);
   if (first) {
@@ -764,7 +780,7 @@ void Controller::endFrame(double now, bool mouse_down, bool typing) {
     after_typing_.reset();
     typing_ = false;
   }
-  autosave_.update(doc_, view_, now);
+  autosave_.update(doc_, chapterView(), now);
   if (auto message = autosave_.takeMessage()) showToast(message->first, message->second, now);
 }
 
@@ -776,9 +792,10 @@ double Controller::idleTimeout(double now, double longest) const {
 }
 
 std::string Controller::windowTitle() const {
-  if (model_.isOpen()) return "attnscope — " + modelName(*model_.model());
   const std::string name = doc_.file().empty() ? "untitled" : fs::path(doc_.file()).filename().string();
-  return "attnscope — " + name + (doc_.dirty() ? " •" : "");
+  const std::string chapter = name + (doc_.dirty() ? " •" : "");
+  if (model_.isOpen()) return "attnscope — " + modelTitle(*model_.model()) + "  (beside " + chapter + ")";
+  return "attnscope — " + chapter;
 }
 
 // [SECTION] the engine ----------------------------------------------------------------------
@@ -805,7 +822,7 @@ void Controller::updateEngine() {
     job->layer = model_.layer();
     job->position = view_.token;
     job->version = model_.version();
-    if (snapshot_) job->previous = snapshot_->model;  // the same text: no forward again
+    job->previous = snapshot_;  // the same text: no forward again; the same layer: no trace again
     r.model = std::move(job);
     r.exec = exec_;
     r.limits = base_limits_;
@@ -841,7 +858,8 @@ void Controller::updateEngine() {
     if (result->snapshot) {
       snapshot_ = std::move(result->snapshot);
       // A pinned while its heads off screen were computing gets them when they come.
-      if (pinned_ && !pinned_->complete && snapshot_->version == pinned_->version && snapshot_->batch == pinned_->batch)
+      if (pinned_ && !pinned_->complete && snapshot_->version == pinned_->version && snapshot_->batch == pinned_->batch &&
+          snapshot_->model_version == pinned_->model_version)
         pinned_ = snapshot_;
       engine_error_.clear();
     } else {

@@ -131,6 +131,12 @@ class Controller {
   const std::string& engineError() const { return engine_error_; }
   const LessonSession& lesson() const { return lesson_; }
   const ModelSession& model() const { return model_; }  // the trained model open, if any
+  // What the views show: the model's text and layer while a model is open, else the document.
+  int tokenCount() const;
+  int headsShown() const;
+  // The view as the chapter's workspace is saved with it: while a model is open, the selection
+  // (token, key, head, batch element, tab) as it was before the model, the rest as it is now.
+  ViewState chapterView() const;
   const Prompts& prompts() const { return prompts_; }
   const Toast& toast() const { return toast_; }
   const std::string& lastScreenshot() const { return last_screenshot_; }
@@ -151,9 +157,10 @@ class Controller {
   void applyLesson(const Command& c, double now);  // lesson_open, lesson_step, lesson_next, …
   void applyModel(const Command& c, double now);   // model_open, text, select_layer, …
   void closeModel(double now);                     // the chapter's workspace again
+  void unpin();                                    // drop A (the unpin command, and a model's change)
+  void applyToDocument(const Command& c, double now);  // applyDocument once the model allows it
   // What the views show: the model's text and layer while a model is open, else the document.
-  int tokenCount() const;
-  int headsShown() const;
+
   // A lesson checked off the UI thread: open it at the step asked for (or say why not).
   void openCheckedLesson(LessonChecker::Result checked, double now);
   void applyOpenLesson(const Command& c, double now);  // lesson_close, lesson_step, next, back
@@ -207,6 +214,7 @@ class Controller {
 
   LessonSession lesson_;
   ModelSession model_;
+  ViewState chapter_view_;  // the view when the model was opened (chapterView)
   LessonChecker lesson_check_;  // a lesson being checked before it opens
   Prompts prompts_;
   Autosave autosave_;

@@ -129,27 +129,44 @@ Trace completeTrace(const EngineRequest& req, const Snapshot& first) {
 
 // A trained model's layer: the pass (or the previous one's, for the same ids), the layer's trace,
 // the logits at the positions the views show.
-void runModel(const EngineRequest& req, Snapshot& s) {
+// Returns the snapshot whose display data the new one shares (the same layer of the same pass: a
+// token change), else null.
+const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
   const ModelJob& job = *req.model;
-  Trace kept;
-  std::shared_ptr<const ModelPass> pass = job.previous;
-  const bool reuse = pass && pass->model == job.model && pass->ids == job.ids;
-  if (!reuse) pass = runModelPass(job.model, job.ids, req.exec, req.limits, job.layer, &kept);
-  if (reuse) kept = layerTrace(*pass, job.layer, req.exec, req.limits);
+  const Snapshot* prev = job.previous.get();
+  std::shared_ptr<const ModelPass> pass;
+  if (prev && prev->model && prev->model->model == job.model && prev->model->ids == job.ids) pass = prev->model;
+  const bool same_layer = pass && prev->layer == job.layer;
   const int T = static_cast<int>(job.ids.size());
+  if (same_layer) {
+    s.inputs = prev->inputs;
+    s.trace = prev->trace;
+  } else {
+    Trace kept;
+    if (pass)
+      kept = layerTrace(*pass, job.layer, req.exec, req.limits);
+    else
+      pass = runModelPass(job.model, job.ids, req.exec, req.limits, job.layer, &kept);
+    s.inputs = std::make_shared<const Workspace>(layerWorkspace(*pass, job.layer, job.tokens));
+    s.trace = std::make_shared<Trace>(std::move(kept));
+  }
   s.logit_positions = {T - 1};
   if (job.position >= 0 && job.position < T - 1) s.logit_positions.insert(s.logit_positions.begin(), job.position);
   s.logits = gptLogits(*job.model, pass->final_x, s.logit_positions, req.exec);
-  s.inputs = std::make_shared<const Workspace>(layerWorkspace(*pass, job.layer, job.tokens));
-  s.trace = std::make_shared<Trace>(std::move(kept));
+  s.layer = job.layer;
+  s.model_version = job.version;
+  if (prev && pass == prev->model) {
+    s.thumbnail_indices = prev->thumbnail_indices;
+    s.model = std::move(pass);
+    return same_layer ? prev : nullptr;
+  }
   const std::size_t cells = static_cast<std::size_t>(pass->cells) * static_cast<std::size_t>(pass->cells);
   s.thumbnail_indices.resize(pass->heads.size() * cells);
   for (std::size_t i = 0; i < pass->heads.size(); ++i)
     colormapIndices(pass->heads[i].cells.data(), cells, ValueRange{0.0f, pass->heads[i].largest},
                     s.thumbnail_indices.data() + i * cells);
-  s.layer = job.layer;
-  s.model_version = job.version;
   s.model = std::move(pass);
+  return nullptr;
 }
 
 EngineResult run(const EngineRequest& req, std::uint64_t serial) {
@@ -163,8 +180,9 @@ EngineResult run(const EngineRequest& req, std::uint64_t serial) {
     s->inputs = req.inputs;
     s->exec = req.exec;
     s->exec.cancel = nullptr;  // the flag belongs to this job
+    const Snapshot* shares_display = req.first_part.get();
     if (req.model) {
-      runModel(req, *s);
+      shares_display = runModel(req, *s);
     } else if (req.first_part) {
       s->batch = req.first_part->batch;
       s->trace = std::make_shared<Trace>(completeTrace(req, *req.first_part));
@@ -186,7 +204,7 @@ EngineResult run(const EngineRequest& req, std::uint64_t serial) {
     s->drawn_tokens = drawableTokens(s->inputs->tokens);
     s->milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() +
                       (req.first_part ? req.first_part->milliseconds : 0.0);  // both parts of a split request
-    deriveDisplayData(*s, req.first_part.get());
+    deriveDisplayData(*s, shares_display);
     r.snapshot = std::move(s);
   } catch (const InputError& e) {
     r.error = e.what();
@@ -221,6 +239,11 @@ void EngineWorker::request(EngineRequest r) {
     // The rest of a split request is not worth waiting for once the inputs have changed; a first
     // part (what the user is looking at) always completes, so a drag keeps showing results.
     if (running_ && running_second_part_) cancel_->store(true);
+    // A model's pass over a text nobody will see (another text, another model, none) stops too:
+    // a layer or token change of the same text still completes, reusing it.
+    if (running_ && running_model_ &&
+        (!pending_->model || pending_->model->model != running_model_->model || pending_->model->ids != running_model_->ids))
+      cancel_->store(true);
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
   }
   work_.notify_one();
@@ -247,6 +270,7 @@ void EngineWorker::loop() {
     pending_.reset();
     running_ = true;
     running_second_part_ = pending_second_part_;
+    running_model_ = job.model;
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     const std::shared_ptr<std::atomic<bool>> cancel = cancel_;  // job.exec.cancel points into it
     job.exec.cancel = cancel.get();
@@ -255,6 +279,7 @@ void EngineWorker::loop() {
     EngineResult result = run(job, serial);
     lock.lock();
     running_ = false;
+    running_model_.reset();
     if (result.cancelled) continue;  // superseded: nothing to show; the newer request runs next
     // The first part of a split request is done: the rest follows unless a newer request (an
     // edit, another batch element) has come in meanwhile.

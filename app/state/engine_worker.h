@@ -22,8 +22,8 @@
 namespace attnscope {
 
 // A trained model's layer to show (docs/DESIGN.md §3.1 "A trained model"): the model runs over
-// `ids` unless `previous` already did (same model, same ids: a layer or position change costs one
-// layer's trace and one row of logits).
+// `ids` unless `previous` already did (same model, same ids: a layer change costs one layer's
+// trace, a token change one row of logits).
 struct ModelJob {
   std::shared_ptr<const GptModel> model;
   std::vector<int> ids;
@@ -31,7 +31,7 @@ struct ModelJob {
   int layer = 0;
   int position = 0;  // whose next tokens, besides the last position's
   std::uint64_t version = 0;
-  std::shared_ptr<const ModelPass> previous;
+  std::shared_ptr<const Snapshot> previous;  // the result on screen: its pass, and its layer's trace
 };
 
 struct EngineRequest {
@@ -79,6 +79,7 @@ class EngineWorker {
   bool running_ = false;
   bool running_second_part_ = false;           // the job in flight completes one …
   std::shared_ptr<std::atomic<bool>> cancel_;  // … and is stopped when a newer request comes
+  std::shared_ptr<const ModelJob> running_model_;  // the model job in flight, if any
   std::optional<EngineResult> result_;         // finished, not collected yet
   bool stop_ = false;
   std::uint64_t serial_ = 0;

@@ -4,6 +4,7 @@
 
 #include "engine/errors.h"
 #include "lm/model_pass.h"
+#include "state/snapshot.h"
 
 namespace attnscope {
 
@@ -37,7 +38,7 @@ void ModelSession::close() {
 }
 
 void ModelSession::setLayer(int layer) {
-  if (!model_) throw InputError("no model is open: File › Open model… first");
+  requireModel();
   if (layer < 0 || layer >= model_->config.layers)
     throw InputError("layer: no layer " + std::to_string(layer) + " (the model has " +
                      std::to_string(model_->config.layers) + ", numbered from 0)");
@@ -46,7 +47,7 @@ void ModelSession::setLayer(int layer) {
 }
 
 void ModelSession::setText(const std::string& text, std::optional<bool> prepend_eot) {
-  if (!model_) throw InputError("no model is open: File › Open model… first");
+  requireModel();
   if (!model_->tokenizer)
     throw InputError("text: this model has no tokenizer (vocab.json and merges.txt, or encoder.json and vocab.bpe, "
                      "beside it): give token ids instead");
@@ -54,23 +55,40 @@ void ModelSession::setText(const std::string& text, std::optional<bool> prepend_
 }
 
 void ModelSession::setIds(std::vector<int> ids, std::optional<bool> prepend_eot) {
-  if (!model_) throw InputError("no model is open: File › Open model… first");
+  requireModel();
   set(std::move(ids), prepend_eot.value_or(prepend_eot_));
 }
 
 void ModelSession::append(int id) {
-  if (!model_) throw InputError("no model is open: File › Open model… first");
+  requireModel();
   std::vector<int> ids = body();
   ids.push_back(id);
   set(std::move(ids), prepend_eot_);
 }
 
 void ModelSession::repeat() {
+  requireModel();
+  const std::vector<int> once = body();
+  std::vector<int> twice = once;
+  twice.insert(twice.end(), once.begin(), once.end());
+  set(std::move(twice), prepend_eot_);
+}
+
+void ModelSession::setPrependEot(bool on) {
+  requireModel();
+  set(body(), on);
+}
+
+void ModelSession::requireModel() const {
   if (!model_) throw InputError("no model is open: File › Open model… first");
-  std::vector<int> ids = body();
-  const std::size_t n = ids.size();
-  ids.insert(ids.end(), ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n));
-  set(std::move(ids), prepend_eot_);
+}
+
+const float* logitsShown(const Snapshot* s, const ModelSession& m, int position) {
+  return s != nullptr && s->model && m.isOpen() && s->model_version == m.version() ? s->logitsAt(position) : nullptr;
+}
+
+const ModelPass* passShown(const Snapshot* s, const ModelSession& m) {
+  return s != nullptr && s->model && m.isOpen() && s->model->model == m.model() ? s->model.get() : nullptr;
 }
 
 void ModelSession::set(std::vector<int> body, bool prepend_eot) {

@@ -10,8 +10,11 @@
 #include <vector>
 
 #include "lm/gpt_model.h"
+#include "lm/model_pass.h"
 
 namespace attnscope {
+
+struct Snapshot;
 
 class ModelSession {
  public:
@@ -39,9 +42,12 @@ class ModelSession {
   void setIds(std::vector<int> ids, std::optional<bool> prepend_eot = std::nullopt);  // without the prepended one
   void append(int id);
   void repeat();  // the text twice over
+  void setPrependEot(bool on);  // the same ids, with or without <|endoftext|> before them
+  bool canRepeat() const { return 2 * static_cast<int>(body().size()) + (prepend_eot_ ? 1 : 0) <= max_tokens_; }
 
  private:
   std::vector<int> body() const;  // the ids without the prepended <|endoftext|>
+  void requireModel() const;      // InputError unless a model is open
   void set(std::vector<int> body, bool prepend_eot);
 
   std::shared_ptr<const GptModel> model_;
@@ -52,5 +58,13 @@ class ModelSession {
   int max_tokens_ = 0;
   std::uint64_t version_ = 0;
 };
+
+// The next-token logits at `position` of the snapshot on screen when it answers the session as it
+// is now (a newer text or another model: null until its result comes).
+const float* logitsShown(const Snapshot* s, const ModelSession& m, int position);
+
+// The snapshot's model pass when it belongs to the model open now (an earlier text of it is
+// shown while the newest computes; another model's never), else null.
+const ModelPass* passShown(const Snapshot* s, const ModelSession& m);
 
 }  // namespace attnscope

@@ -416,7 +416,10 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
       if (!cfg.tie_word_embeddings) {
         model->output_head = head;
         c.tied_head = false;
-      } else if (!same) {
+      } else {
+        names.releaseTaken();  // read once to compare; the head is wte
+      }
+      if (cfg.tie_word_embeddings && !same) {
         model->notes.push_back(
             "lm_head.weight differs from wte.weight; GPT-2 ties them (tie_word_embeddings), so "
             "the head is wte, as Hugging Face computes it");
@@ -486,6 +489,17 @@ std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptL
         "give token ids instead of text");
   }
   return model;
+}
+
+std::string modelName(const GptModel& model) {
+  const std::filesystem::path p(model.path);
+  return p.filename().empty() ? p.parent_path().filename().string() : p.filename().string();
+}
+
+std::string modelTitle(const GptModel& model) {
+  const GptConfig& c = model.config;
+  return modelName(model) + " (" + std::to_string(c.layers) + " layers × " + std::to_string(c.heads) +
+         " heads, d = " + std::to_string(c.d_model) + ")";
 }
 
 }  // namespace attnscope

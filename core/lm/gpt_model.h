@@ -99,6 +99,11 @@ struct GptLoadOptions {
 // ignored. Throws InputError naming the tensor or field that is missing or of the wrong shape.
 std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptLoadOptions& options = {});
 
+// What the app calls a model: its folder's or file's name ("gpt2"), and with its shape
+// ("gpt2 (12 layers × 12 heads, d = 768)").
+std::string modelName(const GptModel& model);
+std::string modelTitle(const GptModel& model);
+
 // The folder a model path names: the path itself when it is a folder, else the file's ("." for a
 // bare file name). The tokenizer files and config.json are looked for there.
 std::string modelFolder(const std::string& path);

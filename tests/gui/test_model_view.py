@@ -34,7 +34,8 @@ import torch  # noqa: E402
 from test_teaching import Display, App, run_checks, run_commands  # noqa: E402
 
 LAYERS, HEADS = 3, 2
-MERGES = [("h", "e"), ("l", "l"), ("he", "ll"), ("Ġ", "w"), ("o", "r"), ("Ġw", "or"), ("l", "d"), ("Ġwor", "ld")]
+MERGES = [("h", "e"), ("l", "l"), ("he", "ll"), ("Ġ", "w"), ("o", "r"), ("Ġw", "or"), ("l", "d"), ("Ġwor", "ld"), ("#", "#")]
+VOCAB = 256 + len(MERGES) + 1  # the bytes, MERGES, <|endoftext|> (last)
 
 
 def bytes_to_unicode():
@@ -132,11 +133,22 @@ def main():
                 {"do": "text", "ids": [5, 70, 200, 9]},
                 {"do": "append_token"},
                 {"do": "repeat_text"},
+                {"do": "text", "prepend_eot": True},  # the same ids after <|endoftext|>, not re-tokenized
             ], "--model", folder)
             _, _, top = torch_next(model, [5, 70, 200, 9], 1.0)
-            want = [5, 70, 200, 9, top] * 2
+            want = [VOCAB - 1] + [5, 70, 200, 9, top] * 2
             assert d["state"]["model"]["ids"] == want, (d["state"]["model"]["ids"], want)
-            print(f"  appended torch's top token {top}, then the text twice: {want}")
+            print(f"  appended torch's top token {top}, the text twice, then <|endoftext|> before it: {want}")
+
+        def hashes_drawn():
+            # "##" starts an ImGui id: a token button must still show it (its label in the dump).
+            d = run_commands(app, display.name, tmp, "hashes", [{"do": "text", "value": "## ## x"}],
+                             "--model", folder, "--size", "1280x800")
+            assert "##" in d["state"]["model"]["tokens"], d["state"]["model"]["tokens"]
+            tokens = d["state"]["model"]["tokens"]
+            w, x = d["widgets"].get("model_token_0"), d["widgets"].get(f"model_token_{tokens.index('x')}")
+            assert tokens[0] == "##" and w and x and w["w"] > x["w"], f"'##' {w} is no wider than 'x' {x}"
+            print(f"  tokens {tokens}: the button of '##' {w['w']:.0f} px wide, of 'x' {x['w']:.0f} px")
 
         def chapter_work_set_aside():
             path = os.path.join(tmp, "aside.commands.json")
@@ -183,6 +195,7 @@ def main():
                       f"head {d['state']['head']}")
 
         return run_checks([("the layer and the next tokens are torch's", layer_and_next_tokens),
+                           ("a token label with ## is drawn", hashes_drawn),
                            ("append the top token, repeat the text", append_and_repeat),
                            ("the chapter's work is set aside, not edited", chapter_work_set_aside),
                            ("--model on a file that is no model", bad_model_path),

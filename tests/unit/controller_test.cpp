@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <random>
 #include <thread>
 
 #include "engine/errors.h"
@@ -294,6 +295,142 @@ TEST_F(ControllerTest, OpeningOverUnsavedWorkKeepsItAside) {
 std::string keyed(Key key, unsigned mods, KeyContext context = {}, bool repeat = false) {
   const std::optional<Command> c = keyCommand(KeyPress{key, mods, repeat}, context);
   return c ? c->name + (c->args.empty() ? "" : " " + c->args.dump()) : "";
+}
+
+// [SECTION] a trained model ------------------------------------------------------------------
+
+// The book's GPTModel (2 blocks, d = 16, 40 tokens, 16 positions) with random weights, as a
+// safetensors file written here; no config.json, no tokenizer (the model reads token ids).
+std::string writeTinyModel(const std::string& file) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0, 0.3f);
+  std::vector<std::pair<std::string, std::vector<int>>> tensors = {{"tok_emb.weight", {40, 16}},
+                                                                   {"pos_emb.weight", {16, 16}}};
+  for (int b = 0; b < 2; ++b) {
+    const std::string p = "trf_blocks." + std::to_string(b) + ".";
+    for (const char* w : {"att.W_query", "att.W_key", "att.W_value", "att.out_proj"}) {
+      tensors.push_back({p + w + ".weight", {16, 16}});
+      if (std::string(w) == "att.out_proj") tensors.push_back({p + w + ".bias", {16}});
+    }
+    tensors.push_back({p + "ff.layers.0.weight", {64, 16}});
+    tensors.push_back({p + "ff.layers.0.bias", {64}});
+    tensors.push_back({p + "ff.layers.2.weight", {16, 64}});
+    tensors.push_back({p + "ff.layers.2.bias", {16}});
+    for (const char* n : {"norm1", "norm2"}) {
+      tensors.push_back({p + n + ".scale", {16}});
+      tensors.push_back({p + n + ".shift", {16}});
+    }
+  }
+  tensors.push_back({"final_norm.scale", {16}});
+  tensors.push_back({"final_norm.shift", {16}});
+  tensors.push_back({"out_head.weight", {40, 16}});
+  nlohmann::json header = nlohmann::json::object();
+  std::string data;
+  for (const auto& [name, shape] : tensors) {
+    std::size_t n = 1;
+    for (int d : shape) n *= static_cast<std::size_t>(d);
+    const std::size_t begin = data.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const float v = name.find(".scale") != std::string::npos ? 1.0f + normal(rng) : normal(rng);
+      data.append(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {begin, data.size()}}};
+  }
+  std::string h = header.dump();
+  while ((8 + h.size()) % 8 != 0) h += ' ';
+  std::string bytes(8, '\0');
+  for (int b = 0; b < 8; ++b) bytes[b] = static_cast<char>((h.size() >> (8 * b)) & 0xFF);
+  std::ofstream(file, std::ios::binary) << bytes << h << data;
+  return file;
+}
+
+TEST_F(ControllerTest, AModelsRefusalsChangeNothing) {
+  Controller c = make();
+  user(c, "model_open", {{"path", writeTinyModel(path("m.safetensors"))}, {"num_heads", 2}});
+  ASSERT_TRUE(c.model().isOpen()) << c.toast().text;
+  const std::vector<int> ids = c.model().ids();
+  const std::uint64_t version = c.model().version();
+  user(c, "select_layer", {{"layer", 1}, {"head", 99}});  // a head the model lacks
+  EXPECT_TRUE(c.toast().error);
+  user(c, "select_layer", {{"layer", 2}});  // a layer it lacks
+  user(c, "text", {{"ids", {1, 2, 40}}});    // outside the vocabulary
+  user(c, "text", {{"ids", std::vector<int>(17, 3)}});  // more than its 16 positions
+  user(c, "text", {{"value", "no tokenizer"}});
+  user(c, "text", {{"ids", {1}}, {"prepend_eot", true}});  // no <|endoftext|> without a tokenizer
+  user(c, "set", {{"field", "d_out", }, {"value", 4}});  // the chapter's workspace is set aside
+  EXPECT_NE(c.toast().text.find("read only"), std::string::npos) << c.toast().text;
+  EXPECT_EQ(c.model().layer(), 0);
+  EXPECT_EQ(c.model().ids(), ids);
+  EXPECT_EQ(c.model().version(), version);
+  EXPECT_EQ(c.document().workspace().model.d_out, 2);
+  user(c, "text", {{"ids", std::vector<int>(9, 3)}});
+  user(c, "repeat_text");  // 18 > 16
+  EXPECT_EQ(c.model().tokenCount(), 9);
+}
+
+TEST_F(ControllerTest, AnotherWorkspaceClosesTheModelOnlyOnceItIsOpen) {
+  Controller c = make();
+  user(c, "model_open", {{"path", writeTinyModel(path("m.safetensors"))}, {"num_heads", 2}});
+  ASSERT_TRUE(c.model().isOpen());
+  user(c, "open", {{"path", path("missing.json")}});
+  user(c, "preset", {{"name", "no_such_preset"}});
+  user(c, "lesson_open", {{"path", path("missing-lesson.json")}});
+  settle(c);
+  EXPECT_TRUE(c.model().isOpen()) << "a refused workspace closed the model";
+  user(c, "preset", {{"name", "causal"}});
+  EXPECT_FALSE(c.model().isOpen());
+  EXPECT_EQ(c.document().workspace().model.variant, Variant::Causal);
+}
+
+TEST_F(ControllerTest, TheChaptersViewIsSavedAndComesBackAfterTheModel) {
+  const std::string file = path("w.json");
+  Controller c = make(file);
+  user(c, "select_token", {{"index", 4}});
+  user(c, "select_head", {{"index", 1}});
+  user(c, "model_open", {{"path", writeTinyModel(path("m.safetensors"))}, {"num_heads", 2}});
+  user(c, "text", {{"ids", {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}}});
+  user(c, "select_token", {{"index", 11}});
+  user(c, "select_layer", {{"layer", 1}, {"head", 0}});
+  user(c, "save", {{"path", file}});
+  const nlohmann::json saved = nlohmann::json::parse(read(file))["view"];
+  EXPECT_EQ(saved["token"], 4);  // the chapter's, not the model's
+  EXPECT_EQ(saved["head"], 1);
+  EXPECT_EQ(saved["tab"], "heatmaps");
+  user(c, "model_close");
+  EXPECT_EQ(c.view().token, 4);
+  EXPECT_EQ(c.view().head, 1);
+  EXPECT_EQ(c.view().tab, "heatmaps");
+}
+
+TEST_F(ControllerTest, AModelsLayerInEveryViewAndATokenChangeKeepsItsTrace) {
+  Controller c = make();
+  user(c, "pin");  // the chapter's result as A: not something a model's layer is compared with
+  settle(c);
+  user(c, "pin");
+  ASSERT_TRUE(c.pinned());
+  user(c, "model_open", {{"path", writeTinyModel(path("m.safetensors"))}, {"num_heads", 2}});
+  EXPECT_FALSE(c.pinned());
+  user(c, "text", {{"ids", {1, 2, 3, 4, 5, 6, 7}}});
+  user(c, "select_layer", {{"layer", 1}, {"head", 1}});
+  settle(c);
+  const std::shared_ptr<const Snapshot> first = c.shared();
+  ASSERT_TRUE(first && first->model);
+  EXPECT_EQ(first->layer, 1);
+  EXPECT_EQ(first->inputs->embeddings.rows(), 7);  // the layer as a chapter workspace: its input …
+  EXPECT_EQ(first->inputs->model.num_heads, 2);    // … and its attention
+  EXPECT_EQ(first->trace->batches.size(), 1u);
+  EXPECT_NE(first->logitsAt(6), nullptr);
+  user(c, "select_token", {{"index", 2}});
+  settle(c);
+  const std::shared_ptr<const Snapshot> second = c.shared();
+  EXPECT_NE(second, first);
+  EXPECT_EQ(second->trace, first->trace);  // one row of logits, not the layer again
+  EXPECT_EQ(second->model, first->model);
+  EXPECT_NE(second->logitsAt(2), nullptr);
+  EXPECT_EQ(second->statistics.size(), first->statistics.size());
+  user(c, "append_token");  // waits for the result, then appends the most likely token
+  settle(c);
+  EXPECT_EQ(c.model().tokenCount(), 8);
 }
 
 TEST(KeyBindings, LessonKeysTurnPagesOnlyWithALessonOpen) {
