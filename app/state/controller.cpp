@@ -91,6 +91,15 @@ void Controller::update(double now) {
     toast_ = {"Checking the lesson " + lesson_check_.file() + " … step " + std::to_string(lesson_check_.step() + 1) +
                   "  (File › Close lesson stops it)",
               false, now + 0.5};
+  // A model read off the UI thread: it opens now, before the commands queued behind it.
+  if (auto loaded = model_load_.poll()) {
+    const Command c = loaded->command;
+    try {
+      openLoadedModel(std::move(*loaded), now);
+    } catch (const InputError& e) {
+      fail(c, e.what(), now);
+    }
+  }
   // Only the commands queued before this call: a capture draws frames, and panels push more.
   for (std::size_t n = queue_.size(); n > 0 && !queue_.empty(); --n) {
     const CommandId next = queue_.front().id();
@@ -98,6 +107,8 @@ void Controller::update(double now) {
     // While a lesson is checked, what comes after its lesson_open waits for it (a script's next
     // step, a key); another lesson or closing stops the check.
     if (lesson_check_.busy() && next != CommandId::LessonOpen && next != CommandId::LessonClose) break;
+    // … and while a model is read, what comes after its model_open waits for it too.
+    if (model_load_.busy() && next != CommandId::ModelOpen && next != CommandId::ModelClose) break;
     const Command c = queue_.pop();
     try {
       apply(c, now);
@@ -579,45 +590,61 @@ ViewState Controller::chapterView() const {
   return v;
 }
 
+void Controller::openLoadedModel(ModelLoad loaded, double now) {
+  if (!loaded.model) throw InputError(loaded.error);
+  const Command& c = loaded.command;
+  if (lesson_.open()) throw InputError("a lesson is open: close it first (File › Close lesson), then open the model");
+  if (!model_.isOpen()) chapter_view_ = view_;  // given back by model_close
+  if (pinned_) unpin();                         // A belongs to what was shown before
+  model_.open(loaded.model, base_limits_.max_tokens, c.has("prepend_eot") && c.flag("prepend_eot"));
+  view_.token = model_.tokenCount() - 1;  // the next tokens after the text
+  view_.head = -1;
+  view_.key = -1;
+  view_.tab = "layers";
+  clampView();
+  if (hooks_.document_replaced) hooks_.document_replaced();
+  std::string note = "Opened " + modelTitle(*loaded.model);
+  for (const std::string& n : loaded.model->notes) note += ". " + n;
+  notify(note, now);
+}
+
 void Controller::applyModel(const Command& c, double now) {
   using Id = CommandId;
   const auto prepend = [&]() -> std::optional<bool> {
     return c.has("prepend_eot") ? std::optional<bool>(c.flag("prepend_eot")) : std::nullopt;
   };
   switch (c.id()) {
-    case Id::ModelOpen: {
+    case Id::ModelOpen: {  // read and packed off the UI thread (openLoadedModel goes on)
       GptLoadOptions options;
       options.reference_mlp = false;  // the app runs the fast path only
       if (c.has("num_heads")) {
         options.num_heads = c.integer("num_heads");
         if (options.num_heads < 1) throw InputError("num_heads: must be at least 1");
       }
-      const std::string path = c.text("path");
       if (lesson_.open() || lesson_check_.busy())
         throw InputError("a lesson is open: close it first (File › Close lesson), then open the model");
-      std::shared_ptr<const GptModel> model;
-      try {
-        model = loadGptModel(path, options);
-      } catch (const InputError& e) {
-        throw InputError("Could not open the model " + path + ": " + e.what());
-      } catch (const std::bad_alloc&) {
-        throw InputError("Could not open the model " + path + ": not enough memory");
-      }
-      if (!model_.isOpen()) chapter_view_ = view_;  // given back by model_close
-      if (pinned_) unpin();  // A belongs to what was shown before
-      model_.open(model, base_limits_.max_tokens, prepend().value_or(false));
-      view_.token = model_.tokenCount() - 1;  // the next tokens after the text
-      view_.head = -1;
-      view_.key = -1;
-      view_.tab = "layers";
-      clampView();
-      if (hooks_.document_replaced) hooks_.document_replaced();
-      std::string note = "Opened " + modelTitle(*model);
-      for (const std::string& n : model->notes) note += ". " + n;
-      notify(note, now);
+      model_load_.start([c, options](const std::atomic<bool>&) {
+        ModelLoad r{c, nullptr, ""};
+        const std::string path = c.text("path");
+        try {
+          r.model = loadGptModel(path, options);
+        } catch (const InputError& e) {
+          r.error = "Could not open the model " + path + ": " + e.what();
+        } catch (const std::bad_alloc&) {
+          r.error = "Could not open the model " + path + ": not enough memory";
+        } catch (const std::exception& e) {
+          r.error = "Could not open the model " + path + ": " + e.what();
+        }
+        return r;
+      });
+      showToast("Opening the model " + c.text("path") + " …", false, now);
       return;
     }
     case Id::ModelClose:
+      if (model_load_.busy()) {  // stops waiting for it: what is read is dropped
+        model_load_.cancel();
+        if (!model_.isOpen()) return showToast("Stopped opening the model", false, now);
+      }
       if (!model_.isOpen()) throw InputError("no model is open");
       return closeModel(now);
     case Id::SelectLayer: {
@@ -785,7 +812,7 @@ void Controller::endFrame(double now, bool mouse_down, bool typing) {
 }
 
 double Controller::idleTimeout(double now, double longest) const {
-  if (!queue_.empty() && !lesson_check_.busy()) return 0;  // commands behind a lesson's check wait for its wake-up
+  if (!queue_.empty() && !lesson_check_.busy() && !model_load_.busy()) return 0;  // commands behind a lesson's check wait for its wake-up
   double timeout = longest;
   if (!toast_.text.empty() && toast_.until > now) timeout = std::min(timeout, toast_.until - now);
   return std::max(timeout, 0.0);
@@ -876,7 +903,7 @@ void Controller::updateEngine() {
 }
 
 bool Controller::settled() const {
-  return !worker_.busy() && currentKey() == requested_ && !lesson_check_.busy() &&
+  return !worker_.busy() && currentKey() == requested_ && !lesson_check_.busy() && !model_load_.busy() &&
          (!lesson_.open() || !hooks_.layout_settled || hooks_.layout_settled());
 }
 

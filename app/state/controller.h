@@ -22,6 +22,7 @@
 #include "state/lesson_check.h"
 #include "state/lesson_session.h"
 #include "state/model_session.h"
+#include "state/off_thread.h"
 #include "state/session_files.h"
 #include "state/toast.h"
 #include "state/view_state.h"
@@ -101,7 +102,7 @@ class Controller {
 
   // ---- each frame
   CommandQueue& commands() { return queue_; }
-  bool idle() const { return queue_.empty(); }  // every queued command applied
+  bool idle() const { return queue_.empty() && !model_load_.busy(); }  // every queued command applied
   // Before drawing: applies the queued commands (one that waits for the result waits for the
   // newest), sends the document to the engine when it changed, takes finished results.
   void update(double now);
@@ -157,6 +158,13 @@ class Controller {
   void applyLesson(const Command& c, double now);  // lesson_open, lesson_step, lesson_next, …
   void applyModel(const Command& c, double now);   // model_open, text, select_layer, …
   void closeModel(double now);                     // the chapter's workspace again
+  // A model read off the UI thread: shown now, or its command's failure.
+  struct ModelLoad {
+    Command command;  // the model_open that asked
+    std::shared_ptr<const GptModel> model;
+    std::string error;  // when model is null
+  };
+  void openLoadedModel(ModelLoad loaded, double now);
   void unpin();                                    // drop A (the unpin command, and a model's change)
   void applyToDocument(const Command& c, double now);  // applyDocument once the model allows it
   // What the views show: the model's text and layer while a model is open, else the document.
@@ -214,6 +222,7 @@ class Controller {
 
   LessonSession lesson_;
   ModelSession model_;
+  OffThread<ModelLoad> model_load_;  // model_open's reading and packing
   ViewState chapter_view_;  // the view when the model was opened (chapterView)
   LessonChecker lesson_check_;  // a lesson being checked before it opens
   Prompts prompts_;

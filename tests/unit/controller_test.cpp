@@ -347,6 +347,7 @@ std::string writeTinyModel(const std::string& file) {
 TEST_F(ControllerTest, AModelsRefusalsChangeNothing) {
   Controller c = make();
   user(c, "model_open", {{"path", writeTinyModel(path("m.safetensors"))}, {"num_heads", 2}});
+  settle(c);  // read off the UI thread
   ASSERT_TRUE(c.model().isOpen()) << c.toast().text;
   const std::vector<int> ids = c.model().ids();
   const std::uint64_t version = c.model().version();
@@ -371,6 +372,7 @@ TEST_F(ControllerTest, AModelsRefusalsChangeNothing) {
 TEST_F(ControllerTest, AnotherWorkspaceClosesTheModelOnlyOnceItIsOpen) {
   Controller c = make();
   user(c, "model_open", {{"path", writeTinyModel(path("m.safetensors"))}, {"num_heads", 2}});
+  settle(c);  // read off the UI thread
   ASSERT_TRUE(c.model().isOpen());
   user(c, "open", {{"path", path("missing.json")}});
   user(c, "preset", {{"name", "no_such_preset"}});
@@ -388,6 +390,7 @@ TEST_F(ControllerTest, TheChaptersViewIsSavedAndComesBackAfterTheModel) {
   user(c, "select_token", {{"index", 4}});
   user(c, "select_head", {{"index", 1}});
   user(c, "model_open", {{"path", writeTinyModel(path("m.safetensors"))}, {"num_heads", 2}});
+  settle(c);  // read off the UI thread
   user(c, "text", {{"ids", {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}}});
   user(c, "select_token", {{"index", 11}});
   user(c, "select_layer", {{"layer", 1}, {"head", 0}});
@@ -409,6 +412,7 @@ TEST_F(ControllerTest, AModelsLayerInEveryViewAndATokenChangeKeepsItsTrace) {
   user(c, "pin");
   ASSERT_TRUE(c.pinned());
   user(c, "model_open", {{"path", writeTinyModel(path("m.safetensors"))}, {"num_heads", 2}});
+  settle(c);  // read off the UI thread
   EXPECT_FALSE(c.pinned());
   user(c, "text", {{"ids", {1, 2, 3, 4, 5, 6, 7}}});
   user(c, "select_layer", {{"layer", 1}, {"head", 1}});
