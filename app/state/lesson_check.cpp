@@ -3,7 +3,6 @@
 #include <filesystem>
 
 #include "engine/errors.h"
-#include "state/ui_wake.h"
 #include "state/view_state.h"
 
 namespace attnscope {
@@ -27,20 +26,20 @@ Lesson loadCheckedLesson(const std::string& path, const Workspace& start, const 
 
 void LessonChecker::start(Command command, Workspace start_ws, const Limits& limits) {
   cancel();
-  auto state = std::make_shared<State>();
-  state->file = std::filesystem::path(command.text("path")).filename().string();
-  state_ = state;
-  thread_ = std::thread([state, command = std::move(command), start_ws = std::move(start_ws), limits]() mutable {
+  auto progress = std::make_shared<Progress>();
+  progress->file = std::filesystem::path(command.text("path")).filename().string();
+  progress_ = progress;
+  job_.start([progress, command = std::move(command), start_ws = std::move(start_ws),
+              limits](const std::atomic<bool>& cancelled) {
     Result r{command, std::nullopt, ""};
     try {
       LessonCheck check;
-      check.cancel = &state->cancel;
-      check.steps_done = &state->steps_done;
+      check.cancel = &cancelled;
+      check.steps_done = &progress->steps_done;
       check.limits = limits;
       r.lesson = loadCheckedLesson(command.text("path"), start_ws, check);
     } catch (const Cancelled&) {
-      state->done = true;
-      return;  // nobody waits for it
+      r.error = "cancelled";  // cancel() drops it: nobody waits for it
     } catch (const InputError& e) {
       r.error = e.what();
     } catch (const std::bad_alloc&) {
@@ -48,31 +47,8 @@ void LessonChecker::start(Command command, Workspace start_ws, const Limits& lim
     } catch (const std::exception& e) {
       r.error = command.text("path") + ": " + e.what();
     }
-    {
-      std::lock_guard<std::mutex> lock(state->mutex);
-      state->result = std::move(r);
-    }
-    state->done = true;
-    wakeUi();  // the window may be asleep: the lesson opens (or says why not) at once
+    return r;
   });
-}
-
-void LessonChecker::cancel() {
-  if (state_) state_->cancel = true;
-  if (thread_.joinable()) thread_.join();
-  state_.reset();
-}
-
-std::optional<LessonChecker::Result> LessonChecker::poll() {
-  if (!state_ || !state_->done.load()) return std::nullopt;
-  std::optional<Result> r;
-  {
-    std::lock_guard<std::mutex> lock(state_->mutex);
-    r = std::move(state_->result);
-  }
-  if (thread_.joinable()) thread_.join();
-  state_.reset();
-  return r;
 }
 
 }  // namespace attnscope

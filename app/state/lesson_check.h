@@ -6,13 +6,12 @@
 #pragma once
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "editing/command.h"
 #include "lessons/lesson.h"
+#include "state/off_thread.h"
 
 namespace attnscope {
 
@@ -30,31 +29,23 @@ class LessonChecker {
     std::string error;             // … why not (names the file, the step and the field)
   };
 
-  LessonChecker() = default;
-  LessonChecker(const LessonChecker&) = delete;
-  LessonChecker& operator=(const LessonChecker&) = delete;
-  ~LessonChecker() { cancel(); }
-
   // Starts checking `command`'s lesson on a copy of `start` under `limits`; a running check stops.
   void start(Command command, Workspace start, const Limits& limits);
-  void cancel();  // stops a running check; its result never comes
-  bool busy() const { return state_ != nullptr && !state_->done.load(); }
+  void cancel() { job_.cancel(); }  // stops a running check; its result never comes
+  bool busy() const { return job_.busy(); }
   // A finished check, once (then the checker is idle).
-  std::optional<Result> poll();
+  std::optional<Result> poll() { return job_.poll(); }
   // Progress of the running check: the lesson's file name, and the step being rehearsed (0 before).
-  std::string file() const { return state_ ? state_->file : ""; }
-  int step() const { return state_ ? state_->steps_done.load() : 0; }
+  std::string file() const { return progress_ ? progress_->file : ""; }
+  int step() const { return progress_ ? progress_->steps_done.load() : 0; }
 
  private:
-  struct State {
+  struct Progress {
     std::string file;
-    std::atomic<bool> cancel{false}, done{false};
     std::atomic<int> steps_done{0};
-    std::mutex mutex;
-    std::optional<Result> result;  // under mutex
   };
-  std::shared_ptr<State> state_;
-  std::thread thread_;
+  std::shared_ptr<Progress> progress_;
+  OffThread<Result> job_;  // last: stopped before the progress it writes goes
 };
 
 }  // namespace attnscope
