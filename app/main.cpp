@@ -32,9 +32,16 @@ int main(int argc, char** argv) {
   if (int code = parseAppOptions(argc, argv, options); code >= 0) return code;
   const bool headless = !options.screenshot_path.empty();
   std::optional<InteractionBench> bench;  // unattended too: no vsync, no autosave, no recovery
-  if (!options.bench_path.empty())
-    bench.emplace(
-        InteractionBenchOptions{options.bench_path, options.bench_presets, options.bench_edits, options.bench_gap_ms});
+  if (!options.bench_path.empty()) {
+    InteractionBenchOptions o;
+    o.out_path = options.bench_path;
+    o.presets = options.bench_presets;
+    o.edits = options.bench_edits;
+    o.gap_ms = options.bench_gap_ms;
+    o.model_path = options.model_path;  // --model: its opening (queued below) and text edits instead of presets
+    if (options.bench_tokens > 0) o.tokens = options.bench_tokens;
+    bench.emplace(std::move(o));
+  }
   const bool unattended = headless || bench;
   const Limits limits = Controller::limits(static_cast<std::int64_t>(options.memory_budget_mib * (1 << 20)));
   Document document(bookExample(), "", false, limits);

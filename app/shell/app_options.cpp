@@ -60,11 +60,18 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
       ->check(CLI::Range(1, Limits{}.max_heads));
   CLI::Option* bench = cli.add_option("--bench-interaction", o.bench_path,
                                       "time edits from command to the first frame showing their result, for each "
-                                      "--bench-presets; write the figures to this JSON and exit");
-  cli.add_option("--bench-presets", o.bench_presets, "presets the bench opens in turn (default multihead,gpt2-small)")
-      ->delimiter(',')
-      ->needs(bench);
-  cli.add_option("--bench-edits", o.bench_edits, "edits per preset (default 200)")
+                                      "--bench-presets, or with --model its text edits; write the figures to this "
+                                      "JSON and exit");
+  CLI::Option* bench_presets = cli.add_option("--bench-presets", o.bench_presets,
+                                              "presets the bench opens in turn (default multihead,gpt2-small)")
+                                   ->delimiter(',')
+                                   ->needs(bench);
+  CLI::Option* bench_tokens =
+      cli.add_option("--bench-tokens", o.bench_tokens,
+                     "with --model: each edit gives the model a new text of this many random token ids (default 64)")
+          ->check(CLI::Range(1, 1 << 20))
+          ->needs(bench);
+  cli.add_option("--bench-edits", o.bench_edits, "edits per preset, or of the model's text (default 200)")
       ->check(CLI::Range(1, 100000))
       ->needs(bench);
   cli.add_option("--memory-budget", o.memory_budget_mib,
@@ -106,6 +113,16 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
     std::error_code ec;
     if (!folder.empty() && !std::filesystem::is_directory(folder, ec)) {
       std::cerr << "error: --bench-interaction: no folder " << folder.string() << " for " << o.bench_path << "\n";
+      return 2;
+    }
+    if (!o.model_path.empty() && bench_presets->count() > 0) {
+      std::cerr << "error: --bench-interaction with --model times the model's text edits: --bench-presets does not "
+                   "combine with it\n";
+      return 2;
+    }
+    if (o.model_path.empty() && bench_tokens->count() > 0) {
+      std::cerr << "error: --bench-tokens needs --model: it is the length of the texts the bench gives a trained "
+                   "model\n";
       return 2;
     }
     const std::vector<std::string> known = presetNames();

@@ -31,6 +31,7 @@ struct AppOptions {
   std::vector<std::string> bench_presets = {"multihead", "gpt2-small"};  // opened in turn by the bench
   int bench_edits = 200;                                                 // edits per preset, each timed
   int bench_gap_ms = 0;             // frames drawn this long after a result before the next edit
+  int bench_tokens = 0;             // --bench-tokens: with --model, token ids per text edit (0: not given, 64)
   double memory_budget_mib = 1024;  // --memory-budget: what the app may hold for a workspace (MiB)
 };
 

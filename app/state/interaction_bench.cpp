@@ -1,5 +1,7 @@
 #include "state/interaction_bench.h"
 
+#include <time.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include "formats/atomic_file.h"
 #include "formats/workspace_file.h"
 #include "state/controller.h"
+#include "state/snapshot.h"
 
 namespace attnscope {
 
@@ -59,6 +62,29 @@ double loadAverage() {
 
 double round3(double x) { return std::round(x * 1000) / 1000; }
 
+// When this process started, on the steady clock: /proc/self/stat's start time (clock ticks since
+// boot, 10 ms apart; taken at the fork, so exec and the dynamic linker are inside) against
+// CLOCK_BOOTTIME, which counts from the same boot. `fallback` when either is unknown.
+std::chrono::steady_clock::time_point processStart(std::chrono::steady_clock::time_point fallback) {
+  std::ifstream in("/proc/self/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const std::size_t name_end = stat.rfind(')');  // the command's name (field 2) may hold ") "
+  const long ticks = sysconf(_SC_CLK_TCK);
+  timespec boot{};
+  if (name_end == std::string::npos || ticks <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return fallback;
+  std::istringstream fields(stat.substr(name_end + 1));
+  std::string skip;
+  for (int field = 3; field < 22; ++field) fields >> skip;  // state … itrealvalue; field 22 is starttime
+  unsigned long long start_ticks = 0;
+  if (!(fields >> start_ticks)) return fallback;
+  const double ago = static_cast<double>(boot.tv_sec) + static_cast<double>(boot.tv_nsec) * 1e-9 -
+                     static_cast<double>(start_ticks) / static_cast<double>(ticks);
+  if (ago < 0 || ago > 3600) return fallback;
+  return std::chrono::steady_clock::now() -
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(ago));
+}
+
 nlohmann::json summary(const std::vector<double>& v) {
   return {{"p50", round3(quantile(v, 0.5))},
           {"p95", round3(quantile(v, 0.95))},
@@ -69,12 +95,16 @@ nlohmann::json summary(const std::vector<double>& v) {
 }  // namespace
 
 InteractionBench::InteractionBench(InteractionBenchOptions options)
-    : options_(std::move(options)), load_before_(loadAverage()) {}
+    : options_(std::move(options)), process_start_(processStart(Clock::now())), load_before_(loadAverage()) {}
 
 std::string InteractionBench::where() const {
-  const std::string preset = preset_ < options_.presets.size() ? options_.presets[preset_] : "";
-  if (edit_ < 0) return preset + ", opening the preset";
-  return preset + ", edit " + std::to_string(edit_ + 1) + " of " + std::to_string(options_.edits) + " (" + kind_ + ")";
+  std::string what;
+  if (modelMode())
+    what = "the model " + options_.model_path + " (" + std::to_string(options_.tokens) + " tokens)";
+  else
+    what = preset_ < options_.presets.size() ? options_.presets[preset_] : "";
+  if (edit_ < 0) return what + (modelMode() ? ", opening the model" : ", opening the preset");
+  return what + ", edit " + std::to_string(edit_ + 1) + " of " + std::to_string(options_.edits) + " (" + kind_ + ")";
 }
 
 void InteractionBench::fail(const std::string& message) {
@@ -83,17 +113,43 @@ void InteractionBench::fail(const std::string& message) {
   phase_ = Phase::Failed;
 }
 
+void InteractionBench::refuseOption(const std::string& message) {
+  if (phase_ == Phase::Failed) return;
+  error_ = message;
+  error_code_ = 2;
+  phase_ = Phase::Failed;
+}
+
 void InteractionBench::refused(const CommandFailure& failure) {
   fail("the app refused the command: " + failure.message);
 }
 
+std::uint64_t InteractionBench::editedVersion(const Controller& app) const {
+  return modelMode() ? app.model().version() : app.document().version();
+}
+
+bool InteractionBench::answers(const Controller& app, const Snapshot& shown) const {
+  if (!modelMode()) return shown.version >= target_;
+  // What the Layers tab and the next-token list draw from (panels/model_text_panel.cpp).
+  return shown.model && shown.model_version >= target_ && shown.logitsAt(app.view().token) != nullptr;
+}
+
 // The edits, as the inputs table and the model panel make them: mostly one embedding cell changed
 // by ±0.125 (four cells in turn, each moving back and forth, so every edit changes the result),
-// and in every ten edits one re-seed (the model panel's seed field) and one dropout change.
+// and in every ten edits one re-seed (the model panel's seed field) and one dropout change. A
+// model's edits are new texts, as the model text panel's Enter applies them: T token ids drawn
+// uniformly from its vocabulary, a fresh draw every time.
 Command InteractionBench::nextCommand(const Controller& app, std::string* kind) {
   if (edit_ < 0) {
     *kind = "preset";
     return makeCommand("preset", {{"name", options_.presets[preset_]}});
+  }
+  if (modelMode()) {
+    *kind = "text";
+    std::uniform_int_distribution<int> id(0, app.model().model()->config.vocab_size - 1);
+    nlohmann::json ids = nlohmann::json::array();
+    for (int t = 0; t < options_.tokens; ++t) ids.push_back(id(random_));
+    return makeCommand("text", {{"ids", std::move(ids)}});
   }
   const Workspace& ws = app.document().workspace();
   const ModelConfig& m = ws.model;
@@ -118,9 +174,20 @@ void InteractionBench::beforeUpdate(Controller& app) {
   if (phase_ != Phase::Queue) return;
   if (edit_ < 0) {
     configs_.emplace_back();
+    if (modelMode()) {  // main.cpp queued model_open (--model): this frame applies it
+      Config& config = configs_.back();
+      config.model = options_.model_path;
+      kind_ = "model_open";
+      t0_ = process_start_;
+      last_frame_ = Clock::now();
+      config.before_first_frame_ms = std::chrono::duration<double, std::milli>(last_frame_ - t0_).count();
+      frames_ = 0;
+      phase_ = Phase::Applying;
+      return;
+    }
     configs_.back().preset = options_.presets[preset_];
   }
-  version_before_ = app.document().version();
+  version_before_ = editedVersion(app);
   Command c;
   try {
     c = nextCommand(app, &kind_);
@@ -144,10 +211,22 @@ bool InteractionBench::afterFrame(const Controller& app) {
     return false;
   }
   if (phase_ == Phase::Applying) {  // the command was applied by this frame's Controller::update
-    target_ = app.document().version();
+    target_ = editedVersion(app);
     if (edit_ >= 0 && target_ <= version_before_) {
-      fail("the edit did not change the document");
+      fail(modelMode() ? "the edit did not change the model's text" : "the edit did not change the document");
       return true;
+    }
+    if (modelMode() && edit_ < 0) {
+      configs_.back().first_frame_ms = frame_ms;
+      if (!app.model().isOpen()) {  // main.cpp says why and exits first; just in case
+        fail("the model did not open");
+        return true;
+      }
+      if (options_.tokens > app.model().maxTokens()) {
+        refuseOption("--bench-tokens: " + std::to_string(options_.tokens) + " tokens, more than the model reads (" +
+                     std::to_string(app.model().maxTokens()) + ")");
+        return true;
+      }
     }
     phase_ = Phase::Waiting;
   }
@@ -157,15 +236,26 @@ bool InteractionBench::afterFrame(const Controller& app) {
     config.frame_ms.push_back(frame_ms);
     const Snapshot* shown = app.snapshot();  // what this frame drew
     const double seconds = std::chrono::duration<double>(now - t0_).count();
-    if (shown && shown->version >= target_) {
+    if (shown && answers(app, *shown)) {
       const Sample sample{kind_, seconds * 1000, frames_, shown->milliseconds};
       if (edit_ < 0) {
         config.open = sample;
-        const ModelConfig& m = shown->inputs->model;
-        config.tokens = shown->tokenCount();
-        config.d_in = static_cast<int>(shown->inputs->embeddings.cols());
-        config.heads = headCount(m);
-        config.batch_size = m.batch_size;
+        if (modelMode()) {  // the edits' text, the model's shape
+          const GptConfig& g = app.model().model()->config;
+          config.tokens = options_.tokens;
+          config.d_in = g.d_model;
+          config.heads = g.heads;
+          config.layers = g.layers;
+          config.vocab = g.vocab_size;
+          config.context = g.context_length;
+          config.batch_size = 1;
+        } else {
+          const ModelConfig& m = shown->inputs->model;
+          config.tokens = shown->tokenCount();
+          config.d_in = static_cast<int>(shown->inputs->embeddings.cols());
+          config.heads = headCount(m);
+          config.batch_size = m.batch_size;
+        }
         config.rss_after_open_mb = procStatusMb("VmRSS");
         // Let the new preset's maps be coloured before the first edit: at least 10 frames and as
         // long again as opening took (at most 3 s).
@@ -188,7 +278,7 @@ bool InteractionBench::afterFrame(const Controller& app) {
       config.rss_mb = procStatusMb("VmRSS");  // first: the peak read after it is at least as large
       config.peak_rss_mb = procStatusMb("VmHWM");
       edit_ = -1;
-      phase_ = ++preset_ < options_.presets.size() ? Phase::Queue : Phase::Done;
+      phase_ = ++preset_ < configCount() ? Phase::Queue : Phase::Done;
     } else if (app.settled() && !app.engineError().empty()) {
       fail("the engine refused the inputs: " + app.engineError());
     } else if (seconds > options_.timeout_s) {
@@ -203,7 +293,7 @@ bool InteractionBench::afterFrame(const Controller& app) {
 int InteractionBench::finish(int window_w, int window_h) {
   if (phase_ == Phase::Failed) {
     std::cerr << "error: " << error_ << "\n";
-    return 1;
+    return error_code_;
   }
   nlohmann::json configs = nlohmann::json::array();
   std::string line;
@@ -228,34 +318,51 @@ int InteractionBench::finish(int window_w, int window_h) {
     for (const auto& [n, count] : histogram) frames_hist[std::to_string(n)] = count;
     const nlohmann::json frame_summary = summary(frames);
     const double fraction = c.edits.empty() ? 0 : static_cast<double>(next_frame) / static_cast<double>(c.edits.size());
-    configs.push_back(
-        {{"preset", c.preset},
-         {"tokens", c.tokens},
-         {"d_in", c.d_in},
-         {"heads", c.heads},
-         {"batch_size", c.batch_size},
-         {"edits", c.edits.size()},
-         {"edit_to_frame_ms", summary(ms)},
-         {"frames_to_result",
-          {{"p50", frame_summary["p50"]},
-           {"max", frame_summary["max"]},
-           {"mean", frame_summary["mean"]},
-           {"histogram", frames_hist}}},
-         {"next_frame_fraction", round3(fraction)},
-         {"by_kind", kinds},
-         {"engine_ms", summary(engine)},
-         {"frame_ms", summary(c.frame_ms)},
-         {"open", {{"ms", round3(c.open.ms)}, {"frames", c.open.frames}, {"engine_ms", round3(c.open.engine_ms)}}},
-         {"rss_after_open_mb", round3(c.rss_after_open_mb)},
-         {"peak_rss_mb", round3(c.peak_rss_mb)},
-         {"rss_mb", round3(c.rss_mb)},
-         {"rss_trend_mb", c.rss_trend_mb}});
-    char text[320];
+    nlohmann::json config;
+    if (modelMode())  // the edits' text and the model's shape
+      config = {{"model", c.model},  {"tokens", c.tokens}, {"layers", c.layers},  {"heads", c.heads},
+                {"d_model", c.d_in}, {"vocab", c.vocab},   {"context", c.context}};
+    else
+      config = {{"preset", c.preset},
+                {"tokens", c.tokens},
+                {"d_in", c.d_in},
+                {"heads", c.heads},
+                {"batch_size", c.batch_size}};
+    nlohmann::json open = {{"ms", round3(c.open.ms)},
+                           {"frames", c.open.frames},
+                           {"engine_ms", round3(c.open.engine_ms)}};
+    if (modelMode()) {
+      open["from"] = "process start";
+      open["before_first_frame_ms"] = round3(c.before_first_frame_ms);
+      open["first_frame_ms"] = round3(c.first_frame_ms);
+    }
+    config.update({{"edits", c.edits.size()},
+                   {"edit_to_frame_ms", summary(ms)},
+                   {"frames_to_result",
+                    {{"p50", frame_summary["p50"]},
+                     {"max", frame_summary["max"]},
+                     {"mean", frame_summary["mean"]},
+                     {"histogram", frames_hist}}},
+                   {"next_frame_fraction", round3(fraction)},
+                   {"by_kind", kinds},
+                   {"engine_ms", summary(engine)},
+                   {"frame_ms", summary(c.frame_ms)},
+                   {"open", open},
+                   {"rss_after_open_mb", round3(c.rss_after_open_mb)},
+                   {"peak_rss_mb", round3(c.peak_rss_mb)},
+                   {"rss_mb", round3(c.rss_mb)},
+                   {"rss_trend_mb", c.rss_trend_mb}});
+    configs.push_back(std::move(config));
+    const std::string name = modelMode() ? "model " + c.model + ", " + std::to_string(c.tokens) + " tokens" : c.preset;
+    char opened[96] = "";
+    if (modelMode())
+      std::snprintf(opened, sizeof opened, "first result %.2f s after the process started, ", c.open.ms / 1000);
+    char text[480];
     std::snprintf(text, sizeof text,
                   "%s%s: %zu edits, edit→frame p50 %.1f ms, p95 %.1f ms, max %.1f ms, %.1f frames on average "
-                  "(next frame %.0f%%), peak RSS %.0f MB",
-                  line.empty() ? "" : "; ", c.preset.c_str(), c.edits.size(), quantile(ms, 0.5), quantile(ms, 0.95),
-                  ms.empty() ? 0.0 : *std::max_element(ms.begin(), ms.end()), mean(frames), fraction * 100,
+                  "(next frame %.0f%%), %speak RSS %.0f MB",
+                  line.empty() ? "" : "; ", name.c_str(), c.edits.size(), quantile(ms, 0.5), quantile(ms, 0.95),
+                  ms.empty() ? 0.0 : *std::max_element(ms.begin(), ms.end()), mean(frames), fraction * 100, opened,
                   c.peak_rss_mb);
     line += text;
   }
@@ -270,7 +377,13 @@ int InteractionBench::finish(int window_w, int window_h) {
        "frame (after its swap) whose drawn snapshot has a version >= the document's after the edit. frames_to_result "
        "counts frames from the one applying the edit (1) to the one showing its result; next frame = 1. Swap "
        "interval 0. Between an edit and its result the window sleeps until the engine wakes it, as the app does for a "
-       "user; otherwise frames are drawn back to back. Large maps may still show their colouring placeholder at t1."}};
+       "user; otherwise frames are drawn back to back. Large maps may still show their colouring placeholder at t1. "
+       "A trained model (--model): its edits are `text` commands of `tokens` random ids, and t1 is the end of the "
+       "first frame whose snapshot holds the pass of those ids (every head's thumbnail in the Layers tab) and the "
+       "next-token logits at the selected token (the last); its open is timed from the process's start "
+       "(/proc/self/stat, 10 ms ticks) to the first frame showing its first text's result, and splits into "
+       "before_first_frame_ms (the window), first_frame_ms (model_open: the model loaded) and the rest (the first "
+       "pass, the frames)."}};
   try {
     writeFileAtomically(options_.out_path, out.dump(2) + "\n");
   } catch (const InputError& e) {

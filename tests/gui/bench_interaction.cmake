@@ -90,4 +90,21 @@ execute_process(COMMAND ${APP} --bench-interaction ${OUT} --bench-presets no_suc
 if(NOT rc EQUAL 2 OR NOT err MATCHES "^error: --bench-presets: unknown preset 'no_such_preset'")
   fail("unknown preset: exit ${rc}, stderr: ${err}")
 endif()
+# The trained model's options (the model itself: tests/gui/test_model_view.py), refused before
+# anything is opened.
+execute_process(COMMAND ${APP} --bench-interaction ${OUT} --bench-tokens 64
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 30)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "^error: --bench-tokens needs --model")
+  fail("--bench-tokens without --model: exit ${rc}, stderr: ${err}")
+endif()
+execute_process(COMMAND ${APP} --bench-interaction ${OUT} --model ${WORK}/no-model --bench-presets multihead
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 30)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "^error: --bench-interaction with --model times the model's text edits: --bench-presets")
+  fail("--bench-presets with --model: exit ${rc}, stderr: ${err}")
+endif()
+execute_process(COMMAND ${APP} --model ${WORK}/no-model --bench-tokens 64
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 30)
+if(NOT rc EQUAL 2 OR NOT err MATCHES "^error: --bench-tokens requires --bench-interaction")
+  fail("--bench-tokens without --bench-interaction: exit ${rc}, stderr: ${err}")
+endif()
 message(STATUS "gui_bench_interaction: ok (p50 ${p50} ms, p95 ${p95} ms, ${f50} frames)")

@@ -14,12 +14,16 @@ Checked, headless (--commands, the buttons' own commands):
   - append_token (no id) appends torch's most likely token; repeat_text doubles the ids;
   - an edit of the chapter's workspace while the model is open is refused with one message, and
     model_close brings that workspace back, unchanged and editable;
-  - --model on a path that is no model: one "error:" line, exit 2.
+  - --model on a path that is no model: one "error:" line, exit 2;
+  - a folder without a tokenizer opens with a note and reads ids; `--bench-interaction --model
+    --bench-tokens T` on it times its opening and T-token text edits (the JSON's keys and sane
+    values, no thresholds), and refuses more tokens than the model reads in one line, exit 2.
 Interactive (xdotool): a click on a thumbnail of the Layers grid selects that layer and head.
 Usage: test_model_view.py APP CLI ASSETS_DIR
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -183,6 +187,38 @@ def main():
             assert not os.path.exists(os.path.join(tmp, "bad.png")), "a screenshot of no model"
             print(f"  {lines[0]}")
 
+        def bench_without_tokenizer():
+            bare = os.path.join(tmp, "bare")  # config.json and the weights only
+            os.makedirs(bare, exist_ok=True)
+            for name in ("config.json", "model.safetensors"):
+                shutil.copy(os.path.join(folder, name), bare)
+            d = run_commands(app, display.name, tmp, "bare", [{"do": "text", "ids": [3, 1, 4, 1, 5]}], "--model", bare)
+            assert d["state"]["model"]["ids"] == [3, 1, 4, 1, 5], d["state"]["model"]
+            assert d["state"]["model"]["tokens"][0] == "#3", d["state"]["model"]["tokens"]
+            assert "no tokenizer" in d["state"]["toast"], d["state"]["toast"]
+            env = dict(os.environ, DISPLAY=display.name, HOME=tmp, XDG_STATE_HOME=tmp)
+            out = os.path.join(tmp, "bench.json")
+            r = subprocess.run([app, "--bench-interaction", out, "--model", bare, "--bench-tokens", "40",
+                                "--bench-edits", "4"], env=env, capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, (r.returncode, r.stderr)
+            assert r.stdout.startswith(f"model {bare}, 40 tokens: 4 edits, edit→frame p50 "), r.stdout
+            with open(out) as f:
+                c = json.load(f)["configs"][0]
+            assert (c["model"], c["tokens"], c["layers"], c["heads"], c["edits"]) == (bare, 40, LAYERS, HEADS, 4), c
+            e = c["edit_to_frame_ms"]
+            assert 0 < e["p50"] <= e["p95"] <= e["max"], e
+            assert c["by_kind"]["text"]["edits"] == 4 and c["frames_to_result"]["p50"] >= 1, c
+            o = c["open"]
+            assert o["from"] == "process start" and o["ms"] + 0.01 >= o["before_first_frame_ms"] + o["first_frame_ms"] > 0, o
+            assert 0 < c["rss_mb"] <= c["peak_rss_mb"], c
+            r = subprocess.run([app, "--bench-interaction", out, "--model", bare, "--bench-tokens", "65"],
+                               env=env, capture_output=True, text=True, timeout=120)
+            lines = [x for x in r.stderr.splitlines() if x.strip()]
+            assert r.returncode == 2 and lines == ["error: --bench-tokens: 65 tokens, more than the model reads (64)"], \
+                (r.returncode, r.stderr)
+            print(f"  {d['state']['toast'][:60]}…; bench: open {o['ms']:.0f} ms from the start, edit → frame p50 "
+                  f"{e['p50']:.1f} ms; {lines[0]}")
+
         def click_a_thumbnail():
             with App(app, display.name, ["--model", folder, "--size", "1280x800"]) as a:
                 d = a.settled("the Layers tab", lambda d: "layer_2_head_1" in d["widgets"])
@@ -199,6 +235,7 @@ def main():
                            ("append the top token, repeat the text", append_and_repeat),
                            ("the chapter's work is set aside, not edited", chapter_work_set_aside),
                            ("--model on a file that is no model", bad_model_path),
+                           ("no tokenizer; --bench-interaction --model", bench_without_tokenizer),
                            ("a click on a thumbnail", click_a_thumbnail)])
 
 
