@@ -216,18 +216,9 @@ bool InteractionBench::afterFrame(const Controller& app) {
       fail(modelMode() ? "the edit did not change the model's text" : "the edit did not change the document");
       return true;
     }
-    if (modelMode() && edit_ < 0) {
-      configs_.back().first_frame_ms = frame_ms;
-      if (!app.model().isOpen()) {  // main.cpp says why and exits first; just in case
-        fail("the model did not open");
-        return true;
-      }
-      if (options_.tokens > app.model().maxTokens()) {
-        refuseOption("--bench-tokens: " + std::to_string(options_.tokens) + " tokens, more than the model reads (" +
-                     std::to_string(app.model().maxTokens()) + ")");
-        return true;
-      }
-    }
+    // The model is read off the UI thread (a failure: main.cpp says why and exits); it is checked
+    // once open, below.
+    if (modelMode() && edit_ < 0) configs_.back().first_frame_ms = frame_ms;
     phase_ = Phase::Waiting;
   }
   if (phase_ == Phase::Waiting) {
@@ -239,6 +230,11 @@ bool InteractionBench::afterFrame(const Controller& app) {
     if (shown && answers(app, *shown)) {
       const Sample sample{kind_, seconds * 1000, frames_, shown->milliseconds};
       if (edit_ < 0) {
+        if (modelMode() && options_.tokens > app.model().maxTokens()) {
+          refuseOption("--bench-tokens: " + std::to_string(options_.tokens) + " tokens, more than the model reads (" +
+                       std::to_string(app.model().maxTokens()) + ")");
+          return true;
+        }
         config.open = sample;
         if (modelMode()) {  // the edits' text, the model's shape
           const GptConfig& g = app.model().model()->config;
