@@ -718,7 +718,10 @@ def issue_targets(configs, app, gpt_model=None, app_model=None):
             long and long["ours_over_concurrent_limit_median"], 1.25, False)
         add("GPT-2-shaped model, T = 1024: torch ÷ ours ≥ 2.5", long and long["torch_over_ours_median"], 2.5, True,
             None if ceiling is None else f"torch ÷ the GEMM-bound limit: {ceiling:.2f}")
-        add("GPT-2-shaped model, T = 64: torch ÷ ours ≥ 4", short and short["torch_over_ours_median"], 4, True)
+        # The issue asks for these "wherever torch ÷ limit allows it": the ceiling is beside each.
+        short_ceiling = short["torch_over_concurrent_limit_median"] if short else None
+        add("GPT-2-shaped model, T = 64: torch ÷ ours ≥ 4", short and short["torch_over_ours_median"], 4, True,
+            None if short_ceiling is None else f"torch ÷ the GEMM-bound limit: {short_ceiling:.2f}")
     book = by.get(("multihead", "eval"))
     if book:
         add("book example forward ≤ 5 µs (ms)", book["ours_openmp_forward_ms"], 0.005, False)
