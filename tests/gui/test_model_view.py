@@ -95,8 +95,15 @@ def torch_next(model, ids, temperature, k=10):
 
 
 def main():
-    app, cli, assets = sys.argv[1:4]
     tmp = tempfile.mkdtemp(prefix="attnscope-model-view-")
+    try:
+        return checks(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def checks(tmp):
+    app, cli, assets = sys.argv[1:4]
     folder = os.path.join(tmp, "gpt")
     model = make_model(folder)
 
