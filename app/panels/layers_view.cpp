@@ -76,7 +76,7 @@ void LayersView::draw(const PanelContext& ctx) {
   // What a thumbnail is: on the buttons' line where it fits, else on hover.
   char about[200];
   std::snprintf(about, sizeof about, "%d tokens · each thumbnail is a head's weights (rows: queries, columns: keys), "
-                "0 → its largest%s", static_cast<int>(pass.ids.size()),
+                "0 → its largest below the first row%s", static_cast<int>(pass.ids.size()),
                 pass.cells < static_cast<int>(pass.ids.size()) ? ", in blocks of their largest" : "");
   ImGui::PushFont(fonts().small);
   const std::string brief = std::to_string(pass.ids.size()) + " tokens (?)";

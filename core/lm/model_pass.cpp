@@ -29,7 +29,9 @@ HeadThumbnail thumbnailOf(const Matrix& w, int S) {
         for (int c = c0; c < c1; ++c) cell = std::max(cell, w(r, c));
       }
   }
-  t.largest = *std::max_element(t.cells.begin(), t.cells.end());
+  // The colour range's top: the largest weight below the first row, which under the causal mask
+  // always puts 1 on the first token (with it, a long text's diffuse heads would all look empty).
+  t.largest = T > 1 ? w.bottomRows(T - 1).maxCoeff() : w.maxCoeff();
   return t;
 }
 

@@ -6,7 +6,9 @@
 // Shapes: T tokens, d model width, L layers, H heads, S ≤ kThumbnailCells the thumbnails' side,
 // V vocabulary.
 //
-// A thumbnail is the weights map α (T × T) in S × S blocks, each the largest weight of its block:
+// A thumbnail is the weights map α (T × T) in S × S blocks, each the largest weight of its block,
+// coloured from 0 to the largest weight below the first row (the first row, one key under the
+// causal mask, is always 1):
 // a head that puts all of a row on one key (the previous token, the sink) stays as bright at
 // T = 1024 as at T = 16, where a mean would fade it S/T-fold. With T ≤ S a cell is a weight.
 #pragma once
@@ -26,7 +28,8 @@ constexpr int kThumbnailCells = 64;  // S at most: a thumbnail is drawn some 60�
 
 struct HeadThumbnail {
   std::vector<float> cells;  // S × S, row-major: the largest weight of each block
-  float largest = 0;         // of the cells: the thumbnail's colour range is [0, largest]
+  float largest = 0;  // the largest weight below the first row (the first row is always 1 on the
+                      // first token): the thumbnail's colour range is [0, largest]
   HeadScores scores;
 };
 
