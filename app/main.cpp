@@ -146,10 +146,12 @@ int main(int argc, char** argv) {
     if (script) script->feed(ctl);
     if (bench) bench->beforeUpdate(ctl);  // t0 of an edit: queued just before the frame applying it
     ctl.update(now);
-    if (!options.model_path.empty() && !model_checked && ctl.idle()) {  // --model: opened, or one line and exit 2
-      model_checked = true;
-      if (!ctl.model().isOpen()) {
-        std::cerr << "error: --model: " << ctl.toast().text << "\n";
+    // --model: opened (whatever a script does next, a preset closing it), or one line and exit 2.
+    if (!options.model_path.empty() && !model_checked) {
+      if (ctl.model().version() > 0) {
+        model_checked = true;
+      } else if (!ctl.modelLoadError().empty()) {
+        std::cerr << "error: --model: " << ctl.modelLoadError() << "\n";
         exit_code = 2;
         break;
       }

@@ -66,7 +66,7 @@ void LayersView::draw(const PanelContext& ctx) {
                                  : "Twice the text would pass the model's context");
   layout().widget("layers_repeat");
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const bool both = thumbnailSide(pass, ImVec2(avail.x, avail.y * 0.64f)) >= px(40);
+  const bool both = gridMetrics(pass, ImVec2(avail.x, avail.y * 0.64f)).cell >= px(40);
   if (!both) {  // one or the other, by a button
     ImGui::SameLine();
     if (ImGui::SmallButton(table_instead_ ? "Show the thumbnails" : "Show the scores table"))
@@ -97,25 +97,29 @@ void LayersView::draw(const PanelContext& ctx) {
   if (both || table_instead_) scoresTable(ctx, *snap, ImVec2(rest.x, ImGui::GetContentRegionAvail().y));
 }
 
-// The side of a thumbnail in a grid of `size`, the labels' room taken: square, as large as both
-// directions allow.
-float LayersView::thumbnailSide(const ModelPass& pass, ImVec2 size) {
+// The grid's measures in a room of `size`: the labels' room (in the small font) and square
+// thumbnails as large as both directions allow.
+LayersView::GridMetrics LayersView::gridMetrics(const ModelPass& pass, ImVec2 size) {
+  GridMetrics g;
   ImGui::PushFont(fonts().small);
-  const float label_w = ImGui::CalcTextSize("layer 00").x + px(6), label_h = ImGui::GetTextLineHeightWithSpacing();
+  g.label_w = ImGui::CalcTextSize("layer 00").x + px(6);
+  g.label_h = ImGui::GetTextLineHeightWithSpacing();
+  g.tag_w = ImGui::CalcTextSize("induct").x;
   ImGui::PopFont();
-  const float gap = std::max(2.0f, std::floor(px(3)));
-  return std::floor(std::max(4.0f, std::min((size.x - label_w) / pass.headsPerLayer(),
-                                            (size.y - label_h) / pass.layers()) - gap));
+  g.gap = std::max(2.0f, std::floor(px(3)));
+  g.cell = std::floor(std::max(4.0f, std::min((size.x - g.label_w) / pass.headsPerLayer(),
+                                              (size.y - g.label_h) / pass.layers()) - g.gap));
+  return g;
 }
 
 void LayersView::grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size) {
   const ModelPass& pass = *s.model;
   const int L = pass.layers(), H = pass.headsPerLayer();
   const ImVec2 origin = ImGui::GetCursorScreenPos();
-  const float cell = thumbnailSide(pass, size);
+  const GridMetrics g = gridMetrics(pass, size);
+  const float cell = g.cell, gap = g.gap, label_w = g.label_w, label_h = g.label_h;
+  const bool tags = cell >= g.tag_w * 0.9f;  // room for a label's tag inside a thumbnail
   ImGui::PushFont(fonts().small);
-  const float label_w = ImGui::CalcTextSize("layer 00").x + px(6), label_h = ImGui::GetTextLineHeightWithSpacing();
-  const float gap = std::max(2.0f, std::floor(px(3)));
   // Labels every k-th row and column where small thumbnails leave no room for each.
   const int row_step = static_cast<int>(std::ceil(ImGui::GetTextLineHeight() / (cell + gap)));
   const int col_step = static_cast<int>(std::ceil((ImGui::CalcTextSize("00").x + px(4)) / (cell + gap)));
@@ -148,7 +152,7 @@ void LayersView::grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size) {
       atlas_.uv(l, h, &uv0, &uv1);
       if (texture) draw->AddImage(texture, p0, p1, uv0, uv1);
       const HeadThumbnail& t = pass.head(l, h);
-      if (const HeadLabelInfo* label = headLabel(t.scores); label && cell >= ImGui::CalcTextSize("induct").x * 0.9f) {
+      if (const HeadLabelInfo* label = tags ? headLabel(t.scores) : nullptr) {
         const ImVec2 ts = ImGui::CalcTextSize(label->tag);
         const ImVec2 q0(p1.x - ts.x - px(3), p1.y - ts.y - px(1));
         draw->AddRectFilled(q0, p1, IM_COL32(0, 0, 0, 170));

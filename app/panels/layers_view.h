@@ -19,7 +19,10 @@ class LayersView {
   void draw(const PanelContext& ctx);
 
  private:
-  static float thumbnailSide(const ModelPass& pass, ImVec2 size);
+  struct GridMetrics {
+    float label_w, label_h, gap, cell, tag_w;
+  };
+  static GridMetrics gridMetrics(const ModelPass& pass, ImVec2 size);
   void grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size);
   void scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 size);
 

@@ -1,6 +1,7 @@
 #include "panels/status_bar.h"
 
 #include <algorithm>
+#include <string>
 #include <cfloat>
 
 #include "widgets/layout_dump.h"
@@ -26,10 +27,14 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     const Workspace& in = *snap->inputs;
     const ModelConfig& m = in.model;
     const int threads = snap->exec.parallel ? resolveThreads(snap->exec.threads) : 1;
+    // A trained model's layer says which it is: every view shows that layer.
+    const std::string what =
+        snap->model ? "layer " + std::to_string(snap->layer + 1) + " of " + std::to_string(snap->model->layers()) + "  ·  "
+                    : std::string();
     ImGui::Text(
-        "engine %.2f ms  ·  frame %.1f ms  ·  T %d  ·  d_in %d  ·  d_out %d  ·  heads %d  ·  batch %d  ·  %s, %d "
+        "engine %.2f ms  ·  frame %.1f ms  ·  %sT %d  ·  d_in %d  ·  d_out %d  ·  heads %d  ·  batch %d  ·  %s, %d "
         "thread%s%s",
-        snap->milliseconds, ctx.frame_ms, static_cast<int>(in.embeddings.rows()),
+        snap->milliseconds, ctx.frame_ms, what.c_str(), static_cast<int>(in.embeddings.rows()),
         static_cast<int>(in.embeddings.cols()), m.d_out, headCount(m), m.batch_size,
         snap->exec.parallel ? "parallel" : "serial", threads, threads == 1 ? "" : "s",
         ctx.computing ? "  ·  computing…" : "");

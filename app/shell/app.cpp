@@ -241,9 +241,7 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     const bool ask = v.tab != shown_tab_ && v.tab != pending_tab_;
     if (ask) pending_tab_ = v.tab;
     for (const MainTab& tab : mainTabs()) {
-      // The Layers tab is a trained model's; the Weights tab edits the chapter's parameters (a
-      // model's are read only: Heatmaps and the Inspector show the layer's).
-      if (std::string(tab.id) == (ctx.modelOpen() ? "parameters" : "layers")) continue;
+      if (!tab.shown(ctx.modelOpen())) continue;
       const ImGuiTabItemFlags flags = ask && v.tab == tab.id ? ImGuiTabItemFlags_SetSelected : 0;
       const std::string id = tab.id;
       const bool open = ImGui::BeginTabItem(tab.title, nullptr, flags);

@@ -57,6 +57,9 @@ std::string App::vectorFigure(const CaptureSpec& spec, const std::string& path) 
 
 std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   if (std::string error = captureTargetError(path, spec.panel); !error.empty()) return error;
+  if (isMainTab(spec.panel) && !mainTabShown(spec.panel, ctl_.model().isOpen()))
+    return ctl_.model().isOpen() ? "no " + spec.panel + " tab while a trained model is open (its weights are read only)"
+                                 : "no " + spec.panel + " tab without a trained model (--model PATH)";
   if (isVectorFigurePath(path)) return vectorFigure(spec, path);  // drawn from the data, not the screen
   if (!hooks_.offscreen_frame || !hooks_.size) return "no window to render with";
   const Snapshot* snap = ctl_.snapshot();

@@ -96,7 +96,9 @@ void Controller::update(double now) {
     const Command c = loaded->command;
     try {
       openLoadedModel(std::move(*loaded), now);
+      model_load_error_.clear();
     } catch (const InputError& e) {
+      model_load_error_ = e.what();
       fail(c, e.what(), now);
     }
   }
@@ -283,7 +285,7 @@ void Controller::clampView() {
   view_.token = std::clamp(view_.token, 0, T - 1);
   if (view_.key >= T) view_.key = -1;
   if (view_.head >= headsShown()) view_.head = -1;
-  if (view_.tab == (model_.isOpen() ? "parameters" : "layers")) view_.tab = "heatmaps";  // tabs shown (App::drawPanels)
+  if (!mainTabShown(view_.tab, model_.isOpen())) view_.tab = "heatmaps";
   view_.batch = model_.isOpen() ? 0 : std::clamp(view_.batch, 0, doc_.workspace().model.batch_size - 1);
 }
 

@@ -132,6 +132,7 @@ class Controller {
   const std::string& engineError() const { return engine_error_; }
   const LessonSession& lesson() const { return lesson_; }
   const ModelSession& model() const { return model_; }  // the trained model open, if any
+  const std::string& modelLoadError() const { return model_load_error_; }  // the last model_open's refusal, or 
   // What the views show: the model's text and layer while a model is open, else the document.
   int tokenCount() const;
   int headsShown() const;
@@ -223,6 +224,7 @@ class Controller {
   LessonSession lesson_;
   ModelSession model_;
   OffThread<ModelLoad> model_load_;  // model_open's reading and packing
+  std::string model_load_error_;     // why the last model read failed ("" once one opened)
   ViewState chapter_view_;  // the view when the model was opened (chapterView)
   LessonChecker lesson_check_;  // a lesson being checked before it opens
   Prompts prompts_;

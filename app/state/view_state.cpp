@@ -9,17 +9,22 @@ namespace attnscope {
 
 const std::array<MainTab, 6>& mainTabs() {
   static const std::array<MainTab, 6> tabs = {
-      {{"layers", "Layers"},  // a trained model's every layer and head (docs/DESIGN.md §3.4 "Layers")
+      {{"layers", "Layers", TabFor::Model},  // a trained model's every layer and head (docs/DESIGN.md §3.4 "Layers")
        {"heatmaps", "Heatmaps"},
        {"pipeline", "Pipeline"},
        {"lines", "Lines"},
-       {"parameters", "Weights"},  // the parameters (--panel weights is a heatmap)
+       {"parameters", "Weights", TabFor::Chapter},  // the parameters (--panel weights is a heatmap)
        {"compare", "Compare"}}};
   return tabs;
 }
 
 bool isMainTab(const std::string& id) {
   return std::any_of(mainTabs().begin(), mainTabs().end(), [&](const MainTab& t) { return id == t.id; });
+}
+
+bool mainTabShown(const std::string& id, bool model_open) {
+  return std::any_of(mainTabs().begin(), mainTabs().end(),
+                     [&](const MainTab& t) { return id == t.id && t.shown(model_open); });
 }
 
 const std::vector<GridColumn>& gridColumns() {
