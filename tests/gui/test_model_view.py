@@ -180,6 +180,11 @@ def checks(tmp):
             assert state["d_out"] == 4, state["d_out"]
             assert state["tokens"][:2] == ["Your", "journey"], state["tokens"]
             print(f"  refused while open: {refusals[0]}")
+            # --model, then a script whose first command is a preset: the model opened, then closed.
+            d = run_commands(app, display.name, tmp, "preset_after", [{"do": "preset", "name": "gpt2-small"},
+                                                                       {"do": "preset", "name": "multihead"}],
+                             "--model", folder)
+            assert "model" not in d["state"] and len(d["state"]["tokens"]) == 6, d["state"]["tokens"]
 
         def bad_model_path():
             bad = os.path.join(tmp, "not-a-model.pth")
