@@ -4,6 +4,7 @@
 // (engine/thread_team.h) across batch × heads × rows.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -26,6 +27,22 @@ struct ExecutionOptions {
                                               // between tasks and throws Cancelled
 };
 
+// Rows of one head's attention weights as the pass computes them (TraceRequest::weight_rows):
+// rows [first_row, first_row + rows) of head `head` of batch element `element`, `rows` × `keys`
+// floats with row stride `ld`. Every weight of those rows beyond column `keys` is 0 (the causal
+// mask), and so is every masked one inside. The weights before dropout, as HeadTrace::weights.
+struct WeightRows {
+  int element = 0, head = 0;
+  int first_row = 0, rows = 0;
+  int keys = 0;
+  const float* weights = nullptr;
+  int ld = 0;
+  // Each row's entropy −Σ α ln α (nats), where the pass has it for little: the streamed rows take
+  // it from the scores, ln l + Σ α·(m − s)/√d_k (l the softmax's sum, m the row's max score), with
+  // no logarithm per weight. Null: not given (head_statistics.h's rowEntropy computes it).
+  const double* entropy = nullptr;
+};
+
 // Which intermediates to keep. Outputs of every batch element are always kept; large configs
 // (the GPT-2 preset) ask for one element's heads instead of all of them.
 struct TraceRequest {
@@ -36,6 +53,12 @@ struct TraceRequest {
   bool outputs = true;       // false: only the kept heads' maps and contexts; every element's
                              // context and output are left empty (the rest of a split request,
                              // whose outputs came with its first part)
+  // Called with the weights of every head that keeps no maps, rows at a time, as the pass computes
+  // them and before it drops them: what a caller reduces on the way (the model view's thumbnails
+  // and scores, lm/model_pass.h) without T × T maps ever being held. Called from the pass's
+  // threads, for each computed element (equal elements are computed once), each row of each head
+  // once, in no set order; it must only write what belongs to those rows. Null: not called.
+  std::function<void(const WeightRows&)> weight_rows;
   bool keeps(int b) const;
   bool keepsHead(int b, int h) const;
   // Only these elements keep their intermediates (every head of them).

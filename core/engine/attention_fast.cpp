@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "engine/attention_pass.h"
@@ -76,6 +78,59 @@ HeadInputs headInputs(const Work& w, int b, int h) {
   return {block + columns.offset(first), block + columns.offset(d + first), block + columns.offset(2 * d + first),
           w.qkvLd()};
 }
+
+using AlignedFloats = std::vector<float, Eigen::aligned_allocator<float>>;
+
+// Query rows [r0, r0 + n) of head h of element b as the tile kernels take them (attendRowsFused,
+// attendRowsStreamed): Q, K and V where they lie, the keys the rows read, and each key tile of K
+// and V as the kernels read it. In the row-major layout (Work) a tile's rows of V (and of K for the
+// scalar kernels) are copied side by side: in place they lie 3·d_out floats apart (3 KiB for
+// medium, 9 KiB for GPT-2), a stride that maps a tile onto a sixteenth of the L1 cache's sets, and
+// the kernels, which read a tile's rows once per register block of rows, found them in L2 instead.
+// The SIMD scores read K once, to pack it (tile_kernels.cpp), and need no copy; head-major rows are
+// dense and need none either.
+struct TileRows {
+  const Trace& t;
+  int T, hw, r0, n;
+  bool causal;
+  float log2_scale;
+  HeadInputs in;
+  std::size_t keep0;  // the first of the head's dropout draws
+  const TileKernels& kernels;
+  int key_end;  // keys after the last query row are all masked
+  bool copy_values, copy_keys;
+
+  TileRows(const Work& w, int b, int h, int r0_, int n_)
+      : t(*w.trace),
+        T(t.tokens),
+        hw(t.head_width),
+        r0(r0_),
+        n(n_),
+        causal(t.model.causal),
+        log2_scale(log2Scale(t.scale_divisor)),
+        in(headInputs(w, b, h)),
+        keep0(dropoutOffset(t, b, h)),
+        kernels(activeTileKernels()),
+        key_end(causal ? r0 + n : T),
+        copy_values(in.ld != hw),
+        copy_keys(in.ld != hw && kernels.isa == Isa::Scalar) {}
+
+  const float* queries() const { return in.q + static_cast<std::size_t>(r0) * in.ld; }
+  // Row r's unmasked keys in the tile from key j0 (nk keys): j < r + keyLimit.
+  int keyLimit(int j0, int nk) const { return causal ? r0 - j0 + 1 : nk; }
+  // Keys [j0, j0 + nk) of K or V as the kernels read them: in place (row stride in.ld), or copied
+  // side by side into `to` (stride hw) when `copy` says so. Rows of a few dozen floats: a loop the
+  // compiler vectorizes inline, not a memcpy call per row.
+  std::pair<const float*, int> tile(const float* base, int j0, int nk, bool copy, AlignedFloats& to) const {
+    const float* from = base + static_cast<std::size_t>(j0) * in.ld;
+    if (!copy) return {from, in.ld};
+    to.resize(static_cast<std::size_t>(kKeyTile) * hw);
+    for (int j = 0; j < nk; ++j)
+      for (int c = 0; c < hw; ++c)
+        to[static_cast<std::size_t>(j) * hw + c] = from[static_cast<std::size_t>(j) * in.ld + c];
+    return {to.data(), hw};
+  }
+};
 
 }  // namespace
 
@@ -214,57 +269,32 @@ void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head) {
 // products and the softmax rows are the micro-kernels of tile_kernels.h, chosen once per process
 // for the CPU: a small head's products are too short for a GEMM's packing to pay.
 void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) {
-  const Trace& t = *w.trace;
-  const int T = t.tokens, hw = t.head_width;
-  const bool causal = t.model.causal;
-  const float log2_scale = log2Scale(t.scale_divisor);
-  const HeadInputs in = headInputs(w, b, h);
-  const std::size_t keep0 = dropoutOffset(t, b, h);
-  const TileKernels& kernels = activeTileKernels();
+  const TileRows rows_of(w, b, h, r0, n);
+  const int T = rows_of.T, hw = rows_of.hw;
+  const TileKernels& kernels = rows_of.kernels;
 
   // Per-thread buffers, reused across calls: no allocation once they have grown. The kernels' sums
   // run from each row's start with unaligned loads, so their order, hence the bits, does not
   // depend on where a thread's buffer lies; the alignment only spares split cache lines.
-  thread_local std::vector<float, Eigen::aligned_allocator<float>> s_buf, acc_buf, k_buf, v_buf;
+  thread_local AlignedFloats s_buf, acc_buf, k_buf, v_buf;
   thread_local std::vector<float> m_buf, l_buf;
   thread_local std::vector<SoftmaxRowResult> rows;
   s_buf.resize(static_cast<std::size_t>(n) * kKeyTile);
   rows.resize(n);
-  // In the row-major layout (Work) each key tile's rows of V (and of K for the scalar kernels) are
-  // copied side by side: in place they lie 3·d_out floats apart (3 KiB for medium, 9 KiB for
-  // GPT-2), a stride that maps a tile onto a sixteenth of the L1 cache's sets, and the kernels,
-  // which read a tile's rows once per register block of rows, found them in L2 instead. The SIMD
-  // scores read K once, to pack it (tile_kernels.cpp), and need no copy; head-major rows are dense
-  // and need none either.
-  const bool copy_tiles = in.ld != hw, copy_keys = copy_tiles && kernels.isa == Isa::Scalar;
-  if (copy_tiles) v_buf.resize(static_cast<std::size_t>(kKeyTile) * hw);
-  if (copy_keys) k_buf.resize(static_cast<std::size_t>(kKeyTile) * hw);
   acc_buf.assign(static_cast<std::size_t>(n) * hw, 0.0f);
   m_buf.assign(n, negInf());
   l_buf.assign(n, 0.0f);
   float* S = s_buf.data();
   float* acc = acc_buf.data();
-  const float* q = in.q + static_cast<std::size_t>(r0) * in.ld;
   bool finite = true;
 
-  const int key_end = causal ? r0 + n : T;  // keys after the last query row are all masked
-  for (int j0 = 0; j0 < key_end; j0 += kKeyTile) {
-    const int nk = std::min(kKeyTile, key_end - j0);
-    const int key_limit = causal ? r0 - j0 + 1 : nk;  // row r's unmasked keys: j < r + key_limit
-    const float* k = in.k + static_cast<std::size_t>(j0) * in.ld;
-    const float* v = in.v + static_cast<std::size_t>(j0) * in.ld;
-    int ldk = in.ld, ldv = in.ld;
-    // Rows of a few dozen floats: a loop the compiler vectorizes inline, not a memcpy call per row.
-    const auto copy_rows = [&](const float* from, float* to) {
-      for (int j = 0; j < nk; ++j)
-        for (int c = 0; c < hw; ++c)
-          to[static_cast<std::size_t>(j) * hw + c] = from[static_cast<std::size_t>(j) * in.ld + c];
-    };
-    if (copy_tiles) copy_rows(v, v_buf.data()), v = v_buf.data(), ldv = hw;
-    if (copy_keys) copy_rows(k, k_buf.data()), k = k_buf.data(), ldk = hw;
-    kernels.scores(n, nk, hw, q, in.ld, k, ldk, S, kKeyTile, key_limit);
-    kernels.softmaxRows(S, kKeyTile, n, nk, key_limit, log2_scale, m_buf.data(), w.keep.words,
-                        keep0 + static_cast<std::size_t>(r0) * T + j0, T, rows.data());
+  for (int j0 = 0; j0 < rows_of.key_end; j0 += kKeyTile) {
+    const int nk = std::min(kKeyTile, rows_of.key_end - j0), key_limit = rows_of.keyLimit(j0, nk);
+    const auto [k, ldk] = rows_of.tile(rows_of.in.k, j0, nk, rows_of.copy_keys, k_buf);
+    const auto [v, ldv] = rows_of.tile(rows_of.in.v, j0, nk, rows_of.copy_values, v_buf);
+    kernels.scores(n, nk, hw, rows_of.queries(), rows_of.in.ld, k, ldk, S, kKeyTile, key_limit);
+    kernels.softmaxRows(S, kKeyTile, n, nk, key_limit, rows_of.log2_scale, m_buf.data(), w.keep.words,
+                        rows_of.keep0 + static_cast<std::size_t>(r0) * T + j0, T, rows.data());
     for (int r = 0; r < n; ++r) {
       if (r + key_limit <= 0) continue;  // no unmasked key in this tile
       const SoftmaxRowResult& row = rows[r];
@@ -278,7 +308,7 @@ void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) 
       } else if (row.max == m_old) {
         l_buf[r] += row.sum;
       } else {
-        const float correction = std::exp2((m_old - row.max) * log2_scale);
+        const float correction = std::exp2((m_old - row.max) * rows_of.log2_scale);
         l_buf[r] = l_buf[r] * correction + row.sum;
         float* a = acc + static_cast<std::size_t>(r) * hw;
         for (int c = 0; c < hw; ++c) a[c] *= correction;
@@ -287,13 +317,100 @@ void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) 
     kernels.accumulate(n, nk, hw, S, kKeyTile, v, ldv, acc, hw, key_limit);
   }
   for (int r = 0; r < n; ++r) {
-    const float factor = t.dropout_scale / l_buf[r];
+    const float factor = rows_of.t.dropout_scale / l_buf[r];
     float* out = ctx + static_cast<std::size_t>(r) * ldc;
     const float* a = acc + static_cast<std::size_t>(r) * hw;
     for (int c = 0; c < hw; ++c) out[c] = a[c] * factor;
     if (!allFinite(out, hw)) finite = false;
   }
   if (!finite) w.overflow = true;
+}
+
+// The streamed rows (a head that keeps no maps but hands its weights to a sink): the fused
+// kernel's micro-kernels on one block of whole rows instead of an online softmax. Per key tile,
+// S = Q·Kᵀ over the rows' unmasked keys into a per-thread block of n × keys; each row's max m over
+// its unmasked keys, and s − m kept aside for the entropy; per tile the softmax step with m as the
+// running max, so p = 2^((s − m)·log₂e/√d_k) with no rescaling and l = Σ p tile by tile; the
+// masked keys set to 0; the weights α = p · (1/l) (l in double) and each row's entropy
+// ln l + Σ α·(m − s)/√d_k (WeightRows::entropy: −Σ α ln α without a logarithm per weight, and
+// both terms ≥ 0, so nothing cancels); `sink` reads them; then the dropped ones 0 (dropout) and
+// ctx = P·V · 1/(1 − p), P·V over the same tiles as the fused kernel. Shapes: Q n × w, K and V
+// T × w, the blocks n × keys.
+void attendRowsStreamed(Work& w, int b, int h, int r0, int n, float* ctx, int ldc,
+                        const std::function<void(const WeightRows&)>& sink) {
+  const TileRows rows_of(w, b, h, r0, n);
+  const int T = rows_of.T, hw = rows_of.hw, keys = rows_of.key_end;
+  const TileKernels& kernels = rows_of.kernels;
+  const int lds = (keys + 15) / 16 * 16;                                         // whole cache lines per row
+  const auto unmasked = [&](int r) { return rows_of.causal ? r0 + r + 1 : T; };  // row r's unmasked keys
+
+  thread_local AlignedFloats p_buf, d_buf, acc_buf, k_buf, v_buf;
+  thread_local std::vector<float> m_buf;
+  thread_local std::vector<double> l_buf, entropy_buf;
+  thread_local std::vector<SoftmaxRowResult> rows;
+  p_buf.resize(static_cast<std::size_t>(n) * lds);
+  d_buf.resize(static_cast<std::size_t>(n) * lds);
+  entropy_buf.resize(n);
+  acc_buf.assign(static_cast<std::size_t>(n) * hw, 0.0f);
+  m_buf.resize(n);
+  l_buf.assign(n, 0.0);
+  rows.resize(n);
+  float* P = p_buf.data();
+  const auto row = [&](int r) { return P + static_cast<std::size_t>(r) * lds; };
+  const auto fail = [&] { w.overflow = true; };
+
+  for (int j0 = 0; j0 < keys; j0 += kKeyTile) {
+    const int nk = std::min(kKeyTile, keys - j0);
+    const auto [k, ldk] = rows_of.tile(rows_of.in.k, j0, nk, rows_of.copy_keys, k_buf);
+    kernels.scores(n, nk, hw, rows_of.queries(), rows_of.in.ld, k, ldk, P + j0, lds, rows_of.keyLimit(j0, nk));
+  }
+  bool finite = true;
+  for (int r = 0; r < n; ++r) {
+    const Eigen::Map<const Eigen::ArrayXf> s(row(r), unmasked(r));
+    m_buf[r] = s.maxCoeff();
+    if (!std::isfinite(m_buf[r])) finite = false;  // ±∞ or NaN among the scores
+    Eigen::Map<Eigen::ArrayXf>(d_buf.data() + static_cast<std::size_t>(r) * lds, unmasked(r)) = m_buf[r] - s;
+  }
+  if (!finite) return fail();
+  for (int j0 = 0; j0 < keys; j0 += kKeyTile) {
+    const int nk = std::min(kKeyTile, keys - j0), key_limit = rows_of.keyLimit(j0, nk);
+    kernels.softmaxRows(P + j0, lds, n, nk, key_limit, rows_of.log2_scale, m_buf.data(), nullptr, 0, 0, rows.data());
+    for (int r = 0; r < n; ++r)
+      if (r + key_limit > 0) {
+        l_buf[r] += rows[r].sum;
+        if (!rows[r].finite) finite = false;
+      }
+  }
+  if (!finite) return fail();
+  for (int r = 0; r < n; ++r) {
+    float* p = row(r);
+    const int valid = unmasked(r);
+    std::fill(p + valid, p + keys, 0.0f);
+    Eigen::Map<Eigen::ArrayXf> alpha(p, valid);
+    alpha *= static_cast<float>(1.0 / l_buf[r]);
+    const Eigen::Map<const Eigen::ArrayXf> below_max(d_buf.data() + static_cast<std::size_t>(r) * lds, valid);
+    entropy_buf[r] = std::log(l_buf[r]) + static_cast<double>((alpha * below_max).sum()) / rows_of.t.scale_divisor;
+  }
+  sink(WeightRows{b, h, r0, n, keys, P, lds, entropy_buf.data()});
+  if (w.keep.words != nullptr)
+    for (int r = 0; r < n; ++r) {
+      float* p = row(r);
+      const std::size_t row_keep = rows_of.keep0 + static_cast<std::size_t>(r0 + r) * T;
+      for (int j = 0; j < unmasked(r); ++j)
+        if (!w.keep(row_keep + j)) p[j] = 0.0f;
+    }
+  float* acc = acc_buf.data();
+  for (int j0 = 0; j0 < keys; j0 += kKeyTile) {
+    const int nk = std::min(kKeyTile, keys - j0);
+    const auto [v, ldv] = rows_of.tile(rows_of.in.v, j0, nk, rows_of.copy_values, v_buf);
+    kernels.accumulate(n, nk, hw, P + j0, lds, v, ldv, acc, hw, rows_of.keyLimit(j0, nk));
+  }
+  for (int r = 0; r < n; ++r) {
+    float* out = ctx + static_cast<std::size_t>(r) * ldc;
+    const float* a = acc + static_cast<std::size_t>(r) * hw;
+    for (int c = 0; c < hw; ++c) out[c] = a[c] * rows_of.t.dropout_scale;
+    if (!allFinite(out, hw)) fail();
+  }
 }
 
 // Sizes a head's matrices: `rows` rows of the T × T maps (T for a traced head, a row block for

@@ -50,8 +50,8 @@ std::shared_ptr<const PackedModule> packedWeights(const std::shared_ptr<const Pa
 struct Work {
   const Matrix* x;  // T × d_in
   Trace* trace;
-  std::vector<float>* qkv;                // projection elements × groups × T × 3·d_out (qkvBlock)
-  KeepBits keep;                          // dropout draws in torch's order
+  std::vector<float>* qkv;               // projection elements × groups × T × 3·d_out (qkvBlock)
+  KeepBits keep;                         // dropout draws in torch's order
   const PackedModule* packed = nullptr;  // the fast path's packed layers (gemm.h's Packed backend)
   std::atomic<bool> overflow{false};
   int groups = 1;                  // projection groups (heads for the wrapper, else 1)
@@ -90,6 +90,13 @@ void attendRowsReference(Work& w, int b, int h, int r0, int n, HeadTrace& maps, 
 void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head);
 // The fused kernel: context rows only (n × w), written at ctx (row stride ldc), no T × T map.
 void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc);
+
+// The fused kernel's products with each row's weights whole, for a head that keeps no maps but
+// hands its weights over (TraceRequest::weight_rows): S = Q·Kᵀ over the rows' unmasked keys into a
+// per-thread block, each row's softmax, `sink` called with the weights, then the context rows (n ×
+// w, dropout applied) written at ctx (row stride ldc).
+void attendRowsStreamed(Work& w, int b, int h, int r0, int n, float* ctx, int ldc,
+                        const std::function<void(const WeightRows&)>& sink);
 
 // Sizes a head's matrices: `rows` rows of the T × T maps (T for a traced head, a row block for
 // scratch), the keep mask only with dropout, and T × w for Q, K, V (traced only).

@@ -26,18 +26,24 @@ constexpr int kOutBlock = 64;
 // other threads' projections balance the one thread that draws.
 constexpr int kProjBlockBesideDraws = 64;
 constexpr int kQueryBlock = 128;  // query rows per task of the fused kernel
+// Query rows per task of the streamed rows: their block of n × keys scores stays in L2 (64 rows
+// of 1024 keys: 256 KiB).
+constexpr int kStreamBlock = 64;
 // One unit of the attention loop. Traced heads and the reference path take row blocks of kRowBlock
-// (attendRowsReference, attendRowsTraced); the fused path takes query blocks of kQueryBlock.
+// (attendRowsReference, attendRowsTraced); the fused path takes query blocks of kQueryBlock, or of
+// kStreamBlock when the request asks for the weights rows (attendRowsStreamed).
 struct AttentionTask {
-  enum Kind { Traced, Scratch, Fused } kind;
+  enum Kind { Traced, Scratch, Fused, Streamed } kind;
   int b, h, r0, n;
   int keys;        // the keys it reads: [0, keys)
   long long cost;  // multiply-adds, to hand out the heaviest first (the causal triangle's bottom)
 };
 
 // Runs one attention task: traced heads and the reference path by row blocks, untraced heads of the
-// fast path by the fused kernel, straight into the element's context.
-void attend(Work& w, const AttentionTask& a, std::vector<std::vector<HeadTrace>>& heads, Trace& t, bool fused) {
+// fast path by the fused kernel (or streamed rows), straight into the element's context. Untraced
+// heads hand their weights rows to request.weight_rows when it is set.
+void attend(Work& w, const AttentionTask& a, std::vector<std::vector<HeadTrace>>& heads, Trace& t, bool fused,
+            const TraceRequest& request) {
   const int T = t.tokens, hw = t.head_width;
   if (a.kind == AttentionTask::Traced) {
     HeadTrace& head = heads[a.b][a.h];
@@ -49,6 +55,11 @@ void attend(Work& w, const AttentionTask& a, std::vector<std::vector<HeadTrace>>
     thread_local HeadTrace scratch;
     allocateHead(scratch, kRowBlock, T, hw, false, t.dropout_active);
     attendRowsReference(w, a.b, a.h, a.r0, a.n, scratch, 0, heads[a.b][a.h].context);
+    if (request.weight_rows) request.weight_rows(WeightRows{a.b, a.h, a.r0, a.n, T, scratch.weights.data(), T});
+  } else if (a.kind == AttentionTask::Streamed) {
+    Matrix& ctx = t.batches[a.b].context;
+    attendRowsStreamed(w, a.b, a.h, a.r0, a.n, ctx.data() + static_cast<std::size_t>(a.r0) * ctx.cols() + a.h * hw,
+                       static_cast<int>(ctx.cols()), request.weight_rows);
   } else {
     Matrix& ctx = t.batches[a.b].context;
     attendRowsFused(w, a.b, a.h, a.r0, a.n, ctx.data() + static_cast<std::size_t>(a.r0) * ctx.cols() + a.h * hw,
@@ -93,12 +104,18 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
     for (int h = 0; h < H; ++h) {
       const bool traced = request.keepsHead(b, h);
       if (!traced && !request.outputs) continue;
-      const int block = traced || !fused ? kRowBlock : kQueryBlock;
-      const auto kind = traced ? AttentionTask::Traced : fused ? AttentionTask::Fused : AttentionTask::Scratch;
+      const bool streamed = !traced && fused && request.weight_rows;
+      const int block = traced || !fused ? kRowBlock : streamed ? kStreamBlock : kQueryBlock;
+      const auto kind = traced     ? AttentionTask::Traced
+                        : streamed ? AttentionTask::Streamed
+                        : fused    ? AttentionTask::Fused
+                                   : AttentionTask::Scratch;
       for (int r0 = 0; r0 < T; r0 += block) {
         const int n = std::min(block, T - r0);
-        // Only the fused kernel skips the keys above the diagonal; the others store or read them.
-        const int keys = kind == AttentionTask::Fused && m.causal ? r0 + n : T;
+        // Only the fused kernel and the streamed rows skip the keys above the diagonal; the others
+        // store or read them.
+        const bool skips = kind == AttentionTask::Fused || kind == AttentionTask::Streamed;
+        const int keys = skips && m.causal ? r0 + n : T;
         tasks.push_back({kind, b, h, r0, n, keys, static_cast<long long>(keys) * n});
       }
     }
@@ -176,7 +193,7 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
       projected[i - first_proj].store(true, std::memory_order_release);
     } else if (i < first_out) {
       const AttentionTask& a = tasks[i - first_task];
-      if (!cancelled()) attend(w, a, heads, t, fused);
+      if (!cancelled()) attend(w, a, heads, t, fused, request);
       countTowardOutputs(a, -1);
     } else if (!cancelled()) {
       const int j = i - first_out, b = computed[j / out_blocks], r0 = j % out_blocks * out_block;

@@ -7,6 +7,20 @@
 
 namespace attnscope {
 
+double rowEntropy(const float* w_row, int n) {
+  // −Σ α ln α over α > 0, each term in float, summed in double. Vectorized: no branch per cell
+  // (Eigen's select would not vectorize), cells ≤ 0 become 0 · ln(FLT_MIN) = 0, never 0 · ln 0 =
+  // NaN (a subnormal α < FLT_MIN is weighted by ln(FLT_MIN), off by under 1e-36); the terms go
+  // through a per-thread buffer, since a cast to double inside the expression would evaluate it
+  // cell by cell.
+  thread_local Eigen::ArrayXf terms;
+  if (terms.size() < n) terms.resize(n);
+  const Eigen::Map<const Eigen::ArrayXf> w(w_row, n);
+  const auto positive = w.max(0.0f);
+  terms.head(n) = positive * positive.max(FLT_MIN).log();
+  return 0.0 - terms.head(n).cast<double>().sum();  // +0, never −0
+}
+
 HeadStatistics headStatistics(const Trace& t, const HeadTrace& h) {
   const Eigen::Index T = h.weights.rows();
   HeadStatistics s;
@@ -15,7 +29,6 @@ HeadStatistics headStatistics(const Trace& t, const HeadTrace& h) {
   s.max_weight.resize(T);
   s.argmax.assign(static_cast<std::size_t>(T), 0);
   s.row_sum_after_dropout.resize(T);
-  Eigen::ArrayXf terms(T);  // a row's −α ln α terms
   double entropy_sum = 0, previous_sum = 0, first_sum = 0;
   for (Eigen::Index i = 0; i < T; ++i) {
     // Keys after the query are masked to exactly 0 when causal (softmax rows, never negative):
@@ -23,14 +36,7 @@ HeadStatistics headStatistics(const Trace& t, const HeadTrace& h) {
     // visible keys are read.
     const Eigen::Index visible = t.model.causal ? i + 1 : T;
     const Eigen::Map<const Eigen::ArrayXf> w(h.weights.row(i).data(), visible);  // 1 × visible
-
-    // −Σ α ln α over α > 0, each term in float, summed in double. Vectorized: no branch per cell
-    // (Eigen's select would not vectorize), cells ≤ 0 become 0 · ln(FLT_MIN) = 0, never 0 · ln 0 =
-    // NaN (a subnormal α < FLT_MIN is weighted by ln(FLT_MIN), off by under 1e-36); the terms go
-    // through a buffer, since a cast to double inside the expression would evaluate it cell by cell.
-    const auto positive = w.max(0.0f);
-    terms.head(visible) = positive * positive.max(FLT_MIN).log();
-    const double entropy = 0.0 - terms.head(visible).cast<double>().sum();  // +0, never −0
+    const double entropy = rowEntropy(w.data(), static_cast<int>(visible));
     s.entropy(i) = static_cast<float>(entropy);
     s.effective_tokens(i) = static_cast<float>(std::exp(entropy));
 

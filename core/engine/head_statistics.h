@@ -40,6 +40,10 @@ struct HeadStatistics {
   int rows() const { return static_cast<int>(argmax.size()); }
 };
 
+// entropy[i] of one row of weights w (its first n keys: the visible ones), in double: −Σ α ln α
+// over α > 0, each term in float, summed in double.
+double rowEntropy(const float* w, int n);
+
 // The statistics of head `h` of trace `t`; `h` must have its maps (HeadTrace::hasMaps).
 // Cost: one pass over the visible cells of each row (causal: the lower triangle), vectorized
 // (docs/engine-measurements.md).

@@ -30,6 +30,10 @@ struct GptRequest {
   // its Trace (the heads' maps when the layer keeps them; batch element 0's output is the
   // attention's output, out_proj included). The trace is the callee's to keep or drop.
   std::function<void(int layer, const Matrix& attention_input, Trace&& trace)> on_layer;
+  // Called with every head's weights rows of each layer that keeps no maps, as the attention
+  // computes them (TraceRequest::weight_rows: from the pass's threads, each row once, before
+  // on_layer of that layer); null: those layers run the fused kernel and no weight is ever whole.
+  std::function<void(int layer, const WeightRows& rows)> weight_rows;
   // Positions whose next-token logits are computed (empty: the last one; none with no_logits).
   std::vector<int> logit_positions;
   bool no_logits = false;

@@ -2,6 +2,7 @@
 #include "lm/head_scores.h"
 
 #include <unordered_map>
+#include <vector>
 
 #include "engine/head_statistics.h"
 
@@ -48,53 +49,54 @@ TokenPatterns::TokenPatterns(const std::vector<int>& ids) {
   }
 }
 
-namespace {
-
-// The mean, over the rows that have such keys, of the weight on the keys `keys(i)` lists; false
-// when no row has any. duplicate: the earlier copies k; induction: k + 1 for those with k ≤ i − 2.
-template <class Keys>
-bool meanOverTargets(const Matrix& w, int rows, Keys keys, float* out) {
-  double total = 0;
-  int counted = 0;
-  for (int i = 0; i < rows; ++i) {
-    double row = 0;
-    int n = 0;
-    keys(i, [&](int j) {
-      row += w(i, j);
-      ++n;
-    });
-    if (n == 0) continue;
-    total += row;
-    ++counted;
+HeadScoreRow headScoreRow(const float* w, int i, int visible, const TokenPatterns& patterns, const double* entropy) {
+  HeadScoreRow row;
+  row.entropy = entropy != nullptr ? *entropy : rowEntropy(w, visible);
+  row.first = w[0];
+  if (i >= 1) row.previous = w[i - 1];
+  for (int c = 0; c < patterns.copiesBefore(i); ++c) {
+    const int k = patterns.copies(i)[c];
+    row.duplicate += w[k];
+    row.has_duplicate = true;
+    if (k + 1 <= i - 1) {
+      row.induction += w[k + 1];
+      row.has_induction = true;
+    }
   }
-  *out = counted > 0 ? static_cast<float>(total / counted) : 0.0f;
-  return counted > 0;
+  return row;
 }
 
-}  // namespace
+HeadScores headScoresOfRows(const HeadScoreRow* rows, int T) {
+  double entropy = 0, first = 0, previous = 0, duplicate = 0, induction = 0;
+  int duplicate_rows = 0, induction_rows = 0;
+  for (int i = 0; i < T; ++i) {
+    const HeadScoreRow& r = rows[i];
+    entropy += r.entropy;
+    first += r.first;
+    if (i >= 1) previous += r.previous;
+    if (r.has_duplicate) duplicate += r.duplicate, ++duplicate_rows;
+    if (r.has_induction) induction += r.induction, ++induction_rows;
+  }
+  HeadScores s;
+  if (T > 0) {
+    s.mean_entropy = static_cast<float>(entropy / T);
+    s.first_token = static_cast<float>(first / T);
+  }
+  s.has_previous = T >= 2;
+  if (s.has_previous) s.previous_token = static_cast<float>(previous / (T - 1));
+  s.has_duplicate = duplicate_rows > 0;
+  if (s.has_duplicate) s.duplicate_token = static_cast<float>(duplicate / duplicate_rows);
+  s.has_induction = induction_rows > 0;
+  if (s.has_induction) s.induction = static_cast<float>(induction / induction_rows);
+  return s;
+}
 
 HeadScores headScores(const Trace& t, const HeadTrace& h, const TokenPatterns& patterns) {
-  const HeadStatistics stats = headStatistics(t, h);
-  HeadScores s;
-  s.previous_token = stats.mean_previous;
-  s.has_previous = stats.has_previous;
-  s.first_token = stats.mean_first;
-  s.mean_entropy = stats.mean_entropy;
   const int T = patterns.rows();
-  s.has_duplicate = meanOverTargets(
-      h.weights, T,
-      [&](int i, auto add) {
-        for (int c = 0; c < patterns.copiesBefore(i); ++c) add(patterns.copies(i)[c]);
-      },
-      &s.duplicate_token);
-  s.has_induction = meanOverTargets(
-      h.weights, T,
-      [&](int i, auto add) {
-        for (int c = 0; c < patterns.copiesBefore(i); ++c)
-          if (patterns.copies(i)[c] + 1 <= i - 1) add(patterns.copies(i)[c] + 1);
-      },
-      &s.induction);
-  return s;
+  std::vector<HeadScoreRow> rows(static_cast<std::size_t>(T));
+  for (int i = 0; i < T; ++i)
+    rows[static_cast<std::size_t>(i)] = headScoreRow(h.weights.row(i).data(), i, t.model.causal ? i + 1 : T, patterns);
+  return headScoresOfRows(rows.data(), T);
 }
 
 }  // namespace attnscope

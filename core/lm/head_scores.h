@@ -54,6 +54,23 @@ class TokenPatterns {
   std::vector<int> start_, earlier_;  // per row: where its token's group starts, the copies before it
 };
 
+// One row's part of a head's scores: what row i of α adds to each mean. A head's scores are its
+// rows' parts summed in row order (headScoresOfRows), however the rows were computed — from a kept
+// map, or streamed a block at a time without one (lm/model_pass.h).
+struct HeadScoreRow {
+  double entropy = 0;                                 // −Σ α ln α (head statistics' entropy[i])
+  float first = 0;                                    // αᵢ,₀
+  float previous = 0;                                 // αᵢ,ᵢ₋₁ (row 0: 0, not counted)
+  double duplicate = 0;                               // Σ α over the earlier copies of tᵢ
+  double induction = 0;                               // Σ α over the keys right after them
+  bool has_duplicate = false, has_induction = false;  // the row has such keys
+};
+// Row i of a causal head's weights, its first `visible` keys (i + 1; beyond them 0). `entropy`:
+// the row's entropy when the pass computed it (WeightRows::entropy), else null.
+HeadScoreRow headScoreRow(const float* w, int i, int visible, const TokenPatterns& patterns,
+                          const double* entropy = nullptr);
+HeadScores headScoresOfRows(const HeadScoreRow* rows, int T);
+
 // The scores of head `h` (its maps kept) of element 0 of `t`, a trace of the text `patterns` was
 // made from.
 HeadScores headScores(const Trace& t, const HeadTrace& h, const TokenPatterns& patterns);

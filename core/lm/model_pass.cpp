@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
+#include <vector>
 
 #include "engine/errors.h"
 #include "engine/parameters.h"
@@ -15,25 +17,98 @@ namespace attnscope {
 
 namespace {
 
-// The S × S block maxima of a head's weights (T × T).
-HeadThumbnail thumbnailOf(const Matrix& w, int S) {
-  const int T = static_cast<int>(w.rows());
-  HeadThumbnail t;
-  t.cells.assign(static_cast<std::size_t>(S) * S, 0.0f);
-  for (int i = 0; i < S; ++i) {
-    const int r0 = ModelPass::blockStart(i, T, S), r1 = ModelPass::blockStart(i + 1, T, S);
-    for (int r = r0; r < r1; ++r)
-      for (int j = 0; j < S; ++j) {
-        const int c0 = ModelPass::blockStart(j, T, S), c1 = ModelPass::blockStart(j + 1, T, S);
-        float& cell = t.cells[static_cast<std::size_t>(i) * S + j];
-        for (int c = c0; c < c1; ++c) cell = std::max(cell, w(r, c));
+// What the model view keeps of one layer's heads, a block of rows of weights at a time: the block
+// maxima of the rows' parts of each thumbnail row, and each row's part of the scores (HeadScoreRow).
+// A head's thumbnail and scores are reductions of these, so the rows may come from a kept map or
+// streamed by the attention a block at a time (TraceRequest::weight_rows) — no T × T map is held
+// for them. Blocks are written by the pass's threads, each row by one; the reductions run once the
+// layer is done.
+//
+// A thumbnail row (S cells) stands for rows [blockStart(i), blockStart(i + 1)); a block of rows
+// covers parts of some. Each part — rows [r, e) of one thumbnail row within one block, with row 0
+// a part of its own (the colour range leaves it out) — is reduced to S maxima at its first row r:
+// the rows' elementwise maximum first (one vectorized pass), then S maxima of that one row.
+class LayerRows {
+ public:
+  LayerRows(int heads, int T, int S, const TokenPatterns& patterns)
+      : T_(T),
+        S_(S),
+        patterns_(patterns),
+        parts_(static_cast<std::size_t>(heads) * T * S),
+        starts_(static_cast<std::size_t>(heads) * T),
+        scores_(static_cast<std::size_t>(heads) * T) {}
+
+  // Before a layer's rows: no part started yet.
+  void clear() { std::fill(starts_.begin(), starts_.end(), std::uint8_t{0}); }
+
+  // Rows [first, first + n) of head h: row r at w + (r − first)·ld, its first min(r + 1, keys) keys
+  // (beyond them 0: the causal mask); entropy: each row's, or null.
+  void add(int h, int first, int n, const float* w, int ld, int keys, const double* entropy) {
+    thread_local Eigen::ArrayXf most;
+    if (most.size() < keys) most.resize(keys);
+    const auto rowOf = [&](int r) {
+      return Eigen::Map<const Eigen::ArrayXf>(w + static_cast<std::size_t>(r - first) * ld, keys);
+    };
+    for (int r = first; r < first + n;) {
+      const int cell_row = cellOf(r);
+      const int end = std::min({first + n, ModelPass::blockStart(cell_row + 1, T_, S_), r == 0 ? 1 : T_});
+      most.head(keys) = rowOf(r);
+      for (int e = r + 1; e < end; ++e) most.head(keys) = most.head(keys).max(rowOf(e));
+      float* cells = parts_.data() + (static_cast<std::size_t>(h) * T_ + r) * S_;
+      for (int j = 0; j < S_; ++j) {
+        const int c0 = ModelPass::blockStart(j, T_, S_), c1 = std::min(ModelPass::blockStart(j + 1, T_, S_), keys);
+        // A few keys by hand: Eigen's reduction costs more to set up than it saves (T ≤ S: one).
+        if (c1 - c0 >= 8) {
+          cells[j] = most.segment(c0, c1 - c0).maxCoeff();
+        } else {
+          float m = 0;
+          for (int c = c0; c < c1; ++c) m = std::max(m, most[c]);
+          cells[j] = m;
+        }
       }
+      starts_[static_cast<std::size_t>(h) * T_ + r] = 1;
+      r = end;
+    }
+    for (int r = first; r < first + n; ++r)
+      scores_[static_cast<std::size_t>(h) * T_ + r] = headScoreRow(w + static_cast<std::size_t>(r - first) * ld, r,
+                                                                   std::min(r + 1, keys), patterns_,
+                                                                   entropy != nullptr ? entropy + (r - first)
+                                                                                      : nullptr);
   }
-  // The colour range's top: the largest weight below the first row, which under the causal mask
-  // always puts 1 on the first token (with it, a long text's diffuse heads would all look empty).
-  t.largest = T > 1 ? w.bottomRows(T - 1).maxCoeff() : w.maxCoeff();
-  return t;
-}
+
+  // Head h's thumbnail (the S × S block maxima; the colour range's top is the largest weight below
+  // the first row, which under the causal mask always puts 1 on the first token — with it, a long
+  // text's diffuse heads would all look empty) and scores.
+  HeadThumbnail finish(int h) const {
+    HeadThumbnail t;
+    t.cells.assign(static_cast<std::size_t>(S_) * S_, 0.0f);
+    const std::size_t head = static_cast<std::size_t>(h) * T_;
+    for (int r = 0; r < T_; ++r) {
+      if (!starts_[head + r]) continue;
+      const float* part = parts_.data() + (head + r) * S_;
+      float* cells = t.cells.data() + static_cast<std::size_t>(cellOf(r)) * S_;
+      for (int j = 0; j < S_; ++j) cells[j] = std::max(cells[j], part[j]);
+      if (r >= 1 || T_ == 1) t.largest = std::max(t.largest, *std::max_element(part, part + S_));
+    }
+    t.scores = headScoresOfRows(scores_.data() + head, T_);
+    return t;
+  }
+
+ private:
+  // The thumbnail row that text row r falls in: the last i with blockStart(i) ≤ r.
+  int cellOf(int r) const {
+    int i = static_cast<int>(static_cast<std::int64_t>(r) * S_ / T_);
+    while (ModelPass::blockStart(i + 1, T_, S_) <= r) ++i;
+    while (ModelPass::blockStart(i, T_, S_) > r) --i;
+    return i;
+  }
+
+  int T_, S_;
+  const TokenPatterns& patterns_;
+  std::vector<float> parts_;          // H × T × S: a part's maxima at its first row
+  std::vector<std::uint8_t> starts_;  // H × T: where a part starts (bytes: threads write their own)
+  std::vector<HeadScoreRow> scores_;  // H × T
+};
 
 }  // namespace
 
@@ -43,24 +118,37 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   const auto start = std::chrono::steady_clock::now();
   auto pass = std::make_shared<ModelPass>();
   const GptConfig& c = model->config;
+  const int T = static_cast<int>(ids.size());
   pass->ids = ids;
-  pass->cells = std::min(static_cast<int>(ids.size()), kThumbnailCells);
+  pass->cells = std::min(T, kThumbnailCells);
   pass->heads.resize(static_cast<std::size_t>(c.layers) * static_cast<std::size_t>(c.heads));
   pass->attention_inputs.resize(static_cast<std::size_t>(c.layers));
   const TokenPatterns patterns(ids);
   const int threads = exec.parallel ? resolveThreads(exec.threads) : 1;
+  LayerRows rows(c.heads, T, pass->cells, patterns);  // the layer being computed
   GptRequest request;
   request.no_logits = true;
   request.keep_final_x = true;
+  // The layer asked for keeps its maps (every stage); the others stream their weights into `rows`.
+  if (keep_layer >= 0 && kept != nullptr)
+    request.map_layers = {keep_layer};
+  else
+    request.no_maps = true;
+  request.weight_rows = [&](int, const WeightRows& w) {
+    if (w.element == 0) rows.add(w.head, w.first_row, w.rows, w.weights, w.ld, w.keys, w.entropy);
+  };
   request.on_layer = [&](int layer, const Matrix& input, Trace&& trace) {
     pass->attention_inputs[static_cast<std::size_t>(layer)] = input;
     const BatchTrace& bt = trace.batches[0];
-    // One head per item: its thumbnail and scores read its T × T weights once each.
-    forEachItem(threads, static_cast<int>(bt.heads.size()), [&](int h) {
-      HeadThumbnail t = thumbnailOf(bt.heads[static_cast<std::size_t>(h)].weights, pass->cells);
-      t.scores = headScores(trace, bt.heads[static_cast<std::size_t>(h)], patterns);
-      pass->heads[static_cast<std::size_t>(layer) * c.heads + h] = std::move(t);
+    // One head per item: a kept layer's rows from its maps first, then each head's reductions.
+    forEachItem(threads, c.heads, [&](int h) {
+      if (h < static_cast<int>(bt.heads.size()) && bt.heads[static_cast<std::size_t>(h)].hasMaps()) {
+        const Matrix& w = bt.heads[static_cast<std::size_t>(h)].weights;
+        rows.add(h, 0, T, w.data(), T, T, nullptr);
+      }
+      pass->heads[static_cast<std::size_t>(layer) * c.heads + h] = rows.finish(h);
     });
+    rows.clear();
     if (layer == keep_layer && kept != nullptr) *kept = std::move(trace);
   };
   GptResult result = gptForward(*model, ids, request, exec, limits);
@@ -113,8 +201,9 @@ std::vector<NextToken> topNextTokens(const float* logits, int V, double temperat
     NextToken t;
     t.id = v;
     t.logit = logits[v];
-    t.probability = temperature > 0 ? static_cast<float>(std::exp((static_cast<double>(logits[v]) - top) / temperature) / sum)
-                                    : (i == 0 ? 1.0f : 0.0f);
+    t.probability = temperature > 0
+                        ? static_cast<float>(std::exp((static_cast<double>(logits[v]) - top) / temperature) / sum)
+                        : (i == 0 ? 1.0f : 0.0f);
     out.push_back(t);
   }
   return out;

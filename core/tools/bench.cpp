@@ -9,6 +9,7 @@
 #include <random>
 #include "engine/gemm.h"
 #include "lm/gpt_forward.h"
+#include "lm/model_pass.h"
 
 namespace attnscope {
 
@@ -188,10 +189,23 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
   ExecutionOptions exec;
   exec.parallel = true;
   exec.threads = o.threads;
-  const auto paired = [&](bool maps) {
+  // What each mode computes: "view" what the app's model view computes for a new text (the model
+  // view's pass: every head's weights, whole, reduced to its thumbnail and scores, the first
+  // layer's every stage, and the logits at the last position); "maps" every stage of every head of
+  // every layer kept (gptForward's traces); "fused" no weight ever whole (the fused kernel).
+  const std::shared_ptr<const GptModel> shared(std::shared_ptr<const GptModel>(), &model);  // not owned
+  const auto paired = [&](const std::string& mode) {
     GptRequest request;
-    request.no_maps = !maps;
-    const auto forward = [&] { gptForward(model, ids, request, exec); };
+    request.no_maps = mode == "fused";
+    const auto forward = [&] {
+      if (mode != "view") {
+        gptForward(model, ids, request, exec);
+        return;
+      }
+      Trace kept;
+      const auto pass = runModelPass(shared, ids, exec, {}, 0, &kept);
+      gptLogits(model, pass->final_x, {T - 1}, exec);
+    };
     ConcurrentGemm gemm(T, c.mlp_width, c.d_model, threads);
     forward();
     gemm.measureGflops();
@@ -216,14 +230,15 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
                       {"tokens", T},
                       {"threads", threads},
                       {"repeat", o.repeat},
-                      {"outputs", "every head's attention weights (all layers) and the last position's logits"},
+                      {"outputs",
+                       "every head's attention weights (all layers) and the last position's logits; view: reduced to "
+                       "the model view's thumbnails and scores, layer 0's every stage kept"},
                       {"flop",
                        {{"gflop", gflop},
                         {"linear_gflop", linear / 1e9},
                         {"attention_gflop", attention / 1e9},
                         {"head_gflop", head / 1e9}}}};
-  j["maps"] = paired(true);
-  j["fused"] = paired(false);
+  for (const char* mode : {"view", "maps", "fused"}) j[mode] = paired(mode);
   return j;
 }
 

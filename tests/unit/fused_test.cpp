@@ -4,10 +4,12 @@
 // variant and option, at sizes around the block and tile edges (query blocks and key tiles of
 // 128 rows: 63 … 129 tokens in one or two tiles, 257 and 520 in three and five), with heads of 4 or
 // 5 columns and of 32 and 64 (whole panels of the packed product: the head-major projections).
-// Sharing identical elements and projections changes no bit; neither does the thread count.
+// Sharing identical elements and projections changes no bit; neither does the thread count. The
+// weights rows untraced heads hand over (TraceRequest::weight_rows) are the reference's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -18,7 +20,9 @@
 #include "engine/attention.h"
 #include "engine/errors.h"
 #include "engine/gemm.h"
+#include "engine/head_statistics.h"
 #include "engine/stages.h"
+#include "engine/tile_kernels.h"
 #include "test_support.h"
 
 namespace attnscope {
@@ -77,6 +81,16 @@ std::string describe(const Case& c) {
 }
 
 const TraceRequest kOutputsOnly = TraceRequest::only({});
+
+// The parallel path on two threads, however small the work; `fused` false: the reference loops.
+ExecutionOptions onTwoThreads(bool fused = true) {
+  ExecutionOptions exec;
+  exec.fused = fused;
+  exec.parallel = true;
+  exec.threads = 2;
+  exec.min_parallel_work = 0;
+  return exec;
+}
 
 TEST(Fused, MatchesTheReferenceLoops) {
   double worst = 0;
@@ -183,11 +197,7 @@ TEST(Fused, TracedMapsMatchTheReferenceLoops) {
     ExecutionOptions reference;
     reference.fused = false;
     const Trace expected = computeTrace(x, c.m, reference);
-    ExecutionOptions fast;
-    fast.parallel = true;
-    fast.threads = 2;
-    fast.min_parallel_work = 0;
-    const Trace got = computeTrace(x, c.m, fast);
+    const Trace got = computeTrace(x, c.m, onTwoThreads());
     for (std::size_t b = 0; b < got.batches.size(); ++b) {
       ASSERT_EQ(got.batches[b].heads.size(), expected.batches[b].heads.size());
       for (std::size_t h = 0; h < got.batches[b].heads.size(); ++h) {
@@ -208,6 +218,79 @@ TEST(Fused, TracedMapsMatchTheReferenceLoops) {
     }
   }
   std::printf("worst relative |traced fast − reference| over every stage: %.3g\n", worst);
+}
+
+// The weights an untraced head hands over (TraceRequest::weight_rows) without keeping its maps:
+// the fused path's streamed rows (attendRowsStreamed) on every kernel version this CPU runs, and
+// the reference path's row blocks. Every row of every head of each computed element comes once;
+// its weights are the reference loops' within 1e-5, as the traced maps (the reference path's: the
+// same bits), 0 beyond
+// the row's unmasked keys; the streamed rows' entropies, taken from the scores, are head
+// statistics' within 1e-5; the outputs are the reference's within 1e-5 relative, dropout included.
+TEST(Fused, StreamedWeightRowsAreTheReferenceWeights) {
+  double worst_weight = 0, worst_entropy = 0;
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512})
+    if (isaSupported(isa)) isas.push_back(isa);
+  const Isa saved = activeTileKernels().isa;
+  for (const Case& c : cases()) {
+    if (c.m.normalization != Normalization::Softmax) continue;
+    SCOPED_TRACE(describe(c));
+    const Matrix x = test::randomMatrix(c.T, c.d_in, 17);
+    ExecutionOptions reference;
+    reference.fused = false;
+    const Trace expected = computeTrace(x, c.m, reference);
+    const int B = c.m.batch_size, H = expected.heads, T = c.T;
+    for (int version = 0; version <= static_cast<int>(isas.size()); ++version) {
+      const bool fused = version < static_cast<int>(isas.size());  // the last: the reference path
+      if (fused) setIsa(isas[version]);
+      SCOPED_TRACE(fused ? std::string("streamed, ") + isaName(isas[version]) : std::string("reference path"));
+      // Filled by the pass's threads, each row by one: sized before.
+      std::vector<Matrix> got(static_cast<std::size_t>(B * H), Matrix::Constant(T, T, -1.0f));
+      std::vector<std::vector<double>> entropy(static_cast<std::size_t>(B * H), std::vector<double>(T, -1.0));
+      std::vector<std::atomic<int>> delivered(static_cast<std::size_t>(B * H * T));
+      TraceRequest request = TraceRequest::only({});
+      request.weight_rows = [&](const WeightRows& w) {
+        const std::size_t head = static_cast<std::size_t>(w.element * H + w.head);
+        for (int r = 0; r < w.rows; ++r) {
+          const int i = w.first_row + r;
+          delivered[head * T + i].fetch_add(1);
+          for (int j = 0; j < T; ++j)
+            got[head](i, j) = j < w.keys ? w.weights[static_cast<std::size_t>(r) * w.ld + j] : 0.0f;
+          if (w.entropy != nullptr) entropy[head][i] = w.entropy[r];
+        }
+      };
+      const Trace out = computeTrace(x, c.m, onTwoThreads(fused), request);
+      for (int b = 0; b < B; ++b) {
+        EXPECT_LE(relativeDiff(out.batches[b].output, expected.batches[b].output), 1e-5) << "batch " << b;
+        // Equal elements are computed once (without dropout): element 0, or every one.
+        const bool computed = delivered[static_cast<std::size_t>(b * H * T)].load() > 0;
+        EXPECT_TRUE(computed || (b > 0 && !expected.dropout_active)) << "element " << b << " never came";
+        if (!computed) continue;
+        for (int h = 0; h < H; ++h) {
+          const std::size_t head = static_cast<std::size_t>(b * H + h);
+          const HeadTrace& e = expected.batches[b].heads[h];
+          const HeadStatistics stats = headStatistics(expected, e);
+          for (int i = 0; i < T; ++i)
+            ASSERT_EQ(delivered[head * T + i].load(), 1) << "b " << b << " h " << h << " row " << i;
+          const double d = (got[head] - e.weights).cwiseAbs().maxCoeff();
+          if (fused) {
+            EXPECT_LE(d, 1e-5) << "batch " << b << " head " << h;
+            for (int i = 0; i < T; ++i) {
+              const double de = std::abs(entropy[head][i] - stats.entropy(i));
+              ASSERT_LE(de, 1e-5) << "entropy, batch " << b << " head " << h << " row " << i;
+              worst_entropy = std::max(worst_entropy, de);
+            }
+          } else {
+            EXPECT_TRUE(test::bitwiseEqual(got[head], e.weights)) << "batch " << b << " head " << h;
+          }
+          worst_weight = std::max(worst_weight, d);
+        }
+      }
+    }
+  }
+  setIsa(saved);
+  std::printf("worst |streamed − reference|: weights %.3g, entropy %.3g\n", worst_weight, worst_entropy);
 }
 
 // Sharing (one projection for all elements; one element for all without dropout) and the thread
