@@ -77,10 +77,12 @@ Trace computeTrace(const Matrix& embeddings, const ModelConfig& m, const Executi
 
 // The fast path's linear layers on packed weights (packed_linear.h): per projection group the
 // stacked [W_query; W_key; W_value] (3·d_out × d_in, so that one product writes a group's
-// [Q | K | V] rows), and out_proj. Empty where the model has no such layer.
+// [Q | K | V] rows), and out_proj, each in column slices (whole heads for the projections, so that
+// a slice of the head-major layout is whole blocks): the pass's items are (rows, slice), and a
+// short text's threads each read a part of the weights. Empty where the model has no such layer.
 struct PackedModule {
-  std::vector<PackedLinear> qkv;  // one per group
-  PackedLinear out_proj;          // multihead only
+  std::vector<SlicedLinear> qkv;  // one per group
+  SlicedLinear out_proj;          // multihead only
 };
 std::shared_ptr<const PackedModule> packModule(const Parameters& p, const ModelConfig& m);
 

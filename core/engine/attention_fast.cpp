@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -39,8 +40,8 @@ std::size_t dropoutOffset(const Trace& t, int b, int h) {
 }
 
 // The layers of one group stacked into one (their weights' rows and biases one after the other),
-// packed.
-PackedLinear packStacked(const std::vector<const Linear*>& layers) {
+// packed in slices of whole heads of width hw (and whole panels).
+SlicedLinear packStacked(const std::vector<const Linear*>& layers, int hw) {
   const int in = static_cast<int>(layers.front()->weight.cols());
   int out = 0;
   for (const Linear* l : layers) out += static_cast<int>(l->weight.rows());
@@ -54,7 +55,8 @@ PackedLinear packStacked(const std::vector<const Linear*>& layers) {
     if (biased) b.segment(row, rows) = l->bias;
     row += rows;
   }
-  return PackedLinear(w.data(), out, in, in, biased ? b.data() : nullptr);
+  const int granularity = std::lcm(PackedLinear::kPanel, std::max(hw, 1));
+  return packSliced(w.data(), out, in, in, biased ? b.data() : nullptr, granularity);
 }
 
 // Q, K, V of head h of batch element b: T × w blocks with row stride `ld`.
@@ -161,13 +163,13 @@ void projectRowsReference(Work& w, int b, int g, int r0, int n) {
 
 // The fast path's projection of the same rows: the same products on the fastest GEMM (gemm.h), in
 // the block's layout (Work::qkvColumns; head-major only with the packed product).
-void projectRowsFast(Work& w, int b, int g, int r0, int n) {
+void projectRowsFast(Work& w, int b, int g, int s, int r0, int n) {
   const Parameters& p = *w.trace->parameters;
   const int d = w.trace->model.d_out, d_in = w.trace->d_in, ld = w.qkvLd();
   float* rows = w.qkvBlock(b, g) + static_cast<std::size_t>(r0) * ld;
   const float* x = w.x->data() + static_cast<std::size_t>(r0) * d_in;
   if (w.packed != nullptr) {
-    w.packed->qkv[g].apply(n, x, d_in, rows, ld, Isa::Auto, PackedLinear::kAllOutputs, w.qkvColumns());
+    w.packed->qkv[g].apply(s, n, x, d_in, rows, ld, w.qkvColumns());
     return;
   }
   int part = 0;
@@ -424,36 +426,35 @@ void allocateHead(HeadTrace& h, int rows, int T, int hw, bool traced, bool dropo
   h.dropout_mask.resize(dropout ? rows : 0, dropout ? T : 0);
 }
 
-// Concatenated context rows and the output: out_proj(context) for multihead, context otherwise.
-// `heads` holds the heads' contexts (traced heads and the reference loops); the fused kernel
-// writes its heads straight into the element's context.
-void outputRows(Work& w, int b, int r0, int n, const std::vector<HeadTrace>* heads, bool fast) {
+// Output rows: out_proj(context) for multihead (slice s of its outputs on the packed product, the
+// whole of them otherwise), the context for the others (slice 0).
+void outputRows(Work& w, int b, int r0, int n, int s, bool fast) {
   Trace& t = *w.trace;
   BatchTrace& bt = t.batches[b];
-  if (heads != nullptr)  // heads without a context of their own were written in place (fused)
-    for (int h = 0; h < t.heads; ++h)
-      if ((*heads)[h].context.rows() > 0)
-        bt.context.block(r0, h * t.head_width, n, t.head_width) = (*heads)[h].context.middleRows(r0, n);
   const int out_w = static_cast<int>(bt.output.cols()), ctx_w = static_cast<int>(bt.context.cols());
+  const float* context = bt.context.data() + static_cast<std::size_t>(r0) * ctx_w;
+  float* output = bt.output.data() + static_cast<std::size_t>(r0) * out_w;
   if (!hasOutProj(t.model.variant)) {
     bt.output.middleRows(r0, n) = bt.context.middleRows(r0, n);
   } else if (fast && w.packed != nullptr) {
-    if (!w.packed->out_proj.apply(n, bt.context.data() + static_cast<std::size_t>(r0) * ctx_w, ctx_w,
-                                  bt.output.data() + static_cast<std::size_t>(r0) * out_w, out_w))
-      w.overflow = true;
+    if (!w.packed->out_proj.apply(s, n, context, ctx_w, output, out_w)) w.overflow = true;
     return;
   } else if (fast) {
     const Linear& l = t.parameters->out_proj;
-    gemmABt(n, out_w, ctx_w, bt.context.data() + static_cast<std::size_t>(r0) * ctx_w, ctx_w, l.weight.data(), ctx_w,
-            0.0f, bt.output.data() + static_cast<std::size_t>(r0) * out_w, out_w);
+    gemmABt(n, out_w, ctx_w, context, ctx_w, l.weight.data(), ctx_w, 0.0f, output, out_w);
     bt.output.middleRows(r0, n).rowwise() += l.bias;
   } else {
     linearForward(bt.context, t.parameters->out_proj, r0, n,
                   Block(bt.output.data(), bt.output.rows(), out_w, Stride(out_w)));
   }
-  if (!allFinite(bt.output.data() + static_cast<std::size_t>(r0) * out_w, static_cast<std::size_t>(n) * out_w))
-    w.overflow = true;
+  if (!allFinite(output, static_cast<std::size_t>(n) * out_w)) w.overflow = true;
 }
+
+int outputSlices(const Work& w, bool fast) {
+  return fast && w.packed != nullptr && hasOutProj(w.trace->model.variant) ? w.packed->out_proj.count() : 1;
+}
+
+int projectionSlices(const Work& w, bool fast) { return fast && w.packed != nullptr ? w.packed->qkv[0].count() : 1; }
 
 }  // namespace attnscope::pass
 
@@ -461,13 +462,14 @@ namespace attnscope {
 
 std::shared_ptr<const PackedModule> packModule(const Parameters& p, const ModelConfig& m) {
   auto packed = std::make_shared<PackedModule>();
-  for (std::size_t g = 0; g < p.query.size(); ++g)
-    packed->qkv.push_back(pass::packStacked({&p.query[g], &p.key[g], &p.value[g]}));
+  for (std::size_t g = 0; g < p.query.size(); ++g) {
+    const int d_in = static_cast<int>(p.query[g].weight.cols());
+    packed->qkv.push_back(pass::packStacked({&p.query[g], &p.key[g], &p.value[g]}, headWidth(m, d_in)));
+  }
   if (hasOutProj(m.variant)) {
     const Linear& o = p.out_proj;
-    packed->out_proj = PackedLinear(o.weight.data(), static_cast<int>(o.weight.rows()),
-                                    static_cast<int>(o.weight.cols()), static_cast<int>(o.weight.cols()),
-                                    o.bias.size() > 0 ? o.bias.data() : nullptr);
+    packed->out_proj = packSliced(o.weight.data(), static_cast<int>(o.weight.rows()), static_cast<int>(o.weight.cols()),
+                                  static_cast<int>(o.weight.cols()), o.bias.size() > 0 ? o.bias.data() : nullptr);
   }
   return packed;
 }

@@ -79,8 +79,9 @@ struct Work {
 
 // Q, K, V rows of group g (n × 3·d_out, row-major [Q | K | V]) by the reference's linearForward.
 void projectRowsReference(Work& w, int b, int g, int r0, int n);
-// The same rows on the fastest GEMM (gemm.h), in the block's layout (Work::qkvColumns).
-void projectRowsFast(Work& w, int b, int g, int r0, int n);
+// The same rows on the fastest GEMM (gemm.h), in the block's layout (Work::qkvColumns): slice s of
+// the packed product's outputs (PackedModule), all of them on another backend (s = 0).
+void projectRowsFast(Work& w, int b, int g, int s, int r0, int n);
 
 // Attention rows of head h by the reference's attentionForward: scores and weights rows (n × T,
 // and the keep mask's) into `maps` at row o (the head's trace, o = r0; or a block of rows, o = 0),
@@ -102,9 +103,13 @@ void attendRowsStreamed(Work& w, int b, int h, int r0, int n, float* ctx, int ld
 // scratch), the keep mask only with dropout, and T × w for Q, K, V (traced only).
 void allocateHead(HeadTrace& h, int rows, int T, int hw, bool traced, bool dropout, bool tril = false);
 
-// Rows of element b's concatenated context (n × H·w, from `heads`' contexts where they have one)
-// and of its output (n × d_out: out_proj(context) for multihead, the context otherwise).
-void outputRows(Work& w, int b, int r0, int n, const std::vector<HeadTrace>* heads, bool fast);
+// Rows of element b's output (n × d_out) from its concatenated context (every head's columns
+// written by the attention tasks): out_proj(context) for multihead, slice s of its outputs on the
+// packed product (PackedModule), all of them otherwise (s = 0); the context for the other variants.
+void outputRows(Work& w, int b, int r0, int n, int s, bool fast);
+// The items the projection of a row block, and an output block, take (1 but on the packed product).
+int projectionSlices(const Work& w, bool fast);
+int outputSlices(const Work& w, bool fast);
 
 // The pass (attention_schedule.cpp).
 

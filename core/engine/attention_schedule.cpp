@@ -41,21 +41,25 @@ struct AttentionTask {
 
 // Runs one attention task: traced heads and the reference path by row blocks, untraced heads of the
 // fast path by the fused kernel (or streamed rows), straight into the element's context. Untraced
-// heads hand their weights rows to request.weight_rows when it is set.
+// heads hand their weights rows to request.weight_rows when it is set. A head with a context of its
+// own (traced, or the reference path's) copies its rows into the element's context.
 void attend(Work& w, const AttentionTask& a, std::vector<std::vector<HeadTrace>>& heads, Trace& t, bool fused,
             const TraceRequest& request) {
   const int T = t.tokens, hw = t.head_width;
-  if (a.kind == AttentionTask::Traced) {
+  if (a.kind == AttentionTask::Traced || a.kind == AttentionTask::Scratch) {
     HeadTrace& head = heads[a.b][a.h];
-    if (fused)
+    if (a.kind == AttentionTask::Scratch) {
+      thread_local HeadTrace scratch;
+      allocateHead(scratch, kRowBlock, T, hw, false, t.dropout_active);
+      attendRowsReference(w, a.b, a.h, a.r0, a.n, scratch, 0, head.context);
+      if (request.weight_rows) request.weight_rows(WeightRows{a.b, a.h, a.r0, a.n, T, scratch.weights.data(), T});
+    } else if (fused) {
       attendRowsTraced(w, a.b, a.h, a.r0, a.n, head);
-    else
+    } else {
       attendRowsReference(w, a.b, a.h, a.r0, a.n, head, a.r0, head.context);
-  } else if (a.kind == AttentionTask::Scratch) {
-    thread_local HeadTrace scratch;
-    allocateHead(scratch, kRowBlock, T, hw, false, t.dropout_active);
-    attendRowsReference(w, a.b, a.h, a.r0, a.n, scratch, 0, heads[a.b][a.h].context);
-    if (request.weight_rows) request.weight_rows(WeightRows{a.b, a.h, a.r0, a.n, T, scratch.weights.data(), T});
+    }
+    Matrix& context = t.batches[a.b].context;
+    if (context.rows() > 0) context.block(a.r0, a.h * hw, a.n, hw) = head.context.middleRows(a.r0, a.n);
   } else if (a.kind == AttentionTask::Streamed) {
     Matrix& ctx = t.batches[a.b].context;
     attendRowsStreamed(w, a.b, a.h, a.r0, a.n, ctx.data() + static_cast<std::size_t>(a.r0) * ctx.cols() + a.h * hw,
@@ -97,7 +101,11 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
   const bool beside_draws = draws > 0 && threads > 1 && hasProjections(m.variant);
   const int proj_block = !fused ? kRowBlock : beside_draws ? kProjBlockBesideDraws : kProjBlock;
   const int proj_blocks = (T + proj_block - 1) / proj_block;
-  const int proj_items = hasProjections(m.variant) ? projections * G * proj_blocks : 0;  // (p·G + g)·blocks + blk
+  // A block's projection and an output block are items of a column slice each on the packed product
+  // (PackedModule): a short text's threads then each read a part of the weights.
+  const int proj_slices = projectionSlices(w, fused), out_slices = outputSlices(w, fused);
+  const int proj_units = hasProjections(m.variant) ? projections * G * proj_blocks : 0;  // (p·G + g)·blocks + blk
+  const int proj_items = proj_units * proj_slices;                                       // unit · slices + slice
 
   std::vector<AttentionTask> tasks;
   for (int b : computed)
@@ -131,10 +139,12 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
   // Item order: [draws] projections attention outputs; a list order in which each is ready.
   const int first_proj = draws > 0 ? 1 : 0, first_task = first_proj + proj_items;
   const int first_out = first_task + static_cast<int>(tasks.size());
-  const int items = first_out + computed_count * out_blocks;  // output i = c · out_blocks + blk
-  std::atomic<bool> keep_ready{draws == 0};                   // the draws are in keep_bits
-  const std::unique_ptr<std::atomic<bool>[]> projected(new std::atomic<bool>[std::max(proj_items, 1)]);
-  for (int i = 0; i < proj_items; ++i) projected[i].store(false, std::memory_order_relaxed);
+  // Output i = (c · out_blocks + blk) · out_slices + slice.
+  const int items = first_out + computed_count * out_blocks * out_slices;
+  std::atomic<bool> keep_ready{draws == 0};  // the draws are in keep_bits
+  // Slices still to project of each projection block (p · G + g) · proj_blocks + blk.
+  const std::unique_ptr<std::atomic<int>[]> unprojected(new std::atomic<int>[std::max(proj_units, 1)]);
+  for (int i = 0; i < proj_units; ++i) unprojected[i].store(proj_slices, std::memory_order_relaxed);
   // Attention tasks still to finish over each output block (c · out_blocks + blk).
   const std::unique_ptr<std::atomic<int>[]> unfinished(new std::atomic<int>[std::max(computed_count * out_blocks, 1)]);
   for (int i = 0; i < computed_count * out_blocks; ++i) unfinished[i].store(0, std::memory_order_relaxed);
@@ -145,10 +155,18 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
       unfinished[slot_of[a.b] * out_blocks + blk].fetch_add(change, std::memory_order_acq_rel);
   };
   for (const AttentionTask& a : tasks) countTowardOutputs(a, 1);
-  // Projection item j = (p · G + g) · proj_blocks + blk, of element p (or the shared one), group g.
-  const auto projectionItem = [&](int p, int g, int blk) { return (p * G + g) * proj_blocks + blk; };
-  const auto projectionOf = [&](int j) {  // {p, g, r0}
-    return std::array<int, 3>{j / (G * proj_blocks), j / proj_blocks % G, j % proj_blocks * proj_block};
+  // Projection block u = (p · G + g) · proj_blocks + blk, of element p (or the shared one), group g;
+  // its slices are items u · proj_slices + slice.
+  const auto projectionUnit = [&](int p, int g, int blk) { return (p * G + g) * proj_blocks + blk; };
+  const auto projectionOf = [&](int j) {  // {p, g, r0, slice}
+    const int u = j / proj_slices;
+    return std::array<int, 4>{u / (G * proj_blocks), u / proj_blocks % G, u % proj_blocks * proj_block,
+                              j % proj_slices};
+  };
+  // Output item j: {element, r0, slice}.
+  const auto outputOf = [&](int j) {
+    const int unit = j / out_slices;
+    return std::array<int, 3>{computed[unit / out_blocks], unit % out_blocks * out_block, j % out_slices};
   };
   const auto cancelled = [&] { return exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed); };
 
@@ -156,12 +174,13 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
   pass.count = items;
   pass.home = [&](int i) {
     if (i < first_proj) return threads - 1;  // the draws, beside the projections of the others
-    if (i < first_task) {
-      const auto [p, g, r0] = projectionOf(i - first_proj);
-      return homeOf(p, g);
+    if (i < first_task) {                    // the slices of a block spread over the threads
+      const auto [p, g, r0, slice] = projectionOf(i - first_proj);
+      return (homeOf(p, g) + slice) % threads;
     }
     if (i < first_out) return homeOf(tasks[i - first_task].b, w.groupOf(tasks[i - first_task].h));
-    return homeOf(computed[(i - first_out) / out_blocks], 0);
+    const auto [b, r0, slice] = outputOf(i - first_out);
+    return (homeOf(b, 0) + slice) % threads;
   };
   pass.stage = [&](int i) { return i < first_task ? 0 : i < first_out ? 1 : 2; };
   pass.ready = [&](int i) {
@@ -172,32 +191,32 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
       if (proj_items == 0) return true;
       const int p = w.projectionElement(a.b), g = w.groupOf(a.h);
       for (int blk = 0; blk * proj_block < a.keys; ++blk)
-        if (!projected[projectionItem(p, g, blk)].load(std::memory_order_acquire)) return false;
+        if (unprojected[projectionUnit(p, g, blk)].load(std::memory_order_acquire) > 0) return false;
       return true;
     }
-    return unfinished[i - first_out].load(std::memory_order_acquire) == 0;
+    return unfinished[(i - first_out) / out_slices].load(std::memory_order_acquire) == 0;
   };
   pass.run = [&](int i) {
     if (i < first_proj) {
       plan.draw_dropout();
       keep_ready.store(true, std::memory_order_release);
     } else if (i < first_task) {
-      const auto [p, g, r0] = projectionOf(i - first_proj);
+      const auto [p, g, r0, slice] = projectionOf(i - first_proj);
       if (!cancelled()) {
         const int n = std::min(proj_block, T - r0);
         if (fused)
-          projectRowsFast(w, p, g, r0, n);
+          projectRowsFast(w, p, g, slice, r0, n);
         else
           projectRowsReference(w, p, g, r0, n);
       }
-      projected[i - first_proj].store(true, std::memory_order_release);
+      unprojected[(i - first_proj) / proj_slices].fetch_sub(1, std::memory_order_acq_rel);
     } else if (i < first_out) {
       const AttentionTask& a = tasks[i - first_task];
       if (!cancelled()) attend(w, a, heads, t, fused, request);
       countTowardOutputs(a, -1);
     } else if (!cancelled()) {
-      const int j = i - first_out, b = computed[j / out_blocks], r0 = j % out_blocks * out_block;
-      outputRows(w, b, r0, std::min(out_block, T - r0), heads[b].empty() ? nullptr : &heads[b], fused);
+      const auto [b, r0, slice] = outputOf(i - first_out);
+      outputRows(w, b, r0, std::min(out_block, T - r0), slice, fused);
     }
   };
   runGraph(threads, pass);

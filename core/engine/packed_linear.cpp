@@ -288,4 +288,17 @@ bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa 
   return finite;
 }
 
+SlicedLinear packSliced(const float* weight, int out, int in, int ldw, const float* bias, int granularity) {
+  SlicedLinear s;
+  const int units = (out + granularity - 1) / granularity;
+  const int per = (units + kSlices - 1) / kSlices * granularity;
+  for (int o = 0; o < out; o += per) {
+    const int n = std::min(per, out - o);
+    s.slices.push_back({o, PackedLinear(weight + static_cast<std::size_t>(o) * ldw, n, in, ldw,
+                                        bias != nullptr ? bias + o : nullptr)});
+  }
+  s.outputs = out;
+  return s;
+}
+
 }  // namespace attnscope

@@ -62,4 +62,32 @@ class PackedLinear {
   std::vector<float, Eigen::aligned_allocator<float>> panels_, bias_;
 };
 
+// A layer in column slices, each a PackedLinear of its own, so that items of (rows, slice) let a
+// short text's threads each read a part of the weights instead of all of them (the MLP's layers, the
+// attention's projections; docs/DESIGN.md §2.6). Each output is the same chain of FMAs however the
+// layer is sliced: no bit changes.
+struct SlicedLinear {
+  struct Slice {
+    int first_output;
+    PackedLinear packed;
+  };
+  std::vector<Slice> slices;
+  int outputs = 0;
+
+  int count() const { return static_cast<int>(slices.size()); }
+  // Slice s's columns of Y = X·Wᵀ + b for m rows, as PackedLinear::apply (Y is the whole layer's
+  // output; `blocks` as there, every slice starting at a multiple of blocks.cols).
+  bool apply(int s, int m, const float* X, int ldx, float* Y, int ldy, OutputBlocks blocks = OutputBlocks()) const {
+    const Slice& slice = slices[static_cast<std::size_t>(s)];
+    return slice.packed.apply(m, X, ldx, Y + blocks.offset(slice.first_output), ldy, Isa::Auto,
+                              PackedLinear::kAllOutputs, blocks);
+  }
+};
+
+// weight: out × in (row stride ldw), bias: `out` floats or null, packed in up to kSlices slices,
+// each a multiple of `granularity` outputs (a multiple of kPanel; the last takes the rest).
+constexpr int kSlices = 4;
+SlicedLinear packSliced(const float* weight, int out, int in, int ldw, const float* bias,
+                        int granularity = PackedLinear::kPanel);
+
 }  // namespace attnscope

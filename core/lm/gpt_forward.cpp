@@ -74,9 +74,7 @@ void mlpRowsReference(const GptBlock& b, const Matrix& h, Matrix& x, int r0, int
 // One item of a sliced product: rows [r0, r0 + n) of X through slice s of `layer`, into Y's columns
 // of the slice (row stride ldy). Returns whether every output is finite.
 bool applySlice(const SlicedLinear& layer, int s, int r0, int n, const float* X, int ldx, float* Y, int ldy) {
-  const SlicedLinear::Slice& slice = layer.slices[s];
-  return slice.packed.apply(n, X + static_cast<std::size_t>(r0) * ldx, ldx,
-                            Y + static_cast<std::size_t>(r0) * ldy + slice.first_output, ldy);
+  return layer.apply(s, n, X + static_cast<std::size_t>(r0) * ldx, ldx, Y + static_cast<std::size_t>(r0) * ldy, ldy);
 }
 
 bool allFinite(const Matrix& m) { return m.allFinite(); }

@@ -129,20 +129,10 @@ void checkFinite(const std::string& path, const std::string& name, const float* 
                        std::to_string(i) + ")");
 }
 
-// The layer in 4 slices of whole panels (fewer when it has fewer panels).
-SlicedLinear packSliced(const Linear& l) {
-  constexpr int kSlices = 4;
-  SlicedLinear s;
-  const int out = static_cast<int>(l.weight.rows()), in = static_cast<int>(l.weight.cols());
-  const int panels = (out + PackedLinear::kPanel - 1) / PackedLinear::kPanel;
-  const int per = (panels + kSlices - 1) / kSlices * PackedLinear::kPanel;
-  for (int o = 0; o < out; o += per) {
-    const int n = std::min(per, out - o);
-    s.slices.push_back({o, PackedLinear(l.weight.data() + static_cast<std::size_t>(o) * in, n, in, in,
-                                        l.bias.size() > 0 ? l.bias.data() + o : nullptr)});
-  }
-  s.outputs = out;
-  return s;
+// The layer in slices of whole panels (packed_linear.h).
+SlicedLinear packedSlices(const Linear& l) {
+  return packSliced(l.weight.data(), static_cast<int>(l.weight.rows()), static_cast<int>(l.weight.cols()),
+                    static_cast<int>(l.weight.cols()), l.bias.size() > 0 ? l.bias.data() : nullptr);
 }
 
 // [SECTION] config.json ---------------------------------------------------------------------------
@@ -399,10 +389,10 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
     }
     b.attention.parameters = params;
     b.attention.packed = packModule(*params, a);
-    b.fc_packed = packSliced(b.fc);
-    b.proj_packed = packSliced(b.proj);
+    b.fc_packed = packedSlices(b.fc);
+    b.proj_packed = packedSlices(b.proj);
     if (!options.reference_mlp) b.fc = b.proj = Linear{};  // the packed panels are all the fast path reads
-    names.releaseTaken();  // every tensor of the block is copied
+    names.releaseTaken();                                  // every tensor of the block is copied
     model->blocks.push_back(std::move(b));
   }
   model->final_norm = norm(hf ? "ln_f" : "final_norm", "the final LayerNorm");

@@ -46,19 +46,6 @@ struct LayerNormWeights {
   RowVector scale, shift;  // d
 };
 
-// A linear layer packed in slices of its outputs, each a PackedLinear of its own: a short text's
-// rows split over the threads would make each thread stream every panel of the weights, a split by
-// output slices reads each panel once. Every output is the same chain of FMAs either way, so the
-// slicing changes no bit.
-struct SlicedLinear {
-  struct Slice {
-    int first_output;
-    PackedLinear packed;
-  };
-  std::vector<Slice> slices;
-  int outputs = 0;
-};
-
 struct GptBlock {
   LayerNormWeights norm1, norm2;
   GivenModule attention;  // MultiHeadAttention (d → d, H heads, qkv bias as the model) and its packed panels
