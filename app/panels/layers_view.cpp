@@ -75,8 +75,10 @@ void LayersView::draw(const PanelContext& ctx) {
   }
   // What a thumbnail is: on the buttons' line where it fits, else on hover.
   char about[200];
-  std::snprintf(about, sizeof about, "%d tokens · each thumbnail is a head's weights (rows: queries, columns: keys), "
-                "0 → its largest below the first row%s", static_cast<int>(pass.ids.size()),
+  std::snprintf(about, sizeof about,
+                "%d tokens · each thumbnail is a head's weights (rows: queries, columns: keys), "
+                "0 → its largest below the first row%s",
+                static_cast<int>(pass.ids.size()),
                 pass.cells < static_cast<int>(pass.ids.size()) ? ", in blocks of their largest" : "");
   ImGui::PushFont(fonts().small);
   const std::string brief = std::to_string(pass.ids.size()) + " tokens (?)";
@@ -107,8 +109,9 @@ LayersView::GridMetrics LayersView::gridMetrics(const ModelPass& pass, ImVec2 si
   g.tag_w = ImGui::CalcTextSize("induct").x;
   ImGui::PopFont();
   g.gap = std::max(2.0f, std::floor(px(3)));
-  g.cell = std::floor(std::max(4.0f, std::min((size.x - g.label_w) / pass.headsPerLayer(),
-                                              (size.y - g.label_h) / pass.layers()) - g.gap));
+  g.cell = std::floor(
+      std::max(4.0f,
+               std::min((size.x - g.label_w) / pass.headsPerLayer(), (size.y - g.label_h) / pass.layers()) - g.gap));
   return g;
 }
 
@@ -139,7 +142,7 @@ void LayersView::grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size) {
     const std::string n = "layer " + std::to_string(l + 1);
     if (l % row_step == 0 || l == selected_layer)
       draw->AddText(ImVec2(origin.x, y + (cell - ImGui::GetTextLineHeight()) * 0.5f),
-                  l == selected_layer ? th.selection : th.text_dim, n.c_str());
+                    l == selected_layer ? th.selection : th.text_dim, n.c_str());
     for (int h = 0; h < H; ++h) {
       const ImVec2 p0(origin.x + label_w + h * (cell + gap), y), p1(p0.x + cell, p0.y + cell);
       ImGui::SetCursorScreenPos(p0);
@@ -169,7 +172,8 @@ void LayersView::grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size) {
     }
   }
   ImGui::PopFont();
-  layout().panel("layers_grid", origin, ImVec2(origin.x + label_w + H * (cell + gap), origin.y + label_h + L * (cell + gap)));
+  layout().panel("layers_grid", origin,
+                 ImVec2(origin.x + label_w + H * (cell + gap), origin.y + label_h + L * (cell + gap)));
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + std::min(size.y, label_h + L * (cell + gap)) + gap));
 }
 
@@ -178,13 +182,25 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
   const int L = pass.layers(), H = pass.headsPerLayer();
   const auto& labels = headLabelTable();
   const int columns = 3 + static_cast<int>(labels.size());
+  // Where the scores' titles do not fit side by side (large text on a projector), the columns and
+  // the "does" cells take the thumbnails' tags (prev, sink, dup, induct) rather than cut words, and
+  // each column is as wide as what it holds.
+  float titles = ImGui::CalcTextSize("layer.head").x + ImGui::CalcTextSize("entropy").x, widest = 0;
+  for (const HeadLabelInfo& info : labels) {
+    titles += ImGui::CalcTextSize(info.title).x;
+    widest = std::max(widest, ImGui::CalcTextSize(info.title).x);
+  }
+  titles += widest + columns * 2 * ImGui::GetStyle().CellPadding.x + ImGui::GetStyle().ScrollbarSize;
+  const bool tags = titles > size.x;
   const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
-                                ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingStretchProp;
+                                ImGuiTableFlags_BordersInnerV |
+                                (tags ? ImGuiTableFlags_SizingFixedFit : ImGuiTableFlags_SizingStretchProp);
   if (size.y < ImGui::GetFrameHeight() * 3 || !ImGui::BeginTable("head_scores", columns, flags, size)) return;
   ImGui::TableSetupScrollFreeze(0, 1);
-  ImGui::TableSetupColumn("layer.head", ImGuiTableColumnFlags_DefaultSort);
+  ImGui::TableSetupColumn(tags ? "head" : "layer.head", ImGuiTableColumnFlags_DefaultSort);
   ImGui::TableSetupColumn("does", ImGuiTableColumnFlags_NoSort);
-  for (const HeadLabelInfo& info : labels) ImGui::TableSetupColumn(info.title, ImGuiTableColumnFlags_PreferSortDescending);
+  for (const HeadLabelInfo& info : labels)
+    ImGui::TableSetupColumn(tags ? info.tag : info.title, ImGuiTableColumnFlags_PreferSortDescending);
   ImGui::TableSetupColumn("entropy", ImGuiTableColumnFlags_PreferSortDescending);
   ImGui::TableHeadersRow();
   ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs();
@@ -221,7 +237,7 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
       if (ImGui::Selectable(name.c_str(), selected, ImGuiSelectableFlags_SpanAllColumns)) selectHead(ctx, l, h);
       ImGui::TableNextColumn();
       const HeadLabelInfo* label = headLabel(sc);
-      ImGui::TextUnformatted(label ? label->title : "");
+      ImGui::TextUnformatted(label ? (tags ? label->tag : label->title) : "");
       for (const HeadLabelInfo& info : labels) {
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(scoreText(sc, info).c_str());

@@ -14,8 +14,8 @@
 namespace attnscope {
 
 namespace {
-constexpr int kNextTokens = 10;       // the list's length
-constexpr int kTokensListed = 400;    // the token chips shown at most (a long text's first ones)
+constexpr int kNextTokens = 10;     // the list's length
+constexpr int kTokensListed = 400;  // the token chips shown at most (a long text's first ones)
 // A small button showing `label` as it is: ImGui's own would read "##" in a token (GPT-2 has
 // "##", "###") as the start of its id and show nothing. At most `max_w` wide (a long token is cut
 // with "…"; the tooltip has it whole). Its id comes from the ID stack.
@@ -72,8 +72,9 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
     ctx.commands.push("select_layer", {{"layer", layer - 1}});
   layout().widget("model_layer");
   ImGui::PushFont(fonts().small);
-  ImGui::TextWrapped("Every view shows this layer's attention: its input is LayerNorm₁ of the residual stream, its "
-                     "weights the model's. Click a head in the Layers tab to pick both.");
+  ImGui::TextWrapped(
+      "Every view shows this layer's attention: its input is LayerNorm₁ of the residual stream, its "
+      "weights the model's. Click a head in the Layers tab to pick both.");
   ImGui::PopFont();
   if (ImGui::Button("Close model")) ctx.commands.push("model_close");
   layout().widget("model_close");
@@ -92,16 +93,17 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   }
   ImGui::BeginDisabled(!tokenizer);
   const float field_h = ImGui::GetTextLineHeight() * 3.6f + ImGui::GetStyle().FramePadding.y * 2;
-  ImGui::InputTextMultiline("##text", &text_, ImVec2(-1, field_h), ImGuiInputTextFlags_CtrlEnterForNewLine |
-                                                                        ImGuiInputTextFlags_EnterReturnsTrue);
+  ImGui::InputTextMultiline("##text", &text_, ImVec2(-1, field_h),
+                            ImGuiInputTextFlags_CtrlEnterForNewLine | ImGuiInputTextFlags_EnterReturnsTrue);
   const bool apply = ImGui::IsItemDeactivatedAfterEdit();
   layout().widget("model_text");
   ImGui::EndDisabled();
   if (apply && text_ != session.text()) ctx.commands.push("text", {{"value", text_}});
   ImGui::PushFont(fonts().small);
   if (!tokenizer)
-    ImGui::TextWrapped("No tokenizer beside this model (vocab.json and merges.txt): the text is token ids (the "
-                       "`text` command's ids).");
+    ImGui::TextWrapped(
+        "No tokenizer beside this model (vocab.json and merges.txt): the text is token ids (the "
+        "`text` command's ids).");
   else
     ImGui::TextDisabled("Enter applies · Ctrl+Enter: a new line");
   ImGui::PopFont();
@@ -120,10 +122,11 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     ImGui::TextDisabled("(the model's whole context)");
   }
   ImGui::PushFont(fonts().small);
-  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   const int listed = std::min(session.tokenCount(), kTokensListed);
   const float chips_h = std::min(ImGui::GetFrameHeightWithSpacing() * 4, ImGui::GetContentRegionAvail().y * 0.35f);
   ImGui::BeginChild("tokens", ImVec2(-1, chips_h));
+  // The list's own right edge: left of its scrollbar when it has one.
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   for (int t = 0; t < listed; ++t) {
     const std::string& label = session.tokens()[static_cast<std::size_t>(t)];
     ImGui::PushID(t);
@@ -150,7 +153,8 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx) {
   const ModelSession& session = *ctx.model;
   const Snapshot* s = ctx.snapshot.get();
   const int position = ctx.view.token;
-  const std::string& after = session.tokens()[static_cast<std::size_t>(std::clamp(position, 0, session.tokenCount() - 1))];
+  const std::string& after =
+      session.tokens()[static_cast<std::size_t>(std::clamp(position, 0, session.tokenCount() - 1))];
   ImGui::TextWrapped("Next token after “%s” (token %d)", after.c_str(), position);
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("temperature");
