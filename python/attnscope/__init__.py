@@ -1,0 +1,76 @@
+"""attnscope from a notebook: a learner's attention module in attnscope's app and engine.
+
+    import attnscope
+    attnscope.show(mha, x)             # the running app shows it (one undo step), started if none runs
+    t = attnscope.trace(mha, x)        # attnscope's own computation: t.output, t.heads[h]["weights"], …
+
+The chapter's classes and look-alikes written differently are recognized by their attributes
+(attnscope._modules); their parameters are taken exactly. Pure Python over NumPy; torch only where the
+caller passes torch objects. The computation is attnscope-cli's (the same engine as the app), so `trace`
+is what the app shows, number for number. docs/DESIGN.md §3.8 "From the notebook".
+"""
+import json
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+
+from . import _programs
+from ._modules import ModuleError, workspace, write_workspace
+
+__all__ = ["workspace", "trace", "Trace", "ModuleError", "AttnscopeError"]
+
+
+class AttnscopeError(RuntimeError):
+    """attnscope refused the request; the message is its one line saying why."""
+
+
+def _array(rows):
+    """A trace matrix (null for −∞, as the trace JSON writes masked scores) as float32."""
+    return np.array([[-np.inf if v is None else v for v in row] for row in rows], dtype=np.float32) \
+        if rows and isinstance(rows[0], list) else np.array(rows, dtype=np.float32)
+
+
+class Trace:
+    """attnscope's computation of a module on an input: `output` (B × T × d_out, every batch element),
+    `context` (B × T × H·w), and for batch element 0 per head every stage (`heads[h]["weights"]`,
+    `"scores"`, `"masked_scores"`, `"scaled_scores"`, `"queries"`, `"keys"`, `"values"`,
+    `"dropout_mask"`, `"dropped_weights"`, `"context"`), `weights` (H × T × T), `parameters` (by
+    state_dict name, torch's layouts) and the `workspace` it ran on."""
+
+    def __init__(self, document, ws):
+        self.workspace = ws
+        self.tokens = list(ws["tokens"])
+        batches = document["batches"]
+        self.output = np.stack([_array(b["output"]) for b in batches])
+        self.context = np.stack([_array(b["context"]) for b in batches])
+        self.heads = []
+        for head in batches[0]["heads"]:
+            self.heads.append({k: _array(v) for k, v in head.items()
+                               if k != "statistics" and isinstance(v, list)})
+        self.weights = np.stack([h["weights"] for h in self.heads]) if self.heads else None
+        self.parameters = {k: np.array(v, dtype=np.float32) for k, v in document.get("parameters", {}).items()}
+
+    def __repr__(self):
+        return (f"<attnscope.Trace {self.workspace['model']['variant']}: {len(self.tokens)} tokens, "
+                f"{len(self.heads)} heads, output {tuple(self.output.shape)}>")
+
+
+def _run(args, what):
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode != 0:
+        message = p.stderr.strip().splitlines()
+        raise AttnscopeError(message[-1].removeprefix("error: ") if message else f"{what} failed ({p.returncode})")
+    return p.stdout
+
+
+def trace(module, x, tokens=None, dropout_seed=None):
+    """attnscope's own computation of `module` on `x` (T × d_in, or a B × T × d_in batch): a Trace.
+    Training with dropout matches the module's own forward when torch.manual_seed(dropout_seed) is
+    called right before it."""
+    ws = workspace(module, x, tokens, dropout_seed)
+    with tempfile.TemporaryDirectory(prefix="attnscope-") as folder:
+        path = write_workspace(ws, os.path.join(folder, "workspace.json"))
+        out = _run([_programs.cli(), "trace", path, "--batch", "0"], "attnscope-cli trace")
+    return Trace(json.loads(out), ws)
