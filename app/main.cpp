@@ -5,10 +5,12 @@
 // loop: --commands feeds its script, --bench-interaction its edits, --screenshot captures once
 // the result is on screen — one command path for all.
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
 
+#include "editing/channel_message.h"
 #include "engine/errors.h"
 #include "engine/memory.h"
 #include "formats/png_image.h"
@@ -18,6 +20,7 @@
 #include "shell/app_options.h"
 #include "shell/app_window.h"
 #include "shell/headless.h"
+#include "state/channel_server.h"
 #include "state/interaction_bench.h"
 #include "state/lesson_check.h"
 #include "widgets/fonts.h"
@@ -68,6 +71,25 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;
   }
+  // A FILE given to an interactive start goes to the attnscope already running, if one listens on
+  // the channel (state/channel_server.h): one window, as a desktop program does.
+  if (!unattended && !options.new_window && !options.open_path.empty()) {
+    const std::string channel = channelPath();
+    const nlohmann::json open = {{"do", "open"}, {"path", std::filesystem::absolute(options.open_path).string()}};
+    try {
+      if (!channel.empty()) {
+        sendToChannel(channel, channelFrame({{"commands", {open}}}));
+        std::cout << "attnscope: opened " << options.open_path
+                  << " in the attnscope already running (--new-window for a window of its own)\n";
+        return 0;
+      }
+    } catch (const InputError& e) {
+      if (std::string(e.what()).rfind("no attnscope listens", 0) != 0) {  // it listens, and said no
+        std::cerr << "error: the running attnscope: " << e.what() << "\n";
+        return 2;
+      }
+    }
+  }
   // What the command line says of the view wins over the workspace's view, and over the autosave's
   // when the last session is restored (Controller::keepFromCommandLine).
   nlohmann::json command_line_view = nlohmann::json::object();
@@ -106,6 +128,19 @@ int main(int argc, char** argv) {
       note += (note.empty() ? "" : " ") + orphans;
     if (!note.empty()) ctl.notify(note, window.now());
   }
+  // The channel: a notebook's attnscope.show and a second `attnscope FILE` send their commands here.
+  // An interactive window listens; scripted and headless runs only with --listen.
+  std::optional<ChannelServer> channel;
+  if (options.listen || (!unattended && !script)) {
+    std::string why;
+    const std::string path = channelPath(&why);
+    channel.emplace(limits);
+    if (!path.empty()) why = channel->listen(path);
+    if (!why.empty() && options.listen) {  // asked for, so it must work; a second window just does without
+      std::cerr << "error: --listen: " << why << "\n";
+      return 2;
+    }
+  }
   if (!options.model_path.empty()) {
     nlohmann::json args = {{"path", options.model_path}};
     if (options.model_heads > 0) args["num_heads"] = options.model_heads;
@@ -143,6 +178,8 @@ int main(int argc, char** argv) {
     // 4b. Commands: every queued one, in one place, before the frame.
     const double now = window.now();
     const auto frame_start = std::chrono::steady_clock::now();
+    if (channel)  // what the channel received, each command with the listener that answers its sender
+      for (Command& c : channel->take()) ctl.commands().push(std::move(c));
     if (script) script->feed(ctl);
     if (bench) bench->beforeUpdate(ctl);  // t0 of an edit: queued just before the frame applying it
     ctl.update(now);

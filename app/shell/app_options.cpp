@@ -77,6 +77,10 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
   cli.add_option("--memory-budget", o.memory_budget_mib,
                  "refuse workspaces estimated to need more (MiB; default 1024), as attnscope-cli does")
       ->check(CLI::Range(1.0, 1048576.0));
+  cli.add_flag("--listen", o.listen,
+               "take commands on the channel (a notebook's attnscope.show) even with --commands, --screenshot or "
+               "--bench-interaction; an interactive window always does");
+  cli.add_flag("--new-window", o.new_window, "open FILE in a window of its own, not in the attnscope already running");
   cli.add_option("--bench-gap-ms", o.bench_gap_ms,
                  "frames drawn this long after a result before the next edit (default 0)")
       ->check(CLI::Range(0, 60000))

@@ -33,6 +33,8 @@ struct AppOptions {
   int bench_gap_ms = 0;             // frames drawn this long after a result before the next edit
   int bench_tokens = 0;             // --bench-tokens: with --model, token ids per text edit (0: not given, 64)
   double memory_budget_mib = 1024;  // --memory-budget: what the app may hold for a workspace (MiB)
+  bool listen = false;              // --listen: take commands on the channel even when scripted or headless
+  bool new_window = false;          // --new-window: open FILE here, not in the attnscope already running
 };
 
 // The command line for a machine without a display (--help's footer, the window's errors).

@@ -67,10 +67,19 @@ void Controller::viewChanged(const ViewState& before) {
 // [SECTION] applying commands ---------------------------------------------------------------
 
 void Controller::fail(const Command& c, const std::string& message, double now) {
+  if (c.listener) c.listener->refused(message);  // the sender hears why; the window shows it too
   if (c.script_index >= 0)
     failures_.push_back({c.script_index, c.name, message});
   else
     showToast(message, true, now);
+}
+
+// Tells whoever waits (a channel message) that `c` was applied. model_open and lesson_open tell
+// when the model or the lesson is open (openLoadedModel, openCheckedLesson), not when the reading
+// or the check starts.
+void Controller::applied(const Command& c, bool started) {
+  const bool finishes_later = c.id() == CommandId::ModelOpen || c.id() == CommandId::LessonOpen;
+  if (c.listener && finishes_later != started) c.listener->applied();
 }
 
 void Controller::update(double now) {
@@ -83,6 +92,7 @@ void Controller::update(double now) {
     const Command c = checked->command;
     try {
       openCheckedLesson(std::move(*checked), now);
+      applied(c, false);
     } catch (const InputError& e) {
       fail(c, e.what(), now);
     }
@@ -97,6 +107,7 @@ void Controller::update(double now) {
     try {
       openLoadedModel(std::move(*loaded), now);
       model_load_error_.clear();
+      applied(c, false);
     } catch (const InputError& e) {
       model_load_error_ = e.what();
       fail(c, e.what(), now);
@@ -112,8 +123,11 @@ void Controller::update(double now) {
     // … and while a model is read, what comes after its model_open waits for it too.
     if (model_load_.busy() && next != CommandId::ModelOpen && next != CommandId::ModelClose) break;
     const Command c = queue_.pop();
+    if (c.listener && c.listener->refusedAlready()) continue;  // the message stopped at an earlier command
     try {
+      const bool asks = c.id() != CommandId::LessonOpen && asksFirst(c);  // applied once answered, if it is
       apply(c, now);
+      if (!asks) applied(c, true);
     } catch (const InputError& e) {
       fail(c, e.what(), now);
     }
@@ -176,7 +190,8 @@ void Controller::applyDocument(const Command& c, double now) {
         if (model_.isOpen()) closeModel(now);
         return;
       default:
-        throw InputError(c.name + ": a trained model's layers are read only — change its text, or close the model "
+        throw InputError(c.name +
+                         ": a trained model's layers are read only — change its text, or close the model "
                          "(File › Close model) to edit the chapter's workspace");
     }
   }
@@ -420,8 +435,9 @@ void Controller::applyApp(const Command& c, double now) {
     case Id::SavePytorch:
     case Id::CopyPytorch: {
       if (model_.isOpen())
-        throw InputError("the PyTorch script rebuilds the chapter's workspace: close the model first (a trained "
-                         "model's layer is exported with Export trace…)");
+        throw InputError(
+            "the PyTorch script rebuilds the chapter's workspace: close the model first (a trained "
+            "model's layer is exported with Export trace…)");
       const std::string script = pytorchScript(doc_.workspace(), doc_.file().empty() ? "untitled" : doc_.file());
       if (c.id() == Id::CopyPytorch) {
         if (hooks_.set_clipboard) hooks_.set_clipboard(script);
@@ -725,7 +741,7 @@ void Controller::openCheckedLesson(LessonChecker::Result checked, double now) {
   const int number = c.has("step") ? c.integer("step") : 1;
   checkLessonStep(*checked.lesson, number);
   if (asksFirst(c)) return askUnsaved(c);  // its steps load presets over the work: ask first, as a preset does
-  if (model_.isOpen()) closeModel(now);  // a lesson is about the chapter's workspace
+  if (model_.isOpen()) closeModel(now);    // a lesson is about the chapter's workspace
   const bool first = !lesson_.open();
   lesson_.begin(std::move(*checked.lesson), view_);
   if (first) {
@@ -814,7 +830,8 @@ void Controller::endFrame(double now, bool mouse_down, bool typing) {
 }
 
 double Controller::idleTimeout(double now, double longest) const {
-  if (!queue_.empty() && !lesson_check_.busy() && !model_load_.busy()) return 0;  // commands behind a lesson's check wait for its wake-up
+  if (!queue_.empty() && !lesson_check_.busy() && !model_load_.busy())
+    return 0;  // commands behind a lesson's check wait for its wake-up
   double timeout = longest;
   if (!toast_.text.empty() && toast_.until > now) timeout = std::min(timeout, toast_.until - now);
   return std::max(timeout, 0.0);
@@ -887,8 +904,8 @@ void Controller::updateEngine() {
     if (result->snapshot) {
       snapshot_ = std::move(result->snapshot);
       // A pinned while its heads off screen were computing gets them when they come.
-      if (pinned_ && !pinned_->complete && snapshot_->version == pinned_->version && snapshot_->batch == pinned_->batch &&
-          snapshot_->model_version == pinned_->model_version)
+      if (pinned_ && !pinned_->complete && snapshot_->version == pinned_->version &&
+          snapshot_->batch == pinned_->batch && snapshot_->model_version == pinned_->model_version)
         pinned_ = snapshot_;
       engine_error_.clear();
     } else {

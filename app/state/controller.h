@@ -131,8 +131,8 @@ class Controller {
   const std::shared_ptr<const Snapshot>& pinned() const { return pinned_; }
   const std::string& engineError() const { return engine_error_; }
   const LessonSession& lesson() const { return lesson_; }
-  const ModelSession& model() const { return model_; }  // the trained model open, if any
-  const std::string& modelLoadError() const { return model_load_error_; }  // the last model_open's refusal, or 
+  const ModelSession& model() const { return model_; }                     // the trained model open, if any
+  const std::string& modelLoadError() const { return model_load_error_; }  // the last model_open's refusal, or
   // What the views show: the model's text and layer while a model is open, else the document.
   int tokenCount() const;
   int headsShown() const;
@@ -166,7 +166,7 @@ class Controller {
     std::string error;  // when model is null
   };
   void openLoadedModel(ModelLoad loaded, double now);
-  void unpin();                                    // drop A (the unpin command, and a model's change)
+  void unpin();                                        // drop A (the unpin command, and a model's change)
   void applyToDocument(const Command& c, double now);  // applyDocument once the model allows it
   // What the views show: the model's text and layer while a model is open, else the document.
 
@@ -189,6 +189,7 @@ class Controller {
   // The view changed: fonts for its text size and style for its theme, when they changed.
   void viewChanged(const ViewState& before);
   void fail(const Command& c, const std::string& message, double now);  // a script's failure, or a toast
+  void applied(const Command& c, bool started);  // started: apply() returned (else: finished later)
   void showToast(const std::string& text, bool error, double now);
   void updateEngine();
 
@@ -225,8 +226,8 @@ class Controller {
   ModelSession model_;
   OffThread<ModelLoad> model_load_;  // model_open's reading and packing
   std::string model_load_error_;     // why the last model read failed ("" once one opened)
-  ViewState chapter_view_;  // the view when the model was opened (chapterView)
-  LessonChecker lesson_check_;  // a lesson being checked before it opens
+  ViewState chapter_view_;           // the view when the model was opened (chapterView)
+  LessonChecker lesson_check_;       // a lesson being checked before it opens
   Prompts prompts_;
   Autosave autosave_;
   Toast toast_;

@@ -265,6 +265,10 @@ std::vector<Command> parseCommandList(const std::string& text) {
     const std::string what = e.what();
     throw InputError(what.rfind("commands: ", 0) == 0 ? what.substr(10) : what);
   }
+  return commandsOf(j);
+}
+
+std::vector<Command> commandsOf(const nlohmann::json& j) {
   if (!j.is_array()) throw InputError("expected a JSON array of commands");
   std::vector<Command> out;
   for (std::size_t i = 0; i < j.size(); ++i) {

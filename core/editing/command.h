@@ -5,6 +5,7 @@
 // The table below is the one list of commands: parsing, argument checks and the help text use it.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -63,6 +64,16 @@ const std::vector<CommandInfo>& commandTable();
 const CommandInfo* findCommand(const std::string& name);
 const CommandInfo& commandInfo(CommandId id);
 
+// Who waits to hear how a command went (a channel message, app/state/channel_server.h): told once
+// per command, on the UI thread, when it is applied or refused.
+class CommandListener {
+ public:
+  virtual ~CommandListener() = default;
+  virtual void applied() = 0;
+  virtual void refused(const std::string& message) = 0;
+  virtual bool refusedAlready() const = 0;  // an earlier command of the same message failed: skip this one
+};
+
 struct Command {
   std::string name;                                // the "do": an entry of commandTable()
   nlohmann::json args = nlohmann::json::object();  // its arguments, checked against the table
@@ -71,6 +82,7 @@ struct Command {
   // Not in JSON: the app read a paste's `text` from the clipboard, so messages name "clipboard";
   // text a command gives is "pasted text".
   bool from_clipboard = false;
+  std::shared_ptr<CommandListener> listener = nullptr;  // not in JSON: who waits for the outcome, or null
 
   const CommandInfo& info() const;  // the table entry (the name was checked on creation)
   CommandId id() const { return info().id; }
@@ -88,6 +100,8 @@ Command makeCommand(const std::string& name, nlohmann::json args = nlohmann::jso
 Command parseCommand(const nlohmann::json& j);
 // A JSON array of command objects; throws InputError naming the first bad one ("command 3: …").
 std::vector<Command> parseCommandList(const std::string& text);
+// The same from a parsed JSON array (a channel message's "commands", editing/channel_message.h).
+std::vector<Command> commandsOf(const nlohmann::json& array);
 nlohmann::json commandToJson(const Command& c);
 
 }  // namespace attnscope

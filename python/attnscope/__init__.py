@@ -16,10 +16,11 @@ import tempfile
 
 import numpy as np
 
-from . import _programs
-from ._modules import ModuleError, workspace, write_workspace
+from . import _channel, _programs
+from ._channel import ChannelError
+from ._modules import ModuleError, workspace, workspace_arrays, write_workspace
 
-__all__ = ["workspace", "trace", "Trace", "ModuleError", "AttnscopeError"]
+__all__ = ["workspace", "trace", "show", "command", "Trace", "ModuleError", "AttnscopeError", "ChannelError"]
 
 
 class AttnscopeError(RuntimeError):
@@ -74,3 +75,34 @@ def trace(module, x, tokens=None, dropout_seed=None):
         path = write_workspace(ws, os.path.join(folder, "workspace.json"))
         out = _run([_programs.cli(), "trace", path, "--batch", "0"], "attnscope-cli trace")
     return Trace(json.loads(out), ws)
+
+
+# [SECTION] The running app ----------------------------------------------------------------------------
+
+def _send(commands, tensors=None, start=True):
+    """Sends commands to the running app, starting one (attnscope --listen) when none listens."""
+    try:
+        return _channel.send(commands, tensors)
+    except ConnectionError:
+        if not start:
+            raise
+    _channel.start_app()
+    return _channel.send(commands, tensors)
+
+
+def command(commands, start=True):
+    """Sends one command ({"do": …, args}) or a list of them — the table of `attnscope --commands`
+    (README) — to the running app; returns its reply or raises ChannelError with its refusal. The
+    commands of one call are one message: checked whole, applied in order, stopped at a refusal."""
+    listed = [commands] if isinstance(commands, dict) else list(commands)
+    return _send(listed, start=start)
+
+
+def show(module, x, tokens=None, dropout_seed=None):
+    """The running app shows `module` on `x` as one undo step (starting the app if none runs): its
+    workspace (attnscope.workspace) with every number sent as float32 bits."""
+    ws = workspace_arrays(module, x, tokens, dropout_seed)
+    tensors = _channel.Tensors()
+    ws["embeddings"] = tensors.add("x", ws["embeddings"])
+    ws["parameters"] = {k: tensors.add(k, v) for k, v in ws["parameters"].items()}
+    return _send([{"do": "workspace", "json": ws}], tensors)

@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-__all__ = ["workspace", "module_model", "ModuleError"]
+__all__ = ["workspace", "workspace_arrays", "module_model", "ModuleError"]
 
 
 class ModuleError(ValueError):
@@ -193,6 +193,14 @@ def dropout_stream():
 # [SECTION] The workspace ---------------------------------------------------------------------------
 
 def workspace(module, x, tokens=None, dropout_seed=None):
+    """The workspace dict of `module` on input `x` (see workspace_arrays), its numbers as lists."""
+    ws = workspace_arrays(module, x, tokens, dropout_seed)
+    ws["embeddings"] = _rows(ws["embeddings"])
+    ws["parameters"] = {k: _rows(v) for k, v in ws["parameters"].items()}
+    return ws
+
+
+def workspace_arrays(module, x, tokens=None, dropout_seed=None):
     """The workspace dict of `module` on input `x` (T × d_in, or a B × T × d_in batch of different
     sequences): its model, its parameters exactly, the input as given, the tokens (or t1 … tT).
     dropout_seed: torch.manual_seed(dropout_seed) right before the forward (training with dropout)."""
@@ -219,15 +227,15 @@ def workspace(module, x, tokens=None, dropout_seed=None):
         raise ModuleError(f"tokens: {len(tokens)} names for {T} rows of x")
     if batch is None:
         model.setdefault("batch_size", 1)
-        embeddings = _rows(a)
+        embeddings = a
     elif all(np.array_equal(batch[0], batch[b]) for b in range(1, batch.shape[0])):
-        embeddings = _rows(batch[0])  # the chapter's torch.stack((inputs, inputs)): one input, stacked
+        embeddings = batch[0]  # the chapter's torch.stack((inputs, inputs)): one input, stacked
     else:
-        embeddings = [_rows(batch[b]) for b in range(batch.shape[0])]
+        embeddings = batch  # a batch of different sequences: B × T × d_in
     if dropout_seed is not None:
         model["dropout_seed"] = int(dropout_seed)
     return {"format": "attnscope-workspace", "version": 1, "tokens": tokens, "model": model,
-            "embeddings": embeddings, "parameters": {k: _rows(v) for k, v in params.items()}}
+            "embeddings": embeddings, "parameters": params}
 
 
 def write_workspace(ws, path):

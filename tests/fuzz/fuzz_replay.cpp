@@ -2,9 +2,7 @@
 // tests/fuzz (label `fuzz`). Each target's LLVMFuzzerTestOneInput is compiled into this program
 // under another name (tests/fuzz/CMakeLists.txt renames it with a macro) and called once per file.
 //
-//   fuzz_replay TARGET PATH…      TARGET: fuzz_workspace, fuzz_png, fuzz_trace, fuzz_commands, fuzz_import,
-//                                 fuzz_lesson, fuzz_paste, fuzz_bpe, fuzz_safetensors, fuzz_pth,
-//                                 fuzz_gpt_model
+//   fuzz_replay TARGET PATH…      TARGET: one of tests/fuzz/CMakeLists.txt's ATTNSCOPE_FUZZ_TARGETS
 //
 // A PATH is a file or a folder (its files, not recursively; README* and dot files are skipped).
 // Each file runs in a child process, so a finding (an abort, a sanitizer report) names its file
@@ -25,17 +23,10 @@
 #include <string>
 #include <vector>
 
-extern "C" int fuzz_workspace_one_input(const std::uint8_t* data, std::size_t size);
-extern "C" int fuzz_png_one_input(const std::uint8_t* data, std::size_t size);
-extern "C" int fuzz_trace_one_input(const std::uint8_t* data, std::size_t size);
-extern "C" int fuzz_commands_one_input(const std::uint8_t* data, std::size_t size);
-extern "C" int fuzz_import_one_input(const std::uint8_t* data, std::size_t size);
-extern "C" int fuzz_lesson_one_input(const std::uint8_t* data, std::size_t size);
-extern "C" int fuzz_paste_one_input(const std::uint8_t* data, std::size_t size);
-extern "C" int fuzz_bpe_one_input(const std::uint8_t* data, std::size_t size);
-extern "C" int fuzz_safetensors_one_input(const std::uint8_t* data, std::size_t size);
-extern "C" int fuzz_pth_one_input(const std::uint8_t* data, std::size_t size);
-extern "C" int fuzz_gpt_model_one_input(const std::uint8_t* data, std::size_t size);
+// The targets (tests/fuzz/CMakeLists.txt's one list, generated as FUZZ_TARGET(name) lines).
+#define FUZZ_TARGET(name) extern "C" int name##_one_input(const std::uint8_t* data, std::size_t size);
+#include "fuzz_targets.inc"
+#undef FUZZ_TARGET
 
 namespace {
 
@@ -46,17 +37,9 @@ struct Entry {
   Target run;
 };
 const Entry kTargets[] = {
-    {"fuzz_workspace", fuzz_workspace_one_input},
-    {"fuzz_png", fuzz_png_one_input},
-    {"fuzz_trace", fuzz_trace_one_input},
-    {"fuzz_commands", fuzz_commands_one_input},
-    {"fuzz_import", fuzz_import_one_input},
-    {"fuzz_lesson", fuzz_lesson_one_input},
-    {"fuzz_paste", fuzz_paste_one_input},
-    {"fuzz_bpe", fuzz_bpe_one_input},
-    {"fuzz_safetensors", fuzz_safetensors_one_input},
-    {"fuzz_pth", fuzz_pth_one_input},
-    {"fuzz_gpt_model", fuzz_gpt_model_one_input},
+#define FUZZ_TARGET(name) {#name, name##_one_input},
+#include "fuzz_targets.inc"
+#undef FUZZ_TARGET
 };
 
 bool skipped(const std::filesystem::path& p) {

@@ -1,0 +1,174 @@
+// Channel messages (editing/channel_message.h, docs/DESIGN.md §3.8 "The channel").
+#include "editing/channel_message.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "engine/errors.h"
+#include "formats/json_reading.h"
+
+namespace attnscope {
+
+namespace {
+
+using nlohmann::json;
+
+std::string str(std::size_t n) { return std::to_string(n); }
+
+// Bytes a value of the materialized commands costs in the tree (formats/json_reading.h counts
+// the same way): the tensors become arrays of numbers, 32 bytes a value.
+constexpr std::size_t kTreeBytesPerValue = 32;
+
+float floatAt(const std::uint8_t* p) {
+  std::uint32_t bits = static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+                       static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// Dimension `dim` onwards of a tensor as nested arrays, from the value at `*at`.
+json nested(const ChannelHeader::Tensor& t, std::size_t dim, const std::uint8_t* payload, std::size_t* at) {
+  json out = json::array();
+  const std::int64_t n = t.shape[dim];
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (dim + 1 < t.shape.size()) {
+      out.push_back(nested(t, dim + 1, payload, at));
+    } else {
+      const float f = floatAt(payload + t.offset + *at * 4);
+      ++*at;
+      out.push_back(static_cast<double>(f));
+    }
+  }
+  return out;
+}
+
+// Puts the tensors in place of their {"tensor": NAME} arguments, anywhere in `j`.
+void substitute(json& j, const std::vector<ChannelHeader::Tensor>& tensors, const std::uint8_t* payload,
+                std::set<std::string>& used, int depth) {
+  if (depth > 64) throw InputError("nested deeper than 64 levels");
+  if (j.is_object() && j.size() == 1 && j.contains("tensor")) {
+    if (!j["tensor"].is_string()) throw InputError("{\"tensor\": …}: expected the name of a tensor of the message");
+    const std::string name = j["tensor"].get<std::string>();
+    for (const ChannelHeader::Tensor& t : tensors)
+      if (t.name == name) {
+        std::size_t at = 0;
+        j = t.shape.empty() ? json(static_cast<double>(floatAt(payload + t.offset))) : nested(t, 0, payload, &at);
+        used.insert(name);
+        return;
+      }
+    throw InputError("tensor " + name + ": not one of the message's tensors");
+  }
+  if (j.is_object() || j.is_array())
+    for (json& v : j) substitute(v, tensors, payload, used, depth + 1);
+}
+
+}  // namespace
+
+std::size_t channelHeaderLength(const std::uint8_t* first4) {
+  const std::size_t n = static_cast<std::size_t>(first4[0]) | static_cast<std::size_t>(first4[1]) << 8 |
+                        static_cast<std::size_t>(first4[2]) << 16 | static_cast<std::size_t>(first4[3]) << 24;
+  if (n < 2) throw InputError("message: a header of " + str(n) + " bytes (a frame is a u32 length, then JSON)");
+  if (n > kMaxChannelHeader)
+    throw InputError("message: a header of " + str(n) + " bytes, over the limit of " + str(kMaxChannelHeader) +
+                     " (send large numbers as tensors)");
+  return n;
+}
+
+ChannelHeader parseChannelHeader(const std::string& json_text, const Limits& limits) {
+  const json j = readJson(json_text, "message", limits.max_memory_bytes);
+  if (!j.is_object()) throw InputError("message: expected a JSON object {\"commands\": […]}");
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "commands" && it.key() != "tensors")
+      throw InputError("message." + it.key() + ": unknown field (expected commands, tensors)");
+  if (!j.contains("commands") || !j["commands"].is_array())
+    throw InputError("message.commands: required, an array of commands");
+  if (j["commands"].empty()) throw InputError("message.commands: empty");
+  ChannelHeader h;
+  h.commands = j["commands"];
+  if (!j.contains("tensors")) return h;
+  const json& list = j["tensors"];
+  if (!list.is_array()) throw InputError("message.tensors: expected an array of {\"name\", \"shape\"}");
+  if (list.size() > static_cast<std::size_t>(kMaxChannelTensors))
+    throw InputError("message.tensors: " + str(list.size()) + " tensors, over the limit of " + str(kMaxChannelTensors));
+  const std::size_t budget = static_cast<std::size_t>(limits.max_memory_bytes);
+  std::size_t values = 0;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const json& t = list[i];
+    const std::string where = "message.tensors[" + str(i) + "]";
+    if (!t.is_object() || !t.contains("name") || !t["name"].is_string() || !t.contains("shape") ||
+        !t["shape"].is_array())
+      throw InputError(where + ": expected {\"name\": string, \"shape\": [sizes]}");
+    if (t.size() != 2 && !(t.size() == 3 && t.contains("dtype") && t["dtype"] == "float32"))
+      throw InputError(where + ": only name, shape and dtype \"float32\"");
+    ChannelHeader::Tensor tensor;
+    tensor.name = t["name"].get<std::string>();
+    if (tensor.name.empty() || tensor.name.size() > 256) throw InputError(where + ".name: 1 to 256 characters");
+    if (!names.insert(tensor.name).second) throw InputError(where + ".name: " + tensor.name + " is given twice");
+    if (t["shape"].size() > static_cast<std::size_t>(kMaxTensorRank))
+      throw InputError(where + ".shape: at most " + str(kMaxTensorRank) + " dimensions");
+    std::size_t numel = 1;
+    for (const json& d : t["shape"]) {
+      if (!d.is_number_integer() || d.get<std::int64_t>() < 1 || d.get<std::int64_t>() > (std::int64_t{1} << 31))
+        throw InputError(where + ".shape: sizes are integers from 1 to 2³¹");
+      const std::size_t n = static_cast<std::size_t>(d.get<std::int64_t>());
+      if (numel > budget / n) throw InputError(where + ": larger than the memory budget");
+      numel *= n;
+      tensor.shape.push_back(d.get<std::int64_t>());
+    }
+    tensor.values = numel;
+    tensor.offset = values * 4;
+    values += numel;
+    if (values > budget / (4 + kTreeBytesPerValue))
+      throw InputError(where + ": the message's tensors need more than the memory budget of " +
+                       formatBytes(static_cast<double>(budget)));
+    h.tensors.push_back(std::move(tensor));
+  }
+  h.payload_bytes = values * 4;
+  return h;
+}
+
+std::vector<Command> channelCommands(const ChannelHeader& header, const std::uint8_t* payload, std::size_t bytes,
+                                     const Limits&) {
+  if (bytes != header.payload_bytes)
+    throw InputError("message: " + str(bytes) + " bytes of tensors where the header lists " +
+                     str(header.payload_bytes));
+  for (const ChannelHeader::Tensor& t : header.tensors)
+    for (std::size_t i = 0; i < t.values; ++i) {
+      const float f = floatAt(payload + t.offset + i * 4);
+      if (!(std::fabs(f) <= std::numeric_limits<float>::max()))
+        throw InputError("tensor " + t.name + ": value " + str(i) + " is not finite");
+    }
+  json commands = header.commands;
+  std::set<std::string> used;
+  for (std::size_t i = 0; i < commands.size(); ++i) try {
+      substitute(commands[i], header.tensors, payload, used, 0);
+    } catch (const InputError& e) {
+      throw InputError("command " + str(i) + ": " + e.what());
+    }
+  for (const ChannelHeader::Tensor& t : header.tensors)
+    if (!used.count(t.name)) throw InputError("tensor " + t.name + ": sent but no command uses it");
+  return commandsOf(commands);
+}
+
+std::vector<Command> parseChannelFrame(const std::uint8_t* data, std::size_t size, const Limits& limits) {
+  if (size < 4) throw InputError("message: shorter than its 4-byte length");
+  const std::size_t h = channelHeaderLength(data);
+  if (size - 4 < h) throw InputError("message: the header is cut short");
+  const ChannelHeader header = parseChannelHeader(std::string(reinterpret_cast<const char*>(data) + 4, h), limits);
+  return channelCommands(header, data + 4 + h, size - 4 - h, limits);
+}
+
+std::string channelFrame(const json& header, const std::string& payload) {
+  const std::string text = header.dump();
+  const std::size_t n = text.size();
+  std::string out;
+  out.reserve(4 + n + payload.size());
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  return out + text + payload;
+}
+
+}  // namespace attnscope

@@ -1,0 +1,109 @@
+"""The channel into a running attnscope (docs/DESIGN.md §3.8 "The channel"): a Unix socket of this
+user's, frames of a u32 length, a JSON header {"commands": […], "tensors": [{"name", "shape"}]} and
+the tensors' float32 bytes; one reply per message, {"ok": true} or {"ok": false, "error": "…"}.
+Starting the app when none listens is here too."""
+import json
+import os
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+
+from . import _programs
+
+
+class ChannelError(RuntimeError):
+    """The app refused the message; the text is its one line saying why."""
+
+
+def channel_path():
+    """Where the app listens: $ATTNSCOPE_CHANNEL, else $XDG_RUNTIME_DIR/attnscope/channel, else
+    /tmp/attnscope-UID/channel (the app's own rule, app/state/channel_server.h)."""
+    given = os.environ.get("ATTNSCOPE_CHANNEL")
+    if given:
+        return given
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    folder = os.path.join(runtime, "attnscope") if runtime else f"/tmp/attnscope-{os.getuid()}"
+    return os.path.join(folder, "channel")
+
+
+class Tensors:
+    """The float32 tensors of one message, referred to from its commands as {"tensor": name}."""
+
+    def __init__(self):
+        self.listed, self.parts = [], []
+
+    def add(self, name, array):
+        a = np.ascontiguousarray(array, dtype="<f4")
+        self.listed.append({"name": name, "shape": list(a.shape)})
+        self.parts.append(a.tobytes())
+        return {"tensor": name}
+
+
+def frame(commands, tensors=None):
+    header = {"commands": commands}
+    if tensors is not None and tensors.listed:
+        header["tensors"] = tensors.listed
+    text = json.dumps(header).encode("utf-8")
+    return struct.pack("<I", len(text)) + text + b"".join(tensors.parts if tensors else [])
+
+
+def _read(sock, n):
+    data = b""
+    while len(data) < n:
+        part = sock.recv(n - len(data))
+        if not part:
+            raise ChannelError("the app closed the channel before it replied")
+        data += part
+    return data
+
+
+def send(commands, tensors=None, path=None, timeout=600):
+    """Sends one message and returns the app's reply; raises ChannelError with its refusal, and
+    ConnectionError when no app listens."""
+    path = path or channel_path()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        try:
+            s.connect(path)
+        except (FileNotFoundError, ConnectionRefusedError) as e:
+            raise ConnectionError(f"no attnscope listens at {path}") from e
+        s.sendall(frame(commands, tensors))
+        (n,) = struct.unpack("<I", _read(s, 4))
+        reply = json.loads(_read(s, n))
+    if not reply.get("ok"):
+        raise ChannelError(reply.get("error", "refused"))
+    return reply
+
+
+def listening(path=None):
+    path = path or channel_path()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(path)
+            return True
+        except OSError:
+            return False
+
+
+def start_app(timeout=20):
+    """Starts `attnscope --listen` in a session of its own and waits until it listens. Raises
+    RuntimeError when it cannot (no display, it exited: its own words)."""
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        raise RuntimeError("no display to show it on: attnscope.trace(…) computes without one, and "
+                           "_repr_png_ draws a picture")
+    log = tempfile.TemporaryFile()  # its words if it fails to start; a pipe nobody reads could block it
+    proc = subprocess.Popen([_programs.app(), "--listen"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=log, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if listening():
+            return proc
+        if proc.poll() is not None:
+            log.seek(0)
+            raise RuntimeError("attnscope did not start: " + log.read().decode(errors="replace").strip())
+        time.sleep(0.05)
+    raise RuntimeError(f"attnscope did not listen at {channel_path()} within {timeout} s")
