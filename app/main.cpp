@@ -73,7 +73,9 @@ int main(int argc, char** argv) {
   }
   // A FILE given to an interactive start goes to the attnscope already running, if one listens on
   // the channel (state/channel_server.h): one window, as a desktop program does.
-  if (!unattended && !options.new_window && !options.open_path.empty()) {
+  const bool just_a_file = options.commands_path.empty() && options.lesson_path.empty() && options.model_path.empty() &&
+                           options.dump_layout_path.empty() && !options.listen;
+  if (!unattended && just_a_file && !options.new_window && !options.open_path.empty()) {
     const std::string channel = channelPath();
     const nlohmann::json open = {{"do", "open"}, {"path", std::filesystem::absolute(options.open_path).string()}};
     try {

@@ -68,6 +68,9 @@ def isolated_env(display=None):
     env["XDG_CONFIG_HOME"] = os.path.join(home, ".config")
     env["XDG_DATA_HOME"] = os.path.join(home, ".local", "share")
     env["XDG_STATE_HOME"] = os.path.join(home, ".local", "state")
+    # The channel (DESIGN §3.8) of this test's apps alone: no other test's app, nor a user's, answers.
+    env["XDG_RUNTIME_DIR"] = os.path.join(home, "run")
+    os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700)
     if display:
         env["DISPLAY"] = display
     return env
