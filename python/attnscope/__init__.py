@@ -16,11 +16,11 @@ import tempfile
 
 import numpy as np
 
-from . import _channel, _programs
+from . import _channel, _picture, _programs
 from ._channel import ChannelError
 from ._modules import ModuleError, workspace, workspace_arrays, write_workspace
 
-__all__ = ["workspace", "trace", "show", "command", "Trace", "ModuleError", "AttnscopeError", "ChannelError"]
+__all__ = ["workspace", "trace", "show", "command", "Trace", "Shown", "ModuleError", "AttnscopeError", "ChannelError"]
 
 
 class AttnscopeError(RuntimeError):
@@ -52,6 +52,10 @@ class Trace:
                                if k != "statistics" and isinstance(v, list)})
         self.weights = np.stack([h["weights"] for h in self.heads]) if self.heads else None
         self.parameters = {k: np.array(v, dtype=np.float32) for k, v in document.get("parameters", {}).items()}
+
+    def _repr_png_(self):
+        """Every head's weights as the app draws them (a notebook shows this inline)."""
+        return _picture.render(self.workspace)
 
     def __repr__(self):
         return (f"<attnscope.Trace {self.workspace['model']['variant']}: {len(self.tokens)} tokens, "
@@ -103,6 +107,20 @@ def show(module, x, tokens=None, dropout_seed=None):
     workspace (attnscope.workspace) with every number sent as float32 bits."""
     ws = workspace_arrays(module, x, tokens, dropout_seed)
     tensors = _channel.Tensors()
-    ws["embeddings"] = tensors.add("x", ws["embeddings"])
-    ws["parameters"] = {k: tensors.add(k, v) for k, v in ws["parameters"].items()}
-    return _send([{"do": "workspace", "json": ws}], tensors)
+    sent = dict(ws, embeddings=tensors.add("x", ws["embeddings"]),
+                parameters={k: tensors.add(k, v) for k, v in ws["parameters"].items()})
+    _send([{"do": "workspace", "json": sent}], tensors)
+    return Shown(workspace(module, x, tokens, dropout_seed))
+
+
+class Shown:
+    """What `show` sent; in a notebook it draws as a picture of its heads' weights."""
+
+    def __init__(self, ws):
+        self.workspace = ws
+
+    def _repr_png_(self):
+        return _picture.render(self.workspace)
+
+    def __repr__(self):
+        return f"<attnscope.Shown {self.workspace['model']['variant']}: {len(self.workspace['tokens'])} tokens>"
