@@ -1,6 +1,7 @@
 """Where attnscope's programs are: $ATTNSCOPE_CLI / $ATTNSCOPE_APP, else beside this package in a
-checkout (build/attnscope-cli when PYTHONPATH=python), else on the PATH (the Debian package and `make
-install` put them in bin/)."""
+checkout (build/attnscope-cli when PYTHONPATH=python), else in the bin/ of the prefix it is installed
+in (the Debian package and `make install`: PREFIX/lib/python3…/dist-packages/attnscope), else on the
+PATH."""
 import os
 import shutil
 
@@ -16,6 +17,9 @@ def _find(env, name):
     checkout = os.path.join(_HERE, "..", "..", "build", name)
     if os.access(checkout, os.X_OK):
         return os.path.abspath(checkout)
+    installed = os.path.join(_HERE, "..", "..", "..", "..", "bin", name)  # PREFIX/lib/python3…/dist-packages/attnscope
+    if os.access(installed, os.X_OK):
+        return os.path.abspath(installed)
     found = shutil.which(name)
     if found:
         return found

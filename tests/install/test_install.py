@@ -11,7 +11,9 @@
 # - desktop-file-validate and appstreamcli validate --no-net pass, one id names the desktop entry,
 #   icon, metadata and MIME package; the icon's PNG sizes are what their folders say; the man pages
 #   render with man -l; GLib's MIME sniffing names a workspace application/x-attnscope-workspace+json
-#   and other JSON application/json; --version prints CMake's project version.
+#   and other JSON application/json; --version prints CMake's project version;
+# - the Python package imports from the installed lib/python3…/dist-packages and traces with the
+#   moved prefix's attnscope-cli.
 # Usage: test_install.py --cmake CMAKE --build BUILD --source SOURCE --version V [--app]
 import argparse
 import json
@@ -167,6 +169,33 @@ def check_app(prefix, version, env, tmp, source):
     check(tokens[0] == "installed", f"the app's `preset installed_only` did not load the installed copy: {tokens}")
 
 
+def check_python(prefix, env, tmp):
+    """The Python package is installed where Debian's python3 reads the prefix's packages, imports
+    from there without the checkout, and finds the moved prefix's attnscope-cli by itself: a
+    SelfAttention_v1 look-alike of NumPy matrices (no torch) traced to its own softmax(QKᵀ/√d)V."""
+    found = [root for root, dirs, _ in os.walk(os.path.join(prefix, "lib")) if root.endswith("dist-packages")
+             and "attnscope" in dirs]
+    check(len(found) == 1 and os.path.basename(os.path.dirname(found[0])).startswith("python3"),
+          f"the Python package is not in one lib/python3…/dist-packages: {found}")
+    script = os.path.join(tmp, "use_package.py")
+    with open(script, "w") as f:
+        f.write("""
+import numpy as np, attnscope
+rng = np.random.default_rng(7)
+class V1:  # SelfAttention_v1's attributes, NumPy matrices
+    W_query, W_key, W_value = (rng.random((3, 2), dtype=np.float32) for _ in range(3))
+x = rng.random((4, 3), dtype=np.float32)
+q, k, v = x @ V1.W_query, x @ V1.W_key, x @ V1.W_value
+s = q @ k.T / np.sqrt(2)
+w = np.exp(s - s.max(1, keepdims=True)); w /= w.sum(1, keepdims=True)
+t = attnscope.trace(V1(), x)
+print(attnscope.__file__, float(np.abs(t.output[0] - w @ v).max()))
+""")
+    out = run(["/usr/bin/python3", script], dict(env, PYTHONPATH=found[0]), cwd=tmp).stdout.split()
+    check(out[0].startswith(found[0]), f"attnscope imported from {out[0]}, not the installed {found[0]}")
+    check(float(out[1]) < 1e-6, f"the installed package's trace is off NumPy's by {out[1]}")
+
+
 def check_desktop_files(prefix, version, env, tmp):
     share = os.path.join(prefix, "share")
     desktop = os.path.join(share, "applications", f"{APP_ID}.desktop")
@@ -249,6 +278,7 @@ def main():
             json.dump(ws, f)
         got = check_cli(prefix, args.version, env, tmp)
         check_man(prefix, args.app, env)
+        check_python(prefix, env, tmp)
         if args.app:
             check_app(prefix, args.version, env, tmp, args.source)
             check_desktop_files(prefix, args.version, env, tmp)
