@@ -200,6 +200,16 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
   }
   ImGui::EndTable();
   if (d_in > shown_cols) ImGui::TextDisabled("showing d0–d%d of %d columns", shown_cols - 1, d_in);
+  if (const int others = static_cast<int>(ws.batch_sequences.size()); others > 0) {
+    ImGui::TextDisabled("sequence 1 of the batch's %d", others + 1);  // the tooltip says the rest
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(
+          "The batch holds %d different sequences (from a notebook's B × T × d_in tensor); this "
+          "table is the first.\nInspector and Pipeline show the selected element's own. An edit of "
+          "T, d_in or the batch size\nsets the others aside: every element then reads this table "
+          "(Ctrl+Z brings them back).",
+          others + 1);
+  }
 }
 
 // The embedding vectors as arrows from the origin: 3-D (drag to rotate) for d_in ≥ 3, using the
@@ -266,8 +276,9 @@ void InputsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   // labels).
   const int T = static_cast<int>(ctx.document.workspace().embeddings.rows());
   const bool wide = shownValueColumns(static_cast<int>(ctx.document.workspace().embeddings.cols()), 3) <
-                    ctx.document.workspace().embeddings.cols();  // a note under the table says so
-  const float avail = ImGui::GetContentRegionAvail().y - (wide ? ImGui::GetTextLineHeightWithSpacing() : 0.0f);
+                    ctx.document.workspace().embeddings.cols();  // a note under the table says so …
+  const int notes = (wide ? 1 : 0) + (ctx.document.workspace().batch_sequences.empty() ? 0 : 1);  // … and of a batch
+  const float avail = ImGui::GetContentRegionAvail().y - notes * ImGui::GetTextLineHeightWithSpacing();
   const float width = ImGui::GetContentRegionAvail().x;
   const float rows_h = (T + 1.6f) * ImGui::GetFrameHeightWithSpacing() + ImGui::GetStyle().ScrollbarSize;
   const float min_table = ImGui::GetFrameHeightWithSpacing() * 3.6f;

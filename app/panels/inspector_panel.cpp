@@ -211,7 +211,7 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
             true);
 
   section("input", "xᵢ, 1×" + std::to_string(t.d_in));
-  wrapped("x" + std::to_string(i + 1) + " = " + vec(snap->inputs->embeddings.row(i)));
+  wrapped("x" + std::to_string(i + 1) + " = " + vec(inputOf(*snap->inputs, snap->batch).row(i)));
 
   if (simple) {
     section("scores  ωᵢⱼ = xᵢ · xⱼ",

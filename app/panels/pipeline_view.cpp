@@ -61,7 +61,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
     for (long d = 0; d < n; ++d) v.push_back("d" + std::to_string(d));
     return &v;
   };
-  const Matrix& x = snap->inputs->embeddings;
+  const Matrix& x = inputOf(*snap->inputs, snap->batch);  // the shown element's own, in a batch of sequences
   const std::vector<std::string>* tokens = &snap->tokens();
   const std::vector<std::string>* dims_h = &snap->dims;
 

@@ -116,7 +116,7 @@ Trace completeTrace(const EngineRequest& req, const Snapshot& first) {
   const BatchTrace& shown = first.shown();
   for (std::size_t h = 0; h < shown.heads.size(); ++h)
     if (!shown.heads[h].hasMaps()) what.heads.push_back(static_cast<int>(h));
-  Trace t = computeTrace(req.inputs->embeddings, req.inputs->model, req.exec, what, req.limits);
+  Trace t = computeTrace(inputsOf(*req.inputs), req.inputs->model, req.exec, what, req.limits);
   for (std::size_t b = 0; b < t.batches.size(); ++b) {
     t.batches[b].context = done.batches[b].context;
     t.batches[b].output = done.batches[b].output;
@@ -199,7 +199,7 @@ EngineResult run(const EngineRequest& req, std::uint64_t serial) {
       else
         what.heads.clear();
       s->trace = std::make_shared<Trace>(
-          computeTrace(req.inputs->embeddings, req.inputs->model, req.exec, what, req.limits));
+          computeTrace(inputsOf(*req.inputs), req.inputs->model, req.exec, what, req.limits));
     }
     s->drawn_tokens = drawableTokens(s->inputs->tokens);
     s->milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() +
@@ -242,7 +242,8 @@ void EngineWorker::request(EngineRequest r) {
     // A model's pass over a text nobody will see (another text, another model, none) stops too:
     // a layer or token change of the same text still completes, reusing it.
     if (running_ && running_model_ &&
-        (!pending_->model || pending_->model->model != running_model_->model || pending_->model->ids != running_model_->ids))
+        (!pending_->model || pending_->model->model != running_model_->model ||
+         pending_->model->ids != running_model_->ids))
       cancel_->store(true);
     if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
   }

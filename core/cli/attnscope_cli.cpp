@@ -68,7 +68,7 @@ Trace traceOf(const Workspace& ws, int threads, const std::string& batches, cons
   }
   if (outputs_only) request = TraceRequest::only({});
   request.heads = heads;
-  return computeTrace(ws.embeddings, ws.model, exec, request, limits);
+  return computeTrace(inputsOf(ws), ws.model, exec, request, limits);
 }
 
 // What a command printed is checked: stdout on a full disk or a device that fails is one error and

@@ -149,6 +149,15 @@ DocumentChange Document::edit(const std::function<void(Workspace&)>& change, con
   Workspace next = ws_;
   try {
     change(next);
+    // A batch's own sequences no longer fit once T, d_in or the batch size changed: set aside as
+    // part of this step (undo brings them back); element 1 is the table the user edits.
+    if (!batchSequencesFit(next)) {
+      next.batch_sequences.clear();
+      note_ += (note_.empty() ? "" : "; ") +
+               std::string(
+                   "the batch's own sequences (elements 2 and on) no longer fit and are set aside: every "
+                   "element reads the table now (Ctrl+Z brings them back)");
+    }
     validateWorkspace(next, limits_);  // as a loaded file: names, model, and that its file opens again
   } catch (const InputError& e) {
     // A change of shape the user's own parameters no longer fit: say what to do about it.

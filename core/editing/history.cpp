@@ -79,6 +79,14 @@ bool sameRandom(const std::optional<RandomEmbeddings>& a, const std::optional<Ra
 }
 
 bool sameTokens(const std::vector<std::string>& a, const std::vector<std::string>& b) { return a == b; }
+bool sameSequences(const std::vector<Matrix>& a, const std::vector<Matrix>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (a[i].rows() != b[i].rows() || a[i].cols() != b[i].cols() ||
+        std::memcmp(a[i].data(), b[i].data(), sizeof(float) * static_cast<std::size_t>(a[i].size())) != 0)
+      return false;
+  return true;
+}
 bool sameJson(const nlohmann::json& a, const nlohmann::json& b) { return a == b; }
 
 // At most this many cells of a rows × cols matrix go into a cell list. A listed cell costs 16
@@ -135,6 +143,8 @@ Step diff(const Workspace& before, const Workspace& after) {
   if (!sameRandom(before.random, after.random))
     step.random = Change<std::optional<RandomEmbeddings>>{before.random, after.random};
   if (!sameJson(before.view, after.view)) step.view = Change<nlohmann::json>{before.view, after.view};
+  if (!sameSequences(before.batch_sequences, after.batch_sequences))
+    step.batch_sequences = Change<std::vector<Matrix>>{before.batch_sequences, after.batch_sequences};
   step.embeddings = diffEmbeddings(before.embeddings, after.embeddings);
   return step;
 }
@@ -193,6 +203,7 @@ void extend(Step& step, Step& later, const Workspace& before, const Workspace& a
   mergePart(step.tokens, later.tokens, sameTokens);
   mergePart(step.random, later.random, sameRandom);
   mergePart(step.view, later.view, sameJson);
+  mergePart(step.batch_sequences, later.batch_sequences, sameSequences);
   if (later.embeddings)
     step.embeddings = mergeEmbeddings(std::move(step.embeddings), std::move(*later.embeddings), before.embeddings,
                                       after.embeddings);
@@ -205,6 +216,7 @@ void apply(const Step& step, Workspace& ws, bool forward) {
   if (step.tokens) ws.tokens = pick(*step.tokens);
   if (step.random) ws.random = pick(*step.random);
   if (step.view) ws.view = pick(*step.view);
+  if (step.batch_sequences) ws.batch_sequences = pick(*step.batch_sequences);
   if (const auto& e = step.embeddings) {
     if (e->dense) {
       ws.embeddings = pick(*e);
@@ -236,6 +248,9 @@ std::size_t measure(const Step& step) {
   if (step.tokens) n += tokenBytes(step.tokens->before) + tokenBytes(step.tokens->after);
   if (step.random) n += 2 * sizeof(std::optional<RandomEmbeddings>);
   if (step.view) n += jsonBytes(step.view->before) + jsonBytes(step.view->after);
+  if (step.batch_sequences)
+    for (const auto* side : {&step.batch_sequences->before, &step.batch_sequences->after})
+      for (const Matrix& m : *side) n += sizeof(float) * static_cast<std::size_t>(m.size());
   if (step.file_name) n += step.file_name->before.size() + step.file_name->after.size();
   if (const auto& e = step.embeddings)
     n += e->dense ? static_cast<std::size_t>(e->before.size() + e->after.size()) * sizeof(float)

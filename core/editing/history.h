@@ -43,12 +43,13 @@ struct Step {
   std::optional<Change<std::vector<std::string>>> tokens;
   std::optional<Change<std::optional<RandomEmbeddings>>> random;
   std::optional<Change<nlohmann::json>> view;
+  std::optional<Change<std::vector<Matrix>>> batch_sequences;  // a batch's own sequences, whole
   std::optional<EmbeddingsChange> embeddings;
   // The document's file name, when the step changed it (a preset or New leaves it untitled): not
   // part of the workspace, but undoing the step must give the window back its name.
   std::optional<Change<std::string>> file_name;
   std::size_t bytes = 0;  // what History::bytes() counts for it
-  bool empty() const { return !model && !tokens && !random && !view && !embeddings; }
+  bool empty() const { return !model && !tokens && !random && !view && !embeddings && !batch_sequences; }
 };
 
 }  // namespace history_detail

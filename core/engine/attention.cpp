@@ -34,10 +34,25 @@ int resolveThreads(int threads) { return threads > 0 ? threads : availableProces
 
 namespace {
 
-// The pass on parameters drawn from m.seed (`given` null) or given (a trained model's block).
-Trace computeTraceOn(const Matrix& x, const ModelConfig& m, const GivenModule* given, const ExecutionOptions& exec,
-                     const TraceRequest& request, const Limits& limits) {
+// The pass on parameters drawn from m.seed (`given` null) or given (a trained model's block), on
+// `inputs`: one matrix every element reads, or one per element.
+Trace computeTraceOn(const std::vector<const Matrix*>& inputs, const ModelConfig& m, const GivenModule* given,
+                     const ExecutionOptions& exec, const TraceRequest& request, const Limits& limits) {
+  if (inputs.empty() || (inputs.size() != 1 && static_cast<int>(inputs.size()) != m.batch_size))
+    throw InputError("batch_sequences: " + std::to_string(inputs.size()) + " sequences for a batch of " +
+                     std::to_string(m.batch_size) + " (one per element, or one for all)");
+  const Matrix& x = *inputs[0];
   checkForwardInputs(x, m, limits);
+  for (std::size_t b = 1; b < inputs.size(); ++b) {
+    const Matrix& e = *inputs[b];
+    if (e.rows() != x.rows() || e.cols() != x.cols())
+      throw InputError("batch_sequences[" + std::to_string(b - 1) + "]: " + std::to_string(e.rows()) + " × " +
+                       std::to_string(e.cols()) + ", but the batch's sequences are T × d_in = " +
+                       std::to_string(x.rows()) + " × " + std::to_string(x.cols()));
+    if (!allFinite(e.data(), static_cast<std::size_t>(e.size())))
+      throw InputError("batch_sequences[" + std::to_string(b - 1) + "]: every value must be a finite number");
+  }
+  const bool one_input = inputs.size() == 1;
   const int T = static_cast<int>(x.rows()), d_in = static_cast<int>(x.cols());
   for (int b : request.batches)
     if (b < 0 || b >= m.batch_size)
@@ -66,7 +81,7 @@ Trace computeTraceOn(const Matrix& x, const ModelConfig& m, const GivenModule* g
   thread_local std::vector<float> qkv;
   thread_local std::vector<std::uint64_t> keep_words;
   pass::Work w;
-  w.x = &x;
+  w.xs = inputs;
   w.trace = &t;
   w.qkv = &qkv;
   w.groups = m.variant == Variant::MultiHeadWrapper ? m.num_heads : 1;
@@ -109,14 +124,14 @@ Trace computeTraceOn(const Matrix& x, const ModelConfig& m, const GivenModule* g
   plan.fused = fused;
   // Every element's inputs are the same X: one projection serves all (unless the comparison with
   // torch, which projects each element, asks otherwise). Without dropout whole elements are equal.
-  w.shared_projection = fused && exec.share_identical;
+  w.shared_projection = fused && exec.share_identical && one_input;
   std::shared_ptr<const PackedModule> packed;
   if (fused && hasProjections(m.variant))
     packed = given != nullptr ? (gemmBackend() == GemmBackend::Packed ? given->packed : nullptr)
                               : pass::packedWeights(t.parameters, m);
   w.packed = packed.get();
   w.head_major = w.packed != nullptr && t.head_width % PackedLinear::kPanel == 0;
-  const bool share_elements = fused && exec.share_identical && !t.dropout_active;
+  const bool share_elements = fused && exec.share_identical && !t.dropout_active && one_input;
 
   // Which elements are computed, and how; the rest copy `source`'s outputs.
   std::vector<int>& computed = plan.computed;
@@ -168,7 +183,12 @@ Trace computeTraceOn(const Matrix& x, const ModelConfig& m, const GivenModule* g
 
 Trace computeTrace(const Matrix& x, const ModelConfig& m, const ExecutionOptions& exec, const TraceRequest& request,
                    const Limits& limits) {
-  return computeTraceOn(x, m, nullptr, exec, request, limits);
+  return computeTraceOn({&x}, m, nullptr, exec, request, limits);
+}
+
+Trace computeTrace(const std::vector<const Matrix*>& inputs, const ModelConfig& m, const ExecutionOptions& exec,
+                   const TraceRequest& request, const Limits& limits) {
+  return computeTraceOn(inputs, m, nullptr, exec, request, limits);
 }
 
 Trace computeTrace(const Matrix& x, const ModelConfig& m, const GivenModule& module, const ExecutionOptions& exec,
@@ -193,7 +213,7 @@ Trace computeTrace(const Matrix& x, const ModelConfig& m, const GivenModule& mod
                        std::to_string(value.cols()));
   });
   if (i != shapes.size()) throw InputError("parameters." + shapes[i].name + ": missing");
-  return computeTraceOn(x, m, &module, exec, request, limits);
+  return computeTraceOn({&x}, m, &module, exec, request, limits);
 }
 
 }  // namespace attnscope

@@ -75,6 +75,13 @@ struct TraceRequest {
 Trace computeTrace(const Matrix& embeddings, const ModelConfig& m, const ExecutionOptions& exec = {},
                    const TraceRequest& request = {}, const Limits& limits = {});
 
+// The same on a batch of different sequences: element b reads inputs[b] (B of them, each T × d_in,
+// no longer stacked copies of one: each element is computed and projected on its own), or, with
+// one matrix, every element reads it as above. InputError names `batch_sequences[b]` when one does
+// not fit.
+Trace computeTrace(const std::vector<const Matrix*>& inputs, const ModelConfig& m, const ExecutionOptions& exec = {},
+                   const TraceRequest& request = {}, const Limits& limits = {});
+
 // The fast path's linear layers on packed weights (packed_linear.h): per projection group the
 // stacked [W_query; W_key; W_value] (3·d_out × d_in, so that one product writes a group's
 // [Q | K | V] rows), and out_proj, each in column slices (whole heads for the projections, so that

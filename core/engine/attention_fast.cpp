@@ -70,7 +70,7 @@ struct HeadInputs {
 HeadInputs headInputs(const Work& w, int b, int h) {
   const Trace& t = *w.trace;
   if (t.model.variant == Variant::Simple) {  // 'simple' attends with the inputs: Q = K = V = X
-    const float* x = w.x->data();
+    const float* x = w.xOf(b).data();
     return {x, x, x, t.d_in};
   }
   const int g = w.groupOf(h), d = t.model.d_out;
@@ -156,9 +156,10 @@ void projectRowsReference(Work& w, int b, int g, int r0, int n) {
   const Parameters& p = *w.trace->parameters;
   const int T = w.trace->tokens, d = w.trace->model.d_out, ld = w.qkvLd();
   float* base = w.qkvBlock(b, g);
-  linearForward(*w.x, p.query[g], r0, n, Block(base, T, d, Stride(ld)));
-  linearForward(*w.x, p.key[g], r0, n, Block(base + d, T, d, Stride(ld)));
-  linearForward(*w.x, p.value[g], r0, n, Block(base + 2 * d, T, d, Stride(ld)));
+  const Matrix& x = w.xOf(b);
+  linearForward(x, p.query[g], r0, n, Block(base, T, d, Stride(ld)));
+  linearForward(x, p.key[g], r0, n, Block(base + d, T, d, Stride(ld)));
+  linearForward(x, p.value[g], r0, n, Block(base + 2 * d, T, d, Stride(ld)));
 }
 
 // The fast path's projection of the same rows: the same products on the fastest GEMM (gemm.h), in
@@ -167,7 +168,7 @@ void projectRowsFast(Work& w, int b, int g, int s, int r0, int n) {
   const Parameters& p = *w.trace->parameters;
   const int d = w.trace->model.d_out, d_in = w.trace->d_in, ld = w.qkvLd();
   float* rows = w.qkvBlock(b, g) + static_cast<std::size_t>(r0) * ld;
-  const float* x = w.x->data() + static_cast<std::size_t>(r0) * d_in;
+  const float* x = w.xOf(b).data() + static_cast<std::size_t>(r0) * d_in;
   if (w.packed != nullptr) {
     w.packed->qkv[g].apply(s, n, x, d_in, rows, ld, w.qkvColumns());
     return;

@@ -48,7 +48,10 @@ std::shared_ptr<const PackedModule> packedWeights(const std::shared_ptr<const Pa
 // key tile onto a sixteenth of the L1 cache's sets, so the fused kernel copied each V tile first
 // (GPT-2's 3 MB of copies a pass); dense, the kernels read K and V where they lie.
 struct Work {
-  const Matrix* x;  // T × d_in
+  // The inputs (T × d_in each): one per batch element (a batch of different sequences), or one that
+  // every element reads (the chapter's stacked input).
+  std::vector<const Matrix*> xs;
+  const Matrix& xOf(int b) const { return *xs[xs.size() == 1 ? 0 : static_cast<std::size_t>(b)]; }
   Trace* trace;
   std::vector<float>* qkv;               // projection elements × groups × T × 3·d_out (qkvBlock)
   KeepBits keep;                         // dropout draws in torch's order

@@ -190,7 +190,21 @@ std::string pytorchScript(const Workspace& ws, const std::string& source) {
     }
     s << "])\n";
   }
-  s << "batch = torch.stack([inputs] * " << m.batch_size << ", dim=0)  # (B, T, d_in)\n\n";
+  if (ws.batch_sequences.empty()) {
+    s << "batch = torch.stack([inputs] * " << m.batch_size << ", dim=0)  # (B, T, d_in)\n\n";
+  } else {  // a batch of different sequences: elements 2 … B of their own
+    s << "batch = torch.stack([inputs,\n";
+    for (const Matrix& seq : ws.batch_sequences) {
+      s << "    torch.tensor([";
+      for (int i = 0; i < T; ++i) {
+        s << (i ? ", [" : "[");
+        for (int c = 0; c < d_in; ++c) s << (c ? ", " : "") << formatFloat(seq(i, c));
+        s << "]";
+      }
+      s << "]),\n";
+    }
+    s << "], dim=0)  # (B, T, d_in): each element a sequence of its own\n\n";
+  }
   if (m.variant == Variant::Simple) {
     s << "with torch.no_grad():\n"
       << "    output = torch.stack([simple_attention(x, normalization=\"" << normalizationId(m.normalization)

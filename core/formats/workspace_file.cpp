@@ -217,6 +217,12 @@ FileCost fileCost(const Workspace& ws) {
   constexpr std::int64_t kFloatText = 17;  // "-1.17549435e-38, "
   std::int64_t floats = ws.random ? 0 : static_cast<std::int64_t>(ws.embeddings.size());
   std::int64_t rows = ws.random ? 0 : static_cast<std::int64_t>(ws.embeddings.rows());
+  std::int64_t tree_floats = 0;  // the batch's own sequences are read through the tree
+  for (const Matrix& m : ws.batch_sequences) {
+    floats += static_cast<std::int64_t>(m.size());
+    rows += static_cast<std::int64_t>(m.rows());
+    tree_floats += static_cast<std::int64_t>(m.size());
+  }
   std::int64_t names = 0;
   if (ws.model.parameters)
     for (const NamedTensor& t : *ws.model.parameters) {
@@ -232,7 +238,7 @@ FileCost fileCost(const Workspace& ws) {
   const std::int64_t view_text = static_cast<std::int64_t>(jsonText(ws.view, 2).size()) * 2;  // pretty-printed
   FileCost c;
   c.text_bytes = kFloatText * floats + 8 * rows + names + tokens + view_text + 1024;
-  c.read_bytes = c.text_bytes + 8 * floats + token_tree + jsonTreeBytes(ws.view) + 4096;
+  c.read_bytes = c.text_bytes + 8 * floats + 32 * tree_floats + token_tree + jsonTreeBytes(ws.view) + 4096;
   return c;
 }
 
@@ -250,6 +256,18 @@ void validateWorkspace(const Workspace& ws, const Limits& limits) {
                                                     "): token names are text; give them as UTF-8");
     }
   validateModel(ws.model, T, static_cast<int>(ws.embeddings.cols()), limits);
+  if (!ws.batch_sequences.empty()) {
+    if (static_cast<int>(ws.batch_sequences.size()) != ws.model.batch_size - 1)
+      fail("batch_sequences", std::to_string(ws.batch_sequences.size()) + " sequences, but model.batch_size " +
+                                  std::to_string(ws.model.batch_size) + " needs " +
+                                  std::to_string(ws.model.batch_size - 1) + " (one per element after the first)");
+    for (std::size_t b = 0; b < ws.batch_sequences.size(); ++b)
+      if (ws.batch_sequences[b].rows() != T || ws.batch_sequences[b].cols() != ws.embeddings.cols())
+        fail("batch_sequences[" + std::to_string(b) + "]",
+             std::to_string(ws.batch_sequences[b].rows()) + " × " + std::to_string(ws.batch_sequences[b].cols()) +
+                 ", but every sequence of a batch is T × d_in = " + std::to_string(T) + " × " +
+                 std::to_string(ws.embeddings.cols()) + " as the embeddings");
+  }
   const FileCost cost = fileCost(ws);
   if (cost.text_bytes > limits.max_workspace_bytes)
     fail(ws.model.parameters && !ws.model.parameters->empty() ? "parameters" : "embeddings",
@@ -271,7 +289,7 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
   JsonWithNumbers doc = readJsonWithNumbers(text, "workspace", limits, NumberArrays::Workspace);
   json& j = doc.tree;
   if (!j.is_object()) fail("workspace", std::string("expected a JSON object, got ") + typeName(j));
-  rejectUnknown(j, "", {"format", "version", "tokens", "embeddings", "model", "parameters", "view"});
+  rejectUnknown(j, "", {"format", "version", "tokens", "embeddings", "batch_sequences", "model", "parameters", "view"});
   if (!j.contains("format") || j["format"] != "attnscope-workspace") fail("format", "expected \"attnscope-workspace\"");
   if (!j.contains("version")) fail("version", "required (1)");
   if (getInt(j["version"], "version", 0, std::numeric_limits<int>::max()) != 1)
@@ -304,8 +322,21 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
     for (int i = 0; i < T; ++i) ws.tokens.push_back("t" + std::to_string(i + 1));
   }
 
+  if (j.contains("batch_sequences")) {  // batch elements 1 … B−1, each a sequence of its own
+    const json& b = j["batch_sequences"];
+    if (!b.is_array() || b.empty())
+      fail("batch_sequences",
+           "expected a list of sequences (each T × d_in, as the embeddings), one per batch "
+           "element after the first");
+    for (std::size_t k = 0; k < b.size(); ++k)
+      ws.batch_sequences.push_back(
+          matrixOf(numberArrayOf(b[k], "batch_sequences[" + std::to_string(k) + "]", true, limits)));
+  }
   if (!j.contains("model")) fail("model", "required (at least {\"variant\": …})");
   ws.model = parseModel(j["model"]);
+  // Without a batch size, a batch of sequences is as many elements as it holds.
+  if (!ws.batch_sequences.empty() && !(j["model"].is_object() && j["model"].contains("batch_size")))
+    ws.model.batch_size = static_cast<int>(ws.batch_sequences.size()) + 1;
   if (ws.model.variant == Variant::Simple && ws.model.d_out == 0) ws.model.d_out = d_in;
   if (j.contains("parameters")) ws.model.parameters = parametersOf(j["parameters"], doc.arrays, limits, "parameters");
   if (j.contains("view")) {
@@ -362,6 +393,19 @@ json workspaceToJson(const Workspace& ws) {
     }
     j["embeddings"] = rows;
   }
+  if (!ws.batch_sequences.empty()) {
+    json batch = json::array();
+    for (const Matrix& m : ws.batch_sequences) {
+      json rows = json::array();
+      for (int i = 0; i < m.rows(); ++i) {
+        json row = json::array();
+        for (int c = 0; c < m.cols(); ++c) row.push_back(tidyFloat(m(i, c)));
+        rows.push_back(row);
+      }
+      batch.push_back(rows);
+    }
+    j["batch_sequences"] = batch;
+  }
   j["model"] = modelToJson(ws.model);
   if (ws.model.parameters && !ws.model.parameters->empty())
     j["parameters"] = parameterValuesToJson(*ws.model.parameters);
@@ -403,6 +447,15 @@ void writeWorkspace(std::ostream& out, const Workspace& ws) {
     out << prettyJsonAt(randomToJson(*ws.random), 1);
   } else {
     writeRows(out, ws.embeddings, 1);
+  }
+  if (!ws.batch_sequences.empty()) {
+    out << ",\n  \"batch_sequences\": [\n";
+    for (std::size_t b = 0; b < ws.batch_sequences.size(); ++b) {
+      out << "    ";
+      writeRows(out, ws.batch_sequences[b], 2);
+      out << (b + 1 < ws.batch_sequences.size() ? ",\n" : "\n");
+    }
+    out << "  ]";
   }
   if (ws.model.parameters && !ws.model.parameters->empty()) {
     std::vector<const NamedTensor*> sorted;  // by name, as a JSON object's members

@@ -30,4 +30,24 @@ Workspace bookExample(Variant variant) {
   return ws;
 }
 
+std::vector<const Matrix*> inputsOf(const Workspace& ws) {
+  std::vector<const Matrix*> inputs = {&ws.embeddings};
+  for (const Matrix& m : ws.batch_sequences) inputs.push_back(&m);
+  return inputs;
+}
+
+const Matrix& inputOf(const Workspace& ws, int b) {
+  return b >= 1 && b <= static_cast<int>(ws.batch_sequences.size())
+             ? ws.batch_sequences[static_cast<std::size_t>(b - 1)]
+             : ws.embeddings;
+}
+
+bool batchSequencesFit(const Workspace& ws) {
+  if (ws.batch_sequences.empty()) return true;
+  if (static_cast<int>(ws.batch_sequences.size()) != ws.model.batch_size - 1) return false;
+  for (const Matrix& m : ws.batch_sequences)
+    if (m.rows() != ws.embeddings.rows() || m.cols() != ws.embeddings.cols()) return false;
+  return true;
+}
+
 }  // namespace attnscope

@@ -22,13 +22,27 @@ struct RandomEmbeddings {
 };
 
 struct Workspace {
-  std::vector<std::string> tokens;                 // T labels, rows of the embeddings
-  Matrix embeddings;                               // T × d_in
-  std::optional<RandomEmbeddings> random;          // set when the embeddings were generated
+  std::vector<std::string> tokens;         // T labels, rows of the embeddings
+  Matrix embeddings;                       // T × d_in
+  std::optional<RandomEmbeddings> random;  // set when the embeddings were generated
+  // Batch elements 1 … B−1 when each is a sequence of its own (a notebook's B × T × d_in batch of
+  // different sequences; element 0 is `embeddings`, the one the Inputs panel edits): B − 1 matrices
+  // of T × d_in. Empty: every element is `embeddings` (the chapter's torch.stack((inputs, inputs))).
+  std::vector<Matrix> batch_sequences;
   ModelConfig model;                               // complete: missing fields took the variant's defaults;
                                                    // model.parameters is the document's "parameters"
   nlohmann::json view = nlohmann::json::object();  // the app's own state; the CLI ignores it
 };
+
+// What each batch element reads, for computeTrace: `embeddings` alone (every element reads it), or
+// it and the batch's own sequences, one per element.
+std::vector<const Matrix*> inputsOf(const Workspace& ws);
+// Batch element b's input: its own sequence, or `embeddings` when every element reads it.
+const Matrix& inputOf(const Workspace& ws, int b);
+// Whether the batch's own sequences still fit: one per element after the first, each of the
+// embeddings' shape. An edit that changes T, d_in or the batch size leaves them behind (the
+// Document sets them aside as part of that edit's undo step).
+bool batchSequencesFit(const Workspace& ws);
 
 // The book's sentence "Your journey starts with one step" and its 3-d embeddings.
 Workspace bookExample(Variant variant = Variant::MultiHead);

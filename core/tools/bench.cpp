@@ -55,12 +55,12 @@ ExecutionOptions execOf(bool parallel, int threads, bool fused, bool share_ident
 
 nlohmann::json timeForward(const Workspace& ws, const ExecutionOptions& exec, int repeat) {
   const TraceRequest request = outputsOnly();
-  return timeRuns(repeat, [&] { computeTrace(ws.embeddings, ws.model, exec, request); });
+  return timeRuns(repeat, [&] { computeTrace(inputsOf(ws), ws.model, exec, request); });
 }
 
 nlohmann::json timePath(const Workspace& ws, const ExecutionOptions& exec, int repeat) {
   return {{"forward_ms", timeForward(ws, exec, repeat)},
-          {"trace_ms", timeRuns(repeat, [&] { computeTrace(ws.embeddings, ws.model, exec); })}};
+          {"trace_ms", timeRuns(repeat, [&] { computeTrace(inputsOf(ws), ws.model, exec); })}};
 }
 
 // The GEMM of the projections, T × 3·d_out × d_in ([Q | K | V] of one group at once); configs
@@ -91,7 +91,7 @@ nlohmann::json benchGemm(const GemmShape& g, int repeat) {
 nlohmann::json pairedLimit(const Workspace& ws, const ExecutionOptions& exec, int threads, const GemmShape& g,
                            double gflop, int repeat) {
   const TraceRequest request = outputsOnly();
-  const auto forward = [&] { computeTrace(ws.embeddings, ws.model, exec, request); };
+  const auto forward = [&] { computeTrace(inputsOf(ws), ws.model, exec, request); };
   ConcurrentGemm gemm(g.m, g.n, g.k, threads);
   forward();  // warm-up, both
   gemm.measureGflops();
@@ -243,7 +243,7 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
 }
 
 void forwardOnce(const Workspace& ws, bool reference) {
-  computeTrace(ws.embeddings, ws.model, execOf(false, 1, !reference, false), outputsOnly());
+  computeTrace(inputsOf(ws), ws.model, execOf(false, 1, !reference, false), outputsOnly());
 }
 
 }  // namespace attnscope

@@ -109,6 +109,8 @@ def show(module, x, tokens=None, dropout_seed=None):
     tensors = _channel.Tensors()
     sent = dict(ws, embeddings=tensors.add("x", ws["embeddings"]),
                 parameters={k: tensors.add(k, v) for k, v in ws["parameters"].items()})
+    if "batch_sequences" in ws:
+        sent["batch_sequences"] = [tensors.add(f"x{b + 1}", m) for b, m in enumerate(ws["batch_sequences"])]
     _send([{"do": "workspace", "json": sent}], tensors)
     return Shown(workspace(module, x, tokens, dropout_seed))
 

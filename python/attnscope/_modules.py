@@ -196,13 +196,16 @@ def workspace(module, x, tokens=None, dropout_seed=None):
     """The workspace dict of `module` on input `x` (see workspace_arrays), its numbers as lists."""
     ws = workspace_arrays(module, x, tokens, dropout_seed)
     ws["embeddings"] = _rows(ws["embeddings"])
+    if "batch_sequences" in ws:
+        ws["batch_sequences"] = [_rows(m) for m in ws["batch_sequences"]]
     ws["parameters"] = {k: _rows(v) for k, v in ws["parameters"].items()}
     return ws
 
 
 def workspace_arrays(module, x, tokens=None, dropout_seed=None):
-    """The workspace dict of `module` on input `x` (T × d_in, or a B × T × d_in batch of different
-    sequences): its model, its parameters exactly, the input as given, the tokens (or t1 … tT).
+    """The workspace dict of `module` on input `x` (T × d_in, or a B × T × d_in batch: the stacked
+    copies of one input as the chapter makes it, or different sequences, elements 2 … B then in
+    "batch_sequences"): its model, its parameters exactly, the input as given, the tokens (or t1 … tT).
     dropout_seed: torch.manual_seed(dropout_seed) right before the forward (training with dropout)."""
     model, params, d_in = module_model(module)
     a = as_float32(x, "x")
@@ -225,17 +228,22 @@ def workspace_arrays(module, x, tokens=None, dropout_seed=None):
     tokens = [str(t) for t in tokens]
     if len(tokens) != T:
         raise ModuleError(f"tokens: {len(tokens)} names for {T} rows of x")
+    sequences = None
     if batch is None:
         model.setdefault("batch_size", 1)
         embeddings = a
-    elif all(np.array_equal(batch[0], batch[b]) for b in range(1, batch.shape[0])):
-        embeddings = batch[0]  # the chapter's torch.stack((inputs, inputs)): one input, stacked
     else:
-        embeddings = batch  # a batch of different sequences: B × T × d_in
+        embeddings = batch[0]
+        if not all(np.array_equal(batch[0], batch[b]) for b in range(1, batch.shape[0])):
+            sequences = list(batch[1:])  # a batch of different sequences: elements 2 … B of their own
+        # else the chapter's torch.stack((inputs, inputs)): one input, stacked
     if dropout_seed is not None:
         model["dropout_seed"] = int(dropout_seed)
-    return {"format": "attnscope-workspace", "version": 1, "tokens": tokens, "model": model,
-            "embeddings": embeddings, "parameters": params}
+    ws = {"format": "attnscope-workspace", "version": 1, "tokens": tokens, "model": model,
+          "embeddings": embeddings, "parameters": params}
+    if sequences is not None:
+        ws["batch_sequences"] = sequences
+    return ws
 
 
 def write_workspace(ws, path):

@@ -1,7 +1,8 @@
 """The Python package against torch (docs/DESIGN.md §3.8 "From the notebook"): for the chapter's classes
 (core/formats/pytorch/seed_classes.py, imported by path) and look-alikes written differently, the
 workspace `attnscope.workspace(m, x)` makes and `attnscope.trace(m, x)` computes equal what the
-module itself computes: the output m(x) within 1e-5, and the attention weights — seen by a hook on
+module itself computes — on one input, on the chapter's stacked batch and on a batch of different
+sequences: the output m(x) within 1e-5, and the attention weights — seen by a hook on
 the module's dropout, or on torch.softmax where a module has none — within 1e-6. Then the refusals:
 a module it cannot map is refused naming what is missing, nothing is computed.
 
@@ -137,6 +138,18 @@ def main():
             batched=True)
     m = sc.MultiHeadAttention(5, 6, 9, 0.0, num_heads=3, causal=False, scale=False)
     run("MultiHeadAttention without mask or scale (the seed classes' options)", m, same, batched=True)
+    # A batch of different sequences: each element its own input, every output checked.
+    different = torch.rand(3, 9, 5)
+    for training in (False, True):
+        mode = "training p = 0" if training else "eval"
+        m = sc.MultiHeadAttention(5, 6, 9, 0.0, num_heads=2, qkv_bias=True).train(training)
+        t = run(f"MultiHeadAttention, a batch of 3 different sequences, {mode}", m, different, batched=True)
+        check(len(t.workspace["batch_sequences"]) == 2 and t.workspace["model"]["batch_size"] == 3,
+              "the batch's own sequences in the workspace")
+        m = sc.CausalAttention(5, 4, 9, 0.0).train(training)
+        run(f"CausalAttention, a batch of 3 different sequences, {mode}", m, different, batched=True)
+        m = sc.MultiHeadAttentionWrapper(5, 2, 9, 0.0, num_heads=2).train(training)
+        run(f"MultiHeadAttentionWrapper, a batch of 3 different sequences, {mode}", m, different, batched=True)
 
     # The workspace: the parameters exactly (float32 bits), the tokens given or t1 … tT.
     m = sc.MultiHeadAttention(5, 6, 9, 0.0, num_heads=3, qkv_bias=True)

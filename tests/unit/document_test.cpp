@@ -2346,5 +2346,27 @@ TEST(FileReading, RefusesWhatItCannotReadWhole) {
   w.join();
 }
 
+// A batch of different sequences: a cell edit changes element 1 (the table) and keeps the others;
+// an edit of T, d_in or the batch size sets them aside in the same undo step, with a note; undo
+// brings them back.
+TEST(Document, ABatchOfSequencesIsSetAsideWhenItNoLongerFits) {
+  Workspace ws = bookExample(Variant::MultiHead);  // batch 2, T = 6, d_in = 3
+  ws.batch_sequences = {test::randomMatrix(6, 3, 9)};
+  Document d(ws, "", false);
+  d.apply(cmd("set_cell", {{"row", 0}, {"col", 0}, {"value", 0.5}}));
+  ASSERT_EQ(d.workspace().batch_sequences.size(), 1u);
+  EXPECT_TRUE(test::bitwiseEqual(d.workspace().batch_sequences[0], ws.batch_sequences[0]));
+  for (const Command& c :
+       {cmd("add_token"), cmd("d_in", {{"value", 4}}), cmd("set", {{"field", "batch_size"}, {"value", 3}})}) {
+    Document e(ws, "", false);
+    e.apply(c);
+    EXPECT_TRUE(e.workspace().batch_sequences.empty()) << c.name;
+    EXPECT_NE(e.note().find("set aside"), std::string::npos) << c.name << ": " << e.note();
+    e.apply(cmd("undo"));
+    ASSERT_EQ(e.workspace().batch_sequences.size(), 1u) << c.name;
+    EXPECT_TRUE(test::bitwiseEqual(e.workspace().batch_sequences[0], ws.batch_sequences[0])) << c.name;
+  }
+}
+
 }  // namespace
 }  // namespace attnscope

@@ -315,6 +315,51 @@ TEST(Fused, SharingAndThreadsChangeNoBit) {
   }
 }
 
+// A batch of different sequences (computeTrace on one input per element): without dropout each
+// element's maps and output are the ones its sequence gives alone (batch 1), on both paths; with
+// dropout the masks are the stacked batch's, element by element (the draws do not depend on the
+// inputs). Sequences of another shape, or another count than the batch, are refused by name.
+TEST(Fused, ABatchOfDifferentSequences) {
+  for (const Case& c : cases()) {
+    if (c.m.batch_size < 2 || c.T > 129) continue;
+    SCOPED_TRACE(describe(c));
+    std::vector<Matrix> xs;
+    std::vector<const Matrix*> inputs;
+    for (int b = 0; b < c.m.batch_size; ++b) xs.push_back(test::randomMatrix(c.T, c.d_in, 40 + b));
+    for (const Matrix& x : xs) inputs.push_back(&x);
+    for (bool fused : {false, true}) {
+      const Trace batch = computeTrace(inputs, c.m, onTwoThreads(fused));
+      const Trace stacked = computeTrace(xs[0], c.m, onTwoThreads(fused));
+      for (int b = 0; b < c.m.batch_size; ++b) {
+        ModelConfig one = c.m;
+        one.batch_size = 1;
+        if (!batch.dropout_active) {
+          const Trace alone = computeTrace(xs[static_cast<std::size_t>(b)], one, onTwoThreads(fused));
+          EXPECT_LE(relativeDiff(batch.batches[b].output, alone.batches[0].output), 1e-6) << "element " << b;
+          for (std::size_t h = 0; h < alone.batches[0].heads.size(); ++h)
+            EXPECT_LE(relativeDiff(batch.batches[b].heads[h].weights, alone.batches[0].heads[h].weights), 1e-6);
+        } else {
+          for (std::size_t h = 0; h < stacked.batches[b].heads.size(); ++h)
+            EXPECT_TRUE(batch.batches[b].heads[h].dropout_mask == stacked.batches[b].heads[h].dropout_mask)
+                << "element " << b << " head " << h;
+        }
+      }
+    }
+  }
+  const ModelConfig m = defaultConfig(Variant::MultiHead);  // batch 2
+  const Matrix a = test::randomMatrix(6, 3, 1), wide = test::randomMatrix(6, 4, 2);
+  const auto refused = [&](const std::vector<const Matrix*>& inputs, const std::string& words) {
+    try {
+      computeTrace(inputs, m);
+      ADD_FAILURE() << "accepted: " << words;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  refused({&a, &wide}, "batch_sequences[0]: 6 × 4, but the batch's sequences are T × d_in = 6 × 3");
+  refused({&a, &a, &a}, "3 sequences for a batch of 2");
+}
+
 // Without dropout every element is the same; with it, elements differ (their own draws).
 TEST(Fused, ElementsDifferOnlyWithDropout) {
   ModelConfig m = defaultConfig(Variant::MultiHead);

@@ -59,6 +59,9 @@ void expectSameWorkspace(const Workspace& a, const Workspace& b) {
   }
   expectSameModel(a.model, b.model);
   EXPECT_EQ(a.view, b.view);
+  ASSERT_EQ(a.batch_sequences.size(), b.batch_sequences.size());
+  for (std::size_t k = 0; k < a.batch_sequences.size(); ++k)
+    EXPECT_TRUE(test::bitwiseEqual(a.batch_sequences[k], b.batch_sequences[k])) << "batch_sequences[" << k << "]";
 }
 
 // Round trip through text, and the text is stable (dump ∘ parse ∘ dump = dump).
@@ -100,6 +103,22 @@ Workspace awkwardWorkspace() {
 }
 
 TEST(WorkspaceRoundTrip, EveryFieldAndAwkwardFloats) { expectRoundTrip(awkwardWorkspace()); }
+
+// A batch of different sequences (a notebook's B × T × d_in tensor): elements 2 … B are
+// "batch_sequences", kept bit for bit, and the batch size comes from them when the model omits it.
+TEST(WorkspaceRoundTrip, ABatchOfDifferentSequences) {
+  Workspace ws = awkwardWorkspace();  // batch_size 3
+  ws.batch_sequences = {test::randomMatrix(5, 4, 1), test::randomMatrix(5, 4, 2)};
+  ws.batch_sequences[1](2, 3) = -0.0f;
+  expectRoundTrip(ws);
+  const Workspace implied = parseWorkspace(R"({"format": "attnscope-workspace", "version": 1,
+      "model": {"variant": "causal", "d_out": 2}, "embeddings": [[1, 2], [3, 4]],
+      "batch_sequences": [[[5, 6], [7, 8]], [[9, 10], [11, 12]], [[13, 14], [15, 16]]]})");
+  EXPECT_EQ(implied.model.batch_size, 4);
+  EXPECT_EQ(implied.batch_sequences[2](1, 1), 16.0f);
+  EXPECT_EQ(&inputOf(implied, 0), &implied.embeddings);
+  EXPECT_EQ(&inputOf(implied, 3), &implied.batch_sequences[2]);
+}
 
 TEST(WorkspaceRoundTrip, LargestFloats) {
   // ±FLT_MAX are finite float32 values; dumpWorkspace writes them as ±3.4028235e+38 (the shortest
@@ -238,6 +257,18 @@ TEST(WorkspaceParse, BadDocumentsNameTheField) {
       {R"({"format": "attnscope-workspace", "version": 1, "model": {"variant": "causal"},
           "tokens": ["a"], "embeddings": [[1, 2], [3, 4]]})",
        "tokens"},
+      {R"({"format": "attnscope-workspace", "version": 1, "model": {"variant": "causal", "batch_size": 3},
+          "embeddings": [[1, 2], [3, 4]], "batch_sequences": [[[5, 6], [7, 8]]]})",
+       "batch_sequences: 1 sequences, but model.batch_size 3 needs 2"},
+      {R"({"format": "attnscope-workspace", "version": 1, "model": {"variant": "causal"},
+          "embeddings": [[1, 2], [3, 4]], "batch_sequences": [[[5, 6], [7, 8], [9, 10]]]})",
+       "batch_sequences[0]: 3 × 2, but every sequence of a batch is T × d_in = 2 × 2"},
+      {R"({"format": "attnscope-workspace", "version": 1, "model": {"variant": "causal"},
+          "embeddings": [[1, 2], [3, 4]], "batch_sequences": [[[5, 6], [7, "x"]]]})",
+       "batch_sequences[0][1][1]"},
+      {R"({"format": "attnscope-workspace", "version": 1, "model": {"variant": "causal"},
+          "embeddings": [[1, 2], [3, 4]], "batch_sequences": []})",
+       "batch_sequences"},
       {R"({"format": "attnscope-workspace", "version": 1, "model": {"variant": "causal"},
           "embeddings": []})",
        "embeddings"},
