@@ -51,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   reference.fused = false;
   Trace t;
   try {
-    t = computeTrace(ws.embeddings, m, reference, TraceRequest{}, limits);
+    t = computeTrace(inputsOf(ws), m, reference, TraceRequest{}, limits);
   } catch (const InputError&) {
     return 0;
   } catch (const ComputeError&) {
@@ -170,7 +170,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // reference loops. Same kernels on the same rows, so the same numbers, bit for bit.
   Trace partial;
   try {
-    partial = computeTrace(ws.embeddings, m, reference, TraceRequest::only({0}), limits);
+    partial = computeTrace(inputsOf(ws), m, reference, TraceRequest::only({0}), limits);
   } catch (const std::exception& e) {
     fuzz::finding(std::string("computeTrace accepted the workspace with every batch element traced, but threw "
                               "with only element 0: ") +
