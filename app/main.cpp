@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   // A FILE given to an interactive start goes to the attnscope already running, if one listens on
   // the channel (state/channel_server.h): one window, as a desktop program does.
   const bool just_a_file = options.commands_path.empty() && options.lesson_path.empty() && options.model_path.empty() &&
-                           options.dump_layout_path.empty() && !options.listen;
+                           options.dump_layout_path.empty() && !options.listen && !options.watch;
   if (!unattended && just_a_file && !options.new_window && !options.open_path.empty()) {
     const std::string channel = channelPath();
     const nlohmann::json open = {{"do", "open"}, {"path", std::filesystem::absolute(options.open_path).string()}};
@@ -97,6 +97,7 @@ int main(int argc, char** argv) {
   nlohmann::json command_line_view = nlohmann::json::object();
   if (!options.theme.empty()) command_line_view["theme"] = options.theme;
   if (options.text_size > 0) command_line_view["text_size"] = options.text_size;
+  if (options.watch) command_line_view["watch"] = true;
   ViewState view = viewFromJson(document.workspace().view);
   for (const auto& [field, value] : command_line_view.items()) setViewField(view, field, value);
   if (!options.screenshot_dir.empty()) view.screenshot_dir = options.screenshot_dir;

@@ -162,6 +162,12 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
       viewToggle(cmd, "Presentation: hide the panels around the maps", "presentation", view.presentation,
                  shortcutLabel("view", {{"field", "presentation"}}));
       layout().widget("menu_presentation");
+      viewToggle(cmd, "Reload on change (when a notebook rewrites the file)", "watch", view.watch);
+      layout().widget("menu_watch");
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "The workspace's file, or the open model's, is taken again whenever another program\n"
+            "saves over it (Ctrl+Z brings back what was shown before)");
       ImGui::Separator();
       // Compare: A pinned aside, B the current settings (the Compare tab).
       if (ImGui::MenuItem(ctx.pinned ? "Pin again as A" : "Pin as A (compare)", shortcutLabel("pin"))) cmd.push("pin");

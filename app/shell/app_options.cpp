@@ -81,6 +81,9 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
                "take commands on the channel (a notebook's attnscope.show) even with --commands, --screenshot or "
                "--bench-interaction; an interactive window always does");
   cli.add_flag("--new-window", o.new_window, "open FILE in a window of its own, not in the attnscope already running");
+  cli.add_flag("--watch", o.watch,
+               "reload the workspace FILE (or --model) whenever another program rewrites it, as one undo step "
+               "(View › Reload on change)");
   cli.add_option("--bench-gap-ms", o.bench_gap_ms,
                  "frames drawn this long after a result before the next edit (default 0)")
       ->check(CLI::Range(0, 60000))

@@ -35,6 +35,7 @@ struct AppOptions {
   double memory_budget_mib = 1024;  // --memory-budget: what the app may hold for a workspace (MiB)
   bool listen = false;              // --listen: take commands on the channel even when scripted or headless
   bool new_window = false;          // --new-window: open FILE here, not in the attnscope already running
+  bool watch = false;               // --watch FILE: open FILE and reload it whenever another program rewrites it
 };
 
 // The command line for a machine without a display (--help's footer, the window's errors).

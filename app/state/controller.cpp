@@ -113,6 +113,7 @@ void Controller::update(double now) {
       fail(c, e.what(), now);
     }
   }
+  watchFiles(now);
   // Only the commands queued before this call: a capture draws frames, and panels push more.
   for (std::size_t n = queue_.size(); n > 0 && !queue_.empty(); --n) {
     const CommandId next = queue_.front().id();
@@ -139,6 +140,32 @@ void Controller::update(double now) {
     after_save_.reset();
   }
   updateEngine();
+}
+
+// View › Reload on change: the document's file, or the open model's weights, rewritten by another
+// program (a notebook saving over it) is taken again — the workspace as one undo step (`reload`,
+// queued behind what is queued), a model opened again with its text and layer. Looked at four
+// times a second; a file that cannot be read as it stands (a write half done) is refused once and
+// tried again at its next change.
+void Controller::watchFiles(double now) {
+  if (!view_.watch || now < next_watch_ || model_load_.busy()) return;
+  next_watch_ = now + 0.25;
+  if (model_.isOpen()) {
+    const FileStamp stamp = fileStamp(watched_model_);
+    if (stamp.exists && stamp != watched_model_stamp_) {
+      watched_model_stamp_ = stamp;
+      nlohmann::json open = {{"path", model_.model()->path}, {"num_heads", model_.model()->config.heads}};
+      queue_.push(makeCommand("model_open", open));
+      queue_.push(makeCommand("text", {{"ids", model_.ids()}}));
+      queue_.push(makeCommand("select_layer", {{"layer", model_.layer()}, {"head", view_.head}}));
+    }
+    return;
+  }
+  if (!doc_.fileChangedOnDisk()) return;
+  const FileStamp stamp = fileStamp(doc_.file());
+  if (stamp == reload_tried_) return;
+  reload_tried_ = stamp;
+  queue_.push(makeCommand("reload"));
 }
 
 bool Controller::asksFirst(const Command& c) const {
@@ -274,6 +301,7 @@ void Controller::replaced(const Command& c, double now) {
   keep("status_bar", &ViewState::show_status);
   keep("statistics", &ViewState::show_statistics);
   keep("presentation", &ViewState::presentation);
+  view_.watch = before.watch;                        // this session's choice: another file is watched as this one was
   keep("weights_range", &ViewState::weights_fixed);  // a lesson's, or the user's choice
   view_.highlight = before.highlight;                // the open lesson's step, not the workspace's
   if (c.id() == CommandId::Restore)                  // the autosave's view yields to what this session was started with
@@ -615,6 +643,8 @@ void Controller::openLoadedModel(ModelLoad loaded, double now) {
   if (!model_.isOpen()) chapter_view_ = view_;  // given back by model_close
   if (pinned_) unpin();                         // A belongs to what was shown before
   model_.open(loaded.model, base_limits_.max_tokens, c.has("prepend_eot") && c.flag("prepend_eot"));
+  watched_model_ = loaded.model->weights_path;  // watched from the file as it was read
+  watched_model_stamp_ = loaded.stamp;
   view_.token = model_.tokenCount() - 1;  // the next tokens after the text
   view_.head = -1;
   view_.key = -1;
@@ -642,10 +672,11 @@ void Controller::applyModel(const Command& c, double now) {
       if (lesson_.open() || lesson_check_.busy())
         throw InputError("a lesson is open: close it first (File › Close lesson), then open the model");
       model_load_.start([c, options](const std::atomic<bool>&) {
-        ModelLoad r{c, nullptr, ""};
+        ModelLoad r{c, nullptr, "", {}};
         const std::string path = c.text("path");
         try {
           r.model = loadGptModel(path, options);
+          r.stamp = fileStamp(r.model->weights_path);
         } catch (const InputError& e) {
           r.error = "Could not open the model " + path + ": " + e.what();
         } catch (const std::bad_alloc&) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "editing/document.h"
+#include "formats/atomic_file.h"
 #include "state/capture_targets.h"
 #include "state/command_queue.h"
 #include "state/engine_worker.h"
@@ -164,6 +165,7 @@ class Controller {
     Command command;  // the model_open that asked
     std::shared_ptr<const GptModel> model;
     std::string error;  // when model is null
+    FileStamp stamp;    // its weights file as it was read (View › Reload on change)
   };
   void openLoadedModel(ModelLoad loaded, double now);
   void unpin();                                        // drop A (the unpin command, and a model's change)
@@ -192,8 +194,15 @@ class Controller {
   void applied(const Command& c, bool started);  // started: apply() returned (else: finished later)
   void showToast(const std::string& text, bool error, double now);
   void updateEngine();
+  void watchFiles(double now);  // View › Reload on change
 
   Document doc_;
+  // View › Reload on change: when the files were last looked at, the document's stamp last sent to
+  // `reload` (a file half written is tried again only once it changes again), the model's weights.
+  double next_watch_ = 0;
+  FileStamp reload_tried_;
+  std::string watched_model_;
+  FileStamp watched_model_stamp_;
   Limits base_limits_;  // the document's at start: the budget, nothing held besides
   ViewState view_;
   ExecutionOptions exec_;

@@ -85,6 +85,7 @@ nlohmann::json viewToJson(const ViewState& v) {
           {"status_bar", v.show_status},
           {"statistics", v.show_statistics},
           {"presentation", v.presentation},
+          {"watch", v.watch},
           {"text_size", v.text_size},
           {"lines_stage", v.lines_stage},
           {"lines_top_k", v.lines_top_k},
@@ -99,6 +100,7 @@ bool linesHeadHidden(const ViewState& v, int head) {
 
 nlohmann::json savedView(const ViewState& v, const nlohmann::json& workspace_view) {
   nlohmann::json out = viewToJson(v);
+  out.erase("watch");  // this session's, not the file's: a file opened never starts watching by itself
   if (workspace_view.is_object() && workspace_view.contains("preset")) out["preset"] = workspace_view["preset"];
   return out;
 }
@@ -195,8 +197,9 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     v.show_module = show_module;
   } else if (f == "tab") {
     if (!value.is_string() || !isMainTab(value.get<std::string>()))
-      fail(f, "expected \"layers\", \"heatmaps\", \"pipeline\", \"lines\", \"parameters\" (the Weights tab) or "
-              "\"compare\"");
+      fail(f,
+           "expected \"layers\", \"heatmaps\", \"pipeline\", \"lines\", \"parameters\" (the Weights tab) or "
+           "\"compare\"");
     v.tab = value.get<std::string>();
   } else if (f == "lines_stage") {
     if (value != "weights" && value != "dropped_weights") fail(f, "expected \"weights\" or \"dropped_weights\"");
@@ -235,6 +238,8 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     v.show_statistics = boolean(f, value);
   } else if (f == "presentation") {
     v.presentation = boolean(f, value);
+  } else if (f == "watch") {
+    v.watch = boolean(f, value);
   } else if (f == "text_size") {
     v.text_size = textSize(f, value, v.text_size);
   } else if (f == "focus") {  // the maps to lay the grid out for, as a lesson step's (docs/DESIGN.md §3.7 "Focus")
@@ -256,7 +261,7 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
          "unknown view field (one of colormap, diverging_for_signed, shared_scale, colour_scale, weights_range, "
          "lock_range, theme, batch, head, token, "
          "columns, tab, screenshot_scale, caption, inspector, model_panel, inputs_panel, status_bar, statistics, "
-         "presentation, "
+         "presentation, watch, "
          "text_size, lines_stage, lines_top_k, lines_hidden_heads, lines_isolate, temperature, screenshot_dir, focus)");
   }
 }
@@ -265,8 +270,8 @@ ViewState viewFromJson(const nlohmann::json& j) {
   ViewState v;
   if (!j.is_object()) return v;
   for (auto it = j.begin(); it != j.end(); ++it) {
-    // A machine's folder, and a lock on this session's ranges: not the workspace's.
-    if (it.key() == "screenshot_dir" || it.key() == "lock_range") continue;
+    // A machine's folder, a lock on this session's ranges, watching the file: not the workspace's.
+    if (it.key() == "screenshot_dir" || it.key() == "lock_range" || it.key() == "watch") continue;
     try {
       setViewField(v, it.key(), it.value());
     } catch (const InputError&) {

@@ -28,9 +28,7 @@ struct MainTab {
   const char* id;     // "heatmaps": the view's tab, --panel, the layout dump's "tab_heatmaps"
   const char* title;  // on the tab
   TabFor shown_for = TabFor::Both;
-  bool shown(bool model_open) const {
-    return shown_for == TabFor::Both || (shown_for == TabFor::Model) == model_open;
-  }
+  bool shown(bool model_open) const { return shown_for == TabFor::Both || (shown_for == TabFor::Model) == model_open; }
 };
 const std::array<MainTab, 6>& mainTabs();
 bool isMainTab(const std::string& id);
@@ -79,6 +77,7 @@ struct ViewState {
   bool show_status = true;             // the status bar at the bottom
   bool show_statistics = true;         // the head statistics panel under the main area
   bool presentation = false;           // hides the side panels at once (model, inputs, inspector)
+  bool watch = false;                  // reload the workspace's file, or the model's, when another program rewrites it
                                        // and the head statistics: the maps as large as they get
   int text_size = 100;                 // text and UI size in percent (100–250), for projectors; figures too
   std::vector<std::string> highlight;  // maps a lesson step (or the view's `focus`) is about (ids); the others dimmed.

@@ -72,6 +72,9 @@ const std::vector<CommandInfo>& commandTable() {
       {CommandId::BookExample, "book_example", T::Document, kUndoable, {}, "the book's six tokens and embeddings, keeping the model"},
       {CommandId::Workspace, "workspace", T::Document, kUndoable, {{"json", A::Any, true}},
        "take the tokens, embeddings, model and parameters of a workspace given inline (one undo step; the file stays)"},
+      {CommandId::Reload, "reload", T::Document, kUndoable, {},
+       "take the document's file again as it is on disk now (one undo step): what View › Reload on change does when "
+       "a notebook rewrites it"},
       {CommandId::PasteEmbeddings, "paste_embeddings", T::Document, kUndoable, {{"text", A::String, false}},
        "replace the embeddings by a pasted tensor: print(x) of torch, a NumPy repr, nested lists, CSV/TSV "
        "(Edit › Paste embeddings, Ctrl+Shift+V); without `text` the app reads the clipboard"},

@@ -33,7 +33,7 @@ struct CommandArg {
 // clang-format off
 enum class CommandId {
   Open, Preset, New, Restore, Sentence, AddToken, RemoveToken, RenameToken, MoveToken, Set, Model, SetCell, DIn,
-  Randomize, BookExample, Workspace, PasteEmbeddings, SetParameter, ResetParameters, PasteParameters, Undo, Redo,
+  Randomize, BookExample, Workspace, Reload, PasteEmbeddings, SetParameter, ResetParameters, PasteParameters, Undo, Redo,
   SelectToken, SelectKey, SelectHead, GoTo, SelectBatch, View, Pin, Unpin, Swap, Fullscreen, Engine, Screenshot, Save,
   ExportTrace, ExportMap, SavePytorch, CopyPytorch, Dialog, Quit, Unsaved, Recovery, LessonOpen, LessonStep,
   LessonNext, LessonBack, LessonClose, ModelOpen, ModelClose, SelectLayer, Text, AppendToken, RepeatText,

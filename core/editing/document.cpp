@@ -332,6 +332,23 @@ DocumentChange Document::apply(const Command& c) {
           },
           g);
     }
+    case Id::Reload: {  // the file as a notebook rewrote it: one undo step, then nothing unsaved
+      if (file_.empty()) throw InputError("reload: this workspace has no file yet: save it first");
+      const FileStamp stamp = attnscope::fileStamp(file_);  // before reading: a write while it is read is a change
+      Workspace given = loadWorkspace(file_, limits_);
+      const DocumentChange change = editContent(
+          [&given](Workspace& w) {
+            nlohmann::json view = std::move(w.view);
+            w = std::move(given);
+            w.view = std::move(view);
+          },
+          g);
+      saved_ = ws_;
+      dirty_ = false;
+      stamped_file_ = file_;
+      file_stamp_ = stamp;
+      return change;
+    }
     case Id::SetParameter: {
       const std::string name = c.text("name");
       const int row = c.integer("row"), col = c.integer("col");

@@ -198,6 +198,7 @@ std::vector<json> everyCommandExample() {
       {{"do", "randomize"}, {"seed", 2024}},
       {{"do", "book_example"}},
       {{"do", "workspace"}, {"json", {{"embeddings", {{1, 2}, {3, 4}}}, {"model", {{"variant", "simple"}}}}}},
+      {{"do", "reload"}},
       {{"do", "pin"}},
       {{"do", "unpin"}},
       {{"do", "swap"}},
@@ -280,6 +281,7 @@ TEST(ParseCommand, TargetsAreAsDocumented) {
                            "d_in",
                            "randomize",
                            "book_example",
+                           "reload",
                            "paste_embeddings",
                            "set_parameter",
                            "reset_parameters",
@@ -2366,6 +2368,33 @@ TEST(Document, ABatchOfSequencesIsSetAsideWhenItNoLongerFits) {
     ASSERT_EQ(e.workspace().batch_sequences.size(), 1u) << c.name;
     EXPECT_TRUE(test::bitwiseEqual(e.workspace().batch_sequences[0], ws.batch_sequences[0])) << c.name;
   }
+}
+
+// reload: the document's file as it is on disk now, one undo step, nothing unsaved after it; a
+// document without a file, or a file that cannot be read as it stands, is refused and nothing changes.
+TEST(Document, ReloadTakesTheFileAsItIsNow) {
+  TempDir dir;
+  const std::string path = dir.path("reload.json");
+  Workspace first = bookExample(Variant::MultiHead);
+  saveWorkspace(path, first);
+  Document d(loadWorkspace(path), documentPath(path), false);
+  EXPECT_TRUE(errorOf([&] { Document(first, "", false).apply(cmd("reload")); }).find("no file") != std::string::npos);
+  Workspace second = first;
+  second.tokens[0] = "Rewritten";
+  second.model.seed = 7;
+  saveWorkspace(path, second);
+  EXPECT_TRUE(d.fileChangedOnDisk());
+  d.apply(cmd("reload"));
+  EXPECT_EQ(d.workspace().tokens[0], "Rewritten");
+  EXPECT_EQ(d.workspace().model.seed, 7u);
+  EXPECT_FALSE(d.dirty());
+  EXPECT_FALSE(d.fileChangedOnDisk());
+  std::ofstream(path) << "{\"format\": \"attnscope-workspace\", \"vers";  // half written
+  EXPECT_FALSE(errorOf([&] { d.apply(cmd("reload")); }).empty());
+  EXPECT_EQ(d.workspace().tokens[0], "Rewritten");
+  d.apply(cmd("undo"));
+  EXPECT_EQ(d.workspace().tokens[0], "Your");
+  EXPECT_TRUE(d.dirty());  // the file holds something else now
 }
 
 }  // namespace
