@@ -465,6 +465,19 @@ def run_app_model(app, folder, tmp):
             "weights_mb": round(os.path.getsize(weights) / 1e6, 1), "runs": runs}
 
 
+def run_notebook_round_trip(app, python):
+    """The notebook's attnscope.show into a running app (tests/bench/notebook_round_trip.py under
+    Xvfb): {size: {"applied_ms", "result_ms"}}, or {"skipped": why}."""
+    if not app or not os.path.exists(app) or not shutil.which("xvfb-run"):
+        return {"skipped": "the app or xvfb-run is missing"}
+    cmd = ["xvfb-run", "-a", "-s", "-screen 0 1600x1000x24", python,
+           os.path.join(REPO, "tests", "bench", "notebook_round_trip.py"), app, "30"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if p.returncode != 0:
+        return {"skipped": f"notebook_round_trip.py failed ({p.returncode}): {p.stderr.strip()[-300:]}"}
+    return json.loads(p.stdout)
+
+
 # ---------------------------------------------------------------- instruction counts
 
 def callgrind_once(cli, workspace, reference, gemm_backend, tmp):
@@ -641,6 +654,7 @@ def main():
         load_after = load_average()  # of the timed part; the app and callgrind come next
         app_result = run_app(app, tmp)
         app_model = run_app_model(app, folder, tmp)
+        notebook = run_notebook_round_trip(app, args.python)
         gemm_backend = next(iter(ours.values()))["gemm"]["backend"]
         instructions = count_instructions(callgrind_cli, cli, workspaces, gemm_backend, tmp)
 
@@ -672,10 +686,11 @@ def main():
                            for c in configs}},
               "configs": configs,
               "gpt2_shaped_model": {"shape": GPT_SHAPE, **{str(t): v for t, v in gpt_model.items()}},
-              "targets": issue_targets(configs, app_result, gpt_model, app_model),
+              "targets": issue_targets(configs, app_result, gpt_model, app_model, notebook),
               "instructions": instructions,
               "app": app_result,
               "app_model": app_model,
+              "notebook_round_trip": notebook,
               "total_seconds": round(time.monotonic() - started, 1)}
     with open(args.out, "w") as f:
         json.dump(report, f, indent=2)
@@ -684,7 +699,7 @@ def main():
     print(f"written to {args.out}")
 
 
-def issue_targets(configs, app, gpt_model=None, app_model=None):
+def issue_targets(configs, app, gpt_model=None, app_model=None, notebook=None):
     """The performance targets (docs/DESIGN.md §4), each with the figure that decides it (paired medians
     for torch ÷ ours and ours ÷ limit): [{"target", "value", "bound", "met"}]. "medium" is the
     preset as it ships, which trains with dropout 0.1 (the issue's table timed it so); medium in
@@ -752,6 +767,12 @@ def issue_targets(configs, app, gpt_model=None, app_model=None):
                 f"{c['edits']} edits of {c['layers'] * c['heads']} heads; engine p95 {c['engine_ms']['p95']:.0f} ms")
     if 1024 in runs:
         add("app GPT-2-shaped model, T = 1024: peak RSS ≤ 1.3 GB (MB)", runs[1024]["peak_rss_mb"], 1300, False)
+    # Issue 32: a notebook cell to the map on screen, at the chapter's sizes.
+    for size, entry in (notebook or {}).items():
+        if isinstance(entry, dict) and "result_ms" in entry:
+            add(f"notebook attnscope.show → the map in the app, {size} (T = {entry['tokens']}, d = {entry['d_in']}): "
+                "p95 ≤ 300 ms", entry["result_ms"]["p95"], 300, False,
+                f"applied p95 {entry['applied_ms']['p95']:.0f} ms, {notebook['rounds']} rounds")
     return out
 
 
@@ -844,6 +865,13 @@ def print_table(report):
                          f"{c['engine_ms']['p50']:.0f} ms), peak RSS {c['peak_rss_mb']:.0f} MB")
         note("app --bench-interaction --model (the GPT-2-shaped model, recorded under \"app_model\"): "
              + "; ".join(parts))
+    notebook = report["notebook_round_trip"]
+    if "skipped" in notebook:
+        note(f"notebook round trip: skipped ({notebook['skipped']})")
+    else:
+        note("notebook attnscope.show → the app (recorded under \"notebook_round_trip\"): " + "; ".join(
+            f"{size} applied p50 {e['applied_ms']['p50']:.0f} ms, result in p50 {e['result_ms']['p50']:.0f} / "
+            f"p95 {e['result_ms']['p95']:.0f} ms" for size, e in notebook.items() if isinstance(e, dict)))
     load = m["load_average_1min"]
     note(f"(total {report['total_seconds']} s; load average {load['before']:.2f} before, "
          f"{load['after']:.2f} after the timings: above ~0.5 other work skews them)")
