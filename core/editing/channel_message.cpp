@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <memory>
 #include <set>
 
 #include "engine/errors.h"
@@ -63,6 +65,61 @@ void substitute(json& j, const std::vector<ChannelHeader::Tensor>& tensors, cons
   }
   if (j.is_object() || j.is_array())
     for (json& v : j) substitute(v, tensors, payload, used, depth + 1);
+}
+
+bool isTensorRef(const json& j) { return j.is_object() && j.size() == 1 && j.contains("tensor"); }
+
+const ChannelHeader::Tensor& tensorNamed(const std::vector<ChannelHeader::Tensor>& tensors, const json& ref) {
+  if (!ref["tensor"].is_string()) throw InputError("{\"tensor\": …}: expected the name of a tensor of the message");
+  for (const ChannelHeader::Tensor& t : tensors)
+    if (t.name == ref["tensor"].get<std::string>()) return t;
+  throw InputError("tensor " + ref["tensor"].get<std::string>() + ": not one of the message's tensors");
+}
+
+// A tensor as a workspace member's numbers (formats/json_reading.h's NumberArray), checked as the
+// workspace reader checks that member: embeddings (and a batch's sequences) are T × d_in rows within
+// the token and width limits, a parameter a matrix or a bias within the width limit.
+NumberArray arrayOf(const ChannelHeader::Tensor& t, const std::uint8_t* payload, const std::string& field,
+                    bool embeddings, const Limits& limits) {
+  const std::size_t rank = t.shape.size();
+  if (rank == 0 || rank > 2 || (embeddings && rank != 2))
+    throw InputError(field + ": tensor " + t.name + " has " + str(rank) + " dimensions, expected " +
+                     (embeddings ? "T × d_in" : "a matrix or a bias"));
+  NumberArray a;
+  a.rows = rank == 2;
+  a.row_count = rank == 2 ? static_cast<std::size_t>(t.shape[0]) : 1;
+  a.col_count = static_cast<std::size_t>(t.shape[rank - 1]);
+  const std::size_t max_rows = static_cast<std::size_t>(embeddings ? limits.max_tokens : limits.max_dim);
+  if (a.row_count > max_rows || a.col_count > static_cast<std::size_t>(limits.max_dim))
+    throw InputError(field + ": tensor " + t.name + " of " + str(a.row_count) + " × " + str(a.col_count) +
+                     " exceeds the limits of " + str(max_rows) + " rows and " +
+                     str(static_cast<std::size_t>(limits.max_dim)) + " columns");
+  a.values.resize(t.values);
+  for (std::size_t i = 0; i < t.values; ++i) a.values[i] = floatAt(payload + t.offset + i * 4);
+  return a;
+}
+
+// A `workspace` command's members given as tensors — its embeddings, each parameter, each of a
+// batch's sequences — go into `arrays` as numbers, the members left as empty arrays: the workspace
+// reader takes them from there (formats/workspace_file.h) and they never become decimal text.
+void takeWorkspaceArrays(json& ws, const std::vector<ChannelHeader::Tensor>& tensors, const std::uint8_t* payload,
+                         const Limits& limits, std::set<std::string>& used,
+                         std::map<std::string, NumberArray>& arrays) {
+  if (!ws.is_object()) return;
+  const auto take = [&](json& member, const std::string& field, bool embeddings) {
+    if (!isTensorRef(member)) return;
+    const ChannelHeader::Tensor& t = tensorNamed(tensors, member);
+    arrays[field] = arrayOf(t, payload, field, embeddings, limits);
+    used.insert(t.name);
+    member = json::array();
+  };
+  if (ws.contains("embeddings")) take(ws["embeddings"], "embeddings", true);
+  if (ws.contains("parameters") && ws["parameters"].is_object())
+    for (auto it = ws["parameters"].begin(); it != ws["parameters"].end(); ++it)
+      take(it.value(), "parameters." + it.key(), false);
+  if (ws.contains("batch_sequences") && ws["batch_sequences"].is_array())
+    for (std::size_t k = 0; k < ws["batch_sequences"].size(); ++k)
+      take(ws["batch_sequences"][k], "batch_sequences[" + str(k) + "]", true);
 }
 
 }  // namespace
@@ -132,7 +189,7 @@ ChannelHeader parseChannelHeader(const std::string& json_text, const Limits& lim
 }
 
 std::vector<Command> channelCommands(const ChannelHeader& header, const std::uint8_t* payload, std::size_t bytes,
-                                     const Limits&) {
+                                     const Limits& limits) {
   if (bytes != header.payload_bytes)
     throw InputError("message: " + str(bytes) + " bytes of tensors where the header lists " +
                      str(header.payload_bytes));
@@ -144,14 +201,23 @@ std::vector<Command> channelCommands(const ChannelHeader& header, const std::uin
     }
   json commands = header.commands;
   std::set<std::string> used;
+  std::vector<std::shared_ptr<const std::map<std::string, NumberArray>>> arrays(commands.size());
   for (std::size_t i = 0; i < commands.size(); ++i) try {
-      substitute(commands[i], header.tensors, payload, used, 0);
+      json& c = commands[i];
+      if (c.is_object() && c.value("do", json()) == "workspace" && c.contains("json")) {
+        std::map<std::string, NumberArray> taken;
+        takeWorkspaceArrays(c["json"], header.tensors, payload, limits, used, taken);
+        if (!taken.empty()) arrays[i] = std::make_shared<const std::map<std::string, NumberArray>>(std::move(taken));
+      }
+      substitute(c, header.tensors, payload, used, 0);
     } catch (const InputError& e) {
       throw InputError("command " + str(i) + ": " + e.what());
     }
   for (const ChannelHeader::Tensor& t : header.tensors)
     if (!used.count(t.name)) throw InputError("tensor " + t.name + ": sent but no command uses it");
-  return commandsOf(commands);
+  std::vector<Command> out = commandsOf(commands);
+  for (std::size_t i = 0; i < out.size(); ++i) out[i].arrays = std::move(arrays[i]);
+  return out;
 }
 
 std::vector<Command> parseChannelFrame(const std::uint8_t* data, std::size_t size, const Limits& limits) {

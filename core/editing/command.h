@@ -5,10 +5,13 @@
 // The table below is the one list of commands: parsing, argument checks and the help text use it.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "formats/json_reading.h"
 
 namespace attnscope {
 
@@ -83,6 +86,10 @@ struct Command {
   // text a command gives is "pasted text".
   bool from_clipboard = false;
   std::shared_ptr<CommandListener> listener = nullptr;  // not in JSON: who waits for the outcome, or null
+  // Not in JSON: a `workspace` command's numbers as a channel message's float32 tensors brought them
+  // ("embeddings", "parameters.NAME", "batch_sequences[k]"; its "json" holds empty arrays there), so
+  // they are never written out and read back as decimal text. Null: the numbers are in "json".
+  std::shared_ptr<const std::map<std::string, NumberArray>> arrays = nullptr;
 
   const CommandInfo& info() const;  // the table entry (the name was checked on creation)
   CommandId id() const { return info().id; }

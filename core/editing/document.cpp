@@ -323,7 +323,9 @@ DocumentChange Document::apply(const Command& c) {
     }
     case Id::BookExample: return editContent([](Workspace& w) { resetToBookExample(w); }, g);
     case Id::Workspace: {  // checked whole as a file would be; the view (and so the file's notes) stays
-      const Workspace given = parseWorkspace(c.args["json"].dump(), limits_);
+      // Its numbers as a channel message's tensors brought them (Command::arrays), or in the JSON.
+      const Workspace given = c.arrays ? parseWorkspace(JsonWithNumbers{c.args["json"], *c.arrays}, limits_)
+                                       : parseWorkspace(c.args["json"].dump(), limits_);
       return editContent(
           [&given](Workspace& w) {
             nlohmann::json view = std::move(w.view);

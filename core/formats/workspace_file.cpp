@@ -286,7 +286,10 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
                           " for a workspace");
   // The embeddings and parameters go straight into floats; what the rest holds is counted as it is
   // read, against the memory budget (formats/json_reading.h).
-  JsonWithNumbers doc = readJsonWithNumbers(text, "workspace", limits, NumberArrays::Workspace);
+  return parseWorkspace(readJsonWithNumbers(text, "workspace", limits, NumberArrays::Workspace), limits);
+}
+
+Workspace parseWorkspace(JsonWithNumbers doc, const Limits& limits) {
   json& j = doc.tree;
   if (!j.is_object()) fail("workspace", std::string("expected a JSON object, got ") + typeName(j));
   rejectUnknown(j, "", {"format", "version", "tokens", "embeddings", "batch_sequences", "model", "parameters", "view"});
@@ -328,9 +331,12 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
       fail("batch_sequences",
            "expected a list of sequences (each T × d_in, as the embeddings), one per batch "
            "element after the first");
-    for (std::size_t k = 0; k < b.size(); ++k)
+    for (std::size_t k = 0; k < b.size(); ++k) {
+      const std::string field = "batch_sequences[" + std::to_string(k) + "]";
+      const auto given = doc.arrays.find(field);  // read already (a message's tensor), else in the tree
       ws.batch_sequences.push_back(
-          matrixOf(numberArrayOf(b[k], "batch_sequences[" + std::to_string(k) + "]", true, limits)));
+          matrixOf(given != doc.arrays.end() ? given->second : numberArrayOf(b[k], field, true, limits)));
+    }
   }
   if (!j.contains("model")) fail("model", "required (at least {\"variant\": …})");
   ws.model = parseModel(j["model"]);

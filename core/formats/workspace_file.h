@@ -13,6 +13,7 @@
 
 #include "engine/model_config.h"
 #include "engine/tensor.h"
+#include "formats/json_reading.h"
 #include "model/workspace.h"
 
 namespace attnscope {
@@ -21,6 +22,10 @@ struct NumberArray;  // formats/json_reading.h
 
 // Parse and validate; throws InputError with one message naming the field.
 Workspace parseWorkspace(const std::string& text, const Limits& limits = {});
+// The same from a tree whose numbers were read already (formats/json_reading.h): "embeddings",
+// "parameters.NAME" and "batch_sequences[k]" in doc.arrays stand for those members, which the
+// tree holds as empty arrays (a channel message's float32 tensors, editing/channel_message.h).
+Workspace parseWorkspace(JsonWithNumbers doc, const Limits& limits);
 Workspace loadWorkspace(const std::string& path, const Limits& limits = {});
 
 // What saving a workspace writes at most and what reading that file back holds at most: its text,

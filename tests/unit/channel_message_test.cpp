@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "editing/channel_message.h"
+#include "editing/document.h"
 #include "engine/errors.h"
 
 namespace attnscope {
@@ -39,24 +40,32 @@ void refused(const std::string& frame, const std::string& words, const Limits& l
 }
 
 TEST(ChannelMessage, CommandsAndTensorsInTheirPlace) {
-  // A workspace whose embeddings come as a 2 × 3 tensor, then a view change.
-  const std::vector<float> x = {0.43f, 0.15f, 0.89f, -0.0f, 1e-30f, 3.4028235e38f};
+  // A workspace whose embeddings and out_proj.bias come as tensors, then a command whose value does.
+  const std::vector<float> x = {0.43f, 0.15f, 0.89f, -0.0f, 1e-30f, 3.4028235e38f}, bias = {0.5f, -0.25f};
   const json header = json::parse(R"({
     "commands": [{"do": "workspace", "json": {"format": "attnscope-workspace", "version": 1,
-                                              "embeddings": {"tensor": "x"}, "model": {"variant": "simple"}}},
-                 {"do": "select_head", "index": 1}],
-    "tensors": [{"name": "x", "shape": [2, 3]}]})");
-  const std::vector<Command> commands = parse(channelFrame(header, bytesOf(x)));
+                                              "embeddings": {"tensor": "x"},
+                                              "model": {"variant": "multihead", "d_out": 2, "num_heads": 2},
+                                              "parameters": {"out_proj.bias": {"tensor": "b"}}}},
+                 {"do": "set", "field": "dropout", "value": {"tensor": "p"}}],
+    "tensors": [{"name": "x", "shape": [2, 3]}, {"name": "b", "shape": [2]}, {"name": "p", "shape": [1]}]})");
+  const std::vector<Command> commands = parse(channelFrame(header, bytesOf(x) + bytesOf(bias) + bytesOf({0.25f})));
   ASSERT_EQ(commands.size(), 2u);
-  EXPECT_EQ(commands[0].name, "workspace");
-  const json& e = commands[0].args["json"]["embeddings"];
-  ASSERT_TRUE(e.is_array());
-  ASSERT_EQ(e.size(), 2u);
-  for (int i = 0; i < 6; ++i) {
-    const float got = static_cast<float>(e[i / 3][i % 3].get<double>());
-    EXPECT_EQ(std::memcmp(&got, &x[i], 4), 0) << i << ": " << got;  // bit for bit, −0 too
-  }
-  EXPECT_EQ(commands[1].name, "select_head");
+  // The workspace's numbers travel beside its JSON (Command::arrays), bit for bit, −0 too …
+  ASSERT_TRUE(commands[0].arrays);
+  const NumberArray& e = commands[0].arrays->at("embeddings");
+  EXPECT_TRUE(e.rows && e.row_count == 2 && e.col_count == 3);
+  EXPECT_EQ(std::memcmp(e.values.data(), x.data(), sizeof(float) * x.size()), 0);
+  const NumberArray& b = commands[0].arrays->at("parameters.out_proj.bias");
+  EXPECT_TRUE(!b.rows && b.col_count == 2 && b.values == bias);
+  EXPECT_EQ(commands[0].args["json"]["embeddings"], json::array());  // the tree holds an empty array there
+  // … and the Document takes them as the workspace's.
+  Document d(bookExample(), "", false);
+  d.apply(commands[0]);
+  ASSERT_EQ(d.workspace().embeddings.rows(), 2);
+  EXPECT_EQ(std::memcmp(d.workspace().embeddings.data(), x.data(), sizeof(float) * x.size()), 0);
+  // Any other argument given as a tensor is its nested lists.
+  EXPECT_EQ(commands[1].args["value"], json::array({0.25}));
 }
 
 TEST(ChannelMessage, AFrameOfJsonAlone) {
