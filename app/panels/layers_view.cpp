@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <string>
 
+#include "display/map_look.h"
 #include "lm/head_scores.h"
 #include "widgets/fonts.h"
+#include "widgets/heatmap.h"
 #include "widgets/layout_dump.h"
 #include "widgets/theme.h"
 
@@ -56,15 +58,21 @@ void LayersView::draw(const PanelContext& ctx) {
     return;
   }
   const ModelPass& pass = *snap->model;
-  // Above the grid: the button that makes induction show, and what a thumbnail is.
-  const bool fits_twice = ctx.model->canRepeat();
-  ImGui::BeginDisabled(!fits_twice);
-  if (ImGui::SmallButton("Repeat the text")) ctx.commands.push("repeat_text");
-  ImGui::EndDisabled();
-  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-    ImGui::SetTooltip(fits_twice ? "The text twice over: its second half is predictable, and induction heads light up"
-                                 : "Twice the text would pass the model's context");
-  layout().widget("layers_repeat");
+  // Above the grid: the button that makes induction show (a model's text; given maps have none to
+  // change), and what a thumbnail is.
+  if (!ctx.givenMaps()) {
+    const bool fits_twice = ctx.model->canRepeat();
+    ImGui::BeginDisabled(!fits_twice);
+    if (ImGui::SmallButton("Repeat the text")) ctx.commands.push("repeat_text");
+    ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+      ImGui::SetTooltip(fits_twice ? "The text twice over: its second half is predictable, and induction heads light up"
+                                   : "Twice the text would pass the model's context");
+    layout().widget("layers_repeat");
+  } else {
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextDisabled("as they came:");
+  }
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const bool both = gridMetrics(pass, ImVec2(avail.x, avail.y * 0.64f)).cell >= px(40);
   if (!both) {  // one or the other, by a button
@@ -96,7 +104,49 @@ void LayersView::draw(const PanelContext& ctx) {
   ImGui::PopFont();
   const ImVec2 rest = ImGui::GetContentRegionAvail();
   if (both || !table_instead_) grid(ctx, *snap, ImVec2(rest.x, both ? std::floor(rest.y * 0.64f) : rest.y));
-  if (both || table_instead_) scoresTable(ctx, *snap, ImVec2(rest.x, ImGui::GetContentRegionAvail().y));
+  if (!(both || table_instead_)) return;
+  // Given maps have no Heatmaps tab (no stages but the weights): the picked head's map is here,
+  // beside the table.
+  const ImVec2 below = ImGui::GetContentRegionAvail();
+  const bool map = ctx.givenMaps() && ctx.view.head >= 0 && below.x > px(500);
+  const float table_w = map ? std::floor(below.x * 0.45f) : below.x;
+  scoresTable(ctx, *snap, ImVec2(table_w, below.y));
+  if (map) {
+    ImGui::SameLine();
+    givenHead(ctx, ImVec2(below.x - table_w - ImGui::GetStyle().ItemSpacing.x, below.y));
+  }
+}
+
+// The picked head of given maps, whole, with its tokens (the layer's weights as they came).
+void LayersView::givenHead(const PanelContext& ctx, ImVec2 size) {
+  const GivenAttention& g = *ctx.model->given();
+  const int layer = ctx.model->layer(), head = ctx.view.head;
+  if (head < 0 || head >= g.heads) return;
+  if (!head_map_ || shown_given_ != ctx.model->given() || shown_layer_ != layer || shown_head_ != head) {
+    auto m = std::make_shared<Matrix>(Eigen::Map<const Matrix>(g.map(layer, head), g.tokens, g.tokens));
+    head_range_ = finiteRange(*m);
+    head_map_ = std::move(m);
+    shown_given_ = ctx.model->given();
+    shown_layer_ = layer;
+    shown_head_ = head;
+    ++head_version_;
+  }
+  HeatmapSpec spec;
+  spec.id = "layers_given_head";
+  spec.title = "layer " + std::to_string(layer + 1) + " · head " + std::to_string(head + 1) +
+               "  weights as they came  " + std::to_string(g.tokens) + "×" + std::to_string(g.tokens);
+  spec.values = *head_map_;
+  spec.owner = head_map_;
+  LookChoices choices = lookChoices(ctx.view);
+  choices.scale = ColourScale::Linear;
+  spec.look = colouredBy(ValueRange{0.0f, std::max(head_range_.hi, 1e-30f)}, false, choices);
+  spec.row_labels = &ctx.model->tokens();
+  spec.col_labels = &ctx.model->tokens();
+  spec.selected_row = std::clamp(ctx.view.token, 0, g.tokens - 1);
+  spec.version = head_version_;
+  spec.dump = {{"given_head", head}};
+  const HeatmapHit hit = drawHeatmap(ctx.textures, spec, size);
+  if (hit.clicked_row >= 0) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
 }
 
 // The grid's measures in a room of `size`: the labels' room (in the small font) and square

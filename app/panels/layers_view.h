@@ -7,6 +7,7 @@
 #include <imgui.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "panels/panel.h"
@@ -25,11 +26,18 @@ class LayersView {
   static GridMetrics gridMetrics(const ModelPass& pass, ImVec2 size);
   void grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size);
   void scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 size);
+  void givenHead(const PanelContext& ctx, ImVec2 size);
 
   ThumbnailAtlas atlas_;
-  std::vector<int> order_;       // the table's rows (layer · H + head) in the order shown
+  std::vector<int> order_;        // the table's rows (layer · H + head) in the order shown
   std::uint64_t sorted_for_ = 0;  // the snapshot serial order_ was sorted for
   bool table_instead_ = false;    // where both do not fit: the table in the grid's place
+  // Given maps: the picked head's map as drawn, made again when another is picked.
+  std::shared_ptr<const Matrix> head_map_;
+  ValueRange head_range_;
+  std::shared_ptr<const GivenAttention> shown_given_;
+  int shown_layer_ = -1, shown_head_ = -1;
+  std::uint64_t head_version_ = 0;
 };
 
 }  // namespace attnscope

@@ -47,9 +47,72 @@ bool tokenButton(const std::string& label, bool selected, bool enabled, float ma
   return pressed && enabled;
 }
 
+// The layer shown, 1 … layers (select_layer counts from 0).
+void layerSlider(const PanelContext& ctx, int layers) {
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("layer");
+  ImGui::SameLine();
+  int layer = ctx.model->layer() + 1;
+  ImGui::SetNextItemWidth(-1);
+  if (ImGui::SliderInt("##layer", &layer, 1, layers, "%d", ImGuiSliderFlags_AlwaysClamp) &&
+      layer - 1 != ctx.model->layer())
+    ctx.commands.push("select_layer", {{"layer", layer - 1}});
+  layout().widget("model_layer");
+}
+
 }  // namespace
 
+// Given maps (attnscope.show_attention): what they are, the layer, going back.
+void ModelTextPanel::drawGiven(const PanelContext& ctx) {
+  const GivenAttention& g = *ctx.model->given();
+  ImGui::TextUnformatted(g.title.empty() ? "Attention maps" : g.title.c_str());
+  ImGui::PushFont(fonts().small);
+  ImGui::TextWrapped(
+      "%d layers · %d heads · %d tokens · as they came from a notebook (attnscope.show_attention): "
+      "nothing recomputed, so only the weights are here, no text to change or next tokens",
+      g.layers, g.heads, g.tokens);
+  ImGui::PopFont();
+  ImGui::Separator();
+  if (g.layers > 1) layerSlider(ctx, g.layers);
+  if (ImGui::Button("Close")) ctx.commands.push("model_close");
+  layout().widget("model_close");
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Back to the chapter's workspace, as it was");
+}
+
+// The tokens as chips, `height` tall (scrolled); a click selects one.
+void ModelTextPanel::tokenChips(const PanelContext& ctx, float chips_h) {
+  const ModelSession& session = *ctx.model;
+  ImGui::PushFont(fonts().small);
+  const int listed = std::min(session.tokenCount(), kTokensListed);
+  ImGui::BeginChild("tokens", ImVec2(-1, chips_h));
+  // The list's own right edge: left of its scrollbar when it has one.
+  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  for (int t = 0; t < listed; ++t) {
+    const std::string& label = session.tokens()[static_cast<std::size_t>(t)];
+    ImGui::PushID(t);
+    const float widest = ImGui::GetContentRegionAvail().x;
+    const float w = std::min(ImGui::CalcTextSize(label.c_str()).x + ImGui::GetStyle().FramePadding.x * 2, widest);
+    if (t > 0 && ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w < right) ImGui::SameLine();
+    if (tokenButton(label, t == ctx.view.token, true, widest)) ctx.commands.push("select_token", {{"index", t}});
+    if (t < 8) layout().widget("model_token_" + std::to_string(t));
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("token %d: %s (id %d)", t, label.c_str(), session.ids()[static_cast<std::size_t>(t)]);
+    ImGui::PopID();
+  }
+  if (listed < session.tokenCount()) ImGui::TextDisabled("… %d more", session.tokenCount() - listed);
+  ImGui::EndChild();
+  ImGui::PopFont();
+  layout().widget("model_tokens");
+}
+
 void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
+  if (ctx.givenMaps()) {
+    beginPanelWindow("Attention maps", "model", pos, size);
+    drawGiven(ctx);
+    model_h_ = ImGui::GetCursorPosY() - ImGui::GetStyle().ItemSpacing.y + ImGui::GetStyle().WindowPadding.y;
+    ImGui::End();
+    return;
+  }
   beginPanelWindow("Trained model", "model", pos, size);
   const GptModel& m = *ctx.model->model();
   const GptConfig& c = m.config;
@@ -62,15 +125,7 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
   for (const std::string& note : m.notes) ImGui::TextWrapped("• %s", note.c_str());
   ImGui::PopFont();
   ImGui::Separator();
-  ImGui::AlignTextToFramePadding();
-  ImGui::TextUnformatted("layer");
-  ImGui::SameLine();
-  int layer = ctx.model->layer() + 1;
-  ImGui::SetNextItemWidth(-1);
-  if (ImGui::SliderInt("##layer", &layer, 1, c.layers, "%d", ImGuiSliderFlags_AlwaysClamp) &&
-      layer - 1 != ctx.model->layer())
-    ctx.commands.push("select_layer", {{"layer", layer - 1}});
-  layout().widget("model_layer");
+  layerSlider(ctx, c.layers);
   ImGui::PushFont(fonts().small);
   ImGui::TextWrapped(
       "Every view shows this layer's attention: its input is LayerNorm₁ of the residual stream, its "
@@ -85,6 +140,12 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
 void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   beginPanelWindow("Text", "inputs", pos, size);
   const ModelSession& session = *ctx.model;
+  if (ctx.givenMaps()) {  // the tokens they were given with; a click selects one
+    ImGui::Text("%d tokens", session.tokenCount());
+    tokenChips(ctx, ImGui::GetContentRegionAvail().y - 4);
+    ImGui::End();
+    return;
+  }
   const bool tokenizer = session.model()->tokenizer != nullptr;
   // The field follows the session (a command, append, repeat) unless it is being typed into.
   if (session.version() != mirrored_version_ && !ImGui::IsAnyItemActive()) {
@@ -121,28 +182,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     ImGui::SameLine();
     ImGui::TextDisabled("(the model's whole context)");
   }
-  ImGui::PushFont(fonts().small);
-  const int listed = std::min(session.tokenCount(), kTokensListed);
-  const float chips_h = std::min(ImGui::GetFrameHeightWithSpacing() * 4, ImGui::GetContentRegionAvail().y * 0.35f);
-  ImGui::BeginChild("tokens", ImVec2(-1, chips_h));
-  // The list's own right edge: left of its scrollbar when it has one.
-  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
-  for (int t = 0; t < listed; ++t) {
-    const std::string& label = session.tokens()[static_cast<std::size_t>(t)];
-    ImGui::PushID(t);
-    const float widest = ImGui::GetContentRegionAvail().x;
-    const float w = std::min(ImGui::CalcTextSize(label.c_str()).x + ImGui::GetStyle().FramePadding.x * 2, widest);
-    if (t > 0 && ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w < right) ImGui::SameLine();
-    if (tokenButton(label, t == ctx.view.token, true, widest)) ctx.commands.push("select_token", {{"index", t}});
-    if (t < 8) layout().widget("model_token_" + std::to_string(t));
-    if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("token %d: %s (id %d)", t, label.c_str(), session.ids()[static_cast<std::size_t>(t)]);
-    ImGui::PopID();
-  }
-  if (listed < session.tokenCount()) ImGui::TextDisabled("… %d more", session.tokenCount() - listed);
-  ImGui::EndChild();
-  ImGui::PopFont();
-  layout().widget("model_tokens");
+  tokenChips(ctx, std::min(ImGui::GetFrameHeightWithSpacing() * 4, ImGui::GetContentRegionAvail().y * 0.35f));
   ImGui::Separator();
   nextTokens(ctx);
   ImGui::End();

@@ -23,6 +23,8 @@ class ModelTextPanel {
   float modelHeight() const { return model_h_; }  // drawModel's content, measured in the last frame
 
  private:
+  void drawGiven(const PanelContext& ctx);                 // given maps: what they are, the layer, Close
+  void tokenChips(const PanelContext& ctx, float height);  // the tokens; a click selects one
   void nextTokens(const PanelContext& ctx);
 
   float model_h_ = 0;

@@ -35,11 +35,13 @@ struct PanelContext {
   std::shared_ptr<const Snapshot> pinned;  // the result pinned as A for the Compare tab; null: none
   std::string maps_set_aside;  // the maps a lesson step's heatmaps set aside for room, last frame ("scores, masked")
   std::string maps_rounding;   // HeatmapGrid::roundingNote, last frame
-  std::function<void()> maps_menu;  // set while a lesson step holds the heatmaps' header (heads, batch element,
-                                    // maps shown): draws it into the lesson panel's menu
-  CaptureState capture = {};        // on screen, or how a capture sees this frame
+  std::function<void()> maps_menu;      // set while a lesson step holds the heatmaps' header (heads, batch element,
+                                        // maps shown): draws it into the lesson panel's menu
+  CaptureState capture = {};            // on screen, or how a capture sees this frame
   const ModelSession* model = nullptr;  // the trained model open (model->isOpen()), or none
   bool modelOpen() const { return model != nullptr && model->isOpen(); }
+  bool givenMaps() const { return model != nullptr && model->given() != nullptr; }  // maps as they came
+  Showing showing() const { return model != nullptr ? model->showing() : Showing::Chapter; }
 
   const char* waitingText() const;  // what a view shows before its first result: "computing…" or "no result yet"
 };

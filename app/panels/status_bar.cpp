@@ -1,8 +1,8 @@
 #include "panels/status_bar.h"
 
 #include <algorithm>
-#include <string>
 #include <cfloat>
+#include <string>
 
 #include "widgets/layout_dump.h"
 #include "widgets/theme.h"
@@ -23,14 +23,20 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings);
   ImGui::PopStyleVar();
   layout().panel("status", pos, ImVec2(pos.x + size.x, pos.y + size.y));
-  if (const Snapshot* snap = ctx.snapshot.get()) {
+  if (const Snapshot* snap = ctx.snapshot.get(); snap && snap->model && snap->model->given) {
+    const GivenAttention& g = *snap->model->given;  // maps as they came: what they are, no engine
+    ImGui::Text(
+        "layer %d of %d  ·  T %d  ·  heads %d  ·  attention maps as they came (nothing recomputed)  ·  "
+        "frame %.1f ms",
+        snap->layer + 1, g.layers, g.tokens, g.heads, ctx.frame_ms);
+  } else if (snap) {
     const Workspace& in = *snap->inputs;
     const ModelConfig& m = in.model;
     const int threads = snap->exec.parallel ? resolveThreads(snap->exec.threads) : 1;
     // A trained model's layer says which it is: every view shows that layer.
-    const std::string what =
-        snap->model ? "layer " + std::to_string(snap->layer + 1) + " of " + std::to_string(snap->model->layers()) + "  ·  "
-                    : std::string();
+    const std::string what = snap->model ? "layer " + std::to_string(snap->layer + 1) + " of " +
+                                               std::to_string(snap->model->layers()) + "  ·  "
+                                         : std::string();
     ImGui::Text(
         "engine %.2f ms  ·  frame %.1f ms  ·  %sT %d  ·  d_in %d  ·  d_out %d  ·  heads %d  ·  batch %d  ·  %s, %d "
         "thread%s%s",

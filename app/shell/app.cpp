@@ -160,7 +160,9 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
   ImGuiViewport vp = *ImGui::GetMainViewport();
   vp.Size.y -= caption_h;  // a screenshot's caption strip sits below everything
   const bool lesson = ctl_.lesson().open() && ctl_.lesson().step() > 0;  // the lesson takes the inspector's column
-  const bool model = v.modelShown(), inputs = v.inputsShown(), inspector = v.inspectorShown() && !lesson;
+  // Given maps have no stages to work through by hand: no inspector.
+  const bool model = v.modelShown(), inputs = v.inputsShown(),
+             inspector = v.inspectorShown() && !lesson && !ctx.givenMaps();
   const float menu_h = ImGui::GetFrameHeight();
   // A lesson presented: its panel says where we are, the maps take the status bar's line too.
   const bool status = v.show_status && !(lesson && v.presentation);
@@ -224,8 +226,7 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
 
   // The main area: the heatmap grid or the pipeline, as tabs; the head statistics under it.
   // (Not under the Layers tab: its own table scores every head of every layer.)
-  const float statistics_h =
-      v.statisticsShown() && v.tab != "layers" ? HeadStatisticsPanel::height(ctx, body_h) : 0.0f;
+  const float statistics_h = v.statisticsShown() && v.tab != "layers" ? HeadStatisticsPanel::height(ctx, body_h) : 0.0f;
   const ImVec2 main_pos(top.x + left_w, top.y), main_size(vp.Size.x - left_w - right_w, body_h - statistics_h);
   ImGui::SetNextWindowPos(main_pos);
   ImGui::SetNextWindowSize(main_size);
@@ -241,7 +242,7 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     const bool ask = v.tab != shown_tab_ && v.tab != pending_tab_;
     if (ask) pending_tab_ = v.tab;
     for (const MainTab& tab : mainTabs()) {
-      if (!tab.shown(ctx.modelOpen())) continue;
+      if (!tab.shown(ctx.showing())) continue;
       const ImGuiTabItemFlags flags = ask && v.tab == tab.id ? ImGuiTabItemFlags_SetSelected : 0;
       const std::string id = tab.id;
       const bool open = ImGui::BeginTabItem(tab.title, nullptr, flags);

@@ -57,7 +57,7 @@ std::string App::vectorFigure(const CaptureSpec& spec, const std::string& path) 
 
 std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   if (std::string error = captureTargetError(path, spec.panel); !error.empty()) return error;
-  if (isMainTab(spec.panel) && !mainTabShown(spec.panel, ctl_.model().isOpen()))
+  if (isMainTab(spec.panel) && !mainTabShown(spec.panel, ctl_.model().showing()))
     return ctl_.model().isOpen() ? "no " + spec.panel + " tab while a trained model is open (its weights are read only)"
                                  : "no " + spec.panel + " tab without a trained model (--model PATH)";
   if (isVectorFigurePath(path)) return vectorFigure(spec, path);  // drawn from the data, not the screen
@@ -105,8 +105,8 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
   }
   // A trained model's layer is no workspace to open again (its weights alone are megabytes): the
   // PNG then carries none.
-  const std::string error =
-      capturePng(spec, w, h, hooks, path, ctl_.model().isOpen() ? std::string() : dumpWorkspace(shown));
+  const std::string error = capturePng(spec, w, h, hooks, path,
+                                       ctl_.model().isOpen() ? std::string() : dumpWorkspace(shown));
   textures_.setSynchronous(false);
   heatmap_grid_.reveal(-1, Stage::Weights);
   capture_view_.reset();

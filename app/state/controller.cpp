@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 
 #include "editing/token_table.h"
 #include "engine/errors.h"
 #include "formats/atomic_file.h"
 #include "formats/export.h"
 #include "formats/pytorch_script.h"
+#include "formats/utf8.h"
 #include "formats/workspace_file.h"
 #include "lm/model_pass.h"
 #include "state/screenshot_paths.h"
@@ -150,6 +152,7 @@ void Controller::update(double now) {
 void Controller::watchFiles(double now) {
   if (!view_.watch || now < next_watch_ || model_load_.busy()) return;
   next_watch_ = now + 0.25;
+  if (model_.given()) return;  // maps as they came: no file of theirs
   if (model_.isOpen()) {
     const FileStamp stamp = fileStamp(watched_model_);
     if (stamp.exists && stamp != watched_model_stamp_) {
@@ -217,6 +220,10 @@ void Controller::applyDocument(const Command& c, double now) {
         if (model_.isOpen()) closeModel(now);
         return;
       default:
+        if (model_.given())
+          throw InputError(c.name +
+                           ": attention maps as they came are read only — close them (File › Close model) "
+                           "to edit the chapter's workspace");
         throw InputError(c.name +
                          ": a trained model's layers are read only — change its text, or close the model "
                          "(File › Close model) to edit the chapter's workspace");
@@ -320,6 +327,7 @@ int Controller::tokenCount() const {
 }
 
 int Controller::headsShown() const {
+  if (model_.given()) return model_.given()->heads;
   return model_.isOpen() ? model_.model()->config.heads : headCount(doc_.workspace().model);
 }
 
@@ -328,7 +336,7 @@ void Controller::clampView() {
   view_.token = std::clamp(view_.token, 0, T - 1);
   if (view_.key >= T) view_.key = -1;
   if (view_.head >= headsShown()) view_.head = -1;
-  if (!mainTabShown(view_.tab, model_.isOpen())) view_.tab = "heatmaps";
+  if (!mainTabShown(view_.tab, model_.showing())) view_.tab = model_.given() ? "layers" : "heatmaps";
   view_.batch = model_.isOpen() ? 0 : std::clamp(view_.batch, 0, doc_.workspace().model.batch_size - 1);
 }
 
@@ -425,6 +433,7 @@ void Controller::applyApp(const Command& c, double now) {
     }
     case Id::Pin:  // the newest result (update() waited for it)
       if (!snapshot_) throw InputError("nothing computed yet: nothing to pin");
+      if (model_.given()) throw InputError("attention maps as they came have only their weights: nothing to compare");
       // A holds its maps while B is edited, and Compare draws B − A beside them: that is counted
       // against the budget from now on, so every edit while pinned is checked with it.
       holdBeside(pinnedBytes(*snapshot_));
@@ -445,6 +454,9 @@ void Controller::applyApp(const Command& c, double now) {
       if (!parseExportFormat(c.text("format"), &format)) throw InputError("format: expected csv, json or npy");
       const std::string path = c.text("path");
       if (!snapshot_->complete) throw InputError("the maps are still being computed: export again in a moment");
+      if (c.id() == Id::ExportTrace && model_.given()) return exportGiven(path, format, now);
+      if (c.id() == Id::ExportMap && model_.given() && c.text("stage") != "weights")
+        throw InputError("stage: attention maps as they came have only their weights");
       if (c.id() == Id::ExportTrace) {
         const int files = exportTrace(*snapshot_->inputs, *snapshot_->trace, path, format);
         showToast("Wrote " + std::to_string(files) + " file" + (files == 1 ? "" : "s") + " to " + path, false, now);
@@ -656,6 +668,133 @@ void Controller::openLoadedModel(ModelLoad loaded, double now) {
   notify(note, now);
 }
 
+// Export trace of given maps: the shown layer's heads as they came, with their scores, as JSON
+// (attention.json in the folder `path`): {"format": "attnscope-attention", "version": 1, "title",
+// "tokens", "layer", "heads": [{"head", "label", "scores": {…, null when undefined}, "weights"}]}.
+void Controller::exportGiven(const std::string& path, ExportFormat format, double now) {
+  if (format != ExportFormat::Json) throw InputError("format: attention maps as they came export as json");
+  const ModelPass* pass = passShown(snapshot_.get(), model_);
+  if (pass == nullptr) throw InputError("the maps are still being read: export again in a moment");
+  const GivenAttention& g = *model_.given();
+  const int layer = model_.layer();
+  nlohmann::json heads = nlohmann::json::array();
+  for (int h = 0; h < g.heads; ++h) {
+    const HeadScores& sc = pass->head(layer, h).scores;
+    nlohmann::json scores = nlohmann::json::object();
+    for (const HeadLabelInfo& info : headLabelTable())
+      scores[info.id] = info.has == nullptr || sc.*info.has ? nlohmann::json(sc.*info.score) : nlohmann::json();
+    scores["mean_entropy"] = sc.mean_entropy;
+    const HeadLabelInfo* label = headLabel(sc);
+    nlohmann::json rows = nlohmann::json::array();
+    for (int i = 0; i < g.tokens; ++i)
+      rows.push_back(std::vector<float>(g.map(layer, h) + static_cast<std::size_t>(i) * g.tokens,
+                                        g.map(layer, h) + static_cast<std::size_t>(i + 1) * g.tokens));
+    heads.push_back({{"head", h},
+                     {"label", label ? nlohmann::json(label->id) : nlohmann::json()},
+                     {"scores", scores},
+                     {"weights", std::move(rows)}});
+  }
+  const nlohmann::json out = {
+      {"format", "attnscope-attention"}, {"version", 1}, {"title", g.title}, {"tokens", g.labels}, {"layer", layer},
+      {"heads", std::move(heads)}};
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  if (error) throw InputError(path + ": " + error.message());
+  writeFileAtomically((std::filesystem::path(path) / "attention.json").string(), out.dump());
+  showToast("Wrote attention.json to " + path, false, now);
+}
+
+// attention: maps of any model, as they are (docs/DESIGN.md §3.8 "Attention maps as they are"),
+// checked whole before anything changes, then shown in the model view as a model's pass is.
+void Controller::openGivenAttention(const Command& c, double now) {
+  auto g = std::make_shared<GivenAttention>();
+  std::vector<std::int64_t> shape;
+  std::vector<float> values;
+  if (c.arrays && c.arrays->count("maps")) {  // a channel message's tensor
+    const nlohmann::json& s = c.args.contains("shape") ? c.args["shape"] : nlohmann::json();
+    if (!s.is_array()) throw InputError("shape: the maps' shape, [heads, T, T] or [layers, heads, T, T]");
+    for (const auto& d : s) shape.push_back(d.get<std::int64_t>());
+    values = c.arrays->at("maps").values;
+  } else {  // nested lists: [heads][T][T] or [layers][heads][T][T]
+    std::function<void(const nlohmann::json&, std::size_t, const std::string&)> read =
+        [&](const nlohmann::json& j, std::size_t depth, const std::string& at) {
+          if (!j.is_array() || j.empty()) throw InputError(at + ": expected a non-empty list");
+          if (depth == shape.size()) shape.push_back(static_cast<std::int64_t>(j.size()));
+          if (shape[depth] != static_cast<std::int64_t>(j.size()))
+            throw InputError(at + ": " + std::to_string(j.size()) + " entries where its neighbours have " +
+                             std::to_string(shape[depth]));
+          const bool numbers = j[0].is_number();
+          for (std::size_t k = 0; k < j.size(); ++k) {
+            if (numbers != j[k].is_number())
+              throw InputError(at + "[" + std::to_string(k) + "]: numbers and lists mixed");
+            if (numbers) {
+              if (shape.size() != depth + 1) throw InputError(at + ": lists of different depths");
+              values.push_back(static_cast<float>(j[k].get<double>()));
+            } else {
+              if (depth >= 3) throw InputError("maps: deeper than [layers, heads, T, T]");
+              read(j[k], depth + 1, at + "[" + std::to_string(k) + "]");
+            }
+          }
+        };
+    read(c.args["maps"], 0, "maps");
+  }
+  if ((shape.size() != 3 && shape.size() != 4) || shape[shape.size() - 1] != shape[shape.size() - 2])
+    throw InputError("maps: expected [heads, T, T] or [layers, heads, T, T]");
+  if (shape.size() == 3) shape.insert(shape.begin(), 1);
+  const std::int64_t L = shape[0], H = shape[1], T = shape[2];
+  if (L < 1 || H < 1 || T < 1) throw InputError("maps: an empty dimension");
+  if (T > base_limits_.max_tokens)
+    throw InputError("maps: " + std::to_string(T) + " tokens, more than the limit of " +
+                     std::to_string(base_limits_.max_tokens));
+  if (L * H > 4096) throw InputError("maps: " + std::to_string(L * H) + " heads, more than the limit of 4096");
+  if (static_cast<double>(L * H) * T * T * 4 > static_cast<double>(base_limits_.max_memory_bytes) / 2)
+    throw InputError("maps: " + formatBytes(static_cast<double>(L * H) * T * T * 4) +
+                     ", more than half the memory budget of " +
+                     formatBytes(static_cast<double>(base_limits_.max_memory_bytes)));
+  if (static_cast<std::int64_t>(values.size()) != L * H * T * T)
+    throw InputError("maps: the values do not fill the shape");
+  for (std::size_t k = 0; k < values.size(); ++k)
+    if (!(values[k] >= 0.0f) || !std::isfinite(values[k])) {
+      const std::size_t map = k / static_cast<std::size_t>(T * T);
+      throw InputError("maps: layer " + std::to_string(map / H) + " head " + std::to_string(map % H) +
+                       " holds a weight that is " + (std::isfinite(values[k]) ? "negative" : "not finite"));
+    }
+  if (c.has("tokens")) {
+    const nlohmann::json& t = c.args["tokens"];
+    if (!t.is_array() || static_cast<std::int64_t>(t.size()) != T)
+      throw InputError("tokens: expected " + std::to_string(T) + " names, one per row of a map");
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (!t[i].is_string()) throw InputError("tokens[" + std::to_string(i) + "]: expected a string");
+      if (firstNonUtf8(t[i].get<std::string>()) != std::string::npos)
+        throw InputError("tokens[" + std::to_string(i) + "]: not UTF-8 text");
+      g->labels.push_back(t[i].get<std::string>());
+    }
+  } else {
+    for (std::int64_t i = 0; i < T; ++i) g->labels.push_back("t" + std::to_string(i + 1));
+  }
+  if (lesson_.open() || lesson_check_.busy())
+    throw InputError("a lesson is open: close it first (File › Close lesson), then show the maps");
+  g->layers = static_cast<int>(L);
+  g->heads = static_cast<int>(H);
+  g->tokens = static_cast<int>(T);
+  g->maps = std::move(values);
+  g->title = c.has("title") ? c.text("title") : "";
+  if (model_load_.busy()) model_load_.cancel();  // these maps instead of the model being read
+  if (!model_.isOpen()) chapter_view_ = view_;   // given back by model_close
+  if (pinned_) unpin();
+  model_.openGiven(std::move(g));
+  view_.token = static_cast<int>(T) - 1;
+  view_.head = -1;
+  view_.key = -1;
+  view_.tab = "layers";
+  clampView();
+  if (hooks_.document_replaced) hooks_.document_replaced();
+  notify("Showing " + (model_.given()->title.empty() ? std::string("attention maps") : model_.given()->title) + ": " +
+             std::to_string(L) + " layers × " + std::to_string(H) + " heads over " + std::to_string(T) +
+             " tokens, as they came (File › Close model goes back)",
+         now);
+}
+
 void Controller::applyModel(const Command& c, double now) {
   using Id = CommandId;
   const auto prepend = [&]() -> std::optional<bool> {
@@ -696,6 +835,7 @@ void Controller::applyModel(const Command& c, double now) {
       }
       if (!model_.isOpen()) throw InputError("no model is open");
       return closeModel(now);
+    case Id::Attention: return openGivenAttention(c, now);
     case Id::SelectLayer: {
       const int h = c.has("head") ? c.integer("head") : view_.head;  // checked first: a refusal changes nothing
       if (model_.isOpen() && (h < -1 || h >= headsShown()))
@@ -727,7 +867,9 @@ void Controller::applyModel(const Command& c, double now) {
       clampView();
       return;
     case Id::AppendToken: {
-      if (!model_.isOpen()) throw InputError("no model is open: File › Open model… first");
+      if (!model_.model())
+        throw InputError(model_.given() ? "these attention maps came as they are: no next tokens"
+                                        : "no model is open: File › Open model… first");
       int id = 0;
       if (c.has("id")) {
         id = c.integer("id");
@@ -871,6 +1013,9 @@ double Controller::idleTimeout(double now, double longest) const {
 std::string Controller::windowTitle() const {
   const std::string name = doc_.file().empty() ? "untitled" : fs::path(doc_.file()).filename().string();
   const std::string chapter = name + (doc_.dirty() ? " •" : "");
+  if (model_.given())
+    return "attnscope — " + (model_.given()->title.empty() ? std::string("attention maps") : model_.given()->title) +
+           " (as they came)  (beside " + chapter + ")";
   if (model_.isOpen()) return "attnscope — " + modelTitle(*model_.model()) + "  (beside " + chapter + ")";
   return "attnscope — " + chapter;
 }
@@ -894,6 +1039,7 @@ void Controller::updateEngine() {
     EngineRequest r;
     auto job = std::make_shared<ModelJob>();
     job->model = model_.model();
+    job->given = model_.given();
     job->ids = model_.ids();
     job->tokens = model_.tokens();
     job->layer = model_.layer();
@@ -904,7 +1050,7 @@ void Controller::updateEngine() {
     r.exec = exec_;
     r.limits = base_limits_;
     // A short text's result is waited for (drawn in the frame that asked), as the chapter's.
-    small_request_ = model_.tokenCount() <= 16 && model_.model()->config.d_model <= 128;
+    small_request_ = model_.tokenCount() <= 16 && (!model_.model() || model_.model()->config.d_model <= 128);
     worker_.request(std::move(r));
     requested_ = key;
   } else if (!(key == requested_)) {

@@ -17,6 +17,7 @@
 
 #include "editing/document.h"
 #include "formats/atomic_file.h"
+#include "formats/export.h"
 #include "state/capture_targets.h"
 #include "state/command_queue.h"
 #include "state/engine_worker.h"
@@ -168,6 +169,8 @@ class Controller {
     FileStamp stamp;    // its weights file as it was read (View › Reload on change)
   };
   void openLoadedModel(ModelLoad loaded, double now);
+  void openGivenAttention(const Command& c, double now);                       // the attention command
+  void exportGiven(const std::string& path, ExportFormat format, double now);  // export_trace of given maps
   void unpin();                                        // drop A (the unpin command, and a model's change)
   void applyToDocument(const Command& c, double now);  // applyDocument once the model allows it
   // What the views show: the model's text and layer while a model is open, else the document.

@@ -131,14 +131,62 @@ Trace completeTrace(const EngineRequest& req, const Snapshot& first) {
 // the logits at the positions the views show.
 // Returns the snapshot whose display data the new one shares (the same layer of the same pass: a
 // token change), else null.
+// Given maps' layer as the snapshot holds a layer: their tokens, and a trace whose heads hold the
+// maps as their weights (their only stage: the views of the other stages, which read the rest, are
+// not shown for given maps; the layer's other members are zeros of the right shapes).
+void givenLayer(const GivenAttention& g, int layer, Snapshot& s) {
+  const int T = g.tokens, H = g.heads;
+  Workspace ws;
+  ws.tokens = g.labels;
+  ws.embeddings = Matrix::Zero(T, H);
+  ws.model = defaultConfig(Variant::MultiHead);
+  ws.model.d_out = H;
+  ws.model.num_heads = H;
+  ws.model.batch_size = 1;
+  ws.model.causal = false;
+  auto t = std::make_shared<Trace>();
+  t->model = ws.model;
+  t->tokens = T;
+  t->d_in = H;
+  t->heads = H;
+  t->head_width = 1;
+  auto p = std::make_shared<Parameters>();  // a one-wide head's projections, zero
+  const Linear zero{Matrix::Zero(H, H), RowVector()};
+  p->query = p->key = p->value = {zero};
+  p->out_proj = Linear{Matrix::Zero(H, H), RowVector::Zero(H)};
+  t->parameters = std::move(p);
+  t->batches.resize(1);
+  BatchTrace& bt = t->batches[0];
+  bt.context = Matrix::Zero(T, H);
+  bt.output = Matrix::Zero(T, H);
+  for (int h = 0; h < H; ++h) {
+    HeadTrace head;
+    head.index = h;
+    head.queries = head.keys = head.values = head.context = Matrix::Zero(T, 1);
+    head.weights = Eigen::Map<const Matrix>(g.map(layer, h), T, T);
+    head.scores = head.weights;  // hasMaps(): the head is there
+    bt.heads.push_back(std::move(head));
+  }
+  s.inputs = std::make_shared<const Workspace>(std::move(ws));
+  s.trace = std::move(t);
+}
+
 const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
   const ModelJob& job = *req.model;
   const Snapshot* prev = job.previous.get();
   std::shared_ptr<const ModelPass> pass;
-  if (prev && prev->model && prev->model->model == job.model && prev->model->ids == job.ids) pass = prev->model;
-  const bool same_layer = pass && prev->layer == job.layer;
+  if (job.given) {  // maps as they are: their thumbnails and scores once, then a layer is a copy
+    pass = prev && prev->model && prev->model->given == job.given ? prev->model : passOfMaps(job.given, req.exec);
+    givenLayer(*job.given, job.layer, s);
+    s.layer = job.layer;
+    s.model_version = job.version;
+  }
+  if (!job.given && prev && prev->model && prev->model->model == job.model && prev->model->ids == job.ids)
+    pass = prev->model;
+  const bool same_layer = pass && prev && prev->layer == job.layer;
   const int T = static_cast<int>(job.ids.size());
-  if (same_layer) {
+  if (job.given) {
+  } else if (same_layer) {
     s.inputs = prev->inputs;
     s.trace = prev->trace;
   } else {
@@ -150,15 +198,17 @@ const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
     s.inputs = std::make_shared<const Workspace>(layerWorkspace(*pass, job.layer, job.tokens));
     s.trace = std::make_shared<Trace>(std::move(kept));
   }
-  s.logit_positions = {T - 1};
-  if (job.position >= 0 && job.position < T - 1) s.logit_positions.insert(s.logit_positions.begin(), job.position);
-  s.logits = gptLogits(*job.model, pass->final_x, s.logit_positions, req.exec);
+  if (job.model) {  // given maps have no next tokens
+    s.logit_positions = {T - 1};
+    if (job.position >= 0 && job.position < T - 1) s.logit_positions.insert(s.logit_positions.begin(), job.position);
+    s.logits = gptLogits(*job.model, pass->final_x, s.logit_positions, req.exec);
+  }
   s.layer = job.layer;
   s.model_version = job.version;
   if (prev && pass == prev->model) {
     s.thumbnail_indices = prev->thumbnail_indices;
     s.model = std::move(pass);
-    return same_layer ? prev : nullptr;
+    return same_layer && !job.given ? prev : nullptr;
   }
   const std::size_t cells = static_cast<std::size_t>(pass->cells) * static_cast<std::size_t>(pass->cells);
   s.thumbnail_indices.resize(pass->heads.size() * cells);

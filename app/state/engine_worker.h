@@ -25,7 +25,8 @@ namespace attnscope {
 // `ids` unless `previous` already did (same model, same ids: a layer change costs one layer's
 // trace, a token change one row of logits).
 struct ModelJob {
-  std::shared_ptr<const GptModel> model;
+  std::shared_ptr<const GptModel> model;        // a model to run, or …
+  std::shared_ptr<const GivenAttention> given;  // … maps given as they are (nothing to run)
   std::vector<int> ids;
   std::vector<std::string> tokens;  // the labels of ids
   int layer = 0;
@@ -77,10 +78,10 @@ class EngineWorker {
   std::optional<EngineRequest> pending_;
   bool pending_second_part_ = false;  // pending_ completes a split request
   bool running_ = false;
-  bool running_second_part_ = false;           // the job in flight completes one …
-  std::shared_ptr<std::atomic<bool>> cancel_;  // … and is stopped when a newer request comes
+  bool running_second_part_ = false;               // the job in flight completes one …
+  std::shared_ptr<std::atomic<bool>> cancel_;      // … and is stopped when a newer request comes
   std::shared_ptr<const ModelJob> running_model_;  // the model job in flight, if any
-  std::optional<EngineResult> result_;         // finished, not collected yet
+  std::optional<EngineResult> result_;             // finished, not collected yet
   bool stop_ = false;
   std::uint64_t serial_ = 0;
   std::thread thread_;  // started by the first request

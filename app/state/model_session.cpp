@@ -1,6 +1,7 @@
 #include "state/model_session.h"
 
 #include <algorithm>
+#include <map>
 
 #include "engine/errors.h"
 #include "lm/model_pass.h"
@@ -17,6 +18,7 @@ std::vector<int> ModelSession::body() const {
 }
 
 void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, bool prepend_eot) {
+  given_.reset();
   model_ = std::move(model);
   max_tokens_ = std::min(model_->config.context_length, max_tokens);
   layer_ = 0;
@@ -30,18 +32,33 @@ void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, b
   }
 }
 
+void ModelSession::openGiven(std::shared_ptr<const GivenAttention> given) {
+  model_.reset();
+  given_ = std::move(given);
+  max_tokens_ = given_->tokens;
+  layer_ = 0;
+  prepend_eot_ = false;
+  std::map<std::string, int> id_of;  // the same text, the same token (as passOfMaps tells them)
+  ids_.clear();
+  for (const std::string& label : given_->labels)
+    ids_.push_back(id_of.emplace(label, static_cast<int>(id_of.size())).first->second);
+  tokens_ = given_->labels;
+  ++version_;
+}
+
 void ModelSession::close() {
   model_.reset();
+  given_.reset();
   ids_.clear();
   tokens_.clear();
   ++version_;
 }
 
 void ModelSession::setLayer(int layer) {
-  requireModel();
-  if (layer < 0 || layer >= model_->config.layers)
-    throw InputError("layer: no layer " + std::to_string(layer) + " (the model has " +
-                     std::to_string(model_->config.layers) + ", numbered from 0)");
+  if (!isOpen()) requireModel();
+  if (layer < 0 || layer >= layers())
+    throw InputError("layer: no layer " + std::to_string(layer) + " (the model has " + std::to_string(layers()) +
+                     ", numbered from 0)");
   if (layer != layer_) ++version_;
   layer_ = layer;
 }
@@ -49,8 +66,9 @@ void ModelSession::setLayer(int layer) {
 void ModelSession::setText(const std::string& text, std::optional<bool> prepend_eot) {
   requireModel();
   if (!model_->tokenizer)
-    throw InputError("text: this model has no tokenizer (vocab.json and merges.txt, or encoder.json and vocab.bpe, "
-                     "beside it): give token ids instead");
+    throw InputError(
+        "text: this model has no tokenizer (vocab.json and merges.txt, or encoder.json and vocab.bpe, "
+        "beside it): give token ids instead");
   set(model_->tokenizer->encode(text), prepend_eot.value_or(prepend_eot_));
 }
 
@@ -80,6 +98,10 @@ void ModelSession::setPrependEot(bool on) {
 }
 
 void ModelSession::requireModel() const {
+  if (given_)
+    throw InputError(
+        "these attention maps came as they are (attnscope.show_attention): their text cannot change "
+        "here; send others from the notebook");
   if (!model_) throw InputError("no model is open: File › Open model… first");
 }
 
@@ -88,7 +110,9 @@ const float* logitsShown(const Snapshot* s, const ModelSession& m, int position)
 }
 
 const ModelPass* passShown(const Snapshot* s, const ModelSession& m) {
-  return s != nullptr && s->model && m.isOpen() && s->model->model == m.model() ? s->model.get() : nullptr;
+  return s != nullptr && s->model && m.isOpen() && s->model->model == m.model() && s->model->given == m.given()
+             ? s->model.get()
+             : nullptr;
 }
 
 void ModelSession::set(std::vector<int> body, bool prepend_eot) {

@@ -11,6 +11,7 @@
 
 #include "lm/gpt_model.h"
 #include "lm/model_pass.h"
+#include "state/view_state.h"
 
 namespace attnscope {
 
@@ -21,9 +22,14 @@ class ModelSession {
   // The text a model opens with: the chapter's sentence, now read by a trained model.
   static constexpr const char* kFirstText = "Your journey starts with one step";
 
-  bool isOpen() const { return model_ != nullptr; }
-  const std::shared_ptr<const GptModel>& model() const { return model_; }
-  const std::vector<int>& ids() const { return ids_; }            // T: what the model reads
+  // A model, or attention maps given as they are (attnscope.show_attention: no model to run; the
+  // text, the next tokens and the views of a layer's stages are not there).
+  bool isOpen() const { return model_ != nullptr || given_ != nullptr; }
+  const std::shared_ptr<const GptModel>& model() const { return model_; }  // null for given maps
+  const std::shared_ptr<const GivenAttention>& given() const { return given_; }
+  int layers() const { return model_ ? model_->config.layers : given_ ? given_->layers : 0; }
+  Showing showing() const { return given_ ? Showing::GivenMaps : model_ ? Showing::Model : Showing::Chapter; }
+  const std::vector<int>& ids() const { return ids_; }                // T: what the model reads
   const std::vector<std::string>& tokens() const { return tokens_; }  // their labels (lm/model_pass.h tokenLabel)
   int tokenCount() const { return static_cast<int>(ids_.size()); }
   bool prependEot() const { return prepend_eot_; }
@@ -36,12 +42,14 @@ class ModelSession {
 
   // A model: its first text (kFirstText, or token ids 0 … 5 without a tokenizer), layer 0.
   void open(std::shared_ptr<const GptModel> model, int max_tokens, bool prepend_eot);
+  // Given maps (a model open before is closed): their tokens, layer 0.
+  void openGiven(std::shared_ptr<const GivenAttention> given);
   void close();
   void setLayer(int layer);
   void setText(const std::string& text, std::optional<bool> prepend_eot = std::nullopt);
   void setIds(std::vector<int> ids, std::optional<bool> prepend_eot = std::nullopt);  // without the prepended one
   void append(int id);
-  void repeat();  // the text twice over
+  void repeat();                // the text twice over
   void setPrependEot(bool on);  // the same ids, with or without <|endoftext|> before them
   bool canRepeat() const { return 2 * static_cast<int>(body().size()) + (prepend_eot_ ? 1 : 0) <= max_tokens_; }
 
@@ -51,6 +59,7 @@ class ModelSession {
   void set(std::vector<int> body, bool prepend_eot);
 
   std::shared_ptr<const GptModel> model_;
+  std::shared_ptr<const GivenAttention> given_;
   std::vector<int> ids_;
   std::vector<std::string> tokens_;
   bool prepend_eot_ = false;

@@ -22,9 +22,9 @@ bool isMainTab(const std::string& id) {
   return std::any_of(mainTabs().begin(), mainTabs().end(), [&](const MainTab& t) { return id == t.id; });
 }
 
-bool mainTabShown(const std::string& id, bool model_open) {
+bool mainTabShown(const std::string& id, Showing now) {
   return std::any_of(mainTabs().begin(), mainTabs().end(),
-                     [&](const MainTab& t) { return id == t.id && t.shown(model_open); });
+                     [&](const MainTab& t) { return id == t.id && t.shown(now); });
 }
 
 const std::vector<GridColumn>& gridColumns() {

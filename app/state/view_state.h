@@ -22,18 +22,23 @@ struct GridColumn {
 };
 // The tabs of the main area, in their order: the view's "tab" is one of the ids.
 // What a tab shows decides when it is there: a trained model's layers only while one is open, the
-// chapter's editable parameters only while none is (a model's are read only).
+// chapter's editable parameters only while none is (a model's are read only); attention maps given
+// as they are (no model to run, no stages but the weights) have the layers alone.
 enum class TabFor { Both, Model, Chapter };
+enum class Showing { Chapter, Model, GivenMaps };  // what the views show now
 struct MainTab {
   const char* id;     // "heatmaps": the view's tab, --panel, the layout dump's "tab_heatmaps"
   const char* title;  // on the tab
   TabFor shown_for = TabFor::Both;
-  bool shown(bool model_open) const { return shown_for == TabFor::Both || (shown_for == TabFor::Model) == model_open; }
+  bool shown(Showing now) const {
+    if (now == Showing::GivenMaps) return shown_for == TabFor::Model;
+    return shown_for == TabFor::Both || (shown_for == TabFor::Model) == (now == Showing::Model);
+  }
 };
 const std::array<MainTab, 6>& mainTabs();
 bool isMainTab(const std::string& id);
 // Whether tab `id` is there (MainTab::shown); false for no tab.
-bool mainTabShown(const std::string& id, bool model_open);
+bool mainTabShown(const std::string& id, Showing now);
 
 // The heads' stages in table order, then the module's maps.
 const std::vector<GridColumn>& gridColumns();

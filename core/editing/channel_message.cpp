@@ -204,6 +204,24 @@ std::vector<Command> channelCommands(const ChannelHeader& header, const std::uin
   std::vector<std::shared_ptr<const std::map<std::string, NumberArray>>> arrays(commands.size());
   for (std::size_t i = 0; i < commands.size(); ++i) try {
       json& c = commands[i];
+      if (c.is_object() && c.value("do", json()) == "attention" && c.contains("maps") && isTensorRef(c["maps"])) {
+        // Attention maps as a tensor: its numbers beside the JSON (Command::arrays "maps", T columns), its
+        // shape in "shape".
+        const ChannelHeader::Tensor& t = tensorNamed(header.tensors, c["maps"]);
+        if (t.shape.size() < 3 || t.shape.size() > 4 || t.shape[t.shape.size() - 1] != t.shape[t.shape.size() - 2])
+          throw InputError("maps: tensor " + t.name + " is not [heads, T, T] or [layers, heads, T, T]");
+        NumberArray a;
+        a.rows = true;
+        a.col_count = static_cast<std::size_t>(t.shape.back());
+        a.row_count = t.values / a.col_count;
+        a.values.resize(t.values);
+        for (std::size_t k = 0; k < t.values; ++k) a.values[k] = floatAt(payload + t.offset + k * 4);
+        arrays[i] = std::make_shared<const std::map<std::string, NumberArray>>(
+            std::map<std::string, NumberArray>{{"maps", std::move(a)}});
+        c["shape"] = t.shape;
+        c["maps"] = json::array();
+        used.insert(t.name);
+      }
       if (c.is_object() && c.value("do", json()) == "workspace" && c.contains("json")) {
         std::map<std::string, NumberArray> taken;
         takeWorkspaceArrays(c["json"], header.tensors, payload, limits, used, taken);

@@ -156,6 +156,11 @@ const std::vector<CommandInfo>& commandTable() {
        "append token `id` to the model's text, or the most likely next token after the last one"},
       {CommandId::RepeatText, "repeat_text", T::Model, 0, {},
        "the model's text twice over: its second half is predictable, which induction heads show"},
+      {CommandId::Attention, "attention", T::Model, 0,
+       {{"maps", A::Any, true}, {"tokens", A::Any, false}, {"title", A::String, false}, {"shape", A::Any, false}},
+       "show attention maps of any model as they are, in the model view: maps [heads, T, T] or [layers, heads, T, "
+       "T] (nested lists, or a channel message's tensor, whose shape the channel gives), tokens T names (default "
+       "t1 … tT), a title"},
   };
   // clang-format on
   return table;

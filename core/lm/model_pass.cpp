@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <numeric>
 #include <vector>
 
@@ -30,9 +31,12 @@ namespace {
 // the rows' elementwise maximum first (one vectorized pass), then S maxima of that one row.
 class LayerRows {
  public:
-  LayerRows(int heads, int T, int S, const TokenPatterns& patterns)
+  // `causal`: row r's keys are r + 1 at most (a model's pass); else every key (given maps, which may
+  // be any model's).
+  LayerRows(int heads, int T, int S, const TokenPatterns& patterns, bool causal = true)
       : T_(T),
         S_(S),
+        causal_(causal),
         patterns_(patterns),
         parts_(static_cast<std::size_t>(heads) * T * S),
         starts_(static_cast<std::size_t>(heads) * T),
@@ -42,7 +46,7 @@ class LayerRows {
   void clear() { std::fill(starts_.begin(), starts_.end(), std::uint8_t{0}); }
 
   // Rows [first, first + n) of head h: row r at w + (r − first)·ld, its first min(r + 1, keys) keys
-  // (beyond them 0: the causal mask); entropy: each row's, or null.
+  // when causal (beyond them 0: the mask), else all `keys`; entropy: each row's, or null.
   void add(int h, int first, int n, const float* w, int ld, int keys, const double* entropy) {
     thread_local Eigen::ArrayXf most;
     if (most.size() < keys) most.resize(keys);
@@ -71,7 +75,7 @@ class LayerRows {
     }
     for (int r = first; r < first + n; ++r)
       scores_[static_cast<std::size_t>(h) * T_ + r] = headScoreRow(w + static_cast<std::size_t>(r - first) * ld, r,
-                                                                   std::min(r + 1, keys), patterns_,
+                                                                   causal_ ? std::min(r + 1, keys) : keys, patterns_,
                                                                    entropy != nullptr ? entropy + (r - first)
                                                                                       : nullptr);
   }
@@ -104,6 +108,7 @@ class LayerRows {
   }
 
   int T_, S_;
+  bool causal_;
   const TokenPatterns& patterns_;
   std::vector<float> parts_;          // H × T × S: a part's maxima at its first row
   std::vector<std::uint8_t> starts_;  // H × T: where a part starts (bytes: threads write their own)
@@ -120,6 +125,8 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   const GptConfig& c = model->config;
   const int T = static_cast<int>(ids.size());
   pass->ids = ids;
+  pass->layer_count = c.layers;
+  pass->head_count = c.heads;
   pass->cells = std::min(T, kThumbnailCells);
   pass->heads.resize(static_cast<std::size_t>(c.layers) * static_cast<std::size_t>(c.heads));
   pass->attention_inputs.resize(static_cast<std::size_t>(c.layers));
@@ -154,6 +161,45 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   GptResult result = gptForward(*model, ids, request, exec, limits);
   pass->final_x = std::move(result.final_x);
   pass->model = std::move(model);
+  pass->milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return pass;
+}
+
+std::shared_ptr<const ModelPass> passOfMaps(std::shared_ptr<const GivenAttention> given, const ExecutionOptions& exec) {
+  const auto start = std::chrono::steady_clock::now();
+  const GivenAttention& g = *given;
+  const int L = g.layers, H = g.heads, T = g.tokens;
+  auto pass = std::make_shared<ModelPass>();
+  pass->layer_count = L;
+  pass->head_count = H;
+  pass->cells = std::min(T, kThumbnailCells);
+  std::map<std::string, int> id_of;  // the same text, the same token
+  for (const std::string& label : g.labels)
+    pass->ids.push_back(id_of.emplace(label, static_cast<int>(id_of.size())).first->second);
+  pass->heads.resize(static_cast<std::size_t>(L) * static_cast<std::size_t>(H));
+  const TokenPatterns patterns(pass->ids);
+  const int threads = exec.parallel ? resolveThreads(exec.threads) : 1;
+  std::vector<std::string> errors(static_cast<std::size_t>(H));
+  for (int l = 0; l < L; ++l) {
+    LayerRows rows(H, T, pass->cells, patterns, false);
+    forEachItem(threads, H, [&](int h) {
+      const float* w = g.map(l, h);
+      const std::size_t n = static_cast<std::size_t>(T) * static_cast<std::size_t>(T);
+      for (std::size_t k = 0; k < n; ++k)
+        if (!(w[k] >= 0.0f) || !std::isfinite(w[k])) {  // NaN fails the first test
+          errors[static_cast<std::size_t>(h)] = "maps: layer " + std::to_string(l) + " head " + std::to_string(h) +
+                                                " has a weight that is " +
+                                                (std::isfinite(w[k]) ? "negative" : "not finite") + " (row " +
+                                                std::to_string(k / static_cast<std::size_t>(T)) + ")";
+          return;
+        }
+      rows.add(h, 0, T, w, T, T, nullptr);
+      pass->heads[static_cast<std::size_t>(l) * H + h] = rows.finish(h);
+    });
+    for (const std::string& e : errors)
+      if (!e.empty()) throw InputError(e);
+  }
+  pass->given = std::move(given);
   pass->milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return pass;
 }

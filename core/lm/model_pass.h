@@ -14,6 +14,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/attention.h"
@@ -28,22 +29,37 @@ constexpr int kThumbnailCells = 64;  // S at most: a thumbnail is drawn some 60�
 
 struct HeadThumbnail {
   std::vector<float> cells;  // S × S, row-major: the largest weight of each block
-  float largest = 0;  // the largest weight below the first row (the first row is always 1 on the
-                      // first token): the thumbnail's colour range is [0, largest]
+  float largest = 0;         // the largest weight below the first row (the first row is always 1 on the
+                             // first token): the thumbnail's colour range is [0, largest]
   HeadScores scores;
 };
 
-struct ModelPass {
-  std::shared_ptr<const GptModel> model;
-  std::vector<int> ids;                // T
-  int cells = 0;                       // S = min(T, kThumbnailCells)
-  std::vector<HeadThumbnail> heads;    // L × H, layer-major: heads[l * H + h]
-  std::vector<Matrix> attention_inputs;  // L of T × d: LayerNorm₁ of the residual stream
-  Matrix final_x;                      // T × d: the residual stream after the last block
-  double milliseconds = 0;             // the forward's time
+// Attention maps given as they are (a notebook's attnscope.show_attention, from any model): L × H
+// maps of T × T, shown without recomputing. Tokens with the same text are the same token.
+struct GivenAttention {
+  int layers = 0, heads = 0, tokens = 0;
+  std::vector<float> maps;          // L·H·T·T, layer-major, each map row-major
+  std::vector<std::string> labels;  // T
+  std::string title;                // what the sender calls it ("GPTModel"); may be empty
+  const float* map(int layer, int head) const {
+    return maps.data() + (static_cast<std::size_t>(layer) * heads + static_cast<std::size_t>(head)) *
+                             static_cast<std::size_t>(tokens) * static_cast<std::size_t>(tokens);
+  }
+};
 
-  int layers() const { return model->config.layers; }
-  int headsPerLayer() const { return model->config.heads; }
+struct ModelPass {
+  std::shared_ptr<const GptModel> model;        // the model that ran; null for given maps …
+  std::shared_ptr<const GivenAttention> given;  // … which are then here
+  std::vector<int> ids;                         // T
+  int cells = 0;                                // S = min(T, kThumbnailCells)
+  std::vector<HeadThumbnail> heads;             // L × H, layer-major: heads[l * H + h]
+  std::vector<Matrix> attention_inputs;         // L of T × d: LayerNorm₁ of the residual stream
+  Matrix final_x;                               // T × d: the residual stream after the last block
+  double milliseconds = 0;                      // the forward's time
+
+  int layer_count = 0, head_count = 0;  // L, H
+  int layers() const { return layer_count; }
+  int headsPerLayer() const { return head_count; }
   const HeadThumbnail& head(int layer, int h) const {
     return heads[static_cast<std::size_t>(layer) * static_cast<std::size_t>(headsPerLayer()) +
                  static_cast<std::size_t>(h)];
@@ -55,8 +71,13 @@ struct ModelPass {
 // Runs the model over `ids` (gptForward: every layer's maps, no logits). `keep_layer` ≥ 0 also
 // keeps that layer's trace in *kept (every stage of its heads). Throws as gptForward.
 std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> model, const std::vector<int>& ids,
-                                              const ExecutionOptions& exec, const Limits& limits,
-                                              int keep_layer = -1, Trace* kept = nullptr);
+                                              const ExecutionOptions& exec, const Limits& limits, int keep_layer = -1,
+                                              Trace* kept = nullptr);
+
+// The thumbnails and scores of given maps, as runModelPass makes them from a model's (the same
+// reductions, LayerRows); ids from the labels (the same text, the same id). Checks each map:
+// finite, no negative weight; throws InputError naming the layer and head.
+std::shared_ptr<const ModelPass> passOfMaps(std::shared_ptr<const GivenAttention> given, const ExecutionOptions& exec);
 
 // The trace of `layer` (every stage of its heads) from its attention input: the same numbers the
 // pass computed.

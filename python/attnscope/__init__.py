@@ -20,7 +20,8 @@ from . import _channel, _picture, _programs
 from ._channel import ChannelError
 from ._modules import ModuleError, workspace, workspace_arrays, write_workspace
 
-__all__ = ["workspace", "trace", "show", "command", "Trace", "Shown", "ModuleError", "AttnscopeError", "ChannelError"]
+__all__ = ["workspace", "trace", "show", "show_attention", "capture", "command", "Trace", "Shown", "ShownAttention",
+           "ModuleError", "AttnscopeError", "ChannelError"]
 
 
 class AttnscopeError(RuntimeError):
@@ -126,3 +127,102 @@ class Shown:
 
     def __repr__(self):
         return f"<attnscope.Shown {self.workspace['model']['variant']}: {len(self.workspace['tokens'])} tokens>"
+
+
+# [SECTION] Attention maps from any model -----------------------------------------------------------
+
+def _maps(attn):
+    """attn as float32 [L, H, T, T]: one [H, T, T] (or [1, H, T, T]) per layer, as a list (a Hugging
+    Face model's output_attentions) or stacked; a 3-D tensor is one layer."""
+    from ._modules import as_float32
+    layers = list(attn) if isinstance(attn, (list, tuple)) else None
+    if layers is None:
+        a = as_float32(attn, "attention")
+        if a.ndim == 3:
+            a = a[None]
+        elif a.ndim == 5 and a.shape[1] == 1:  # stacked [L, 1, H, T, T]
+            a = a[:, 0]
+        if a.ndim != 4:
+            raise ModuleError(f"attention: expected [heads, T, T], [layers, heads, T, T] or a list of layers, "
+                              f"got shape {list(a.shape)}")
+        return a
+    out = []
+    for i, layer in enumerate(layers):
+        a = as_float32(layer, f"attention[{i}]")
+        if a.ndim == 4:
+            if a.shape[0] != 1:
+                raise ModuleError(f"attention[{i}]: a batch of {a.shape[0]}: give one element's maps (attn[0])")
+            a = a[0]
+        if a.ndim != 3:
+            raise ModuleError(f"attention[{i}]: expected [heads, T, T], got shape {list(a.shape)}")
+        out.append(a)
+    if not out:
+        raise ModuleError("attention: no layers")
+    if len({a.shape for a in out}) != 1:
+        raise ModuleError("attention: the layers differ in heads or tokens: " + str(sorted({a.shape for a in out})))
+    return np.stack(out)
+
+
+def show_attention(attn, tokens=None, title=None):
+    """The running app's model view shows attention maps of any model as they are, without
+    recomputing: every layer's heads as thumbnails with their scores (previous token, sink,
+    duplicate, induction), a head's map with its tokens. `attn`: [heads, T, T], [layers, heads, T, T],
+    or a list per layer (e.g. a Hugging Face model's output_attentions, batch element 0)."""
+    maps = _maps(attn)
+    L, H, T, T2 = maps.shape
+    if T != T2:
+        raise ModuleError(f"attention: maps of {T} × {T2}, expected T × T")
+    tokens = [f"t{i + 1}" for i in range(T)] if tokens is None else [str(t) for t in tokens]
+    if len(tokens) != T:
+        raise ModuleError(f"tokens: {len(tokens)} names for maps over {T} tokens")
+    tensors = _channel.Tensors()
+    command = {"do": "attention", "maps": tensors.add("maps", maps), "tokens": tokens}
+    if title:
+        command["title"] = str(title)
+    _send([command], tensors)
+    return ShownAttention(L, H, T, title)
+
+
+class ShownAttention:
+    """What show_attention sent; in a notebook it draws as the app's model view of it."""
+
+    def __init__(self, layers, heads, tokens, title):
+        self.layers, self.heads, self.tokens, self.title = layers, heads, tokens, title
+
+    def _repr_png_(self):
+        with tempfile.TemporaryDirectory(prefix="attnscope-") as folder:
+            path = os.path.join(folder, "layers.png")
+            _send([{"do": "screenshot", "path": path, "panel": "layers"}], start=False)
+            with open(path, "rb") as f:
+                return f.read()
+
+    def __repr__(self):
+        return f"<attnscope.ShownAttention {self.layers} layers × {self.heads} heads, {self.tokens} tokens>"
+
+
+def capture(model, x, tokens=None, title=None):
+    """Runs `model` on `x` (torch.no_grad) and shows every layer's and head's attention weights, as
+    its attention modules compute them: a hook on each chapter-like attention module's dropout (the
+    weights right after the softmax, as the chapter's classes and the book's GPTModel compute them),
+    in the order the forward calls them; batch element 0. Returns what the model returned."""
+    import torch
+    from torch import nn
+    seen = []
+    hooks = []
+    for name, module in model.named_modules():
+        if all(hasattr(module, a) for a in ("W_query", "W_key", "W_value")) and \
+                isinstance(getattr(module, "dropout", None), nn.Module):
+            hooks.append(module.dropout.register_forward_hook(
+                lambda mod, inputs, out: seen.append(inputs[0].detach()[0].float().cpu())))
+    if not hooks:
+        raise ModuleError("the model has no attention module with W_query, W_key, W_value and a dropout: "
+                          "attnscope.show_attention takes maps from any model")
+    try:
+        with torch.no_grad():
+            out = model(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    maps = [m if m.dim() == 3 else m[None] for m in seen]  # a single head's (T, T) as [1, T, T]
+    show_attention(maps, tokens, title or type(model).__name__)
+    return out

@@ -71,7 +71,10 @@ def send(commands, tensors=None, path=None, timeout=600):
             s.connect(path)
         except (FileNotFoundError, ConnectionRefusedError) as e:
             raise ConnectionError(f"no attnscope listens at {path}") from e
-        s.sendall(frame(commands, tensors))
+        try:
+            s.sendall(frame(commands, tensors))
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the app refused the message before it had read all of it: its reply says why
         (n,) = struct.unpack("<I", _read(s, 4))
         reply = json.loads(_read(s, n))
     if not reply.get("ok"):

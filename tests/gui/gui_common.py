@@ -233,6 +233,16 @@ def stop(proc):
             proc.wait()
 
 
+def quit_channel_app(attnscope):
+    """Quits the app the channel's tests started (attnscope.show…), when it still listens: their
+    `finally`, so that a failed check leaves no window behind."""
+    if attnscope._channel.listening():
+        try:
+            attnscope.command({"do": "quit", "discard": True}, start=False)
+        except Exception:  # it was quitting anyway
+            pass
+
+
 class PixelChecker:
     """Compares a screenshot's heatmap cells with the colours the CLI's values imply."""
 

@@ -22,7 +22,7 @@ import time
 import numpy as np
 import torch
 
-from gui_common import Fail, Xvfb, check, isolated_env
+from gui_common import Fail, Xvfb, check, isolated_env, quit_channel_app
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
@@ -41,7 +41,10 @@ def raw(path, data, read_reply=True):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
         s.settimeout(30)
         s.connect(path)
-        s.sendall(data)
+        try:
+            s.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused before the app read it all: the reply is still there to read
         if not read_reply:
             return None
         head = b""
@@ -129,14 +132,17 @@ def main():
                     os.setgid(65534)
                     os.setuid(65534)  # nobody
                     reply = raw(sock, _channel.frame([{"do": "undo"}]))
-                    os.write(write, json.dumps(reply).encode())
+                    os.write(write, json.dumps({"reply": reply}).encode())
+                except BaseException as e:  # said in the parent, which fails with it
+                    os.write(write, json.dumps({"child": f"{type(e).__name__}: {e}"}).encode())
                 finally:
                     os._exit(0)
             os.close(write)
             os.waitpid(child, 0)
-            answer = os.read(read, 65536)
+            answer = json.loads(os.read(read, 65536) or b'{"child": "it wrote nothing"}')
             os.close(read)
-            refused(json.loads(answer), "its own user only", "a peer of another user")
+            check("child" not in answer, f"a peer of another user (uid 65534): {answer.get('child')}")
+            refused(answer["reply"], "its own user only", "a peer of another user")
             saved_trace_matches(cli, folder, m, x, "another user's undo was not applied")
 
             # A second `attnscope FILE` hands the file to the running window and exits.
@@ -160,11 +166,7 @@ def main():
                 time.sleep(0.05)
             check(not os.path.exists(sock), "the socket is removed when the app quits")
         finally:
-            if _channel.listening():
-                try:
-                    attnscope.command({"do": "quit", "discard": True}, start=False)
-                except Exception:
-                    pass
+            quit_channel_app(attnscope)
     print("all checks passed")
 
 

@@ -273,3 +273,41 @@ def rounded_model(model, dtype):
         for p in model.parameters():
             p.copy_(p.to(dtype).float())
     return model
+
+
+# [SECTION] Head scores by their definitions ---------------------------------------------------------
+
+def expected_scores(w, ids):
+    """Head scores (DESIGN §2.6) of torch's weights w (T × T), re-derived here by their definitions."""
+    T = len(ids)
+    out = {"previous_token": float(np.mean([w[i, i - 1] for i in range(1, T)])) if T > 1 else None,
+           "first_token": float(np.mean(w[:, 0]))}
+    dup, ind = [], []
+    for i in range(T):
+        earlier = [k for k in range(i) if ids[k] == ids[i]]
+        if earlier:
+            dup.append(sum(float(w[i, k]) for k in earlier))
+        after = [k + 1 for k in earlier if k + 1 <= i - 1]
+        if after:
+            ind.append(sum(float(w[i, j]) for j in after))
+    out["duplicate_token"] = float(np.mean(dup)) if dup else None
+    out["induction"] = float(np.mean(ind)) if ind else None
+    return out
+
+
+# lm/head_scores.cpp's headLabelTable: each label's threshold, in the table's order.
+LABEL_THRESHOLDS = [("previous_token", 0.5), ("first_token", 0.7), ("duplicate_token", 0.3), ("induction", 0.3)]
+
+
+def expected_label(scores):
+    """headLabel: the score the most above its threshold (ratio ≥ 1; a later one wins a tie), else
+    None; "unsure" when a ratio lies within 1e-4 of 1 or of the winner's (float rounding decides)."""
+    ratios = [(key, scores[key] / t) for key, t in LABEL_THRESHOLDS if scores[key] is not None]
+    best, best_ratio = None, 1.0
+    for key, r in ratios:
+        if r >= best_ratio:
+            best, best_ratio = key, r
+    if any(abs(r - 1.0) < 1e-4 or (best is not None and key != best and abs(r - best_ratio) < 1e-4)
+           for key, r in ratios):
+        return "unsure"
+    return best

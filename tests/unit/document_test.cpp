@@ -237,6 +237,10 @@ std::vector<json> everyCommandExample() {
       {{"do", "text"}, {"value", "Every effort moves you"}, {"prepend_eot", false}},
       {{"do", "append_token"}, {"id", 345}},
       {{"do", "repeat_text"}},
+      {{"do", "attention"},
+       {"maps", json::array({json::array({json::array({1.0, 0.0}), json::array({0.5, 0.5})})})},
+       {"tokens", json::array({"The", "cat"})},
+       {"title", "GPT-2, layer 0"}},
   };
 }
 
@@ -2296,7 +2300,7 @@ TEST(CommandTable, EveryIdOnceWithItsFlags) {
       EXPECT_TRUE(discard) << c.name << " asks first but takes no `discard`";
     }
   }
-  EXPECT_EQ(ids.size(), static_cast<std::size_t>(CommandId::RepeatText) + 1) << "a CommandId without a table entry";
+  EXPECT_EQ(ids.size(), static_cast<std::size_t>(CommandId::Attention) + 1) << "a CommandId without a table entry";
   for (CommandId id :
        {CommandId::Screenshot, CommandId::ExportTrace, CommandId::ExportMap, CommandId::Pin, CommandId::Swap})
     EXPECT_TRUE(commandInfo(id).has(kWaitsForResult)) << commandInfo(id).name;

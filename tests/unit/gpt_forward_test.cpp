@@ -234,6 +234,60 @@ TEST(ModelPass, KeepsWhatTheForwardComputed) {
   }
 }
 
+// Maps given as they are (a notebook's show_attention): the pass of a model's own maps gives the
+// thumbnails and scores the model's pass gives, the same name being the same token.
+TEST(ModelPass, OfGivenMapsAsTheModelsOwn) {
+  MemoryTensors file = bookModel(53, 120, 64, 3, 17);
+  GptLoadOptions options;
+  options.num_heads = 4;
+  const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
+  ExecutionOptions exec;
+  const int T = 90;
+  std::vector<int> ids = someIds(T, 53, 23);
+  for (int t = T / 2; t < T; ++t) ids[t] = ids[t - T / 2];
+  Trace kept;
+  const auto pass = runModelPass(model, ids, exec, {}, 0, &kept);
+  auto given = std::make_shared<GivenAttention>();
+  given->layers = 3;
+  given->heads = 4;
+  given->tokens = T;
+  for (int id : ids) given->labels.push_back("w" + std::to_string(id));
+  std::vector<Trace> traces;
+  for (int l = 0; l < 3; ++l) {
+    traces.push_back(layerTrace(*pass, l, exec, {}));
+    for (int h = 0; h < 4; ++h) {
+      const Matrix& w = traces.back().batches[0].heads[h].weights;
+      for (int i = 0; i < T; ++i)
+        for (int j = 0; j < T; ++j) given->maps.push_back(w(i, j));
+    }
+  }
+  const auto of_maps = passOfMaps(given, exec);
+  ASSERT_EQ(of_maps->given, given);
+  EXPECT_EQ(of_maps->model, nullptr);
+  ASSERT_EQ(of_maps->layers(), 3);
+  ASSERT_EQ(of_maps->headsPerLayer(), 4);
+  EXPECT_EQ(of_maps->cells, pass->cells);
+  const TokenPatterns patterns(ids);
+  for (int l = 0; l < 3; ++l)
+    for (int h = 0; h < 4; ++h) {
+      const HeadThumbnail &got = of_maps->head(l, h), &model_pass = pass->head(l, h);
+      HeadTrace head;
+      head.weights = traces[l].batches[0].heads[h].weights;
+      const HeadScores want = headScores(traces[l], head, patterns);
+      EXPECT_EQ(got.scores.previous_token, want.previous_token) << l << "." << h;
+      EXPECT_EQ(got.scores.first_token, want.first_token);
+      ASSERT_TRUE(got.scores.has_duplicate && got.scores.has_induction);
+      EXPECT_EQ(got.scores.duplicate_token, want.duplicate_token);
+      EXPECT_EQ(got.scores.induction, want.induction);
+      EXPECT_EQ(got.scores.mean_entropy, want.mean_entropy);
+      // The model's pass streamed its weights (within 1e-5 of the traced ones): so are its cells.
+      ASSERT_EQ(got.cells.size(), model_pass.cells.size());
+      for (std::size_t k = 0; k < got.cells.size(); ++k) EXPECT_NEAR(got.cells[k], model_pass.cells[k], 1e-5);
+      EXPECT_NEAR(got.largest, model_pass.largest, 1e-5);
+      EXPECT_NEAR(got.scores.induction, model_pass.scores.induction, 1e-5);
+    }
+}
+
 TEST(ModelPass, TopNextTokens) {
   const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 3.0f, -1.0f};
   const auto top = topNextTokens(logits.data(), 5, 1.0, 3);
