@@ -1,5 +1,5 @@
 // attnscope-cli: the engine without a display. trace | pytorch | bench | export | import | tokenize |
-// tensors | model-trace (docs/DESIGN.md §2.5, §2.6).
+// tensors | model-trace | train | pytorch-train (docs/DESIGN.md §2.5, §2.6, §2.7).
 // Exit 0 on success; 2 with one line "error: …" on stderr for bad input.
 #include <CLI/CLI.hpp>
 #include <cerrno>
@@ -20,12 +20,15 @@
 #include "formats/file_reading.h"
 #include "formats/import_workspace.h"
 #include "formats/json_format.h"
+#include "formats/json_reading.h"
 #include "formats/presets.h"
 #include "formats/pytorch_script.h"
 #include "formats/temporary_files.h"
 #include "formats/tensor_file.h"
 #include "formats/trace_json.h"
 #include "formats/workspace_file.h"
+#include "learn/train_script.h"
+#include "learn/training_run.h"
 #include "lm/gpt2_tokenizer.h"
 #include "lm/gpt_model.h"
 #include "tools/bench.h"
@@ -268,6 +271,55 @@ int run(int argc, char** argv) {
       "ever executed: a .pth's pickle is read as data, with only the globals a state_dict uses");
   tensors_cmd->add_option("file", tensors_path, "the file (its kind is recognized by content)")->required();
   tensors_cmd->add_option("--values", tensors_values, "print this tensor's values (flat, C order; repeatable)");
+
+  // train and pytorch-train: a task's model trained by the engine, or the PyTorch script that trains
+  // it the same way (DESIGN.md §2.7). Each runs from its callback.
+  std::string train_task_path;
+  int train_steps = -1;
+  bool train_gradients = false;
+  auto* train_cmd = app.add_subcommand(
+      "train",
+      "train a task's model (TASK: a JSON file like {\"task\": \"induction\"}, - reads stdin) and print "
+      "{\"losses\": [one per step], \"head_scores\": {...}} as JSON");
+  train_cmd->add_option("task", train_task_path, "the TASK JSON file")->required();
+  train_cmd->add_option("--steps", train_steps, "steps (default: the task's)")->check(CLI::Range(0, 1000000));
+  train_cmd->add_flag("--gradients", train_gradients,
+                      "add \"gradients\": every parameter's gradient at step 1, by its state_dict name");
+  auto readTask = [](const std::string& path, int steps) {
+    const std::string text = readFileWithin(path == "-" ? "/dev/stdin" : path, std::int64_t{8} << 20,
+                                            path == "-" ? FileKind::AnyReadable : FileKind::Regular);
+    nlohmann::json j = readJson(text, path, std::int64_t{64} << 20);
+    if (steps >= 0 && j.is_object()) j["steps"] = steps;
+    return parseTrainTask(j);
+  };
+  train_cmd->callback([&] {
+    TrainingRun run(readTask(train_task_path, train_steps));
+    nlohmann::json gradients;
+    std::vector<float> g;
+    while (!run.finished()) {
+      run.step(train_gradients && run.stepsDone() == 0 ? &g : nullptr);
+      if (!g.empty() && gradients.is_null()) {
+        gradients = nlohmann::json::object();
+        for (const ParamTensor& t : run.model().tensors)
+          gradients[t.name] = std::vector<float>(g.begin() + static_cast<std::ptrdiff_t>(t.offset),
+                                                 g.begin() + static_cast<std::ptrdiff_t>(t.offset + t.size));
+      }
+    }
+    nlohmann::json out = run.resultJson();
+    if (train_gradients) out["gradients"] = gradients;
+    std::cout << out.dump() << "\n";
+    finishStdout();
+  });
+  std::string train_script_task;
+  auto* train_script_cmd = app.add_subcommand(
+      "pytorch-train",
+      "print a self-contained PyTorch script that trains the TASK's model as `train` does (the book's classes, "
+      "loss.backward(), torch.optim) and prints the same JSON");
+  train_script_cmd->add_option("task", train_script_task, "the TASK JSON file (- reads stdin)")->required();
+  train_script_cmd->callback([&] {
+    std::cout << pytorchTrainScript(readTask(train_script_task, -1));
+    finishStdout();
+  });
 
   // model-trace: a trained model (GPT-2, the book's GPTModel) on a text, every layer's heads.
   ModelTraceOptions model_trace;

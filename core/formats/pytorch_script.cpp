@@ -12,12 +12,6 @@
 
 namespace attnscope {
 
-namespace {
-
-// A Python string literal of `text` in plain ASCII: printable ASCII as itself (but \ and "), every
-// other character escaped (\n, \xNN, \uNNNN, \UNNNNNNNN), bytes that are not UTF-8 as U+FFFD. So
-// nothing a user can name — a token, a file name — puts a line break, a coding declaration's
-// encoding or a byte Python cannot decode into the script (docs/DESIGN.md §2.5).
 std::string pythonString(const std::string& text) {
   std::string out = "\"";
   char buf[16];
@@ -40,6 +34,8 @@ std::string pythonString(const std::string& text) {
   }
   return out + "\"";
 }
+
+namespace {
 
 std::string pythonList(const std::vector<std::string>& items) {
   std::string out = "[";

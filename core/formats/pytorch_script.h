@@ -14,3 +14,13 @@ namespace attnscope {
 std::string pytorchScript(const Workspace& ws, const std::string& source);
 
 }  // namespace attnscope
+
+namespace attnscope {
+
+// A Python string literal of `text` in plain ASCII: printable ASCII as itself (but \ and "), every
+// other character escaped (\n, \xNN, \uNNNN, \UNNNNNNNN), bytes that are not UTF-8 as U+FFFD. So
+// nothing a user can name — a token, a file name, a task's text — puts a line break, a coding
+// declaration's encoding or a byte Python cannot decode into a script (docs/DESIGN.md §2.5).
+std::string pythonString(const std::string& text);
+
+}  // namespace attnscope

@@ -1,0 +1,69 @@
+// The model a task trains (docs/DESIGN.md §2.7): the book's GPTModel (chapter 4) — token and
+// position embeddings, blocks of LayerNorm₁, the chapter's causal MultiHeadAttention (qkv_bias
+// optional), residual, LayerNorm₂, feed-forward with GELU (tanh form), residual; the final
+// LayerNorm and out_head — with an attention-only option (no LayerNorm₂ and feed-forward), its
+// parameters named as the book's state_dict names them, initialized from torch's generator as
+// torch builds the modules, and its loss's gradient by hand: every stage's backward pass, as
+// torch's autograd defines it.
+//
+// Shapes: B sequences × T tokens, d = d_model, H heads of width w = d / H, F = 4d the MLP's width,
+// V the vocabulary, L blocks. Rows of every activation are the B·T positions, batch-major.
+//
+// This is the readable serial reference: plain loops and Eigen products, one thread.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine/tensor.h"
+#include "engine/torch_generator.h"
+#include "learn/train_task.h"
+
+namespace attnscope {
+
+struct ParamTensor {
+  std::string name;        // the state_dict's key: "trf_blocks.0.att.W_query.weight"
+  std::vector<int> shape;  // torch's: a Linear's weight is out × in
+  std::size_t offset = 0, size = 0;
+};
+
+class TrainModel {
+ public:
+  // The layout of the task's model, every value zero.
+  explicit TrainModel(const TrainTask& task);
+  // torch.manual_seed(seed); GPTModel(cfg): nn.Embedding's normal_(0, 1), nn.Linear's
+  // kaiming_uniform_(a = √5) and bias uniform, LayerNorm's ones and zeros, in the order the
+  // modules are built (which is the state_dict's order).
+  void initialize(TorchGenerator& g);
+
+  int layers, heads, d, head_width, context, vocab;
+  bool mlp, qkv_bias;
+  std::vector<ParamTensor> tensors;  // the state_dict's order
+  std::vector<float> values;         // every parameter, flat, each tensor at its offset
+  std::size_t parameterCount() const { return values.size(); }
+
+  // Indices into `tensors`; -1 where the model has none (biases without qkv_bias, the MLP's parts
+  // in an attention-only model).
+  struct Block {
+    int wq, bq, wk, bk, wv, bv, wo, bo, w1, b1, w2, b2, norm1_scale, norm1_shift, norm2_scale, norm2_shift;
+  };
+  int tok_emb, pos_emb, final_scale, final_shift, out_head;
+  std::vector<Block> blocks;
+
+  // Tensor i of a flat buffer laid out as `values` (the parameters, their gradients, the
+  // optimizer's moments) as a matrix (rows × columns; a vector is one row).
+  Eigen::Map<Matrix> view(std::vector<float>& buffer, int i) const;
+  Eigen::Map<const Matrix> view(const std::vector<float>& buffer, int i) const;
+};
+
+// The mean cross-entropy of the batch's scored targets (F.cross_entropy) and, when `gradients`
+// is not null, its gradient with respect to every parameter (laid out as model.values, written
+// whole). Training mode when `dropout` > 0 and `generator` is given: the forward draws its masks
+// as torch does (drop_emb, then per block the attention weights, the shortcut after attention and
+// after the MLP), and the backward uses those masks.
+double lossAndGradients(const TrainModel& model, const TrainBatch& batch, std::vector<float>* gradients,
+                        double dropout = 0, TorchGenerator* generator = nullptr);
+
+// Every layer's heads' attention weights on one sequence (eval mode): maps[l][h] is T × T.
+std::vector<std::vector<Matrix>> attentionMaps(const TrainModel& model, const std::vector<int>& ids);
+
+}  // namespace attnscope

@@ -1,0 +1,356 @@
+// TASK JSON in and out, and the batches each task draws (docs/DESIGN.md §2.7). Every draw is a
+// torch.randint(low, high, (n,), generator=g) of the script: for a range below 2³² torch takes one
+// 32-bit draw per element, in order, as random() % range + low (ATen's uniform_int_from_to).
+#include "learn/train_task.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "engine/errors.h"
+#include "engine/model_config.h"
+#include "formats/json_reading.h"
+#include "formats/utf8.h"
+
+namespace attnscope {
+
+const std::vector<TaskInfo>& taskTable() {
+  static const std::vector<TaskInfo> table = {
+      {TaskKind::Induction, "induction",
+       "predict what came after the current token last time: a repeated chunk after a random prefix"},
+      {TaskKind::PreviousToken, "previous_token", "output the token before the current one"},
+      {TaskKind::Sort, "sort", "after a list of digits, write them sorted (minGPT's demo)"},
+      {TaskKind::Reverse, "reverse", "after a list of digits, write them reversed"},
+      {TaskKind::Text, "text", "predict the next character of a text"},
+  };
+  return table;
+}
+
+const TaskInfo& taskInfo(TaskKind kind) {
+  for (const TaskInfo& t : taskTable())
+    if (t.kind == kind) return t;
+  throw std::logic_error("taskInfo: a kind without a row");
+}
+
+namespace {
+
+// [SECTION] The fields ---------------------------------------------------------------------------
+
+// Each task's defaults: what trains in a minute or two on two cores and shows its heads.
+TrainTask defaultsOf(TaskKind kind) {
+  TrainTask t;
+  t.kind = kind;
+  switch (kind) {
+    case TaskKind::Induction:  // the research model: attention only, 2 layers × 2 heads
+      t.mlp = false, t.steps = 1500;
+      break;
+    case TaskKind::PreviousToken:
+      t.layers = 1, t.d_model = 32, t.seq_len = 16, t.vocab = 32, t.mlp = false, t.steps = 400;
+      break;
+    case TaskKind::Sort:
+    case TaskKind::Reverse:  // six digits of three values, then their answer: T = 11
+      t.d_model = 48, t.seq_len = 11, t.vocab = 3, t.batch = 64, t.lr = 5e-4, t.steps = 2000;
+      break;
+    case TaskKind::Text: t.steps = 1000; break;
+  }
+  return t;
+}
+
+struct IntField {
+  const char* name;
+  int TrainTask::*member;
+  long long lo, hi;
+};
+const IntField kIntFields[] = {
+    {"layers", &TrainTask::layers, 1, 12},          {"heads", &TrainTask::heads, 1, 16},
+    {"d_model", &TrainTask::d_model, 1, 512},       {"seq_len", &TrainTask::seq_len, 2, 256},
+    {"vocab", &TrainTask::vocab, 2, 1024},          {"batch", &TrainTask::batch, 1, 256},
+    {"steps", &TrainTask::steps, 0, 1000000},       {"score_every", &TrainTask::score_every, 1, 1000000},
+    {"min_period", &TrainTask::min_period, 1, 128}, {"max_period", &TrainTask::max_period, 1, 128},
+};
+struct RealField {
+  const char* name;
+  double TrainTask::*member;
+  double lo, hi;
+  bool lo_open;  // lo itself refused
+};
+const RealField kRealFields[] = {
+    {"lr", &TrainTask::lr, 0, 10, true},
+    {"weight_decay", &TrainTask::weight_decay, 0, 1, false},
+    {"momentum", &TrainTask::momentum, 0, 0.999, false},
+    {"dropout", &TrainTask::dropout, 0, 0.9, false},
+};
+struct BoolField {
+  const char* name;
+  bool TrainTask::*member;
+};
+const BoolField kBoolFields[] = {{"mlp", &TrainTask::mlp}, {"qkv_bias", &TrainTask::qkv_bias}};
+
+// Fields only some tasks read: anything else given to a task is refused, not silently ignored.
+bool taskUses(TaskKind kind, const std::string& field) {
+  if (field == "min_period" || field == "max_period") return kind == TaskKind::Induction;
+  if (field == "text") return kind == TaskKind::Text;
+  if (field == "vocab") return kind != TaskKind::Text;  // the text's characters are its vocabulary
+  return true;
+}
+
+const char* kOptimizers[] = {"adamw", "sgd"};
+
+void fieldError(const std::string& field, const std::string& what) { throw InputError("task." + field + ": " + what); }
+
+std::string fieldNames() {
+  std::string out = "task, optimizer, seed, text";
+  for (const IntField& f : kIntFields) out += std::string(", ") + f.name;
+  for (const RealField& f : kRealFields) out += std::string(", ") + f.name;
+  for (const BoolField& f : kBoolFields) out += std::string(", ") + f.name;
+  return out;
+}
+
+// The text task's characters: the distinct code points, sorted, and the text as their ids.
+void readText(TrainTask& t) {
+  // UTF-8 orders as its code points do: the map's order is Python's sorted(set(text)).
+  std::vector<std::string> chars;
+  std::size_t i = 0;
+  while (i < t.text.size()) {
+    const std::size_t at = i;
+    if (nextCodePoint(t.text, &i) == kNotUtf8) fieldError("text", "not UTF-8 at byte " + std::to_string(at));
+    chars.push_back(t.text.substr(at, i - at));
+  }
+  std::map<std::string, int> id;
+  for (const std::string& c : chars) id.emplace(c, 0);
+  if (id.size() < 2) fieldError("text", "needs at least two different characters");
+  if (id.size() > 1024) fieldError("text", std::to_string(id.size()) + " different characters, over 1024");
+  t.characters.clear();
+  for (auto& [c, n] : id) {
+    n = static_cast<int>(t.characters.size());
+    t.characters.push_back(c);
+  }
+  t.text_ids.clear();
+  for (const std::string& c : chars) t.text_ids.push_back(id[c]);
+  t.vocab = static_cast<int>(t.characters.size());
+  if (static_cast<int>(t.text_ids.size()) < t.seq_len + 2)
+    fieldError("text", std::to_string(t.text_ids.size()) +
+                           " characters: the task needs more than seq_len + 1 = " + std::to_string(t.seq_len + 1));
+}
+
+// What one step holds (forward caches and gradients, float32), against the memory budget.
+void checkCost(const TrainTask& t) {
+  const double B = t.batch, T = t.seq_len, d = t.d_model, H = t.heads, V = t.vocab, L = t.layers;
+  const double per_layer = B * T * (d * (t.mlp ? 24 : 12)) + B * H * T * T * 3;
+  const double params = V * d * 2 + T * d + L * (d * d * (t.mlp ? 12 : 4) + d * 8);
+  const double bytes = 4 * (L * per_layer + B * T * (V * 2 + d * 4) + params * 5);
+  const double budget = double(std::int64_t{1} << 30);
+  if (bytes > budget)
+    throw InputError("task: one training step would hold " + formatBytes(bytes) + ", over the memory budget of " +
+                     formatBytes(budget) + " (fewer layers, a smaller batch, d_model or seq_len)");
+}
+
+}  // namespace
+
+// [SECTION] Reading and writing ----------------------------------------------------------------------
+
+TrainTask parseTrainTask(const nlohmann::json& j) {
+  if (!j.is_object()) throw InputError("task: expected a JSON object like {\"task\": \"induction\"}");
+  if (!j.contains("task") || !j["task"].is_string()) {
+    std::string names;
+    for (const TaskInfo& t : taskTable()) names += (names.empty() ? "" : ", ") + std::string(t.name);
+    throw InputError("task.task: name the task, one of: " + names);
+  }
+  const std::string name = j["task"].get<std::string>();
+  const TaskInfo* info = nullptr;
+  for (const TaskInfo& t : taskTable())
+    if (name == t.name) info = &t;
+  if (!info) {
+    std::string names;
+    for (const TaskInfo& t : taskTable()) names += (names.empty() ? "" : ", ") + std::string(t.name);
+    fieldError("task", "unknown task '" + name + "' (one of: " + names + ")");
+  }
+  TrainTask t = defaultsOf(info->kind);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    const nlohmann::json& v = it.value();
+    if (key == "task") continue;
+    bool known = false;
+    if (!taskUses(t.kind, key)) fieldError(key, std::string("the ") + info->name + " task does not use it");
+    for (const IntField& f : kIntFields) {
+      if (key != f.name) continue;
+      known = true;
+      if (!v.is_number_integer() && !v.is_number_unsigned()) fieldError(key, "expected a whole number");
+      const long long n = v.get<long long>();
+      if (n < f.lo || n > f.hi)
+        fieldError(key, std::to_string(n) + " is outside " + std::to_string(f.lo) + " … " + std::to_string(f.hi));
+      t.*f.member = static_cast<int>(n);
+    }
+    for (const RealField& f : kRealFields) {
+      if (key != f.name) continue;
+      known = true;
+      if (!v.is_number()) fieldError(key, "expected a number");
+      const double x = v.get<double>();
+      if (!std::isfinite(x) || x < f.lo || (f.lo_open && x == f.lo) || x > f.hi) {
+        char range[96];
+        std::snprintf(range, sizeof range, "%s %g … %g", f.lo_open ? "above" : "within", f.lo, f.hi);
+        fieldError(key, "expected a number " + std::string(range));
+      }
+      t.*f.member = x;
+    }
+    for (const BoolField& f : kBoolFields) {
+      if (key != f.name) continue;
+      known = true;
+      if (!v.is_boolean()) fieldError(key, "expected true or false");
+      t.*f.member = v.get<bool>();
+    }
+    if (key == "seed") {
+      known = true;
+      if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<long long>() >= 0))
+        fieldError(key, "expected a whole number 0 … 4294967295");
+      const unsigned long long s = v.get<unsigned long long>();
+      if (s > 0xffffffffull) fieldError(key, "expected a whole number 0 … 4294967295");
+      t.seed = static_cast<std::uint32_t>(s);
+    } else if (key == "optimizer") {
+      known = true;
+      const std::string o = v.is_string() ? v.get<std::string>() : "";
+      if (o == kOptimizers[0]) {
+        t.optimizer = OptimizerKind::AdamW;
+      } else if (o == kOptimizers[1]) {
+        t.optimizer = OptimizerKind::Sgd;
+        if (!j.contains("weight_decay")) t.weight_decay = 0;  // torch's SGD default
+      } else {
+        fieldError(key, "expected \"adamw\" or \"sgd\"");
+      }
+    } else if (key == "text") {
+      known = true;
+      if (!v.is_string()) fieldError(key, "expected the text as a string");
+      t.text = v.get<std::string>();
+      if (t.text.size() > (std::size_t{4} << 20)) fieldError(key, "over 4 MiB");
+    }
+    if (!known) fieldError(key, "not a task field (" + fieldNames() + ")");
+  }
+  if (t.d_model % t.heads != 0)
+    fieldError("d_model", std::to_string(t.d_model) + " does not split into " + std::to_string(t.heads) + " heads");
+  if (t.optimizer == OptimizerKind::AdamW && j.contains("momentum"))
+    fieldError("momentum", "AdamW has no momentum (its betas are torch's defaults, 0.9 and 0.999)");
+  switch (t.kind) {
+    case TaskKind::Induction:
+      if (t.min_period > t.max_period) fieldError("min_period", "above max_period");
+      if (2 * t.max_period > t.seq_len + 1)
+        fieldError("max_period", std::to_string(t.max_period) + ": two periods must fit in seq_len + 1 = " +
+                                     std::to_string(t.seq_len + 1) + " tokens");
+      break;
+    case TaskKind::Sort:
+    case TaskKind::Reverse:
+      if (t.seq_len % 2 == 0 || t.seq_len < 3)
+        fieldError("seq_len", std::to_string(t.seq_len) + ": a list of n digits and its answer take 2n − 1 (odd, ≥ 3)");
+      break;
+    case TaskKind::Text:
+      if (t.text.empty()) fieldError("text", "the text task needs a \"text\"");
+      readText(t);
+      break;
+    case TaskKind::PreviousToken: break;
+  }
+  checkCost(t);
+  return t;
+}
+
+TrainTask parseTrainTaskText(const std::string& json_text) {
+  return parseTrainTask(readJson(json_text, "task", std::int64_t{64} << 20));
+}
+
+nlohmann::json trainTaskJson(const TrainTask& t) {
+  nlohmann::json j;
+  j["task"] = taskInfo(t.kind).name;
+  for (const IntField& f : kIntFields)
+    if (taskUses(t.kind, f.name)) j[f.name] = t.*f.member;
+  for (const RealField& f : kRealFields)
+    if (f.member != &TrainTask::momentum || t.optimizer == OptimizerKind::Sgd) j[f.name] = t.*f.member;
+  for (const BoolField& f : kBoolFields) j[f.name] = t.*f.member;
+  j["seed"] = t.seed;
+  j["optimizer"] = kOptimizers[t.optimizer == OptimizerKind::AdamW ? 0 : 1];
+  if (t.kind == TaskKind::Text) j["text"] = t.text;
+  return j;
+}
+
+// [SECTION] Batches ----------------------------------------------------------------------------------
+
+namespace {
+
+// torch.randint(low, high, (1,), generator=g).item()
+int randint(TorchGenerator& g, int low, int high) {
+  return low + static_cast<int>(g.random() % static_cast<std::uint32_t>(high - low));
+}
+
+// One sequence of n = T + 1 tokens; inputs are its first T, targets its last T.
+std::vector<int> sequenceOf(const TrainTask& t, TorchGenerator& g, std::vector<bool>* scored) {
+  const int n = t.seq_len + 1;
+  std::vector<int> s(static_cast<std::size_t>(n));
+  scored->assign(static_cast<std::size_t>(n), true);  // per target position 1 … n − 1
+  switch (t.kind) {
+    case TaskKind::Induction: {
+      const int period = randint(g, t.min_period, t.max_period + 1);
+      const int prefix = randint(g, 0, n - 2 * period + 1);
+      for (int& x : s) x = randint(g, 0, t.vocab);
+      for (int i = prefix + period; i < n; ++i) s[i] = s[i - period];
+      break;
+    }
+    case TaskKind::PreviousToken:  // the targets are the inputs shifted: built in nextBatch
+      for (int i = 0; i < t.seq_len; ++i) s[i] = randint(g, 0, t.vocab);
+      break;
+    case TaskKind::Sort:
+    case TaskKind::Reverse: {
+      const int k = (t.seq_len + 1) / 2;
+      for (int i = 0; i < k; ++i) s[i] = randint(g, 0, t.vocab);
+      std::vector<int> answer(s.begin(), s.begin() + k);
+      if (t.kind == TaskKind::Sort)
+        std::sort(answer.begin(), answer.end());
+      else
+        std::reverse(answer.begin(), answer.end());
+      std::copy(answer.begin(), answer.end(), s.begin() + k);
+      for (int i = 1; i < k; ++i) (*scored)[i] = false;  // the digits themselves are not predictable
+      break;
+    }
+    case TaskKind::Text: {
+      const int start = randint(g, 0, static_cast<int>(t.text_ids.size()) - t.seq_len);
+      std::copy_n(t.text_ids.begin() + start, n, s.begin());
+      break;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+TrainBatch nextBatch(const TrainTask& t, TorchGenerator& g) {
+  TrainBatch b;
+  b.B = t.batch, b.T = t.seq_len;
+  b.inputs.resize(static_cast<std::size_t>(b.B * b.T));
+  b.targets.resize(b.inputs.size());
+  std::vector<bool> scored;
+  for (int e = 0; e < b.B; ++e) {
+    const std::vector<int> s = sequenceOf(t, g, &scored);
+    for (int i = 0; i < b.T; ++i) {
+      const std::size_t at = static_cast<std::size_t>(e * b.T + i);
+      b.inputs[at] = s[i];
+      if (t.kind == TaskKind::PreviousToken)
+        b.targets[at] = i == 0 ? kIgnored : s[i - 1];
+      else
+        b.targets[at] = scored[i + 1] ? s[i + 1] : kIgnored;
+    }
+  }
+  return b;
+}
+
+std::vector<int> probeSequence(const TrainTask& t) {
+  std::vector<int> p(static_cast<std::size_t>(t.seq_len));
+  if (t.kind == TaskKind::Text) {
+    std::copy_n(t.text_ids.begin(), t.seq_len, p.begin());
+    return p;
+  }
+  TorchGenerator g(t.seed + 2u);
+  const int half = (t.seq_len + 1) / 2;
+  std::vector<int> first(static_cast<std::size_t>(half));
+  for (int& x : first) x = randint(g, 0, t.vocab);
+  for (int i = 0; i < t.seq_len; ++i) p[i] = first[i % half];
+  return p;
+}
+
+}  // namespace attnscope

@@ -1,0 +1,161 @@
+"""Training (docs/DESIGN.md §2.7) against Debian's torch:
+
+1. Gradients: for each task and each variant of the chapter's attention inside the model
+   (attention-only, the book's whole block, qkv_bias, dropout in training), every parameter's
+   gradient at step 1 from `attnscope-cli train --gradients` equals torch autograd's on the same
+   model and batch (≤ 1e-5 of the tensor's largest gradient): the book's GPTModel
+   (core/formats/pytorch/gpt_classes.py, as the script embeds it) seeded as torch builds it.
+2. Losses: 100 steps (20 in the sanitizer build) of `attnscope-cli train` equal those of the script `attnscope-cli
+   pytorch-train` prints, run by Debian's torch, at every step (≤ 1e-3 relative; AdamW, SGD with
+   momentum, dropout), and the head scores on the probe (≤ 1e-4).
+3. The script holds no number of ours: two tasks that differ only in their seed give scripts that
+   differ only in the TASK line.
+
+Usage: test_training_oracle.py ATTNSCOPE_CLI
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from oracle_common import cli_path_from_argv, require_torch
+
+torch = require_torch()
+
+GRADIENT_TASKS = [
+    {"task": "induction", "batch": 8},
+    {"task": "induction", "batch": 8, "mlp": True, "qkv_bias": True},
+    {"task": "induction", "batch": 8, "mlp": True, "dropout": 0.1},
+    {"task": "previous_token", "qkv_bias": True},
+    {"task": "sort", "layers": 3, "heads": 3},
+    {"task": "reverse", "dropout": 0.2},
+    {"task": "text", "seq_len": 16, "batch": 8, "text": "the cat sat on the mat. é€😀 the dog sat on the log."},
+]
+LOSS_TASKS = [
+    {"task": "induction", "steps": 100},
+    {"task": "induction", "steps": 100, "mlp": True, "qkv_bias": True, "dropout": 0.1, "batch": 16},
+    {"task": "previous_token", "steps": 100, "optimizer": "sgd", "lr": 0.1, "momentum": 0.9, "weight_decay": 0.001},
+    {"task": "sort", "steps": 100, "score_every": 10},
+    {"task": "reverse", "steps": 100, "optimizer": "sgd", "lr": 0.5},
+    {"task": "text", "steps": 100, "seq_len": 16, "text": "to be or not to be, that is the question: " * 4},
+]
+
+
+def run(args, **kw):
+    p = subprocess.run(args, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(args[:3])} … exit {p.returncode}: {p.stderr.strip()}")
+    return p.stdout
+
+
+def write_task(folder, task, name="task.json"):
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        json.dump(task, f)
+    return path
+
+
+def script_module(cli, task_path):
+    """The generated script, loaded as a module (its __main__ block does not run)."""
+    source = run([cli, "pytorch-train", task_path])
+    namespace = {"__name__": "attnscope_training_script"}
+    exec(compile(source, "pytorch-train script", "exec"), namespace)
+    return namespace, source
+
+
+def torch_gradients(cli, task_path):
+    """Step 1's gradients by autograd: the model seeded as the task says, its first batch."""
+    script, _ = script_module(cli, task_path)
+    t = script["TASK"]
+    model = script["make_model"]()
+    model.train()
+    x, y = script["next_batch"](torch.Generator().manual_seed(t["seed"] + 1))
+    logits = model(x)
+    loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), y.flatten(), ignore_index=-100)
+    loss.backward()
+    return {name: p.grad.numpy() for name, p in model.named_parameters()}, loss.item()
+
+
+def check_gradients(cli, folder):
+    worst = 0.0
+    for task in GRADIENT_TASKS:
+        path = write_task(folder, task)
+        ours = json.loads(run([cli, "train", path, "--steps", "1", "--gradients"]))
+        want, want_loss = torch_gradients(cli, path)
+        if sorted(ours["gradients"]) != sorted(want):
+            sys.exit(f"FAIL: {task}: parameters {sorted(ours['gradients'])} vs torch's {sorted(want)}")
+        loss_err = abs(ours["losses"][0] - want_loss) / abs(want_loss)
+        if loss_err > 1e-6:
+            sys.exit(f"FAIL: {task}: step 1's loss {ours['losses'][0]} vs torch's {want_loss}")
+        # Against each tensor's largest gradient, floored at 1e-3 of the model's largest: the keys'
+        # bias has a gradient of 0 in theory (softmax ignores a shift of a row's scores), so both
+        # sides hold rounding noise there (1e-11), which no relative measure can compare.
+        floor = 1e-3 * max(float(np.abs(g).max()) for g in want.values())
+        for name, g in want.items():
+            got = np.array(ours["gradients"][name], dtype=np.float32).reshape(g.shape)
+            scale = max(float(np.abs(g).max()), floor)
+            err = float(np.abs(got - g).max()) / scale
+            worst = max(worst, err)
+            if err > 1e-5:
+                sys.exit(f"FAIL: {task}: {name}'s gradient is off torch's by {err:.3g} of its largest ({scale:.3g})")
+        print(f"gradients of {len(want)} parameters equal autograd's: {json.dumps(task)[:90]}")
+    print(f"worst gradient difference: {worst:.2g} of the tensor's largest")
+
+
+def check_losses(cli, folder):
+    # The sanitizer build (tests/sanitizers/ctest-asan) is several times slower: 20 steps there.
+    steps = 20 if os.environ.get("ATTNSCOPE_SANITIZE") else 100
+    for task in LOSS_TASKS:
+        task = dict(task, steps=steps)
+        path = write_task(folder, task)
+        ours = json.loads(run([cli, "train", path]))
+        _, source = script_module(cli, path)
+        script_path = os.path.join(folder, "train.py")
+        with open(script_path, "w") as f:
+            f.write(source)
+        theirs = json.loads(run([sys.executable, script_path]))
+        a, b = np.array(ours["losses"]), np.array(theirs["losses"])
+        if a.shape != b.shape or a.shape[0] != task["steps"]:
+            sys.exit(f"FAIL: {task}: {a.shape} losses vs the script's {b.shape}")
+        rel = float(np.max(np.abs(a - b) / np.abs(b)))
+        if rel > 1e-3:
+            step = int(np.argmax(np.abs(a - b) / np.abs(b)))
+            sys.exit(f"FAIL: {task}: the loss of step {step + 1} is {a[step]}, the script's {b[step]}")
+        if ours["head_scores"]["steps"] != theirs["head_scores"]["steps"]:
+            sys.exit(f"FAIL: {task}: scores at steps {ours['head_scores']['steps']} vs {theirs['head_scores']['steps']}")
+        worst = 0.0
+        for name in ("previous_token", "induction", "first_token"):
+            x = np.array(ours["head_scores"][name], dtype=float)
+            y = np.array(theirs["head_scores"][name], dtype=float)
+            if np.isnan(x).tolist() != np.isnan(y).tolist():
+                sys.exit(f"FAIL: {task}: {name} undefined in different places")
+            worst = max(worst, float(np.nanmax(np.abs(x - y))))
+        if worst > 1e-4:
+            sys.exit(f"FAIL: {task}: head scores off the script's by {worst:.3g}")
+        print(f"{task['steps']} losses within {rel:.1g} of the script's ({a[0]:.3f} → {a[-1]:.3f}), "
+              f"head scores within {worst:.1g}: {json.dumps(task)[:70]}")
+
+
+def check_script_has_no_numbers(cli, folder):
+    a = run([cli, "pytorch-train", write_task(folder, {"task": "induction", "seed": 1}, "a.json")]).splitlines()
+    b = run([cli, "pytorch-train", write_task(folder, {"task": "induction", "seed": 2}, "b.json")]).splitlines()
+    differ = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+    if len(a) != len(b) or len(differ) != 1 or not a[differ[0]].startswith("TASK = json.loads("):
+        sys.exit(f"FAIL: scripts of two seeds differ in lines {differ}, not only in the TASK line")
+    print("the script holds no number of ours: two seeds' scripts differ only in the TASK line")
+
+
+def main():
+    cli = cli_path_from_argv()
+    with tempfile.TemporaryDirectory(prefix="attnscope-train-") as folder:
+        check_gradients(cli, folder)
+        check_losses(cli, folder)
+        check_script_has_no_numbers(cli, folder)
+    print("all checks passed")
+
+
+if __name__ == "__main__":
+    main()
