@@ -3,6 +3,7 @@
 // Exit 0 on success; 2 with one line "error: …" on stderr for bad input.
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -285,6 +286,9 @@ int run(int argc, char** argv) {
   train_cmd->add_option("--steps", train_steps, "steps (default: the task's)")->check(CLI::Range(0, 1000000));
   train_cmd->add_flag("--gradients", train_gradients,
                       "add \"gradients\": every parameter's gradient at step 1, by its state_dict name");
+  bool train_time = false;
+  train_cmd->add_flag("--time", train_time,
+                      "add \"seconds\" (the steps' wall time) and \"elapsed\" (seconds at each head_scores record)");
   auto readTask = [](const std::string& path, int steps) {
     const std::string text = readFileWithin(path == "-" ? "/dev/stdin" : path, std::int64_t{8} << 20,
                                             path == "-" ? FileKind::AnyReadable : FileKind::Regular);
@@ -296,8 +300,12 @@ int run(int argc, char** argv) {
     TrainingRun run(readTask(train_task_path, train_steps));
     nlohmann::json gradients;
     std::vector<float> g;
+    const auto start = std::chrono::steady_clock::now();
+    auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+    std::vector<double> elapsed = {0.0};
     while (!run.finished()) {
       run.step(train_gradients && run.stepsDone() == 0 ? &g : nullptr);
+      if (run.scores().size() > elapsed.size()) elapsed.push_back(seconds());
       if (!g.empty() && gradients.is_null()) {
         gradients = nlohmann::json::object();
         for (const ParamTensor& t : run.model().tensors)
@@ -305,8 +313,10 @@ int run(int argc, char** argv) {
                                                  g.begin() + static_cast<std::ptrdiff_t>(t.offset + t.size));
       }
     }
+    const double total = seconds();
     nlohmann::json out = run.resultJson();
     if (train_gradients) out["gradients"] = gradients;
+    if (train_time) out["seconds"] = total, out["elapsed"] = elapsed;
     std::cout << out.dump() << "\n";
     finishStdout();
   });
