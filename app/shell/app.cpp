@@ -25,6 +25,7 @@ App::App(Document document, ViewState view, bool interactive, WindowHooks hooks)
       {"lines", [this](const PanelContext& ctx) { lines_.draw(ctx, ImGui::GetContentRegionAvail()); }},
       {"parameters", [this](const PanelContext& ctx) { weights_.draw(ctx); }},
       {"compare", [this](const PanelContext& ctx) { compare_.draw(ctx); }},
+      {"learn", [this](const PanelContext& ctx) { learn_.draw(ctx); }},
   };
   for (const MainTab& tab : mainTabs())
     if (!tab_views_.count(tab.id)) std::fprintf(stderr, "attnscope: internal error: no view for the tab %s\n", tab.id);
@@ -112,7 +113,9 @@ void App::draw(double now, const CaptureFrame& capture) {
                        heatmap_grid_.roundingNote(),
                        {},
                        capture.state,
-                       &ctl_.model()};
+                       &ctl_.model(),
+                       &ctl_.learn(),
+                       ctl_.learnStepShown()};
   // A lesson step's maps menu (in its panel): the heatmaps' header, which the step's maps have the lines of.
   if (ctl_.lesson().open() && ctl_.lesson().step() > 0 && !view.highlight.empty())
     context.maps_menu = [this, &context] { heatmap_grid_.drawMapsMenu(context); };
@@ -225,8 +228,10 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
   }
 
   // The main area: the heatmap grid or the pipeline, as tabs; the head statistics under it.
-  // (Not under the Layers tab: its own table scores every head of every layer.)
-  const float statistics_h = v.statisticsShown() && v.tab != "layers" ? HeadStatisticsPanel::height(ctx, body_h) : 0.0f;
+  // (Not under the Layers tab: its own table scores every head of every layer; nor under Learn: its charts do.)
+  const float statistics_h = v.statisticsShown() && v.tab != "layers" && v.tab != "learn"
+                                 ? HeadStatisticsPanel::height(ctx, body_h)
+                                 : 0.0f;
   const ImVec2 main_pos(top.x + left_w, top.y), main_size(vp.Size.x - left_w - right_w, body_h - statistics_h);
   ImGui::SetNextWindowPos(main_pos);
   ImGui::SetNextWindowSize(main_size);

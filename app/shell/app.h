@@ -21,6 +21,7 @@
 #include "panels/inputs_panel.h"
 #include "panels/inspector_panel.h"
 #include "panels/layers_view.h"
+#include "panels/learn_view.h"
 #include "panels/lesson_panel.h"
 #include "panels/lines_view.h"
 #include "panels/main_menu.h"
@@ -109,6 +110,7 @@ class App {
   PipelineView pipeline_;
   LinesView lines_;       // the Lines tab
   CompareView compare_;   // the Compare tab
+  LearnView learn_;       // the Learn tab
   WeightsPanel weights_;  // the Weights tab: the parameters, editable
   InspectorPanel inspector_;
   HeadStatisticsPanel statistics_;  // under the main area

@@ -116,9 +116,16 @@ void Controller::update(double now) {
     }
   }
   watchFiles(now);
+  updateLearning(now);
   // Only the commands queued before this call: a capture draws frames, and panels push more.
   for (std::size_t n = queue_.size(); n > 0 && !queue_.empty(); --n) {
     const CommandId next = queue_.front().id();
+    // A script's (or a message's) command after learn_step waits for those steps; the user's own
+    // clicks and the run's controls do not.
+    const Command& front = queue_.front();
+    if (learn_.stepping() && (front.script_index >= 0 || front.listener) && next != CommandId::LearnPause &&
+        next != CommandId::LearnClose && next != CommandId::Quit)
+      break;
     if (commandInfo(next).has(kWaitsForResult) && !settled()) break;  // for the newest, complete result
     // While a lesson is checked, what comes after its lesson_open waits for it (a script's next
     // step, a key); another lesson or closing stops the check.
@@ -634,7 +641,11 @@ void Controller::closeModel(double now) {
   if (pinned_ && pinned_->model) unpin();  // a trained layer is nothing to compare the chapter with
   clampView();
   if (hooks_.document_replaced) hooks_.document_replaced();
-  showToast("Closed the model: the chapter's workspace again", false, now);
+  const bool learning = learn_showing_;
+  if (learning) endLearning();  // its maps were what the views showed
+  showToast(learning ? "Ended the run: the chapter's workspace again"
+                     : "Closed the model: the chapter's workspace again",
+            false, now);
 }
 
 ViewState Controller::chapterView() const {
@@ -654,6 +665,7 @@ void Controller::openLoadedModel(ModelLoad loaded, double now) {
   if (lesson_.open()) throw InputError("a lesson is open: close it first (File › Close lesson), then open the model");
   if (!model_.isOpen()) chapter_view_ = view_;  // given back by model_close
   if (pinned_) unpin();                         // A belongs to what was shown before
+  endLearning();                                // the model shows instead of the run's maps
   model_.open(loaded.model, base_limits_.max_tokens, c.has("prepend_eot") && c.flag("prepend_eot"));
   watched_model_ = loaded.model->weights_path;  // watched from the file as it was read
   watched_model_stamp_ = loaded.stamp;
@@ -782,6 +794,7 @@ void Controller::openGivenAttention(const Command& c, double now) {
   if (model_load_.busy()) model_load_.cancel();  // these maps instead of the model being read
   if (!model_.isOpen()) chapter_view_ = view_;   // given back by model_close
   if (pinned_) unpin();
+  endLearning();  // these maps instead of the run's
   model_.openGiven(std::move(g));
   view_.token = static_cast<int>(T) - 1;
   view_.head = -1;
@@ -793,6 +806,112 @@ void Controller::openGivenAttention(const Command& c, double now) {
              std::to_string(L) + " layers × " + std::to_string(H) + " heads over " + std::to_string(T) +
              " tokens, as they came (File › Close model goes back)",
          now);
+}
+
+// [SECTION] Learning (docs/DESIGN.md §3.9) -------------------------------------------------------
+
+void Controller::applyLearn(const Command& c, double now) {
+  using Id = CommandId;
+  if (c.id() == Id::Learn) {
+    const nlohmann::json task = c.has("task") ? c.args["task"] : nlohmann::json{{"task", "induction"}};
+    const TrainTask t = parseTrainTask(task);  // a refusal changes nothing
+    if (lesson_.open() || lesson_check_.busy())
+      throw InputError("a lesson is open: close it first (File › Close lesson), then train a model");
+    if (model_load_.busy()) model_load_.cancel();
+    learn_.start(t);
+    learn_follow_ = true;
+    learn_step_ = 0;
+    if (learn_showing_) view_.tab = "learn";  // else once its first maps show (the chapter's view kept first)
+    if (c.has("play") && c.flag("play")) learn_.play();
+    return;
+  }
+  if (!learn_.open()) throw InputError("no model is training: start one in the Learn tab (the learn command)");
+  switch (c.id()) {
+    case Id::LearnPlay:
+      if (learn_.finished())
+        throw InputError("the run has trained all its " + std::to_string(learn_.task().steps) + " steps");
+      learn_.play();
+      learn_follow_ = true;
+      return;
+    case Id::LearnPause: return learn_.pause();
+    case Id::LearnStep: {
+      const int n = c.has("steps") ? c.integer("steps") : 1;
+      if (n < 1 || n > 1000000) throw InputError("steps: 1 … 1000000");
+      if (learn_.finished())
+        throw InputError("the run has trained all its " + std::to_string(learn_.task().steps) + " steps");
+      learn_.stepBy(n);
+      learn_follow_ = true;
+      return;
+    }
+    case Id::LearnShow: {
+      const int step = c.integer("step");
+      if (step < -1) throw InputError("step: −1 (the newest) or a step of the run");
+      learn_follow_ = step == -1;
+      learn_step_ = step;
+      return showLearnSnapshot(now);
+    }
+    case Id::LearnClose:
+      if (learn_showing_) return closeModel(now);  // which ends the run
+      endLearning();
+      return showToast("Ended the run", false, now);
+    default: return;
+  }
+}
+
+void Controller::updateLearning(double now) {
+  if (!learn_.open()) return;
+  const std::string error_before = learn_.error();
+  if (learn_.update() && learn_follow_) showLearnSnapshot(now);
+  if (learn_.error() != error_before) showToast("Training stopped: " + learn_.error(), true, now);
+}
+
+void Controller::endLearning() {
+  learn_.close();
+  learn_showing_ = false;
+}
+
+// The run's probe maps at the snapshot asked for (learn_show) or the newest, as given maps: every
+// view shows them; the layer and head picked stay picked as they update.
+void Controller::showLearnSnapshot(double now) {
+  const auto& timeline = learn_.timeline();
+  if (timeline.empty()) return;
+  const LearnSession::Snapshot* shown = &timeline.back();
+  if (!learn_follow_) {
+    shown = &timeline.front();
+    for (const auto& s : timeline)
+      if (s.step <= learn_step_) shown = &s;
+  }
+  const TrainTask& t = learn_.task();
+  auto g = std::make_shared<GivenAttention>();
+  g->layers = t.layers;
+  g->heads = t.heads;
+  g->tokens = t.seq_len;
+  g->maps = *shown->maps;
+  g->labels = learn_.probeLabels();
+  g->title = "Learning " + std::string(taskInfo(t.kind).name) + " · step " + std::to_string(shown->step);
+  g->from =
+      "the maps of the probe sequence (its first half repeated) as the model in the Learn tab learns; Close ends "
+      "the run";
+  if (!learn_showing_) {
+    if (!model_.isOpen()) chapter_view_ = view_;  // given back when the run ends
+    if (pinned_) unpin();
+    model_.openGiven(std::move(g));
+    learn_showing_ = true;
+    view_.tab = "learn";
+    view_.token = t.seq_len - 1;
+    view_.head = -1;
+    view_.key = -1;
+    clampView();
+    if (hooks_.document_replaced) hooks_.document_replaced();
+    notify("Training " + std::string(taskInfo(t.kind).name) +
+               ": every view shows its probe's maps as it learns (File › Close model ends the run)",
+           now);
+    return;
+  }
+  const int layer = model_.layer();
+  model_.openGiven(std::move(g));
+  model_.setLayer(std::min(layer, t.layers - 1));
+  clampView();  // another run's task may have fewer heads or tokens
 }
 
 void Controller::applyModel(const Command& c, double now) {
@@ -836,6 +955,12 @@ void Controller::applyModel(const Command& c, double now) {
       if (!model_.isOpen()) throw InputError("no model is open");
       return closeModel(now);
     case Id::Attention: return openGivenAttention(c, now);
+    case Id::Learn:
+    case Id::LearnPlay:
+    case Id::LearnPause:
+    case Id::LearnStep:
+    case Id::LearnShow:
+    case Id::LearnClose: return applyLearn(c, now);
     case Id::SelectLayer: {
       const int h = c.has("head") ? c.integer("head") : view_.head;  // checked first: a refusal changes nothing
       if (model_.isOpen() && (h < -1 || h >= headsShown()))
@@ -1003,8 +1128,8 @@ void Controller::endFrame(double now, bool mouse_down, bool typing) {
 }
 
 double Controller::idleTimeout(double now, double longest) const {
-  if (!queue_.empty() && !lesson_check_.busy() && !model_load_.busy())
-    return 0;  // commands behind a lesson's check wait for its wake-up
+  if (!queue_.empty() && !lesson_check_.busy() && !model_load_.busy() && !learn_.stepping())
+    return 0;  // commands behind a lesson's check, a model's read or a run's steps wait for its wake-up
   double timeout = longest;
   if (!toast_.text.empty() && toast_.until > now) timeout = std::min(timeout, toast_.until - now);
   return std::max(timeout, 0.0);

@@ -21,6 +21,7 @@
 #include "state/capture_targets.h"
 #include "state/command_queue.h"
 #include "state/engine_worker.h"
+#include "state/learn_session.h"
 #include "state/lesson_check.h"
 #include "state/lesson_session.h"
 #include "state/model_session.h"
@@ -104,7 +105,8 @@ class Controller {
 
   // ---- each frame
   CommandQueue& commands() { return queue_; }
-  bool idle() const { return queue_.empty() && !model_load_.busy(); }  // every queued command applied
+  // Every queued command applied, and the steps a run was asked for trained.
+  bool idle() const { return queue_.empty() && !model_load_.busy() && !learn_.stepping(); }
   // Before drawing: applies the queued commands (one that waits for the result waits for the
   // newest), sends the document to the engine when it changed, takes finished results.
   void update(double now);
@@ -134,6 +136,9 @@ class Controller {
   const std::string& engineError() const { return engine_error_; }
   const LessonSession& lesson() const { return lesson_; }
   const ModelSession& model() const { return model_; }                     // the trained model open, if any
+  const LearnSession& learn() const { return learn_; }                     // a model training, if any
+  // The step whose maps the views show (-1: the newest, as it trains).
+  int learnStepShown() const { return learn_follow_ ? -1 : learn_step_; }
   const std::string& modelLoadError() const { return model_load_error_; }  // the last model_open's refusal, or
   // What the views show: the model's text and layer while a model is open, else the document.
   int tokenCount() const;
@@ -170,6 +175,10 @@ class Controller {
   };
   void openLoadedModel(ModelLoad loaded, double now);
   void openGivenAttention(const Command& c, double now);                       // the attention command
+  void applyLearn(const Command& c, double now);                               // learn, learn_play, learn_step, …
+  void updateLearning(double now);                                             // the run's results, each frame
+  void showLearnSnapshot(double now);  // its maps (newest or asked for) in the views
+  void endLearning();                  // no run, its maps no longer shown
   void exportGiven(const std::string& path, ExportFormat format, double now);  // export_trace of given maps
   void unpin();                                        // drop A (the unpin command, and a model's change)
   void applyToDocument(const Command& c, double now);  // applyDocument once the model allows it
@@ -236,6 +245,10 @@ class Controller {
 
   LessonSession lesson_;
   ModelSession model_;
+  LearnSession learn_;
+  bool learn_showing_ = false;  // the views show the run's maps (as given maps)
+  bool learn_follow_ = true;    // … its newest (else those at learn_step_)
+  int learn_step_ = 0;
   OffThread<ModelLoad> model_load_;  // model_open's reading and packing
   std::string model_load_error_;     // why the last model read failed ("" once one opened)
   ViewState chapter_view_;           // the view when the model was opened (chapterView)

@@ -7,14 +7,15 @@
 
 namespace attnscope {
 
-const std::array<MainTab, 6>& mainTabs() {
-  static const std::array<MainTab, 6> tabs = {
+const std::array<MainTab, 7>& mainTabs() {
+  static const std::array<MainTab, 7> tabs = {
       {{"layers", "Layers", TabFor::Model},  // a trained model's every layer and head (docs/DESIGN.md §3.4 "Layers")
        {"heatmaps", "Heatmaps"},
        {"pipeline", "Pipeline"},
        {"lines", "Lines"},
        {"parameters", "Weights", TabFor::Chapter},  // the parameters (--panel weights is a heatmap)
-       {"compare", "Compare"}}};
+       {"compare", "Compare"},
+       {"learn", "Learn", TabFor::Always}}};  // a model training live (docs/DESIGN.md §3.9)
   return tabs;
 }
 

@@ -24,18 +24,19 @@ struct GridColumn {
 // What a tab shows decides when it is there: a trained model's layers only while one is open, the
 // chapter's editable parameters only while none is (a model's are read only); attention maps given
 // as they are (no model to run, no stages but the weights) have the layers alone.
-enum class TabFor { Both, Model, Chapter };
+enum class TabFor { Both, Model, Chapter, Always };
 enum class Showing { Chapter, Model, GivenMaps };  // what the views show now
 struct MainTab {
   const char* id;     // "heatmaps": the view's tab, --panel, the layout dump's "tab_heatmaps"
   const char* title;  // on the tab
   TabFor shown_for = TabFor::Both;
   bool shown(Showing now) const {
+    if (shown_for == TabFor::Always) return true;
     if (now == Showing::GivenMaps) return shown_for == TabFor::Model;
     return shown_for == TabFor::Both || (shown_for == TabFor::Model) == (now == Showing::Model);
   }
 };
-const std::array<MainTab, 6>& mainTabs();
+const std::array<MainTab, 7>& mainTabs();
 bool isMainTab(const std::string& id);
 // Whether tab `id` is there (MainTab::shown); false for no tab.
 bool mainTabShown(const std::string& id, Showing now);

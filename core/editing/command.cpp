@@ -161,6 +161,17 @@ const std::vector<CommandInfo>& commandTable() {
        "show attention maps of any model as they are, in the model view: maps [heads, T, T] or [layers, heads, T, "
        "T] (nested lists, or a channel message's tensor, whose shape the channel gives), tokens T names (default "
        "t1 … tT), a title"},
+      // Watching a model learn (docs/DESIGN.md §3.9): its probe's maps are shown as given maps.
+      {CommandId::Learn, "learn", T::Model, 0, {{"task", A::Any, false}, {"play", A::Bool, false}},
+       "start training a small model on `task` (a TASK object as attnscope-cli train reads, default {\"task\": "
+       "\"induction\"}), at step 0; `play`: train at once. The Learn tab shows it; its probe's maps every view"},
+      {CommandId::LearnPlay, "learn_play", T::Model, 0, {}, "train the run (to its last step)"},
+      {CommandId::LearnPause, "learn_pause", T::Model, 0, {}, "pause the run"},
+      {CommandId::LearnStep, "learn_step", T::Model, 0, {{"steps", A::Int, false}},
+       "train `steps` more steps (default 1), then pause; a script's next command waits for them"},
+      {CommandId::LearnShow, "learn_show", T::Model, 0, {{"step", A::Int, true}},
+       "show the run's maps at `step` (the timeline's snapshot at or before it); −1: follow the newest"},
+      {CommandId::LearnClose, "learn_close", T::Model, 0, {}, "end the run: the chapter's workspace again"},
   };
   // clang-format on
   return table;

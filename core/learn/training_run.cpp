@@ -32,9 +32,11 @@ void TrainingRun::recordScores() {
   ScoreRecord r;
   r.step = stepsDone();
   std::vector<HeadScoreRow> rows(static_cast<std::size_t>(T));
+  last_maps_.clear();
   for (const auto& layer : maps) {
     r.scores.emplace_back();
     for (const Matrix& a : layer) {
+      last_maps_.insert(last_maps_.end(), a.data(), a.data() + a.size());
       for (int i = 0; i < T; ++i) rows[static_cast<std::size_t>(i)] = headScoreRow(a.row(i).data(), i, i + 1, patterns);
       r.scores.back().push_back(headScoresOfRows(rows.data(), T));
     }

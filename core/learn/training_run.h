@@ -33,6 +33,8 @@ class TrainingRun {
   const std::vector<int>& probe() const { return probe_; }
   const std::vector<double>& losses() const { return losses_; }
   const std::vector<ScoreRecord>& scores() const { return scores_; }
+  // The probe's attention weights at the last score record: L·H maps of T × T, layer-major.
+  const std::vector<float>& lastMaps() const { return last_maps_; }
 
   // {"losses": [...], "head_scores": {"steps": [...], "previous_token": [[[L × H]] per record],
   // "induction": …, "first_token": …}} (an undefined induction score is null).
@@ -50,6 +52,7 @@ class TrainingRun {
   std::vector<float> gradients_;
   std::vector<double> losses_;
   std::vector<ScoreRecord> scores_;
+  std::vector<float> last_maps_;
 };
 
 }  // namespace attnscope

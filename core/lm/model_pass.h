@@ -41,6 +41,9 @@ struct GivenAttention {
   std::vector<float> maps;          // L·H·T·T, layer-major, each map row-major
   std::vector<std::string> labels;  // T
   std::string title;                // what the sender calls it ("GPTModel"); may be empty
+  // Where they come from, for the panels: empty for a notebook's (attnscope.show_attention), else
+  // a phrase ("the probe's maps of the model training in the Learn tab").
+  std::string from;
   const float* map(int layer, int head) const {
     return maps.data() + (static_cast<std::size_t>(layer) * heads + static_cast<std::size_t>(head)) *
                              static_cast<std::size_t>(tokens) * static_cast<std::size_t>(tokens);

@@ -243,6 +243,26 @@ def quit_channel_app(attnscope):
             pass
 
 
+def channel_refused(attnscope, commands, words, what):
+    """Sends commands the app must refuse: its one-line refusal names `words`."""
+    try:
+        attnscope.command(commands)
+    except attnscope.ChannelError as e:
+        check(words in str(e) and "\n" not in str(e), f"{what}: the refusal '{e}' lacks {words!r}")
+        print(f"refused ({what}): {e}")
+        return
+    raise Fail(f"{what}: not refused")
+
+
+def workspace_as_before(attnscope, folder, before, what):
+    """Saves the app's workspace beside `before` (saved earlier) and checks they are the same."""
+    after = os.path.join(folder, "after.json")
+    attnscope.command({"do": "save", "path": after})
+    with open(before) as a, open(after) as b:
+        check(json.load(a) == json.load(b), f"{what} did not give the chapter's workspace back")
+    print(f"{what}: the chapter's workspace as it was")
+
+
 class PixelChecker:
     """Compares a screenshot's heatmap cells with the colours the CLI's values imply."""
 

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from gui_common import Fail, Xvfb, check, isolated_env, quit_channel_app
+from gui_common import Fail, Xvfb, channel_refused, check, isolated_env, quit_channel_app, workspace_as_before
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
@@ -46,13 +46,7 @@ def exported_layer(folder, layer):
 
 
 def refused(commands, words, what):
-    try:
-        attnscope.command(commands)
-    except attnscope.ChannelError as e:
-        check(words in str(e) and "\n" not in str(e), f"{what}: the refusal '{e}' lacks {words!r}")
-        print(f"refused ({what}): {e}")
-        return
-    raise Fail(f"{what}: not refused")
+    channel_refused(attnscope, commands, words, what)
 
 
 def check_captured(folder):
@@ -148,11 +142,7 @@ def main():
             check_captured(folder)
             check_given_maps(folder)
             attnscope.command({"do": "model_close"})
-            after = os.path.join(folder, "after.json")
-            attnscope.command({"do": "save", "path": after})
-            with open(before) as a, open(after) as b:
-                check(json.load(a) == json.load(b), "File › Close model did not give the chapter's workspace back")
-            print("File › Close model: the chapter's workspace as it was")
+            workspace_as_before(attnscope, folder, before, "File › Close model")
         finally:
             quit_channel_app(attnscope)
     print("all checks passed")

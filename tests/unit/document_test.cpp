@@ -241,6 +241,12 @@ std::vector<json> everyCommandExample() {
        {"maps", json::array({json::array({json::array({1.0, 0.0}), json::array({0.5, 0.5})})})},
        {"tokens", json::array({"The", "cat"})},
        {"title", "GPT-2, layer 0"}},
+      {{"do", "learn"}, {"task", {{"task", "sort"}, {"steps", 300}}}, {"play", true}},
+      {{"do", "learn_play"}},
+      {{"do", "learn_pause"}},
+      {{"do", "learn_step"}, {"steps", 100}},
+      {{"do", "learn_show"}, {"step", 700}},
+      {{"do", "learn_close"}},
   };
 }
 
@@ -2300,7 +2306,7 @@ TEST(CommandTable, EveryIdOnceWithItsFlags) {
       EXPECT_TRUE(discard) << c.name << " asks first but takes no `discard`";
     }
   }
-  EXPECT_EQ(ids.size(), static_cast<std::size_t>(CommandId::Attention) + 1) << "a CommandId without a table entry";
+  EXPECT_EQ(ids.size(), static_cast<std::size_t>(CommandId::LearnClose) + 1) << "a CommandId without a table entry";
   for (CommandId id :
        {CommandId::Screenshot, CommandId::ExportTrace, CommandId::ExportMap, CommandId::Pin, CommandId::Swap})
     EXPECT_TRUE(commandInfo(id).has(kWaitsForResult)) << commandInfo(id).name;

@@ -1,0 +1,428 @@
+#include "panels/learn_view.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "engine/errors.h"
+#include "widgets/fonts.h"
+#include "widgets/layout_dump.h"
+#include "widgets/text.h"
+#include "widgets/theme.h"
+
+namespace attnscope {
+
+namespace {
+
+// [SECTION] Colours and series ---------------------------------------------------------------------
+
+// One colour per head, layer-major (Tableau's ten, which stay apart for the common colour
+// blindnesses and on a projector), then again.
+ImU32 headColour(int index) {
+  static const ImU32 colours[] = {IM_COL32(78, 121, 167, 255),  IM_COL32(242, 142, 43, 255),
+                                  IM_COL32(225, 87, 89, 255),   IM_COL32(118, 183, 178, 255),
+                                  IM_COL32(89, 161, 79, 255),   IM_COL32(237, 201, 72, 255),
+                                  IM_COL32(176, 122, 161, 255), IM_COL32(255, 157, 167, 255),
+                                  IM_COL32(156, 117, 95, 255),  IM_COL32(186, 176, 172, 255)};
+  return colours[index % 10];
+}
+
+struct Series {
+  std::vector<float> x, y;  // y NaN: no value there (an undefined score)
+  ImU32 colour;
+  float thickness = 2;
+};
+
+// The mean of the last `window` losses at each step: the curve a loss's noise hides.
+std::vector<float> smoothed(const std::vector<double>& v, int window) {
+  std::vector<float> out(v.size());
+  double sum = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    sum += v[i];
+    if (i >= static_cast<std::size_t>(window)) sum -= v[i - static_cast<std::size_t>(window)];
+    out[i] = static_cast<float>(sum /
+                                static_cast<double>(std::min<std::size_t>(i + 1, static_cast<std::size_t>(window))));
+  }
+  return out;
+}
+
+// A round step for axis ticks: 1, 2 or 5 × 10ⁿ, about `span / count`.
+double niceStep(double span, int count) {
+  const double raw = span / std::max(count, 1);
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * p >= raw) return m * p;
+  return 10 * p;
+}
+
+// [SECTION] A chart ---------------------------------------------------------------------------------
+
+// A line chart of `series` over steps 0 … x_max, values y_lo … y_hi, with its title, ticks, a line
+// at the step the views show, and a tooltip of the values under the mouse. Returns the step
+// clicked (−1: none).
+int chart(const char* id, const char* title, ImVec2 size, const std::vector<Series>& series, float x_max, float y_lo,
+          float y_hi, int marked_step, const std::vector<std::string>& names) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  ImGui::InvisibleButton(id, size);
+  const bool hovered = ImGui::IsItemHovered();
+  const bool clicked = ImGui::IsItemClicked(ImGuiMouseButton_Left) ||
+                       (ImGui::IsItemActive() && ImGui::IsMouseDragging(0));
+  ImFont* small = fonts().small;
+  const float fs = small->FontSize;
+  const ImU32 dim = theme().text_dim, line = theme().grid_line;
+  const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+  // The plot's rectangle: room for the title above, the value ticks left, the steps below.
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", static_cast<double>(y_hi));
+  const float left = p0.x + small->CalcTextSizeA(fs, 1e9f, 0, buf).x + px(6);
+  const float title_h = title[0] ? ImGui::GetFontSize() + px(4) : px(4);  // no title: where room is short
+  const ImVec2 a(left, p0.y + title_h), b(p0.x + size.x - px(6), p0.y + size.y - fs - px(4));
+  if (title[0]) dl->AddText(ImVec2(p0.x, p0.y), text, fitText(title, size.x).c_str());
+  if (b.x - a.x < px(40) || b.y - a.y < px(12)) return -1;
+  dl->AddRect(a, b, line);
+  x_max = std::max(x_max, 1.0f);
+  const float span = std::max(y_hi - y_lo, 1e-6f);
+  auto X = [&](float s) { return a.x + (b.x - a.x) * s / x_max; };
+  auto Y = [&](float v) { return b.y - (b.y - a.y) * (std::clamp(v, y_lo, y_hi) - y_lo) / span; };
+  for (double v = std::ceil(y_lo / niceStep(span, 3)) * niceStep(span, 3); v <= y_hi + 1e-9; v += niceStep(span, 3)) {
+    std::snprintf(buf, sizeof buf, span < 3 ? "%.1f" : "%.0f", v);
+    const float y = Y(static_cast<float>(v));
+    dl->AddLine(ImVec2(a.x, y), ImVec2(b.x, y), line);
+    const float w = small->CalcTextSizeA(fs, 1e9f, 0, buf).x;
+    dl->AddText(small, fs, ImVec2(a.x - w - px(3), y - fs / 2), dim, buf);
+  }
+  const double xs = niceStep(x_max, std::max(2, static_cast<int>((b.x - a.x) / px(90))));
+  for (double s = 0; s <= x_max + 1e-9; s += xs) {
+    std::snprintf(buf, sizeof buf, "%.0f", s);
+    const float x = X(static_cast<float>(s));
+    const float w = small->CalcTextSizeA(fs, 1e9f, 0, buf).x;
+    dl->AddText(small, fs, ImVec2(std::clamp(x - w / 2, a.x, b.x - w), b.y + px(2)), dim, buf);
+  }
+  dl->PushClipRect(a, b, true);
+  for (const Series& s : series) {  // at most a point per pixel column
+    std::vector<ImVec2> points;
+    const std::size_t n = s.x.size();
+    const std::size_t stride = std::max<std::size_t>(1, n / static_cast<std::size_t>(std::max(1.0f, b.x - a.x)));
+    for (std::size_t i = 0; i < n; i += stride) {
+      if (std::isnan(s.y[i])) {
+        if (points.size() > 1)
+          dl->AddPolyline(points.data(), static_cast<int>(points.size()), s.colour, 0, px(s.thickness));
+        points.clear();
+        continue;
+      }
+      points.emplace_back(X(s.x[i]), Y(s.y[i]));
+    }
+    if (n > 0 && (n - 1) % stride != 0 && !std::isnan(s.y[n - 1])) points.emplace_back(X(s.x[n - 1]), Y(s.y[n - 1]));
+    if (points.size() > 1)
+      dl->AddPolyline(points.data(), static_cast<int>(points.size()), s.colour, 0, px(s.thickness));
+  }
+  if (marked_step >= 0)
+    dl->AddLine(ImVec2(X(static_cast<float>(marked_step)), a.y), ImVec2(X(static_cast<float>(marked_step)), b.y), text,
+                px(1));
+  dl->PopClipRect();
+  const float mouse_step = (ImGui::GetIO().MousePos.x - a.x) / (b.x - a.x) * x_max;
+  if (hovered && !series.empty()) {
+    ImGui::BeginTooltip();
+    ImGui::Text("step %.0f", static_cast<double>(std::clamp(mouse_step, 0.0f, x_max)));
+    for (std::size_t k = 0; k < series.size(); ++k) {
+      const Series& s = series[k];
+      if (s.x.empty() || k >= names.size() || names[k].empty()) continue;
+      const auto it = std::lower_bound(s.x.begin(), s.x.end(), mouse_step);
+      const std::size_t i = std::min<std::size_t>(static_cast<std::size_t>(it - s.x.begin()), s.x.size() - 1);
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(s.colour), "%s  %s", names[k].c_str(),
+                         std::isnan(s.y[i])
+                             ? "—"
+                             : (std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(s.y[i])), buf));
+    }
+    ImGui::TextDisabled("Click: show the maps of this step");
+    ImGui::EndTooltip();
+  }
+  return clicked ? static_cast<int>(std::lround(std::clamp(mouse_step, 0.0f, x_max))) : -1;
+}
+
+// Items of a row that wraps: before an item `w` wide, a new line unless it fits after the last.
+void flow(float w, bool first) {
+  if (first) return;
+  const float right = ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w;
+  if (right < ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x) ImGui::SameLine();
+}
+
+}  // namespace
+
+// [SECTION] The tab ---------------------------------------------------------------------------------
+
+void LearnView::draw(const PanelContext& ctx) {
+  const ImVec2 origin = ImGui::GetCursorScreenPos(), room = ImGui::GetContentRegionAvail();
+  layout().panel("learn", origin, ImVec2(origin.x + room.x, origin.y + room.y));
+  const LearnSession* run = ctx.learn;
+  const bool running = run != nullptr && run->open();
+  if (!running) {
+    ImGui::PushTextWrapPos(0);
+    ImGui::TextUnformatted(
+        "Train a small GPT here and watch its attention form. The model is the book's GPTModel (attention only "
+        "for the induction task); the loss, what each head does and its maps update as it learns, exactly as the "
+        "PyTorch script of attnscope-cli pytorch-train computes them.");
+    ImGui::PopTextWrapPos();
+    ImGui::Spacing();
+    form(ctx, false);
+    return;
+  }
+  controls(ctx);
+  if (form_open_) form(ctx, true);
+  ImGui::Separator();
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float timeline_h = ImGui::GetFrameHeightWithSpacing() + ImGui::GetStyle().ItemSpacing.y;
+  charts(ctx, ImVec2(avail.x, avail.y - timeline_h));
+  timeline(ctx);
+}
+
+void LearnView::form(const PanelContext& ctx, bool running) {
+  // The task: a new choice starts from that task's defaults.
+  const std::string kind = form_.value("task", "induction");
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted("Task");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::CalcTextSize("previous_token").x + px(40));
+  if (ImGui::BeginCombo("##task", kind.c_str())) {
+    for (const TaskInfo& t : taskTable()) {
+      if (ImGui::Selectable(t.name, kind == t.name)) form_ = {{"task", t.name}};
+      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", t.teaches);
+    }
+    ImGui::EndCombo();
+  }
+  layout().widget("learn_task");
+  // The task as it would be read: the form shows every field's value, defaults included.
+  TrainTask task;
+  try {
+    task = parseTrainTask(form_);
+    form_error_.clear();
+  } catch (const InputError& e) {
+    form_error_ = e.what();
+    try {
+      task = parseTrainTask({{"task", kind}});
+    } catch (const InputError&) {
+    }
+  }
+  const nlohmann::json shown = trainTaskJson(task);
+  const float field_w = ImGui::CalcTextSize("0000000").x + ImGui::GetStyle().FramePadding.x * 2;
+  struct IntItem {
+    const char* key;
+    const char* label;
+  };
+  const IntItem ints[] = {{"layers", "layers"}, {"heads", "heads"}, {"d_model", "width"}, {"seq_len", "tokens"},
+                          {"vocab", "vocab"},   {"batch", "batch"}, {"steps", "steps"},   {"seed", "seed"}};
+  for (const IntItem& f : ints) {
+    if (!shown.contains(f.key)) continue;  // the text task's vocabulary is its text's
+    const float w = ImGui::CalcTextSize(f.label).x + ImGui::GetStyle().ItemInnerSpacing.x + field_w;
+    flow(w, false);
+    int v = form_.contains(f.key) ? form_[f.key].get<int>() : shown[f.key].get<int>();
+    ImGui::SetNextItemWidth(field_w);
+    ImGui::PushID(f.key);
+    if (ImGui::InputInt(f.label, &v, 0, 0)) form_[f.key] = v;
+    ImGui::PopID();
+  }
+  {
+    const float w = ImGui::CalcTextSize("learning rate").x + field_w * 1.3f;
+    flow(w, false);
+    double lr = form_.contains("lr") ? form_["lr"].get<double>() : shown["lr"].get<double>();
+    ImGui::SetNextItemWidth(field_w * 1.3f);
+    if (ImGui::InputDouble("learning rate", &lr, 0, 0, "%g")) form_["lr"] = lr;
+  }
+  {
+    flow(ImGui::CalcTextSize("MLP").x + ImGui::GetFrameHeight() * 2, false);
+    bool mlp = form_.contains("mlp") ? form_["mlp"].get<bool>() : shown["mlp"].get<bool>();
+    if (ImGui::Checkbox("MLP", &mlp)) form_["mlp"] = mlp;
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("Off: each block is attention only (no LayerNorm 2, no feed-forward)");
+  }
+  if (kind == "text") {
+    std::string text = form_.value("text", std::string());
+    char buf[4096];
+    std::snprintf(buf, sizeof buf, "%s", text.c_str());
+    ImGui::SetNextItemWidth(-1);
+    if (ImGui::InputTextWithHint("##text", "the text to learn (at least seq_len + 2 characters)", buf, sizeof buf))
+      form_["text"] = std::string(buf);
+  }
+  if (!form_error_.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(235, 110, 100, 255));
+    ImGui::TextWrapped("%s", form_error_.c_str());
+    ImGui::PopStyleColor();
+  }
+  ImGui::BeginDisabled(!form_error_.empty());
+  if (ImGui::Button(running ? "Start this run instead" : "Start")) {
+    ctx.commands.push("learn", {{"task", form_}, {"play", true}});
+    form_open_ = false;
+  }
+  ImGui::EndDisabled();
+  layout().widget("learn_start");
+  if (running) {
+    ImGui::SameLine();
+    if (ImGui::Button("Cancel")) form_open_ = false;
+  }
+}
+
+void LearnView::controls(const PanelContext& ctx) {
+  const LearnSession& run = *ctx.learn;
+  const TrainTask& t = run.task();
+  if (run.playing()) {
+    if (ImGui::Button("Pause")) ctx.commands.push("learn_pause");
+  } else {
+    ImGui::BeginDisabled(run.finished());
+    if (ImGui::Button("Train")) ctx.commands.push("learn_play");
+    ImGui::EndDisabled();
+  }
+  layout().widget("learn_play");
+  ImGui::SameLine();
+  ImGui::BeginDisabled(run.playing() || run.finished());
+  if (ImGui::Button("Step")) ctx.commands.push("learn_step", {{"steps", 1}});
+  ImGui::SameLine();
+  if (ImGui::Button("+100")) ctx.commands.push("learn_step", {{"steps", 100}});
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  if (ImGui::Button("New run…")) form_open_ = !form_open_;
+  const auto& losses = run.losses();
+  char status[256];
+  const int n = std::min<int>(25, static_cast<int>(losses.size()));
+  double recent = 0;
+  for (int i = 0; i < n; ++i) recent += losses[losses.size() - 1 - static_cast<std::size_t>(i)];
+  std::snprintf(status, sizeof status, "%s · step %d of %d%s", taskInfo(t.kind).name, run.stepsDone(), t.steps,
+                run.playing()    ? ""
+                : run.finished() ? " · done"
+                                 : " · paused");
+  flow(ImGui::CalcTextSize(status).x, false);
+  ImGui::AlignTextToFramePadding();
+  ImGui::TextUnformatted(status);
+  if (n > 0) {
+    flow(ImGui::CalcTextSize("loss 0.000 · 0000 steps/s").x, false);
+    if (run.playing())
+      ImGui::Text("loss %.3f · %.0f steps/s", recent / n, run.stepsPerSecond());
+    else
+      ImGui::Text("loss %.3f", recent / n);
+  }
+  if (!run.error().empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(235, 110, 100, 255));
+    ImGui::TextWrapped("Stopped: %s", run.error().c_str());
+    ImGui::PopStyleColor();
+  }
+}
+
+void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
+  const LearnSession& run = *ctx.learn;
+  const TrainTask& t = run.task();
+  const int marked = ctx.learn_step_shown >= 0 ? ctx.learn_step_shown
+                                               : (run.timeline().empty() ? -1 : run.timeline().back().step);
+  const float x_max = static_cast<float>(std::max(t.steps, 1));
+  const float gap = ImGui::GetStyle().ItemSpacing.y;
+  // The loss above, the three scores in a row below (a column of them where the tab is narrow).
+  const bool row = size.x >= px(600);     // else one score at a time, picked above it
+  const bool compact = size.y < px(300);  // the charts without titles (the loss's tooltip names it)
+  // What is not a chart: the legend, and the score's picker when one at a time; the charts share the rest.
+  const float legend_h = ImGui::GetTextLineHeightWithSpacing();
+  const float around = legend_h + 2 * gap + (row ? 0.0f : ImGui::GetFrameHeightWithSpacing());
+  const float loss_h = std::max(px(50), 0.47f * (size.y - around));
+  int clicked = -1;
+  {
+    std::vector<Series> s;
+    const auto& l = run.losses();
+    Series raw, mean;
+    for (std::size_t i = 0; i < l.size(); ++i) raw.x.push_back(static_cast<float>(i + 1));
+    raw.y.assign(l.begin(), l.end());
+    raw.colour = IM_COL32(120, 140, 170, 110);
+    raw.thickness = 1;
+    mean.x = raw.x;
+    mean.y = smoothed(l, 25);
+    mean.colour = IM_COL32(120, 180, 255, 255);
+    float hi = 0;
+    for (float v : raw.y) hi = std::max(hi, v);
+    s.push_back(std::move(raw));
+    s.push_back(std::move(mean));
+    const int c = chart("##loss", compact ? "" : "Loss (cross-entropy; bright: the mean of the last 25 steps)",
+                        ImVec2(size.x, loss_h), s, x_max, 0, std::max(hi, 1.0f) * 1.05f, marked, {"loss", "mean"});
+    if (c >= 0) clicked = c;
+    layout().widget("learn_loss");
+  }
+  // Per head, each score over the records.
+  struct Score {
+    const char* title;
+    const char* key;
+    float HeadScores::*value;
+    bool HeadScores::*has;
+  };
+  const Score scores[] = {
+      {"Induction score", "induction", &HeadScores::induction, &HeadScores::has_induction},
+      {"Previous-token score", "previous", &HeadScores::previous_token, &HeadScores::has_previous},
+      {"First-token score (sink)", "first", &HeadScores::first_token, nullptr},
+  };
+  std::vector<std::string> names;
+  for (int l = 0; l < t.layers; ++l)
+    for (int h = 0; h < t.heads; ++h) names.push_back(std::to_string(l + 1) + "." + std::to_string(h + 1));
+  const float rest = std::max(px(50), size.y - around - loss_h);
+  if (!row) {
+    ImGui::SetNextItemWidth(ImGui::CalcTextSize("First-token score (sink)").x + px(40));
+    if (ImGui::BeginCombo("##score", scores[score_shown_].title)) {
+      for (int k = 0; k < 3; ++k)
+        if (ImGui::Selectable(scores[k].title, k == score_shown_)) score_shown_ = k;
+      ImGui::EndCombo();
+    }
+    layout().widget("learn_score_pick");
+  }
+  const ImVec2 each = row ? ImVec2((size.x - 2 * ImGui::GetStyle().ItemSpacing.x) / 3, rest) : ImVec2(size.x, rest);
+  for (int k = 0; k < 3; ++k) {
+    if (!row && k != score_shown_) continue;
+    const Score& sc = scores[k];
+    std::vector<Series> s;
+    for (int i = 0; i < t.layers * t.heads; ++i) {
+      Series one;
+      one.colour = headColour(i);
+      for (const ScoreRecord& r : run.scores()) {
+        const HeadScores& hs = r.scores[static_cast<std::size_t>(i / t.heads)][static_cast<std::size_t>(i % t.heads)];
+        one.x.push_back(static_cast<float>(r.step));
+        one.y.push_back(sc.has == nullptr || hs.*sc.has ? hs.*sc.value : NAN);
+      }
+      s.push_back(std::move(one));
+    }
+    if (row && k > 0) ImGui::SameLine();
+    const int c = chart(sc.key, row && !compact ? sc.title : "", each, s, x_max, 0, 1, marked, names);
+    if (c >= 0) clicked = c;
+    layout().widget(std::string("learn_") + sc.key);
+  }
+  // The legend: each head's colour, as the Layers tab numbers heads.
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const std::string label = "head " + names[i];
+    flow(ImGui::GetFontSize() + ImGui::CalcTextSize(label.c_str()).x + px(8), i == 0);
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const float sw = ImGui::GetFontSize() * 0.8f;
+    dl->AddRectFilled(ImVec2(p.x, p.y + (ImGui::GetFontSize() - sw) / 2),
+                      ImVec2(p.x + sw, p.y + (ImGui::GetFontSize() + sw) / 2), headColour(static_cast<int>(i)));
+    ImGui::Dummy(ImVec2(sw, ImGui::GetFontSize()));
+    ImGui::SameLine(0, px(4));
+    ImGui::TextUnformatted(label.c_str());
+  }
+  if (clicked >= 0 && clicked != ctx.learn_step_shown) ctx.commands.push("learn_show", {{"step", clicked}});
+}
+
+void LearnView::timeline(const PanelContext& ctx) {
+  const LearnSession& run = *ctx.learn;
+  const auto& tl = run.timeline();
+  if (tl.empty()) return;
+  const bool following = ctx.learn_step_shown < 0;
+  int index = static_cast<int>(tl.size()) - 1;
+  if (!following)
+    for (int i = 0; i < static_cast<int>(tl.size()); ++i)
+      if (tl[static_cast<std::size_t>(i)].step <= ctx.learn_step_shown) index = i;
+  bool follow = following;
+  if (ImGui::Checkbox("Follow", &follow))
+    ctx.commands.push("learn_show", {{"step", follow ? -1 : tl[static_cast<std::size_t>(index)].step}});
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("The views show the newest maps as the model learns");
+  ImGui::SameLine();
+  char label[64];
+  std::snprintf(label, sizeof label, "maps at step %d", tl[static_cast<std::size_t>(index)].step);
+  ImGui::SetNextItemWidth(-1);
+  if (ImGui::SliderInt("##timeline", &index, 0, static_cast<int>(tl.size()) - 1, label, ImGuiSliderFlags_AlwaysClamp))
+    ctx.commands.push("learn_show", {{"step", tl[static_cast<std::size_t>(index)].step}});
+  layout().widget("learn_timeline");
+}
+
+}  // namespace attnscope

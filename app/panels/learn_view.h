@@ -1,0 +1,33 @@
+// The Learn tab (docs/DESIGN.md §3.9): a small GPT training live. The task and its sizes (a new
+// run on "Start"), play / pause / one step, the steps per second; the loss curve; each head's
+// previous-token, induction and first-token scores on the probe over the steps; and the timeline
+// of the probe's maps — a click on any chart, or the slider, shows the maps of that step in every
+// view (learn_show), "Follow" the newest again. Draws from the LearnSession the controller keeps.
+#pragma once
+#include <imgui.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "panels/panel.h"
+
+namespace attnscope {
+
+class LearnView {
+ public:
+  void draw(const PanelContext& ctx);
+
+ private:
+  void form(const PanelContext& ctx, bool running);  // the task and its sizes
+  void controls(const PanelContext& ctx);
+  void charts(const PanelContext& ctx, ImVec2 size);
+  void timeline(const PanelContext& ctx);
+
+  nlohmann::json form_ = {{"task", "induction"}};  // the task being set up (the run's own is the session's)
+  std::string form_error_;                         // why it would be refused, as parseTrainTask says
+  bool form_open_ = false;                         // "New run…" unfolded while a run goes on
+  int score_shown_ = 0;                            // where the tab is narrow: the one score charted
+};
+
+}  // namespace attnscope
