@@ -37,6 +37,8 @@ constexpr DialogKind kDialogs[] = {
     {"save_pytorch", "Save PyTorch code", "attention.py", "py", false},
     {"export_map", "Save one map", "", "", false},
     {"save_lines", "Save the Lines view as a figure (.svg, .pdf or .png)", "lines.svg", "svg pdf png", false},
+    {"save_model", "Save the trained model (its state_dict: .npz or .safetensors)", "model.npz", "npz safetensors",
+     false},
 };
 
 const DialogKind* findDialog(const std::string& which) {
@@ -250,6 +252,8 @@ void FileDialogs::draw(const PanelContext& ctx, const Prompts& prompts) {
                                   {"format", trace_format_ == 0   ? "json"
                                              : trace_format_ == 1 ? "csv"
                                                                   : "npy"}});
+      } else if (which_ == "save_model") {
+        cmd.push("learn_save", {{"path", fs::path(path).extension().empty() ? path + ".npz" : path}});
       } else if (which_ == "save_pytorch") {
         cmd.push("save_pytorch", {{"path", path}});
       } else if (which_ == "save_lines") {  // the view's figure; the extension names the format (SVG without one)

@@ -279,27 +279,36 @@ void LearnView::controls(const PanelContext& ctx) {
   ImGui::SameLine();
   if (ImGui::Button("+100")) ctx.commands.push("learn_step", {{"steps", 100}});
   ImGui::EndDisabled();
-  ImGui::SameLine();
+  auto buttonWidth = [](const char* label) {
+    return ImGui::CalcTextSize(label).x + ImGui::GetStyle().FramePadding.x * 2;
+  };
+  flow(buttonWidth("New run…"), false);
   if (ImGui::Button("New run…")) form_open_ = !form_open_;
+  flow(buttonWidth("Save model…"), false);
+  if (ImGui::Button("Save model…")) ctx.commands.push("dialog", {{"which", "save_model"}});
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(
+        "The model as it is now, as the book's GPTModel state_dict (.npz or .safetensors): "
+        "np.load it into load_state_dict, or open it with File › Open model");
+  layout().widget("learn_save");
   const auto& losses = run.losses();
   char status[256];
   const int n = std::min<int>(25, static_cast<int>(losses.size()));
   double recent = 0;
   for (int i = 0; i < n; ++i) recent += losses[losses.size() - 1 - static_cast<std::size_t>(i)];
-  std::snprintf(status, sizeof status, "%s · step %d of %d%s", taskInfo(t.kind).name, run.stepsDone(), t.steps,
-                run.playing()    ? ""
-                : run.finished() ? " · done"
-                                 : " · paused");
+  // One line where it fits: "step 700 of 1500 · loss 2.601 · 130 steps/s" (the task is the maps' title).
+  int used = std::snprintf(status, sizeof status, "step %d of %d", run.stepsDone(), t.steps);
+  if (n > 0) used += std::snprintf(status + used, sizeof status - used, " · loss %.3f", recent / n);
+  if (run.playing())
+    std::snprintf(status + used, sizeof status - used, " · %.0f steps/s", run.stepsPerSecond());
+  else
+    std::snprintf(status + used, sizeof status - used, run.finished() ? " · done" : " · paused");
   flow(ImGui::CalcTextSize(status).x, false);
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted(status);
-  if (n > 0) {
-    flow(ImGui::CalcTextSize("loss 0.000 · 0000 steps/s").x, false);
-    if (run.playing())
-      ImGui::Text("loss %.3f · %.0f steps/s", recent / n, run.stepsPerSecond());
-    else
-      ImGui::Text("loss %.3f", recent / n);
-  }
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("%s: %s. The loss is the mean of the last %d steps.", taskInfo(t.kind).name,
+                      taskInfo(t.kind).teaches, n);
   if (!run.error().empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(235, 110, 100, 255));
     ImGui::TextWrapped("Stopped: %s", run.error().c_str());

@@ -850,6 +850,17 @@ void Controller::applyLearn(const Command& c, double now) {
       learn_step_ = step;
       return showLearnSnapshot(now);
     }
+    case Id::LearnSave: {
+      const std::string path = c.text("path");
+      if (!learn_.parameters()) throw InputError("the run has no model yet: it is being built");
+      TrainModel model(learn_.task());
+      model.values = *learn_.parameters();
+      saveTrainModel(model, path);
+      if (hooks_.file_used) hooks_.file_used(path);
+      return showToast("Saved the model at step " + std::to_string(learn_.parametersStep()) + " to " + path +
+                           " (File › Open model opens it, with " + std::to_string(learn_.task().heads) + " heads)",
+                       false, now);
+    }
     case Id::LearnClose:
       if (learn_showing_) return closeModel(now);  // which ends the run
       endLearning();
@@ -960,6 +971,7 @@ void Controller::applyModel(const Command& c, double now) {
     case Id::LearnPause:
     case Id::LearnStep:
     case Id::LearnShow:
+    case Id::LearnSave:
     case Id::LearnClose: return applyLearn(c, now);
     case Id::SelectLayer: {
       const int h = c.has("head") ? c.integer("head") : view_.head;  // checked first: a refusal changes nothing

@@ -67,6 +67,8 @@ void LearnSession::close() {
   probe_.clear();
   steps_per_s_ = 0;
   error_.clear();
+  parameters_.reset();
+  parameters_step_ = 0;
   ++version_;
 }
 
@@ -101,14 +103,18 @@ void LearnSession::run(std::uint64_t) {
     return;
   }
   std::size_t published_scores = 0;
-  auto publish = [&](std::unique_lock<std::mutex>&) {
+  auto publish = [&](std::unique_lock<std::mutex>&, bool parameters) {
     for (; published_scores < training->scores().size(); ++published_scores)
       outbox_.scores.push_back(training->scores()[published_scores]);
     outbox_.done = training->stepsDone();
+    if (parameters) {
+      outbox_.parameters = std::make_shared<const std::vector<float>>(training->model().values);
+      outbox_.parameters_step = training->stepsDone();
+    }
   };
   {
     std::unique_lock<std::mutex> lock(mutex_);
-    publish(lock);
+    publish(lock, true);
     outbox_.snapshots.push_back({0, std::make_shared<const std::vector<float>>(training->lastMaps())});
   }
   wakeUi();
@@ -144,13 +150,13 @@ void LearnSession::run(std::uint64_t) {
     if (training->scores().size() > records)
       outbox_.snapshots.push_back(
           {training->stepsDone(), std::make_shared<const std::vector<float>>(training->lastMaps())});
-    publish(lock);
+    const bool reached = training->stepsDone() >= asked_ || training->finished();
+    publish(lock, reached || training->scores().size() > records);
     if (seconds >= 0.5) {
       outbox_.steps_per_s = window_steps / seconds;
       window = now;
       window_steps = 0;
     }
-    const bool reached = training->stepsDone() >= asked_ || training->finished();
     if (reached) outbox_.stopped = true, asked_ = 0;
     lock.unlock();
     // At most 60 wake-ups a second: the UI takes everything published at its next frame.
@@ -177,6 +183,7 @@ bool LearnSession::update() {
   scores_.insert(scores_.end(), in.scores.begin(), in.scores.end());
   done_ = std::max(done_, in.done);
   if (in.steps_per_s > 0) steps_per_s_ = in.steps_per_s;
+  if (in.parameters) parameters_ = std::move(in.parameters), parameters_step_ = in.parameters_step;
   if (!in.error.empty()) error_ = in.error, playing_ = false, target_ = done_;
   if (in.stopped && done_ >= target_) playing_ = false;
   const bool new_snapshot = !in.snapshots.empty();

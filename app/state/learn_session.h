@@ -57,6 +57,10 @@ class LearnSession {
   std::vector<std::string> probeLabels() const;  // the probe's tokens as the views name them
   double stepsPerSecond() const { return steps_per_s_; }
   const std::string& error() const { return error_; }  // the run stopped: the loss was not finite
+  // The model's parameters as the thread last published them (at each score record and whenever
+  // it stops) and the step they are at; null before the first.
+  const std::shared_ptr<const std::vector<float>>& parameters() const { return parameters_; }
+  int parametersStep() const { return parameters_step_; }
   std::uint64_t version() const { return version_; }   // bumped by every change update() takes
 
  private:
@@ -68,6 +72,8 @@ class LearnSession {
     double steps_per_s = 0;
     std::string error;
     bool stopped = false;  // the thread paused itself (the target reached, finished, an error)
+    std::shared_ptr<const std::vector<float>> parameters;
+    int parameters_step = 0;
   };
   void run(std::uint64_t generation);  // the thread
   void stopThread();
@@ -83,6 +89,8 @@ class LearnSession {
   double steps_per_s_ = 0;
   std::string error_;
   std::uint64_t version_ = 0;
+  std::shared_ptr<const std::vector<float>> parameters_;
+  int parameters_step_ = 0;
 
   std::thread thread_;
   std::mutex mutex_;  // guards the three below

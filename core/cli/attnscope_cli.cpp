@@ -17,6 +17,7 @@
 #include "engine/attention.h"
 #include "engine/errors.h"
 #include "engine/memory.h"
+#include "formats/atomic_file.h"
 #include "formats/export.h"
 #include "formats/file_reading.h"
 #include "formats/import_workspace.h"
@@ -286,6 +287,10 @@ int run(int argc, char** argv) {
   train_cmd->add_option("--steps", train_steps, "steps (default: the task's)")->check(CLI::Range(0, 1000000));
   train_cmd->add_flag("--gradients", train_gradients,
                       "add \"gradients\": every parameter's gradient at step 1, by its state_dict name");
+  std::string train_save;
+  train_cmd->add_option("--save", train_save,
+                        "write the trained model's state_dict (the book's GPTModel names) to a .npz or .safetensors "
+                        "file, which attnscope --model and model-trace open");
   bool train_time = false;
   train_cmd->add_flag("--time", train_time,
                       "add \"seconds\" (the steps' wall time) and \"elapsed\" (seconds at each head_scores record)");
@@ -298,6 +303,7 @@ int run(int argc, char** argv) {
   };
   train_cmd->callback([&] {
     TrainingRun run(readTask(train_task_path, train_steps));
+    if (!train_save.empty()) checkTrainModelPath(train_save);  // refused before training, not after
     nlohmann::json gradients;
     std::vector<float> g;
     const auto start = std::chrono::steady_clock::now();
@@ -314,6 +320,7 @@ int run(int argc, char** argv) {
       }
     }
     const double total = seconds();
+    if (!train_save.empty()) saveTrainModel(run.model(), train_save);
     nlohmann::json out = run.resultJson();
     if (train_gradients) out["gradients"] = gradients;
     if (train_time) out["seconds"] = total, out["elapsed"] = elapsed;

@@ -126,7 +126,7 @@ const std::vector<CommandInfo>& commandTable() {
       {CommandId::CopyPytorch, "copy_pytorch", T::App, 0, {}, "copy that script to the clipboard"},
       {CommandId::Dialog, "dialog", T::App, 0, {{"which", A::String, true}, {"stage", A::String, false}, {"head", A::Int, false},
                           {"format", A::String, false}},
-       "open a file dialog: open, open_lesson, save_as, export_trace, save_pytorch, export_map, save_lines"},
+       "open a file dialog: open, open_lesson, save_as, export_trace, save_pytorch, export_map, save_lines, open_model, save_model"},
       {CommandId::Quit, "quit", T::App, kAsksFirst | kAsksScripts, {{"discard", A::Bool, false}},
        "quit; asks first when there are unsaved changes, unless `discard` is true"},
       {CommandId::Unsaved, "unsaved", T::App, 0, {{"choice", A::String, true}},
@@ -171,6 +171,9 @@ const std::vector<CommandInfo>& commandTable() {
        "train `steps` more steps (default 1), then pause; a script's next command waits for them"},
       {CommandId::LearnShow, "learn_show", T::Model, 0, {{"step", A::Int, true}},
        "show the run's maps at `step` (the timeline's snapshot at or before it); −1: follow the newest"},
+      {CommandId::LearnSave, "learn_save", T::Model, 0, {{"path", A::String, true}},
+       "save the run's model as it is now (paused: this step; training: its last score record) to `path`, the "
+       "book's GPTModel state_dict as .npz or .safetensors"},
       {CommandId::LearnClose, "learn_close", T::Model, 0, {}, "end the run: the chapter's workspace again"},
   };
   // clang-format on

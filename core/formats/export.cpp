@@ -56,7 +56,8 @@ void appendLittleEndian(std::string& out, float v) {
 
 // NPY 1.0: magic, version, uint16 header length, a Python dict literal padded with spaces and
 // ending in '\n' so that the data starts at a multiple of 64 bytes, then the raw values.
-std::string npy(const Matrix& m, const std::string& shape) {
+// An .npy header (format 1.0, '<f4', C order) of `shape` ("(2, 3)"), padded to 64 bytes.
+std::string npyHeader(const std::string& shape, std::size_t floats) {
   std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
   const std::size_t prefix = 6 + 2 + 2;
   const std::size_t total = (prefix + dict.size() + 1 + 63) / 64 * 64;
@@ -66,7 +67,12 @@ std::string npy(const Matrix& m, const std::string& shape) {
   out.push_back(static_cast<char>(dict.size() & 0xFF));
   out.push_back(static_cast<char>(dict.size() >> 8));
   out += dict;
-  out.reserve(out.size() + 4 * static_cast<std::size_t>(m.size()));
+  out.reserve(out.size() + 4 * floats);
+  return out;
+}
+
+std::string npy(const Matrix& m, const std::string& shape) {
+  std::string out = npyHeader(shape, static_cast<std::size_t>(m.size()));
   for (int i = 0; i < m.rows(); ++i)
     for (int j = 0; j < m.cols(); ++j) appendLittleEndian(out, m(i, j));
   return out;
@@ -253,6 +259,18 @@ std::string matrixJson(const Matrix& m) {
     out += "]";
   }
   return out + (m.rows() ? "\n]\n" : "]\n");
+}
+
+std::string arrayNpy(const float* data, const std::vector<std::int64_t>& shape) {
+  std::string text = "(";
+  std::size_t n = 1;
+  for (std::size_t k = 0; k < shape.size(); ++k) {
+    text += (k ? ", " : "") + std::to_string(shape[k]);
+    n *= static_cast<std::size_t>(shape[k]);
+  }
+  std::string out = npyHeader(text + (shape.size() == 1 ? ",)" : ")"), n);
+  for (std::size_t i = 0; i < n; ++i) appendLittleEndian(out, data[i]);
+  return out;
 }
 
 std::string matrixNpy(const Matrix& m) {

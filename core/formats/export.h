@@ -22,6 +22,8 @@ const char* exportExtension(ExportFormat f);                       // ".csv", â€
 std::string matrixCsv(const Matrix& m);
 std::string matrixJson(const Matrix& m);
 std::string matrixNpy(const Matrix& m);
+// Any C-order float32 array as .npy (format 1.0, '<f4'): a state_dict's tensors in an .npz.
+std::string arrayNpy(const float* data, const std::vector<std::int64_t>& shape);
 std::string exportMatrix(const Matrix& m, ExportFormat f);
 
 // A CSV's header row and first column: what the rows and the columns are.

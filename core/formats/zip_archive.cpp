@@ -206,4 +206,42 @@ std::string ZipArchive::readPrefix(std::size_t index, std::size_t n) const {
   return out;
 }
 
+std::string zipBytes(const std::vector<std::pair<std::string, std::string>>& entries) {
+  zip_error_t error;
+  zip_error_init(&error);
+  zip_source_t* out = zip_source_buffer_create(nullptr, 0, 0, &error);
+  zip_error_fini(&error);
+  if (!out) throw std::bad_alloc();
+  zip_source_keep(out);  // zip_close releases the archive's reference; ours reads the bytes after
+  zip_error_init(&error);
+  zip_t* archive = zip_open_from_source(out, ZIP_TRUNCATE, &error);
+  zip_error_fini(&error);
+  auto failed = [&](const char* what) {
+    if (archive) zip_discard(archive);
+    zip_source_free(out);
+    throw ComputeError(std::string("writing a zip: ") + what);
+  };
+  if (!archive) failed("libzip could not start one");
+  for (const auto& [name, bytes] : entries) {
+    zip_source_t* entry = zip_source_buffer(archive, bytes.data(), bytes.size(), 0);  // read at zip_close
+    if (!entry) failed("out of memory");
+    const zip_int64_t index = zip_file_add(archive, name.c_str(), entry, ZIP_FL_ENC_UTF_8 | ZIP_FL_OVERWRITE);
+    if (index < 0) {
+      zip_source_free(entry);
+      failed(zip_strerror(archive));
+    }
+    zip_set_file_compression(archive, static_cast<zip_uint64_t>(index), ZIP_CM_STORE, 0);
+  }
+  if (zip_close(archive) != 0) failed(zip_strerror(archive));
+  archive = nullptr;
+  std::string bytes;
+  if (zip_source_open(out) != 0) failed("its bytes cannot be read back");
+  char buffer[1 << 16];
+  for (zip_int64_t n; (n = zip_source_read(out, buffer, sizeof buffer)) > 0;)
+    bytes.append(buffer, static_cast<std::size_t>(n));
+  zip_source_close(out);
+  zip_source_free(out);
+  return bytes;
+}
+
 }  // namespace attnscope

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnscope {
@@ -51,5 +52,9 @@ class ZipArchive {
 
 // A name from a file, fit for a one-line message: control characters as '?', at most 200 bytes.
 std::string printableName(const std::string& name);
+
+// A zip of `entries` (name, bytes), stored uncompressed, as its bytes: what NumPy's np.savez
+// writes, so np.load reads an .npz of it. libzip writes it, in memory.
+std::string zipBytes(const std::vector<std::pair<std::string, std::string>>& entries);
 
 }  // namespace attnscope

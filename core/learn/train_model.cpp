@@ -3,10 +3,15 @@
 #include "learn/train_model.h"
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "engine/errors.h"
+#include "formats/atomic_file.h"
+#include "formats/export.h"
+#include "formats/zip_archive.h"
 
 namespace attnscope {
 
@@ -372,6 +377,62 @@ double lossAndGradients(const TrainModel& m, const TrainBatch& batch, std::vecto
     dpos.row(r % T) += dx.row(r);
   }
   return loss;
+}
+
+// [SECTION] Saving ----------------------------------------------------------------------------------
+
+void checkTrainModelPath(const std::string& path) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext != ".npz" && ext != ".safetensors")
+    throw InputError(path + ": save a model as .npz or .safetensors (the book's state_dict in either)");
+  writableTarget(path);  // a FIFO or a device is refused before anything is made
+}
+
+void saveTrainModel(const TrainModel& m, const std::string& path) {
+  checkTrainModelPath(path);
+  const bool npz = std::filesystem::path(path).extension() == ".npz";
+  struct Named {
+    std::string name;
+    std::vector<std::int64_t> shape;
+    const float* data;
+  };
+  std::vector<Named> tensors;
+  std::vector<float> mask(static_cast<std::size_t>(m.context) * m.context, 0.0f);
+  for (int i = 0; i < m.context; ++i)
+    for (int j = i + 1; j < m.context; ++j) mask[static_cast<std::size_t>(i) * m.context + j] = 1.0f;
+  for (const ParamTensor& t : m.tensors) {
+    tensors.push_back({t.name, std::vector<std::int64_t>(t.shape.begin(), t.shape.end()), m.values.data() + t.offset});
+    // each block's causal-mask buffer, which torch's state_dict holds beside the attention's parameters
+    if (t.name.find(".att.out_proj.bias") != std::string::npos)
+      tensors.push_back({t.name.substr(0, t.name.find(".out_proj")) + ".mask", {m.context, m.context}, mask.data()});
+  }
+  if (npz) {
+    std::vector<std::pair<std::string, std::string>> entries;
+    for (const Named& t : tensors) entries.emplace_back(t.name + ".npy", arrayNpy(t.data, t.shape));
+    writeFileAtomically(path, zipBytes(entries));
+    return;
+  }
+  // safetensors: an 8-byte little-endian header length, the JSON header, the tensors' bytes.
+  nlohmann::json header = {{"__metadata__", {{"format", "pt"}, {"written_by", "attnscope"}}}};
+  std::size_t offset = 0;
+  for (const Named& t : tensors) {
+    std::size_t n = 1;
+    for (std::int64_t d : t.shape) n *= static_cast<std::size_t>(d);
+    header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + 4 * n}}};
+    offset += 4 * n;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  writeFileAtomically(path, [&](std::ostream& out) {
+    const std::uint64_t size = text.size();
+    for (int k = 0; k < 8; ++k) out.put(static_cast<char>((size >> (8 * k)) & 0xff));
+    out << text;
+    for (const Named& t : tensors) {
+      std::size_t n = 1;
+      for (std::int64_t d : t.shape) n *= static_cast<std::size_t>(d);
+      out.write(reinterpret_cast<const char*>(t.data), static_cast<std::streamsize>(4 * n));  // little-endian hosts
+    }
+  });
 }
 
 std::vector<std::vector<Matrix>> attentionMaps(const TrainModel& m, const std::vector<int>& ids) {

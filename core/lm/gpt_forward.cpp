@@ -148,6 +148,10 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
     }
     x += trace.batches[0].output;
     if (request.on_layer) request.on_layer(layer, h, std::move(trace));
+    if (!c.mlp) {  // an attention-only block
+      if (!allFinite(x)) overflow("block " + std::to_string(layer) + "'s attention");
+      continue;
+    }
     // x += MLP(LN₂(x)): h = LN₂(x) by rows; then items of (row block, output slice), so that a
     // short text's threads each read a part of the weights, not all of them.
     forEachItem(threads, blocks, [&](int k) {

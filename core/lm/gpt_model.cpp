@@ -297,12 +297,15 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   const std::int64_t d = c.d_model;
   const std::string fc_name = hf ? "h.0.mlp.c_fc.weight" : "trf_blocks.0.ff.layers.0.weight";
   const TensorInfo* fc0 = names.info(fc_name);
-  if (fc0 == nullptr) throw InputError(path + ": tensor " + fc_name + " (the first block's MLP) is missing");
-  if (fc0->shape.size() != 2 || fc0->shape[hf ? 0 : 1] != d)
+  // The book's blocks without a feed-forward and LayerNorm₂ at all: an attention-only model.
+  c.mlp = hf || fc0 != nullptr || names.has("trf_blocks.0.norm2.scale");
+  if (!c.mlp) model->notes.push_back("attention only: its blocks have no feed-forward and no LayerNorm 2");
+  if (c.mlp && fc0 == nullptr) throw InputError(path + ": tensor " + fc_name + " (the first block's MLP) is missing");
+  if (c.mlp && (fc0->shape.size() != 2 || fc0->shape[hf ? 0 : 1] != d))
     throw InputError(path + ": tensor " + fc0->name + " has shape " + TensorNames::shapeText(fc0->shape) +
                      ", expected " +
                      (hf ? "[" + std::to_string(d) + ", MLP width]" : "[MLP width, " + std::to_string(d) + "]"));
-  c.mlp_width = static_cast<int>(fc0->shape[hf ? 1 : 0]);
+  c.mlp_width = c.mlp ? static_cast<int>(fc0->shape[hf ? 1 : 0]) : 0;
   if (cfg.n_inner != 0) agree("n_inner", cfg.n_inner, c.mlp_width);
   const std::int64_t F = c.mlp_width;
   c.qkv_bias = hf || names.has("trf_blocks.0.att.W_query.bias");
@@ -311,7 +314,7 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   // layout and packed), the embeddings and the head once more when the file's are not float32.
   const double block_floats = 4.0 * d * d + 2.0 * d * F + 9.0 * d + F;
   const double estimate = (2.0 * c.layers * block_floats + 2.0 * (double(c.vocab_size) + c.context_length) * d) * 4;
-  if (F < 1 || F > 16 * limits.max_dim)
+  if ((c.mlp && F < 1) || F > 16 * limits.max_dim)
     throw InputError(path + ": the MLP's width " + std::to_string(F) + " is beyond what attnscope opens (1 … " +
                      std::to_string(16 * limits.max_dim) + ")");
   if (estimate > static_cast<double>(options.max_model_bytes))
@@ -363,7 +366,7 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
     GptBlock b;
     const std::string p = (hf ? "h." : "trf_blocks.") + std::to_string(i);
     b.norm1 = norm(p + (hf ? ".ln_1" : ".norm1"), "a LayerNorm");
-    b.norm2 = norm(p + (hf ? ".ln_2" : ".norm2"), "a LayerNorm");
+    if (c.mlp) b.norm2 = norm(p + (hf ? ".ln_2" : ".norm2"), "a LayerNorm");
     auto params = std::make_shared<Parameters>();
     if (hf) {
       const FloatTensor qkv = names.take(p + ".attn.c_attn.weight", {d, 3 * d}, "attention's Q, K, V (Conv1D)");
@@ -383,14 +386,18 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
       params->key.push_back(linear(p + ".att.W_key", d, d, c.qkv_bias, "attention's W_key"));
       params->value.push_back(linear(p + ".att.W_value", d, d, c.qkv_bias, "attention's W_value"));
       params->out_proj = linear(p + ".att.out_proj", d, d, true, "attention's out_proj");
-      b.fc = linear(p + ".ff.layers.0", F, d, true, "the feed-forward's first layer");
-      b.proj = linear(p + ".ff.layers.2", d, F, true, "the feed-forward's second layer");
+      if (c.mlp) {
+        b.fc = linear(p + ".ff.layers.0", F, d, true, "the feed-forward's first layer");
+        b.proj = linear(p + ".ff.layers.2", d, F, true, "the feed-forward's second layer");
+      }
       names.ignore(p + ".att.mask");
     }
     b.attention.parameters = params;
     b.attention.packed = packModule(*params, a);
-    b.fc_packed = packedSlices(b.fc);
-    b.proj_packed = packedSlices(b.proj);
+    if (c.mlp) {
+      b.fc_packed = packedSlices(b.fc);
+      b.proj_packed = packedSlices(b.proj);
+    }
     if (!options.reference_mlp) b.fc = b.proj = Linear{};  // the packed panels are all the fast path reads
     names.releaseTaken();                                  // every tensor of the block is copied
     model->blocks.push_back(std::move(b));

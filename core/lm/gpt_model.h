@@ -32,7 +32,8 @@ struct GptConfig {
   int d_model = 0;         // d
   int layers = 0;          // L
   int heads = 0;           // H
-  int mlp_width = 0;       // F (4·d in GPT-2 and the book)
+  int mlp_width = 0;       // F (4·d in GPT-2 and the book); 0 without an MLP
+  bool mlp = true;  // false: every block is attention only, no LayerNorm₂ and MLP (attnscope's Learn tab trains such)
   float layer_norm_eps = 1e-5f;
   bool qkv_bias = true;    // GPT-2's c_attn has one; the book's GPT_CONFIG_124M trains without
   bool tied_head = true;   // the output head is the token embedding (GPT-2; the book's out_head is its own)

@@ -34,8 +34,15 @@ TASK = {"task": "induction", "steps": 1500, "batch": 16}
 LOSS_COLOUR = np.array([120, 180, 255])  # the loss curve's mean (panels/learn_view.cpp)
 
 
+TASK_LR = 1e-3  # the induction task's default
+
+
+def torch_model(cli, folder, steps):
+    return torch_maps(cli, folder, steps)[2]
+
+
 def torch_maps(cli, folder, steps):
-    """The probe's weights [L, H, T, T] after `steps` steps of the task, by torch."""
+    """The probe's weights [L, H, T, T] after `steps` steps of the task, by torch; the script; the model."""
     path = os.path.join(folder, "task.json")
     with open(path, "w") as f:
         json.dump(TASK, f)
@@ -54,7 +61,7 @@ def torch_maps(cli, folder, steps):
     model.eval()
     with torch.no_grad():
         model(torch.tensor([script["probe"]()]))
-    return np.stack([b.att.last_weights[0].numpy() for b in model.trf_blocks]), script
+    return np.stack([b.att.last_weights[0].numpy() for b in model.trf_blocks]), script, model
 
 
 def shown_maps(folder, layers):
@@ -107,7 +114,7 @@ def main():
             refused({"do": "learn", "task": {"task": "induction", "layers": 0}}, "task.layers", "no layers")
 
             attnscope.command([{"do": "learn", "task": TASK}, {"do": "learn_step", "steps": STEPS}])
-            want, script = torch_maps(cli, folder, STEPS)
+            want, script, _ = torch_maps(cli, folder, STEPS)
             got = check_maps(folder, want, script, f"after {STEPS} steps")
             check(got[0]["title"] == f"Learning induction · step {STEPS}", f"the title: {got[0]['title']}")
 
@@ -117,6 +124,16 @@ def main():
             check(shown_maps(folder, 1)[0]["title"].endswith(f"step {STEPS}"), "following the newest again")
 
             refused({"do": "set", "field": "d_out", "value": 4}, "read only", "an edit while the run shows")
+            # Saved as it is: the state_dict of the model torch trained as many steps.
+            saved = os.path.join(folder, "trained.npz")
+            attnscope.command({"do": "learn_save", "path": saved})
+            trained = torch_model(cli, folder, STEPS)
+            with np.load(saved) as arrays:
+                worst = max(float(np.abs(arrays[name] - p.numpy()).max()) for name, p in trained.state_dict().items())
+            check(worst <= 1e-3 * TASK_LR * STEPS, f"the saved model is off torch's by {worst:.3g}")
+            refused({"do": "learn_save", "path": os.path.join(folder, "trained.pth")}, ".npz or .safetensors",
+                    "a .pth")
+            print(f"learn_save: the state_dict torch's {STEPS} steps reach, within {worst:.2g}")
             shot = os.path.join(folder, "learn.png")
             attnscope.command([{"do": "view", "field": "tab", "value": "learn"},
                                {"do": "screenshot", "path": shot}])

@@ -10,6 +10,8 @@
    momentum, dropout), and the head scores on the probe (≤ 1e-4).
 3. The script holds no number of ours: two tasks that differ only in their seed give scripts that
    differ only in the TASK line.
+4. A saved model (`train --save`, .npz and .safetensors) is the state_dict torch's own steps reach,
+   loads with load_state_dict, and opens in model-trace (attention-only blocks too).
 
 Usage: test_training_oracle.py ATTNSCOPE_CLI
 """
@@ -139,6 +141,56 @@ def check_losses(cli, folder):
               f"head scores within {worst:.1g}: {json.dumps(task)[:70]}")
 
 
+def check_saved_model(cli, folder):
+    """`train --save`: the .npz loads into the book's GPTModel with load_state_dict (strict: the
+    mask buffers are there too) and holds the parameters torch's own 30 steps reach; the
+    .safetensors opens in model-trace, whose maps on the probe are torch's."""
+    for task in ({"task": "induction", "steps": 30}, {"task": "sort", "steps": 30, "qkv_bias": True}):
+        path = write_task(folder, task)
+        npz, st = os.path.join(folder, "model.npz"), os.path.join(folder, "model.safetensors")
+        run([cli, "train", path, "--save", npz])
+        run([cli, "train", path, "--save", st])
+        script, _ = script_module(cli, path)
+        trained = script["make_model"]()
+        optimizer = script["make_optimizer"](trained)
+        data = torch.Generator().manual_seed(script["TASK"]["seed"] + 1)
+        for _ in range(task["steps"]):
+            x, y = script["next_batch"](data)
+            loss = script["loss_of"](trained, x, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        loaded = script["make_model"]()
+        with np.load(npz) as arrays:
+            loaded.load_state_dict({k: torch.from_numpy(arrays[k]) for k in arrays.files})  # strict
+        # An AdamW step moves a parameter by up to about lr, whatever its gradient's size: where a
+        # gradient is near 0 its direction is rounding noise on both sides (the losses agree to
+        # 1e-7). So the bound is a thousandth of the most the steps could move a parameter.
+        bound = 1e-3 * script["TASK"]["lr"] * task["steps"]
+        worst = 0.0
+        for (name, a), (_, b) in zip(trained.state_dict().items(), loaded.state_dict().items()):
+            if name.endswith("att.W_key.bias"):  # its gradient is 0 in theory: AdamW walks on the noise's sign
+                continue
+            worst = max(worst, float((a - b).abs().max()))
+        if worst > bound:
+            sys.exit(f"FAIL: {task}: the saved parameters are off torch's 30 steps by {worst:.3g} (bound {bound:.3g})")
+        ids = script["probe"]()
+        trained.eval()
+        with torch.no_grad():
+            trained(torch.tensor([ids]))
+        heads = script["TASK"]["heads"]
+        out = json.loads(run([cli, "model-trace", st, "--ids", ",".join(map(str, ids)), "--num-heads", str(heads)]))
+        err = 0.0
+        for layer, block in zip(out["layers"], trained.trf_blocks):
+            for head in layer["heads"]:
+                want = block.att.last_weights[0, head["head"]].numpy()
+                err = max(err, float(np.abs(np.array(head["weights"], dtype=np.float32) - want).max()))
+        if err > 1e-5:
+            sys.exit(f"FAIL: {task}: model-trace of the saved model is off torch's maps by {err:.3g}")
+        print(f"saved after 30 steps: parameters within {worst:.1g} of torch's (bound {bound:.1g}), load_state_dict strict; "
+              f"model-trace's maps within {err:.1g}: {json.dumps(task)}")
+
+
 def check_script_has_no_numbers(cli, folder):
     a = run([cli, "pytorch-train", write_task(folder, {"task": "induction", "seed": 1}, "a.json")]).splitlines()
     b = run([cli, "pytorch-train", write_task(folder, {"task": "induction", "seed": 2}, "b.json")]).splitlines()
@@ -154,6 +206,7 @@ def main():
         check_gradients(cli, folder)
         check_losses(cli, folder)
         check_script_has_no_numbers(cli, folder)
+        check_saved_model(cli, folder)
     print("all checks passed")
 
 

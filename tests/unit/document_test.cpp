@@ -246,6 +246,7 @@ std::vector<json> everyCommandExample() {
       {{"do", "learn_pause"}},
       {{"do", "learn_step"}, {"steps", 100}},
       {{"do", "learn_show"}, {"step", 700}},
+      {{"do", "learn_save"}, {"path", "/tmp/model.npz"}},
       {{"do", "learn_close"}},
   };
 }
