@@ -7,6 +7,7 @@
 #include "engine/errors.h"
 #include "formats/json_format.h"
 #include "formats/json_reading.h"
+#include "formats/zip_archive.h"
 
 namespace attnscope {
 
@@ -201,7 +202,7 @@ const CommandInfo& commandInfo(CommandId id) {
 
 const CommandInfo& Command::info() const {
   const CommandInfo* c = findCommand(name);
-  if (!c) throw InputError("unknown command '" + name + "'");
+  if (!c) throw InputError("unknown command '" + printableName(name) + "'");
   return *c;
 }
 
@@ -249,7 +250,7 @@ Command makeCommand(const std::string& name, nlohmann::json args) {
   if (!info) {
     std::string names;
     for (const CommandInfo& c : commandTable()) names += (names.empty() ? "" : ", ") + std::string(c.name);
-    throw InputError("unknown command '" + name + "' (one of: " + names + ")");
+    throw InputError("unknown command '" + printableName(name) + "' (one of: " + names + ")");
   }
   if (!args.is_object()) throw InputError("arguments: expected an object");
   for (auto it = args.begin(); it != args.end(); ++it) {

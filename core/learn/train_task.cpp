@@ -12,6 +12,7 @@
 #include "engine/model_config.h"
 #include "formats/json_reading.h"
 #include "formats/utf8.h"
+#include "formats/zip_archive.h"
 
 namespace attnscope {
 
@@ -97,7 +98,10 @@ bool taskUses(TaskKind kind, const std::string& field) {
 
 const char* kOptimizers[] = {"adamw", "sgd"};
 
-void fieldError(const std::string& field, const std::string& what) { throw InputError("task." + field + ": " + what); }
+// A field's name comes from the user's JSON: printable, so that the refusal stays one line.
+void fieldError(const std::string& field, const std::string& what) {
+  throw InputError("task." + printableName(field) + ": " + what);
+}
 
 std::string fieldNames() {
   std::string out = "task, optimizer, seed, text";
@@ -164,7 +168,7 @@ TrainTask parseTrainTask(const nlohmann::json& j) {
   if (!info) {
     std::string names;
     for (const TaskInfo& t : taskTable()) names += (names.empty() ? "" : ", ") + std::string(t.name);
-    fieldError("task", "unknown task '" + name + "' (one of: " + names + ")");
+    fieldError("task", "unknown task '" + printableName(name) + "' (one of: " + names + ")");
   }
   TrainTask t = defaultsOf(info->kind);
   for (auto it = j.begin(); it != j.end(); ++it) {
