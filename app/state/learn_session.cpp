@@ -147,10 +147,13 @@ void LearnSession::run(std::uint64_t) {
       continue;
     }
     outbox_.losses.push_back(loss);
+    const bool reached = training->stepsDone() >= asked_ || training->finished();
     if (training->scores().size() > records)
       outbox_.snapshots.push_back(
           {training->stepsDone(), std::make_shared<const std::vector<float>>(training->lastMaps())});
-    const bool reached = training->stepsDone() >= asked_ || training->finished();
+    else if (reached)  // paused between records: the views show the maps of the step it stopped at
+      outbox_.snapshots.push_back(
+          {training->stepsDone(), std::make_shared<const std::vector<float>>(training->probeMaps())});
     publish(lock, reached || training->scores().size() > records);
     if (seconds >= 0.5) {
       outbox_.steps_per_s = window_steps / seconds;

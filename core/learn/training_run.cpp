@@ -44,6 +44,13 @@ void TrainingRun::recordScores() {
   scores_.push_back(std::move(r));
 }
 
+std::vector<float> TrainingRun::probeMaps() const {
+  std::vector<float> out;
+  for (const auto& layer : attentionMaps(model_, probe_))
+    for (const Matrix& a : layer) out.insert(out.end(), a.data(), a.data() + a.size());
+  return out;
+}
+
 nlohmann::json TrainingRun::resultJson() const {
   nlohmann::json steps = nlohmann::json::array(), previous = nlohmann::json::array(),
                  induction = nlohmann::json::array(), first = nlohmann::json::array();

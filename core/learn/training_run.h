@@ -35,6 +35,8 @@ class TrainingRun {
   const std::vector<ScoreRecord>& scores() const { return scores_; }
   // The probe's attention weights at the last score record: L·H maps of T × T, layer-major.
   const std::vector<float>& lastMaps() const { return last_maps_; }
+  // The probe's attention weights now, laid out as lastMaps (a run paused between records).
+  std::vector<float> probeMaps() const;
 
   // {"losses": [...], "head_scores": {"steps": [...], "previous_token": [[[L × H]] per record],
   // "induction": …, "first_token": …}} (an undefined induction score is null).
