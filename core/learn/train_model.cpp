@@ -181,9 +181,11 @@ float geluDerivative(float x) {
 }
 
 // A dropout mask as torch draws it (one decision per element, row-major), scaled: 1/(1 − p) or 0.
-Matrix dropoutMask(int rows, int cols, double p, TorchGenerator& g) {
+// Without a generator (eval) every element is kept as it is.
+Matrix dropoutMask(int rows, int cols, double p, TorchGenerator* g) {
+  if (g == nullptr) return Matrix::Ones(rows, cols);
   std::vector<std::uint8_t> keep(static_cast<std::size_t>(rows) * cols);
-  g.fillDropoutKeep(keep.data(), keep.size(), p);
+  g->fillDropoutKeep(keep.data(), keep.size(), p);
   Matrix m(rows, cols);
   const float scale = TorchGenerator::dropoutScale(p);
   for (std::size_t i = 0; i < keep.size(); ++i) m.data()[i] = keep[i] ? scale : 0.0f;
@@ -216,7 +218,7 @@ void forward(const TrainModel& m, const std::vector<int>& ids, int B, int T, dou
   ConstMap tok = m.view(P, m.tok_emb), pos = m.view(P, m.pos_emb);
   for (int r = 0; r < N; ++r) x.row(r) = tok.row(ids[static_cast<std::size_t>(r)]) + pos.row(r % T);
   if (drop) {
-    c.emb_mask = dropoutMask(N, d, p, *gen);
+    c.emb_mask = dropoutMask(N, d, p, gen);
     x = x.cwiseProduct(c.emb_mask);
   }
   const float sqrt_w = std::sqrt(static_cast<float>(w));  // keys.shape[-1] ** 0.5
@@ -246,7 +248,7 @@ void forward(const TrainModel& m, const std::vector<int>& ids, int B, int T, dou
         }
         Matrix used = a;
         if (drop) {
-          Matrix mask = dropoutMask(T, T, p, *gen);
+          Matrix mask = dropoutMask(T, T, p, gen);
           used = a.cwiseProduct(mask);
           k.weight_masks[static_cast<std::size_t>(e * m.heads + h)] = std::move(mask);
         }
@@ -255,7 +257,7 @@ void forward(const TrainModel& m, const std::vector<int>& ids, int B, int T, dou
       }
     Matrix o = linear(k.ctx, m.view(P, b.wo), bias(b.bo));
     if (drop) {
-      k.shortcut1_mask = dropoutMask(N, d, p, *gen);
+      k.shortcut1_mask = dropoutMask(N, d, p, gen);
       o = o.cwiseProduct(k.shortcut1_mask);
     }
     x = k.x_in + o;
@@ -266,7 +268,7 @@ void forward(const TrainModel& m, const std::vector<int>& ids, int B, int T, dou
       k.g = k.f1.unaryExpr([](float v) { return gelu(v); });
       Matrix f2 = linear(k.g, m.view(P, b.w2), bias(b.b2));
       if (drop) {
-        k.shortcut2_mask = dropoutMask(N, d, p, *gen);
+        k.shortcut2_mask = dropoutMask(N, d, p, gen);
         f2 = f2.cwiseProduct(k.shortcut2_mask);
       }
       x = k.x_mid + f2;
