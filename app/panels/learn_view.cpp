@@ -27,24 +27,7 @@ ImU32 headColour(int index) {
   return colours[index % 10];
 }
 
-struct Series {
-  std::vector<float> x, y;  // y NaN: no value there (an undefined score)
-  ImU32 colour;
-  float thickness = 2;
-};
-
-// The mean of the last `window` losses at each step: the curve a loss's noise hides.
-std::vector<float> smoothed(const std::vector<double>& v, int window) {
-  std::vector<float> out(v.size());
-  double sum = 0;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    sum += v[i];
-    if (i >= static_cast<std::size_t>(window)) sum -= v[i - static_cast<std::size_t>(window)];
-    out[i] = static_cast<float>(sum /
-                                static_cast<double>(std::min<std::size_t>(i + 1, static_cast<std::size_t>(window))));
-  }
-  return out;
-}
+using Series = LearnView::Series;
 
 // A round step for axis ticks: 1, 2 or 5 × 10ⁿ, about `span / count`.
 double niceStep(double span, int count) {
@@ -332,20 +315,28 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
   const float loss_h = std::max(px(50), 0.47f * (size.y - around));
   int clicked = -1;
   {
-    std::vector<Series> s;
+    // The losses' series grow by the steps since the last frame; a new run starts them again.
     const auto& l = run.losses();
-    Series raw, mean;
-    for (std::size_t i = 0; i < l.size(); ++i) raw.x.push_back(static_cast<float>(i + 1));
-    raw.y.assign(l.begin(), l.end());
-    raw.colour = IM_COL32(120, 140, 170, 110);
-    raw.thickness = 1;
-    mean.x = raw.x;
-    mean.y = smoothed(l, 25);
-    mean.colour = IM_COL32(120, 180, 255, 255);
-    float hi = 0;
-    for (float v : raw.y) hi = std::max(hi, v);
-    s.push_back(std::move(raw));
-    s.push_back(std::move(mean));
+    if (loss_run_ != run.runId() || loss_series_.empty() || loss_series_[0].y.size() > l.size()) {
+      loss_series_.assign(2, Series{});
+      loss_series_[0].colour = IM_COL32(120, 140, 170, 110);  // each step, faint
+      loss_series_[0].thickness = 1;
+      loss_series_[1].colour = IM_COL32(120, 180, 255, 255);  // the mean of the last 25 steps, bright
+      loss_run_ = run.runId();
+      loss_sum_ = 0;
+      loss_high_ = 0;
+    }
+    Series &raw = loss_series_[0], &mean = loss_series_[1];
+    for (std::size_t i = raw.y.size(); i < l.size(); ++i) {
+      loss_sum_ += l[i] - (i >= 25 ? l[i - 25] : 0.0);
+      raw.x.push_back(static_cast<float>(i + 1));
+      raw.y.push_back(static_cast<float>(l[i]));
+      mean.x.push_back(static_cast<float>(i + 1));
+      mean.y.push_back(static_cast<float>(loss_sum_ / static_cast<double>(std::min<std::size_t>(i + 1, 25))));
+      loss_high_ = std::max(loss_high_, raw.y.back());
+    }
+    const std::vector<Series>& s = loss_series_;
+    const float hi = loss_high_;
     const int c = chart("##loss", compact ? "" : "Loss (cross-entropy; bright: the mean of the last 25 steps)",
                         ImVec2(size.x, loss_h), s, x_max, 0, std::max(hi, 1.0f) * 1.05f, marked, {"loss", "mean"});
     if (c >= 0) clicked = c;

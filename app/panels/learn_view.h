@@ -6,6 +6,7 @@
 #pragma once
 #include <imgui.h>
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -16,6 +17,11 @@ namespace attnscope {
 
 class LearnView {
  public:
+  struct Series {             // a chart's line
+    std::vector<float> x, y;  // y NaN: no value there (an undefined score)
+    ImU32 colour = 0;
+    float thickness = 2;
+  };
   void draw(const PanelContext& ctx);
 
  private:
@@ -28,6 +34,11 @@ class LearnView {
   std::string form_error_;                         // why it would be refused, as parseTrainTask says
   bool form_open_ = false;                         // "New run…" unfolded while a run goes on
   int score_shown_ = 0;                            // where the tab is narrow: the one score charted
+  // The loss chart's series (each step, the mean of the last 25), extended by the new steps only.
+  std::vector<Series> loss_series_;
+  std::uint64_t loss_run_ = 0;
+  double loss_sum_ = 0;  // of the last 25 losses
+  float loss_high_ = 0;
 };
 
 }  // namespace attnscope

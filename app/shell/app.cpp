@@ -247,7 +247,7 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     const bool ask = v.tab != shown_tab_ && v.tab != pending_tab_;
     if (ask) pending_tab_ = v.tab;
     for (const MainTab& tab : mainTabs()) {
-      if (!tab.shown(ctx.showing())) continue;
+      if (!tab.shown(ctx.showing()) || (!tab.in_lessons && ctl_.lesson().open())) continue;
       const ImGuiTabItemFlags flags = ask && v.tab == tab.id ? ImGuiTabItemFlags_SetSelected : 0;
       const std::string id = tab.id;
       const bool open = ImGui::BeginTabItem(tab.title, nullptr, flags);

@@ -16,6 +16,7 @@ void LearnSession::start(const TrainTask& task) {
   target_ = done_ = 0;
   probe_ = probeSequence(task);
   ++version_;
+  ++run_id_;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     asked_ = 0;

@@ -62,6 +62,7 @@ class LearnSession {
   const std::shared_ptr<const std::vector<float>>& parameters() const { return parameters_; }
   int parametersStep() const { return parameters_step_; }
   std::uint64_t version() const { return version_; }   // bumped by every change update() takes
+  std::uint64_t runId() const { return run_id_; }      // another for each start()
 
  private:
   struct Outbox {  // written by the thread, taken by update()
@@ -89,6 +90,7 @@ class LearnSession {
   double steps_per_s_ = 0;
   std::string error_;
   std::uint64_t version_ = 0;
+  std::uint64_t run_id_ = 0;
   std::shared_ptr<const std::vector<float>> parameters_;
   int parameters_step_ = 0;
 

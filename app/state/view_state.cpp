@@ -15,7 +15,7 @@ const std::array<MainTab, 7>& mainTabs() {
        {"lines", "Lines"},
        {"parameters", "Weights", TabFor::Chapter},  // the parameters (--panel weights is a heatmap)
        {"compare", "Compare"},
-       {"learn", "Learn", TabFor::Always}}};  // a model training live (docs/DESIGN.md §3.9)
+       {"learn", "Learn", TabFor::Always, false}}};  // a model training live (docs/DESIGN.md §3.9)
   return tabs;
 }
 

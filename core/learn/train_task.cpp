@@ -98,6 +98,12 @@ bool taskUses(TaskKind kind, const std::string& field) {
 
 const char* kOptimizers[] = {"adamw", "sgd"};
 
+std::string taskNames() {  // "induction, previous_token, …" for refusals
+  std::string names;
+  for (const TaskInfo& t : taskTable()) names += (names.empty() ? "" : ", ") + std::string(t.name);
+  return names;
+}
+
 // A field's name comes from the user's JSON: printable, so that the refusal stays one line.
 void fieldError(const std::string& field, const std::string& what) {
   throw InputError("task." + printableName(field) + ": " + what);
@@ -157,18 +163,14 @@ void checkCost(const TrainTask& t) {
 TrainTask parseTrainTask(const nlohmann::json& j) {
   if (!j.is_object()) throw InputError("task: expected a JSON object like {\"task\": \"induction\"}");
   if (!j.contains("task") || !j["task"].is_string()) {
-    std::string names;
-    for (const TaskInfo& t : taskTable()) names += (names.empty() ? "" : ", ") + std::string(t.name);
-    throw InputError("task.task: name the task, one of: " + names);
+    throw InputError("task.task: name the task, one of: " + taskNames());
   }
   const std::string name = j["task"].get<std::string>();
   const TaskInfo* info = nullptr;
   for (const TaskInfo& t : taskTable())
     if (name == t.name) info = &t;
   if (!info) {
-    std::string names;
-    for (const TaskInfo& t : taskTable()) names += (names.empty() ? "" : ", ") + std::string(t.name);
-    fieldError("task", "unknown task '" + printableName(name) + "' (one of: " + names + ")");
+    fieldError("task", "unknown task '" + printableName(name) + "' (one of: " + taskNames() + ")");
   }
   TrainTask t = defaultsOf(info->kind);
   for (auto it = j.begin(); it != j.end(); ++it) {
