@@ -819,6 +819,7 @@ void Controller::applyLearn(const Command& c, double now) {
       throw InputError("a lesson is open: close it first (File › Close lesson), then train a model");
     if (model_load_.busy()) model_load_.cancel();
     learn_.start(t);
+    learn_announce_ = true;  // its first maps say which run they are
     learn_follow_ = true;
     learn_step_ = 0;
     if (learn_showing_) view_.tab = "learn";  // else once its first maps show (the chapter's view kept first)
@@ -908,6 +909,7 @@ void Controller::showLearnSnapshot(double now) {
     if (pinned_) unpin();
     model_.openGiven(std::move(g));
     learn_showing_ = true;
+    learn_announce_ = false;  // said below
     view_.tab = "learn";
     view_.token = t.seq_len - 1;
     view_.head = -1;
@@ -923,6 +925,8 @@ void Controller::showLearnSnapshot(double now) {
   model_.openGiven(std::move(g));
   model_.setLayer(std::min(layer, t.layers - 1));
   clampView();  // another run's task may have fewer heads or tokens
+  if (std::exchange(learn_announce_, false))
+    notify("Training " + std::string(taskInfo(t.kind).name) + ": every view shows its probe's maps as it learns", now);
 }
 
 void Controller::applyModel(const Command& c, double now) {

@@ -248,6 +248,7 @@ class Controller {
   LearnSession learn_;
   bool learn_showing_ = false;  // the views show the run's maps (as given maps)
   bool learn_follow_ = true;    // … its newest (else those at learn_step_)
+  bool learn_announce_ = false;  // a new run: its first maps shown say so
   int learn_step_ = 0;
   OffThread<ModelLoad> model_load_;  // model_open's reading and packing
   std::string model_load_error_;     // why the last model read failed ("" once one opened)
