@@ -295,15 +295,26 @@ int run(int argc, char** argv) {
   train_cmd->add_flag("--time", train_time,
                       "add \"seconds\" (the steps' wall time) and \"elapsed\" (seconds at each head_scores record)");
   auto readTask = [](const std::string& path, int steps) {
+  bool train_vocabulary = false;
+  train_cmd->add_flag("--vocabulary", train_vocabulary,
+                      "the text task: add \"vocabulary\" (each token id's label: the character, or GPT-2's token "
+                      "string) and \"text_ids\" (the text as those ids)");
+  // A relative "tokenizer" path is the TASK file's neighbour (stdin's: the working folder's), §2.7.
     const std::string text = readFileWithin(path == "-" ? "/dev/stdin" : path, std::int64_t{8} << 20,
                                             path == "-" ? FileKind::AnyReadable : FileKind::Regular);
     nlohmann::json j = readJson(text, path, std::int64_t{64} << 20);
     if (steps >= 0 && j.is_object()) j["steps"] = steps;
-    return parseTrainTask(j);
+    TaskFiles files;
+    if (path != "-") files.folder = std::filesystem::path(path).parent_path().string();
+    return parseTrainTask(j, files);
   };
   train_cmd->callback([&] {
     TrainingRun run(readTask(train_task_path, train_steps));
     if (!train_save.empty()) checkTrainModelPath(train_save);  // refused before training, not after
+    if (train_vocabulary && run.task().kind != TaskKind::Text)
+      throw InputError("--vocabulary: only the text task has one (the " +
+                       std::string(taskInfo(run.task().kind).name) + " task's tokens are the numbers 0 … " +
+                       std::to_string(run.task().vocab - 1) + ")");
     nlohmann::json gradients;
     std::vector<float> g;
     const auto start = std::chrono::steady_clock::now();
@@ -324,6 +335,7 @@ int run(int argc, char** argv) {
     nlohmann::json out = run.resultJson();
     if (train_gradients) out["gradients"] = gradients;
     if (train_time) out["seconds"] = total, out["elapsed"] = elapsed;
+    if (train_vocabulary) out["vocabulary"] = run.task().token_labels, out["text_ids"] = run.task().text_ids;
     std::cout << out.dump() << "\n";
     finishStdout();
   });

@@ -206,7 +206,7 @@ std::string ZipArchive::readPrefix(std::size_t index, std::size_t n) const {
   return out;
 }
 
-std::string zipBytes(const std::vector<std::pair<std::string, std::string>>& entries) {
+std::string zipBytes(const std::vector<std::pair<std::string, std::string>>& entries, const ZipLayout& layout) {
   zip_error_t error;
   zip_error_init(&error);
   zip_source_t* out = zip_source_buffer_create(nullptr, 0, 0, &error);
@@ -222,6 +222,13 @@ std::string zipBytes(const std::vector<std::pair<std::string, std::string>>& ent
     throw ComputeError(std::string("writing a zip: ") + what);
   };
   if (!archive) failed("libzip could not start one");
+  if (layout.align > 0xffff) failed("an alignment over 65535 bytes");
+  // Where each entry's local header starts. libzip writes the entries in order, each a local
+  // header (30 bytes, the name, its extra fields: ours, and zip64's 20 bytes of sizes when the
+  // entry reaches 4 GiB) then the stored data, with no data descriptor (its output is seekable:
+  // the header is written again with the CRC, at the same size).
+  std::uint64_t cursor = 0;
+  const std::string pad_bytes(layout.align, 'Z');
   for (const auto& [name, bytes] : entries) {
     zip_source_t* entry = zip_source_buffer(archive, bytes.data(), bytes.size(), 0);  // read at zip_close
     if (!entry) failed("out of memory");
@@ -230,7 +237,22 @@ std::string zipBytes(const std::vector<std::pair<std::string, std::string>>& ent
       zip_source_free(entry);
       failed(zip_strerror(archive));
     }
-    zip_set_file_compression(archive, static_cast<zip_uint64_t>(index), ZIP_CM_STORE, 0);
+    const auto at = static_cast<zip_uint64_t>(index);
+    zip_set_file_compression(archive, at, ZIP_CM_STORE, 0);
+    // DOS time 0, date 0x21 (day 1 of month 1 of 1980)
+    if (layout.fixed_dates && zip_file_set_dostime(archive, at, 0, 0x21, 0) != 0) failed(zip_strerror(archive));
+    std::uint64_t header = 30 + name.size() + (bytes.size() >= 0xffffffffu ? 20 : 0);
+    if (layout.align) {
+      // torch's getPadding (caffe2/serialize/inline_container.cc): "FB", the padding's length, 'Z's.
+      const std::uint64_t start = cursor + header + 4;
+      const std::size_t pad = static_cast<std::size_t>((layout.align - start % layout.align) % layout.align);
+      const auto* data = reinterpret_cast<const zip_uint8_t*>(pad_bytes.data());
+      if (zip_file_extra_field_set(archive, at, 0x4246 /* "FB" */, ZIP_EXTRA_FIELD_NEW, pad ? data : nullptr,
+                                   static_cast<zip_uint16_t>(pad), ZIP_FL_LOCAL) != 0)
+        failed(zip_strerror(archive));
+      header += 4 + pad;
+    }
+    cursor += header + bytes.size();
   }
   if (zip_close(archive) != 0) failed(zip_strerror(archive));
   archive = nullptr;

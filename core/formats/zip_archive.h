@@ -53,8 +53,19 @@ class ZipArchive {
 // A name from a file, fit for a one-line message: control characters as '?', at most 200 bytes.
 std::string printableName(const std::string& name);
 
+// How zipBytes lays its entries out. The default is what NumPy's np.savez writes. torch.save's
+// writer (caffe2's PyTorchStreamWriter, docs/DESIGN.md §2.6) starts every entry's data at a
+// multiple of 64 bytes, padding each local header with an extra field "FB" of 'Z's (always there,
+// 0 bytes of them when the data falls aligned), and dates its entries 0 — no date, which libzip
+// cannot write (it keeps a time_t): the earliest DOS date, 1980-01-01 00:00, stands for it.
+struct ZipLayout {
+  std::size_t align = 0;     // > 0: each entry's data at a multiple of it (≤ 65 535), padded as torch's
+  bool fixed_dates = false;  // every entry dated 1980-01-01 00:00, so equal entries give equal bytes
+};
+
 // A zip of `entries` (name, bytes), stored uncompressed, as its bytes: what NumPy's np.savez
-// writes, so np.load reads an .npz of it. libzip writes it, in memory.
-std::string zipBytes(const std::vector<std::pair<std::string, std::string>>& entries);
+// writes, so np.load reads an .npz of it; with a ZipLayout as torch.save's, what torch.load reads.
+// libzip writes it, in memory.
+std::string zipBytes(const std::vector<std::pair<std::string, std::string>>& entries, const ZipLayout& layout = {});
 
 }  // namespace attnscope

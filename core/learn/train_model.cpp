@@ -11,6 +11,7 @@
 #include "engine/errors.h"
 #include "formats/atomic_file.h"
 #include "formats/export.h"
+#include "formats/torch_save.h"
 #include "formats/zip_archive.h"
 
 namespace attnscope {
@@ -385,39 +386,40 @@ double lossAndGradients(const TrainModel& m, const TrainBatch& batch, std::vecto
 
 void checkTrainModelPath(const std::string& path) {
   const std::string ext = std::filesystem::path(path).extension().string();
-  if (ext != ".npz" && ext != ".safetensors")
-    throw InputError(path + ": save a model as .npz or .safetensors (the book's state_dict in either)");
+  if (ext != ".npz" && ext != ".safetensors" && ext != ".pth" && ext != ".pt")
+    throw InputError(path + ": save a model as .npz, .safetensors, .pth or .pt (the book's state_dict in each)");
   writableTarget(path);  // a FIFO or a device is refused before anything is made
 }
 
 void saveTrainModel(const TrainModel& m, const std::string& path) {
   checkTrainModelPath(path);
-  const bool npz = std::filesystem::path(path).extension() == ".npz";
-  struct Named {
-    std::string name;
-    std::vector<std::int64_t> shape;
-    const float* data;
-  };
-  std::vector<Named> tensors;
+  const std::string ext = std::filesystem::path(path).extension().string();
+  // The one list of what is saved, in the state_dict's order, for every format.
+  std::vector<NamedFloats> tensors;
   std::vector<float> mask(static_cast<std::size_t>(m.context) * m.context, 0.0f);
   for (int i = 0; i < m.context; ++i)
     for (int j = i + 1; j < m.context; ++j) mask[static_cast<std::size_t>(i) * m.context + j] = 1.0f;
   for (const ParamTensor& t : m.tensors) {
+    // Each block's causal-mask buffer, where torch's state_dict holds it: a module's own buffers come
+    // before its children's parameters, so `att.mask` precedes `att.W_query.weight`.
+    if (t.name.find(".att.W_query.weight") != std::string::npos)
+      tensors.push_back({t.name.substr(0, t.name.find(".W_query")) + ".mask", {m.context, m.context}, mask.data()});
     tensors.push_back({t.name, std::vector<std::int64_t>(t.shape.begin(), t.shape.end()), m.values.data() + t.offset});
-    // each block's causal-mask buffer, which torch's state_dict holds beside the attention's parameters
-    if (t.name.find(".att.out_proj.bias") != std::string::npos)
-      tensors.push_back({t.name.substr(0, t.name.find(".out_proj")) + ".mask", {m.context, m.context}, mask.data()});
   }
-  if (npz) {
+  if (ext == ".npz") {
     std::vector<std::pair<std::string, std::string>> entries;
-    for (const Named& t : tensors) entries.emplace_back(t.name + ".npy", arrayNpy(t.data, t.shape));
+    for (const NamedFloats& t : tensors) entries.emplace_back(t.name + ".npy", arrayNpy(t.data, t.shape));
     writeFileAtomically(path, zipBytes(entries));
+    return;
+  }
+  if (ext == ".pth" || ext == ".pt") {  // torch.save(model.state_dict(), path)'s zip (formats/torch_save.h)
+    writeFileAtomically(path, torchSaveBytes(tensors, torchArchiveName(path)));
     return;
   }
   // safetensors: an 8-byte little-endian header length, the JSON header, the tensors' bytes.
   nlohmann::json header = {{"__metadata__", {{"format", "pt"}, {"written_by", "attnscope"}}}};
   std::size_t offset = 0;
-  for (const Named& t : tensors) {
+  for (const NamedFloats& t : tensors) {
     std::size_t n = 1;
     for (std::int64_t d : t.shape) n *= static_cast<std::size_t>(d);
     header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + 4 * n}}};
@@ -429,7 +431,7 @@ void saveTrainModel(const TrainModel& m, const std::string& path) {
     const std::uint64_t size = text.size();
     for (int k = 0; k < 8; ++k) out.put(static_cast<char>((size >> (8 * k)) & 0xff));
     out << text;
-    for (const Named& t : tensors) {
+    for (const NamedFloats& t : tensors) {
       std::size_t n = 1;
       for (std::int64_t d : t.shape) n *= static_cast<std::size_t>(d);
       out.write(reinterpret_cast<const char*>(t.data), static_cast<std::streamsize>(4 * n));  // little-endian hosts

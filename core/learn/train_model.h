@@ -65,8 +65,9 @@ double lossAndGradients(const TrainModel& model, const TrainBatch& batch, std::v
 
 // The model's state_dict as torch.save(model.state_dict()) holds it — every parameter by its name,
 // and each block's `att.mask` buffer (the context's upper triangle of ones) — written to `path`
-// as .npz (np.load gives the arrays; torch.from_numpy each into load_state_dict) or .safetensors,
-// by the extension; anything else is refused naming both. The file opens in the model view
+// by the extension: .npz (np.load gives the arrays; torch.from_numpy each into load_state_dict),
+// .safetensors, or .pth / .pt (the zip torch.save writes, formats/torch_save.h: torch.load gives
+// the state_dict); anything else is refused naming the four. The file opens in the model view
 // (lm/gpt_model.h: the book's layout, attention-only blocks too). Atomic (formats/atomic_file.h).
 void saveTrainModel(const TrainModel& model, const std::string& path);
 void checkTrainModelPath(const std::string& path);  // saveTrainModel's refusals of the path alone

@@ -6,8 +6,12 @@ loss.backward() and torch.optim; prints {"losses": [...], "head_scores": {...}} 
 With dropout > 0 the masks are torch's own draws: those of a torch built without MKL (Debian's)
 equal attnscope's; a torch with MKL (pip's, on x86-64) draws its own, so the losses part after
 step 1.
+
+A text task of GPT-2 tokens reads the tokenizer's files the TASK names and tokenizes the text here
+(openai/gpt-2's encoder.py, written out below); it needs Python's `regex` module (python3-regex).
 """
 import json
+import os
 import sys
 
 import torch
@@ -26,10 +30,102 @@ TASK = json.loads(@TASK_JSON@)
 # The task's data ----------------------------------------------------------------------------------
 
 IGNORED = -100  # F.cross_entropy's ignore_index
-CHARACTERS = sorted(set(TASK["text"])) if TASK["task"] == "text" else None
-CHARACTER_IDS = {c: i for i, c in enumerate(CHARACTERS or [])}
-TEXT_IDS = [CHARACTER_IDS[c] for c in TASK["text"]] if CHARACTERS else None
-VOCAB = len(CHARACTERS) if CHARACTERS else TASK["vocab"]
+
+
+def byte_characters():
+    """encoder.py's bytes_to_unicode: each byte as a visible character. The printable bytes of
+    Latin-1 stand for themselves; the others, in byte order, are the characters from U+0100 on."""
+    visible = set(range(ord("!"), ord("~") + 1)) | set(range(ord("¡"), ord("¬") + 1)) | set(range(ord("®"), ord("ÿ") + 1))
+    out, extra = {}, 0
+    for b in range(256):
+        if b in visible:
+            out[b] = chr(b)
+        else:
+            out[b] = chr(256 + extra)
+            extra += 1
+    return out
+
+
+def read_gpt2_tokenizer(path):
+    """The vocabulary (token string -> id) and the merges' ranks from the folder `path` names (or
+    the folder of the file it names): vocab.json + merges.txt, else encoder.json + vocab.bpe."""
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    for vocab_name, merges_name in (("vocab.json", "merges.txt"), ("encoder.json", "vocab.bpe")):
+        if os.path.exists(os.path.join(folder, vocab_name)) and os.path.exists(os.path.join(folder, merges_name)):
+            break
+    else:
+        sys.exit(f"{folder}: no GPT-2 tokenizer (vocab.json + merges.txt, or encoder.json + vocab.bpe)")
+    with open(os.path.join(folder, vocab_name), encoding="utf-8") as f:
+        vocabulary = json.load(f)
+    ranks = {}
+    with open(os.path.join(folder, merges_name), encoding="utf-8", newline="") as f:
+        for number, line in enumerate(f.read().split("\n"), start=1):
+            line = line[:-1] if line.endswith("\r") else line
+            if not line or (number == 1 and line.startswith("#version")):
+                continue
+            first, second = line.split(" ")
+            ranks.setdefault((first, second), len(ranks))
+    return vocabulary, ranks
+
+
+def merge_word(word, ranks):
+    """A word's BPE: while some pair of neighbouring parts is a merge, the pair of lowest rank is
+    joined wherever it occurs, left to right."""
+    parts = list(word)
+    while len(parts) > 1:
+        pair = min(zip(parts, parts[1:]), key=lambda p: ranks.get(p, float("inf")))
+        if pair not in ranks:
+            break
+        joined, i = [], 0
+        while i < len(parts):
+            if i + 1 < len(parts) and (parts[i], parts[i + 1]) == pair:
+                joined.append(parts[i] + parts[i + 1])
+                i += 2
+            else:
+                joined.append(parts[i])
+                i += 1
+        parts = joined
+    return parts
+
+
+def gpt2_ids(text, vocabulary, ranks):
+    """GPT-2's token ids of the text: encoder.py's words, each word's UTF-8 bytes as byte
+    characters, merged. <|endoftext|> is one token and the text on each side is tokenized on its
+    own, as Hugging Face's GPT2Tokenizer does."""
+    import regex  # \p{L}, \p{N}: Python's re has neither; only tasks of GPT-2 tokens need it
+
+    spell = byte_characters()
+    words = regex.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+    eot = "<|endoftext|>"
+    pieces = text.split(eot) if eot in vocabulary else [text]
+    ids = []
+    for k, piece in enumerate(pieces):
+        if k > 0:
+            ids.append(vocabulary[eot])
+        for word in words.findall(piece):
+            ids += [vocabulary[token] for token in merge_word("".join(spell[b] for b in word.encode("utf-8")), ranks)]
+    return ids
+
+
+def text_tokens():
+    """The text task's tokens: each token's key (a character, a GPT-2 id), in the text's order, and
+    each key's label. The distinct keys, sorted, are the vocabulary."""
+    if TASK["tokens"] == "gpt2":
+        vocabulary, ranks = read_gpt2_tokenizer(TASK["tokenizer"])
+        ids = gpt2_ids(TASK["text"], vocabulary, ranks)
+        spelling = {i: token for token, i in vocabulary.items()}
+        return ids, {i: spelling[i] for i in ids}
+    return list(TASK["text"]), {c: c for c in TASK["text"]}
+
+
+if TASK["task"] == "text":
+    KEYS, LABELS = text_tokens()
+    TOKENS = [LABELS[k] for k in sorted(set(KEYS))]  # the vocabulary's labels, by id
+    TOKEN_IDS = {k: i for i, k in enumerate(sorted(set(KEYS)))}
+    TEXT_IDS = [TOKEN_IDS[k] for k in KEYS]
+    VOCAB = len(TOKENS)
+else:
+    TOKENS, TEXT_IDS, VOCAB = None, None, TASK["vocab"]
 
 
 def randint(g, low, high):

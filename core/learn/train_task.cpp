@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "engine/errors.h"
@@ -13,6 +15,7 @@
 #include "formats/json_reading.h"
 #include "formats/utf8.h"
 #include "formats/zip_archive.h"
+#include "lm/gpt2_tokenizer.h"
 
 namespace attnscope {
 
@@ -23,7 +26,7 @@ const std::vector<TaskInfo>& taskTable() {
       {TaskKind::PreviousToken, "previous_token", "output the token before the current one"},
       {TaskKind::Sort, "sort", "after a list of digits, write them sorted (minGPT's demo)"},
       {TaskKind::Reverse, "reverse", "after a list of digits, write them reversed"},
-      {TaskKind::Text, "text", "predict the next character of a text"},
+      {TaskKind::Text, "text", "predict the next token of a text: its characters, or GPT-2's tokens"},
   };
   return table;
 }
@@ -91,12 +94,13 @@ const BoolField kBoolFields[] = {{"mlp", &TrainTask::mlp}, {"qkv_bias", &TrainTa
 // Fields only some tasks read: anything else given to a task is refused, not silently ignored.
 bool taskUses(TaskKind kind, const std::string& field) {
   if (field == "min_period" || field == "max_period") return kind == TaskKind::Induction;
-  if (field == "text") return kind == TaskKind::Text;
-  if (field == "vocab") return kind != TaskKind::Text;  // the text's characters are its vocabulary
+  if (field == "text" || field == "tokens" || field == "tokenizer") return kind == TaskKind::Text;
+  if (field == "vocab") return kind != TaskKind::Text;  // the text's tokens are its vocabulary
   return true;
 }
 
 const char* kOptimizers[] = {"adamw", "sgd"};
+const char* kTextTokens[] = {"characters", "gpt2"};
 
 std::string taskNames() {  // "induction, previous_token, …" for refusals
   std::string names;
@@ -110,38 +114,93 @@ void fieldError(const std::string& field, const std::string& what) {
 }
 
 std::string fieldNames() {
-  std::string out = "task, optimizer, seed, text";
+  std::string out = "task, optimizer, seed, text, tokens, tokenizer";
   for (const IntField& f : kIntFields) out += std::string(", ") + f.name;
   for (const RealField& f : kRealFields) out += std::string(", ") + f.name;
   for (const BoolField& f : kBoolFields) out += std::string(", ") + f.name;
   return out;
 }
 
-// The text task's characters: the distinct code points, sorted, and the text as their ids.
-void readText(TrainTask& t) {
-  // UTF-8 orders as its code points do: the map's order is Python's sorted(set(text)).
-  std::vector<std::string> chars;
-  std::size_t i = 0;
-  while (i < t.text.size()) {
-    const std::size_t at = i;
-    if (nextCodePoint(t.text, &i) == kNotUtf8) fieldError("text", "not UTF-8 at byte " + std::to_string(at));
-    chars.push_back(t.text.substr(at, i - at));
+// A message from the files' reader as part of a refusal: one line whatever the path holds.
+std::string oneLine(std::string message) {
+  for (char& c : message)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return message;
+}
+
+// GPT-2's tokenizer from the folder `path` names, or the folder of the file it names. The app reads
+// its form's task every frame, so the files are read again only when one of them changes.
+std::shared_ptr<const Gpt2Tokenizer> readTokenizer(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw InputError(path + ": no such folder or file");
+  const std::string folder = fs::is_directory(path, ec) ? path : fs::path(path).parent_path().string();
+  std::string key = folder;
+  for (const char* name : {"vocab.json", "merges.txt", "encoder.json", "vocab.bpe"}) {
+    std::error_code size_ec, time_ec;
+    const fs::path file = fs::path(folder) / name;
+    const std::uintmax_t size = fs::file_size(file, size_ec);
+    const auto time = fs::last_write_time(file, time_ec);
+    key += "\n" + (size_ec ? std::string("-") : std::to_string(size)) + " " +
+           (time_ec ? std::string("-") : std::to_string(time.time_since_epoch().count()));
   }
-  std::map<std::string, int> id;
-  for (const std::string& c : chars) id.emplace(c, 0);
-  if (id.size() < 2) fieldError("text", "needs at least two different characters");
-  if (id.size() > 1024) fieldError("text", std::to_string(id.size()) + " different characters, over 1024");
-  t.characters.clear();
-  for (auto& [c, n] : id) {
-    n = static_cast<int>(t.characters.size());
-    t.characters.push_back(c);
+  static std::mutex mutex;
+  static std::string cached_key;
+  static std::shared_ptr<const Gpt2Tokenizer> cached;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (key == cached_key) return cached;
+  }
+  std::shared_ptr<const Gpt2Tokenizer> tokenizer = Gpt2Tokenizer::fromFolder(folder);
+  const std::lock_guard<std::mutex> lock(mutex);
+  cached_key = key, cached = tokenizer;
+  return tokenizer;
+}
+
+// The text task's tokens, one path for both kinds: the text cut into tokens, each a key that orders
+// the vocabulary (a code point, a GPT-2 id) and its label (the character, GPT-2's token string); the
+// distinct keys, sorted, are the vocabulary and the text is their ids. UTF-8 orders as its code
+// points do, so the characters' order is Python's sorted(set(text)).
+void readText(TrainTask& t, const TaskFiles& files) {
+  std::vector<std::uint32_t> keys;
+  std::map<std::uint32_t, std::string> labels;
+  for (std::size_t i = 0; i < t.text.size();) {
+    const std::size_t at = i;
+    const std::uint32_t cp = nextCodePoint(t.text, &i);
+    if (cp == kNotUtf8) fieldError("text", "not UTF-8 at byte " + std::to_string(at));
+    if (t.tokens == TextTokens::Characters) {
+      keys.push_back(cp);
+      labels.emplace(cp, t.text.substr(at, i - at));
+    }
+  }
+  if (t.tokens == TextTokens::Gpt2) {
+    std::shared_ptr<const Gpt2Tokenizer> tokenizer;
+    try {
+      tokenizer = files.load_tokenizer ? files.load_tokenizer(t.tokenizer) : readTokenizer(t.tokenizer);
+    } catch (const InputError& e) {
+      fieldError("tokenizer", oneLine(e.what()));
+    }
+    for (int id : tokenizer->encode(t.text)) {
+      const auto key = static_cast<std::uint32_t>(id);  // 0 … 2²⁴ − 1 (the vocabulary's check, §2.6)
+      keys.push_back(key);
+      if (labels.find(key) == labels.end()) labels.emplace(key, tokenizer->tokenString(id));
+    }
+  }
+  const std::string what = t.tokens == TextTokens::Characters ? "characters" : "GPT-2 tokens";
+  if (labels.size() < 2) fieldError("text", "needs at least two different " + what);
+  if (labels.size() > 1024) fieldError("text", std::to_string(labels.size()) + " different " + what + ", over 1024");
+  std::map<std::uint32_t, int> id;
+  t.token_labels.clear();
+  for (auto& [key, label] : labels) {
+    id.emplace(key, static_cast<int>(t.token_labels.size()));
+    t.token_labels.push_back(std::move(label));
   }
   t.text_ids.clear();
-  for (const std::string& c : chars) t.text_ids.push_back(id[c]);
-  t.vocab = static_cast<int>(t.characters.size());
+  for (std::uint32_t key : keys) t.text_ids.push_back(id[key]);
+  t.vocab = static_cast<int>(t.token_labels.size());
   if (static_cast<int>(t.text_ids.size()) < t.seq_len + 2)
-    fieldError("text", std::to_string(t.text_ids.size()) +
-                           " characters: the task needs more than seq_len + 1 = " + std::to_string(t.seq_len + 1));
+    fieldError("text", std::to_string(t.text_ids.size()) + " " + what +
+                           ": the task needs more than seq_len + 1 = " + std::to_string(t.seq_len + 1));
 }
 
 // What one step holds (forward caches and gradients, float32), against the memory budget.
@@ -160,7 +219,7 @@ void checkCost(const TrainTask& t) {
 
 // [SECTION] Reading and writing ----------------------------------------------------------------------
 
-TrainTask parseTrainTask(const nlohmann::json& j) {
+TrainTask parseTrainTask(const nlohmann::json& j, const TaskFiles& files) {
   if (!j.is_object()) throw InputError("task: expected a JSON object like {\"task\": \"induction\"}");
   if (!j.contains("task") || !j["task"].is_string()) {
     throw InputError("task.task: name the task, one of: " + taskNames());
@@ -229,6 +288,30 @@ TrainTask parseTrainTask(const nlohmann::json& j) {
       if (!v.is_string()) fieldError(key, "expected the text as a string");
       t.text = v.get<std::string>();
       if (t.text.size() > (std::size_t{4} << 20)) fieldError(key, "over 4 MiB");
+    } else if (key == "tokens") {
+      known = true;
+      const std::string k = v.is_string() ? v.get<std::string>() : "";
+      if (k == kTextTokens[0]) {
+        t.tokens = TextTokens::Characters;
+      } else if (k == kTextTokens[1]) {
+        t.tokens = TextTokens::Gpt2;
+      } else {
+        fieldError(key, "expected \"characters\" or \"gpt2\"");
+      }
+    } else if (key == "tokenizer") {
+      known = true;
+      if (!v.is_string() || v.get<std::string>().empty())
+        fieldError(key, "expected the path of GPT-2's tokenizer files (their folder, or a file in it)");
+      const std::string path = v.get<std::string>();
+      if (path.size() > 4096) fieldError(key, "a path of over 4096 bytes");
+      if (path.find('\0') != std::string::npos) fieldError(key, "the path holds a NUL byte");
+      // Absolute, so the PyTorch script reads the same files from wherever it runs (§2.7).
+      namespace fs = std::filesystem;
+      std::error_code ec;
+      const fs::path absolute = fs::path(path).is_absolute() ? fs::path(path)
+                                                             : fs::absolute(fs::path(files.folder) / path, ec);
+      if (ec) fieldError(key, "the working folder cannot be read to find " + oneLine(path));
+      t.tokenizer = absolute.string();
     }
     if (!known) fieldError(key, "not a task field (" + fieldNames() + ")");
   }
@@ -249,8 +332,14 @@ TrainTask parseTrainTask(const nlohmann::json& j) {
         fieldError("seq_len", std::to_string(t.seq_len) + ": a list of n digits and its answer take 2n − 1 (odd, ≥ 3)");
       break;
     case TaskKind::Text:
+      if (t.tokens == TextTokens::Characters && j.contains("tokenizer"))
+        fieldError("tokenizer", "characters need no tokenizer (\"tokens\": \"gpt2\" reads GPT-2's)");
+      if (t.tokens == TextTokens::Gpt2 && t.tokenizer.empty())
+        fieldError(
+            "tokenizer",
+            "GPT-2 tokens need the tokenizer: a folder with vocab.json + merges.txt or encoder.json + vocab.bpe");
       if (t.text.empty()) fieldError("text", "the text task needs a \"text\"");
-      readText(t);
+      readText(t, files);
       break;
     case TaskKind::PreviousToken: break;
   }
@@ -258,8 +347,8 @@ TrainTask parseTrainTask(const nlohmann::json& j) {
   return t;
 }
 
-TrainTask parseTrainTaskText(const std::string& json_text) {
-  return parseTrainTask(readJson(json_text, "task", std::int64_t{64} << 20));
+TrainTask parseTrainTaskText(const std::string& json_text, const TaskFiles& files) {
+  return parseTrainTask(readJson(json_text, "task", std::int64_t{64} << 20), files);
 }
 
 nlohmann::json trainTaskJson(const TrainTask& t) {
@@ -272,7 +361,11 @@ nlohmann::json trainTaskJson(const TrainTask& t) {
   for (const BoolField& f : kBoolFields) j[f.name] = t.*f.member;
   j["seed"] = t.seed;
   j["optimizer"] = kOptimizers[t.optimizer == OptimizerKind::AdamW ? 0 : 1];
-  if (t.kind == TaskKind::Text) j["text"] = t.text;
+  if (t.kind == TaskKind::Text) {
+    j["text"] = t.text;
+    j["tokens"] = kTextTokens[t.tokens == TextTokens::Characters ? 0 : 1];
+    if (t.tokens == TextTokens::Gpt2) j["tokenizer"] = t.tokenizer;
+  }
   return j;
 }
 

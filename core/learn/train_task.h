@@ -6,6 +6,8 @@
 // token ids, row-major; a target of kIgnored is not scored (torch's ignore_index).
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
@@ -16,6 +18,9 @@ namespace attnscope {
 
 enum class TaskKind { Induction, PreviousToken, Sort, Reverse, Text };
 enum class OptimizerKind { AdamW, Sgd };
+enum class TextTokens { Characters, Gpt2 };  // what the text task's tokens are
+
+class Gpt2Tokenizer;
 
 struct TrainTask {
   TaskKind kind = TaskKind::Induction;
@@ -34,10 +39,15 @@ struct TrainTask {
   // induction: each sequence is a random prefix, then a random chunk of a period drawn from
   // [min_period, max_period] repeated to the end.
   int min_period = 6, max_period = 14;
-  // text: the text, one token per character (its distinct characters, sorted, are the vocabulary).
+  // text: the text, one token per character or per GPT-2 token (the tokenizer's files in the folder
+  // `tokenizer` names, or the folder of the file it names); the distinct tokens, sorted (code points;
+  // GPT-2's ids), are the vocabulary.
   std::string text;
-  std::vector<std::string> characters;  // text's vocabulary, V of them (filled by parseTrainTask)
-  std::vector<int> text_ids;            // the text as ids into `characters`
+  TextTokens tokens = TextTokens::Characters;
+  std::string tokenizer;                  // gpt2: the path, absolute (parseTrainTask resolves it)
+  std::vector<std::string> token_labels;  // the vocabulary's labels, V of them (filled by parseTrainTask):
+                                          // the characters, or GPT-2's token strings (Ġ for a space)
+  std::vector<int> text_ids;              // the text as ids into `token_labels`
 };
 
 // The task table (one row per task): its name in TASK's "task" and what it teaches.
@@ -49,11 +59,21 @@ struct TaskInfo {
 const std::vector<TaskInfo>& taskTable();
 const TaskInfo& taskInfo(TaskKind kind);
 
+// Where a text task's GPT-2 tokenizer comes from (docs/DESIGN.md §2.7). A relative "tokenizer" path
+// is read against `folder` (the TASK file's; empty: the working directory) and kept absolute, so the
+// PyTorch script finds the same files wherever it runs. `load_tokenizer`, when set, is given that
+// path instead of the files being read (Gpt2Tokenizer::fromFolder of the path's folder): the fuzz
+// target's tokenizer lives in memory.
+struct TaskFiles {
+  std::string folder;
+  std::function<std::shared_ptr<const Gpt2Tokenizer>(const std::string& path)> load_tokenizer;
+};
+
 // Reads a TASK JSON: "task" names a row of the table, every other field is optional with the
 // task's default (fields the task does not use are refused, so is any unknown field, naming it).
 // Throws InputError naming the field and the accepted range.
-TrainTask parseTrainTask(const nlohmann::json& task);
-TrainTask parseTrainTaskText(const std::string& json_text);
+TrainTask parseTrainTask(const nlohmann::json& task, const TaskFiles& files = {});
+TrainTask parseTrainTaskText(const std::string& json_text, const TaskFiles& files = {});
 // The task as JSON, every field written (what the PyTorch script embeds and reads back).
 nlohmann::json trainTaskJson(const TrainTask& task);
 
