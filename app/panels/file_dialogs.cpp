@@ -37,8 +37,8 @@ constexpr DialogKind kDialogs[] = {
     {"save_pytorch", "Save PyTorch code", "attention.py", "py", false},
     {"export_map", "Save one map", "", "", false},
     {"save_lines", "Save the Lines view as a figure (.svg, .pdf or .png)", "lines.svg", "svg pdf png", false},
-    {"save_model", "Save the trained model (its state_dict: .npz or .safetensors)", "model.npz", "npz safetensors",
-     false},
+    {"save_model", "Save the trained model (its state_dict: .npz, .safetensors, .pth or .pt)", "model.npz",
+     "npz safetensors pth pt", false},
 };
 
 const DialogKind* findDialog(const std::string& which) {

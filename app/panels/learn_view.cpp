@@ -271,8 +271,8 @@ void LearnView::controls(const PanelContext& ctx) {
   if (ImGui::Button("Save model…")) ctx.commands.push("dialog", {{"which", "save_model"}});
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip(
-        "The model as it is now, as the book's GPTModel state_dict (.npz or .safetensors): "
-        "np.load it into load_state_dict, or open it with File › Open model");
+        "The model as it is now, as the book's GPTModel state_dict (.npz, .safetensors, .pth or .pt): "
+        "torch.load the .pth (or np.load the .npz) into load_state_dict, or open it with File › Open model");
   layout().widget("learn_save");
   const auto& losses = run.losses();
   char status[256];

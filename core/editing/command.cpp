@@ -174,7 +174,7 @@ const std::vector<CommandInfo>& commandTable() {
        "show the run's maps at `step` (the timeline's snapshot at or before it); −1: follow the newest"},
       {CommandId::LearnSave, "learn_save", T::Model, 0, {{"path", A::String, true}},
        "save the run's model as it is now (paused: this step; training: its last score record) to `path`, the "
-       "book's GPTModel state_dict as .npz or .safetensors"},
+       "book's GPTModel state_dict as .npz, .safetensors, .pth or .pt"},
       {CommandId::LearnClose, "learn_close", T::Model, 0, {}, "end the run: the chapter's workspace again"},
   };
   // clang-format on

@@ -131,8 +131,8 @@ def main():
             with np.load(saved) as arrays:
                 worst = max(float(np.abs(arrays[name] - p.numpy()).max()) for name, p in trained.state_dict().items())
             check(worst <= 1e-3 * TASK_LR * STEPS, f"the saved model is off torch's by {worst:.3g}")
-            refused({"do": "learn_save", "path": os.path.join(folder, "trained.pth")}, ".npz or .safetensors",
-                    "a .pth")
+            refused({"do": "learn_save", "path": os.path.join(folder, "trained.bin")}, ".npz, .safetensors, .pth or .pt",
+                    "a .bin")
             print(f"learn_save: the state_dict torch's {STEPS} steps reach, within {worst:.2g}")
             shot = os.path.join(folder, "learn.png")
             attnscope.command([{"do": "view", "field": "tab", "value": "learn"},
