@@ -83,6 +83,13 @@ void LearnSession::stopThread() {
   thread_.join();
 }
 
+std::vector<std::string> LearnSession::probeLabels() const {
+  std::vector<std::string> out;
+  for (int id : probe_)
+    out.push_back(task_.kind == TaskKind::Text ? task_.token_labels[static_cast<std::size_t>(id)] : std::to_string(id));
+  return out;
+}
+
 // The thread: builds the run (its step-0 record published), then trains while asked to.
 void LearnSession::run(std::uint64_t) {
   using Clock = std::chrono::steady_clock;
