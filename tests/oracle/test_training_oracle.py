@@ -10,16 +10,20 @@
    momentum, dropout), and the head scores on the probe (≤ 1e-4).
 3. The script holds no number of ours: two tasks that differ only in their seed give scripts that
    differ only in the TASK line.
-4. A saved model (`train --save`, .npz and .safetensors) is the state_dict torch's own steps reach,
-   loads with load_state_dict, and opens in model-trace (attention-only blocks too).
+4. A saved model (`train --save`, .npz, .safetensors and .pth) is the state_dict torch's own steps
+   reach, loads with load_state_dict, and opens in model-trace (attention-only blocks too). The .pth
+   is what torch.save writes: torch.load takes it (weights_only=True too), each tensor equals the
+   .npz's bit for bit, and torch.save of what torch.load gave writes the same records.
 
 Usage: test_training_oracle.py ATTNSCOPE_CLI
 """
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
+import zipfile
 
 import numpy as np
 
@@ -141,15 +145,71 @@ def check_losses(cli, folder):
               f"head scores within {worst:.1g}: {json.dumps(task)[:70]}")
 
 
+def local_records(path):
+    """(name, offset of its data, extra field) of each local record, from the central directory."""
+    with open(path, "rb") as f:
+        data = f.read()
+    out = []
+    for info in zipfile.ZipFile(path).infolist():
+        at = info.header_offset
+        n, m = struct.unpack("<HH", data[at + 26:at + 30])
+        out.append((info.filename, at + 30 + n + m, data[at + 30 + n:at + 30 + n + m]))
+    return out
+
+
+def check_pth(cli, folder, npz, pth, trained, script):
+    """The .pth `train --save` writes is torch.save(model.state_dict())'s file: torch.load reads it
+    (weights_only=True too) into the state_dict's keys, every tensor float32 and equal to the
+    .npz's bit for bit, the masks torch's; load_state_dict takes it strictly; and torch.save of the
+    dict torch.load gave writes the same entries, each holding the same bytes."""
+    loaded = torch.load(pth)
+    safe = torch.load(pth, weights_only=True)
+    want_keys = list(trained.state_dict())
+    with np.load(npz) as arrays:
+        for name, sd in (("torch.load", loaded), ("torch.load(weights_only=True)", safe)):
+            if type(sd).__name__ != "OrderedDict" or list(sd) != want_keys or list(sd) != arrays.files:
+                sys.exit(f"FAIL: {name} of the .pth gave {type(sd).__name__} {list(sd)[:4]}…, not the state_dict's keys")
+            for key, t in sd.items():
+                a = arrays[key]
+                if t.dtype != torch.float32 or tuple(t.shape) != a.shape or not t.is_contiguous():
+                    sys.exit(f"FAIL: {name}: {key} is {t.dtype} {tuple(t.shape)}, the .npz's float32 {a.shape}")
+                if not np.array_equal(t.numpy().view(np.uint32), a.view(np.uint32)):
+                    sys.exit(f"FAIL: {name}: {key} differs from the .npz's")
+    masks = [k for k in want_keys if k.endswith(".att.mask")]
+    if len(masks) != len(trained.trf_blocks) or any(not torch.equal(safe[k], trained.state_dict()[k]) for k in masks):
+        sys.exit(f"FAIL: the .pth's masks {masks} are not torch's buffers")
+    model = script["make_model"]()
+    model.load_state_dict(safe, strict=True)
+    # torch.save of the same dict: the same records in the same order, each the same bytes.
+    again = os.path.join(folder, "again")
+    os.makedirs(again, exist_ok=True)
+    resaved = os.path.join(again, os.path.basename(pth))
+    torch.save(safe, resaved)
+    ours, theirs = zipfile.ZipFile(pth), zipfile.ZipFile(resaved)
+    if ours.namelist() != theirs.namelist():
+        sys.exit(f"FAIL: the .pth's entries {ours.namelist()[:4]}… vs torch.save's {theirs.namelist()[:4]}…")
+    for name in ours.namelist():
+        if ours.read(name) != theirs.read(name):
+            sys.exit(f"FAIL: the .pth's {name} differs from torch.save's")
+    for name, offset, extra in local_records(pth):
+        if ours.getinfo(name).compress_type != zipfile.ZIP_STORED or offset % 64 or extra[:2] != b"FB":
+            sys.exit(f"FAIL: the .pth's {name}: data at {offset}, extra {extra[:4]!r}: not torch's stored, 64-aligned layout")
+    return len(ours.namelist())
+
+
 def check_saved_model(cli, folder):
     """`train --save`: the .npz loads into the book's GPTModel with load_state_dict (strict: the
-    mask buffers are there too) and holds the parameters torch's own 30 steps reach; the
-    .safetensors opens in model-trace, whose maps on the probe are torch's."""
-    for task in ({"task": "induction", "steps": 30}, {"task": "sort", "steps": 30, "qkv_bias": True}):
+    mask buffers are there too) and holds the parameters torch's own 30 steps reach; the .pth is
+    torch.save's file of the same tensors (check_pth); the .safetensors and the .pth open in
+    model-trace, whose maps on the probe are torch's."""
+    for task in ({"task": "induction", "steps": 30}, {"task": "sort", "steps": 30, "qkv_bias": True},
+                 {"task": "sort", "steps": 30, "layers": 3, "mlp": True, "qkv_bias": True}):
         path = write_task(folder, task)
         npz, st = os.path.join(folder, "model.npz"), os.path.join(folder, "model.safetensors")
+        pth = os.path.join(folder, "model.pth")
         run([cli, "train", path, "--save", npz])
         run([cli, "train", path, "--save", st])
+        run([cli, "train", path, "--save", pth])
         script, _ = script_module(cli, path)
         trained = script["make_model"]()
         optimizer = script["make_optimizer"](trained)
@@ -179,16 +239,24 @@ def check_saved_model(cli, folder):
         with torch.no_grad():
             trained(torch.tensor([ids]))
         heads = script["TASK"]["heads"]
-        out = json.loads(run([cli, "model-trace", st, "--ids", ",".join(map(str, ids)), "--num-heads", str(heads)]))
-        err = 0.0
-        for layer, block in zip(out["layers"], trained.trf_blocks):
-            for head in layer["heads"]:
-                want = block.att.last_weights[0, head["head"]].numpy()
-                err = max(err, float(np.abs(np.array(head["weights"], dtype=np.float32) - want).max()))
-        if err > 1e-5:
-            sys.exit(f"FAIL: {task}: model-trace of the saved model is off torch's maps by {err:.3g}")
+        errors = {}
+        for saved in (st, pth):
+            out = json.loads(run([cli, "model-trace", saved, "--ids", ",".join(map(str, ids)), "--num-heads", str(heads)]))
+            if len(out["layers"]) != len(trained.trf_blocks):
+                sys.exit(f"FAIL: {task}: model-trace of {os.path.basename(saved)} has {len(out['layers'])} layers")
+            err = 0.0
+            for layer, block in zip(out["layers"], trained.trf_blocks):
+                for head in layer["heads"]:
+                    want = block.att.last_weights[0, head["head"]].numpy()
+                    err = max(err, float(np.abs(np.array(head["weights"], dtype=np.float32) - want).max()))
+            if err > 1e-5:
+                sys.exit(f"FAIL: {task}: model-trace of {os.path.basename(saved)} is off torch's maps by {err:.3g}")
+            errors[os.path.splitext(saved)[1]] = err
+        records = check_pth(cli, folder, npz, pth, trained, script)
         print(f"saved after 30 steps: parameters within {worst:.1g} of torch's (bound {bound:.1g}), load_state_dict strict; "
-              f"model-trace's maps within {err:.1g}: {json.dumps(task)}")
+              f"the .pth torch.save's ({records} records, torch.load and weights_only=True equal to the .npz bit for bit); "
+              f"model-trace's maps within {errors['.safetensors']:.1g} (.safetensors), {errors['.pth']:.1g} (.pth): "
+              f"{json.dumps(task)}")
 
 
 def check_script_has_no_numbers(cli, folder):
