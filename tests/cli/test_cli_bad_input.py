@@ -64,6 +64,8 @@ def nested(depth, open_="[", close="]", inner=""):
 # workspace: dict -> json.dumps; str -> written verbatim; ("path", p) -> passed as is; None -> no
 # file. Args may contain "{ws}" for the workspace path; default args: ["trace", "{ws}"].
 TRACE = ["trace", "{ws}"]
+GPT2_TASK = {"task": "text", "tokens": "gpt2", "text": "the cat sat on the mat, the dog sat on the log"}
+
 CASES = [
     # --- the document itself
     ("malformed_json", '{"format": "attnscope-workspace", "version": 1,', TRACE, ["not valid JSON"]),
@@ -192,6 +194,24 @@ CASES = [
      ["model.d_out", "divisible"]),
     ("bench_unknown_field", ws({"heads": 2}), ["bench", "{ws}", "--repeat", "1"],
      ["model.heads", "unknown field"]),
+    # --- training TASKs (DESIGN.md §2.7): the text task of GPT-2 tokens; a relative tokenizer path is
+    # the TASK file's neighbour ({tmp} here), whatever the working folder
+    ("train_gpt2_without_tokenizer", GPT2_TASK, ["train", "{ws}"], ["task.tokenizer", "GPT-2 tokens need"]),
+    ("train_gpt2_tokenizer_missing", dict(GPT2_TASK, tokenizer="nosuch"), ["train", "{ws}"],
+     ["task.tokenizer: {tmp}/nosuch: no such folder or file"]),
+    ("train_gpt2_tokenizer_without_files", dict(GPT2_TASK, tokenizer="."), ["train", "{ws}"],
+     ["task.tokenizer: {tmp}/.: holds no GPT-2 tokenizer"]),
+    ("train_gpt2_tokenizer_line_break", dict(GPT2_TASK, tokenizer="a\nb"), ["train", "{ws}"],
+     ["task.tokenizer: {tmp}/a?b: no such folder or file"]),
+    ("pytorch_train_gpt2_tokenizer_missing", dict(GPT2_TASK, tokenizer="nosuch/vocab.json"),
+     ["pytorch-train", "{ws}"], ["task.tokenizer: {tmp}/nosuch/vocab.json"]),
+    ("train_tokens_unknown", dict(GPT2_TASK, tokens="words"), ["train", "{ws}"], ["task.tokens", '"gpt2"']),
+    ("train_tokenizer_for_characters", dict(GPT2_TASK, tokens="characters", tokenizer="x"), ["train", "{ws}"],
+     ["task.tokenizer", "characters need no tokenizer"]),
+    ("train_tokenizer_for_induction", {"task": "induction", "tokenizer": "x"}, ["train", "{ws}"],
+     ["task.tokenizer", "induction task does not use it"]),
+    ("train_vocabulary_of_induction", {"task": "induction"}, ["train", "{ws}", "--vocabulary"],
+     ["--vocabulary", "only the text task"]),
     # --- argument errors
     ("no_subcommand", None, [], ["subcommand"]),
     ("unknown_subcommand", None, ["frobnicate", "x.json"], ["frobnicate"]),
