@@ -124,6 +124,12 @@ void CompareView::draw(const PanelContext& ctx) {
   for (const std::string& d : differs) line += (line.empty() ? "" : " · ") + d;
   line = differs.empty() ? "B computes the same as A: change a setting or a cell to see what it does"
                          : "B differs from A in: " + line;
+  if (a.model && b->model && a.model->model && b->model->model) {  // trained models' layers: which each is
+    line = "A: " + modelName(*a.model->model) + ", layer " + std::to_string(a.layer + 1) + "  ·  B: " +
+           modelName(*b->model->model) + ", layer " + std::to_string(b->layer + 1) + "  ·  " + line;
+    state["a_model"] = modelName(*a.model->model);
+    state["b_model"] = modelName(*b->model->model);
+  }
   if (ctx.computing) line += "  (computing B…)";
   ImGui::PushTextWrapPos(ImGui::GetWindowContentRegionMax().x);
   ImGui::TextUnformatted(line.c_str());

@@ -60,7 +60,7 @@ void LayersView::draw(const PanelContext& ctx) {
   const ModelPass& pass = *snap->model;
   // Above the grid: the button that makes induction show (a model's text; given maps have none to
   // change), and what a thumbnail is.
-  if (!ctx.givenMaps()) {
+  if (!ctx.givenMaps() && !ctx.model->isRun()) {  // a run reads its probe, repeated already
     const bool fits_twice = ctx.model->canRepeat();
     ImGui::BeginDisabled(!fits_twice);
     if (ImGui::SmallButton("Repeat the text")) ctx.commands.push("repeat_text");
@@ -71,7 +71,7 @@ void LayersView::draw(const PanelContext& ctx) {
     layout().widget("layers_repeat");
   } else {
     ImGui::AlignTextToFramePadding();
-    ImGui::TextDisabled("as they came:");
+    ImGui::TextDisabled(ctx.model->isRun() ? "on the probe:" : "as they came:");
   }
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const bool both = gridMetrics(pass, ImVec2(avail.x, avail.y * 0.64f)).cell >= px(40);
@@ -240,15 +240,23 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
     titles += ImGui::CalcTextSize(info.title).x;
     widest = std::max(widest, ImGui::CalcTextSize(info.title).x);
   }
-  titles += widest + columns * 2 * ImGui::GetStyle().CellPadding.x + ImGui::GetStyle().ScrollbarSize;
+  // Each sortable column's header keeps room for its sort arrow, as ImGui lays it out.
+  titles += widest + (columns - 1) * (ImGui::GetFontSize() + ImGui::GetStyle().ItemInnerSpacing.x) +
+            columns * 2 * ImGui::GetStyle().CellPadding.x + ImGui::GetStyle().ScrollbarSize;
   const bool tags = titles > size.x;
   const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
                                 ImGuiTableFlags_BordersInnerV |
                                 (tags ? ImGuiTableFlags_SizingFixedFit : ImGuiTableFlags_SizingStretchProp);
   if (size.y < ImGui::GetFrameHeight() * 3 || !ImGui::BeginTable("head_scores", columns, flags, size)) return;
   ImGui::TableSetupScrollFreeze(0, 1);
-  ImGui::TableSetupColumn(tags ? "head" : "layer.head", ImGuiTableColumnFlags_DefaultSort);
-  ImGui::TableSetupColumn("does", ImGuiTableColumnFlags_NoSort);
+  // Side by side, the head's name and what it does are as wide as they need (with the sort arrow's
+  // room), and the scores share the rest: stretched by their titles alone, "does" was cut to "inducti".
+  const float arrow = ImGui::GetFontSize();
+  ImGui::TableSetupColumn(tags ? "head" : "layer.head",
+                          ImGuiTableColumnFlags_DefaultSort | (tags ? 0 : ImGuiTableColumnFlags_WidthFixed),
+                          tags ? 0.0f : ImGui::CalcTextSize("layer.head").x + arrow);
+  ImGui::TableSetupColumn("does", ImGuiTableColumnFlags_NoSort | (tags ? 0 : ImGuiTableColumnFlags_WidthFixed),
+                          tags ? 0.0f : widest);
   for (const HeadLabelInfo& info : labels)
     ImGui::TableSetupColumn(tags ? info.tag : info.title, ImGuiTableColumnFlags_PreferSortDescending);
   ImGui::TableSetupColumn("entropy", ImGuiTableColumnFlags_PreferSortDescending);

@@ -417,6 +417,14 @@ void LearnView::timeline(const PanelContext& ctx) {
     ctx.commands.push("learn_show", {{"step", follow ? -1 : tl[static_cast<std::size_t>(index)].step}});
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("The views show the newest maps as the model learns");
   ImGui::SameLine();
+  // A step set beside another in the Compare tab: pin the one shown as A, then scrub or train on (B).
+  char pin[64];
+  std::snprintf(pin, sizeof pin, "Pin step %d as A", tl[static_cast<std::size_t>(index)].step);
+  if (ImGui::Button(pin)) ctx.commands.push("pin");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("The Compare tab then shows this step (A) beside the step the views show (B), and B − A");
+  layout().widget("learn_pin");
+  ImGui::SameLine();
   char label[64];
   std::snprintf(label, sizeof label, "maps at step %d", tl[static_cast<std::size_t>(index)].step);
   ImGui::SetNextItemWidth(-1);

@@ -67,13 +67,10 @@ void ModelTextPanel::drawGiven(const PanelContext& ctx) {
   const GivenAttention& g = *ctx.model->given();
   ImGui::TextUnformatted(g.title.empty() ? "Attention maps" : g.title.c_str());
   ImGui::PushFont(fonts().small);
-  if (g.from.empty())
-    ImGui::TextWrapped(
-        "%d layers · %d heads · %d tokens · as they came from a notebook (attnscope.show_attention): "
-        "nothing recomputed, so only the weights are here, no text to change or next tokens",
-        g.layers, g.heads, g.tokens);
-  else
-    ImGui::TextWrapped("%d layers · %d heads · %d tokens · %s", g.layers, g.heads, g.tokens, g.from.c_str());
+  ImGui::TextWrapped(
+      "%d layers · %d heads · %d tokens · as they came from a notebook (attnscope.show_attention): "
+      "nothing recomputed, so only the weights are here, no text to change or next tokens",
+      g.layers, g.heads, g.tokens);
   ImGui::PopFont();
   ImGui::Separator();
   if (g.layers > 1) layerSlider(ctx, g.layers);
@@ -134,8 +131,10 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
       "Every view shows this layer's attention: its input is LayerNorm₁ of the residual stream, its "
       "weights the model's. Click a head in the Layers tab to pick both.");
   ImGui::PopFont();
-  if (ImGui::Button("Close model")) ctx.commands.push("model_close");
+  if (ImGui::Button(ctx.model->isRun() ? "End the run" : "Close model")) ctx.commands.push("model_close");
   layout().widget("model_close");
+  if (ctx.model->isRun() && ImGui::IsItemHovered())
+    ImGui::SetTooltip("Stop training and go back to the chapter's workspace, as it was (Save model… first to keep it)");
   model_h_ = ImGui::GetCursorPosY() - ImGui::GetStyle().ItemSpacing.y + ImGui::GetStyle().WindowPadding.y;
   ImGui::End();
 }
@@ -146,6 +145,11 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   if (ctx.givenMaps()) {  // the tokens they were given with; a click selects one
     ImGui::Text("%d tokens", session.tokenCount());
     tokenChips(ctx, ImGui::GetContentRegionAvail().y - 4);
+    ImGui::End();
+    return;
+  }
+  if (session.isRun()) {  // a model training here reads its task's probe, or tokens appended to it
+    runText(ctx);
     ImGui::End();
     return;
   }
@@ -189,6 +193,29 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   ImGui::Separator();
   nextTokens(ctx);
   ImGui::End();
+}
+
+// A run's text: the probe its head scores read, which the user can grow by the tokens it predicts.
+void ModelTextPanel::runText(const PanelContext& ctx) {
+  const ModelSession& session = *ctx.model;
+  ImGui::PushFont(fonts().small);
+  const bool probe = ctx.learn != nullptr && session.ids() == ctx.learn->probe();
+  ImGui::TextWrapped(probe ? "The probe: the sequence the head scores are measured on, as the model learns."
+                           : "The probe and the tokens appended to it.");
+  ImGui::PopFont();
+  if (!probe && ctx.learn != nullptr) {
+    ImGui::SameLine();
+    if (ImGui::SmallButton("The probe again")) ctx.commands.push("text", {{"ids", ctx.learn->probe()}});
+    layout().widget("model_probe");
+  }
+  ImGui::Text("%d tokens", session.tokenCount());
+  if (session.tokenCount() >= session.maxTokens()) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(the model's whole context)");
+  }
+  tokenChips(ctx, std::min(ImGui::GetFrameHeightWithSpacing() * 4, ImGui::GetContentRegionAvail().y * 0.35f));
+  ImGui::Separator();
+  nextTokens(ctx);
 }
 
 // Transformer Explainer's view: the most likely next tokens at the selected position.

@@ -25,6 +25,7 @@ class ModelTextPanel {
  private:
   void drawGiven(const PanelContext& ctx);                 // given maps: what they are, the layer, Close
   void tokenChips(const PanelContext& ctx, float height);  // the tokens; a click selects one
+  void runText(const PanelContext& ctx);                   // a training run's: its probe, the next tokens
   void nextTokens(const PanelContext& ctx);
 
   float model_h_ = 0;

@@ -26,7 +26,7 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   if (const Snapshot* snap = ctx.snapshot.get(); snap && snap->model && snap->model->given) {
     const GivenAttention& g = *snap->model->given;  // maps as they came: what they are, no engine
     ImGui::Text("layer %d of %d  ·  T %d  ·  heads %d  ·  %s  ·  frame %.1f ms", snap->layer + 1, g.layers, g.tokens,
-                g.heads, g.from.empty() ? "attention maps as they came (nothing recomputed)" : "a model learning",
+                g.heads, "attention maps as they came (nothing recomputed)",
                 ctx.frame_ms);
   } else if (snap) {
     const Workspace& in = *snap->inputs;

@@ -247,7 +247,8 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     const bool ask = v.tab != shown_tab_ && v.tab != pending_tab_;
     if (ask) pending_tab_ = v.tab;
     for (const MainTab& tab : mainTabs()) {
-      if (!tab.shown(ctx.showing()) || (!tab.in_lessons && ctl_.lesson().open())) continue;
+      // The Learn tab in a lesson only while the lesson trains a run (its steps are the chapter's otherwise).
+      if (!tab.shown(ctx.showing()) || (!tab.in_lessons && ctl_.lesson().open() && !ctl_.model().isRun())) continue;
       const ImGuiTabItemFlags flags = ask && v.tab == tab.id ? ImGuiTabItemFlags_SetSelected : 0;
       const std::string id = tab.id;
       const bool open = ImGui::BeginTabItem(tab.title, nullptr, flags);

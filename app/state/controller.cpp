@@ -12,6 +12,7 @@
 #include "formats/pytorch_script.h"
 #include "formats/utf8.h"
 #include "formats/workspace_file.h"
+#include "learn/run_model.h"
 #include "lm/model_pass.h"
 #include "state/screenshot_paths.h"
 
@@ -461,11 +462,16 @@ void Controller::applyApp(const Command& c, double now) {
       if (!parseExportFormat(c.text("format"), &format)) throw InputError("format: expected csv, json or npy");
       const std::string path = c.text("path");
       if (!snapshot_->complete) throw InputError("the maps are still being computed: export again in a moment");
-      if (c.id() == Id::ExportTrace && model_.given()) return exportGiven(path, format, now);
+      if (c.id() == Id::ExportTrace && model_.given()) {
+        if (format != ExportFormat::Json) throw InputError("format: attention maps as they came export as json");
+        return exportAttention(path, now);
+      }
       if (c.id() == Id::ExportMap && model_.given() && c.text("stage") != "weights")
         throw InputError("stage: attention maps as they came have only their weights");
       if (c.id() == Id::ExportTrace) {
-        const int files = exportTrace(*snapshot_->inputs, *snapshot_->trace, path, format);
+        // A trained model's layer in JSON: its heads as the Layers tab measures them, beside the trace.
+        if (model_.isOpen() && format == ExportFormat::Json) exportAttention(path, now);
+        const int files = exportTrace(*snapshot_->inputs, *snapshot_->trace, path, format) + (model_.isOpen() && format == ExportFormat::Json ? 1 : 0);
         showToast("Wrote " + std::to_string(files) + " file" + (files == 1 ? "" : "s") + " to " + path, false, now);
         return;
       }
@@ -680,40 +686,41 @@ void Controller::openLoadedModel(ModelLoad loaded, double now) {
   notify(note, now);
 }
 
-// Export trace of given maps: the shown layer's heads as they came, with their scores, as JSON
-// (attention.json in the folder `path`): {"format": "attnscope-attention", "version": 1, "title",
-// "tokens", "layer", "heads": [{"head", "label", "scores": {…, null when undefined}, "weights"}]}.
-void Controller::exportGiven(const std::string& path, ExportFormat format, double now) {
-  if (format != ExportFormat::Json) throw InputError("format: attention maps as they came export as json");
+// The shown layer's heads with what the Layers tab measures of them, as JSON (attention.json in the
+// folder `path`): {"format": "attnscope-attention", "version": 1, "title", "tokens", "layer",
+// "heads": [{"head", "label", "scores": {…, null when undefined}, "weights"}]} — the whole export of
+// given maps, and beside a trained model's layer trace.
+void Controller::exportAttention(const std::string& path, double now) {
   const ModelPass* pass = passShown(snapshot_.get(), model_);
-  if (pass == nullptr) throw InputError("the maps are still being read: export again in a moment");
-  const GivenAttention& g = *model_.given();
-  const int layer = model_.layer();
+  if (pass == nullptr || snapshot_->layer != model_.layer())
+    throw InputError("the maps are still being read: export again in a moment");
+  const int layer = snapshot_->layer;
+  const std::vector<HeadTrace>& traced = snapshot_->shown().heads;
   nlohmann::json heads = nlohmann::json::array();
-  for (int h = 0; h < g.heads; ++h) {
-    const HeadScores& sc = pass->head(layer, h).scores;
+  for (std::size_t h = 0; h < traced.size(); ++h) {
+    const HeadScores& sc = pass->head(layer, static_cast<int>(h)).scores;
     nlohmann::json scores = nlohmann::json::object();
     for (const HeadLabelInfo& info : headLabelTable())
       scores[info.id] = info.has == nullptr || sc.*info.has ? nlohmann::json(sc.*info.score) : nlohmann::json();
     scores["mean_entropy"] = sc.mean_entropy;
     const HeadLabelInfo* label = headLabel(sc);
+    const Matrix& w = traced[h].weights;
     nlohmann::json rows = nlohmann::json::array();
-    for (int i = 0; i < g.tokens; ++i)
-      rows.push_back(std::vector<float>(g.map(layer, h) + static_cast<std::size_t>(i) * g.tokens,
-                                        g.map(layer, h) + static_cast<std::size_t>(i + 1) * g.tokens));
+    for (Eigen::Index i = 0; i < w.rows(); ++i)
+      rows.push_back(std::vector<float>(w.row(i).data(), w.row(i).data() + w.cols()));
     heads.push_back({{"head", h},
                      {"label", label ? nlohmann::json(label->id) : nlohmann::json()},
                      {"scores", scores},
                      {"weights", std::move(rows)}});
   }
-  const nlohmann::json out = {
-      {"format", "attnscope-attention"}, {"version", 1}, {"title", g.title}, {"tokens", g.labels}, {"layer", layer},
-      {"heads", std::move(heads)}};
+  const std::string title = model_.given() ? model_.given()->title : modelName(*model_.model());
+  const nlohmann::json out = {{"format", "attnscope-attention"}, {"version", 1},      {"title", title},
+                              {"tokens", model_.tokens()},       {"layer", layer}, {"heads", std::move(heads)}};
   std::error_code error;
   std::filesystem::create_directories(path, error);
   if (error) throw InputError(path + ": " + error.message());
   writeFileAtomically((std::filesystem::path(path) / "attention.json").string(), out.dump());
-  showToast("Wrote attention.json to " + path, false, now);
+  if (model_.given()) showToast("Wrote attention.json to " + path, false, now);
 }
 
 // attention: maps of any model, as they are (docs/DESIGN.md §3.8 "Attention maps as they are"),
@@ -815,14 +822,19 @@ void Controller::applyLearn(const Command& c, double now) {
   if (c.id() == Id::Learn) {
     const nlohmann::json task = c.has("task") ? c.args["task"] : nlohmann::json{{"task", "induction"}};
     const TrainTask t = parseTrainTask(task);  // a refusal changes nothing
-    if (lesson_.open() || lesson_check_.busy())
+    if ((lesson_.open() || lesson_check_.busy()) && !in_lesson_step_)
       throw InputError("a lesson is open: close it first (File › Close lesson), then train a model");
     if (model_load_.busy()) model_load_.cancel();
+    // A lesson's step names its run: the same task goes on where it is (the step's learn_to says where).
+    if (c.has("keep") && c.flag("keep") && learn_.open() && learn_showing_ &&
+        trainTaskJson(learn_.task()) == trainTaskJson(t))
+      return;
     learn_.start(t);
-    learn_announce_ = true;  // its first maps say which run they are
+    learn_announce_ = true;  // its model says which run it is
     learn_follow_ = true;
     learn_step_ = 0;
-    if (learn_showing_) view_.tab = "learn";  // else once its first maps show (the chapter's view kept first)
+    if (learn_showing_) view_.tab = "learn";
+    showLearnSnapshot(now);  // the untrained model, at once
     if (c.has("play") && c.flag("play")) learn_.play();
     return;
   }
@@ -844,6 +856,18 @@ void Controller::applyLearn(const Command& c, double now) {
       learn_follow_ = true;
       return;
     }
+    case Id::LearnTo: {  // shown at that step as it trains there, or as it was (the timeline's)
+      const int step = c.integer("step");
+      if (step < 0 || step > learn_.task().steps)
+        throw InputError("step: 0 … " + std::to_string(learn_.task().steps) + " (the run's steps)");
+      learn_follow_ = false;
+      learn_step_ = step;
+      if (step > learn_.stepsDone())
+        learn_.trainTo(step);
+      else
+        learn_.pause();
+      return showLearnSnapshot(now);
+    }
     case Id::LearnShow: {
       const int step = c.integer("step");
       if (step < -1) throw InputError("step: −1 (the newest) or a step of the run");
@@ -851,14 +875,15 @@ void Controller::applyLearn(const Command& c, double now) {
       learn_step_ = step;
       return showLearnSnapshot(now);
     }
-    case Id::LearnSave: {
+    case Id::LearnSave: {  // the model the views show: the newest, or the step scrubbed to
       const std::string path = c.text("path");
-      if (!learn_.parameters()) throw InputError("the run has no model yet: it is being built");
+      const LearnSession::Snapshot* shown = learn_.snapshotAt(learnStepShown());
+      if (shown == nullptr) throw InputError("the run has no model yet: it is being built");
       TrainModel model(learn_.task());
-      model.values = *learn_.parameters();
+      model.values = *shown->parameters;
       saveTrainModel(model, path);
       if (hooks_.file_used) hooks_.file_used(path);
-      return showToast("Saved the model at step " + std::to_string(learn_.parametersStep()) + " to " + path +
+      return showToast("Saved the model at step " + std::to_string(shown->step) + " to " + path +
                            " (File › Open model opens it, with " + std::to_string(learn_.task().heads) + " heads)",
                        false, now);
     }
@@ -873,60 +898,50 @@ void Controller::applyLearn(const Command& c, double now) {
 void Controller::updateLearning(double now) {
   if (!learn_.open()) return;
   const std::string error_before = learn_.error();
-  if (learn_.update() && learn_follow_) showLearnSnapshot(now);
+  if (learn_.update()) showLearnSnapshot(now);  // the newest, or the one at the step asked for while it trains there
   if (learn_.error() != error_before) showToast("Training stopped: " + learn_.error(), true, now);
 }
 
 void Controller::endLearning() {
   learn_.close();
   learn_showing_ = false;
+  learn_shown_.reset();
 }
 
-// The run's probe maps at the snapshot asked for (learn_show) or the newest, as given maps: every
-// view shows them; the layer and head picked stay picked as they update.
+// The run's model at the snapshot asked for (learn_show) or the newest, shown as a trained model
+// is: every view shows it on the probe (or the ids the user gave it since); the layer and head
+// picked stay picked as it learns.
 void Controller::showLearnSnapshot(double now) {
-  const auto& timeline = learn_.timeline();
-  if (timeline.empty()) return;
-  const LearnSession::Snapshot* shown = &timeline.back();
-  if (!learn_follow_) {
-    shown = &timeline.front();
-    for (const auto& s : timeline)
-      if (s.step <= learn_step_) shown = &s;
-  }
+  const LearnSession::Snapshot* shown = learn_.snapshotAt(learnStepShown());
+  if (shown == nullptr || (learn_showing_ && shown->parameters == learn_shown_ && model_.isRun())) return;
   const TrainTask& t = learn_.task();
-  auto g = std::make_shared<GivenAttention>();
-  g->layers = t.layers;
-  g->heads = t.heads;
-  g->tokens = t.seq_len;
-  g->maps = *shown->maps;
-  g->labels = learn_.probeLabels();
-  g->title = "Learning " + std::string(taskInfo(t.kind).name) + " · step " + std::to_string(shown->step);
-  g->from =
-      "the maps of the probe sequence (its first half repeated) as the model in the Learn tab learns; Close ends "
-      "the run";
-  if (!learn_showing_) {
+  const std::string name = std::string(taskInfo(t.kind).name) + " run, step " + std::to_string(shown->step);
+  std::shared_ptr<const GptModel> model = runGptModel(t, shown->parameters, name);
+  learn_shown_ = shown->parameters;
+  const bool announce = std::exchange(learn_announce_, false);
+  if (!learn_showing_ || !model_.isRun()) {
     if (!model_.isOpen()) chapter_view_ = view_;  // given back when the run ends
     if (pinned_) unpin();
-    model_.openGiven(std::move(g));
+    model_.openRun(std::move(model), learn_.probe());
     learn_showing_ = true;
-    learn_announce_ = false;  // said below
     view_.tab = "learn";
-    view_.token = t.seq_len - 1;
+    view_.token = model_.tokenCount() - 1;
     view_.head = -1;
     view_.key = -1;
     clampView();
     if (hooks_.document_replaced) hooks_.document_replaced();
-    notify("Training " + std::string(taskInfo(t.kind).name) +
-               ": every view shows its probe's maps as it learns (File › Close model ends the run)",
-           now);
+  } else if (announce) {  // another run: its probe, from layer 0
+    if (pinned_) unpin();  // A was a step of the run before
+    model_.openRun(std::move(model), learn_.probe());
+    clampView();
+  } else {
+    model_.replaceModel(std::move(model));
     return;
   }
-  const int layer = model_.layer();
-  model_.openGiven(std::move(g));
-  model_.setLayer(std::min(layer, t.layers - 1));
-  clampView();  // another run's task may have fewer heads or tokens
-  if (std::exchange(learn_announce_, false))
-    notify("Training " + std::string(taskInfo(t.kind).name) + ": every view shows its probe's maps as it learns", now);
+  if (!in_lesson_step_)  // a lesson's text says what is shown
+    notify("Training " + std::string(taskInfo(t.kind).name) +
+               ": every view shows its model on the probe sequence as it learns (File › Close model ends the run)",
+           now);
 }
 
 void Controller::applyModel(const Command& c, double now) {
@@ -974,6 +989,7 @@ void Controller::applyModel(const Command& c, double now) {
     case Id::LearnPlay:
     case Id::LearnPause:
     case Id::LearnStep:
+    case Id::LearnTo:
     case Id::LearnShow:
     case Id::LearnSave:
     case Id::LearnClose: return applyLearn(c, now);
@@ -1096,6 +1112,15 @@ void Controller::applyOpenLesson(const Command& c, double now) {
 
 void Controller::goToStep(int number, int script_index, double now) {
   const LessonStep& step = lesson_.lesson().steps[static_cast<std::size_t>(number - 1)];
+  // A step trains a run by its learn command; one without ends the run a step before trained.
+  const bool trains = std::any_of(step.commands.begin(), step.commands.end(),
+                                  [](const Command& c) { return c.id() == CommandId::Learn; });
+  if (!trains && learn_showing_) closeModel(now);
+  struct InStep {  // the step's own commands may do what a lesson's user may not (train a model)
+    bool& flag;
+    explicit InStep(bool& f) : flag(f) { flag = true; }
+    ~InStep() { flag = false; }
+  } in_step(in_lesson_step_);
   for (std::size_t i = 0; i < step.commands.size(); ++i) {
     Command c = step.commands[i];
     c.script_index = script_index;
@@ -1186,12 +1211,16 @@ void Controller::updateEngine() {
     job->layer = model_.layer();
     job->position = view_.token;
     job->version = model_.version();
+    job->lineage = model_.lineage();
     job->previous = snapshot_;  // the same text: no forward again; the same layer: no trace again
     r.model = std::move(job);
     r.exec = exec_;
     r.limits = base_limits_;
     // A short text's result is waited for (drawn in the frame that asked), as the chapter's.
-    small_request_ = model_.tokenCount() <= 16 && (!model_.model() || model_.model()->config.d_model <= 128);
+    small_request_ = model_.tokenCount() <= 64 &&
+                     (!model_.model() || std::int64_t{model_.tokenCount()} * model_.model()->config.d_model *
+                                                 model_.model()->config.layers <=
+                                             std::int64_t{32} * 64 * 4);
     worker_.request(std::move(r));
     requested_ = key;
   } else if (!(key == requested_)) {
@@ -1241,6 +1270,7 @@ void Controller::updateEngine() {
 
 bool Controller::settled() const {
   return !worker_.busy() && currentKey() == requested_ && !lesson_check_.busy() && !model_load_.busy() &&
+         !learn_.stepping() &&  // a run training to the step asked for (learn_step, learn_to) shows it when there
          (!lesson_.open() || !hooks_.layout_settled || hooks_.layout_settled());
 }
 

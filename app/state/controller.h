@@ -179,7 +179,8 @@ class Controller {
   void updateLearning(double now);                                             // the run's results, each frame
   void showLearnSnapshot(double now);  // its maps (newest or asked for) in the views
   void endLearning();                  // no run, its maps no longer shown
-  void exportGiven(const std::string& path, ExportFormat format, double now);  // export_trace of given maps
+  // attention.json of the layer shown (a model's or given maps'): its heads' labels, scores, weights.
+  void exportAttention(const std::string& path, double now);
   void unpin();                                        // drop A (the unpin command, and a model's change)
   void applyToDocument(const Command& c, double now);  // applyDocument once the model allows it
   // What the views show: the model's text and layer while a model is open, else the document.
@@ -246,10 +247,12 @@ class Controller {
   LessonSession lesson_;
   ModelSession model_;
   LearnSession learn_;
-  bool learn_showing_ = false;  // the views show the run's maps (as given maps)
-  bool learn_follow_ = true;    // … its newest (else those at learn_step_)
-  bool learn_announce_ = false;  // a new run: its first maps shown say so
+  bool in_lesson_step_ = false;  // applying a lesson step's commands (goToStep)
+  bool learn_showing_ = false;  // the views show the run's model (ModelSession::isRun)
+  bool learn_follow_ = true;    // … at its newest snapshot (else at learn_step_)
+  bool learn_announce_ = false;  // a new run: its first model shown says so
   int learn_step_ = 0;
+  std::shared_ptr<const std::vector<float>> learn_shown_;  // the parameters of the snapshot the views show
   OffThread<ModelLoad> model_load_;  // model_open's reading and packing
   std::string model_load_error_;     // why the last model read failed ("" once one opened)
   ViewState chapter_view_;           // the view when the model was opened (chapterView)

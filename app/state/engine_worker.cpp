@@ -178,8 +178,6 @@ const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
   if (job.given) {  // maps as they are: their thumbnails and scores once, then a layer is a copy
     pass = prev && prev->model && prev->model->given == job.given ? prev->model : passOfMaps(job.given, req.exec);
     givenLayer(*job.given, job.layer, s);
-    s.layer = job.layer;
-    s.model_version = job.version;
   }
   if (!job.given && prev && prev->model && prev->model->model == job.model && prev->model->ids == job.ids)
     pass = prev->model;
@@ -205,6 +203,7 @@ const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
   }
   s.layer = job.layer;
   s.model_version = job.version;
+  s.model_lineage = job.lineage;
   if (prev && pass == prev->model) {
     s.thumbnail_indices = prev->thumbnail_indices;
     s.model = std::move(pass);

@@ -32,6 +32,7 @@ struct ModelJob {
   int layer = 0;
   int position = 0;  // whose next tokens, besides the last position's
   std::uint64_t version = 0;
+  std::uint64_t lineage = 0;
   std::shared_ptr<const Snapshot> previous;  // the result on screen: its pass, and its layer's trace
 };
 

@@ -10,11 +10,17 @@ namespace attnscope {
 
 void LearnSession::start(const TrainTask& task) {
   close();
+  // Built here, so that its untrained model is shown at once (a lesson's next command may pick a
+  // view of it); a task the budget allows initializes in milliseconds (the default's 43 k
+  // parameters in under one). The thread then trains it.
+  auto training = std::make_shared<TrainingRun>(task);
   task_ = task;
   open_ = true;
   playing_ = false;
   target_ = done_ = 0;
-  probe_ = probeSequence(task);
+  probe_ = training->probe();
+  scores_ = training->scores();
+  timeline_ = {{0, std::make_shared<const std::vector<float>>(training->model().values)}};
   ++version_;
   ++run_id_;
   {
@@ -23,7 +29,7 @@ void LearnSession::start(const TrainTask& task) {
     quit_ = false;
     outbox_ = {};
   }
-  thread_ = std::thread([this] { run(0); });
+  thread_ = std::thread([this, training] { run(training); });
 }
 
 void LearnSession::play() {
@@ -58,6 +64,17 @@ void LearnSession::stepBy(int steps) {
   wake_.notify_one();
 }
 
+void LearnSession::trainTo(int step) {
+  if (!open_ || step <= done_) return;
+  playing_ = false;
+  target_ = std::min(task_.steps, step);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    asked_ = target_;
+  }
+  wake_.notify_one();
+}
+
 void LearnSession::close() {
   stopThread();
   open_ = playing_ = false;
@@ -68,8 +85,6 @@ void LearnSession::close() {
   probe_.clear();
   steps_per_s_ = 0;
   error_.clear();
-  parameters_.reset();
-  parameters_step_ = 0;
   ++version_;
 }
 
@@ -83,42 +98,18 @@ void LearnSession::stopThread() {
   thread_.join();
 }
 
-std::vector<std::string> LearnSession::probeLabels() const {
-  std::vector<std::string> out;
-  for (int id : probe_)
-    out.push_back(task_.kind == TaskKind::Text ? task_.token_labels[static_cast<std::size_t>(id)] : std::to_string(id));
-  return out;
-}
-
 // The thread: builds the run (its step-0 record published), then trains while asked to.
-void LearnSession::run(std::uint64_t) {
+void LearnSession::run(std::shared_ptr<TrainingRun> training) {
   using Clock = std::chrono::steady_clock;
-  std::unique_ptr<TrainingRun> training;
-  try {
-    training = std::make_unique<TrainingRun>(task_);
-  } catch (const std::exception& e) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    outbox_.error = e.what();
-    outbox_.stopped = true;
-    wakeUi();
-    return;
-  }
-  std::size_t published_scores = 0;
-  auto publish = [&](std::unique_lock<std::mutex>&, bool parameters) {
+  std::size_t published_scores = training->scores().size();  // start() took the step-0 record
+  auto publish = [&](std::unique_lock<std::mutex>&, bool snapshot) {
     for (; published_scores < training->scores().size(); ++published_scores)
       outbox_.scores.push_back(training->scores()[published_scores]);
     outbox_.done = training->stepsDone();
-    if (parameters) {
-      outbox_.parameters = std::make_shared<const std::vector<float>>(training->model().values);
-      outbox_.parameters_step = training->stepsDone();
-    }
+    if (snapshot)
+      outbox_.snapshots.push_back(
+          {training->stepsDone(), std::make_shared<const std::vector<float>>(training->model().values)});
   };
-  {
-    std::unique_lock<std::mutex> lock(mutex_);
-    publish(lock, true);
-    outbox_.snapshots.push_back({0, std::make_shared<const std::vector<float>>(training->lastMaps())});
-  }
-  wakeUi();
   Clock::time_point window = Clock::now(), last_wake = window;
   int window_steps = 0;
   for (;;) {
@@ -149,12 +140,7 @@ void LearnSession::run(std::uint64_t) {
     }
     outbox_.losses.push_back(loss);
     const bool reached = training->stepsDone() >= asked_ || training->finished();
-    if (training->scores().size() > records)
-      outbox_.snapshots.push_back(
-          {training->stepsDone(), std::make_shared<const std::vector<float>>(training->lastMaps())});
-    else if (reached)  // paused between records: the views show the maps of the step it stopped at
-      outbox_.snapshots.push_back(
-          {training->stepsDone(), std::make_shared<const std::vector<float>>(training->probeMaps())});
+    // A snapshot at each score record, and where it stops between records (the views show that step).
     publish(lock, reached || training->scores().size() > records);
     if (seconds >= 0.5) {
       outbox_.steps_per_s = window_steps / seconds;
@@ -187,7 +173,6 @@ bool LearnSession::update() {
   scores_.insert(scores_.end(), in.scores.begin(), in.scores.end());
   done_ = std::max(done_, in.done);
   if (in.steps_per_s > 0) steps_per_s_ = in.steps_per_s;
-  if (in.parameters) parameters_ = std::move(in.parameters), parameters_step_ = in.parameters_step;
   if (!in.error.empty()) error_ = in.error, playing_ = false, target_ = done_;
   if (in.stopped && done_ >= target_) playing_ = false;
   const bool new_snapshot = !in.snapshots.empty();
@@ -197,11 +182,20 @@ bool LearnSession::update() {
   return new_snapshot;
 }
 
+const LearnSession::Snapshot* LearnSession::snapshotAt(int step) const {
+  if (timeline_.empty()) return nullptr;
+  if (step < 0) return &timeline_.back();
+  const Snapshot* at = &timeline_.front();
+  for (const Snapshot& s : timeline_)
+    if (s.step <= step) at = &s;
+  return at;
+}
+
 void LearnSession::thin() {
   if (timeline_.empty()) return;
-  const std::int64_t each = static_cast<std::int64_t>(timeline_.front().maps->size()) * 4;
-  const std::size_t most = static_cast<std::size_t>(
-      std::max<std::int64_t>(16, std::min<std::int64_t>(400, kTimelineBytes / std::max<std::int64_t>(each, 1))));
+  const std::int64_t each = static_cast<std::int64_t>(timeline_.front().parameters->size()) * 4;
+  const std::size_t most = static_cast<std::size_t>(std::max<std::int64_t>(
+      16, std::min<std::int64_t>(kTimelineSnapshots, kTimelineBytes / std::max<std::int64_t>(each, 1))));
   if (timeline_.size() <= most) return;
   std::vector<Snapshot> kept;
   for (std::size_t i = 0; i < timeline_.size(); ++i)

@@ -1,9 +1,10 @@
 // LearnSession: a model training live in the Learn tab (docs/DESIGN.md §3.9). A thread of its own
 // runs the task's TrainingRun (core/learn/) while playing, or a number of steps asked for, and
-// publishes what it measured — the losses, the head scores and the probe's attention maps at each
-// score record; the UI thread moves them in at frame start (update), so that the views draw only
-// what is here. The timeline of maps is bounded: past its limit every other snapshot is dropped
-// (the first and the newest stay), so a long run keeps an even sample of its whole history.
+// publishes what it measured — the losses, the head scores and the model's parameters at each
+// score record (and where it stops); the UI thread moves them in at frame start (update), so that
+// the views draw only what is here. The timeline of parameters is bounded: past its limit every
+// other snapshot is dropped (the first and the newest stay), so a long run keeps an even sample of
+// its whole history.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -20,24 +21,29 @@ namespace attnscope {
 
 class LearnSession {
  public:
-  // The probe's maps at one score record: L·H maps of T × T, layer-major.
+  // The model at one score record, or where the run stopped: its parameters, laid out as
+  // TrainModel::values (learn/run_model.h makes the model the views show of them).
   struct Snapshot {
     int step = 0;
-    std::shared_ptr<const std::vector<float>> maps;
+    std::shared_ptr<const std::vector<float>> parameters;
   };
-  // How much the timeline holds: at most this many bytes of maps (and 400 snapshots).
-  static constexpr std::int64_t kTimelineBytes = std::int64_t{64} << 20;
+  // How much the timeline holds: at most this many bytes of parameters (and 400 snapshots; the
+  // default task's model is 174 KB).
+  static constexpr std::int64_t kTimelineBytes = std::int64_t{128} << 20;
+  static constexpr std::size_t kTimelineSnapshots = 400;
 
   LearnSession() = default;
   LearnSession(const LearnSession&) = delete;
   LearnSession& operator=(const LearnSession&) = delete;
   ~LearnSession() { close(); }
 
-  // A new run of `task` at step 0, paused (the one before it stops). The task is checked already.
+  // A new run of `task` at step 0, paused (the one before it stops); its step-0 model is in the
+  // timeline at once. The task is checked already.
   void start(const TrainTask& task);
   void play();
   void pause();
   void stepBy(int steps);  // that many steps more, then paused
+  void trainTo(int step);  // up to `step`, then paused (nothing when done already)
   void close();            // no run
   // At frame start: what the thread published since. True when a newer snapshot came.
   bool update();
@@ -53,14 +59,11 @@ class LearnSession {
   const std::vector<double>& losses() const { return losses_; }
   const std::vector<ScoreRecord>& scores() const { return scores_; }
   const std::vector<Snapshot>& timeline() const { return timeline_; }
+  // The snapshot at or before `step` (−1: the newest); null before the first.
+  const Snapshot* snapshotAt(int step) const;
   const std::vector<int>& probe() const { return probe_; }
-  std::vector<std::string> probeLabels() const;  // the probe's tokens as the views name them
   double stepsPerSecond() const { return steps_per_s_; }
   const std::string& error() const { return error_; }  // the run stopped: the loss was not finite
-  // The model's parameters as the thread last published them (at each score record and whenever
-  // it stops) and the step they are at; null before the first.
-  const std::shared_ptr<const std::vector<float>>& parameters() const { return parameters_; }
-  int parametersStep() const { return parameters_step_; }
   std::uint64_t version() const { return version_; }   // bumped by every change update() takes
   std::uint64_t runId() const { return run_id_; }      // another for each start()
 
@@ -73,10 +76,8 @@ class LearnSession {
     double steps_per_s = 0;
     std::string error;
     bool stopped = false;  // the thread paused itself (the target reached, finished, an error)
-    std::shared_ptr<const std::vector<float>> parameters;
-    int parameters_step = 0;
   };
-  void run(std::uint64_t generation);  // the thread
+  void run(std::shared_ptr<TrainingRun> training);  // the thread
   void stopThread();
   void thin();
 
@@ -91,8 +92,6 @@ class LearnSession {
   std::string error_;
   std::uint64_t version_ = 0;
   std::uint64_t run_id_ = 0;
-  std::shared_ptr<const std::vector<float>> parameters_;
-  int parameters_step_ = 0;
 
   std::thread thread_;
   std::mutex mutex_;  // guards the three below

@@ -20,6 +20,8 @@ std::vector<int> ModelSession::body() const {
 void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, bool prepend_eot) {
   given_.reset();
   model_ = std::move(model);
+  ++lineage_;
+  run_ = false;
   max_tokens_ = std::min(model_->config.context_length, max_tokens);
   layer_ = 0;
   try {
@@ -35,6 +37,8 @@ void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, b
 void ModelSession::openGiven(std::shared_ptr<const GivenAttention> given) {
   model_.reset();
   given_ = std::move(given);
+  ++lineage_;
+  run_ = false;
   max_tokens_ = given_->tokens;
   layer_ = 0;
   prepend_eot_ = false;
@@ -46,9 +50,30 @@ void ModelSession::openGiven(std::shared_ptr<const GivenAttention> given) {
   ++version_;
 }
 
+void ModelSession::openRun(std::shared_ptr<const GptModel> model, std::vector<int> ids) {
+  given_.reset();
+  model_ = std::move(model);
+  ++lineage_;
+  run_ = true;
+  max_tokens_ = model_->config.context_length;
+  layer_ = 0;
+  set(std::move(ids), false);
+}
+
+void ModelSession::replaceModel(std::shared_ptr<const GptModel> model) {
+  if (!run_ || !model_) throw InputError("no training run is shown");
+  const GptConfig &a = model_->config, &b = model->config;
+  if (a.vocab_size != b.vocab_size || a.context_length != b.context_length || a.layers != b.layers ||
+      a.heads != b.heads)
+    throw InputError("the run's model changed its shape");
+  model_ = std::move(model);
+  ++version_;
+}
+
 void ModelSession::close() {
   model_.reset();
   given_.reset();
+  run_ = false;
   ids_.clear();
   tokens_.clear();
   ++version_;
@@ -110,9 +135,7 @@ const float* logitsShown(const Snapshot* s, const ModelSession& m, int position)
 }
 
 const ModelPass* passShown(const Snapshot* s, const ModelSession& m) {
-  return s != nullptr && s->model && m.isOpen() && s->model->model == m.model() && s->model->given == m.given()
-             ? s->model.get()
-             : nullptr;
+  return s != nullptr && s->model && m.isOpen() && s->model_lineage == m.lineage() ? s->model.get() : nullptr;
 }
 
 void ModelSession::set(std::vector<int> body, bool prepend_eot) {

@@ -35,6 +35,11 @@ class ModelSession {
   bool prependEot() const { return prepend_eot_; }
   int layer() const { return layer_; }
   std::uint64_t version() const { return version_; }
+  // Which opening this is: another model, maps or run gets a new one; a run's model at another
+  // step (replaceModel) keeps it, so the views keep its last result on screen until the next comes.
+  std::uint64_t lineage() const { return lineage_; }
+  // A model made here (the Learn tab's run, docs/DESIGN.md §3.9): no text of its own but its ids.
+  bool isRun() const { return run_; }
   // The text of the ids (without the leading <|endoftext|> when it is prepended); "" without a tokenizer.
   std::string text() const;
   // The most tokens the model reads: its context, or attnscope's limit when lower.
@@ -44,6 +49,11 @@ class ModelSession {
   void open(std::shared_ptr<const GptModel> model, int max_tokens, bool prepend_eot);
   // Given maps (a model open before is closed): their tokens, layer 0.
   void openGiven(std::shared_ptr<const GivenAttention> given);
+  // A training run's model reading `ids` (its probe), layer 0.
+  void openRun(std::shared_ptr<const GptModel> model, std::vector<int> ids);
+  // The run's model at another step: the ids and the layer stay (refused unless a run is open and
+  // the model is of its shape).
+  void replaceModel(std::shared_ptr<const GptModel> model);
   void close();
   void setLayer(int layer);
   void setText(const std::string& text, std::optional<bool> prepend_eot = std::nullopt);
@@ -66,6 +76,8 @@ class ModelSession {
   int layer_ = 0;
   int max_tokens_ = 0;
   std::uint64_t version_ = 0;
+  std::uint64_t lineage_ = 0;
+  bool run_ = false;
 };
 
 // The next-token logits at `position` of the snapshot on screen when it answers the session as it

@@ -53,6 +53,7 @@ struct Snapshot {
   // layer's thumbnails and scores for the model view. Null without a model.
   std::shared_ptr<const ModelPass> model;
   std::uint64_t model_version = 0;   // the ModelSession version it answers
+  std::uint64_t model_lineage = 0;   // and its lineage (a run's model at another step: the same)
   int layer = 0;                     // the layer of `trace`
   std::vector<int> logit_positions;  // the positions whose next-token logits are held: the selected, the last
   Matrix logits;                     // one row of V per position

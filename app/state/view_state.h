@@ -30,7 +30,7 @@ struct MainTab {
   const char* id;     // "heatmaps": the view's tab, --panel, the layout dump's "tab_heatmaps"
   const char* title;  // on the tab
   TabFor shown_for = TabFor::Both;
-  bool in_lessons = true;  // shown while a lesson is open (a lesson's steps are the chapter's)
+  bool in_lessons = true;  // shown while a lesson is open (false: only while the lesson trains a run)
   bool shown(Showing now) const {
     if (shown_for == TabFor::Always) return true;
     if (now == Showing::GivenMaps) return shown_for == TabFor::Model;

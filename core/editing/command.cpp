@@ -163,17 +163,21 @@ const std::vector<CommandInfo>& commandTable() {
        "T] (nested lists, or a channel message's tensor, whose shape the channel gives), tokens T names (default "
        "t1 … tT), a title"},
       // Watching a model learn (docs/DESIGN.md §3.9): its probe's maps are shown as given maps.
-      {CommandId::Learn, "learn", T::Model, 0, {{"task", A::Any, false}, {"play", A::Bool, false}},
+      {CommandId::Learn, "learn", T::Model, 0, {{"task", A::Any, false}, {"play", A::Bool, false}, {"keep", A::Bool, false}},
        "start training a small model on `task` (a TASK object as attnscope-cli train reads, default {\"task\": "
-       "\"induction\"}), at step 0; `play`: train at once. The Learn tab shows it; its probe's maps every view"},
+       "\"induction\"}), at step 0; `play`: train at once; `keep`: a run of this same task goes on where it is (a "
+       "lesson's steps). The Learn tab shows it, every view its model on the task's probe"},
       {CommandId::LearnPlay, "learn_play", T::Model, 0, {}, "train the run (to its last step)"},
       {CommandId::LearnPause, "learn_pause", T::Model, 0, {}, "pause the run"},
       {CommandId::LearnStep, "learn_step", T::Model, 0, {{"steps", A::Int, false}},
        "train `steps` more steps (default 1), then pause; a script's next command waits for them"},
+      {CommandId::LearnTo, "learn_to", T::Model, 0, {{"step", A::Int, true}},
+       "the run at `step`, paused there: trained up to it (a script's next command waits) or, trained past it, "
+       "shown as it was then (a lesson's steps)"},
       {CommandId::LearnShow, "learn_show", T::Model, 0, {{"step", A::Int, true}},
-       "show the run's maps at `step` (the timeline's snapshot at or before it); −1: follow the newest"},
+       "show the run's model at `step` (the timeline's snapshot at or before it); −1: follow the newest"},
       {CommandId::LearnSave, "learn_save", T::Model, 0, {{"path", A::String, true}},
-       "save the run's model as it is now (paused: this step; training: its last score record) to `path`, the "
+       "save the run's model at the step the views show (the newest while following) to `path`, the "
        "book's GPTModel state_dict as .npz, .safetensors, .pth or .pt"},
       {CommandId::LearnClose, "learn_close", T::Model, 0, {}, "end the run: the chapter's workspace again"},
   };

@@ -40,7 +40,7 @@ enum class CommandId {
   SelectToken, SelectKey, SelectHead, GoTo, SelectBatch, View, Pin, Unpin, Swap, Fullscreen, Engine, Screenshot, Save,
   ExportTrace, ExportMap, SavePytorch, CopyPytorch, Dialog, Quit, Unsaved, Recovery, LessonOpen, LessonStep,
   LessonNext, LessonBack, LessonClose, ModelOpen, ModelClose, SelectLayer, Text, AppendToken, RepeatText,
-  Attention, Learn, LearnPlay, LearnPause, LearnStep, LearnShow, LearnSave, LearnClose,
+  Attention, Learn, LearnPlay, LearnPause, LearnStep, LearnTo, LearnShow, LearnSave, LearnClose,
 };
 // clang-format on
 

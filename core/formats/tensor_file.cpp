@@ -311,6 +311,33 @@ std::shared_ptr<const TensorFile> TensorFile::open(const std::string& path, cons
   refuseOtherKinds(head, path);
 }
 
+namespace {
+
+class MemoryTensors : public TensorFile {
+ public:
+  MemoryTensors(std::vector<std::pair<std::string, FloatTensor>> tensors, std::string source)
+      : values_(std::move(tensors)) {
+    path_ = std::move(source);
+    format_ = "memory";
+    for (const auto& [name, t] : values_) tensors_.push_back({name, "F32", t.shape});
+  }
+  FloatTensor floats(const std::string& name) const override {
+    for (const auto& [n, t] : values_)
+      if (n == name) return t;
+    fail(path_, "no tensor named '" + printableName(name) + "'");
+  }
+
+ private:
+  std::vector<std::pair<std::string, FloatTensor>> values_;
+};
+
+}  // namespace
+
+std::shared_ptr<const TensorFile> TensorFile::ofTensors(std::vector<std::pair<std::string, FloatTensor>> tensors,
+                                                        std::string source) {
+  return std::make_shared<const MemoryTensors>(std::move(tensors), std::move(source));
+}
+
 std::shared_ptr<const TensorFile> TensorFile::fromBytes(std::string bytes, std::string source,
                                                         const TensorFileLimits& limits) {
   if (static_cast<std::int64_t>(bytes.size()) > limits.max_file_bytes)

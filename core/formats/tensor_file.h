@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnscope {
@@ -55,6 +56,10 @@ class TensorFile {
   // messages. A safetensors' F32 tensors then point into `bytes`, which the FloatTensor keeps.
   static std::shared_ptr<const TensorFile> fromBytes(std::string bytes, std::string source,
                                                      const TensorFileLimits& limits = {});
+  // Float32 tensors already in memory, in this order (a model trained here, §3.9): each
+  // FloatTensor's owner keeps its values; `source` names them in messages. Format "memory".
+  static std::shared_ptr<const TensorFile> ofTensors(std::vector<std::pair<std::string, FloatTensor>> tensors,
+                                                     std::string source);
   virtual ~TensorFile() = default;
 
   const std::string& path() const { return path_; }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "editing/document.h"
 #include "engine/errors.h"
@@ -14,6 +15,7 @@
 #include "formats/json_format.h"
 #include "formats/json_reading.h"
 #include "formats/presets.h"
+#include "learn/train_task.h"
 #include "seed_classes.h"
 
 namespace attnscope {
@@ -115,18 +117,33 @@ std::string besideLesson(const std::string& path, const std::string& base_dir, c
   return (fs::path(base_dir) / p).lexically_normal().string();
 }
 
-// The commands a step may hold: edits of the workspace and of the view. Files, screenshots,
-// quitting and other lessons are the user's to ask for, not a lesson's; undo would make a step
-// depend on what came before it.
+// The commands a step may hold: edits of the workspace and of the view, and a training run with
+// the step it shows (§3.9). Files, screenshots, quitting, other lessons and other models are the
+// user's to ask for, not a lesson's; undo would make a step depend on what came before it.
+bool trainsOrShowsRun(CommandId id) {
+  return id == CommandId::Learn || id == CommandId::LearnTo || id == CommandId::LearnShow ||
+         id == CommandId::SelectLayer;
+}
+
 void checkAllowed(const Command& c) {
   const CommandTarget target = c.info().target;
   if (target == CommandTarget::View) return;
   const CommandId id = c.id();
   if (target == CommandTarget::Document && id != CommandId::Undo && id != CommandId::Redo && id != CommandId::Restore)
     return;
+  if (trainsOrShowsRun(id)) return;
   throw InputError(
-      "not allowed in a lesson: a step may set up the workspace (preset, set, sentence, …) and the "
-      "view (select_token, view, …) only");
+      "not allowed in a lesson: a step may set up the workspace (preset, set, sentence, …), the "
+      "view (select_token, view, …) and a training run (learn, learn_to, learn_show, select_layer) only");
+}
+
+// A step's run: its learn command's task, read as the app reads it, without files (a lesson's run
+// trains on what the lesson says).
+TrainTask lessonTask(const Command& c) {
+  const json task = c.has("task") ? c.args["task"] : json{{"task", "induction"}};
+  if (task.is_object() && task.contains("tokenizer"))
+    throw InputError("task.tokenizer: a lesson's run reads no files (its text task takes characters)");
+  return parseTrainTask(task);
 }
 
 LessonCode parseCode(const json& j, const std::string& where, const std::string& base_dir,
@@ -298,6 +315,7 @@ void rehearseLesson(const Lesson& lesson, const Workspace& start, const LessonVi
   for (std::size_t s = 0; s < lesson.steps.size(); ++s) {
     const LessonStep& step = lesson.steps[s];
     if (check.steps_done) check.steps_done->store(static_cast<int>(s));
+    std::optional<TrainTask> run;  // the step's run, from its learn command on (each step sets itself up)
     for (std::size_t i = 0; i < step.commands.size(); ++i) {
       const Command& c = step.commands[i];
       if (check.cancel && check.cancel->load()) throw Cancelled();
@@ -308,16 +326,47 @@ void rehearseLesson(const Lesson& lesson, const Workspace& start, const LessonVi
                          "a lesson should; fewer or smaller steps open");
       try {
         if (c.info().target == CommandTarget::Document) {
+          if (run) throw InputError("the step trains a run: the chapter's workspace waits beside it unchanged");
           doc.apply(c);
           continue;
         }
+        if (c.id() == CommandId::Learn) {
+          run = lessonTask(c);
+          continue;
+        }
+        if (trainsOrShowsRun(c.id()) && !run)
+          throw InputError("no run to show: the step's own learn command comes first (each step sets itself up)");
         const Workspace& ws = doc.workspace();
-        const int T = static_cast<int>(ws.tokens.size());
+        // With a run, the views show its model on the probe: seq_len tokens, `heads` heads a layer.
+        const int T = run ? run->seq_len : static_cast<int>(ws.tokens.size());
+        const int heads = run ? run->heads : headCount(ws.model);
         switch (c.id()) {
           case CommandId::SelectToken: checkIndex(c, 0, T, "token"); break;
           case CommandId::SelectKey: checkIndex(c, -1, T, "token"); break;
-          case CommandId::SelectHead: checkIndex(c, -1, headCount(ws.model), "head"); break;
-          case CommandId::SelectBatch: checkIndex(c, 0, ws.model.batch_size, "batch element"); break;
+          case CommandId::SelectHead: checkIndex(c, -1, heads, "head"); break;
+          case CommandId::SelectBatch:
+            if (run) throw InputError("a run's model reads one sequence, its probe");
+            checkIndex(c, 0, ws.model.batch_size, "batch element");
+            break;
+          case CommandId::LearnTo:
+          case CommandId::LearnShow: {
+            const int at = c.integer("step"), lowest = c.id() == CommandId::LearnShow ? -1 : 0;
+            if (at < lowest || at > run->steps)
+              throw InputError("step: " + std::to_string(at) + " is not a step of the run (" + std::to_string(lowest) +
+                               " … " + std::to_string(run->steps) + ")");
+            continue;
+          }
+          case CommandId::SelectLayer: {
+            const int layer = c.integer("layer");
+            if (layer < 0 || layer >= run->layers)
+              throw InputError("layer: no layer " + std::to_string(layer) + " (the run's model has " +
+                               std::to_string(run->layers) + ", numbered from 0)");
+            const int head = c.has("head") ? c.integer("head") : -1;
+            if (head < -1 || head >= heads)
+              throw InputError("head: no head " + std::to_string(head) + " (there are " + std::to_string(heads) +
+                               ", numbered from 0; −1 = all)");
+            continue;
+          }
           default: break;
         }
         if (check_view) check_view(c, ws);

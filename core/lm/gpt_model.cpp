@@ -489,6 +489,7 @@ std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptL
 }
 
 std::string modelName(const GptModel& model) {
+  if (!model.name.empty()) return model.name;
   const std::filesystem::path p(model.path);
   return p.filename().empty() ? p.parent_path().filename().string() : p.filename().string();
 }

@@ -64,6 +64,10 @@ struct GptModel {
   FloatTensor output_head;                         // V × d: the token embedding when tied
   std::shared_ptr<const Gpt2Tokenizer> tokenizer;  // null when no tokenizer files were found
   std::string path;                                // what was opened (a folder or a file)
+  // A model made here rather than opened (a run of the Learn tab, §3.9): what the app calls it,
+  // and its tokens' names (the text task's characters), which no tokenizer gives.
+  std::string name;
+  std::vector<std::string> token_labels;  // empty, or V of them
   std::string weights_path;                        // the file the tensors came from
   std::vector<std::string> notes;  // what a user should know: heads guessed, tensors ignored, no tokenizer
 };

@@ -225,6 +225,7 @@ Workspace layerWorkspace(const ModelPass& pass, int layer, std::vector<std::stri
 }
 
 std::string tokenLabel(const GptModel& model, int id) {
+  if (id >= 0 && id < static_cast<int>(model.token_labels.size())) return model.token_labels[static_cast<std::size_t>(id)];
   return model.tokenizer != nullptr && id >= 0 && id < model.tokenizer->vocabularySize()
              ? model.tokenizer->tokenString(id)
              : "#" + std::to_string(id);

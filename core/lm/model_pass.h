@@ -41,9 +41,6 @@ struct GivenAttention {
   std::vector<float> maps;          // L·H·T·T, layer-major, each map row-major
   std::vector<std::string> labels;  // T
   std::string title;                // what the sender calls it ("GPTModel"); may be empty
-  // Where they come from, for the panels: empty for a notebook's (attnscope.show_attention), else
-  // a phrase ("the probe's maps of the model training in the Learn tab").
-  std::string from;
   const float* map(int layer, int head) const {
     return maps.data() + (static_cast<std::size_t>(layer) * heads + static_cast<std::size_t>(head)) *
                              static_cast<std::size_t>(tokens) * static_cast<std::size_t>(tokens);
@@ -91,8 +88,8 @@ Trace layerTrace(const ModelPass& pass, int layer, const ExecutionOptions& exec,
 // parameters, `tokens` as the labels. Every view of a workspace's trace can then show the layer.
 Workspace layerWorkspace(const ModelPass& pass, int layer, std::vector<std::string> tokens);
 
-// A token as the views label it: the vocabulary's spelling (Ġ for a leading space), or "#id"
-// without a tokenizer.
+// A token as the views label it: the vocabulary's spelling (Ġ for a leading space), the model's own
+// token_labels (a model trained here), or "#id".
 std::string tokenLabel(const GptModel& model, int id);
 
 struct NextToken {

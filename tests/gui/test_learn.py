@@ -116,7 +116,7 @@ def main():
             attnscope.command([{"do": "learn", "task": TASK}, {"do": "learn_step", "steps": STEPS}])
             want, script, _ = torch_maps(cli, folder, STEPS)
             got = check_maps(folder, want, script, f"after {STEPS} steps")
-            check(got[0]["title"] == f"Learning induction · step {STEPS}", f"the title: {got[0]['title']}")
+            check(got[0]["title"] == f"induction run, step {STEPS}", f"the title: {got[0]['title']}")
 
             attnscope.command({"do": "learn_show", "step": 0})
             check_maps(folder, torch_maps(cli, folder, 0)[0], script, "scrubbed back to step 0")

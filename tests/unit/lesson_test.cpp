@@ -393,6 +393,71 @@ TEST(LessonRehearsal, FindsACommandThatCannotApplyBeforeAnythingRuns) {
   EXPECT_EQ(e, "step 2: command 1 (view): view.columns: nope");
 }
 
+// A step may train a run (docs/DESIGN.md §3.9): its learn command first (each step sets itself up),
+// then the step to show and the layer and head; checked against the run's task, not the chapter's
+// workspace, which waits beside the run unchanged.
+TEST(LessonRehearsal, StepsThatTrainARun) {
+  const json learn = {{"do", "learn"}, {"task", {{"task", "induction"}, {"steps", 300}}}, {"keep", true}};
+  auto lessonWith = [&](const json& commands) {
+    json one = minimalStep();
+    one["commands"] = commands;
+    return parseLesson(lessonText({one}), "");
+  };
+  const Workspace start = bookExample();
+  EXPECT_NO_THROW(rehearseLesson(lessonWith({learn,
+                                             {{"do", "learn_to"}, {"step", 300}},
+                                             {{"do", "select_layer"}, {"layer", 1}, {"head", 1}},
+                                             {{"do", "select_token"}, {"index", 31}},
+                                             {{"do", "learn_show"}, {"step", -1}},
+                                             {{"do", "view"}, {"field", "tab"}, {"value", "learn"}}}),
+                                 start));
+  struct Case {
+    json commands;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{{{"do", "learn_to"}, {"step", 10}}}, "step 1: command 1 (learn_to): no run to show: the step's own learn"},
+      {{{{"do", "select_layer"}, {"layer", 0}}}, "step 1: command 1 (select_layer): no run to show"},
+      {{learn, {{"do", "learn_to"}, {"step", 301}}}, "step 1: command 2 (learn_to): step: 301 is not a step of the run (0 … 300)"},
+      {{learn, {{"do", "learn_show"}, {"step", -2}}}, "step 1: command 2 (learn_show): step: -2 is not a step"},
+      {{learn, {{"do", "select_layer"}, {"layer", 2}}}, "step 1: command 2 (select_layer): layer: no layer 2 (the run's model has 2"},
+      {{learn, {{"do", "select_layer"}, {"layer", 0}, {"head", 2}}}, "step 1: command 2 (select_layer): head: no head 2"},
+      {{learn, {{"do", "select_token"}, {"index", 32}}}, "step 1: command 2 (select_token): index: no token 32 (there are 32"},
+      {{learn, {{"do", "select_head"}, {"index", 2}}}, "step 1: command 2 (select_head): index: no head 2 (there are 2"},
+      {{learn, {{"do", "select_batch"}, {"index", 0}}}, "step 1: command 2 (select_batch): a run's model reads one sequence"},
+      {{learn, {{"do", "set"}, {"field", "num_heads"}, {"value", 1}}}, "step 1: command 2 (set): the step trains a run"},
+      {{{{"do", "learn"}, {"task", {{"task", "induction"}, {"layers", 0}}}}}, "step 1: command 1 (learn): task.layers: 0 is outside"},
+      {{{{"do", "learn"}, {"task", {{"task", "text"}, {"text", "abcabcabc"}, {"tokens", "gpt2"}, {"tokenizer", "/etc"}}}}},
+       "step 1: command 1 (learn): task.tokenizer: a lesson's run reads no files"},
+  };
+  for (const Case& c : cases) {
+    const std::string e = errorOf([&] { rehearseLesson(lessonWith(c.commands), start); });
+    EXPECT_EQ(e.rfind(c.message, 0), 0u) << e << "\nexpected: " << c.message;
+  }
+  // What a lesson may not do with a run: save it, end it, open another model, change its text.
+  for (const char* name : {"learn_save", "learn_close", "learn_play", "learn_step", "model_open", "text"}) {
+    json c = {{"do", name}};
+    if (std::string(name) == "learn_save" || std::string(name) == "model_open") c["path"] = "x";
+    const std::string e = errorOf([&] { lessonWith({learn, c}); });
+    EXPECT_NE(e.find("not allowed in a lesson"), std::string::npos) << name << ": " << e;
+  }
+}
+
+// The lesson on learning the app ships: each step names its run and the step it shows, and the
+// rehearsal takes it whole.
+TEST(LearningLesson, EveryStepNamesItsRun) {
+  const Lesson l = loadLesson((fs::path(assetsDir()) / "lessons" / "learning.json").string());
+  ASSERT_GE(l.steps.size(), 5u);
+  for (const LessonStep& s : l.steps) {
+    SCOPED_TRACE(s.title);
+    ASSERT_GE(s.commands.size(), 2u);
+    EXPECT_EQ(s.commands[0].name, "learn");
+    EXPECT_TRUE(s.commands[0].flag("keep"));
+    EXPECT_EQ(s.commands[1].name, "learn_to");
+  }
+  EXPECT_NO_THROW(rehearseLesson(l, bookExample()));
+}
+
 TEST(LessonSteps, NumbersAreCheckedAgainstTheLesson) {
   const Lesson l = parseLesson(lessonText({minimalStep(), minimalStep(), minimalStep()}), "");
   for (int n : {1, 2, 3}) EXPECT_NO_THROW(checkLessonStep(l, n));
