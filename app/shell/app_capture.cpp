@@ -163,9 +163,18 @@ void App::recordState() const {
   state["shown_panels"]["lesson"] = ctl_.lesson().open();
   lesson_.recordState(state);  // lesson_step (1-based, 0 = none), lesson_maps, …
   const ModelSession& model = ctl_.model();
-  if (model.isOpen()) {
+  if (const LearnSession& run = ctl_.learn(); run.open())  // a model training (docs/DESIGN.md §3.9)
+    state["learn"] = {{"task", trainTaskJson(run.task())},
+                      {"steps_done", run.stepsDone()},
+                      {"step_shown", run.snapshotAt(ctl_.learnStepShown()) ? run.snapshotAt(ctl_.learnStepShown())->step : -1},
+                      {"following", ctl_.learnStepShown() < 0},
+                      {"playing", run.playing()},
+                      {"shown", model.isRun()}};
+  if (model.isOpen() && model.model()) {
     nlohmann::json& j = state["model"];
     j = {{"path", model.model()->path},
+         {"name", modelName(*model.model())},
+         {"run", model.isRun()},
          {"layers", model.model()->config.layers},
          {"heads", model.model()->config.heads},
          {"layer", model.layer()},
