@@ -2,8 +2,8 @@
 // frame poll, apply commands, new frame, UI, render, swap; shutdown in reverse. The window is
 // shell/app_window.h, the options shell/app_options.h, the state and everything done to it the
 // controller (state/controller.h) inside the App (shell/app.h). Headless modes drive this same
-// loop: --commands feeds its script, --bench-interaction its edits, --screenshot captures once
-// the result is on screen — one command path for all.
+// loop: --commands feeds its script, --bench-interaction its edits (or a run to train, whose frames
+// it records), --screenshot captures once the result is on screen — one command path for all.
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -13,9 +13,12 @@
 #include "editing/channel_message.h"
 #include "engine/errors.h"
 #include "engine/memory.h"
+#include "formats/file_reading.h"
+#include "formats/json_reading.h"
 #include "formats/png_image.h"
 #include "formats/presets.h"
 #include "formats/workspace_file.h"
+#include "learn/train_task.h"
 #include "shell/app.h"
 #include "shell/app_options.h"
 #include "shell/app_window.h"
@@ -43,6 +46,24 @@ int main(int argc, char** argv) {
     o.gap_ms = options.bench_gap_ms;
     o.model_path = options.model_path;  // --model: its opening (queued below) and text edits instead of presets
     if (options.bench_tokens > 0) o.tokens = options.bench_tokens;
+    if (!options.bench_learn_path.empty()) {  // the TASK read as attnscope-cli train reads it: one line, exit 2
+      const std::string& path = options.bench_learn_path;
+      try {
+        const nlohmann::json task = readJson(readFileWithin(path, std::int64_t{8} << 20), path, std::int64_t{64} << 20);
+        TaskFiles files;  // a relative tokenizer path is the TASK's neighbour (docs/DESIGN.md §2.7)
+        files.folder = std::filesystem::path(path).parent_path().string();
+        try {
+          o.learn_task = trainTaskJson(parseTrainTask(task, files));
+        } catch (const InputError& e) {
+          throw InputError(path + ": " + e.what());
+        }
+      } catch (const InputError& e) {
+        std::cerr << "error: --bench-learn: " << e.what() << "\n";
+        return 2;
+      }
+      o.learn_task_path = path;
+      o.learn_seconds = options.bench_seconds;
+    }
     bench.emplace(std::move(o));
   }
   const bool unattended = headless || bench;
@@ -163,8 +184,8 @@ int main(int argc, char** argv) {
     // 4a. Events. A window with nothing new to show sleeps: until input, a result, a message's
     // end, or a quarter second (a caret's blink, the autosave), leaving both cores to the engine.
     // Scripts and screenshots run flat out; the bench sleeps like a user's window while it waits
-    // for a result (docs/DESIGN.md §3.3).
-    const bool may_sleep = !headless && !script && (!bench || bench->awaitingResult());
+    // for a result, and while a run it records trains (docs/DESIGN.md §3.3).
+    const bool may_sleep = !headless && !script && (!bench || bench->maySleep());
     if (may_sleep && eager_frames <= 0) {
       // A result needs one frame; input two, for ImGui to settle it (hover, popups, layout).
       eager_frames = window.wait(app.idleTimeout(window.now(), 0.25)) ? 1 : 2;

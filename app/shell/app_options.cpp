@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <utility>
 
 #include "engine/errors.h"
 #include "formats/presets.h"
@@ -60,8 +61,8 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
       ->check(CLI::Range(1, Limits{}.max_heads));
   CLI::Option* bench = cli.add_option("--bench-interaction", o.bench_path,
                                       "time edits from command to the first frame showing their result, for each "
-                                      "--bench-presets, or with --model its text edits; write the figures to this "
-                                      "JSON and exit");
+                                      "--bench-presets, or with --model its text edits, or with --bench-learn the "
+                                      "frames drawn while a model trains; write the figures to this JSON and exit");
   CLI::Option* bench_presets = cli.add_option("--bench-presets", o.bench_presets,
                                               "presets the bench opens in turn (default multihead,gpt2-small)")
                                    ->delimiter(',')
@@ -71,9 +72,20 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
                      "with --model: each edit gives the model a new text of this many random token ids (default 64)")
           ->check(CLI::Range(1, 1 << 20))
           ->needs(bench);
-  cli.add_option("--bench-edits", o.bench_edits, "edits per preset, or of the model's text (default 200)")
-      ->check(CLI::Range(1, 100000))
-      ->needs(bench);
+  CLI::Option* bench_edits = cli.add_option("--bench-edits", o.bench_edits,
+                                            "edits per preset, or of the model's text (default 200)")
+                                 ->check(CLI::Range(1, 100000))
+                                 ->needs(bench);
+  CLI::Option* bench_learn =
+      cli.add_option("--bench-learn", o.bench_learn_path,
+                     "instead of edits, train the model of this TASK (JSON, as attnscope-cli train reads) with the "
+                     "Learn tab shown, then Layers, Heatmaps and Lines, and record every frame drawn: fps, frame "
+                     "intervals, draw times, steps per second")
+          ->needs(bench);
+  cli.add_option("--bench-seconds", o.bench_seconds,
+                 "with --bench-learn: seconds the Learn tab is recorded, each other tab 0.3 of it (default 10)")
+      ->check(CLI::Range(1.0, 3600.0))
+      ->needs(bench_learn);
   cli.add_option("--memory-budget", o.memory_budget_mib,
                  "refuse workspaces estimated to need more (MiB; default 1024), as attnscope-cli does")
       ->check(CLI::Range(1.0, 1048576.0));
@@ -84,10 +96,10 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
   cli.add_flag("--watch", o.watch,
                "reload the workspace FILE (or --model) whenever another program rewrites it, as one undo step "
                "(View › Reload on change)");
-  cli.add_option("--bench-gap-ms", o.bench_gap_ms,
-                 "frames drawn this long after a result before the next edit (default 0)")
-      ->check(CLI::Range(0, 60000))
-      ->needs(bench);
+  CLI::Option* bench_gap = cli.add_option("--bench-gap-ms", o.bench_gap_ms,
+                                          "frames drawn this long after a result before the next edit (default 0)")
+                               ->check(CLI::Range(0, 60000))
+                               ->needs(bench);
   try {
     cli.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -121,6 +133,19 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
     if (!folder.empty() && !std::filesystem::is_directory(folder, ec)) {
       std::cerr << "error: --bench-interaction: no folder " << folder.string() << " for " << o.bench_path << "\n";
       return 2;
+    }
+    if (!o.bench_learn_path.empty()) {  // frames while a model trains: no edits to time, no other model
+      const std::pair<bool, const char*> others[] = {{!o.model_path.empty(), "--model"},
+                                                     {bench_presets->count() > 0, "--bench-presets"},
+                                                     {bench_edits->count() > 0, "--bench-edits"},
+                                                     {bench_gap->count() > 0, "--bench-gap-ms"},
+                                                     {bench_tokens->count() > 0, "--bench-tokens"}};
+      for (const auto& [given, name] : others)
+        if (given) {
+          std::cerr << "error: --bench-learn records the frames drawn while a model trains, with no edits: " << name
+                    << " does not combine with it\n";
+          return 2;
+        }
     }
     if (!o.model_path.empty() && bench_presets->count() > 0) {
       std::cerr << "error: --bench-interaction with --model times the model's text edits: --bench-presets does not "

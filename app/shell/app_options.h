@@ -32,6 +32,8 @@ struct AppOptions {
   int bench_edits = 200;                                                 // edits per preset, each timed
   int bench_gap_ms = 0;             // frames drawn this long after a result before the next edit
   int bench_tokens = 0;             // --bench-tokens: with --model, token ids per text edit (0: not given, 64)
+  std::string bench_learn_path;     // --bench-learn: the frames drawn while this TASK's model trains, instead of edits
+  double bench_seconds = 10;        // --bench-seconds: with --bench-learn, the Learn tab's recording
   double memory_budget_mib = 1024;  // --memory-budget: what the app may hold for a workspace (MiB)
   bool listen = false;              // --listen: take commands on the channel even when scripted or headless
   bool new_window = false;          // --new-window: open FILE here, not in the attnscope already running

@@ -16,6 +16,7 @@
 #include "formats/atomic_file.h"
 #include "formats/workspace_file.h"
 #include "state/controller.h"
+#include "state/learn_session.h"
 #include "state/snapshot.h"
 
 namespace attnscope {
@@ -85,6 +86,16 @@ std::chrono::steady_clock::time_point processStart(std::chrono::steady_clock::ti
          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(ago));
 }
 
+// Learn: the tabs recorded while the run trains, in order, each for this share of --bench-seconds:
+// the Learn tab, then the other views of the run's model (docs/DESIGN.md §3.9).
+struct LearnTab {
+  const char* id;  // the view's tab, as `view` names it
+  double share;
+};
+constexpr LearnTab kLearnTabs[] = {{"learn", 1.0}, {"layers", 0.3}, {"heatmaps", 0.3}, {"lines", 0.3}};
+constexpr std::size_t kLearnTabCount = sizeof kLearnTabs / sizeof kLearnTabs[0];
+constexpr double kTabSettleS = 0.5;  // each tab's first frames (its textures, its layout) are not recorded
+
 nlohmann::json summary(const std::vector<double>& v) {
   return {{"p50", round3(quantile(v, 0.5))},
           {"p95", round3(quantile(v, 0.95))},
@@ -98,6 +109,9 @@ InteractionBench::InteractionBench(InteractionBenchOptions options)
     : options_(std::move(options)), process_start_(processStart(Clock::now())), load_before_(loadAverage()) {}
 
 std::string InteractionBench::where() const {
+  if (learnMode())
+    return "the run of " + options_.learn_task_path + ", the " + kLearnTabs[std::min(tab_, kLearnTabCount - 1)].id +
+           " tab";
   std::string what;
   if (modelMode())
     what = "the model " + options_.model_path + " (" + std::to_string(options_.tokens) + " tokens)";
@@ -171,6 +185,8 @@ Command InteractionBench::nextCommand(const Controller& app, std::string* kind) 
 }
 
 void InteractionBench::beforeUpdate(Controller& app) {
+  frame_start_ = Clock::now();
+  if (learnMode()) return learnBeforeUpdate(app);
   if (phase_ != Phase::Queue) return;
   if (edit_ < 0) {
     configs_.emplace_back();
@@ -204,6 +220,7 @@ void InteractionBench::beforeUpdate(Controller& app) {
 
 bool InteractionBench::afterFrame(const Controller& app) {
   const Clock::time_point now = Clock::now();
+  if (learnMode()) return learnAfterFrame(app, now);
   const double frame_ms = std::chrono::duration<double, std::milli>(now - last_frame_).count();
   last_frame_ = now;
   if (phase_ == Phase::Settling) {
@@ -291,6 +308,7 @@ int InteractionBench::finish(int window_w, int window_h) {
     std::cerr << "error: " << error_ << "\n";
     return error_code_;
   }
+  if (learnMode()) return finishLearn(window_w, window_h);
   nlohmann::json configs = nlohmann::json::array();
   std::string line;
   for (const Config& c : configs_) {
@@ -387,6 +405,145 @@ int InteractionBench::finish(int window_w, int window_h) {
     return 2;
   }
   std::cout << line << " → " << options_.out_path << "\n";
+  return 0;
+}
+
+// [SECTION] Learn: the frames drawn while a model trains ----------------------------------------
+
+// The first frame starts the run as the Learn tab's Train does (`learn` with play, a refusal coming
+// back through Controller::takeFailures); each tab is then shown as the tab bar shows it (`view`,
+// the UI's own command: a script's command would wait for the run's last step, §3.9).
+void InteractionBench::learnBeforeUpdate(Controller& app) {
+  if (phase_ != Phase::Queue) return;
+  if (tabs_.empty()) {
+    Command learn = makeCommand("learn", {{"task", options_.learn_task}, {"play", true}});
+    learn.script_index = 0;
+    app.commands().push(std::move(learn));
+  }
+  app.commands().push("view", {{"field", "tab"}, {"value", kLearnTabs[tab_].id}});
+  tabs_.emplace_back();
+  tabs_.back().tab = kLearnTabs[tab_].id;
+  phase_ = Phase::Applying;
+}
+
+bool InteractionBench::learnAfterFrame(const Controller& app, Clock::time_point now) {
+  const double interval_ms = std::chrono::duration<double, std::milli>(now - last_frame_).count();
+  const double draw_ms = std::chrono::duration<double, std::milli>(now - frame_start_).count();
+  last_frame_ = now;
+  if (phase_ == Phase::Failed) return true;
+  const LearnSession& run = app.learn();
+  if (!run.error().empty()) {
+    fail("the run stopped: " + run.error());
+    return true;
+  }
+  const bool ended = !run.open() || !run.playing();  // finished (or ended by something else)
+  TabFrames& tab = tabs_.back();
+  if (phase_ == Phase::Applying) {  // this frame's Controller::update applied the commands
+    if (!run.open() || !run.playing()) {
+      fail("the run did not start");
+      return true;
+    }
+    if (app.view().tab != tab.tab) {
+      fail("the app did not show the tab (it shows " + app.view().tab + ")");
+      return true;
+    }
+    settle_until_ = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kTabSettleS));
+    phase_ = Phase::Settling;
+    return false;
+  }
+  if (phase_ == Phase::Settling) {
+    if (ended) {  // the run finished before this tab was recorded: the tabs before it are the figures
+      tabs_.pop_back();
+      if (tabs_.empty())
+        fail("the run finished before any frame was recorded: give its TASK more steps");
+      else
+        phase_ = Phase::Done;
+      return true;
+    }
+    if (now >= settle_until_) {
+      record_start_ = now;
+      tab.steps_before = run.stepsDone();
+      phase_ = Phase::Recording;
+    }
+    return false;
+  }
+  if (phase_ != Phase::Recording) return phase_ == Phase::Done;
+  if (app.view().tab != tab.tab) {
+    fail("the tab changed to " + app.view().tab + " while it was recorded");
+    return true;
+  }
+  tab.interval_ms.push_back(interval_ms);
+  tab.draw_ms.push_back(draw_ms);
+  tab.seconds = std::chrono::duration<double>(now - record_start_).count();
+  tab.steps_after = run.stepsDone();
+  if (tab.seconds < options_.learn_seconds * kLearnTabs[tab_].share && !ended) return false;
+  tab.run_steps_per_s = run.stepsPerSecond();
+  tab.run_ended = ended;
+  phase_ = ended || ++tab_ == kLearnTabCount ? Phase::Done : Phase::Queue;
+  return phase_ == Phase::Done;
+}
+
+int InteractionBench::finishLearn(int window_w, int window_h) {
+  nlohmann::json tabs = nlohmann::json::object();
+  std::string line;
+  double seconds = 0;
+  int steps = 0;
+  for (const TabFrames& t : tabs_) {
+    const double fps = t.seconds > 0 ? static_cast<double>(t.interval_ms.size()) / t.seconds : 0;
+    const int tab_steps = t.steps_after - t.steps_before;
+    seconds += t.seconds;
+    steps += tab_steps;
+    const nlohmann::json interval = summary(t.interval_ms), draw = summary(t.draw_ms);
+    tabs[t.tab] = {{"frames", t.interval_ms.size()},
+                   {"seconds", round3(t.seconds)},
+                   {"fps", round3(fps)},
+                   {"interval_ms", interval},
+                   {"draw_ms", draw},
+                   {"steps", tab_steps},
+                   {"steps_per_s", round3(t.seconds > 0 ? tab_steps / t.seconds : 0)},
+                   {"run_steps_per_s", round3(t.run_steps_per_s)},
+                   {"run_ended", t.run_ended}};
+    char text[200];
+    std::snprintf(text, sizeof text, "%s%s %.1f fps (interval p50 %.1f ms, p95 %.1f ms; draw p50 %.1f ms)",
+                  line.empty() ? "" : ", ", t.tab.c_str(), fps, interval["p50"].get<double>(),
+                  interval["p95"].get<double>(), draw["p50"].get<double>());
+    line += text;
+  }
+  nlohmann::json order = nlohmann::json::array();
+  for (const TabFrames& t : tabs_) order.push_back(t.tab);
+  const double steps_per_s = seconds > 0 ? steps / seconds : 0;
+  const std::string task = options_.learn_task.value("task", std::string("?"));
+  const nlohmann::json out = {
+      {"mode", "learn"},
+      {"task", options_.learn_task},
+      {"task_file", options_.learn_task_path},
+      {"window", {window_w, window_h}},
+      {"tabs", tabs},
+      {"tab_order", order},
+      {"seconds", round3(seconds)},
+      {"steps", steps},
+      {"steps_per_s", round3(steps_per_s)},
+      {"run_ended", !tabs_.empty() && tabs_.back().run_ended},
+      {"load_average", {{"before", load_before_}, {"after", loadAverage()}}},
+      {"method",
+       "The app's own `learn` (play) starts the run of `task`; each tab is shown with `view` as the tab bar does, "
+       "its first 0.5 s not recorded, then every frame drawn is recorded for --bench-seconds (the Learn tab) or 0.3 "
+       "of it (each other tab), or until the run finishes. The window sleeps as a user's does (glfwWaitEventsTimeout, "
+       "swap interval 0): a frame is drawn when the run (at most 60 wake-ups a second), the engine or a timeout "
+       "wakes it. interval_ms: from the previous frame's end (after its swap) to this frame's end; draw_ms: from the "
+       "frame's start (after the wait) to after its swap, the run's results moved in included. fps = frames ÷ "
+       "seconds recorded. steps: training steps done over the recording (the run's count at frame start); "
+       "run_steps_per_s: the run's own figure over its last half second."}};
+  try {
+    writeFileAtomically(options_.out_path, out.dump(2) + "\n");
+  } catch (const InputError& e) {
+    std::cerr << "error: --bench-interaction: " << e.what() << "\n";
+    return 2;
+  }
+  char rate[48];
+  std::snprintf(rate, sizeof rate, "%.1f steps/s", steps_per_s);
+  std::cout << "learn " << task << " at " << window_w << "x" << window_h << ": " << line << "; " << rate << " → "
+            << options_.out_path << "\n";
   return 0;
 }
 
