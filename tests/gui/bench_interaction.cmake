@@ -1,6 +1,8 @@
-# `attnscope --bench-interaction`, a smoke test: the book example only, 5 edits,
-# under xvfb-run; the JSON must have its keys and sane values (positive times, p50 ≤ p95 ≤ max, at
-# least one frame per edit). No timing thresholds: the figures depend on the machine and its load.
+# `attnscope --bench-interaction`, a smoke test: the book example only, 5 edits, then --bench-learn's
+# frames while a model trains, briefly, under xvfb-run; the JSON must have its keys and sane values
+# (positive times, p50 ≤ p95 ≤ max, at least one frame per edit, frames and steps counted), and bad
+# option combinations give one error line, exit 2. No timing thresholds: the figures depend on the
+# machine and its load.
 # Included from tests/gui/CMakeLists.txt, where it registers the test; ctest runs this same file
 # in script mode (cmake -P), which does the run and the checks.
 if(NOT CMAKE_SCRIPT_MODE_FILE)
@@ -107,4 +109,74 @@ execute_process(COMMAND ${APP} --model ${WORK}/no-model --bench-tokens 64
 if(NOT rc EQUAL 2 OR NOT err MATCHES "^error: --bench-tokens requires --bench-interaction")
   fail("--bench-tokens without --bench-interaction: exit ${rc}, stderr: ${err}")
 endif()
-message(STATUS "gui_bench_interaction: ok (p50 ${p50} ms, p95 ${p95} ms, ${f50} frames)")
+
+# ---- --bench-learn: the frames drawn while the default induction task trains (docs/DESIGN.md §3.9),
+# briefly (the Learn tab 1 s, each other tab 0.3 s): every tab recorded, frames and steps counted.
+set(TASK ${WORK}/induction.json)
+file(WRITE ${TASK} "{\"task\": \"induction\"}\n")
+set(LEARN_OUT ${WORK}/learn.json)
+execute_process(
+  COMMAND ${CMAKE_COMMAND} -E env --unset=DISPLAY --unset=WAYLAND_DISPLAY HOME=${WORK}/home
+          XDG_STATE_HOME=${WORK}/home/state XDG_CONFIG_HOME=${WORK}/home/config
+          ${XVFB_RUN} -a -s "-screen 0 1600x1000x24"
+          ${APP} --bench-interaction ${LEARN_OUT} --bench-learn ${TASK} --bench-seconds 1 --size 1280x800
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+if(NOT rc EQUAL 0)
+  fail("--bench-learn: exit ${rc}\nstdout: ${out}\nstderr: ${err}")
+endif()
+if(NOT out MATCHES "^learn induction at 1280x800: learn [0-9.]+ fps \\(interval p50 [0-9.]+ ms")
+  fail("--bench-learn: unexpected summary line: ${out}")
+endif()
+file(READ ${LEARN_OUT} json)
+get(mode mode)
+check("mode learn" mode STREQUAL "learn")
+get(task task task)
+check("the induction task" task STREQUAL "induction")
+get(width window 0)
+get(height window 1)
+check("window 1280x800" width EQUAL 1280 AND height EQUAL 800)
+string(JSON tab_count LENGTH "${json}" tab_order)
+check("four tabs recorded" tab_count EQUAL 4)
+foreach(tab learn layers heatmaps lines)
+  get(frames tabs ${tab} frames)
+  get(fps tabs ${tab} fps)
+  get(seconds tabs ${tab} seconds)
+  check("${tab}: frames > 0, fps > 0, seconds > 0" frames GREATER 0 AND fps GREATER 0 AND seconds GREATER 0)
+  get(i50 tabs ${tab} interval_ms p50)
+  get(i95 tabs ${tab} interval_ms p95)
+  get(imax tabs ${tab} interval_ms max)
+  check("${tab}: 0 < interval p50 <= p95 <= max" i50 GREATER 0 AND i50 LESS_EQUAL i95 AND i95 LESS_EQUAL imax)
+  get(d50 tabs ${tab} draw_ms p50)
+  get(d95 tabs ${tab} draw_ms p95)
+  check("${tab}: 0 < draw p50 <= p95 <= interval max" d50 GREATER 0 AND d50 LESS_EQUAL d95 AND d95 LESS_EQUAL imax)
+  get(tab_steps tabs ${tab} steps)
+  check("${tab}: steps >= 0" tab_steps GREATER_EQUAL 0)
+endforeach()
+get(learn_frames tabs learn frames)
+get(learn_fps tabs learn fps)
+get(steps steps)
+get(steps_per_s steps_per_s)
+check("steps > 0 and steps/s > 0" steps GREATER 0 AND steps_per_s GREATER 0)
+
+# Bad use of the learn mode: one error line, exit 2, before a window opens.
+function(refused what expected)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 30)
+  string(REGEX MATCHALL "\n" newlines "${err}")
+  list(LENGTH newlines lines)
+  if(NOT rc EQUAL 2 OR NOT lines EQUAL 1 OR NOT err MATCHES "^error: ${expected}")
+    fail("${what}: exit ${rc}, stderr: ${err}")
+  endif()
+endfunction()
+refused("--bench-learn with --model" "--bench-learn records the frames drawn while a model trains, with no edits: --model"
+        ${APP} --bench-interaction ${LEARN_OUT} --bench-learn ${TASK} --model ${WORK}/no-model)
+refused("--bench-learn with --bench-presets" "--bench-learn records .* --bench-presets does not combine"
+        ${APP} --bench-interaction ${LEARN_OUT} --bench-learn ${TASK} --bench-presets multihead)
+refused("--bench-learn without --bench-interaction" "--bench-learn requires --bench-interaction"
+        ${APP} --bench-learn ${TASK})
+refused("--bench-seconds without --bench-learn" "--bench-seconds requires --bench-learn"
+        ${APP} --bench-interaction ${LEARN_OUT} --bench-seconds 5)
+file(WRITE ${WORK}/bad-task.json "{\"task\": \"induction\", \"heads\": 0}\n")
+refused("a TASK the parser refuses" "--bench-learn: ${WORK}/bad-task.json: task.heads"
+        ${APP} --bench-interaction ${LEARN_OUT} --bench-learn ${WORK}/bad-task.json)
+message(STATUS "gui_bench_interaction: ok (p50 ${p50} ms, p95 ${p95} ms, ${f50} frames; learning: "
+               "${learn_frames} frames on the Learn tab, ${learn_fps} fps, ${steps_per_s} steps/s)")
