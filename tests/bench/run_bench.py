@@ -22,6 +22,8 @@ dropout as in the preset: inactive) and in training mode with dropout p = 0.1, i
   4. runs the desktop app's `--bench-interaction` under Xvfb when the app is built: the presets,
      then the GPT-2-shaped model of the model bench opened with --model and its text edited at
      T = 64 and T = 1024 (APP_MODEL_TOKENS);
+     and, with --bench-learn, every frame the app draws while the default induction task trains
+     (the Learn tab, then Layers, Heatmaps and Lines, at 1280×800: APP_LEARN_*);
   5. counts instructions (valgrind --tool=callgrind) of one serial forward pass of multihead and
      medium, eval and training: exact figures that other work on the machine does not skew;
 then writes one JSON file and prints a short table.
@@ -270,6 +272,14 @@ GPT_TOKENS = ((1024, 5, 2), (64, 5, 10))  # (tokens, paired rounds, timed runs p
 APP_MODEL_TOKENS = ((64, 60), (1024, 20))
 
 
+# The app while a model trains (`--bench-interaction --bench-learn TASK`, DESIGN §3.9): the default
+# induction task — its model, batches and optimizer — with its steps raised from 1500 so that it
+# trains through every tab's recording (the Learn tab APP_LEARN_SECONDS, each other tab 0.3 of it).
+APP_LEARN_TASK = {"task": "induction", "steps": 100000}
+APP_LEARN_SECONDS = 10
+APP_LEARN_SIZE = "1280x800"
+
+
 def make_gpt_model(gpt, request):
     folder, seed = request
     sys.path.insert(0, os.path.join(REPO, "tests", "oracle"))
@@ -463,6 +473,17 @@ def run_app_model(app, folder, tmp):
         runs[str(tokens)] = r
     return {"model": "gpt2_shaped_model's folder (config.json, model.safetensors; no tokenizer)",
             "weights_mb": round(os.path.getsize(weights) / 1e6, 1), "runs": runs}
+
+
+def run_app_learn(app, tmp):
+    """The frames the app draws while the default induction task trains ({"command", "result"}, the
+    result as --bench-learn writes it: per tab fps, frame intervals and draw times, steps/s), or
+    {"skipped": why}."""
+    task = os.path.join(tmp, "learn-task.json")
+    with open(task, "w") as f:
+        json.dump(APP_LEARN_TASK, f)
+    args = ["--bench-seconds", str(APP_LEARN_SECONDS), "--size", APP_LEARN_SIZE]
+    return run_app(app, tmp, ["--bench-learn", task, *args], ["--bench-learn", "TASK", *args], "app-learn")
 
 
 def run_training(cli, python):
@@ -664,6 +685,7 @@ def main():
         load_after = load_average()  # of the timed part; the app and callgrind come next
         app_result = run_app(app, tmp)
         app_model = run_app_model(app, folder, tmp)
+        app_learn = run_app_learn(app, tmp)
         notebook = run_notebook_round_trip(app, args.python)
         training = run_training(cli, args.python)
         gemm_backend = next(iter(ours.values()))["gemm"]["backend"]
@@ -697,10 +719,11 @@ def main():
                            for c in configs}},
               "configs": configs,
               "gpt2_shaped_model": {"shape": GPT_SHAPE, **{str(t): v for t, v in gpt_model.items()}},
-              "targets": issue_targets(configs, app_result, gpt_model, app_model, notebook, training),
+              "targets": issue_targets(configs, app_result, gpt_model, app_model, notebook, training, app_learn),
               "instructions": instructions,
               "app": app_result,
               "app_model": app_model,
+              "app_learn": dict(app_learn, task=APP_LEARN_TASK) if "result" in app_learn else app_learn,
               "notebook_round_trip": notebook,
               "training": training,
               "total_seconds": round(time.monotonic() - started, 1)}
@@ -711,7 +734,7 @@ def main():
     print(f"written to {args.out}")
 
 
-def issue_targets(configs, app, gpt_model=None, app_model=None, notebook=None, training=None):
+def issue_targets(configs, app, gpt_model=None, app_model=None, notebook=None, training=None, app_learn=None):
     """The performance targets (docs/DESIGN.md §4), each with the figure that decides it (paired medians
     for torch ÷ ours and ours ÷ limit): [{"target", "value", "bound", "met"}]. "medium" is the
     preset as it ships, which trains with dropout 0.1 (the issue's table timed it so); medium in
@@ -720,11 +743,11 @@ def issue_targets(configs, app, gpt_model=None, app_model=None, notebook=None, t
     by = {(c["preset"], c["mode"]): c for c in configs}
     out = []
 
-    def add(target, value, bound, at_least, note=None):
+    def add(target, value, bound, at_least, note=None, **beside):
         if value is None:
             return
         entry = {"target": target, "value": value, "bound": bound,
-                 "met": value >= bound if at_least else value <= bound}
+                 "met": value >= bound if at_least else value <= bound, **beside}
         if note:
             entry["note"] = note
         out.append(entry)
@@ -794,6 +817,20 @@ def issue_targets(configs, app, gpt_model=None, app_model=None, notebook=None, t
         add("default induction task: a layer-2 head's induction score passes 0.5 within 60 s (s)",
             formed["seconds"] if formed else float("inf"), 60, False,
             f"at step {formed['step']}" if formed else "never, in the task's 1500 steps")
+    # The UI while the default induction task trains (DESIGN §3.9): the Learn tab's frames a second.
+    result = (app_learn or {}).get("result", {})
+    tabs = result.get("tabs", {})
+    if "learn" in tabs:
+        learn = tabs["learn"]
+        others = ", ".join(f"{name} {tabs[name]['fps']:.1f} fps (interval p95 {tabs[name]['interval_ms']['p95']:.0f} ms)"
+                           for name in result["tab_order"] if name != "learn")
+        add(f"ui_fps_while_training: the Learn tab at {APP_LEARN_SIZE} while the default induction task trains, "
+            "fps ≥ 30", learn["fps"], 30, True,
+            f"frame interval p50 {learn['interval_ms']['p50']:.1f} ms, p95 {learn['interval_ms']['p95']:.1f} ms; "
+            f"draw p50 {learn['draw_ms']['p50']:.1f} ms, p95 {learn['draw_ms']['p95']:.1f} ms; "
+            f"{learn['steps_per_s']:.0f} steps/s; " + (others or "no other tab recorded"),
+            id="ui_fps_while_training", interval_p95_ms=learn["interval_ms"]["p95"],
+            draw_p95_ms=learn["draw_ms"]["p95"])
     return out
 
 
@@ -805,6 +842,17 @@ def ms(value, width=9):
 def note(text):
     """A line of prose under the table, wrapped to the table's 110 columns."""
     print(textwrap.fill(text, width=110, subsequent_indent="  "))
+
+
+def app_learn_line(r):
+    """One line of --bench-learn's figures, tab by tab."""
+    tabs = r["tabs"]
+    return (f"app while the default induction task trains, {r['window'][0]}×{r['window'][1]} (recorded under "
+            "\"app_learn\"): " + "; ".join(
+                f"{name} {tabs[name]['fps']:.1f} fps, interval p50 {tabs[name]['interval_ms']['p50']:.1f} / p95 "
+                f"{tabs[name]['interval_ms']['p95']:.1f} ms, draw p50 {tabs[name]['draw_ms']['p50']:.1f} / p95 "
+                f"{tabs[name]['draw_ms']['p95']:.1f} ms" for name in r["tab_order"])
+            + f"; {r['steps_per_s']:.0f} steps/s")
 
 
 def print_table(report):
@@ -886,6 +934,11 @@ def print_table(report):
                          f"{c['engine_ms']['p50']:.0f} ms), peak RSS {c['peak_rss_mb']:.0f} MB")
         note("app --bench-interaction --model (the GPT-2-shaped model, recorded under \"app_model\"): "
              + "; ".join(parts))
+    learn = report["app_learn"]
+    if "skipped" in learn:
+        note(f"app --bench-interaction --bench-learn: skipped ({learn['skipped']})")
+    else:
+        note(app_learn_line(learn["result"]))
     notebook = report["notebook_round_trip"]
     if "skipped" in notebook:
         note(f"notebook round trip: skipped ({notebook['skipped']})")
