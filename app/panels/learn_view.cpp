@@ -1,5 +1,7 @@
 #include "panels/learn_view.h"
 
+#include <imgui_stdlib.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -182,10 +184,8 @@ void LearnView::form(const PanelContext& ctx, bool running) {
     form_error_.clear();
   } catch (const InputError& e) {
     form_error_ = e.what();
-    try {
-      task = parseTrainTask({{"task", kind}});
-    } catch (const InputError&) {
-    }
+    for (const TaskInfo& info : taskTable())  // the fields shown are the task's, at their defaults
+      if (kind == info.name) task = taskDefaults(info.kind);
   }
   const nlohmann::json shown = trainTaskJson(task);
   const float field_w = ImGui::CalcTextSize("0000000").x + ImGui::GetStyle().FramePadding.x * 2;
@@ -220,12 +220,40 @@ void LearnView::form(const PanelContext& ctx, bool running) {
       ImGui::SetTooltip("Off: each block is attention only (no LayerNorm 2, no feed-forward)");
   }
   if (kind == "text") {
+    // Its tokens: characters, or GPT-2's (the tokenizer's files in a folder the user names).
+    const bool gpt2 = form_.value("tokens", std::string("characters")) == "gpt2";
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("tokens");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::CalcTextSize("GPT-2 tokens").x + px(40));
+    if (ImGui::BeginCombo("##tokens", gpt2 ? "GPT-2 tokens" : "characters")) {
+      if (ImGui::Selectable("characters", !gpt2)) form_.erase("tokens"), form_.erase("tokenizer");
+      if (ImGui::Selectable("GPT-2 tokens", gpt2)) form_["tokens"] = "gpt2";
+      ImGui::EndCombo();
+    }
+    layout().widget("learn_tokens");
+    if (gpt2) {  // its own line: a path is long, and so is what the field asks for
+      std::string folder = form_.value("tokenizer", std::string());
+      ImGui::SetNextItemWidth(-1);
+      if (ImGui::InputTextWithHint("##tokenizer", "the folder of GPT-2's vocab.json and merges.txt", &folder)) {
+        if (!folder.empty())
+          form_["tokenizer"] = folder;
+        else
+          form_.erase("tokenizer");
+      }
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "A Hugging Face GPT-2 folder (vocab.json + merges.txt) or OpenAI's (encoder.json + vocab.bpe): the text's "
+            "distinct GPT-2 tokens become the model's vocabulary");
+      layout().widget("learn_tokenizer");
+    }
     std::string text = form_.value("text", std::string());
-    char buf[4096];
-    std::snprintf(buf, sizeof buf, "%s", text.c_str());
     ImGui::SetNextItemWidth(-1);
-    if (ImGui::InputTextWithHint("##text", "the text to learn (at least seq_len + 2 characters)", buf, sizeof buf))
-      form_["text"] = std::string(buf);
+    if (ImGui::InputTextWithHint("##text",
+                                 gpt2 ? "the text to learn (at least seq_len + 2 GPT-2 tokens)"
+                                      : "the text to learn (at least seq_len + 2 characters)",
+                                 &text))
+      form_["text"] = text;
   }
   if (!form_error_.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(235, 110, 100, 255));

@@ -41,8 +41,10 @@ namespace {
 
 // [SECTION] The fields ---------------------------------------------------------------------------
 
+}  // namespace
+
 // Each task's defaults: what trains in a minute or two on two cores and shows its heads.
-TrainTask defaultsOf(TaskKind kind) {
+TrainTask taskDefaults(TaskKind kind) {
   TrainTask t;
   t.kind = kind;
   switch (kind) {
@@ -60,6 +62,8 @@ TrainTask defaultsOf(TaskKind kind) {
   }
   return t;
 }
+
+namespace {
 
 struct IntField {
   const char* name;
@@ -231,7 +235,7 @@ TrainTask parseTrainTask(const nlohmann::json& j, const TaskFiles& files) {
   if (!info) {
     fieldError("task", "unknown task '" + printableName(name) + "' (one of: " + taskNames() + ")");
   }
-  TrainTask t = defaultsOf(info->kind);
+  TrainTask t = taskDefaults(info->kind);
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& key = it.key();
     const nlohmann::json& v = it.value();

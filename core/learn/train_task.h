@@ -58,6 +58,9 @@ struct TaskInfo {
 };
 const std::vector<TaskInfo>& taskTable();
 const TaskInfo& taskInfo(TaskKind kind);
+// A task's defaults, every field set as a TASK naming only the task gets it (the text task's text
+// and vocabulary empty).
+TrainTask taskDefaults(TaskKind kind);
 
 // Where a text task's GPT-2 tokenizer comes from (docs/DESIGN.md §2.7). A relative "tokenizer" path
 // is read against `folder` (the TASK file's; empty: the working directory) and kept absolute, so the
