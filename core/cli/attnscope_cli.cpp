@@ -289,17 +289,18 @@ int run(int argc, char** argv) {
                       "add \"gradients\": every parameter's gradient at step 1, by its state_dict name");
   std::string train_save;
   train_cmd->add_option("--save", train_save,
-                        "write the trained model's state_dict (the book's GPTModel names) to a .npz or .safetensors "
-                        "file, which attnscope --model and model-trace open");
+                        "write the trained model's state_dict (the book's GPTModel names) to a .npz, .safetensors, "
+                        ".pth or .pt file (.pth/.pt: torch.save's, for torch.load), which attnscope --model and "
+                        "model-trace open");
   bool train_time = false;
   train_cmd->add_flag("--time", train_time,
                       "add \"seconds\" (the steps' wall time) and \"elapsed\" (seconds at each head_scores record)");
-  auto readTask = [](const std::string& path, int steps) {
   bool train_vocabulary = false;
   train_cmd->add_flag("--vocabulary", train_vocabulary,
                       "the text task: add \"vocabulary\" (each token id's label: the character, or GPT-2's token "
                       "string) and \"text_ids\" (the text as those ids)");
   // A relative "tokenizer" path is the TASK file's neighbour (stdin's: the working folder's), §2.7.
+  auto readTask = [](const std::string& path, int steps) {
     const std::string text = readFileWithin(path == "-" ? "/dev/stdin" : path, std::int64_t{8} << 20,
                                             path == "-" ? FileKind::AnyReadable : FileKind::Regular);
     nlohmann::json j = readJson(text, path, std::int64_t{64} << 20);
@@ -310,11 +311,11 @@ int run(int argc, char** argv) {
   };
   train_cmd->callback([&] {
     TrainingRun run(readTask(train_task_path, train_steps));
-    if (!train_save.empty()) checkTrainModelPath(train_save);  // refused before training, not after
     if (train_vocabulary && run.task().kind != TaskKind::Text)
       throw InputError("--vocabulary: only the text task has one (the " +
                        std::string(taskInfo(run.task().kind).name) + " task's tokens are the numbers 0 … " +
                        std::to_string(run.task().vocab - 1) + ")");
+    if (!train_save.empty()) checkTrainModelPath(train_save);  // refused before training, not after
     nlohmann::json gradients;
     std::vector<float> g;
     const auto start = std::chrono::steady_clock::now();
@@ -334,8 +335,8 @@ int run(int argc, char** argv) {
     if (!train_save.empty()) saveTrainModel(run.model(), train_save);
     nlohmann::json out = run.resultJson();
     if (train_gradients) out["gradients"] = gradients;
-    if (train_time) out["seconds"] = total, out["elapsed"] = elapsed;
     if (train_vocabulary) out["vocabulary"] = run.task().token_labels, out["text_ids"] = run.task().text_ids;
+    if (train_time) out["seconds"] = total, out["elapsed"] = elapsed;
     std::cout << out.dump() << "\n";
     finishStdout();
   });
