@@ -347,7 +347,7 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
     if (y_end < clip_min.y - pitch || y_end > clip_max.y + pitch) continue;
     const float o = offset[static_cast<std::size_t>(l.head)];
     draw->AddLine(ImVec2(xl, ya + o), ImVec2(xr, yb + o), colourU32(colours[static_cast<std::size_t>(l.head)], a),
-                  w * scale);
+                  std::max(1.0f, std::round(w * scale)));
   }
 
   // After dropout a query may keep no key at all: say so where its lines would start.
