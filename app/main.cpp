@@ -49,13 +49,11 @@ int main(int argc, char** argv) {
     if (!options.bench_learn_path.empty()) {  // the TASK read as attnscope-cli train reads it: one line, exit 2
       const std::string& path = options.bench_learn_path;
       try {
-        const nlohmann::json task = readJson(readFileWithin(path, std::int64_t{8} << 20), path, std::int64_t{64} << 20);
-        TaskFiles files;  // a relative tokenizer path is the TASK's neighbour (docs/DESIGN.md §2.7)
-        files.folder = std::filesystem::path(path).parent_path().string();
         try {
-          o.learn_task = trainTaskJson(parseTrainTask(task, files));
+          o.learn_task = trainTaskJson(readTrainTaskFile(path));
         } catch (const InputError& e) {
-          throw InputError(path + ": " + e.what());
+          const std::string why = e.what();  // the file's own messages name it already
+          throw InputError(why.rfind(path, 0) == 0 ? why : path + ": " + why);
         }
       } catch (const InputError& e) {
         std::cerr << "error: --bench-learn: " << e.what() << "\n";

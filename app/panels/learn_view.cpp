@@ -177,17 +177,22 @@ void LearnView::form(const PanelContext& ctx, bool running) {
     ImGui::EndCombo();
   }
   layout().widget("learn_task");
-  // The task as it would be read: the form shows every field's value, defaults included.
-  TrainTask task;
-  try {
-    task = parseTrainTask(form_);
-    form_error_.clear();
-  } catch (const InputError& e) {
-    form_error_ = e.what();
-    for (const TaskInfo& info : taskTable())  // the fields shown are the task's, at their defaults
-      if (kind == info.name) task = taskDefaults(info.kind);
+  // The task as it would be read: the form shows every field's value, defaults included. Read again
+  // only when the form changed (a pasted book of text takes the parser a good part of a second).
+  if (form_ != parsed_form_ || parsed_shown_.is_null()) {
+    TrainTask task;
+    try {
+      task = parseTrainTask(form_);
+      form_error_.clear();
+    } catch (const InputError& e) {
+      form_error_ = e.what();
+      for (const TaskInfo& info : taskTable())  // the fields shown are the task's, at their defaults
+        if (kind == info.name) task = taskDefaults(info.kind);
+    }
+    parsed_form_ = form_;
+    parsed_shown_ = trainTaskJson(task);
   }
-  const nlohmann::json shown = trainTaskJson(task);
+  const nlohmann::json& shown = parsed_shown_;
   const float field_w = ImGui::CalcTextSize("0000000").x + ImGui::GetStyle().FramePadding.x * 2;
   struct IntItem {
     const char* key;
@@ -307,7 +312,7 @@ void LearnView::controls(const PanelContext& ctx) {
   const int n = std::min<int>(25, static_cast<int>(losses.size()));
   double recent = 0;
   for (int i = 0; i < n; ++i) recent += losses[losses.size() - 1 - static_cast<std::size_t>(i)];
-  // One line where it fits: "step 700 of 1500 · loss 2.601 · 130 steps/s" (the task is the maps' title).
+  // One line where it fits: "step 700 of 1500 · loss 2.601 · 130 steps/s" (the task is the model panel's title).
   int used = std::snprintf(status, sizeof status, "step %d of %d", run.stepsDone(), t.steps);
   if (n > 0) used += std::snprintf(status + used, sizeof status - used, " · loss %.3f", recent / n);
   if (run.playing())

@@ -32,6 +32,7 @@ class LearnView {
 
   nlohmann::json form_ = {{"task", "induction"}};  // the task being set up (the run's own is the session's)
   std::string form_error_;                         // why it would be refused, as parseTrainTask says
+  nlohmann::json parsed_form_, parsed_shown_;      // the form last read, and the task it read as (every field)
   bool form_open_ = false;                         // "New run…" unfolded while a run goes on
   int score_shown_ = 0;                            // where the tab is narrow: the one score charted
   // The loss chart's series (each step, the mean of the last 25), extended by the new steps only.

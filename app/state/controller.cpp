@@ -820,16 +820,16 @@ void Controller::openGivenAttention(const Command& c, double now) {
 void Controller::applyLearn(const Command& c, double now) {
   using Id = CommandId;
   if (c.id() == Id::Learn) {
-    const nlohmann::json task = c.has("task") ? c.args["task"] : nlohmann::json{{"task", "induction"}};
+    const nlohmann::json task = c.has("task") ? c.args["task"] : defaultTaskJson();
     const TrainTask t = parseTrainTask(task);  // a refusal changes nothing
     if ((lesson_.open() || lesson_check_.busy()) && !in_lesson_step_)
       throw InputError("a lesson is open: close it first (File › Close lesson), then train a model");
-    if (model_load_.busy()) model_load_.cancel();
     // A lesson's step names its run: the same task goes on where it is (the step's learn_to says where).
     if (c.has("keep") && c.flag("keep") && learn_.open() && learn_showing_ &&
         trainTaskJson(learn_.task()) == trainTaskJson(t))
       return;
-    learn_.start(t);
+    learn_.start(t);                                // built, or refused with nothing changed
+    if (model_load_.busy()) model_load_.cancel();  // the run instead of the model being read
     learn_announce_ = true;  // its model says which run it is
     learn_follow_ = true;
     learn_step_ = 0;
@@ -858,8 +858,7 @@ void Controller::applyLearn(const Command& c, double now) {
     }
     case Id::LearnTo: {  // shown at that step as it trains there, or as it was (the timeline's)
       const int step = c.integer("step");
-      if (step < 0 || step > learn_.task().steps)
-        throw InputError("step: 0 … " + std::to_string(learn_.task().steps) + " (the run's steps)");
+      checkRunStep(learn_.task(), step, false);
       learn_follow_ = false;
       learn_step_ = step;
       if (step > learn_.stepsDone())
@@ -870,7 +869,7 @@ void Controller::applyLearn(const Command& c, double now) {
     }
     case Id::LearnShow: {
       const int step = c.integer("step");
-      if (step < -1) throw InputError("step: −1 (the newest) or a step of the run");
+      checkRunStep(learn_.task(), step, true);
       learn_follow_ = step == -1;
       learn_step_ = step;
       return showLearnSnapshot(now);
@@ -879,9 +878,7 @@ void Controller::applyLearn(const Command& c, double now) {
       const std::string path = c.text("path");
       const LearnSession::Snapshot* shown = learn_.snapshotAt(learnStepShown());
       if (shown == nullptr) throw InputError("the run has no model yet: it is being built");
-      TrainModel model(learn_.task());
-      model.values = *shown->parameters;
-      saveTrainModel(model, path);
+      saveStateDict(learn_.layout(), learn_.task().seq_len, shown->parameters->data(), path);
       if (hooks_.file_used) hooks_.file_used(path);
       return showToast("Saved the model at step " + std::to_string(shown->step) + " to " + path +
                            " (File › Open model opens it, with " + std::to_string(learn_.task().heads) + " heads)",
@@ -898,7 +895,14 @@ void Controller::applyLearn(const Command& c, double now) {
 void Controller::updateLearning(double now) {
   if (!learn_.open()) return;
   const std::string error_before = learn_.error();
-  if (learn_.update()) showLearnSnapshot(now);  // the newest, or the one at the step asked for while it trains there
+  if (learn_.update(learnStepShown())) {  // the newest, or the one at the step asked for while it trains there
+    try {
+      showLearnSnapshot(now);
+    } catch (const InputError& e) {  // a model the views cannot take (a weight no longer finite): the run stops
+      learn_.pause();
+      showToast("Training stopped: " + std::string(e.what()), true, now);
+    }
+  }
   if (learn_.error() != error_before) showToast("Training stopped: " + learn_.error(), true, now);
 }
 
@@ -915,8 +919,7 @@ void Controller::showLearnSnapshot(double now) {
   const LearnSession::Snapshot* shown = learn_.snapshotAt(learnStepShown());
   if (shown == nullptr || (learn_showing_ && shown->parameters == learn_shown_ && model_.isRun())) return;
   const TrainTask& t = learn_.task();
-  const std::string name = std::string(taskInfo(t.kind).name) + " run, step " + std::to_string(shown->step);
-  std::shared_ptr<const GptModel> model = runGptModel(t, shown->parameters, name);
+  std::shared_ptr<const GptModel> model = learn_.modelOf(*shown);  // the thread's, or made now (scrubbed back)
   learn_shown_ = shown->parameters;
   const bool announce = std::exchange(learn_announce_, false);
   if (!learn_showing_ || !model_.isRun()) {
@@ -930,12 +933,11 @@ void Controller::showLearnSnapshot(double now) {
     view_.key = -1;
     clampView();
     if (hooks_.document_replaced) hooks_.document_replaced();
-  } else if (announce) {  // another run: its probe, from layer 0
+  } else if (announce || !model_.replaceModel(model)) {  // another run (or one of another shape): its probe, from layer 0
     if (pinned_) unpin();  // A was a step of the run before
     model_.openRun(std::move(model), learn_.probe());
     clampView();
   } else {
-    model_.replaceModel(std::move(model));
     return;
   }
   if (!in_lesson_step_)  // a lesson's text says what is shown
@@ -995,9 +997,7 @@ void Controller::applyModel(const Command& c, double now) {
     case Id::LearnClose: return applyLearn(c, now);
     case Id::SelectLayer: {
       const int h = c.has("head") ? c.integer("head") : view_.head;  // checked first: a refusal changes nothing
-      if (model_.isOpen() && (h < -1 || h >= headsShown()))
-        throw InputError("head: no head " + std::to_string(h) + " (there are " + std::to_string(headsShown()) +
-                         ", numbered from 0; −1 = all)");
+      if (model_.isOpen()) checkLayerAndHead(c.integer("layer"), h, model_.layers(), headsShown());
       model_.setLayer(c.integer("layer"));
       view_.head = h;
       return;

@@ -4,23 +4,32 @@
 #include <climits>
 
 #include "engine/errors.h"
+#include "learn/run_model.h"
 #include "state/ui_wake.h"
 
 namespace attnscope {
 
 void LearnSession::start(const TrainTask& task) {
+  // Built first, so that a refusal leaves the run before as it was; the default task initializes in
+  // under a millisecond, the largest the budget allows (39 M parameters) in about a second.
+  std::shared_ptr<TrainingRun> training;
+  try {
+    training = std::make_shared<TrainingRun>(task);
+  } catch (const std::bad_alloc&) {
+    throw InputError("not enough memory for this task's model (" + std::to_string(TrainModel(TrainTask{}).values.size()) +
+                     " parameters is the default's): fewer layers or a smaller width");
+  }
+  auto first = std::make_shared<const std::vector<float>>(training->model().values);
+  std::shared_ptr<const GptModel> model = runGptModel(task, training->model().tensors, first, runName(task, 0));
   close();
-  // Built here, so that its untrained model is shown at once (a lesson's next command may pick a
-  // view of it); a task the budget allows initializes in milliseconds (the default's 43 k
-  // parameters in under one). The thread then trains it.
-  auto training = std::make_shared<TrainingRun>(task);
   task_ = task;
+  layout_ = training->model().tensors;
   open_ = true;
   playing_ = false;
   target_ = done_ = 0;
   probe_ = training->probe();
   scores_ = training->scores();
-  timeline_ = {{0, std::make_shared<const std::vector<float>>(training->model().values)}};
+  timeline_ = {{0, std::move(first), std::move(model)}};
   ++version_;
   ++run_id_;
   {
@@ -30,6 +39,14 @@ void LearnSession::start(const TrainTask& task) {
     outbox_ = {};
   }
   thread_ = std::thread([this, training] { run(training); });
+}
+
+std::string LearnSession::runName(const TrainTask& task, int step) {
+  return std::string(taskInfo(task.kind).name) + " run, step " + std::to_string(step);
+}
+
+std::shared_ptr<const GptModel> LearnSession::modelOf(const Snapshot& s) const {
+  return s.model ? s.model : runGptModel(task_, layout_, s.parameters, runName(task_, s.step));
 }
 
 void LearnSession::play() {
@@ -99,16 +116,22 @@ void LearnSession::stopThread() {
 }
 
 // The thread: builds the run (its step-0 record published), then trains while asked to.
+// The thread: trains while asked to, publishing each score record's snapshot (and where it stops)
+// with the model the views will show of it, made here rather than on the UI thread.
 void LearnSession::run(std::shared_ptr<TrainingRun> training) {
   using Clock = std::chrono::steady_clock;
   std::size_t published_scores = training->scores().size();  // start() took the step-0 record
-  auto publish = [&](std::unique_lock<std::mutex>&, bool snapshot) {
+  // The snapshot of the run as it is now, made outside the lock (a large model takes a while).
+  auto snapshotNow = [&]() -> Snapshot {
+    const int step = training->stepsDone();
+    auto values = std::make_shared<const std::vector<float>>(training->model().values);
+    return {step, values, runGptModel(task_, training->model().tensors, values, runName(task_, step))};
+  };
+  auto publish = [&](std::unique_lock<std::mutex>&, Snapshot* snapshot) {
     for (; published_scores < training->scores().size(); ++published_scores)
       outbox_.scores.push_back(training->scores()[published_scores]);
     outbox_.done = training->stepsDone();
-    if (snapshot)
-      outbox_.snapshots.push_back(
-          {training->stepsDone(), std::make_shared<const std::vector<float>>(training->model().values)});
+    if (snapshot != nullptr) outbox_.snapshots.push_back(std::move(*snapshot));
   };
   Clock::time_point window = Clock::now(), last_wake = window;
   int window_steps = 0;
@@ -121,9 +144,17 @@ void LearnSession::run(std::shared_ptr<TrainingRun> training) {
     double loss = 0;
     std::string error;
     const std::size_t records = training->scores().size();
+    Snapshot snapshot;
+    bool reached = false;
     try {
       loss = training->step();
-    } catch (const std::exception& e) {  // ComputeError: the loss overflowed
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        reached = training->stepsDone() >= asked_ || training->finished();
+      }
+      // A snapshot at each score record, and where it stops between records (the views show that step).
+      if (reached || training->scores().size() > records) snapshot = snapshotNow();
+    } catch (const std::exception& e) {  // ComputeError: the loss overflowed; InputError: a weight did
       error = e.what();
     }
     ++window_steps;
@@ -139,9 +170,8 @@ void LearnSession::run(std::shared_ptr<TrainingRun> training) {
       continue;
     }
     outbox_.losses.push_back(loss);
-    const bool reached = training->stepsDone() >= asked_ || training->finished();
-    // A snapshot at each score record, and where it stops between records (the views show that step).
-    publish(lock, reached || training->scores().size() > records);
+    reached = reached || training->stepsDone() >= asked_ || training->finished();
+    publish(lock, snapshot.parameters ? &snapshot : nullptr);
     if (seconds >= 0.5) {
       outbox_.steps_per_s = window_steps / seconds;
       window = now;
@@ -157,7 +187,7 @@ void LearnSession::run(std::shared_ptr<TrainingRun> training) {
   }
 }
 
-bool LearnSession::update() {
+bool LearnSession::update(int shown_step) {
   if (!open_) return false;
   Outbox in;
   {
@@ -176,8 +206,10 @@ bool LearnSession::update() {
   if (!in.error.empty()) error_ = in.error, playing_ = false, target_ = done_;
   if (in.stopped && done_ >= target_) playing_ = false;
   const bool new_snapshot = !in.snapshots.empty();
+  if (!in.snapshots.empty() && !timeline_.empty()) timeline_.back().model.reset();  // only the newest holds one
+  for (std::size_t i = 0; i + 1 < in.snapshots.size(); ++i) in.snapshots[i].model.reset();
   timeline_.insert(timeline_.end(), in.snapshots.begin(), in.snapshots.end());
-  thin();
+  thin(shown_step);
   ++version_;
   return new_snapshot;
 }
@@ -191,16 +223,20 @@ const LearnSession::Snapshot* LearnSession::snapshotAt(int step) const {
   return at;
 }
 
-void LearnSession::thin() {
+void LearnSession::thin(int keep_step) {
   if (timeline_.empty()) return;
   const std::int64_t each = static_cast<std::int64_t>(timeline_.front().parameters->size()) * 4;
   const std::size_t most = static_cast<std::size_t>(std::max<std::int64_t>(
-      16, std::min<std::int64_t>(kTimelineSnapshots, kTimelineBytes / std::max<std::int64_t>(each, 1))));
-  if (timeline_.size() <= most) return;
-  std::vector<Snapshot> kept;
-  for (std::size_t i = 0; i < timeline_.size(); ++i)
-    if (i % 2 == 0 || i + 1 == timeline_.size()) kept.push_back(std::move(timeline_[i]));
-  timeline_ = std::move(kept);
+      2, std::min<std::int64_t>(kTimelineSnapshots, kTimelineBytes / std::max<std::int64_t>(each, 1))));
+  const Snapshot* shown = keep_step >= 0 ? snapshotAt(keep_step) : nullptr;
+  while (timeline_.size() > most) {
+    std::vector<Snapshot> kept;
+    for (std::size_t i = 0; i < timeline_.size(); ++i)
+      if (i % 2 == 0 || i + 1 == timeline_.size() || &timeline_[i] == shown) kept.push_back(std::move(timeline_[i]));
+    if (kept.size() == timeline_.size()) break;  // two or three left, one of them shown
+    timeline_ = std::move(kept);
+    shown = keep_step >= 0 ? snapshotAt(keep_step) : nullptr;
+  }
 }
 
 }  // namespace attnscope

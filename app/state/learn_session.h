@@ -16,19 +16,22 @@
 #include <vector>
 
 #include "learn/training_run.h"
+#include "lm/gpt_model.h"
 
 namespace attnscope {
 
 class LearnSession {
  public:
   // The model at one score record, or where the run stopped: its parameters, laid out as
-  // TrainModel::values (learn/run_model.h makes the model the views show of them).
+  // TrainModel::values, and — the newest only — the model the views show of them, made on the
+  // run's thread (learn/run_model.h; modelOf makes an older one's).
   struct Snapshot {
     int step = 0;
     std::shared_ptr<const std::vector<float>> parameters;
+    std::shared_ptr<const GptModel> model;
   };
   // How much the timeline holds: at most this many bytes of parameters (and 400 snapshots; the
-  // default task's model is 174 KB).
+  // default task's model is 174 KB), but always the first and the newest.
   static constexpr std::int64_t kTimelineBytes = std::int64_t{128} << 20;
   static constexpr std::size_t kTimelineSnapshots = 400;
 
@@ -37,22 +40,26 @@ class LearnSession {
   LearnSession& operator=(const LearnSession&) = delete;
   ~LearnSession() { close(); }
 
-  // A new run of `task` at step 0, paused (the one before it stops); its step-0 model is in the
-  // timeline at once. The task is checked already.
+  // A new run of `task` at step 0, paused; its step-0 model is in the timeline at once (built
+  // here: a lesson's next command may pick a view of it). The run before stops only once the new
+  // one is built: a task that does not fit in memory is an InputError that changes nothing. The
+  // task is checked already.
   void start(const TrainTask& task);
   void play();
   void pause();
   void stepBy(int steps);  // that many steps more, then paused
   void trainTo(int step);  // up to `step`, then paused (nothing when done already)
   void close();            // no run
-  // At frame start: what the thread published since. True when a newer snapshot came.
-  bool update();
+  // At frame start: what the thread published since; the snapshot at `shown_step` (the one the
+  // views show, −1: the newest) stays when the timeline is thinned. True when a newer snapshot came.
+  bool update(int shown_step = -1);
 
   bool open() const { return open_; }
   bool playing() const { return playing_; }
-  // Steps were asked for (stepBy, or play) and the run has not reached them: a script's next
-  // command waits for them.
-  bool stepping() const { return open_ && target_ > done_ && error_.empty() && !finished(); }
+  // A number of steps was asked for (stepBy, trainTo) and the run has not reached them: a script's
+  // next command waits for them, and the views are not settled. A run that plays is not stepping:
+  // it trains until paused or done, and nothing waits for it.
+  bool stepping() const { return open_ && !playing_ && target_ > done_ && error_.empty() && !finished(); }
   bool finished() const { return open_ && done_ >= task_.steps; }
   const TrainTask& task() const { return task_; }
   int stepsDone() const { return done_; }
@@ -61,6 +68,10 @@ class LearnSession {
   const std::vector<Snapshot>& timeline() const { return timeline_; }
   // The snapshot at or before `step` (−1: the newest); null before the first.
   const Snapshot* snapshotAt(int step) const;
+  // The model of a snapshot: the newest's as the thread made it, an older one's made now.
+  std::shared_ptr<const GptModel> modelOf(const Snapshot& s) const;
+  const std::vector<ParamTensor>& layout() const { return layout_; }  // the parameters' tensors
+  static std::string runName(const TrainTask& task, int step);           // "induction run, step 700"
   const std::vector<int>& probe() const { return probe_; }
   double stepsPerSecond() const { return steps_per_s_; }
   const std::string& error() const { return error_; }  // the run stopped: the loss was not finite
@@ -79,9 +90,10 @@ class LearnSession {
   };
   void run(std::shared_ptr<TrainingRun> training);  // the thread
   void stopThread();
-  void thin();
+  void thin(int keep_step);
 
   TrainTask task_;
+  std::vector<ParamTensor> layout_;
   bool open_ = false, playing_ = false;
   int target_ = 0, done_ = 0;
   std::vector<double> losses_;

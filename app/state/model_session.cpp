@@ -60,14 +60,16 @@ void ModelSession::openRun(std::shared_ptr<const GptModel> model, std::vector<in
   set(std::move(ids), false);
 }
 
-void ModelSession::replaceModel(std::shared_ptr<const GptModel> model) {
-  if (!run_ || !model_) throw InputError("no training run is shown");
+bool ModelSession::replaceModel(std::shared_ptr<const GptModel> model) {
+  if (!run_ || !model_ || model == nullptr) return false;
   const GptConfig &a = model_->config, &b = model->config;
-  if (a.vocab_size != b.vocab_size || a.context_length != b.context_length || a.layers != b.layers ||
-      a.heads != b.heads)
-    throw InputError("the run's model changed its shape");
+  if (a.vocab_size != b.vocab_size || a.context_length != b.context_length || a.d_model != b.d_model ||
+      a.layers != b.layers || a.heads != b.heads || a.mlp_width != b.mlp_width || a.mlp != b.mlp ||
+      a.qkv_bias != b.qkv_bias || a.tied_head != b.tied_head || a.layer_norm_eps != b.layer_norm_eps)
+    return false;
   model_ = std::move(model);
   ++version_;
+  return true;
 }
 
 void ModelSession::close() {
@@ -81,9 +83,7 @@ void ModelSession::close() {
 
 void ModelSession::setLayer(int layer) {
   if (!isOpen()) requireModel();
-  if (layer < 0 || layer >= layers())
-    throw InputError("layer: no layer " + std::to_string(layer) + " (the model has " + std::to_string(layers()) +
-                     ", numbered from 0)");
+  checkLayerAndHead(layer, -1, layers(), 1);
   if (layer != layer_) ++version_;
   layer_ = layer;
 }
@@ -130,8 +130,12 @@ void ModelSession::requireModel() const {
   if (!model_) throw InputError("no model is open: File › Open model… first");
 }
 
+// Of the same lineage and text: a run's newer step keeps the logits of the step before on screen,
+// beside that step's maps, until its own come (no blank list at each snapshot).
 const float* logitsShown(const Snapshot* s, const ModelSession& m, int position) {
-  return s != nullptr && s->model && m.isOpen() && s->model_version == m.version() ? s->logitsAt(position) : nullptr;
+  return s != nullptr && s->model && m.isOpen() && s->model_lineage == m.lineage() && s->model->ids == m.ids()
+             ? s->logitsAt(position)
+             : nullptr;
 }
 
 const ModelPass* passShown(const Snapshot* s, const ModelSession& m) {

@@ -51,9 +51,9 @@ class ModelSession {
   void openGiven(std::shared_ptr<const GivenAttention> given);
   // A training run's model reading `ids` (its probe), layer 0.
   void openRun(std::shared_ptr<const GptModel> model, std::vector<int> ids);
-  // The run's model at another step: the ids and the layer stay (refused unless a run is open and
-  // the model is of its shape).
-  void replaceModel(std::shared_ptr<const GptModel> model);
+  // The run's model at another step: the ids and the layer stay. False, and nothing changes, unless
+  // a run is open and the model is of its shape (its config whole).
+  bool replaceModel(std::shared_ptr<const GptModel> model);
   void close();
   void setLayer(int layer);
   void setText(const std::string& text, std::optional<bool> prepend_eot = std::nullopt);

@@ -299,18 +299,8 @@ int run(int argc, char** argv) {
   train_cmd->add_flag("--vocabulary", train_vocabulary,
                       "the text task: add \"vocabulary\" (each token id's label: the character, or GPT-2's token "
                       "string) and \"text_ids\" (the text as those ids)");
-  // A relative "tokenizer" path is the TASK file's neighbour (stdin's: the working folder's), §2.7.
-  auto readTask = [](const std::string& path, int steps) {
-    const std::string text = readFileWithin(path == "-" ? "/dev/stdin" : path, std::int64_t{8} << 20,
-                                            path == "-" ? FileKind::AnyReadable : FileKind::Regular);
-    nlohmann::json j = readJson(text, path, std::int64_t{64} << 20);
-    if (steps >= 0 && j.is_object()) j["steps"] = steps;
-    TaskFiles files;
-    if (path != "-") files.folder = std::filesystem::path(path).parent_path().string();
-    return parseTrainTask(j, files);
-  };
   train_cmd->callback([&] {
-    TrainingRun run(readTask(train_task_path, train_steps));
+    TrainingRun run(readTrainTaskFile(train_task_path, train_steps));  // a relative tokenizer: the TASK's neighbour
     if (train_vocabulary && run.task().kind != TaskKind::Text)
       throw InputError("--vocabulary: only the text task has one (the " +
                        std::string(taskInfo(run.task().kind).name) + " task's tokens are the numbers 0 … " +
@@ -347,7 +337,7 @@ int run(int argc, char** argv) {
       "loss.backward(), torch.optim) and prints the same JSON");
   train_script_cmd->add_option("task", train_script_task, "the TASK JSON file (- reads stdin)")->required();
   train_script_cmd->callback([&] {
-    std::cout << pytorchTrainScript(readTask(train_script_task, -1));
+    std::cout << pytorchTrainScript(readTrainTaskFile(train_script_task));
     finishStdout();
   });
 

@@ -162,7 +162,7 @@ const std::vector<CommandInfo>& commandTable() {
        "show attention maps of any model as they are, in the model view: maps [heads, T, T] or [layers, heads, T, "
        "T] (nested lists, or a channel message's tensor, whose shape the channel gives), tokens T names (default "
        "t1 … tT), a title"},
-      // Watching a model learn (docs/DESIGN.md §3.9): its probe's maps are shown as given maps.
+      // Watching a model learn (docs/DESIGN.md §3.9): the run is shown as a trained model, on its probe.
       {CommandId::Learn, "learn", T::Model, 0, {{"task", A::Any, false}, {"play", A::Bool, false}, {"keep", A::Bool, false}},
        "start training a small model on `task` (a TASK object as attnscope-cli train reads, default {\"task\": "
        "\"induction\"}), at step 0; `play`: train at once; `keep`: a run of this same task goes on where it is (a "

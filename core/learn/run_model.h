@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "learn/train_model.h"
 #include "learn/train_task.h"
 #include "lm/gpt_model.h"
 
@@ -16,9 +17,12 @@ namespace attnscope {
 // tokens), else the ids as numbers ("0" … "63").
 std::vector<std::string> taskTokenLabels(const TrainTask& task);
 
-// The task's model holding `values` (laid out as TrainModel(task).values), which it keeps without a
-// copy; named `name`. Attention-only runs open as the book's attention-only blocks.
-std::shared_ptr<const GptModel> runGptModel(const TrainTask& task, std::shared_ptr<const std::vector<float>> values,
-                                            const std::string& name);
+// The task's model holding `values`, laid out by `layout` (its TrainModel's tensors), named `name`.
+// The embeddings and the head are read where they lie in `values` (which the model keeps); each
+// block's weights are copied into the engine's packed form, as any model file's are. Throws
+// InputError when a value is not finite. Attention-only runs open as the book's attention-only
+// blocks.
+std::shared_ptr<const GptModel> runGptModel(const TrainTask& task, const std::vector<ParamTensor>& layout,
+                                            std::shared_ptr<const std::vector<float>> values, const std::string& name);
 
 }  // namespace attnscope

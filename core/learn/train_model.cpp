@@ -391,21 +391,31 @@ void checkTrainModelPath(const std::string& path) {
   writableTarget(path);  // a FIFO or a device is refused before anything is made
 }
 
+std::vector<NamedFloats> stateDictTensors(const std::vector<ParamTensor>& layout, int context, const float* values,
+                                          std::vector<float>* masks) {
+  std::vector<NamedFloats> tensors;
+  if (masks != nullptr) {
+    masks->assign(static_cast<std::size_t>(context) * context, 0.0f);
+    for (int i = 0; i < context; ++i)
+      for (int j = i + 1; j < context; ++j) (*masks)[static_cast<std::size_t>(i) * context + j] = 1.0f;
+  }
+  for (const ParamTensor& t : layout) {
+    if (masks != nullptr && t.name.find(".att.W_query.weight") != std::string::npos)
+      tensors.push_back({t.name.substr(0, t.name.find(".W_query")) + ".mask", {context, context}, masks->data()});
+    tensors.push_back({t.name, std::vector<std::int64_t>(t.shape.begin(), t.shape.end()), values + t.offset});
+  }
+  return tensors;
+}
+
 void saveTrainModel(const TrainModel& m, const std::string& path) {
+  saveStateDict(m.tensors, m.context, m.values.data(), path);
+}
+
+void saveStateDict(const std::vector<ParamTensor>& layout, int context, const float* values, const std::string& path) {
   checkTrainModelPath(path);
   const std::string ext = std::filesystem::path(path).extension().string();
-  // The one list of what is saved, in the state_dict's order, for every format.
-  std::vector<NamedFloats> tensors;
-  std::vector<float> mask(static_cast<std::size_t>(m.context) * m.context, 0.0f);
-  for (int i = 0; i < m.context; ++i)
-    for (int j = i + 1; j < m.context; ++j) mask[static_cast<std::size_t>(i) * m.context + j] = 1.0f;
-  for (const ParamTensor& t : m.tensors) {
-    // Each block's causal-mask buffer, where torch's state_dict holds it: a module's own buffers come
-    // before its children's parameters, so `att.mask` precedes `att.W_query.weight`.
-    if (t.name.find(".att.W_query.weight") != std::string::npos)
-      tensors.push_back({t.name.substr(0, t.name.find(".W_query")) + ".mask", {m.context, m.context}, mask.data()});
-    tensors.push_back({t.name, std::vector<std::int64_t>(t.shape.begin(), t.shape.end()), m.values.data() + t.offset});
-  }
+  std::vector<float> masks;
+  const std::vector<NamedFloats> tensors = stateDictTensors(layout, context, values, &masks);  // every format's
   if (ext == ".npz") {
     std::vector<std::pair<std::string, std::string>> entries;
     for (const NamedFloats& t : tensors) entries.emplace_back(t.name + ".npy", arrayNpy(t.data, t.shape));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/tensor.h"
+#include "formats/torch_save.h"
 #include "engine/torch_generator.h"
 #include "learn/train_task.h"
 
@@ -71,6 +72,16 @@ double lossAndGradients(const TrainModel& model, const TrainBatch& batch, std::v
 // (lm/gpt_model.h: the book's layout, attention-only blocks too). Atomic (formats/atomic_file.h).
 void saveTrainModel(const TrainModel& model, const std::string& path);
 void checkTrainModelPath(const std::string& path);  // saveTrainModel's refusals of the path alone
+// The same of parameters laid out by `layout` (a TrainModel's tensors) in `values`, with the causal
+// masks of a context of `context` tokens (a run's snapshot: nothing copied into a TrainModel).
+void saveStateDict(const std::vector<ParamTensor>& layout, int context, const float* values, const std::string& path);
+
+// The one list of a state_dict's tensors, in torch's order: every parameter of `layout` (pointing
+// into `values`) and, when `masks` is given, each block's `att.mask` buffer (the context's upper
+// triangle of ones, held in *masks) where torch's state_dict holds it — a module's own buffers
+// before its children's parameters, so `att.mask` precedes `att.W_query.weight`.
+std::vector<NamedFloats> stateDictTensors(const std::vector<ParamTensor>& layout, int context, const float* values,
+                                          std::vector<float>* masks);
 
 // Every layer's heads' attention weights on one sequence (eval mode): maps[l][h] is T × T.
 std::vector<std::vector<Matrix>> attentionMaps(const TrainModel& model, const std::vector<int>& ids);

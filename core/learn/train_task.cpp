@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/errors.h"
+#include "formats/file_reading.h"
 #include "engine/model_config.h"
 #include "formats/json_reading.h"
 #include "formats/utf8.h"
@@ -353,6 +354,26 @@ TrainTask parseTrainTask(const nlohmann::json& j, const TaskFiles& files) {
 
 TrainTask parseTrainTaskText(const std::string& json_text, const TaskFiles& files) {
   return parseTrainTask(readJson(json_text, "task", std::int64_t{64} << 20), files);
+}
+
+nlohmann::json defaultTaskJson() { return {{"task", "induction"}}; }
+
+void checkRunStep(const TrainTask& task, int step, bool newest_allowed) {
+  const int lowest = newest_allowed ? -1 : 0;
+  if (step < lowest || step > task.steps)
+    throw InputError("step: " + std::to_string(step) + " is not a step of the run (" + std::to_string(lowest) + " … " +
+                     std::to_string(task.steps) + (newest_allowed ? "; −1: the newest)" : ")"));
+}
+
+TrainTask readTrainTaskFile(const std::string& path, int steps) {
+  const bool stdin_task = path == "-";
+  const std::string text = readFileWithin(stdin_task ? "/dev/stdin" : path, std::int64_t{8} << 20,
+                                          stdin_task ? FileKind::AnyReadable : FileKind::Regular);
+  nlohmann::json j = readJson(text, path, std::int64_t{64} << 20);
+  if (steps >= 0 && j.is_object()) j["steps"] = steps;
+  TaskFiles files;
+  if (!stdin_task) files.folder = std::filesystem::path(path).parent_path().string();
+  return parseTrainTask(j, files);
 }
 
 nlohmann::json trainTaskJson(const TrainTask& t) {

@@ -77,6 +77,16 @@ struct TaskFiles {
 // Throws InputError naming the field and the accepted range.
 TrainTask parseTrainTask(const nlohmann::json& task, const TaskFiles& files = {});
 TrainTask parseTrainTaskText(const std::string& json_text, const TaskFiles& files = {});
+// The task of a `learn` command that names none: {"task": "induction"}.
+nlohmann::json defaultTaskJson();
+// `step` of a run of `task` as learn_to (0 … steps) and learn_show (−1, the newest, too) name it:
+// InputError unless it is one.
+void checkRunStep(const TrainTask& task, int step, bool newest_allowed);
+
+// A TASK file ("-": standard input) as `attnscope-cli train` and `attnscope --bench-learn` read it:
+// at most 8 MiB, a relative "tokenizer" the file's neighbour (standard input's: the working
+// folder's); `steps` ≥ 0 replaces the file's steps. Throws InputError (the parser's, unprefixed).
+TrainTask readTrainTaskFile(const std::string& path, int steps = -1);
 // The task as JSON, every field written (what the PyTorch script embeds and reads back).
 nlohmann::json trainTaskJson(const TrainTask& task);
 

@@ -16,6 +16,7 @@
 #include "formats/json_reading.h"
 #include "formats/presets.h"
 #include "learn/train_task.h"
+#include "lm/gpt_model.h"
 #include "seed_classes.h"
 
 namespace attnscope {
@@ -140,7 +141,7 @@ void checkAllowed(const Command& c) {
 // A step's run: its learn command's task, read as the app reads it, without files (a lesson's run
 // trains on what the lesson says).
 TrainTask lessonTask(const Command& c) {
-  const json task = c.has("task") ? c.args["task"] : json{{"task", "induction"}};
+  const json task = c.has("task") ? c.args["task"] : defaultTaskJson();
   if (task.is_object() && task.contains("tokenizer"))
     throw InputError("task.tokenizer: a lesson's run reads no files (its text task takes characters)");
   return parseTrainTask(task);
@@ -349,24 +350,10 @@ void rehearseLesson(const Lesson& lesson, const Workspace& start, const LessonVi
             checkIndex(c, 0, ws.model.batch_size, "batch element");
             break;
           case CommandId::LearnTo:
-          case CommandId::LearnShow: {
-            const int at = c.integer("step"), lowest = c.id() == CommandId::LearnShow ? -1 : 0;
-            if (at < lowest || at > run->steps)
-              throw InputError("step: " + std::to_string(at) + " is not a step of the run (" + std::to_string(lowest) +
-                               " … " + std::to_string(run->steps) + ")");
+          case CommandId::LearnShow: checkRunStep(*run, c.integer("step"), c.id() == CommandId::LearnShow); continue;
+          case CommandId::SelectLayer:
+            checkLayerAndHead(c.integer("layer"), c.has("head") ? c.integer("head") : -1, run->layers, heads);
             continue;
-          }
-          case CommandId::SelectLayer: {
-            const int layer = c.integer("layer");
-            if (layer < 0 || layer >= run->layers)
-              throw InputError("layer: no layer " + std::to_string(layer) + " (the run's model has " +
-                               std::to_string(run->layers) + ", numbered from 0)");
-            const int head = c.has("head") ? c.integer("head") : -1;
-            if (head < -1 || head >= heads)
-              throw InputError("head: no head " + std::to_string(head) + " (there are " + std::to_string(heads) +
-                               ", numbered from 0; −1 = all)");
-            continue;
-          }
           default: break;
         }
         if (check_view) check_view(c, ws);

@@ -488,6 +488,15 @@ std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptL
   return model;
 }
 
+void checkLayerAndHead(int layer, int head, int layers, int heads) {
+  if (head < -1 || head >= heads)
+    throw InputError("head: no head " + std::to_string(head) + " (there are " + std::to_string(heads) +
+                     ", numbered from 0; −1 = all)");
+  if (layer < 0 || layer >= layers)
+    throw InputError("layer: no layer " + std::to_string(layer) + " (the model has " + std::to_string(layers) +
+                     ", numbered from 0)");
+}
+
 std::string modelName(const GptModel& model) {
   if (!model.name.empty()) return model.name;
   const std::filesystem::path p(model.path);

@@ -91,6 +91,10 @@ struct GptLoadOptions {
 // ignored. Throws InputError naming the tensor or field that is missing or of the wrong shape.
 std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptLoadOptions& options = {});
 
+// select_layer's `layer` and `head` (−1: all heads) against a model of `layers` × `heads`: one
+// InputError naming the one out of range (the head first), as the app and a lesson's check say it.
+void checkLayerAndHead(int layer, int head, int layers, int heads);
+
 // What the app calls a model: its folder's or file's name ("gpt2"), and with its shape
 // ("gpt2 (12 layers × 12 heads, d = 768)").
 std::string modelName(const GptModel& model);

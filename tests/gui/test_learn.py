@@ -14,7 +14,6 @@ Usage: test_learn.py APP CLI ASSETS
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -26,7 +25,9 @@ from gui_common import Fail, Xvfb, channel_refused, check, isolated_env, quit_ch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "oracle"))
 import attnscope  # noqa: E402
+import torch_training  # noqa: E402
 
 # Fewer steps in the sanitizer build (tests/sanitizers/ctest-asan), several times slower.
 STEPS = 40 if os.environ.get("ATTNSCOPE_SANITIZE") else 200
@@ -43,25 +44,9 @@ def torch_model(cli, folder, steps):
 
 def torch_maps(cli, folder, steps):
     """The probe's weights [L, H, T, T] after `steps` steps of the task, by torch; the script; the model."""
-    path = os.path.join(folder, "task.json")
-    with open(path, "w") as f:
-        json.dump(TASK, f)
-    source = subprocess.run([cli, "pytorch-train", path], capture_output=True, text=True, check=True).stdout
-    script = {"__name__": "attnscope_learn_test"}
-    exec(compile(source, "pytorch-train script", "exec"), script)
-    model = script["make_model"]()
-    optimizer = script["make_optimizer"](model)
-    data = torch.Generator().manual_seed(TASK.get("seed", 123) + 1)
-    for _ in range(steps):
-        x, y = script["next_batch"](data)
-        loss = script["loss_of"](model, x, y)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    model.eval()
-    with torch.no_grad():
-        model(torch.tensor([script["probe"]()]))
-    return np.stack([b.att.last_weights[0].numpy() for b in model.trf_blocks]), script, model
+    script = torch_training.script_of(cli, folder, TASK)
+    model, _ = torch_training.train(script, steps)
+    return np.stack([w.numpy() for w in torch_training.probe_weights(script, model)]), script, model
 
 
 def shown_maps(folder, layers):

@@ -7,7 +7,8 @@
     pytorch-train script), within 1e-5;
   - Back to an earlier step shows the run as it was then, without training it again;
   - a step without a run after one with it ends the run: the chapter's workspace is back;
-  - a step of the timeline pinned as A: the Compare tab names A's and B's steps.
+  - a step of the timeline pinned as A: the Compare tab names A's and B's steps;
+  - while a run plays, pin and a view command apply at once (nothing waits for a playing run).
 The sanitizer build (several times slower) runs a small lesson of its own instead of the shipped one.
 
 Usage: test_learning_lesson.py APP CLI ASSETS
@@ -15,15 +16,15 @@ Usage: test_learning_lesson.py APP CLI ASSETS
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
-import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "oracle"))
+import torch_training  # noqa: E402
 from test_teaching import Display, run_checks, run_commands  # noqa: E402
 
 SANITIZE = bool(os.environ.get("ATTNSCOPE_SANITIZE"))
@@ -31,24 +32,9 @@ SANITIZE = bool(os.environ.get("ATTNSCOPE_SANITIZE"))
 
 def torch_weights(cli, folder, task, steps):
     """The probe's weights [L][H, T, T] of the task's model after `steps` steps, trained by torch."""
-    path = os.path.join(folder, "task.json")
-    with open(path, "w") as f:
-        json.dump(task, f)
-    source = subprocess.run([cli, "pytorch-train", path], capture_output=True, text=True, check=True).stdout
-    script = {"__name__": "attnscope_lesson_gui_test"}
-    exec(compile(source, "pytorch-train script", "exec"), script)
-    model, data = script["make_model"](), torch.Generator().manual_seed(script["TASK"]["seed"] + 1)
-    optimizer = script["make_optimizer"](model)
-    for _ in range(steps):
-        x, y = script["next_batch"](data)
-        loss = script["loss_of"](model, x, y)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    model.eval()
-    with torch.no_grad():
-        model(torch.tensor([script["probe"]()]))
-    return [b.att.last_weights[0].numpy() for b in model.trf_blocks]
+    script = torch_training.script_of(cli, folder, task)
+    model, _ = torch_training.train(script, steps)
+    return [w.numpy() for w in torch_training.probe_weights(script, model)]
 
 
 def small_lesson(folder):
@@ -129,9 +115,20 @@ def checks(tmp):
             print(f"  pinned step 25 as A; Compare shows {c['a_model']!r} beside {c['b_model']!r}, "
                   f"largest |B − A| {c['largest']:.3g}")
 
+        def pin_while_it_plays():
+            # A run that plays is waited for by nothing: pin, a view command and a screenshot go through.
+            playing = {"task": "induction", "steps": 100000, "batch": 8}
+            d = run_commands(app, display.name, tmp, "playing", [
+                {"do": "learn", "task": playing, "play": True}, {"do": "pin"},
+                {"do": "view", "field": "presentation", "value": True}])
+            s = d["state"]
+            assert s["pinned"] and s["shown_panels"]["presentation"], (s["pinned"], s["shown_panels"])
+            assert s["learn"]["playing"] and s["learn"]["steps_done"] < 100000, s["learn"]
+            print(f"  pinned and switched to presentation while the run plays (step {s['learn']['steps_done']})")
+
         return run_checks([("the induction head step", induction_head_step), ("Back", back_shows_the_past),
                            ("a chapter step ends the run", a_chapter_step_ends_the_run),
-                           ("a step pinned as A", pin_a_step)])
+                           ("a step pinned as A", pin_a_step), ("pinned while it plays", pin_while_it_plays)])
 
 
 def main():

@@ -11,11 +11,10 @@ Usage: test_learning_lesson.py CLI ASSETS
 import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
 
-import torch
+import torch_training
 
 THRESHOLD = {"previous_token": 0.5, "induction": 0.3}  # lm/head_scores.cpp's labels
 
@@ -30,40 +29,17 @@ def main():
     task = json.loads(tasks.pop())
     shown = sorted({c["step"] for s in steps for c in s["commands"] if c["do"] == "learn_to"})
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "task.json")
-        with open(path, "w") as f:
-            json.dump(task, f)
-        source = subprocess.run([cli, "pytorch-train", path], capture_output=True, text=True, check=True).stdout
-    script = {"__name__": "attnscope_lesson_test"}
-    exec(compile(source, "pytorch-train script", "exec"), script)
-
-    # The run, as the script's train() does it, keeping what the lesson's steps show.
-    model = script["make_model"]()
-    optimizer = script["make_optimizer"](model)
-    data = torch.Generator().manual_seed(script["TASK"]["seed"] + 1)
+        script = torch_training.script_of(cli, tmp, task)
     ids = script["probe"]()
-    losses, at = [], {}
+    at = {}
 
-    def look(step):
-        model.eval()
-        with torch.no_grad():
-            model(torch.tensor([ids]))
-        model.train()
-        weights = [block.att.last_weights[0].clone() for block in model.trf_blocks]
+    def look(step, model):  # what the lesson's steps show of the model at this step
+        weights = torch_training.probe_weights(script, model)
         scores = [[script["head_scores"](w[h], ids) for h in range(w.shape[0])] for w in weights]
         at[step] = {"weights": weights, "previous": [[s[0] for s in l] for l in scores],
                     "induction": [[s[1] for s in l] for l in scores]}
 
-    look(0)
-    for step in range(1, max(shown) + 1):
-        x, y = script["next_batch"](data)
-        loss = script["loss_of"](model, x, y)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-        if step in shown:
-            look(step)
+    _, losses = torch_training.train(script, max(shown), look, set(shown))
 
     def mean_loss(step):  # the Learn tab's bright line: the mean of the last 25 steps
         return sum(losses[step - 25:step]) / 25

@@ -420,7 +420,7 @@ TEST(LessonRehearsal, StepsThatTrainARun) {
       {{{{"do", "select_layer"}, {"layer", 0}}}, "step 1: command 1 (select_layer): no run to show"},
       {{learn, {{"do", "learn_to"}, {"step", 301}}}, "step 1: command 2 (learn_to): step: 301 is not a step of the run (0 … 300)"},
       {{learn, {{"do", "learn_show"}, {"step", -2}}}, "step 1: command 2 (learn_show): step: -2 is not a step"},
-      {{learn, {{"do", "select_layer"}, {"layer", 2}}}, "step 1: command 2 (select_layer): layer: no layer 2 (the run's model has 2"},
+      {{learn, {{"do", "select_layer"}, {"layer", 2}}}, "step 1: command 2 (select_layer): layer: no layer 2 (the model has 2"},
       {{learn, {{"do", "select_layer"}, {"layer", 0}, {"head", 2}}}, "step 1: command 2 (select_layer): head: no head 2"},
       {{learn, {{"do", "select_token"}, {"index", 32}}}, "step 1: command 2 (select_token): index: no token 32 (there are 32"},
       {{learn, {{"do", "select_head"}, {"index", 2}}}, "step 1: command 2 (select_head): index: no head 2 (there are 2"},

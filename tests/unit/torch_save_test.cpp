@@ -230,12 +230,17 @@ TEST(TorchSave, SaveTrainModelWritesAPthAndRefusesAFifo) {
   saveTrainModel(m, path);
   const auto file = TensorFile::open(path);
   EXPECT_EQ(file->format(), "pth");
-  std::vector<std::string> want;
-  for (const ParamTensor& t : m.tensors) {  // a block's mask first, as torch's state_dict orders its buffers
-    if (t.name.find(".att.W_query.weight") != std::string::npos)
-      want.push_back(t.name.substr(0, t.name.find(".W_query")) + ".mask");
-    want.push_back(t.name);
-  }
+  // torch's GPTModel(cfg).state_dict().keys() of this task (attention only), as torch prints them:
+  // a block's mask buffer before its children's parameters.
+  const std::vector<std::string> want = {
+      "tok_emb.weight", "pos_emb.weight",
+      "trf_blocks.0.att.mask", "trf_blocks.0.att.W_query.weight", "trf_blocks.0.att.W_key.weight",
+      "trf_blocks.0.att.W_value.weight", "trf_blocks.0.att.out_proj.weight", "trf_blocks.0.att.out_proj.bias",
+      "trf_blocks.0.norm1.scale", "trf_blocks.0.norm1.shift",
+      "trf_blocks.1.att.mask", "trf_blocks.1.att.W_query.weight", "trf_blocks.1.att.W_key.weight",
+      "trf_blocks.1.att.W_value.weight", "trf_blocks.1.att.out_proj.weight", "trf_blocks.1.att.out_proj.bias",
+      "trf_blocks.1.norm1.scale", "trf_blocks.1.norm1.shift",
+      "final_norm.scale", "final_norm.shift", "out_head.weight"};
   std::vector<std::string> names;
   for (const TensorInfo& t : file->tensors()) names.push_back(t.name);
   EXPECT_EQ(names, want);
