@@ -16,8 +16,7 @@ void LearnSession::start(const TrainTask& task) {
   try {
     training = std::make_shared<TrainingRun>(task);
   } catch (const std::bad_alloc&) {
-    throw InputError("not enough memory for this task's model (" + std::to_string(TrainModel(TrainTask{}).values.size()) +
-                     " parameters is the default's): fewer layers or a smaller width");
+    throw InputError("not enough memory for this task's model: fewer layers, a smaller width or a shorter context");
   }
   auto first = std::make_shared<const std::vector<float>>(training->model().values);
   std::shared_ptr<const GptModel> model = runGptModel(task, training->model().tensors, first, runName(task, 0));
