@@ -147,7 +147,7 @@ screenshots: build
 	for n in 500 650 1000; do \
 	  $(XVFB) $(APP) --commands $(SHOTS)/learn-$$n.commands.json --size 1280x800 --screenshot $(SHOTS)/learn-$$n.png || exit 1; \
 	done
-	$(XVFB) $(APP) --lesson assets/lessons/learning.json --step 6 --size 1600x1000 --screenshot $(SHOTS)/learning-lesson.png
+	$(XVFB) $(APP) --lesson assets/lessons/learning.json --step 6 --size 1600x1000 --selection --screenshot $(SHOTS)/learning-lesson.png
 	rm -rf $(SHOTS)/tour/*.png $(SHOTS)/tour/*/
 	for size in $(TOUR_SIZES); do \
 	  mkdir -p $(SHOTS)/tour/$$size; \

@@ -641,14 +641,14 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
     ImGui::SameLine();
     reset = ImGui::SmallButton("reset zoom");
     layout().widget("reset_zoom");
-    ImGui::SameLine(0, px(16));
   }
   std::string line;
   for (const std::string& n : notes) line += (line.empty() ? "" : "  ·  ") + n;
   if (!about.empty()) line = about + (line.empty() ? "" : "  ·  " + line);
   if (!rounding.empty()) line = rounding + (line.empty() ? "" : "  ·  " + line);  // first: it explains the numbers
   layout().state()["grid_notes"] = line;  // tests: the preset's note is there, or gone
-  if (line.empty()) return reset;
+  if (line.empty()) return reset;  // the zoom's line ends here (no SameLine left open for the maps)
+  if (zoom > 1) ImGui::SameLine(0, px(16));
   // One line: what does not fit ends in "…", and the whole text shows on hover.
   const std::string shown = fitText(line, ImGui::GetContentRegionAvail().x);
   ImGui::TextDisabled("%s", shown.c_str());

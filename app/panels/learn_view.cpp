@@ -101,6 +101,8 @@ int chart(const char* id, const char* title, ImVec2 size, const std::vector<Seri
     if (n > 0 && (n - 1) % stride != 0 && !std::isnan(s.y[n - 1])) points.emplace_back(X(s.x[n - 1]), Y(s.y[n - 1]));
     if (points.size() > 1)
       dl->AddPolyline(points.data(), static_cast<int>(points.size()), s.colour, 0, px(s.thickness));
+    else if (n == 1 && points.size() == 1)  // one record (step 0): a dot, where a line needs two
+      dl->AddCircleFilled(points[0], px(s.thickness + 1.5f), s.colour);
   }
   if (marked_step >= 0)
     dl->AddLine(ImVec2(X(static_cast<float>(marked_step)), a.y), ImVec2(X(static_cast<float>(marked_step)), b.y), text,
@@ -339,10 +341,13 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
                                                : (run.timeline().empty() ? -1 : run.timeline().back().step);
   const float x_max = static_cast<float>(std::max(t.steps, 1));
   const float gap = ImGui::GetStyle().ItemSpacing.y;
-  // The loss above, the three scores in a row below (a column of them where the tab is narrow).
-  const bool row = size.x >= px(600);     // else one score at a time, picked above it
-  const bool compact = size.y < px(300);  // the charts without titles (the loss's tooltip names it)
-  // What is not a chart: the legend, and the score's picker when one at a time; the charts share the rest.
+  // The loss above, the three scores in a row below; where the tab is narrower, the induction and
+  // previous-token scores (what a circuit forming is) side by side, the second picked; narrower
+  // still, one picked.
+  const int fit = std::clamp(static_cast<int>((size.x + gap) / (px(170) + gap)), 1, 3);
+  const bool row = fit == 3;
+  const bool compact = size.y < px(300);  // the charts' titles shortened (the tooltip says more)
+  // What is not a chart: the legend, and the score's picker where not all are shown; the charts share the rest.
   const float legend_h = ImGui::GetTextLineHeightWithSpacing();
   const float around = legend_h + 2 * gap + (row ? 0.0f : ImGui::GetFrameHeightWithSpacing());
   const float loss_h = std::max(px(50), 0.47f * (size.y - around));
@@ -369,8 +374,10 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
       loss_high_ = std::max(loss_high_, raw.y.back());
     }
     const std::vector<Series>& s = loss_series_;
-    const float hi = loss_high_;
-    const int c = chart("##loss", compact ? "" : "Loss (cross-entropy; bright: the mean of the last 25 steps)",
+    // At least ln V, a guess's loss, where the run starts: the chart does not rescale under the first steps.
+    const int vocab = t.kind == TaskKind::Text ? static_cast<int>(t.token_labels.size()) : t.vocab;
+    const float hi = std::max(loss_high_, static_cast<float>(std::log(std::max(vocab, 2))));
+    const int c = chart("##loss", compact ? "Loss" : "Loss (cross-entropy; bright: the mean of the last 25 steps)",
                         ImVec2(size.x, loss_h), s, x_max, 0, std::max(hi, 1.0f) * 1.05f, marked, {"loss", "mean"});
     if (c >= 0) clicked = c;
     layout().widget("learn_loss");
@@ -378,31 +385,42 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
   // Per head, each score over the records.
   struct Score {
     const char* title;
+    const char* brief;  // where the charts are short
     const char* key;
     float HeadScores::*value;
     bool HeadScores::*has;
   };
   const Score scores[] = {
-      {"Induction score", "induction", &HeadScores::induction, &HeadScores::has_induction},
-      {"Previous-token score", "previous", &HeadScores::previous_token, &HeadScores::has_previous},
-      {"First-token score (sink)", "first", &HeadScores::first_token, nullptr},
+      {"Induction score", "Induction", "induction", &HeadScores::induction, &HeadScores::has_induction},
+      {"Previous-token score", "Previous token", "previous", &HeadScores::previous_token, &HeadScores::has_previous},
+      {"First-token score (sink)", "First token", "first", &HeadScores::first_token, nullptr},
   };
   std::vector<std::string> names;
   for (int l = 0; l < t.layers; ++l)
     for (int h = 0; h < t.heads; ++h) names.push_back(std::to_string(l + 1) + "." + std::to_string(h + 1));
   const float rest = std::max(px(50), size.y - around - loss_h);
-  if (!row) {
+  // Which are charted: all three; or induction and the one picked (previous-token unless another
+  // was); or the one picked.
+  std::vector<int> charted;
+  if (fit == 3) {
+    charted = {0, 1, 2};
+  } else {
+    const int lowest = fit == 2 ? 1 : 0;  // two side by side: induction stays, the second is picked
+    if (score_shown_ < lowest) score_shown_ = lowest;
     ImGui::SetNextItemWidth(ImGui::CalcTextSize("First-token score (sink)").x + px(40));
     if (ImGui::BeginCombo("##score", scores[score_shown_].title)) {
-      for (int k = 0; k < 3; ++k)
+      for (int k = lowest; k < 3; ++k)
         if (ImGui::Selectable(scores[k].title, k == score_shown_)) score_shown_ = k;
       ImGui::EndCombo();
     }
     layout().widget("learn_score_pick");
+    if (fit == 2) charted.push_back(0);
+    charted.push_back(score_shown_);
   }
-  const ImVec2 each = row ? ImVec2((size.x - 2 * ImGui::GetStyle().ItemSpacing.x) / 3, rest) : ImVec2(size.x, rest);
-  for (int k = 0; k < 3; ++k) {
-    if (!row && k != score_shown_) continue;
+  const int n = static_cast<int>(charted.size());
+  const ImVec2 each((size.x - static_cast<float>(n - 1) * ImGui::GetStyle().ItemSpacing.x) / static_cast<float>(n), rest);
+  for (int i = 0; i < n; ++i) {
+    const int k = charted[static_cast<std::size_t>(i)];
     const Score& sc = scores[k];
     std::vector<Series> s;
     for (int i = 0; i < t.layers * t.heads; ++i) {
@@ -415,8 +433,9 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
       }
       s.push_back(std::move(one));
     }
-    if (row && k > 0) ImGui::SameLine();
-    const int c = chart(sc.key, row && !compact ? sc.title : "", each, s, x_max, 0, 1, marked, names);
+    if (i > 0) ImGui::SameLine();
+    // Side by side, each says what it is; one alone is named by its picker above.
+    const int c = chart(sc.key, n > 1 ? (compact ? sc.brief : sc.title) : "", each, s, x_max, 0, 1, marked, names);
     if (c >= 0) clicked = c;
     layout().widget(std::string("learn_") + sc.key);
   }

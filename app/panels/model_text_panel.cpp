@@ -96,7 +96,7 @@ void ModelTextPanel::tokenChips(const PanelContext& ctx, float chips_h) {
     if (tokenButton(label, t == ctx.view.token, true, widest)) ctx.commands.push("select_token", {{"index", t}});
     if (t < 8) layout().widget("model_token_" + std::to_string(t));
     if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("token %d: %s (id %d)", t, label.c_str(), session.ids()[static_cast<std::size_t>(t)]);
+      ImGui::SetTooltip("token %d: %s (id %d)", t + 1, label.c_str(), session.ids()[static_cast<std::size_t>(t)]);
     ImGui::PopID();
   }
   if (listed < session.tokenCount()) ImGui::TextDisabled("… %d more", session.tokenCount() - listed);
@@ -225,7 +225,7 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx) {
   const int position = ctx.view.token;
   const std::string& after =
       session.tokens()[static_cast<std::size_t>(std::clamp(position, 0, session.tokenCount() - 1))];
-  ImGui::TextWrapped("Next token after “%s” (token %d)", after.c_str(), position);
+  ImGui::TextWrapped("Next token after “%s” (token %d)", after.c_str(), position + 1);  // counted from 1, as shown
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("temperature");
   ImGui::SameLine();

@@ -110,7 +110,7 @@ void App::draw(double now, const CaptureFrame& capture) {
                        frame_ms_,
                        ctl_.pinned(),
                        heatmap_grid_.setAside(),
-                       heatmap_grid_.roundingNote(),
+                       shown_tab_ == "heatmaps" ? heatmap_grid_.roundingNote() : std::string(),  // its maps on screen
                        {},
                        capture.state,
                        &ctl_.model(),

@@ -212,24 +212,32 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     }
   }
 
-  // Axis labels, thinned to one every `step` when cells are smaller than the text.
+  // Axis labels, thinned to one every `step` when cells are smaller than the text; the selected
+  // row's and key's always (a lesson's text names them), their thinned neighbours giving way.
+  const auto labelled = [](int i, int first, int step, int selected) {
+    if (selected >= 0 && std::abs(i - selected) < step) return i == selected;
+    return (i - first) % step == 0;
+  };
   const int row_step = std::max(1, static_cast<int>(std::ceil((fs + 1) / cell)));
-  for (int i = r0; i < r0 + nr && s.row_labels && !s.compact; i += row_step) {
+  for (int i = r0; i < r0 + nr && s.row_labels && !s.compact; ++i) {
+    if (!labelled(i, r0, row_step, s.selected_row)) continue;
     const std::string t = fitText(small, fs, (*s.row_labels)[i], left - 4);
     const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str());
     draw->AddText(small, fs, ImVec2(p0.x - 4 - ts.x, cellMin(i, c0).y + cell / 2 - ts.y / 2),
                   i == s.selected_row ? th.selection : th.text_dim, t.c_str());
   }
   const int col_step = std::max(1, static_cast<int>(std::ceil((vertical ? fs + 1 : col_label_room) / cell)));
-  for (int j = c0; j < c0 + nc && s.col_labels && !s.compact; j += col_step) {
+  for (int j = c0; j < c0 + nc && s.col_labels && !s.compact; ++j) {
+    if (!labelled(j, c0, col_step, s.selected_col)) continue;
     const float x = cellMin(r0, j).x + cell / 2;
+    const ImU32 colour = j == s.selected_col ? th.selection : th.text_dim;
     if (vertical) {
       const std::string t = fitText(small, fs, (*s.col_labels)[j], top_band - 6);
-      addTextVertical(draw, small, fs, ImVec2(x - fs / 2, p0.y - 4), th.text_dim, t);
+      addTextVertical(draw, small, fs, ImVec2(x - fs / 2, p0.y - 4), colour, t);
     } else {
       const std::string& t = (*s.col_labels)[j];
       const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str());
-      draw->AddText(small, fs, ImVec2(x - ts.x / 2, p0.y - ts.y - 3), th.text_dim, t.c_str());
+      draw->AddText(small, fs, ImVec2(x - ts.x / 2, p0.y - ts.y - 3), colour, t.c_str());
     }
   }
 
