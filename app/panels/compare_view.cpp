@@ -124,9 +124,12 @@ void CompareView::draw(const PanelContext& ctx) {
   for (const std::string& d : differs) line += (line.empty() ? "" : " · ") + d;
   line = differs.empty() ? "B computes the same as A: change a setting or a cell to see what it does"
                          : "B differs from A in: " + line;
-  if (a.model && b->model && a.model->model && b->model->model) {  // trained models' layers: which each is
+  if (a.model && b->model && a.model->model && b->model->model) {
+    // Trained models' layers: which model and layer each is (their inputs and weights are the
+    // models', not edits: a list of what differs would read "W_key.weight edited").
     line = "A: " + modelName(*a.model->model) + ", layer " + std::to_string(a.layer + 1) + "  ·  B: " +
-           modelName(*b->model->model) + ", layer " + std::to_string(b->layer + 1) + "  ·  " + line;
+           modelName(*b->model->model) + ", layer " + std::to_string(b->layer + 1) +
+           (differs.empty() ? "  ·  the same maps" : "");
     state["a_model"] = modelName(*a.model->model);
     state["b_model"] = modelName(*b->model->model);
   }
