@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -188,7 +189,24 @@ std::string InstanceSlot::collectOrphans() const {
 // ---- the autosave -------------------------------------------------------------------------------
 
 void Autosave::update(const Document& doc, const ViewState& view_state, double now) {
-  if (path_.empty() || now - last_write_ < 0.5) return;
+  if (path_.empty()) return;
+  if (std::optional<Written> done = writing_->poll()) {  // the last write ended
+    gap_ = std::max(0.5, 10 * done->seconds);
+    if (done->error.empty()) {
+      written_version_ = done->version;
+      written_view_ = std::move(done->view_text);
+      if (failing_) message_ = std::make_pair(std::string("Autosave works again: ") + path_, false);
+      failing_ = false;
+    } else {
+      // A full disk must not stop the session, but the user must know their work is not kept.
+      if (!failing_)
+        message_ = std::make_pair(std::string("Autosave is off: ") + done->error +
+                                      ". Your work is kept only when you save it (Ctrl+S); autosave tries again.",
+                                  true);
+      failing_ = true;
+    }
+  }
+  if (writing_->busy() || now - last_write_ < gap_) return;
   nlohmann::json view = savedView(view_state, doc.workspace().view);
   putFileName(view, doc.file());
   putFileStamp(view, doc.fileStamp());
@@ -198,25 +216,25 @@ void Autosave::update(const Document& doc, const ViewState& view_state, double n
   // While writing fails, it is tried again at most every few seconds.
   if (doc.version() == written_version_ && view_text == written_view_) return;
   if (failing_ && now - last_write_ < 5.0) return;
-  Workspace ws = doc.workspace();
-  ws.view = std::move(view);
+  auto ws = std::make_shared<Workspace>(doc.workspace());  // the document as it is now; it moves on
+  ws->view = std::move(view);
   last_write_ = now;
-  try {
-    std::error_code ec;
-    fs::create_directories(fs::path(path_).parent_path(), ec);
-    saveWorkspace(path_, ws);
-    written_version_ = doc.version();
-    written_view_ = std::move(view_text);
-    if (failing_) message_ = std::make_pair(std::string("Autosave works again: ") + path_, false);
-    failing_ = false;
-  } catch (const InputError& e) {
-    // A full disk must not stop the session, but the user must know their work is not kept.
-    if (!failing_)
-      message_ = std::make_pair(std::string("Autosave is off: ") + e.what() +
-                                    ". Your work is kept only when you save it (Ctrl+S); autosave tries again.",
-                                true);
-    failing_ = true;
-  }
+  writing_->start([path = path_, ws, version = doc.version(), view_text = std::move(view_text)](
+                      const std::atomic<bool>&) {
+    Written w{version, view_text, "", 0};
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      std::error_code ec;
+      fs::create_directories(fs::path(path).parent_path(), ec);
+      saveWorkspace(path, *ws);
+    } catch (const InputError& e) {
+      w.error = e.what();
+    } catch (const std::exception& e) {  // not enough memory for the text: tried again later
+      w.error = e.what();
+    }
+    w.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return w;
+  });
 }
 
 std::string Autosave::pending() const {

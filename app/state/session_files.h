@@ -5,11 +5,13 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "editing/document.h"
+#include "state/off_thread.h"
 #include "formats/temporary_files.h"
 #include "state/view_state.h"
 
@@ -57,7 +59,9 @@ class Autosave {
  public:
   explicit Autosave(std::string path = "") : path_(std::move(path)) {}  // "": autosaving is off
   // Writes the document (with the view, its file name, stamp and unsaved mark) if it or the view
-  // changed and the last write is older than a moment.
+  // changed and the last write is older than a moment — on a thread of its own (a GPT-2-sized
+  // workspace is 35 MB of text: 240 ms that held the window and the notebook's reply), from a copy
+  // taken here, one write at a time; the next is taken once it is done.
   void update(const Document& doc, const ViewState& view, double now);
   // The autosave file, or "" when there is none (or autosaving is off).
   std::string pending() const;
@@ -66,10 +70,20 @@ class Autosave {
   std::optional<std::pair<std::string, bool>> takeMessage() { return std::exchange(message_, std::nullopt); }
 
  private:
+  struct Written {  // what the writing thread did
+    std::uint64_t version = 0;
+    std::string view_text;
+    std::string error;  // empty: written
+    double seconds = 0;  // how long it took
+  };
   std::string path_;
   std::uint64_t written_version_ = 0;  // the document version last written …
   std::string written_view_;           // … and the view (small, compared as text)
   double last_write_ = -1;
+  double gap_ = 0.5;  // the least time between writes: 10 × the last write's (a large workspace's
+                      // 240 ms of text were a core's every half second beside the engine)
+  // The write in progress (a pointer: the Autosave itself is replaced when the path changes).
+  std::shared_ptr<OffThread<Written>> writing_ = std::make_shared<OffThread<Written>>();
   bool failing_ = false;
   std::optional<std::pair<std::string, bool>> message_;
 };

@@ -113,14 +113,25 @@ def show(module, x, tokens=None, dropout_seed=None):
     if "batch_sequences" in ws:
         sent["batch_sequences"] = [tensors.add(f"x{b + 1}", m) for b, m in enumerate(ws["batch_sequences"])]
     _send([{"do": "workspace", "json": sent}], tensors)
-    return Shown(workspace(module, x, tokens, dropout_seed))
+    return Shown(ws)
 
 
 class Shown:
-    """What `show` sent; in a notebook it draws as a picture of its heads' weights."""
+    """What `show` sent; in a notebook it draws as a picture of its heads' weights. Its `workspace`
+    (numbers as lists) is made when first asked for: GPT-2-sized lists took 120 ms of every show."""
 
-    def __init__(self, ws):
-        self.workspace = ws
+    def __init__(self, arrays):
+        # Copies as they were sent: a module trained on in place must not change what was shown.
+        copy = lambda v: np.array(v, copy=True) if isinstance(v, np.ndarray) else v  # noqa: E731
+        self._arrays = {k: ({n: copy(a) for n, a in v.items()} if k == "parameters" else
+                            [copy(a) for a in v] if k == "batch_sequences" else copy(v)) for k, v in arrays.items()}
+        self._workspace = None
+
+    @property
+    def workspace(self):
+        if self._workspace is None:
+            self._workspace = _modules.as_lists(self._arrays)
+        return self._workspace
 
     def _repr_png_(self):
         return _picture.render(self.workspace)

@@ -194,7 +194,12 @@ def dropout_stream():
 
 def workspace(module, x, tokens=None, dropout_seed=None):
     """The workspace dict of `module` on input `x` (see workspace_arrays), its numbers as lists."""
-    ws = workspace_arrays(module, x, tokens, dropout_seed)
+    return as_lists(workspace_arrays(module, x, tokens, dropout_seed))
+
+
+def as_lists(ws):
+    """A workspace_arrays dict with its numbers as nested lists (the JSON a workspace file holds)."""
+    ws = dict(ws)
     ws["embeddings"] = _rows(ws["embeddings"])
     if "batch_sequences" in ws:
         ws["batch_sequences"] = [_rows(m) for m in ws["batch_sequences"]]
