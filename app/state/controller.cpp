@@ -127,7 +127,10 @@ void Controller::update(double now) {
     if (learn_.stepping() && (front.script_index >= 0 || front.listener) && next != CommandId::LearnPause &&
         next != CommandId::LearnClose && next != CommandId::Quit)
       break;
-    if (commandInfo(next).has(kWaitsForResult) && !settled()) break;  // for the newest, complete result
+    if (commandInfo(next).has(kWaitsForResult) && !settled()) {  // for the newest, complete result:
+      updateEngine();  // one finished since the last frame is taken now, not a frame later
+      if (!settled()) break;
+    }
     // While a lesson is checked, what comes after its lesson_open waits for it (a script's next
     // step, a key); another lesson or closing stops the check.
     if (lesson_check_.busy() && next != CommandId::LessonOpen && next != CommandId::LessonClose) break;
@@ -454,6 +457,7 @@ void Controller::applyApp(const Command& c, double now) {
       unpin();
       break;
     case Id::Swap: return swap(c, now);
+    case Id::Wait: break;  // update() waited for the newest result
     case Id::Save: return save(c, now);
     case Id::ExportTrace:
     case Id::ExportMap: {
@@ -1169,8 +1173,12 @@ void Controller::endFrame(double now, bool mouse_down, bool typing) {
 }
 
 double Controller::idleTimeout(double now, double longest) const {
-  if (!queue_.empty() && !lesson_check_.busy() && !model_load_.busy() && !learn_.stepping())
-    return 0;  // commands behind a lesson's check, a model's read or a run's steps wait for its wake-up
+  // Commands behind a lesson's check, a model's read or a run's steps wait for its wake-up; so does
+  // one waiting for the engine's result (the worker wakes the window): frames drawn meanwhile (25–45
+  // ms each under a software renderer) took a core from a GPT-2-sized computation.
+  if (!queue_.empty() && !lesson_check_.busy() && !model_load_.busy() && !learn_.stepping() &&
+      !(commandInfo(queue_.front().id()).has(kWaitsForResult) && worker_.busy()))
+    return 0;
   double timeout = longest;
   if (!toast_.text.empty() && toast_.until > now) timeout = std::min(timeout, toast_.until - now);
   return std::max(timeout, 0.0);

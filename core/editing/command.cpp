@@ -108,6 +108,8 @@ const std::vector<CommandInfo>& commandTable() {
       {CommandId::Pin, "pin", T::App, kWaitsForResult, {}, "pin the newest result as A of the Compare tab (Ctrl+P); any later change is B"},
       {CommandId::Unpin, "unpin", T::App, 0, {}, "drop the pinned result A"},
       {CommandId::Swap, "swap", T::App, kWaitsForResult, {}, "swap A and B: the pinned settings become the current ones (one undo step), B is pinned"},
+      {CommandId::Wait, "wait", T::App, kWaitsForResult, {},
+       "nothing, once the newest result is shown: a script's or notebook's point to go on from (its reply comes then)"},
       {CommandId::Fullscreen, "fullscreen", T::App, 0, {{"on", A::Bool, false}},
        "full-screen on the window's monitor (on: true), or back to the window as it was (toggles without `on`)"},
       {CommandId::Engine, "engine", T::App, kChangesExecutor, {{"parallel", A::Bool, false}, {"threads", A::Int, false}},

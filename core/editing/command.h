@@ -37,7 +37,7 @@ struct CommandArg {
 enum class CommandId {
   Open, Preset, New, Restore, Sentence, AddToken, RemoveToken, RenameToken, MoveToken, Set, Model, SetCell, DIn,
   Randomize, BookExample, Workspace, Reload, PasteEmbeddings, SetParameter, ResetParameters, PasteParameters, Undo, Redo,
-  SelectToken, SelectKey, SelectHead, GoTo, SelectBatch, View, Pin, Unpin, Swap, Fullscreen, Engine, Screenshot, Save,
+  SelectToken, SelectKey, SelectHead, GoTo, SelectBatch, View, Pin, Unpin, Swap, Wait, Fullscreen, Engine, Screenshot, Save,
   ExportTrace, ExportMap, SavePytorch, CopyPytorch, Dialog, Quit, Unsaved, Recovery, LessonOpen, LessonStep,
   LessonNext, LessonBack, LessonClose, ModelOpen, ModelClose, SelectLayer, Text, AppendToken, RepeatText,
   Attention, Learn, LearnPlay, LearnPause, LearnStep, LearnTo, LearnShow, LearnSave, LearnClose,

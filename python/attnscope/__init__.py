@@ -103,17 +103,22 @@ def command(commands, start=True):
     return _send(listed, start=start)
 
 
-def show(module, x, tokens=None, dropout_seed=None):
+def show(module, x, tokens=None, dropout_seed=None, wait=False):
     """The running app shows `module` on `x` as one undo step (starting the app if none runs): its
-    workspace (attnscope.workspace) with every number sent as float32 bits."""
+    workspace (attnscope.workspace) with every number sent as float32 bits. Returns once the app has
+    taken it; with wait=True once its maps are on screen (every head computed)."""
     ws = workspace_arrays(module, x, tokens, dropout_seed)
     tensors = _channel.Tensors()
-    sent = dict(ws, embeddings=tensors.add("x", ws["embeddings"]),
-                parameters={k: tensors.add(k, v) for k, v in ws["parameters"].items()})
+    # The copies sent are what Shown keeps: a module trained on in place does not change them.
+    kept = dict(ws, embeddings=tensors.copy("x", ws["embeddings"]),
+                parameters={k: tensors.copy(k, v) for k, v in ws["parameters"].items()})
     if "batch_sequences" in ws:
-        sent["batch_sequences"] = [tensors.add(f"x{b + 1}", m) for b, m in enumerate(ws["batch_sequences"])]
-    _send([{"do": "workspace", "json": sent}], tensors)
-    return Shown(ws)
+        kept["batch_sequences"] = [tensors.copy(f"x{b + 1}", m) for b, m in enumerate(ws["batch_sequences"])]
+    sent = dict(ws, embeddings={"tensor": "x"}, parameters={k: {"tensor": k} for k in ws["parameters"]})
+    if "batch_sequences" in ws:
+        sent["batch_sequences"] = [{"tensor": f"x{b + 1}"} for b in range(len(ws["batch_sequences"]))]
+    _send([{"do": "workspace", "json": sent}] + ([{"do": "wait"}] if wait else []), tensors)
+    return Shown(kept)
 
 
 class Shown:
@@ -121,10 +126,7 @@ class Shown:
     (numbers as lists) is made when first asked for: GPT-2-sized lists took 120 ms of every show."""
 
     def __init__(self, arrays):
-        # Copies as they were sent: a module trained on in place must not change what was shown.
-        copy = lambda v: np.array(v, copy=True) if isinstance(v, np.ndarray) else v  # noqa: E731
-        self._arrays = {k: ({n: copy(a) for n, a in v.items()} if k == "parameters" else
-                            [copy(a) for a in v] if k == "batch_sequences" else copy(v)) for k, v in arrays.items()}
+        self._arrays = arrays  # the copies that were sent (Tensors.copy)
         self._workspace = None
 
     @property

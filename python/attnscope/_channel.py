@@ -31,24 +31,36 @@ def channel_path():
 
 
 class Tensors:
-    """The float32 tensors of one message, referred to from its commands as {"tensor": name}."""
+    """The float32 tensors of one message, referred to from its commands as {"tensor": name}. Each is
+    copied once as it is added (a module trained on after the call must not change what is sent),
+    and sent from that copy."""
 
     def __init__(self):
         self.listed, self.parts = [], []
 
     def add(self, name, array):
-        a = np.ascontiguousarray(array, dtype="<f4")
-        self.listed.append({"name": name, "shape": list(a.shape)})
-        self.parts.append(a.tobytes())
+        self.copy(name, array)
         return {"tensor": name}
 
+    def copy(self, name, array):
+        """add, returning the float32 copy that is sent."""
+        a = np.array(array, dtype="<f4", order="C", copy=True)
+        self.listed.append({"name": name, "shape": list(a.shape)})
+        self.parts.append(a)
+        return a
 
-def frame(commands, tensors=None):
+
+def _header(commands, tensors=None):
     header = {"commands": commands}
     if tensors is not None and tensors.listed:
         header["tensors"] = tensors.listed
     text = json.dumps(header).encode("utf-8")
-    return struct.pack("<I", len(text)) + text + b"".join(tensors.parts if tensors else [])
+    return struct.pack("<I", len(text)) + text
+
+
+def frame(commands, tensors=None):
+    """One message as bytes."""
+    return _header(commands, tensors) + b"".join(p.tobytes() for p in (tensors.parts if tensors else []))
 
 
 def _read(sock, n):
@@ -72,7 +84,9 @@ def send(commands, tensors=None, path=None, timeout=600):
         except (FileNotFoundError, ConnectionRefusedError) as e:
             raise ConnectionError(f"no attnscope listens at {path}") from e
         try:
-            s.sendall(frame(commands, tensors))
+            s.sendall(_header(commands, tensors))
+            for part in tensors.parts if tensors else []:  # from the copies: GPT-2's 15 MB not copied again
+                s.sendall(memoryview(part).cast("B"))
         except (BrokenPipeError, ConnectionResetError):
             pass  # the app refused the message before it had read all of it: its reply says why
         (n,) = struct.unpack("<I", _read(s, 4))

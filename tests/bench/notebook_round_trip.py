@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The round trip from a notebook cell to the map on screen (docs/DESIGN.md §3.8), for `make bench`:
 `attnscope.show(mha, x)` into an app that already runs (started by the first show, not timed), then
-`save` behind it in the same message stream — a command that runs once the newest result is in, so
-its reply comes when the frame that draws the module's maps is being drawn. Timed per round: the
-show's reply (applied) and the save's (the result in). Sizes: the chapter's multi-head example
+the `wait` command — nothing, applied once the newest result (every head) is in, so its reply comes
+when the frame that draws the module's maps is being drawn. Timed per round: the show's reply
+(applied) and the wait's (the maps on screen). Sizes: the chapter's multi-head example
 (6 tokens, d = 3, 2 heads, its stacked batch of 2), a medium module (T = 256, d = 256, 8 heads) and
 the chapter's GPT-2-sized MultiHeadAttention (T = 1024, d = 768, 12 heads, batch 2).
 
@@ -48,8 +48,7 @@ def main():
     folder = tempfile.mkdtemp(prefix="attnscope-round-trip-")
     os.environ.update(ATTNSCOPE_APP=app, ATTNSCOPE_CHANNEL=os.path.join(folder, "channel"))
     out = {"rounds": rounds, "what": "attnscope.show into a running app: the reply once applied, and once the "
-                                     "newest result is in (the save queued behind it)"}
-    saved = os.path.join(folder, "saved.json")
+                                     "newest result is on screen (the wait command's reply)"}
     try:
         for name, T, d_in, d_out, heads, batch in SIZES:
             torch.manual_seed(123)
@@ -63,7 +62,7 @@ def main():
                 t0 = time.perf_counter()
                 attnscope.show(m, x)
                 t1 = time.perf_counter()
-                attnscope.command({"do": "save", "path": saved})
+                attnscope.command({"do": "wait"})
                 t2 = time.perf_counter()
                 applied.append((t1 - t0) * 1e3)
                 shown.append((t2 - t0) * 1e3)

@@ -101,7 +101,7 @@ def main():
             check(ws["tokens"][1] == "cat", "the tokens given to show()")
             # Another module: one undo step, so undo gives the first back.
             w = sc.MultiHeadAttentionWrapper(5, 2, 9, 0.0, num_heads=2).eval()
-            attnscope.show(w, torch.stack((x, x)))
+            attnscope.show(w, torch.stack((x, x)), wait=True)  # returns once its maps are on screen
             saved_trace_matches(cli, folder, w, torch.stack((x, x)), "MultiHeadAttentionWrapper, eval")
             attnscope.command({"do": "undo"})
             saved_trace_matches(cli, folder, m, x, "undo gives the first module back")

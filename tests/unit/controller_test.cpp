@@ -242,6 +242,39 @@ TEST_F(ControllerTest, SwapWithNothingPinnedChangesNothing) {
   EXPECT_FALSE(c.document().dirty());
 }
 
+// [SECTION] a script waiting for the result ------------------------------------------------
+
+// `wait` (a notebook's "the maps are on screen") is applied only once the result of the edit
+// before it is in; meanwhile the window sleeps until the engine wakes it — frames drawn back to
+// back while waiting took a core from the computation (a GPT-2-sized one came 100 ms later).
+TEST_F(ControllerTest, WaitRunsOnceTheNewestResultIsInAndTheWindowSleepsMeanwhile) {
+  Controller c = make();
+  std::string words;
+  for (int i = 0; i < 600; ++i) words += "w" + std::to_string(i) + " ";
+  user(c, "sentence", {{"text", words}});
+  user(c, "d_in", {{"value", 96}});
+  user(c, "set", {{"field", "d_out"}, {"value", 96}});
+  user(c, "set", {{"field", "num_heads"}, {"value", 4}});  // 4 × 600² cells: never waited for in a frame
+  settle(c);
+  c.commands().push("set", {{"field", "seed"}, {"value", 77}});
+  c.commands().push("wait");
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool waited = false;
+  while (!c.commands().empty()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), until) << "wait was never applied";
+    c.update(0);
+    if (c.commands().empty()) break;
+    waited = true;
+    EXPECT_GT(c.idleTimeout(0, 0.25), 0.0) << "frames drawn back to back while the engine computes";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(waited) << "wait was applied in the frame of the edit, before its result";
+  ASSERT_TRUE(c.snapshot());
+  EXPECT_EQ(c.snapshot()->version, c.document().version()) << "wait ran before the edit's result was in";
+  EXPECT_TRUE(c.snapshot()->complete);
+  EXPECT_EQ(c.snapshot()->inputs->model.seed, 77u);
+}
+
 // [SECTION] what a new document keeps ---------------------------------------------------------
 
 TEST_F(ControllerTest, APresetKeepsTheRoomsViewAFileMaySayOtherwise) {

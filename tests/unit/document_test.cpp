@@ -202,6 +202,7 @@ std::vector<json> everyCommandExample() {
       {{"do", "pin"}},
       {{"do", "unpin"}},
       {{"do", "swap"}},
+      {{"do", "wait"}},
       {{"do", "paste_embeddings"}, {"text", "tensor([[0.4300, 0.1500]])"}},
       {{"do", "set_parameter"}, {"name", "W_query.weight"}, {"row", 1}, {"col", 2}, {"value", 0.5}},
       {{"do", "reset_parameters"}},
