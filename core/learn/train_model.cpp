@@ -2,13 +2,16 @@
 // (learn/train_model.h). Shapes as there: N = B·T rows, d, H heads of width w, F = 4d, V.
 #include "learn/train_model.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "engine/errors.h"
+#include "engine/thread_team.h"
 #include "formats/atomic_file.h"
 #include "formats/export.h"
 #include "formats/torch_save.h"
@@ -113,21 +116,18 @@ using ConstMap = Eigen::Map<const Matrix>;
 // [SECTION] Stages: forward and backward ----------------------------------------------------------
 
 // LayerNorm (the book's: biased variance, eps 1e-5), N × d. Keeps x̂ and 1/σ for the backward.
+// A row's sums in double, whole rows at a time (each row's order fixed: the same bits every run).
 void layerNorm(const Matrix& x, ConstMap scale, ConstMap shift, Matrix& y, Matrix& xhat, Eigen::VectorXf& rstd) {
   const int N = static_cast<int>(x.rows()), d = static_cast<int>(x.cols());
   y.resize(N, d), xhat.resize(N, d), rstd.resize(N);
   for (int r = 0; r < N; ++r) {
-    double mean = 0, var = 0;
-    for (int c = 0; c < d; ++c) mean += x(r, c);
-    mean /= d;
-    for (int c = 0; c < d; ++c) var += (x(r, c) - mean) * (x(r, c) - mean);
-    var /= d;
+    const auto row = x.row(r).cast<double>().array();
+    const double mean = row.sum() / d;
+    const double var = (row - mean).square().sum() / d;
     const float s = static_cast<float>(1.0 / std::sqrt(var + 1e-5));
     rstd(r) = s;
-    for (int c = 0; c < d; ++c) {
-      xhat(r, c) = (x(r, c) - static_cast<float>(mean)) * s;
-      y(r, c) = scale(0, c) * xhat(r, c) + shift(0, c);
-    }
+    xhat.row(r) = (x.row(r).array() - static_cast<float>(mean)) * s;
+    y.row(r) = scale.row(0).array() * xhat.row(r).array() + shift.row(0).array();
   }
 }
 
@@ -137,23 +137,22 @@ void layerNormBackward(const Matrix& dy, const Matrix& xhat, const Eigen::Vector
                        Eigen::Map<Matrix> dscale, Eigen::Map<Matrix> dshift, Matrix& dx) {
   const int N = static_cast<int>(dy.rows()), d = static_cast<int>(dy.cols());
   dx.resize(N, d);
+  const Eigen::RowVectorXd scale_d = scale.row(0).cast<double>();
+  Eigen::RowVectorXd g(d);
   for (int r = 0; r < N; ++r) {
-    double mg = 0, mgx = 0;
-    for (int c = 0; c < d; ++c) {
-      const double g = double(dy(r, c)) * scale(0, c);
-      mg += g, mgx += g * xhat(r, c);
-      dscale(0, c) += dy(r, c) * xhat(r, c);
-      dshift(0, c) += dy(r, c);
-    }
-    mg /= d, mgx /= d;
-    for (int c = 0; c < d; ++c)
-      dx(r, c) = static_cast<float>(rstd(r) * (double(dy(r, c)) * scale(0, c) - mg - xhat(r, c) * mgx));
+    g = (dy.row(r).cast<double>().array() * scale_d.array()).matrix();
+    const auto xh = xhat.row(r).cast<double>().array();
+    const double mg = g.sum() / d, mgx = (g.array() * xh).sum() / d;
+    dscale.row(0).array() += dy.row(r).array() * xhat.row(r).array();
+    dshift.row(0) += dy.row(r);
+    dx.row(r) = (double(rstd(r)) * (g.array() - mg - xh * mgx)).cast<float>().matrix();
   }
 }
 
 // y = x Wᵀ (+ b): torch's Linear, W out × in.
 Matrix linear(const Matrix& x, ConstMap w, const float* b) {
-  Matrix y = x * w.transpose();
+  Matrix y(x.rows(), w.rows());
+  y.noalias() = x * w.transpose();
   if (b)
     for (int r = 0; r < y.rows(); ++r)
       for (int c = 0; c < y.cols(); ++c) y(r, c) += b[c];
@@ -163,10 +162,16 @@ Matrix linear(const Matrix& x, ConstMap w, const float* b) {
 // Linear's backward: dW += dyᵀ x, db += Σ dy, and dx = dy W (when asked).
 void linearBackward(const Matrix& dy, const Matrix& x, ConstMap w, Eigen::Map<Matrix> dw, float* db, Matrix* dx) {
   dw.noalias() += dy.transpose() * x;
-  if (db)
-    for (int r = 0; r < dy.rows(); ++r)
-      for (int c = 0; c < dy.cols(); ++c) db[c] += dy(r, c);
-  if (dx) *dx = dy * w;
+  if (db) {  // row after row, whole rows at a time (Eigen's colwise().sum() sums in an order that
+             // depends on where the rows lie in memory: other bits from run to run)
+    Eigen::RowVectorXf sum = Eigen::RowVectorXf::Zero(dy.cols());
+    for (int r = 0; r < dy.rows(); ++r) sum += dy.row(r);
+    Eigen::Map<Eigen::RowVectorXf>(db, dy.cols()) += sum;
+  }
+  if (dx) {
+    dx->resize(dy.rows(), w.cols());
+    dx->noalias() = dy * w;  // straight into dx (an assignment goes through a transposed temporary)
+  }
 }
 
 // GELU, tanh form (the book's class): ½ x (1 + tanh(√(2/π) (x + 0.044715 x³))), and its derivative.
@@ -182,46 +187,76 @@ float geluDerivative(float x) {
 }
 
 // A dropout mask as torch draws it (one decision per element, row-major), scaled: 1/(1 − p) or 0.
-// Without a generator (eval) every element is kept as it is.
-Matrix dropoutMask(int rows, int cols, double p, TorchGenerator* g) {
-  if (g == nullptr) return Matrix::Ones(rows, cols);
+Matrix dropoutMask(int rows, int cols, double p, TorchGenerator& g) {
   std::vector<std::uint8_t> keep(static_cast<std::size_t>(rows) * cols);
-  g->fillDropoutKeep(keep.data(), keep.size(), p);
+  g.fillDropoutKeep(keep.data(), keep.size(), p);
   Matrix m(rows, cols);
   const float scale = TorchGenerator::dropoutScale(p);
   for (std::size_t i = 0; i < keep.size(); ++i) m.data()[i] = keep[i] ? scale : 0.0f;
   return m;
 }
 
+// A training step's dropout masks, drawn before the forward in the order torch's forward draws
+// them — drop_emb (N × d), then per block every (sequence, head)'s attention weights (T × T), the
+// shortcut after attention and the one after the MLP (N × d) — so that parts of the batch can run
+// apart and still use torch's masks.
+struct DropoutMasks {
+  Matrix emb;
+  struct Block {
+    std::vector<Matrix> weights;  // (e · H + h)
+    Matrix shortcut1, shortcut2;
+  };
+  std::vector<Block> blocks;
+};
+
+DropoutMasks drawDropoutMasks(const TrainModel& m, int B, int T, double p, TorchGenerator& g) {
+  const int N = B * T;
+  DropoutMasks masks;
+  masks.emb = dropoutMask(N, m.d, p, g);
+  masks.blocks.resize(static_cast<std::size_t>(m.layers));
+  for (DropoutMasks::Block& b : masks.blocks) {
+    for (int i = 0; i < B * m.heads; ++i) b.weights.push_back(dropoutMask(T, T, p, g));
+    b.shortcut1 = dropoutMask(N, m.d, p, g);
+    if (m.mlp) b.shortcut2 = dropoutMask(N, m.d, p, g);
+  }
+  return masks;
+}
+
 // [SECTION] The forward pass with its caches ----------------------------------------------------------
+
+// One part of a batch: its sequences [first, first + B) of T tokens, rows N = B·T.
+struct BatchPart {
+  const int* ids;                    // N
+  int first, B, T;
+  const DropoutMasks* masks;         // null: eval, or no dropout
+  int N() const { return B * T; }
+  // A mask of N × d rows, this part's rows of it.
+  auto rowsOf(const Matrix& mask) const { return mask.middleRows(static_cast<Eigen::Index>(first) * T, N()); }
+  const Matrix& weightMask(int l, int e, int h, int heads) const {
+    return masks->blocks[static_cast<std::size_t>(l)].weights[static_cast<std::size_t>((first + e) * heads + h)];
+  }
+};
 
 struct BlockCache {
   Matrix x_in, xhat1, h1, q, k, v, ctx, x_mid, xhat2, h2, f1, g;
   Eigen::VectorXf rstd1, rstd2;
-  std::vector<Matrix> weights, weight_masks;  // per (b, h): T × T, after softmax; its dropout mask
-  Matrix shortcut1_mask, shortcut2_mask;      // N × d (empty without dropout)
+  std::vector<Matrix> weights;  // per (b, h): T × T, after softmax
 };
 
 struct ForwardCache {
-  int B = 0, T = 0;
-  Matrix emb_mask, x_final, xhat_f, hf, logits;
+  Matrix x_final, xhat_f, hf, logits;
   Eigen::VectorXf rstd_f;
   std::vector<BlockCache> blocks;
 };
 
-void forward(const TrainModel& m, const std::vector<int>& ids, int B, int T, double p, TorchGenerator* gen,
-             ForwardCache& c) {
+void forward(const TrainModel& m, const BatchPart& part, ForwardCache& c) {
   const std::vector<float>& P = m.values;
-  const bool drop = p > 0 && gen;
-  const int N = B * T, d = m.d, w = m.head_width;
-  c.B = B, c.T = T;
+  const DropoutMasks* drop = part.masks;
+  const int N = part.N(), B = part.B, T = part.T, d = m.d, w = m.head_width;
   Matrix x(N, d);
   ConstMap tok = m.view(P, m.tok_emb), pos = m.view(P, m.pos_emb);
-  for (int r = 0; r < N; ++r) x.row(r) = tok.row(ids[static_cast<std::size_t>(r)]) + pos.row(r % T);
-  if (drop) {
-    c.emb_mask = dropoutMask(N, d, p, gen);
-    x = x.cwiseProduct(c.emb_mask);
-  }
+  for (int r = 0; r < N; ++r) x.row(r) = tok.row(part.ids[r]) + pos.row(r % T);
+  if (drop) x = x.cwiseProduct(part.rowsOf(drop->emb));
   const float sqrt_w = std::sqrt(static_cast<float>(w));  // keys.shape[-1] ** 0.5
   c.blocks.assign(static_cast<std::size_t>(m.layers), {});
   for (int l = 0; l < m.layers; ++l) {
@@ -235,7 +270,6 @@ void forward(const TrainModel& m, const std::vector<int>& ids, int B, int T, dou
     k.v = linear(k.h1, m.view(P, b.wv), bias(b.bv));
     k.ctx = Matrix::Zero(N, d);
     k.weights.assign(static_cast<std::size_t>(B * m.heads), {});
-    if (drop) k.weight_masks.assign(static_cast<std::size_t>(B * m.heads), {});
     for (int e = 0; e < B; ++e)
       for (int h = 0; h < m.heads; ++h) {
         // scores = q kᵀ, masked above the diagonal, / √w, softmax over the keys
@@ -247,20 +281,14 @@ void forward(const TrainModel& m, const std::vector<int>& ids, int B, int T, dou
           for (int j = 0; j <= i; ++j) sum += a(i, j) = std::exp(z(i, j) - top);
           for (int j = 0; j <= i; ++j) a(i, j) = static_cast<float>(a(i, j) / sum);
         }
-        Matrix used = a;
-        if (drop) {
-          Matrix mask = dropoutMask(T, T, p, gen);
-          used = a.cwiseProduct(mask);
-          k.weight_masks[static_cast<std::size_t>(e * m.heads + h)] = std::move(mask);
-        }
-        k.ctx.block(e * T, h * w, T, w) = used * k.v.block(e * T, h * w, T, w);
+        if (drop)
+          k.ctx.block(e * T, h * w, T, w).noalias() = a.cwiseProduct(part.weightMask(l, e, h, m.heads)) * k.v.block(e * T, h * w, T, w);
+        else
+          k.ctx.block(e * T, h * w, T, w).noalias() = a * k.v.block(e * T, h * w, T, w);
         k.weights[static_cast<std::size_t>(e * m.heads + h)] = std::move(a);
       }
     Matrix o = linear(k.ctx, m.view(P, b.wo), bias(b.bo));
-    if (drop) {
-      k.shortcut1_mask = dropoutMask(N, d, p, gen);
-      o = o.cwiseProduct(k.shortcut1_mask);
-    }
+    if (drop) o = o.cwiseProduct(part.rowsOf(drop->blocks[static_cast<std::size_t>(l)].shortcut1));
     x = k.x_in + o;
     k.x_mid = x;
     if (m.mlp) {
@@ -268,50 +296,46 @@ void forward(const TrainModel& m, const std::vector<int>& ids, int B, int T, dou
       k.f1 = linear(k.h2, m.view(P, b.w1), bias(b.b1));
       k.g = k.f1.unaryExpr([](float v) { return gelu(v); });
       Matrix f2 = linear(k.g, m.view(P, b.w2), bias(b.b2));
-      if (drop) {
-        k.shortcut2_mask = dropoutMask(N, d, p, gen);
-        f2 = f2.cwiseProduct(k.shortcut2_mask);
-      }
+      if (drop) f2 = f2.cwiseProduct(part.rowsOf(drop->blocks[static_cast<std::size_t>(l)].shortcut2));
       x = k.x_mid + f2;
     }
   }
   c.x_final = x;
   layerNorm(x, m.view(P, m.final_scale), m.view(P, m.final_shift), c.hf, c.xhat_f, c.rstd_f);
-  c.logits = c.hf * m.view(P, m.out_head).transpose();
+  c.logits.resize(N, m.vocab);
+  c.logits.noalias() = c.hf * m.view(P, m.out_head).transpose();
 }
-
-}  // namespace
 
 // [SECTION] Loss and gradients ---------------------------------------------------------------------
 
-double lossAndGradients(const TrainModel& m, const TrainBatch& batch, std::vector<float>* gradients, double dropout,
-                        TorchGenerator* generator) {
+// One part's share of the loss — the sum over its scored targets of −log softmax, in double — and,
+// when `G` is given, its gradients added into G (laid out as the values): the batch's mean is the
+// sum over the parts divided by `scored`, the whole batch's count, so each part scales by it.
+double partLossAndGradients(const TrainModel& m, const BatchPart& part, const int* targets, int scored,
+                            std::vector<float>* gradients) {
   ForwardCache c;
-  forward(m, batch.inputs, batch.B, batch.T, dropout, generator, c);
-  const int N = batch.B * batch.T, V = m.vocab, d = m.d, w = m.head_width, T = batch.T;
-  // Cross-entropy over the scored rows: log-softmax in double, the mean over the scored.
+  forward(m, part, c);
+  const int N = part.N(), V = m.vocab, d = m.d, w = m.head_width, T = part.T;
+  // Cross-entropy over the scored rows: log-softmax in double.
   Matrix dlogits = Matrix::Zero(N, V);
   double loss = 0;
-  int scored = 0;
+  Eigen::RowVectorXf exps(V);
   for (int r = 0; r < N; ++r) {
-    const int target = batch.targets[static_cast<std::size_t>(r)];
+    const int target = targets[r];
     if (target == kIgnored) continue;
-    ++scored;
     const float top = c.logits.row(r).maxCoeff();
+    exps = (c.logits.row(r).array() - top).exp().matrix();  // float, as torch's log_softmax
     double sum = 0;
-    for (int j = 0; j < V; ++j) sum += std::exp(double(c.logits(r, j)) - top);
+    for (int j = 0; j < V; ++j) sum += exps(j);
     loss += std::log(sum) + top - c.logits(r, target);
-    for (int j = 0; j < V; ++j) dlogits(r, j) = static_cast<float>(std::exp(double(c.logits(r, j)) - top) / sum);
+    dlogits.row(r) = (exps.cast<double>() / sum).cast<float>();
     dlogits(r, target) -= 1.0f;
   }
-  if (scored == 0) throw InputError("batch: no target is scored");
-  loss /= scored;
-  if (!std::isfinite(loss)) throw ComputeError("the loss is not finite: the learning rate may be too high");
   if (!gradients) return loss;
 
   std::vector<float>& G = *gradients;
-  G.assign(m.values.size(), 0.0f);
   const std::vector<float>& P = m.values;
+  const DropoutMasks* drop = part.masks;
   dlogits /= static_cast<float>(scored);
   // out_head and the final LayerNorm
   m.view(G, m.out_head).noalias() += dlogits.transpose() * c.hf;
@@ -326,7 +350,7 @@ double lossAndGradients(const TrainModel& m, const TrainBatch& batch, std::vecto
     BlockCache& k = c.blocks[static_cast<std::size_t>(l)];
     // x_out = x_mid + drop(MLP(LN₂(x_mid)))
     if (m.mlp) {
-      Matrix df2 = k.shortcut2_mask.size() ? Matrix(dx.cwiseProduct(k.shortcut2_mask)) : dx;
+      Matrix df2 = drop ? Matrix(dx.cwiseProduct(part.rowsOf(drop->blocks[static_cast<std::size_t>(l)].shortcut2))) : dx;
       Matrix dg;
       linearBackward(df2, k.g, m.view(P, b.w2), m.view(G, b.w2), gbias(b.b2), &dg);
       Matrix df1(dg.rows(), dg.cols());
@@ -338,20 +362,18 @@ double lossAndGradients(const TrainModel& m, const TrainBatch& batch, std::vecto
       dx += dmid;
     }
     // x_mid = x_in + drop(out_proj(attention(LN₁(x_in))))
-    Matrix dout = k.shortcut1_mask.size() ? Matrix(dx.cwiseProduct(k.shortcut1_mask)) : dx;
+    Matrix dout = drop ? Matrix(dx.cwiseProduct(part.rowsOf(drop->blocks[static_cast<std::size_t>(l)].shortcut1))) : dx;
     Matrix dctx;
     linearBackward(dout, k.ctx, m.view(P, b.wo), m.view(G, b.wo), gbias(b.bo), &dctx);
     Matrix dq = Matrix::Zero(N, d), dk = Matrix::Zero(N, d), dv = Matrix::Zero(N, d);
-    for (int e = 0; e < batch.B; ++e)
+    for (int e = 0; e < part.B; ++e)
       for (int h = 0; h < m.heads; ++h) {
-        const std::size_t at = static_cast<std::size_t>(e * m.heads + h);
-        const Matrix& a = k.weights[at];
-        const bool masked = !k.weight_masks.empty();
-        const Matrix used = masked ? Matrix(a.cwiseProduct(k.weight_masks[at])) : a;
+        const Matrix& a = k.weights[static_cast<std::size_t>(e * m.heads + h)];
+        const Matrix used = drop ? Matrix(a.cwiseProduct(part.weightMask(l, e, h, m.heads))) : a;
         const Matrix dc = dctx.block(e * T, h * w, T, w);
-        dv.block(e * T, h * w, T, w) = used.transpose() * dc;
+        dv.block(e * T, h * w, T, w).noalias() = used.transpose() * dc;
         Matrix da = dc * k.v.block(e * T, h * w, T, w).transpose();
-        if (masked) da = da.cwiseProduct(k.weight_masks[at]);
+        if (drop) da = da.cwiseProduct(part.weightMask(l, e, h, m.heads));
         // softmax: dz = a ⊙ (da − Σⱼ da ⊙ a); the scores' gradient is dz / √w (0 where masked)
         Matrix ds = Matrix::Zero(T, T);
         for (int i = 0; i < T; ++i) {
@@ -359,26 +381,64 @@ double lossAndGradients(const TrainModel& m, const TrainBatch& batch, std::vecto
           for (int j = 0; j <= i; ++j) dot += double(da(i, j)) * a(i, j);
           for (int j = 0; j <= i; ++j) ds(i, j) = static_cast<float>(a(i, j) * (da(i, j) - dot)) / sqrt_w;
         }
-        dq.block(e * T, h * w, T, w) = ds * k.k.block(e * T, h * w, T, w);
-        dk.block(e * T, h * w, T, w) = ds.transpose() * k.q.block(e * T, h * w, T, w);
+        dq.block(e * T, h * w, T, w).noalias() = ds * k.k.block(e * T, h * w, T, w);
+        dk.block(e * T, h * w, T, w).noalias() = ds.transpose() * k.q.block(e * T, h * w, T, w);
       }
-    Matrix dh1, part;
+    Matrix dh1, piece;
     linearBackward(dq, k.h1, m.view(P, b.wq), m.view(G, b.wq), gbias(b.bq), &dh1);
-    linearBackward(dk, k.h1, m.view(P, b.wk), m.view(G, b.wk), gbias(b.bk), &part);
-    dh1 += part;
-    linearBackward(dv, k.h1, m.view(P, b.wv), m.view(G, b.wv), gbias(b.bv), &part);
-    dh1 += part;
+    linearBackward(dk, k.h1, m.view(P, b.wk), m.view(G, b.wk), gbias(b.bk), &piece);
+    dh1 += piece;
+    linearBackward(dv, k.h1, m.view(P, b.wv), m.view(G, b.wv), gbias(b.bv), &piece);
+    dh1 += piece;
     Matrix din;
     layerNormBackward(dh1, k.xhat1, k.rstd1, m.view(P, b.norm1_scale), m.view(G, b.norm1_scale),
                       m.view(G, b.norm1_shift), din);
     dx += din;
   }
-  if (c.emb_mask.size()) dx = dx.cwiseProduct(c.emb_mask);
+  if (drop) dx = dx.cwiseProduct(part.rowsOf(drop->emb));
   Eigen::Map<Matrix> dtok = m.view(G, m.tok_emb), dpos = m.view(G, m.pos_emb);
   for (int r = 0; r < N; ++r) {
-    dtok.row(batch.inputs[static_cast<std::size_t>(r)]) += dx.row(r);
+    dtok.row(part.ids[r]) += dx.row(r);
     dpos.row(r % T) += dx.row(r);
   }
+  return loss;
+}
+
+}  // namespace
+
+double lossAndGradients(const TrainModel& m, const TrainBatch& batch, std::vector<float>* gradients, double dropout,
+                        TorchGenerator* generator, int parts) {
+  const int B = batch.B, T = batch.T;
+  const int scored = static_cast<int>(
+      std::count_if(batch.targets.begin(), batch.targets.end(), [](int t) { return t != kIgnored; }));
+  if (scored == 0) throw InputError("batch: no target is scored");
+  std::optional<DropoutMasks> masks;
+  if (dropout > 0 && generator) masks = drawDropoutMasks(m, B, T, dropout, *generator);
+  parts = std::clamp(parts, 1, B);
+  // Part i: sequences [B·i/parts, B·(i+1)/parts), its gradients in its own buffer (part 0's is
+  // the caller's), summed in part order once all are done: the same sums whatever the threads.
+  std::vector<double> losses(static_cast<std::size_t>(parts));
+  std::vector<std::vector<float>> own(static_cast<std::size_t>(parts - 1));
+  if (gradients) gradients->assign(m.values.size(), 0.0f);
+  forEachItem(parts, parts, [&](int i) {
+    const int first = B * i / parts, last = B * (i + 1) / parts;
+    const BatchPart part{batch.inputs.data() + static_cast<std::size_t>(first) * T, first, last - first, T,
+                         masks ? &*masks : nullptr};
+    std::vector<float>* G = gradients;
+    if (gradients && i > 0) {
+      own[static_cast<std::size_t>(i - 1)].assign(m.values.size(), 0.0f);
+      G = &own[static_cast<std::size_t>(i - 1)];
+    }
+    losses[static_cast<std::size_t>(i)] =
+        partLossAndGradients(m, part, batch.targets.data() + static_cast<std::size_t>(first) * T, scored, G);
+  });
+  if (gradients)
+    for (const std::vector<float>& g : own)
+      for (std::size_t j = 0; j < g.size(); ++j) (*gradients)[j] += g[j];
+  double loss = 0;
+  for (double l : losses) loss += l;
+  loss /= scored;
+  if (!std::isfinite(loss)) throw ComputeError("the loss is not finite: the learning rate may be too high");
   return loss;
 }
 
@@ -451,7 +511,7 @@ void saveStateDict(const std::vector<ParamTensor>& layout, int context, const fl
 
 std::vector<std::vector<Matrix>> attentionMaps(const TrainModel& m, const std::vector<int>& ids) {
   ForwardCache c;
-  forward(m, ids, 1, static_cast<int>(ids.size()), 0, nullptr, c);
+  forward(m, BatchPart{ids.data(), 0, 1, static_cast<int>(ids.size()), nullptr}, c);
   std::vector<std::vector<Matrix>> maps(static_cast<std::size_t>(m.layers));
   for (int l = 0; l < m.layers; ++l)
     maps[static_cast<std::size_t>(l)] = std::move(c.blocks[static_cast<std::size_t>(l)].weights);

@@ -9,7 +9,8 @@
 // Shapes: B sequences × T tokens, d = d_model, H heads of width w = d / H, F = 4d the MLP's width,
 // V the vocabulary, L blocks. Rows of every activation are the B·T positions, batch-major.
 //
-// This is the readable serial reference: plain loops and Eigen products, one thread.
+// The readable serial reference: plain loops and Eigen products, one thread; the fast path runs
+// parts of the batch on threads of their own with the same code (lossAndGradients).
 #pragma once
 #include <string>
 #include <vector>
@@ -58,11 +59,17 @@ class TrainModel {
 
 // The mean cross-entropy of the batch's scored targets (F.cross_entropy) and, when `gradients`
 // is not null, its gradient with respect to every parameter (laid out as model.values, written
-// whole). Training mode when `dropout` > 0 and `generator` is given: the forward draws its masks
-// as torch does (drop_emb, then per block the attention weights, the shortcut after attention and
-// after the MLP), and the backward uses those masks.
+// whole). Training mode when `dropout` > 0 and `generator` is given: the masks are drawn first, as
+// torch's forward draws them (drop_emb, then per block the attention weights, the shortcut after
+// attention and after the MLP), and the backward uses those masks.
+//
+// `parts` = 1 is the serial reference. The fast path splits the batch into `parts` runs of whole
+// sequences, each on a thread of the engine's team (engine/thread_team.h) with gradients of its
+// own, summed in part order: the same numbers on any machine for a given `parts`, and within
+// rounding of the reference (tests/unit/training_test.cpp). kTrainParts is what runs use.
 double lossAndGradients(const TrainModel& model, const TrainBatch& batch, std::vector<float>* gradients,
-                        double dropout = 0, TorchGenerator* generator = nullptr);
+                        double dropout = 0, TorchGenerator* generator = nullptr, int parts = 1);
+inline constexpr int kTrainParts = 2;  // the machine's two cores; a part's gradients are one more copy
 
 // The model's state_dict as torch.save(model.state_dict()) holds it — every parameter by its name,
 // and each block's `att.mask` buffer (the context's upper triangle of ones) — written to `path`

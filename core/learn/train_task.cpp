@@ -13,6 +13,7 @@
 #include "engine/errors.h"
 #include "formats/file_reading.h"
 #include "engine/model_config.h"
+#include "learn/train_model.h"
 #include "formats/json_reading.h"
 #include "formats/utf8.h"
 #include "formats/zip_archive.h"
@@ -213,7 +214,9 @@ void checkCost(const TrainTask& t) {
   const double B = t.batch, T = t.seq_len, d = t.d_model, H = t.heads, V = t.vocab, L = t.layers;
   const double per_layer = B * T * (d * (t.mlp ? 24 : 12)) + B * H * T * T * 3;
   const double params = V * d * 2 + T * d + L * (d * d * (t.mlp ? 12 : 4) + d * 8);
-  const double bytes = 4 * (L * per_layer + B * T * (V * 2 + d * 4) + params * 5);
+  // The parameters, their gradients (one copy per part of the batch: learn/train_model.h), the
+  // optimizer's two moments and a snapshot.
+  const double bytes = 4 * (L * per_layer + B * T * (V * 2 + d * 4) + params * (4 + kTrainParts));
   const double budget = double(std::int64_t{1} << 30);
   if (bytes > budget)
     throw InputError("task: one training step would hold " + formatBytes(bytes) + ", over the memory budget of " +

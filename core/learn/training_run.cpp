@@ -17,7 +17,7 @@ TrainingRun::TrainingRun(const TrainTask& task)
 
 double TrainingRun::step(std::vector<float>* gradients) {
   const TrainBatch batch = nextBatch(task_, data_);
-  const double loss = lossAndGradients(model_, batch, &gradients_, task_.dropout, &init_);
+  const double loss = lossAndGradients(model_, batch, &gradients_, task_.dropout, &init_, kTrainParts);
   if (gradients) *gradients = gradients_;
   optimizer_.step(model_.values, gradients_);
   losses_.push_back(loss);
