@@ -232,9 +232,7 @@ void Autosave::update(const Document& doc, const ViewState& view_state, double n
       std::error_code ec;
       fs::create_directories(fs::path(path).parent_path(), ec);
       saveWorkspace(path, *ws);
-    } catch (const InputError& e) {
-      w.error = e.what();
-    } catch (const std::exception& e) {  // not enough memory for the text: tried again later
+    } catch (const std::exception& e) {  // InputError, or no memory for the text: tried again later
       w.error = e.what();
     }
     w.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -109,16 +109,13 @@ def show(module, x, tokens=None, dropout_seed=None, wait=False):
     taken it; with wait=True once its maps are on screen (every head computed)."""
     ws = workspace_arrays(module, x, tokens, dropout_seed)
     tensors = _channel.Tensors()
-    # The copies sent are what Shown keeps: a module trained on in place does not change them.
-    kept = dict(ws, embeddings=tensors.copy("x", ws["embeddings"]),
-                parameters={k: tensors.copy(k, v) for k, v in ws["parameters"].items()})
+    sent = dict(ws, embeddings=tensors.add("x", ws["embeddings"]),
+                parameters={k: tensors.add(k, v) for k, v in ws["parameters"].items()})
     if "batch_sequences" in ws:
-        kept["batch_sequences"] = [tensors.copy(f"x{b + 1}", m) for b, m in enumerate(ws["batch_sequences"])]
-    sent = dict(ws, embeddings={"tensor": "x"}, parameters={k: {"tensor": k} for k in ws["parameters"]})
-    if "batch_sequences" in ws:
-        sent["batch_sequences"] = [{"tensor": f"x{b + 1}"} for b in range(len(ws["batch_sequences"]))]
+        sent["batch_sequences"] = [tensors.add(f"x{b + 1}", m) for b, m in enumerate(ws["batch_sequences"])]
     _send([{"do": "workspace", "json": sent}] + ([{"do": "wait"}] if wait else []), tensors)
-    return Shown(kept)
+    # The copies sent are what Shown keeps: a module trained on in place does not change them.
+    return Shown(tensors.resolved(sent))
 
 
 class Shown:

@@ -39,15 +39,20 @@ class Tensors:
         self.listed, self.parts = [], []
 
     def add(self, name, array):
-        self.copy(name, array)
-        return {"tensor": name}
-
-    def copy(self, name, array):
-        """add, returning the float32 copy that is sent."""
         a = np.array(array, dtype="<f4", order="C", copy=True)
         self.listed.append({"name": name, "shape": list(a.shape)})
         self.parts.append(a)
-        return a
+        return {"tensor": name}
+
+    def resolved(self, value):
+        """`value` with each {"tensor": name} in it replaced by that tensor's copy."""
+        if isinstance(value, dict):
+            if set(value) == {"tensor"}:
+                return self.parts[[t["name"] for t in self.listed].index(value["tensor"])]
+            return {k: self.resolved(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.resolved(v) for v in value]
+        return value
 
 
 def _header(commands, tensors=None):
