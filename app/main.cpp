@@ -181,9 +181,13 @@ int main(int argc, char** argv) {
   for (bool running = true; running;) {
     // 4a. Events. A window with nothing new to show sleeps: until input, a result, a message's
     // end, or a quarter second (a caret's blink, the autosave), leaving both cores to the engine.
-    // Scripts and screenshots run flat out; the bench sleeps like a user's window while it waits
-    // for a result, and while a run it records trains (docs/DESIGN.md §3.3).
-    const bool may_sleep = !headless && !script && (!bench || bench->maySleep());
+    // Scripts and screenshots run flat out while they have something to do (a command to feed,
+    // frames to settle) and sleep while only a thread's wake-up can move them on; the bench sleeps
+    // like a user's window while it waits for a result, and while a run it records trains
+    // (docs/DESIGN.md §3.3).
+    const bool may_sleep = bench                 ? bench->maySleep()
+                           : headless || script ? !(script && script->canFeed(ctl)) && ctl.waitingForWorkers()
+                                                : true;
     if (may_sleep && eager_frames <= 0) {
       // A result needs one frame; input two, for ImGui to settle it (hover, popups, layout).
       eager_frames = window.wait(app.idleTimeout(window.now(), 0.25)) ? 1 : 2;
@@ -244,7 +248,7 @@ int main(int argc, char** argv) {
     window.beginFrame(ctl.takeCommitTyping());  // Ctrl+S while typing: a click away commits the field
     app.draw(now);
     if (!options.dump_layout_path.empty()) app.recordState();  // tests only: it costs
-    window.endFrame();
+    window.endFrame(!headless);  // a screenshot run's captures render offscreen: its window shows nothing
     app.endFrame(now, window.mouseDown(), window.typing(),
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - frame_start).count());
     if (const std::string wanted = ctl.windowTitle(); wanted != title) window.setTitle(title = wanted);

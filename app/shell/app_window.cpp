@@ -224,8 +224,9 @@ void AppWindow::beginFrame(bool click_away) {
   ImGui::NewFrame();
 }
 
-void AppWindow::endFrame() {
+void AppWindow::endFrame(bool present) {
   ImGui::Render();
+  if (!present) return;
   int fb_w = 0, fb_h = 0;
   glfwGetFramebufferSize(window_, &fb_w, &fb_h);
   glViewport(0, 0, fb_w, fb_h);

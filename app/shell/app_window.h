@@ -42,7 +42,9 @@ class AppWindow {
   // Starts an ImGui frame; `click_away`: a click outside every window this frame (a field being
   // typed into commits its value, as a Ctrl+S while typing needs).
   void beginFrame(bool click_away);
-  void endFrame();         // render and swap
+  // Render and swap; present = false ends ImGui's frame only (a --screenshot run's window, which no
+  // one watches: its captures render offscreen, shell/capture.h).
+  void endFrame(bool present = true);
   bool mouseDown() const;  // a mouse button is held (a drag: one undo step)
   bool typing() const;     // a text field has the keyboard
   void setTitle(const std::string& title);

@@ -24,7 +24,7 @@ CommandScript CommandScript::read(const std::string& path) {
 }
 
 void CommandScript::feed(Controller& ctl) {
-  if (next_ < commands_.size() && ctl.commands().empty()) ctl.commands().push(commands_[next_++]);
+  if (canFeed(ctl)) ctl.commands().push(commands_[next_++]);
 }
 
 int headlessCapture(const AppOptions& o, App& app) {

@@ -18,6 +18,8 @@ class CommandScript {
   static CommandScript read(const std::string& path);
   // Feeds the next command once the controller has applied the previous one.
   void feed(Controller& ctl);
+  // feed() would push a command now.
+  bool canFeed(const Controller& ctl) const { return next_ < commands_.size() && ctl.commands().empty(); }
   bool done(const Controller& ctl) const { return next_ == commands_.size() && ctl.idle(); }
 
  private:

@@ -1276,6 +1276,10 @@ void Controller::updateEngine() {
   computing_ = worker_.busy();
 }
 
+bool Controller::waitingForWorkers() const {
+  return worker_.busy() || lesson_check_.busy() || model_load_.busy() || learn_.stepping();
+}
+
 bool Controller::settled() const {
   return !worker_.busy() && currentKey() == requested_ && !lesson_check_.busy() && !model_load_.busy() &&
          !learn_.stepping() &&  // a run training to the step asked for (learn_step, learn_to) shows it when there

@@ -105,6 +105,7 @@ class Controller {
 
   // ---- each frame
   CommandQueue& commands() { return queue_; }
+  const CommandQueue& commands() const { return queue_; }
   // Every queued command applied, and the steps a run was asked for trained.
   bool idle() const { return queue_.empty() && !model_load_.busy() && !learn_.stepping(); }
   // Before drawing: applies the queued commands (one that waits for the result waits for the
@@ -125,6 +126,9 @@ class Controller {
   // The snapshot on screen answers the newest document version, view batch and engine options
   // (or the engine refused them), and a lesson's step is laid out.
   bool settled() const;
+  // Only a thread's wake-up can move things on: the engine computing, a lesson's check, a model's
+  // read or a run's steps (each wakes the window when it is done).
+  bool waitingForWorkers() const;
   bool computing() const { return computing_; }
   bool quitRequested() const { return quit_; }
   const Document& document() const { return doc_; }
