@@ -9,7 +9,7 @@ if(NOT CMAKE_SCRIPT_MODE_FILE)
   add_test(NAME gui_bench_interaction
            COMMAND ${CMAKE_COMMAND} -DAPP=$<TARGET_FILE:attnscope>
                    -DWORK=${CMAKE_CURRENT_BINARY_DIR}/bench_interaction -P ${CMAKE_CURRENT_LIST_FILE})
-  set_tests_properties(gui_bench_interaction PROPERTIES LABELS gui TIMEOUT 180 RESOURCE_LOCK attnscope_gui)
+  set_tests_properties(gui_bench_interaction PROPERTIES LABELS gui TIMEOUT 180)
   return()
 endif()
 

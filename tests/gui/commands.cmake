@@ -6,10 +6,10 @@ add_test(NAME gui_commands
          COMMAND ${ATTNSCOPE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_commands.py
                  --app $<TARGET_FILE:attnscope> --cli $<TARGET_FILE:attnscope-cli>
                  --presets ${PROJECT_SOURCE_DIR}/assets/presets)
-set_tests_properties(gui_commands PROPERTIES LABELS gui TIMEOUT 180 RESOURCE_LOCK attnscope_gui)
+set_tests_properties(gui_commands PROPERTIES LABELS gui TIMEOUT 180)
 
 add_test(NAME gui_commands_stream
          COMMAND ${ATTNSCOPE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_command_stream.py
                  --app $<TARGET_FILE:attnscope> --cli $<TARGET_FILE:attnscope-cli>
                  --presets ${PROJECT_SOURCE_DIR}/assets/presets --seed 1 --count 2000 --timeout 280)
-set_tests_properties(gui_commands_stream PROPERTIES LABELS gui TIMEOUT 300 RESOURCE_LOCK attnscope_gui)
+set_tests_properties(gui_commands_stream PROPERTIES LABELS gui TIMEOUT 300)

@@ -8,4 +8,4 @@ add_test(NAME gui_state_files
          COMMAND ${ATTNSCOPE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_state_files.py
                  --app $<TARGET_FILE:attnscope> --cli $<TARGET_FILE:attnscope-cli>
                  --asan-app ${PROJECT_SOURCE_DIR}/build-asan/attnscope)
-set_tests_properties(gui_state_files PROPERTIES LABELS gui TIMEOUT 180 RESOURCE_LOCK attnscope_gui)
+set_tests_properties(gui_state_files PROPERTIES LABELS gui TIMEOUT 180)

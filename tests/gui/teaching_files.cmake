@@ -6,10 +6,10 @@ add_test(NAME gui_teaching
          COMMAND ${ATTNSCOPE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_teaching.py
                  --app $<TARGET_FILE:attnscope> --cli $<TARGET_FILE:attnscope-cli>
                  --presets ${PROJECT_SOURCE_DIR}/assets/presets)
-set_tests_properties(gui_teaching PROPERTIES LABELS gui TIMEOUT 240 RESOURCE_LOCK attnscope_gui)
+set_tests_properties(gui_teaching PROPERTIES LABELS gui TIMEOUT 240)
 
 add_test(NAME gui_files_and_slides
          COMMAND ${ATTNSCOPE_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/test_files_and_slides.py
                  --app $<TARGET_FILE:attnscope> --cli $<TARGET_FILE:attnscope-cli>
                  --presets ${PROJECT_SOURCE_DIR}/assets/presets)
-set_tests_properties(gui_files_and_slides PROPERTIES LABELS gui TIMEOUT 240 RESOURCE_LOCK attnscope_gui)
+set_tests_properties(gui_files_and_slides PROPERTIES LABELS gui TIMEOUT 240)
