@@ -40,7 +40,7 @@ test:
 	$(MAKE) test-asan
 	$(MAKE) test-tsan
 
-# The same code with AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer (-O1 -g, assert()s
+# The same code with AddressSanitizer, LeakSanitizer and UndefinedBehaviorSanitizer (-O1 -g1, assert()s
 # and Eigen's range checks on), in its own tree.
 build-asan:
 	third_party/install-deps build app
