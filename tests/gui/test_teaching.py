@@ -196,6 +196,7 @@ class App:
         """Polls the dump until predicate(dump) is true; returns the dump."""
         deadline = time.time() + timeout
         last = None
+        last_error = None
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 self.print_log()
@@ -206,12 +207,14 @@ class App:
                 try:
                     if predicate(d):
                         return d
-                except (KeyError, IndexError, TypeError):
-                    pass
+                # A field not in the dump yet; a file the app writes (an autosave) not written yet.
+                except (KeyError, IndexError, TypeError, OSError, ValueError) as e:
+                    last_error = e
             time.sleep(0.05)
         state = (last or {}).get("state", {})
         summary = {k: state.get(k) for k in ("token", "computing", "engine_error", "trace_version", "dirty", "title")}
-        raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; last state {summary}")
+        raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; last state {summary}"
+                             + (f"; last error: {last_error!r}" if last_error else ""))
 
     def settled(self, what, predicate=lambda d: True, timeout=STEP_TIMEOUT):
         """Waits for predicate with a finished trace, and for the dump to hold still for 0.3 s
