@@ -115,8 +115,12 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
     const bool edit_menu = ImGui::BeginMenu("Edit");
     layout().widget("menu_edit");
     if (edit_menu) {
-      if (ImGui::MenuItem("Undo", shortcutLabel("undo"), false, ctx.document.history().canUndo())) cmd.push("undo");
-      if (ImGui::MenuItem("Redo", shortcutLabel("redo"), false, ctx.document.history().canRedo())) cmd.push("redo");
+      // With a model open, undo and redo are its text's (the chapter's document is set aside).
+      const bool model_text = ctx.modelOpen() && ctx.model->model() != nullptr;
+      const bool can_undo = model_text ? ctx.model->canUndoText() : !ctx.modelOpen() && ctx.document.history().canUndo();
+      const bool can_redo = model_text ? ctx.model->canRedoText() : !ctx.modelOpen() && ctx.document.history().canRedo();
+      if (ImGui::MenuItem("Undo", shortcutLabel("undo"), false, can_undo)) cmd.push("undo");
+      if (ImGui::MenuItem("Redo", shortcutLabel("redo"), false, can_redo)) cmd.push("redo");
       ImGui::Separator();
       if (ImGui::MenuItem("Paste embeddings", shortcutLabel("paste_embeddings")))
         cmd.push("paste_embeddings");  // the clipboard's text

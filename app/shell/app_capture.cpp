@@ -182,6 +182,8 @@ void App::recordState() const {
          {"tokens", model.tokens()},
          {"text", model.text()},
          {"prepend_eot", model.prependEot()},
+         {"can_undo", model.canUndoText()},
+         {"can_redo", model.canRedoText()},
          {"temperature", v.temperature}};
     const Snapshot* s = ctl_.snapshot();
     if (s && s->model && s->model_version == model.version()) {

@@ -230,6 +230,15 @@ void Controller::applyDocument(const Command& c, double now) {
         applyToDocument(c, now);
         if (model_.isOpen()) closeModel(now);
         return;
+      case CommandId::Undo:  // the text the model reads is what is edited now
+      case CommandId::Redo:
+        if (model_.model()) {
+          c.id() == CommandId::Undo ? model_.undoText() : model_.redoText();
+          view_.token = model_.tokenCount() - 1;
+          clampView();
+          return;
+        }
+        [[fallthrough]];
       default:
         if (model_.given())
           throw InputError(c.name +

@@ -22,6 +22,7 @@ void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, b
   model_ = std::move(model);
   ++lineage_;
   run_ = false;
+  forgetTextHistory();
   max_tokens_ = std::min(model_->config.context_length, max_tokens);
   layer_ = 0;
   try {
@@ -39,6 +40,7 @@ void ModelSession::openGiven(std::shared_ptr<const GivenAttention> given) {
   given_ = std::move(given);
   ++lineage_;
   run_ = false;
+  forgetTextHistory();
   max_tokens_ = given_->tokens;
   layer_ = 0;
   prepend_eot_ = false;
@@ -55,6 +57,7 @@ void ModelSession::openRun(std::shared_ptr<const GptModel> model, std::vector<in
   model_ = std::move(model);
   ++lineage_;
   run_ = true;
+  forgetTextHistory();
   max_tokens_ = model_->config.context_length;
   layer_ = 0;
   set(std::move(ids), false);
@@ -76,6 +79,7 @@ void ModelSession::close() {
   model_.reset();
   given_.reset();
   run_ = false;
+  forgetTextHistory();
   ids_.clear();
   tokens_.clear();
   ++version_;
@@ -94,19 +98,19 @@ void ModelSession::setText(const std::string& text, std::optional<bool> prepend_
     throw InputError(
         "text: this model has no tokenizer (vocab.json and merges.txt, or encoder.json and vocab.bpe, "
         "beside it): give token ids instead");
-  set(model_->tokenizer->encode(text), prepend_eot.value_or(prepend_eot_));
+  edit(model_->tokenizer->encode(text), prepend_eot.value_or(prepend_eot_));
 }
 
 void ModelSession::setIds(std::vector<int> ids, std::optional<bool> prepend_eot) {
   requireModel();
-  set(std::move(ids), prepend_eot.value_or(prepend_eot_));
+  edit(std::move(ids), prepend_eot.value_or(prepend_eot_));
 }
 
 void ModelSession::append(int id) {
   requireModel();
   std::vector<int> ids = body();
   ids.push_back(id);
-  set(std::move(ids), prepend_eot_);
+  edit(std::move(ids), prepend_eot_);
 }
 
 void ModelSession::repeat() {
@@ -114,12 +118,45 @@ void ModelSession::repeat() {
   const std::vector<int> once = body();
   std::vector<int> twice = once;
   twice.insert(twice.end(), once.begin(), once.end());
-  set(std::move(twice), prepend_eot_);
+  edit(std::move(twice), prepend_eot_);
 }
 
 void ModelSession::setPrependEot(bool on) {
   requireModel();
-  set(body(), on);
+  edit(body(), on);
+}
+
+void ModelSession::edit(std::vector<int> body, bool prepend_eot) {
+  TextStep before = current();
+  if (body == before.body && prepend_eot == before.prepend_eot) return;  // nothing changes: no step
+  set(std::move(body), prepend_eot);  // a refusal throws before anything is recorded
+  undo_.push_back(std::move(before));
+  if (undo_.size() > static_cast<std::size_t>(kTextUndoSteps)) undo_.erase(undo_.begin());
+  redo_.clear();
+}
+
+void ModelSession::undoText() {
+  requireModel();
+  if (undo_.empty()) throw InputError("undo: nothing to undo in the model's text");
+  // Every step was a text the model read, so set() takes it back.
+  TextStep step = std::move(undo_.back());
+  undo_.pop_back();
+  redo_.push_back(current());
+  set(std::move(step.body), step.prepend_eot);
+}
+
+void ModelSession::redoText() {
+  requireModel();
+  if (redo_.empty()) throw InputError("redo: nothing to redo in the model's text");
+  TextStep step = std::move(redo_.back());
+  redo_.pop_back();
+  undo_.push_back(current());
+  set(std::move(step.body), step.prepend_eot);
+}
+
+void ModelSession::forgetTextHistory() {
+  undo_.clear();
+  redo_.clear();
 }
 
 void ModelSession::requireModel() const {

@@ -63,10 +63,28 @@ class ModelSession {
   void setPrependEot(bool on);  // the same ids, with or without <|endoftext|> before them
   bool canRepeat() const { return 2 * static_cast<int>(body().size()) + (prepend_eot_ ? 1 : 0) <= max_tokens_; }
 
+  // The text's own undo: each change above that changes the ids or the <|endoftext|> choice is one
+  // step (the chapter's document is set aside while a model is open, so Edit › Undo means this).
+  // The last kTextUndoSteps are kept; opening or closing anything forgets them.
+  static constexpr int kTextUndoSteps = 200;
+  bool canUndoText() const { return !undo_.empty(); }
+  bool canRedoText() const { return !redo_.empty(); }
+  void undoText();  // InputError when there is nothing to undo (or no model: given maps, none)
+  void redoText();
+
  private:
   std::vector<int> body() const;  // the ids without the prepended <|endoftext|>
   void requireModel() const;      // InputError unless a model is open
   void set(std::vector<int> body, bool prepend_eot);
+  // set(), recorded as one undo step when the text changed.
+  void edit(std::vector<int> body, bool prepend_eot);
+  void forgetTextHistory();
+
+  struct TextStep {
+    std::vector<int> body;  // without the prepended <|endoftext|>
+    bool prepend_eot = false;
+  };
+  TextStep current() const { return {body(), prepend_eot_}; }
 
   std::shared_ptr<const GptModel> model_;
   std::shared_ptr<const GivenAttention> given_;
@@ -78,6 +96,7 @@ class ModelSession {
   std::uint64_t version_ = 0;
   std::uint64_t lineage_ = 0;
   bool run_ = false;
+  std::vector<TextStep> undo_, redo_;  // oldest first
 };
 
 // The next-token logits at `position` of the snapshot on screen when it answers the session as it

@@ -470,6 +470,60 @@ TEST_F(ControllerTest, AModelsLayerInEveryViewAndATokenChangeKeepsItsTrace) {
   EXPECT_EQ(c.model().tokenCount(), 8);
 }
 
+TEST_F(ControllerTest, UndoAndRedoWithAModelOpenAreItsTexts) {
+  Controller c = make();
+  user(c, "set", {{"field", "seed"}, {"value", 31}});  // the chapter's own step, set aside with it
+  user(c, "model_open", {{"path", writeTinyModel(path("m.safetensors"))}, {"num_heads", 2}});
+  settle(c);  // read off the UI thread
+  ASSERT_TRUE(c.model().isOpen()) << c.toast().text;
+  const std::vector<int> first = c.model().ids();
+  EXPECT_FALSE(c.model().canUndoText()) << "opening is no step";
+  user(c, "undo");
+  EXPECT_TRUE(c.toast().error);
+  EXPECT_NE(c.toast().text.find("nothing to undo in the model's text"), std::string::npos) << c.toast().text;
+  EXPECT_EQ(seedOf(c), 31u) << "the chapter's step set aside is not undone";
+
+  user(c, "text", {{"ids", {1, 2, 3}}});
+  user(c, "text", {{"ids", {1, 2, 3}}});  // the same text: no step
+  user(c, "text", {{"ids", {1, 2, 40}}});  // refused (outside the vocabulary): no step
+  user(c, "append_token", {{"id", 7}});
+  settle(c);
+  user(c, "repeat_text");
+  const std::vector<int> repeated = {1, 2, 3, 7, 1, 2, 3, 7};
+  ASSERT_EQ(c.model().ids(), repeated);
+  user(c, "select_token", {{"index", 2}});
+
+  user(c, "undo");
+  EXPECT_EQ(c.model().ids(), (std::vector<int>{1, 2, 3, 7}));
+  EXPECT_EQ(c.view().token, 3) << "the last token selected, as after an edit";
+  user(c, "undo");
+  EXPECT_EQ(c.model().ids(), (std::vector<int>{1, 2, 3}));
+  user(c, "undo");
+  EXPECT_EQ(c.model().ids(), first);
+  EXPECT_FALSE(c.model().canUndoText());
+  user(c, "redo");
+  user(c, "redo");
+  EXPECT_EQ(c.model().ids(), (std::vector<int>{1, 2, 3, 7}));
+  settle(c);
+  ASSERT_NE(c.snapshot(), nullptr);
+  ASSERT_NE(c.snapshot()->model, nullptr);
+  EXPECT_EQ(c.snapshot()->model->ids, (std::vector<int>{1, 2, 3, 7})) << "the views show the text undone to";
+
+  user(c, "text", {{"ids", {9}}});  // a new edit drops what could be redone
+  EXPECT_FALSE(c.model().canRedoText());
+  user(c, "redo");
+  EXPECT_TRUE(c.toast().error);
+  EXPECT_EQ(c.model().ids(), (std::vector<int>{9}));
+
+  user(c, "model_close");  // the chapter's document and its own history are back
+  EXPECT_EQ(seedOf(c), 31u);
+  user(c, "undo");
+  EXPECT_EQ(seedOf(c), bookExample().model.seed);
+  user(c, "model_open", {{"path", path("m.safetensors")}, {"num_heads", 2}});
+  settle(c);
+  EXPECT_FALSE(c.model().canUndoText()) << "another opening starts a new history";
+}
+
 TEST(KeyBindings, LessonKeysTurnPagesOnlyWithALessonOpen) {
   KeyContext lesson;
   lesson.lesson = true;
