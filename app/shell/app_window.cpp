@@ -72,6 +72,24 @@ void AppWindow::onKey(GLFWwindow* window, int key, int scancode, int action, int
   self->keys_.push_back({{*k, m, action == GLFW_REPEAT}, typing});
 }
 
+void AppWindow::onKeyForImGui(GLFWwindow* window, int key, int scancode, int action, int mods) {
+  if (auto* self = static_cast<AppWindow*>(glfwGetWindowUserPointer(window))) {
+    const auto same = [key](const Release& r) { return r.key == key; };
+    if (action == GLFW_PRESS) {  // down again: a release still held back is out of date
+      auto& held = self->held_releases_;
+      auto& before = self->release_before_;
+      held.erase(std::remove_if(held.begin(), held.end(), same), held.end());
+      before.erase(std::remove_if(before.begin(), before.end(), same), before.end());
+      self->unseen_presses_.push_back(key);
+    } else if (action == GLFW_RELEASE && std::find(self->unseen_presses_.begin(), self->unseen_presses_.end(), key) !=
+                                             self->unseen_presses_.end()) {
+      self->held_releases_.push_back({key, scancode, mods});
+      return;
+    }
+  }
+  ImGui_ImplGlfw_KeyCallback(window, key, scancode, action, mods);
+}
+
 std::string AppWindow::open(const AppOptions& options, float text_scale, bool light, bool vsync) {
   glfwSetErrorCallback([](int, const char* text) { glfw_error = text; });
   if (!glfwInit()) return "no display (" + glfw_error + "). To render without one, run under Xvfb:\n  " + kXvfbHint;
@@ -113,6 +131,7 @@ std::string AppWindow::open(const AppOptions& options, float text_scale, bool li
     glfwSetWindowShouldClose(w, 0);
   });
   ImGui_ImplGlfw_InitForOpenGL(window_, true);
+  glfwSetKeyCallback(window_, onKeyForImGui);  // in front of ImGui's (which it calls)
   // Tab cycles the heads (the binding table), never ImGui's focus: its tabbing walked from a typed
   // cell into the next cell's text field, which then kept the arrows and Tab.
   io.KeyMap[ImGuiKey_Tab] = -1;
@@ -214,6 +233,11 @@ std::vector<AppWindow::Press> AppWindow::takeKeys() { return std::exchange(keys_
 bool AppWindow::takeCloseRequest() { return std::exchange(close_requested_, false); }
 
 void AppWindow::beginFrame(bool click_away) {
+  // The releases of keys the last frame saw pressed (onKeyForImGui).
+  for (const Release& r : release_before_) ImGui_ImplGlfw_KeyCallback(window_, r.key, r.scancode, GLFW_RELEASE, r.mods);
+  release_before_ = std::move(held_releases_);
+  held_releases_.clear();
+  unseen_presses_.clear();
   ImGui_ImplOpenGL3_NewFrame();
   ImGui_ImplGlfw_NewFrame();
   if (click_away) {

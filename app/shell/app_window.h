@@ -56,6 +56,10 @@ class AppWindow {
   void setStyle(float ui_scale, bool light);  // fonts rasterized at ui_scale, sizes scaled by it
   std::string setFullscreen(bool on);
   static void onKey(GLFWwindow* window, int key, int scancode, int action, int mods);
+  // In front of ImGui's key callback: a key pressed and released between two frames reaches ImGui
+  // as held for one frame (ImGui 1.86 reads key state once per frame, and dropped such a tap of
+  // Return or Ctrl+A when a frame was slow): the release is given to it before the next frame.
+  static void onKeyForImGui(GLFWwindow* window, int key, int scancode, int action, int mods);
 
   GLFWwindow* window_ = nullptr;
   bool glfw_ = false, imgui_ = false;
@@ -63,6 +67,12 @@ class AppWindow {
   bool light_ = false;
   int windowed_[4] = {0, 0, 0, 0};  // x, y, w, h before going full-screen
   std::vector<Press> keys_;
+  struct Release {
+    int key, scancode, mods;
+  };
+  std::vector<int> unseen_presses_;      // keys pressed since the last NewFrame
+  std::vector<Release> held_releases_;   // their releases, kept from ImGui until it has seen the press
+  std::vector<Release> release_before_;  // given to ImGui before the next NewFrame
   bool close_requested_ = false;
 };
 
