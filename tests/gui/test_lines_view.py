@@ -242,9 +242,7 @@ def main():
                     app.wait_for("the save dialog", lambda d: d["state"].get("file_dialog", {}).get("which") == "save_lines"
                                  and "file_name" in d["widgets"])
                     target = os.path.join(work, "from-dialog")
-                    app.click("file_name")
-                    app.key("ctrl+a")
-                    app.type(target)
+                    app.type_file_name(target)
                     app.key("Return")
                     app.wait_for("the figure written", lambda d: os.path.exists(target + ".svg") and "Saved" in d["state"]["toast"])
                     with open(target + ".svg") as f:

@@ -181,9 +181,7 @@ def main():
                 app = interactive("quit-untitled", [EDIT, {"do": "quit"}, {"do": "unsaved", "choice": "save"}])
                 with app:
                     app.settled("the Save as dialog", lambda d: "file_name" in d["widgets"] and d["state"]["after_save"] == "quit")
-                    app.click("file_name")
-                    app.key("ctrl+a")
-                    app.type(target)
+                    app.type_file_name(target)
                     app.key("Return")
                     code = wait_exit(app, "Save as after the quit prompt's Save")
                 print(f"  untitled: Save, Save as {os.path.basename(target)} → exit {code}")
@@ -240,9 +238,7 @@ def main():
 
                     # Open (Ctrl+O's dialog): asked; Save writes the work, then opens.
                     app.key("ctrl+o")
-                    app.click("file_name")
-                    app.key("ctrl+a")
-                    app.type(other)
+                    app.type_file_name(other)
                     app.key("Return")
                     app.settled("Open's prompt", lambda d: d["state"]["prompt"] == "open" and "open_save" in d["widgets"])
                     app.click("open_save")

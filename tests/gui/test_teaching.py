@@ -212,7 +212,7 @@ class App:
                     last_error = e
             time.sleep(0.05)
         state = (last or {}).get("state", {})
-        summary = {k: state.get(k) for k in ("token", "computing", "engine_error", "trace_version", "dirty", "title")}
+        summary = {k: state.get(k) for k in ("token", "computing", "engine_error", "trace_version", "dirty", "title", "toast", "file_dialog")}
         raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}; last state {summary}"
                              + (f"; last error: {last_error!r}" if last_error else ""))
 
@@ -273,6 +273,21 @@ class App:
     def type(self, text):
         self.xdotool("type", "--delay", 60, text)
         time.sleep(0.1)
+
+    def type_file_name(self, text, attempts=3):
+        """Types `text` as the open file dialog's name (select all, type), until the dump shows it:
+        a dialog places itself over its first frames, and on a busy machine a click on the field's
+        first place can miss it."""
+        for attempt in range(1, attempts + 1):
+            time.sleep(0.3 * attempt)  # the dialog's places settle
+            self.click("file_name")
+            self.key("ctrl+a")
+            self.type(text)
+            try:
+                return self.wait_for("the typed name", lambda d: d["state"]["file_dialog"]["name"] == text, timeout=10)
+            except AssertionError:
+                if attempt == attempts:
+                    raise
 
     def type_into_cell(self, row, col, text, attempts=3):
         """Ctrl+click the drag field (it becomes a text field), select all, type, Return; until the
