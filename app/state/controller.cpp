@@ -1290,8 +1290,8 @@ bool Controller::waitingForWorkers() const {
 }
 
 bool Controller::settled() const {
-  return !worker_.busy() && currentKey() == requested_ && !lesson_check_.busy() && !model_load_.busy() &&
-         !learn_.stepping() &&  // a run training to the step asked for (learn_step, learn_to) shows it when there
+  // A run training to the step asked for (learn_step, learn_to) shows it when there.
+  return !waitingForWorkers() && currentKey() == requested_ &&
          (!lesson_.open() || !hooks_.layout_settled || hooks_.layout_settled());
 }
 

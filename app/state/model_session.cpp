@@ -135,22 +135,16 @@ void ModelSession::edit(std::vector<int> body, bool prepend_eot) {
   redo_.clear();
 }
 
-void ModelSession::undoText() {
-  requireModel();
-  if (undo_.empty()) throw InputError("undo: nothing to undo in the model's text");
-  // Every step was a text the model read, so set() takes it back.
-  TextStep step = std::move(undo_.back());
-  undo_.pop_back();
-  redo_.push_back(current());
-  set(std::move(step.body), step.prepend_eot);
-}
+void ModelSession::undoText() { stepText(undo_, redo_, "undo"); }
+void ModelSession::redoText() { stepText(redo_, undo_, "redo"); }
 
-void ModelSession::redoText() {
+void ModelSession::stepText(std::vector<TextStep>& from, std::vector<TextStep>& to, const char* what) {
   requireModel();
-  if (redo_.empty()) throw InputError("redo: nothing to redo in the model's text");
-  TextStep step = std::move(redo_.back());
-  redo_.pop_back();
-  undo_.push_back(current());
+  if (from.empty()) throw InputError(std::string(what) + ": nothing to " + what + " in the model's text");
+  // Every step was a text the model read, so set() takes it back.
+  TextStep step = std::move(from.back());
+  from.pop_back();
+  to.push_back(current());
   set(std::move(step.body), step.prepend_eot);
 }
 

@@ -85,6 +85,8 @@ class ModelSession {
     bool prepend_eot = false;
   };
   TextStep current() const { return {body(), prepend_eot_}; }
+  // Takes the newest step off `from` (undo_ or redo_), keeping the text as it is on `to`.
+  void stepText(std::vector<TextStep>& from, std::vector<TextStep>& to, const char* what);
 
   std::shared_ptr<const GptModel> model_;
   std::shared_ptr<const GivenAttention> given_;
