@@ -87,6 +87,10 @@ void ModelTextPanel::tokenChips(const PanelContext& ctx, float chips_h) {
   ImGui::BeginChild("tokens", ImVec2(-1, chips_h));
   // The list's own right edge: left of its scrollbar when it has one.
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  // A new text or selection shows its selected token (an appended one is on the list's last row).
+  const bool reveal = session.version() != chips_version_ || ctx.view.token != chips_token_;
+  chips_version_ = session.version();
+  chips_token_ = ctx.view.token;
   for (int t = 0; t < listed; ++t) {
     const std::string& label = session.tokens()[static_cast<std::size_t>(t)];
     ImGui::PushID(t);
@@ -94,6 +98,7 @@ void ModelTextPanel::tokenChips(const PanelContext& ctx, float chips_h) {
     const float w = std::min(ImGui::CalcTextSize(label.c_str()).x + ImGui::GetStyle().FramePadding.x * 2, widest);
     if (t > 0 && ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w < right) ImGui::SameLine();
     if (tokenButton(label, t == ctx.view.token, true, widest)) ctx.commands.push("select_token", {{"index", t}});
+    if (reveal && t == ctx.view.token) ImGui::SetScrollHereY(1.0f);
     if (t < 8) layout().widget("model_token_" + std::to_string(t));
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("token %d: %s (id %d)", t + 1, label.c_str(), session.ids()[static_cast<std::size_t>(t)]);

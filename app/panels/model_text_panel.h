@@ -31,6 +31,10 @@ class ModelTextPanel {
   float model_h_ = 0;
   std::string text_;                                    // the field, as typed
   std::uint64_t mirrored_version_ = ~std::uint64_t{0};  // the session version the field shows
+  // The selected chip scrolled into the list's view for (session version, token): once per change,
+  // so a user's own scrolling stays.
+  std::uint64_t chips_version_ = ~std::uint64_t{0};
+  int chips_token_ = -1;
   // The next tokens for (snapshot serial, position, temperature), made once.
   std::vector<NextToken> next_;
   std::uint64_t next_serial_ = 0;
