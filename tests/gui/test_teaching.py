@@ -289,32 +289,43 @@ class App:
                 if attempt == attempts:
                     raise
 
-    def type_into_cell(self, row, col, text, attempts=3):
-        """Ctrl+click the drag field (it becomes a text field), select all, type, Return; until the
-        dump shows the value (a busy machine can lose a click between two frames)."""
-        value = float(text)
+    def type_into(self, widget, text, done, what, double=False, attempts=3):
+        """Opens the drag field `widget` for typing (Ctrl+click, or a double-click: two clicks 0.12 s
+        apart, as xdotool's --repeat comes too fast for ImGui to see two), selects all, types `text`,
+        Return; until `done(dump)` — a busy machine can lose a click between two frames, or see a
+        double-click's two clicks in frames further apart than ImGui's double-click time."""
         for attempt in range(1, attempts + 1):
-            d = self.wait_for(f"widget cell_{row}_{col}", lambda d: f"cell_{row}_{col}" in d["widgets"])
-            r = d["widgets"][f"cell_{row}_{col}"]
+            d = self.wait_for(f"widget {widget}", lambda d: widget in d["widgets"])
+            r = d["widgets"][widget]
             self.move(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2)
-            self.xdotool("keydown", "ctrl")
-            time.sleep(0.1)
-            self.xdotool("click", 1)
-            time.sleep(0.15)
-            self.xdotool("keyup", "ctrl")
-            time.sleep(0.1)
+            if double:
+                self.xdotool("click", 1)
+                time.sleep(0.12)
+                self.xdotool("click", 1)
+                time.sleep(0.2)
+            else:
+                self.xdotool("keydown", "ctrl")
+                time.sleep(0.1)
+                self.xdotool("click", 1)
+                time.sleep(0.15)
+                self.xdotool("keyup", "ctrl")
+                time.sleep(0.1)
             self.key("ctrl+a")
             self.type(text)
             self.key("Return")
             try:
-                return self.wait_for(f"cell ({row},{col}) = {text}",
-                                     lambda d: abs(d["state"]["workspace"]["embeddings"][row][col] - value) < 1e-6,
-                                     timeout=STEP_TIMEOUT / attempts)
+                return self.wait_for(what, done, timeout=STEP_TIMEOUT / attempts)
             except AssertionError:
                 if attempt == attempts:
                     raise
-                print(f"  (typing into cell ({row},{col}) did not take, attempt {attempt}; again)")
+                print(f"  (typing into {widget} did not take, attempt {attempt}; again)")
                 self.key("Escape")
+
+    def type_into_cell(self, row, col, text, attempts=3):
+        value = float(text)
+        return self.type_into(f"cell_{row}_{col}", text,
+                              lambda d: abs(d["state"]["workspace"]["embeddings"][row][col] - value) < 1e-6,
+                              f"cell ({row},{col}) = {text}", attempts=attempts)
 
 
 def start_ready(exe, display, args=(), state_dir=None):

@@ -29,7 +29,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -218,19 +217,11 @@ def main():
                     ws = dict(d["state"]["workspace"])
                     app.click("tab_parameters")
                     app.wait_for("the Weights tab", lambda d: "weights_reset" in d["widgets"])
-                    # An edit by typing into a cell: a double-click (two clicks 0.12 s apart: xdotool's
-                    # --repeat comes too fast for ImGui to see two), select all, type, Return.
-                    r = app.layout()["widgets"]["param_W_key.weight_1_2"]
-                    app.move(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2)
-                    app.xdotool("click", 1)
-                    time.sleep(0.12)
-                    app.xdotool("click", 1)
-                    time.sleep(0.2)
-                    app.key("ctrl+a")
-                    app.type("0.75")
-                    app.key("Return")
-                    d = app.settled("W_key.weight[1, 2] = 0.75",
-                                    lambda d: d["state"]["workspace"].get("parameters", {}).get("W_key.weight", [[0] * 3] * 2)[1][2] == 0.75)
+                    # An edit by typing into a cell: a double-click, select all, type, Return.
+                    typed = lambda d: (d["state"]["workspace"].get("parameters", {})  # noqa: E731
+                                       .get("W_key.weight", [[0] * 3] * 2)[1][2] == 0.75)
+                    app.type_into("param_W_key.weight_1_2", "0.75", typed, "W_key.weight[1, 2] = 0.75", double=True)
+                    d = app.settled("W_key.weight[1, 2] = 0.75", typed)
                     module, sd = torch_module(ws, {("W_key.weight", 1, 2): 0.75})
                     check_output(d["state"], torch_output(ws, module, d["state"]["trace"]["batch"]), "typed into the table")
                     app.click("weights_reset")
