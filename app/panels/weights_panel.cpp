@@ -20,7 +20,6 @@ namespace attnscope {
 
 namespace {
 
-std::string str(long long v) { return std::to_string(v); }
 
 // The shape, short for a card's title ("2×3"), and in words for its tooltip ("2 × 3 (d_out × d_in)").
 std::string shapeShort(const NamedTensor& t) {

@@ -125,19 +125,19 @@ int stepTextSize(int percent, int direction) {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& field, const std::string& why) {
+[[noreturn]] void failView(const std::string& field, const std::string& why) {
   throw InputError("view." + field + ": " + why);
 }
 
 bool boolean(const std::string& f, const nlohmann::json& v) {
-  if (!v.is_boolean()) fail(f, "expected true or false");
+  if (!v.is_boolean()) failView(f, "expected true or false");
   return v.get<bool>();
 }
 
 int integer(const std::string& f, const nlohmann::json& v, int lo, int hi) {
-  if (!v.is_number_integer()) fail(f, "expected an integer");
+  if (!v.is_number_integer()) failView(f, "expected an integer");
   const auto i = v.get<std::int64_t>();
-  if (i < lo || i > hi) fail(f, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+  if (i < lo || i > hi) failView(f, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
   return static_cast<int>(i);
 }
 
@@ -149,7 +149,7 @@ int textSize(const std::string& f, const nlohmann::json& v, int current) {
                                                v.get<double>() == std::floor(v.get<double>()));
   if (whole && v.get<double>() >= kMinTextSize && v.get<double>() <= kMaxTextSize)
     return static_cast<int>(v.get<double>());
-  fail(f, "expected a percentage from " + std::to_string(kMinTextSize) + " to " + std::to_string(kMaxTextSize) +
+  failView(f, "expected a percentage from " + std::to_string(kMinTextSize) + " to " + std::to_string(kMaxTextSize) +
               " (e.g. 150), or \"larger\" or \"smaller\"; got " + v.dump());
 }
 
@@ -159,7 +159,7 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
   if (f == "colormap") {
     Colormap c;
     if (!value.is_string() || !parseColormap(value.get<std::string>(), &c))
-      fail(f, "expected viridis, cividis or coolwarm");
+      failView(f, "expected viridis, cividis or coolwarm");
     v.colormap = c;
   } else if (f == "diverging_for_signed") {
     v.diverging_for_signed = boolean(f, value);
@@ -167,14 +167,14 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     v.shared_scale = boolean(f, value);
   } else if (f == "colour_scale") {
     if (!value.is_string() || !parseColourScale(value.get<std::string>(), &v.colour_scale))
-      fail(f, "expected \"linear\", \"log\" or \"row\"");
+      failView(f, "expected \"linear\", \"log\" or \"row\"");
   } else if (f == "weights_range") {
-    if (value != "fixed" && value != "data") fail(f, "expected \"fixed\" (0 to 1) or \"data\" (the map's own range)");
+    if (value != "fixed" && value != "data") failView(f, "expected \"fixed\" (0 to 1) or \"data\" (the map's own range)");
     v.weights_fixed = value == "fixed";
   } else if (f == "lock_range") {
     v.lock_range = boolean(f, value);  // the app fills the locked ranges from the result on screen
   } else if (f == "theme") {
-    if (value != "light" && value != "dark") fail(f, "expected \"light\" or \"dark\"");
+    if (value != "light" && value != "dark") failView(f, "expected \"light\" or \"dark\"");
     v.light_theme = value == "light";
   } else if (f == "batch") {
     v.batch = integer(f, value, 0, 1 << 20);
@@ -183,14 +183,14 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
   } else if (f == "token") {
     v.token = integer(f, value, 0, 1 << 20);
   } else if (f == "columns") {
-    if (!value.is_array()) fail(f, "expected an array of map names");
+    if (!value.is_array()) failView(f, "expected an array of map names");
     std::array<bool, kStageCount> show{};
     std::array<bool, kModuleMapCount> show_module{};
     for (const auto& c : value) {
       const auto known = std::find_if(gridColumns().begin(), gridColumns().end(), [&](const GridColumn& g) {
         return c.is_string() && c.get<std::string>() == g.id;
       });
-      if (known == gridColumns().end()) fail(f, "not a heatmap column: " + c.dump());
+      if (known == gridColumns().end()) failView(f, "not a heatmap column: " + c.dump());
       (known->per_head ? show[static_cast<std::size_t>(known->index)]
                        : show_module[static_cast<std::size_t>(known->index)]) = true;
     }
@@ -198,17 +198,17 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
     v.show_module = show_module;
   } else if (f == "tab") {
     if (!value.is_string() || !isMainTab(value.get<std::string>()))
-      fail(f,
+      failView(f,
            "expected \"layers\", \"heatmaps\", \"pipeline\", \"lines\", \"parameters\" (the Weights tab) or "
            "\"compare\"");
     v.tab = value.get<std::string>();
   } else if (f == "lines_stage") {
-    if (value != "weights" && value != "dropped_weights") fail(f, "expected \"weights\" or \"dropped_weights\"");
+    if (value != "weights" && value != "dropped_weights") failView(f, "expected \"weights\" or \"dropped_weights\"");
     v.lines_stage = value.get<std::string>();
   } else if (f == "lines_top_k") {
     v.lines_top_k = integer(f, value, 1, kLinesMaxTopK);
   } else if (f == "lines_hidden_heads") {
-    if (!value.is_array()) fail(f, "expected an array of 0-based head indices");
+    if (!value.is_array()) failView(f, "expected an array of 0-based head indices");
     std::vector<int> hidden;
     for (const auto& h : value) {
       const int i = integer(f, h, 0, 1 << 20);
@@ -221,7 +221,7 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
   } else if (f == "temperature") {
     if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0 ||
         value.get<double>() > kMaxTemperature)
-      fail(f, "expected a number from 0 (greedy) to " + std::to_string(static_cast<int>(kMaxTemperature)));
+      failView(f, "expected a number from 0 (greedy) to " + std::to_string(static_cast<int>(kMaxTemperature)));
     v.temperature = value.get<double>();
   } else if (f == "screenshot_scale") {
     v.screenshot_scale = integer(f, value, 1, 3);
@@ -244,21 +244,21 @@ void setViewField(ViewState& v, const std::string& f, const nlohmann::json& valu
   } else if (f == "text_size") {
     v.text_size = textSize(f, value, v.text_size);
   } else if (f == "focus") {  // the maps to lay the grid out for, as a lesson step's (docs/DESIGN.md §3.7 "Focus")
-    if (!value.is_array()) fail(f, "expected an array of map names, [] for none");
+    if (!value.is_array()) failView(f, "expected an array of map names, [] for none");
     std::vector<std::string> ids;
     for (const auto& c : value) {
       const bool known = c.is_string() &&
                          std::any_of(gridColumns().begin(), gridColumns().end(),
                                      [&](const GridColumn& g) { return c.get<std::string>() == g.id; });
-      if (!known) fail(f, "not a heatmap column: " + c.dump());
+      if (!known) failView(f, "not a heatmap column: " + c.dump());
       if (std::find(ids.begin(), ids.end(), c.get<std::string>()) == ids.end()) ids.push_back(c.get<std::string>());
     }
     v.highlight = ids;
   } else if (f == "screenshot_dir") {
-    if (!value.is_string()) fail(f, "expected a folder");
+    if (!value.is_string()) failView(f, "expected a folder");
     v.screenshot_dir = value.get<std::string>();
   } else {
-    fail(f,
+    failView(f,
          "unknown view field (one of colormap, diverging_for_signed, shared_scale, colour_scale, weights_range, "
          "lock_range, theme, batch, head, token, "
          "columns, tab, screenshot_scale, caption, inspector, model_panel, inputs_panel, status_bar, statistics, "

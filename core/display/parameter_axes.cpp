@@ -1,10 +1,8 @@
 #include "display/parameter_axes.h"
 
-namespace attnscope {
+#include "engine/errors.h"
 
-namespace {
-std::string str(long long v) { return std::to_string(v); }
-}  // namespace
+namespace attnscope {
 
 ParameterKind kindOf(const NamedTensor& t) {
   ParameterKind k;

@@ -17,7 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string str(std::size_t n) { return std::to_string(n); }
 
 // Bytes a value of the materialized commands costs in the tree (formats/json_reading.h counts
 // the same way): the tensors become arrays of numbers, 32 bytes a value.

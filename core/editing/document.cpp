@@ -29,7 +29,6 @@ std::uint32_t seedArg(const Command& c) {
   return static_cast<std::uint32_t>(v.get<std::int64_t>());
 }
 
-int tokenCount(const Workspace& ws) { return static_cast<int>(ws.embeddings.rows()); }
 
 // The count of heads nearest to `wanted` that divides d_out (the fewer heads on a tie: wider ones).
 int nearestDivisor(int d_out, int wanted, int max_heads) {

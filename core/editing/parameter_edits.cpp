@@ -10,7 +10,6 @@ namespace attnscope {
 
 namespace {
 
-std::string str(long long v) { return std::to_string(v); }
 
 // The module's names, for messages: "W_query.weight, W_key.weight, …".
 std::string nameList(const std::vector<NamedTensor>& all) {

@@ -15,7 +15,6 @@ namespace attnscope {
 
 namespace {
 
-std::string str(long long v) { return std::to_string(v); }
 
 // What a format is called in a sentence ("Pasted … (a printed torch tensor)").
 std::string formatWords(const std::string& format) {

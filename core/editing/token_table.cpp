@@ -13,12 +13,8 @@ namespace attnscope {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& field, const std::string& why) { throw InputError(field + ": " + why); }
 
-std::string str(long long v) { return std::to_string(v); }
 
-int tokenCount(const Workspace& ws) { return static_cast<int>(ws.embeddings.rows()); }
-int inputWidth(const Workspace& ws) { return static_cast<int>(ws.embeddings.cols()); }
 
 void checkIndex(int index, int count, const std::string& what) {
   if (index < 0 || index >= count)

@@ -162,10 +162,9 @@ int contextWidth(const ModelConfig& m, int d_in) { return headCount(m) * headWid
 int outputWidth(const ModelConfig& m, int d_in) { return contextWidth(m, d_in); }
 
 namespace {
-[[noreturn]] void fail(const std::string& field, const std::string& why) {
+[[noreturn]] void failModel(const std::string& field, const std::string& why) {
   throw InputError("model." + field + ": " + why);
 }
-std::string str(long long v) { return std::to_string(v); }
 }  // namespace
 
 Cost estimateCost(const ModelConfig& m, int tokens, int d_in, int traced) {
@@ -217,38 +216,38 @@ void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& lim
   const std::string variant = std::string("the '") + id + "' variant";
   if (m.variant == Variant::Simple) {
     if (m.d_out != d_in && m.d_out != 0)
-      fail("d_out", variant + " has no projection, its width is d_in (" + str(d_in) + "); got " + str(m.d_out));
+      failModel("d_out", variant + " has no projection, its width is d_in (" + str(d_in) + "); got " + str(m.d_out));
   } else if (m.d_out < 1 || m.d_out > limits.max_dim) {
-    fail("d_out", "must be between 1 and " + str(limits.max_dim) + ", got " + str(m.d_out));
+    failModel("d_out", "must be between 1 and " + str(limits.max_dim) + ", got " + str(m.d_out));
   }
   if (isMultiHead(m.variant)) {
     if (m.num_heads < 1 || m.num_heads > limits.max_heads)
-      fail("num_heads", "must be between 1 and " + str(limits.max_heads) + ", got " + str(m.num_heads));
+      failModel("num_heads", "must be between 1 and " + str(limits.max_heads) + ", got " + str(m.num_heads));
   } else if (m.num_heads != 1) {
-    fail("num_heads", variant + " has one head; use multihead_wrapper or multihead for " + str(m.num_heads));
+    failModel("num_heads", variant + " has one head; use multihead_wrapper or multihead for " + str(m.num_heads));
   }
   if (m.variant == Variant::MultiHead && m.d_out % m.num_heads != 0)
-    fail("d_out", "d_out must be divisible by num_heads (the seed's assert), got d_out = " + str(m.d_out) +
+    failModel("d_out", "d_out must be divisible by num_heads (the seed's assert), got d_out = " + str(m.d_out) +
                       ", num_heads = " + str(m.num_heads));
   if (!(m.dropout >= 0.0 && m.dropout <= 1.0)) {  // 1 as torch takes it: every weight dropped
     std::ostringstream s;
     s << "must be in [0, 1], got " << m.dropout;
-    fail("dropout", s.str());
+    failModel("dropout", s.str());
   }
   if (m.dropout != 0.0 && !hasDropout(m.variant))
-    fail("dropout", variant + " has no dropout (only causal, multihead_wrapper and multihead do)");
-  if (m.causal && m.variant == Variant::Simple) fail("causal", variant + " has no mask; use causal or a later variant");
+    failModel("dropout", variant + " has no dropout (only causal, multihead_wrapper and multihead do)");
+  if (m.causal && m.variant == Variant::Simple) failModel("causal", variant + " has no mask; use causal or a later variant");
   if (m.qkv_bias && !hasLinearLayers(m.variant))
-    fail("qkv_bias", variant + " has no nn.Linear layers, so no bias (self_attention_v2 and later)");
+    failModel("qkv_bias", variant + " has no nn.Linear layers, so no bias (self_attention_v2 and later)");
   if (m.normalization == Normalization::Sum && m.variant != Variant::Simple)
-    fail("normalization", "\"sum\" is only for the 'simple' variant; " + variant + " uses softmax");
+    failModel("normalization", "\"sum\" is only for the 'simple' variant; " + variant + " uses softmax");
   if (m.batch_size < 1 || m.batch_size > limits.max_batch)
-    fail("batch_size", "must be between 1 and " + str(limits.max_batch) + ", got " + str(m.batch_size));
+    failModel("batch_size", "must be between 1 and " + str(limits.max_batch) + ", got " + str(m.batch_size));
   if (m.draws_before < 0 || m.draws_before > limits.max_draws_before)
-    fail("draws_before", "must be between 0 and " + str(limits.max_draws_before) + ", got " + str(m.draws_before));
+    failModel("draws_before", "must be between 0 and " + str(limits.max_draws_before) + ", got " + str(m.draws_before));
   const long long cells = static_cast<long long>(m.batch_size) * headCount(m) * tokens * tokens;
   if (cells > limits.max_attention_cells)
-    fail("batch_size", "batch_size × num_heads × T² = " + str(cells) + " attention cells exceeds the limit of " +
+    failModel("batch_size", "batch_size × num_heads × T² = " + str(cells) + " attention cells exceeds the limit of " +
                            str(limits.max_attention_cells));
   checkParameterValues(m, d_in);  // the user's own parameters: names and shapes (docs/DESIGN.md §2.4)
   // The budgets, decided before anything is allocated. The message names the field that drives
@@ -265,7 +264,7 @@ void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& lim
                       : headCount(m) > 1                                ? "num_heads"
                                                                         : "d_out";
   if (c.bytes() > limits.max_memory_bytes)
-    fail(field, "this configuration needs about " + formatBytes(static_cast<double>(c.bytes())) + " (parameters " +
+    failModel(field, "this configuration needs about " + formatBytes(static_cast<double>(c.bytes())) + " (parameters " +
                     formatBytes(static_cast<double>(c.parameter_bytes)) + ", maps " +
                     formatBytes(static_cast<double>(c.map_bytes)) + ", the rest " +
                     formatBytes(static_cast<double>(c.working_bytes)) +
@@ -277,7 +276,7 @@ void validateModel(const ModelConfig& m, int tokens, int d_in, const Limits& lim
     s.precision(3);
     s << "this configuration needs about " << c.gflop << " GFLOP, over the budget of " << limits.max_gflop
       << " GFLOP (about a minute on one core)";
-    fail(field, s.str());
+    failModel(field, s.str());
   }
 }
 

@@ -23,7 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& why) { throw InputError(path + ": " + why); }
 
 std::mutex& hooksMutex() {
   static std::mutex m;

@@ -16,7 +16,6 @@ namespace attnscope {
 
 namespace {
 
-std::string str(long long v) { return std::to_string(v); }
 
 // Standard input, at most limits.max_file_bytes of it.
 std::string readStdin(const Limits& limits) {

@@ -12,7 +12,6 @@ using nlohmann::json;
 
 namespace {
 
-[[noreturn]] void fail(const std::string& field, const std::string& why) { throw InputError(field + ": " + why); }
 
 const char* typeName(const json& v) {
   if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
@@ -20,7 +19,6 @@ const char* typeName(const json& v) {
   return v.type_name();
 }
 
-std::string str(std::size_t n) { return std::to_string(n); }
 
 // What a tree costs beyond its text, per value (nlohmann's 16-byte value, a vector slot that may be
 // doubled) and per object member (a std::map node and its key).

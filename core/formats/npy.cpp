@@ -15,9 +15,7 @@ namespace attnscope {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& source, const std::string& why) { throw InputError(source + ": " + why); }
 
-std::string str(long long v) { return std::to_string(v); }
 
 bool hostLittleEndian() {
   const std::uint16_t one = 1;

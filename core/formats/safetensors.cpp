@@ -22,11 +22,6 @@ namespace attnscope {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& source, const std::string& why) { throw InputError(source + ": " + why); }
-template <typename T>
-std::string str(T v) {
-  return std::to_string(v);
-}
 
 constexpr std::uint64_t kMaxHeaderBytes = 100000000;  // HF's MAX_HEADER_SIZE
 

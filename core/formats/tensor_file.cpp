@@ -18,8 +18,6 @@ namespace attnscope {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& source, const std::string& why) { throw InputError(source + ": " + why); }
-std::string str(long long v) { return std::to_string(v); }
 
 bool endsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;

@@ -21,8 +21,6 @@ namespace attnscope {
 
 namespace {
 
-std::string str(long long v) { return std::to_string(v); }
-
 constexpr double kFloatLimit = 3.4028235677973366e38;  // from here on a double rounds to ±∞ as float32
 
 const char* kFullPrintTorch =
@@ -48,7 +46,6 @@ struct Pos {
 [[noreturn]] void failAt(const std::string& source, const Pos& p, const std::string& why) {
   throw InputError(source + ":" + str(p.line) + ":" + str(p.col) + ": " + why);
 }
-[[noreturn]] void failIn(const std::string& source, const std::string& why) { throw InputError(source + ": " + why); }
 
 class Reader {
  public:
@@ -670,7 +667,7 @@ ImportedEmbeddings parseColumns(const std::string& text, const std::string& sour
 
 // An array of a .npy or .npz as embeddings: 2-D, or 1-D as one token.
 ImportedEmbeddings fromArray(const NpyArray& a, const std::string& source, const Limits& limits, const char* format) {
-  auto fail = [&](const std::string& why) { failIn(source, why); };
+  auto fail = [&](const std::string& why) { attnscope::fail(source, why); };
   std::string shape;
   for (std::size_t k = 0; k < a.shape.size(); ++k) shape += (k ? " × " : "") + str(a.shape[k]);
   if (a.shape.empty()) fail("a single number (a 0-D array): the embeddings are a matrix with one row per token");

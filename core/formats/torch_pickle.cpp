@@ -17,8 +17,6 @@ namespace attnscope {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& source, const std::string& why) { throw InputError(source + ": " + why); }
-std::string str(long long v) { return std::to_string(v); }
 
 const char kNotExecuted[] = "(a state_dict is read as data; nothing in a file is ever executed)";
 

@@ -24,7 +24,6 @@ using nlohmann::json;
 
 namespace {
 
-[[noreturn]] void fail(const std::string& field, const std::string& why) { throw InputError(field + ": " + why); }
 
 const char* typeName(const json& v) {
   if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";

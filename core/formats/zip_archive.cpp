@@ -15,7 +15,6 @@ namespace attnscope {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& source, const std::string& why) { throw InputError(source + ": " + why); }
 
 // libzip's error codes in the words of our messages.
 std::string why(int code) {

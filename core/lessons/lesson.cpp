@@ -29,7 +29,6 @@ namespace {
 // The name a step's code uses for the seed classes the app ships (core/formats/pytorch/).
 constexpr const char* kSeedClassesFile = "seed_classes.py";
 
-[[noreturn]] void fail(const std::string& where, const std::string& why) { throw InputError(where + ": " + why); }
 
 const char* typeName(const json& v) {
   switch (v.type()) {

@@ -34,6 +34,10 @@ struct Workspace {
   nlohmann::json view = nlohmann::json::object();  // the app's own state; the CLI ignores it
 };
 
+// T, the tokens (rows of the embeddings), and d_in, their width.
+inline int tokenCount(const Workspace& ws) { return static_cast<int>(ws.embeddings.rows()); }
+inline int inputWidth(const Workspace& ws) { return static_cast<int>(ws.embeddings.cols()); }
+
 // What each batch element reads, for computeTrace: `embeddings` alone (every element reads it), or
 // it and the batch's own sequences, one per element.
 std::vector<const Matrix*> inputsOf(const Workspace& ws);
