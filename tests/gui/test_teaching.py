@@ -252,9 +252,9 @@ class App:
 
     def click_at(self, x, y, double=False):
         self.move(x, y)
-        if double:
-            self.xdotool("click", "--repeat", 2, "--delay", 80, 1)
-        else:
+        self.xdotool("click", 1)
+        if double:  # two clicks 0.12 s apart: xdotool's --repeat comes too fast for ImGui to see two
+            time.sleep(0.12)
             self.xdotool("click", 1)
         time.sleep(0.15)
 
@@ -274,36 +274,41 @@ class App:
         self.xdotool("type", "--delay", 60, text)
         time.sleep(0.1)
 
+    def until(self, act, what, done, attempts=3, timeout=STEP_TIMEOUT / 3, again=lambda: None):
+        """act(attempt), then waits for done(dump); up to `attempts` times, again() between them: on
+        a busy machine a click can be lost between two frames, or land before a dialog settled."""
+        for attempt in range(1, attempts + 1):
+            act(attempt)
+            try:
+                return self.wait_for(what, done, timeout=timeout)
+            except AssertionError:
+                if attempt == attempts:
+                    raise
+                print(f"  ({what}: not yet after attempt {attempt}; again)")
+                again()
+
     def type_file_name(self, text, attempts=3):
         """Types `text` as the open file dialog's name (select all, type), until the dump shows it:
-        a dialog places itself over its first frames, and on a busy machine a click on the field's
-        first place can miss it."""
-        for attempt in range(1, attempts + 1):
+        a dialog places itself over its first frames."""
+        def act(attempt):
             time.sleep(0.3 * attempt)  # the dialog's places settle
             self.click("file_name")
             self.key("ctrl+a")
             self.type(text)
-            try:
-                return self.wait_for("the typed name", lambda d: d["state"]["file_dialog"]["name"] == text, timeout=10)
-            except AssertionError:
-                if attempt == attempts:
-                    raise
+        return self.until(act, "the typed name", lambda d: d["state"]["file_dialog"]["name"] == text, attempts, 10)
 
     def type_into(self, widget, text, done, what, double=False, attempts=3):
-        """Opens the drag field `widget` for typing (Ctrl+click, or a double-click: two clicks 0.12 s
-        apart, as xdotool's --repeat comes too fast for ImGui to see two), selects all, types `text`,
-        Return; until `done(dump)` — a busy machine can lose a click between two frames, or see a
-        double-click's two clicks in frames further apart than ImGui's double-click time."""
-        for attempt in range(1, attempts + 1):
+        """Opens the drag field `widget` for typing (Ctrl+click, or a double-click), selects all,
+        types `text`, Return; until done(dump). Under the sanitizers a double-click's two clicks
+        can land in frames further apart than ImGui's double-click time."""
+        def act(attempt):
             d = self.wait_for(f"widget {widget}", lambda d: widget in d["widgets"])
             r = d["widgets"][widget]
-            self.move(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2)
+            x, y = r["x"] + r["w"] / 2, r["y"] + r["h"] / 2
             if double:
-                self.xdotool("click", 1)
-                time.sleep(0.12)
-                self.xdotool("click", 1)
-                time.sleep(0.2)
+                self.click_at(x, y, double=True)
             else:
+                self.move(x, y)
                 self.xdotool("keydown", "ctrl")
                 time.sleep(0.1)
                 self.xdotool("click", 1)
@@ -313,13 +318,7 @@ class App:
             self.key("ctrl+a")
             self.type(text)
             self.key("Return")
-            try:
-                return self.wait_for(what, done, timeout=STEP_TIMEOUT / attempts)
-            except AssertionError:
-                if attempt == attempts:
-                    raise
-                print(f"  (typing into {widget} did not take, attempt {attempt}; again)")
-                self.key("Escape")
+        return self.until(act, what, done, attempts, STEP_TIMEOUT / attempts, again=lambda: self.key("Escape"))
 
     def type_into_cell(self, row, col, text, attempts=3):
         value = float(text)
