@@ -67,7 +67,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
              "trace heads " + std::to_string(t.heads) + " x " + std::to_string(t.head_width));
   FUZZ_CHECK(static_cast<int>(t.batches.size()) == m.batch_size, "batch count");
   FUZZ_CHECK(std::isfinite(t.scale_divisor) && t.scale_divisor > 0, "scale_divisor");
-  FUZZ_CHECK(std::isfinite(t.dropout_scale) && t.dropout_scale >= 1, "dropout_scale");
+  // p = 1 drops every weight, as torch's dropout does: the kept ones' scale is then 0, not 1/0.
+  FUZZ_CHECK(std::isfinite(t.dropout_scale) && (t.dropout_scale >= 1 || (m.dropout >= 1 && t.dropout_scale == 0)),
+             "dropout_scale");
   const bool softmax = m.normalization == Normalization::Softmax;
 
   for (std::size_t b = 0; b < t.batches.size(); ++b) {
