@@ -297,7 +297,6 @@ class BadInput(unittest.TestCase):
 
 def torch_parameter_shapes(variant, d_in, model):
     """named_parameters() of the seed class built as the workspace says: names and shapes."""
-    import torch
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(ASSETS)), "core", "formats", "pytorch"))
     import seed_classes as sc
     m, T = model, 6

@@ -224,7 +224,7 @@ def cli_checks(cli, assets, work):
 def app_checks(app_exe, cli, assets, work):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gui"))
     from PIL import Image  # noqa: E402
-    from test_teaching import App, Display, start_ready, write_commands  # noqa: E402
+    from test_teaching import Display, start_ready, write_commands  # noqa: E402
 
     presets = os.path.join(assets, "presets")
     causal = os.path.join(presets, "causal.json")

@@ -11,7 +11,6 @@ over the limit) end with exit 2 and one line `error: FILE: why`, and nothing in 
 
 Usage: test_tensors.py CLI_PATH   (run with Debian's /usr/bin/python3: torch and numpy)
 """
-import collections
 import json
 import os
 import re

@@ -2,7 +2,6 @@
 """Seeds of fuzz_gpt_model (CONFIG \\x01\\x02 FILE): tiny GPTModels (vocabulary 11, 8 positions,
 width 8, 2 heads, 1 block) in the book's layout (.pth, .safetensors) and Hugging Face's (.npz with a
 config.json, .safetensors without). Run it again after changing it: /usr/bin/python3 make_gpt_seeds.py"""
-import io
 import json
 import os
 import sys

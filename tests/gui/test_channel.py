@@ -87,7 +87,6 @@ def main():
         env = isolated_env(x11.display)
         env.update(ATTNSCOPE_APP=app, ATTNSCOPE_CLI=cli, ATTNSCOPE_CHANNEL=sock)
         os.environ.update(env)
-        started = None
         try:
             # show() with no app running starts one, which shows the module.
             torch.manual_seed(123)

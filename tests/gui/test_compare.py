@@ -14,7 +14,6 @@
 Usage: test_compare.py --app APP --cli CLI --presets PRESETS_DIR
 """
 import copy
-import json
 import os
 import shutil
 import sys

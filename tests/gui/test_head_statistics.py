@@ -130,7 +130,7 @@ def check_bars(png, hs, what):
     for entry in hs["heads"]:
         for chart, values in (("entropy_chart", entry["entropy"]), ("row_sums_chart", entry["row_sum_after_dropout"])):
             c = entry[chart]
-            p, (lo, hi) = c["plot"], c["range"]
+            p, hi = c["plot"], c["range"][1]
             T = len(values)
             bottom = p["y"] + p["h"]
             line_y = bottom - min(max(c.get("line", 0) / hi, 0), 1) * (p["h"] - 1) if "line" in c else None

@@ -12,7 +12,6 @@ On GPT-2 small (T = 1024), through the `go_to` command the header's field sends:
 
 Usage: test_large_inputs.py --app APP --cli CLI --presets PRESETS_DIR
 """
-import json
 import os
 import re
 
@@ -126,7 +125,7 @@ def main():
                     label = ink[:, max(right - 14, 0):right + 1]  # the last label: a text line turned upright
                     return int(c["x"]) + int(right), y0 + int(np.nonzero(label.any(axis=1))[0][0])
 
-                (x0, first), (x1, last) = last_label(maps[0]), last_label(maps[-1])
+                (_, first), (_, last) = last_label(maps[0]), last_label(maps[-1])
                 expect(abs(first - last) <= 1,
                        f"the last key's label over {maps[-1]['id']} starts at y {last}, over {maps[0]['id']} at "
                        f"y {first}: characters of the rightmost map's label are missing")

@@ -26,7 +26,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_teaching import (App, Display, STEP_TIMEOUT, arguments, run_checks, run_commands,  # noqa: E402
+from test_teaching import (Display, STEP_TIMEOUT, arguments, run_checks, run_commands,  # noqa: E402
                            start_ready, write_commands)
 
 EDIT = {"do": "set_cell", "row": 1, "col": 0, "value": 0.77}

@@ -130,7 +130,7 @@ def big_autosave_read_by_its_header(exe, display, folder, cli):
     mine = write_json(os.path.join(folder, "mine.json"), book())
     t0 = time.time()
     with App(exe, display, ["--open", mine], state_dir=state) as app:
-        d = app.wait_for("the start's note", lambda d: "kept in" in d["state"]["toast"])
+        app.wait_for("the start's note", lambda d: "kept in" in d["state"]["toast"])
         seconds = time.time() - t0
         with open(f"/proc/{app.proc.pid}/status") as f:
             peak_kb = int(next(l for l in f if l.startswith("VmHWM:")).split()[1])

@@ -14,7 +14,7 @@ import tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 
-from oracle_common import (TOL, Worst, cli_path_from_argv, compare_floats, compare_head, compare_statistics,
+from oracle_common import (Worst, cli_path_from_argv, compare_floats, compare_head, compare_statistics,
                            load_seed_classes, rel_diff, require_torch, trace_array)
 
 torch = require_torch()
