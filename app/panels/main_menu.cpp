@@ -115,10 +115,12 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
     const bool edit_menu = ImGui::BeginMenu("Edit");
     layout().widget("menu_edit");
     if (edit_menu) {
-      // With a model open, undo and redo are its text's (the chapter's document is set aside).
-      const bool model_text = ctx.modelOpen() && ctx.model->model() != nullptr;
-      const bool can_undo = model_text ? ctx.model->canUndoText() : !ctx.modelOpen() && ctx.document.history().canUndo();
-      const bool can_redo = model_text ? ctx.model->canRedoText() : !ctx.modelOpen() && ctx.document.history().canRedo();
+      using Target = ModelSession::UndoTarget;
+      const Target target = ctx.model ? ctx.model->undoTarget() : Target::Document;
+      const bool can_undo = target == Target::Text ? ctx.model->canUndoText()
+                                                   : target == Target::Document && ctx.document.history().canUndo();
+      const bool can_redo = target == Target::Text ? ctx.model->canRedoText()
+                                                   : target == Target::Document && ctx.document.history().canRedo();
       if (ImGui::MenuItem("Undo", shortcutLabel("undo"), false, can_undo)) cmd.push("undo");
       if (ImGui::MenuItem("Redo", shortcutLabel("redo"), false, can_redo)) cmd.push("redo");
       ImGui::Separator();

@@ -232,7 +232,7 @@ void Controller::applyDocument(const Command& c, double now) {
         return;
       case CommandId::Undo:  // the text the model reads is what is edited now
       case CommandId::Redo:
-        if (model_.model()) {
+        if (model_.undoTarget() == ModelSession::UndoTarget::Text) {
           c.id() == CommandId::Undo ? model_.undoText() : model_.redoText();
           view_.token = model_.tokenCount() - 1;
           clampView();

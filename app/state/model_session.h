@@ -69,6 +69,12 @@ class ModelSession {
   static constexpr int kTextUndoSteps = 200;
   bool canUndoText() const { return !undo_.empty(); }
   bool canRedoText() const { return !redo_.empty(); }
+  // What Edit › Undo and Redo act on: the chapter's document while no model is open, the text while
+  // a model is, nothing while maps given as they came are shown.
+  enum class UndoTarget { Document, Text, Nothing };
+  UndoTarget undoTarget() const {
+    return !isOpen() ? UndoTarget::Document : model() ? UndoTarget::Text : UndoTarget::Nothing;
+  }
   void undoText();  // InputError when there is nothing to undo (or no model: given maps, none)
   void redoText();
 
