@@ -3,9 +3,13 @@
 #include <imgui_stdlib.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <string>
+#include <vector>
 
+#include "display/label_placement.h"
+#include "display/number_text.h"
 #include "editing/token_table.h"
 #include "widgets/fonts.h"
 #include "widgets/layout_dump.h"
@@ -229,15 +233,31 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
   draw->AddRect(p0, ImVec2(p0.x + size.x, p0.y + size.y), ImGui::GetColorU32(ImGuiCol_Border));
   float radius = 1e-6f;
   for (int i = 0; i < T; ++i) radius = std::max(radius, ws.embeddings.row(i).head(dims).norm());
-  const ImVec2 c(p0.x + size.x * (dims == 1 ? 0.1f : 0.5f), p0.y + size.y * (dims == 3   ? 0.62f
-                                                                             : dims == 2 ? 0.85f
-                                                                                         : 0.5f));
-  const float s = (dims == 1 ? size.x * 0.8f : std::min(size.x, size.y) * (dims == 3 ? 0.42f : 0.75f)) / radius;
+  // The view: rotated (3-D), then scaled and moved so that the origin, the axes and every point fill
+  // the plot, less a margin for the names; it follows the rotation smoothly while dragged.
   const float cy = std::cos(yaw_), sy = std::sin(yaw_), cp = std::cos(pitch_), sp = std::sin(pitch_);
-  auto project = [&](float x, float y, float z) {  // d0 → x, d1 → depth, d2 → up
-    if (dims < 3) return ImVec2(c.x + s * x, c.y - s * y);
+  auto view = [&](float x, float y, float z) {  // d0 → right, d1 → depth, d2 → up; screen y down
+    if (dims < 3) return ImVec2(x, -y);
     const float rx = x * cy - y * sy, depth = x * sy + y * cy;
-    return ImVec2(c.x + s * rx, c.y - s * (z * cp - depth * sp));
+    return ImVec2(rx, -(z * cp - depth * sp));
+  };
+  ImVec2 lo(0, 0), hi(0, 0);
+  auto extend = [&](ImVec2 v) {
+    lo = ImVec2(std::min(lo.x, v.x), std::min(lo.y, v.y)), hi = ImVec2(std::max(hi.x, v.x), std::max(hi.y, v.y));
+  };
+  for (int a = 0; a < dims; ++a) extend(view(a == 0 ? radius : 0, a == 1 ? radius : 0, a == 2 ? radius : 0));
+  for (int i = 0; i < T; ++i) {
+    const auto r = ws.embeddings.row(i);
+    extend(view(r(0), dims > 1 ? r(1) : 0, dims > 2 ? r(2) : 0));
+  }
+  const float margin_x = px(44), top = fonts().small->FontSize + px(12), bottom = px(18);
+  const float fit_w = std::max(size.x - 2 * margin_x, 1.0f), fit_h = std::max(size.y - top - bottom, 1.0f);
+  const float s = std::min(hi.x - lo.x > 0 ? fit_w / (hi.x - lo.x) : FLT_MAX,
+                           hi.y - lo.y > 0 ? fit_h / (hi.y - lo.y) : FLT_MAX);
+  const ImVec2 c(p0.x + size.x / 2 - s * (lo.x + hi.x) / 2, p0.y + top + fit_h / 2 - s * (lo.y + hi.y) / 2);
+  auto project = [&](float x, float y, float z) {
+    const ImVec2 v = view(x, y, z);
+    return ImVec2(c.x + s * v.x, c.y + s * v.y);
   };
   auto point = [&](int i) {
     const auto r = ws.embeddings.row(i);
@@ -245,22 +265,71 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
   };
   const ImU32 axis = theme().text_dim;
   const char* names[] = {"d0", "d1", "d2"};
+  LabelLayout placement{px(4), px(14), px(3), {p0.x + 2, p0.y + 2, p0.x + size.x - 2, p0.y + size.y - 2}, {}};
   for (int a = 0; a < dims; ++a) {
     const ImVec2 e = project(a == 0 ? radius : 0, a == 1 ? radius : 0, a == 2 ? radius : 0);
     draw->AddLine(project(0, 0, 0), e, axis, 1.0f);
     draw->AddText(e, axis, names[a]);
+    const ImVec2 t = ImGui::CalcTextSize(names[a]);
+    placement.taken.push_back({e.x, e.y, e.x + t.x, e.y + t.y});
   }
-  const int label_every = std::max(1, T / 24);
-  for (int i = 0; i < T; ++i) {
+  // The points and arrows, then the names where they cover no other name or point: the selected
+  // token's first, always shown; beyond 64 tokens (a cloud, names over points unreadable) only it.
+  // A point's name and values are on hover too, for the names left out.
+  ImFont* font = fonts().small;
+  std::vector<PointLabel> labels(T);
+  std::vector<int> order;
+  if (ctx.view.token >= 0 && ctx.view.token < T) order.push_back(ctx.view.token);
+  for (int k = 0; k <= T; ++k) {  // the selected one last, over the others
+    const int i = k < T ? k : ctx.view.token;
     const bool sel = i == ctx.view.token;
+    if (i < 0 || i >= T || (sel && k < T)) continue;
     const ImU32 col = sel ? theme().selection : IM_COL32(86, 156, 214, 255);
     const ImVec2 p = point(i);
     if (T <= 64)
       draw->AddLine(project(0, 0, 0), p, (col & 0x00FFFFFF) | (sel ? 0xFF000000 : 0x90000000), sel ? 2.0f : 1.0f);
     draw->AddCircleFilled(p, sel ? 4.5f : 3.0f, col);
-    if (sel || i % label_every == 0)
-      draw->AddText(fonts().small, fonts().small->FontSize, ImVec2(p.x + 5, p.y - 7), sel ? theme().selection : axis,
-                    ws.tokens[i].c_str());
+    const ImVec2 text = font->CalcTextSizeA(font->FontSize, FLT_MAX, 0, ws.tokens[i].c_str());
+    labels[i] = {p.x, p.y, text.x, text.y, sel || T <= 64, sel, T <= 64};
+    if (!sel) order.push_back(i);
+  }
+  const auto spots = placeLabels(labels, order, placement);
+  for (int i = 0; i < T; ++i)
+    if (spots[i] &&
+        spots[i]->distanceTo(labels[i].x, labels[i].y) > placement.gap + 1)  // a name further off: a line to it
+      draw->AddLine(ImVec2(labels[i].x, labels[i].y),
+                    ImVec2(std::clamp(labels[i].x, spots[i]->x0, spots[i]->x1),
+                           std::clamp(labels[i].y, spots[i]->y0, spots[i]->y1)),
+                    (axis & 0x00FFFFFF) | 0x90000000, 1.0f);
+  nlohmann::json shown = nlohmann::json::array();  // for tests: where each name went
+  for (int i = 0; i < T; ++i)
+    if (spots[i])
+      shown.push_back(
+          {{"token", i}, {"rect", rectJson(ImVec2(spots[i]->x0, spots[i]->y0), ImVec2(spots[i]->x1, spots[i]->y1))}});
+  layout().state()["inputs_plot"] = {{"rect", rectJson(p0, ImVec2(p0.x + size.x, p0.y + size.y))}, {"names", shown}};
+  for (int i = 0; i < T; ++i)
+    if (spots[i]) {
+      if (T > 64)  // over the cloud: on the window's colour
+        draw->AddRectFilled(ImVec2(spots[i]->x0 - 2, spots[i]->y0), ImVec2(spots[i]->x1 + 2, spots[i]->y1),
+                            ImGui::GetColorU32(ImGuiCol_WindowBg), 2.0f);
+      draw->AddText(font, font->FontSize, ImVec2(spots[i]->x0, spots[i]->y0),
+                    i == ctx.view.token ? theme().selection : axis, ws.tokens[i].c_str());
+    }
+  if (ImGui::IsItemHovered() && !ImGui::IsItemActive()) {
+    const ImVec2 m = ImGui::GetIO().MousePos;
+    int nearest = -1;
+    float best = px(8) * px(8);
+    for (int i = 0; i < T; ++i) {
+      const float dx = labels[i].x - m.x, dy = labels[i].y - m.y;
+      if (dx * dx + dy * dy < best) best = dx * dx + dy * dy, nearest = i;
+    }
+    if (nearest >= 0) {
+      const auto r = ws.embeddings.row(nearest);
+      std::string values;
+      for (int a = 0; a < dims; ++a) values += (a ? ", " : "") + formatFixed(r(a), 4);
+      ImGui::SetTooltip("%d  %s  [%s%s]", nearest + 1, ws.tokens[nearest].c_str(), values.c_str(),
+                        d_in > dims ? ", …" : "");
+    }
   }
   const char* note = d_in > 3 ? "first 3 of %d components · drag to rotate" : dims == 3 ? "drag to rotate" : "";
   draw->AddText(fonts().small, fonts().small->FontSize, ImVec2(p0.x + 4, p0.y + 3), axis,

@@ -36,6 +36,26 @@ ALL_MAPS = ["w_query", "w_key", "w_value", "queries", "keys", "values", "scores"
             "weights", "dropout_mask", "dropped_weights", "context", "concat", "out_proj", "output"]
 
 
+def check_plot_names(name, dump, failures):
+    """The Inputs panel's plot of the embeddings, where there is room for it: every token of a book
+    example named, no name over another, all inside the plot (journey and starts nearly coincide)."""
+    plot = dump.get("state", {}).get("inputs_plot")
+    if plot is None:
+        return
+    boxes = {n["token"]: n["rect"] for n in plot["names"]}
+    tokens = len(dump["state"].get("tokens", [])) or None
+    if tokens is not None and len(boxes) != tokens:
+        failures.append(f"{name}: the plot names {sorted(boxes)} of {tokens} tokens")
+    p = plot["rect"]
+    for i, a in boxes.items():
+        if a["x"] < p["x"] or a["y"] < p["y"] or a["x"] + a["w"] > p["x"] + p["w"] or a["y"] + a["h"] > p["y"] + p["h"]:
+            failures.append(f"{name}: the plot's name of token {i} is outside it")
+        for j, b in boxes.items():
+            if i < j and a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"] and \
+                    a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]:
+                failures.append(f"{name}: the plot's names of tokens {i} and {j} overlap")
+
+
 def check_notebook_decimals(app, assets, tmp, size, failures):
     """Every map of each book preset, opened as it is — and the multi-head ones with every map on,
     W_query 3 × 1 to the output 6 × 2 — shows four decimals at `size`."""
@@ -55,6 +75,7 @@ def check_notebook_decimals(app, assets, tmp, size, failures):
                             xvfb.display, size=size)
             if not dump["heatmaps"]:
                 failures.append(f"{name}: no maps")
+            check_plot_names(name, dump, failures)
             for m in dump["heatmaps"]:
                 if not m.get("values_shown") or m.get("label_format") not in NOTEBOOK:
                     failures.append(f"{name}: {m['id']} ({m['title']}) labelled "
