@@ -106,6 +106,7 @@ void Controller::update(double now) {
               false, now + 0.5};
   // A model read off the UI thread: it opens now, before the commands queued behind it.
   if (auto loaded = model_load_.poll()) {
+    if (toast_.text.rfind("Opening the model ", 0) == 0) toast_ = {};  // the progress is over
     const Command c = loaded->command;
     try {
       openLoadedModel(std::move(*loaded), now);
@@ -977,15 +978,19 @@ void Controller::applyModel(const Command& c, double now) {
       model_load_.start([c, options](const std::atomic<bool>&) {
         ModelLoad r{c, nullptr, "", {}};
         const std::string path = c.text("path");
+        // The loader's messages mostly start with the file they are about: the path is said once.
+        const auto couldNot = [&](const std::string& why) {
+          return "Could not open the model " + (why.rfind(path, 0) == 0 ? why : path + ": " + why);
+        };
         try {
           r.model = loadGptModel(path, options);
           r.stamp = fileStamp(r.model->weights_path);
         } catch (const InputError& e) {
-          r.error = "Could not open the model " + path + ": " + e.what();
+          r.error = couldNot(e.what());
         } catch (const std::bad_alloc&) {
-          r.error = "Could not open the model " + path + ": not enough memory";
+          r.error = couldNot("not enough memory");
         } catch (const std::exception& e) {
-          r.error = "Could not open the model " + path + ": " + e.what();
+          r.error = couldNot(e.what());
         }
         return r;
       });

@@ -524,6 +524,31 @@ TEST_F(ControllerTest, UndoAndRedoWithAModelOpenAreItsTexts) {
   EXPECT_FALSE(c.model().canUndoText()) << "another opening starts a new history";
 }
 
+TEST_F(ControllerTest, AModelThatCannotBeOpenedIsSaidOnceAndTheProgressEnds) {
+  Controller c = make();
+  const std::string missing = path("no-such-model");
+  user(c, "model_open", {{"path", missing}});
+  EXPECT_EQ(c.toast().text, "Opening the model " + missing + " …");
+  settle(c);
+  EXPECT_FALSE(c.model().isOpen());
+  EXPECT_TRUE(c.toast().error);
+  EXPECT_EQ(c.toast().text.rfind("Could not open the model " + missing, 0), 0u) << c.toast().text;
+  const std::size_t said = c.toast().text.find(missing);
+  EXPECT_EQ(c.toast().text.find(missing, said + 1), std::string::npos) << "the path said once: " << c.toast().text;
+
+  // From a script the failure is reported to the script, and the window no longer says it is opening.
+  Command scripted = makeCommand("model_open", {{"path", missing}});
+  scripted.script_index = 0;
+  c.commands().push(std::move(scripted));
+  c.update(0);
+  settle(c);
+  const auto failures = c.takeFailures();
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].message.rfind("Could not open the model " + missing, 0), 0u) << failures[0].message;
+  EXPECT_EQ(c.toast().text.rfind("Opening the model", 0), std::string::npos) << c.toast().text;
+  EXPECT_EQ(seedOf(c), bookExample().model.seed) << "nothing of the document changed";
+}
+
 TEST(KeyBindings, LessonKeysTurnPagesOnlyWithALessonOpen) {
   KeyContext lesson;
   lesson.lesson = true;
