@@ -13,6 +13,7 @@
 #include "editing/token_table.h"
 #include "widgets/fonts.h"
 #include "widgets/layout_dump.h"
+#include "widgets/text.h"
 #include "widgets/theme.h"
 #include "widgets/value_cell.h"
 
@@ -265,11 +266,12 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
   };
   const ImU32 axis = theme().text_dim;
   const char* names[] = {"d0", "d1", "d2"};
-  LabelLayout placement{px(4), px(14), px(3), {p0.x + 2, p0.y + 2, p0.x + size.x - 2, p0.y + size.y - 2}, {}};
+  LabelLayout placement{px(4), px(14), px(3), {p0.x + 2, p0.y + 2, p0.x + size.x - 2, p0.y + size.y - 2}, {}, {}};
   for (int a = 0; a < dims; ++a) {
     const ImVec2 e = project(a == 0 ? radius : 0, a == 1 ? radius : 0, a == 2 ? radius : 0);
     draw->AddLine(project(0, 0, 0), e, axis, 1.0f);
     draw->AddText(e, axis, names[a]);
+    placement.lines.push_back({project(0, 0, 0).x, project(0, 0, 0).y, e.x, e.y});
     const ImVec2 t = ImGui::CalcTextSize(names[a]);
     placement.taken.push_back({e.x, e.y, e.x + t.x, e.y + t.y});
   }
@@ -278,6 +280,7 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
   // A point's name and values are on hover too, for the names left out.
   ImFont* font = fonts().small;
   std::vector<PointLabel> labels(T);
+  std::vector<std::string> names_shown(T);
   std::vector<int> order;
   if (ctx.view.token >= 0 && ctx.view.token < T) order.push_back(ctx.view.token);
   for (int k = 0; k <= T; ++k) {  // the selected one last, over the others
@@ -286,10 +289,13 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
     if (i < 0 || i >= T || (sel && k < T)) continue;
     const ImU32 col = sel ? theme().selection : IM_COL32(86, 156, 214, 255);
     const ImVec2 p = point(i);
-    if (T <= 64)
+    if (T <= 64) {
       draw->AddLine(project(0, 0, 0), p, (col & 0x00FFFFFF) | (sel ? 0xFF000000 : 0x90000000), sel ? 2.0f : 1.0f);
+      placement.lines.push_back({project(0, 0, 0).x, project(0, 0, 0).y, p.x, p.y});
+    }
     draw->AddCircleFilled(p, sel ? 4.5f : 3.0f, col);
-    const ImVec2 text = font->CalcTextSizeA(font->FontSize, FLT_MAX, 0, ws.tokens[i].c_str());
+    names_shown[i] = fitText(font, font->FontSize, ws.tokens[i], px(120));  // as the maps shorten a long one
+    const ImVec2 text = font->CalcTextSizeA(font->FontSize, FLT_MAX, 0, names_shown[i].c_str());
     labels[i] = {p.x, p.y, text.x, text.y, sel || T <= 64, sel, T <= 64};
     if (!sel) order.push_back(i);
   }
@@ -307,14 +313,20 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
       shown.push_back(
           {{"token", i}, {"rect", rectJson(ImVec2(spots[i]->x0, spots[i]->y0), ImVec2(spots[i]->x1, spots[i]->y1))}});
   layout().state()["inputs_plot"] = {{"rect", rectJson(p0, ImVec2(p0.x + size.x, p0.y + size.y))}, {"names", shown}};
-  for (int i = 0; i < T; ++i)
-    if (spots[i]) {
-      if (T > 64)  // over the cloud: on the window's colour
-        draw->AddRectFilled(ImVec2(spots[i]->x0 - 2, spots[i]->y0), ImVec2(spots[i]->x1 + 2, spots[i]->y1),
-                            ImGui::GetColorU32(ImGuiCol_WindowBg), 2.0f);
-      draw->AddText(font, font->FontSize, ImVec2(spots[i]->x0, spots[i]->y0),
-                    i == ctx.view.token ? theme().selection : axis, ws.tokens[i].c_str());
+  int unnamed = 0;
+  for (int i = 0; i < T; ++i) {
+    if (!spots[i]) {
+      unnamed += labels[i].named ? 1 : 0;
+      continue;
     }
+    // On the window's colour: a line the name had to cross (or a cloud beneath it) passes under it.
+    draw->AddRectFilled(ImVec2(spots[i]->x0 - 1, spots[i]->y0), ImVec2(spots[i]->x1 + 1, spots[i]->y1),
+                        (ImGui::GetColorU32(ImGuiCol_WindowBg) & 0x00FFFFFF) | (T > 64 ? 0xFF000000 : 0xD0000000),
+                        2.0f);
+    draw->AddText(font, font->FontSize, ImVec2(spots[i]->x0, spots[i]->y0),
+                  i == ctx.view.token ? theme().selection : axis, names_shown[i].c_str());
+  }
+
   if (ImGui::IsItemHovered() && !ImGui::IsItemActive()) {
     const ImVec2 m = ImGui::GetIO().MousePos;
     int nearest = -1;
@@ -331,10 +343,15 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
                         d_in > dims ? ", …" : "");
     }
   }
-  const char* note = d_in > 3 ? "first 3 of %d components · drag to rotate" : dims == 3 ? "drag to rotate" : "";
-  draw->AddText(fonts().small, fonts().small->FontSize, ImVec2(p0.x + 4, p0.y + 3), axis,
-                d_in > 3 ? (std::string("first 3 of ") + std::to_string(d_in) + " components · drag to rotate").c_str()
-                         : note);
+  // The note above the plot; names left out are said, not silently dropped.
+  std::string note = d_in > 3    ? "first 3 of " + std::to_string(d_in) + " components · drag to rotate"
+                     : dims == 3 ? "drag to rotate"
+                                 : "";
+  if (unnamed > 0)
+    note += (note.empty() ? "" : " · ") + std::to_string(unnamed) + (unnamed == 1 ? " name" : " names") +
+            " left out: hover a point";
+  draw->AddText(font, font->FontSize, ImVec2(p0.x + 4, p0.y + 3), axis,
+                fitText(font, font->FontSize, note, size.x - 8).c_str());
 }
 
 void InputsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {

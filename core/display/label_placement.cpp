@@ -11,6 +11,26 @@ float LabelBox::distanceTo(float x, float y) const {
   return std::sqrt(dx * dx + dy * dy);
 }
 
+// Liang–Barsky: the part of the segment inside the box, if any, as parameters t0 ≤ t1 in [0, 1].
+bool LabelSegment::crosses(const LabelBox& b) const {
+  const float dx = x1 - x0, dy = y1 - y0;
+  float t0 = 0, t1 = 1;
+  const float p[4] = {-dx, dx, -dy, dy}, q[4] = {x0 - b.x0, b.x1 - x0, y0 - b.y0, b.y1 - y0};
+  for (int k = 0; k < 4; ++k) {
+    if (p[k] == 0) {
+      if (q[k] <= 0) return false;  // parallel to this edge and outside it (or on it)
+      continue;
+    }
+    const float t = q[k] / p[k];
+    if (p[k] < 0)
+      t0 = std::max(t0, t);
+    else
+      t1 = std::min(t1, t);
+    if (t0 > t1) return false;
+  }
+  return t0 < t1;
+}
+
 namespace {
 
 // The eight spots around a point, in the order they are tried: beside it first (where a reader
@@ -44,8 +64,11 @@ std::vector<std::optional<LabelBox>> placeLabels(const std::vector<PointLabel>& 
   std::vector<std::optional<LabelBox>> placed(labels.size());
   std::vector<LabelBox> taken = layout.taken;
   const float r = layout.point_radius;
-  auto free = [&](const LabelBox& b, int own) {
+  auto free = [&](const LabelBox& b, int own, bool avoid_lines) {
     if (!b.inside(layout.bounds)) return false;
+    if (avoid_lines)
+      for (const LabelSegment& l : layout.lines)
+        if (l.crosses(b)) return false;
     for (const LabelBox& t : taken)
       if (b.overlaps(t)) return false;
     for (int j = 0; j < n; ++j)
@@ -57,11 +80,15 @@ std::vector<std::optional<LabelBox>> placeLabels(const std::vector<PointLabel>& 
   for (int i : order) {
     if (i < 0 || i >= n || placed[i] || !labels[i].named) continue;
     for (const float gap : {layout.gap, layout.far_gap}) {
-      const auto spots = spotsAround(labels[i], gap);
-      const auto spot = std::find_if(spots.begin(), spots.end(), [&](const LabelBox& b) { return free(b, i); });
-      if (spot == spots.end()) continue;
-      placed[i] = *spot;
-      break;
+      for (const bool avoid_lines : {true, false}) {
+        const auto spots = spotsAround(labels[i], gap);
+        const auto spot = std::find_if(spots.begin(), spots.end(),
+                                       [&](const LabelBox& b) { return free(b, i, avoid_lines); });
+        if (spot == spots.end()) continue;
+        placed[i] = *spot;
+        break;
+      }
+      if (placed[i]) break;
     }
     if (!placed[i] && labels[i].required) placed[i] = movedInside(spotsAround(labels[i], layout.gap)[0], layout.bounds);
     if (placed[i]) taken.push_back(*placed[i]);

@@ -14,6 +14,11 @@ struct LabelBox {
   float distanceTo(float x, float y) const;  // from a point outside (0 inside)
 };
 
+struct LabelSegment {
+  float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+  bool crosses(const LabelBox& b) const;  // any part of the segment inside the box
+};
+
 struct PointLabel {
   float x = 0, y = 0;           // the point
   float width = 0, height = 0;  // its name's text
@@ -23,11 +28,12 @@ struct PointLabel {
 };
 
 struct LabelLayout {
-  float gap = 4;                // between a point and its name
-  float far_gap = 16;           // the second ring of spots, where a name needs a line to its point
-  float point_radius = 3;       // a point is an obstacle of this half-width
-  LabelBox bounds;              // names stay inside (a required one is moved inside)
-  std::vector<LabelBox> taken;  // already drawn there (the axes' names): no name goes over them
+  float gap = 4;                    // between a point and its name
+  float far_gap = 16;               // the second ring of spots, where a name needs a line to its point
+  float point_radius = 3;           // a point is an obstacle of this half-width
+  LabelBox bounds;                  // names stay inside (a required one is moved inside)
+  std::vector<LabelBox> taken;      // already drawn there (the axes' names): no name goes over them
+  std::vector<LabelSegment> lines;  // lines drawn (axes, arrows): a name crosses one only where it must
 };
 
 // Each label's text box, or nothing where every spot around its point is taken. Labels are placed
@@ -35,7 +41,9 @@ struct LabelLayout {
 // first free one of eight spots: right of the point, left, above, below, then the four corners;
 // then the same eight `far_gap` away (the caller draws a line from the point to such a name).
 // A spot is free when it lies inside the bounds and overlaps nothing taken, no name placed before
-// it and no other point. Same input, same layout: nothing moves from frame to frame unless the points do.
+// it and no other point; each ring's spots are tried crossing no line first, then crossing lines
+// (the caller draws names on a backdrop: near its point, a name over a line still reads). Same input, same
+// layout: nothing moves from frame to frame unless the points do.
 std::vector<std::optional<LabelBox>> placeLabels(const std::vector<PointLabel>& labels, const std::vector<int>& order,
                                                  const LabelLayout& layout);
 

@@ -9,7 +9,7 @@
 namespace attnscope {
 namespace {
 
-const LabelLayout kLayout{4, 16, 3, {0, 0, 400, 300}, {}};
+const LabelLayout kLayout{4, 16, 3, {0, 0, 400, 300}, {}, {}};
 
 PointLabel at(float x, float y, float w = 40, float h = 12) { return {x, y, w, h, true, false, true}; }
 
@@ -57,6 +57,31 @@ TEST(LabelPlacement, NothingTakenIsCovered) {
   const auto spots = placeLabels({at(100, 100)}, {0}, layout);
   ASSERT_TRUE(spots[0]);
   EXPECT_FALSE(spots[0]->overlaps(layout.taken[0]));
+}
+
+TEST(LabelPlacement, LinesAreAvoidedWhereTheyCanBe) {
+  LabelLayout layout = kLayout;
+  layout.lines = {{100, 100, 300, 100}};  // an axis running right from the point, through the right spot
+  auto spots = placeLabels({at(100, 100)}, {0}, layout);
+  ASSERT_TRUE(spots[0]);
+  EXPECT_FALSE(layout.lines[0].crosses(*spots[0]));
+  EXPECT_FLOAT_EQ(spots[0]->x1, 96) << "the left spot, the next one tried";
+  // Lines through every near spot: the name stays near, over a line, rather than further off.
+  for (float y : {88.0f, 94.0f, 100.0f, 106.0f, 112.0f}) layout.lines.push_back({0, y, 400, y});
+  spots = placeLabels({at(100, 100)}, {0}, layout);
+  ASSERT_TRUE(spots[0]);
+  EXPECT_LE(spots[0]->distanceTo(100, 100), kLayout.gap + 0.01f);
+}
+
+TEST(LabelPlacement, ASegmentCrossesABoxOnlyThroughIt) {
+  const LabelBox box{10, 10, 20, 20};
+  EXPECT_TRUE((LabelSegment{0, 15, 30, 15}.crosses(box)));   // straight through
+  EXPECT_TRUE((LabelSegment{12, 12, 14, 14}.crosses(box)));  // inside
+  EXPECT_TRUE((LabelSegment{0, 0, 30, 30}.crosses(box)));    // the diagonal
+  EXPECT_FALSE((LabelSegment{0, 0, 9, 9}.crosses(box)));     // short of it
+  EXPECT_FALSE((LabelSegment{0, 25, 30, 25}.crosses(box)));  // below it
+  EXPECT_FALSE((LabelSegment{0, 19, 19, 0}.crosses(box)));   // past its corner
+  EXPECT_TRUE((LabelSegment{0, 21, 21, 0}.crosses(box)));    // just inside its corner
 }
 
 TEST(LabelPlacement, ACrowdedPointGetsAFarSpotOrNone) {
