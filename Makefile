@@ -125,7 +125,7 @@ TOUR_LESSON := assets/lessons/chapter3.json
 # the tokenizer's oracle installs into the build tree.
 NPM_ORACLE := $(BUILD)/tests/oracle/npm
 TRAINED_MODEL := $(BUILD)/trained-model
-TOUR_STEPS := $(shell seq 1 12)
+TOUR_STEPS := $(shell seq 1 13)
 TOUR_SIZES := 1280x720-150 1280x800-175 1920x1080-200
 screenshots: build
 	mkdir -p $(SHOTS)/tour
