@@ -507,7 +507,11 @@ const char* missingStage(const Trace& t, Stage s) {
   if ((s == Stage::Mask || s == Stage::MaskedScores) && !t.model.causal) return "mask";
   if (s == Stage::MaskedScores && trilRoute(t.model)) return "−∞ mask (the tril route masks the weights)";
   if (!stageHeld(t, s)) return "tril route";
-  if ((s == Stage::DropoutMask || s == Stage::DroppedWeights) && !t.dropout_active) return "dropout";
+  if ((s == Stage::DropoutMask || s == Stage::DroppedWeights) && !t.dropout_active) {
+    // The step has nn.Dropout; what turns it off is said (eval mode was read as "no dropout here").
+    if (!hasDropout(t.model.variant)) return "dropout";
+    return t.model.dropout <= 0 ? "dropout (p = 0)" : !t.model.training ? "dropout (off in eval mode)" : "dropout";
+  }
   return nullptr;
 }
 
@@ -647,7 +651,7 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
   if (!about.empty()) line = about + (line.empty() ? "" : "  ·  " + line);
   if (!rounding.empty()) line = rounding + (line.empty() ? "" : "  ·  " + line);  // first: it explains the numbers
   layout().state()["grid_notes"] = line;  // tests: the preset's note is there, or gone
-  if (line.empty()) return reset;  // the zoom's line ends here (no SameLine left open for the maps)
+  if (line.empty()) return reset;         // the zoom's line ends here (no SameLine left open for the maps)
   if (zoom > 1) ImGui::SameLine(0, px(16));
   // One line: what does not fit ends in "…", and the whole text shows on hover.
   const std::string shown = fitText(line, ImGui::GetContentRegionAvail().x);

@@ -207,7 +207,9 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   ImGui::SameLine();
   wrapped("query " + std::to_string(i + 1) + ": \"" + tokens[i] + "\"  (x" + std::to_string(i + 1) + ")");
   if (t.heads > 1)
-    wrapped("head " + std::to_string(head + 1) + " of " + std::to_string(t.heads) + " (choose in the heatmap header)",
+    wrapped("head " + std::to_string(head + 1) + " of " + std::to_string(t.heads) +
+                (ctx.modelOpen() || ctx.givenMaps() ? " (choose in the Layers grid or the heatmap header)"
+                                                    : " (choose in the heatmap header)"),
             true);
 
   section("input", "xᵢ, 1×" + std::to_string(t.d_in));

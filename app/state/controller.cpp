@@ -235,6 +235,7 @@ void Controller::applyDocument(const Command& c, double now) {
       case CommandId::Redo:
         if (model_.undoTarget() == ModelSession::UndoTarget::Text) {
           c.id() == CommandId::Undo ? model_.undoText() : model_.redoText();
+          if (!toast_.error) toast_ = {};  // as an undo of the document's (applyToDocument)
           view_.token = model_.tokenCount() - 1;
           clampView();
           return;
@@ -281,6 +282,8 @@ void Controller::applyToDocument(const Command& c, double now) {
   }
   if (c.id() == CommandId::PasteEmbeddings || c.id() == CommandId::PasteParameters) return paste(c, now);
   if (doc_.apply(c) == DocumentChange::Replaced) return replaced(c, now);
+  if ((c.id() == CommandId::Undo || c.id() == CommandId::Redo) && !toast_.error)
+    toast_ = {};  // what it said was about the edit now undone (or redone: said once is enough)
   if (!doc_.note().empty()) showToast(doc_.note(), false, now);  // num_heads or seed moved
   clampView();
 }

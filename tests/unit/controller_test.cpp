@@ -524,6 +524,21 @@ TEST_F(ControllerTest, UndoAndRedoWithAModelOpenAreItsTexts) {
   EXPECT_FALSE(c.model().canUndoText()) << "another opening starts a new history";
 }
 
+TEST_F(ControllerTest, UndoTakesAwayTheNoteOfTheEditItUndoes) {
+  Controller c = make();
+  user(c, "set", {{"field", "variant"}, {"value", "causal"}});  // the step's own seed: said in a note
+  ASSERT_FALSE(c.toast().text.empty());
+  ASSERT_FALSE(c.toast().error);
+  user(c, "undo");
+  EXPECT_EQ(c.document().workspace().model.variant, bookExample().model.variant);
+  EXPECT_EQ(c.toast().text, "") << "the note spoke of the step undone";
+  user(c, "undo");  // nothing left to undo: that is said, and stays said
+  EXPECT_TRUE(c.toast().error);
+  const std::string refusal = c.toast().text;
+  user(c, "redo");
+  EXPECT_EQ(c.toast().text, refusal) << "an error is not wiped by the next command";
+}
+
 TEST_F(ControllerTest, AModelThatCannotBeOpenedIsSaidOnceAndTheProgressEnds) {
   Controller c = make();
   const std::string missing = path("no-such-model");
