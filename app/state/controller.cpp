@@ -254,6 +254,25 @@ void Controller::applyDocument(const Command& c, double now) {
   applyToDocument(c, now);
 }
 
+// The selected token is a token, not a row number: an edit that moves rows takes it along (the
+// removed token's selection goes to the one after it, clamped as always).
+namespace {
+int tokenAfterEdit(const Command& c, int token) {
+  switch (c.id()) {
+    case CommandId::MoveToken: {
+      const int from = c.integer("from"), to = c.integer("to");
+      if (token == from) return to;
+      if (from < token && token <= to) return token - 1;
+      if (to <= token && token < from) return token + 1;
+      return token;
+    }
+    case CommandId::RemoveToken: return token > c.integer("index") ? token - 1 : token;
+    case CommandId::AddToken: return c.has("at") && c.integer("at") <= token ? token + 1 : token;
+    default: return token;
+  }
+}
+}  // namespace
+
 void Controller::applyToDocument(const Command& c, double now) {
   if (c.id() == CommandId::Restore) {  // an autosave that cannot be read is kept aside, never overwritten
     try {
@@ -282,6 +301,7 @@ void Controller::applyToDocument(const Command& c, double now) {
   }
   if (c.id() == CommandId::PasteEmbeddings || c.id() == CommandId::PasteParameters) return paste(c, now);
   if (doc_.apply(c) == DocumentChange::Replaced) return replaced(c, now);
+  view_.token = tokenAfterEdit(c, view_.token);
   if ((c.id() == CommandId::Undo || c.id() == CommandId::Redo) && !toast_.error)
     toast_ = {};  // what it said was about the edit now undone (or redone: said once is enough)
   if (!doc_.note().empty()) showToast(doc_.note(), false, now);  // num_heads or seed moved

@@ -524,6 +524,27 @@ TEST_F(ControllerTest, UndoAndRedoWithAModelOpenAreItsTexts) {
   EXPECT_FALSE(c.model().canUndoText()) << "another opening starts a new history";
 }
 
+TEST_F(ControllerTest, TheSelectedTokenStaysWithItsTokenWhenRowsMove) {
+  Controller c = make();
+  auto selected = [&] { return c.document().workspace().tokens.at(c.view().token); };
+  user(c, "select_token", {{"index", 4}});
+  ASSERT_EQ(selected(), "one");
+  user(c, "move_token", {{"from", 4}, {"to", 0}});
+  EXPECT_EQ(c.view().token, 0);
+  EXPECT_EQ(selected(), "one");
+  user(c, "move_token", {{"from", 5}, {"to", 0}});  // another token moved in front of it
+  EXPECT_EQ(selected(), "one");
+  user(c, "remove_token", {{"index", 0}});  // one before it removed
+  EXPECT_EQ(selected(), "one");
+  user(c, "add_token", {{"name", "new"}, {"at", 0}});  // one added before it
+  EXPECT_EQ(selected(), "one");
+  user(c, "add_token", {{"name", "last"}});  // at the end: after it
+  EXPECT_EQ(selected(), "one");
+  const int at = c.view().token;
+  user(c, "remove_token", {{"index", at}});  // the selected one itself: the next takes its place
+  EXPECT_EQ(c.view().token, at);
+}
+
 TEST_F(ControllerTest, UndoTakesAwayTheNoteOfTheEditItUndoes) {
   Controller c = make();
   user(c, "set", {{"field", "variant"}, {"value", "causal"}});  // the step's own seed: said in a note
