@@ -141,13 +141,20 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
   const int shown_cols = shownValueColumns(d_in, 3);
   const ImGuiTableFlags flags = ImGuiTableFlags_ScrollY | ImGuiTableFlags_ScrollX | ImGuiTableFlags_RowBg |
                                 ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingFixedFit;
-  if (!ImGui::BeginTable("embeddings", shown_cols + 3, flags, ImVec2(0, height))) return;
+  // Cells padded 1 px (ImGui's default is 4): the book's 3 columns and the row's ↑ ↓ × then fit
+  // the panel's width at 1600 × 1000 instead of scrolling × out of view.
+  ImGui::PushStyleVar(ImGuiStyleVar_CellPadding,
+                      ImVec2(std::min(ImGui::GetStyle().CellPadding.x, px(1)), ImGui::GetStyle().CellPadding.y));
+  const bool open = ImGui::BeginTable("embeddings", shown_cols + 3, flags, ImVec2(0, height));
+  ImGui::PopStyleVar();
+  if (!open) return;
   ImGui::TableSetupScrollFreeze(2, 1);
   ImGui::TableSetupColumn("#");
   ImGui::TableSetupColumn("token", 0, px(60));
   const float value_w = valueColumnWidth(values_lo_, values_hi_);  // the range found once per edit (mirrorTokens)
   for (int c = 0; c < shown_cols; ++c) ImGui::TableSetupColumn(("d" + std::to_string(c)).c_str(), 0, value_w);
-  ImGui::TableSetupColumn("", 0, px(64));
+  const ImGuiStyle& style = ImGui::GetStyle();  // the three small buttons, 2 px apart
+  ImGui::TableSetupColumn("", 0, ImGui::CalcTextSize("↑↓×").x + 6 * style.FramePadding.x + 4);
   ImGui::TableHeadersRow();
   ImGuiListClipper clipper;
   clipper.Begin(T);
@@ -198,6 +205,7 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
       ImGui::SameLine(0, 2);
       ImGui::BeginDisabled(T == 1);
       if (ImGui::SmallButton("×")) cmd.push("remove_token", {{"index", i}});
+      if (i == 0) layout().widget("remove_token_0");
       ImGui::EndDisabled();
       if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) ImGui::SetTooltip("remove this token");
       ImGui::PopID();

@@ -76,6 +76,11 @@ def check_notebook_decimals(app, assets, tmp, size, failures):
             if not dump["heatmaps"]:
                 failures.append(f"{name}: no maps")
             check_plot_names(name, dump, failures)
+            if size == "1600x1000":  # the default window: the book's rows keep their × in view
+                x, panel = dump["widgets"].get("remove_token_0"), dump["panels"].get("inputs")
+                if x and panel and x["x"] + x["w"] > panel["x"] + panel["w"] - 8:
+                    failures.append(f"{name}: the first row's × (remove) ends at x = {x['x'] + x['w']:.0f}, "
+                                    f"past the Inputs panel's content ({panel['x'] + panel['w'] - 8:.0f})")
             for m in dump["heatmaps"]:
                 if not m.get("values_shown") or m.get("label_format") not in NOTEBOOK:
                     failures.append(f"{name}: {m['id']} ({m['title']}) labelled "
