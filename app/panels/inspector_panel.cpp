@@ -208,7 +208,7 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   wrapped("query " + std::to_string(i + 1) + ": \"" + tokens[i] + "\"  (x" + std::to_string(i + 1) + ")");
   if (t.heads > 1)
     wrapped("head " + std::to_string(head + 1) + " of " + std::to_string(t.heads) +
-                (ctx.modelOpen() || ctx.givenMaps() ? " (choose in the Layers grid or the heatmap header)"
+                (ctx.modelOpen() || ctx.givenMaps() ? " (click one in the Layers grid)"
                                                     : " (choose in the heatmap header)"),
             true);
 

@@ -88,7 +88,11 @@ void ModelTextPanel::tokenChips(const PanelContext& ctx, float chips_h) {
   // The list's own right edge: left of its scrollbar when it has one.
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   // A new text or selection shows its selected token (an appended one is on the list's last row).
-  const bool reveal = session.version() != chips_version_ || ctx.view.token != chips_token_;
+  // For a few frames: the list's scroll range is last frame's, and the panels around it settle
+  // their sizes after a new text, so one request could stop short of a token on a new last row.
+  if (session.version() != chips_version_ || ctx.view.token != chips_token_) reveal_frames_ = 3;
+  const bool reveal = reveal_frames_ > 0;
+  reveal_frames_ -= reveal ? 1 : 0;
   chips_version_ = session.version();
   chips_token_ = ctx.view.token;
   for (int t = 0; t < listed; ++t) {
@@ -164,13 +168,37 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     text_ = session.text();
     mirrored_version_ = session.version();
   }
-  ImGui::BeginDisabled(!tokenizer);
   const float field_h = ImGui::GetTextLineHeight() * 3.6f + ImGui::GetStyle().FramePadding.y * 2;
-  ImGui::InputTextMultiline("##text", &text_, ImVec2(-1, field_h),
-                            ImGuiInputTextFlags_CtrlEnterForNewLine | ImGuiInputTextFlags_EnterReturnsTrue);
-  const bool apply = ImGui::IsItemDeactivatedAfterEdit();
-  layout().widget("model_text");
-  ImGui::EndDisabled();
+  bool apply = false;
+  if (editing_ && tokenizer) {
+    const bool focusing = focus_field_;
+    if (focus_field_) ImGui::SetKeyboardFocusHere(), focus_field_ = false;
+    ImGui::InputTextMultiline("##text", &text_, ImVec2(-1, field_h),
+                              ImGuiInputTextFlags_CtrlEnterForNewLine | ImGuiInputTextFlags_EnterReturnsTrue);
+    apply = ImGui::IsItemDeactivatedAfterEdit();
+    if (!focusing && !ImGui::IsItemActive()) editing_ = false;
+    layout().widget("model_text");
+  } else {  // the text wrapped in the field's frame; a click edits it
+    editing_ = false;
+    ImGui::PushStyleColor(ImGuiCol_ChildBg, ImGui::GetStyleColorVec4(ImGuiCol_FrameBg));
+    ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImGui::GetStyle().FramePadding);
+    ImGui::BeginChild("##text_shown", ImVec2(-1, field_h), false, ImGuiWindowFlags_AlwaysUseWindowPadding);
+    ImGui::PushTextWrapPos(0);
+    if (text_.empty())
+      ImGui::TextDisabled(tokenizer ? "type a text…" : "token ids");
+    else
+      ImGui::TextUnformatted(text_.c_str());
+    layout().rect("model_text_content", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());  // tests: wrapped
+    ImGui::PopTextWrapPos();
+    if (tokenizer && ImGui::IsWindowHovered()) {
+      ImGui::SetMouseCursor(ImGuiMouseCursor_TextInput);
+      if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) editing_ = focus_field_ = true;
+    }
+    ImGui::EndChild();
+    ImGui::PopStyleVar();
+    ImGui::PopStyleColor();
+    layout().widget("model_text");
+  }
   if (apply && text_ != session.text()) ctx.commands.push("text", {{"value", text_}});
   ImGui::PushFont(fonts().small);
   if (!tokenizer)
@@ -178,7 +206,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
         "No tokenizer beside this model (vocab.json and merges.txt): the text is token ids (the "
         "`text` command's ids).");
   else
-    ImGui::TextDisabled("Enter applies · Ctrl+Enter: a new line");
+    ImGui::TextDisabled(editing_ ? "Enter applies · Ctrl+Enter: a new line" : "click the text to edit it");
   ImGui::PopFont();
   bool eot = session.prependEot();
   ImGui::BeginDisabled(!tokenizer || session.model()->tokenizer->endOfText() < 0);

@@ -31,10 +31,15 @@ class ModelTextPanel {
   float model_h_ = 0;
   std::string text_;                                    // the field, as typed
   std::uint64_t mirrored_version_ = ~std::uint64_t{0};  // the session version the field shows
+  // The text is shown wrapped, as a projector needs it (ImGui's multiline field does not wrap);
+  // a click makes it the field, which goes back to the wrapped text when it loses the focus.
+  bool editing_ = false;
+  bool focus_field_ = false;  // the field takes the keyboard in the frame after the click
   // The selected chip scrolled into the list's view for (session version, token): once per change,
   // so a user's own scrolling stays.
   std::uint64_t chips_version_ = ~std::uint64_t{0};
   int chips_token_ = -1;
+  int reveal_frames_ = 0;  // frames left that scroll the list to the selected token
   // The next tokens for (snapshot serial, position, temperature), made once.
   std::vector<NextToken> next_;
   std::uint64_t next_serial_ = 0;

@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -242,7 +243,31 @@ def checks(tmp):
                 print(f"  clicked layer_2_head_1 at {w}: the views show layer {d['state']['model']['shown_layer']}, "
                       f"head {d['state']['head']}")
 
+        def type_a_text():
+            # The text is shown wrapped (a projector's view); a click makes it the field to type in.
+            with App(app, display.name, ["--model", folder, "--size", "1280x720", "--text-size", "150"]) as a:
+                a.settled("the text shown", lambda d: "model_text" in d["widgets"] and "model" in d["state"])
+                a.find_window()
+                typed = "hello world hello world hello world hello world hello world hello world"
+
+                def act(attempt):
+                    a.click("model_text")
+                    time.sleep(0.2 * attempt)  # the field takes the keyboard in the frame after the click
+                    a.key("ctrl+a")
+                    a.type(typed)
+                    a.key("Return")
+                d = a.until(act, "the typed text read by the model",
+                            lambda d: d["state"].get("model", {}).get("text") == typed, again=lambda: a.key("Escape"))
+                assert len(d["state"]["model"]["ids"]) >= 12, d["state"]["model"]
+                d = a.settled("the text shown wrapped again", lambda d: "model_text_content" in d["widgets"])
+                field, shown = d["widgets"]["model_text"], d["widgets"]["model_text_content"]
+                assert shown["w"] <= field["w"] and shown["h"] >= 2 * 20, \
+                    f"the text is not wrapped in its field: {shown} in {field}"
+                print(f"  typed {len(typed)} characters: {len(d['state']['model']['ids'])} tokens; shown wrapped "
+                      f"in {shown['h']:.0f} px of the field's {field['h']:.0f}")
+
         return run_checks([("the layer and the next tokens are torch's", layer_and_next_tokens),
+                           ("a click on the wrapped text, then typing", type_a_text),
                            ("a token label with ## is drawn", hashes_drawn),
                            ("append the top token, repeat the text", append_and_repeat),
                            ("the chapter's work is set aside, not edited", chapter_work_set_aside),
