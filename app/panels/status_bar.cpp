@@ -71,6 +71,9 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
 void StatusBar::drawToast(const PanelContext& ctx, ImVec2 corner, float width) {
   const Toast& toast = ctx.toast;
   if (toast.text.empty() || ctx.now >= toast.until) return;
+  // A screenshot shows the work, as it never shows a dialog: a box over the panels ("Opened …" at
+  // 150 % and more) would sit on the slide. In the status bar a message stays, as it is shown.
+  if (ctx.capture.rendering) return;
   // On the foreground: above every window, whichever was clicked last.
   ImDrawList* draw = ImGui::GetForegroundDrawList();
   ImFont* font = ImGui::GetFont();
