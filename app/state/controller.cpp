@@ -437,6 +437,15 @@ void Controller::applyView(const Command& c, double now) {
       break;
     case CommandId::View: {
       const ViewState before = view_;
+      if (c.text("field") == "tab" && c.args["value"].is_string() &&
+          !mainTabShown(c.args["value"].get<std::string>(), model_.showing())) {
+        const std::string tab = c.args["value"].get<std::string>();
+        ViewState probe = view_;
+        setViewField(probe, "tab", c.args["value"]);  // an unknown tab is refused there, naming the tabs
+        const char* why = model_.isOpen() ? " tab while a trained model is open"
+                                          : " tab without a trained model (File › Open model…)";
+        throw InputError("view tab: no " + tab + why);
+      }
       setViewField(view_, c.text("field"), c.args["value"]);
       if (c.text("field") == "lock_range") view_.locked_heads.clear();  // updateEngine keeps the ranges on screen
       clampView();
@@ -508,7 +517,8 @@ void Controller::applyApp(const Command& c, double now) {
       if (c.id() == Id::ExportTrace) {
         // A trained model's layer in JSON: its heads as the Layers tab measures them, beside the trace.
         if (model_.isOpen() && format == ExportFormat::Json) exportAttention(path, now);
-        const int files = exportTrace(*snapshot_->inputs, *snapshot_->trace, path, format) + (model_.isOpen() && format == ExportFormat::Json ? 1 : 0);
+        const int files = exportTrace(*snapshot_->inputs, *snapshot_->trace, path, format) +
+                          (model_.isOpen() && format == ExportFormat::Json ? 1 : 0);
         showToast("Wrote " + std::to_string(files) + " file" + (files == 1 ? "" : "s") + " to " + path, false, now);
         return;
       }
@@ -751,7 +761,7 @@ void Controller::exportAttention(const std::string& path, double now) {
                      {"weights", std::move(rows)}});
   }
   const std::string title = model_.given() ? model_.given()->title : modelName(*model_.model());
-  const nlohmann::json out = {{"format", "attnscope-attention"}, {"version", 1},      {"title", title},
+  const nlohmann::json out = {{"format", "attnscope-attention"}, {"version", 1},   {"title", title},
                               {"tokens", model_.tokens()},       {"layer", layer}, {"heads", std::move(heads)}};
   std::error_code error;
   std::filesystem::create_directories(path, error);
@@ -865,9 +875,9 @@ void Controller::applyLearn(const Command& c, double now) {
     if (c.has("keep") && c.flag("keep") && learn_.open() && learn_showing_ &&
         trainTaskJson(learn_.task()) == trainTaskJson(t))
       return;
-    learn_.start(t);                                // built, or refused with nothing changed
+    learn_.start(t);                               // built, or refused with nothing changed
     if (model_load_.busy()) model_load_.cancel();  // the run instead of the model being read
-    learn_announce_ = true;  // its model says which run it is
+    learn_announce_ = true;                        // its model says which run it is
     learn_follow_ = true;
     learn_step_ = 0;
     if (learn_showing_) view_.tab = "learn";
@@ -970,8 +980,9 @@ void Controller::showLearnSnapshot(double now) {
     view_.key = -1;
     clampView();
     if (hooks_.document_replaced) hooks_.document_replaced();
-  } else if (announce || !model_.replaceModel(model)) {  // another run (or one of another shape): its probe, from layer 0
-    if (pinned_) unpin();  // A was a step of the run before
+  } else if (announce ||
+             !model_.replaceModel(model)) {  // another run (or one of another shape): its probe, from layer 0
+    if (pinned_) unpin();                    // A was a step of the run before
     model_.openRun(std::move(model), learn_.probe());
     clampView();
   } else {

@@ -545,6 +545,16 @@ TEST_F(ControllerTest, TheSelectedTokenStaysWithItsTokenWhenRowsMove) {
   EXPECT_EQ(c.view().token, at);
 }
 
+TEST_F(ControllerTest, ATabThatIsNotThereIsRefusedInWords) {
+  Controller c = make();
+  user(c, "view", {{"field", "tab"}, {"value", "layers"}});  // a trained model's tab, none open
+  EXPECT_TRUE(c.toast().error);
+  EXPECT_NE(c.toast().text.find("without a trained model"), std::string::npos) << c.toast().text;
+  EXPECT_EQ(c.view().tab, "heatmaps");
+  user(c, "view", {{"field", "tab"}, {"value", "lines"}});
+  EXPECT_EQ(c.view().tab, "lines");
+}
+
 TEST_F(ControllerTest, UndoTakesAwayTheNoteOfTheEditItUndoes) {
   Controller c = make();
   user(c, "set", {{"field", "variant"}, {"value", "causal"}});  // the step's own seed: said in a note
