@@ -240,19 +240,24 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
     pitch_ = std::clamp(pitch_ + ImGui::GetIO().MouseDelta.y * 0.01f, -1.5f, 1.5f);
   }
   draw->AddRect(p0, ImVec2(p0.x + size.x, p0.y + size.y), ImGui::GetColorU32(ImGuiCol_Border));
-  float radius = 1e-6f;
-  for (int i = 0; i < T; ++i) radius = std::max(radius, ws.embeddings.row(i).head(dims).norm());
+  // In double: embeddings may be as large as float32 goes (a user's or a paste's 3e38), whose squares
+  // and sums overflow float, and a non-finite point would reach ImGui's rounded rectangles.
+  double radius = 1e-6;
+  for (int i = 0; i < T; ++i) radius = std::max(radius, ws.embeddings.row(i).head(dims).cast<double>().norm());
   // The view: rotated (3-D), then scaled and moved so that the origin, the axes and every point fill
   // the plot, less a margin for the names; it follows the rotation smoothly while dragged.
-  const float cy = std::cos(yaw_), sy = std::sin(yaw_), cp = std::cos(pitch_), sp = std::sin(pitch_);
-  auto view = [&](float x, float y, float z) {  // d0 → right, d1 → depth, d2 → up; screen y down
-    if (dims < 3) return ImVec2(x, -y);
-    const float rx = x * cy - y * sy, depth = x * sy + y * cy;
-    return ImVec2(rx, -(z * cp - depth * sp));
+  const double cy = std::cos(yaw_), sy = std::sin(yaw_), cp = std::cos(pitch_), sp = std::sin(pitch_);
+  struct Flat {
+    double x, y;
   };
-  ImVec2 lo(0, 0), hi(0, 0);
-  auto extend = [&](ImVec2 v) {
-    lo = ImVec2(std::min(lo.x, v.x), std::min(lo.y, v.y)), hi = ImVec2(std::max(hi.x, v.x), std::max(hi.y, v.y));
+  auto view = [&](double x, double y, double z) {  // d0 → right, d1 → depth, d2 → up; screen y down
+    if (dims < 3) return Flat{x, -y};
+    const double rx = x * cy - y * sy, depth = x * sy + y * cy;
+    return Flat{rx, -(z * cp - depth * sp)};
+  };
+  Flat lo{0, 0}, hi{0, 0};
+  auto extend = [&](Flat v) {
+    lo = {std::min(lo.x, v.x), std::min(lo.y, v.y)}, hi = {std::max(hi.x, v.x), std::max(hi.y, v.y)};
   };
   for (int a = 0; a < dims; ++a) extend(view(a == 0 ? radius : 0, a == 1 ? radius : 0, a == 2 ? radius : 0));
   for (int i = 0; i < T; ++i) {
@@ -260,13 +265,13 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
     extend(view(r(0), dims > 1 ? r(1) : 0, dims > 2 ? r(2) : 0));
   }
   const float margin_x = px(44), top = fonts().small->FontSize + px(12), bottom = px(18);
-  const float fit_w = std::max(size.x - 2 * margin_x, 1.0f), fit_h = std::max(size.y - top - bottom, 1.0f);
-  const float s = std::min(hi.x - lo.x > 0 ? fit_w / (hi.x - lo.x) : FLT_MAX,
-                           hi.y - lo.y > 0 ? fit_h / (hi.y - lo.y) : FLT_MAX);
-  const ImVec2 c(p0.x + size.x / 2 - s * (lo.x + hi.x) / 2, p0.y + top + fit_h / 2 - s * (lo.y + hi.y) / 2);
-  auto project = [&](float x, float y, float z) {
-    const ImVec2 v = view(x, y, z);
-    return ImVec2(c.x + s * v.x, c.y + s * v.y);
+  const double fit_w = std::max(size.x - 2 * margin_x, 1.0f), fit_h = std::max(size.y - top - bottom, 1.0f);
+  const double s = std::min(hi.x - lo.x > 0 ? fit_w / (hi.x - lo.x) : 1e30,
+                            hi.y - lo.y > 0 ? fit_h / (hi.y - lo.y) : 1e30);
+  const Flat c{p0.x + size.x / 2 - s * (lo.x + hi.x) / 2, p0.y + top + fit_h / 2 - s * (lo.y + hi.y) / 2};
+  auto project = [&](double x, double y, double z) {
+    const Flat v = view(x, y, z);
+    return ImVec2(static_cast<float>(c.x + s * v.x), static_cast<float>(c.y + s * v.y));
   };
   auto point = [&](int i) {
     const auto r = ws.embeddings.row(i);
@@ -323,7 +328,7 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
   layout().state()["inputs_plot"] = {{"rect", rectJson(p0, ImVec2(p0.x + size.x, p0.y + size.y))}, {"names", shown}};
   int unnamed = 0;
   for (int i = 0; i < T; ++i) {
-    if (!spots[i]) {
+    if (!spots[i] || !std::isfinite(spots[i]->x0 + spots[i]->y0 + spots[i]->x1 + spots[i]->y1)) {
       unnamed += labels[i].named ? 1 : 0;
       continue;
     }
