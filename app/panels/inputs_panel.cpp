@@ -255,36 +255,32 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
     const double rx = x * cy - y * sy, depth = x * sy + y * cy;
     return Flat{rx, -(z * cp - depth * sp)};
   };
-  Flat lo{0, 0}, hi{0, 0};
+  Flat ends[3], lo{0, 0}, hi{0, 0};  // the axes' ends, and the box of everything drawn
+  std::vector<Flat> flat(T);         // each point, seen from the current angle
   auto extend = [&](Flat v) {
     lo = {std::min(lo.x, v.x), std::min(lo.y, v.y)}, hi = {std::max(hi.x, v.x), std::max(hi.y, v.y)};
+    return v;
   };
-  for (int a = 0; a < dims; ++a) extend(view(a == 0 ? radius : 0, a == 1 ? radius : 0, a == 2 ? radius : 0));
+  for (int a = 0; a < dims; ++a) ends[a] = extend(view(a == 0 ? radius : 0, a == 1 ? radius : 0, a == 2 ? radius : 0));
   for (int i = 0; i < T; ++i) {
     const auto r = ws.embeddings.row(i);
-    extend(view(r(0), dims > 1 ? r(1) : 0, dims > 2 ? r(2) : 0));
+    flat[i] = extend(view(r(0), dims > 1 ? r(1) : 0, dims > 2 ? r(2) : 0));
   }
   const float margin_x = px(44), top = fonts().small->FontSize + px(12), bottom = px(18);
   const double fit_w = std::max(size.x - 2 * margin_x, 1.0f), fit_h = std::max(size.y - top - bottom, 1.0f);
   const double s = std::min(hi.x - lo.x > 0 ? fit_w / (hi.x - lo.x) : 1e30,
                             hi.y - lo.y > 0 ? fit_h / (hi.y - lo.y) : 1e30);
   const Flat c{p0.x + size.x / 2 - s * (lo.x + hi.x) / 2, p0.y + top + fit_h / 2 - s * (lo.y + hi.y) / 2};
-  auto project = [&](double x, double y, double z) {
-    const Flat v = view(x, y, z);
-    return ImVec2(static_cast<float>(c.x + s * v.x), static_cast<float>(c.y + s * v.y));
-  };
-  auto point = [&](int i) {
-    const auto r = ws.embeddings.row(i);
-    return project(r(0), dims > 1 ? r(1) : 0, dims > 2 ? r(2) : 0);
-  };
+  auto screen = [&](Flat v) { return ImVec2(static_cast<float>(c.x + s * v.x), static_cast<float>(c.y + s * v.y)); };
+  const ImVec2 origin = screen({0, 0});
   const ImU32 axis = theme().text_dim;
   const char* names[] = {"d0", "d1", "d2"};
   LabelLayout placement{px(4), px(14), px(3), {p0.x + 2, p0.y + 2, p0.x + size.x - 2, p0.y + size.y - 2}, {}, {}};
   for (int a = 0; a < dims; ++a) {
-    const ImVec2 e = project(a == 0 ? radius : 0, a == 1 ? radius : 0, a == 2 ? radius : 0);
-    draw->AddLine(project(0, 0, 0), e, axis, 1.0f);
+    const ImVec2 e = screen(ends[a]);
+    draw->AddLine(origin, e, axis, 1.0f);
     draw->AddText(e, axis, names[a]);
-    placement.lines.push_back({project(0, 0, 0).x, project(0, 0, 0).y, e.x, e.y});
+    placement.lines.push_back({origin.x, origin.y, e.x, e.y});
     const ImVec2 t = ImGui::CalcTextSize(names[a]);
     placement.taken.push_back({e.x, e.y, e.x + t.x, e.y + t.y});
   }
@@ -301,15 +297,19 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
     const bool sel = i == ctx.view.token;
     if (i < 0 || i >= T || (sel && k < T)) continue;
     const ImU32 col = sel ? theme().selection : IM_COL32(86, 156, 214, 255);
-    const ImVec2 p = point(i);
+    const ImVec2 p = screen(flat[i]);
     if (T <= 64) {
-      draw->AddLine(project(0, 0, 0), p, (col & 0x00FFFFFF) | (sel ? 0xFF000000 : 0x90000000), sel ? 2.0f : 1.0f);
-      placement.lines.push_back({project(0, 0, 0).x, project(0, 0, 0).y, p.x, p.y});
+      draw->AddLine(origin, p, (col & 0x00FFFFFF) | (sel ? 0xFF000000 : 0x90000000), sel ? 2.0f : 1.0f);
+      placement.lines.push_back({origin.x, origin.y, p.x, p.y});
     }
     draw->AddCircleFilled(p, sel ? 4.5f : 3.0f, col);
-    names_shown[i] = fitText(font, font->FontSize, ws.tokens[i], px(120));  // as the maps shorten a long one
-    const ImVec2 text = font->CalcTextSizeA(font->FontSize, FLT_MAX, 0, names_shown[i].c_str());
-    labels[i] = {p.x, p.y, text.x, text.y, sel || T <= 64, sel, T <= 64};
+    const bool named = sel || T <= 64;
+    ImVec2 text(0, 0);
+    if (named) {  // measured only where a name may be drawn (not a cloud's 1024 every frame)
+      names_shown[i] = fitText(font, font->FontSize, ws.tokens[i], px(120));  // as the maps shorten a long one
+      text = font->CalcTextSizeA(font->FontSize, FLT_MAX, 0, names_shown[i].c_str());
+    }
+    labels[i] = {p.x, p.y, text.x, text.y, named, sel, T <= 64};
     if (!sel) order.push_back(i);
   }
   const auto spots = placeLabels(labels, order, placement);
@@ -321,11 +321,6 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
                            std::clamp(labels[i].y, spots[i]->y0, spots[i]->y1)),
                     (axis & 0x00FFFFFF) | 0x90000000, 1.0f);
   nlohmann::json shown = nlohmann::json::array();  // for tests: where each name went
-  for (int i = 0; i < T; ++i)
-    if (spots[i])
-      shown.push_back(
-          {{"token", i}, {"rect", rectJson(ImVec2(spots[i]->x0, spots[i]->y0), ImVec2(spots[i]->x1, spots[i]->y1))}});
-  layout().state()["inputs_plot"] = {{"rect", rectJson(p0, ImVec2(p0.x + size.x, p0.y + size.y))}, {"names", shown}};
   int unnamed = 0;
   for (int i = 0; i < T; ++i) {
     if (!spots[i] || !std::isfinite(spots[i]->x0 + spots[i]->y0 + spots[i]->x1 + spots[i]->y1)) {
@@ -338,7 +333,10 @@ void InputsPanel::plot(const PanelContext& ctx, ImVec2 size) {
                         2.0f);
     draw->AddText(font, font->FontSize, ImVec2(spots[i]->x0, spots[i]->y0),
                   i == ctx.view.token ? theme().selection : axis, names_shown[i].c_str());
+    shown.push_back(
+        {{"token", i}, {"rect", rectJson(ImVec2(spots[i]->x0, spots[i]->y0), ImVec2(spots[i]->x1, spots[i]->y1))}});
   }
+  layout().state()["inputs_plot"] = {{"rect", rectJson(p0, ImVec2(p0.x + size.x, p0.y + size.y))}, {"names", shown}};
 
   if (ImGui::IsItemHovered() && !ImGui::IsItemActive()) {
     const ImVec2 m = ImGui::GetIO().MousePos;

@@ -218,6 +218,9 @@ void Controller::apply(const Command& c, double now) {
 }
 
 void Controller::applyDocument(const Command& c, double now) {
+  // An undo or redo takes away the note of the edit it undoes (or redoes: said once is enough),
+  // whether it acts on the model's text or on the document; an error stays until it times out.
+  if ((c.id() == CommandId::Undo || c.id() == CommandId::Redo) && !toast_.error) toast_ = {};
   if (model_.isOpen()) {
     // Another workspace closes the model once it is in place (a refused one leaves the model
     // open); an edit would change the workspace set aside, unseen.
@@ -235,7 +238,6 @@ void Controller::applyDocument(const Command& c, double now) {
       case CommandId::Redo:
         if (model_.undoTarget() == ModelSession::UndoTarget::Text) {
           c.id() == CommandId::Undo ? model_.undoText() : model_.redoText();
-          if (!toast_.error) toast_ = {};  // as an undo of the document's (applyToDocument)
           view_.token = model_.tokenCount() - 1;
           clampView();
           return;
@@ -302,8 +304,6 @@ void Controller::applyToDocument(const Command& c, double now) {
   if (c.id() == CommandId::PasteEmbeddings || c.id() == CommandId::PasteParameters) return paste(c, now);
   if (doc_.apply(c) == DocumentChange::Replaced) return replaced(c, now);
   view_.token = tokenAfterEdit(c, view_.token);
-  if ((c.id() == CommandId::Undo || c.id() == CommandId::Redo) && !toast_.error)
-    toast_ = {};  // what it said was about the edit now undone (or redone: said once is enough)
   if (!doc_.note().empty()) showToast(doc_.note(), false, now);  // num_heads or seed moved
   clampView();
 }
