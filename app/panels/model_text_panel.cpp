@@ -127,6 +127,17 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
   const GptConfig& c = m.config;
   ImGui::TextUnformatted(modelName(m).c_str());
   if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s\n(weights: %s)", m.path.c_str(), m.weights_path.c_str());
+  // The way out beside the name, at the top: at large text the panel's lower lines scroll out of
+  // view (at 1920 × 1080 and 200 % "Close model" sat half under the Text panel).
+  const char* close = ctx.model->isRun() ? "End the run" : "Close model";
+  const float close_w = ImGui::CalcTextSize(close).x + ImGui::GetStyle().FramePadding.x * 2;
+  const float close_x = ImGui::GetWindowContentRegionMax().x - close_w;
+  if (ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + ImGui::GetStyle().ItemSpacing.x <= close_x)
+    ImGui::SameLine(close_x);
+  if (ImGui::Button(close)) ctx.commands.push("model_close");
+  layout().widget("model_close");
+  if (ctx.model->isRun() && ImGui::IsItemHovered())
+    ImGui::SetTooltip("Stop training and go back to the chapter's workspace, as it was (Save model… first to keep it)");
   ImGui::PushFont(fonts().small);
   ImGui::TextWrapped("%s · %d layers · %d heads of %d · d = %d · vocabulary %d · context %d",
                      c.layout == "huggingface" ? "GPT-2 (Hugging Face)" : "the book's GPTModel", c.layers, c.heads,
@@ -140,10 +151,6 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
       "Every view shows this layer's attention: its input is LayerNorm₁ of the residual stream, its "
       "weights the model's. Click a head in the Layers tab to pick both.");
   ImGui::PopFont();
-  if (ImGui::Button(ctx.model->isRun() ? "End the run" : "Close model")) ctx.commands.push("model_close");
-  layout().widget("model_close");
-  if (ctx.model->isRun() && ImGui::IsItemHovered())
-    ImGui::SetTooltip("Stop training and go back to the chapter's workspace, as it was (Save model… first to keep it)");
   model_h_ = ImGui::GetCursorPosY() - ImGui::GetStyle().ItemSpacing.y + ImGui::GetStyle().WindowPadding.y;
   ImGui::End();
 }
