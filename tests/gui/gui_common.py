@@ -8,6 +8,7 @@ import select
 import shutil
 import signal
 import subprocess
+import atexit
 import tempfile
 import time
 
@@ -58,12 +59,22 @@ def check(cond, message):
         raise Fail(message)
 
 
+def temp_folder(prefix):
+    """A new folder under the system's temp folder, removed with all it holds when the test's process
+    exits (a run of the suite made about 90 and left them behind); ATTNSCOPE_KEEP_TEMP=1 keeps them
+    to look into a failure."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    if not os.environ.get("ATTNSCOPE_KEEP_TEMP"):
+        atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 def isolated_env(display=None):
     """The app's environment: our display (or none), and a throw-away HOME so no user settings leak in."""
     env = dict(os.environ)
     env.pop("WAYLAND_DISPLAY", None)
     env.pop("DISPLAY", None)
-    home = tempfile.mkdtemp(prefix="attnscope-gui-home-")
+    home = temp_folder("attnscope-gui-home-")
     env["HOME"] = home
     env["XDG_CONFIG_HOME"] = os.path.join(home, ".config")
     env["XDG_DATA_HOME"] = os.path.join(home, ".local", "share")

@@ -16,13 +16,12 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
 import torch
 
-from gui_common import Fail, Xvfb, check, isolated_env, quit_channel_app
+from gui_common import Fail, Xvfb, check, isolated_env, quit_channel_app, temp_folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
@@ -81,7 +80,7 @@ def saved_trace_matches(cli, folder, module, x, what):
 
 def main():
     app, cli, _assets = sys.argv[1:4]
-    folder = tempfile.mkdtemp(prefix="attnscope-channel-")
+    folder = temp_folder("attnscope-channel-")
     sock = os.path.join(folder, "channel")
     with Xvfb() as x11:
         env = isolated_env(x11.display)

@@ -15,13 +15,12 @@ Usage: test_learn.py APP CLI ASSETS
 import json
 import os
 import sys
-import tempfile
 
 import numpy as np
 import torch
 from PIL import Image
 
-from gui_common import Fail, Xvfb, channel_refused, check, isolated_env, quit_channel_app, workspace_as_before
+from gui_common import Fail, Xvfb, channel_refused, check, isolated_env, quit_channel_app, temp_folder, workspace_as_before
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
@@ -86,7 +85,7 @@ def refused(commands, words, what):
 
 def main():
     app, cli, _assets = sys.argv[1:4]
-    folder = tempfile.mkdtemp(prefix="attnscope-learn-")
+    folder = temp_folder("attnscope-learn-")
     with Xvfb() as x11:
         env = isolated_env(x11.display)
         env.update(ATTNSCOPE_APP=app, ATTNSCOPE_CLI=cli, ATTNSCOPE_CHANNEL=os.path.join(folder, "channel"))

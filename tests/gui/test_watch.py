@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from gui_common import Fail, Xvfb, check, isolated_env
+from gui_common import Fail, Xvfb, check, isolated_env, temp_folder
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
@@ -58,7 +58,7 @@ def write_atomically(path, ws):
 
 def main():
     app, cli, _assets = sys.argv[1:4]
-    folder = tempfile.mkdtemp(prefix="attnscope-watch-")
+    folder = temp_folder("attnscope-watch-")
     path = os.path.join(folder, "notebook.json")
     write_atomically(path, workspace(["one", "two"]))
     with Xvfb() as x11:
