@@ -70,8 +70,16 @@ nlohmann::json cellsJson(const StageMap& m) {
 }
 constexpr Eigen::Index kDumpCellsUpTo = 256;  // maps up to 16 × 16 carry their numbers in the dump
 
-std::string tokenOr(const Snapshot& s, bool tokens, int index) {
-  if (!tokens) return "d" + std::to_string(index);
+// A map's column labels on side s: a head's own columns (display/map_look.h headFirstColumn) for a
+// head's Q, K, V, context and W, the inputs' d0 … otherwise.
+const std::vector<std::string>& dimsOf(const Snapshot& s, bool module, int head) {
+  return module || head < 0 || head >= static_cast<int>(s.head_dims.size()) ? s.dims
+                                                                            : s.head_dims[static_cast<std::size_t>(head)];
+}
+
+std::string tokenOr(const Snapshot& s, bool tokens, int index, const std::vector<std::string>& dims) {
+  if (!tokens)
+    return index < static_cast<int>(dims.size()) ? dims[static_cast<std::size_t>(index)] : "d" + std::to_string(index);
   return index < s.tokenCount() ? "'" + s.tokens()[static_cast<std::size_t>(index)] + "'" : std::to_string(index);
 }
 
@@ -218,7 +226,8 @@ void CompareView::draw(const PanelContext& ctx) {
     else if (d->changed == 0)
       summary = who + ": unchanged (B = A, bit for bit)";
     else {
-      const std::string where = "(" + tokenOr(*b, token_rows, d->row) + ", " + tokenOr(*b, tokens_cols, d->col) + ")";
+      const std::string where = "(" + tokenOr(*b, token_rows, d->row, b->dims) + ", " +
+                                tokenOr(*b, tokens_cols, d->col, dimsOf(*b, row.module, row.head)) + ")";
       summary = who + ": largest |B − A| = " + formatFixed(d->max_abs) + " at " + where + ", " +
                 std::to_string(d->changed) + " of " + std::to_string(va.size()) + " cells changed";
       if (d->max_abs > largest) largest = d->max_abs, largest_where = who + " at " + where;
@@ -250,7 +259,7 @@ void CompareView::draw(const PanelContext& ctx) {
       spec.dump = {
           {"compare", which}, {"head", row.head}, {"stage", row.id()}, {"module", row.module}, {"batch", s.batch}};
       spec.row_labels = token_rows ? &s.tokens() : &s.dims;
-      spec.col_labels = tokens_cols ? &s.tokens() : &s.dims;
+      spec.col_labels = tokens_cols ? &s.tokens() : &dimsOf(s, row.module, row.head);
       spec.selected_row = token_rows && !ctx.capture.hides_selection ? selected : -1;
       if (side < 2) {
         if (values.size() == 0) {

@@ -888,9 +888,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
                    ImGui::GetTextLineHeight(), fs * scale, heatmapColorbarHeight(scale), scale};
   };
   const Margins margins = marginsAt(1);
-  // The widest of a T × w map's column labels, d0 … d(w−1).
-  const auto dimsLabelWidth = [&](int cols) {
-    return fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, ("d" + std::to_string(std::max(cols - 1, 0))).c_str()).x;
+  // The widest of column labels d0 … d(n−1) (a head's may start further on: headFirstColumn).
+  const auto dimsLabelWidth = [&](int n) {
+    return fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, ("d" + std::to_string(std::max(n - 1, 0))).c_str()).x;
   };
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   // The book's sizes always show their numbers: cells as wide as the widest compact label of the
@@ -977,7 +977,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       tile.full_title_w = ImGui::CalcTextSize(stageHeading(t, stage).c_str()).x + px(8);
       tile.focus = !dimmedByLesson(view, info.id);
       tile.row_kind = info.parameter ? 1 : 0;
-      tile.col_label_w = info.square ? label_w : dimsLabelWidth(tile.cols);
+      tile.col_label_w = info.square ? label_w : dimsLabelWidth(headFirstColumn(t, heads[n]) + tile.cols);
       card.tiles.push_back(tile);
     }
     needs.push_back(std::move(card));
@@ -1110,7 +1110,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
                             ? nullptr  // those of the map beside it
                         : info.parameter ? &snap->dims
                                          : &snap->tokens();  // a weight's rows: input dims
-      spec.col_labels = info.square ? &snap->tokens() : &snap->dims;
+      spec.col_labels = info.square ? &snap->tokens() : &snap->head_dims[static_cast<std::size_t>(h)];
       spec.selected_row = info.parameter ? -1 : selected_row;
       if (info.square && !ctx.capture.hides_selection) spec.selected_col = view.key;
       spec.window = shownWindow(window, static_cast<int>(spec.values.rows()), static_cast<int>(spec.values.cols()),

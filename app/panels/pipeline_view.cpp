@@ -63,13 +63,14 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
   };
   const Matrix& x = inputOf(*snap->inputs, snap->batch);  // the shown element's own, in a batch of sequences
   const std::vector<std::string>* tokens = &snap->tokens();
-  const std::vector<std::string>* dims_h = &snap->dims;
+  const std::vector<std::string>* dims_x = &snap->dims;                                    // X's inputs
+  const std::vector<std::string>* dims_h = &snap->head_dims[static_cast<std::size_t>(head)];  // the head's columns
 
   auto stage = [&](Stage s) { return std::optional<StageMap>(StageMap(t, h, s)); };
   auto matrix = [](const Matrix& v) { return std::optional<StageMap>(StageMap(v)); };
   const std::optional<StageMap> none;
   std::vector<Step> steps;
-  steps.push_back({"inputs", "X  inputs", "", matrix(x), &snap->inputs_range, "", dims_h});
+  steps.push_back({"inputs", "X  inputs", "", matrix(x), &snap->inputs_range, "", dims_x});
   steps.push_back({"queries", simple ? "Q = K = V = X" : "Q  (K, V alike)", simple ? "as is" : "@ W_q",
                    stage(Stage::Queries), range(Stage::Queries), "", dims_h});
   steps.push_back({"scores", "scores", "Q Kᵀ", stage(Stage::Scores), range(Stage::Scores), "", tokens});

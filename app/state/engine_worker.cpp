@@ -9,6 +9,8 @@
 #include "engine/attention.h"
 #include "engine/errors.h"
 #include "engine/thread_team.h"
+#include "display/map_look.h"
+#include "formats/export.h"
 #include "formats/utf8.h"
 #include "lm/gpt_forward.h"
 #include "state/ui_wake.h"
@@ -104,7 +106,10 @@ void deriveDisplayData(Snapshot& s, const Snapshot* first_part) {
   }
   const Eigen::Index widest = std::max(
       {static_cast<Eigen::Index>(std::max(t.head_width, t.d_in)), bt.context.cols(), bt.output.cols()});
-  for (Eigen::Index d = 0; d < widest; ++d) s.dims.push_back("d" + std::to_string(d));
+  s.dims = dimLabels(widest);
+  s.head_dims.resize(bt.heads.size());
+  for (std::size_t h = 0; h < bt.heads.size(); ++h)
+    s.head_dims[h] = dimLabels(t.head_width, headFirstColumn(t, static_cast<int>(h)));
 }
 
 // The rest of a split request: the heads the first part lacks, then its outputs and heads moved in

@@ -37,7 +37,9 @@ struct Snapshot {
   std::vector<std::array<ValueRange, kStageCount>> ranges;  // per head of `batch`, per stage
   ValueRange inputs_range;                                  // X
   std::array<ValueRange, kModuleMapCount> module_ranges{};  // by ModuleMap: concat, out_proj, output
-  std::vector<std::string> dims;                            // "d0", "d1", … labels of a head's columns
+  std::vector<std::string> dims;                            // "d0", "d1", … labels of an input's columns
+  std::vector<std::vector<std::string>> head_dims;          // per head of `batch`: its columns' labels
+                                                            // (display/map_look.h headFirstColumn)
   // Per head of `batch`: entropy, largest weight, row sums after dropout (engine/head_statistics.h);
   // rows() == 0 for a head whose maps are still computing.
   std::vector<HeadStatistics> statistics;

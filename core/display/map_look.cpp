@@ -48,6 +48,10 @@ MapLook stageLook(const Trace& t, Stage stage, ValueRange range, const LookChoic
   return look;
 }
 
+int headFirstColumn(const Trace& t, int head) {
+  return t.model.variant == Variant::MultiHead && t.heads > 1 ? head * t.head_width : 0;
+}
+
 std::string stageHeading(const Trace& t, Stage s) {
   const std::string n = std::to_string(t.tokens);
   const std::string tt = "  " + n + "×" + n;

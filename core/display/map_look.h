@@ -39,6 +39,11 @@ MapLook stageLook(const Trace& t, Stage stage, ValueRange range, const LookChoic
 // A dropout mask's cell: the factor a kept weight is multiplied by ("×2.0", "1" with dropout off), or 0.
 std::string dropoutCellText(bool active, float scale, float kept);
 
+// The first of head `head`'s columns among the module's d_out, for the labels of its Q, K, V,
+// context and W columns: MultiHeadAttention's heads are column slices of its one projection (head h
+// has columns h·head_dim …), every other step's head has columns of its own, from 0.
+int headFirstColumn(const Trace& t, int head);
+
 // A stage's heading as every map of it is titled: "weights (softmax)  6×6", "scaled  ÷ √2  6×6".
 std::string stageHeading(const Trace& t, Stage s);
 // The heading of one of the module's maps (the heads concatenated, out_proj, the output).

@@ -37,7 +37,7 @@ FigureSpec stageFigure(const Trace& t, const HeadTrace& h, Stage s, const std::v
   if (t.batches.size() > 1)
     f.title += "  ·  batch " + std::to_string(batch + 1) + " of " + std::to_string(t.batches.size());
   f.row_labels = info.parameter ? dimLabels(f.values.rows()) : tokensOf(tokens, t.tokens);  // W: input dims down
-  f.col_labels = info.square ? f.row_labels : dimLabels(f.values.cols());
+  f.col_labels = info.square ? f.row_labels : dimLabels(f.values.cols(), headFirstColumn(t, head));
   f.look = stageLook(t, s, info.flags ? ValueRange{0, 1} : finiteRange(f.values), LookChoices{});
   return f;
 }

@@ -119,9 +119,9 @@ std::vector<std::string> tokensOf(const std::vector<std::string>& tokens, int T)
   return out;
 }
 
-std::vector<std::string> dimLabels(Eigen::Index n) {
+std::vector<std::string> dimLabels(Eigen::Index n, Eigen::Index first) {
   std::vector<std::string> out;
-  for (Eigen::Index d = 0; d < n; ++d) out.push_back("d" + std::to_string(d));
+  for (Eigen::Index d = first; d < first + n; ++d) out.push_back("d" + std::to_string(d));
   return out;
 }
 

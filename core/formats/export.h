@@ -84,6 +84,6 @@ int exportTrace(const Workspace& ws, const Trace& trace, const std::string& fold
 void makeFolder(const std::string& folder);
 std::string joinPath(const std::string& folder, const std::string& name);
 std::vector<std::string> tokensOf(const std::vector<std::string>& tokens, int T);
-std::vector<std::string> dimLabels(Eigen::Index n);
+std::vector<std::string> dimLabels(Eigen::Index n, Eigen::Index first = 0);  // "d<first>" … "d<first + n − 1>"
 
 }  // namespace attnscope

@@ -17,7 +17,9 @@
 #include "display/number_text.h"
 #include "display/stage_figures.h"
 #include "display/vector_figure.h"
+#include "engine/attention.h"
 #include "formats/export.h"
+#include "model/workspace.h"
 
 namespace attnscope {
 namespace {
@@ -196,6 +198,29 @@ TEST(Csv, LabelsMustMatchTheShape) {
 TEST(Csv, FileNamesCountFromOne) {
   EXPECT_EQ(mapFileStem(0, 0, Stage::Weights), "b1_h1_weights");
   EXPECT_EQ(mapFileStem(1, 2, Stage::MaskedScores), "b2_h3_masked_scores");
+}
+
+// MultiHeadAttention splits one projection's columns: head 2's queries are the queries' second
+// column (the notebook's view + transpose), so its maps and W_q's columns are labelled from d1 on,
+// and the wrapper's heads, each a CausalAttention of its own, from d0.
+TEST(StageFigure, AHeadsColumnsAreLabelledAsTheModuleNumbersThem) {
+  for (const auto& [variant, second_head_first] : {std::pair{Variant::MultiHead, "d1"},
+                                                    std::pair{Variant::MultiHeadWrapper, "d0"}}) {
+    const Workspace ws = bookExample(variant);
+    const Trace t = computeTrace(inputsOf(ws), ws.model);
+    ASSERT_EQ(t.heads, 2);
+    const std::vector<std::string> tokens = ws.tokens;
+    for (Stage s : {Stage::Queries, Stage::Keys, Stage::Values, Stage::Context, Stage::WQuery}) {
+      const FigureSpec first = stageFigure(t, t.batches[0].heads[0], s, tokens, 0, 0);
+      const FigureSpec second = stageFigure(t, t.batches[0].heads[1], s, tokens, 0, 1);
+      ASSERT_FALSE(second.col_labels.empty());
+      EXPECT_EQ(first.col_labels.front(), "d0") << stageInfo(s).id;
+      EXPECT_EQ(second.col_labels.front(), second_head_first) << stageInfo(s).id;
+      EXPECT_EQ(second.col_labels.size(), static_cast<std::size_t>(t.head_width));
+    }
+    // W's rows are the inputs, d0 … for every head.
+    EXPECT_EQ(stageFigure(t, t.batches[0].heads[1], Stage::WQuery, tokens, 0, 1).row_labels.front(), "d0");
+  }
 }
 
 // The causal example's weights (notebook 004 In[30], first three rows) and a masked row.
