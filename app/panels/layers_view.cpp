@@ -1,6 +1,7 @@
 #include "panels/layers_view.h"
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -82,14 +83,20 @@ void LayersView::draw(const PanelContext& ctx) {
     layout().widget("layers_swap");
   }
   // What a thumbnail is: on the buttons' line where it fits, else on hover.
-  char about[200];
+  const int T = static_cast<int>(pass.ids.size());
+  char about[300];
   std::snprintf(about, sizeof about,
                 "%d tokens · each thumbnail is a head's weights (rows: queries, columns: keys), "
                 "0 → its largest below the first row%s",
-                static_cast<int>(pass.ids.size()),
-                pass.cells < static_cast<int>(pass.ids.size()) ? ", in blocks of their largest" : "");
+                T, pass.cells < T ? ", in blocks of their largest" : "");
+  if (T < kLabelMinTokens)
+    std::snprintf(about + std::strlen(about), sizeof about - std::strlen(about),
+                  " · heads are labelled (prev, sink, …) from %d tokens on: on fewer, a head that spreads its "
+                  "attention evenly scores as high",
+                  kLabelMinTokens);
   ImGui::PushFont(fonts().small);
-  const std::string brief = std::to_string(pass.ids.size()) + " tokens (?)";
+  const std::string brief = std::to_string(T) + " tokens" + (T < kLabelMinTokens ? ", too few for labels" : "") +
+                            " (?)";
   const float room = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x - ImGui::GetItemRectMax().x -
                      ImGui::GetStyle().ItemSpacing.x;  // after the last button, on its line
   if (ImGui::CalcTextSize(about).x <= room) {

@@ -19,6 +19,7 @@ const std::array<HeadLabelInfo, 4>& headLabelTable() {
 }
 
 const HeadLabelInfo* headLabel(const HeadScores& s) {
+  if (s.rows < kLabelMinTokens) return nullptr;
   const HeadLabelInfo* best = nullptr;
   float best_ratio = 1.0f;
   for (const HeadLabelInfo& info : headLabelTable()) {
@@ -78,6 +79,7 @@ HeadScores headScoresOfRows(const HeadScoreRow* rows, int T) {
     if (r.has_induction) induction += r.induction, ++induction_rows;
   }
   HeadScores s;
+  s.rows = T;
   if (T > 0) {
     s.mean_entropy = static_cast<float>(entropy / T);
     s.first_token = static_cast<float>(first / T);

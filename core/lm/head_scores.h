@@ -21,7 +21,13 @@ namespace attnscope {
 struct HeadScores {
   float previous_token = 0, first_token = 0, duplicate_token = 0, induction = 0, mean_entropy = 0;
   bool has_previous = false, has_duplicate = false, has_induction = false;
+  int rows = 0;  // T: the rows the means are over
 };
+
+// Labels need this many tokens. On fewer, a head that spreads its attention evenly over the keys it
+// sees already scores near the thresholds (3 tokens: first token 0.61, previous 0.42), so a label
+// would say nothing about the head; from 8 on, each threshold is at least twice such a head's score.
+constexpr int kLabelMinTokens = 8;
 
 // The labels the model view puts on a head, one table for the thumbnails, the scores table and
 // the CLI: a head gets the label whose score is the most above its threshold, or none. The
@@ -36,7 +42,8 @@ struct HeadLabelInfo {
   bool HeadScores::*has;  // null: always defined
 };
 const std::array<HeadLabelInfo, 4>& headLabelTable();
-const HeadLabelInfo* headLabel(const HeadScores& s);  // null: no score reaches its threshold
+const HeadLabelInfo* headLabel(const HeadScores& s);  // null: no score reaches its threshold, or
+                                                     // fewer than kLabelMinTokens rows
 
 // The keys each row's token-pattern scores read, found once per text and shared by every head:
 // the positions of each token in order, so that row i's earlier copies of its token are a range

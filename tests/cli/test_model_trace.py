@@ -153,13 +153,18 @@ class ModelTraceTest(unittest.TestCase):
                 self.assertIn(head["label"], LABELS)
                 if head["label"] is not None:
                     self.assertIsNotNone(head["scores"][head["label"]])
-        # One token: every weight is on the first, so each head is an attention sink.
-        run = subprocess.run([CLI, "model-trace", self.model, "--ids", "3", "--num-heads", str(HEADS)],
-                             capture_output=True, text=True, timeout=120)
-        self.assertEqual(run.returncode, 0, run.stderr)
-        heads = json.loads(run.stdout)["layers"][0]["heads"]
-        self.assertEqual([h["label"] for h in heads], ["first_token"] * HEADS)
-        self.assertTrue(all(math.isclose(h["scores"]["first_token"], 1.0) for h in heads))
+        # One token: every weight is on the first (first-token score 1), yet no head is called a
+        # sink: a head has no choice there. Labels need 8 tokens (lm/head_scores.h).
+        for ids, labelled in (("3", False), ("3,1,4,1,5,9,2", False), ("3,1,4,1,5,9,2,6", True)):
+            run = subprocess.run([CLI, "model-trace", self.model, "--ids", ids, "--num-heads", str(HEADS)],
+                                 capture_output=True, text=True, timeout=120)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            layers = json.loads(run.stdout)["layers"]
+            heads = [h for layer in layers for h in layer["heads"]]
+            if ids == "3":
+                self.assertTrue(all(math.isclose(h["scores"]["first_token"], 1.0) for h in heads))
+            if not labelled:
+                self.assertEqual([h["label"] for h in heads], [None] * len(heads), ids)
 
 
 if __name__ == "__main__":

@@ -191,9 +191,15 @@ def expected_scores(w, ids):
 LABEL_THRESHOLDS = [("previous_token", 0.5), ("first_token", 0.7), ("duplicate_token", 0.3), ("induction", 0.3)]
 
 
-def expected_label(scores):
+LABEL_MIN_TOKENS = 8  # labels need this many tokens: on fewer, an even spread scores near the thresholds
+
+
+def expected_label(scores, tokens):
     """headLabel: the score the most above its threshold (ratio ≥ 1; a later one wins a tie), else
-    None; "unsure" when a ratio lies within 1e-4 of 1 or of the winner's (float rounding decides)."""
+    None; None below LABEL_MIN_TOKENS tokens; "unsure" when a ratio lies within 1e-4 of 1 or of the
+    winner's (float rounding decides)."""
+    if tokens < LABEL_MIN_TOKENS:
+        return None
     ratios = [(key, scores[key] / t) for key, t in LABEL_THRESHOLDS if scores[key] is not None]
     best, best_ratio = None, 1.0
     for key, r in ratios:

@@ -68,7 +68,7 @@ def check(name, model_path, model, ids, *extra):
                     got = head["scores"][key]
                     if (got is None) != (want is None) or (want is not None and abs(got - want) > 1e-5):
                         fail("%s: layer %d head %d %s is %s, torch's weights give %s" % (name, li, hi, key, got, want))
-                want_label = gm.expected_label(want_scores)
+                want_label = gm.expected_label(want_scores, len(ids))
                 labels_seen.add(head["label"])
                 if want_label != "unsure" and head["label"] != want_label:
                     fail("%s: layer %d head %d is labelled %s, torch's scores give %s"
@@ -193,6 +193,11 @@ with tempfile.TemporaryDirectory() as tmp:
     # induction scores defined), as the app's "repeat the text" makes it.
     half = ids2[:12]
     check("a repeated text", folder, hf, half + half)
+    # One token said again and again: each row's earlier keys are all copies of it, so every head
+    # gives them most of its weight (a duplicate-token or induction label), while one token alone
+    # (above) and short texts give no label (lm/head_scores.h kLabelMinTokens).
+    check("one token 12 times", folder, hf, ids2[:1] * 12)
+    check("7 tokens", folder, hf, ids2[:7])
 
     # Without a head count anywhere: width / 64 heads, and a note that says so.
     guess, cfg3 = gm.tiny_model(3, emb_dim=128, n_heads=2, n_layers=1, qkv_bias=True)

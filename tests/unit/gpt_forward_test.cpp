@@ -288,6 +288,29 @@ TEST(ModelPass, OfGivenMapsAsTheModelsOwn) {
     }
 }
 
+// A head that puts all of every row on the first token is a sink from 8 tokens on; on fewer, even a
+// head spreading its weight evenly scores near the threshold (3 tokens: 0.61 against 0.7), so no
+// label. Weights of T tokens: every row on key 0.
+TEST(HeadScores, LabelsNeedEightTokens) {
+  for (int T : {1, 3, 7, 8, 20}) {
+    Matrix w = Matrix::Zero(T, T);
+    w.col(0).setOnes();
+    std::vector<int> ids(static_cast<std::size_t>(T));
+    for (int i = 0; i < T; ++i) ids[static_cast<std::size_t>(i)] = i;  // no repeats
+    const TokenPatterns patterns(ids);
+    std::vector<HeadScoreRow> rows;
+    for (int i = 0; i < T; ++i) rows.push_back(headScoreRow(w.row(i).data(), i, i + 1, patterns));
+    const HeadScores s = headScoresOfRows(rows.data(), T);
+    EXPECT_FLOAT_EQ(s.first_token, 1.0f) << T;
+    EXPECT_EQ(s.rows, T);
+    const HeadLabelInfo* label = headLabel(s);
+    if (T < kLabelMinTokens)
+      EXPECT_EQ(label, nullptr) << T;
+    else
+      EXPECT_STREQ(label != nullptr ? label->id : "none", "first_token") << T;
+  }
+}
+
 TEST(ModelPass, TopNextTokens) {
   const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 3.0f, -1.0f};
   const auto top = topNextTokens(logits.data(), 5, 1.0, 3);
