@@ -9,6 +9,7 @@
 
 #include "widgets/fonts.h"
 #include "widgets/layout_dump.h"
+#include "widgets/text.h"
 #include "widgets/theme.h"
 
 namespace attnscope {
@@ -217,7 +218,8 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   ImGui::PopFont();
   bool eot = session.prependEot();
   ImGui::BeginDisabled(!tokenizer || session.model()->tokenizer->endOfText() < 0);
-  if (ImGui::Checkbox("start with <|endoftext|>", &eot)) ctx.commands.push("text", {{"prepend_eot", eot}});
+  if (checkboxWrapped("model_eot", "start with <|endoftext|>", &eot))
+    ctx.commands.push("text", {{"prepend_eot", eot}});
   ImGui::EndDisabled();
   if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
     ImGui::SetTooltip("GPT-2 was trained on texts after <|endoftext|>: with it, the heads' sink is that token");

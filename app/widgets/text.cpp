@@ -22,6 +22,23 @@ std::string fitText(const std::string& text, float width) {
   return fitText(ImGui::GetFont(), ImGui::GetFontSize(), text, width);
 }
 
+bool checkboxWrapped(const char* id, const char* label, bool* v) {
+  ImGui::PushID(id);
+  ImGui::BeginGroup();
+  bool changed = ImGui::Checkbox("##box", v);
+  ImGui::SameLine(0, ImGui::GetStyle().ItemInnerSpacing.x);
+  const float top = ImGui::GetCursorPosY();
+  ImGui::SetCursorPosY(top + ImGui::GetStyle().FramePadding.y);  // the first line level with the box's
+  ImGui::TextWrapped("%s", label);
+  if (ImGui::IsItemClicked()) {  // never while disabled: a disabled item is not hovered
+    *v = !*v;
+    changed = true;
+  }
+  ImGui::EndGroup();
+  ImGui::PopID();
+  return changed;
+}
+
 void textDisabledWrapped(const char* fmt, ...) {
   va_list args;
   va_start(args, fmt);

@@ -17,4 +17,9 @@ std::string fitText(const std::string& text, float width);
 // Wrapped text in the disabled colour: notes and explanations.
 void textDisabledWrapped(const char* fmt, ...) IM_FMTARGS(1);
 
+// A checkbox whose label wraps at the window's edge, where ImGui's runs past it (at 175 % text the
+// model's panel showed "start with <|endoftex"). A click on the label toggles it as one on the box
+// does; the two are one item (hover, tooltips, the layout dump). Returns whether *v changed.
+bool checkboxWrapped(const char* id, const char* label, bool* v);
+
 }  // namespace attnscope

@@ -245,7 +245,7 @@ def checks(tmp):
 
         def type_a_text():
             # The text is shown wrapped (a projector's view); a click makes it the field to type in.
-            with App(app, display.name, ["--model", folder, "--size", "1280x720", "--text-size", "150"]) as a:
+            with App(app, display.name, ["--model", folder, "--size", "1280x720", "--text-size", "175"]) as a:
                 a.settled("the text shown", lambda d: "model_text" in d["widgets"] and "model" in d["state"])
                 a.find_window()
                 typed = "hello world hello world hello world hello world hello world hello world"
@@ -265,6 +265,15 @@ def checks(tmp):
                     f"the text is not wrapped in its field: {shown} in {field}"
                 print(f"  typed {len(typed)} characters: {len(d['state']['model']['ids'])} tokens; shown wrapped "
                       f"in {shown['h']:.0f} px of the field's {field['h']:.0f}")
+                # "start with <|endoftext|>" wraps in the panel (it ran past its edge at 175 %), and a
+                # click on its words sets it, as one on its box does.
+                eot = d["widgets"]["model_eot"]
+                assert eot["x"] + eot["w"] <= field["x"] + field["w"] + 1, f"the checkbox runs past the panel: {eot}"
+                d = a.until(lambda attempt: a.click_at(eot["x"] + eot["w"] - 4, eot["y"] + eot["h"] / 2),
+                            "<|endoftext|> first, by a click on the label",
+                            lambda d: d["state"]["model"].get("prepend_eot") is True)
+                assert d["state"]["model"]["ids"][0] == VOCAB - 1, d["state"]["model"]["ids"][:3]
+                print(f"  a click on the checkbox's label at {eot}: the text starts with <|endoftext|>")
 
         return run_checks([("the layer and the next tokens are torch's", layer_and_next_tokens),
                            ("a click on the wrapped text, then typing", type_a_text),
