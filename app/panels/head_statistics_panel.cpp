@@ -209,16 +209,57 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
   nlohmann::json cut = nlohmann::json::array();  // texts wider than their column: none, or the layout fails
   const ImGuiTableFlags flags = ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
                                 ImGuiTableFlags_ScrollY | ImGuiTableFlags_PadOuterX;
+  // The cells of the mean columns. The mean weights say over which rows, where the charts keep room
+  // for their headers (at 1280 × 720 and 150 % text they were cut to "en…" and "ro…"); the
+  // header's tooltip says it always.
+  const auto entropyLines = [](const HeadStatistics& s) {
+    const float tokens = std::exp(s.mean_entropy);
+    return std::vector<std::string>{formatFixed(s.mean_entropy, 3) + " nats",
+                                    "≈ " + formatFixed(tokens, tokens >= 100 ? 0 : tokens >= 10 ? 1 : 2) + " tokens"};
+  };
+  const auto weightLines = [T](const HeadStatistics& s, bool rows_said) {
+    auto rows = [T, rows_said](int from) {
+      return !rows_said   ? std::string()
+             : from == T ? " (row " + std::to_string(T) + ")"
+                         : " (rows " + std::to_string(from) + "–" + std::to_string(T) + ")";
+    };
+    return std::vector<std::string>{
+        "previous " + (s.has_previous ? formatFixed(s.mean_previous, 3) + rows(2) : std::string("—")),
+        "first " + formatFixed(s.mean_first, 3) + rows(1)};
+  };
+  // The text columns as wide as their widest text, set here so that this frame knows what the
+  // charts get: what is left, shared evenly.
+  const int heads_shown = static_cast<int>(snap->shown().heads.size());
+  const auto widest = [](const std::vector<std::string>& lines, float w) {
+    for (const std::string& l : lines) w = std::max(w, ImGui::CalcTextSize(l.c_str()).x);
+    return w;
+  };
+  float head_w = std::max(ImGui::CalcTextSize("head").x, ImGui::CalcTextSize(("head " + std::to_string(heads_shown)).c_str()).x);
+  float entropy_w = widest({"mean entropy", "computing…"}, 0), said_w = ImGui::CalcTextSize("mean weight").x;
+  float unsaid_w = said_w;
+  for (int h = 0; h < heads_shown; ++h)
+    if (const HeadStatistics* s = snap->statisticsOf(h)) {
+      entropy_w = widest(entropyLines(*s), entropy_w);
+      said_w = widest(weightLines(*s, true), said_w);
+      unsaid_w = widest(weightLines(*s, false), unsaid_w);
+    }
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float overhead = (kColumns + 1) * 2 * style.CellPadding.x + kColumns + style.ScrollbarSize;
+  const float chart_said = (ImGui::GetContentRegionAvail().x - overhead - head_w - entropy_w - said_w) / 2;
+  const bool rows_said = chart_said >= std::max(ImGui::CalcTextSize("entropy").x, ImGui::CalcTextSize("sums").x) + px(2);
+  const float weight_w = rows_said ? said_w : unsaid_w;
   if (ImGui::BeginTable("heads", kColumns, flags)) {
     ImGui::TableSetupScrollFreeze(0, 1);
-    ImGui::TableSetupColumn("head", ImGuiTableColumnFlags_WidthFixed);
-    ImGui::TableSetupColumn("mean entropy", ImGuiTableColumnFlags_WidthFixed);
-    ImGui::TableSetupColumn("mean weight", ImGuiTableColumnFlags_WidthFixed);
+    ImGui::TableSetupColumn("head", ImGuiTableColumnFlags_WidthFixed, std::ceil(head_w));
+    ImGui::TableSetupColumn("mean entropy", ImGuiTableColumnFlags_WidthFixed, std::ceil(entropy_w));
+    ImGui::TableSetupColumn("mean weight", ImGuiTableColumnFlags_WidthFixed, std::ceil(weight_w));
     // The charts' headers in full while they fit the charts' width of the last frame, else short.
     auto fits = [&](const char* label) { return chart_w_ <= 0 || ImGui::CalcTextSize(label).x <= chart_w_; };
     ImGui::TableSetupColumn(fits("entropy per row") ? "entropy per row" : "entropy",
                             ImGuiTableColumnFlags_WidthStretch);
-    ImGui::TableSetupColumn(fits("row sum after dropout") ? "row sum after dropout" : "row sums",
+    ImGui::TableSetupColumn(fits("row sum after dropout") ? "row sum after dropout"
+                            : fits("row sums")            ? "row sums"
+                                                          : "sums",
                             ImGuiTableColumnFlags_WidthStretch);
     ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
     const std::string ceiling = t.model.causal ? "ln(i + 1) for query i, which sees the keys up to itself" : "ln T";
@@ -274,22 +315,11 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
       } else {
         const float tokens = std::exp(s->mean_entropy);
         ImGui::TableSetColumnIndex(1);
-        cellLines({formatFixed(s->mean_entropy, 3) + " nats", "≈ " +
-                                                                  formatFixed(tokens, tokens >= 100  ? 0
-                                                                                      : tokens >= 10 ? 1
-                                                                                                     : 2) +
-                                                                  " tokens"},
-                  cells, cut);
+        cellLines(entropyLines(*s), cells, cut);
         ImGui::TableSetColumnIndex(2);
-        // Over which rows each mean is taken, said in the cell: the first's includes row 1, whose
-        // only weight under the causal mask is the first token's forced 1.
-        auto rows = [T](int from) {
-          return from == T ? " (row " + std::to_string(T) + ")"
-                           : " (rows " + std::to_string(from) + "–" + std::to_string(T) + ")";
-        };
-        cellLines({"previous " + (s->has_previous ? formatFixed(s->mean_previous, 3) + rows(2) : std::string("—")),
-                   "first " + formatFixed(s->mean_first, 3) + rows(1)},
-                  cells, cut);
+        // Over which rows each mean is taken, said in the cell where there is room: the first's
+        // includes row 1, whose only weight under the causal mask is the first token's forced 1.
+        cellLines(weightLines(*s, rows_said), cells, cut);
         ImGui::TableSetColumnIndex(3);
         chart_w_ = ImGui::GetContentRegionAvail().x;
         const ChartHit e = rowChart("entropy", s->entropy, &most, entropy_hi, 0, outlined,
