@@ -175,7 +175,12 @@ MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int 
   // Beside the concat, a head's context is a slice of it: one value, one colour in both.
   if (stage == Stage::Context && t.heads > 1 && view.show_module[static_cast<int>(ModuleMap::Concat)])
     range = (locked ? view.locked_module : snap.module_ranges)[static_cast<int>(ModuleMap::Concat)];
-  return attnscope::stageLook(t, stage, range, lookChoices(view));
+  MapLook look = attnscope::stageLook(t, stage, range, lookChoices(view));
+  // A trained model's weights span the rows below the first (engine_worker.cpp stageRanges).
+  if (snap.model && stage == Stage::Weights && t.model.causal && t.tokens > 1 && look.range.hi < 1 &&
+      look.legend.empty())
+    look.legend = "top: the largest below row 1 (row 1 is 1)";
+  return look;
 }
 
 MapLook moduleLook(const Snapshot& snap, const ViewState& view, ModuleMap map) {
@@ -620,10 +625,10 @@ std::string skippedStages(const ViewState& v, const Trace& t) {
 }
 
 // One line of notes under the header: the preset's description (in full on hover), zoom, where
-// dropout masks come from, and the maps this step has none of.
-// Returns true when "reset zoom" was pressed.
+// dropout masks come from, and the maps this step has none of. `beside`: on the line of the item
+// before (the go-to field), where there is anything to say. Returns true when "reset zoom" was pressed.
 bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string& skipped, bool lesson,
-               const std::string& rounding) {
+               const std::string& rounding, bool beside) {
   const Trace& t = *snap.trace;
   bool reset = false;
   std::vector<std::string> notes;
@@ -640,6 +645,7 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
   if (zoom > 1) {
     // A map's dimensions show their first as many as the tokens shown (shownWindow): said when some are wider.
     const bool wide = t.head_width > w.rows || t.d_in > w.rows || t.model.d_out > w.rows;
+    if (beside) ImGui::SameLine(0, px(16));
     ImGui::Text("zoom ×%.1f: queries %d–%d, keys %d–%d%s", zoom, w.row0 + 1, w.row0 + w.rows, w.col0 + 1,
                 w.col0 + w.cols, wide ? (", dimensions d0–d" + std::to_string(w.rows - 1)).c_str() : "");
     ImGui::SameLine();
@@ -652,7 +658,7 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
   if (!rounding.empty()) line = rounding + (line.empty() ? "" : "  ·  " + line);  // first: it explains the numbers
   layout().state()["grid_notes"] = line;  // tests: the preset's note is there, or gone
   if (line.empty()) return reset;         // the zoom's line ends here (no SameLine left open for the maps)
-  if (zoom > 1) ImGui::SameLine(0, px(16));
+  if (zoom > 1 || beside) ImGui::SameLine(0, px(16));
   // One line: what does not fit ends in "…", and the whole text shows on hover.
   const std::string shown = fitText(line, ImGui::GetContentRegionAvail().x);
   ImGui::TextDisabled("%s", shown.c_str());
@@ -839,7 +845,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
         all.push_back(s.stage);
     stages = all;
   }
-  if (T > 24) {  // long inputs: go straight to a token or a range of them
+  const bool go_to = T > 24;
+  if (go_to) {  // long inputs: go straight to a token or a range of them; the notes beside it
     ImGui::SetNextItemWidth(px(170));
     if (ImGui::InputTextWithHint("##go_to", "go to token, 1–T, a–b", go_to_, sizeof go_to_,
                                  ImGuiInputTextFlags_EnterReturnsTrue))
@@ -851,7 +858,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   const CellWindow window = zoomWindow(T);
   // A lesson step's notes: the lesson panel says what the grid set aside; a zoom still has its line.
   if ((!ctx.maps_menu || zoom_ > 1) &&
-      drawNotes(*snap, zoom_, window, skippedStages(view, t), !view.highlight.empty(), roundingNote()))
+      drawNotes(*snap, zoom_, window, skippedStages(view, t), !view.highlight.empty(), roundingNote(), go_to))
     reset();
   // While the mouse is over a map the wheel zooms it, so it must not also scroll the grid.
   ImGui::BeginChild("grid", ImVec2(0, 0), false,

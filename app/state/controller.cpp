@@ -709,6 +709,8 @@ ViewState Controller::chapterView() const {
   v.head = chapter_view_.head;
   v.batch = chapter_view_.batch;
   v.tab = chapter_view_.tab;
+  v.show = chapter_view_.show;
+  v.show_module = chapter_view_.show_module;
   return v;
 }
 
@@ -726,6 +728,12 @@ void Controller::openLoadedModel(ModelLoad loaded, double now) {
   view_.head = -1;
   view_.key = -1;
   view_.tab = "layers";
+  // The Heatmaps tab shows each head's weights alone, as large as they get (the chapter's six maps
+  // a head left a 25-token head's weights out of view at 1280 × 720 and 150 %); the toggles add the
+  // others. The chapter's columns come back with it (chapterView).
+  view_.show.fill(false);
+  view_.show[static_cast<std::size_t>(Stage::Weights)] = true;
+  view_.show_module.fill(false);
   clampView();
   if (hooks_.document_replaced) hooks_.document_replaced();
   std::string note = "Opened " + modelTitle(*loaded.model);

@@ -50,7 +50,9 @@ namespace {
 
 // The display data views need, computed here rather than on the UI thread.
 // The colour ranges of one head's stages.
-std::array<ValueRange, kStageCount> stageRanges(const Trace& t, const HeadTrace& h) {
+// `model`: a trained model's layer, whose weights span the rows below the first (as its thumbnails
+// do: the first row's 1 would leave a long text's diffuse heads all dark).
+std::array<ValueRange, kStageCount> stageRanges(const Trace& t, const HeadTrace& h, bool model) {
   std::array<ValueRange, kStageCount> r{};
   for (const StageInfo& info : stageTable()) {
     const auto k = static_cast<std::size_t>(info.stage);
@@ -66,6 +68,8 @@ std::array<ValueRange, kStageCount> stageRanges(const Trace& t, const HeadTrace&
                         r[static_cast<std::size_t>(Stage::Scores)].hi / t.scale_divisor};
     else if (info.stage == Stage::DroppedWeights && !t.dropout_active)  // the weights themselves
       r[k] = r[static_cast<std::size_t>(Stage::Weights)];
+    else if (model && info.stage == Stage::Weights && t.model.causal)
+      r[k] = finiteRangeBelowFirstRow(StageMap(t, h, info.stage));
     else
       r[k] = finiteRange(StageMap(t, h, info.stage));
   }
@@ -89,7 +93,7 @@ void deriveDisplayData(Snapshot& s, const Snapshot* first_part) {
       s.statistics[h] = first_part->statistics[h];
       s.head_serial[h] = first_part->head_serial[h];
     } else if (bt.heads[h].hasMaps()) {  // else computed in the second part
-      s.ranges[h] = stageRanges(t, bt.heads[h]);
+      s.ranges[h] = stageRanges(t, bt.heads[h], s.model != nullptr);
       s.statistics[h] = headStatistics(t, bt.heads[h]);
       s.head_serial[h] = s.serial;
     }

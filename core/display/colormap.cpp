@@ -131,6 +131,17 @@ ValueRange finiteRange(const StageMap& m) {
   return r.range();
 }
 
+ValueRange finiteRangeBelowFirstRow(const StageMap& m) {
+  if (m.rows() < 2) return finiteRange(m);
+  RangeAccumulator r;
+  Eigen::ArrayXf row(m.cols());
+  for (Eigen::Index i = 1; i < m.rows(); ++i) {
+    m.readRow(i, row.data());
+    r.add(row.data(), row.size());
+  }
+  return r.range();
+}
+
 ValueRange merge(ValueRange a, ValueRange b) {
   const float positive = a.positive > 0 && b.positive > 0 ? std::min(a.positive, b.positive)
                                                           : std::max(a.positive, b.positive);

@@ -34,6 +34,9 @@ struct ValueRange {
 // masked, not part of the range).
 ValueRange finiteRange(const Matrix& m);
 ValueRange finiteRange(const StageMap& m);  // a row at a time: derived stages are never held whole
+// finiteRange of rows 1 … of m (of m whole when it has one row): a causal map's weights without
+// row 0, whose one visible key always has weight 1 (a trained model's maps and thumbnails).
+ValueRange finiteRangeBelowFirstRow(const StageMap& m);
 ValueRange merge(ValueRange a, ValueRange b);
 ValueRange centredOnZero(ValueRange r);
 

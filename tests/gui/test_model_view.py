@@ -139,6 +139,23 @@ def checks(tmp):
             assert len(m["labels"]) == LAYERS * HEADS, m["labels"]
             print(f"  {len(ids)} tokens; layer 1's weights and {len(files)} exported files as torch's; "
                   f"next tokens' p {want_p[0]:.4f} … {want_p[-1]:.4f} as torch's")
+            # The Heatmaps tab shows the weights alone, coloured up to the largest below row 1 (row
+            # 1 is always 1), as the thumbnails are; the chapter's columns come back on close.
+            d = run_commands(app, display.name, tmp, "heatmaps", [
+                {"do": "text", "value": "hello world hello world"},
+                {"do": "select_layer", "layer": 1, "head": 0},
+                {"do": "view", "field": "tab", "value": "heatmaps"},
+            ], "--model", folder)
+            maps = [e for e in d["heatmaps"] if not e.get("compare")]
+            assert sorted({e["stage"] for e in maps}) == ["weights"], sorted({e["stage"] for e in maps})
+            top = float(weights[1][0][1:].max())
+            assert abs(maps[0]["range"][1] - top) <= 1e-5 and top < 0.999, (maps[0]["range"], top)
+            d = run_commands(app, display.name, tmp, "closed", [
+                {"do": "text", "value": "hello world"}, {"do": "model_close"},
+                {"do": "view", "field": "tab", "value": "heatmaps"}], "--model", folder)
+            assert {e["stage"] for e in d["heatmaps"]} >= {"scores", "weights"}, {e["stage"] for e in d["heatmaps"]}
+            print(f"  the Heatmaps tab: the weights alone, colours up to {top:.4f} (below row 1); after "
+                  f"model_close the chapter's maps again")
 
         def append_and_repeat():
             d = run_commands(app, display.name, tmp, "grow", [
