@@ -104,12 +104,14 @@ def assert_trace_matches_cli(state, cli_json, what):
 # ---------------------------------------------------------------- Xvfb and the app
 
 class Display:
-    """An Xvfb server on a display number it picks itself (-displayfd): no clash with other tests."""
+    """An Xvfb server on a display number it picks itself (-displayfd): no clash with other tests.
+    -noreset: without it the server resets when its last client leaves, so a key released just as
+    the app quits (Return on a Save as that quits) found no display (gui_nothing_lost, once)."""
 
     def __enter__(self):
         read_fd, write_fd = os.pipe()
         self.proc = subprocess.Popen(
-            ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "1920x1080x24", "-nolisten", "tcp"],
+            ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", "1920x1080x24", "-nolisten", "tcp", "-noreset"],
             pass_fds=(write_fd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os.close(write_fd)
         number = b""
