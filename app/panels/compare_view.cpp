@@ -73,8 +73,9 @@ constexpr Eigen::Index kDumpCellsUpTo = 256;  // maps up to 16 × 16 carry their
 // A map's column labels on side s: a head's own columns (display/map_look.h headFirstColumn) for a
 // head's Q, K, V, context and W, the inputs' d0 … otherwise.
 const std::vector<std::string>& dimsOf(const Snapshot& s, bool module, int head) {
-  return module || head < 0 || head >= static_cast<int>(s.head_dims.size()) ? s.dims
-                                                                            : s.head_dims[static_cast<std::size_t>(head)];
+  return module || head < 0 || head >= static_cast<int>(s.head_dims.size())
+             ? s.dims
+             : s.head_dims[static_cast<std::size_t>(head)];
 }
 
 std::string tokenOr(const Snapshot& s, bool tokens, int index, const std::vector<std::string>& dims) {

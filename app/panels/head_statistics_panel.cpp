@@ -215,17 +215,21 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
   const auto entropyLines = [](const HeadStatistics& s) {
     const float tokens = std::exp(s.mean_entropy);
     return std::vector<std::string>{formatFixed(s.mean_entropy, 3) + " nats",
-                                    "≈ " + formatFixed(tokens, tokens >= 100 ? 0 : tokens >= 10 ? 1 : 2) + " tokens"};
+                                    "≈ " +
+                                        formatFixed(tokens, tokens >= 100  ? 0
+                                                            : tokens >= 10 ? 1
+                                                                           : 2) +
+                                        " tokens"};
   };
   const auto weightLines = [T](const HeadStatistics& s, bool rows_said) {
     auto rows = [T, rows_said](int from) {
-      return !rows_said   ? std::string()
+      return !rows_said  ? std::string()
              : from == T ? " (row " + std::to_string(T) + ")"
                          : " (rows " + std::to_string(from) + "–" + std::to_string(T) + ")";
     };
-    return std::vector<std::string>{
-        "previous " + (s.has_previous ? formatFixed(s.mean_previous, 3) + rows(2) : std::string("—")),
-        "first " + formatFixed(s.mean_first, 3) + rows(1)};
+    return std::vector<std::string>{"previous " +
+                                        (s.has_previous ? formatFixed(s.mean_previous, 3) + rows(2) : std::string("—")),
+                                    "first " + formatFixed(s.mean_first, 3) + rows(1)};
   };
   // The text columns as wide as their widest text, set here so that this frame knows what the
   // charts get: what is left, shared evenly.
@@ -234,7 +238,8 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
     for (const std::string& l : lines) w = std::max(w, ImGui::CalcTextSize(l.c_str()).x);
     return w;
   };
-  float head_w = std::max(ImGui::CalcTextSize("head").x, ImGui::CalcTextSize(("head " + std::to_string(heads_shown)).c_str()).x);
+  float head_w = std::max(ImGui::CalcTextSize("head").x,
+                          ImGui::CalcTextSize(("head " + std::to_string(heads_shown)).c_str()).x);
   float entropy_w = widest({"mean entropy", "computing…"}, 0), said_w = ImGui::CalcTextSize("mean weight").x;
   float unsaid_w = said_w;
   for (int h = 0; h < heads_shown; ++h)
@@ -246,7 +251,8 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
   const ImGuiStyle& style = ImGui::GetStyle();
   const float overhead = (kColumns + 1) * 2 * style.CellPadding.x + kColumns + style.ScrollbarSize;
   const float chart_said = (ImGui::GetContentRegionAvail().x - overhead - head_w - entropy_w - said_w) / 2;
-  const bool rows_said = chart_said >= std::max(ImGui::CalcTextSize("entropy").x, ImGui::CalcTextSize("sums").x) + px(2);
+  const bool rows_said = chart_said >=
+                         std::max(ImGui::CalcTextSize("entropy").x, ImGui::CalcTextSize("sums").x) + px(2);
   const float weight_w = rows_said ? said_w : unsaid_w;
   if (ImGui::BeginTable("heads", kColumns, flags)) {
     ImGui::TableSetupScrollFreeze(0, 1);

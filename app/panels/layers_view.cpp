@@ -1,9 +1,9 @@
 #include "panels/layers_view.h"
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "display/map_look.h"

@@ -218,8 +218,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   ImGui::PopFont();
   bool eot = session.prependEot();
   ImGui::BeginDisabled(!tokenizer || session.model()->tokenizer->endOfText() < 0);
-  if (checkboxWrapped("model_eot", "start with <|endoftext|>", &eot))
-    ctx.commands.push("text", {{"prepend_eot", eot}});
+  if (checkboxWrapped("model_eot", "start with <|endoftext|>", &eot)) ctx.commands.push("text", {{"prepend_eot", eot}});
   ImGui::EndDisabled();
   if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
     ImGui::SetTooltip("GPT-2 was trained on texts after <|endoftext|>: with it, the heads' sink is that token");

@@ -63,7 +63,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
   };
   const Matrix& x = inputOf(*snap->inputs, snap->batch);  // the shown element's own, in a batch of sequences
   const std::vector<std::string>* tokens = &snap->tokens();
-  const std::vector<std::string>* dims_x = &snap->dims;                                    // X's inputs
+  const std::vector<std::string>* dims_x = &snap->dims;                                       // X's inputs
   const std::vector<std::string>* dims_h = &snap->head_dims[static_cast<std::size_t>(head)];  // the head's columns
 
   auto stage = [&](Stage s) { return std::optional<StageMap>(StageMap(t, h, s)); };

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "display/map_look.h"
 #include "engine/attention.h"
 #include "engine/errors.h"
 #include "engine/thread_team.h"
-#include "display/map_look.h"
 #include "formats/export.h"
 #include "formats/utf8.h"
 #include "lm/gpt_forward.h"

@@ -43,7 +43,7 @@ struct HeadLabelInfo {
 };
 const std::array<HeadLabelInfo, 4>& headLabelTable();
 const HeadLabelInfo* headLabel(const HeadScores& s);  // null: no score reaches its threshold, or
-                                                     // fewer than kLabelMinTokens rows
+                                                      // fewer than kLabelMinTokens rows
 
 // The keys each row's token-pattern scores read, found once per text and shared by every head:
 // the positions of each token in order, so that row i's earlier copies of its token are a range

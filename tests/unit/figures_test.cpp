@@ -204,8 +204,8 @@ TEST(Csv, FileNamesCountFromOne) {
 // column (the notebook's view + transpose), so its maps and W_q's columns are labelled from d1 on,
 // and the wrapper's heads, each a CausalAttention of its own, from d0.
 TEST(StageFigure, AHeadsColumnsAreLabelledAsTheModuleNumbersThem) {
-  for (const auto& [variant, second_head_first] : {std::pair{Variant::MultiHead, "d1"},
-                                                    std::pair{Variant::MultiHeadWrapper, "d0"}}) {
+  for (const auto& [variant, second_head_first] :
+       {std::pair{Variant::MultiHead, "d1"}, std::pair{Variant::MultiHeadWrapper, "d0"}}) {
     const Workspace ws = bookExample(variant);
     const Trace t = computeTrace(inputsOf(ws), ws.model);
     ASSERT_EQ(t.heads, 2);
