@@ -242,11 +242,17 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
                           ImGui::CalcTextSize(("head " + std::to_string(heads_shown)).c_str()).x);
   float entropy_w = widest({"mean entropy", "computing…"}, 0), said_w = ImGui::CalcTextSize("mean weight").x;
   float unsaid_w = said_w;
+  // Each head's cells, made once: measured here, drawn below.
+  std::vector<std::vector<std::string>> entropy_cells(heads_shown), said_cells(heads_shown), unsaid_cells(heads_shown);
   for (int h = 0; h < heads_shown; ++h)
     if (const HeadStatistics* s = snap->statisticsOf(h)) {
-      entropy_w = widest(entropyLines(*s), entropy_w);
-      said_w = widest(weightLines(*s, true), said_w);
-      unsaid_w = widest(weightLines(*s, false), unsaid_w);
+      const auto k = static_cast<std::size_t>(h);
+      entropy_cells[k] = entropyLines(*s);
+      said_cells[k] = weightLines(*s, true);
+      unsaid_cells[k] = weightLines(*s, false);
+      entropy_w = widest(entropy_cells[k], entropy_w);
+      said_w = widest(said_cells[k], said_w);
+      unsaid_w = widest(unsaid_cells[k], unsaid_w);
     }
   const ImGuiStyle& style = ImGui::GetStyle();
   const float overhead = (kColumns + 1) * 2 * style.CellPadding.x + kColumns + style.ScrollbarSize;
@@ -300,8 +306,7 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
     std::vector<Tick> entropy_ticks = {{0.0f, "0"}};  // and the top: ln T, a row spread evenly over every key
     if (T > 1)
       entropy_ticks.push_back({std::log(static_cast<float>(T)), formatFixed(std::log(static_cast<float>(T)), 2)});
-    const int H = static_cast<int>(snap->shown().heads.size());
-    for (int h = 0; h < H; ++h) {
+    for (int h = 0; h < heads_shown; ++h) {
       ImGui::TableNextRow(0, rowHeight());
       ImGui::PushID(h);
       nlohmann::json cells = nlohmann::json::array();
@@ -321,11 +326,11 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
       } else {
         const float tokens = std::exp(s->mean_entropy);
         ImGui::TableSetColumnIndex(1);
-        cellLines(entropyLines(*s), cells, cut);
+        cellLines(entropy_cells[static_cast<std::size_t>(h)], cells, cut);
         ImGui::TableSetColumnIndex(2);
         // Over which rows each mean is taken, said in the cell where there is room: the first's
         // includes row 1, whose only weight under the causal mask is the first token's forced 1.
-        cellLines(weightLines(*s, rows_said), cells, cut);
+        cellLines((rows_said ? said_cells : unsaid_cells)[static_cast<std::size_t>(h)], cells, cut);
         ImGui::TableSetColumnIndex(3);
         chart_w_ = ImGui::GetContentRegionAvail().x;
         const ChartHit e = rowChart("entropy", s->entropy, &most, entropy_hi, 0, outlined,

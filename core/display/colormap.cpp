@@ -120,27 +120,27 @@ ValueRange finiteRange(const Matrix& m) {
   return r.range();
 }
 
-ValueRange finiteRange(const StageMap& m) {
-  if (const Matrix* stored = m.matrix()) return finiteRange(*stored);
+namespace {
+// Rows [first, rows) of m: a stored (row-major) map in one pass over its memory, a derived one a
+// row at a time.
+ValueRange rowsRange(const StageMap& m, Eigen::Index first) {
   RangeAccumulator r;
+  if (const Matrix* stored = m.matrix()) {
+    r.add(stored->data() + first * stored->cols(), (stored->rows() - first) * stored->cols());
+    return r.range();
+  }
   Eigen::ArrayXf row(m.cols());
-  for (Eigen::Index i = 0; i < m.rows(); ++i) {
+  for (Eigen::Index i = first; i < m.rows(); ++i) {
     m.readRow(i, row.data());
     r.add(row.data(), row.size());
   }
   return r.range();
 }
+}  // namespace
 
-ValueRange finiteRangeBelowFirstRow(const StageMap& m) {
-  if (m.rows() < 2) return finiteRange(m);
-  RangeAccumulator r;
-  Eigen::ArrayXf row(m.cols());
-  for (Eigen::Index i = 1; i < m.rows(); ++i) {
-    m.readRow(i, row.data());
-    r.add(row.data(), row.size());
-  }
-  return r.range();
-}
+ValueRange finiteRange(const StageMap& m) { return rowsRange(m, 0); }
+
+ValueRange finiteRangeBelowFirstRow(const StageMap& m) { return rowsRange(m, m.rows() < 2 ? 0 : 1); }
 
 ValueRange merge(ValueRange a, ValueRange b) {
   const float positive = a.positive > 0 && b.positive > 0 ? std::min(a.positive, b.positive)
