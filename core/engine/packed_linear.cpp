@@ -154,10 +154,48 @@ ATTNSCOPE_AVX2_INLINE bool rowsAvx2(const PanelJob& j, int r0, int half) {
   return _mm256_movemask_ps(_mm256_cmp_ps(z, z, _CMP_UNORD_Q)) == 0;
 }
 
+// Rows [r0, r0 + MR) of a whole panel (all 32 outputs) at once, for MR ≤ 2: a row or two (a text's
+// new rows after an edit, lm/gpt_forward.h) stream the weights from memory, and the halves above
+// would read the panel twice, each pass on every other cache line with two chains of FMAs in
+// flight; here four or eight chains, and each line read once. Each output is the same chain of
+// FMAs as in rowsAvx2.
+template <int MR>
+ATTNSCOPE_AVX2_INLINE bool wholePanelAvx2(const PanelJob& j, int r0) {
+  __m256 acc[MR][4];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) acc[r][k] = _mm256_loadu_ps(j.b + 8 * k);
+  const float* x = j.x + r0 * j.ldx;
+  for (int i = 0; i < j.in; ++i) {
+    __m256 w[4];
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) w[k] = _mm256_loadu_ps(j.w + i * kPanel + 8 * k);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m256 a = _mm256_broadcast_ss(x + r * j.ldx + i);
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) acc[r][k] = _mm256_fmadd_ps(a, w[k], acc[r][k]);
+    }
+  }
+  __m256 z = _mm256_setzero_ps();
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    float* y = j.y + (r0 + r) * j.ldy;
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k) {
+      _mm256_storeu_ps(y + 8 * k, acc[r][k]);
+      z = _mm256_add_ps(z, _mm256_sub_ps(acc[r][k], acc[r][k]));
+    }
+  }
+  return _mm256_movemask_ps(_mm256_cmp_ps(z, z, _CMP_UNORD_Q)) == 0;
+}
+
 // The register arrays' loops are unrolled by pragma: without it GCC kept the AVX2 accumulators in
 // memory, storing all 12 on every input index (docs/engine-measurements.md).
 ATTNSCOPE_AVX2 bool panelAvx2(const PanelJob& j) {
   constexpr int MR = 6;  // 12 accumulators, 2 panel registers and a broadcast of the 16
+  if (j.cols == kPanel && j.m >= 1 && j.m <= 2) return j.m == 1 ? wholePanelAvx2<1>(j, 0) : wholePanelAvx2<2>(j, 0);
   bool finite = true;
   for (int half = 0; half < 2 && 16 * half < j.cols; ++half) {
     int r = 0;
