@@ -188,6 +188,7 @@ void App::recordState() const {
     const Snapshot* s = ctl_.snapshot();
     if (s && s->model && s->model_version == model.version()) {
       j["shown_layer"] = s->layer;
+      j["reused_rows"] = s->model->reused_rows;  // rows the pass took from the one before (lm/model_pass.h)
       if (const float* logits = logitsShown(s, model, v.token)) {
         nlohmann::json next = nlohmann::json::array();
         for (const NextToken& t : topNextTokens(logits, model.model()->config.vocab_size, v.temperature, 10))

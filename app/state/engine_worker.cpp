@@ -201,14 +201,15 @@ const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
     if (pass)
       kept = layerTrace(*pass, job.layer, req.exec, req.limits);
     else
-      pass = runModelPass(job.model, job.ids, req.exec, req.limits, job.layer, &kept);
+      pass = runModelPass(job.model, job.ids, req.exec, req.limits, job.layer, &kept,
+                          prev != nullptr ? prev->model.get() : nullptr);  // a text edited after its start
     s.inputs = std::make_shared<const Workspace>(layerWorkspace(*pass, job.layer, job.tokens));
     s.trace = std::make_shared<Trace>(std::move(kept));
   }
   if (job.model) {  // given maps have no next tokens
     s.logit_positions = {T - 1};
     if (job.position >= 0 && job.position < T - 1) s.logit_positions.insert(s.logit_positions.begin(), job.position);
-    s.logits = gptLogits(*job.model, pass->final_x, s.logit_positions, req.exec);
+    s.logits = gptLogits(*job.model, pass->forward.final_x, s.logit_positions, req.exec);
   }
   s.layer = job.layer;
   s.model_version = job.version;

@@ -151,19 +151,31 @@ bool InteractionBench::answers(const Controller& app, const Snapshot& shown) con
 // The edits, as the inputs table and the model panel make them: mostly one embedding cell changed
 // by ±0.125 (four cells in turn, each moving back and forth, so every edit changes the result),
 // and in every ten edits one re-seed (the model panel's seed field) and one dropout change. A
-// model's edits are new texts, as the model text panel's Enter applies them: T token ids drawn
-// uniformly from its vocabulary, a fresh draw every time.
+// model's edits are texts of T token ids, as the model text panel's Enter applies them, in turn of
+// three kinds (kModelEdits): a new text (every id a fresh uniform draw from the vocabulary: a
+// paste), one token changed at a uniformly drawn position (a word edited anywhere), and the last
+// token changed (typing at the end). The first edit is always a new text of T ids.
 Command InteractionBench::nextCommand(const Controller& app, std::string* kind) {
   if (edit_ < 0) {
     *kind = "preset";
     return makeCommand("preset", {{"name", options_.presets[preset_]}});
   }
   if (modelMode()) {
-    *kind = "text";
+    static constexpr const char* kModelEdits[] = {"new_text", "token_changed", "last_token_changed"};
     std::uniform_int_distribution<int> id(0, app.model().model()->config.vocab_size - 1);
-    nlohmann::json ids = nlohmann::json::array();
-    for (int t = 0; t < options_.tokens; ++t) ids.push_back(id(random_));
-    return makeCommand("text", {{"ids", std::move(ids)}});
+    std::vector<int> ids = app.model().ids();
+    const bool fresh = edit_ % 3 == 0 || static_cast<int>(ids.size()) != options_.tokens;
+    *kind = kModelEdits[fresh ? 0 : edit_ % 3];
+    if (fresh) {
+      ids.resize(static_cast<std::size_t>(options_.tokens));
+      for (int& v : ids) v = id(random_);
+    } else {
+      const int at = edit_ % 3 == 2 ? options_.tokens - 1
+                                    : std::uniform_int_distribution<int>(0, options_.tokens - 1)(random_);
+      const int was = ids[static_cast<std::size_t>(at)];
+      while (ids[static_cast<std::size_t>(at)] == was) ids[static_cast<std::size_t>(at)] = id(random_);
+    }
+    return makeCommand("text", {{"ids", ids}});
   }
   const Workspace& ws = app.document().workspace();
   const ModelConfig& m = ws.model;
@@ -313,7 +325,7 @@ int InteractionBench::finish(int window_w, int window_h) {
   std::string line;
   for (const Config& c : configs_) {
     std::vector<double> ms, frames, engine;
-    std::map<std::string, std::vector<double>> by_kind;
+    std::map<std::string, std::vector<double>> by_kind, engine_by_kind;
     std::map<int, int> histogram;
     int next_frame = 0;
     for (const Sample& s : c.edits) {
@@ -321,6 +333,7 @@ int InteractionBench::finish(int window_w, int window_h) {
       frames.push_back(s.frames);
       engine.push_back(s.engine_ms);
       by_kind[s.kind].push_back(s.ms);
+      engine_by_kind[s.kind].push_back(s.engine_ms);
       ++histogram[s.frames];
       next_frame += s.frames == 1;
     }
@@ -328,6 +341,7 @@ int InteractionBench::finish(int window_w, int window_h) {
     for (const auto& [kind, v] : by_kind) {
       kinds[kind] = summary(v);
       kinds[kind]["edits"] = v.size();
+      kinds[kind]["engine_ms"] = summary(engine_by_kind[kind]);
     }
     for (const auto& [n, count] : histogram) frames_hist[std::to_string(n)] = count;
     const nlohmann::json frame_summary = summary(frames);
@@ -392,7 +406,9 @@ int InteractionBench::finish(int window_w, int window_h) {
        "counts frames from the one applying the edit (1) to the one showing its result; next frame = 1. Swap "
        "interval 0. Between an edit and its result the window sleeps until the engine wakes it, as the app does for a "
        "user; otherwise frames are drawn back to back. Large maps may still show their colouring placeholder at t1. "
-       "A trained model (--model): its edits are `text` commands of `tokens` random ids, and t1 is the end of the "
+       "A trained model (--model): its edits are `text` commands of `tokens` ids, in turn a new text of random ids "
+       "(by_kind new_text), one token changed at a random position (token_changed) and the last token changed "
+       "(last_token_changed); t1 is the end of the "
        "first frame whose snapshot holds the pass of those ids (every head's thumbnail in the Layers tab) and the "
        "next-token logits at the selected token (the last); its open is timed from the process's start "
        "(/proc/self/stat, 10 ms ticks) to the first frame showing its first text's result, and splits into "

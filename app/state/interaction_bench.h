@@ -9,8 +9,9 @@
 // it) to the end of the first frame whose drawn snapshot answers the document version after the
 // edit (t1, after that frame's swap). Model (`--model PATH --bench-tokens T`): the model's opening,
 // from the process's start to the first frame showing its result, then edits of its text: `text`
-// commands of T random token ids, each answered by the first frame whose snapshot holds the pass of
-// those ids (every head's thumbnail) and the next-token logits at the selected token. Frames are
+// commands of T token ids (in turn a new text of random ids, one token changed at a random
+// position, the last token changed), each answered by the first frame whose snapshot holds the
+// pass of those ids (every head's thumbnail) and the next-token logits at the selected token. Frames are
 // drawn back to back (swap interval 0) except between an edit and its result, when the window
 // sleeps until the engine wakes it, as a user's does. Learn: the app's own `learn` (play) starts
 // the run, then for each tab of kLearnTabs (the Learn tab first, then the other views of its
@@ -43,7 +44,7 @@ struct InteractionBenchOptions {
   // A trained model instead of the presets: main.cpp opens it at start with model_open, as
   // --model does; the bench waits for its first result, then edits its text.
   std::string model_path;
-  int tokens = 64;  // token ids per edit of the model's text (random, different every edit)
+  int tokens = 64;  // token ids of the model's text in every edit
   // Frames while a model trains instead (--bench-learn): the TASK, read and checked by main.cpp
   // (trainTaskJson of it: a relative tokenizer path made absolute); null in the other modes.
   nlohmann::json learn_task;
@@ -71,7 +72,8 @@ class InteractionBench {
  private:
   using Clock = std::chrono::steady_clock;
   struct Sample {
-    std::string kind;      // "set_cell", "seed", "dropout", "preset"; "model_open", "text"
+    std::string kind;      // "set_cell", "seed", "dropout", "preset"; "model_open", "new_text", "token_changed",
+                           // "last_token_changed"
     double ms = 0;         // t1 − t0
     int frames = 0;        // frames from the one applying the command to the one showing its result
     double engine_ms = 0;  // computeTrace time of the snapshot shown (Snapshot::milliseconds)

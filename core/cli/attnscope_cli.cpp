@@ -188,6 +188,12 @@ int run(int argc, char** argv) {
   bench->add_option("--tokens", bench_tokens, "with --model: tokens of the random text (default 1024)")
       ->check(CLI::Range(1, 1 << 20))
       ->needs(bench_model_opt);
+  GptLoadOptions bench_load;
+  bench
+      ->add_option("--num-heads", bench_load.num_heads,
+                   "with --model: heads per layer (default: config.json's n_head, else width / 64)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->needs(bench_model_opt);
 
   // export: the trace (or any subset of batches) as CSV, JSON or .npy files in a folder.
   std::string export_path, export_format, export_out, export_batches;
@@ -444,7 +450,7 @@ int run(int argc, char** argv) {
     std::cout << pytorchScript(loadWorkspace(script_path, limits), script_path);
   } else if (*bench) {
     if (!bench_model.empty()) {
-      nlohmann::json result = benchModel(*loadGptModel(bench_model), bench_tokens, bench_options);
+      nlohmann::json result = benchModel(*loadGptModel(bench_model, bench_load), bench_tokens, bench_options);
       result["model_path"] = bench_model;
       std::cout << jsonText(result, 2) << "\n";
       finishStdout();

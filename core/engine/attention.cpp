@@ -163,12 +163,50 @@ Trace computeTraceOn(const std::vector<const Matrix*>& inputs, const ModelConfig
     t.batches[b].output.resize(T, outputWidth(m, d_in));
   }
   const int projections = w.shared_projection ? 1 : B;
-  if (hasProjections(m.variant)) qkv.resize(static_cast<std::size_t>(projections) * G * T * 3 * m.d_out);
+  const int width = 3 * m.d_out;
+  if (hasProjections(m.variant)) qkv.resize(static_cast<std::size_t>(projections) * G * T * width);
+  const int q = request.first_row;
+  if (q != 0) {
+    // The rows an earlier pass computed: the one projection's [Q | K | V] block of theirs copied in
+    // this pass's layout (head-major blocks lie T · w floats apart, T being each pass's own).
+    std::string why;
+    const KeptProjections* e = request.earlier;
+    if (q < 0 || q >= T)
+      why = "it is not one of the " + std::to_string(T) + " rows";
+    else if (!fused || !hasProjections(m.variant) || !w.shared_projection || G != 1 || t.dropout_active)
+      why = "only the fast path's pass of one projection without dropout starts after row 0";
+    else if (e == nullptr || e->tokens < q || e->width != width || e->head_major != w.head_major ||
+             e->qkv.size() != static_cast<std::size_t>(e->tokens) * width)
+      why = "no earlier pass's projections of those rows in this layout";
+    for (int b = 0; b < B && why.empty(); ++b)
+      for (int h = 0; h < H && why.empty(); ++h)
+        if (request.keepsHead(b, h)) why = "a kept head needs every row";
+    if (!why.empty()) throw InputError("first_row " + std::to_string(q) + ": " + why);
+    if (w.head_major) {
+      for (int c = 0; c < width / hw; ++c)
+        std::copy_n(e->qkv.data() + static_cast<std::size_t>(c) * e->tokens * hw, static_cast<std::size_t>(q) * hw,
+                    qkv.data() + static_cast<std::size_t>(c) * T * hw);
+    } else {
+      std::copy_n(e->qkv.data(), static_cast<std::size_t>(q) * width, qkv.data());
+    }
+  }
 
   // The draws, the projections, the attention and the outputs, on exec's threads.
   pass::runPass(w, plan, exec, request, heads);
 
   if (w.overflow) throwOverflow();
+  if (request.keep_projections != nullptr && hasProjections(m.variant) && projections * G == 1) {
+    KeptProjections& k = *request.keep_projections;
+    k.tokens = T;
+    k.width = width;
+    k.head_major = w.head_major;
+    k.qkv.assign(qkv.begin(), qkv.begin() + static_cast<std::ptrdiff_t>(T) * width);
+  }
+  if (q != 0)
+    for (BatchTrace& bt : t.batches) {
+      if (bt.context.rows() > 0) bt.context.topRows(q).setZero();
+      if (bt.output.rows() > 0) bt.output.topRows(q).setZero();
+    }
   for (int b = 0; b < B; ++b) {
     if (request.outputs && std::find(computed.begin(), computed.end(), b) == computed.end()) {
       t.batches[b].context = t.batches[source].context;

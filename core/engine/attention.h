@@ -43,6 +43,17 @@ struct WeightRows {
   const double* entropy = nullptr;
 };
 
+// The projections of a pass, [Q | K | V] of every row (TraceRequest::keep_projections), kept so
+// that a later pass over inputs whose first rows are the same computes only the rows after them
+// (TraceRequest::first_row): a trained model's text edited after its first tokens, where causal
+// attention makes those rows' numbers the same (lm/gpt_forward.h).
+struct KeptProjections {
+  int tokens = 0;           // T of the pass that kept them
+  int width = 0;            // 3·d_out
+  bool head_major = false;  // their layout (attention_pass.h's Work)
+  std::vector<float> qkv;   // T × 3·d_out
+};
+
 // Which intermediates to keep. Outputs of every batch element are always kept; large configs
 // (the GPT-2 preset) ask for one element's heads instead of all of them.
 struct TraceRequest {
@@ -59,6 +70,16 @@ struct TraceRequest {
   // threads, for each computed element (equal elements are computed once), each row of each head
   // once, in no set order; it must only write what belongs to those rows. Null: not called.
   std::function<void(const WeightRows&)> weight_rows;
+  // Rows [0, first_row) are an earlier pass's over the same first rows of the inputs, by the same
+  // module: their keys and values are taken from `earlier` (its first first_row rows), and their
+  // queries, attention and outputs are not computed (the context's and output's rows there are 0).
+  // Each computed row reads the same numbers as in a pass of every row, so it gets the same bits
+  // (every kernel's sum order is the row's own, whatever its place in a block: packed_linear.h,
+  // tile_kernels.h). Only the fast path's pass of one projection (no dropout, one input, no
+  // per-head projections) with no kept head: else InputError.
+  int first_row = 0;
+  const KeptProjections* earlier = nullptr;
+  KeptProjections* keep_projections = nullptr;  // set: the pass's projections are copied here
   bool keeps(int b) const;
   bool keepsHead(int b, int h) const;
   // Only these elements keep their intermediates (every head of them).

@@ -208,19 +208,31 @@ void attendRowsReference(Work& w, int b, int h, int r0, int n, HeadTrace& maps, 
 // The traced rows on the fast path: the stored stages of the reference's attentionForward (scores,
 // weights, the keep mask), with row-wise vector operations (Eigen's exp, vectorized sums) instead
 // of scalar loops, and P·V over the unmasked keys only. Softmax normalization only (the fast path's
-// condition). Tested against the reference (unit.fused, unit.reference_forward).
+// condition). The products are the fused kernel's micro-kernels (tile_kernels.h), whose every
+// result is one fixed sum of its row's own numbers: a row gets the same bits whatever T and its
+// block (a general GEMM's edge columns sum in another order), so a trained model's pass that takes
+// an edited text's first rows from the last one agrees with a pass of every row (lm/gpt_forward.h).
+// Tested against the reference (unit.fused, unit.reference_forward).
 void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head) {
   const Trace& t = *w.trace;
   const int T = t.tokens, hw = t.head_width;
   const bool causal = t.model.causal, scaled = t.model.scale == Scale::SqrtDk;
   const bool dropout = w.keep.words != nullptr;
-  const HeadInputs in = headInputs(w, b, h);
+  const TileRows rows_of(w, b, h, r0, n);
+  const HeadInputs& in = rows_of.in;
+  const TileKernels& kernels = rows_of.kernels;
   const ConstBlock Q = in.Q(T, hw), K = in.K(T, hw), V = in.V(T, hw);
   head.queries.middleRows(r0, n) = Q.middleRows(r0, n);
   head.keys.middleRows(r0, n) = K.middleRows(r0, n);
   head.values.middleRows(r0, n) = V.middleRows(r0, n);
-  gemmABt(n, T, hw, in.q + static_cast<std::size_t>(r0) * in.ld, in.ld, in.k, in.ld, 0.0f,
-          head.scores.data() + static_cast<std::size_t>(r0) * T, T);
+  thread_local AlignedFloats k_buf, v_buf, acc_buf;
+  // Every key's score, the masked ones too (the scores stage shows them).
+  for (int j0 = 0; j0 < T; j0 += kKeyTile) {
+    const int nk = std::min(kKeyTile, T - j0);
+    const auto [k, ldk] = rows_of.tile(in.k, j0, nk, rows_of.copy_keys, k_buf);
+    kernels.scores(n, nk, hw, rows_of.queries(), in.ld, k, ldk,
+                   head.scores.data() + static_cast<std::size_t>(r0) * T + j0, T, nk);
+  }
 
   // Per-thread rows, reused: the scaled scores of one row, and with dropout the rows' dropped
   // weights for P·V (without dropout they are the weights themselves).
@@ -240,9 +252,13 @@ void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head) {
       sc = s.transpose();
     if (!sc.allFinite()) finite = false;
     const float row_max = sc.head(valid).maxCoeff();
-    wt.head(valid) = (sc.head(valid) - row_max).exp().transpose();
+    // exp and the sum in the aligned row buffer: Eigen vectorizes from where a row's alignment lets
+    // it, and its vector exp differs from its scalar one in the last bit, so in place in the
+    // weights a row's bits would depend on T.
+    sc.head(valid) = (sc.head(valid) - row_max).exp();
+    const float inverse = static_cast<float>(1.0 / sc.head(valid).template cast<double>().sum());
+    wt.head(valid) = sc.head(valid).transpose() * inverse;
     wt.tail(T - valid).setZero();
-    wt.head(valid) *= static_cast<float>(1.0 / wt.head(valid).template cast<double>().sum());
     if (dropout) {
       auto dm = head.dropout_mask.row(i);
       float* dw = dropped_buf.data() + static_cast<std::size_t>(i - r0) * T;
@@ -254,9 +270,15 @@ void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head) {
       }
     }
   }
-  const int keys = causal ? r0 + n : T;  // the rows' weights are 0 beyond their last unmasked key
+  // The rows' weights are 0 beyond their last unmasked key (the kernel's condition on P).
   const float* P = dropout ? dropped_buf.data() : head.weights.data() + static_cast<std::size_t>(r0) * T;
-  gemmAB(n, hw, keys, P, T, in.v, in.ld, 0.0f, head.context.data() + static_cast<std::size_t>(r0) * hw, hw);
+  acc_buf.assign(static_cast<std::size_t>(n) * hw, 0.0f);
+  for (int j0 = 0; j0 < rows_of.key_end; j0 += kKeyTile) {
+    const int nk = std::min(kKeyTile, rows_of.key_end - j0);
+    const auto [v, ldv] = rows_of.tile(in.v, j0, nk, rows_of.copy_values, v_buf);
+    kernels.accumulate(n, nk, hw, P + j0, T, v, ldv, acc_buf.data(), hw, rows_of.keyLimit(j0, nk));
+  }
+  head.context.middleRows(r0, n) = Eigen::Map<const Matrix>(acc_buf.data(), n, hw);
   if (!finite || !head.context.middleRows(r0, n).allFinite()) w.overflow = true;
 }
 

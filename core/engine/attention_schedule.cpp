@@ -82,6 +82,8 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
   const std::vector<int>& computed = plan.computed;
   const std::size_t draws = plan.draws;
   const int projections = w.shared_projection ? 1 : B;
+  // Rows before q are an earlier pass's (TraceRequest::first_row): every step starts at q.
+  const int q = request.first_row, rows = T - q;
 
   // Tiny configs (the book's 6 tokens) cost less than waking a thread team, which can stall on a
   // busy machine: they run on one thread. The kernels and results are the same.
@@ -100,7 +102,7 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
   const auto homeOf = [&](int b, int g) { return (w.projectionElement(b) * G + g) % threads; };
   const bool beside_draws = draws > 0 && threads > 1 && hasProjections(m.variant);
   const int proj_block = !fused ? kRowBlock : beside_draws ? kProjBlockBesideDraws : kProjBlock;
-  const int proj_blocks = (T + proj_block - 1) / proj_block;
+  const int proj_blocks = (rows + proj_block - 1) / proj_block;
   // A block's projection and an output block are items of a column slice each on the packed product
   // (PackedModule): a short text's threads then each read a part of the weights.
   const int proj_slices = projectionSlices(w, fused), out_slices = outputSlices(w, fused);
@@ -118,7 +120,7 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
                         : streamed ? AttentionTask::Streamed
                         : fused    ? AttentionTask::Fused
                                    : AttentionTask::Scratch;
-      for (int r0 = 0; r0 < T; r0 += block) {
+      for (int r0 = q; r0 < T; r0 += block) {
         const int n = std::min(block, T - r0);
         // Only the fused kernel and the streamed rows skip the keys above the diagonal; the others
         // store or read them.
@@ -131,7 +133,7 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
                    [](const AttentionTask& a, const AttentionTask& b) { return a.cost > b.cost; });
 
   const int out_block = fused ? kOutBlock : kRowBlock;
-  const int out_blocks = (T + out_block - 1) / out_block;
+  const int out_blocks = (rows + out_block - 1) / out_block;
   const int computed_count = request.outputs ? static_cast<int>(computed.size()) : 0;
   std::vector<int> slot_of(B, -1);  // an element's place in `computed`
   for (int c = 0; c < static_cast<int>(computed.size()); ++c) slot_of[computed[c]] = c;
@@ -151,7 +153,7 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
   // Adds `change` to the count of every output block task a writes rows of.
   const auto countTowardOutputs = [&](const AttentionTask& a, int change) {
     if (computed_count == 0) return;
-    for (int blk = a.r0 / out_block; blk <= (a.r0 + a.n - 1) / out_block; ++blk)
+    for (int blk = (a.r0 - q) / out_block; blk <= (a.r0 + a.n - 1 - q) / out_block; ++blk)
       unfinished[slot_of[a.b] * out_blocks + blk].fetch_add(change, std::memory_order_acq_rel);
   };
   for (const AttentionTask& a : tasks) countTowardOutputs(a, 1);
@@ -160,13 +162,13 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
   const auto projectionUnit = [&](int p, int g, int blk) { return (p * G + g) * proj_blocks + blk; };
   const auto projectionOf = [&](int j) {  // {p, g, r0, slice}
     const int u = j / proj_slices;
-    return std::array<int, 4>{u / (G * proj_blocks), u / proj_blocks % G, u % proj_blocks * proj_block,
+    return std::array<int, 4>{u / (G * proj_blocks), u / proj_blocks % G, q + u % proj_blocks * proj_block,
                               j % proj_slices};
   };
   // Output item j: {element, r0, slice}.
   const auto outputOf = [&](int j) {
     const int unit = j / out_slices;
-    return std::array<int, 3>{computed[unit / out_blocks], unit % out_blocks * out_block, j % out_slices};
+    return std::array<int, 3>{computed[unit / out_blocks], q + unit % out_blocks * out_block, j % out_slices};
   };
   const auto cancelled = [&] { return exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed); };
 
@@ -190,7 +192,7 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
       if (!keep_ready.load(std::memory_order_acquire)) return false;
       if (proj_items == 0) return true;
       const int p = w.projectionElement(a.b), g = w.groupOf(a.h);
-      for (int blk = 0; blk * proj_block < a.keys; ++blk)
+      for (int blk = 0; q + blk * proj_block < a.keys; ++blk)
         if (unprojected[projectionUnit(p, g, blk)].load(std::memory_order_acquire) > 0) return false;
       return true;
     }

@@ -11,6 +11,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "engine/errors.h"
 #include "engine/thread_team.h"
@@ -49,6 +50,25 @@ void layerNormRow(const float* x, int d, const LayerNormWeights& n, float eps, f
   for (int i = 0; i < d; ++i) y[i] = (x[i] - m) * inv * n.scale[i] + n.shift[i];
 }
 
+// x · y over d floats, summed in double (each product exact) in kLanes interleaved partial sums
+// added at the end (they vectorize): a logit is then within an ulp or so of the exact sum, closer
+// than a float product's blocked sums (a random GPT-2-sized model's next-token probabilities were
+// 1.1e-5 relative from torch's in float lanes).
+float dotInLanes(const float* x, const float* y, int d) {
+  constexpr int kLanes = 8;
+  double lane[kLanes] = {};
+  int i = 0;
+  for (; i + kLanes <= d; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) lane[k] += static_cast<double>(x[i + k]) * y[i + k];
+  double sum = 0;
+  for (; i < d; ++i) sum += static_cast<double>(x[i]) * y[i];
+  for (int k = 0; k < kLanes; ++k) sum += lane[k];
+  return static_cast<float>(sum);
+}
+
+// Logit positions up to which gptLogits streams the head row by row (above: a product).
+constexpr int kStreamedPositions = 8;
+
 // GELU, tanh form (GPT-2's gelu_new, the book's GELU): 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
 float geluTanh(float x) {
   const float k = 0.7978845608028654f;  // √(2/π)
@@ -76,8 +96,6 @@ void mlpRowsReference(const GptBlock& b, const Matrix& h, Matrix& x, int r0, int
 bool applySlice(const SlicedLinear& layer, int s, int r0, int n, const float* X, int ldx, float* Y, int ldy) {
   return layer.apply(s, n, X + static_cast<std::size_t>(r0) * ldx, ldx, Y + static_cast<std::size_t>(r0) * ldy, ldy);
 }
-
-bool allFinite(const Matrix& m) { return m.allFinite(); }
 
 // A value beyond float32: the engine's message speaks of embeddings a user typed; here the file's
 // weights (or a text that drives them) are at fault.
@@ -113,25 +131,45 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
                        " tokens");
   auto cancelled = [&] { return exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed); };
   const int threads = exec.parallel ? resolveThreads(exec.threads) : 1;
+  // Rows [0, q) are the prefix's (the fast path only): every step below runs on rows [q, T).
+  const GptPrefix* prefix = exec.fused ? request.prefix : nullptr;
+  const int q = prefix != nullptr ? request.prefix_rows : 0;
+  if (prefix != nullptr) {
+    const bool same = q >= 1 && q < T && q <= static_cast<int>(prefix->ids.size()) &&
+                      std::equal(ids.begin(), ids.begin() + q, prefix->ids.begin()) &&
+                      static_cast<int>(prefix->attention_inputs.size()) == c.layers &&
+                      static_cast<int>(prefix->projections.size()) == c.layers && prefix->final_x.cols() == d;
+    if (!same)
+      throw InputError("prefix_rows " + std::to_string(q) + ": not the first rows of an earlier pass over these ids");
+  }
+  GptPrefix* kept = exec.fused ? request.keep_prefix : nullptr;
+  if (kept != nullptr) {
+    kept->ids = ids;
+    kept->attention_inputs.assign(static_cast<std::size_t>(c.layers), Matrix());
+    kept->projections.assign(static_cast<std::size_t>(c.layers), KeptProjections());
+  }
 
   // x = tok_emb[ids] + pos_emb[0 … T).
   Matrix x(T, d);
-  for (int t = 0; t < T; ++t)
+  if (q > 0) x.topRows(q) = prefix->final_x.topRows(q);
+  for (int t = q; t < T; ++t)
     for (int i = 0; i < d; ++i)
       x(t, i) = model.token_embedding.data[static_cast<std::size_t>(ids[t]) * d + i] +
                 model.position_embedding.data[static_cast<std::size_t>(t) * d + i];
 
-  const int rows = rowBlock(T, threads), blocks = (T + rows - 1) / rows;
+  const int rows = rowBlock(T - q, threads), blocks = (T - q + rows - 1) / rows;
+  const auto rowsOf = [&](int k) { return std::pair{q + k * rows, std::min(T, q + (k + 1) * rows)}; };
   // The MLP's row blocks: every panel of its weights serves up to 128 rows.
-  const int F = c.mlp_width, mlp_rows = std::min(T, 128), mlp_blocks = (T + mlp_rows - 1) / mlp_rows;
+  const int F = c.mlp_width, mlp_rows = std::min(T - q, 128), mlp_blocks = (T - q + mlp_rows - 1) / mlp_rows;
   Matrix h(T, d), y(T, d);
   std::vector<float> f(exec.fused ? static_cast<std::size_t>(T) * F : 0);
   for (int layer = 0; layer < c.layers; ++layer) {
     if (cancelled()) throw Cancelled();
     const GptBlock& b = model.blocks[layer];
     // h = LN₁(x); the attention of h (the chapter's MultiHeadAttention) added to x.
+    if (q > 0) h.topRows(q) = prefix->attention_inputs[static_cast<std::size_t>(layer)].topRows(q);
     forEachItem(threads, blocks, [&](int k) {
-      for (int r = k * rows; r < std::min(T, (k + 1) * rows); ++r)
+      for (auto [r, end] = rowsOf(k); r < end; ++r)
         layerNormRow(x.row(r).data(), d, b.norm1, c.layer_norm_eps, h.row(r).data());
     });
     const bool maps = !request.no_maps &&
@@ -140,22 +178,28 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
     TraceRequest traced = maps ? TraceRequest() : TraceRequest::only({});
     if (!maps && request.weight_rows)
       traced.weight_rows = [&request, layer](const WeightRows& rows) { request.weight_rows(layer, rows); };
+    if (!maps && q > 0) {  // a layer that keeps maps is computed whole
+      traced.first_row = q;
+      traced.earlier = &prefix->projections[static_cast<std::size_t>(layer)];
+    }
+    if (kept != nullptr) traced.keep_projections = &kept->projections[static_cast<std::size_t>(layer)];
     Trace trace;
     try {
       trace = computeTrace(h, model.attention_config, b.attention, exec, traced, limits);
     } catch (const ComputeError&) {
       overflow("block " + std::to_string(layer) + "'s attention");
     }
-    x += trace.batches[0].output;
+    x.bottomRows(T - q) += trace.batches[0].output.bottomRows(T - q);
+    if (kept != nullptr) kept->attention_inputs[static_cast<std::size_t>(layer)] = h;
     if (request.on_layer) request.on_layer(layer, h, std::move(trace));
     if (!c.mlp) {  // an attention-only block
-      if (!allFinite(x)) overflow("block " + std::to_string(layer) + "'s attention");
+      if (!x.bottomRows(T - q).allFinite()) overflow("block " + std::to_string(layer) + "'s attention");
       continue;
     }
     // x += MLP(LN₂(x)): h = LN₂(x) by rows; then items of (row block, output slice), so that a
     // short text's threads each read a part of the weights, not all of them.
     forEachItem(threads, blocks, [&](int k) {
-      for (int r = k * rows; r < std::min(T, (k + 1) * rows); ++r)
+      for (auto [r, end] = rowsOf(k); r < end; ++r)
         layerNormRow(x.row(r).data(), d, b.norm2, c.layer_norm_eps, h.row(r).data());
     });
     std::atomic<bool> bad{false};
@@ -164,12 +208,15 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
         throw InputError(
             "the reference path needs the MLP's weights, which this model was loaded without "
             "(GptLoadOptions::reference_mlp)");
-      forEachItem(threads, blocks, [&](int k) { mlpRowsReference(b, h, x, k * rows, std::min(rows, T - k * rows)); });
+      forEachItem(threads, blocks, [&](int k) {
+        const auto [r0, end] = rowsOf(k);
+        mlpRowsReference(b, h, x, r0, end - r0);
+      });
     } else {
       const int fc_slices = static_cast<int>(b.fc_packed.slices.size());
       const int proj_slices = static_cast<int>(b.proj_packed.slices.size());
       forEachItem(threads, mlp_blocks * fc_slices, [&](int k) {
-        const int r0 = k / fc_slices * mlp_rows, n = std::min(mlp_rows, T - r0), s = k % fc_slices;
+        const int r0 = q + k / fc_slices * mlp_rows, n = std::min(mlp_rows, T - r0), s = k % fc_slices;
         if (!applySlice(b.fc_packed, s, r0, n, h.data(), d, f.data(), F)) bad = true;
         const SlicedLinear::Slice& slice = b.fc_packed.slices[s];
         const int w = slice.packed.outputs();
@@ -177,18 +224,19 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
           geluInPlace(f.data() + static_cast<std::size_t>(r) * F + slice.first_output, w);
       });
       forEachItem(threads, mlp_blocks * proj_slices, [&](int k) {
-        const int r0 = k / proj_slices * mlp_rows, n = std::min(mlp_rows, T - r0), s = k % proj_slices;
+        const int r0 = q + k / proj_slices * mlp_rows, n = std::min(mlp_rows, T - r0), s = k % proj_slices;
         if (!applySlice(b.proj_packed, s, r0, n, f.data(), F, y.data(), d)) bad = true;
         const SlicedLinear::Slice& slice = b.proj_packed.slices[s];
         x.block(r0, slice.first_output, n, slice.packed.outputs()) += y.block(r0, slice.first_output, n,
                                                                               slice.packed.outputs());
       });
     }
-    if (bad || !allFinite(x)) overflow("block " + std::to_string(layer) + "'s MLP");
+    if (bad || !x.bottomRows(T - q).allFinite()) overflow("block " + std::to_string(layer) + "'s MLP");
   }
   if (cancelled()) throw Cancelled();
 
   if (!request.no_logits) result.logits = gptLogits(model, x, result.logit_positions, exec);
+  if (kept != nullptr) kept->final_x = x;
   if (request.keep_final_x) result.final_x = std::move(x);
   return result;
 }
@@ -210,7 +258,15 @@ Matrix gptLogits(const GptModel& model, const Matrix& final_x, const std::vector
   constexpr int kVocabBlock = 2048;
   forEachItem(threads, (V + kVocabBlock - 1) / kVocabBlock, [&](int k) {
     const int v0 = k * kVocabBlock, n = std::min(kVocabBlock, V - v0);
-    logits.middleCols(v0, n).noalias() = hf * head.middleRows(v0, n).transpose();
+    if (P > kStreamedPositions) {
+      logits.middleCols(v0, n).noalias() = hf * head.middleRows(v0, n).transpose();
+      return;
+    }
+    // A few positions (the app asks for one or two): each row of the head read once, for every
+    // position while it is in L1. A product would first copy (pack) each block of the head, which
+    // here costs more than the multiplications: GPT-2's 154 MB head, two positions, 28 → 12 ms.
+    for (int v = v0; v < v0 + n; ++v)
+      for (int p = 0; p < P; ++p) logits(p, v) = dotInLanes(hf.row(p).data(), head.row(v).data(), d);
   });
   if (!logits.allFinite()) overflow("the output head");
   return logits;

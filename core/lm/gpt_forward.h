@@ -21,6 +21,18 @@
 
 namespace attnscope {
 
+// What a pass keeps so that a later one over a text with the same first tokens computes only the
+// rows after them (GptRequest::prefix): under the causal mask row i reads rows ≤ i alone, so the
+// rows before the first changed token are the same numbers — each block's attention input
+// LN₁(x), its projections (the keys and values the new rows read) and the residual stream after
+// the last block. The rows computed again get the same bits as in a pass of every row.
+struct GptPrefix {
+  std::vector<int> ids;                      // T
+  std::vector<Matrix> attention_inputs;      // L of T × d
+  std::vector<KeptProjections> projections;  // L (each T × 3d)
+  Matrix final_x;                            // T × d
+};
+
 struct GptRequest {
   // Layers whose heads keep their maps (every stage, as the chapter's traces): empty keeps every
   // layer's, a list only those (the others run on the fused kernel and keep no T × T map).
@@ -38,6 +50,15 @@ struct GptRequest {
   std::vector<int> logit_positions;
   bool no_logits = false;
   bool keep_final_x = false;  // GptResult::final_x: the residual stream after the last block
+  // An earlier pass's GptPrefix, whose first `prefix_rows` ids (1 … T − 1) are these ids' first:
+  // those rows are taken from it (the fast path only; the reference computes every row). The
+  // traces handed to on_layer then have output rows of 0 before prefix_rows, but for map_layers,
+  // which are computed whole; every layer's attention input is whole. The prefix's pass must have
+  // kept the same map_layers: a layer that keeps maps computes its weights by the traced path,
+  // the others by the streamed rows, which differ in the last bits, and so would the rows after.
+  const GptPrefix* prefix = nullptr;
+  int prefix_rows = 0;
+  GptPrefix* keep_prefix = nullptr;  // set: filled with this pass's GptPrefix (fast path)
 };
 
 struct GptResult {

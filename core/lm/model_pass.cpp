@@ -80,6 +80,19 @@ class LayerRows {
                                                                                       : nullptr);
   }
 
+  // Row r of head h as an earlier pass computed it, with T ≤ S (each row a part of its own, each
+  // cell a weight): its thumbnail row (`cells` of them, at least r + 1: the weights, 0 beyond)
+  // and its part of the scores.
+  void addKnown(int h, int r, const float* cells, int count, const HeadScoreRow& score) {
+    float* part = parts_.data() + (static_cast<std::size_t>(h) * T_ + r) * S_;
+    const int n = std::min(count, S_);
+    std::copy_n(cells, n, part);
+    std::fill(part + n, part + S_, 0.0f);
+    starts_[static_cast<std::size_t>(h) * T_ + r] = 1;
+    scores_[static_cast<std::size_t>(h) * T_ + r] = score;
+  }
+  const HeadScoreRow* scoreRows(int h) const { return scores_.data() + static_cast<std::size_t>(h) * T_; }
+
   // Head h's thumbnail (the S × S block maxima; the colour range's top is the largest weight below
   // the first row, which under the causal mask always puts 1 on the first token — with it, a long
   // text's diffuse heads would all look empty) and scores.
@@ -117,27 +130,66 @@ class LayerRows {
 
 }  // namespace
 
+int reusableRows(const ModelPass& previous, const GptModel& model, const std::vector<int>& ids, int keep_layer) {
+  const int T = static_cast<int>(ids.size()), before = static_cast<int>(previous.ids.size());
+  // The same layer kept: a kept layer's weights come from the traced path, the others' from the
+  // streamed rows, which differ in the last bits, and the rows after it with them.
+  if (previous.model.get() != &model || previous.kept_layer != keep_layer || T > kThumbnailCells ||
+      before > kThumbnailCells || previous.forward.projections.empty() || previous.score_rows.empty())
+    return 0;
+  const int same = static_cast<int>(
+      std::mismatch(ids.begin(), ids.begin() + std::min(T, before), previous.ids.begin()).first - ids.begin());
+  return std::min(same, T - 1);
+}
+
 std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> model, const std::vector<int>& ids,
                                               const ExecutionOptions& exec, const Limits& limits, int keep_layer,
-                                              Trace* kept) {
+                                              Trace* kept, const ModelPass* previous) {
   const auto start = std::chrono::steady_clock::now();
   auto pass = std::make_shared<ModelPass>();
   const GptConfig& c = model->config;
-  const int T = static_cast<int>(ids.size());
+  const int T = static_cast<int>(ids.size()), H = c.heads;
+  if (kept == nullptr) keep_layer = -1;
   pass->ids = ids;
   pass->layer_count = c.layers;
-  pass->head_count = c.heads;
+  pass->head_count = H;
   pass->cells = std::min(T, kThumbnailCells);
-  pass->heads.resize(static_cast<std::size_t>(c.layers) * static_cast<std::size_t>(c.heads));
-  pass->attention_inputs.resize(static_cast<std::size_t>(c.layers));
+  pass->kept_layer = keep_layer;
+  pass->heads.resize(static_cast<std::size_t>(c.layers) * static_cast<std::size_t>(H));
+  pass->forward.attention_inputs.resize(static_cast<std::size_t>(c.layers));
+  // A short text keeps what a later pass over a text that begins the same reuses (its memory is
+  // small: GPT-2 small at 64 tokens, 7 MB of projections); a long one would hold a thumbnail row
+  // of several text rows, which the next text's length regroups.
+  const bool keeps_prefix = T <= kThumbnailCells && exec.fused;
+  if (keeps_prefix) pass->score_rows.resize(static_cast<std::size_t>(c.layers) * H * T);
+  const int q = previous != nullptr && exec.fused ? reusableRows(*previous, *model, ids, keep_layer) : 0;
+  pass->reused_rows = q;
   const TokenPatterns patterns(ids);
   const int threads = exec.parallel ? resolveThreads(exec.threads) : 1;
-  LayerRows rows(c.heads, T, pass->cells, patterns);  // the layer being computed
+  LayerRows rows(H, T, pass->cells, patterns);  // the layer being computed
+  // Rows [0, q) of layer l's streamed heads as the previous pass has them (a kept layer's are
+  // computed whole, from its maps).
+  const auto addKnownRows = [&](int layer) {
+    if (q == 0 || layer >= c.layers || layer == keep_layer) return;
+    for (int h = 0; h < H; ++h) {
+      const HeadThumbnail& before = previous->head(layer, h);
+      const HeadScoreRow* scores = previous->score_rows.data() +
+                                   (static_cast<std::size_t>(layer) * H + h) * previous->ids.size();
+      for (int r = 0; r < q; ++r)
+        rows.addKnown(h, r, before.cells.data() + static_cast<std::size_t>(r) * previous->cells, previous->cells,
+                      scores[r]);
+    }
+  };
   GptRequest request;
   request.no_logits = true;
-  request.keep_final_x = true;
+  request.keep_final_x = !keeps_prefix;  // else in the prefix
+  if (q > 0) {
+    request.prefix = &previous->forward;
+    request.prefix_rows = q;
+  }
+  if (keeps_prefix) request.keep_prefix = &pass->forward;
   // The layer asked for keeps its maps (every stage); the others stream their weights into `rows`.
-  if (keep_layer >= 0 && kept != nullptr)
+  if (keep_layer >= 0)
     request.map_layers = {keep_layer};
   else
     request.no_maps = true;
@@ -145,21 +197,25 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
     if (w.element == 0) rows.add(w.head, w.first_row, w.rows, w.weights, w.ld, w.keys, w.entropy);
   };
   request.on_layer = [&](int layer, const Matrix& input, Trace&& trace) {
-    pass->attention_inputs[static_cast<std::size_t>(layer)] = input;
+    if (!keeps_prefix) pass->forward.attention_inputs[static_cast<std::size_t>(layer)] = input;
     const BatchTrace& bt = trace.batches[0];
     // One head per item: a kept layer's rows from its maps first, then each head's reductions.
-    forEachItem(threads, c.heads, [&](int h) {
+    forEachItem(threads, H, [&](int h) {
       if (h < static_cast<int>(bt.heads.size()) && bt.heads[static_cast<std::size_t>(h)].hasMaps()) {
         const Matrix& w = bt.heads[static_cast<std::size_t>(h)].weights;
         rows.add(h, 0, T, w.data(), T, T, nullptr);
       }
-      pass->heads[static_cast<std::size_t>(layer) * c.heads + h] = rows.finish(h);
+      pass->heads[static_cast<std::size_t>(layer) * H + h] = rows.finish(h);
+      if (keeps_prefix)
+        std::copy_n(rows.scoreRows(h), T, pass->score_rows.data() + (static_cast<std::size_t>(layer) * H + h) * T);
     });
     rows.clear();
-    if (layer == keep_layer && kept != nullptr) *kept = std::move(trace);
+    addKnownRows(layer + 1);
+    if (layer == keep_layer) *kept = std::move(trace);
   };
+  addKnownRows(0);
   GptResult result = gptForward(*model, ids, request, exec, limits);
-  pass->final_x = std::move(result.final_x);
+  if (!keeps_prefix) pass->forward.final_x = std::move(result.final_x);
   pass->model = std::move(model);
   pass->milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return pass;
@@ -209,7 +265,7 @@ Trace layerTrace(const ModelPass& pass, int layer, const ExecutionOptions& exec,
     throw InputError("layer " + std::to_string(layer) + " does not exist: the model has " +
                      std::to_string(pass.layers()) + " layers (0 … " + std::to_string(pass.layers() - 1) + ")");
   const GptModel& m = *pass.model;
-  return computeTrace(pass.attention_inputs[static_cast<std::size_t>(layer)], m.attention_config,
+  return computeTrace(pass.forward.attention_inputs[static_cast<std::size_t>(layer)], m.attention_config,
                       m.blocks[static_cast<std::size_t>(layer)].attention, exec, TraceRequest(), limits);
 }
 
@@ -217,7 +273,7 @@ Workspace layerWorkspace(const ModelPass& pass, int layer, std::vector<std::stri
   const GptModel& m = *pass.model;
   Workspace ws;
   ws.tokens = std::move(tokens);
-  ws.embeddings = pass.attention_inputs[static_cast<std::size_t>(layer)];
+  ws.embeddings = pass.forward.attention_inputs[static_cast<std::size_t>(layer)];
   ws.model = m.attention_config;
   ws.model.parameters = std::make_shared<const ParameterValues>(
       stateDict(m.attention_config, *m.blocks[static_cast<std::size_t>(layer)].attention.parameters));

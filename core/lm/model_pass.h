@@ -19,6 +19,7 @@
 
 #include "engine/attention.h"
 #include "engine/trace.h"
+#include "lm/gpt_forward.h"
 #include "lm/gpt_model.h"
 #include "lm/head_scores.h"
 #include "model/workspace.h"
@@ -53,9 +54,16 @@ struct ModelPass {
   std::vector<int> ids;                         // T
   int cells = 0;                                // S = min(T, kThumbnailCells)
   std::vector<HeadThumbnail> heads;             // L × H, layer-major: heads[l * H + h]
-  std::vector<Matrix> attention_inputs;         // L of T × d: LayerNorm₁ of the residual stream
-  Matrix final_x;                               // T × d: the residual stream after the last block
-  double milliseconds = 0;                      // the forward's time
+  // Each layer's attention input LayerNorm₁(x) (L of T × d) and the residual stream after the last
+  // block (T × d); with T ≤ kThumbnailCells also each layer's projections, which a later pass over
+  // a text that begins the same reuses (runModelPass's `previous`).
+  GptPrefix forward;
+  // With T ≤ kThumbnailCells: each head's rows' parts of its scores (L × H × T, HeadScoreRow), the
+  // rest of what such a pass reuses (a thumbnail's row is then a row of weights).
+  std::vector<HeadScoreRow> score_rows;
+  int kept_layer = -1;      // the layer whose trace the pass kept (every stage)
+  int reused_rows = 0;      // rows taken from `previous` (0: every row computed)
+  double milliseconds = 0;  // the forward's time
 
   int layer_count = 0, head_count = 0;  // L, H
   int layers() const { return layer_count; }
@@ -70,9 +78,16 @@ struct ModelPass {
 
 // Runs the model over `ids` (gptForward: every layer's maps, no logits). `keep_layer` ≥ 0 also
 // keeps that layer's trace in *kept (every stage of its heads). Throws as gptForward.
+// `previous`: a pass of the same model over an earlier text. When both texts have at most
+// kThumbnailCells tokens, the same layer kept and the same first tokens, the rows before the first
+// token that differs (at most T − 1 of them) are taken from it (GptRequest::prefix) and only the
+// rest are computed — typing at the end, or appending a token, costs a row; the result has the same
+// bits as a pass of every row.
 std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> model, const std::vector<int>& ids,
                                               const ExecutionOptions& exec, const Limits& limits, int keep_layer = -1,
-                                              Trace* kept = nullptr);
+                                              Trace* kept = nullptr, const ModelPass* previous = nullptr);
+// The rows runModelPass would take from `previous` for this pass (0: none).
+int reusableRows(const ModelPass& previous, const GptModel& model, const std::vector<int>& ids, int keep_layer);
 
 // The thumbnails and scores of given maps, as runModelPass makes them from a model's (the same
 // reductions, LayerRows); ids from the labels (the same text, the same id). Checks each map:

@@ -204,7 +204,7 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
       }
       Trace kept;
       const auto pass = runModelPass(shared, ids, exec, {}, 0, &kept);
-      gptLogits(model, pass->final_x, {T - 1}, exec);
+      gptLogits(model, pass->forward.final_x, {T - 1}, exec);
     };
     ConcurrentGemm gemm(T, c.mlp_width, c.d_model, threads);
     forward();
@@ -239,6 +239,24 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
                         {"attention_gflop", attention / 1e9},
                         {"head_gflop", head / 1e9}}}};
   for (const char* mode : {"view", "maps", "fused"}) j[mode] = paired(mode);
+  // The view's pass after an edit of one token of the text (runModelPass's `previous`, T ≤ 64):
+  // the rows before it are the last pass's, the rest computed, then the logits; the last token
+  // (typing at the end) and the middle one, the edit alternating between two ids.
+  if (T <= kThumbnailCells && T >= 2)
+    for (const auto& [name, at] : {std::pair{"view_last_token", T - 1}, std::pair{"view_middle_token", T / 2}}) {
+      Trace kept;
+      std::shared_ptr<const ModelPass> previous = runModelPass(shared, ids, exec, {}, 0, &kept);
+      std::vector<int> edited = ids;
+      std::vector<double> forward_ms;
+      for (int i = 0; i < o.repeat; ++i) {
+        edited[static_cast<std::size_t>(at)] = (ids[static_cast<std::size_t>(at)] + 1 + i % 2) % c.vocab_size;
+        forward_ms.push_back(millisecondsOf([&] {
+          previous = runModelPass(shared, edited, exec, {}, 0, &kept, previous.get());
+          gptLogits(model, previous->forward.final_x, {T - 1}, exec);
+        }));
+      }
+      j[name] = {{"forward_ms", summary(forward_ms)}, {"reused_rows", previous->reused_rows}};
+    }
   return j;
 }
 

@@ -166,6 +166,21 @@ class ModelTraceTest(unittest.TestCase):
             if not labelled:
                 self.assertEqual([h["label"] for h in heads], [None] * len(heads), ids)
 
+    # ---- bench --model ----------------------------------------------------------------------
+    def test_bench_times_the_edits(self):
+        # A new text's pass and, on the same text one token different, the pass that takes the rows
+        # before that token from the last one (view_last_token, view_middle_token).
+        run = subprocess.run([CLI, "bench", "--model", self.model, "--num-heads", str(HEADS), "--tokens", "8",
+                              "--repeat", "2"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        out = json.loads(run.stdout)
+        self.assertEqual(out["tokens"], CONTEXT)
+        for mode in ("view", "maps", "fused"):
+            self.assertGreater(out[mode]["forward_ms"]["median"], 0, mode)
+        self.assertEqual(out["view_last_token"]["reused_rows"], CONTEXT - 1)
+        self.assertEqual(out["view_middle_token"]["reused_rows"], CONTEXT // 2)
+        self.assertGreater(out["view_last_token"]["forward_ms"]["median"], 0)
+
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:

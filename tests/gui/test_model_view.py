@@ -12,6 +12,9 @@ Checked, headless (--commands, the buttons' own commands):
   - text → select_layer 1 head 0 → temperature 0.7 → export_trace npy: the trace on screen and
     the exported files are layer 1's (≤ 1e-5), the next tokens torch's (ids, probabilities ≤ 1e-5);
   - append_token (no id) appends torch's most likely token; repeat_text doubles the ids;
+  - after append_token, or a token changed in the middle, the pass takes the rows before it from
+    the last one (reused_rows), and the layer's weights, next tokens and labels are torch's and
+    the CLI's for the new text;
   - an edit of the chapter's workspace while the model is open is refused with one message, and
     model_close brings that workspace back, unchanged and editable;
   - --model on a path that is no model: one "error:" line, exit 2;
@@ -169,6 +172,38 @@ def checks(tmp):
             assert d["state"]["model"]["ids"] == want, (d["state"]["model"]["ids"], want)
             print(f"  appended torch's top token {top}, the text twice, then <|endoftext|> before it: {want}")
 
+        def an_edit_reuses_the_rows_before_it():
+            # A text edited after its first tokens: the pass takes the rows before the edit from the
+            # last one (lm/model_pass.h) and still shows torch's numbers for the new text.
+            first = [5, 70, 200, 9, 33, 8, 5, 70, 200, 9, 33, 8]
+            for edit, want_reused in (({"do": "append_token"}, len(first)),
+                                      ({"do": "text", "ids": first[:6] + [41] + first[7:]}, 6)):
+                d = run_commands(app, display.name, tmp, "reuse", [
+                    {"do": "select_layer", "layer": 1, "head": 1},  # the pass keeps layer 1 from here on
+                    {"do": "text", "ids": first},
+                    edit,
+                ], "--model", folder)
+                m = d["state"]["model"]
+                ids = m["ids"]
+                assert m["reused_rows"] == want_reused, (edit, m["reused_rows"], want_reused)
+                weights, _ = gm.torch_run(model, ids)
+                for h in range(HEADS):
+                    e = worst(d["state"]["trace"]["heads"][h]["weights"], weights[1][h])
+                    assert e <= 1e-5, f"after {edit}: head {h}'s weights differ from torch's by {e:.3g}"
+                want_ids, want_p, _ = torch_next(model, ids, 1.0)
+                got = m["next_tokens"]
+                assert [t["id"] for t in got] == want_ids, (edit, got, want_ids)
+                e = max(abs(t["probability"] - p) / p for t, p in zip(got, want_p))
+                assert e <= 1e-5, f"after {edit}: next-token probabilities differ from torch's by {e:.3g}"
+                # The labels of every head: those of the CLI's pass of the whole text.
+                cli_out = subprocess.run([cli, "model-trace", folder, "--ids", ",".join(map(str, ids))],
+                                         capture_output=True, text=True, timeout=120)
+                assert cli_out.returncode == 0, cli_out.stderr
+                labels = [h["label"] for layer in json.loads(cli_out.stdout)["layers"] for h in layer["heads"]]
+                assert m["labels"] == labels, (edit, m["labels"], labels)
+                print(f"  {edit['do']}: {want_reused} of {len(ids)} rows taken from the last pass; layer 1's "
+                      f"weights, the next tokens and the labels as torch's and the CLI's")
+
         def hashes_drawn():
             # "##" starts an ImGui id: a token button must still show it (its label in the dump).
             d = run_commands(app, display.name, tmp, "hashes", [{"do": "text", "value": "## ## x"}],
@@ -237,7 +272,9 @@ def checks(tmp):
             assert (c["model"], c["tokens"], c["layers"], c["heads"], c["edits"]) == (bare, 40, LAYERS, HEADS, 4), c
             e = c["edit_to_frame_ms"]
             assert 0 < e["p50"] <= e["p95"] <= e["max"], e
-            assert c["by_kind"]["text"]["edits"] == 4 and c["frames_to_result"]["p50"] >= 1, c
+            kinds = {k: v["edits"] for k, v in c["by_kind"].items()}
+            assert kinds == {"new_text": 2, "token_changed": 1, "last_token_changed": 1}, kinds
+            assert c["frames_to_result"]["p50"] >= 1, c
             o = c["open"]
             assert o["from"] == "process start" and o["ms"] + 0.01 >= o["before_first_frame_ms"] + o["first_frame_ms"] > 0, o
             assert 0 < c["rss_mb"] <= c["peak_rss_mb"], c
@@ -296,6 +333,7 @@ def checks(tmp):
                            ("a click on the wrapped text, then typing", type_a_text),
                            ("a token label with ## is drawn", hashes_drawn),
                            ("append the top token, repeat the text", append_and_repeat),
+                           ("an edit reuses the rows before it", an_edit_reuses_the_rows_before_it),
                            ("the chapter's work is set aside, not edited", chapter_work_set_aside),
                            ("--model on a file that is no model", bad_model_path),
                            ("no tokenizer; --bench-interaction --model", bench_without_tokenizer),

@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
+#include <string>
 
 #include "engine/errors.h"
 #include "lm/gpt_forward.h"
@@ -184,7 +186,7 @@ TEST(ModelPass, KeepsWhatTheForwardComputed) {
     const auto pass = runModelPass(model, ids, exec, {}, 1, &kept);
     ASSERT_EQ(pass->cells, std::min(T, kThumbnailCells));
     // Any position's logits from the kept residual stream: the forward's bits.
-    EXPECT_TRUE(gptLogits(*model, pass->final_x, every, exec).cwiseEqual(logits).all()) << T;
+    EXPECT_TRUE(gptLogits(*model, pass->forward.final_x, every, exec).cwiseEqual(logits).all()) << T;
     const TokenPatterns patterns(ids);
     for (int l = 0; l < 3; ++l) {
       const Trace t = layerTrace(*pass, l, exec, {});
@@ -232,6 +234,113 @@ TEST(ModelPass, KeepsWhatTheForwardComputed) {
       EXPECT_LT((again.batches[0].heads[h].weights - weights[2][h]).cwiseAbs().maxCoeff(), 1e-5) << h;
     EXPECT_EQ(again.batches.size(), 1u);
   }
+}
+
+// An edit after a text's first tokens (GptRequest::prefix): the pass that takes the rows before
+// the edit from the previous one gives the same bits as a pass of every row — thumbnails, scores,
+// each layer's attention input, the residual stream, the kept layer's trace — on heads of width 16
+// (row-major projections) and 32 (head-major), on one thread and two, and chained from one edit
+// to the next. Rows it may not reuse (another kept layer, a long text) are all computed.
+TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
+  for (int heads : {4, 2}) {
+    MemoryTensors file = bookModel(53, 120, 64, 3, 29);
+    GptLoadOptions options;
+    options.num_heads = heads;
+    const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
+    for (int threads : {1, 2}) {
+      ExecutionOptions exec;
+      exec.parallel = threads > 1;
+      exec.threads = threads;
+      exec.min_parallel_work = 0;
+      const auto same = [&](const ModelPass& a, const ModelPass& b, const Trace& ta, const Trace& tb,
+                            const std::string& what) {
+        ASSERT_EQ(a.heads.size(), b.heads.size()) << what;
+        for (std::size_t i = 0; i < a.heads.size(); ++i) {
+          const HeadThumbnail &x = a.heads[i], &y = b.heads[i];
+          EXPECT_EQ(x.cells, y.cells) << what << ", head " << i;
+          EXPECT_EQ(x.largest, y.largest) << what << ", head " << i;
+          EXPECT_EQ(x.scores.previous_token, y.scores.previous_token) << what << ", head " << i;
+          EXPECT_EQ(x.scores.first_token, y.scores.first_token) << what << ", head " << i;
+          EXPECT_EQ(x.scores.duplicate_token, y.scores.duplicate_token) << what << ", head " << i;
+          EXPECT_EQ(x.scores.induction, y.scores.induction) << what << ", head " << i;
+          EXPECT_EQ(x.scores.mean_entropy, y.scores.mean_entropy) << what << ", head " << i;
+          EXPECT_EQ(x.scores.has_induction, y.scores.has_induction) << what << ", head " << i;
+        }
+        for (int l = 0; l < 3; ++l)
+          EXPECT_TRUE(a.forward.attention_inputs[l].cwiseEqual(b.forward.attention_inputs[l]).all()) << what << l;
+        EXPECT_TRUE(a.forward.final_x.cwiseEqual(b.forward.final_x).all()) << what;
+        for (int h = 0; h < heads; ++h) {
+          const HeadTrace &x = ta.batches[0].heads[h], &y = tb.batches[0].heads[h];
+          EXPECT_TRUE(x.weights.cwiseEqual(y.weights).all()) << what << ", kept head " << h;
+          EXPECT_TRUE(x.values.cwiseEqual(y.values).all()) << what << ", kept head " << h;
+        }
+        EXPECT_TRUE(ta.batches[0].output.cwiseEqual(tb.batches[0].output).all()) << what;
+      };
+      // A text with repeats (duplicate and induction scores defined), then edits as a user makes them.
+      std::vector<int> text = someIds(40, 53, 31);
+      for (int t = 20; t < 40; ++t) text[t] = text[t - 20];
+      Trace kept;
+      std::shared_ptr<const ModelPass> previous = runModelPass(model, text, exec, {}, 1, &kept);
+      struct Edit {
+        const char* what;
+        std::function<void(std::vector<int>&)> change;
+        int reused;  // rows taken from the previous pass
+      };
+      const std::vector<Edit> edits = {
+          {"a token appended", [](std::vector<int>& t) { t.push_back(7); }, 40},
+          {"another appended", [](std::vector<int>& t) { t.push_back(t[3]); }, 41},
+          {"a token changed in the middle", [](std::vector<int>& t) { t[25] = (t[25] + 1) % 53; }, 25},
+          {"a token inserted", [](std::vector<int>& t) { t.insert(t.begin() + 10, (t[10] + 1) % 53); }, 10},
+          {"the last token deleted", [](std::vector<int>& t) { t.pop_back(); }, 41},
+          {"the first token changed", [](std::vector<int>& t) { t[0] = (t[0] + 1) % 53; }, 0},
+          {"grown to 64 tokens", [](std::vector<int>& t) { t.resize(64, 11); }, 42},
+          {"past 64 tokens", [](std::vector<int>& t) { t.push_back(12); }, 0},
+          {"back to 64", [](std::vector<int>& t) { t.pop_back(); }, 0},
+      };
+      for (const Edit& e : edits) {
+        e.change(text);
+        Trace kept_reused, kept_whole;
+        const auto reused = runModelPass(model, text, exec, {}, 1, &kept_reused, previous.get());
+        const auto whole = runModelPass(model, text, exec, {}, 1, &kept_whole);
+        const std::string what = std::string(e.what) + ", " + std::to_string(heads) + " heads, " +
+                                 std::to_string(threads) + " threads";
+        EXPECT_EQ(reused->reused_rows, e.reused) << what;
+        same(*reused, *whole, kept_reused, kept_whole, what);
+        previous = reused;
+      }
+      // Another layer kept: nothing is taken. The kept layer's weights come from the traced path,
+      // the others' from the streamed rows, which differ in the last bits, and the rows after them.
+      text[30] = (text[30] + 1) % 53;
+      Trace other;
+      EXPECT_EQ(runModelPass(model, text, exec, {}, 2, &other, previous.get())->reused_rows, 0);
+    }
+  }
+}
+
+// The engine's part of it (TraceRequest::first_row): refused where rows before it would be needed.
+TEST(GptForward, FirstRowNeedsAnEarlierPassAndNoKeptHead) {
+  MemoryTensors file = bookModel(53, 120, 64, 1, 3);
+  GptLoadOptions options;
+  options.num_heads = 2;
+  const auto model = gptModelFromTensors(file, "", options);
+  const Matrix x = Matrix::Random(10, 64);
+  const GptBlock& b = model->blocks[0];
+  KeptProjections kept;
+  TraceRequest keep = TraceRequest::only({});
+  keep.keep_projections = &kept;
+  computeTrace(x, model->attention_config, b.attention, {}, keep);
+  EXPECT_EQ(kept.tokens, 10);
+  TraceRequest later = TraceRequest::only({});
+  later.first_row = 4;
+  EXPECT_THROW(computeTrace(x, model->attention_config, b.attention, {}, later), InputError);  // no earlier pass
+  later.earlier = &kept;
+  EXPECT_NO_THROW(computeTrace(x, model->attention_config, b.attention, {}, later));
+  TraceRequest traced;  // every head kept
+  traced.first_row = 4;
+  traced.earlier = &kept;
+  EXPECT_THROW(computeTrace(x, model->attention_config, b.attention, {}, traced), InputError);
+  later.first_row = 10;  // not a row of the text
+  EXPECT_THROW(computeTrace(x, model->attention_config, b.attention, {}, later), InputError);
 }
 
 // Maps given as they are (a notebook's show_attention): the pass of a model's own maps gives the
