@@ -164,7 +164,7 @@ Command InteractionBench::nextCommand(const Controller& app, std::string* kind) 
     static constexpr const char* kModelEdits[] = {"new_text", "token_changed", "last_token_changed"};
     std::uniform_int_distribution<int> id(0, app.model().model()->config.vocab_size - 1);
     std::vector<int> ids = app.model().ids();
-    const bool fresh = edit_ % 3 == 0 || static_cast<int>(ids.size()) != options_.tokens;
+    const bool fresh = edit_ % 3 == 0 || static_cast<int>(ids.size()) != options_.tokens || id.b() < 1;
     *kind = kModelEdits[fresh ? 0 : edit_ % 3];
     if (fresh) {
       ids.resize(static_cast<std::size_t>(options_.tokens));

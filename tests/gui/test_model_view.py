@@ -181,6 +181,7 @@ def checks(tmp):
                 d = run_commands(app, display.name, tmp, "reuse", [
                     {"do": "select_layer", "layer": 1, "head": 1},  # the pass keeps layer 1 from here on
                     {"do": "text", "ids": first},
+                    {"do": "wait"},  # its pass done (else the next text's cancels it, as typing does)
                     edit,
                 ], "--model", folder)
                 m = d["state"]["model"]
