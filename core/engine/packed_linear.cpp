@@ -113,40 +113,45 @@ ATTNSCOPE_AVX512 bool panelAvx512(const PanelJob& j) {
   return finite;
 }
 
-// ---------------------------------------------------------------- AVX2: MR × 16, two per panel
+// ---------------------------------------------------------------- AVX2: MR × 16, two per panel (a row or two: MR × 32)
 
-// Rows [r0, r0 + MR) of the panel's half `half` (outputs 16·half to 16·half + 15): 2·MR
-// accumulators of the 16 registers. The last panel's partial half goes through a row buffer.
-template <int MR>
-ATTNSCOPE_AVX2_INLINE bool rowsAvx2(const PanelJob& j, int r0, int half) {
-  __m256 lo[MR], hi[MR];
-  const float* w = j.w + 16 * half;
-  const __m256 b_lo = _mm256_loadu_ps(j.b + 16 * half), b_hi = _mm256_loadu_ps(j.b + 16 * half + 8);
+// Rows [r0, r0 + MR) of NV · 8 of the panel's outputs from column c0: MR · NV accumulators, NV
+// loads of the panel and MR broadcasts per input index. Outputs past the panel's `cols` go through
+// a row buffer.
+template <int MR, int NV>
+ATTNSCOPE_AVX2_INLINE bool rowsAvx2(const PanelJob& j, int r0, int c0) {
+  __m256 acc[MR][NV];
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) lo[r] = b_lo, hi[r] = b_hi;
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int k = 0; k < NV; ++k) acc[r][k] = _mm256_loadu_ps(j.b + c0 + 8 * k);
   const float* x = j.x + r0 * j.ldx;
   for (int i = 0; i < j.in; ++i) {
-    const __m256 w_lo = _mm256_loadu_ps(w + i * kPanel), w_hi = _mm256_loadu_ps(w + i * kPanel + 8);
+    __m256 w[NV];
+#pragma GCC unroll 4
+    for (int k = 0; k < NV; ++k) w[k] = _mm256_loadu_ps(j.w + i * kPanel + c0 + 8 * k);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m256 a = _mm256_broadcast_ss(x + r * j.ldx + i);
-      lo[r] = _mm256_fmadd_ps(a, w_lo, lo[r]);
-      hi[r] = _mm256_fmadd_ps(a, w_hi, hi[r]);
+#pragma GCC unroll 4
+      for (int k = 0; k < NV; ++k) acc[r][k] = _mm256_fmadd_ps(a, w[k], acc[r][k]);
     }
   }
-  const int cols = std::min(j.cols - 16 * half, 16);
+  const int cols = std::min(j.cols - c0, 8 * NV);
   __m256 z = _mm256_setzero_ps();
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
-    float* y = j.y + (r0 + r) * j.ldy + 16 * half;
-    if (cols == 16) {
-      _mm256_storeu_ps(y, lo[r]);
-      _mm256_storeu_ps(y + 8, hi[r]);
-      z = _mm256_add_ps(z, _mm256_add_ps(_mm256_sub_ps(lo[r], lo[r]), _mm256_sub_ps(hi[r], hi[r])));
+    float* y = j.y + (r0 + r) * j.ldy + c0;
+    if (cols == 8 * NV) {
+#pragma GCC unroll 4
+      for (int k = 0; k < NV; ++k) {
+        _mm256_storeu_ps(y + 8 * k, acc[r][k]);
+        z = _mm256_add_ps(z, _mm256_sub_ps(acc[r][k], acc[r][k]));
+      }
     } else {
-      alignas(32) float row[16];
-      _mm256_store_ps(row, lo[r]);
-      _mm256_store_ps(row + 8, hi[r]);
+      alignas(32) float row[8 * NV];
+#pragma GCC unroll 4
+      for (int k = 0; k < NV; ++k) _mm256_store_ps(row + 8 * k, acc[r][k]);
       std::memcpy(y, row, cols * sizeof(float));
       if (!allFinite(row, static_cast<std::size_t>(cols))) z = _mm256_set1_ps(NAN);
     }
@@ -154,58 +159,25 @@ ATTNSCOPE_AVX2_INLINE bool rowsAvx2(const PanelJob& j, int r0, int half) {
   return _mm256_movemask_ps(_mm256_cmp_ps(z, z, _CMP_UNORD_Q)) == 0;
 }
 
-// Rows [r0, r0 + MR) of a whole panel (all 32 outputs) at once, for MR ≤ 2: a row or two (a text's
-// new rows after an edit, lm/gpt_forward.h) stream the weights from memory, and the halves above
-// would read the panel twice, each pass on every other cache line with two chains of FMAs in
-// flight; here four or eight chains, and each line read once. Each output is the same chain of
-// FMAs as in rowsAvx2.
-template <int MR>
-ATTNSCOPE_AVX2_INLINE bool wholePanelAvx2(const PanelJob& j, int r0) {
-  __m256 acc[MR][4];
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) acc[r][k] = _mm256_loadu_ps(j.b + 8 * k);
-  const float* x = j.x + r0 * j.ldx;
-  for (int i = 0; i < j.in; ++i) {
-    __m256 w[4];
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) w[k] = _mm256_loadu_ps(j.w + i * kPanel + 8 * k);
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      const __m256 a = _mm256_broadcast_ss(x + r * j.ldx + i);
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) acc[r][k] = _mm256_fmadd_ps(a, w[k], acc[r][k]);
-    }
-  }
-  __m256 z = _mm256_setzero_ps();
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-    float* y = j.y + (r0 + r) * j.ldy;
-#pragma GCC unroll 4
-    for (int k = 0; k < 4; ++k) {
-      _mm256_storeu_ps(y + 8 * k, acc[r][k]);
-      z = _mm256_add_ps(z, _mm256_sub_ps(acc[r][k], acc[r][k]));
-    }
-  }
-  return _mm256_movemask_ps(_mm256_cmp_ps(z, z, _CMP_UNORD_Q)) == 0;
-}
-
 // The register arrays' loops are unrolled by pragma: without it GCC kept the AVX2 accumulators in
-// memory, storing all 12 on every input index (docs/engine-measurements.md).
+// memory, storing all 12 on every input index (docs/engine-measurements.md). A row or two (a
+// text's new rows after an edit, lm/gpt_forward.h) take the whole panel at once (four or eight
+// chains of FMAs, each cache line of the weights read once): they stream the weights from memory,
+// and in halves each half would read the panel on every other cache line with two chains in flight.
+// Each output is the same chain of FMAs either way.
 ATTNSCOPE_AVX2 bool panelAvx2(const PanelJob& j) {
+  if (j.cols == kPanel && j.m >= 1 && j.m <= 2) return j.m == 1 ? rowsAvx2<1, 4>(j, 0, 0) : rowsAvx2<2, 4>(j, 0, 0);
   constexpr int MR = 6;  // 12 accumulators, 2 panel registers and a broadcast of the 16
-  if (j.cols == kPanel && j.m >= 1 && j.m <= 2) return j.m == 1 ? wholePanelAvx2<1>(j, 0) : wholePanelAvx2<2>(j, 0);
   bool finite = true;
-  for (int half = 0; half < 2 && 16 * half < j.cols; ++half) {
+  for (int c0 = 0; c0 < j.cols; c0 += 16) {
     int r = 0;
-    for (; r + MR <= j.m; r += MR) finite &= rowsAvx2<MR>(j, r, half);
+    for (; r + MR <= j.m; r += MR) finite &= rowsAvx2<MR, 2>(j, r, c0);
     switch (j.m - r) {
-      case 5: finite &= rowsAvx2<5>(j, r, half); break;
-      case 4: finite &= rowsAvx2<4>(j, r, half); break;
-      case 3: finite &= rowsAvx2<3>(j, r, half); break;
-      case 2: finite &= rowsAvx2<2>(j, r, half); break;
-      case 1: finite &= rowsAvx2<1>(j, r, half); break;
+      case 5: finite &= rowsAvx2<5, 2>(j, r, c0); break;
+      case 4: finite &= rowsAvx2<4, 2>(j, r, c0); break;
+      case 3: finite &= rowsAvx2<3, 2>(j, r, c0); break;
+      case 2: finite &= rowsAvx2<2, 2>(j, r, c0); break;
+      case 1: finite &= rowsAvx2<1, 2>(j, r, c0); break;
       default: break;
     }
   }

@@ -25,17 +25,17 @@ int rowBlock(int T, int threads) { return std::clamp((T + threads - 1) / threads
 
 // [SECTION] The reference (serial, readable) ------------------------------------------------------
 
-// Σ f(x[i]) over a row in double, in kLanes interleaved partial sums added at the end: a chain of
+// Σ term(i) for i < d in double, in kLanes interleaved partial sums added at the end: a chain of
 // one sum would wait on each addition (d = 768: 4 cycles a value), lanes vectorize.
-template <class F>
-double sumInDouble(const float* x, int d, F f) {
+template <class Term>
+double sumInDouble(int d, Term term) {
   constexpr int kLanes = 8;
   double lane[kLanes] = {};
   int i = 0;
   for (; i + kLanes <= d; i += kLanes)
-    for (int k = 0; k < kLanes; ++k) lane[k] += f(static_cast<double>(x[i + k]));
+    for (int k = 0; k < kLanes; ++k) lane[k] += term(i + k);
   double sum = 0;
-  for (; i < d; ++i) sum += f(static_cast<double>(x[i]));
+  for (; i < d; ++i) sum += term(i);
   for (int k = 0; k < kLanes; ++k) sum += lane[k];
   return sum;
 }
@@ -43,27 +43,18 @@ double sumInDouble(const float* x, int d, F f) {
 // One row of LayerNorm, the book's class: mean and biased variance over the row (in double),
 // (x − mean) / √(var + eps) · scale + shift.
 void layerNormRow(const float* x, int d, const LayerNormWeights& n, float eps, float* y) {
-  const double mean = sumInDouble(x, d, [](double v) { return v; }) / d;
-  const double sq = sumInDouble(x, d, [mean](double v) { return (v - mean) * (v - mean); });
+  const double mean = sumInDouble(d, [x](int i) { return static_cast<double>(x[i]); }) / d;
+  const double sq = sumInDouble(d, [x, mean](int i) { return (x[i] - mean) * (x[i] - mean); });
   const float m = static_cast<float>(mean);
   const float inv = static_cast<float>(1.0 / std::sqrt(sq / d + eps));
   for (int i = 0; i < d; ++i) y[i] = (x[i] - m) * inv * n.scale[i] + n.shift[i];
 }
 
-// x · y over d floats, summed in double (each product exact) in kLanes interleaved partial sums
-// added at the end (they vectorize): a logit is then within an ulp or so of the exact sum, closer
-// than a float product's blocked sums (a random GPT-2-sized model's next-token probabilities were
-// 1.1e-5 relative from torch's in float lanes).
-float dotInLanes(const float* x, const float* y, int d) {
-  constexpr int kLanes = 8;
-  double lane[kLanes] = {};
-  int i = 0;
-  for (; i + kLanes <= d; i += kLanes)
-    for (int k = 0; k < kLanes; ++k) lane[k] += static_cast<double>(x[i + k]) * y[i + k];
-  double sum = 0;
-  for (; i < d; ++i) sum += static_cast<double>(x[i]) * y[i];
-  for (int k = 0; k < kLanes; ++k) sum += lane[k];
-  return static_cast<float>(sum);
+// x · y over d floats, summed in double (each product exact): a logit is then within an ulp or so
+// of the exact sum, closer than a float product's blocked sums (a random GPT-2-sized model's
+// next-token probabilities were 1.1e-5 relative from torch's in float lanes).
+float dotInDouble(const float* x, const float* y, int d) {
+  return static_cast<float>(sumInDouble(d, [x, y](int i) { return static_cast<double>(x[i]) * y[i]; }));
 }
 
 // Logit positions up to which gptLogits streams the head row by row (above: a product).
@@ -142,11 +133,12 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
     if (!same)
       throw InputError("prefix_rows " + std::to_string(q) + ": not the first rows of an earlier pass over these ids");
   }
-  GptPrefix* kept = exec.fused ? request.keep_prefix : nullptr;
+  GptPrefix* kept = request.keep_prefix;
   if (kept != nullptr) {
     kept->ids = ids;
     kept->attention_inputs.assign(static_cast<std::size_t>(c.layers), Matrix());
-    kept->projections.assign(static_cast<std::size_t>(c.layers), KeptProjections());
+    kept->projections.assign(request.keep_projections && exec.fused ? static_cast<std::size_t>(c.layers) : 0,
+                             KeptProjections());
   }
 
   // x = tok_emb[ids] + pos_emb[0 … T).
@@ -182,7 +174,8 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
       traced.first_row = q;
       traced.earlier = &prefix->projections[static_cast<std::size_t>(layer)];
     }
-    if (kept != nullptr) traced.keep_projections = &kept->projections[static_cast<std::size_t>(layer)];
+    if (kept != nullptr && !kept->projections.empty())
+      traced.keep_projections = &kept->projections[static_cast<std::size_t>(layer)];
     Trace trace;
     try {
       trace = computeTrace(h, model.attention_config, b.attention, exec, traced, limits);
@@ -236,8 +229,7 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
   if (cancelled()) throw Cancelled();
 
   if (!request.no_logits) result.logits = gptLogits(model, x, result.logit_positions, exec);
-  if (kept != nullptr) kept->final_x = x;
-  if (request.keep_final_x) result.final_x = std::move(x);
+  if (kept != nullptr) kept->final_x = std::move(x);
   return result;
 }
 
@@ -266,7 +258,7 @@ Matrix gptLogits(const GptModel& model, const Matrix& final_x, const std::vector
     // position while it is in L1. A product would first copy (pack) each block of the head, which
     // here costs more than the multiplications: GPT-2's 154 MB head, two positions, 28 → 12 ms.
     for (int v = v0; v < v0 + n; ++v)
-      for (int p = 0; p < P; ++p) logits(p, v) = dotInLanes(hf.row(p).data(), head.row(v).data(), d);
+      for (int p = 0; p < P; ++p) logits(p, v) = dotInDouble(hf.row(p).data(), head.row(v).data(), d);
   });
   if (!logits.allFinite()) overflow("the output head");
   return logits;

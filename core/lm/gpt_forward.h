@@ -29,8 +29,8 @@ namespace attnscope {
 struct GptPrefix {
   std::vector<int> ids;                      // T
   std::vector<Matrix> attention_inputs;      // L of T × d
-  std::vector<KeptProjections> projections;  // L (each T × 3d)
-  Matrix final_x;                            // T × d
+  std::vector<KeptProjections> projections;  // L (each T × 3d); empty unless keep_projections
+  Matrix final_x;                            // T × d, before the final LayerNorm
 };
 
 struct GptRequest {
@@ -49,7 +49,6 @@ struct GptRequest {
   // Positions whose next-token logits are computed (empty: the last one; none with no_logits).
   std::vector<int> logit_positions;
   bool no_logits = false;
-  bool keep_final_x = false;  // GptResult::final_x: the residual stream after the last block
   // An earlier pass's GptPrefix, whose first `prefix_rows` ids (1 … T − 1) are these ids' first:
   // those rows are taken from it (the fast path only; the reference computes every row). The
   // traces handed to on_layer then have output rows of 0 before prefix_rows, but for map_layers,
@@ -58,13 +57,15 @@ struct GptRequest {
   // the others by the streamed rows, which differ in the last bits, and so would the rows after.
   const GptPrefix* prefix = nullptr;
   int prefix_rows = 0;
-  GptPrefix* keep_prefix = nullptr;  // set: filled with this pass's GptPrefix (fast path)
+  // Set: filled with this pass's GptPrefix — its projections only with keep_projections, on the
+  // fast path (they are most of its memory, and only a prefix's pass reads them).
+  GptPrefix* keep_prefix = nullptr;
+  bool keep_projections = false;
 };
 
 struct GptResult {
   std::vector<int> logit_positions;  // P
   Matrix logits;                     // P × V
-  Matrix final_x;                    // T × d, before the final LayerNorm (keep_final_x)
 };
 
 // Throws InputError for ids outside the vocabulary, no ids, or more than the model's context

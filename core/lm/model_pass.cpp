@@ -128,19 +128,21 @@ class LayerRows {
   std::vector<HeadScoreRow> scores_;  // H × T
 };
 
-}  // namespace
-
+// The rows runModelPass takes from `previous` for this pass (0: none).
 int reusableRows(const ModelPass& previous, const GptModel& model, const std::vector<int>& ids, int keep_layer) {
   const int T = static_cast<int>(ids.size()), before = static_cast<int>(previous.ids.size());
   // The same layer kept: a kept layer's weights come from the traced path, the others' from the
-  // streamed rows, which differ in the last bits, and the rows after it with them.
+  // streamed rows, which differ in the last bits, and the rows after it with them. A pass keeps
+  // its projections and score rows together (T ≤ kThumbnailCells, the fast path).
   if (previous.model.get() != &model || previous.kept_layer != keep_layer || T > kThumbnailCells ||
-      before > kThumbnailCells || previous.forward.projections.empty() || previous.score_rows.empty())
+      previous.score_rows.empty())
     return 0;
   const int same = static_cast<int>(
       std::mismatch(ids.begin(), ids.begin() + std::min(T, before), previous.ids.begin()).first - ids.begin());
   return std::min(same, T - 1);
 }
+
+}  // namespace
 
 std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> model, const std::vector<int>& ids,
                                               const ExecutionOptions& exec, const Limits& limits, int keep_layer,
@@ -156,7 +158,6 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   pass->cells = std::min(T, kThumbnailCells);
   pass->kept_layer = keep_layer;
   pass->heads.resize(static_cast<std::size_t>(c.layers) * static_cast<std::size_t>(H));
-  pass->forward.attention_inputs.resize(static_cast<std::size_t>(c.layers));
   // A short text keeps what a later pass over a text that begins the same reuses (its memory is
   // small: GPT-2 small at 64 tokens, 7 MB of projections); a long one would hold a thumbnail row
   // of several text rows, which the next text's length regroups.
@@ -182,12 +183,12 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   };
   GptRequest request;
   request.no_logits = true;
-  request.keep_final_x = !keeps_prefix;  // else in the prefix
+  request.keep_prefix = &pass->forward;
+  request.keep_projections = keeps_prefix;
   if (q > 0) {
     request.prefix = &previous->forward;
     request.prefix_rows = q;
   }
-  if (keeps_prefix) request.keep_prefix = &pass->forward;
   // The layer asked for keeps its maps (every stage); the others stream their weights into `rows`.
   if (keep_layer >= 0)
     request.map_layers = {keep_layer};
@@ -196,8 +197,7 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   request.weight_rows = [&](int, const WeightRows& w) {
     if (w.element == 0) rows.add(w.head, w.first_row, w.rows, w.weights, w.ld, w.keys, w.entropy);
   };
-  request.on_layer = [&](int layer, const Matrix& input, Trace&& trace) {
-    if (!keeps_prefix) pass->forward.attention_inputs[static_cast<std::size_t>(layer)] = input;
+  request.on_layer = [&](int layer, const Matrix&, Trace&& trace) {
     const BatchTrace& bt = trace.batches[0];
     // One head per item: a kept layer's rows from its maps first, then each head's reductions.
     forEachItem(threads, H, [&](int h) {
@@ -214,8 +214,7 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
     if (layer == keep_layer) *kept = std::move(trace);
   };
   addKnownRows(0);
-  GptResult result = gptForward(*model, ids, request, exec, limits);
-  if (!keeps_prefix) pass->forward.final_x = std::move(result.final_x);
+  gptForward(*model, ids, request, exec, limits);
   pass->model = std::move(model);
   pass->milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return pass;
