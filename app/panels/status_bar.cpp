@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cstdio>
 #include <string>
+#include <vector>
 
 #include "widgets/layout_dump.h"
 #include "widgets/theme.h"
@@ -11,6 +13,38 @@ namespace attnscope {
 
 namespace {
 float paddingY() { return ImGui::GetStyle().FramePadding.y * 1.5f; }
+
+// One fact of the status line; the line drops the least important ones (highest `drop_order`)
+// that do not fit the window's width (a projector's 1280 px at 175 % text), never cutting one.
+struct StatusPart {
+  std::string text;
+  int drop_order = 0;  // 0: always shown
+};
+
+std::string fmt(const char* format, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, format, value);
+  return text;
+}
+
+// The parts joined by " · ", as many as fit `width`, the ones dropped last kept in their place.
+std::string statusLine(std::vector<StatusPart> parts, float width) {
+  const std::string sep = "  ·  ";
+  const auto join = [&] {
+    std::string line;
+    for (const StatusPart& p : parts) line += (line.empty() ? "" : sep) + p.text;
+    return line;
+  };
+  std::string line = join();
+  while (ImGui::CalcTextSize(line.c_str()).x > width) {
+    auto last = std::max_element(parts.begin(), parts.end(),
+                                 [](const StatusPart& a, const StatusPart& b) { return a.drop_order < b.drop_order; });
+    if (last == parts.end() || last->drop_order == 0) break;
+    parts.erase(last);
+    line = join();
+  }
+  return line;
+}
 }  // namespace
 
 float StatusBar::height() { return ImGui::GetTextLineHeight() + 2 * paddingY(); }
@@ -32,17 +66,26 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     const Workspace& in = *snap->inputs;
     const ModelConfig& m = in.model;
     const int threads = snap->exec.parallel ? resolveThreads(snap->exec.threads) : 1;
+    std::vector<StatusPart> parts = {
+        {fmt("engine %.2f ms", snap->milliseconds), 0},
+        {fmt("frame %.1f ms", ctx.frame_ms), 6},
+        {"T " + std::to_string(in.embeddings.rows()), 0},
+        {"d_in " + std::to_string(in.embeddings.cols()), 3},
+        {"d_out " + std::to_string(m.d_out), 2},
+        {"heads " + std::to_string(headCount(m)), 0},
+        {"batch " + std::to_string(m.batch_size), 4},
+        {std::string(snap->exec.parallel ? "parallel, " : "serial, ") + std::to_string(threads) +
+             (threads == 1 ? " thread" : " threads"),
+         5},
+    };
     // A trained model's layer says which it is: every view shows that layer.
-    const std::string what = snap->model ? "layer " + std::to_string(snap->layer + 1) + " of " +
-                                               std::to_string(snap->model->layers()) + "  ·  "
-                                         : std::string();
-    ImGui::Text(
-        "engine %.2f ms  ·  frame %.1f ms  ·  %sT %d  ·  d_in %d  ·  d_out %d  ·  heads %d  ·  batch %d  ·  %s, %d "
-        "thread%s%s",
-        snap->milliseconds, ctx.frame_ms, what.c_str(), static_cast<int>(in.embeddings.rows()),
-        static_cast<int>(in.embeddings.cols()), m.d_out, headCount(m), m.batch_size,
-        snap->exec.parallel ? "parallel" : "serial", threads, threads == 1 ? "" : "s",
-        ctx.computing ? "  ·  computing…" : "");
+    if (snap->model)
+      parts.insert(parts.begin() + 2, {"layer " + std::to_string(snap->layer + 1) + " of " +
+                                           std::to_string(snap->model->layers()),
+                                       0});
+    if (ctx.computing) parts.push_back({"computing…", 0});
+    const float width = ImGui::GetContentRegionAvail().x;
+    ImGui::TextUnformatted(statusLine(std::move(parts), width).c_str());
   } else {
     ImGui::TextUnformatted(ctx.waitingText());
   }
