@@ -245,12 +245,15 @@ int main(int argc, char** argv) {
     if (exit_code != 0 || ctl.quitRequested()) break;
 
     // 4c. The frame: UI, render, swap.
+    const auto draw_start = std::chrono::steady_clock::now();
     window.beginFrame(ctl.takeCommitTyping());  // Ctrl+S while typing: a click away commits the field
     app.draw(now);
     if (!options.dump_layout_path.empty()) app.recordState();  // tests only: it costs
     window.endFrame(!headless);  // a screenshot run's captures render offscreen: its window shows nothing
-    app.endFrame(now, window.mouseDown(), window.typing(),
-                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - frame_start).count());
+    const auto draw_end = std::chrono::steady_clock::now();
+    using Ms = std::chrono::duration<double, std::milli>;
+    app.endFrame(now, window.mouseDown(), window.typing(), Ms(draw_end - frame_start).count(),
+                 Ms(draw_end - draw_start).count());
     if (const std::string wanted = ctl.windowTitle(); wanted != title) window.setTitle(title = wanted);
     layout().endFrame(options.dump_layout_path);
 

@@ -78,8 +78,8 @@ CellWindow App::zoomWindow() const {
   return snap ? heatmap_grid_.zoomWindow(snap->trace->tokens) : CellWindow{};
 }
 
-void App::endFrame(double now, bool mouse_down, bool typing, double frame_ms) {
-  ctl_.endFrame(now, mouse_down, typing);
+void App::endFrame(double now, bool mouse_down, bool typing, double frame_ms, double draw_ms) {
+  ctl_.endFrame(now, mouse_down, typing, draw_ms);
   textures_.endFrame();
   frame_ms_ = frame_ms;
 }

@@ -62,8 +62,9 @@ class App {
   // One frame of the UI for the current ImGui display (or a capture's offscreen one).
   void draw(double now, const CaptureFrame& capture = {});
   // After the frame: the controller's autosave and gestures; `frame_ms`: how long the frame took
-  // to build and render (the status bar shows it; a sleeping window has no frame rate).
-  void endFrame(double now, bool mouse_down, bool typing, double frame_ms);
+  // with its commands (the status bar shows it; a sleeping window has no frame rate), `draw_ms`:
+  // of that, building, rendering and presenting it.
+  void endFrame(double now, bool mouse_down, bool typing, double frame_ms, double draw_ms);
   // How long the window may sleep before the next frame unless woken: the controller's, and while
   // the outlines of a jump fade.
   double idleTimeout(double now, double longest) const;

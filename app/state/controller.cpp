@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <limits>
 
 #include "editing/token_table.h"
 #include "engine/errors.h"
@@ -1216,7 +1217,9 @@ void Controller::showToast(const std::string& text, bool error, double now) {
   toast_ = {text, error, now + (error ? 6.0 : 3.0)};
 }
 
-void Controller::endFrame(double now, bool mouse_down, bool typing) {
+void Controller::endFrame(double now, bool mouse_down, bool typing, double draw_ms) {
+  draw_ms_[static_cast<std::size_t>(draws_++) % draw_ms_.size()] = draw_ms;
+  mouse_down_ = mouse_down;
   if (!mouse_down && !typing) doc_.endGesture();  // a drag or a typed value ended: a new undo step next
   typing_ = typing;
   if (after_typing_ && !commit_typing_) {    // the field lost its focus in this frame and pushed its value:
@@ -1257,6 +1260,32 @@ std::string Controller::windowTitle() const {
 constexpr double kSplitCells = 1 << 20;
 // Below this many cells (every element traced) the UI thread waits up to 5 ms for the result.
 constexpr double kWaitCells = 1 << 14;
+// The longest a frame that sent a larger request waits for its result (holdMs).
+constexpr double kHoldCapMs = 100;
+
+double Controller::holdMs() const {
+  if (mouse_down_ || draws_ == 0) return 0;  // a drag's frames keep coming; nothing measured yet
+  std::array<double, 8> recent = draw_ms_;
+  const auto end = recent.begin() + std::min<int>(draws_, static_cast<int>(recent.size()));
+  const auto middle = recent.begin() + (end - recent.begin()) / 2;
+  std::nth_element(recent.begin(), middle, end);
+  return std::min(kHoldCapMs, 2 * *middle);
+}
+
+double Controller::expectedEngineMs() const {
+  if (!snapshot_) return std::numeric_limits<double>::infinity();
+  const ModelPass* last = snapshot_->model.get();
+  const std::shared_ptr<const GptModel>& model = model_.model();
+  if (!model_.isOpen() || !model || !last || last->model != model) return snapshot_->milliseconds;
+  // A text's edit costs the rows after its first changed token (GPT-2: 340 MB of weights read
+  // per row's pass, the head's logits beside): the last result's time per row it computed.
+  const std::vector<int>& ids = model_.ids();
+  if (ids == last->ids) return 0;  // another layer or token of the same pass
+  const int rows = static_cast<int>(ids.size()) -
+                   (exec_.fused ? reusableRows(*last, *model, ids, model_.layer()) : 0);
+  const int rows_before = std::max(1, static_cast<int>(last->ids.size()) - last->reused_rows);
+  return snapshot_->milliseconds / rows_before * rows;
+}
 
 Controller::RequestKey Controller::currentKey() const {
   if (model_.isOpen()) return {0, 0, exec_.parallel, exec_.threads, model_.version(), view_.token};
@@ -1265,6 +1294,7 @@ Controller::RequestKey Controller::currentKey() const {
 
 void Controller::updateEngine() {
   const RequestKey key = currentKey();
+  const bool sending = !(key == requested_);
   if (!(key == requested_) && model_.isOpen()) {
     EngineRequest r;
     auto job = std::make_shared<ModelJob>();
@@ -1310,8 +1340,13 @@ void Controller::updateEngine() {
     requested_ = key;
   }
   // A small input (the book's 6 tokens take 0.05 ms) is waited for, so an edit's result is drawn
-  // in the frame that applied it; a large one never holds the frame.
-  if (auto result = worker_.poll(small_request_ ? std::chrono::milliseconds(5) : std::chrono::milliseconds(0))) {
+  // in the frame that applied it. A larger one holds the frame that sent it for about what drawing
+  // two frames costs: a frame drawn meanwhile would show the old result and take the cores from
+  // the engine (docs/DESIGN.md §3.3 "Holding a frame"); later frames never wait.
+  using Ms = std::chrono::duration<double, std::milli>;
+  const double hold = holdMs();
+  const Ms wait = small_request_ ? Ms(5) : sending && expectedEngineMs() <= hold ? Ms(hold) : Ms(0);
+  if (auto result = worker_.poll(std::chrono::duration_cast<std::chrono::milliseconds>(wait))) {
     if (result->snapshot) {
       snapshot_ = std::move(result->snapshot);
       // A pinned while its heads off screen were computing gets them when they come.

@@ -7,6 +7,7 @@
 //
 // The shell's App owns one and draws it (shell/app.h); tests/unit/controller_test.cpp drives it alone.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -111,8 +112,10 @@ class Controller {
   // Before drawing: applies the queued commands (one that waits for the result waits for the
   // newest), sends the document to the engine when it changed, takes finished results.
   void update(double now);
-  // After the frame: autosave, the end of a drag gesture; `typing`: a text field has the keyboard.
-  void endFrame(double now, bool mouse_down, bool typing);
+  // After the frame: autosave, the end of a drag gesture; `typing`: a text field has the keyboard;
+  // `draw_ms`: how long building, rendering and presenting the frame took (the commands before it not
+  // counted), which sets how long the next edit's frame may wait for its result (holdMs).
+  void endFrame(double now, bool mouse_down, bool typing, double draw_ms);
   // True once after Ctrl+S came while a text field was being typed into: this frame must take the
   // field's focus away (a click outside it, as the user would), so that the field commits its value
   // before the save, which waits for it (endFrame).
@@ -120,6 +123,10 @@ class Controller {
   // How long the window may sleep before the next frame unless woken (input, a result): 0 while
   // commands wait, until a message ends, at most `longest` seconds.
   double idleTimeout(double now, double longest) const;
+  // How long the next frame that sends the engine a request (too large for the 5 ms wait) waits for
+  // its result, in ms (docs/DESIGN.md §3.3 "Holding a frame"): twice the median drawing time of the
+  // last 8 frames, at most 100; 0 while a button is down (a drag) and before any frame was drawn.
+  double holdMs() const;
   std::vector<CommandFailure> takeFailures() { return std::exchange(failures_, {}); }
 
   // ---- what there is
@@ -247,6 +254,13 @@ class Controller {
   RequestKey requested_;        // the newest request sent to the worker
   bool small_request_ = false;  // … is small enough to wait for in its frame
   bool computing_ = false;
+  // What the request being sent should take, in ms, from the last result: a trained model's text
+  // edit at that result's time per row it computed, anything else at its time; ∞ before a result.
+  // A frame is held (holdMs) only for a result expected within the hold.
+  double expectedEngineMs() const;
+  std::array<double, 8> draw_ms_{};  // the last frames' drawing times (endFrame), a ring
+  int draws_ = 0;                    // frames recorded in it
+  bool mouse_down_ = false;          // a button was down in the last frame: a drag, never held
 
   LessonSession lesson_;
   ModelSession model_;

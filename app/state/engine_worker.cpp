@@ -209,7 +209,10 @@ const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
   if (job.model) {  // given maps have no next tokens
     s.logit_positions = {T - 1};
     if (job.position >= 0 && job.position < T - 1) s.logit_positions.insert(s.logit_positions.begin(), job.position);
-    s.logits = gptLogits(*job.model, pass->forward.final_x, s.logit_positions, req.exec);
+    if (prev && pass == prev->model && prev->logit_positions == s.logit_positions)
+      s.logits = prev->logits;  // another layer of the same pass: the head's 154 MB (GPT-2) not read again
+    else
+      s.logits = gptLogits(*job.model, pass->forward.final_x, s.logit_positions, req.exec);
   }
   s.layer = job.layer;
   s.model_version = job.version;

@@ -128,7 +128,8 @@ class LayerRows {
   std::vector<HeadScoreRow> scores_;  // H × T
 };
 
-// The rows runModelPass takes from `previous` for this pass (0: none).
+}  // namespace
+
 int reusableRows(const ModelPass& previous, const GptModel& model, const std::vector<int>& ids, int keep_layer) {
   const int T = static_cast<int>(ids.size()), before = static_cast<int>(previous.ids.size());
   // The same layer kept: a kept layer's weights come from the traced path, the others' from the
@@ -141,8 +142,6 @@ int reusableRows(const ModelPass& previous, const GptModel& model, const std::ve
       std::mismatch(ids.begin(), ids.begin() + std::min(T, before), previous.ids.begin()).first - ids.begin());
   return std::min(same, T - 1);
 }
-
-}  // namespace
 
 std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> model, const std::vector<int>& ids,
                                               const ExecutionOptions& exec, const Limits& limits, int keep_layer,

@@ -86,6 +86,9 @@ struct ModelPass {
 std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> model, const std::vector<int>& ids,
                                               const ExecutionOptions& exec, const Limits& limits, int keep_layer = -1,
                                               Trace* kept = nullptr, const ModelPass* previous = nullptr);
+// The rows runModelPass (fused) takes from `previous` for a pass of `model` over `ids` keeping
+// `keep_layer` (0: every row computed): what an edit of the text will cost is the rest.
+int reusableRows(const ModelPass& previous, const GptModel& model, const std::vector<int>& ids, int keep_layer);
 
 // The thumbnails and scores of given maps, as runModelPass makes them from a model's (the same
 // reductions, LayerRows); ids from the labels (the same text, the same id). Checks each map:
