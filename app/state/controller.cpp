@@ -1218,7 +1218,9 @@ void Controller::showToast(const std::string& text, bool error, double now) {
 }
 
 void Controller::endFrame(double now, bool mouse_down, bool typing, double draw_ms) {
-  draw_ms_[static_cast<std::size_t>(draws_++) % draw_ms_.size()] = draw_ms;
+  draw_ms_[draw_next_] = draw_ms;
+  draw_next_ = (draw_next_ + 1) % draw_ms_.size();
+  draws_ = std::min(draws_ + 1, draw_ms_.size());
   mouse_down_ = mouse_down;
   if (!mouse_down && !typing) doc_.endGesture();  // a drag or a typed value ended: a new undo step next
   typing_ = typing;
@@ -1266,8 +1268,8 @@ constexpr double kHoldCapMs = 100;
 double Controller::holdMs() const {
   if (mouse_down_ || draws_ == 0) return 0;  // a drag's frames keep coming; nothing measured yet
   std::array<double, 8> recent = draw_ms_;
-  const auto end = recent.begin() + std::min<int>(draws_, static_cast<int>(recent.size()));
-  const auto middle = recent.begin() + (end - recent.begin()) / 2;
+  const auto end = recent.begin() + static_cast<std::ptrdiff_t>(draws_);
+  const auto middle = recent.begin() + static_cast<std::ptrdiff_t>(draws_ / 2);
   std::nth_element(recent.begin(), middle, end);
   return std::min(kHoldCapMs, 2 * *middle);
 }
@@ -1295,7 +1297,7 @@ Controller::RequestKey Controller::currentKey() const {
 void Controller::updateEngine() {
   const RequestKey key = currentKey();
   const bool sending = !(key == requested_);
-  if (!(key == requested_) && model_.isOpen()) {
+  if (sending && model_.isOpen()) {
     EngineRequest r;
     auto job = std::make_shared<ModelJob>();
     job->model = model_.model();
@@ -1317,7 +1319,7 @@ void Controller::updateEngine() {
                                              std::int64_t{32} * 64 * 4);
     worker_.request(std::move(r));
     requested_ = key;
-  } else if (!(key == requested_)) {
+  } else if (sending) {
     EngineRequest r;
     r.inputs = std::make_shared<const Workspace>(doc_.workspace());
     r.version = key.version;

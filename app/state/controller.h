@@ -259,7 +259,8 @@ class Controller {
   // A frame is held (holdMs) only for a result expected within the hold.
   double expectedEngineMs() const;
   std::array<double, 8> draw_ms_{};  // the last frames' drawing times (endFrame), a ring
-  int draws_ = 0;                    // frames recorded in it
+  std::size_t draw_next_ = 0;        // where the next one goes
+  std::size_t draws_ = 0;            // how many it holds (at most 8)
   bool mouse_down_ = false;          // a button was down in the last frame: a drag, never held
 
   LessonSession lesson_;
