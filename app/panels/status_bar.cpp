@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cfloat>
-#include <cstdio>
 #include <string>
 #include <vector>
 
+#include "display/number_text.h"
 #include "widgets/layout_dump.h"
 #include "widgets/theme.h"
 
@@ -20,12 +20,6 @@ struct StatusPart {
   std::string text;
   int drop_order = 0;  // 0: always shown
 };
-
-std::string fmt(const char* format, double value) {
-  char text[64];
-  std::snprintf(text, sizeof text, format, value);
-  return text;
-}
 
 // The parts joined by " · ", as many as fit `width`, the ones dropped last kept in their place.
 std::string statusLine(std::vector<StatusPart> parts, float width) {
@@ -59,16 +53,21 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   layout().panel("status", pos, ImVec2(pos.x + size.x, pos.y + size.y));
   if (const Snapshot* snap = ctx.snapshot.get(); snap && snap->model && snap->model->given) {
     const GivenAttention& g = *snap->model->given;  // maps as they came: what they are, no engine
-    ImGui::Text("layer %d of %d  ·  T %d  ·  heads %d  ·  %s  ·  frame %.1f ms", snap->layer + 1, g.layers, g.tokens,
-                g.heads, "attention maps as they came (nothing recomputed)",
-                ctx.frame_ms);
+    const std::vector<StatusPart> parts = {
+        {"layer " + std::to_string(snap->layer + 1) + " of " + std::to_string(g.layers), 0},
+        {"T " + std::to_string(g.tokens), 0},
+        {"heads " + std::to_string(g.heads), 0},
+        {"attention maps as they came (nothing recomputed)", 1},
+        {"frame " + formatFixed(static_cast<float>(ctx.frame_ms), 1) + " ms", 6},
+    };
+    ImGui::TextUnformatted(statusLine(parts, ImGui::GetContentRegionAvail().x).c_str());
   } else if (snap) {
     const Workspace& in = *snap->inputs;
     const ModelConfig& m = in.model;
     const int threads = snap->exec.parallel ? resolveThreads(snap->exec.threads) : 1;
     std::vector<StatusPart> parts = {
-        {fmt("engine %.2f ms", snap->milliseconds), 0},
-        {fmt("frame %.1f ms", ctx.frame_ms), 6},
+        {"engine " + formatFixed(static_cast<float>(snap->milliseconds), 2) + " ms", 0},
+        {"frame " + formatFixed(static_cast<float>(ctx.frame_ms), 1) + " ms", 6},
         {"T " + std::to_string(in.embeddings.rows()), 0},
         {"d_in " + std::to_string(in.embeddings.cols()), 3},
         {"d_out " + std::to_string(m.d_out), 2},
@@ -84,8 +83,7 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
                                            std::to_string(snap->model->layers()),
                                        0});
     if (ctx.computing) parts.push_back({"computing…", 0});
-    const float width = ImGui::GetContentRegionAvail().x;
-    ImGui::TextUnformatted(statusLine(std::move(parts), width).c_str());
+    ImGui::TextUnformatted(statusLine(std::move(parts), ImGui::GetContentRegionAvail().x).c_str());
   } else {
     ImGui::TextUnformatted(ctx.waitingText());
   }

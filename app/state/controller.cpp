@@ -1346,8 +1346,11 @@ void Controller::updateEngine() {
   // two frames costs: a frame drawn meanwhile would show the old result and take the cores from
   // the engine (docs/DESIGN.md §3.3 "Holding a frame"); later frames never wait.
   using Ms = std::chrono::duration<double, std::milli>;
-  const double hold = holdMs();
-  const Ms wait = small_request_ ? Ms(5) : sending && expectedEngineMs() <= hold ? Ms(hold) : Ms(0);
+  Ms wait = small_request_ ? Ms(5) : Ms(0);
+  if (!small_request_ && sending) {
+    const double hold = holdMs();
+    if (expectedEngineMs() <= hold) wait = Ms(hold);
+  }
   if (auto result = worker_.poll(std::chrono::duration_cast<std::chrono::milliseconds>(wait))) {
     if (result->snapshot) {
       snapshot_ = std::move(result->snapshot);
