@@ -26,8 +26,16 @@ namespace {
 
 constexpr int kPanel = PackedLinear::kPanel;
 
+// Inputs per block of a product with many (apply): a block's part of a panel (96 KiB) and of 128
+// rows of X (384 KiB) stay in a 512 KiB L2 while the block's panels pass, as in the products of
+// 768 inputs, where GPT-2's out_proj of the MLP (3072 inputs) streamed a 384 KiB panel and 1.5 MiB
+// of X from L3.
+constexpr int kInputBlock = 768;
+
 // What one panel's kernel reads and writes: rows [0, m) of X and Y, the panel's `cols` outputs
-// (kPanel but in the last panel) starting at Y's column 0.
+// (kPanel but in the last panel) starting at Y's column 0. Each output's chain of FMAs starts at
+// the bias, or, for a later block of inputs (`from_y`), at what Y holds: the chain of the inputs
+// before, continued — the same bits as one chain.
 struct PanelJob {
   int m, in, cols;
   const float* x;  // m × in, row stride ldx
@@ -36,6 +44,7 @@ struct PanelJob {
   const float* b;  // kPanel
   float* y;        // m × cols, row stride ldy
   std::ptrdiff_t ldy;
+  bool from_y;
 };
 
 // ---------------------------------------------------------------- scalar: the definition
@@ -47,7 +56,7 @@ bool panelScalar(const PanelJob& j) {
   for (int r = 0; r < j.m; ++r) {
     float* y = j.y + r * j.ldy;
     for (int c = 0; c < j.cols; ++c) {
-      float acc = j.b[c];
+      float acc = j.from_y ? y[c] : j.b[c];
       for (int i = 0; i < j.in; ++i) acc = std::fma(j.x[r * j.ldx + i], j.w[i * kPanel + c], acc);
       y[c] = acc;
     }
@@ -64,9 +73,19 @@ bool panelScalar(const PanelJob& j) {
 template <int MR>
 ATTNSCOPE_AVX512_INLINE bool rowsAvx512(const PanelJob& j, int r0) {
   __m512 lo[MR], hi[MR];
-  const __m512 b_lo = _mm512_loadu_ps(j.b), b_hi = _mm512_loadu_ps(j.b + 16);
+  const __mmask16 m_lo = j.cols >= 16 ? 0xffff : static_cast<__mmask16>((1u << j.cols) - 1);
+  const __mmask16 m_hi = j.cols >= 32 ? 0xffff : j.cols <= 16 ? 0 : static_cast<__mmask16>((1u << (j.cols - 16)) - 1);
+  if (j.from_y) {
 #pragma GCC unroll 12
-  for (int r = 0; r < MR; ++r) lo[r] = b_lo, hi[r] = b_hi;
+    for (int r = 0; r < MR; ++r) {
+      const float* y = j.y + (r0 + r) * j.ldy;
+      lo[r] = _mm512_maskz_loadu_ps(m_lo, y), hi[r] = _mm512_maskz_loadu_ps(m_hi, y + 16);
+    }
+  } else {
+    const __m512 b_lo = _mm512_loadu_ps(j.b), b_hi = _mm512_loadu_ps(j.b + 16);
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r) lo[r] = b_lo, hi[r] = b_hi;
+  }
   const float* x = j.x + r0 * j.ldx;
   for (int i = 0; i < j.in; ++i) {
     const __m512 w_lo = _mm512_loadu_ps(j.w + i * kPanel), w_hi = _mm512_loadu_ps(j.w + i * kPanel + 16);
@@ -77,8 +96,6 @@ ATTNSCOPE_AVX512_INLINE bool rowsAvx512(const PanelJob& j, int r0) {
       hi[r] = _mm512_fmadd_ps(a, w_hi, hi[r]);
     }
   }
-  const __mmask16 m_lo = j.cols >= 16 ? 0xffff : static_cast<__mmask16>((1u << j.cols) - 1);
-  const __mmask16 m_hi = j.cols >= 32 ? 0xffff : j.cols <= 16 ? 0 : static_cast<__mmask16>((1u << (j.cols - 16)) - 1);
   __m512 z = _mm512_setzero_ps();
 #pragma GCC unroll 12
   for (int r = 0; r < MR; ++r) {
@@ -121,10 +138,22 @@ ATTNSCOPE_AVX512 bool panelAvx512(const PanelJob& j) {
 template <int MR, int NV>
 ATTNSCOPE_AVX2_INLINE bool rowsAvx2(const PanelJob& j, int r0, int c0) {
   __m256 acc[MR][NV];
+  const int cols = std::min(j.cols - c0, 8 * NV);
+  if (!j.from_y) {
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r)
+    for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
-    for (int k = 0; k < NV; ++k) acc[r][k] = _mm256_loadu_ps(j.b + c0 + 8 * k);
+      for (int k = 0; k < NV; ++k) acc[r][k] = _mm256_loadu_ps(j.b + c0 + 8 * k);
+  } else {
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const float* y = j.y + (r0 + r) * j.ldy + c0;
+      alignas(32) float row[8 * NV] = {};
+      if (cols < 8 * NV) std::memcpy(row, y, cols * sizeof(float));
+#pragma GCC unroll 4
+      for (int k = 0; k < NV; ++k) acc[r][k] = _mm256_loadu_ps(cols == 8 * NV ? y + 8 * k : row + 8 * k);
+    }
+  }
   const float* x = j.x + r0 * j.ldx;
   for (int i = 0; i < j.in; ++i) {
     __m256 w[NV];
@@ -137,7 +166,6 @@ ATTNSCOPE_AVX2_INLINE bool rowsAvx2(const PanelJob& j, int r0, int c0) {
       for (int k = 0; k < NV; ++k) acc[r][k] = _mm256_fmadd_ps(a, w[k], acc[r][k]);
     }
   }
-  const int cols = std::min(j.cols - c0, 8 * NV);
   __m256 z = _mm256_setzero_ps();
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
@@ -276,24 +304,33 @@ bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa 
     throw std::invalid_argument("PackedLinear::apply: output blocks must be whole panels");
   const PanelKernel kernel = panelKernel(isa);
   bool finite = true;
-  // Panel after panel: one panel (in × 32 floats, 32 KiB for 256 inputs) stays in L1 while every
-  // row block of X passes by.
-  for (int p = 0; p * kPanel < out_; ++p) {
-    // The rows that need an output of this panel: r + output_limit > p·kPanel.
-    const int r0 = static_cast<int>(
-        std::clamp(static_cast<long long>(p) * kPanel - output_limit + 1, 0LL, static_cast<long long>(m)));
-    if (r0 == m) break;                        // the later panels lie further beyond every row's limit
-    float* y = Y + blocks.offset(p * kPanel);  // the panel's first output, within one block
-    const PanelJob job{m - r0,
-                       in_,
-                       std::min(kPanel, out_ - p * kPanel),
-                       X + static_cast<std::ptrdiff_t>(r0) * ldx,
-                       ldx,
-                       panels_.data() + static_cast<std::size_t>(p) * in_ * kPanel,
-                       bias_.data() + static_cast<std::size_t>(p) * kPanel,
-                       y + static_cast<std::ptrdiff_t>(r0) * ldy,
-                       ldy};
-    finite &= kernel(job);
+  // Many inputs in blocks (kInputBlock), each block's panels in turn; a row or two read each
+  // panel once whole. An output past an overflow stays non-finite, so the last block's answer is
+  // the product's.
+  const int input_blocks = m > 2 ? std::max((in_ + kInputBlock - 1) / kInputBlock, 1) : 1;
+  const int block_in = std::max((in_ + input_blocks - 1) / input_blocks, 1);
+  for (int i0 = 0; i0 == 0 || i0 < in_; i0 += block_in) {  // once with no inputs: Y = b
+    finite = true;
+    // Panel after panel: one panel's block (block_in × 32 floats, 96 KiB for 768 inputs) stays in
+    // L2 while every row block of X passes by.
+    for (int p = 0; p * kPanel < out_; ++p) {
+      // The rows that need an output of this panel: r + output_limit > p·kPanel.
+      const int r0 = static_cast<int>(
+          std::clamp(static_cast<long long>(p) * kPanel - output_limit + 1, 0LL, static_cast<long long>(m)));
+      if (r0 == m) break;                        // the later panels lie further beyond every row's limit
+      float* y = Y + blocks.offset(p * kPanel);  // the panel's first output, within one block
+      const PanelJob job{m - r0,
+                         std::min(block_in, in_ - i0),
+                         std::min(kPanel, out_ - p * kPanel),
+                         X + static_cast<std::ptrdiff_t>(r0) * ldx + i0,
+                         ldx,
+                         panels_.data() + (static_cast<std::size_t>(p) * in_ + i0) * kPanel,
+                         bias_.data() + static_cast<std::size_t>(p) * kPanel,
+                         y + static_cast<std::ptrdiff_t>(r0) * ldy,
+                         ldy,
+                         i0 > 0};
+      finite &= kernel(job);
+    }
   }
   return finite;
 }

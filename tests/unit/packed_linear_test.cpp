@@ -151,6 +151,38 @@ TEST(PackedLinear, OutputBlocksHoldThePlainLayoutsColumns) {
                std::invalid_argument);
 }
 
+// Products of many inputs go in blocks of inputs (GPT-2's MLP out_proj: 3072), each block
+// continuing the chains in Y: every output must still be the one chain of FMAs of the definition,
+// fma(x[in−1], w[in−1], … fma(x[0], w[0], b)), written here, for rows in the kernels' blocks and
+// the one or two rows that read the panel whole, and an ∞ in the first block must still be reported.
+TEST(PackedLinear, ManyInputsKeepTheBitsOfOneChainOfFmas) {
+  std::mt19937 g(11);
+  for (int in : {769, 1800, 3072})
+    for (int m : {1, 2, 3, 7, 13})
+      for (int out : {17, 70}) {
+        const Case c{m, out, in, out == 70};
+        Operands ops(c, 1, g);
+        const PackedLinear p = ops.packed();
+        for (Isa isa : isasToTest()) {
+          SCOPED_TRACE(where(isa, c, 1));
+          Operand y = ops.y;
+          ASSERT_TRUE(p.apply(c.m, ops.x.data(), ops.x.ld, y.data(), y.ld, isa));
+          int bad = 0;
+          for (int r = 0; r < c.m; ++r)
+            for (int o = 0; o < c.out; ++o) {
+              float want = ops.bias.empty() ? 0.0f : ops.bias[o];
+              for (int i = 0; i < c.in; ++i) want = std::fma(ops.x.at(r, i), ops.w.at(o, i), want);
+              if (bitsOf(y.at(r, o)) != bitsOf(want) && bad++ < 3)
+                ADD_FAILURE() << "y(" << r << ", " << o << ") = " << y.at(r, o) << ", one chain gives " << want;
+            }
+          EXPECT_TRUE(y.guardsIntact()) << "written outside Y";
+          Operands inf = ops;
+          inf.x.at(c.m - 1, 5) = kInf;
+          EXPECT_FALSE(p.apply(c.m, inf.x.data(), inf.x.ld, y.data(), y.ld, isa)) << "an ∞ among the first inputs";
+        }
+      }
+}
+
 TEST(PackedLinear, SaysWhenAnOutputIsNotFinite) {
   std::mt19937 g(9);
   for (int out : {5, 32, 40})
