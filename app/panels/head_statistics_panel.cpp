@@ -18,6 +18,7 @@ namespace attnscope {
 namespace {
 
 constexpr int kColumns = 5;                           // head, mean entropy, mean weights (two lines each), two charts
+constexpr int kTextColumns = 3;                       // the columns without the charts
 const ImU32 kBar = IM_COL32(86, 156, 214, 255);       // the inspector's bars
 const ImU32 kAboveOne = IM_COL32(232, 150, 62, 255);  // a row that sums to more than 1
 
@@ -254,25 +255,48 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
       said_w = widest(said_cells[k], said_w);
       unsaid_w = widest(unsaid_cells[k], unsaid_w);
     }
+  // What fits, in this order: the charts with the rows of the means said, the charts alone, the
+  // means alone (rows said where they fit). A chart is drawn when its bars get three letters'
+  // width beside their scale: narrower (a 1280-pixel window at 175–200 % text left 30–40 pixels)
+  // it said nothing a lecture could read, and took the means' room.
   const ImGuiStyle& style = ImGui::GetStyle();
-  const float overhead = (kColumns + 1) * 2 * style.CellPadding.x + kColumns + style.ScrollbarSize;
-  const float chart_said = (ImGui::GetContentRegionAvail().x - overhead - head_w - entropy_w - said_w) / 2;
-  const bool rows_said = chart_said >=
-                         std::max(ImGui::CalcTextSize("entropy").x, ImGui::CalcTextSize("sums").x) + px(2);
+  const auto overhead = [&](int columns) {
+    return static_cast<float>(columns + 1) * 2 * style.CellPadding.x + static_cast<float>(columns) +
+           style.ScrollbarSize;
+  };
+  const float avail = ImGui::GetContentRegionAvail().x;
+  ImFont* small = fonts().small ? fonts().small : ImGui::GetFont();
+  const float least_chart = small->CalcTextSizeA(small->FontSize, FLT_MAX, 0, "0.00").x + px(4) +
+                            3 * ImGui::GetFontSize();
+  const auto chartWidth = [&](float weight_w) {
+    return (avail - overhead(kColumns) - head_w - entropy_w - weight_w) / 2;
+  };
+  const bool charts = chartWidth(unsaid_w) >= least_chart;
+  const bool rows_said = charts ? chartWidth(said_w) >= least_chart
+                                : avail - overhead(kTextColumns) - head_w - entropy_w >= said_w;
   const float weight_w = rows_said ? said_w : unsaid_w;
-  if (ImGui::BeginTable("heads", kColumns, flags)) {
+  dump["charts"] = charts;
+  dump["rows_said"] = rows_said;
+  if (ImGui::BeginTable("heads", charts ? kColumns : kTextColumns, flags)) {
     ImGui::TableSetupScrollFreeze(0, 1);
     ImGui::TableSetupColumn("head", ImGuiTableColumnFlags_WidthFixed, std::ceil(head_w));
     ImGui::TableSetupColumn("mean entropy", ImGuiTableColumnFlags_WidthFixed, std::ceil(entropy_w));
-    ImGui::TableSetupColumn("mean weight", ImGuiTableColumnFlags_WidthFixed, std::ceil(weight_w));
-    // The charts' headers in full while they fit the charts' width of the last frame, else short.
-    auto fits = [&](const char* label) { return chart_w_ <= 0 || ImGui::CalcTextSize(label).x <= chart_w_; };
-    ImGui::TableSetupColumn(fits("entropy per row") ? "entropy per row" : "entropy",
-                            ImGuiTableColumnFlags_WidthStretch);
-    ImGui::TableSetupColumn(fits("row sum after dropout") ? "row sum after dropout"
-                            : fits("row sums")            ? "row sums"
-                                                          : "sums",
-                            ImGuiTableColumnFlags_WidthStretch);
+    ImGui::TableSetupColumn("mean weight",
+                            charts ? ImGuiTableColumnFlags_WidthFixed : ImGuiTableColumnFlags_WidthStretch,
+                            std::ceil(weight_w));
+    // The charts' headers: the longest that fits the charts' width of the last frame, down to the
+    // symbols of the tooltips' formulas (a 1280-pixel window at 200 % text leaves the charts a
+    // glyph or two; the headers' tooltips say what they are).
+    auto longest = [&](std::initializer_list<const char*> labels) {
+      for (const char* label : labels)
+        if (chart_w_ <= 0 || ImGui::CalcTextSize(label).x <= chart_w_) return label;
+      return *(labels.end() - 1);
+    };
+    if (charts) {
+      ImGui::TableSetupColumn(longest({"entropy per row", "entropy", "Hᵢ"}), ImGuiTableColumnFlags_WidthStretch);
+      ImGui::TableSetupColumn(longest({"row sum after dropout", "row sums", "sums", "Σⱼ"}),
+                              ImGuiTableColumnFlags_WidthStretch);
+    }
     ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
     const std::string ceiling = t.model.causal ? "ln(i + 1) for query i, which sees the keys up to itself" : "ln T";
     const std::string sums =
@@ -283,7 +307,7 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
             : "Σⱼ of the weights after dropout: without dropout (p = 0, eval mode, or a step "
               "without dropout) the weights themselves, so every row sums to 1.";
     const std::string entropy_help =
-        "−Σⱼ αᵢⱼ ln αᵢⱼ of each query row's weights, in nats (0 ln 0 = 0): 0 when the row "
+        "Hᵢ = −Σⱼ αᵢⱼ ln αᵢⱼ, the entropy of each query row's weights, in nats (0 ln 0 = 0): 0 when the row "
         "puts all its weight on one key. Grey behind each bar: the most it can be, " +
         ceiling + ", when the row spreads evenly. Hover a bar for its row, click to select it.";
     const std::array<std::string, kColumns> help = {
@@ -294,7 +318,7 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
         "weight a query puts on the first token, over all rows 1 … T — row 1 included, whose only weight under "
         "the causal mask is the first token's 1",
         entropy_help, sums + " The line marks 1."};
-    for (int c = 0; c < kColumns; ++c) {
+    for (int c = 0; c < (charts ? kColumns : kTextColumns); ++c) {
       ImGui::TableSetColumnIndex(c);
       header(ImGui::TableGetColumnName(c), help[static_cast<std::size_t>(c)].c_str(), cut);
     }
@@ -331,36 +355,40 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
         // Over which rows each mean is taken, said in the cell where there is room: the first's
         // includes row 1, whose only weight under the causal mask is the first token's forced 1.
         cellLines((rows_said ? said_cells : unsaid_cells)[static_cast<std::size_t>(h)], cells, cut);
-        ImGui::TableSetColumnIndex(3);
-        chart_w_ = ImGui::GetContentRegionAvail().x;
-        const ChartHit e = rowChart("entropy", s->entropy, &most, entropy_hi, 0, outlined,
-                                    ImVec2(std::max(ImGui::GetContentRegionAvail().x, px(40)), rowHeight()),
-                                    entropy_ticks);
-        layout().widget("statistics_entropy_h" + std::to_string(h + 1));
-        if (e.hovered >= 0)
-          tooltip("statistics_entropy_h" + std::to_string(h + 1), e.hovered,
-                  "head " + std::to_string(h + 1) + "  ·  " + rowStatisticsText(*snap, h, e.hovered, false) +
-                      "\n(at most " + formatFixed(most(e.hovered), 3) + " here: " +
-                      (t.model.causal ? std::to_string(e.hovered + 1) + " keys visible)" : "every key visible)"));
-        ImGui::TableSetColumnIndex(4);
-        std::vector<Tick> sum_ticks = {{1.0f, "1"}};
-        if (t.dropout_active) sum_ticks.push_back({t.dropout_scale, formatShort(t.dropout_scale)});
-        const ChartHit r = rowChart("sums", s->row_sum_after_dropout, nullptr, sums_hi, 1.0f, outlined,
-                                    ImVec2(std::max(ImGui::GetContentRegionAvail().x, px(40)), rowHeight()), sum_ticks);
-        layout().widget("statistics_row_sums_h" + std::to_string(h + 1));
-        if (r.hovered >= 0)
-          tooltip("statistics_row_sums_h" + std::to_string(h + 1), r.hovered,
-                  "head " + std::to_string(h + 1) + "  ·  " + rowStatisticsText(*snap, h, r.hovered, true));
-        for (const ChartHit& hit : {e, r})
-          if (hit.clicked >= 0) ctx.commands.push("select_token", {{"index", hit.clicked}});
         entry.update(
             {{"mean_entropy", s->mean_entropy},
              {"tokens", tokens},
              {"mean_weight_previous_token", s->has_previous ? nlohmann::json(s->mean_previous) : nlohmann::json()},
-             {"mean_weight_first_token", s->mean_first},
-             {"entropy_chart", {{"plot", rectJson(e.plot_min, e.plot_max)}, {"range", {0.0f, entropy_hi}}}},
-             {"row_sums_chart",
-              {{"plot", rectJson(r.plot_min, r.plot_max)}, {"range", {0.0f, sums_hi}}, {"line", 1.0f}}}});
+             {"mean_weight_first_token", s->mean_first}});
+        if (charts) {
+          ImGui::TableSetColumnIndex(3);
+          chart_w_ = ImGui::GetContentRegionAvail().x;
+          const ChartHit e = rowChart("entropy", s->entropy, &most, entropy_hi, 0, outlined,
+                                      ImVec2(std::max(ImGui::GetContentRegionAvail().x, px(40)), rowHeight()),
+                                      entropy_ticks);
+          layout().widget("statistics_entropy_h" + std::to_string(h + 1));
+          if (e.hovered >= 0)
+            tooltip("statistics_entropy_h" + std::to_string(h + 1), e.hovered,
+                    "head " + std::to_string(h + 1) + "  ·  " + rowStatisticsText(*snap, h, e.hovered, false) +
+                        "\n(at most " + formatFixed(most(e.hovered), 3) + " here: " +
+                        (t.model.causal ? std::to_string(e.hovered + 1) + " keys visible)" : "every key visible)"));
+          ImGui::TableSetColumnIndex(4);
+          std::vector<Tick> sum_ticks = {{1.0f, "1"}};
+          if (t.dropout_active) sum_ticks.push_back({t.dropout_scale, formatShort(t.dropout_scale)});
+          const ChartHit r = rowChart("sums", s->row_sum_after_dropout, nullptr, sums_hi, 1.0f, outlined,
+                                      ImVec2(std::max(ImGui::GetContentRegionAvail().x, px(40)), rowHeight()),
+                                      sum_ticks);
+          layout().widget("statistics_row_sums_h" + std::to_string(h + 1));
+          if (r.hovered >= 0)
+            tooltip("statistics_row_sums_h" + std::to_string(h + 1), r.hovered,
+                    "head " + std::to_string(h + 1) + "  ·  " + rowStatisticsText(*snap, h, r.hovered, true));
+          for (const ChartHit& hit : {e, r})
+            if (hit.clicked >= 0) ctx.commands.push("select_token", {{"index", hit.clicked}});
+          entry["entropy_chart"] = {{"plot", rectJson(e.plot_min, e.plot_max)}, {"range", {0.0f, entropy_hi}}};
+          entry["row_sums_chart"] = {{"plot", rectJson(r.plot_min, r.plot_max)},
+                                     {"range", {0.0f, sums_hi}},
+                                     {"line", 1.0f}};
+        }
         if (T <= 64) {  // the charts' numbers, for tests to hold against attnscope-cli trace
           entry["entropy"] = floats(s->entropy);
           entry["row_sum_after_dropout"] = floats(s->row_sum_after_dropout);

@@ -169,25 +169,39 @@ def main():
                 return cli_trace_of(args.cli, d["state"]["workspace"], work, name + ".json")
 
             def numbers_and_pixels():
+                # Each case with what must fit: the charts, and the rows each mean is over.
                 cases = [
                     ("multihead-p05-1280", [{"do": "set", "field": "dropout", "value": 0.5}],
-                     ("--open", multihead, "--size", "1280x800"), (1280, 800)),
-                    ("causal-dropout-1600", [], ("--open", causal_dropout, "--size", "1600x1000"), (1600, 1000)),
+                     ("--open", multihead, "--size", "1280x800"), (1280, 800), (True, True)),
+                    ("causal-dropout-1600", [], ("--open", causal_dropout, "--size", "1600x1000"), (1600, 1000),
+                     (True, True)),
                     ("causal-dropout-1600-150", [{"do": "view", "field": "text_size", "value": 150}],
-                     ("--open", causal_dropout, "--size", "1600x1000"), (1600, 1000)),
+                     ("--open", causal_dropout, "--size", "1600x1000"), (1600, 1000), (True, True)),
                     ("wrapper-batch2-1280", [{"do": "set", "field": "dropout", "value": 0.3}, {"do": "select_batch", "index": 1}],
-                     ("--open", os.path.join(args.presets, "multihead_wrapper.json"), "--size", "1280x800"), (1280, 800)),
-                    # A projector's: the mean weights leave out their rows so that no header is cut.
+                     ("--open", os.path.join(args.presets, "multihead_wrapper.json"), "--size", "1280x800"), (1280, 800),
+                     (True, True)),
+                    # Projectors': charts too narrow to read are left out, then the means' rows, so
+                    # that no text is cut.
                     ("multihead-1280x720-150", [{"do": "view", "field": "text_size", "value": 150}],
-                     ("--open", multihead, "--size", "1280x720"), (1280, 720)),
+                     ("--open", multihead, "--size", "1280x720"), (1280, 720), (False, True)),
+                    ("multihead-1280x800-200", [{"do": "view", "field": "text_size", "value": 200}],
+                     ("--open", multihead, "--size", "1280x800"), (1280, 800), (False, False)),
+                    ("multihead-1920x1080-200", [{"do": "view", "field": "text_size", "value": 200}],
+                     ("--open", multihead, "--size", "1920x1080"), (1920, 1080), (True, False)),
                 ]
-                for name, commands, extra, (w, h) in cases:
+                for name, commands, extra, (w, h), (charts, rows_said) in cases:
                     d = headless(name, commands, *extra)
                     check_panel_place(d, w, h, name)
-                    hs = check_numbers(d, trace_of(d, name), name, rows_said="1280x720" not in name)
+                    hs = d["state"]["head_statistics"]
+                    expect((hs["charts"], hs["rows_said"]) == (charts, rows_said),
+                           f"{name}: charts {hs['charts']}, rows said {hs['rows_said']}; expected {charts}, {rows_said}")
+                    hs = check_numbers(d, trace_of(d, name), name, rows_said=rows_said)
                     above = sum(v > 1 + 1e-4 for e in hs["heads"] for v in e["row_sum_after_dropout"])
-                    # (At 720 px the panel scrolls: head 2's charts are below its edge.)
-                    bars = check_bars(d["png"], hs, name) if "1280x720" not in name else 0
+                    for e in hs["heads"]:
+                        expect(("entropy_chart" in e) == charts, f"{name}: head {e['head'] + 1}'s chart in the dump "
+                                                                  f"does not say charts {charts}")
+                    # (At 200 % the panel scrolls: head 2's charts are below its edge.)
+                    bars = check_bars(d["png"], hs, name) if charts and "-200" not in name else 0
                     print(f"  {name}: {len(hs['heads'])} heads as numpy has them, text {hs['heads'][0]['cells'][1:]}, "
                           f"{above} rows summing to more than 1 after dropout, {bars} bar pixels checked")
                     if "p05" in name:
