@@ -210,9 +210,8 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
   nlohmann::json cut = nlohmann::json::array();  // texts wider than their column: none, or the layout fails
   const ImGuiTableFlags flags = ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV |
                                 ImGuiTableFlags_ScrollY | ImGuiTableFlags_PadOuterX;
-  // The cells of the mean columns. The mean weights say over which rows, where the charts keep room
-  // for their headers (at 1280 × 720 and 150 % text they were cut to "en…" and "ro…"); the
-  // header's tooltip says it always.
+  // The cells of the mean columns. The mean weights say over which rows where there is room (below);
+  // the header's tooltip says it always.
   const auto entropyLines = [](const HeadStatistics& s) {
     const float tokens = std::exp(s.mean_entropy);
     return std::vector<std::string>{formatFixed(s.mean_entropy, 3) + " nats",
@@ -256,9 +255,9 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
       unsaid_w = widest(unsaid_cells[k], unsaid_w);
     }
   // What fits, in this order: the charts with the rows of the means said, the charts alone, the
-  // means alone (rows said where they fit). A chart is drawn when its bars get three letters'
-  // width beside their scale: narrower (a 1280-pixel window at 175–200 % text left 30–40 pixels)
-  // it said nothing a lecture could read, and took the means' room.
+  // means alone (rows said where they fit). A chart is drawn when its bars get three times the
+  // text's size beside their scale: narrower (a 1280-pixel window at 150–200 % text left 30–40
+  // pixels) it said nothing a lecture could read, and took the means' room.
   const ImGuiStyle& style = ImGui::GetStyle();
   const auto overhead = [&](int columns) {
     return static_cast<float>(columns + 1) * 2 * style.CellPadding.x + static_cast<float>(columns) +
@@ -275,6 +274,7 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
   const bool rows_said = charts ? chartWidth(said_w) >= least_chart
                                 : avail - overhead(kTextColumns) - head_w - entropy_w >= said_w;
   const float weight_w = rows_said ? said_w : unsaid_w;
+  const float chart_w = chartWidth(weight_w);
   dump["charts"] = charts;
   dump["rows_said"] = rows_said;
   if (ImGui::BeginTable("heads", charts ? kColumns : kTextColumns, flags)) {
@@ -283,13 +283,12 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
     ImGui::TableSetupColumn("mean entropy", ImGuiTableColumnFlags_WidthFixed, std::ceil(entropy_w));
     ImGui::TableSetupColumn("mean weight",
                             charts ? ImGuiTableColumnFlags_WidthFixed : ImGuiTableColumnFlags_WidthStretch,
-                            std::ceil(weight_w));
-    // The charts' headers: the longest that fits the charts' width of the last frame, down to the
-    // symbols of the tooltips' formulas (a 1280-pixel window at 200 % text leaves the charts a
-    // glyph or two; the headers' tooltips say what they are).
+                            charts ? std::ceil(weight_w) : 0.0f);
+    // The charts' headers: the longest that fits this frame's chart width, down to the symbols of
+    // the tooltips' formulas (the headers' tooltips say what they are).
     auto longest = [&](std::initializer_list<const char*> labels) {
       for (const char* label : labels)
-        if (chart_w_ <= 0 || ImGui::CalcTextSize(label).x <= chart_w_) return label;
+        if (ImGui::CalcTextSize(label).x <= chart_w) return label;
       return *(labels.end() - 1);
     };
     if (charts) {
@@ -362,7 +361,6 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
              {"mean_weight_first_token", s->mean_first}});
         if (charts) {
           ImGui::TableSetColumnIndex(3);
-          chart_w_ = ImGui::GetContentRegionAvail().x;
           const ChartHit e = rowChart("entropy", s->entropy, &most, entropy_hi, 0, outlined,
                                       ImVec2(std::max(ImGui::GetContentRegionAvail().x, px(40)), rowHeight()),
                                       entropy_ticks);

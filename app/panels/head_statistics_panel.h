@@ -22,9 +22,6 @@ class HeadStatisticsPanel {
   // header and one row per head, at most a quarter of the column (then its rows scroll).
   static float height(const PanelContext& ctx, float column_h);
   void draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
-
- private:
-  float chart_w_ = 0;  // a chart column's width in the last frame: its header in full or short
 };
 
 // One query row of one head of the snapshot, for tooltips (the heatmaps' weights maps, the charts):

@@ -3,7 +3,8 @@
 // same across forward passes (the app recomputes on every edit of the inputs), so they are laid out
 // once in column panels of kPanel outputs, the order the micro-kernel reads them: one contiguous
 // run of kPanel floats per input index. The kernel keeps an MR × kPanel block of Y in registers,
-// starts it at the bias, broadcasts X's elements from X as it lies (any row stride, no packing per
+// starts it at the bias (or, for a later block of a product's many inputs, at what Y holds: the
+// chains continued), broadcasts X's elements from X as it lies (any row stride, no packing per
 // call) and adds the products one input index after the other.
 //
 // Every version (scalar, AVX2/FMA, AVX-512) computes each output as the same chain of fused

@@ -1,8 +1,8 @@
 // The packed linear product (core/engine/packed_linear.h), Y = X·Wᵀ + b on weights packed once,
 // on every version this CPU runs: against plain double-precision loops written here, for row
 // counts around the register blocks (AVX-512 12 rows, AVX2 6), output counts around the 32-wide
-// panels, inner widths from 1 to 65, strided rows at every float offset, with and without a bias.
-// The versions compute each output as the same chain of FMAs, so they must agree to the bit with
+// panels, inner widths from 1 to 65 (and 769 to 3072, in blocks of inputs), strided rows at every float offset, with
+// and without a bias. The versions compute each output as the same chain of FMAs, so they must agree to the bit with
 // the scalar one, and a row's result must not depend on the rows computed beside it.
 #include <gtest/gtest.h>
 
@@ -114,7 +114,8 @@ TEST(PackedLinear, ARowsResultDoesNotDependOnTheRowsBesideIt) {
 // nothing is written between the blocks; a block width that splits a panel (or is 0) is refused.
 TEST(PackedLinear, OutputBlocksHoldThePlainLayoutsColumns) {
   std::mt19937 g(7);
-  for (const Case& c : {Case{13, 96, 20, true}, Case{25, 64, 33, false}, Case{5, 192, 8, true}})
+  for (const Case& c :
+       {Case{13, 96, 20, true}, Case{25, 64, 33, false}, Case{5, 192, 8, true}, Case{13, 96, 1800, true}})
     for (int cols : {32, 64})
       for (Isa isa : isasToTest()) {
         if (c.out % cols != 0) continue;
@@ -154,9 +155,15 @@ TEST(PackedLinear, OutputBlocksHoldThePlainLayoutsColumns) {
 // Products of many inputs go in blocks of inputs (GPT-2's MLP out_proj: 3072), each block
 // continuing the chains in Y: every output must still be the one chain of FMAs of the definition,
 // fma(x[in−1], w[in−1], … fma(x[0], w[0], b)), written here, for rows in the kernels' blocks and
-// the one or two rows that read the panel whole, and an ∞ in the first block must still be reported.
+// the one or two rows that read the panel whole (also where a causal limit leaves a panel two rows
+// of many), and an ∞ in the first or the last block must still be reported.
 TEST(PackedLinear, ManyInputsKeepTheBitsOfOneChainOfFmas) {
   std::mt19937 g(11);
+  const auto oneChain = [](const Operands& ops, int r, int o, int in) {
+    float want = ops.bias.empty() ? 0.0f : ops.bias[static_cast<std::size_t>(o)];
+    for (int i = 0; i < in; ++i) want = std::fma(ops.x.at(r, i), ops.w.at(o, i), want);
+    return want;
+  };
   for (int in : {769, 1800, 3072})
     for (int m : {1, 2, 3, 7, 13})
       for (int out : {17, 70}) {
@@ -170,17 +177,36 @@ TEST(PackedLinear, ManyInputsKeepTheBitsOfOneChainOfFmas) {
           int bad = 0;
           for (int r = 0; r < c.m; ++r)
             for (int o = 0; o < c.out; ++o) {
-              float want = ops.bias.empty() ? 0.0f : ops.bias[o];
-              for (int i = 0; i < c.in; ++i) want = std::fma(ops.x.at(r, i), ops.w.at(o, i), want);
+              const float want = oneChain(ops, r, o, c.in);
               if (bitsOf(y.at(r, o)) != bitsOf(want) && bad++ < 3)
                 ADD_FAILURE() << "y(" << r << ", " << o << ") = " << y.at(r, o) << ", one chain gives " << want;
             }
           EXPECT_TRUE(y.guardsIntact()) << "written outside Y";
-          Operands inf = ops;
-          inf.x.at(c.m - 1, 5) = kInf;
-          EXPECT_FALSE(p.apply(c.m, inf.x.data(), inf.x.ld, y.data(), y.ld, isa)) << "an ∞ among the first inputs";
+          for (int i : {5, c.in - 1}) {
+            Operands inf = ops;
+            inf.x.at(c.m - 1, i) = kInf;
+            EXPECT_FALSE(p.apply(c.m, inf.x.data(), inf.x.ld, y.data(), y.ld, isa)) << "an ∞ at input " << i;
+          }
         }
       }
+  // A causal limit of 54 outputs beyond each row: 13 rows of 96 outputs leave the third panel rows 11
+  // and 12 (the whole-panel kernel), continuing their chains block after block.
+  for (int in : {1800, 3072}) {
+    const Case c{13, 96, in, true};
+    Operands ops(c, 0, g);
+    const PackedLinear p = ops.packed();
+    for (Isa isa : isasToTest()) {
+      SCOPED_TRACE(where(isa, c, 0) + " output_limit=54");
+      Operand y = ops.y;
+      ASSERT_TRUE(p.apply(c.m, ops.x.data(), ops.x.ld, y.data(), y.ld, isa, 54));
+      int bad = 0;
+      for (int r = 0; r < c.m; ++r)
+        for (int o = 0; o < std::min(c.out, r + 54); ++o)
+          if (bitsOf(y.at(r, o)) != bitsOf(oneChain(ops, r, o, c.in)) && bad++ < 3)
+            ADD_FAILURE() << "y(" << r << ", " << o << ") is not one chain's";
+      EXPECT_TRUE(y.guardsIntact()) << "written outside Y";
+    }
+  }
 }
 
 TEST(PackedLinear, SaysWhenAnOutputIsNotFinite) {
