@@ -275,9 +275,10 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
                                 : avail - overhead(kTextColumns) - head_w - entropy_w >= said_w;
   const float weight_w = rows_said ? said_w : unsaid_w;
   const float chart_w = chartWidth(weight_w);
+  const int columns = charts ? kColumns : kTextColumns;
   dump["charts"] = charts;
   dump["rows_said"] = rows_said;
-  if (ImGui::BeginTable("heads", charts ? kColumns : kTextColumns, flags)) {
+  if (ImGui::BeginTable("heads", columns, flags)) {
     ImGui::TableSetupScrollFreeze(0, 1);
     ImGui::TableSetupColumn("head", ImGuiTableColumnFlags_WidthFixed, std::ceil(head_w));
     ImGui::TableSetupColumn("mean entropy", ImGuiTableColumnFlags_WidthFixed, std::ceil(entropy_w));
@@ -317,7 +318,7 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
         "weight a query puts on the first token, over all rows 1 … T — row 1 included, whose only weight under "
         "the causal mask is the first token's 1",
         entropy_help, sums + " The line marks 1."};
-    for (int c = 0; c < (charts ? kColumns : kTextColumns); ++c) {
+    for (int c = 0; c < columns; ++c) {
       ImGui::TableSetColumnIndex(c);
       header(ImGui::TableGetColumnName(c), help[static_cast<std::size_t>(c)].c_str(), cut);
     }
