@@ -13,6 +13,7 @@
 #include "display/stage_figures.h"
 #include "formats/export.h"
 #include "panels/head_statistics_panel.h"
+#include "panels/heatmap_header.h"
 #include "state/capture_targets.h"
 #include "widgets/fonts.h"
 #include "widgets/heatmap.h"
@@ -497,14 +498,6 @@ void applyZoom(float& zoom, float& center_row, float& center_col, const HeatmapH
   if (zoom <= 1) center_row = center_col = T / 2.0f;
 }
 
-// The next item, `width` pixels wide, beside the last one while it fits the window, else on a new
-// line (a narrow main area, a large text size).
-void besideIfFits(float width) {
-  if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + width <=
-      ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x)
-    ImGui::SameLine();
-}
-
 // Whether stage s means something for this configuration: others would repeat their neighbour.
 const char* missingStage(const Trace& t, Stage s) {
   if (stageInfo(s).parameter && t.model.variant == Variant::Simple) return "projection weights";
@@ -518,92 +511,6 @@ const char* missingStage(const Trace& t, Stage s) {
     return t.model.dropout <= 0 ? "dropout (p = 0)" : !t.model.training ? "dropout (off in eval mode)" : "dropout";
   }
   return nullptr;
-}
-
-// Every map one click away: a toggle per column of the grid, in the notebook's order, wrapped to
-// the width. A map this step lacks is greyed, its tooltip says why.
-void drawColumnToggles(const ViewState& v, CommandQueue& cmd, const Trace* t) {
-  const ImGuiStyle& style = ImGui::GetStyle();
-  const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
-  ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(style.FramePadding.x * 0.6f, 1));
-  ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(px(3), style.ItemSpacing.y));
-  ImGui::TextDisabled("maps");
-  int group = -1;
-  for (const GridColumn& c : gridColumns()) {
-    // Groups: the weights, Q K V, the attention maps, the module's maps.
-    const Stage st = static_cast<Stage>(c.index);
-    // The tril route's own maps only on that route: elsewhere three toggles would only take a line.
-    if (c.per_head && stageInfo(st).tril_route && (!t || !stageHeld(*t, st))) continue;
-    const int g = !c.per_head ? 3 : stageInfo(st).parameter ? 0 : st <= Stage::Values ? 1 : 2;
-    const float w = ImGui::CalcTextSize(c.label).x + ImGui::GetStyle().FramePadding.x * 2;
-    const float gap = g != group ? px(10) : 0;
-    if (ImGui::GetItemRectMax().x + gap + w + px(3) <= right) ImGui::SameLine(0, px(3) + gap);
-    group = g;
-    const char* missing = !t           ? nullptr
-                          : c.per_head ? missingStage(*t, st)
-                                       : missingModuleMap(*t, static_cast<ModuleMap>(c.index));
-    const bool on = v.shows(c);
-    ImGui::PushStyleColor(ImGuiCol_Button, on ? style.Colors[ImGuiCol_ButtonActive] : style.Colors[ImGuiCol_FrameBg]);
-    if (missing) ImGui::PushStyleColor(ImGuiCol_Text, style.Colors[ImGuiCol_TextDisabled]);
-    const std::string id = std::string(c.label) + "##col_" + c.id;
-    if (ImGui::Button(id.c_str())) cmd.push("view", {{"field", "columns"}, {"value", columnsWith(v, c.id, !on)}});
-    if (missing) ImGui::PopStyleColor();
-    ImGui::PopStyleColor();
-    layout().widget(std::string("column_") + c.id);
-    if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("%s%s%s", c.title, on ? " (shown: click to hide)" : " (click to show)",
-                        missing ? (std::string("\nnot in this step: no ") + missing).c_str() : "");
-  }
-  ImGui::PopStyleVar(2);
-}
-
-// The header: which head, which batch element, shared colour ranges, the maps. `menu`: the same
-// controls in the maps menu a lesson step has instead (HeatmapGrid::drawMapsMenu), a line apiece.
-void drawHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, const Trace* t, bool menu = false) {
-  const ViewState& v = ctx.view;
-  CommandQueue& cmd = ctx.commands;
-  const int heads = headCount(m);
-  const ImGuiStyle& style = ImGui::GetStyle();
-  const float shared_w = ImGui::GetFrameHeight() + style.ItemInnerSpacing.x + ImGui::CalcTextSize("shared scale").x;
-  const float batch_w = px(110) + style.ItemInnerSpacing.x + ImGui::CalcTextSize("batch element").x;
-  const auto beside = [&](float width) {
-    if (!menu) besideIfFits(width);
-  };
-  if (heads > 1) {
-    ImGui::SetNextItemWidth(px(130));
-    const std::string current = v.head < 0 ? "all heads" : "head " + std::to_string(v.head + 1);
-    if (ImGui::BeginCombo("##head", current.c_str())) {
-      if (ImGui::Selectable("all heads", v.head < 0)) cmd.push("select_head", {{"index", -1}});
-      for (int h = 0; h < heads; ++h)
-        if (ImGui::Selectable(("head " + std::to_string(h + 1)).c_str(), v.head == h))
-          cmd.push("select_head", {{"index", h}});
-      ImGui::EndCombo();
-    }
-    layout().widget("head");
-    beside(m.batch_size > 1 ? batch_w : shared_w);
-  }
-  if (m.batch_size > 1) {
-    ImGui::SetNextItemWidth(px(110));
-    int b = shown_batch + 1;  // the trace keeps only the shown element's intermediates: a recompute
-    if (ImGui::SliderInt("batch element", &b, 1, m.batch_size) && b - 1 != v.batch)
-      cmd.push("select_batch", {{"index", b - 1}});
-    layout().widget("batch_element");
-    if (heads > 1) beside(shared_w);
-  }
-  // One range per kind of map across heads: nothing to share with one head, and a line of the
-  // header saved for the maps at 1280 × 720 and large text.
-  if (heads > 1) {
-    bool shared = v.shared_scale;
-    if (ImGui::Checkbox("shared scale", &shared)) cmd.push("view", {{"field", "shared_scale"}, {"value", shared}});
-    if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("One colour range per kind of map across all heads, so heads compare directly");
-    layout().widget("shared_scale");
-  }
-  if (ctx.computing && !menu) {  // the maps on screen stay whole until the newer result replaces them
-    if (heads > 1 || m.batch_size > 1) ImGui::SameLine();
-    ImGui::TextDisabled("computing…");
-  }
-  drawColumnToggles(v, cmd, t);
 }
 
 std::vector<Stage> visibleStages(const ViewState& v, const Trace& t) {
@@ -782,8 +689,8 @@ int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vec
 
 void HeatmapGrid::drawMapsMenu(const PanelContext& ctx) {
   const Snapshot* snap = ctx.snapshot.get();
-  drawHeader(ctx, snap ? snap->inputs->model : ctx.document.workspace().model, snap ? snap->batch : 0,
-             snap ? snap->trace.get() : nullptr, true);
+  drawHeatmapHeader(ctx, snap ? snap->inputs->model : ctx.document.workspace().model, snap ? snap->batch : 0,
+                    snap ? snap->trace.get() : nullptr, HeaderForm::LessonMenu);
 }
 
 void HeatmapGrid::goTo(int first, int last, int T) {
@@ -809,9 +716,14 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   rounding_now_ = 4;
   // A lesson step chose its maps: the header's controls are in the maps menu beside the tabs
   // (drawMapsMenu), its lines are the maps'.
-  if (!ctx.maps_menu)
-    drawHeader(ctx, snap ? snap->inputs->model : ctx.document.workspace().model, snap ? snap->batch : 0,
-               snap ? snap->trace.get() : nullptr);
+  // Else the header, folded into a menu where it would take the maps' room (a projector's text).
+  if (!ctx.maps_menu) {
+    const ModelConfig& m = snap ? snap->inputs->model : ctx.document.workspace().model;
+    const Trace* t = snap ? snap->trace.get() : nullptr;
+    const HeaderForm form = heatmapHeaderForm(m, t, region);
+    layout().state()["header_folded"] = form == HeaderForm::Folded;
+    drawHeatmapHeader(ctx, m, snap ? snap->batch : 0, t, form);
+  }
 
   if (!ctx.engine_error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, theme().selection);

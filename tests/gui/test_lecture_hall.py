@@ -24,6 +24,10 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
 - The lesson at 1280 × 720 and 150 %: the heads' headings do not overlap (steps 9, 10), and one
   head's header has no "shared scale" (step 1).
 - The inspector's numbers stay within its panel at 1280 × 800 with text at 100, 175 and 250 %.
+- The heatmaps' header takes at most a quarter of their panel: folded into one line (the head and
+  a "maps ▾" menu) at 1280 × 720 and 150 %, 1280 × 800 and 200 %, 1920 × 1080 and 250 %, inline at
+  1280 × 800 and 100 % and 1920 × 1080 and 200 %; the menu's map toggle and shared scale work
+  (interactive).
 - `--text-size` and `--theme` win over the view of the last session's autosave, restored at start
   (interactive).
 - Started at 1280 × 800 with the autosave's 200 % text, the app says at once how to make room
@@ -368,6 +372,44 @@ def main():
                     expect("columns_menu" in w and not any(k in w for k in ("shared_scale", "head", "batch_element")),
                            f"step {step}: the header's controls take the maps' lines: {sorted(w)}")
 
+            def header_leaves_the_maps_room():
+                # The heatmaps' header never takes more than a quarter of their panel: at a
+                # projector's text in a 1280-pixel window it wrapped to five lines and left one row
+                # of a map (1280 × 800, 200 %: none). There it folds into one line, the head and a
+                # "maps ▾" menu; where it fits it is as before (docs/DESIGN.md §3.4).
+                controls = ("shared_scale", "batch_element")
+                for size, pct, folded in (("1280x720", 150, True), ("1280x800", 200, True), ("1920x1080", 250, True),
+                                          ("1280x800", 100, False), ("1920x1080", 200, False)):
+                    d, _ = headless(f"header-{size}-{pct}", [], "--size", size, "--text-size", str(pct))
+                    w, panel = d["widgets"], d["panels"]["heatmaps"]
+                    mine = [k for k in w if k.startswith("column_") or k in controls + ("head", "maps_menu")]
+                    bottom = max(w[k]["y"] + w[k]["h"] for k in mine)
+                    share = (bottom - panel["y"]) / panel["h"]
+                    print(f"  {size} at {pct} %: {'folded' if d['state']['header_folded'] else 'inline'}, "
+                          f"the header {share:.0%} of the panel")
+                    expect(d["state"]["header_folded"] == folded, f"{size} at {pct} %: folded {d['state']['header_folded']}")
+                    expect(share <= 0.25, f"{size} at {pct} %: the header takes {share:.0%} of the maps' panel")
+                    expect("head" in w and ("maps_menu" in w) == folded, f"{size} at {pct} %: {sorted(mine)}")
+                    hidden = [k for k in mine if k.startswith("column_") or k in controls]
+                    expect(not hidden if folded else len(hidden) > 10, f"{size} at {pct} %: the header shows {hidden}")
+                # The menu holds what was folded: a map's toggle and the shared scale work from it.
+                with App(args.app, display.name, ["--size", "1280x800", "--text-size", "200"]) as app:
+                    d = app.settled("the first trace", lambda d: "maps_menu" in d["widgets"])
+                    expect(not any(e["stage"] == "output" for e in d["heatmaps"]), "the output map shown at start")
+                    app.until(lambda _: app.click("maps_menu"), "the folded header's menu",
+                              lambda d: "column_output" in d["widgets"] and "shared_scale" in d["widgets"])
+                    time.sleep(0.3)  # the menu's first frame measures it: click where it then stays
+                    d = app.layout()
+                    menu, button = d["widgets"]["column_output"], d["widgets"]["maps_menu"]
+                    expect(menu["y"] >= button["y"] + button["h"] - 0.5, f"the menu over its button: {menu} {button}")
+                    app.click("column_output")
+                    app.settled("the output map, chosen in the menu",
+                                lambda d: any(e["stage"] == "output" for e in d["heatmaps"]))
+                    shared = app.layout()["state"]["workspace"]["view"]["shared_scale"]
+                    app.until(lambda _: app.click("shared_scale"), "the shared scale switched in the menu",
+                              lambda d: d["state"]["workspace"]["view"]["shared_scale"] != shared)
+                    print(f"  in the menu: the output map shown, the shared scale {shared} → {not shared}")
+
             def inspector_numbers_whole():
                 # The inspector's numbers keep every digit at a projector's 1280 × 800 with large
                 # text: the bars give way, then the names (at 175 % "0.1003" read "0.100", its last
@@ -456,6 +498,7 @@ def main():
                 ("rounding to fewer decimals is said", rounding_explained),
                 ("text that scales together: Lines hint, inspector terms, the Pipeline's enlarged map", text_scales_together),
                 ("the inspector's numbers whole at 1280 × 800, 100–250 %", inspector_numbers_whole),
+                ("the heatmaps' header leaves the maps room (folded at a projector's sizes)", header_leaves_the_maps_room),
                 ("the lesson at 1280 × 720 and 150 %", lesson_at_720_and_150),
                 ("long toasts do not overlap the status bar's text", toasts_do_not_overlap),
                 ("Ctrl+S while typing saves the typed value", ctrl_s_while_typing),
