@@ -714,9 +714,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   CommandQueue& cmd = ctx.commands;
   rounded_to_ = rounding_now_;  // the notes line says what last frame's maps did
   rounding_now_ = 4;
-  // A lesson step chose its maps: the header's controls are in the maps menu beside the tabs
-  // (drawMapsMenu), its lines are the maps'.
-  // Else the header, folded into a menu where it would take the maps' room (a projector's text).
+  // The header, folded into a menu where it would take the maps' room (a projector's text); none
+  // while a lesson step chose the maps: its controls are in the lesson's menu (drawMapsMenu).
   if (!ctx.maps_menu) {
     const ModelConfig& m = snap ? snap->inputs->model : ctx.document.workspace().model;
     const Trace* t = snap ? snap->trace.get() : nullptr;

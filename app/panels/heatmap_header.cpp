@@ -16,7 +16,7 @@ namespace {
 // [SECTION] The pieces and their lines ---------------------------------------------------------------
 // The header is a row of pieces; placeHeader decides which goes beside the last and which starts a
 // line, from their widths alone, before anything is drawn: the same plan draws the header and
-// measures it (heatmapHeaderForm).
+// measures it (heatmapHeaderForm), each frame.
 
 enum class Piece { Head, Batch, Shared, MapsLabel, Column, Fold };
 
@@ -30,7 +30,7 @@ struct HeaderPiece {
   bool beside = false;                 // placeHeader: on the last piece's line
 };
 
-constexpr float kMenuWidth = 440;  // the menus' width, px(…) of it: the maps' toggles flow in it
+constexpr float kMenuWidth = 440;  // the folded header's menu, px(…) of it (as the lesson's): the toggles flow in it
 
 // The head combo's and the batch slider's own widths (their labels come beside).
 constexpr float kHeadComboWidth = 130, kBatchSliderWidth = 110;
@@ -179,7 +179,8 @@ void drawPiece(const HeaderPiece& p, const PanelContext& ctx, const ModelConfig&
       const float menu_w = px(kMenuWidth),
                   right = ImGui::GetMainViewport()->WorkPos.x + ImGui::GetMainViewport()->WorkSize.x;
       ImGui::SetNextWindowPos(
-          ImVec2(std::max(0.0f, std::min(ImGui::GetItemRectMin().x, right - menu_w)), ImGui::GetItemRectMax().y));
+          ImVec2(std::max(ImGui::GetMainViewport()->WorkPos.x, std::min(ImGui::GetItemRectMin().x, right - menu_w)),
+                 ImGui::GetItemRectMax().y));
       ImGui::SetNextWindowSize(ImVec2(menu_w, 0));
       if (ImGui::BeginPopup("##grid_maps")) {
         drawHeatmapHeader(ctx, m, shown_batch, t, HeaderForm::FoldedMenu);
