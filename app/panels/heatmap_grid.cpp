@@ -689,8 +689,8 @@ int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vec
 
 void HeatmapGrid::drawMapsMenu(const PanelContext& ctx) {
   const Snapshot* snap = ctx.snapshot.get();
-  drawHeatmapHeader(ctx, snap ? snap->inputs->model : ctx.document.workspace().model, snap ? snap->batch : 0,
-                    snap ? snap->trace.get() : nullptr, HeaderForm::LessonMenu);
+  drawHeatmapHeaderMenu(ctx, snap ? snap->inputs->model : ctx.document.workspace().model, snap ? snap->batch : 0,
+                        snap ? snap->trace.get() : nullptr, true);
 }
 
 void HeatmapGrid::goTo(int first, int last, int T) {
@@ -716,13 +716,10 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   rounding_now_ = 4;
   // The header, folded into a menu where it would take the maps' room (a projector's text); none
   // while a lesson step chose the maps: its controls are in the lesson's menu (drawMapsMenu).
-  if (!ctx.maps_menu) {
-    const ModelConfig& m = snap ? snap->inputs->model : ctx.document.workspace().model;
-    const Trace* t = snap ? snap->trace.get() : nullptr;
-    const HeaderForm form = heatmapHeaderForm(m, t, region);
-    layout().state()["header_folded"] = form == HeaderForm::Folded;
-    drawHeatmapHeader(ctx, m, snap ? snap->batch : 0, t, form);
-  }
+  if (!ctx.maps_menu)
+    layout().state()["header_folded"] = drawHeatmapHeader(ctx,
+                                                          snap ? snap->inputs->model : ctx.document.workspace().model,
+                                                          snap ? snap->batch : 0, snap ? snap->trace.get() : nullptr);
 
   if (!ctx.engine_error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, theme().selection);

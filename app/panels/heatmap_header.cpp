@@ -16,21 +16,25 @@ namespace {
 // [SECTION] The pieces and their lines ---------------------------------------------------------------
 // The header is a row of pieces; placeHeader decides which goes beside the last and which starts a
 // line, from their widths alone, before anything is drawn: the same plan draws the header and
-// measures it (heatmapHeaderForm), each frame.
+// measures it (drawHeatmapHeader plans the inline header, and the folded one only when that is too tall).
 
 enum class Piece { Head, Batch, Shared, MapsLabel, Column, Fold };
+
+enum class HeaderForm {
+  Inline,      // on the panel's lines, each piece beside the last while it fits
+  Folded,      // one line: the head and the "maps, batch, scale ▾" button, its menu the rest (FoldedMenu)
+  FoldedMenu,  // that menu: the batch element, the shared scale, the maps; a line apiece
+  LessonMenu,  // a lesson step's menu: everything, a line apiece
+};
 
 struct HeaderPiece {
   Piece kind;
   const GridColumn* column = nullptr;  // Column: which
-  int group = 0;                       // Column: the weights, Q K V, the attention maps, the module's maps
   float width = 0;                     // on screen
   float spacing = 0;                   // before it, when beside the last
   float height = 0;                    // its line's, at least
   bool beside = false;                 // placeHeader: on the last piece's line
 };
-
-constexpr float kMenuWidth = 440;  // the folded header's menu, px(…) of it (as the lesson's): the toggles flow in it
 
 // The head combo's and the batch slider's own widths (their labels come beside).
 constexpr float kHeadComboWidth = 130, kBatchSliderWidth = 110;
@@ -44,6 +48,7 @@ bool columnShown(const GridColumn& c, const Trace* t) {
   return !(c.per_head && stageInfo(st).tril_route && (!t || !stageHeld(*t, st)));
 }
 
+// The weights, Q K V, the attention maps, the module's maps: a gap between groups.
 int columnGroup(const GridColumn& c) {
   const Stage st = static_cast<Stage>(c.index);
   return !c.per_head ? 3 : stageInfo(st).parameter ? 0 : st <= Stage::Values ? 1 : 2;
@@ -60,36 +65,40 @@ std::vector<HeaderPiece> headerPieces(const ModelConfig& m, const Trace* t, Head
   const bool several = headCount(m) > 1;
   std::vector<HeaderPiece> out;
   if (several && form != HeaderForm::FoldedMenu)
-    out.push_back({Piece::Head, nullptr, 0, px(kHeadComboWidth), gap, frame_h});
+    out.push_back({Piece::Head, nullptr, px(kHeadComboWidth), gap, frame_h});
   if (form == HeaderForm::Folded) {
     const float w = ImGui::CalcTextSize(foldLabel(m).c_str()).x + style.FramePadding.x * 2;
-    out.push_back({Piece::Fold, nullptr, 0, w, gap, frame_h});
+    out.push_back({Piece::Fold, nullptr, w, gap, frame_h});
     return out;
   }
   if (m.batch_size > 1)
-    out.push_back({Piece::Batch, nullptr, 0,
+    out.push_back({Piece::Batch, nullptr,
                    px(kBatchSliderWidth) + style.ItemInnerSpacing.x + ImGui::CalcTextSize("batch element").x, gap,
                    frame_h});
   // One range per kind of map across heads: nothing to share with one head.
   if (several)
-    out.push_back({Piece::Shared, nullptr, 0,
-                   frame_h + style.ItemInnerSpacing.x + ImGui::CalcTextSize("shared scale").x, gap, frame_h});
+    out.push_back({Piece::Shared, nullptr, frame_h + style.ItemInnerSpacing.x + ImGui::CalcTextSize("shared scale").x,
+                   gap, frame_h});
   const float toggle_h = ImGui::GetFontSize() + toggleFramePadding().y * 2;
-  out.push_back({Piece::MapsLabel, nullptr, 0, ImGui::CalcTextSize("maps").x, gap, toggle_h});
+  out.push_back({Piece::MapsLabel, nullptr, ImGui::CalcTextSize("maps").x, gap, toggle_h});
   int group = -1;
   for (const GridColumn& c : gridColumns()) {
     if (!columnShown(c, t)) continue;
     const int g = columnGroup(c);
     const float w = ImGui::CalcTextSize(c.label).x + toggleFramePadding().x * 2;
-    out.push_back({Piece::Column, &c, g, w, px(3) + (g != group ? px(10) : 0), toggle_h});
+    out.push_back({Piece::Column, &c, w, px(3) + (g != group ? px(10) : 0), toggle_h});
     group = g;
   }
   return out;
 }
 
-// Which piece goes beside the last, in `width`: in a menu the controls take a line apiece (a menu
-// reads as a list), the maps' toggles flow; "maps" starts the toggles' line.
-void placeHeader(std::vector<HeaderPiece>& pieces, float width, bool menu) {
+bool isMenu(HeaderForm form) { return form == HeaderForm::FoldedMenu || form == HeaderForm::LessonMenu; }
+
+// The pieces of `form`, each beside the last while it fits `width`: in a menu the controls take a
+// line apiece (a menu reads as a list), the maps' toggles flow; "maps" starts the toggles' line.
+std::vector<HeaderPiece> placeHeader(const ModelConfig& m, const Trace* t, HeaderForm form, float width) {
+  std::vector<HeaderPiece> pieces = headerPieces(m, t, form);
+  const bool menu = isMenu(form);
   float right = 0;
   for (std::size_t k = 0; k < pieces.size(); ++k) {
     HeaderPiece& p = pieces[k];
@@ -97,6 +106,7 @@ void placeHeader(std::vector<HeaderPiece>& pieces, float width, bool menu) {
     p.beside = may && right + p.spacing + p.width <= width;
     right = (p.beside ? right + p.spacing : 0) + p.width;
   }
+  return pieces;
 }
 
 // The header's height: its lines, each as tall as its tallest piece, and the spacing after each.
@@ -130,6 +140,9 @@ void drawColumnToggle(const HeaderPiece& p, const ViewState& v, CommandQueue& cm
     ImGui::SetTooltip("%s%s%s", c.title, on ? " (shown: click to hide)" : " (click to show)",
                       missing ? (std::string("\nnot in this step: no ") + missing).c_str() : "");
 }
+
+void drawPlaced(const std::vector<HeaderPiece>& pieces, HeaderForm form, const PanelContext& ctx, const ModelConfig& m,
+                int shown_batch, const Trace* t);
 
 void drawPiece(const HeaderPiece& p, const PanelContext& ctx, const ModelConfig& m, int shown_batch, const Trace* t) {
   const ViewState& v = ctx.view;
@@ -176,14 +189,14 @@ void drawPiece(const HeaderPiece& p, const PanelContext& ctx, const ModelConfig&
             m.batch_size > 1 ? ", the batch element" : "", headCount(m) > 1 ? ", the shared colour scale" : "");
       // Below its button, not over it at the mouse; within the window (a position set here is
       // not kept inside it by ImGui).
-      const float menu_w = px(kMenuWidth),
+      const float menu_w = px(kHeatmapHeaderMenuWidth),
                   right = ImGui::GetMainViewport()->WorkPos.x + ImGui::GetMainViewport()->WorkSize.x;
       ImGui::SetNextWindowPos(
           ImVec2(std::max(ImGui::GetMainViewport()->WorkPos.x, std::min(ImGui::GetItemRectMin().x, right - menu_w)),
                  ImGui::GetItemRectMax().y));
       ImGui::SetNextWindowSize(ImVec2(menu_w, 0));
       if (ImGui::BeginPopup("##grid_maps")) {
-        drawHeatmapHeader(ctx, m, shown_batch, t, HeaderForm::FoldedMenu);
+        drawHeatmapHeaderMenu(ctx, m, shown_batch, t, false);
         ImGui::EndPopup();
       }
       break;
@@ -191,19 +204,9 @@ void drawPiece(const HeaderPiece& p, const PanelContext& ctx, const ModelConfig&
   }
 }
 
-}  // namespace
-
-HeaderForm heatmapHeaderForm(const ModelConfig& m, const Trace* t, ImVec2 region) {
-  std::vector<HeaderPiece> pieces = headerPieces(m, t, HeaderForm::Inline);
-  placeHeader(pieces, region.x, false);
-  return headerHeight(pieces) > region.y / 4 ? HeaderForm::Folded : HeaderForm::Inline;
-}
-
-void drawHeatmapHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, const Trace* t,
-                       HeaderForm form) {
-  const bool menu = form == HeaderForm::FoldedMenu || form == HeaderForm::LessonMenu;
-  std::vector<HeaderPiece> pieces = headerPieces(m, t, form);
-  placeHeader(pieces, ImGui::GetContentRegionAvail().x, menu);
+void drawPlaced(const std::vector<HeaderPiece>& pieces, HeaderForm form, const PanelContext& ctx, const ModelConfig& m,
+                int shown_batch, const Trace* t) {
+  const bool menu = isMenu(form);
   bool toggles = false;  // the toggles' frame and spacing pushed
   for (std::size_t k = 0; k < pieces.size(); ++k) {
     const HeaderPiece& p = pieces[k];
@@ -212,7 +215,7 @@ void drawHeatmapHeader(const PanelContext& ctx, const ModelConfig& m, int shown_
       if (k > 0) ImGui::SameLine();
       ImGui::TextDisabled("computing…");
     }
-    if (p.kind == Piece::MapsLabel && !toggles) {
+    if (p.kind == Piece::MapsLabel) {
       ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, toggleFramePadding());
       ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(px(3), ImGui::GetStyle().ItemSpacing.y));
       toggles = true;
@@ -225,6 +228,26 @@ void drawHeatmapHeader(const PanelContext& ctx, const ModelConfig& m, int shown_
     }
   }
   if (toggles) ImGui::PopStyleVar(2);
+}
+
+}  // namespace
+
+bool drawHeatmapHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, const Trace* t) {
+  const ImVec2 region = ImGui::GetContentRegionAvail();
+  HeaderForm form = HeaderForm::Inline;
+  std::vector<HeaderPiece> pieces = placeHeader(m, t, form, region.x);
+  if (headerHeight(pieces) > region.y / 4) {
+    form = HeaderForm::Folded;
+    pieces = placeHeader(m, t, form, region.x);
+  }
+  drawPlaced(pieces, form, ctx, m, shown_batch, t);
+  return form == HeaderForm::Folded;
+}
+
+void drawHeatmapHeaderMenu(const PanelContext& ctx, const ModelConfig& m, int shown_batch, const Trace* t,
+                           bool with_head) {
+  const HeaderForm form = with_head ? HeaderForm::LessonMenu : HeaderForm::FoldedMenu;
+  drawPlaced(placeHeader(m, t, form, ImGui::GetContentRegionAvail().x), form, ctx, m, shown_batch, t);
 }
 
 }  // namespace attnscope

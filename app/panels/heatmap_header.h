@@ -11,19 +11,19 @@
 
 namespace attnscope {
 
-enum class HeaderForm {
-  Inline,      // on the panel's lines, each piece beside the last while it fits
-  Folded,      // one line: the head and a "maps, batch, scale ▾" button, its menu the rest (FoldedMenu)
-  FoldedMenu,  // that menu: the batch element, the shared scale, the maps; a line apiece
-  LessonMenu,  // a lesson step's menu beside its words: everything, a line apiece
-};
+// In the heatmaps' panel, at the cursor: on the panel's lines, or — where the whole header would
+// take more than a quarter of what the panel has left — folded into one line, the head and a
+// "maps, batch, scale ▾" menu holding the rest. The choice follows the panel, the text size and
+// the model's pieces (its heads, batch, route), never last frame's layout, so it does not flip
+// between frames. `shown_batch`: the batch element on screen. Returns true when folded.
+bool drawHeatmapHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, const Trace* t);
 
-// Inline, unless the whole header would take more than a quarter of the heatmaps' `region`: then
-// Folded. Worked out from the region, the text size and the model's pieces (its heads, batch,
-// route), never from last frame's layout, so the header does not flip between forms.
-HeaderForm heatmapHeaderForm(const ModelConfig& m, const Trace* t, ImVec2 region);
+// The same controls as a menu's body, a line apiece (the maps' toggles flow): a lesson step's menu
+// beside its words holds the head too (`with_head`), the folded header's menu has it on its line.
+void drawHeatmapHeaderMenu(const PanelContext& ctx, const ModelConfig& m, int shown_batch, const Trace* t,
+                           bool with_head);
 
-// Draws the header in `form` at the cursor. `shown_batch`: the batch element on screen.
-void drawHeatmapHeader(const PanelContext& ctx, const ModelConfig& m, int shown_batch, const Trace* t, HeaderForm form);
+// Such a menu's width, px(…) of it: the toggles flow in it.
+constexpr float kHeatmapHeaderMenuWidth = 440;
 
 }  // namespace attnscope
