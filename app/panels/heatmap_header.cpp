@@ -246,6 +246,9 @@ bool drawHeatmapHeader(const PanelContext& ctx, const ModelConfig& m, int shown_
 
 void drawHeatmapHeaderMenu(const PanelContext& ctx, const ModelConfig& m, int shown_batch, const Trace* t,
                            bool with_head) {
+  // Escape closes the menu, as a menu's Escape does elsewhere: the app keeps ImGui's keyboard
+  // navigation, which would, off (arrows and Tab belong to the view).
+  if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) ImGui::CloseCurrentPopup();
   const HeaderForm form = with_head ? HeaderForm::LessonMenu : HeaderForm::FoldedMenu;
   drawPlaced(placeHeader(m, t, form, ImGui::GetContentRegionAvail().x), form, ctx, m, shown_batch, t);
 }

@@ -20,6 +20,7 @@ bool drawHeatmapHeader(const PanelContext& ctx, const ModelConfig& m, int shown_
 
 // The same controls as a menu's body, a line apiece (the maps' toggles flow): a lesson step's menu
 // beside its words holds the head too (`with_head`), the folded header's menu has it on its line.
+// Inside a popup: Escape closes it.
 void drawHeatmapHeaderMenu(const PanelContext& ctx, const ModelConfig& m, int shown_batch, const Trace* t,
                            bool with_head);
 

@@ -26,8 +26,8 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
 - The inspector's numbers stay within its panel at 1280 × 800 with text at 100, 175 and 250 %.
 - The heatmaps' header takes at most a quarter of their panel: folded into one line (the head and
   a "maps, batch, scale ▾" menu) at 1280 × 720 and 150 %, 1280 × 800 and 200 %, 1920 × 1080 and 250 %, inline at
-  1280 × 800 and 100 % and 1920 × 1080 and 200 %; the menu's map toggle and shared scale work
-  (interactive).
+  1280 × 800 and 100 % and 1920 × 1080 and 200 %; the menu's map toggle and shared scale work,
+  and Escape closes it (interactive).
 - `--text-size` and `--theme` win over the view of the last session's autosave, restored at start
   (interactive).
 - Started at 1280 × 800 with the autosave's 200 % text, the app says at once how to make room
@@ -407,7 +407,9 @@ def main():
                     shared = app.layout()["state"]["workspace"]["view"]["shared_scale"]
                     app.until(lambda _: app.click("shared_scale"), "the shared scale switched in the menu",
                               lambda d: d["state"]["workspace"]["view"]["shared_scale"] != shared)
-                    print(f"  in the menu: the output map shown, the shared scale {shared} → {not shared}")
+                    app.key("Escape")
+                    app.wait_for("Escape closing the menu", lambda d: "shared_scale" not in d["widgets"], timeout=10)
+                    print(f"  in the menu: the output map shown, the shared scale {shared} → {not shared}; Escape closed it")
 
             def inspector_numbers_whole():
                 # The inspector's numbers keep every digit at a projector's 1280 × 800 with large
