@@ -25,9 +25,9 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
   head's header has no "shared scale" (step 1).
 - The inspector's numbers stay within its panel at 1280 × 800 with text at 100, 175 and 250 %.
 - The heatmaps' header takes at most a quarter of their panel: folded into one line (the head and
-  a "maps, batch, scale ▾" menu) at 1280 × 720 and 150 %, 1280 × 800 and 200 %, 1920 × 1080 and 250 %, inline at
-  1280 × 800 and 100 % and 1920 × 1080 and 200 %; the menu's map toggle and shared scale work,
-  and Escape closes it (interactive).
+  a "maps, batch, scale ▾" menu) at 1280 × 720 and 150 %, 1280 × 800 and 200 %, 1920 × 1080 and
+  250 %; inline at 1280 × 800 and 100 % and 1920 × 1080 and 200 %. The menu's map toggle and
+  shared scale work, and Escape closes it (interactive).
 - `--text-size` and `--theme` win over the view of the last session's autosave, restored at start
   (interactive).
 - Started at 1280 × 800 with the autosave's 200 % text, the app says at once how to make room
