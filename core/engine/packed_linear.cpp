@@ -13,7 +13,7 @@
 #define ATTNSCOPE_PACKED_X86 1
 #include <immintrin.h>
 #define ATTNSCOPE_AVX2 __attribute__((target("avx2,fma")))
-#define ATTNSCOPE_AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) inline
+#define ATTNSCOPE_AVX2_BLOCK __attribute__((target("avx2,fma"), noinline))
 #define ATTNSCOPE_AVX512 __attribute__((target("avx512f,avx2,fma")))
 #define ATTNSCOPE_AVX512_INLINE __attribute__((target("avx512f,avx2,fma"), always_inline)) inline
 #else
@@ -136,7 +136,7 @@ ATTNSCOPE_AVX512 bool panelAvx512(const PanelJob& j) {
 // loads of the panel and MR broadcasts per input index. Outputs past the panel's `cols` go through
 // a row buffer.
 template <int MR, int NV>
-ATTNSCOPE_AVX2_INLINE bool rowsAvx2(const PanelJob& j, int r0, int c0) {
+ATTNSCOPE_AVX2_BLOCK bool rowsAvx2(const PanelJob& j, int r0, int c0) {
   __m256 acc[MR][NV];
   const int cols = std::min(j.cols - c0, 8 * NV);
   if (!j.from_y) {
@@ -188,7 +188,10 @@ ATTNSCOPE_AVX2_INLINE bool rowsAvx2(const PanelJob& j, int r0, int c0) {
 }
 
 // The register arrays' loops are unrolled by pragma: without it GCC kept the AVX2 accumulators in
-// memory, storing all 12 on every input index (docs/engine-measurements.md). A row or two (a
+// memory, storing all 12 on every input index (docs/engine-measurements.md). Each block is a
+// function of its own (ATTNSCOPE_AVX2_BLOCK): inlined here, GCC 12 kept two of the 4- and 5-row
+// blocks' accumulators on the stack, a store and a load on every input index, and those blocks
+// (a T of 64 ends in one) ran at 27 and 33 GFLOP/s where 6 rows ran at 60 (§2.3). A row or two (a
 // text's new rows after an edit, lm/gpt_forward.h) take the whole panel at once (four or eight
 // chains of FMAs, each cache line of the weights read once): they stream the weights from memory,
 // and in halves each half would read the panel on every other cache line with two chains in flight.

@@ -30,7 +30,7 @@ struct Case {
 
 std::vector<Case> cases() {
   std::vector<Case> out;
-  for (int m : {1, 2, 5, 6, 7, 12, 13, 25})
+  for (int m : {1, 2, 3, 4, 5, 6, 7, 10, 12, 13, 16, 25})
     for (int o : {1, 6, 16, 17, 32, 33, 70})
       for (int in : {1, 3, 32, 65}) out.push_back({m, o, in, (m + o + in) % 2 == 0});
   return out;
