@@ -27,7 +27,8 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
 - The heatmaps' header takes at most a quarter of their panel: folded into one line (the head and
   a "maps, batch, scale ▾" menu) at 1280 × 720 and 150 %, 1280 × 800 and 200 %, 1920 × 1080 and
   250 %; inline at 1280 × 800 and 100 % and 1920 × 1080 and 200 %. The menu's map toggle and
-  shared scale work, and Escape closes it (interactive).
+  shared scale work, Escape closes it, and it does not come back open after the header unfolds
+  and folds again (interactive).
 - `--text-size` and `--theme` win over the view of the last session's autosave, restored at start
   (interactive).
 - Started at 1280 × 800 with the autosave's 200 % text, the app says at once how to make room
@@ -410,6 +411,21 @@ def main():
                     app.key("Escape")
                     app.wait_for("Escape closing the menu", lambda d: "shared_scale" not in d["widgets"], timeout=10)
                     print(f"  in the menu: the output map shown, the shared scale {shared} → {not shared}; Escape closed it")
+                    # Open when the header unfolds (normal text), the menu goes with its button:
+                    # it does not come back open at the next fold.
+                    app.until(lambda _: app.click("maps_menu"), "the menu again",
+                              lambda d: "shared_scale" in d["widgets"])
+                    app.key("ctrl+0")
+                    app.wait_for("the header unfolded at 100 %", lambda d: not d["state"]["header_folded"])
+                    for _ in range(4):  # 100 → 200 %: 125, 150, 175, 200
+                        app.key("ctrl+plus")
+                    d = app.wait_for("the header folded again at 200 %",
+                                     lambda d: d["state"]["text_size"] == 200 and d["state"]["header_folded"])
+                    time.sleep(0.5)  # a few frames: an open menu would be drawn by now
+                    d = app.layout()
+                    expect("shared_scale" not in d["widgets"] and "maps_menu" in d["widgets"],
+                           f"the menu came back open when the header folded again: {sorted(d['widgets'])}")
+                    print("  the menu open when the header unfolded: not open when it folded again")
 
             def inspector_numbers_whole():
                 # The inspector's numbers keep every digit at a projector's 1280 × 800 with large
