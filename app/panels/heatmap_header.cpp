@@ -6,6 +6,7 @@
 
 #include "engine/stages.h"
 #include "panels/heatmap_grid.h"
+#include "widgets/flow_layout.h"
 #include "widgets/layout_dump.h"
 #include "widgets/theme.h"
 
@@ -33,6 +34,7 @@ struct HeaderPiece {
   float width = 0;                     // on screen
   float spacing = 0;                   // before it, when beside the last
   float height = 0;                    // its line's, at least
+  float keep = 0;                      // what must fit beside it too (placeFlow)
   bool beside = false;                 // placeHeader: on the last piece's line
 };
 
@@ -99,24 +101,10 @@ bool isMenu(HeaderForm form) { return form == HeaderForm::FoldedMenu || form == 
 std::vector<HeaderPiece> placeHeader(const ModelConfig& m, const Trace* t, HeaderForm form, float width) {
   std::vector<HeaderPiece> pieces = headerPieces(m, t, form);
   const bool menu = isMenu(form);
-  float right = 0;
-  for (std::size_t k = 0; k < pieces.size(); ++k) {
-    HeaderPiece& p = pieces[k];
-    const bool may = k > 0 && p.kind != Piece::MapsLabel && (!menu || p.kind == Piece::Column);
-    p.beside = may && right + p.spacing + p.width <= width;
-    right = (p.beside ? right + p.spacing : 0) + p.width;
-  }
+  placeFlow(pieces, width, [menu](std::size_t, const HeaderPiece& p) {
+    return p.kind != Piece::MapsLabel && (!menu || p.kind == Piece::Column);
+  });
   return pieces;
-}
-
-// The header's height: its lines, each as tall as its tallest piece, and the spacing after each.
-float headerHeight(const std::vector<HeaderPiece>& pieces) {
-  float h = 0, line = 0;
-  for (const HeaderPiece& p : pieces) {
-    if (!p.beside) h += line > 0 ? line + ImGui::GetStyle().ItemSpacing.y : 0, line = 0;
-    line = std::max(line, p.height);
-  }
-  return h + (line > 0 ? line + ImGui::GetStyle().ItemSpacing.y : 0);
 }
 
 // [SECTION] Drawing ----------------------------------------------------------------------------------
@@ -187,15 +175,7 @@ void drawPiece(const HeaderPiece& p, const PanelContext& ctx, const ModelConfig&
             "The maps shown%s%s: in this menu, so that at this text size the header leaves the "
             "maps their room",
             m.batch_size > 1 ? ", the batch element" : "", headCount(m) > 1 ? ", the shared colour scale" : "");
-      // Below its button, not over it at the mouse; within the window (a position set here is
-      // not kept inside it by ImGui).
-      const float menu_w = px(kHeatmapHeaderMenuWidth),
-                  right = ImGui::GetMainViewport()->WorkPos.x + ImGui::GetMainViewport()->WorkSize.x;
-      ImGui::SetNextWindowPos(
-          ImVec2(std::max(ImGui::GetMainViewport()->WorkPos.x, std::min(ImGui::GetItemRectMin().x, right - menu_w)),
-                 ImGui::GetItemRectMax().y));
-      ImGui::SetNextWindowSize(ImVec2(menu_w, 0));
-      if (ImGui::BeginPopup("##grid_maps")) {
+      if (beginMenuBelowItem("##grid_maps", kFoldedMenuWidth)) {
         drawHeatmapHeaderMenu(ctx, m, shown_batch, t, false);
         ImGui::EndPopup();
       }
@@ -236,7 +216,7 @@ bool drawHeatmapHeader(const PanelContext& ctx, const ModelConfig& m, int shown_
   const ImVec2 region = ImGui::GetContentRegionAvail();
   HeaderForm form = HeaderForm::Inline;
   std::vector<HeaderPiece> pieces = placeHeader(m, t, form, region.x);
-  if (headerHeight(pieces) > region.y / 4) {
+  if (flowHeight(pieces) > region.y / 4) {
     form = HeaderForm::Folded;
     pieces = placeHeader(m, t, form, region.x);
   }

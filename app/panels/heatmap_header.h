@@ -24,7 +24,4 @@ bool drawHeatmapHeader(const PanelContext& ctx, const ModelConfig& m, int shown_
 void drawHeatmapHeaderMenu(const PanelContext& ctx, const ModelConfig& m, int shown_batch, const Trace* t,
                            bool with_head);
 
-// Such a menu's width, px(…) of it: the toggles flow in it.
-constexpr float kHeatmapHeaderMenuWidth = 440;
-
 }  // namespace attnscope

@@ -11,6 +11,7 @@
 #include "engine/errors.h"
 #include "panels/heatmap_header.h"
 #include "widgets/fonts.h"
+#include "widgets/flow_layout.h"
 #include "widgets/layout_dump.h"
 #include "widgets/text.h"
 #include "widgets/theme.h"
@@ -389,7 +390,7 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
       if (ImGui::IsItemHovered())
         ImGui::SetTooltip("The maps shown, the head and the batch element: this step chose them");
     }
-    ImGui::SetNextWindowSize(ImVec2(px(kHeatmapHeaderMenuWidth), 0));
+    ImGui::SetNextWindowSize(ImVec2(px(kFoldedMenuWidth), 0));
     if (ImGui::BeginPopup("##lesson_maps")) {
       ImGui::PopFont();  // the menu in the UI's font
       ctx.maps_menu();

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/stages.h"
+#include "panels/lines_header.h"
 #include "state/capture_targets.h"
 #include "widgets/fonts.h"
 #include "widgets/layout_dump.h"
@@ -118,19 +119,9 @@ void LinesView::reset() {
   dump_lines_ = nlohmann::json();
 }
 
-namespace {
-
-// Moves to the same line as the last item when `width` more fits, else starts a new line.
-void sameLineIfFits(float width) {
-  const float right = ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + width;
-  if (right <= ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x) ImGui::SameLine();
-}
-
 ImU32 colourU32(Rgb c, float alpha) {
   return IM_COL32(c.r, c.g, c.b, static_cast<int>(std::lround(std::clamp(alpha, 0.0f, 1.0f) * 255)));
 }
-
-}  // namespace
 
 void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   (void)size;
@@ -158,97 +149,30 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   const int selected = std::clamp(view.token, 0, T - 1);
   auto headShown = [&](int h) { return (view.head < 0 || view.head == h) && !linesHeadHidden(view, h); };
 
-  // ---- the header: stage, heads, k, isolation, legend ------------------------------------------
-  ImGui::AlignTextToFramePadding();
-  ImGui::TextUnformatted("lines of");
-  ImGui::SameLine();
-  if (ImGui::RadioButton("weights", !dropped))
-    ctx.commands.push("view", {{"field", "lines_stage"}, {"value", "weights"}});
-  layout().widget("lines_stage_weights");
-  ImGui::SameLine();
-  ImGui::BeginDisabled(!can_drop);
-  if (ImGui::RadioButton("after dropout", dropped))
-    ctx.commands.push("view", {{"field", "lines_stage"}, {"value", "dropped_weights"}});
-  ImGui::EndDisabled();
-  layout().widget("lines_stage_dropped");
-  if (!can_drop && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-    ImGui::SetTooltip("%s", !hasDropout(t.model.variant) ? "dropout comes with step 3 (causal)"
-                            : !t.model.training          ? "eval mode: dropout is off"
-                                                         : "p = 0: nothing dropped");
-  if (H > 1) {
-    sameLineIfFits(ImGui::CalcTextSize("heads").x);
-    ImGui::TextUnformatted("heads");
-    for (int h = 0; h < H; ++h) {
-      const Rgb c = headColour(h, H, view.colormap, view.light_theme);
-      const bool on = !linesHeadHidden(view, h);
-      const std::string label = std::to_string(h + 1) + "##lines_head" + std::to_string(h);
-      sameLineIfFits(ImGui::CalcTextSize("12").x + ImGui::GetStyle().FramePadding.x * 2);
-      ImGui::PushStyleColor(ImGuiCol_Button, on ? colourU32(c, 1) : colourU32(c, 0.12f));
-      ImGui::PushStyleColor(ImGuiCol_ButtonHovered, colourU32(c, on ? 0.8f : 0.4f));
-      ImGui::PushStyleColor(ImGuiCol_ButtonActive, colourU32(c, 0.6f));
-      const Rgb text = contrastingText(c);
-      ImGui::PushStyleColor(ImGuiCol_Text,
-                            on ? IM_COL32(text.r, text.g, text.b, 255) : ImGui::GetColorU32(ImGuiCol_TextDisabled));
-      if (ImGui::Button(label.c_str())) {
-        nlohmann::json hidden = nlohmann::json::array();
-        for (int g = 0; g < H; ++g)
-          if (g == h ? on : linesHeadHidden(view, g)) hidden.push_back(g);
-        ctx.commands.push("view", {{"field", "lines_hidden_heads"}, {"value", hidden}});
-      }
-      ImGui::PopStyleColor(4);
-      layout().widget("lines_head_h" + std::to_string(h + 1));
-      if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("head %d: %s (click to %s)", h + 1, on ? "shown" : "hidden",
-                          on ? "hide its lines" : "show them");
-    }
-  }
-  if (!all_keys) {
-    const std::string what = "top " + std::to_string(k) + " keys per query";
-    sameLineIfFits(ImGui::CalcTextSize(what.c_str()).x + ImGui::GetFrameHeight() * 2 + px(12));
-    ImGui::BeginDisabled(view.lines_top_k <= 1);
-    if (ImGui::Button("−##lines_k"))
-      ctx.commands.push("view", {{"field", "lines_top_k"}, {"value", view.lines_top_k - 1}});
-    ImGui::EndDisabled();
-    layout().widget("lines_k_minus");
-    ImGui::SameLine(0, px(4));
-    ImGui::TextUnformatted(what.c_str());
-    if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("%d tokens: above %d only each query's %d largest keys are drawn", T, kLinesAllKeysUpTo, k);
-    ImGui::SameLine(0, px(4));
-    ImGui::BeginDisabled(view.lines_top_k >= std::min(kLinesMaxTopK, T));
-    if (ImGui::Button("+##lines_k"))
-      ctx.commands.push("view", {{"field", "lines_top_k"}, {"value", view.lines_top_k + 1}});
-    ImGui::EndDisabled();
-    layout().widget("lines_k_plus");
-  }
-  {
-    sameLineIfFits(ImGui::CalcTextSize("only the selected token").x + ImGui::GetFrameHeight() + px(8));
-    bool isolate = view.lines_isolate;
-    if (ImGui::Checkbox("only the selected token", &isolate))
-      ctx.commands.push("view", {{"field", "lines_isolate"}, {"value", isolate}});
-    layout().widget("lines_isolate");
-  }
-  {  // the figure for a slide: SVG or PDF (text stays text) or PNG, through the save dialog
-    sameLineIfFits(ImGui::CalcTextSize("Save figure…").x + px(16));
-    if (ImGui::Button("Save figure…")) ctx.commands.push("dialog", {{"which", "save_lines"}});
-    layout().widget("lines_save_figure");
-  }
-  // The hint in the UI's font: at a projector's text size it reads as the rest does.
-  layout().state()["lines_hint_font_px"] = ImGui::GetFontSize();
-  std::string legend = dropped ? "a line's opacity and width follow its weight after dropout: opaque at 1/(1−p) = " +
-                                     fixed2(most) + "; dropped keys have no line"
-                               : "a line's opacity and width follow its weight: opaque at 1";
-  legend += std::string(all_keys
-                            ? ""
-                            : " (at least 8 % opaque: each is among its row's largest) · the other keys are not drawn"
-                              " · the lines of the queries on screen (scroll for the others)") +
-            " · hover a token to isolate its lines, click a query to select it";
+  // ---- the header: stage, heads, k, isolation, the hint (lines_header.h) --------------------------
+  LinesHeaderState header;
+  header.heads = H;
+  header.can_drop = can_drop;
+  header.dropped = dropped;
+  header.all_keys = all_keys;
+  header.k = k;
+  header.tokens = T;
+  header.no_drop_why = !hasDropout(t.model.variant) ? "dropout comes with step 3 (causal)"
+                       : !t.model.training          ? "eval mode: dropout is off"
+                                                    : "p = 0: nothing dropped";
+  header.hint = dropped ? "a line's opacity and width follow its weight after dropout: opaque at 1/(1−p) = " +
+                              fixed2(most) + "; dropped keys have no line"
+                        : "a line's opacity and width follow its weight: opaque at 1";
+  header.hint += std::string(all_keys ? ""
+                                      : " (at least 8 % opaque: each is among its row's largest) · the other keys "
+                                        "are not drawn · the lines of the queries on screen (scroll for the others)") +
+                 " · hover a token to isolate its lines, click a query to select it";
   if (view.head >= 0 && H > 1)
-    legend += " · head " + std::to_string(view.head + 1) + " chosen (Tab: all heads)";
+    header.hint += " · head " + std::to_string(view.head + 1) + " chosen (Tab: all heads)";
   else if (H > 4 && static_cast<int>(view.lines_hidden_heads.size()) < H - 4)
-    legend += " · " + std::to_string(H - static_cast<int>(view.lines_hidden_heads.size())) +
-              " heads drawn over each other: click their numbers to hide some, or Tab to one head";
-  textDisabledWrapped("%s", legend.c_str());
+    header.hint += " · " + std::to_string(H - static_cast<int>(view.lines_hidden_heads.size())) +
+                   " heads drawn over each other: click their numbers to hide some, or Tab to one head";
+  drawLinesHeader(ctx, header);
 
   // ---- the canvas: queries | lines | keys ----------------------------------------------------
   const ImVec2 avail = ImGui::GetContentRegionAvail();

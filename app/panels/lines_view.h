@@ -34,6 +34,9 @@ std::vector<AttentionLine> attentionLines(const Snapshot& snap, bool dropped, in
 // vanishes on the theme's background.
 Rgb headColour(int h, int heads, Colormap cmap, bool light);
 
+// c at `alpha` (clamped to [0, 1]) as ImGui's colour: the lines, the heads' toggles.
+ImU32 colourU32(Rgb c, float alpha);
+
 // A line's opacity in [floor, 1]: the value over the largest the stage can have (1 for weights,
 // 1/(1 − p) after dropout); its width in px at 1×: 1 + 4 × opacity. The top-k lines of long
 // inputs are at least kTopKLeastAlpha opaque: GPT-2's rows spread over ~1000 keys, and a line of

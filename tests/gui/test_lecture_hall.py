@@ -29,6 +29,11 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
   250 %; inline at 1280 × 800 and 100 % and 1920 × 1080 and 200 %. The menu's map toggle and
   shared scale work, Escape closes it, and it does not come back open after the header unfolds
   and folds again (interactive).
+- The Lines tab's header and hint the same: folded into the heads' toggles and an "options ▾"
+  menu (the stage, top k, isolation, Save figure… and the hint) at 1280 × 800 and 200 % (every
+  query of six on screen), 1280 × 720 and 150 %, GPT-2 small at 1280 × 800 and 125 %; inline at
+  1280 × 800 and 100 % and 1920 × 1080 and 100 %. The menu opens below its button, holds the hint
+  in the UI's font, its isolation works and Escape closes it (interactive).
 - `--text-size` and `--theme` win over the view of the last session's autosave, restored at start
   (interactive).
 - Started at 1280 × 800 with the autosave's 200 % text, the app says at once how to make room
@@ -427,6 +432,58 @@ def main():
                            f"the menu came back open when the header folded again: {sorted(d['widgets'])}")
                     print("  the menu open when the header unfolded: not open when it folded again")
 
+            def lines_header_leaves_the_lines_room():
+                # The Lines tab's header never takes more than a quarter of the tab: at a
+                # projector's text in a 1280-pixel window its controls and hint took 46–63 % (two
+                # heads at 1280 × 800 and 200 %: three of six queries on screen). There it folds
+                # into the heads' toggles and an "options ▾" menu holding the rest and the hint;
+                # where it fits it is as before (docs/DESIGN.md §3.4).
+                controls = ("lines_stage_weights", "lines_isolate", "lines_save_figure")
+                for preset, size, pct, folded in (("multihead", "1280x800", 200, True),
+                                                  ("causal", "1280x720", 150, True),
+                                                  ("gpt2-small", "1280x800", 125, True),
+                                                  ("multihead", "1280x800", 100, False),
+                                                  ("gpt2-small", "1920x1080", 100, False)):
+                    d, _ = headless(f"lines-header-{preset}-{size}-{pct}",
+                                    [{"do": "preset", "name": preset}, {"do": "view", "field": "tab", "value": "lines"}],
+                                    "--size", size, "--text-size", str(pct))
+                    w, panel, g = d["widgets"], d["panels"]["lines"], d["state"]["lines"]["geometry"]
+                    mine = {k: r for k, r in w.items() if k.startswith("lines_")}
+                    top = min(r["y"] for r in mine.values())
+                    share = (g["first_row_y"] - g["pitch"] / 2 - top) / (panel["y"] + panel["h"] - top)
+                    print(f"  {preset} at {size}, {pct} %: {'folded' if d['state'].get('lines_header_folded') else 'inline'}, "
+                          f"header and hint {share:.0%} of the tab, queries {g['first_visible'] + 1}–{g['last_visible'] + 1} on screen")
+                    expect(d["state"].get("lines_header_folded") == folded,
+                           f"{preset} {size} {pct} %: folded {d['state'].get('lines_header_folded')}")
+                    expect(("lines_menu" in w) == folded and all((k in w) != folded for k in controls),
+                           f"{preset} {size} {pct} %: {sorted(mine)}")
+                    if folded:
+                        expect(share <= 0.25, f"{preset} {size} {pct} %: the header takes {share:.0%} of the tab")
+                    if preset != "gpt2-small":  # six tokens: every query on screen
+                        expect(g["first_visible"] == 0 and g["last_visible"] == 5,
+                               f"{preset} {size} {pct} %: queries {g['first_visible']}–{g['last_visible']} on screen")
+                # The menu holds what was folded: it opens below its button, the isolation works
+                # from it, the hint is in it in the UI's font, Escape closes it.
+                with App(args.app, display.name, ["--size", "1280x800", "--text-size", "200"]) as app:
+                    app.settled("the first trace")
+                    app.until(lambda _: app.click("tab_lines"), "the Lines tab",
+                              lambda d: "lines_menu" in d["widgets"])
+                    app.until(lambda _: app.click("lines_menu"), "the Lines header's menu",
+                              lambda d: all(k in d["widgets"] for k in controls))
+                    d = app.layout()
+                    button, first = d["widgets"]["lines_menu"], min(d["widgets"][k]["y"] for k in controls)
+                    expect(first >= button["y"] + button["h"] - 0.5, f"the menu over its button: {first} {button}")
+                    expect(d["state"].get("lines_hint_font_px") == d["state"]["font_px"]["ui"],
+                           f"the hint in the menu at {d['state'].get('lines_hint_font_px')} px, the UI's font "
+                           f"{d['state']['font_px']['ui']} px")
+                    isolate = d["state"]["workspace"]["view"]["lines_isolate"]
+                    app.until(lambda _: app.click("lines_isolate"), "only the selected token, from the menu",
+                              lambda d: d["state"]["workspace"]["view"]["lines_isolate"] != isolate)
+                    app.key("Escape")
+                    app.wait_for("Escape closing the menu", lambda d: "lines_isolate" not in d["widgets"], timeout=10)
+                    print(f"  in the menu: below its button, the hint at the UI's font, only the selected token "
+                          f"{isolate} → {not isolate}; Escape closed it")
+
             def inspector_numbers_whole():
                 # The inspector's numbers keep every digit at a projector's 1280 × 800 with large
                 # text: the bars give way, then the names (at 175 % "0.1003" read "0.100", its last
@@ -447,15 +504,17 @@ def main():
                 # The Lines tab's hint and the inspector's context terms in the UI's font at every text
                 # size (they were in the cells' smaller font: 80 % of it); the Pipeline's enlarged map
                 # a real map at 150 %, its numbers shown (it was a 0.3-px map below the steps).
-                for size in (100, 200):
+                # (At 200 % the Lines hint is in the header's menu: "the Lines header leaves the
+                # lines room" opens it there and checks its font.)
+                for size, size_px in ((100, "1280x800"), (150, "1920x1080")):
                     d, _ = headless(f"lines-{size}", [{"do": "view", "field": "tab", "value": "lines"}],
-                                    "--size", "1280x800", "--text-size", str(size))
+                                    "--size", size_px, "--text-size", str(size))
                     ui = d["state"]["font_px"]["ui"]
                     st = d["state"]
                     expect(st.get("lines_hint_font_px") == ui and st.get("inspector_terms_font_px") == ui,
                            f"{size} %: the Lines hint at {st.get('lines_hint_font_px')} px, the inspector's terms at "
                            f"{st.get('inspector_terms_font_px')} px, the UI's font {ui} px")
-                    print(f"  {size} %: the Lines hint and the inspector's terms at the UI's {ui:.0f} px")
+                    print(f"  {size_px} at {size} %: the Lines hint and the inspector's terms at the UI's {ui:.0f} px")
                 d, _ = headless("pipeline-150", [{"do": "view", "field": "tab", "value": "pipeline"}],
                                 "--size", "1280x800", "--text-size", "150")
                 big = [h for h in d["heatmaps"] if h["id"].startswith("pipe_big_")]
@@ -516,6 +575,7 @@ def main():
                 ("text that scales together: Lines hint, inspector terms, the Pipeline's enlarged map", text_scales_together),
                 ("the inspector's numbers whole at 1280 × 800, 100–250 %", inspector_numbers_whole),
                 ("the heatmaps' header leaves the maps room (folded at a projector's sizes)", header_leaves_the_maps_room),
+                ("the Lines header leaves the lines room (folded at a projector's sizes)", lines_header_leaves_the_lines_room),
                 ("the lesson at 1280 × 720 and 150 %", lesson_at_720_and_150),
                 ("long toasts do not overlap the status bar's text", toasts_do_not_overlap),
                 ("Ctrl+S while typing saves the typed value", ctrl_s_while_typing),
