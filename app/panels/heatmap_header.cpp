@@ -35,7 +35,7 @@ struct HeaderPiece {
   float spacing = 0;                   // before it, when beside the last
   float height = 0;                    // its line's, at least
   float keep = 0;                      // what must fit beside it too (placeFlow)
-  bool beside = false;                 // placeHeader: on the last piece's line
+  bool beside = false;                 // placeFlow: on the last piece's line
 };
 
 // The head combo's and the batch slider's own widths (their labels come beside).
@@ -101,7 +101,7 @@ bool isMenu(HeaderForm form) { return form == HeaderForm::FoldedMenu || form == 
 std::vector<HeaderPiece> placeHeader(const ModelConfig& m, const Trace* t, HeaderForm form, float width) {
   std::vector<HeaderPiece> pieces = headerPieces(m, t, form);
   const bool menu = isMenu(form);
-  placeFlow(pieces, width, [menu](std::size_t, const HeaderPiece& p) {
+  placeFlow(pieces, width, [menu](const HeaderPiece& p) {
     return p.kind != Piece::MapsLabel && (!menu || p.kind == Piece::Column);
   });
   return pieces;

@@ -9,9 +9,8 @@
 #include <vector>
 
 #include "engine/errors.h"
-#include "panels/heatmap_header.h"
-#include "widgets/fonts.h"
 #include "widgets/flow_layout.h"
+#include "widgets/fonts.h"
 #include "widgets/layout_dump.h"
 #include "widgets/text.h"
 #include "widgets/theme.h"

@@ -70,7 +70,7 @@ std::vector<LinesPiece> linesPieces(const LinesHeaderState& s, Form form) {
 // menu reads as a list).
 std::vector<LinesPiece> placeLines(const LinesHeaderState& s, Form form, float width) {
   std::vector<LinesPiece> pieces = linesPieces(s, form);
-  placeFlow(pieces, width, [form](std::size_t, const LinesPiece&) { return form != Form::Menu; });
+  placeFlow(pieces, width, [form](const LinesPiece&) { return form != Form::Menu; });
   return pieces;
 }
 
@@ -136,7 +136,6 @@ void drawPiece(const PanelContext& ctx, const LinesHeaderState& s, const LinesPi
       ImGui::EndDisabled();
       layout().widget("lines_k_minus");
       ImGui::SameLine(0, px(4));
-      ImGui::AlignTextToFramePadding();
       ImGui::TextUnformatted(topKText(s.k).c_str());
       if (ImGui::IsItemHovered())
         ImGui::SetTooltip("%d tokens: above %d only each query's %d largest keys are drawn", s.tokens,
@@ -190,10 +189,11 @@ void drawPlaced(const PanelContext& ctx, const LinesHeaderState& s, const std::v
 
 }  // namespace
 
-bool drawLinesHeader(const PanelContext& ctx, const LinesHeaderState& s) {
+void drawLinesHeader(const PanelContext& ctx, const LinesHeaderState& s) {
   const ImVec2 region = ImGui::GetContentRegionAvail();
   std::vector<LinesPiece> pieces = placeLines(s, Form::Inline, region.x);
-  const bool folded = flowHeight(pieces) + hintHeight(s.hint, region.x) > region.y / 4;
+  const bool folded =
+      ImGui::IsPopupOpen(kMenu) || flowHeight(pieces) + hintHeight(s.hint, region.x) > region.y / 4;
   if (folded) pieces = placeLines(s, Form::Folded, region.x);
   drawPlaced(ctx, s, pieces);
   layout().state()["lines_header_folded"] = folded;
@@ -202,7 +202,6 @@ bool drawLinesHeader(const PanelContext& ctx, const LinesHeaderState& s) {
     layout().state()["lines_hint_font_px"] = ImGui::GetFontSize();
     textDisabledWrapped("%s", s.hint.c_str());
   }
-  return folded;
 }
 
 }  // namespace attnscope

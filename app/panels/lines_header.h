@@ -18,14 +18,15 @@ struct LinesHeaderState {
   bool all_keys = true;      // every key drawn (T ≤ kLinesAllKeysUpTo): no top k
   int k = 0;                 // else the top k keys per query
   int tokens = 0;            // T, for the top k's tooltip
-  const char* no_drop_why;   // why "after dropout" is off (its tooltip), when !can_drop
+  const char* no_drop_why = "";  // why "after dropout" is off (its tooltip), when !can_drop
   std::string hint;          // how to read the lines: their opacity and width, hovering, clicking
 };
 
 // At the cursor of the Lines tab: on the panel's lines, or — where the whole header would take
 // more than a quarter of what the tab has left — folded into the heads' toggles and the menu.
-// The choice follows the tab's size, the text size and the state, never last frame's layout.
-// Returns true when folded.
-bool drawLinesHeader(const PanelContext& ctx, const LinesHeaderState& s);
+// The choice follows the tab's size, the text size and the state, never last frame's layout; while
+// the menu is open it stays folded (a choice in it may shorten the header: the menu would vanish
+// under the mouse).
+void drawLinesHeader(const PanelContext& ctx, const LinesHeaderState& s);
 
 }  // namespace attnscope

@@ -16,13 +16,13 @@ namespace attnscope {
 // (its line's, at least), keep (what must fit beside it as well: a label never ends a line apart
 // from what it names) and bool beside (set here: on the last piece's line).
 
-// Places `pieces` within `width`: piece k > 0 goes beside the last where may(k, piece) and it fits.
+// Places `pieces` within `width`: each but the first goes beside the last where may(piece) and it fits.
 template <class Piece, class May>
 void placeFlow(std::vector<Piece>& pieces, float width, May may) {
   float right = 0;
   for (std::size_t k = 0; k < pieces.size(); ++k) {
     Piece& p = pieces[k];
-    p.beside = k > 0 && may(k, p) && right + p.spacing + p.width + p.keep <= width;
+    p.beside = k > 0 && may(p) && right + p.spacing + p.width + p.keep <= width;
     right = (p.beside ? right + p.spacing : 0) + p.width;
   }
 }
