@@ -46,6 +46,10 @@ std::string headLabel(int h) { return std::to_string(h + 1) + "##lines_head" + s
 std::vector<LinesPiece> linesPieces(const LinesHeaderState& s, Form form) {
   const float gap = ImGui::GetStyle().ItemSpacing.x, frame_h = ImGui::GetFrameHeight();
   std::vector<LinesPiece> out;
+  if (form != Form::Folded) {
+    const float stage = ImGui::CalcTextSize("lines of").x + gap + checkWidth("weights") + gap + checkWidth("after dropout");
+    out.push_back({Piece::Stage, -1, stage, gap, frame_h});
+  }
   if (s.heads > 1 && form != Form::Menu) {  // the lines' colours: never folded away
     out.push_back({Piece::HeadsLabel, -1, ImGui::CalcTextSize("heads").x, gap, frame_h,
                    gap + buttonWidth(headLabel(0).c_str())});
@@ -55,8 +59,6 @@ std::vector<LinesPiece> linesPieces(const LinesHeaderState& s, Form form) {
     out.push_back({Piece::Fold, -1, buttonWidth(kFoldLabel), gap, frame_h});
     return out;
   }
-  const float stage = ImGui::CalcTextSize("lines of").x + gap + checkWidth("weights") + gap + checkWidth("after dropout");
-  out.insert(out.begin(), {Piece::Stage, -1, stage, gap, frame_h});
   if (!s.all_keys)
     out.push_back({Piece::TopK, -1,
                    buttonWidth("−") + px(4) + ImGui::CalcTextSize(topKText(s.k).c_str()).x + px(4) + buttonWidth("+"),
