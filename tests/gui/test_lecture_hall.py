@@ -33,8 +33,9 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
   menu (the stage, top k, isolation, Save figure… and the hint) at 1280 × 800 and 200 % (every
   query of six on screen), 1280 × 720 and 150 %, GPT-2 small at 1280 × 800 and 125 %; inline at
   1280 × 800 and 100 % and, GPT-2 small, 1920 × 1080 and 100 %. The heads' toggles stay on its
-  line, nothing passes the tab's edge. The menu opens below its button, holds the hint
-  in the UI's font, its isolation works and Escape closes it (interactive).
+  line, nothing passes the tab's edge. The menu opens below its button, is opaque (beside each of
+  its rows one colour: nothing under it shows through), holds the hint in the UI's font, its
+  isolation works and Escape closes it (interactive).
 - `--text-size` and `--theme` win over the view of the last session's autosave, restored at start
   (interactive).
 - Started at 1280 × 800 with the autosave's 200 % text, the app says at once how to make room
@@ -50,11 +51,15 @@ import sys
 import tempfile
 import time
 
-from PIL import Image
+from PIL import Image, ImageGrab
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_teaching import (App, Display, STEP_TIMEOUT, arguments, describe, run_checks,  # noqa: E402
                            start_ready, write_commands)
+
+
+# A folded header's menu is this many pixels wide at 100 % text (kFoldedMenuWidth, app/widgets/flow_layout.h).
+MENU_WIDTH = 440
 
 
 def expect(cond, message):
@@ -481,12 +486,26 @@ def main():
                     expect(d["state"].get("lines_hint_font_px") == d["state"]["font_px"]["ui"],
                            f"the hint in the menu at {d['state'].get('lines_hint_font_px')} px, the UI's font "
                            f"{d['state']['font_px']['ui']} px")
+                    # Opaque: beside each row of the menu one colour only. ImGui's 94 % let the
+                    # Inspector's "(x2)" and "head 1 of 2" show through, as words among its own.
+                    time.sleep(0.3)
+                    screen = ImageGrab.grab(xdisplay=display.name).convert("RGB")
+                    menu_w = MENU_WIDTH * d["state"]["text_size"] / 100
+                    right = max(0, min(button["x"], 1280 - menu_w)) + menu_w
+                    rows = [r for k, r in d["widgets"].items()
+                            if k.startswith("lines_") and r["y"] >= button["y"] + button["h"] - 0.5]
+                    for r in rows:
+                        x0 = max(q["x"] + q["w"] for q in rows if abs(q["y"] - r["y"]) < 2) + 8
+                        box = (int(x0), int(r["y"]), int(right - 8), int(r["y"] + r["h"]))
+                        shades = len(set(screen.crop(box).getdata()))
+                        expect(box[2] - box[0] > 50 and shades == 1,
+                               f"beside the menu's row at y {r['y']:.0f}: {shades} colours in {box}, what lies under it shows through")
                     isolate = d["state"]["workspace"]["view"]["lines_isolate"]
                     app.until(lambda _: app.click("lines_isolate"), "only the selected token, from the menu",
                               lambda d: d["state"]["workspace"]["view"]["lines_isolate"] != isolate)
                     app.key("Escape")
                     app.wait_for("Escape closing the menu", lambda d: "lines_isolate" not in d["widgets"], timeout=10)
-                    print(f"  in the menu: below its button, the hint at the UI's font, only the selected token "
+                    print(f"  in the menu: below its button, opaque, the hint at the UI's font, only the selected token "
                           f"{isolate} → {not isolate}; Escape closed it")
 
             def inspector_numbers_whole():
