@@ -813,7 +813,10 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   // Measured once per result and choice of heads and columns, not every frame (a 64-head wrapper
   // has 55 k labels).
   float min_cell = 0, three_cell = 0, full_cell = 0;
-  if (T <= kAlwaysLabelledTokens && !window.rows) {
+  // A trained model's maps fit the tab instead: its pattern is what the text is about (ten tokens at
+  // 1280 × 720 and 150 % showed five rows of four-decimal weights, the selected query below), and
+  // a cell's number is its tooltip's.
+  if (T <= kAlwaysLabelledTokens && !window.rows && !snap->model) {
     std::uint64_t key = snap->serial * 1000003u + static_cast<std::uint64_t>(view.head + 1);
     for (Stage stage : stages) key = key * 31 + static_cast<std::uint64_t>(stage) + 1;
     for (ModuleMap m : module_maps) key = key * 37 + static_cast<std::uint64_t>(m) + 1;
@@ -871,9 +874,12 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     const std::string shapes = t.model.variant == Variant::Simple
                                    ? "Q = K = V = X: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width)
                                    : "Q, K, V: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width);
-    return t.heads > 1 ? "Head " + std::to_string(h + 1) + " of " + std::to_string(t.heads) + "  ·  head width " +
+    // A trained model's maps say their layer: a projected card of "Head 2 of 4" alone left the room
+    // asking which of the model's layers it was (the status bar says it, far below).
+    const std::string layer = snap->model ? "Layer " + std::to_string(snap->layer + 1) + "  ·  " : "";
+    return t.heads > 1 ? layer + "head " + std::to_string(h + 1) + " of " + std::to_string(t.heads) + "  ·  head width " +
                              std::to_string(t.head_width) + "  ·  " + shapes
-                       : shapes;
+                       : layer + shapes;
   };
   const bool focus = !view.highlight.empty();  // a lesson step names the maps it is about
   float text_scale = 1;                        // the cells' font, at this much of its size
@@ -994,8 +1000,10 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     const ImVec2 card(grid_origin.x + box.x, grid_origin.y + box.y);
     ImGui::SetCursorScreenPos(card);
     if (needs[static_cast<std::size_t>(n)].heading_h > 0) {  // a lesson step's one card of maps has none
-      drawCardHeading(headingOf(h), box.w);
+      const std::string heading = headingOf(h);
+      drawCardHeading(heading, box.w);
       layout().widget("card_heading_" + std::to_string(h));
+      layout().state()["card_headings"][std::to_string(h)] = heading;
     }
     if (card.y + box.h > visible_top && card.y < visible_bottom) visible_heads_.push_back(h);
     if (!bt.heads[h].hasMaps()) {  // off screen when the edit was made: its maps follow shortly

@@ -206,10 +206,12 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   layout().widget("token_next");
   ImGui::SameLine();
   wrapped("query " + std::to_string(i + 1) + ": \"" + tokens[i] + "\"  (x" + std::to_string(i + 1) + ")");
-  if (t.heads > 1)
-    wrapped("head " + std::to_string(head + 1) + " of " + std::to_string(t.heads) +
-                (ctx.modelOpen() || ctx.givenMaps() ? " (click one in the Layers grid)"
-                                                    : " (choose in the heatmap header)"),
+  if (snap->model)  // a trained model's: which layer and head, picked in the Layers grid
+    wrapped("layer " + std::to_string(snap->layer + 1) + " · head " + std::to_string(head + 1) + " of " +
+                std::to_string(t.heads) + " (the Layers grid picks another)",
+            true);
+  else if (t.heads > 1)
+    wrapped("head " + std::to_string(head + 1) + " of " + std::to_string(t.heads) + " (choose in the heatmap header)",
             true);
 
   section("input", "xᵢ, 1×" + std::to_string(t.d_in));

@@ -11,6 +11,8 @@ a temperature are torch.topk of softmax(logits / temperature) at that position.
 Checked, headless (--commands, the buttons' own commands):
   - text → select_layer 1 head 0 → temperature 0.7 → export_trace npy: the trace on screen and
     the exported files are layer 1's (≤ 1e-5), the next tokens torch's (ids, probabilities ≤ 1e-5);
+  - ten tokens at 1280 × 720, 150 %, presentation: the selected head's weights whole in the tab,
+    its card heading "Layer 3  ·  head 2 of 2 …";
   - append_token (no id) appends torch's most likely token; repeat_text doubles the ids;
   - after append_token, or a token changed in the middle, the pass takes the rows before it from
     the last one (reused_rows), and the layer's weights, next tokens and labels are torch's and
@@ -159,6 +161,23 @@ def checks(tmp):
             assert {e["stage"] for e in d["heatmaps"]} >= {"scores", "weights"}, {e["stage"] for e in d["heatmaps"]}
             print(f"  the Heatmaps tab: the weights alone, colours up to {top:.4f} (below row 1); after "
                   f"model_close the chapter's maps again")
+
+        def a_layers_maps_fit_and_say_which():
+            # Ten tokens on a projector (1280 × 720, 150 %, presentation): the head's weights whole
+            # in the tab — kept at four decimals, they scrolled with five rows on screen and the
+            # selected last query below — and its card names the layer and head.
+            d = run_commands(app, display.name, tmp, "fit", [
+                {"do": "text", "ids": list(range(40, 50))},
+                {"do": "select_layer", "layer": 2, "head": 1},
+                {"do": "view", "field": "tab", "value": "heatmaps"},
+                {"do": "view", "field": "presentation", "value": True},
+            ], "--model", folder, "--size", "1280x720", "--text-size", "150")
+            maps = [e for e in d["heatmaps"] if not e.get("compare")]
+            assert [(e["stage"], e["rows"]) for e in maps] == [("weights", 10)], [(e["stage"], e["rows"]) for e in maps]
+            assert maps[0]["wholly_in_view"], f"the weights are not whole in the tab: {maps[0]['cells']}, cell {maps[0]['cell']}"
+            heading = d["state"]["card_headings"]["1"]
+            assert heading.startswith(f"Layer 3  ·  head 2 of {HEADS}"), heading
+            print(f"  10 × 10 weights whole at {maps[0]['cell']:.0f} px cells; the card: {heading!r}")
 
         def append_and_repeat():
             d = run_commands(app, display.name, tmp, "grow", [
@@ -333,6 +352,7 @@ def checks(tmp):
         return run_checks([("the layer and the next tokens are torch's", layer_and_next_tokens),
                            ("a click on the wrapped text, then typing", type_a_text),
                            ("a token label with ## is drawn", hashes_drawn),
+                           ("a layer's maps fit a projector and say which", a_layers_maps_fit_and_say_which),
                            ("append the top token, repeat the text", append_and_repeat),
                            ("an edit reuses the rows before it", an_edit_reuses_the_rows_before_it),
                            ("the chapter's work is set aside, not edited", chapter_work_set_aside),
