@@ -290,12 +290,26 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx) {
   }
   const bool last = position == session.tokenCount() - 1;
   const bool room = session.tokenCount() < session.maxTokens();
+  // The button grows the text at its end. With another token selected the list below is not what
+  // it appends ("Ġfox 32.5 %" listed, "." appended), so it names the token: the last one's top.
+  std::string append = "Append the top token";
+  if (const float* end = last ? nullptr : logitsShown(s, session, session.tokenCount() - 1)) {
+    if (s->serial != end_serial_) {
+      end_top_ = topNextTokens(end, session.model()->config.vocab_size, 1.0, 1)[0].id;
+      end_serial_ = s->serial;
+    }
+    append = "Append “" + tokenLabel(*session.model(), end_top_) + "” at the end";
+  }
   ImGui::BeginDisabled(!room);
-  if (ImGui::Button("Append the top token")) ctx.commands.push("append_token");
+  if (ImGui::Button((append + "###append").c_str())) ctx.commands.push("append_token");
   ImGui::EndDisabled();
   if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-    ImGui::SetTooltip("The most likely token after the last one: grow the text a token at a time");
+    ImGui::SetTooltip(last ? "The most likely token after the last one: grow the text a token at a time"
+                           : "The most likely token after the last one, not the list's (after token %d): grow the "
+                             "text a token at a time",
+                      position + 1);
   layout().widget("model_append");
+  layout().state()["model_append_label"] = append;
   ImGui::PushFont(fonts().small);
   const float bar_w = ImGui::GetContentRegionAvail().x * 0.3f;
   for (std::size_t i = 0; i < next_.size(); ++i) {

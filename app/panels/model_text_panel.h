@@ -44,6 +44,8 @@ class ModelTextPanel {
   std::vector<NextToken> next_;
   std::uint64_t next_serial_ = 0;
   int next_position_ = -1;
+  std::uint64_t end_serial_ = ~std::uint64_t{0};  // the last token's most likely next (end_top_), of that result
+  int end_top_ = 0;
   double next_temperature_ = -1;
 };
 

@@ -13,7 +13,8 @@ Checked, headless (--commands, the buttons' own commands):
     the exported files are layer 1's (≤ 1e-5), the next tokens torch's (ids, probabilities ≤ 1e-5);
   - ten tokens at 1280 × 720, 150 %, presentation: the selected head's weights whole in the tab,
     its card heading "Layer 3  ·  head 2 of 2 …";
-  - append_token (no id) appends torch's most likely token; repeat_text doubles the ids;
+  - append_token (no id) appends torch's most likely token; repeat_text doubles the ids; with a
+    middle token selected the button names the token it appends (the last one's top);
   - after append_token, or a token changed in the middle, the pass takes the rows before it from
     the last one (reused_rows), and the layer's weights, next tokens and labels are torch's and
     the CLI's for the new text;
@@ -190,6 +191,19 @@ def checks(tmp):
             want = [VOCAB - 1] + [5, 70, 200, 9, top] * 2
             assert d["state"]["model"]["ids"] == want, (d["state"]["model"]["ids"], want)
             print(f"  appended torch's top token {top}, the text twice, then <|endoftext|> before it: {want}")
+            # With a token in the middle selected, the list is the one after it; the button, which
+            # appends the last one's top, says which token that is.
+            label = run_commands(app, display.name, tmp, "middle", [
+                {"do": "text", "ids": [5, 70, 200, 9]}, {"do": "select_token", "index": 1},
+            ], "--model", folder)["state"]["model_append_label"]
+            d = run_commands(app, display.name, tmp, "middle-append", [
+                {"do": "text", "ids": [5, 70, 200, 9]}, {"do": "select_token", "index": 1}, {"do": "append_token"},
+            ], "--model", folder)
+            m = d["state"]["model"]
+            assert m["ids"] == [5, 70, 200, 9, top], m["ids"]
+            assert label == f"Append “{m['tokens'][-1]}” at the end", label
+            assert d["state"]["model_append_label"] == "Append the top token", d["state"]["model_append_label"]
+            print(f"  token 2 selected: the button said {label!r} and appended {top}")
 
         def an_edit_reuses_the_rows_before_it():
             # A text edited after its first tokens: the pass takes the rows before the edit from the
