@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
   tuneMalloc();  // every edit of a large workspace allocates a trace's maps again (engine/memory.h)
   AppOptions options;
   if (int code = parseAppOptions(argc, argv, options); code >= 0) return code;
+  if (const std::string missing = missingAssets(); !missing.empty()) {
+    std::cerr << "error: " << missing << "\n";
+    return 2;
+  }
   const bool headless = !options.screenshot_path.empty();
   std::optional<InteractionBench> bench;  // unattended too: no vsync, no autosave, no recovery
   if (!options.bench_path.empty()) {

@@ -46,7 +46,8 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
   cli.add_flag("--each-head", o.each_head, "with a heatmap --panel: one PNG per head, OUT-h1.png, OUT-h2.png, …");
   cli.add_flag("--caption", o.caption, "add a line with variant, sizes and seed under the screenshot");
   cli.add_flag("--selection", o.selection, "keep the selected token's row and key outlined in the screenshot");
-  cli.add_option("--commands", o.commands_path, "apply this JSON array of commands, one per frame (see README)");
+  cli.add_option("--commands", o.commands_path,
+                 "apply the commands of this JSON file (an array), one per frame (see README)");
   cli.add_flag("--keep-going", o.keep_going, "with --commands: report a command that cannot apply and go on");
   CLI::Option* lesson = cli.add_option(
       "--lesson", o.lesson_path,

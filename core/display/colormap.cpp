@@ -45,7 +45,10 @@ namespace {
 std::array<Rgb, 256> loadTable(Colormap c) {
   const std::string path = assetsDir() + "/colormaps/" + colormapId(c) + ".csv";
   std::ifstream in(path);
-  if (!in) throw InputError(path + ": colormap table missing");
+  if (!in) {
+    const std::string folder = missingAssets();  // the whole data folder, not only this table
+    throw InputError(folder.empty() ? path + ": colormap table missing" : folder);
+  }
   std::array<Rgb, 256> table{};
   std::string line;
   int n = 0;

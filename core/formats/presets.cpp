@@ -41,6 +41,15 @@ std::string assetsDir() {
   return (exe.parent_path().parent_path() / "share" / "attnscope").string();
 }
 
+std::string missingAssets() {
+  const std::string dir = assetsDir();
+  std::error_code ec;
+  if (fs::is_regular_file(fs::path(dir) / "colormaps" / "viridis.csv", ec)) return "";
+  return "attnscope's data (colormaps, presets, lessons) is not in " + dir +
+         ": run the program from its build or installed tree (bin/ beside share/attnscope), or set "
+         "ATTNSCOPE_ASSETS to that share/attnscope folder";
+}
+
 std::vector<std::string> presetNames() {
   std::vector<std::string> names;
   std::error_code ec;

@@ -9,6 +9,10 @@ namespace attnscope {
 // the build tree, <build>/share/attnscope (a link to the source's assets/); else, installed,
 // <exe dir>/../share/attnscope (found through /proc/self/exe). DESIGN.md §1.
 std::string assetsDir();
+// "" when assetsDir() holds the data a window draws with (the colormaps' tables), else one line
+// saying where it was looked for and how to point at it (a copy of the program moved out of its
+// tree found none, and the app aborted on an uncaught error).
+std::string missingAssets();
 // Names of assets/presets/*.json without the extension, sorted.
 std::vector<std::string> presetNames();
 // A preset as the Presets menu lists it: its "view": {"preset": {order, title, description}}.

@@ -7,7 +7,8 @@
 #   build's programs (OpenBLAS's OpenMP build, not the pthread one libopenblas.so.0 points to);
 # - attnscope-cli traces share/attnscope/presets/multihead.json to the notebook's 0.3190;
 # - the app, started as the desktop entry starts it (`attnscope FILE`), renders that workspace
-#   under Xvfb to a PNG that carries it;
+#   under Xvfb to a PNG that carries it; a copy of it without share/attnscope says in one error
+#   line where it looked and names ATTNSCOPE_ASSETS, exit 2;
 # - desktop-file-validate and appstreamcli validate --no-net pass, one id names the desktop entry,
 #   icon, metadata and MIME package; the icon's PNG sizes are what their folders say; the man pages
 #   render with man -l; GLib's MIME sniffing names a workspace application/x-attnscope-workspace+json
@@ -167,6 +168,20 @@ def check_app(prefix, version, env, tmp, source):
     check(round(first_output(trace), 4) == NOTEBOOK_FIRST_OUTPUT, "the app's screenshot is not of multihead.json")
     tokens = json.loads(run([cli, "trace", shot_preset], env).stdout)["workspace"]["tokens"]
     check(tokens[0] == "installed", f"the app's `preset installed_only` did not load the installed copy: {tokens}")
+    # A copy of the program without its share/attnscope: one error line saying where it looked and
+    # how to point at the data, exit 2 (it aborted on an uncaught error about a colormap).
+    alone = os.path.join(tmp, "alone", "bin")
+    os.makedirs(alone)
+    shutil.copy2(app, alone)
+    with g.Xvfb() as x:
+        app_env = g.isolated_env(x.display)
+        app_env.pop("ATTNSCOPE_ASSETS", None)
+        p = subprocess.run([os.path.join(alone, "attnscope"), "--screenshot", os.path.join(tmp, "alone.png")],
+                           env=app_env, capture_output=True, text=True, timeout=180)
+    lines = p.stderr.strip().splitlines()
+    check(p.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: ") and "ATTNSCOPE_ASSETS" in lines[0]
+          and os.path.join(tmp, "alone", "share", "attnscope") in lines[0],
+          f"a copy without its data: exit {p.returncode}, {p.stderr.strip()!r}")
 
 
 def check_python(prefix, env, tmp):
