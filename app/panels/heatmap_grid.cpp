@@ -15,6 +15,7 @@
 #include "panels/head_statistics_panel.h"
 #include "panels/heatmap_header.h"
 #include "state/capture_targets.h"
+#include "state/model_session.h"
 #include "widgets/fonts.h"
 #include "widgets/heatmap.h"
 #include "widgets/layout_dump.h"
@@ -1123,10 +1124,10 @@ FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stag
                std::to_string(t.tokens);
   }
   if (caption) {  // the stage by its title, never its id
-    f.caption = describeModel(t.model) +
+    f.caption = mapsOrigin(snap, "  ·  ") +
                 (t.heads > 1 ? "  ·  head " + std::to_string(head + 1) + " of " + std::to_string(t.heads) : "") +
-                "  ·  " + captureSubject(info.id, t.model) + "  ·  T " + std::to_string(t.tokens) + "  ·  seed " +
-                std::to_string(t.model.seed);
+                "  ·  " + captureSubject(info.id, t.model) + "  ·  T " + std::to_string(t.tokens) +
+                seedPart(snap, "  ·  ");
   }
   return f;
 }
@@ -1144,8 +1145,8 @@ FigureSpec moduleFigure(const Snapshot& snap, const ViewState& view, ModuleMap m
   f.col_labels = dimsOf(snap, f.values.cols());
   f.look = moduleLook(snap, view, map);  // the colours as the module's card chooses them
   if (caption)
-    f.caption = describeModel(t.model) + "  ·  " + info.title + "  ·  T " + std::to_string(t.tokens) + "  ·  seed " +
-                std::to_string(t.model.seed);
+    f.caption = mapsOrigin(snap, "  ·  ") + "  ·  " + info.title + "  ·  T " + std::to_string(t.tokens) +
+                seedPart(snap, "  ·  ");
   return f;
 }
 

@@ -9,6 +9,7 @@
 #include "engine/stages.h"
 #include "panels/lines_header.h"
 #include "state/capture_targets.h"
+#include "state/model_session.h"
 #include "widgets/fonts.h"
 #include "widgets/layout_dump.h"
 #include "widgets/text.h"
@@ -102,10 +103,7 @@ LinesFigureSpec linesFigure(const Snapshot& snap, const ViewState& view, bool ca
                (view.lines_isolate ? " · query '" + snap.tokens()[static_cast<std::size_t>(selected)] + "'" : "");
   spec.legend = dropped ? "opacity and width follow the weight after dropout: opaque at 1/(1−p) = " + fixed2(most)
                         : "opacity and width follow the weight: opaque at 1";
-  if (caption) {
-    const ModelConfig& m = t.model;
-    spec.caption = describeModel(m) + " · T " + std::to_string(T) + " · seed " + std::to_string(m.seed);
-  }
+  if (caption) spec.caption = mapsOrigin(snap, " · ") + " · T " + std::to_string(T) + seedPart(snap, " · ");
   return spec;
 }
 

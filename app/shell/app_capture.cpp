@@ -7,6 +7,7 @@
 #include "display/vector_figure.h"
 #include "formats/workspace_file.h"
 #include "shell/app.h"
+#include "state/model_session.h"
 #include "widgets/fonts.h"
 #include "widgets/heatmap.h"
 #include "widgets/layout_dump.h"
@@ -26,8 +27,12 @@ std::string App::captionText(const CaptureSpec& spec) const {
     const std::string head = H > 1 ? " · head\u00a0" + std::to_string(spec.head + 1) + "\u00a0of\u00a0" +
                                          std::to_string(H)
                                    : "";
-    std::snprintf(buf, sizeof buf, "%s%s · %s · T\u00a0%d · seed\u00a0%u", describeModel(m).c_str(), head.c_str(),
-                  captureSubject(spec.panel, m).c_str(), T, m.seed);  // the stage's title, never its id
+    std::snprintf(buf, sizeof buf, "%s%s · %s · T\u00a0%d%s", mapsOrigin(*snap, " · ").c_str(), head.c_str(),
+                  captureSubject(spec.panel, m).c_str(), T,
+                  seedPart(*snap, " · ", "\u00a0").c_str());  // the stage's title, never its id
+  } else if (snap->model) {  // a trained model: its name, layer and width, no seed
+    std::snprintf(buf, sizeof buf, "attnscope · %s · T\u00a0%d · d\u00a0%d", mapsOrigin(*snap, " · ").c_str(), T,
+                  static_cast<int>(in.embeddings.cols()));
   } else {
     std::snprintf(buf, sizeof buf, "attnscope · %s · T\u00a0%d · d_in\u00a0%d · d_out\u00a0%d · seed\u00a0%u",
                   describeModel(m).c_str(), T, static_cast<int>(in.embeddings.cols()), m.d_out, m.seed);

@@ -169,6 +169,19 @@ const float* logitsShown(const Snapshot* s, const ModelSession& m, int position)
              : nullptr;
 }
 
+std::string mapsOrigin(const Snapshot& s, const std::string& sep) {
+  if (!s.model) return describeModel(s.inputs->model);
+  const ModelPass& pass = *s.model;
+  const std::string name = pass.model                                 ? modelName(*pass.model)
+                           : pass.given && !pass.given->title.empty() ? pass.given->title
+                                                                      : "attention maps";
+  return name + sep + "layer " + std::to_string(s.layer + 1) + " of " + std::to_string(pass.layers());
+}
+
+std::string seedPart(const Snapshot& s, const std::string& sep, const std::string& space) {
+  return s.model ? "" : sep + "seed" + space + std::to_string(s.inputs->model.seed);
+}
+
 const ModelPass* passShown(const Snapshot* s, const ModelSession& m) {
   return s != nullptr && s->model && m.isOpen() && s->model_lineage == m.lineage() ? s->model.get() : nullptr;
 }

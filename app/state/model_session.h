@@ -111,6 +111,13 @@ class ModelSession {
 // is now (a newer text or another model: null until its result comes).
 const float* logitsShown(const Snapshot* s, const ModelSession& m, int position);
 
+// What a caption says the maps are of: a trained model's name and layer ("gpt2 · layer 3 of 12",
+// parts joined by `sep`), else the chapter's step (describeModel: "Multi-head attention, 4 heads");
+// and the seed of the chapter's random weights (sep + "seed 123", `space` between the two), none
+// for a trained model's, which are its own (a GPT-2 figure's caption named the workspace's seed).
+std::string mapsOrigin(const Snapshot& s, const std::string& sep);
+std::string seedPart(const Snapshot& s, const std::string& sep, const std::string& space = " ");
+
 // The snapshot's model pass when it belongs to the model open now (an earlier text of it is
 // shown while the newest computes; another model's never), else null.
 const ModelPass* passShown(const Snapshot* s, const ModelSession& m);

@@ -385,7 +385,14 @@ Layout layOut(const FigureSpec& s, const FigureOptions& o, Painter& p) {
     const double lw = p.width(L.legend, cs) + (L.legend_swatch ? cs + 3 : 0);
     L.legend_x = L.x0 + (L.bar_w - lw) / 2;
     L.legend_y = L.range_y;
-    if (L.legend_x < L.x0 + lo_w + 8 || L.legend_x + lw > L.x0 + L.bar_w - hi_w - 8) {  // below the range
+    // Between the range's ends where it clears them and every tick's label (a trained model's
+    // "top: the largest below row 1 (row 1 is 1)" was written over "0.4"), else below the range.
+    bool clear = L.legend_x >= L.x0 + lo_w + 8 && L.legend_x + lw <= L.x0 + L.bar_w - hi_w - 8;
+    for (const auto& [x, label] : L.ticks) {
+      const double half = label.empty() ? 0 : p.width(label, fs) / 2 + 6;
+      if (half > 0 && x + half > L.legend_x && x - half < L.legend_x + lw) clear = false;
+    }
+    if (!clear) {  // below the range
       L.legend_x = L.x0;
       L.legend_y = bottom + cs * 1.2;
       bottom = L.legend_y + cs * 0.3;

@@ -12,7 +12,8 @@ Checked, headless (--commands, the buttons' own commands):
   - text → select_layer 1 head 0 → temperature 0.7 → export_trace npy: the trace on screen and
     the exported files are layer 1's (≤ 1e-5), the next tokens torch's (ids, probabilities ≤ 1e-5);
   - ten tokens at 1280 × 720, 150 %, presentation: the selected head's weights whole in the tab,
-    its card heading "Layer 3  ·  head 2 of 2 …";
+    its card heading "Layer 3  ·  head 2 of 2 …"; a figure's caption names the model and the
+    layer, no seed;
   - append_token (no id) appends torch's most likely token; repeat_text doubles the ids; with a
     middle token selected the button names the token it appends (the last one's top);
   - after append_token, or a token changed in the middle, the pass takes the rows before it from
@@ -29,6 +30,7 @@ Usage: test_model_view.py APP CLI ASSETS_DIR
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,7 +44,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "oracle"))
 import gpt_models as gm  # noqa: E402
 import torch  # noqa: E402
-from test_teaching import Display, App, run_checks, run_commands  # noqa: E402
+from test_teaching import Display, App, run_checks, run_commands, write_commands  # noqa: E402
 
 LAYERS, HEADS = 3, 2
 MERGES = [("h", "e"), ("l", "l"), ("he", "ll"), ("Ġ", "w"), ("o", "r"), ("Ġw", "or"), ("l", "d"), ("Ġwor", "ld"), ("#", "#")]
@@ -179,6 +181,21 @@ def checks(tmp):
             heading = d["state"]["card_headings"]["1"]
             assert heading.startswith(f"Layer 3  ·  head 2 of {HEADS}"), heading
             print(f"  10 × 10 weights whole at {maps[0]['cell']:.0f} px cells; the card: {heading!r}")
+            # A figure's caption names the model and the layer, and no seed: the weights are the
+            # model's own (it said "Multi-head attention, 2 heads · … · seed 123", the workspace's).
+            svg = os.path.join(tmp, "caption.svg")
+            commands = write_commands(tmp, "caption", [{"do": "text", "ids": list(range(40, 50))},
+                                                       {"do": "select_layer", "layer": 2, "head": 1}])
+            p = subprocess.run([app, "--model", folder, "--commands", commands, "--panel", "weights", "--head", "2",
+                                "--caption", "--screenshot", svg], capture_output=True, text=True, timeout=120,
+                               env=dict(os.environ, DISPLAY=display.name, HOME=tmp, XDG_STATE_HOME=tmp))
+            assert p.returncode == 0, p.stderr
+            with open(svg) as f:
+                caption = [t for t in re.findall(r"<text[^>]*>([^<]*)</text>", f.read()) if "T 10" in t]
+            want = f"gpt  ·  layer 3 of {LAYERS}  ·  head 2 of {HEADS}  ·  weights (softmax)  ·  T 10"
+            assert caption == [want], caption
+            caption = caption[0]
+            print(f"  the figure's caption: {caption!r}")
 
         def append_and_repeat():
             d = run_commands(app, display.name, tmp, "grow", [

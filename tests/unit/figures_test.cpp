@@ -404,6 +404,50 @@ TEST(VectorFigure, LargeMapsShrinkAndDropTheirNumbers) {
   EXPECT_EQ(texts, (std::vector<std::string>{"0", "1", "0.2", "0.4", "0.6", "0.8"}));
 }
 
+// The colorbar's legend is never written over a tick's label: on the range's line only where it
+// clears them all, else below it (a 14-token weights map coloured to 0.684 had its "top: …" note
+// over "0.4"). Text is estimated at 0.45 em a character, less than DejaVu Sans's digits and letters.
+TEST(VectorFigure, TheLegendNeverCoversATickLabel) {
+  Matrix m(14, 14);
+  for (int i = 0; i < 14; ++i)
+    for (int j = 0; j < 14; ++j) m(i, j) = j <= i ? 0.684f / static_cast<float>(i + j + 1) : 0.0f;
+  FigureSpec f;
+  f.values = StageMap(m);
+  f.look.range = ValueRange{0, 0.684f};
+  f.look.legend = "top: the largest below row 1 (row 1 is 1)";
+  const std::string path = tempPath("legend.svg");
+  ASSERT_EQ(writeVectorFigure(f, path), "");
+  const std::string svg = readFile(path);
+  struct Placed {
+    std::string text;
+    double x0, x1, y;
+  };
+  std::vector<Placed> placed;
+  for (std::size_t at = svg.find("<text"); at != std::string::npos; at = svg.find("<text", at + 1)) {
+    const std::size_t open = svg.find('>', at), close = svg.find("</text>", at);
+    const std::string tag = svg.substr(at, open - at), text = svg.substr(open + 1, close - open - 1);
+    const auto attr = [&](const std::string& name) {
+      const std::size_t p = tag.find(" " + name + "=\"");
+      return p == std::string::npos ? 0.0 : std::atof(tag.c_str() + p + name.size() + 3);
+    };
+    const double w = 0.45 * attr("font-size") * static_cast<double>(text.size()), x = attr("x");
+    const double x0 = tag.find("text-anchor=\"middle\"") != std::string::npos ? x - w / 2
+                      : tag.find("text-anchor=\"end\"") != std::string::npos  ? x - w
+                                                                                : x;
+    placed.push_back({text, x0, x0 + w, attr("y")});
+  }
+  const auto legend = std::find_if(placed.begin(), placed.end(), [](const Placed& p) { return p.text[0] == 't'; });
+  ASSERT_NE(legend, placed.end());
+  int ticks = 0;
+  for (const Placed& p : placed)
+    if (p.text == "0.2" || p.text == "0.4" || p.text == "0.6") {
+      ++ticks;
+      EXPECT_FALSE(p.y == legend->y && p.x1 > legend->x0 && p.x0 < legend->x1)
+          << "the legend [" << legend->x0 << ", " << legend->x1 << "] over the tick " << p.text << " at " << p.x0;
+    }
+  EXPECT_EQ(ticks, 3);  // the ticks keep their labels
+}
+
 // A figure on a log scale: a tick per power of ten, and exact zeros in a colour of their own (not
 // the bottom colour, which is the smallest positive value's), said by the legend.
 TEST(VectorFigure, LogScaleHasTicksAndZerosTheirOwnColour) {
