@@ -49,6 +49,46 @@ bool tokenButton(const std::string& label, bool selected, bool enabled, float ma
 }
 
 // The layer shown, 1 … layers (select_layer counts from 0).
+// One row of token chips (or of next tokens): a tokenButton in the small font, as tall as its
+// text, and the space under it.
+float chipPitch() { return fonts().small->FontSize + ImGui::GetStyle().ItemSpacing.y; }
+
+// The rows the chips of `tokens` take in a list as wide as the window's content, placed as
+// tokenChips places them (with room for its scrollbar).
+int chipRows(const std::vector<std::string>& tokens, int listed) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float width = ImGui::GetContentRegionAvail().x - style.ScrollbarSize;
+  const float size = fonts().small->FontSize;
+  int rows = 1;
+  float x = 0;
+  for (int t = 0; t < listed; ++t) {
+    const float w =
+        std::min(fonts().small->CalcTextSizeA(size, FLT_MAX, 0, tokens[static_cast<std::size_t>(t)].c_str()).x +
+                     style.FramePadding.x * 2,
+                 width);
+    if (t > 0 && x + style.ItemSpacing.x + w >= width) ++rows, x = 0;
+    x += (x > 0 ? style.ItemSpacing.x : 0) + w;
+  }
+  return rows;
+}
+
+// The tokens' list: as many whole rows as its chips take, up to four and what `room` holds, at
+// least one (scrolled to the selected token, a part of a row showed at its top as a token cut in
+// half).
+float chipsHeight(float room, int rows_needed) {
+  const float spacing = ImGui::GetStyle().ItemSpacing.y;
+  const int fit = static_cast<int>(std::floor((room + spacing) / chipPitch()));
+  return static_cast<float>(std::max(std::min({fit, rows_needed, 4}), 1)) * chipPitch() - spacing;
+}
+
+// The next tokens with `rows` of their rows: the heading (two lines at most), the temperature, the
+// button, the rows.
+float nextTokensHeight(int rows) {
+  return 2 * ImGui::GetTextLineHeightWithSpacing() + 2 * ImGui::GetFrameHeightWithSpacing() +
+         static_cast<float>(rows) * chipPitch();
+}
+constexpr int kNextRowsKept = 3;  // the next tokens' rows the Text panel keeps in view
+
 void layerSlider(const PanelContext& ctx, int layers) {
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("layer");
@@ -115,19 +155,35 @@ void ModelTextPanel::tokenChips(const PanelContext& ctx, float chips_h) {
   layout().widget("model_tokens");
 }
 
-void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
+void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size, bool compact) {
   if (ctx.givenMaps()) {
     beginPanelWindow("Attention maps", "model", pos, size);
     drawGiven(ctx);
-    model_h_ = ImGui::GetCursorPosY() - ImGui::GetStyle().ItemSpacing.y + ImGui::GetStyle().WindowPadding.y;
+    model_h_ = model_compact_h_ = ImGui::GetCursorPosY() - ImGui::GetStyle().ItemSpacing.y +
+                                  ImGui::GetStyle().WindowPadding.y;
     ImGui::End();
     return;
   }
   beginPanelWindow("Trained model", "model", pos, size);
   const GptModel& m = *ctx.model->model();
   const GptConfig& c = m.config;
+  // Compact, the model's shape is the name's tooltip; its notes (heads guessed, no tokenizer) stay.
+  const std::string shape = std::string(c.layout == "huggingface" ? "GPT-2 (Hugging Face)" : "the book's GPTModel") +
+                            " · " + std::to_string(c.layers) + " layers · " + std::to_string(c.heads) + " heads of " +
+                            std::to_string(c.headWidth()) + " · d = " + std::to_string(c.d_model) + " · vocabulary " +
+                            std::to_string(c.vocab_size) + " · context " + std::to_string(c.context_length);
+  // A wrapped paragraph's height in the small font, with the space under it.
+  const auto smallTextHeight = [](const std::string& text) {
+    return fonts()
+               .small->CalcTextSizeA(fonts().small->FontSize, FLT_MAX, ImGui::GetContentRegionAvail().x, text.c_str())
+               .y +
+           ImGui::GetStyle().ItemSpacing.y;
+  };
+  const float shape_h = smallTextHeight(shape);
   ImGui::TextUnformatted(modelName(m).c_str());
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s\n(weights: %s)", m.path.c_str(), m.weights_path.c_str());
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("%s\n(weights: %s)%s%s", m.path.c_str(), m.weights_path.c_str(), compact ? "\n" : "",
+                      compact ? shape.c_str() : "");
   // The way out beside the name, at the top: at large text the panel's lower lines scroll out of
   // view (at 1920 × 1080 and 200 % "Close model" sat half under the Text panel).
   const char* close = ctx.model->isRun() ? "End the run" : "Close model";
@@ -140,19 +196,25 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
   if (ctx.model->isRun() && ImGui::IsItemHovered())
     ImGui::SetTooltip("Stop training and go back to the chapter's workspace, as it was (Save model… first to keep it)");
   ImGui::PushFont(fonts().small);
-  ImGui::TextWrapped("%s · %d layers · %d heads of %d · d = %d · vocabulary %d · context %d",
-                     c.layout == "huggingface" ? "GPT-2 (Hugging Face)" : "the book's GPTModel", c.layers, c.heads,
-                     c.headWidth(), c.d_model, c.vocab_size, c.context_length);
+  if (!compact) ImGui::TextWrapped("%s", shape.c_str());
   for (const std::string& note : m.notes) ImGui::TextWrapped("• %s", note.c_str());
   ImGui::PopFont();
   ImGui::Separator();
   layerSlider(ctx, c.layers);
-  ImGui::PushFont(fonts().small);
-  ImGui::TextWrapped(
+  static constexpr const char* kLayerNote =
       "Every view shows this layer's attention: its input is LayerNorm₁ of the residual stream, its "
-      "weights the model's. Click a head in the Layers tab to pick both.");
-  ImGui::PopFont();
-  model_h_ = ImGui::GetCursorPosY() - ImGui::GetStyle().ItemSpacing.y + ImGui::GetStyle().WindowPadding.y;
+      "weights the model's. Click a head in the Layers tab to pick both.";
+  const float end = ImGui::GetCursorPosY() - ImGui::GetStyle().ItemSpacing.y + ImGui::GetStyle().WindowPadding.y;
+  if (compact) {
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kLayerNote);
+  } else {
+    ImGui::PushFont(fonts().small);
+    ImGui::TextWrapped("%s", kLayerNote);
+    ImGui::PopFont();
+  }
+  model_compact_h_ = compact ? end : end - shape_h;
+  model_h_ = model_compact_h_ + shape_h + smallTextHeight(kLayerNote);
+  layout().state()["model_panel_compact"] = compact;
   ImGui::End();
 }
 
@@ -172,11 +234,32 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   }
   const bool tokenizer = session.model()->tokenizer != nullptr;
   // The field follows the session (a command, append, repeat) unless it is being typed into.
+  // Without a tokenizer the field shows the ids (it showed its "token ids" placeholder over 17 of them).
   if (session.version() != mirrored_version_ && !ImGui::IsAnyItemActive()) {
     text_ = session.text();
+    if (!tokenizer) {
+      text_.clear();
+      for (int id : session.ids()) text_ += (text_.empty() ? "" : " ") + std::to_string(id);
+    }
     mirrored_version_ = session.version();
   }
-  const float field_h = ImGui::GetTextLineHeight() * 3.6f + ImGui::GetStyle().FramePadding.y * 2;
+  // What the panel holds below the field — <|endoftext|>, the tokens' count, a row of them and the
+  // next tokens with kNextRowsKept of their rows — keeps its room (at 1280 × 800 and 175 % the next
+  // tokens were below the fold). Where it is short the field shows two lines, not 3.6, and the
+  // hint under it becomes the field's tooltip.
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float line_h = ImGui::GetTextLineHeight(), line = ImGui::GetTextLineHeightWithSpacing();
+  const float frame = ImGui::GetFrameHeightWithSpacing();
+  const bool eot_wraps = ImGui::CalcTextSize("start with <|endoftext|>").x + ImGui::GetFrameHeight() +
+                             style.ItemInnerSpacing.x >
+                         ImGui::GetContentRegionAvail().x;
+  const float below = (eot_wraps ? frame + line : frame) + line + chipPitch() + style.ItemSpacing.y +
+                      nextTokensHeight(kNextRowsKept);
+  const float hint_h = fonts().small->FontSize + style.ItemSpacing.y;
+  const float room = ImGui::GetContentRegionAvail().y - below - style.ItemSpacing.y - style.FramePadding.y * 2;
+  const bool roomy = room - hint_h >= line_h * 3.6f;
+  const float field_h = (roomy ? line_h * 3.6f : line_h * 2) + style.FramePadding.y * 2;
+  const char* hint = editing_ ? "Enter applies · Ctrl+Enter: a new line" : "click the text to edit it";
   bool apply = false;
   if (editing_ && tokenizer) {
     const bool focusing = focus_field_;
@@ -197,6 +280,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     else
       ImGui::TextUnformatted(text_.c_str());
     layout().rect("model_text_content", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());  // tests: wrapped
+    layout().state()["model_field"] = text_;
     ImGui::PopTextWrapPos();
     if (tokenizer && ImGui::IsWindowHovered()) {
       ImGui::SetMouseCursor(ImGuiMouseCursor_TextInput);
@@ -207,21 +291,20 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     ImGui::PopStyleColor();
     layout().widget("model_text");
   }
+  if (!roomy && tokenizer && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", hint);
   if (apply && text_ != session.text()) ctx.commands.push("text", {{"value", text_}});
   ImGui::PushFont(fonts().small);
-  if (!tokenizer)
-    ImGui::TextWrapped(
-        "No tokenizer beside this model (vocab.json and merges.txt): the text is token ids (the "
-        "`text` command's ids).");
-  else
-    ImGui::TextDisabled(editing_ ? "Enter applies · Ctrl+Enter: a new line" : "click the text to edit it");
+  if (tokenizer && roomy)  // without one the field shows ids, and the model panel's note says why
+    ImGui::TextDisabled("%s", hint);
   ImGui::PopFont();
   bool eot = session.prependEot();
   ImGui::BeginDisabled(!tokenizer || session.model()->tokenizer->endOfText() < 0);
   if (checkboxWrapped("model_eot", "start with <|endoftext|>", &eot)) ctx.commands.push("text", {{"prepend_eot", eot}});
   ImGui::EndDisabled();
   if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-    ImGui::SetTooltip("GPT-2 was trained on texts after <|endoftext|>: with it, the heads' sink is that token");
+    ImGui::SetTooltip(tokenizer && session.model()->tokenizer->endOfText() >= 0
+                          ? "GPT-2 was trained on texts after <|endoftext|>: with it, the heads' sink is that token"
+                          : "This model's tokenizer has no <|endoftext|>, or there is no tokenizer beside it");
   layout().widget("model_eot");
 
   // The tokens as GPT-2 spells them (Ġ: a space before the word); a click selects one.
@@ -230,7 +313,8 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     ImGui::SameLine();
     ImGui::TextDisabled("(the model's whole context)");
   }
-  tokenChips(ctx, std::min(ImGui::GetFrameHeightWithSpacing() * 4, ImGui::GetContentRegionAvail().y * 0.35f));
+  tokenChips(ctx, chipsHeight(ImGui::GetContentRegionAvail().y - style.ItemSpacing.y - nextTokensHeight(kNextRowsKept),
+                              chipRows(session.tokens(), std::min(session.tokenCount(), kTokensListed))));
   ImGui::Separator();
   nextTokens(ctx);
   ImGui::End();
@@ -254,7 +338,9 @@ void ModelTextPanel::runText(const PanelContext& ctx) {
     ImGui::SameLine();
     ImGui::TextDisabled("(the model's whole context)");
   }
-  tokenChips(ctx, std::min(ImGui::GetFrameHeightWithSpacing() * 4, ImGui::GetContentRegionAvail().y * 0.35f));
+  tokenChips(ctx, chipsHeight(ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y -
+                                  nextTokensHeight(kNextRowsKept),
+                              chipRows(session.tokens(), std::min(session.tokenCount(), kTokensListed))));
   ImGui::Separator();
   nextTokens(ctx);
 }
@@ -328,6 +414,7 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx) {
     ImGui::SameLine();
     if (tokenButton(label, false, last && room, ImGui::GetContentRegionAvail().x))
       ctx.commands.push("append_token", {{"id", t.id}});
+    if (i < kNextRowsKept) layout().widget("model_next_" + std::to_string(i));
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
       ImGui::SetTooltip(last ? "%s · id %d · logit %.3f · click: append it to the text" : "%s · id %d · logit %.3f",
                         label.c_str(), t.id, static_cast<double>(t.logit));

@@ -17,10 +17,14 @@ namespace attnscope {
 
 class ModelTextPanel {
  public:
-  void drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
+  // `compact`: the layer's explanation as the layer slider's tooltip, not under it (the column is
+  // short: at 1280 × 800 and 175 % the panel took 40 % and the next tokens were below the fold).
+  void drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size, bool compact = false);
   void drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
   void reset() { mirrored_version_ = ~std::uint64_t{0}; }
-  float modelHeight() const { return model_h_; }  // drawModel's content, measured in the last frame
+  // drawModel's content, measured in the last frame: whole, and compact.
+  float modelHeight() const { return model_h_; }
+  float compactModelHeight() const { return model_compact_h_; }
 
  private:
   void drawGiven(const PanelContext& ctx);                 // given maps: what they are, the layer, Close
@@ -28,7 +32,7 @@ class ModelTextPanel {
   void runText(const PanelContext& ctx);                   // a training run's: its probe, the next tokens
   void nextTokens(const PanelContext& ctx);
 
-  float model_h_ = 0;
+  float model_h_ = 0, model_compact_h_ = 0;
   std::string text_;                                    // the field, as typed
   std::uint64_t mirrored_version_ = ~std::uint64_t{0};  // the session version the field shows
   // The text is shown wrapped, as a projector needs it (ImGui's multiline field does not wrap);

@@ -216,11 +216,14 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
   }
   if (ctx.modelOpen()) {  // a trained model: what it is, then its text and next tokens
     // As tall as its lines (measured in the last frame), between 18 and 40 % of the column: the text's
-    // panel holds the next tokens.
-    if (model && inputs)
-      model_h = std::floor(std::clamp(model_text_.modelHeight() > 0 ? model_text_.modelHeight() : body_h * 0.3f,
-                                      body_h * 0.18f, body_h * 0.4f));
-    if (model) model_text_.drawModel(ctx, top, ImVec2(left_w, model_h));
+    // panel holds the next tokens. Over 30 % the layer's explanation becomes its slider's tooltip.
+    bool compact = false;
+    if (model && inputs) {
+      compact = model_text_.modelHeight() > body_h * 0.3f;
+      const float want = compact ? model_text_.compactModelHeight() : model_text_.modelHeight();
+      model_h = std::floor(std::clamp(want > 0 ? want : body_h * 0.3f, body_h * 0.18f, body_h * 0.4f));
+    }
+    if (model) model_text_.drawModel(ctx, top, ImVec2(left_w, model_h), compact);
     if (inputs) model_text_.drawText(ctx, ImVec2(top.x, top.y + model_h), ImVec2(left_w, body_h - model_h));
   } else {
     if (model) model_panel_.draw(ctx, top, ImVec2(left_w, model_h));

@@ -14,6 +14,9 @@ Checked, headless (--commands, the buttons' own commands):
   - ten tokens at 1280 × 720, 150 %, presentation: the selected head's weights whole in the tab,
     its card heading "Layer 3  ·  head 2 of 2 …"; a figure's caption names the model and the
     layer, no seed;
+  - the next tokens' button and first three rows in the Text panel's view at 1280 × 800 / 175 %,
+    1280 × 720 / 150 and 100 %, 1920 × 1080 / 200 and 100 %; the model panel compact where the text
+    is large;
   - append_token (no id) appends torch's most likely token; repeat_text doubles the ids; with a
     middle token selected the button names the token it appends (the last one's top);
   - after append_token, or a token changed in the middle, the pass takes the rows before it from
@@ -197,6 +200,26 @@ def checks(tmp):
             caption = caption[0]
             print(f"  the figure's caption: {caption!r}")
 
+        def the_next_tokens_in_view_on_a_projector():
+            # The left column at a projector's text: the next tokens' button and first three rows
+            # in the Text panel's view (at 1280 × 800 and 175 % they were below its fold: the model
+            # panel took 40 % with its shape and explanation, the field 3.6 lines). The model panel
+            # is compact there — its shape and explanation tooltips — and whole where there is room.
+            for size, pct, compact in (("1280x800", 175, True), ("1280x720", 150, True), ("1280x720", 100, False),
+                                       ("1920x1080", 200, True), ("1920x1080", 100, False)):
+                d = run_commands(app, display.name, tmp, f"left-{size}-{pct}", [
+                    {"do": "text", "ids": list(range(40, 50))},
+                ], "--model", folder, "--size", size, "--text-size", str(pct))
+                panel, w = d["panels"]["inputs"], d["widgets"]
+                bottom = panel["y"] + panel["h"]
+                shown = [k for k in ("model_append", "model_next_0", "model_next_1", "model_next_2")
+                         if k in w and w[k]["y"] + w[k]["h"] <= bottom + 0.5]
+                assert len(shown) == 4, f"{size} {pct} %: in the Text panel's view only {shown} (bottom {bottom})"
+                assert d["state"]["model_panel_compact"] == compact, (size, pct, d["state"]["model_panel_compact"])
+                text = w["model_text"]
+                assert text["h"] >= 2 * d["state"]["font_px"]["ui"], f"{size} {pct} %: the text field {text}"
+            print("  the next tokens' button and three rows in view at 5 sizes; the model panel compact at 150 % and more")
+
         def append_and_repeat():
             d = run_commands(app, display.name, tmp, "grow", [
                 {"do": "text", "ids": [5, 70, 200, 9]},
@@ -312,6 +335,7 @@ def checks(tmp):
             assert d["state"]["model"]["ids"] == [3, 1, 4, 1, 5], d["state"]["model"]
             assert d["state"]["model"]["tokens"][0] == "#3", d["state"]["model"]["tokens"]
             assert "no tokenizer" in d["state"]["toast"], d["state"]["toast"]
+            assert d["state"]["model_field"] == "3 1 4 1 5", d["state"]["model_field"]  # not an empty field
             env = dict(os.environ, DISPLAY=display.name, HOME=tmp, XDG_STATE_HOME=tmp)
             out = os.path.join(tmp, "bench.json")
             r = subprocess.run([app, "--bench-interaction", out, "--model", bare, "--bench-tokens", "40",
@@ -384,6 +408,7 @@ def checks(tmp):
                            ("a click on the wrapped text, then typing", type_a_text),
                            ("a token label with ## is drawn", hashes_drawn),
                            ("a layer's maps fit a projector and say which", a_layers_maps_fit_and_say_which),
+                           ("the next tokens in view on a projector", the_next_tokens_in_view_on_a_projector),
                            ("append the top token, repeat the text", append_and_repeat),
                            ("an edit reuses the rows before it", an_edit_reuses_the_rows_before_it),
                            ("the chapter's work is set aside, not edited", chapter_work_set_aside),
