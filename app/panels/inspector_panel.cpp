@@ -214,7 +214,8 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     wrapped("head " + std::to_string(head + 1) + " of " + std::to_string(t.heads) + " (choose in the heatmap header)",
             true);
 
-  section("input", "xᵢ, 1×" + std::to_string(t.d_in));
+  // A trained model's layer reads the residual stream through its first LayerNorm, not embeddings.
+  section(snap->model ? "input  LayerNorm₁ of the residual stream" : "input", "xᵢ, 1×" + std::to_string(t.d_in));
   wrapped("x" + std::to_string(i + 1) + " = " + vec(inputOf(*snap->inputs, snap->batch).row(i)));
 
   if (simple) {
