@@ -187,7 +187,9 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   float label_w = 0;
   for (const std::string& s : snap->tokens())
     label_w = std::max(label_w, font->CalcTextSizeA(font_size, FLT_MAX, 0, s.c_str()).x);
-  label_w = std::min(label_w + px(4), std::max(px(60), inner.x * 0.18f));
+  // + 1: (w + px(4)) − px(4) rounds below w for some w, and the longest token lost its end
+  // ("Ġbecau…" with 200 px to spare).
+  label_w = std::min(label_w + px(4) + 1, std::max(px(60), inner.x * 0.18f));
   const float gap = px(10);
   // With a query isolated, each of its lines' values is written after its key, in its head's
   // colour (up to 4 heads, up to kLinesAllKeysUpTo tokens): room for them is kept on the right.
