@@ -82,7 +82,11 @@ void barRow(const PanelContext& ctx, const char* id, const Eigen::Ref<const RowV
   }
   const float gap = px(8), min_bar = px(24), min_name = px(36);
   const float avail = ImGui::GetContentRegionAvail().x;
-  float name_w = px(70);
+  // The names as wide as the widest needs, up to 40 % of the row (a trained model's "<|endoftext|>"
+  // ran under its bar at 70 px); a longer one ends in "…", whole in its tooltip.
+  float widest = 0;
+  for (int j = 0; j < shown; ++j) widest = std::max(widest, ImGui::CalcTextSize(tokens[j].c_str()).x);
+  float name_w = std::max(px(70), std::min(widest + px(4), avail * 0.4f));
   float bar_w = avail - name_w - num_w - 2 * gap;
   if (bar_w < min_bar) {  // a narrow panel or large text: the names give up room for the bar
     name_w = std::max(min_name, name_w - (min_bar - bar_w));
@@ -97,8 +101,13 @@ void barRow(const PanelContext& ctx, const char* id, const Eigen::Ref<const RowV
     ImGui::PushID(j);
     const bool masked = isMasked(j);
     const bool selected = ctx.view.key == j;
-    if (ImGui::Selectable(tokens[j].c_str(), selected, 0, ImVec2(name_w, h)))
+    // Drawn apart from the item: a token's "##" (GPT-2 has "##", "###") would be read as its id.
+    const ImVec2 at = ImGui::GetCursorScreenPos();
+    if (ImGui::Selectable("##name", selected, 0, ImVec2(name_w, h)))
       ctx.commands.push("select_key", {{"index", selected ? -1 : j}});
+    const std::string name = fitText(tokens[j], name_w - px(2));
+    draw->AddText(at, ImGui::GetColorU32(ImGuiCol_Text), name.c_str());
+    if (name != tokens[j] && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tokens[j].c_str());
     ImGui::PopID();
     ImGui::PopID();
     if (bars) {
