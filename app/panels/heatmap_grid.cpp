@@ -878,7 +878,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     // A trained model's maps say their layer: a projected card of "Head 2 of 4" alone left the room
     // asking which of the model's layers it was (the status bar says it, far below).
     const std::string layer = snap->model ? "Layer " + std::to_string(snap->layer + 1) + "  ·  " : "";
-    return t.heads > 1 ? layer + "head " + std::to_string(h + 1) + " of " + std::to_string(t.heads) +
+    return t.heads > 1 ? layer + (layer.empty() ? "Head " : "head ") + std::to_string(h + 1) + " of " + std::to_string(t.heads) +
                              "  ·  head width " + std::to_string(t.head_width) + "  ·  " + shapes
                        : layer + shapes;
   };

@@ -217,7 +217,7 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   wrapped("query " + std::to_string(i + 1) + ": \"" + tokens[i] + "\"  (x" + std::to_string(i + 1) + ")");
   if (snap->model)  // a trained model's: which layer and head, picked in the Layers grid
     wrapped("layer " + std::to_string(snap->layer + 1) + " · head " + std::to_string(head + 1) + " of " +
-                std::to_string(t.heads) + " (the Layers grid picks another)",
+                std::to_string(t.heads) + " (pick another in the Layers tab)",
             true);
   else if (t.heads > 1)
     wrapped("head " + std::to_string(head + 1) + " of " + std::to_string(t.heads) + " (choose in the heatmap header)",

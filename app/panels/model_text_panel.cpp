@@ -77,7 +77,7 @@ int chipRows(const std::vector<std::string>& tokens, int listed) {
 // half).
 float chipsHeight(float room, int rows_needed) {
   const float spacing = ImGui::GetStyle().ItemSpacing.y;
-  const int fit = static_cast<int>(std::floor((room + spacing) / chipPitch()));
+  const int fit = static_cast<int>(std::floor(room / chipPitch()));
   return static_cast<float>(std::max(std::min({fit, rows_needed, 4}), 1)) * chipPitch() - spacing;
 }
 
@@ -197,7 +197,20 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size,
     ImGui::SetTooltip("Stop training and go back to the chapter's workspace, as it was (Save model… first to keep it)");
   ImGui::PushFont(fonts().small);
   if (!compact) ImGui::TextWrapped("%s", shape.c_str());
-  for (const std::string& note : m.notes) ImGui::TextWrapped("• %s", note.c_str());
+  // Compact, a note is one line, cut with "…" and whole on hover ("no tokenizer … give token ids"
+  // took four lines at 175 %).
+  float notes_extra = 0;  // what the notes wrapped take beyond a line each
+  for (const std::string& note : m.notes) {
+    const std::string whole = "• " + note;
+    notes_extra += smallTextHeight(whole) - (fonts().small->FontSize + ImGui::GetStyle().ItemSpacing.y);
+    if (!compact) {
+      ImGui::TextWrapped("%s", whole.c_str());
+      continue;
+    }
+    const std::string line = fitText(whole, ImGui::GetContentRegionAvail().x);
+    ImGui::TextUnformatted(line.c_str());
+    if (line != whole && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", note.c_str());
+  }
   ImGui::PopFont();
   ImGui::Separator();
   layerSlider(ctx, c.layers);
@@ -212,8 +225,8 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size,
     ImGui::TextWrapped("%s", kLayerNote);
     ImGui::PopFont();
   }
-  model_compact_h_ = compact ? end : end - shape_h;
-  model_h_ = model_compact_h_ + shape_h + smallTextHeight(kLayerNote);
+  model_compact_h_ = compact ? end : end - shape_h - notes_extra;
+  model_h_ = model_compact_h_ + shape_h + notes_extra + smallTextHeight(kLayerNote);
   layout().state()["model_panel_compact"] = compact;
   ImGui::End();
 }
@@ -253,9 +266,11 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   const bool eot_wraps = ImGui::CalcTextSize("start with <|endoftext|>").x + ImGui::GetFrameHeight() +
                              style.ItemInnerSpacing.x >
                          ImGui::GetContentRegionAvail().x;
-  const float below = (eot_wraps ? frame + line : frame) + line + chipPitch() + style.ItemSpacing.y +
-                      nextTokensHeight(kNextRowsKept);
-  const float hint_h = fonts().small->FontSize + style.ItemSpacing.y;
+  const float below = (!tokenizer  ? 0.0f
+                       : eot_wraps ? frame + line
+                                   : frame) +
+                      line + chipPitch() + style.ItemSpacing.y + nextTokensHeight(kNextRowsKept);
+  const float hint_h = tokenizer ? fonts().small->FontSize + style.ItemSpacing.y : 0.0f;
   const float room = ImGui::GetContentRegionAvail().y - below - style.ItemSpacing.y - style.FramePadding.y * 2;
   const bool roomy = room - hint_h >= line_h * 3.6f;
   const float field_h = (roomy ? line_h * 3.6f : line_h * 2) + style.FramePadding.y * 2;
@@ -291,21 +306,30 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     ImGui::PopStyleColor();
     layout().widget("model_text");
   }
-  if (!roomy && tokenizer && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", hint);
+  if (ImGui::IsItemHovered() && (!roomy || !tokenizer))
+    ImGui::SetTooltip("%s", tokenizer ? hint
+                                      : "Token ids: without a tokenizer beside the model the text command gives "
+                                        "them (a --commands file, or attnscope.command in a notebook)");
   if (apply && text_ != session.text()) ctx.commands.push("text", {{"value", text_}});
   ImGui::PushFont(fonts().small);
   if (tokenizer && roomy)  // without one the field shows ids, and the model panel's note says why
     ImGui::TextDisabled("%s", hint);
   ImGui::PopFont();
-  bool eot = session.prependEot();
-  ImGui::BeginDisabled(!tokenizer || session.model()->tokenizer->endOfText() < 0);
-  if (checkboxWrapped("model_eot", "start with <|endoftext|>", &eot)) ctx.commands.push("text", {{"prepend_eot", eot}});
-  ImGui::EndDisabled();
-  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-    ImGui::SetTooltip(tokenizer && session.model()->tokenizer->endOfText() >= 0
-                          ? "GPT-2 was trained on texts after <|endoftext|>: with it, the heads' sink is that token"
-                          : "This model's tokenizer has no <|endoftext|>, or there is no tokenizer beside it");
-  layout().widget("model_eot");
+  // Without a tokenizer there is no <|endoftext|> to start with: no checkbox (the model panel's note
+  // says there is no tokenizer).
+  if (tokenizer) {
+    bool eot = session.prependEot();
+    const bool has_eot = session.model()->tokenizer->endOfText() >= 0;
+    ImGui::BeginDisabled(!has_eot);
+    if (checkboxWrapped("model_eot", "start with <|endoftext|>", &eot))
+      ctx.commands.push("text", {{"prepend_eot", eot}});
+    ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+      ImGui::SetTooltip(has_eot
+                            ? "GPT-2 was trained on texts after <|endoftext|>: with it, the heads' sink is that token"
+                            : "This model's tokenizer has no <|endoftext|>");
+    layout().widget("model_eot");
+  }
 
   // The tokens as GPT-2 spells them (Ġ: a space before the word); a click selects one.
   ImGui::Text("%d tokens", session.tokenCount());
@@ -386,13 +410,20 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx) {
     }
     append = "Append “" + tokenLabel(*session.model(), end_top_) + "” at the end";
   }
+  // Its text drawn apart from the button: a token's "##" (GPT-2 has "##", "###") would end it.
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const std::string shown = fitText(append, ImGui::GetContentRegionAvail().x - style.FramePadding.x * 2);
+  const ImVec2 at = ImGui::GetCursorScreenPos();
   ImGui::BeginDisabled(!room);
-  if (ImGui::Button((append + "###append").c_str())) ctx.commands.push("append_token");
+  if (ImGui::Button("##append",
+                    ImVec2(ImGui::CalcTextSize(shown.c_str()).x + style.FramePadding.x * 2, ImGui::GetFrameHeight())))
+    ctx.commands.push("append_token");
+  ImGui::GetWindowDrawList()->AddText(ImVec2(at.x + style.FramePadding.x, at.y + style.FramePadding.y),
+                                      ImGui::GetColorU32(room ? ImGuiCol_Text : ImGuiCol_TextDisabled), shown.c_str());
   ImGui::EndDisabled();
   if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-    ImGui::SetTooltip(last ? "The most likely token after the last one: grow the text a token at a time"
-                           : "The most likely token after the last one, not the list's (after token %d): grow the "
-                             "text a token at a time",
+    ImGui::SetTooltip(last ? "Appends the most likely token after the last one: grow the text a token at a time"
+                           : "Appends the most likely token after the last token; the list below is for token %d",
                       position + 1);
   layout().widget("model_append");
   layout().state()["model_append_label"] = append;

@@ -44,7 +44,8 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
   cli.add_option("--panel", o.panel, "capture one panel or one heatmap: " + panels);
   cli.add_option("--head", o.head, "the head of a heatmap --panel (1-based)")->check(CLI::Range(1, Limits{}.max_heads));
   cli.add_flag("--each-head", o.each_head, "with a heatmap --panel: one PNG per head, OUT-h1.png, OUT-h2.png, …");
-  cli.add_flag("--caption", o.caption, "add a line with variant, sizes and seed under the screenshot");
+  cli.add_flag("--caption", o.caption,
+               "add a line under the screenshot: the step, sizes and seed, or a trained model's name and layer");
   cli.add_flag("--selection", o.selection, "keep the selected token's row and key outlined in the screenshot");
   cli.add_option("--commands", o.commands_path,
                  "apply the commands of this JSON file (an array), one per frame (see README)");

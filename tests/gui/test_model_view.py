@@ -15,8 +15,8 @@ Checked, headless (--commands, the buttons' own commands):
     its card heading "Layer 3  ·  head 2 of 2 …"; a figure's caption names the model and the
     layer, no seed;
   - the next tokens' button and first three rows in the Text panel's view at 1280 × 800 / 175 %,
-    1280 × 720 / 150 and 100 %, 1920 × 1080 / 200 and 100 %; the model panel compact where the text
-    is large;
+    1280 × 720 / 150 and 100 %, 1920 × 1080 / 200 and 100 %, and a model without a tokenizer at
+    1280 × 800 / 175 %; the model panel compact where the text is large;
   - append_token (no id) appends torch's most likely token; repeat_text doubles the ids; with a
     middle token selected the button names the token it appends (the last one's top);
   - after append_token, or a token changed in the middle, the pass takes the rows before it from
@@ -165,6 +165,7 @@ def checks(tmp):
                 {"do": "text", "value": "hello world"}, {"do": "model_close"},
                 {"do": "view", "field": "tab", "value": "heatmaps"}], "--model", folder)
             assert {e["stage"] for e in d["heatmaps"]} >= {"scores", "weights"}, {e["stage"] for e in d["heatmaps"]}
+            assert d["state"]["card_headings"]["0"].startswith("Head 1 of 2  ·  "), d["state"]["card_headings"]  # no layer
             print(f"  the Heatmaps tab: the weights alone, colours up to {top:.4f} (below row 1); after "
                   f"model_close the chapter's maps again")
 
@@ -205,11 +206,16 @@ def checks(tmp):
             # in the Text panel's view (at 1280 × 800 and 175 % they were below its fold: the model
             # panel took 40 % with its shape and explanation, the field 3.6 lines). The model panel
             # is compact there — its shape and explanation tooltips — and whole where there is room.
-            for size, pct, compact in (("1280x800", 175, True), ("1280x720", 150, True), ("1280x720", 100, False),
-                                       ("1920x1080", 200, True), ("1920x1080", 100, False)):
+            bare = os.path.join(tmp, "bare-left")  # no tokenizer: its note (four lines at 175 %) as one
+            os.makedirs(bare, exist_ok=True)
+            for name in ("config.json", "model.safetensors"):
+                shutil.copy(os.path.join(folder, name), bare)
+            for model, size, pct, compact in ((folder, "1280x800", 175, True), (folder, "1280x720", 150, True),
+                                              (folder, "1280x720", 100, False), (folder, "1920x1080", 200, True),
+                                              (folder, "1920x1080", 100, False), (bare, "1280x800", 175, True)):
                 d = run_commands(app, display.name, tmp, f"left-{size}-{pct}", [
                     {"do": "text", "ids": list(range(40, 50))},
-                ], "--model", folder, "--size", size, "--text-size", str(pct))
+                ], "--model", model, "--size", size, "--text-size", str(pct))
                 panel, w = d["panels"]["inputs"], d["widgets"]
                 bottom = panel["y"] + panel["h"]
                 shown = [k for k in ("model_append", "model_next_0", "model_next_1", "model_next_2")
@@ -218,7 +224,8 @@ def checks(tmp):
                 assert d["state"]["model_panel_compact"] == compact, (size, pct, d["state"]["model_panel_compact"])
                 text = w["model_text"]
                 assert text["h"] >= 2 * d["state"]["font_px"]["ui"], f"{size} {pct} %: the text field {text}"
-            print("  the next tokens' button and three rows in view at 5 sizes; the model panel compact at 150 % and more")
+            print("  the next tokens' button and three rows in view at 5 sizes, and without a tokenizer at 1280 × 800 "
+                  "and 175 %; the model panel compact at 150 % and more")
 
         def append_and_repeat():
             d = run_commands(app, display.name, tmp, "grow", [
