@@ -42,6 +42,9 @@ void headTooltip(const HeadThumbnail& t, int layer, int head) {
 
 }  // namespace
 
+// The least width the scores table takes beside the grid (px at 100 %): its seven columns' titles.
+constexpr float kTableBeside = 380;
+
 void LayersView::draw(const PanelContext& ctx) {
   const Snapshot* snap = beginMainTab(ctx, "layers");
   if (!ctx.modelOpen()) {
@@ -110,6 +113,24 @@ void LayersView::draw(const PanelContext& ctx) {
   }
   ImGui::PopFont();
   const ImVec2 rest = ImGui::GetContentRegionAvail();
+  // Few heads a layer: the grid as tall as the tab and the table beside it, where that makes the
+  // thumbnails larger than above the table (4 heads of 6 layers used a third of the tab's width at
+  // 1920 × 1080, the rest empty). The table keeps at least kTableBeside of the width.
+  const float spacing = ImGui::GetStyle().ItemSpacing.x;
+  if (both && !ctx.givenMaps()) {
+    const GridMetrics above = gridMetrics(pass, ImVec2(rest.x, std::floor(rest.y * 0.64f)));
+    const GridMetrics tall = gridMetrics(pass, ImVec2(rest.x - px(kTableBeside) - spacing, rest.y));
+    if (tall.cell > above.cell) {
+      const float grid_w = tall.label_w + static_cast<float>(pass.headsPerLayer()) * (tall.cell + tall.gap);
+      const ImVec2 origin = ImGui::GetCursorScreenPos();
+      grid(ctx, *snap, ImVec2(grid_w, rest.y));
+      ImGui::SetCursorScreenPos(ImVec2(origin.x + grid_w + spacing, origin.y));
+      scoresTable(ctx, *snap, ImVec2(rest.x - grid_w - spacing, rest.y));
+      layout().state()["layers_table_beside"] = true;
+      return;
+    }
+  }
+  layout().state()["layers_table_beside"] = false;
   if (both || !table_instead_) grid(ctx, *snap, ImVec2(rest.x, both ? std::floor(rest.y * 0.64f) : rest.y));
   if (!(both || table_instead_)) return;
   // Given maps have no Heatmaps tab (no stages but the weights): the picked head's map is here,

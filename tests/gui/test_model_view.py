@@ -16,7 +16,8 @@ Checked, headless (--commands, the buttons' own commands):
     layer, no seed;
   - the next tokens' button and first three rows in the Text panel's view at 1280 × 800 / 175 %,
     1280 × 720 / 150 and 100 %, 1920 × 1080 / 200 and 100 %, and a model without a tokenizer at
-    1280 × 800 / 175 %; the model panel compact where the text is large;
+    1280 × 800 / 175 %; the model panel compact where the text is large; with 2 heads a layer at
+    1920 × 1080 the scores table beside the grid, the grid most of the tab's height;
   - append_token (no id) appends torch's most likely token; repeat_text doubles the ids; with a
     middle token selected the button names the token it appends (the last one's top);
   - after append_token, or a token changed in the middle, the pass takes the rows before it from
@@ -224,6 +225,10 @@ def checks(tmp):
                 assert d["state"]["model_panel_compact"] == compact, (size, pct, d["state"]["model_panel_compact"])
                 text = w["model_text"]
                 assert text["h"] >= 2 * d["state"]["font_px"]["ui"], f"{size} {pct} %: the text field {text}"
+                if (size, pct) == ("1920x1080", 100):  # 2 heads a layer: the scores table beside the grid
+                    grid = d["panels"]["layers_grid"]
+                    assert d["state"]["layers_table_beside"], "the scores table under a grid of 2 heads a layer"
+                    assert grid["h"] > 0.6 * (d["panels"]["inputs"]["y"] + d["panels"]["inputs"]["h"]), grid
             print("  the next tokens' button and three rows in view at 5 sizes, and without a tokenizer at 1280 × 800 "
                   "and 175 %; the model panel compact at 150 % and more")
 
