@@ -17,23 +17,16 @@ namespace attnscope {
 namespace {
 constexpr int kNextTokens = 10;     // the list's length
 constexpr int kTokensListed = 400;  // the token chips shown at most (a long text's first ones)
-// A small button showing `label` as it is: ImGui's own would read "##" in a token (GPT-2 has
-// "##", "###") as the start of its id and show nothing. At most `max_w` wide (a long token is cut
-// with "…"; the tooltip has it whole). Its id comes from the ID stack.
-bool tokenButton(const std::string& label, bool selected, bool enabled, float max_w) {
+// A button showing `label` as it is: ImGui's own would read "##" in a token (GPT-2 has "##",
+// "###") as the start of its id and show nothing. At most `max_w` wide (a long label is cut with
+// "…"; the tooltip has it whole). Its id comes from the ID stack. A chip is as tall as its text;
+// `framed`, as tall as ImGui's buttons.
+bool tokenButton(const std::string& label, bool selected, bool enabled, float max_w, bool framed = false) {
   const ImGuiStyle& style = ImGui::GetStyle();
-  std::string shown = label;
-  while (shown.size() > 1 && ImGui::CalcTextSize(shown.c_str()).x + style.FramePadding.x * 2 > max_w) {
-    std::size_t cut = shown.size() - 1;  // drop a whole UTF-8 character
-    while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xC0) == 0x80) --cut;
-    shown = shown.substr(0, cut);
-    if (ImGui::CalcTextSize((shown + "…").c_str()).x + style.FramePadding.x * 2 <= max_w) {
-      shown += "…";
-      break;
-    }
-  }
+  const std::string shown = fitText(label, max_w - style.FramePadding.x * 2);
   const ImVec2 text = ImGui::CalcTextSize(shown.c_str(), nullptr, false);
-  const ImVec2 size(text.x + style.FramePadding.x * 2, text.y);
+  const float pad_y = framed ? style.FramePadding.y : 0.0f;
+  const ImVec2 size(text.x + style.FramePadding.x * 2, text.y + pad_y * 2);
   const ImVec2 p = ImGui::GetCursorScreenPos();
   ImGui::BeginDisabled(!enabled);
   const bool pressed = ImGui::InvisibleButton("##token", size);
@@ -43,7 +36,7 @@ bool tokenButton(const std::string& label, bool selected, bool enabled, float ma
                                                          : ImGuiCol_Button;
   ImDrawList* draw = ImGui::GetWindowDrawList();
   draw->AddRectFilled(p, ImVec2(p.x + size.x, p.y + size.y), ImGui::GetColorU32(col), style.FrameRounding);
-  draw->AddText(ImVec2(p.x + style.FramePadding.x, p.y),
+  draw->AddText(ImVec2(p.x + style.FramePadding.x, p.y + pad_y),
                 ImGui::GetColorU32(enabled ? ImGuiCol_Text : ImGuiCol_TextDisabled), shown.c_str());
   return pressed && enabled;
 }
@@ -72,15 +65,6 @@ int chipRows(const std::vector<std::string>& tokens, int listed) {
   return rows;
 }
 
-// The tokens' list: as many whole rows as its chips take, up to four and what `room` holds, at
-// least one (scrolled to the selected token, a part of a row showed at its top as a token cut in
-// half).
-float chipsHeight(float room, int rows_needed) {
-  const float spacing = ImGui::GetStyle().ItemSpacing.y;
-  const int fit = static_cast<int>(std::floor(room / chipPitch()));
-  return static_cast<float>(std::max(std::min({fit, rows_needed, 4}), 1)) * chipPitch() - spacing;
-}
-
 // The next tokens with `rows` of their rows: the heading (two lines at most), the temperature, the
 // button, the rows.
 float nextTokensHeight(int rows) {
@@ -88,6 +72,17 @@ float nextTokensHeight(int rows) {
          static_cast<float>(rows) * chipPitch();
 }
 constexpr int kNextRowsKept = 3;  // the next tokens' rows the Text panel keeps in view
+
+// The tokens' list above the next tokens: as many whole rows as its chips take, up to four and what
+// the room left above kNextRowsKept of the next tokens holds, at least one (scrolled to the
+// selected token, a part of a row showed at its top as a token cut in half).
+float chipsAboveNextTokens(const ModelSession& session) {
+  const float spacing = ImGui::GetStyle().ItemSpacing.y;
+  const float room = ImGui::GetContentRegionAvail().y - spacing - nextTokensHeight(kNextRowsKept);
+  const int fit = static_cast<int>(std::floor(room / chipPitch()));
+  const int needed = chipRows(session.tokens(), std::min(session.tokenCount(), kTokensListed));
+  return static_cast<float>(std::max(std::min({fit, needed, 4}), 1)) * chipPitch() - spacing;
+}
 
 void layerSlider(const PanelContext& ctx, int layers) {
   ImGui::AlignTextToFramePadding();
@@ -337,8 +332,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     ImGui::SameLine();
     ImGui::TextDisabled("(the model's whole context)");
   }
-  tokenChips(ctx, chipsHeight(ImGui::GetContentRegionAvail().y - style.ItemSpacing.y - nextTokensHeight(kNextRowsKept),
-                              chipRows(session.tokens(), std::min(session.tokenCount(), kTokensListed))));
+  tokenChips(ctx, chipsAboveNextTokens(session));
   ImGui::Separator();
   nextTokens(ctx);
   ImGui::End();
@@ -362,9 +356,7 @@ void ModelTextPanel::runText(const PanelContext& ctx) {
     ImGui::SameLine();
     ImGui::TextDisabled("(the model's whole context)");
   }
-  tokenChips(ctx, chipsHeight(ImGui::GetContentRegionAvail().y - ImGui::GetStyle().ItemSpacing.y -
-                                  nextTokensHeight(kNextRowsKept),
-                              chipRows(session.tokens(), std::min(session.tokenCount(), kTokensListed))));
+  tokenChips(ctx, chipsAboveNextTokens(session));
   ImGui::Separator();
   nextTokens(ctx);
 }
@@ -410,17 +402,8 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx) {
     }
     append = "Append “" + tokenLabel(*session.model(), end_top_) + "” at the end";
   }
-  // Its text drawn apart from the button: a token's "##" (GPT-2 has "##", "###") would end it.
-  const ImGuiStyle& style = ImGui::GetStyle();
-  const std::string shown = fitText(append, ImGui::GetContentRegionAvail().x - style.FramePadding.x * 2);
-  const ImVec2 at = ImGui::GetCursorScreenPos();
-  ImGui::BeginDisabled(!room);
-  if (ImGui::Button("##append",
-                    ImVec2(ImGui::CalcTextSize(shown.c_str()).x + style.FramePadding.x * 2, ImGui::GetFrameHeight())))
-    ctx.commands.push("append_token");
-  ImGui::GetWindowDrawList()->AddText(ImVec2(at.x + style.FramePadding.x, at.y + style.FramePadding.y),
-                                      ImGui::GetColorU32(room ? ImGuiCol_Text : ImGuiCol_TextDisabled), shown.c_str());
-  ImGui::EndDisabled();
+  // A tokenButton: a token's "##" would end an ImGui button's text.
+  if (tokenButton(append, false, room, ImGui::GetContentRegionAvail().x, true)) ctx.commands.push("append_token");
   if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
     ImGui::SetTooltip(last ? "Appends the most likely token after the last one: grow the text a token at a time"
                            : "Appends the most likely token after the last token; the list below is for token %d",
