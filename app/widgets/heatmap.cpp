@@ -343,9 +343,11 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       ticks_dump.push_back({{"value", t.value}, {"x", x}, {"label", labelled ? t.label : ""}});
     }
   }
+  nlohmann::json legend_rect;    // null without a legend
   if (!s.look.legend.empty()) {  // between the range labels, or below them when it does not fit
     const bool swatch = s.look.legend.rfind("▨", 0) == 0;  // a masked-grey square, then the text
-    const std::string text = swatch ? s.look.legend.substr(std::string("▨").size()) : s.look.legend;
+    const std::string whole = swatch ? s.look.legend.substr(std::string("▨").size()) : s.look.legend;
+    std::string text = whole;
     const float lw = small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str()).x + (swatch ? fs + 2 : 0);
     float lx = p0.x + (bar_w - lw) / 2, ly = bar_y + px(10);
     if (lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
@@ -357,7 +359,15 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       draw->AddRectFilled(ImVec2(lx, ly + 2), ImVec2(lx + fs - 2, ly + fs - 1), th.masked_cell);
       lx += fs + 2;
     }
+    // Within the tile: a trained model's 2 × 2 weights wrote "top: the largest below row 1 (row 1
+    // is 1)" over the next card's. Cut with "…", whole on hover.
+    const float room = origin.x + size.x - lx;
+    text = fitText(small, fs, whole, room);
     draw->AddText(small, fs, ImVec2(lx, ly), th.text_dim, text.c_str());
+    legend_rect = rectJson(ImVec2(lx, ly), ImVec2(lx + width(text), ly + fs));
+    if (text != whole && ImGui::IsWindowHovered() &&
+        ImGui::IsMouseHoveringRect(ImVec2(lx, ly), ImVec2(lx + room, ly + fs)))
+      ImGui::SetTooltip("%s", whole.c_str());
   }
 
   if (s.dimmed && in_view) {  // a lesson step is about other maps: this one recedes, still legible
@@ -372,6 +382,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   entry["title"] = s.title;
   entry["cells"] = rectJson(p0, p1);
   entry["tile"] = rectJson(origin, ImVec2(origin.x + size.x, origin.y + size.y));
+  entry["legend"] = legend_rect;
   // What the map drew — title to colorbar labels — within its tile: a figure's crop (no blank below).
   entry["content"] = rectJson(origin, ImVec2(origin.x + size.x, std::min(origin.y + size.y, content_bottom)));
   entry["rows"] = rows;

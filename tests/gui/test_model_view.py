@@ -12,7 +12,8 @@ Checked, headless (--commands, the buttons' own commands):
   - text → select_layer 1 head 0 → temperature 0.7 → export_trace npy: the trace on screen and
     the exported files are layer 1's (≤ 1e-5), the next tokens torch's (ids, probabilities ≤ 1e-5);
   - ten tokens at 1280 × 720, 150 %, presentation: the selected head's weights whole in the tab,
-    its card heading "Layer 3  ·  head 2 of 2 …"; a figure's caption names the model and the
+    its card heading "Layer 3  ·  head 2 of 2 …"; two tokens after twenty, every head: each map's
+    legend within its tile; a figure's caption names the model and the
     layer, no seed;
   - the next tokens' button and first three rows in the Text panel's view at 1280 × 800 / 175 %,
     1280 × 720 / 150 and 100 %, 1920 × 1080 / 200 and 100 %, and a model without a tokenizer at
@@ -183,6 +184,17 @@ def checks(tmp):
             maps = [e for e in d["heatmaps"] if not e.get("compare")]
             assert [(e["stage"], e["rows"]) for e in maps] == [("weights", 10)], [(e["stage"], e["rows"]) for e in maps]
             assert maps[0]["wholly_in_view"], f"the weights are not whole in the tab: {maps[0]['cells']}, cell {maps[0]['cell']}"
+            # Fewer tokens after more, every head: two-token maps are narrower than their legend,
+            # which stays within its own tile (it ran over the next card's).
+            d2 = run_commands(app, display.name, tmp, "two", [
+                {"do": "text", "ids": list(range(40, 60))}, {"do": "select_token", "index": 17},
+                {"do": "text", "ids": [40, 41]}, {"do": "view", "field": "tab", "value": "heatmaps"},
+            ], "--model", folder, "--size", "1280x800", "--text-size", "175")
+            legends = [(e["id"], e["legend"], e["tile"]) for e in d2["heatmaps"] if e.get("legend")]
+            assert len(legends) == HEADS, legends
+            for i, legend, tile in legends:
+                assert legend["x"] + legend["w"] <= tile["x"] + tile["w"] + 0.5, f"{i}: legend {legend} past its tile {tile}"
+            assert d2["state"]["token"] == 1, d2["state"]["token"]
             heading = d["state"]["card_headings"]["1"]
             assert heading.startswith(f"Layer 3  ·  head 2 of {HEADS}"), heading
             print(f"  10 × 10 weights whole at {maps[0]['cell']:.0f} px cells; the card: {heading!r}")
