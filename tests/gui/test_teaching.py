@@ -252,18 +252,15 @@ class App:
         self.xdotool("mousemove", "--window", self.find_window(), int(round(x)), int(round(y)))
         time.sleep(0.1)
 
-    def click_at(self, x, y, double=False):
+    def click_at(self, x, y):
         self.move(x, y)
         self.xdotool("click", 1)
-        if double:  # two clicks 0.12 s apart: xdotool's --repeat comes too fast for ImGui to see two
-            time.sleep(0.12)
-            self.xdotool("click", 1)
         time.sleep(0.15)
 
-    def click(self, widget, double=False):
+    def click(self, widget):
         d = self.wait_for(f"widget {widget}", lambda d: widget in d["widgets"])
         r = d["widgets"][widget]
-        self.click_at(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2, double)
+        self.click_at(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2)
 
     def key(self, combo):
         """Holds the keys for a moment: ImGui 1.86 looks at key state once per frame."""
@@ -299,24 +296,20 @@ class App:
             self.type(text)
         return self.until(act, "the typed name", lambda d: d["state"]["file_dialog"]["name"] == text, attempts, 10)
 
-    def type_into(self, widget, text, done, what, double=False, attempts=3):
-        """Opens the drag field `widget` for typing (Ctrl+click, or a double-click), selects all,
-        types `text`, Return; until done(dump). Under the sanitizers a double-click's two clicks
-        can land in frames further apart than ImGui's double-click time."""
+    def type_into(self, widget, text, done, what, attempts=3):
+        """Opens the drag field `widget` for typing by Ctrl+click, selects all, types `text`, Return;
+        until done(dump). Never by a double-click: ImGui 1.86 reads the mouse once a frame, and under
+        the sanitizers a frame can outlast both clicks, or ImGui's 0.3 s between them."""
         def act(attempt):
             d = self.wait_for(f"widget {widget}", lambda d: widget in d["widgets"])
             r = d["widgets"][widget]
-            x, y = r["x"] + r["w"] / 2, r["y"] + r["h"] / 2
-            if double:
-                self.click_at(x, y, double=True)
-            else:
-                self.move(x, y)
-                self.xdotool("keydown", "ctrl")
-                time.sleep(0.1)
-                self.xdotool("click", 1)
-                time.sleep(0.15)
-                self.xdotool("keyup", "ctrl")
-                time.sleep(0.1)
+            self.move(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2)
+            self.xdotool("keydown", "ctrl")
+            time.sleep(0.1)
+            self.xdotool("click", 1)
+            time.sleep(0.15)
+            self.xdotool("keyup", "ctrl")
+            time.sleep(0.1)
             self.key("ctrl+a")
             self.type(text)
             self.key("Return")

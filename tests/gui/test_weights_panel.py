@@ -17,7 +17,7 @@ app's `state.trace` (1e-5) and, for the parameters, bit for bit.
   it has no weights.
 - Paste parameters: torch's print(m.state_dict()) of a CausalAttention on the X clipboard (xclip),
   {"do": "paste_parameters"}: the printed values (mask left out) and torch's output with them.
-- The mouse (xdotool, a running app): the Weights tab by a click, a double-click into W_key.weight[1, 2]
+- The mouse (xdotool, a running app): the Weights tab by a click, Ctrl+click into W_key.weight[1, 2]
   and 0.75 typed (torch's output with it), a click on "Back to the seeded initialization".
 
 Usage: test_weights_panel.py --app APP --cli CLI --presets PRESETS_DIR
@@ -217,10 +217,10 @@ def main():
                     ws = dict(d["state"]["workspace"])
                     app.click("tab_parameters")
                     app.wait_for("the Weights tab", lambda d: "weights_reset" in d["widgets"])
-                    # An edit by typing into a cell: a double-click, select all, type, Return.
+                    # An edit by typing into a cell: Ctrl+click, select all, type, Return.
                     typed = lambda d: (d["state"]["workspace"].get("parameters", {})  # noqa: E731
                                        .get("W_key.weight", [[0] * 3] * 2)[1][2] == 0.75)
-                    app.type_into("param_W_key.weight_1_2", "0.75", typed, "W_key.weight[1, 2] = 0.75", double=True)
+                    app.type_into("param_W_key.weight_1_2", "0.75", typed, "W_key.weight[1, 2] = 0.75")
                     d = app.settled("W_key.weight[1, 2] = 0.75", typed)
                     module, sd = torch_module(ws, {("W_key.weight", 1, 2): 0.75})
                     check_output(d["state"], torch_output(ws, module, d["state"]["trace"]["batch"]), "typed into the table")
