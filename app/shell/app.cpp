@@ -242,21 +242,28 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoScrollWithMouse |
                    ImGuiWindowFlags_NoSavedSettings);
   layout().panel("main", main_pos, ImVec2(main_pos.x + main_size.x, main_pos.y + main_size.y));
+  // The tabs there now: the Learn tab in a lesson only while the lesson trains a run (its steps are
+  // the chapter's otherwise).
+  std::vector<const MainTab*> tabs;
+  for (const MainTab& tab : mainTabs())
+    if (tab.shown(ctx.showing()) && (tab.in_lessons || !ctl_.lesson().open() || ctl_.model().isRun()))
+      tabs.push_back(&tab);
+  const float content_x = ImGui::GetCursorPosX();
+  drawTabList(tabs);
   // Tabs keep their whole names at any text size (a projector's 200 %): scrolled with arrows when
-  // they do not fit, rather than cut to "Hea…".
+  // they do not fit, rather than cut to "Hea…", and listed whole by drawTabList.
   if (ImGui::BeginTabBar("views", ImGuiTabBarFlags_FittingPolicyScroll)) {
     // The view's tab is selected through ImGui, which shows the change a frame later; a change
     // ImGui shows that was not asked for is the user's click, and becomes a `view` command.
     const bool ask = v.tab != shown_tab_ && v.tab != pending_tab_;
     if (ask) pending_tab_ = v.tab;
-    for (const MainTab& tab : mainTabs()) {
-      // The Learn tab in a lesson only while the lesson trains a run (its steps are the chapter's otherwise).
-      if (!tab.shown(ctx.showing()) || (!tab.in_lessons && ctl_.lesson().open() && !ctl_.model().isRun())) continue;
-      const ImGuiTabItemFlags flags = ask && v.tab == tab.id ? ImGuiTabItemFlags_SetSelected : 0;
-      const std::string id = tab.id;
-      const bool open = ImGui::BeginTabItem(tab.title, nullptr, flags);
+    for (const MainTab* tab : tabs) {
+      const ImGuiTabItemFlags flags = ask && v.tab == tab->id ? ImGuiTabItemFlags_SetSelected : 0;
+      const std::string id = tab->id;
+      const bool open = ImGui::BeginTabItem(tab->title, nullptr, flags);
       layout().widget("tab_" + id);
       if (open) {
+        ImGui::SetCursorPosX(content_x);  // under the list's button too: the bar starts after it
         if (pending_tab_ == id)
           pending_tab_.clear();  // what was asked for
         else if (!shown_tab_.empty() && shown_tab_ != id && v.tab != id)
@@ -277,6 +284,36 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     status_bar_.draw(ctx, ImVec2(vp.Pos.x, vp.Pos.y + vp.Size.y - status_h), ImVec2(vp.Size.x, status_h));
   else  // confirmations and errors still show: over the bottom of the main area
     StatusBar::drawToast(ctx, ImVec2(main_pos.x + main_size.x, main_pos.y + main_size.y), main_size.x);
+}
+
+// When the tabs' names do not all fit (1280 wide at 175–200 % text), a "▾" button before them lists
+// every view: the bar scrolls, and a view behind its arrows would otherwise go unseen. A choice is a
+// `view` command, as a click on its tab. Nothing when they fit.
+void App::drawTabList(const std::vector<const MainTab*>& tabs) {
+  const ImGuiStyle& style = ImGui::GetStyle();
+  float names_w = 0;
+  for (const MainTab* tab : tabs) names_w += ImGui::CalcTextSize(tab->title).x + style.FramePadding.x * 2;
+  names_w += style.ItemInnerSpacing.x * static_cast<float>(tabs.size() > 0 ? tabs.size() - 1 : 0);
+  const bool listed = names_w > ImGui::GetContentRegionAvail().x;
+  layout().state()["tabs_listed"] = listed;
+  if (!listed) return;
+  const std::string& current = ctl_.view().tab;
+  if (ImGui::Button("▾##tab_list")) ImGui::OpenPopup("tab_list");
+  layout().widget("tab_list");
+  if (ImGui::IsItemHovered()) {
+    std::string names;
+    for (const MainTab* tab : tabs) names += std::string(names.empty() ? "" : ", ") + tab->title;
+    ImGui::SetTooltip("Every view: %s", names.c_str());
+  }
+  if (ImGui::BeginPopup("tab_list")) {
+    for (const MainTab* tab : tabs) {
+      if (ImGui::Selectable(tab->title, current == tab->id) && current != tab->id)
+        ctl_.commands().push("view", {{"field", "tab"}, {"value", tab->id}});
+      layout().widget(std::string("tab_list_") + tab->id);
+    }
+    ImGui::EndPopup();
+  }
+  ImGui::SameLine(0, style.ItemInnerSpacing.x);
 }
 
 }  // namespace attnscope

@@ -86,6 +86,7 @@ class App {
   std::string vectorFigure(const CaptureSpec& spec, const std::string& path) const;  // .svg, .pdf
   bool isFullscreen() const { return hooks_.fullscreen && hooks_.fullscreen(); }
   void drawPanels(const PanelContext& ctx, float caption_h);
+  void drawTabList(const std::vector<const MainTab*>& tabs);
   // The widths of the left column and the inspector in a window `window_w` wide; `squeeze` < 1
   // when they had to give way to the main area (large text in a small window).
   struct SideWidths {

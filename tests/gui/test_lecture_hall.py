@@ -23,6 +23,9 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
   text, always inside the window.
 - The lesson at 1280 × 720 and 150 %: the heads' headings do not overlap (steps 9, 10), and one
   head's header has no "shared scale" (step 1).
+- Where the tabs' names do not fit (1280 × 800 at 200 %, 1280 × 720 at 175 %), a "▾" before them
+  lists every view, and a choice selects it and scrolls its tab whole into the bar; at 1280 × 800
+  and 150 % and 1920 × 1080 and 200 % they fit, no button (interactive).
 - The inspector's numbers stay within its panel at 1280 × 800 with text at 100, 175 and 250 %.
 - The heatmaps' header takes at most a quarter of their panel: folded into one line (the head and
   a "maps, batch, scale ▾" menu) at 1280 × 720 and 150 %, 1280 × 800 and 200 %, 1920 × 1080 and
@@ -508,6 +511,39 @@ def main():
                     print(f"  in the menu: below its button, opaque, the hint at the UI's font, only the selected token "
                           f"{isolate} → {not isolate}; Escape closed it")
 
+            def tab_list_names_every_view():
+                # Where the tabs' names do not fit (1280 wide at 175–200 %) the bar scrolls: "Compare"
+                # was cut to "C" and "Learn" behind the arrows, unseen. A "▾" before the tabs lists
+                # every view, and a choice shows it; where they fit, no button.
+                def whole(d, tab):
+                    r, main = d["widgets"][f"tab_{tab}"], d["panels"]["main"]
+                    return r["x"] >= main["x"] - 0.5 and r["x"] + r["w"] <= main["x"] + main["w"] + 0.5
+                for size, pct, listed in (("1280x800", 200, True), ("1280x720", 175, True),
+                                          ("1280x800", 150, False), ("1920x1080", 200, False)):
+                    d, _ = headless(f"tabs-{size}-{pct}", [], "--size", size, "--text-size", str(pct))
+                    tabs = [k[4:] for k in d["widgets"] if k.startswith("tab_") and not k.startswith("tab_list")]
+                    cut = [t for t in tabs if not whole(d, t)]
+                    print(f"  {size} at {pct} %: {len(tabs)} tabs, cut or hidden {cut}, "
+                          f"{'a list of them' if d['state'].get('tabs_listed') else 'no list'}")
+                    expect(len(tabs) == 6, f"{size} at {pct} %: tabs {tabs}")
+                    expect(d["state"].get("tabs_listed") == listed and ("tab_list" in d["widgets"]) == listed,
+                           f"{size} at {pct} %: tabs listed {d['state'].get('tabs_listed')}")
+                    expect(bool(cut) == listed, f"{size} at {pct} %: cut or hidden {cut}, listed {listed}")
+                with App(args.app, display.name, ["--size", "1280x800", "--text-size", "200"]) as app:
+                    d = app.settled("the first trace", lambda d: "tab_list" in d["widgets"])
+                    hidden = [k[4:] for k in d["widgets"] if k.startswith("tab_") and not k.startswith("tab_list")
+                              and not whole(d, k[4:])]
+                    d = app.until(lambda _: app.click("tab_list"), "the list of views",
+                                  lambda d: all(f"tab_list_{t}" in d["widgets"] for t in hidden))
+                    items = sorted((r["y"], k[9:]) for k, r in d["widgets"].items() if k.startswith("tab_list_"))
+                    print(f"  the list: {[t for _, t in items]}")
+                    expect(len(items) == 6, f"the list holds {items}")
+                    target = hidden[-1]
+                    d = app.until(lambda _: app.click(f"tab_list_{target}"), f"the {target} tab from the list",
+                                  lambda d: d["state"]["workspace"]["view"]["tab"] == target and whole(d, target))
+                    expect(not any(k.startswith("tab_list_") for k in d["widgets"]), "the list stayed open")
+                    print(f"  chose {target!r}: its tab selected and scrolled whole into the bar")
+
             def inspector_numbers_whole():
                 # The inspector's numbers keep every digit at a projector's 1280 × 800 with large
                 # text: the bars give way, then the names (at 175 % "0.1003" read "0.100", its last
@@ -601,6 +637,7 @@ def main():
                 ("the sentence field as typed", sentence_as_typed),
                 ("rounding to fewer decimals is said", rounding_explained),
                 ("text that scales together: Lines hint, inspector terms, the Pipeline's enlarged map", text_scales_together),
+                ("a list of every view where the tabs do not fit", tab_list_names_every_view),
                 ("the inspector's numbers whole at 1280 × 800, 100–250 %", inspector_numbers_whole),
                 ("the heatmaps' header leaves the maps room (folded at a projector's sizes)", header_leaves_the_maps_room),
                 ("the Lines header leaves the lines room (folded at a projector's sizes)", lines_header_leaves_the_lines_room),
