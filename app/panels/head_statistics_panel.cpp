@@ -267,16 +267,22 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
   ImFont* small = fonts().small ? fonts().small : ImGui::GetFont();
   const float least_chart = small->CalcTextSizeA(small->FontSize, FLT_MAX, 0, "0.00").x + px(4) +
                             3 * ImGui::GetFontSize();
+  // The row sums' chart only where dropout can act: a trained model's pass has none (eval mode),
+  // so its every row would read 1; the entropy's chart takes its room.
+  const bool sums_chart = !snap->model;
+  const int chart_count = sums_chart ? 2 : 1;
   const auto chartWidth = [&](float weight_w) {
-    return (avail - overhead(kColumns) - head_w - entropy_w - weight_w) / 2;
+    return (avail - overhead(kTextColumns + chart_count) - head_w - entropy_w - weight_w) /
+           static_cast<float>(chart_count);
   };
   const bool charts = chartWidth(unsaid_w) >= least_chart;
   const bool rows_said = charts ? chartWidth(said_w) >= least_chart
                                 : avail - overhead(kTextColumns) - head_w - entropy_w >= said_w;
   const float weight_w = rows_said ? said_w : unsaid_w;
   const float chart_w = chartWidth(weight_w);
-  const int columns = charts ? kColumns : kTextColumns;
+  const int columns = charts ? kTextColumns + chart_count : kTextColumns;
   dump["charts"] = charts;
+  dump["row_sums_chart"] = charts && sums_chart;
   dump["rows_said"] = rows_said;
   if (ImGui::BeginTable("heads", columns, flags)) {
     ImGui::TableSetupScrollFreeze(0, 1);
@@ -294,8 +300,9 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
     };
     if (charts) {
       ImGui::TableSetupColumn(longest({"entropy per row", "entropy", "Hᵢ"}), ImGuiTableColumnFlags_WidthStretch);
-      ImGui::TableSetupColumn(longest({"row sum after dropout", "row sums", "sums", "Σⱼ"}),
-                              ImGuiTableColumnFlags_WidthStretch);
+      if (sums_chart)
+        ImGui::TableSetupColumn(longest({"row sum after dropout", "row sums", "sums", "Σⱼ"}),
+                                ImGuiTableColumnFlags_WidthStretch);
     }
     ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
     const std::string ceiling = t.model.causal ? "ln(i + 1) for query i, which sees the keys up to itself" : "ln T";
@@ -371,22 +378,24 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
                     "head " + std::to_string(h + 1) + "  ·  " + rowStatisticsText(*snap, h, e.hovered, false) +
                         "\n(at most " + formatFixed(most(e.hovered), 3) + " here: " +
                         (t.model.causal ? std::to_string(e.hovered + 1) + " keys visible)" : "every key visible)"));
-          ImGui::TableSetColumnIndex(4);
-          std::vector<Tick> sum_ticks = {{1.0f, "1"}};
-          if (t.dropout_active) sum_ticks.push_back({t.dropout_scale, formatShort(t.dropout_scale)});
-          const ChartHit r = rowChart("sums", s->row_sum_after_dropout, nullptr, sums_hi, 1.0f, outlined,
-                                      ImVec2(std::max(ImGui::GetContentRegionAvail().x, px(40)), rowHeight()),
-                                      sum_ticks);
-          layout().widget("statistics_row_sums_h" + std::to_string(h + 1));
-          if (r.hovered >= 0)
-            tooltip("statistics_row_sums_h" + std::to_string(h + 1), r.hovered,
-                    "head " + std::to_string(h + 1) + "  ·  " + rowStatisticsText(*snap, h, r.hovered, true));
-          for (const ChartHit& hit : {e, r})
-            if (hit.clicked >= 0) ctx.commands.push("select_token", {{"index", hit.clicked}});
+          if (e.clicked >= 0) ctx.commands.push("select_token", {{"index", e.clicked}});
           entry["entropy_chart"] = {{"plot", rectJson(e.plot_min, e.plot_max)}, {"range", {0.0f, entropy_hi}}};
-          entry["row_sums_chart"] = {{"plot", rectJson(r.plot_min, r.plot_max)},
-                                     {"range", {0.0f, sums_hi}},
-                                     {"line", 1.0f}};
+          if (sums_chart) {
+            ImGui::TableSetColumnIndex(4);
+            std::vector<Tick> sum_ticks = {{1.0f, "1"}};
+            if (t.dropout_active) sum_ticks.push_back({t.dropout_scale, formatShort(t.dropout_scale)});
+            const ChartHit r = rowChart("sums", s->row_sum_after_dropout, nullptr, sums_hi, 1.0f, outlined,
+                                        ImVec2(std::max(ImGui::GetContentRegionAvail().x, px(40)), rowHeight()),
+                                        sum_ticks);
+            layout().widget("statistics_row_sums_h" + std::to_string(h + 1));
+            if (r.hovered >= 0)
+              tooltip("statistics_row_sums_h" + std::to_string(h + 1), r.hovered,
+                      "head " + std::to_string(h + 1) + "  ·  " + rowStatisticsText(*snap, h, r.hovered, true));
+            if (r.clicked >= 0) ctx.commands.push("select_token", {{"index", r.clicked}});
+            entry["row_sums_chart"] = {{"plot", rectJson(r.plot_min, r.plot_max)},
+                                       {"range", {0.0f, sums_hi}},
+                                       {"line", 1.0f}};
+          }
         }
         if (T <= 64) {  // the charts' numbers, for tests to hold against attnscope-cli trace
           entry["entropy"] = floats(s->entropy);

@@ -13,8 +13,8 @@ Checked, headless (--commands, the buttons' own commands):
     the exported files are layer 1's (≤ 1e-5), the next tokens torch's (ids, probabilities ≤ 1e-5);
   - ten tokens at 1280 × 720, 150 %, presentation: the selected head's weights whole in the tab,
     its card heading "Layer 3  ·  head 2 of 2 …"; two tokens after twenty, every head: each map's
-    legend within its tile; a figure's caption names the model and the
-    layer, no seed;
+    legend within its tile; the head statistics without the row sums' chart (no dropout in a
+    model's pass); a figure's caption names the model and the layer, no seed;
   - the next tokens' button and first three rows in the Text panel's view at 1280 × 800 / 175 %,
     1280 × 720 / 150 and 100 %, 1920 × 1080 / 200 and 100 %, and a model without a tokenizer at
     1280 × 800 / 175 %; the model panel compact where the text is large; with 2 heads a layer at
@@ -195,6 +195,15 @@ def checks(tmp):
             for i, legend, tile in legends:
                 assert legend["x"] + legend["w"] <= tile["x"] + tile["w"] + 0.5, f"{i}: legend {legend} past its tile {tile}"
             assert d2["state"]["token"] == 1, d2["state"]["token"]
+            # The head statistics without the row sums' chart: a model's pass has no dropout, so its
+            # every row read 1; the entropy's chart has the room.
+            d3 = run_commands(app, display.name, tmp, "statistics", [
+                {"do": "text", "ids": list(range(40, 50))}, {"do": "view", "field": "tab", "value": "heatmaps"},
+            ], "--model", folder, "--size", "1280x800")
+            hs = d3["state"]["head_statistics"]
+            assert hs["charts"] and not hs["row_sums_chart"], {k: hs.get(k) for k in ("charts", "row_sums_chart")}
+            assert all("entropy_chart" in e and "row_sums_chart" not in e for e in hs["heads"]), hs["heads"][0].keys()
+            assert not any(k.startswith("statistics_row_sums_") for k in d3["widgets"]), "a row sums chart drawn"
             heading = d["state"]["card_headings"]["1"]
             assert heading.startswith(f"Layer 3  ·  head 2 of {HEADS}"), heading
             print(f"  10 × 10 weights whole at {maps[0]['cell']:.0f} px cells; the card: {heading!r}")
