@@ -231,7 +231,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     if (!labelled(j, c0, col_step, s.selected_col)) continue;
     const float x = cellMin(r0, j).x + cell / 2;
     const ImU32 colour = j == s.selected_col ? th.selection : th.text_dim;
-    if (vertical) {
+    if (vertical && !keyLabelStaysAcross((*s.col_labels)[j])) {
       const std::string t = fitText(small, fs, (*s.col_labels)[j], top_band - 6);
       addTextVertical(draw, small, fs, ImVec2(x - fs / 2, p0.y - 4), colour, t);
     } else {

@@ -1,6 +1,7 @@
 #include "display/map_look.h"
 
 #include "display/number_text.h"
+#include "formats/utf8.h"
 
 namespace attnscope {
 
@@ -50,6 +51,11 @@ MapLook stageLook(const Trace& t, Stage stage, ValueRange range, const LookChoic
 
 int headFirstColumn(const Trace& t, int head) {
   return t.model.variant == Variant::MultiHead && t.heads > 1 ? head * t.head_width : 0;
+}
+
+bool keyLabelStaysAcross(const std::string& label) {
+  std::size_t i = 0;
+  return !label.empty() && nextCodePoint(label, &i) != kNotUtf8 && i == label.size();
 }
 
 std::string stageHeading(const Trace& t, Stage s) {

@@ -44,6 +44,11 @@ std::string dropoutCellText(bool active, float scale, float kept);
 // has columns h·head_dim …), every other step's head has columns of its own, from 0.
 int headFirstColumn(const Trace& t, int head);
 
+// Whether a key's label stays across (horizontal) where the keys' labels read upwards: one
+// character, which turned is another shape ("I" a dash, "-" a bar, "." and "," specks above the
+// wrong side of their column). Every renderer of a map asks this (the window, SVG and PDF figures).
+bool keyLabelStaysAcross(const std::string& label);
+
 // A stage's heading as every map of it is titled: "weights (softmax)  6×6", "scaled  ÷ √2  6×6".
 std::string stageHeading(const Trace& t, Stage s);
 // The heading of one of the module's maps (the heads concatenated, out_proj, the output).

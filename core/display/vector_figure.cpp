@@ -474,7 +474,7 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
     p.text(L.row_labels[i], L.x0 - 5, L.y0 + (i + 0.5) * L.cell + cap / 2, fs, kTextDim, Anchor::End);
   for (int j = 0; j < L.cols && j < static_cast<int>(L.col_labels.size()); j += L.col_step) {
     const double x = L.x0 + (j + 0.5) * L.cell;
-    if (L.vertical_cols)
+    if (L.vertical_cols && !keyLabelStaysAcross(L.col_labels[j]))
       p.text(L.col_labels[j], x + cap / 2, L.y0 - 5, fs, kTextDim, Anchor::Start, true);
     else
       p.text(L.col_labels[j], x, L.y0 - 5, fs, kTextDim, Anchor::Middle);

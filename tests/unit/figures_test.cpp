@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -446,6 +447,37 @@ TEST(VectorFigure, TheLegendNeverCoversATickLabel) {
           << "the legend [" << legend->x0 << ", " << legend->x1 << "] over the tick " << p.text << " at " << p.x0;
     }
   EXPECT_EQ(ticks, 3);  // the ticks keep their labels
+}
+
+// Keys' labels that read upwards, but for one character: turned, "I" is a dash and "." a speck
+// beside its column. Both renderers ask keyLabelStaysAcross (the window's map the same).
+TEST(VectorFigure, OneCharacterKeysStayAcross) {
+  EXPECT_TRUE(keyLabelStaysAcross("I"));
+  EXPECT_TRUE(keyLabelStaysAcross("."));
+  EXPECT_TRUE(keyLabelStaysAcross("\u00e9"));  // é: one code point, two bytes
+  EXPECT_TRUE(keyLabelStaysAcross("\u4e2d"));  // 中
+  EXPECT_FALSE(keyLabelStaysAcross(""));
+  EXPECT_FALSE(keyLabelStaysAcross("\u0120a"));  // Ġa
+  EXPECT_FALSE(keyLabelStaysAcross("\xff"));
+  Matrix m = Matrix::Constant(5, 5, 0.2f);
+  FigureSpec f;
+  f.values = StageMap(m);
+  f.look.range = ValueRange{0, 1};
+  f.row_labels = f.col_labels = {"I", "\u0120travelled", "\u0120a", "\u0120distance", "."};
+  const std::string path = tempPath("keys.svg");
+  ASSERT_EQ(writeVectorFigure(f, path), "");
+  const std::string svg = readFile(path);
+  std::map<std::string, bool> turned;  // the keys' labels (the second of each name): rotated or not
+  std::map<std::string, int> seen;
+  for (std::size_t at = svg.find("<text"); at != std::string::npos; at = svg.find("<text", at + 1)) {
+    const std::size_t open = svg.find('>', at), close = svg.find("</text>", at);
+    const std::string text = svg.substr(open + 1, close - open - 1);
+    if (++seen[text] == 2) turned[text] = svg.substr(at, open - at).find("rotate(") != std::string::npos;
+  }
+  EXPECT_TRUE(turned.at("\u0120travelled"));  // the keys read upwards …
+  EXPECT_TRUE(turned.at("\u0120distance"));
+  EXPECT_FALSE(turned.at("I"));  // … but for one character
+  EXPECT_FALSE(turned.at("."));
 }
 
 // A figure on a log scale: a tick per power of ten, and exact zeros in a colour of their own (not
