@@ -1106,7 +1106,7 @@ FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stag
   const HeadTrace& h = snap.shown().heads.at(static_cast<std::size_t>(head));
   const StageInfo& info = stageInfo(stage);
   // Titled and labelled as attnscope-cli's figure of the map (display/stage_figures.h) …
-  FigureSpec f = stageFigure(t, h, stage, snap.tokens(), snap.batch, head);
+  FigureSpec f = stageFigure(t, h, stage, snap.tokens(), snap.batch, head, snap.model ? snap.layer : -1);
   f.look = stageLook(snap, view, stage, head);  // … coloured as draw() colours it
   if (zoom.rows > 0 && !info.parameter) {       // zoomed: the cells on screen, the tokens' axes windowed
     const bool square = info.square;
@@ -1139,6 +1139,7 @@ FigureSpec moduleFigure(const Snapshot& snap, const ViewState& view, ModuleMap m
   FigureSpec f;
   f.values = moduleMapValues(t, bt, map);
   f.title = moduleHeading(t, bt, map);
+  if (snap.model) f.title += "  ·  layer " + std::to_string(snap.layer + 1);
   if (t.model.batch_size > 1)
     f.title += "  ·  batch " + std::to_string(snap.batch + 1) + " of " + std::to_string(t.model.batch_size);
   f.row_labels = info.parameter ? dimsOf(snap, f.values.rows()) : snap.tokens();

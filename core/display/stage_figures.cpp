@@ -26,13 +26,14 @@ FigureSpec matrixFigure(const Matrix& m, std::string title, std::vector<std::str
 }  // namespace
 
 FigureSpec stageFigure(const Trace& t, const HeadTrace& h, Stage s, const std::vector<std::string>& tokens, int batch,
-                       int head) {
+                       int head, int layer) {
   const StageInfo& info = stageInfo(s);
   FigureSpec f;
   f.values = StageMap(t, h, s);
   // Titled and coloured as the app's grid shows the map with the default view (display/map_look.h);
   // a 0/1 map on its full 0–1 range.
   f.title = stageHeading(t, s);
+  if (layer >= 0) f.title += "  ·  layer " + std::to_string(layer + 1);
   if (t.heads > 1) f.title += "  ·  head " + std::to_string(head + 1) + " of " + std::to_string(t.heads);
   if (t.batches.size() > 1)
     f.title += "  ·  batch " + std::to_string(batch + 1) + " of " + std::to_string(t.batches.size());

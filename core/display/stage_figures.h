@@ -11,11 +11,12 @@
 
 namespace attnscope {
 
-// The figure of one map as attnscope-cli draws it: the stage's title (with the head and batch
-// element when there are several), tokens on both axes, viridis — coolwarm centred on 0 for
-// signed maps, [0, 1] for the 0/1 masks — and the map's own range.
+// The figure of one map as attnscope-cli draws it: the stage's title (with a trained model's layer,
+// given as `layer` ≥ 0, and the head and batch element when there are several), tokens on both
+// axes, viridis — coolwarm centred on 0 for signed maps, [0, 1] for the 0/1 masks — and the map's
+// own range.
 FigureSpec stageFigure(const Trace& t, const HeadTrace& h, Stage s, const std::vector<std::string>& tokens, int batch,
-                       int head);
+                       int head, int layer = -1);
 // Every map of the trace as a figure (SVG or PDF), one file each, named as exportTrace names
 // them. Throws InputError naming the path on failure; returns the number of files written.
 int exportTraceFigures(const Workspace& ws, const Trace& trace, const std::string& folder, FigureFormat f);

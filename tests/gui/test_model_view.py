@@ -14,7 +14,7 @@ Checked, headless (--commands, the buttons' own commands):
   - ten tokens at 1280 × 720, 150 %, presentation: the selected head's weights whole in the tab,
     its card heading "Layer 3  ·  head 2 of 2 …"; two tokens after twenty, every head: each map's
     legend within its tile; the head statistics without the row sums' chart (no dropout in a
-    model's pass); a figure's caption names the model and the layer, no seed;
+    model's pass); a figure's title names the layer, its caption the model and the layer, no seed;
   - the next tokens' button and first three rows in the Text panel's view at 1280 × 800 / 175 %,
     1280 × 720 / 150 and 100 %, 1920 × 1080 / 200 and 100 %, and a model without a tokenizer at
     1280 × 800 / 175 %; the model panel compact where the text is large; with 2 heads a layer at
@@ -217,9 +217,13 @@ def checks(tmp):
                                env=dict(os.environ, DISPLAY=display.name, HOME=tmp, XDG_STATE_HOME=tmp))
             assert p.returncode == 0, p.stderr
             with open(svg) as f:
-                caption = [t for t in re.findall(r"<text[^>]*>([^<]*)</text>", f.read()) if "T 10" in t]
+                texts = re.findall(r"<text[^>]*>([^<]*)</text>", f.read())
+            caption = [t for t in texts if "T 10" in t]
             want = f"gpt  ·  layer 3 of {LAYERS}  ·  head 2 of {HEADS}  ·  weights (softmax)  ·  T 10"
             assert caption == [want], caption
+            # Its title too, as the card's heading: a figure saved without the caption named no layer.
+            title = [t for t in texts if t.startswith("weights (softmax)")]
+            assert title == [f"weights (softmax)  10×10  ·  layer 3  ·  head 2 of {HEADS}"], title
             caption = caption[0]
             print(f"  the figure's caption: {caption!r}")
 
