@@ -84,6 +84,19 @@ float chipsAboveNextTokens(const ModelSession& session) {
   return static_cast<float>(std::max(std::min({fit, needed, 4}), 1)) * chipPitch() - spacing;
 }
 
+// Scrolls the list of chips, `list_h` tall, to show the last item's row whole, as its last row in
+// view; at a whole row's offset, never a row cut at the top. (ImGui's SetScrollHereY leaves the item
+// spacing under the row, so a list one row tall showed the bottom half of its row.)
+void revealRow(float list_h) {
+  const float pitch = chipPitch(), scroll = ImGui::GetScrollY();
+  const float top = ImGui::GetItemRectMin().y - ImGui::GetWindowPos().y + scroll;  // in the list
+  const float bottom = top + ImGui::GetItemRectSize().y;
+  if (top >= scroll && bottom <= scroll + list_h) return;  // whole in view
+  const float row = std::round(top / pitch);
+  const float shown = std::max(1.0f, std::floor((list_h + ImGui::GetStyle().ItemSpacing.y) / pitch));
+  ImGui::SetScrollY(std::max(0.0f, row - shown + 1) * pitch);
+}
+
 void layerSlider(const PanelContext& ctx, int layers) {
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("layer");
@@ -138,7 +151,7 @@ void ModelTextPanel::tokenChips(const PanelContext& ctx, float chips_h) {
     const float w = std::min(ImGui::CalcTextSize(label.c_str()).x + ImGui::GetStyle().FramePadding.x * 2, widest);
     if (t > 0 && ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w < right) ImGui::SameLine();
     if (tokenButton(label, t == ctx.view.token, true, widest)) ctx.commands.push("select_token", {{"index", t}});
-    if (reveal && t == ctx.view.token) ImGui::SetScrollHereY(1.0f);
+    if (reveal && t == ctx.view.token) revealRow(chips_h);
     if (t < 8) layout().widget("model_token_" + std::to_string(t));
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("token %d: %s (id %d)", t + 1, label.c_str(), session.ids()[static_cast<std::size_t>(t)]);

@@ -15,7 +15,8 @@ Checked, headless (--commands, the buttons' own commands):
     its card heading "Layer 3  ·  head 2 of 2 …"; two tokens after twenty, every head: each map's
     legend within its tile; the head statistics without the row sums' chart (no dropout in a
     model's pass); a figure's title names the layer, its caption the model and the layer, no seed;
-  - the next tokens' button and first three rows in the Text panel's view at 1280 × 800 / 175 %,
+  - the next tokens' button and first three rows in the Text panel's view, the selected token's chip
+    whole in its list, at 1280 × 800 / 175 %,
     1280 × 720 / 150 and 100 %, 1920 × 1080 / 200 and 100 %, and a model without a tokenizer at
     1280 × 800 / 175 %; the model panel compact where the text is large; with 2 heads a layer at
     1920 × 1080 the scores table beside the grid, the grid most of the tab's height;
@@ -240,7 +241,7 @@ def checks(tmp):
                                               (folder, "1280x720", 100, False), (folder, "1920x1080", 200, True),
                                               (folder, "1920x1080", 100, False), (bare, "1280x800", 175, True)):
                 d = run_commands(app, display.name, tmp, f"left-{size}-{pct}", [
-                    {"do": "text", "ids": list(range(40, 50))},
+                    {"do": "text", "ids": list(range(40, 50))}, {"do": "select_token", "index": 5},
                 ], "--model", model, "--size", size, "--text-size", str(pct))
                 panel, w = d["panels"]["inputs"], d["widgets"]
                 bottom = panel["y"] + panel["h"]
@@ -250,6 +251,11 @@ def checks(tmp):
                 assert d["state"]["model_panel_compact"] == compact, (size, pct, d["state"]["model_panel_compact"])
                 text = w["model_text"]
                 assert text["h"] >= 2 * d["state"]["font_px"]["ui"], f"{size} {pct} %: the text field {text}"
+                # The selected token's chip whole in the list, scrolled by whole rows (a list of one
+                # row showed the bottom half of its row).
+                chip, chips = w["model_token_5"], w["model_tokens"]
+                assert chips["y"] - 0.5 <= chip["y"] and chip["y"] + chip["h"] <= chips["y"] + chips["h"] + 0.5, \
+                    f"{size} {pct} %: the selected token's chip {chip} not whole in its list {chips}"
                 if (size, pct) == ("1920x1080", 100):  # 2 heads a layer: the scores table beside the grid
                     grid = d["panels"]["layers_grid"]
                     assert d["state"]["layers_table_beside"], "the scores table under a grid of 2 heads a layer"
