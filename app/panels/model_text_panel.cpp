@@ -318,10 +318,28 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     ImGui::SetTooltip("%s", tokenizer ? hint
                                       : "Token ids: without a tokenizer beside the model the text command gives "
                                         "them (a --commands file, or attnscope.command in a notebook)");
-  if (apply && text_ != session.text()) ctx.commands.push("text", {{"value", text_}});
+  if (apply && text_ != session.text()) {
+    ctx.commands.push("text", {{"value", text_}});
+    applied_at_ = ImGui::GetFrameCount();
+  }
+  // A text the model refused (too long, not a text) stays in the field, the user's to fix; said
+  // here, in the toast's colour, after the toast has gone: the views show the text before it.
+  // (Applied, the session's new version gives the field its text at the next frame.)
+  const bool refused = tokenizer && !editing_ && text_ != session.text() && ImGui::GetFrameCount() > applied_at_ + 2;
+  layout().state()["model_text_refused"] = refused;
   ImGui::PushFont(fonts().small);
-  if (tokenizer && roomy)  // without one the field shows ids, and the model panel's note says why
+  if (refused) {
+    if (refused_text_ != text_) refused_why_ = session.textRefusal(text_), refused_text_ = text_;
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(theme().selection));
+    ImGui::TextWrapped("Not applied%s%s: the views show the text before it.", refused_why_.empty() ? "" : " — ",
+                       refused_why_.c_str());
+    ImGui::PopStyleColor();
+    layout().state()["model_text_refusal"] = refused_why_;
+    if (ImGui::SmallButton("Back to the text shown")) text_ = session.text();
+    layout().widget("model_text_restore");
+  } else if (tokenizer && roomy) {  // without one the field shows ids, and the model panel's note says why
     ImGui::TextDisabled("%s", hint);
+  }
   ImGui::PopFont();
   // Without a tokenizer there is no <|endoftext|> to start with: no checkbox (the model panel's note
   // says there is no tokenizer).

@@ -92,13 +92,22 @@ void ModelSession::setLayer(int layer) {
   layer_ = layer;
 }
 
+namespace {
+const char* const kNoTokenizer =
+    "text: this model has no tokenizer (vocab.json and merges.txt, or encoder.json and vocab.bpe, beside it): "
+    "give token ids instead";
+}  // namespace
+
 void ModelSession::setText(const std::string& text, std::optional<bool> prepend_eot) {
   requireModel();
-  if (!model_->tokenizer)
-    throw InputError(
-        "text: this model has no tokenizer (vocab.json and merges.txt, or encoder.json and vocab.bpe, "
-        "beside it): give token ids instead");
+  if (!model_->tokenizer) throw InputError(kNoTokenizer);
   edit(model_->tokenizer->encode(text), prepend_eot.value_or(prepend_eot_));
+}
+
+std::string ModelSession::textRefusal(const std::string& text) const {
+  if (!model_) return "no model is open";
+  if (!model_->tokenizer) return kNoTokenizer;
+  return refusal(model_->tokenizer->encode(text), prepend_eot_);
 }
 
 void ModelSession::setIds(std::vector<int> ids, std::optional<bool> prepend_eot) {
@@ -186,20 +195,26 @@ const ModelPass* passShown(const Snapshot* s, const ModelSession& m) {
   return s != nullptr && s->model && m.isOpen() && s->model_lineage == m.lineage() ? s->model.get() : nullptr;
 }
 
-void ModelSession::set(std::vector<int> body, bool prepend_eot) {
+std::string ModelSession::refusal(const std::vector<int>& body, bool prepend_eot) const {
   const int eot = model_->tokenizer ? model_->tokenizer->endOfText() : -1;
   if (prepend_eot && eot < 0)
-    throw InputError("prepend_eot: this model's vocabulary has no <|endoftext|> (or no tokenizer is beside it)");
-  if (prepend_eot) body.insert(body.begin(), eot);
-  if (body.empty()) throw InputError("text: empty — the model needs at least one token");
-  if (static_cast<int>(body.size()) > max_tokens_)
-    throw InputError("text: " + std::to_string(body.size()) + " tokens, more than the model reads (" +
-                     std::to_string(max_tokens_) + ")");
+    return "prepend_eot: this model's vocabulary has no <|endoftext|> (or no tokenizer is beside it)";
+  const std::size_t first = prepend_eot ? 1 : 0, count = body.size() + first;
+  if (count == 0) return "text: empty — the model needs at least one token";
+  if (static_cast<int>(count) > max_tokens_)
+    return "text: " + std::to_string(count) + " tokens, more than the model reads (" + std::to_string(max_tokens_) +
+           ")";
   const int V = model_->config.vocab_size;
   for (std::size_t t = 0; t < body.size(); ++t)
-    if (body[t] < 0 || body[t] >= V)
-      throw InputError("ids: token " + std::to_string(t) + " is id " + std::to_string(body[t]) +
-                       ", outside the vocabulary (0 … " + std::to_string(V - 1) + ")");
+    if (body[t] < 0 || body[t] >= V)  // counted from 1, as the panels count the tokens
+      return "token " + std::to_string(t + first + 1) + " is id " + std::to_string(body[t]) +
+             ", outside the vocabulary (0 … " + std::to_string(V - 1) + ")";
+  return "";
+}
+
+void ModelSession::set(std::vector<int> body, bool prepend_eot) {
+  if (const std::string why = refusal(body, prepend_eot); !why.empty()) throw InputError(why);
+  if (prepend_eot) body.insert(body.begin(), model_->tokenizer->endOfText());
   std::vector<std::string> tokens;
   tokens.reserve(body.size());
   for (int id : body) tokens.push_back(tokenLabel(*model_, id));

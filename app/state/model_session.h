@@ -57,6 +57,9 @@ class ModelSession {
   void close();
   void setLayer(int layer);
   void setText(const std::string& text, std::optional<bool> prepend_eot = std::nullopt);
+  // Why setText(text) would refuse it ("text: 305 tokens, more than the model reads (256)"), or "":
+  // the Text panel says it while a refused text stays in its field.
+  std::string textRefusal(const std::string& text) const;
   void setIds(std::vector<int> ids, std::optional<bool> prepend_eot = std::nullopt);  // without the prepended one
   void append(int id);
   void repeat();                // the text twice over
@@ -82,6 +85,7 @@ class ModelSession {
   std::vector<int> body() const;  // the ids without the prepended <|endoftext|>
   void requireModel() const;      // InputError unless a model is open
   void set(std::vector<int> body, bool prepend_eot);
+  std::string refusal(const std::vector<int>& body, bool prepend_eot) const;  // set()'s, or ""
   // set(), recorded as one undo step when the text changed.
   void edit(std::vector<int> body, bool prepend_eot);
   void forgetTextHistory();

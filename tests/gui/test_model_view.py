@@ -50,6 +50,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "oracle"))
 import gpt_models as gm  # noqa: E402
 import torch  # noqa: E402
+from test_paste_embeddings import Clipboard  # noqa: E402
 from test_teaching import Display, App, run_checks, run_commands, write_commands  # noqa: E402
 
 LAYERS, HEADS = 3, 2
@@ -446,6 +447,30 @@ def checks(tmp):
                             lambda d: d["state"]["model"].get("prepend_eot") is True)
                 assert d["state"]["model"]["ids"][0] == VOCAB - 1, d["state"]["model"]["ids"][:3]
                 print(f"  a click on the checkbox's label at {eot}: the text starts with <|endoftext|>")
+                # A text longer than the model reads, pasted: refused with its message, it stays in
+                # the field, which says (after the toast has gone) that the views show the text before
+                # it; "Back to the text shown" gives the field that text again.
+                shown_text, ids = d["state"]["model"]["text"], d["state"]["model"]["ids"]
+                long_text = "hello world " * 40
+
+                def paste(attempt):
+                    a.click("model_text")
+                    time.sleep(0.2 * attempt)
+                    a.key("ctrl+a")
+                    a.key("ctrl+v")
+                    a.key("Return")
+                with Clipboard(display.name, long_text):
+                    d = a.until(paste, "the long text refused",
+                                lambda d: d["state"].get("model_text_refused") and "model_text_restore" in d["widgets"],
+                                again=lambda: a.key("Escape"))
+                assert d["state"]["model_field"] == long_text and d["state"]["model"]["ids"] == ids, \
+                    (d["state"]["model_field"][:40], d["state"]["model"]["ids"][:5])
+                why = d["state"]["model_text_refusal"]
+                assert re.fullmatch(r"text: \d+ tokens, more than the model reads \(64\)", why), why
+                d = a.until(lambda _: a.click("model_text_restore"), "the text shown back in the field",
+                            lambda d: d["state"]["model_field"] == shown_text and not d["state"]["model_text_refused"])
+                print(f"  {len(long_text)} characters pasted: refused, kept in the field and said so; "
+                      f"'Back to the text shown' restored {shown_text[:20]!r}…")
 
         return run_checks([("the layer and the next tokens are torch's", layer_and_next_tokens),
                            ("a click on the wrapped text, then typing", type_a_text),
