@@ -259,7 +259,7 @@ int main(int argc, char** argv) {
     app.endFrame(now, window.mouseDown(), window.typing(), Ms(draw_end - frame_start).count(),
                  Ms(draw_end - draw_start).count());
     if (const std::string wanted = ctl.windowTitle(); wanted != title) window.setTitle(title = wanted);
-    layout().endFrame(options.dump_layout_path);
+    layout().endFrame(options.dump_layout_path, headless);
 
     // 4d. Unattended runs end here.
     if (bench && bench->afterFrame(ctl)) {  // t1: the end of the frame showing an edit's result
@@ -268,11 +268,15 @@ int main(int argc, char** argv) {
       exit_code = bench->finish(w, h);
       running = false;
     }
-    // Headless: once the commands are done and the newest result has been on screen a few frames.
+    // Headless: once the commands are done and the newest result has been on screen a few frames,
+    // and the layout holds still (a map's numbers follow its fit of the frame before), so that the
+    // dump says what the capture shows; a layout that never holds still is the capture's to report.
     const bool script_done = !script || script->done(ctl);
     ready_frames = script_done && ctl.settled() && (ctl.snapshot() || !ctl.engineError().empty()) ? ready_frames + 1
                                                                                                   : 0;
-    if (headless && ready_frames >= options.frames) {
+    constexpr int kMostSettlingFrames = 16;
+    if (headless && ready_frames >= options.frames &&
+        (layout().held() || ready_frames >= options.frames + kMostSettlingFrames)) {
       exit_code = headlessCapture(options, app);
       running = false;
     } else if (headless && now - start > 600) {

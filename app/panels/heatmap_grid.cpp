@@ -766,8 +766,26 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   }
   const CellWindow window = zoomWindow(T);
   // A lesson step's notes: the lesson panel says what the grid set aside; a zoom still has its line.
+  // The notes line's room stays while the layout does, once a rounding note took it: the note takes
+  // a line from maps that fit the tab, whose numbers may then no longer fit, which took the note
+  // away, which gave the line back … (a trained model's 9 × 9 map at 1280 × 720 changed every frame).
+  std::uint64_t note_key = static_cast<std::uint64_t>(region.x) * 100003u + static_cast<std::uint64_t>(region.y);
+  for (const std::uint64_t part :
+       {static_cast<std::uint64_t>(T), static_cast<std::uint64_t>(view.head + 1), static_cast<std::uint64_t>(fonts().small->FontSize * 16),
+        static_cast<std::uint64_t>(snap->batch), static_cast<std::uint64_t>(zoom_ * 1000)})
+    note_key = note_key * 1000003u + part;
+  for (Stage s : stages) note_key = note_key * 31 + static_cast<std::uint64_t>(s) + 1;
+  for (bool on : view.show_module) note_key = note_key * 3 + (on ? 1 : 0);
+  if (note_key != note_key_) note_key_ = note_key, note_line_kept_ = false;
+  std::string rounding = roundingNote();
+  if (!rounding.empty() && snap->model)  // no notebook printed a model's weights
+    rounding = "numbers rounded to " + std::to_string(rounded_to_) + " decimals to fit; hover a cell for 4";
+  if (!rounding.empty())
+    note_line_kept_ = true;
+  else if (note_line_kept_)
+    rounding = "hover a cell for its number";
   if ((!ctx.maps_menu || zoom_ > 1) &&
-      drawNotes(*snap, zoom_, window, skippedStages(view, t), !view.highlight.empty(), roundingNote(), go_to))
+      drawNotes(*snap, zoom_, window, skippedStages(view, t), !view.highlight.empty(), rounding, go_to))
     reset();
   // While the mouse is over a map the wheel zooms it, so it must not also scroll the grid.
   ImGui::BeginChild("grid", ImVec2(0, 0), false,

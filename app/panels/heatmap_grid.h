@@ -89,6 +89,8 @@ class HeatmapGrid {
   FocusNeed focus_need_;                   // focusNeed()
   std::string set_aside_;                  // the maps a step set aside, for the notes line ("scores, masked")
   int rounded_to_ = 4, rounding_now_ = 4;  // the fewest decimals a map's numbers showed: last frame, this one
+  std::uint64_t note_key_ = 0;             // the layout the notes line's room is kept for (draw)
+  bool note_line_kept_ = false;
   int reveal_head_ = -1;                   // a map kept in view (reveal)
   Stage reveal_stage_ = Stage::Weights;
 };

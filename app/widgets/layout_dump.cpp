@@ -37,10 +37,12 @@ void LayoutRecorder::rect(const std::string& name, ImVec2 min, ImVec2 max) {
 
 void LayoutRecorder::heatmap(nlohmann::json entry) { frame_["heatmaps"].push_back(std::move(entry)); }
 
-void LayoutRecorder::endFrame(const std::string& path) {
-  if (path.empty()) return;
+void LayoutRecorder::endFrame(const std::string& path, bool compare) {
+  if (path.empty() && !compare) return;
   std::string text = jsonText(frame_, 1);
-  if (text == written_) return;
+  held_ = text == last_;
+  if (!held_) last_ = text;
+  if (path.empty() || text == written_) return;
   try {
     writeFileAtomically(path, text);
     written_ = std::move(text);

@@ -18,12 +18,17 @@ class LayoutRecorder {
   void heatmap(nlohmann::json entry);
   nlohmann::json& state() { return frame_["state"]; }
   const nlohmann::json& frame() const { return frame_; }
-  // Writes the frame to `path` (atomically) if it differs from the last one written.
-  void endFrame(const std::string& path);
+  // Writes the frame to `path` (atomically) if it differs from the last one written. With `compare`
+  // (a headless run) the frame is compared with the one before even without a path: held().
+  void endFrame(const std::string& path, bool compare = false);
+  // Whether the last frame recorded was the frame before it again: the layout holds still.
+  bool held() const { return held_; }
 
  private:
   nlohmann::json frame_;
   std::string written_;
+  std::string last_;
+  bool held_ = false;
 };
 
 LayoutRecorder& layout();

@@ -12,7 +12,9 @@ Checked, headless (--commands, the buttons' own commands):
   - text → select_layer 1 head 0 → temperature 0.7 → export_trace npy: the trace on screen and
     the exported files are layer 1's (≤ 1e-5), the next tokens torch's (ids, probabilities ≤ 1e-5);
   - ten tokens at 1280 × 720, 150 %, presentation: the selected head's weights whole in the tab,
-    its card heading "Layer 3  ·  head 2 of 2 …"; two tokens after twenty, every head: each map's
+    its card heading "Layer 3  ·  head 2 of 2 …"; eight tokens at 1280 × 800 / 125 %: the layout
+    holds still (no "layout error" from the capture) and its notes say what the map shows; two
+    tokens after twenty, every head: each map's
     legend within its tile; the head statistics without the row sums' chart (no dropout in a
     model's pass); a figure's title names the layer, its caption the model and the layer, no seed;
   - the next tokens' button and first three rows in the Text panel's view, the selected token's chip
@@ -197,6 +199,16 @@ def checks(tmp):
             for i, legend, tile in legends:
                 assert legend["x"] + legend["w"] <= tile["x"] + tile["w"] + 0.5, f"{i}: legend {legend} past its tile {tile}"
             assert d2["state"]["token"] == 1, d2["state"]["token"]
+            # Eight tokens at 1280 × 800 and 125 %: the map held still (its rounding note took a line,
+            # its numbers then no longer fitted, which took the note away, … every frame: the
+            # capture says "layout error", run_commands fails on it), and the dump says what it shows.
+            d4 = run_commands(app, display.name, tmp, "holds-still", [
+                {"do": "text", "ids": list(range(40, 48))}, {"do": "select_layer", "layer": 1, "head": 1},
+                {"do": "view", "field": "tab", "value": "heatmaps"},
+            ], "--model", folder, "--size", "1280x800", "--text-size", "125")
+            notes, shown = d4["state"]["grid_notes"], [e["values_shown"] for e in d4["heatmaps"]]
+            assert notes.startswith("numbers rounded") == any(shown), (notes, shown)
+            print(f"  eight tokens at 1280 × 800, 125 %: held still, numbers shown {shown}, the notes {notes!r}")
             # The head statistics without the row sums' chart: a model's pass has no dropout, so its
             # every row read 1; the entropy's chart has the room.
             d3 = run_commands(app, display.name, tmp, "statistics", [
