@@ -93,6 +93,26 @@ void CompareView::follow(const Snapshot& a, const Snapshot& b) {
   workspace_differences_ = workspaceDifferences(*a.inputs, *b.inputs);  // 786 k cells for GPT-2: not per frame
 }
 
+namespace {
+
+// How B's tokens differ from A's, said for a trained model's layers compared: the positions (from 1)
+// whose tokens differ, the first three with both tokens, or the counts ("9 → 11 tokens, …"); "" when
+// they are the same.
+std::string textDifference(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::vector<std::size_t> at;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (a[i] != b[i]) at.push_back(i);
+  if (at.empty() && a.size() == b.size()) return "";
+  std::string out = a.size() != b.size() ? std::to_string(a.size()) + " → " + std::to_string(b.size()) + " tokens" : "";
+  if (!at.empty()) out += std::string(out.empty() ? "" : ", ") + (at.size() == 1 ? "token " : "tokens ");
+  for (std::size_t k = 0; k < at.size() && k < 3; ++k)
+    out += (k > 0 ? ", " : "") + std::to_string(at[k] + 1) + " (" + a[at[k]] + " → " + b[at[k]] + ")";
+  if (at.size() > 3) out += " and " + std::to_string(at.size() - 3) + " more";
+  return out;
+}
+
+}  // namespace
+
 std::shared_ptr<const MapDifference> CompareView::difference(int head, int map, const StageMap& a, const StageMap& b) {
   auto& slot = differences_[{head, map}];
   if (!slot) slot = std::make_shared<const MapDifference>(mapDifference(a, b));
@@ -136,9 +156,13 @@ void CompareView::draw(const PanelContext& ctx) {
   if (a.model && b->model && a.model->model && b->model->model) {
     // Trained models' layers: which model and layer each is (their inputs and weights are the
     // models', not edits: a list of what differs would read "W_key.weight edited").
+    const std::string text = textDifference(a.tokens(), b->tokens());
     line = "A: " + modelName(*a.model->model) + ", layer " + std::to_string(a.layer + 1) + "  ·  B: " +
            modelName(*b->model->model) + ", layer " + std::to_string(b->layer + 1) +
-           (differs.empty() ? "  ·  the same maps" : "");
+           (!text.empty() ? "  ·  B's text differs: " + text + " (B − A is labelled with B's tokens)"
+            : differs.empty() ? "  ·  the same maps"
+                              : "");
+    state["text_difference"] = text;
     state["a_model"] = modelName(*a.model->model);
     state["b_model"] = modelName(*b->model->model);
   }

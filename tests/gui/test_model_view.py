@@ -13,7 +13,8 @@ Checked, headless (--commands, the buttons' own commands):
     the exported files are layer 1's (≤ 1e-5), the next tokens torch's (ids, probabilities ≤ 1e-5);
   - ten tokens at 1280 × 720, 150 %, presentation: the selected head's weights whole in the tab,
     its card heading "Layer 3  ·  head 2 of 2 …"; eight tokens at 1280 × 800 / 125 %: the layout
-    holds still (no "layout error" from the capture) and its notes say what the map shows; two
+    holds still (no "layout error" from the capture) and its notes say what the map shows; Compare
+    of two texts says which tokens differ, both tokens; two
     tokens after twenty, every head: each map's
     legend within its tile; the head statistics without the row sums' chart (no dropout in a
     model's pass); a figure's title names the layer, its caption the model and the layer, no seed;
@@ -209,6 +210,16 @@ def checks(tmp):
             notes, shown = d4["state"]["grid_notes"], [e["values_shown"] for e in d4["heatmaps"]]
             assert notes.startswith("numbers rounded") == any(shown), (notes, shown)
             print(f"  eight tokens at 1280 × 800, 125 %: held still, numbers shown {shown}, the notes {notes!r}")
+            # Compare: A pinned, B's text with two tokens changed — said with both tokens, counted
+            # from 1 (the header named only the model and layer of each, the same for both).
+            d5 = run_commands(app, display.name, tmp, "compare-texts", [
+                {"do": "text", "ids": [40, 41, 42, 43, 44]}, {"do": "pin"},
+                {"do": "text", "ids": [40, 50, 42, 43, 51]}, {"do": "view", "field": "tab", "value": "compare"},
+            ], "--model", folder, "--size", "1920x1080")
+            said = d5["state"]["compare"]["text_difference"]
+            label = list(bytes_to_unicode().values())  # id → token, as write_tokenizer numbers them
+            assert said == f"tokens 2 ({label[41]} → {label[50]}), 5 ({label[44]} → {label[51]})", said
+            print(f"  compare two texts: {said!r}")
             # The head statistics without the row sums' chart: a model's pass has no dropout, so its
             # every row read 1; the entropy's chart has the room.
             d3 = run_commands(app, display.name, tmp, "statistics", [
