@@ -159,7 +159,8 @@ void CompareView::draw(const PanelContext& ctx) {
     const std::string text = textDifference(a.tokens(), b->tokens());
     line = "A: " + modelName(*a.model->model) + ", layer " + std::to_string(a.layer + 1) + "  ·  B: " +
            modelName(*b->model->model) + ", layer " + std::to_string(b->layer + 1) +
-           (!text.empty() ? "  ·  B's text differs: " + text + " (B − A is labelled with B's tokens)"
+           (!text.empty() ? "  ·  B's text differs: " + text +
+                                (a.tokens().size() == b->tokens().size() ? " (B − A is labelled with B's tokens)" : "")
             : differs.empty() ? "  ·  the same maps"
                               : "");
     state["text_difference"] = text;

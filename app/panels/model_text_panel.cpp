@@ -97,6 +97,14 @@ void revealRow(float list_h) {
   ImGui::SetScrollY(std::max(0.0f, row - shown + 1) * pitch);
 }
 
+// A paragraph's height in the small font, wrapped at the window's content width, with the space under it.
+float smallTextHeight(const std::string& text) {
+  return fonts()
+             .small->CalcTextSizeA(fonts().small->FontSize, FLT_MAX, ImGui::GetContentRegionAvail().x, text.c_str())
+             .y +
+         ImGui::GetStyle().ItemSpacing.y;
+}
+
 void layerSlider(const PanelContext& ctx, int layers) {
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("layer");
@@ -180,13 +188,6 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size,
                             " · " + std::to_string(c.layers) + " layers · " + std::to_string(c.heads) + " heads of " +
                             std::to_string(c.headWidth()) + " · d = " + std::to_string(c.d_model) + " · vocabulary " +
                             std::to_string(c.vocab_size) + " · context " + std::to_string(c.context_length);
-  // A wrapped paragraph's height in the small font, with the space under it.
-  const auto smallTextHeight = [](const std::string& text) {
-    return fonts()
-               .small->CalcTextSizeA(fonts().small->FontSize, FLT_MAX, ImGui::GetContentRegionAvail().x, text.c_str())
-               .y +
-           ImGui::GetStyle().ItemSpacing.y;
-  };
   const float shape_h = smallTextHeight(shape);
   ImGui::TextUnformatted(modelName(m).c_str());
   if (ImGui::IsItemHovered())
@@ -264,10 +265,23 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     }
     mirrored_version_ = session.version();
   }
+  // A text the model refused (too long, empty) stays in the field, the user's to fix: sent, and the
+  // session still at the version it was sent at (accepted, the version moves on and the field takes
+  // the session's text when nothing is held). Said under the field after the toast has gone.
+  const bool refused = tokenizer && !editing_ && text_ != session.text() && session.version() == sent_version_ &&
+                       ImGui::GetFrameCount() > sent_at_ + 2;
+  std::string refusal;
+  if (refused) {
+    if (refused_text_ != text_ || refused_eot_ != session.prependEot())
+      refused_why_ = session.textRefusal(text_), refused_text_ = text_, refused_eot_ = session.prependEot();
+    const std::string why = refused_why_.rfind("text: ", 0) == 0 ? refused_why_.substr(6) : refused_why_;
+    refusal = "Not applied" + (why.empty() ? std::string() : ": " + why);
+  }
+  layout().state()["model_text_refused"] = refused;
   // What the panel holds below the field — <|endoftext|>, the tokens' count, a row of them and the
-  // next tokens with kNextRowsKept of their rows — keeps its room (at 1280 × 800 and 175 % the next
-  // tokens were below the fold). Where it is short the field shows two lines, not 3.6, and the
-  // hint under it becomes the field's tooltip.
+  // next tokens with kNextRowsKept of their rows, and a refusal's note — keeps its room (at 1280 ×
+  // 800 and 175 % the next tokens were below the fold). Where it is short the field shows two
+  // lines, not 3.6, and the hint under it becomes the field's tooltip.
   const ImGuiStyle& style = ImGui::GetStyle();
   const float line_h = ImGui::GetTextLineHeight(), line = ImGui::GetTextLineHeightWithSpacing();
   const float frame = ImGui::GetFrameHeightWithSpacing();
@@ -277,11 +291,15 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   const float below = (!tokenizer  ? 0.0f
                        : eot_wraps ? frame + line
                                    : frame) +
-                      line + chipPitch() + style.ItemSpacing.y + nextTokensHeight(kNextRowsKept);
-  const float hint_h = tokenizer ? fonts().small->FontSize + style.ItemSpacing.y : 0.0f;
+                      line + chipPitch() + style.ItemSpacing.y + nextTokensHeight(kNextRowsKept) +
+                      (refused ? smallTextHeight(refusal) + fonts().small->FontSize + style.ItemSpacing.y : 0.0f);
+  const float hint_h = tokenizer && !refused ? fonts().small->FontSize + style.ItemSpacing.y : 0.0f;
   const float room = ImGui::GetContentRegionAvail().y - below - style.ItemSpacing.y - style.FramePadding.y * 2;
   const bool roomy = room - hint_h >= line_h * 3.6f;
-  const float field_h = (roomy ? line_h * 3.6f : line_h * 2) + style.FramePadding.y * 2;
+  // A refused text's field gives its second line to the note where the room is short (a click
+  // edits it at full height): the note and the next tokens stay in view.
+  const float field_lines = roomy ? 3.6f : refused ? 1.0f : 2.0f;
+  const float field_h = line_h * field_lines + style.FramePadding.y * 2;
   const char* hint = editing_ ? "Enter applies · Ctrl+Enter: a new line" : "click the text to edit it";
   bool apply = false;
   if (editing_ && tokenizer) {
@@ -300,6 +318,8 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     ImGui::PushTextWrapPos(0);
     if (text_.empty())
       ImGui::TextDisabled(tokenizer ? "type a text…" : "token ids");
+    else if (field_lines < 2)  // one line: cut with "…", not a wrapped second line half in the frame
+      ImGui::TextUnformatted(fitText(text_.substr(0, text_.find('\n')), ImGui::GetContentRegionAvail().x).c_str());
     else
       ImGui::TextUnformatted(text_.c_str());
     layout().rect("model_text_content", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());  // tests: wrapped
@@ -320,20 +340,14 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
                                         "them (a --commands file, or attnscope.command in a notebook)");
   if (apply && text_ != session.text()) {
     ctx.commands.push("text", {{"value", text_}});
-    applied_at_ = ImGui::GetFrameCount();
+    sent_version_ = session.version(), sent_at_ = ImGui::GetFrameCount();
   }
-  // A text the model refused (too long, not a text) stays in the field, the user's to fix; said
-  // here, in the toast's colour, after the toast has gone: the views show the text before it.
-  // (Applied, the session's new version gives the field its text at the next frame.)
-  const bool refused = tokenizer && !editing_ && text_ != session.text() && ImGui::GetFrameCount() > applied_at_ + 2;
-  layout().state()["model_text_refused"] = refused;
   ImGui::PushFont(fonts().small);
-  if (refused) {
-    if (refused_text_ != text_) refused_why_ = session.textRefusal(text_), refused_text_ = text_;
+  if (refused) {  // in the toast's colour
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(theme().selection));
-    ImGui::TextWrapped("Not applied%s%s: the views show the text before it.", refused_why_.empty() ? "" : " — ",
-                       refused_why_.c_str());
+    ImGui::TextWrapped("%s", refusal.c_str());
     ImGui::PopStyleColor();
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("The views show the text before it; the toast said why");
     layout().state()["model_text_refusal"] = refused_why_;
     if (ImGui::SmallButton("Back to the text shown")) text_ = session.text();
     layout().widget("model_text_restore");

@@ -39,8 +39,11 @@ class ModelTextPanel {
   // The text is shown wrapped, as a projector needs it (ImGui's multiline field does not wrap);
   // a click makes it the field, which goes back to the wrapped text when it loses the focus.
   bool editing_ = false;
-  int applied_at_ = 0;       // the frame the field's text was last sent as a text command
-  std::string refused_text_;  // a refused text in the field, and why (ModelSession::textRefusal)
+  // The field's text last sent as a text command: the session's version then, and the frame.
+  std::uint64_t sent_version_ = ~std::uint64_t{0};
+  int sent_at_ = 0;
+  std::string refused_text_;  // a refused text in the field, with or without <|endoftext|>, and why
+  bool refused_eot_ = false;  // (ModelSession::textRefusal)
   std::string refused_why_;
   bool focus_field_ = false;  // the field takes the keyboard in the frame after the click
   // The selected chip scrolled into the list's view for (session version, token): once per change,

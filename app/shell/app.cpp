@@ -292,7 +292,8 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
 void App::drawTabList(const std::vector<const MainTab*>& tabs) {
   const ImGuiStyle& style = ImGui::GetStyle();
   float names_w = 0;
-  for (const MainTab* tab : tabs) names_w += ImGui::CalcTextSize(tab->title).x + style.FramePadding.x * 2;
+  for (const MainTab* tab : tabs)  // as ImGui 1.86 sizes a tab without a close button
+    names_w += ImGui::CalcTextSize(tab->title).x + style.FramePadding.x * 2 + 1;
   names_w += style.ItemInnerSpacing.x * static_cast<float>(tabs.size() > 0 ? tabs.size() - 1 : 0);
   const bool listed = names_w > ImGui::GetContentRegionAvail().x;
   layout().state()["tabs_listed"] = listed;

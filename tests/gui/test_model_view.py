@@ -207,8 +207,10 @@ def checks(tmp):
                 {"do": "text", "ids": list(range(40, 48))}, {"do": "select_layer", "layer": 1, "head": 1},
                 {"do": "view", "field": "tab", "value": "heatmaps"},
             ], "--model", folder, "--size", "1280x800", "--text-size", "125")
-            notes, shown = d4["state"]["grid_notes"], [e["values_shown"] for e in d4["heatmaps"]]
-            assert notes.startswith("numbers rounded") == any(shown), (notes, shown)
+            notes = d4["state"]["grid_notes"]
+            shown = [e.get("label_format") for e in d4["heatmaps"] if e["values_shown"]]
+            rounded = any(f in ("decimals3", "decimals2", "compact") for f in shown)
+            assert notes.startswith("numbers rounded") == rounded, (notes, shown)
             print(f"  eight tokens at 1280 × 800, 125 %: held still, numbers shown {shown}, the notes {notes!r}")
             # Compare: A pinned, B's text with two tokens changed — said with both tokens, counted
             # from 1 (the header named only the model and layer of each, the same for both).
@@ -488,6 +490,9 @@ def checks(tmp):
                                 again=lambda: a.key("Escape"))
                 assert d["state"]["model_field"] == long_text and d["state"]["model"]["ids"] == ids, \
                     (d["state"]["model_field"][:40], d["state"]["model"]["ids"][:5])
+                panel, restore = d["panels"]["inputs"], d["widgets"]["model_text_restore"]
+                assert restore["y"] + restore["h"] <= panel["y"] + panel["h"] + 0.5, \
+                    f"the refusal's button below the fold: {restore} in {panel}"
                 why = d["state"]["model_text_refusal"]
                 assert re.fullmatch(r"text: \d+ tokens, more than the model reads \(64\)", why), why
                 d = a.until(lambda _: a.click("model_text_restore"), "the text shown back in the field",
