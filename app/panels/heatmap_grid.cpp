@@ -701,9 +701,10 @@ void HeatmapGrid::goTo(int first, int last, int T) {
   center_row_ = center_col_ = (static_cast<float>(first) + static_cast<float>(last) + 1) / 2.0f;
 }
 
-std::string HeatmapGrid::roundingNote() const {
+std::string HeatmapGrid::roundingNote(bool model) const {
   if (rounded_to_ >= 4) return "";
-  return "numbers rounded to " + std::to_string(rounded_to_) + " decimals to fit; hover a cell for the notebook's 4";
+  return "numbers rounded to " + std::to_string(rounded_to_) + " decimals to fit; hover a cell for " +
+         (model ? "4" : "the notebook's 4");  // no notebook printed a model's weights
 }
 
 void HeatmapGrid::draw(const PanelContext& ctx) {
@@ -777,9 +778,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   for (Stage s : stages) note_key = note_key * 31 + static_cast<std::uint64_t>(s) + 1;
   for (bool on : view.show_module) note_key = note_key * 3 + (on ? 1 : 0);
   if (note_key != note_key_) note_key_ = note_key, note_line_kept_ = false;
-  std::string rounding = roundingNote();
-  if (!rounding.empty() && snap->model)  // no notebook printed a model's weights
-    rounding = "numbers rounded to " + std::to_string(rounded_to_) + " decimals to fit; hover a cell for 4";
+  std::string rounding = roundingNote(static_cast<bool>(snap->model));
   if (!rounding.empty())
     note_line_kept_ = true;
   else if (note_line_kept_)

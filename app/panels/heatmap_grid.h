@@ -59,7 +59,7 @@ class HeatmapGrid {
   CellWindow zoomWindow(int tokens) const;
   // Said when last frame's maps rounded their numbers to fewer decimals than the notebook's 4 for
   // room ("numbers rounded to 3 decimals …"); empty when none did.
-  std::string roundingNote() const;
+  std::string roundingNote(bool model = false) const;  // model: a trained model's maps
   // The main area's width a lesson step's maps need to be shown whole in one row with four
   // decimals (best), with three (least), and with three in the smallest font the grid fits them
   // with (smallest), measured in the last frame; 0 where no width does (too tall) or outside a
