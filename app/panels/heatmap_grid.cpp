@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "display/comparison.h"
@@ -536,7 +537,7 @@ std::string skippedStages(const ViewState& v, const Trace& t) {
 // dropout masks come from, and the maps this step has none of. `beside`: on the line of the item
 // before (the go-to field), where there is anything to say. Returns true when "reset zoom" was pressed.
 bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string& skipped, bool lesson,
-               const std::string& rounding, bool beside) {
+               const std::string& rounding, bool beside, bool keep_line) {
   const Trace& t = *snap.trace;
   bool reset = false;
   std::vector<std::string> notes;
@@ -565,7 +566,10 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
   if (!about.empty()) line = about + (line.empty() ? "" : "  ·  " + line);
   if (!rounding.empty()) line = rounding + (line.empty() ? "" : "  ·  " + line);  // first: it explains the numbers
   layout().state()["grid_notes"] = line;  // tests: the preset's note is there, or gone
-  if (line.empty()) return reset;         // the zoom's line ends here (no SameLine left open for the maps)
+  if (line.empty()) {  // the zoom's line ends here (no SameLine left open for the maps)
+    if (keep_line && zoom <= 1 && !beside) ImGui::Dummy(ImVec2(0, ImGui::GetTextLineHeight()));
+    return reset;
+  }
   if (zoom > 1 || beside) ImGui::SameLine(0, px(16));
   // One line: what does not fit ends in "…", and the whole text shows on hover.
   const std::string shown = fitText(line, ImGui::GetContentRegionAvail().x);
@@ -716,6 +720,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   CommandQueue& cmd = ctx.commands;
   rounded_to_ = rounding_now_;  // the notes line says what last frame's maps did
   rounding_now_ = 4;
+  numbered_ = std::exchange(numbered_now_, false);
   // The header, folded into a menu where it would take the maps' room (a projector's text); none
   // while a lesson step chose the maps: its controls are in the lesson's menu (drawMapsMenu).
   if (!ctx.maps_menu)
@@ -781,10 +786,10 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   std::string rounding = roundingNote(static_cast<bool>(snap->model));
   if (!rounding.empty())
     note_line_kept_ = true;
-  else if (note_line_kept_)
+  else if (note_line_kept_ && !numbered_)  // kept and empty where the maps show all four decimals
     rounding = "hover a cell for its number";
-  if ((!ctx.maps_menu || zoom_ > 1) &&
-      drawNotes(*snap, zoom_, window, skippedStages(view, t), !view.highlight.empty(), rounding, go_to))
+  if ((!ctx.maps_menu || zoom_ > 1) && drawNotes(*snap, zoom_, window, skippedStages(view, t), !view.highlight.empty(),
+                                                 rounding, go_to, note_line_kept_))
     reset();
   // While the mouse is over a map the wheel zooms it, so it must not also scroll the grid.
   ImGui::BeginChild("grid", ImVec2(0, 0), false,
@@ -1072,7 +1077,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.cell = g.cell;  // the same cells in every map
       spec.text_scale = text_scale;
       HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(b.w, b.h));
-      if (hit.decimals > 0) rounding_now_ = std::min(rounding_now_, hit.decimals);
+      if (hit.decimals > 0) rounding_now_ = std::min(rounding_now_, hit.decimals), numbered_now_ = true;
       if (hit.clicked_row >= 0) cmd.push("select_token", {{"index", hit.clicked_row}});
       if (hit.hover_row >= 0) wheel_on_map_ = true;
       const std::string menu = spec.id + "##menu";

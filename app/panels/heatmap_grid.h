@@ -91,6 +91,7 @@ class HeatmapGrid {
   int rounded_to_ = 4, rounding_now_ = 4;  // the fewest decimals a map's numbers showed: last frame, this one
   std::uint64_t note_key_ = 0;             // the layout the notes line's room is kept for (draw)
   bool note_line_kept_ = false;
+  bool numbered_ = false, numbered_now_ = false;  // whether a map showed numbers: last frame, this one
   int reveal_head_ = -1;                   // a map kept in view (reveal)
   Stage reveal_stage_ = Stage::Weights;
 };
