@@ -349,6 +349,21 @@ GridLayout layOutGrid(const std::vector<CardNeed>& cards, float cell, float widt
   return g;
 }
 
+// The room right of map `b` that no other map or card takes, up to the grid's `width`: where its
+// legend may run on ("top: the largest below row 1 (row 1 is 1)" was cut to "top: the largest
+// belo…" beside 900 empty pixels of a presented trained model's map).
+float freeRightOf(const GridLayout& g, const Box& b, float width, float gap) {
+  float right = width;
+  const auto limit = [&](const Box& o) {
+    if (o.w > 0 && &o != &b && o.x >= b.x + b.w - 0.5f && o.y < b.y + b.h && o.y + o.h > b.y)
+      right = std::min(right, o.x - gap / 2);
+  };
+  for (const Box& card : g.cards) limit(card);
+  for (const auto& card : g.tiles)
+    for (const Box& o : card) limit(o);
+  return std::max(0.0f, right - (b.x + b.w));
+}
+
 // The largest cell (to 1/2²⁴ of `cap`) for which ok(layout) holds, given that it holds for tiny cells.
 template <class Ok>
 float largestCell(float cap, const Ok& ok) {
@@ -364,7 +379,10 @@ float largestCell(float cap, const Ok& ok) {
 // cells stop growing at `max_cell`. Up to 12 tokens the maps show the numbers the notebook prints:
 // when the whole grid fits only with cells below `full_cell` (four decimals), the maps take that
 // size as far as the width allows (at least the compact labels' `min_cell`) and the grid scrolls
-// down. Larger maps (min_cell 0) shrink to fit, but below 96 px a map the grid scrolls instead.
+// down. Larger maps (min_cell 0) shrink to fit, but below 96 px a map the grid scrolls instead,
+// its maps as large as their rows of maps allow and no taller than the grid's window. Maps that
+// fit in one row shrink on to 96 px of the screen's (not the text's: at 200 % a trained model's
+// 14 × 14 map fitted 182 px of a 720-px window, and became 1108 px across, three rows in view).
 GridLayout arrangeGrid(const std::vector<CardNeed>& cards, float width, float height, float gap, Margins m,
                        float min_cell, float full_cell, float max_cell, LayoutOptions o) {
   const float cap = std::max(max_cell, full_cell);
@@ -378,22 +396,27 @@ GridLayout arrangeGrid(const std::vector<CardNeed>& cards, float width, float he
     const GridLayout g = layOutGrid(cards, c, width, gap, m, o);
     return g.fits_width && g.height <= height;
   });
+  auto tileRows = [](const GridLayout& g) {
+    std::vector<float> tops;
+    for (const auto& card : g.tiles)
+      for (const Box& b : card)
+        if (b.w > 0 && std::find(tops.begin(), tops.end(), b.y) == tops.end()) tops.push_back(b.y);
+    return tops.size();
+  };
+  const float least_map = tileRows(layOutGrid(cards, cell, width, gap, m, o)) <= 1 ? 96 : px(96);
   if (full_cell > 0) {
     if (cell < full_cell) cell = std::max(min_cell, std::min(full_cell, width_cell));
-  } else if (cell * largest < px(96)) {  // maps of 96 px, then as large as their rows of maps allow
-    auto tileRows = [](const GridLayout& g) {
-      std::vector<float> tops;
-      for (const auto& card : g.tiles)
-        for (const Box& b : card)
-          if (std::find(tops.begin(), tops.end(), b.y) == tops.end()) tops.push_back(b.y);
-      return tops.size();
-    };
-    const std::size_t rows = tileRows(layOutGrid(cards, px(96) / largest, width, gap, m, o));
-    float lo = px(96) / largest, hi = std::max(lo, cap);
+  } else if (cell * largest < least_map) {  // maps of 96 px, then as large as their rows of maps allow
+    const float floor = px(96) / largest;
+    const std::size_t rows = tileRows(layOutGrid(cards, floor, width, gap, m, o));
+    float lo = floor, hi = std::max(lo, cap);
     for (int k = 0; k < 24; ++k) {
       const float c = (lo + hi) / 2;
       const GridLayout g = layOutGrid(cards, c, width, gap, m, o);
-      (g.fits_width && tileRows(g) <= rows ? lo : hi) = c;
+      bool within = g.fits_width && tileRows(g) <= rows;
+      for (const auto& card : g.tiles)
+        for (const Box& b : card) within = within && b.h <= height;
+      (within ? lo : hi) = c;
     }
     cell = lo;
   }
@@ -623,8 +646,9 @@ std::string moduleCardHeading(const Trace& t, int batch) {
 // its tile of the grid's layout.
 // Returns the fewest decimals its maps rounded their numbers to (4 when none did).
 int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vector<ModuleMap>& maps,
-                   const Box& card_box, const std::vector<Box>& tiles, const std::vector<bool>& labelled, float cell,
-                   ImVec2 grid_origin, bool heading, float text_scale, CellWindow window) {
+                   const Box& card_box, const std::vector<Box>& tiles, const std::vector<bool>& labelled,
+                   const std::vector<float>& legend_room, float cell, ImVec2 grid_origin, bool heading,
+                   float text_scale, CellWindow window) {
   int fewest = 4;
   const Trace& t = *snap.trace;
   const BatchTrace& bt = snap.shown();
@@ -683,6 +707,7 @@ int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vec
     spec.dimmed = dimmedByLesson(view, info.id);
     spec.cell = cell;
     spec.text_scale = text_scale;
+    spec.legend_room = legend_room[k];
     const HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(b.w, b.h));
     if (hit.decimals > 0) fewest = std::min(fewest, hit.decimals);
     if (hit.clicked_row >= 0 && !info.parameter) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
@@ -1076,6 +1101,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.dimmed = dimmedByLesson(view, info.id);
       spec.cell = g.cell;  // the same cells in every map
       spec.text_scale = text_scale;
+      spec.legend_room = freeRightOf(g, b, grid_w, gap);
       HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(b.w, b.h));
       if (hit.decimals > 0) rounding_now_ = std::min(rounding_now_, hit.decimals), numbered_now_ = true;
       if (hit.clicked_row >= 0) cmd.push("select_token", {{"index", hit.clicked_row}});
@@ -1097,10 +1123,13 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       if (hit.wheel != 0 || hit.pan_rows != 0 || hit.pan_cols != 0) applyZoom(zoom_, center_row_, center_col_, hit, T);
     }
   }
-  if (M > 0 && g.cards.back().w > 0)
-    rounding_now_ = std::min(rounding_now_,
-                             drawModuleCard(ctx, *snap, module_maps, g.cards.back(), g.tiles.back(), g.labelled.back(),
-                                            g.cell, grid_origin, needs.back().heading_h > 0, text_scale, window));
+  if (M > 0 && g.cards.back().w > 0) {
+    std::vector<float> legend_room;
+    for (const Box& b : g.tiles.back()) legend_room.push_back(freeRightOf(g, b, grid_w, gap));
+    rounding_now_ = std::min(rounding_now_, drawModuleCard(ctx, *snap, module_maps, g.cards.back(), g.tiles.back(),
+                                                           g.labelled.back(), legend_room, g.cell, grid_origin,
+                                                           needs.back().heading_h > 0, text_scale, window));
+  }
   // Reserve the grid's full extent so the child scrolls when it is larger than the panel.
   ImGui::SetCursorScreenPos(grid_origin);
   ImGui::Dummy(ImVec2(g.width, g.height));

@@ -359,12 +359,14 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       draw->AddRectFilled(ImVec2(lx, ly + 2), ImVec2(lx + fs - 2, ly + fs - 1), th.masked_cell);
       lx += fs + 2;
     }
-    // Within the tile: a trained model's 2 × 2 weights wrote "top: the largest below row 1 (row 1
-    // is 1)" over the next card's. Cut with "…", whole on hover.
-    const float room = origin.x + size.x - lx;
+    // Within the tile and the free room right of it (legend_room): a trained model's 2 × 2 weights
+    // wrote "top: the largest below row 1 (row 1 is 1)" over the next card's. Cut with "…", whole
+    // on hover.
+    const float room = origin.x + size.x + std::max(0.0f, s.legend_room) - lx;
     text = fitText(small, fs, whole, room);
     draw->AddText(small, fs, ImVec2(lx, ly), th.text_dim, text.c_str());
     legend_rect = rectJson(ImVec2(lx, ly), ImVec2(lx + width(text), ly + fs));
+    legend_rect["cut"] = text != whole;  // tests: a legend with room is whole
     if (text != whole && ImGui::IsWindowHovered() &&
         ImGui::IsMouseHoveringRect(ImVec2(lx, ly), ImVec2(lx + room, ly + fs)))
       ImGui::SetTooltip("%s", whole.c_str());
@@ -384,7 +386,10 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   entry["tile"] = rectJson(origin, ImVec2(origin.x + size.x, origin.y + size.y));
   entry["legend"] = legend_rect;
   // What the map drew — title to colorbar labels — within its tile: a figure's crop (no blank below).
-  entry["content"] = rectJson(origin, ImVec2(origin.x + size.x, std::min(origin.y + size.y, content_bottom)));
+  const float content_right = legend_rect.is_null() ? origin.x + size.x
+                                                   : std::max(origin.x + size.x, legend_rect["x"].get<float>() +
+                                                                                     legend_rect["w"].get<float>());
+  entry["content"] = rectJson(origin, ImVec2(content_right, std::min(origin.y + size.y, content_bottom)));
   entry["rows"] = rows;
   entry["cols"] = cols;
   entry["window"] = {{"row0", r0}, {"rows", nr}, {"col0", c0}, {"cols", nc}};

@@ -55,6 +55,8 @@ struct HeatmapSpec {
                                                          // 0: as large as the size allows
   float text_scale = 1;                                  // the cells' font at this much of its size (0.75–1: a
                                                          // lesson step fitting its maps to the window)
+  float legend_room = 0;                                 // pixels right of the tile that no other map takes: the
+                                                         // legend may run on into them
 };
 
 struct HeatmapHit {

@@ -189,16 +189,36 @@ def checks(tmp):
             maps = [e for e in d["heatmaps"] if not e.get("compare")]
             assert [(e["stage"], e["rows"]) for e in maps] == [("weights", 10)], [(e["stage"], e["rows"]) for e in maps]
             assert maps[0]["wholly_in_view"], f"the weights are not whole in the tab: {maps[0]['cells']}, cell {maps[0]['cell']}"
+            # Fourteen tokens at 200 % in a window maximised on a 720-px projector: the map fitted
+            # 175 px, under the 96 px the text's size makes 192, and was grown to the width instead
+            # (1138 px, three rows on screen); one map shrinks on to 96 screen pixels. Its legend
+            # runs on into the empty tab (it was cut to "top: the largest belo…").
+            d200 = run_commands(app, display.name, tmp, "fit200", [
+                {"do": "text", "value": "hello world hello world hello world hello"},
+                {"do": "select_layer", "layer": 2, "head": 1},
+                {"do": "view", "field": "tab", "value": "heatmaps"},
+                {"do": "view", "field": "presentation", "value": True},
+            ], "--model", folder, "--size", "1280x680", "--text-size", "200")
+            m200 = [e for e in d200["heatmaps"] if not e.get("compare")]
+            assert [(e["stage"], e["rows"]) for e in m200] == [("weights", 14)], [(e["stage"], e["rows"]) for e in m200]
+            assert m200[0]["wholly_in_view"], f"200 %: the weights are not whole: {m200[0]['cells']}, cell {m200[0]['cell']}"
+            assert m200[0]["legend"] and not m200[0]["legend"]["cut"], f"200 %: the legend is cut: {m200[0]['legend']}"
+            fit200 = m200[0]["cells"]["w"]
             # Fewer tokens after more, every head: two-token maps are narrower than their legend,
-            # which stays within its own tile (it ran over the next card's).
+            # which stays out of the next card's maps (it ran over them).
             d2 = run_commands(app, display.name, tmp, "two", [
                 {"do": "text", "ids": list(range(40, 60))}, {"do": "select_token", "index": 17},
                 {"do": "text", "ids": [40, 41]}, {"do": "view", "field": "tab", "value": "heatmaps"},
             ], "--model", folder, "--size", "1280x800", "--text-size", "175")
             legends = [(e["id"], e["legend"], e["tile"]) for e in d2["heatmaps"] if e.get("legend")]
             assert len(legends) == HEADS, legends
-            for i, legend, tile in legends:
-                assert legend["x"] + legend["w"] <= tile["x"] + tile["w"] + 0.5, f"{i}: legend {legend} past its tile {tile}"
+            tiles = [e["tile"] for e in d2["heatmaps"]]
+            for i, legend, tile in legends:  # within its tile, or in the room right of it that no map takes
+                assert legend["x"] >= tile["x"] - 0.5, f"{i}: legend {legend} left of its tile {tile}"
+                for other in tiles:
+                    if other != tile and other["y"] < legend["y"] + legend["h"] and legend["y"] < other["y"] + other["h"]:
+                        assert legend["x"] + legend["w"] <= other["x"] + 0.5 or legend["x"] >= other["x"] + other["w"], \
+                            f"{i}: legend {legend} over the map at {other}"
             assert d2["state"]["token"] == 1, d2["state"]["token"]
             # Eight tokens at 1280 × 800 and 125 %: the map held still (its rounding note took a line,
             # its numbers then no longer fitted, which took the note away, … every frame: the
@@ -233,7 +253,8 @@ def checks(tmp):
             assert not any(k.startswith("statistics_row_sums_") for k in d3["widgets"]), "a row sums chart drawn"
             heading = d["state"]["card_headings"]["1"]
             assert heading.startswith(f"Layer 3  ·  head 2 of {HEADS}"), heading
-            print(f"  10 × 10 weights whole at {maps[0]['cell']:.0f} px cells; the card: {heading!r}")
+            print(f"  10 × 10 weights whole at {maps[0]['cell']:.0f} px cells; 14 × 14 at 200 %, {fit200:.0f} px, the "
+                  f"legend whole; the card: {heading!r}")
             # A figure's caption names the model and the layer, and no seed: the weights are the
             # model's own (it said "Multi-head attention, 2 heads · … · seed 123", the workspace's).
             svg = os.path.join(tmp, "caption.svg")
