@@ -1009,7 +1009,25 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     text_scale = 1;
     for (float scale = 0.95f; !whole(f, text_scale) && scale >= kSmallestCellText - 0.001f; scale -= 0.05f)
       f = arrange(scale), text_scale = scale;
-    if (!whole(f, text_scale)) f = at_one, text_scale = 1;  // the numbers at their size, the grid scrolls
+    if (!whole(f, text_scale)) {  // the numbers at their size, the grid scrolls …
+      // … its first row of the step's maps whole where a little smaller text allows it (at 1280 × 720
+      // and 200 % step 7's masked scores lost their colorbar's labels below the fold, by 6 px).
+      const auto firstRowWhole = [&](const GridLayout& l) {
+        float top = FLT_MAX, bottom = 0;
+        for (std::size_t c = 0; c < needs.size(); ++c)
+          for (std::size_t k = 0; k < needs[c].tiles.size(); ++k)
+            if (needs[c].tiles[k].focus && l.tiles[c][k].w > 0) top = std::min(top, l.tiles[c][k].y);
+        for (std::size_t c = 0; c < needs.size(); ++c)
+          for (std::size_t k = 0; k < needs[c].tiles.size(); ++k)
+            if (needs[c].tiles[k].focus && l.tiles[c][k].w > 0 && l.tiles[c][k].y == top)
+              bottom = std::max(bottom, l.tiles[c][k].y + l.tiles[c][k].h);
+        return bottom <= avail.y + 0.5f && l.fits_width;
+      };
+      f = at_one, text_scale = 1;
+      for (float scale = 0.95f; !firstRowWhole(f.layout) && scale >= kSmallestCellText - 0.001f; scale -= 0.05f)
+        f = arrange(scale), text_scale = scale;
+      if (!firstRowWhole(f.layout)) f = at_one, text_scale = 1;
+    }
     g = std::move(f.layout);
     // The lesson's column gives way to the step's maps: the main area they need, whole.
     const float chrome = main_w - grid_w;  // the scrollbar's room and the panel's padding

@@ -387,6 +387,23 @@ def main():
                     expect("columns_menu" in w and not any(k in w for k in ("shared_scale", "head", "batch_element")),
                            f"step {step}: the header's controls take the maps' lines: {sorted(w)}")
 
+            def lesson_first_maps_whole_at_200():
+                # At 1280 × 720 and 200 % the steps' maps do not all fit at three decimals and the
+                # grid scrolls, but its first row of the step's maps is whole: steps 5, 7 and 8 lost
+                # their colorbar's labels below the fold (by 6 px), the numbers kept at full size.
+                lesson = os.path.join(assets, "lessons", "chapter3.json")
+                for step in (1, 5, 7, 8, 11):
+                    d, _ = headless(f"lesson-200-{step}", [], "--lesson", lesson, "--step", str(step), "--size", "1280x720",
+                                    "--text-size", "200")
+                    maps = [m for m in d["heatmaps"] if not m["dimmed"] and m["tile"]["w"] > 0]
+                    top = min(m["tile"]["y"] for m in maps)
+                    first = [m for m in maps if m["tile"]["y"] == top]
+                    cut = [m["id"] for m in first if not m["wholly_in_view"]]
+                    expect(not cut, f"step {step}: the first of its maps cut by the fold: {cut} "
+                                    f"(tiles {[m['tile'] for m in first]})")
+                    print(f"  step {step}: {[m['id'] for m in first]} whole at {first[0]['cell']:.1f} px cells, the numbers "
+                          f"at {first[0]['cell_font_px']:.1f} px")
+
             def header_leaves_the_maps_room():
                 # The heatmaps' header never takes more than a quarter of their panel: at a
                 # projector's text in a 1280-pixel window it wrapped to five or six lines (1280 ×
@@ -642,6 +659,7 @@ def main():
                 ("the heatmaps' header leaves the maps room (folded at a projector's sizes)", header_leaves_the_maps_room),
                 ("the Lines header leaves the lines room (folded at a projector's sizes)", lines_header_leaves_the_lines_room),
                 ("the lesson at 1280 × 720 and 150 %", lesson_at_720_and_150),
+                ("the lesson at 1280 × 720 and 200 %: its first maps whole", lesson_first_maps_whole_at_200),
                 ("long toasts do not overlap the status bar's text", toasts_do_not_overlap),
                 ("Ctrl+S while typing saves the typed value", ctrl_s_while_typing),
                 ("Tab and the arrows after typing into a cell", keys_after_an_edit),
