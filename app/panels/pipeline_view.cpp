@@ -198,10 +198,18 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
     spec.version = serialOf(st);
     spec.owner = ctx.snapshot;
     spec.dump = {{"pipeline", st.id}};
-    // A real map, not a thumbnail: as tall as what is left below the steps, and at least as tall as
-    // the view (less a line) when that is too little (a large text size); the view then scrolls.
+    // A real map, not a thumbnail: whole in what is left below the steps where that keeps the
+    // notebook's four decimals, or for a trained model, whose pattern is what its text is about (its
+    // 10 × 10 softmax at 1920 × 1080 showed 6 rows, the selected last query below the fold); else as
+    // tall as the view (less a line), which then scrolls (at 1280 × 800 and 150 % a 0.3-px map).
     const ImVec2 avail = ImGui::GetContentRegionAvail();
-    const float tall = std::max(avail.y, ImGui::GetWindowHeight() - ImGui::GetTextLineHeightWithSpacing() * 2);
+    const float view_h = ImGui::GetWindowHeight() - ImGui::GetTextLineHeightWithSpacing() * 2;
+    const float above = ImGui::GetTextLineHeight() + px(54), below = heatmapColorbarHeight();  // title, keys; colorbar
+    const float four_decimals = heatmapCellFor(
+        fonts().small->CalcTextSizeA(fonts().small->FontSize, FLT_MAX, 0, "−0.0000").x);
+    const bool whole = avail.y >= px(160) &&
+                       (snap->model || (avail.y - above - below) / static_cast<float>(st.values->rows()) >= four_decimals);
+    const float tall = whole ? avail.y : std::max(avail.y, view_h);
     const float side = std::min(avail.x, tall);
     if (scroll_to_enlarged_) ImGui::SetScrollHereY(0.0f);
     scroll_to_enlarged_ = false;

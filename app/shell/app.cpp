@@ -254,9 +254,14 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
   // they do not fit, rather than cut to "Hea…", and listed whole by drawTabList.
   if (ImGui::BeginTabBar("views", ImGuiTabBarFlags_FittingPolicyScroll)) {
     // The view's tab is selected through ImGui, which shows the change a frame later; a change
-    // ImGui shows that was not asked for is the user's click, and becomes a `view` command.
-    const bool ask = v.tab != shown_tab_ && v.tab != pending_tab_;
-    if (ask) pending_tab_ = v.tab;
+    // ImGui shows that was not asked for is the user's click, and becomes a `view` command. Asks
+    // a frame apart are each shown in turn: a model opening (Layers) and a script's `view tab` the
+    // next frame showed Layers as a click, which undid the script's Pipeline.
+    const bool ask = v.tab != shown_tab_ && (asked_tabs_.empty() || asked_tabs_.back() != v.tab);
+    if (ask) {
+      if (asked_tabs_.size() >= 8) asked_tabs_.erase(asked_tabs_.begin());  // asks ImGui never showed
+      asked_tabs_.push_back(v.tab);
+    }
     for (const MainTab* tab : tabs) {
       const ImGuiTabItemFlags flags = ask && v.tab == tab->id ? ImGuiTabItemFlags_SetSelected : 0;
       const std::string id = tab->id;
@@ -264,8 +269,8 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
       layout().widget("tab_" + id);
       if (open) {
         ImGui::SetCursorPosX(content_x);  // under the list's button too: the bar starts after it
-        if (pending_tab_ == id)
-          pending_tab_.clear();  // what was asked for
+        if (const auto asked = std::find(asked_tabs_.begin(), asked_tabs_.end(), id); asked != asked_tabs_.end())
+          asked_tabs_.erase(asked_tabs_.begin(), asked + 1);  // what was asked for, and every ask before it
         else if (!shown_tab_.empty() && shown_tab_ != id && v.tab != id)
           ctl_.commands().push("view", {{"field", "tab"}, {"value", id}});  // a click
         shown_tab_ = id;

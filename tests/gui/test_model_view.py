@@ -204,6 +204,18 @@ def checks(tmp):
             assert m200[0]["wholly_in_view"], f"200 %: the weights are not whole: {m200[0]['cells']}, cell {m200[0]['cell']}"
             assert m200[0]["legend"] and not m200[0]["legend"]["cut"], f"200 %: the legend is cut: {m200[0]['legend']}"
             fit200 = m200[0]["cells"]["w"]
+            # The Pipeline's enlarged softmax whole below the steps, the selected last query in it
+            # (at 1920 × 1080 it was as tall as the view: six of ten rows on screen). The tab asked
+            # for the frame after the model opened is the one shown (ImGui showed Layers, asked a
+            # frame before, which read as a click on it and undid the script's Pipeline).
+            dp = run_commands(app, display.name, tmp, "pipeline", [
+                {"do": "text", "ids": list(range(40, 50))},
+                {"do": "view", "field": "tab", "value": "pipeline"},
+            ], "--model", folder, "--size", "1920x1080")
+            tab = dp["state"]["workspace"]["view"]["tab"]
+            assert tab == "pipeline", f"asked for the Pipeline the frame after the model opened, shown: {tab}"
+            big = [e for e in dp["heatmaps"] if e["id"].startswith("pipe_big_")]
+            assert len(big) == 1 and big[0]["wholly_in_view"], f"the Pipeline's enlarged map: {[(e['tile'], e['cell']) for e in big]}"
             # Fewer tokens after more, every head: two-token maps are narrower than their legend,
             # which stays out of the next card's maps (it ran over them).
             d2 = run_commands(app, display.name, tmp, "two", [
