@@ -375,14 +375,47 @@ float largestCell(float cap, const Ok& ok) {
   return lo;
 }
 
+// The vertical extents of the maps drawn (the focus maps only, where `focus_only`), top first.
+std::vector<std::pair<float, float>> mapSpans(const GridLayout& g, const std::vector<CardNeed>& cards, bool focus_only) {
+  std::vector<std::pair<float, float>> spans;
+  for (std::size_t c = 0; c < g.tiles.size(); ++c)
+    for (std::size_t k = 0; k < g.tiles[c].size(); ++k)
+      if (const Box& b = g.tiles[c][k]; b.w > 0 && (!focus_only || cards[c].tiles[k].focus))
+        spans.push_back({b.y, b.y + b.h});
+  std::sort(spans.begin(), spans.end());
+  return spans;
+}
+
+// The rows of maps: maps whose extents overlap stand in one row (cards side by side may start
+// their maps lower, under a heading that wraps).
+std::size_t rowsOfMaps(const GridLayout& g, const std::vector<CardNeed>& cards) {
+  std::size_t rows = 0;
+  float bottom = -FLT_MAX;
+  for (const auto& [top, end] : mapSpans(g, cards, false)) {
+    if (top >= bottom - 0.5f) ++rows, bottom = end;
+    else bottom = std::max(bottom, end);
+  }
+  return rows;
+}
+
+// The lowest edge of the first row of the maps a lesson step is about (0: none drawn).
+float firstFocusRowBottom(const GridLayout& g, const std::vector<CardNeed>& cards) {
+  const auto spans = mapSpans(g, cards, true);
+  float bottom = spans.empty() ? 0 : spans.front().second;
+  for (const auto& [top, end] : spans)
+    if (top < bottom - 0.5f) bottom = std::max(bottom, end);
+  return bottom;
+}
+
 // The cell size, then the layout. The largest cells that show every map in width × height;
 // cells stop growing at `max_cell`. Up to 12 tokens the maps show the numbers the notebook prints:
 // when the whole grid fits only with cells below `full_cell` (four decimals), the maps take that
 // size as far as the width allows (at least the compact labels' `min_cell`) and the grid scrolls
 // down. Larger maps (min_cell 0) shrink to fit, but below 96 px a map the grid scrolls instead,
-// its maps as large as their rows of maps allow and no taller than the grid's window. Maps that
-// fit in one row shrink on to 96 px of the screen's (not the text's: at 200 % a trained model's
-// 14 × 14 map fitted 182 px of a 720-px window, and became 1108 px across, three rows in view).
+// its maps 96 px, then as large as their rows of maps allow while no map is taller than the grid's
+// window. Maps that fit in one row shrink on to 96 px of the screen's rather than of the text's
+// size (at 200 % a trained model's 14 × 14 map that fitted 175 px of a 1280 × 680 window was
+// grown to 1138 px across, three of its rows in view).
 GridLayout arrangeGrid(const std::vector<CardNeed>& cards, float width, float height, float gap, Margins m,
                        float min_cell, float full_cell, float max_cell, LayoutOptions o) {
   const float cap = std::max(max_cell, full_cell);
@@ -396,24 +429,17 @@ GridLayout arrangeGrid(const std::vector<CardNeed>& cards, float width, float he
     const GridLayout g = layOutGrid(cards, c, width, gap, m, o);
     return g.fits_width && g.height <= height;
   });
-  auto tileRows = [](const GridLayout& g) {
-    std::vector<float> tops;
-    for (const auto& card : g.tiles)
-      for (const Box& b : card)
-        if (b.w > 0 && std::find(tops.begin(), tops.end(), b.y) == tops.end()) tops.push_back(b.y);
-    return tops.size();
-  };
-  const float least_map = tileRows(layOutGrid(cards, cell, width, gap, m, o)) <= 1 ? 96 : px(96);
+  const float least_map = rowsOfMaps(layOutGrid(cards, cell, width, gap, m, o), cards) <= 1 ? 96 : px(96);
   if (full_cell > 0) {
     if (cell < full_cell) cell = std::max(min_cell, std::min(full_cell, width_cell));
   } else if (cell * largest < least_map) {  // maps of 96 px, then as large as their rows of maps allow
-    const float floor = px(96) / largest;
-    const std::size_t rows = tileRows(layOutGrid(cards, floor, width, gap, m, o));
+    const float floor = least_map / largest;
+    const std::size_t rows = rowsOfMaps(layOutGrid(cards, floor, width, gap, m, o), cards);
     float lo = floor, hi = std::max(lo, cap);
     for (int k = 0; k < 24; ++k) {
       const float c = (lo + hi) / 2;
       const GridLayout g = layOutGrid(cards, c, width, gap, m, o);
-      bool within = g.fits_width && tileRows(g) <= rows;
+      bool within = g.fits_width && rowsOfMaps(g, cards) <= rows;
       for (const auto& card : g.tiles)
         for (const Box& b : card) within = within && b.h <= height;
       (within ? lo : hi) = c;
@@ -1013,15 +1039,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       // … its first row of the step's maps whole where a little smaller text allows it (at 1280 × 720
       // and 200 % step 7's masked scores lost their colorbar's labels below the fold, by 6 px).
       const auto firstRowWhole = [&](const GridLayout& l) {
-        float top = FLT_MAX, bottom = 0;
-        for (std::size_t c = 0; c < needs.size(); ++c)
-          for (std::size_t k = 0; k < needs[c].tiles.size(); ++k)
-            if (needs[c].tiles[k].focus && l.tiles[c][k].w > 0) top = std::min(top, l.tiles[c][k].y);
-        for (std::size_t c = 0; c < needs.size(); ++c)
-          for (std::size_t k = 0; k < needs[c].tiles.size(); ++k)
-            if (needs[c].tiles[k].focus && l.tiles[c][k].w > 0 && l.tiles[c][k].y == top)
-              bottom = std::max(bottom, l.tiles[c][k].y + l.tiles[c][k].h);
-        return bottom <= avail.y + 0.5f && l.fits_width;
+        return firstFocusRowBottom(l, needs) <= avail.y + 0.5f && l.fits_width;
       };
       f = at_one, text_scale = 1;
       for (float scale = 0.95f; !firstRowWhole(f.layout) && scale >= kSmallestCellText - 0.001f; scale -= 0.05f)

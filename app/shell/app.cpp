@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "widgets/fonts.h"
 #include "widgets/heatmap.h"
@@ -253,15 +254,15 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
   // Tabs keep their whole names at any text size (a projector's 200 %): scrolled with arrows when
   // they do not fit, rather than cut to "Hea…", and listed whole by drawTabList.
   if (ImGui::BeginTabBar("views", ImGuiTabBarFlags_FittingPolicyScroll)) {
-    // The view's tab is selected through ImGui, which shows the change a frame later; a change
-    // ImGui shows that was not asked for is the user's click, and becomes a `view` command. Asks
-    // a frame apart are each shown in turn: a model opening (Layers) and a script's `view tab` the
-    // next frame showed Layers as a click, which undid the script's Pipeline.
-    const bool ask = v.tab != shown_tab_ && (asked_tabs_.empty() || asked_tabs_.back() != v.tab);
-    if (ask) {
-      if (asked_tabs_.size() >= 8) asked_tabs_.erase(asked_tabs_.begin());  // asks ImGui never showed
-      asked_tabs_.push_back(v.tab);
-    }
+    // The view's tab is selected through ImGui, which shows a tab asked for the frame after; a change
+    // ImGui shows that was not asked for is the user's click, and becomes a `view` command. The tab
+    // asked last frame is the one ImGui shows now: a model opening on Layers and a script's
+    // Pipeline the frame after read as a click on Layers, which undid the Pipeline.
+    const std::string asked_before = std::exchange(asked_tab_, std::string());
+    const std::string& showing = asked_before.empty() ? shown_tab_ : asked_before;
+    const bool listed = std::any_of(tabs.begin(), tabs.end(), [&](const MainTab* t) { return v.tab == t->id; });
+    const bool ask = listed && v.tab != showing;
+    if (ask) asked_tab_ = v.tab;
     for (const MainTab* tab : tabs) {
       const ImGuiTabItemFlags flags = ask && v.tab == tab->id ? ImGuiTabItemFlags_SetSelected : 0;
       const std::string id = tab->id;
@@ -269,9 +270,7 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
       layout().widget("tab_" + id);
       if (open) {
         ImGui::SetCursorPosX(content_x);  // under the list's button too: the bar starts after it
-        if (const auto asked = std::find(asked_tabs_.begin(), asked_tabs_.end(), id); asked != asked_tabs_.end())
-          asked_tabs_.erase(asked_tabs_.begin(), asked + 1);  // what was asked for, and every ask before it
-        else if (!shown_tab_.empty() && shown_tab_ != id && v.tab != id)
+        if (id != asked_before && !shown_tab_.empty() && shown_tab_ != id && v.tab != id)
           ctl_.commands().push("view", {{"field", "tab"}, {"value", id}});  // a click
         shown_tab_ = id;
         tab_views_.at(id)(ctx);

@@ -121,7 +121,7 @@ class App {
   FileDialogs dialogs_;
   std::map<std::string, std::function<void(const PanelContext&)>> tab_views_;  // by MainTab id
   std::string shown_tab_;                                                      // the tab ImGui showed last frame
-  std::vector<std::string> asked_tabs_;  // tabs asked of ImGui, oldest first, the newest not shown yet
+  std::string asked_tab_;                                                      // a tab asked of ImGui last frame
 };
 
 }  // namespace attnscope

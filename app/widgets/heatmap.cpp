@@ -376,6 +376,11 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     ImVec4 bg = ImGui::GetStyleColorVec4(ImGuiCol_WindowBg);
     bg.w = 0.62f;
     draw->AddRectFilled(origin, ImVec2(origin.x + size.x, origin.y + size.y), ImGui::GetColorU32(bg));
+    if (!legend_rect.is_null())  // a legend's line may run on beyond the tile
+      draw->AddRectFilled(ImVec2(legend_rect["x"].get<float>(), legend_rect["y"].get<float>()),
+                          ImVec2(legend_rect["x"].get<float>() + legend_rect["w"].get<float>(),
+                                 legend_rect["y"].get<float>() + legend_rect["h"].get<float>()),
+                          ImGui::GetColorU32(bg));
   }
 
   nlohmann::json entry = s.dump;
@@ -385,11 +390,12 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   entry["cells"] = rectJson(p0, p1);
   entry["tile"] = rectJson(origin, ImVec2(origin.x + size.x, origin.y + size.y));
   entry["legend"] = legend_rect;
-  // What the map drew — title to colorbar labels — within its tile: a figure's crop (no blank below).
+  // What the map drew — title to colorbar labels, and a legend's line that runs on right of or
+  // below the tile: a figure's crop (no blank below, no legend cut).
   const float content_right = legend_rect.is_null() ? origin.x + size.x
                                                    : std::max(origin.x + size.x, legend_rect["x"].get<float>() +
                                                                                      legend_rect["w"].get<float>());
-  entry["content"] = rectJson(origin, ImVec2(content_right, std::min(origin.y + size.y, content_bottom)));
+  entry["content"] = rectJson(origin, ImVec2(content_right, content_bottom));
   entry["rows"] = rows;
   entry["cols"] = cols;
   entry["window"] = {{"row0", r0}, {"rows", nr}, {"col0", c0}, {"cols", nc}};

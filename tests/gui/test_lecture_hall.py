@@ -395,9 +395,13 @@ def main():
                 for step in (1, 5, 7, 8, 11):
                     d, _ = headless(f"lesson-200-{step}", [], "--lesson", lesson, "--step", str(step), "--size", "1280x720",
                                     "--text-size", "200")
-                    maps = [m for m in d["heatmaps"] if not m["dimmed"] and m["tile"]["w"] > 0]
-                    top = min(m["tile"]["y"] for m in maps)
-                    first = [m for m in maps if m["tile"]["y"] == top]
+                    maps = sorted((m for m in d["heatmaps"] if not m["dimmed"] and m["tile"]["w"] > 0),
+                                  key=lambda m: m["tile"]["y"])
+                    first, bottom = [], maps[0]["tile"]["y"] + maps[0]["tile"]["h"]
+                    for m in maps:  # the first row: every map whose extent overlaps the top one's row
+                        if m["tile"]["y"] < bottom - 0.5:
+                            first.append(m)
+                            bottom = max(bottom, m["tile"]["y"] + m["tile"]["h"])
                     cut = [m["id"] for m in first if not m["wholly_in_view"]]
                     expect(not cut, f"step {step}: the first of its maps cut by the fold: {cut} "
                                     f"(tiles {[m['tile'] for m in first]})")
