@@ -1030,23 +1030,28 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
         if (holdsFocus(c)) c.heading_w = c.heading_h = 0;
     // The module's maps say what they are in their titles: its heading goes, the heads' stay.
     if (M > 0) needs.back().heading_w = needs.back().heading_h = 0;
-    FocusArrangement f = arrange(1);
-    const FocusArrangement at_one = f;
-    text_scale = 1;
-    for (float scale = 0.95f; !whole(f, text_scale) && scale >= kSmallestCellText - 0.001f; scale -= 0.05f)
-      f = arrange(scale), text_scale = scale;
-    if (!whole(f, text_scale)) {  // the numbers at their size, the grid scrolls …
-      // … its first row of the step's maps whole where a little smaller text allows it (at 1280 × 720
-      // and 200 % step 7's masked scores lost their colorbar's labels below the fold, by 6 px).
-      const auto firstRowWhole = [&](const GridLayout& l) {
-        return firstFocusRowBottom(l, needs) <= avail.y + 0.5f && l.fits_width;
-      };
-      f = at_one, text_scale = 1;
-      for (float scale = 0.95f; !firstRowWhole(f.layout) && scale >= kSmallestCellText - 0.001f; scale -= 0.05f)
-        f = arrange(scale), text_scale = scale;
-      if (!firstRowWhole(f.layout)) f = at_one, text_scale = 1;
-    }
-    g = std::move(f.layout);
+    // The numbers' font as it is, else the largest step of it down to kSmallestCellText with which
+    // the arrangement is `ok`, else as it is (each step's arrangement worked out once).
+    std::vector<float> scales{1};
+    for (float scale = 0.95f; scale >= kSmallestCellText - 0.001f; scale -= 0.05f) scales.push_back(scale);
+    std::vector<FocusArrangement> at_scale{arrange(1)};
+    const auto largestFontWhere = [&](const auto& ok) {
+      for (std::size_t k = 0; k < scales.size(); ++k) {
+        if (k == at_scale.size()) at_scale.push_back(arrange(scales[k]));
+        if (ok(at_scale[k], scales[k])) return k;
+      }
+      return std::size_t{0};
+    };
+    std::size_t step = largestFontWhere(whole);
+    if (!whole(at_scale[step], scales[step]))  // the grid scrolls, its first row of the step's maps whole
+      // where a little smaller text allows it (at 1280 × 720 and 200 % step 7's masked scores lost their
+      // colorbar's labels below the fold, by 6 px)
+      step = largestFontWhere([&](const FocusArrangement& a, float) {
+        return firstFocusRowBottom(a.layout, needs) <= avail.y + 0.5f && a.layout.fits_width;
+      });
+    const FocusArrangement& at_one = at_scale.front();
+    text_scale = scales[step];
+    g = at_scale[step].layout;
     // The lesson's column gives way to the step's maps: the main area they need, whole.
     const float chrome = main_w - grid_w;  // the scrollbar's room and the panel's padding
     const FocusArrangement smallest = arrange(kSmallestCellText);

@@ -343,7 +343,8 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       ticks_dump.push_back({{"value", t.value}, {"x", x}, {"label", labelled ? t.label : ""}});
     }
   }
-  nlohmann::json legend_rect;    // null without a legend
+  ImVec2 legend_min, legend_max;  // where the legend's text went (none: legend_max.x = 0)
+  bool legend_cut = false;
   if (!s.look.legend.empty()) {  // between the range labels, or below them when it does not fit
     const bool swatch = s.look.legend.rfind("▨", 0) == 0;  // a masked-grey square, then the text
     const std::string whole = swatch ? s.look.legend.substr(std::string("▨").size()) : s.look.legend;
@@ -365,8 +366,8 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     const float room = origin.x + size.x + std::max(0.0f, s.legend_room) - lx;
     text = fitText(small, fs, whole, room);
     draw->AddText(small, fs, ImVec2(lx, ly), th.text_dim, text.c_str());
-    legend_rect = rectJson(ImVec2(lx, ly), ImVec2(lx + width(text), ly + fs));
-    legend_rect["cut"] = text != whole;  // tests: a legend with room is whole
+    legend_min = ImVec2(lx, ly), legend_max = ImVec2(lx + width(text), ly + fs);
+    legend_cut = text != whole;
     if (text != whole && ImGui::IsWindowHovered() &&
         ImGui::IsMouseHoveringRect(ImVec2(lx, ly), ImVec2(lx + room, ly + fs)))
       ImGui::SetTooltip("%s", whole.c_str());
@@ -376,11 +377,8 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     ImVec4 bg = ImGui::GetStyleColorVec4(ImGuiCol_WindowBg);
     bg.w = 0.62f;
     draw->AddRectFilled(origin, ImVec2(origin.x + size.x, origin.y + size.y), ImGui::GetColorU32(bg));
-    if (!legend_rect.is_null())  // a legend's line may run on beyond the tile
-      draw->AddRectFilled(ImVec2(legend_rect["x"].get<float>(), legend_rect["y"].get<float>()),
-                          ImVec2(legend_rect["x"].get<float>() + legend_rect["w"].get<float>(),
-                                 legend_rect["y"].get<float>() + legend_rect["h"].get<float>()),
-                          ImGui::GetColorU32(bg));
+    if (legend_max.x > 0)  // a legend's line may run on beyond the tile
+      draw->AddRectFilled(legend_min, legend_max, ImGui::GetColorU32(bg));
   }
 
   nlohmann::json entry = s.dump;
@@ -389,13 +387,14 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   entry["title"] = s.title;
   entry["cells"] = rectJson(p0, p1);
   entry["tile"] = rectJson(origin, ImVec2(origin.x + size.x, origin.y + size.y));
-  entry["legend"] = legend_rect;
+  entry["legend"] = nullptr;
+  if (legend_max.x > 0) {
+    entry["legend"] = rectJson(legend_min, legend_max);
+    entry["legend"]["cut"] = legend_cut;  // tests: a legend with room is whole
+  }
   // What the map drew — title to colorbar labels, and a legend's line that runs on right of or
   // below the tile: a figure's crop (no blank below, no legend cut).
-  const float content_right = legend_rect.is_null() ? origin.x + size.x
-                                                   : std::max(origin.x + size.x, legend_rect["x"].get<float>() +
-                                                                                     legend_rect["w"].get<float>());
-  entry["content"] = rectJson(origin, ImVec2(content_right, content_bottom));
+  entry["content"] = rectJson(origin, ImVec2(std::max(origin.x + size.x, legend_max.x), content_bottom));
   entry["rows"] = rows;
   entry["cols"] = cols;
   entry["window"] = {{"row0", r0}, {"rows", nr}, {"col0", c0}, {"cols", nc}};

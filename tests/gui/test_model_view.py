@@ -177,29 +177,27 @@ def checks(tmp):
                   f"model_close the chapter's maps again")
 
         def a_layers_maps_fit_and_say_which():
+            def presented(name, text, size, text_size):
+                """Layer 3, head 2's Heatmaps presented (F10) at SIZE and TEXT_SIZE %: the dump, its maps."""
+                d = run_commands(app, display.name, tmp, name, [
+                    text, {"do": "select_layer", "layer": 2, "head": 1},
+                    {"do": "view", "field": "tab", "value": "heatmaps"},
+                    {"do": "view", "field": "presentation", "value": True},
+                ], "--model", folder, "--size", size, "--text-size", text_size)
+                return d, [e for e in d["heatmaps"] if not e.get("compare")]
+
             # Ten tokens on a projector (1280 × 720, 150 %, presentation): the head's weights whole
             # in the tab — kept at four decimals, they scrolled with five rows on screen and the
             # selected last query below — and its card names the layer and head.
-            d = run_commands(app, display.name, tmp, "fit", [
-                {"do": "text", "ids": list(range(40, 50))},
-                {"do": "select_layer", "layer": 2, "head": 1},
-                {"do": "view", "field": "tab", "value": "heatmaps"},
-                {"do": "view", "field": "presentation", "value": True},
-            ], "--model", folder, "--size", "1280x720", "--text-size", "150")
-            maps = [e for e in d["heatmaps"] if not e.get("compare")]
+            d, maps = presented("fit", {"do": "text", "ids": list(range(40, 50))}, "1280x720", "150")
             assert [(e["stage"], e["rows"]) for e in maps] == [("weights", 10)], [(e["stage"], e["rows"]) for e in maps]
             assert maps[0]["wholly_in_view"], f"the weights are not whole in the tab: {maps[0]['cells']}, cell {maps[0]['cell']}"
             # Fourteen tokens at 200 % in a window maximised on a 720-px projector: the map fitted
             # 175 px, under the 96 px the text's size makes 192, and was grown to the width instead
             # (1138 px, three rows on screen); one map shrinks on to 96 screen pixels. Its legend
             # runs on into the empty tab (it was cut to "top: the largest belo…").
-            d200 = run_commands(app, display.name, tmp, "fit200", [
-                {"do": "text", "value": "hello world hello world hello world hello"},
-                {"do": "select_layer", "layer": 2, "head": 1},
-                {"do": "view", "field": "tab", "value": "heatmaps"},
-                {"do": "view", "field": "presentation", "value": True},
-            ], "--model", folder, "--size", "1280x680", "--text-size", "200")
-            m200 = [e for e in d200["heatmaps"] if not e.get("compare")]
+            _, m200 = presented("fit200", {"do": "text", "value": "hello world hello world hello world hello"},
+                                "1280x680", "200")
             assert [(e["stage"], e["rows"]) for e in m200] == [("weights", 14)], [(e["stage"], e["rows"]) for e in m200]
             assert m200[0]["wholly_in_view"], f"200 %: the weights are not whole: {m200[0]['cells']}, cell {m200[0]['cell']}"
             assert m200[0]["legend"] and not m200[0]["legend"]["cut"], f"200 %: the legend is cut: {m200[0]['legend']}"
