@@ -63,6 +63,14 @@ class PackedLinear {
   std::vector<float, Eigen::aligned_allocator<float>> panels_, bias_;
 };
 
+// A row stride (floats) for a matrix of `cols` columns that a PackedLinear reads as X: `cols`, or 16
+// more where rows would lie a multiple of 2 KiB apart. The kernel broadcasts from up to 12 rows of X
+// at once; rows 4 KiB apart fall in the same L1 set (GPT-2's MLP hidden rows, 3072 floats = 12 KiB:
+// 12 rows in an 8-way set), and each broadcast missed L1. On a Zen 4 the MLP's out_proj ran at 91–93
+// GFLOP/s on one core and 136–145 on two for T = 64 rows, 107 and 211–222 with the rows 64 bytes
+// further apart (docs/DESIGN.md §2.3).
+inline int aliasFreeStride(int cols) { return cols % 512 == 0 ? cols + 16 : cols; }
+
 // A layer in column slices, each a PackedLinear of its own, so that items of (rows, slice) let a
 // short text's threads each read a part of the weights instead of all of them (the MLP's layers, the
 // attention's projections; docs/DESIGN.md §2.6). Each output is the same chain of FMAs however the

@@ -154,7 +154,8 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
   // The MLP's row blocks: every panel of its weights serves up to 128 rows.
   const int F = c.mlp_width, mlp_rows = std::min(T - q, 128), mlp_blocks = (T - q + mlp_rows - 1) / mlp_rows;
   Matrix h(T, d), y(T, d);
-  std::vector<float> f(exec.fused ? static_cast<std::size_t>(T) * F : 0);
+  const int ldf = aliasFreeStride(F);  // the MLP's hidden rows, X of its out_proj
+  std::vector<float> f(exec.fused ? static_cast<std::size_t>(T) * ldf : 0);
   for (int layer = 0; layer < c.layers; ++layer) {
     if (cancelled()) throw Cancelled();
     const GptBlock& b = model.blocks[layer];
@@ -210,15 +211,15 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
       const int proj_slices = static_cast<int>(b.proj_packed.slices.size());
       forEachItem(threads, mlp_blocks * fc_slices, [&](int k) {
         const int r0 = q + k / fc_slices * mlp_rows, n = std::min(mlp_rows, T - r0), s = k % fc_slices;
-        if (!applySlice(b.fc_packed, s, r0, n, h.data(), d, f.data(), F)) bad = true;
+        if (!applySlice(b.fc_packed, s, r0, n, h.data(), d, f.data(), ldf)) bad = true;
         const SlicedLinear::Slice& slice = b.fc_packed.slices[s];
         const int w = slice.packed.outputs();
         for (int r = r0; r < r0 + n; ++r)
-          geluInPlace(f.data() + static_cast<std::size_t>(r) * F + slice.first_output, w);
+          geluInPlace(f.data() + static_cast<std::size_t>(r) * ldf + slice.first_output, w);
       });
       forEachItem(threads, mlp_blocks * proj_slices, [&](int k) {
         const int r0 = q + k / proj_slices * mlp_rows, n = std::min(mlp_rows, T - r0), s = k % proj_slices;
-        if (!applySlice(b.proj_packed, s, r0, n, f.data(), F, y.data(), d)) bad = true;
+        if (!applySlice(b.proj_packed, s, r0, n, f.data(), ldf, y.data(), d)) bad = true;
         const SlicedLinear::Slice& slice = b.proj_packed.slices[s];
         x.block(r0, slice.first_output, n, slice.packed.outputs()) += y.block(r0, slice.first_output, n,
                                                                               slice.packed.outputs());

@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "engine/errors.h"
 #include "lm/gpt_forward.h"
@@ -105,9 +106,10 @@ double worstRelative(const Matrix& a, const Matrix& b) {
 }
 
 TEST(GptForward, FastPathMatchesTheReference) {
-  // Heads of width 16 (row-major projections) and 32 (head-major, the packed product's panels).
-  for (int heads : {4, 2}) {
-    MemoryTensors file = bookModel(61, 80, 64, 2, 7);
+  // Heads of width 16 (row-major projections) and 32 (head-major, the packed product's panels); a
+  // width of 128 makes the MLP's hidden rows 512 floats, stored with a longer stride (aliasFreeStride).
+  for (auto [d, heads] : {std::pair{64, 4}, std::pair{64, 2}, std::pair{128, 4}}) {
+    MemoryTensors file = bookModel(61, 80, d, 2, 7);
     GptLoadOptions options;
     options.num_heads = heads;
     const auto model = gptModelFromTensors(file, "", options);
@@ -119,11 +121,12 @@ TEST(GptForward, FastPathMatchesTheReference) {
     fast.threads = 2;
     fast.min_parallel_work = 0;
     const ForwardRun a = run(*model, ids, reference), b = run(*model, ids, fast);
-    EXPECT_LT(worstRelative(b.logits, a.logits), 1e-5) << heads << " heads";
+    EXPECT_LT(worstRelative(b.logits, a.logits), 1e-5) << "width " << d << ", " << heads << " heads";
     ASSERT_EQ(a.weights.size(), 2u);
     for (std::size_t l = 0; l < a.weights.size(); ++l)
       for (int h = 0; h < heads; ++h)
-        EXPECT_LT((b.weights[l][h] - a.weights[l][h]).cwiseAbs().maxCoeff(), 1e-6) << "layer " << l << " head " << h;
+        EXPECT_LT((b.weights[l][h] - a.weights[l][h]).cwiseAbs().maxCoeff(), 1e-6)
+            << "width " << d << ", layer " << l << " head " << h;
   }
 }
 
