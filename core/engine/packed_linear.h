@@ -68,7 +68,9 @@ class PackedLinear {
 // at once; rows 4 KiB apart fall in the same L1 set (GPT-2's MLP hidden rows, 3072 floats = 12 KiB:
 // 12 rows in an 8-way set), and each broadcast missed L1. On a Zen 4 the MLP's out_proj ran at 91–93
 // GFLOP/s on one core and 136–145 on two for T = 64 rows, 107 and 211–222 with the rows 64 bytes
-// further apart (docs/DESIGN.md §2.3).
+// further apart (docs/DESIGN.md §2.3). `apply` copies X to this stride where the caller's aliases
+// (GPT-2 medium's 1024-wide rows); a caller that owns X's storage gives it this stride and saves the
+// copy.
 inline int aliasFreeStride(int cols) { return cols % 512 == 0 ? cols + 16 : cols; }
 
 // A layer in column slices, each a PackedLinear of its own, so that items of (rows, slice) let a

@@ -1,13 +1,15 @@
 // The packed linear product (core/engine/packed_linear.h), Y = X·Wᵀ + b on weights packed once,
 // on every version this CPU runs: against plain double-precision loops written here, for row
 // counts around the register blocks (AVX-512 12 rows, AVX2 6), output counts around the 32-wide
-// panels, inner widths from 1 to 65 (and 769 to 3072, in blocks of inputs), strided rows at every float offset, with
-// and without a bias. The versions compute each output as the same chain of FMAs, so they must agree to the bit with
-// the scalar one, and a row's result must not depend on the rows computed beside it.
+// panels, inner widths from 1 to 65 (and 769 to 3072, in blocks of inputs), strided rows at every
+// float offset and rows a multiple of 2 KiB apart (read from a copy), with and without a bias. The
+// versions compute each output as the same chain of FMAs, so they must agree to the bit with the
+// scalar one, and a row's result must not depend on the rows computed beside it.
 #include <gtest/gtest.h>
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -207,6 +209,39 @@ TEST(PackedLinear, ManyInputsKeepTheBitsOfOneChainOfFmas) {
       EXPECT_TRUE(y.guardsIntact()) << "written outside Y";
     }
   }
+}
+
+// Rows of X a multiple of 2 KiB apart are read from a copy at another stride (aliasFreeStride): the
+// same chains, so the same bits; X itself untouched; a row or two read X as it lies.
+TEST(PackedLinear, RowsAMultipleOf2KiBApartKeepTheirBits) {
+  std::mt19937 g(13);
+  for (int in : {509, 1021, 3069})  // + 3 floats of padding: rows 512, 1024, 3072 floats apart
+    for (int m : {1, 2, 3, 13, 25}) {
+      const Case c{m, 70, in, true};
+      Operands ops(c, 0, g);
+      ASSERT_EQ(ops.x.ld % 512, 0);
+      const PackedLinear p = ops.packed();
+      const Operand x_before = ops.x;
+      for (Isa isa : isasToTest()) {
+        SCOPED_TRACE(where(isa, c, 0) + " ldx=" + std::to_string(ops.x.ld));
+        Operand y = ops.y;
+        ASSERT_TRUE(p.apply(c.m, ops.x.data(), ops.x.ld, y.data(), y.ld, isa));
+        int bad = 0;
+        for (int r = 0; r < c.m; ++r)
+          for (int o = 0; o < c.out; ++o) {
+            float want = ops.bias[static_cast<std::size_t>(o)];
+            for (int i = 0; i < c.in; ++i) want = std::fma(ops.x.at(r, i), ops.w.at(o, i), want);
+            if (bitsOf(y.at(r, o)) != bitsOf(want) && bad++ < 3)
+              ADD_FAILURE() << "y(" << r << ", " << o << ") = " << y.at(r, o) << ", one chain gives " << want;
+          }
+        EXPECT_TRUE(y.guardsIntact()) << "written outside Y";
+        EXPECT_EQ(std::memcmp(ops.x.buf.data(), x_before.buf.data(), ops.x.buf.size() * sizeof(float)), 0)
+            << "X changed";
+        Operands inf = ops;
+        inf.x.at(c.m - 1, c.in - 1) = kInf;
+        EXPECT_FALSE(p.apply(c.m, inf.x.data(), inf.x.ld, y.data(), y.ld, isa)) << "an ∞ in X's last row";
+      }
+    }
 }
 
 TEST(PackedLinear, SaysWhenAnOutputIsNotFinite) {
