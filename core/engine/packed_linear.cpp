@@ -311,7 +311,7 @@ bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa 
   // apart share one L1 set. The same values in the same order: the same bits. A row or two read
   // each panel once and broadcast from one or two rows: they read X as it lies.
   thread_local std::vector<float> x_copy;
-  if (m > 2 && ldx % 512 == 0 && ldx >= in_) {
+  if (m > 2 && aliasFreeStride(ldx) != ldx) {
     const int ld = aliasFreeStride(in_);
     x_copy.resize(static_cast<std::size_t>(m) * ld);
     for (int r = 0; r < m; ++r)
