@@ -197,15 +197,17 @@ bool dimmedByLesson(const ViewState& view, const char* id) {
   return !view.highlight.empty() && std::find(view.highlight.begin(), view.highlight.end(), id) == view.highlight.end();
 }
 
-// Space around a map's cells: labels on the left, title and labels on top, colorbar below.
 // Around a map's cells: the row labels' band on the left, the title's line and the column labels
-// above (upright when they do not fit across a cell, as drawHeatmap decides), the colorbar below.
+// above (upright when they do not fit across a cell, as drawHeatmap decides), the colorbar below —
+// or beside the cells, where a grid short of height has width to spare.
 struct Margins {
-  float left;        // the row labels' band
-  float title;       // the title's line
-  float label_font;  // the labels' font size
-  float bottom;      // the colorbar
-  float scale = 1;   // the labels' font at this much of its size
+  float left;              // the row labels' band
+  float title;             // the title's line
+  float label_font;        // the labels' font size
+  float bottom;            // the colorbar below the cells (0 when it stands beside them)
+  float scale = 1;         // the labels' font at this much of its size
+  float beside = 0;        // the colorbar's band right of the cells (0: below them)
+  float beside_cells = 0;  // … and the least height of the cells that holds its labels and legend
   // Above the cells of a map whose widest column label is `col_label_w` (px at the font's own
   // size), `cols` wide.
   float top(float col_label_w, int cols, float cell) const {
@@ -255,6 +257,7 @@ struct GridLayout {
   bool fits_width = true;                   // every map is within the width
   float focus_bottom = 0;                   // the lowest edge of a map the step is about
   bool set_aside = false;                   // some maps are not drawn (focus_only)
+  bool colorbar_beside = false;             // the colorbars stand right of the cells (Margins::beside)
 };
 
 // One card's maps at `cell`, relative to the card: side by side while they fit `width`. `after`:
@@ -282,12 +285,12 @@ CardLayout layOutCard(const CardNeed& card, float cell, float width, float gap, 
       continue;
     }
     const auto widthOf = [&](bool labels) {
-      return std::max((labels ? m.left : px(4)) + cell * t.cols, o.full_titles ? t.full_title_w : t.title_w);
+      return std::max((labels ? m.left : px(4)) + cell * t.cols + m.beside, o.full_titles ? t.full_title_w : t.title_w);
     };
     const bool first_of_card = !c.any;
     bool labels = !(o.share_labels && (x > 0 || first_of_card) && last == std::make_pair(t.row_kind, t.rows));
     float w = widthOf(labels);
-    const float h = m.top(t.col_label_w, t.cols, cell) + cell * t.rows + m.bottom;
+    const float h = m.top(t.col_label_w, t.cols, cell) + std::max(cell * t.rows, m.beside_cells) + m.bottom;
     if (!labels && x > 0) x -= gap - px(10);  // closer to the map whose labels it reads by
     if (x > 0 && x + w > width) x = 0, y += row_h + gap, row_h = 0, labels = true, w = widthOf(true);
     if (first_of_card) c.reads_before = !labels;
@@ -308,6 +311,7 @@ GridLayout layOutGrid(const std::vector<CardNeed>& cards, float cell, float widt
                       LayoutOptions o) {
   GridLayout g;
   g.cell = cell;
+  g.colorbar_beside = m.beside > 0;
   float cx = 0, cy = 0, card_row_h = 0;
   const float card_gap = gap * 2;      // cards stand apart from one another more than maps do …
   std::pair<int, int> before{-1, -1};  // … unless one reads by the row labels of the map before it
@@ -376,7 +380,8 @@ float largestCell(float cap, const Ok& ok) {
 }
 
 // The vertical extents of the maps drawn (the focus maps only, where `focus_only`), top first.
-std::vector<std::pair<float, float>> mapSpans(const GridLayout& g, const std::vector<CardNeed>& cards, bool focus_only) {
+std::vector<std::pair<float, float>> mapSpans(const GridLayout& g, const std::vector<CardNeed>& cards,
+                                              bool focus_only) {
   std::vector<std::pair<float, float>> spans;
   for (std::size_t c = 0; c < g.tiles.size(); ++c)
     for (std::size_t k = 0; k < g.tiles[c].size(); ++k)
@@ -392,8 +397,10 @@ std::size_t rowsOfMaps(const GridLayout& g, const std::vector<CardNeed>& cards) 
   std::size_t rows = 0;
   float bottom = -FLT_MAX;
   for (const auto& [top, end] : mapSpans(g, cards, false)) {
-    if (top >= bottom - 0.5f) ++rows, bottom = end;
-    else bottom = std::max(bottom, end);
+    if (top >= bottom - 0.5f)
+      ++rows, bottom = end;
+    else
+      bottom = std::max(bottom, end);
   }
   return rows;
 }
@@ -422,7 +429,7 @@ GridLayout arrangeGrid(const std::vector<CardNeed>& cards, float width, float he
   float width_cell = cap, largest = 1;  // the cells every map's width allows; the largest map's side
   for (const CardNeed& c : cards)
     for (const TileNeed& t : c.tiles) {
-      width_cell = std::min(width_cell, (width - m.left) / t.cols);
+      width_cell = std::min(width_cell, (width - m.left - m.beside) / t.cols);
       largest = std::max(largest, static_cast<float>(std::max(t.rows, t.cols)));
     }
   float cell = largestCell(cap, [&](float c) {
@@ -615,7 +622,7 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
   if (!about.empty()) line = about + (line.empty() ? "" : "  ·  " + line);
   if (!rounding.empty()) line = rounding + (line.empty() ? "" : "  ·  " + line);  // first: it explains the numbers
   layout().state()["grid_notes"] = line;  // tests: the preset's note is there, or gone
-  if (line.empty()) {  // the zoom's line ends here (no SameLine left open for the maps)
+  if (line.empty()) {                     // the zoom's line ends here (no SameLine left open for the maps)
     if (keep_line && zoom <= 1 && !beside) ImGui::Dummy(ImVec2(0, ImGui::GetTextLineHeight()));
     return reset;
   }
@@ -673,8 +680,8 @@ std::string moduleCardHeading(const Trace& t, int batch) {
 // Returns the fewest decimals its maps rounded their numbers to (4 when none did).
 int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vector<ModuleMap>& maps,
                    const Box& card_box, const std::vector<Box>& tiles, const std::vector<bool>& labelled,
-                   const std::vector<float>& legend_room, float cell, ImVec2 grid_origin, bool heading,
-                   float text_scale, CellWindow window) {
+                   const std::vector<float>& legend_room, float cell, bool colorbar_beside, ImVec2 grid_origin,
+                   bool heading, float text_scale, CellWindow window) {
   int fewest = 4;
   const Trace& t = *snap.trace;
   const BatchTrace& bt = snap.shown();
@@ -734,6 +741,7 @@ int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vec
     spec.cell = cell;
     spec.text_scale = text_scale;
     spec.legend_room = legend_room[k];
+    spec.colorbar_beside = colorbar_beside;
     const HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(b.w, b.h));
     if (hit.decimals > 0) fewest = std::min(fewest, hit.decimals);
     if (hit.clicked_row >= 0 && !info.parameter) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
@@ -827,9 +835,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   // a line from maps that fit the tab, whose numbers may then no longer fit, which took the note
   // away, which gave the line back … (a trained model's 9 × 9 map at 1280 × 720 changed every frame).
   std::uint64_t note_key = static_cast<std::uint64_t>(region.x) * 100003u + static_cast<std::uint64_t>(region.y);
-  for (const std::uint64_t part :
-       {static_cast<std::uint64_t>(T), static_cast<std::uint64_t>(view.head + 1), static_cast<std::uint64_t>(fonts().small->FontSize * 16),
-        static_cast<std::uint64_t>(snap->batch), static_cast<std::uint64_t>(zoom_ * 1000)})
+  for (const std::uint64_t part : {static_cast<std::uint64_t>(T), static_cast<std::uint64_t>(view.head + 1),
+                                   static_cast<std::uint64_t>(fonts().small->FontSize * 16),
+                                   static_cast<std::uint64_t>(snap->batch), static_cast<std::uint64_t>(zoom_ * 1000)})
     note_key = note_key * 1000003u + part;
   for (Stage s : stages) note_key = note_key * 31 + static_cast<std::uint64_t>(s) + 1;
   for (bool on : view.show_module) note_key = note_key * 3 + (on ? 1 : 0);
@@ -951,9 +959,10 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     // A trained model's maps say their layer: a projected card of "Head 2 of 4" alone left the room
     // asking which of the model's layers it was (the status bar says it, far below).
     const std::string layer = snap->model ? "Layer " + std::to_string(snap->layer + 1) + "  ·  " : "";
-    return t.heads > 1 ? layer + (layer.empty() ? "Head " : "head ") + std::to_string(h + 1) + " of " + std::to_string(t.heads) +
-                             "  ·  head width " + std::to_string(t.head_width) + "  ·  " + shapes
-                       : layer + shapes;
+    return t.heads > 1
+               ? layer + (layer.empty() ? "Head " : "head ") + std::to_string(h + 1) + " of " +
+                     std::to_string(t.heads) + "  ·  head width " + std::to_string(t.head_width) + "  ·  " + shapes
+               : layer + shapes;
   };
   const bool focus = !view.highlight.empty();  // a lesson step names the maps it is about
   float text_scale = 1;                        // the cells' font, at this much of its size
@@ -1061,10 +1070,32 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     focus_.clear();
     focus_need_ = {};
     // Whole titles ("context  2 heads concatenated  6×4") where they cost neither cell size nor rows.
-    g = arrangeGrid(needs, grid_w, avail.y, gap, margins, min_cell, full_cell, px(72), {false, false, false});
-    const GridLayout whole = arrangeGrid(needs, grid_w, avail.y, gap, margins, min_cell, full_cell, px(72),
-                                         {true, false, false});
-    if (whole.cell >= g.cell - 0.5f && whole.height <= std::max(g.height, avail.y)) g = whole;
+    const auto arrange = [&](const Margins& m) {
+      GridLayout l = arrangeGrid(needs, grid_w, avail.y, gap, m, min_cell, full_cell, px(72), {false, false, false});
+      const GridLayout whole = arrangeGrid(needs, grid_w, avail.y, gap, m, min_cell, full_cell, px(72),
+                                           {true, false, false});
+      if (whole.cell >= l.cell - 0.5f && whole.height <= std::max(l.height, avail.y)) l = whole;
+      return l;
+    };
+    g = arrange(margins);
+    // Maps without numbers in one row, short of height: their colorbars beside the cells where that
+    // makes them larger, or whole where below they were not (a trained model's 14 × 14 weights at
+    // 1280 × 720 and 200 % were 138 px, the colorbar's labels below the fold).
+    if (full_cell <= 0) {
+      Margins beside = margins;
+      beside.bottom = 0;
+      const auto widen = [&](const MapLook& look) {
+        const ColorbarBand band = heatmapColorbarBeside(look);
+        beside.beside = std::max(beside.beside, band.width);
+        beside.beside_cells = std::max(beside.beside_cells, band.least_height);
+      };
+      for (int h : heads)
+        for (Stage stage : stages) widen(stageLook(*snap, view, stage, h));
+      for (ModuleMap m : module_maps) widen(moduleLook(*snap, view, m));
+      const GridLayout b = arrange(beside);
+      const auto whole = [&](const GridLayout& l) { return l.fits_width && l.height <= avail.y + 0.5f; };
+      if (rowsOfMaps(b, needs) == 1 && whole(b) >= whole(g) && (!whole(g) || b.cell > g.cell * 1.03f)) g = b;
+    }
   }
   // The maps a step set aside, named in the notes line next frame (one line either way).
   std::string aside;
@@ -1143,6 +1174,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.cell = g.cell;  // the same cells in every map
       spec.text_scale = text_scale;
       spec.legend_room = freeRightOf(g, b, grid_w, gap);
+      spec.colorbar_beside = g.colorbar_beside;
       HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(b.w, b.h));
       if (hit.decimals > 0) rounding_now_ = std::min(rounding_now_, hit.decimals), numbered_now_ = true;
       if (hit.clicked_row >= 0) cmd.push("select_token", {{"index", hit.clicked_row}});
@@ -1167,9 +1199,10 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   if (M > 0 && g.cards.back().w > 0) {
     std::vector<float> legend_room;
     for (const Box& b : g.tiles.back()) legend_room.push_back(freeRightOf(g, b, grid_w, gap));
-    rounding_now_ = std::min(rounding_now_, drawModuleCard(ctx, *snap, module_maps, g.cards.back(), g.tiles.back(),
-                                                           g.labelled.back(), legend_room, g.cell, grid_origin,
-                                                           needs.back().heading_h > 0, text_scale, window));
+    rounding_now_ = std::min(rounding_now_,
+                             drawModuleCard(ctx, *snap, module_maps, g.cards.back(), g.tiles.back(), g.labelled.back(),
+                                            legend_room, g.cell, g.colorbar_beside, grid_origin,
+                                            needs.back().heading_h > 0, text_scale, window));
   }
   // Reserve the grid's full extent so the child scrolls when it is larger than the panel.
   ImGui::SetCursorScreenPos(grid_origin);

@@ -42,14 +42,20 @@ void addTextVertical(ImDrawList* draw, ImFont* font, float size, ImVec2 pos, ImU
   }
 }
 
-void drawColorbar(ImDrawList* draw, const HeatmapSpec& s, ImVec2 p0, float width, float height) {
+// The colormap from its bottom to its top: left to right, or (upright) bottom to top.
+void drawColorbar(ImDrawList* draw, const HeatmapSpec& s, ImVec2 p0, ImVec2 size, bool upright) {
   const auto& table = colormapTable(s.look.colormap);
   const int segments = 48;
   for (int k = 0; k < segments; ++k) {
-    const float x0 = p0.x + width * k / segments, x1 = p0.x + width * (k + 1) / segments;
     const ImU32 a = toImColor(table[k * 255 / segments]);
     const ImU32 b = toImColor(table[(k + 1) * 255 / segments]);
-    draw->AddRectFilledMultiColor(ImVec2(x0, p0.y), ImVec2(x1, p0.y + height), a, b, b, a);
+    if (upright) {
+      const float y0 = p0.y + size.y * (segments - k - 1) / segments, y1 = p0.y + size.y * (segments - k) / segments;
+      draw->AddRectFilledMultiColor(ImVec2(p0.x, y0), ImVec2(p0.x + size.x, y1), b, b, a, a);
+    } else {
+      const float x0 = p0.x + size.x * k / segments, x1 = p0.x + size.x * (k + 1) / segments;
+      draw->AddRectFilledMultiColor(ImVec2(x0, p0.y), ImVec2(x1, p0.y + size.y), a, b, b, a);
+    }
   }
 }
 
@@ -62,6 +68,49 @@ float heatmapCellFor(float label_width, float text_scale) {
 
 float heatmapColorbarHeight(float text_scale) {
   return px(6) + px(8) + px(2) + fonts().small->FontSize * text_scale + px(4);
+}
+
+namespace {
+
+// A colorbar beside the cells: a gap, the bar, a gap, then its labels' column.
+float besideBarLeft() { return px(8); }
+float besideBarWidth() { return px(10); }
+float besideLabelsLeft() { return besideBarLeft() + besideBarWidth() + px(6); }
+
+// A legend's text, and whether a masked-grey square comes first ("▨ −∞ masked").
+struct LegendText {
+  bool swatch = false;
+  std::string text;
+};
+LegendText legendText(const std::string& legend) {
+  const std::string square = "▨";
+  const bool swatch = legend.rfind(square, 0) == 0;
+  return {swatch, swatch ? legend.substr(square.size()) : legend};
+}
+
+// The colorbar's words at its ends: the range's numbers, or the look's words for them.
+std::array<std::string, 2> barEnds(const MapLook& look) {
+  return colorbarEnds(look.range, look.scale, look.colormap == Colormap::Coolwarm, look.range_text);
+}
+
+}  // namespace
+
+ColorbarBand heatmapColorbarBeside(const MapLook& look, float text_scale) {
+  ImFont* small = fonts().small;
+  const float fs = small->FontSize * text_scale;
+  const auto width = [&](const std::string& t) { return small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str()).x; };
+  const auto [lo, hi] = barEnds(look);
+  float labels = std::max(width(lo), width(hi));
+  if (look.range_text[0].empty())
+    for (const ColorbarTick& t : colorbarTicks(look.range, look.scale)) labels = std::max(labels, width(t.label));
+  float height = 2 * fs + px(4);  // the ends' labels, top and bottom
+  if (!look.legend.empty()) {     // under the top label, wrapped to the column (wider where it can run on)
+    const LegendText legend = legendText(look.legend);
+    const float swatch = legend.swatch ? fs + 2 : 0;
+    labels = std::max(labels, std::min(width(legend.text) + swatch, px(150)));
+    height += small->CalcTextSizeA(fs, FLT_MAX, labels - swatch, legend.text.c_str()).y + px(6);
+  }
+  return {besideLabelsLeft() + labels, height};
 }
 
 namespace {
@@ -106,15 +155,19 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     label_w = std::max(label_w, small->CalcTextSizeA(fs, FLT_MAX, 0, (*s.row_labels)[i].c_str()).x);
   for (int j = c0; j < c0 + nc && s.col_labels; ++j)
     col_label_w = std::max(col_label_w, small->CalcTextSizeA(fs, FLT_MAX, 0, (*s.col_labels)[j].c_str()).x);
+  // The colorbar: below the cells (a gap, the bar, then the range labels, the legend sharing their
+  // line), or in a band right of them.
+  const bool beside = s.colorbar_beside && !s.compact;
+  const ColorbarBand band = beside ? heatmapColorbarBeside(s.look, s.text_scale) : ColorbarBand{};
+  const float colorbar_h = s.compact || beside ? 0 : heatmapColorbarHeight(s.text_scale);
   // The row labels' band: at most 28 % of the width, or what the grid's cells leave.
-  const float left = s.compact ? 0
-                               : std::min(label_w,
-                                          s.cell > 0 ? std::max(size.x - s.cell * nc - px(4), 0.0f) : size.x * 0.28f) +
-                                     px(4);
-  // Colorbar: a gap, the bar, then the range labels (the legend shares their line).
-  const float colorbar_h = s.compact ? 0 : heatmapColorbarHeight(s.text_scale);
+  const float left = s.compact
+                         ? 0
+                         : std::min(label_w, s.cell > 0 ? std::max(size.x - s.cell * nc - band.width - px(4), 0.0f)
+                                                        : size.x * 0.28f) +
+                               px(4);
   const float title_h = s.compact ? 0 : ui;
-  const float avail_w = size.x - left;
+  const float avail_w = size.x - left - band.width;
   float top_band = s.compact ? 0 : fs + px(4);
   const float most = s.cell > 0 ? s.cell : FLT_MAX;
   float cell = std::min({avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr, most});
@@ -122,8 +175,8 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   // thinning below asks for), else upright: never every other key's name missing.
   const float col_label_room = col_label_w + 6;
   const bool vertical = !s.compact && col_label_room > cell && nc > 1;
-  if (vertical) {
-    top_band = std::min(col_label_w, std::min(size.y * 0.18f, px(48))) + px(6);
+  if (vertical) {  // up to 48 px of the text's size, as a grid reserves (on its own, 18 % of the height)
+    top_band = std::min(col_label_w, s.cell > 0 ? px(48) : std::min(size.y * 0.18f, px(48))) + px(6);
     cell = std::min({avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr, most});
   }
   cell = std::max(cell, 0.05f);
@@ -294,85 +347,143 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     ImGui::Dummy(size);
     return hit;
   }
-  // Colorbar with its range, and the legend.
-  const float bar_y = p1.y + px(6);  // keep in step with heatmapColorbarHeight
-  const float bar_w = std::max(p1.x - p0.x, std::min(size.x - left, px(120)));
-  drawColorbar(draw, s, ImVec2(p0.x, bar_y), bar_w, px(8));
-  const bool centred = s.look.colormap == Colormap::Coolwarm;
-  auto [lo_text, hi_text] = colorbarEnds(s.look.range, s.look.scale, centred, s.look.range_text);
-  const auto width = [&](const std::string& t) { return small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str()).x; };
-  // Words at the ends ("dropped 0", "kept ×1.11") that would run into each other on a narrow bar
-  // (a mask among six maps a head) keep their values only: "0", "×1.11".
-  if (width(lo_text) + width(hi_text) + px(6) > bar_w)
-    for (std::string* end : {&lo_text, &hi_text}) end->erase(0, end->find_last_of(' ') + 1);
-  // Numbers that would still overlap (one token: a map of one value, its bar one cell wide) say it
-  // once, in the middle: "0.229", or "±0.00615" for a range centred on 0.
-  const std::string minus = "−";
-  const bool one_value = lo_text == hi_text || (centred && lo_text == minus + hi_text);
-  const bool said_once = width(lo_text) + width(hi_text) + px(6) > bar_w && one_value && s.look.range_text[0].empty();
-  std::string once;
-  if (said_once) {
-    once = lo_text == hi_text ? hi_text : "±" + hi_text;
-    draw->AddText(small, fs, ImVec2(p0.x + std::max(0.0f, (bar_w - width(once)) / 2), bar_y + px(10)), th.text_dim,
-                  once.c_str());
-    lo_text.clear();
-    hi_text.clear();
-  }
-  float content_bottom = bar_y + px(10) + fs;  // the colorbar's labels (a legend below them: its line too)
-  const char* lo = lo_text.c_str();
-  const char* hi = hi_text.c_str();
-  const ImVec2 hs = small->CalcTextSizeA(fs, FLT_MAX, 0, hi);
-  const float lo_w = width(lo_text);
-  draw->AddText(small, fs, ImVec2(p0.x, bar_y + px(10)), th.text_dim, lo);
-  draw->AddText(small, fs, ImVec2(p0.x + bar_w - hs.x, bar_y + px(10)), th.text_dim, hi);
-  // Ticks: a mark each; a label where it clears the ends and the label before it (and no legend
-  // sits on that line). Masks and words at the ends have none.
-  nlohmann::json ticks_dump = nlohmann::json::array();
-  if (s.look.range_text[0].empty()) {
-    float free_from = p0.x + lo_w + px(6);
-    for (const ColorbarTick& t : colorbarTicks(s.look.range, s.look.scale)) {
-      const float x = p0.x + t.at * bar_w;
-      draw->AddLine(ImVec2(x, bar_y + px(8)), ImVec2(x, bar_y + px(11)), th.text_dim);
-      const float tw = small->CalcTextSizeA(fs, FLT_MAX, 0, t.label.c_str()).x;
-      const bool labelled = s.look.legend.empty() && !said_once && x - tw / 2 >= free_from &&
-                            x + tw / 2 <= p0.x + bar_w - hs.x - px(6);
-      if (labelled) {
-        draw->AddText(small, fs, ImVec2(x - tw / 2, bar_y + px(10)), th.text_dim, t.label.c_str());
-        free_from = x + tw / 2 + px(6);
-      }
-      ticks_dump.push_back({{"value", t.value}, {"x", x}, {"label", labelled ? t.label : ""}});
-    }
-  }
+  // Colorbar with its range, and the legend: beside the cells, or below them.
   ImVec2 legend_min, legend_max;  // where the legend's text went (none: legend_max.x = 0)
   bool legend_cut = false;
-  if (!s.look.legend.empty()) {  // between the range labels, or below them when it does not fit
-    const bool swatch = s.look.legend.rfind("▨", 0) == 0;  // a masked-grey square, then the text
-    const std::string whole = swatch ? s.look.legend.substr(std::string("▨").size()) : s.look.legend;
-    std::string text = whole;
-    const float lw = small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str()).x + (swatch ? fs + 2 : 0);
-    float lx = p0.x + (bar_w - lw) / 2, ly = bar_y + px(10);
-    if (lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
-      lx = p0.x;
-      ly += fs + 2;
-      content_bottom = std::max(content_bottom, ly + fs);
+  float content_bottom = p1.y;  // the lowest thing the map drew
+  nlohmann::json colorbar_dump;
+  const auto width = [&](const std::string& t) { return small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str()).x; };
+  if (beside) {
+    const float bar_x = p1.x + besideBarLeft(), bar_w = besideBarWidth(), bar_h = p1.y - p0.y;
+    drawColorbar(draw, s, ImVec2(bar_x, p0.y), ImVec2(bar_w, bar_h), true);
+    const float lx = p1.x + besideLabelsLeft();
+    auto [lo_text, hi_text] = barEnds(s.look);
+    // Both ends where they fit; on a map too short for two lines, its one value said once.
+    const bool one_value = lo_text == hi_text || (s.look.colormap == Colormap::Coolwarm && lo_text == "−" + hi_text);
+    std::string once;
+    if (one_value && bar_h < 2 * fs + px(4) && s.look.range_text[0].empty()) {
+      once = lo_text == hi_text ? hi_text : "±" + hi_text;
+      draw->AddText(small, fs, ImVec2(lx, p0.y + (bar_h - fs) / 2), th.text_dim, once.c_str());
+      lo_text.clear();
+      hi_text.clear();
     }
-    if (swatch) {
-      draw->AddRectFilled(ImVec2(lx, ly + 2), ImVec2(lx + fs - 2, ly + fs - 1), th.masked_cell);
-      lx += fs + 2;
+    const float lo_y = std::max(p0.y + bar_h - fs, p0.y + fs);
+    draw->AddText(small, fs, ImVec2(lx, p0.y), th.text_dim, hi_text.c_str());
+    draw->AddText(small, fs, ImVec2(lx, lo_y), th.text_dim, lo_text.c_str());
+    content_bottom = std::max(content_bottom, lo_y + fs);
+    float labels_top = p0.y + fs + px(4);  // below the top label, and the legend
+    if (!s.look.legend.empty()) {  // under the top label, wrapped to the column and the free room right of the tile
+      const LegendText legend = legendText(s.look.legend);
+      float x = lx;
+      const float y = p0.y + fs + px(6);
+      if (legend.swatch) {
+        draw->AddRectFilled(ImVec2(x, y + 2), ImVec2(x + fs - 2, y + fs - 1), th.masked_cell);
+        x += fs + 2;
+      }
+      const float wrap = origin.x + size.x + std::max(0.0f, s.legend_room) - x;
+      const ImVec2 ls = small->CalcTextSizeA(fs, FLT_MAX, wrap, legend.text.c_str());
+      draw->AddText(small, fs, ImVec2(x, y), th.text_dim, legend.text.c_str(), nullptr, wrap);
+      legend_min = ImVec2(x, y), legend_max = ImVec2(x + ls.x, y + ls.y);
+      content_bottom = std::max(content_bottom, legend_max.y);
+      labels_top = legend_max.y + px(4);
     }
-    // Within the tile and the free room right of it (legend_room): a trained model's 2 × 2 weights
-    // wrote "top: the largest below row 1 (row 1 is 1)" over the next card's. Cut with "…", whole
-    // on hover.
-    const float room = origin.x + size.x + std::max(0.0f, s.legend_room) - lx;
-    text = fitText(small, fs, whole, room);
-    draw->AddText(small, fs, ImVec2(lx, ly), th.text_dim, text.c_str());
-    legend_min = ImVec2(lx, ly), legend_max = ImVec2(lx + width(text), ly + fs);
-    legend_cut = text != whole;
-    if (text != whole && ImGui::IsWindowHovered() &&
-        ImGui::IsMouseHoveringRect(ImVec2(lx, ly), ImVec2(lx + room, ly + fs)))
-      ImGui::SetTooltip("%s", whole.c_str());
-  }
+    // Ticks: a mark each; a label where it clears the ends, the legend and the label above it.
+    nlohmann::json ticks_dump = nlohmann::json::array();
+    if (s.look.range_text[0].empty()) {
+      float free_below = lo_y - px(4);
+      for (const ColorbarTick& t : colorbarTicks(s.look.range, s.look.scale)) {
+        const float y = p0.y + bar_h - t.at * bar_h;
+        draw->AddLine(ImVec2(bar_x + bar_w, y), ImVec2(bar_x + bar_w + px(3), y), th.text_dim);
+        const bool labelled = once.empty() && y + fs / 2 <= free_below && y - fs / 2 >= labels_top;
+        if (labelled) {
+          draw->AddText(small, fs, ImVec2(lx, y - fs / 2), th.text_dim, t.label.c_str());
+          free_below = y - fs / 2 - px(4);
+        }
+        ticks_dump.push_back({{"value", t.value}, {"y", y}, {"label", labelled ? t.label : ""}});
+      }
+    }
+    colorbar_dump = {{"beside", true}, {"x0", bar_x},   {"y0", p0.y},   {"width", bar_w},     {"height", bar_h},
+                     {"lo", lo_text},  {"hi", hi_text}, {"once", once}, {"ticks", ticks_dump}};
+  } else {
+    const float bar_y = p1.y + px(6);  // keep in step with heatmapColorbarHeight
+    const float bar_w = std::max(p1.x - p0.x, std::min(size.x - left, px(120)));
+    drawColorbar(draw, s, ImVec2(p0.x, bar_y), ImVec2(bar_w, px(8)), false);
+    const bool centred = s.look.colormap == Colormap::Coolwarm;
+    auto [lo_text, hi_text] = barEnds(s.look);
+    // Words at the ends ("dropped 0", "kept ×1.11") that would run into each other on a narrow bar
+    // (a mask among six maps a head) keep their values only: "0", "×1.11".
+    if (width(lo_text) + width(hi_text) + px(6) > bar_w)
+      for (std::string* end : {&lo_text, &hi_text}) end->erase(0, end->find_last_of(' ') + 1);
+    // Numbers that would still overlap (one token: a map of one value, its bar one cell wide) say it
+    // once, in the middle: "0.229", or "±0.00615" for a range centred on 0.
+    const std::string minus = "−";
+    const bool one_value = lo_text == hi_text || (centred && lo_text == minus + hi_text);
+    const bool said_once = width(lo_text) + width(hi_text) + px(6) > bar_w && one_value && s.look.range_text[0].empty();
+    std::string once;
+    if (said_once) {
+      once = lo_text == hi_text ? hi_text : "±" + hi_text;
+      draw->AddText(small, fs, ImVec2(p0.x + std::max(0.0f, (bar_w - width(once)) / 2), bar_y + px(10)), th.text_dim,
+                    once.c_str());
+      lo_text.clear();
+      hi_text.clear();
+    }
+    content_bottom = bar_y + px(10) + fs;  // the colorbar's labels (a legend below them: its line too)
+    const char* lo = lo_text.c_str();
+    const char* hi = hi_text.c_str();
+    const ImVec2 hs = small->CalcTextSizeA(fs, FLT_MAX, 0, hi);
+    const float lo_w = width(lo_text);
+    draw->AddText(small, fs, ImVec2(p0.x, bar_y + px(10)), th.text_dim, lo);
+    draw->AddText(small, fs, ImVec2(p0.x + bar_w - hs.x, bar_y + px(10)), th.text_dim, hi);
+    // Ticks: a mark each; a label where it clears the ends and the label before it (and no legend
+    // sits on that line). Masks and words at the ends have none.
+    nlohmann::json ticks_dump = nlohmann::json::array();
+    if (s.look.range_text[0].empty()) {
+      float free_from = p0.x + lo_w + px(6);
+      for (const ColorbarTick& t : colorbarTicks(s.look.range, s.look.scale)) {
+        const float x = p0.x + t.at * bar_w;
+        draw->AddLine(ImVec2(x, bar_y + px(8)), ImVec2(x, bar_y + px(11)), th.text_dim);
+        const float tw = small->CalcTextSizeA(fs, FLT_MAX, 0, t.label.c_str()).x;
+        const bool labelled = s.look.legend.empty() && !said_once && x - tw / 2 >= free_from &&
+                              x + tw / 2 <= p0.x + bar_w - hs.x - px(6);
+        if (labelled) {
+          draw->AddText(small, fs, ImVec2(x - tw / 2, bar_y + px(10)), th.text_dim, t.label.c_str());
+          free_from = x + tw / 2 + px(6);
+        }
+        ticks_dump.push_back({{"value", t.value}, {"x", x}, {"label", labelled ? t.label : ""}});
+      }
+    }
+    if (!s.look.legend.empty()) {  // between the range labels, or below them when it does not fit
+      const LegendText legend = legendText(s.look.legend);  // a masked-grey square, then the text?
+      const bool swatch = legend.swatch;
+      const std::string& whole = legend.text;
+      std::string text = whole;
+      const float lw = small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str()).x + (swatch ? fs + 2 : 0);
+      float lx = p0.x + (bar_w - lw) / 2, ly = bar_y + px(10);
+      if (lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
+        lx = p0.x;
+        ly += fs + 2;
+        content_bottom = std::max(content_bottom, ly + fs);
+      }
+      if (swatch) {
+        draw->AddRectFilled(ImVec2(lx, ly + 2), ImVec2(lx + fs - 2, ly + fs - 1), th.masked_cell);
+        lx += fs + 2;
+      }
+      // Within the tile and the free room right of it (legend_room): a trained model's 2 × 2 weights
+      // wrote "top: the largest below row 1 (row 1 is 1)" over the next card's. Cut with "…", whole
+      // on hover.
+      const float room = origin.x + size.x + std::max(0.0f, s.legend_room) - lx;
+      text = fitText(small, fs, whole, room);
+      draw->AddText(small, fs, ImVec2(lx, ly), th.text_dim, text.c_str());
+      legend_min = ImVec2(lx, ly), legend_max = ImVec2(lx + width(text), ly + fs);
+      legend_cut = text != whole;
+      if (text != whole && ImGui::IsWindowHovered() &&
+          ImGui::IsMouseHoveringRect(ImVec2(lx, ly), ImVec2(lx + room, ly + fs)))
+        ImGui::SetTooltip("%s", whole.c_str());
+    }
 
+    colorbar_dump = {{"beside", false}, {"x0", p0.x},   {"width", bar_w},     {"lo", lo_text},
+                     {"hi", hi_text},   {"once", once}, {"ticks", ticks_dump}};
+  }
   if (s.dimmed && in_view) {  // a lesson step is about other maps: this one recedes, still legible
     ImVec4 bg = ImGui::GetStyleColorVec4(ImGuiCol_WindowBg);
     bg.w = 0.62f;
@@ -406,8 +517,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   entry["scale"] = colourScaleId(s.look.scale == ColourScale::Log && !logApplies(s.look.range) ? ColourScale::Linear
                                                                                                : s.look.scale);
   entry["positive"] = s.look.range.positive;
-  entry["colorbar"] = {{"x0", p0.x},    {"width", bar_w}, {"lo", lo_text},
-                       {"hi", hi_text}, {"once", once},   {"ticks", ticks_dump}};
+  entry["colorbar"] = std::move(colorbar_dump);
   entry["in_view"] = in_view;  // false: scrolled out of the grid's window; true: at least partly visible
   // The whole map — title, labels, cells, colorbar — within the window's visible area (half a
   // pixel for rounding): nothing of it needs scrolling.

@@ -57,6 +57,9 @@ struct HeatmapSpec {
                                                          // lesson step fitting its maps to the window)
   float legend_room = 0;                                 // pixels right of the tile that no other map takes: the
                                                          // legend may run on into them
+  bool colorbar_beside = false;                          // the colorbar stands right of the cells, its range
+                                                         // labels and legend beside it (a grid short of height,
+                                                         // wide enough); else below them
 };
 
 struct HeatmapHit {
@@ -70,6 +73,13 @@ struct HeatmapHit {
 
 // Height below the cells taken by the colorbar and its labels (their font at `text_scale`).
 float heatmapColorbarHeight(float text_scale = 1);
+// A colorbar standing beside the cells (HeatmapSpec::colorbar_beside): the band it takes right of
+// them, and the least height of the cells that holds its range labels and legend (their font at
+// `text_scale`).
+struct ColorbarBand {
+  float width = 0, least_height = 0;
+};
+ColorbarBand heatmapColorbarBeside(const MapLook& look, float text_scale = 1);
 // The side of a cell that shows a label `label_width` pixels wide (in the cells' small font at `text_scale`).
 float heatmapCellFor(float label_width, float text_scale = 1);
 

@@ -202,6 +202,25 @@ def checks(tmp):
             assert m200[0]["wholly_in_view"], f"200 %: the weights are not whole: {m200[0]['cells']}, cell {m200[0]['cell']}"
             assert m200[0]["legend"] and not m200[0]["legend"]["cut"], f"200 %: the legend is cut: {m200[0]['legend']}"
             fit200 = m200[0]["cells"]["w"]
+            # The same at 1280 × 720 and 200 % beside the side panels, not presented: the colorbar
+            # stands beside the cells, so the map, its colorbar's labels and its legend are whole in
+            # the tab (below the cells, the labels fell below the fold of a 138-px map).
+            d6 = run_commands(app, display.name, tmp, "beside", [
+                {"do": "text", "value": "hello world hello world hello world hello"},
+                {"do": "select_layer", "layer": 2, "head": 1}, {"do": "view", "field": "tab", "value": "heatmaps"},
+            ], "--model", folder, "--size", "1280x720", "--text-size", "200")
+            m6 = [e for e in d6["heatmaps"] if not e.get("compare")]
+            assert [(e["stage"], e["rows"]) for e in m6] == [("weights", 14)], [(e["stage"], e["rows"]) for e in m6]
+            e6, panel = m6[0], d6["panels"]["heatmaps"]
+            assert e6["wholly_in_view"], f"beside the panels: the weights are not whole: {e6['tile']}, panel {panel}"
+            assert e6["content"]["y"] + e6["content"]["h"] <= panel["y"] + panel["h"] + 0.5, (e6["content"], panel)
+            bar = e6["colorbar"]
+            assert bar["beside"] and bar["x0"] > e6["cells"]["x"] + e6["cells"]["w"], bar
+            assert bar["hi"] and bar["lo"], bar
+            legend = e6["legend"]
+            assert legend and not legend["cut"] and legend["x"] > bar["x0"], legend
+            assert legend["y"] + legend["h"] <= e6["cells"]["y"] + e6["cells"]["h"] + 0.5, (legend, e6["cells"])
+            beside = e6["cells"]["w"]
             # The Pipeline's enlarged softmax whole below the steps, the selected last query in it
             # (at 1920 × 1080 it was as tall as the view: six of ten rows on screen). The tab asked
             # for the frame after the model opened is the one shown (ImGui showed Layers, asked a
@@ -264,7 +283,7 @@ def checks(tmp):
             heading = d["state"]["card_headings"]["1"]
             assert heading.startswith(f"Layer 3  ·  head 2 of {HEADS}"), heading
             print(f"  10 × 10 weights whole at {maps[0]['cell']:.0f} px cells; 14 × 14 at 200 %, {fit200:.0f} px, the "
-                  f"legend whole; the card: {heading!r}")
+                  f"legend whole; beside the panels {beside:.0f} px, its colorbar beside; the card: {heading!r}")
             # A figure's caption names the model and the layer, and no seed: the weights are the
             # model's own (it said "Multi-head attention, 2 heads · … · seed 123", the workspace's).
             svg = os.path.join(tmp, "caption.svg")
