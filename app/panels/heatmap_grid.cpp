@@ -952,20 +952,26 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   // The cards: one per head (the same maps), then the module's. Each map as wide as its columns.
   // The scrollbar's room kept whether it shows or not: a layout that depended on it would flicker.
   const float grid_w = ImGui::GetWindowWidth() - style.ScrollbarSize;
+  const bool focus = !view.highlight.empty();  // a lesson step names the maps it is about
+  // One head's card of one map, outside a lesson step: the map's title leads the card's heading, one
+  // line for both, as a saved figure's title ("weights (softmax)  14×14  ·  layer 3  ·  head 2 of 4";
+  // at 1280 × 720 and 200 % the two lines took 44 px of a 124-px map's height).
+  const bool one_map = !focus && H == 1 && S == 1 && M == 0;
   auto headingOf = [&](int h) {  // a head is named only where there are several; 'simple' has no Q, K, V of its own
     const std::string shapes = t.model.variant == Variant::Simple
                                    ? "Q = K = V = X: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width)
                                    : "Q, K, V: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width);
     // A trained model's maps say their layer: a projected card of "Head 2 of 4" alone left the room
     // asking which of the model's layers it was (the status bar says it, far below).
-    const std::string layer = snap->model ? "Layer " + std::to_string(snap->layer + 1) + "  ·  " : "";
-    return t.heads > 1
-               ? layer + (layer.empty() ? "Head " : "head ") + std::to_string(h + 1) + " of " +
-                     std::to_string(t.heads) + "  ·  head width " + std::to_string(t.head_width) + "  ·  " + shapes
-               : layer + shapes;
+    const std::string title = one_map ? stageHeading(t, stages.front()) + "  ·  " : "";
+    const std::string layer = snap->model ? (one_map ? "layer " : "Layer ") + std::to_string(snap->layer + 1) + "  ·  "
+                                          : "";
+    return title + (t.heads > 1 ? layer + (layer.empty() && !one_map ? "Head " : "head ") + std::to_string(h + 1) +
+                                      " of " + std::to_string(t.heads) + "  ·  head width " +
+                                      std::to_string(t.head_width) + "  ·  " + shapes
+                                : layer + shapes);
   };
-  const bool focus = !view.highlight.empty();  // a lesson step names the maps it is about
-  float text_scale = 1;                        // the cells' font, at this much of its size
+  float text_scale = 1;  // the cells' font, at this much of its size
   std::vector<CardNeed> needs;
   for (int n = 0; n < H; ++n) {
     CardNeed card;
@@ -977,8 +983,10 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       const CellWindow shown = shownWindow(window, rows, cols, !info.parameter, info.square);
       tile.rows = shown.rows > 0 ? shown.rows : rows;
       tile.cols = shown.cols > 0 ? shown.cols : cols;
-      tile.title_w = titleWidth(stageHeading(t, stage));
-      tile.full_title_w = ImGui::CalcTextSize(stageHeading(t, stage).c_str()).x + px(8);
+      if (!one_map) {  // else the heading says it
+        tile.title_w = titleWidth(stageHeading(t, stage));
+        tile.full_title_w = ImGui::CalcTextSize(stageHeading(t, stage).c_str()).x + px(8);
+      }
       tile.focus = !dimmedByLesson(view, info.id);
       tile.row_kind = info.parameter ? 1 : 0;
       tile.col_label_w = info.square ? label_w : dimsLabelWidth(headFirstColumn(t, heads[n]) + tile.cols);
@@ -1077,12 +1085,14 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       if (whole.cell >= l.cell - 0.5f && whole.height <= std::max(l.height, avail.y)) l = whole;
       return l;
     };
-    g = arrange(margins);
+    Margins below = margins;
+    if (one_map) below.title = 0;  // its title is in the card's heading
+    g = arrange(below);
     // Maps without numbers in one row, short of height: their colorbars beside the cells where that
     // makes them larger, or whole where below they were not (a trained model's 14 × 14 weights at
     // 1280 × 720 and 200 % were 138 px, the colorbar's labels below the fold).
     if (full_cell <= 0) {
-      Margins beside = margins;
+      Margins beside = below;
       beside.bottom = 0;
       const auto widen = [&](const MapLook& look) {
         const ColorbarBand band = heatmapColorbarBeside(look);
@@ -1146,7 +1156,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       const HeadTrace& head = bt.heads[h];
       HeatmapSpec spec;
       spec.id = std::string("b") + std::to_string(batch) + "h" + std::to_string(h) + info.id;
-      spec.title = tileTitle(stageHeading(t, stage), b.w);
+      spec.title = one_map ? "" : tileTitle(stageHeading(t, stage), b.w);
       spec.values = StageMap(t, head, stage);
       spec.look = stageLook(*snap, view, stage, h);
       spec.row_labels = !g.labelled[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)]

@@ -166,7 +166,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
                          : std::min(label_w, s.cell > 0 ? std::max(size.x - s.cell * nc - band.width - px(4), 0.0f)
                                                         : size.x * 0.28f) +
                                px(4);
-  const float title_h = s.compact ? 0 : ui;
+  const float title_h = s.compact || s.title.empty() ? 0 : ui;  // untitled: a grid's one map, named by its card
   const float avail_w = size.x - left - band.width;
   float top_band = s.compact ? 0 : fs + px(4);
   const float most = s.cell > 0 ? s.cell : FLT_MAX;

@@ -221,6 +221,8 @@ def checks(tmp):
             assert legend and not legend["cut"] and legend["x"] > bar["x0"], legend
             assert legend["y"] + legend["h"] <= e6["cells"]["y"] + e6["cells"]["h"] + 0.5, (legend, e6["cells"])
             beside = e6["cells"]["w"]
+            # … and no smaller than the 138 px it scrolled at: its title shares the card's line.
+            assert beside >= 138, f"beside the panels the weights are {beside:.0f} px"
             # The Pipeline's enlarged softmax whole below the steps, the selected last query in it
             # (at 1920 × 1080 it was as tall as the view: six of ten rows on screen). The tab asked
             # for the frame after the model opened is the one shown (ImGui showed Layers, asked a
@@ -280,8 +282,11 @@ def checks(tmp):
             assert hs["charts"] and not hs["row_sums_chart"], {k: hs.get(k) for k in ("charts", "row_sums_chart")}
             assert all("entropy_chart" in e and "row_sums_chart" not in e for e in hs["heads"]), hs["heads"][0].keys()
             assert not any(k.startswith("statistics_row_sums_") for k in d3["widgets"]), "a row sums chart drawn"
+            # One map of one head: its title leads the card's heading, one line for both, as a saved
+            # figure's title (two lines took 44 px of a 124-px map at 1280 × 720 and 200 %).
             heading = d["state"]["card_headings"]["1"]
-            assert heading.startswith(f"Layer 3  ·  head 2 of {HEADS}"), heading
+            assert heading.startswith(f"weights (softmax)  10×10  ·  layer 3  ·  head 2 of {HEADS}"), heading
+            assert maps[0]["title"] == "", maps[0]["title"]
             print(f"  10 × 10 weights whole at {maps[0]['cell']:.0f} px cells; 14 × 14 at 200 %, {fit200:.0f} px, the "
                   f"legend whole; beside the panels {beside:.0f} px, its colorbar beside; the card: {heading!r}")
             # A figure's caption names the model and the layer, and no seed: the weights are the
