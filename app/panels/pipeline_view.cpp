@@ -160,11 +160,30 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
       spec.version = serialOf(st);
       spec.owner = ctx.snapshot;
       spec.selected_row = std::clamp(view.token, 0, snap->tokenCount() - 1);
+      // A wide map shows its first columns, at most twice as many as it has rows (16 for one or two
+      // tokens): a trained model's 14 × 768 inputs, its concatenated heads and its output were each
+      // a 2-px strip of square cells, the text's 14 rows not to be seen. The enlarged map shows all.
+      const int rows = static_cast<int>(st.values->rows()), cols = static_cast<int>(st.values->cols());
+      const int shown = std::min(cols, std::max(2 * rows, 16));
+      if (shown < cols) spec.window = {0, rows, 0, shown};
       const std::string title = st.title;
-      spec.describe = [title](int i, int j) {
-        return title + " [" + std::to_string(i) + ", " + std::to_string(j) + "] — click to enlarge";
+      // Named as the enlarged map's columns are (a head's: d64… for head 2 of GPT-2's).
+      const auto label = [&](int j) {
+        return st.cols && j < static_cast<int>(st.cols->size()) ? (*st.cols)[static_cast<std::size_t>(j)]
+                                                                : "d" + std::to_string(j);
+      };
+      const std::string which = label(0) + "–" + label(shown - 1) + " of " + std::to_string(cols);
+      const std::string part = shown < cols ? "; columns " + which + " shown" : "";
+      spec.describe = [title, part](int i, int j) {
+        return title + " [" + std::to_string(i) + ", " + std::to_string(j) + "]" + part + " — click to enlarge";
       };
       const HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(thumb, thumb));
+      if (shown < cols) {  // under the cells, in the box's free half: which columns they are
+        const float fs = fonts().small->FontSize;
+        draw->AddText(fonts().small, fs, ImVec2(p.x, p.y + thumb * rows / shown + px(3)), dim,
+                      fitText(fonts().small, fs, which, thumb).c_str());
+        layout().state()["pipeline_columns"][st.id] = {shown, cols};  // tests: the part a thumbnail shows
+      }
       if (hit.clicked_row >= 0) enlarged_ = st.id, scroll_to_enlarged_ = true;
       if (enlarged_ == st.id)
         draw->AddRect(ImVec2(p.x - px(2), p.y - px(2)), ImVec2(p.x + thumb + px(2), p.y + thumb + px(2)),
@@ -208,7 +227,8 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
     const float four_decimals = heatmapCellFor(
         fonts().small->CalcTextSizeA(fonts().small->FontSize, FLT_MAX, 0, "−0.0000").x);
     const bool whole = avail.y >= px(160) &&
-                       (snap->model || (avail.y - above - below) / static_cast<float>(st.values->rows()) >= four_decimals);
+                       (snap->model ||
+                        (avail.y - above - below) / static_cast<float>(st.values->rows()) >= four_decimals);
     const float tall = whole ? avail.y : std::max(avail.y, view_h);
     const float side = std::min(avail.x, tall);
     if (scroll_to_enlarged_) ImGui::SetScrollHereY(0.0f);

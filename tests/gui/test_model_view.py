@@ -235,6 +235,11 @@ def checks(tmp):
             assert tab == "pipeline", f"asked for the Pipeline the frame after the model opened, shown: {tab}"
             big = [e for e in dp["heatmaps"] if e["id"].startswith("pipe_big_")]
             assert len(big) == 1 and big[0]["wholly_in_view"], f"the Pipeline's enlarged map: {[(e['tile'], e['cell']) for e in big]}"
+            # Its wide maps (10 × 32: the inputs, the concatenated heads, the output) show their first
+            # 20 columns, so half as tall as wide, and say which (they were strips of square cells: a
+            # trained GPT-2's 14 × 768 inputs 2 px tall); the square ones all of theirs.
+            columns = dp["state"].get("pipeline_columns", {})
+            assert columns == {"inputs": [20, 32], "concat": [20, 32], "output": [20, 32]}, columns
             # Fewer tokens after more, every head: two-token maps are narrower than their legend,
             # which stays out of the next card's maps (it ran over them).
             d2 = run_commands(app, display.name, tmp, "two", [
