@@ -956,7 +956,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   // One head's card of one map, outside a lesson step: the map's title leads the card's heading, one
   // line for both, as a saved figure's title ("weights (softmax)  14×14  ·  layer 3  ·  head 2 of 4";
   // at 1280 × 720 and 200 % the two lines took 44 px of a 124-px map's height).
-  const bool one_map = !focus && H == 1 && S == 1 && M == 0;
+  const bool one_map = !focus && H == 1 && S == 1 && M == 0 && !ctx.capture.one_map;  // a map saved alone: its title
   auto headingOf = [&](int h) {  // a head is named only where there are several; 'simple' has no Q, K, V of its own
     const std::string shapes = t.model.variant == Variant::Simple
                                    ? "Q = K = V = X: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width)

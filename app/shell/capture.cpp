@@ -140,7 +140,7 @@ std::string capturePng(const CaptureSpec& spec, int width, int height, const Cap
   Rect rect, clip;
   std::uint8_t background[3] = {0, 0, 0};
   {
-    const CaptureState state{true, !spec.selection && !hooks.selection};
+    const CaptureState state{true, !spec.selection && !hooks.selection, isHeatmapStage(spec.panel)};
     Framebuffer target(fb_w, fb_h);
     if (!target.complete()) error = "cannot create an offscreen framebuffer";
     // Until two frames draw alike, at least three and at most kMostFrames: tables and wrapped text
@@ -169,7 +169,8 @@ std::string capturePng(const CaptureSpec& spec, int width, int height, const Cap
         background[c] = static_cast<std::uint8_t>(std::lround(std::clamp(channels[c], 0.0f, 1.0f) * 255));
       if (settled) break;
       if (i == kMostFrames - 1)  // a layout that changes every frame: a bug, said for the tests to catch
-        std::fprintf(stderr, "attnscope: layout error: the window did not hold still over %d frames; %s shows the last\n",
+        std::fprintf(stderr,
+                     "attnscope: layout error: the window did not hold still over %d frames; %s shows the last\n",
                      kMostFrames, path.c_str());
     }
     if (error.empty() && findRect(spec, fb_w, fb_h - caption_h, &rect, &error, &clip)) {

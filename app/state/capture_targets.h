@@ -34,13 +34,15 @@ std::string captureTargetError(const std::string& path, const std::string& panel
 // sum" when the model normalizes by the row sum), never its id; other panels by their names.
 std::string captureSubject(const std::string& panel, const ModelConfig& model);
 
-// How the frame being drawn is seen: on screen (both false) or by a capture. While a capture renders
+// How the frame being drawn is seen: on screen (all false) or by a capture. While a capture renders
 // the views leave out what only a moment on screen means (the fading outlines of the cells an edit
 // just changed); without its selection (neither CaptureSpec::selection nor the session's
-// --selection) they leave the selected row and key unmarked too.
+// --selection) they leave the selected row and key unmarked too. A map captured alone keeps its own
+// title (on screen one head's one map has it in the card's heading).
 struct CaptureState {
   bool rendering = false;
   bool hides_selection = false;
+  bool one_map = false;
 };
 
 }  // namespace attnscope

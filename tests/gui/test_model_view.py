@@ -47,6 +47,7 @@ import tempfile
 import time
 
 import numpy as np
+from PIL import Image
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -312,7 +313,17 @@ def checks(tmp):
             title = [t for t in texts if t.startswith("weights (softmax)")]
             assert title == [f"weights (softmax)  10×10  ·  layer 3  ·  head 2 of {HEADS}"], title
             caption = caption[0]
-            print(f"  the figure's caption: {caption!r}")
+            # A PNG of that one map has its title line, white text above the dim key labels (on
+            # screen one head's one map has it in the card's heading, which the crop leaves out).
+            png = os.path.join(tmp, "one-map.png")
+            p = subprocess.run([app, "--model", folder, "--commands", commands, "--panel", "weights", "--head", "2",
+                                "--screenshot", png], capture_output=True, text=True, timeout=120,
+                               env=dict(os.environ, DISPLAY=display.name, HOME=tmp, XDG_STATE_HOME=tmp))
+            assert p.returncode == 0, p.stderr
+            top = np.asarray(Image.open(png).convert("RGB"))[:24].astype(int)
+            white = int(((top.min(axis=2) > 200) & (top.max(axis=2) - top.min(axis=2) < 24)).sum())
+            assert white >= 20, f"the PNG of one map has no title: {white} white pixels in its top 24 rows"
+            print(f"  the figure's caption: {caption!r}; a PNG of the map titled ({white} white pixels on top)")
 
         def the_next_tokens_in_view_on_a_projector():
             # The left column at a projector's text: the next tokens' button and first three rows
