@@ -640,20 +640,29 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
   return reset;
 }
 
-// A card's heading: its parts after the first ("  ·  " apart) go while it is wider than the card,
-// then it wraps; never cut. The grid reserves `heading_h` for it.
-void drawCardHeading(std::string heading, float width) {
-  for (std::size_t cut;
-       ImGui::CalcTextSize(heading.c_str()).x > width && (cut = heading.rfind("  ·  ")) != std::string::npos;)
+// Where a heading's first `kept` parts ("  ·  " apart) end (npos: it has no more).
+std::size_t keptPartsEnd(const std::string& heading, int kept) {
+  const std::string separator = "  ·  ";
+  std::size_t end = heading.find(separator);
+  for (int k = 1; k < kept && end != std::string::npos; ++k) end = heading.find(separator, end + separator.size());
+  return end;
+}
+
+// A card's heading: its parts after the first `kept` ("  ·  " apart) go while it is wider than the
+// card, then it wraps; never cut. The grid reserves `heading_h` for it.
+void drawCardHeading(std::string heading, float width, int kept = 1) {
+  const std::size_t least = keptPartsEnd(heading, kept);
+  for (std::size_t cut; ImGui::CalcTextSize(heading.c_str()).x > width && least != std::string::npos &&
+                        (cut = heading.rfind("  ·  ")) != std::string::npos && cut >= least;)
     heading.resize(cut);
   ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + width);
   ImGui::TextUnformatted(heading.c_str());
   ImGui::PopTextWrapPos();
 }
 
-// The heading's narrowest form (its first part) and its height within `width`.
-void measureHeading(const std::string& heading, float width, float line, CardNeed& card) {
-  const std::string first = heading.substr(0, heading.find("  ·  "));
+// The heading's narrowest form (its first `kept` parts) and its height within `width`.
+void measureHeading(const std::string& heading, float width, float line, CardNeed& card, int kept = 1) {
+  const std::string first = heading.substr(0, keptPartsEnd(heading, kept));
   card.heading_w = ImGui::CalcTextSize(first.c_str()).x;
   card.heading_h = ImGui::CalcTextSize(first.c_str(), nullptr, false, width).y - ImGui::GetTextLineHeight() + line;
 }
@@ -957,6 +966,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   // line for both, as a saved figure's title ("weights (softmax)  14×14  ·  layer 3  ·  head 2 of 4";
   // at 1280 × 720 and 200 % the two lines took 44 px of a 124-px map's height).
   const bool one_map = !focus && H == 1 && S == 1 && M == 0 && !ctx.capture.one_map;  // a map saved alone: its title
+  const int heading_kept = one_map && snap->model ? 2 : 1;  // a trained model's layer is never cut
   auto headingOf = [&](int h) {  // a head is named only where there are several; 'simple' has no Q, K, V of its own
     const std::string shapes = t.model.variant == Variant::Simple
                                    ? "Q = K = V = X: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width)
@@ -975,7 +985,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   std::vector<CardNeed> needs;
   for (int n = 0; n < H; ++n) {
     CardNeed card;
-    measureHeading(headingOf(heads[n]), grid_w, header, card);
+    measureHeading(headingOf(heads[n]), grid_w, header, card, heading_kept);
     for (Stage stage : stages) {
       const StageInfo& info = stageInfo(stage);
       TileNeed tile;
@@ -1104,7 +1114,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       for (ModuleMap m : module_maps) widen(moduleLook(*snap, view, m));
       const GridLayout b = arrange(beside);
       const auto whole = [&](const GridLayout& l) { return l.fits_width && l.height <= avail.y + 0.5f; };
-      if (rowsOfMaps(b, needs) == 1 && whole(b) >= whole(g) && (!whole(g) || b.cell > g.cell * 1.03f)) g = b;
+      if (rowsOfMaps(b, needs) == 1 && ((whole(b) && !whole(g)) || (whole(b) == whole(g) && b.cell > g.cell * 1.03f)))
+        g = b;
     }
   }
   // The maps a step set aside, named in the notes line next frame (one line either way).
@@ -1131,7 +1142,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     ImGui::SetCursorScreenPos(card);
     if (needs[static_cast<std::size_t>(n)].heading_h > 0) {  // a lesson step's one card of maps has none
       const std::string heading = headingOf(h);
-      drawCardHeading(heading, box.w);
+      drawCardHeading(heading, box.w, heading_kept);
       layout().widget("card_heading_" + std::to_string(h));
       layout().state()["card_headings"][std::to_string(h)] = heading;
     }

@@ -160,8 +160,8 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
       spec.version = serialOf(st);
       spec.owner = ctx.snapshot;
       spec.selected_row = std::clamp(view.token, 0, snap->tokenCount() - 1);
-      // A wide map shows its first columns, at most twice as many as it has rows (16 for one or two
-      // tokens): a trained model's 14 × 768 inputs, its concatenated heads and its output were each
+      // A wide map shows its first columns, at most twice as many as it has rows and at least 16:
+      // a trained model's 14 × 768 inputs, its concatenated heads and its output were each
       // a 2-px strip of square cells, the text's 14 rows not to be seen. The enlarged map shows all.
       const int rows = static_cast<int>(st.values->rows()), cols = static_cast<int>(st.values->cols());
       const int shown = std::min(cols, std::max(2 * rows, 16));
@@ -172,7 +172,7 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
         return st.cols && j < static_cast<int>(st.cols->size()) ? (*st.cols)[static_cast<std::size_t>(j)]
                                                                 : "d" + std::to_string(j);
       };
-      const std::string which = label(0) + "–" + label(shown - 1) + " of " + std::to_string(cols);
+      const std::string which = shown < cols ? label(0) + "–" + label(shown - 1) + " of " + std::to_string(cols) : "";
       const std::string part = shown < cols ? "; columns " + which + " shown" : "";
       spec.describe = [title, part](int i, int j) {
         return title + " [" + std::to_string(i) + ", " + std::to_string(j) + "]" + part + " — click to enlarge";

@@ -354,20 +354,23 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   nlohmann::json colorbar_dump;
   const auto width = [&](const std::string& t) { return small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str()).x; };
   if (beside) {
-    const float bar_x = p1.x + besideBarLeft(), bar_w = besideBarWidth(), bar_h = p1.y - p0.y;
+    // As tall as the cells, or as the band's labels and legend where the cells are shorter (a
+    // grid reserves that height: Margins::beside_cells).
+    const float bar_x = p1.x + besideBarLeft(), bar_w = besideBarWidth();
+    const float bar_h = std::max(p1.y - p0.y, band.least_height);
     drawColorbar(draw, s, ImVec2(bar_x, p0.y), ImVec2(bar_w, bar_h), true);
     const float lx = p1.x + besideLabelsLeft();
     auto [lo_text, hi_text] = barEnds(s.look);
-    // Both ends where they fit; on a map too short for two lines, its one value said once.
+    // A map of one value says it once, in the middle: "0.229", or "±0.00615" for a range centred on 0.
     const bool one_value = lo_text == hi_text || (s.look.colormap == Colormap::Coolwarm && lo_text == "−" + hi_text);
     std::string once;
-    if (one_value && bar_h < 2 * fs + px(4) && s.look.range_text[0].empty()) {
+    if (one_value && s.look.range_text[0].empty()) {
       once = lo_text == hi_text ? hi_text : "±" + hi_text;
       draw->AddText(small, fs, ImVec2(lx, p0.y + (bar_h - fs) / 2), th.text_dim, once.c_str());
       lo_text.clear();
       hi_text.clear();
     }
-    const float lo_y = std::max(p0.y + bar_h - fs, p0.y + fs);
+    const float lo_y = p0.y + bar_h - fs;
     draw->AddText(small, fs, ImVec2(lx, p0.y), th.text_dim, hi_text.c_str());
     draw->AddText(small, fs, ImVec2(lx, lo_y), th.text_dim, lo_text.c_str());
     content_bottom = std::max(content_bottom, lo_y + fs);
