@@ -11,6 +11,7 @@
 #include "widgets/fonts.h"
 #include "widgets/heatmap.h"
 #include "widgets/layout_dump.h"
+#include "widgets/text.h"
 #include "widgets/theme.h"
 
 namespace attnscope {
@@ -89,17 +90,16 @@ void LayersView::draw(const PanelContext& ctx) {
   const int T = static_cast<int>(pass.ids.size());
   char about[300];
   std::snprintf(about, sizeof about,
-                "%d tokens · each thumbnail is a head's weights (rows: queries, columns: keys), "
+                "%s · each thumbnail is a head's weights (rows: queries, columns: keys), "
                 "0 → its largest below the first row%s",
-                T, pass.cells < T ? ", in blocks of their largest" : "");
+                countOf(T, "token").c_str(), pass.cells < T ? ", in blocks of their largest" : "");
   if (T < kLabelMinTokens)
     std::snprintf(about + std::strlen(about), sizeof about - std::strlen(about),
                   " · heads are labelled (prev, sink, …) from %d tokens on: on fewer, a head that spreads its "
                   "attention evenly scores as high",
                   kLabelMinTokens);
   ImGui::PushFont(fonts().small);
-  const std::string brief = std::to_string(T) + " tokens" + (T < kLabelMinTokens ? ", too few for labels" : "") +
-                            " (?)";
+  const std::string brief = countOf(T, "token") + (T < kLabelMinTokens ? ", too few for labels" : "") + " (?)";
   const float room = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x - ImGui::GetItemRectMax().x -
                      ImGui::GetStyle().ItemSpacing.x;  // after the last button, on its line
   if (ImGui::CalcTextSize(about).x <= room) {

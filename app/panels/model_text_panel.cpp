@@ -244,7 +244,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   beginPanelWindow("Text", "inputs", pos, size);
   const ModelSession& session = *ctx.model;
   if (ctx.givenMaps()) {  // the tokens they were given with; a click selects one
-    ImGui::Text("%d tokens", session.tokenCount());
+    ImGui::TextUnformatted(countOf(session.tokenCount(), "token").c_str());
     tokenChips(ctx, ImGui::GetContentRegionAvail().y - 4);
     ImGui::End();
     return;
@@ -372,7 +372,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   }
 
   // The tokens as GPT-2 spells them (Ġ: a space before the word); a click selects one.
-  ImGui::Text("%d tokens", session.tokenCount());
+  ImGui::TextUnformatted(countOf(session.tokenCount(), "token").c_str());
   if (session.tokenCount() > 0 && session.tokenCount() >= session.maxTokens()) {
     ImGui::SameLine();
     ImGui::TextDisabled("(the model's whole context)");
@@ -396,7 +396,7 @@ void ModelTextPanel::runText(const PanelContext& ctx) {
     if (ImGui::SmallButton("The probe again")) ctx.commands.push("text", {{"ids", ctx.learn->probe()}});
     layout().widget("model_probe");
   }
-  ImGui::Text("%d tokens", session.tokenCount());
+  ImGui::TextUnformatted(countOf(session.tokenCount(), "token").c_str());
   if (session.tokenCount() >= session.maxTokens()) {
     ImGui::SameLine();
     ImGui::TextDisabled("(the model's whole context)");
