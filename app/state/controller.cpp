@@ -1271,7 +1271,7 @@ double Controller::holdMs() const {
   const auto end = recent.begin() + static_cast<std::ptrdiff_t>(draws_);
   const auto middle = recent.begin() + static_cast<std::ptrdiff_t>(draws_ / 2);
   std::nth_element(recent.begin(), middle, end);
-  return std::min(kHoldCapMs, 2 * *middle);
+  return std::min(kHoldCapMs, 4 * *middle);
 }
 
 double Controller::expectedEngineMs() const {
@@ -1283,10 +1283,19 @@ double Controller::expectedEngineMs() const {
   // per row's pass, the head's logits beside): the last result's time per row it computed.
   const std::vector<int>& ids = model_.ids();
   if (ids == last->ids) return 0;  // another layer or token of the same pass
-  const int rows = static_cast<int>(ids.size()) -
-                   (exec_.fused ? reusableRows(*last, *model, ids, model_.layer()) : 0);
+  const int rows = static_cast<int>(ids.size()) - (exec_.fused ? reusableRows(*last, *model, ids, model_.layer()) : 0);
   const int rows_before = std::max(1, static_cast<int>(last->ids.size()) - last->reused_rows);
-  return snapshot_->milliseconds / rows_before * rows;
+  const bool timed = row_time_model_ == model.get() && fastest_row_ms_ > 0;
+  return (timed ? fastest_row_ms_ : snapshot_->milliseconds / rows_before) * rows;
+}
+
+void Controller::noteRowTime() {
+  const ModelPass* pass = snapshot_ ? snapshot_->model.get() : nullptr;
+  if (!pass || !pass->model || pass->given || pass == row_timed_pass_) return;
+  row_timed_pass_ = pass;
+  if (pass->model.get() != row_time_model_) row_time_model_ = pass->model.get(), fastest_row_ms_ = 0;
+  const double ms = snapshot_->milliseconds / std::max(1, static_cast<int>(pass->ids.size()) - pass->reused_rows);
+  fastest_row_ms_ = fastest_row_ms_ > 0 ? std::min(fastest_row_ms_, ms) : ms;
 }
 
 Controller::RequestKey Controller::currentKey() const {
@@ -1343,7 +1352,7 @@ void Controller::updateEngine() {
   }
   // A small input (the book's 6 tokens take 0.05 ms) is waited for, so an edit's result is drawn
   // in the frame that applied it. A larger one holds the frame that sent it for about what drawing
-  // two frames costs: a frame drawn meanwhile would show the old result and take the cores from
+  // four frames costs: a frame drawn meanwhile would show the old result and take the cores from
   // the engine (docs/DESIGN.md §3.3 "Holding a frame"); later frames never wait.
   using Ms = std::chrono::duration<double, std::milli>;
   Ms wait = small_request_ ? Ms(5) : Ms(0);
@@ -1354,6 +1363,7 @@ void Controller::updateEngine() {
   if (auto result = worker_.poll(std::chrono::duration_cast<std::chrono::milliseconds>(wait))) {
     if (result->snapshot) {
       snapshot_ = std::move(result->snapshot);
+      noteRowTime();
       // A pinned while its heads off screen were computing gets them when they come.
       if (pinned_ && !pinned_->complete && snapshot_->version == pinned_->version &&
           snapshot_->batch == pinned_->batch && snapshot_->model_version == pinned_->model_version)

@@ -124,7 +124,7 @@ class Controller {
   // commands wait, until a message ends, at most `longest` seconds.
   double idleTimeout(double now, double longest) const;
   // How long the next frame that sends the engine a request (too large for the 5 ms wait) waits for
-  // its result, in ms (docs/DESIGN.md §3.3 "Holding a frame"): twice the median drawing time of the
+  // its result, in ms (docs/DESIGN.md §3.3 "Holding a frame"): four times the median drawing time of the
   // last 8 frames, at most 100; 0 while a button is down (a drag) and before any frame was drawn.
   double holdMs() const;
   std::vector<CommandFailure> takeFailures() { return std::exchange(failures_, {}); }
@@ -146,8 +146,8 @@ class Controller {
   const std::shared_ptr<const Snapshot>& pinned() const { return pinned_; }
   const std::string& engineError() const { return engine_error_; }
   const LessonSession& lesson() const { return lesson_; }
-  const ModelSession& model() const { return model_; }                     // the trained model open, if any
-  const LearnSession& learn() const { return learn_; }                     // a model training, if any
+  const ModelSession& model() const { return model_; }  // the trained model open, if any
+  const LearnSession& learn() const { return learn_; }  // a model training, if any
   // The step whose maps the views show (-1: the newest, as it trains).
   int learnStepShown() const { return learn_follow_ ? -1 : learn_step_; }
   const std::string& modelLoadError() const { return model_load_error_; }  // the last model_open's refusal, or
@@ -185,11 +185,11 @@ class Controller {
     FileStamp stamp;    // its weights file as it was read (View › Reload on change)
   };
   void openLoadedModel(ModelLoad loaded, double now);
-  void openGivenAttention(const Command& c, double now);                       // the attention command
-  void applyLearn(const Command& c, double now);                               // learn, learn_play, learn_step, …
-  void updateLearning(double now);                                             // the run's results, each frame
-  void showLearnSnapshot(double now);  // its model (newest or asked for) in the views
-  void endLearning();                  // no run, its model no longer shown
+  void openGivenAttention(const Command& c, double now);  // the attention command
+  void applyLearn(const Command& c, double now);          // learn, learn_play, learn_step, …
+  void updateLearning(double now);                        // the run's results, each frame
+  void showLearnSnapshot(double now);                     // its model (newest or asked for) in the views
+  void endLearning();                                     // no run, its model no longer shown
   // attention.json of the layer shown (a model's or given maps'): its heads' labels, scores, weights.
   void exportAttention(const std::string& path, double now);
   void unpin();                                        // drop A (the unpin command, and a model's change)
@@ -254,28 +254,35 @@ class Controller {
   RequestKey requested_;        // the newest request sent to the worker
   bool small_request_ = false;  // … is small enough to wait for in its frame
   bool computing_ = false;
-  // What the request being sent should take, in ms, from the last result: a trained model's text
-  // edit at that result's time per row it computed, anything else at its time; ∞ before a result.
-  // A frame is held (holdMs) only for a result expected within the hold.
+  // What the request being sent should take, in ms: a trained model's text edit at the fastest time
+  // per row a pass of that model computed, times the rows it computes; anything else at the last
+  // result's time; ∞ before a result. A frame is held (holdMs) only for a result expected within
+  // the hold. (The last pass's time per row foretold a new text of 64 tokens after typing at the end
+  // at 20 × its time: a pass of one row is mostly the reading of the weights.)
   double expectedEngineMs() const;
-  std::array<double, 8> draw_ms_{};  // the last frames' drawing times (endFrame), a ring
-  std::size_t draw_next_ = 0;        // where the next one goes
-  std::size_t draws_ = 0;            // how many it holds (at most 8)
-  bool mouse_down_ = false;          // a button was down in the last frame: a drag, never held
+  // After a result: the model pass it brought counted in fastest_row_ms_ (once a pass).
+  void noteRowTime();
+  double fastest_row_ms_ = 0;                 // ms per row computed, the fastest pass of …
+  const GptModel* row_time_model_ = nullptr;  // … this model (0: none counted)
+  const void* row_timed_pass_ = nullptr;      // the last pass counted
+  std::array<double, 8> draw_ms_{};           // the last frames' drawing times (endFrame), a ring
+  std::size_t draw_next_ = 0;                 // where the next one goes
+  std::size_t draws_ = 0;                     // how many it holds (at most 8)
+  bool mouse_down_ = false;                   // a button was down in the last frame: a drag, never held
 
   LessonSession lesson_;
   ModelSession model_;
   LearnSession learn_;
   bool in_lesson_step_ = false;  // applying a lesson step's commands (goToStep)
-  bool learn_showing_ = false;  // the views show the run's model (ModelSession::isRun)
-  bool learn_follow_ = true;    // … at its newest snapshot (else at learn_step_)
+  bool learn_showing_ = false;   // the views show the run's model (ModelSession::isRun)
+  bool learn_follow_ = true;     // … at its newest snapshot (else at learn_step_)
   bool learn_announce_ = false;  // a new run: its first model shown says so
   int learn_step_ = 0;
   std::shared_ptr<const std::vector<float>> learn_shown_;  // the parameters of the snapshot the views show
-  OffThread<ModelLoad> model_load_;  // model_open's reading and packing
-  std::string model_load_error_;     // why the last model read failed ("" once one opened)
-  ViewState chapter_view_;           // the view when the model was opened (chapterView)
-  LessonChecker lesson_check_;       // a lesson being checked before it opens
+  OffThread<ModelLoad> model_load_;                        // model_open's reading and packing
+  std::string model_load_error_;                           // why the last model read failed ("" once one opened)
+  ViewState chapter_view_;                                 // the view when the model was opened (chapterView)
+  LessonChecker lesson_check_;                             // a lesson being checked before it opens
   Prompts prompts_;
   Autosave autosave_;
   Toast toast_;
