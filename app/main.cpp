@@ -184,7 +184,8 @@ int main(int argc, char** argv) {
   bool model_checked = false;
   for (bool running = true; running;) {
     // 4a. Events. A window with nothing new to show sleeps: until input, a result, a message's
-    // end, or a quarter second (a caret's blink, the autosave), leaving both cores to the engine.
+    // end, or a quarter second (a caret's blink, the autosave; a second while the engine computes),
+    // leaving both cores to the engine.
     // Scripts and screenshots run flat out while they have something to do (a command to feed,
     // frames to settle) and sleep while only a thread's wake-up can move them on; the bench sleeps
     // like a user's window while it waits for a result, and while a run it records trains
@@ -194,7 +195,10 @@ int main(int argc, char** argv) {
                                                 : true;
     if (may_sleep && eager_frames <= 0) {
       // A result needs one frame; input two, for ImGui to settle it (hover, popups, layout).
-      eager_frames = window.wait(app.idleTimeout(window.now(), 0.25)) ? 1 : 2;
+      // While the engine computes and no field has the caret, once a second: under a software
+      // renderer each frame takes both cores from the engine for 20–40 ms.
+      const double longest = ctl.computing() && !window.typing() ? 1.0 : 0.25;
+      eager_frames = window.wait(app.idleTimeout(window.now(), longest)) ? 1 : 2;
     } else {
       window.poll();
     }
