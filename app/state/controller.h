@@ -262,13 +262,13 @@ class Controller {
   double expectedEngineMs() const;
   // After a result: the model pass it brought counted in fastest_row_ms_ (once a pass).
   void noteRowTime();
-  double fastest_row_ms_ = 0;                 // ms per row computed, the fastest pass of …
-  const GptModel* row_time_model_ = nullptr;  // … this model (0: none counted)
-  const void* row_timed_pass_ = nullptr;      // the last pass counted
-  std::array<double, 8> draw_ms_{};           // the last frames' drawing times (endFrame), a ring
-  std::size_t draw_next_ = 0;                 // where the next one goes
-  std::size_t draws_ = 0;                     // how many it holds (at most 8)
-  bool mouse_down_ = false;                   // a button was down in the last frame: a drag, never held
+  double fastest_row_ms_ = 0;                  // ms per row computed, the fastest pass of …
+  const GptModel* row_time_model_ = nullptr;   // … this model (0: none counted)
+  const ModelPass* row_timed_pass_ = nullptr;  // the last pass counted
+  std::array<double, 8> draw_ms_{};            // the last frames' drawing times (endFrame), a ring
+  std::size_t draw_next_ = 0;                  // where the next one goes
+  std::size_t draws_ = 0;                      // how many it holds (at most 8)
+  bool mouse_down_ = false;                    // a button was down in the last frame: a drag, never held
 
   LessonSession lesson_;
   ModelSession model_;

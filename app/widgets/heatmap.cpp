@@ -93,6 +93,20 @@ std::array<std::string, 2> barEnds(const MapLook& look) {
   return colorbarEnds(look.range, look.scale, look.colormap == Colormap::Coolwarm, look.range_text);
 }
 
+// A map of one value, its ends' numbers said once: "0.229", or "±0.00615" for a range centred on 0;
+// "" for a map of more values, or ends in words.
+std::string oneValueText(const MapLook& look, const std::string& lo, const std::string& hi) {
+  if (!look.range_text[0].empty()) return "";
+  if (lo == hi) return hi;
+  return look.colormap == Colormap::Coolwarm && lo == "−" + hi ? "±" + hi : "";
+}
+
+// A legend's masked-grey square at (x, y), in a line of text `fs` high; returns where its text goes.
+float drawLegendSwatch(ImDrawList* draw, float x, float y, float fs) {
+  draw->AddRectFilled(ImVec2(x, y + 2), ImVec2(x + fs - 2, y + fs - 1), theme().masked_cell);
+  return x + fs + 2;
+}
+
 }  // namespace
 
 ColorbarBand heatmapColorbarBeside(const MapLook& look, float text_scale) {
@@ -361,11 +375,8 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     drawColorbar(draw, s, ImVec2(bar_x, p0.y), ImVec2(bar_w, bar_h), true);
     const float lx = p1.x + besideLabelsLeft();
     auto [lo_text, hi_text] = barEnds(s.look);
-    // A map of one value says it once, in the middle: "0.229", or "±0.00615" for a range centred on 0.
-    const bool one_value = lo_text == hi_text || (s.look.colormap == Colormap::Coolwarm && lo_text == "−" + hi_text);
-    std::string once;
-    if (one_value && s.look.range_text[0].empty()) {
-      once = lo_text == hi_text ? hi_text : "±" + hi_text;
+    const std::string once = oneValueText(s.look, lo_text, hi_text);  // said once, in the middle
+    if (!once.empty()) {
       draw->AddText(small, fs, ImVec2(lx, p0.y + (bar_h - fs) / 2), th.text_dim, once.c_str());
       lo_text.clear();
       hi_text.clear();
@@ -379,10 +390,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       const LegendText legend = legendText(s.look.legend);
       float x = lx;
       const float y = p0.y + fs + px(6);
-      if (legend.swatch) {
-        draw->AddRectFilled(ImVec2(x, y + 2), ImVec2(x + fs - 2, y + fs - 1), th.masked_cell);
-        x += fs + 2;
-      }
+      if (legend.swatch) x = drawLegendSwatch(draw, x, y, fs);
       const float wrap = origin.x + size.x + std::max(0.0f, s.legend_room) - x;
       const ImVec2 ls = small->CalcTextSizeA(fs, FLT_MAX, wrap, legend.text.c_str());
       draw->AddText(small, fs, ImVec2(x, y), th.text_dim, legend.text.c_str(), nullptr, wrap);
@@ -411,20 +419,17 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     const float bar_y = p1.y + px(6);  // keep in step with heatmapColorbarHeight
     const float bar_w = std::max(p1.x - p0.x, std::min(size.x - left, px(120)));
     drawColorbar(draw, s, ImVec2(p0.x, bar_y), ImVec2(bar_w, px(8)), false);
-    const bool centred = s.look.colormap == Colormap::Coolwarm;
     auto [lo_text, hi_text] = barEnds(s.look);
     // Words at the ends ("dropped 0", "kept ×1.11") that would run into each other on a narrow bar
     // (a mask among six maps a head) keep their values only: "0", "×1.11".
     if (width(lo_text) + width(hi_text) + px(6) > bar_w)
       for (std::string* end : {&lo_text, &hi_text}) end->erase(0, end->find_last_of(' ') + 1);
     // Numbers that would still overlap (one token: a map of one value, its bar one cell wide) say it
-    // once, in the middle: "0.229", or "±0.00615" for a range centred on 0.
-    const std::string minus = "−";
-    const bool one_value = lo_text == hi_text || (centred && lo_text == minus + hi_text);
-    const bool said_once = width(lo_text) + width(hi_text) + px(6) > bar_w && one_value && s.look.range_text[0].empty();
-    std::string once;
+    // once, in the middle.
+    const std::string once = width(lo_text) + width(hi_text) + px(6) > bar_w ? oneValueText(s.look, lo_text, hi_text)
+                                                                             : "";
+    const bool said_once = !once.empty();
     if (said_once) {
-      once = lo_text == hi_text ? hi_text : "±" + hi_text;
       draw->AddText(small, fs, ImVec2(p0.x + std::max(0.0f, (bar_w - width(once)) / 2), bar_y + px(10)), th.text_dim,
                     once.c_str());
       lo_text.clear();
@@ -467,10 +472,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
         ly += fs + 2;
         content_bottom = std::max(content_bottom, ly + fs);
       }
-      if (swatch) {
-        draw->AddRectFilled(ImVec2(lx, ly + 2), ImVec2(lx + fs - 2, ly + fs - 1), th.masked_cell);
-        lx += fs + 2;
-      }
+      if (swatch) lx = drawLegendSwatch(draw, lx, ly, fs);
       // Within the tile and the free room right of it (legend_room): a trained model's 2 × 2 weights
       // wrote "top: the largest below row 1 (row 1 is 1)" over the next card's. Cut with "…", whole
       // on hover.
