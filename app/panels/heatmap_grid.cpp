@@ -966,7 +966,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   // line for both, as a saved figure's title ("weights (softmax)  14×14  ·  layer 3  ·  head 2 of 4";
   // at 1280 × 720 and 200 % the two lines took 44 px of a 124-px map's height).
   const bool one_map = !focus && H == 1 && S == 1 && M == 0 && !ctx.capture.one_map;  // a map saved alone: its title
-  const int heading_kept = one_map && snap->model ? 2 : 1;  // a trained model's layer is never cut
+  // Never cut: a trained model's layer, after a one-map card's title, and each head's number
+  // after the layer (two cards of a 2-token text at 1280 × 720 and 200 % both read "Layer 1").
+  const int heading_kept = snap->model ? 2 : 1;
   auto headingOf = [&](int h) {  // a head is named only where there are several; 'simple' has no Q, K, V of its own
     const std::string shapes = t.model.variant == Variant::Simple
                                    ? "Q = K = V = X: " + std::to_string(t.tokens) + "×" + std::to_string(t.head_width)
