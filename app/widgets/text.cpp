@@ -48,6 +48,4 @@ void textDisabledWrapped(const char* fmt, ...) {
   va_end(args);
 }
 
-std::string countOf(long n, const std::string& noun) { return std::to_string(n) + " " + noun + (n == 1 ? "" : "s"); }
-
 }  // namespace attnscope

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "display/number_text.h"
+#include "engine/count_text.h"
 
 namespace attnscope {
 
@@ -13,9 +14,6 @@ namespace attnscope {
 std::string fitText(ImFont* font, float size, const std::string& text, float width);
 // fitText in the current font.
 std::string fitText(const std::string& text, float width);
-
-// "1 token", "32 tokens": a count and its noun, plural unless it is one.
-std::string countOf(long n, const std::string& noun);
 
 // Wrapped text in the disabled colour: notes and explanations.
 void textDisabledWrapped(const char* fmt, ...) IM_FMTARGS(1);

@@ -22,7 +22,6 @@ namespace attnscope {
 
 namespace {
 
-
 constexpr std::uint64_t kMaxHeaderBytes = 100000000;  // HF's MAX_HEADER_SIZE
 
 bool hostLittleEndian() {
@@ -95,8 +94,8 @@ class SafetensorsFile : public TensorFile {
     }
     auto values = std::make_shared<std::vector<float>>(static_cast<std::size_t>(n));
     const int size = dtypeBytes(info.dtype);
-    for (std::int64_t i = 0; i < n; ++i)
-      (*values)[static_cast<std::size_t>(i)] = elementToFloat(info.dtype, p + i * size);
+    const FloatDtype dtype = floatDtypeOf(info.dtype);
+    for (std::int64_t i = 0; i < n; ++i) (*values)[static_cast<std::size_t>(i)] = elementToFloat(dtype, p + i * size);
     t.data = values->data();
     t.owner = std::move(values);
     return t;

@@ -18,7 +18,6 @@ namespace attnscope {
 
 namespace {
 
-
 bool endsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
@@ -135,6 +134,7 @@ class NpzFile : public TensorFile {
     const auto* data = reinterpret_cast<const unsigned char*>(bytes.data() + item.header.data_start);
     const std::int64_t n = info.elements();
     const int size = dtypeBytes(info.dtype);
+    const FloatDtype dtype = floatDtypeOf(info.dtype);
     auto values = std::make_shared<std::vector<float>>(static_cast<std::size_t>(n));
     // Fortran order: the C-order element at multi-index i lies at Σ i_k · stride_k, stride_0 = 1.
     const auto& shape = info.shape;
@@ -151,7 +151,7 @@ class NpzFile : public TensorFile {
           idx[k] = 0;
         }
       }
-      (*values)[static_cast<std::size_t>(c)] = elementToFloat(info.dtype, data + at * size, item.big);
+      (*values)[static_cast<std::size_t>(c)] = elementToFloat(dtype, data + at * size, item.big);
     }
     return FloatTensor::owning(std::move(values), info.shape);
   }
@@ -236,9 +236,16 @@ float bfloat16ToFloat(std::uint16_t h) {
   return f;
 }
 
-float elementToFloat(const std::string& dtype, const unsigned char* p, bool big) {
+FloatDtype floatDtypeOf(const std::string& dtype) {
+  return dtype == "F64"    ? FloatDtype::F64
+         : dtype == "F32"  ? FloatDtype::F32
+         : dtype == "BF16" ? FloatDtype::BF16
+                           : FloatDtype::F16;
+}
+
+float elementToFloat(FloatDtype dtype, const unsigned char* p, bool big) {
   unsigned char raw[8];
-  const int n = dtype == "F64" ? 8 : dtype == "F32" ? 4 : 2;
+  const int n = dtype == FloatDtype::F64 ? 8 : dtype == FloatDtype::F32 ? 4 : 2;
   for (int b = 0; b < n; ++b) raw[b] = big ? p[n - 1 - b] : p[b];
   // The bytes are little-endian now; read them as numbers whatever the host's order.
   std::uint64_t v = 0;
@@ -254,7 +261,8 @@ float elementToFloat(const std::string& dtype, const unsigned char* p, bool big)
     std::memcpy(&f, &u, 4);
     return f;
   }
-  return dtype == "BF16" ? bfloat16ToFloat(static_cast<std::uint16_t>(v)) : halfToFloat(static_cast<std::uint16_t>(v));
+  return dtype == FloatDtype::BF16 ? bfloat16ToFloat(static_cast<std::uint16_t>(v))
+                                   : halfToFloat(static_cast<std::uint16_t>(v));
 }
 
 const TensorInfo& checkFloatRequest(const TensorFile& file, const std::string& name, const TensorFileLimits& limits) {

@@ -17,7 +17,6 @@ namespace attnscope {
 
 namespace {
 
-
 const char kNotExecuted[] = "(a state_dict is read as data; nothing in a file is ever executed)";
 
 enum class K : std::uint8_t { None, Bool, Int, Float, Str, Bytes, Tuple, List, Dict, Global, Storage, Tensor };
@@ -615,13 +614,14 @@ class PthFile : public TensorFile {
     const std::string storage = zip_.read(entry, cap);
     const auto* base = reinterpret_cast<const unsigned char*>(storage.data());
     const int item = dtypeBytes(t.dtype);
+    const FloatDtype dtype = floatDtypeOf(t.dtype);
     const std::int64_t n = info.elements();
     auto values = std::make_shared<std::vector<float>>(static_cast<std::size_t>(n));
     // C order over the view: pos walks the storage by the strides.
     std::vector<std::int64_t> idx(t.shape.size(), 0);
     std::int64_t pos = t.offset;
     for (std::int64_t c = 0; c < n; ++c) {
-      (*values)[static_cast<std::size_t>(c)] = elementToFloat(t.dtype, base + pos * item, big_);
+      (*values)[static_cast<std::size_t>(c)] = elementToFloat(dtype, base + pos * item, big_);
       for (std::size_t k = idx.size(); k-- > 0;) {
         pos += t.stride[k];
         if (++idx[k] < t.shape[k]) break;

@@ -9,9 +9,11 @@
 #include <map>
 #include <set>
 
+#include "engine/count_text.h"
 #include "engine/errors.h"
 #include "formats/file_reading.h"
 #include "formats/json_reading.h"
+#include "formats/zip_archive.h"
 
 namespace attnscope {
 
@@ -274,7 +276,7 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
     c.heads_from = "the caller";
     if (cfg.n_head != 0 && cfg.n_head != options.num_heads)
       model->notes.push_back("config.json says n_head = " + std::to_string(cfg.n_head) + "; using " +
-                             std::to_string(options.num_heads) + " heads as asked");
+                             countOf(options.num_heads, "head") + " as asked");
   } else if (cfg.n_head > 0) {
     c.heads = cfg.n_head;
     c.heads_from = "config.json";
@@ -434,6 +436,16 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   names.ignore("lm_head.weight");
 
   const std::vector<std::string> unused = names.unused();
+  // A later block's Q, K or V bias where the first block has none: the blocks disagree on
+  // qkv_bias, as no one GPTModel saves them (torch's strict load refuses it too); dropped with a
+  // note, the pass would not be the file's model.
+  if (!hf && !c.qkv_bias)
+    for (const std::string& name : unused)
+      for (const std::string w : {".att.W_query.bias", ".att.W_key.bias", ".att.W_value.bias"})
+        if (name.rfind("trf_blocks.", 0) == 0 && name.size() > w.size() &&
+            name.compare(name.size() - w.size(), w.size(), w) == 0)
+          throw InputError(path + ": tensor " + printableName(name) +
+                           ": block 0 has no Q, K, V bias (qkv_bias False) but this block has one");
   if (!unused.empty()) {
     std::string list;
     for (std::size_t i = 0; i < unused.size() && i < 3; ++i) list += (i ? ", " : "") + unused[i];
@@ -470,6 +482,10 @@ std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptL
   const fs::path config_path = fs::path(folder) / "config.json";
   const std::string config_text = isFile(config_path) ? readFileWithin(config_path.string(), std::int64_t{1} << 20)
                                                       : "";
+  // An empty config.json is a damaged one, not a missing one (read as missing, the heads were
+  // guessed and the error blamed their count).
+  if (isFile(config_path) && config_text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw InputError(config_path.string() + ": empty (expected a JSON object such as GPT-2's config.json)");
   const std::shared_ptr<const TensorFile> file = TensorFile::open(weights, options.limits);
   std::shared_ptr<const GptModel> loaded = gptModelFromTensors(*file, config_text, options);
   auto model = std::const_pointer_cast<GptModel>(loaded);
@@ -478,8 +494,10 @@ std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptL
   if (Gpt2Tokenizer::inFolder(folder)) {
     model->tokenizer = Gpt2Tokenizer::fromFolder(folder);
     if (model->tokenizer->vocabularySize() > model->config.vocab_size)
-      throw InputError(folder + ": the tokenizer has " + std::to_string(model->tokenizer->vocabularySize()) +
-                       " tokens but the model's embedding only " + std::to_string(model->config.vocab_size));
+      throw InputError(folder + ": the tokenizer's ids go up to " +
+                       std::to_string(model->tokenizer->vocabularySize() - 1) + " but the model's embedding has " +
+                       countOf(model->config.vocab_size, "row") + " (ids 0 … " +
+                       std::to_string(model->config.vocab_size - 1) + ")");
   } else {
     model->notes.push_back(
         "no tokenizer beside the model (vocab.json + merges.txt, or encoder.json + vocab.bpe): "
@@ -505,8 +523,8 @@ std::string modelName(const GptModel& model) {
 
 std::string modelTitle(const GptModel& model) {
   const GptConfig& c = model.config;
-  return modelName(model) + " (" + std::to_string(c.layers) + " layers × " + std::to_string(c.heads) +
-         " heads, d = " + std::to_string(c.d_model) + ")";
+  return modelName(model) + " (" + countOf(c.layers, "layer") + " × " + countOf(c.heads, "head") +
+         ", d = " + std::to_string(c.d_model) + ")";
 }
 
 }  // namespace attnscope

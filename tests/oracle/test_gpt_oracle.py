@@ -305,7 +305,18 @@ with tempfile.TemporaryDirectory() as tmp:
     hole = gm.save_npz(os.path.join(tmp, "hole"), sd)
     expect_error("a block missing in the middle", [hole, "--ids", "1", "--num-heads", "4"],
                  ["trf_blocks.1.norm1.scale", "missing"])
+    # Blocks that disagree on qkv_bias: the first without, a later one with (it was dropped with a
+    # note, the pass not the file's model; torch's strict load refuses it).
+    sd = gm.book_state_dict(book)
+    sd["trf_blocks.1.att.W_key.bias"] = np.zeros(64, dtype=np.float32)
+    odd_bias = gm.save_npz(os.path.join(tmp, "odd_bias"), sd)
+    expect_error("a later block's bias the first lacks", [odd_bias, "--ids", "1", "--num-heads", "4"],
+                 ["trf_blocks.1.att.W_key.bias", "block 0 has no Q, K, V bias"])
     import json as _json
+    empty_cfg = os.path.join(tmp, "hf_empty_config")
+    gm.write_hf_folder(empty_cfg, hf, cfg2, gm.save_npz)
+    open(os.path.join(empty_cfg, "config.json"), "w").close()
+    expect_error("an empty config.json", [empty_cfg, "--ids", "1"], ["config.json: empty"])
     scaled = os.path.join(tmp, "hf_unscaled")
     gm.write_hf_folder(scaled, hf, cfg2, gm.save_npz)
     with open(os.path.join(scaled, "config.json")) as f:
