@@ -679,9 +679,15 @@ float titleWidth(const std::string& title) {
   return ImGui::CalcTextSize(title.substr(0, title.find("  ")).c_str()).x + px(2);
 }
 
-std::string moduleCardHeading(const Trace& t, int batch) {
+// A trained model's names its layer, not the chapter's step (it read "The module: 4b · Multi-head
+// attention" over GPT-2's concatenated heads).
+std::string moduleCardHeading(const Snapshot& snap) {
+  const Trace& t = *snap.trace;
+  if (snap.model)
+    return "Layer " + std::to_string(snap.layer + 1) + "  ·  the module: its " + countOf(t.heads, "head") +
+           " concatenated, out_proj";
   return std::string("The module: ") + variantTitle(t.model.variant) +
-         (t.model.batch_size > 1 ? "  ·  batch element " + std::to_string(batch + 1) : "");
+         (t.model.batch_size > 1 ? "  ·  batch element " + std::to_string(snap.batch + 1) : "");
 }
 
 // The module's card: its maps (the concatenated context, out_proj's weight, the output), each in
@@ -697,8 +703,10 @@ int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vec
   const ViewState& view = ctx.view;
   ImGui::SetCursorScreenPos(ImVec2(grid_origin.x + card_box.x, grid_origin.y + card_box.y));
   if (heading) {
-    drawCardHeading(moduleCardHeading(t, snap.batch), card_box.w);
+    const std::string text = moduleCardHeading(snap);
+    drawCardHeading(text, card_box.w);
     layout().widget("card_heading_module");
+    layout().state()["card_heading_module"] = text;
   }
   for (std::size_t k = 0; k < maps.size(); ++k) {
     const ModuleMapInfo& info = moduleMapInfo(maps[k]);
@@ -1008,7 +1016,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   }
   if (M > 0) {
     CardNeed card;
-    measureHeading(moduleCardHeading(t, batch), grid_w, header, card);
+    measureHeading(moduleCardHeading(*snap), grid_w, header, card);
     for (ModuleMap m : module_maps) {
       const StageMap values = moduleMapValues(t, bt, m);
       const std::string title = moduleHeading(t, bt, m);

@@ -65,10 +65,10 @@ int chipRows(const std::vector<std::string>& tokens, int listed) {
   return rows;
 }
 
-// The next tokens with `rows` of their rows: the heading (two lines at most), the temperature, the
-// button, the rows.
+// The next tokens with `rows` of their rows: the heading (one line), the temperature, the button,
+// the rows.
 float nextTokensHeight(int rows) {
-  return 2 * ImGui::GetTextLineHeightWithSpacing() + 2 * ImGui::GetFrameHeightWithSpacing() +
+  return ImGui::GetTextLineHeightWithSpacing() + 2 * ImGui::GetFrameHeightWithSpacing() +
          static_cast<float>(rows) * chipPitch();
 }
 constexpr int kNextRowsKept = 3;  // the next tokens' rows the Text panel keeps in view
@@ -105,12 +105,13 @@ float smallTextHeight(const std::string& text) {
          ImGui::GetStyle().ItemSpacing.y;
 }
 
-void layerSlider(const PanelContext& ctx, int layers) {
+// The layer slider, `right` px short of the row's end (a button beside it).
+void layerSlider(const PanelContext& ctx, int layers, float right = 0) {
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("layer");
   ImGui::SameLine();
   int layer = ctx.model->layer() + 1;
-  ImGui::SetNextItemWidth(-1);
+  ImGui::SetNextItemWidth(right > 0 ? -right : -1);
   if (ImGui::SliderInt("##layer", &layer, 1, layers, "%d", ImGuiSliderFlags_AlwaysClamp) &&
       layer - 1 != ctx.model->layer())
     ctx.commands.push("select_layer", {{"layer", layer - 1}});
@@ -180,30 +181,50 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size,
     ImGui::End();
     return;
   }
-  beginPanelWindow("Trained model", "model", pos, size);
   const GptModel& m = *ctx.model->model();
   const GptConfig& c = m.config;
-  // Compact, the model's shape is the name's tooltip; its notes (heads guessed, no tokenizer) stay.
+  // Compact, the model's name is in the title and the way out beside the layer: one row where the
+  // column is short (at 1280 × 720 and 200 % the name's row and the layer's took 120 px the next
+  // tokens needed). The model's shape is the title's tooltip; its notes (heads guessed, no
+  // tokenizer) stay.
   const std::string shape = std::string(c.layout == "huggingface" ? "GPT-2 (Hugging Face)" : "the book's GPTModel") +
-                            " · " + std::to_string(c.layers) + " layers · " + std::to_string(c.heads) + " heads of " +
+                            " · " + countOf(c.layers, "layer") + " · " + countOf(c.heads, "head") + " of " +
                             std::to_string(c.headWidth()) + " · d = " + std::to_string(c.d_model) + " · vocabulary " +
                             std::to_string(c.vocab_size) + " · context " + std::to_string(c.context_length);
+  const std::string title = compact ? fitText("Trained model · " + modelName(m),
+                                              size.x - 2 * ImGui::GetStyle().WindowPadding.x)
+                                    : std::string("Trained model");
+  beginPanelWindow((title + "###Trained model").c_str(), "model", pos, size);
+  const auto about = [&](bool with_shape) {
+    ImGui::SetTooltip("%s\n(weights: %s)%s%s", m.path.c_str(), m.weights_path.c_str(), with_shape ? "\n" : "",
+                      with_shape ? shape.c_str() : "");
+  };
+  if (compact && ImGui::IsItemHovered()) about(true);  // after Begin, the item is the title bar
   const float shape_h = smallTextHeight(shape);
-  ImGui::TextUnformatted(modelName(m).c_str());
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("%s\n(weights: %s)%s%s", m.path.c_str(), m.weights_path.c_str(), compact ? "\n" : "",
-                      compact ? shape.c_str() : "");
-  // The way out beside the name, at the top: at large text the panel's lower lines scroll out of
-  // view (at 1920 × 1080 and 200 % "Close model" sat half under the Text panel).
-  const char* close = ctx.model->isRun() ? "End the run" : "Close model";
+  const bool run = ctx.model->isRun();
+  const auto closeButton = [&](const char* label) {
+    if (ImGui::Button(label)) ctx.commands.push("model_close");
+    layout().widget("model_close");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("%s", run ? "Stop training and go back to the chapter's workspace, as it was (Save model… "
+                                    "first to keep it)"
+                                  : "Close the model: back to the chapter's workspace, as it was");
+  };
+  const char* close = run ? "End the run" : "Close model";
   const float close_w = ImGui::CalcTextSize(close).x + ImGui::GetStyle().FramePadding.x * 2;
   const float close_x = ImGui::GetWindowContentRegionMax().x - close_w;
-  if (ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + ImGui::GetStyle().ItemSpacing.x <= close_x)
-    ImGui::SameLine(close_x);
-  if (ImGui::Button(close)) ctx.commands.push("model_close");
-  layout().widget("model_close");
-  if (ctx.model->isRun() && ImGui::IsItemHovered())
-    ImGui::SetTooltip("Stop training and go back to the chapter's workspace, as it was (Save model… first to keep it)");
+  float name_row = ImGui::GetFrameHeightWithSpacing();  // the name's row with the way out, whole
+  if (!compact) {
+    const float name_y = ImGui::GetCursorPosY();
+    ImGui::TextUnformatted(modelName(m).c_str());
+    if (ImGui::IsItemHovered()) about(false);
+    // The way out beside the name, at the top: at large text the panel's lower lines scroll out of
+    // view (at 1920 × 1080 and 200 % "Close model" sat half under the Text panel).
+    if (ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + ImGui::GetStyle().ItemSpacing.x <= close_x)
+      ImGui::SameLine(close_x);
+    closeButton(close);
+    name_row = ImGui::GetCursorPosY() - name_y;
+  }
   ImGui::PushFont(fonts().small);
   if (!compact) ImGui::TextWrapped("%s", shape.c_str());
   // Compact, a note is one line, cut with "…" and whole on hover ("no tokenizer … give token ids"
@@ -221,30 +242,57 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size,
     if (line != whole && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", note.c_str());
   }
   ImGui::PopFont();
-  ImGui::Separator();
-  layerSlider(ctx, c.layers);
+  if (!compact || !m.notes.empty()) ImGui::Separator();
+  // Compact, "Close" right of the slider where the slider keeps the width of five digits; else
+  // above it, on its own row.
+  const char* close_short = run ? "End the run" : "Close";
+  const float short_w = ImGui::CalcTextSize(close_short).x + ImGui::GetStyle().FramePadding.x * 2;
+  const float slider_least = ImGui::CalcTextSize("00000").x + ImGui::GetStyle().FramePadding.x * 2;
+  const bool close_beside = compact && ImGui::CalcTextSize("layer").x + 2 * ImGui::GetStyle().ItemSpacing.x +
+                                               slider_least + short_w <=
+                                           ImGui::GetContentRegionAvail().x;
+  if (compact && !close_beside) {
+    ImGui::SetCursorPosX(close_x);
+    closeButton(close);
+  }
   static constexpr const char* kLayerNote =
       "Every view shows this layer's attention: its input is LayerNorm₁ of the residual stream, its "
       "weights the model's. Click a head in the Layers tab to pick both.";
+  layerSlider(ctx, c.layers, close_beside ? short_w + ImGui::GetStyle().ItemSpacing.x : 0.0f);
+  if (compact && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kLayerNote);
+  if (close_beside) {
+    ImGui::SameLine();
+    closeButton(close_short);
+  }
   const float end = ImGui::GetCursorPosY() - ImGui::GetStyle().ItemSpacing.y + ImGui::GetStyle().WindowPadding.y;
-  if (compact) {
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", kLayerNote);
-  } else {
+  if (!compact) {
     ImGui::PushFont(fonts().small);
     ImGui::TextWrapped("%s", kLayerNote);
     ImGui::PopFont();
   }
-  model_compact_h_ = compact ? end : end - shape_h - notes_extra;
-  model_h_ = model_compact_h_ + shape_h + notes_extra + smallTextHeight(kLayerNote);
+  // Each form's height, the other's worked out from this one's (the app picks the form by the whole
+  // one's: the two must agree, or the panel flips between them). Whole has the name's row, the
+  // shape, the notes wrapped, a separator and the layer's note; compact has none of them, the way
+  // out beside the slider or on a row of its own.
+  const float separator = 1 + ImGui::GetStyle().ItemSpacing.y;
+  const float whole_only = name_row + shape_h + notes_extra + (m.notes.empty() ? separator : 0.0f);
+  const float close_row = compact && !close_beside ? ImGui::GetFrameHeightWithSpacing() : 0.0f;
+  model_compact_h_ = compact ? end : end - whole_only;
+  model_h_ = (compact ? end - close_row : end) + (compact ? whole_only : 0.0f) + smallTextHeight(kLayerNote);
   layout().state()["model_panel_compact"] = compact;
   ImGui::End();
 }
 
 void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
-  beginPanelWindow("Text", "inputs", pos, size);
   const ModelSession& session = *ctx.model;
+  // The tokens' count in the title, where it takes no row of the panel's (at 1280 × 720 and 200 %
+  // the next tokens were below the fold).
+  std::string title = "Text  ·  " + countOf(session.tokenCount(), "token");
+  if (session.tokenCount() > 0 && session.tokenCount() >= session.maxTokens()) title += ", the model's whole context";
+  title = fitText(title, size.x - 2 * ImGui::GetStyle().WindowPadding.x);
+  beginPanelWindow((title + "###Text").c_str(), "inputs", pos, size);
+  layout().state()["model_text_title"] = title;
   if (ctx.givenMaps()) {  // the tokens they were given with; a click selects one
-    ImGui::TextUnformatted(countOf(session.tokenCount(), "token").c_str());
     tokenChips(ctx, ImGui::GetContentRegionAvail().y - 4);
     ImGui::End();
     return;
@@ -278,20 +326,28 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     refusal = "Not applied" + (why.empty() ? std::string() : ": " + why);
   }
   layout().state()["model_text_refused"] = refused;
-  // What the panel holds below the field — <|endoftext|>, the tokens' count, a row of them and the
+  // What the panel holds below the field — <|endoftext|>, a row of the tokens and the
   // next tokens with kNextRowsKept of their rows, and a refusal's note — keeps its room (at 1280 ×
   // 800 and 175 % the next tokens were below the fold). Where it is short the field shows two
   // lines, not 3.6, and the hint under it becomes the field's tooltip.
   const ImGuiStyle& style = ImGui::GetStyle();
   const float line_h = ImGui::GetTextLineHeight(), line = ImGui::GetTextLineHeightWithSpacing();
   const float frame = ImGui::GetFrameHeightWithSpacing();
-  const bool eot_wraps = ImGui::CalcTextSize("start with <|endoftext|>").x + ImGui::GetFrameHeight() +
-                             style.ItemInnerSpacing.x >
+  // The checkbox's label on one line where one of its forms fits (two lines took 66 px at 1280 ×
+  // 720 and 175 %); its tooltip says what it does.
+  const char* eot_label = "start with <|endoftext|>";
+  for (const char* label : {"start with <|endoftext|>", "<|endoftext|> first", "<|endoftext|>"}) {
+    eot_label = label;
+    if (ImGui::CalcTextSize(label).x + ImGui::GetFrameHeight() + style.ItemInnerSpacing.x <=
+        ImGui::GetContentRegionAvail().x)
+      break;
+  }
+  const bool eot_wraps = ImGui::CalcTextSize(eot_label).x + ImGui::GetFrameHeight() + style.ItemInnerSpacing.x >
                          ImGui::GetContentRegionAvail().x;
   const float below = (!tokenizer  ? 0.0f
                        : eot_wraps ? frame + line
                                    : frame) +
-                      line + chipPitch() + style.ItemSpacing.y + nextTokensHeight(kNextRowsKept) +
+                      chipPitch() + style.ItemSpacing.y + nextTokensHeight(kNextRowsKept) +
                       (refused ? smallTextHeight(refusal) + fonts().small->FontSize + style.ItemSpacing.y : 0.0f);
   const float hint_h = tokenizer && !refused ? fonts().small->FontSize + style.ItemSpacing.y : 0.0f;
   const float room = ImGui::GetContentRegionAvail().y - below - style.ItemSpacing.y - style.FramePadding.y * 2;
@@ -361,22 +417,16 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     bool eot = session.prependEot();
     const bool has_eot = session.model()->tokenizer->endOfText() >= 0;
     ImGui::BeginDisabled(!has_eot);
-    if (checkboxWrapped("model_eot", "start with <|endoftext|>", &eot))
-      ctx.commands.push("text", {{"prepend_eot", eot}});
+    if (checkboxWrapped("model_eot", eot_label, &eot)) ctx.commands.push("text", {{"prepend_eot", eot}});
     ImGui::EndDisabled();
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-      ImGui::SetTooltip(has_eot
-                            ? "GPT-2 was trained on texts after <|endoftext|>: with it, the heads' sink is that token"
-                            : "This model's tokenizer has no <|endoftext|>");
+      ImGui::SetTooltip(has_eot ? "Start the text with <|endoftext|>: GPT-2 was trained on texts after it, and with it "
+                                  "the heads' sink is that token"
+                                : "This model's tokenizer has no <|endoftext|>");
     layout().widget("model_eot");
   }
 
   // The tokens as GPT-2 spells them (Ġ: a space before the word); a click selects one.
-  ImGui::TextUnformatted(countOf(session.tokenCount(), "token").c_str());
-  if (session.tokenCount() > 0 && session.tokenCount() >= session.maxTokens()) {
-    ImGui::SameLine();
-    ImGui::TextDisabled("(the model's whole context)");
-  }
   tokenChips(ctx, chipsAboveNextTokens(session));
   ImGui::Separator();
   nextTokens(ctx);
@@ -396,11 +446,6 @@ void ModelTextPanel::runText(const PanelContext& ctx) {
     if (ImGui::SmallButton("The probe again")) ctx.commands.push("text", {{"ids", ctx.learn->probe()}});
     layout().widget("model_probe");
   }
-  ImGui::TextUnformatted(countOf(session.tokenCount(), "token").c_str());
-  if (session.tokenCount() >= session.maxTokens()) {
-    ImGui::SameLine();
-    ImGui::TextDisabled("(the model's whole context)");
-  }
   tokenChips(ctx, chipsAboveNextTokens(session));
   ImGui::Separator();
   nextTokens(ctx);
@@ -413,7 +458,15 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx) {
   const int position = ctx.view.token;
   const std::string& after =
       session.tokens()[static_cast<std::size_t>(std::clamp(position, 0, session.tokenCount() - 1))];
-  ImGui::TextWrapped("Next token after “%s” (token %d)", after.c_str(), position + 1);  // counted from 1, as shown
+  // One line (two took a row the list needed on a projector): the position dropped first, then the
+  // token cut with "…"; whole on hover. Tokens are counted from 1, as shown.
+  const std::string heading = "Next token after “" + after + "” (token " + std::to_string(position + 1) + ")";
+  std::string shown = heading;
+  if (ImGui::CalcTextSize(shown.c_str()).x > ImGui::GetContentRegionAvail().x)
+    shown = fitText("Next token after “" + after + "”", ImGui::GetContentRegionAvail().x);
+  ImGui::TextUnformatted(shown.c_str());
+  if (shown != heading && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", heading.c_str());
+  layout().state()["model_next_heading"] = shown;
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("temperature");
   ImGui::SameLine();

@@ -38,9 +38,18 @@ MapLook lookFor(const ValueRange& known, const ViewState& v) {
 
 }  // namespace
 
-void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
+void PipelineView::draw(const PanelContext& ctx) {
   const Snapshot* snap = beginMainTab(ctx, "pipeline");
   if (!snap) return;
+  // In a child of its own, which scrolls (the main window neither scrolls nor has a scrollbar: at
+  // 1280 × 800 and 150 % a trained model's last steps and the enlarged map were out of reach).
+  ImGui::BeginChild("##pipeline", ImVec2(0, 0), false, ImGuiWindowFlags_NoSavedSettings);
+  drawSteps(ctx, *snap, ImGui::GetContentRegionAvail());
+  ImGui::EndChild();
+}
+
+void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, ImVec2 size) {
+  const Snapshot* snap = &snapshot;
   const ViewState& view = ctx.view;
   const Trace& t = *snap->trace;
   const BatchTrace& bt = snap->shown();
@@ -220,9 +229,9 @@ void PipelineView::draw(const PanelContext& ctx, ImVec2 size) {
     // A real map, not a thumbnail: whole in what is left below the steps where that keeps the
     // notebook's four decimals, or for a trained model, whose pattern is what its text is about (its
     // 10 × 10 softmax at 1920 × 1080 showed 6 rows, the selected last query below the fold); else as
-    // tall as the view (less a line), which then scrolls (at 1280 × 800 and 150 % a 0.3-px map).
+    // tall as the view, which then scrolls (at 1280 × 800 and 150 % a 0.3-px map).
     const ImVec2 avail = ImGui::GetContentRegionAvail();
-    const float view_h = ImGui::GetWindowHeight() - ImGui::GetTextLineHeightWithSpacing() * 2;
+    const float view_h = ImGui::GetWindowHeight();  // the child's: scrolled to, the map fills the view
     const float above = ImGui::GetTextLineHeight() + px(54), below = heatmapColorbarHeight();  // title, keys; colorbar
     const float four_decimals = heatmapCellFor(
         fonts().small->CalcTextSizeA(fonts().small->FontSize, FLT_MAX, 0, "−0.0000").x);

@@ -13,10 +13,11 @@ namespace attnscope {
 
 class PipelineView {
  public:
-  void draw(const PanelContext& ctx, ImVec2 size);
+  void draw(const PanelContext& ctx);
   void reset() { enlarged_ = "weights"; }
 
  private:
+  void drawSteps(const PanelContext& ctx, const Snapshot& snapshot, ImVec2 size);
   std::string enlarged_ = "weights";  // the step shown large below the row
   bool scroll_to_enlarged_ = false;   // a thumbnail was clicked: its enlarged map scrolls into view
 };

@@ -22,7 +22,7 @@ App::App(Document document, ViewState view, bool interactive, WindowHooks hooks)
   tab_views_ = {
       {"layers", [this](const PanelContext& ctx) { layers_.draw(ctx); }},
       {"heatmaps", [this](const PanelContext& ctx) { heatmap_grid_.draw(ctx); }},
-      {"pipeline", [this](const PanelContext& ctx) { pipeline_.draw(ctx, ImGui::GetContentRegionAvail()); }},
+      {"pipeline", [this](const PanelContext& ctx) { pipeline_.draw(ctx); }},
       {"lines", [this](const PanelContext& ctx) { lines_.draw(ctx, ImGui::GetContentRegionAvail()); }},
       {"parameters", [this](const PanelContext& ctx) { weights_.draw(ctx); }},
       {"compare", [this](const PanelContext& ctx) { compare_.draw(ctx); }},

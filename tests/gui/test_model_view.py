@@ -334,7 +334,10 @@ def checks(tmp):
             os.makedirs(bare, exist_ok=True)
             for name in ("config.json", "model.safetensors"):
                 shutil.copy(os.path.join(folder, name), bare)
+            # At 1280 × 720 and 200 % the button and two rows (none were in view: the model panel's
+            # name and layer took two rows, the tokens' count one, <|endoftext|> two, the heading two).
             for model, size, pct, compact in ((folder, "1280x800", 175, True), (folder, "1280x720", 150, True),
+                                              (folder, "1280x720", 175, True), (folder, "1280x720", 200, True),
                                               (folder, "1280x720", 100, False), (folder, "1920x1080", 200, True),
                                               (folder, "1920x1080", 100, False), (bare, "1280x800", 175, True)):
                 d = run_commands(app, display.name, tmp, f"left-{size}-{pct}", [
@@ -344,7 +347,14 @@ def checks(tmp):
                 bottom = panel["y"] + panel["h"]
                 shown = [k for k in ("model_append", "model_next_0", "model_next_1", "model_next_2")
                          if k in w and w[k]["y"] + w[k]["h"] <= bottom + 0.5]
-                assert len(shown) == 4, f"{size} {pct} %: in the Text panel's view only {shown} (bottom {bottom})"
+                least = 3 if (size, pct) == ("1280x720", 200) else 4
+                assert shown == ["model_append", "model_next_0", "model_next_1", "model_next_2"][:max(least, len(shown))], \
+                    f"{size} {pct} %: in the Text panel's view only {shown} (bottom {bottom})"
+                # The count in the panel's title; the layer and the way out in one row when compact.
+                assert d["state"]["model_text_title"] == "Text  ·  10 tokens", d["state"]["model_text_title"]
+                if compact:
+                    close, layer = w["model_close"], w["model_layer"]
+                    assert abs(close["y"] - layer["y"]) < 1 and close["x"] >= layer["x"] + layer["w"], (close, layer)
                 assert d["state"]["model_panel_compact"] == compact, (size, pct, d["state"]["model_panel_compact"])
                 text = w["model_text"]
                 assert text["h"] >= 2 * d["state"]["font_px"]["ui"], f"{size} {pct} %: the text field {text}"
@@ -357,8 +367,8 @@ def checks(tmp):
                     grid = d["panels"]["layers_grid"]
                     assert d["state"]["layers_table_beside"], "the scores table under a grid of 2 heads a layer"
                     assert grid["h"] > 0.6 * (d["panels"]["inputs"]["y"] + d["panels"]["inputs"]["h"]), grid
-            print("  the next tokens' button and three rows in view at 5 sizes, and without a tokenizer at 1280 × 800 "
-                  "and 175 %; the model panel compact at 150 % and more")
+            print("  the next tokens' button and three rows in view at 6 sizes (two rows at 1280 × 720 and 200 %), and "
+                  "without a tokenizer at 1280 × 800 and 175 %; the model panel compact at 150 % and more")
 
         def append_and_repeat():
             d = run_commands(app, display.name, tmp, "grow", [
@@ -512,6 +522,38 @@ def checks(tmp):
                 print(f"  clicked layer_2_head_1 at {w}: the views show layer {d['state']['model']['shown_layer']}, "
                       f"head {d['state']['head']}")
 
+        def the_module_card_names_the_layer():
+            # The module's card over a trained model's concatenated heads names its layer, not the
+            # chapter's step (it read "The module: 4b · Multi-head attention").
+            d = run_commands(app, display.name, tmp, "module-card", [
+                {"do": "text", "ids": list(range(40, 46))}, {"do": "select_layer", "layer": 1, "head": 0},
+                {"do": "view", "field": "tab", "value": "heatmaps"},
+                {"do": "view", "field": "columns", "value": ["weights", "concat", "out_proj", "output"]},
+            ], "--model", folder, "--size", "1920x1080")
+            heading = d["state"].get("card_heading_module")
+            assert heading == f"Layer 2  ·  the module: its {HEADS} heads concatenated, out_proj", heading
+            print(f"  the module's card: {heading!r}")
+
+        def the_pipeline_scrolls():
+            # At 1280 × 800 and 150 % the Pipeline's last steps are below the main area's fold: the
+            # wheel brings them up (it drew into the main window, which neither scrolled nor had a
+            # scrollbar).
+            commands = write_commands(tmp, "pipeline-scroll", [
+                {"do": "text", "ids": list(range(40, 60))}, {"do": "view", "field": "tab", "value": "pipeline"}])
+            with App(app, display.name, ["--model", folder, "--size", "1280x800", "--text-size", "150",
+                                         "--commands", commands]) as a:
+                d = a.settled("the Pipeline", lambda d: "pipeline_output" in d["widgets"])
+                a.find_window()
+                main, out = d["panels"]["main"], d["widgets"]["pipeline_output"]
+                assert out["y"] + out["h"] > main["y"] + main["h"], f"out_proj in view already: {out} in {main}"
+                x, y = main["x"] + main["w"] / 2, main["y"] + main["h"] / 2
+                a.move(x, y)
+                d = a.until(lambda _: a.xdotool("click", "--repeat", "8", "5"), "out_proj scrolled into view",
+                            lambda d: d["widgets"]["pipeline_output"]["y"] + d["widgets"]["pipeline_output"]["h"]
+                            <= main["y"] + main["h"])
+                print(f"  out_proj at y {out['y']:.0f} below the fold ({main['y'] + main['h']:.0f}); the wheel brought "
+                      f"it to {d['widgets']['pipeline_output']['y']:.0f}")
+
         def type_a_text():
             # The text is shown wrapped (a projector's view); a click makes it the field to type in.
             with App(app, display.name, ["--model", folder, "--size", "1280x720", "--text-size", "175"]) as a:
@@ -564,6 +606,11 @@ def checks(tmp):
                 panel, restore = d["panels"]["inputs"], d["widgets"]["model_text_restore"]
                 assert restore["y"] + restore["h"] <= panel["y"] + panel["h"] + 0.5, \
                     f"the refusal's button below the fold: {restore} in {panel}"
+                # The next tokens keep their button and first rows in view beside the refusal.
+                for name in ("model_append", "model_next_0", "model_next_2"):
+                    w = d["widgets"][name]
+                    assert w["y"] + w["h"] <= panel["y"] + panel["h"] + 0.5, \
+                        f"{name} below the fold while a text is refused: {w} in {panel}"
                 why = d["state"]["model_text_refusal"]
                 assert re.fullmatch(r"text: \d+ tokens, more than the model reads \(64\)", why), why
                 d = a.until(lambda _: a.click("model_text_restore"), "the text shown back in the field",
@@ -581,7 +628,9 @@ def checks(tmp):
                            ("the chapter's work is set aside, not edited", chapter_work_set_aside),
                            ("--model on a file that is no model", bad_model_path),
                            ("no tokenizer; --bench-interaction --model", bench_without_tokenizer),
-                           ("a click on a thumbnail", click_a_thumbnail)])
+                           ("a click on a thumbnail", click_a_thumbnail),
+                           ("the pipeline scrolls", the_pipeline_scrolls),
+                           ("the module's card names the layer", the_module_card_names_the_layer)])
 
 
 if __name__ == "__main__":
