@@ -24,13 +24,6 @@ namespace {
 
 constexpr std::uint64_t kMaxHeaderBytes = 100000000;  // HF's MAX_HEADER_SIZE
 
-bool hostLittleEndian() {
-  const std::uint16_t one = 1;
-  unsigned char first;
-  std::memcpy(&first, &one, 1);
-  return first == 1;
-}
-
 // A read-only private mapping of a whole file, unmapped when the last FloatTensor using it is gone.
 struct Mapping {
   void* addr = MAP_FAILED;

@@ -236,6 +236,13 @@ float bfloat16ToFloat(std::uint16_t h) {
   return f;
 }
 
+bool hostLittleEndian() {
+  const std::uint16_t one = 1;
+  unsigned char first;
+  std::memcpy(&first, &one, 1);
+  return first == 1;
+}
+
 FloatDtype floatDtypeOf(const std::string& dtype) {
   return dtype == "F64"    ? FloatDtype::F64
          : dtype == "F32"  ? FloatDtype::F32

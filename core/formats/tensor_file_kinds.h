@@ -22,6 +22,8 @@ bool isFloatDtype(const std::string& dtype);
 // half; float64 rounds to nearest as torch's .float() does).
 float halfToFloat(std::uint16_t h);
 float bfloat16ToFloat(std::uint16_t h);
+bool hostLittleEndian();  // a float32 in the file's little-endian order is the host's own
+
 // A float dtype's name read once per tensor: a conversion loop that compared the name for every
 // element spent half its time in string compares (a 1-GiB F16 embedding took 7 s).
 enum class FloatDtype { F64, F32, F16, BF16 };

@@ -5,8 +5,11 @@
 // other global is refused as soon as GLOBAL or STACK_GLOBAL names it.
 #include "formats/torch_pickle.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <unordered_map>
 
@@ -611,11 +614,42 @@ class PthFile : public TensorFile {
       throw InputError(path_ + ": tensor " + printableName(name) + ": its storage holds " +
                        std::to_string(zip_.entries()[entry].size) + " bytes, more than the limit of " +
                        std::to_string(cap));
-    const std::string storage = zip_.read(entry, cap);
-    const auto* base = reinterpret_cast<const unsigned char*>(storage.data());
+    // Tensors that view a storage alike (a tied tok_emb and out_head) share one copy of it: read
+    // apart, a 1-GiB tied embedding held three.
+    const std::lock_guard<std::mutex> lock(cache_mutex_);
+    const ViewKey key{entry, t.offset, t.dtype, t.shape, t.stride};
+    read_.erase(std::remove_if(read_.begin(), read_.end(), [](const Read& r) { return r.owner.expired(); }),
+                read_.end());
+    for (const Read& r : read_)
+      if (r.key == key)
+        if (std::shared_ptr<const void> owner = r.owner.lock()) {
+          FloatTensor shared;
+          shared.data = r.data;
+          shared.shape = info.shape;
+          shared.owner = std::move(owner);
+          return shared;
+        }
+    auto storage = std::make_shared<std::string>(zip_.read(entry, cap));
     const int item = dtypeBytes(t.dtype);
     const FloatDtype dtype = floatDtypeOf(t.dtype);
     const std::int64_t n = info.elements();
+    // A float32 storage in the host's order whose view is all of it in C order is its own values:
+    // no second copy (a 1-GiB embedding peaked at 2 GiB).
+    bool whole = dtype == FloatDtype::F32 && big_ == !hostLittleEndian() && t.offset == 0 &&
+                 static_cast<std::uint64_t>(n) * 4 == storage->size();
+    for (std::int64_t k = static_cast<std::int64_t>(t.shape.size()), stride = 1; whole && k-- > 0;) {
+      whole = t.shape[static_cast<std::size_t>(k)] == 1 || t.stride[static_cast<std::size_t>(k)] == stride;
+      stride *= t.shape[static_cast<std::size_t>(k)];
+    }
+    if (whole && reinterpret_cast<std::uintptr_t>(storage->data()) % alignof(float) == 0) {
+      FloatTensor own;
+      own.data = reinterpret_cast<const float*>(storage->data());
+      own.shape = info.shape;
+      own.owner = storage;
+      remember(key, own);
+      return own;
+    }
+    const auto* base = reinterpret_cast<const unsigned char*>(storage->data());
     auto values = std::make_shared<std::vector<float>>(static_cast<std::size_t>(n));
     // C order over the view: pos walks the storage by the strides.
     std::vector<std::int64_t> idx(t.shape.size(), 0);
@@ -629,10 +663,31 @@ class PthFile : public TensorFile {
         idx[k] = 0;
       }
     }
-    return FloatTensor::owning(std::move(values), info.shape);
+    FloatTensor converted = FloatTensor::owning(std::move(values), info.shape);
+    remember(key, converted);
+    return converted;
   }
 
  private:
+  // A tensor's view of its storage: tensors alike in it have the same values.
+  struct ViewKey {
+    std::size_t entry;
+    std::int64_t offset;
+    std::string dtype;
+    std::vector<std::int64_t> shape, stride;
+    bool operator==(const ViewKey& o) const {
+      return entry == o.entry && offset == o.offset && dtype == o.dtype && shape == o.shape && stride == o.stride;
+    }
+  };
+  // The tensors read and still held somewhere (weakly: a model that lets one go frees it).
+  struct Read {
+    ViewKey key;
+    std::weak_ptr<const void> owner;
+    const float* data;
+  };
+  void remember(const ViewKey& key, const FloatTensor& t) const { read_.push_back(Read{key, t.owner, t.data}); }
+  mutable std::mutex cache_mutex_;
+  mutable std::vector<Read> read_;
   static constexpr std::uint64_t kMaxPickleBytes = std::uint64_t{64} << 20;
   ZipArchive zip_;
   TensorFileLimits limits_;

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -238,6 +238,26 @@ TEST(TensorFile, PthHonoursOffsetsStridesAndSharedStorages) {
               TensorFile::fromBytes(zip({{"a/data.pkl", past}, {"a/data/0", floats({0, 1, 2, 3, 4, 5})}}), "m.pth");
             }),
             "m.pth: tensor t: its view (offset 3, size and stride) reaches element 6 of a storage of 6");
+}
+
+TEST(TensorFile, PthTensorsViewingAStorageAlikeShareOneCopy) {
+  // A tied model's tok_emb and out_head: one storage, two names, the same view. Read once, their
+  // values are one block of memory; another view of it (w: the transpose) has its own.
+  const std::string pkl = std::string("\x80\x02}(") + u8("e") + tensorPickle("0", 6, 0, {3, 2}, {2, 1}) + u8("h") +
+                          tensorPickle("0", 6, 0, {3, 2}, {2, 1}) + u8("w") + tensorPickle("0", 6, 0, {2, 3}, {1, 2}) +
+                          "u.";
+  const std::string bytes = zip({{"archive/data.pkl", pkl},
+                                 {"archive/byteorder", "little"},
+                                 {"archive/data/0", floats({0, 1, 2, 3, 4, 5})},
+                                 {"archive/version", "3\n"}});
+  const auto file = TensorFile::fromBytes(bytes, "tied.pth");
+  const FloatTensor e = file->floats("e"), h = file->floats("h"), w = file->floats("w");
+  EXPECT_EQ(e.data, h.data);
+  EXPECT_EQ(e.owner, h.owner);
+  EXPECT_NE(w.data, e.data);
+  EXPECT_EQ(std::vector<float>(h.data, h.data + 6), (std::vector<float>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(std::vector<float>(w.data, w.data + 6), (std::vector<float>{0, 2, 4, 1, 3, 5}));
+  EXPECT_EQ(h.shape, (std::vector<std::int64_t>{3, 2}));
 }
 
 // ---- safetensors ---------------------------------------------------------------------------
