@@ -670,8 +670,12 @@ void measureHeading(const std::string& heading, float width, float line, CardNee
 // A map's title within its tile: its last parts (two spaces apart) go while it is wider — the
 // shape, then the detail; the first part always stays whole (the grid makes the tile that wide).
 std::string tileTitle(std::string title, float width) {
-  for (std::size_t cut; ImGui::CalcTextSize(title.c_str()).x > width && (cut = title.rfind("  ")) != std::string::npos;)
+  while (ImGui::CalcTextSize(title.c_str()).x > width) {  // a "  ·  " part whole, never its dot left behind
+    std::size_t cut = title.rfind("  ·  ");
+    if (cut == std::string::npos) cut = title.rfind("  ");
+    if (cut == std::string::npos) break;
     title.resize(cut);
+  }
   return title;
 }
 
@@ -1177,7 +1181,12 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       const HeadTrace& head = bt.heads[h];
       HeatmapSpec spec;
       spec.id = std::string("b") + std::to_string(batch) + "h" + std::to_string(h) + info.id;
-      spec.title = one_map ? "" : tileTitle(stageHeading(t, stage), b.w);
+      // A map saved alone says which layer and head it is, as its SVG does (the PNG read "weights
+      // (softmax)  43×43", the card's heading cropped off).
+      spec.title = one_map ? ""
+                   : ctx.capture.one_map
+                       ? tileTitle(stageFigureTitle(t, stage, batch, h, snap->model ? snap->layer : -1), b.w)
+                       : tileTitle(stageHeading(t, stage), b.w);
       spec.values = StageMap(t, head, stage);
       spec.look = stageLook(*snap, view, stage, h);
       spec.row_labels = !g.labelled[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)]

@@ -78,8 +78,12 @@ void LayersView::draw(const PanelContext& ctx) {
     ImGui::AlignTextToFramePadding();
     ImGui::TextDisabled(ctx.model->isRun() ? "on the probe:" : "as they came:");
   }
+  // The grid and the table both where the grid above the table keeps thumbnails of 40 px, or loses
+  // nothing to it (12 heads a layer are as small in the whole tab: the width bounds them; at 1280 ×
+  // 800 and 150 % two such layers took 117 of 725 px and the table was behind a button).
   const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const bool both = gridMetrics(pass, ImVec2(avail.x, avail.y * 0.64f)).cell >= px(40);
+  const float above_cell = gridMetrics(pass, ImVec2(avail.x, avail.y * 0.64f)).cell;
+  const bool both = above_cell >= px(40) || above_cell >= gridMetrics(pass, avail).cell;
   if (!both) {  // one or the other, by a button
     ImGui::SameLine();
     if (ImGui::SmallButton(table_instead_ ? "Show the thumbnails" : "Show the scores table"))
@@ -272,11 +276,15 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
   titles += widest + (columns - 1) * (ImGui::GetFontSize() + ImGui::GetStyle().ItemInnerSpacing.x) +
             columns * 2 * ImGui::GetStyle().CellPadding.x + ImGui::GetStyle().ScrollbarSize;
   const bool tags = titles > size.x;
+  // With the tags, as wide as their columns need: where that is still wider than the room (1280 ×
+  // 720 at 200 %: "induct" read "i…", entropy was past the edge) the table scrolls sideways, the
+  // head's name kept in view.
   const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
                                 ImGuiTableFlags_BordersInnerV |
-                                (tags ? ImGuiTableFlags_SizingFixedFit : ImGuiTableFlags_SizingStretchProp);
+                                (tags ? ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX
+                                      : ImGuiTableFlags_SizingStretchProp);
   if (size.y < ImGui::GetFrameHeight() * 3 || !ImGui::BeginTable("head_scores", columns, flags, size)) return;
-  ImGui::TableSetupScrollFreeze(0, 1);
+  ImGui::TableSetupScrollFreeze(tags ? 1 : 0, 1);
   // Side by side, the head's name and what it does are as wide as they need (with the sort arrow's
   // room), and the scores share the rest: stretched by their titles alone, "does" was cut to "inducti".
   const float arrow = ImGui::GetFontSize();

@@ -43,8 +43,18 @@ void addTextVertical(ImDrawList* draw, ImFont* font, float size, ImVec2 pos, ImU
 }
 
 // The colormap from its bottom to its top: left to right, or (upright) bottom to top.
+// One value, one colour: a range of no width, on a scale that uses it (a per-row scale has each
+// row's own).
+bool oneValued(const MapLook& look) { return !(look.range.hi > look.range.lo) && look.scale != ColourScale::Row; }
+
 void drawColorbar(ImDrawList* draw, const HeatmapSpec& s, ImVec2 p0, ImVec2 size, bool upright) {
   const auto& table = colormapTable(s.look.colormap);
+  // A map of one value has one colour, the table's middle (colormapIndex): its bar is that colour,
+  // not a gradient between two equal ends (one token's 1.0000 under "1 … 1").
+  if (oneValued(s.look)) {
+    draw->AddRectFilled(p0, ImVec2(p0.x + size.x, p0.y + size.y), toImColor(table[128]));
+    return;
+  }
   const int segments = 48;
   for (int k = 0; k < segments; ++k) {
     const ImU32 a = toImColor(table[k * 255 / segments]);
@@ -424,10 +434,11 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     // (a mask among six maps a head) keep their values only: "0", "×1.11".
     if (width(lo_text) + width(hi_text) + px(6) > bar_w)
       for (std::string* end : {&lo_text, &hi_text}) end->erase(0, end->find_last_of(' ') + 1);
-    // Numbers that would still overlap (one token: a map of one value, its bar one cell wide) say it
-    // once, in the middle.
-    const std::string once = width(lo_text) + width(hi_text) + px(6) > bar_w ? oneValueText(s.look, lo_text, hi_text)
-                                                                             : "";
+    // A map of one value says it once, in the middle (its bar one colour); so do numbers that would
+    // still overlap (a one-cell-wide bar).
+    const std::string once = oneValued(s.look) || width(lo_text) + width(hi_text) + px(6) > bar_w
+                                 ? oneValueText(s.look, lo_text, hi_text)
+                                 : "";
     const bool said_once = !once.empty();
     if (said_once) {
       draw->AddText(small, fs, ImVec2(p0.x + std::max(0.0f, (bar_w - width(once)) / 2), bar_y + px(10)), th.text_dim,

@@ -25,6 +25,15 @@ FigureSpec matrixFigure(const Matrix& m, std::string title, std::vector<std::str
 
 }  // namespace
 
+std::string stageFigureTitle(const Trace& t, Stage s, int batch, int head, int layer) {
+  std::string title = stageHeading(t, s);
+  if (layer >= 0) title += "  ·  layer " + std::to_string(layer + 1);
+  if (t.heads > 1) title += "  ·  head " + std::to_string(head + 1) + " of " + std::to_string(t.heads);
+  if (t.batches.size() > 1)
+    title += "  ·  batch " + std::to_string(batch + 1) + " of " + std::to_string(t.batches.size());
+  return title;
+}
+
 FigureSpec stageFigure(const Trace& t, const HeadTrace& h, Stage s, const std::vector<std::string>& tokens, int batch,
                        int head, int layer) {
   const StageInfo& info = stageInfo(s);
@@ -32,11 +41,7 @@ FigureSpec stageFigure(const Trace& t, const HeadTrace& h, Stage s, const std::v
   f.values = StageMap(t, h, s);
   // Titled and coloured as the app's grid shows the map with the default view (display/map_look.h);
   // a 0/1 map on its full 0–1 range.
-  f.title = stageHeading(t, s);
-  if (layer >= 0) f.title += "  ·  layer " + std::to_string(layer + 1);
-  if (t.heads > 1) f.title += "  ·  head " + std::to_string(head + 1) + " of " + std::to_string(t.heads);
-  if (t.batches.size() > 1)
-    f.title += "  ·  batch " + std::to_string(batch + 1) + " of " + std::to_string(t.batches.size());
+  f.title = stageFigureTitle(t, s, batch, head, layer);
   f.row_labels = info.parameter ? dimLabels(f.values.rows()) : tokensOf(tokens, t.tokens);  // W: input dims down
   f.col_labels = info.square ? f.row_labels : dimLabels(f.values.cols(), headFirstColumn(t, head));
   f.look = stageLook(t, s, info.flags ? ValueRange{0, 1} : finiteRange(f.values), LookChoices{});

@@ -17,6 +17,9 @@ namespace attnscope {
 // own range.
 FigureSpec stageFigure(const Trace& t, const HeadTrace& h, Stage s, const std::vector<std::string>& tokens, int batch,
                        int head, int layer = -1);
+// That figure's title: "weights (softmax)  10×10  ·  layer 3  ·  head 2 of 2" (a saved PNG of one
+// map has it too).
+std::string stageFigureTitle(const Trace& t, Stage s, int batch, int head, int layer = -1);
 // Every map of the trace as a figure (SVG or PDF), one file each, named as exportTrace names
 // them. Throws InputError naming the path on failure; returns the number of files written.
 int exportTraceFigures(const Workspace& ws, const Trace& trace, const std::string& folder, FigureFormat f);

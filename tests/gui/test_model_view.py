@@ -323,6 +323,10 @@ def checks(tmp):
             top = np.asarray(Image.open(png).convert("RGB"))[:24].astype(int)
             white = int(((top.min(axis=2) > 200) & (top.max(axis=2) - top.min(axis=2) < 24)).sum())
             assert white >= 20, f"the PNG of one map has no title: {white} white pixels in its top 24 rows"
+            # The title names the layer and the head, as the SVG's does: "weights (softmax)  10×10"
+            # alone ended 174 px in, with "  ·  layer 3  ·  head 2 of 2" 333 px.
+            ends = int(np.where(((top.min(axis=2) > 200) & (top.max(axis=2) - top.min(axis=2) < 24)).any(axis=0))[0].max())
+            assert ends >= 280, f"the PNG's title ends {ends} px in: no layer and head after the map's name"
             print(f"  the figure's caption: {caption!r}; a PNG of the map titled ({white} white pixels on top)")
 
         def the_next_tokens_in_view_on_a_projector():
@@ -534,6 +538,37 @@ def checks(tmp):
             assert heading == f"Layer 2  ·  the module: its {HEADS} heads concatenated, out_proj", heading
             print(f"  the module's card: {heading!r}")
 
+        def the_scores_table_with_many_heads():
+            # 12 heads a layer: the thumbnails are as small in the whole tab as above the table (the
+            # width bounds them), so the table is shown under them, not behind a button (at 1280 ×
+            # 800 and 150 % two such layers took 117 of 725 px and the table was hidden).
+            twelve = os.path.join(tmp, "twelve")
+            os.makedirs(twelve, exist_ok=True)
+            write_tokenizer(twelve)
+            m12, c12 = gm.tiny_model(32, vocab_size=VOCAB, context_length=64, emb_dim=48, n_heads=12, n_layers=2,
+                                     tied=True)
+            gm.write_hf_folder(twelve, m12, c12, gm.save_safetensors)
+            for size, pct in (("1280x800", 150), ("1280x720", 200)):
+                d = run_commands(app, display.name, tmp, f"twelve-{size}-{pct}", [{"do": "text", "ids": list(range(40, 70))}],
+                                 "--model", twelve, "--size", size, "--text-size", str(pct))
+                w = d["widgets"]
+                assert "layers_scores" in w and "layers_swap" not in w, \
+                    f"{size} {pct} %: the scores table {'shown' if 'layers_scores' in w else 'behind a button'}"
+                grid, table = d["panels"]["layers_grid"], w["layers_scores"]
+                assert table["y"] >= grid["y"] + grid["h"] - 0.5, (grid, table)
+                print(f"  {size} {pct} %: 2 × 12 thumbnails {grid['h']:.0f} px tall, the scores table under them "
+                      f"{table['h']:.0f} px")
+
+        def one_token_one_colour():
+            # One token: each head's weights are one value, 1. The colorbar is that one colour and says
+            # "1" once (it was a gradient between "1" and "1", the cell in its middle colour).
+            d = run_commands(app, display.name, tmp, "one-token", [
+                {"do": "text", "ids": [40]}, {"do": "view", "field": "tab", "value": "heatmaps"}],
+                "--model", folder, "--size", "1280x720", "--text-size", "150")
+            bars = [(h["colorbar"]["lo"], h["colorbar"]["once"], h["colorbar"]["hi"]) for h in d["heatmaps"]]
+            assert bars == [("", "1", "")] * HEADS, bars
+            print(f"  {HEADS} one-value maps: their colorbars say {bars[0][1]!r} once")
+
         def the_pipeline_scrolls():
             # At 1280 × 800 and 150 % the Pipeline's last steps are below the main area's fold: the
             # wheel brings them up (it drew into the main window, which neither scrolled nor had a
@@ -630,7 +665,9 @@ def checks(tmp):
                            ("no tokenizer; --bench-interaction --model", bench_without_tokenizer),
                            ("a click on a thumbnail", click_a_thumbnail),
                            ("the pipeline scrolls", the_pipeline_scrolls),
-                           ("the module's card names the layer", the_module_card_names_the_layer)])
+                           ("the module's card names the layer", the_module_card_names_the_layer),
+                           ("the scores table with 12 heads a layer", the_scores_table_with_many_heads),
+                           ("one token, one colour", one_token_one_colour)])
 
 
 if __name__ == "__main__":
