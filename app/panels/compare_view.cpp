@@ -78,10 +78,13 @@ const std::vector<std::string>& dimsOf(const Snapshot& s, bool module, int head)
              : s.head_dims[static_cast<std::size_t>(head)];
 }
 
+// A token by its position (from 1, as the views count) and its text: a trained model's text has
+// many "Ġ" and "the", and the text alone did not say which.
 std::string tokenOr(const Snapshot& s, bool tokens, int index, const std::vector<std::string>& dims) {
   if (!tokens)
     return index < static_cast<int>(dims.size()) ? dims[static_cast<std::size_t>(index)] : "d" + std::to_string(index);
-  return index < s.tokenCount() ? "'" + s.tokens()[static_cast<std::size_t>(index)] + "'" : std::to_string(index);
+  return std::to_string(index + 1) +
+         (index < s.tokenCount() ? " '" + s.tokens()[static_cast<std::size_t>(index)] + "'" : std::string());
 }
 
 }  // namespace
@@ -157,8 +160,8 @@ void CompareView::draw(const PanelContext& ctx) {
     // Trained models' layers: which model and layer each is (their inputs and weights are the
     // models', not edits: a list of what differs would read "W_key.weight edited").
     const std::string text = textDifference(a.tokens(), b->tokens());
-    line = "A: " + modelName(*a.model->model) + ", layer " + std::to_string(a.layer + 1) + "  ·  B: " +
-           modelName(*b->model->model) + ", layer " + std::to_string(b->layer + 1) +
+    line = "A: " + modelName(*a.model->model) + ", layer " + std::to_string(a.layer + 1) +
+           "  ·  B: " + modelName(*b->model->model) + ", layer " + std::to_string(b->layer + 1) +
            (!text.empty() ? "  ·  B's text differs: " + text +
                                 (a.tokens().size() == b->tokens().size() ? " (B − A is labelled with B's tokens)" : "")
             : differs.empty() ? "  ·  the same maps"
@@ -252,13 +255,16 @@ void CompareView::draw(const PanelContext& ctx) {
     else if (d->changed == 0)
       summary = who + ": unchanged (B = A, bit for bit)";
     else {
-      const std::string where = "(" + tokenOr(*b, token_rows, d->row, b->dims) + ", " +
-                                tokenOr(*b, tokens_cols, d->col, dimsOf(*b, row.module, row.head)) + ")";
+      const std::string r = tokenOr(*b, token_rows, d->row, b->dims),
+                        c = tokenOr(*b, tokens_cols, d->col, dimsOf(*b, row.module, row.head));
+      const std::string where = token_rows && tokens_cols ? "query " + r + ", key " + c : "(" + r + ", " + c + ")";
       summary = who + ": largest |B − A| = " + formatFixed(d->max_abs) + " at " + where + ", " +
                 std::to_string(d->changed) + " of " + std::to_string(va.size()) + " cells changed";
       if (d->max_abs > largest) largest = d->max_abs, largest_where = who + " at " + where;
     }
-    ImGui::TextUnformatted(fitText(summary, avail_w).c_str());
+    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + avail_w);  // wrapped: at 200 % its numbers were cut
+    ImGui::TextUnformatted(summary.c_str());
+    ImGui::PopTextWrapPos();
     if (d->comparable && d->changed == 0) {  // the Heatmaps tab shows it; the rows that changed matter here
       unchanged.push_back(row.id());
       continue;
@@ -302,7 +308,7 @@ void CompareView::draw(const PanelContext& ctx) {
         if (values.size() <= kDumpCellsUpTo) spec.dump["values"] = cellsJson(values);
       } else {
         if (!d->comparable) continue;  // the row's line says why there is none
-        spec.title = "B − A  largest |Δ| " + formatFixed(d->max_abs);
+        spec.title = "B − A";          // its largest |Δ| is the row's line; its range, the colorbar's
         spec.values = StageMap(d->delta);
         spec.owner = d;
         spec.version = a.serial * 1000003u + b->serial;
@@ -311,7 +317,7 @@ void CompareView::draw(const PanelContext& ctx) {
         // would leave the rest white); log has no meaning for signed differences.
         spec.look.scale = view.colour_scale == ColourScale::Row ? ColourScale::Row : ColourScale::Linear;
         spec.look.range = d->max_abs > 0 ? ValueRange{-d->max_abs, d->max_abs} : ValueRange{-1, 1};
-        spec.look.legend = d->changed == 0 ? "no cell changed" : "blue: B smaller · red: B larger";
+        spec.look.legend = d->changed == 0 ? "no cell changed" : "blue: B < A · red: B > A";
         spec.dump["max_abs_delta"] = d->max_abs;
         spec.dump["argmax"] = {d->row, d->col};
         spec.dump["changed"] = d->changed;

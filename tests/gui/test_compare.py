@@ -117,6 +117,16 @@ def main():
                 n = check_numbers(d, trace_a, trace_b, "seed")
                 sides = {e["compare"] for e in compare_maps(d) if e["in_view"]}
                 expect(n >= 9 and sides == {"A", "B", "diff"}, f"seed: {n} maps checked, sides in view {sides}")
+                # The largest change is said by position and token ("at query 3 'starts', key 1
+                # 'Your'"): a text with repeated tokens is not told apart by them alone.
+                top = max((e for e in compare_maps(d) if e["compare"] == "diff"), key=lambda e: e["max_abs_delta"])
+                tokens = d["state"]["workspace"]["tokens"]
+                i, j = top["argmax"]
+                where = c["largest_where"]
+                if top["stage"] in ("scores", "masked_scores", "scaled_scores", "weights", "dropped_weights"):
+                    want = f"at query {i + 1} '{tokens[i]}', key {j + 1} '{tokens[j]}'"
+                    expect(where.endswith(want), f"seed: the largest change said {where!r}, want …{want!r}")
+                print(f"  the largest change: {where!r} ({top['stage']}, cell {top['argmax']})")
                 print(f"  seed 123 → 5: {n} maps equal the CLI traces of A and B and B − A in float32")
 
             def dropout_and_swap():
