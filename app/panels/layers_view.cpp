@@ -237,10 +237,12 @@ void LayersView::grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size) {
       atlas_.uv(l, h, &uv0, &uv1);
       if (texture) draw->AddImage(texture, p0, p1, uv0, uv1);
       const HeadThumbnail& t = pass.head(l, h);
+      // The tag in the top right corner: above a causal map's diagonal, where no key is visible
+      // (bottom right, it hid the diagonal's end, where a previous-token head shows).
       if (const HeadLabelInfo* label = tags ? headLabel(t.scores) : nullptr) {
         const ImVec2 ts = ImGui::CalcTextSize(label->tag);
-        const ImVec2 q0(p1.x - ts.x - px(3), p1.y - ts.y - px(1));
-        draw->AddRectFilled(q0, p1, IM_COL32(0, 0, 0, 170));
+        const ImVec2 q0(p1.x - ts.x - px(3), p0.y), q1(p1.x, p0.y + ts.y + px(1));
+        draw->AddRectFilled(q0, q1, IM_COL32(0, 0, 0, 170));
         draw->AddText(ImVec2(q0.x + px(1.5f), q0.y), IM_COL32(255, 255, 255, 255), label->tag);
       }
       const bool selected = l == selected_layer && (selected_head == h || selected_head < 0);

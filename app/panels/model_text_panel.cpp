@@ -288,7 +288,8 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   // The tokens' count in the title, where it takes no row of the panel's (at 1280 × 720 and 200 %
   // the next tokens were below the fold).
   std::string title = "Text  ·  " + countOf(session.tokenCount(), "token");
-  if (session.tokenCount() > 0 && session.tokenCount() >= session.maxTokens()) title += ", the model's whole context";
+  if (!ctx.givenMaps() && session.tokenCount() > 0 && session.tokenCount() >= session.maxTokens())
+    title += ", the model's whole context";  // given maps have no model, and no context to fill
   title = fitText(title, size.x - 2 * ImGui::GetStyle().WindowPadding.x);
   beginPanelWindow((title + "###Text").c_str(), "inputs", pos, size);
   layout().state()["model_text_title"] = title;

@@ -569,6 +569,15 @@ def checks(tmp):
             assert bars == [("", "1", "")] * HEADS, bars
             print(f"  {HEADS} one-value maps: their colorbars say {bars[0][1]!r} once")
 
+        def given_maps_count_their_tokens():
+            # Maps as they came: the Text panel's title counts their tokens and says nothing of a
+            # model's context (they have none; it read "12 tokens, the model's whole context").
+            maps = [[[[1, 0, 0], [0.5, 0.5, 0], [0.2, 0.3, 0.5]]]]
+            d = run_commands(app, display.name, tmp, "given-title", [{"do": "attention", "maps": maps}],
+                             "--size", "1280x800")
+            assert d["state"]["model_text_title"] == "Text  ·  3 tokens", d["state"]["model_text_title"]
+            print(f"  given maps: {d['state']['model_text_title']!r}")
+
         def the_pipeline_scrolls():
             # At 1280 × 800 and 150 % the Pipeline's last steps are below the main area's fold: the
             # wheel brings them up (it drew into the main window, which neither scrolled nor had a
@@ -667,7 +676,8 @@ def checks(tmp):
                            ("the pipeline scrolls", the_pipeline_scrolls),
                            ("the module's card names the layer", the_module_card_names_the_layer),
                            ("the scores table with 12 heads a layer", the_scores_table_with_many_heads),
-                           ("one token, one colour", one_token_one_colour)])
+                           ("one token, one colour", one_token_one_colour),
+                           ("given maps count their tokens", given_maps_count_their_tokens)])
 
 
 if __name__ == "__main__":
