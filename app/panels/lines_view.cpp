@@ -100,7 +100,8 @@ LinesFigureSpec linesFigure(const Snapshot& snap, const ViewState& view, bool ca
   }
   spec.title = std::string("attention as lines: ") + (dropped ? "weights after dropout" : "weights") +
                (all_keys ? "" : " · top " + std::to_string(k) + " keys per query") +
-               (view.lines_isolate ? " · query '" + snap.tokens()[static_cast<std::size_t>(selected)] + "'" : "");
+               (view.lines_isolate ? " · query '" + snap.tokens()[static_cast<std::size_t>(selected)] + "'" : "") +
+               (snap.model ? " · layer " + std::to_string(snap.layer + 1) : "");  // as a map's figure says it
   spec.legend = dropped ? "opacity and width follow the weight after dropout: opaque at 1/(1−p) = " + fixed2(most)
                         : "opacity and width follow the weight: opaque at 1";
   if (caption) spec.caption = mapsOrigin(snap, " · ") + " · T " + std::to_string(T) + seedPart(snap, " · ");

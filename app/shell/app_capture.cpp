@@ -30,8 +30,9 @@ std::string App::captionText(const CaptureSpec& spec) const {
     std::snprintf(buf, sizeof buf, "%s%s · %s · T\u00a0%d%s", mapsOrigin(*snap, " · ").c_str(), head.c_str(),
                   captureSubject(spec.panel, m).c_str(), T,
                   seedPart(*snap, " · ", "\u00a0").c_str());  // the stage's title, never its id
-  } else if (snap->model) {  // a trained model: its name, layer and width, no seed
-    std::snprintf(buf, sizeof buf, "attnscope · %s · T\u00a0%d · d\u00a0%d", mapsOrigin(*snap, " · ").c_str(), T,
+  } else if (snap->model) {                                   // a trained model: its name, layer and width, no seed
+    std::snprintf(buf, sizeof buf, "attnscope · %s · T\u00a0%d · d\u00a0%d",
+                  mapsOrigin(*snap, " · ", spec.panel == "layers").c_str(), T,  // the Layers tab: every layer
                   static_cast<int>(in.embeddings.cols()));
   } else {
     std::snprintf(buf, sizeof buf, "attnscope · %s · T\u00a0%d · d_in\u00a0%d · d_out\u00a0%d · seed\u00a0%u",
@@ -171,7 +172,8 @@ void App::recordState() const {
   if (const LearnSession& run = ctl_.learn(); run.open())  // a model training (docs/DESIGN.md §3.9)
     state["learn"] = {{"task", trainTaskJson(run.task())},
                       {"steps_done", run.stepsDone()},
-                      {"step_shown", run.snapshotAt(ctl_.learnStepShown()) ? run.snapshotAt(ctl_.learnStepShown())->step : -1},
+                      {"step_shown",
+                       run.snapshotAt(ctl_.learnStepShown()) ? run.snapshotAt(ctl_.learnStepShown())->step : -1},
                       {"following", ctl_.learnStepShown() < 0},
                       {"playing", run.playing()},
                       {"shown", model.isRun()}};

@@ -1,5 +1,7 @@
 #include "state/model_session.h"
 
+#include "engine/count_text.h"
+
 #include <algorithm>
 #include <map>
 
@@ -138,7 +140,7 @@ void ModelSession::setPrependEot(bool on) {
 void ModelSession::edit(std::vector<int> body, bool prepend_eot) {
   TextStep before = current();
   if (body == before.body && prepend_eot == before.prepend_eot) return;  // nothing changes: no step
-  set(std::move(body), prepend_eot);  // a refusal throws before anything is recorded
+  set(std::move(body), prepend_eot);                                     // a refusal throws before anything is recorded
   undo_.push_back(std::move(before));
   if (undo_.size() > static_cast<std::size_t>(kTextUndoSteps)) undo_.erase(undo_.begin());
   redo_.clear();
@@ -178,12 +180,13 @@ const float* logitsShown(const Snapshot* s, const ModelSession& m, int position)
              : nullptr;
 }
 
-std::string mapsOrigin(const Snapshot& s, const std::string& sep) {
+std::string mapsOrigin(const Snapshot& s, const std::string& sep, bool every_layer) {
   if (!s.model) return describeModel(s.inputs->model);
   const ModelPass& pass = *s.model;
   const std::string name = pass.model                                 ? modelName(*pass.model)
                            : pass.given && !pass.given->title.empty() ? pass.given->title
                                                                       : "attention maps";
+  if (every_layer) return name + sep + countOf(pass.layers(), "layer") + " × " + countOf(pass.headsPerLayer(), "head");
   return name + sep + "layer " + std::to_string(s.layer + 1) + " of " + std::to_string(pass.layers());
 }
 

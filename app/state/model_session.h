@@ -119,7 +119,8 @@ const float* logitsShown(const Snapshot* s, const ModelSession& m, int position)
 // parts joined by `sep`), else the chapter's step (describeModel: "Multi-head attention, 4 heads");
 // and the seed of the chapter's random weights (sep + "seed 123", `space` between the two), none
 // for a trained model's, which are its own (a GPT-2 figure's caption named the workspace's seed).
-std::string mapsOrigin(const Snapshot& s, const std::string& sep);
+// `every_layer`: a view of all of them (the Layers tab): "gpt2 · 12 layers × 12 heads".
+std::string mapsOrigin(const Snapshot& s, const std::string& sep, bool every_layer = false);
 std::string seedPart(const Snapshot& s, const std::string& sep, const std::string& space = " ");
 
 // The snapshot's model pass when it belongs to the model open now (an earlier text of it is

@@ -313,6 +313,16 @@ def checks(tmp):
             title = [t for t in texts if t.startswith("weights (softmax)")]
             assert title == [f"weights (softmax)  10×10  ·  layer 3  ·  head 2 of {HEADS}"], title
             caption = caption[0]
+            # The Lines figure's title names the layer too (it said only "attention as lines: weights").
+            lines_svg = os.path.join(tmp, "lines.svg")
+            p = subprocess.run([app, "--model", folder, "--commands", commands, "--panel", "lines",
+                                "--screenshot", lines_svg], capture_output=True, text=True, timeout=120,
+                               env=dict(os.environ, DISPLAY=display.name, HOME=tmp, XDG_STATE_HOME=tmp))
+            assert p.returncode == 0, p.stderr
+            with open(lines_svg) as f:
+                lines_title = [t for t in re.findall(r"<text[^>]*>([^<]*)</text>", f.read())
+                               if t.startswith("attention as lines")]
+            assert lines_title == ["attention as lines: weights · layer 3"], lines_title
             # A PNG of that one map has its title line, white text above the dim key labels (on
             # screen one head's one map has it in the card's heading, which the crop leaves out).
             png = os.path.join(tmp, "one-map.png")
