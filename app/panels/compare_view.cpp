@@ -238,7 +238,11 @@ void CompareView::draw(const PanelContext& ctx) {
     // Large rows out of view take their space only: their differences are worked out once scrolled
     // to. Small ones are laid out (not drawn) like the grid's, so the layout dump lists every map.
     const ImVec2 origin = ImGui::GetCursorScreenPos();
-    const float row_h = ImGui::GetTextLineHeightWithSpacing() + static_cast<float>(lines) * (tile_h + gap);
+    // Its line as a typical one wraps (the line itself is known only once its difference is).
+    const std::string typical = who + ": largest |B − A| = 0.0000 at query 000 'token', key 000 'token', 00000 of " +
+                                std::to_string(R * C) + " cells changed";
+    const float line_h = ImGui::CalcTextSize(typical.c_str(), nullptr, false, avail_w).y + style.ItemSpacing.y;
+    const float row_h = line_h + static_cast<float>(lines) * (tile_h + gap);
     if (R * C > kDumpCellsUpTo * 16 && !ImGui::IsRectVisible(origin, ImVec2(origin.x + avail_w, origin.y + row_h))) {
       ImGui::Dummy(ImVec2(avail_w, row_h));
       continue;

@@ -688,8 +688,9 @@ float titleWidth(const std::string& title) {
 std::string moduleCardHeading(const Snapshot& snap) {
   const Trace& t = *snap.trace;
   if (snap.model)
-    return "Layer " + std::to_string(snap.layer + 1) + "  ·  the module: its " + countOf(t.heads, "head") +
-           " concatenated, out_proj";
+    return "Layer " + std::to_string(snap.layer + 1) + "  ·  the module: " +
+           (t.heads == 1 ? std::string("its head") : "its " + std::to_string(t.heads) + " heads concatenated") +
+           ", out_proj";
   return std::string("The module: ") + variantTitle(t.model.variant) +
          (t.model.batch_size > 1 ? "  ·  batch element " + std::to_string(snap.batch + 1) : "");
 }

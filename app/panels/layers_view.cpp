@@ -238,7 +238,8 @@ void LayersView::grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size) {
       if (texture) draw->AddImage(texture, p0, p1, uv0, uv1);
       const HeadThumbnail& t = pass.head(l, h);
       // The tag in the top right corner: above a causal map's diagonal, where no key is visible
-      // (bottom right, it hid the diagonal's end, where a previous-token head shows).
+      // (bottom right, it hid the diagonal's end, where a previous-token head shows). Given maps of
+      // a model that reads both ways (BERT) have weights there: the tag is small and translucent.
       if (const HeadLabelInfo* label = tags ? headLabel(t.scores) : nullptr) {
         const ImVec2 ts = ImGui::CalcTextSize(label->tag);
         const ImVec2 q0(p1.x - ts.x - px(3), p0.y), q1(p1.x, p0.y + ts.y + px(1));

@@ -126,9 +126,9 @@ void ModelTextPanel::drawGiven(const PanelContext& ctx) {
   ImGui::TextUnformatted(g.title.empty() ? "Attention maps" : g.title.c_str());
   ImGui::PushFont(fonts().small);
   ImGui::TextWrapped(
-      "%d layers · %d heads · %d tokens · as they came from a notebook (attnscope.show_attention): "
+      "%s · %s · %s · as they came from a notebook (attnscope.show_attention): "
       "nothing recomputed, so only the weights are here, no text to change or next tokens",
-      g.layers, g.heads, g.tokens);
+      countOf(g.layers, "layer").c_str(), countOf(g.heads, "head").c_str(), countOf(g.tokens, "token").c_str());
   ImGui::PopFont();
   ImGui::Separator();
   if (g.layers > 1) layerSlider(ctx, g.layers);
@@ -213,17 +213,19 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size,
   const char* close = run ? "End the run" : "Close model";
   const float close_w = ImGui::CalcTextSize(close).x + ImGui::GetStyle().FramePadding.x * 2;
   const float close_x = ImGui::GetWindowContentRegionMax().x - close_w;
-  float name_row = ImGui::GetFrameHeightWithSpacing();  // the name's row with the way out, whole
+  // Whole, the way out beside the name, at the top (at large text the panel's lower lines scroll
+  // out of view: at 1920 × 1080 and 200 % "Close model" sat half under the Text panel), or under a
+  // long name. Either form works the name's rows out alike: the app picks the form by this height.
+  const bool close_by_name = ImGui::GetStyle().WindowPadding.x + ImGui::CalcTextSize(modelName(m).c_str()).x +
+                                 ImGui::GetStyle().ItemSpacing.x <=
+                             close_x;
+  const float name_row = close_by_name ? ImGui::GetFrameHeightWithSpacing()
+                                       : ImGui::GetTextLineHeightWithSpacing() + ImGui::GetFrameHeightWithSpacing();
   if (!compact) {
-    const float name_y = ImGui::GetCursorPosY();
     ImGui::TextUnformatted(modelName(m).c_str());
     if (ImGui::IsItemHovered()) about(false);
-    // The way out beside the name, at the top: at large text the panel's lower lines scroll out of
-    // view (at 1920 × 1080 and 200 % "Close model" sat half under the Text panel).
-    if (ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x + ImGui::GetStyle().ItemSpacing.x <= close_x)
-      ImGui::SameLine(close_x);
+    if (close_by_name) ImGui::SameLine(close_x);
     closeButton(close);
-    name_row = ImGui::GetCursorPosY() - name_y;
   }
   ImGui::PushFont(fonts().small);
   if (!compact) ImGui::TextWrapped("%s", shape.c_str());
@@ -277,6 +279,7 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size,
   const float separator = 1 + ImGui::GetStyle().ItemSpacing.y;
   const float whole_only = name_row + shape_h + notes_extra + (m.notes.empty() ? separator : 0.0f);
   const float close_row = compact && !close_beside ? ImGui::GetFrameHeightWithSpacing() : 0.0f;
+  // (Worked out from the whole form, the compact one's Close is taken to fit beside the slider.)
   model_compact_h_ = compact ? end : end - whole_only;
   model_h_ = (compact ? end - close_row : end) + (compact ? whole_only : 0.0f) + smallTextHeight(kLayerNote);
   layout().state()["model_panel_compact"] = compact;

@@ -43,16 +43,11 @@ void addTextVertical(ImDrawList* draw, ImFont* font, float size, ImVec2 pos, ImU
 }
 
 // The colormap from its bottom to its top: left to right, or (upright) bottom to top.
-// One value, one colour: a range of no width, on a scale that uses it (a per-row scale has each
-// row's own).
-bool oneValued(const MapLook& look) { return !(look.range.hi > look.range.lo) && look.scale != ColourScale::Row; }
-
 void drawColorbar(ImDrawList* draw, const HeatmapSpec& s, ImVec2 p0, ImVec2 size, bool upright) {
   const auto& table = colormapTable(s.look.colormap);
-  // A map of one value has one colour, the table's middle (colormapIndex): its bar is that colour,
-  // not a gradient between two equal ends (one token's 1.0000 under "1 … 1").
-  if (oneValued(s.look)) {
-    draw->AddRectFilled(p0, ImVec2(p0.x + size.x, p0.y + size.y), toImColor(table[128]));
+  if (oneValued(s.look)) {  // its one colour
+    const ImU32 one = toImColor(table[static_cast<std::size_t>(colormapIndex(s.look.range.lo, s.look.range))]);
+    draw->AddRectFilled(p0, ImVec2(p0.x + size.x, p0.y + size.y), one);
     return;
   }
   const int segments = 48;
@@ -497,8 +492,8 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
         ImGui::SetTooltip("%s", whole.c_str());
     }
 
-    colorbar_dump = {{"beside", false}, {"x0", p0.x},   {"width", bar_w},     {"lo", lo_text},
-                     {"hi", hi_text},   {"once", once}, {"ticks", ticks_dump}};
+    colorbar_dump = {{"beside", false}, {"x0", p0.x},    {"y0", bar_y},  {"width", bar_w},
+                     {"lo", lo_text},   {"hi", hi_text}, {"once", once}, {"ticks", ticks_dump}};
   }
   if (s.dimmed && in_view) {  // a lesson step is about other maps: this one recedes, still legible
     ImVec4 bg = ImGui::GetStyleColorVec4(ImGuiCol_WindowBg);

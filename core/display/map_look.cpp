@@ -9,6 +9,8 @@ std::string dropoutCellText(bool active, float scale, float kept) {
   return kept > 0.5f ? (active ? "×" + formatFixed(scale, 1) : "1") : "0";
 }
 
+bool oneValued(const MapLook& look) { return !(look.range.hi > look.range.lo) && look.scale != ColourScale::Row; }
+
 MapLook colouredBy(ValueRange range, bool flags, const LookChoices& choices) {
   MapLook look;
   look.range = range;

@@ -32,6 +32,11 @@ struct LookChoices {
 
 // Values in `range` coloured by `choices`; `flags`: a 0/1 map, linear whatever the scale.
 MapLook colouredBy(ValueRange range, bool flags, const LookChoices& choices);
+// A map of one value: a range of no width on a scale that uses it (a per-row scale has each row's
+// own). Its cells have one colour, the table's middle (colormapIndex), and so has its colorbar,
+// which says the value once — in the app and in a figure alike (one token's weights of 1 showed a
+// gradient between "1" and "1").
+bool oneValued(const MapLook& look);
 // A head's map of `stage`, its colours spanning `range` (its own, the heads' shared range, or a
 // locked one: the caller's choice).
 MapLook stageLook(const Trace& t, Stage stage, ValueRange range, const LookChoices& choices);

@@ -252,8 +252,16 @@ class Painter {
     cairo_restore(cr_);
     cairo_surface_destroy(img);
   }
-  // A left-to-right ramp through the colormap's 256 entries.
-  void colorbar(double x, double y, double w, double h, Colormap map) {
+  // A left-to-right ramp through the colormap's 256 entries; one colour for a map of one value.
+  void colorbar(double x, double y, double w, double h, const MapLook& look) {
+    const Colormap map = look.colormap;
+    if (oneValued(look)) {
+      const Rgb one = colormapTable(map)[static_cast<std::size_t>(colormapIndex(look.range.lo, look.range))];
+      cairo_set_source_rgb(cr_, one.r / 255.0, one.g / 255.0, one.b / 255.0);
+      cairo_rectangle(cr_, x, y, w, h);
+      cairo_fill(cr_);
+      return;
+    }
     cairo_pattern_t* ramp = cairo_pattern_create_linear(x, 0, x + w, 0);
     const auto& table = colormapTable(map);
     for (std::size_t k = 0; k < table.size(); ++k)
@@ -480,9 +488,13 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
       p.text(L.col_labels[j], x, L.y0 - 5, fs, kTextDim, Anchor::Middle);
   }
 
-  p.colorbar(L.x0, L.bar_y, L.bar_w, L.bar_h, s.look.colormap);
-  p.text(L.lo_text, L.x0, L.range_y, fs, kTextDim, Anchor::Start);
-  p.text(L.hi_text, L.x0 + L.bar_w, L.range_y, fs, kTextDim, Anchor::End);
+  p.colorbar(L.x0, L.bar_y, L.bar_w, L.bar_h, s.look);
+  if (oneValued(s.look) && s.look.range_text[0].empty()) {  // its value said once, mid-bar
+    p.text(L.hi_text, L.x0 + L.bar_w / 2, L.range_y, fs, kTextDim, Anchor::Middle);
+  } else {
+    p.text(L.lo_text, L.x0, L.range_y, fs, kTextDim, Anchor::Start);
+    p.text(L.hi_text, L.x0 + L.bar_w, L.range_y, fs, kTextDim, Anchor::End);
+  }
   for (const auto& [x, label] : L.ticks) {
     p.line(x, L.bar_y + L.bar_h, x, L.bar_y + L.bar_h + 3, 0.6, kTextDim);
     if (!label.empty()) p.text(label, x, L.range_y, fs, kTextDim, Anchor::Middle);

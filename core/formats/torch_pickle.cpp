@@ -615,7 +615,8 @@ class PthFile : public TensorFile {
                        std::to_string(zip_.entries()[entry].size) + " bytes, more than the limit of " +
                        std::to_string(cap));
     // Tensors that view a storage alike (a tied tok_emb and out_head) share one copy of it: read
-    // apart, a 1-GiB tied embedding held three.
+    // apart, a 1-GiB tied embedding held three. (The lock covers the read and the conversion: a
+    // model is loaded one tensor after another.)
     const std::lock_guard<std::mutex> lock(cache_mutex_);
     const ViewKey key{entry, t.offset, t.dtype, t.shape, t.stride};
     read_.erase(std::remove_if(read_.begin(), read_.end(), [](const Read& r) { return r.owner.expired(); }),

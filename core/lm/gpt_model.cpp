@@ -78,6 +78,7 @@ class TensorNames {
     taken_.clear();
   }
   void ignore(const std::string& name) { used_.insert(name); }
+  bool used(const std::string& name) const { return used_.count(name) > 0; }
   std::vector<std::string> unused() const {
     std::vector<std::string> out;
     for (const auto& [name, t] : by_name_)
@@ -440,17 +441,17 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   // qkv_bias, as no one GPTModel saves them (torch's strict load refuses it too); dropped with a
   // note, the pass would not be the file's model.
   if (!hf && !c.qkv_bias)
-    for (const std::string& name : unused)
+    for (const auto& [key, tensor] : names.all())  // by the names without a checkpoint's prefixes
       for (const std::string w : {".att.W_query.bias", ".att.W_key.bias", ".att.W_value.bias"})
-        if (name.rfind("trf_blocks.", 0) == 0 && name.size() > w.size() &&
-            name.compare(name.size() - w.size(), w.size(), w) == 0)
-          throw InputError(path + ": tensor " + printableName(name) +
+        if (!names.used(key) && key.rfind("trf_blocks.", 0) == 0 && key.size() > w.size() &&
+            key.compare(key.size() - w.size(), w.size(), w) == 0)
+          throw InputError(path + ": tensor " + printableName(tensor->name) +
                            ": block 0 has no Q, K, V bias (qkv_bias False) but this block has one");
   if (!unused.empty()) {
     std::string list;
     for (std::size_t i = 0; i < unused.size() && i < 3; ++i) list += (i ? ", " : "") + unused[i];
-    model->notes.push_back(std::to_string(unused.size()) + " tensor" + (unused.size() == 1 ? "" : "s") +
-                           " of the file not used: " + list + (unused.size() > 3 ? ", …" : ""));
+    model->notes.push_back(countOf(static_cast<long>(unused.size()), "tensor") + " of the file not used: " + list +
+                           (unused.size() > 3 ? ", …" : ""));
   }
   model->weights_path = path;
   model->path = path;

@@ -123,9 +123,11 @@ def main():
                 tokens = d["state"]["workspace"]["tokens"]
                 i, j = top["argmax"]
                 where = c["largest_where"]
-                if top["stage"] in ("scores", "masked_scores", "scaled_scores", "weights", "dropped_weights"):
-                    want = f"at query {i + 1} '{tokens[i]}', key {j + 1} '{tokens[j]}'"
-                    expect(where.endswith(want), f"seed: the largest change said {where!r}, want …{want!r}")
+                square = ("scores", "masked_scores", "scaled_scores", "unmasked_weights", "tril_weights", "weights",
+                          "dropped_weights")
+                expect(top["stage"] in square, f"seed: the largest change is in {top['stage']}, not a query × key map")
+                want = f"at query {i + 1} '{tokens[i]}', key {j + 1} '{tokens[j]}'"
+                expect(where.endswith(want), f"seed: the largest change said {where!r}, want …{want!r}")
                 print(f"  the largest change: {where!r} ({top['stage']}, cell {top['argmax']})")
                 print(f"  seed 123 → 5: {n} maps equal the CLI traces of A and B and B − A in float32")
 

@@ -577,7 +577,14 @@ def checks(tmp):
                 "--model", folder, "--size", "1280x720", "--text-size", "150")
             bars = [(h["colorbar"]["lo"], h["colorbar"]["once"], h["colorbar"]["hi"]) for h in d["heatmaps"]]
             assert bars == [("", "1", "")] * HEADS, bars
-            print(f"  {HEADS} one-value maps: their colorbars say {bars[0][1]!r} once")
+            png = np.asarray(Image.open(os.path.join(tmp, "one-token.png")).convert("RGB")).astype(int)
+            bar = d["heatmaps"][0]["colorbar"]
+            row = png[int(bar["y0"] + 4), int(bar["x0"] + 2):int(bar["x0"] + bar["width"] - 2)]
+            spread = int((row.max(axis=0) - row.min(axis=0)).max())
+            assert spread <= 2, f"the one-value map's colorbar is not one colour: channels spread by {spread}"
+            # viridis' entry 128 (matplotlib's table): the colour of a one-value map's cells
+            assert abs(row[0] - [33, 145, 140]).max() <= 12, f"the bar is not viridis' middle: {row[0].tolist()}"
+            print(f"  {HEADS} one-value maps: their colorbars one colour {row[0].tolist()} (spread {spread}), saying {bars[0][1]!r} once")
 
         def given_maps_count_their_tokens():
             # Maps as they came: the Text panel's title counts their tokens and says nothing of a

@@ -412,6 +412,9 @@ def run_checks(checks):
     only = [w for w in os.environ.get("ATTNSCOPE_CHECKS", "").split(",") if w]
     if only:
         checks = [(name, check) for name, check in checks if any(w in name for w in only)]
+        if not checks:
+            print(f"ATTNSCOPE_CHECKS={os.environ['ATTNSCOPE_CHECKS']!r} names none of the checks")
+            return 1
     failed = []
     start = time.time()
     for name, check in checks:

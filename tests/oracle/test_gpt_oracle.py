@@ -312,6 +312,10 @@ with tempfile.TemporaryDirectory() as tmp:
     odd_bias = gm.save_npz(os.path.join(tmp, "odd_bias"), sd)
     expect_error("a later block's bias the first lacks", [odd_bias, "--ids", "1", "--num-heads", "4"],
                  ["trf_blocks.1.att.W_key.bias", "block 0 has no Q, K, V bias"])
+    # The same in the book's chapter 5 checkpoint, its names under model_state_dict.
+    odd_ckpt = gm.save_npz(os.path.join(tmp, "odd_bias_ckpt"), {"model_state_dict." + k: v for k, v in sd.items()})
+    expect_error("the same in a training checkpoint", [odd_ckpt, "--ids", "1", "--num-heads", "4"],
+                 ["model_state_dict.trf_blocks.1.att.W_key.bias", "block 0 has no Q, K, V bias"])
     import json as _json
     empty_cfg = os.path.join(tmp, "hf_empty_config")
     gm.write_hf_folder(empty_cfg, hf, cfg2, gm.save_npz)

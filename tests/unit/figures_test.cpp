@@ -252,6 +252,26 @@ TEST(VectorFigure, SvgHoldsNumbersAndLabelsAsText) {
   EXPECT_NE(svg.find("<title>weights (softmax)</title>"), std::string::npos);
 }
 
+TEST(VectorFigure, AMapOfOneValueHasAOneColourBarThatSaysItOnce) {
+  // One token: its weight 1, the range [1, 1]. The bar is that one colour (no gradient), the value
+  // said once in the middle (it read "1" at both ends of a ramp).
+  static Matrix m = Matrix::Constant(1, 1, 1.0f);
+  FigureSpec f;
+  f.values = StageMap(m);
+  f.row_labels = f.col_labels = {"A"};
+  f.title = "weights (softmax)";
+  f.look.range = ValueRange{1, 1};
+  const std::string path = tempPath("one.svg");
+  ASSERT_EQ(writeVectorFigure(f, path), "");
+  const std::string svg = readFile(path);
+  EXPECT_EQ(svg.find("linearGradient"), std::string::npos) << svg.substr(0, 600);
+  const std::vector<std::string> texts = svgTexts(svg);
+  EXPECT_EQ(std::count(texts.begin(), texts.end(), "1"), 1) << "the value at the bar, once";
+  f.look.range = ValueRange{0, 1};  // two values: the ramp
+  ASSERT_EQ(writeVectorFigure(f, path), "");
+  EXPECT_NE(readFile(path).find("linearGradient"), std::string::npos);
+}
+
 TEST(VectorFigure, MaskedCellsFlagsEscapingAndBadText) {
   static Matrix m = [] {
     Matrix w(2, 2);
@@ -434,7 +454,7 @@ TEST(VectorFigure, TheLegendNeverCoversATickLabel) {
     const double w = 0.45 * attr("font-size") * static_cast<double>(text.size()), x = attr("x");
     const double x0 = tag.find("text-anchor=\"middle\"") != std::string::npos ? x - w / 2
                       : tag.find("text-anchor=\"end\"") != std::string::npos  ? x - w
-                                                                                : x;
+                                                                              : x;
     placed.push_back({text, x0, x0 + w, attr("y")});
   }
   const auto legend = std::find_if(placed.begin(), placed.end(), [](const Placed& p) { return p.text[0] == 't'; });

@@ -258,6 +258,30 @@ TEST(TensorFile, PthTensorsViewingAStorageAlikeShareOneCopy) {
   EXPECT_EQ(std::vector<float>(h.data, h.data + 6), (std::vector<float>{0, 1, 2, 3, 4, 5}));
   EXPECT_EQ(std::vector<float>(w.data, w.data + 6), (std::vector<float>{0, 2, 4, 1, 3, 5}));
   EXPECT_EQ(h.shape, (std::vector<std::int64_t>{3, 2}));
+  // Converted views are shared too (two names of the transpose); let go, a tensor reads again.
+  const std::string twice = std::string("\x80\x02}(") + u8("a") + tensorPickle("0", 6, 0, {2, 3}, {1, 2}) + u8("b") +
+                            tensorPickle("0", 6, 0, {2, 3}, {1, 2}) + "u.";
+  const auto views = TensorFile::fromBytes(zip({{"archive/data.pkl", twice},
+                                                {"archive/byteorder", "little"},
+                                                {"archive/data/0", floats({0, 1, 2, 3, 4, 5})}}),
+                                           "views.pth");
+  {
+    const FloatTensor a = views->floats("a"), b = views->floats("b");
+    EXPECT_EQ(a.data, b.data);
+  }
+  const FloatTensor again = views->floats("a");
+  EXPECT_EQ(std::vector<float>(again.data, again.data + 6), (std::vector<float>{0, 2, 4, 1, 3, 5}));
+  // A big-endian file's storage is never its own values: converted, they read right.
+  std::string be;
+  for (float f : {0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f}) {
+    unsigned char b4[4];
+    std::memcpy(b4, &f, 4);
+    for (int k = 3; k >= 0; --k) be.push_back(static_cast<char>(b4[k]));
+  }
+  const auto big = TensorFile::fromBytes(
+      zip({{"archive/data.pkl", pkl}, {"archive/byteorder", "big"}, {"archive/data/0", be}}), "big.pth");
+  const FloatTensor bh = big->floats("h");
+  EXPECT_EQ(std::vector<float>(bh.data, bh.data + 6), (std::vector<float>{0, 1, 2, 3, 4, 5}));
 }
 
 // ---- safetensors ---------------------------------------------------------------------------
