@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "engine/errors.h"
 #include "widgets/fonts.h"
@@ -70,7 +71,9 @@ int chart(const char* id, const char* title, ImVec2 size, const std::vector<Seri
   const float span = std::max(y_hi - y_lo, 1e-6f);
   auto X = [&](float s) { return a.x + (b.x - a.x) * s / x_max; };
   auto Y = [&](float v) { return b.y - (b.y - a.y) * (std::clamp(v, y_lo, y_hi) - y_lo) / span; };
-  for (double v = std::ceil(y_lo / niceStep(span, 3)) * niceStep(span, 3); v <= y_hi + 1e-9; v += niceStep(span, 3)) {
+  // Up to three value ticks, fewer where the plot is short (at 200 % "4", "2" and "0" overlapped).
+  const double y_step = niceStep(span, std::clamp(static_cast<int>((b.y - a.y) / (fs * 1.5f)), 1, 3));
+  for (double v = std::ceil(y_lo / y_step) * y_step; v <= y_hi + 1e-9; v += y_step) {
     std::snprintf(buf, sizeof buf, span < 3 ? "%.1f" : "%.0f", v);
     const float y = Y(static_cast<float>(v));
     dl->AddLine(ImVec2(a.x, y), ImVec2(b.x, y), line);
@@ -144,7 +147,8 @@ void LearnView::draw(const PanelContext& ctx) {
   layout().panel("learn", origin, ImVec2(origin.x + room.x, origin.y + room.y));
   const LearnSession* run = ctx.learn;
   const bool running = run != nullptr && run->open();
-  if (!running) {
+  if (!running) {  // in a child that scrolls: at 1280 × 720 and 200 % Start was below the fold
+    ImGui::BeginChild("##learn_form", ImVec2(0, 0), false, ImGuiWindowFlags_NoSavedSettings);
     ImGui::PushTextWrapPos(0);
     ImGui::TextUnformatted(
         "Train a small GPT here and watch its attention form. The model is the book's GPTModel (attention only "
@@ -153,15 +157,16 @@ void LearnView::draw(const PanelContext& ctx) {
     ImGui::PopTextWrapPos();
     ImGui::Spacing();
     form(ctx, false);
+    ImGui::EndChild();
     return;
   }
   controls(ctx);
   if (form_open_) form(ctx, true);
-  ImGui::Separator();
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
-  const float timeline_h = ImGui::GetFrameHeightWithSpacing() + ImGui::GetStyle().ItemSpacing.y;
-  charts(ctx, ImVec2(avail.x, avail.y - timeline_h));
+  // The timeline above the charts, whose heights give way: under them it went below the fold at
+  // 200 % (and at 150 % with 24 heads' legend).
   timeline(ctx);
+  ImGui::Separator();
+  charts(ctx, ImGui::GetContentRegionAvail());
 }
 
 void LearnView::form(const PanelContext& ctx, bool running) {
@@ -210,6 +215,10 @@ void LearnView::form(const PanelContext& ctx, bool running) {
     ImGui::SetNextItemWidth(field_w);
     ImGui::PushID(f.key);
     if (ImGui::InputInt(f.label, &v, 0, 0)) form_[f.key] = v;
+    // The task's own name for it, where the label is another ("width" is d_model): what a learn
+    // command or attnscope-cli train takes.
+    if (std::strcmp(f.key, f.label) != 0 && ImGui::IsItemHovered())
+      ImGui::SetTooltip("%s (%s in a task's JSON: the learn command, attnscope-cli train)", f.label, f.key);
     ImGui::PopID();
   }
   {
@@ -218,6 +227,7 @@ void LearnView::form(const PanelContext& ctx, bool running) {
     double lr = form_.contains("lr") ? form_["lr"].get<double>() : shown["lr"].get<double>();
     ImGui::SetNextItemWidth(field_w * 1.3f);
     if (ImGui::InputDouble("learning rate", &lr, 0, 0, "%g")) form_["lr"] = lr;
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("learning rate (lr in a task's JSON)");
   }
   {
     flow(ImGui::CalcTextSize("MLP").x + ImGui::GetFrameHeight() * 2, false);
@@ -348,7 +358,19 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
   const bool row = fit == 3;
   const bool compact = size.y < px(300);  // the charts' titles shortened (the tooltip says more)
   // What is not a chart: the legend, and the score's picker where not all are shown; the charts share the rest.
-  const float legend_h = ImGui::GetTextLineHeightWithSpacing();
+  // The legend's lines as it wraps in the width (one line was reserved: 24 heads took three at 150 %).
+  int legend_lines = 1;
+  {
+    float x = 0;
+    for (int l = 0, i = 0; l < t.layers; ++l)
+      for (int h = 0; h < t.heads; ++h, ++i) {
+        const std::string label = "head " + std::to_string(l + 1) + "." + std::to_string(h + 1);
+        const float w = ImGui::GetFontSize() + ImGui::CalcTextSize(label.c_str()).x + px(8);
+        if (i > 0 && x + ImGui::GetStyle().ItemSpacing.x + w >= size.x) ++legend_lines, x = 0;
+        x += (x > 0 ? ImGui::GetStyle().ItemSpacing.x : 0.0f) + w;
+      }
+  }
+  const float legend_h = static_cast<float>(legend_lines) * ImGui::GetTextLineHeightWithSpacing();
   const float around = legend_h + 2 * gap + (row ? 0.0f : ImGui::GetFrameHeightWithSpacing());
   const float loss_h = std::max(px(50), 0.47f * (size.y - around));
   int clicked = -1;
@@ -405,20 +427,25 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
   if (fit == 3) {
     charted = {0, 1, 2};
   } else {
-    const int lowest = fit == 2 ? 1 : 0;  // two side by side: induction stays, the second is picked
-    if (score_shown_ < lowest) score_shown_ = lowest;
+    // Two side by side: induction stays, the second is picked (previous-token until one is); one
+    // alone: induction until another is picked (it showed previous-token, the lesson's phase change
+    // being about induction).
+    const int lowest = fit == 2 ? 1 : 0;
+    const int shown = std::max(score_shown_ >= 0 ? score_shown_ : lowest, lowest);
     ImGui::SetNextItemWidth(ImGui::CalcTextSize("First-token score (sink)").x + px(40));
-    if (ImGui::BeginCombo("##score", scores[score_shown_].title)) {
+    if (ImGui::BeginCombo("##score", scores[shown].title)) {
       for (int k = lowest; k < 3; ++k)
-        if (ImGui::Selectable(scores[k].title, k == score_shown_)) score_shown_ = k;
+        if (ImGui::Selectable(scores[k].title, k == shown)) score_shown_ = k;
       ImGui::EndCombo();
     }
     layout().widget("learn_score_pick");
+    layout().state()["learn_score_shown"] = scores[shown].key;
     if (fit == 2) charted.push_back(0);
-    charted.push_back(score_shown_);
+    charted.push_back(shown);
   }
   const int n = static_cast<int>(charted.size());
-  const ImVec2 each((size.x - static_cast<float>(n - 1) * ImGui::GetStyle().ItemSpacing.x) / static_cast<float>(n), rest);
+  const ImVec2 each((size.x - static_cast<float>(n - 1) * ImGui::GetStyle().ItemSpacing.x) / static_cast<float>(n),
+                    rest);
   for (int i = 0; i < n; ++i) {
     const int k = charted[static_cast<std::size_t>(i)];
     const Score& sc = scores[k];

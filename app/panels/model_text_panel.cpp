@@ -502,7 +502,15 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx) {
       end_top_ = topNextTokens(end, session.model()->config.vocab_size, 1.0, 1)[0].id;
       end_serial_ = s->serial;
     }
-    append = "Append “" + tokenLabel(*session.model(), end_top_) + "” at the end";
+    // Where it is too long, "at the end" stays (cut, it read "Append “23” at t…" over a list of
+    // another token's next): the token goes first, then the verb.
+    const std::string token = "“" + tokenLabel(*session.model(), end_top_) + "”";
+    const float room = ImGui::GetContentRegionAvail().x - ImGui::GetStyle().FramePadding.x * 2;
+    for (const std::string& form : {"Append " + token + " at the end", "+ " + token + " at the end"}) {
+      append = form;
+      if (ImGui::CalcTextSize(form.c_str()).x <= room) break;
+    }
+    if (ImGui::CalcTextSize(append.c_str()).x > room) append = "Append at the end";
   }
   // A tokenButton: a token's "##" would end an ImGui button's text.
   if (tokenButton(append, false, room, ImGui::GetContentRegionAvail().x, true)) ctx.commands.push("append_token");
@@ -512,6 +520,8 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx) {
                       position + 1);
   layout().widget("model_append");
   layout().state()["model_append_label"] = append;
+  layout().state()["model_append_shown"] =  // as tokenButton cuts it
+      fitText(append, ImGui::GetContentRegionAvail().x - ImGui::GetStyle().FramePadding.x * 2);
   ImGui::PushFont(fonts().small);
   const float bar_w = ImGui::GetContentRegionAvail().x * 0.3f;
   for (std::size_t i = 0; i < next_.size(); ++i) {

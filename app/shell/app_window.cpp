@@ -171,6 +171,10 @@ WindowHooks AppWindow::hooks() {
     io.DisplaySize = ImVec2(frame.width, frame.height);  // the offscreen size, and no hover effects from the real mouse
     io.DisplayFramebufferScale = ImVec2(1, 1);
     io.MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
+    // A capture's frames follow each other in milliseconds: ImGui's animations (a tab bar
+    // scrolling to a far tab at 200 %, 0.3 s) would outlast the frames a capture waits to settle.
+    // Each counts as a tenth of a second.
+    io.DeltaTime = std::max(io.DeltaTime, 0.1f);
     ImGui::NewFrame();
     ui();
     ImGui::Render();

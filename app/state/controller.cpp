@@ -715,6 +715,15 @@ ViewState Controller::chapterView() const {
   return v;
 }
 
+// A trained model's Heatmaps tab shows each head's weights alone, as large as they get (the
+// chapter's six maps a head left a 25-token head's weights out of view at 1280 × 720 and 150 %);
+// the toggles add the others. The chapter's columns come back with it (chapterView).
+void Controller::showWeightsAlone() {
+  view_.show.fill(false);
+  view_.show[static_cast<std::size_t>(Stage::Weights)] = true;
+  view_.show_module.fill(false);
+}
+
 void Controller::openLoadedModel(ModelLoad loaded, double now) {
   if (!loaded.model) throw InputError(loaded.error);
   const Command& c = loaded.command;
@@ -729,12 +738,7 @@ void Controller::openLoadedModel(ModelLoad loaded, double now) {
   view_.head = -1;
   view_.key = -1;
   view_.tab = "layers";
-  // The Heatmaps tab shows each head's weights alone, as large as they get (the chapter's six maps
-  // a head left a 25-token head's weights out of view at 1280 × 720 and 150 %); the toggles add the
-  // others. The chapter's columns come back with it (chapterView).
-  view_.show.fill(false);
-  view_.show[static_cast<std::size_t>(Stage::Weights)] = true;
-  view_.show_module.fill(false);
+  showWeightsAlone();
   clampView();
   if (hooks_.document_replaced) hooks_.document_replaced();
   std::string note = "Opened " + modelTitle(*loaded.model);
@@ -987,6 +991,7 @@ void Controller::showLearnSnapshot(double now) {
     view_.token = model_.tokenCount() - 1;
     view_.head = -1;
     view_.key = -1;
+    showWeightsAlone();  // as for an opened model (a run's Heatmaps opened on scores, its weights below)
     clampView();
     if (hooks_.document_replaced) hooks_.document_replaced();
   } else if (announce ||

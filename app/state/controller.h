@@ -188,8 +188,10 @@ class Controller {
   void openGivenAttention(const Command& c, double now);  // the attention command
   void applyLearn(const Command& c, double now);          // learn, learn_play, learn_step, …
   void updateLearning(double now);                        // the run's results, each frame
-  void showLearnSnapshot(double now);                     // its model (newest or asked for) in the views
-  void endLearning();                                     // no run, its model no longer shown
+  void showLearnSnapshot(double now);
+  void showWeightsAlone();  // a trained model's Heatmaps: each head's weights, the rest toggled on // its model (newest
+                            // or asked for) in the views
+  void endLearning();  // no run, its model no longer shown
   // attention.json of the layer shown (a model's or given maps'): its heads' labels, scores, weights.
   void exportAttention(const std::string& path, double now);
   void unpin();                                        // drop A (the unpin command, and a model's change)

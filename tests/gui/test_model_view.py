@@ -407,7 +407,12 @@ def checks(tmp):
             assert m["ids"] == [5, 70, 200, 9, top], m["ids"]
             assert label == f"Append “{m['tokens'][-1]}” at the end", label
             assert d["state"]["model_append_label"] == "Append the top token", d["state"]["model_append_label"]
-            print(f"  token 2 selected: the button said {label!r} and appended {top}")
+            # On a projector the label keeps "at the end" (cut, it read "Append “23” at t…").
+            narrow = run_commands(app, display.name, tmp, "middle-200", [
+                {"do": "text", "ids": [5, 70, 200, 9]}, {"do": "select_token", "index": 1},
+            ], "--model", folder, "--size", "1280x720", "--text-size", "200")["state"]["model_append_shown"]
+            assert narrow.endswith("at the end"), narrow
+            print(f"  token 2 selected: the button said {label!r} ({narrow!r} at 200 %) and appended {top}")
 
         def an_edit_reuses_the_rows_before_it():
             # A text edited after its first tokens: the pass takes the rows before the edit from the
@@ -595,6 +600,32 @@ def checks(tmp):
             assert d["state"]["model_text_title"] == "Text  ·  3 tokens", d["state"]["model_text_title"]
             print(f"  given maps: {d['state']['model_text_title']!r}")
 
+        def learn_tab_on_a_projector():
+            # At 1280 × 720 and 200 %: a run's timeline (Follow, Pin, the step slider) is in view, above
+            # the charts (under them it was below the fold), and the one score chart there is room
+            # for is induction's. Without a run, the form is captured still (the tab bar's scroll to
+            # Learn outlasted a capture's frames: "did not hold still") and Start is in a child that
+            # scrolls.
+            task = {"task": "induction", "layers": 2, "heads": 2, "steps": 40}
+            d = run_commands(app, display.name, tmp, "learn-720-200", [
+                {"do": "learn", "task": task}, {"do": "learn_to", "step": 20},
+                {"do": "view", "field": "tab", "value": "learn"}], "--size", "1280x720", "--text-size", "200")
+            main, timeline = d["panels"]["main"], d["widgets"]["learn_timeline"]
+            assert timeline["y"] + timeline["h"] <= main["y"] + main["h"], f"the timeline {timeline} below {main}"
+            assert d["state"].get("learn_score_shown") == "induction", d["state"].get("learn_score_shown")
+            # The run's Heatmaps show each head's weights alone, as an opened model's do (they opened
+            # on its scores and masked scores, the weights below the fold).
+            d = run_commands(app, display.name, tmp, "learn-heatmaps", [
+                {"do": "learn", "task": task}, {"do": "learn_to", "step": 20},
+                {"do": "view", "field": "tab", "value": "heatmaps"}], "--size", "1280x800", "--text-size", "175")
+            ids = sorted({h["id"] for h in d["heatmaps"]})
+            assert ids and all(i.endswith("weights") and "dropped" not in i for i in ids), ids
+            d = run_commands(app, display.name, tmp, "learn-form-720-200", [
+                {"do": "view", "field": "tab", "value": "learn"}], "--size", "1280x720", "--text-size", "200")
+            assert "learn_start" in d["widgets"], sorted(d["widgets"])[:20]
+            print(f"  1280 × 720, 200 %: the timeline at y {timeline['y']:.0f} of {main['y'] + main['h']:.0f}, "
+                  f"induction charted; the form held still")
+
         def the_pipeline_scrolls():
             # At 1280 × 800 and 150 % the Pipeline's last steps are below the main area's fold: the
             # wheel brings them up (it drew into the main window, which neither scrolled nor had a
@@ -694,7 +725,8 @@ def checks(tmp):
                            ("the module's card names the layer", the_module_card_names_the_layer),
                            ("the scores table with 12 heads a layer", the_scores_table_with_many_heads),
                            ("one token, one colour", one_token_one_colour),
-                           ("given maps count their tokens", given_maps_count_their_tokens)])
+                           ("given maps count their tokens", given_maps_count_their_tokens),
+                           ("the Learn tab on a projector", learn_tab_on_a_projector)])
 
 
 if __name__ == "__main__":
