@@ -377,6 +377,11 @@ TEST(ThreadTeam, AWorkerOnTheCallersCpuMovesOff) {
   CPU_ZERO(&only_home);
   CPU_SET(home, &only_home);
   ASSERT_EQ(sched_setaffinity(0, sizeof only_home, &only_home), 0);
+  // The worker's mask is whole again once it has moved, so the kernel may put it back before its
+  // item reads its CPU: a round in a while, on a loaded machine (1 of 20 once, in a TSan run beside
+  // other tests). All but two of the rounds must find it elsewhere.
+  std::string stayed;
+  int stays = 0;
   for (int round = 0; round < 20; ++round) {
     std::atomic<int> moved_to{-1}, worker_cpu{-1};
     parallelFor(
@@ -397,9 +402,10 @@ TEST(ThreadTeam, AWorkerOnTheCallersCpuMovesOff) {
           if (i == 1) worker_cpu = sched_getcpu();
         },
         Schedule::Static);
-    EXPECT_NE(worker_cpu.load(), home) << "round " << round << ": the worker stayed on the caller's CPU";
+    if (worker_cpu.load() == home) ++stays, stayed += " " + std::to_string(round);
   }
   sched_setaffinity(0, sizeof mine, &mine);
+  EXPECT_LE(stays, 2) << "the worker stayed on the caller's CPU in rounds" << stayed;
 }
 #endif
 
