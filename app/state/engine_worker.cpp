@@ -68,9 +68,12 @@ std::array<ValueRange, kStageCount> stageRanges(const Trace& t, const HeadTrace&
                         r[static_cast<std::size_t>(Stage::Scores)].hi / t.scale_divisor};
     else if (info.stage == Stage::DroppedWeights && !t.dropout_active)  // the weights themselves
       r[k] = r[static_cast<std::size_t>(Stage::Weights)];
-    else if (model && info.stage == Stage::Weights && t.model.causal)
+    else if (model && info.stage == Stage::Weights && t.model.causal) {
+      // From 0: the zeros above the diagonal are cells of the map too (with two tokens the one row
+      // below the first spanned 0.45–0.55, and 0.0000 and 0.4505 were one colour).
       r[k] = finiteRangeBelowFirstRow(StageMap(t, h, info.stage));
-    else
+      r[k].lo = std::min(r[k].lo, 0.0f);
+    } else
       r[k] = finiteRange(StageMap(t, h, info.stage));
   }
   return r;

@@ -473,7 +473,8 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       std::string text = whole;
       const float lw = small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str()).x + (swatch ? fs + 2 : 0);
       float lx = p0.x + (bar_w - lw) / 2, ly = bar_y + px(10);
-      if (lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
+      // Below as well where the value is said once mid-bar (the two were drawn over each other).
+      if (said_once || lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
         lx = p0.x;
         ly += fs + 2;
         content_bottom = std::max(content_bottom, ly + fs);

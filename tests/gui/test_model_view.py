@@ -575,21 +575,36 @@ def checks(tmp):
                       f"{table['h']:.0f} px")
 
         def one_token_one_colour():
-            # One token: each head's weights are one value, 1. The colorbar is that one colour and says
-            # "1" once (it was a gradient between "1" and "1", the cell in its middle colour).
+            # One token of the chapter: each map is one value. Its colorbar is that one colour and says
+            # the value once (it was a gradient between "1" and "1", the cell in its middle colour).
             d = run_commands(app, display.name, tmp, "one-token", [
-                {"do": "text", "ids": [40]}, {"do": "view", "field": "tab", "value": "heatmaps"}],
-                "--model", folder, "--size", "1280x720", "--text-size", "150")
-            bars = [(h["colorbar"]["lo"], h["colorbar"]["once"], h["colorbar"]["hi"]) for h in d["heatmaps"]]
-            assert bars == [("", "1", "")] * HEADS, bars
+                *[{"do": "remove_token", "index": 1}] * 5, {"do": "view", "field": "tab", "value": "heatmaps"}],
+                "--size", "1280x720", "--text-size", "150")
+            weights = [h for h in d["heatmaps"] if h["id"].endswith("weights")]
+            bars = [(h["colorbar"]["lo"], h["colorbar"]["once"], h["colorbar"]["hi"]) for h in weights]
+            assert bars == [("", "1", "")] * 2, bars
+            # The masked map's legend under its value, not over it (they read "−0.203masked").
+            masked = [h for h in d["heatmaps"] if h["id"] == "b0h0masked_scores"][0]
+            said_to = masked["colorbar"]["y0"] + 10 + d["state"]["font_px"]["cells"]  # the value's line ends
+            assert masked["legend"]["y"] >= said_to, (masked["legend"], masked["colorbar"])
             png = np.asarray(Image.open(os.path.join(tmp, "one-token.png")).convert("RGB")).astype(int)
-            bar = d["heatmaps"][0]["colorbar"]
+            bar = masked["colorbar"]  # in view (the weights are below the grid's fold)
             row = png[int(bar["y0"] + 4), int(bar["x0"] + 2):int(bar["x0"] + bar["width"] - 2)]
             spread = int((row.max(axis=0) - row.min(axis=0)).max())
             assert spread <= 2, f"the one-value map's colorbar is not one colour: channels spread by {spread}"
             # viridis' entry 128 (matplotlib's table): the colour of a one-value map's cells
             assert abs(row[0] - [33, 145, 140]).max() <= 12, f"the bar is not viridis' middle: {row[0].tolist()}"
-            print(f"  {HEADS} one-value maps: their colorbars one colour {row[0].tolist()} (spread {spread}), saying {bars[0][1]!r} once")
+            # A trained model's weights are coloured from 0, the masked zeros' value, as its thumbnails
+            # are: one token's weight 1 is the top colour; with two tokens row 2 alone (0.45–0.55)
+            # had made 0.0000 and 0.45 one colour.
+            for ids in ([40], [40, 41]):
+                d = run_commands(app, display.name, tmp, f"model-{len(ids)}-tokens", [
+                    {"do": "text", "ids": ids}, {"do": "view", "field": "tab", "value": "heatmaps"}],
+                    "--model", folder, "--size", "1280x720", "--text-size", "150")
+                lows = [h["range"][0] for h in d["heatmaps"]]
+                assert lows == [0.0] * HEADS, (ids, lows)
+            print(f"  the chapter's one-token maps: colorbars one colour {row[0].tolist()} (spread {spread}), saying "
+                  f"{bars[0][1]!r} once; a model's weights from 0 at 1 and 2 tokens")
 
         def given_maps_count_their_tokens():
             # Maps as they came: the Text panel's title counts their tokens and says nothing of a
