@@ -359,18 +359,14 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
   const bool compact = size.y < px(300);  // the charts' titles shortened (the tooltip says more)
   // What is not a chart: the legend, and the score's picker where not all are shown; the charts share the rest.
   // The legend's lines as it wraps in the width (one line was reserved: 24 heads took three at 150 %).
-  int legend_lines = 1;
-  {
-    float x = 0;
-    for (int l = 0, i = 0; l < t.layers; ++l)
-      for (int h = 0; h < t.heads; ++h, ++i) {
-        const std::string label = "head " + std::to_string(l + 1) + "." + std::to_string(h + 1);
-        const float w = ImGui::GetFontSize() + ImGui::CalcTextSize(label.c_str()).x + px(8);
-        if (i > 0 && x + ImGui::GetStyle().ItemSpacing.x + w >= size.x) ++legend_lines, x = 0;
-        x += (x > 0 ? ImGui::GetStyle().ItemSpacing.x : 0.0f) + w;
-      }
-  }
-  const float legend_h = static_cast<float>(legend_lines) * ImGui::GetTextLineHeightWithSpacing();
+  std::vector<float> legend_w;  // each head's swatch and name, as the legend below draws them
+  for (int l = 0; l < t.layers; ++l)
+    for (int h = 0; h < t.heads; ++h)
+      legend_w.push_back(
+          ImGui::GetFontSize() + px(8) +
+          ImGui::CalcTextSize(("head " + std::to_string(l + 1) + "." + std::to_string(h + 1)).c_str()).x);
+  const float legend_h = static_cast<float>(wrappedRows(legend_w, size.x, ImGui::GetStyle().ItemSpacing.x)) *
+                         ImGui::GetTextLineHeightWithSpacing();
   const float around = legend_h + 2 * gap + (row ? 0.0f : ImGui::GetFrameHeightWithSpacing());
   const float loss_h = std::max(px(50), 0.47f * (size.y - around));
   int clicked = -1;

@@ -52,17 +52,13 @@ int chipRows(const std::vector<std::string>& tokens, int listed) {
   const ImGuiStyle& style = ImGui::GetStyle();
   const float width = ImGui::GetContentRegionAvail().x - style.ScrollbarSize;
   const float size = fonts().small->FontSize;
-  int rows = 1;
-  float x = 0;
-  for (int t = 0; t < listed; ++t) {
-    const float w =
+  std::vector<float> widths;
+  for (int t = 0; t < listed; ++t)
+    widths.push_back(
         std::min(fonts().small->CalcTextSizeA(size, FLT_MAX, 0, tokens[static_cast<std::size_t>(t)].c_str()).x +
                      style.FramePadding.x * 2,
-                 width);
-    if (t > 0 && x + style.ItemSpacing.x + w >= width) ++rows, x = 0;
-    x += (x > 0 ? style.ItemSpacing.x : 0) + w;
-  }
-  return rows;
+                 width));
+  return wrappedRows(widths, width, style.ItemSpacing.x);
 }
 
 // The next tokens with `rows` of their rows: the heading (one line), the temperature, the button,
@@ -339,15 +335,10 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   const float frame = ImGui::GetFrameHeightWithSpacing();
   // The checkbox's label on one line where one of its forms fits (two lines took 66 px at 1280 ×
   // 720 and 175 %); its tooltip says what it does.
-  const char* eot_label = "start with <|endoftext|>";
-  for (const char* label : {"start with <|endoftext|>", "<|endoftext|> first", "<|endoftext|>"}) {
-    eot_label = label;
-    if (ImGui::CalcTextSize(label).x + ImGui::GetFrameHeight() + style.ItemInnerSpacing.x <=
-        ImGui::GetContentRegionAvail().x)
-      break;
-  }
-  const bool eot_wraps = ImGui::CalcTextSize(eot_label).x + ImGui::GetFrameHeight() + style.ItemInnerSpacing.x >
-                         ImGui::GetContentRegionAvail().x;
+  const float eot_box = ImGui::GetFrameHeight() + style.ItemInnerSpacing.x;
+  const std::string eot_label = firstFitting({"start with <|endoftext|>", "<|endoftext|> first", "<|endoftext|>"},
+                                             ImGui::GetContentRegionAvail().x, eot_box);
+  const bool eot_wraps = ImGui::CalcTextSize(eot_label.c_str()).x + eot_box > ImGui::GetContentRegionAvail().x;
   const float below = (!tokenizer  ? 0.0f
                        : eot_wraps ? frame + line
                                    : frame) +
@@ -421,7 +412,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     bool eot = session.prependEot();
     const bool has_eot = session.model()->tokenizer->endOfText() >= 0;
     ImGui::BeginDisabled(!has_eot);
-    if (checkboxWrapped("model_eot", eot_label, &eot)) ctx.commands.push("text", {{"prepend_eot", eot}});
+    if (checkboxWrapped("model_eot", eot_label.c_str(), &eot)) ctx.commands.push("text", {{"prepend_eot", eot}});
     ImGui::EndDisabled();
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
       ImGui::SetTooltip(has_eot ? "Start the text with <|endoftext|>: GPT-2 was trained on texts after it, and with it "
@@ -465,9 +456,9 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx) {
   // One line (two took a row the list needed on a projector): the position dropped first, then the
   // token cut with "…"; whole on hover. Tokens are counted from 1, as shown.
   const std::string heading = "Next token after “" + after + "” (token " + std::to_string(position + 1) + ")";
-  std::string shown = heading;
-  if (ImGui::CalcTextSize(shown.c_str()).x > ImGui::GetContentRegionAvail().x)
-    shown = fitText("Next token after “" + after + "”", ImGui::GetContentRegionAvail().x);
+  const std::string shown = fitText(firstFitting({heading, "Next token after “" + after + "”"},
+                                                 ImGui::GetContentRegionAvail().x),
+                                    ImGui::GetContentRegionAvail().x);
   ImGui::TextUnformatted(shown.c_str());
   if (shown != heading && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", heading.c_str());
   layout().state()["model_next_heading"] = shown;
@@ -505,12 +496,8 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx) {
     // Where it is too long, "at the end" stays (cut, it read "Append “23” at t…" over a list of
     // another token's next): the token goes first, then the verb.
     const std::string token = "“" + tokenLabel(*session.model(), end_top_) + "”";
-    const float room = ImGui::GetContentRegionAvail().x - ImGui::GetStyle().FramePadding.x * 2;
-    for (const std::string& form : {"Append " + token + " at the end", "+ " + token + " at the end"}) {
-      append = form;
-      if (ImGui::CalcTextSize(form.c_str()).x <= room) break;
-    }
-    if (ImGui::CalcTextSize(append.c_str()).x > room) append = "Append at the end";
+    append = firstFitting({"Append " + token + " at the end", "+ " + token + " at the end", "Append at the end"},
+                          ImGui::GetContentRegionAvail().x, ImGui::GetStyle().FramePadding.x * 2);
   }
   // A tokenButton: a token's "##" would end an ImGui button's text.
   if (tokenButton(append, false, room, ImGui::GetContentRegionAvail().x, true)) ctx.commands.push("append_token");

@@ -22,6 +22,22 @@ std::string fitText(const std::string& text, float width) {
   return fitText(ImGui::GetFont(), ImGui::GetFontSize(), text, width);
 }
 
+std::string firstFitting(const std::vector<std::string>& forms, float width, float extra) {
+  for (const std::string& form : forms)
+    if (ImGui::CalcTextSize(form.c_str()).x + extra <= width) return form;
+  return forms.empty() ? std::string() : forms.back();
+}
+
+int wrappedRows(const std::vector<float>& widths, float width, float spacing) {
+  int rows = 1;
+  float x = 0;
+  for (std::size_t i = 0; i < widths.size(); ++i) {
+    if (i > 0 && x + spacing + widths[i] >= width) ++rows, x = 0;
+    x += (x > 0 ? spacing : 0.0f) + widths[i];
+  }
+  return rows;
+}
+
 bool checkboxWrapped(const char* id, const char* label, bool* v) {
   ImGui::PushID(id);
   ImGui::BeginGroup();

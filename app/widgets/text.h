@@ -4,6 +4,7 @@
 #include <imgui.h>
 
 #include <string>
+#include <vector>
 
 #include "display/number_text.h"
 #include "engine/count_text.h"
@@ -14,6 +15,12 @@ namespace attnscope {
 std::string fitText(ImFont* font, float size, const std::string& text, float width);
 // fitText in the current font.
 std::string fitText(const std::string& text, float width);
+// The first of `forms` (longest first) whose width in the current font, plus `extra`, is at most
+// `width`; else the last, whole (a caller that must fit cuts it with fitText).
+std::string firstFitting(const std::vector<std::string>& forms, float width, float extra = 0);
+// The rows items `widths` wide take, placed left to right with `spacing` between them and a new
+// row where the next would reach `width` (as ImGui's SameLine flow, or a list of chips, wraps).
+int wrappedRows(const std::vector<float>& widths, float width, float spacing);
 
 // Wrapped text in the disabled colour: notes and explanations.
 void textDisabledWrapped(const char* fmt, ...) IM_FMTARGS(1);
