@@ -1046,9 +1046,10 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     const auto cellAt = [&](float cell, float scale) {
       return cell <= 0 ? cell : std::max({(cell - px(5)) * scale + px(5), fs * scale + px(2), px(16)});
     };
-    const auto arrange = [&](float scale) {  // the room asked for is the short titles' (whole ones come where they fit)
+    // `fewest`: the cells of the fewest decimals the step's maps may show (three, else two).
+    const auto arrange = [&](float scale, float fewest) {  // the room asked for is the short titles' (whole ones come where they fit)
       const Margins m = marginsAt(scale);
-      const float floor = cellAt(three_cell, scale), target = cellAt(full_cell, scale);
+      const float floor = cellAt(fewest, scale), target = cellAt(full_cell, scale);
       FocusArrangement f = arrangeFocus(needs, grid_w, avail.y, gap, m, floor, target, px(72), false);
       const FocusArrangement whole = arrangeFocus(needs, grid_w, avail.y, gap, m, floor, target, px(72), true);
       if (whole.layout.cell >= f.layout.cell - 0.5f &&
@@ -1059,9 +1060,11 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     };
     // The numbers' font as it is; where the step's maps are not whole at three decimals so, a
     // little smaller (down to kSmallestCellText of it), as the lesson's boxes fit their column.
-    const auto whole = [&](const FocusArrangement& f, float scale) {
-      return full_cell <= 0 || (f.layout.focus_bottom <= avail.y + 0.5f && f.layout.fits_width &&
-                                f.layout.cell >= cellAt(three_cell, scale) - 0.01f);
+    const auto wholeAt = [&](float fewest) {
+      return [&, fewest](const FocusArrangement& f, float scale) {
+        return full_cell <= 0 || (f.layout.focus_bottom <= avail.y + 0.5f && f.layout.fits_width &&
+                                  f.layout.cell >= cellAt(fewest, scale) - 0.01f);
+      };
     };
     // The step's maps in one card (one head's, or the module's): the headings go, a line for the maps.
     const auto holdsFocus = [](const CardNeed& c) {
@@ -1076,29 +1079,40 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     // the arrangement is `ok`, else as it is (each step's arrangement worked out once).
     std::vector<float> scales{1};
     for (float scale = 0.95f; scale >= kSmallestCellText - 0.001f; scale -= 0.05f) scales.push_back(scale);
-    std::vector<FocusArrangement> at_scale{arrange(1)};
-    const auto largestFontWhere = [&](const auto& ok) {
+    std::vector<FocusArrangement> at_three{arrange(1, three_cell)}, at_two;  // each step's, worked out once
+    const auto largestFontWhere = [&](std::vector<FocusArrangement>& at, float fewest, const auto& ok) {
       for (std::size_t k = 0; k < scales.size(); ++k) {
-        if (k == at_scale.size()) at_scale.push_back(arrange(scales[k]));
-        if (ok(at_scale[k], scales[k])) return k;
+        if (k == at.size()) at.push_back(arrange(scales[k], fewest));
+        if (ok(at[k], scales[k])) return k;
       }
       return std::size_t{0};
     };
-    std::size_t step = largestFontWhere(whole);
-    if (!whole(at_scale[step], scales[step]))  // the grid scrolls, its first row of the step's maps whole
-      // where a little smaller text allows it (at 1280 × 720 and 200 % step 7's masked scores lost their
-      // colorbar's labels below the fold, by 6 px)
-      step = largestFontWhere([&](const FocusArrangement& a, float) {
-        return firstFocusRowBottom(a.layout, needs) <= avail.y + 0.5f && a.layout.fits_width;
-      });
-    const FocusArrangement& at_one = at_scale.front();
+    const auto threeWhole = wholeAt(three_cell), twoWhole = wholeAt(min_cell);
+    const std::vector<FocusArrangement>* chosen = &at_three;
+    std::size_t step = largestFontWhere(at_three, three_cell, threeWhole);
+    if (!threeWhole(at_three[step], scales[step])) {
+      // Two decimals rather than a map of the step's below the fold: at 1280 × 720 and 200 % steps 5,
+      // 7 and 8 showed one of their two maps with three, the other out of view.
+      const std::size_t two = largestFontWhere(at_two, min_cell, twoWhole);
+      if (min_cell > 0 && twoWhole(at_two[two], scales[two]))
+        chosen = &at_two, step = two;
+      else  // the grid scrolls, its first row of the step's maps whole where a little smaller text
+        // allows it (at 1280 × 720 and 200 % step 7's masked scores lost their colorbar's labels below
+        // the fold, by 6 px)
+        step = largestFontWhere(at_three, three_cell, [&](const FocusArrangement& f, float) {
+          return firstFocusRowBottom(f.layout, needs) <= avail.y + 0.5f && f.layout.fits_width;
+        });
+    }
+    const FocusArrangement& at_one = at_three.front();
     text_scale = scales[step];
-    g = at_scale[step].layout;
+    g = (*chosen)[step].layout;
     // The lesson's column gives way to the step's maps: the main area they need, whole.
     const float chrome = main_w - grid_w;  // the scrollbar's room and the panel's padding
-    const FocusArrangement smallest = arrange(kSmallestCellText);
+    const FocusArrangement smallest = arrange(kSmallestCellText, three_cell);
+    const FocusArrangement compact = min_cell > 0 ? arrange(1, min_cell) : FocusArrangement{};
     focus_need_ = {at_one.best_w > 0 ? at_one.best_w + chrome : 0, at_one.least_w > 0 ? at_one.least_w + chrome : 0,
-                   smallest.least_w > 0 ? smallest.least_w + chrome : 0};
+                   smallest.least_w > 0 ? smallest.least_w + chrome : 0,
+                   compact.least_w > 0 ? compact.least_w + chrome : 0};
   } else {
     focus_.clear();
     focus_need_ = {};

@@ -61,11 +61,11 @@ class HeatmapGrid {
   // room ("numbers rounded to 3 decimals …"); empty when none did.
   std::string roundingNote(bool model = false) const;  // model: a trained model's maps
   // The main area's width a lesson step's maps need to be shown whole in one row with four
-  // decimals (best), with three (least), and with three in the smallest font the grid fits them
-  // with (smallest), measured in the last frame; 0 where no width does (too tall) or outside a
-  // step. It depends on the height alone.
+  // decimals (best), with three (least), with three in the smallest font the grid fits them
+  // with (smallest), and with two (compact), measured in the last frame; 0 where no width does
+  // (too tall) or outside a step. It depends on the height alone.
   struct FocusNeed {
-    float best = 0, least = 0, smallest = 0;
+    float best = 0, least = 0, smallest = 0, compact = 0;
   };
   FocusNeed focusNeed() const { return focus_need_; }
   // Until when the cells an edit changed are outlined (the window keeps drawing till then).

@@ -193,9 +193,9 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
                                                   ImGui::GetStyle().ScrollbarSize);
     const float most = vp.Size.x - left_w - narrowest;  // the widest the main area may be
     // Four decimals where the column can give that much, else three, else three a little smaller
-    // (the grid fits them), else as much as it can.
+    // (the grid fits them), else two, else as much as it can.
     float want = 0;
-    for (float w : {need.best, need.least, need.smallest})
+    for (float w : {need.best, need.least, need.smallest, need.compact})
       if (w > 0 && w <= most) {
         want = w;
         break;

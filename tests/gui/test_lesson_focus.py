@@ -6,6 +6,8 @@ Every step of the chapter lesson, and of lessons written here (other maps, other
 - every focus map (the step's `maps`) `wholly_in_view` — title, labels, cells and colourbar on
   screen without scrolling — and, up to 12 tokens, `values_shown` with 3 or 4 decimals
   (`label_format` decimals3 or decimals4, never the compact two);
+- at 1280×720 200 %, the chapter's steps: the same, with 2 decimals allowed (two maps side by side
+  need them there);
 - the lesson's text without scrolling where it fits: the step's body needs no scrolling
   (`body_overflow_px` 0) unless its words alone are taller than the column.
 Also, stepping with Next and Back in one session (interactive, the lesson keys) leaves every focus
@@ -96,8 +98,8 @@ def focus_entries(d, maps):
     return [h for h in d["heatmaps"] if h.get("stage") in maps and "compare" not in h]
 
 
-def check_step(d, where):
-    """Problems of one step view, as text; [] when it shows its maps."""
+def check_step(d, where, fewest=3):
+    """Problems of one step view, as text; [] when it shows its maps with at least `fewest` decimals."""
     problems = []
     maps = d["state"]["lesson_maps"]
     tokens = len(d["state"]["workspace"].get("tokens") or []) or None
@@ -114,8 +116,9 @@ def check_step(d, where):
         if small:
             if not h.get("values_shown"):
                 problems.append(f"{where}: {name} shows no numbers (cell {h['cell']:.0f} px)")
-            elif h.get("label_format") not in ("decimals3", "decimals4", "custom"):
-                problems.append(f"{where}: {name} shows {h.get('label_format')}, fewer than 3 decimals")
+            elif h.get("label_format") not in ("decimals3", "decimals4", "custom") + (
+                    ("decimals2", "compact") if fewest <= 2 else ()):
+                problems.append(f"{where}: {name} shows {h.get('label_format')}, fewer than {fewest} decimals")
     # A lesson shows the weights as the probabilities they are: on the fixed 0–1 range.
     for h in d["heatmaps"]:
         if h.get("stage") == "weights" and "compare" not in h and h["range"] != [0, 1]:
@@ -150,7 +153,7 @@ def summary(d):
     return "; ".join(parts)
 
 
-def every_step(exe, display, folder, lesson, sizes):
+def every_step(exe, display, folder, lesson, sizes, fewest=3):
     with open(lesson) as f:
         steps = len(json.load(f)["steps"])
     problems, shown = [], 0
@@ -158,7 +161,7 @@ def every_step(exe, display, folder, lesson, sizes):
         for step in range(1, steps + 1):
             d, _ = run_step(exe, display, folder, lesson, step, size, text_size)
             where = f"{os.path.basename(lesson)} step {step} at {size} {text_size} %"
-            p = check_step(d, where)
+            p = check_step(d, where, fewest)
             problems += p
             shown += not p
             print(f"  {'ok ' if not p else 'BAD'} {size} {text_size}% step {step:2}: {summary(d)}")
@@ -235,6 +238,10 @@ def main():
             checks = [(f"every step of {os.path.basename(l)}", lambda l=l: every_step(args.app, display.name, folder, l, sizes))
                       for l in lessons]
             if not args.lesson:
+                # The smallest projector at the largest text: every map a step names in view whole,
+                # two decimals where three leave one of them below the fold.
+                checks.append(("every step of the chapter at 1280×720 200 %",
+                               lambda: every_step(args.app, display.name, folder, chapter, [("1280x720", 200)], 2)))
                 checks.append(("Next and Back", lambda: next_and_back(args.app, display.name, folder, chapter)))
                 checks.append(("the view command's focus", lambda: view_focus(args.app, display.name, folder)))
             code = run_checks(checks)
