@@ -237,6 +237,7 @@ struct CardNeed {
 
 struct Box {
   float x = 0, y = 0, w = 0, h = 0;  // relative to the grid's origin; w = 0: not drawn
+  float cells_top = 0;               // a map's: from its top to its cells, level with its line's (0: its own)
 };
 
 struct LayoutOptions {
@@ -278,6 +279,22 @@ CardLayout layOutCard(const CardNeed& card, float cell, float width, float gap, 
   float x = 0, y = card.heading_h, row_h = 0;
   c.w = std::min(card.heading_w, width);
   std::pair<int, int> last = after;
+  // The maps of one line have their cells' tops level, below the tallest column labels among them
+  // (Q's "d0 d1" across beside the scores' upright keys put the scores' rows half a row lower, the
+  // row labels they read by beside the wrong row).
+  std::vector<std::size_t> line;
+  const auto endLine = [&] {
+    float top = 0;
+    for (std::size_t k : line) top = std::max(top, c.tiles[k].cells_top);
+    row_h = 0;
+    for (std::size_t k : line) {
+      Box& b = c.tiles[k];
+      b.h += top - b.cells_top;
+      b.cells_top = top;
+      row_h = std::max(row_h, b.h);
+    }
+    line.clear();
+  };
   for (const TileNeed& t : card.tiles) {
     if (o.focus_only && !t.focus) {
       c.tiles.push_back({});
@@ -290,11 +307,13 @@ CardLayout layOutCard(const CardNeed& card, float cell, float width, float gap, 
     const bool first_of_card = !c.any;
     bool labels = !(o.share_labels && (x > 0 || first_of_card) && last == std::make_pair(t.row_kind, t.rows));
     float w = widthOf(labels);
-    const float h = m.top(t.col_label_w, t.cols, cell) + std::max(cell * t.rows, m.beside_cells) + m.bottom;
+    const float top = m.top(t.col_label_w, t.cols, cell);
+    const float h = top + std::max(cell * t.rows, m.beside_cells) + m.bottom;
     if (!labels && x > 0) x -= gap - px(10);  // closer to the map whose labels it reads by
-    if (x > 0 && x + w > width) x = 0, y += row_h + gap, row_h = 0, labels = true, w = widthOf(true);
+    if (x > 0 && x + w > width) endLine(), x = 0, y += row_h + gap, row_h = 0, labels = true, w = widthOf(true);
     if (first_of_card) c.reads_before = !labels;
-    c.tiles.push_back({x, y, w, h});
+    line.push_back(c.tiles.size());
+    c.tiles.push_back({x, y, w, h, top});
     c.labelled.push_back(labels);
     c.w = std::max(c.w, x + w);
     x += w + gap;
@@ -302,6 +321,7 @@ CardLayout layOutCard(const CardNeed& card, float cell, float width, float gap, 
     last = {t.row_kind, t.rows};
     c.any = true;
   }
+  endLine();
   c.h = y + row_h + gap;
   c.last = last;
   return c;
@@ -761,6 +781,7 @@ int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vec
     spec.dump = {{"head", -1}, {"module", true}, {"stage", info.id}, {"batch", snap.batch}};
     spec.dimmed = dimmedByLesson(view, info.id);
     spec.cell = cell;
+    spec.cells_top = b.cells_top;
     spec.text_scale = text_scale;
     spec.legend_room = legend_room[k];
     spec.colorbar_beside = colorbar_beside;
@@ -1047,17 +1068,18 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       return cell <= 0 ? cell : std::max({(cell - px(5)) * scale + px(5), fs * scale + px(2), px(16)});
     };
     // `fewest`: the cells of the fewest decimals the step's maps may show (three, else two).
-    const auto arrange = [&](float scale, float fewest) {  // the room asked for is the short titles' (whole ones come where they fit)
-      const Margins m = marginsAt(scale);
-      const float floor = cellAt(fewest, scale), target = cellAt(full_cell, scale);
-      FocusArrangement f = arrangeFocus(needs, grid_w, avail.y, gap, m, floor, target, px(72), false);
-      const FocusArrangement whole = arrangeFocus(needs, grid_w, avail.y, gap, m, floor, target, px(72), true);
-      if (whole.layout.cell >= f.layout.cell - 0.5f &&
-          whole.layout.focus_bottom <= std::max(f.layout.focus_bottom, avail.y) &&
-          whole.layout.set_aside == f.layout.set_aside)
-        f.layout = whole.layout;
-      return f;
-    };
+    const auto arrange =
+        [&](float scale, float fewest) {  // the room asked for is the short titles' (whole ones come where they fit)
+          const Margins m = marginsAt(scale);
+          const float floor = cellAt(fewest, scale), target = cellAt(full_cell, scale);
+          FocusArrangement f = arrangeFocus(needs, grid_w, avail.y, gap, m, floor, target, px(72), false);
+          const FocusArrangement whole = arrangeFocus(needs, grid_w, avail.y, gap, m, floor, target, px(72), true);
+          if (whole.layout.cell >= f.layout.cell - 0.5f &&
+              whole.layout.focus_bottom <= std::max(f.layout.focus_bottom, avail.y) &&
+              whole.layout.set_aside == f.layout.set_aside)
+            f.layout = whole.layout;
+          return f;
+        };
     // The numbers' font as it is; where the step's maps are not whole at three decimals so, a
     // little smaller (down to kSmallestCellText of it), as the lesson's boxes fit their column.
     const auto wholeAt = [&](float fewest) {
@@ -1226,7 +1248,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       }
       // A lesson step names the maps it is about: the others recede.
       spec.dimmed = dimmedByLesson(view, info.id);
-      spec.cell = g.cell;  // the same cells in every map
+      spec.cell = g.cell;            // the same cells in every map
+      spec.cells_top = b.cells_top;  // … level with the maps beside it
       spec.text_scale = text_scale;
       spec.legend_room = freeRightOf(g, b, grid_w, gap);
       spec.colorbar_beside = g.colorbar_beside;

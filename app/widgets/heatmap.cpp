@@ -198,6 +198,10 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     top_band = std::min(col_label_w, s.cell > 0 ? px(48) : std::min(size.y * 0.18f, px(48))) + px(6);
     cell = std::min({avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr, most});
   }
+  if (!s.compact && s.cells_top > title_h + top_band) {  // level with the maps beside it
+    top_band = s.cells_top - title_h;
+    cell = std::min({avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr, most});
+  }
   cell = std::max(cell, 0.05f);
   const ImVec2 p0(origin.x + left, origin.y + title_h + top_band);
   const ImVec2 p1(p0.x + cell * nc, p0.y + cell * nr);

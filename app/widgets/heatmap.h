@@ -53,6 +53,9 @@ struct HeatmapSpec {
   float cell = 0;                                        // the cells' side as a grid laid them out (the same in
                                                          // every map; the labels take the rest of the width);
                                                          // 0: as large as the size allows
+  float cells_top = 0;                                   // from the top to the cells, as a grid laid the maps out
+                                                         // (at least the map's own: maps side by side keep their
+                                                         // rows level); 0: its own
   float text_scale = 1;                                  // the cells' font at this much of its size (0.75–1: a
                                                          // lesson step fitting its maps to the window)
   float legend_room = 0;                                 // pixels right of the tile that no other map takes: the

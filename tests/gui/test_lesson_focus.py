@@ -8,6 +8,7 @@ Every step of the chapter lesson, and of lessons written here (other maps, other
   (`label_format` decimals3 or decimals4, never the compact two);
 - at 1280×720 200 %, the chapter's steps: the same, with 2 decimals allowed (two maps side by side
   need them there);
+- maps side by side with the same rows have their cells' tops level;
 - the lesson's text without scrolling where it fits: the step's body needs no scrolling
   (`body_overflow_px` 0) unless its words alone are taller than the column.
 Also, stepping with Next and Back in one session (interactive, the lesson keys) leaves every focus
@@ -119,6 +120,17 @@ def check_step(d, where, fewest=3):
             elif h.get("label_format") not in ("decimals3", "decimals4", "custom") + (
                     ("decimals2", "compact") if fewest <= 2 else ()):
                 problems.append(f"{where}: {name} shows {h.get('label_format')}, fewer than {fewest} decimals")
+    # Maps side by side with the same rows have them level: a map that reads by its neighbour's row
+    # labels must not put its second row beside the neighbour's first.
+    lines = {}
+    for h in d["heatmaps"]:
+        if "compare" not in h and h.get("in_view"):
+            lines.setdefault((round(h["tile"]["y"]), h["window"]["rows"] or h["rows"]), []).append(h)
+    for (_, rows), maps_on_line in lines.items():
+        tops = [h["cells"]["y"] for h in maps_on_line]
+        if max(tops) - min(tops) > 1:
+            problems.append(f"{where}: the {rows} rows of " + ", ".join(h["id"] for h in maps_on_line) +
+                            " are not level: their cells start at y " + ", ".join(f"{t:.0f}" for t in tops))
     # A lesson shows the weights as the probabilities they are: on the fixed 0–1 range.
     for h in d["heatmaps"]:
         if h.get("stage") == "weights" and "compare" not in h and h["range"] != [0, 1]:
