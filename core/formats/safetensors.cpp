@@ -85,13 +85,9 @@ class SafetensorsFile : public TensorFile {
       t.owner = keep_;
       return t;
     }
-    auto values = std::make_shared<std::vector<float>>(static_cast<std::size_t>(n));
-    const int size = dtypeBytes(info.dtype);
-    const FloatDtype dtype = floatDtypeOf(info.dtype);
-    for (std::int64_t i = 0; i < n; ++i) (*values)[static_cast<std::size_t>(i)] = elementToFloat(dtype, p + i * size);
-    t.data = values->data();
-    t.owner = std::move(values);
-    return t;
+    std::shared_ptr<float[]> values = FloatTensor::uninitialized(n);
+    elementsToFloat(floatDtypeOf(info.dtype), p, static_cast<std::size_t>(n), values.get());
+    return FloatTensor::owning(std::move(values), info.shape);
   }
 
  private:

@@ -9,6 +9,15 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <stdexcept>
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define ATTNSCOPE_TF_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#else
+#define ATTNSCOPE_TF_X86 0
+#endif
 
 #include "engine/errors.h"
 #include "formats/npy.h"
@@ -135,23 +144,24 @@ class NpzFile : public TensorFile {
     const std::int64_t n = info.elements();
     const int size = dtypeBytes(info.dtype);
     const FloatDtype dtype = floatDtypeOf(info.dtype);
-    auto values = std::make_shared<std::vector<float>>(static_cast<std::size_t>(n));
+    std::shared_ptr<float[]> values = FloatTensor::uninitialized(n);
     // Fortran order: the C-order element at multi-index i lies at Σ i_k · stride_k, stride_0 = 1.
     const auto& shape = info.shape;
     const bool fortran = item.header.fortran && shape.size() > 1;
+    if (!fortran) {
+      elementsToFloat(dtype, data, static_cast<std::size_t>(n), values.get(), item.big);
+      return FloatTensor::owning(std::move(values), info.shape);
+    }
     std::vector<std::int64_t> f_stride(shape.size(), 1), idx(shape.size(), 0);
     for (std::size_t k = 1; k < shape.size(); ++k) f_stride[k] = f_stride[k - 1] * shape[k - 1];
     for (std::int64_t c = 0; c < n; ++c) {
-      std::int64_t at = c;
-      if (fortran) {
-        at = 0;
-        for (std::size_t k = 0; k < idx.size(); ++k) at += idx[k] * f_stride[k];
-        for (std::size_t k = idx.size(); k-- > 0;) {
-          if (++idx[k] < shape[k]) break;
-          idx[k] = 0;
-        }
+      std::int64_t at = 0;
+      for (std::size_t k = 0; k < idx.size(); ++k) at += idx[k] * f_stride[k];
+      for (std::size_t k = idx.size(); k-- > 0;) {
+        if (++idx[k] < shape[k]) break;
+        idx[k] = 0;
       }
-      (*values)[static_cast<std::size_t>(c)] = elementToFloat(dtype, data + at * size, item.big);
+      values[static_cast<std::size_t>(c)] = elementToFloat(dtype, data + at * size, item.big);
     }
     return FloatTensor::owning(std::move(values), info.shape);
   }
@@ -270,6 +280,148 @@ float elementToFloat(FloatDtype dtype, const unsigned char* p, bool big) {
   }
   return dtype == FloatDtype::BF16 ? bfloat16ToFloat(static_cast<std::uint16_t>(v))
                                    : halfToFloat(static_cast<std::uint16_t>(v));
+}
+
+// ---- runs of elements (elementsToFloat) ---------------------------------------------------
+
+namespace {
+
+std::uint16_t littleHalf(const unsigned char* p) { return static_cast<std::uint16_t>(p[0] | p[1] << 8); }
+
+void halfsScalar(const unsigned char* p, std::size_t n, float* out) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = halfToFloat(littleHalf(p + 2 * i));
+}
+
+#if ATTNSCOPE_TF_X86
+// A block holding a NaN (magnitude above ∞'s 0x7c00; the signed compare is the unsigned one below
+// 0x8000) goes through halfToFloat, which keeps a signalling NaN signalling, as NumPy does: the
+// hardware would set its quiet bit (tensor_file_kinds.h). The tail, under a block, likewise.
+__attribute__((target("avx,f16c"))) void halfsF16c(const unsigned char* p, std::size_t n, float* out) {
+  const __m128i magnitude = _mm_set1_epi16(0x7fff), infinity = _mm_set1_epi16(0x7c00);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i));
+    if (_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, magnitude), infinity)) != 0)
+      halfsScalar(p + 2 * i, 8, out + i);
+    else
+      _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
+  halfsScalar(p + 2 * i, n - i, out + i);
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push  // GCC bug 105593 (_mm512_undefined_ps), as in engine/torch_generator.cpp
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+__attribute__((target("avx512f"))) void halfsAvx512(const unsigned char* p, std::size_t n, float* out) {
+  const __m256i magnitude = _mm256_set1_epi16(0x7fff), infinity = _mm256_set1_epi16(0x7c00);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2 * i));
+    if (_mm256_movemask_epi8(_mm256_cmpgt_epi16(_mm256_and_si256(h, magnitude), infinity)) != 0)
+      halfsScalar(p + 2 * i, 16, out + i);
+    else
+      _mm512_storeu_ps(out + i, _mm512_cvtph_ps(h));
+  }
+  halfsScalar(p + 2 * i, n - i, out + i);
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+// The checks include the OS's support for the wider registers (XCR0), as engine/simd_isa.cpp's:
+// __builtin_cpu_supports("avx") checks it. F16C is CPUID leaf 1's bit, read here because clang 14's
+// __builtin_cpu_supports does not know "f16c" (GCC 12's does).
+bool cpuHasF16c() {
+  __builtin_cpu_init();
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+bool cpuHasAvx512() {  // halfsAvx512 tests its blocks for NaNs with AVX2, which AVX-512F implies
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
+}
+#else
+bool cpuHasF16c() { return false; }  // only the scalar code is built
+bool cpuHasAvx512() { return false; }
+#endif
+
+}  // namespace
+
+bool conversionIsaSupported(ConversionIsa isa) {
+  switch (isa) {
+    case ConversionIsa::Auto:
+    case ConversionIsa::Scalar: return true;
+    case ConversionIsa::F16c: {
+      static const bool has = cpuHasF16c();
+      return has;
+    }
+    case ConversionIsa::Avx512: {
+      static const bool has = cpuHasAvx512();
+      return has;
+    }
+  }
+  return false;
+}
+
+ConversionIsa conversionIsaBest() {
+  if (conversionIsaSupported(ConversionIsa::Avx512)) return ConversionIsa::Avx512;
+  if (conversionIsaSupported(ConversionIsa::F16c)) return ConversionIsa::F16c;
+  return ConversionIsa::Scalar;
+}
+
+const char* conversionIsaName(ConversionIsa isa) {
+  switch (isa) {
+    case ConversionIsa::Auto: return "auto";
+    case ConversionIsa::Scalar: return "scalar";
+    case ConversionIsa::F16c: return "f16c";
+    case ConversionIsa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+void elementsToFloat(FloatDtype dtype, const unsigned char* p, std::size_t n, float* out, bool big, ConversionIsa isa) {
+  if (isa == ConversionIsa::Auto) isa = conversionIsaBest();
+  if (!conversionIsaSupported(isa))
+    throw std::invalid_argument(std::string("elementsToFloat: this CPU cannot run the ") + conversionIsaName(isa) +
+                                " version");
+  const int size = dtype == FloatDtype::F64 ? 8 : dtype == FloatDtype::F32 ? 4 : 2;
+  if (isa == ConversionIsa::Scalar || big || !hostLittleEndian()) {
+    for (std::size_t i = 0; i < n; ++i) out[i] = elementToFloat(dtype, p + i * size, big);
+    return;
+  }
+  // Little-endian data on a little-endian host: the bytes are the host's numbers.
+  switch (dtype) {
+    case FloatDtype::F32:
+      if (n > 0) std::memcpy(out, p, n * 4);
+      return;
+    case FloatDtype::F64:
+      for (std::size_t i = 0; i < n; ++i) {
+        double d;
+        std::memcpy(&d, p + i * 8, 8);
+        out[i] = static_cast<float>(d);
+      }
+      return;
+    case FloatDtype::BF16:
+      for (std::size_t i = 0; i < n; ++i) {
+        std::uint16_t h;
+        std::memcpy(&h, p + i * 2, 2);
+        const std::uint32_t bits = static_cast<std::uint32_t>(h) << 16;
+        std::memcpy(out + i, &bits, 4);
+      }
+      return;
+    case FloatDtype::F16:
+#if ATTNSCOPE_TF_X86
+      if (isa == ConversionIsa::Avx512)
+        halfsAvx512(p, n, out);
+      else if (isa == ConversionIsa::F16c)
+        halfsF16c(p, n, out);
+      else
+#endif
+        halfsScalar(p, n, out);
+      return;
+  }
 }
 
 const TensorInfo& checkFloatRequest(const TensorFile& file, const std::string& name, const TensorFileLimits& limits) {

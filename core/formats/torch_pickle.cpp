@@ -636,12 +636,13 @@ class PthFile : public TensorFile {
     const std::int64_t n = info.elements();
     // A float32 storage in the host's order whose view is all of it in C order is its own values:
     // no second copy (a 1-GiB embedding peaked at 2 GiB).
-    bool whole = dtype == FloatDtype::F32 && big_ == !hostLittleEndian() && t.offset == 0 &&
-                 static_cast<std::uint64_t>(n) * 4 == storage->size();
-    for (std::int64_t k = static_cast<std::int64_t>(t.shape.size()), stride = 1; whole && k-- > 0;) {
-      whole = t.shape[static_cast<std::size_t>(k)] == 1 || t.stride[static_cast<std::size_t>(k)] == stride;
+    bool contiguous = true;  // the view's elements lie one after another in C order
+    for (std::int64_t k = static_cast<std::int64_t>(t.shape.size()), stride = 1; contiguous && k-- > 0;) {
+      contiguous = t.shape[static_cast<std::size_t>(k)] == 1 || t.stride[static_cast<std::size_t>(k)] == stride;
       stride *= t.shape[static_cast<std::size_t>(k)];
     }
+    const bool whole = dtype == FloatDtype::F32 && big_ == !hostLittleEndian() && t.offset == 0 &&
+                       static_cast<std::uint64_t>(n) * 4 == storage->size() && contiguous;
     if (whole && reinterpret_cast<std::uintptr_t>(storage->data()) % alignof(float) == 0) {
       FloatTensor own;
       own.data = reinterpret_cast<const float*>(storage->data());
@@ -651,12 +652,26 @@ class PthFile : public TensorFile {
       return own;
     }
     const auto* base = reinterpret_cast<const unsigned char*>(storage->data());
-    auto values = std::make_shared<std::vector<float>>(static_cast<std::size_t>(n));
-    // C order over the view: pos walks the storage by the strides.
-    std::vector<std::int64_t> idx(t.shape.size(), 0);
+    std::shared_ptr<float[]> values = FloatTensor::uninitialized(n);
+    // C order over the view, a row (the last dimension) at a time: pos walks the storage by the
+    // outer strides. A row of stride 1 is a run elementsToFloat converts at once; a contiguous view
+    // is one row.
+    std::size_t outer = t.shape.empty() ? 0 : t.shape.size() - 1;
+    std::int64_t row = t.shape.empty() ? 1 : t.shape.back(), row_stride = t.shape.empty() ? 1 : t.stride.back();
+    if (contiguous) {
+      outer = 0;
+      row = n;
+      row_stride = 1;
+    }
+    std::vector<std::int64_t> idx(outer, 0);
     std::int64_t pos = t.offset;
-    for (std::int64_t c = 0; c < n; ++c) {
-      (*values)[static_cast<std::size_t>(c)] = elementToFloat(dtype, base + pos * item, big_);
+    float* out = values.get();
+    for (std::int64_t c = 0; c < n; c += row) {
+      if (row_stride == 1)
+        elementsToFloat(dtype, base + pos * item, static_cast<std::size_t>(row), out + c, big_);
+      else
+        for (std::int64_t j = 0; j < row; ++j)
+          out[c + j] = elementToFloat(dtype, base + (pos + j * row_stride) * item, big_);
       for (std::size_t k = idx.size(); k-- > 0;) {
         pos += t.stride[k];
         if (++idx[k] < t.shape[k]) break;
