@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <limits>
+
+#include <sys/stat.h>
 
 #include "editing/token_table.h"
 #include "engine/errors.h"
@@ -276,6 +279,22 @@ int tokenAfterEdit(const Command& c, int token) {
 }
 }  // namespace
 
+namespace {
+// ", autosaved at 14:32" (local time; the day too when it was not today), or "" when unknown.
+std::string autosavedAt(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  const std::time_t then = st.st_mtime, now = std::time(nullptr);
+  std::tm a{}, b{};
+  localtime_r(&then, &a);
+  localtime_r(&now, &b);
+  char text[32];
+  const bool today = a.tm_year == b.tm_year && a.tm_yday == b.tm_yday;
+  std::strftime(text, sizeof text, today ? "%H:%M" : "%Y-%m-%d %H:%M", &a);
+  return std::string(", autosaved at ") + text;
+}
+}  // namespace
+
 void Controller::applyToDocument(const Command& c, double now) {
   if (c.id() == CommandId::Restore) {  // an autosave that cannot be read is kept aside, never overwritten
     try {
@@ -285,7 +304,17 @@ void Controller::applyToDocument(const Command& c, double now) {
       throw InputError(std::string("The last session's autosave could not be read (") + e.what() + ")" +
                        (kept.empty() ? "" : "; it is kept as " + kept));
     }
-    return replaced(c, now);
+    replaced(c, now);
+    // Work the user never saved, back on screen: said, so it is not taken for what the file holds
+    // (a note already shown, such as another window's work kept aside, follows it).
+    if (doc_.dirty()) {
+      std::string text = "The last session's unsaved work is back (" +
+                         (doc_.file().empty() ? std::string("untitled") : fs::path(doc_.file()).filename().string()) +
+                         autosavedAt(c.text("path")) + "): Ctrl+S saves it.";
+      if (!toast_.text.empty() && now < toast_.until) text += " " + toast_.text;
+      notify(text, now);
+    }
+    return;
   }
   if (c.id() == CommandId::Open && doc_.dirty() && interactive_ && !(c.has("discard") && c.flag("discard"))) {
     // A script's open in a session the user sees is not asked about. Opening starts a new

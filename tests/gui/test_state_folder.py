@@ -4,7 +4,8 @@ written; nothing is parsed that need not be.
 
 - F6, two instances: two windows on one state folder edit at once; each autosaves to its own slot
   (autosave.json, autosave-2.json; an flock per slot), so neither overwrites the other's; killed
-  both, the next start restores slot 1's work and keeps the other's aside, saying so. Their recent
+  both, the next start restores slot 1's work, saying so ("unsaved work is back"), and keeps the
+  other's aside, saying so too. Their recent
   files are merged (settings.json is read, changed and written under a lock).
 - F11: two "open over unsaved changes" in one second write two unsaved-…-DATE.json files (the second
   with -2), never one over the other.
@@ -92,6 +93,9 @@ def two_instances(exe, display, folder):
         kept = glob.glob(os.path.join(state, "attnscope", "autosave-2-kept-*.json"))
         expect(len(kept) == 1 and abs(cell(kept[0]) - 0.222) < 1e-6, f"the second window's work was not kept: {kept}")
         expect("kept in" in d["state"]["toast"], f"the start did not say where the other window's work is: {d['state']['toast']!r}")
+        # … nor is the restored work taken silently for what w1.json holds
+        expect("unsaved work is back (w1.json, autosaved at " in d["state"]["toast"],
+               f"the start did not say the unsaved work is back: {d['state']['toast']!r}")
     print("  two windows: own autosaves, recent files merged; after a kill of both, one restored, one kept aside")
 
 
