@@ -424,7 +424,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   // The tokens as GPT-2 spells them (Ġ: a space before the word); a click selects one.
   tokenChips(ctx, chipsAboveNextTokens(session));
   ImGui::Separator();
-  nextTokens(ctx);
+  nextTokens(ctx, refused);
   ImGui::End();
 }
 
@@ -447,7 +447,7 @@ void ModelTextPanel::runText(const PanelContext& ctx) {
 }
 
 // Transformer Explainer's view: the most likely next tokens at the selected position.
-void ModelTextPanel::nextTokens(const PanelContext& ctx) {
+void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
   const ModelSession& session = *ctx.model;
   const Snapshot* s = ctx.snapshot.get();
   const int position = ctx.view.token;
@@ -484,7 +484,10 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx) {
     next_temperature_ = ctx.view.temperature;
   }
   const bool last = position == session.tokenCount() - 1;
-  const bool room = session.tokenCount() < session.maxTokens();
+  const bool room = session.tokenCount() < session.maxTokens(), can_append = room && !held;
+  const char* why_not = held ? "The text in the field was not applied: fix it, or go Back to the text shown, to append"
+                        : !room ? "The text is as long as the model's context"
+                                : nullptr;
   // The button grows the text at its end. With another token selected the list below is not what
   // it appends ("Ġfox 32.5 %" listed, "." appended), so it names the token: the last one's top.
   std::string append = "Append the top token";
@@ -500,13 +503,17 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx) {
                           ImGui::GetContentRegionAvail().x, ImGui::GetStyle().FramePadding.x * 2);
   }
   // A tokenButton: a token's "##" would end an ImGui button's text.
-  if (tokenButton(append, false, room, ImGui::GetContentRegionAvail().x, true)) ctx.commands.push("append_token");
+  if (tokenButton(append, false, can_append, ImGui::GetContentRegionAvail().x, true)) ctx.commands.push("append_token");
   if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-    ImGui::SetTooltip(last ? "Appends the most likely token after the last one: grow the text a token at a time"
-                           : "Appends the most likely token after the last token; the list below is for token %d",
-                      position + 1);
+    ImGui::SetTooltip("%s", why_not ? why_not
+                            : last
+                                ? "Appends the most likely token after the last one: grow the text a token at a time"
+                                : ("Appends the most likely token after the last token; the list below is for token " +
+                                   std::to_string(position + 1))
+                                      .c_str());
   layout().widget("model_append");
   layout().state()["model_append_label"] = append;
+  layout().state()["model_append_enabled"] = can_append;
   layout().state()["model_append_shown"] =  // as tokenButton cuts it
       fitText(append, ImGui::GetContentRegionAvail().x - ImGui::GetStyle().FramePadding.x * 2);
   ImGui::PushFont(fonts().small);
@@ -525,11 +532,12 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx) {
     std::snprintf(prob, sizeof prob, "%5.1f %%", static_cast<double>(t.probability) * 100);
     ImGui::TextUnformatted(prob);
     ImGui::SameLine();
-    if (tokenButton(label, false, last && room, ImGui::GetContentRegionAvail().x))
+    if (tokenButton(label, false, last && can_append, ImGui::GetContentRegionAvail().x))
       ctx.commands.push("append_token", {{"id", t.id}});
     if (i < kNextRowsKept) layout().widget("model_next_" + std::to_string(i));
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-      ImGui::SetTooltip(last ? "%s · id %d · logit %.3f · click: append it to the text" : "%s · id %d · logit %.3f",
+      ImGui::SetTooltip(last && can_append ? "%s · id %d · logit %.3f · click: append it to the text"
+                                           : "%s · id %d · logit %.3f",
                         label.c_str(), t.id, static_cast<double>(t.logit));
     ImGui::PopID();
   }

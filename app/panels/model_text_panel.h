@@ -31,7 +31,9 @@ class ModelTextPanel {
   void drawGiven(const PanelContext& ctx);                 // given maps: what they are, the layer, Close
   void tokenChips(const PanelContext& ctx, float height);  // the tokens; a click selects one
   void runText(const PanelContext& ctx);                   // a training run's: its probe, the next tokens
-  void nextTokens(const PanelContext& ctx);
+  // held: the field holds a text the model refused, which appending would replace: no appending
+  // till it is fixed or given up (Back to the text shown).
+  void nextTokens(const PanelContext& ctx, bool held = false);
 
   float model_h_ = 0, model_compact_h_ = 0;
   std::string text_;                                    // the field, as typed

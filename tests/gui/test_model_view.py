@@ -720,8 +720,17 @@ def checks(tmp):
                         f"{name} below the fold while a text is refused: {w} in {panel}"
                 why = d["state"]["model_text_refusal"]
                 assert re.fullmatch(r"text: \d+ tokens, more than the model reads \(64\)", why), why
+                # Appending would replace the refused text with the session's: no appending meanwhile,
+                # and a click on the button leaves the field and the text as they are.
+                assert d["state"]["model_append_enabled"] is False, "Append is offered over a refused text"
+                a.click("model_append")
+                time.sleep(0.5)
+                d = a.layout()
+                assert d["state"]["model_field"] == long_text and d["state"]["model"]["ids"] == ids, \
+                    ("a click on Append over a refused text", d["state"]["model_field"][:40], d["state"]["model"]["ids"][-3:])
                 d = a.until(lambda _: a.click("model_text_restore"), "the text shown back in the field",
                             lambda d: d["state"]["model_field"] == shown_text and not d["state"]["model_text_refused"])
+                assert d["state"]["model_append_enabled"] is True, "Append still off with the text shown back"
                 print(f"  {len(long_text)} characters pasted: refused, kept in the field and said so; "
                       f"'Back to the text shown' restored {shown_text[:20]!r}…")
 
