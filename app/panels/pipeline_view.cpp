@@ -44,6 +44,9 @@ void PipelineView::draw(const PanelContext& ctx) {
   // In a child of its own, which scrolls (the main window neither scrolls nor has a scrollbar: at
   // 1280 × 800 and 150 % a trained model's last steps and the enlarged map were out of reach).
   ImGui::BeginChild("##pipeline", ImVec2(0, 0), false, ImGuiWindowFlags_NoSavedSettings);
+  const ImVec2 clip_min = ImGui::GetWindowDrawList()->GetClipRectMin(),
+               clip_max = ImGui::GetWindowDrawList()->GetClipRectMax();
+  layout().rect("pipeline_area", clip_min, clip_max);  // what of the steps can be seen
   drawSteps(ctx, *snap, ImGui::GetContentRegionAvail());
   ImGui::EndChild();
 }
@@ -123,12 +126,15 @@ void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, 
   };
 
   // Nodes left to right, wrapped into as few rows as keep each node readable.
-  const float arrow_w = px(26), min_node = px(110);
+  // Wrapped, the rows after the first start with "↳" in a margin of their own (drawn left of the
+  // first node, it was clipped by the window to a stray tick).
+  const float arrow_w = px(26), min_node = px(110), turn_w = ImGui::CalcTextSize("↳").x + px(4);
   const int n = static_cast<int>(steps.size());
   int per_row = n;
-  while (per_row > 1 && per_row * min_node + (per_row - 1) * arrow_w > size.x)
+  while (per_row > 1 && per_row * min_node + (per_row - 1) * arrow_w + turn_w > size.x)
     per_row = per_row == 2 ? 1 : (per_row + 1) / 2;
-  const float node_w = (size.x - arrow_w * (per_row - 1)) / per_row;
+  const float margin = per_row < n ? turn_w : 0.0f;
+  const float node_w = (size.x - margin - arrow_w * (per_row - 1)) / per_row;
   const float thumb = std::min(node_w - px(6), px(96));
   const float line = ImGui::GetTextLineHeightWithSpacing();
   const float row_h = line * 2 + thumb + px(14);
@@ -138,15 +144,17 @@ void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, 
   auto fitted = [&](const std::string& text) { return fitText(text, node_w - px(4)); };  // rest on hover
   for (int k = 0; k < n; ++k) {
     const Step& st = steps[k];
-    const float x0 = row0.x + (k % per_row) * (node_w + arrow_w);
+    const float x0 = row0.x + margin + (k % per_row) * (node_w + arrow_w);
     const float y0 = row0.y + (k / per_row) * row_h;
     if (k % per_row > 0) {  // the arrow from the step before
       const float y = y0 + line * 2 + thumb / 2;
       draw->AddLine(ImVec2(x0 - arrow_w + px(3), y), ImVec2(x0 - px(5), y), dim, px(1.5f));
       draw->AddTriangleFilled(ImVec2(x0 - px(5), y - px(4)), ImVec2(x0 - px(5), y + px(4)), ImVec2(x0 - px(1), y), dim);
     } else if (k > 0) {  // a new row continues the last one
-      draw->AddText(ImVec2(x0 - px(7), y0 + line * 2 + thumb / 2 - line / 2), dim,
-                    "↳");  // in the margin, clear of the thumbnail
+      const ImVec2 at(row0.x, y0 + line * 2 + thumb / 2 - line / 2);
+      draw->AddText(at, dim, "↳");
+      layout().rect("pipeline_turn_" + std::to_string(k / per_row), at,
+                    ImVec2(at.x + ImGui::CalcTextSize("↳").x, at.y + ImGui::GetTextLineHeight()));
     }
     const std::string detail = st.values ? (st.op.empty() ? shape(*st.values) : st.op + "  " + shape(*st.values))
                                          : st.op;

@@ -635,7 +635,17 @@ def main():
             def pipeline_tab():
                 to_pipeline = {"do": "view", "field": "tab", "value": "pipeline"}  # a click on the tab
                 d = run("pipeline", [to_pipeline])
-                steps = sorted(k for k in d["widgets"] if k.startswith("pipeline_"))
+                steps = sorted(k for k in d["widgets"] if k.startswith("pipeline_") and
+                               not k.startswith(("pipeline_turn_", "pipeline_area")))
+                # Wrapped rows start with "↳", whole within what of the steps can be seen (drawn
+                # left of the first node, the window cut it to a stray tick).
+                area, turns = d["widgets"]["pipeline_area"], [k for k in d["widgets"] if k.startswith("pipeline_turn_")]
+                for k in turns:
+                    t = d["widgets"][k]
+                    if t["x"] < area["x"] - 0.5 or t["x"] + t["w"] > area["x"] + area["w"] + 0.5:
+                        raise AssertionError(f"{k} {t} is cut by the steps' window {area}")
+                if not turns:
+                    raise AssertionError("the pipeline's steps did not wrap at this size: no ↳ to check")
                 print(f"  pipeline widgets: {', '.join(steps)}")
                 if "pipeline" not in d["panels"]:
                     raise AssertionError(f"no pipeline panel; panels {sorted(d['panels'])}")
