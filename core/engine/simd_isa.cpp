@@ -3,15 +3,23 @@
 #include <stdexcept>
 #include <string>
 
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 namespace attnscope {
 namespace {
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 // The checks include the OS's support for the wider registers (XCR0), not only CPUID bits;
 // __builtin_cpu_init is needed if we run before libgcc's own constructor.
+// F16C is CPUID leaf 1's bit, read by hand: clang 14's __builtin_cpu_supports does not know "f16c".
+// (Every CPU with AVX2 has it; checked all the same.)
 bool cpuHasAvx2Fma() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
 }
 bool cpuHasAvx512() { return cpuHasAvx2Fma() && __builtin_cpu_supports("avx512f"); }
 #else

@@ -1,10 +1,10 @@
 // The instruction sets our hand-written kernels come in (the MT19937 refill, the fused attention
-// tiles), detected at run time: CI machines may have AVX2 without AVX-512, so nothing is assumed.
+// tiles, float16 conversion), detected at run time: CI machines may have AVX2 without AVX-512, so nothing is assumed.
 #pragma once
 
 namespace attnscope {
 
-enum class Isa { Auto, Scalar, Avx2, Avx512 };  // Avx2 includes FMA; Avx512 includes both
+enum class Isa { Auto, Scalar, Avx2, Avx512 };  // Avx2 includes FMA and F16C; Avx512 includes them
 
 bool isaSupported(Isa isa);    // Auto and Scalar always are
 Isa isaBest();                 // what Auto resolves to on this CPU

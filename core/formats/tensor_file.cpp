@@ -13,7 +13,6 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define ATTNSCOPE_TF_X86 1
-#include <cpuid.h>
 #include <immintrin.h>
 #else
 #define ATTNSCOPE_TF_X86 0
@@ -330,64 +329,14 @@ __attribute__((target("avx512f"))) void halfsAvx512(const unsigned char* p, std:
 #pragma GCC diagnostic pop
 #endif
 
-// The checks include the OS's support for the wider registers (XCR0), as engine/simd_isa.cpp's:
-// __builtin_cpu_supports("avx") checks it. F16C is CPUID leaf 1's bit, read here because clang 14's
-// __builtin_cpu_supports does not know "f16c" (GCC 12's does).
-bool cpuHasF16c() {
-  __builtin_cpu_init();
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
-}
-bool cpuHasAvx512() {  // halfsAvx512 tests its blocks for NaNs with AVX2, which AVX-512F implies
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2");
-}
-#else
-bool cpuHasF16c() { return false; }  // only the scalar code is built
-bool cpuHasAvx512() { return false; }
 #endif
 
 }  // namespace
 
-bool conversionIsaSupported(ConversionIsa isa) {
-  switch (isa) {
-    case ConversionIsa::Auto:
-    case ConversionIsa::Scalar: return true;
-    case ConversionIsa::F16c: {
-      static const bool has = cpuHasF16c();
-      return has;
-    }
-    case ConversionIsa::Avx512: {
-      static const bool has = cpuHasAvx512();
-      return has;
-    }
-  }
-  return false;
-}
-
-ConversionIsa conversionIsaBest() {
-  if (conversionIsaSupported(ConversionIsa::Avx512)) return ConversionIsa::Avx512;
-  if (conversionIsaSupported(ConversionIsa::F16c)) return ConversionIsa::F16c;
-  return ConversionIsa::Scalar;
-}
-
-const char* conversionIsaName(ConversionIsa isa) {
-  switch (isa) {
-    case ConversionIsa::Auto: return "auto";
-    case ConversionIsa::Scalar: return "scalar";
-    case ConversionIsa::F16c: return "f16c";
-    case ConversionIsa::Avx512: return "avx512";
-  }
-  return "?";
-}
-
-void elementsToFloat(FloatDtype dtype, const unsigned char* p, std::size_t n, float* out, bool big, ConversionIsa isa) {
-  if (isa == ConversionIsa::Auto) isa = conversionIsaBest();
-  if (!conversionIsaSupported(isa))
-    throw std::invalid_argument(std::string("elementsToFloat: this CPU cannot run the ") + conversionIsaName(isa) +
-                                " version");
+void elementsToFloat(FloatDtype dtype, const unsigned char* p, std::size_t n, float* out, bool big, Isa isa) {
+  isa = runnableIsa(isa, "elementsToFloat");
   const int size = dtype == FloatDtype::F64 ? 8 : dtype == FloatDtype::F32 ? 4 : 2;
-  if (isa == ConversionIsa::Scalar || big || !hostLittleEndian()) {
+  if (isa == Isa::Scalar || big || !hostLittleEndian()) {
     for (std::size_t i = 0; i < n; ++i) out[i] = elementToFloat(dtype, p + i * size, big);
     return;
   }
@@ -413,9 +362,9 @@ void elementsToFloat(FloatDtype dtype, const unsigned char* p, std::size_t n, fl
       return;
     case FloatDtype::F16:
 #if ATTNSCOPE_TF_X86
-      if (isa == ConversionIsa::Avx512)
+      if (isa == Isa::Avx512)
         halfsAvx512(p, n, out);
-      else if (isa == ConversionIsa::F16c)
+      else if (isa == Isa::Avx2)  // its F16C
         halfsF16c(p, n, out);
       else
 #endif

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/simd_isa.h"
 #include "formats/tensor_file.h"
 #include "formats/zip_archive.h"
 
@@ -32,27 +33,20 @@ FloatDtype floatDtypeOf(const std::string& dtype);  // dtype: one isFloatDtype a
 // One element of a float dtype at p (little-endian unless `big`): the readable reference.
 float elementToFloat(FloatDtype dtype, const unsigned char* p, bool big = false);
 
-// How elementsToFloat converts a run of float16: one element at a time (Scalar, elementToFloat),
-// 8 at a time with F16C's vcvtph2ps (F16c: AVX + F16C) or 16 at a time with AVX-512's (Avx512).
-// Auto is the widest this CPU runs, decided at run time (__builtin_cpu_supports): the build
-// assumes nothing of the CPU the program runs on. Tests and measurements force one.
-enum class ConversionIsa { Auto, Scalar, F16c, Avx512 };
-bool conversionIsaSupported(ConversionIsa isa);    // Auto and Scalar always are
-ConversionIsa conversionIsaBest();                 // what Auto resolves to here, never Auto
-const char* conversionIsaName(ConversionIsa isa);  // "auto", "scalar", "f16c", "avx512"
-
 // n contiguous elements of a float dtype from p (any alignment; little-endian unless `big`) into
 // out[0, n): bit for bit what elementToFloat gives one by one, which is the path for big-endian
 // data or host and for `isa` Scalar. Otherwise F32 is copied, F64 cast, BF16 shifted 16 bits up (a
-// plain loop the compiler vectorizes) and F16 converted by the hardware (`isa`; other CPUs than
-// x86 take the scalar path). The hardware conversion is exact for every finite value, subnormals
-// and ±∞, and keeps a NaN's sign and payload, but sets the quiet bit of a signalling NaN, which
-// halfToFloat and NumPy (np.float16(…).astype(np.float32), Debian's NumPy 1.24) keep as they are
-// (0x7c01 is 0x7f802000; torch 1.13's .float() gives 0x7fc02000): a block of 8 or 16 that holds a
-// NaN goes through halfToFloat, so both paths give NumPy's bits for all 65536 values. Throws
-// std::invalid_argument when this CPU cannot run `isa`.
+// plain loop the compiler vectorizes) and F16 converted by the hardware, 8 at a time with F16C's
+// vcvtph2ps (Isa::Avx2, which includes F16C) or 16 at a time with AVX-512's (Isa::Avx512); Auto
+// is the widest this CPU runs (engine/simd_isa.h; other CPUs than x86 take the scalar path). The
+// hardware conversion is exact for every finite value, subnormals and ±∞, and keeps a NaN's sign
+// and payload, but sets the quiet bit of a signalling NaN, which halfToFloat and NumPy
+// (np.float16(…).astype(np.float32), Debian's NumPy 1.24) keep as they are (0x7c01 is 0x7f802000;
+// torch 1.13's .float() gives 0x7fc02000): a block of 8 or 16 that holds a NaN goes through
+// halfToFloat, so every path gives NumPy's bits for all 65536 values. Throws
+// std::invalid_argument when this CPU cannot run `isa` (runnableIsa).
 void elementsToFloat(FloatDtype dtype, const unsigned char* p, std::size_t n, float* out, bool big = false,
-                     ConversionIsa isa = ConversionIsa::Auto);
+                     Isa isa = Isa::Auto);
 
 // "PATH: tensor NAME: why", checked before anything is allocated: absent, not a float dtype, or
 // more float32 bytes than limits.max_tensor_bytes.

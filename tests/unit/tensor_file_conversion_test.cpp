@@ -102,13 +102,13 @@ std::string hex(std::uint32_t v) {
 }
 
 // The paths this CPU runs; the others are named in `missing`.
-std::vector<ConversionIsa> paths(std::string* missing = nullptr) {
-  std::vector<ConversionIsa> out;
-  for (ConversionIsa isa : {ConversionIsa::Scalar, ConversionIsa::F16c, ConversionIsa::Avx512, ConversionIsa::Auto}) {
-    if (conversionIsaSupported(isa))
+std::vector<Isa> paths(std::string* missing = nullptr) {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Auto}) {
+    if (isaSupported(isa))
       out.push_back(isa);
     else if (missing != nullptr)
-      *missing += std::string(*missing == "" ? "" : ", ") + conversionIsaName(isa);
+      *missing += std::string(*missing == "" ? "" : ", ") + isaName(isa);
   }
   return out;
 }
@@ -134,12 +134,12 @@ std::string mismatches(const float* got, std::size_t n, const std::vector<std::u
 TEST(HalfRuns, ThePathsThisCpuRuns) {
   std::string missing;
   std::string ran;
-  for (ConversionIsa isa : paths(&missing)) ran += std::string(ran.empty() ? "" : ", ") + conversionIsaName(isa);
-  std::printf("[   NOTE   ] tested here: %s; auto is %s%s%s\n", ran.c_str(), conversionIsaName(conversionIsaBest()),
+  for (Isa isa : paths(&missing)) ran += std::string(ran.empty() ? "" : ", ") + isaName(isa);
+  std::printf("[   NOTE   ] tested here: %s; auto is %s%s%s\n", ran.c_str(), isaName(isaBest()),
               missing.empty() ? "" : "; not run by this CPU, so not tested: ", missing.c_str());
-  EXPECT_NE(conversionIsaBest(), ConversionIsa::Auto);
-  for (ConversionIsa isa : {ConversionIsa::F16c, ConversionIsa::Avx512})
-    if (!conversionIsaSupported(isa)) {
+  EXPECT_NE(isaBest(), Isa::Auto);
+  for (Isa isa : {Isa::Avx2, Isa::Avx512})
+    if (!isaSupported(isa)) {
       float out = 0;
       EXPECT_THROW(elementsToFloat(FloatDtype::F16, reinterpret_cast<const unsigned char*>("\0\0"), 1, &out, false,
                                    isa),
@@ -156,11 +156,11 @@ TEST(HalfRuns, EveryFloat16PatternIsNumPysOnEveryPath) {
   EXPECT_EQ(ref.f16[0x7e01], 0x7fc02000u);
   EXPECT_EQ(ref.f16[0x0001], 0x33800000u);  // the smallest subnormal, 2^-24
   const std::string bytes = allPatterns();
-  for (ConversionIsa isa : paths()) {
+  for (Isa isa : paths()) {
     std::vector<float> out(65536);
     elementsToFloat(FloatDtype::F16, reinterpret_cast<const unsigned char*>(bytes.data()), 65536, out.data(), false,
                     isa);
-    EXPECT_EQ(mismatches(out.data(), 65536, ref.f16, 0), "") << conversionIsaName(isa);
+    EXPECT_EQ(mismatches(out.data(), 65536, ref.f16, 0), "") << isaName(isa);
   }
   // halfToFloat, the reference the paths fall back on.
   std::vector<float> one(65536);
@@ -172,23 +172,23 @@ TEST(HalfRuns, EveryBfloat16PatternIsTorchsOnEveryPath) {
   ASSERT_REFERENCE();
   const Reference& ref = reference();
   const std::string bytes = allPatterns();
-  for (ConversionIsa isa : paths()) {
+  for (Isa isa : paths()) {
     std::vector<float> out(65536);
     elementsToFloat(FloatDtype::BF16, reinterpret_cast<const unsigned char*>(bytes.data()), 65536, out.data(), false,
                     isa);
-    EXPECT_EQ(mismatches(out.data(), 65536, ref.bf16, 0), "") << conversionIsaName(isa);
+    EXPECT_EQ(mismatches(out.data(), 65536, ref.bf16, 0), "") << isaName(isa);
   }
 }
 
 TEST(HalfRuns, BigEndianDataReadsAlike) {
   ASSERT_REFERENCE();
   const std::string bytes = allPatterns(true);
-  for (ConversionIsa isa : paths())
+  for (Isa isa : paths())
     for (FloatDtype dtype : {FloatDtype::F16, FloatDtype::BF16}) {
       std::vector<float> out(65536);
       elementsToFloat(dtype, reinterpret_cast<const unsigned char*>(bytes.data()), 65536, out.data(), true, isa);
       EXPECT_EQ(mismatches(out.data(), 65536, dtype == FloatDtype::F16 ? reference().f16 : reference().bf16, 0), "")
-          << conversionIsaName(isa) << (dtype == FloatDtype::F16 ? " F16" : " BF16");
+          << isaName(isa) << (dtype == FloatDtype::F16 ? " F16" : " BF16");
     }
 }
 
@@ -204,7 +204,7 @@ TEST(HalfRuns, ShortRunsFromAnyStartConvertTheirTails) {
   const std::uint32_t kGuard = 0xdeadbeef;
   float guard;
   std::memcpy(&guard, &kGuard, 4);
-  for (ConversionIsa isa : paths())
+  for (Isa isa : paths())
     for (FloatDtype dtype : {FloatDtype::F16, FloatDtype::BF16}) {
       const auto& want = dtype == FloatDtype::F16 ? reference().f16 : reference().bf16;
       for (std::size_t n = 1; n <= 40; ++n)
@@ -214,9 +214,8 @@ TEST(HalfRuns, ShortRunsFromAnyStartConvertTheirTails) {
               const auto* src = reinterpret_cast<const unsigned char*>(misaligned ? shifted.data() + 1 : bytes.data());
               std::vector<float> out(at + n + 20, guard);
               elementsToFloat(dtype, src + 2 * start, n, out.data() + at, false, isa);
-              const std::string where = std::string(conversionIsaName(isa)) +
-                                        (dtype == FloatDtype::F16 ? " F16" : " BF16") + " n " + std::to_string(n) +
-                                        " from " + hex(static_cast<std::uint32_t>(start)) +
+              const std::string where = std::string(isaName(isa)) + (dtype == FloatDtype::F16 ? " F16" : " BF16") +
+                                        " n " + std::to_string(n) + " from " + hex(static_cast<std::uint32_t>(start)) +
                                         (misaligned ? " misaligned" : "") + " into out + " + std::to_string(at);
               ASSERT_EQ(mismatches(out.data() + at, n, want, start), "") << where;
               for (std::size_t i = 0; i < out.size(); ++i)
@@ -236,7 +235,7 @@ TEST(HalfRuns, Float32AndFloat64RunsAreElementToFloats) {
     for (int b = 0; b < 8; ++b) f64 += static_cast<char>(x >> (8 * b));
     for (int b = 0; b < 4; ++b) f32 += static_cast<char>(x >> (32 + 8 * b));
   }
-  for (ConversionIsa isa : paths())
+  for (Isa isa : paths())
     for (bool big : {false, true})
       for (const auto& [dtype, bytes, size] :
            {std::make_tuple(FloatDtype::F64, &f64, 8), std::make_tuple(FloatDtype::F32, &f32, 4)}) {
@@ -247,7 +246,7 @@ TEST(HalfRuns, Float32AndFloat64RunsAreElementToFloats) {
         std::size_t differ = 0;
         for (std::size_t i = 0; i < n; ++i)
           differ += bitsOf(out[i]) != bitsOf(elementToFloat(dtype, p + i * static_cast<std::size_t>(size), big));
-        EXPECT_EQ(differ, 0u) << conversionIsaName(isa) << (dtype == FloatDtype::F64 ? " F64" : " F32")
+        EXPECT_EQ(differ, 0u) << isaName(isa) << (dtype == FloatDtype::F64 ? " F64" : " F32")
                               << (big ? " big-endian" : "");
       }
 }
