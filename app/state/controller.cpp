@@ -760,7 +760,8 @@ void Controller::openLoadedModel(ModelLoad loaded, double now) {
   if (!model_.isOpen()) chapter_view_ = view_;  // given back by model_close
   if (pinned_) unpin();                         // A belongs to what was shown before
   endLearning();                                // the model shows instead of the run's maps
-  model_.open(loaded.model, base_limits_.max_tokens, c.has("prepend_eot") && c.flag("prepend_eot"));
+  model_.open(loaded.model, base_limits_.max_tokens,
+              c.has("prepend_eot") ? std::optional<bool>(c.flag("prepend_eot")) : std::nullopt);
   watched_model_ = loaded.model->weights_path;  // watched from the file as it was read
   watched_model_stamp_ = loaded.stamp;
   view_.token = model_.tokenCount() - 1;  // the next tokens after the text

@@ -19,7 +19,8 @@ std::vector<int> ModelSession::body() const {
   return prepend_eot_ && !ids_.empty() ? std::vector<int>(ids_.begin() + 1, ids_.end()) : ids_;
 }
 
-void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, bool prepend_eot) {
+void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, std::optional<bool> prepend_eot) {
+  rememberReading();
   given_.reset();
   model_ = std::move(model);
   ++lineage_;
@@ -27,9 +28,20 @@ void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, b
   forgetTextHistory();
   max_tokens_ = std::min(model_->config.context_length, max_tokens);
   layer_ = 0;
+  // Closed and opened again (to show the chapter in between, say): the text it read, not the first
+  // one again, which the user would have to type anew. A file changed since may refuse it.
+  if (const auto before = read_before_.find(model_->weights_path); before != read_before_.end()) {
+    const Reading& r = before->second;
+    const bool eot = prepend_eot.value_or(r.prepend_eot) && model_->tokenizer;
+    if (refusal(r.body, eot).empty()) {
+      set(r.body, eot);
+      layer_ = std::min(r.layer, layers() - 1);
+      return;
+    }
+  }
   try {
     if (model_->tokenizer)
-      set(model_->tokenizer->encode(kFirstText), prepend_eot);
+      set(model_->tokenizer->encode(kFirstText), prepend_eot.value_or(false));
     else
       set({0, 1, 2, 3, 4, 5}, false);
   } catch (const InputError&) {  // a vocabulary or context too small for the first text
@@ -37,7 +49,13 @@ void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, b
   }
 }
 
+void ModelSession::rememberReading() {
+  if (model_ && !run_ && !model_->weights_path.empty())
+    read_before_[model_->weights_path] = {body(), prepend_eot_, layer_};
+}
+
 void ModelSession::openGiven(std::shared_ptr<const GivenAttention> given) {
+  rememberReading();
   model_.reset();
   given_ = std::move(given);
   ++lineage_;
@@ -55,6 +73,7 @@ void ModelSession::openGiven(std::shared_ptr<const GivenAttention> given) {
 }
 
 void ModelSession::openRun(std::shared_ptr<const GptModel> model, std::vector<int> ids) {
+  rememberReading();
   given_.reset();
   model_ = std::move(model);
   ++lineage_;
@@ -78,6 +97,7 @@ bool ModelSession::replaceModel(std::shared_ptr<const GptModel> model) {
 }
 
 void ModelSession::close() {
+  rememberReading();
   model_.reset();
   given_.reset();
   run_ = false;

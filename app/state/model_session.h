@@ -4,6 +4,7 @@
 // carries. Refusals throw InputError and change nothing.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,8 +46,10 @@ class ModelSession {
   // The most tokens the model reads: its context, or attnscope's limit when lower.
   int maxTokens() const { return max_tokens_; }
 
-  // A model: its first text (kFirstText, or token ids 0 … 5 without a tokenizer), layer 0.
-  void open(std::shared_ptr<const GptModel> model, int max_tokens, bool prepend_eot);
+  // A model: the text and layer it was last closed with in this session (the weights file's), else
+  // its first text (kFirstText, or token ids 0 … 5 without a tokenizer) and layer 0. `prepend_eot`
+  // given wins over the remembered choice (else off for a first text).
+  void open(std::shared_ptr<const GptModel> model, int max_tokens, std::optional<bool> prepend_eot = std::nullopt);
   // Given maps (a model open before is closed): their tokens, layer 0.
   void openGiven(std::shared_ptr<const GivenAttention> given);
   // A training run's model reading `ids` (its probe), layer 0.
@@ -89,6 +92,14 @@ class ModelSession {
   // set(), recorded as one undo step when the text changed.
   void edit(std::vector<int> body, bool prepend_eot);
   void forgetTextHistory();
+  void rememberReading();  // the open model's text and layer, for when its file is opened again
+
+  struct Reading {
+    std::vector<int> body;  // without the prepended <|endoftext|>
+    bool prepend_eot = false;
+    int layer = 0;
+  };
+  std::map<std::string, Reading> read_before_;  // by weights file: what each model last read here
 
   struct TextStep {
     std::vector<int> body;  // without the prepended <|endoftext|>

@@ -439,6 +439,31 @@ TEST_F(ControllerTest, AnotherWorkspaceClosesTheModelOnlyOnceItIsOpen) {
   EXPECT_EQ(c.document().workspace().model.variant, Variant::Causal);
 }
 
+// A teacher closes the model to show the chapter, then opens it again: the text typed and the layer
+// come back (they had to be typed anew); another file starts from its first text.
+TEST_F(ControllerTest, AModelOpenedAgainReadsItsTextAgain) {
+  Controller c = make();
+  const std::string model = writeTinyModel(path("m.safetensors")), other = writeTinyModel(path("n.safetensors"));
+  user(c, "model_open", {{"path", model}, {"num_heads", 2}});
+  settle(c);
+  const std::vector<int> first = c.model().ids();
+  user(c, "text", {{"ids", {5, 6, 7, 8, 9}}});
+  user(c, "select_layer", {{"layer", 1}});
+  user(c, "model_close");
+  user(c, "model_open", {{"path", model}, {"num_heads", 2}});
+  settle(c);
+  EXPECT_EQ(c.model().ids(), (std::vector<int>{5, 6, 7, 8, 9}));
+  EXPECT_EQ(c.model().layer(), 1);
+  EXPECT_FALSE(c.model().canUndoText()) << "opening starts the text's history afresh";
+  user(c, "model_open", {{"path", other}, {"num_heads", 2}});  // one model in place of the other
+  settle(c);
+  EXPECT_EQ(c.model().ids(), first);
+  EXPECT_EQ(c.model().layer(), 0);
+  user(c, "model_open", {{"path", model}, {"num_heads", 2}});
+  settle(c);
+  EXPECT_EQ(c.model().ids(), (std::vector<int>{5, 6, 7, 8, 9})) << "lost when another model took its place";
+}
+
 TEST_F(ControllerTest, TheChaptersViewIsSavedAndComesBackAfterTheModel) {
   const std::string file = path("w.json");
   Controller c = make(file);
