@@ -268,9 +268,10 @@ struct CardLayout {
   std::vector<Box> tiles;
   std::vector<bool> labelled;
   float w = 0, h = 0;
-  bool any = false;                  // some map of it is drawn
-  bool reads_before = false;         // its first map reads by the labels of the map before the card
-  std::pair<int, int> last{-1, -1};  // the rows of its last map drawn
+  bool any = false;                   // some map of it is drawn
+  bool reads_before = false;          // its first map reads by the labels of the map before the card
+  std::pair<int, int> last{-1, -1};   // the rows of its last map drawn, where the next card's first is beside it
+  float first_top = 0, last_top = 0;  // its first and last maps' cells' tops, from the card's top
 };
 
 CardLayout layOutCard(const CardNeed& card, float cell, float width, float gap, const Margins& m, LayoutOptions o,
@@ -283,6 +284,7 @@ CardLayout layOutCard(const CardNeed& card, float cell, float width, float gap, 
   // (Q's "d0 d1" across beside the scores' upright keys put the scores' rows half a row lower, the
   // row labels they read by beside the wrong row).
   std::vector<std::size_t> line;
+  bool wrapped = false;  // its maps take more than one line
   const auto endLine = [&] {
     float top = 0;
     for (std::size_t k : line) top = std::max(top, c.tiles[k].cells_top);
@@ -310,7 +312,8 @@ CardLayout layOutCard(const CardNeed& card, float cell, float width, float gap, 
     const float top = m.top(t.col_label_w, t.cols, cell);
     const float h = top + std::max(cell * t.rows, m.beside_cells) + m.bottom;
     if (!labels && x > 0) x -= gap - px(10);  // closer to the map whose labels it reads by
-    if (x > 0 && x + w > width) endLine(), x = 0, y += row_h + gap, row_h = 0, labels = true, w = widthOf(true);
+    if (x > 0 && x + w > width)
+      endLine(), x = 0, y += row_h + gap, row_h = 0, labels = true, w = widthOf(true), wrapped = true;
     if (first_of_card) c.reads_before = !labels;
     line.push_back(c.tiles.size());
     c.tiles.push_back({x, y, w, h, top});
@@ -323,7 +326,14 @@ CardLayout layOutCard(const CardNeed& card, float cell, float width, float gap, 
   }
   endLine();
   c.h = y + row_h + gap;
-  c.last = last;
+  // The next card, beside this one's first line, is beside its last map only when that is on it.
+  c.last = wrapped ? std::make_pair(-1, -1) : last;
+  bool first = true;
+  for (const Box& b : c.tiles)
+    if (b.w > 0) {
+      if (first) c.first_top = b.y + b.cells_top, first = false;
+      c.last_top = b.y + b.cells_top;
+    }
   return c;
 }
 
@@ -334,10 +344,15 @@ GridLayout layOutGrid(const std::vector<CardNeed>& cards, float cell, float widt
   g.colorbar_beside = m.beside > 0;
   float cx = 0, cy = 0, card_row_h = 0;
   const float card_gap = gap * 2;      // cards stand apart from one another more than maps do …
-  std::pair<int, int> before{-1, -1};  // … unless one reads by the row labels of the map before it
+  std::pair<int, int> before{-1, -1};  // … unless one reads by the row labels of the map before it,
+  float before_top = 0;                // whose cells' top (from the card row's top) it then takes
   for (std::size_t n = 0; n < cards.size(); ++n) {
     const CardNeed& card = cards[n];
     CardLayout c = layOutCard(card, cell, width, gap, m, o, cx > 0 ? before : std::make_pair(-1, -1));
+    // A card whose first map would read by the labels of a map whose rows stand higher (its heading
+    // taller) draws its own; one whose rows would stand higher comes down to them (in a lesson's
+    // focus the module's card has no heading: the concat's rows were 46 px above head 2's labels).
+    if (c.reads_before && c.first_top > before_top + 0.5f) c = layOutCard(card, cell, width, gap, m, o, {-1, -1});
     if (!c.any) {  // every map of the card set aside: not even its heading
       g.cards.push_back({cx, cy, 0, 0});
       g.tiles.push_back(std::move(c.tiles));
@@ -351,6 +366,11 @@ GridLayout layOutGrid(const std::vector<CardNeed>& cards, float cell, float widt
       at = 0, cy += card_row_h, card_row_h = 0;
     }
     cx = at;
+    if (c.reads_before && at > 0 && c.first_top < before_top - 0.5f) {
+      const float down = before_top - c.first_top;
+      for (Box& b : c.tiles) b.y += down;
+      c.h += down, c.first_top += down, c.last_top += down;
+    }
     for (std::size_t k = 0; k < c.tiles.size(); ++k) {
       Box& b = c.tiles[k];
       if (b.w == 0) {
@@ -369,6 +389,7 @@ GridLayout layOutGrid(const std::vector<CardNeed>& cards, float cell, float widt
     card_row_h = std::max(card_row_h, c.h);
     cx += c.w;
     before = c.last;
+    before_top = c.last_top;
   }
   return g;
 }
@@ -479,11 +500,12 @@ GridLayout arrangeGrid(const std::vector<CardNeed>& cards, float width, float he
 // A lesson step's layout (docs/DESIGN.md §3.7 "Focus"): every map in view where the step's maps
 // have four decimals so; else the maps it is about in view whole, from the grid's top, at the
 // largest cells up to `target_cell` (four decimals; 0 for maps too large for numbers) and never
-// below `floor_cell` (three decimals), the other maps beside them, dimmed, where that costs the
-// step's maps nothing (below the fold is fine), or else set aside. Maps side by side with the same rows share one band
-// of row labels. `need_w`: how wide the grid would have to be for the step's maps alone, in one row, at the target and
-// at the floor cells (0 where that row is taller than the grid) — what the lesson's column gives way to
-// (App::drawPanels). It depends on the height alone, never on the width the grid was given.
+// below `floor_cell` (three decimals, or two where three leave a map of the step out of view), the other maps beside
+// them, dimmed, where that costs the step's maps nothing (below the fold is fine), or else set aside. Maps side by side
+// with the same rows share one band of row labels. `need_w`: how wide the grid would have to be for the step's maps
+// alone, in one row, at the target and at the floor cells (0 where that row is taller than the grid) — what the
+// lesson's column gives way to (App::drawPanels). It depends on the height alone, never on the width the grid was
+// given.
 struct FocusArrangement {
   GridLayout layout;
   float best_w = 0, least_w = 0;
@@ -1101,7 +1123,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     // the arrangement is `ok`, else as it is (each step's arrangement worked out once).
     std::vector<float> scales{1};
     for (float scale = 0.95f; scale >= kSmallestCellText - 0.001f; scale -= 0.05f) scales.push_back(scale);
-    std::vector<FocusArrangement> at_three{arrange(1, three_cell)}, at_two;  // each step's, worked out once
+    std::vector<FocusArrangement> at_three{arrange(1, three_cell)}, at_two;  // by font step, as far as needed
     const auto largestFontWhere = [&](std::vector<FocusArrangement>& at, float fewest, const auto& ok) {
       for (std::size_t k = 0; k < scales.size(); ++k) {
         if (k == at.size()) at.push_back(arrange(scales[k], fewest));

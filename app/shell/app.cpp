@@ -200,7 +200,7 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
         want = w;
         break;
       }
-    if (want == 0 && need.smallest > 0) want = most;
+    if (want == 0 && (need.smallest > 0 || need.compact > 0)) want = most;
     if (want > vp.Size.x - left_w - right_w) right_w = std::floor(vp.Size.x - left_w - want);
   }
   const ImVec2 top(vp.Pos.x, vp.Pos.y + menu_h);

@@ -92,7 +92,12 @@ void Controller::applied(const Command& c, bool started) {
 void Controller::update(double now) {
   // The hint to make room is void once the side panels are gone (a lesson opened in presentation
   // after the start's hint, or F10 pressed): it asked for exactly that.
-  if (view_.presentation && toast_.hint_room) toast_ = {};
+  if (view_.presentation && toast_.hint_room != std::string::npos) {
+    if (toast_.hint_room == 0)
+      toast_ = {};
+    else
+      toast_.text.erase(toast_.hint_room - 1), toast_.hint_room = std::string::npos;  // and the space before it
+  }
   // A lesson checked off the UI thread: it opens now, before the commands queued behind it.
   if (auto checked = lesson_check_.poll()) {
     if (toast_.text.rfind("Checking the lesson ", 0) == 0) toast_ = {};  // the progress is over
@@ -1236,15 +1241,21 @@ void Controller::goToStep(int number, int script_index, double now) {
 
 // [SECTION] messages and frames -------------------------------------------------------------
 
-void Controller::hintIfCramped(double now, bool unless_toast) {
-  if (!hooks_.cramped || (unless_toast && !toast_.text.empty() && now < toast_.until)) return;
+void Controller::hintIfCramped(double now, bool after_toast) {
+  if (!hooks_.cramped || !hooks_.cramped()) return;
   // Larger text in a window too small for it beside the side panels: say how to make room.
-  if (hooks_.cramped()) {
-    showToast("Text size " + std::to_string(view_.text_size) +
-                  " %: the side panels are narrow in this window. "
-                  "View › Presentation (F10) hides them, F11 goes full screen.",
-              false, now);
-    toast_.hint_room = true;
+  const std::string hint = "Text size " + std::to_string(view_.text_size) +
+                           " %: the side panels are narrow in this window. "
+                           "View › Presentation (F10) hides them, F11 goes full screen.";
+  if (after_toast && !toast_.text.empty() && now < toast_.until) {  // the start's note first, then the hint
+    if (toast_.error) return;
+    toast_.text += " ";
+    toast_.hint_room = toast_.text.size();
+    toast_.text += hint;
+    toast_.until = std::max(toast_.until, now + 3.0);
+  } else {
+    showToast(hint, false, now);
+    toast_.hint_room = 0;
   }
 }
 

@@ -101,8 +101,9 @@ class Controller {
   // A message for the user at start (a recovered autosave), shown longer than a toast.
   void notify(const std::string& text, double now) { toast_ = {text, false, now + 12.0}; }
   // The hint to make room (F10, F11) when the text size leaves the side panels narrow: after a
-  // larger text size is chosen, and once at start; `unless_toast`: not over a message showing.
-  void hintIfCramped(double now, bool unless_toast);
+  // larger text size is chosen, and once at start; `after_toast`: after a message showing (the
+  // start's notes), not in its place.
+  void hintIfCramped(double now, bool after_toast);
 
   // ---- each frame
   CommandQueue& commands() { return queue_; }
@@ -191,7 +192,7 @@ class Controller {
   void showLearnSnapshot(double now);
   void showWeightsAlone();  // a trained model's Heatmaps: each head's weights, the rest toggled on // its model (newest
                             // or asked for) in the views
-  void endLearning();  // no run, its model no longer shown
+  void endLearning();       // no run, its model no longer shown
   // attention.json of the layer shown (a model's or given maps'): its heads' labels, scores, weights.
   void exportAttention(const std::string& path, double now);
   void unpin();                                        // drop A (the unpin command, and a model's change)

@@ -131,6 +131,20 @@ def check_step(d, where, fewest=3):
         if max(tops) - min(tops) > 1:
             problems.append(f"{where}: the {rows} rows of " + ", ".join(h["id"] for h in maps_on_line) +
                             " are not level: their cells start at y " + ", ".join(f"{t:.0f}" for t in tops))
+    # … and a map without row labels of its own (its cells at its tile's left edge) has its rows level
+    # with the map left of it, whose labels it reads by — in another card too (a module's card beside
+    # a head's, under headings of other heights).
+    shown = [h for h in d["heatmaps"] if "compare" not in h and h.get("in_view")]
+    for h in shown:
+        if h["cells"]["x"] - h["tile"]["x"] > 16:
+            continue
+        left = [o for o in shown if o is not h and o["tile"]["x"] + o["tile"]["w"] <= h["tile"]["x"] + 1 and
+                o["cells"]["y"] < h["cells"]["y"] + h["cells"]["h"] and h["cells"]["y"] < o["cells"]["y"] + o["cells"]["h"]]
+        if left:
+            o = max(left, key=lambda o: o["tile"]["x"])
+            if abs(o["cells"]["y"] - h["cells"]["y"]) > 1:
+                problems.append(f"{where}: {h['id']} reads by the row labels of {o['id']}, whose rows start at y "
+                                f"{o['cells']['y']:.0f}, its own at {h['cells']['y']:.0f}")
     # A lesson shows the weights as the probabilities they are: on the fixed 0–1 range.
     for h in d["heatmaps"]:
         if h.get("stage") == "weights" and "compare" not in h and h["range"] != [0, 1]:
