@@ -220,11 +220,29 @@ void CompareView::draw(const PanelContext& ctx) {
                        C = std::max<Eigen::Index>(std::max(va.cols(), vb.cols()), 1);
     const bool labelled = R <= 12 && C <= 64;
     const bool negative = rowRange(a, row).lo < 0 || rowRange(*b, row).lo < 0 || flagsRow(row);  // B − A, masks' ×2.0
-    const float label_cell = negative ? signed_cell : unsigned_cell;
+    // Room for the compact labels of A's and B's own numbers too: a value too small for two decimals
+    // prints as "−7e−4", wider than "−.00" (A and B then showed no numbers beside B − A's).
+    float label_cell = negative ? signed_cell : unsigned_cell;
+    if (labelled && !flagsRow(row))
+      for (const StageMap* m : {&va, &vb})
+        for (Eigen::Index i = 0; i < m->rows(); ++i)
+          for (Eigen::Index j = 0; j < m->cols(); ++j)
+            if (const float v = (*m)(i, j); !std::isinf(v) && std::fabs(v) < 0.005f && v != 0)
+              label_cell = std::max(
+                  label_cell,
+                  heatmapCellFor(
+                      fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, cellLabel(v, CellFormat::Compact).c_str()).x));
     const float need_w = left + (labelled ? label_cell * static_cast<float>(C) : px(80));
     // A, B and B − A; maps of different shapes have no B − A, and A and B then stand side by side.
     const int maps = va.rows() == vb.rows() && va.cols() == vb.cols() ? 3 : 2;
-    const int per_line = std::clamp(static_cast<int>((avail_w + gap) / (need_w + gap)), 1, maps);
+    // As many side by side as show their numbers; where that is one, as many as show cells of
+    // kLeastCell without numbers: at 1280 × 720 and 150 % beside the side panels A stood alone,
+    // B and B − A below the fold, what changed not to be seen.
+    constexpr float kLeastCell = 16;
+    int per_line = std::clamp(static_cast<int>((avail_w + gap) / (need_w + gap)), 1, maps);
+    if (per_line == 1 && labelled)
+      per_line = std::clamp(static_cast<int>((avail_w + gap) / (left + px(kLeastCell) * static_cast<float>(C) + gap)),
+                            1, maps);
     const float tile_w = std::max(px(120),
                                   (avail_w - static_cast<float>(per_line - 1) * gap) / static_cast<float>(per_line));
     const float cell = std::max(0.05f, std::min(tile_w - left,

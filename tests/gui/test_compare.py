@@ -186,7 +186,29 @@ def main():
                 print(f"  GPT-2 small, seed 7: {len(diffs)} difference maps on screen, largest |Δ| "
                       f"{max(e['max_abs_delta'] for e in diffs):.4f}")
 
+            def on_a_projector():
+                # 1280 × 720 at 150 %: beside the side panels A and B stand side by side (A had stood
+                # alone, B and B − A below the fold); presented, A and B show their numbers beside
+                # B − A's (a value too small for two decimals, "−7e−4", had left them bare).
+                for name, extra, numbers in (("panels", [], False),
+                                             ("presented", [{"do": "view", "field": "presentation", "value": True}], True)):
+                    d = headless("projector-" + name, [{"do": "pin"}, {"do": "set", "field": "seed", "value": 7},
+                                                       {"do": "view", "field": "tab", "value": "compare"}, *extra],
+                                 "--open", multihead, "--size", "1280x720", "--text-size", "150")
+                    first = [e for e in compare_maps(d) if e["stage"] == "scores" and e["head"] == 0]
+                    side = {e["compare"]: e for e in first}
+                    expect(abs(side["A"]["tile"]["y"] - side["B"]["tile"]["y"]) < 1 and
+                           side["A"]["in_view"] and side["B"]["in_view"],
+                           f"{name}: A at {side['A']['tile']}, B at {side['B']['tile']}: not side by side in view")
+                    if numbers:
+                        expect(side["A"].get("values_shown") and side["B"].get("values_shown"),
+                               f"{name}: A shows numbers {side['A'].get('values_shown')}, "
+                               f"B {side['B'].get('values_shown')}")
+                    print(f"  1280 × 720 150 %, {name}: A and B side by side, cells {side['A']['cell']:.0f} px, "
+                          f"numbers {bool(side['A'].get('values_shown'))}")
+
             code = run_checks([("seed: A, B and B − A against two traces", seed),
+                               ("A and B side by side on a projector", on_a_projector),
                                ("dropout, swap and undo", dropout_and_swap),
                                ("fewer tokens after pinning, unpin", fewer_tokens),
                                ("GPT-2 small", gpt2_small)])
