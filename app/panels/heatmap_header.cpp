@@ -117,7 +117,11 @@ void drawColumnToggle(const HeaderPiece& p, const ViewState& v, CommandQueue& cm
                         : c.per_head ? stageMissingFrom(*t, st)
                                      : moduleMapMissingFrom(*t, static_cast<ModuleMap>(c.index));
   const bool on = v.shows(c);
-  ImGui::PushStyleColor(ImGuiCol_Button, on ? style.Colors[ImGuiCol_ButtonActive] : style.Colors[ImGuiCol_FrameBg]);
+  // On but not in this step (dropout at p = 0): a faint fill, on which its dim label reads (on the
+  // full one it could not be read, and looked as shown as the rest).
+  ImVec4 fill = on ? style.Colors[ImGuiCol_ButtonActive] : style.Colors[ImGuiCol_FrameBg];
+  if (on && missing) fill.w *= 0.3f;
+  ImGui::PushStyleColor(ImGuiCol_Button, fill);
   if (missing) ImGui::PushStyleColor(ImGuiCol_Text, style.Colors[ImGuiCol_TextDisabled]);
   const std::string id = std::string(c.label) + "##col_" + c.id;
   if (ImGui::Button(id.c_str())) cmd.push("view", {{"field", "columns"}, {"value", columnsWith(v, c.id, !on)}});
