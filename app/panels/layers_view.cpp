@@ -334,7 +334,13 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
       if (ImGui::Selectable(name.c_str(), selected, ImGuiSelectableFlags_SpanAllColumns)) selectHead(ctx, l, h);
       ImGui::TableNextColumn();
       const HeadLabelInfo* label = headLabel(sc);
-      ImGui::TextUnformatted(label ? (tags ? label->tag : label->title) : "");
+      if (label) {
+        ImGui::TextUnformatted(tags ? label->tag : label->title);
+      } else {  // none of the patterns: said, not a blank that looks like a missing value
+        ImGui::TextDisabled("—");
+        if (ImGui::IsItemHovered())
+          ImGui::SetTooltip("None of these patterns: no score reaches its threshold, or the text is too short to tell");
+      }
       for (const HeadLabelInfo& info : labels) {
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(scoreText(sc, info).c_str());
