@@ -20,7 +20,6 @@ namespace attnscope {
 
 namespace {
 
-
 // The shape, short for a card's title ("2×3"), and in words for its tooltip ("2 × 3 (d_out × d_in)").
 std::string shapeShort(const NamedTensor& t) {
   return t.is_vector ? str(t.value.cols()) : str(t.value.rows()) + "×" + str(t.value.cols());
@@ -234,7 +233,26 @@ void WeightsPanel::draw(const PanelContext& ctx) {
         "print(m.state_dict()) copied from your notebook (OrderedDict([('W_query.weight', tensor(…)), …]));\n"
         "print it in full first: torch.set_printoptions(profile=\"full\", precision=8) (4 decimals otherwise)");
   layout().widget("weights_paste");
-  ImGui::TextDisabled("%s", layoutText(m).c_str());
+  // How the state_dict lays the numbers out: below the buttons, or where its lines would take more
+  // than a tenth of the tab (three of 650 px at 1280 × 800 and 175 %, the numbers below the fold),
+  // behind a "(?)" beside them.
+  const std::string how = layoutText(m);
+  const float how_h = ImGui::CalcTextSize(how.c_str(), nullptr, false, ImGui::GetContentRegionAvail().x).y;
+  if (how_h > ImGui::GetWindowHeight() * 0.1f) {
+    ImGui::SameLine();
+    ImGui::TextDisabled("(?)");
+    if (ImGui::IsItemHovered()) {
+      ImGui::BeginTooltip();
+      ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30);
+      ImGui::TextUnformatted(how.c_str());
+      ImGui::PopTextWrapPos();
+      ImGui::EndTooltip();
+    }
+    layout().widget("weights_layout_hint");
+  } else {
+    ImGui::TextDisabled("%s", how.c_str());
+    layout().widget("weights_layout_text");
+  }
   ImGui::PopTextWrapPos();
   ImGui::Separator();
 

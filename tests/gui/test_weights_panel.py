@@ -202,7 +202,26 @@ def main():
                 print(f"  toast: {s['toast']!r}")
                 expect("mask left out" in s["toast"], s["toast"])
 
+            def numbers_on_a_projector():
+                # 1280 × 800 at 175 %, presented: the state_dict's explanation behind a "(?)", so the
+                # first weight's numbers are in view (its three lines had pushed them below the fold);
+                # at 1920 × 1080 and 100 % it is read as it is.
+                for size, pct, folded in (("1280x800", "175", True), ("1920x1080", "100", False)):
+                    d = run_commands(args.app, display.name, work, f"projector-{size}", [
+                        WEIGHTS_TAB, {"do": "view", "field": "presentation", "value": True}],
+                        "--open", multihead, "--size", size, "--text-size", pct)
+                    w = d["widgets"]
+                    expect(("weights_layout_hint" in w) == folded and ("weights_layout_text" in w) != folded,
+                           f"{size} {pct} %: {[k for k in w if k.startswith('weights_layout')]}")
+                    cell = w["param_W_query.weight_1_2"]
+                    panel = d["panels"]["parameters"]
+                    expect(cell["y"] + cell["h"] <= panel["y"] + panel["h"] + 0.5,
+                           f"{size} {pct} %: W_query's last number at {cell} is below the tab {panel}")
+                    print(f"  {size} {pct} % presented: explanation {'behind (?)' if folded else 'shown'}, "
+                          f"W_query's numbers in view (last at y {cell['y']:.0f})")
+
             code = run_checks([("set_parameter: torch's state_dict with the edits, torch's output", set_parameters),
+                               ("the numbers in view on a projector", numbers_on_a_projector),
                                ("reset_parameters and undo", reset_and_undo),
                                ("save and open keep the parameters", save_and_open),
                                ("the wrapper's heads.1", wrapper),
