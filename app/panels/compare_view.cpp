@@ -331,6 +331,7 @@ void CompareView::draw(const PanelContext& ctx) {
       } else {
         if (!d->comparable) continue;  // the row's line says why there is none
         spec.title = "B − A";          // its largest |Δ| is the row's line; its range, the colorbar's
+        spec.masked_blank = true;
         spec.values = StageMap(d->delta);
         spec.owner = d;
         spec.version = a.serial * 1000003u + b->serial;
