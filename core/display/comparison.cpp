@@ -78,7 +78,7 @@ std::vector<std::string> workspaceDifferences(const Workspace& a, const Workspac
   int renamed = 0;
   for (std::size_t i = 0; i < common; ++i)
     if (a.tokens[i] != b.tokens[i] && ++renamed <= max_cells)
-      out.push_back("token " + std::to_string(i) + " '" + a.tokens[i] + "' → '" + b.tokens[i] + "'");
+      out.push_back("token " + std::to_string(i + 1) + " '" + a.tokens[i] + "' → '" + b.tokens[i] + "'");
   if (renamed > max_cells) out.push_back(std::to_string(renamed) + " tokens renamed");
   if (a.embeddings.cols() == b.embeddings.cols()) {
     std::vector<std::string> cells;
@@ -89,8 +89,10 @@ std::vector<std::string> workspaceDifferences(const Workspace& a, const Workspac
         const float x = a.embeddings(i, j), y = b.embeddings(i, j);
         if (std::memcmp(&x, &y, sizeof x) == 0) continue;
         if (++edited <= max_cells)
-          cells.push_back("x[" + std::to_string(i) + "][" + std::to_string(j) + "] " + formatFixed(x) + " → " +
-                          formatFixed(y));
+          cells.push_back(
+              "x" + std::to_string(i + 1) + " d" + std::to_string(j) + " ('" +
+              (i < static_cast<Eigen::Index>(b.tokens.size()) ? b.tokens[static_cast<std::size_t>(i)] : std::string()) +
+              "') " + formatFixed(x) + " → " + formatFixed(y));
       }
     if (edited > max_cells)
       out.push_back(std::to_string(edited) + " embedding cells");

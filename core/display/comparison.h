@@ -28,8 +28,9 @@ std::vector<std::pair<int, int>> changedCells(const StageMap& a, const StageMap&
 
 // What B's workspace changes of A's, one short item each, in the order a user reads the window:
 // the model's fields ("seed 123 → 5", "dropout 0.0 → 0.5"), the tokens ("tokens 6 → 3", a renamed
-// token), edited embedding cells ("x[1][0] 0.5500 → 0.6000", or "4 embedding cells" beyond
-// `max_cells`), the parameters. Empty when they compute the same thing.
+// token, "token 3 'starts' → 'begins'"), edited embedding cells ("x2 d0 ('journey') 0.5500 →
+// 0.6000", or "4 embedding cells" beyond `max_cells`), the parameters; tokens counted from 1, as the
+// inspector and the token table count them. Empty when they compute the same thing.
 std::vector<std::string> workspaceDifferences(const Workspace& a, const Workspace& b, int max_cells = 3);
 
 }  // namespace attnscope

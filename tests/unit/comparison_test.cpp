@@ -75,7 +75,7 @@ TEST(WorkspaceDifferences, CellsTokensAndTheirCounts) {
   b.embeddings(1, 0) = 0.6f;
   b.tokens[2] = "begins";
   EXPECT_EQ(workspaceDifferences(a, b),
-            (std::vector<std::string>{"token 2 'starts' → 'begins'", "x[1][0] 0.5500 → 0.6000"}));
+            (std::vector<std::string>{"token 3 'starts' → 'begins'", "x2 d0 ('journey') 0.5500 → 0.6000"}));
   for (int j = 0; j < 3; ++j) b.embeddings(0, j) += 1;
   const std::vector<std::string> many = workspaceDifferences(a, b, 3);
   EXPECT_EQ(many.back(), "4 embedding cells");
