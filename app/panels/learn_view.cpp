@@ -19,15 +19,10 @@ namespace {
 
 // [SECTION] Colours and series ---------------------------------------------------------------------
 
-// One colour per head, layer-major (Tableau's ten, which stay apart for the common colour
-// blindnesses and on a projector), then again.
-ImU32 headColour(int index) {
-  static const ImU32 colours[] = {IM_COL32(78, 121, 167, 255),  IM_COL32(242, 142, 43, 255),
-                                  IM_COL32(225, 87, 89, 255),   IM_COL32(118, 183, 178, 255),
-                                  IM_COL32(89, 161, 79, 255),   IM_COL32(237, 201, 72, 255),
-                                  IM_COL32(176, 122, 161, 255), IM_COL32(255, 157, 167, 255),
-                                  IM_COL32(156, 117, 95, 255),  IM_COL32(186, 176, 172, 255)};
-  return colours[index % 10];
+// One colour per head, as the Lines tab colours it (display/colormap.h headColour).
+ImU32 seriesColour(int index, int heads) {
+  const Rgb c = attnscope::headColour(index / heads, index % heads, heads);
+  return IM_COL32(c.r, c.g, c.b, 255);
 }
 
 using Series = LearnView::Series;
@@ -448,7 +443,7 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
     std::vector<Series> s;
     for (int i = 0; i < t.layers * t.heads; ++i) {
       Series one;
-      one.colour = headColour(i);
+      one.colour = seriesColour(i, t.heads);
       for (const ScoreRecord& r : run.scores()) {
         const HeadScores& hs = r.scores[static_cast<std::size_t>(i / t.heads)][static_cast<std::size_t>(i % t.heads)];
         one.x.push_back(static_cast<float>(r.step));
@@ -470,7 +465,8 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
     const ImVec2 p = ImGui::GetCursorScreenPos();
     const float sw = ImGui::GetFontSize() * 0.8f;
     dl->AddRectFilled(ImVec2(p.x, p.y + (ImGui::GetFontSize() - sw) / 2),
-                      ImVec2(p.x + sw, p.y + (ImGui::GetFontSize() + sw) / 2), headColour(static_cast<int>(i)));
+                      ImVec2(p.x + sw, p.y + (ImGui::GetFontSize() + sw) / 2),
+                      seriesColour(static_cast<int>(i), t.heads));
     ImGui::Dummy(ImVec2(sw, ImGui::GetFontSize()));
     ImGui::SameLine(0, px(4));
     ImGui::TextUnformatted(label.c_str());

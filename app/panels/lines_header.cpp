@@ -85,7 +85,7 @@ float hintHeight(const std::string& hint, float width) {
 
 void drawHeadToggle(const PanelContext& ctx, const LinesHeaderState& s, int h) {
   const ViewState& view = ctx.view;
-  const Rgb c = headColour(h, s.heads, view.colormap, view.light_theme);
+  const Rgb c = headColour(s.layer, h, s.heads);
   const bool on = !linesHeadHidden(view, h);
   ImGui::PushStyleColor(ImGuiCol_Button, on ? colourU32(c, 1) : colourU32(c, 0.12f));
   ImGui::PushStyleColor(ImGuiCol_ButtonHovered, colourU32(c, on ? 0.8f : 0.4f));

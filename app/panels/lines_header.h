@@ -12,14 +12,15 @@ namespace attnscope {
 
 // What the header shows of the snapshot: the lines' stage, heads and k.
 struct LinesHeaderState {
-  int heads = 1;             // of the shown element (a toggle each when more than one)
-  bool can_drop = false;     // the trace has dropped weights (dropout active)
-  bool dropped = false;      // the lines are of the weights after dropout
-  bool all_keys = true;      // every key drawn (T ≤ kLinesAllKeysUpTo): no top k
-  int k = 0;                 // else the top k keys per query
-  int tokens = 0;            // T, for the top k's tooltip
+  int heads = 1;                 // of the shown element (a toggle each when more than one)
+  int layer = 0;                 // a trained model's shown layer: the heads' colours (headColour)
+  bool can_drop = false;         // the trace has dropped weights (dropout active)
+  bool dropped = false;          // the lines are of the weights after dropout
+  bool all_keys = true;          // every key drawn (T ≤ kLinesAllKeysUpTo): no top k
+  int k = 0;                     // else the top k keys per query
+  int tokens = 0;                // T, for the top k's tooltip
   const char* no_drop_why = "";  // why "after dropout" is off (its tooltip), when !can_drop
-  std::string hint;          // how to read the lines: their opacity and width, hovering, clicking
+  std::string hint;              // how to read the lines: their opacity and width, hovering, clicking
 };
 
 // At the cursor of the Lines tab: on the panel's lines, or — where the whole header would take

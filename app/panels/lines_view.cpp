@@ -58,14 +58,6 @@ std::vector<AttentionLine> attentionLines(const Snapshot& snap, bool dropped, in
   return out;
 }
 
-Rgb headColour(int h, int heads, Colormap cmap, bool light) {
-  // Dark theme: away from the table's dark end; light theme: away from its pale end.
-  const float lo = light ? 0.0f : 0.45f, hi = light ? 0.72f : 1.0f;
-  const float at = heads <= 1 ? (lo + hi) / 2 : lo + (hi - lo) * static_cast<float>(h) / static_cast<float>(heads - 1);
-  const int index = std::clamp(static_cast<int>(std::lround(at * 255)), 0, 255);
-  return colormapTable(cmap == Colormap::Coolwarm ? Colormap::Viridis : cmap)[static_cast<std::size_t>(index)];
-}
-
 float lineAlpha(float value, float most, float floor) {
   return most > 0 ? std::clamp(value / most, floor, 1.0f) : 0.0f;
 }
@@ -75,6 +67,7 @@ LinesFigureSpec linesFigure(const Snapshot& snap, const ViewState& view, bool ca
   LinesFigureSpec spec;
   const Trace& t = *snap.trace;
   const int T = snap.tokenCount(), H = static_cast<int>(snap.shown().heads.size());
+  const int layer = snap.model ? snap.layer : 0;  // the heads' colours count the layers before it
   const bool dropped = view.lines_stage == "dropped_weights" && t.dropout_active;
   const bool all_keys = T <= kLinesAllKeysUpTo;
   const int k = all_keys ? 0 : std::min(view.lines_top_k, T);
@@ -89,14 +82,14 @@ LinesFigureSpec linesFigure(const Snapshot& snap, const ViewState& view, bool ca
       offset[static_cast<std::size_t>(h)] = drawn > 1 ? (static_cast<float>(n++) - (drawn - 1) / 2.0f) *
                                                             std::min(0.25f, 0.5f / static_cast<float>(drawn))
                                                       : 0.0f;
-      if (H > 1) spec.heads.push_back({"head " + std::to_string(h + 1), headColour(h, H, view.colormap, true)});
+      if (H > 1) spec.heads.push_back({"head " + std::to_string(h + 1), headColour(layer, h, H)});
     }
   spec.tokens = snap.tokens();
   for (const AttentionLine& l : attentionLines(snap, dropped, k)) {
     if (!shown(l.head) || (view.lines_isolate && l.i != selected)) continue;
     const float a = lineAlpha(l.value, most, all_keys ? 0.0f : kTopKLeastAlpha);
-    spec.lines.push_back({l.i, l.j, a, lineWidth(a), offset[static_cast<std::size_t>(l.head)],
-                          headColour(l.head, H, view.colormap, true)});
+    spec.lines.push_back(
+        {l.i, l.j, a, lineWidth(a), offset[static_cast<std::size_t>(l.head)], headColour(layer, l.head, H)});
   }
   spec.title = std::string("attention as lines: ") + (dropped ? "weights after dropout" : "weights") +
                (all_keys ? "" : " · top " + std::to_string(k) + " keys per query") +
@@ -130,6 +123,7 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   const Trace& t = *snap->trace;
   const BatchTrace& bt = snap->shown();
   const int T = snap->tokenCount(), H = static_cast<int>(bt.heads.size());
+  const int layer = snap->model ? snap->layer : 0;  // the heads' colours count the layers before it
   if (T == 0 || H == 0) {
     ImGui::TextDisabled("no tokens");
     return;
@@ -151,6 +145,7 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   // ---- the header: stage, heads, k, isolation, the hint (lines_header.h) --------------------------
   LinesHeaderState header;
   header.heads = H;
+  header.layer = layer;
   header.can_drop = can_drop;
   header.dropped = dropped;
   header.all_keys = all_keys;
@@ -237,7 +232,7 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
 
   // The lines, every head's, those of hidden heads and of other tokens (when one is isolated) left out.
   std::vector<Rgb> colours;
-  for (int h = 0; h < H; ++h) colours.push_back(headColour(h, H, view.colormap, view.light_theme));
+  for (int h = 0; h < H; ++h) colours.push_back(headColour(layer, h, H));
   const float scale = uiScale();
   // Heads side by side within a row (a few px apart), so heads that agree do not hide each other.
   std::vector<float> offset(static_cast<std::size_t>(H), 0.0f);

@@ -30,10 +30,6 @@ struct AttentionLine {
 // `dropped`: the weights after dropout, else the weights. Exposed for the figure code and tests.
 std::vector<AttentionLine> attentionLines(const Snapshot& snap, bool dropped, int top_k);
 
-// The colour of head h of `heads`, sampled from the colormap's table away from the end that
-// vanishes on the theme's background.
-Rgb headColour(int h, int heads, Colormap cmap, bool light);
-
 // c at `alpha` (clamped to [0, 1]) as ImGui's colour: the lines, the heads' toggles.
 ImU32 colourU32(Rgb c, float alpha);
 

@@ -185,6 +185,14 @@ void colormapIndices(const float* v, std::size_t n, ValueRange r, std::uint8_t* 
 
 Rgb colormapColor(Colormap c, float v, ValueRange r) { return colormapTable(c)[colormapIndex(v, r)]; }
 
+Rgb headColour(int layer, int head, int heads_per_layer) {
+  static constexpr Rgb kTableau10[] = {{78, 121, 167}, {242, 142, 43}, {225, 87, 89},   {118, 183, 178},
+                                       {89, 161, 79},  {237, 201, 72}, {176, 122, 161}, {255, 157, 167},
+                                       {156, 117, 95}, {186, 176, 172}};
+  const int index = std::max(layer, 0) * std::max(heads_per_layer, 1) + std::max(head, 0);
+  return kTableau10[index % 10];
+}
+
 const std::array<ColourScaleInfo, 3>& colourScaleTable() {
   static const std::array<ColourScaleInfo, 3> table = {{
       {ColourScale::Linear, "linear", "Linear"},

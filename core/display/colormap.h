@@ -25,6 +25,13 @@ bool parseColormap(const std::string& id, Colormap* out);
 // The 256-entry table of assets/colormaps/<id>.csv, loaded once. Throws InputError if missing.
 const std::array<Rgb, 256>& colormapTable(Colormap c);
 
+// One colour per head, the same wherever heads are told apart by colour — the Lines tab, its
+// figures, the Learn tab's charts: Tableau's ten (they stay apart for the common colour blindnesses,
+// on a projector and on either theme), by the head's place in the model counted layer by layer
+// (layer 2's first of 2 heads is the third), then again. A colormap's samples did not: 12 heads
+// were 12 greens, and the Learn tab's colours were not the Lines tab's.
+Rgb headColour(int layer, int head, int heads_per_layer);
+
 // The range a map's colours span. Diverging maps are centred on 0: [−m, m] with m = max |v|.
 struct ValueRange {
   float lo = 0, hi = 1;

@@ -38,6 +38,10 @@ from test_teaching import (Display, arguments, cli_trace_of, preset_copy, run_ch
 LINES_TAB = {"do": "view", "field": "tab", "value": "lines"}
 
 
+# Tableau 10 (Tableau's default categorical palette since 10.0), #4e79a7 … #bab0ac.
+TABLEAU_10 = [[int(h[k:k + 2], 16) for k in (0, 2, 4)] for h in
+              ("4e79a7", "f28e2b", "e15759", "76b7b2", "59a14f", "edc948", "b07aa1", "ff9da7", "9c755f", "bab0ac")]
+
 def expect(cond, message):
     if not cond:
         raise AssertionError(message)
@@ -100,6 +104,9 @@ def main():
                 got = check_lines_match(lines, want, 1.0, "book weights")
                 cols = {tuple(c) for c in lines["head_colours"]}
                 expect(len(cols) == H, f"book: head colours {lines['head_colours']} are not one per head")
+                # Tableau's ten, as published (the Learn tab's charts take the same, layer by layer).
+                expect([list(c) for c in lines["head_colours"]] == TABLEAU_10[:H],
+                       f"book: head colours {lines['head_colours']}, not Tableau's first {H}")
                 print(f"  book example: {len(got)} lines = the trace's positive weights of {H} heads, opacity = weight")
 
             def dropped():
