@@ -15,7 +15,11 @@ namespace attnscope {
 namespace {
 
 constexpr const char* kMenu = "##lines_options";
-constexpr const char* kFoldLabel = "options ▾";
+// The folded header's button: where dropout acts, it names the stage the lines are of (folded
+// away, nothing said whether they were the weights or the weights after dropout).
+const char* foldLabel(const LinesHeaderState& s) {
+  return !s.can_drop ? "options ▾" : s.dropped ? "after dropout ▾" : "before dropout ▾";
+}
 constexpr const char* kIsolateLabel = "only the selected token";
 constexpr const char* kSaveLabel = "Save figure…";
 
@@ -47,16 +51,17 @@ std::vector<LinesPiece> linesPieces(const LinesHeaderState& s, Form form) {
   const float gap = ImGui::GetStyle().ItemSpacing.x, frame_h = ImGui::GetFrameHeight();
   std::vector<LinesPiece> out;
   if (form != Form::Folded) {
-    const float stage = ImGui::CalcTextSize("lines of").x + gap + checkWidth("weights") + gap + checkWidth("after dropout");
+    const float stage = ImGui::CalcTextSize("lines of").x + gap + checkWidth("weights") + gap +
+                        checkWidth("after dropout");
     out.push_back({Piece::Stage, -1, stage, gap, frame_h});
   }
   if (s.heads > 1 && form != Form::Menu) {  // the lines' colours: never folded away
-    out.push_back({Piece::HeadsLabel, -1, ImGui::CalcTextSize("heads").x, gap, frame_h,
-                   gap + buttonWidth(headLabel(0).c_str())});
+    out.push_back(
+        {Piece::HeadsLabel, -1, ImGui::CalcTextSize("heads").x, gap, frame_h, gap + buttonWidth(headLabel(0).c_str())});
     for (int h = 0; h < s.heads; ++h) out.push_back({Piece::Head, h, buttonWidth(headLabel(h).c_str()), gap, frame_h});
   }
   if (form == Form::Folded) {
-    out.push_back({Piece::Fold, -1, buttonWidth(kFoldLabel), gap, frame_h});
+    out.push_back({Piece::Fold, -1, buttonWidth(foldLabel(s)), gap, frame_h});
     return out;
   }
   if (!s.all_keys)
@@ -163,12 +168,14 @@ void drawPiece(const PanelContext& ctx, const LinesHeaderState& s, const LinesPi
       layout().widget("lines_save_figure");
       break;
     case Piece::Fold: {
-      if (ImGui::Button(kFoldLabel)) ImGui::OpenPopup(kMenu);
+      if (ImGui::Button(foldLabel(s))) ImGui::OpenPopup(kMenu);
       layout().widget("lines_menu");
+      layout().state()["lines_menu_label"] = foldLabel(s);
       if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("The stage, %s\"only the selected token\", Save figure… and how to read the lines: in "
-                          "this menu, so that at this text size the header leaves the lines their room",
-                          s.all_keys ? "" : "the top k, ");
+        ImGui::SetTooltip(
+            "The stage, %s\"only the selected token\", Save figure… and how to read the lines: in "
+            "this menu, so that at this text size the header leaves the lines their room",
+            s.all_keys ? "" : "the top k, ");
       if (beginMenuBelowItem(kMenu, kFoldedMenuWidth)) {
         // Escape closes it, as the heatmaps' menu: ImGui's keyboard navigation is off here.
         if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) ImGui::CloseCurrentPopup();
@@ -194,8 +201,7 @@ void drawPlaced(const PanelContext& ctx, const LinesHeaderState& s, const std::v
 void drawLinesHeader(const PanelContext& ctx, const LinesHeaderState& s) {
   const ImVec2 region = ImGui::GetContentRegionAvail();
   std::vector<LinesPiece> pieces = placeLines(s, Form::Inline, region.x);
-  const bool folded =
-      ImGui::IsPopupOpen(kMenu) || flowHeight(pieces) + hintHeight(s.hint, region.x) > region.y / 4;
+  const bool folded = ImGui::IsPopupOpen(kMenu) || flowHeight(pieces) + hintHeight(s.hint, region.x) > region.y / 4;
   if (folded) pieces = placeLines(s, Form::Folded, region.x);
   drawPlaced(ctx, s, pieces);
   layout().state()["lines_header_folded"] = folded;

@@ -32,7 +32,8 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
   250 %; inline at 1280 × 800 and 100 % and 1920 × 1080 and 200 %. The menu's map toggle and
   shared scale work, Escape closes it, and it does not come back open after the header unfolds
   and folds again (interactive).
-- The Lines tab's header and hint the same: folded into the heads' toggles and an "options ▾"
+- The Lines tab's header and hint the same: folded into the heads' toggles and an "options ▾" (where
+  dropout acts, "before dropout ▾" or "after dropout ▾")
   menu (the stage, top k, isolation, Save figure… and the hint) at 1280 × 800 and 200 % (every
   query of six on screen), 1280 × 720 and 150 %, GPT-2 small at 1280 × 800 and 125 %; inline at
   1280 × 800 and 100 % and, GPT-2 small, 1920 × 1080 and 100 %. The heads' toggles stay on its
@@ -496,6 +497,15 @@ def main():
                     if preset != "gpt2-small":  # six tokens: every query on screen
                         expect(g["first_visible"] == 0 and g["last_visible"] == 5,
                                f"{preset} {size} {pct} %: queries {g['first_visible']}–{g['last_visible']} on screen")
+                # Folded where dropout acts, the menu's button says which stage the lines are of.
+                for stage, label in (("weights", "before dropout ▾"), ("dropped_weights", "after dropout ▾")):
+                    d, _ = headless(f"lines-folded-{stage}",
+                                    [{"do": "preset", "name": "causal_dropout"}, {"do": "view", "field": "tab", "value": "lines"},
+                                     {"do": "view", "field": "lines_stage", "value": stage}],
+                                    "--size", "1280x800", "--text-size", "200")
+                    expect(d["state"].get("lines_header_folded") and d["state"].get("lines_menu_label") == label,
+                           f"folded with dropout, {stage}: the menu reads {d['state'].get('lines_menu_label')!r}")
+                print("  folded with dropout: the menu's button reads 'before dropout ▾' / 'after dropout ▾'")
                 # The menu holds what was folded: it opens below its button, the isolation works
                 # from it, the hint is in it in the UI's font, Escape closes it.
                 with App(args.app, display.name, ["--size", "1280x800", "--text-size", "200"]) as app:
