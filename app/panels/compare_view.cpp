@@ -222,16 +222,19 @@ void CompareView::draw(const PanelContext& ctx) {
     const bool negative = rowRange(a, row).lo < 0 || rowRange(*b, row).lo < 0 || flagsRow(row);  // B − A, masks' ×2.0
     // Room for the compact labels of A's and B's own numbers too: a value too small for two decimals
     // prints as "−7e−4", wider than "−.00" (A and B then showed no numbers beside B − A's).
+    // (Measured for the longest such label only: a tiny label's width is its length's.)
     float label_cell = negative ? signed_cell : unsigned_cell;
+    std::string longest;
     if (labelled && !flagsRow(row))
       for (const StageMap* m : {&va, &vb})
         for (Eigen::Index i = 0; i < m->rows(); ++i)
           for (Eigen::Index j = 0; j < m->cols(); ++j)
             if (const float v = (*m)(i, j); !std::isinf(v) && std::fabs(v) < 0.005f && v != 0)
-              label_cell = std::max(
-                  label_cell,
-                  heatmapCellFor(
-                      fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, cellLabel(v, CellFormat::Compact).c_str()).x));
+              if (std::string text = cellLabel(v, CellFormat::Compact); text.size() > longest.size())
+                longest = std::move(text);
+    if (!longest.empty())
+      label_cell = std::max(label_cell,
+                            heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, longest.c_str()).x));
     const float need_w = left + (labelled ? label_cell * static_cast<float>(C) : px(80));
     // A, B and B − A; maps of different shapes have no B − A, and A and B then stand side by side.
     const int maps = va.rows() == vb.rows() && va.cols() == vb.cols() ? 3 : 2;
@@ -331,7 +334,8 @@ void CompareView::draw(const PanelContext& ctx) {
       } else {
         if (!d->comparable) continue;  // the row's line says why there is none
         spec.title = "B − A";          // its largest |Δ| is the row's line; its range, the colorbar's
-        spec.masked_blank = true;
+        // Masked in both: nothing was subtracted. Masked in one only, "−∞" stays: the mask changed.
+        spec.blank = [va, vb](int i, int j) { return std::isinf(va(i, j)) && std::isinf(vb(i, j)); };
         spec.values = StageMap(d->delta);
         spec.owner = d;
         spec.version = a.serial * 1000003u + b->serial;

@@ -21,6 +21,7 @@ namespace {
 
 // One colour per head, as the Lines tab colours it (display/colormap.h headColour).
 ImU32 seriesColour(int index, int heads) {
+  heads = std::max(heads, 1);
   const Rgb c = attnscope::headColour(index / heads, index % heads, heads);
   return IM_COL32(c.r, c.g, c.b, 255);
 }

@@ -18,7 +18,9 @@ constexpr const char* kMenu = "##lines_options";
 // The folded header's button: where dropout acts, it names the stage the lines are of (folded
 // away, nothing said whether they were the weights or the weights after dropout).
 const char* foldLabel(const LinesHeaderState& s) {
-  return !s.can_drop ? "options ▾" : s.dropped ? "after dropout ▾" : "before dropout ▾";
+  return !s.can_drop ? "options ▾###lines_fold"
+         : s.dropped ? "after dropout ▾###lines_fold"
+                     : "before dropout ▾###lines_fold";
 }
 constexpr const char* kIsolateLabel = "only the selected token";
 constexpr const char* kSaveLabel = "Save figure…";
@@ -170,7 +172,8 @@ void drawPiece(const PanelContext& ctx, const LinesHeaderState& s, const LinesPi
     case Piece::Fold: {
       if (ImGui::Button(foldLabel(s))) ImGui::OpenPopup(kMenu);
       layout().widget("lines_menu");
-      layout().state()["lines_menu_label"] = foldLabel(s);
+      const std::string label = foldLabel(s);
+      layout().state()["lines_menu_label"] = label.substr(0, label.find("###"));  // as shown
       if (ImGui::IsItemHovered())
         ImGui::SetTooltip(
             "The stage, %s\"only the selected token\", Save figure… and how to read the lines: in "

@@ -131,7 +131,7 @@ void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, 
   const float arrow_w = px(26), min_node = px(110), turn_w = ImGui::CalcTextSize("↳").x + px(4);
   const int n = static_cast<int>(steps.size());
   int per_row = n;
-  while (per_row > 1 && per_row * min_node + (per_row - 1) * arrow_w + turn_w > size.x)
+  while (per_row > 1 && per_row * min_node + (per_row - 1) * arrow_w + (per_row < n ? turn_w : 0.0f) > size.x)
     per_row = per_row == 2 ? 1 : (per_row + 1) / 2;
   const float margin = per_row < n ? turn_w : 0.0f;
   const float node_w = (size.x - margin - arrow_w * (per_row - 1)) / per_row;

@@ -100,7 +100,7 @@ void Controller::update(double now) {
   }
   // A lesson checked off the UI thread: it opens now, before the commands queued behind it.
   if (auto checked = lesson_check_.poll()) {
-    if (toast_.text.rfind("Checking the lesson ", 0) == 0) toast_ = {};  // the progress is over
+    if (toast_.text.rfind("Checking the lesson ", 0) == 0) endProgress();  // the progress is over
     const Command c = checked->command;
     try {
       openCheckedLesson(std::move(*checked), now);
@@ -115,7 +115,7 @@ void Controller::update(double now) {
               false, now + 0.5};
   // A model read off the UI thread: it opens now, before the commands queued behind it.
   if (auto loaded = model_load_.poll()) {
-    if (toast_.text.rfind("Opening the model ", 0) == 0) toast_ = {};  // the progress is over
+    if (toast_.text.rfind("Opening the model ", 0) == 0) endProgress();  // the progress is over
     const Command c = loaded->command;
     try {
       openLoadedModel(std::move(*loaded), now);
@@ -316,7 +316,9 @@ void Controller::applyToDocument(const Command& c, double now) {
       std::string text = "The last session's unsaved work is back (" +
                          (doc_.file().empty() ? std::string("untitled") : fs::path(doc_.file()).filename().string()) +
                          autosavedAt(c.text("path")) + "): Ctrl+S saves it.";
-      if (!toast_.text.empty() && now < toast_.until) text += " " + toast_.text;
+      if (!toast_.text.empty() && now < toast_.until && toast_.hint_room != 0)  // the note, not the hint
+        text += " " +
+                toast_.text.substr(0, toast_.hint_room == std::string::npos ? std::string::npos : toast_.hint_room - 1);
       notify(text, now);
     }
     return;
@@ -1255,6 +1257,28 @@ void Controller::hintIfCramped(double now, bool after_toast) {
     toast_.until = std::max(toast_.until, now + 3.0);
   } else {
     showToast(hint, false, now);
+    toast_.hint_room = 0;
+  }
+}
+
+void Controller::notify(const std::string& text, double now) {
+  const std::string hint = toast_.hint_room != std::string::npos && now < toast_.until
+                               ? toast_.text.substr(toast_.hint_room)
+                               : std::string();
+  toast_ = {text, false, now + 12.0};
+  if (!hint.empty()) {
+    toast_.text += " ";
+    toast_.hint_room = toast_.text.size();
+    toast_.text += hint;
+  }
+}
+
+// A progress toast ("Opening the model …") is over: it goes, a hint to make room after it stays.
+void Controller::endProgress() {
+  if (toast_.hint_room == std::string::npos) {
+    toast_ = {};
+  } else {
+    toast_.text.erase(0, toast_.hint_room);
     toast_.hint_room = 0;
   }
 }

@@ -99,7 +99,8 @@ class Controller {
     prompts_.recovery_file = file;
   }
   // A message for the user at start (a recovered autosave), shown longer than a toast.
-  void notify(const std::string& text, double now) { toast_ = {text, false, now + 12.0}; }
+  // A note shown for 12 s; the hint to make room (hintIfCramped), while it shows, stays after it.
+  void notify(const std::string& text, double now);
   // The hint to make room (F10, F11) when the text size leaves the side panels narrow: after a
   // larger text size is chosen, and once at start; `after_toast`: after a message showing (the
   // start's notes), not in its place.
@@ -220,6 +221,7 @@ class Controller {
   void fail(const Command& c, const std::string& message, double now);  // a script's failure, or a toast
   void applied(const Command& c, bool started);  // started: apply() returned (else: finished later)
   void showToast(const std::string& text, bool error, double now);
+  void endProgress();
   void updateEngine();
   void watchFiles(double now);  // View › Reload on change
 

@@ -3,6 +3,7 @@
 #include "engine/count_text.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 
 #include "engine/errors.h"
@@ -19,6 +20,15 @@ std::vector<int> ModelSession::body() const {
   return prepend_eot_ && !ids_.empty() ? std::vector<int>(ids_.begin() + 1, ids_.end()) : ids_;
 }
 
+namespace {
+// One file however its path is spelled ("./m.pth", "/home/a/m.pth").
+std::string readingKey(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+  return ec ? path : p.string();
+}
+}  // namespace
+
 void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, std::optional<bool> prepend_eot) {
   rememberReading();
   given_.reset();
@@ -30,12 +40,12 @@ void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, s
   layer_ = 0;
   // Closed and opened again (to show the chapter in between, say): the text it read, not the first
   // one again, which the user would have to type anew. A file changed since may refuse it.
-  if (const auto before = read_before_.find(model_->weights_path); before != read_before_.end()) {
+  if (const auto before = read_before_.find(readingKey(model_->weights_path)); before != read_before_.end()) {
     const Reading& r = before->second;
     const bool eot = prepend_eot.value_or(r.prepend_eot) && model_->tokenizer;
     if (refusal(r.body, eot).empty()) {
       set(r.body, eot);
-      layer_ = std::min(r.layer, layers() - 1);
+      layer_ = std::clamp(r.layer, 0, std::max(0, layers() - 1));
       return;
     }
   }
@@ -51,7 +61,7 @@ void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, s
 
 void ModelSession::rememberReading() {
   if (model_ && !run_ && !model_->weights_path.empty())
-    read_before_[model_->weights_path] = {body(), prepend_eot_, layer_};
+    read_before_[readingKey(model_->weights_path)] = {body(), prepend_eot_, layer_};
 }
 
 void ModelSession::openGiven(std::shared_ptr<const GivenAttention> given) {

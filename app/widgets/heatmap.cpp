@@ -246,16 +246,14 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     texts.clear();
     format = f;
     values_shown = !s.compact;
-    const auto label = [&](float v) {
-      return s.masked_blank && isMasked(v) ? std::string() : s.look.cell_text ? s.look.cell_text(v) : cellLabel(v, f);
-    };
+    const auto label = [&](float v) { return s.look.cell_text ? s.look.cell_text(v) : cellLabel(v, f); };
     const auto fits = [&](const std::string& text) {
       // (a hair of slack: a grid sizes cells to the widest label exactly, and its sums round)
       return heatmapCellFor(small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str()).x, s.text_scale) <= cell + 0.05f;
     };
     for (int i = r0; i < r0 + nr && values_shown; ++i)
       for (int j = c0; j < c0 + nc && values_shown; ++j) {
-        texts.push_back(label(m(i, j)));
+        texts.push_back(s.blank && s.blank(i, j) ? std::string() : label(m(i, j)));
         values_shown = fits(texts.back());
       }
     for (const StageMap& peer : s.label_peers)  // the same cells of the maps beside it

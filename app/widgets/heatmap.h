@@ -48,8 +48,8 @@ struct HeatmapSpec {
                                                          // format that fits theirs too, so both read alike
   nlohmann::json dump;                                   // extra fields for the layout dump
   bool dimmed = false;                                   // drawn faded: a lesson step is about other maps
-  bool masked_blank = false;                             // masked cells without a label (a difference: nothing
-                                                         // was subtracted there, "−∞" read as a change)
+  std::function<bool(int, int)> blank;                   // cells (row, col) drawn without a label (a difference's
+                                                         // cells masked on both sides: "−∞" read as a change)
   std::vector<std::pair<int, int>> outlined;             // cells an edit just changed: outlined …
   float outline_alpha = 0;                               // … this opaque (fading out)
   float cell = 0;                                        // the cells' side as a grid laid them out (the same in

@@ -26,8 +26,9 @@ bool parseColormap(const std::string& id, Colormap* out);
 const std::array<Rgb, 256>& colormapTable(Colormap c);
 
 // One colour per head, the same wherever heads are told apart by colour — the Lines tab, its
-// figures, the Learn tab's charts: Tableau's ten (they stay apart for the common colour blindnesses,
-// on a projector and on either theme), by the head's place in the model counted layer by layer
+// figures, the Learn tab's charts: Tableau's ten (they stay apart for the common colour blindnesses
+// and on a projector; on the light theme's white the yellow and the grey are the faintest), by the
+// head's place in the model counted layer by layer
 // (layer 2's first of 2 heads is the third), then again. A colormap's samples did not: 12 heads
 // were 12 greens, and the Learn tab's colours were not the Lines tab's.
 Rgb headColour(int layer, int head, int heads_per_layer);

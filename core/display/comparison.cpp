@@ -89,10 +89,11 @@ std::vector<std::string> workspaceDifferences(const Workspace& a, const Workspac
         const float x = a.embeddings(i, j), y = b.embeddings(i, j);
         if (std::memcmp(&x, &y, sizeof x) == 0) continue;
         if (++edited <= max_cells)
-          cells.push_back(
-              "x" + std::to_string(i + 1) + " d" + std::to_string(j) + " ('" +
-              (i < static_cast<Eigen::Index>(b.tokens.size()) ? b.tokens[static_cast<std::size_t>(i)] : std::string()) +
-              "') " + formatFixed(x) + " → " + formatFixed(y));
+          cells.push_back("x" + std::to_string(i + 1) + " d" + std::to_string(j) + " " +
+                          (i < static_cast<Eigen::Index>(b.tokens.size())
+                               ? "('" + b.tokens[static_cast<std::size_t>(i)] + "') "
+                               : std::string()) +
+                          formatFixed(x) + " → " + formatFixed(y));
       }
     if (edited > max_cells)
       out.push_back(std::to_string(edited) + " embedding cells");

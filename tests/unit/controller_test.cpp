@@ -462,6 +462,11 @@ TEST_F(ControllerTest, AModelOpenedAgainReadsItsTextAgain) {
   user(c, "model_open", {{"path", model}, {"num_heads", 2}});
   settle(c);
   EXPECT_EQ(c.model().ids(), (std::vector<int>{5, 6, 7, 8, 9})) << "lost when another model took its place";
+  user(c, "model_close");
+  const std::string respelled = (std::filesystem::path(model).parent_path() / "." / "m.safetensors").string();
+  user(c, "model_open", {{"path", respelled}, {"num_heads", 2}});  // the same file, spelled otherwise
+  settle(c);
+  EXPECT_EQ(c.model().ids(), (std::vector<int>{5, 6, 7, 8, 9})) << "not found by " << respelled;
 }
 
 TEST_F(ControllerTest, TheChaptersViewIsSavedAndComesBackAfterTheModel) {
