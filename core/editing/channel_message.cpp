@@ -17,7 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-
 // Bytes a value of the materialized commands costs in the tree (formats/json_reading.h counts
 // the same way): the tensors become arrays of numbers, 32 bytes a value.
 constexpr std::size_t kTreeBytesPerValue = 32;
@@ -134,7 +133,17 @@ std::size_t channelHeaderLength(const std::uint8_t* first4) {
 }
 
 ChannelHeader parseChannelHeader(const std::string& json_text, const Limits& limits) {
-  const json j = readJson(json_text, "message", limits.max_memory_bytes);
+  // Every refusal names the message: the reader names a field nested too deep by its top key alone
+  // ("commands: nested deeper than 64 levels"), which a message's reader would not place.
+  const json j = [&] {
+    try {
+      return readJson(json_text, "message", limits.max_memory_bytes);
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      if (what.rfind("message", 0) == 0) throw;
+      throw InputError("message." + what);
+    }
+  }();
   if (!j.is_object()) throw InputError("message: expected a JSON object {\"commands\": […]}");
   for (auto it = j.begin(); it != j.end(); ++it)
     if (it.key() != "commands" && it.key() != "tensors")

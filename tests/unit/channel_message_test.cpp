@@ -93,6 +93,10 @@ TEST(ChannelMessage, BadFramesAreRefusedWhole) {
   refused(framed(R"({"commands": [{"do": "rm -rf /"}]})"), "unknown command");
   refused(framed(R"({"commands": [{"do": "select_head", "index": "one"}]})"), "command 0 (select_head)");
   refused(framed(ok_header) + "trailing", "8 bytes of tensors where the header lists 0");
+  // Nested too deep: the message named, not only its top key (fuzz_channel found "momcands: nested
+  // deeper than 64 levels").
+  refused(framed(R"({"momcands": )" + std::string(70, '[') + std::string(70, ']') + "}"),
+          "message.momcands: nested deeper than 64 levels");
   // Tensors: names, shapes, sizes, values, use.
   const auto with = [&](const json& tensors, const std::string& payload, const json& commands) {
     return channelFrame({{"commands", commands}, {"tensors", tensors}}, payload);
