@@ -1153,7 +1153,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     // The lesson's column gives way to the step's maps: the main area they need, whole.
     const float chrome = main_w - grid_w;  // the scrollbar's room and the panel's padding
     const FocusArrangement smallest = arrange(kSmallestCellText, three_cell);
-    const FocusArrangement compact = min_cell > 0 ? arrange(1, min_cell) : FocusArrangement{};
+    if (min_cell > 0 && at_two.empty()) at_two.push_back(arrange(1, min_cell));  // two decimals at the full font
+    const FocusArrangement compact = min_cell > 0 ? at_two.front() : FocusArrangement{};
     focus_need_ = {at_one.best_w > 0 ? at_one.best_w + chrome : 0, at_one.least_w > 0 ? at_one.least_w + chrome : 0,
                    smallest.least_w > 0 ? smallest.least_w + chrome : 0,
                    compact.least_w > 0 ? compact.least_w + chrome : 0};

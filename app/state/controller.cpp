@@ -1251,9 +1251,7 @@ void Controller::hintIfCramped(double now, bool after_toast) {
                            "View › Presentation (F10) hides them, F11 goes full screen.";
   if (after_toast && !toast_.text.empty() && now < toast_.until) {  // the start's note first, then the hint
     if (toast_.error) return;
-    toast_.text += " ";
-    toast_.hint_room = toast_.text.size();
-    toast_.text += hint;
+    appendHint(hint);
     toast_.until = std::max(toast_.until, now + 3.0);
   } else {
     showToast(hint, false, now);
@@ -1266,11 +1264,14 @@ void Controller::notify(const std::string& text, double now) {
                                ? toast_.text.substr(toast_.hint_room)
                                : std::string();
   toast_ = {text, false, now + 12.0};
-  if (!hint.empty()) {
-    toast_.text += " ";
-    toast_.hint_room = toast_.text.size();
-    toast_.text += hint;
-  }
+  if (!hint.empty()) appendHint(hint);
+}
+
+// The hint to make room after the toast's note, where F10 can take it away again (hint_room).
+void Controller::appendHint(const std::string& hint) {
+  toast_.text += " ";
+  toast_.hint_room = toast_.text.size();
+  toast_.text += hint;
 }
 
 // A progress toast ("Opening the model …") is over: it goes, a hint to make room after it stays.

@@ -222,6 +222,7 @@ class Controller {
   void applied(const Command& c, bool started);  // started: apply() returned (else: finished later)
   void showToast(const std::string& text, bool error, double now);
   void endProgress();
+  void appendHint(const std::string& hint);
   void updateEngine();
   void watchFiles(double now);  // View › Reload on change
 
