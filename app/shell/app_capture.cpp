@@ -196,6 +196,7 @@ void App::recordState() const {
     if (s && s->model && s->model_version == model.version()) {
       j["shown_layer"] = s->layer;
       j["reused_rows"] = s->model->reused_rows;  // rows the pass took from the one before (lm/model_pass.h)
+      j["whole_attention"] = s->model->whole_attention;  // … computing their attention again
       if (const float* logits = logitsShown(s, model, v.token)) {
         nlohmann::json next = nlohmann::json::array();
         for (const NextToken& t : topNextTokens(logits, model.model()->config.vocab_size, v.temperature, 10))
@@ -217,7 +218,7 @@ void App::recordState() const {
   state["tokens"] = s.tokens();
   state["trace_version"] = s.serial;
   state["snapshot_version"] = s.version;
-  if (s.tokenCount() <= 64) {
+  if (s.tokenCount() <= 128) {
     auto rows = [](const Matrix& mat) {
       nlohmann::json out = nlohmann::json::array();
       for (int i = 0; i < mat.rows(); ++i)

@@ -1345,6 +1345,14 @@ double Controller::holdMs() const {
   return std::min(kHoldCapMs, 4 * *middle);
 }
 
+namespace {
+// The rows of a whole pass a model's pass did the work of (at least one).
+double workRows(const ModelPass& pass) {
+  return std::max(1.0, passWorkRows(pass.model->config, static_cast<int>(pass.ids.size()),
+                                    {pass.reused_rows, pass.whole_attention}));
+}
+}  // namespace
+
 double Controller::expectedEngineMs() const {
   if (!snapshot_) return std::numeric_limits<double>::infinity();
   const ModelPass* last = snapshot_->model.get();
@@ -1354,10 +1362,10 @@ double Controller::expectedEngineMs() const {
   // per row's pass, the head's logits beside): the last result's time per row it computed.
   const std::vector<int>& ids = model_.ids();
   if (ids == last->ids) return 0;  // another layer or token of the same pass
-  const int rows = static_cast<int>(ids.size()) - (exec_.fused ? reusableRows(*last, *model, ids, model_.layer()) : 0);
-  const int rows_before = std::max(1, static_cast<int>(last->ids.size()) - last->reused_rows);
+  const double rows = passWorkRows(model->config, static_cast<int>(ids.size()),
+                                   exec_.fused ? reusablePrefix(*last, *model, ids, model_.layer()) : PrefixReuse());
   const bool timed = row_time_model_ == model.get() && fastest_row_ms_ > 0;
-  return (timed ? fastest_row_ms_ : snapshot_->milliseconds / rows_before) * rows;
+  return (timed ? fastest_row_ms_ : snapshot_->milliseconds / workRows(*last)) * rows;
 }
 
 void Controller::noteRowTime() {
@@ -1365,7 +1373,7 @@ void Controller::noteRowTime() {
   if (!pass || !pass->model || pass->given || pass == row_timed_pass_) return;
   row_timed_pass_ = pass;
   if (pass->model.get() != row_time_model_) row_time_model_ = pass->model.get(), fastest_row_ms_ = 0;
-  const double ms = snapshot_->milliseconds / std::max(1, static_cast<int>(pass->ids.size()) - pass->reused_rows);
+  const double ms = snapshot_->milliseconds / workRows(*pass);
   fastest_row_ms_ = fastest_row_ms_ > 0 ? std::min(fastest_row_ms_, ms) : ms;
 }
 

@@ -122,14 +122,17 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
                        " tokens");
   auto cancelled = [&] { return exec.cancel != nullptr && exec.cancel->load(std::memory_order_relaxed); };
   const int threads = exec.parallel ? resolveThreads(exec.threads) : 1;
-  // Rows [0, q) are the prefix's (the fast path only): every step below runs on rows [q, T).
+  // Rows [0, q) are the prefix's (the fast path only): every step below runs on rows [q, T) — but
+  // the attention of a layer that keeps maps, or of every layer with whole_attention, whose input
+  // rows before q are the prefix's attention inputs.
   const GptPrefix* prefix = exec.fused ? request.prefix : nullptr;
   const int q = prefix != nullptr ? request.prefix_rows : 0;
   if (prefix != nullptr) {
     const bool same = q >= 1 && q < T && q <= static_cast<int>(prefix->ids.size()) &&
                       std::equal(ids.begin(), ids.begin() + q, prefix->ids.begin()) &&
                       static_cast<int>(prefix->attention_inputs.size()) == c.layers &&
-                      static_cast<int>(prefix->projections.size()) == c.layers && prefix->final_x.cols() == d;
+                      (request.whole_attention || static_cast<int>(prefix->projections.size()) == c.layers) &&
+                      prefix->final_x.cols() == d;
     if (!same)
       throw InputError("prefix_rows " + std::to_string(q) + ": not the first rows of an earlier pass over these ids");
   }
@@ -171,7 +174,7 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
     TraceRequest traced = maps ? TraceRequest() : TraceRequest::only({});
     if (!maps && request.weight_rows)
       traced.weight_rows = [&request, layer](const WeightRows& rows) { request.weight_rows(layer, rows); };
-    if (!maps && q > 0) {  // a layer that keeps maps is computed whole
+    if (!maps && q > 0 && !request.whole_attention) {  // a layer that keeps maps is computed whole
       traced.first_row = q;
       traced.earlier = &prefix->projections[static_cast<std::size_t>(layer)];
     }

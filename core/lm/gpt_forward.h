@@ -57,6 +57,11 @@ struct GptRequest {
   // the others by the streamed rows, which differ in the last bits, and so would the rows after.
   const GptPrefix* prefix = nullptr;
   int prefix_rows = 0;
+  // With a prefix: every layer's attention is computed again over all rows from the prefix's
+  // attention inputs (the rest — LayerNorms, out_proj, the MLP — from prefix_rows), so that every
+  // row's weights are streamed anew: a prefix kept without projections, or a text longer than
+  // the thumbnails' cells, whose blocks regroup every row. The same bits as a pass of every row.
+  bool whole_attention = false;
   // Set: filled with this pass's GptPrefix — its projections only with keep_projections, on the
   // fast path (they are most of its memory, and only a prefix's pass reads them).
   GptPrefix* keep_prefix = nullptr;

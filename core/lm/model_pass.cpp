@@ -130,17 +130,32 @@ class LayerRows {
 
 }  // namespace
 
-int reusableRows(const ModelPass& previous, const GptModel& model, const std::vector<int>& ids, int keep_layer) {
+PrefixReuse reusablePrefix(const ModelPass& previous, const GptModel& model, const std::vector<int>& ids,
+                           int keep_layer) {
   const int T = static_cast<int>(ids.size()), before = static_cast<int>(previous.ids.size());
-  // The same layer kept: a kept layer's weights come from the traced path, the others' from the
-  // streamed rows, which differ in the last bits, and the rows after it with them. A pass keeps
-  // its projections and score rows together (T ≤ kThumbnailCells, the fast path).
-  if (previous.model.get() != &model || previous.kept_layer != keep_layer || T > kThumbnailCells ||
-      previous.score_rows.empty())
-    return 0;
+  const GptPrefix& kept = previous.forward;
+  if (previous.model.get() != &model || previous.kept_layer != keep_layer ||
+      static_cast<int>(kept.attention_inputs.size()) != model.config.layers || kept.final_x.rows() != before)
+    return {};
   const int same = static_cast<int>(
       std::mismatch(ids.begin(), ids.begin() + std::min(T, before), previous.ids.begin()).first - ids.begin());
-  return std::min(same, T - 1);
+  PrefixReuse reuse;
+  reuse.rows = std::min(same, T - 1);
+  // The rows' own thumbnail rows and scores, and their projections, are kept together (a pass of
+  // at most kThumbnailCells tokens, the fast path).
+  reuse.whole_attention = T > kThumbnailCells || previous.score_rows.empty() ||
+                          static_cast<int>(kept.projections.size()) != model.config.layers;
+  if (reuse.rows <= 0) return {};
+  return reuse;
+}
+
+double passWorkRows(const GptConfig& config, int tokens, const PrefixReuse& reuse) {
+  const double T = tokens, q = reuse.rows, d = config.d_model, F = config.mlp ? config.mlp_width : 0;
+  if (!reuse.whole_attention) return T - q;
+  // A row's multiply-adds: its projections 3d², the attention over T/2 keys on average (scores and
+  // the weighted values: T·d), out_proj d², the MLP 2dF; a reused row's are the first two.
+  const double attention = 3 * d * d + T * d, row = attention + d * d + 2 * d * F;
+  return (T - q) + q * attention / row;
 }
 
 std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> model, const std::vector<int>& ids,
@@ -162,15 +177,18 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   // of several text rows, which the next text's length regroups.
   const bool keeps_prefix = T <= kThumbnailCells && exec.fused;
   if (keeps_prefix) pass->score_rows.resize(static_cast<std::size_t>(c.layers) * H * T);
-  const int q = previous != nullptr && exec.fused ? reusableRows(*previous, *model, ids, keep_layer) : 0;
+  const PrefixReuse reuse =
+      previous != nullptr && exec.fused ? reusablePrefix(*previous, *model, ids, keep_layer) : PrefixReuse();
+  const int q = reuse.rows;
   pass->reused_rows = q;
+  pass->whole_attention = reuse.whole_attention;
   const TokenPatterns patterns(ids);
   const int threads = exec.parallel ? resolveThreads(exec.threads) : 1;
   LayerRows rows(H, T, pass->cells, patterns);  // the layer being computed
   // Rows [0, q) of layer l's streamed heads as the previous pass has them (a kept layer's are
   // computed whole, from its maps).
   const auto addKnownRows = [&](int layer) {
-    if (q == 0 || layer >= c.layers || layer == keep_layer) return;
+    if (q == 0 || reuse.whole_attention || layer >= c.layers || layer == keep_layer) return;
     for (int h = 0; h < H; ++h) {
       const HeadThumbnail& before = previous->head(layer, h);
       const HeadScoreRow* scores = previous->score_rows.data() +
@@ -187,6 +205,7 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   if (q > 0) {
     request.prefix = &previous->forward;
     request.prefix_rows = q;
+    request.whole_attention = reuse.whole_attention;
   }
   // The layer asked for keeps its maps (every stage); the others stream their weights into `rows`.
   if (keep_layer >= 0)

@@ -63,6 +63,7 @@ struct ModelPass {
   std::vector<HeadScoreRow> score_rows;
   int kept_layer = -1;      // the layer whose trace the pass kept (every stage)
   int reused_rows = 0;      // rows taken from `previous` (0: every row computed)
+  bool whole_attention = false;  // with reused_rows: every row's attention computed again (PrefixReuse)
   double milliseconds = 0;  // the forward's time
 
   int layer_count = 0, head_count = 0;  // L, H
@@ -76,19 +77,34 @@ struct ModelPass {
   static int blockStart(int i, int T, int S) { return static_cast<int>(static_cast<std::int64_t>(i) * T / S); }
 };
 
+// What a pass over `ids` can take from an earlier pass of the same model (runModelPass's
+// `previous`): the rows before the first token that differs (at most T − 1), when both kept the same
+// layer — a kept layer's weights come from the traced path, the others' from the streamed rows,
+// which differ in the last bits, and the rows after them with them.
+// - Both texts of at most kThumbnailCells tokens: the rows' projections, thumbnail rows and scores
+//   too, and only the rows after them are computed — typing at the end, or appending a token, costs
+//   a row.
+// - Otherwise (a longer text: a thumbnail's cell is a block of rows, which the new length
+//   regroups): their LayerNorms, out_proj and MLP; every row's attention is computed again from
+//   the kept attention inputs (GptRequest::whole_attention) — GPT-2 small at 1024 tokens, a third
+//   of a whole pass.
+struct PrefixReuse {
+  int rows = 0;                  // 0: every row computed
+  bool whole_attention = false;  // the second case
+};
+PrefixReuse reusablePrefix(const ModelPass& previous, const GptModel& model, const std::vector<int>& ids,
+                           int keep_layer);
+// A pass's work in rows of a whole pass's (its multiply-adds ÷ a row's, under the causal mask):
+// T − rows, plus the attention of the reused rows with whole_attention.
+double passWorkRows(const GptConfig& config, int tokens, const PrefixReuse& reuse);
+
 // Runs the model over `ids` (gptForward: every layer's maps, no logits). `keep_layer` ≥ 0 also
 // keeps that layer's trace in *kept (every stage of its heads). Throws as gptForward.
-// `previous`: a pass of the same model over an earlier text. When both texts have at most
-// kThumbnailCells tokens, the same layer kept and the same first tokens, the rows before the first
-// token that differs (at most T − 1 of them) are taken from it (GptRequest::prefix) and only the
-// rest are computed — typing at the end, or appending a token, costs a row; the result has the same
-// bits as a pass of every row.
+// `previous`: a pass of the same model over an earlier text, whose rows are taken as
+// reusablePrefix says; the result has the same bits as a pass of every row.
 std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> model, const std::vector<int>& ids,
                                               const ExecutionOptions& exec, const Limits& limits, int keep_layer = -1,
                                               Trace* kept = nullptr, const ModelPass* previous = nullptr);
-// The rows runModelPass (fused) takes from `previous` for a pass of `model` over `ids` keeping
-// `keep_layer` (0: every row computed): what an edit of the text will cost is the rest.
-int reusableRows(const ModelPass& previous, const GptModel& model, const std::vector<int>& ids, int keep_layer);
 
 // The thumbnails and scores of given maps, as runModelPass makes them from a model's (the same
 // reductions, LayerRows); ids from the labels (the same text, the same id). Checks each map:

@@ -239,10 +239,11 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
                         {"attention_gflop", attention / 1e9},
                         {"head_gflop", head / 1e9}}}};
   for (const char* mode : {"view", "maps", "fused"}) j[mode] = paired(mode);
-  // The view's pass after an edit of one token of the text (runModelPass's `previous`, T ≤ 64):
-  // the rows before it are the last pass's, the rest computed, then the logits; the last token
-  // (typing at the end) and the middle one, the edit alternating between two ids.
-  if (T <= kThumbnailCells && T >= 2)
+  // The view's pass after an edit of one token of the text (runModelPass's `previous`,
+  // reusablePrefix): the rows before it are the last pass's, the rest computed (past 64 tokens,
+  // every row's attention), then the logits; the last token (typing at the end) and the middle
+  // one, the edit alternating between two ids.
+  if (T >= 2)
     for (const auto& [name, at] : {std::pair{"view_last_token", T - 1}, std::pair{"view_middle_token", T / 2}}) {
       Trace kept;
       std::shared_ptr<const ModelPass> previous = runModelPass(shared, ids, exec, {}, 0, &kept);
@@ -255,7 +256,9 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
           gptLogits(model, previous->forward.final_x, {T - 1}, exec);
         }));
       }
-      j[name] = {{"forward_ms", summary(forward_ms)}, {"reused_rows", previous->reused_rows}};
+      j[name] = {{"forward_ms", summary(forward_ms)},
+                 {"reused_rows", previous->reused_rows},
+                 {"whole_attention", previous->whole_attention}};
     }
   return j;
 }

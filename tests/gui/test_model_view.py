@@ -89,10 +89,10 @@ def write_tokenizer(folder):
     return len(vocab)
 
 
-def make_model(folder):
+def make_model(folder, context_length=64):
     os.makedirs(folder, exist_ok=True)
     vocab = write_tokenizer(folder)
-    model, cfg = gm.tiny_model(31, vocab_size=vocab, context_length=64, emb_dim=32, n_heads=HEADS,
+    model, cfg = gm.tiny_model(31, vocab_size=vocab, context_length=context_length, emb_dim=32, n_heads=HEADS,
                                n_layers=LAYERS, tied=True)
     with torch.no_grad():  # logits of a few units, not tens: the next tokens spread, so their probabilities test
         model.final_norm.scale.mul_(0.1)
@@ -417,34 +417,47 @@ def checks(tmp):
         def an_edit_reuses_the_rows_before_it():
             # A text edited after its first tokens: the pass takes the rows before the edit from the
             # last one (lm/model_pass.h) and still shows torch's numbers for the new text.
-            first = [5, 70, 200, 9, 33, 8, 5, 70, 200, 9, 33, 8]
-            for edit, want_reused in (({"do": "append_token"}, len(first)),
-                                      ({"do": "text", "ids": first[:6] + [41] + first[7:]}, 6)):
+            # Past 64 tokens (a thumbnail's cell a block of rows) every row's attention is computed
+            # again, the rest of the rows before the edit not (whole_attention), on a model that
+            # reads 160 tokens.
+            short = [5, 70, 200, 9, 33, 8, 5, 70, 200, 9, 33, 8]
+            long_folder = os.path.join(tmp, "gpt160")
+            long_model = make_model(long_folder, context_length=160)
+            long = [(7 * i * i + 3 * i) % 250 for i in range(90)]
+            AGAIN = " (every row's attention again)"
+            cases = [(first, folder_, model_, whole, edit, want_reused)
+                     for first, folder_, model_, whole in ((short, folder, model, False),
+                                                           (long, long_folder, long_model, True))
+                     for edit, want_reused in (({"do": "append_token"}, len(first)),
+                                               ({"do": "text", "ids": first[:6] + [41] + first[7:]}, 6))]
+            for first, folder_, model_, whole, edit, want_reused in cases:
                 d = run_commands(app, display.name, tmp, "reuse", [
                     {"do": "select_layer", "layer": 1, "head": 1},  # the pass keeps layer 1 from here on
                     {"do": "text", "ids": first},
                     {"do": "wait"},  # its pass done (else the next text's cancels it, as typing does)
                     edit,
-                ], "--model", folder)
+                ], "--model", folder_)
                 m = d["state"]["model"]
                 ids = m["ids"]
                 assert m["reused_rows"] == want_reused, (edit, m["reused_rows"], want_reused)
-                weights, _ = gm.torch_run(model, ids)
+                assert m["whole_attention"] == whole, (edit, len(ids), m["whole_attention"])
+                weights, _ = gm.torch_run(model_, ids)
                 for h in range(HEADS):
                     e = worst(d["state"]["trace"]["heads"][h]["weights"], weights[1][h])
                     assert e <= 1e-5, f"after {edit}: head {h}'s weights differ from torch's by {e:.3g}"
-                want_ids, want_p, _ = torch_next(model, ids, 1.0)
+                want_ids, want_p, _ = torch_next(model_, ids, 1.0)
                 got = m["next_tokens"]
                 assert [t["id"] for t in got] == want_ids, (edit, got, want_ids)
                 e = max(abs(t["probability"] - p) / p for t, p in zip(got, want_p))
                 assert e <= 1e-5, f"after {edit}: next-token probabilities differ from torch's by {e:.3g}"
                 # The labels of every head: those of the CLI's pass of the whole text.
-                cli_out = subprocess.run([cli, "model-trace", folder, "--ids", ",".join(map(str, ids))],
+                cli_out = subprocess.run([cli, "model-trace", folder_, "--ids", ",".join(map(str, ids))],
                                          capture_output=True, text=True, timeout=120)
                 assert cli_out.returncode == 0, cli_out.stderr
                 labels = [h["label"] for layer in json.loads(cli_out.stdout)["layers"] for h in layer["heads"]]
                 assert m["labels"] == labels, (edit, m["labels"], labels)
-                print(f"  {edit['do']}: {want_reused} of {len(ids)} rows taken from the last pass; layer 1's "
+                print(f"  {edit['do']}: {want_reused} of {len(ids)} rows taken from the last pass"
+                      f"{AGAIN if whole else ''}; layer 1's "
                       f"weights, the next tokens and the labels as torch's and the CLI's")
 
         def hashes_drawn():

@@ -243,7 +243,8 @@ TEST(ModelPass, KeepsWhatTheForwardComputed) {
 // the edit from the previous one gives the same bits as a pass of every row — thumbnails, scores,
 // each layer's attention input, the residual stream, the kept layer's trace — on heads of width 16
 // (row-major projections) and 32 (head-major), on one thread and two, and chained from one edit
-// to the next. Rows it may not reuse (another kept layer, a long text) are all computed.
+// to the next; past 64 tokens with every row's attention computed again. Rows it may not reuse
+// (another kept layer) are all computed.
 TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
   for (int heads : {4, 2}) {
     MemoryTensors file = bookModel(53, 120, 64, 3, 29);
@@ -288,6 +289,7 @@ TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
         const char* what;
         std::function<void(std::vector<int>&)> change;
         int reused;  // rows taken from the previous pass
+        bool whole_attention = false;
       };
       const std::vector<Edit> edits = {
           {"a token appended", [](std::vector<int>& t) { t.push_back(7); }, 40},
@@ -297,8 +299,17 @@ TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
           {"the last token deleted", [](std::vector<int>& t) { t.pop_back(); }, 41},
           {"the first token changed", [](std::vector<int>& t) { t[0] = (t[0] + 1) % 53; }, 0},
           {"grown to 64 tokens", [](std::vector<int>& t) { t.resize(64, 11); }, 42},
-          {"past 64 tokens", [](std::vector<int>& t) { t.push_back(12); }, 0},
-          {"back to 64", [](std::vector<int>& t) { t.pop_back(); }, 0},
+          // Past kThumbnailCells a thumbnail's cell is a block of rows: the rows' attention is
+          // computed again (whole_attention), their MLP not.
+          {"past 64 tokens", [](std::vector<int>& t) { t.push_back(12); }, 64, true},
+          {"back to 64", [](std::vector<int>& t) { t.pop_back(); }, 63, true},
+          {"back within 64 rows", [](std::vector<int>& t) { t[62] = (t[62] + 1) % 53; }, 62},
+          {"grown to 110", [](std::vector<int>& t) { t.resize(110, 5); }, 64, true},
+          {"a token changed at 109", [](std::vector<int>& t) { t[109] = 6; }, 109, true},
+          {"a token changed at 80", [](std::vector<int>& t) { t[80] = 7; }, 80, true},
+          {"a token appended at 110", [](std::vector<int>& t) { t.push_back(t[20]); }, 110, true},
+          {"the first token changed, long", [](std::vector<int>& t) { t[0] = (t[0] + 2) % 53; }, 0},
+          {"shortened to 90", [](std::vector<int>& t) { t.resize(90); }, 89, true},
       };
       for (const Edit& e : edits) {
         e.change(text);
@@ -308,6 +319,7 @@ TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
         const std::string what = std::string(e.what) + ", " + std::to_string(heads) + " heads, " +
                                  std::to_string(threads) + " threads";
         EXPECT_EQ(reused->reused_rows, e.reused) << what;
+        EXPECT_EQ(reused->whole_attention, e.whole_attention) << what;
         same(*reused, *whole, kept_reused, kept_whole, what);
         previous = reused;
       }
