@@ -552,11 +552,19 @@ FocusArrangement arrangeFocus(const std::vector<CardNeed>& cards, float width, f
   return f;
 }
 
+// Unzoomed, an axis of dimensions shows at most its first max(4T, 64): GPT-2's 768-wide output
+// beside a 20-token text made every map's cells 0.4 px, the weights a speck (every map has one
+// cell size); a head's 64 dimensions stay whole. The notes line says so; a zoom shows the rest.
+int dimensionsShown(int T) { return std::max(4 * T, 64); }
+
 // The window of cells every map shows at the current zoom (linked across maps, so the same
 // query and key rows stay side by side from scores to weights).
 CellWindow zoomWindow(float zoom, float center_row, float center_col, int T) {
   CellWindow w;
-  if (zoom <= 1) return w;
+  if (zoom <= 1) {
+    w.dims = dimensionsShown(T);
+    return w;
+  }
   const int n = std::clamp(static_cast<int>(std::ceil(T / zoom)), std::min(T, HeatmapGrid::kMinZoomCells), T);
   const float cr = center_row < 0 ? T / 2.0f : center_row;
   const float cc = center_col < 0 ? T / 2.0f : center_col;
@@ -572,7 +580,12 @@ CellWindow zoomWindow(float zoom, float center_row, float center_col, int T) {
 // the cells' size (a 256-dimension output unzoomed made every map's cells 0.7 px). Unzoomed: all.
 CellWindow shownWindow(const CellWindow& w, int rows, int cols, bool token_rows, bool token_cols) {
   CellWindow s;
-  if (w.rows <= 0) return s;
+  if (w.rows <= 0) {  // unzoomed: every token, and of a long axis of dimensions its first w.dims
+    if (w.dims <= 0) return s;
+    if (!token_rows && rows > w.dims) s.rows = w.dims;
+    if (!token_cols && cols > w.dims) s.cols = w.dims;
+    return s;
+  }
   s.row0 = token_rows ? w.row0 : 0;
   s.rows = token_rows ? w.rows : std::min(rows, w.rows);
   s.col0 = token_cols ? w.col0 : 0;
@@ -649,6 +662,10 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
   const std::string about = !lesson && view.contains("preset") && view["preset"].is_object()
                                 ? view["preset"].value("description", "")
                                 : "";
+  const int widest = std::max({t.head_width, t.d_in, t.model.d_out});
+  if (zoom <= 1 && w.dims > 0 && widest > w.dims)  // shownWindow's unzoomed cap
+    notes.push_back("dimensions d0–d" + std::to_string(w.dims - 1) + " of " + std::to_string(widest) +
+                    " shown");
   if (zoom > 1) {
     // A map's dimensions show their first as many as the tokens shown (shownWindow): said when some are wider.
     const bool wide = t.head_width > w.rows || t.d_in > w.rows || t.model.d_out > w.rows;

@@ -26,6 +26,7 @@ namespace attnscope {
 struct CellWindow {
   int row0 = 0, rows = 0;
   int col0 = 0, cols = 0;
+  int dims = 0;  // a grid's unzoomed window: an axis of dimensions shows at most its first `dims` (0: all)
 };
 
 struct HeatmapSpec {

@@ -414,6 +414,31 @@ def checks(tmp):
             assert narrow.endswith("at the end"), narrow
             print(f"  token 2 selected: the button said {label!r} ({narrow!r} at 200 %) and appended {top}")
 
+        def a_wide_models_maps_keep_their_size():
+            # A model 256 wide on 8 tokens, its weights beside its output (8 × 256): an axis of
+            # dimensions shows its first max(4T, 64) (the notes line says so), so the weights keep
+            # cells a class can see — every map has one cell size, and all 256 columns made the
+            # 8 × 8 weights a speck beside them.
+            wide_folder = os.path.join(tmp, "gpt256")
+            os.makedirs(wide_folder, exist_ok=True)
+            vocab = write_tokenizer(wide_folder)
+            wide_model, cfg = gm.tiny_model(33, vocab_size=vocab, context_length=32, emb_dim=256, n_heads=2,
+                                            n_layers=1, tied=True)
+            gm.write_hf_folder(wide_folder, wide_model, cfg, gm.save_safetensors)
+            d = run_commands(app, display.name, tmp, "wide", [
+                {"do": "text", "ids": [5, 70, 200, 9, 33, 8, 41, 12]},
+                {"do": "view", "field": "tab", "value": "heatmaps"},
+                {"do": "view", "field": "columns", "value": ["weights", "output"]},
+            ], "--model", wide_folder, "--size", "1280x800", "--text-size", "175")
+            maps = {e["stage"]: e for e in d["heatmaps"] if not e.get("compare")}
+            assert set(maps) >= {"weights", "output"}, sorted(maps)
+            w, out = maps["weights"], maps["output"]
+            assert out["window"]["cols"] == 64 and out["window"]["rows"] == 8, out["window"]
+            side = w["cells"]["w"]
+            assert side >= 56, f"the 8 × 8 weights are {side:.0f} px across beside a 256-wide output"
+            assert "dimensions d0–d63 of 256 shown" in d["state"]["grid_notes"], d["state"]["grid_notes"]
+            print(f"  256 wide, 8 tokens: the output shows d0–d63, the weights {side:.0f} px across; the notes say so")
+
         def an_edit_reuses_the_rows_before_it():
             # A text edited after its first tokens: the pass takes the rows before the edit from the
             # last one (lm/model_pass.h) and still shows torch's numbers for the new text.
@@ -753,6 +778,7 @@ def checks(tmp):
                            ("a layer's maps fit a projector and say which", a_layers_maps_fit_and_say_which),
                            ("the next tokens in view on a projector", the_next_tokens_in_view_on_a_projector),
                            ("append the top token, repeat the text", append_and_repeat),
+                           ("a wide model's maps keep their size", a_wide_models_maps_keep_their_size),
                            ("an edit reuses the rows before it", an_edit_reuses_the_rows_before_it),
                            ("the chapter's work is set aside, not edited", chapter_work_set_aside),
                            ("--model on a file that is no model", bad_model_path),
