@@ -93,7 +93,10 @@ float hintHeight(const std::string& hint, float width) {
 void drawHeadToggle(const PanelContext& ctx, const LinesHeaderState& s, int h) {
   const ViewState& view = ctx.view;
   const Rgb c = headColour(s.layer, h, s.heads);
-  const bool on = !linesHeadHidden(view, h);
+  // Another head chosen (Tab, a thumbnail's click): this one's lines are not drawn, so its toggle
+  // is not lit — twelve lit toggles over one head's lines read as twelve heads attending alike.
+  const bool other_chosen = view.head >= 0 && view.head != h;
+  const bool on = !linesHeadHidden(view, h) && !other_chosen;
   ImGui::PushStyleColor(ImGuiCol_Button, on ? colourU32(c, 1) : colourU32(c, 0.12f));
   ImGui::PushStyleColor(ImGuiCol_ButtonHovered, colourU32(c, on ? 0.8f : 0.4f));
   ImGui::PushStyleColor(ImGuiCol_ButtonActive, colourU32(c, 0.6f));
@@ -101,15 +104,26 @@ void drawHeadToggle(const PanelContext& ctx, const LinesHeaderState& s, int h) {
   ImGui::PushStyleColor(ImGuiCol_Text,
                         on ? IM_COL32(text.r, text.g, text.b, 255) : ImGui::GetColorU32(ImGuiCol_TextDisabled));
   if (ImGui::Button(headLabel(h).c_str())) {
-    nlohmann::json hidden = nlohmann::json::array();
-    for (int g = 0; g < s.heads; ++g)
-      if (g == h ? on : linesHeadHidden(view, g)) hidden.push_back(g);
-    ctx.commands.push("view", {{"field", "lines_hidden_heads"}, {"value", hidden}});
+    if (other_chosen) {  // this head chosen instead
+      ctx.commands.push("select_head", {{"index", h}});
+    } else {
+      nlohmann::json hidden = nlohmann::json::array();
+      for (int g = 0; g < s.heads; ++g)
+        if (g == h ? on : linesHeadHidden(view, g)) hidden.push_back(g);
+      ctx.commands.push("view", {{"field", "lines_hidden_heads"}, {"value", hidden}});
+    }
   }
   ImGui::PopStyleColor(4);
   layout().widget("lines_head_h" + std::to_string(h + 1));
-  if (ImGui::IsItemHovered())
-    ImGui::SetTooltip("head %d: %s (click to %s)", h + 1, on ? "shown" : "hidden", on ? "hide its lines" : "show them");
+  layout().state()["lines_head_lit"][std::to_string(h + 1)] = on;  // tests: lit = its lines drawn
+  if (ImGui::IsItemHovered()) {
+    if (other_chosen)
+      ImGui::SetTooltip("head %d: not drawn, head %d is chosen (click to choose this one; Tab: every head)", h + 1,
+                        view.head + 1);
+    else
+      ImGui::SetTooltip("head %d: %s (click to %s)", h + 1, on ? "shown" : "hidden",
+                        on ? "hide its lines" : "show them");
+  }
 }
 
 void drawPlaced(const PanelContext& ctx, const LinesHeaderState& s, const std::vector<LinesPiece>& pieces);

@@ -189,6 +189,13 @@ Rgb headColour(int layer, int head, int heads_per_layer) {
   static constexpr Rgb kTableau10[] = {{78, 121, 167}, {242, 142, 43}, {225, 87, 89},   {118, 183, 178},
                                        {89, 161, 79},  {237, 201, 72}, {176, 122, 161}, {255, 157, 167},
                                        {156, 117, 95}, {186, 176, 172}};
+  // Tableau 20, its ten darker tones first, then their lighter partners in the same order.
+  static constexpr Rgb kTableau20[] = {
+      {78, 121, 167},  {242, 142, 43},  {89, 161, 79},   {182, 153, 45},  {73, 152, 148},
+      {225, 87, 89},   {121, 112, 110}, {211, 114, 149}, {176, 122, 161}, {157, 118, 96},
+      {160, 203, 232}, {255, 190, 125}, {140, 209, 125}, {241, 206, 99},  {134, 188, 182},
+      {255, 157, 154}, {186, 176, 172}, {250, 191, 210}, {212, 166, 200}, {215, 181, 166}};
+  if (heads_per_layer > 10) return kTableau20[std::max(head, 0) % 20];
   const int index = std::max(layer, 0) * std::max(heads_per_layer, 1) + std::max(head, 0);
   return kTableau10[index % 10];
 }

@@ -30,7 +30,10 @@ const std::array<Rgb, 256>& colormapTable(Colormap c);
 // and on a projector; on the light theme's white the yellow and the grey are the faintest), by the
 // head's place in the model counted layer by layer
 // (layer 2's first of 2 heads is the third), then again. A colormap's samples did not: 12 heads
-// were 12 greens, and the Learn tab's colours were not the Lines tab's.
+// were 12 greens, and the Learn tab's colours were not the Lines tab's. More than ten heads a
+// layer (GPT-2's 12, 16, 20, 25) take Tableau 20, its darker ten first, by the head's place in its
+// layer: one layer's heads stay apart up to 20 (with Tableau's ten heads 11 and 12 were heads 1 and
+// 2's colours), and head 4 keeps its colour from layer to layer.
 Rgb headColour(int layer, int head, int heads_per_layer);
 
 // The range a map's colours span. Diverging maps are centred on 0: [−m, m] with m = max |v|.

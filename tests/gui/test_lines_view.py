@@ -131,6 +131,12 @@ def main():
                 trace = trace_of(d, "hidden")
                 expect(lines["heads_drawn"] == [0], f"head 2 hidden: heads drawn {lines['heads_drawn']}")
                 check_lines_match(lines, expected_lines(trace, lines["batch"], "weights", [0]), 1.0, "head 2 hidden")
+                expect(d["state"]["lines_head_lit"] == {"1": True, "2": False}, f"head 2 hidden: lit {d['state']['lines_head_lit']}")
+                # One head chosen (Tab, a thumbnail): the others' toggles are not lit, as their lines are not drawn.
+                d = headless("chosen", [LINES_TAB, {"do": "select_head", "index": 1}], "--open", multihead,
+                             "--size", "1280x800")
+                expect(d["state"]["lines"]["heads_drawn"] == [1] and d["state"]["lines_head_lit"] == {"1": False, "2": True},
+                       f"head 2 chosen: drawn {d['state']['lines']['heads_drawn']}, lit {d['state']['lines_head_lit']}")
                 path = preset_copy(args.presets, "causal_dropout", work)
                 d = headless("isolated", [LINES_TAB, {"do": "select_token", "index": 2},
                                           {"do": "view", "field": "lines_isolate", "value": True}],

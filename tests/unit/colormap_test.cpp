@@ -155,5 +155,34 @@ TEST(ColourScale, ColorbarTicks) {
   EXPECT_EQ(colorbarEnds({0, 1}, ColourScale::Linear, false, {"dropped 0", "kept"})[1], "kept");
 }
 
+// Heads told apart by colour (Lines, Learn): Tableau's published palettes — ten, by the head's
+// place in the model for up to ten heads a layer; Tableau 20, darker ten first, by the head's
+// place in its layer beyond.
+TEST(HeadColour, TableausPalettesOneColourPerHeadOfALayer) {
+  const auto hex = [](const char* h) {
+    const unsigned v = static_cast<unsigned>(std::stoul(h, nullptr, 16));
+    return Rgb{static_cast<std::uint8_t>(v >> 16), static_cast<std::uint8_t>(v >> 8), static_cast<std::uint8_t>(v)};
+  };
+  const char* tableau10[] = {"4e79a7", "f28e2b", "e15759", "76b7b2", "59a14f",
+                             "edc948", "b07aa1", "ff9da7", "9c755f", "bab0ac"};
+  // Tableau 20 as published: pairs of a darker and a lighter tone.
+  const char* tableau20[] = {"4e79a7", "a0cbe8", "f28e2b", "ffbe7d", "59a14f", "8cd17d", "b6992d",
+                             "f1ce63", "499894", "86bcb6", "e15759", "ff9d9a", "79706e", "bab0ac",
+                             "d37295", "fabfd2", "b07aa1", "d4a6c8", "9d7660", "d7b5a6"};
+  const auto same = [](Rgb a, Rgb b) { return a.r == b.r && a.g == b.g && a.b == b.b; };
+  for (int h = 0; h < 2; ++h) {  // the Learn tab's 2 layers × 2 heads: four colours, layer by layer
+    EXPECT_TRUE(same(headColour(0, h, 2), hex(tableau10[h]))) << h;
+    EXPECT_TRUE(same(headColour(1, h, 2), hex(tableau10[2 + h]))) << h;
+  }
+  for (int heads : {12, 16, 20}) {
+    for (int h = 0; h < heads; ++h) {
+      const Rgb c = headColour(0, h, heads);
+      EXPECT_TRUE(same(c, hex(tableau20[h < 10 ? 2 * h : 2 * (h - 10) + 1]))) << heads << " heads, head " << h;
+      EXPECT_TRUE(same(c, headColour(7, h, heads))) << "head " << h << " changes colour with the layer";
+      for (int g = 0; g < h; ++g) EXPECT_FALSE(same(c, headColour(0, g, heads))) << heads << ": " << g << ", " << h;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace attnscope
