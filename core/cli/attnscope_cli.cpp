@@ -389,7 +389,7 @@ int run(int argc, char** argv) {
   model_trace_cmd
       ->add_option("--temperature", model_trace.temperature,
                    "with --top-k: the probabilities are softmax(logits / T); T > 0, default 1 (below 1 sharper, "
-                   "above flatter)")
+                   "above flatter), or 0: greedy (the top token 1, the others 0)")
       ->needs(model_top_k);
 
   // One budget for every command: what a workspace may cost to read and to compute.

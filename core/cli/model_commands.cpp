@@ -41,11 +41,13 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
   if (options.top_k < 0)
     throw InputError("--top-k: expected how many next tokens to list, 0 (none) up to the vocabulary's size, got " +
                      std::to_string(options.top_k));
-  if (!(options.temperature > 0) || !std::isfinite(options.temperature)) {
+  // 0 is greedy, as the app's slider offers it: the top token 1, the others 0 (topNextTokens).
+  const bool greedy = options.temperature == 0 && !std::signbit(options.temperature);
+  if (!greedy && (!(options.temperature > 0) || !std::isfinite(options.temperature))) {
     char got[32];
     std::snprintf(got, sizeof got, "%g", options.temperature);
-    throw InputError(std::string("--temperature: expected a finite number above 0 (1: the model's own "
-                                 "probabilities; below 1 sharper, above flatter), got ") +
+    throw InputError(std::string("--temperature: expected 0 (greedy) or a finite number above 0 (1: the model's "
+                                 "own probabilities; below 1 sharper, above flatter), got ") +
                      got);
   }
   GptLoadOptions load;

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """attnscope-cli model-trace's options on a tiny random model in the book's layout, written here with
 NumPy (docs/DESIGN.md §2.5, §2.6): --top-k and --temperature — the "next_tokens" the JSON then
-holds, the next_tokens file of --format csv|npy — and their refusals: a temperature that is 0,
-negative, NaN or infinite, --top-k below 0 or above the vocabulary, --temperature without --top-k,
+holds, the next_tokens file of --format csv|npy, 0 as greedy — and their refusals: a temperature
+that is negative (−0 too), NaN or infinite, --top-k below 0 or above the vocabulary, --temperature without --top-k,
 each exit 2 with one stderr line "error: …", nothing on stdout and no folder written. Each head's
 "label" is there, a score's id or null. The numbers against torch are the oracle's
 (tests/oracle/test_gpt_oracle.py).
@@ -96,6 +96,10 @@ class ModelTraceTest(unittest.TestCase):
         q /= q.sum()
         self.assertAlmostEqual(every[0]["probability"], q.max(), delta=1e-6)
         self.assertGreater(nt[0]["probability"], every[0]["probability"])  # 0.5 is sharper
+        # 0 is greedy, as the app's slider offers it: the most likely token 1, the others 0.
+        greedy = self.trace("--top-k", "3", "--temperature", "0")["next_tokens"]
+        self.assertEqual([t["id"] for t in greedy], [t["id"] for t in nt])
+        self.assertEqual([t["probability"] for t in greedy], [1.0, 0.0, 0.0])
         # Without --top-k, or with 0, there are none.
         self.assertNotIn("next_tokens", self.trace())
         self.assertNotIn("next_tokens", self.trace("--top-k", "0", "--temperature", "2"))
@@ -126,8 +130,7 @@ class ModelTraceTest(unittest.TestCase):
             self.assertNotIn("next_tokens." + fmt, os.listdir(plain))
 
     def test_refusals(self):
-        temperature = r"--temperature: expected a finite number above 0 \(.*\), got "
-        self.expect_error(temperature + "0$", "--top-k", "5", "--temperature", "0")
+        temperature = r"--temperature: expected 0 \(greedy\) or a finite number above 0 \(.*\), got "
         self.expect_error(temperature + "-1$", "--top-k", "5", "--temperature", "-1")
         self.expect_error(temperature + "-0$", "--top-k", "5", "--temperature", "-0")
         self.expect_error(temperature + "nan$", "--top-k", "5", "--temperature", "nan")
