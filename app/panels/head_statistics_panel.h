@@ -22,6 +22,9 @@ class HeadStatisticsPanel {
   // header and one row per head, at most a quarter of the column (then its rows scroll).
   static float height(const PanelContext& ctx, float column_h);
   void draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
+
+ private:
+  int scrolled_to_ = -1;  // the chosen head whose row was last brought into view (−1: none chosen)
 };
 
 // One query row of one head of the snapshot, for tooltips (the heatmaps' weights maps, the charts):

@@ -321,8 +321,18 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
     }
     sorted_for_ = s.serial;
   }
+  // A head chosen elsewhere (a thumbnail's click, Tab) has its row brought into view once: with
+  // 24 rows and more, a click on 2.4 left rows 1.1–2.2 in view.
+  const int chosen = ctx.view.head >= 0 && ctx.view.head < H ? ctx.model->layer() * H + ctx.view.head : -1;
+  const bool bring = chosen != table_brought_;
+  table_brought_ = chosen;
+  const auto chosen_row = std::find(order_.begin(), order_.end(), chosen);
   ImGuiListClipper clipper;
   clipper.Begin(L * H);
+  if (bring && chosen_row != order_.end()) {
+    const int r = static_cast<int>(chosen_row - order_.begin());
+    clipper.ForceDisplayRangeByIndices(r, r + 1);
+  }
   while (clipper.Step())
     for (int row = clipper.DisplayStart; row < clipper.DisplayEnd; ++row) {
       const int i = order_[static_cast<std::size_t>(row)], l = i / H, h = i % H;
@@ -331,7 +341,9 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
       ImGui::TableNextColumn();
       const std::string name = std::to_string(l + 1) + "." + std::to_string(h + 1);
       const bool selected = l == ctx.model->layer() && h == ctx.view.head;
+      if (selected && bring) ImGui::SetScrollHereY(0.5f);
       if (ImGui::Selectable(name.c_str(), selected, ImGuiSelectableFlags_SpanAllColumns)) selectHead(ctx, l, h);
+      if (selected) layout().widget("layers_scores_chosen");  // tests: the chosen head's row
       ImGui::TableNextColumn();
       const HeadLabelInfo* label = headLabel(sc);
       if (label) {

@@ -37,6 +37,7 @@ class LayersView {
   ValueRange head_range_;
   std::shared_ptr<const GivenAttention> shown_given_;
   int shown_layer_ = -1, shown_head_ = -1;
+  int table_brought_ = -1;  // the chosen head (layer · H + head) whose table row was last brought into view
   std::uint64_t head_version_ = 0;
 };
 

@@ -611,6 +611,22 @@ def checks(tmp):
                 assert table["y"] >= grid["y"] + grid["h"] - 0.5, (grid, table)
                 print(f"  {size} {pct} %: 2 × 12 thumbnails {grid['h']:.0f} px tall, the scores table under them "
                       f"{table['h']:.0f} px")
+            # A head chosen (a thumbnail's click) has its row of the head statistics brought into view:
+            # a quarter of the column showed head 1 and half of head 2.
+            d = run_commands(app, display.name, tmp, "twelve-statistics", [
+                {"do": "text", "ids": list(range(40, 70))}, {"do": "select_layer", "layer": 1, "head": 8},
+                {"do": "view", "field": "tab", "value": "heatmaps"}], "--model", twelve, "--size", "1280x800",
+                "--text-size", "175")
+            panel, row = d["panels"]["statistics"], d["widgets"]["statistics_head_h9"]
+            assert panel["y"] < row["y"] and row["y"] + row["h"] <= panel["y"] + panel["h"], (panel, row)
+            # … and its row of the Layers tab's scores table (a click on 2.4 had left 1.1–2.2 in view).
+            d = run_commands(app, display.name, tmp, "twelve-table", [
+                {"do": "text", "ids": list(range(40, 70))}, {"do": "select_layer", "layer": 1, "head": 8}],
+                "--model", twelve, "--size", "1280x800", "--text-size", "150")
+            table, row = d["widgets"]["layers_scores"], d["widgets"].get("layers_scores_chosen")
+            assert row and table["y"] < row["y"] and row["y"] + row["h"] <= table["y"] + table["h"], (table, row)
+            print(f"  head 9 chosen: its statistics row in view ({row['y']:.0f}–{row['y'] + row['h']:.0f} px of "
+                  f"{panel['y']:.0f}–{panel['y'] + panel['h']:.0f})")
 
         def one_token_one_colour():
             # One token of the chapter: each map is one value. Its colorbar is that one colour and says
