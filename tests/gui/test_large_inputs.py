@@ -8,7 +8,8 @@ On GPT-2 small (T = 1024), through the `go_to` command the header's field sends:
 - a name that is no token refuses with one message naming it, and changes nothing;
 - the book's six tokens: a range covering them all is no zoom at all;
 - upright key labels keep every character, the rightmost map's last one ("t1024") too: ImGui used
-  to drop the glyphs that ran past the window's edge before the text was turned upright.
+  to drop the glyphs that ran past the window's edge before the text was turned upright;
+- a token named with 50 000 characters is drawn at once, its labels cut.
 
 Usage: test_large_inputs.py --app APP --cli CLI --presets PRESETS_DIR
 """
@@ -149,7 +150,18 @@ def main():
                     expect(any("400–431" in t for t in texts) or "400–431" in " ".join(texts), f"zoomed.{fmt}: its title does not say 400–431")
                     print(f"  zoomed.{fmt}: the 32 tokens t400–t431 on both axes, titled so")
 
-            code = run_checks([("a zoomed map's SVG and PDF are zoomed", zoomed_vector_figures), ("a token by name", name), ("ranges", ranges), ("an unknown token", refused),
+            def long_token_name():
+                # A token named with 50 000 characters (a paste gone wrong): its labels are cut with
+                # "…" by a binary search. Dropping a character at a time measured the name 50 000
+                # times a frame: the window froze for minutes (run_commands' limit is 60 s).
+                name = "A" * 50000
+                d = headless("long-name", [{"do": "rename_token", "index": 0, "name": name},
+                                           {"do": "view", "field": "tab", "value": "heatmaps"}], multihead)
+                expect(d["state"]["tokens"][0] == name, "the long name was not kept")
+                print("  a token of 50 000 characters: drawn, its labels cut")
+
+            code = run_checks([("a token named with 50 000 characters", long_token_name),
+                               ("a zoomed map's SVG and PDF are zoomed", zoomed_vector_figures), ("a token by name", name), ("ranges", ranges), ("an unknown token", refused),
                                ("the book's example", small), ("the module's maps zoom too", module_maps_zoom_too), ("the last key's label", last_key_labels)])
     finally:
         shutil.rmtree(work, ignore_errors=True)
