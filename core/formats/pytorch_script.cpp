@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <vector>
 
@@ -54,9 +55,20 @@ std::string options(const ModelConfig& m, bool causal_default) {
   return s;
 }
 
+// A double as Python reads it back exactly, in its fewest digits ("0.1", "0.1234567890123"): the
+// stream's default six digits wrote p = 0.50000049 as 0.5, and torch drew other masks than ours.
+std::string pythonFloat(double v) {
+  char buf[40];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
 std::string constructor(const ModelConfig& m, int T, int d_in) {
   std::ostringstream s;
-  const std::string p = std::to_string(m.dropout);
+  const std::string p = pythonFloat(m.dropout);
   switch (m.variant) {
     case Variant::Simple: return "";
     case Variant::SelfAttentionV1:
@@ -68,12 +80,12 @@ std::string constructor(const ModelConfig& m, int T, int d_in) {
       break;
     case Variant::Causal:
       s << "CausalAttention(d_in=" << d_in << ", d_out=" << m.d_out << ", context_length=" << T
-        << ", dropout=" << m.dropout << ", qkv_bias=" << pyBool(m.qkv_bias) << options(m, true) << ")";
+        << ", dropout=" << p << ", qkv_bias=" << pyBool(m.qkv_bias) << options(m, true) << ")";
       break;
     case Variant::MultiHeadWrapper:
     case Variant::MultiHead:
       s << (m.variant == Variant::MultiHead ? "MultiHeadAttention" : "MultiHeadAttentionWrapper") << "(d_in=" << d_in
-        << ", d_out=" << m.d_out << ", context_length=" << T << ", dropout=" << m.dropout
+        << ", d_out=" << m.d_out << ", context_length=" << T << ", dropout=" << p
         << ", num_heads=" << m.num_heads << ", qkv_bias=" << pyBool(m.qkv_bias) << options(m, true) << ")";
       break;
   }
@@ -184,7 +196,7 @@ std::string pytorchScript(const Workspace& ws, const std::string& source) {
       for (int c = 0; c < d_in; ++c) s << (c ? ", " : "") << formatFloat(ws.embeddings(i, c));
       s << "],  # " << pythonString(ws.tokens[i]) << "\n";
     }
-    s << "])\n";
+    s << "], dtype=torch.float32)  # float32 even when every value is whole (torch would make int64)\n";
   }
   if (ws.batch_sequences.empty()) {
     s << "batch = torch.stack([inputs] * " << m.batch_size << ", dim=0)  # (B, T, d_in)\n\n";
@@ -197,7 +209,7 @@ std::string pytorchScript(const Workspace& ws, const std::string& source) {
         for (int c = 0; c < d_in; ++c) s << (c ? ", " : "") << formatFloat(seq(i, c));
         s << "]";
       }
-      s << "]),\n";
+      s << "], dtype=torch.float32),\n";
     }
     s << "], dim=0)  # (B, T, d_in): each element a sequence of its own\n\n";
   }

@@ -1,10 +1,11 @@
 # `attnscope-cli pytorch`: the printed script, run by Debian's torch, must give the output our trace
 # gives (|ours − torch| ≤ 1e-5·(1 + |torch|)) — for every preset except gpt2-small and for generated
 # workspaces with the options (bias, causal off, scale none, eval, dropout, batch 3, random
-# embeddings, sum normalization). Without --json the script must print a tensor (checked on a few).
+# embeddings, sum normalization, whole-number embeddings, p in 13 digits written exactly). Without --json the script must print a tensor (checked on a few).
 # Usage: test_pytorch_script.py PATH/TO/attnscope-cli
 import glob
 import json
+import re
 import os
 import subprocess
 import sys
@@ -58,6 +59,16 @@ def generated():
         "notebook_38": ws({"variant": "multihead_wrapper", "num_heads": 2, "seed": 123, "draws_before": 19}),
         "single_token": ws({"variant": "multihead", "num_heads": 1, "d_out": 1, "dropout": 0.5},
                            [[0.5, -0.25]]),
+        # Whole numbers (one-hot inputs): torch.tensor made them int64, and the script stopped
+        # ("expected scalar type Long but found Float"); the batch's own sequences too.
+        "whole_numbers": ws({"variant": "causal", "d_out": 2, "batch_size": 2},
+                            [[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0]]),
+        "whole_numbers_simple": dict(ws({"variant": "simple", "batch_size": 2}, [[1, 2], [3, 4]]),
+                                     batch_sequences=[[[0, 1], [2, 0]]]),
+        # p in more digits than six: the script's constructor wrote 0.123457 (checked in the text).
+        "dropout_digits": ws({"variant": "multihead", "num_heads": 2, "d_out": 4, "dropout": 0.1234567890123,
+                              "dropout_rng": "default", "seed": 3},
+                             {"random": "normal", "seed": 9, "rows": 40, "cols": 4}),
     }
 
 
@@ -85,8 +96,14 @@ def check(worst, cli, name, path, tmp, also_plain):
         with open(path, "w") as f:
             json.dump(ws, f)
     script = os.path.join(tmp, name + ".py")
+    text = run([cli, "pytorch", path])
     with open(script, "w") as f:
-        f.write(run([cli, "pytorch", path]))
+        f.write(text)
+    p = ws["model"].get("dropout")
+    if p is not None and ws["model"].get("variant") not in ("simple", "self_attention_v1", "self_attention_v2"):
+        written = re.findall(r"dropout=([-+0-9.e]+)", text)
+        if not written or any(float(w) != p for w in written):
+            worst.fail("%s: the script's dropout=%s, not the workspace's %r" % (name, written, p))
     torch_out = np.array(json.loads(run([sys.executable, script, "--json"], cwd=tmp)), dtype=np.float64)
     if also_plain:  # each run imports torch (~1.5 s), so the plain print is checked on a few
         printed = run([sys.executable, script], cwd=tmp)
