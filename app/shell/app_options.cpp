@@ -7,6 +7,7 @@
 #include <iostream>
 #include <utility>
 
+#include "editing/finite_option.h"
 #include "engine/errors.h"
 #include "formats/presets.h"
 #include "state/capture_targets.h"
@@ -37,7 +38,7 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
   cli.add_option("--screenshot-dir", o.screenshot_dir, "folder for F12 screenshots");
   cli.add_option("--frames", o.frames, "frames to render before a headless capture")->check(CLI::Range(3, 1000));
   cli.add_option("--scale", o.scale, "screenshot scale: 1, 2 or 3 (text rasterized at that size)")
-      ->check(CLI::Range(1.0f, 4.0f));
+      ->check(finiteRange(1.0f, 4.0f));
   std::string panels;
   for (const std::string& p : capturePanels())
     panels += (panels.empty() ? "" : ", ") + p;  // spaces: help2man can break the line
@@ -86,11 +87,11 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
           ->needs(bench);
   cli.add_option("--bench-seconds", o.bench_seconds,
                  "with --bench-learn: seconds the Learn tab is recorded, each other tab 0.3 of it (default 10)")
-      ->check(CLI::Range(1.0, 3600.0))
+      ->check(finiteRange(1.0, 3600.0))
       ->needs(bench_learn);
   cli.add_option("--memory-budget", o.memory_budget_mib,
                  "refuse workspaces estimated to need more (MiB; default 1024), as attnscope-cli does")
-      ->check(CLI::Range(1.0, 1048576.0));
+      ->check(finiteRange(1.0, 1048576.0));
   cli.add_flag("--listen", o.listen,
                "take commands on the channel (a notebook's attnscope.show) even with --commands, --screenshot or "
                "--bench-interaction; an interactive window always does");

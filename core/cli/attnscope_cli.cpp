@@ -15,6 +15,7 @@
 #include "cli/number_lists.h"
 #include "display/stage_figures.h"
 #include "engine/attention.h"
+#include "editing/finite_option.h"
 #include "engine/errors.h"
 #include "engine/memory.h"
 #include "formats/atomic_file.h"
@@ -396,7 +397,7 @@ int run(int argc, char** argv) {
   double budget_mib = static_cast<double>(Limits{}.max_memory_bytes >> 20);
   for (CLI::App* sub : {trace, pytorch, bench, export_cmd, import_cmd, model_trace_cmd, tensors_cmd})
     sub->add_option("--memory-budget", budget_mib, "refuse workspaces estimated to need more (MiB; default 1024)")
-        ->check(CLI::Range(1.0, 1048576.0));
+        ->check(finiteRange(1.0, 1048576.0));
 
   // The main help's footer, set after the subcommands (made later, they would inherit it).
   app.footer(

@@ -219,6 +219,10 @@ CASES = [
     ("unknown_option", BASE, ["trace", "{ws}", "--frob"], ["--frob"]),
     ("threads_negative", BASE, ["trace", "{ws}", "--threads", "-1"], ["--threads"]),
     ("threads_not_a_number", BASE, ["trace", "{ws}", "--threads", "abc"], ["--threads"]),
+    # CLI11's Range compares, and NaN compares false: "nan" passed, a budget of −9e18 bytes.
+    ("memory_budget_nan", BASE, ["trace", "{ws}", "--memory-budget", "nan"], ["--memory-budget", "finite", "nan"]),
+    ("memory_budget_inf", BASE, ["trace", "{ws}", "--memory-budget", "inf"], ["--memory-budget", "finite", "inf"]),
+    ("memory_budget_below_1", BASE, ["trace", "{ws}", "--memory-budget", "0.5"], ["--memory-budget", "0.5"]),
     ("batch_out_of_range", BASE, ["trace", "{ws}", "--batch", "7"], ["7", "batch_size"]),
     ("batch_negative", BASE, ["trace", "{ws}", "--batch", "-1"], ["-1", "batch_size"]),
     ("batch_not_a_number", BASE, ["trace", "{ws}", "--batch", "x"], ["--batch"]),

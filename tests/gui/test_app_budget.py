@@ -210,6 +210,14 @@ def budget_option(r):
     rc, err, _, _ = r.run("gpt2-1024", ["--open", os.path.join(presets, "gpt2-small.json")])
     expect(rc == 0 and not app_lines(err), f"gpt2-small under the default budget: exit {rc}, {app_lines(err)!r}")
     print(f"  --memory-budget 64: gpt2-small refused ({lines[0][:100]}…); the default budget opens it")
+    # CLI11's Range compares, and NaN compares false: "nan" was a budget of −9e18 bytes that
+    # refused the book's example.
+    for value in ("nan", "inf"):
+        rc, err, _, _ = r.run("budget-" + value, ["--memory-budget", value])
+        lines = app_lines(err)
+        expect(rc == 2 and lines == [f"error: --memory-budget: expected a finite number, got '{value}' "
+                                     "(see attnscope --help)"], f"--memory-budget {value}: exit {rc}, {lines!r}")
+    print("  --memory-budget nan and inf: refused in one line")
 
 
 def main():
