@@ -199,7 +199,7 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
                                 : std::string("Head statistics###statistics");
   beginPanelWindow(title.c_str(), "statistics", pos, size);
   if (!snap) {
-    ImGui::TextUnformatted(ctx.waitingText());
+    drawWaiting(ctx);
     ImGui::End();
     return;
   }

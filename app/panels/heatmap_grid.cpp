@@ -871,12 +871,12 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
 
   if (!ctx.engine_error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, theme().selection);
-    ImGui::TextWrapped("The engine refused these settings: %s%s", ctx.engine_error.c_str(),
-                       snap ? "  (showing the last valid result)" : "");
+    ImGui::TextWrapped("%s%s%s", ctx.modelOpen() ? "Not computed: " : "The engine refused these settings: ",
+                       ctx.engine_error.c_str(), snap ? "  (showing the last valid result)" : "");
     ImGui::PopStyleColor();
   }
   if (!snap) {
-    ImGui::TextUnformatted(ctx.waitingText());
+    if (ctx.engine_error.empty()) ImGui::TextUnformatted(ctx.waitingText());  // else said above
     return;
   }
   // After an edit (a new document version, same tokens) the cells it changed are outlined for a

@@ -59,7 +59,7 @@ void LayersView::draw(const PanelContext& ctx) {
   }
   if (snap == nullptr) return;
   if (passShown(snap, *ctx.model) == nullptr) {  // another model's result until this one's comes
-    ImGui::TextUnformatted(ctx.waitingText());
+    drawWaiting(ctx);
     return;
   }
   const ModelPass& pass = *snap->model;

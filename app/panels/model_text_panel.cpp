@@ -474,7 +474,10 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
   layout().widget("model_temperature");
   const float* logits = logitsShown(s, session, position);
   if (logits == nullptr) {
-    ImGui::TextDisabled("computing…");
+    if (ctx.engine_error.empty())
+      ImGui::TextDisabled("computing…");
+    else
+      drawWaiting(ctx);
     return;
   }
   if (s->serial != next_serial_ || position != next_position_ || ctx.view.temperature != next_temperature_) {

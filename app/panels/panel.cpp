@@ -3,16 +3,28 @@
 #include <imgui.h>
 
 #include "widgets/layout_dump.h"
+#include "widgets/theme.h"
 
 namespace attnscope {
 
 const char* PanelContext::waitingText() const { return computing ? "computing…" : "no result yet"; }
 
+void drawWaiting(const PanelContext& ctx) {
+  if (ctx.engine_error.empty()) {
+    ImGui::TextUnformatted(ctx.waitingText());
+    return;
+  }
+  ImGui::PushStyleColor(ImGuiCol_Text, theme().selection);
+  ImGui::TextWrapped("Not computed: %s", ctx.engine_error.c_str());
+  ImGui::PopStyleColor();
+  layout().widget("engine_error_said");
+}
+
 const Snapshot* beginMainTab(const PanelContext& ctx, const char* panel) {
   // The panel is the whole main window, tab bar and padding included (as captures crop it).
   const ImVec2 wp = ImGui::GetWindowPos(), ws = ImGui::GetWindowSize();
   layout().panel(panel, wp, ImVec2(wp.x + ws.x, wp.y + ws.y));
-  if (!ctx.snapshot) ImGui::TextUnformatted(ctx.waitingText());
+  if (!ctx.snapshot) drawWaiting(ctx);
   return ctx.snapshot.get();
 }
 

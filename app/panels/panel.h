@@ -49,6 +49,11 @@ struct PanelContext {
   const char* waitingText() const;  // what a view shows before its first result: "computing…" or "no result yet"
 };
 
+// Where a view has no result to draw: why the engine refused the newest inputs (a model whose
+// values overflow, a budget), wrapped in the selection's colour, else the waiting text. A model
+// that failed had its views say "no result yet" and "computing…" for ever.
+void drawWaiting(const PanelContext& ctx);
+
 // A panel's window at `pos`, `size` — titled, fixed in place — and its rectangle in the layout
 // dump under `id`. Ends with ImGui::End().
 void beginPanelWindow(const char* title, const char* id, ImVec2 pos, ImVec2 size,

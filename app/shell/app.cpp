@@ -75,7 +75,7 @@ void App::restyle() {
 }
 
 CellWindow App::zoomWindow() const {
-  const Snapshot* snap = ctl_.snapshot();
+  const Snapshot* snap = ctl_.shown().get();
   return snap ? heatmap_grid_.zoomWindow(snap->trace->tokens) : CellWindow{};
 }
 
@@ -100,7 +100,7 @@ void App::draw(double now, const CaptureFrame& capture) {
   const ViewState& view = this->view();
   PanelContext context{ctl_.document(),
                        view,
-                       ctl_.shared(),
+                       ctl_.shown(),
                        ctl_.computing(),
                        ctl_.engineError(),
                        ctl_.exec(),

@@ -15,7 +15,7 @@
 namespace attnscope {
 
 std::string App::captionText(const CaptureSpec& spec) const {
-  const Snapshot* snap = ctl_.snapshot();
+  const Snapshot* snap = ctl_.shown().get();
   if (!snap) return "attnscope";
   const Workspace& in = *snap->inputs;
   const ModelConfig& m = in.model;
@@ -43,7 +43,7 @@ std::string App::captionText(const CaptureSpec& spec) const {
 
 // One map as an SVG or PDF figure, drawn from the snapshot with the grid's choices.
 std::string App::vectorFigure(const CaptureSpec& spec, const std::string& path) const {
-  const Snapshot* snap = ctl_.snapshot();
+  const Snapshot* snap = ctl_.shown().get();
   const ViewState& view = ctl_.view();
   if (!snap || !snap->trace) return "nothing computed yet";
   FigureOptions options;
@@ -68,7 +68,7 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
                                  : "no " + spec.panel + " tab without a trained model (--model PATH)";
   if (isVectorFigurePath(path)) return vectorFigure(spec, path);  // drawn from the data, not the screen
   if (!hooks_.offscreen_frame || !hooks_.size) return "no window to render with";
-  const Snapshot* snap = ctl_.snapshot();
+  const Snapshot* snap = ctl_.shown().get();
   Workspace shown = snap ? *snap->inputs : ctl_.document().workspace();  // the PNG carries what it shows
   shown.view = savedView(ctl_.view(), shown.view);
   caption_ = spec.caption ? captionText(spec) : "";
@@ -192,7 +192,7 @@ void App::recordState() const {
          {"can_undo", model.canUndoText()},
          {"can_redo", model.canRedoText()},
          {"temperature", v.temperature}};
-    const Snapshot* s = ctl_.snapshot();
+    const Snapshot* s = ctl_.shown().get();
     if (s && s->model && s->model_version == model.version()) {
       j["shown_layer"] = s->layer;
       j["reused_rows"] = s->model->reused_rows;  // rows the pass took from the one before (lm/model_pass.h)
@@ -211,10 +211,10 @@ void App::recordState() const {
       j["labels"] = labels;
     }
   }
-  if (!ctl_.snapshot()) return;
+  if (!ctl_.shown().get()) return;
   // What is on screen: the snapshot's tokens, and (small inputs) its numbers, for tests to hold
   // against `attnscope-cli trace`.
-  const Snapshot& s = *ctl_.snapshot();
+  const Snapshot& s = *ctl_.shown().get();
   state["tokens"] = s.tokens();
   state["trace_version"] = s.serial;
   state["snapshot_version"] = s.version;

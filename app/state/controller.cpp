@@ -1345,6 +1345,13 @@ double Controller::holdMs() const {
   return std::min(kHoldCapMs, 4 * *middle);
 }
 
+const std::shared_ptr<const Snapshot>& Controller::shown() const {
+  static const std::shared_ptr<const Snapshot> none;
+  if (!snapshot_) return snapshot_;
+  const bool other = model_.isOpen() ? passShown(snapshot_.get(), model_) == nullptr : snapshot_->model != nullptr;
+  return other ? none : snapshot_;
+}
+
 namespace {
 // The rows of a whole pass a model's pass did the work of (at least one).
 double workRows(const ModelPass& pass) {

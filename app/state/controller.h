@@ -145,6 +145,11 @@ class Controller {
   const ExecutionOptions& exec() const { return exec_; }
   const Snapshot* snapshot() const { return snapshot_.get(); }
   const std::shared_ptr<const Snapshot>& shared() const { return snapshot_; }
+  // What the views draw: the newest result, unless it is not of what is shown — the chapter's or
+  // another model's while a model (given maps, a run) is open, a model's after it closed — then
+  // none (the views wait, or say the engine's refusal). A model whose pass failed had the
+  // chapter's six tokens in the Inspector and the status bar under the model's name.
+  const std::shared_ptr<const Snapshot>& shown() const;
   const std::shared_ptr<const Snapshot>& pinned() const { return pinned_; }
   const std::string& engineError() const { return engine_error_; }
   const LessonSession& lesson() const { return lesson_; }

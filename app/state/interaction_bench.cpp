@@ -254,7 +254,7 @@ bool InteractionBench::afterFrame(const Controller& app) {
     Config& config = configs_.back();
     ++frames_;
     config.frame_ms.push_back(frame_ms);
-    const Snapshot* shown = app.snapshot();  // what this frame drew
+    const Snapshot* shown = app.shown().get();  // what this frame drew
     const double seconds = std::chrono::duration<double>(now - t0_).count();
     if (shown && answers(app, *shown)) {
       const Sample sample{kind_, seconds * 1000, frames_, shown->milliseconds};

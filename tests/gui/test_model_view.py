@@ -439,6 +439,35 @@ def checks(tmp):
             assert "dimensions d0–d63 of 256 shown" in d["state"]["grid_notes"], d["state"]["grid_notes"]
             print(f"  256 wide, 8 tokens: the output shows d0–d63, the weights {side:.0f} px across; the notes say so")
 
+        def a_failed_pass_says_why():
+            # A model whose values overflow float32 on this text: every view of it says why, none
+            # shows the chapter's last result under the model's name (the Layers tab said "no result
+            # yet", the next tokens "computing…" for ever, the Inspector the book's six tokens).
+            bad_folder = os.path.join(tmp, "overflow")
+            os.makedirs(bad_folder, exist_ok=True)
+            vocab = write_tokenizer(bad_folder)
+            bad, cfg = gm.tiny_model(35, vocab_size=vocab, context_length=32, emb_dim=32, n_heads=2, n_layers=1,
+                                     tied=True)
+            with torch.no_grad():
+                bad.trf_blocks[0].att.W_query.weight.fill_(1e30)
+                bad.trf_blocks[0].att.W_key.weight.fill_(1e30)
+            gm.write_hf_folder(bad_folder, bad, cfg, gm.save_safetensors)
+            for tab in ("layers", "heatmaps"):
+                png, dump = os.path.join(tmp, f"overflow-{tab}.png"), os.path.join(tmp, f"overflow-{tab}.json")
+                cmds = write_commands(tmp, f"overflow-{tab}", [{"do": "view", "field": "tab", "value": tab}])
+                env = dict(os.environ, DISPLAY=display.name, HOME=tmp, XDG_STATE_HOME=os.path.join(tmp, "state"))
+                p = subprocess.run([app, "--model", bad_folder, "--commands", cmds, "--screenshot", png,
+                                    "--dump-layout", dump, "--keep-going"], env=env, capture_output=True, text=True,
+                                   timeout=120)
+                with open(dump) as f:
+                    d = json.load(f)
+                why = d["state"]["engine_error"]
+                assert "overflow float32" in why, (tab, why, p.stderr[-300:])
+                assert "engine_error_said" in d["widgets"] or tab == "heatmaps", (tab, sorted(d["widgets"])[:20])
+                assert d["state"].get("tokens") in (None, []) and not d["heatmaps"], \
+                    (tab, d["state"].get("tokens"), [e["id"] for e in d["heatmaps"]][:4])
+            print(f"  a model that overflows: {why[:70]}… said in the Layers tab and the next tokens; no stale maps")
+
         def an_edit_reuses_the_rows_before_it():
             # A text edited after its first tokens: the pass takes the rows before the edit from the
             # last one (lm/model_pass.h) and still shows torch's numbers for the new text.
@@ -795,6 +824,7 @@ def checks(tmp):
                            ("the next tokens in view on a projector", the_next_tokens_in_view_on_a_projector),
                            ("append the top token, repeat the text", append_and_repeat),
                            ("a wide model's maps keep their size", a_wide_models_maps_keep_their_size),
+                           ("a failed pass says why", a_failed_pass_says_why),
                            ("an edit reuses the rows before it", an_edit_reuses_the_rows_before_it),
                            ("the chapter's work is set aside, not edited", chapter_work_set_aside),
                            ("--model on a file that is no model", bad_model_path),
