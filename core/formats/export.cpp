@@ -86,8 +86,13 @@ std::string vectorCsv(const Matrix& v) {
 
 std::string vectorNpy(const Matrix& v) { return npy(v, "(" + std::to_string(v.size()) + ",)"); }
 
-// A CSV field: quoted when it holds a comma, a quote, a line break or edge spaces (RFC 4180).
-std::string csvField(const std::string& s) {
+// A CSV field: quoted when it holds a comma, a quote, a line break or edge spaces (RFC 4180). A
+// text a spreadsheet would take for a formula — starting with =, +, -, @, a tab or a carriage
+// return (a token "=HYPERLINK(…)") — gets a leading ' first, so that it shows as the text it is
+// (OWASP's advice for CSV injection): nothing in a file is ever run.
+std::string csvField(const std::string& text) {
+  const bool formula = !text.empty() && std::string("=+-@\t\r").find(text.front()) != std::string::npos;
+  const std::string s = formula ? "'" + text : text;
   const bool quote = s.find_first_of(",\"\r\n") != std::string::npos ||
                      (!s.empty() && (s.front() == ' ' || s.back() == ' '));
   if (!quote) return s;

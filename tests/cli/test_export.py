@@ -44,6 +44,8 @@ GENERATED = {
         "view": {}},
     "generated_wrapper_T10": {
         "format": "attnscope-workspace", "version": 1,
+        # Tokens a spreadsheet would run as formulas: written with a leading ' (spreadsheet_text).
+        "tokens": ['=HYPERLINK("http://x","y")', "+1", "-a", "@SUM(A1)", "\tb", "plain", "a=b", "'q", "x", "y"],
         "embeddings": {"random": "uniform", "seed": 3, "rows": 10, "cols": 4},
         "model": {"variant": "multihead_wrapper", "d_out": 3, "num_heads": 2, "seed": 5,
                   "qkv_bias": True, "causal": False, "batch_size": 2},
@@ -102,8 +104,15 @@ def is_statistics(stem):
 SQUARE_STAGES = {"scores", "mask", "masked_scores", "scaled_scores", "weights", "dropout_mask", "dropped_weights"}
 
 
+def spreadsheet_text(label):
+    """A label as the CSV holds it: a leading ' before =, +, -, @, a tab or a carriage return, so that
+    a spreadsheet shows the text rather than running it as a formula (OWASP, CSV injection)."""
+    return "'" + label if label[:1] in ("=", "+", "-", "@", "\t", "\r") else label
+
+
 def expected_labels(stem, want, tokens):
     """The header row and first column a CSV file must have (None: numbers only, a parameter)."""
+    tokens = [spreadsheet_text(t) for t in tokens]
     if stem.startswith("param_"):
         return None
     if stem.split("_", 2)[-1] in SQUARE_STAGES:
@@ -219,6 +228,7 @@ class ExportTest(unittest.TestCase):
         self.assertTrue(raw.endswith("\n") and "\r" not in raw, path)
         self.assertNotIn("nan", raw.lower(), path)
         table = list(csv.reader(raw.splitlines()))
+        tokens = [spreadsheet_text(t) for t in tokens]
         if stem.startswith("b") and "_h" in stem:
             self.assertEqual(table[0], ["query", "entropy", "effective_tokens", "max_weight", "argmax", "argmax_key",
                                         "row_sum_after_dropout"], f"{path}: header row")
