@@ -559,6 +559,12 @@ void Controller::applyApp(const Command& c, double now) {
         showToast("Wrote " + std::to_string(files) + " file" + (files == 1 ? "" : "s") + " to " + path, false, now);
         return;
       }
+      // x.png named for a table: refused, as the dialog would have made it x.csv (formats/export.h).
+      std::string named = path, named_format, why;
+      if (!fileKindOf(path).empty() &&
+          (!mapFileFormat(&named, c.text("format"), &named_format, &why) || named_format != c.text("format")))
+        throw InputError(path + " is named as " + fileKindOf(path) + ": a map as " + c.text("format") +
+                         " is saved as ." + c.text("format"));
       Stage stage;
       if (!parseStage(c.text("stage"), &stage)) throw InputError("stage: unknown stage '" + c.text("stage") + "'");
       const int head = c.integer("head");
@@ -580,6 +586,8 @@ void Controller::applyApp(const Command& c, double now) {
         if (hooks_.set_clipboard) hooks_.set_clipboard(script);
         showToast("PyTorch code copied: paste it into a notebook or run it with /usr/bin/python3", false, now);
       } else {
+        if (const std::string why = writtenKindRefusal(c.text("path"), "a PyTorch script"); !why.empty())
+          throw InputError("Not saved: " + why);
         writeFileAtomically(c.text("path"), script);
         showToast("Saved " + c.text("path") + "  (run: /usr/bin/python3 " +
                       fs::path(c.text("path")).filename().string() + ")",
@@ -704,6 +712,7 @@ void Controller::save(const Command& c, double now) {
     throw notSaved(path + " changed on disk since it was opened or saved (another program wrote it); save with " +
                    "\"overwrite\": true to replace it, or save under another name");
   }
+  if (const std::string why = writtenKindRefusal(path, "a workspace"); !why.empty()) throw notSaved(why);
   Workspace ws = doc_.workspace();
   ws.view = savedView(chapterView(), ws.view);
   try {

@@ -226,6 +226,36 @@ std::string withExtension(const std::string& name, const std::string& format) {
   return (dot == std::string::npos ? name : name.substr(0, dot)) + "." + format;
 }
 
+namespace {
+struct FileKind {
+  const char* extension;
+  const char* kind;
+};
+constexpr FileKind kFileKinds[] = {{"json", "a workspace"},  {"png", "a screenshot"},   {"svg", "a figure"},
+                                   {"pdf", "a figure"},      {"csv", "a table"},        {"npy", "an array"},
+                                   {"py", "a PyTorch script"}, {"pth", "a model"},      {"pt", "a model"},
+                                   {"npz", "a model"},       {"safetensors", "a model"}};
+}  // namespace
+
+std::string fileKindOf(const std::string& path) {
+  const std::size_t dot = extensionDot(path);
+  if (dot == std::string::npos) return "";
+  std::string ext = path.substr(dot + 1);
+  for (char& c : ext) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  for (const FileKind& k : kFileKinds)
+    if (ext == k.extension) return k.kind;
+  return "";
+}
+
+std::string writtenKindRefusal(const std::string& path, const std::string& kind) {
+  const std::string named = fileKindOf(path);
+  if (named.empty() || named == kind) return "";
+  std::string extensions;
+  for (const FileKind& k : kFileKinds)
+    if (kind == k.kind) extensions += std::string(extensions.empty() ? "." : " or .") + k.extension;
+  return path + " is named as " + named + ": " + kind + " is saved as " + extensions;
+}
+
 bool mapFileFormat(std::string* name, const std::string& chosen, std::string* format, std::string* error) {
   const std::vector<std::string>& known = mapFileFormats();
   const std::size_t dot = extensionDot(*name);

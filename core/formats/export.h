@@ -57,6 +57,17 @@ bool mapFileFormat(std::string* name, const std::string& chosen, std::string* fo
 // `name` with its extension replaced by (or, without one, extended with) `format`'s.
 std::string withExtension(const std::string& name, const std::string& format);
 
+// What attnscope keeps in a file of this name's extension (case aside), one table: "a workspace"
+// (.json), "a screenshot" (.png), "a figure" (.svg, .pdf), "a table" (.csv), "an array" (.npy),
+// "a PyTorch script" (.py), "a model" (.pth, .pt, .npz, .safetensors); "" for another extension
+// or none. A writer refuses a name of another kind than it writes (writtenKindRefusal): `save`
+// onto x.png had put JSON in a screenshot's place, `save_pytorch` onto x.json a script no
+// attnscope opens.
+std::string fileKindOf(const std::string& path);
+// The refusal of writing `kind` (fileKindOf's words) under `path`, or "" when its extension is of
+// that kind or of none: "x.png is named as a screenshot: a workspace is saved as .json".
+std::string writtenKindRefusal(const std::string& path, const std::string& kind);
+
 // A head's statistics (engine/head_statistics.h) as a table of its query rows. CSV: a header
 // `query,entropy,effective_tokens,max_weight,argmax,argmax_key,row_sum_after_dropout` and one row
 // per query token (argmax 0-based, argmax_key its token); .npy: T × 5 float32, the trace JSON's

@@ -4,6 +4,9 @@ program's writes, never freezes on a lesson (docs/DESIGN.md §3.5, §3.7).
 - F5: `save`, `save_pytorch` and `export_map` onto a FIFO, a socket, a device node (as root) or a
   symbolic link to one: the command fails at once with one `error: command 0 (…): …` line, exit 2,
   and the special file is still there. (Run as root, the old app renamed a file over /dev/full.)
+- A name whose extension says another kind (`save` onto x.png, `save_pytorch` onto x.json,
+  `export_map` as CSV onto x.png): refused in one line, the file untouched; names of the kind, or of
+  none, are written.
 - F1: the app's `save_pytorch` of a workspace whose file name declares another encoding
   (`lecture coding:utf-7 attention.json`) and whose token is the probe's UTF-7 payload: the script
   is plain ASCII, its line 2 declares UTF-8, it runs and creates no marker file.
@@ -109,6 +112,43 @@ def check_special_files(exe, display, folder):
                 expect(not leftovers, f"{tag}: temporary files left: {leftovers}")
                 runs += 1
     print(f"  special files: {runs} commands onto {', '.join(kinds)} (and links to them) refused, each untouched")
+
+
+def check_names_of_another_kind(exe, display, folder):
+    # A name whose extension says another kind of file than the command writes: refused in one line,
+    # the file there untouched. `save` onto a screenshot's name had put JSON in its place,
+    # `save_pytorch` onto a workspace's name a script no attnscope opens, `export_map` as CSV a .png.
+    ws = os.path.join(folder, "kinds.json")
+    with open(ws, "w") as f:
+        json.dump(book_workspace(), f)
+    shot = os.path.join(folder, "kinds-shot.png")
+    with open(shot, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n not really, but a user's file")
+    cases = [
+        ({"do": "save", "path": shot}, "save", "a screenshot: a workspace is saved as .json", shot),
+        ({"do": "save_pytorch", "path": ws}, "save_pytorch", "a workspace: a PyTorch script is saved as .py", ws),
+        ({"do": "export_map", "stage": "weights", "head": 0, "format": "csv", "path": shot}, "export_map",
+         "a screenshot: a map as csv is saved as .csv", shot),
+    ]
+    for n, (command, name, said, target) in enumerate(cases):
+        with open(target, "rb") as f:
+            before = f.read()
+        rc, err, _ = headless(exe, display, folder, f"kind-{n}", [command], "--open", ws)
+        lines = app_lines(err)
+        expect(rc == 2 and len(lines) == 1 and lines[0].startswith(f"error: command 0 ({name}): ") and said in lines[0],
+               f"{name} onto {os.path.basename(target)}: exit {rc}, {lines!r}")
+        with open(target, "rb") as f:
+            expect(f.read() == before, f"{name} changed {target}")
+    # Names of their own kind, or of none, are written.
+    written = {"w.json": {"do": "save", "path": os.path.join(folder, "w.json")},
+               "s.py": {"do": "save_pytorch", "path": os.path.join(folder, "s.py")},
+               "m.JSON": {"do": "export_map", "stage": "weights", "head": 0, "format": "json",
+                          "path": os.path.join(folder, "m.JSON")},
+               "untyped": {"do": "save", "path": os.path.join(folder, "untyped")}}
+    for n, (file_name, command) in enumerate(written.items()):
+        rc, err, _ = headless(exe, display, folder, f"kind-ok-{n}", [command], "--open", ws)
+        expect(rc == 0 and os.path.exists(os.path.join(folder, file_name)), f"{file_name}: exit {rc}, {app_lines(err)!r}")
+    print(f"  {len(cases)} names of another kind refused, each file untouched; {len(written)} of their own kind written")
 
 
 def check_script_from_the_app(exe, display, folder):
@@ -257,6 +297,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="attnscope-file-safety-") as folder, Display() as display:
         sys.exit(run_checks([
             ("special files", lambda: check_special_files(args.app, display.name, folder)),
+            ("names of another kind", lambda: check_names_of_another_kind(args.app, display.name, folder)),
             ("the app's PyTorch script", lambda: check_script_from_the_app(args.app, display.name, folder)),
             ("changed on disk", lambda: check_changed_on_disk(args.app, display.name, folder)),
             ("lessons checked off the UI thread", lambda: check_lessons_off_the_ui_thread(args.app, display.name, folder)),
