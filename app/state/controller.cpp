@@ -984,7 +984,7 @@ void Controller::applyLearn(const Command& c, double now) {
       const std::string path = c.text("path");
       const LearnSession::Snapshot* shown = learn_.snapshotAt(learnStepShown());
       if (shown == nullptr) throw InputError("the run has no model yet: it is being built");
-      saveStateDict(learn_.layout(), learn_.task().seq_len, shown->parameters->data(), path);
+      saveStateDict(learn_.layout(), learn_.task().seq_len, shown->parameters->data(), path, learn_.task().heads);
       if (hooks_.file_used) hooks_.file_used(path);
       return showToast("Saved the model at step " + std::to_string(shown->step) + " to " + path +
                            " (File › Open model opens it, with " + std::to_string(learn_.task().heads) + " heads)",

@@ -481,10 +481,11 @@ std::vector<NamedFloats> stateDictTensors(const std::vector<ParamTensor>& layout
 }
 
 void saveTrainModel(const TrainModel& m, const std::string& path) {
-  saveStateDict(m.tensors, m.context, m.values.data(), path);
+  saveStateDict(m.tensors, m.context, m.values.data(), path, m.heads);
 }
 
-void saveStateDict(const std::vector<ParamTensor>& layout, int context, const float* values, const std::string& path) {
+void saveStateDict(const std::vector<ParamTensor>& layout, int context, const float* values, const std::string& path,
+                   int heads) {
   checkTrainModelPath(path);
   const std::string ext = std::filesystem::path(path).extension().string();
   std::vector<float> masks;
@@ -501,6 +502,7 @@ void saveStateDict(const std::vector<ParamTensor>& layout, int context, const fl
   }
   // safetensors: an 8-byte little-endian header length, the JSON header, the tensors' bytes.
   nlohmann::json header = {{"__metadata__", {{"format", "pt"}, {"written_by", "attnscope"}}}};
+  if (heads > 0) header["__metadata__"]["n_head"] = std::to_string(heads);  // metadata values are strings
   std::size_t offset = 0;
   for (const NamedFloats& t : tensors) {
     std::size_t n = 1;

@@ -81,7 +81,11 @@ void saveTrainModel(const TrainModel& model, const std::string& path);
 void checkTrainModelPath(const std::string& path);  // saveTrainModel's refusals of the path alone
 // The same of parameters laid out by `layout` (a TrainModel's tensors) in `values`, with the causal
 // masks of a context of `context` tokens (a run's snapshot: nothing copied into a TrainModel).
-void saveStateDict(const std::vector<ParamTensor>& layout, int context, const float* values, const std::string& path);
+// `heads` > 0: a .safetensors file says it in its metadata ("n_head"), which the loader reads
+// where no config.json or caller gives it (a .pth or .npz has no place for it that torch's
+// load_state_dict would not refuse: its heads are given when it is opened).
+void saveStateDict(const std::vector<ParamTensor>& layout, int context, const float* values, const std::string& path,
+                   int heads = 0);
 
 // The one list of a state_dict's tensors, in torch's order: every parameter of `layout` (pointing
 // into `values`) and, when `masks` is given, each block's `att.mask` buffer (the context's upper

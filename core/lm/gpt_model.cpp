@@ -273,7 +273,21 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   agree("vocab_size", cfg.vocab_size, c.vocab_size);
   agree("n_positions", cfg.n_positions, c.context_length);
 
-  // Heads: the caller, else config.json, else d / 64 (GPT-2's head width), with a note.
+  // Heads: the caller, else config.json, else a .safetensors' own metadata ("n_head", as attnscope
+  // writes a model trained here), else d / 64 (GPT-2's head width), with a note.
+  int metadata_heads = 0;
+  for (const auto& [key, value] : file.metadata())
+    if (key == "n_head") {
+      std::size_t used = 0;
+      try {
+        metadata_heads = std::stoi(value, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != value.size() || metadata_heads < 1 || metadata_heads > 1000000)
+        throw InputError(path + ": __metadata__.n_head must be a whole number from 1 to 1000000, got '" +
+                         value.substr(0, 40) + "'");
+    }
   if (options.num_heads > 0) {
     c.heads = options.num_heads;
     c.heads_from = "the caller";
@@ -283,6 +297,9 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   } else if (cfg.n_head > 0) {
     c.heads = cfg.n_head;
     c.heads_from = "config.json";
+  } else if (metadata_heads > 0) {
+    c.heads = metadata_heads;
+    c.heads_from = "the file's metadata";
   } else {
     if (c.d_model % 64 != 0)
       throw InputError(path + ": the number of heads is not in the file and the width " + std::to_string(c.d_model) +
