@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <csetjmp>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -127,11 +128,15 @@ std::optional<std::string> inflateText(const std::string& in, std::size_t limit)
     z.avail_out = sizeof buffer;
     rc = inflate(&z, Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_STREAM_END) break;
-    out.append(buffer, sizeof buffer - z.avail_out);
-    if (out.size() > limit) {
+    const std::size_t n = sizeof buffer - z.avail_out;
+    if (out.size() + n > limit) {
       rc = Z_MEM_ERROR;
       break;
     }
+    // Grown by doubling, but never past the limit: a string's doubling had a 512-MiB limit hold
+    // 1 GiB before the chunk was refused.
+    if (out.size() + n > out.capacity()) out.reserve(std::min(limit, std::max(out.capacity() * 2, out.size() + n)));
+    out.append(buffer, n);
     if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) break;  // truncated stream
   }
   inflateEnd(&z);
@@ -222,8 +227,8 @@ std::optional<std::string> readPngText(const std::string& path, const std::strin
       }
     }
     if (!value)
-      throw InputError(path + ": its " + key + " text chunk is damaged or larger than " + std::to_string(max_bytes) +
-                       " bytes");
+      throw InputError(path + ": its " + key + " text chunk is damaged or larger than " +
+                       std::to_string(max_bytes >> 20) + " MiB");
     return value;
   }
 }

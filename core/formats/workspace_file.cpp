@@ -355,7 +355,10 @@ Workspace parseWorkspace(JsonWithNumbers doc, const Limits& limits) {
 Workspace loadWorkspace(const std::string& path, const Limits& limits) {
   std::string text;
   if (isPng(path)) {  // a screenshot: the workspace rides in its text chunk
-    auto chunk = readPngText(path, kWorkspaceChunk, static_cast<std::size_t>(limits.max_workspace_bytes));
+    // Its text is held whole, so within the memory budget too (a 2-MB PNG inflated to 512 MiB,
+    // 1 GiB held, under --memory-budget 64).
+    const std::int64_t most = std::min(limits.max_workspace_bytes, limits.max_memory_bytes);
+    auto chunk = readPngText(path, kWorkspaceChunk, static_cast<std::size_t>(most));
     if (!chunk) fail(path, "this PNG carries no attnscope workspace (was it saved by attnscope?)");
     text = std::move(*chunk);
   } else {  // what it costs beyond its text is counted as it is parsed (parseWorkspace)
