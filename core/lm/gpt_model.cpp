@@ -173,6 +173,11 @@ ConfigJson readConfig(const std::string& text, const std::string& source) {
       throw InputError(source + ": layer_norm_epsilon must be a number in (0, 1]");
     c.eps = j["layer_norm_epsilon"].get<double>();
   }
+  // Another architecture's config beside GPT-2-named tensors is a mix-up, not a GPT-2 (a llama
+  // config had opened silently).
+  if (j.contains("model_type") && j["model_type"].is_string() && j["model_type"].get<std::string>() != "gpt2")
+    throw InputError(source + ": model_type is '" + j["model_type"].get<std::string>().substr(0, 40) +
+                     "', not 'gpt2': attnscope opens GPT-2's architecture (and the book's GPTModel) only");
   // Settings of Hugging Face's GPT-2 that change the maths attnscope computes: refused, not ignored.
   auto refuse = [&](const char* key, bool bad_value, const char* why) {
     if (j.contains(key) && j[key].is_boolean() && j[key].get<bool>() == bad_value)
@@ -519,9 +524,24 @@ std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptL
                        countOf(model->config.vocab_size, "row") + " (ids 0 … " +
                        std::to_string(model->config.vocab_size - 1) + ")");
   } else {
+    // A tokenizer file there that is no regular file (a folder, a FIFO, a dangling link) is named:
+    // "no tokenizer beside the model" sent the user looking for files that are there.
+    std::string odd;
+    for (const char* name : {"vocab.json", "merges.txt", "encoder.json", "vocab.bpe"}) {
+      std::error_code ec;
+      const fs::path p = fs::path(folder) / name;
+      const fs::file_status link = fs::symlink_status(p, ec);
+      if (ec || !fs::exists(link) || fs::is_regular_file(fs::status(p, ec))) continue;
+      const fs::file_status target = fs::status(p, ec);
+      odd += std::string(odd.empty() ? "" : ", ") + name + " is " +
+             (ec || !fs::exists(target)      ? "a link to nothing"
+              : fs::is_directory(target)     ? "a folder"
+              : fs::is_fifo(target)          ? "a pipe (FIFO)"
+                                             : "not a regular file");
+    }
     model->notes.push_back(
-        "no tokenizer beside the model (vocab.json + merges.txt, or encoder.json + vocab.bpe): "
-        "give token ids instead of text");
+        "no tokenizer beside the model (vocab.json + merges.txt, or encoder.json + vocab.bpe" +
+        (odd.empty() ? std::string() : "; " + odd) + "): give token ids instead of text");
   }
   return model;
 }

@@ -74,6 +74,35 @@ class ModelTraceTest(unittest.TestCase):
         self.assertEqual(len(lines), 1, run.stderr)
         self.assertRegex(lines[0], "^error: " + pattern)
 
+    def test_a_tokenizer_file_that_is_no_file_is_named(self):
+        # vocab.json a folder, merges.txt a FIFO: the note names them ("no tokenizer beside the
+        # model" alone sent the user looking for files that are there).
+        folder = os.path.join(self.tmp.name, "odd_tokenizer")
+        os.makedirs(os.path.join(folder, "vocab.json"), exist_ok=True)
+        if not os.path.exists(os.path.join(folder, "merges.txt")):
+            os.mkfifo(os.path.join(folder, "merges.txt"))
+        model = os.path.join(folder, "book.npz")
+        if not os.path.exists(model):
+            os.link(self.model, model)
+        run = subprocess.run([CLI, "model-trace", model, "--ids", "1,2", "--num-heads", str(HEADS)],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        notes = " ".join(json.loads(run.stdout)["notes"])
+        self.assertIn("vocab.json is a folder", notes)
+        self.assertIn("merges.txt is a pipe (FIFO)", notes)
+
+    def test_another_architectures_config_is_refused(self):
+        folder = os.path.join(self.tmp.name, "llama_config")
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            json.dump({"model_type": "llama", "n_head": HEADS}, f)
+        model = os.path.join(folder, "book.npz")
+        if not os.path.exists(model):
+            os.link(self.model, model)
+        run = subprocess.run([CLI, "model-trace", model, "--ids", "1,2"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 2, run.stdout[:200])
+        self.assertRegex(run.stderr, r"config.json: model_type is 'llama', not 'gpt2'")
+
     # ---- next tokens ------------------------------------------------------------------------
     def test_next_tokens(self):
         out = self.trace("--top-k", "3", "--temperature", "0.5")
