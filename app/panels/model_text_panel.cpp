@@ -16,7 +16,7 @@ namespace attnscope {
 
 namespace {
 constexpr int kNextTokens = 10;     // the list's length
-constexpr int kTokensListed = 400;  // the token chips shown at most (a long text's first ones)
+constexpr int kTokensListed = 400;  // the token chips shown at most (a long text's, around the selected one)
 // A button showing `label` as it is: ImGui's own would read "##" in a token (GPT-2 has "##",
 // "###") as the start of its id and show nothing. At most `max_w` wide (a long label is cut with
 // "…"; the tooltip has it whole). Its id comes from the ID stack. A chip is as tall as its text;
@@ -137,32 +137,48 @@ void ModelTextPanel::drawGiven(const PanelContext& ctx) {
 void ModelTextPanel::tokenChips(const PanelContext& ctx, float chips_h) {
   const ModelSession& session = *ctx.model;
   ImGui::PushFont(fonts().small);
-  const int listed = std::min(session.tokenCount(), kTokensListed);
+  // A long text lists kTokensListed chips around the selected token (its first 400 had never
+  // listed GPT-2's appended 1024th token, the one the next tokens are about).
+  const int T = session.tokenCount(), listed = std::min(T, kTokensListed);
+  const int first = std::clamp(ctx.view.token - listed / 2, 0, T - listed);
   ImGui::BeginChild("tokens", ImVec2(-1, chips_h));
   // The list's own right edge: left of its scrollbar when it has one.
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   // A new text or selection shows its selected token (an appended one is on the list's last row).
   // For a few frames: the list's scroll range is last frame's, and the panels around it settle
   // their sizes after a new text, so one request could stop short of a token on a new last row.
-  if (session.version() != chips_version_ || ctx.view.token != chips_token_) reveal_frames_ = 3;
+  // The list's height changing (the next tokens' list arriving under it) shows it again too: a
+  // capture had the selected token one row below the list.
+  if (session.version() != chips_version_ || ctx.view.token != chips_token_ || chips_h != chips_h_)
+    reveal_frames_ = 3;
   const bool reveal = reveal_frames_ > 0;
   reveal_frames_ -= reveal ? 1 : 0;
   chips_version_ = session.version();
   chips_token_ = ctx.view.token;
-  for (int t = 0; t < listed; ++t) {
+  chips_h_ = chips_h;
+  if (first > 0) ImGui::TextDisabled("%d before …", first);
+  for (int t = first; t < first + listed; ++t) {
     const std::string& label = session.tokens()[static_cast<std::size_t>(t)];
     ImGui::PushID(t);
     const float widest = ImGui::GetContentRegionAvail().x;
     const float w = std::min(ImGui::CalcTextSize(label.c_str()).x + ImGui::GetStyle().FramePadding.x * 2, widest);
-    if (t > 0 && ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w < right) ImGui::SameLine();
+    if (t > first && ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + w < right) ImGui::SameLine();
     if (tokenButton(label, t == ctx.view.token, true, widest)) ctx.commands.push("select_token", {{"index", t}});
-    if (reveal && t == ctx.view.token) revealRow(chips_h);
+    if (t == ctx.view.token) {
+      // Its row in the list: a scrollbar appearing narrows the list and the chips wrap anew, which
+      // moved the selected token a row down after it was shown (it is shown again then).
+      const float row_y = ImGui::GetItemRectMin().y - ImGui::GetWindowPos().y + ImGui::GetScrollY();
+      if (reveal || row_y != chip_row_y_) revealRow(chips_h);
+      if (row_y != chip_row_y_) reveal_frames_ = std::max(reveal_frames_, 2);
+      chip_row_y_ = row_y;
+      layout().widget("model_token_selected");  // tests: within model_tokens
+    }
     if (t < 8) layout().widget("model_token_" + std::to_string(t));
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("token %d: %s (id %d)", t + 1, label.c_str(), session.ids()[static_cast<std::size_t>(t)]);
     ImGui::PopID();
   }
-  if (listed < session.tokenCount()) ImGui::TextDisabled("… %d more", session.tokenCount() - listed);
+  if (first + listed < T) ImGui::TextDisabled("… %d more", T - first - listed);
   ImGui::EndChild();
   ImGui::PopFont();
   layout().widget("model_tokens");

@@ -53,6 +53,8 @@ class ModelTextPanel {
   std::uint64_t chips_version_ = ~std::uint64_t{0};
   int chips_token_ = -1;
   int reveal_frames_ = 0;  // frames left that scroll the list to the selected token
+  float chips_h_ = 0;      // the list's height last frame
+  float chip_row_y_ = -1;  // the selected chip's top in the list last frame
   // The next tokens for (snapshot serial, position, temperature), made once.
   std::vector<NextToken> next_;
   std::uint64_t next_serial_ = 0;

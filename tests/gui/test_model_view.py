@@ -439,6 +439,24 @@ def checks(tmp):
             assert "dimensions d0–d63 of 256 shown" in d["state"]["grid_notes"], d["state"]["grid_notes"]
             print(f"  256 wide, 8 tokens: the output shows d0–d63, the weights {side:.0f} px across; the notes say so")
 
+        def the_selected_tokens_chip_in_view():
+            # The chip of the selected token (the last, the one the next tokens are about) is in the
+            # list's view: a scrollbar appearing re-wrapped the chips a row further down after the
+            # list was scrolled to it; past 400 tokens only the first 400 were listed.
+            long_folder = os.path.join(tmp, "gpt512")
+            if not os.path.exists(long_folder):
+                make_model(long_folder, context_length=512)
+            for name, folder_, ids, size, pct in (("chips-40", folder, list(range(40, 80)), "1280x720", "150"),
+                                                  ("chips-40-200", folder, list(range(40, 80)), "1280x720", "200"),
+                                                  ("chips-450", long_folder, [(5 * i) % 250 for i in range(450)],
+                                                   "1280x800", "150")):
+                d = run_commands(app, display.name, tmp, name, [{"do": "text", "ids": ids}], "--model", folder_,
+                                 "--size", size, "--text-size", pct)
+                box, chip = d["widgets"]["model_tokens"], d["widgets"].get("model_token_selected")
+                assert chip and box["y"] <= chip["y"] and chip["y"] + chip["h"] <= box["y"] + box["h"] + 0.5, \
+                    (name, box, chip)
+            print("  the selected (last) token's chip in view: 40 tokens at 150 and 200 %, 450 tokens")
+
         def a_failed_pass_says_why():
             # A model whose values overflow float32 on this text: every view of it says why, none
             # shows the chapter's last result under the model's name (the Layers tab said "no result
@@ -824,6 +842,7 @@ def checks(tmp):
                            ("the next tokens in view on a projector", the_next_tokens_in_view_on_a_projector),
                            ("append the top token, repeat the text", append_and_repeat),
                            ("a wide model's maps keep their size", a_wide_models_maps_keep_their_size),
+                           ("the selected token's chip in view", the_selected_tokens_chip_in_view),
                            ("a failed pass says why", a_failed_pass_says_why),
                            ("an edit reuses the rows before it", an_edit_reuses_the_rows_before_it),
                            ("the chapter's work is set aside, not edited", chapter_work_set_aside),
