@@ -302,10 +302,17 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   const ModelSession& session = *ctx.model;
   // The tokens' count in the title, where it takes no row of the panel's (at 1280 × 720 and 200 %
   // the next tokens were below the fold).
-  std::string title = "Text  ·  " + countOf(session.tokenCount(), "token");
-  if (!ctx.givenMaps() && session.tokenCount() > 0 && session.tokenCount() >= session.maxTokens())
-    title += ", the model's whole context";  // given maps have no model, and no context to fill
-  title = fitText(title, size.x - 2 * ImGui::GetStyle().WindowPadding.x);
+  const std::string count = "Text  ·  " + countOf(session.tokenCount(), "token");
+  // A full context says so in the longest form that fits whole ("…, the mod…" at 150 % hid why
+  // Append and Repeat are off); given maps have no model, and no context to fill.
+  const bool full = !ctx.givenMaps() && session.tokenCount() > 0 && session.tokenCount() >= session.maxTokens();
+  const float title_w = size.x - 2 * ImGui::GetStyle().WindowPadding.x;
+  const std::string title =
+      full ? fitText(firstFitting({count + ", the model's whole context", count + ", the whole context",
+                                   count + " (full)", "Text  ·  " + std::to_string(session.tokenCount()) + " (full)"},
+                                  title_w),
+                     title_w)
+           : fitText(count, title_w);
   beginPanelWindow((title + "###Text").c_str(), "inputs", pos, size);
   layout().state()["model_text_title"] = title;
   if (ctx.givenMaps()) {  // the tokens they were given with; a click selects one

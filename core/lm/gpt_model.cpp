@@ -539,9 +539,11 @@ std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptL
               : fs::is_fifo(target)          ? "a pipe (FIFO)"
                                              : "not a regular file");
     }
+    // What to do first: a note cut to one line ("no tokenizer beside the mod…") had lost it.
     model->notes.push_back(
-        "no tokenizer beside the model (vocab.json + merges.txt, or encoder.json + vocab.bpe" +
-        (odd.empty() ? std::string() : "; " + odd) + "): give token ids instead of text");
+        "no tokenizer: give token ids, not text (none beside the model: vocab.json + merges.txt, or encoder.json + "
+        "vocab.bpe" +
+        (odd.empty() ? std::string() : "; " + odd) + ")");
   }
   return model;
 }

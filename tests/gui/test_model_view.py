@@ -715,6 +715,14 @@ def checks(tmp):
                              "--size", "1280x800")
             assert d["state"]["model_text_title"] == "Text  ·  3 tokens", d["state"]["model_text_title"]
             print(f"  given maps: {d['state']['model_text_title']!r}")
+            # A model's full context says so whole, in the longest form that fits ("…, the mod…" at
+            # 150 % hid why Append and Repeat are off).
+            for size, pct, want in (("1280x720", "100", "Text  ·  64 tokens, the whole context"),
+                                    ("1280x720", "150", "Text  ·  64 tokens (full)")):
+                d = run_commands(app, display.name, tmp, "full-title", [{"do": "text", "ids": list(range(64))}],
+                                 "--model", folder, "--size", size, "--text-size", pct)
+                assert d["state"]["model_text_title"] == want, (size, pct, d["state"]["model_text_title"])
+            print("  a full context: 'Text  ·  64 tokens (full)' at 150 %, never cut")
 
         def learn_tab_on_a_projector():
             # At 1280 × 720 and 200 %: a run's timeline (Follow, Pin, the step slider) is in view, above
