@@ -22,7 +22,8 @@ namespace {
 
 // A row of the comparison: one stage of one head, or one of the module's maps (head −1).
 struct CompareRow {
-  int head = -1;
+  int head = -1;    // B's head
+  int head_a = -1;  // A's: the same, but a trained model's head chosen when A was pinned (own_heads)
   bool module = false;
   Stage stage = Stage::Weights;
   ModuleMap map = ModuleMap::Output;
@@ -142,6 +143,12 @@ void CompareView::draw(const PanelContext& ctx) {
   const Snapshot& a = *ctx.pinned;
   const Trace& ta = *a.trace;
   const Trace& tb = *b->trace;
+  // Trained models' layers, a head chosen on both sides: A's is the one chosen when it was pinned,
+  // B's the one chosen now — layer 2's head 4 against layer 1's head 6. (It showed head 6 of both
+  // layers under "A: layer 2", the pinned head gone without a word.) Else the same head on both.
+  const bool own_heads = a.model && b->model && ctx.pinned_head >= 0 && view.head >= 0 &&
+                         ctx.pinned_head < static_cast<int>(a.shown().heads.size());
+  const auto headName = [](int h) { return h >= 0 ? ", head " + std::to_string(h + 1) : std::string(); };
 
   // ---- header: what A and B are, what differs, the buttons -------------------------------------
   follow(a, *b);
@@ -161,13 +168,15 @@ void CompareView::draw(const PanelContext& ctx) {
     // models', not edits: a list of what differs would read "W_key.weight edited").
     const std::string text = textDifference(a.tokens(), b->tokens());
     line = "A: " + modelName(*a.model->model) + ", layer " + std::to_string(a.layer + 1) +
-           "  ·  B: " + modelName(*b->model->model) + ", layer " + std::to_string(b->layer + 1) +
+           headName(own_heads ? ctx.pinned_head : view.head) + "  ·  B: " + modelName(*b->model->model) +
+           ", layer " + std::to_string(b->layer + 1) + headName(view.head) +
            (!text.empty() ? "  ·  B's text differs: " + text +
                                 (a.tokens().size() == b->tokens().size() ? " (B − A is labelled with B's tokens)" : "")
             : differs.empty() ? "  ·  the same maps"
                               : "");
     state["text_difference"] = text;
     state["a_model"] = modelName(*a.model->model);
+    state["heads"] = {own_heads ? ctx.pinned_head : view.head, view.head};  // A's and B's (−1: every head)
     state["b_model"] = modelName(*b->model->model);
   }
   if (ctx.computing) line += "  (computing B…)";
@@ -186,12 +195,12 @@ void CompareView::draw(const PanelContext& ctx) {
     for (const StageInfo& s : stageTable())
       if (s.heatmap && view.show[static_cast<int>(s.stage)] &&
           (!stageMissingFrom(ta, s.stage) || !stageMissingFrom(tb, s.stage)))
-        rows.push_back({h, false, s.stage, ModuleMap::Output});
+        rows.push_back({h, own_heads ? ctx.pinned_head : h, false, s.stage, ModuleMap::Output});
   }
   for (const ModuleMapInfo& m : moduleMapTable())
     if (view.show_module[static_cast<int>(m.map)] &&
         (!moduleMapMissingFrom(ta, m.map) || !moduleMapMissingFrom(tb, m.map)))
-      rows.push_back({-1, true, Stage::Weights, m.map});
+      rows.push_back({-1, -1, true, Stage::Weights, m.map});
 
   ImGui::BeginChild("##compare_rows", ImVec2(0, 0), false);
   const ImGuiStyle& style = ImGui::GetStyle();
@@ -215,11 +224,13 @@ void CompareView::draw(const PanelContext& ctx) {
   std::vector<std::string> unchanged;  // rows whose maps are equal: one line each, no maps
   std::string largest_where;
   for (const CompareRow& row : rows) {
-    const StageMap va = rowValues(a, row), vb = rowValues(*b, row);
+    CompareRow row_a = row;  // A's side of it
+    row_a.head = row.head_a;
+    const StageMap va = rowValues(a, row_a), vb = rowValues(*b, row);
     const Eigen::Index R = std::max(va.rows(), vb.rows()),
                        C = std::max<Eigen::Index>(std::max(va.cols(), vb.cols()), 1);
     const bool labelled = R <= 12 && C <= 64;
-    const bool negative = rowRange(a, row).lo < 0 || rowRange(*b, row).lo < 0 || flagsRow(row);  // B − A, masks' ×2.0
+    const bool negative = rowRange(a, row_a).lo < 0 || rowRange(*b, row).lo < 0 || flagsRow(row);  // B − A, masks' ×2.0
     // Room for the compact labels of A's and B's own numbers too: a value too small for two decimals
     // prints as "−7e−4", wider than "−.00" (A and B then showed no numbers beside B − A's).
     // (Measured for the longest such label only: a tiny label's width is its length's.)
@@ -254,8 +265,10 @@ void CompareView::draw(const PanelContext& ctx) {
     const float tile_h = std::min(std::max(px(90), cell * static_cast<float>(R) + top + heatmapColorbarHeight()),
                                   std::max(px(160), visible_h * 0.9f));
     const int lines = (maps + per_line - 1) / per_line;
-    const std::string who = row.module ? std::string("the module's ") + row.label()
-                                       : "head " + std::to_string(row.head + 1) + "'s " + row.label();
+    const std::string who = row.module              ? std::string("the module's ") + row.label()
+                            : row.head_a != row.head ? "A's head " + std::to_string(row.head_a + 1) + " against B's head " +
+                                                           std::to_string(row.head + 1) + ", " + row.label()
+                                                     : "head " + std::to_string(row.head + 1) + "'s " + row.label();
     // Large rows out of view take their space only: their differences are worked out once scrolled
     // to. Small ones are laid out (not drawn) like the grid's, so the layout dump lists every map.
     const ImVec2 origin = ImGui::GetCursorScreenPos();
@@ -300,7 +313,7 @@ void CompareView::draw(const PanelContext& ctx) {
     // against the book's six tokens) each its own, or the smaller would be one flat colour.
     const bool shared = d->comparable && va.size() > 0 && vb.size() > 0;
     auto look = [&](const Snapshot& s) {  // as the grid colours the map (display/map_look.h)
-      const ValueRange r = shared ? merge(rowRange(a, row), rowRange(*b, row)) : rowRange(s, row);
+      const ValueRange r = shared ? merge(rowRange(a, row_a), rowRange(*b, row)) : rowRange(s, &s == &a ? row_a : row);
       return colouredBy(r, flagsRow(row), lookChoices(view));
     };
     const std::string base = std::string("b") + std::to_string(b->batch) +
@@ -310,25 +323,26 @@ void CompareView::draw(const PanelContext& ctx) {
                                        tiles.y + static_cast<float>(side / per_line) * (tile_h + gap)));
       const Snapshot& s = side == 0 ? a : *b;
       const StageMap& values = side == 0 ? va : vb;
+      const int head = side == 0 ? row.head_a : row.head;
       HeatmapSpec spec;
       const char* which = side == 0 ? "A" : side == 1 ? "B" : "diff";
       spec.id = std::string("compare_") + which + "_" + base;
       spec.dump = {
-          {"compare", which}, {"head", row.head}, {"stage", row.id()}, {"module", row.module}, {"batch", s.batch}};
+          {"compare", which}, {"head", head}, {"stage", row.id()}, {"module", row.module}, {"batch", s.batch}};
       spec.row_labels = token_rows ? &s.tokens() : &s.dims;
-      spec.col_labels = tokens_cols ? &s.tokens() : &dimsOf(s, row.module, row.head);
+      spec.col_labels = tokens_cols ? &s.tokens() : &dimsOf(s, row.module, head);
       spec.selected_row = token_rows && !ctx.capture.hides_selection ? selected : -1;
       if (side < 2) {
         if (values.size() == 0) {
           ImGui::TextDisabled("%s: none", which);
           continue;
         }
-        spec.title = std::string(which) + "  " + row.label() + "  " + std::to_string(values.rows()) + "×" +
-                     std::to_string(values.cols());
+        spec.title = std::string(which) + (row.head_a != row.head ? " head " + std::to_string(head + 1) : "") + "  " +
+                     row.label() + "  " + std::to_string(values.rows()) + "×" + std::to_string(values.cols());
         spec.values = values;
         if (shared) spec.label_peers = {side == 0 ? vb : va};  // A's and B's numbers in one format
         spec.owner = side == 0 ? ctx.pinned : ctx.snapshot;
-        spec.version = row.module ? s.outputs_serial : s.head_serial[static_cast<std::size_t>(row.head)];
+        spec.version = row.module ? s.outputs_serial : s.head_serial[static_cast<std::size_t>(head)];
         spec.look = look(s);
         if (values.size() <= kDumpCellsUpTo) spec.dump["values"] = cellsJson(values);
       } else {

@@ -337,8 +337,8 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
     std::vector<Tick> entropy_ticks = {{0.0f, "0"}};  // and the top: ln T, a row spread evenly over every key
     if (T > 1)
       entropy_ticks.push_back({std::log(static_cast<float>(T)), formatFixed(std::log(static_cast<float>(T)), 2)});
-    // A head chosen elsewhere (a thumbnail, Tab, the head selector) has its row brought into view
-    // once: GPT-2's twelve rows in a quarter of the column showed head 1 and half of head 2.
+    // A head chosen (a thumbnail, Tab, the head selector) has its row brought into view once, where
+    // it is not: GPT-2's twelve rows in a quarter of the column showed head 1 and half of head 2.
     const bool bring = ctx.view.head != scrolled_to_ && ctx.view.head < heads_shown;
     if (bring) scrolled_to_ = ctx.view.head;
     for (int h = 0; h < heads_shown; ++h) {
@@ -347,7 +347,14 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
       nlohmann::json cells = nlohmann::json::array();
       ImGui::TableSetColumnIndex(0);
       const bool chosen = ctx.view.head == h;
-      if (chosen && bring) ImGui::SetScrollHereY(0.0f);
+      if (chosen && bring) {  // where it is not whole in view: its top under the frozen header row
+        // (SetScrollHereY put it behind); the cursor's y is in the content's coordinates
+        const float pad = ImGui::GetStyle().CellPadding.y, header_h = ImGui::GetTextLineHeight() + 2 * pad;
+        const float top = ImGui::GetCursorPosY() - 2 * pad, bottom = top + rowHeight() + 2 * pad;
+        const float scroll = ImGui::GetScrollY();
+        if (top < scroll + header_h || bottom > scroll + ImGui::GetWindowHeight())
+          ImGui::SetScrollY(std::max(0.0f, top - header_h));
+      }
       ImGui::SetCursorPosY(ImGui::GetCursorPosY() + (rowHeight() - ImGui::GetTextLineHeight()) / 2);
       const std::string name = "head " + std::to_string(h + 1);
       if (clipped(name)) cut.push_back(name);

@@ -647,7 +647,7 @@ std::string skippedStages(const ViewState& v, const Trace& t) {
 // One line of notes under the header: the preset's description (in full on hover), zoom, where
 // dropout masks come from, and the maps this step has none of. `beside`: on the line of the item
 // before (the go-to field), where there is anything to say. Returns true when "reset zoom" was pressed.
-bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string& skipped, bool lesson,
+bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, int widest, const std::string& skipped, bool lesson,
                const std::string& rounding, bool beside, bool keep_line) {
   const Trace& t = *snap.trace;
   bool reset = false;
@@ -662,8 +662,7 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, const std::string
   const std::string about = !lesson && view.contains("preset") && view["preset"].is_object()
                                 ? view["preset"].value("description", "")
                                 : "";
-  const int widest = std::max({t.head_width, t.d_in, t.model.d_out});
-  if (zoom <= 1 && w.dims > 0 && widest > w.dims)  // shownWindow's unzoomed cap
+  if (zoom <= 1 && w.dims > 0 && widest > w.dims)  // shownWindow's unzoomed cap, where a map shown has it
     notes.push_back("dimensions d0–d" + std::to_string(w.dims - 1) + " of " + std::to_string(widest) +
                     " shown");
   if (zoom > 1) {
@@ -929,8 +928,21 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     note_line_kept_ = true;
   else if (note_line_kept_ && !numbered_)  // kept and empty where the maps show all four decimals
     rounding = "hover a cell for its number";
-  if ((!ctx.maps_menu || zoom_ > 1) && drawNotes(*snap, zoom_, window, skippedStages(view, t), !view.highlight.empty(),
-                                                 rounding, go_to, note_line_kept_))
+  // The module's maps this step has, shown as one more card after the heads'.
+  std::vector<ModuleMap> module_maps;
+  for (const ModuleMapInfo& info : moduleMapTable())
+    if (view.show_module[static_cast<int>(info.map)] && !missingModuleMap(t, info.map)) module_maps.push_back(info.map);
+  // The longest axis of dimensions among the maps shown (a weight's d_in rows and its head's
+  // columns, a T × w map's columns, the module's d_out): a model's weights alone have none.
+  int widest = module_maps.empty() ? 0 : t.model.d_out;
+  for (Stage stage : stages)
+    if (stageInfo(stage).parameter)
+      widest = std::max({widest, t.d_in, t.head_width});
+    else if (!stageInfo(stage).square)
+      widest = std::max(widest, t.head_width);
+  if ((!ctx.maps_menu || zoom_ > 1) &&
+      drawNotes(*snap, zoom_, window, widest, skippedStages(view, t), !view.highlight.empty(), rounding, go_to,
+                note_line_kept_))
     reset();
   // While the mouse is over a map the wheel zooms it, so it must not also scroll the grid.
   ImGui::BeginChild("grid", ImVec2(0, 0), false,
@@ -938,10 +950,6 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   wheel_on_map_ = false;
   const int batch = snap->batch;
   const BatchTrace& bt = snap->shown();
-  // The module's maps this step has, shown as one more card after the heads'.
-  std::vector<ModuleMap> module_maps;
-  for (const ModuleMapInfo& info : moduleMapTable())
-    if (view.show_module[static_cast<int>(info.map)] && !missingModuleMap(t, info.map)) module_maps.push_back(info.map);
   if (stages.empty() && module_maps.empty()) {
     ImGui::TextUnformatted("Every map is hidden: choose some in the row of maps above.");
     ImGui::EndChild();

@@ -321,8 +321,8 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
     }
     sorted_for_ = s.serial;
   }
-  // A head chosen elsewhere (a thumbnail's click, Tab) has its row brought into view once: with
-  // 24 rows and more, a click on 2.4 left rows 1.1–2.2 in view.
+  // A head chosen (a thumbnail's click, Tab) has its row brought into view once, where it is not:
+  // with 24 rows and more, a click on 2.4 left rows 1.1–2.2 in view.
   const int chosen = ctx.view.head >= 0 && ctx.view.head < H ? ctx.model->layer() * H + ctx.view.head : -1;
   const bool bring = chosen != table_brought_;
   table_brought_ = chosen;
@@ -341,7 +341,11 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
       ImGui::TableNextColumn();
       const std::string name = std::to_string(l + 1) + "." + std::to_string(h + 1);
       const bool selected = l == ctx.model->layer() && h == ctx.view.head;
-      if (selected && bring) ImGui::SetScrollHereY(0.5f);
+      if (selected && bring) {  // where it is not whole in view (a click on it leaves it where it is)
+        const float top = ImGui::GetCursorScreenPos().y, bottom = top + ImGui::GetTextLineHeightWithSpacing();
+        const float first = ImGui::GetWindowPos().y + ImGui::GetFrameHeight();  // under the frozen header row
+        if (top < first || bottom > ImGui::GetWindowPos().y + ImGui::GetWindowHeight()) ImGui::SetScrollHereY(0.5f);
+      }
       if (ImGui::Selectable(name.c_str(), selected, ImGuiSelectableFlags_SpanAllColumns)) selectHead(ctx, l, h);
       if (selected) layout().widget("layers_scores_chosen");  // tests: the chosen head's row
       ImGui::TableNextColumn();

@@ -104,8 +104,14 @@ void drawHeadToggle(const PanelContext& ctx, const LinesHeaderState& s, int h) {
   ImGui::PushStyleColor(ImGuiCol_Text,
                         on ? IM_COL32(text.r, text.g, text.b, 255) : ImGui::GetColorU32(ImGuiCol_TextDisabled));
   if (ImGui::Button(headLabel(h).c_str())) {
-    if (other_chosen) {  // this head chosen instead
+    if (other_chosen) {  // this head chosen instead, and shown if it was hidden
       ctx.commands.push("select_head", {{"index", h}});
+      if (linesHeadHidden(view, h)) {
+        nlohmann::json hidden = nlohmann::json::array();
+        for (int g : view.lines_hidden_heads)
+          if (g != h) hidden.push_back(g);
+        ctx.commands.push("view", {{"field", "lines_hidden_heads"}, {"value", hidden}});
+      }
     } else {
       nlohmann::json hidden = nlohmann::json::array();
       for (int g = 0; g < s.heads; ++g)
@@ -118,8 +124,9 @@ void drawHeadToggle(const PanelContext& ctx, const LinesHeaderState& s, int h) {
   layout().state()["lines_head_lit"][std::to_string(h + 1)] = on;  // tests: lit = its lines drawn
   if (ImGui::IsItemHovered()) {
     if (other_chosen)
-      ImGui::SetTooltip("head %d: not drawn, head %d is chosen (click to choose this one; Tab: every head)", h + 1,
-                        view.head + 1);
+      ImGui::SetTooltip("head %d: not drawn, head %d is chosen (click to choose this one; Tab: the next head, "
+                        "after the last every head)",
+                        h + 1, view.head + 1);
     else
       ImGui::SetTooltip("head %d: %s (click to %s)", h + 1, on ? "shown" : "hidden",
                         on ? "hide its lines" : "show them");

@@ -521,13 +521,15 @@ void Controller::applyApp(const Command& c, double now) {
       showToast("Saved " + path, false, now);
       break;
     }
-    case Id::Pin:  // the newest result (update() waited for it)
-      if (!snapshot_) throw InputError("nothing computed yet: nothing to pin");
+    case Id::Pin:  // the newest result (update() waited for it), of what is shown
+      if (!shown()) throw InputError(engine_error_.empty() ? "nothing computed yet: nothing to pin"
+                                                            : "nothing to pin: " + engine_error_);
       if (model_.given()) throw InputError("attention maps as they came have only their weights: nothing to compare");
       // A holds its maps while B is edited, and Compare draws B − A beside them: that is counted
       // against the budget from now on, so every edit while pinned is checked with it.
       holdBeside(pinnedBytes(*snapshot_));
       pinned_ = snapshot_;
+      pinned_head_ = view_.head;
       view_.tab = "compare";
       showToast("Pinned as A: change anything, the Compare tab shows A, B and B − A", false, now);
       break;
@@ -540,7 +542,8 @@ void Controller::applyApp(const Command& c, double now) {
     case Id::Save: return save(c, now);
     case Id::ExportTrace:
     case Id::ExportMap: {
-      if (!snapshot_) throw InputError("nothing computed yet");
+      // What is shown only: with a model's pass failed, the chapter's last trace is no export of it.
+      if (!shown()) throw InputError(engine_error_.empty() ? "nothing computed yet" : "nothing to export: " + engine_error_);
       ExportFormat format;
       if (!parseExportFormat(c.text("format"), &format)) throw InputError("format: expected csv, json or npy");
       const std::string path = c.text("path");
@@ -563,8 +566,8 @@ void Controller::applyApp(const Command& c, double now) {
       std::string named = path, named_format, why;
       if (!fileKindOf(path).empty() &&
           (!mapFileFormat(&named, c.text("format"), &named_format, &why) || named_format != c.text("format")))
-        throw InputError(path + " is named as " + fileKindOf(path) + ": a map as " + c.text("format") +
-                         " is saved as ." + c.text("format"));
+        throw InputError("Not saved: " + path + " is named as " + fileKindOf(path) + ": a map as " +
+                         c.text("format") + " is saved as ." + c.text("format"));
       Stage stage;
       if (!parseStage(c.text("stage"), &stage)) throw InputError("stage: unknown stage '" + c.text("stage") + "'");
       const int head = c.integer("head");

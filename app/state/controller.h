@@ -151,6 +151,7 @@ class Controller {
   // chapter's six tokens in the Inspector and the status bar under the model's name.
   const std::shared_ptr<const Snapshot>& shown() const;
   const std::shared_ptr<const Snapshot>& pinned() const { return pinned_; }
+  int pinnedHead() const { return pinned_head_; }  // the head chosen when A was pinned (−1: all)
   const std::string& engineError() const { return engine_error_; }
   const LessonSession& lesson() const { return lesson_; }
   const ModelSession& model() const { return model_; }  // the trained model open, if any
@@ -248,6 +249,7 @@ class Controller {
   EngineWorker worker_;
   std::shared_ptr<const Snapshot> snapshot_;  // what the views draw
   std::shared_ptr<const Snapshot> pinned_;    // A of the Compare tab (`pin`); null: nothing pinned
+  int pinned_head_ = -1;                      // view_.head when A was pinned
   std::string engine_error_;                  // the engine refused the newest inputs
   struct RequestKey {
     std::uint64_t version = 0;

@@ -4,9 +4,9 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csetjmp>
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -114,12 +114,13 @@ std::uint32_t bigEndian(const unsigned char* p) {
          static_cast<std::uint32_t>(p[2]) << 8 | p[3];
 }
 
-// zlib's inflate of `in`, at most `limit` bytes out; nullopt if damaged or larger.
-std::optional<std::string> inflateText(const std::string& in, std::size_t limit) {
+// zlib's inflate of `in` into `out` (null: only counted); the bytes it makes, or nullopt when the
+// stream is damaged or makes more than `limit`.
+std::optional<std::size_t> inflateInto(const std::string& in, std::size_t limit, char* out) {
   z_stream z{};
   if (inflateInit(&z) != Z_OK) return std::nullopt;
-  std::string out;
   char buffer[1 << 16];
+  std::size_t made = 0;
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
   z.avail_in = static_cast<uInt>(in.size());
   int rc = Z_OK;
@@ -129,18 +130,27 @@ std::optional<std::string> inflateText(const std::string& in, std::size_t limit)
     rc = inflate(&z, Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_STREAM_END) break;
     const std::size_t n = sizeof buffer - z.avail_out;
-    if (out.size() + n > limit) {
+    if (made + n > limit) {
       rc = Z_MEM_ERROR;
       break;
     }
-    // Grown by doubling, but never past the limit: a string's doubling had a 512-MiB limit hold
-    // 1 GiB before the chunk was refused.
-    if (out.size() + n > out.capacity()) out.reserve(std::min(limit, std::max(out.capacity() * 2, out.size() + n)));
-    out.append(buffer, n);
+    if (out != nullptr) std::memcpy(out + made, buffer, n);
+    made += n;
     if (rc == Z_OK && z.avail_in == 0 && z.avail_out != 0) break;  // truncated stream
   }
   inflateEnd(&z);
   if (rc != Z_STREAM_END) return std::nullopt;
+  return made;
+}
+
+// zlib's inflate of `in`, at most `limit` bytes out; nullopt if damaged or larger. Counted first,
+// then inflated into a string of exactly that size: grown as it came, a string's doubling (and
+// reserve's rounding up to it) held up to twice the limit — 1 GiB for a 512-MiB one.
+std::optional<std::string> inflateText(const std::string& in, std::size_t limit) {
+  const std::optional<std::size_t> size = inflateInto(in, limit, nullptr);
+  if (!size) return std::nullopt;
+  std::string out(*size, '\0');
+  if (inflateInto(in, *size, out.data()) != size) return std::nullopt;
   return out;
 }
 
@@ -228,7 +238,8 @@ std::optional<std::string> readPngText(const std::string& path, const std::strin
     }
     if (!value)
       throw InputError(path + ": its " + key + " text chunk is damaged or larger than " +
-                       std::to_string(max_bytes >> 20) + " MiB");
+                       (max_bytes % (1 << 20) == 0 ? std::to_string(max_bytes >> 20) + " MiB"
+                                                   : std::to_string(max_bytes) + " bytes"));
     return value;
   }
 }

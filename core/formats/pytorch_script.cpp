@@ -1,8 +1,8 @@
 #include "formats/pytorch_script.h"
 
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <sstream>
 #include <vector>
 
@@ -59,11 +59,8 @@ std::string options(const ModelConfig& m, bool causal_default) {
 // stream's default six digits wrote p = 0.50000049 as 0.5, and torch drew other masks than ours.
 std::string pythonFloat(double v) {
   char buf[40];
-  for (int digits = 1; digits <= 17; ++digits) {
-    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;  // the shortest that reads back exactly
+  return std::string(buf, end);
 }
 
 std::string constructor(const ModelConfig& m, int T, int d_in) {
@@ -169,7 +166,7 @@ std::string pytorchScript(const Workspace& ws, const std::string& source) {
   const ModelConfig& m = ws.model;
   const int T = static_cast<int>(ws.embeddings.rows()), d_in = static_cast<int>(ws.embeddings.cols());
   std::ostringstream s;
-  s.precision(17);  // Python reads back the exact double, so dropout p is the workspace's
+  s.precision(17);  // any double streamed here reads back exactly (the constructor's p: pythonFloat)
   // Line 2 declares the encoding, so no later line can (Python reads a coding declaration on line 1
   // or 2 only: a file name there once made it decode the script as UTF-7, whose "+ACI-" is a quote).
   // What the user named is written as pure ASCII Python string literals (pythonString).

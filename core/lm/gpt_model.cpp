@@ -280,19 +280,24 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
 
   // Heads: the caller, else config.json, else a .safetensors' own metadata ("n_head", as attnscope
   // writes a model trained here), else d / 64 (GPT-2's head width), with a note.
-  int metadata_heads = 0;
-  for (const auto& [key, value] : file.metadata())
-    if (key == "n_head") {
-      std::size_t used = 0;
-      try {
-        metadata_heads = std::stoi(value, &used);
-      } catch (const std::exception&) {
-        used = 0;
+  // (Read only where it is used: a bad one beside --num-heads or config.json is not in the way.)
+  const auto metadataHeads = [&]() -> int {
+    for (const auto& [key, value] : file.metadata())
+      if (key == "n_head") {
+        std::size_t used = 0;
+        int heads = 0;
+        try {
+          heads = std::stoi(value, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != value.size() || heads < 1 || heads > 1000000)
+          throw InputError(path + ": __metadata__.n_head must be a whole number from 1 to 1000000, got '" +
+                           value.substr(0, 40) + "' (give the heads: --num-heads N)");
+        return heads;
       }
-      if (used == 0 || used != value.size() || metadata_heads < 1 || metadata_heads > 1000000)
-        throw InputError(path + ": __metadata__.n_head must be a whole number from 1 to 1000000, got '" +
-                         value.substr(0, 40) + "'");
-    }
+    return 0;
+  };
   if (options.num_heads > 0) {
     c.heads = options.num_heads;
     c.heads_from = "the caller";
@@ -302,8 +307,8 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   } else if (cfg.n_head > 0) {
     c.heads = cfg.n_head;
     c.heads_from = "config.json";
-  } else if (metadata_heads > 0) {
-    c.heads = metadata_heads;
+  } else if (const int heads = metadataHeads(); heads > 0) {
+    c.heads = heads;
     c.heads_from = "the file's metadata";
   } else {
     if (c.d_model % 64 != 0)

@@ -134,7 +134,7 @@ PrefixReuse reusablePrefix(const ModelPass& previous, const GptModel& model, con
                            int keep_layer) {
   const int T = static_cast<int>(ids.size()), before = static_cast<int>(previous.ids.size());
   const GptPrefix& kept = previous.forward;
-  if (previous.model.get() != &model || previous.kept_layer != keep_layer ||
+  if (!previous.fused || previous.model.get() != &model || previous.kept_layer != keep_layer ||
       static_cast<int>(kept.attention_inputs.size()) != model.config.layers || kept.final_x.rows() != before)
     return {};
   const int same = static_cast<int>(
@@ -182,6 +182,7 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   const int q = reuse.rows;
   pass->reused_rows = q;
   pass->whole_attention = reuse.whole_attention;
+  pass->fused = exec.fused;
   const TokenPatterns patterns(ids);
   const int threads = exec.parallel ? resolveThreads(exec.threads) : 1;
   LayerRows rows(H, T, pass->cells, patterns);  // the layer being computed

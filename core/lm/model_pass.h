@@ -64,6 +64,7 @@ struct ModelPass {
   int kept_layer = -1;      // the layer whose trace the pass kept (every stage)
   int reused_rows = 0;      // rows taken from `previous` (0: every row computed)
   bool whole_attention = false;  // with reused_rows: every row's attention computed again (PrefixReuse)
+  bool fused = false;            // run on the fast path (only its rows are reused: the reference's differ in bits)
   double milliseconds = 0;  // the forward's time
 
   int layer_count = 0, head_count = 0;  // L, H

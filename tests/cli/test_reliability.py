@@ -348,14 +348,16 @@ class LargePngs(Base):
         # chunk is refused at 64 MiB, and the inflated text never holds more (a string's doubling
         # and the fixed 512 MiB had held 1 GiB whatever the budget).
         prefix = ("/usr/bin/time", "-v") if os.access("/usr/bin/time", os.X_OK) else ()
-        p, seconds = run_cli(["trace", path, "--memory-budget", "64"], timeout=120, prefix=prefix)
-        err = text(p.stderr)
-        rss = max_rss_kb(err) if prefix else None
-        err = err.split("\tCommand being timed:")[0]
-        self.assertEqual(p.returncode, 2, err)
-        self.assertIn("larger than 64 MiB", err)
-        if rss is not None and os.environ.get("ATTNSCOPE_SANITIZE") != "1":
-            self.assertLess(rss, 256 * 1024, f"peak RSS {rss} kB refusing a 512 MiB text under a 64 MiB budget")
+        for budget in ("64", "100"):  # 100: not a power of two (reserve rounded up to one)
+            p, seconds = run_cli(["trace", path, "--memory-budget", budget], timeout=120, prefix=prefix)
+            err = text(p.stderr)
+            rss = max_rss_kb(err) if prefix else None
+            err = err.split("\tCommand being timed:")[0]
+            self.assertEqual(p.returncode, 2, err)
+            self.assertIn(f"larger than {budget} MiB", err)
+            if rss is not None and os.environ.get("ATTNSCOPE_SANITIZE") != "1":
+                self.assertLess(rss, 2 * int(budget) * 1024,
+                                f"peak RSS {rss} kB refusing a 512 MiB text under a {budget} MiB budget")
 
     def test_large_screenshot(self):
         # F2: the app's own 8192² screenshot (44.5 MiB of pixels) was refused: the 34 × estimate of a

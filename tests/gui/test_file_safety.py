@@ -228,17 +228,18 @@ def check_changed_on_disk(exe, display, folder):
     print("  changed on disk (Ctrl+S): Cancel kept the other program's file, Overwrite wrote ours, no prompt after")
 
     # A script: its `save` after another write of the file is refused with one message (the
-    # other write here is the app's own save_pytorch onto the document's file, which the document
-    # does not know of); with "overwrite": true it writes.
+    # other write here is the app's own export of a map as JSON onto the document's file, which the
+    # document does not know of); with "overwrite": true it writes.
     with open(ws, "w") as f:
         json.dump(book_workspace(), f)
-    steps = [{"do": "set", "field": "seed", "value": 5}, {"do": "save_pytorch", "path": ws}, {"do": "save"}]
+    other_write = {"do": "export_map", "stage": "weights", "head": 0, "format": "json", "path": ws}
+    steps = [{"do": "set", "field": "seed", "value": 5}, other_write, {"do": "save"}]
     rc, err, _ = headless(exe, display, folder, "refused", steps, "--open", ws)
     lines = app_lines(err)
     expect(rc == 2 and len(lines) == 1 and lines[0].startswith("error: command 2 (save): Not saved: ")
            and "changed on disk" in lines[0], f"a script's save over a changed file: exit {rc}, {lines!r}")
     with open(ws) as f:
-        expect(f.read().startswith("#!/usr/bin/env python3"), "the refused save wrote the file")
+        expect("format" not in json.load(f), "the refused save wrote the file")  # still the exported map
     with open(ws, "w") as f:
         json.dump(book_workspace(), f)
     rc, err, _ = headless(exe, display, folder, "overwrite", steps + [{"do": "save", "overwrite": True}],

@@ -437,6 +437,10 @@ def checks(tmp):
             side = w["cells"]["w"]
             assert side >= 56, f"the 8 × 8 weights are {side:.0f} px across beside a 256-wide output"
             assert "dimensions d0–d63 of 256 shown" in d["state"]["grid_notes"], d["state"]["grid_notes"]
+            d = run_commands(app, display.name, tmp, "wide-weights", [
+                {"do": "text", "ids": [5, 70, 200, 9, 33, 8, 41, 12]},
+                {"do": "view", "field": "tab", "value": "heatmaps"}], "--model", wide_folder)
+            assert "dimensions" not in d["state"]["grid_notes"], ("the weights alone", d["state"]["grid_notes"])
             print(f"  256 wide, 8 tokens: the output shows d0–d63, the weights {side:.0f} px across; the notes say so")
 
         def the_selected_tokens_chip_in_view():

@@ -243,11 +243,11 @@ TEST(ModelPass, KeepsWhatTheForwardComputed) {
 // the edit from the previous one gives the same bits as a pass of every row — thumbnails, scores,
 // each layer's attention input, the residual stream, the kept layer's trace — on heads of width 16
 // (row-major projections) and 32 (head-major), on one thread and two, and chained from one edit
-// to the next; past 64 tokens with every row's attention computed again. Rows it may not reuse
+// to the next; past 64 tokens (to 300) with every row's attention computed again. Rows it may not reuse
 // (another kept layer) are all computed.
 TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
   for (int heads : {4, 2}) {
-    MemoryTensors file = bookModel(53, 120, 64, 3, 29);
+    MemoryTensors file = bookModel(53, 320, 64, 3, 29);  // past 128 and 256: the key tiles', the MLP's row blocks
     GptLoadOptions options;
     options.num_heads = heads;
     const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
@@ -310,6 +310,12 @@ TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
           {"a token appended at 110", [](std::vector<int>& t) { t.push_back(t[20]); }, 110, true},
           {"the first token changed, long", [](std::vector<int>& t) { t[0] = (t[0] + 2) % 53; }, 0},
           {"shortened to 90", [](std::vector<int>& t) { t.resize(90); }, 89, true},
+          // Past the attention's 128-key tiles and the MLP's 128-row blocks, which start at the
+          // first new row here and at 0 in a pass of every row.
+          {"grown to 300", [](std::vector<int>& t) { t.resize(300, 9); }, 90, true},
+          {"a token changed at 131", [](std::vector<int>& t) { t[131] = (t[131] + 1) % 53; }, 131, true},
+          {"a token changed at 256", [](std::vector<int>& t) { t[256] = (t[256] + 1) % 53; }, 256, true},
+          {"a token changed at 299", [](std::vector<int>& t) { t[299] = (t[299] + 1) % 53; }, 299, true},
       };
       for (const Edit& e : edits) {
         e.change(text);
