@@ -279,6 +279,20 @@ def checks(tmp):
             label = list(bytes_to_unicode().values())  # id → token, as write_tokenizer numbers them
             assert said == f"tokens 2 ({label[41]} → {label[50]}), 5 ({label[44]} → {label[51]})", said
             print(f"  compare two texts: {said!r}")
+            # A head chosen when A was pinned, another chosen now: A's head against B's (it showed
+            # B's head of both layers, the pinned head gone without a word), each side torch's.
+            ids = [40, 41, 42, 43, 44, 45]
+            d6 = run_commands(app, display.name, tmp, "compare-heads", [
+                {"do": "text", "ids": ids}, {"do": "select_layer", "layer": 2, "head": 0}, {"do": "pin"},
+                {"do": "select_layer", "layer": 0, "head": 1}, {"do": "view", "field": "tab", "value": "compare"},
+            ], "--model", folder, "--size", "1920x1080")
+            assert d6["state"]["compare"]["heads"] == [0, 1], d6["state"]["compare"].get("heads")
+            sides = {e["compare"]: e for e in d6["heatmaps"] if e.get("compare") and e["stage"] == "weights"}
+            assert sides["A"]["head"] == 0 and sides["B"]["head"] == 1, {k: v["head"] for k, v in sides.items()}
+            want, _ = gm.torch_run(model, ids)
+            ea, eb = worst(sides["A"]["values"], want[2][0]), worst(sides["B"]["values"], want[0][1])
+            assert ea <= 1e-5 and eb <= 1e-5, (ea, eb)
+            print("  compare layer 3 head 1 (pinned) against layer 1 head 2: each side torch's weights")
             # The head statistics without the row sums' chart: a model's pass has no dropout, so its
             # every row read 1; the entropy's chart has the room.
             d3 = run_commands(app, display.name, tmp, "statistics", [
