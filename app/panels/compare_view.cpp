@@ -253,7 +253,9 @@ void CompareView::draw(const PanelContext& ctx) {
     // kLeastCell without numbers: at 1280 × 720 and 150 % beside the side panels A stood alone,
     // B and B − A below the fold, what changed not to be seen.
     constexpr float kLeastCell = 16;
-    int per_line = std::clamp(static_cast<int>((avail_w + gap) / (need_w + gap)), 1, maps);
+    // A tile is never narrower than px(120) (below): counted so, or a third map ran past the edge
+    // (a trained model's 65 × 65 weights at 1280 × 800 and 175 %: B − A cut in half).
+    int per_line = std::clamp(static_cast<int>((avail_w + gap) / (std::max(need_w, px(120)) + gap)), 1, maps);
     if (per_line == 1 && labelled)
       per_line = std::clamp(static_cast<int>((avail_w + gap) / (left + px(kLeastCell) * static_cast<float>(C) + gap)),
                             1, maps);

@@ -293,6 +293,17 @@ def checks(tmp):
             ea, eb = worst(sides["A"]["values"], want[2][0]), worst(sides["B"]["values"], want[0][1])
             assert ea <= 1e-5 and eb <= 1e-5, (ea, eb)
             print("  compare layer 3 head 1 (pinned) against layer 1 head 2: each side torch's weights")
+            # Maps too large for numbers, on a projector: no tile runs past the tab's edge (a third
+            # one, under the least tile width, had B − A cut in half).
+            d7 = run_commands(app, display.name, tmp, "compare-wide", [
+                {"do": "text", "ids": list(range(40, 70))}, {"do": "select_layer", "layer": 2, "head": 0},
+                {"do": "pin"}, {"do": "select_layer", "layer": 0, "head": 1},
+                {"do": "view", "field": "tab", "value": "compare"}], "--model", folder, "--size", "1280x800",
+                "--text-size", "175")
+            tab = d7["panels"]["compare"]
+            for e in d7["heatmaps"]:
+                if e.get("compare"):
+                    assert e["tile"]["x"] + e["tile"]["w"] <= tab["x"] + tab["w"] + 0.5, (e["compare"], e["tile"], tab)
             # The head statistics without the row sums' chart: a model's pass has no dropout, so its
             # every row read 1; the entropy's chart has the room.
             d3 = run_commands(app, display.name, tmp, "statistics", [
