@@ -57,11 +57,15 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
   cli.add_option("--step", o.lesson_step, "with --lesson: the step to show, from 1 (default 1)")
       ->check(CLI::Range(1, 1000000))
       ->needs(lesson);
-  cli.add_option("--model", o.model_path,
-                 "open a trained GPT: a Hugging Face GPT-2 folder, or the book's GPTModel as .pth, .safetensors or "
-                 ".npz with vocab.json and merges.txt beside it (File › Open model…)");
-  cli.add_option("--num-heads", o.model_heads, "with --model: its heads when it has no config.json (default d / 64)")
-      ->check(CLI::Range(1, Limits{}.max_heads));
+  CLI::Option* model = cli.add_option(
+      "--model", o.model_path,
+      "open a trained GPT: a Hugging Face GPT-2 folder, or the book's GPTModel as .pth, .safetensors or "
+      ".npz with vocab.json and merges.txt beside it (File › Open model…)");
+  cli.add_option("--num-heads", o.model_heads,
+                 "with --model: its heads (default: config.json's, else what a .safetensors saved by attnscope "
+                 "says, else d / 64)")
+      ->check(CLI::Range(1, Limits{}.max_heads))
+      ->needs(model);
   CLI::Option* bench = cli.add_option("--bench-interaction", o.bench_path,
                                       "time edits from command to the first frame showing their result, for each "
                                       "--bench-presets, or with --model its text edits, or with --bench-learn the "

@@ -218,6 +218,11 @@ def budget_option(r):
         expect(rc == 2 and lines == [f"error: --memory-budget: expected a finite number, got '{value}' "
                                      "(see attnscope --help)"], f"--memory-budget {value}: exit {rc}, {lines!r}")
     print("  --memory-budget nan and inf: refused in one line")
+    # --num-heads says a model's heads: alone it was accepted and did nothing.
+    rc, err, _, _ = r.run("heads-alone", ["--num-heads", "2"])
+    lines = app_lines(err)
+    expect(rc == 2 and lines == ["error: --num-heads requires --model (see attnscope --help)"],
+           f"--num-heads without --model: exit {rc}, {lines!r}")
 
 
 def main():
