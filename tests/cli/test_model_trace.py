@@ -103,6 +103,41 @@ class ModelTraceTest(unittest.TestCase):
         self.assertEqual(run.returncode, 2, run.stdout[:200])
         self.assertRegex(run.stderr, r"config.json: model_type is 'llama', not 'gpt2'")
 
+    def test_the_heads_a_safetensors_says(self):
+        # A .safetensors that says its heads (__metadata__ n_head, as attnscope saves a model it
+        # trained) opens with them; a damaged value is one clear error naming the field, and
+        # --num-heads, which comes first, is not stopped by it.
+        with np.load(self.model) as arrays:
+            tensors = {name: arrays[name] for name in arrays.files}
+
+        def write(name, n_head):
+            header, offset, blobs = {"__metadata__": {"format": "pt", "n_head": n_head}}, 0, []
+            for key, value in tensors.items():
+                blob = np.ascontiguousarray(value, dtype="<f4").tobytes()
+                header[key] = {"dtype": "F32", "shape": list(value.shape), "data_offsets": [offset, offset + len(blob)]}
+                offset += len(blob)
+                blobs.append(blob)
+            text = json.dumps(header).encode()
+            text += b" " * ((8 - len(text) % 8) % 8)
+            path = os.path.join(self.tmp.name, name)
+            with open(path, "wb") as f:
+                f.write(len(text).to_bytes(8, "little") + text + b"".join(blobs))
+            return path
+
+        good = write("heads.safetensors", str(HEADS))
+        run = subprocess.run([CLI, "model-trace", good, "--ids", "1,2"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(json.loads(run.stdout)["heads_per_layer"], HEADS)
+        bad = write("bad_heads.safetensors", "two")
+        run = subprocess.run([CLI, "model-trace", bad, "--ids", "1,2"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 2)
+        self.assertEqual(run.stdout, "")
+        self.assertRegex(run.stderr, r"^error: .*bad_heads.safetensors: __metadata__.n_head must be a whole number "
+                                     r"from 1 to 1000000, got 'two' \(give the heads: --num-heads N\)\n$")
+        run = subprocess.run([CLI, "model-trace", bad, "--ids", "1,2", "--num-heads", str(HEADS)],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 0, run.stderr)
+
     # ---- next tokens ------------------------------------------------------------------------
     def test_next_tokens(self):
         out = self.trace("--top-k", "3", "--temperature", "0.5")
