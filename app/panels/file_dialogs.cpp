@@ -47,14 +47,6 @@ const DialogKind* findDialog(const std::string& which) {
   return nullptr;
 }
 
-// The lower-case extension without its dot: "csv" for "x.CSV".
-std::string extensionOf(const std::string& name) {
-  std::string ext = fs::path(name).extension().string();
-  if (!ext.empty()) ext.erase(0, 1);
-  for (char& c : ext) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  return ext;
-}
-
 // A map's formats as the radio buttons name them.
 const char* formatLabel(const std::string& f) {
   if (f == "csv") return "CSV";

@@ -237,11 +237,17 @@ constexpr FileKind kFileKinds[] = {{"json", "a workspace"},  {"png", "a screensh
                                    {"npz", "a model"},       {"safetensors", "a model"}};
 }  // namespace
 
-std::string fileKindOf(const std::string& path) {
-  const std::size_t dot = extensionDot(path);
+std::string extensionOf(const std::string& name) {
+  const std::size_t dot = extensionDot(name);
   if (dot == std::string::npos) return "";
-  std::string ext = path.substr(dot + 1);
+  std::string ext = name.substr(dot + 1);
   for (char& c : ext) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return ext;
+}
+
+std::string fileKindOf(const std::string& path) {
+  const std::string ext = extensionOf(path);
+  if (ext.empty()) return "";
   for (const FileKind& k : kFileKinds)
     if (ext == k.extension) return k.kind;
   return "";
@@ -264,8 +270,7 @@ bool mapFileFormat(std::string* name, const std::string& chosen, std::string* fo
     *name = withExtension(*name, chosen);
     return true;
   }
-  std::string ext = name->substr(dot + 1);
-  for (char& c : ext) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  const std::string ext = extensionOf(*name);
   if (std::find(known.begin(), known.end(), ext) != known.end()) {
     *format = ext;
     return true;

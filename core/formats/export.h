@@ -54,6 +54,9 @@ const std::vector<std::string>& mapFileFormats();
 // "x.csv" is CSV whatever was chosen; a name without an extension gets the chosen one's
 // (*name = "x.npy"). An extension that is not a format is refused: false, *error one sentence.
 bool mapFileFormat(std::string* name, const std::string& chosen, std::string* format, std::string* error);
+// A name's extension in lower case, without its dot ("csv" for "x.CSV"); "" for none (a dot in a
+// folder's name or a leading one is no extension).
+std::string extensionOf(const std::string& name);
 // `name` with its extension replaced by (or, without one, extended with) `format`'s.
 std::string withExtension(const std::string& name, const std::string& format);
 
