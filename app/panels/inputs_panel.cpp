@@ -183,8 +183,11 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
         ImGui::TableNextColumn();
         ImGui::PushID(c);
         float v = ws.embeddings(i, c);
-        std::string shown;
-        const bool changed = valueCell(v, 4, &shown);
+        std::string shown, refused;
+        const bool changed = valueCell(v, 4, &shown, &refused);
+        if (!refused.empty())
+          cmd.refuse("Not a number: \"" + refused + "\" (token " + std::to_string(i + 1) + ", d" + std::to_string(c) +
+                     " keeps " + formatFixed(v, 4) + ")");
         if (i < 8 && c < 8)
           layout().state()["inputs_text"][std::to_string(i) + "," + std::to_string(c)] = shown;  // tests
         if (changed)  // a drag is one undo step

@@ -164,9 +164,13 @@ void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width)
           ImGui::TableNextColumn();
           ImGui::PushID(j);
           float v = t.value(i, j);
-          if (valueCell(v))  // a drag is one undo step (its gesture)
+          std::string refused;
+          if (valueCell(v, 4, nullptr, &refused))  // a drag is one undo step (its gesture)
             ctx.commands.push("set_parameter", {{"name", t.name}, {"row", i}, {"col", j}, {"value", v}},
                               "parameter " + t.name + " " + str(i) + "," + str(j));
+          if (!refused.empty())
+            ctx.commands.refuse("Not a number: \"" + refused + "\" (" + t.name + "[" + str(i) + "][" + str(j) +
+                                "] keeps " + formatFixed(v, 4) + ")");
           if (ImGui::IsItemHovered() && !ImGui::IsItemActive())
             ImGui::SetTooltip("%s", describeCell(t, k, i, j, m).c_str());
           layout().widget("param_" + t.name + "_" + str(i) + "_" + str(j));

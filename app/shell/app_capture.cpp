@@ -152,6 +152,7 @@ void App::recordState() const {
        {"toast", ctl_.toast().text},
        {"toast_error", ctl_.toast().error},
        {"prompt", ctl_.promptedCommand()},
+       {"typing", ImGui::GetIO().WantTextInput},  // a text field has the keyboard
        {"after_save", ctl_.commandAfterSave()},
        {"text_size", v.text_size},
        {"ui_scale", uiScale()},

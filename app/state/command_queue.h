@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <deque>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "editing/command.h"
 #include "engine/errors.h"
@@ -23,6 +25,10 @@ class CommandQueue {
       std::fprintf(stderr, "attnscope: internal error: bad command %s: %s\n", name.c_str(), e.what());
     }
   }
+  // Bad input a panel found itself (a cell's typed "1e"): the window says why once, as it does for
+  // a command refused.
+  void refuse(std::string message) { refusals_.push_back(std::move(message)); }
+  std::vector<std::string> takeRefusals() { return std::exchange(refusals_, {}); }
   bool empty() const { return queue_.empty(); }
   std::size_t size() const { return queue_.size(); }
   const Command& front() const { return queue_.front(); }
@@ -34,6 +40,7 @@ class CommandQueue {
 
  private:
   std::deque<Command> queue_;
+  std::vector<std::string> refusals_;
 };
 
 }  // namespace attnscope

@@ -128,6 +128,7 @@ void Controller::update(double now) {
   }
   watchFiles(now);
   updateLearning(now);
+  for (const std::string& why : queue_.takeRefusals()) showToast(why, true, now);
   // Only the commands queued before this call: a capture draws frames, and panels push more.
   for (std::size_t n = queue_.size(); n > 0 && !queue_.empty(); --n) {
     const CommandId next = queue_.front().id();
@@ -158,7 +159,7 @@ void Controller::update(double now) {
     updateEngine();  // a screenshot right behind an edit waits for that edit's result
   }
   const bool saving = hooks_.saving && hooks_.saving();
-  if (after_save_ && queue_.empty() && !after_typing_ && !saving) {  // the save dialog was cancelled
+  if (after_save_ && queue_.empty() && after_typing_.empty() && !saving) {  // the save dialog was cancelled
     showToast("Not saved, so not " + actionText(*after_save_) + ": the changes are still here", true, now);
     after_save_.reset();
   }
@@ -691,9 +692,8 @@ void Controller::swap(const Command& c, double now) {
 void Controller::save(const Command& c, double now) {
   // Ctrl+S while typing: the typed value first. (A save with a path comes from the Save as
   // dialog, whose name field was typed into: that is the save's own name, nothing to commit.)
-  if (typing_ && c.script_index < 0 && !c.has("path") && !after_typing_) {
-    after_typing_ = c;
-    commit_typing_ = true;
+  if (typing_ && c.script_index < 0 && !c.has("path")) {
+    afterTyping(c);
     return;
   }
   // What waited for the save (the prompt's "Save") does not happen when the save does not.
@@ -1300,6 +1300,11 @@ void Controller::showToast(const std::string& text, bool error, double now) {
   toast_ = {text, error, now + (error ? 6.0 : 3.0)};
 }
 
+void Controller::afterTyping(Command c) {
+  after_typing_.push_back(std::move(c));
+  commit_typing_ = true;
+}
+
 void Controller::endFrame(double now, bool mouse_down, bool typing, double draw_ms) {
   draw_ms_[draw_next_] = draw_ms;
   draw_next_ = (draw_next_ + 1) % draw_ms_.size();
@@ -1307,9 +1312,11 @@ void Controller::endFrame(double now, bool mouse_down, bool typing, double draw_
   mouse_down_ = mouse_down;
   if (!mouse_down && !typing) doc_.endGesture();  // a drag or a typed value ended: a new undo step next
   typing_ = typing;
-  if (after_typing_ && !commit_typing_) {    // the field lost its focus in this frame and pushed its value:
-    queue_.push(std::move(*after_typing_));  // the save comes after it (and does not wait again)
-    after_typing_.reset();
+  // The field lost its focus in this frame and pushed its value: what waited comes after it (and
+  // does not wait again).
+  if (!after_typing_.empty() && !commit_typing_) {
+    for (Command& c : after_typing_) queue_.push(std::move(c));
+    after_typing_.clear();
     typing_ = false;
   }
   autosave_.update(doc_, chapterView(), now);

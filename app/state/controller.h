@@ -118,9 +118,13 @@ class Controller {
   // `draw_ms`: how long building, rendering and presenting the frame took (the commands before it not
   // counted), which sets how long the next edit's frame may wait for its result (holdMs).
   void endFrame(double now, bool mouse_down, bool typing, double draw_ms);
-  // True once after Ctrl+S came while a text field was being typed into: this frame must take the
+  // A key pressed while a text field had the keyboard (those that act while typing: Ctrl+S, F10,
+  // Ctrl+Q …), or the window closed then: `c` waits until the field has committed its value, so
+  // that it saves, quits about, shows or hides the value as typed (a hidden field's value was lost).
+  void afterTyping(Command c);
+  // True once after afterTyping (or a save from the menu while typing): this frame must take the
   // field's focus away (a click outside it, as the user would), so that the field commits its value
-  // before the save, which waits for it (endFrame).
+  // before what waits for it, which endFrame queues.
   bool takeCommitTyping() { return std::exchange(commit_typing_, false); }
   // How long the window may sleep before the next frame unless woken (input, a result): 0 while
   // commands wait, until a message ends, at most `longest` seconds.
@@ -301,11 +305,11 @@ class Controller {
   Toast toast_;
   std::string last_screenshot_;
   bool quit_ = false;
-  std::optional<Command> pending_;       // waits for the answer to the unsaved-changes prompt
-  std::optional<Command> after_save_;    // goes on once the save that answer asked for succeeded
-  bool typing_ = false;                  // a text field had the keyboard in the last frame
-  bool commit_typing_ = false;           // takeCommitTyping
-  std::optional<Command> after_typing_;  // a save waiting for the field being typed into to commit
+  std::optional<Command> pending_;     // waits for the answer to the unsaved-changes prompt
+  std::optional<Command> after_save_;  // goes on once the save that answer asked for succeeded
+  bool typing_ = false;                // a text field had the keyboard in the last frame
+  bool commit_typing_ = false;         // takeCommitTyping
+  std::vector<Command> after_typing_;  // waiting for the field being typed into to commit (afterTyping)
   std::vector<CommandFailure> failures_;
   nlohmann::json command_line_view_ = nlohmann::json::object();  // keepFromCommandLine
 };

@@ -4,7 +4,12 @@
 #include <imgui_internal.h>  // TempInputIsActive: the field is being typed into
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string_view>
+#include <utility>
 
 #include "display/number_text.h"
 
@@ -18,17 +23,73 @@ float valueColumnWidth(float lo, float hi) {
   return std::max(widest, ImGui::CalcTextSize("0.0000").x) + 2 * ImGui::GetStyle().FramePadding.x + 2;
 }
 
-bool valueCell(float& value, int decimals, std::string* shown) {
+namespace {
+
+// The text of the field being typed into, as it stood in its last frame: the field is gone from
+// ImGui's input state once another field takes the keyboard (a click into a token's name), which
+// can happen in the very frame this one hears it lost the keyboard.
+struct TypedText {
+  ImGuiID id = 0;
+  std::string text, initial;
+};
+TypedText typed_text;  // one field at a time has the keyboard
+
+// The number a typed text means: a value ("-0.5", "1e-3") or, as ImGui's own fields take it, an
+// operation on the value before typing ("+0.1", "*2", "/4"). Nullopt: not a finite number.
+std::optional<float> typedNumber(const std::string& text, const std::string& initial) {
+  std::size_t at = text.find_first_not_of(" \t");
+  if (at == std::string::npos) return std::nullopt;
+  const char op = text[at];
+  if (op == '+' || op == '*' || op == '/') at = text.find_first_not_of(" \t", at + 1);
+  if (at == std::string::npos) return std::nullopt;
+  const char* begin = text.c_str() + at;
+  char* end = nullptr;
+  const double operand = std::strtod(begin, &end);
+  if (end == begin || std::string_view(end).find_first_not_of(" \t") != std::string_view::npos) return std::nullopt;
+  const double base = std::strtod(initial.c_str(), nullptr);  // the value as its field showed it, as ImGui reads it
+  const double v = op == '+' ? base + operand : op == '*' ? base * operand : op == '/' ? base / operand : operand;
+  if (!std::isfinite(v) || std::fabs(v) >= 3.4028235677973366e38) return std::nullopt;  // ±∞ as a float32
+  return static_cast<float>(v);
+}
+
+}  // namespace
+
+bool valueCell(float& value, int decimals, std::string* shown, std::string* refused) {
   ImGui::SetNextItemWidth(-1);
   char format[8];
   std::snprintf(format, sizeof format, "%%.%df", std::clamp(decimals, 0, 6));
+  const ImGuiID id = ImGui::GetID("##v");
   // ImGui prints the number with printf's hyphen; the maps, the inspector and the figures use a true
   // minus (−). So the field's own text is drawn transparent and formatFixed's drawn over it — while
   // it is dragged too, not while it is typed into (then the typed characters show).
-  const bool typing = ImGui::TempInputIsActive(ImGui::GetID("##v"));
+  const bool typing = ImGui::TempInputIsActive(id);
   if (!typing) ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(0, 0, 0, 0));
-  // DragFloat turns into a text field on a double-click or Ctrl+click (ImGui 1.86).
-  const bool changed = ImGui::DragFloat("##v", &value, 0.005f, 0, 0, format);
+  // DragFloat turns into a text field on a double-click or Ctrl+click (ImGui 1.86). A typed value
+  // is applied once, when the field lets go of the keyboard (Enter, a click away, Tab, a key that
+  // acts while typing): ImGui's field applies each keystroke, so "0.7" went 0 → 0.7 through the
+  // maps, and the field's own Ctrl+Z changed the workspace. Escape keeps the value as it was.
+  float live = value;
+  const bool dragged = ImGui::DragFloat("##v", &live, 0.005f, 0, 0, format);
+  const bool typed_now = typing || ImGui::TempInputIsActive(id);
+  if (typed_now)
+    if (const ImGuiInputTextState* state = ImGui::GetInputTextState(id); state && state->TextA.Data)
+      typed_text = {id, state->TextA.Data, state->InitialTextA.Data ? state->InitialTextA.Data : ""};
+  bool changed = dragged && !typed_now;
+  if (changed) value = live;
+  if (ImGui::IsItemDeactivated() && typed_text.id == id) {
+    const TypedText t = std::exchange(typed_text, {});
+    // Escape: ImGui's field puts its first text back only where the value had changed meanwhile,
+    // so the typed text is still there to be ignored.
+    const bool cancelled = typing && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape));
+    if (!cancelled && t.text != t.initial) {
+      if (const std::optional<float> v = typedNumber(t.text, t.initial)) {
+        changed = *v != value || std::signbit(*v) != std::signbit(value);
+        value = *v;
+      } else if (refused) {
+        *refused = t.text;
+      }
+    }
+  }
   if (typing) return changed;
   ImGui::PopStyleColor();
   // As many decimals as fit the field, down to 2, as the maps' cells do (a digit cut off at the

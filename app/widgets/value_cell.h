@@ -14,7 +14,9 @@ float valueColumnWidth(float lo, float hi);
 
 // One number as a drag field filling its table cell, with `decimals` decimals (the maps' 4 by
 // default) and a true minus, as every number of the app; `shown`, if given, gets the text drawn.
-// True when the user changed `value` in this frame (a drag step or a typed value).
-bool valueCell(float& value, int decimals = 4, std::string* shown = nullptr);
+// True when the user changed `value` in this frame: a drag step, or a typed value once the field
+// lets go of the keyboard (Enter, a click away; never a keystroke, and Escape keeps the value).
+// A typed text that is no finite float32 ("1e", "1e39") changes nothing and is put in `refused`.
+bool valueCell(float& value, int decimals = 4, std::string* shown = nullptr, std::string* refused = nullptr);
 
 }  // namespace attnscope

@@ -18,6 +18,9 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
   as it was.
 - Ctrl+S while typing into the seed field or a token's name, without Enter: the saved file has
   the typed value (xdotool).
+- A value typed into an embedding cell is applied once, when the field lets go of the keyboard:
+  not each keystroke (the field's own Ctrl+Z does not touch the workspace), not on Escape; "1e" is
+  one message; F10 and Ctrl+Q while typing take the typed value first (xdotool).
 - A toast too long for the status bar beside its text (at 1280 px: a large text size's hint, a
   failed save's error) is a box above the bar, a short one stays in it: never over the status
   text, always inside the window.
@@ -328,6 +331,85 @@ def main():
                     print(f"  typed token name 'voyage', Ctrl+S: saved tokens {tokens}")
                     expect(tokens[1] == "voyage", f"Ctrl+S while typing saved the tokens {tokens}")
                     expect(s["can_undo"], "the typed values left no undo step")
+
+            def typing_into_a_cell():
+                # A value typed into a cell (Ctrl+click) is applied once, as the field lets go of
+                # the keyboard: not keystroke by keystroke (the field's own Ctrl+Z changed the
+                # workspace), not on Escape, and a text that is no number is one message. F10 and
+                # Ctrl+Q while typing take the typed value first (F10 hid the field and lost it;
+                # Ctrl+Q on a clean workspace quit without asking).
+                preset = read_json(os.path.join(presets, "multihead.json"))
+                before = preset["embeddings"][2][1]
+
+                def cell(d):
+                    return d["state"]["workspace"]["embeddings"][2][1]
+
+                def open_cell(app):
+                    def act(attempt):
+                        r = app.wait_for("the cell", lambda d: "cell_2_1" in d["widgets"])["widgets"]["cell_2_1"]
+                        app.move(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2)
+                        app.xdotool("keydown", "ctrl")
+                        time.sleep(0.1)
+                        app.xdotool("click", 1)
+                        time.sleep(0.15)
+                        app.xdotool("keyup", "ctrl")
+                        time.sleep(0.1)
+                    app.until(act, "the cell typed into", lambda d: d["state"]["typing"], again=lambda: app.key("Escape"))
+                    app.key("ctrl+a")
+
+                app = start_ready(args.app, display.name, ["--open", os.path.join(presets, "multihead.json")])
+                with app:
+                    open_cell(app)
+                    app.type("0.7")
+                    time.sleep(0.5)
+                    d = app.settled("typed, no Enter", lambda d: d["state"]["typing"])
+                    print(f"  typed 0.7, no Enter: cell {cell(d)}, can_undo {d['state']['can_undo']}")
+                    expect(cell(d) == before and not d["state"]["can_undo"], f"a keystroke changed the cell to {cell(d)}")
+                    app.key("ctrl+z")  # the field's own undo: its text, not the workspace
+                    app.key("ctrl+z")
+                    time.sleep(0.5)
+                    d = app.settled("the field's undo", lambda d: d["state"]["typing"])
+                    expect(cell(d) == before and not d["state"]["can_undo"], f"the field's Ctrl+Z set the cell to {cell(d)}")
+                    app.key("Escape")
+                    d = app.settled("Escape", lambda d: not d["state"]["typing"])
+                    print(f"  Ctrl+Z twice, Escape: cell {cell(d)}, can_undo {d['state']['can_undo']}")
+                    expect(cell(d) == before and not d["state"]["can_undo"], f"Escape left the cell at {cell(d)}")
+
+                    open_cell(app)
+                    app.type("1e")
+                    app.key("Return")
+                    d = app.settled("the refusal", lambda d: d["state"]["toast_error"] and "Not a number" in d["state"]["toast"])
+                    print(f"  typed 1e, Enter: {d['state']['toast']!r}, cell {cell(d)}")
+                    expect(cell(d) == before and not d["state"]["can_undo"], f"\"1e\" set the cell to {cell(d)}")
+                    expect('"1e"' in d["state"]["toast"] and "token 3, d1" in d["state"]["toast"], d["state"]["toast"])
+
+                    open_cell(app)
+                    app.type("0.25")
+                    app.key("Return")
+                    d = app.settled("the typed value", lambda d: abs(cell(d) - 0.25) < 1e-6)
+                    expect(d["state"]["can_undo"], "the typed value made no undo step")
+                    app.key("ctrl+z")
+                    d = app.settled("undo", lambda d: cell(d) == before)
+                    expect(not d["state"]["can_undo"], "the typed value was more than one undo step")
+                    print("  typed 0.25, Enter: applied as one undo step")
+
+                    open_cell(app)
+                    app.type("0.5")
+                    app.key("F10")
+                    d = app.settled("presentation", lambda d: d["state"]["shown_panels"]["presentation"])
+                    print(f"  typed 0.5, F10: presentation, cell {cell(d)}")
+                    expect(abs(cell(d) - 0.5) < 1e-6, f"F10 while typing lost the value: cell {cell(d)}")
+                    app.key("F10")
+                    app.settled("the panels back", lambda d: not d["state"]["shown_panels"]["presentation"])
+
+                app = start_ready(args.app, display.name, ["--open", os.path.join(presets, "multihead.json")])
+                with app:
+                    open_cell(app)
+                    app.type("0.125")
+                    app.key("ctrl+q")
+                    d = app.settled("the quit prompt", lambda d: d["state"]["prompt"] == "quit")
+                    print(f"  typed 0.125 on a clean workspace, Ctrl+Q: asked ({d['state']['prompt']}), cell {cell(d)}")
+                    expect(abs(cell(d) - 0.125) < 1e-6 and d["state"]["dirty"], f"cell {cell(d)}, dirty {d['state']['dirty']}")
 
             def toasts_do_not_overlap():
                 def check_toast(d, what, error=None):
@@ -677,6 +759,7 @@ def main():
                 ("long toasts do not overlap the status bar's text", toasts_do_not_overlap),
                 ("Ctrl+S while typing saves the typed value", ctrl_s_while_typing),
                 ("Tab and the arrows after typing into a cell", keys_after_an_edit),
+                ("a value typed into a cell: once, as the field lets go", typing_into_a_cell),
                 ("File › Open lesson's browser starts in the shipped lessons", lesson_browser),
                 ("PNG figures of the module's maps with their columns hidden", module_maps_as_png),
                 ("SVG, PDF and PNG figures follow the text size", figures_follow_the_text_size),
