@@ -149,9 +149,16 @@ void Controller::update(double now) {
     if (model_load_.busy() && next != CommandId::ModelOpen && next != CommandId::ModelClose) break;
     const Command c = queue_.pop();
     if (c.listener && c.listener->refusedAlready()) continue;  // the message stopped at an earlier command
+    // A message says what the last change did: the user's next change of the workspace or model
+    // ends it unless it says something itself ("Closed the model" had stood under two presets).
+    const bool ends_message = c.script_index < 0 && !toast_.error && toast_.hint_room == std::string::npos &&
+                              !model_load_.busy() && !lesson_check_.busy() &&
+                              (c.info().target == CommandTarget::Document || c.info().target == CommandTarget::Model);
+    const double message_until = toast_.until;
     try {
       const bool asks = c.id() != CommandId::LessonOpen && asksFirst(c);  // applied once answered, if it is
       apply(c, now);
+      if (ends_message && toast_.until == message_until) toast_ = {};
       if (!asks) applied(c, true);
     } catch (const InputError& e) {
       fail(c, e.what(), now);

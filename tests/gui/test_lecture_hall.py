@@ -21,6 +21,7 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
 - A value typed into an embedding cell is applied once, when the field lets go of the keyboard:
   not each keystroke (the field's own Ctrl+Z does not touch the workspace), not on Escape; "1e" is
   one message; F10 and Ctrl+Q while typing take the typed value first (xdotool).
+- A message ("Saved …" after F12) ends with the next edit (+ token), not three seconds later.
 - A toast too long for the status bar beside its text (at 1280 px: a large text size's hint, a
   failed save's error) is a box above the bar, a short one stays in it: never over the status
   text, always inside the window.
@@ -411,6 +412,22 @@ def main():
                     print(f"  typed 0.125 on a clean workspace, Ctrl+Q: asked ({d['state']['prompt']}), cell {cell(d)}")
                     expect(abs(cell(d) - 0.125) < 1e-6 and d["state"]["dirty"], f"cell {cell(d)}, dirty {d['state']['dirty']}")
 
+            def a_message_ends_with_the_next_change():
+                # A message says what the last change did: the next edit ends it ("Closed the
+                # model" stood under two presets); an edit that says something shows its own.
+                app = start_ready(args.app, display.name, ["--open", os.path.join(presets, "multihead.json"),
+                                                           "--screenshot-dir", os.path.join(work, "shots")])
+                with app:
+                    app.key("F12")
+                    d = app.settled("the screenshot's message", lambda d: d["state"]["toast"].startswith("Saved")
+                                    and not d["state"]["toast_error"])
+                    said = d["state"]["toast"]
+                    tokens = len(d["state"]["workspace"]["tokens"])
+                    app.click("add_token")
+                    d = app.settled("the new token", lambda d: len(d["state"]["workspace"]["tokens"]) == tokens + 1)
+                    print(f"  F12: {said!r}; + token: message {d['state']['toast']!r}")
+                    expect(d["state"]["toast"] == "", f"after + token the status bar still says {d['state']['toast']!r}")
+
             def toasts_do_not_overlap():
                 def check_toast(d, what, error=None):
                     s, w, h = d["state"], *d["state"]["window"]
@@ -760,6 +777,7 @@ def main():
                 ("Ctrl+S while typing saves the typed value", ctrl_s_while_typing),
                 ("Tab and the arrows after typing into a cell", keys_after_an_edit),
                 ("a value typed into a cell: once, as the field lets go", typing_into_a_cell),
+                ("a message ends with the next change", a_message_ends_with_the_next_change),
                 ("File › Open lesson's browser starts in the shipped lessons", lesson_browser),
                 ("PNG figures of the module's maps with their columns hidden", module_maps_as_png),
                 ("SVG, PDF and PNG figures follow the text size", figures_follow_the_text_size),
