@@ -279,33 +279,73 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
   titles += widest + (columns - 1) * (ImGui::GetFontSize() + ImGui::GetStyle().ItemInnerSpacing.x) +
             columns * 2 * ImGui::GetStyle().CellPadding.x + ImGui::GetStyle().ScrollbarSize;
   const bool tags = titles > size.x;
-  // With the tags, as wide as their columns need: where that is still wider than the room (1280 ×
-  // 720 at 200 %: "induct" read "i…", entropy was past the edge) the table scrolls sideways, the
-  // head's name kept in view.
+  // With the tags, each column as wide as what it holds, and only the column sorted by keeps room
+  // for the arrow (ImGui keeps it in every sortable header: 150 px at 200 %). The cells are padded
+  // as the room allows, ImGui's 4 px (7 at 175 %) down to 1 px. Where that is still wider than the
+  // room the table scrolls sideways, the head's name kept in view.
+  const float arrow = ImGui::GetFontSize();  // a header's sort arrow and its spacing, about
+  const auto tagWidth = [&](const char* name, int c) {
+    return std::max(ImGui::CalcTextSize(name).x, ImGui::CalcTextSize("0.00").x) + (c == sorted_column_ ? arrow : 0.0f);
+  };
+  float padding = ImGui::GetStyle().CellPadding.x;
+  if (tags) {
+    float widest_tag = ImGui::CalcTextSize("does").x, natural = ImGui::GetStyle().ScrollbarSize;
+    for (std::size_t k = 0; k < labels.size(); ++k) {
+      widest_tag = std::max(widest_tag, ImGui::CalcTextSize(labels[k].tag).x);
+      natural += tagWidth(labels[k].tag, 2 + static_cast<int>(k));
+    }
+    natural += ImGui::CalcTextSize("head").x + arrow + widest_tag + tagWidth("H", columns - 1);
+    padding = std::clamp((size.x - natural) / (2.0f * columns) - 1, px(1), padding);
+  }
   const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
                                 ImGuiTableFlags_BordersInnerV |
                                 (tags ? ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_ScrollX
                                       : ImGuiTableFlags_SizingStretchProp);
-  if (size.y < ImGui::GetFrameHeight() * 3 || !ImGui::BeginTable("head_scores", columns, flags, size)) return;
+  ImGui::PushStyleVar(ImGuiStyleVar_CellPadding, ImVec2(padding, ImGui::GetStyle().CellPadding.y));
+  const bool open = size.y >= ImGui::GetFrameHeight() * 3 && ImGui::BeginTable("head_scores", columns, flags, size);
+  ImGui::PopStyleVar();
+  if (!open) return;
   ImGui::TableSetupScrollFreeze(tags ? 1 : 0, 1);
   // Side by side, the head's name and what it does are as wide as they need (with the sort arrow's
   // room), and the scores share the rest: stretched by their titles alone, "does" was cut to "inducti".
-  const float arrow = ImGui::GetFontSize();
   ImGui::TableSetupColumn(tags ? "head" : "layer.head",
                           ImGuiTableColumnFlags_DefaultSort | (tags ? 0 : ImGuiTableColumnFlags_WidthFixed),
                           tags ? 0.0f : ImGui::CalcTextSize("layer.head").x + arrow);
   ImGui::TableSetupColumn("does", ImGuiTableColumnFlags_NoSort | (tags ? 0 : ImGuiTableColumnFlags_WidthFixed),
                           tags ? 0.0f : widest);
+  const auto scoreColumn = [&](const char* name, int c) {
+    const ImGuiTableColumnFlags fixed = ImGuiTableColumnFlags_WidthFixed | ImGuiTableColumnFlags_NoHeaderWidth;
+    ImGui::TableSetupColumn(name, ImGuiTableColumnFlags_PreferSortDescending | (tags ? fixed : 0),
+                            tags ? tagWidth(name, c) : 0.0f);
+  };
   for (const HeadLabelInfo& info : labels)
-    ImGui::TableSetupColumn(tags ? info.tag : info.title, ImGuiTableColumnFlags_PreferSortDescending);
-  ImGui::TableSetupColumn("entropy", ImGuiTableColumnFlags_PreferSortDescending);
-  ImGui::TableHeadersRow();
+    scoreColumn(tags ? info.tag : info.title, 2 + static_cast<int>(&info - labels.data()));
+  scoreColumn(tags ? "H" : "entropy", columns - 1);
+  // The headers one by one, so that a tag says its score's whole name when hovered.
+  ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
+  for (int c = 0; c < columns; ++c) {
+    if (!ImGui::TableSetColumnIndex(c)) continue;
+    if (tags && c >= 2) {  // ImGui cuts a sortable header's name short of the arrow's room, sorted or not:
+      const ImVec2 at = ImGui::GetCursorScreenPos();  // the name drawn whole, the header gives click and arrow
+      ImGui::PushID(c);
+      ImGui::TableHeader("##score");
+      ImGui::PopID();
+      ImGui::GetWindowDrawList()->AddText(at, ImGui::GetColorU32(ImGuiCol_Text), ImGui::TableGetColumnName(c));
+    } else {
+      ImGui::TableHeader(ImGui::TableGetColumnName(c));
+    }
+    if (!tags || !ImGui::IsItemHovered()) continue;
+    if (c >= 2 && c < columns - 1)
+      ImGui::SetTooltip("%s score", labels[static_cast<std::size_t>(c - 2)].title);
+    else if (c == columns - 1)
+      ImGui::SetTooltip("entropy: the mean over rows of −Σ w log w (nats)");
+  }
   ImGuiTableSortSpecs* specs = ImGui::TableGetSortSpecs();
   if (order_.size() != static_cast<std::size_t>(L * H) || sorted_for_ != s.serial || (specs && specs->SpecsDirty)) {
     order_.resize(static_cast<std::size_t>(L * H));
     for (int i = 0; i < L * H; ++i) order_[static_cast<std::size_t>(i)] = i;
     if (specs && specs->SpecsCount > 0) {
-      const int column = specs->Specs[0].ColumnIndex;
+      const int column = sorted_column_ = specs->Specs[0].ColumnIndex;
       const bool descending = specs->Specs[0].SortDirection == ImGuiSortDirection_Descending;
       const auto key = [&](int i) -> float {  // undefined scores sort last either way
         const HeadScores& sc = pass.heads[static_cast<std::size_t>(i)].scores;
@@ -364,6 +404,7 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
       ImGui::TableNextColumn();
       ImGui::Text("%.2f", static_cast<double>(sc.mean_entropy));
     }
+  layout().state()["layers_scores_scroll_x"] = ImGui::GetScrollMaxX();  // tests: 0 where every column fits
   ImGui::EndTable();
   layout().widget("layers_scores");
 }

@@ -31,6 +31,7 @@ class LayersView {
   ThumbnailAtlas atlas_;
   std::vector<int> order_;        // the table's rows (layer · H + head) in the order shown
   std::uint64_t sorted_for_ = 0;  // the snapshot serial order_ was sorted for
+  int sorted_column_ = 0;         // the column order_ is sorted by (its header keeps the arrow's room)
   bool table_instead_ = false;    // where both do not fit: the table in the grid's place
   // Given maps: the picked head's map as drawn, made again when another is picked.
   std::shared_ptr<const Matrix> head_map_;

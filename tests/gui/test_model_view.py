@@ -677,7 +677,9 @@ def checks(tmp):
             m12, c12 = gm.tiny_model(32, vocab_size=VOCAB, context_length=64, emb_dim=48, n_heads=12, n_layers=2,
                                      tied=True)
             gm.write_hf_folder(twelve, m12, c12, gm.save_safetensors)
-            for size, pct in (("1280x800", 150), ("1280x720", 200)):
+            # Every column in view, no sideways scrolling, up to 1280 × 720 and 200 % (at 175 % it
+            # scrolled the entropy out of view: each sortable header kept room for a sort arrow).
+            for size, pct in (("1280x800", 150), ("1280x720", 175), ("1280x720", 200)):
                 d = run_commands(app, display.name, tmp, f"twelve-{size}-{pct}", [{"do": "text", "ids": list(range(40, 70))}],
                                  "--model", twelve, "--size", size, "--text-size", str(pct))
                 w = d["widgets"]
@@ -685,8 +687,10 @@ def checks(tmp):
                     f"{size} {pct} %: the scores table {'shown' if 'layers_scores' in w else 'behind a button'}"
                 grid, table = d["panels"]["layers_grid"], w["layers_scores"]
                 assert table["y"] >= grid["y"] + grid["h"] - 0.5, (grid, table)
+                scroll = d["state"]["layers_scores_scroll_x"]
                 print(f"  {size} {pct} %: 2 × 12 thumbnails {grid['h']:.0f} px tall, the scores table under them "
-                      f"{table['h']:.0f} px")
+                      f"{table['h']:.0f} px, {scroll:.0f} px to scroll sideways")
+                assert scroll == 0, f"{size} {pct} %: the scores table scrolls {scroll:.0f} px sideways"
             # A head chosen (a thumbnail's click) has its row of the head statistics brought into view:
             # a quarter of the column showed head 1 and half of head 2.
             d = run_commands(app, display.name, tmp, "twelve-statistics", [
