@@ -115,6 +115,7 @@ void Controller::update(double now) {
               false, now + 0.5};
   // A model read off the UI thread: it opens now, before the commands queued behind it.
   if (auto loaded = model_load_.poll()) {
+    model_loading_.reset();
     if (toast_.text.rfind("Opening the model ", 0) == 0) endProgress();  // the progress is over
     const Command c = loaded->command;
     try {
@@ -914,7 +915,7 @@ void Controller::openGivenAttention(const Command& c, double now) {
   g->tokens = static_cast<int>(T);
   g->maps = std::move(values);
   g->title = c.has("title") ? c.text("title") : "";
-  if (model_load_.busy()) model_load_.cancel();  // these maps instead of the model being read
+  stopModelLoad("attention maps came instead", now);  // these maps instead of the model being read
   if (!model_.isOpen()) chapter_view_ = view_;   // given back by model_close
   if (pinned_) unpin();
   endLearning();  // these maps instead of the run's
@@ -945,7 +946,7 @@ void Controller::applyLearn(const Command& c, double now) {
         trainTaskJson(learn_.task()) == trainTaskJson(t))
       return;
     learn_.start(t);                               // built, or refused with nothing changed
-    if (model_load_.busy()) model_load_.cancel();  // the run instead of the model being read
+    stopModelLoad("a training run came instead", now);  // the run instead of the model being read
     learn_announce_ = true;                        // its model says which run it is
     learn_follow_ = true;
     learn_step_ = 0;
@@ -1079,6 +1080,8 @@ void Controller::applyModel(const Command& c, double now) {
       }
       if (lesson_.open() || lesson_check_.busy())
         throw InputError("a lesson is open: close it first (File › Close lesson), then open the model");
+      stopModelLoad("another model_open came first (" + c.text("path") + ")", now);
+      model_loading_ = c;
       model_load_.start([c, options](const std::atomic<bool>&) {
         ModelLoad r{c, nullptr, "", {}};
         const std::string path = c.text("path");
@@ -1103,7 +1106,7 @@ void Controller::applyModel(const Command& c, double now) {
     }
     case Id::ModelClose:
       if (model_load_.busy()) {  // stops waiting for it: what is read is dropped
-        model_load_.cancel();
+        stopModelLoad("model_close came first", now);
         if (!model_.isOpen()) return showToast("Stopped opening the model", false, now);
       }
       if (!model_.isOpen()) throw InputError("no model is open");
@@ -1307,6 +1310,14 @@ void Controller::showToast(const std::string& text, bool error, double now) {
   toast_ = {text, error, now + (error ? 6.0 : 3.0)};
 }
 
+void Controller::stopModelLoad(const std::string& why, double now) {
+  if (!model_load_.busy()) return;
+  model_load_.cancel();
+  const std::optional<Command> c = std::exchange(model_loading_, std::nullopt);
+  if (c && (c->listener || c->script_index >= 0))  // the window's own choice needs no word
+    fail(*c, "model_open " + c->text("path") + ": not opened: " + why, now);
+}
+
 void Controller::afterTyping(Command c) {
   after_typing_.push_back(std::move(c));
   commit_typing_ = true;
@@ -1345,11 +1356,16 @@ double Controller::idleTimeout(double now, double longest) const {
 std::string Controller::windowTitle() const {
   const std::string name = doc_.file().empty() ? "untitled" : fs::path(doc_.file()).filename().string();
   const std::string chapter = name + (doc_.dirty() ? " •" : "");
+  std::string title = "attnscope — " + chapter;
   if (model_.given())
-    return "attnscope — " + (model_.given()->title.empty() ? std::string("attention maps") : model_.given()->title) +
-           " (as they came)  (beside " + chapter + ")";
-  if (model_.isOpen()) return "attnscope — " + modelTitle(*model_.model()) + "  (beside " + chapter + ")";
-  return "attnscope — " + chapter;
+    title = "attnscope — " + (model_.given()->title.empty() ? std::string("attention maps") : model_.given()->title) +
+            " (as they came)  (beside " + chapter + ")";
+  else if (model_.isOpen())
+    title = "attnscope — " + modelTitle(*model_.model()) + "  (beside " + chapter + ")";
+  // One line: a file's name may hold a newline or a tab, a notebook's title anything (as ls shows them).
+  for (char& ch : title)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) ch = '?';
+  return title;
 }
 
 // [SECTION] the engine ----------------------------------------------------------------------

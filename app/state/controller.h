@@ -232,6 +232,9 @@ class Controller {
   void applied(const Command& c, bool started);  // started: apply() returned (else: finished later)
   void showToast(const std::string& text, bool error, double now);
   void endProgress();
+  // The model being read is given up, `why` ("another model_open came first"): a script or a
+  // message that sent its model_open hears it was not opened (a notebook waited 600 s for a reply).
+  void stopModelLoad(const std::string& why, double now);
   void appendHint(const std::string& hint);
   void updateEngine();
   void watchFiles(double now);  // View › Reload on change
@@ -297,6 +300,7 @@ class Controller {
   int learn_step_ = 0;
   std::shared_ptr<const std::vector<float>> learn_shown_;  // the parameters of the snapshot the views show
   OffThread<ModelLoad> model_load_;                        // model_open's reading and packing
+  std::optional<Command> model_loading_;                   // the model_open model_load_ reads for
   std::string model_load_error_;                           // why the last model read failed ("" once one opened)
   ViewState chapter_view_;                                 // the view when the model was opened (chapterView)
   LessonChecker lesson_check_;                             // a lesson being checked before it opens

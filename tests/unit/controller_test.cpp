@@ -647,6 +647,56 @@ TEST_F(ControllerTest, AModelThatCannotBeOpenedIsSaidOnceAndTheProgressEnds) {
   EXPECT_EQ(seedOf(c), bookExample().model.seed) << "nothing of the document changed";
 }
 
+// A model_open given up before its model was read (another model_open, a run, maps given, model_close
+// came first): a script or a notebook's message that sent it hears so at once — a message heard
+// nothing and its notebook waited the channel's 600 s — and the window's own choice needs no word.
+TEST_F(ControllerTest, AModelOpenGivenUpBeforeItWasReadTellsItsSender) {
+  struct Heard : CommandListener {
+    int applied_count = 0;
+    std::string refusal;
+    void applied() override { ++applied_count; }
+    void refused(const std::string& message) override { refusal = message; }
+    bool refusedAlready() const override { return !refusal.empty(); }
+  };
+  Controller c = make();
+  const std::string first = writeTinyModel(path("first.safetensors")), second = writeTinyModel(path("second.safetensors"));
+  auto heard = std::make_shared<Heard>();
+  Command sent = makeCommand("model_open", {{"path", first}, {"num_heads", 2}});
+  sent.listener = heard;
+  c.commands().push(std::move(sent));
+  c.commands().push("model_open", {{"path", second}, {"num_heads", 2}});  // the user's, in the same frame
+  c.update(0);
+  EXPECT_EQ(heard->refusal, "model_open " + first + ": not opened: another model_open came first (" + second + ")");
+  settle(c);
+  ASSERT_TRUE(c.model().isOpen());
+  EXPECT_EQ(c.model().model()->path, second);
+  EXPECT_EQ(heard->applied_count, 0);
+
+  Command scripted = makeCommand("model_open", {{"path", first}, {"num_heads", 2}});
+  scripted.script_index = 3;
+  c.commands().push(std::move(scripted));
+  c.commands().push("model_close");
+  c.update(0);
+  const auto failures = c.takeFailures();
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].index, 3);
+  EXPECT_EQ(failures[0].message, "model_open " + first + ": not opened: model_close came first");
+
+  c.commands().push("model_open", {{"path", first}, {"num_heads", 2}});  // the user's own: the toast says it
+  c.commands().push("model_close");
+  c.update(0);
+  EXPECT_TRUE(c.takeFailures().empty());
+  EXPECT_FALSE(c.toast().error) << c.toast().text;
+}
+
+// The window's title is one line: a file name may hold a newline or a control character, maps given
+// by a notebook any title.
+TEST_F(ControllerTest, TheWindowTitleIsOneLine) {
+  const std::string name = path("two\nlines\tand a bell\a.json");
+  Controller c = make(name);
+  EXPECT_EQ(c.windowTitle(), "attnscope — two?lines?and a bell?.json");
+}
+
 TEST(KeyBindings, LessonKeysTurnPagesOnlyWithALessonOpen) {
   KeyContext lesson;
   lesson.lesson = true;
