@@ -235,19 +235,47 @@ std::vector<Command> ChannelServer::take() {
 }
 
 void ChannelServer::serve() {
-  for (;;) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
+  const auto reap = [this](bool all) {  // joins the connections that ended (all: every one, closing)
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if (!all && !it->done->load()) {
+        ++it;
+        continue;
+      }
+      it->thread.join();
+      it = connections_.erase(it);
     }
-    if (fds[1].revents != 0) return;
-    if ((fds[0].revents & POLLIN) == 0) continue;
+  };
+  for (;;) {
+    reap(false);
+    // At the most connections, only the stop pipe, looked at again each tenth of a second.
+    const bool full = connections_.size() >= static_cast<std::size_t>(kMaxConnections);
+    pollfd fds[2] = {{stop_pipe_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+    if (::poll(fds, full ? 1 : 2, full ? 100 : 1000) < 0 && errno != EINTR) break;
+    if (fds[0].revents != 0) break;
+    if (full || (fds[1].revents & POLLIN) == 0) continue;
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    handle(fd);
-    ::close(fd);
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    connections_.push_back({std::thread([this, fd, done] {
+                              handle(fd);
+                              ::close(fd);
+                              done->store(true);
+                            }),
+                            done});
   }
+  reap(true);  // g_stopping is set: their reads and waits end within a tenth of a second
+}
+
+bool ChannelServer::take(std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (receiving_bytes_ + bytes > static_cast<std::size_t>(limits_.max_memory_bytes)) return false;
+  receiving_bytes_ += bytes;
+  return true;
+}
+
+void ChannelServer::give(std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  receiving_bytes_ -= bytes;
 }
 
 void ChannelServer::handle(int fd) {
@@ -260,21 +288,28 @@ void ChannelServer::handle(int fd) {
   }
   for (;;) {
     std::vector<Command> commands;
+    std::size_t held = 0;  // of the memory budget, given back once the message is answered
     try {
       unsigned char length[4];
       if (!readAll(fd, length, 4, options_.read_timeout_s, true, &g_stopping)) return;  // the sender is done
       std::string header_text(channelHeaderLength(length), '\0');
       readAll(fd, header_text.data(), header_text.size(), options_.read_timeout_s, false, &g_stopping);
       const ChannelHeader header = parseChannelHeader(header_text, limits_);
+      if (!take(header.memoryBytes()))
+        throw InputError("message: its tensors and those of the messages being received at once need more than "
+                         "the memory budget: send it again once they are in");
+      held = header.memoryBytes();
       std::string payload(header.payload_bytes, '\0');
       readAll(fd, payload.data(), payload.size(), options_.read_timeout_s, false, &g_stopping);
       commands = channelCommands(header, reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size(),
                                  limits_);
     } catch (const InputError& e) {
+      give(held);
       // The frame cannot be trusted past what was wrong: one reply, and the connection ends.
       writeAll(fd, reply(false, e.what()));
       return;
     } catch (const std::bad_alloc&) {
+      give(held);
       writeAll(fd, reply(false, "message: out of memory"));
       return;
     }
@@ -287,6 +322,7 @@ void ChannelServer::handle(int fd) {
     }
     wakeUi();
     const std::string error = listener->wait(options_.reply_timeout_s, g_stopping);
+    give(held);
     writeAll(fd, reply(error.empty(), error, count));
   }
 }

@@ -8,8 +8,10 @@
 // The socket is $ATTNSCOPE_CHANNEL, else $XDG_RUNTIME_DIR/attnscope/channel, else
 // /tmp/attnscope-UID/channel; its folder is made 0700 and refused when it is not the user's own
 // folder with no access for others. A connection whose peer (SO_PEERCRED) is another user is
-// answered with a refusal and closed. One connection is served at a time, its reads bounded by a
-// timeout, so a silent peer cannot hold the channel.
+// answered with a refusal and closed. Up to kMaxConnections connections are served at once, each on
+// a thread of its own with its reads bounded by a timeout: a silent or stalled peer holds its own
+// connection only (one at a time, it held every other sender for 30 s). The messages received at
+// once share the memory budget.
 #pragma once
 #include <atomic>
 #include <deque>
@@ -39,6 +41,8 @@ nlohmann::json sendToChannel(const std::string& path, const std::string& frame, 
 
 class ChannelServer {
  public:
+  static constexpr int kMaxConnections = 4;  // more wait in the socket's backlog until one ends
+
   explicit ChannelServer(Limits limits, ChannelOptions options = {});
   ~ChannelServer();  // stops listening, removes the socket, fails what is still waiting
   ChannelServer(const ChannelServer&) = delete;
@@ -57,6 +61,15 @@ class ChannelServer {
  private:
   void serve();
   void handle(int fd);
+  // Takes `bytes` of the memory budget for a message being received; false when the messages
+  // received at once would pass it. give() returns them.
+  bool take(std::size_t bytes);
+  void give(std::size_t bytes);
+
+  struct Connection {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
 
   Limits limits_;
   ChannelOptions options_;
@@ -65,7 +78,9 @@ class ChannelServer {
   int stop_pipe_[2] = {-1, -1};
   std::thread thread_;
   std::mutex mutex_;
-  std::vector<Command> inbox_;
+  std::vector<Command> inbox_;      // under mutex_
+  std::size_t receiving_bytes_ = 0;  // under mutex_: the memory the messages being received hold
+  std::vector<Connection> connections_;  // the serving thread's own
 };
 
 }  // namespace attnscope

@@ -17,9 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-// Bytes a value of the materialized commands costs in the tree (formats/json_reading.h counts
-// the same way): the tensors become arrays of numbers, 32 bytes a value.
-constexpr std::size_t kTreeBytesPerValue = 32;
 
 float floatAt(const std::uint8_t* p) {
   std::uint32_t bits = static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
@@ -187,7 +184,7 @@ ChannelHeader parseChannelHeader(const std::string& json_text, const Limits& lim
     tensor.values = numel;
     tensor.offset = values * 4;
     values += numel;
-    if (values > budget / (4 + kTreeBytesPerValue))
+    if (values > budget / (4 + ChannelHeader::kTreeBytesPerValue))
       throw InputError(where + ": the message's tensors need more than the memory budget of " +
                        formatBytes(static_cast<double>(budget)));
     h.tensors.push_back(std::move(tensor));

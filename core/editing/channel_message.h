@@ -42,6 +42,11 @@ struct ChannelHeader {
   };
   std::vector<Tensor> tensors;
   std::size_t payload_bytes = 0;
+  // Bytes a value of the materialized commands costs in the tree (formats/json_reading.h counts
+  // the same way): the tensors become arrays of numbers, 32 bytes a value.
+  static constexpr std::size_t kTreeBytesPerValue = 32;
+  // What the message holds while it is received and turned into commands: its payload and tree.
+  std::size_t memoryBytes() const { return payload_bytes / 4 * (4 + kTreeBytesPerValue); }
 };
 ChannelHeader parseChannelHeader(const std::string& json_text, const Limits& limits);
 

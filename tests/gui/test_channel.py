@@ -3,7 +3,9 @@
 step, and `save` gives a workspace whose trace equals m(x) in Debian's torch (1e-5); a second
 `attnscope FILE` hands the file to the running window and exits; the app refuses what it must —
 garbage, a header over the limit, tensors over the memory budget, a command it does not know or
-that fails (the message's later commands are not applied), and a peer of another user (the
+that fails (the message's later commands are not applied), a sender stalled in the middle of a
+frame (the others are answered meanwhile), a model_open given up for another
+before it was read (at once, naming it), and a peer of another user (the
 socket opened to everyone for the test: the kernel's SO_PEERCRED still names the user) — each with
 one line back, and goes on working after each.
 
@@ -28,6 +30,8 @@ ROOT = os.path.join(HERE, "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import attnscope  # noqa: E402
 from attnscope import _channel  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "oracle"))
+import gpt_models as gm  # noqa: E402
 
 spec = importlib.util.spec_from_file_location("seed_classes", os.path.join(ROOT, "core", "formats", "pytorch",
                                                                            "seed_classes.py"))
@@ -118,6 +122,34 @@ def main():
                 check("no head 99" in str(e), f"the refusal names the failing command: {e}")
             ws = saved_trace_matches(cli, folder, m, x, "after the refusals, nothing changed")
             check(ws["model"]["d_out"] == 6, "the command after a refused one was applied")
+
+            # A sender that stalls in the middle of a frame holds its own connection only: another
+            # is answered at once (one connection at a time, it waited out the stalled one's 30 s).
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stalled:
+                stalled.connect(sock)
+                stalled.sendall(struct.pack("<I", 200) + b'{"commands": [')
+                time.sleep(0.5)
+                t0 = time.monotonic()
+                attnscope.command({"do": "select_head", "index": 0})
+                waited = time.monotonic() - t0
+                print(f"with a sender stalled in its frame, another message was answered in {waited:.2f} s")
+                check(waited < 10, f"a stalled sender held the channel: the next message waited {waited:.1f} s")
+
+            # A model_open given up for another before it was read: its sender hears so at once (it
+            # heard nothing and waited 600 s), and the other model opens.
+            models = {}
+            for name, layers in (("first", 2), ("second", 3)):
+                model, cfg = gm.tiny_model(7, n_layers=layers)
+                models[name] = os.path.join(folder, name)
+                gm.write_hf_folder(models[name], model, cfg, gm.save_safetensors)
+            t0 = time.monotonic()
+            reply = raw(sock, _channel.frame([{"do": "model_open", "path": models["first"]},
+                                              {"do": "model_open", "path": models["second"]}]))
+            refused(reply, "not opened: another model_open came first", "a model_open given up for another")
+            check(models["first"] in reply["error"] and time.monotonic() - t0 < 20, f"{reply} after {time.monotonic() - t0:.1f} s")
+            attnscope.command({"do": "select_layer", "layer": 2})  # the second's third layer: it is open
+            attnscope.command({"do": "model_close"})
+            ws = saved_trace_matches(cli, folder, m, x, "the chapter's workspace after the model")
 
             # Another user: the socket opened to everyone, the kernel still names the peer.
             os.chmod(sock, 0o666)

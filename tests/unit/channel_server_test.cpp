@@ -1,0 +1,157 @@
+// The channel's server (app/state/channel_server.h) with real sockets and no window: this test
+// plays the app, taking the commands received and saying they were applied. A sender that stalls
+// in the middle of a frame holds only its own connection; the messages received at once share the
+// memory budget; closing the server with a stalled sender connected ends at once. Run under
+// ThreadSanitizer too (make test-tsan): the connections are threads of their own.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "editing/channel_message.h"
+#include "engine/errors.h"
+#include "state/channel_server.h"
+
+namespace attnscope {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::string socketPath() {
+  static int counter = 0;
+  return (fs::temp_directory_path() /
+          ("attnscope_channel_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)))
+      .string();
+}
+
+// A connected client socket, or −1.
+int connectTo(const std::string& path) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// The app's side: every command received is applied, until stopped.
+class PlayTheApp {
+ public:
+  explicit PlayTheApp(ChannelServer& server)
+      : thread_([this, &server] {
+          while (!stop_) {
+            for (Command& c : server.take()) {
+              ++applied_;
+              if (c.listener) c.listener->applied();
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          }
+        }) {}
+  ~PlayTheApp() {
+    stop_ = true;
+    thread_.join();
+  }
+  int applied() const { return applied_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int> applied_{0};
+  std::thread thread_;
+};
+
+std::string oneCommand() { return channelFrame({{"commands", {{{"do", "select_head"}, {"index", 0}}}}}); }
+
+TEST(ChannelServer, AStalledSenderHoldsOnlyItsOwnConnection) {
+  ChannelOptions options;
+  options.read_timeout_s = 30;
+  ChannelServer server(Limits{}, options);
+  const std::string path = socketPath();
+  ASSERT_EQ(server.listen(path), "");
+  PlayTheApp app(server);
+  // Three senders stop in the middle of a frame: four bytes of length, then a part of the JSON.
+  std::vector<int> stalled;
+  for (int i = 0; i < ChannelServer::kMaxConnections - 1; ++i) {
+    const int fd = connectTo(path);
+    ASSERT_GE(fd, 0);
+    const std::string frame = oneCommand();
+    ASSERT_EQ(::send(fd, frame.data(), 10, 0), 10);
+    stalled.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto start = Clock::now();
+  const nlohmann::json reply = sendToChannel(path, oneCommand(), 20);
+  const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_TRUE(reply.value("ok", false)) << reply.dump();
+  EXPECT_LT(waited, 5.0) << "the stalled senders held the channel";
+  EXPECT_EQ(app.applied(), 1);
+  for (int fd : stalled) ::close(fd);
+}
+
+TEST(ChannelServer, MessagesReceivedAtOnceShareTheMemoryBudget) {
+  Limits limits;
+  limits.max_memory_bytes = 36 * 1000;  // a thousand values of tensors at 36 bytes each
+  ChannelServer server(limits);
+  const std::string path = socketPath();
+  ASSERT_EQ(server.listen(path), "");
+  PlayTheApp app(server);
+  // A message of 600 values, its header sent and its payload not: it holds 600 values' room.
+  const nlohmann::json header = {{"commands", {{{"do", "undo"}}}}, {"tensors", {{{"name", "x"}, {"shape", {600}}}}}};
+  const std::string first = channelFrame(header, std::string(600 * 4, '\0'));
+  const int fd = connectTo(path);
+  ASSERT_GE(fd, 0);
+  const std::size_t header_bytes = first.size() - 600 * 4;
+  ASSERT_EQ(::send(fd, first.data(), header_bytes, 0), static_cast<ssize_t>(header_bytes));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Another of 600 values passes the budget with it: refused in one line, and nothing applied.
+  try {
+    sendToChannel(path, first, 20);
+    ADD_FAILURE() << "two messages of 600 values were received at once within a budget of 1000";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("memory budget"), std::string::npos) << e.what();
+  }
+  // Once the first is in, the room is back.
+  ASSERT_EQ(::send(fd, first.data() + header_bytes, first.size() - header_bytes, 0),
+            static_cast<ssize_t>(first.size() - header_bytes));
+  unsigned char length[4];
+  ASSERT_EQ(::recv(fd, length, 4, MSG_WAITALL), 4);
+  ::close(fd);  // its reply: refused, for its tensor is used by no command; its room is given back all the same
+  try {  // refused again for its unused tensor, not for the memory
+    sendToChannel(path, first, 20);
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).find("memory budget"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("x"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ChannelServer, ClosingWithAStalledSenderEndsAtOnce) {
+  const std::string path = socketPath();
+  std::vector<int> stalled;
+  const auto start = Clock::now();
+  {
+    ChannelServer server(Limits{});
+    ASSERT_EQ(server.listen(path), "");
+    for (int i = 0; i < ChannelServer::kMaxConnections + 1; ++i) {  // one more waits in the backlog
+      const int fd = connectTo(path);
+      ASSERT_GE(fd, 0);
+      ASSERT_EQ(::send(fd, "\x10\0\0\0{", 5, 0), 5);
+      stalled.push_back(fd);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 5.0);
+  EXPECT_FALSE(fs::exists(path)) << "the socket was not removed";
+  for (int fd : stalled) ::close(fd);
+}
+
+}  // namespace
+}  // namespace attnscope
