@@ -346,16 +346,8 @@ def main():
                     return d["state"]["workspace"]["embeddings"][2][1]
 
                 def open_cell(app):
-                    def act(attempt):
-                        r = app.wait_for("the cell", lambda d: "cell_2_1" in d["widgets"])["widgets"]["cell_2_1"]
-                        app.move(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2)
-                        app.xdotool("keydown", "ctrl")
-                        time.sleep(0.1)
-                        app.xdotool("click", 1)
-                        time.sleep(0.15)
-                        app.xdotool("keyup", "ctrl")
-                        time.sleep(0.1)
-                    app.until(act, "the cell typed into", lambda d: d["state"]["typing"], again=lambda: app.key("Escape"))
+                    app.until(lambda attempt: app.ctrl_click("cell_2_1"), "the cell typed into",
+                              lambda d: d["state"]["typing"], again=lambda: app.key("Escape"))
                     app.key("ctrl+a")
 
                 app = start_ready(args.app, display.name, ["--open", os.path.join(presets, "multihead.json")])

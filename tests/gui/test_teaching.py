@@ -296,20 +296,25 @@ class App:
             self.type(text)
         return self.until(act, "the typed name", lambda d: d["state"]["file_dialog"]["name"] == text, attempts, 10)
 
+    def ctrl_click(self, widget):
+        """Ctrl+click on `widget`: a drag field opens for typing. Never by a double-click: ImGui 1.86
+        reads the mouse once a frame, and under the sanitizers a frame can outlast both clicks, or
+        ImGui's 0.3 s between them."""
+        d = self.wait_for(f"widget {widget}", lambda d: widget in d["widgets"])
+        r = d["widgets"][widget]
+        self.move(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2)
+        self.xdotool("keydown", "ctrl")
+        time.sleep(0.1)
+        self.xdotool("click", 1)
+        time.sleep(0.15)
+        self.xdotool("keyup", "ctrl")
+        time.sleep(0.1)
+
     def type_into(self, widget, text, done, what, attempts=3):
-        """Opens the drag field `widget` for typing by Ctrl+click, selects all, types `text`, Return;
-        until done(dump). Never by a double-click: ImGui 1.86 reads the mouse once a frame, and under
-        the sanitizers a frame can outlast both clicks, or ImGui's 0.3 s between them."""
+        """Opens the drag field `widget` for typing (ctrl_click), selects all, types `text`, Return;
+        until done(dump)."""
         def act(attempt):
-            d = self.wait_for(f"widget {widget}", lambda d: widget in d["widgets"])
-            r = d["widgets"][widget]
-            self.move(r["x"] + r["w"] / 2, r["y"] + r["h"] / 2)
-            self.xdotool("keydown", "ctrl")
-            time.sleep(0.1)
-            self.xdotool("click", 1)
-            time.sleep(0.15)
-            self.xdotool("keyup", "ctrl")
-            time.sleep(0.1)
+            self.ctrl_click(widget)
             self.key("ctrl+a")
             self.type(text)
             self.key("Return")
