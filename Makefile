@@ -60,7 +60,7 @@ test-asan:
 # connection) under ThreadSanitizer, in their own tree: any report fails them (halt_on_error).
 TSAN_TESTS := unit_execution_test unit_fused_test unit_training_parts_test unit_channel_server_test
 test-tsan:
-	third_party/install-deps build test
+	third_party/install-deps build app test
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DATTNSCOPE_TSAN=ON -DATTNSCOPE_APP=ON $(CMAKE_FLAGS)
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(TSAN_TESTS)
 	TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \

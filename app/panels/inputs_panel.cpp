@@ -184,15 +184,17 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
         ImGui::PushID(c);
         float v = ws.embeddings(i, c);
         std::string shown, refused;
-        const bool changed = valueCell(v, 4, &shown, &refused);
+        // Kept by the cell while typed into, called maybe a frame later: nothing of this frame's.
+        const auto set = [queue = &cmd, i, c](float value) {  // a drag is one undo step
+          queue->push("set_cell", {{"row", i}, {"col", c}, {"value", value}},
+                      "cell " + std::to_string(i) + "," + std::to_string(c));
+        };
+        if (valueCell(v, 4, &shown, &refused, set)) set(v);
         if (!refused.empty())
           cmd.refuse("Not a number: \"" + refused + "\" (token " + std::to_string(i + 1) + ", d" + std::to_string(c) +
                      " keeps " + formatFixed(v, 4) + ")");
         if (i < 8 && c < 8)
           layout().state()["inputs_text"][std::to_string(i) + "," + std::to_string(c)] = shown;  // tests
-        if (changed)  // a drag is one undo step
-          cmd.push("set_cell", {{"row", i}, {"col", c}, {"value", v}},
-                   "cell " + std::to_string(i) + "," + std::to_string(c));
         if (ImGui::IsItemActivated()) cmd.push("select_token", {{"index", i}});
         layout().widget("cell_" + std::to_string(i) + "_" + std::to_string(c));
         ImGui::PopID();

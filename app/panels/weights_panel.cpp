@@ -165,9 +165,12 @@ void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width)
           ImGui::PushID(j);
           float v = t.value(i, j);
           std::string refused;
-          if (valueCell(v, 4, nullptr, &refused))  // a drag is one undo step (its gesture)
-            ctx.commands.push("set_parameter", {{"name", t.name}, {"row", i}, {"col", j}, {"value", v}},
-                              "parameter " + t.name + " " + str(i) + "," + str(j));
+          // Kept by the cell while typed into, called maybe a frame later: nothing of this frame's.
+          const auto set = [queue = &ctx.commands, name = t.name, i, j](float value) {  // a drag: one undo step
+            queue->push("set_parameter", {{"name", name}, {"row", i}, {"col", j}, {"value", value}},
+                        "parameter " + name + " " + str(i) + "," + str(j));
+          };
+          if (valueCell(v, 4, nullptr, &refused, set)) set(v);
           if (!refused.empty())
             ctx.commands.refuse("Not a number: \"" + refused + "\" (" + t.name + "[" + str(i) + "][" + str(j) +
                                 "] keeps " + formatFixed(v, 4) + ")");

@@ -60,13 +60,21 @@ bool readAll(int fd, void* into, std::size_t n, double timeout_s, bool at_start,
   return true;
 }
 
-void writeAll(int fd, const std::string& bytes) {
+// Writes the bytes, each awaited at most `timeout_s` (a peer that never reads its replies fills the
+// socket's buffer: its connection must not outlive the app). Gives up quietly: nobody to tell.
+void writeAll(int fd, const std::string& bytes, double timeout_s = 30, const std::atomic<bool>* stop = nullptr) {
   std::size_t sent = 0;
   while (sent < bytes.size()) {
-    const ssize_t w = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    pollfd pfd{fd, POLLOUT, 0};
+    const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
+    int ready = 0;
+    while ((ready = ::poll(&pfd, 1, 100)) == 0)
+      if ((stop && stop->load()) || Clock::now() > deadline) return;
+    if (ready < 0 && errno != EINTR) return;
+    const ssize_t w = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (w < 0) {
-      if (errno == EINTR) continue;
-      return;  // the sender went away: nobody to tell
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return;  // the sender went away
     }
     sent += static_cast<std::size_t>(w);
   }
@@ -137,8 +145,6 @@ class MessageListener : public CommandListener {
   std::string error_;
 };
 
-std::atomic<bool> g_stopping{false};  // set while a server closes: waits end at once
-
 }  // namespace
 
 std::string channelPath(std::string* why) {
@@ -183,10 +189,9 @@ ChannelServer::ChannelServer(Limits limits, ChannelOptions options) : limits_(st
 
 ChannelServer::~ChannelServer() {
   if (thread_.joinable()) {
-    g_stopping = true;
+    stopping_ = true;
     if (stop_pipe_[1] >= 0) (void)!::write(stop_pipe_[1], "x", 1);
     thread_.join();
-    g_stopping = false;
   }
   if (listen_fd_ >= 0) {
     ::close(listen_fd_);
@@ -256,14 +261,25 @@ void ChannelServer::serve() {
     const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
     auto done = std::make_shared<std::atomic<bool>>(false);
-    connections_.push_back({std::thread([this, fd, done] {
-                              handle(fd);
-                              ::close(fd);
-                              done->store(true);
-                            }),
-                            done});
+    try {
+      connections_.push_back({std::thread([this, fd, done] {
+                                handle(fd);
+                                ::close(fd);
+                                done->store(true);
+                              }),
+                              done});
+    } catch (const std::system_error&) {  // no thread to be had: the sender hears so
+      writeAll(fd, reply(false, "message: the app cannot take it now (no thread): send it again"), 1);
+      ::close(fd);
+    }
   }
-  reap(true);  // g_stopping is set: their reads and waits end within a tenth of a second
+  stopping_ = true;  // (also when poll failed): the connections' reads, writes and waits end within
+  reap(true);        // a tenth of a second
+}
+
+std::size_t ChannelServer::receivingBytes() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return receiving_bytes_;
 }
 
 bool ChannelServer::take(std::size_t bytes) {
@@ -283,34 +299,40 @@ void ChannelServer::handle(int fd) {
   ucred peer{};
   socklen_t size = sizeof peer;
   if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 || peer.uid != ::getuid()) {
-    writeAll(fd, reply(false, "refused: this attnscope takes messages from its own user only"));
+    writeAll(fd, reply(false, "refused: this attnscope takes messages from its own user only"), options_.read_timeout_s,
+             &stopping_);
     return;
   }
   for (;;) {
     std::vector<Command> commands;
-    std::size_t held = 0;  // of the memory budget, given back once the message is answered
+    std::size_t held = 0;  // of the memory budget, given back once the message is received
     try {
       unsigned char length[4];
-      if (!readAll(fd, length, 4, options_.read_timeout_s, true, &g_stopping)) return;  // the sender is done
+      if (!readAll(fd, length, 4, options_.read_timeout_s, true, &stopping_)) return;  // the sender is done
       std::string header_text(channelHeaderLength(length), '\0');
-      readAll(fd, header_text.data(), header_text.size(), options_.read_timeout_s, false, &g_stopping);
+      readAll(fd, header_text.data(), header_text.size(), options_.read_timeout_s, false, &stopping_);
       const ChannelHeader header = parseChannelHeader(header_text, limits_);
       if (!take(header.memoryBytes()))
-        throw InputError("message: its tensors and those of the messages being received at once need more than "
-                         "the memory budget: send it again once they are in");
+        throw InputError(
+            "message: its tensors and those of the messages being received at once need more than "
+            "the memory budget: send it again once they are in");
       held = header.memoryBytes();
       std::string payload(header.payload_bytes, '\0');
-      readAll(fd, payload.data(), payload.size(), options_.read_timeout_s, false, &g_stopping);
+      readAll(fd, payload.data(), payload.size(), options_.read_timeout_s, false, &stopping_);
       commands = channelCommands(header, reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size(),
                                  limits_);
     } catch (const InputError& e) {
       give(held);
       // The frame cannot be trusted past what was wrong: one reply, and the connection ends.
-      writeAll(fd, reply(false, e.what()));
+      writeAll(fd, reply(false, e.what()), options_.read_timeout_s, &stopping_);
       return;
     } catch (const std::bad_alloc&) {
       give(held);
-      writeAll(fd, reply(false, "message: out of memory"));
+      writeAll(fd, reply(false, "message: out of memory"), options_.read_timeout_s, &stopping_);
+      return;
+    } catch (const std::exception& e) {  // nothing a sender sends may end the app
+      give(held);
+      writeAll(fd, reply(false, std::string("message: ") + e.what()), options_.read_timeout_s, &stopping_);
       return;
     }
     auto listener = std::make_shared<MessageListener>(commands.size());
@@ -319,11 +341,11 @@ void ChannelServer::handle(int fd) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (Command& c : commands) inbox_.push_back(std::move(c));
+      receiving_bytes_ -= held;  // received: its commands are the app's now (give, under the same lock)
     }
     wakeUi();
-    const std::string error = listener->wait(options_.reply_timeout_s, g_stopping);
-    give(held);
-    writeAll(fd, reply(error.empty(), error, count));
+    const std::string error = listener->wait(options_.reply_timeout_s, stopping_);
+    writeAll(fd, reply(error.empty(), error, count), options_.read_timeout_s, &stopping_);
   }
 }
 

@@ -9,9 +9,10 @@
 // /tmp/attnscope-UID/channel; its folder is made 0700 and refused when it is not the user's own
 // folder with no access for others. A connection whose peer (SO_PEERCRED) is another user is
 // answered with a refusal and closed. Up to kMaxConnections connections are served at once, each on
-// a thread of its own with its reads bounded by a timeout: a silent or stalled peer holds its own
-// connection only (one at a time, it held every other sender for 30 s). The messages received at
-// once share the memory budget.
+// a thread of its own with its reads and writes bounded by a timeout: a silent or stalled peer, or
+// one that never reads its replies, holds its own connection only (one at a time, it held every
+// other sender for 30 s), and never the app's closing. The messages being received at once share
+// the memory budget.
 #pragma once
 #include <atomic>
 #include <deque>
@@ -57,12 +58,14 @@ class ChannelServer {
   // The commands of messages received since the last call, on the UI thread at the start of a
   // frame; each carries the listener that answers its sender.
   std::vector<Command> take();
+  // Of the memory budget, what the messages being received hold now (tests).
+  std::size_t receivingBytes();
 
  private:
   void serve();
   void handle(int fd);
   // Takes `bytes` of the memory budget for a message being received; false when the messages
-  // received at once would pass it. give() returns them.
+  // received at once would pass it. give() returns them (once its commands are queued, or refused).
   bool take(std::size_t bytes);
   void give(std::size_t bytes);
 
@@ -76,10 +79,11 @@ class ChannelServer {
   std::string path_;
   int listen_fd_ = -1;
   int stop_pipe_[2] = {-1, -1};
+  std::atomic<bool> stopping_{false};  // set as the server closes: its connections' reads, writes and waits end
   std::thread thread_;
   std::mutex mutex_;
-  std::vector<Command> inbox_;      // under mutex_
-  std::size_t receiving_bytes_ = 0;  // under mutex_: the memory the messages being received hold
+  std::vector<Command> inbox_;           // under mutex_
+  std::size_t receiving_bytes_ = 0;      // under mutex_: the memory the messages being received hold
   std::vector<Connection> connections_;  // the serving thread's own
 };
 

@@ -152,14 +152,14 @@ void Controller::update(double now) {
     if (c.listener && c.listener->refusedAlready()) continue;  // the message stopped at an earlier command
     // A message says what the last change did: the user's next change of the workspace or model
     // ends it unless it says something itself ("Closed the model" had stood under two presets).
-    const bool ends_message = c.script_index < 0 && !toast_.error && toast_.hint_room == std::string::npos &&
-                              !model_load_.busy() && !lesson_check_.busy() &&
+    const bool ends_message = c.script_index < 0 && !c.listener && !toast_.error &&
+                              toast_.hint_room == std::string::npos && !model_load_.busy() && !lesson_check_.busy() &&
                               (c.info().target == CommandTarget::Document || c.info().target == CommandTarget::Model);
-    const double message_until = toast_.until;
+    const std::uint64_t messages_before = messages_shown_;
     try {
       const bool asks = c.id() != CommandId::LessonOpen && asksFirst(c);  // applied once answered, if it is
       apply(c, now);
-      if (ends_message && toast_.until == message_until) toast_ = {};
+      if (ends_message && messages_shown_ == messages_before) toast_ = {};
       if (!asks) applied(c, true);
     } catch (const InputError& e) {
       fail(c, e.what(), now);
@@ -915,8 +915,8 @@ void Controller::openGivenAttention(const Command& c, double now) {
   g->tokens = static_cast<int>(T);
   g->maps = std::move(values);
   g->title = c.has("title") ? c.text("title") : "";
-  stopModelLoad("attention maps came instead", now);  // these maps instead of the model being read
-  if (!model_.isOpen()) chapter_view_ = view_;   // given back by model_close
+  stopModelLoad("attention maps came instead", now, &c);  // these maps instead of the model being read
+  if (!model_.isOpen()) chapter_view_ = view_;  // given back by model_close
   if (pinned_) unpin();
   endLearning();  // these maps instead of the run's
   model_.openGiven(std::move(g));
@@ -946,7 +946,7 @@ void Controller::applyLearn(const Command& c, double now) {
         trainTaskJson(learn_.task()) == trainTaskJson(t))
       return;
     learn_.start(t);                               // built, or refused with nothing changed
-    stopModelLoad("a training run came instead", now);  // the run instead of the model being read
+    stopModelLoad("a training run came instead", now, &c);  // the run instead of the model being read
     learn_announce_ = true;                        // its model says which run it is
     learn_follow_ = true;
     learn_step_ = 0;
@@ -1080,7 +1080,7 @@ void Controller::applyModel(const Command& c, double now) {
       }
       if (lesson_.open() || lesson_check_.busy())
         throw InputError("a lesson is open: close it first (File › Close lesson), then open the model");
-      stopModelLoad("another model_open came first (" + c.text("path") + ")", now);
+      stopModelLoad("another model_open came first (" + c.text("path") + ")", now, &c);
       model_loading_ = c;
       model_load_.start([c, options](const std::atomic<bool>&) {
         ModelLoad r{c, nullptr, "", {}};
@@ -1106,7 +1106,7 @@ void Controller::applyModel(const Command& c, double now) {
     }
     case Id::ModelClose:
       if (model_load_.busy()) {  // stops waiting for it: what is read is dropped
-        stopModelLoad("model_close came first", now);
+        stopModelLoad("model_close came first", now, &c);
         if (!model_.isOpen()) return showToast("Stopped opening the model", false, now);
       }
       if (!model_.isOpen()) throw InputError("no model is open");
@@ -1286,6 +1286,7 @@ void Controller::notify(const std::string& text, double now) {
                                ? toast_.text.substr(toast_.hint_room)
                                : std::string();
   toast_ = {text, false, now + 12.0};
+  ++messages_shown_;
   if (!hint.empty()) appendHint(hint);
 }
 
@@ -1308,14 +1309,18 @@ void Controller::endProgress() {
 
 void Controller::showToast(const std::string& text, bool error, double now) {
   toast_ = {text, error, now + (error ? 6.0 : 3.0)};
+  ++messages_shown_;
 }
 
-void Controller::stopModelLoad(const std::string& why, double now) {
+void Controller::stopModelLoad(const std::string& why, double now, const Command* by) {
   if (!model_load_.busy()) return;
   model_load_.cancel();
   const std::optional<Command> c = std::exchange(model_loading_, std::nullopt);
-  if (c && (c->listener || c->script_index >= 0))  // the window's own choice needs no word
-    fail(*c, "model_open " + c->text("path") + ": not opened: " + why, now);
+  if (!c || (!c->listener && c->script_index < 0)) return;  // the window's own choice needs no word
+  // The same message's (or script's) later command took its place: what it asked for is done.
+  const bool own = by && ((c->listener && by->listener == c->listener) || (c->script_index >= 0 && by->script_index >= 0));
+  if (own && c->listener) c->listener->applied();
+  if (!own) fail(*c, "model_open " + c->text("path") + ": not opened: " + why, now);
 }
 
 void Controller::afterTyping(Command c) {

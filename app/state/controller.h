@@ -232,9 +232,10 @@ class Controller {
   void applied(const Command& c, bool started);  // started: apply() returned (else: finished later)
   void showToast(const std::string& text, bool error, double now);
   void endProgress();
-  // The model being read is given up, `why` ("another model_open came first"): a script or a
-  // message that sent its model_open hears it was not opened (a notebook waited 600 s for a reply).
-  void stopModelLoad(const std::string& why, double now);
+  // The model being read is given up, `why` ("another model_open came first"), for the command
+  // `by`: a script or a message that sent its model_open hears it was not opened (a notebook waited
+  // 600 s for a reply), unless `by` is its own later command.
+  void stopModelLoad(const std::string& why, double now, const Command* by = nullptr);
   void appendHint(const std::string& hint);
   void updateEngine();
   void watchFiles(double now);  // View › Reload on change
@@ -307,6 +308,7 @@ class Controller {
   Prompts prompts_;
   Autosave autosave_;
   Toast toast_;
+  std::uint64_t messages_shown_ = 0;  // toasts shown (showToast, notify): did a command say something?
   std::string last_screenshot_;
   bool quit_ = false;
   std::optional<Command> pending_;     // waits for the answer to the unsaved-changes prompt

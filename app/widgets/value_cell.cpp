@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -25,12 +26,14 @@ float valueColumnWidth(float lo, float hi) {
 
 namespace {
 
-// The text of the field being typed into, as it stood in its last frame: the field is gone from
-// ImGui's input state once another field takes the keyboard (a click into a token's name), which
-// can happen in the very frame this one hears it lost the keyboard.
+// The cell being typed into, as it stood in the last frame that drew it: a cell that stops being
+// drawn while typed into (its Weights card scrolled out of view, its row removed) never hears that
+// it lost the keyboard, and commitTypedCellIfGone applies its text by `commit`.
 struct TypedText {
   ImGuiID id = 0;
+  int frame = -1;  // ImGui's frame count when it was last drawn
   std::string text, initial;
+  std::function<void(float)> commit;
 };
 TypedText typed_text;  // one field at a time has the keyboard
 
@@ -54,7 +57,8 @@ std::optional<float> typedNumber(const std::string& text, const std::string& ini
 
 }  // namespace
 
-bool valueCell(float& value, int decimals, std::string* shown, std::string* refused) {
+bool valueCell(float& value, int decimals, std::string* shown, std::string* refused,
+               const std::function<void(float)>& commit) {
   ImGui::SetNextItemWidth(-1);
   char format[8];
   std::snprintf(format, sizeof format, "%%.%df", std::clamp(decimals, 0, 6));
@@ -65,21 +69,22 @@ bool valueCell(float& value, int decimals, std::string* shown, std::string* refu
   const bool typing = ImGui::TempInputIsActive(id);
   if (!typing) ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(0, 0, 0, 0));
   // DragFloat turns into a text field on a double-click or Ctrl+click (ImGui 1.86). A typed value
-  // is applied once, when the field lets go of the keyboard (Enter, a click away, Tab, a key that
-  // acts while typing): ImGui's field applies each keystroke, so "0.7" went 0 → 0.7 through the
-  // maps, and the field's own Ctrl+Z changed the workspace. Escape keeps the value as it was.
+  // is applied once, when the field lets go of the keyboard (Enter, a click away, a key that acts
+  // while typing): ImGui's field applies each keystroke, so "0.7" went 0 → 0.7 through the maps,
+  // and the field's own Ctrl+Z changed the workspace. Escape keeps the value as it was.
   float live = value;
   const bool dragged = ImGui::DragFloat("##v", &live, 0.005f, 0, 0, format);
   const bool typed_now = typing || ImGui::TempInputIsActive(id);
   if (typed_now)
     if (const ImGuiInputTextState* state = ImGui::GetInputTextState(id); state && state->TextA.Data)
-      typed_text = {id, state->TextA.Data, state->InitialTextA.Data ? state->InitialTextA.Data : ""};
+      typed_text = {id, ImGui::GetFrameCount(), state->TextA.Data,
+                    state->InitialTextA.Data ? state->InitialTextA.Data : "", commit};
   bool changed = dragged && !typed_now;
   if (changed) value = live;
-  if (ImGui::IsItemDeactivated() && typed_text.id == id) {
+  if (ImGui::IsItemDeactivated() && typed_text.id == id && typed_text.frame >= ImGui::GetFrameCount() - 1) {
     const TypedText t = std::exchange(typed_text, {});
-    // Escape: ImGui's field puts its first text back only where the value had changed meanwhile,
-    // so the typed text is still there to be ignored.
+    // Escape: ImGui's field gives the value its first text back, but its own text stays as typed
+    // (a cancel is not written back), so the typed text is there to be ignored.
     const bool cancelled = typing && ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape));
     if (!cancelled && t.text != t.initial) {
       if (const std::optional<float> v = typedNumber(t.text, t.initial)) {
@@ -108,6 +113,13 @@ bool valueCell(float& value, int decimals, std::string* shown, std::string* refu
                 ImGui::GetColorU32(ImGuiCol_Text), text.c_str());
   draw->PopClipRect();
   return changed;
+}
+
+void commitTypedCellIfGone() {
+  if (typed_text.id == 0 || typed_text.frame >= ImGui::GetFrameCount()) return;  // none, or drawn this frame
+  const TypedText t = std::exchange(typed_text, {});
+  if (t.text == t.initial || !t.commit) return;
+  if (const std::optional<float> v = typedNumber(t.text, t.initial)) t.commit(*v);
 }
 
 }  // namespace attnscope

@@ -1,6 +1,7 @@
 // The editable number of a table: the Inputs panel's embeddings and the Weights tab's parameters
 // are edited alike — drag to change (one undo step per drag), double-click or Ctrl+click to type.
 #pragma once
+#include <functional>
 #include <string>
 
 namespace attnscope {
@@ -17,6 +18,12 @@ float valueColumnWidth(float lo, float hi);
 // True when the user changed `value` in this frame: a drag step, or a typed value once the field
 // lets go of the keyboard (Enter, a click away; never a keystroke, and Escape keeps the value).
 // A typed text that is no finite float32 ("1e", "1e39") changes nothing and is put in `refused`.
-bool valueCell(float& value, int decimals = 4, std::string* shown = nullptr, std::string* refused = nullptr);
+// `commit` applies a typed value where the cell stops being drawn before it lets go of the
+// keyboard (commitTypedCellIfGone).
+bool valueCell(float& value, int decimals = 4, std::string* shown = nullptr, std::string* refused = nullptr,
+               const std::function<void(float)>& commit = {});
+// At the end of each frame, after every panel: the value typed into a cell that was not drawn in
+// this frame (its card scrolled out of view, its row gone) is applied by its `commit`, not lost.
+void commitTypedCellIfGone();
 
 }  // namespace attnscope

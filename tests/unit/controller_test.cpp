@@ -659,7 +659,8 @@ TEST_F(ControllerTest, AModelOpenGivenUpBeforeItWasReadTellsItsSender) {
     bool refusedAlready() const override { return !refusal.empty(); }
   };
   Controller c = make();
-  const std::string first = writeTinyModel(path("first.safetensors")), second = writeTinyModel(path("second.safetensors"));
+  const std::string first = writeTinyModel(path("first.safetensors")),
+                    second = writeTinyModel(path("second.safetensors"));
   auto heard = std::make_shared<Heard>();
   Command sent = makeCommand("model_open", {{"path", first}, {"num_heads", 2}});
   sent.listener = heard;
@@ -687,6 +688,19 @@ TEST_F(ControllerTest, AModelOpenGivenUpBeforeItWasReadTellsItsSender) {
   c.update(0);
   EXPECT_TRUE(c.takeFailures().empty());
   EXPECT_FALSE(c.toast().error) << c.toast().text;
+
+  // A message's own second model_open takes the first's place: the message is applied, not refused.
+  auto both = std::make_shared<Heard>();
+  for (const std::string& file : {first, second}) {
+    Command own = makeCommand("model_open", {{"path", file}, {"num_heads", 2}});
+    own.listener = both;
+    c.commands().push(std::move(own));
+  }
+  c.update(0);
+  settle(c);
+  EXPECT_EQ(both->refusal, "");
+  EXPECT_EQ(both->applied_count, 2);
+  EXPECT_EQ(c.model().model()->path, second);
 }
 
 // The window's title is one line: a file name may hold a newline or a control character, maps given
