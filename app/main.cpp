@@ -205,6 +205,7 @@ int main(int argc, char** argv) {
     --eager_frames;
     for (const AppWindow::Press& key : window.takeKeys()) {  // the binding table (state/key_bindings.h)
       const KeyContext context{key.typing, app.dialogOpen(), app.lessonOpen(), &ctl.view()};
+      if (keyCommitsTyping(key.press, context)) ctl.commitTyping();
       std::optional<Command> c = keyCommand(key.press, context);
       if (c && key.typing)
         ctl.afterTyping(std::move(*c));  // the typed value is committed first

@@ -191,7 +191,7 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
         };
         if (valueCell(v, 4, &shown, &refused, set)) set(v);
         if (!refused.empty())
-          cmd.refuse("Not a number: \"" + refused + "\" (token " + std::to_string(i + 1) + ", d" + std::to_string(c) +
+          cmd.refuse("Not applied: \"" + refused + "\" is no finite float32 number (token " + std::to_string(i + 1) + ", d" + std::to_string(c) +
                      " keeps " + formatFixed(v, 4) + ")");
         if (i < 8 && c < 8)
           layout().state()["inputs_text"][std::to_string(i) + "," + std::to_string(c)] = shown;  // tests

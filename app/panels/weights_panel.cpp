@@ -172,7 +172,7 @@ void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width)
           };
           if (valueCell(v, 4, nullptr, &refused, set)) set(v);
           if (!refused.empty())
-            ctx.commands.refuse("Not a number: \"" + refused + "\" (" + t.name + "[" + str(i) + "][" + str(j) +
+            ctx.commands.refuse("Not applied: \"" + refused + "\" is no finite float32 number (" + t.name + "[" + str(i) + "][" + str(j) +
                                 "] keeps " + formatFixed(v, 4) + ")");
           if (ImGui::IsItemHovered() && !ImGui::IsItemActive())
             ImGui::SetTooltip("%s", describeCell(t, k, i, j, m).c_str());

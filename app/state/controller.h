@@ -122,6 +122,8 @@ class Controller {
   // Ctrl+Q …), or the window closed then: `c` waits until the field has committed its value, so
   // that it saves, quits about, shows or hides the value as typed (a hidden field's value was lost).
   void afterTyping(Command c);
+  // The field being typed into lets go of the keyboard next frame, its value applied (Tab).
+  void commitTyping() { commit_typing_ = true; }
   // True once after afterTyping (or a save from the menu while typing): this frame must take the
   // field's focus away (a click outside it, as the user would), so that the field commits its value
   // before what waits for it, which endFrame queues.

@@ -47,6 +47,8 @@ const std::vector<KeyBinding>& keyBindings() {
       {Key::Space, kShift, S::Lesson, false, "Shift+Space", "lesson_back", nullptr, kStepBack},
       {Key::Tab, kNoMods, S::View, true, "Tab", "select_head", stepOn, kHead},
       {Key::Tab, kShift, S::View, true, "Shift+Tab", "select_head", stepBack, kHead},
+      {Key::Tab, kNoMods, S::Typing, false, "Tab", "", nullptr, "while typing a value: apply it, as Enter does"},
+      {Key::Tab, kShift, S::Typing, false, "Shift+Tab", "", nullptr, "while typing a value: apply it, as Enter does"},
       {Key::Z, kCtrl, S::View, true, "Ctrl+Z", "undo", nullptr, kUndoRedo},
       {Key::Z, kCtrlShift, S::View, true, "Ctrl+Shift+Z", "redo", nullptr, kUndoRedo},
       {Key::Y, kCtrl, S::View, true, "Ctrl+Y", "redo", nullptr, ""},
@@ -71,7 +73,7 @@ std::optional<Command> keyCommand(const KeyPress& press, const KeyContext& conte
   // The key's first binding; with a lesson open, its lesson binding (← → turn the pages, not the token).
   const KeyBinding* found = nullptr;
   for (const KeyBinding& b : keyBindings()) {
-    if (b.key != press.key || b.mods != press.mods) continue;
+    if (b.key != press.key || b.mods != press.mods || b.scope == KeyScope::Typing) continue;
     if (b.scope == KeyScope::Lesson) {
       if (!context.lesson) continue;
       found = &b;
@@ -83,6 +85,13 @@ std::optional<Command> keyCommand(const KeyPress& press, const KeyContext& conte
   if (found->scope != KeyScope::Always && (context.typing || context.dialog)) return std::nullopt;
   if (press.repeat && !found->repeats) return std::nullopt;  // held down: a step or a toggle acts once
   return makeCommand(found->command, found->args ? found->args(view) : nlohmann::json::object());
+}
+
+bool keyCommitsTyping(const KeyPress& press, const KeyContext& context) {
+  if (!context.typing || context.dialog) return false;
+  for (const KeyBinding& b : keyBindings())
+    if (b.scope == KeyScope::Typing && b.key == press.key && b.mods == press.mods) return true;
+  return false;
 }
 
 const char* shortcutLabel(const std::string& command, const nlohmann::json& args) {

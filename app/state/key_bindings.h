@@ -29,6 +29,7 @@ enum class KeyScope {
   Always,  // even while a text field has the keyboard, or a dialog is up
   View,    // neither: a field's keys type, and a dialog is modal (no page turns or undo behind it)
   Lesson,  // as View, with a lesson open: its steps take the presenter's clicker keys
+  Typing,  // only while a text field has the keyboard, and no command: the field lets go (keyCommitsTyping)
 };
 
 // What the window is doing when the key comes.
@@ -54,6 +55,9 @@ const std::vector<KeyBinding>& keyBindings();
 // The command for a key press, or none (unbound, or not now). The first binding that
 // matches wins, but with a lesson open its lesson binding does (← and → turn its pages).
 std::optional<Command> keyCommand(const KeyPress& press, const KeyContext& context);
+// Whether the key makes the field being typed into let go of the keyboard, its value applied as on
+// Enter (Tab, as in a spreadsheet: ImGui never sees Tab, which walked into the next field).
+bool keyCommitsTyping(const KeyPress& press, const KeyContext& context);
 // The label of the first binding pushing `command` whose arguments include `args` ("Ctrl+S"; for
 // the text size's Smaller: `view` with {"value": "smaller"}); null for none.
 const char* shortcutLabel(const std::string& command, const nlohmann::json& args = nlohmann::json::object());

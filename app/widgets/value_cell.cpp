@@ -18,9 +18,15 @@ namespace attnscope {
 
 int shownValueColumns(int cols, int extra) { return std::min(cols, 64 - extra); }
 
+namespace {
+// A value as its cell shows it: `decimals` decimals, and three significant digits from a million on
+// (3.4e38 took 40 digits and pushed the other columns out of view).
+std::string cellText(float v, int decimals) { return std::fabs(v) >= 1e6f ? formatShort(v) : formatFixed(v, decimals); }
+}  // namespace
+
 float valueColumnWidth(float lo, float hi) {
-  const float widest = std::max(ImGui::CalcTextSize(formatFixed(lo, 4).c_str()).x,
-                                ImGui::CalcTextSize(formatFixed(hi, 4).c_str()).x);
+  const float widest = std::max(ImGui::CalcTextSize(cellText(lo, 4).c_str()).x,
+                                ImGui::CalcTextSize(cellText(hi, 4).c_str()).x);
   return std::max(widest, ImGui::CalcTextSize("0.0000").x) + 2 * ImGui::GetStyle().FramePadding.x + 2;
 }
 
@@ -72,6 +78,10 @@ bool valueCell(float& value, int decimals, std::string* shown, std::string* refu
   // is applied once, when the field lets go of the keyboard (Enter, a click away, a key that acts
   // while typing): ImGui's field applies each keystroke, so "0.7" went 0 → 0.7 through the maps,
   // and the field's own Ctrl+Z changed the workspace. Escape keeps the value as it was.
+  // A decimal comma is a point: ImGui's number filter dropped it, and "0,5" was 5.
+  if (typing)
+    for (ImWchar& ch : ImGui::GetIO().InputQueueCharacters)
+      if (ch == ',') ch = '.';
   float live = value;
   const bool dragged = ImGui::DragFloat("##v", &live, 0.005f, 0, 0, format);
   const bool typed_now = typing || ImGui::TempInputIsActive(id);
@@ -101,8 +111,8 @@ bool valueCell(float& value, int decimals, std::string* shown, std::string* refu
   // field's edge would read as a shorter number).
   const ImVec2 lo = ImGui::GetItemRectMin(), hi = ImGui::GetItemRectMax();
   const float room = hi.x - lo.x - ImGui::GetStyle().FramePadding.x;
-  std::string text = formatFixed(value, decimals);
-  for (int d = decimals - 1; d >= 2 && ImGui::CalcTextSize(text.c_str()).x > room; --d) text = formatFixed(value, d);
+  std::string text = cellText(value, decimals);
+  for (int d = decimals - 1; d >= 2 && ImGui::CalcTextSize(text.c_str()).x > room; --d) text = cellText(value, d);
   if (shown) *shown = text;
   const ImVec2 size = ImGui::CalcTextSize(text.c_str());
   // Centred as ImGui centres a drag field's text; clipped to the field when it is narrower.

@@ -730,6 +730,11 @@ TEST(KeyBindings, TypingAndDialogsKeepTheirKeys) {
   EXPECT_EQ(keyed(Key::Z, kCtrl, typing), "") << "the field's own undo";
   EXPECT_EQ(keyed(Key::Left, kNoMods, typing), "");
   EXPECT_EQ(keyed(Key::S, kCtrl, typing), "save") << "Ctrl+S saves, the typed value first";
+  EXPECT_EQ(keyed(Key::Tab, kNoMods, typing), "") << "no head chosen while typing";
+  EXPECT_TRUE(keyCommitsTyping(KeyPress{Key::Tab, kNoMods}, typing)) << "Tab applies the typed value, as Enter";
+  EXPECT_TRUE(keyCommitsTyping(KeyPress{Key::Tab, kShift}, typing));
+  EXPECT_FALSE(keyCommitsTyping(KeyPress{Key::Tab, kNoMods}, KeyContext{})) << "not typing: Tab chooses a head";
+  EXPECT_FALSE(keyCommitsTyping(KeyPress{Key::Left, kNoMods}, typing));
   KeyContext dialog;
   dialog.dialog = true;
   dialog.lesson = true;
@@ -765,7 +770,11 @@ TEST(KeyBindings, MenusAndHelpShowTheTablesKeys) {
   EXPECT_TRUE(has("↑, ↓, ←, →: previous / next query token"));
   EXPECT_TRUE(has("Ctrl++, Ctrl+−, Ctrl+0: larger, smaller, normal text (View › Text size, 100–250\u00a0%)"));
   // Every command a key pushes is one the command table knows (makeCommand would throw).
-  for (const KeyBinding& b : keyBindings()) EXPECT_NE(findCommand(b.command), nullptr) << b.label;
+  for (const KeyBinding& b : keyBindings()) {
+    if (b.scope == KeyScope::Typing) continue;  // no command: the field lets go
+    EXPECT_NE(findCommand(b.command), nullptr) << b.label;
+  }
+  EXPECT_TRUE(has("Tab, Shift+Tab: while typing a value: apply it, as Enter does"));
 }
 
 }  // namespace
