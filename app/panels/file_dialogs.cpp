@@ -189,7 +189,8 @@ bool FileDialogs::browse() {
   const bool ok = ImGui::Button(opens ? "Open" : "Save") || enter || open_now;
   layout().widget("file_ok");
   ImGui::SameLine();
-  const bool cancel = ImGui::Button("Cancel");  // a quit waiting for this save does not happen (Controller::update)
+  // Escape cancels, as in any dialog. A quit waiting for this save does not happen (Controller::update).
+  const bool cancel = ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false);
   layout().widget("file_cancel");
   if (cancel) {
     which_.clear();
@@ -294,6 +295,7 @@ void FileDialogs::draw(const PanelContext& ctx, const Prompts& prompts) {
     ImGui::SameLine();
     if (ImGui::Button("Cancel")) choice = "cancel";
     layout().widget(a + "_cancel");
+    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) choice = "cancel";  // as in any dialog
     if (choice) {
       cmd.push("unsaved", {{"choice", choice}});  // which closes the prompt
       unsaved_answered_ = true;
@@ -321,6 +323,7 @@ void FileDialogs::draw(const PanelContext& ctx, const Prompts& prompts) {
     ImGui::SameLine();
     if (ImGui::Button("Cancel")) choice = 3;
     layout().widget("overwrite_cancel");
+    if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false)) choice = 3;  // as in any dialog
     if (choice == 1) cmd.push("save", {{"path", overwrite_path_}, {"overwrite", true}});
     if (choice == 2) begin("save_as");
     if (choice) {

@@ -64,7 +64,7 @@ bool readAll(int fd, void* into, std::size_t n, double timeout_s, bool at_start,
 // socket's buffer: its connection must not outlive the app). Gives up quietly: nobody to tell.
 void writeAll(int fd, const std::string& bytes, double timeout_s = 30, const std::atomic<bool>* stop = nullptr) {
   std::size_t sent = 0;
-  while (sent < bytes.size()) {
+  while (sent < bytes.size()) {  // a reply the peer can take is sent even as the app closes (quit's)
     pollfd pfd{fd, POLLOUT, 0};
     const auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
     int ready = 0;
@@ -218,7 +218,7 @@ std::string ChannelServer::listen(const std::string& path) {
   const mode_t before = ::umask(0177);  // the socket is made 0600: only this user may connect
   const bool bound = ::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
   ::umask(before);
-  if (!bound || ::listen(fd, 4) != 0) {
+  if (!bound || ::listen(fd, 64) != 0) {  // senders at once wait here for one of the connections
     const std::string why = errnoText();
     ::close(fd);
     return "cannot listen at " + path + ": " + why;
@@ -303,7 +303,7 @@ void ChannelServer::handle(int fd) {
              &stopping_);
     return;
   }
-  for (;;) {
+  while (!stopping_) {  // messages queued in the socket are not read once the app closes
     std::vector<Command> commands;
     std::size_t held = 0;  // of the memory budget, given back once the message is received
     try {

@@ -42,7 +42,7 @@ nlohmann::json sendToChannel(const std::string& path, const std::string& frame, 
 
 class ChannelServer {
  public:
-  static constexpr int kMaxConnections = 4;  // more wait in the socket's backlog until one ends
+  static constexpr int kMaxConnections = 8;  // more wait in the socket's backlog (64) until one ends
 
   explicit ChannelServer(Limits limits, ChannelOptions options = {});
   ~ChannelServer();  // stops listening, removes the socket, fails what is still waiting

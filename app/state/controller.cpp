@@ -531,8 +531,9 @@ void Controller::applyApp(const Command& c, double now) {
       break;
     }
     case Id::Pin:  // the newest result (update() waited for it), of what is shown
-      if (!shown()) throw InputError(engine_error_.empty() ? "nothing computed yet: nothing to pin"
-                                                            : "nothing to pin: " + engine_error_);
+      if (!shown())
+        throw InputError(engine_error_.empty() ? "nothing computed yet: nothing to pin"
+                                               : "nothing to pin: " + engine_error_);
       if (model_.given()) throw InputError("attention maps as they came have only their weights: nothing to compare");
       // A holds its maps while B is edited, and Compare draws B − A beside them: that is counted
       // against the budget from now on, so every edit while pinned is checked with it.
@@ -552,7 +553,8 @@ void Controller::applyApp(const Command& c, double now) {
     case Id::ExportTrace:
     case Id::ExportMap: {
       // What is shown only: with a model's pass failed, the chapter's last trace is no export of it.
-      if (!shown()) throw InputError(engine_error_.empty() ? "nothing computed yet" : "nothing to export: " + engine_error_);
+      if (!shown())
+        throw InputError(engine_error_.empty() ? "nothing computed yet" : "nothing to export: " + engine_error_);
       ExportFormat format;
       if (!parseExportFormat(c.text("format"), &format)) throw InputError("format: expected csv, json or npy");
       const std::string path = c.text("path");
@@ -575,8 +577,8 @@ void Controller::applyApp(const Command& c, double now) {
       std::string named = path, named_format, why;
       if (!fileKindOf(path).empty() &&
           (!mapFileFormat(&named, c.text("format"), &named_format, &why) || named_format != c.text("format")))
-        throw InputError("Not saved: " + path + " is named as " + fileKindOf(path) + ": a map as " +
-                         c.text("format") + " is saved as ." + c.text("format"));
+        throw InputError("Not saved: " + path + " is named as " + fileKindOf(path) + ": a map as " + c.text("format") +
+                         " is saved as ." + c.text("format"));
       Stage stage;
       if (!parseStage(c.text("stage"), &stage)) throw InputError("stage: unknown stage '" + c.text("stage") + "'");
       const int head = c.integer("head");
@@ -915,8 +917,8 @@ void Controller::openGivenAttention(const Command& c, double now) {
   g->tokens = static_cast<int>(T);
   g->maps = std::move(values);
   g->title = c.has("title") ? c.text("title") : "";
-  stopModelLoad("attention maps came instead", now, &c);  // these maps instead of the model being read
-  if (!model_.isOpen()) chapter_view_ = view_;  // given back by model_close
+  stopModelLoad("attention maps came before it was read", now, &c);  // these maps instead of the model being read
+  if (!model_.isOpen()) chapter_view_ = view_;                       // given back by model_close
   if (pinned_) unpin();
   endLearning();  // these maps instead of the run's
   model_.openGiven(std::move(g));
@@ -945,9 +947,9 @@ void Controller::applyLearn(const Command& c, double now) {
     if (c.has("keep") && c.flag("keep") && learn_.open() && learn_showing_ &&
         trainTaskJson(learn_.task()) == trainTaskJson(t))
       return;
-    learn_.start(t);                               // built, or refused with nothing changed
-    stopModelLoad("a training run came instead", now, &c);  // the run instead of the model being read
-    learn_announce_ = true;                        // its model says which run it is
+    learn_.start(t);                                                   // built, or refused with nothing changed
+    stopModelLoad("a training run came before it was read", now, &c);  // the run instead of the model being read
+    learn_announce_ = true;                                            // its model says which run it is
     learn_follow_ = true;
     learn_step_ = 0;
     if (learn_showing_) view_.tab = "learn";
@@ -1080,7 +1082,7 @@ void Controller::applyModel(const Command& c, double now) {
       }
       if (lesson_.open() || lesson_check_.busy())
         throw InputError("a lesson is open: close it first (File › Close lesson), then open the model");
-      stopModelLoad("another model_open came first (" + c.text("path") + ")", now, &c);
+      stopModelLoad("another model_open (" + c.text("path") + ") came before it was read", now, &c);
       model_loading_ = c;
       model_load_.start([c, options](const std::atomic<bool>&) {
         ModelLoad r{c, nullptr, "", {}};
@@ -1106,7 +1108,7 @@ void Controller::applyModel(const Command& c, double now) {
     }
     case Id::ModelClose:
       if (model_load_.busy()) {  // stops waiting for it: what is read is dropped
-        stopModelLoad("model_close came first", now, &c);
+        stopModelLoad("model_close came before it was read", now, &c);
         if (!model_.isOpen()) return showToast("Stopped opening the model", false, now);
       }
       if (!model_.isOpen()) throw InputError("no model is open");
@@ -1318,7 +1320,8 @@ void Controller::stopModelLoad(const std::string& why, double now, const Command
   const std::optional<Command> c = std::exchange(model_loading_, std::nullopt);
   if (!c || (!c->listener && c->script_index < 0)) return;  // the window's own choice needs no word
   // The same message's (or script's) later command took its place: what it asked for is done.
-  const bool own = by && ((c->listener && by->listener == c->listener) || (c->script_index >= 0 && by->script_index >= 0));
+  const bool own = by &&
+                   ((c->listener && by->listener == c->listener) || (c->script_index >= 0 && by->script_index >= 0));
   if (own && c->listener) c->listener->applied();
   if (!own) fail(*c, "model_open " + c->text("path") + ": not opened: " + why, now);
 }

@@ -234,9 +234,9 @@ class Controller {
   void applied(const Command& c, bool started);  // started: apply() returned (else: finished later)
   void showToast(const std::string& text, bool error, double now);
   void endProgress();
-  // The model being read is given up, `why` ("another model_open came first"), for the command
-  // `by`: a script or a message that sent its model_open hears it was not opened (a notebook waited
-  // 600 s for a reply), unless `by` is its own later command.
+  // The model being read is given up, `why` ("another model_open (…) came before it was read"), for
+  // the command `by`: a script or a message that sent its model_open hears it was not opened (a
+  // notebook waited 600 s for a reply), unless `by` is its own later command.
   void stopModelLoad(const std::string& why, double now, const Command* by = nullptr);
   void appendHint(const std::string& hint);
   void updateEngine();

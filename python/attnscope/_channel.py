@@ -78,16 +78,34 @@ def _read(sock, n):
     return data
 
 
+def _connect(path, timeout):
+    """A socket connected to the app. Many senders at once may find its queue of connections full
+    (the kernel says EAGAIN at once): tried again for up to 30 s."""
+    deadline = time.monotonic() + min(timeout, 30)
+    while True:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        try:
+            s.connect(path)
+            return s
+        except (FileNotFoundError, ConnectionRefusedError) as e:
+            s.close()
+            raise ConnectionError(f"no attnscope listens at {path}") from e
+        except BlockingIOError as e:
+            s.close()
+            if time.monotonic() > deadline:
+                raise ChannelError("attnscope took no connection for 30 s: too many senders at once") from e
+            time.sleep(0.05)
+        except BaseException:
+            s.close()
+            raise
+
+
 def send(commands, tensors=None, path=None, timeout=600):
     """Sends one message and returns the app's reply; raises ChannelError with its refusal, and
     ConnectionError when no app listens."""
     path = path or channel_path()
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        try:
-            s.connect(path)
-        except (FileNotFoundError, ConnectionRefusedError) as e:
-            raise ConnectionError(f"no attnscope listens at {path}") from e
+    with _connect(path, timeout) as s:
         try:
             s.sendall(_header(commands, tensors))
             for part in tensors.parts if tensors else []:  # from the copies: GPT-2's 15 MB not copied again

@@ -164,7 +164,7 @@ def main():
             check(any(r.get("ok") is True for r in replies), f"neither model_open was applied: {replies}")
             for r in replies:
                 if r.get("ok") is not True:
-                    refused(r, "not opened: another model_open came first", "a model_open given up for another")
+                    refused(r, "not opened: another model_open", "a model_open given up for another")
             attnscope.command({"do": "model_close"})
             ws = saved_trace_matches(cli, folder, m, x, "the chapter's workspace after the model")
 

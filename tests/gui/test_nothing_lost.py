@@ -10,7 +10,7 @@ unsaved work is asked about before it goes.
   step (xdotool: click, type, click away, Ctrl+Z).
 - Quit's "Save" saves and quits: a workspace with a file (click on "Save"); an untitled one
   (`unsaved save` from the script, then the Save as dialog filled in with xdotool); a failed save
-  and a cancelled Save as dialog do not quit and say why.
+  and a cancelled Save as dialog do not quit and say why; Escape cancels the prompt and the dialog.
 - New, a preset and Open (File menu, Ctrl+O's dialog: xdotool) ask first when there are unsaved
   changes: Cancel keeps the work, Discard replaces it, Save writes it and then opens. Commands of a
   script are not asked about (interactive and headless runs).
@@ -197,6 +197,24 @@ def main():
                     still_running(app, "Save as cancelled")
                     print(f"  untitled, Save as cancelled: still open, {s['toast']!r}")
                     expect(s["dirty"] and s["after_save"] == "", f"dirty {s['dirty']}, after_save {s['after_save']!r}")
+
+                # Escape is Cancel, as in any dialog: in the quit prompt and in the Save as dialog
+                # (it did nothing in either).
+                app = interactive("quit-escape", [EDIT, {"do": "quit"}])
+                with app:
+                    app.settled("the prompt", lambda d: "quit_save" in d["widgets"] and d["state"]["prompt"] == "quit")
+                    app.key("Escape")
+                    s = app.settled("the prompt gone", lambda d: "quit_save" not in d["widgets"])["state"]
+                    still_running(app, "Escape in the quit prompt")
+                    expect(s["dirty"] and s["prompt"] == "", f"dirty {s['dirty']}, prompt {s['prompt']!r}")
+                app = interactive("save-as-escape", [EDIT, {"do": "quit"}, {"do": "unsaved", "choice": "save"}])
+                with app:
+                    app.settled("the Save as dialog", lambda d: "file_cancel" in d["widgets"] and d["state"]["after_save"] == "quit")
+                    app.key("Escape")
+                    s = app.settled("the message", lambda d: "not quitting" in d["state"]["toast"])["state"]
+                    still_running(app, "Escape in the Save as dialog")
+                    expect("file_cancel" not in app.layout()["widgets"] and s["dirty"], "the dialog stayed, or the work went")
+                print("  Escape: the quit prompt and the Save as dialog cancelled, the work kept")
 
                 # The save fails (its folder is gone): no quit, and why.
                 folder = os.path.join(work, "gone")

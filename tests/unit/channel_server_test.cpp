@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <thread>
 
 #include "editing/channel_message.h"
@@ -159,6 +160,36 @@ TEST(ChannelServer, ClosingWithAStalledSenderEndsAtOnce) {
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 5.0);
   EXPECT_FALSE(fs::exists(path)) << "the socket was not removed";
   for (int fd : stalled) ::close(fd);
+}
+
+// A peer that sends message after message and never reads the replies fills the socket's buffer:
+// the reply's write waited for ever, and the app's closing with it.
+TEST(ChannelServer, APeerThatNeverReadsItsRepliesDoesNotHoldTheClosing) {
+  const std::string path = socketPath();
+  auto server = std::make_unique<ChannelServer>(Limits{});
+  ASSERT_EQ(server->listen(path), "");
+  const int peer = connectTo(path);
+  ASSERT_GE(peer, 0);
+  {
+    PlayTheApp app(*server);
+    // Until the server reads no more: its reply's write waits for a reader that never comes.
+    const std::string frame = oneCommand();
+    int refused_twice = 0;
+    for (const auto until = Clock::now() + std::chrono::seconds(20); refused_twice < 2 && Clock::now() < until;) {
+      if (::send(peer, frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL) == static_cast<ssize_t>(frame.size())) {
+        refused_twice = 0;
+      } else {
+        ++refused_twice;
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      }
+    }
+    ASSERT_EQ(refused_twice, 2) << "the server never stopped reading";
+    EXPECT_GT(app.applied(), 10);
+  }
+  const auto start = Clock::now();
+  server.reset();
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 5.0) << "the closing waited on the write";
+  ::close(peer);
 }
 
 }  // namespace

@@ -648,7 +648,7 @@ TEST_F(ControllerTest, AModelThatCannotBeOpenedIsSaidOnceAndTheProgressEnds) {
 }
 
 // A model_open given up before its model was read (another model_open, a run, maps given, model_close
-// came first): a script or a notebook's message that sent it hears so at once — a message heard
+// came before it was read): a script or a notebook's message that sent it hears so at once — a message heard
 // nothing and its notebook waited the channel's 600 s — and the window's own choice needs no word.
 TEST_F(ControllerTest, AModelOpenGivenUpBeforeItWasReadTellsItsSender) {
   struct Heard : CommandListener {
@@ -667,7 +667,7 @@ TEST_F(ControllerTest, AModelOpenGivenUpBeforeItWasReadTellsItsSender) {
   c.commands().push(std::move(sent));
   c.commands().push("model_open", {{"path", second}, {"num_heads", 2}});  // the user's, in the same frame
   c.update(0);
-  EXPECT_EQ(heard->refusal, "model_open " + first + ": not opened: another model_open came first (" + second + ")");
+  EXPECT_EQ(heard->refusal, "model_open " + first + ": not opened: another model_open (" + second + ") came before it was read");
   settle(c);
   ASSERT_TRUE(c.model().isOpen());
   EXPECT_EQ(c.model().model()->path, second);
@@ -681,7 +681,7 @@ TEST_F(ControllerTest, AModelOpenGivenUpBeforeItWasReadTellsItsSender) {
   const auto failures = c.takeFailures();
   ASSERT_EQ(failures.size(), 1u);
   EXPECT_EQ(failures[0].index, 3);
-  EXPECT_EQ(failures[0].message, "model_open " + first + ": not opened: model_close came first");
+  EXPECT_EQ(failures[0].message, "model_open " + first + ": not opened: model_close came before it was read");
 
   c.commands().push("model_open", {{"path", first}, {"num_heads", 2}});  // the user's own: the toast says it
   c.commands().push("model_close");
