@@ -57,8 +57,10 @@ HeadScoreRow headScoreRow(const float* w, int i, int visible, const TokenPattern
   if (i >= 1) row.previous = w[i - 1];
   for (int c = 0; c < patterns.copiesBefore(i); ++c) {
     const int k = patterns.copies(i)[c];
-    row.duplicate += w[k];
-    row.has_duplicate = true;
+    if (k >= 1) {  // the first position is the sink's: a head that only looks there is no duplicate head
+      row.duplicate += w[k];
+      row.has_duplicate = true;
+    }
     if (k + 1 <= i - 1) {
       row.induction += w[k + 1];
       row.has_induction = true;

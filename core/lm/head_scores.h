@@ -3,8 +3,9 @@
 // token ids t:
 //   previous_token  = mean over rows i ≥ 1 of αᵢ,ᵢ₋₁ (head statistics' mean_previous)
 //   first_token     = mean over rows of αᵢ,₀: the attention sink (head statistics' mean_first)
-//   duplicate_token = mean over rows i whose token appeared before of Σ αᵢⱼ over the earlier
-//                     keys j < i with tⱼ = tᵢ
+//   duplicate_token = mean over rows i whose token appeared before, after the first position, of
+//                     Σ αᵢⱼ over the earlier keys 1 ≤ j < i with tⱼ = tᵢ (position 0 is the sink's:
+//                     a sink head on "the cat sat on the mat" was labelled a duplicate head)
 //   induction       = mean over the rows i that have keys j = k + 1 ≤ i − 1 right after an earlier
 //                     copy k of tᵢ of Σ αᵢⱼ over those keys: "what came next last time" (a
 //                     repeated text makes the second half predictable)

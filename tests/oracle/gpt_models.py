@@ -177,8 +177,8 @@ def expected_scores(w, ids):
     dup, ind = [], []
     for i in range(T):
         earlier = [k for k in range(i) if ids[k] == ids[i]]
-        if earlier:
-            dup.append(sum(float(w[i, k]) for k in earlier))
+        if [k for k in earlier if k >= 1]:  # position 0 is the sink's
+            dup.append(sum(float(w[i, k]) for k in earlier if k >= 1))
         after = [k + 1 for k in earlier if k + 1 <= i - 1]
         if after:
             ind.append(sum(float(w[i, j]) for j in after))

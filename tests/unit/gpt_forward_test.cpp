@@ -441,6 +441,32 @@ TEST(HeadScores, LabelsNeedEightTokens) {
   }
 }
 
+// A sink on a text whose first token comes again ("the cat sat on the mat and the dog"): the first
+// position is the sink's, not an earlier copy, so its duplicate score is 0 — it scored 1.0 there
+// and was labelled a duplicate head.
+TEST(HeadScores, TheFirstPositionIsTheSinksNotADuplicate) {
+  const std::vector<int> ids = {1, 2, 3, 4, 1, 5, 6, 1, 7};  // the cat sat on the mat and the dog
+  const int T = static_cast<int>(ids.size());
+  Matrix sink = Matrix::Zero(T, T);
+  sink.col(0).setOnes();
+  const TokenPatterns patterns(ids);
+  std::vector<HeadScoreRow> rows;
+  for (int i = 0; i < T; ++i) rows.push_back(headScoreRow(sink.row(i).data(), i, i + 1, patterns));
+  HeadScores s = headScoresOfRows(rows.data(), T);
+  ASSERT_TRUE(s.has_duplicate);  // row 7 ("the") has a copy after the first position, row 4
+  EXPECT_FLOAT_EQ(s.duplicate_token, 0.0f);
+  EXPECT_STREQ(headLabel(s)->id, "first_token");
+  // A head on the earlier copies after the first: row 7 ("the") on row 4, the rows without one on key 0.
+  Matrix dup = sink;
+  dup.row(7).setZero();
+  dup(7, 4) = 1;
+  rows.clear();
+  for (int i = 0; i < T; ++i) rows.push_back(headScoreRow(dup.row(i).data(), i, i + 1, patterns));
+  s = headScoresOfRows(rows.data(), T);
+  ASSERT_TRUE(s.has_duplicate);
+  EXPECT_FLOAT_EQ(s.duplicate_token, 1.0f);  // row 7 only: row 4's one copy is position 0
+}
+
 TEST(ModelPass, TopNextTokens) {
   const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 3.0f, -1.0f};
   const auto top = topNextTokens(logits.data(), 5, 1.0, 3);
