@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <string_view>
 
 #include <sys/stat.h>
 
@@ -21,6 +22,9 @@
 #include "state/screenshot_paths.h"
 
 namespace attnscope {
+
+// Between a toast's note and the hint to make room after it ("Opened … · Text size 175 %: …").
+constexpr std::string_view kHintSeparator = "  ·  ";
 
 namespace fs = std::filesystem;
 
@@ -96,7 +100,7 @@ void Controller::update(double now) {
     if (toast_.hint_room == 0)
       toast_ = {};
     else
-      toast_.text.erase(toast_.hint_room - 1), toast_.hint_room = std::string::npos;  // and the space before it
+      toast_.text.erase(toast_.hint_room - kHintSeparator.size()), toast_.hint_room = std::string::npos;
   }
   // A lesson checked off the UI thread: it opens now, before the commands queued behind it.
   if (auto checked = lesson_check_.poll()) {
@@ -1294,7 +1298,7 @@ void Controller::notify(const std::string& text, double now) {
 
 // The hint to make room after the toast's note, where F10 can take it away again (hint_room).
 void Controller::appendHint(const std::string& hint) {
-  toast_.text += " ";
+  toast_.text += kHintSeparator;
   toast_.hint_room = toast_.text.size();
   toast_.text += hint;
 }
