@@ -9,6 +9,7 @@
 #include "widgets/flow_layout.h"
 #include "widgets/layout_dump.h"
 #include "widgets/theme.h"
+#include "widgets/typed_number.h"
 
 namespace attnscope {
 
@@ -156,7 +157,7 @@ void drawPiece(const HeaderPiece& p, const PanelContext& ctx, const ModelConfig&
     case Piece::Batch: {
       ImGui::SetNextItemWidth(px(kBatchSliderWidth));
       int b = shown_batch + 1;  // the trace keeps only the shown element's intermediates: a recompute
-      if (ImGui::SliderInt("batch element", &b, 1, m.batch_size) && b - 1 != v.batch)
+      if (sliderIntTyped("batch element", &b, 1, m.batch_size) && b - 1 != v.batch)
         cmd.push("select_batch", {{"index", b - 1}});
       layout().widget("batch_element");
       break;

@@ -15,6 +15,7 @@
 #include "widgets/layout_dump.h"
 #include "widgets/text.h"
 #include "widgets/theme.h"
+#include "widgets/typed_number.h"
 #include "widgets/value_cell.h"
 
 namespace attnscope {
@@ -191,8 +192,8 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
         };
         if (valueCell(v, 4, &shown, &refused, set)) set(v);
         if (!refused.empty())
-          cmd.refuse("Not applied: \"" + refused + "\" is no finite float32 number (token " + std::to_string(i + 1) + ", d" + std::to_string(c) +
-                     " keeps " + formatFixed(v, 4) + ")");
+          cmd.refuse(
+              typedRefusal(refused, "token " + std::to_string(i + 1) + ", d" + std::to_string(c), formatFixed(v, 4)));
         if (i < 8 && c < 8)
           layout().state()["inputs_text"][std::to_string(i) + "," + std::to_string(c)] = shown;  // tests
         if (ImGui::IsItemActivated()) cmd.push("select_token", {{"index", i}});

@@ -12,6 +12,7 @@
 #include "widgets/layout_dump.h"
 #include "widgets/text.h"
 #include "widgets/theme.h"
+#include "widgets/typed_number.h"
 
 namespace attnscope {
 
@@ -213,8 +214,10 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     int d_out = m.d_out;
     // The document fits num_heads to d_out (and brings the user's count back when d_out allows,
     // with a note): a drag from 2 to 14 passes 3, which 2 does not divide.
-    if (ImGui::SliderInt("##d_out", &d_out, 1, 64, "%d", ImGuiSliderFlags_AlwaysClamp) && d_out != m.d_out)
+    std::string refused;
+    if (sliderIntTyped("##d_out", &d_out, 1, 64, "%d", ImGuiSliderFlags_AlwaysClamp, &refused) && d_out != m.d_out)
       set(ctx, "d_out", d_out, "d_out");
+    if (!refused.empty()) ctx.commands.refuse(typedRefusal(refused, "d_out", std::to_string(m.d_out)));
     a.explain();
     layout().widget("d_out");
   }
@@ -243,10 +246,13 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     Applicability a(hasDropout(m.variant) ? nullptr : "Dropout appears in step 3 (causal attention) and later");
     label("dropout p");
     float p = static_cast<float>(m.dropout);
-    if (ImGui::SliderFloat("##dropout", &p, 0.0f, 1.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp)) {
+    std::string refused;
+    if (sliderFloatTyped("##dropout", &p, 0.0f, 1.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp, &refused)) {
       const double rounded = std::round(p * 100.0) / 100.0;  // the values a notebook would type
       if (rounded != m.dropout) set(ctx, "dropout", rounded, "dropout");
     }
+    if (!refused.empty())
+      ctx.commands.refuse(typedRefusal(refused, "dropout p", formatFixed(static_cast<float>(m.dropout), 2)));
     a.explain();
     layout().widget("dropout");
     flag(ctx, "training", "training mode", &ModelConfig::training, a);
@@ -319,8 +325,10 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   }
   label("batch size");
   int batch = m.batch_size;
-  if (ImGui::SliderInt("##batch", &batch, 1, 8, "%d", ImGuiSliderFlags_AlwaysClamp) && batch != m.batch_size)
+  std::string refused;
+  if (sliderIntTyped("##batch", &batch, 1, 8, "%d", ImGuiSliderFlags_AlwaysClamp, &refused) && batch != m.batch_size)
     set(ctx, "batch_size", batch, "batch_size");
+  if (!refused.empty()) ctx.commands.refuse(typedRefusal(refused, "batch size", std::to_string(m.batch_size)));
   layout().widget("batch_size");
 
   ImGui::Separator();
@@ -345,8 +353,8 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     Applicability a(exec.parallel ? nullptr : "Threads apply to the parallel path");
     label("threads");
     int threads = exec.threads;
-    if (ImGui::SliderInt("##threads", &threads, 0, 2 * resolveThreads(0), threads == 0 ? "all cores" : "%d",
-                         ImGuiSliderFlags_AlwaysClamp) &&
+    if (sliderIntTyped("##threads", &threads, 0, 2 * resolveThreads(0), threads == 0 ? "all cores" : "%d",
+                       ImGuiSliderFlags_AlwaysClamp) &&
         threads != exec.threads)
       ctx.commands.push("engine", {{"threads", threads}});
     a.explain();

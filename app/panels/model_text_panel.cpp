@@ -11,6 +11,7 @@
 #include "widgets/layout_dump.h"
 #include "widgets/text.h"
 #include "widgets/theme.h"
+#include "widgets/typed_number.h"
 
 namespace attnscope {
 
@@ -108,7 +109,7 @@ void layerSlider(const PanelContext& ctx, int layers, float right = 0) {
   ImGui::SameLine();
   int layer = ctx.model->layer() + 1;
   ImGui::SetNextItemWidth(right > 0 ? -right : -1);
-  if (ImGui::SliderInt("##layer", &layer, 1, layers, "%d", ImGuiSliderFlags_AlwaysClamp) &&
+  if (sliderIntTyped("##layer", &layer, 1, layers, "%d", ImGuiSliderFlags_AlwaysClamp) &&
       layer - 1 != ctx.model->layer())
     ctx.commands.push("select_layer", {{"layer", layer - 1}});
   layout().widget("model_layer");
@@ -490,8 +491,8 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
   ImGui::SameLine();
   float temperature = static_cast<float>(ctx.view.temperature);
   ImGui::SetNextItemWidth(-1);
-  if (ImGui::SliderFloat("##temperature", &temperature, 0.0f, static_cast<float>(kMaxTemperature),
-                         temperature == 0 ? "0 (greedy)" : "%.2f") &&
+  if (sliderFloatTyped("##temperature", &temperature, 0.0f, static_cast<float>(kMaxTemperature),
+                       temperature == 0 ? "0 (greedy)" : "%.2f") &&
       temperature != static_cast<float>(ctx.view.temperature))
     ctx.commands.push("view", {{"field", "temperature"}, {"value", std::round(temperature * 100) / 100}});
   layout().widget("model_temperature");

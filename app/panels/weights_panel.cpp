@@ -14,6 +14,7 @@
 #include "widgets/heatmap.h"
 #include "widgets/layout_dump.h"
 #include "widgets/theme.h"
+#include "widgets/typed_number.h"
 #include "widgets/value_cell.h"
 
 namespace attnscope {
@@ -172,8 +173,7 @@ void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width)
           };
           if (valueCell(v, 4, nullptr, &refused, set)) set(v);
           if (!refused.empty())
-            ctx.commands.refuse("Not applied: \"" + refused + "\" is no finite float32 number (" + t.name + "[" + str(i) + "][" + str(j) +
-                                "] keeps " + formatFixed(v, 4) + ")");
+            ctx.commands.refuse(typedRefusal(refused, t.name + "[" + str(i) + "][" + str(j) + "]", formatFixed(v, 4)));
           if (ImGui::IsItemHovered() && !ImGui::IsItemActive())
             ImGui::SetTooltip("%s", describeCell(t, k, i, j, m).c_str());
           layout().widget("param_" + t.name + "_" + str(i) + "_" + str(j));

@@ -10,7 +10,7 @@
 #include "widgets/fonts.h"
 #include "widgets/heatmap.h"
 #include "widgets/layout_dump.h"
-#include "widgets/value_cell.h"
+#include "widgets/typed_number.h"
 #include "widgets/theme.h"
 
 namespace attnscope {
@@ -141,7 +141,7 @@ void App::draw(double now, const CaptureFrame& capture) {
     ImGui::PopStyleVar(2);
   }
   if (!capture_view_) dialogs_.draw(ctx, ctl_.prompts());  // a capture shows the work, never a dialog
-  commitTypedCellIfGone();  // a cell typed into and no longer drawn: its value, not lost
+  commitTypedNumberIfGone();  // a cell typed into and no longer drawn: its value, not lost
 }
 
 // Side panels at their designed widths, which grow with the text size; the main area keeps at

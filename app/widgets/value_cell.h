@@ -19,11 +19,8 @@ float valueColumnWidth(float lo, float hi);
 // lets go of the keyboard (Enter, a click away; never a keystroke, and Escape keeps the value).
 // A typed text that is no finite float32 ("1e", "1e39") changes nothing and is put in `refused`.
 // `commit` applies a typed value where the cell stops being drawn before it lets go of the
-// keyboard (commitTypedCellIfGone).
+// keyboard (commitTypedNumberIfGone, widgets/typed_number.h).
 bool valueCell(float& value, int decimals = 4, std::string* shown = nullptr, std::string* refused = nullptr,
                const std::function<void(float)>& commit = {});
-// At the end of each frame, after every panel: the value typed into a cell that was not drawn in
-// this frame (its card scrolled out of view, its row gone) is applied by its `commit`, not lost.
-void commitTypedCellIfGone();
 
 }  // namespace attnscope

@@ -22,6 +22,7 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
   (Enter, Tab): not each keystroke (the field's own Ctrl+Z does not touch the workspace), not on
   Escape; "1e" is one message; a decimal comma is a point; F10 and Ctrl+Q while typing take the
   typed value first (xdotool).
+- The same for a slider typed into (d_out "14" does not pass d_out 1).
 - A message ("Saved …" after F12) ends with the next edit (+ token), not three seconds later.
 - A toast too long for the status bar beside its text (at 1280 px: a large text size's hint, a
   failed save's error) is a box above the bar, a short one stays in it: never over the status
@@ -414,6 +415,28 @@ def main():
                     print(f"  typed 0.125 on a clean workspace, Ctrl+Q: asked ({d['state']['prompt']}), cell {cell(d)}")
                     expect(abs(cell(d) - 0.125) < 1e-6 and d["state"]["dirty"], f"cell {cell(d)}, dirty {d['state']['dirty']}")
 
+            def typing_into_a_slider():
+                # The sliders the same (Ctrl+click types into them): "14" into d_out went 1 → 14,
+                # passing d_out 1, which moved the heads to 1 and said so.
+                app = start_ready(args.app, display.name, ["--open", os.path.join(presets, "multihead.json")])
+                with app:
+                    s0 = app.settled("the example")["state"]
+                    app.until(lambda attempt: app.ctrl_click("d_out"), "d_out typed into",
+                              lambda d: d["state"]["typing"], again=lambda: app.key("Escape"))
+                    app.key("ctrl+a")
+                    app.type("14")
+                    time.sleep(0.5)
+                    s = app.settled("typed, no Enter", lambda d: d["state"]["typing"])["state"]
+                    expect(s["d_out"] == s0["d_out"] and not s["can_undo"], f"a keystroke applied d_out {s['d_out']}")
+                    app.key("Return")
+                    s = app.settled("d_out 14", lambda d: d["state"]["d_out"] == 14)["state"]
+                    print(f"  typed 14 into d_out: d_out {s['d_out']}, num_heads {s['num_heads']}, toast {s['toast']!r}")
+                    expect(s["num_heads"] == s0["num_heads"] and "num_heads" not in s["toast"],
+                           f"num_heads {s['num_heads']}, toast {s['toast']!r}")
+                    app.key("ctrl+z")
+                    s = app.settled("undo", lambda d: d["state"]["d_out"] == s0["d_out"])["state"]
+                    expect(not s["can_undo"], "typing 14 made more than one undo step")
+
             def a_message_ends_with_the_next_change():
                 # A message says what the last change did: the next edit ends it ("Closed the
                 # model" stood under two presets); an edit that says something shows its own.
@@ -779,6 +802,7 @@ def main():
                 ("Ctrl+S while typing saves the typed value", ctrl_s_while_typing),
                 ("Tab and the arrows after typing into a cell", keys_after_an_edit),
                 ("a value typed into a cell: once, as the field lets go", typing_into_a_cell),
+                ("a value typed into a slider: once, as the field lets go", typing_into_a_slider),
                 ("a message ends with the next change", a_message_ends_with_the_next_change),
                 ("File › Open lesson's browser starts in the shipped lessons", lesson_browser),
                 ("PNG figures of the module's maps with their columns hidden", module_maps_as_png),

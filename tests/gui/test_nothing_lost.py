@@ -188,33 +188,26 @@ def main():
                 expect(code == 0 and os.path.exists(target), f"exit {code}, {target} written: {os.path.exists(target)}")
                 expect(abs(read_json(target)["embeddings"][1][0] - 0.77) < 1e-6, "the saved file does not hold the edit")
 
-                # Untitled, Save as cancelled: no quit, and a message.
-                app = interactive("quit-cancelled", [EDIT, {"do": "quit"}, {"do": "unsaved", "choice": "save"}])
-                with app:
-                    app.settled("the Save as dialog", lambda d: "file_cancel" in d["widgets"] and d["state"]["after_save"] == "quit")
-                    app.click("file_cancel")
-                    s = app.settled("the message", lambda d: "not quitting" in d["state"]["toast"])["state"]
-                    still_running(app, "Save as cancelled")
-                    print(f"  untitled, Save as cancelled: still open, {s['toast']!r}")
-                    expect(s["dirty"] and s["after_save"] == "", f"dirty {s['dirty']}, after_save {s['after_save']!r}")
-
-                # Escape is Cancel, as in any dialog: in the quit prompt and in the Save as dialog
-                # (it did nothing in either).
+                # Untitled, Save as cancelled (its Cancel, or Escape as in any dialog): no quit, and a
+                # message. Escape in the quit prompt cancels it (it did nothing in either).
+                for way in ("click", "Escape"):
+                    app = interactive(f"quit-cancelled-{way}", [EDIT, {"do": "quit"}, {"do": "unsaved", "choice": "save"}])
+                    with app:
+                        app.settled("the Save as dialog", lambda d: "file_cancel" in d["widgets"] and d["state"]["after_save"] == "quit")
+                        app.click("file_cancel") if way == "click" else app.key("Escape")
+                        s = app.settled("the message", lambda d: "not quitting" in d["state"]["toast"])["state"]
+                        still_running(app, f"Save as cancelled ({way})")
+                        print(f"  untitled, Save as cancelled ({way}): still open, {s['toast']!r}")
+                        expect(s["dirty"] and s["after_save"] == "" and "file_cancel" not in app.layout()["widgets"],
+                               f"dirty {s['dirty']}, after_save {s['after_save']!r}, or the dialog stayed")
                 app = interactive("quit-escape", [EDIT, {"do": "quit"}])
                 with app:
                     app.settled("the prompt", lambda d: "quit_save" in d["widgets"] and d["state"]["prompt"] == "quit")
                     app.key("Escape")
                     s = app.settled("the prompt gone", lambda d: "quit_save" not in d["widgets"])["state"]
                     still_running(app, "Escape in the quit prompt")
+                    print("  Escape in the quit prompt: cancelled, the work kept")
                     expect(s["dirty"] and s["prompt"] == "", f"dirty {s['dirty']}, prompt {s['prompt']!r}")
-                app = interactive("save-as-escape", [EDIT, {"do": "quit"}, {"do": "unsaved", "choice": "save"}])
-                with app:
-                    app.settled("the Save as dialog", lambda d: "file_cancel" in d["widgets"] and d["state"]["after_save"] == "quit")
-                    app.key("Escape")
-                    s = app.settled("the message", lambda d: "not quitting" in d["state"]["toast"])["state"]
-                    still_running(app, "Escape in the Save as dialog")
-                    expect("file_cancel" not in app.layout()["widgets"] and s["dirty"], "the dialog stayed, or the work went")
-                print("  Escape: the quit prompt and the Save as dialog cancelled, the work kept")
 
                 # The save fails (its folder is gone): no quit, and why.
                 folder = os.path.join(work, "gone")

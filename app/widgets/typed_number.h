@@ -1,0 +1,44 @@
+// Numbers typed into ImGui's drags and sliders (a Ctrl+click or double-click turns them into a
+// text field, ImGui 1.86), applied once: as the field lets go of the keyboard (Enter, Tab, a click
+// away, a key that acts while typing) — ImGui's field applies each keystroke, so "14" went 1 → 14
+// through the maps and a typed "0.7" through 0, and the field's own Ctrl+Z edited the workspace.
+// Escape keeps the value; a decimal comma is a point (ImGui's filter dropped it: "0,5" was 5); a
+// text that is no finite float32 number is refused; ImGui's operations on the shown value ("+0.1",
+// "*2", "/4") work. One field at a time has the keyboard, so one record serves every field.
+#pragma once
+#include <imgui.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace attnscope {
+
+// Call right before the drag or slider `id`: true when it is being typed into (its keystrokes are
+// then not to be applied), and a comma typed this frame becomes a point.
+bool beforeTypedNumber(ImGuiID id);
+// Call right after it, with what beforeTypedNumber said: the number typed, once, in the frame the
+// field lets go of the keyboard; nullopt otherwise (nothing typed, Escape, or a text that is no
+// number, which is then put in `refused`). `commit` applies the typed number where the field stops
+// being drawn before it lets go (commitTypedNumberIfGone).
+std::optional<double> afterTypedNumber(ImGuiID id, bool typing_before, std::string* refused = nullptr,
+                                       const std::function<void(double)>& commit = {});
+// Whether the field is being typed into after the call (its keystrokes are not to be applied).
+bool typingInto(ImGuiID id);
+// At the end of each frame, after every panel: the number typed into a field that was not drawn in
+// this frame (its card scrolled out of view, its row gone, its panel hidden) is applied by its
+// `commit`, not lost.
+void commitTypedNumberIfGone();
+
+// SliderInt and SliderFloat whose typed values apply once (above); `refused` as afterTypedNumber.
+// True when *v changed in this frame: a drag step, or a typed value (rounded, clamped to lo … hi).
+bool sliderIntTyped(const char* label, int* v, int lo, int hi, const char* format = "%d", ImGuiSliderFlags flags = 0,
+                    std::string* refused = nullptr);
+bool sliderFloatTyped(const char* label, float* v, float lo, float hi, const char* format = "%.3f",
+                      ImGuiSliderFlags flags = 0, std::string* refused = nullptr);
+
+// The one message for a typed text that is no number: "Not applied: "1e" is no finite float32
+// number (d_out keeps 6)".
+std::string typedRefusal(const std::string& text, const std::string& what, const std::string& keeps);
+
+}  // namespace attnscope
