@@ -193,7 +193,7 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
         if (valueCell(v, 4, &shown, &refused, set)) set(v);
         if (!refused.empty())
           cmd.refuse(
-              typedRefusal(refused, "token " + std::to_string(i + 1) + ", d" + std::to_string(c), formatFixed(v, 4)));
+              typedRefusal(refused, "token " + std::to_string(i + 1) + ", d" + std::to_string(c), cellText(v, 4)));
         if (i < 8 && c < 8)
           layout().state()["inputs_text"][std::to_string(i) + "," + std::to_string(c)] = shown;  // tests
         if (ImGui::IsItemActivated()) cmd.push("select_token", {{"index", i}});

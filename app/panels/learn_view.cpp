@@ -12,6 +12,7 @@
 #include "widgets/layout_dump.h"
 #include "widgets/text.h"
 #include "widgets/theme.h"
+#include "widgets/typed_number.h"
 
 namespace attnscope {
 
@@ -222,6 +223,7 @@ void LearnView::form(const PanelContext& ctx, bool running) {
     flow(w, false);
     double lr = form_.contains("lr") ? form_["lr"].get<double>() : shown["lr"].get<double>();
     ImGui::SetNextItemWidth(field_w * 1.3f);
+    const DecimalCommaAsPoint points(ImGui::GetID("learning rate"));  // "0,001" was 1
     if (ImGui::InputDouble("learning rate", &lr, 0, 0, "%g")) form_["lr"] = lr;
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("learning rate (lr in a task's JSON)");
   }

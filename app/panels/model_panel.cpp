@@ -215,7 +215,9 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     // The document fits num_heads to d_out (and brings the user's count back when d_out allows,
     // with a note): a drag from 2 to 14 passes 3, which 2 does not divide.
     std::string refused;
-    if (sliderIntTyped("##d_out", &d_out, 1, 64, "%d", ImGuiSliderFlags_AlwaysClamp, &refused) && d_out != m.d_out)
+    const auto commit = [queue = &ctx.commands](int v) { queue->push("set", {{"field", "d_out"}, {"value", v}}); };
+    if (sliderIntTyped("##d_out", &d_out, 1, 64, "%d", ImGuiSliderFlags_AlwaysClamp, &refused, commit) &&
+        d_out != m.d_out)
       set(ctx, "d_out", d_out, "d_out");
     if (!refused.empty()) ctx.commands.refuse(typedRefusal(refused, "d_out", std::to_string(m.d_out)));
     a.explain();
@@ -247,10 +249,13 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     label("dropout p");
     float p = static_cast<float>(m.dropout);
     std::string refused;
-    if (sliderFloatTyped("##dropout", &p, 0.0f, 1.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp, &refused)) {
-      const double rounded = std::round(p * 100.0) / 100.0;  // the values a notebook would type
-      if (rounded != m.dropout) set(ctx, "dropout", rounded, "dropout");
-    }
+    const auto rounded = [](float v) { return std::round(v * 100.0) / 100.0; };  // the values a notebook would type
+    const auto commit = [queue = &ctx.commands, rounded](float v) {
+      queue->push("set", {{"field", "dropout"}, {"value", rounded(v)}});
+    };
+    if (sliderFloatTyped("##dropout", &p, 0.0f, 1.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp, &refused, commit) &&
+        rounded(p) != m.dropout)
+      set(ctx, "dropout", rounded(p), "dropout");
     if (!refused.empty())
       ctx.commands.refuse(typedRefusal(refused, "dropout p", formatFixed(static_cast<float>(m.dropout), 2)));
     a.explain();
@@ -326,7 +331,9 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   label("batch size");
   int batch = m.batch_size;
   std::string refused;
-  if (sliderIntTyped("##batch", &batch, 1, 8, "%d", ImGuiSliderFlags_AlwaysClamp, &refused) && batch != m.batch_size)
+  const auto commit = [queue = &ctx.commands](int v) { queue->push("set", {{"field", "batch_size"}, {"value", v}}); };
+  if (sliderIntTyped("##batch", &batch, 1, 8, "%d", ImGuiSliderFlags_AlwaysClamp, &refused, commit) &&
+      batch != m.batch_size)
     set(ctx, "batch_size", batch, "batch_size");
   if (!refused.empty()) ctx.commands.refuse(typedRefusal(refused, "batch size", std::to_string(m.batch_size)));
   layout().widget("batch_size");
@@ -353,10 +360,12 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     Applicability a(exec.parallel ? nullptr : "Threads apply to the parallel path");
     label("threads");
     int threads = exec.threads;
+    std::string refused;
     if (sliderIntTyped("##threads", &threads, 0, 2 * resolveThreads(0), threads == 0 ? "all cores" : "%d",
-                       ImGuiSliderFlags_AlwaysClamp) &&
+                       ImGuiSliderFlags_AlwaysClamp, &refused) &&
         threads != exec.threads)
       ctx.commands.push("engine", {{"threads", threads}});
+    if (!refused.empty()) ctx.commands.refuse(typedRefusal(refused, "threads", std::to_string(exec.threads)));
     a.explain();
     layout().widget("threads");
   }

@@ -173,7 +173,7 @@ void WeightsPanel::card(const PanelContext& ctx, std::size_t index, float width)
           };
           if (valueCell(v, 4, nullptr, &refused, set)) set(v);
           if (!refused.empty())
-            ctx.commands.refuse(typedRefusal(refused, t.name + "[" + str(i) + "][" + str(j) + "]", formatFixed(v, 4)));
+            ctx.commands.refuse(typedRefusal(refused, t.name + "[" + str(i) + "][" + str(j) + "]", cellText(v, 4)));
           if (ImGui::IsItemHovered() && !ImGui::IsItemActive())
             ImGui::SetTooltip("%s", describeCell(t, k, i, j, m).c_str());
           layout().widget("param_" + t.name + "_" + str(i) + "_" + str(j));

@@ -100,7 +100,7 @@ void Controller::update(double now) {
     if (toast_.hint_room == 0)
       toast_ = {};
     else
-      toast_.text.erase(toast_.hint_room - kHintSeparator.size()), toast_.hint_room = std::string::npos;
+      toast_.text = toastNote(), toast_.hint_room = std::string::npos;
   }
   // A lesson checked off the UI thread: it opens now, before the commands queued behind it.
   if (auto checked = lesson_check_.poll()) {
@@ -330,8 +330,7 @@ void Controller::applyToDocument(const Command& c, double now) {
                          (doc_.file().empty() ? std::string("untitled") : fs::path(doc_.file()).filename().string()) +
                          autosavedAt(c.text("path")) + "): Ctrl+S saves it.";
       if (!toast_.text.empty() && now < toast_.until && toast_.hint_room != 0)  // the note, not the hint
-        text += " " +
-                toast_.text.substr(0, toast_.hint_room == std::string::npos ? std::string::npos : toast_.hint_room - 1);
+        text += " " + toastNote();
       notify(text, now);
     }
     return;
@@ -1294,6 +1293,12 @@ void Controller::notify(const std::string& text, double now) {
   toast_ = {text, false, now + 12.0};
   ++messages_shown_;
   if (!hint.empty()) appendHint(hint);
+}
+
+// The toast's note, without the hint to make room after it.
+std::string Controller::toastNote() const {
+  if (toast_.hint_room == std::string::npos) return toast_.text;
+  return toast_.text.substr(0, toast_.hint_room >= kHintSeparator.size() ? toast_.hint_room - kHintSeparator.size() : 0);
 }
 
 // The hint to make room after the toast's note, where F10 can take it away again (hint_room).

@@ -234,6 +234,7 @@ class Controller {
   void applied(const Command& c, bool started);  // started: apply() returned (else: finished later)
   void showToast(const std::string& text, bool error, double now);
   void endProgress();
+  std::string toastNote() const;  // the toast's text without the hint to make room (kHintSeparator)
   // The model being read is given up, `why` ("another model_open (…) came before it was read"), for
   // the command `by`: a script or a message that sent its model_open hears it was not opened (a
   // notebook waited 600 s for a reply), unless `by` is its own later command.

@@ -44,13 +44,32 @@ std::optional<double> typedNumber(const std::string& text, const std::string& in
 
 }  // namespace
 
-bool beforeTypedNumber(ImGuiID id) {
-  const bool typing = ImGui::TempInputIsActive(id);
-  if (typing)
-    for (ImWchar& ch : ImGui::GetIO().InputQueueCharacters)
-      if (ch == ',') ch = '.';
-  return typing;
+// The clipboard as the window gives it, while a number field's paste reads it with points.
+const char* (*window_clipboard)(void*) = nullptr;
+
+const char* clipboardWithPoints(void* user) {
+  static std::string text;  // ImGui copies it at once
+  const char* got = window_clipboard != nullptr ? window_clipboard(user) : nullptr;
+  text = got != nullptr ? got : "";
+  std::replace(text.begin(), text.end(), ',', '.');
+  return text.c_str();
 }
+
+DecimalCommaAsPoint::DecimalCommaAsPoint(ImGuiID id) {
+  if (ImGui::GetActiveID() != id) return;
+  ImGuiIO& io = ImGui::GetIO();
+  for (ImWchar& ch : io.InputQueueCharacters)
+    if (ch == ',') ch = '.';
+  window_clipboard = io.GetClipboardTextFn;
+  io.GetClipboardTextFn = clipboardWithPoints;
+  swapped_ = true;
+}
+
+DecimalCommaAsPoint::~DecimalCommaAsPoint() {
+  if (swapped_) ImGui::GetIO().GetClipboardTextFn = window_clipboard;
+}
+
+bool beforeTypedNumber(ImGuiID id) { return ImGui::TempInputIsActive(id); }
 
 bool typingInto(ImGuiID id) { return ImGui::TempInputIsActive(id); }
 
@@ -87,16 +106,24 @@ namespace {
 
 // A slider of T (ImGui's SliderInt or SliderFloat as `slider`) whose typed value applies once.
 template <class T, class Slider>
-bool sliderTyped(const char* label, T* v, T lo, T hi, std::string* refused, Slider slider) {
+bool sliderTyped(const char* label, T* v, T lo, T hi, std::string* refused, const std::function<void(T)>& commit,
+                 Slider slider) {
   const ImGuiID id = ImGui::GetID(label);
+  const auto fit = [lo, hi](double typed) {  // rounded (an int's) and clamped, as the slider's own values
+    const double in = std::clamp(typed, static_cast<double>(lo), static_cast<double>(hi));
+    return static_cast<T>(std::is_integral_v<T> ? std::round(in) : in);
+  };
   const bool typing = beforeTypedNumber(id);
   T live = *v;
-  const bool dragged = slider(&live);
-  const std::optional<double> typed = afterTypedNumber(id, typing, refused);
-  if (typed) {
-    const double in = std::clamp(*typed, static_cast<double>(lo), static_cast<double>(hi));
-    live = static_cast<T>(std::is_integral_v<T> ? std::round(in) : in);
+  bool dragged = false;
+  {
+    const DecimalCommaAsPoint points(id);
+    dragged = slider(&live);
   }
+  std::function<void(double)> commit_typed;  // kept while typed into (a frame later maybe): copies
+  if (commit && (typing || typingInto(id))) commit_typed = [commit, fit](double typed) { commit(fit(typed)); };
+  const std::optional<double> typed = afterTypedNumber(id, typing, refused, commit_typed);
+  if (typed) live = fit(*typed);
   if (!typed && (typing || typingInto(id) || !dragged)) return false;  // keystrokes are not applied
   const bool changed = live != *v;
   *v = live;
@@ -106,14 +133,14 @@ bool sliderTyped(const char* label, T* v, T lo, T hi, std::string* refused, Slid
 }  // namespace
 
 bool sliderIntTyped(const char* label, int* v, int lo, int hi, const char* format, ImGuiSliderFlags flags,
-                    std::string* refused) {
-  return sliderTyped(label, v, lo, hi, refused,
+                    std::string* refused, const std::function<void(int)>& commit) {
+  return sliderTyped(label, v, lo, hi, refused, commit,
                      [&](int* live) { return ImGui::SliderInt(label, live, lo, hi, format, flags); });
 }
 
 bool sliderFloatTyped(const char* label, float* v, float lo, float hi, const char* format, ImGuiSliderFlags flags,
-                      std::string* refused) {
-  return sliderTyped(label, v, lo, hi, refused,
+                      std::string* refused, const std::function<void(float)>& commit) {
+  return sliderTyped(label, v, lo, hi, refused, commit,
                      [&](float* live) { return ImGui::SliderFloat(label, live, lo, hi, format, flags); });
 }
 

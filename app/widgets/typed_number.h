@@ -14,8 +14,21 @@
 
 namespace attnscope {
 
+// While it lives (across a number field's call), a decimal comma typed or pasted into the field
+// `id`, if it has the keyboard, is a point: ImGui's number filter dropped it ("0,5" was 5).
+class DecimalCommaAsPoint {
+ public:
+  explicit DecimalCommaAsPoint(ImGuiID id);
+  ~DecimalCommaAsPoint();
+  DecimalCommaAsPoint(const DecimalCommaAsPoint&) = delete;
+  DecimalCommaAsPoint& operator=(const DecimalCommaAsPoint&) = delete;
+
+ private:
+  bool swapped_ = false;
+};
+
 // Call right before the drag or slider `id`: true when it is being typed into (its keystrokes are
-// then not to be applied), and a comma typed this frame becomes a point.
+// then not to be applied).
 bool beforeTypedNumber(ImGuiID id);
 // Call right after it, with what beforeTypedNumber said: the number typed, once, in the frame the
 // field lets go of the keyboard; nullopt otherwise (nothing typed, Escape, or a text that is no
@@ -30,12 +43,14 @@ bool typingInto(ImGuiID id);
 // `commit`, not lost.
 void commitTypedNumberIfGone();
 
-// SliderInt and SliderFloat whose typed values apply once (above); `refused` as afterTypedNumber.
-// True when *v changed in this frame: a drag step, or a typed value (rounded, clamped to lo … hi).
+// SliderInt and SliderFloat whose typed values apply once (above); `refused` and `commit` as
+// afterTypedNumber's (`commit` gets the value rounded and clamped). True when *v changed in this
+// frame: a drag step, or a typed value (rounded, clamped to lo … hi).
 bool sliderIntTyped(const char* label, int* v, int lo, int hi, const char* format = "%d", ImGuiSliderFlags flags = 0,
-                    std::string* refused = nullptr);
+                    std::string* refused = nullptr, const std::function<void(int)>& commit = {});
 bool sliderFloatTyped(const char* label, float* v, float lo, float hi, const char* format = "%.3f",
-                      ImGuiSliderFlags flags = 0, std::string* refused = nullptr);
+                      ImGuiSliderFlags flags = 0, std::string* refused = nullptr,
+                      const std::function<void(float)>& commit = {});
 
 // The one message for a typed text that is no number: "Not applied: "1e" is no finite float32
 // number (d_out keeps 6)".

@@ -16,11 +16,7 @@ namespace attnscope {
 
 int shownValueColumns(int cols, int extra) { return std::min(cols, 64 - extra); }
 
-namespace {
-// A value as its cell shows it: `decimals` decimals, and three significant digits from a million on
-// (3.4e38 took 40 digits and pushed the other columns out of view).
 std::string cellText(float v, int decimals) { return std::fabs(v) >= 1e6f ? formatShort(v) : formatFixed(v, decimals); }
-}  // namespace
 
 float valueColumnWidth(float lo, float hi) {
   const float widest = std::max(ImGui::CalcTextSize(cellText(lo, 4).c_str()).x,
@@ -43,7 +39,11 @@ bool valueCell(float& value, int decimals, std::string* shown, std::string* refu
   // once, as the field lets go of the keyboard (widgets/typed_number.h).
   const bool typing_before = beforeTypedNumber(id);
   float live = value;
-  const bool dragged = ImGui::DragFloat("##v", &live, 0.005f, 0, 0, format);
+  bool dragged = false;
+  {
+    const DecimalCommaAsPoint points(id);
+    dragged = ImGui::DragFloat("##v", &live, 0.005f, 0, 0, format);
+  }
   bool changed = dragged && !typing_before && !typingInto(id);
   if (changed) value = live;
   std::function<void(double)> commit_typed;  // kept while typed into (a frame later maybe): a copy

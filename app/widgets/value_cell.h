@@ -13,6 +13,10 @@ int shownValueColumns(int cols, int extra);
 // (a minus sign takes room only when some value is negative, "10.0000" more than "0.4300").
 float valueColumnWidth(float lo, float hi);
 
+// A value as its cell shows it: `decimals` decimals (a true minus), and three significant digits
+// from a million on (3.4e38 took 40 digits and pushed the other columns out of view).
+std::string cellText(float v, int decimals = 4);
+
 // One number as a drag field filling its table cell, with `decimals` decimals (the maps' 4 by
 // default) and a true minus, as every number of the app; `shown`, if given, gets the text drawn.
 // True when the user changed `value` in this frame: a drag step, or a typed value once the field

@@ -316,3 +316,32 @@ class PixelChecker:
                 self.failures.append(
                     f"{entry['id']} cell ({i},{j}) v={m[i, j]!r} at pixel ({x},{y}): got {got[:3]}, "
                     f"expected {want} ({cmap} over [{lo}, {hi}])")
+
+
+class Clipboard:
+    """xclip owning the display's CLIPBOARD selection with `text`, in the foreground (-quiet) so
+    that it can be stopped; it answers every request until then."""
+
+    def __init__(self, display, text):
+        if shutil.which("xclip") is None:
+            raise AssertionError("xclip not found: install the Debian package xclip (debian-packages.txt [test])")
+        env = dict(os.environ, DISPLAY=display)
+        self.proc = subprocess.Popen(["xclip", "-quiet", "-selection", "clipboard", "-i"], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc.stdin.write(text.encode())
+        self.proc.stdin.close()
+        # Owned once xclip -o reads it back.
+        for _ in range(100):
+            out = subprocess.run(["xclip", "-o", "-selection", "clipboard"], env=env, capture_output=True, timeout=10)
+            if out.returncode == 0 and out.stdout.decode() == text:
+                return
+        raise AssertionError("xclip did not take the clipboard")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        return False

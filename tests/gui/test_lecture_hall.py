@@ -20,8 +20,8 @@ Headless runs (`attnscope --commands … --screenshot … --dump-layout …`, on
   the typed value (xdotool).
 - A value typed into an embedding cell is applied once, when the field lets go of the keyboard
   (Enter, Tab): not each keystroke (the field's own Ctrl+Z does not touch the workspace), not on
-  Escape; "1e" is one message; a decimal comma is a point; F10 and Ctrl+Q while typing take the
-  typed value first (xdotool).
+  Escape; "1e" is one message; a decimal comma typed or pasted is a point; F10 and Ctrl+Q while
+  typing take the typed value first (xdotool, xclip).
 - The same for a slider typed into (d_out "14" does not pass d_out 1).
 - A message ("Saved …" after F12) ends with the next edit (+ token), not three seconds later.
 - A toast too long for the status bar beside its text (at 1280 px: a large text size's hint, a
@@ -64,6 +64,7 @@ import time
 from PIL import Image, ImageGrab
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gui_common import Clipboard  # noqa: E402
 from test_teaching import (App, Display, STEP_TIMEOUT, arguments, describe, run_checks,  # noqa: E402
                            start_ready, write_commands)
 
@@ -394,6 +395,16 @@ def main():
                     d = app.settled("the typed value, Tab", lambda d: not d["state"]["typing"])
                     print(f"  typed 0,375, Tab: cell {cell(d)}")
                     expect(abs(cell(d) - 0.375) < 1e-6, f"0,375 then Tab: cell {cell(d)}")
+                    app.key("ctrl+z")
+                    app.settled("undo", lambda d: cell(d) == before)
+
+                    with Clipboard(display.name, "0,625"):  # pasted: the comma a point too
+                        open_cell(app)
+                        app.key("ctrl+v")
+                        app.key("Return")
+                        d = app.settled("the pasted value", lambda d: not d["state"]["typing"])
+                    print(f"  pasted 0,625, Enter: cell {cell(d)}")
+                    expect(abs(cell(d) - 0.625) < 1e-6, f"0,625 pasted: cell {cell(d)}")
                     app.key("ctrl+z")
                     app.settled("undo", lambda d: cell(d) == before)
 

@@ -19,7 +19,6 @@ Usage: test_paste_embeddings.py --app APP --cli CLI --presets PRESETS_DIR
 """
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -27,6 +26,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oracle"))
+from gui_common import Clipboard  # noqa: E402
 from test_teaching import Display, arguments, preset_copy, run_checks, run_commands, start_ready  # noqa: E402
 
 import torch  # noqa: E402
@@ -39,35 +39,6 @@ SEED_CLASSES = load_seed_classes()
 def expect(cond, message):
     if not cond:
         raise AssertionError(message)
-
-
-class Clipboard:
-    """xclip owning the display's CLIPBOARD selection with `text`, in the foreground (-quiet) so
-    that it can be stopped; it answers every request until then."""
-
-    def __init__(self, display, text):
-        if shutil.which("xclip") is None:
-            raise AssertionError("xclip not found: install the Debian package xclip (debian-packages.txt [test])")
-        env = dict(os.environ, DISPLAY=display)
-        self.proc = subprocess.Popen(["xclip", "-quiet", "-selection", "clipboard", "-i"], env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.proc.stdin.write(text.encode())
-        self.proc.stdin.close()
-        # Owned once xclip -o reads it back.
-        for _ in range(100):
-            out = subprocess.run(["xclip", "-o", "-selection", "clipboard"], env=env, capture_output=True, timeout=10)
-            if out.returncode == 0 and out.stdout.decode() == text:
-                return
-        raise AssertionError("xclip did not take the clipboard")
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(10)
-        return False
 
 
 def torch_output(workspace, batch):

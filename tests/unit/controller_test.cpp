@@ -711,6 +711,21 @@ TEST_F(ControllerTest, TheWindowTitleIsOneLine) {
   EXPECT_EQ(c.windowTitle(), "attnscope — two?lines?and a bell?.json");
 }
 
+// A note and the hint to make room after it ("Opened wide  ·  Text size 175 %: …"): F10 takes the
+// hint away and leaves the note whole (its last character went with the old one-space separator's
+// cut once the separator grew).
+TEST_F(ControllerTest, PresentationTakesTheHintAwayAndLeavesTheNoteWhole) {
+  ControllerHooks hooks;
+  hooks.cramped = [] { return true; };
+  Controller c = make("", std::move(hooks));
+  c.notify("Opened wide (2 layers)", 0);
+  c.hintIfCramped(0, true);
+  EXPECT_EQ(c.toast().text.rfind("Opened wide (2 layers)  ·  Text size ", 0), 0u) << c.toast().text;
+  user(c, "view", {{"field", "presentation"}, {"value", true}});
+  c.update(0);
+  EXPECT_EQ(c.toast().text, "Opened wide (2 layers)");
+}
+
 TEST(KeyBindings, LessonKeysTurnPagesOnlyWithALessonOpen) {
   KeyContext lesson;
   lesson.lesson = true;
@@ -774,7 +789,7 @@ TEST(KeyBindings, MenusAndHelpShowTheTablesKeys) {
     if (b.scope == KeyScope::Typing) continue;  // no command: the field lets go
     EXPECT_NE(findCommand(b.command), nullptr) << b.label;
   }
-  EXPECT_TRUE(has("Tab, Shift+Tab: while typing a value: apply it, as Enter does"));
+  EXPECT_TRUE(has("Tab, Shift+Tab: while typing a number: apply it, as Enter does"));
 }
 
 }  // namespace
