@@ -1298,7 +1298,8 @@ void Controller::notify(const std::string& text, double now) {
 // The toast's note, without the hint to make room after it.
 std::string Controller::toastNote() const {
   if (toast_.hint_room == std::string::npos) return toast_.text;
-  return toast_.text.substr(0, toast_.hint_room >= kHintSeparator.size() ? toast_.hint_room - kHintSeparator.size() : 0);
+  return toast_.text.substr(0,
+                            toast_.hint_room >= kHintSeparator.size() ? toast_.hint_room - kHintSeparator.size() : 0);
 }
 
 // The hint to make room after the toast's note, where F10 can take it away again (hint_room).
