@@ -10,6 +10,7 @@
 
 #include "engine/errors.h"
 #include "formats/json_reading.h"
+#include "formats/zip_archive.h"  // printableName
 
 namespace attnscope {
 
@@ -56,7 +57,7 @@ void substitute(json& j, const std::vector<ChannelHeader::Tensor>& tensors, cons
         used.insert(name);
         return;
       }
-    throw InputError("tensor " + name + ": not one of the message's tensors");
+    throw InputError("tensor " + printableName(name) + ": not one of the message's tensors");
   }
   if (j.is_object() || j.is_array())
     for (json& v : j) substitute(v, tensors, payload, used, depth + 1);
@@ -68,7 +69,7 @@ const ChannelHeader::Tensor& tensorNamed(const std::vector<ChannelHeader::Tensor
   if (!ref["tensor"].is_string()) throw InputError("{\"tensor\": …}: expected the name of a tensor of the message");
   for (const ChannelHeader::Tensor& t : tensors)
     if (t.name == ref["tensor"].get<std::string>()) return t;
-  throw InputError("tensor " + ref["tensor"].get<std::string>() + ": not one of the message's tensors");
+  throw InputError("tensor " + printableName(ref["tensor"].get<std::string>()) + ": not one of the message's tensors");
 }
 
 // A tensor as a workspace member's numbers (formats/json_reading.h's NumberArray), checked as the
@@ -78,7 +79,7 @@ NumberArray arrayOf(const ChannelHeader::Tensor& t, const std::uint8_t* payload,
                     bool embeddings, const Limits& limits) {
   const std::size_t rank = t.shape.size();
   if (rank == 0 || rank > 2 || (embeddings && rank != 2))
-    throw InputError(field + ": tensor " + t.name + " has " + str(rank) + " dimensions, expected " +
+    throw InputError(field + ": tensor " + printableName(t.name) + " has " + str(rank) + " dimensions, expected " +
                      (embeddings ? "T × d_in" : "a matrix or a bias"));
   NumberArray a;
   a.rows = rank == 2;
@@ -86,7 +87,7 @@ NumberArray arrayOf(const ChannelHeader::Tensor& t, const std::uint8_t* payload,
   a.col_count = static_cast<std::size_t>(t.shape[rank - 1]);
   const std::size_t max_rows = static_cast<std::size_t>(embeddings ? limits.max_tokens : limits.max_dim);
   if (a.row_count > max_rows || a.col_count > static_cast<std::size_t>(limits.max_dim))
-    throw InputError(field + ": tensor " + t.name + " of " + str(a.row_count) + " × " + str(a.col_count) +
+    throw InputError(field + ": tensor " + printableName(t.name) + " of " + str(a.row_count) + " × " + str(a.col_count) +
                      " exceeds the limits of " + str(max_rows) + " rows and " +
                      str(static_cast<std::size_t>(limits.max_dim)) + " columns");
   a.values.resize(t.values);
@@ -169,7 +170,7 @@ ChannelHeader parseChannelHeader(const std::string& json_text, const Limits& lim
     ChannelHeader::Tensor tensor;
     tensor.name = t["name"].get<std::string>();
     if (tensor.name.empty() || tensor.name.size() > 256) throw InputError(where + ".name: 1 to 256 characters");
-    if (!names.insert(tensor.name).second) throw InputError(where + ".name: " + tensor.name + " is given twice");
+    if (!names.insert(tensor.name).second) throw InputError(where + ".name: " + printableName(tensor.name) + " is given twice");
     if (t["shape"].size() > static_cast<std::size_t>(kMaxTensorRank))
       throw InputError(where + ".shape: at most " + str(kMaxTensorRank) + " dimensions");
     std::size_t numel = 1;
@@ -202,7 +203,7 @@ std::vector<Command> channelCommands(const ChannelHeader& header, const std::uin
     for (std::size_t i = 0; i < t.values; ++i) {
       const float f = floatAt(payload + t.offset + i * 4);
       if (!(std::fabs(f) <= std::numeric_limits<float>::max()))
-        throw InputError("tensor " + t.name + ": value " + str(i) + " is not finite");
+        throw InputError("tensor " + printableName(t.name) + ": value " + str(i) + " is not finite");
     }
   json commands = header.commands;
   std::set<std::string> used;
@@ -214,7 +215,7 @@ std::vector<Command> channelCommands(const ChannelHeader& header, const std::uin
         // shape in "shape".
         const ChannelHeader::Tensor& t = tensorNamed(header.tensors, c["maps"]);
         if (t.shape.size() < 3 || t.shape.size() > 4 || t.shape[t.shape.size() - 1] != t.shape[t.shape.size() - 2])
-          throw InputError("maps: tensor " + t.name + " is not [heads, T, T] or [layers, heads, T, T]");
+          throw InputError("maps: tensor " + printableName(t.name) + " is not [heads, T, T] or [layers, heads, T, T]");
         NumberArray a;
         a.rows = true;
         a.col_count = static_cast<std::size_t>(t.shape.back());
@@ -237,7 +238,7 @@ std::vector<Command> channelCommands(const ChannelHeader& header, const std::uin
       throw InputError("command " + str(i) + ": " + e.what());
     }
   for (const ChannelHeader::Tensor& t : header.tensors)
-    if (!used.count(t.name)) throw InputError("tensor " + t.name + ": sent but no command uses it");
+    if (!used.count(t.name)) throw InputError("tensor " + printableName(t.name) + ": sent but no command uses it");
   std::vector<Command> out = commandsOf(commands);
   for (std::size_t i = 0; i < out.size(); ++i) out[i].arrays = std::move(arrays[i]);
   return out;

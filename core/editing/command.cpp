@@ -305,7 +305,7 @@ std::vector<Command> commandsOf(const nlohmann::json& j) {
       out.push_back(parseCommand(j[i]));
     } catch (const InputError& e) {
       const std::string name = j[i].is_object() && j[i].contains("do") && j[i]["do"].is_string()
-                                   ? " (" + j[i]["do"].get<std::string>() + ")"
+                                   ? " (" + printableName(j[i]["do"].get<std::string>()) + ")"
                                    : "";
       throw InputError("command " + std::to_string(i) + name + ": " + e.what());
     }
