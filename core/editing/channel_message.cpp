@@ -145,7 +145,7 @@ ChannelHeader parseChannelHeader(const std::string& json_text, const Limits& lim
   if (!j.is_object()) throw InputError("message: expected a JSON object {\"commands\": […]}");
   for (auto it = j.begin(); it != j.end(); ++it)
     if (it.key() != "commands" && it.key() != "tensors")
-      throw InputError("message." + it.key() + ": unknown field (expected commands, tensors)");
+      throw InputError("message." + printableName(it.key()) + ": unknown field (expected commands, tensors)");
   if (!j.contains("commands") || !j["commands"].is_array())
     throw InputError("message.commands: required, an array of commands");
   if (j["commands"].empty()) throw InputError("message.commands: empty");

@@ -266,7 +266,7 @@ Command makeCommand(const std::string& name, nlohmann::json args) {
     if (!spec) {
       std::string known;
       for (const CommandArg& a : info->args) known += (known.empty() ? "" : ", ") + std::string(a.name);
-      throw InputError(it.key() + ": unknown argument" +
+      throw InputError(printableName(it.key()) + ": unknown argument" +
                        (known.empty() ? " (this command takes none)" : " (expected " + known + ")"));
     }
     if (!matches(it.value(), spec->type))
