@@ -206,18 +206,10 @@ int main(int argc, char** argv) {
     for (const AppWindow::Press& key : window.takeKeys()) {  // the binding table (state/key_bindings.h)
       const KeyContext context{key.typing, app.dialogOpen(), app.lessonOpen(), &ctl.view()};
       if (keyCommitsTyping(key.press, context)) ctl.commitTyping();
-      std::optional<Command> c = keyCommand(key.press, context);
-      if (c && key.typing)
-        ctl.afterTyping(std::move(*c));  // the typed value is committed first
-      else if (c)
-        ctl.commands().push(std::move(*c));
+      if (std::optional<Command> c = keyCommand(key.press, context)) ctl.pushAfterTyping(std::move(*c), key.typing);
     }
-    if (window.takeCloseRequest()) {  // quit, which asks about unsaved changes (a value being typed counts)
-      if (window.typing())
-        ctl.afterTyping(makeCommand("quit"));
-      else
-        ctl.commands().push("quit");
-    }
+    if (window.takeCloseRequest())  // quit, which asks about unsaved changes (a value being typed counts)
+      ctl.pushAfterTyping(makeCommand("quit"), window.typing());
 
     // 4b. Commands: every queued one, in one place, before the frame.
     const double now = window.now();

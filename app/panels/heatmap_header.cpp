@@ -156,12 +156,11 @@ void drawPiece(const HeaderPiece& p, const PanelContext& ctx, const ModelConfig&
     }
     case Piece::Batch: {
       ImGui::SetNextItemWidth(px(kBatchSliderWidth));
-      int b = shown_batch + 1;  // the trace keeps only the shown element's intermediates: a recompute
-      std::string refused;
-      const auto commit = [queue = &cmd](int typed) { queue->push("select_batch", {{"index", typed - 1}}); };
-      if (sliderIntTyped("batch element", &b, 1, m.batch_size, "%d", 0, &refused, commit) && b - 1 != v.batch)
-        cmd.push("select_batch", {{"index", b - 1}});
-      if (!refused.empty()) cmd.refuse(typedRefusal(refused, "batch element", std::to_string(shown_batch + 1)));
+      // The trace keeps only the shown element's intermediates: a recompute.
+      sliderIntTyped("batch element", shown_batch + 1, 1, m.batch_size, "%d", 0, cmd, "batch element",
+                     [queue = &cmd, selected = v.batch](int b) {
+                       if (b - 1 != selected) queue->push("select_batch", {{"index", b - 1}});
+                     });
       layout().widget("batch_element");
       break;
     }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -76,6 +77,12 @@ void hint(const char* text) {
 // `set {field, value}`: one model field, as an undoable edit; drags pass their gesture.
 void set(const PanelContext& ctx, const char* field, nlohmann::json value, const char* gesture = "") {
   ctx.commands.push("set", {{"field", field}, {"value", std::move(value)}}, gesture);
+}
+
+// A slider's `set field` of the value it gives, a drag one undo step (the field as its gesture);
+// kept by a slider typed into, so it holds nothing of the frame's.
+std::function<void(int)> setter(const PanelContext& ctx, const char* field) {
+  return [queue = &ctx.commands, field](int v) { queue->push("set", {{"field", field}, {"value", v}}, field); };
 }
 
 // A model flag as a checkbox, recorded for the layout dump under its field name.
@@ -211,15 +218,10 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   {
     Applicability a(simple ? "Simple self-attention has no projection: its width is d_in" : nullptr);
     label("d_out");
-    int d_out = m.d_out;
     // The document fits num_heads to d_out (and brings the user's count back when d_out allows,
     // with a note): a drag from 2 to 14 passes 3, which 2 does not divide.
-    std::string refused;
-    const auto commit = [queue = &ctx.commands](int v) { queue->push("set", {{"field", "d_out"}, {"value", v}}); };
-    if (sliderIntTyped("##d_out", &d_out, 1, 64, "%d", ImGuiSliderFlags_AlwaysClamp, &refused, commit) &&
-        d_out != m.d_out)
-      set(ctx, "d_out", d_out, "d_out");
-    if (!refused.empty()) ctx.commands.refuse(typedRefusal(refused, "d_out", std::to_string(m.d_out)));
+    sliderIntTyped("##d_out", m.d_out, 1, 64, "%d", ImGuiSliderFlags_AlwaysClamp, ctx.commands, "d_out",
+                   setter(ctx, "d_out"));
     a.explain();
     layout().widget("d_out");
   }
@@ -247,17 +249,11 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   {
     Applicability a(hasDropout(m.variant) ? nullptr : "Dropout appears in step 3 (causal attention) and later");
     label("dropout p");
-    float p = static_cast<float>(m.dropout);
-    std::string refused;
-    const auto rounded = [](float v) { return std::round(v * 100.0) / 100.0; };  // the values a notebook would type
-    const auto commit = [queue = &ctx.commands, rounded](float v) {
-      queue->push("set", {{"field", "dropout"}, {"value", rounded(v)}});
-    };
-    if (sliderFloatTyped("##dropout", &p, 0.0f, 1.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp, &refused, commit) &&
-        rounded(p) != m.dropout)
-      set(ctx, "dropout", rounded(p), "dropout");
-    if (!refused.empty())
-      ctx.commands.refuse(typedRefusal(refused, "dropout p", formatFixed(static_cast<float>(m.dropout), 2)));
+    sliderFloatTyped("##dropout", static_cast<float>(m.dropout), 0.0f, 1.0f, "%.2f", ImGuiSliderFlags_AlwaysClamp,
+                     ctx.commands, "dropout p", [queue = &ctx.commands, now = m.dropout](float p) {
+                       const double rounded = std::round(p * 100.0) / 100.0;  // the values a notebook would type
+                       if (rounded != now) queue->push("set", {{"field", "dropout"}, {"value", rounded}}, "dropout");
+                     });
     a.explain();
     layout().widget("dropout");
     flag(ctx, "training", "training mode", &ModelConfig::training, a);
@@ -329,13 +325,8 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     layout().widget("normalization");
   }
   label("batch size");
-  int batch = m.batch_size;
-  std::string refused;
-  const auto commit = [queue = &ctx.commands](int v) { queue->push("set", {{"field", "batch_size"}, {"value", v}}); };
-  if (sliderIntTyped("##batch", &batch, 1, 8, "%d", ImGuiSliderFlags_AlwaysClamp, &refused, commit) &&
-      batch != m.batch_size)
-    set(ctx, "batch_size", batch, "batch_size");
-  if (!refused.empty()) ctx.commands.refuse(typedRefusal(refused, "batch size", std::to_string(m.batch_size)));
+  sliderIntTyped("##batch", m.batch_size, 1, 8, "%d", ImGuiSliderFlags_AlwaysClamp, ctx.commands, "batch size",
+                 setter(ctx, "batch_size"));
   layout().widget("batch_size");
 
   ImGui::Separator();
@@ -359,13 +350,10 @@ void ModelPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   {
     Applicability a(exec.parallel ? nullptr : "Threads apply to the parallel path");
     label("threads");
-    int threads = exec.threads;
-    std::string refused;
-    if (sliderIntTyped("##threads", &threads, 0, 2 * resolveThreads(0), threads == 0 ? "all cores" : "%d",
-                       ImGuiSliderFlags_AlwaysClamp, &refused) &&
-        threads != exec.threads)
-      ctx.commands.push("engine", {{"threads", threads}});
-    if (!refused.empty()) ctx.commands.refuse(typedRefusal(refused, "threads", std::to_string(exec.threads)));
+    sliderIntTyped("##threads", exec.threads, 0, 2 * resolveThreads(0), exec.threads == 0 ? "all cores" : "%d",
+                   ImGuiSliderFlags_AlwaysClamp, ctx.commands, "threads", [queue = &ctx.commands](int threads) {
+                     queue->push("engine", {{"threads", threads}});
+                   });
     a.explain();
     layout().widget("threads");
   }

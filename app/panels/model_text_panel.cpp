@@ -107,14 +107,11 @@ void layerSlider(const PanelContext& ctx, int layers, float right = 0) {
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("layer");
   ImGui::SameLine();
-  int layer = ctx.model->layer() + 1;
   ImGui::SetNextItemWidth(right > 0 ? -right : -1);
-  std::string refused;
-  const auto commit = [queue = &ctx.commands](int v) { queue->push("select_layer", {{"layer", v - 1}}); };
-  if (sliderIntTyped("##layer", &layer, 1, layers, "%d", ImGuiSliderFlags_AlwaysClamp, &refused, commit) &&
-      layer - 1 != ctx.model->layer())
-    ctx.commands.push("select_layer", {{"layer", layer - 1}});
-  if (!refused.empty()) ctx.commands.refuse(typedRefusal(refused, "layer", std::to_string(ctx.model->layer() + 1)));
+  sliderIntTyped("##layer", ctx.model->layer() + 1, 1, layers, "%d", ImGuiSliderFlags_AlwaysClamp, ctx.commands,
+                 "layer", [queue = &ctx.commands](int layer) {
+                   queue->push("select_layer", {{"layer", layer - 1}});
+                 });
   layout().widget("model_layer");
 }
 
@@ -492,18 +489,13 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("temperature");
   ImGui::SameLine();
-  float temperature = static_cast<float>(ctx.view.temperature);
+  const float temperature = static_cast<float>(ctx.view.temperature);
   ImGui::SetNextItemWidth(-1);
-  std::string refused;
-  const auto commit = [queue = &ctx.commands](float v) {
-    queue->push("view", {{"field", "temperature"}, {"value", std::round(v * 100) / 100}});
-  };
-  if (sliderFloatTyped("##temperature", &temperature, 0.0f, static_cast<float>(kMaxTemperature),
-                       temperature == 0 ? "0 (greedy)" : "%.2f", 0, &refused, commit) &&
-      temperature != static_cast<float>(ctx.view.temperature))
-    ctx.commands.push("view", {{"field", "temperature"}, {"value", std::round(temperature * 100) / 100}});
-  if (!refused.empty())
-    ctx.commands.refuse(typedRefusal(refused, "temperature", formatFixed(static_cast<float>(ctx.view.temperature), 2)));
+  sliderFloatTyped("##temperature", temperature, 0.0f, static_cast<float>(kMaxTemperature),
+                   temperature == 0 ? "0 (greedy)" : "%.2f", 0, ctx.commands, "temperature",
+                   [queue = &ctx.commands](float t) {
+                     queue->push("view", {{"field", "temperature"}, {"value", std::round(t * 100) / 100}});
+                   });
   layout().widget("model_temperature");
   const float* logits = logitsShown(s, session, position);
   if (logits == nullptr) {

@@ -17,6 +17,7 @@
 #include "formats/pytorch_script.h"
 #include "formats/utf8.h"
 #include "formats/workspace_file.h"
+#include "formats/zip_archive.h"  // printableText
 #include "learn/run_model.h"
 #include "lm/model_pass.h"
 #include "state/screenshot_paths.h"
@@ -706,7 +707,7 @@ void Controller::save(const Command& c, double now) {
   // Ctrl+S while typing: the typed value first. (A save with a path comes from the Save as
   // dialog, whose name field was typed into: that is the save's own name, nothing to commit.)
   if (typing_ && c.script_index < 0 && !c.has("path")) {
-    afterTyping(c);
+    pushAfterTyping(c, true);
     return;
   }
   // What waited for the save (the prompt's "Save") does not happen when the save does not.
@@ -1336,7 +1337,8 @@ void Controller::stopModelLoad(const std::string& why, double now, const Command
   if (!own) fail(*c, "model_open " + c->text("path") + ": not opened: " + why, now);
 }
 
-void Controller::afterTyping(Command c) {
+void Controller::pushAfterTyping(Command c, bool typing) {
+  if (!typing) return queue_.push(std::move(c));
   after_typing_.push_back(std::move(c));
   commit_typing_ = true;
 }
@@ -1380,10 +1382,7 @@ std::string Controller::windowTitle() const {
             " (as they came)  (beside " + chapter + ")";
   else if (model_.isOpen())
     title = "attnscope — " + modelTitle(*model_.model()) + "  (beside " + chapter + ")";
-  // One line: a file's name may hold a newline or a tab, a notebook's title anything (as ls shows them).
-  for (char& ch : title)
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) ch = '?';
-  return title;
+  return printableText(std::move(title));  // one line: a file's name may hold a newline, a notebook's title anything
 }
 
 // [SECTION] the engine ----------------------------------------------------------------------

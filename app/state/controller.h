@@ -118,13 +118,13 @@ class Controller {
   // `draw_ms`: how long building, rendering and presenting the frame took (the commands before it not
   // counted), which sets how long the next edit's frame may wait for its result (holdMs).
   void endFrame(double now, bool mouse_down, bool typing, double draw_ms);
-  // A key pressed while a text field had the keyboard (those that act while typing: Ctrl+S, F10,
-  // Ctrl+Q …), or the window closed then: `c` waits until the field has committed its value, so
-  // that it saves, quits about, shows or hides the value as typed (a hidden field's value was lost).
-  void afterTyping(Command c);
+  // A key's command, or the window's quit: queued — but `typing` (a text field has the keyboard, as
+  // for Ctrl+S, F10, Ctrl+Q …) it waits until the field has committed its value, so that it saves,
+  // quits about, shows or hides the value as typed (a hidden field's value was lost).
+  void pushAfterTyping(Command c, bool typing);
   // The field being typed into lets go of the keyboard next frame, its value applied (Tab).
   void commitTyping() { commit_typing_ = true; }
-  // True once after afterTyping (or a save from the menu while typing): this frame must take the
+  // True once after pushAfterTyping while typing (or a save from the menu then): this frame must take the
   // field's focus away (a click outside it, as the user would), so that the field commits its value
   // before what waits for it, which endFrame queues.
   bool takeCommitTyping() { return std::exchange(commit_typing_, false); }
@@ -318,7 +318,7 @@ class Controller {
   std::optional<Command> after_save_;  // goes on once the save that answer asked for succeeded
   bool typing_ = false;                // a text field had the keyboard in the last frame
   bool commit_typing_ = false;         // takeCommitTyping
-  std::vector<Command> after_typing_;  // waiting for the field being typed into to commit (afterTyping)
+  std::vector<Command> after_typing_;  // waiting for the field being typed into to commit (pushAfterTyping)
   std::vector<CommandFailure> failures_;
   nlohmann::json command_line_view_ = nlohmann::json::object();  // keepFromCommandLine
 };

@@ -42,8 +42,6 @@ std::optional<double> typedNumber(const std::string& text, const std::string& in
   return v;
 }
 
-}  // namespace
-
 // The clipboard as the window gives it, while a number field's paste reads it with points.
 const char* (*window_clipboard)(void*) = nullptr;
 
@@ -54,6 +52,8 @@ const char* clipboardWithPoints(void* user) {
   std::replace(text.begin(), text.end(), ',', '.');
   return text.c_str();
 }
+
+}  // namespace
 
 DecimalCommaAsPoint::DecimalCommaAsPoint(ImGuiID id) {
   if (ImGui::GetActiveID() != id) return;
@@ -68,8 +68,6 @@ DecimalCommaAsPoint::DecimalCommaAsPoint(ImGuiID id) {
 DecimalCommaAsPoint::~DecimalCommaAsPoint() {
   if (swapped_) ImGui::GetIO().GetClipboardTextFn = window_clipboard;
 }
-
-bool beforeTypedNumber(ImGuiID id) { return ImGui::TempInputIsActive(id); }
 
 bool typingInto(ImGuiID id) { return ImGui::TempInputIsActive(id); }
 
@@ -106,41 +104,47 @@ namespace {
 
 // A slider of T (ImGui's SliderInt or SliderFloat as `slider`) whose typed value applies once.
 template <class T, class Slider>
-bool sliderTyped(const char* label, T* v, T lo, T hi, std::string* refused, const std::function<void(T)>& commit,
-                 Slider slider) {
+bool sliderTyped(const char* label, T value, T lo, T hi, const char* format, ImGuiDataType type, CommandQueue& queue,
+                 const char* what, const std::function<void(T)>& apply, Slider slider) {
   const ImGuiID id = ImGui::GetID(label);
   const auto fit = [lo, hi](double typed) {  // rounded (an int's) and clamped, as the slider's own values
     const double in = std::clamp(typed, static_cast<double>(lo), static_cast<double>(hi));
     return static_cast<T>(std::is_integral_v<T> ? std::round(in) : in);
   };
-  const bool typing = beforeTypedNumber(id);
-  T live = *v;
+  const bool typing = typingInto(id);
+  T live = value;
   bool dragged = false;
   {
     const DecimalCommaAsPoint points(id);
     dragged = slider(&live);
   }
-  std::function<void(double)> commit_typed;  // kept while typed into (a frame later maybe): copies
-  if (commit && (typing || typingInto(id))) commit_typed = [commit, fit](double typed) { commit(fit(typed)); };
-  const std::optional<double> typed = afterTypedNumber(id, typing, refused, commit_typed);
+  std::function<void(double)> commit;  // kept while typed into (a frame later maybe): copies
+  if (typing || typingInto(id)) commit = [apply, fit](double typed) { apply(fit(typed)); };
+  std::string refused;
+  const std::optional<double> typed = afterTypedNumber(id, typing, &refused, commit);
+  if (!refused.empty()) {
+    char keeps[64];
+    ImGui::DataTypeFormatString(keeps, sizeof keeps, type, &value, format);  // as the slider shows it
+    queue.refuse(typedRefusal(refused, what, keeps));
+  }
   if (typed) live = fit(*typed);
   if (!typed && (typing || typingInto(id) || !dragged)) return false;  // keystrokes are not applied
-  const bool changed = live != *v;
-  *v = live;
-  return changed;
+  if (live == value) return false;
+  apply(live);
+  return true;
 }
 
 }  // namespace
 
-bool sliderIntTyped(const char* label, int* v, int lo, int hi, const char* format, ImGuiSliderFlags flags,
-                    std::string* refused, const std::function<void(int)>& commit) {
-  return sliderTyped(label, v, lo, hi, refused, commit,
+bool sliderIntTyped(const char* label, int value, int lo, int hi, const char* format, ImGuiSliderFlags flags,
+                    CommandQueue& queue, const char* what, const std::function<void(int)>& apply) {
+  return sliderTyped(label, value, lo, hi, format, ImGuiDataType_S32, queue, what, apply,
                      [&](int* live) { return ImGui::SliderInt(label, live, lo, hi, format, flags); });
 }
 
-bool sliderFloatTyped(const char* label, float* v, float lo, float hi, const char* format, ImGuiSliderFlags flags,
-                      std::string* refused, const std::function<void(float)>& commit) {
-  return sliderTyped(label, v, lo, hi, refused, commit,
+bool sliderFloatTyped(const char* label, float value, float lo, float hi, const char* format, ImGuiSliderFlags flags,
+                      CommandQueue& queue, const char* what, const std::function<void(float)>& apply) {
+  return sliderTyped(label, value, lo, hi, format, ImGuiDataType_Float, queue, what, apply,
                      [&](float* live) { return ImGui::SliderFloat(label, live, lo, hi, format, flags); });
 }
 

@@ -12,6 +12,8 @@
 #include <optional>
 #include <string>
 
+#include "state/command_queue.h"
+
 namespace attnscope {
 
 // While it lives (across a number field's call), a decimal comma typed or pasted into the field
@@ -27,30 +29,27 @@ class DecimalCommaAsPoint {
   bool swapped_ = false;
 };
 
-// Call right before the drag or slider `id`: true when it is being typed into (its keystrokes are
-// then not to be applied).
-bool beforeTypedNumber(ImGuiID id);
-// Call right after it, with what beforeTypedNumber said: the number typed, once, in the frame the
-// field lets go of the keyboard; nullopt otherwise (nothing typed, Escape, or a text that is no
-// number, which is then put in `refused`). `commit` applies the typed number where the field stops
-// being drawn before it lets go (commitTypedNumberIfGone).
+// Whether the drag or slider `id` is being typed into (its keystrokes are not to be applied).
+bool typingInto(ImGuiID id);
+// Call right after the field `id`, with what typingInto said right before it: the number typed,
+// once, in the frame the field lets go of the keyboard; nullopt otherwise (nothing typed, Escape,
+// or a text that is no number, which is then put in `refused`). `commit` applies the typed number
+// where the field stops being drawn before it lets go (commitTypedNumberIfGone).
 std::optional<double> afterTypedNumber(ImGuiID id, bool typing_before, std::string* refused = nullptr,
                                        const std::function<void(double)>& commit = {});
-// Whether the field is being typed into after the call (its keystrokes are not to be applied).
-bool typingInto(ImGuiID id);
 // At the end of each frame, after every panel: the number typed into a field that was not drawn in
 // this frame (its card scrolled out of view, its row gone, its panel hidden) is applied by its
 // `commit`, not lost.
 void commitTypedNumberIfGone();
 
-// SliderInt and SliderFloat whose typed values apply once (above); `refused` and `commit` as
-// afterTypedNumber's (`commit` gets the value rounded and clamped). True when *v changed in this
-// frame: a drag step, or a typed value (rounded, clamped to lo … hi).
-bool sliderIntTyped(const char* label, int* v, int lo, int hi, const char* format = "%d", ImGuiSliderFlags flags = 0,
-                    std::string* refused = nullptr, const std::function<void(int)>& commit = {});
-bool sliderFloatTyped(const char* label, float* v, float lo, float hi, const char* format = "%.3f",
-                      ImGuiSliderFlags flags = 0, std::string* refused = nullptr,
-                      const std::function<void(float)>& commit = {});
+// SliderInt and SliderFloat showing `value`, whose typed values apply once (above): `apply` gets a
+// drag step's value, or a typed one (rounded, clamped to lo … hi) — also a frame later, where the
+// slider stops being drawn while typed into, so it holds nothing of the frame's. A typed text that
+// is no number is said in `queue`, naming the slider `what`. True when `apply` was called.
+bool sliderIntTyped(const char* label, int value, int lo, int hi, const char* format, ImGuiSliderFlags flags,
+                    CommandQueue& queue, const char* what, const std::function<void(int)>& apply);
+bool sliderFloatTyped(const char* label, float value, float lo, float hi, const char* format, ImGuiSliderFlags flags,
+                      CommandQueue& queue, const char* what, const std::function<void(float)>& apply);
 
 // The one message for a typed text that is no number: "Not applied: "1e" is no finite float32
 // number (d_out keeps 6)".

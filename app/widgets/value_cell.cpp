@@ -1,7 +1,6 @@
 #include "widgets/value_cell.h"
 
 #include <imgui.h>
-#include <imgui_internal.h>  // TempInputIsActive: the field is being typed into
 
 #include <algorithm>
 #include <cmath>
@@ -33,22 +32,21 @@ bool valueCell(float& value, int decimals, std::string* shown, std::string* refu
   // ImGui prints the number with printf's hyphen; the maps, the inspector and the figures use a true
   // minus (−). So the field's own text is drawn transparent and formatFixed's drawn over it — while
   // it is dragged too, not while it is typed into (then the typed characters show).
-  const bool typing = ImGui::TempInputIsActive(id);
+  const bool typing = typingInto(id);
   if (!typing) ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(0, 0, 0, 0));
   // DragFloat turns into a text field on a double-click or Ctrl+click: a typed value is applied
   // once, as the field lets go of the keyboard (widgets/typed_number.h).
-  const bool typing_before = beforeTypedNumber(id);
   float live = value;
   bool dragged = false;
   {
     const DecimalCommaAsPoint points(id);
     dragged = ImGui::DragFloat("##v", &live, 0.005f, 0, 0, format);
   }
-  bool changed = dragged && !typing_before && !typingInto(id);
+  bool changed = dragged && !typing && !typingInto(id);
   if (changed) value = live;
   std::function<void(double)> commit_typed;  // kept while typed into (a frame later maybe): a copy
-  if (commit && (typing_before || typingInto(id))) commit_typed = [commit](double v) { commit(static_cast<float>(v)); };
-  if (const std::optional<double> typed = afterTypedNumber(id, typing_before, refused, commit_typed)) {
+  if (commit && (typing || typingInto(id))) commit_typed = [commit](double v) { commit(static_cast<float>(v)); };
+  if (const std::optional<double> typed = afterTypedNumber(id, typing, refused, commit_typed)) {
     const float v = static_cast<float>(*typed);
     changed = v != value || std::signbit(v) != std::signbit(value);
     value = v;

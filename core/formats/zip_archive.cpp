@@ -41,12 +41,13 @@ std::string why(int code) {
 
 }  // namespace
 
-std::string printableName(const std::string& name) {
-  std::string out = name.substr(0, 200);
-  for (char& c : out)
+std::string printableText(std::string text) {
+  for (char& c : text)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  return out;
+  return text;
 }
+
+std::string printableName(const std::string& name) { return printableText(name.substr(0, 200)); }
 
 struct ZipArchive::Impl {
   std::string source, kind;

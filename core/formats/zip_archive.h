@@ -50,7 +50,9 @@ class ZipArchive {
   std::unique_ptr<Impl> impl_;
 };
 
-// A name from a file, fit for a one-line message: control characters as '?', at most 200 bytes.
+// A text fit for one line (a message, a window title): control characters as '?', as ls shows them.
+std::string printableText(std::string text);
+// A name from a file, fit for a one-line message: printableText, at most 200 bytes.
 std::string printableName(const std::string& name);
 
 // How zipBytes lays its entries out. The default is what NumPy's np.savez writes. torch.save's
