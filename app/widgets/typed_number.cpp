@@ -96,8 +96,8 @@ void commitTypedNumberIfGone() {
   if (const std::optional<double> v = typedNumber(t.text, t.initial)) t.commit(*v);
 }
 
-std::string typedRefusal(const std::string& text, const std::string& what, const std::string& keeps) {
-  return "Not applied: \"" + text + "\" is no finite float32 number (" + what + " keeps " + keeps + ")";
+std::string typedRefusal(const std::string& text, const std::string& what, const std::string& keeps, const char* is) {
+  return "Not applied: \"" + text + "\" is " + is + " (" + what + " keeps " + keeps + ")";
 }
 
 namespace {
@@ -125,7 +125,7 @@ bool sliderTyped(const char* label, T value, T lo, T hi, const char* format, ImG
   if (!refused.empty()) {
     char keeps[64];
     ImGui::DataTypeFormatString(keeps, sizeof keeps, type, &value, format);  // as the slider shows it
-    queue.refuse(typedRefusal(refused, what, keeps));
+    queue.refuse(typedRefusal(refused, what, keeps, "not a number it can take"));
   }
   if (typed) live = fit(*typed);
   if (!typed && (typing || typingInto(id) || !dragged)) return false;  // keystrokes are not applied

@@ -52,7 +52,8 @@ bool sliderFloatTyped(const char* label, float value, float lo, float hi, const 
                       CommandQueue& queue, const char* what, const std::function<void(float)>& apply);
 
 // The one message for a typed text that is no number: "Not applied: "1e" is no finite float32
-// number (d_out keeps 6)".
-std::string typedRefusal(const std::string& text, const std::string& what, const std::string& keeps);
+// number (token 3, d1 keeps 0.8500)"; `is` says what it is not (a slider: "not a number it can take").
+std::string typedRefusal(const std::string& text, const std::string& what, const std::string& keeps,
+                         const char* is = "no finite float32 number");
 
 }  // namespace attnscope

@@ -447,6 +447,17 @@ def main():
                     app.key("ctrl+z")
                     s = app.settled("undo", lambda d: d["state"]["d_out"] == s0["d_out"])["state"]
                     expect(not s["can_undo"], "typing 14 made more than one undo step")
+                    # A text that is no number: one message that says so of d_out, not of a float32.
+                    app.until(lambda attempt: app.ctrl_click("d_out"), "d_out typed into",
+                              lambda d: d["state"]["typing"], again=lambda: app.key("Escape"))
+                    app.key("ctrl+a")
+                    app.key("minus")
+                    app.key("minus")
+                    app.key("Return")
+                    s = app.settled("the refusal", lambda d: d["state"]["toast_error"])["state"]
+                    print(f"  typed -- into d_out: {s['toast']!r}")
+                    expect(s["toast"] == f'Not applied: "--" is not a number it can take (d_out keeps {s0["d_out"]})'
+                           and s["d_out"] == s0["d_out"], f"toast {s['toast']!r}, d_out {s['d_out']}")
 
             def a_message_ends_with_the_next_change():
                 # A message says what the last change did: the next edit ends it ("Closed the
