@@ -29,9 +29,17 @@ std::string errnoText() { return std::strerror(errno); }
 
 // [SECTION] Sockets: whole reads and writes, each byte awaited at most `timeout_s`
 
+// When a frame begun must be in whole (ChannelOptions::frame_timeout_s), and what to say after.
+struct FrameDeadline {
+  Clock::time_point at = Clock::time_point::max();
+  std::string why;
+};
+
 // Reads exactly n bytes. False on a clean end of the stream before the first byte (when
-// `at_start`); throws InputError on a timeout, an error or an end inside the frame.
-bool readAll(int fd, void* into, std::size_t n, double timeout_s, bool at_start, const std::atomic<bool>* stop) {
+// `at_start`); throws InputError on a timeout, the frame's deadline passed, an error or an end
+// inside the frame.
+bool readAll(int fd, void* into, std::size_t n, double timeout_s, bool at_start, const std::atomic<bool>* stop,
+             const FrameDeadline& frame = {}) {
   auto* p = static_cast<char*>(into);
   std::size_t got = 0;
   while (got < n) {
@@ -41,7 +49,9 @@ bool readAll(int fd, void* into, std::size_t n, double timeout_s, bool at_start,
     while ((ready = ::poll(&pfd, 1, 100)) == 0) {  // a tenth of a second at a time: the app may be closing
       if (stop && stop->load()) throw InputError("message: the app is closing");
       if (Clock::now() > deadline) throw InputError("message: nothing came for " + std::to_string(timeout_s) + " s");
+      if (Clock::now() > frame.at) throw InputError(frame.why);
     }
+    if (Clock::now() > frame.at) throw InputError(frame.why);
     if (ready < 0) {
       if (errno == EINTR) continue;
       throw InputError("message: " + errnoText());
@@ -309,8 +319,19 @@ void ChannelServer::handle(int fd) {
     try {
       unsigned char length[4];
       if (!readAll(fd, length, 4, options_.read_timeout_s, true, &stopping_)) return;  // the sender is done
+      // The frame must be in whole within frame_timeout_s of its first bytes, and a second more a
+      // 64 MiB of its payload once its size is known.
+      const Clock::time_point begun = Clock::now();
+      FrameDeadline frame;
+      const auto wholeWithin = [&](std::size_t bytes) {
+        const double s = options_.frame_timeout_s + static_cast<double>(bytes) / (64.0 * 1024 * 1024);
+        frame = {begun + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)),
+                 "message: the frame did not come whole within " + std::to_string(static_cast<int>(s)) +
+                     " s of its start"};
+      };
+      wholeWithin(0);
       std::string header_text(channelHeaderLength(length), '\0');
-      readAll(fd, header_text.data(), header_text.size(), options_.read_timeout_s, false, &stopping_);
+      readAll(fd, header_text.data(), header_text.size(), options_.read_timeout_s, false, &stopping_, frame);
       const ChannelHeader header = parseChannelHeader(header_text, limits_);
       if (!take(header.memoryBytes()))
         throw InputError(
@@ -318,7 +339,8 @@ void ChannelServer::handle(int fd) {
             "the memory budget: send it again once they are in");
       held = header.memoryBytes();
       std::string payload(header.payload_bytes, '\0');
-      readAll(fd, payload.data(), payload.size(), options_.read_timeout_s, false, &stopping_);
+      wholeWithin(payload.size());
+      readAll(fd, payload.data(), payload.size(), options_.read_timeout_s, false, &stopping_, frame);
       commands = channelCommands(header, reinterpret_cast<const std::uint8_t*>(payload.data()), payload.size(),
                                  limits_);
     } catch (const InputError& e) {

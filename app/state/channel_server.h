@@ -11,7 +11,8 @@
 // answered with a refusal and closed. Up to kMaxConnections connections are served at once, each on
 // a thread of its own with its reads and writes bounded by a timeout: a silent or stalled peer, or
 // one that never reads its replies, holds its own connection only (one at a time, it held every
-// other sender for 30 s), and never the app's closing. The messages being received at once share
+// other sender for 30 s), and never the app's closing; a frame begun must arrive whole within a
+// deadline (a byte every 29 s would hold a connection for good). The messages being received at once share
 // the memory budget.
 #pragma once
 #include <atomic>
@@ -29,6 +30,7 @@ namespace attnscope {
 
 struct ChannelOptions {
   double read_timeout_s = 30;    // a frame's bytes must keep coming: no more than this between them
+  double frame_timeout_s = 120;  // a frame begun comes whole within this, a second more a 64 MiB of payload
   double reply_timeout_s = 600;  // the window may be asking a question (unsaved changes)
 };
 

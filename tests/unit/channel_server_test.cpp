@@ -1,9 +1,11 @@
 // The channel's server (app/state/channel_server.h) with real sockets and no window: this test
 // plays the app, taking the commands received and saying they were applied. A sender that stalls
 // in the middle of a frame holds only its own connection; the messages received at once share the
-// memory budget; closing the server with a stalled sender connected ends at once. Run under
+// memory budget; a frame trickled in is refused at its deadline; closing the server with a stalled
+// sender connected ends at once. Run under
 // ThreadSanitizer too (make test-tsan): the connections are threads of their own.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -96,6 +98,44 @@ TEST(ChannelServer, AStalledSenderHoldsOnlyItsOwnConnection) {
   EXPECT_LT(waited, 5.0) << "the stalled senders held the channel";
   EXPECT_EQ(app.applied(), 1);
   for (int fd : stalled) ::close(fd);
+}
+
+// A sender that trickles its frame, a byte well within the read timeout each time, held its
+// connection for as long as it went on; the frame has a deadline of its own.
+TEST(ChannelServer, ATricklingSenderIsRefusedAtTheFramesDeadline) {
+  ChannelOptions options;
+  options.read_timeout_s = 5;
+  options.frame_timeout_s = 1;
+  ChannelServer server(Limits{}, options);
+  const std::string path = socketPath();
+  ASSERT_EQ(server.listen(path), "");
+  PlayTheApp app(server);
+  const int fd = connectTo(path);
+  ASSERT_GE(fd, 0);
+  const std::string frame = oneCommand();
+  const auto start = Clock::now();
+  std::size_t sent = 0;
+  // A byte every 100 ms, until the server ends the connection (its reply then waits to be read).
+  for (; sent < frame.size() && Clock::now() - start < std::chrono::seconds(20); ++sent) {
+    if (::send(fd, frame.data() + sent, 1, MSG_NOSIGNAL) != 1) break;
+    pollfd pfd{fd, POLLIN, 0};
+    if (::poll(&pfd, 1, 100) > 0) break;  // the reply came
+  }
+  const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+  ASSERT_LT(sent, frame.size()) << "the whole frame went by a byte at a time (" << frame.size() << " bytes)";
+  EXPECT_LT(waited, 4.0);
+  const timeval wait{20, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  unsigned char length[4];
+  ASSERT_EQ(::recv(fd, length, 4, MSG_WAITALL), 4) << "no reply";
+  std::string text(channelHeaderLength(length), '\0');
+  ASSERT_EQ(::recv(fd, text.data(), text.size(), MSG_WAITALL), static_cast<ssize_t>(text.size()));
+  const nlohmann::json reply = nlohmann::json::parse(text);
+  EXPECT_FALSE(reply.value("ok", true)) << text;
+  EXPECT_EQ(reply.value("error", ""), "message: the frame did not come whole within 1 s of its start");
+  EXPECT_EQ(app.applied(), 0);
+  ::close(fd);
+  EXPECT_NO_THROW(sendToChannel(path, frame, 20));  // the next sender is served
 }
 
 TEST(ChannelServer, MessagesReceivedAtOnceShareTheMemoryBudget) {
