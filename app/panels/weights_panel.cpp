@@ -215,15 +215,40 @@ void WeightsPanel::draw(const PanelContext& ctx) {
   int own_count = 0;
   for (std::size_t i = 0; i < tensors_->size(); ++i)
     if (own_[i]) owned += (own_count++ ? ", " : "") + (*tensors_)[i].name;
+  const std::string tensor_count = str(own_count) + " of " + str(static_cast<long long>(tensors_->size())) + " tensors";
   const std::string status = own_count == 0
                                  ? "The seeded initialization: what the constructor draws. Drag a number, or "
                                    "double-click it to type your own; "
                                    "it is saved with the workspace."
-                                 : "Your own values in " + str(own_count) + " of " +
-                                       str(static_cast<long long>(tensors_->size())) + " tensors (" + owned +
+                                 : "Your own values in " + tensor_count + " (" + owned +
                                        "), saved with the workspace as \"parameters\"; the others are the seeded draw.";
-  ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(own_count ? theme().selection : theme().text_dim), "%s",
-                     status.c_str());
+  const ImVec4 status_colour = ImGui::ColorConvertU32ToFloat4(own_count ? theme().selection : theme().text_dim);
+  // How the state_dict lays the numbers out. Each explanation that would take more than a tenth of
+  // the tab (three lines of 650 px at 1280 × 800 and 175 %: the numbers below the fold) is folded:
+  // the status into one short line, the layout behind a "(?)" — at the status's end when it is
+  // folded too, else beside the buttons where it fits (past the tab's edge it was out of sight, and
+  // its text wrapped a letter a line below the buttons), else under them.
+  const std::string how = layoutText(m);
+  const float room = ImGui::GetContentRegionAvail().x, tenth = ImGui::GetWindowHeight() * 0.1f;
+  const bool fold_how = ImGui::CalcTextSize(how.c_str(), nullptr, false, room).y > tenth;
+  const bool fold_status = ImGui::CalcTextSize(status.c_str(), nullptr, false, room).y > tenth;
+  const auto hint = [&](const char* text, const ImVec4& colour, const std::string& says) {
+    ImGui::TextColored(colour, "%s", text);
+    if (ImGui::IsItemHovered()) {
+      ImGui::BeginTooltip();
+      ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30);
+      ImGui::TextUnformatted(says.c_str());
+      ImGui::PopTextWrapPos();
+      ImGui::EndTooltip();
+    }
+  };
+  if (fold_status) {
+    const std::string short_status = (own_count == 0 ? "Seeded values" : "Yours in " + tensor_count) + " (?)";
+    hint(short_status.c_str(), status_colour, fold_how ? status + "\n\n" + how : status);
+    layout().widget(fold_how ? "weights_layout_hint" : "weights_status_hint");
+  } else {
+    ImGui::TextColored(status_colour, "%s", status.c_str());
+  }
   ImGui::BeginDisabled(own_count == 0);
   if (ImGui::Button("Back to the seeded initialization")) ctx.commands.push("reset_parameters");
   ImGui::EndDisabled();
@@ -233,30 +258,23 @@ void WeightsPanel::draw(const PanelContext& ctx) {
                   : "These are the seeded values (torch.manual_seed(%u)): nothing to go back to",
         m.seed);
   layout().widget("weights_reset");
-  ImGui::SameLine();
+  const float spacing = ImGui::GetStyle().ItemSpacing.x;
+  const auto fits = [&](const char* label, float padding) {  // beside the last item, inside the tab
+    return ImGui::GetItemRectMax().x + spacing + ImGui::CalcTextSize(label).x + padding <=
+           ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+  };
+  if (fits("Paste parameters", ImGui::GetStyle().FramePadding.x * 2)) ImGui::SameLine();
   if (ImGui::Button("Paste parameters")) ctx.commands.push("paste_parameters");  // the clipboard's state_dict
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip(
         "print(m.state_dict()) copied from your notebook (OrderedDict([('W_query.weight', tensor(…)), …]));\n"
         "print it in full first: torch.set_printoptions(profile=\"full\", precision=8) (4 decimals otherwise)");
   layout().widget("weights_paste");
-  // How the state_dict lays the numbers out: below the buttons, or where its lines would take more
-  // than a tenth of the tab (three of 650 px at 1280 × 800 and 175 %, the numbers below the fold),
-  // behind a "(?)" beside them.
-  const std::string how = layoutText(m);
-  const float how_h = ImGui::CalcTextSize(how.c_str(), nullptr, false, ImGui::GetContentRegionAvail().x).y;
-  if (how_h > ImGui::GetWindowHeight() * 0.1f) {
-    ImGui::SameLine();
-    ImGui::TextDisabled("(?)");
-    if (ImGui::IsItemHovered()) {
-      ImGui::BeginTooltip();
-      ImGui::PushTextWrapPos(ImGui::GetFontSize() * 30);
-      ImGui::TextUnformatted(how.c_str());
-      ImGui::PopTextWrapPos();
-      ImGui::EndTooltip();
-    }
+  if (fold_how && !fold_status) {
+    if (fits("(?)", 0)) ImGui::SameLine();
+    hint("(?)", ImGui::GetStyle().Colors[ImGuiCol_TextDisabled], how);
     layout().widget("weights_layout_hint");
-  } else {
+  } else if (!fold_how) {
     ImGui::TextDisabled("%s", how.c_str());
     layout().widget("weights_layout_text");
   }

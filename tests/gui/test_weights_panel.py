@@ -219,6 +219,21 @@ def main():
                            f"{size} {pct} %: W_query's last number at {cell} is below the tab {panel}")
                     print(f"  {size} {pct} % presented: explanation {'behind (?)' if folded else 'shown'}, "
                           f"W_query's numbers in view (last at y {cell['y']:.0f})")
+                # With the Model and Inspector beside it (a tab 630 px wide) the "(?)" went beside the
+                # buttons, past the tab's edge, out of sight, and wrapped a letter a line below them:
+                # now it ends the folded status's one line, inside the tab, and W_query's map shows.
+                d = run_commands(args.app, display.name, work, "side-panels-1280x720", [WEIGHTS_TAB],
+                                 "--open", multihead, "--size", "1280x720", "--text-size", "175")
+                w, panel = d["widgets"], d["panels"]["parameters"]
+                hint, reset = w.get("weights_layout_hint"), w["weights_reset"]
+                expect(hint is not None and "weights_layout_text" not in w, f"{[k for k in w if k.startswith('weights_')]}")
+                expect(hint["x"] + hint["w"] <= panel["x"] + panel["w"] + 0.5 and hint["h"] < reset["h"] and
+                       hint["y"] + hint["h"] <= reset["y"],
+                       f"the (?) at {hint} is not one line above the buttons {reset} inside the tab {panel}")
+                expect(d["state"]["weights_panel"]["status"].startswith("The seeded initialization"),
+                       d["state"]["weights_panel"]["status"])
+                print(f"  1280x720 175 % beside the side panels: the (?) at x {hint['x']:.0f}–"
+                      f"{hint['x'] + hint['w']:.0f} in a tab to {panel['x'] + panel['w']:.0f}, {hint['h']:.0f} px high")
 
             code = run_checks([("set_parameter: torch's state_dict with the edits, torch's output", set_parameters),
                                ("the numbers in view on a projector", numbers_on_a_projector),
