@@ -243,7 +243,7 @@ void WeightsPanel::draw(const PanelContext& ctx) {
     }
   };
   if (fold_status) {
-    const std::string short_status = (own_count == 0 ? "Seeded values" : "Yours in " + tensor_count) + " (?)";
+    const std::string short_status = (own_count == 0 ? "Seeded values" : "Your values in " + tensor_count) + " (?)";
     hint(short_status.c_str(), status_colour, fold_how ? status + "\n\n" + how : status);
     layout().widget(fold_how ? "weights_layout_hint" : "weights_status_hint");
   } else {
