@@ -45,7 +45,25 @@ struct PanelJob {
   float* y;        // m × cols, row stride ldy
   std::ptrdiff_t ldy;
   bool from_y;
+  const float* next_w = nullptr;  // the panel the product reads after this one (in × kPanel), or null
 };
+
+// The part of the next panel a block of rows fetches into L2 while it computes (PanelJob::next_w):
+// `steps` input indices' runs of kPanel floats from `at`. At 64 rows a layer's weights are used 64
+// times each and come from memory (GPT-2 small: 340 MB, past any L3), and a panel's first row block
+// waited on each cache line: 128 bytes every 12 cycles, twice what one core's memory gives. Fetched
+// a panel ahead, shared among the row blocks, the wait overlaps the arithmetic (§2.3).
+struct Prefetch {
+  const float* at = nullptr;
+  int steps = 0;
+};
+
+// Row block `block` of `blocks`' share of the next panel.
+Prefetch prefetchShare(const PanelJob& j, int block, int blocks) {
+  if (j.next_w == nullptr) return {};
+  const int span = (j.in + blocks - 1) / blocks, from = std::min(block * span, j.in);
+  return {j.next_w + static_cast<std::ptrdiff_t>(from) * kPanel, std::min(span, j.in - from)};
+}
 
 // ---------------------------------------------------------------- scalar: the definition
 
@@ -71,7 +89,7 @@ bool panelScalar(const PanelJob& j) {
 // Rows [r0, r0 + MR) of the panel: 2·MR accumulators, two loads of the panel and MR broadcasts per
 // input index. Returns whether the rows' outputs are finite (x − x is 0 for a finite x, NaN else).
 template <int MR>
-ATTNSCOPE_AVX512_INLINE bool rowsAvx512(const PanelJob& j, int r0) {
+ATTNSCOPE_AVX512_INLINE bool rowsAvx512(const PanelJob& j, int r0, Prefetch next) {
   __m512 lo[MR], hi[MR];
   const __mmask16 m_lo = j.cols >= 16 ? 0xffff : static_cast<__mmask16>((1u << j.cols) - 1);
   const __mmask16 m_hi = j.cols >= 32 ? 0xffff : j.cols <= 16 ? 0 : static_cast<__mmask16>((1u << (j.cols - 16)) - 1);
@@ -88,6 +106,10 @@ ATTNSCOPE_AVX512_INLINE bool rowsAvx512(const PanelJob& j, int r0) {
   }
   const float* x = j.x + r0 * j.ldx;
   for (int i = 0; i < j.in; ++i) {
+    if (i < next.steps) {  // the next panel's two cache lines of this index, into L2
+      _mm_prefetch(reinterpret_cast<const char*>(next.at + i * kPanel), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(next.at + i * kPanel + 16), _MM_HINT_T1);
+    }
     const __m512 w_lo = _mm512_loadu_ps(j.w + i * kPanel), w_hi = _mm512_loadu_ps(j.w + i * kPanel + 16);
 #pragma GCC unroll 12
     for (int r = 0; r < MR; ++r) {
@@ -110,21 +132,23 @@ ATTNSCOPE_AVX512_INLINE bool rowsAvx512(const PanelJob& j, int r0) {
 
 ATTNSCOPE_AVX512 bool panelAvx512(const PanelJob& j) {
   constexpr int MR = 12;  // 24 accumulators, 2 panel registers and a broadcast of the 32
+  const int blocks = (j.m + MR - 1) / MR;
   bool finite = true;
   int r = 0;
-  for (; r + MR <= j.m; r += MR) finite &= rowsAvx512<MR>(j, r);
+  for (; r + MR <= j.m; r += MR) finite &= rowsAvx512<MR>(j, r, prefetchShare(j, r / MR, blocks));
+  const Prefetch last = prefetchShare(j, r / MR, blocks);
   switch (j.m - r) {  // the block's last rows
-    case 11: finite &= rowsAvx512<11>(j, r); break;
-    case 10: finite &= rowsAvx512<10>(j, r); break;
-    case 9: finite &= rowsAvx512<9>(j, r); break;
-    case 8: finite &= rowsAvx512<8>(j, r); break;
-    case 7: finite &= rowsAvx512<7>(j, r); break;
-    case 6: finite &= rowsAvx512<6>(j, r); break;
-    case 5: finite &= rowsAvx512<5>(j, r); break;
-    case 4: finite &= rowsAvx512<4>(j, r); break;
-    case 3: finite &= rowsAvx512<3>(j, r); break;
-    case 2: finite &= rowsAvx512<2>(j, r); break;
-    case 1: finite &= rowsAvx512<1>(j, r); break;
+    case 11: finite &= rowsAvx512<11>(j, r, last); break;
+    case 10: finite &= rowsAvx512<10>(j, r, last); break;
+    case 9: finite &= rowsAvx512<9>(j, r, last); break;
+    case 8: finite &= rowsAvx512<8>(j, r, last); break;
+    case 7: finite &= rowsAvx512<7>(j, r, last); break;
+    case 6: finite &= rowsAvx512<6>(j, r, last); break;
+    case 5: finite &= rowsAvx512<5>(j, r, last); break;
+    case 4: finite &= rowsAvx512<4>(j, r, last); break;
+    case 3: finite &= rowsAvx512<3>(j, r, last); break;
+    case 2: finite &= rowsAvx512<2>(j, r, last); break;
+    case 1: finite &= rowsAvx512<1>(j, r, last); break;
     default: break;
   }
   return finite;
@@ -136,7 +160,7 @@ ATTNSCOPE_AVX512 bool panelAvx512(const PanelJob& j) {
 // loads of the panel and MR broadcasts per input index. Outputs past the panel's `cols` go through
 // a row buffer.
 template <int MR, int NV>
-ATTNSCOPE_AVX2_BLOCK bool rowsAvx2(const PanelJob& j, int r0, int c0) {
+ATTNSCOPE_AVX2_BLOCK bool rowsAvx2(const PanelJob& j, int r0, int c0, Prefetch next = {}) {
   __m256 acc[MR][NV];
   const int cols = std::min(j.cols - c0, 8 * NV);
   if (!j.from_y) {
@@ -156,6 +180,10 @@ ATTNSCOPE_AVX2_BLOCK bool rowsAvx2(const PanelJob& j, int r0, int c0) {
   }
   const float* x = j.x + r0 * j.ldx;
   for (int i = 0; i < j.in; ++i) {
+    if (i < next.steps) {  // the next panel's two cache lines of this index, into L2
+      _mm_prefetch(reinterpret_cast<const char*>(next.at + i * kPanel), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(next.at + i * kPanel + 16), _MM_HINT_T1);
+    }
     __m256 w[NV];
 #pragma GCC unroll 4
     for (int k = 0; k < NV; ++k) w[k] = _mm256_loadu_ps(j.w + i * kPanel + c0 + 8 * k);
@@ -202,13 +230,15 @@ ATTNSCOPE_AVX2 bool panelAvx2(const PanelJob& j) {
   bool finite = true;
   for (int c0 = 0; c0 < j.cols; c0 += 16) {
     int r = 0;
-    for (; r + MR <= j.m; r += MR) finite &= rowsAvx2<MR, 2>(j, r, c0);
+    // The first half's row blocks fetch the next panel (prefetchShare), the second's find it there.
+    const auto share = [&](int r0) { return c0 == 0 ? prefetchShare(j, r0 / MR, (j.m + MR - 1) / MR) : Prefetch(); };
+    for (; r + MR <= j.m; r += MR) finite &= rowsAvx2<MR, 2>(j, r, c0, share(r));
     switch (j.m - r) {
-      case 5: finite &= rowsAvx2<5, 2>(j, r, c0); break;
-      case 4: finite &= rowsAvx2<4, 2>(j, r, c0); break;
-      case 3: finite &= rowsAvx2<3, 2>(j, r, c0); break;
-      case 2: finite &= rowsAvx2<2, 2>(j, r, c0); break;
-      case 1: finite &= rowsAvx2<1, 2>(j, r, c0); break;
+      case 5: finite &= rowsAvx2<5, 2>(j, r, c0, share(r)); break;
+      case 4: finite &= rowsAvx2<4, 2>(j, r, c0, share(r)); break;
+      case 3: finite &= rowsAvx2<3, 2>(j, r, c0, share(r)); break;
+      case 2: finite &= rowsAvx2<2, 2>(j, r, c0, share(r)); break;
+      case 1: finite &= rowsAvx2<1, 2>(j, r, c0, share(r)); break;
       default: break;
     }
   }
@@ -334,16 +364,17 @@ bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa 
           std::clamp(static_cast<long long>(p) * kPanel - output_limit + 1, 0LL, static_cast<long long>(m)));
       if (r0 == m) break;                        // the later panels lie further beyond every row's limit
       float* y = Y + blocks.offset(p * kPanel);  // the panel's first output, within one block
-      const PanelJob job{m - r0,
-                         std::min(block_in, in_ - i0),
-                         std::min(kPanel, out_ - p * kPanel),
-                         X + static_cast<std::ptrdiff_t>(r0) * ldx + i0,
-                         ldx,
-                         panels_.data() + (static_cast<std::size_t>(p) * in_ + i0) * kPanel,
-                         bias_.data() + static_cast<std::size_t>(p) * kPanel,
-                         y + static_cast<std::ptrdiff_t>(r0) * ldy,
-                         ldy,
-                         i0 > 0};
+      PanelJob job{m - r0,
+                   std::min(block_in, in_ - i0),
+                   std::min(kPanel, out_ - p * kPanel),
+                   X + static_cast<std::ptrdiff_t>(r0) * ldx + i0,
+                   ldx,
+                   panels_.data() + (static_cast<std::size_t>(p) * in_ + i0) * kPanel,
+                   bias_.data() + static_cast<std::size_t>(p) * kPanel,
+                   y + static_cast<std::ptrdiff_t>(r0) * ldy,
+                   ldy,
+                   i0 > 0};
+      if ((p + 1) * kPanel < out_) job.next_w = panels_.data() + (static_cast<std::size_t>(p + 1) * in_ + i0) * kPanel;
       finite &= kernel(job);
     }
   }
