@@ -15,6 +15,7 @@
 
 #include "engine/errors.h"
 #include "engine/thread_team.h"
+#include "lm/head_logits.h"
 
 namespace attnscope {
 
@@ -48,13 +49,6 @@ void layerNormRow(const float* x, int d, const LayerNormWeights& n, float eps, f
   const float m = static_cast<float>(mean);
   const float inv = static_cast<float>(1.0 / std::sqrt(sq / d + eps));
   for (int i = 0; i < d; ++i) y[i] = (x[i] - m) * inv * n.scale[i] + n.shift[i];
-}
-
-// x · y over d floats, summed in double (each product exact): a logit is then within an ulp or so
-// of the exact sum, closer than a float product's blocked sums (a random GPT-2-sized model's
-// next-token probabilities were 1.1e-5 relative from torch's in float lanes).
-float dotInDouble(const float* x, const float* y, int d) {
-  return static_cast<float>(sumInDouble(d, [x, y](int i) { return static_cast<double>(x[i]) * y[i]; }));
 }
 
 // Logit positions up to which gptLogits streams the head row by row (above: a product).
@@ -251,6 +245,7 @@ Matrix gptLogits(const GptModel& model, const Matrix& final_x, const std::vector
   }
   Matrix logits(P, V);
   const Eigen::Map<const Matrix> head(model.output_head.data, V, d);
+  const Eigen::MatrixXd hf_double = hf.cast<double>().transpose();  // d × P: each position's row contiguous
   constexpr int kVocabBlock = 2048;
   forEachItem(threads, (V + kVocabBlock - 1) / kVocabBlock, [&](int k) {
     const int v0 = k * kVocabBlock, n = std::min(kVocabBlock, V - v0);
@@ -259,10 +254,10 @@ Matrix gptLogits(const GptModel& model, const Matrix& final_x, const std::vector
       return;
     }
     // A few positions (the app asks for one or two): each row of the head read once, for every
-    // position while it is in L1. A product would first copy (pack) each block of the head, which
-    // here costs more than the multiplications: GPT-2's 154 MB head, two positions, 28 → 12 ms.
-    for (int v = v0; v < v0 + n; ++v)
-      for (int p = 0; p < P; ++p) logits(p, v) = dotInDouble(hf.row(p).data(), head.row(v).data(), d);
+    // position while it is in L1 (lm/head_logits.h). A product would first copy (pack) each block
+    // of the head, which here costs more than the multiplications: GPT-2's 154 MB head, two
+    // positions, 28 → 12 ms.
+    headLogits(hf_double.data(), P, d, head.row(v0).data(), n, logits.data() + v0, logits.cols());
   });
   if (!logits.allFinite()) overflow("the output head");
   return logits;
