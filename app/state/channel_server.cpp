@@ -318,18 +318,20 @@ void ChannelServer::handle(int fd) {
     std::size_t held = 0;  // of the memory budget, given back once the message is received
     try {
       unsigned char length[4];
-      if (!readAll(fd, length, 4, options_.read_timeout_s, true, &stopping_)) return;  // the sender is done
-      // The frame must be in whole within frame_timeout_s of its first bytes, and a second more a
-      // 64 MiB of its payload once its size is known.
+      if (!readAll(fd, length, 1, options_.read_timeout_s, true, &stopping_)) return;  // the sender is done
+      // The frame must be in whole within frame_timeout_s of its first byte, and a second more a
+      // 64 MiB of its payload once its size is known (no deadline past a day: none asked for).
       const Clock::time_point begun = Clock::now();
       FrameDeadline frame;
       const auto wholeWithin = [&](std::size_t bytes) {
         const double s = options_.frame_timeout_s + static_cast<double>(bytes) / (64.0 * 1024 * 1024);
+        if (!(s < 86400)) return;
         frame = {begun + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)),
                  "message: the frame did not come whole within " + std::to_string(static_cast<int>(s)) +
                      " s of its start"};
       };
       wholeWithin(0);
+      readAll(fd, length + 1, 3, options_.read_timeout_s, false, &stopping_, frame);
       std::string header_text(channelHeaderLength(length), '\0');
       readAll(fd, header_text.data(), header_text.size(), options_.read_timeout_s, false, &stopping_, frame);
       const ChannelHeader header = parseChannelHeader(header_text, limits_);

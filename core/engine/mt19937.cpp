@@ -1,17 +1,10 @@
 #include "engine/mt19937.h"
 
+#include "engine/simd_targets.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <string>
-
-// The SIMD versions need GCC/Clang's per-function target attributes and CPU detection; elsewhere
-// only the scalar code is built.
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#define ATTNSCOPE_MT_X86 1
-#include <immintrin.h>
-#else
-#define ATTNSCOPE_MT_X86 0
-#endif
 
 namespace attnscope {
 namespace {
@@ -40,7 +33,7 @@ void temperScalar(const std::uint32_t* in, std::uint32_t* out, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i] = Mt19937::temper(in[i]);
 }
 
-#if ATTNSCOPE_MT_X86
+#if ATTNSCOPE_SIMD_X86
 // A chunk of W words k … k+W−1 is refilled from one load each of x[k …], x[k+1 …] and x[k+M …],
 // all made before its store, so x[k+1 …] are still the old words. It must lie within one of the
 // scalar loop's two parts, which find x[k+M] in different places (mt[k+M], not yet refilled;
@@ -145,7 +138,7 @@ __attribute__((target("avx512f"))) void temperAvx512(const std::uint32_t* in, st
 #pragma GCC diagnostic pop
 #endif
 
-#endif  // ATTNSCOPE_MT_X86
+#endif  // ATTNSCOPE_SIMD_X86
 
 }  // namespace
 
@@ -161,7 +154,7 @@ void Mt19937::seed(std::uint32_t s) {
 
 void Mt19937::refill() {
   switch (impl_) {
-#if ATTNSCOPE_MT_X86
+#if ATTNSCOPE_SIMD_X86
     case Isa::Avx512: refillAvx512(state_); break;
     case Isa::Avx2: refillAvx2(state_); break;
 #endif
@@ -176,7 +169,7 @@ void Mt19937::fill(std::uint32_t* out, std::size_t n) {
     const std::size_t take = std::min(n, N - index_);
     const std::uint32_t* in = state_ + index_;
     switch (impl_) {
-#if ATTNSCOPE_MT_X86
+#if ATTNSCOPE_SIMD_X86
       case Isa::Avx512: temperAvx512(in, out, take); break;
       case Isa::Avx2: temperAvx2(in, out, take); break;
 #endif

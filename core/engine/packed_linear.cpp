@@ -1,5 +1,6 @@
 #include "engine/packed_linear.h"
 
+#include "engine/simd_targets.h"
 #include "engine/tensor.h"
 #include "engine/tile_kernels.h"
 
@@ -8,17 +9,6 @@
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
-
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#define ATTNSCOPE_PACKED_X86 1
-#include <immintrin.h>
-#define ATTNSCOPE_AVX2 __attribute__((target("avx2,fma")))
-#define ATTNSCOPE_AVX2_BLOCK __attribute__((target("avx2,fma"), noinline))
-#define ATTNSCOPE_AVX512 __attribute__((target("avx512f,avx2,fma")))
-#define ATTNSCOPE_AVX512_INLINE __attribute__((target("avx512f,avx2,fma"), always_inline)) inline
-#else
-#define ATTNSCOPE_PACKED_X86 0
-#endif
 
 namespace attnscope {
 
@@ -83,7 +73,7 @@ bool panelScalar(const PanelJob& j) {
   return finite;
 }
 
-#if ATTNSCOPE_PACKED_X86
+#if ATTNSCOPE_SIMD_X86
 // ---------------------------------------------------------------- AVX-512: MR × 32 in registers
 
 // Rows [r0, r0 + MR) of the panel: 2·MR accumulators, two loads of the panel and MR broadcasts per
@@ -244,7 +234,7 @@ ATTNSCOPE_AVX2 bool panelAvx2(const PanelJob& j) {
   }
   return finite;
 }
-#endif  // ATTNSCOPE_PACKED_X86
+#endif  // ATTNSCOPE_SIMD_X86
 
 // ---------------------------------------------------------------- packing
 
@@ -261,7 +251,7 @@ void packPanelsScalar(const float* W, int out, int in, int ldw, float* panels) {
   packScalar(W, out, in, ldw, panels, 0, padded, 0);
 }
 
-#if ATTNSCOPE_PACKED_X86
+#if ATTNSCOPE_SIMD_X86
 // Blocks of 8 outputs × 8 inputs, transposed in registers: rows o … o+7 of W become 8 runs of the
 // panels' 8 floats. What does not fill a block goes through packScalar.
 ATTNSCOPE_AVX2 void packPanelsAvx2(const float* W, int out, int in, int ldw, float* panels) {
@@ -295,12 +285,12 @@ ATTNSCOPE_AVX2 void packPanelsAvx2(const float* W, int out, int in, int ldw, flo
   const int padded = (out + kPanel - 1) / kPanel * kPanel;
   packScalar(W, out, in, ldw, panels, out / 8 * 8, padded, 0);
 }
-#endif  // ATTNSCOPE_PACKED_X86
+#endif  // ATTNSCOPE_SIMD_X86
 
 using PackKernel = void (*)(const float*, int, int, int, float*);
 
 PackKernel packPanels(Isa isa) {
-#if ATTNSCOPE_PACKED_X86
+#if ATTNSCOPE_SIMD_X86
   if (isa == Isa::Avx2 || isa == Isa::Avx512) return packPanelsAvx2;
 #endif
   (void)isa;
@@ -311,7 +301,7 @@ using PanelKernel = bool (*)(const PanelJob&);
 
 PanelKernel panelKernel(Isa isa) {
   switch (isa == Isa::Auto ? activeTileKernels().isa : runnableIsa(isa, "packed linear")) {
-#if ATTNSCOPE_PACKED_X86
+#if ATTNSCOPE_SIMD_X86
     case Isa::Avx2: return panelAvx2;
     case Isa::Avx512: return panelAvx512;
 #endif
@@ -354,14 +344,17 @@ bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa 
   // the product's.
   const int input_blocks = m > 2 ? std::max((in_ + kInputBlock - 1) / kInputBlock, 1) : 1;
   const int block_in = std::max((in_ + input_blocks - 1) / input_blocks, 1);
+  // The rows that need an output of panel q: r + output_limit > q·kPanel.
+  const auto firstRow = [&](int q) {
+    return static_cast<int>(
+        std::clamp(static_cast<long long>(q) * kPanel - output_limit + 1, 0LL, static_cast<long long>(m)));
+  };
   for (int i0 = 0; i0 == 0 || i0 < in_; i0 += block_in) {  // once with no inputs: Y = b
     finite = true;
     // Panel after panel: one panel's block (block_in × 32 floats, 96 KiB for 768 inputs) stays in
     // L2 while every row block of X passes by.
     for (int p = 0; p * kPanel < out_; ++p) {
-      // The rows that need an output of this panel: r + output_limit > p·kPanel.
-      const int r0 = static_cast<int>(
-          std::clamp(static_cast<long long>(p) * kPanel - output_limit + 1, 0LL, static_cast<long long>(m)));
+      const int r0 = firstRow(p);
       if (r0 == m) break;                        // the later panels lie further beyond every row's limit
       float* y = Y + blocks.offset(p * kPanel);  // the panel's first output, within one block
       PanelJob job{m - r0,
@@ -374,7 +367,8 @@ bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa 
                    y + static_cast<std::ptrdiff_t>(r0) * ldy,
                    ldy,
                    i0 > 0};
-      if ((p + 1) * kPanel < out_) job.next_w = panels_.data() + (static_cast<std::size_t>(p + 1) * in_ + i0) * kPanel;
+      if ((p + 1) * kPanel < out_ && firstRow(p + 1) < m)  // a panel read next
+        job.next_w = panels_.data() + (static_cast<std::size_t>(p + 1) * in_ + i0) * kPanel;
       finite &= kernel(job);
     }
   }

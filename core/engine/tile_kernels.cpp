@@ -41,7 +41,7 @@ std::atomic<const TileKernels*>& active() {
 
 const TileKernels& tileKernels(Isa isa) {
   switch (runnableIsa(isa, "tile kernels")) {
-#if ATTNSCOPE_TILE_X86
+#if ATTNSCOPE_SIMD_X86
     case Isa::Avx2: return tile::avx2Kernels();
     case Isa::Avx512: return tile::avx512Kernels();
 #endif

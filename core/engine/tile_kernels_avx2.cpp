@@ -8,7 +8,7 @@
 
 #include "engine/tile_kernels_internal.h"
 
-#if ATTNSCOPE_TILE_X86
+#if ATTNSCOPE_SIMD_X86
 namespace attnscope::tile {
 
 namespace {
@@ -273,4 +273,4 @@ constexpr TileKernels kAvx2Kernels{Isa::Avx2, scoresAvx2, accumulateAvx2, softma
 const TileKernels& avx2Kernels() { return kAvx2Kernels; }
 
 }  // namespace attnscope::tile
-#endif  // ATTNSCOPE_TILE_X86
+#endif  // ATTNSCOPE_SIMD_X86

@@ -8,7 +8,7 @@
 
 #include "engine/tile_kernels_internal.h"
 
-#if ATTNSCOPE_TILE_X86
+#if ATTNSCOPE_SIMD_X86
 namespace attnscope::tile {
 
 namespace {
@@ -252,4 +252,4 @@ constexpr TileKernels kAvx512Kernels{Isa::Avx512, scoresAvx512, accumulateAvx512
 const TileKernels& avx512Kernels() { return kAvx512Kernels; }
 
 }  // namespace attnscope::tile
-#endif  // ATTNSCOPE_TILE_X86
+#endif  // ATTNSCOPE_SIMD_X86

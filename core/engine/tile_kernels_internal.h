@@ -9,23 +9,8 @@
 #include <cstdint>
 
 #include "engine/simd_isa.h"
+#include "engine/simd_targets.h"
 #include "engine/tile_kernels.h"
-
-// The SIMD versions need GCC/Clang's per-function target attributes and CPU detection (as in
-// mt19937.cpp); elsewhere only the scalar loops are built.
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#define ATTNSCOPE_TILE_X86 1
-#include <immintrin.h>
-#define ATTNSCOPE_AVX2 __attribute__((target("avx2,fma")))
-// The register blocks are inlined into their loops: a call per block would cost as much as its
-// arithmetic.
-#define ATTNSCOPE_AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) inline
-// AVX-512F (with AVX2 and FMA, which every AVX-512 CPU has: the 8-wide helpers inline into it).
-#define ATTNSCOPE_AVX512 __attribute__((target("avx512f,avx2,fma")))
-#define ATTNSCOPE_AVX512_INLINE __attribute__((target("avx512f,avx2,fma"), always_inline)) inline
-#else
-#define ATTNSCOPE_TILE_X86 0
-#endif
 
 namespace attnscope::tile {
 
@@ -54,7 +39,7 @@ constexpr float kExp2Coefficients[] = {0x1.41fbbcp-13f, 0x1.5f3e54p-10f, 0x1.3b2
 void scoresPacked(Isa isa, int n, int nk, int hw, const float* Q, int ldq, const float* K, int ldk, float* S, int lds,
                   int key_limit);
 
-#if ATTNSCOPE_TILE_X86
+#if ATTNSCOPE_SIMD_X86
 // Σ of the 8 lanes in one fixed order, ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), for every call.
 ATTNSCOPE_AVX2_INLINE float sumLanes(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -66,7 +51,7 @@ ATTNSCOPE_AVX2_INLINE float sumLanes(__m256 v) {
 
 // The versions' tables (each in its own file; the SIMD ones only on x86 with GCC or Clang).
 const TileKernels& scalarKernels();
-#if ATTNSCOPE_TILE_X86
+#if ATTNSCOPE_SIMD_X86
 const TileKernels& avx2Kernels();
 const TileKernels& avx512Kernels();
 #endif

@@ -16,6 +16,7 @@
 #include "engine/errors.h"
 #include "engine/thread_team.h"
 #include "lm/head_logits.h"
+#include "lm/sum_in_double.h"
 
 namespace attnscope {
 
@@ -25,21 +26,6 @@ namespace {
 int rowBlock(int T, int threads) { return std::clamp((T + threads - 1) / threads, 16, 128); }
 
 // [SECTION] The reference (serial, readable) ------------------------------------------------------
-
-// Σ term(i) for i < d in double, in kLanes interleaved partial sums added at the end: a chain of
-// one sum would wait on each addition (d = 768: 4 cycles a value), lanes vectorize.
-template <class Term>
-double sumInDouble(int d, Term term) {
-  constexpr int kLanes = 8;
-  double lane[kLanes] = {};
-  int i = 0;
-  for (; i + kLanes <= d; i += kLanes)
-    for (int k = 0; k < kLanes; ++k) lane[k] += term(i + k);
-  double sum = 0;
-  for (; i < d; ++i) sum += term(i);
-  for (int k = 0; k < kLanes; ++k) sum += lane[k];
-  return sum;
-}
 
 // One row of LayerNorm, the book's class: mean and biased variance over the row (in double),
 // (x − mean) / √(var + eps) · scale + shift.
@@ -245,7 +231,6 @@ Matrix gptLogits(const GptModel& model, const Matrix& final_x, const std::vector
   }
   Matrix logits(P, V);
   const Eigen::Map<const Matrix> head(model.output_head.data, V, d);
-  const Eigen::MatrixXd hf_double = hf.cast<double>().transpose();  // d × P: each position's row contiguous
   constexpr int kVocabBlock = 2048;
   forEachItem(threads, (V + kVocabBlock - 1) / kVocabBlock, [&](int k) {
     const int v0 = k * kVocabBlock, n = std::min(kVocabBlock, V - v0);
@@ -257,7 +242,7 @@ Matrix gptLogits(const GptModel& model, const Matrix& final_x, const std::vector
     // position while it is in L1 (lm/head_logits.h). A product would first copy (pack) each block
     // of the head, which here costs more than the multiplications: GPT-2's 154 MB head, two
     // positions, 28 → 12 ms.
-    headLogits(hf_double.data(), P, d, head.row(v0).data(), n, logits.data() + v0, logits.cols());
+    headLogits(hf.data(), P, d, head.row(v0).data(), n, logits.data() + v0, logits.cols());
   });
   if (!logits.allFinite()) overflow("the output head");
   return logits;

@@ -225,11 +225,18 @@ def main():
                 d = run_commands(args.app, display.name, work, "side-panels-1280x720", [WEIGHTS_TAB],
                                  "--open", multihead, "--size", "1280x720", "--text-size", "175")
                 w, panel = d["widgets"], d["panels"]["parameters"]
-                hint, reset = w.get("weights_layout_hint"), w["weights_reset"]
+                right, bottom = panel["x"] + panel["w"] + 0.5, panel["y"] + panel["h"] + 0.5
+                hint, reset, paste = w.get("weights_layout_hint"), w["weights_reset"], w["weights_paste"]
                 expect(hint is not None and "weights_layout_text" not in w, f"{[k for k in w if k.startswith('weights_')]}")
-                expect(hint["x"] + hint["w"] <= panel["x"] + panel["w"] + 0.5 and hint["h"] < reset["h"] and
-                       hint["y"] + hint["h"] <= reset["y"],
-                       f"the (?) at {hint} is not one line above the buttons {reset} inside the tab {panel}")
+                if hint is not None:
+                    expect(hint["x"] + hint["w"] <= right and hint["h"] < reset["h"] and
+                           hint["y"] + hint["h"] <= reset["y"],
+                           f"the (?) at {hint} is not one line above the buttons {reset} inside the tab {panel}")
+                expect(paste["x"] + paste["w"] <= right, f"Paste parameters at {paste} is past the tab's edge {panel}")
+                # W_query's map, every cell of it, above the tab's bottom (it had shown a row and a half).
+                cells = next((m["cells"] for m in d["heatmaps"] if m.get("parameter") == "W_query.weight"), None)
+                expect(cells is not None and cells["y"] + cells["h"] <= bottom,
+                       f"W_query's map at {cells} is not all in the tab {panel}")
                 expect(d["state"]["weights_panel"]["status"].startswith("The seeded initialization"),
                        d["state"]["weights_panel"]["status"])
                 print(f"  1280x720 175 % beside the side panels: the (?) at x {hint['x']:.0f}–"

@@ -1,8 +1,9 @@
 // The output head's logits (core/lm/head_logits.h) on every version this CPU runs: against a dot
 // product in long double written here (within a float's rounding), and to the bit against the
 // scalar version, for widths around the 8 lanes (1 … 17, GPT-2's 768, 1027), rows around the
-// register blocks (1 … 9, 37) and 1 … 9 positions (in groups of 4). Nothing outside the rows asked
-// for is written.
+// register blocks (1 … 9, 37) and 1, 2, 3, 4, 5 and 9 positions (in groups of 4). Nothing outside
+// the rows asked for is written, nor read: the head and the positions' rows end in NaNs, which a
+// read past them would carry into a logit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,10 +27,10 @@ TEST(HeadLogits, EveryVersionIsTheScalarDefinitionToTheBit) {
   for (int d : {1, 5, 8, 9, 16, 17, 768, 1027})
     for (int rows : {1, 2, 3, 4, 5, 8, 9, 37})
       for (int P : {1, 2, 3, 4, 5, 9}) {
-        std::vector<double> x(static_cast<std::size_t>(P) * d);
-        for (double& v : x) v = static_cast<double>(normal(gen) * 3.0f);  // a float's value, as LayerNorm gives
-        std::vector<float> head(static_cast<std::size_t>(rows) * d);
-        for (float& v : head) v = normal(gen) * 0.02f;
+        const std::size_t x_size = static_cast<std::size_t>(P) * d, head_size = static_cast<std::size_t>(rows) * d;
+        std::vector<float> x(x_size + 16, NAN), head(head_size + 16, NAN);
+        for (std::size_t i = 0; i < x_size; ++i) x[i] = normal(gen) * 3.0f;
+        for (std::size_t i = 0; i < head_size; ++i) head[i] = normal(gen) * 0.02f;
         const int ld = rows + 3;  // the rows asked for, then room that must stay as it was
         std::vector<float> scalar(static_cast<std::size_t>(P) * ld, guard);
         headLogits(x.data(), P, d, head.data(), rows, scalar.data(), ld, Isa::Scalar);
