@@ -283,19 +283,26 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
   // for the arrow (ImGui keeps it in every sortable header: 150 px at 200 %). The cells are padded
   // as the room allows, ImGui's 4 px (7 at 175 %) down to 1 px. Where that is still wider than the
   // room the table scrolls sideways, the head's name kept in view.
+  // Where every score column can keep it at ImGui's padding, each does: sorting then moves no header.
   const float arrow = ImGui::GetFontSize();  // a header's sort arrow and its spacing, about
+  bool arrow_everywhere = false;
   const auto tagWidth = [&](const char* name, int c) {
-    return std::max(ImGui::CalcTextSize(name).x, ImGui::CalcTextSize("0.00").x) + (c == sorted_column_ ? arrow : 0.0f);
+    return std::max(ImGui::CalcTextSize(name).x, ImGui::CalcTextSize("0.00").x) +
+           (arrow_everywhere || c == sorted_column_ ? arrow : 0.0f);
   };
   float padding = ImGui::GetStyle().CellPadding.x;
   if (tags) {
-    float widest_tag = ImGui::CalcTextSize("does").x, natural = ImGui::GetStyle().ScrollbarSize;
-    for (std::size_t k = 0; k < labels.size(); ++k) {
-      widest_tag = std::max(widest_tag, ImGui::CalcTextSize(labels[k].tag).x);
-      natural += tagWidth(labels[k].tag, 2 + static_cast<int>(k));
-    }
-    natural += ImGui::CalcTextSize("head").x + arrow + widest_tag + tagWidth("H", columns - 1);
-    padding = std::clamp((size.x - natural) / (2.0f * columns) - 1, px(1), padding);
+    const auto natural = [&] {
+      float widest_tag = ImGui::CalcTextSize("does").x, sum = ImGui::GetStyle().ScrollbarSize;
+      for (std::size_t k = 0; k < labels.size(); ++k) {
+        widest_tag = std::max(widest_tag, ImGui::CalcTextSize(labels[k].tag).x);
+        sum += tagWidth(labels[k].tag, 2 + static_cast<int>(k));
+      }
+      return sum + ImGui::CalcTextSize("head").x + arrow + widest_tag + tagWidth("H", columns - 1);
+    };
+    arrow_everywhere = true;
+    arrow_everywhere = natural() + 2.0f * columns * (padding + 1) <= size.x;
+    padding = std::clamp((size.x - natural()) / (2.0f * columns) - 1, px(1), padding);
   }
   const ImGuiTableFlags flags = ImGuiTableFlags_Sortable | ImGuiTableFlags_ScrollY | ImGuiTableFlags_RowBg |
                                 ImGuiTableFlags_BordersInnerV |
@@ -334,6 +341,7 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
     } else {
       ImGui::TableHeader(ImGui::TableGetColumnName(c));
     }
+    layout().widget("layers_header_" + std::to_string(c));
     if (!tags || !ImGui::IsItemHovered()) continue;
     if (c >= 2 && c < columns - 1)
       ImGui::SetTooltip("%s score", labels[static_cast<std::size_t>(c - 2)].title);
@@ -405,6 +413,7 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
       ImGui::Text("%.2f", static_cast<double>(sc.mean_entropy));
     }
   layout().state()["layers_scores_scroll_x"] = ImGui::GetScrollMaxX();  // tests: 0 where every column fits
+  layout().state()["layers_sorted_column"] = sorted_column_;
   ImGui::EndTable();
   layout().widget("layers_scores");
 }

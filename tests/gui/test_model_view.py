@@ -691,6 +691,23 @@ def checks(tmp):
                 print(f"  {size} {pct} %: 2 × 12 thumbnails {grid['h']:.0f} px tall, the scores table under them "
                       f"{table['h']:.0f} px, {scroll:.0f} px to scroll sideways")
                 assert scroll == 0, f"{size} {pct} %: the scores table scrolls {scroll:.0f} px sideways"
+            # Sorting by a score moves no header where every column can keep the sort arrow's room
+            # (1280 × 800 and 150 %): only the sorted one kept it, and a click on "induct" moved the
+            # headers between it and the head's.
+            with App(app, display.name, ["--model", twelve, "--size", "1280x800", "--text-size", "150",
+                                         "--commands", write_commands(tmp, "twelve-sort", [
+                                             {"do": "text", "ids": list(range(40, 70))}])]) as a:
+                d = a.settled("the scores table", lambda d: "layers_header_5" in d["widgets"])
+                a.find_window()
+                before = {k: v for k, v in d["widgets"].items() if k.startswith("layers_header_")}
+                induct = before["layers_header_5"]
+                a.click_at(induct["x"] + induct["w"] / 2, induct["y"] + induct["h"] / 2)
+                d = a.settled("sorted by induct", lambda d: d["state"].get("layers_sorted_column") == 5)
+                after = {k: v for k, v in d["widgets"].items() if k.startswith("layers_header_")}
+                moved = {k: (before[k]["x"], after[k]["x"]) for k in before
+                         if k not in after or abs(after[k]["x"] - before[k]["x"]) > 0.5}
+                assert len(before) == 7 and not moved, f"sorting by induct moved headers: {moved}"
+                print(f"  sorted by induct at 1280x800 150 %: the {len(before)} headers stayed where they were")
             # A head chosen (a thumbnail's click) has its row of the head statistics brought into view:
             # a quarter of the column showed head 1 and half of head 2.
             d = run_commands(app, display.name, tmp, "twelve-statistics", [
