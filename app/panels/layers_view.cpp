@@ -300,7 +300,7 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
       }
       return sum + ImGui::CalcTextSize("head").x + arrow + widest_tag + tagWidth("H", columns - 1);
     };
-    arrow_everywhere = true;
+    arrow_everywhere = true;  // natural() as wide as with every column's arrow: does that fit?
     arrow_everywhere = natural() + 2.0f * columns * (padding + 1) <= size.x;
     padding = std::clamp((size.x - natural()) / (2.0f * columns) - 1, px(1), padding);
   }

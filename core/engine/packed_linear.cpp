@@ -74,6 +74,13 @@ bool panelScalar(const PanelJob& j) {
 }
 
 #if ATTNSCOPE_SIMD_X86
+// Input index i's two cache lines of the next panel into L2, while i is within the block's share.
+inline void prefetchStep(const Prefetch& next, int i) {
+  if (i >= next.steps) return;
+  _mm_prefetch(reinterpret_cast<const char*>(next.at + i * kPanel), _MM_HINT_T1);
+  _mm_prefetch(reinterpret_cast<const char*>(next.at + i * kPanel + 16), _MM_HINT_T1);
+}
+
 // ---------------------------------------------------------------- AVX-512: MR × 32 in registers
 
 // Rows [r0, r0 + MR) of the panel: 2·MR accumulators, two loads of the panel and MR broadcasts per
@@ -96,10 +103,7 @@ ATTNSCOPE_AVX512_INLINE bool rowsAvx512(const PanelJob& j, int r0, Prefetch next
   }
   const float* x = j.x + r0 * j.ldx;
   for (int i = 0; i < j.in; ++i) {
-    if (i < next.steps) {  // the next panel's two cache lines of this index, into L2
-      _mm_prefetch(reinterpret_cast<const char*>(next.at + i * kPanel), _MM_HINT_T1);
-      _mm_prefetch(reinterpret_cast<const char*>(next.at + i * kPanel + 16), _MM_HINT_T1);
-    }
+    prefetchStep(next, i);
     const __m512 w_lo = _mm512_loadu_ps(j.w + i * kPanel), w_hi = _mm512_loadu_ps(j.w + i * kPanel + 16);
 #pragma GCC unroll 12
     for (int r = 0; r < MR; ++r) {
@@ -170,10 +174,7 @@ ATTNSCOPE_AVX2_BLOCK bool rowsAvx2(const PanelJob& j, int r0, int c0, Prefetch n
   }
   const float* x = j.x + r0 * j.ldx;
   for (int i = 0; i < j.in; ++i) {
-    if (i < next.steps) {  // the next panel's two cache lines of this index, into L2
-      _mm_prefetch(reinterpret_cast<const char*>(next.at + i * kPanel), _MM_HINT_T1);
-      _mm_prefetch(reinterpret_cast<const char*>(next.at + i * kPanel + 16), _MM_HINT_T1);
-    }
+    prefetchStep(next, i);
     __m256 w[NV];
 #pragma GCC unroll 4
     for (int k = 0; k < NV; ++k) w[k] = _mm256_loadu_ps(j.w + i * kPanel + c0 + 8 * k);
