@@ -62,7 +62,7 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
       "open a trained GPT: a Hugging Face GPT-2 folder, or the book's GPTModel as .pth, .safetensors or "
       ".npz with vocab.json and merges.txt beside it (File › Open model…)");
   cli.add_option("--num-heads", o.model_heads,
-                 "with --model: its heads (default: config.json's, else what a .safetensors saved by attnscope "
+                 "with --model: its heads (default: config.json's, else what a .safetensors or .pth saved by attnscope "
                  "says, else d / 64)")
       ->check(CLI::Range(1, Limits{}.max_heads))
       ->needs(model);

@@ -1003,8 +1003,12 @@ void Controller::applyLearn(const Command& c, double now) {
       if (shown == nullptr) throw InputError("the run has no model yet: it is being built");
       saveStateDict(learn_.layout(), learn_.task().seq_len, shown->parameters->data(), path, learn_.task().heads);
       if (hooks_.file_used) hooks_.file_used(path);
+      // A .npz has no place for the heads (saveStateDict): the dialog needs them.
+      const std::string heads = std::to_string(learn_.task().heads);
+      const bool says_heads = std::filesystem::path(path).extension() != ".npz";
       return showToast("Saved the model at step " + std::to_string(shown->step) + " to " + path +
-                           " (File › Open model opens it, with " + std::to_string(learn_.task().heads) + " heads)",
+                           (says_heads ? " (File › Open model opens it with its " + heads + " heads)"
+                                       : " (File › Open model opens it: give it " + heads + " heads there)"),
                        false, now);
     }
     case Id::LearnClose:

@@ -71,7 +71,8 @@ class TensorFile {
   const std::string& format() const { return format_; }                // "safetensors", "pth", "npz"
   const std::vector<TensorInfo>& tensors() const { return tensors_; }  // in the file's order
   const TensorInfo* find(const std::string& name) const;               // null when absent
-  // The file's metadata (safetensors' "__metadata__" strings), else empty.
+  // The file's metadata: a safetensors' "__metadata__" strings; a .pth's root module's entries of
+  // its state_dict's _metadata (sd._metadata[''], ints in decimal); else empty.
   const std::vector<std::pair<std::string, std::string>>& metadata() const { return metadata_; }
 
   // The values of `name` as float32 (see FloatTensor). Throws InputError "PATH: tensor NAME: why"

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -116,6 +117,7 @@ class Unpickler {
     std::set<std::string> names;
     std::uint64_t visits = 0;
     flatten(root, "", 0, out, names, visits);
+    out.metadata = rootMetadata(root);
     return out;
   }
 
@@ -469,11 +471,12 @@ class Unpickler {
           push(make(K::Dict));
           break;
         }
-        case 'b': {  // BUILD: an OrderedDict's attributes (state_dict's _metadata) are not kept
-          pop();
+        case 'b': {  // BUILD: an OrderedDict's attributes (state_dict's _metadata), kept aside; a tensor's ignored
+          const std::uint32_t state = pop();
           const std::uint32_t target = top();
           if (objs_[target].kind != K::Dict && objs_[target].kind != K::Tensor)
             bad(std::string("BUILD on ") + kindName(objs_[target].kind));
+          if (objs_[target].kind == K::Dict) build_state_[target] = state;
           break;
         }
         case 'Q': {  // BINPERSID
@@ -492,6 +495,33 @@ class Unpickler {
       }
       if (stack_.size() > limits_.max_objects) bad("a stack deeper than a state_dict needs");
     }
+  }
+
+  // The value of `key` (a string) in a dict, if it is of `kind`.
+  std::optional<std::uint32_t> item(std::uint32_t dict, const std::string& key, K kind) const {
+    const auto& items = objs_[dict].items;
+    for (std::size_t k = 0; k + 1 < items.size(); k += 2)
+      if (objs_[items[k]].kind == K::Str && objs_[items[k]].s == key && objs_[items[k + 1]].kind == kind)
+        return items[k + 1];
+    return std::nullopt;
+  }
+
+  // sd._metadata[''] of the root dict's BUILD state {'_metadata': OrderedDict(...)}.
+  std::vector<std::pair<std::string, std::string>> rootMetadata(std::uint32_t root) const {
+    std::vector<std::pair<std::string, std::string>> out;
+    const auto state = build_state_.find(root);
+    if (state == build_state_.end() || objs_[state->second].kind != K::Dict) return out;
+    const auto all = item(state->second, "_metadata", K::Dict);
+    const auto own = all ? item(*all, "", K::Dict) : std::nullopt;
+    if (!own) return out;
+    const auto& items = objs_[*own].items;
+    for (std::size_t k = 0; k + 1 < items.size(); k += 2) {
+      const Obj &key = objs_[items[k]], &value = objs_[items[k + 1]];
+      if (key.kind != K::Str) continue;
+      if (value.kind == K::Int) out.emplace_back(key.s, str(static_cast<long long>(value.i)));
+      if (value.kind == K::Str) out.emplace_back(key.s, value.s);
+    }
+    return out;
   }
 
   // Nested dicts flattened with '.'; only tensors are kept. A dict reached by several paths is
@@ -544,6 +574,7 @@ class Unpickler {
   std::vector<std::uint32_t> stack_;
   std::vector<std::size_t> marks_;
   std::unordered_map<std::uint64_t, std::uint32_t> memo_;
+  std::unordered_map<std::uint32_t, std::uint32_t> build_state_;  // a dict's attributes, by the dict
   std::map<std::string, PickledStorage> storages_;
   std::size_t references_ = 0;
 };
@@ -566,6 +597,7 @@ class PthFile : public TensorFile {
     PickleLimits pl;
     pl.max_tensors = limits.max_tensors;
     state_ = readTorchPickle(zip_.read(pickle_entry, kMaxPickleBytes), source, pl);
+    metadata_ = state_.metadata;
     for (const PickledTensor& t : state_.tensors) {
       const std::string where = source + ": tensor " + printableName(t.name);
       const PickledStorage& s = state_.storages.at(t.storage_key);

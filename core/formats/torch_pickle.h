@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnscope {
@@ -43,6 +44,10 @@ struct PickledTensor {
 struct PickledStateDict {
   std::vector<PickledTensor> tensors;              // in the pickle's order
   std::map<std::string, PickledStorage> storages;  // by key
+  // The root module's entries of the root dict's _metadata (the attribute Module.state_dict() sets,
+  // pickled by BUILD): sd._metadata[''] — {"version": "1"}, and "n_head" where attnscope saved it —
+  // its int values in decimal and its strings, in order; others skipped. Empty without one.
+  std::vector<std::pair<std::string, std::string>> metadata;
 };
 
 // Reads data.pkl. The root must be a dict (a state_dict, or a checkpoint of nested dicts): nested

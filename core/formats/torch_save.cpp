@@ -9,6 +9,11 @@
 //            offset 0, size, stride, NEWFALSE, OrderedDict() (its backward hooks)
 //          TUPLE REDUCE
 //
+// With root metadata the dict's attributes follow, as OrderedDict.__reduce__ gives them (vars(self)):
+//
+//   EMPTY_DICT '_metadata' OrderedDict() '' EMPTY_DICT (MARK key value … SETITEMS | key value SETITEM)
+//   SETITEM SETITEM BUILD
+//
 // Every global, string and non-empty tuple is memoized as it is written (BINPUT) and an object
 // written again is fetched (BINGET): the two globals, 'storage' and 'cpu' after the first tensor.
 #include "formats/torch_save.h"
@@ -140,7 +145,8 @@ std::string torchArchiveName(const std::string& path) {
   return name.empty() ? "archive" : name;
 }
 
-std::string torchSaveBytes(const std::vector<NamedFloats>& tensors, const std::string& archive) {
+std::string torchSaveBytes(const std::vector<NamedFloats>& tensors, const std::string& archive,
+                           const std::vector<std::pair<std::string, std::int64_t>>& root_metadata) {
   std::set<std::string> names;
   for (const NamedFloats& t : tensors)
     if (!names.insert(t.name).second) throw ComputeError("torch.save: the name " + t.name + " is there twice");
@@ -176,6 +182,22 @@ std::string torchSaveBytes(const std::vector<NamedFloats>& tensors, const std::s
     p.put();
     const bool batch_ends = (i + 1) % 1000 == 0 || i + 1 == tensors.size();
     if (batch_ends) p.out += (i % 1000 == 0) ? 's' : 'u';  // SETITEM for a batch of one, else SETITEMS
+  }
+  if (!root_metadata.empty()) {  // {'_metadata': OrderedDict([('', {key: value, …})])} BUILD
+    p.out += '}';
+    p.put();
+    p.string("_metadata");
+    p.emptyOrderedDict();
+    p.string("");
+    p.out += '}';
+    p.put();
+    if (root_metadata.size() > 1) p.out += '(';
+    for (const auto& [key, value] : root_metadata) {
+      p.string(key);
+      p.integer(value);
+    }
+    p.out += root_metadata.size() > 1 ? "uss" : "sss";
+    p.out += 'b';
   }
   p.out += '.';
 

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attnscope {
@@ -27,6 +28,12 @@ std::string torchArchiveName(const std::string& path);
 // order torch writes them (its keys "0", "1", … sorted as strings), then <archive>/version "3\n";
 // stored, each entry's data at a multiple of 64 bytes (ZipLayout, formats/zip_archive.h). The
 // dict's keys are `tensors`' names in their order; names must differ.
-std::string torchSaveBytes(const std::vector<NamedFloats>& tensors, const std::string& archive = "archive");
+//
+// `root_metadata` (default none): entries of the root module's `_metadata` — the attribute
+// Module.state_dict() sets on its dict, which torch.save pickles (BUILD) and load_state_dict hands to
+// each module by its prefix, ignoring keys it does not know — e.g. {{"version", 1}, {"n_head", 2}}:
+// sd._metadata == OrderedDict([('', {'version': 1, 'n_head': 2})]). Values are non-negative.
+std::string torchSaveBytes(const std::vector<NamedFloats>& tensors, const std::string& archive = "archive",
+                           const std::vector<std::pair<std::string, std::int64_t>>& root_metadata = {});
 
 }  // namespace attnscope

@@ -497,7 +497,9 @@ void saveStateDict(const std::vector<ParamTensor>& layout, int context, const fl
     return;
   }
   if (ext == ".pth" || ext == ".pt") {  // torch.save(model.state_dict(), path)'s zip (formats/torch_save.h)
-    writeFileAtomically(path, torchSaveBytes(tensors, torchArchiveName(path)));
+    std::vector<std::pair<std::string, std::int64_t>> metadata;
+    if (heads > 0) metadata = {{"version", 1}, {"n_head", heads}};  // sd._metadata[''], as state_dict() makes it
+    writeFileAtomically(path, torchSaveBytes(tensors, torchArchiveName(path), metadata));
     return;
   }
   // safetensors: an 8-byte little-endian header length, the JSON header, the tensors' bytes.

@@ -81,9 +81,10 @@ void saveTrainModel(const TrainModel& model, const std::string& path);
 void checkTrainModelPath(const std::string& path);  // saveTrainModel's refusals of the path alone
 // The same of parameters laid out by `layout` (a TrainModel's tensors) in `values`, with the causal
 // masks of a context of `context` tokens (a run's snapshot: nothing copied into a TrainModel).
-// `heads` > 0: a .safetensors file says it in its metadata ("n_head"), which the loader reads
-// where no config.json or caller gives it (a .pth or .npz has no place for it that torch's
-// load_state_dict would not refuse: its heads are given when it is opened).
+// `heads` > 0: the file says it as "n_head", which the loader reads where no config.json or caller
+// gives it — a .safetensors in its __metadata__, a .pth in the state_dict's _metadata of the root
+// module (beside its "version": 1; load_state_dict ignores a key it does not know). A .npz has no
+// place for it that load_state_dict would not refuse: its heads are given when it is opened.
 void saveStateDict(const std::vector<ParamTensor>& layout, int context, const float* values, const std::string& path,
                    int heads = 0);
 

@@ -278,8 +278,8 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   agree("vocab_size", cfg.vocab_size, c.vocab_size);
   agree("n_positions", cfg.n_positions, c.context_length);
 
-  // Heads: the caller, else config.json, else a .safetensors' own metadata ("n_head", as attnscope
-  // writes a model trained here), else d / 64 (GPT-2's head width), with a note.
+  // Heads: the caller, else config.json, else the file's own metadata ("n_head", as attnscope writes
+  // a model trained here in a .safetensors or a .pth), else d / 64 (GPT-2's head width), with a note.
   // (Read only where it is used: a bad one beside --num-heads or config.json is not in the way.)
   const auto metadataHeads = [&]() -> int {
     for (const auto& [key, value] : file.metadata())
@@ -292,8 +292,10 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
           used = 0;
         }
         if (used == 0 || used != value.size() || heads < 1 || heads > 1000000)
-          throw InputError(path + ": __metadata__.n_head must be a whole number from 1 to 1000000, got '" +
-                           value.substr(0, 40) + "' (give the heads: --num-heads N)");
+          throw InputError(
+              path + (file.format() == "pth" ? ": the state_dict's _metadata[''].n_head" : ": __metadata__.n_head") +
+              " must be a whole number from 1 to 1000000, got '" + value.substr(0, 40) +
+              "' (give the heads: --num-heads N)");
         return heads;
       }
     return 0;

@@ -138,6 +138,46 @@ class ModelTraceTest(unittest.TestCase):
                              capture_output=True, text=True, timeout=60)
         self.assertEqual(run.returncode, 0, run.stderr)
 
+    def test_the_heads_a_pth_says(self):
+        # A .pth whose state_dict's _metadata gives the root module an n_head (as attnscope saves a
+        # model it trained; load_state_dict ignores the key), written by Debian's torch.save, opens
+        # with them: width 8 is no multiple of 64, so without them it is refused. A damaged value is
+        # one clear error naming the field; --num-heads, which comes first, is not stopped by it.
+        import collections
+        import torch
+        with np.load(self.model) as arrays:
+            tensors = collections.OrderedDict((name, torch.from_numpy(arrays[name])) for name in arrays.files)
+
+        def write(name, n_head):
+            sd = collections.OrderedDict(tensors)
+            if n_head is not None:
+                sd._metadata = collections.OrderedDict([("", {"version": 1, "n_head": n_head})])
+            path = os.path.join(self.tmp.name, name)
+            torch.save(sd, path)
+            return path
+
+        def trace(path, *args):
+            return subprocess.run([CLI, "model-trace", path, "--ids", "1,2", *args], capture_output=True, text=True,
+                                  timeout=60)
+
+        run = trace(write("heads.pth", HEADS))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(json.loads(run.stdout)["heads_per_layer"], HEADS)
+        run = trace(write("no_heads.pth", None))
+        self.assertEqual(run.returncode, 2)
+        self.assertRegex(run.stderr, r"no_heads.pth: the number of heads is not in the file and the width 8 is not a "
+                                     r"multiple of 64")
+        for value, shown in ((0, "0"), ("two", "two")):
+            bad = write("bad_heads.pth", value)
+            run = trace(bad)
+            self.assertEqual(run.returncode, 2)
+            self.assertEqual(run.stdout, "")
+            self.assertRegex(run.stderr, r"^error: .*bad_heads.pth: the state_dict's _metadata\[''\].n_head must be a "
+                                         r"whole number from 1 to 1000000, got '%s' \(give the heads: --num-heads N\)\n$"
+                                         % shown)
+            run = trace(bad, "--num-heads", str(HEADS))
+            self.assertEqual(run.returncode, 0, run.stderr)
+
     # ---- next tokens ------------------------------------------------------------------------
     def test_next_tokens(self):
         out = self.trace("--top-k", "3", "--temperature", "0.5")

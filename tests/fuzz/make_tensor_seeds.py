@@ -64,6 +64,7 @@ sd["t"] = torch.arange(6.0).reshape(2, 3).t()
 base = torch.arange(8.0)
 sd["shared.a"], sd["shared.b"] = base[1:4], base[4:]
 sd["count"] = torch.tensor([3])
+sd._metadata[""]["n_head"] = 2  # the heads a model saved by attnscope says (its root module's metadata)
 
 
 def saved(obj):

@@ -118,15 +118,16 @@ def main():
             check(worst <= 1e-3 * TASK_LR * STEPS, f"the saved model is off torch's by {worst:.3g}")
             refused({"do": "learn_save", "path": os.path.join(folder, "trained.bin")}, ".npz, .safetensors, .pth or .pt",
                     "a .bin")
-            # As .safetensors it says its heads (metadata n_head): opened again, the model has the
-            # run's heads, not width / 64 (a 2-head run reopened as 1 head a layer).
-            saved_st = os.path.join(folder, "trained.safetensors")
-            attnscope.command({"do": "learn_save", "path": saved_st})
-            traced = subprocess.run([cli, "model-trace", saved_st, "--ids", "1,2,3"], capture_output=True, text=True,
-                                    timeout=60)
-            check(traced.returncode == 0, f"model-trace of the saved model: {traced.stderr.strip()}")
-            heads, want_heads = json.loads(traced.stdout)["heads_per_layer"], trained.trf_blocks[0].att.num_heads
-            check(heads == want_heads, f"the saved .safetensors reopens with {heads} heads, the run had {want_heads}")
+            # As .safetensors or .pth it says its heads (metadata n_head): opened again, the model has
+            # the run's heads, not width / 64 (a 2-head run reopened as 1 head a layer).
+            for kind in ("safetensors", "pth"):
+                saved_as = os.path.join(folder, "trained." + kind)
+                attnscope.command({"do": "learn_save", "path": saved_as})
+                traced = subprocess.run([cli, "model-trace", saved_as, "--ids", "1,2,3"], capture_output=True,
+                                        text=True, timeout=60)
+                check(traced.returncode == 0, f"model-trace of the saved .{kind}: {traced.stderr.strip()}")
+                heads, want_heads = json.loads(traced.stdout)["heads_per_layer"], trained.trf_blocks[0].att.num_heads
+                check(heads == want_heads, f"the saved .{kind} reopens with {heads} heads, the run had {want_heads}")
             print(f"learn_save: the state_dict torch's {STEPS} steps reach, within {worst:.2g}")
             shot = os.path.join(folder, "learn.png")
             attnscope.command([{"do": "view", "field": "tab", "value": "learn"},

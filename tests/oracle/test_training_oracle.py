@@ -188,8 +188,10 @@ def local_records(path):
 def check_pth(cli, folder, npz, pth, trained, script):
     """The .pth `train --save` writes is torch.save(model.state_dict())'s file: torch.load reads it
     (weights_only=True too) into the state_dict's keys, every tensor float32 and equal to the
-    .npz's bit for bit, the masks torch's; load_state_dict takes it strictly; and torch.save of the
-    dict torch.load gave writes the same entries, each holding the same bytes."""
+    .npz's bit for bit, the masks torch's; its _metadata says the root module's version as a
+    state_dict's does and the heads (n_head, which load_state_dict ignores); load_state_dict takes it
+    strictly; and torch.save of the dict torch.load gave (its _metadata too) writes the same entries,
+    each holding the same bytes."""
     loaded = torch.load(pth)
     safe = torch.load(pth, weights_only=True)
     want_keys = list(trained.state_dict())
@@ -207,6 +209,10 @@ def check_pth(cli, folder, npz, pth, trained, script):
     if len(masks) != len(trained.trf_blocks) or any(not torch.equal(safe[k], trained.state_dict()[k]) for k in masks):
         sys.exit(f"FAIL: the .pth's masks {masks} are not torch's buffers")
     model = script["make_model"]()
+    own = dict(model.state_dict()._metadata[""], n_head=script["TASK"]["heads"])
+    for name, sd in (("torch.load", loaded), ("torch.load(weights_only=True)", safe)):
+        if getattr(sd, "_metadata", {}).get("") != own:
+            sys.exit(f"FAIL: {name} of the .pth: _metadata[''] is {getattr(sd, '_metadata', {}).get('')}, not {own}")
     model.load_state_dict(safe, strict=True)
     # torch.save of the same dict: the same records in the same order, each the same bytes.
     again = os.path.join(folder, "again")
@@ -229,7 +235,8 @@ def check_saved_model(cli, folder):
     """`train --save`: the .npz loads into the book's GPTModel with load_state_dict (strict: the
     mask buffers are there too) and holds the parameters torch's own 30 steps reach; the .pth is
     torch.save's file of the same tensors (check_pth); the .safetensors and the .pth open in
-    model-trace, whose maps on the probe are torch's."""
+    model-trace with the run's heads, which both say (no --num-heads), and its maps on the probe are
+    torch's."""
     for task in ({"task": "induction", "steps": 30}, {"task": "sort", "steps": 30, "qkv_bias": True},
                  {"task": "sort", "steps": 30, "layers": 3, "mlp": True, "qkv_bias": True}):
         path = write_task(folder, task)
@@ -269,7 +276,10 @@ def check_saved_model(cli, folder):
         heads = script["TASK"]["heads"]
         errors = {}
         for saved in (st, pth):
-            out = json.loads(run([cli, "model-trace", saved, "--ids", ",".join(map(str, ids)), "--num-heads", str(heads)]))
+            out = json.loads(run([cli, "model-trace", saved, "--ids", ",".join(map(str, ids))]))
+            if out["heads_per_layer"] != heads:
+                sys.exit(f"FAIL: {task}: {os.path.basename(saved)} reopens with {out['heads_per_layer']} heads, "
+                         f"the run had {heads}")
             if len(out["layers"]) != len(trained.trf_blocks):
                 sys.exit(f"FAIL: {task}: model-trace of {os.path.basename(saved)} has {len(out['layers'])} layers")
             err = 0.0

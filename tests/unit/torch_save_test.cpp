@@ -94,6 +94,37 @@ TEST(TorchSave, DataPklIsTorchsByteForByte) {
   EXPECT_EQ(hex(got), hex(want));
 }
 
+// The root module's _metadata, as state_dict() sets it and attnscope adds the heads to: sd =
+// OrderedDict([('a', torch.ones(2))]); sd._metadata = OrderedDict([('', {'version': 1, 'n_head': 2})]);
+// torch.save(sd, p) in Debian's torch 1.13 (its data.pkl, 236 bytes). Read back, the file says them.
+TEST(TorchSave, RootMetadataIsTorchsAndReadsBack) {
+  const std::vector<float> a{1, 1};
+  const std::string want =
+      "\x80\x02"
+      "ccollections\nOrderedDict\nq\x00)Rq\x01X\x01\x00\x00\x00"
+      "aq\x02"
+      "ctorch._utils\n_rebuild_tensor_v2\nq\x03((X\x07\x00\x00\x00storageq\x04"
+      "ctorch\nFloatStorage\nq\x05X\x01\x00\x00\x00"
+      "0q\x06X\x03\x00\x00\x00"
+      "cpuq\x07K\x02tq\x08QK\x00K\x02\x85q\tK\x01\x85q\n\x89h\x00)Rq\x0btq\x0cRq\rs}q\x0eX\t\x00\x00\x00"
+      "_metadataq\x0fh\x00)Rq\x10X\x00\x00\x00\x00q\x11}q\x12(X\x07\x00\x00\x00versionq\x13K\x01X\x06\x00\x00\x00"
+      "n_headq\x14K\x02ussb."s;
+  EXPECT_EQ(want.size(), 236u);
+  const std::string bytes = torchSaveBytes({{"a", {2}, a.data()}}, "archive", {{"version", 1}, {"n_head", 2}});
+  EXPECT_EQ(hex(dataPkl(bytes)), hex(want));
+  const auto file = TensorFile::fromBytes(bytes, "t.pth");
+  EXPECT_EQ(file->metadata(), (std::vector<std::pair<std::string, std::string>>{{"version", "1"}, {"n_head", "2"}}));
+  EXPECT_EQ(file->floats("a").data[1], 1.0f);
+  // One entry (SETITEM, not MARK … SETITEMS) and an empty dict: sd2 = OrderedDict(); sd2._metadata =
+  // OrderedDict([('', {'n_head': 300})]) — torch's data.pkl.
+  const std::string one = dataPkl(torchSaveBytes({}, "archive", {{"n_head", 300}}));
+  EXPECT_EQ(hex(one), hex("\x80\x02"
+                          "ccollections\nOrderedDict\nq\x00)Rq\x01}q\x02X\t\x00\x00\x00_metadataq\x03h\x00)Rq\x04"
+                          "X\x00\x00\x00\x00q\x05}q\x06X\x06\x00\x00\x00n_headq\x07M,\x01sssb."s));
+  // Without metadata the file says nothing.
+  EXPECT_TRUE(TensorFile::fromBytes(torchSaveBytes({{"a", {2}, a.data()}}), "t.pth")->metadata().empty());
+}
+
 // A scalar (size ()), a zero-sized tensor (strides of a size 0 counted as 1), four dimensions
 // (MARK … TUPLE) and a size over 65535 (BININT): torch.save(OrderedDict([('s', torch.tensor(2.5)),
 // ('z', torch.zeros(2, 0, 3)), ('f', torch.zeros(1, 2, 1, 2)), ('big', torch.zeros(70000))]), p).
