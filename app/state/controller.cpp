@@ -1005,7 +1005,7 @@ void Controller::applyLearn(const Command& c, double now) {
       if (hooks_.file_used) hooks_.file_used(path);
       // A .npz has no place for the heads (saveStateDict): the dialog needs them.
       const std::string heads = std::to_string(learn_.task().heads);
-      const bool says_heads = std::filesystem::path(path).extension() != ".npz";
+      const bool says_heads = extensionOf(path) != "npz";
       return showToast("Saved the model at step " + std::to_string(shown->step) + " to " + path +
                            (says_heads ? " (File › Open model opens it with its " + heads + " heads)"
                                        : " (File › Open model opens it: give it " + heads + " heads there)"),

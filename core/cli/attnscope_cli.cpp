@@ -192,8 +192,8 @@ int run(int argc, char** argv) {
   GptLoadOptions bench_load;
   bench
       ->add_option("--num-heads", bench_load.num_heads,
-                   "with --model: heads per layer (default: config.json's n_head, else width / 64)")
-      ->check(CLI::Range(1, 1 << 20))
+                   "with --model: heads per layer (default: config.json's n_head, else the file's, else width / 64)")
+      ->check(CLI::Range(1, Limits{}.max_heads))
       ->needs(bench_model_opt);
 
   // export: the trace (or any subset of batches) as CSV, JSON or .npy files in a folder.
@@ -254,6 +254,11 @@ int run(int argc, char** argv) {
   tokenize->add_option("--text", tokenize_text, "the text (UTF-8); - reads it from stdin")->required();
   tokenize->add_flag("--prepend-eot", tokenize_eot, "begin with <|endoftext|>, as GPT-2 begins an unconditioned text");
   tokenize->callback([&] {
+    // A model's file stands for its folder, there or not (the tokenizer may come without the
+    // weights); another name that is not there is a typo, not its folder.
+    std::error_code missing;
+    if (!std::filesystem::exists(tokenize_model, missing) && fileKindOf(tokenize_model) != "a model")
+      throw InputError(tokenize_model + ": no such file or folder");
     const auto tokenizer = Gpt2Tokenizer::fromFolder(modelFolder(tokenize_model));
     const std::string text = tokenize_text == "-"
                                  ? readFileWithin("/dev/stdin", std::int64_t{64} << 20, FileKind::AnyReadable)
@@ -295,10 +300,11 @@ int run(int argc, char** argv) {
   train_cmd->add_flag("--gradients", train_gradients,
                       "add \"gradients\": every parameter's gradient at step 1, by its state_dict name");
   std::string train_save;
-  train_cmd->add_option("--save", train_save,
-                        "write the trained model's state_dict (the book's GPTModel names) to a .npz, .safetensors, "
-                        ".pth or .pt file (.pth/.pt: torch.save's, for torch.load), which attnscope --model and "
-                        "model-trace open");
+  CLI::Option* train_save_option =
+      train_cmd->add_option("--save", train_save,
+                            "write the trained model's state_dict (the book's GPTModel names) to a .npz, .safetensors, "
+                            ".pth or .pt file (.pth/.pt: torch.save's, for torch.load), which attnscope --model and "
+                            "model-trace open");
   bool train_time = false;
   train_cmd->add_flag("--time", train_time,
                       "add \"seconds\" (the steps' wall time) and \"elapsed\" (seconds at each head_scores record)");
@@ -312,6 +318,7 @@ int run(int argc, char** argv) {
       throw InputError("--vocabulary: only the text task has one (the " +
                        std::string(taskInfo(run.task().kind).name) + " task's tokens are the numbers 0 … " +
                        std::to_string(run.task().vocab - 1) + ")");
+    if (train_save_option->count() > 0 && train_save.empty()) throw InputError("--save: give the file to write");
     if (!train_save.empty()) checkTrainModelPath(train_save);  // refused before training, not after
     nlohmann::json gradients;
     std::vector<float> g;
@@ -329,13 +336,14 @@ int run(int argc, char** argv) {
       }
     }
     const double total = seconds();
-    if (!train_save.empty()) saveTrainModel(run.model(), train_save);
     nlohmann::json out = run.resultJson();
     if (train_gradients) out["gradients"] = gradients;
     if (train_vocabulary) out["vocabulary"] = run.task().token_labels, out["text_ids"] = run.task().text_ids;
     if (train_time) out["seconds"] = total, out["elapsed"] = elapsed;
     std::cout << out.dump() << "\n";
     finishStdout();
+    // After the results: a save that fails now (the disk filled during the run) loses no figure.
+    if (!train_save.empty()) saveTrainModel(run.model(), train_save);
   });
   std::string train_script_task;
   auto* train_script_cmd = app.add_subcommand(
@@ -366,12 +374,14 @@ int run(int argc, char** argv) {
   model_text->excludes(model_ids);
   model_trace_cmd
       ->add_option("--num-heads", model_trace.num_heads,
-                   "heads per layer (default: config.json's n_head, else width / 64)")
-      ->check(CLI::Range(1, 1 << 20));
+                   "heads per layer (default: config.json's n_head, else the file's, else width / 64)")
+      ->check(CLI::Range(1, Limits{}.max_heads));
   auto* model_eot =
       model_trace_cmd->add_flag("--prepend-eot", model_trace.prepend_eot,
                                 "put <|endoftext|> (50256) before the text, as GPT-2 saw documents in training");
-  model_trace_cmd->add_option("--layers", model_trace.layers, "only these layers' heads, e.g. 0,5 (default: all)");
+  model_trace_cmd->add_option("--layers", model_trace.layers, "only these layers' heads, e.g. 0,5 (default: all)")
+      ->check(
+          CLI::Validator([](const std::string& s) { return s.empty() ? "give the layers, e.g. 0,5" : ""; }, "LIST"));
   model_trace_cmd->add_option("--threads", model_trace.threads, "threads (0 = all cores)")->check(CLI::Range(0, 1024));
   auto* model_format = model_trace_cmd->add_option(
       "--format", model_trace.format,

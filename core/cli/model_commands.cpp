@@ -4,10 +4,13 @@
 
 #include "cli/number_lists.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
+#include <set>
 
 #include "engine/errors.h"
 #include "engine/stages.h"
@@ -32,6 +35,24 @@ void writeNumber(std::ostream& out, float v) {
 // A score of the label table is defined unless its has-flag says not (duplicate_token and
 // induction without a repeated token, previous_token at T = 1).
 bool scoreDefined(const HeadScores& s, const HeadLabelInfo& info) { return info.has == nullptr || s.*info.has; }
+
+// A name model-trace --format csv|npy writes: l{layer}_h{head}_weights, scores, logits and
+// next_tokens as .csv or .npy, tokens.csv.
+bool isTraceFileName(const std::string& name) {
+  const auto digits = [&](std::size_t& at) {
+    const std::size_t from = at;
+    while (at < name.size() && name[at] >= '0' && name[at] <= '9') ++at;
+    return at > from;
+  };
+  for (const char* stem : {"scores", "logits", "next_tokens"})
+    for (const char* ext : {".csv", ".npy"})
+      if (name == std::string(stem) + ext) return true;
+  if (name == "tokens.csv") return true;
+  std::size_t at = 1;
+  return name.size() > 1 && name[0] == 'l' && digits(at) && name.compare(at, 2, "_h") == 0 && digits(at += 2) &&
+         (name.compare(at, std::string::npos, "_weights.csv") == 0 ||
+          name.compare(at, std::string::npos, "_weights.npy") == 0);
+}
 
 }  // namespace
 
@@ -86,7 +107,8 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
   }
 
   // The maps printed are held until the pass is done, so that a failure (an overflow in a late
-  // layer) prints nothing: their memory is checked first.
+  // layer) prints nothing: their memory is checked first, after what no memory would mend.
+  checkModelTokens(*model, ids, limits);
   const int T = static_cast<int>(ids.size()), H = model->config.heads;
   const std::int64_t printed_layers = layers.empty() ? model->config.layers : static_cast<std::int64_t>(layers.size());
   const std::int64_t held = printed_layers * H * std::int64_t{T} * T * static_cast<std::int64_t>(sizeof(float));
@@ -136,8 +158,10 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
     const std::string ext = exportExtension(format);
     makeFolder(options.out);
     int files = 0;
+    std::set<std::string> written;
     const auto write = [&](const std::string& name, const std::string& contents) {
       writeFileAtomically(joinPath(options.out, name), contents);
+      written.insert(name);
       ++files;
     };
     std::vector<std::string> score_columns{"layer", "head"};
@@ -168,7 +192,7 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
       next_names.push_back(token_name(next[i].id));
     }
     if (format == ExportFormat::Csv) {
-      write("scores.csv", matrixCsv(scores, CsvLabels{"head", score_rows, score_columns}));
+      write("scores.csv", matrixCsv(scores, CsvLabels{"name", score_rows, score_columns}));
       if (!next.empty())
         write("next_tokens.csv", matrixCsv(next_rows, CsvLabels{"token", next_names, {"id", "probability", "logit"}}));
       std::vector<std::string> vocabulary;
@@ -183,6 +207,22 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
     for (int t = 0; t < T; ++t) ids_matrix(t, 0) = static_cast<float>(ids[t]);
     write("tokens.csv", matrixCsv(ids_matrix, CsvLabels{"token", token_names, {"id"}}));
     out << "wrote " << files << " files to " << options.out << "\n";
+    // What the JSON's "notes" say (a head count guessed, an untied head) is said here too.
+    for (const std::string& note : model->notes) out << "note: " << note << "\n";
+    // An earlier trace's files are left as they were (nothing of the user's is removed), and named.
+    std::vector<std::string> earlier;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(options.out, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (isTraceFileName(name) && !written.count(name)) earlier.push_back(name);
+    }
+    std::sort(earlier.begin(), earlier.end());
+    if (!earlier.empty()) {
+      out << "note: " << options.out << " also holds " << earlier.size() << (earlier.size() == 1 ? " file" : " files")
+          << " of an earlier trace, left as they were:";
+      for (std::size_t k = 0; k < std::min<std::size_t>(earlier.size(), 6); ++k) out << " " << earlier[k];
+      out << (earlier.size() > 6 ? " …" : "") << "\n";
+    }
     return;
   }
 

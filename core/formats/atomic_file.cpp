@@ -171,6 +171,18 @@ std::string writableTarget(const std::string& path) {
   return target.string();
 }
 
+std::string checkWritable(const std::string& path) {
+  const fs::path target = writableTarget(path);
+  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  std::string tmp;
+  const int fd = createTemporaryFile(folder, &tmp);
+  if (fd < 0) fail(path, std::string("cannot write (") + std::strerror(errno) + "); nothing was written");
+  ::close(fd);
+  ::unlink(tmp.c_str());
+  tell(false, tmp);
+  return target.string();
+}
+
 namespace {
 
 // A temporary file in `folder`, given `mode` (or, with none, the permissions and owner of `like` if it
@@ -180,9 +192,13 @@ namespace {
 void writeThenPlace(const std::string& path, const fs::path& folder, const fs::path& like,
                     const std::function<void(std::ostream&)>& write,
                     const std::function<int(const std::string&)>& place) {
+  // What a failure leaves: the file as it was, or no file where there was none.
+  struct stat st;
+  const bool replaces = !like.empty() && ::stat(like.c_str(), &st) == 0;
+  const std::string unchanged = replaces ? "; the previous file is unchanged" : "; nothing was written";
   std::string tmp;
   const int fd = createTemporaryFile(folder, &tmp);
-  if (fd < 0) fail(path, std::string("cannot write (") + std::strerror(errno) + "); the previous file is unchanged");
+  if (fd < 0) fail(path, std::string("cannot write (") + std::strerror(errno) + ")" + unchanged);
   bool open = true;
   auto discard = [&] {
     if (open) ::close(fd);
@@ -192,11 +208,10 @@ void writeThenPlace(const std::string& path, const fs::path& folder, const fs::p
   };
   auto abandon = [&](const std::string& why, int err) {
     discard();
-    fail(path, why + " (" + std::strerror(err) + "); the previous file is unchanged");
+    fail(path, why + " (" + std::strerror(err) + ")" + unchanged);
   };
-  struct stat st;
   mode_t mode;
-  if (!like.empty() && ::stat(like.c_str(), &st) == 0) {
+  if (replaces) {
     mode = st.st_mode & 07777;  // keep the file's permissions …
     if (st.st_uid != ::geteuid() || st.st_gid != ::getegid())
       (void)::fchown(fd, st.st_uid, st.st_gid);  // … and owner, where allowed (root saving a user's file)
@@ -218,11 +233,11 @@ void writeThenPlace(const std::string& path, const fs::path& folder, const fs::p
   if (::close(fd) != 0) {
     const int err = errno;
     discard();
-    fail(path, std::string("write failed (") + std::strerror(err) + "); the previous file is unchanged");
+    fail(path, std::string("write failed (") + std::strerror(err) + ")" + unchanged);
   }
   if (const int err = place(tmp); err != 0) {
     discard();
-    fail(path, std::string("cannot replace the file (") + std::strerror(err) + "); the previous file is unchanged");
+    fail(path, std::string("cannot replace the file (") + std::strerror(err) + ")" + unchanged);
   }
   tell(false, tmp);
   const int dir = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY);

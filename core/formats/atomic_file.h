@@ -29,6 +29,9 @@ std::string writeNewFileAtomically(const std::string& folder, const std::functio
 // when it is not a regular file or a new one (a FIFO, device, socket or folder). Callers that want
 // to refuse before doing expensive work call it first; writeFileAtomically checks again.
 std::string writableTarget(const std::string& path);
+// writableTarget, and a file can be made in its folder (one is made and removed): a missing folder,
+// a read-only one or a full disk is said before long work whose result goes there, not after.
+std::string checkWritable(const std::string& path);
 
 // What a file on disk is, to notice that another program wrote it since we read or wrote it: its
 // device and inode (a rename over it makes another), size and modification time (nanoseconds).

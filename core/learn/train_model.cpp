@@ -458,10 +458,10 @@ double lossAndGradients(const TrainModel& m, const TrainBatch& batch, std::vecto
 // [SECTION] Saving ----------------------------------------------------------------------------------
 
 void checkTrainModelPath(const std::string& path) {
-  const std::string ext = std::filesystem::path(path).extension().string();
+  const std::string ext = "." + extensionOf(path);  // .PTH as .pth
   if (ext != ".npz" && ext != ".safetensors" && ext != ".pth" && ext != ".pt")
     throw InputError(path + ": save a model as .npz, .safetensors, .pth or .pt (the book's state_dict in each)");
-  writableTarget(path);  // a FIFO or a device is refused before anything is made
+  checkWritable(path);  // a FIFO, a device or a folder that cannot be written is refused before a run
 }
 
 std::vector<NamedFloats> stateDictTensors(const std::vector<ParamTensor>& layout, int context, const float* values,
@@ -487,7 +487,7 @@ void saveTrainModel(const TrainModel& m, const std::string& path) {
 void saveStateDict(const std::vector<ParamTensor>& layout, int context, const float* values, const std::string& path,
                    int heads) {
   checkTrainModelPath(path);
-  const std::string ext = std::filesystem::path(path).extension().string();
+  const std::string ext = "." + extensionOf(path);  // .PTH as .pth
   std::vector<float> masks;
   const std::vector<NamedFloats> tensors = stateDictTensors(layout, context, values, &masks);  // every format's
   if (ext == ".npz") {

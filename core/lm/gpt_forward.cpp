@@ -77,19 +77,25 @@ bool applySlice(const SlicedLinear& layer, int s, int r0, int n, const float* X,
 
 }  // namespace
 
+void checkModelTokens(const GptModel& model, const std::vector<int>& ids, const Limits& limits) {
+  const GptConfig& c = model.config;
+  const std::size_t T = ids.size();
+  if (T == 0) throw InputError("tokens: no tokens to run the model on");
+  const int max_t = std::min(c.context_length, limits.max_tokens);
+  if (T > static_cast<std::size_t>(max_t))
+    throw InputError("tokens: " + std::to_string(T) + " tokens, more than the model's context of " +
+                     std::to_string(max_t) + (max_t < c.context_length ? " (attnscope's limit)" : ""));
+  for (std::size_t t = 0; t < T; ++t)
+    if (ids[t] < 0 || ids[t] >= c.vocab_size)
+      throw InputError("tokens: token " + std::to_string(t + 1) + " (counted from 1) is id " + std::to_string(ids[t]) +
+                       ", outside the vocabulary (0 … " + std::to_string(c.vocab_size - 1) + ")");
+}
+
 GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const GptRequest& request,
                      const ExecutionOptions& exec, const Limits& limits) {
   const GptConfig& c = model.config;
   const int T = static_cast<int>(ids.size()), d = c.d_model;
-  if (T == 0) throw InputError("tokens: no tokens to run the model on");
-  const int max_t = std::min(c.context_length, limits.max_tokens);
-  if (T > max_t)
-    throw InputError("tokens: " + std::to_string(T) + " tokens, more than the model's context of " +
-                     std::to_string(max_t) + (max_t < c.context_length ? " (attnscope's limit)" : ""));
-  for (int t = 0; t < T; ++t)
-    if (ids[t] < 0 || ids[t] >= c.vocab_size)
-      throw InputError("tokens: token " + std::to_string(t) + " is id " + std::to_string(ids[t]) +
-                       ", outside the vocabulary of " + std::to_string(c.vocab_size));
+  checkModelTokens(model, ids, limits);
   for (int layer : request.map_layers)
     if (layer < 0 || layer >= c.layers)
       throw InputError("layer " + std::to_string(layer) + " does not exist: the model has " + std::to_string(c.layers) +

@@ -73,9 +73,13 @@ struct GptResult {
   Matrix logits;                     // P × V
 };
 
-// Throws InputError for ids outside the vocabulary, no ids, or more than the model's context
-// length (or Limits::max_tokens), naming the position; ComputeError when a value overflows float32;
-// Cancelled once exec.cancel is set (checked between blocks and inside the attention).
+// The model can read `ids`: else InputError for no ids, more than the model's context length (or
+// Limits::max_tokens), or an id outside the vocabulary, naming its position (counted from 1, as the
+// panels count tokens). Callers that hold memory for the result check this first.
+void checkModelTokens(const GptModel& model, const std::vector<int>& ids, const Limits& limits = {});
+
+// Throws checkModelTokens's InputError, and one for a layer in request.map_layers that does not exist; ComputeError
+// when a value overflows float32; Cancelled once exec.cancel is set (checked between blocks and inside the attention).
 GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const GptRequest& request = {},
                      const ExecutionOptions& exec = {}, const Limits& limits = {});
 

@@ -258,8 +258,9 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   if (wte->shape[1] < 1 || wte->shape[1] > limits.max_dim || wte->shape[0] < 1 || wte->shape[0] > 10000000 ||
       wpe->shape[0] < 1 || wpe->shape[0] > 1000000)
     throw InputError(path + ": the embeddings' sizes " + TensorNames::shapeText(wte->shape) + " and " +
-                     TensorNames::shapeText(wpe->shape) + " are beyond what attnscope opens (width up to " +
-                     std::to_string(limits.max_dim) + ")");
+                     TensorNames::shapeText(wpe->shape) + " are beyond what attnscope opens (from 1 to " +
+                     std::to_string(limits.max_dim) +
+                     " wide, 10000000 tokens in the vocabulary and 1000000 positions)");
   c.vocab_size = static_cast<int>(wte->shape[0]);
   c.d_model = static_cast<int>(wte->shape[1]);
   c.context_length = static_cast<int>(wpe->shape[0]);

@@ -212,6 +212,10 @@ CASES = [
      ["task.tokenizer", "induction task does not use it"]),
     ("train_vocabulary_of_induction", {"task": "induction"}, ["train", "{ws}", "--vocabulary"],
      ["--vocabulary", "only the text task"]),
+    # --save is checked before the run (which takes seconds): nothing printed, no run lost after it
+    ("train_save_empty", {"task": "induction"}, ["train", "{ws}", "--save", ""], ["--save: give the file to write"]),
+    ("train_save_into_no_folder", {"task": "induction"}, ["train", "{ws}", "--save", "{tmp}/nosuch/model.pth"],
+     ["{tmp}/nosuch/model.pth: cannot write (no such file or directory); nothing was written"]),
     # --- argument errors
     ("no_subcommand", None, [], ["subcommand"]),
     ("unknown_subcommand", None, ["frobnicate", "x.json"], ["frobnicate"]),
@@ -262,7 +266,7 @@ class BadInput(unittest.TestCase):
         for name, workspace, args, phrases in CASES:
             with self.subTest(case=name):
                 path = self.materialize(name, workspace)
-                argv = [a.replace("{ws}", path or "") for a in args]
+                argv = [a.replace("{ws}", path or "").replace("{tmp}", self.tmp.name) for a in args]
                 try:
                     p, seconds = run_cli(argv)
                 except subprocess.TimeoutExpired:

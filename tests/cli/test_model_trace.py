@@ -233,6 +233,40 @@ class ModelTraceTest(unittest.TestCase):
             self.assertEqual(self.run_cli("--format", fmt, "--out", plain).returncode, 0)
             self.assertNotIn("next_tokens." + fmt, os.listdir(plain))
 
+    def test_files_say_the_notes_and_an_earlier_traces_files(self):
+        # --format csv|npy says what the JSON's "notes" say (here a tensor the model does not use),
+        # and names the files of an earlier trace in the folder, which it leaves as they were.
+        with np.load(self.model) as arrays:
+            tensors = {name: arrays[name] for name in arrays.files}
+        extra = os.path.join(self.tmp.name, "extra.npz")
+        np.savez(extra, **tensors, **{"probe.weight": np.ones(3, np.float32)})
+        folder = os.path.join(self.tmp.name, "notes")
+        os.makedirs(folder)
+        with open(os.path.join(folder, "mine.txt"), "w") as f:
+            f.write("the user's own")
+
+        def trace(*args):
+            run = subprocess.run([CLI, "model-trace", extra, "--ids", "1,4,2", "--num-heads", str(HEADS), "--format",
+                                  "csv", "--out", folder, *args], capture_output=True, text=True, timeout=60)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            return run.stdout.splitlines()
+
+        lines = trace("--top-k", "2")
+        self.assertRegex(lines[0], r"^wrote \d+ files to ")
+        as_json = subprocess.run([CLI, "model-trace", extra, "--ids", "1,4,2", "--num-heads", str(HEADS)],
+                                 capture_output=True, text=True, timeout=60)
+        notes = json.loads(as_json.stdout)["notes"]
+        self.assertIn("1 tensor of the file not used: probe.weight", notes)
+        self.assertEqual([l for l in lines if l.startswith("note: ")], ["note: " + n for n in notes])
+        with open(os.path.join(folder, "scores.csv")) as f:
+            self.assertEqual(next(csv.reader(f))[:3], ["name", "layer", "head"])
+        lines = trace()
+        self.assertEqual(lines[-1], "note: %s also holds 1 file of an earlier trace, left as they were: "
+                                    "next_tokens.csv" % folder)
+        self.assertIn("next_tokens.csv", os.listdir(folder))
+        with open(os.path.join(folder, "mine.txt")) as f:
+            self.assertEqual(f.read(), "the user's own")
+
     def test_refusals(self):
         temperature = r"--temperature: expected 0 \(greedy\) or a finite number above 0 \(.*\), got "
         self.expect_error(temperature + "-1$", "--top-k", "5", "--temperature", "-1")
@@ -246,6 +280,12 @@ class ModelTraceTest(unittest.TestCase):
         self.expect_error(r"--top-k: 1000000 is more than the model's vocabulary", "--top-k", "1000000")
         self.expect_error(r"--temperature requires --top-k", "--temperature", "0.5")
         self.expect_error(r".*--top-k", "--top-k", "two")
+        self.expect_error(r"--layers: give the layers, e\.g\. 0,5", "--layers", "")
+        # More tokens than the context is said first: no memory budget would mend it.
+        run = subprocess.run([CLI, "model-trace", self.model, "--ids", ",".join(["1"] * 1000), "--num-heads",
+                              str(HEADS), "--memory-budget", "1"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 2)
+        self.assertRegex(run.stderr, r"^error: tokens: 1000 tokens, more than the model's context of %d\n$" % CONTEXT)
         # Refused before anything is written: no folder.
         folder = os.path.join(self.tmp.name, "refused")
         for args in (["--top-k", str(VOCAB + 1)], ["--top-k", "2", "--temperature", "nan"]):

@@ -101,7 +101,11 @@ class Tokenize(unittest.TestCase):
 
     def test_bad_input(self):
         missing = os.path.join(self.dir, "nothing", "here")
-        self.refused([missing, "--text", "x"], f"{os.path.dirname(missing)}: is not a folder")
+        self.refused([missing, "--text", "x"], f"{missing}: no such file or folder")
+        # A mistyped name in a tokenizer's folder is not taken for the folder (a model's file is).
+        self.refused([os.path.join(self.dir, "m", "vocab.jsn"), "--text", "x"], "vocab.jsn: no such file or folder")
+        missing_model = os.path.join(self.dir, "nothing", "model.safetensors")
+        self.refused([missing_model, "--text", "x"], f"{os.path.dirname(missing_model)}: is not a folder")
         empty = os.path.join(self.dir, "empty")
         os.mkdir(empty)
         self.refused([empty, "--text", "x"], f"{empty}: holds no GPT-2 tokenizer (looked for vocab.json + merges.txt")

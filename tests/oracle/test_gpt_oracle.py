@@ -282,7 +282,7 @@ with tempfile.TemporaryDirectory() as tmp:
 
     # What is not such a model, or not such a request: one clear message each.
     expect_error("an id beyond the vocabulary", [book_npz, "--ids", "1,97", "--num-heads", "4"],
-                 ["token 1", "97", "vocabulary"])
+                 ["token 2 (counted from 1)", "97", "vocabulary"])
     expect_error("more tokens than the context", [book_npz, "--ids", ",".join(["1"] * 33), "--num-heads", "4"],
                  ["33 tokens", "context of 32"])
     expect_error("a layer that does not exist", [book_npz, "--ids", "1", "--num-heads", "4", "--layers", "3"],

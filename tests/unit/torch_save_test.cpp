@@ -295,5 +295,12 @@ TEST(TorchSave, SaveTrainModelWritesAPthAndRefusesAFifo) {
   EXPECT_NE(refused.find("a pipe (FIFO)"), std::string::npos) << refused;
   EXPECT_NE(test::errorOf([&] { saveTrainModel(m, dir + "/model.bin"); }).find(".npz, .safetensors, .pth or .pt"),
             std::string::npos);
+  // An extension in capitals is the same kind: MODEL.PTH is torch.save's file.
+  saveTrainModel(m, dir + "/MODEL.PTH");
+  EXPECT_EQ(TensorFile::open(dir + "/MODEL.PTH")->format(), "pth");
+  // A folder that is not there is said before a run, by the check the CLI and the app make first.
+  const std::string nowhere = dir + "/nosuch/model.pth";
+  const std::string missing = test::errorOf([&] { checkTrainModelPath(nowhere); });
+  EXPECT_EQ(missing, nowhere + ": cannot write (No such file or directory); nothing was written");
   std::filesystem::remove_all(dir);
 }
