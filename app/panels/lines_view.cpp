@@ -106,6 +106,7 @@ void LinesView::reset() {
   cached_k_ = -1;
   lines_.clear();
   hover_query_ = hover_key_ = -1;
+  scrolled_to_ = -1;
   mouse_moved_ = false;
   dump_key_.clear();
   dump_lines_ = nlohmann::json();
@@ -212,6 +213,13 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   const ImVec2 mouse = ImGui::GetIO().MousePos;
   const ImVec2 clip_min = ImGui::GetWindowPos(),
                clip_max(clip_min.x + ImGui::GetWindowSize().x, clip_min.y + ImGui::GetWindowSize().y);
+  // A query selected out of sight (in another view, or by a command) is scrolled to the middle,
+  // once per selection, so that scrolling by hand is never undone: query 247 of 247 stayed below.
+  if (selected != scrolled_to_) {
+    scrolled_to_ = selected;
+    const float y = rowY(selected);
+    if (y - pitch < clip_min.y + heading_h || y + pitch > clip_max.y) ImGui::SetScrollFromPosY(y - clip_min.y, 0.5f);
+  }
   int hover_q = -1, hover_k = -1;
   // Only a mouse that moved over the canvas hovers: a headless run's pointer rests where the
   // display put it (under Xvfb, the screen's middle), which must not isolate anything.

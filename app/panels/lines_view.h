@@ -58,6 +58,7 @@ class LinesView {
   int cached_k_ = -1;
   std::vector<AttentionLine> lines_;
   int hover_query_ = -1, hover_key_ = -1;  // the token under the mouse in the last frame
+  int scrolled_to_ = -1;                   // the selected query last scrolled into sight
   bool mouse_moved_ = false;               // the mouse has moved over the canvas (not a resting pointer)
   std::string dump_key_;                   // what the cached dump describes
   nlohmann::json dump_lines_;

@@ -82,7 +82,9 @@ void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, 
   auto matrix = [](const Matrix& v) { return std::optional<StageMap>(StageMap(v)); };
   const std::optional<StageMap> none;
   std::vector<Step> steps;
-  steps.push_back({"inputs", "X  inputs", "", matrix(x), &snap->inputs_range, "", dims_x});
+  // A trained model's layer reads the residual stream through its first LayerNorm (as the Inspector says).
+  steps.push_back(
+      {"inputs", snap->model ? "X  LayerNorm₁" : "X  inputs", "", matrix(x), &snap->inputs_range, "", dims_x});
   steps.push_back({"queries", simple ? "Q = K = V = X" : "Q  (K, V alike)", simple ? "as is" : "@ W_q",
                    stage(Stage::Queries), range(Stage::Queries), "", dims_h});
   steps.push_back({"scores", "scores", "Q Kᵀ", stage(Stage::Scores), range(Stage::Scores), "", tokens});
@@ -189,16 +191,22 @@ void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, 
         return st.cols && j < static_cast<int>(st.cols->size()) ? (*st.cols)[static_cast<std::size_t>(j)]
                                                                 : "d" + std::to_string(j);
       };
-      const std::string which = shown < cols ? label(0) + "–" + label(shown - 1) + " of " + std::to_string(cols) : "";
-      const std::string part = shown < cols ? "; columns " + which + " shown" : "";
+      // "40 of 64 columns: d256–d295": counted, then named (a head's names are not 0 … 63, so
+      // "d256–d295 of 64" read as column 256 of 64).
+      const std::string counted = std::to_string(shown) + " of " + std::to_string(cols);
+      const std::string which = shown < cols ? counted + " columns: " + label(0) + "–" + label(shown - 1) : "";
+      const std::string part = shown < cols ? "; " + which + " shown" : "";
       spec.describe = [title, part](int i, int j) {
         return title + " [" + std::to_string(i) + ", " + std::to_string(j) + "]" + part + " — click to enlarge";
       };
       const HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(thumb, thumb));
       if (shown < cols) {  // under the cells, in the box's free half: which columns they are
         const float fs = fonts().small->FontSize;
+        ImGui::PushFont(fonts().small);  // the longest form that fits: named, counted, or the count alone
+        const std::string caption = firstFitting({which, counted + " columns", counted}, thumb);
+        ImGui::PopFont();
         draw->AddText(fonts().small, fs, ImVec2(p.x, p.y + thumb * rows / shown + px(3)), dim,
-                      fitText(fonts().small, fs, which, thumb).c_str());
+                      fitText(fonts().small, fs, caption, thumb).c_str());
         layout().state()["pipeline_columns"][st.id] = {shown, cols};  // tests: the part a thumbnail shows
       }
       if (hit.clicked_row >= 0) enlarged_ = st.id, scroll_to_enlarged_ = true;

@@ -186,6 +186,13 @@ def main():
                 expect(all(j <= i for i, j, h, v, a, w in lines["lines"]), "GPT-2: a line to a masked (future) key")
                 g = lines["geometry"]
                 expect(g["last_visible"] < T - 1, f"GPT-2: all {T} tokens on screen at once ({g}): the lists should scroll")
+                # A query selected out of sight is scrolled to (it stayed at tokens 1–9).
+                for picked in (700, T - 1):
+                    d = headless(f"gpt2-selected-{picked}", [LINES_TAB, {"do": "select_token", "index": picked}],
+                                 "--open", os.path.join(args.presets, "gpt2-small.json"), "--size", "1280x800")
+                    g = d["state"]["lines"]["geometry"]
+                    expect(g["first_visible"] <= picked <= g["last_visible"],
+                           f"GPT-2: query {picked} selected, tokens {g['first_visible']}–{g['last_visible']} on screen")
                 d = headless("gpt2-all", [LINES_TAB], "--open", os.path.join(args.presets, "gpt2-small.json"), "--size", "1280x800")
                 lines = d["state"]["lines"]
                 expect(lines["top_k"] == 5 and lines["heads_drawn"] == list(range(12)) and lines["count"] == 12 * sum(min(5, i + 1) for i in range(T)),
