@@ -79,8 +79,9 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
   if (options.has_text) {
     if (model->tokenizer == nullptr)
       throw InputError(options.model +
-                       ": no tokenizer beside the model (vocab.json + merges.txt, or encoder.json + "
-                       "vocab.bpe): give --ids instead of --text");
+                       ": no tokenizer beside the model (vocab.json + merges.txt, or encoder.json + vocab.bpe" +
+                       (model->tokenizer_files_odd.empty() ? "" : "; " + model->tokenizer_files_odd) +
+                       "): give --ids instead of --text");
     if (options.prepend_eot) {
       if (model->tokenizer->endOfText() < 0) throw InputError("--prepend-eot: the vocabulary has no <|endoftext|>");
       ids.push_back(model->tokenizer->endOfText());

@@ -513,8 +513,11 @@ std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptL
                        "model.pt, model.npz)");
   }
   const fs::path config_path = fs::path(folder) / "config.json";
-  const std::string config_text = isFile(config_path) ? readFileWithin(config_path.string(), std::int64_t{1} << 20)
-                                                      : "";
+  std::error_code config_ec;
+  // A config.json that is there but no regular file (a FIFO, a folder) is refused by the reading,
+  // not passed over: the heads would have been guessed.
+  const bool config_there = fs::exists(fs::symlink_status(config_path, config_ec));
+  const std::string config_text = config_there ? readFileWithin(config_path.string(), std::int64_t{1} << 20) : "";
   // An empty config.json is a damaged one, not a missing one (read as missing, the heads were
   // guessed and the error blamed their count).
   if (isFile(config_path) && config_text.find_first_not_of(" \t\r\n") == std::string::npos)
@@ -547,6 +550,7 @@ std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptL
               : fs::is_fifo(target)          ? "a pipe (FIFO)"
                                              : "not a regular file");
     }
+    model->tokenizer_files_odd = odd;
     // What to do first: a note cut to one line ("no tokenizer beside the mod…") had lost it.
     model->notes.push_back(
         "no tokenizer: give token ids, not text (none beside the model: vocab.json + merges.txt, or encoder.json + "

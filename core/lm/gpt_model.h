@@ -63,6 +63,7 @@ struct GptModel {
   LayerNormWeights final_norm;
   FloatTensor output_head;                         // V × d: the token embedding when tied
   std::shared_ptr<const Gpt2Tokenizer> tokenizer;  // null when no tokenizer files were found
+  std::string tokenizer_files_odd;  // then the files there that are not regular: "vocab.json is a pipe (FIFO)"
   std::string path;                                // what was opened (a folder or a file)
   // A model made here rather than opened (a run of the Learn tab, §3.9): what the app calls it,
   // and its tokens' names (the text task's characters), which no tokenizer gives.

@@ -90,6 +90,17 @@ class ModelTraceTest(unittest.TestCase):
         notes = " ".join(json.loads(run.stdout)["notes"])
         self.assertIn("vocab.json is a folder", notes)
         self.assertIn("merges.txt is a pipe (FIFO)", notes)
+        # --text's refusal names them too.
+        run = subprocess.run([CLI, "model-trace", model, "--text", "hi", "--num-heads", str(HEADS)],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 2)
+        self.assertIn("vocab.json is a folder, merges.txt is a pipe (FIFO)): give --ids instead of --text", run.stderr)
+        # A config.json that is a FIFO is refused, not passed over (its heads would have been guessed).
+        if not os.path.exists(os.path.join(folder, "config.json")):
+            os.mkfifo(os.path.join(folder, "config.json"))
+        run = subprocess.run([CLI, "model-trace", model, "--ids", "1,2"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 2)
+        self.assertRegex(run.stderr, r"^error: .*odd_tokenizer/config.json: is not a regular file")
 
     def test_another_architectures_config_is_refused(self):
         folder = os.path.join(self.tmp.name, "llama_config")
