@@ -343,7 +343,9 @@ int run(int argc, char** argv) {
     std::cout << out.dump() << "\n";
     finishStdout();
     // After the results: a save that fails now (the disk filled during the run) loses no figure.
-    if (!train_save.empty()) saveTrainModel(run.model(), train_save);
+    if (!train_save.empty())  // a text task's token names go with it: reopened, it shows them
+      saveTrainModel(run.model(), train_save,
+                     run.task().kind == TaskKind::Text ? run.task().token_labels : std::vector<std::string>{});
   });
   std::string train_script_task;
   auto* train_script_cmd = app.add_subcommand(

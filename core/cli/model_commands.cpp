@@ -142,8 +142,11 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
   exec.threads = options.threads;
   const GptResult result = gptForward(*model, ids, request, exec, limits);
 
-  // A token as the vocabulary spells it (Ġ for a leading space), or its id without a tokenizer.
+  // A token as the vocabulary spells it (Ġ for a leading space), or as the model's own names it (a
+  // text trained here), or its id without either.
   const auto token_name = [&model](int id) {
+    if (id >= 0 && id < static_cast<int>(model->token_labels.size()))
+      return model->token_labels[static_cast<std::size_t>(id)];
     return model->tokenizer != nullptr && id < model->tokenizer->vocabularySize() ? model->tokenizer->tokenString(id)
                                                                                   : std::to_string(id);
   };

@@ -146,7 +146,7 @@ std::string torchArchiveName(const std::string& path) {
 }
 
 std::string torchSaveBytes(const std::vector<NamedFloats>& tensors, const std::string& archive,
-                           const std::vector<std::pair<std::string, std::int64_t>>& root_metadata) {
+                           const std::vector<std::pair<std::string, MetadataValue>>& root_metadata) {
   std::set<std::string> names;
   for (const NamedFloats& t : tensors)
     if (!names.insert(t.name).second) throw ComputeError("torch.save: the name " + t.name + " is there twice");
@@ -194,7 +194,10 @@ std::string torchSaveBytes(const std::vector<NamedFloats>& tensors, const std::s
     if (root_metadata.size() > 1) p.out += '(';
     for (const auto& [key, value] : root_metadata) {
       p.string(key);
-      p.integer(value);
+      if (value.is_text)
+        p.string(value.text);
+      else
+        p.integer(value.number);
     }
     p.out += root_metadata.size() > 1 ? "uss" : "sss";
     p.out += 'b';

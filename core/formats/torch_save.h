@@ -29,11 +29,20 @@ std::string torchArchiveName(const std::string& path);
 // stored, each entry's data at a multiple of 64 bytes (ZipLayout, formats/zip_archive.h). The
 // dict's keys are `tensors`' names in their order; names must differ.
 //
+// A value of the root module's metadata: a non-negative int or a string.
+struct MetadataValue {
+  MetadataValue(std::int64_t n) : number(n) {}                         // NOLINT: {"n_head", 2}
+  MetadataValue(std::string s) : text(std::move(s)), is_text(true) {}  // NOLINT: {"vocabulary", "[…]"}
+  std::int64_t number = 0;
+  std::string text;
+  bool is_text = false;
+};
+
 // `root_metadata` (default none): entries of the root module's `_metadata` — the attribute
 // Module.state_dict() sets on its dict, which torch.save pickles (BUILD) and load_state_dict hands to
 // each module by its prefix, ignoring keys it does not know — e.g. {{"version", 1}, {"n_head", 2}}:
-// sd._metadata == OrderedDict([('', {'version': 1, 'n_head': 2})]). Values are non-negative.
+// sd._metadata == OrderedDict([('', {'version': 1, 'n_head': 2})]).
 std::string torchSaveBytes(const std::vector<NamedFloats>& tensors, const std::string& archive = "archive",
-                           const std::vector<std::pair<std::string, std::int64_t>>& root_metadata = {});
+                           const std::vector<std::pair<std::string, MetadataValue>>& root_metadata = {});
 
 }  // namespace attnscope

@@ -480,12 +480,12 @@ std::vector<NamedFloats> stateDictTensors(const std::vector<ParamTensor>& layout
   return tensors;
 }
 
-void saveTrainModel(const TrainModel& m, const std::string& path) {
-  saveStateDict(m.tensors, m.context, m.values.data(), path, m.heads);
+void saveTrainModel(const TrainModel& m, const std::string& path, const std::vector<std::string>& vocabulary) {
+  saveStateDict(m.tensors, m.context, m.values.data(), path, m.heads, vocabulary);
 }
 
 void saveStateDict(const std::vector<ParamTensor>& layout, int context, const float* values, const std::string& path,
-                   int heads) {
+                   int heads, const std::vector<std::string>& vocabulary) {
   checkTrainModelPath(path);
   const std::string ext = "." + extensionOf(path);  // .PTH as .pth
   std::vector<float> masks;
@@ -497,14 +497,22 @@ void saveStateDict(const std::vector<ParamTensor>& layout, int context, const fl
     return;
   }
   if (ext == ".pth" || ext == ".pt") {  // torch.save(model.state_dict(), path)'s zip (formats/torch_save.h)
-    std::vector<std::pair<std::string, std::int64_t>> metadata;
-    if (heads > 0) metadata = {{"version", 1}, {"n_head", heads}};  // sd._metadata[''], as state_dict() makes it
+    std::vector<std::pair<std::string, MetadataValue>> metadata;
+    if (heads > 0 || !vocabulary.empty())
+      metadata.emplace_back("version", 1);  // as state_dict() makes sd._metadata['']
+    if (heads > 0) metadata.emplace_back("n_head", heads);
+    if (!vocabulary.empty())
+      metadata.emplace_back("vocabulary",
+                            nlohmann::json(vocabulary).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     writeFileAtomically(path, torchSaveBytes(tensors, torchArchiveName(path), metadata));
     return;
   }
   // safetensors: an 8-byte little-endian header length, the JSON header, the tensors' bytes.
   nlohmann::json header = {{"__metadata__", {{"format", "pt"}, {"written_by", "attnscope"}}}};
   if (heads > 0) header["__metadata__"]["n_head"] = std::to_string(heads);  // metadata values are strings
+  if (!vocabulary.empty())
+    header["__metadata__"]["vocabulary"] =
+        nlohmann::json(vocabulary).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::size_t offset = 0;
   for (const NamedFloats& t : tensors) {
     std::size_t n = 1;

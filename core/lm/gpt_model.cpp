@@ -322,6 +322,18 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
     model->notes.push_back("the number of heads is not in the file: " + std::to_string(c.heads) + " (width " +
                            std::to_string(c.d_model) + " / 64, GPT-2's head width); give --num-heads if it differs");
   }
+  // The token names a model trained here on a text keeps ("vocabulary": a JSON list, id by id, in
+  // its metadata), which no tokenizer gives: shown instead of ids.
+  for (const auto& [key, value] : file.metadata()) {
+    if (key != "vocabulary") continue;
+    const nlohmann::json names = nlohmann::json::parse(value, nullptr, false);
+    bool ok = names.is_array() && names.size() == static_cast<std::size_t>(c.vocab_size);
+    for (std::size_t i = 0; ok && i < names.size(); ++i) ok = names[i].is_string();
+    if (!ok)
+      throw InputError(path + ": its metadata's vocabulary must be a JSON list of the " + std::to_string(c.vocab_size) +
+                       " tokens' names, id by id");
+    for (const auto& n : names) model->token_labels.push_back(n.get<std::string>());
+  }
   if (c.heads > limits.max_heads)
     throw InputError(path + ": " + std::to_string(c.heads) + " heads (from " + c.heads_from + "), more than the " +
                      std::to_string(limits.max_heads) + " attnscope shows");

@@ -121,8 +121,8 @@ class ModelTraceTest(unittest.TestCase):
         with np.load(self.model) as arrays:
             tensors = {name: arrays[name] for name in arrays.files}
 
-        def write(name, n_head):
-            header, offset, blobs = {"__metadata__": {"format": "pt", "n_head": n_head}}, 0, []
+        def write(name, n_head, **more):
+            header, offset, blobs = {"__metadata__": {"format": "pt", "n_head": n_head, **more}}, 0, []
             for key, value in tensors.items():
                 blob = np.ascontiguousarray(value, dtype="<f4").tobytes()
                 header[key] = {"dtype": "F32", "shape": list(value.shape), "data_offsets": [offset, offset + len(blob)]}
@@ -148,6 +148,18 @@ class ModelTraceTest(unittest.TestCase):
         run = subprocess.run([CLI, "model-trace", bad, "--ids", "1,2", "--num-heads", str(HEADS)],
                              capture_output=True, text=True, timeout=60)
         self.assertEqual(run.returncode, 0, run.stderr)
+        # Its tokens' names ("vocabulary", as a text trained here keeps them) name the tokens; a list
+        # of another length is one error naming the field.
+        names = ["t%d" % i for i in range(VOCAB)]
+        named = write("named.safetensors", str(HEADS), vocabulary=json.dumps(names))
+        run = subprocess.run([CLI, "model-trace", named, "--ids", "1,2"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(json.loads(run.stdout)["tokens"], ["t1", "t2"])
+        short = write("short_names.safetensors", str(HEADS), vocabulary=json.dumps(names[:3]))
+        run = subprocess.run([CLI, "model-trace", short, "--ids", "1,2"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 2)
+        self.assertRegex(run.stderr, r"^error: .*short_names.safetensors: its metadata's vocabulary must be a JSON "
+                                     r"list of the %d tokens' names, id by id\n$" % VOCAB)
 
     def test_the_heads_a_pth_says(self):
         # A .pth whose state_dict's _metadata gives the root module an n_head (as attnscope saves a

