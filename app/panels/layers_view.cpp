@@ -70,9 +70,16 @@ void LayersView::draw(const PanelContext& ctx) {
     ImGui::BeginDisabled(!fits_twice);
     if (ImGui::SmallButton("Repeat the text")) ctx.commands.push("repeat_text");
     ImGui::EndDisabled();
-    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-      ImGui::SetTooltip(fits_twice ? "The text twice over: its second half is predictable, and induction heads light up"
-                                   : "Twice the text would pass the model's context");
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
+      ImGui::BeginTooltip();
+      ImGui::PushTextWrapPos(ImGui::GetFontSize() * 28);  // a paragraph, not one line across the screen
+      ImGui::TextUnformatted(fits_twice ? "The text's tokens twice over: its second half is predictable, and induction "
+                                          "heads light up. The copy follows the last token with no space between "
+                                          "(\"…on the logthe cat sat…\"): the same tokens again, not the text retyped."
+                                        : "Twice the text would pass the model's context");
+      ImGui::PopTextWrapPos();
+      ImGui::EndTooltip();
+    }
     layout().widget("layers_repeat");
   } else {
     ImGui::AlignTextToFramePadding();
