@@ -31,7 +31,9 @@ namespace {
 std::string describeCell(const Snapshot& snap, const HeadTrace& h, Stage stage, int i, int j) {
   const Trace& t = *snap.trace;
   const auto& tok = snap.tokens();
-  const std::string q = tok[i], k = stage == Stage::Context ? "" : tok[j];
+  // The tokens of a query row and a key column: a weight's rows and a T × d map's columns are
+  // dimensions, not tokens (hovering Q's column 20 of a 6-token text read past the tokens: a crash).
+  const std::string q = stageInfo(stage).parameter ? "" : tok[i], k = stageInfo(stage).square ? tok[j] : "";
   std::string s;
   auto at = [&](Stage st) { return StageMap(t, h, st)(i, j); };  // the cell in another stage
   const bool masked = at(Stage::Mask) > 0.5f;
