@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -228,6 +229,7 @@ struct TileNeed {
   bool focus = true;       // a map the lesson step is about (every map when no step names any)
   int row_kind = 0;        // what its rows are (0 tokens, 1 input dimensions): see LayoutOptions
   float col_label_w = 0;   // its widest column label at the labels' font's own size (Margins::top)
+  float shrink = 1;        // its cells at this much of the grid's cell: a map longer than the text (draw)
 };
 
 // A card of maps: a head's, or the module's, under a heading.
@@ -240,6 +242,7 @@ struct CardNeed {
 struct Box {
   float x = 0, y = 0, w = 0, h = 0;  // relative to the grid's origin; w = 0: not drawn
   float cells_top = 0;               // a map's: from its top to its cells, level with its line's (0: its own)
+  float cell = 0;                    // a map's cells' side: the grid's, or less (TileNeed::shrink)
 };
 
 struct LayoutOptions {
@@ -252,7 +255,8 @@ struct LayoutOptions {
 // context narrow, a 6 × 6 map wider), maps side by side within a card and cards side by side
 // while they fit the width, else on the next row.
 struct GridLayout {
-  float cell = 0;                           // side of a heatmap cell in pixels, the same in every map
+  float cell = 0;                           // side of a heatmap cell in pixels, the same in every map but
+                                            // those longer than the text (TileNeed::shrink, Box::cell)
   std::vector<Box> cards;                   // a card: its heading, then its maps (w = 0: set aside whole)
   std::vector<std::vector<Box>> tiles;      // per card, one per map (w = 0: set aside)
   std::vector<std::vector<bool>> labelled;  // per map: it draws its row labels
@@ -305,20 +309,22 @@ CardLayout layOutCard(const CardNeed& card, float cell, float width, float gap, 
       c.labelled.push_back(false);
       continue;
     }
+    const float side = cell * t.shrink;
     const auto widthOf = [&](bool labels) {
-      return std::max((labels ? m.left : px(4)) + cell * t.cols + m.beside, o.full_titles ? t.full_title_w : t.title_w);
+      return std::max((labels ? m.left : px(4)) + side * t.cols + m.beside, o.full_titles ? t.full_title_w : t.title_w);
     };
     const bool first_of_card = !c.any;
+    // (A lesson step's maps, which share their labels, are never shrunk: their rows stay level.)
     bool labels = !(o.share_labels && (x > 0 || first_of_card) && last == std::make_pair(t.row_kind, t.rows));
     float w = widthOf(labels);
-    const float top = m.top(t.col_label_w, t.cols, cell);
-    const float h = top + std::max(cell * t.rows, m.beside_cells) + m.bottom;
+    const float top = m.top(t.col_label_w, t.cols, side);
+    const float h = top + std::max(side * t.rows, m.beside_cells) + m.bottom;
     if (!labels && x > 0) x -= gap - px(10);  // closer to the map whose labels it reads by
     if (x > 0 && x + w > width)
       endLine(), x = 0, y += row_h + gap, row_h = 0, labels = true, w = widthOf(true), wrapped = true;
     if (first_of_card) c.reads_before = !labels;
     line.push_back(c.tiles.size());
-    c.tiles.push_back({x, y, w, h, top});
+    c.tiles.push_back({x, y, w, h, top, side});
     c.labelled.push_back(labels);
     c.w = std::max(c.w, x + w);
     x += w + gap;
@@ -469,11 +475,11 @@ float firstFocusRowBottom(const GridLayout& g, const std::vector<CardNeed>& card
 GridLayout arrangeGrid(const std::vector<CardNeed>& cards, float width, float height, float gap, Margins m,
                        float min_cell, float full_cell, float max_cell, LayoutOptions o) {
   const float cap = std::max(max_cell, full_cell);
-  float width_cell = cap, largest = 1;  // the cells every map's width allows; the largest map's side
+  float width_cell = cap, largest = 1;  // the cells every map's width allows; the largest map's side, in cells
   for (const CardNeed& c : cards)
     for (const TileNeed& t : c.tiles) {
-      width_cell = std::min(width_cell, (width - m.left - m.beside) / t.cols);
-      largest = std::max(largest, static_cast<float>(std::max(t.rows, t.cols)));
+      width_cell = std::min(width_cell, (width - m.left - m.beside) / (t.cols * t.shrink));
+      largest = std::max(largest, static_cast<float>(std::max(t.rows, t.cols)) * t.shrink);
     }
   float cell = largestCell(cap, [&](float c) {
     const GridLayout g = layOutGrid(cards, c, width, gap, m, o);
@@ -760,8 +766,8 @@ std::string moduleCardHeading(const Snapshot& snap) {
 // Returns the fewest decimals its maps rounded their numbers to (4 when none did).
 int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vector<ModuleMap>& maps,
                    const Box& card_box, const std::vector<Box>& tiles, const std::vector<bool>& labelled,
-                   const std::vector<float>& legend_room, float cell, bool colorbar_beside, ImVec2 grid_origin,
-                   bool heading, float text_scale, CellWindow window) {
+                   const std::vector<float>& legend_room, bool colorbar_beside, ImVec2 grid_origin, bool heading,
+                   float text_scale, CellWindow window) {
   int fewest = 4;
   const Trace& t = *snap.trace;
   const BatchTrace& bt = snap.shown();
@@ -820,7 +826,7 @@ int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vec
     };
     spec.dump = {{"head", -1}, {"module", true}, {"stage", info.id}, {"batch", snap.batch}};
     spec.dimmed = dimmedByLesson(view, info.id);
-    spec.cell = cell;
+    spec.cell = b.cell;
     spec.cells_top = b.cells_top;
     spec.text_scale = text_scale;
     spec.legend_room = legend_room[k];
@@ -1199,6 +1205,32 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     Margins below = margins;
     if (one_map) below.title = 0;  // its title is in the card's heading
     g = arrange(below);
+    // Maps without numbers longer than the text on a side (a T × 64 context or Q beside the T × T
+    // weights, a trained model's W_query or output) take smaller cells, no longer than the longest
+    // of the others, where that makes the others larger: with one cell in every map the widest set
+    // it, and at 1280 × 720 and 200 % a 20-token text's scores and weights were 48 px beside its
+    // 156-px context, most of the tab empty. The maps no longer than the text keep the grid's cell
+    // (a 6 × 2 context stays narrow beside its weights).
+    if (full_cell <= 0) {
+      int kept = window.rows > 0 ? window.rows : T;  // the tokens shown, or the shortest map's side
+      int shortest = INT_MAX;
+      for (const CardNeed& c : needs)
+        for (const TileNeed& tile : c.tiles) shortest = std::min(shortest, std::max(tile.rows, tile.cols));
+      kept = std::max(kept, shortest);
+      const auto shrinkBy = [&](bool on) {
+        for (CardNeed& c : needs)
+          for (TileNeed& tile : c.tiles)
+            tile.shrink = on ? std::min(1.0f,
+                                        static_cast<float>(kept) / static_cast<float>(std::max(tile.rows, tile.cols)))
+                             : 1.0f;
+      };
+      shrinkBy(true);
+      const GridLayout shrunk = arrange(below);
+      if (shrunk.cell > g.cell * 1.03f)
+        g = shrunk;
+      else
+        shrinkBy(false);
+    }
     // Maps without numbers in one row, short of height: their colorbars beside the cells where that
     // makes them larger, or whole where below they were not (a trained model's 14 × 14 weights at
     // 1280 × 720 and 200 % were 138 px, the colorbar's labels below the fold).
@@ -1298,7 +1330,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       }
       // A lesson step names the maps it is about: the others recede.
       spec.dimmed = dimmedByLesson(view, info.id);
-      spec.cell = g.cell;            // the same cells in every map
+      spec.cell = b.cell;            // the same cells in every map (but one longer than the text)
       spec.cells_top = b.cells_top;  // … level with the maps beside it
       spec.text_scale = text_scale;
       spec.legend_room = freeRightOf(g, b, grid_w, gap);
@@ -1329,8 +1361,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     for (const Box& b : g.tiles.back()) legend_room.push_back(freeRightOf(g, b, grid_w, gap));
     rounding_now_ = std::min(rounding_now_,
                              drawModuleCard(ctx, *snap, module_maps, g.cards.back(), g.tiles.back(), g.labelled.back(),
-                                            legend_room, g.cell, g.colorbar_beside, grid_origin,
-                                            needs.back().heading_h > 0, text_scale, window));
+                                            legend_room, g.colorbar_beside, grid_origin, needs.back().heading_h > 0,
+                                            text_scale, window));
   }
   // Reserve the grid's full extent so the child scrolls when it is larger than the panel.
   ImGui::SetCursorScreenPos(grid_origin);

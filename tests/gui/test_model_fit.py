@@ -4,6 +4,11 @@ The model is a random GPTModel in Hugging Face's GPT-2 layout (tests/oracle/gpt_
 with Debian's torch) of 2 layers and 4 heads 64 wide, as GPT-2's are, so that a head's context and
 Q of a short text are wider than the text is long; test_model_view's small byte-level vocabulary.
 
+Checked, headless (--commands, read back through --dump-layout):
+  - Heatmaps, six tokens, scores, weights and context, at 1280 × 720 / 200 %, 1280 × 800 / 175 % and
+    1920 × 1080 / 100 %: every map whole in the tab, none longer than the 6 × 6 maps (the context's
+    64 columns had set one cell for all: at 1280 × 720 and 200 % the weights 15 px beside a 164-px
+    context), the weights at least 96 px;
 Interactive (xdotool): Q's tooltip at a column past the six tokens (reading a token there crashed).
 Usage: test_model_fit.py APP CLI ASSETS_DIR
 """
@@ -17,7 +22,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "oracle"))
 import gpt_models as gm  # noqa: E402
 from test_model_view import write_tokenizer  # noqa: E402
-from test_teaching import App, Display, run_checks, write_commands  # noqa: E402
+from test_teaching import App, Display, run_checks, run_commands, write_commands  # noqa: E402
 
 LAYERS, HEADS, WIDTH = 2, 4, 256  # heads 64 wide
 
@@ -34,6 +39,27 @@ def checks(app, tmp):
     folder = os.path.join(tmp, "gpt")
     make_model(folder)
     with Display() as display:
+        def heatmaps_fill_the_tab():
+            commands = [{"do": "text", "ids": list(range(40, 46))}, {"do": "select_layer", "layer": 1, "head": 0},
+                        {"do": "view", "field": "columns", "value": ["scores", "weights", "context"]},
+                        {"do": "view", "field": "tab", "value": "heatmaps"}]
+            for size, pct in (("1280x720", "200"), ("1280x800", "175"), ("1920x1080", "100")):
+                d = run_commands(app, display.name, tmp, f"maps-{size}-{pct}", commands, "--model", folder,
+                                 "--size", size, "--text-size", pct)
+                maps = {e["stage"]: e for e in d["heatmaps"]}
+                assert sorted(maps) == ["context", "scores", "weights"], sorted(maps)
+                side = {k: max(e["cells"]["w"], e["cells"]["h"]) for k, e in maps.items()}
+                for k, e in maps.items():
+                    assert e["wholly_in_view"], f"{size} {pct} %: {k} not whole in the tab: {e['tile']}"
+                    assert side[k] <= side["weights"] + 0.5, \
+                        f"{size} {pct} %: the {k} map ({side[k]:.0f} px) is longer than the 6 × 6 weights " \
+                        f"({side['weights']:.0f} px)"
+                assert side["weights"] >= 96, f"{size} {pct} %: the weights are {side['weights']:.0f} px"
+                panel = d["panels"]["heatmaps"]
+                print(f"  {size} {pct} % ({panel['w']:.0f} × {panel['h']:.0f} tab): scores and weights "
+                      f"{side['weights']:.0f} px, the context {maps['context']['cells']['w']:.0f} × "
+                      f"{maps['context']['cells']['h']:.0f}")
+
         def a_dimension_past_the_tokens():
             path = write_commands(tmp, "hover", [
                 {"do": "text", "ids": list(range(40, 46))}, {"do": "select_layer", "layer": 1, "head": 0},
@@ -52,7 +78,8 @@ def checks(app, tmp):
                 assert text.startswith(f"q1[{col}] = "), text
                 print(f"  Q's column {col} of 6 tokens: {text.splitlines()[0]!r}")
 
-        return run_checks([("Q's tooltip past the tokens", a_dimension_past_the_tokens)])
+        return run_checks([("the Heatmaps tab: each map as large as the tab allows", heatmaps_fill_the_tab),
+                           ("Q's tooltip past the tokens", a_dimension_past_the_tokens)])
 
 
 def main():
