@@ -180,9 +180,7 @@ void CompareView::draw(const PanelContext& ctx) {
     state["b_model"] = modelName(*b->model->model);
   }
   if (ctx.computing) line += "  (computing B…)";
-  ImGui::PushTextWrapPos(ImGui::GetWindowContentRegionMax().x);
-  ImGui::TextUnformatted(line.c_str());
-  ImGui::PopTextWrapPos();
+  ImGui::TextUnformatted(wrapAtSpaces(line, ImGui::GetContentRegionAvail().x).c_str());  // never inside "0.5500"
   state["differences"] = differs;
   state["a_version"] = a.version;
   state["b_version"] = b->version;
@@ -202,6 +200,7 @@ void CompareView::draw(const PanelContext& ctx) {
         (!moduleMapMissingFrom(ta, m.map) || !moduleMapMissingFrom(tb, m.map)))
       rows.push_back({-1, -1, true, Stage::Weights, m.map});
 
+  state["lines"] = nlohmann::json::array();  // each row's line as drawn ("\n" where it wraps)
   ImGui::BeginChild("##compare_rows", ImVec2(0, 0), false);
   const ImGuiStyle& style = ImGui::GetStyle();
   const float gap = style.ItemSpacing.x * 2;
@@ -216,7 +215,9 @@ void CompareView::draw(const PanelContext& ctx) {
     for (const std::string& tok : s->tokens())
       label_w = std::max(label_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, tok.c_str()).x);
   const float left = std::min(label_w, px(90)) + px(4);
-  const float top = ImGui::GetTextLineHeight() + std::min(label_w, px(48)) + px(6);
+  const float title_h = ImGui::GetTextLineHeight();
+  // Under the cells: the colorbar, and B − A's legend on a line of its own where the bar is narrow.
+  const float bottom = heatmapColorbarHeight() + std::max(0.0f, fs + 2 - px(4));
   const float visible_h = ImGui::GetWindowHeight();
   const int selected = std::clamp(view.token, 0, std::max(0, b->tokenCount() - 1));
 
@@ -246,27 +247,63 @@ void CompareView::draw(const PanelContext& ctx) {
     if (!longest.empty())
       label_cell = std::max(label_cell,
                             heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, longest.c_str()).x));
-    const float need_w = left + (labelled ? label_cell * static_cast<float>(C) : px(80));
     // A, B and B − A; maps of different shapes have no B − A, and A and B then stand side by side.
     const int maps = va.rows() == vb.rows() && va.cols() == vb.cols() ? 3 : 2;
-    // As many side by side as show their numbers; where that is one, as many as show cells of
-    // kLeastCell without numbers: at 1280 × 720 and 150 % beside the side panels A stood alone,
-    // B and B − A below the fold, what changed not to be seen.
-    constexpr float kLeastCell = 16;
-    // A tile is never narrower than px(120) (below): counted so, or a third map ran past the edge
-    // (a trained model's 65 × 65 weights at 1280 × 800 and 175 %: B − A cut in half).
-    int per_line = std::clamp(static_cast<int>((avail_w + gap) / (std::max(need_w, px(120)) + gap)), 1, maps);
-    if (per_line == 1 && labelled)
-      per_line = std::clamp(static_cast<int>((avail_w + gap) / (left + px(kLeastCell) * static_cast<float>(C) + gap)),
-                            1, maps);
-    const float tile_w = std::max(px(120),
-                                  (avail_w - static_cast<float>(per_line - 1) * gap) / static_cast<float>(per_line));
-    const float cell = std::max(0.05f, std::min(tile_w - left,
-                                                labelled ? label_cell * 2.0f * static_cast<float>(C) : FLT_MAX) /
-                                           static_cast<float>(C));
-    const float tile_h = std::min(std::max(px(90), cell * static_cast<float>(R) + top + heatmapColorbarHeight()),
-                                  std::max(px(160), visible_h * 0.9f));
-    const int lines = (maps + per_line - 1) / per_line;
+    const bool tokens_cols = !row.module && stageInfo(row.stage).square;
+    const bool token_rows = row.module ? !moduleMapInfo(row.map).parameter : !stageInfo(row.stage).parameter;
+    // The column labels' band above the cells: across where every label fits its cell, else upright.
+    float col_w = tokens_cols ? label_w : 0;
+    if (!tokens_cols)
+      for (const auto& [s, head] : {std::pair<const Snapshot*, int>{&a, row.head_a}, {b, row.head}}) {
+        const std::vector<std::string>& dims = dimsOf(*s, row.module, head);
+        for (std::size_t j = 0; j < dims.size() && j < static_cast<std::size_t>(C); ++j)
+          col_w = std::max(col_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, dims[j].c_str()).x);
+      }
+    const float across = title_h + fs + px(4), upright = title_h + std::min(col_w, px(48)) + px(6);
+    const auto labelsTop = [&](float cell) { return C > 1 && col_w + 6 > cell ? upright : across; };
+    const float rows_f = static_cast<float>(R), cols_f = static_cast<float>(C);
+    const float cap = labelled ? label_cell * 2 : FLT_MAX;  // numbers' cells: no larger than twice theirs
+    // A map is readable from 96 px of the screen on its longer side (the grid's least map in a row:
+    // 16-px cells for the book's 6 tokens); in a row that scrolls, from 64.
+    const float longer = std::max(rows_f, cols_f);
+    const auto readable = [&](float cell) { return cell * longer >= 96; };
+    const auto tileW = [&](int per_line) {
+      return (avail_w - static_cast<float>(per_line - 1) * gap) / static_cast<float>(per_line);
+    };
+    struct Fit {
+      int per_line = 1;
+      float cell = 0;
+    };
+    // The row's maps `per_line` side by side: the largest cells the width allows, and those with
+    // which the row — its line, then its maps (`whole`: with their colorbars) — is in the view.
+    const auto cellWide = [&](int per_line) { return std::min(cap, (tileW(per_line) - left) / cols_f); };
+    const auto cellTall = [&](int per_line, float line_h, bool whole) {
+      const int lines = (maps + per_line - 1) / per_line;
+      const float h = (visible_h - line_h) / static_cast<float>(lines) - gap - (whole ? bottom : 0);
+      const float wide = (h - across) / rows_f;  // labels across where they fit such cells, else upright
+      return C == 1 || wide >= col_w + 6 ? wide : (h - upright) / rows_f;
+    };
+    // Where the row's maps go, the first of: numbers on every map, all of them in view, as many side
+    // by side as that allows; all in view whole and readable, the largest; their cells in view (the
+    // colorbars below the fold), the largest; the view scrolling, as many side by side as are 64 px
+    // wide, 96 px where the width allows; one a line. At 1280 × 800 and 175 % a trained model's
+    // 45-token B − A had stood under A, below the fold, as A and B took the width (and at 200 % they
+    // were cut too); the book's numbers kept with B − A below the fold had the same effect.
+    const auto fitRow = [&](float line_h) {
+      if (labelled)
+        for (int p = maps; p >= 1; --p)
+          if (const float c = std::min(cellWide(p), cellTall(p, line_h, true)); c >= label_cell) return Fit{p, c};
+      for (const bool whole : {true, false}) {
+        Fit best;
+        for (int p = maps; p >= 1; --p)
+          if (const float c = std::min(cellWide(p), cellTall(p, line_h, whole)); readable(c) && c > best.cell)
+            best = {p, c};
+        if (best.cell > 0) return best;
+      }
+      for (int p = maps; p >= 1; --p)
+        if (cellWide(p) * longer >= 64) return Fit{p, std::min(cellWide(p), 96 / longer)};
+      return Fit{1, std::max(0.05f, std::min(cellWide(1), std::max(cellTall(1, line_h, true), 0.05f)))};
+    };
     const std::string who = row.module              ? std::string("the module's ") + row.label()
                             : row.head_a != row.head ? "A's head " + std::to_string(row.head_a + 1) + " against B's head " +
                                                            std::to_string(row.head + 1) + ", " + row.label()
@@ -277,15 +314,22 @@ void CompareView::draw(const PanelContext& ctx) {
     // Its line as a typical one wraps (the line itself is known only once its difference is).
     const std::string typical = who + ": largest |B − A| = 0.0000 at query 000 'token', key 000 'token', 00000 of " +
                                 std::to_string(R * C) + " cells changed";
-    const float line_h = ImGui::CalcTextSize(typical.c_str(), nullptr, false, avail_w).y + style.ItemSpacing.y;
-    const float row_h = line_h + static_cast<float>(lines) * (tile_h + gap);
-    if (R * C > kDumpCellsUpTo * 16 && !ImGui::IsRectVisible(origin, ImVec2(origin.x + avail_w, origin.y + row_h))) {
-      ImGui::Dummy(ImVec2(avail_w, row_h));
-      continue;
+    const auto lineHeight = [&](const std::string& text) {
+      return ImGui::CalcTextSize(wrapAtSpaces(text, avail_w).c_str()).y + style.ItemSpacing.y;
+    };
+    const auto rowHeight = [&](const Fit& f, float line_h) {
+      const int lines = (maps + f.per_line - 1) / f.per_line;
+      return line_h + static_cast<float>(lines) * (labelsTop(f.cell) + f.cell * rows_f + bottom + gap);
+    };
+    if (R * C > kDumpCellsUpTo * 16) {
+      const float line_h = lineHeight(typical);
+      const float row_h = rowHeight(fitRow(line_h), line_h);
+      if (!ImGui::IsRectVisible(origin, ImVec2(origin.x + avail_w, origin.y + row_h))) {
+        ImGui::Dummy(ImVec2(avail_w, row_h));
+        continue;
+      }
     }
     const std::shared_ptr<const MapDifference> d = difference(row.head, row.key(), va, vb);
-    const bool tokens_cols = !row.module && stageInfo(row.stage).square;
-    const bool token_rows = row.module ? !moduleMapInfo(row.map).parameter : !stageInfo(row.stage).parameter;
     std::string summary;
     if (va.size() == 0 || vb.size() == 0)
       summary = who + ": " + (va.size() == 0 ? "none in A" : "none in B");
@@ -302,14 +346,19 @@ void CompareView::draw(const PanelContext& ctx) {
                 std::to_string(d->changed) + " of " + std::to_string(va.size()) + " cells changed";
       if (d->max_abs > largest) largest = d->max_abs, largest_where = who + " at " + where;
     }
-    ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + avail_w);  // wrapped: at 200 % its numbers were cut
-    ImGui::TextUnformatted(summary.c_str());
-    ImGui::PopTextWrapPos();
+    // Wrapped at spaces (at 200 % its numbers were cut; ImGui's wrapping split "0.2620" after "0.").
+    const std::string wrapped = wrapAtSpaces(summary, avail_w);
+    ImGui::TextUnformatted(wrapped.c_str());
+    state["lines"].push_back(wrapped);
     if (d->comparable && d->changed == 0) {  // the Heatmaps tab shows it; the rows that changed matter here
       unchanged.push_back(row.id());
       continue;
     }
     const ImVec2 tiles = ImGui::GetCursorScreenPos();
+    const Fit fit = fitRow(ImGui::CalcTextSize(wrapped.c_str()).y + style.ItemSpacing.y);
+    const int per_line = fit.per_line, lines = (maps + per_line - 1) / per_line;
+    const float cell = fit.cell, cells_top = labelsTop(cell);
+    const float tile_w = tileW(per_line), tile_h = cells_top + cell * rows_f + bottom;
 
     // A and B: one colour range over both, when their cells compare; else (other shapes: GPT-2
     // against the book's six tokens) each its own, or the smaller would be one flat colour.
@@ -366,7 +415,9 @@ void CompareView::draw(const PanelContext& ctx) {
         spec.dump["changed"] = d->changed;
         if (d->delta.size() <= kDumpCellsUpTo) spec.dump["values"] = cellsJson(StageMap(d->delta));
       }
-      if (flagsRow(row))  // 0/1 masks, and their difference −1, 0, +1: integers, as torch prints them
+      spec.cell = cell;            // the row's fit, the same in its three maps …
+      spec.cells_top = cells_top;  // … and their cells level (A's tokens may be narrower than B's)
+      if (flagsRow(row))           // 0/1 masks, and their difference −1, 0, +1: integers, as torch prints them
         spec.look.cell_text = [](float v) { return v > 0.5f ? std::string("1") : v < -0.5f ? "−1" : "0"; };
       const HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(tile_w, tile_h));
       if (hit.clicked_row >= 0 && token_rows) ctx.commands.push("select_token", {{"index", hit.clicked_row}});

@@ -1,5 +1,6 @@
 #include "widgets/text.h"
 
+#include <algorithm>
 #include <cfloat>
 #include <cstdarg>
 
@@ -45,6 +46,28 @@ std::string firstFitting(const std::vector<std::string>& forms, float width, flo
   for (const std::string& form : forms)
     if (ImGui::CalcTextSize(form.c_str()).x + extra <= width) return form;
   return forms.empty() ? std::string() : forms.back();
+}
+
+std::string wrapAtSpaces(const std::string& text, float width) {
+  std::string out, line;
+  const auto wider = [&](const std::string& t) { return ImGui::CalcTextSize(t.c_str()).x > width; };
+  for (std::size_t at = 0; at < text.size();) {
+    if (text[at] == '\n') {  // a line the text ends itself
+      out += line + "\n";
+      line.clear();
+      ++at;
+      continue;
+    }
+    const std::size_t end = std::min(text.find_first_of(" \n", at), text.size());
+    const std::string word = text.substr(at, end - at);
+    if (!line.empty() && wider(line + " " + word)) {
+      out += line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    at = end < text.size() && text[end] == ' ' ? end + 1 : end;
+  }
+  return out + line;
 }
 
 int wrappedRows(const std::vector<float>& widths, float width, float spacing) {

@@ -18,6 +18,10 @@ std::string fitText(const std::string& text, float width);
 // The first of `forms` (longest first) whose width in the current font, plus `extra`, is at most
 // `width`; else the last, whole (a caller that must fit cuts it with fitText).
 std::string firstFitting(const std::vector<std::string>& forms, float width, float extra = 0);
+// `text` wrapped at spaces only, into lines at most `width` pixels wide in the current font joined by
+// "\n" (a word wider than that has a line of its own): ImGui's own wrapping also breaks after '.',
+// which splits a number ("largest |B − A| = 0.\n2620").
+std::string wrapAtSpaces(const std::string& text, float width);
 // The rows items `widths` wide take, placed left to right with `spacing` between them and a new
 // row where the next would reach `width` (as ImGui's SameLine flow, or a list of chips, wraps).
 int wrappedRows(const std::vector<float>& widths, float width, float spacing);

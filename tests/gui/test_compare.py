@@ -10,6 +10,8 @@
 - Fewer tokens after more: pinned at 6 tokens, a 3-token sentence shows A and B with no cell-by-cell
   difference for the T × T maps, never a crash; unpin returns to the Heatmaps tab.
 - GPT-2 small: pinned, another seed: the maps on screen have a nonzero difference.
+- On a projector (1280 × 720, 150 %, beside the panels and presented): A, B and B − A side by side,
+  whole in the tab; presented in 1600 × 1000, with their numbers.
 
 Usage: test_compare.py --app APP --cli CLI --presets PRESETS_DIR
 """
@@ -187,28 +189,31 @@ def main():
                       f"{max(e['max_abs_delta'] for e in diffs):.4f}")
 
             def on_a_projector():
-                # 1280 × 720 at 150 %: beside the side panels A and B stand side by side (A had stood
-                # alone, B and B − A below the fold); presented, A and B show their numbers beside
-                # B − A's (a value too small for two decimals, "−7e−4", had left them bare).
-                for name, extra, numbers in (("panels", [], False),
-                                             ("presented", [{"do": "view", "field": "presentation", "value": True}], True)):
+                # 1280 × 720 at 150 %, beside the side panels and presented: A, B and B − A side by side
+                # and whole in the tab (A had stood alone, B and B − A below the fold; then A and B with
+                # B − A below it). Presented in a 1600 × 1000 window, they show their numbers, A's and
+                # B's too (a value too small for two decimals, "−7e−4", had left them bare).
+                presented = [{"do": "view", "field": "presentation", "value": True}]
+                for name, size, extra, numbers in (("panels", "1280x720", [], False),
+                                                   ("presented", "1280x720", presented, False),
+                                                   ("presented-1600", "1600x1000", presented, True)):
                     d = headless("projector-" + name, [{"do": "pin"}, {"do": "set", "field": "seed", "value": 7},
                                                        {"do": "view", "field": "tab", "value": "compare"}, *extra],
-                                 "--open", multihead, "--size", "1280x720", "--text-size", "150")
+                                 "--open", multihead, "--size", size, "--text-size", "150")
                     first = [e for e in compare_maps(d) if e["stage"] == "scores" and e["head"] == 0]
                     side = {e["compare"]: e for e in first}
-                    expect(abs(side["A"]["tile"]["y"] - side["B"]["tile"]["y"]) < 1 and
-                           side["A"]["in_view"] and side["B"]["in_view"],
-                           f"{name}: A at {side['A']['tile']}, B at {side['B']['tile']}: not side by side in view")
+                    expect(sorted(side) == ["A", "B", "diff"], f"{name}: the first row's maps {sorted(side)}")
+                    expect(len({round(e["tile"]["y"]) for e in first}) == 1 and all(e["wholly_in_view"] for e in first),
+                           f"{name}: A, B and B − A at {[(k, e['tile']) for k, e in side.items()]}: not side by side "
+                           f"whole in the tab")
                     if numbers:
-                        expect(side["A"].get("values_shown") and side["B"].get("values_shown"),
-                               f"{name}: A shows numbers {side['A'].get('values_shown')}, "
-                               f"B {side['B'].get('values_shown')}")
-                    print(f"  1280 × 720 150 %, {name}: A and B side by side, cells {side['A']['cell']:.0f} px, "
+                        expect(all(e.get("values_shown") for e in first),
+                               f"{name}: numbers shown {[(k, e.get('values_shown')) for k, e in side.items()]}")
+                    print(f"  {size} 150 %, {name}: A, B and B − A side by side, cells {side['A']['cell']:.0f} px, "
                           f"numbers {bool(side['A'].get('values_shown'))}")
 
             code = run_checks([("seed: A, B and B − A against two traces", seed),
-                               ("A and B side by side on a projector", on_a_projector),
+                               ("A, B and B − A side by side on a projector", on_a_projector),
                                ("dropout, swap and undo", dropout_and_swap),
                                ("fewer tokens after pinning, unpin", fewer_tokens),
                                ("GPT-2 small", gpt2_small)])

@@ -9,10 +9,15 @@ Checked, headless (--commands, read back through --dump-layout):
     1920 × 1080 / 100 %: every map whole in the tab, none longer than the 6 × 6 maps (the context's
     64 columns had set one cell for all: at 1280 × 720 and 200 % the weights 15 px beside a 164-px
     context), the weights at least 96 px;
+  - Compare, layer 1's head 3 pinned against layer 2's head 1, 45 tokens, at 1280 × 720 and 1280 ×
+    800, 175 and 200 %: A, B and B − A on one line, their cells in the tab's view (B − A had stood
+    under A, below the fold, and at 200 % A and B were cut too), whole with their colorbars at
+    1280 × 800 and 175 %; the row's line as drawn wraps at spaces, its largest |B − A| whole;
 Interactive (xdotool): Q's tooltip at a column past the six tokens (reading a token there crashed).
 Usage: test_model_fit.py APP CLI ASSETS_DIR
 """
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -33,6 +38,11 @@ def make_model(folder):
     model, cfg = gm.tiny_model(7, vocab_size=vocab, context_length=64, emb_dim=WIDTH, n_heads=HEADS,
                                n_layers=LAYERS, tied=True)
     gm.write_hf_folder(folder, model, cfg, gm.save_safetensors)
+
+
+def within(r, box, slack=0.5):
+    return (r["x"] >= box["x"] - slack and r["y"] >= box["y"] - slack and r["x"] + r["w"] <= box["x"] + box["w"] + slack
+            and r["y"] + r["h"] <= box["y"] + box["h"] + slack)
 
 
 def checks(app, tmp):
@@ -60,6 +70,35 @@ def checks(app, tmp):
                       f"{side['weights']:.0f} px, the context {maps['context']['cells']['w']:.0f} × "
                       f"{maps['context']['cells']['h']:.0f}")
 
+        def compare_in_view():
+            commands = [{"do": "text", "ids": list(range(40, 85))}, {"do": "select_layer", "layer": 0, "head": 2},
+                        {"do": "pin"}, {"do": "select_layer", "layer": 1, "head": 0},
+                        {"do": "view", "field": "tab", "value": "compare"}]
+            for size, pct in (("1280x800", "175"), ("1280x720", "175"), ("1280x800", "200"), ("1280x720", "200")):
+                d = run_commands(app, display.name, tmp, f"compare-{size}-{pct}", commands, "--model", folder,
+                                 "--size", size, "--text-size", pct)
+                tab = d["panels"]["compare"]
+                sides = {e["compare"]: e for e in d["heatmaps"] if e.get("compare")}
+                assert sorted(sides) == ["A", "B", "diff"], sorted(sides)
+                tops = {k: round(e["tile"]["y"]) for k, e in sides.items()}
+                assert len(set(tops.values())) == 1, f"{size} {pct} %: A, B and B − A not on one line: {tops}"
+                for k, e in sides.items():
+                    assert within(e["cells"], tab), f"{size} {pct} %: {k}'s cells {e['cells']} out of the tab {tab}"
+                    if (size, pct) == ("1280x800", "175"):
+                        assert e["wholly_in_view"], f"{size} {pct} %: {k} is not whole: {e['tile']}, the tab {tab}"
+                # The row's line wraps at spaces only: its number whole ("= 0." then "2620 at …" had
+                # split it), and each break where the line had a space.
+                lines = d["state"]["compare"]["lines"]
+                assert len(lines) == 1, lines
+                flat = lines[0].replace("\n", " ")
+                number = re.search(r"largest \|B − A\| = (\S+) at ", flat)
+                assert number and re.fullmatch(r"\d+\.\d{4}", number.group(1)), flat
+                assert any(number.group(1) in line for line in lines[0].split("\n")), \
+                    f"{size} {pct} %: {number.group(1)} split: {lines[0]!r}"
+                print(f"  {size} {pct} %: A, B and B − A on one line, cells {sides['A']['cells']['w']:.0f} px, "
+                      f"whole {all(e['wholly_in_view'] for e in sides.values())}; "
+                      f"the line in {lines[0].count(chr(10)) + 1} lines")
+
         def a_dimension_past_the_tokens():
             path = write_commands(tmp, "hover", [
                 {"do": "text", "ids": list(range(40, 46))}, {"do": "select_layer", "layer": 1, "head": 0},
@@ -79,6 +118,7 @@ def checks(app, tmp):
                 print(f"  Q's column {col} of 6 tokens: {text.splitlines()[0]!r}")
 
         return run_checks([("the Heatmaps tab: each map as large as the tab allows", heatmaps_fill_the_tab),
+                           ("Compare: A, B and B − A in view on a projector", compare_in_view),
                            ("Q's tooltip past the tokens", a_dimension_past_the_tokens)])
 
 
