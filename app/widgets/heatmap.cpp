@@ -452,8 +452,27 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     const float lo_w = width(lo_text);
     draw->AddText(small, fs, ImVec2(p0.x, bar_y + px(10)), th.text_dim, lo);
     draw->AddText(small, fs, ImVec2(p0.x + bar_w - hs.x, bar_y + px(10)), th.text_dim, hi);
-    // Ticks: a mark each; a label where it clears the ends and the label before it (and no legend
-    // sits on that line). Masks and words at the ends have none.
+    // The legend: between the range labels, or below them when it does not fit (placed first: the
+    // ticks' labels go where it is not).
+    float legend_from = FLT_MAX, legend_to = -FLT_MAX;  // its extent on the range labels' line, if there
+    float lx = p0.x, ly = bar_y + px(10), lw = 0;
+    if (!s.look.legend.empty()) {
+      const LegendText legend = legendText(s.look.legend);
+      lw = small->CalcTextSizeA(fs, FLT_MAX, 0, legend.text.c_str()).x + (legend.swatch ? fs + 2 : 0);
+      lx = p0.x + (bar_w - lw) / 2;
+      // Below as well where the value is said once mid-bar (the two were drawn over each other).
+      if (said_once || lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
+        lx = p0.x;
+        ly += fs + 2;
+        content_bottom = std::max(content_bottom, ly + fs);
+      } else {
+        legend_from = lx - px(6), legend_to = lx + lw + px(6);
+      }
+    }
+    // Ticks: a mark each; a label where it clears the ends, the label before it and the legend on
+    // that line. (Every label was dropped beside any legend: the log scale's lesson step, whose
+    // legend is "exactly 0: below a log scale", showed 0.000204 and 1 and no decade between.)
+    // Masks and words at the ends have none.
     nlohmann::json ticks_dump = nlohmann::json::array();
     if (s.look.range_text[0].empty()) {
       float free_from = p0.x + lo_w + px(6);
@@ -461,8 +480,8 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
         const float x = p0.x + t.at * bar_w;
         draw->AddLine(ImVec2(x, bar_y + px(8)), ImVec2(x, bar_y + px(11)), th.text_dim);
         const float tw = small->CalcTextSizeA(fs, FLT_MAX, 0, t.label.c_str()).x;
-        const bool labelled = s.look.legend.empty() && !said_once && x - tw / 2 >= free_from &&
-                              x + tw / 2 <= p0.x + bar_w - hs.x - px(6);
+        const bool labelled = !said_once && x - tw / 2 >= free_from && x + tw / 2 <= p0.x + bar_w - hs.x - px(6) &&
+                              (x + tw / 2 <= legend_from || x - tw / 2 >= legend_to);
         if (labelled) {
           draw->AddText(small, fs, ImVec2(x - tw / 2, bar_y + px(10)), th.text_dim, t.label.c_str());
           free_from = x + tw / 2 + px(6);
@@ -470,19 +489,11 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
         ticks_dump.push_back({{"value", t.value}, {"x", x}, {"label", labelled ? t.label : ""}});
       }
     }
-    if (!s.look.legend.empty()) {  // between the range labels, or below them when it does not fit
+    if (!s.look.legend.empty()) {
       const LegendText legend = legendText(s.look.legend);  // a masked-grey square, then the text?
       const bool swatch = legend.swatch;
       const std::string& whole = legend.text;
       std::string text = whole;
-      const float lw = small->CalcTextSizeA(fs, FLT_MAX, 0, text.c_str()).x + (swatch ? fs + 2 : 0);
-      float lx = p0.x + (bar_w - lw) / 2, ly = bar_y + px(10);
-      // Below as well where the value is said once mid-bar (the two were drawn over each other).
-      if (said_once || lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
-        lx = p0.x;
-        ly += fs + 2;
-        content_bottom = std::max(content_bottom, ly + fs);
-      }
       if (swatch) lx = drawLegendSwatch(draw, lx, ly, fs);
       // Within the tile and the free room right of it (legend_room): a trained model's 2 × 2 weights
       // wrote "top: the largest below row 1 (row 1 is 1)" over the next card's. Cut with "…", whole

@@ -209,7 +209,13 @@ def main():
                 colours = {rgb.getpixel((int(c["x"] + c["w"] * fx), int(c["y"] + c["h"] * fy)))
                            for fx in (0.05, 0.3, 0.6, 0.95) for fy in (0.5, 0.75, 0.95) if fx <= fy}
                 expect(e["scale"] == "log" and len(colours) >= 4, f"gpt2 log weights: scale {e['scale']}, colours {colours}")
-                print(f"  GPT-2 small, log: {len(colours)} distinct colours among 9 samples of head 1's weights")
+                # Its decades are named beside the legend of the zeros ("exactly 0: below a log
+                # scale"), where their labels clear it: every label was dropped beside any legend.
+                named = [t["label"] for t in e["colorbar"]["ticks"] if t["label"]]
+                expect(e["legend"] and len(named) >= 1, f"gpt2 log weights: legend {e.get('legend')!r}, decades named "
+                                                        f"{named} of {e['colorbar']['ticks']}")
+                print(f"  GPT-2 small, log: {len(colours)} distinct colours among 9 samples of head 1's weights; "
+                      f"decades named {named} beside the legend")
 
             def outlines():
                 before = headless("before-edit", [], "--open", multihead, "--size", "1600x1000")
