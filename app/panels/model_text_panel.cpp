@@ -1,11 +1,14 @@
 #include "panels/model_text_panel.h"
 
+#include <imgui_internal.h>  // GetItemID: the slider being typed into
 #include <imgui_stdlib.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
+#include <iterator>
 
 #include "widgets/fonts.h"
 #include "widgets/layout_dump.h"
@@ -40,6 +43,39 @@ bool tokenButton(const std::string& label, bool selected, bool enabled, float ma
   draw->AddText(ImVec2(p.x + style.FramePadding.x, p.y + pad_y),
                 ImGui::GetColorU32(enabled ? ImGuiCol_Text : ImGuiCol_TextDisabled), shown.c_str());
   return pressed && enabled;
+}
+
+// A sliderFloatTyped from 0 to `hi` drawn as a bar filled up to its value, the number over it:
+// ImGui's handle sat on the number ("1.|00", "0 (greedy)" under it) at every text size. ImGui's
+// slider draws its number and takes the mouse as ever (the fill ends where its handle's middle
+// would be), with its frame and handle clear; the frame and the fill go under it.
+void filledSlider(const char* label, float value, float hi, const char* format, CommandQueue& queue, const char* what,
+                  const std::function<void(float)>& apply) {
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  ImDrawListSplitter layers;
+  layers.Split(draw, 2);
+  layers.SetCurrentChannel(draw, 1);
+  const ImGuiCol clear[] = {ImGuiCol_FrameBg, ImGuiCol_FrameBgHovered, ImGuiCol_FrameBgActive, ImGuiCol_SliderGrab,
+                            ImGuiCol_SliderGrabActive};
+  for (ImGuiCol c : clear) ImGui::PushStyleColor(c, IM_COL32(0, 0, 0, 0));
+  sliderFloatTyped(label, value, 0.0f, hi, format, 0, queue, what, apply);
+  ImGui::PopStyleColor(static_cast<int>(std::size(clear)));
+  layers.SetCurrentChannel(draw, 0);
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+  const bool active = ImGui::IsItemActive();
+  draw->AddRectFilled(a, b,
+                      ImGui::GetColorU32(active                  ? ImGuiCol_FrameBgActive
+                                         : ImGui::IsItemHovered() ? ImGuiCol_FrameBgHovered
+                                                                  : ImGuiCol_FrameBg),
+                      style.FrameRounding);
+  // Where ImGui's handle would be centred (SliderBehaviorT: 2 px inside the frame, half the handle).
+  const float inset = 2 + style.GrabMinSize / 2;
+  if (value > 0 && !typingInto(ImGui::GetItemID()))
+    draw->AddRectFilled(a, ImVec2(a.x + inset + (b.x - a.x - 2 * inset) * std::min(value / hi, 1.0f), b.y),
+                        ImGui::GetColorU32(active ? ImGuiCol_SliderGrabActive : ImGuiCol_SliderGrab),
+                        style.FrameRounding, ImDrawFlags_RoundCornersLeft);
+  layers.Merge(draw);
 }
 
 // The layer shown, 1 … layers (select_layer counts from 0).
@@ -491,11 +527,10 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
   ImGui::SameLine();
   const float temperature = static_cast<float>(ctx.view.temperature);
   ImGui::SetNextItemWidth(-1);
-  sliderFloatTyped("##temperature", temperature, 0.0f, static_cast<float>(kMaxTemperature),
-                   temperature == 0 ? "0 (greedy)" : "%.2f", 0, ctx.commands, "temperature",
-                   [queue = &ctx.commands](float t) {
-                     queue->push("view", {{"field", "temperature"}, {"value", std::round(t * 100) / 100}});
-                   });
+  filledSlider("##temperature", temperature, static_cast<float>(kMaxTemperature),
+               temperature == 0 ? "0 (greedy)" : "%.2f", ctx.commands, "temperature", [queue = &ctx.commands](float t) {
+                 queue->push("view", {{"field", "temperature"}, {"value", std::round(t * 100) / 100}});
+               });
   layout().widget("model_temperature");
   const float* logits = logitsShown(s, session, position);
   if (logits == nullptr) {

@@ -23,6 +23,8 @@ Checked, headless (--commands, the buttons' own commands):
     1280 × 720 / 150 and 100 %, 1920 × 1080 / 200 and 100 %, and a model without a tokenizer at
     1280 × 800 / 175 %; the model panel compact where the text is large; with 2 heads a layer at
     1920 × 1080 the scores table beside the grid, the grid most of the tab's height;
+  - the temperature's frame, in the PNG, filled from its left edge to its middle at 1 of 0–2, no
+    handle over its number;
   - append_token (no id) appends torch's most likely token; repeat_text doubles the ids; with a
     middle token selected the button names the token it appends (the last one's top);
   - after append_token, or a token changed in the middle, the pass takes the rows before it from
@@ -408,6 +410,28 @@ def checks(tmp):
                     assert grid["h"] > 0.6 * (d["panels"]["inputs"]["y"] + d["panels"]["inputs"]["h"]), grid
             print("  the next tokens' button and three rows in view at 6 sizes (two rows at 1280 × 720 and 200 %), and "
                   "without a tokenizer at 1280 × 800 and 175 %; the model panel compact at 150 % and more")
+
+        def the_temperatures_number_uncovered():
+            # The temperature's handle sat on its number ("1.|00") at every size. At 1 (of 0–2) its
+            # frame is filled from its left edge to its middle, under the number: along a pixel row
+            # below the digits, one run of another colour from the edge, no handle in the middle.
+            d = run_commands(app, display.name, tmp, "temperature-200", [{"do": "text", "value": "hello world"}],
+                             "--model", folder, "--size", "1280x720", "--text-size", "200")
+            assert d["state"]["model"]["temperature"] == 1, d["state"]["model"]["temperature"]
+            t = d["widgets"]["model_temperature"]
+            png = np.asarray(Image.open(d["png"]).convert("RGB")).astype(int)
+            y = int(t["y"] + t["h"] - 4)
+            x0, x1 = int(round(t["x"])), int(round(t["x"] + t["w"]))
+            edge = 8  # past the frame's rounded corners (3 px at 100 %)
+            row = png[y, x0 + edge:x1 - edge]
+            bg = row[3 * len(row) // 4]  # the frame's own colour, right of any fill at 1 of 0–2
+            marked = np.where(np.abs(row - bg).max(axis=1) > 12)[0]
+            assert marked.size, f"the temperature's frame {t} shows nothing of its value"
+            first, last = int(marked[0]) + edge, int(marked[-1]) + edge
+            assert first == edge and marked.size == last - first + 1, \
+                f"a handle over the number: columns {first}–{last} of a {x1 - x0}-px frame marked, not from its edge"
+            assert abs(last - (x1 - x0) / 2) <= 4, f"the fill ends at {last} of {x1 - x0} px at 1 of 0–2"
+            print(f"  the temperature's frame filled from its edge to {last} of {x1 - x0} px at 1, no handle")
 
         def append_and_repeat():
             d = run_commands(app, display.name, tmp, "grow", [
@@ -898,6 +922,7 @@ def checks(tmp):
                            ("a token label with ## is drawn", hashes_drawn),
                            ("a layer's maps fit a projector and say which", a_layers_maps_fit_and_say_which),
                            ("the next tokens in view on a projector", the_next_tokens_in_view_on_a_projector),
+                           ("the temperature's number uncovered", the_temperatures_number_uncovered),
                            ("append the top token, repeat the text", append_and_repeat),
                            ("a wide model's maps keep their size", a_wide_models_maps_keep_their_size),
                            ("the selected token's chip in view", the_selected_tokens_chip_in_view),
