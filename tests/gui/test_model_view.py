@@ -25,6 +25,8 @@ Checked, headless (--commands, the buttons' own commands):
     1920 × 1080 the scores table beside the grid, the grid most of the tab's height;
   - the temperature's frame, in the PNG, filled from its left edge to its middle at 1 of 0–2, no
     handle over its number;
+  - the compact model panel a window padding taller than its row at 1280 × 720 / 200 %, 1920 × 1080
+    / 175 and 200 %;
   - append_token (no id) appends torch's most likely token; repeat_text doubles the ids; with a
     middle token selected the button names the token it appends (the last one's top);
   - after append_token, or a token changed in the middle, the pass takes the rows before it from
@@ -410,6 +412,20 @@ def checks(tmp):
                     assert grid["h"] > 0.6 * (d["panels"]["inputs"]["y"] + d["panels"]["inputs"]["h"]), grid
             print("  the next tokens' button and three rows in view at 6 sizes (two rows at 1280 × 720 and 200 %), and "
                   "without a tokenizer at 1280 × 800 and 175 %; the model panel compact at 150 % and more")
+
+        def the_model_panel_as_tall_as_its_row():
+            # Compact, the model panel is its one row (and notes): at 1920 × 1080 and 175–200 % a floor
+            # of 18 % of the column left 68–83 px blank under it while the next tokens scrolled.
+            for size, pct in (("1280x720", 200), ("1920x1080", 175), ("1920x1080", 200)):
+                d = run_commands(app, display.name, tmp, f"row-{size}-{pct}", [{"do": "text", "value": "hello world"}],
+                                 "--model", folder, "--size", size, "--text-size", str(pct))
+                w, st, panel = d["widgets"], d["state"], d["panels"]["model"]
+                assert st["model_panel_compact"], (size, pct)
+                end = max(w["model_layer"]["y"] + w["model_layer"]["h"], w["model_close"]["y"] + w["model_close"]["h"])
+                blank = panel["y"] + panel["h"] - end
+                assert blank <= 8 * pct / 100 + 1, f"{size} {pct} %: {blank:.0f} px blank under the model panel's row"
+            print("  the compact model panel ends a window padding under its row at 1280 × 720 / 200 %, 1920 × 1080 "
+                  "/ 175 and 200 %")
 
         def the_temperatures_number_uncovered():
             # The temperature's handle sat on its number ("1.|00") at every size. At 1 (of 0–2) its
@@ -922,6 +938,7 @@ def checks(tmp):
                            ("a token label with ## is drawn", hashes_drawn),
                            ("a layer's maps fit a projector and say which", a_layers_maps_fit_and_say_which),
                            ("the next tokens in view on a projector", the_next_tokens_in_view_on_a_projector),
+                           ("the model panel as tall as its row", the_model_panel_as_tall_as_its_row),
                            ("the temperature's number uncovered", the_temperatures_number_uncovered),
                            ("append the top token, repeat the text", append_and_repeat),
                            ("a wide model's maps keep their size", a_wide_models_maps_keep_their_size),
