@@ -243,7 +243,12 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size,
   const std::string title = compact ? fitText("Trained model · " + modelName(m),
                                               size.x - 2 * ImGui::GetStyle().WindowPadding.x)
                                     : std::string("Trained model");
-  beginPanelWindow((title + "###Trained model").c_str(), "model", pos, size);
+  // No scrollbar: the panel is as tall as its lines (app.cpp), which a scrollbar would narrow and
+  // lengthen — a panel at its most, measured with one, kept it (the wrapped notes at 1280 × 720 and
+  // 200 % pushed Close off the layer's row). Past its most it scrolls with the wheel.
+  beginPanelWindow((title + "###Trained model").c_str(), "model", pos, size,
+                   ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
+                       ImGuiWindowFlags_NoScrollbar);
   const auto about = [&](bool with_shape) {
     ImGui::SetTooltip("%s\n(weights: %s)%s%s", m.path.c_str(), m.weights_path.c_str(), with_shape ? "\n" : "",
                       with_shape ? shape.c_str() : "");
@@ -276,24 +281,29 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size,
     if (close_by_name) ImGui::SameLine(close_x);
     closeButton(close);
   }
-  ImGui::PushFont(fonts().small);
-  if (!compact) ImGui::TextWrapped("%s", shape.c_str());
-  // Compact, a note is one line, cut with "…" and whole on hover ("no tokenizer … give token ids"
-  // took four lines at 175 %).
-  float notes_extra = 0;  // what the notes wrapped take beyond a line each
-  for (const std::string& note : m.notes) {
-    const std::string whole = "• " + note;
-    notes_extra += smallTextHeight(whole) - (fonts().small->FontSize + ImGui::GetStyle().ItemSpacing.y);
-    if (!compact) {
-      ImGui::TextWrapped("%s", whole.c_str());
-      continue;
+  // The notes wrapped in either form (cut to a line when compact, "no tokenizer: give token ids, not
+  // te…" had lost which files are missing, the half that says what to do): whole, under the shape;
+  // compact, under the layer's row, which stays in view where they are long.
+  const auto drawNotes = [&] {
+    if (m.notes.empty()) return;
+    ImGui::PushFont(fonts().small);
+    const ImVec2 top = ImGui::GetCursorScreenPos();
+    nlohmann::json notes = nlohmann::json::array();
+    for (const std::string& note : m.notes) {
+      ImGui::TextWrapped("• %s", note.c_str());
+      notes.push_back({{"text", note}, {"lines", std::lround(ImGui::GetItemRectSize().y / ImGui::GetTextLineHeight())}});
     }
-    const std::string line = fitText(whole, ImGui::GetContentRegionAvail().x);
-    ImGui::TextUnformatted(line.c_str());
-    if (line != whole && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", note.c_str());
+    layout().rect("model_notes", top, ImVec2(top.x + ImGui::GetContentRegionAvail().x, ImGui::GetItemRectMax().y));
+    layout().state()["model_notes"] = notes;
+    ImGui::PopFont();
+  };
+  if (!compact) {
+    ImGui::PushFont(fonts().small);
+    ImGui::TextWrapped("%s", shape.c_str());
+    ImGui::PopFont();
+    drawNotes();
+    ImGui::Separator();
   }
-  ImGui::PopFont();
-  if (!compact || !m.notes.empty()) ImGui::Separator();
   // Compact, "Close" right of the slider where the slider keeps the width of five digits; else
   // above it, on its own row.
   const char* close_short = run ? "End the run" : "Close";
@@ -315,6 +325,10 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size,
     ImGui::SameLine();
     closeButton(close_short);
   }
+  if (compact && !m.notes.empty()) {
+    ImGui::Separator();
+    drawNotes();
+  }
   const float end = ImGui::GetCursorPosY() - ImGui::GetStyle().ItemSpacing.y + ImGui::GetStyle().WindowPadding.y;
   if (!compact) {
     ImGui::PushFont(fonts().small);
@@ -323,10 +337,10 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size,
   }
   // Each form's height, the other's worked out from this one's (the app picks the form by the whole
   // one's: the two must agree, or the panel flips between them). Whole has the name's row, the
-  // shape, the notes wrapped, a separator and the layer's note; compact has none of them, the way
-  // out beside the slider or on a row of its own.
+  // shape, a separator and the layer's note; compact has none of them, the way out beside the slider
+  // or on a row of its own. Both have the notes, and a separator with them.
   const float separator = 1 + ImGui::GetStyle().ItemSpacing.y;
-  const float whole_only = name_row + shape_h + notes_extra + (m.notes.empty() ? separator : 0.0f);
+  const float whole_only = name_row + shape_h + (m.notes.empty() ? separator : 0.0f);
   const float close_row = compact && !close_beside ? ImGui::GetFrameHeightWithSpacing() : 0.0f;
   // (Worked out from the whole form, the compact one's Close is taken to fit beside the slider.)
   model_compact_h_ = compact ? end : end - whole_only;
@@ -408,12 +422,16 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   const float room = ImGui::GetContentRegionAvail().y - below - style.ItemSpacing.y - style.FramePadding.y * 2;
   const bool roomy = room - hint_h >= line_h * 3.6f;
   // A refused text's field gives its second line to the note where the room is short (a click
-  // edits it at full height): the note and the next tokens stay in view.
+  // edits it at full height): the note and the next tokens stay in view. Without a tokenizer the
+  // field takes no typing and shows the ids the chips list: where the room is short there is none,
+  // its room the next tokens' (the model panel's note, wrapped, took five lines at 1280 × 720 and
+  // 200 %, and left none of them above the fold).
+  const bool field = tokenizer || roomy;
   const float field_lines = roomy ? 3.6f : refused ? 1.0f : 2.0f;
   const float field_h = line_h * field_lines + style.FramePadding.y * 2;
   const char* hint = editing_ ? "Enter applies · Ctrl+Enter: a new line" : "click the text to edit it";
   bool apply = false;
-  if (editing_ && tokenizer) {
+  if (field && editing_ && tokenizer) {
     const bool focusing = focus_field_;
     if (focus_field_) ImGui::SetKeyboardFocusHere(), focus_field_ = false;
     ImGui::InputTextMultiline("##text", &text_, ImVec2(-1, field_h),
@@ -421,7 +439,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     apply = ImGui::IsItemDeactivatedAfterEdit();
     if (!focusing && !ImGui::IsItemActive()) editing_ = false;
     layout().widget("model_text");
-  } else {  // the text wrapped in the field's frame; a click edits it
+  } else if (field) {  // the text wrapped in the field's frame; a click edits it
     editing_ = false;
     ImGui::PushStyleColor(ImGuiCol_ChildBg, ImGui::GetStyleColorVec4(ImGuiCol_FrameBg));
     ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImGui::GetStyle().FramePadding);
@@ -445,7 +463,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     ImGui::PopStyleColor();
     layout().widget("model_text");
   }
-  if (ImGui::IsItemHovered() && (!roomy || !tokenizer))
+  if (field && ImGui::IsItemHovered() && (!roomy || !tokenizer))
     ImGui::SetTooltip("%s", tokenizer ? hint
                                       : "Token ids: without a tokenizer beside the model the text command gives "
                                         "them (a --commands file, or attnscope.command in a notebook)");

@@ -17,9 +17,9 @@ namespace attnscope {
 
 class ModelTextPanel {
  public:
-  // `compact`: the model's shape as the name's tooltip, the layer's explanation as the slider's, each
-  // note one line (the column is short: at 1280 × 800 and 175 % the panel took 40 % and the next
-  // tokens were below the fold).
+  // `compact`: the model's shape as the name's tooltip, the layer's explanation as the slider's, the
+  // notes under the layer's row (the column is short: at 1280 × 800 and 175 % the panel took 40 % and
+  // the next tokens were below the fold).
   void drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size, bool compact = false);
   void drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
   void reset() { mirrored_version_ = ~std::uint64_t{0}; }

@@ -219,15 +219,17 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     model_h = body_h;
   }
   if (ctx.modelOpen()) {  // a trained model: what it is, then its text and next tokens
-    // As tall as its lines (measured in the last frame), up to 40 % of the column: the text's panel
-    // holds the next tokens. Over 30 % the layer's explanation becomes its slider's tooltip. No
-    // taller: a floor of 18 % left 68–83 px blank under the compact panel's one row at 1920 × 1080
-    // and 175–200 %, while the next tokens under it scrolled.
+    // As tall as its lines (measured in the last frame): the text's panel holds the next tokens.
+    // Over 30 % of the column the layer's explanation becomes its slider's tooltip, and the compact
+    // form takes up to half (its notes wrapped: at 1280 × 720 and 200 % the no-tokenizer note's five
+    // lines had scrolled the layer's row out of a panel of 40 %). No taller: a floor of 18 % left
+    // 68–83 px blank under the compact panel's one row at 1920 × 1080 and 175–200 %, while the next
+    // tokens under it scrolled.
     bool compact = false;
     if (model && inputs) {
       compact = model_text_.modelHeight() > body_h * 0.3f;
       const float want = compact ? model_text_.compactModelHeight() : model_text_.modelHeight();
-      model_h = want > 0 ? std::min(std::ceil(want), std::floor(body_h * 0.4f)) : std::floor(body_h * 0.3f);
+      model_h = want > 0 ? std::min(std::ceil(want), std::floor(body_h * 0.5f)) : std::floor(body_h * 0.3f);
     }
     if (model) model_text_.drawModel(ctx, top, ImVec2(left_w, model_h), compact);
     if (inputs) model_text_.drawText(ctx, ImVec2(top.x, top.y + model_h), ImVec2(left_w, body_h - model_h));

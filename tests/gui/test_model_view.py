@@ -27,6 +27,8 @@ Checked, headless (--commands, the buttons' own commands):
     handle over its number;
   - the compact model panel a window padding taller than its row at 1280 × 720 / 200 %, 1920 × 1080
     / 175 and 200 %;
+  - a vocabulary of 50257 without a tokenizer at 1280 × 720 / 150–200 %, 1280 × 800 / 200 %, 1920 × 1080
+    / 150 and 200 %: the no-tokenizer note wrapped in the model panel with the layer's row;
   - append_token (no id) appends torch's most likely token; repeat_text doubles the ids; with a
     middle token selected the button names the token it appends (the last one's top);
   - after append_token, or a token changed in the middle, the pass takes the rows before it from
@@ -373,7 +375,7 @@ def checks(tmp):
             # in the Text panel's view (at 1280 × 800 and 175 % they were below its fold: the model
             # panel took 40 % with its shape and explanation, the field 3.6 lines). The model panel
             # is compact there — its shape and explanation tooltips — and whole where there is room.
-            bare = os.path.join(tmp, "bare-left")  # no tokenizer: its note (four lines at 175 %) as one
+            bare = os.path.join(tmp, "bare-left")  # no tokenizer: its note, four lines at 175 %
             os.makedirs(bare, exist_ok=True)
             for name in ("config.json", "model.safetensors"):
                 shutil.copy(os.path.join(folder, name), bare)
@@ -412,6 +414,35 @@ def checks(tmp):
                     assert grid["h"] > 0.6 * (d["panels"]["inputs"]["y"] + d["panels"]["inputs"]["h"]), grid
             print("  the next tokens' button and three rows in view at 6 sizes (two rows at 1280 × 720 and 200 %), and "
                   "without a tokenizer at 1280 × 800 and 175 %; the model panel compact at 150 % and more")
+
+        big = os.path.join(tmp, "vocab50257")  # GPT-2's vocabulary size, no tokenizer: tokens "#41851"
+        big_ids = [10000 + 3637 * k % 89999 for k in range(12)]  # five digits each, as most of GPT-2's ids
+
+        def big_model_at(size, pct):
+            if not os.path.exists(big):
+                big_model, cfg = gm.tiny_model(37, vocab_size=50257, context_length=64, emb_dim=32, n_heads=2,
+                                               n_layers=1, tied=True)
+                gm.write_hf_folder(big, big_model, cfg, gm.save_safetensors)
+            return run_commands(app, display.name, tmp, f"big-{size}-{pct}", [{"do": "text", "ids": big_ids}],
+                                "--model", big, "--size", size, "--text-size", str(pct))
+
+        projector = (("1280x720", 200), ("1280x720", 175), ("1280x800", 200), ("1280x720", 150),
+                     ("1920x1080", 200), ("1920x1080", 150))
+
+        def a_models_notes_wrapped():
+            # The no-tokenizer note, compact, was cut to one line ("• no tokenizer: give token ids, not
+            # te…") even at 1920 × 1080: which files are missing was the part cut. Wrapped, whole, in
+            # the model panel with its layer's row.
+            for size, pct in projector:
+                d = big_model_at(size, pct)
+                w, st = d["widgets"], d["state"]
+                panel, notes = d["panels"]["model"], w.get("model_notes")
+                assert notes and st["model_notes"][0]["text"].startswith("no tokenizer:"), \
+                    f"{size} {pct} %: no note drawn whole ({st.get('model_notes')})"
+                assert st["model_notes"][0]["lines"] >= 2, (size, pct, st["model_notes"])
+                for name in ("model_notes", "model_layer", "model_close"):
+                    assert w[name]["y"] + w[name]["h"] <= panel["y"] + panel["h"] + 0.5, (size, pct, name, w[name], panel)
+            print(f"  the no-tokenizer note wrapped at {len(projector)} sizes, whole in the model panel with its row")
 
         def the_model_panel_as_tall_as_its_row():
             # Compact, the model panel is its one row (and notes): at 1920 × 1080 and 175–200 % a floor
@@ -938,6 +969,7 @@ def checks(tmp):
                            ("a token label with ## is drawn", hashes_drawn),
                            ("a layer's maps fit a projector and say which", a_layers_maps_fit_and_say_which),
                            ("the next tokens in view on a projector", the_next_tokens_in_view_on_a_projector),
+                           ("a model's notes wrapped", a_models_notes_wrapped),
                            ("the model panel as tall as its row", the_model_panel_as_tall_as_its_row),
                            ("the temperature's number uncovered", the_temperatures_number_uncovered),
                            ("append the top token, repeat the text", append_and_repeat),
