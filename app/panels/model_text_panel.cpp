@@ -98,20 +98,41 @@ int chipRows(const std::vector<std::string>& tokens, int listed) {
   return wrappedRows(widths, width, style.ItemSpacing.x);
 }
 
-// The next tokens with `rows` of their rows: the heading (one line), the temperature, the button,
-// the rows.
-float nextTokensHeight(int rows) {
-  return ImGui::GetTextLineHeightWithSpacing() + 2 * ImGui::GetFrameHeightWithSpacing() +
-         static_cast<float>(rows) * chipPitch();
+// The next tokens' heading, naming the token at `position` (counted from 1, as shown): on one line
+// where a form fits, the position dropped first, else the form without it wrapped at the window's
+// width. Never cut: at 175–200 % on 1280 × 720 it read "Next token after “Ġun…", then "…", and
+// no longer said which token the list is about. `whole` is the form with the position.
+struct NextHeading {
+  std::string whole, shown;
+  bool wraps = false;
+  float height = 0;  // with the space under it
+};
+NextHeading nextHeading(const ModelSession& session, int position) {
+  const std::string& after =
+      session.tokens()[static_cast<std::size_t>(std::clamp(position, 0, session.tokenCount() - 1))];
+  const float width = ImGui::GetContentRegionAvail().x;
+  NextHeading h;
+  h.whole = "Next token after “" + after + "” (token " + std::to_string(position + 1) + ")";
+  h.shown = firstFitting({h.whole, "Next token after “" + after + "”"}, width);
+  h.wraps = ImGui::CalcTextSize(h.shown.c_str()).x > width;
+  h.height = ImGui::CalcTextSize(h.shown.c_str(), nullptr, false, width).y + ImGui::GetStyle().ItemSpacing.y;
+  return h;
+}
+
+// The next tokens with `rows` of their rows: the heading (`heading_h`, its lines), the temperature,
+// the button, the rows.
+float nextTokensHeight(int rows, float heading_h) {
+  return heading_h + 2 * ImGui::GetFrameHeightWithSpacing() + static_cast<float>(rows) * chipPitch();
 }
 constexpr int kNextRowsKept = 3;  // the next tokens' rows the Text panel keeps in view
 
 // The tokens' list above the next tokens: as many whole rows as its chips take, up to four and what
 // the room left above kNextRowsKept of the next tokens holds, at least one (scrolled to the
 // selected token, a part of a row showed at its top as a token cut in half).
-float chipsAboveNextTokens(const ModelSession& session) {
+float chipsAboveNextTokens(const ModelSession& session, int position) {
   const float spacing = ImGui::GetStyle().ItemSpacing.y;
-  const float room = ImGui::GetContentRegionAvail().y - spacing - nextTokensHeight(kNextRowsKept);
+  const float room =
+      ImGui::GetContentRegionAvail().y - spacing - nextTokensHeight(kNextRowsKept, nextHeading(session, position).height);
   const int fit = static_cast<int>(std::floor(room / chipPitch()));
   const int needed = chipRows(session.tokens(), std::min(session.tokenCount(), kTokensListed));
   return static_cast<float>(std::max(std::min({fit, needed, 4}), 1)) * chipPitch() - spacing;
@@ -416,7 +437,8 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   const float below = (!tokenizer  ? 0.0f
                        : eot_wraps ? frame + line
                                    : frame) +
-                      chipPitch() + style.ItemSpacing.y + nextTokensHeight(kNextRowsKept) +
+                      chipPitch() + style.ItemSpacing.y +
+                      nextTokensHeight(kNextRowsKept, nextHeading(session, ctx.view.token).height) +
                       (refused ? smallTextHeight(refusal) + fonts().small->FontSize + style.ItemSpacing.y : 0.0f);
   const float hint_h = tokenizer && !refused ? fonts().small->FontSize + style.ItemSpacing.y : 0.0f;
   const float room = ImGui::GetContentRegionAvail().y - below - style.ItemSpacing.y - style.FramePadding.y * 2;
@@ -500,7 +522,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   }
 
   // The tokens as GPT-2 spells them (Ġ: a space before the word); a click selects one.
-  tokenChips(ctx, chipsAboveNextTokens(session));
+  tokenChips(ctx, chipsAboveNextTokens(session, ctx.view.token));
   ImGui::Separator();
   nextTokens(ctx, refused);
   ImGui::End();
@@ -519,7 +541,7 @@ void ModelTextPanel::runText(const PanelContext& ctx) {
     if (ImGui::SmallButton("The probe again")) ctx.commands.push("text", {{"ids", ctx.learn->probe()}});
     layout().widget("model_probe");
   }
-  tokenChips(ctx, chipsAboveNextTokens(session));
+  tokenChips(ctx, chipsAboveNextTokens(session, ctx.view.token));
   ImGui::Separator();
   nextTokens(ctx);
 }
@@ -529,17 +551,14 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
   const ModelSession& session = *ctx.model;
   const Snapshot* s = ctx.snapshot.get();
   const int position = ctx.view.token;
-  const std::string& after =
-      session.tokens()[static_cast<std::size_t>(std::clamp(position, 0, session.tokenCount() - 1))];
-  // One line (two took a row the list needed on a projector): the position dropped first, then the
-  // token cut with "…"; whole on hover. Tokens are counted from 1, as shown.
-  const std::string heading = "Next token after “" + after + "” (token " + std::to_string(position + 1) + ")";
-  const std::string shown = fitText(firstFitting({heading, "Next token after “" + after + "”"},
-                                                 ImGui::GetContentRegionAvail().x),
-                                    ImGui::GetContentRegionAvail().x);
-  ImGui::TextUnformatted(shown.c_str());
-  if (shown != heading && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", heading.c_str());
-  layout().state()["model_next_heading"] = shown;
+  const NextHeading heading = nextHeading(session, position);
+  if (heading.wraps)
+    ImGui::TextWrapped("%s", heading.shown.c_str());
+  else
+    ImGui::TextUnformatted(heading.shown.c_str());
+  if (heading.shown != heading.whole && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", heading.whole.c_str());
+  layout().state()["model_next_heading"] = heading.shown;
+  layout().state()["model_next_heading_wraps"] = heading.wraps;
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted("temperature");
   ImGui::SameLine();
@@ -580,7 +599,11 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
     // Where it is too long, "at the end" stays (cut, it read "Append “23” at t…" over a list of
     // another token's next): the token goes first, then the verb.
     const std::string token = "“" + tokenLabel(*session.model(), end_top_) + "”";
-    append = firstFitting({"Append " + token + " at the end", "+ " + token + " at the end", "Append at the end"},
+    append = firstFitting(
+        {"Append " + token + " at the end", "+ " + token + " at the end", "Append at the end", "+ at the end"},
+        ImGui::GetContentRegionAvail().x, ImGui::GetStyle().FramePadding.x * 2);
+  } else {  // cut, it read "Append the top t…" at 200 % on 1280 × 720
+    append = firstFitting({append, "Append top token", "+ the top token", "+ top token"},
                           ImGui::GetContentRegionAvail().x, ImGui::GetStyle().FramePadding.x * 2);
   }
   // A tokenButton: a token's "##" would end an ImGui button's text.
@@ -597,31 +620,47 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
   layout().state()["model_append_enabled"] = can_append;
   layout().state()["model_append_shown"] =  // as tokenButton cuts it
       fitText(append, ImGui::GetContentRegionAvail().x - ImGui::GetStyle().FramePadding.x * 2);
+  // Each row: the token, its probability at the row's end, and under them, in the space between the
+  // rows, a bar as long as the row × the probability. The token is what the list is about and the
+  // row is its room: a bar of 30 % of the row and "100.0 %" before the token had left it "Ġund…" and
+  // "#…" at 200 % on 1280 × 720. A token wider than its room beside the number takes the whole row,
+  // the number under it. (A bar behind the row hid a probability under 20 % behind its token.)
   ImGui::PushFont(fonts().small);
-  const float bar_w = ImGui::GetContentRegionAvail().x * 0.3f;
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float row_w = ImGui::GetContentRegionAvail().x;
+  const float row_end = ImGui::GetWindowContentRegionMax().x;  // window coordinates, as SameLine takes
+  const float bar_h = std::round(style.ItemSpacing.y / 2), bar_y = std::floor(style.ItemSpacing.y / 4);
+  nlohmann::json shown = nlohmann::json::array();
   for (std::size_t i = 0; i < next_.size(); ++i) {
     const NextToken& t = next_[i];
     const std::string label = tokenLabel(*session.model(), t.id);
+    char prob[32];
+    std::snprintf(prob, sizeof prob, "%.1f %%", static_cast<double>(t.probability) * 100);
+    const float prob_w = ImGui::CalcTextSize(prob).x;
+    const float beside = row_w - prob_w - style.ItemSpacing.x;  // the token's room beside its number
+    const bool own_row = ImGui::CalcTextSize(label.c_str()).x + style.FramePadding.x * 2 > beside;
+    const float token_w = own_row ? row_w : beside;
     ImGui::PushID(static_cast<int>(i));
     const ImVec2 p = ImGui::GetCursorScreenPos();
-    const float h = ImGui::GetTextLineHeight();
-    ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, p.y + 1), ImVec2(p.x + bar_w * t.probability, p.y + h - 1),
-                                              theme().selection);
-    ImGui::Dummy(ImVec2(bar_w, h));
-    ImGui::SameLine();
-    char prob[32];
-    std::snprintf(prob, sizeof prob, "%5.1f %%", static_cast<double>(t.probability) * 100);
-    ImGui::TextUnformatted(prob);
-    ImGui::SameLine();
-    if (tokenButton(label, false, last && can_append, ImGui::GetContentRegionAvail().x))
-      ctx.commands.push("append_token", {{"id", t.id}});
+    if (tokenButton(label, false, last && can_append, token_w)) ctx.commands.push("append_token", {{"id", t.id}});
     if (i < kNextRowsKept) layout().widget("model_next_" + std::to_string(i));
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
       ImGui::SetTooltip(last && can_append ? "%s · id %d · logit %.3f · click: append it to the text"
                                            : "%s · id %d · logit %.3f",
                         label.c_str(), t.id, static_cast<double>(t.logit));
+    shown.push_back(fitText(label, token_w - style.FramePadding.x * 2));  // as tokenButton cuts it
+    if (own_row)
+      ImGui::SetCursorPosX(row_end - prob_w);
+    else
+      ImGui::SameLine(row_end - prob_w);
+    ImGui::TextUnformatted(prob);
+    const float bar_w = row_w * t.probability, under = ImGui::GetItemRectMax().y + bar_y;
+    if (bar_w >= 1)  // (thinner, its antialiased edge read as a mark)
+      ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, under), ImVec2(p.x + bar_w, under + bar_h),
+                                                theme().selection);
     ImGui::PopID();
   }
+  layout().state()["model_next_shown"] = shown;
   ImGui::PopFont();
   layout().widget("model_next_tokens");
 }

@@ -28,7 +28,10 @@ Checked, headless (--commands, the buttons' own commands):
   - the compact model panel a window padding taller than its row at 1280 × 720 / 200 %, 1920 × 1080
     / 175 and 200 %;
   - a vocabulary of 50257 without a tokenizer at 1280 × 720 / 150–200 %, 1280 × 800 / 200 %, 1920 × 1080
-    / 150 and 200 %: the no-tokenizer note wrapped in the model panel with the layer's row;
+    / 150 and 200 %: the no-tokenizer note wrapped in the model panel with the layer's row; each of
+    the first next tokens' chips as wide as a listed token of as many digits (whole), the heading
+    naming the selected token, the button's label whole; a tokenizer's "Ġworld" in the heading at 175
+    and 200 %;
   - append_token (no id) appends torch's most likely token; repeat_text doubles the ids; with a
     middle token selected the button names the token it appends (the last one's top);
   - after append_token, or a token changed in the middle, the pass takes the rows before it from
@@ -428,6 +431,41 @@ def checks(tmp):
 
         projector = (("1280x720", 200), ("1280x720", 175), ("1280x800", 200), ("1280x720", 150),
                      ("1920x1080", 200), ("1920x1080", 150))
+
+        def the_next_tokens_whole_on_a_projector():
+            # The next tokens are what the Text panel is for: at 175–200 % on 1280 × 720 they were
+            # cut ("Ġund…", "#…": a bar of 30 % of the row and "100.0 %" came first), the heading to
+            # "Next token after “…", no longer naming the token, the button to "Append the top t…".
+            for size, pct in projector:
+                d = big_model_at(size, pct)
+                w, st = d["widgets"], d["state"]
+                m = st["model"]
+                # Each next token's chip as wide as a listed token of as many digits ("#ddddd": DejaVu's
+                # digits are one width): the whole token, never "#4…".
+                whole_w = w["model_token_0"]["w"]
+                compared = 0
+                for i, t in enumerate(m["next_tokens"][:3]):
+                    if len(str(t["id"])) == 5:
+                        compared += 1
+                        assert w[f"model_next_{i}"]["w"] >= whole_w - 0.5, \
+                            f"{size} {pct} %: the next token #{t['id']} cut: {w[f'model_next_{i}']['w']:.0f} px " \
+                            f"wide, a whole five-digit token {whole_w:.0f}"
+                assert compared, m["next_tokens"][:3]
+                assert st["model_next_shown"][:3] == ["#" + str(t["id"]) for t in m["next_tokens"][:3]], \
+                    st["model_next_shown"]
+                # The heading names the token (wrapped where it must be), the button reads whole.
+                assert f"“#{big_ids[-1]}”" in st["model_next_heading"], (size, pct, st["model_next_heading"])
+                assert st["model_append_shown"] == st["model_append_label"], \
+                    (size, pct, st["model_append_shown"], st["model_append_label"])
+            # A tokenizer's token in the heading ("Next token after “Ġw…" at 200 %).
+            for size, pct in (("1280x720", 175), ("1280x720", 200)):
+                d = run_commands(app, display.name, tmp, f"heading-{size}-{pct}", [
+                    {"do": "text", "value": "hello world"}, {"do": "select_token", "index": 2}],
+                    "--model", folder, "--size", size, "--text-size", str(pct))
+                assert d["state"]["model"]["tokens"][2] == "Ġworld", d["state"]["model"]["tokens"]
+                assert "“Ġworld”" in d["state"]["model_next_heading"], (size, pct, d["state"]["model_next_heading"])
+            print(f"  a vocabulary of 50257 without a tokenizer at {len(projector)} sizes: the next tokens, the "
+                  f"heading and the button whole; “Ġworld” named at 175 and 200 %")
 
         def a_models_notes_wrapped():
             # The no-tokenizer note, compact, was cut to one line ("• no tokenizer: give token ids, not
@@ -943,8 +981,10 @@ def checks(tmp):
                 panel, restore = d["panels"]["inputs"], d["widgets"]["model_text_restore"]
                 assert restore["y"] + restore["h"] <= panel["y"] + panel["h"] + 0.5, \
                     f"the refusal's button below the fold: {restore} in {panel}"
-                # The next tokens keep their button and first rows in view beside the refusal.
-                for name in ("model_append", "model_next_0", "model_next_2"):
+                # The next tokens keep their button and first rows in view beside the refusal: three,
+                # two where the heading wraps to name its token ("Ġworld" at 175 %).
+                rows = 2 if d["state"]["model_next_heading_wraps"] else 3
+                for name in ("model_append", *(f"model_next_{i}" for i in range(rows))):
                     w = d["widgets"][name]
                     assert w["y"] + w["h"] <= panel["y"] + panel["h"] + 0.5, \
                         f"{name} below the fold while a text is refused: {w} in {panel}"
@@ -969,6 +1009,7 @@ def checks(tmp):
                            ("a token label with ## is drawn", hashes_drawn),
                            ("a layer's maps fit a projector and say which", a_layers_maps_fit_and_say_which),
                            ("the next tokens in view on a projector", the_next_tokens_in_view_on_a_projector),
+                           ("the next tokens whole on a projector", the_next_tokens_whole_on_a_projector),
                            ("a model's notes wrapped", a_models_notes_wrapped),
                            ("the model panel as tall as its row", the_model_panel_as_tall_as_its_row),
                            ("the temperature's number uncovered", the_temperatures_number_uncovered),
