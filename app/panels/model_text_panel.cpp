@@ -20,6 +20,18 @@ namespace attnscope {
 
 namespace {
 constexpr int kNextTokens = 10;     // the list's length
+
+// The text field holds a C string: a NUL (U+0000) in the text (a command's, GPT-2's byte token 188)
+// ended it there — the field showed "hel" of "hel\0lo" while the model read all of it, and an edit
+// sent "hel…" with the rest gone. The field shows it as ␀ (U+2400) and gives it back as NUL.
+constexpr const char* kNulShown = "\xE2\x90\x80";  // ␀
+std::string replaceAll(std::string s, const std::string& from, const std::string& to) {
+  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+  return s;
+}
+std::string fieldText(const std::string& text) { return replaceAll(text, std::string(1, '\0'), kNulShown); }
+std::string typedText(const std::string& field) { return replaceAll(field, kNulShown, std::string(1, '\0')); }
 constexpr int kTokensListed = 400;  // the token chips shown at most (a long text's, around the selected one)
 // A button showing `label` as it is: ImGui's own would read "##" in a token (GPT-2 has "##",
 // "###") as the start of its id and show nothing. At most `max_w` wide (a long label is cut with
@@ -398,10 +410,11 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     return;
   }
   const bool tokenizer = session.model()->tokenizer != nullptr;
+  const std::string session_text = fieldText(session.text());
   // The field follows the session (a command, append, repeat) unless it is being typed into.
   // Without a tokenizer the field shows the ids (it showed its "token ids" placeholder over 17 of them).
   if (session.version() != mirrored_version_ && !ImGui::IsAnyItemActive()) {
-    text_ = session.text();
+    text_ = session_text;
     if (!tokenizer) {
       text_.clear();
       for (int id : session.ids()) text_ += (text_.empty() ? "" : " ") + std::to_string(id);
@@ -411,12 +424,12 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   // A text the model refused (too long, empty) stays in the field, the user's to fix: sent, and the
   // session still at the version it was sent at (accepted, the version moves on and the field takes
   // the session's text when nothing is held). Said under the field after the toast has gone.
-  const bool refused = tokenizer && !editing_ && text_ != session.text() && session.version() == sent_version_ &&
+  const bool refused = tokenizer && !editing_ && text_ != session_text && session.version() == sent_version_ &&
                        ImGui::GetFrameCount() > sent_at_ + 2;
   std::string refusal;
   if (refused) {
     if (refused_text_ != text_ || refused_eot_ != session.prependEot())
-      refused_why_ = session.textRefusal(text_), refused_text_ = text_, refused_eot_ = session.prependEot();
+      refused_why_ = session.textRefusal(typedText(text_)), refused_text_ = text_, refused_eot_ = session.prependEot();
     const std::string why = refused_why_.rfind("text: ", 0) == 0 ? refused_why_.substr(6) : refused_why_;
     refusal = "Not applied" + (why.empty() ? std::string() : ": " + why);
   }
@@ -489,8 +502,8 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     ImGui::SetTooltip("%s", tokenizer ? hint
                                       : "Token ids: without a tokenizer beside the model the text command gives "
                                         "them (a --commands file, or attnscope.command in a notebook)");
-  if (apply && text_ != session.text()) {
-    ctx.commands.push("text", {{"value", text_}});
+  if (apply && text_ != session_text) {
+    ctx.commands.push("text", {{"value", typedText(text_)}});
     sent_version_ = session.version(), sent_at_ = ImGui::GetFrameCount();
   }
   ImGui::PushFont(fonts().small);
@@ -500,7 +513,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     ImGui::PopStyleColor();
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("The views show the text before it; the toast said why");
     layout().state()["model_text_refusal"] = refused_why_;
-    if (ImGui::SmallButton("Back to the text shown")) text_ = session.text();
+    if (ImGui::SmallButton("Back to the text shown")) text_ = session_text;
     layout().widget("model_text_restore");
   } else if (tokenizer && roomy) {  // without one the field shows ids, and the model panel's note says why
     ImGui::TextDisabled("%s", hint);

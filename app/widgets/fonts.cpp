@@ -90,6 +90,7 @@ bool useTokenGlyphs(const std::vector<std::string>& tokens) {
       const std::uint32_t c = nextCodePoint(token, &i);
       // ImGui 1.86 draws 16-bit characters only (ImWchar): emoji above them stay out of the atlas.
       if (c >= 0x20 && c <= 0xFFFF && !inDejaVuRanges(c, dejaVuRanges())) wanted.insert(c);
+      if (c == 0) wanted.insert(0x2400);  // a model's text field shows a NUL as ␀ (Symbola has it)
     }
   if (wanted == token_glyphs) return false;
   token_glyphs = std::move(wanted);

@@ -929,6 +929,28 @@ def checks(tmp):
                 print(f"  out_proj at y {out['y']:.0f} below the fold ({main['y'] + main['h']:.0f}); the wheel brought "
                       f"it to {d['widgets']['pipeline_output']['y']:.0f}")
 
+        def a_nul_in_the_text():
+            # A NUL in the text (from a command) is shown in the field as ␀, and an edit of the field
+            # gives it back as NUL: the field had shown "hel" and an edit sent "hel…", the rest gone.
+            commands = os.path.join(tmp, "nul.json")
+            with open(commands, "w") as f:
+                json.dump([{"do": "text", "value": "hel\u0000lo"}], f)
+            with App(app, display.name, ["--model", folder, "--size", "1280x800", "--commands", commands]) as a:
+                d = a.settled("the text with a NUL", lambda d: d["state"].get("model", {}).get("text") == "hel\x00lo")
+                assert d["state"]["model_field"] == "hel\u2400lo", repr(d["state"]["model_field"])
+                a.find_window()
+
+                def act(attempt):
+                    a.click("model_text")
+                    time.sleep(0.2 * attempt)
+                    a.key("ctrl+End")
+                    a.type("x")
+                    a.key("Return")
+                d = a.until(act, "the edited text read by the model",
+                            lambda d: d["state"].get("model", {}).get("text") == "hel\x00lox", again=lambda: a.key("Escape"))
+                print(f"  'hel\\0lo' shown as {d['state']['model_field']!r}; typing x at its end gives the model "
+                      f"{d['state']['model']['text']!r}")
+
         def type_a_text():
             # The text is shown wrapped (a projector's view); a click makes it the field to type in.
             with App(app, display.name, ["--model", folder, "--size", "1280x720", "--text-size", "175"]) as a:
@@ -1006,6 +1028,7 @@ def checks(tmp):
 
         return run_checks([("the layer and the next tokens are torch's", layer_and_next_tokens),
                            ("a click on the wrapped text, then typing", type_a_text),
+                           ("a NUL in the text is shown and kept", a_nul_in_the_text),
                            ("a token label with ## is drawn", hashes_drawn),
                            ("a layer's maps fit a projector and say which", a_layers_maps_fit_and_say_which),
                            ("the next tokens in view on a projector", the_next_tokens_in_view_on_a_projector),
