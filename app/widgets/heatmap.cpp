@@ -413,7 +413,9 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       float free_below = lo_y - px(4);
       for (const ColorbarTick& t : colorbarTicks(s.look.range, s.look.scale)) {
         const float y = p0.y + bar_h - t.at * bar_h;
-        draw->AddLine(ImVec2(bar_x + bar_w, y), ImVec2(bar_x + bar_w + px(3), y), th.text_dim);
+        // No mark beside the legend's lines: its wrapped "1)" beside the 0.4 mark read as that tick's label.
+        const bool by_legend = legend_max.x > 0 && y >= legend_min.y - px(2) && y <= legend_max.y + px(2);
+        if (!by_legend) draw->AddLine(ImVec2(bar_x + bar_w, y), ImVec2(bar_x + bar_w + px(3), y), th.text_dim);
         const bool labelled = once.empty() && y + fs / 2 <= free_below && y - fs / 2 >= labels_top;
         if (labelled) {
           draw->AddText(small, fs, ImVec2(lx, y - fs / 2), th.text_dim, t.label.c_str());
