@@ -323,7 +323,8 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size,
     const ImVec2 top = ImGui::GetCursorScreenPos();
     nlohmann::json notes = nlohmann::json::array();
     for (const std::string& note : m.notes) {
-      ImGui::TextWrapped("• %s", note.c_str());
+      // At spaces only: ImGui's wrapping broke "vocab.bpe" after its dot.
+      ImGui::TextUnformatted(wrapAtSpaces("• " + note, ImGui::GetContentRegionAvail().x).c_str());
       notes.push_back({{"text", note}, {"lines", std::lround(ImGui::GetItemRectSize().y / ImGui::GetTextLineHeight())}});
     }
     layout().rect("model_notes", top, ImVec2(top.x + ImGui::GetContentRegionAvail().x, ImGui::GetItemRectMax().y));
