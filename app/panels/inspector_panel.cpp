@@ -31,28 +31,15 @@ std::string shape(long r, long c) { return std::to_string(r) + "×" + std::to_st
 // not fit beside what the line holds (the token arrows at large text sizes). `disabled`: the
 // dimmed colour of notes.
 void wrapped(const std::string& text, bool disabled = false) {
-  std::vector<std::string> words;  // each with its trailing space
   float widest_word = 0;
   for (std::size_t at = 0; at < text.size();) {
-    const std::size_t space = text.find(' ', at);
-    const std::size_t end = space == std::string::npos ? text.size() : space + 1;
-    words.push_back(text.substr(at, end - at));
-    widest_word = std::max(widest_word, ImGui::CalcTextSize(text.c_str() + at, text.c_str() + std::min(end, space)).x);
-    at = end;
+    const std::size_t space = std::min(text.find(' ', at), text.size());
+    widest_word = std::max(widest_word, ImGui::CalcTextSize(text.c_str() + at, text.c_str() + space).x);
+    at = space + 1;
   }
   if (ImGui::GetCursorPosX() > ImGui::GetCursorStartPos().x + 1 && widest_word > ImGui::GetContentRegionAvail().x)
     ImGui::NewLine();  // beside another item, and a word would not fit: start below it
-  const float avail = std::max(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 4);
-  std::string out, line;
-  for (const std::string& word : words) {
-    if (!line.empty() && ImGui::CalcTextSize((line + word).c_str()).x > avail) {
-      while (!line.empty() && line.back() == ' ') line.pop_back();
-      out += line + "\n";
-      line.clear();
-    }
-    line += word;
-  }
-  out += line;
+  const std::string out = wrapAtSpaces(text, std::max(ImGui::GetContentRegionAvail().x, ImGui::GetFontSize() * 4));
   if (disabled) ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
   ImGui::TextUnformatted(out.c_str());
   if (disabled) ImGui::PopStyleColor();

@@ -214,7 +214,7 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   const ImVec2 clip_min = ImGui::GetWindowPos(),
                clip_max(clip_min.x + ImGui::GetWindowSize().x, clip_min.y + ImGui::GetWindowSize().y);
   // A query selected out of sight (in another view, or by a command) is scrolled to the middle,
-  // once per selection, so that scrolling by hand is never undone: query 247 of 247 stayed below.
+  // once per selection, so that scrolling by hand is never undone: GPT-2's query 700 stayed below.
   if (selected != scrolled_to_) {
     scrolled_to_ = selected;
     const float y = rowY(selected);

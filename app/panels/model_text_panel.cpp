@@ -23,7 +23,9 @@ constexpr int kNextTokens = 10;     // the list's length
 
 // The text field holds a C string: a NUL (U+0000) in the text (a command's, GPT-2's byte token 188)
 // ended it there — the field showed "hel" of "hel\0lo" while the model read all of it, and an edit
-// sent "hel…" with the rest gone. The field shows it as ␀ (U+2400) and gives it back as NUL.
+// sent "hel…" with the rest gone. The field shows it as ␀ (U+2400) and gives it back as NUL — only
+// where the text had NULs and no ␀ of its own, whose meaning an edit must keep ("a␀b" stays so).
+// (A text with both keeps its ␀s as they are and its NULs as ␀s: a case no tokenizer makes.)
 constexpr const char* kNulShown = "\xE2\x90\x80";  // ␀
 std::string replaceAll(std::string s, const std::string& from, const std::string& to) {
   for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
@@ -31,7 +33,13 @@ std::string replaceAll(std::string s, const std::string& from, const std::string
   return s;
 }
 std::string fieldText(const std::string& text) { return replaceAll(text, std::string(1, '\0'), kNulShown); }
-std::string typedText(const std::string& field) { return replaceAll(field, kNulShown, std::string(1, '\0')); }
+bool nulsShownAsSymbol(const std::string& text) {
+  return text.find('\0') != std::string::npos && text.find(kNulShown) == std::string::npos;
+}
+// The field's text as the model gets it, the session's text being `session`.
+std::string typedText(const std::string& field, const std::string& session) {
+  return nulsShownAsSymbol(session) ? replaceAll(field, kNulShown, std::string(1, '\0')) : field;
+}
 constexpr int kTokensListed = 400;  // the token chips shown at most (a long text's, around the selected one)
 // A button showing `label` as it is: ImGui's own would read "##" in a token (GPT-2 has "##",
 // "###") as the start of its id and show nothing. At most `max_w` wide (a long label is cut with
@@ -430,7 +438,8 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   std::string refusal;
   if (refused) {
     if (refused_text_ != text_ || refused_eot_ != session.prependEot())
-      refused_why_ = session.textRefusal(typedText(text_)), refused_text_ = text_, refused_eot_ = session.prependEot();
+      refused_why_ = session.textRefusal(typedText(text_, session.text())), refused_text_ = text_,
+      refused_eot_ = session.prependEot();
     const std::string why = refused_why_.rfind("text: ", 0) == 0 ? refused_why_.substr(6) : refused_why_;
     refusal = "Not applied" + (why.empty() ? std::string() : ": " + why);
   }
@@ -504,7 +513,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
                                       : "Token ids: without a tokenizer beside the model the text command gives "
                                         "them (a --commands file, or attnscope.command in a notebook)");
   if (apply && text_ != session_text) {
-    ctx.commands.push("text", {{"value", typedText(text_)}});
+    ctx.commands.push("text", {{"value", typedText(text_, session.text())}});
     sent_version_ = session.version(), sent_at_ = ImGui::GetFrameCount();
   }
   ImGui::PushFont(fonts().small);

@@ -257,7 +257,10 @@ int run(int argc, char** argv) {
     // A model's file stands for its folder, there or not (the tokenizer may come without the
     // weights); another name that is not there is a typo, not its folder.
     std::error_code missing;
-    if (!std::filesystem::exists(tokenize_model, missing) && fileKindOf(tokenize_model) != "a model")
+    if (tokenize_model.empty()) throw InputError("tokenize: give the tokenizer's folder, or a file in it");
+    const bool model_file = fileKindOf(tokenize_model) == "a model" ||
+                            std::filesystem::path(tokenize_model).filename() == "pytorch_model.bin";
+    if (!model_file && !std::filesystem::exists(tokenize_model, missing))
       throw InputError(tokenize_model + ": no such file or folder");
     const auto tokenizer = Gpt2Tokenizer::fromFolder(modelFolder(tokenize_model));
     const std::string text = tokenize_text == "-"
@@ -340,12 +343,19 @@ int run(int argc, char** argv) {
     if (train_gradients) out["gradients"] = gradients;
     if (train_vocabulary) out["vocabulary"] = run.task().token_labels, out["text_ids"] = run.task().text_ids;
     if (train_time) out["seconds"] = total, out["elapsed"] = elapsed;
+    // The model saved and the figures printed, each whatever the other does: a save that fails at the
+    // end (the disk filled during the run) loses no figure, and a stdout that cannot be written
+    // (a full disk, a closed pipe) loses no model. The save's error, if any, is said last.
+    std::exception_ptr save_error;
+    if (!train_save.empty()) try {  // a text task's token names go with it: reopened, it shows them
+        saveTrainModel(run.model(), train_save,
+                       run.task().kind == TaskKind::Text ? run.task().token_labels : std::vector<std::string>{});
+      } catch (...) {
+        save_error = std::current_exception();
+      }
     std::cout << out.dump() << "\n";
     finishStdout();
-    // After the results: a save that fails now (the disk filled during the run) loses no figure.
-    if (!train_save.empty())  // a text task's token names go with it: reopened, it shows them
-      saveTrainModel(run.model(), train_save,
-                     run.task().kind == TaskKind::Text ? run.task().token_labels : std::vector<std::string>{});
+    if (save_error) std::rethrow_exception(save_error);
   });
   std::string train_script_task;
   auto* train_script_cmd = app.add_subcommand(

@@ -215,9 +215,9 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
     for (const std::string& note : model->notes) out << "note: " << note << "\n";
     // An earlier trace's files are left as they were (nothing of the user's is removed), and named.
     std::vector<std::string> earlier;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(options.out, ec)) {
-      const std::string name = entry.path().filename().string();
+    std::error_code ec;  // only a note: a folder that cannot be listed says nothing
+    for (std::filesystem::directory_iterator it(options.out, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
       if (isTraceFileName(name) && !written.count(name)) earlier.push_back(name);
     }
     std::sort(earlier.begin(), earlier.end());

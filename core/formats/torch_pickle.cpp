@@ -506,8 +506,13 @@ class Unpickler {
     return std::nullopt;
   }
 
-  // sd._metadata[''] of the root dict's BUILD state {'_metadata': OrderedDict(...)}.
+  // sd._metadata[''] of the root dict's BUILD state {'_metadata': OrderedDict(...)}: only the keys
+  // read (kMetadataKeys), each once — the last, as Python's dict keeps it — and a string value at
+  // most kMetadataBytes. (A hostile pickle can point thousands of entries at one large string: each
+  // copied, 20 MB of file took 40 GB.)
   std::vector<std::pair<std::string, std::string>> rootMetadata(std::uint32_t root) const {
+    static constexpr const char* kMetadataKeys[] = {"version", "n_head", "vocabulary"};
+    static constexpr std::size_t kMetadataBytes = std::size_t{32} << 20;  // GPT-2's vocabulary: ~1 MB
     std::vector<std::pair<std::string, std::string>> out;
     const auto state = build_state_.find(root);
     if (state == build_state_.end() || objs_[state->second].kind != K::Dict) return out;
@@ -515,11 +520,21 @@ class Unpickler {
     const auto own = all ? item(*all, "", K::Dict) : std::nullopt;
     if (!own) return out;
     const auto& items = objs_[*own].items;
-    for (std::size_t k = 0; k + 1 < items.size(); k += 2) {
-      const Obj &key = objs_[items[k]], &value = objs_[items[k + 1]];
-      if (key.kind != K::Str) continue;
-      if (value.kind == K::Int) out.emplace_back(key.s, str(static_cast<long long>(value.i)));
-      if (value.kind == K::Str) out.emplace_back(key.s, value.s);
+    for (const char* wanted : kMetadataKeys) {
+      std::uint32_t found = 0;
+      bool any = false;
+      for (std::size_t k = 0; k + 1 < items.size(); k += 2)
+        if (objs_[items[k]].kind == K::Str && objs_[items[k]].s == wanted) found = items[k + 1], any = true;
+      if (!any) continue;
+      const Obj& value = objs_[found];
+      if (value.kind == K::Int) out.emplace_back(wanted, str(static_cast<long long>(value.i)));
+      if (value.kind == K::Str) {
+        if (value.s.size() > kMetadataBytes)
+          fail(source_, std::string("its state_dict's _metadata[''].") + wanted + " holds " +
+                            str(static_cast<long long>(value.s.size())) + " bytes, more than a model's " +
+                            str(static_cast<long long>(kMetadataBytes)));
+        out.emplace_back(wanted, value.s);
+      }
     }
     return out;
   }

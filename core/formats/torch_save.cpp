@@ -54,7 +54,7 @@ class Pickler {
   }
   // save_long at protocol 2: BININT1, BININT2, BININT, else LONG1 (non-negative values only here).
   void integer(std::int64_t v) {
-    if (v < 0) throw ComputeError("torch.save: a negative size");
+    if (v < 0) throw ComputeError("torch.save: a negative integer (sizes and metadata here are not)");
     if (v <= 0xff) {
       out += 'K';
       byte(static_cast<unsigned>(v));

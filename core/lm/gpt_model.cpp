@@ -326,7 +326,11 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   // its metadata), which no tokenizer gives: shown instead of ids.
   for (const auto& [key, value] : file.metadata()) {
     if (key != "vocabulary") continue;
-    const nlohmann::json names = nlohmann::json::parse(value, nullptr, false);
+    // Its size first (each name at most 64 bytes of JSON, on average): a long list is refused
+    // before it is parsed into a tree of as many elements.
+    const bool sized = value.size() <= 64 * (static_cast<std::size_t>(c.vocab_size) + 1);
+    const nlohmann::json names = sized ? nlohmann::json::parse(value, nullptr, false) : nlohmann::json();
+    model->token_labels.clear();  // (a file that says it twice: the last)
     bool ok = names.is_array() && names.size() == static_cast<std::size_t>(c.vocab_size);
     for (std::size_t i = 0; ok && i < names.size(); ++i) ok = names[i].is_string();
     if (!ok)

@@ -287,6 +287,18 @@ class BadInput(unittest.TestCase):
                                   f"message does not name {phrase!r}: {detail}")
                 self.assertLess(seconds, TIME_LIMIT_S, f"took {seconds:.1f} s: {detail}")
 
+    def test_train_saves_its_model_whatever_stdout_does(self):
+        # The figures and the model each survive the other's failure: a stdout that cannot be
+        # written (a full disk) still leaves the model saved, and the error names stdout.
+        task = self.materialize("train_full_stdout", {"task": "induction", "steps": 2})
+        saved = os.path.join(self.tmp.name, "model.pth")
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([CLI, "train", task, "--save", saved], stdout=full, stderr=subprocess.PIPE, timeout=60)
+        err = p.stderr.decode("utf-8", "replace")
+        self.assertEqual(p.returncode, 2, err)
+        self.assertIn("stdout: cannot write the output", err)
+        self.assertTrue(os.path.getsize(saved) > 0, "the model was not saved")
+
     def test_deeply_nested_view_does_not_crash(self):
         # A valid document whose free-form "view" is 100000 levels deep: accepted (exit 0, valid
         # JSON out) or refused (exit 2, one error line naming "view") — never a crash.

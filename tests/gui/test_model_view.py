@@ -932,24 +932,27 @@ def checks(tmp):
         def a_nul_in_the_text():
             # A NUL in the text (from a command) is shown in the field as ␀, and an edit of the field
             # gives it back as NUL: the field had shown "hel" and an edit sent "hel…", the rest gone.
-            commands = os.path.join(tmp, "nul.json")
-            with open(commands, "w") as f:
-                json.dump([{"do": "text", "value": "hel\u0000lo"}], f)
-            with App(app, display.name, ["--model", folder, "--size", "1280x800", "--commands", commands]) as a:
-                d = a.settled("the text with a NUL", lambda d: d["state"].get("model", {}).get("text") == "hel\x00lo")
-                assert d["state"]["model_field"] == "hel\u2400lo", repr(d["state"]["model_field"])
-                a.find_window()
+            # A ␀ of the text's own stays one.
+            for text, shown in (("hel\x00lo", "hel\u2400lo"), ("a\u2400b", "a\u2400b")):
+                commands = os.path.join(tmp, "nul.json")
+                with open(commands, "w") as f:
+                    json.dump([{"do": "text", "value": text}], f)
+                with App(app, display.name, ["--model", folder, "--size", "1280x800", "--commands", commands]) as a:
+                    d = a.settled("the text", lambda d: d["state"].get("model", {}).get("text") == text)
+                    assert d["state"]["model_field"] == shown, repr(d["state"]["model_field"])
+                    a.find_window()
 
-                def act(attempt):
-                    a.click("model_text")
-                    time.sleep(0.2 * attempt)
-                    a.key("ctrl+End")
-                    a.type("x")
-                    a.key("Return")
-                d = a.until(act, "the edited text read by the model",
-                            lambda d: d["state"].get("model", {}).get("text") == "hel\x00lox", again=lambda: a.key("Escape"))
-                print(f"  'hel\\0lo' shown as {d['state']['model_field']!r}; typing x at its end gives the model "
-                      f"{d['state']['model']['text']!r}")
+                    def act(attempt):
+                        a.click("model_text")
+                        time.sleep(0.2 * attempt)
+                        a.key("ctrl+End")
+                        a.type("x")
+                        a.key("Return")
+                    d = a.until(act, "the edited text read by the model",
+                                lambda d: d["state"].get("model", {}).get("text") == text + "x",
+                                again=lambda: a.key("Escape"))
+                    print(f"  {text!r} shown as {shown!r}; typing x at its end gives the model "
+                          f"{d['state']['model']['text']!r}")
 
         def type_a_text():
             # The text is shown wrapped (a projector's view); a click makes it the field to type in.

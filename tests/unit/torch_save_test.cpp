@@ -123,6 +123,17 @@ TEST(TorchSave, RootMetadataIsTorchsAndReadsBack) {
                           "X\x00\x00\x00\x00q\x05}q\x06X\x06\x00\x00\x00n_headq\x07M,\x01sssb."s));
   // Without metadata the file says nothing.
   EXPECT_TRUE(TensorFile::fromBytes(torchSaveBytes({{"a", {2}, a.data()}}), "t.pth")->metadata().empty());
+  // A key said twice is the last, as Python's dict keeps it; keys no reader uses are not kept; a
+  // string value past 32 MiB is refused (a hostile pickle pointing thousands of entries at one
+  // large string had each copied: 20 MB of file took 40 GB).
+  const auto twice = TensorFile::fromBytes(
+      torchSaveBytes({}, "archive", {{"n_head", 2}, {"other", std::string(100, 'x')}, {"n_head", 3}}), "t.pth");
+  EXPECT_EQ(twice->metadata(), (std::vector<std::pair<std::string, std::string>>{{"n_head", "3"}}));
+  const std::string huge = torchSaveBytes({}, "archive", {{"vocabulary", std::string((32 << 20) + 1, 'x')}});
+  EXPECT_NE(test::errorOf([&] { TensorFile::fromBytes(huge, "t.pth"); })
+                .find("t.pth: its state_dict's _metadata[''].vocabulary holds 33554433 bytes, more than a model's "
+                      "33554432"),
+            std::string::npos);
 }
 
 // A scalar (size ()), a zero-sized tensor (strides of a size 0 counted as 1), four dimensions
