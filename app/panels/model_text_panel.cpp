@@ -55,13 +55,15 @@ bool tokenButton(const std::string& label, bool selected, bool enabled, float ma
   ImGui::BeginDisabled(!enabled);
   const bool pressed = ImGui::InvisibleButton("##token", size);
   ImGui::EndDisabled();
-  const ImGuiCol col = selected || ImGui::IsItemActive() ? ImGuiCol_ButtonActive
-                       : ImGui::IsItemHovered()          ? ImGuiCol_ButtonHovered
-                                                         : ImGuiCol_Button;
+  // One that takes no click (a next token while an earlier token is selected) says so by its flat
+  // frame, its text as legible as ever: greyed, the predictions a lecturer was pointing at were 2 : 1.
+  const ImGuiCol col = !enabled                            ? ImGuiCol_FrameBg
+                       : selected || ImGui::IsItemActive() ? ImGuiCol_ButtonActive
+                       : ImGui::IsItemHovered()            ? ImGuiCol_ButtonHovered
+                                                           : ImGuiCol_Button;
   ImDrawList* draw = ImGui::GetWindowDrawList();
   draw->AddRectFilled(p, ImVec2(p.x + size.x, p.y + size.y), ImGui::GetColorU32(col), style.FrameRounding);
-  draw->AddText(ImVec2(p.x + style.FramePadding.x, p.y + pad_y),
-                ImGui::GetColorU32(enabled ? ImGuiCol_Text : ImGuiCol_TextDisabled), shown.c_str());
+  draw->AddText(ImVec2(p.x + style.FramePadding.x, p.y + pad_y), ImGui::GetColorU32(ImGuiCol_Text), shown.c_str());
   return pressed && enabled;
 }
 
