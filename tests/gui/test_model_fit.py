@@ -109,10 +109,14 @@ def checks(app, tmp):
                 q = next(e for e in d["heatmaps"] if e["stage"] == "queries")
                 col = 20  # a dimension, past the six tokens
                 assert q["cols"] > col and q["rows"] == 6, (q["rows"], q["cols"])
-                gui.move(q["cells"]["x"] + (col + 0.5) * q["cell"], q["cells"]["y"] + 0.5 * q["cell"])
-                d = gui.wait_for("Q's tooltip at column 20",
-                                 lambda d: d["state"].get("tooltip", {}).get("map") == q["id"]
-                                 and d["state"]["tooltip"]["col"] == col)
+                gui.find_window()
+
+                def hover(attempt):  # where the map is now (a frame may have laid it out again)
+                    m = next(e for e in gui.layout()["heatmaps"] if e["stage"] == "queries")
+                    gui.move(m["cells"]["x"] + (col + 0.5) * m["cell"], m["cells"]["y"] + 0.5 * m["cell"])
+                d = gui.until(hover, "Q's tooltip at column 20",
+                              lambda d: d["state"].get("tooltip", {}).get("map") == q["id"]
+                              and d["state"]["tooltip"]["col"] == col)
                 text = d["state"]["tooltip"]["text"]
                 assert text.startswith(f"q1[{col}] = "), text
                 print(f"  Q's column {col} of 6 tokens: {text.splitlines()[0]!r}")
