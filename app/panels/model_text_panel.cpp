@@ -150,11 +150,11 @@ constexpr int kNextRowsKept = 3;  // the next tokens' rows the Text panel keeps 
 
 // The tokens' list above the next tokens: as many whole rows as its chips take, up to four and what
 // the room left above kNextRowsKept of the next tokens holds, at least one (scrolled to the
-// selected token, a part of a row showed at its top as a token cut in half).
-float chipsAboveNextTokens(const ModelSession& session, int position) {
+// selected token, a part of a row showed at its top as a token cut in half). `heading_h`: the next
+// tokens' heading's (nextHeading).
+float chipsAboveNextTokens(const ModelSession& session, float heading_h) {
   const float spacing = ImGui::GetStyle().ItemSpacing.y;
-  const float room =
-      ImGui::GetContentRegionAvail().y - spacing - nextTokensHeight(kNextRowsKept, nextHeading(session, position).height);
+  const float room = ImGui::GetContentRegionAvail().y - spacing - nextTokensHeight(kNextRowsKept, heading_h);
   const int fit = static_cast<int>(std::floor(room / chipPitch()));
   const int needed = chipRows(session.tokens(), std::min(session.tokenCount(), kTokensListed));
   return static_cast<float>(std::max(std::min({fit, needed, 4}), 1)) * chipPitch() - spacing;
@@ -453,6 +453,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   const ImGuiStyle& style = ImGui::GetStyle();
   const float line_h = ImGui::GetTextLineHeight(), line = ImGui::GetTextLineHeightWithSpacing();
   const float frame = ImGui::GetFrameHeightWithSpacing();
+  const float heading_h = nextHeading(session, ctx.view.token).height;  // the next tokens' (the same width below)
   // The checkbox's label on one line where one of its forms fits (two lines took 66 px at 1280 ×
   // 720 and 175 %); its tooltip says what it does.
   const float eot_box = ImGui::GetFrameHeight() + style.ItemInnerSpacing.x;
@@ -462,8 +463,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   const float below = (!tokenizer  ? 0.0f
                        : eot_wraps ? frame + line
                                    : frame) +
-                      chipPitch() + style.ItemSpacing.y +
-                      nextTokensHeight(kNextRowsKept, nextHeading(session, ctx.view.token).height) +
+                      chipPitch() + style.ItemSpacing.y + nextTokensHeight(kNextRowsKept, heading_h) +
                       (refused ? smallTextHeight(refusal) + fonts().small->FontSize + style.ItemSpacing.y : 0.0f);
   const float hint_h = tokenizer && !refused ? fonts().small->FontSize + style.ItemSpacing.y : 0.0f;
   const float room = ImGui::GetContentRegionAvail().y - below - style.ItemSpacing.y - style.FramePadding.y * 2;
@@ -547,7 +547,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   }
 
   // The tokens as GPT-2 spells them (Ġ: a space before the word); a click selects one.
-  tokenChips(ctx, chipsAboveNextTokens(session, ctx.view.token));
+  tokenChips(ctx, chipsAboveNextTokens(session, heading_h));
   ImGui::Separator();
   nextTokens(ctx, refused);
   ImGui::End();
@@ -566,7 +566,7 @@ void ModelTextPanel::runText(const PanelContext& ctx) {
     if (ImGui::SmallButton("The probe again")) ctx.commands.push("text", {{"ids", ctx.learn->probe()}});
     layout().widget("model_probe");
   }
-  tokenChips(ctx, chipsAboveNextTokens(session, ctx.view.token));
+  tokenChips(ctx, chipsAboveNextTokens(session, nextHeading(session, ctx.view.token).height));
   ImGui::Separator();
   nextTokens(ctx);
 }

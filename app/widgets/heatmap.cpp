@@ -457,10 +457,10 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     // The legend: between the range labels, or below them when it does not fit (placed first: the
     // ticks' labels go where it is not).
     float legend_from = FLT_MAX, legend_to = -FLT_MAX;  // its extent on the range labels' line, if there
-    float lx = p0.x, ly = bar_y + px(10), lw = 0;
+    float lx = p0.x, ly = bar_y + px(10);
+    const LegendText legend = legendText(s.look.legend);  // a masked-grey square, then the text?
     if (!s.look.legend.empty()) {
-      const LegendText legend = legendText(s.look.legend);
-      lw = small->CalcTextSizeA(fs, FLT_MAX, 0, legend.text.c_str()).x + (legend.swatch ? fs + 2 : 0);
+      const float lw = small->CalcTextSizeA(fs, FLT_MAX, 0, legend.text.c_str()).x + (legend.swatch ? fs + 2 : 0);
       lx = p0.x + (bar_w - lw) / 2;
       // Below as well where the value is said once mid-bar (the two were drawn over each other).
       if (said_once || lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
@@ -492,7 +492,6 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       }
     }
     if (!s.look.legend.empty()) {
-      const LegendText legend = legendText(s.look.legend);  // a masked-grey square, then the text?
       const bool swatch = legend.swatch;
       const std::string& whole = legend.text;
       std::string text = whole;
