@@ -930,7 +930,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     note_key = note_key * 1000003u + part;
   for (Stage s : stages) note_key = note_key * 31 + static_cast<std::uint64_t>(s) + 1;
   for (bool on : view.show_module) note_key = note_key * 3 + (on ? 1 : 0);
-  if (note_key != note_key_) note_key_ = note_key, note_line_kept_ = false;
+  // What the maps did last time they were drawn says nothing of another layout's: the chapter's maps,
+  // drawn before a model opened and the tab left, had kept a line above a model's six-token maps.
+  if (note_key != note_key_) note_key_ = note_key, note_line_kept_ = false, rounded_to_ = 4, numbered_ = false;
   std::string rounding = roundingNote(static_cast<bool>(snap->model));
   if (!rounding.empty())
     note_line_kept_ = true;
