@@ -291,6 +291,12 @@ Workspace parseWorkspace(const std::string& text, const Limits& limits) {
 Workspace parseWorkspace(JsonWithNumbers doc, const Limits& limits) {
   json& j = doc.tree;
   if (!j.is_object()) fail("workspace", std::string("expected a JSON object, got ") + typeName(j));
+  // Another program's JSON (a tokenizer's vocab.json, a model's config.json) is said as such, not
+  // by its first key: "!: unknown field".
+  if (!j.empty() && !j.contains("format") && !j.contains("model") && !j.contains("tokens"))
+    fail("workspace",
+         "a JSON object with none of a workspace's fields (format, model, tokens, …): "
+         "another program's file (a model's config.json or vocab.json?)");
   rejectUnknown(j, "", {"format", "version", "tokens", "embeddings", "batch_sequences", "model", "parameters", "view"});
   if (!j.contains("format") || j["format"] != "attnscope-workspace") fail("format", "expected \"attnscope-workspace\"");
   if (!j.contains("version")) fail("version", "required (1)");
@@ -352,7 +358,38 @@ Workspace parseWorkspace(JsonWithNumbers doc, const Limits& limits) {
   return ws;
 }
 
+namespace {
+
+// A model's file or folder given where a workspace goes (File › Open…, `attnscope FILE`, the CLI's
+// WORKSPACE): said as such, and where it opens ("not valid JSON … last read: 'P'" said neither).
+void refuseModelFiles(const std::string& path) {
+  namespace fs = std::filesystem;
+  const char* const opens =
+      ", not a workspace: a model opens with File › Open model…, attnscope --model or "
+      "attnscope-cli model-trace";
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    for (const char* name :
+         {"model.safetensors", "pytorch_model.bin", "model.pth", "model.pt", "model.npz", "config.json"})
+      if (fs::exists(fs::path(path) / name, ec))
+        fail(path, std::string("a model's folder (it holds ") + name + ")" + opens);
+    return;
+  }
+  if (!fs::is_regular_file(path, ec)) return;  // a FIFO is not opened here: the reading refuses it
+  char head[9] = {};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  const std::size_t n = f ? std::fread(head, 1, sizeof head, f) : 0;
+  if (f) std::fclose(f);
+  if (n >= 4 && std::memcmp(head, "PK\x03\x04", 4) == 0)
+    fail(path, std::string("a zip file (a model's .pth or .npz?)") + opens);
+  // safetensors: an 8-byte little-endian header length (its high bytes 0), then the JSON header.
+  if (n == 9 && head[6] == 0 && head[7] == 0 && head[8] == '{') fail(path, std::string("a safetensors file") + opens);
+}
+
+}  // namespace
+
 Workspace loadWorkspace(const std::string& path, const Limits& limits) {
+  refuseModelFiles(path);
   std::string text;
   if (isPng(path)) {  // a screenshot: the workspace rides in its text chunk
     // Its text is held whole, so within the memory budget too (a 2-MB PNG inflated to 512 MiB,

@@ -329,6 +329,29 @@ std::string readFile(const std::string& path) {
 
 void writeFile(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
+// A model's file or folder, or another program's JSON, opened as a workspace: said as what it is.
+TEST(WorkspaceOpen, AModelsFilesAreSaidAsSuch) {
+  TempDir dir;
+  const auto refusal = [](const std::string& path) { return test::errorOf([&] { loadWorkspace(path); }); };
+  writeFile(dir.path + "/model.pth", std::string("PK\x03\x04", 4) + "rest of a zip");
+  EXPECT_EQ(refusal(dir.path + "/model.pth"),
+            dir.path +
+                "/model.pth: a zip file (a model's .pth or .npz?), not a workspace: a model opens with File › "
+                "Open model…, attnscope --model or attnscope-cli model-trace");
+  writeFile(dir.path + "/m.safetensors", std::string("\x02\0\0\0\0\0\0\0{}", 10));
+  EXPECT_NE(refusal(dir.path + "/m.safetensors").find("a safetensors file, not a workspace"), std::string::npos);
+  writeFile(dir.path + "/config.json", R"({"n_head": 12, "n_embd": 768})");
+  EXPECT_EQ(refusal(dir.path + "/config.json"),
+            dir.path +
+                "/config.json: workspace: a JSON object with none of a workspace's fields (format, model, "
+                "tokens, …): another program's file (a model's config.json or vocab.json?)");
+  EXPECT_NE(refusal(dir.path).find("a model's folder (it holds model.pth), not a workspace"), std::string::npos);
+  // A workspace that lacks its format still says so (it has the other fields).
+  writeFile(dir.path + "/ws.json", R"({"model": {"variant": "causal"}})");
+  EXPECT_NE(refusal(dir.path + "/ws.json").find("format: expected"), std::string::npos)
+      << refusal(dir.path + "/ws.json");
+}
+
 TEST(WorkspaceSave, WritesAndReplaces) {
   TempDir dir;
   const std::string path = dir.path + "/ws.json";
