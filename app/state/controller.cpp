@@ -1002,8 +1002,7 @@ void Controller::applyLearn(const Command& c, double now) {
       const LearnSession::Snapshot* shown = learn_.snapshotAt(learnStepShown());
       if (shown == nullptr) throw InputError("the run has no model yet: it is being built");
       const TrainTask& task = learn_.task();  // a text task's token names go with it: reopened, it shows them
-      saveStateDict(learn_.layout(), task.seq_len, shown->parameters->data(), path, task.heads,
-                    task.kind == TaskKind::Text ? task.token_labels : std::vector<std::string>{});
+      saveStateDict(learn_.layout(), task.seq_len, shown->parameters->data(), path, task.heads, savedTokens(task));
       if (hooks_.file_used) hooks_.file_used(path);
       // A .npz has no place for the heads (saveStateDict): the dialog needs them.
       const std::string heads = std::to_string(learn_.task().heads);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <numeric>
 
 #include "engine/errors.h"
 #include "lm/model_pass.h"
@@ -54,8 +55,10 @@ void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, s
       set(model_->tokenizer->encode(kFirstText), prepend_eot.value_or(false));
     else
       set({0, 1, 2, 3, 4, 5}, false);
-  } catch (const InputError&) {  // a vocabulary or context too small for the first text
-    set({0}, false);
+  } catch (const InputError&) {  // a vocabulary or context too small for the first text, or without its characters
+    std::vector<int> first(static_cast<std::size_t>(std::min({6, model_->config.vocab_size, max_tokens_})));
+    std::iota(first.begin(), first.end(), 0);
+    set(first, false);
   }
 }
 
@@ -139,7 +142,11 @@ void ModelSession::setText(const std::string& text, std::optional<bool> prepend_
 std::string ModelSession::textRefusal(const std::string& text) const {
   if (!model_) return "no model is open";
   if (!model_->tokenizer) return kNoTokenizer;
-  return refusal(model_->tokenizer->encode(text), prepend_eot_);
+  try {  // a trained text's tokens refuse a character or token the model never saw
+    return refusal(model_->tokenizer->encode(text), prepend_eot_);
+  } catch (const InputError& e) {
+    return e.what();
+  }
 }
 
 void ModelSession::setIds(std::vector<int> ids, std::optional<bool> prepend_eot) {

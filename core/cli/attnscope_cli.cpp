@@ -262,7 +262,16 @@ int run(int argc, char** argv) {
                             std::filesystem::path(tokenize_model).filename() == "pytorch_model.bin";
     if (!model_file && !std::filesystem::exists(tokenize_model, missing))
       throw InputError(tokenize_model + ": no such file or folder");
-    const auto tokenizer = Gpt2Tokenizer::fromFolder(modelFolder(tokenize_model));
+    // A model trained here on a text names its tokens in its file: a typed text is cut into those.
+    std::shared_ptr<const Gpt2Tokenizer> tokenizer;
+    if (model_file && std::filesystem::is_regular_file(tokenize_model, missing)) {
+      const TokenNames names = readTokenNames(*TensorFile::open(tokenize_model), tokenize_model, -1);
+      std::string why;
+      if (!names.labels.empty() &&
+          !(tokenizer = tokenizerOfNames(names, modelFolder(tokenize_model), tokenize_model, &why)))
+        throw InputError(tokenize_model + ": " + why);
+    }
+    if (!tokenizer) tokenizer = Gpt2Tokenizer::fromFolder(modelFolder(tokenize_model));
     const std::string text = tokenize_text == "-"
                                  ? readFileWithin("/dev/stdin", std::int64_t{64} << 20, FileKind::AnyReadable)
                                  : tokenize_text;
@@ -348,8 +357,7 @@ int run(int argc, char** argv) {
     // (a full disk, a closed pipe) loses no model. The save's error, if any, is said last.
     std::exception_ptr save_error;
     if (!train_save.empty()) try {  // a text task's token names go with it: reopened, it shows them
-        saveTrainModel(run.model(), train_save,
-                       run.task().kind == TaskKind::Text ? run.task().token_labels : std::vector<std::string>{});
+        saveTrainModel(run.model(), train_save, savedTokens(run.task()));
       } catch (...) {
         save_error = std::current_exception();
       }

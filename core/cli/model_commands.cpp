@@ -77,6 +77,8 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
   const std::shared_ptr<const GptModel> model = loadGptModel(options.model, load);
   std::vector<int> ids;
   if (options.has_text) {
+    if (model->tokenizer == nullptr && !model->no_text.empty())
+      throw InputError(options.model + ": " + model->no_text + " (give --ids instead of --text)");
     if (model->tokenizer == nullptr)
       throw InputError(options.model +
                        ": no tokenizer beside the model (vocab.json + merges.txt, or encoder.json + vocab.bpe" +

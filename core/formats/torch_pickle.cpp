@@ -511,7 +511,7 @@ class Unpickler {
   // most kMetadataBytes. (A hostile pickle can point thousands of entries at one large string: each
   // copied, 20 MB of file took 40 GB.)
   std::vector<std::pair<std::string, std::string>> rootMetadata(std::uint32_t root) const {
-    static constexpr const char* kMetadataKeys[] = {"version", "n_head", "vocabulary"};
+    static constexpr const char* kMetadataKeys[] = {"version", "n_head", "vocabulary", "tokens"};
     static constexpr std::size_t kMetadataBytes = std::size_t{32} << 20;  // GPT-2's vocabulary: ~1 MB
     std::vector<std::pair<std::string, std::string>> out;
     const auto state = build_state_.find(root);

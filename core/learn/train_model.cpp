@@ -480,12 +480,13 @@ std::vector<NamedFloats> stateDictTensors(const std::vector<ParamTensor>& layout
   return tensors;
 }
 
-void saveTrainModel(const TrainModel& m, const std::string& path, const std::vector<std::string>& vocabulary) {
-  saveStateDict(m.tensors, m.context, m.values.data(), path, m.heads, vocabulary);
+void saveTrainModel(const TrainModel& m, const std::string& path, const TokenNames& tokens) {
+  saveStateDict(m.tensors, m.context, m.values.data(), path, m.heads, tokens);
 }
 
 void saveStateDict(const std::vector<ParamTensor>& layout, int context, const float* values, const std::string& path,
-                   int heads, const std::vector<std::string>& vocabulary) {
+                   int heads, const TokenNames& tokens) {
+  const std::vector<std::string>& vocabulary = tokens.labels;
   checkTrainModelPath(path);
   const std::string ext = "." + extensionOf(path);  // .PTH as .pth
   std::vector<float> masks;
@@ -504,6 +505,7 @@ void saveStateDict(const std::vector<ParamTensor>& layout, int context, const fl
     if (!vocabulary.empty())
       metadata.emplace_back("vocabulary",
                             nlohmann::json(vocabulary).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    if (!vocabulary.empty()) metadata.emplace_back("tokens", tokens.kind);
     writeFileAtomically(path, torchSaveBytes(tensors, torchArchiveName(path), metadata));
     return;
   }
@@ -513,6 +515,7 @@ void saveStateDict(const std::vector<ParamTensor>& layout, int context, const fl
   if (!vocabulary.empty())
     header["__metadata__"]["vocabulary"] =
         nlohmann::json(vocabulary).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (!vocabulary.empty()) header["__metadata__"]["tokens"] = tokens.kind;
   std::size_t offset = 0;
   for (const NamedFloats& t : tensors) {
     std::size_t n = 1;

@@ -77,7 +77,7 @@ inline constexpr int kTrainParts = 2;  // the machine's two cores; a part's grad
 // .safetensors, or .pth / .pt (the zip torch.save writes, formats/torch_save.h: torch.load gives
 // the state_dict); anything else is refused naming the four. The file opens in the model view
 // (lm/gpt_model.h: the book's layout, attention-only blocks too). Atomic (formats/atomic_file.h).
-void saveTrainModel(const TrainModel& model, const std::string& path, const std::vector<std::string>& vocabulary = {});
+void saveTrainModel(const TrainModel& model, const std::string& path, const TokenNames& tokens = {});
 void checkTrainModelPath(const std::string& path);  // saveTrainModel's refusals of the path alone
 // The same of parameters laid out by `layout` (a TrainModel's tensors) in `values`, with the causal
 // masks of a context of `context` tokens (a run's snapshot: nothing copied into a TrainModel).
@@ -85,10 +85,11 @@ void checkTrainModelPath(const std::string& path);  // saveTrainModel's refusals
 // gives it — a .safetensors in its __metadata__, a .pth in the state_dict's _metadata of the root
 // module (beside its "version": 1; load_state_dict ignores a key it does not know). A .npz has no
 // place for it that load_state_dict would not refuse: its heads are given when it is opened.
-// `vocabulary` (the text task's token names, id by id; default none) goes beside "n_head" as
-// "vocabulary", a JSON list in a string, so that the model reopens showing its tokens, not ids.
+// `tokens` (a text task's; default none) go beside "n_head": "vocabulary", their names id by id as a
+// JSON list in a string, and "tokens", their kind, so that the model reopens showing its tokens, not
+// ids, and takes a typed text.
 void saveStateDict(const std::vector<ParamTensor>& layout, int context, const float* values, const std::string& path,
-                   int heads = 0, const std::vector<std::string>& vocabulary = {});
+                   int heads = 0, const TokenNames& tokens = {});
 
 // The one list of a state_dict's tensors, in torch's order: every parameter of `layout` (pointing
 // into `values`) and, when `masks` is given, each block's `att.mask` buffer (the context's upper

@@ -108,6 +108,15 @@ bool taskUses(TaskKind kind, const std::string& field) {
 const char* kOptimizers[] = {"adamw", "sgd"};
 const char* kTextTokens[] = {"characters", "gpt2"};
 
+}  // namespace
+
+TokenNames savedTokens(const TrainTask& task) {
+  if (task.kind != TaskKind::Text) return {};
+  return {task.token_labels, kTextTokens[task.tokens == TextTokens::Characters ? 0 : 1]};
+}
+
+namespace {
+
 std::string taskNames() {  // "induction, previous_token, …" for refusals
   std::string names;
   for (const TaskInfo& t : taskTable()) names += (names.empty() ? "" : ", ") + std::string(t.name);

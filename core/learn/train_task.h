@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/torch_generator.h"
+#include "lm/vocabulary_tokenizer.h"
 
 namespace attnscope {
 
@@ -49,6 +50,10 @@ struct TrainTask {
                                           // the characters, or GPT-2's token strings (Ġ for a space)
   std::vector<int> text_ids;              // the text as ids into `token_labels`
 };
+
+// A text task's tokens as the model saved from it names them (learn/train_model.h): the labels and
+// "characters" or "gpt2"; none for the other tasks, whose tokens are numbers.
+TokenNames savedTokens(const TrainTask& task);
 
 // The task table (one row per task): its name in TASK's "task" and what it teaches.
 struct TaskInfo {

@@ -15,6 +15,7 @@
 #include "formats/file_reading.h"
 #include "formats/json_reading.h"
 #include "formats/zip_archive.h"
+#include "lm/vocabulary_tokenizer.h"
 
 namespace attnscope {
 
@@ -231,6 +232,36 @@ int countBlocks(const TensorNames& names, const std::string& prefix) {
 
 }  // namespace
 
+TokenNames readTokenNames(const TensorFile& file, const std::string& path, std::int64_t vocab_size) {
+  TokenNames out;
+  for (const auto& [key, value] : file.metadata()) {
+    if (key == "tokens") {  // how the text was cut: what a typed text is cut into (lm/vocabulary_tokenizer.h)
+      if (value != "characters" && value != "gpt2")
+        throw InputError(path + ": its metadata's tokens must be \"characters\" or \"gpt2\"");
+      out.kind = value;
+    }
+    if (key != "vocabulary") continue;
+    // Its size first (each name at most 64 bytes of JSON, on average): a long list is refused
+    // before it is parsed into a tree of as many elements.
+    const std::size_t most = vocab_size >= 0 ? static_cast<std::size_t>(vocab_size) : std::size_t{1} << 24;
+    const bool sized = value.size() <= 64 * (most + 1);
+    const nlohmann::json list = sized ? nlohmann::json::parse(value, nullptr, false) : nlohmann::json();
+    out.labels.clear();  // (a file that says it twice: the last)
+    bool ok = list.is_array() && (vocab_size < 0 ? list.size() <= most : list.size() == most);
+    for (std::size_t i = 0; ok && i < list.size(); ++i) ok = list[i].is_string();
+    if (!ok)
+      throw InputError(path + ": its metadata's vocabulary must be a JSON list of the " +
+                       (vocab_size >= 0 ? std::to_string(vocab_size) + " " : std::string()) +
+                       "tokens' names, id by id");
+    for (const auto& n : list) out.labels.push_back(n.get<std::string>());
+  }
+  if (!out.kind.empty() && out.labels.empty())
+    throw InputError(path + ": its metadata says the tokens are " + out.kind + " but names none (no vocabulary)");
+  // A file written before it said the kind: characters when every name is one.
+  if (out.kind.empty() && !out.labels.empty()) out.kind = allSingleCharacters(out.labels) ? "characters" : "gpt2";
+  return out;
+}
+
 std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, const std::string& config_json,
                                                     const GptLoadOptions& options) {
   const std::string& path = file.path();
@@ -322,22 +353,10 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
     model->notes.push_back("the number of heads is not in the file: " + std::to_string(c.heads) + " (width " +
                            std::to_string(c.d_model) + " / 64, GPT-2's head width); give --num-heads if it differs");
   }
-  // The token names a model trained here on a text keeps ("vocabulary": a JSON list, id by id, in
-  // its metadata), which no tokenizer gives: shown instead of ids.
-  for (const auto& [key, value] : file.metadata()) {
-    if (key != "vocabulary") continue;
-    // Its size first (each name at most 64 bytes of JSON, on average): a long list is refused
-    // before it is parsed into a tree of as many elements.
-    const bool sized = value.size() <= 64 * (static_cast<std::size_t>(c.vocab_size) + 1);
-    const nlohmann::json names = sized ? nlohmann::json::parse(value, nullptr, false) : nlohmann::json();
-    model->token_labels.clear();  // (a file that says it twice: the last)
-    bool ok = names.is_array() && names.size() == static_cast<std::size_t>(c.vocab_size);
-    for (std::size_t i = 0; ok && i < names.size(); ++i) ok = names[i].is_string();
-    if (!ok)
-      throw InputError(path + ": its metadata's vocabulary must be a JSON list of the " + std::to_string(c.vocab_size) +
-                       " tokens' names, id by id");
-    for (const auto& n : names) model->token_labels.push_back(n.get<std::string>());
-  }
+  // The token names a model trained here on a text keeps, which no tokenizer gives: shown instead of ids.
+  TokenNames token_names = readTokenNames(file, path, c.vocab_size);
+  model->token_labels = std::move(token_names.labels);
+  model->token_kind = std::move(token_names.kind);
   if (c.heads > limits.max_heads)
     throw InputError(path + ": " + std::to_string(c.heads) + " heads (from " + c.heads_from + "), more than the " +
                      std::to_string(limits.max_heads) + " attnscope shows");
@@ -543,7 +562,11 @@ std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptL
   auto model = std::const_pointer_cast<GptModel>(loaded);
   model->path = path;
   model->weights_path = weights;
-  if (Gpt2Tokenizer::inFolder(folder)) {
+  if (!model->token_labels.empty()) {
+    std::string why;
+    model->tokenizer = tokenizerOfNames({model->token_labels, model->token_kind}, folder, weights, &why);
+    if (!model->tokenizer) model->notes.push_back(model->no_text = why);
+  } else if (Gpt2Tokenizer::inFolder(folder)) {
     model->tokenizer = Gpt2Tokenizer::fromFolder(folder);
     if (model->tokenizer->vocabularySize() > model->config.vocab_size)
       throw InputError(folder + ": the tokenizer's ids go up to " +

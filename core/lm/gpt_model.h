@@ -23,6 +23,7 @@
 #include "engine/parameters.h"
 #include "formats/tensor_file.h"
 #include "lm/gpt2_tokenizer.h"
+#include "lm/vocabulary_tokenizer.h"
 
 namespace attnscope {
 
@@ -69,6 +70,8 @@ struct GptModel {
   // and its tokens' names (the text task's characters), which no tokenizer gives.
   std::string name;
   std::vector<std::string> token_labels;  // empty, or V of them
+  std::string token_kind;                 // with them: "characters" or "gpt2" (the text task's "tokens")
+  std::string no_text;                    // with them and no tokenizer: why, and what to put beside it
   std::string weights_path;                        // the file the tensors came from
   std::vector<std::string> notes;  // what a user should know: heads guessed, tensors ignored, no tokenizer
 };
@@ -104,6 +107,10 @@ std::string modelTitle(const GptModel& model);
 // The folder a model path names: the path itself when it is a folder, else the file's ("." for a
 // bare file name). The tokenizer files and config.json are looked for there.
 std::string modelFolder(const std::string& path);
+
+// The token names a model trained here on a text has in its file's metadata (lm/vocabulary_tokenizer.h);
+// `vocab_size` ≥ 0: the list must be that long. Throws InputError naming `path` for a damaged list.
+TokenNames readTokenNames(const TensorFile& file, const std::string& path, std::int64_t vocab_size);
 
 // The same from tensors already open, and config.json's text (empty: none). For tests and tools.
 std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& tensors, const std::string& config_json,

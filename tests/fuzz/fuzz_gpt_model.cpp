@@ -11,6 +11,7 @@
 #include "fuzz_common.h"
 #include "lm/gpt_forward.h"
 #include "lm/gpt_model.h"
+#include "lm/vocabulary_tokenizer.h"
 
 using namespace attnscope;
 
@@ -40,6 +41,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(c.heads >= 1 && c.d_model % c.heads == 0, "heads divide the width");
   FUZZ_CHECK(model->token_embedding.elements() == std::int64_t{c.vocab_size} * c.d_model, "token embedding");
   FUZZ_CHECK(model->output_head.elements() == std::int64_t{c.vocab_size} * c.d_model, "head");
+  // A trained text's character names (lm/vocabulary_tokenizer.h): each one character, once, or one
+  // refusal; a text of them cut back into their ids.
+  if (model->token_kind == "characters") try {
+      const auto chars = characterTokenizer(model->token_labels);
+      const std::string text = chars->decode({0, c.vocab_size - 1, 0});
+      FUZZ_CHECK(chars->encode(text) == (std::vector<int>{0, c.vocab_size - 1, 0}), "characters round trip");
+    } catch (const InputError& e) {
+      FUZZ_CHECK(std::string(e.what()).find('\n') == std::string::npos, "a refusal is one line");
+    }
   std::vector<int> ids;
   for (int t = 0; t < std::min(3, c.context_length); ++t) ids.push_back(t % c.vocab_size);
   Limits limits = fuzz::workspaceLimits();

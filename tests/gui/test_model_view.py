@@ -718,6 +718,34 @@ def checks(tmp):
             assert not os.path.exists(os.path.join(tmp, "bad.png")), "a screenshot of no model"
             print(f"  {lines[0]}")
 
+        def a_trained_texts_model_takes_text():
+            # A model `train` saved from a text task takes a typed text in the app, cut into its
+            # characters (ids: Python's sorted(set(text))); one it never saw is refused, the text kept.
+            text = "the cat sat on the mat. the rat ate the cat."
+            task = os.path.join(tmp, "chars.json")
+            with open(task, "w") as f:
+                json.dump({"task": "text", "text": text, "layers": 1, "heads": 2, "d_model": 32, "seq_len": 16,
+                           "steps": 2, "batch": 2}, f)
+            pth = os.path.join(tmp, "chars.pth")
+            subprocess.run([cli, "train", task, "--save", pth], check=True, capture_output=True)
+            typed = "the rat sat"
+            d = run_commands(app, display.name, tmp, "chars", [{"do": "text", "value": typed}], "--model", pth)
+            m = d["state"]["model"]
+            vocabulary = sorted(set(text))
+            assert m["tokens"] == list(typed) and m["ids"] == [vocabulary.index(c) for c in typed], m
+            path = write_commands(tmp, "chars-refused", [{"do": "text", "value": typed},
+                                                         {"do": "text", "value": "the dog"}])
+            env = dict(os.environ, DISPLAY=display.name, HOME=tmp, XDG_STATE_HOME=tmp)
+            png = os.path.join(tmp, "chars-refused.png")
+            r = subprocess.run([app, "--model", pth, "--commands", path, "--keep-going", "--screenshot", png,
+                                "--dump-layout", png + ".json"], env=env, capture_output=True, text=True, timeout=60)
+            lines = [x for x in r.stderr.splitlines() if x.strip()]
+            assert len(lines) == 1 and "“d” is not one of the" in lines[0], r.stderr
+            with open(png + ".json") as f:
+                kept = json.load(f)["state"]["model"]
+            assert kept["tokens"] == list(typed), kept["tokens"]
+            print(f"  {typed!r} is ids {m['ids']}; {lines[0]}")
+
         def bench_without_tokenizer():
             bare = os.path.join(tmp, "bare")  # config.json and the weights only
             os.makedirs(bare, exist_ok=True)
@@ -1047,6 +1075,7 @@ def checks(tmp):
                            ("the chapter's work is set aside, not edited", chapter_work_set_aside),
                            ("--model on a file that is no model", bad_model_path),
                            ("no tokenizer; --bench-interaction --model", bench_without_tokenizer),
+                           ("a trained text's model takes text", a_trained_texts_model_takes_text),
                            ("a click on a thumbnail", click_a_thumbnail),
                            ("the pipeline scrolls", the_pipeline_scrolls),
                            ("the module's card names the layer", the_module_card_names_the_layer),

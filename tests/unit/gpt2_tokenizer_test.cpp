@@ -19,6 +19,7 @@
 
 #include "engine/errors.h"
 #include "lm/gpt2_tokenizer.h"
+#include "lm/vocabulary_tokenizer.h"
 #include "test_support.h"
 
 namespace attnscope {
@@ -289,6 +290,51 @@ TEST(Ids, UnknownIdsAreRefused) {
   const auto added = Gpt2Tokenizer::fromContents(f.vocab.substr(0, f.vocab.size() - 1) + ", \"中\": 300}", f.merges,
                                                  "added");
   EXPECT_EQ(added->tokenBytes(300), "中");
+}
+
+// A trained text's tokens (lm/vocabulary_tokenizer.h): the model's ids, its own names.
+TEST(NamedTokens, CharactersOneByOne) {
+  const auto t = characterTokenizer({" ", "a", "b", "é", "😀"});
+  EXPECT_EQ(t->encode("ab é😀 a"), (std::vector<int>{1, 2, 0, 3, 4, 0, 1}));
+  EXPECT_EQ(t->decode({4, 0, 3}), "😀 é");
+  EXPECT_EQ(t->tokenString(3), "é");
+  EXPECT_EQ(t->vocabularySize(), 5);
+  EXPECT_EQ(t->endOfText(), -1);
+  EXPECT_EQ(errorOf([&] { t->encode("ab\nc"); }),
+            "text: “\\n” is not one of the 5 characters the model was trained on (character 3)");
+  EXPECT_EQ(errorOf([&] { t->encode("a\xff"); }), "text: not UTF-8 at byte 2 (the model's tokens are characters)");
+  EXPECT_EQ(errorOf([&] { t->decode({5}); }), "token id 5 is not in the vocabulary (0 … 4)");
+  EXPECT_EQ(errorOf([&] {
+              characterTokenizer({"a", "bc"});
+            }),
+            "vocabulary: “bc” is not one character, as a text's characters are");
+  EXPECT_EQ(errorOf([&] { characterTokenizer({"a", "b", "a"}); }), "vocabulary: “a” is tokens 0 and 2");
+  EXPECT_TRUE(allSingleCharacters({" ", "é", "😀"}));
+  EXPECT_FALSE(allSingleCharacters({"a", "Ġb"}));
+  EXPECT_FALSE(allSingleCharacters({""}));
+}
+
+TEST(NamedTokens, SomeOfGpt2sByItsTokenizer) {
+  const auto gpt2 = make({"a b", "  ab"});  // ab, then " ab" of " " and "ab"
+  // The model's own order: its ids, not GPT-2's (" ab" is GPT-2's 257 and the model's 0).
+  const auto t = gpt2SubsetTokenizer({"Ġab", "<|endoftext|>", "a", "ab"}, gpt2);
+  EXPECT_EQ(t->encode("ab ab<|endoftext|>a"), (std::vector<int>{3, 0, 1, 2}));
+  EXPECT_EQ(t->decode({3, 0, 2}), "ab aba");
+  EXPECT_EQ(t->tokenBytes(0), " ab");
+  EXPECT_EQ(t->endOfText(), 1);
+  EXPECT_EQ(errorOf([&] { t->encode("ab b"); }),
+            "text: “Ġ” (GPT-2's token 32) is not one of the 4 tokens the model was trained on (token 2)");
+  EXPECT_EQ(errorOf([&] {
+              gpt2SubsetTokenizer({"a", "zz"}, gpt2);
+            }),
+            "vocabulary: “zz”, one of the model's tokens, is not in the GPT-2 tokenizer's");
+  std::string why;
+  EXPECT_EQ(tokenizerOfNames({{"a", "Ġb"}, "gpt2"}, "/nonexistent", "m.pth", &why), nullptr);
+  EXPECT_NE(why.find("vocab.json + merges.txt"), std::string::npos) << why;
+  EXPECT_EQ(errorOf([&] {
+              tokenizerOfNames({{"ab"}, "characters"}, ".", "m.pth", &why);
+            }),
+            "m.pth: its metadata's vocabulary: “ab” is not one character, as a text's characters are");
 }
 
 // The message fromContents gives for these files ("" if it accepts them).
