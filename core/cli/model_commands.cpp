@@ -97,7 +97,7 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
   }
   if (options.top_k > model->config.vocab_size)
     throw InputError("--top-k: " + std::to_string(options.top_k) + " is more than the model's vocabulary of " +
-                     std::to_string(model->config.vocab_size) + " tokens (0 … " +
+                     std::to_string(model->config.vocab_size) + " tokens (at most " +
                      std::to_string(model->config.vocab_size) + ")");
   std::vector<int> layers;
   if (!options.layers.empty()) {

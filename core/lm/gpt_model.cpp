@@ -327,14 +327,14 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
           throw InputError(
               path + (file.format() == "pth" ? ": the state_dict's _metadata[''].n_head" : ": __metadata__.n_head") +
               " must be a whole number from 1 to 1000000, got '" + value.substr(0, 40) +
-              "' (give the heads: --num-heads N)");
+              "' (give the heads: --num-heads N, or the heads of File › Open model…)");
         return heads;
       }
     return 0;
   };
   if (options.num_heads > 0) {
     c.heads = options.num_heads;
-    c.heads_from = "the caller";
+    c.heads_from = "the number asked for";
     if (cfg.n_head != 0 && cfg.n_head != options.num_heads)
       model->notes.push_back("config.json says n_head = " + std::to_string(cfg.n_head) + "; using " +
                              countOf(options.num_heads, "head") + " as asked");
@@ -346,8 +346,10 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
     c.heads_from = "the file's metadata";
   } else {
     if (c.d_model % 64 != 0)
-      throw InputError(path + ": the number of heads is not in the file and the width " + std::to_string(c.d_model) +
-                       " is not a multiple of 64 (GPT-2's head width): give it (--num-heads N)");
+      throw InputError(
+          path + ": the number of heads is not in the file and the width " + std::to_string(c.d_model) +
+          " is not a multiple of 64 (GPT-2's head width): give it (--num-heads N, or the heads of File › Open "
+          "model…)");
     c.heads = c.d_model / 64;
     c.heads_from = "d / 64";
     model->notes.push_back("the number of heads is not in the file: " + std::to_string(c.heads) + " (width " +
@@ -568,11 +570,19 @@ std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptL
     if (!model->tokenizer) model->notes.push_back(model->no_text = why);
   } else if (Gpt2Tokenizer::inFolder(folder)) {
     model->tokenizer = Gpt2Tokenizer::fromFolder(folder);
-    if (model->tokenizer->vocabularySize() > model->config.vocab_size)
-      throw InputError(folder + ": the tokenizer's ids go up to " +
-                       std::to_string(model->tokenizer->vocabularySize() - 1) + " but the model's embedding has " +
+    // Another model's tokenizer (its ids past the model's embedding): the model still opens, on ids.
+    if (const int ids = model->tokenizer->vocabularySize(); ids > model->config.vocab_size) {
+      std::error_code ec;
+      fs::path where = fs::absolute(folder, ec).lexically_normal();
+      if (where.filename().empty()) where = where.parent_path();  // "." made "…/folder/.
+      model->tokenizer.reset();
+      model->no_text = "no text, token ids only: the tokenizer beside it (" + (ec ? folder : where.string()) +
+                       ") has ids up to " + std::to_string(ids - 1) + " but the model's embedding has " +
                        countOf(model->config.vocab_size, "row") + " (ids 0 … " +
-                       std::to_string(model->config.vocab_size - 1) + ")");
+                       std::to_string(model->config.vocab_size - 1) +
+                       "): another model's; put this model's own vocab.json + merges.txt beside it";
+      model->notes.push_back(model->no_text);
+    }
   } else {
     // A tokenizer file there that is no regular file (a folder, a FIFO, a dangling link) is named:
     // "no tokenizer beside the model" sent the user looking for files that are there.

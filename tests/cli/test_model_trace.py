@@ -102,6 +102,36 @@ class ModelTraceTest(unittest.TestCase):
         self.assertEqual(run.returncode, 2)
         self.assertRegex(run.stderr, r"^error: .*odd_tokenizer/config.json: is not a regular file")
 
+    def test_another_models_tokenizer_leaves_ids(self):
+        # A byte-level tokenizer of 256 ids beside a model of VOCAB rows: another model's. The model
+        # opens on ids with a note saying so; --text is refused with it (it blocked --ids too, and
+        # named the folder ".").
+        folder = os.path.join(self.tmp.name, "other_tokenizer")
+        os.makedirs(folder, exist_ok=True)
+        printable = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+        chars, extra = {}, 0
+        for b in range(256):
+            chars[b] = chr(b) if b in printable else chr(256 + extra)
+            extra += b not in printable
+        with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
+            json.dump({chars[b]: b for b in range(256)}, f)
+        with open(os.path.join(folder, "merges.txt"), "w", encoding="utf-8") as f:
+            f.write("#version: 0.2\n")
+        model = os.path.join(folder, "book.npz")
+        if not os.path.exists(model):
+            os.link(self.model, model)
+        run = subprocess.run([CLI, "model-trace", "book.npz", "--ids", "1,2", "--num-heads", str(HEADS)],
+                             capture_output=True, text=True, timeout=60, cwd=folder)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        notes = " ".join(json.loads(run.stdout)["notes"])
+        self.assertIn("the tokenizer beside it (%s) has ids up to 255 but the model's embedding has %d rows"
+                      % (folder, VOCAB), notes)
+        run = subprocess.run([CLI, "model-trace", "book.npz", "--text", "hi", "--num-heads", str(HEADS)],
+                             capture_output=True, text=True, timeout=60, cwd=folder)
+        self.assertEqual(run.returncode, 2)
+        self.assertIn("another model's; put this model's own vocab.json + merges.txt beside it (give --ids instead of "
+                      "--text)", run.stderr)
+
     def test_another_architectures_config_is_refused(self):
         folder = os.path.join(self.tmp.name, "llama_config")
         os.makedirs(folder, exist_ok=True)
@@ -144,7 +174,7 @@ class ModelTraceTest(unittest.TestCase):
         self.assertEqual(run.returncode, 2)
         self.assertEqual(run.stdout, "")
         self.assertRegex(run.stderr, r"^error: .*bad_heads.safetensors: __metadata__.n_head must be a whole number "
-                                     r"from 1 to 1000000, got 'two' \(give the heads: --num-heads N\)\n$")
+                                     r"from 1 to 1000000, got 'two' \(give the heads: --num-heads N, or the heads of File › Open model…\)\n$")
         run = subprocess.run([CLI, "model-trace", bad, "--ids", "1,2", "--num-heads", str(HEADS)],
                              capture_output=True, text=True, timeout=60)
         self.assertEqual(run.returncode, 0, run.stderr)
@@ -196,7 +226,7 @@ class ModelTraceTest(unittest.TestCase):
             self.assertEqual(run.returncode, 2)
             self.assertEqual(run.stdout, "")
             self.assertRegex(run.stderr, r"^error: .*bad_heads.pth: the state_dict's _metadata\[''\].n_head must be a "
-                                         r"whole number from 1 to 1000000, got '%s' \(give the heads: --num-heads N\)\n$"
+                                         r"whole number from 1 to 1000000, got '%s' \(give the heads: --num-heads N, or the heads of File › Open model…\)\n$"
                                          % shown)
             run = trace(bad, "--num-heads", str(HEADS))
             self.assertEqual(run.returncode, 0, run.stderr)
@@ -298,7 +328,7 @@ class ModelTraceTest(unittest.TestCase):
         self.expect_error(temperature + "inf$", "--top-k", "5", "--temperature", "inf")
         self.expect_error(r"--top-k: expected how many next tokens to list, 0 \(none\) up to the vocabulary's size, "
                           r"got -1$", "--top-k", "-1")
-        self.expect_error(r"--top-k: %d is more than the model's vocabulary of %d tokens \(0 … %d\)$"
+        self.expect_error(r"--top-k: %d is more than the model's vocabulary of %d tokens \(at most %d\)$"
                           % (VOCAB + 1, VOCAB, VOCAB), "--top-k", str(VOCAB + 1))
         self.expect_error(r"--top-k: 1000000 is more than the model's vocabulary", "--top-k", "1000000")
         self.expect_error(r"--temperature requires --top-k", "--temperature", "0.5")
