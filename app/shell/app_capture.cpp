@@ -109,10 +109,19 @@ std::string App::capture(const CaptureSpec& spec, const std::string& path) {
     w = static_cast<int>(std::lround(w * shot.textScale()));
     h = static_cast<int>(std::lround(h * shot.textScale()));
   }
-  // A trained model's layer is no workspace to open again (its weights alone are megabytes): the
-  // PNG then carries none.
-  const std::string error = capturePng(spec, w, h, hooks, path,
-                                       ctl_.model().isOpen() ? std::string() : dumpWorkspace(shown));
+  // A trained model's layer is no workspace to open again (its weights alone are megabytes): the PNG
+  // carries the chapter's workspace with the model's file, text, layer and head, which opening it
+  // opens again (Controller::savedModel); a run's model and given maps have no file, and it none.
+  std::string carried;
+  if (!ctl_.model().isOpen()) {
+    carried = dumpWorkspace(shown);
+  } else if (const nlohmann::json model = ctl_.savedModel(); !model.is_null()) {
+    Workspace chapter = ctl_.document().workspace();
+    chapter.view = savedView(ctl_.chapterView(), chapter.view);
+    chapter.view["trained_model"] = model;
+    carried = dumpWorkspace(chapter);
+  }
+  const std::string error = capturePng(spec, w, h, hooks, path, carried);
   textures_.setSynchronous(false);
   heatmap_grid_.reveal(-1, Stage::Weights);
   capture_view_.reset();

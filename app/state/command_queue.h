@@ -32,6 +32,11 @@ class CommandQueue {
   bool empty() const { return queue_.empty(); }
   std::size_t size() const { return queue_.size(); }
   const Command& front() const { return queue_.front(); }
+  bool holds(CommandId id) const {  // a command of this kind waiting
+    for (const Command& c : queue_)
+      if (c.id() == id) return true;
+    return false;
+  }
   Command pop() {
     Command c = std::move(queue_.front());
     queue_.pop_front();

@@ -340,7 +340,7 @@ void Controller::applyToDocument(const Command& c, double now) {
     // A script's open in a session the user sees is not asked about. Opening starts a new
     // history, so the unsaved work would be gone (and the autosave overwritten): it is written
     // to the state folder first, and the user told where.
-    const std::string kept = keepUnsaved(doc_, chapterView());
+    const std::string kept = keepUnsaved(doc_, chapterView(), savedModel());
     try {
       doc_.apply(c);
     } catch (const InputError&) {  // not opened: the work is still on screen
@@ -413,6 +413,23 @@ void Controller::replaced(const Command& c, double now) {
   if (c.id() == CommandId::Open) {
     if (hooks_.file_used) hooks_.file_used(c.text("path"));
     showToast("Opened " + c.text("path"), false, now);
+  }
+  // The model it was saved with, opened again at its text, layer and head (savedModel); a model the
+  // command line opens is not replaced by the autosave's. One that is gone is said by model_open's
+  // refusal, the workspace kept.
+  const bool model_asked = model_.isOpen() || model_load_.busy() || queue_.holds(CommandId::ModelOpen);
+  if ((c.id() == CommandId::Open || (c.id() == CommandId::Restore && !model_asked)) && saved.is_object() &&
+      saved.contains("trained_model")) {
+    const nlohmann::json& m = saved["trained_model"];
+    if (!m.is_object() || !m.contains("path") || !m["path"].is_string())
+      return showToast("The workspace's trained_model names no path: it was not opened", true, now);
+    nlohmann::json args = {{"path", m["path"]}};
+    for (const char* field : {"num_heads", "layer", "head"})
+      if (m.contains(field) && m[field].is_number_integer()) args[field] = m[field];
+    if (m.contains("prepend_eot") && m["prepend_eot"].is_boolean()) args["prepend_eot"] = m["prepend_eot"];
+    if (m.contains("ids") && m["ids"].is_array()) args["ids"] = m["ids"];
+    opening_saved_model_ = m["path"].get<std::string>();
+    queue_.push("model_open", std::move(args));
   }
 }
 
@@ -732,6 +749,7 @@ void Controller::save(const Command& c, double now) {
   if (const std::string why = writtenKindRefusal(path, "a workspace"); !why.empty()) throw notSaved(why);
   Workspace ws = doc_.workspace();
   ws.view = savedView(chapterView(), ws.view);
+  if (const nlohmann::json model = savedModel(); !model.is_null()) ws.view["trained_model"] = model;
   try {
     saveWorkspace(path, ws);
   } catch (const InputError& e) {
@@ -753,14 +771,17 @@ void Controller::closeModel(double now) {
   // The chapter's selection as it was before the model; the room's settings (text size, theme,
   // panels) as they are now.
   view_ = chapterView();
+  const bool from_file = !model_.saved().is_null();  // opened again at this text (ModelSession::open)
   model_.close();
   if (pinned_ && pinned_->model) unpin();  // a trained layer is nothing to compare the chapter with
   clampView();
   if (hooks_.document_replaced) hooks_.document_replaced();
   const bool learning = learn_showing_;
   if (learning) endLearning();  // its maps were what the views showed
-  showToast(learning ? "Ended the run: the chapter's workspace again"
-                     : "Closed the model: the chapter's workspace again",
+  showToast(learning    ? "Ended the run: the chapter's workspace again"
+            : from_file ? "Closed the model: the chapter's workspace again (File › Open model… opens it again "
+                          "at its text and layer)"
+                        : "Closed the model: the chapter's workspace again",
             false, now);
 }
 
@@ -777,6 +798,28 @@ ViewState Controller::chapterView() const {
   return v;
 }
 
+namespace {
+
+// A command's `ids`: token ids, integers ≥ 0 (their vocabulary is the model's to check).
+std::vector<int> tokenIdsArgument(const nlohmann::json& j) {
+  if (!j.is_array()) throw InputError("ids: expected an array of token ids");
+  std::vector<int> ids;
+  for (const auto& v : j) {
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > (1 << 30))
+      throw InputError("ids: expected token ids (integers ≥ 0), got " + v.dump());
+    ids.push_back(v.get<int>());
+  }
+  return ids;
+}
+
+}  // namespace
+
+nlohmann::json Controller::savedModel() const {
+  nlohmann::json m = model_.saved();
+  if (!m.is_null()) m["head"] = view_.head;
+  return m;
+}
+
 // A trained model's Heatmaps tab shows each head's weights alone, as large as they get (the
 // chapter's six maps a head left a 25-token head's weights out of view at 1280 × 720 and 150 %);
 // the toggles add the others. The chapter's columns come back with it (chapterView).
@@ -787,24 +830,44 @@ void Controller::showWeightsAlone() {
 }
 
 void Controller::openLoadedModel(ModelLoad loaded, double now) {
-  if (!loaded.model) throw InputError(loaded.error);
+  const bool saved_model = loaded.command.text("path") == std::exchange(opening_saved_model_, std::string());
+  if (!loaded.model)
+    throw InputError(saved_model ? loaded.error +
+                                       ". The rest of the workspace is open; File › Open model… opens "
+                                       "the model from where it is now"
+                                 : loaded.error);
   const Command& c = loaded.command;
   if (lesson_.open()) throw InputError("a lesson is open: close it first (File › Close lesson), then open the model");
   if (!model_.isOpen()) chapter_view_ = view_;  // given back by model_close
   if (pinned_) unpin();                         // A belongs to what was shown before
   endLearning();                                // the model shows instead of the run's maps
-  model_.open(loaded.model, base_limits_.max_tokens,
-              c.has("prepend_eot") ? std::optional<bool>(c.flag("prepend_eot")) : std::nullopt);
+  const std::optional<bool> eot = c.has("prepend_eot") ? std::optional<bool>(c.flag("prepend_eot")) : std::nullopt;
+  // A saved workspace's text, layer and head (savedModel): taken where the model takes them.
+  std::optional<ModelSession::Reading> start;
+  if (c.has("ids"))
+    start = ModelSession::Reading{tokenIdsArgument(c.args["ids"]), eot.value_or(false),
+                                  c.has("layer") ? c.integer("layer") : 0};
+  model_.open(loaded.model, base_limits_.max_tokens, eot, start);
   watched_model_ = loaded.model->weights_path;  // watched from the file as it was read
   watched_model_stamp_ = loaded.stamp;
   view_.token = model_.tokenCount() - 1;  // the next tokens after the text
   view_.head = -1;
   view_.key = -1;
   view_.tab = "layers";
+  std::string note = "Opened " + modelTitle(*loaded.model);
+  if (start) {
+    std::vector<int> wanted = start->body;
+    if (model_.prependEot()) wanted.insert(wanted.begin(), model_.ids().front());
+    if (model_.ids() != wanted)
+      note += ". Its saved text did not fit the model as it is now (changed since?): it shows its first text";
+    else if (c.has("head") && c.integer("head") >= -1 && c.integer("head") < loaded.model->config.heads)
+      view_.head = c.integer("head");
+  } else if (c.has("layer")) {
+    model_.setLayer(std::clamp(c.integer("layer"), 0, model_.layers() - 1));
+  }
   showWeightsAlone();
   clampView();
   if (hooks_.document_replaced) hooks_.document_replaced();
-  std::string note = "Opened " + modelTitle(*loaded.model);
   for (const std::string& n : loaded.model->notes) note += ". " + n;
   notify(note, now);
 }
@@ -1089,6 +1152,7 @@ void Controller::applyModel(const Command& c, double now) {
         options.num_heads = c.integer("num_heads");
         if (options.num_heads < 1) throw InputError("num_heads: must be at least 1");
       }
+      if (c.has("ids")) tokenIdsArgument(c.args["ids"]);  // a refusal before anything is read
       if (lesson_.open() || lesson_check_.busy())
         throw InputError("a lesson is open: close it first (File › Close lesson), then open the model");
       stopModelLoad("another model_open (" + c.text("path") + ") came before it was read", now, &c);
@@ -1140,15 +1204,7 @@ void Controller::applyModel(const Command& c, double now) {
     }
     case Id::Text:
       if (c.has("ids")) {
-        const nlohmann::json& j = c.args["ids"];
-        if (!j.is_array()) throw InputError("ids: expected an array of token ids");
-        std::vector<int> ids;
-        for (const auto& v : j) {
-          if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > (1 << 30))
-            throw InputError("ids: expected token ids (integers ≥ 0), got " + v.dump());
-          ids.push_back(v.get<int>());
-        }
-        model_.setIds(std::move(ids), prepend());
+        model_.setIds(tokenIdsArgument(c.args["ids"]), prepend());
       } else if (c.has("value")) {
         model_.setText(c.text("value"), prepend());
       } else if (c.has("prepend_eot")) {  // the same ids (generated ones are not what the text tokenizes to)
@@ -1362,7 +1418,7 @@ void Controller::endFrame(double now, bool mouse_down, bool typing, double draw_
     after_typing_.clear();
     typing_ = false;
   }
-  autosave_.update(doc_, chapterView(), now);
+  autosave_.update(doc_, chapterView(), now, savedModel());
   if (auto message = autosave_.takeMessage()) showToast(message->first, message->second, now);
 }
 

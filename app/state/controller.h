@@ -171,6 +171,9 @@ class Controller {
   // The view as the chapter's workspace is saved with it: while a model is open, the selection
   // (token, key, head, batch element, tab) as it was before the model, the rest as it is now.
   ViewState chapterView() const;
+  // The open model as a saved workspace keeps it beside the chapter's view ("trained_model":
+  // ModelSession::saved and the head shown), or null; opening such a workspace opens it again.
+  nlohmann::json savedModel() const;
   const Prompts& prompts() const { return prompts_; }
   const Toast& toast() const { return toast_; }
   const std::string& lastScreenshot() const { return last_screenshot_; }
@@ -306,6 +309,7 @@ class Controller {
   OffThread<ModelLoad> model_load_;                        // model_open's reading and packing
   std::optional<Command> model_loading_;                   // the model_open model_load_ reads for
   std::string model_load_error_;                           // why the last model read failed ("" once one opened)
+  std::string opening_saved_model_;  // the path of a model a workspace being opened names (replaced)
   ViewState chapter_view_;                                 // the view when the model was opened (chapterView)
   LessonChecker lesson_check_;                             // a lesson being checked before it opens
   Prompts prompts_;

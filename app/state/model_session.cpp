@@ -17,6 +17,17 @@ std::string ModelSession::text() const {
   return model_ && model_->tokenizer ? model_->tokenizer->decode(body()) : std::string();
 }
 
+nlohmann::json ModelSession::saved() const {
+  if (!model_ || run_) return nullptr;
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(model_->path, ec);
+  return {{"path", ec ? model_->path : absolute.lexically_normal().string()},
+          {"num_heads", model_->config.heads},
+          {"ids", body()},
+          {"prepend_eot", prepend_eot_},
+          {"layer", layer_}};
+}
+
 std::vector<int> ModelSession::body() const {
   return prepend_eot_ && !ids_.empty() ? std::vector<int>(ids_.begin() + 1, ids_.end()) : ids_;
 }
@@ -30,7 +41,8 @@ std::string readingKey(const std::string& path) {
 }
 }  // namespace
 
-void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, std::optional<bool> prepend_eot) {
+void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, std::optional<bool> prepend_eot,
+                        const std::optional<Reading>& start) {
   rememberReading();
   given_.reset();
   model_ = std::move(model);
@@ -41,8 +53,9 @@ void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, s
   layer_ = 0;
   // Closed and opened again (to show the chapter in between, say): the text it read, not the first
   // one again, which the user would have to type anew. A file changed since may refuse it.
-  if (const auto before = read_before_.find(readingKey(model_->weights_path)); before != read_before_.end()) {
-    const Reading& r = before->second;
+  const auto before = read_before_.find(readingKey(model_->weights_path));
+  if (start || before != read_before_.end()) {
+    const Reading& r = start ? *start : before->second;
     const bool eot = prepend_eot.value_or(r.prepend_eot) && model_->tokenizer;
     if (refusal(r.body, eot).empty()) {
       set(r.body, eot);

@@ -46,10 +46,22 @@ class ModelSession {
   // The most tokens the model reads: its context, or attnscope's limit when lower.
   int maxTokens() const { return max_tokens_; }
 
-  // A model: the text and layer it was last closed with in this session (the weights file's), else
-  // its first text (kFirstText, or token ids 0 … 5 without a tokenizer) and layer 0. `prepend_eot`
-  // given wins over the remembered choice (else off for a first text).
-  void open(std::shared_ptr<const GptModel> model, int max_tokens, std::optional<bool> prepend_eot = std::nullopt);
+  // What a model reads and where: its text (without a prepended <|endoftext|>), that choice, the layer.
+  struct Reading {
+    std::vector<int> body;
+    bool prepend_eot = false;
+    int layer = 0;
+  };
+  // A model: `start` when given and the model takes it (a saved workspace's), else the text and
+  // layer it was last closed with in this session (the weights file's), else its first text
+  // (kFirstText, or token ids 0 … 5 without a tokenizer) and layer 0. `prepend_eot` given wins over
+  // the remembered choice (else off for a first text).
+  void open(std::shared_ptr<const GptModel> model, int max_tokens, std::optional<bool> prepend_eot = std::nullopt,
+            const std::optional<Reading>& start = std::nullopt);
+  // What a saved workspace keeps of the model to open it again (docs/DESIGN.md §3.1 "A trained model
+  // in a workspace"): {"path" (absolute), "num_heads", "ids", "prepend_eot", "layer"}; null unless a
+  // model read from a file is open (a run's model and given maps have no file to open again).
+  nlohmann::json saved() const;
   // Given maps (a model open before is closed): their tokens, layer 0.
   void openGiven(std::shared_ptr<const GivenAttention> given);
   // A training run's model reading `ids` (its probe), layer 0.
@@ -94,11 +106,6 @@ class ModelSession {
   void forgetTextHistory();
   void rememberReading();  // the open model's text and layer, for when its file is opened again
 
-  struct Reading {
-    std::vector<int> body;  // without the prepended <|endoftext|>
-    bool prepend_eot = false;
-    int layer = 0;
-  };
   std::map<std::string, Reading> read_before_;  // by weights file: what each model last read here
 
   struct TextStep {

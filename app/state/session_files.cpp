@@ -190,7 +190,8 @@ std::string InstanceSlot::collectOrphans() const {
 
 // ---- the autosave -------------------------------------------------------------------------------
 
-void Autosave::update(const Document& doc, const ViewState& view_state, double now) {
+void Autosave::update(const Document& doc, const ViewState& view_state, double now,
+                      const nlohmann::json& trained_model) {
   if (path_.empty()) return;
   if (std::optional<Written> done = writing_->poll()) {  // the last write ended
     gap_ = std::max(0.5, 10 * done->seconds);
@@ -210,6 +211,7 @@ void Autosave::update(const Document& doc, const ViewState& view_state, double n
   }
   if (writing_->busy() || now - last_write_ < gap_) return;
   nlohmann::json view = savedView(view_state, doc.workspace().view);
+  if (!trained_model.is_null()) view["trained_model"] = trained_model;
   putFileName(view, doc.file());
   putFileStamp(view, doc.fileStamp());
   view["dirty"] = doc.dirty();
@@ -277,10 +279,11 @@ nlohmann::json autosaveView(const std::string& path) {
   return view.is_object() ? view : nlohmann::json::object();
 }
 
-std::string keepUnsaved(const Document& doc, const ViewState& view_state) {
+std::string keepUnsaved(const Document& doc, const ViewState& view_state, const nlohmann::json& trained_model) {
   const std::string name = doc.file().empty() ? "untitled" : fs::path(doc.file()).stem().string();
   Workspace ws = doc.workspace();
   nlohmann::json view = savedView(view_state, doc.workspace().view);
+  if (!trained_model.is_null()) view["trained_model"] = trained_model;
   putFileName(view, doc.file());
   putFileStamp(view, doc.fileStamp());
   view["dirty"] = true;

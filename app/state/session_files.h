@@ -61,8 +61,9 @@ class Autosave {
   // Writes the document (with the view, its file name, stamp and unsaved mark) if it or the view
   // changed and the last write is older than a moment — on a thread of its own (a GPT-2-sized
   // workspace is 35 MB of text: 240 ms that held the window and the notebook's reply), from a copy
-  // taken here, one write at a time; the next is taken once it is done.
-  void update(const Document& doc, const ViewState& view, double now);
+  // taken here, one write at a time; the next is taken once it is done. `trained_model`: the open
+  // model's (ModelSession::saved), kept in the view as "trained_model" when not null.
+  void update(const Document& doc, const ViewState& view, double now, const nlohmann::json& trained_model = nullptr);
   // The autosave file, or "" when there is none (or autosaving is off).
   std::string pending() const;
   // A change of state the user must hear of, once: autosaving stopped working (a full or read-only
@@ -103,7 +104,7 @@ Recovery planRecovery(const Autosave& autosave, const std::string& open_path);
 // Writes a document with unsaved changes that is about to be replaced (by opening another file)
 // to the state folder as unsaved-NAME-YYYYmmdd-HHMMSS.json (-2, -3, … when that name is taken: never
 // over another), with its file name and view; returns the path, or "" if it could not be written.
-std::string keepUnsaved(const Document& doc, const ViewState& view);
+std::string keepUnsaved(const Document& doc, const ViewState& view, const nlohmann::json& trained_model = nullptr);
 // Renames a state file the app cannot use to NAME-kept-YYYYmmdd-HHMMSS.json beside it (-2, -3, …
 // if taken; the rename never replaces a file), so the next write cannot destroy it; returns the new
 // path ("" if it could not be moved).

@@ -298,10 +298,33 @@ Workspace layerWorkspace(const ModelPass& pass, int layer, std::vector<std::stri
   return ws;
 }
 
+namespace {
+
+// Spaces and control characters as the Control Pictures block draws them (U+2400 + the code; a space
+// ␣, U+2423; DEL ␡, U+2421).
+std::string visibleCharacters(const std::string& label) {
+  std::string out;
+  for (const char ch : label) {
+    const auto c = static_cast<unsigned char>(ch);
+    const unsigned picture = c == ' ' ? 0x2423u : c == 0x7F ? 0x2421u : c < 0x20 ? 0x2400u + c : 0;
+    if (picture == 0) {
+      out += ch;
+    } else {  // three bytes of UTF-8
+      out += static_cast<char>(0xE0 | (picture >> 12));
+      out += static_cast<char>(0x80 | ((picture >> 6) & 0x3F));
+      out += static_cast<char>(0x80 | (picture & 0x3F));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string tokenLabel(const GptModel& model, int id) {
-  if (id >= 0 && id < static_cast<int>(model.token_labels.size())) return model.token_labels[static_cast<std::size_t>(id)];
+  if (id >= 0 && id < static_cast<int>(model.token_labels.size()))
+    return visibleCharacters(model.token_labels[static_cast<std::size_t>(id)]);
   return model.tokenizer != nullptr && id >= 0 && id < model.tokenizer->vocabularySize()
-             ? model.tokenizer->tokenString(id)
+             ? visibleCharacters(model.tokenizer->tokenString(id))
              : "#" + std::to_string(id);
 }
 

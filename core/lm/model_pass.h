@@ -122,7 +122,8 @@ Trace layerTrace(const ModelPass& pass, int layer, const ExecutionOptions& exec,
 Workspace layerWorkspace(const ModelPass& pass, int layer, std::vector<std::string> tokens);
 
 // A token as the views label it: the vocabulary's spelling (Ġ for a leading space), the model's own
-// token_labels (a model trained here), or "#id".
+// token_labels (a model trained here), or "#id"; a space or control character in it drawn as
+// Unicode's picture of it (␣, ␤, ␉, ␀ …), as GPT-2's Ġ is: a text's " " was an empty chip.
 std::string tokenLabel(const GptModel& model, int id);
 
 struct NextToken {

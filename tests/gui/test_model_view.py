@@ -50,6 +50,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -732,7 +733,8 @@ def checks(tmp):
             d = run_commands(app, display.name, tmp, "chars", [{"do": "text", "value": typed}], "--model", pth)
             m = d["state"]["model"]
             vocabulary = sorted(set(text))
-            assert m["tokens"] == list(typed) and m["ids"] == [vocabulary.index(c) for c in typed], m
+            shown = ["␣" if c == " " else c for c in typed]  # a space drawn as its picture, not an empty chip
+            assert m["tokens"] == shown and m["ids"] == [vocabulary.index(c) for c in typed], m
             path = write_commands(tmp, "chars-refused", [{"do": "text", "value": typed},
                                                          {"do": "text", "value": "the dog"}])
             env = dict(os.environ, DISPLAY=display.name, HOME=tmp, XDG_STATE_HOME=tmp)
@@ -743,8 +745,65 @@ def checks(tmp):
             assert len(lines) == 1 and "“d” is not one of the" in lines[0], r.stderr
             with open(png + ".json") as f:
                 kept = json.load(f)["state"]["model"]
-            assert kept["tokens"] == list(typed), kept["tokens"]
+            assert kept["tokens"] == shown, kept["tokens"]
             print(f"  {typed!r} is ids {m['ids']}; {lines[0]}")
+
+        def a_workspace_keeps_its_model():
+            # Saved, screenshotted and autosaved with a model open, a workspace opens the model again at
+            # its text, layer and head; a model gone since is one message, the chapter's workspace kept.
+            copy = os.path.join(tmp, "kept-model")
+            shutil.copytree(folder, copy)
+            ws, png = os.path.join(tmp, "kept.json"), os.path.join(tmp, "kept-shot.png")
+            text = "hello world hello"
+            run_commands(app, display.name, tmp, "keep", [
+                {"do": "model_open", "path": copy}, {"do": "text", "value": text},
+                {"do": "select_layer", "layer": 1, "head": 1}, {"do": "save", "path": ws},
+                {"do": "screenshot", "path": png}])
+            with open(ws) as f:
+                saved = json.load(f)["view"]["trained_model"]
+            assert saved["path"] == copy and saved["layer"] == 1 and saved["head"] == 1, saved
+            want = None
+            for name, path in (("workspace", ws), ("screenshot", png)):
+                d = run_commands(app, display.name, tmp, "reopen-" + name, [{"do": "open", "path": path}])
+                m = d["state"]["model"]
+                assert m and m["layer"] == 1 and d["state"]["head"] == 1 and m["ids"] == saved["ids"], (name, m)
+                want = m["tokens"]
+            # Killed while the model is open: the next start (no file) restores it from the autosave.
+            state = os.path.join(tmp, "killed-state")
+            path = write_commands(tmp, "killed", [{"do": "model_open", "path": copy}, {"do": "text", "value": text},
+                                                  {"do": "select_layer", "layer": 1, "head": 0}])
+            autosave = os.path.join(state, "attnscope", "autosave.json")
+            with App(app, display.name, ["--commands", path], state_dir=state) as gui:
+                def autosaved():
+                    try:
+                        with open(autosave) as f:
+                            return json.load(f)["view"].get("trained_model", {}).get("head") == 0
+                    except (OSError, ValueError, KeyError):
+                        return False
+                deadline = time.time() + 30
+                while not autosaved():
+                    assert time.time() < deadline, "the autosave never held the model at head 1 (0)"
+                    time.sleep(0.2)
+                gui.close(signal.SIGKILL)
+            with App(app, display.name, [], state_dir=state) as gui:
+                d = gui.settled("the model restored", lambda d: d["state"].get("model") is not None
+                                and d["state"]["model"]["layer"] == 1)
+                m = d["state"]["model"]
+                assert m["tokens"] == want and d["state"]["head"] == 0, (m, d["state"]["head"])
+            # The model moved away: one message, the chapter's workspace open.
+            shutil.rmtree(copy)
+            path = write_commands(tmp, "gone", [{"do": "open", "path": ws}])
+            png3 = os.path.join(tmp, "gone.png")
+            env = dict(os.environ, DISPLAY=display.name, HOME=tmp, XDG_STATE_HOME=tmp)
+            r = subprocess.run([app, "--commands", path, "--screenshot", png3, "--dump-layout", png3 + ".json"],
+                               env=env, capture_output=True, text=True, timeout=120)
+            with open(png3 + ".json") as f:
+                d = json.load(f)
+            toast = d["state"].get("toast", "")
+            assert d["state"].get("model") is None and copy in toast and "rest of the workspace is open" in toast, \
+                (d["state"].get("model"), toast)
+            print(f"  saved, screenshotted, killed: each reopens {len(want)} tokens at layer 2, its head; "
+                  f"gone: {toast!r}")
 
         def bench_without_tokenizer():
             bare = os.path.join(tmp, "bare")  # config.json and the weights only
@@ -1076,6 +1135,7 @@ def checks(tmp):
                            ("--model on a file that is no model", bad_model_path),
                            ("no tokenizer; --bench-interaction --model", bench_without_tokenizer),
                            ("a trained text's model takes text", a_trained_texts_model_takes_text),
+                           ("a workspace keeps its model", a_workspace_keeps_its_model),
                            ("a click on a thumbnail", click_a_thumbnail),
                            ("the pipeline scrolls", the_pipeline_scrolls),
                            ("the module's card names the layer", the_module_card_names_the_layer),
