@@ -1266,6 +1266,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
 
   const ImVec2 grid_origin = ImGui::GetCursorScreenPos();
   const int selected_row = ctx.capture.hides_selection ? -1 : std::clamp(view.token, 0, T - 1);  // figures: no outline
+  bool selection_seen = false;     // the selected query's row on screen in a map of queries
+  std::optional<float> scroll_to;  // else how far to scroll to the nearest map whose window holds it
   // Which cards the grid's window shows: their heads are computed first after the next edit.
   const float visible_top = ImGui::GetWindowPos().y, visible_bottom = visible_top + ImGui::GetWindowHeight();
   visible_heads_.clear();
@@ -1338,6 +1340,14 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.legend_room = freeRightOf(g, b, grid_w, gap);
       spec.colorbar_beside = g.colorbar_beside;
       HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(b.w, b.h));
+      if (spec.selected_row >= 0) {  // where the selected query is, in each map of queries
+        const float top = ImGui::GetWindowPos().y, bottom = top + ImGui::GetWindowHeight();
+        if (hit.selected_y >= 0 && hit.selected_y - hit.cell / 2 >= top && hit.selected_y + hit.cell / 2 <= bottom)
+          selection_seen = true;
+        else if (const float by = hit.selected_y - (top + bottom) / 2;  // the nearest: no jump past the map in view
+                 hit.selected_y >= 0 && (!scroll_to || std::abs(by) < std::abs(*scroll_to)))
+          scroll_to = by;
+      }
       if (hit.decimals > 0) rounding_now_ = std::min(rounding_now_, hit.decimals), numbered_now_ = true;
       if (hit.clicked_row >= 0) cmd.push("select_token", {{"index", hit.clicked_row}});
       if (hit.hover_row >= 0) wheel_on_map_ = true;
@@ -1365,6 +1375,23 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
                              drawModuleCard(ctx, *snap, module_maps, g.cards.back(), g.tiles.back(), g.labelled.back(),
                                             legend_room, g.colorbar_beside, grid_origin, needs.back().heading_h > 0,
                                             text_scale, window));
+  }
+  // A query selected out of sight (↑/↓, a click in the Inspector or Lines) is scrolled to where no
+  // map shows its row, once per selection, so that scrolling by hand is never undone; zoomed
+  // elsewhere, the zoom moves to it. Only a move of the selection: a new text, a lesson's step and
+  // the first frame lay the grid out from its top as before.
+  std::uint64_t selection_context = static_cast<std::uint64_t>(T);
+  for (const std::string& id : view.highlight)
+    selection_context = selection_context * 31 + std::hash<std::string>()(id);
+  if (selected_row >= 0 && !stages.empty() && !ctx.capture.rendering &&
+      (selected_row != scrolled_to_row_ || selection_context != selection_context_)) {
+    const bool moved = scrolled_to_row_ >= 0 && selection_context == selection_context_;
+    scrolled_to_row_ = selected_row, selection_context_ = selection_context;
+    if (moved && !selection_seen && scroll_to)
+      ImGui::SetScrollY(ImGui::GetScrollY() + *scroll_to);
+    else if (moved && !selection_seen && zoom_ > 1 &&
+             (selected_row < window.row0 || selected_row >= window.row0 + window.rows))
+      center_row_ = center_col_ = static_cast<float>(selected_row) + 0.5f;  // as "go to" zooms to a token
   }
   // Reserve the grid's full extent so the child scrolls when it is larger than the panel.
   ImGui::SetCursorScreenPos(grid_origin);

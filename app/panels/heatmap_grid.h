@@ -92,6 +92,8 @@ class HeatmapGrid {
   std::uint64_t note_key_ = 0;             // the layout the notes line's room is kept for (draw)
   bool note_line_kept_ = false;
   bool numbered_ = false, numbered_now_ = false;  // whether a map showed numbers: last frame, this one
+  int scrolled_to_row_ = -1;                      // the selected query last seen (draw: scrolled to once)
+  std::uint64_t selection_context_ = 0;           // … with the text's length and the lesson step's maps
   int reveal_head_ = -1;                   // a map kept in view (reveal)
   Stage reveal_stage_ = Stage::Weights;
 };

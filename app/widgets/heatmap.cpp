@@ -206,6 +206,8 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   const ImVec2 p0(origin.x + left, origin.y + title_h + top_band);
   const ImVec2 p1(p0.x + cell * nc, p0.y + cell * nr);
   auto cellMin = [&](int i, int j) { return ImVec2(p0.x + (j - c0) * cell, p0.y + (i - r0) * cell); };
+  hit.cell = cell;
+  if (s.selected_row >= r0 && s.selected_row < r0 + nr) hit.selected_y = cellMin(s.selected_row, c0).y + cell / 2;
 
   // Cells: the window of the texture's region, magnified without blur. A texture of another region
   // (shown while its successor is coloured) is drawn where it lies, clipped to the window.

@@ -75,6 +75,9 @@ struct HeatmapHit {
   float pan_rows = 0, pan_cols = 0;      // a right-button drag, in cells
   bool context_menu = false;             // right-clicked without dragging: open the map's menu
   int decimals = -1;  // the decimals its numbers were rounded to (4, 3, 2); −1: no numbers, or its own text
+  // The selected row's middle on screen, and a cell's side; −1 when no row is selected or it is
+  // outside the window of cells shown (zoomed elsewhere): the grid scrolls to a selection out of sight.
+  float selected_y = -1, cell = 0;
 };
 
 // Height below the cells taken by the colorbar and its labels (their font at `text_scale`).

@@ -14,6 +14,8 @@ Checked, headless (--commands, read back through --dump-layout):
     800, 175 and 200 %: A, B and B − A on one line, their cells in the tab's view (B − A had stood
     under A, below the fold, and at 200 % A and B were cut too), whole with their colorbars at
     1280 × 800 and 175 %; the row's line as drawn wraps at spaces, its largest |B − A| whole;
+  - a query selected out of sight (select_token, as ↑/↓) scrolled to, at 1280 × 720 / 200 %; zoomed
+    elsewhere ("go to" 5–12), the zoom moves to query 31.
 Interactive (xdotool): Q's tooltip at a column past the six tokens (reading a token there crashed).
 Usage: test_model_fit.py APP CLI ASSETS_DIR
 """
@@ -131,7 +133,29 @@ def checks(app, tmp):
                 assert text.startswith(f"q1[{col}] = "), text
                 print(f"  Q's column {col} of 6 tokens: {text.splitlines()[0]!r}")
 
+        def the_selected_query_in_view():
+            # ↑/↓ (select_token) to a query whose row is out of sight: the grid scrolls to it (the
+            # chapter's scores map at 1280 × 720 / 200 % showed only "Your"); zoomed elsewhere, the
+            # zoom moves to it. A frame first, so that the selection moves from a grid on screen.
+            d = run_commands(app, display.name, tmp, "select-chapter",
+                             [{"do": "view", "field": "tab", "value": "heatmaps"}, {"do": "select_token", "index": 3},
+                              {"do": "select_token", "index": 5}], "--size", "1280x720", "--text-size", "200")
+            tab = d["panels"]["heatmaps"]
+            scores = next(e for e in d["heatmaps"] if e["stage"] == "scores")
+            row = scores["cells"]["y"] + 5 * scores["cell"]
+            assert tab["y"] <= row and row + scores["cell"] <= tab["y"] + tab["h"], \
+                f"row 6 at y {row:.0f}–{row + scores['cell']:.0f}, the tab {tab['y']:.0f}–{tab['y'] + tab['h']:.0f}"
+            d = run_commands(app, display.name, tmp, "select-zoomed",
+                             [{"do": "text", "ids": list(range(40, 80))}, {"do": "view", "field": "tab", "value": "heatmaps"},
+                              {"do": "go_to", "text": "5-12"}, {"do": "select_token", "index": 30}],
+                             "--model", folder, "--size", "1280x720", "--text-size", "200")
+            w = d["heatmaps"][0]["window"]
+            assert w["row0"] <= 30 < w["row0"] + w["rows"], w
+            print(f"  the chapter's row 6 scrolled into the tab (y {row:.0f}); zoomed to 5–12, query 31 moves the "
+                  f"zoom to rows {w['row0'] + 1}–{w['row0'] + w['rows']}")
+
         return run_checks([("the Heatmaps tab: each map as large as the tab allows", heatmaps_fill_the_tab),
+                           ("the selected query in view", the_selected_query_in_view),
                            ("Compare: A, B and B − A in view on a projector", compare_in_view),
                            ("Q's tooltip past the tokens", a_dimension_past_the_tokens)])
 
