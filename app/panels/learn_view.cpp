@@ -40,11 +40,19 @@ double niceStep(double span, int count) {
 
 // [SECTION] A chart ---------------------------------------------------------------------------------
 
+// The index of the value of `xs` (ascending, not empty) nearest to `x`.
+std::size_t nearest(const std::vector<float>& xs, float x) {
+  const std::size_t i = static_cast<std::size_t>(std::lower_bound(xs.begin(), xs.end(), x) - xs.begin());
+  if (i == 0) return 0;
+  if (i == xs.size()) return i - 1;
+  return xs[i] - x < x - xs[i - 1] ? i : i - 1;
+}
+
 // A line chart of `series` over steps 0 … x_max, values y_lo … y_hi, with its title, ticks, a line
-// at the step the views show, and a tooltip of the values under the mouse. Returns the step
-// clicked (−1: none).
+// at the step the views show, and a tooltip of the values under the mouse. `map_steps` are the
+// timeline's snapshots (ascending, not empty). Returns the snapshot's step clicked (−1: none).
 int chart(const char* id, const char* title, ImVec2 size, const std::vector<Series>& series, float x_max, float y_lo,
-          float y_hi, int marked_step, const std::vector<std::string>& names) {
+          float y_hi, int marked_step, const std::vector<std::string>& names, const std::vector<float>& map_steps) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const ImVec2 p0 = ImGui::GetCursorScreenPos();
   ImGui::InvisibleButton(id, size);
@@ -108,24 +116,41 @@ int chart(const char* id, const char* title, ImVec2 size, const std::vector<Seri
     dl->AddLine(ImVec2(X(static_cast<float>(marked_step)), a.y), ImVec2(X(static_cast<float>(marked_step)), b.y), text,
                 px(1));
   dl->PopClipRect();
+  // The record nearest the mouse, never one past the newest: right of it nothing was trained (the
+  // tooltip said "step 801" at step 266). A click shows the snapshot nearest that record, the step
+  // the marker then stands at (§3.9: learn_show shows the snapshot at or before its step).
   const float mouse_step = (ImGui::GetIO().MousePos.x - a.x) / (b.x - a.x) * x_max;
-  if (hovered && !series.empty()) {
+  const auto data = std::find_if(series.begin(), series.end(), [](const Series& s) { return !s.x.empty(); });
+  const float step = data == series.end() ? mouse_step : data->x[nearest(data->x, mouse_step)];
+  const int maps_step = static_cast<int>(map_steps[nearest(map_steps, step)]);
+  if (hovered) {
     ImGui::BeginTooltip();
-    ImGui::Text("step %.0f", static_cast<double>(std::clamp(mouse_step, 0.0f, x_max)));
+    std::string tip;
+    if (data != series.end()) {
+      tip = "step " + std::to_string(static_cast<int>(step));
+      ImGui::TextUnformatted(tip.c_str());
+    }
     for (std::size_t k = 0; k < series.size(); ++k) {
       const Series& s = series[k];
       if (s.x.empty() || k >= names.size() || names[k].empty()) continue;
-      const auto it = std::lower_bound(s.x.begin(), s.x.end(), mouse_step);
-      const std::size_t i = std::min<std::size_t>(static_cast<std::size_t>(it - s.x.begin()), s.x.size() - 1);
-      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(s.colour), "%s  %s", names[k].c_str(),
-                         std::isnan(s.y[i])
-                             ? "—"
-                             : (std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(s.y[i])), buf));
+      const std::size_t i = nearest(s.x, step);
+      const char* value = std::isnan(s.y[i])
+                              ? "—"
+                              : (std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(s.y[i])), buf);
+      ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(s.colour), "%s  %s", names[k].c_str(), value);
+      tip += "\n" + names[k] + "  " + value;
     }
-    ImGui::TextDisabled("Click: show the maps of this step");
+    char hint[64];
+    std::snprintf(hint, sizeof hint, "Click: show the maps of step %d", maps_step);
+    ImGui::TextDisabled("%s", hint);
     ImGui::EndTooltip();
+    tip += (tip.empty() ? "" : "\n") + std::string(hint);
+    layout().state()["tooltip"] = {{"chart", id},
+                                   {"step", data == series.end() ? -1 : static_cast<int>(step)},
+                                   {"maps_step", maps_step},
+                                   {"text", tip}};  // tests read it
   }
-  return clicked ? static_cast<int>(std::lround(std::clamp(mouse_step, 0.0f, x_max))) : -1;
+  return clicked ? maps_step : -1;
 }
 
 // Items of a row that wraps: before an item `w` wide, a new line unless it fits after the last.
@@ -345,8 +370,14 @@ void LearnView::controls(const PanelContext& ctx) {
 void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
   const LearnSession& run = *ctx.learn;
   const TrainTask& t = run.task();
-  const int marked = ctx.learn_step_shown >= 0 ? ctx.learn_step_shown
-                                               : (run.timeline().empty() ? -1 : run.timeline().back().step);
+  // The marker stands where the maps are: at the snapshot shown, not at the step asked for (a
+  // learn_to or a click ahead of the run stood in empty space while the maps showed the newest).
+  const LearnSession::Snapshot* shown = run.snapshotAt(ctx.learn_step_shown);
+  if (shown == nullptr) return;  // no model yet: the run is being built
+  const int marked = shown->step;
+  std::vector<float> map_steps;  // where a click can go
+  for (const LearnSession::Snapshot& snap : run.timeline()) map_steps.push_back(static_cast<float>(snap.step));
+  layout().state()["learn_marked"] = marked;
   const float x_max = static_cast<float>(std::max(t.steps, 1));
   const float gap = ImGui::GetStyle().ItemSpacing.y;
   // The loss above, the three scores in a row below; where the tab is narrower, the induction and
@@ -394,7 +425,8 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
     const int vocab = t.kind == TaskKind::Text ? static_cast<int>(t.token_labels.size()) : t.vocab;
     const float hi = std::max(loss_high_, static_cast<float>(std::log(std::max(vocab, 2))));
     const int c = chart("##loss", compact ? "Loss" : "Loss (cross-entropy; bright: the mean of the last 25 steps)",
-                        ImVec2(size.x, loss_h), s, x_max, 0, std::max(hi, 1.0f) * 1.05f, marked, {"loss", "mean"});
+                        ImVec2(size.x, loss_h), s, x_max, 0, std::max(hi, 1.0f) * 1.05f, marked, {"loss", "mean"},
+                        map_steps);
     if (c >= 0) clicked = c;
     layout().widget("learn_loss");
   }
@@ -456,7 +488,8 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
     }
     if (i > 0) ImGui::SameLine();
     // Side by side, each says what it is; one alone is named by its picker above.
-    const int c = chart(sc.key, n > 1 ? (compact ? sc.brief : sc.title) : "", each, s, x_max, 0, 1, marked, names);
+    const int c = chart(sc.key, n > 1 ? (compact ? sc.brief : sc.title) : "", each, s, x_max, 0, 1, marked, names,
+                        map_steps);
     if (c >= 0) clicked = c;
     layout().widget(std::string("learn_") + sc.key);
   }
