@@ -183,7 +183,23 @@ void LearnView::draw(const PanelContext& ctx) {
     return;
   }
   controls(ctx);
-  if (form_open_) form(ctx, true);
+  if (form_open_) {
+    // In a child that scrolls too, as tall as it was last frame or the room left: at 1280 × 720 and
+    // 200 % Start and Cancel were below the window's edge and nothing scrolled. The timeline and the
+    // charts take what the form leaves, and wait while it takes all the room.
+    const float room = ImGui::GetContentRegionAvail().y;
+    ImGui::BeginChild("##learn_new_run", ImVec2(0, form_h_ > 0 ? std::min(form_h_, room) : room), false,
+                      ImGuiWindowFlags_NoSavedSettings);
+    layout().panel("learn_new_run", ImGui::GetWindowPos(),
+                   ImVec2(ImGui::GetWindowPos().x + ImGui::GetWindowSize().x,
+                          ImGui::GetWindowPos().y + ImGui::GetWindowSize().y));
+    form(ctx, true);
+    form_h_ = ImGui::GetCursorPosY();  // the form's height, scrolled or not
+    ImGui::EndChild();
+    if (ImGui::GetContentRegionAvail().y < ImGui::GetFrameHeightWithSpacing() * 2) return;
+  } else {
+    form_h_ = 0;
+  }
   // The timeline above the charts, whose heights give way: under them it went below the fold at
   // 200 % (and at 150 % with 24 heads' legend).
   timeline(ctx);
@@ -310,6 +326,7 @@ void LearnView::form(const PanelContext& ctx, bool running) {
   if (running) {
     ImGui::SameLine();
     if (ImGui::Button("Cancel")) form_open_ = false;
+    layout().widget("learn_cancel");
   }
 }
 
@@ -335,6 +352,7 @@ void LearnView::controls(const PanelContext& ctx) {
   };
   flow(buttonWidth("New run…"), false);
   if (ImGui::Button("New run…")) form_open_ = !form_open_;
+  layout().widget("learn_new_run_button");
   flow(buttonWidth("Save model…"), false);
   if (ImGui::Button("Save model…")) ctx.commands.push("dialog", {{"which", "save_model"}});
   if (ImGui::IsItemHovered())

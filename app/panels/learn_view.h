@@ -34,6 +34,7 @@ class LearnView {
   std::string form_error_;                         // why it would be refused, as parseTrainTask says
   nlohmann::json parsed_form_, parsed_shown_;      // the form last read, and the task it read as (every field)
   bool form_open_ = false;                         // "New run…" unfolded while a run goes on
+  float form_h_ = 0;                               // … the height it took last frame (0: not drawn yet)
   int score_shown_ = -1;                           // where the tab is narrow: the score picked (-1: none yet)
   // The loss chart's series (each step, the mean of the last 25), extended by the new steps only.
   std::vector<Series> loss_series_;

@@ -3,7 +3,9 @@
 
 - a chart hovered right of the newest record names the newest record's step, not a step never
   trained ("step 801" at step 266), and a click there shows the maps of a step the run has (xdotool);
-  the marker stands at the step the maps show.
+  the marker stands at the step the maps show;
+- the New run form beside a run, at 1280 × 720 and 200 %, scrolls to its Start and Cancel (they
+  were below the window's edge, and the wheel did nothing).
 
 Usage: test_learn_tab.py APP CLI ASSETS
 """
@@ -50,7 +52,37 @@ def checks(app, tmp):
                 print(f"  at step {TRAINED}, 80 % along: the loss's tooltip says step {TRAINED}, the induction "
                       f"score's step 250; a click shows step 250's maps, the marker there")
 
-        return run_checks([("hover and click past the newest step", hover_and_click_past_the_newest)])
+        def new_run_form_scrolls():
+            path = write_commands(tmp, "form", [{"do": "learn", "task": TASK}, {"do": "learn_to", "step": 50},
+                                               {"do": "view", "field": "tab", "value": "learn"}])
+            with App(app, display.name, ["--commands", path, "--size", "1280x720", "--text-size", "200"]) as gui:
+                gui.settled("the run at step 50", lambda d: d["state"].get("learn", {}).get("steps_done") == 50
+                            and "learn_new_run_button" in d["widgets"])
+                gui.find_window()
+                d = gui.until(lambda attempt: gui.click("learn_new_run_button"), "the New run form",
+                              lambda d: "learn_new_run" in d["panels"] and "learn_cancel" in d["widgets"])
+                form, height = d["panels"]["learn_new_run"], d["state"]["window"][1]
+                assert form["y"] + form["h"] <= height, f"the form {form} ends below the window ({height} px)"
+
+                def reachable(d):
+                    form, cancel = d["panels"]["learn_new_run"], d["widgets"]["learn_cancel"]
+                    return cancel["y"] >= form["y"] and cancel["y"] + cancel["h"] <= form["y"] + form["h"] + 1
+
+                below = not reachable(d)
+                if below:  # at 200 % it is taller than the room: the wheel scrolls it
+                    def wheel(attempt):
+                        form = gui.layout()["panels"]["learn_new_run"]
+                        gui.move(form["x"] + form["w"] / 2, form["y"] + form["h"] / 2)
+                        for _ in range(10):
+                            gui.xdotool("click", 5)
+                    d = gui.until(wheel, "Cancel scrolled into the form", reachable)
+                d = gui.until(lambda attempt: gui.click("learn_cancel"), "the form closed by Cancel",
+                              lambda d: "learn_new_run" not in d["panels"])
+                print(f"  1280 × 720 at 200 %: the New run form {form['h']:.0f} px tall in a {height} px window"
+                      f"{', scrolled by the wheel to Start and Cancel' if below else ''}; Cancel closes it")
+
+        return run_checks([("hover and click past the newest step", hover_and_click_past_the_newest),
+                           ("the New run form scrolls", new_run_form_scrolls)])
 
 
 def main():
