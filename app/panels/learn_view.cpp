@@ -76,14 +76,21 @@ int chart(const char* id, const char* title, ImVec2 size, const std::vector<Seri
   const float span = std::max(y_hi - y_lo, 1e-6f);
   auto X = [&](float s) { return a.x + (b.x - a.x) * s / x_max; };
   auto Y = [&](float v) { return b.y - (b.y - a.y) * (std::clamp(v, y_lo, y_hi) - y_lo) / span; };
-  // Up to three value ticks, fewer where the plot is short (at 200 % "4", "2" and "0" overlapped).
-  const double y_step = niceStep(span, std::clamp(static_cast<int>((b.y - a.y) / (fs * 1.5f)), 1, 3));
+  // Up to three value ticks, fewer where the plot is short (at 200 % "4", "2" and "0" overlapped),
+  // but two at least: the step for one tick's room (5 on the loss's 0 … 4.8) had left "0" alone.
+  int count = std::clamp(static_cast<int>((b.y - a.y) / (fs * 1.5f)), 1, 3);
+  auto ticksOf = [&](double step) { return std::floor(y_hi / step + 1e-9) - std::ceil(y_lo / step - 1e-9) + 1; };
+  while (ticksOf(niceStep(span, count)) < 2 && count < 10) ++count;
+  const double y_step = niceStep(span, count);
+  nlohmann::json& tick_labels = layout().state()["learn_ticks"][id];  // tests read them
+  tick_labels = nlohmann::json::array();
   for (double v = std::ceil(y_lo / y_step) * y_step; v <= y_hi + 1e-9; v += y_step) {
     std::snprintf(buf, sizeof buf, span < 3 ? "%.1f" : "%.0f", v);
     const float y = Y(static_cast<float>(v));
     dl->AddLine(ImVec2(a.x, y), ImVec2(b.x, y), line);
     const float w = small->CalcTextSizeA(fs, 1e9f, 0, buf).x;
     dl->AddText(small, fs, ImVec2(a.x - w - px(3), y - fs / 2), dim, buf);
+    tick_labels.push_back(buf);
   }
   const double xs = niceStep(x_max, std::max(2, static_cast<int>((b.x - a.x) / px(90))));
   for (double s = 0; s <= x_max + 1e-9; s += xs) {
@@ -182,6 +189,12 @@ void LearnView::draw(const PanelContext& ctx) {
     ImGui::EndChild();
     return;
   }
+  // In a child that scrolls: the charts keep a readable height however short the tab (at 1280 × 720
+  // and 200 % the loss was a 30 px strip with the one tick "0", the legend under the status bar).
+  ImGui::BeginChild("##learn_run", ImVec2(0, 0), false, ImGuiWindowFlags_NoSavedSettings);
+  layout().panel("learn_run", ImGui::GetWindowPos(),
+                 ImVec2(ImGui::GetWindowPos().x + ImGui::GetWindowSize().x,
+                        ImGui::GetWindowPos().y + ImGui::GetWindowSize().y));
   controls(ctx);
   if (form_open_) {
     // In a child that scrolls too, as tall as it was last frame or the room left: at 1280 × 720 and
@@ -196,15 +209,17 @@ void LearnView::draw(const PanelContext& ctx) {
     form(ctx, true);
     form_h_ = ImGui::GetCursorPosY();  // the form's height, scrolled or not
     ImGui::EndChild();
-    if (ImGui::GetContentRegionAvail().y < ImGui::GetFrameHeightWithSpacing() * 2) return;
   } else {
     form_h_ = 0;
   }
-  // The timeline above the charts, whose heights give way: under them it went below the fold at
-  // 200 % (and at 150 % with 24 heads' legend).
-  timeline(ctx);
-  ImGui::Separator();
-  charts(ctx, ImGui::GetContentRegionAvail());
+  if (!form_open_ || ImGui::GetContentRegionAvail().y >= ImGui::GetFrameHeightWithSpacing() * 2) {
+    // The timeline above the charts, whose heights give way down to their least: under them it went
+    // below the fold at 200 % (and at 150 % with 24 heads' legend).
+    timeline(ctx);
+    ImGui::Separator();
+    charts(ctx, ImGui::GetContentRegionAvail());  // the room in view: the tab scrolls to what is below it
+  }
+  ImGui::EndChild();
 }
 
 void LearnView::form(const PanelContext& ctx, bool running) {
@@ -415,7 +430,10 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
   const float legend_h = static_cast<float>(wrappedRows(legend_w, size.x, ImGui::GetStyle().ItemSpacing.x)) *
                          ImGui::GetTextLineHeightWithSpacing();
   const float around = legend_h + 2 * gap + (row ? 0.0f : ImGui::GetFrameHeightWithSpacing());
-  const float loss_h = std::max(px(50), 0.47f * (size.y - around));
+  // A chart's least height: its title, room for three value ticks (five lines of the ticks' font),
+  // the steps below.
+  const float least = ImGui::GetFontSize() + px(8) + 6 * fonts().small->FontSize;
+  const float loss_h = std::max(least, 0.47f * (size.y - around));
   int clicked = -1;
   {
     // The losses' series grow by the steps since the last frame; a new run starts them again.
@@ -464,7 +482,7 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
   std::vector<std::string> names;
   for (int l = 0; l < t.layers; ++l)
     for (int h = 0; h < t.heads; ++h) names.push_back(std::to_string(l + 1) + "." + std::to_string(h + 1));
-  const float rest = std::max(px(50), size.y - around - loss_h);
+  const float rest = std::max(least, size.y - around - loss_h);
   // Which are charted: all three; or induction and the one picked (previous-token unless another
   // was); or the one picked.
   std::vector<int> charted;
@@ -513,6 +531,7 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
   }
   // The legend: each head's colour, as the Layers tab numbers heads.
   ImDrawList* dl = ImGui::GetWindowDrawList();
+  ImGui::BeginGroup();
   for (std::size_t i = 0; i < names.size(); ++i) {
     const std::string label = "head " + names[i];
     flow(ImGui::GetFontSize() + ImGui::CalcTextSize(label.c_str()).x + px(8), i == 0);
@@ -525,6 +544,8 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
     ImGui::SameLine(0, px(4));
     ImGui::TextUnformatted(label.c_str());
   }
+  ImGui::EndGroup();
+  layout().widget("learn_legend");
   if (clicked >= 0 && clicked != ctx.learn_step_shown) ctx.commands.push("learn_show", {{"step", clicked}});
 }
 
@@ -549,9 +570,13 @@ void LearnView::timeline(const PanelContext& ctx) {
   if (ImGui::IsItemHovered())
     ImGui::SetTooltip("The Compare tab then shows this step (A) beside the step the views show (B), and B − A");
   layout().widget("learn_pin");
-  ImGui::SameLine();
   char label[64];
   std::snprintf(label, sizeof label, "maps at step %d", tl[static_cast<std::size_t>(index)].step);
+  // Beside the pin where its label and the grab's room on either side fit, else on a line of its
+  // own: at 200 % the label read "maps at step 6" for 650.
+  const float label_w = ImGui::CalcTextSize(label).x;
+  flow(label_w + ImGui::GetStyle().FramePadding.x * 2 + ImGui::GetFrameHeight() * 2, false);
+  layout().state()["learn_timeline_label"] = {{"text", label}, {"w", label_w}};  // tests read it
   ImGui::SetNextItemWidth(-1);
   if (ImGui::SliderInt("##timeline", &index, 0, static_cast<int>(tl.size()) - 1, label, ImGuiSliderFlags_AlwaysClamp))
     ctx.commands.push("learn_show", {{"step", tl[static_cast<std::size_t>(index)].step}});

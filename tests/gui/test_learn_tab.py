@@ -5,7 +5,11 @@
   trained ("step 801" at step 266), and a click there shows the maps of a step the run has (xdotool);
   the marker stands at the step the maps show;
 - the New run form beside a run, at 1280 × 720 and 200 %, scrolls to its Start and Cancel (they
-  were below the window's edge, and the wheel did nothing).
+  were below the window's edge, and the wheel did nothing);
+- at 1280 × 720 and 1280 × 800 and 200 % each chart has room for its title, three value ticks and
+  its steps (the loss was a 30-40 px strip whose one tick was "0"), two ticks labelled at least, the
+  slider's label whole ("maps at step 6" for 650), and the tab scrolls to the whole legend (it was
+  cut by the status bar).
 
 Usage: test_learn_tab.py APP CLI ASSETS
 """
@@ -81,8 +85,49 @@ def checks(app, tmp):
                 print(f"  1280 × 720 at 200 %: the New run form {form['h']:.0f} px tall in a {height} px window"
                       f"{', scrolled by the wheel to Start and Cancel' if below else ''}; Cancel closes it")
 
+        def charts_on_a_projector():
+            path = write_commands(tmp, "charts", [{"do": "learn", "task": TASK}, {"do": "learn_to", "step": 650},
+                                                 {"do": "view", "field": "tab", "value": "learn"}])
+            for size in ("1280x720", "1280x800"):
+                with App(app, display.name, ["--commands", path, "--size", size, "--text-size", "200"]) as gui:
+                    d = gui.settled(f"{size}: the run at step 650",
+                                    lambda d: d["state"].get("learn", {}).get("steps_done") == 650
+                                    and "learn_legend" in d["widgets"] and "learn_ticks" in d["state"])
+                    s, w = d["state"], d["widgets"]
+                    font = s["font_px"]["cells"]
+                    # Each chart as tall as a title, three ticks' room and the steps: the loss was a
+                    # 30-40 px strip whose one tick was "0".
+                    for chart, ticks in s["learn_ticks"].items():
+                        assert len(ticks) >= 2, f"{size}: {chart}'s value ticks {ticks}"
+                    for widget in ("learn_loss", "learn_induction"):
+                        assert w[widget]["h"] >= 6 * font, f"{size}: {widget} {w[widget]['h']} px, the font {font}"
+                    label = s["learn_timeline_label"]
+                    assert label["text"] == "maps at step 650" and w["learn_timeline"]["w"] >= label["w"] + 2 * font, \
+                        f"{size}: the slider {w['learn_timeline']} for its label {label}"
+                    # The legend whole: the tab scrolls to it, above the status bar.
+                    gui.find_window()
+
+                    def wheel(attempt):
+                        tab = gui.layout()["panels"]["learn_run"]
+                        gui.move(tab["x"] + 8, tab["y"] + tab["h"] / 2)
+                        for _ in range(15):
+                            gui.xdotool("click", 5)
+
+                    def whole(d):
+                        tab, legend = d["panels"]["learn_run"], d["widgets"]["learn_legend"]
+                        return (legend["y"] >= tab["y"] and legend["y"] + legend["h"] <= tab["y"] + tab["h"] + 1
+                                and legend["x"] + legend["w"] <= tab["x"] + tab["w"] + 1)
+
+                    if not whole(d):
+                        d = gui.until(wheel, f"{size}: the legend scrolled into view", whole)
+                    tab = d["panels"]["learn_run"]
+                    assert tab["y"] + tab["h"] <= d["panels"]["status"]["y"] + 1, (tab, d["panels"]["status"])
+                    print(f"  {size} at 200 %: loss {w['learn_loss']['h']:.0f} px, ticks {s['learn_ticks']}, "
+                          f"{label['text']!r} whole; the legend whole in the tab, scrolled to")
+
         return run_checks([("hover and click past the newest step", hover_and_click_past_the_newest),
-                           ("the New run form scrolls", new_run_form_scrolls)])
+                           ("the New run form scrolls", new_run_form_scrolls),
+                           ("the charts on a projector", charts_on_a_projector)])
 
 
 def main():
