@@ -375,18 +375,26 @@ void LearnView::controls(const PanelContext& ctx) {
         "The model as it is now, as the book's GPTModel state_dict (.npz, .safetensors, .pth or .pt): "
         "torch.load the .pth (or np.load the .npz) into load_state_dict, or open it with File › Open model");
   layout().widget("learn_save");
+  // The run as it was at a step behind the one trained (a lesson's Back, learn_to) says so, its
+  // loss that step's, as the charts end there.
+  const bool as_it_was = ctx.learn_horizon >= 0 && ctx.learn_horizon < run.stepsDone();
+  const int at = as_it_was ? ctx.learn_horizon : run.stepsDone();
   const auto& losses = run.losses();
+  const int before = std::min<int>(at, static_cast<int>(losses.size()));
   char status[256];
-  const int n = std::min<int>(25, static_cast<int>(losses.size()));
+  const int n = std::min<int>(25, before);
   double recent = 0;
-  for (int i = 0; i < n; ++i) recent += losses[losses.size() - 1 - static_cast<std::size_t>(i)];
+  for (int i = 0; i < n; ++i) recent += losses[static_cast<std::size_t>(before - 1 - i)];
   // One line where it fits: "step 700 of 1500 · loss 2.601 · 130 steps/s" (the task is the model panel's title).
-  int used = std::snprintf(status, sizeof status, "step %d of %d", run.stepsDone(), t.steps);
+  int used = std::snprintf(status, sizeof status, "step %d of %d", at, t.steps);
   if (n > 0) used += std::snprintf(status + used, sizeof status - used, " · loss %.3f", recent / n);
   if (run.playing())
     std::snprintf(status + used, sizeof status - used, " · %.0f steps/s", run.stepsPerSecond());
+  else if (as_it_was)
+    std::snprintf(status + used, sizeof status - used, " · trained to %d", run.stepsDone());
   else
     std::snprintf(status + used, sizeof status - used, run.finished() ? " · done" : " · paused");
+  layout().state()["learn_status"] = status;  // tests read it
   flow(ImGui::CalcTextSize(status).x, false);
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted(status);
@@ -408,8 +416,12 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
   const LearnSession::Snapshot* shown = run.snapshotAt(ctx.learn_step_shown);
   if (shown == nullptr) return;  // no model yet: the run is being built
   const int marked = shown->step;
+  // Shown as it was at a step (learn_to behind the run: a lesson's Back), the charts end there: they
+  // had shown the loss and the scores of the steps the lesson had yet to come to (§3.9).
+  const int horizon = ctx.learn_horizon >= 0 ? ctx.learn_horizon : run.stepsDone();
   std::vector<float> map_steps;  // where a click can go
-  for (const LearnSession::Snapshot& snap : run.timeline()) map_steps.push_back(static_cast<float>(snap.step));
+  for (const LearnSession::Snapshot& snap : run.timeline())
+    if (snap.step <= horizon || map_steps.empty()) map_steps.push_back(static_cast<float>(snap.step));
   layout().state()["learn_marked"] = marked;
   const float x_max = static_cast<float>(std::max(t.steps, 1));
   const float gap = ImGui::GetStyle().ItemSpacing.y;
@@ -456,7 +468,15 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
       mean.y.push_back(static_cast<float>(loss_sum_ / static_cast<double>(std::min<std::size_t>(i + 1, 25))));
       loss_high_ = std::max(loss_high_, raw.y.back());
     }
-    const std::vector<Series>& s = loss_series_;
+    std::vector<Series> cut;  // the steps up to the horizon (a loss's x is its step, from 1)
+    if (static_cast<std::size_t>(horizon) < loss_series_[0].x.size())
+      for (Series one : loss_series_) {
+        one.x.resize(static_cast<std::size_t>(horizon));
+        one.y.resize(static_cast<std::size_t>(horizon));
+        cut.push_back(std::move(one));
+      }
+    const std::vector<Series>& s = cut.empty() ? loss_series_ : cut;
+    layout().state()["learn_charted"]["loss"] = s[0].x.empty() ? 0 : static_cast<int>(s[0].x.back());  // tests
     // At least ln V, a guess's loss, where the run starts: the chart does not rescale under the first steps.
     const int vocab = t.kind == TaskKind::Text ? static_cast<int>(t.token_labels.size()) : t.vocab;
     const float hi = std::max(loss_high_, static_cast<float>(std::log(std::max(vocab, 2))));
@@ -516,12 +536,14 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
       Series one;
       one.colour = seriesColour(i, t.heads);
       for (const ScoreRecord& r : run.scores()) {
+        if (r.step > horizon) break;
         const HeadScores& hs = r.scores[static_cast<std::size_t>(i / t.heads)][static_cast<std::size_t>(i % t.heads)];
         one.x.push_back(static_cast<float>(r.step));
         one.y.push_back(sc.has == nullptr || hs.*sc.has ? hs.*sc.value : NAN);
       }
       s.push_back(std::move(one));
     }
+    layout().state()["learn_charted"]["scores"] = s.empty() || s[0].x.empty() ? 0 : static_cast<int>(s[0].x.back());
     if (i > 0) ImGui::SameLine();
     // Side by side, each says what it is; one alone is named by its picker above.
     const int c = chart(sc.key, n > 1 ? (compact ? sc.brief : sc.title) : "", each, s, x_max, 0, 1, marked, names,
@@ -554,7 +576,9 @@ void LearnView::timeline(const PanelContext& ctx) {
   const auto& tl = run.timeline();
   if (tl.empty()) return;
   const bool following = ctx.learn_step_shown < 0;
-  int index = static_cast<int>(tl.size()) - 1;
+  int last = static_cast<int>(tl.size()) - 1;  // the newest, or the newest at the run's horizon (charts)
+  while (ctx.learn_horizon >= 0 && last > 0 && tl[static_cast<std::size_t>(last)].step > ctx.learn_horizon) --last;
+  int index = last;
   if (!following)
     for (int i = 0; i < static_cast<int>(tl.size()); ++i)
       if (tl[static_cast<std::size_t>(i)].step <= ctx.learn_step_shown) index = i;
@@ -578,7 +602,7 @@ void LearnView::timeline(const PanelContext& ctx) {
   flow(label_w + ImGui::GetStyle().FramePadding.x * 2 + ImGui::GetFrameHeight() * 2, false);
   layout().state()["learn_timeline_label"] = {{"text", label}, {"w", label_w}};  // tests read it
   ImGui::SetNextItemWidth(-1);
-  if (ImGui::SliderInt("##timeline", &index, 0, static_cast<int>(tl.size()) - 1, label, ImGuiSliderFlags_AlwaysClamp))
+  if (ImGui::SliderInt("##timeline", &index, 0, last, label, ImGuiSliderFlags_AlwaysClamp))
     ctx.commands.push("learn_show", {{"step", tl[static_cast<std::size_t>(index)].step}});
   layout().widget("learn_timeline");
 }

@@ -42,6 +42,7 @@ struct PanelContext {
   const ModelSession* model = nullptr;  // the trained model open (model->isOpen()), or none
   const LearnSession* learn = nullptr;  // a model training (learn->open()), or none
   int learn_step_shown = -1;            // the run's step whose maps the views show; −1: the newest
+  int learn_horizon = -1;  // the step the run is shown as it was at (its charts end there); −1: as trained
   int pinned_head = -1;                 // the head chosen when A was pinned (−1: all)
   bool modelOpen() const { return model != nullptr && model->isOpen(); }
   bool givenMaps() const { return model != nullptr && model->given() != nullptr; }  // maps as they came

@@ -185,6 +185,7 @@ void App::recordState() const {
                       {"step_shown",
                        run.snapshotAt(ctl_.learnStepShown()) ? run.snapshotAt(ctl_.learnStepShown())->step : -1},
                       {"following", ctl_.learnStepShown() < 0},
+                      {"horizon", ctl_.learnHorizon()},
                       {"playing", run.playing()},
                       {"shown", model.isRun()}};
   if (model.isOpen() && model.model()) {

@@ -1019,6 +1019,7 @@ void Controller::applyLearn(const Command& c, double now) {
     learn_announce_ = true;                                            // its model says which run it is
     learn_follow_ = true;
     learn_step_ = 0;
+    learn_horizon_ = -1;
     if (learn_showing_) view_.tab = "learn";
     showLearnSnapshot(now);  // the untrained model, at once
     if (c.has("play") && c.flag("play")) learn_.play();
@@ -1031,6 +1032,7 @@ void Controller::applyLearn(const Command& c, double now) {
         throw InputError("the run has trained all its " + std::to_string(learn_.task().steps) + " steps");
       learn_.play();
       learn_follow_ = true;
+      learn_horizon_ = -1;  // on from the step trained
       return;
     case Id::LearnPause: return learn_.pause();
     case Id::LearnStep: {
@@ -1040,6 +1042,7 @@ void Controller::applyLearn(const Command& c, double now) {
         throw InputError("the run has trained all its " + std::to_string(learn_.task().steps) + " steps");
       learn_.stepBy(n);
       learn_follow_ = true;
+      learn_horizon_ = -1;
       return;
     }
     case Id::LearnTo: {  // shown at that step as it trains there, or as it was (the timeline's)
@@ -1047,6 +1050,9 @@ void Controller::applyLearn(const Command& c, double now) {
       checkRunStep(learn_.task(), step, false);
       learn_follow_ = false;
       learn_step_ = step;
+      // The run as it was at that step, the charts too (§3.9): a lesson's Back had shown the loss and
+      // the scores of the steps it had yet to show.
+      learn_horizon_ = step;
       if (step > learn_.stepsDone())
         learn_.trainTo(step);
       else
@@ -1058,6 +1064,7 @@ void Controller::applyLearn(const Command& c, double now) {
       checkRunStep(learn_.task(), step, true);
       learn_follow_ = step == -1;
       learn_step_ = step;
+      if (step == -1 || step > learn_horizon_) learn_horizon_ = -1;  // the newest, or past the run as it was
       return showLearnSnapshot(now);
     }
     case Id::LearnSave: {  // the model the views show: the newest, or the step scrubbed to
@@ -1099,6 +1106,7 @@ void Controller::updateLearning(double now) {
 
 void Controller::endLearning() {
   learn_.close();
+  learn_horizon_ = -1;
   learn_showing_ = false;
   learn_shown_.reset();
 }

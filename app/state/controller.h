@@ -164,6 +164,9 @@ class Controller {
   const LearnSession& learn() const { return learn_; }  // a model training, if any
   // The step whose maps the views show (-1: the newest, as it trains).
   int learnStepShown() const { return learn_follow_ ? -1 : learn_step_; }
+  // The step the run is shown as it was at (learn_to behind or at the step trained: the charts end
+  // there); −1: as trained.
+  int learnHorizon() const { return learn_horizon_; }
   const std::string& modelLoadError() const { return model_load_error_; }  // the last model_open's refusal, or
   // What the views show: the model's text and layer while a model is open, else the document.
   int tokenCount() const;
@@ -305,6 +308,7 @@ class Controller {
   bool learn_follow_ = true;     // … at its newest snapshot (else at learn_step_)
   bool learn_announce_ = false;  // a new run: its first model shown says so
   int learn_step_ = 0;
+  int learn_horizon_ = -1;                                 // learnHorizon
   std::shared_ptr<const std::vector<float>> learn_shown_;  // the parameters of the snapshot the views show
   OffThread<ModelLoad> model_load_;                        // model_open's reading and packing
   std::optional<Command> model_loading_;                   // the model_open model_load_ reads for

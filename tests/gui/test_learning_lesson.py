@@ -5,7 +5,8 @@
     its step, the layer, head and token the step names, the Heatmaps tab; the layer's weights on
     screen are the probe's weights of the same model trained as many steps by torch (the
     pytorch-train script), within 1e-5;
-  - Back to an earlier step shows the run as it was then, without training it again;
+  - Back to an earlier step shows the run as it was then, without training it again: its maps, and
+    its charts and status, which end at that step;
   - a step without a run after one with it ends the run: the chapter's workspace is back;
   - a step of the timeline pinned as A: the Compare tab names A's and B's steps;
   - while a run plays, pin and a view command apply at once (nothing waits for a playing run).
@@ -91,7 +92,14 @@ def checks(tmp):
             assert s["learn"]["step_shown"] == at["back_shown"], s["learn"]
             assert s["learn"]["steps_done"] > at["back_shown"] and not s["learn"]["playing"], s["learn"]
             assert s["model"]["name"].endswith(f"step {at['back_shown']}"), s["model"]["name"]
-            print(f"  Back: the run shows step {at['back_shown']}, trained to {s['learn']['steps_done']}, not again")
+            # The charts as the run was too: they had shown the steps the lesson had yet to come to.
+            assert s["learn"]["horizon"] == at["back_shown"], s["learn"]
+            charted = s["learn_charted"]
+            assert charted["loss"] == at["back_shown"] and charted["scores"] <= at["back_shown"], charted
+            assert s["learn_status"].startswith(f"step {at['back_shown']} of ") and \
+                f"trained to {s['learn']['steps_done']}" in s["learn_status"], s["learn_status"]
+            print(f"  Back: the run shows step {at['back_shown']}, trained to {s['learn']['steps_done']}, not again; "
+                  f"the charts end at step {charted['loss']} ({s['learn_status']!r})")
 
         def a_chapter_step_ends_the_run():
             path, _, _ = small_lesson(tmp)
