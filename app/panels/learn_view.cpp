@@ -388,12 +388,17 @@ void LearnView::controls(const PanelContext& ctx) {
   // One line where it fits: "step 700 of 1500 · loss 2.601 · 130 steps/s" (the task is the model panel's title).
   int used = std::snprintf(status, sizeof status, "step %d of %d", at, t.steps);
   if (n > 0) used += std::snprintf(status + used, sizeof status - used, " · loss %.3f", recent / n);
-  if (run.playing())
+  if (run.playing()) {
     std::snprintf(status + used, sizeof status - used, " · %.0f steps/s", run.stepsPerSecond());
-  else if (as_it_was)
+  } else if (run.stepping()) {  // to a step asked for (Step, +100, a lesson's learn_to): it had said "paused"
+    used += std::snprintf(status + used, sizeof status - used, " · training to %d", run.target());
+    if (run.stepsPerSecond() > 0)
+      std::snprintf(status + used, sizeof status - used, " · %.0f steps/s", run.stepsPerSecond());
+  } else if (as_it_was) {
     std::snprintf(status + used, sizeof status - used, " · trained to %d", run.stepsDone());
-  else
+  } else {
     std::snprintf(status + used, sizeof status - used, run.finished() ? " · done" : " · paused");
+  }
   layout().state()["learn_status"] = status;  // tests read it
   flow(ImGui::CalcTextSize(status).x, false);
   ImGui::AlignTextToFramePadding();

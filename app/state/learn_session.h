@@ -61,6 +61,7 @@ class LearnSession {
   // it trains until paused or done, and nothing waits for it.
   bool stepping() const { return open_ && !playing_ && target_ > done_ && error_.empty() && !finished(); }
   bool finished() const { return open_ && done_ >= task_.steps; }
+  int target() const { return target_; }  // the step stepping() trains to
   const TrainTask& task() const { return task_; }
   int stepsDone() const { return done_; }
   const std::vector<double>& losses() const { return losses_; }

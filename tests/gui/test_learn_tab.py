@@ -9,7 +9,8 @@
 - at 1280 × 720 and 1280 × 800 and 200 % each chart has room for its title, three value ticks and
   its steps (the loss was a 30-40 px strip whose one tick was "0"), two ticks labelled at least, the
   slider's label whole ("maps at step 6" for 650), and the tab scrolls to the whole legend (it was
-  cut by the status bar).
+  cut by the status bar);
+- while the run trains to a step (learn_to, a lesson's step) the status says so, not "paused".
 
 Usage: test_learn_tab.py APP CLI ASSETS
 """
@@ -125,7 +126,23 @@ def checks(app, tmp):
                     print(f"  {size} at 200 %: loss {w['learn_loss']['h']:.0f} px, ticks {s['learn_ticks']}, "
                           f"{label['text']!r} whole; the legend whole in the tab, scrolled to")
 
+        def training_to_a_step():
+            # Steps enough to watch: the status while the run trains to a step (a lesson's learn_to).
+            long = {"task": "induction", "steps": 100000, "batch": 8}
+            path = write_commands(tmp, "stepping", [{"do": "learn", "task": long},
+                                                   {"do": "view", "field": "tab", "value": "learn"},
+                                                   {"do": "learn_to", "step": 90000}])
+            with App(app, display.name, ["--commands", path, "--size", "1280x800"]) as gui:
+                d = gui.wait_for("a status while it trains to 90000",
+                                 lambda d: d["state"].get("learn", {}).get("steps_done", 0) > 0
+                                 and "learn_status" in d["state"])
+                s = d["state"]
+                assert not s["learn"]["playing"] and s["learn"]["steps_done"] < 90000, s["learn"]
+                assert "training to 90000" in s["learn_status"] and "paused" not in s["learn_status"], s["learn_status"]
+                print(f"  training to 90000: {s['learn_status']!r}")
+
         return run_checks([("hover and click past the newest step", hover_and_click_past_the_newest),
+                           ("the status while it trains to a step", training_to_a_step),
                            ("the New run form scrolls", new_run_form_scrolls),
                            ("the charts on a projector", charts_on_a_projector)])
 
