@@ -264,8 +264,14 @@ int run(int argc, char** argv) {
       throw InputError(tokenize_model + ": no such file or folder");
     // A model trained here on a text names its tokens in its file: a typed text is cut into those.
     std::shared_ptr<const Gpt2Tokenizer> tokenizer;
-    if (model_file && std::filesystem::is_regular_file(tokenize_model, missing)) {
-      const TokenNames names = readTokenNames(*TensorFile::open(tokenize_model), tokenize_model, -1);
+    // A file that is no tensors (a stand-in name) stands for its folder, as before.
+    std::shared_ptr<const TensorFile> file;
+    if (model_file && std::filesystem::is_regular_file(tokenize_model, missing)) try {
+        file = TensorFile::open(tokenize_model);
+      } catch (const InputError&) {
+      }
+    if (file) {
+      const TokenNames names = readTokenNames(*file, tokenize_model, -1);
       std::string why;
       if (!names.labels.empty() &&
           !(tokenizer = tokenizerOfNames(names, modelFolder(tokenize_model), tokenize_model, &why)))
