@@ -677,11 +677,19 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, int widest, const
     // A map's dimensions show their first as many as the tokens shown (shownWindow): said when some are wider.
     const bool wide = t.head_width > w.rows || t.d_in > w.rows || t.model.d_out > w.rows;
     if (beside) ImGui::SameLine(0, px(16));
-    ImGui::Text("zoom ×%.1f: queries %d–%d, keys %d–%d%s", zoom, w.row0 + 1, w.row0 + w.rows, w.col0 + 1,
-                w.col0 + w.cols, wide ? (", dimensions d0–d" + std::to_string(w.rows - 1)).c_str() : "");
-    ImGui::SameLine();
+    // The button first, whole; the text beside it, or on a line of its own where it does not fit
+    // ("… reset zoo" ran off the tab at 200 %), cut to the tab's width, whole on hover.
     reset = ImGui::SmallButton("reset zoom");
     layout().widget("reset_zoom");
+    char said[160];
+    std::snprintf(said, sizeof said, "zoom ×%.1f: queries %d–%d, keys %d–%d%s", static_cast<double>(zoom), w.row0 + 1,
+                  w.row0 + w.rows, w.col0 + 1, w.col0 + w.cols,
+                  wide ? (", dimensions d0–d" + std::to_string(w.rows - 1)).c_str() : "");
+    ImGui::SameLine();
+    if (ImGui::CalcTextSize(said).x > ImGui::GetContentRegionAvail().x) ImGui::NewLine();
+    const std::string shown = fitText(said, ImGui::GetContentRegionAvail().x);
+    ImGui::TextUnformatted(shown.c_str());
+    if (shown != said && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", said);
   }
   std::string line;
   for (const std::string& n : notes) line += (line.empty() ? "" : "  ·  ") + n;
