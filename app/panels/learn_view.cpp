@@ -232,7 +232,13 @@ void LearnView::form(const PanelContext& ctx, bool running) {
   if (ImGui::BeginCombo("##task", kind.c_str())) {
     for (const TaskInfo& t : taskTable()) {
       if (ImGui::Selectable(t.name, kind == t.name)) form_ = {{"task", t.name}};
-      if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", t.teaches);
+      if (ImGui::IsItemHovered()) {  // the hovered task's, wrapped (one line ran off the window's edge)
+        ImGui::BeginTooltip();
+        ImGui::PushTextWrapPos(px(420));
+        ImGui::Text("%s: %s", t.name, t.teaches);
+        ImGui::PopTextWrapPos();
+        ImGui::EndTooltip();
+      }
     }
     ImGui::EndCombo();
   }
