@@ -181,7 +181,9 @@ def main():
 
             def lock():
                 before = headless("unlocked", [], "--open", multihead, "--size", "1600x1000")
-                d = headless("lock", [{"do": "view", "field": "lock_range", "value": True},
+                # After the first result is on screen: a lock set before there is one takes the first
+                # result's ranges (seed 5's, where a loaded machine's engine was late).
+                d = headless("lock", [{"do": "wait"}, {"do": "view", "field": "lock_range", "value": True},
                                       {"do": "set", "field": "seed", "value": 5}],
                              "--open", multihead, "--size", "1600x1000")
                 old = {e["id"]: e["range"] for e in before["heatmaps"]}

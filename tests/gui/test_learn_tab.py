@@ -23,7 +23,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from test_teaching import App, Display, run_checks, write_commands  # noqa: E402
 
-TASK = {"task": "induction"}  # 1500 steps, scores every 25
+# 1500 steps, scores every 25; a batch of 8 and a width of 32, so that the sanitizer builds train
+# to step 650 within the waits below (the default task took 30 s to step 125 under ASan).
+TASK = {"task": "induction", "batch": 8, "d_model": 32}
+TRAINING = 180  # seconds a wait for a step may take (ASan)
 TRAINED = 266  # between two score records: the newest record is 250, the newest snapshot 266
 
 
@@ -34,7 +37,7 @@ def checks(app, tmp):
                                                {"do": "view", "field": "tab", "value": "learn"}])
             with App(app, display.name, ["--commands", path, "--size", "1280x800"]) as gui:
                 d = gui.settled("the run at step 266", lambda d: d["state"].get("learn", {}).get("steps_done") == TRAINED
-                                and "learn_induction" in d["widgets"])
+                                and "learn_induction" in d["widgets"], timeout=TRAINING)
                 gui.find_window()
 
                 def hover(widget, chart):  # at 80 % of the chart, where step 800 would be: nothing trained there
@@ -62,7 +65,7 @@ def checks(app, tmp):
                                                {"do": "view", "field": "tab", "value": "learn"}])
             with App(app, display.name, ["--commands", path, "--size", "1280x720", "--text-size", "200"]) as gui:
                 gui.settled("the run at step 50", lambda d: d["state"].get("learn", {}).get("steps_done") == 50
-                            and "learn_new_run_button" in d["widgets"])
+                            and "learn_new_run_button" in d["widgets"], timeout=TRAINING)
                 gui.find_window()
                 d = gui.until(lambda attempt: gui.click("learn_new_run_button"), "the New run form",
                               lambda d: "learn_new_run" in d["panels"] and "learn_cancel" in d["widgets"])
@@ -93,7 +96,8 @@ def checks(app, tmp):
                 with App(app, display.name, ["--commands", path, "--size", size, "--text-size", "200"]) as gui:
                     d = gui.settled(f"{size}: the run at step 650",
                                     lambda d: d["state"].get("learn", {}).get("steps_done") == 650
-                                    and "learn_legend" in d["widgets"] and "learn_ticks" in d["state"])
+                                    and "learn_legend" in d["widgets"] and "learn_ticks" in d["state"],
+                                    timeout=TRAINING)
                     s, w = d["state"], d["widgets"]
                     font = s["font_px"]["cells"]
                     # Each chart as tall as a title, three ticks' room and the steps: the loss was a
@@ -135,7 +139,7 @@ def checks(app, tmp):
             with App(app, display.name, ["--commands", path, "--size", "1280x800"]) as gui:
                 d = gui.wait_for("a status while it trains to 90000",
                                  lambda d: d["state"].get("learn", {}).get("steps_done", 0) > 0
-                                 and "learn_status" in d["state"])
+                                 and "learn_status" in d["state"], timeout=TRAINING)
                 s = d["state"]
                 assert not s["learn"]["playing"] and s["learn"]["steps_done"] < 90000, s["learn"]
                 assert "training to 90000" in s["learn_status"] and "paused" not in s["learn_status"], s["learn_status"]
