@@ -190,12 +190,9 @@ int main(int argc, char** argv) {
     // frames to settle) and sleep while only a thread's wake-up can move them on; the bench sleeps
     // like a user's window while it waits for a result, and while a run it records trains
     // (docs/DESIGN.md §3.3).
-    // A window's script that is done leaves it a window like any other (it ran flat out, a core's
-    // worth, after a script that played a run).
-    const bool scripted = script && (headless || !script->done(ctl));
-    const bool may_sleep = bench                  ? bench->maySleep()
-                           : headless || scripted ? !(script && script->canFeed(ctl)) && ctl.waitingForWorkers()
-                                                  : true;
+    const bool may_sleep = bench                 ? bench->maySleep()
+                           : headless || script ? !(script && script->canFeed(ctl)) && ctl.waitingForWorkers()
+                                                : true;
     if (may_sleep && eager_frames <= 0) {
       // A result needs one frame; input two, for ImGui to settle it (hover, popups, layout).
       // While the engine computes and no field has the caret, once a second: under a software
