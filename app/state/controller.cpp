@@ -420,16 +420,15 @@ void Controller::replaced(const Command& c, double now) {
   const bool model_asked = model_.isOpen() || model_load_.busy() || queue_.holds(CommandId::ModelOpen);
   if ((c.id() == CommandId::Open || (c.id() == CommandId::Restore && !model_asked)) && saved.is_object() &&
       saved.contains("trained_model")) {
-    const nlohmann::json& m = saved["trained_model"];
-    if (!m.is_object() || !m.contains("path") || !m["path"].is_string())
-      return showToast("The workspace's trained_model names no path: it was not opened", true, now);
-    nlohmann::json args = {{"path", m["path"]}};
-    for (const char* field : {"num_heads", "layer", "head"})
-      if (m.contains(field) && m[field].is_number_integer()) args[field] = m[field];
-    if (m.contains("prepend_eot") && m["prepend_eot"].is_boolean()) args["prepend_eot"] = m["prepend_eot"];
-    if (m.contains("ids") && m["ids"].is_array()) args["ids"] = m["ids"];
-    opening_saved_model_ = m["path"].get<std::string>();
-    queue_.push("model_open", std::move(args));
+    SavedModelOpening opening;
+    try {
+      opening = readSavedModel(saved["trained_model"]);
+    } catch (const InputError& e) {
+      return showToast("The rest of the workspace is open, but " + std::string(e.what()), true, now);
+    }
+    opening_saved_model_ = opening.args["path"].get<std::string>();
+    saved_model_left_out_ = std::move(opening.left_out);
+    queue_.push("model_open", std::move(opening.args));
   }
 }
 
@@ -831,6 +830,7 @@ void Controller::showWeightsAlone() {
 
 void Controller::openLoadedModel(ModelLoad loaded, double now) {
   const bool saved_model = loaded.command.text("path") == std::exchange(opening_saved_model_, std::string());
+  const std::vector<std::string> left_out = std::exchange(saved_model_left_out_, {});
   if (!loaded.model)
     throw InputError(saved_model ? loaded.error +
                                        ". The rest of the workspace is open; File › Open model… opens "
@@ -868,6 +868,11 @@ void Controller::openLoadedModel(ModelLoad loaded, double now) {
   showWeightsAlone();
   clampView();
   if (hooks_.document_replaced) hooks_.document_replaced();
+  if (saved_model && !left_out.empty()) {
+    std::string fields;
+    for (const std::string& f : left_out) fields += (fields.empty() ? "" : ", ") + f;
+    note += ". Left out of the workspace's trained_model, being damaged: " + fields;
+  }
   for (const std::string& n : loaded.model->notes) note += ". " + n;
   notify(note, now);
 }

@@ -314,6 +314,7 @@ class Controller {
   std::optional<Command> model_loading_;                   // the model_open model_load_ reads for
   std::string model_load_error_;                           // why the last model read failed ("" once one opened)
   std::string opening_saved_model_;  // the path of a model a workspace being opened names (replaced)
+  std::vector<std::string> saved_model_left_out_;          // its damaged fields, said once it is open (readSavedModel)
   ViewState chapter_view_;                                 // the view when the model was opened (chapterView)
   LessonChecker lesson_check_;                             // a lesson being checked before it opens
   Prompts prompts_;

@@ -535,4 +535,30 @@ void saveWorkspace(const std::string& path, const Workspace& ws) {
   writeFileAtomically(path, [&ws](std::ostream& out) { writeWorkspace(out, ws); });
 }
 
+SavedModelOpening readSavedModel(const nlohmann::json& entry) {
+  if (!entry.is_object() || !entry.contains("path") || !entry["path"].is_string() ||
+      entry["path"].get_ref<const std::string&>().empty())
+    throw InputError("the workspace's trained_model names no path: it was not opened");
+  SavedModelOpening o;
+  o.args = {{"path", entry["path"]}};
+  constexpr std::int64_t kMostIds = std::int64_t{1} << 30;  // model_open's bound on a token id
+  const auto id = [&](const nlohmann::json& v) {
+    return v.is_number_integer() && v.get<std::int64_t>() >= 0 && v.get<std::int64_t>() <= kMostIds;
+  };
+  const auto keep = [&](const char* field, bool well_formed) {
+    if (!entry.contains(field)) return;
+    if (well_formed)
+      o.args[field] = entry[field];
+    else
+      o.left_out.emplace_back(field);
+  };
+  for (const char* field : {"num_heads", "layer", "head"})
+    keep(field, entry.contains(field) && entry[field].is_number_integer() &&
+                    std::abs(entry[field].get<std::int64_t>()) <= kMostIds);
+  keep("prepend_eot", entry.contains("prepend_eot") && entry["prepend_eot"].is_boolean());
+  keep("ids",
+       entry.contains("ids") && entry["ids"].is_array() && std::all_of(entry["ids"].begin(), entry["ids"].end(), id));
+  return o;
+}
+
 }  // namespace attnscope

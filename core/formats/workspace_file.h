@@ -70,4 +70,15 @@ void writeWorkspace(std::ostream& out, const Workspace& ws);
 // InputError naming the path on failure.
 void saveWorkspace(const std::string& path, const Workspace& ws);
 
+// The view's "trained_model" (docs/DESIGN.md §3.1 "A trained model in a workspace"), read as
+// model_open's arguments: "path" (a string; without one, an InputError — nothing to open), and of
+// "num_heads", "layer", "head" (integers), "prepend_eot" (a boolean) and "ids" (token ids, integers
+// ≥ 0) those that are well formed. A field present but malformed is left out of `args` and named in
+// `left_out`, so a damaged entry still opens the model, at its first text or layer, and says so.
+struct SavedModelOpening {
+  nlohmann::json args;
+  std::vector<std::string> left_out;
+};
+SavedModelOpening readSavedModel(const nlohmann::json& entry);
+
 }  // namespace attnscope

@@ -622,6 +622,70 @@ TEST_F(ControllerTest, UndoTakesAwayTheNoteOfTheEditItUndoes) {
   EXPECT_EQ(c.toast().text, refusal) << "an error is not wiped by the next command";
 }
 
+// A workspace whose view.trained_model was damaged (a hand edit, another program): without a path
+// it is one message and the chapter opens; a malformed field is left out, named, and the model opens
+// without it — never a refusal of the whole workspace, never a field taken as something else.
+TEST_F(ControllerTest, ADamagedTrainedModelEntryIsOneMessageAndTheRestOpens) {
+  const std::string model = writeTinyModel(path("m.safetensors"));
+  const auto workspaceWith = [&](const std::string& name, const nlohmann::json& entry) {
+    Workspace ws = bookExample();
+    ws.model.seed = 77;
+    ws.view["trained_model"] = entry;
+    saveWorkspace(path(name), ws);
+    return path(name);
+  };
+  for (const nlohmann::json& no_path :
+       {nlohmann::json("m.safetensors"), nlohmann::json::array({model}), nlohmann::json{{"path", 5}},
+        nlohmann::json{{"path", ""}}, nlohmann::json{{"ids", {1, 2}}}}) {
+    Controller c = make();
+    user(c, "open", {{"path", workspaceWith("no-path.json", no_path)}});
+    settle(c);
+    EXPECT_EQ(seedOf(c), 77u) << "the chapter opened: " << no_path.dump();
+    EXPECT_FALSE(c.model().isOpen());
+    EXPECT_TRUE(c.toast().error) << no_path.dump();
+    EXPECT_EQ(c.toast().text,
+              "The rest of the workspace is open, but the workspace's trained_model names no path: "
+              "it was not opened")
+        << no_path.dump();
+  }
+
+  // Its ids, layer and prepend_eot damaged: the model opens at its first text and layer, the note
+  // naming all three (a head is taken only with the text it was saved with).
+  Controller c = make();
+  user(c, "open",
+       {{"path", workspaceWith("damaged.json", {{"path", model},
+                                                {"num_heads", 2},
+                                                {"ids", {3, "four", 5}},
+                                                {"layer", "1"},
+                                                {"prepend_eot", 1},
+                                                {"head", 1}})}});
+  settle(c);
+  ASSERT_TRUE(c.model().isOpen()) << c.toast().text;
+  EXPECT_EQ(seedOf(c), 77u);
+  EXPECT_EQ(c.model().ids(), (std::vector<int>{0, 1, 2, 3, 4, 5})) << "the first text of a model without a tokenizer";
+  EXPECT_EQ(c.model().layer(), 0);
+  EXPECT_FALSE(c.toast().error) << c.toast().text;
+  EXPECT_NE(c.toast().text.find("Left out of the workspace's trained_model, being damaged: layer, prepend_eot, ids"),
+            std::string::npos)
+      << c.toast().text;
+
+  // Well formed, the same entry opens where it was saved.
+  Controller d = make();
+  user(d, "open",
+       {{"path", workspaceWith("whole.json", {{"path", model},
+                                              {"num_heads", 2},
+                                              {"ids", {3, 4, 5, 6}},
+                                              {"layer", 1},
+                                              {"prepend_eot", false},
+                                              {"head", 1}})}});
+  settle(d);
+  ASSERT_TRUE(d.model().isOpen()) << d.toast().text;
+  EXPECT_EQ(d.model().ids(), (std::vector<int>{3, 4, 5, 6}));
+  EXPECT_EQ(d.model().layer(), 1);
+  EXPECT_EQ(d.view().head, 1);
+  EXPECT_EQ(d.toast().text.find("Left out"), std::string::npos) << d.toast().text;
+}
+
 TEST_F(ControllerTest, AModelThatCannotBeOpenedIsSaidOnceAndTheProgressEnds) {
   Controller c = make();
   const std::string missing = path("no-such-model");
