@@ -153,7 +153,7 @@ void App::recordState() const {
        {"last_screenshot", ctl_.lastScreenshot()},
        {"workspace", workspaceToJson(saved)},
        {"file", doc.file()},
-       {"dirty", doc.dirty()},
+       {"dirty", ctl_.unsaved()},  // the document's edits or a model's text
        {"can_undo", doc.history().canUndo()},
        {"history_bytes", doc.history().bytes()},
        {"pinned", ctl_.pinned() != nullptr},

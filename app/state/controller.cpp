@@ -209,7 +209,7 @@ void Controller::watchFiles(double now) {
 bool Controller::asksFirst(const Command& c) const {
   const CommandInfo& info = c.info();
   if (!info.has(kAsksFirst)) return false;
-  if (!interactive_ || !doc_.dirty() || (c.has("discard") && c.flag("discard"))) return false;
+  if (!interactive_ || !unsaved() || (c.has("discard") && c.flag("discard"))) return false;
   return info.has(kAsksScripts) || c.script_index < 0;  // scripts run unattended
 }
 
@@ -336,7 +336,7 @@ void Controller::applyToDocument(const Command& c, double now) {
     }
     return;
   }
-  if (c.id() == CommandId::Open && doc_.dirty() && interactive_ && !(c.has("discard") && c.flag("discard"))) {
+  if (c.id() == CommandId::Open && unsaved() && interactive_ && !(c.has("discard") && c.flag("discard"))) {
     // A script's open in a session the user sees is not asked about. Opening starts a new
     // history, so the unsaved work would be gone (and the autosave overwritten): it is written
     // to the state folder first, and the user told where.
@@ -755,6 +755,7 @@ void Controller::save(const Command& c, double now) {
     throw notSaved(e.what());
   }
   doc_.markSaved(path);
+  model_text_saved_ = modelText(savedModel());
   if (hooks_.file_used) hooks_.file_used(path);
   showToast("Saved " + path, false, now);
   if (after_save_) {  // the prompt's "Save": now quit, open, … as asked
@@ -812,6 +813,21 @@ std::vector<int> tokenIdsArgument(const nlohmann::json& j) {
 }
 
 }  // namespace
+
+// The part of a trained_model entry that is the user's work: which model read which text. The
+// layer and head are the view's, as the chapter's selection is (they never mark a file unsaved).
+nlohmann::json Controller::modelText(const nlohmann::json& entry) {
+  if (entry.is_null()) return nullptr;
+  return {{"path", entry.value("path", "")},
+          {"ids", entry.value("ids", nlohmann::json())},
+          {"prepend_eot", entry.value("prepend_eot", false)}};
+}
+
+bool Controller::unsaved() const {
+  if (doc_.dirty()) return true;
+  const nlohmann::json text = modelText(savedModel());
+  return !text.is_null() && text != model_text_saved_;
+}
 
 nlohmann::json Controller::savedModel() const {
   nlohmann::json m = model_.saved();
@@ -874,6 +890,7 @@ void Controller::openLoadedModel(ModelLoad loaded, double now) {
     note += ". Left out of the workspace's trained_model, being damaged: " + fields;
   }
   for (const std::string& n : loaded.model->notes) note += ". " + n;
+  model_text_saved_ = modelText(savedModel());  // its text is the user's work from here (unsaved)
   notify(note, now);
 }
 
@@ -1431,7 +1448,7 @@ void Controller::endFrame(double now, bool mouse_down, bool typing, double draw_
     after_typing_.clear();
     typing_ = false;
   }
-  autosave_.update(doc_, chapterView(), now, savedModel());
+  autosave_.update(doc_, chapterView(), now, savedModel(), unsaved());
   if (auto message = autosave_.takeMessage()) showToast(message->first, message->second, now);
 }
 
@@ -1449,7 +1466,7 @@ double Controller::idleTimeout(double now, double longest) const {
 
 std::string Controller::windowTitle() const {
   const std::string name = doc_.file().empty() ? "untitled" : fs::path(doc_.file()).filename().string();
-  const std::string chapter = name + (doc_.dirty() ? " •" : "");
+  const std::string chapter = name + (unsaved() ? " •" : "");
   std::string title = "attnscope — " + chapter;
   if (model_.given())
     title = "attnscope — " + (model_.given()->title.empty() ? std::string("attention maps") : model_.given()->title) +

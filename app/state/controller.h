@@ -177,6 +177,7 @@ class Controller {
   // The open model as a saved workspace keeps it beside the chapter's view ("trained_model":
   // ModelSession::saved and the head shown), or null; opening such a workspace opens it again.
   nlohmann::json savedModel() const;
+  static nlohmann::json modelText(const nlohmann::json& entry);
   const Prompts& prompts() const { return prompts_; }
   const Toast& toast() const { return toast_; }
   const std::string& lastScreenshot() const { return last_screenshot_; }
@@ -185,6 +186,10 @@ class Controller {
   std::string promptedCommand() const { return pending_ ? pending_->name : ""; }
   std::string commandAfterSave() const { return after_save_ ? after_save_->name : ""; }
   std::string windowTitle() const;
+  // Whether quitting or replacing the workspace would lose work: the document's edits since it was
+  // opened or saved, or a trained model's text changed since it was opened or saved (a workspace
+  // keeps it: savedModel).
+  bool unsaved() const;
 
  private:
   void apply(const Command& c, double now);  // throws InputError
@@ -314,6 +319,7 @@ class Controller {
   std::optional<Command> model_loading_;                   // the model_open model_load_ reads for
   std::string model_load_error_;                           // why the last model read failed ("" once one opened)
   std::string opening_saved_model_;  // the path of a model a workspace being opened names (replaced)
+  nlohmann::json model_text_saved_;  // modelText of the open model when it was opened or last saved
   std::vector<std::string> saved_model_left_out_;          // its damaged fields, said once it is open (readSavedModel)
   ViewState chapter_view_;                                 // the view when the model was opened (chapterView)
   LessonChecker lesson_check_;                             // a lesson being checked before it opens

@@ -190,8 +190,8 @@ std::string InstanceSlot::collectOrphans() const {
 
 // ---- the autosave -------------------------------------------------------------------------------
 
-void Autosave::update(const Document& doc, const ViewState& view_state, double now,
-                      const nlohmann::json& trained_model) {
+void Autosave::update(const Document& doc, const ViewState& view_state, double now, const nlohmann::json& trained_model,
+                      bool unsaved) {
   if (path_.empty()) return;
   if (std::optional<Written> done = writing_->poll()) {  // the last write ended
     gap_ = std::max(0.5, 10 * done->seconds);
@@ -214,7 +214,7 @@ void Autosave::update(const Document& doc, const ViewState& view_state, double n
   if (!trained_model.is_null()) view["trained_model"] = trained_model;
   putFileName(view, doc.file());
   putFileStamp(view, doc.fileStamp());
-  view["dirty"] = doc.dirty();
+  view["dirty"] = unsaved;
   std::string view_text = jsonText(view);
   // Serializing a GPT-2-sized workspace takes a while: only when the inputs or the view changed.
   // While writing fails, it is tried again at most every few seconds.

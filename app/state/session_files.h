@@ -62,8 +62,10 @@ class Autosave {
   // changed and the last write is older than a moment — on a thread of its own (a GPT-2-sized
   // workspace is 35 MB of text: 240 ms that held the window and the notebook's reply), from a copy
   // taken here, one write at a time; the next is taken once it is done. `trained_model`: the open
-  // model's (ModelSession::saved), kept in the view as "trained_model" when not null.
-  void update(const Document& doc, const ViewState& view, double now, const nlohmann::json& trained_model = nullptr);
+  // model's (ModelSession::saved), kept in the view as "trained_model" when not null; `unsaved`:
+  // the unsaved mark, the document's or the model's text (Controller::unsaved).
+  void update(const Document& doc, const ViewState& view, double now, const nlohmann::json& trained_model,
+              bool unsaved);
   // The autosave file, or "" when there is none (or autosaving is off).
   std::string pending() const;
   // A change of state the user must hear of, once: autosaving stopped working (a full or read-only

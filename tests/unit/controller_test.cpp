@@ -522,6 +522,64 @@ TEST_F(ControllerTest, AModelsLayerInEveryViewAndATokenChangeKeepsItsTrace) {
   EXPECT_EQ(c.model().tokenCount(), 8);
 }
 
+// A model's text the user typed is work a workspace keeps (view.trained_model): changed since the
+// model was opened or saved, it is unsaved — the title's mark, the prompt before quitting or
+// opening another file, the autosave's mark — as a chapter's edit is. Opening a model, its layer
+// and head, and undoing back to the text it opened with are not.
+TEST_F(ControllerTest, AModelsTypedTextIsUnsavedWorkUntilSaved) {
+  const std::string file = path("w.json");
+  Controller c = make(file);
+  user(c, "model_open", {{"path", writeTinyModel(path("m.safetensors"))}, {"num_heads", 2}});
+  settle(c);
+  ASSERT_TRUE(c.model().isOpen()) << c.toast().text;
+  EXPECT_FALSE(c.unsaved()) << "opening a model is no change of the user's";
+  user(c, "select_layer", {{"layer", 1}, {"head", 1}});
+  EXPECT_FALSE(c.unsaved()) << "the layer and head are the view's";
+  user(c, "quit");
+  EXPECT_TRUE(c.quitRequested()) << "nothing to ask";
+
+  Controller d = make(file);
+  user(d, "model_open", {{"path", path("m.safetensors")}, {"num_heads", 2}});
+  settle(d);
+  d.autosaveTo(path("autosave.json"));
+  user(d, "text", {{"ids", {7, 8, 9}}});
+  EXPECT_TRUE(d.unsaved());
+  // The autosave marks it unsaved, so that the next `attnscope w.json` restores it (planRecovery).
+  nlohmann::json autosaved = nlohmann::json::object();
+  const auto autosavedIds = [&] {
+    const nlohmann::json* ids = autosaved.contains("trained_model") ? &autosaved["trained_model"]["ids"] : nullptr;
+    return ids ? *ids : nlohmann::json();
+  };
+  for (double now = 1; now < 600 && autosavedIds() != nlohmann::json({7, 8, 9}); now += 1) {
+    d.update(now);
+    d.endFrame(now, false, false, 1.0);  // the autosave is written at a frame's end
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (fs::exists(path("autosave.json"))) autosaved = loadWorkspace(path("autosave.json"), Controller::limits()).view;
+  }
+  EXPECT_EQ(autosaved.value("dirty", false), true) << autosaved.dump();
+  EXPECT_FALSE(d.document().dirty()) << "the chapter's document is as it was";
+  EXPECT_NE(d.windowTitle().find("w.json •"), std::string::npos) << d.windowTitle();
+  user(d, "quit");
+  EXPECT_FALSE(d.quitRequested());
+  EXPECT_EQ(d.prompts().unsaved_action, "quit");
+  user(d, "unsaved", {{"choice", "cancel"}});
+  user(d, "undo");
+  EXPECT_FALSE(d.unsaved()) << "back to the text it opened with";
+  user(d, "redo");
+  EXPECT_TRUE(d.unsaved());
+  user(d, "save");
+  EXPECT_FALSE(d.unsaved()) << d.toast().text;
+  EXPECT_EQ(nlohmann::json::parse(read(file))["view"]["trained_model"]["ids"], nlohmann::json({7, 8, 9}));
+  EXPECT_EQ(d.windowTitle().find("•"), std::string::npos) << d.windowTitle();
+  user(d, "append_token", {{"id", 3}});
+  EXPECT_TRUE(d.unsaved());
+  user(d, "quit");
+  EXPECT_EQ(d.prompts().unsaved_action, "quit");
+  user(d, "unsaved", {{"choice", "save"}});
+  EXPECT_TRUE(d.quitRequested());
+  EXPECT_EQ(nlohmann::json::parse(read(file))["view"]["trained_model"]["ids"], nlohmann::json({7, 8, 9, 3}));
+}
+
 TEST_F(ControllerTest, UndoAndRedoWithAModelOpenAreItsTexts) {
   Controller c = make();
   user(c, "set", {{"field", "seed"}, {"value", 31}});  // the chapter's own step, set aside with it
