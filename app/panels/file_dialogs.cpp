@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <utility>
 #include <vector>
 
 #include "engine/errors.h"
@@ -83,6 +84,16 @@ void FileDialogs::begin(const std::string& which, const std::string& stage, int 
   message_.clear();
   name_wanted_ = which == "export_map";  // b1_h2_weights.csv: the batch shown is known when drawn
   name_ = kind->default_name;
+}
+
+bool FileDialogs::modelRead(const std::string& path, const std::string& why) {
+  const std::optional<ModelChoice> chosen = std::exchange(model_chosen_, std::nullopt);
+  if (why.empty() || !chosen || chosen->path != path || !which_.empty()) return false;
+  begin("open_model");
+  folder_ = chosen->folder;
+  name_ = chosen->name;
+  message_ = why;
+  return true;
 }
 
 bool FileDialogs::usable(const std::string& file) const {
@@ -217,8 +228,9 @@ void FileDialogs::draw(const PanelContext& ctx, const Prompts& prompts) {
     }
     const bool ok = browse();
     if (kind) {
-      layout().state()["file_dialog"] = {{"which", which_},   {"folder", folder_},   {"name", name_},
-                                         {"format", format_}, {"message", message_}, {"files", listed_}};
+      layout().state()["file_dialog"] = {
+          {"which", which_},  {"folder", folder_},          {"name", name_}, {"format", format_}, {"message", message_},
+          {"files", listed_}, {"model_heads", model_heads_}};
     }
     std::string format = format_;
     if (ok && which_ == "export_map" && !name_.empty()) {
@@ -234,6 +246,7 @@ void FileDialogs::draw(const PanelContext& ctx, const Prompts& prompts) {
         nlohmann::json args = {{"path", path}};
         if (model_heads_ > 0) args["num_heads"] = model_heads_;
         cmd.push("model_open", args);
+        model_chosen_ = ModelChoice{path, folder_, name_};
       } else if (which_ == "open") {
         cmd.push("open", {{"path", path}});
       } else if (which_ == "open_lesson") {  // checked whole when opened: a damaged one is one message

@@ -13,6 +13,7 @@
 // follows the chosen format and the format follows a typed extension (formats/export.h, mapFileFormat); an extension
 // that is no format is one message, and nothing is written. The layout dump's state holds "file_dialog" (tests).
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,12 @@ class FileDialogs {
   void draw(const PanelContext& ctx, const Prompts& prompts);
   // A file was opened or saved: recent files and the last folder.
   void remember(const std::string& path) { settings_ = rememberFile(path); }
+  // A model the user opened was read (off the UI thread, so after the dialog closed): `why` it could
+  // not be opened, or "". One last chosen in the Open model dialog and refused brings the dialog
+  // back as it was — folder, name, heads — saying why, so the user mends the choice there rather
+  // than browsing again: true. False for one opened, or one this dialog did not choose (a recent
+  // file, --model).
+  bool modelRead(const std::string& path, const std::string& why);
   const Settings& settings() const { return settings_; }
 
  private:
@@ -52,6 +59,10 @@ class FileDialogs {
   std::vector<std::string> listed_;  // the files listed in the last frame (the layout dump)
   int trace_format_ = 0;             // export the trace: JSON, CSV, .npy
   int model_heads_ = 0;              // open a model: its heads when it has no config.json (0: d / 64)
+  struct ModelChoice {               // the model_open this dialog pushed, until it is opened or refused
+    std::string path, folder, name;
+  };
+  std::optional<ModelChoice> model_chosen_;
   std::string overwrite_path_;       // the changed-on-disk prompt's file, "" for none
   // A prompt answered in this frame, its command not applied yet: not opened again meanwhile.
   bool unsaved_answered_ = false, recovery_answered_ = false;

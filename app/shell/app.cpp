@@ -68,6 +68,7 @@ ControllerHooks App::controllerHooks() {
   h.ask_overwrite = [this](const std::string& path) { dialogs_.askOverwrite(path); };
   h.saving = [this] { return dialogs_.saving(); };
   h.file_used = [this](const std::string& path) { dialogs_.remember(path); };
+  h.model_read = [this](const std::string& path, const std::string& why) { return dialogs_.modelRead(path, why); };
   return h;
 }
 

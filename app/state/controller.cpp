@@ -123,13 +123,15 @@ void Controller::update(double now) {
     model_loading_.reset();
     if (toast_.text.rfind("Opening the model ", 0) == 0) endProgress();  // the progress is over
     const Command c = loaded->command;
+    const bool users_own = c.script_index < 0 && !c.listener && hooks_.model_read;  // perhaps from its dialog
     try {
       openLoadedModel(std::move(*loaded), now);
       model_load_error_.clear();
       applied(c, false);
+      if (users_own) hooks_.model_read(c.text("path"), "");
     } catch (const InputError& e) {
       model_load_error_ = e.what();
-      fail(c, e.what(), now);
+      if (!users_own || !hooks_.model_read(c.text("path"), e.what())) fail(c, e.what(), now);
     }
   }
   watchFiles(now);

@@ -74,6 +74,9 @@ struct ControllerHooks {
   std::function<void(const std::string& path)> ask_overwrite;  // the file changed on disk: Overwrite, Save as, Cancel
   std::function<bool()> saving;                                // a Save as dialog or that prompt is up
   std::function<void(const std::string& path)> file_used;      // opened or saved: recent files
+  // A model the user chose was read: why it could not be opened, or "" (it is open). True if the
+  // dialog it was chosen in is back, saying why (then no toast says it again).
+  std::function<bool(const std::string& path, const std::string& why)> model_read;
 };
 
 class Controller {

@@ -43,7 +43,9 @@ Checked, headless (--commands, the buttons' own commands):
   - a folder without a tokenizer opens with a note and reads ids; `--bench-interaction --model
     --bench-tokens T` on it times its opening and T-token text edits (the JSON's keys and sane
     values, no thresholds), and refuses more tokens than the model reads in one line, exit 2.
-Interactive (xdotool): a click on a thumbnail of the Layers grid selects that layer and head.
+Interactive (xdotool): a click on a thumbnail of the Layers grid selects that layer and head; File ›
+Open model… on a file it cannot open without its heads comes back with why and the file chosen, and
+the heads given there open it.
 Usage: test_model_view.py APP CLI ASSETS_DIR
 """
 import json
@@ -851,6 +853,41 @@ def checks(tmp):
                 print(f"  clicked layer_2_head_1 at {w}: the views show layer {d['state']['model']['shown_layer']}, "
                       f"head {d['state']['head']}")
 
+        def a_refused_model_keeps_its_dialog():
+            # File › Open model… on the book's GPTModel without its heads (width 48): the model is read
+            # after the dialog closed, so the refusal brought the user back to browsing. Now the
+            # dialog comes back, the file still chosen, saying why (no toast besides); the heads
+            # given there, Open opens it.
+            book = os.path.join(tmp, "headless-book")
+            os.makedirs(book, exist_ok=True)
+            m48, _ = gm.tiny_model(3, vocab_size=VOCAB, emb_dim=48, n_heads=2)
+            gm.save_safetensors(os.path.join(book, "book"), gm.book_state_dict(m48))
+            chosen = os.path.join(book, "book.safetensors")
+            cmds = write_commands(tmp, "open-model-dialog", [{"do": "dialog", "which": "open_model"}])
+            with App(app, display.name, ["--commands", cmds, "--size", "1280x800"]) as a:
+                a.find_window()
+                a.wait_for("the Open model dialog", lambda d: d["state"].get("file_dialog", {}).get("which") == "open_model"
+                           and "file_name" in d["widgets"])
+                a.type_file_name(chosen)
+                a.click("file_ok")
+                d = a.wait_for("the dialog back with why", lambda d: "not a multiple of 64" in
+                               (d["state"].get("file_dialog") or {}).get("message", "") and "file_ok" in d["widgets"])
+                fd = d["state"]["file_dialog"]
+                assert fd["which"] == "open_model" and fd["name"] == chosen, fd
+                assert "multiple of 64" not in d["state"].get("toast", ""), d["state"].get("toast")
+                assert d["state"].get("model") is None
+                print(f"  refused: the dialog back on {fd['name']!r}: {fd['message']!r}")
+                r = d["widgets"]["file_model_heads"]  # the field, then −, +, and its label
+                a.click_at(r["x"] + 20, r["y"] + r["h"] / 2)
+                a.key("ctrl+a")
+                a.type("2")
+                a.wait_for("2 heads typed", lambda d: d["state"]["file_dialog"]["model_heads"] == 2)
+                a.click("file_ok")
+                d = a.settled("the model open", lambda d: d["state"].get("model") is not None)
+                assert len(d["state"]["model"]["labels"]) == 3 * 2, d["state"]["model"]["labels"]
+                assert not d["state"].get("file_dialog"), d["state"].get("file_dialog")
+                print(f"  2 heads given in the dialog: opened, {len(d['state']['model']['labels'])} heads' labels")
+
         def the_module_card_names_the_layer():
             # The module's card over a trained model's concatenated heads names its layer, not the
             # chapter's step (it read "The module: 4b · Multi-head attention").
@@ -1137,6 +1174,7 @@ def checks(tmp):
                            ("a trained text's model takes text", a_trained_texts_model_takes_text),
                            ("a workspace keeps its model", a_workspace_keeps_its_model),
                            ("a click on a thumbnail", click_a_thumbnail),
+                           ("a refused model keeps its dialog", a_refused_model_keeps_its_dialog),
                            ("the pipeline scrolls", the_pipeline_scrolls),
                            ("the module's card names the layer", the_module_card_names_the_layer),
                            ("the scores table with 12 heads a layer", the_scores_table_with_many_heads),
