@@ -119,7 +119,11 @@ bool FileDialogs::browse() {
   ImGui::InputText("##folder", &folder_);
   layout().widget("file_folder");
   std::error_code ec;
-  ImGui::BeginChild("entries", ImVec2(px(520), px(260)), true);
+  // The list gives up height until the whole dialog fits the window (list_height_): at 1280 × 720
+  // and 200 % its 520 px pushed the name, the heads, Open and Cancel below the window's edge.
+  const float lines = ImGui::GetTextLineHeightWithSpacing();
+  const float list_height = list_height_ > 0 ? list_height_ : px(260);
+  ImGui::BeginChild("entries", ImVec2(px(520), list_height), true);
   if (ImGui::Selectable("..")) folder_ = fs::path(folder_).parent_path().string();
   std::vector<fs::directory_entry> entries;
   for (const auto& e : fs::directory_iterator(folder_, fs::directory_options::skip_permission_denied, ec))
@@ -157,12 +161,15 @@ bool FileDialogs::browse() {
   if (ImGui::IsItemEdited()) typed();
   layout().widget("file_name");
   if (which_ == "open_model") {
+    // What it opens, unless a refusal below says what to mend (both overflowed 1280 × 720 at 200 %).
     const bool hf = fs::is_regular_file(fs::path(folder_) / "config.json", ec);
     ImGui::PushTextWrapPos(px(520));
-    ImGui::TextDisabled(hf ? "This folder holds config.json: Open with no file chosen opens it as a Hugging Face model."
-                           : "A Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt): "
-                             "go into it and Open. Or the book's GPTModel: a .pth, .safetensors or .npz file, "
-                             "with vocab.json and merges.txt beside it.");
+    if (message_.empty())
+      ImGui::TextDisabled(
+          hf ? "This folder holds config.json: Open with no file chosen opens it as a Hugging Face model."
+             : "A Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt): "
+               "go into it and Open. Or the book's GPTModel: a .pth, .safetensors or .npz file, "
+               "with vocab.json and merges.txt beside it.");
     ImGui::PopTextWrapPos();
     ImGui::SetNextItemWidth(px(140));
     ImGui::InputInt("heads, for a file without config.json (0: its width / 64)", &model_heads_);
@@ -186,7 +193,9 @@ bool FileDialogs::browse() {
       }
       layout().widget("file_format_" + f);
     }
+    ImGui::PushTextWrapPos(px(520));
     ImGui::TextDisabled("CSV, JSON, .npy: the numbers · PNG: as on screen · SVG, PDF: vector figures");
+    ImGui::PopTextWrapPos();
   }
   if (!message_.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, theme().selection);
@@ -203,6 +212,14 @@ bool FileDialogs::browse() {
   // Escape cancels, as in any dialog. A quit waiting for this save does not happen (Controller::update).
   const bool cancel = ImGui::Button("Cancel") || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape), false);
   layout().widget("file_cancel");
+  // The content's bottom against the window's (a margin of a line each side): taken from the
+  // list's height, down to four lines; the dialog scrolls only below that.
+  const float bottom = ImGui::GetCursorPosY() + ImGui::GetStyle().WindowPadding.y;
+  const float room = ImGui::GetIO().DisplaySize.y - 2 * lines;
+  list_height_ = std::clamp(list_height - (bottom - room), 4 * lines, px(260));
+  const float top = ImGui::GetWindowPos().y, height = ImGui::GetWindowSize().y;
+  recentre_ = list_height_ < px(260) - 0.5f || top < 0 ||  // fitted to the window (kept in its middle), or cut
+              top + height > ImGui::GetIO().DisplaySize.y + 0.5f;
   if (cancel) {
     which_.clear();
     ImGui::CloseCurrentPopup();
@@ -218,6 +235,10 @@ void FileDialogs::draw(const PanelContext& ctx, const Prompts& prompts) {
     Stage stage = Stage::Weights;
     if (parseStage(stage_, &stage)) name_ = mapFileStem(ctx.snapshot->batch, head_, stage) + "." + format_;
     name_wanted_ = false;
+  }
+  if (std::exchange(recentre_, false)) {  // it grew or shrank off the window: back in the middle
+    const ImVec2 display = ImGui::GetIO().DisplaySize;
+    ImGui::SetNextWindowPos(ImVec2(display.x / 2, display.y / 2), ImGuiCond_Always, ImVec2(0.5f, 0.5f));
   }
   if (ImGui::BeginPopupModal("##file", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
     ImGui::TextUnformatted(kind ? kind->title : "");

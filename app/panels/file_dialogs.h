@@ -58,6 +58,8 @@ class FileDialogs {
   std::string message_;              // why OK does not go on (an extension that is no format); "" for none
   std::vector<std::string> listed_;  // the files listed in the last frame (the layout dump)
   int trace_format_ = 0;             // export the trace: JSON, CSV, .npy
+  float list_height_ = 0;            // the file list's height as the last frame fitted it (0: not yet)
+  bool recentre_ = false;            // the dialog reached past the window's edge in the last frame
   int model_heads_ = 0;              // open a model: its heads when it has no config.json (0: d / 64)
   struct ModelChoice {               // the model_open this dialog pushed, until it is opened or refused
     std::string path, folder, name;

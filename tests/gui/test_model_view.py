@@ -45,7 +45,8 @@ Checked, headless (--commands, the buttons' own commands):
     values, no thresholds), and refuses more tokens than the model reads in one line, exit 2.
 Interactive (xdotool): a click on a thumbnail of the Layers grid selects that layer and head; File ›
 Open model… on a file it cannot open without its heads comes back with why and the file chosen, and
-the heads given there open it.
+the heads given there open it; at 1280 × 720 / 200 % the dialog and its refusal are whole in the
+window.
 Usage: test_model_view.py APP CLI ASSETS_DIR
 """
 import json
@@ -864,10 +865,18 @@ def checks(tmp):
             gm.save_safetensors(os.path.join(book, "book"), gm.book_state_dict(m48))
             chosen = os.path.join(book, "book.safetensors")
             cmds = write_commands(tmp, "open-model-dialog", [{"do": "dialog", "which": "open_model"}])
-            with App(app, display.name, ["--commands", cmds, "--size", "1280x800"]) as a:
+            # At 1280 × 720 and 200 % its list of 520 px had put the name, the heads, Open and Cancel
+            # below the window's edge: the list gives way, the hint too while a refusal is shown.
+            def whole(d, when):
+                for name in ("file_folder", "file_name", "file_model_heads", "file_ok", "file_cancel"):
+                    r = d["widgets"][name]
+                    assert 0 <= r["y"] and r["y"] + r["h"] <= 720 + 0.5, f"{when}: {name} {r} outside 1280 × 720"
+            with App(app, display.name, ["--commands", cmds, "--size", "1280x720", "--text-size", "200"]) as a:
                 a.find_window()
-                a.wait_for("the Open model dialog", lambda d: d["state"].get("file_dialog", {}).get("which") == "open_model"
-                           and "file_name" in d["widgets"])
+                d = a.wait_for("the Open model dialog", lambda d: d["state"].get("file_dialog", {}).get("which") == "open_model"
+                               and "file_name" in d["widgets"])
+                time.sleep(0.5)  # fitted over its first frames
+                whole(a.layout(), "the dialog")
                 a.type_file_name(chosen)
                 a.click("file_ok")
                 d = a.wait_for("the dialog back with why", lambda d: "not a multiple of 64" in
@@ -876,7 +885,10 @@ def checks(tmp):
                 assert fd["which"] == "open_model" and fd["name"] == chosen, fd
                 assert "multiple of 64" not in d["state"].get("toast", ""), d["state"].get("toast")
                 assert d["state"].get("model") is None
-                print(f"  refused: the dialog back on {fd['name']!r}: {fd['message']!r}")
+                time.sleep(0.5)
+                d = a.layout()
+                whole(d, "the refusal")
+                print(f"  refused: the dialog back on {fd['name']!r}, whole at 1280 × 720 / 200 %: {fd['message']!r}")
                 r = d["widgets"]["file_model_heads"]  # the field, then −, +, and its label
                 a.click_at(r["x"] + 20, r["y"] + r["h"] / 2)
                 a.key("ctrl+a")
