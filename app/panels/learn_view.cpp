@@ -195,7 +195,21 @@ void LearnView::draw(const PanelContext& ctx) {
   layout().panel("learn_run", ImGui::GetWindowPos(),
                  ImVec2(ImGui::GetWindowPos().x + ImGui::GetWindowSize().x,
                         ImGui::GetWindowPos().y + ImGui::GetWindowSize().y));
-  controls(ctx);
+  // A lesson's step drives the run and speaks of its charts: the status, then the charts in the
+  // room in view, the buttons and the timeline after them (a scroll away where the tab is short: at
+  // 1280 × 720 and 200 % they had pushed "The phase change"'s score chart below the fold).
+  if (ctx.lesson_step && !form_open_) {
+    status(ctx, true);
+    ImGui::Separator();
+    charts(ctx, ImGui::GetContentRegionAvail());
+    ImGui::Separator();
+    buttons(ctx);
+    timeline(ctx);
+    ImGui::EndChild();
+    return;
+  }
+  buttons(ctx);
+  status(ctx, false);
   if (form_open_) {
     // In a child that scrolls too, as tall as it was last frame or the room left: at 1280 × 720 and
     // 200 % Start and Cancel were below the window's edge and nothing scrolled. The timeline and the
@@ -351,9 +365,8 @@ void LearnView::form(const PanelContext& ctx, bool running) {
   }
 }
 
-void LearnView::controls(const PanelContext& ctx) {
+void LearnView::buttons(const PanelContext& ctx) {
   const LearnSession& run = *ctx.learn;
-  const TrainTask& t = run.task();
   if (run.playing()) {
     if (ImGui::Button("Pause")) ctx.commands.push("learn_pause");
   } else {
@@ -381,6 +394,11 @@ void LearnView::controls(const PanelContext& ctx) {
         "The model as it is now, as the book's GPTModel state_dict (.npz, .safetensors, .pth or .pt): "
         "torch.load the .pth (or np.load the .npz) into load_state_dict, or open it with File › Open model");
   layout().widget("learn_save");
+}
+
+void LearnView::status(const PanelContext& ctx, bool first) {
+  const LearnSession& run = *ctx.learn;
+  const TrainTask& t = run.task();
   // The run as it was at a step behind the one trained (a lesson's Back, learn_to) says so, its
   // loss that step's, as the charts end there.
   const bool as_it_was = ctx.learn_horizon >= 0 && ctx.learn_horizon < run.stepsDone();
@@ -406,7 +424,7 @@ void LearnView::controls(const PanelContext& ctx) {
     std::snprintf(status + used, sizeof status - used, run.finished() ? " · done" : " · paused");
   }
   layout().state()["learn_status"] = status;  // tests read it
-  flow(ImGui::CalcTextSize(status).x, false);
+  flow(ImGui::CalcTextSize(status).x, first);
   ImGui::AlignTextToFramePadding();
   ImGui::TextUnformatted(status);
   if (ImGui::IsItemHovered())
@@ -444,12 +462,12 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
   const bool compact = size.y < px(300);  // the charts' titles shortened (the tooltip says more)
   // What is not a chart: the legend, and the score's picker where not all are shown; the charts share the rest.
   // The legend's lines as it wraps in the width (one line was reserved: 24 heads took three at 150 %).
-  std::vector<float> legend_w;  // each head's swatch and name, as the legend below draws them
+  // "heads", then each head's swatch and number, as the legend below draws them.
+  std::vector<float> legend_w = {ImGui::CalcTextSize("heads").x};
   for (int l = 0; l < t.layers; ++l)
     for (int h = 0; h < t.heads; ++h)
-      legend_w.push_back(
-          ImGui::GetFontSize() + px(8) +
-          ImGui::CalcTextSize(("head " + std::to_string(l + 1) + "." + std::to_string(h + 1)).c_str()).x);
+      legend_w.push_back(ImGui::GetFontSize() + px(8) +
+                         ImGui::CalcTextSize((std::to_string(l + 1) + "." + std::to_string(h + 1)).c_str()).x);
   const float legend_h = static_cast<float>(wrappedRows(legend_w, size.x, ImGui::GetStyle().ItemSpacing.x)) *
                          ImGui::GetTextLineHeightWithSpacing();
   const float around = legend_h + 2 * gap + (row ? 0.0f : ImGui::GetFrameHeightWithSpacing());
@@ -562,12 +580,14 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
     if (c >= 0) clicked = c;
     layout().widget(std::string("learn_") + sc.key);
   }
-  // The legend: each head's colour, as the Layers tab numbers heads.
+  // The legend: each head's colour, as the Layers tab numbers heads ("heads 1.1 1.2 …": "head"
+  // before each wrapped the four heads of the learning lesson at 200 %, cut at the tab's edge).
   ImDrawList* dl = ImGui::GetWindowDrawList();
   ImGui::BeginGroup();
+  ImGui::TextDisabled("heads");
   for (std::size_t i = 0; i < names.size(); ++i) {
-    const std::string label = "head " + names[i];
-    flow(ImGui::GetFontSize() + ImGui::CalcTextSize(label.c_str()).x + px(8), i == 0);
+    const std::string& label = names[i];
+    flow(ImGui::GetFontSize() + ImGui::CalcTextSize(label.c_str()).x + px(8), false);
     const ImVec2 p = ImGui::GetCursorScreenPos();
     const float sw = ImGui::GetFontSize() * 0.8f;
     dl->AddRectFilled(ImVec2(p.x, p.y + (ImGui::GetFontSize() - sw) / 2),

@@ -26,7 +26,10 @@ class LearnView {
 
  private:
   void form(const PanelContext& ctx, bool running);  // the task and its sizes
-  void controls(const PanelContext& ctx);
+  void buttons(const PanelContext& ctx);             // Train or Pause, Step, +100, New run…, Save model…
+  // "step 700 of 1000 · loss 3.070 · paused", and why it stopped; beside the buttons where it fits
+  // unless `first`.
+  void status(const PanelContext& ctx, bool first);
   void charts(const PanelContext& ctx, ImVec2 size);
   void timeline(const PanelContext& ctx);
 

@@ -121,6 +121,7 @@ void App::draw(double now, const CaptureFrame& capture) {
                        ctl_.learnStepShown()};
   context.pinned_head = ctl_.pinnedHead();
   context.learn_horizon = ctl_.learnHorizon();
+  context.lesson_step = ctl_.lesson().open() && ctl_.lesson().step() > 0;
   // A lesson step's maps menu (in its panel): the heatmaps' header, which the step's maps have the lines of.
   if (ctl_.lesson().open() && ctl_.lesson().step() > 0 && !view.highlight.empty())
     context.maps_menu = [this, &context] { heatmap_grid_.drawMapsMenu(context); };

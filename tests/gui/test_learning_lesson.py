@@ -7,6 +7,8 @@
     pytorch-train script), within 1e-5;
   - Back to an earlier step shows the run as it was then, without training it again: its maps, and
     its charts and status, which end at that step;
+  - at 1280 × 720 and 200 %, "The phase change" shows its loss and score charts and their legend
+    in the tab's view, the run's buttons after them;
   - a step without a run after one with it ends the run: the chapter's workspace is back;
   - a step of the timeline pinned as A: the Compare tab names A's and B's steps;
   - while a run plays, pin and a view command apply at once (nothing waits for a playing run).
@@ -101,6 +103,22 @@ def checks(tmp):
             print(f"  Back: the run shows step {at['back_shown']}, trained to {s['learn']['steps_done']}, not again; "
                   f"the charts end at step {charted['loss']} ({s['learn_status']!r})")
 
+        def the_charts_of_a_step_on_a_projector():
+            # At 1280 × 720 and 200 % a step on the Learn tab ("The phase change") shows the charts its
+            # text speaks of: the run's buttons and timeline had pushed the score chart below the
+            # fold, and "head" before each head had wrapped its legend past the tab's edge.
+            step = 2 if SANITIZE else 4
+            d = run_commands(app, display.name, tmp, "charts-720-200", [
+                {"do": "lesson_open", "path": lesson, "step": step}], "--size", "1280x720", "--text-size", "200")
+            run, w = d["panels"]["learn_run"], d["widgets"]
+            score = "learn_" + d["state"].get("learn_score_shown", "induction")
+            for name in ("learn_loss", score, "learn_legend"):
+                r = w[name]
+                assert run["y"] <= r["y"] and r["y"] + r["h"] <= run["y"] + run["h"] + 0.5, \
+                    f"step {step}: {name} {r} out of the tab's view {run}"
+            print(f"  step {step} at 1280 × 720 / 200 %: the loss, {score} and the legend in view, "
+                  f"the buttons below them (Train at y {w['learn_play']['y']:.0f})")
+
         def a_chapter_step_ends_the_run():
             path, _, _ = small_lesson(tmp)
             d = run_commands(app, display.name, tmp, "end", [
@@ -135,6 +153,7 @@ def checks(tmp):
             print(f"  pinned and switched to presentation while the run plays (step {s['learn']['steps_done']})")
 
         return run_checks([("the induction head step", induction_head_step), ("Back", back_shows_the_past),
+                           ("a step's charts on a projector", the_charts_of_a_step_on_a_projector),
                            ("a chapter step ends the run", a_chapter_step_ends_the_run),
                            ("a step pinned as A", pin_a_step), ("pinned while it plays", pin_while_it_plays)])
 
