@@ -190,9 +190,12 @@ int main(int argc, char** argv) {
     // frames to settle) and sleep while only a thread's wake-up can move them on; the bench sleeps
     // like a user's window while it waits for a result, and while a run it records trains
     // (docs/DESIGN.md §3.3).
-    const bool may_sleep = bench                 ? bench->maySleep()
-                           : headless || script ? !(script && script->canFeed(ctl)) && ctl.waitingForWorkers()
-                                                : true;
+    // A window's script that is done leaves it a window like any other (it ran flat out, a core's
+    // worth, after a script that played a run).
+    const bool scripted = script && (headless || !script->done(ctl));
+    const bool may_sleep = bench                  ? bench->maySleep()
+                           : headless || scripted ? !(script && script->canFeed(ctl)) && ctl.waitingForWorkers()
+                                                  : true;
     if (may_sleep && eager_frames <= 0) {
       // A result needs one frame; input two, for ImGui to settle it (hover, popups, layout).
       // While the engine computes and no field has the caret, once a second: under a software
@@ -218,6 +221,9 @@ int main(int argc, char** argv) {
       for (Command& c : channel->take()) ctl.commands().push(std::move(c));
     if (script) script->feed(ctl);
     if (bench) bench->beforeUpdate(ctl);  // t0 of an edit: queued just before the frame applying it
+    // Commands applied in this frame (a menu's, a button's, a key's) change what is drawn as input
+    // does: two frames, as for input, and more while ImGui places a window that appeared (below).
+    if (!ctl.commands().empty()) eager_frames = std::max(eager_frames, 2);
     ctl.update(now);
     // --model: opened (whatever a script does next, a preset closing it), or one line and exit 2.
     if (!options.model_path.empty() && !model_checked) {
@@ -260,6 +266,10 @@ int main(int argc, char** argv) {
     app.draw(now);
     if (!options.dump_layout_path.empty()) app.recordState();  // tests only: it costs
     window.endFrame(!headless);  // a screenshot run's captures render offscreen: its window shows nothing
+    // A popup that appeared is placed over the next frames: drawn before the window sleeps (a prompt
+    // opened by a click's command had stayed half placed until the next wake-up; a click where it
+    // was drawn missed it).
+    if (window.settling()) eager_frames = std::max(eager_frames, 1);
     const auto draw_end = std::chrono::steady_clock::now();
     using Ms = std::chrono::duration<double, std::milli>;
     app.endFrame(now, window.mouseDown(), window.typing(), Ms(draw_end - frame_start).count(),

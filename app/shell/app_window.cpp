@@ -6,6 +6,7 @@
 #include <backends/imgui_impl_glfw.h>
 #include <backends/imgui_impl_opengl3.h>
 #include <imgui.h>
+#include <imgui_internal.h>  // ImGuiWindow's hidden and auto-fit frames: settling()
 
 #include <algorithm>
 #include <cfloat>
@@ -268,6 +269,14 @@ void AppWindow::endFrame(bool present) {
 bool AppWindow::mouseDown() const { return ImGui::IsAnyMouseDown(); }
 
 bool AppWindow::typing() const { return ImGui::GetIO().WantTextInput; }
+
+bool AppWindow::settling() const {
+  for (const ImGuiWindow* w : GImGui->Windows)
+    if (w->Active && (w->Appearing || w->AutoFitFramesX > 0 || w->AutoFitFramesY > 0 ||
+                      w->HiddenFramesCanSkipItems > 0 || w->HiddenFramesCannotSkipItems > 0))
+      return true;
+  return false;
+}
 
 void AppWindow::setTitle(const std::string& title) { glfwSetWindowTitle(window_, title.c_str()); }
 

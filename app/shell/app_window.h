@@ -47,6 +47,10 @@ class AppWindow {
   void endFrame(bool present = true);
   bool mouseDown() const;  // a mouse button is held (a drag: one undo step)
   bool typing() const;     // a text field has the keyboard
+  // ImGui is still placing a window of the last frame: one that appeared is measured hidden, then
+  // fitted and centred over the next frames (an auto-resized popup takes three or four). Until it is
+  // done the window does not sleep, or the popup stays half placed until the next wake-up.
+  bool settling() const;
   void setTitle(const std::string& title);
   void size(int* w, int* h) const;
   // Fonts rasterized again at the same scale: new tokens' glyphs (CJK) into the atlas.
