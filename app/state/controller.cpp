@@ -210,9 +210,16 @@ void Controller::watchFiles(double now) {
 
 bool Controller::asksFirst(const Command& c) const {
   const CommandInfo& info = c.info();
-  if (!info.has(kAsksFirst)) return false;
-  if (!interactive_ || !unsaved() || (c.has("discard") && c.flag("discard"))) return false;
-  return info.has(kAsksScripts) || c.script_index < 0;  // scripts run unattended
+  if (!interactive_ || (c.has("discard") && c.flag("discard"))) return false;
+  bool loses = false;
+  if (info.has(kAsksFirst)) {
+    loses = unsaved();
+  } else if (info.has(kAsksModelText) && modelTextUnsaved()) {  // closing the model, or opening another
+    std::error_code a, b;
+    loses = c.id() == CommandId::ModelClose ||
+            fs::weakly_canonical(c.text("path"), a) != fs::weakly_canonical(model_.model()->path, b);
+  }
+  return loses && (info.has(kAsksScripts) || c.script_index < 0);  // scripts run unattended
 }
 
 void Controller::askUnsaved(const Command& c) {
@@ -227,6 +234,8 @@ std::string Controller::actionText(const Command& c) const {
     case CommandId::New: return "starting over with the book's example";
     case CommandId::Preset: return "loading the preset " + c.text("name");
     case CommandId::LessonOpen: return "opening the lesson " + fs::path(c.text("path")).filename().string();
+    case CommandId::ModelOpen: return "opening the model " + fs::path(c.text("path")).filename().string();
+    case CommandId::ModelClose: return "closing the model";
     default: return "quitting";
   }
 }
@@ -430,6 +439,7 @@ void Controller::replaced(const Command& c, double now) {
     }
     opening_saved_model_ = opening.args["path"].get<std::string>();
     saved_model_left_out_ = std::move(opening.left_out);
+    opening.args["discard"] = true;  // the model open now goes with the workspace it was asked about
     queue_.push("model_open", std::move(opening.args));
   }
 }
@@ -825,8 +835,9 @@ nlohmann::json Controller::modelText(const nlohmann::json& entry) {
           {"prepend_eot", entry.value("prepend_eot", false)}};
 }
 
-bool Controller::unsaved() const {
-  if (doc_.dirty()) return true;
+bool Controller::unsaved() const { return doc_.dirty() || modelTextUnsaved(); }
+
+bool Controller::modelTextUnsaved() const {
   const nlohmann::json text = modelText(savedModel());
   return !text.is_null() && text != model_text_saved_;
 }

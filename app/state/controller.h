@@ -181,6 +181,7 @@ class Controller {
   // ModelSession::saved and the head shown), or null; opening such a workspace opens it again.
   nlohmann::json savedModel() const;
   static nlohmann::json modelText(const nlohmann::json& entry);
+  bool modelTextUnsaved() const;  // the model's text changed since it was opened or saved
   const Prompts& prompts() const { return prompts_; }
   const Toast& toast() const { return toast_; }
   const std::string& lastScreenshot() const { return last_screenshot_; }

@@ -146,13 +146,14 @@ const std::vector<CommandInfo>& commandTable() {
       {CommandId::LessonClose, "lesson_close", T::App, 0, {}, "close the lesson: the view as it was before it"},
       // A trained model (docs/DESIGN.md §3.1 "A trained model"): the chapter's workspace waits
       // beside it, unchanged, until model_close.
-      {CommandId::ModelOpen, "model_open", T::Model, 0,
+      {CommandId::ModelOpen, "model_open", T::Model, kAsksModelText,
        {{"path", A::String, true}, {"num_heads", A::Int, false}, {"prepend_eot", A::Bool, false}, {"ids", A::Any, false},
-        {"layer", A::Int, false}, {"head", A::Int, false}},
+        {"layer", A::Int, false}, {"head", A::Int, false}, {"discard", A::Bool, false}},
        "open a trained GPT: a Hugging Face GPT-2 folder or the book's GPTModel (.pth, .safetensors, .npz) with the "
        "tokenizer files beside it; `num_heads` when it has no config.json; every view then shows its layers. `ids`, "
        "`layer`, `head`: the text (token ids) and the layer and head to open it at, as a saved workspace keeps them"},
-      {CommandId::ModelClose, "model_close", T::Model, 0, {}, "close the trained model: the chapter's workspace again"},
+      {CommandId::ModelClose, "model_close", T::Model, kAsksModelText, {{"discard", A::Bool, false}},
+       "close the trained model: the chapter's workspace again"},
       {CommandId::SelectLayer, "select_layer", T::Model, 0, {{"layer", A::Int, true}, {"head", A::Int, false}},
        "show the model's layer `layer` (0-based) in every view, and head `head` of it (−1: all heads)"},
       {CommandId::Text, "text", T::Model, 0, {{"value", A::String, false}, {"ids", A::Any, false}, {"prepend_eot", A::Bool, false}},

@@ -580,6 +580,57 @@ TEST_F(ControllerTest, AModelsTypedTextIsUnsavedWorkUntilSaved) {
   EXPECT_EQ(nlohmann::json::parse(read(file))["view"]["trained_model"]["ids"], nlohmann::json({7, 8, 9, 3}));
 }
 
+// Closing a model whose typed text is unsaved, or opening another in its place, asks first as
+// closing a document does: Cancel keeps it, Save writes the workspace with the text then closes,
+// Discard closes. Reopening the same file keeps its text, so that does not ask; nor does a script.
+TEST_F(ControllerTest, ClosingAModelWithUnsavedTextAsksFirst) {
+  const std::string file = path("w.json"), model = writeTinyModel(path("m.safetensors")),
+                    other = writeTinyModel(path("other.safetensors"));
+  Controller c = make(file);
+  user(c, "model_open", {{"path", model}, {"num_heads", 2}});
+  settle(c);
+  user(c, "model_close");
+  EXPECT_FALSE(c.model().isOpen()) << "nothing typed: closed at once";
+  user(c, "model_open", {{"path", model}, {"num_heads", 2}});
+  settle(c);
+  user(c, "text", {{"ids", {4, 5, 6}}});
+  user(c, "model_close");
+  EXPECT_EQ(c.prompts().unsaved_action, "model_close");
+  EXPECT_EQ(c.prompts().unsaved_doing, "closing the model");
+  user(c, "unsaved", {{"choice", "cancel"}});
+  EXPECT_TRUE(c.model().isOpen());
+  user(c, "model_open", {{"path", path("./m.safetensors")}, {"num_heads", 2}});  // the same file: its text stays
+  EXPECT_FALSE(c.prompts().any());
+  settle(c);
+  EXPECT_EQ(c.model().ids(), (std::vector<int>{4, 5, 6}));
+  user(c, "text", {{"ids", {7, 8}}});
+  user(c, "model_open", {{"path", other}, {"num_heads", 2}});
+  EXPECT_EQ(c.prompts().unsaved_doing, "opening the model other.safetensors");
+  user(c, "unsaved", {{"choice", "save"}});
+  settle(c);
+  EXPECT_EQ(nlohmann::json::parse(read(file))["view"]["trained_model"]["ids"], nlohmann::json({7, 8}));
+  EXPECT_EQ(c.model().model()->path, other) << "saved, then the other model opened";
+  user(c, "text", {{"ids", {1}}});
+  user(c, "model_close");
+  user(c, "unsaved", {{"choice", "discard"}});
+  EXPECT_FALSE(c.model().isOpen());
+  EXPECT_FALSE(c.unsaved());
+  Command scripted = makeCommand("model_open", {{"path", model}, {"num_heads", 2}});
+  scripted.script_index = 0;
+  c.commands().push(std::move(scripted));
+  c.update(0);
+  settle(c);
+  Command typed = makeCommand("text", {{"ids", {2, 3}}});
+  typed.script_index = 1;
+  c.commands().push(std::move(typed));
+  Command closed = makeCommand("model_close");
+  closed.script_index = 2;
+  c.commands().push(std::move(closed));
+  c.update(0);
+  EXPECT_FALSE(c.prompts().any()) << "a script runs unattended";
+  EXPECT_FALSE(c.model().isOpen());
+}
+
 TEST_F(ControllerTest, UndoAndRedoWithAModelOpenAreItsTexts) {
   Controller c = make();
   user(c, "set", {{"field", "seed"}, {"value", 31}});  // the chapter's own step, set aside with it
@@ -625,7 +676,7 @@ TEST_F(ControllerTest, UndoAndRedoWithAModelOpenAreItsTexts) {
   EXPECT_TRUE(c.toast().error);
   EXPECT_EQ(c.model().ids(), (std::vector<int>{9}));
 
-  user(c, "model_close");  // the chapter's document and its own history are back
+  user(c, "model_close", {{"discard", true}});  // the chapter's document and its own history are back
   EXPECT_EQ(seedOf(c), 31u);
   user(c, "undo");
   EXPECT_EQ(seedOf(c), bookExample().model.seed);
