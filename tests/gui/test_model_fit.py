@@ -136,7 +136,9 @@ def checks(app, tmp):
         def the_selected_query_in_view():
             # ↑/↓ (select_token) to a query whose row is out of sight: the grid scrolls to it (the
             # chapter's scores map at 1280 × 720 / 200 % showed only "Your"); zoomed elsewhere, the
-            # zoom moves to it. A frame first, so that the selection moves from a grid on screen.
+            # zoom moves to it. A frame first, and the new text's result (wait), so that the selection
+            # moves from a grid on screen: one first seen with the selection made is laid out from
+            # its top, as a new text is (under load the text's result came after select_token).
             d = run_commands(app, display.name, tmp, "select-chapter",
                              [{"do": "view", "field": "tab", "value": "heatmaps"}, {"do": "select_token", "index": 3},
                               {"do": "select_token", "index": 5}], "--size", "1280x720", "--text-size", "200")
@@ -147,7 +149,7 @@ def checks(app, tmp):
                 f"row 6 at y {row:.0f}–{row + scores['cell']:.0f}, the tab {tab['y']:.0f}–{tab['y'] + tab['h']:.0f}"
             d = run_commands(app, display.name, tmp, "select-zoomed",
                              [{"do": "text", "ids": list(range(40, 80))}, {"do": "view", "field": "tab", "value": "heatmaps"},
-                              {"do": "go_to", "text": "5-12"}, {"do": "select_token", "index": 30}],
+                              {"do": "go_to", "text": "5-12"}, {"do": "wait"}, {"do": "select_token", "index": 30}],
                              "--model", folder, "--size", "1280x720", "--text-size", "200")
             w = d["heatmaps"][0]["window"]
             assert w["row0"] <= 30 < w["row0"] + w["rows"], w
