@@ -215,9 +215,7 @@ bool Controller::asksFirst(const Command& c) const {
   if (info.has(kAsksFirst)) {
     loses = unsaved();
   } else if (info.has(kAsksModelText) && modelTextUnsaved()) {  // closing the model, or opening another
-    std::error_code a, b;
-    loses = c.id() == CommandId::ModelClose ||
-            fs::weakly_canonical(c.text("path"), a) != fs::weakly_canonical(model_.model()->path, b);
+    loses = c.id() == CommandId::ModelClose || !model_.isAt(c.text("path"));
   }
   return loses && (info.has(kAsksScripts) || c.script_index < 0);  // scripts run unattended
 }

@@ -41,6 +41,10 @@ std::string readingKey(const std::string& path) {
 }
 }  // namespace
 
+bool ModelSession::isAt(const std::string& path) const {
+  return model_ && readingKey(path) == readingKey(model_->path);
+}
+
 void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, std::optional<bool> prepend_eot,
                         const std::optional<Reading>& start) {
   rememberReading();

@@ -62,6 +62,8 @@ class ModelSession {
   // in a workspace"): {"path" (absolute), "num_heads", "ids", "prepend_eot", "layer"}; null unless a
   // model read from a file is open (a run's model and given maps have no file to open again).
   nlohmann::json saved() const;
+  // The open model is the one at `path` (a file or a folder), however it is spelled.
+  bool isAt(const std::string& path) const;
   // Given maps (a model open before is closed): their tokens, layer 0.
   void openGiven(std::shared_ptr<const GivenAttention> given);
   // A training run's model reading `ids` (its probe), layer 0.
