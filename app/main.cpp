@@ -223,8 +223,12 @@ int main(int argc, char** argv) {
     if (bench) bench->beforeUpdate(ctl);  // t0 of an edit: queued just before the frame applying it
     // Commands applied in this frame (a menu's, a button's, a key's) change what is drawn as input
     // does: two frames, as for input, and more while ImGui places a window that appeared (below).
-    if (!ctl.commands().empty()) eager_frames = std::max(eager_frames, 2);
+    // Unless the engine computes their result: its wake-up draws the next frame, and frames drawn
+    // meanwhile (these, a click's, the command before's) take the cores from it (a new text of a
+    // GPT-2-small-shaped model at T = 64 took 141 ms with two such frames beside it, 90 ms alone).
+    const bool applies_commands = !ctl.commands().empty();
     ctl.update(now);
+    if (applies_commands) eager_frames = ctl.computing() ? std::min(eager_frames, 0) : std::max(eager_frames, 2);
     // --model: opened (whatever a script does next, a preset closing it), or one line and exit 2.
     if (!options.model_path.empty() && !model_checked) {
       if (ctl.model().version() > 0) {
