@@ -176,6 +176,7 @@ void Controller::update(double now) {
   const bool saving = hooks_.saving && hooks_.saving();
   if (after_save_ && queue_.empty() && after_typing_.empty() && !saving) {  // the save dialog was cancelled
     showToast("Not saved, so not " + actionText(*after_save_) + ": the changes are still here", true, now);
+    notApplied(*after_save_, "the save it waited for was cancelled");
     after_save_.reset();
   }
   updateEngine();
@@ -214,8 +215,8 @@ bool Controller::asksFirst(const Command& c) const {
   bool loses = false;
   if (info.has(kAsksFirst)) {
     loses = unsaved();
-  } else if (info.has(kAsksModelText) && modelTextUnsaved()) {  // closing the model, or opening another
-    loses = c.id() == CommandId::ModelClose || !model_.isAt(c.text("path"));
+  } else if (info.has(kAsksModelText) && modelTextUnsaved()) {  // closing the model, or putting another in its place
+    loses = c.id() != CommandId::ModelOpen || !model_.isAt(c.text("path"));
   }
   return loses && (info.has(kAsksScripts) || c.script_index < 0);  // scripts run unattended
 }
@@ -226,6 +227,24 @@ void Controller::askUnsaved(const Command& c) {
   prompts_.unsaved_doing = actionText(c);
 }
 
+// What asked first, once answered (Discard, or Save done): applied, and a notebook's message that
+// sent it told how it went, as when nothing asks (Controller::update).
+void Controller::applyAnswered(const Command& c, double now) {
+  try {
+    apply(c, now);
+  } catch (const InputError& e) {
+    if (c.listener) c.listener->refused(e.what());
+    throw;
+  }
+  applied(c, true);
+}
+
+// … or not applied (Cancel, a save that did not happen): its message hears why at once (it had
+// waited out the channel's 600 s).
+void Controller::notApplied(const Command& c, const std::string& why) {
+  if (c.listener) c.listener->refused(c.name + ": not applied: " + why);
+}
+
 std::string Controller::actionText(const Command& c) const {
   switch (c.id()) {
     case CommandId::Open: return "opening " + fs::path(c.text("path")).filename().string();
@@ -234,6 +253,8 @@ std::string Controller::actionText(const Command& c) const {
     case CommandId::LessonOpen: return "opening the lesson " + fs::path(c.text("path")).filename().string();
     case CommandId::ModelOpen: return "opening the model " + fs::path(c.text("path")).filename().string();
     case CommandId::ModelClose: return "closing the model";
+    case CommandId::Learn: return "starting a training run in the model's place";
+    case CommandId::Attention: return "showing the notebook's attention maps in the model's place";
     default: return "quitting";
   }
 }
@@ -679,7 +700,9 @@ void Controller::applyApp(const Command& c, double now) {
       prompts_.unsaved_doing.clear();
       if (choice == "discard") {
         next.args["discard"] = true;
-        apply(next, now);
+        applyAnswered(next, now);
+      } else if (choice == "cancel") {
+        notApplied(next, "the window asked first and Cancel was chosen");
       } else if (choice == "save") {  // untitled: the save dialog first; `save` goes on when it is done
         after_save_ = std::move(next);
         apply(makeCommand("save"), now);
@@ -739,6 +762,7 @@ void Controller::save(const Command& c, double now) {
   // What waited for the save (the prompt's "Save") does not happen when the save does not.
   auto notSaved = [&](const std::string& why) {
     const std::string so = after_save_ ? ", so not " + actionText(*after_save_) : "";
+    if (after_save_) notApplied(*after_save_, "the save it waited for failed: " + why);
     after_save_.reset();
     return InputError("Not saved" + so + ": " + why);
   };
@@ -771,7 +795,7 @@ void Controller::save(const Command& c, double now) {
   if (after_save_) {  // the prompt's "Save": now quit, open, … as asked
     const Command next = std::move(*after_save_);
     after_save_.reset();
-    apply(next, now);
+    applyAnswered(next, now);
   }
 }
 

@@ -241,6 +241,8 @@ class Controller {
   // script — except quit, which a script's session left open asks about too).
   bool asksFirst(const Command& c) const;
   void askUnsaved(const Command& c);
+  void applyAnswered(const Command& c, double now);
+  static void notApplied(const Command& c, const std::string& why);
   std::string actionText(const Command& c) const;  // "quitting", "opening …" for the prompt
   void clampView();
   // The view changed: fonts for its text size and style for its theme, when they changed.

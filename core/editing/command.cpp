@@ -163,13 +163,15 @@ const std::vector<CommandInfo>& commandTable() {
        "append token `id` to the model's text, or the most likely next token after the last one"},
       {CommandId::RepeatText, "repeat_text", T::Model, 0, {},
        "the model's text twice over: its second half is predictable, which induction heads show"},
-      {CommandId::Attention, "attention", T::Model, 0,
-       {{"maps", A::Any, true}, {"tokens", A::Any, false}, {"title", A::String, false}, {"shape", A::Any, false}},
+      {CommandId::Attention, "attention", T::Model, kAsksModelText,
+       {{"maps", A::Any, true}, {"tokens", A::Any, false}, {"title", A::String, false}, {"shape", A::Any, false},
+        {"discard", A::Bool, false}},
        "show attention maps of any model as they are, in the model view: maps [heads, T, T] or [layers, heads, T, "
        "T] (nested lists, or a channel message's tensor, whose shape the channel gives), tokens T names (default "
        "t1 … tT), a title"},
       // Watching a model learn (docs/DESIGN.md §3.9): the run is shown as a trained model, on its probe.
-      {CommandId::Learn, "learn", T::Model, 0, {{"task", A::Any, false}, {"play", A::Bool, false}, {"keep", A::Bool, false}},
+      {CommandId::Learn, "learn", T::Model, kAsksModelText,
+       {{"task", A::Any, false}, {"play", A::Bool, false}, {"keep", A::Bool, false}, {"discard", A::Bool, false}},
        "start training a small model on `task` (a TASK object as attnscope-cli train reads, default {\"task\": "
        "\"induction\"}), at step 0; `play`: train at once; `keep`: a run of this same task goes on where it is (a "
        "lesson's steps). The Learn tab shows it, every view its model on the task's probe"},

@@ -51,7 +51,8 @@ enum CommandFlag : unsigned {
   kAsksFirst = 1u << 2,        // in the app, asks before unsaved changes are lost (unless `discard`) …
   kAsksScripts = 1u << 3,      // … even when a script gave it (quit); others run unattended
   kChangesExecutor = 1u << 4,  // changes how the engine runs (threads), not what it computes
-  kAsksModelText = 1u << 5,    // in the app, asks before a trained model's unsaved text is closed (unless `discard`)
+  kAsksModelText =
+      1u << 5,  // in the app, asks before a trained model's unsaved text is closed or replaced (unless `discard`)
 };
 
 struct CommandInfo {

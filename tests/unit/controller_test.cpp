@@ -631,6 +631,63 @@ TEST_F(ControllerTest, ClosingAModelWithUnsavedTextAsksFirst) {
   EXPECT_FALSE(c.model().isOpen());
 }
 
+// A training run or a notebook's maps put in the model's place lose its typed text as closing it
+// does: they ask too, and a notebook waiting on its message hears the answer at once.
+TEST_F(ControllerTest, ARunOrANotebooksMapsInPlaceOfAModelWithUnsavedTextAskFirst) {
+  struct Heard : CommandListener {
+    int applied_count = 0;
+    std::string refusal;
+    void applied() override { ++applied_count; }
+    void refused(const std::string& message) override { refusal = message; }
+    bool refusedAlready() const override { return !refusal.empty(); }
+  };
+  const std::string file = path("w.json"), model = writeTinyModel(path("m.safetensors"));
+  Controller c = make(file);
+  const nlohmann::json task = {{"task", "induction"}, {"steps", 10}};
+  const auto typeIntoModel = [&](std::vector<int> ids) {
+    user(c, "model_open", {{"path", model}, {"num_heads", 2}});
+    settle(c);
+    ASSERT_TRUE(c.model().isOpen()) << c.toast().text;
+    user(c, "text", {{"ids", ids}});
+    ASSERT_TRUE(c.unsaved());
+  };
+  typeIntoModel({4, 5, 6});
+  user(c, "learn", {{"task", task}});
+  EXPECT_EQ(c.prompts().unsaved_action, "learn");
+  EXPECT_EQ(c.prompts().unsaved_doing, "starting a training run in the model's place");
+  user(c, "unsaved", {{"choice", "cancel"}});
+  EXPECT_FALSE(c.model().isRun());
+  EXPECT_EQ(c.model().ids(), (std::vector<int>{4, 5, 6}));
+  user(c, "learn", {{"task", task}});
+  user(c, "unsaved", {{"choice", "discard"}});
+  EXPECT_TRUE(c.model().isRun()) << c.toast().text;
+  user(c, "learn", {{"task", task}});
+  EXPECT_FALSE(c.prompts().any()) << "a run has no text of a file to lose";
+
+  const nlohmann::json maps = {{{1.0, 0.0}, {0.5, 0.5}}};
+  typeIntoModel({7, 8});
+  auto cancelled = std::make_shared<Heard>();
+  Command sent = makeCommand("attention", {{"maps", maps}});
+  sent.listener = cancelled;
+  c.commands().push(std::move(sent));
+  c.update(0);
+  EXPECT_EQ(c.prompts().unsaved_doing, "showing the notebook's attention maps in the model's place");
+  EXPECT_EQ(cancelled->applied_count + cancelled->refusal.size(), 0u) << "asked: not yet answered";
+  user(c, "unsaved", {{"choice", "cancel"}});
+  EXPECT_EQ(cancelled->refusal, "attention: not applied: the window asked first and Cancel was chosen");
+  EXPECT_EQ(c.model().ids(), (std::vector<int>{7, 8}));
+  auto saved = std::make_shared<Heard>();
+  sent = makeCommand("attention", {{"maps", maps}});
+  sent.listener = saved;
+  c.commands().push(std::move(sent));
+  c.update(0);
+  user(c, "unsaved", {{"choice", "save"}});
+  EXPECT_EQ(nlohmann::json::parse(read(file))["view"]["trained_model"]["ids"], nlohmann::json({7, 8}));
+  EXPECT_NE(c.model().given(), nullptr) << c.toast().text;
+  EXPECT_EQ(saved->applied_count, 1);
+  EXPECT_EQ(saved->refusal, "");
+}
+
 TEST_F(ControllerTest, UndoAndRedoWithAModelOpenAreItsTexts) {
   Controller c = make();
   user(c, "set", {{"field", "seed"}, {"value", 31}});  // the chapter's own step, set aside with it
