@@ -472,8 +472,12 @@ void LearnView::charts(const PanelContext& ctx, ImVec2 size) {
                          ImGui::GetTextLineHeightWithSpacing();
   const float around = legend_h + 2 * gap + (row ? 0.0f : ImGui::GetFrameHeightWithSpacing());
   // A chart's least height: its title, room for three value ticks (five lines of the ticks' font),
-  // the steps below.
-  const float least = ImGui::GetFontSize() + px(8) + 6 * fonts().small->FontSize;
+  // the steps below. Where the room in view is a little short of two such charts and the legend, they
+  // give up to a quarter of it rather than push the legend out of view: in presentation
+  // at 1280 × 720 and 200 % it had stood 32 px below the tab, the charts' lines without their heads.
+  const float full = ImGui::GetFontSize() + px(8) + 6 * fonts().small->FontSize;
+  const float half = (size.y - around) / 2;
+  const float least = half >= 0.75f * full && half < full ? half : full;  // far too short: a scroll away as it was
   const float loss_h = std::max(least, 0.47f * (size.y - around));
   int clicked = -1;
   {

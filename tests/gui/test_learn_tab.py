@@ -9,7 +9,8 @@
 - at 1280 × 720 and 1280 × 800 and 200 % each chart has room for its title, three value ticks and
   its steps (the loss was a 30-40 px strip whose one tick was "0"), two ticks labelled at least, the
   slider's label whole ("maps at step 6" for 650), and the tab scrolls to the whole legend (it was
-  cut by the status bar);
+  cut by the status bar); in presentation at 1280 × 720 and 200 % the loss, the three scores and the
+  legend are all in view;
 - while the run trains to a step (learn_to, a lesson's step) the status says so, not "paused".
 
 Usage: test_learn_tab.py APP CLI ASSETS
@@ -133,6 +134,24 @@ def checks(app, tmp):
                     assert tab["y"] + tab["h"] <= d["panels"]["status"]["y"] + 1, (tab, d["panels"]["status"])
                     print(f"  {size} at 200 %: loss {w['learn_loss']['h']:.0f} px, ticks {s['learn_ticks']}, "
                           f"{label['text']!r} whole; the legend whole in the tab, scrolled to")
+            # In presentation (F10), the lecturer's room at 1280 × 720 and 200 %: the loss, the three
+            # scores and the legend in view at once (the legend had stood 32 px below the tab).
+            path = write_commands(tmp, "charts_presented", [{"do": "learn", "task": TASK}, {"do": "learn_to", "step": 650},
+                                                           {"do": "view", "field": "tab", "value": "learn"},
+                                                           {"do": "view", "field": "presentation", "value": True}])
+            with App(app, display.name, ["--commands", path, "--size", "1280x720", "--text-size", "200"]) as gui:
+                d = gui.settled("presented: the run at step 650",
+                                lambda d: d["state"].get("learn", {}).get("steps_done") == 650
+                                and "learn_legend" in d["widgets"], timeout=TRAINING)
+                tab, w, font = d["panels"]["learn_run"], d["widgets"], d["state"]["font_px"]["cells"]
+                for widget in ("learn_loss", "learn_induction", "learn_previous", "learn_first", "learn_legend"):
+                    r = w[widget]
+                    assert tab["y"] <= r["y"] and r["y"] + r["h"] <= tab["y"] + tab["h"] + 1, \
+                        f"presented: {widget} {r} outside the tab {tab}"
+                    if widget != "learn_legend":
+                        assert r["h"] >= 6 * font, f"presented: {widget} {r['h']} px, the font {font}"
+                print(f"  presented at 1280 × 720, 200 %: the loss, three scores ({w['learn_first']['h']:.0f} px) and "
+                      f"the legend in the tab's view")
 
         def training_to_a_step():
             # Steps enough to watch: the status while the run trains to a step (a lesson's learn_to).
