@@ -25,6 +25,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A notebook's message waiting to hear how its command went (the channel's MessageListener).
+struct Heard : CommandListener {
+  int applied_count = 0;
+  std::string refusal;
+  void applied() override { ++applied_count; }
+  void refused(const std::string& message) override { refusal = message; }
+  bool refusedAlready() const override { return !refusal.empty(); }
+};
+
 // A folder of its own for the files a test saves, and the state folder (autosaves, kept work).
 class ControllerTest : public ::testing::Test {
  protected:
@@ -634,13 +643,6 @@ TEST_F(ControllerTest, ClosingAModelWithUnsavedTextAsksFirst) {
 // A training run or a notebook's maps put in the model's place lose its typed text as closing it
 // does: they ask too, and a notebook waiting on its message hears the answer at once.
 TEST_F(ControllerTest, ARunOrANotebooksMapsInPlaceOfAModelWithUnsavedTextAskFirst) {
-  struct Heard : CommandListener {
-    int applied_count = 0;
-    std::string refusal;
-    void applied() override { ++applied_count; }
-    void refused(const std::string& message) override { refusal = message; }
-    bool refusedAlready() const override { return !refusal.empty(); }
-  };
   const std::string file = path("w.json"), model = writeTinyModel(path("m.safetensors"));
   Controller c = make(file);
   const nlohmann::json task = {{"task", "induction"}, {"steps", 10}};
@@ -881,13 +883,6 @@ TEST_F(ControllerTest, AModelThatCannotBeOpenedIsSaidOnceAndTheProgressEnds) {
 // came before it was read): a script or a notebook's message that sent it hears so at once — a message heard
 // nothing and its notebook waited the channel's 600 s — and the window's own choice needs no word.
 TEST_F(ControllerTest, AModelOpenGivenUpBeforeItWasReadTellsItsSender) {
-  struct Heard : CommandListener {
-    int applied_count = 0;
-    std::string refusal;
-    void applied() override { ++applied_count; }
-    void refused(const std::string& message) override { refusal = message; }
-    bool refusedAlready() const override { return !refusal.empty(); }
-  };
   Controller c = make();
   const std::string first = writeTinyModel(path("first.safetensors")),
                     second = writeTinyModel(path("second.safetensors"));
