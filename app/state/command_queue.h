@@ -37,6 +37,11 @@ class CommandQueue {
       if (c.id() == id) return true;
     return false;
   }
+  const Command* newest(CommandId id) const {  // the last waiting command of this kind, or null
+    for (auto c = queue_.rbegin(); c != queue_.rend(); ++c)
+      if (c->id() == id) return &*c;
+    return nullptr;
+  }
   Command pop() {
     Command c = std::move(queue_.front());
     queue_.pop_front();

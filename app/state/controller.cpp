@@ -285,7 +285,12 @@ void Controller::applyDocument(const Command& c, double now) {
       case CommandId::Workspace:
       case CommandId::BookExample:
         applyToDocument(c, now);
-        if (model_.isOpen()) closeModel(now);
+        if (model_.isOpen()) {  // the new workspace's view, not the chapter's before the model
+          const ViewState replaced_view = view_;
+          closeModel(now, c.id() != CommandId::Restore);  // a restore's "… unsaved work is back" stays
+          view_ = replaced_view;
+          clampView();
+        }
         return;
       case CommandId::Undo:  // the text the model reads is what is edited now
       case CommandId::Redo:
@@ -444,11 +449,9 @@ void Controller::replaced(const Command& c, double now) {
     if (hooks_.file_used) hooks_.file_used(c.text("path"));
     showToast("Opened " + c.text("path"), false, now);
   }
-  // The model it was saved with, opened again at its text, layer and head (savedModel); a model the
-  // command line opens is not replaced by the autosave's. One that is gone is said by model_open's
-  // refusal, the workspace kept.
-  const bool model_asked = model_.isOpen() || model_load_.busy() || queue_.holds(CommandId::ModelOpen);
-  if ((c.id() == CommandId::Open || (c.id() == CommandId::Restore && !model_asked)) && saved.is_object() &&
+  // The model it was saved with, opened again at its text, layer and head (savedModel). One that is
+  // gone is said by model_open's refusal, the workspace kept.
+  if ((c.id() == CommandId::Open || c.id() == CommandId::Restore) && saved.is_object() &&
       saved.contains("trained_model")) {
     SavedModelOpening opening;
     try {
@@ -456,11 +459,36 @@ void Controller::replaced(const Command& c, double now) {
     } catch (const InputError& e) {
       return showToast("The rest of the workspace is open, but " + std::string(e.what()), true, now);
     }
+    // The session's start restoring the last one's autosave while the command line opens a model:
+    // the same file opens at the autosave's text (it had opened at its first text, and the autosave
+    // was overwritten with it); another file is opened as asked, and the autosave, its model's text
+    // unsaved, is kept aside and said. The offer's Restore is the user's choice: its model comes back.
+    const std::string asked = askedModelPath();
+    if (c.id() == CommandId::Restore && !restoring_offer_ && !asked.empty() &&
+        !sameModelFile(asked, opening.args["path"].get<std::string>())) {
+      if (saved.value("dirty", true)) {  // said now, and again with the model's opening, which follows
+        const std::string kept = moveAside(c.text("path"));
+        model_open_note_ = "The last session's text for the model " + opening.args["path"].get<std::string>() +
+                           (kept.empty() ? " could not be kept aside"
+                                         : " is kept in " + kept + " (File › Open brings it back)");
+        notify(model_open_note_, now);
+      }
+      return;
+    }
     opening_saved_model_ = opening.args["path"].get<std::string>();
+    // An autosave's text, unsaved when the session ended, stays unsaved once back.
+    saved_model_unsaved_ = c.id() == CommandId::Restore && saved.value("dirty", true);
     saved_model_left_out_ = std::move(opening.left_out);
     opening.args["discard"] = true;  // the model open now goes with the workspace it was asked about
     queue_.push("model_open", std::move(opening.args));
   }
+}
+
+// The model the newest model_open asks for (queued, being read) or the open one's file; "" for none.
+std::string Controller::askedModelPath() const {
+  if (const Command* queued = queue_.newest(CommandId::ModelOpen)) return queued->text("path");
+  if (model_loading_) return model_loading_->text("path");
+  return model_.isOpen() && model_.model() && !model_.isRun() ? model_.model()->path : "";
 }
 
 int Controller::tokenCount() const {
@@ -683,7 +711,14 @@ void Controller::applyApp(const Command& c, double now) {
       if (choice == "restore") {
         Command restore = makeCommand("restore", {{"path", kept}});
         restore.script_index = c.script_index;
-        apply(restore, now);
+        restoring_offer_ = true;
+        try {
+          apply(restore, now);
+        } catch (const InputError&) {
+          restoring_offer_ = false;
+          throw;
+        }
+        restoring_offer_ = false;
       } else {
         showToast("The last session's changes stay in " + kept, false, now);
       }
@@ -801,7 +836,7 @@ void Controller::save(const Command& c, double now) {
 
 // [SECTION] a trained model -------------------------------------------------------------------
 
-void Controller::closeModel(double now) {
+void Controller::closeModel(double now, bool say) {
   // The chapter's selection as it was before the model; the room's settings (text size, theme,
   // panels) as they are now.
   view_ = chapterView();
@@ -812,6 +847,7 @@ void Controller::closeModel(double now) {
   if (hooks_.document_replaced) hooks_.document_replaced();
   const bool learning = learn_showing_;
   if (learning) endLearning();  // its maps were what the views showed
+  if (!say) return;
   showToast(learning    ? "Ended the run: the chapter's workspace again"
             : from_file ? "Closed the model: the chapter's workspace again (File › Open model… opens it again "
                           "at its text and layer)"
@@ -866,7 +902,19 @@ bool Controller::modelTextUnsaved() const {
 
 nlohmann::json Controller::savedModel() const {
   nlohmann::json m = model_.saved();
-  if (!m.is_null()) m["head"] = view_.head;
+  if (!m.is_null()) {
+    m["head"] = view_.head;
+    return m;
+  }
+  // A workspace's model still waiting or being read (an open, the autosave's restore): its entry as
+  // the workspace gave it, so that a save or an autosave meanwhile keeps it (an autosave written
+  // then had dropped it, and a kill right after lost the text).
+  const Command* opening = queue_.newest(CommandId::ModelOpen);
+  if (!opening && model_loading_) opening = &*model_loading_;
+  if (opening && !opening_saved_model_.empty() && opening->text("path") == opening_saved_model_) {
+    m = opening->args;
+    m.erase("discard");
+  }
   return m;
 }
 
@@ -925,7 +973,10 @@ void Controller::openLoadedModel(ModelLoad loaded, double now) {
     note += ". Left out of the workspace's trained_model, being damaged: " + fields;
   }
   for (const std::string& n : loaded.model->notes) note += ". " + n;
-  model_text_saved_ = modelText(savedModel());  // its text is the user's work from here (unsaved)
+  if (!model_open_note_.empty()) note += ". " + std::exchange(model_open_note_, std::string());
+  // Its text is the user's work from here (unsaved); an autosave's unsaved text is unsaved already.
+  model_text_saved_ = saved_model && std::exchange(saved_model_unsaved_, false) ? nlohmann::json()
+                                                                                : modelText(savedModel());
   notify(note, now);
 }
 

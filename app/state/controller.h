@@ -205,7 +205,8 @@ class Controller {
   void applyApp(const Command& c, double now);
   void applyLesson(const Command& c, double now);  // lesson_open, lesson_step, lesson_next, …
   void applyModel(const Command& c, double now);   // model_open, text, select_layer, …
-  void closeModel(double now);                     // the chapter's workspace again
+  void closeModel(double now, bool say = true);    // the chapter's workspace again (`say`: a message says so)
+  std::string askedModelPath() const;
   // A model read off the UI thread: shown now, or its command's failure.
   struct ModelLoad {
     Command command;  // the model_open that asked
@@ -324,7 +325,11 @@ class Controller {
   OffThread<ModelLoad> model_load_;                        // model_open's reading and packing
   std::optional<Command> model_loading_;                   // the model_open model_load_ reads for
   std::string model_load_error_;                           // why the last model read failed ("" once one opened)
-  std::string opening_saved_model_;  // the path of a model a workspace being opened names (replaced)
+  bool restoring_offer_ = false;  // the start's offer answered Restore: the autosave's model comes back too
+  std::string opening_saved_model_;
+  bool saved_model_unsaved_ = false;  // that model's text is an autosave's unsaved work (restore)
+  std::string model_open_note_;  // said with the next model's opening (an autosave kept aside for it)  // the path of a
+                                 // model a workspace being opened names (replaced)
   nlohmann::json model_text_saved_;  // modelText of the open model when it was opened or last saved
   std::vector<std::string> saved_model_left_out_;          // its damaged fields, said once it is open (readSavedModel)
   ViewState chapter_view_;                                 // the view when the model was opened (chapterView)

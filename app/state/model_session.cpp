@@ -41,9 +41,9 @@ std::string readingKey(const std::string& path) {
 }
 }  // namespace
 
-bool ModelSession::isAt(const std::string& path) const {
-  return model_ && readingKey(path) == readingKey(model_->path);
-}
+bool sameModelFile(const std::string& a, const std::string& b) { return readingKey(a) == readingKey(b); }
+
+bool ModelSession::isAt(const std::string& path) const { return model_ && sameModelFile(path, model_->path); }
 
 void ModelSession::open(std::shared_ptr<const GptModel> model, int max_tokens, std::optional<bool> prepend_eot,
                         const std::optional<Reading>& start) {

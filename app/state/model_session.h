@@ -18,6 +18,9 @@ namespace attnscope {
 
 struct Snapshot;
 
+// One model file however its path is spelled ("./m.pth", "/home/a/m.pth").
+bool sameModelFile(const std::string& a, const std::string& b);
+
 class ModelSession {
  public:
   // The text a model opens with: the chapter's sentence, now read by a trained model.

@@ -793,6 +793,14 @@ def checks(tmp):
                                 and d["state"]["model"]["layer"] == 1)
                 m = d["state"]["model"]
                 assert m["tokens"] == want and d["state"]["head"] == 0, (m, d["state"]["head"])
+                assert d["state"]["dirty"], d["state"]["title"]  # unsaved when killed, unsaved still
+                gui.close(signal.SIGKILL)
+            # Killed again, started with the model on the command line (`attnscope --model M`): the
+            # model opens at the autosave's text (it opened at its first, the autosave overwritten).
+            with App(app, display.name, ["--model", copy], state_dir=state) as gui:
+                d = gui.settled("the model at the autosave's text", lambda d: d["state"].get("model") is not None
+                                and d["state"]["model"]["layer"] == 1)
+                assert d["state"]["model"]["tokens"] == want, d["state"]["model"]
             # The model moved away: one message, the chapter's workspace open.
             shutil.rmtree(copy)
             path = write_commands(tmp, "gone", [{"do": "open", "path": ws}])
@@ -805,7 +813,7 @@ def checks(tmp):
             toast = d["state"].get("toast", "")
             assert d["state"].get("model") is None and copy in toast and "rest of the workspace is open" in toast, \
                 (d["state"].get("model"), toast)
-            print(f"  saved, screenshotted, killed: each reopens {len(want)} tokens at layer 2, its head; "
+            print(f"  saved, screenshotted, killed (then started bare, and with --model): each reopens {len(want)} tokens at layer 2, its head; "
                   f"gone: {toast!r}")
 
         def bench_without_tokenizer():

@@ -640,6 +640,73 @@ TEST_F(ControllerTest, ClosingAModelWithUnsavedTextAsksFirst) {
   EXPECT_FALSE(c.model().isOpen());
 }
 
+// A session killed with a model's typed text unsaved, started again with the same model on the
+// command line (`attnscope --model M`: main.cpp queues the autosave's restore, then model_open):
+// the model opens at the autosave's text — it had opened at its first text and the autosave was
+// overwritten with that. Another model on the command line opens as asked, and the autosave is kept
+// aside, said. Started with the workspace too, the offer's Restore brings the model's text back (it
+// had closed the model).
+TEST_F(ControllerTest, AKilledSessionsModelTextComesBackWithTheModelOnTheCommandLine) {
+  const std::string model = writeTinyModel(path("m.safetensors")), other = writeTinyModel(path("o.safetensors"));
+  const auto writeAutosave = [&](const std::string& file, const std::string& autosave) {
+    Workspace ws = bookExample();
+    ws.view = {
+        {"file", file},
+        {"dirty", true},
+        {"trained_model",
+         {{"path", model}, {"num_heads", 2}, {"ids", {5, 6, 7}}, {"prepend_eot", false}, {"layer", 1}, {"head", 0}}}};
+    saveWorkspace(autosave, ws);
+  };
+  const std::string autosave = path("autosave.json");
+  writeAutosave("", autosave);
+  Controller a = make();
+  a.autosaveTo(path("next-autosave.json"));
+  a.commands().push("restore", {{"path", autosave}});
+  a.commands().push("model_open", {{"path", path("./m.safetensors")}});  // --model, spelled otherwise
+  a.update(0);
+  // The session's own autosave, written while the model is read, keeps its text (it had dropped it:
+  // killed then, the text was lost).
+  a.endFrame(1.0, false, false, 1.0);
+  for (int i = 0; i < 2000 && !fs::exists(path("next-autosave.json")); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const nlohmann::json written = loadWorkspace(path("next-autosave.json"), Controller::limits()).view;
+  EXPECT_EQ(written.value("trained_model", nlohmann::json())["ids"], nlohmann::json({5, 6, 7})) << written.dump();
+  EXPECT_EQ(written.value("dirty", false), true);
+  settle(a);
+  ASSERT_TRUE(a.model().isOpen()) << a.toast().text;
+  EXPECT_EQ(a.model().ids(), (std::vector<int>{5, 6, 7}));
+  EXPECT_EQ(a.model().layer(), 1);
+  EXPECT_TRUE(a.unsaved()) << "unsaved work when the session ended, unsaved still: a quit asks";
+
+  writeAutosave("", autosave);
+  Controller b = make();
+  b.commands().push("restore", {{"path", autosave}});
+  b.commands().push("model_open", {{"path", other}, {"num_heads", 2}});
+  b.update(0);
+  settle(b);
+  ASSERT_TRUE(b.model().isOpen()) << b.toast().text;
+  EXPECT_EQ(b.model().model()->path, other) << "the model asked for";
+  EXPECT_FALSE(fs::exists(autosave)) << "moved aside, never overwritten";
+  const std::string said = b.toast().text;
+  const std::size_t at = said.find(" is kept in ");
+  ASSERT_NE(at, std::string::npos) << said << " / " << b.toast().text;
+  const std::string kept = said.substr(at + 12, said.find(" (File") - at - 12);
+  EXPECT_EQ(loadWorkspace(kept, Controller::limits()).view["trained_model"]["ids"], nlohmann::json({5, 6, 7}));
+
+  const std::string file = path("w.json");
+  writeAutosave(file, autosave);
+  Controller c = make(file);
+  c.offerRecovery(autosave, file);  // `attnscope --model M w.json`: the file opens, its newer changes offered
+  user(c, "model_open", {{"path", model}, {"num_heads", 2}});
+  settle(c);
+  ASSERT_TRUE(c.model().isOpen()) << c.toast().text;
+  user(c, "recovery", {{"choice", "restore"}});
+  settle(c);
+  ASSERT_TRUE(c.model().isOpen()) << c.toast().text;
+  EXPECT_EQ(c.model().ids(), (std::vector<int>{5, 6, 7}));
+  EXPECT_TRUE(c.unsaved());
+}
+
 // A training run or a notebook's maps put in the model's place lose its typed text as closing it
 // does: they ask too, and a notebook waiting on its message hears the answer at once.
 TEST_F(ControllerTest, ARunOrANotebooksMapsInPlaceOfAModelWithUnsavedTextAskFirst) {
