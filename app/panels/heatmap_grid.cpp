@@ -567,13 +567,16 @@ int dimensionsShown(int T) { return std::max(4 * T, 64); }
 
 // The window of cells every map shows at the current zoom (linked across maps, so the same
 // query and key rows stay side by side from scores to weights).
+// A zoom that shows every token is none: zoomed in on a long text, a short one kept the zoom's
+// dimension window (a 5-token Q map showed d0–d4 of its 16).
 CellWindow zoomWindow(float zoom, float center_row, float center_col, int T) {
   CellWindow w;
-  if (zoom <= 1) {
+  const int n = std::clamp(static_cast<int>(std::ceil(T / std::max(zoom, 1.0f))),
+                           std::min(T, HeatmapGrid::kMinZoomCells), T);
+  if (zoom <= 1 || n >= T) {
     w.dims = dimensionsShown(T);
     return w;
   }
-  const int n = std::clamp(static_cast<int>(std::ceil(T / zoom)), std::min(T, HeatmapGrid::kMinZoomCells), T);
   const float cr = center_row < 0 ? T / 2.0f : center_row;
   const float cc = center_col < 0 ? T / 2.0f : center_col;
   w.rows = w.cols = n;
@@ -926,6 +929,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("Enter a token's name (t500), its number (500) or a range (400-431): every map zooms to it");
   }
+  if (zoom_ > 1 && zoomWindow(T).rows <= 0) reset();  // the text shorter than the zoom's window
   const CellWindow window = zoomWindow(T);
   // A lesson step's notes: the lesson panel says what the grid set aside; a zoom still has its line.
   // The notes line's room stays while the layout does, once a rounding note took it: the note takes

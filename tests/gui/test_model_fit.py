@@ -15,7 +15,8 @@ Checked, headless (--commands, read back through --dump-layout):
     under A, below the fold, and at 200 % A and B were cut too), whole with their colorbars at
     1280 × 800 and 175 %; the row's line as drawn wraps at spaces, its largest |B − A| whole;
   - a query selected out of sight (select_token, as ↑/↓) scrolled to, at 1280 × 720 / 200 %; zoomed
-    elsewhere ("go to" 5–12), the zoom moves to query 31.
+    elsewhere ("go to" 5–12), the zoom moves to query 31; a text shorter than the zoom's window then
+    shows every token and dimension, unzoomed.
 Interactive (xdotool): Q's tooltip at a column past the six tokens (reading a token there crashed).
 Usage: test_model_fit.py APP CLI ASSETS_DIR
 """
@@ -155,6 +156,17 @@ def checks(app, tmp):
             assert w["row0"] <= 30 < w["row0"] + w["rows"], w
             print(f"  the chapter's row 6 scrolled into the tab (y {row:.0f}); zoomed to 5–12, query 31 moves the "
                   f"zoom to rows {w['row0'] + 1}–{w['row0'] + w['rows']}")
+            # A shorter text than the zoom's window: no zoom (a 5-token Q map had kept the zoom's
+            # dimensions, d0–d4 of its 16, under "zoom ×5").
+            d = run_commands(app, display.name, tmp, "zoomed-then-short",
+                             [{"do": "text", "ids": list(range(40, 80))}, {"do": "view", "field": "tab", "value": "heatmaps"},
+                              {"do": "view", "field": "columns", "value": ["queries", "scores", "weights"]},
+                              {"do": "go_to", "text": "5-12"}, {"do": "wait"}, {"do": "text", "ids": [40, 41, 42, 43, 44]}],
+                             "--model", folder)
+            q = next(e for e in d["heatmaps"] if e["stage"] == "queries")
+            assert q["window"] == {"row0": 0, "rows": 5, "col0": 0, "cols": q["cols"]} and q["rows"] == 5, q["window"]
+            assert "zoom" not in d["state"]["grid_notes"], d["state"]["grid_notes"]
+            print(f"  zoomed to 5–12 of 40, then 5 tokens: Q shows all {q['cols']} dimensions, no zoom")
 
         return run_checks([("the Heatmaps tab: each map as large as the tab allows", heatmaps_fill_the_tab),
                            ("the selected query in view", the_selected_query_in_view),
