@@ -970,6 +970,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   ImGui::BeginChild("grid", ImVec2(0, 0), false,
                     ImGuiWindowFlags_HorizontalScrollbar | (wheel_on_map_ ? ImGuiWindowFlags_NoScrollWithMouse : 0));
   wheel_on_map_ = false;
+  if (std::exchange(scroll_to_top_, false)) ImGui::SetScrollY(0), ImGui::SetScrollX(0);
   const int batch = snap->batch;
   const BatchTrace& bt = snap->shown();
   if (stages.empty() && module_maps.empty()) {

@@ -40,7 +40,10 @@ class HeatmapGrid {
  public:
   // Draws into the current window (a tab of the main area).
   void draw(const PanelContext& ctx);
-  void reset() { zoom_ = 1, center_row_ = center_col_ = -1; }  // another workspace
+  void reset() { zoom_ = 1, center_row_ = center_col_ = -1; }  // unzoomed
+  // Another workspace or model: unzoomed, and scrolled to its top (the grid's child window kept the
+  // chapter's scroll over a model's maps, its first heading out of sight).
+  void replaced() { reset(), scroll_to_top_ = true; }
   // Zooms every map to queries and keys first … last (0-based) of T tokens: at least
   // kMinZoomCells of them, so no map shrinks to a cell.
   void goTo(int first, int last, int T);
@@ -73,6 +76,7 @@ class HeatmapGrid {
   static constexpr double kOutlineSeconds = 2.0;
 
  private:
+  bool scroll_to_top_ = false;                // replaced(): the next frame's grid from its top
   float zoom_ = 1;                            // ≥ 1: all maps show T/zoom rows and columns …
   float center_row_ = -1, center_col_ = -1;   // … around this cell (−1: the middle)
   bool wheel_on_map_ = false;                 // the mouse wheel zooms a map, not the grid's scroll

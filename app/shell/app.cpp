@@ -43,7 +43,7 @@ ControllerHooks App::controllerHooks() {
   h.set_fullscreen = hooks_.set_fullscreen;
   h.fullscreen = hooks_.fullscreen;
   h.document_replaced = [this] {
-    heatmap_grid_.reset();
+    heatmap_grid_.replaced();
     pipeline_.reset();
     lines_.reset();
     weights_.reset();

@@ -16,7 +16,8 @@ Checked, headless (--commands, read back through --dump-layout):
     1280 × 800 and 175 %; the row's line as drawn wraps at spaces, its largest |B − A| whole;
   - a query selected out of sight (select_token, as ↑/↓) scrolled to, at 1280 × 720 / 200 %; zoomed
     elsewhere ("go to" 5–12), the zoom moves to query 31; a text shorter than the zoom's window then
-    shows every token and dimension, unzoomed.
+    shows every token and dimension, unzoomed; a model opened over the scrolled chapter's grid shows
+    its grid from the top.
 Interactive (xdotool): Q's tooltip at a column past the six tokens (reading a token there crashed).
 Usage: test_model_fit.py APP CLI ASSETS_DIR
 """
@@ -156,6 +157,16 @@ def checks(app, tmp):
             assert w["row0"] <= 30 < w["row0"] + w["rows"], w
             print(f"  the chapter's row 6 scrolled into the tab (y {row:.0f}); zoomed to 5–12, query 31 moves the "
                   f"zoom to rows {w['row0'] + 1}–{w['row0'] + w['rows']}")
+            # The chapter's grid scrolled (to row 6, above), then a model opened: its grid from its top,
+            # the first heading in view (it kept the chapter's scroll, the heading out of sight).
+            d = run_commands(app, display.name, tmp, "scrolled-then-model",
+                             [{"do": "view", "field": "tab", "value": "heatmaps"}, {"do": "select_token", "index": 3},
+                              {"do": "select_token", "index": 5}, {"do": "model_open", "path": folder},
+                              {"do": "text", "ids": list(range(40, 48))}, {"do": "view", "field": "tab", "value": "heatmaps"},
+                              {"do": "wait"}], "--size", "1280x720", "--text-size", "200")
+            tab, first = d["panels"]["heatmaps"], min(e["tile"]["y"] for e in d["heatmaps"])
+            assert tab["y"] <= first <= tab["y"] + 120, f"the model's first map at y {first:.0f}, the tab from {tab['y']:.0f}"
+            print(f"  the chapter's grid scrolled, then a model: its first map at y {first:.0f}, the tab from {tab['y']:.0f}")
             # A shorter text than the zoom's window: no zoom (a 5-token Q map had kept the zoom's
             # dimensions, d0–d4 of its 16, under "zoom ×5").
             d = run_commands(app, display.name, tmp, "zoomed-then-short",
