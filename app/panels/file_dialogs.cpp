@@ -313,9 +313,8 @@ void FileDialogs::draw(const PanelContext& ctx, const Prompts& prompts) {
       return;
     }
     const std::string& file = ctx.document.file();
-    const std::string name = file.empty() ? "this untitled workspace" : fs::path(file).filename().string();
     ImGui::PushTextWrapPos(px(520));
-    ImGui::Text("Save the changes to %s before %s?", name.c_str(), prompts.unsaved_doing.c_str());
+    ImGui::Text("Save %s before %s?", prompts.unsaved_what.c_str(), prompts.unsaved_doing.c_str());
     if (!file.empty()) ImGui::TextDisabled("in %s", fs::path(file).parent_path().string().c_str());
     ImGui::PopTextWrapPos();
     ImGui::Spacing();

@@ -225,6 +225,13 @@ void Controller::askUnsaved(const Command& c) {
   pending_ = c;  // the prompt's answer (the `unsaved` command) carries on with it
   prompts_.unsaved_action = c.name;
   prompts_.unsaved_doing = actionText(c);
+  // The model's typed text said as such: "the changes to this untitled workspace" before a preset
+  // had not told that the text would go.
+  const std::string name = doc_.file().empty() ? "this untitled workspace" : fs::path(doc_.file()).filename().string();
+  const bool text = modelTextUnsaved();
+  prompts_.unsaved_what = !text          ? "the changes to " + name
+                          : doc_.dirty() ? "the changes to " + name + " and the model's typed text"
+                                         : "the model's typed text (in " + name + ")";
 }
 
 // What asked first, once answered (Discard, or Save done): applied, and a notebook's message that
@@ -733,6 +740,7 @@ void Controller::applyApp(const Command& c, double now) {
       pending_.reset();
       prompts_.unsaved_action.clear();
       prompts_.unsaved_doing.clear();
+      prompts_.unsaved_what.clear();
       if (choice == "discard") {
         next.args["discard"] = true;
         applyAnswered(next, now);

@@ -45,6 +45,7 @@ struct CommandFailure {
 struct Prompts {
   std::string unsaved_action;  // the command that asked ("quit", "open", …); "" for no prompt
   std::string unsaved_doing;   // … what it does ("quitting", "opening x.json")
+  std::string unsaved_what;    // … what would be lost ("the changes to w.json", "the model's typed text (in w.json)")
   std::string recovery_kept;   // the last session's unsaved changes, kept here; "" for no offer
   std::string recovery_file;   // … to this file
   bool any() const { return !unsaved_action.empty() || !recovery_kept.empty(); }

@@ -606,6 +606,15 @@ TEST_F(ControllerTest, ClosingAModelWithUnsavedTextAsksFirst) {
   user(c, "model_close");
   EXPECT_EQ(c.prompts().unsaved_action, "model_close");
   EXPECT_EQ(c.prompts().unsaved_doing, "closing the model");
+  EXPECT_EQ(c.prompts().unsaved_what, "the model's typed text (in w.json)");
+  {
+    Controller u = make();
+    user(u, "model_open", {{"path", model}, {"num_heads", 2}});
+    settle(u);
+    user(u, "text", {{"ids", {4, 5}}});
+    user(u, "quit");
+    EXPECT_EQ(u.prompts().unsaved_what, "the model's typed text (in this untitled workspace)") << u.document().dirty();
+  }
   user(c, "unsaved", {{"choice", "cancel"}});
   EXPECT_TRUE(c.model().isOpen());
   user(c, "model_open", {{"path", path("./m.safetensors")}, {"num_heads", 2}});  // the same file: its text stays
@@ -721,6 +730,9 @@ TEST_F(ControllerTest, ARunOrANotebooksMapsInPlaceOfAModelWithUnsavedTextAskFirs
     ASSERT_TRUE(c.unsaved());
   };
   typeIntoModel({4, 5, 6});
+  user(c, "preset", {{"name", "causal"}});
+  EXPECT_EQ(c.prompts().unsaved_what, "the model's typed text (in w.json)") << "a preset replaces the model too";
+  user(c, "unsaved", {{"choice", "cancel"}});
   user(c, "learn", {{"task", task}});
   EXPECT_EQ(c.prompts().unsaved_action, "learn");
   EXPECT_EQ(c.prompts().unsaved_doing, "starting a training run in the model's place");
