@@ -230,7 +230,9 @@ bool FileDialogs::browse() {
 void FileDialogs::draw(const PanelContext& ctx, const Prompts& prompts) {
   CommandQueue& cmd = ctx.commands;
   const DialogKind* kind = findDialog(which_);
-  if (kind && !ImGui::IsPopupOpen("##file")) ImGui::OpenPopup("##file");
+  // The title in the title bar ("###file": one popup whatever it says; the bar was empty, the title
+  // the body's first line).
+  if (kind && !ImGui::IsPopupOpen("###file")) ImGui::OpenPopup("###file");
   if (name_wanted_ && ctx.snapshot) {  // the file a map goes to: b1_h2_weights.csv, as the CLI names it
     Stage stage = Stage::Weights;
     if (parseStage(stage_, &stage)) name_ = mapFileStem(ctx.snapshot->batch, head_, stage) + "." + format_;
@@ -240,13 +242,11 @@ void FileDialogs::draw(const PanelContext& ctx, const Prompts& prompts) {
     const ImVec2 display = ImGui::GetIO().DisplaySize;
     ImGui::SetNextWindowPos(ImVec2(display.x / 2, display.y / 2), ImGuiCond_Always, ImVec2(0.5f, 0.5f));
   }
-  if (ImGui::BeginPopupModal("##file", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
-    ImGui::TextUnformatted(kind ? kind->title : "");
+  if (ImGui::BeginPopupModal((std::string(kind ? kind->title : "") + "###file").c_str(), nullptr,
+                             ImGuiWindowFlags_AlwaysAutoResize)) {
     Stage stage;
-    if (which_ == "export_map" && parseStage(stage_, &stage)) {  // the map by its title
-      ImGui::SameLine();
+    if (which_ == "export_map" && parseStage(stage_, &stage))  // the map by its title
       ImGui::TextDisabled("%s  ·  head %d", stageInfo(stage).title, head_ + 1);
-    }
     const bool ok = browse();
     if (kind) {
       layout().state()["file_dialog"] = {
