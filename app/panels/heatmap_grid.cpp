@@ -866,7 +866,10 @@ void HeatmapGrid::goTo(int first, int last, int T) {
 
 std::string HeatmapGrid::roundingNote(bool model) const {
   if (rounded_to_ >= 4) return "";
-  return "numbers rounded to " + std::to_string(rounded_to_) + " decimals to fit; hover a cell for " +
+  // "some maps'" where others show all 4: the note stood above a map of 4 decimals, the rounded ones
+  // (another head's, wider numbers) further down.
+  return std::string(some_whole_ ? "some maps' numbers" : "numbers") + " rounded to " + std::to_string(rounded_to_) +
+         " decimals to fit; hover a cell for " +
          (model ? "4" : "the notebook's 4");  // no notebook printed a model's weights
 }
 
@@ -880,6 +883,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   rounded_to_ = rounding_now_;  // the notes line says what last frame's maps did
   rounding_now_ = 4;
   numbered_ = std::exchange(numbered_now_, false);
+  some_whole_ = std::exchange(some_whole_now_, false);
   // The header, folded into a menu where it would take the maps' room (a projector's text); none
   // while a lesson step chose the maps: its controls are in the lesson's menu (drawMapsMenu).
   if (!ctx.maps_menu)
@@ -1362,6 +1366,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
           scroll_to = by;
       }
       if (hit.decimals > 0) rounding_now_ = std::min(rounding_now_, hit.decimals), numbered_now_ = true;
+      if (hit.decimals >= 4) some_whole_now_ = true;
       if (hit.clicked_row >= 0) cmd.push("select_token", {{"index", hit.clicked_row}});
       if (hit.hover_row >= 0) wheel_on_map_ = true;
       const std::string menu = spec.id + "##menu";

@@ -95,6 +95,7 @@ class HeatmapGrid {
   int rounded_to_ = 4, rounding_now_ = 4;  // the fewest decimals a map's numbers showed: last frame, this one
   std::uint64_t note_key_ = 0;             // the layout the notes line's room is kept for (draw)
   bool note_line_kept_ = false;
+  bool some_whole_ = false, some_whole_now_ = false;  // whether a map showed all 4 decimals: last frame, this one
   bool numbered_ = false, numbered_now_ = false;  // whether a map showed numbers: last frame, this one
   int scrolled_to_row_ = -1;                      // the selected query last seen (draw: scrolled to once)
   std::uint64_t selection_context_ = 0;           // … with the text's length and the lesson step's maps

@@ -773,13 +773,18 @@ def main():
                          ("step1-100", [], ["--lesson", lesson, "--step", "1", "--size", "1920x1080", "--text-size", "100"]),
                          ("v1-250", [{"do": "view", "field": "columns", "value": ["queries", "keys", "scores", "weights"]}],
                           ["--open", os.path.join(presets, "self_attention_v1.json"), "--size", "1280x800", "--text-size", "250"]),
-                         ("mh-100", [], ["--open", os.path.join(presets, "multihead.json"), "--size", "1920x1080"])]
+                         ("mh-100", [], ["--open", os.path.join(presets, "multihead.json"), "--size", "1920x1080"]),
+                         # head 1's maps with 4 decimals, head 2's (wider numbers) with 2: "some maps'"
+                         ("mh-200", [], ["--open", os.path.join(presets, "multihead.json"), "--size", "1280x720",
+                                         "--text-size", "200"])]
                 seen = set()
                 for name, commands, extra in cases:
                     d, _ = headless(name, commands, *extra)
                     formats = {h["label_format"] for h in d["heatmaps"] if h.get("values_shown")} - {"custom"}
                     fewest = min({"decimals4": 4, "decimals3": 3, "decimals2": 2, "compact": 2}[f] for f in formats)
-                    said = f"numbers rounded to {fewest} decimals to fit"
+                    # "some maps'" where another map shows all 4 (the note stood above one of 4 decimals)
+                    said = ("some maps' numbers" if "decimals4" in formats else "numbers") + \
+                        f" rounded to {fewest} decimals to fit"
                     in_lesson = "--lesson" in extra
                     if in_lesson:
                         shown = "lesson_rounding" in d["widgets"]
