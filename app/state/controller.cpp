@@ -131,6 +131,7 @@ void Controller::update(double now) {
       if (users_own) hooks_.model_read(c.text("path"), "");
     } catch (const InputError& e) {
       model_load_error_ = e.what();
+      model_open_note_.clear(), saved_model_unsaved_ = false;  // about that model: never said with another's
       if (!users_own || !hooks_.model_read(c.text("path"), e.what())) fail(c, e.what(), now);
     }
   }
@@ -375,6 +376,7 @@ void Controller::applyToDocument(const Command& c, double now) {
       if (!toast_.text.empty() && now < toast_.until && toast_.hint_room != 0)  // the note, not the hint
         text += " " + toastNote();
       notify(text, now);
+      if (saved_model_unsaved_) model_open_note_ = text;  // said again with its model's opening, which follows
     }
     return;
   }

@@ -714,6 +714,8 @@ TEST_F(ControllerTest, AKilledSessionsModelTextComesBackWithTheModelOnTheCommand
   ASSERT_TRUE(c.model().isOpen()) << c.toast().text;
   EXPECT_EQ(c.model().ids(), (std::vector<int>{5, 6, 7}));
   EXPECT_TRUE(c.unsaved());
+  EXPECT_NE(c.toast().text.find("The last session's unsaved work is back"), std::string::npos)
+      << "said with the model's opening: " << c.toast().text;
 }
 
 // A training run or a notebook's maps put in the model's place lose its typed text as closing it
