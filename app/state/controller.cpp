@@ -137,7 +137,10 @@ void Controller::update(double now) {
   }
   watchFiles(now);
   updateLearning(now);
-  for (const std::string& why : queue_.takeRefusals()) showToast(why, true, now);
+  for (const std::string& why : queue_.takeRefusals()) {
+    showToast(why, true, now);
+    refusal_shown_ = messages_shown_, refusal_at_ = now;
+  }
   // Only the commands queued before this call: a capture draws frames, and panels push more.
   for (std::size_t n = queue_.size(); n > 0 && !queue_.empty(); --n) {
     const CommandId next = queue_.front().id();
@@ -160,7 +163,10 @@ void Controller::update(double now) {
     if (c.listener && c.listener->refusedAlready()) continue;  // the message stopped at an earlier command
     // A message says what the last change did: the user's next change of the workspace or model
     // ends it unless it says something itself ("Closed the model" had stood under two presets).
-    const bool ends_message = c.script_index < 0 && !c.listener && !toast_.error &&
+    // A value a panel refused ("1e400") is an error a later change makes old news (not one in the
+    // same frame: it would never be seen); other errors stay their time.
+    const bool old_refusal = messages_shown_ == refusal_shown_ && now > refusal_at_;
+    const bool ends_message = c.script_index < 0 && !c.listener && (!toast_.error || old_refusal) &&
                               toast_.hint_room == std::string::npos && !model_load_.busy() && !lesson_check_.busy() &&
                               (c.info().target == CommandTarget::Document || c.info().target == CommandTarget::Model);
     const std::uint64_t messages_before = messages_shown_;

@@ -339,6 +339,8 @@ class Controller {
   Autosave autosave_;
   Toast toast_;
   std::uint64_t messages_shown_ = 0;  // toasts shown (showToast, notify): did a command say something?
+  std::uint64_t refusal_shown_ = ~std::uint64_t{0};  // … the one that is a panel's refusal of a typed value
+  double refusal_at_ = 0;                            // … shown at this time
   std::string last_screenshot_;
   bool quit_ = false;
   std::optional<Command> pending_;     // waits for the answer to the unsaved-changes prompt

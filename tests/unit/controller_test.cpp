@@ -718,6 +718,29 @@ TEST_F(ControllerTest, AKilledSessionsModelTextComesBackWithTheModelOnTheCommand
       << "said with the model's opening: " << c.toast().text;
 }
 
+// A typed value a panel refused ("1e400") is old news once the user changes something later: the
+// error stood for its 6 s over the edits after it. Not in its own frame (never seen), and other
+// errors (a failed command) stay their time.
+TEST_F(ControllerTest, ARefusedValuesMessageEndsWithTheNextChange) {
+  Controller c = make();
+  c.commands().refuse("Not applied: 1e400 is outside float32; the cell keeps 0.2500");
+  c.update(1.0);
+  ASSERT_TRUE(c.toast().error);
+  c.commands().push("set", {{"field", "seed"}, {"value", 7}});
+  c.update(1.5);
+  EXPECT_EQ(c.toast().text, "") << "a later change ends it";
+  c.commands().refuse("Not applied: 1e400 is outside float32; the cell keeps 0.2500");
+  c.commands().push("set", {{"field", "seed"}, {"value", 8}});
+  c.update(2.0);
+  EXPECT_TRUE(c.toast().error) << "a change in the same frame does not: the refusal is seen";
+  c.commands().push("set_cell", {{"row", 99}, {"col", 0}, {"value", 1.0}});  // refused by the document
+  c.update(3.0);
+  ASSERT_TRUE(c.toast().error);
+  c.commands().push("set", {{"field", "seed"}, {"value", 9}});
+  c.update(3.5);
+  EXPECT_TRUE(c.toast().error) << "a failed command's error stays its time: " << c.toast().text;
+}
+
 // A training run or a notebook's maps put in the model's place lose its typed text as closing it
 // does: they ask too, and a notebook waiting on its message hears the answer at once.
 TEST_F(ControllerTest, ARunOrANotebooksMapsInPlaceOfAModelWithUnsavedTextAskFirst) {
