@@ -933,8 +933,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("Enter a token's name (t500), its number (500) or a range (400-431): every map zooms to it");
   }
-  if (zoom_ > 1 && zoomWindow(T).rows <= 0) reset();  // the text shorter than the zoom's window
   const CellWindow window = zoomWindow(T);
+  if (zoom_ > 1 && window.rows <= 0) reset();  // the text shorter than the zoom's window: no zoom
   // A lesson step's notes: the lesson panel says what the grid set aside; a zoom still has its line.
   // The notes line's room stays while the layout does, once a rounding note took it: the note takes
   // a line from maps that fit the tab, whose numbers may then no longer fit, which took the note

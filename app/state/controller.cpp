@@ -139,7 +139,7 @@ void Controller::update(double now) {
   updateLearning(now);
   for (const std::string& why : queue_.takeRefusals()) {
     showToast(why, true, now);
-    refusal_shown_ = messages_shown_, refusal_at_ = now;
+    toast_.refused_at = now;
   }
   // Only the commands queued before this call: a capture draws frames, and panels push more.
   for (std::size_t n = queue_.size(); n > 0 && !queue_.empty(); --n) {
@@ -165,7 +165,7 @@ void Controller::update(double now) {
     // ends it unless it says something itself ("Closed the model" had stood under two presets).
     // A value a panel refused ("1e400") is an error a later change makes old news (not one in the
     // same frame: it would never be seen); other errors stay their time.
-    const bool old_refusal = messages_shown_ == refusal_shown_ && now > refusal_at_;
+    const bool old_refusal = toast_.refused_at >= 0 && now > toast_.refused_at;
     const bool ends_message = c.script_index < 0 && !c.listener && (!toast_.error || old_refusal) &&
                               toast_.hint_room == std::string::npos && !model_load_.busy() && !lesson_check_.busy() &&
                               (c.info().target == CommandTarget::Document || c.info().target == CommandTarget::Model);
@@ -478,7 +478,10 @@ void Controller::replaced(const Command& c, double now) {
     // the same file opens at the autosave's text (it had opened at its first text, and the autosave
     // was overwritten with it); another file is opened as asked, and the autosave, its model's text
     // unsaved, is kept aside and said. The offer's Restore is the user's choice: its model comes back.
-    const std::string asked = askedModelPath();
+    const Command* asking = askedModelOpen();  // else the open model's file
+    const std::string asked = asking                                                 ? asking->text("path")
+                              : model_.isOpen() && model_.model() && !model_.isRun() ? model_.model()->path
+                                                                                     : "";
     if (c.id() == CommandId::Restore && !restoring_offer_ && !asked.empty() &&
         !sameModelFile(asked, opening.args["path"].get<std::string>())) {
       if (saved.value("dirty", true)) {  // said now, and again with the model's opening, which follows
@@ -499,11 +502,9 @@ void Controller::replaced(const Command& c, double now) {
   }
 }
 
-// The model the newest model_open asks for (queued, being read) or the open one's file; "" for none.
-std::string Controller::askedModelPath() const {
-  if (const Command* queued = queue_.newest(CommandId::ModelOpen)) return queued->text("path");
-  if (model_loading_) return model_loading_->text("path");
-  return model_.isOpen() && model_.model() && !model_.isRun() ? model_.model()->path : "";
+const Command* Controller::askedModelOpen() const {
+  if (const Command* queued = queue_.newest(CommandId::ModelOpen)) return queued;
+  return model_loading_ ? &*model_loading_ : nullptr;
 }
 
 int Controller::tokenCount() const {
@@ -727,13 +728,11 @@ void Controller::applyApp(const Command& c, double now) {
         Command restore = makeCommand("restore", {{"path", kept}});
         restore.script_index = c.script_index;
         restoring_offer_ = true;
-        try {
-          apply(restore, now);
-        } catch (const InputError&) {
-          restoring_offer_ = false;
-          throw;
-        }
-        restoring_offer_ = false;
+        struct Offered {  // … until the restore is applied, or refused
+          bool& flag;
+          ~Offered() { flag = false; }
+        } offered{restoring_offer_};
+        apply(restore, now);
       } else {
         showToast("The last session's changes stay in " + kept, false, now);
       }
@@ -925,8 +924,7 @@ nlohmann::json Controller::savedModel() const {
   // A workspace's model still waiting or being read (an open, the autosave's restore): its entry as
   // the workspace gave it, so that a save or an autosave meanwhile keeps it (an autosave written
   // then had dropped it, and a kill right after lost the text).
-  const Command* opening = queue_.newest(CommandId::ModelOpen);
-  if (!opening && model_loading_) opening = &*model_loading_;
+  const Command* opening = askedModelOpen();
   if (opening && !opening_saved_model_.empty() && opening->text("path") == opening_saved_model_) {
     m = opening->args;
     m.erase("discard");

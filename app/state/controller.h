@@ -207,7 +207,7 @@ class Controller {
   void applyLesson(const Command& c, double now);  // lesson_open, lesson_step, lesson_next, …
   void applyModel(const Command& c, double now);   // model_open, text, select_layer, …
   void closeModel(double now, bool say = true);    // the chapter's workspace again (`say`: a message says so)
-  std::string askedModelPath() const;
+  const Command* askedModelOpen() const;           // the newest model_open waiting or being read, or null
   // A model read off the UI thread: shown now, or its command's failure.
   struct ModelLoad {
     Command command;  // the model_open that asked
@@ -327,10 +327,9 @@ class Controller {
   std::optional<Command> model_loading_;                   // the model_open model_load_ reads for
   std::string model_load_error_;                           // why the last model read failed ("" once one opened)
   bool restoring_offer_ = false;  // the start's offer answered Restore: the autosave's model comes back too
-  std::string opening_saved_model_;
+  std::string opening_saved_model_;   // the path of a model a workspace being opened names (replaced)
   bool saved_model_unsaved_ = false;  // that model's text is an autosave's unsaved work (restore)
-  std::string model_open_note_;  // said with the next model's opening (an autosave kept aside for it)  // the path of a
-                                 // model a workspace being opened names (replaced)
+  std::string model_open_note_;       // said with the next model's opening (an autosave kept aside for it)
   nlohmann::json model_text_saved_;  // modelText of the open model when it was opened or last saved
   std::vector<std::string> saved_model_left_out_;          // its damaged fields, said once it is open (readSavedModel)
   ViewState chapter_view_;                                 // the view when the model was opened (chapterView)
@@ -339,8 +338,6 @@ class Controller {
   Autosave autosave_;
   Toast toast_;
   std::uint64_t messages_shown_ = 0;  // toasts shown (showToast, notify): did a command say something?
-  std::uint64_t refusal_shown_ = ~std::uint64_t{0};  // … the one that is a panel's refusal of a typed value
-  double refusal_at_ = 0;                            // … shown at this time
   std::string last_screenshot_;
   bool quit_ = false;
   std::optional<Command> pending_;     // waits for the answer to the unsaved-changes prompt

@@ -12,6 +12,7 @@ struct Toast {
   // Where the hint to make room for a large text size (F10, F11) begins in `text` (npos: none): void
   // in presentation, the note before it stays.
   std::size_t hint_room = std::string::npos;
+  double refused_at = -1;  // a typed value a panel refused, said at this time (−1: another message)
 };
 
 }  // namespace attnscope
