@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "engine/errors.h"
+#include "engine/tensor.h"
 #include "engine/thread_team.h"
 #include "lm/head_logits.h"
 #include "lm/sum_in_double.h"
@@ -142,17 +143,20 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
   const auto rowsOf = [&](int k) { return std::pair{q + k * rows, std::min(T, q + (k + 1) * rows)}; };
   // The MLP's row blocks: every panel of its weights serves up to 128 rows.
   const int F = c.mlp_width, mlp_rows = std::min(T - q, 128), mlp_blocks = (T - q + mlp_rows - 1) / mlp_rows;
-  Matrix h(T, d), y(T, d);
+  Matrix attention_input, h(T, d), y(T, d);
   const int ldf = aliasFreeStride(F);  // the MLP's hidden rows, X of its out_proj
   std::vector<float> f(exec.fused ? static_cast<std::size_t>(T) * ldf : 0);
   for (int layer = 0; layer < c.layers; ++layer) {
     if (cancelled()) throw Cancelled();
     const GptBlock& b = model.blocks[layer];
-    // h = LN₁(x); the attention of h (the chapter's MultiHeadAttention) added to x.
-    if (q > 0) h.topRows(q) = prefix->attention_inputs[static_cast<std::size_t>(layer)].topRows(q);
+    // a = LN₁(x), written where the prefix keeps it (no copy); the attention of a (the chapter's
+    // MultiHeadAttention) added to x.
+    Matrix& a = kept != nullptr ? kept->attention_inputs[static_cast<std::size_t>(layer)] : attention_input;
+    a.resize(T, d);
+    if (q > 0) a.topRows(q) = prefix->attention_inputs[static_cast<std::size_t>(layer)].topRows(q);
     forEachItem(threads, blocks, [&](int k) {
       for (auto [r, end] = rowsOf(k); r < end; ++r)
-        layerNormRow(x.row(r).data(), d, b.norm1, c.layer_norm_eps, h.row(r).data());
+        layerNormRow(x.row(r).data(), d, b.norm1, c.layer_norm_eps, a.row(r).data());
     });
     const bool maps = !request.no_maps &&
                       (request.map_layers.empty() || std::find(request.map_layers.begin(), request.map_layers.end(),
@@ -168,24 +172,30 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
       traced.keep_projections = &kept->projections[static_cast<std::size_t>(layer)];
     Trace trace;
     try {
-      trace = computeTrace(h, model.attention_config, b.attention, exec, traced, limits);
+      trace = computeTrace(a, model.attention_config, b.attention, exec, traced, limits);
     } catch (const ComputeError&) {
       overflow("block " + std::to_string(layer) + "'s attention");
     }
-    x.bottomRows(T - q) += trace.batches[0].output.bottomRows(T - q);
-    if (kept != nullptr) kept->attention_inputs[static_cast<std::size_t>(layer)] = h;
-    if (request.on_layer) request.on_layer(layer, h, std::move(trace));
+    // x += the attention's output, by rows on every thread, and (with an MLP) h = LN₂(x) of each
+    // row while it is in cache; finiteness is checked where x is last written.
+    const Matrix& attention_output = trace.batches[0].output;
+    std::atomic<bool> bad{false};
+    forEachItem(threads, blocks, [&](int k) {
+      for (auto [r, end] = rowsOf(k); r < end; ++r) {
+        x.row(r) += attention_output.row(r);
+        if (c.mlp)
+          layerNormRow(x.row(r).data(), d, b.norm2, c.layer_norm_eps, h.row(r).data());
+        else if (!allFinite(x.row(r).data(), static_cast<std::size_t>(d)))
+          bad = true;
+      }
+    });
+    if (request.on_layer) request.on_layer(layer, a, std::move(trace));
     if (!c.mlp) {  // an attention-only block
-      if (!x.bottomRows(T - q).allFinite()) overflow("block " + std::to_string(layer) + "'s attention");
+      if (bad) overflow("block " + std::to_string(layer) + "'s attention");
       continue;
     }
-    // x += MLP(LN₂(x)): h = LN₂(x) by rows; then items of (row block, output slice), so that a
-    // short text's threads each read a part of the weights, not all of them.
-    forEachItem(threads, blocks, [&](int k) {
-      for (auto [r, end] = rowsOf(k); r < end; ++r)
-        layerNormRow(x.row(r).data(), d, b.norm2, c.layer_norm_eps, h.row(r).data());
-    });
-    std::atomic<bool> bad{false};
+    // x += MLP(h): items of (row block, output slice), so that a short text's threads each read a
+    // part of the weights, not all of them.
     if (!exec.fused) {
       if (b.fc.weight.size() == 0)
         throw InputError(
@@ -210,11 +220,15 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
         const int r0 = q + k / proj_slices * mlp_rows, n = std::min(mlp_rows, T - r0), s = k % proj_slices;
         if (!applySlice(b.proj_packed, s, r0, n, f.data(), ldf, y.data(), d)) bad = true;
         const SlicedLinear::Slice& slice = b.proj_packed.slices[s];
-        x.block(r0, slice.first_output, n, slice.packed.outputs()) += y.block(r0, slice.first_output, n,
-                                                                              slice.packed.outputs());
+        const int w = slice.packed.outputs();
+        x.block(r0, slice.first_output, n, w) += y.block(r0, slice.first_output, n, w);
+        for (int r = r0; r < r0 + n; ++r)
+          if (!allFinite(x.row(r).data() + slice.first_output, static_cast<std::size_t>(w))) bad = true;
       });
     }
-    if (bad || !x.bottomRows(T - q).allFinite()) overflow("block " + std::to_string(layer) + "'s MLP");
+    if (bad ||
+        (!exec.fused && !allFinite(x.data() + static_cast<std::size_t>(q) * d, static_cast<std::size_t>(T - q) * d)))
+      overflow("block " + std::to_string(layer) + "'s MLP");
   }
   if (cancelled()) throw Cancelled();
 

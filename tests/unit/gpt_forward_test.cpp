@@ -46,8 +46,9 @@ class MemoryTensors : public TensorFile {
   std::map<std::string, std::shared_ptr<std::vector<float>>> values_;
 };
 
-// The book's GPTModel state_dict with random values: V vocabulary, C positions, d width, L blocks.
-MemoryTensors bookModel(int V, int C, int d, int L, unsigned seed) {
+// The book's GPTModel state_dict with random values: V vocabulary, C positions, d width, L blocks
+// (without `mlp`, attention-only blocks: no feed-forward and no LayerNorm 2).
+MemoryTensors bookModel(int V, int C, int d, int L, unsigned seed, bool mlp = true) {
   std::mt19937 rng(seed);
   MemoryTensors m;
   const float s = 1.0f / std::sqrt(static_cast<float>(d));
@@ -61,11 +62,14 @@ MemoryTensors bookModel(int V, int C, int d, int L, unsigned seed) {
     }
     m.add(p + "att.out_proj.weight", {d, d}, rng, s);
     m.add(p + "att.out_proj.bias", {d}, rng, 0.1f);
-    m.add(p + "ff.layers.0.weight", {4 * d, d}, rng, s);
-    m.add(p + "ff.layers.0.bias", {4 * d}, rng, 0.1f);
-    m.add(p + "ff.layers.2.weight", {d, 4 * d}, rng, 0.5f * s);
-    m.add(p + "ff.layers.2.bias", {d}, rng, 0.1f);
+    if (mlp) {
+      m.add(p + "ff.layers.0.weight", {4 * d, d}, rng, s);
+      m.add(p + "ff.layers.0.bias", {4 * d}, rng, 0.1f);
+      m.add(p + "ff.layers.2.weight", {d, 4 * d}, rng, 0.5f * s);
+      m.add(p + "ff.layers.2.bias", {d}, rng, 0.1f);
+    }
     for (const char* n : {"norm1", "norm2"}) {
+      if (!mlp && std::string(n) == "norm2") continue;
       m.add(p + n + ".scale", {d}, rng, 0.2f, 1);
       m.add(p + n + ".shift", {d}, rng, 0.1f);
     }
@@ -491,6 +495,39 @@ TEST(GptForward, CancelStopsIt) {
   ExecutionOptions exec;
   exec.cancel = &cancel;
   EXPECT_THROW(gptForward(*model, someIds(10, 50, 1), {}, exec), Cancelled);
+}
+
+// A residual stream that leaves float32 is refused, naming the block and the part where it did, on
+// the fast path (checked slice by slice, on every thread) and the reference alike.
+TEST(GptForward, AResidualBeyondFloat32NamesWhereItLeft) {
+  const auto overflowIn = [](bool mlp, bool fused) -> std::string {
+    MemoryTensors file = bookModel(50, 40, 64, 2, 23, mlp);
+    // Block 1's attention adds 3e38 to one column of the residual stream: still finite. With an
+    // MLP, its second layer adds as much again: beyond float32. Without, block 1's attention
+    // does once more.
+    file.values("trf_blocks.0.att.out_proj.bias")[5] = 3e38f;
+    file.values(mlp ? "trf_blocks.0.ff.layers.2.bias" : "trf_blocks.1.att.out_proj.bias")[5] = 3e38f;
+    GptLoadOptions options;
+    options.reference_mlp = !fused;
+    const auto model = gptModelFromTensors(file, "", options);
+    ExecutionOptions exec;
+    exec.fused = fused;
+    exec.parallel = true;
+    exec.threads = 2;
+    exec.min_parallel_work = 0;
+    try {
+      gptForward(*model, someIds(30, 50, 5), {}, exec);
+    } catch (const ComputeError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  for (bool fused : {true, false}) {
+    EXPECT_NE(overflowIn(true, fused).find("overflow float32 in block 0's MLP"), std::string::npos)
+        << overflowIn(true, fused) << (fused ? " (fast path)" : " (reference)");
+    EXPECT_NE(overflowIn(false, fused).find("overflow float32 in block 1's attention"), std::string::npos)
+        << overflowIn(false, fused) << (fused ? " (fast path)" : " (reference)");
+  }
 }
 
 TEST(GptModel, RefusesAValueThatIsNotFinite) {
