@@ -191,7 +191,10 @@ Trace computeTraceOn(const std::vector<const Matrix*>& inputs, const ModelConfig
     }
   }
 
-  // The draws, the projections, the attention and the outputs, on exec's threads.
+  // The draws, the projections, the attention and the outputs, on exec's threads; the fast path's
+  // key tiles packed once for the pass, in the calling thread's memory (as qkv).
+  thread_local pass::PackedKeyTiles key_tiles;
+  if (fused) pass::prepareKeyTiles(w, key_tiles);
   pass::runPass(w, plan, exec, request, heads);
 
   if (w.overflow) throwOverflow();

@@ -123,6 +123,27 @@ struct TileRows {
   // Keys [j0, j0 + nk) of K or V as the kernels read them: in place (row stride in.ld), or copied
   // side by side into `to` (stride hw) when `copy` says so. Rows of a few dozen floats: a loop the
   // compiler vectorizes inline, not a memcpy call per row.
+  // S = Q·Kᵀ of the rows and keys [j0, j0 + nk) (TileKernels::scores; S row stride lds): a whole
+  // tile the pass packed once (Work::key_tiles) when the rows read all of it — a block that ends
+  // inside a tile may run before the later keys are projected, so it packs its part itself, as do
+  // the scalar kernels, which pack nothing. The same packing and product as tile::scoresPacked:
+  // the same bits.
+  void scores(const Work& w, int b, int h, int j0, int nk, float* S, int lds, int key_limit,
+              AlignedFloats& k_buf) const {
+    if (w.key_tiles != nullptr && kernels.isa != Isa::Scalar && nk == std::min(kKeyTile, T - j0)) {
+      const int per_head = (T + kKeyTile - 1) / kKeyTile;
+      const std::size_t slot = (static_cast<std::size_t>(b) * t.heads + h) * per_head + j0 / kKeyTile;
+      const PackedLinear* keys = w.key_tiles->get(slot, [&](PackedLinear& tile) {
+        tile.pack(in.k + static_cast<std::size_t>(j0) * in.ld, nk, hw, in.ld, nullptr);
+      });
+      if (keys != nullptr) {
+        scoresOfPackedKeys(kernels.isa, n, *keys, queries(), in.ld, S, lds, key_limit);
+        return;
+      }
+    }
+    const auto [k, ldk] = tile(in.k, j0, nk, copy_keys, k_buf);
+    kernels.scores(n, nk, hw, queries(), in.ld, k, ldk, S, lds, key_limit);
+  }
   std::pair<const float*, int> tile(const float* base, int j0, int nk, bool copy, AlignedFloats& to) const {
     const float* from = base + static_cast<std::size_t>(j0) * in.ld;
     if (!copy) return {from, in.ld};
@@ -135,6 +156,15 @@ struct TileRows {
 };
 
 }  // namespace
+
+void prepareKeyTiles(Work& w, PackedKeyTiles& tiles) {
+  const Trace& t = *w.trace;
+  w.key_tiles = nullptr;
+  if (activeTileKernels().isa == Isa::Scalar) return;
+  const int per_head = (t.tokens + kKeyTile - 1) / kKeyTile;
+  tiles.reset(static_cast<std::size_t>(t.model.batch_size) * t.heads * per_head);
+  w.key_tiles = &tiles;
+}
 
 std::shared_ptr<const PackedModule> packedWeights(const std::shared_ptr<const Parameters>& p, const ModelConfig& m) {
   if (gemmBackend() != GemmBackend::Packed) return nullptr;
@@ -229,9 +259,7 @@ void attendRowsTraced(Work& w, int b, int h, int r0, int n, HeadTrace& head) {
   // Every key's score, the masked ones too (the scores stage shows them).
   for (int j0 = 0; j0 < T; j0 += kKeyTile) {
     const int nk = std::min(kKeyTile, T - j0);
-    const auto [k, ldk] = rows_of.tile(in.k, j0, nk, rows_of.copy_keys, k_buf);
-    kernels.scores(n, nk, hw, rows_of.queries(), in.ld, k, ldk,
-                   head.scores.data() + static_cast<std::size_t>(r0) * T + j0, T, nk);
+    rows_of.scores(w, b, h, j0, nk, head.scores.data() + static_cast<std::size_t>(r0) * T + j0, T, nk, k_buf);
   }
 
   // Per-thread rows, reused: the scaled scores of one row, and with dropout the rows' dropped
@@ -315,9 +343,8 @@ void attendRowsFused(Work& w, int b, int h, int r0, int n, float* ctx, int ldc) 
 
   for (int j0 = 0; j0 < rows_of.key_end; j0 += kKeyTile) {
     const int nk = std::min(kKeyTile, rows_of.key_end - j0), key_limit = rows_of.keyLimit(j0, nk);
-    const auto [k, ldk] = rows_of.tile(rows_of.in.k, j0, nk, rows_of.copy_keys, k_buf);
     const auto [v, ldv] = rows_of.tile(rows_of.in.v, j0, nk, rows_of.copy_values, v_buf);
-    kernels.scores(n, nk, hw, rows_of.queries(), rows_of.in.ld, k, ldk, S, kKeyTile, key_limit);
+    rows_of.scores(w, b, h, j0, nk, S, kKeyTile, key_limit, k_buf);
     kernels.softmaxRows(S, kKeyTile, n, nk, key_limit, rows_of.log2_scale, m_buf.data(), w.keep.words,
                         rows_of.keep0 + static_cast<std::size_t>(r0) * T + j0, T, rows.data());
     for (int r = 0; r < n; ++r) {
@@ -386,8 +413,7 @@ void attendRowsStreamed(Work& w, int b, int h, int r0, int n, float* ctx, int ld
 
   for (int j0 = 0; j0 < keys; j0 += kKeyTile) {
     const int nk = std::min(kKeyTile, keys - j0);
-    const auto [k, ldk] = rows_of.tile(rows_of.in.k, j0, nk, rows_of.copy_keys, k_buf);
-    kernels.scores(n, nk, hw, rows_of.queries(), rows_of.in.ld, k, ldk, P + j0, lds, rows_of.keyLimit(j0, nk));
+    rows_of.scores(w, b, h, j0, nk, P + j0, lds, rows_of.keyLimit(j0, nk), k_buf);
   }
   bool finite = true;
   for (int r = 0; r < n; ++r) {

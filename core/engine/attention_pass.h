@@ -7,6 +7,7 @@
 // Shapes: B batch elements, T tokens, d_in input width, d_out projection width, H heads of width
 // w, G projection groups (H for the wrapper, else 1), as in attention_reference.cpp.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +39,44 @@ struct KeepBits {
 // that backend. Thread-safe.
 std::shared_ptr<const PackedModule> packedWeights(const std::shared_ptr<const Parameters>& p, const ModelConfig& m);
 
+// The key tiles of the pass's heads packed once for the SIMD scores (PackedLinear, as
+// tile::scoresPacked packs a tile): every query block of a head reads the same whole tiles, and
+// each block packing its own copy re-packed a head's keys once per block (GPT-2 at T = 1024: 8.5×
+// its keys, 13 ms of the 0.95 s pass). Slot i is packed by the first task that needs it; a task
+// that finds it being packed packs its own copy rather than wait. The calling thread keeps one
+// (computeTrace), so the tiles' memory is reused pass after pass.
+class PackedKeyTiles {
+ public:
+  // `slots` unpacked slots (the memory of earlier ones kept). Not while a pass uses them.
+  void reset(std::size_t slots) {
+    if (slots > capacity_) {
+      state_.reset(new std::atomic<int>[slots]);
+      capacity_ = slots;
+    }
+    tiles_.resize(std::max(tiles_.size(), slots));
+    for (std::size_t i = 0; i < slots; ++i) state_[i].store(kFree, std::memory_order_relaxed);
+    slots_ = slots;
+  }
+  std::size_t slots() const { return slots_; }
+  // Slot i packed, by `pack(PackedLinear&)` here when it is free; null while another thread packs it.
+  template <class Pack>
+  const PackedLinear* get(std::size_t i, Pack&& pack) {
+    int state = state_[i].load(std::memory_order_acquire);
+    if (state == kFree && state_[i].compare_exchange_strong(state, kPacking, std::memory_order_acquire)) {
+      pack(tiles_[i]);
+      state_[i].store(kReady, std::memory_order_release);
+      return &tiles_[i];
+    }
+    return state == kReady ? &tiles_[i] : nullptr;
+  }
+
+ private:
+  enum : int { kFree, kPacking, kReady };
+  std::unique_ptr<std::atomic<int>[]> state_;
+  std::vector<PackedLinear> tiles_;
+  std::size_t capacity_ = 0, slots_ = 0;
+};
+
 // Everything one task needs to read; each task writes only its own rows.
 // Q, K and V of one projection group fill one block of T × 3·d_out floats, `qkvBlock(p, g)` for
 // projection element p (one per batch element, or a single one shared by all, since every
@@ -56,6 +95,7 @@ struct Work {
   std::vector<float>* qkv;               // projection elements × groups × T × 3·d_out (qkvBlock)
   KeepBits keep;                         // dropout draws in torch's order
   const PackedModule* packed = nullptr;  // the fast path's packed layers (gemm.h's Packed backend)
+  PackedKeyTiles* key_tiles = nullptr;   // the fast path's packed key tiles (prepareKeyTiles); null: none
   std::atomic<bool> overflow{false};
   int groups = 1;                  // projection groups (heads for the wrapper, else 1)
   bool shared_projection = false;  // one projection element serves every batch element
@@ -76,6 +116,10 @@ struct Work {
     return OutputBlocks{trace->head_width, static_cast<std::ptrdiff_t>(trace->tokens) * trace->head_width};
   }
 };
+
+// Sizes w.key_tiles for the pass's heads when the SIMD scores run (attention_fast.cpp); leaves it
+// null otherwise.
+void prepareKeyTiles(Work& w, PackedKeyTiles& tiles);
 
 // The steps (attention_fast.cpp). Rows [r0, r0+n) of batch element b; g a projection group, h a
 // head.

@@ -20,7 +20,12 @@ void tile::scoresPacked(Isa isa, int n, int nk, int hw, const float* Q, int ldq,
                         int lds, int key_limit) {
   thread_local PackedLinear key_tile;  // its memory stays with the thread
   key_tile.pack(K, nk, hw, ldk, nullptr);
-  key_tile.apply(n, Q, ldq, S, lds, isa, clampLimit(key_limit, n, nk));
+  scoresOfPackedKeys(isa, n, key_tile, Q, ldq, S, lds, key_limit);
+}
+
+void scoresOfPackedKeys(Isa isa, int n, const PackedLinear& keys, const float* Q, int ldq, float* S, int lds,
+                        int key_limit) {
+  keys.apply(n, Q, ldq, S, lds, isa, tile::clampLimit(key_limit, n, keys.outputs()));
 }
 
 namespace {

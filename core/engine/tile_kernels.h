@@ -17,6 +17,8 @@
 
 namespace attnscope {
 
+class PackedLinear;
+
 // One query row of a key tile after the online softmax step.
 struct SoftmaxRowResult {
   float max;    // the new running max of the raw scores: max(m_old, the row's unmasked scores)
@@ -67,6 +69,12 @@ struct TileKernels {
                       const std::uint64_t* keep, std::size_t keep_bit0, std::size_t keep_row_bits,
                       SoftmaxRowResult* out);
 };
+
+// TileKernels::scores of the SIMD versions with the key tile packed already: `keys` is the tile's
+// nk keys × hw packed as they pack it (PackedLinear::pack(K, nk, hw, ldk, nullptr)), so that the
+// query blocks of a head share one packing; the same products, the same bits. isa: Avx2 or Avx512.
+void scoresOfPackedKeys(Isa isa, int n, const PackedLinear& keys, const float* Q, int ldq, float* S, int lds,
+                        int key_limit);
 
 // The kernels of `isa` (Auto: the widest this CPU runs). Throws std::invalid_argument when this
 // CPU cannot run them.
