@@ -14,10 +14,10 @@
 #include <utility>
 
 #include "engine/errors.h"
+#include "engine/sum_in_double.h"
 #include "engine/tensor.h"
 #include "engine/thread_team.h"
 #include "lm/head_logits.h"
-#include "lm/sum_in_double.h"
 
 namespace attnscope {
 

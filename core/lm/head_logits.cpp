@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "engine/simd_targets.h"
+#include "engine/sum_in_double.h"
 #include "engine/tile_kernels.h"
-#include "lm/sum_in_double.h"
 
 namespace attnscope {
 

@@ -6,7 +6,7 @@
 // Shapes: x P × d (the positions' rows after the final LayerNorm, row-major), head V × d
 // (row-major), out P × V (row stride ld_out).
 //
-// Each logit is float(sumInDouble(d, x[i]·head[v][i])) (lm/sum_in_double.h): the products exact in
+// Each logit is float(sumInDouble(d, x[i]·head[v][i])) (engine/sum_in_double.h): the products exact in
 // double (two floats' 24-bit significands), summed in 8 lanes, then the tail, then the lanes, in
 // order. In double a logit is within an ulp or so of the exact sum, closer than a float product's
 // blocked sums (a random GPT-2-sized model's next-token probabilities were 1.1e-5 relative from

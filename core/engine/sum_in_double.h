@@ -1,5 +1,6 @@
-// Sums in double of the language model's reductions (LayerNorm's mean and variance, the head's
-// logits: lm/gpt_forward.cpp, lm/head_logits.h), one fixed order for every caller.
+// Sums in double of the engine's reductions — a row's entropy (head_statistics.h), a trained model's
+// LayerNorm mean and variance and its head's logits (lm/gpt_forward.cpp, lm/head_logits.h) — in
+// one fixed order for every caller.
 #pragma once
 
 namespace attnscope {
