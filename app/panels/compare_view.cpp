@@ -417,6 +417,15 @@ void CompareView::draw(const PanelContext& ctx) {
       }
       spec.cell = cell;            // the row's fit, the same in its three maps …
       spec.cells_top = cells_top;  // … and their cells level (A's tokens may be narrower than B's)
+      if (!d->comparable && values.size() > 0) {
+        // Maps of other shapes, side by side without B − A: each as large as its own shape lets it
+        // in the row's tile, within the cap on numbers' cells, not at the larger one's cells (a
+        // 5-token B beside a 94-token A was a 40-px thumbnail in a tile of 700).
+        const float own_rows = static_cast<float>(values.rows()), own_cols = static_cast<float>(values.cols());
+        float own = std::min((tile_w - left) / own_cols, cell * rows_f / own_rows);
+        if (values.rows() <= 12 && values.cols() <= 64) own = std::min(own, label_cell * 2);
+        spec.cell = std::max(cell, own);
+      }
       if (flagsRow(row))           // 0/1 masks, and their difference −1, 0, +1: integers, as torch prints them
         spec.look.cell_text = [](float v) { return v > 0.5f ? std::string("1") : v < -0.5f ? "−1" : "0"; };
       const HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(tile_w, tile_h));

@@ -173,11 +173,29 @@ def main():
                 a = [e for e in maps if e["compare"] == "A" and e["stage"] == "scores"]
                 b = [e for e in maps if e["compare"] == "B" and e["stage"] == "scores"]
                 expect(a and b and a[0]["rows"] == 6 and b[0]["rows"] == 3, f"fewer: A {a[:1]}, B {b[:1]}")
+                # A long A beside a short B: each as large as its own shape lets it, B not drawn at
+                # A's small cells (a 5-token B beside a 94-token A was a thumbnail).
+                long_text = " ".join(["the cat sat on the mat and the dog lay by the door"] * 3)
+                d = headless("long_short", [{"do": "sentence", "text": long_text}, {"do": "pin"},
+                                            {"do": "sentence", "text": "the cat sat"}],
+                             "--open", multihead, "--size", "1280x800")
+                pairs = [(e, f) for e in compare_maps(d) if e["compare"] == "A" and e["stage"] == "weights"
+                         for f in compare_maps(d) if f["compare"] == "B" and f["id"] == e["id"].replace("_A_", "_B_")]
+                expect(pairs, f"long_short: no A and B weights maps: {[e['id'] for e in compare_maps(d)]}")
+                for a_map, b_map in pairs:
+                    expect(a_map["rows"] == 39 and b_map["rows"] == 3, f"long_short: A {a_map['rows']}, B {b_map['rows']}")
+                    expect(b_map["cell"] > 4 * a_map["cell"] and b_map["values_shown"],
+                           f"long_short: B's cells {b_map['cell']:.1f} px beside A's {a_map['cell']:.1f}, "
+                           f"numbers {b_map['values_shown']}")
+                    expect(b_map["cells"]["x"] + b_map["cells"]["w"] <= b_map["tile"]["x"] + b_map["tile"]["w"] + 1 and
+                           b_map["cells"]["y"] + b_map["cells"]["h"] <= a_map["cells"]["y"] + a_map["cells"]["h"] + 1,
+                           f"long_short: B's cells {b_map['cells']} leave its tile {b_map['tile']} or pass A's")
                 d = headless("unpin", [{"do": "pin"}, {"do": "sentence", "text": "the cat sat"}, {"do": "unpin"}],
                              "--open", multihead, "--size", "1280x800")
                 expect(not d["state"]["pinned"] and not compare_maps(d), "unpin: still pinned or compare maps drawn")
                 expect(d["state"]["workspace"]["tokens"] == ["the", "cat", "sat"], "unpin changed the document")
-                print("  6 tokens pinned, 3 now: A 6×6 beside B 3×3, no difference map; unpin → Heatmaps")
+                print("  6 tokens pinned, 3 now: A 6×6 beside B 3×3, no difference map; a 39-token A beside a 3-token B: "
+                      f"B's cells {b_map['cell']:.0f} px, A's {a_map['cell']:.1f}; unpin → Heatmaps")
 
             def gpt2_small():
                 d = headless("gpt2", [{"do": "pin"}, {"do": "set", "field": "seed", "value": 7}],
