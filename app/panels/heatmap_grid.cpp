@@ -677,17 +677,24 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, int widest, const
     notes.push_back("dimensions d0–d" + std::to_string(w.dims - 1) + " of " + std::to_string(widest) +
                     " shown");
   if (zoom > 1) {
-    // A map's dimensions show their first as many as the tokens shown (shownWindow): said when some are wider.
-    const bool wide = t.head_width > w.rows || t.d_in > w.rows || t.model.d_out > w.rows;
+    // A map's dimensions show their first as many as the tokens shown (shownWindow): said when some
+    // are wider, and of which (GPT-2's 64-wide heads show whole beside its 768-wide inputs).
+    const int narrowest = std::min({t.head_width, t.d_in, t.model.d_out});
+    const int widest_map = std::max({t.head_width, t.d_in, t.model.d_out});
+    const bool wide = widest_map > w.rows;
+    const std::string which = narrowest <= w.rows       ? " of the maps wider than " + std::to_string(w.rows)
+                              : narrowest == widest_map ? " of " + std::to_string(widest_map)
+                                                        : " of each map";
     if (beside) ImGui::SameLine(0, px(16));
     // The button first, whole; the text beside it, or on a line of its own where it does not fit
     // ("… reset zoo" ran off the tab at 200 %), cut to the tab's width, whole on hover.
     reset = ImGui::SmallButton("reset zoom");
     layout().widget("reset_zoom");
-    char said[160];
+    char said[224];
     std::snprintf(said, sizeof said, "zoom ×%.1f: queries %d–%d, keys %d–%d%s", static_cast<double>(zoom), w.row0 + 1,
                   w.row0 + w.rows, w.col0 + 1, w.col0 + w.cols,
-                  wide ? (", dimensions d0–d" + std::to_string(w.rows - 1)).c_str() : "");
+                  wide ? (", dimensions d0–d" + std::to_string(w.rows - 1) + which).c_str() : "");
+    layout().state()["grid_zoom"] = said;  // tests: which rows, keys and dimensions it says
     ImGui::SameLine();
     if (ImGui::CalcTextSize(said).x > ImGui::GetContentRegionAvail().x) ImGui::NewLine();
     const std::string shown = fitText(said, ImGui::GetContentRegionAvail().x);

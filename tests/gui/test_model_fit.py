@@ -155,6 +155,11 @@ def checks(app, tmp):
                              "--model", folder, "--size", "1280x720", "--text-size", "200")
             w = d["heatmaps"][0]["window"]
             assert w["row0"] <= 30 < w["row0"] + w["rows"], w
+            # Its note says of which maps it shows the first dimensions only: here each map's (heads
+            # of 64, inputs of 256, a window of 8). A window wider than the heads says "of the maps
+            # wider than N" (this model's context, 64, allows none).
+            zoom = d["state"]["grid_zoom"]
+            assert f"dimensions d0–d{w['rows'] - 1} of each map" in zoom, zoom
             print(f"  the chapter's row 6 scrolled into the tab (y {row:.0f}); zoomed to 5–12, query 31 moves the "
                   f"zoom to rows {w['row0'] + 1}–{w['row0'] + w['rows']}")
             # The chapter's grid scrolled (to row 6, above), then a model opened: its grid from its top,
