@@ -123,6 +123,15 @@ struct TileRows {
   // Keys [j0, j0 + nk) of K or V as the kernels read them: in place (row stride in.ld), or copied
   // side by side into `to` (stride hw) when `copy` says so. Rows of a few dozen floats: a loop the
   // compiler vectorizes inline, not a memcpy call per row.
+  std::pair<const float*, int> tile(const float* base, int j0, int nk, bool copy, AlignedFloats& to) const {
+    const float* from = base + static_cast<std::size_t>(j0) * in.ld;
+    if (!copy) return {from, in.ld};
+    to.resize(static_cast<std::size_t>(kKeyTile) * hw);
+    for (int j = 0; j < nk; ++j)
+      for (int c = 0; c < hw; ++c)
+        to[static_cast<std::size_t>(j) * hw + c] = from[static_cast<std::size_t>(j) * in.ld + c];
+    return {to.data(), hw};
+  }
   // S = Q·Kᵀ of the rows and keys [j0, j0 + nk) (TileKernels::scores; S row stride lds): a whole
   // tile the pass packed once (Work::key_tiles) when the rows read all of it — a block that ends
   // inside a tile may run before the later keys are projected, so it packs its part itself, as do
@@ -143,15 +152,6 @@ struct TileRows {
     }
     const auto [k, ldk] = tile(in.k, j0, nk, copy_keys, k_buf);
     kernels.scores(n, nk, hw, queries(), in.ld, k, ldk, S, lds, key_limit);
-  }
-  std::pair<const float*, int> tile(const float* base, int j0, int nk, bool copy, AlignedFloats& to) const {
-    const float* from = base + static_cast<std::size_t>(j0) * in.ld;
-    if (!copy) return {from, in.ld};
-    to.resize(static_cast<std::size_t>(kKeyTile) * hw);
-    for (int j = 0; j < nk; ++j)
-      for (int c = 0; c < hw; ++c)
-        to[static_cast<std::size_t>(j) * hw + c] = from[static_cast<std::size_t>(j) * in.ld + c];
-    return {to.data(), hw};
   }
 };
 

@@ -42,8 +42,8 @@ std::shared_ptr<const PackedModule> packedWeights(const std::shared_ptr<const Pa
 // The key tiles of the pass's heads packed once for the SIMD scores (PackedLinear, as
 // tile::scoresPacked packs a tile): every query block of a head reads the same whole tiles, and
 // each block packing its own copy re-packed a head's keys once per block (GPT-2 at T = 1024: 8.5×
-// its keys, 13 ms of the 0.95 s pass). Slot i is packed by the first task that needs it; a task
-// that finds it being packed packs its own copy rather than wait. The calling thread keeps one
+// its keys, about 10 ms of the 0.9 s pass: docs/engine-measurements.md). Slot i is packed by the first task that needs
+// it; a task that finds it being packed packs its own copy rather than wait. The calling thread keeps one
 // (computeTrace), so the tiles' memory is reused pass after pass.
 class PackedKeyTiles {
  public:
@@ -55,9 +55,7 @@ class PackedKeyTiles {
     }
     tiles_.resize(std::max(tiles_.size(), slots));
     for (std::size_t i = 0; i < slots; ++i) state_[i].store(kFree, std::memory_order_relaxed);
-    slots_ = slots;
   }
-  std::size_t slots() const { return slots_; }
   // Slot i packed, by `pack(PackedLinear&)` here when it is free; null while another thread packs it.
   template <class Pack>
   const PackedLinear* get(std::size_t i, Pack&& pack) {
@@ -74,7 +72,7 @@ class PackedKeyTiles {
   enum : int { kFree, kPacking, kReady };
   std::unique_ptr<std::atomic<int>[]> state_;
   std::vector<PackedLinear> tiles_;
-  std::size_t capacity_ = 0, slots_ = 0;
+  std::size_t capacity_ = 0;
 };
 
 // Everything one task needs to read; each task writes only its own rows.

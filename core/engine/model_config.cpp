@@ -1,5 +1,6 @@
 #include "engine/model_config.h"
 
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -184,6 +185,9 @@ Cost estimateCost(const ModelConfig& m, int tokens, int d_in, int traced) {
   c.parameter_bytes = static_cast<std::int64_t>(4 * params);
   double working = T * d * 4;            // the embeddings (every element reads them)
   working += 3 * B * G * T * width * 4;  // Q, K, V
+  // The fast path's key tiles, packed once a pass (attention_pass.h's PackedKeyTiles): a copy of
+  // every head's K in panels of 32 keys, kept by the computing thread for the next pass.
+  working += B * H * (std::ceil(T / 32) * 32) * w * 4;
   if (hasDropout(m.variant) && m.training && m.dropout > 0) working += B * H * T * T;  // draws
   working += B * H * T * w * 4 + 2 * B * T * ctx * 4;                                  // contexts, concat, output
   c.working_bytes = static_cast<std::int64_t>(working);
