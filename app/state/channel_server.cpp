@@ -204,8 +204,10 @@ ChannelServer::~ChannelServer() {
     thread_.join();
   }
   if (listen_fd_ >= 0) {
-    ::close(listen_fd_);
+    // The name first: once a client's connect is refused the socket is gone (closed first, a
+    // refused connect could still find the file: gui_channel failed so once in a clean clone's run).
     ::unlink(path_.c_str());
+    ::close(listen_fd_);
   }
   for (int& fd : stop_pipe_)
     if (fd >= 0) ::close(fd);
