@@ -658,8 +658,33 @@ std::string skippedStages(const ViewState& v, const Trace& t) {
 // One line of notes under the header: the preset's description (in full on hover), zoom, where
 // dropout masks come from, and the maps this step has none of. `beside`: on the line of the item
 // before (the go-to field), where there is anything to say. Returns true when "reset zoom" was pressed.
+// The weights nearly one colour on a linear scale: a long text's softmax spreads a row over its keys
+// (GPT-2 small's exercise: about 1/358 of a row each, against a top of 1), and its maps were flat
+// purple. Said where some head shown spreads its rows over 40 × fewer … more keys than its top
+// weight's share (exp of its mean entropy × the range's top ≥ 40: a typical weight in the colour
+// map's darkest 2.5 %), with the scale that shows them.
+std::string flatWeightsNote(const Snapshot& snap, const ViewState& view, const std::vector<Stage>& stages,
+                            const std::vector<int>& heads) {
+  if (view.colour_scale != ColourScale::Linear) return "";
+  if (std::find(stages.begin(), stages.end(), Stage::Weights) == stages.end() &&
+      std::find(stages.begin(), stages.end(), Stage::DroppedWeights) == stages.end())
+    return "";
+  double widest_spread = 0;
+  for (int h : heads)
+    if (const HeadStatistics* st = snap.statisticsOf(h); st && h < static_cast<int>(snap.ranges.size())) {
+      const double top = view.weights_fixed
+                             ? 1.0
+                             : snap.ranges[static_cast<std::size_t>(h)][static_cast<std::size_t>(Stage::Weights)].hi;
+      const double keys = std::exp(static_cast<double>(st->mean_entropy));
+      if (top * keys >= 40) widest_spread = std::max(widest_spread, keys);
+    }
+  if (widest_spread == 0) return "";
+  return "weights look flat: View › Colour scale › Logarithmic (a row spreads over ~" +
+         std::to_string(std::lround(widest_spread)) + " keys)";
+}
+
 bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, int widest, const std::string& skipped, bool lesson,
-               const std::string& rounding, bool beside, bool keep_line) {
+               const std::string& rounding, const std::string& flat, bool beside, bool keep_line) {
   const Trace& t = *snap.trace;
   bool reset = false;
   std::vector<std::string> notes;
@@ -704,6 +729,8 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, int widest, const
   std::string line;
   for (const std::string& n : notes) line += (line.empty() ? "" : "  ·  ") + n;
   if (!about.empty()) line = about + (line.empty() ? "" : "  ·  " + line);
+  if (!flat.empty())
+    line = flat + (line.empty() ? "" : "  ·  " + line);  // before the preset's words: it says what is seen
   if (!rounding.empty()) line = rounding + (line.empty() ? "" : "  ·  " + line);  // first: it explains the numbers
   layout().state()["grid_notes"] = line;  // tests: the preset's note is there, or gone
   if (line.empty()) {                     // the zoom's line ends here (no SameLine left open for the maps)
@@ -973,9 +1000,12 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       widest = std::max({widest, t.d_in, t.head_width});
     else if (!stageInfo(stage).square)
       widest = std::max(widest, t.head_width);
-  if ((!ctx.maps_menu || zoom_ > 1) &&
-      drawNotes(*snap, zoom_, window, widest, skippedStages(view, t), !view.highlight.empty(), rounding, go_to,
-                note_line_kept_))
+  std::vector<int> heads_shown;  // as the grid below takes them
+  for (int h = 0; h < t.heads; ++h)
+    if (view.head < 0 || view.head == h) heads_shown.push_back(h);
+  const std::string flat = flatWeightsNote(*snap, view, stages, heads_shown);
+  if ((!ctx.maps_menu || zoom_ > 1) && drawNotes(*snap, zoom_, window, widest, skippedStages(view, t),
+                                                 !view.highlight.empty(), rounding, flat, go_to, note_line_kept_))
     reset();
   // While the mouse is over a map the wheel zooms it, so it must not also scroll the grid.
   ImGui::BeginChild("grid", ImVec2(0, 0), false,

@@ -203,8 +203,17 @@ def main():
                 print(f"  lock: {cells.done('lock')} cells of seed 5 coloured over seed 123's ranges; unlock follows the result")
 
             def gpt2_log():
+                # On the linear scale its weights are one flat colour (a row spreads over ~358 keys):
+                # the notes say which scale shows them, and say nothing of the kind on the log scale
+                # or for the book's six tokens.
+                flat = "weights look flat: View › Colour scale › Logarithmic"
+                d = headless("gpt2-linear", [], "--open", gpt2, "--size", "1280x800")
+                expect(d["state"]["grid_notes"].startswith(flat), f"gpt2 linear: notes {d['state']['grid_notes'][:120]!r}")
+                book = headless("book-linear", [], "--open", multihead, "--size", "1280x800")
+                expect(flat not in book["state"]["grid_notes"], f"book: notes {book['state']['grid_notes']!r}")
                 d = headless("gpt2", [{"do": "view", "field": "colour_scale", "value": "log"}],
                              "--open", gpt2, "--size", "1280x800")
+                expect(flat not in d["state"]["grid_notes"], f"gpt2 log: notes {d['state']['grid_notes'][:120]!r}")
                 e = maps(d, "weights")[0]
                 rgb = g.load_png(d["png"]).convert("RGB")
                 c = e["cells"]
@@ -217,7 +226,7 @@ def main():
                 expect(e["legend"] and len(named) >= 1, f"gpt2 log weights: legend {e.get('legend')!r}, decades named "
                                                         f"{named} of {e['colorbar']['ticks']}")
                 print(f"  GPT-2 small, log: {len(colours)} distinct colours among 9 samples of head 1's weights; "
-                      f"decades named {named} beside the legend")
+                      f"decades named {named} beside the legend; on the linear scale the notes name the log scale")
 
             def outlines():
                 before = headless("before-edit", [], "--open", multihead, "--size", "1600x1000")
