@@ -660,9 +660,9 @@ std::string skippedStages(const ViewState& v, const Trace& t) {
 // before (the go-to field), where there is anything to say. Returns true when "reset zoom" was pressed.
 // The weights nearly one colour on a linear scale: a long text's softmax spreads a row over its keys
 // (GPT-2 small's exercise: about 1/358 of a row each, against a top of 1), and its maps were flat
-// purple. Said where some head shown spreads its rows over 40 × fewer … more keys than its top
-// weight's share (exp of its mean entropy × the range's top ≥ 40: a typical weight in the colour
-// map's darkest 2.5 %), with the scale that shows them.
+// purple. Said, with the scale that shows them, where a head shown has a typical weight (1 / the
+// keys a row spreads over, exp of its mean entropy) under 1/40 of its colour range's top: in the
+// colour map's darkest 2.5 %.
 std::string flatWeightsNote(const Snapshot& snap, const ViewState& view, const std::vector<Stage>& stages,
                             const std::vector<int>& heads) {
   if (view.colour_scale != ColourScale::Linear) return "";
