@@ -230,7 +230,9 @@ void CompareView::draw(const PanelContext& ctx) {
     const StageMap va = rowValues(a, row_a), vb = rowValues(*b, row);
     const Eigen::Index R = std::max(va.rows(), vb.rows()),
                        C = std::max<Eigen::Index>(std::max(va.cols(), vb.cols()), 1);
-    const bool labelled = R <= 12 && C <= 64;
+    // Maps small enough to show every cell's number, within the cap on their cells below.
+    const auto numbered = [](Eigen::Index rows, Eigen::Index cols) { return rows <= 12 && cols <= 64; };
+    const bool labelled = numbered(R, C);
     const bool negative = rowRange(a, row_a).lo < 0 || rowRange(*b, row).lo < 0 || flagsRow(row);  // B − A, masks' ×2.0
     // Room for the compact labels of A's and B's own numbers too: a value too small for two decimals
     // prints as "−7e−4", wider than "−.00" (A and B then showed no numbers beside B − A's).
@@ -423,7 +425,7 @@ void CompareView::draw(const PanelContext& ctx) {
         // 5-token B beside a 94-token A was a 40-px thumbnail in a tile of 700).
         const float own_rows = static_cast<float>(values.rows()), own_cols = static_cast<float>(values.cols());
         float own = std::min((tile_w - left) / own_cols, cell * rows_f / own_rows);
-        if (values.rows() <= 12 && values.cols() <= 64) own = std::min(own, label_cell * 2);
+        if (numbered(values.rows(), values.cols())) own = std::min(own, label_cell * 2);
         spec.cell = std::max(cell, own);
       }
       if (flagsRow(row))           // 0/1 masks, and their difference −1, 0, +1: integers, as torch prints them

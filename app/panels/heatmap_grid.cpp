@@ -655,9 +655,6 @@ std::string skippedStages(const ViewState& v, const Trace& t) {
   return out;
 }
 
-// One line of notes under the header: the preset's description (in full on hover), zoom, where
-// dropout masks come from, and the maps this step has none of. `beside`: on the line of the item
-// before (the go-to field), where there is anything to say. Returns true when "reset zoom" was pressed.
 // The weights nearly one colour on a linear scale: a long text's softmax spreads a row over its keys
 // (GPT-2 small's exercise: about 1/358 of a row each, against a top of 1), and its maps were flat
 // purple. Said, with the scale that shows them, where a head shown has a typical weight (1 / the
@@ -683,6 +680,9 @@ std::string flatWeightsNote(const Snapshot& snap, const ViewState& view, const s
          std::to_string(std::lround(widest_spread)) + " keys)";
 }
 
+// One line of notes under the header: the preset's description (in full on hover), zoom, where
+// dropout masks come from, and the maps this step has none of. `beside`: on the line of the item
+// before (the go-to field), where there is anything to say. Returns true when "reset zoom" was pressed.
 bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, int widest, const std::string& skipped, bool lesson,
                const std::string& rounding, const std::string& flat, bool beside, bool keep_line) {
   const Trace& t = *snap.trace;
@@ -1000,10 +1000,12 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       widest = std::max({widest, t.d_in, t.head_width});
     else if (!stageInfo(stage).square)
       widest = std::max(widest, t.head_width);
-  std::vector<int> heads_shown;  // as the grid below takes them
-  for (int h = 0; h < t.heads; ++h)
-    if (view.head < 0 || view.head == h) heads_shown.push_back(h);
-  const std::string flat = flatWeightsNote(*snap, view, stages, heads_shown);
+  // Which heads: all, or the one chosen in the header (none when only the module's maps are on).
+  std::vector<int> heads;
+  for (int h = 0; h < t.heads && !stages.empty(); ++h)
+    if (view.head < 0 || view.head == h) heads.push_back(h);
+  if (heads.empty() && !stages.empty()) heads.push_back(0);
+  const std::string flat = flatWeightsNote(*snap, view, stages, heads);
   if ((!ctx.maps_menu || zoom_ > 1) && drawNotes(*snap, zoom_, window, widest, skippedStages(view, t),
                                                  !view.highlight.empty(), rounding, flat, go_to, note_line_kept_))
     reset();
@@ -1019,11 +1021,6 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     ImGui::EndChild();
     return;
   }
-  // Which heads: all, or the one chosen in the header (none when only the module's maps are on).
-  std::vector<int> heads;
-  for (int h = 0; h < t.heads && !stages.empty(); ++h)
-    if (view.head < 0 || view.head == h) heads.push_back(h);
-  if (heads.empty() && !stages.empty()) heads.push_back(0);
   const int H = static_cast<int>(heads.size()), S = static_cast<int>(stages.size());
   const int M = static_cast<int>(module_maps.size());
   const ImGuiStyle& style = ImGui::GetStyle();

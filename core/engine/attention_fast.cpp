@@ -27,6 +27,8 @@ namespace {
 // which must stay in L1 — 128 keys of a 64-wide head take 32 KiB; 256 would take 64 KiB, and were
 // slower (docs/engine-measurements.md).
 constexpr int kKeyTile = 128;
+// Key tiles of one head of T tokens (the last one partial): PackedKeyTiles' slots per head.
+int keyTilesPerHead(int T) { return (T + kKeyTile - 1) / kKeyTile; }
 
 float negInf() { return -std::numeric_limits<float>::infinity(); }
 
@@ -140,8 +142,7 @@ struct TileRows {
   void scores(const Work& w, int b, int h, int j0, int nk, float* S, int lds, int key_limit,
               AlignedFloats& k_buf) const {
     if (w.key_tiles != nullptr && kernels.isa != Isa::Scalar && nk == std::min(kKeyTile, T - j0)) {
-      const int per_head = (T + kKeyTile - 1) / kKeyTile;
-      const std::size_t slot = (static_cast<std::size_t>(b) * t.heads + h) * per_head + j0 / kKeyTile;
+      const std::size_t slot = (static_cast<std::size_t>(b) * t.heads + h) * keyTilesPerHead(T) + j0 / kKeyTile;
       const PackedLinear* keys = w.key_tiles->get(slot, [&](PackedLinear& tile) {
         tile.pack(in.k + static_cast<std::size_t>(j0) * in.ld, nk, hw, in.ld, nullptr);
       });
@@ -161,8 +162,7 @@ void prepareKeyTiles(Work& w, PackedKeyTiles& tiles) {
   const Trace& t = *w.trace;
   w.key_tiles = nullptr;
   if (activeTileKernels().isa == Isa::Scalar) return;
-  const int per_head = (t.tokens + kKeyTile - 1) / kKeyTile;
-  tiles.reset(static_cast<std::size_t>(t.model.batch_size) * t.heads * per_head);
+  tiles.reset(static_cast<std::size_t>(t.model.batch_size) * t.heads * keyTilesPerHead(t.tokens));
   w.key_tiles = &tiles;
 }
 
