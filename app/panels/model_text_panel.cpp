@@ -430,13 +430,21 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
       text_.clear();
       for (int id : session.ids()) text_ += (text_.empty() ? "" : " ") + std::to_string(id);
     }
+    restored_ = tokenizer && session.lineage() != mirrored_lineage_ && ctx.model_draft != nullptr &&
+                *ctx.model_draft != session_text;
+    if (restored_) text_ = *ctx.model_draft;
     mirrored_version_ = session.version();
+    mirrored_lineage_ = session.lineage();
   }
   // A text the model refused (too long, empty) stays in the field, the user's to fix: sent, and the
   // session still at the version it was sent at (accepted, the version moves on and the field takes
   // the session's text when nothing is held). Said under the field after the toast has gone.
+  if (text_ == session_text) restored_ = false;
   const bool refused = tokenizer && !editing_ && text_ != session_text && session.version() == sent_version_ &&
                        ImGui::GetFrameCount() > sent_at_ + 2;
+  // A restored session's text typed and not applied is held as a refused one is: the views show
+  // the model's text, and appending would replace the field's.
+  const bool restored = !refused && restored_ && !editing_;
   std::string refusal;
   if (refused) {
     if (refused_text_ != text_ || refused_eot_ != session.prependEot())
@@ -444,8 +452,12 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
       refused_eot_ = session.prependEot();
     const std::string why = refused_why_.rfind("text: ", 0) == 0 ? refused_why_.substr(6) : refused_why_;
     refusal = "Not applied" + (why.empty() ? std::string() : ": " + why);
+  } else if (restored) {
+    refusal = "Not applied yet: click it, then Enter";
   }
+  const bool held = refused || restored;
   layout().state()["model_text_refused"] = refused;
+  layout().state()["model_text_restored"] = restored;
   // What the panel holds below the field — <|endoftext|>, a row of the tokens and the
   // next tokens with kNextRowsKept of their rows, and a refusal's note — keeps its room (at 1280 ×
   // 800 and 175 % the next tokens were below the fold). Where it is short the field shows two
@@ -464,8 +476,8 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
                        : eot_wraps ? frame + line
                                    : frame) +
                       chipPitch() + style.ItemSpacing.y + nextTokensHeight(kNextRowsKept, heading_h) +
-                      (refused ? smallTextHeight(refusal) + fonts().small->FontSize + style.ItemSpacing.y : 0.0f);
-  const float hint_h = tokenizer && !refused ? fonts().small->FontSize + style.ItemSpacing.y : 0.0f;
+                      (held ? smallTextHeight(refusal) + fonts().small->FontSize + style.ItemSpacing.y : 0.0f);
+  const float hint_h = tokenizer && !held ? fonts().small->FontSize + style.ItemSpacing.y : 0.0f;
   const float room = ImGui::GetContentRegionAvail().y - below - style.ItemSpacing.y - style.FramePadding.y * 2;
   const bool roomy = room - hint_h >= line_h * 3.6f;
   // A refused text's field gives its second line to the note where the room is short (a click
@@ -474,16 +486,18 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   // its room the next tokens' (the model panel's note, wrapped, took five lines at 1280 × 720 and
   // 200 %, and left none of them above the fold).
   const bool field = tokenizer || roomy;
-  const float field_lines = roomy ? 3.6f : refused ? 1.0f : 2.0f;
+  const float field_lines = roomy ? 3.6f : held ? 1.0f : 2.0f;
   const float field_h = line_h * field_lines + style.FramePadding.y * 2;
   const char* hint = editing_ ? "Enter applies · Ctrl+Enter: a new line" : "click the text to edit it";
   bool apply = false;
   if (field && editing_ && tokenizer) {
     const bool focusing = focus_field_;
     if (focus_field_) ImGui::SetKeyboardFocusHere(), focus_field_ = false;
-    ImGui::InputTextMultiline("##text", &text_, ImVec2(-1, field_h),
-                              ImGuiInputTextFlags_CtrlEnterForNewLine | ImGuiInputTextFlags_EnterReturnsTrue);
-    apply = ImGui::IsItemDeactivatedAfterEdit();
+    // Enter applies the field's text even unedited (a restored or refused one, as it was).
+    const bool entered = ImGui::InputTextMultiline("##text", &text_, ImVec2(-1, field_h),
+                                                   ImGuiInputTextFlags_CtrlEnterForNewLine |
+                                                       ImGuiInputTextFlags_EnterReturnsTrue);
+    apply = entered || ImGui::IsItemDeactivatedAfterEdit();
     if (!focusing && !ImGui::IsItemActive()) editing_ = false;
     layout().widget("model_text");
   } else if (field) {  // the text wrapped in the field's frame; a click edits it
@@ -517,15 +531,19 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   if (apply && text_ != session_text) {
     ctx.commands.push("text", {{"value", typedText(text_, session.text())}});
     sent_version_ = session.version(), sent_at_ = ImGui::GetFrameCount();
+    restored_ = false;
   }
   ImGui::PushFont(fonts().small);
-  if (refused) {  // in the toast's colour
+  if (held) {  // in the toast's colour
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(theme().selection));
     ImGui::TextWrapped("%s", refusal.c_str());
     ImGui::PopStyleColor();
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("The views show the text before it; the toast said why");
-    layout().state()["model_text_refusal"] = refused_why_;
-    if (ImGui::SmallButton("Back to the text shown")) text_ = session_text;
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip(refused ? "The views show the text before it; the toast said why"
+                                : "Typed in the last session, which ended before it was applied: the views show the "
+                                  "text before it");
+    if (refused) layout().state()["model_text_refusal"] = refused_why_;
+    if (ImGui::SmallButton("Back to the text shown")) text_ = session_text, restored_ = false;
     layout().widget("model_text_restore");
   } else if (tokenizer && roomy) {  // without one the field shows ids, and the model panel's note says why
     ImGui::TextDisabled("%s", hint);
@@ -549,7 +567,8 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   // The tokens as GPT-2 spells them (Ġ: a space before the word); a click selects one.
   tokenChips(ctx, chipsAboveNextTokens(session, heading_h));
   ImGui::Separator();
-  nextTokens(ctx, refused);
+  nextTokens(ctx, held);
+  draft_ = tokenizer && text_ != session_text ? text_ : std::string();
   ImGui::End();
 }
 

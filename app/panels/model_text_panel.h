@@ -23,6 +23,9 @@ class ModelTextPanel {
   void drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size, bool compact = false);
   void drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
   void reset() { mirrored_version_ = ~std::uint64_t{0}; }
+  // The field's text typed and not applied ("" when it shows the model's text), as of the last
+  // drawText: the controller keeps it for the autosave (Controller::setModelDraft).
+  const std::string& draft() const { return draft_; }
   // drawModel's content, measured in the last frame: whole, and compact.
   float modelHeight() const { return model_h_; }
   float compactModelHeight() const { return model_compact_h_; }
@@ -48,6 +51,12 @@ class ModelTextPanel {
   bool refused_eot_ = false;  // (ModelSession::textRefusal)
   std::string refused_why_;
   bool focus_field_ = false;  // the field takes the keyboard in the frame after the click
+  std::string draft_;
+  // The opening (ModelSession::lineage) the field last followed: a new one takes the text a
+  // restored session had typed and not applied (PanelContext::model_draft), shown held as a
+  // refused text is (restored_) until applied or given up.
+  std::uint64_t mirrored_lineage_ = 0;
+  bool restored_ = false;
   // The selected chip scrolled into the list's view for (session version, token): once per change,
   // so a user's own scrolling stays.
   std::uint64_t chips_version_ = ~std::uint64_t{0};

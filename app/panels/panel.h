@@ -45,6 +45,9 @@ struct PanelContext {
   int learn_horizon = -1;  // the step the run is shown as it was at (its charts end there); −1: as trained
   int pinned_head = -1;                 // the head chosen when A was pinned (−1: all)
   bool lesson_step = false;             // a lesson's step is shown (it drives a Learn-tab run)
+  // The model's text typed and not applied, as the controller keeps it for the open model
+  // (Controller::modelDraft: a restored session's), or null.
+  const std::string* model_draft = nullptr;
   bool modelOpen() const { return model != nullptr && model->isOpen(); }
   bool givenMaps() const { return model != nullptr && model->given() != nullptr; }  // maps as they came
   Showing showing() const { return model != nullptr ? model->showing() : Showing::Chapter; }

@@ -122,6 +122,7 @@ void App::draw(double now, const CaptureFrame& capture) {
   context.pinned_head = ctl_.pinnedHead();
   context.learn_horizon = ctl_.learnHorizon();
   context.lesson_step = ctl_.lesson().open() && ctl_.lesson().step() > 0;
+  context.model_draft = ctl_.modelDraft();
   // A lesson step's maps menu (in its panel): the heatmaps' header, which the step's maps have the lines of.
   if (ctl_.lesson().open() && ctl_.lesson().step() > 0 && !view.highlight.empty())
     context.maps_menu = [this, &context] { heatmap_grid_.drawMapsMenu(context); };
@@ -235,7 +236,10 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
       model_h = want > 0 ? std::min(std::ceil(want), std::floor(body_h * 0.5f)) : std::floor(body_h * 0.3f);
     }
     if (model) model_text_.drawModel(ctx, top, ImVec2(left_w, model_h), compact);
-    if (inputs) model_text_.drawText(ctx, ImVec2(top.x, top.y + model_h), ImVec2(left_w, body_h - model_h));
+    if (inputs) {
+      model_text_.drawText(ctx, ImVec2(top.x, top.y + model_h), ImVec2(left_w, body_h - model_h));
+      ctl_.setModelDraft(ctx.model->lineage(), model_text_.draft());  // kept by the autosave
+    }
   } else {
     if (model) model_panel_.draw(ctx, top, ImVec2(left_w, model_h));
     if (inputs) inputs_panel_.draw(ctx, ImVec2(top.x, top.y + model_h), ImVec2(left_w, body_h - model_h));

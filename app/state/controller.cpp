@@ -132,6 +132,7 @@ void Controller::update(double now) {
     } catch (const InputError& e) {
       model_load_error_ = e.what();
       model_open_note_.clear(), saved_model_unsaved_ = false;  // about that model: never said with another's
+      saved_model_draft_.clear();
       if (!users_own || !hooks_.model_read(c.text("path"), e.what())) fail(c, e.what(), now);
     }
   }
@@ -484,7 +485,7 @@ void Controller::replaced(const Command& c, double now) {
                                                                                      : "";
     if (c.id() == CommandId::Restore && !restoring_offer_ && !asked.empty() &&
         !sameModelFile(asked, opening.args["path"].get<std::string>())) {
-      if (saved.value("dirty", true)) {  // said now, and again with the model's opening, which follows
+      if (holdsUnsavedWork(saved)) {  // said now, and again with the model's opening, which follows
         const std::string kept = moveAside(c.text("path"));
         model_open_note_ = "The last session's text for the model " + opening.args["path"].get<std::string>() +
                            (kept.empty() ? " could not be kept aside"
@@ -497,6 +498,7 @@ void Controller::replaced(const Command& c, double now) {
     // An autosave's text, unsaved when the session ended, stays unsaved once back.
     saved_model_unsaved_ = c.id() == CommandId::Restore && saved.value("dirty", true);
     saved_model_left_out_ = std::move(opening.left_out);
+    saved_model_draft_ = std::move(opening.draft);
     opening.args["discard"] = true;  // the model open now goes with the workspace it was asked about
     queue_.push("model_open", std::move(opening.args));
   }
@@ -932,6 +934,25 @@ nlohmann::json Controller::savedModel() const {
   return m;
 }
 
+void Controller::setModelDraft(std::uint64_t lineage, std::string text) {
+  if (model_.isOpen() && !model_.isRun() && !model_.given() && lineage == model_.lineage())
+    model_draft_ = {lineage, std::move(text)};
+}
+
+const std::string* Controller::modelDraft() const {
+  return model_.isOpen() && model_draft_.lineage == model_.lineage() && !model_draft_.text.empty() ? &model_draft_.text
+                                                                                                   : nullptr;
+}
+
+nlohmann::json Controller::autosavedModel() const {
+  nlohmann::json m = savedModel();
+  if (m.is_null()) return m;
+  if (const std::string* draft = model_.saved().is_null() ? &saved_model_draft_ : modelDraft();
+      draft != nullptr && !draft->empty())
+    m["draft"] = *draft;
+  return m;
+}
+
 // A trained model's Heatmaps tab shows each head's weights alone, as large as they get (the
 // chapter's six maps a head left a 25-token head's weights out of view at 1280 × 720 and 150 %);
 // the toggles add the others. The chapter's columns come back with it (chapterView).
@@ -944,6 +965,7 @@ void Controller::showWeightsAlone() {
 void Controller::openLoadedModel(ModelLoad loaded, double now) {
   const bool saved_model = loaded.command.text("path") == std::exchange(opening_saved_model_, std::string());
   const std::vector<std::string> left_out = std::exchange(saved_model_left_out_, {});
+  std::string draft = std::exchange(saved_model_draft_, std::string());
   if (!loaded.model)
     throw InputError(saved_model ? loaded.error +
                                        ". The rest of the workspace is open; File › Open model… opens "
@@ -977,6 +999,10 @@ void Controller::openLoadedModel(ModelLoad loaded, double now) {
       view_.head = c.integer("head");
   } else if (c.has("layer")) {
     model_.setLayer(std::clamp(c.integer("layer"), 0, model_.layers() - 1));
+  }
+  if (saved_model && model_.model()->tokenizer && !draft.empty()) {
+    note += ". The text typed and not applied in the last session is back in the field: Enter applies it";
+    model_draft_ = {model_.lineage(), std::move(draft)};
   }
   showWeightsAlone();
   clampView();
@@ -1548,7 +1574,7 @@ void Controller::endFrame(double now, bool mouse_down, bool typing, double draw_
     after_typing_.clear();
     typing_ = false;
   }
-  autosave_.update(doc_, chapterView(), now, savedModel(), unsaved());
+  autosave_.update(doc_, chapterView(), now, autosavedModel(), unsaved());
   if (auto message = autosave_.takeMessage()) showToast(message->first, message->second, now);
 }
 

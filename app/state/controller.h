@@ -181,6 +181,14 @@ class Controller {
   // The open model as a saved workspace keeps it beside the chapter's view ("trained_model":
   // ModelSession::saved and the head shown), or null; opening such a workspace opens it again.
   nlohmann::json savedModel() const;
+  // The model's text field as the user left it: typed and not applied, for the opening `lineage`
+  // (ModelSession::lineage; "" when it shows the model's text). The panel says it each frame it is
+  // drawn; the autosave keeps it in its trained_model ("draft"), and a restore gives it back
+  // (modelDraft) for the field to show, unapplied. A saved workspace does not keep it: a save
+  // applies the field first, as any field typed into.
+  void setModelDraft(std::uint64_t lineage, std::string text);
+  const std::string* modelDraft() const;  // the open model's, or null
+  nlohmann::json autosavedModel() const;  // savedModel with the draft
   static nlohmann::json modelText(const nlohmann::json& entry);
   bool modelTextUnsaved() const;  // the model's text changed since it was opened or saved
   const Prompts& prompts() const { return prompts_; }
@@ -332,6 +340,12 @@ class Controller {
   std::string model_open_note_;       // said with the next model's opening (an autosave kept aside for it)
   nlohmann::json model_text_saved_;  // modelText of the open model when it was opened or last saved
   std::vector<std::string> saved_model_left_out_;          // its damaged fields, said once it is open (readSavedModel)
+  std::string saved_model_draft_;  // its field's text typed and not applied (an autosave's), back once it is open
+  // The open model's field: its text typed and not applied, for that opening (ModelSession::lineage).
+  struct ModelDraft {
+    std::uint64_t lineage = 0;
+    std::string text;
+  } model_draft_;
   ViewState chapter_view_;                                 // the view when the model was opened (chapterView)
   LessonChecker lesson_check_;                             // a lesson being checked before it opens
   Prompts prompts_;

@@ -22,6 +22,7 @@
 #include "formats/file_reading.h"
 #include "formats/json_format.h"
 #include "formats/json_reading.h"
+#include "formats/workspace_file.h"
 #include "lessons/lesson.h"
 
 namespace attnscope {
@@ -174,8 +175,7 @@ std::string InstanceSlot::collectOrphans() const {
     const int fd = lockSlot(slot);
     if (fd < 0) continue;  // a running instance's
     const nlohmann::json view = autosaveView(path);
-    const bool dirty = !view.contains("dirty") || !view["dirty"].is_boolean() || view["dirty"].get<bool>();
-    if (!dirty) {
+    if (!holdsUnsavedWork(view)) {
       fs::remove(path, ec);  // saved work: its file has it
     } else if (const std::string kept = moveAside(path); !kept.empty()) {
       const std::string file = fileNameOf(view);
@@ -325,8 +325,7 @@ Recovery planRecovery(const Autosave& autosave, const std::string& open_path) {
   // read at all is kept too.
   const nlohmann::json v = autosaveView(path);
   const std::string file = fileNameOf(v);
-  const bool dirty = !v.contains("dirty") || !v["dirty"].is_boolean() || v["dirty"].get<bool>();
-  if (!dirty) return r;  // saved work: nothing to lose
+  if (!holdsUnsavedWork(v)) return r;  // saved work: nothing to lose
   std::error_code ec;
   const auto same = [&ec](const std::string& a, const std::string& b) {  // one file, however spelled
     return !a.empty() && (documentPath(a) == documentPath(b) || fs::equivalent(a, b, ec));

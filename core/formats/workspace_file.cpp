@@ -558,7 +558,20 @@ SavedModelOpening readSavedModel(const nlohmann::json& entry) {
   keep("prepend_eot", entry.contains("prepend_eot") && entry["prepend_eot"].is_boolean());
   keep("ids",
        entry.contains("ids") && entry["ids"].is_array() && std::all_of(entry["ids"].begin(), entry["ids"].end(), id));
+  if (entry.contains("draft")) {
+    if (entry["draft"].is_string() && entry["draft"].get_ref<const std::string&>().size() <= kMostDraftBytes)
+      o.draft = entry["draft"].get<std::string>();
+    else
+      o.left_out.emplace_back("draft");
+  }
   return o;
+}
+
+bool holdsUnsavedWork(const nlohmann::json& view) {
+  if (!view.is_object()) return true;
+  const bool dirty = !view.contains("dirty") || !view["dirty"].is_boolean() || view["dirty"].get<bool>();
+  const auto model = view.find("trained_model");
+  return dirty || (model != view.end() && model->is_object() && model->contains("draft"));
 }
 
 }  // namespace attnscope

@@ -75,10 +75,17 @@ void saveWorkspace(const std::string& path, const Workspace& ws);
 // "num_heads", "layer", "head" (integers), "prepend_eot" (a boolean) and "ids" (token ids, integers
 // ≥ 0) those that are well formed. A field present but malformed is left out of `args` and named in
 // `left_out`, so a damaged entry still opens the model, at its first text or layer, and says so.
+// "draft" (an autosave's: the text typed into the model's field and not applied, a string of at most
+// kMostDraftBytes) is no argument of model_open: it goes back into the field.
 struct SavedModelOpening {
   nlohmann::json args;
+  std::string draft;
   std::vector<std::string> left_out;
 };
+constexpr std::size_t kMostDraftBytes = std::size_t{1} << 20;  // GPT-2's whole context is ~5 KB of text
 SavedModelOpening readSavedModel(const nlohmann::json& entry);
+// Whether an autosave's view holds work a session would lose: unsaved ("dirty", true when absent
+// or malformed), or a model's text typed and not applied (its trained_model's "draft").
+bool holdsUnsavedWork(const nlohmann::json& view);
 
 }  // namespace attnscope

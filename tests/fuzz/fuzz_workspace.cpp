@@ -30,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (o.args.contains("ids"))
         for (const auto& id : o.args["ids"])
           FUZZ_CHECK(id.is_number_integer() && id.get<std::int64_t>() >= 0, "trained_model: ids " + id.dump());
-      FUZZ_CHECK(o.args.size() + o.left_out.size() <= 6, "trained_model: a field taken twice");
+      FUZZ_CHECK(o.draft.size() <= kMostDraftBytes, "trained_model: draft");
+      FUZZ_CHECK(o.args.size() + o.left_out.size() <= 7, "trained_model: a field taken twice");
     } catch (const InputError&) {
       FUZZ_CHECK(!entry.is_object() || !entry.contains("path") || !entry["path"].is_string() ||
                      entry["path"].get<std::string>().empty(),

@@ -43,7 +43,8 @@ Checked, headless (--commands, the buttons' own commands):
   - a folder without a tokenizer opens with a note and reads ids; `--bench-interaction --model
     --bench-tokens T` on it times its opening and T-token text edits (the JSON's keys and sane
     values, no thresholds), and refuses more tokens than the model reads in one line, exit 2.
-Interactive (xdotool): a click on a thumbnail of the Layers grid selects that layer and head; File ›
+Interactive (xdotool): a click on a thumbnail of the Layers grid selects that layer and head; text
+typed and not applied, then a kill: the next start shows it in the field, held, and Enter applies it; File ›
 Open model… on a file it cannot open without its heads comes back with why and the file chosen, and
 the heads given there open it; at 1280 × 720 / 200 % the dialog and its refusal are whole in the
 window.
@@ -1173,8 +1174,62 @@ def checks(tmp):
                 print(f"  {len(long_text)} characters pasted: refused, kept in the field and said so; "
                       f"'Back to the text shown' restored {shown_text[:20]!r}…")
 
+        def typed_text_survives_a_kill():
+            # Text typed into the field and not applied (no Enter) is the user's work: the autosave
+            # keeps it, and after a kill the next start shows it in the field, held and said so,
+            # the model at its applied text; Enter then applies it as it is.
+            state = os.path.join(tmp, "draft-state")
+            autosave = os.path.join(state, "attnscope", "autosave.json")
+            typed = "hello hello world"
+
+            def draft():
+                try:
+                    with open(autosave) as f:
+                        return json.load(f)["view"].get("trained_model", {}).get("draft")
+                except (OSError, ValueError, KeyError):
+                    return None
+            with App(app, display.name, ["--model", folder, "--size", "1280x800"], state_dir=state) as a:
+                d = a.settled("the text shown", lambda d: "model_text" in d["widgets"] and "model" in d["state"])
+                applied = d["state"]["model"]["ids"]
+                a.find_window()
+
+                def act(attempt):
+                    a.click("model_text")
+                    time.sleep(0.2 * attempt)
+                    a.key("ctrl+a")
+                    a.type(typed)
+                a.until(act, "the text typed", lambda d: d["state"].get("model_field") == typed or draft() == typed)
+                deadline = time.time() + 30
+                while draft() != typed:
+                    assert time.time() < deadline, f"the autosave never held the typed text: {draft()!r}"
+                    time.sleep(0.2)
+                a.close(signal.SIGKILL)
+            with App(app, display.name, ["--size", "1280x800"], state_dir=state) as a:
+                d = a.settled("the typed text back in the field",
+                              lambda d: d["state"].get("model") is not None and d["state"].get("model_text_restored"))
+                assert d["state"]["model_field"] == typed and d["state"]["model"]["ids"] == applied, \
+                    (d["state"]["model_field"], d["state"]["model"]["ids"])
+                assert "typed and not applied" in d["state"]["toast"], d["state"]["toast"]
+                assert d["state"]["model_append_enabled"] is False, "Append is offered over a text not applied"
+                a.find_window()
+
+                def enter(attempt):
+                    a.click("model_text")
+                    time.sleep(0.2 * attempt)
+                    a.key("Return")
+                d = a.until(enter, "the restored text applied by Enter, unedited",
+                            lambda d: d["state"].get("model", {}).get("text") == typed, again=lambda: a.key("Escape"))
+                assert not d["state"]["model_text_restored"], "still held once applied"
+                deadline = time.time() + 30
+                while draft() is not None:
+                    assert time.time() < deadline, f"the autosave still holds a draft once applied: {draft()!r}"
+                    time.sleep(0.2)
+                print(f"  {typed!r} typed without Enter, killed: back in the field, held ({d['state']['toast'][:60]!r}…), "
+                      f"Enter applied it ({len(d['state']['model']['ids'])} tokens)")
+
         return run_checks([("the layer and the next tokens are torch's", layer_and_next_tokens),
                            ("a click on the wrapped text, then typing", type_a_text),
+                           ("text typed and not applied survives a kill", typed_text_survives_a_kill),
                            ("a NUL in the text is shown and kept", a_nul_in_the_text),
                            ("a token label with ## is drawn", hashes_drawn),
                            ("a layer's maps fit a projector and say which", a_layers_maps_fit_and_say_which),

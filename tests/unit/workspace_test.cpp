@@ -612,5 +612,33 @@ TEST(WorkspaceLimits, DeepNestingRefusedWhileParsing) {
   }
 }
 
+// An autosave's trained_model "draft": the model's field typed and not applied, back into the field
+// (never a model_open argument); malformed or over kMostDraftBytes, left out and named.
+TEST(SavedModel, DraftIsKeptApartFromTheOpening) {
+  const json entry = {{"path", "/m"}, {"ids", {1, 2}}, {"draft", "hello wor"}};
+  const SavedModelOpening o = readSavedModel(entry);
+  EXPECT_EQ(o.draft, "hello wor");
+  EXPECT_FALSE(o.args.contains("draft"));
+  EXPECT_TRUE(o.left_out.empty());
+  for (const json& bad : {json(3), json::array({"a"}), json(std::string(kMostDraftBytes + 1, 'a'))}) {
+    json e = entry;
+    e["draft"] = bad;
+    const SavedModelOpening b = readSavedModel(e);
+    EXPECT_TRUE(b.draft.empty());
+    EXPECT_EQ(b.left_out, std::vector<std::string>{"draft"});
+    EXPECT_EQ(b.args["ids"], entry["ids"]);  // the rest opens as it was
+  }
+}
+
+// What a start keeps of an autosave: unsaved work, or a draft of a saved one (a kill while typing
+// into the model's field of a saved workspace had its text dropped with the autosave).
+TEST(SavedModel, ADraftIsWorkToKeep) {
+  EXPECT_FALSE(holdsUnsavedWork({{"dirty", false}}));
+  EXPECT_TRUE(holdsUnsavedWork({{"dirty", true}}));
+  EXPECT_TRUE(holdsUnsavedWork(json::object()));  // unreadable: kept
+  EXPECT_FALSE(holdsUnsavedWork({{"dirty", false}, {"trained_model", {{"path", "/m"}}}}));
+  EXPECT_TRUE(holdsUnsavedWork({{"dirty", false}, {"trained_model", {{"path", "/m"}, {"draft", "x"}}}}));
+}
+
 }  // namespace
 }  // namespace attnscope
