@@ -230,6 +230,11 @@ bool Controller::asksFirst(const Command& c) const {
 }
 
 void Controller::askUnsaved(const Command& c) {
+  // One question at a time: the open one stays, and what asked second is refused (Ctrl+Q over the
+  // prompt of an open had put the quit's prompt in its place, the open dropped without a word).
+  if (pending_)
+    throw InputError(c.name + ": not now: the window is asking about the unsaved changes before " +
+                     prompts_.unsaved_doing + " (Save, Discard or Cancel first)");
   pending_ = c;  // the prompt's answer (the `unsaved` command) carries on with it
   prompts_.unsaved_action = c.name;
   prompts_.unsaved_doing = actionText(c);

@@ -242,6 +242,12 @@ def main():
                     menu("menu_new")
                     s = app.settled("New's prompt", lambda d: d["state"]["prompt"] == "new" and "new_cancel" in d["widgets"])["state"]
                     expect(abs(cell(s) - 0.77) < 1e-6 and s["dirty"], "New replaced the work before the answer")
+                    # Ctrl+Q over the question: refused and said; New's question stays (the quit's
+                    # had replaced it).
+                    app.key("ctrl+q")
+                    s = app.settled("Ctrl+Q refused", lambda d: "quit: not now" in d["state"]["toast"])["state"]
+                    expect(s["prompt"] == "new" and s["toast_error"], f"prompt {s['prompt']!r}, toast {s['toast']!r}")
+                    print(f"  Ctrl+Q over New's question: {s['toast']!r}")
                     app.click("new_cancel")
                     s = app.settled("Cancel", lambda d: d["state"]["prompt"] == "" and "new_cancel" not in d["widgets"])["state"]
                     print(f"  New → asked; Cancel: cell {cell(s)}, dirty {s['dirty']}")

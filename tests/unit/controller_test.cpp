@@ -349,6 +349,30 @@ TEST_F(ControllerTest, OpeningOverUnsavedWorkKeepsItAside) {
   EXPECT_EQ(loadWorkspace(kept, Controller::limits()).model.seed, 606u) << "the unsaved work is in " << kept;
 }
 
+// A second command that would ask while the window asks (Ctrl+Q over an open's prompt) is refused
+// and said; the first question stays and goes on as answered.
+TEST_F(ControllerTest, OneQuestionAtATime) {
+  Workspace other = bookExample();
+  other.model.seed = 5;
+  saveWorkspace(path("other.json"), other);
+  Controller c = make();
+  user(c, "set", {{"field", "seed"}, {"value", 606}});
+  user(c, "open", {{"path", path("other.json")}});
+  EXPECT_EQ(c.prompts().unsaved_action, "open");
+  user(c, "quit");
+  EXPECT_EQ(c.prompts().unsaved_action, "open") << "the open's question stays";
+  EXPECT_FALSE(c.quitRequested());
+  EXPECT_NE(c.toast().text.find("quit: not now: the window is asking about the unsaved changes before opening "
+                                "other.json"),
+            std::string::npos)
+      << c.toast().text;
+  user(c, "unsaved", {{"choice", "discard"}});
+  EXPECT_EQ(seedOf(c), 5u) << "the open went on as answered";
+  EXPECT_FALSE(c.prompts().any());
+  user(c, "quit");
+  EXPECT_TRUE(c.quitRequested()) << "nothing unsaved: no question";
+}
+
 // [SECTION] the key binding table -------------------------------------------------------------
 
 std::string keyed(Key key, unsigned mods, KeyContext context = {}, bool repeat = false) {
