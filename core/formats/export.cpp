@@ -15,6 +15,7 @@
 #include "engine/stages.h"
 #include "formats/atomic_file.h"
 #include "formats/json_format.h"
+#include "formats/spreadsheet_text.h"
 #include "formats/trace_json.h"
 
 namespace attnscope {
@@ -87,12 +88,10 @@ std::string vectorCsv(const Matrix& v) {
 std::string vectorNpy(const Matrix& v) { return npy(v, "(" + std::to_string(v.size()) + ",)"); }
 
 // A CSV field: quoted when it holds a comma, a quote, a line break or edge spaces (RFC 4180). A
-// text a spreadsheet would take for a formula — starting with =, +, -, @, a tab or a carriage
-// return (a token "=HYPERLINK(…)") — gets a leading ' first, so that it shows as the text it is
-// (OWASP's advice for CSV injection): nothing in a file is ever run.
+// text a spreadsheet would take for a formula (a token "=HYPERLINK(…)") is marked as text first
+// (markedCellText): nothing in a file is ever run.
 std::string csvField(const std::string& text) {
-  const bool formula = !text.empty() && std::string("=+-@\t\r").find(text.front()) != std::string::npos;
-  const std::string s = formula ? "'" + text : text;
+  const std::string s = markedCellText(text);
   const bool quote = s.find_first_of(",\"\r\n") != std::string::npos ||
                      (!s.empty() && (s.front() == ' ' || s.back() == ' '));
   if (!quote) return s;

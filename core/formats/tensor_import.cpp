@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "engine/errors.h"
+#include "formats/spreadsheet_text.h"
 #include "formats/utf8.h"
 
 namespace attnscope {
@@ -646,7 +647,7 @@ ImportedEmbeddings parseColumns(const std::string& text, const std::string& sour
         failAt(fields[0].pos, std::string("this token name is not UTF-8 text (byte ") + byte +
                                   "): save the file as UTF-8 (in a spreadsheet: CSV UTF-8)");
       }
-      out.tokens.push_back(fields[0].text);
+      out.tokens.push_back(cellText(fields[0].text));  // our export's mark off a formula-like name
     }
     for (std::size_t c = skip; c < fields.size(); ++c) {
       const Field& f = fields[c];

@@ -182,8 +182,9 @@ void checkEmbeddingsPaste(const Workspace& before, const Workspace& after, const
   FUZZ_CHECK(fuzz::sameBits(back.values, x), at + ": the CSV export reads back as other numbers (" +
                                                  fuzz::shape(back.values) + " for " + fuzz::shape(x) + ")\n--- CSV:\n" +
                                                  csv.substr(0, 2000));
-  FUZZ_CHECK(back.tokens == after.tokens,
-             at + ": the CSV export reads back with other names\n--- CSV:\n" + csv.substr(0, 2000));
+  FUZZ_CHECK(back.tokens == after.tokens, at + ": the CSV export reads back with other names (" +
+                                              (back.tokens.empty() ? std::string("none") : back.tokens[0]) +
+                                              ")\n--- CSV:\n" + csv.substr(0, 2000));
 }
 
 void checkParametersPaste(const Workspace& before, const Workspace& after, const std::string& text,

@@ -209,6 +209,21 @@ TEST(ImportText, QuotedFieldsSpanLines) {
   EXPECT_EQ(textError("x,\"a\nb,1\nc,2\n"), "x:1:3: this quoted field is never closed");
 }
 
+// A name a spreadsheet would run as a formula is exported with a leading ' and read back without
+// it; a name of its own starting with ' before one of those, or before another ', reads back as it
+// was too (fuzz_paste: "-KKK…" had read back as "'-KKK…").
+TEST(ImportText, FormulaLikeNamesReadBackAsTheyWere) {
+  const std::vector<std::string> names = {
+      "-KKK\xEF\xBB\xBFk", "=HYPERLINK(x)", "'=x", "''", "'", "'x", "@a", "+1a", "''=y", "'-", "a'"};
+  Matrix m(static_cast<Eigen::Index>(names.size()), 1);
+  for (Eigen::Index i = 0; i < m.rows(); ++i) m(i, 0) = static_cast<float>(i);
+  const std::string csv = matrixCsv(m, tokenLabels(names, 1, false));
+  EXPECT_NE(csv.find("\n'=HYPERLINK(x),"), std::string::npos) << csv;  // marked: shown as text
+  EXPECT_NE(csv.find("\n''=x,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\n'x,"), std::string::npos) << csv;  // nothing to mark
+  EXPECT_EQ(text(csv).tokens, names);
+}
+
 // Token names are text: a CSV name with bytes that are not UTF-8 (a Latin-1 export) changed on the
 // first save and load (U+FFFD for each byte). It is refused where it stands.
 TEST(ImportText, TokenNamesMustBeUtf8) {
