@@ -224,7 +224,11 @@ bool Controller::asksFirst(const Command& c) const {
   if (info.has(kAsksFirst)) {
     loses = unsaved();
   } else if (info.has(kAsksModelText) && modelTextUnsaved()) {  // closing the model, or putting another in its place
-    loses = c.id() != CommandId::ModelOpen || !model_.isAt(c.text("path"));
+    // The same file again keeps its text: the one open, or a workspace's being opened at its text
+    // (`attnscope --model M` restoring an autosave of M had asked about M's text before it opened).
+    const std::string path = c.id() == CommandId::ModelOpen ? c.text("path") : "";
+    loses = path.empty() ||
+            !(model_.isAt(path) || (!opening_saved_model_.empty() && sameModelFile(opening_saved_model_, path)));
   }
   return loses && (info.has(kAsksScripts) || c.script_index < 0);  // scripts run unattended
 }
@@ -918,6 +922,9 @@ nlohmann::json Controller::modelText(const nlohmann::json& entry) {
 bool Controller::unsaved() const { return doc_.dirty() || modelTextUnsaved(); }
 
 bool Controller::modelTextUnsaved() const {
+  // A workspace's model not open yet: its text is as unsaved as the workspace said (an autosave's
+  // "dirty"), not text changed since it was opened.
+  if (model_.saved().is_null() && !opening_saved_model_.empty()) return saved_model_unsaved_;
   const nlohmann::json text = modelText(savedModel());
   return !text.is_null() && text != model_text_saved_;
 }

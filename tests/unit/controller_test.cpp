@@ -706,10 +706,26 @@ TEST_F(ControllerTest, AKilledSessionsModelTextComesBackWithTheModelOnTheCommand
   EXPECT_EQ(written.value("trained_model", nlohmann::json())["ids"], nlohmann::json({5, 6, 7})) << written.dump();
   EXPECT_EQ(written.value("dirty", false), true);
   settle(a);
+  EXPECT_FALSE(a.prompts().any()) << "the command line's model is the one the autosave opens: "
+                                  << a.prompts().unsaved_what;
   ASSERT_TRUE(a.model().isOpen()) << a.toast().text;
   EXPECT_EQ(a.model().ids(), (std::vector<int>{5, 6, 7}));
   EXPECT_EQ(a.model().layer(), 1);
   EXPECT_TRUE(a.unsaved()) << "unsaved work when the session ended, unsaved still: a quit asks";
+  {  // an autosave of saved work (a clean quit's): nothing asked, nothing unsaved
+    Workspace ws = loadWorkspace(autosave, Controller::limits());
+    ws.view["dirty"] = false;
+    saveWorkspace(autosave, ws);
+    Controller s = make();
+    s.commands().push("restore", {{"path", autosave}});
+    s.commands().push("model_open", {{"path", model}});
+    s.update(0);
+    settle(s);
+    EXPECT_FALSE(s.prompts().any()) << s.prompts().unsaved_what;
+    ASSERT_TRUE(s.model().isOpen()) << s.toast().text;
+    EXPECT_EQ(s.model().ids(), (std::vector<int>{5, 6, 7}));
+    EXPECT_FALSE(s.unsaved());
+  }
 
   writeAutosave("", autosave);
   Controller b = make();
