@@ -131,10 +131,29 @@ void CompareView::draw(const PanelContext& ctx) {
   state = {{"pinned", static_cast<bool>(ctx.pinned)}};
   if (!ctx.pinned) {
     ImGui::PushTextWrapPos(ImGui::GetContentRegionAvail().x);
+    // What can change depends on what is shown: a model's weights are read-only (the chapter's
+    // "the seed, dropout, num_heads" named nothing a model's user can change), a run moves on.
+    const bool run = ctx.learn != nullptr && ctx.learn->open() && ctx.modelOpen() && ctx.model->isRun();
     ImGui::TextUnformatted(
-        "Compare two settings: pin the result on screen as A, then change anything — the seed, dropout, "
-        "num_heads, a cell of the inputs. This tab then shows every map of A and of B (the current settings) "
-        "side by side, and B − A, with the largest change and where it is.");
+        run ? "Compare two steps of the run: pin the result on screen as A, then let it train on or show another "
+              "step. This tab then shows A's maps and B's (the step shown now) side by side, and B − A, with the "
+              "largest change and where it is."
+        : ctx.showing() == Showing::Model
+            ? "Compare two texts, layers or heads: pin the result on screen as A, then change the text (a word, "
+              "or append a token), or pick another layer or head in the Layers tab. This tab then shows A's maps "
+              "and B's (what is shown now) side by side, and B − A where they have the same tokens, with the "
+              "largest change and where it is."
+        : ctx.showing() == Showing::GivenMaps
+            ? "Compare two layers or heads: pin the result on screen as A, then pick another layer or head in "
+              "the Layers tab. This tab then shows A's maps and B's side by side, and B − A, with the largest "
+              "change and where it is."
+            : "Compare two settings: pin the result on screen as A, then change anything — the seed, dropout, "
+              "num_heads, a cell of the inputs. This tab then shows every map of A and of B (the current settings) "
+              "side by side, and B − A, with the largest change and where it is.");
+    state["empty_text"] = run                                   ? "run"
+                          : ctx.showing() == Showing::Model     ? "model"
+                          : ctx.showing() == Showing::GivenMaps ? "given"
+                                                                : "chapter";
     ImGui::PopTextWrapPos();
     if (ImGui::Button("Pin as A  (Ctrl+P)")) ctx.commands.push("pin");
     layout().widget("compare_pin");

@@ -283,6 +283,11 @@ def checks(tmp):
             rounded = any(f in ("decimals3", "decimals2", "compact") for f in shown)
             assert notes.startswith("numbers rounded") == rounded, (notes, shown)
             print(f"  eight tokens at 1280 × 800, 125 %: held still, numbers shown {shown}, the notes {notes!r}")
+            # Compare before a pin says what a model's user can change (it named the chapter's seed,
+            # dropout and num_heads, none of which a model has).
+            d4 = run_commands(app, display.name, tmp, "compare-empty", [
+                {"do": "view", "field": "tab", "value": "compare"}], "--model", folder, "--size", "1280x720")
+            assert d4["state"]["compare"] == {"pinned": False, "empty_text": "model"}, d4["state"]["compare"]
             # Compare: A pinned, B's text with two tokens changed — said with both tokens, counted
             # from 1 (the header named only the model and layer of each, the same for both).
             d5 = run_commands(app, display.name, tmp, "compare-texts", [
