@@ -173,6 +173,8 @@ void revealRow(float list_h) {
   ImGui::SetScrollY(std::max(0.0f, row - shown + 1) * pitch);
 }
 
+constexpr const char* kBackToText = "Back to the text shown";
+
 // A paragraph's height in the small font, wrapped at the window's content width, with the space under it.
 float smallTextHeight(const std::string& text) {
   return fonts()
@@ -447,9 +449,11 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   const bool restored = !refused && restored_ && !editing_;
   std::string refusal;
   if (refused) {
-    if (refused_text_ != text_ || refused_eot_ != session.prependEot())
-      refused_why_ = session.textRefusal(typedText(text_, session.text())), refused_text_ = text_,
-      refused_eot_ = session.prependEot();
+    if (refused_text_ != text_ || refused_eot_ != session.prependEot()) {
+      const std::string typed = typedText(text_, session.text());
+      refused_why_ = session.textRefusal(typed), refused_head_ = session.textHead(typed);
+      refused_text_ = text_, refused_eot_ = session.prependEot();
+    }
     const std::string why = refused_why_.rfind("text: ", 0) == 0 ? refused_why_.substr(6) : refused_why_;
     refusal = "Not applied" + (why.empty() ? std::string() : ": " + why);
   } else if (restored) {
@@ -472,11 +476,35 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   const std::string eot_label = firstFitting({"start with <|endoftext|>", "<|endoftext|> first", "<|endoftext|>"},
                                              ImGui::GetContentRegionAvail().x, eot_box);
   const bool eot_wraps = ImGui::CalcTextSize(eot_label.c_str()).x + eot_box > ImGui::GetContentRegionAvail().x;
+  // A text too long: its first tokens the model reads, in one click (a lecturer's pasted paragraph
+  // had only "Back to the text shown"), beside that button where both fit, else above it.
+  std::string keep_label, back_label = kBackToText;
+  bool keep_own_line = false;
+  if (refused && !refused_head_.empty()) {
+    ImGui::PushFont(fonts().small);
+    const float pad = 2 * style.FramePadding.x, avail = ImGui::GetContentRegionAvail().x;
+    const std::string n = std::to_string(refused_head_.size());
+    const std::pair<std::string, std::string> pairs[] = {{"Keep the first " + n + " tokens", kBackToText},
+                                                         {"Keep " + n + " tokens", kBackToText},
+                                                         {"Keep " + n + " tokens", "Back"},
+                                                         {"Keep " + n, "Back"}};
+    keep_own_line = true;
+    for (const auto& [keep, back] : pairs)
+      if (ImGui::CalcTextSize(keep.c_str()).x + ImGui::CalcTextSize(back.c_str()).x + 2 * pad + style.ItemSpacing.x <=
+          avail) {
+        keep_label = keep, back_label = back, keep_own_line = false;
+        break;
+      }
+    if (keep_own_line) keep_label = firstFitting({pairs[0].first, pairs[1].first, pairs[3].first}, avail - pad);
+    ImGui::PopFont();
+  }
   const float below = (!tokenizer  ? 0.0f
                        : eot_wraps ? frame + line
                                    : frame) +
                       chipPitch() + style.ItemSpacing.y + nextTokensHeight(kNextRowsKept, heading_h) +
-                      (held ? smallTextHeight(refusal) + fonts().small->FontSize + style.ItemSpacing.y : 0.0f);
+                      (held ? smallTextHeight(refusal) + (keep_own_line ? 2 : 1) * fonts().small->FontSize +
+                                  style.ItemSpacing.y
+                            : 0.0f);
   const float hint_h = tokenizer && !held ? fonts().small->FontSize + style.ItemSpacing.y : 0.0f;
   const float room = ImGui::GetContentRegionAvail().y - below - style.ItemSpacing.y - style.FramePadding.y * 2;
   const bool roomy = room - hint_h >= line_h * 3.6f;
@@ -543,7 +571,19 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
                                 : "Typed in the last session, which ended before it was applied: the views show the "
                                   "text before it");
     if (refused) layout().state()["model_text_refusal"] = refused_why_;
-    if (ImGui::SmallButton("Back to the text shown")) text_ = session_text, restored_ = false;
+    if (!keep_label.empty()) {
+      if (ImGui::SmallButton(keep_label.c_str())) {
+        ctx.commands.push("text", {{"ids", refused_head_}});
+        sent_version_ = session.version(), sent_at_ = ImGui::GetFrameCount();
+      }
+      layout().widget("model_text_keep_head");
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("The model reads %zu tokens: the text up to there, the rest left out", refused_head_.size());
+      if (!keep_own_line) ImGui::SameLine();
+    }
+    if (ImGui::SmallButton(back_label.c_str())) text_ = session_text, restored_ = false;
+    if (ImGui::IsItemHovered() && back_label != kBackToText)
+      ImGui::SetTooltip("Back to the text shown: the field gives up the text not applied");
     layout().widget("model_text_restore");
   } else if (tokenizer && roomy) {  // without one the field shows ids, and the model panel's note says why
     ImGui::TextDisabled("%s", hint);

@@ -50,6 +50,7 @@ class ModelTextPanel {
   std::string refused_text_;  // a refused text in the field, with or without <|endoftext|>, and why
   bool refused_eot_ = false;  // (ModelSession::textRefusal)
   std::string refused_why_;
+  std::vector<int> refused_head_;  // a too long text's first tokens the model reads (ModelSession::textHead)
   bool focus_field_ = false;  // the field takes the keyboard in the frame after the click
   std::string draft_;
   // The opening (ModelSession::lineage) the field last followed: a new one takes the text a

@@ -166,6 +166,21 @@ std::string ModelSession::textRefusal(const std::string& text) const {
   }
 }
 
+std::vector<int> ModelSession::textHead(const std::string& text) const {
+  if (!model_ || !model_->tokenizer) return {};
+  std::vector<int> body;
+  try {
+    body = model_->tokenizer->encode(text);
+  } catch (const InputError&) {
+    return {};
+  }
+  const std::size_t reads = static_cast<std::size_t>(std::max(0, max_tokens_ - (prepend_eot_ ? 1 : 0)));
+  if (body.size() <= reads || reads == 0) return {};
+  body.resize(reads);
+  if (!refusal(body, prepend_eot_).empty()) return {};  // refused for another reason too
+  return body;
+}
+
 void ModelSession::setIds(std::vector<int> ids, std::optional<bool> prepend_eot) {
   requireModel();
   edit(std::move(ids), prepend_eot.value_or(prepend_eot_));

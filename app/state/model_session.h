@@ -80,6 +80,10 @@ class ModelSession {
   // Why setText(text) would refuse it ("text: 305 tokens, more than the model reads (256)"), or "":
   // the Text panel says it while a refused text stays in its field.
   std::string textRefusal(const std::string& text) const;
+  // The first tokens of a text longer than the model reads, as many as it reads (less a prepended
+  // <|endoftext|>): what "Keep the first N tokens" gives setIds. Empty when the text fits, or is
+  // refused for another reason.
+  std::vector<int> textHead(const std::string& text) const;
   void setIds(std::vector<int> ids, std::optional<bool> prepend_eot = std::nullopt);  // without the prepended one
   void append(int id);
   void repeat();                // the text twice over

@@ -1178,6 +1178,22 @@ def checks(tmp):
                 assert d["state"]["model_append_enabled"] is True, "Append still off with the text shown back"
                 print(f"  {len(long_text)} characters pasted: refused, kept in the field and said so; "
                       f"'Back to the text shown' restored {shown_text[:20]!r}…")
+                # Pasted again: "Keep the first 63 tokens" (the model reads 64, <|endoftext|> first)
+                # in view beside the refusal; a click gives the model the text up to there.
+                with Clipboard(display.name, long_text):
+                    d = a.until(paste, "the long text refused again",
+                                lambda d: d["state"].get("model_text_refused") and "model_text_keep_head" in d["widgets"],
+                                again=lambda: a.key("Escape"))
+                keep = d["widgets"]["model_text_keep_head"]
+                assert keep["y"] + keep["h"] <= panel["y"] + panel["h"] + 0.5 and keep["x"] + keep["w"] <= \
+                    panel["x"] + panel["w"] + 0.5, f"Keep below the fold or past the panel: {keep} in {panel}"
+                d = a.until(lambda _: a.click("model_text_keep_head"), "the text's first tokens read",
+                            lambda d: len(d["state"]["model"]["ids"]) == 64 and not d["state"]["model_text_refused"])
+                m = d["state"]["model"]
+                assert m["ids"][0] == VOCAB - 1 and long_text.startswith(m["text"]) and len(m["text"]) > 100, m
+                assert d["state"]["model_field"] == m["text"], (d["state"]["model_field"][:40], m["text"][:40])
+                print(f"  pasted again, 'Keep the first 63 tokens': the model reads {m['text'][:24]!r}… "
+                      f"({len(m['text'])} characters, 64 tokens with <|endoftext|>)")
 
         def typed_text_survives_a_kill():
             # Text typed into the field and not applied (no Enter) is the user's work: the autosave
