@@ -133,27 +133,27 @@ void CompareView::draw(const PanelContext& ctx) {
     ImGui::PushTextWrapPos(ImGui::GetContentRegionAvail().x);
     // What can change depends on what is shown: a model's weights are read-only (the chapter's
     // "the seed, dropout, num_heads" named nothing a model's user can change), a run moves on.
-    const bool run = ctx.learn != nullptr && ctx.learn->open() && ctx.modelOpen() && ctx.model->isRun();
-    ImGui::TextUnformatted(
-        run ? "Compare two steps of the run: pin the result on screen as A, then let it train on or show another "
-              "step. This tab then shows A's maps and B's (the step shown now) side by side, and B − A, with the "
-              "largest change and where it is."
-        : ctx.showing() == Showing::Model
-            ? "Compare two texts, layers or heads: pin the result on screen as A, then change the text (a word, "
-              "or append a token), or pick another layer or head in the Layers tab. This tab then shows A's maps "
-              "and B's (what is shown now) side by side, and B − A where they have the same tokens, with the "
-              "largest change and where it is."
-        : ctx.showing() == Showing::GivenMaps
-            ? "Compare two layers or heads: pin the result on screen as A, then pick another layer or head in "
-              "the Layers tab. This tab then shows A's maps and B's side by side, and B − A, with the largest "
-              "change and where it is."
-            : "Compare two settings: pin the result on screen as A, then change anything — the seed, dropout, "
-              "num_heads, a cell of the inputs. This tab then shows every map of A and of B (the current settings) "
-              "side by side, and B − A, with the largest change and where it is.");
-    state["empty_text"] = run                                   ? "run"
-                          : ctx.showing() == Showing::Model     ? "model"
-                          : ctx.showing() == Showing::GivenMaps ? "given"
-                                                                : "chapter";
+    enum class Kind { Chapter, Model, Given, Run };
+    const Kind kind = ctx.learn != nullptr && ctx.learn->open() && ctx.modelOpen() && ctx.model->isRun() ? Kind::Run
+                      : ctx.showing() == Showing::Model                                                  ? Kind::Model
+                      : ctx.showing() == Showing::GivenMaps                                              ? Kind::Given
+                                                            : Kind::Chapter;
+    static const char* const kWhat[] = {
+        "Compare two settings: pin the result on screen as A, then change anything — the seed, dropout, num_heads, "
+        "a cell of the inputs. This tab then shows every map of A and of B (the current settings) side by side, and "
+        "B − A, with the largest change and where it is.",
+        "Compare two texts, layers or heads: pin the result on screen as A, then change the text (a word, or append "
+        "a token), or pick another layer or head in the Layers tab. This tab then shows A's maps and B's (what is "
+        "shown now) side by side, and B − A where they have the same tokens, with the largest change and where it "
+        "is.",
+        "Compare two layers or heads: pin the result on screen as A, then pick another layer or head in the Layers "
+        "tab. This tab then shows A's maps and B's side by side, and B − A, with the largest change and where it is.",
+        "Compare two steps of the run: pin the result on screen as A, then let it train on or show another step. "
+        "This tab then shows A's maps and B's (the step shown now) side by side, and B − A, with the largest change "
+        "and where it is."};
+    static const char* const kName[] = {"chapter", "model", "given", "run"};
+    ImGui::TextUnformatted(kWhat[static_cast<int>(kind)]);
+    state["empty_text"] = kName[static_cast<int>(kind)];
     ImGui::PopTextWrapPos();
     if (ImGui::Button("Pin as A  (Ctrl+P)")) ctx.commands.push("pin");
     layout().widget("compare_pin");

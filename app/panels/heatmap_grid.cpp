@@ -680,15 +680,18 @@ std::string flatWeightsNote(const Snapshot& snap, const ViewState& view, const s
          std::to_string(std::lround(widest_spread)) + " keys)";
 }
 
+constexpr const char* kWheelHint = "wheel over a map: zoom · right-drag: pan";
+
 // One line of notes under the header: the preset's description (in full on hover), zoom, where
 // dropout masks come from, and the maps this step has none of. `beside`: on the line of the item
-// before (the go-to field), where there is anything to say. Returns true when "reset zoom" was pressed.
+// before (the go-to field), where there is anything to say; `wheel_hint`: the wheel's hint among
+// them (else the go-to field's tooltip says it). Returns true when "reset zoom" was pressed.
 bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, int widest, const std::string& skipped, bool lesson,
-               const std::string& rounding, const std::string& flat, bool beside, bool keep_line) {
+               const std::string& rounding, const std::string& flat, bool beside, bool wheel_hint, bool keep_line) {
   const Trace& t = *snap.trace;
   bool reset = false;
   std::vector<std::string> notes;
-  if (zoom <= 1 && t.tokens > 24) notes.push_back("wheel over a map: zoom · right-drag: pan");
+  if (wheel_hint && zoom <= 1 && t.tokens > 24) notes.push_back(kWheelHint);
   if (t.dropout_active)
     notes.push_back(t.model.dropout_rng == DropoutStream::Mkl ? "dropout masks: torch with MKL (pip's, Intel CPU)"
                                                               : "dropout masks: torch without MKL (Debian's)");
@@ -907,6 +910,17 @@ std::string HeatmapGrid::roundingNote(bool model) const {
          (model ? "4" : "the notebook's 4");  // no notebook printed a model's weights
 }
 
+void HeatmapGrid::drawGoTo(CommandQueue& cmd, bool in_header) {
+  ImGui::SetNextItemWidth(px(170));
+  if (ImGui::InputTextWithHint("##go_to", "go to token, 1–T, a–b", go_to_, sizeof go_to_,
+                               ImGuiInputTextFlags_EnterReturnsTrue))
+    cmd.push("go_to", {{"text", std::string(go_to_)}});
+  layout().widget("go_to");
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip("Enter a token's name (t500), its number (500) or a range (400-431): every map zooms to it%s%s",
+                      in_header ? "\n" : "", in_header ? kWheelHint : "");
+}
+
 void HeatmapGrid::draw(const PanelContext& ctx) {
   const ImVec2 top = ImGui::GetCursorScreenPos(), region = ImGui::GetContentRegionAvail();
   const float main_w = ImGui::GetWindowWidth();  // the main area's, of which the grid gets what its padding leaves
@@ -924,6 +938,21 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     layout().state()["header_folded"] = drawHeatmapHeader(ctx,
                                                           snap ? snap->inputs->model : ctx.document.workspace().model,
                                                           snap ? snap->batch : 0, snap ? snap->trace.get() : nullptr);
+  // Long inputs: go straight to a token or a range of them. On the header's last row where it
+  // fits (a row of its own took 58 px from two maps of 204 at 1280 × 720 and 200 %), the wheel's
+  // hint then its tooltip's; else on a row of its own, the notes beside it.
+  const bool go_to = snap && snap->tokenCount() > 24;
+  bool go_to_up = false;
+  if (go_to && !ctx.maps_menu && ctx.engine_error.empty()) {
+    ImGui::SameLine(0, px(16));
+    go_to_up = ImGui::GetCursorScreenPos().x + px(170) <=
+               ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+    if (go_to_up)
+      drawGoTo(cmd, true);
+    else
+      ImGui::NewLine();
+  }
+  layout().state()["go_to_in_header"] = go_to_up;
 
   if (!ctx.engine_error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, theme().selection);
@@ -957,16 +986,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
         all.push_back(s.stage);
     stages = all;
   }
-  const bool go_to = T > 24;
-  if (go_to) {  // long inputs: go straight to a token or a range of them; the notes beside it
-    ImGui::SetNextItemWidth(px(170));
-    if (ImGui::InputTextWithHint("##go_to", "go to token, 1–T, a–b", go_to_, sizeof go_to_,
-                                 ImGuiInputTextFlags_EnterReturnsTrue))
-      cmd.push("go_to", {{"text", std::string(go_to_)}});
-    layout().widget("go_to");
-    if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("Enter a token's name (t500), its number (500) or a range (400-431): every map zooms to it");
-  }
+  if (go_to && !go_to_up) drawGoTo(cmd, false);
   const CellWindow window = zoomWindow(T);
   if (zoom_ > 1 && window.rows <= 0) reset();  // the text shorter than the zoom's window: no zoom
   // A lesson step's notes: the lesson panel says what the grid set aside; a zoom still has its line.
@@ -1006,8 +1026,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     if (view.head < 0 || view.head == h) heads.push_back(h);
   if (heads.empty() && !stages.empty()) heads.push_back(0);
   const std::string flat = flatWeightsNote(*snap, view, stages, heads);
-  if ((!ctx.maps_menu || zoom_ > 1) && drawNotes(*snap, zoom_, window, widest, skippedStages(view, t),
-                                                 !view.highlight.empty(), rounding, flat, go_to, note_line_kept_))
+  if ((!ctx.maps_menu || zoom_ > 1) &&
+      drawNotes(*snap, zoom_, window, widest, skippedStages(view, t), !view.highlight.empty(), rounding, flat,
+                go_to && !go_to_up, !go_to_up, note_line_kept_))
     reset();
   // While the mouse is over a map the wheel zooms it, so it must not also scroll the grid.
   ImGui::BeginChild("grid", ImVec2(0, 0), false,

@@ -76,6 +76,8 @@ class HeatmapGrid {
   static constexpr double kOutlineSeconds = 2.0;
 
  private:
+  // The "go to token" field; `in_header`: on the header's row, the wheel's hint in its tooltip.
+  void drawGoTo(CommandQueue& cmd, bool in_header);
   bool scroll_to_top_ = false;                // replaced(): the next frame's grid from its top
   float zoom_ = 1;                            // ≥ 1: all maps show T/zoom rows and columns …
   float center_row_ = -1, center_col_ = -1;   // … around this cell (−1: the middle)

@@ -424,44 +424,45 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   }
   const bool tokenizer = session.model()->tokenizer != nullptr;
   const std::string session_text = fieldText(session.text());
-  // The field follows the session (a command, append, repeat) unless it is being typed into.
-  // Without a tokenizer the field shows the ids (it showed its "token ids" placeholder over 17 of them).
+  // The field follows the model's text (a command, append, repeat, undo) unless it is being typed
+  // into; another layer, head or <|endoftext|> keeps what it holds (a layer picked had put the
+  // model's text over a refused or restored one). A new opening takes the text a restored session
+  // had typed and not applied (Controller::modelDraft). Without a tokenizer the field shows the ids
+  // (it showed its "token ids" placeholder over 17 of them).
   if (session.version() != mirrored_version_ && !ImGui::IsAnyItemActive()) {
-    text_ = session_text;
     if (!tokenizer) {
       text_.clear();
       for (int id : session.ids()) text_ += (text_.empty() ? "" : " ") + std::to_string(id);
+    } else if (session.lineage() != mirrored_lineage_) {
+      text_ = ctx.model_draft != nullptr ? *ctx.model_draft : session_text;
+    } else if (session_text != mirrored_text_) {
+      text_ = session_text;
     }
-    restored_ = tokenizer && session.lineage() != mirrored_lineage_ && ctx.model_draft != nullptr &&
-                *ctx.model_draft != session_text;
-    if (restored_) text_ = *ctx.model_draft;
+    mirrored_text_ = session_text;
     mirrored_version_ = session.version();
     mirrored_lineage_ = session.lineage();
   }
-  // A text the model refused (too long, empty) stays in the field, the user's to fix: sent, and the
-  // session still at the version it was sent at (accepted, the version moves on and the field takes
-  // the session's text when nothing is held). Said under the field after the toast has gone.
-  if (text_ == session_text) restored_ = false;
-  const bool refused = tokenizer && !editing_ && text_ != session_text && session.version() == sent_version_ &&
-                       ImGui::GetFrameCount() > sent_at_ + 2;
-  // A restored session's text typed and not applied is held as a refused one is: the views show
-  // the model's text, and appending would replace the field's.
-  const bool restored = !refused && restored_ && !editing_;
+  // A text in the field that is not the model's stays there, the user's to fix or apply: one the
+  // model refused (too long, empty, a character it never saw), or one typed in a session that ended
+  // before it was applied. Said under the field (after the toast has gone), Append off meanwhile:
+  // appending would replace it.
+  const bool held = tokenizer && !editing_ && text_ != session_text && ImGui::GetFrameCount() > sent_at_ + 2;
+  if (held &&
+      (refused_text_ != text_ || refused_eot_ != session.prependEot() || refused_lineage_ != session.lineage())) {
+    const std::string typed = typedText(text_, session.text());
+    refused_why_ = session.textRefusal(typed), refused_head_ = session.textHead(typed);
+    refused_text_ = text_, refused_eot_ = session.prependEot(), refused_lineage_ = session.lineage();
+  }
+  const bool refused = held && !refused_why_.empty();
   std::string refusal;
   if (refused) {
-    if (refused_text_ != text_ || refused_eot_ != session.prependEot()) {
-      const std::string typed = typedText(text_, session.text());
-      refused_why_ = session.textRefusal(typed), refused_head_ = session.textHead(typed);
-      refused_text_ = text_, refused_eot_ = session.prependEot();
-    }
     const std::string why = refused_why_.rfind("text: ", 0) == 0 ? refused_why_.substr(6) : refused_why_;
-    refusal = "Not applied" + (why.empty() ? std::string() : ": " + why);
-  } else if (restored) {
+    refusal = "Not applied: " + why;
+  } else if (held) {
     refusal = "Not applied yet: click it, then Enter";
   }
-  const bool held = refused || restored;
   layout().state()["model_text_refused"] = refused;
-  layout().state()["model_text_restored"] = restored;
+  layout().state()["model_text_restored"] = held && !refused;
   // What the panel holds below the field — <|endoftext|>, a row of the tokens and the
   // next tokens with kNextRowsKept of their rows, and a refusal's note — keeps its room (at 1280 ×
   // 800 and 175 % the next tokens were below the fold). Where it is short the field shows two
@@ -502,8 +503,8 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
                        : eot_wraps ? frame + line
                                    : frame) +
                       chipPitch() + style.ItemSpacing.y + nextTokensHeight(kNextRowsKept, heading_h) +
-                      (held ? smallTextHeight(refusal) + (keep_own_line ? 2 : 1) * fonts().small->FontSize +
-                                  style.ItemSpacing.y
+                      (held ? smallTextHeight(refusal) +
+                                  (keep_own_line ? 2 : 1) * (fonts().small->FontSize + style.ItemSpacing.y)
                             : 0.0f);
   const float hint_h = tokenizer && !held ? fonts().small->FontSize + style.ItemSpacing.y : 0.0f;
   const float room = ImGui::GetContentRegionAvail().y - below - style.ItemSpacing.y - style.FramePadding.y * 2;
@@ -558,8 +559,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
                                         "them (a --commands file, or attnscope.command in a notebook)");
   if (apply && text_ != session_text) {
     ctx.commands.push("text", {{"value", typedText(text_, session.text())}});
-    sent_version_ = session.version(), sent_at_ = ImGui::GetFrameCount();
-    restored_ = false;
+    sent_at_ = ImGui::GetFrameCount();
   }
   ImGui::PushFont(fonts().small);
   if (held) {  // in the toast's colour
@@ -574,14 +574,14 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     if (!keep_label.empty()) {
       if (ImGui::SmallButton(keep_label.c_str())) {
         ctx.commands.push("text", {{"ids", refused_head_}});
-        sent_version_ = session.version(), sent_at_ = ImGui::GetFrameCount();
+        sent_at_ = ImGui::GetFrameCount();
       }
       layout().widget("model_text_keep_head");
       if (ImGui::IsItemHovered())
         ImGui::SetTooltip("The model reads %zu tokens: the text up to there, the rest left out", refused_head_.size());
       if (!keep_own_line) ImGui::SameLine();
     }
-    if (ImGui::SmallButton(back_label.c_str())) text_ = session_text, restored_ = false;
+    if (ImGui::SmallButton(back_label.c_str())) text_ = session_text;
     if (ImGui::IsItemHovered() && back_label != kBackToText)
       ImGui::SetTooltip("Back to the text shown: the field gives up the text not applied");
     layout().widget("model_text_restore");

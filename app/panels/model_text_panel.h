@@ -44,20 +44,21 @@ class ModelTextPanel {
   // The text is shown wrapped, as a projector needs it (ImGui's multiline field does not wrap);
   // a click makes it the field, which goes back to the wrapped text when it loses the focus.
   bool editing_ = false;
-  // The field's text last sent as a text command: the session's version then, and the frame.
-  std::uint64_t sent_version_ = ~std::uint64_t{0};
-  int sent_at_ = 0;
-  std::string refused_text_;  // a refused text in the field, with or without <|endoftext|>, and why
-  bool refused_eot_ = false;  // (ModelSession::textRefusal)
+  int sent_at_ = 0;  // the frame the field's text was last sent as a text command
+  // A text held in the field (not the model's), with or without <|endoftext|>, in which opening:
+  // why the model refuses it, "" if it does not (ModelSession::textRefusal).
+  std::string refused_text_;
+  bool refused_eot_ = false;
+  std::uint64_t refused_lineage_ = 0;
   std::string refused_why_;
   std::vector<int> refused_head_;  // a too long text's first tokens the model reads (ModelSession::textHead)
   bool focus_field_ = false;  // the field takes the keyboard in the frame after the click
   std::string draft_;
-  // The opening (ModelSession::lineage) the field last followed: a new one takes the text a
-  // restored session had typed and not applied (PanelContext::model_draft), shown held as a
-  // refused text is (restored_) until applied or given up.
+  // The opening (ModelSession::lineage) and the model's text the field last followed: a new opening
+  // takes the text a restored session had typed and not applied (PanelContext::model_draft), a new
+  // text of the model's replaces the field's.
   std::uint64_t mirrored_lineage_ = 0;
-  bool restored_ = false;
+  std::string mirrored_text_;
   // The selected chip scrolled into the list's view for (session version, token): once per change,
   // so a user's own scrolling stays.
   std::uint64_t chips_version_ = ~std::uint64_t{0};

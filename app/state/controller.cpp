@@ -224,11 +224,13 @@ bool Controller::asksFirst(const Command& c) const {
   if (info.has(kAsksFirst)) {
     loses = unsaved();
   } else if (info.has(kAsksModelText) && modelTextUnsaved()) {  // closing the model, or putting another in its place
-    // The same file again keeps its text: the one open, or a workspace's being opened at its text
-    // (`attnscope --model M` restoring an autosave of M had asked about M's text before it opened).
+    // The same file again keeps its text: the one open, or a workspace's queued behind this
+    // command, which opens it at its text after it (`attnscope --model M` restoring an autosave of M
+    // had asked about M's text before it opened). One already being read is replaced by this one.
     const std::string path = c.id() == CommandId::ModelOpen ? c.text("path") : "";
-    loses = path.empty() ||
-            !(model_.isAt(path) || (!opening_saved_model_.empty() && sameModelFile(opening_saved_model_, path)));
+    const Command* queued = queue_.newest(CommandId::ModelOpen);
+    const bool saved_behind = queued != nullptr && openingSavedModel() && queued->text("path") == opening_saved_model_;
+    loses = path.empty() || !(model_.isAt(path) || (saved_behind && sameModelFile(opening_saved_model_, path)));
   }
   return loses && (info.has(kAsksScripts) || c.script_index < 0);  // scripts run unattended
 }
@@ -236,7 +238,7 @@ bool Controller::asksFirst(const Command& c) const {
 void Controller::askUnsaved(const Command& c) {
   // One question at a time: the open one stays, and what asked second is refused (Ctrl+Q over the
   // prompt of an open had put the quit's prompt in its place, the open dropped without a word).
-  if (pending_)
+  if (pending_ || after_save_)  // asking, or saving as the answer asked
     throw InputError(c.name + ": not now: the window is asking about the unsaved changes before " +
                      prompts_.unsaved_doing + " (Save, Discard or Cancel first)");
   pending_ = c;  // the prompt's answer (the `unsaved` command) carries on with it
@@ -924,7 +926,7 @@ bool Controller::unsaved() const { return doc_.dirty() || modelTextUnsaved(); }
 bool Controller::modelTextUnsaved() const {
   // A workspace's model not open yet: its text is as unsaved as the workspace said (an autosave's
   // "dirty"), not text changed since it was opened.
-  if (model_.saved().is_null() && !opening_saved_model_.empty()) return saved_model_unsaved_;
+  if (model_.saved().is_null() && openingSavedModel()) return saved_model_unsaved_;
   const nlohmann::json text = modelText(savedModel());
   return !text.is_null() && text != model_text_saved_;
 }
@@ -938,12 +940,16 @@ nlohmann::json Controller::savedModel() const {
   // A workspace's model still waiting or being read (an open, the autosave's restore): its entry as
   // the workspace gave it, so that a save or an autosave meanwhile keeps it (an autosave written
   // then had dropped it, and a kill right after lost the text).
-  const Command* opening = askedModelOpen();
-  if (opening && !opening_saved_model_.empty() && opening->text("path") == opening_saved_model_) {
-    m = opening->args;
+  if (openingSavedModel()) {
+    m = askedModelOpen()->args;
     m.erase("discard");
   }
   return m;
+}
+
+bool Controller::openingSavedModel() const {
+  const Command* opening = askedModelOpen();
+  return opening != nullptr && !opening_saved_model_.empty() && opening->text("path") == opening_saved_model_;
 }
 
 void Controller::setModelDraft(std::uint64_t lineage, std::string text) {
@@ -959,8 +965,9 @@ const std::string* Controller::modelDraft() const {
 nlohmann::json Controller::autosavedModel() const {
   nlohmann::json m = savedModel();
   if (m.is_null()) return m;
+  // Not past what a restore reads back (a 2 MB paste would have read as a damaged field).
   if (const std::string* draft = model_.saved().is_null() ? &saved_model_draft_ : modelDraft();
-      draft != nullptr && !draft->empty())
+      draft != nullptr && !draft->empty() && draft->size() <= kMostDraftBytes)
     m["draft"] = *draft;
   return m;
 }

@@ -184,8 +184,9 @@ class Controller {
   // The model's text field as the user left it: typed and not applied, for the opening `lineage`
   // (ModelSession::lineage; "" when it shows the model's text). The panel says it each frame it is
   // drawn; the autosave keeps it in its trained_model ("draft"), and a restore gives it back
-  // (modelDraft) for the field to show, unapplied. A saved workspace does not keep it: a save
-  // applies the field first, as any field typed into.
+  // (modelDraft) for the field to show, unapplied. A saved workspace keeps the applied text only:
+  // a save applies a field being typed into first, and a text held in the field (refused, or
+  // restored and not applied yet) is the autosave's alone.
   void setModelDraft(std::uint64_t lineage, std::string text);
   const std::string* modelDraft() const;  // the open model's, or null
   nlohmann::json autosavedModel() const;  // savedModel with the draft
@@ -216,6 +217,7 @@ class Controller {
   void applyModel(const Command& c, double now);   // model_open, text, select_layer, …
   void closeModel(double now, bool say = true);    // the chapter's workspace again (`say`: a message says so)
   const Command* askedModelOpen() const;           // the newest model_open waiting or being read, or null
+  bool openingSavedModel() const;  // that one is a workspace's model (opening_saved_model_), still to open
   // A model read off the UI thread: shown now, or its command's failure.
   struct ModelLoad {
     Command command;  // the model_open that asked

@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "engine/errors.h"
+#include "formats/utf8.h"
 #include "lm/model_pass.h"
 #include "state/snapshot.h"
 
@@ -177,7 +178,10 @@ std::vector<int> ModelSession::textHead(const std::string& text) const {
   const std::size_t reads = static_cast<std::size_t>(std::max(0, max_tokens_ - (prepend_eot_ ? 1 : 0)));
   if (body.size() <= reads || reads == 0) return {};
   body.resize(reads);
-  if (!refusal(body, prepend_eot_).empty()) return {};  // refused for another reason too
+  // Whole characters: a character of byte-level tokens cut at the context's end would leave the
+  // text ending in bytes that are no UTF-8 (shown as �).
+  while (!body.empty() && firstNonUtf8(model_->tokenizer->decode(body)) != std::string::npos) body.pop_back();
+  if (body.empty() || !refusal(body, prepend_eot_).empty()) return {};  // refused for another reason too
   return body;
 }
 

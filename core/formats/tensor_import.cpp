@@ -647,7 +647,8 @@ ImportedEmbeddings parseColumns(const std::string& text, const std::string& sour
         failAt(fields[0].pos, std::string("this token name is not UTF-8 text (byte ") + byte +
                                   "): save the file as UTF-8 (in a spreadsheet: CSV UTF-8)");
       }
-      out.tokens.push_back(cellText(fields[0].text));  // our export's mark off a formula-like name
+      // A CSV's: the export's mark off a formula-like name (spreadsheet_text.h).
+      out.tokens.push_back(delim == ',' ? cellText(fields[0].text) : fields[0].text);
     }
     for (std::size_t c = skip; c < fields.size(); ++c) {
       const Field& f = fields[c];

@@ -1233,6 +1233,13 @@ def checks(tmp):
                 assert "typed and not applied" in d["state"]["toast"], d["state"]["toast"]
                 assert d["state"]["model_append_enabled"] is False, "Append is offered over a text not applied"
                 a.find_window()
+                # Another layer keeps what the field holds (it had put the model's text in its place).
+                slider = d["widgets"]["model_layer"]
+                d = a.until(lambda _: a.click_at(slider["x"] + slider["w"] - 6, slider["y"] + slider["h"] / 2),
+                            "another layer", lambda d: d["state"]["model"]["layer"] > 0)
+                d = a.settled("the layer shown", lambda d: d["state"]["model"]["layer"] > 0)
+                assert d["state"]["model_field"] == typed and d["state"]["model_text_restored"], \
+                    ("another layer took the field's text", d["state"]["model_field"])
 
                 def enter(attempt):
                     a.click("model_text")

@@ -758,6 +758,51 @@ TEST_F(ControllerTest, AKilledSessionsModelTextComesBackWithTheModelOnTheCommand
       << "said with the model's opening: " << c.toast().text;
 }
 
+// The model's field typed and not applied: the autosave's trained_model keeps it ("draft") for the
+// opening it was typed in, a saved workspace never; a restore whose model's read is stopped
+// (model_close before it was read) leaves nothing unsaved behind (the open's entry was unsaved
+// for good: every quit asked about a text no longer there).
+TEST_F(ControllerTest, ATextNotAppliedIsTheAutosavesAlone) {
+  const std::string model = writeTinyModel(path("m.safetensors")), file = path("w.json");
+  Controller c = make(file);
+  user(c, "model_open", {{"path", model}, {"num_heads", 2}});
+  settle(c);
+  ASSERT_TRUE(c.model().isOpen()) << c.toast().text;
+  const std::uint64_t lineage = c.model().lineage();
+  c.setModelDraft(lineage, "typed, not applied");
+  ASSERT_NE(c.modelDraft(), nullptr);
+  EXPECT_EQ(c.autosavedModel().value("draft", ""), "typed, not applied");
+  EXPECT_FALSE(c.savedModel().contains("draft"));
+  EXPECT_FALSE(c.unsaved()) << "a text not applied asks nothing when quitting";
+  c.setModelDraft(lineage + 1, "another opening's");
+  EXPECT_EQ(*c.modelDraft(), "typed, not applied");
+  c.setModelDraft(lineage, std::string(kMostDraftBytes + 1, 'x'));
+  EXPECT_FALSE(c.autosavedModel().contains("draft")) << "past what a restore reads";
+  c.setModelDraft(lineage, "typed again");
+  user(c, "save");
+  settle(c);
+  EXPECT_FALSE(nlohmann::json::parse(read(file))["view"]["trained_model"].contains("draft"));
+  user(c, "model_close");
+  EXPECT_EQ(c.modelDraft(), nullptr);
+  EXPECT_TRUE(c.autosavedModel().is_null());
+
+  Workspace ws = bookExample();
+  ws.view = {{"dirty", true}, {"trained_model", {{"path", model}, {"num_heads", 2}, {"ids", {5, 6}}, {"draft", "d"}}}};
+  saveWorkspace(path("autosave.json"), ws);
+  Controller r = make();
+  r.commands().push("restore", {{"path", path("autosave.json")}});
+  r.update(0);
+  EXPECT_EQ(r.autosavedModel().value("draft", ""), "d") << "kept while the model is read";
+  user(r, "model_close");  // its text unsaved: asked first
+  EXPECT_EQ(r.prompts().unsaved_action, "model_close");
+  user(r, "unsaved", {{"choice", "discard"}});
+  settle(r);
+  EXPECT_FALSE(r.model().isOpen()) << r.toast().text;
+  EXPECT_TRUE(r.autosavedModel().is_null());
+  EXPECT_FALSE(r.modelTextUnsaved()) << "no model, none being read: no text of its unsaved";
+  EXPECT_TRUE(r.document().dirty()) << "the chapter's restored work is unsaved still";
+}
+
 // A typed value a panel refused ("1e400") is old news once the user changes something later: the
 // error stood for its 6 s over the edits after it. Not in its own frame (never seen), and other
 // errors (a failed command) stay their time.

@@ -214,7 +214,7 @@ TEST(ImportText, QuotedFieldsSpanLines) {
 // was too (fuzz_paste: "-KKK…" had read back as "'-KKK…").
 TEST(ImportText, FormulaLikeNamesReadBackAsTheyWere) {
   const std::vector<std::string> names = {
-      "-KKK\xEF\xBB\xBFk", "=HYPERLINK(x)", "'=x", "''", "'", "'x", "@a", "+1a", "''=y", "'-", "a'"};
+      "-KKK\xEF\xBB\xBFk", "=HYPERLINK(x)", "'=x", "''", "'", "'x", "@a", "+1a", "''=y", "'-", "a'", "'''@", "''s"};
   Matrix m(static_cast<Eigen::Index>(names.size()), 1);
   for (Eigen::Index i = 0; i < m.rows(); ++i) m(i, 0) = static_cast<float>(i);
   const std::string csv = matrixCsv(m, tokenLabels(names, 1, false));
@@ -222,6 +222,10 @@ TEST(ImportText, FormulaLikeNamesReadBackAsTheyWere) {
   EXPECT_NE(csv.find("\n''=x,"), std::string::npos) << csv;
   EXPECT_NE(csv.find("\n'x,"), std::string::npos) << csv;  // nothing to mark
   EXPECT_EQ(text(csv).tokens, names);
+  // Anyone's CSV or TSV keeps apostrophes that mark nothing (GPT-2's tokens "''" and "'s"); only a
+  // CSV's mark before a formula's character comes off.
+  EXPECT_EQ(text("'',1\n's,2\n'=x,3\n").tokens, (std::vector<std::string>{"''", "'s", "=x"}));
+  EXPECT_EQ(text("'=x\t3\n''\t1\n").tokens, (std::vector<std::string>{"'=x", "''"}));
 }
 
 // Token names are text: a CSV name with bytes that are not UTF-8 (a Latin-1 export) changed on the
