@@ -217,6 +217,18 @@ def checks(tmp):
             assert m200[0]["wholly_in_view"], f"200 %: the weights are not whole: {m200[0]['cells']}, cell {m200[0]['cell']}"
             assert m200[0]["legend"] and not m200[0]["legend"]["cut"], f"200 %: the legend is cut: {m200[0]['legend']}"
             fit200 = m200[0]["cells"]["w"]
+            # Two heads of 43 tokens presented at 1280 × 720 and 200 %: "go to token" on the header's
+            # row, not a row of its own (which took 58 px from maps of 204).
+            d43 = run_commands(app, display.name, tmp, "goto-header", [
+                {"do": "text", "ids": list(range(40, 83))}, {"do": "view", "field": "tab", "value": "heatmaps"},
+                {"do": "view", "field": "presentation", "value": True}], "--model", folder, "--size", "1280x720",
+                "--text-size", "200")
+            go_to, cards = d43["widgets"]["go_to"], [e for e in d43["heatmaps"] if not e.get("compare")]
+            assert d43["state"]["go_to_in_header"] and go_to["y"] < cards[0]["tile"]["y"] - 50, (go_to, cards[0]["tile"])
+            assert len(cards) == 2 and all(e["cells"]["w"] >= 250 and e["wholly_in_view"] for e in cards), \
+                [(e["cells"], e["wholly_in_view"]) for e in cards]
+            print(f"  43 tokens, two heads at 1280 × 720 / 200 %: go to token on the header's row, "
+                  f"maps of {cards[0]['cells']['w']:.0f} px")
             # The same at 1280 × 720 and 200 % beside the side panels, not presented: the colorbar
             # stands beside the cells, so the map, its colorbar's labels and its legend are whole in
             # the tab (below the cells, the labels fell below the fold of a 138-px map).
