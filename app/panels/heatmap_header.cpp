@@ -223,7 +223,10 @@ bool drawHeatmapHeader(const PanelContext& ctx, const ModelConfig& m, int shown_
   const ImVec2 region = ImGui::GetContentRegionAvail();
   HeaderForm form = HeaderForm::Inline;
   std::vector<HeaderPiece> pieces = placeHeader(m, t, form, region.x);
-  if (flowHeight(pieces) > region.y / 4) {
+  // Folded where it would take over a quarter of the maps' panel; presented (F10), over an eighth:
+  // a projector's maps are as tall as the panel lets them be (inline, three rows at 1280 × 800 and
+  // 200 % left two maps 240 px where folded at 720 px they had 262).
+  if (flowHeight(pieces) > region.y / (ctx.view.presentation ? 8 : 4)) {
     form = HeaderForm::Folded;
     pieces = placeHeader(m, t, form, region.x);
   }
