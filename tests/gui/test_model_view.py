@@ -229,6 +229,14 @@ def checks(tmp):
                 [(e["cells"], e["wholly_in_view"]) for e in cards]
             print(f"  43 tokens, two heads at 1280 × 720 / 200 %: go to token on the header's row, "
                   f"maps of {cards[0]['cells']['w']:.0f} px")
+            # At 1280 × 800 the header folds too, presented (inline, its three rows left maps of 240).
+            d43 = run_commands(app, display.name, tmp, "fold-800", [
+                {"do": "text", "ids": list(range(40, 83))}, {"do": "view", "field": "tab", "value": "heatmaps"},
+                {"do": "view", "field": "presentation", "value": True}], "--model", folder, "--size", "1280x800",
+                "--text-size", "200")
+            cards = [e for e in d43["heatmaps"] if not e.get("compare")]
+            assert d43["state"]["header_folded"] and all(e["cells"]["w"] >= 300 for e in cards), \
+                (d43["state"]["header_folded"], [e["cells"] for e in cards])
             # The same at 1280 × 720 and 200 % beside the side panels, not presented: the colorbar
             # stands beside the cells, so the map, its colorbar's labels and its legend are whole in
             # the tab (below the cells, the labels fell below the fold of a 138-px map).
