@@ -132,7 +132,7 @@ void Controller::update(double now) {
     } catch (const InputError& e) {
       model_load_error_ = e.what();
       model_open_note_.clear(), saved_model_unsaved_ = false;  // about that model: never said with another's
-      saved_model_draft_.clear();
+      saved_model_draft_.clear(), saved_model_autosave_.clear();
       if (!users_own || !hooks_.model_read(c.text("path"), e.what())) fail(c, e.what(), now);
     }
   }
@@ -510,6 +510,7 @@ void Controller::replaced(const Command& c, double now) {
     saved_model_unsaved_ = c.id() == CommandId::Restore && saved.value("dirty", true);
     saved_model_left_out_ = std::move(opening.left_out);
     saved_model_draft_ = std::move(opening.draft);
+    saved_model_autosave_ = c.id() == CommandId::Restore ? c.text("path") : std::string();
     opening.args["discard"] = true;  // the model open now goes with the workspace it was asked about
     queue_.push("model_open", std::move(opening.args));
   }
@@ -985,11 +986,20 @@ void Controller::openLoadedModel(ModelLoad loaded, double now) {
   const bool saved_model = loaded.command.text("path") == std::exchange(opening_saved_model_, std::string());
   const std::vector<std::string> left_out = std::exchange(saved_model_left_out_, {});
   std::string draft = std::exchange(saved_model_draft_, std::string());
-  if (!loaded.model)
-    throw InputError(saved_model ? loaded.error +
-                                       ". The rest of the workspace is open; File › Open model… opens "
-                                       "the model from where it is now"
-                                 : loaded.error);
+  const std::string from_autosave = std::exchange(saved_model_autosave_, std::string());
+  if (!loaded.model) {
+    std::string error = loaded.error;
+    if (saved_model) {
+      error += ". The rest of the workspace is open; File › Open model… opens the model from where it is now";
+      // An autosave's text of it, unsaved or typed and not applied, is kept aside: the next
+      // autosave has no model to keep it with (it was lost with the model gone).
+      if (!from_autosave.empty() && (saved_model_unsaved_ || !draft.empty()))
+        if (const std::string kept = moveAside(from_autosave); !kept.empty())
+          error += ". Its text from the last session is kept in " + kept +
+                   " (File › Open brings it back with the model once it is where it was)";
+    }
+    throw InputError(error);
+  }
   const Command& c = loaded.command;
   if (lesson_.open()) throw InputError("a lesson is open: close it first (File › Close lesson), then open the model");
   if (!model_.isOpen()) chapter_view_ = view_;  // given back by model_close

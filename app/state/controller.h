@@ -343,6 +343,7 @@ class Controller {
   nlohmann::json model_text_saved_;  // modelText of the open model when it was opened or last saved
   std::vector<std::string> saved_model_left_out_;          // its damaged fields, said once it is open (readSavedModel)
   std::string saved_model_draft_;  // its field's text typed and not applied (an autosave's), back once it is open
+  std::string saved_model_autosave_;  // the autosave it comes from (restore): kept aside if the model is gone
   // The open model's field: its text typed and not applied, for that opening (ModelSession::lineage).
   struct ModelDraft {
     std::uint64_t lineage = 0;

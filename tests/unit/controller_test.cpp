@@ -801,6 +801,23 @@ TEST_F(ControllerTest, ATextNotAppliedIsTheAutosavesAlone) {
   EXPECT_TRUE(r.autosavedModel().is_null());
   EXPECT_FALSE(r.modelTextUnsaved()) << "no model, none being read: no text of its unsaved";
   EXPECT_TRUE(r.document().dirty()) << "the chapter's restored work is unsaved still";
+
+  // The model gone since: its text and the text not applied are kept aside with the autosave, said
+  // in the refusal (the next autosave, with no model, had dropped both).
+  ws.view["trained_model"]["path"] = path("gone.safetensors");
+  saveWorkspace(path("autosave.json"), ws);
+  Controller g = make();
+  g.commands().push("restore", {{"path", path("autosave.json")}});
+  g.update(0);
+  settle(g);
+  EXPECT_FALSE(g.model().isOpen());
+  const std::string said = g.toast().text;
+  const std::size_t at = said.find("is kept in ");
+  ASSERT_NE(at, std::string::npos) << said;
+  const std::string kept = said.substr(at + 11, said.find(" (File") - at - 11);
+  const nlohmann::json entry = loadWorkspace(kept, Controller::limits()).view["trained_model"];
+  EXPECT_EQ(entry["ids"], nlohmann::json({5, 6}));
+  EXPECT_EQ(entry["draft"], "d");
 }
 
 // A typed value a panel refused ("1e400") is old news once the user changes something later: the
