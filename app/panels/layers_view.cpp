@@ -68,7 +68,10 @@ void LayersView::draw(const PanelContext& ctx) {
   if (!ctx.givenMaps() && !ctx.model->isRun()) {  // a run reads its probe, repeated already
     const bool fits_twice = ctx.model->canRepeat();
     ImGui::BeginDisabled(!fits_twice);
-    if (ImGui::SmallButton("Repeat the text")) ctx.commands.push("repeat_text");
+    // Off, it says why on its face: greyed with only a tooltip, a projector's audience saw no reason.
+    const char* repeat = fits_twice ? "Repeat the text" : "Repeat: twice would not fit";
+    if (ImGui::SmallButton(repeat)) ctx.commands.push("repeat_text");
+    layout().state()["layers_repeat_label"] = repeat;
     ImGui::EndDisabled();
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
       ImGui::BeginTooltip();

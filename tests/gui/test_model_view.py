@@ -559,6 +559,11 @@ def checks(tmp):
             want = [VOCAB - 1] + [5, 70, 200, 9, top] * 2
             assert d["state"]["model"]["ids"] == want, (d["state"]["model"]["ids"], want)
             print(f"  appended torch's top token {top}, the text twice, then <|endoftext|> before it: {want}")
+            assert d["state"]["layers_repeat_label"] == "Repeat the text", d["state"]["layers_repeat_label"]
+            # Twice the text past the context (64): the button off says why on its face.
+            full = run_commands(app, display.name, tmp, "no-repeat", [{"do": "text", "ids": list(range(40, 80))}],
+                                "--model", folder)
+            assert full["state"]["layers_repeat_label"] == "Repeat: twice would not fit", full["state"]["layers_repeat_label"]
             # With a token in the middle selected, the list is the one after it; the button, which
             # appends the last one's top, says which token that is.
             label = run_commands(app, display.name, tmp, "middle", [
