@@ -608,7 +608,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   tokenChips(ctx, chipsAboveNextTokens(session, heading_h));
   ImGui::Separator();
   nextTokens(ctx, held);
-  draft_ = tokenizer && text_ != session_text ? text_ : std::string();
+  held_ = tokenizer && text_ != session_text;
   ImGui::End();
 }
 

@@ -25,7 +25,7 @@ class ModelTextPanel {
   void reset() { mirrored_version_ = ~std::uint64_t{0}; }
   // The field's text typed and not applied ("" when it shows the model's text), as of the last
   // drawText: the controller keeps it for the autosave (Controller::setModelDraft).
-  const std::string& draft() const { return draft_; }
+  const std::string& draft() const { return held_ ? text_ : kNone; }
   // drawModel's content, measured in the last frame: whole, and compact.
   float modelHeight() const { return model_h_; }
   float compactModelHeight() const { return model_compact_h_; }
@@ -53,7 +53,8 @@ class ModelTextPanel {
   std::string refused_why_;
   std::vector<int> refused_head_;  // a too long text's first tokens the model reads (ModelSession::textHead)
   bool focus_field_ = false;  // the field takes the keyboard in the frame after the click
-  std::string draft_;
+  bool held_ = false;         // the field holds a text that is not the model's (draft)
+  inline static const std::string kNone;
   // The opening (ModelSession::lineage) and the model's text the field last followed: a new opening
   // takes the text a restored session had typed and not applied (PanelContext::model_draft), a new
   // text of the model's replaces the field's.

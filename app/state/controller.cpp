@@ -131,8 +131,7 @@ void Controller::update(double now) {
       if (users_own) hooks_.model_read(c.text("path"), "");
     } catch (const InputError& e) {
       model_load_error_ = e.what();
-      model_open_note_.clear(), saved_model_unsaved_ = false;  // about that model: never said with another's
-      saved_model_draft_.clear(), saved_model_autosave_.clear();
+      model_open_note_.clear();  // about that model: never said with another's
       if (!users_own || !hooks_.model_read(c.text("path"), e.what())) fail(c, e.what(), now);
     }
   }
@@ -229,8 +228,8 @@ bool Controller::asksFirst(const Command& c) const {
     // had asked about M's text before it opened). One already being read is replaced by this one.
     const std::string path = c.id() == CommandId::ModelOpen ? c.text("path") : "";
     const Command* queued = queue_.newest(CommandId::ModelOpen);
-    const bool saved_behind = queued != nullptr && openingSavedModel() && queued->text("path") == opening_saved_model_;
-    loses = path.empty() || !(model_.isAt(path) || (saved_behind && sameModelFile(opening_saved_model_, path)));
+    const bool saved_behind = queued != nullptr && openingSavedModel();  // (the newest asked is the queued one)
+    loses = path.empty() || !(model_.isAt(path) || (saved_behind && sameModelFile(saved_model_.path, path)));
   }
   return loses && (info.has(kAsksScripts) || c.script_index < 0);  // scripts run unattended
 }
@@ -394,7 +393,7 @@ void Controller::applyToDocument(const Command& c, double now) {
       if (!toast_.text.empty() && now < toast_.until && toast_.hint_room != 0)  // the note, not the hint
         text += " " + toastNote();
       notify(text, now);
-      if (saved_model_unsaved_) model_open_note_ = text;  // said again with its model's opening, which follows
+      if (saved_model_.unsaved) model_open_note_ = text;  // said again with its model's opening, which follows
     }
     return;
   }
@@ -505,12 +504,12 @@ void Controller::replaced(const Command& c, double now) {
       }
       return;
     }
-    opening_saved_model_ = opening.args["path"].get<std::string>();
+    saved_model_.path = opening.args["path"].get<std::string>();
     // An autosave's text, unsaved when the session ended, stays unsaved once back.
-    saved_model_unsaved_ = c.id() == CommandId::Restore && saved.value("dirty", true);
-    saved_model_left_out_ = std::move(opening.left_out);
-    saved_model_draft_ = std::move(opening.draft);
-    saved_model_autosave_ = c.id() == CommandId::Restore ? c.text("path") : std::string();
+    saved_model_.unsaved = c.id() == CommandId::Restore && saved.value("dirty", true);
+    saved_model_.left_out = std::move(opening.left_out);
+    saved_model_.draft = std::move(opening.draft);
+    saved_model_.autosave = c.id() == CommandId::Restore ? c.text("path") : std::string();
     opening.args["discard"] = true;  // the model open now goes with the workspace it was asked about
     queue_.push("model_open", std::move(opening.args));
   }
@@ -927,7 +926,7 @@ bool Controller::unsaved() const { return doc_.dirty() || modelTextUnsaved(); }
 bool Controller::modelTextUnsaved() const {
   // A workspace's model not open yet: its text is as unsaved as the workspace said (an autosave's
   // "dirty"), not text changed since it was opened.
-  if (model_.saved().is_null() && openingSavedModel()) return saved_model_unsaved_;
+  if (model_.saved().is_null() && openingSavedModel()) return saved_model_.unsaved;
   const nlohmann::json text = modelText(savedModel());
   return !text.is_null() && text != model_text_saved_;
 }
@@ -950,12 +949,13 @@ nlohmann::json Controller::savedModel() const {
 
 bool Controller::openingSavedModel() const {
   const Command* opening = askedModelOpen();
-  return opening != nullptr && !opening_saved_model_.empty() && opening->text("path") == opening_saved_model_;
+  return opening != nullptr && !saved_model_.path.empty() && opening->text("path") == saved_model_.path;
 }
 
-void Controller::setModelDraft(std::uint64_t lineage, std::string text) {
-  if (model_.isOpen() && !model_.isRun() && !model_.given() && lineage == model_.lineage())
-    model_draft_ = {lineage, std::move(text)};
+void Controller::setModelDraft(std::uint64_t lineage, const std::string& text) {
+  if (model_.isOpen() && !model_.isRun() && !model_.given() && lineage == model_.lineage() &&
+      (model_draft_.lineage != lineage || model_draft_.text != text))  // said every frame: copied when it changes
+    model_draft_ = {lineage, text};
 }
 
 const std::string* Controller::modelDraft() const {
@@ -967,7 +967,7 @@ nlohmann::json Controller::autosavedModel() const {
   nlohmann::json m = savedModel();
   if (m.is_null()) return m;
   // Not past what a restore reads back (a 2 MB paste would have read as a damaged field).
-  if (const std::string* draft = model_.saved().is_null() ? &saved_model_draft_ : modelDraft();
+  if (const std::string* draft = model_.saved().is_null() ? &saved_model_.draft : modelDraft();
       draft != nullptr && !draft->empty() && draft->size() <= kMostDraftBytes)
     m["draft"] = *draft;
   return m;
@@ -983,18 +983,16 @@ void Controller::showWeightsAlone() {
 }
 
 void Controller::openLoadedModel(ModelLoad loaded, double now) {
-  const bool saved_model = loaded.command.text("path") == std::exchange(opening_saved_model_, std::string());
-  const std::vector<std::string> left_out = std::exchange(saved_model_left_out_, {});
-  std::string draft = std::exchange(saved_model_draft_, std::string());
-  const std::string from_autosave = std::exchange(saved_model_autosave_, std::string());
+  SavedModelPending saved = std::exchange(saved_model_, {});
+  const bool saved_model = loaded.command.text("path") == saved.path;
   if (!loaded.model) {
     std::string error = loaded.error;
     if (saved_model) {
       error += ". The rest of the workspace is open; File › Open model… opens the model from where it is now";
       // An autosave's text of it, unsaved or typed and not applied, is kept aside: the next
       // autosave has no model to keep it with (it was lost with the model gone).
-      if (!from_autosave.empty() && (saved_model_unsaved_ || !draft.empty()))
-        if (const std::string kept = moveAside(from_autosave); !kept.empty())
+      if (!saved.autosave.empty() && (saved.unsaved || !saved.draft.empty()))
+        if (const std::string kept = moveAside(saved.autosave); !kept.empty())
           error += ". Its text from the last session is kept in " + kept +
                    " (File › Open brings it back with the model once it is where it was)";
     }
@@ -1029,23 +1027,22 @@ void Controller::openLoadedModel(ModelLoad loaded, double now) {
   } else if (c.has("layer")) {
     model_.setLayer(std::clamp(c.integer("layer"), 0, model_.layers() - 1));
   }
-  if (saved_model && model_.model()->tokenizer && !draft.empty()) {
+  if (saved_model && model_.model()->tokenizer && !saved.draft.empty()) {
     note += ". The text typed and not applied in the last session is back in the field: Enter applies it";
-    model_draft_ = {model_.lineage(), std::move(draft)};
+    model_draft_ = {model_.lineage(), std::move(saved.draft)};
   }
   showWeightsAlone();
   clampView();
   if (hooks_.document_replaced) hooks_.document_replaced();
-  if (saved_model && !left_out.empty()) {
+  if (saved_model && !saved.left_out.empty()) {
     std::string fields;
-    for (const std::string& f : left_out) fields += (fields.empty() ? "" : ", ") + f;
+    for (const std::string& f : saved.left_out) fields += (fields.empty() ? "" : ", ") + f;
     note += ". Left out of the workspace's trained_model, being damaged: " + fields;
   }
   for (const std::string& n : loaded.model->notes) note += ". " + n;
   if (!model_open_note_.empty()) note += ". " + std::exchange(model_open_note_, std::string());
   // Its text is the user's work from here (unsaved); an autosave's unsaved text is unsaved already.
-  model_text_saved_ = saved_model && std::exchange(saved_model_unsaved_, false) ? nlohmann::json()
-                                                                                : modelText(savedModel());
+  model_text_saved_ = saved_model && saved.unsaved ? nlohmann::json() : modelText(savedModel());
   notify(note, now);
 }
 

@@ -187,7 +187,7 @@ class Controller {
   // (modelDraft) for the field to show, unapplied. A saved workspace keeps the applied text only:
   // a save applies a field being typed into first, and a text held in the field (refused, or
   // restored and not applied yet) is the autosave's alone.
-  void setModelDraft(std::uint64_t lineage, std::string text);
+  void setModelDraft(std::uint64_t lineage, const std::string& text);
   const std::string* modelDraft() const;  // the open model's, or null
   nlohmann::json autosavedModel() const;  // savedModel with the draft
   static nlohmann::json modelText(const nlohmann::json& entry);
@@ -217,7 +217,7 @@ class Controller {
   void applyModel(const Command& c, double now);   // model_open, text, select_layer, …
   void closeModel(double now, bool say = true);    // the chapter's workspace again (`say`: a message says so)
   const Command* askedModelOpen() const;           // the newest model_open waiting or being read, or null
-  bool openingSavedModel() const;  // that one is a workspace's model (opening_saved_model_), still to open
+  bool openingSavedModel() const;                  // that one is a workspace's model (saved_model_), still to open
   // A model read off the UI thread: shown now, or its command's failure.
   struct ModelLoad {
     Command command;  // the model_open that asked
@@ -337,13 +337,17 @@ class Controller {
   std::optional<Command> model_loading_;                   // the model_open model_load_ reads for
   std::string model_load_error_;                           // why the last model read failed ("" once one opened)
   bool restoring_offer_ = false;  // the start's offer answered Restore: the autosave's model comes back too
-  std::string opening_saved_model_;   // the path of a model a workspace being opened names (replaced)
-  bool saved_model_unsaved_ = false;  // that model's text is an autosave's unsaved work (restore)
-  std::string model_open_note_;       // said with the next model's opening (an autosave kept aside for it)
+  // The model a workspace being opened names (replaced), until its model_open is read or refused:
+  // taken whole by openLoadedModel, so nothing of it outlives that opening.
+  struct SavedModelPending {
+    std::string path;                   // its model_open's path
+    bool unsaved = false;               // its text is an autosave's unsaved work (restore)
+    std::vector<std::string> left_out;  // its damaged fields, said once it is open (readSavedModel)
+    std::string draft;                  // its field's text typed and not applied (an autosave's)
+    std::string autosave;               // the autosave it comes from (restore): kept aside if the model is gone
+  } saved_model_;
+  std::string model_open_note_;      // said with the next model's opening (an autosave kept aside for it)
   nlohmann::json model_text_saved_;  // modelText of the open model when it was opened or last saved
-  std::vector<std::string> saved_model_left_out_;          // its damaged fields, said once it is open (readSavedModel)
-  std::string saved_model_draft_;  // its field's text typed and not applied (an autosave's), back once it is open
-  std::string saved_model_autosave_;  // the autosave it comes from (restore): kept aside if the model is gone
   // The open model's field: its text typed and not applied, for that opening (ModelSession::lineage).
   struct ModelDraft {
     std::uint64_t lineage = 0;

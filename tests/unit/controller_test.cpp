@@ -72,6 +72,13 @@ class ControllerTest : public ::testing::Test {
     FAIL() << "no result within 60 s";
   }
   static std::uint32_t seedOf(const Controller& c) { return c.document().workspace().model.seed; }
+  // An unsaved edit in c (seed 606), and other.json beside it (seed 5) to open over it.
+  void editBesideOther(Controller& c) {
+    Workspace other = bookExample();
+    other.model.seed = 5;
+    saveWorkspace(path("other.json"), other);
+    user(c, "set", {{"field", "seed"}, {"value", 606}});
+  }
   static std::string read(const std::string& file) {
     std::ifstream in(file);
     std::stringstream s;
@@ -332,11 +339,8 @@ TEST_F(ControllerTest, APresetKeepsTheRoomsViewAFileMaySayOtherwise) {
 }
 
 TEST_F(ControllerTest, OpeningOverUnsavedWorkKeepsItAside) {
-  Workspace other = bookExample();
-  other.model.seed = 5;
-  saveWorkspace(path("other.json"), other);
   Controller c = make();
-  user(c, "set", {{"field", "seed"}, {"value", 606}});
+  editBesideOther(c);
   Command scripted = makeCommand("open", {{"path", path("other.json")}});
   scripted.script_index = 0;  // a script's open in a session the user sees: not asked, but kept
   c.commands().push(scripted);
@@ -352,11 +356,8 @@ TEST_F(ControllerTest, OpeningOverUnsavedWorkKeepsItAside) {
 // A second command that would ask while the window asks (Ctrl+Q over an open's prompt) is refused
 // and said; the first question stays and goes on as answered.
 TEST_F(ControllerTest, OneQuestionAtATime) {
-  Workspace other = bookExample();
-  other.model.seed = 5;
-  saveWorkspace(path("other.json"), other);
   Controller c = make();
-  user(c, "set", {{"field", "seed"}, {"value", 606}});
+  editBesideOther(c);
   user(c, "open", {{"path", path("other.json")}});
   EXPECT_EQ(c.prompts().unsaved_action, "open");
   user(c, "quit");
