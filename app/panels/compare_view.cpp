@@ -403,6 +403,7 @@ void CompareView::draw(const PanelContext& ctx) {
           {"compare", which}, {"head", head}, {"stage", row.id()}, {"module", row.module}, {"batch", s.batch}};
       spec.row_labels = token_rows ? &s.tokens() : &s.dims;
       spec.col_labels = tokens_cols ? &s.tokens() : &dimsOf(s, row.module, head);
+      spec.token_rows = token_rows, spec.token_cols = tokens_cols;
       spec.selected_row = token_rows && !ctx.capture.hides_selection ? selected : -1;
       if (side < 2) {
         if (values.size() == 0) {

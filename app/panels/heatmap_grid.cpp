@@ -265,6 +265,7 @@ struct GridLayout {
   float focus_bottom = 0;                   // the lowest edge of a map the step is about
   bool set_aside = false;                   // some maps are not drawn (focus_only)
   bool colorbar_beside = false;             // the colorbars stand right of the cells (Margins::beside)
+  bool name_positions = false;              // thinned rows' names start with their positions (draw)
 };
 
 // One card's maps at `cell`, relative to the card: side by side while they fit `width`. `after`:
@@ -814,8 +815,8 @@ std::string moduleCardHeading(const Snapshot& snap) {
 // Returns the fewest decimals its maps rounded their numbers to (4 when none did).
 int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vector<ModuleMap>& maps,
                    const Box& card_box, const std::vector<Box>& tiles, const std::vector<bool>& labelled,
-                   const std::vector<float>& legend_room, bool colorbar_beside, ImVec2 grid_origin, bool heading,
-                   float text_scale, CellWindow window) {
+                   const std::vector<float>& legend_room, bool colorbar_beside, bool name_positions, ImVec2 grid_origin,
+                   bool heading, float text_scale, CellWindow window) {
   int fewest = 4;
   const Trace& t = *snap.trace;
   const BatchTrace& bt = snap.shown();
@@ -845,6 +846,7 @@ int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vec
                       : info.parameter ? &snap.dims
                                        : &snap.tokens();  // none: the map beside it has them
     spec.col_labels = &snap.dims;
+    spec.token_rows = !info.parameter;
     spec.selected_row = info.parameter || ctx.capture.hides_selection
                             ? -1
                             : std::clamp(view.token, 0, snap.tokenCount() - 1);
@@ -879,6 +881,7 @@ int drawModuleCard(const PanelContext& ctx, const Snapshot& snap, const std::vec
     spec.text_scale = text_scale;
     spec.legend_room = legend_room[k];
     spec.colorbar_beside = colorbar_beside;
+    spec.name_positions = name_positions ? 1 : 0;
     const HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(b.w, b.h));
     if (hit.decimals > 0) fewest = std::min(fewest, hit.decimals);
     if (hit.clicked_row >= 0 && !info.parameter) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
@@ -1048,9 +1051,14 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   const float header = ImGui::GetTextLineHeightWithSpacing() + 4;
   const float gap = style.ItemSpacing.x * 2;
   const float fs = fonts().small->FontSize;
-  float label_w = 0;
-  for (const std::string& tok : snap->tokens())
-    label_w = std::max(label_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, tok.c_str()).x);
+  // The rows' names, and as drawHeatmap thins them, each starting with its position (numbered_w).
+  float label_w = 0, numbered_w = 0;
+  for (std::size_t i = 0; i < snap->tokens().size(); ++i) {
+    const std::string& name = snap->tokens()[i];
+    label_w = std::max(label_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, name.c_str()).x);
+    numbered_w = std::max(
+        numbered_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, axisName(name, static_cast<int>(i), 2).c_str()).x);
+  }
   // The maps' margins with their labels' font at `scale` of its size (a lesson step may fit it).
   const auto marginsAt = [&](float scale) {
     return Margins{std::min(label_w * scale, px(90)) + px(4) + 1,  // + 1: rounding must not shorten a token
@@ -1276,54 +1284,80 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       if (whole.cell >= l.cell - 0.5f && whole.height <= std::max(l.height, avail.y)) l = whole;
       return l;
     };
-    Margins below = margins;
-    if (one_map) below.title = 0;  // its title is in the card's heading
-    g = arrange(below);
     // Maps without numbers longer than the text on a side (a T × 64 context or Q beside the T × T
     // weights, a trained model's W_query or output) take smaller cells, no longer than the longest
     // of the others, where that makes the others larger: with one cell in every map the widest set
     // it, and at 1280 × 720 and 200 % a 20-token text's scores and weights were 48 px beside its
     // 156-px context, most of the tab empty. The maps no longer than the text keep the grid's cell
     // (a 6 × 2 context stays narrow beside its weights).
-    if (full_cell <= 0) {
-      int kept = window.rows > 0 ? window.rows : T;  // the tokens shown, or the shortest map's side
-      int shortest = INT_MAX;
-      for (const CardNeed& c : needs)
-        for (const TileNeed& tile : c.tiles) shortest = std::min(shortest, std::max(tile.rows, tile.cols));
-      kept = std::max(kept, shortest);
-      const auto shrinkBy = [&](bool on) {
-        for (CardNeed& c : needs)
-          for (TileNeed& tile : c.tiles)
-            tile.shrink = on ? std::min(1.0f,
-                                        static_cast<float>(kept) / static_cast<float>(std::max(tile.rows, tile.cols)))
-                             : 1.0f;
-      };
-      shrinkBy(true);
-      const GridLayout shrunk = arrange(below);
-      if (shrunk.cell > g.cell * 1.03f)
-        g = shrunk;
-      else
-        shrinkBy(false);
+    int kept = window.rows > 0 ? window.rows : T;  // the tokens shown, or the shortest map's side
+    int shortest = INT_MAX;
+    for (const CardNeed& c : needs)
+      for (const TileNeed& tile : c.tiles) shortest = std::min(shortest, std::max(tile.rows, tile.cols));
+    kept = std::max(kept, shortest);
+    const auto shrinkBy = [&](bool on) {
+      for (CardNeed& c : needs)
+        for (TileNeed& tile : c.tiles)
+          tile.shrink = on ? std::min(1.0f,
+                                      static_cast<float>(kept) / static_cast<float>(std::max(tile.rows, tile.cols)))
+                           : 1.0f;
+    };
+    // The grid with these margins, its maps shrunk (`needs`) as `shrunk` says.
+    struct Arranged {
+      GridLayout layout;
+      bool shrunk = false;
+    };
+    const auto arrangeWith = [&](const Margins& below) {
+      shrinkBy(false);
+      Arranged a{arrange(below), false};
+      if (full_cell <= 0) {
+        shrinkBy(true);
+        const GridLayout shrunk = arrange(below);
+        if (shrunk.cell > a.layout.cell * 1.03f)
+          a = {shrunk, true};
+        else
+          shrinkBy(false);
+      }
+      // Maps without numbers in one row, short of height: their colorbars beside the cells where that
+      // makes them larger, or whole where below they were not (a trained model's 14 × 14 weights at
+      // 1280 × 720 and 200 % were 138 px, the colorbar's labels below the fold).
+      if (full_cell <= 0) {
+        Margins beside = below;
+        beside.bottom = 0;
+        const auto widen = [&](const MapLook& look) {
+          const ColorbarBand band = heatmapColorbarBeside(look);
+          beside.beside = std::max(beside.beside, band.width);
+          beside.beside_cells = std::max(beside.beside_cells, band.least_height);
+        };
+        for (int h : heads)
+          for (Stage stage : stages) widen(stageLook(*snap, view, stage, h));
+        for (ModuleMap m : module_maps) widen(moduleLook(*snap, view, m));
+        const GridLayout b = arrange(beside);
+        const auto whole = [&](const GridLayout& l) { return l.fits_width && l.height <= avail.y + 0.5f; };
+        const GridLayout& g0 = a.layout;
+        if (rowsOfMaps(b, needs) == 1 &&
+            ((whole(b) && !whole(g0)) || (whole(b) == whole(g0) && b.cell > g0.cell * 1.03f)))
+          a.layout = b;
+      }
+      return a;
+    };
+    Margins below = margins;
+    if (one_map) below.title = 0;  // its title is in the card's heading
+    Arranged chosen = arrangeWith(below);
+    // Rows too small for every name: the band holds them as drawHeatmap thins them, each starting
+    // with its position, where that costs the cells at most a tenth and no map leaves the tab (a
+    // 99-token map at 1920 × 1080 3 %; a 14-token one beside the side panels at 200 % would lose
+    // 20 px of 138: its names stay).
+    if (chosen.layout.cell < fs + 1 && numbered_w > label_w) {
+      Margins numbered = below;
+      numbered.left = std::min(numbered_w, px(90)) + px(4) + 1;
+      const Arranged n = arrangeWith(numbered);
+      const GridLayout &a = chosen.layout, &b = n.layout;
+      if (b.cell >= 0.9f * a.cell && b.height <= std::max(a.height, avail.y) + 0.5f && (b.fits_width || !a.fits_width))
+        chosen = n, chosen.layout.name_positions = true;
+      shrinkBy(chosen.shrunk);
     }
-    // Maps without numbers in one row, short of height: their colorbars beside the cells where that
-    // makes them larger, or whole where below they were not (a trained model's 14 × 14 weights at
-    // 1280 × 720 and 200 % were 138 px, the colorbar's labels below the fold).
-    if (full_cell <= 0) {
-      Margins beside = below;
-      beside.bottom = 0;
-      const auto widen = [&](const MapLook& look) {
-        const ColorbarBand band = heatmapColorbarBeside(look);
-        beside.beside = std::max(beside.beside, band.width);
-        beside.beside_cells = std::max(beside.beside_cells, band.least_height);
-      };
-      for (int h : heads)
-        for (Stage stage : stages) widen(stageLook(*snap, view, stage, h));
-      for (ModuleMap m : module_maps) widen(moduleLook(*snap, view, m));
-      const GridLayout b = arrange(beside);
-      const auto whole = [&](const GridLayout& l) { return l.fits_width && l.height <= avail.y + 0.5f; };
-      if (rowsOfMaps(b, needs) == 1 && ((whole(b) && !whole(g)) || (whole(b) == whole(g) && b.cell > g.cell * 1.03f)))
-        g = b;
-    }
+    g = chosen.layout;
   }
   // The maps a step set aside, named in the notes line next frame (one line either way).
   std::string aside;
@@ -1389,6 +1423,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
                         : info.parameter ? &snap->dims
                                          : &snap->tokens();  // a weight's rows: input dims
       spec.col_labels = info.square ? &snap->tokens() : &snap->head_dims[static_cast<std::size_t>(h)];
+      spec.token_rows = !info.parameter, spec.token_cols = info.square;
       spec.selected_row = info.parameter ? -1 : selected_row;
       if (info.square && !ctx.capture.hides_selection) spec.selected_col = view.key;
       spec.window = shownWindow(window, static_cast<int>(spec.values.rows()), static_cast<int>(spec.values.cols()),
@@ -1411,6 +1446,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       spec.text_scale = text_scale;
       spec.legend_room = freeRightOf(g, b, grid_w, gap);
       spec.colorbar_beside = g.colorbar_beside;
+      spec.name_positions = g.name_positions ? 1 : 0;
       HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(b.w, b.h));
       if (spec.selected_row >= 0) {  // where the selected query is, in each map of queries
         const float top = ImGui::GetWindowPos().y, bottom = top + ImGui::GetWindowHeight();
@@ -1446,8 +1482,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     for (const Box& b : g.tiles.back()) legend_room.push_back(freeRightOf(g, b, grid_w, gap));
     rounding_now_ = std::min(rounding_now_,
                              drawModuleCard(ctx, *snap, module_maps, g.cards.back(), g.tiles.back(), g.labelled.back(),
-                                            legend_room, g.colorbar_beside, grid_origin, needs.back().heading_h > 0,
-                                            text_scale, window));
+                                            legend_room, g.colorbar_beside, g.name_positions, grid_origin,
+                                            needs.back().heading_h > 0, text_scale, window));
   }
   // A query selected out of sight (↑/↓, a click in the Inspector or Lines) is scrolled to where no
   // map shows its row, once per selection, so that scrolling by hand is never undone; zoomed
@@ -1506,6 +1542,8 @@ FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stag
     f.values = StageMap(*block);
     f.row_labels.assign(f.row_labels.begin() + r0, f.row_labels.begin() + r0 + nr);
     if (square) f.col_labels.assign(f.col_labels.begin() + c0, f.col_labels.begin() + c0 + nc);
+    f.first_row_token = static_cast<int>(r0);
+    if (square) f.first_col_token = static_cast<int>(c0);
     f.title += "  ·  queries " + std::to_string(r0 + 1) + "–" + std::to_string(r0 + nr) +
                (square ? ", keys " + std::to_string(c0 + 1) + "–" + std::to_string(c0 + nc) : "") + " of " +
                std::to_string(t.tokens);
@@ -1531,6 +1569,7 @@ FigureSpec moduleFigure(const Snapshot& snap, const ViewState& view, ModuleMap m
     f.title += "  ·  batch " + std::to_string(snap.batch + 1) + " of " + std::to_string(t.model.batch_size);
   f.row_labels = info.parameter ? dimsOf(snap, f.values.rows()) : snap.tokens();
   f.col_labels = dimsOf(snap, f.values.cols());
+  f.first_row_token = info.parameter ? -1 : 0;
   f.look = moduleLook(snap, view, map);  // the colours as the module's card chooses them
   if (caption)
     f.caption = mapsOrigin(snap, "  ·  ") + "  ·  " + info.title + "  ·  T " + std::to_string(t.tokens) +

@@ -184,6 +184,7 @@ void LayersView::givenHead(const PanelContext& ctx, ImVec2 size) {
   spec.look = colouredBy(ValueRange{0.0f, std::max(head_range_.hi, 1e-30f)}, false, choices);
   spec.row_labels = &ctx.model->tokens();
   spec.col_labels = &ctx.model->tokens();
+  spec.token_rows = spec.token_cols = true;
   spec.selected_row = std::clamp(ctx.view.token, 0, g.tokens - 1);
   spec.version = head_version_;
   spec.dump = {{"given_head", head}};

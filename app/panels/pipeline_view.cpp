@@ -238,6 +238,7 @@ void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, 
     spec.look = lookFor(*st.range, view);
     spec.row_labels = tokens;
     spec.col_labels = st.cols;
+    spec.token_rows = true, spec.token_cols = st.cols == tokens;
     spec.selected_row = std::clamp(view.token, 0, snap->tokenCount() - 1);
     spec.version = serialOf(st);
     spec.owner = ctx.snapshot;

@@ -42,6 +42,16 @@ void addTextVertical(ImDrawList* draw, ImFont* font, float size, ImVec2 pos, ImU
   }
 }
 
+// An axis's name fitted to `width`, its position kept whole where one is shown ("12 Ġc…", never
+// "1…": a cut number names another token).
+std::string fitAxisName(ImFont* font, float size, const std::vector<std::string>& names, int at, bool tokens, int step,
+                        float width) {
+  if (step <= 1 || !tokens) return fitText(font, size, names[static_cast<std::size_t>(at)], width);
+  const std::string position = axisName("", at, step);
+  const float taken = font->CalcTextSizeA(size, FLT_MAX, 0, position.c_str()).x;
+  return position + fitText(font, size, names[static_cast<std::size_t>(at)], width - taken);
+}
+
 // The colormap from its bottom to its top: left to right, or (upright) bottom to top.
 void drawColorbar(ImDrawList* draw, const HeatmapSpec& s, ImVec2 p0, ImVec2 size, bool upright) {
   const auto& table = colormapTable(s.look.colormap);
@@ -169,22 +179,21 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
                   fitText(ImGui::GetFont(), ImGui::GetFontSize(), s.title, size.x).c_str());
 
   // Label bands: rows on the left, columns on top (vertical text when they do not fit across).
-  float label_w = 0, col_label_w = 0;
-  for (int i = r0; i < r0 + nr && s.row_labels; ++i)
-    label_w = std::max(label_w, small->CalcTextSizeA(fs, FLT_MAX, 0, (*s.row_labels)[i].c_str()).x);
-  for (int j = c0; j < c0 + nc && s.col_labels; ++j)
-    col_label_w = std::max(col_label_w, small->CalcTextSizeA(fs, FLT_MAX, 0, (*s.col_labels)[j].c_str()).x);
+  const auto widest = [&](const std::vector<std::string>* names, int from, int n, bool tokens, int step) {
+    float w = 0;
+    for (int i = from; i < from + n && names; ++i)
+      w = std::max(w, small->CalcTextSizeA(fs, FLT_MAX, 0, axisName((*names)[i], tokens ? i : -1, step).c_str()).x);
+    return w;
+  };
+  const float label_w = widest(s.row_labels, r0, nr, false, 1), col_label_w = widest(s.col_labels, c0, nc, false, 1);
   // The colorbar: below the cells (a gap, the bar, then the range labels, the legend sharing their
   // line), or in a band right of them.
   const bool beside = s.colorbar_beside && !s.compact;
   const ColorbarBand band = beside ? heatmapColorbarBeside(s.look, s.text_scale) : ColorbarBand{};
   const float colorbar_h = s.compact || beside ? 0 : heatmapColorbarHeight(s.text_scale);
   // The row labels' band: at most 28 % of the width, or what the grid's cells leave.
-  const float left = s.compact
-                         ? 0
-                         : std::min(label_w, s.cell > 0 ? std::max(size.x - s.cell * nc - band.width - px(4), 0.0f)
-                                                        : size.x * 0.28f) +
-                               px(4);
+  const float most_left = s.cell > 0 ? std::max(size.x - s.cell * nc - band.width - px(4), 0.0f) : size.x * 0.28f;
+  float left = s.compact ? 0 : std::min(label_w, most_left) + px(4);
   const float title_h = s.compact || s.title.empty() ? 0 : ui;  // untitled: a grid's one map, named by its card
   const float avail_w = size.x - left - band.width;
   float top_band = s.compact ? 0 : fs + px(4);
@@ -202,6 +211,26 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     top_band = s.cells_top - title_h;
     cell = std::min({avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr, most});
   }
+  // Names thinned to one every `step` where the cells are smaller than the text. Thinned names start
+  // with their positions (map_look.h: "12 Ġon") where their band holds them at these cells: the
+  // rows' band widens into room the cells leave beside it (or as a grid says: name_positions), the
+  // keys' holds them as it is. Where that would take cell size the names stay as they are, each
+  // ticked (numbered, a 14-token map beside the side panels at 200 % lost 20 px, a 43-token one's
+  // keys' band took 27 px from it).
+  const int row_step = axisNameStep(fs + 1, cell);
+  const int col_step = axisNameStep(vertical ? fs + 1 : col_label_room, cell);
+  int row_numbers = 1, col_numbers = 1;
+  if (row_step > 1 && !s.compact && s.token_rows && s.name_positions != 0) {
+    const float numbered = widest(s.row_labels, r0, nr, true, row_step);
+    const float room = std::min(size.x - cell * nc - band.width - px(4), std::max(most_left, label_w));
+    if (s.name_positions > 0 || numbered <= room) {  // (a grid's: cut to its band, positions whole)
+      left = std::max(left, std::min(numbered, room) + px(4));
+      row_numbers = row_step;
+    }
+  }
+  if (vertical && col_step > 1 && s.token_cols && (row_numbers > 1 || !s.token_rows) &&
+      widest(s.col_labels, c0, nc, true, col_step) <= top_band - px(6))
+    col_numbers = col_step;  // (with the rows': a map's two axes named alike)
   cell = std::max(cell, 0.05f);
   const ImVec2 p0(origin.x + left, origin.y + title_h + top_band);
   const ImVec2 p1(p0.x + cell * nc, p0.y + cell * nr);
@@ -296,26 +325,33 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     if (selected >= 0 && std::abs(i - selected) < step) return i == selected;
     return (i - first) % step == 0;
   };
-  const int row_step = std::max(1, static_cast<int>(std::ceil((fs + 1) / cell)));
+  // A thinned axis ticks the cells it names (map_look.h: axisName).
+  nlohmann::json named_rows = nlohmann::json::array(), named_cols = nlohmann::json::array();
+  const float tick = std::max(1.0f, px(3));
   for (int i = r0; i < r0 + nr && s.row_labels && !s.compact; ++i) {
     if (!labelled(i, r0, row_step, s.selected_row)) continue;
-    const std::string t = fitText(small, fs, (*s.row_labels)[i], left - 4);
+    const std::string t = fitAxisName(small, fs, *s.row_labels, i, s.token_rows, row_numbers, left - 4);
     const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str());
-    draw->AddText(small, fs, ImVec2(p0.x - 4 - ts.x, cellMin(i, c0).y + cell / 2 - ts.y / 2),
-                  i == s.selected_row ? th.selection : th.text_dim, t.c_str());
+    const float y = cellMin(i, c0).y + cell / 2;
+    const ImU32 colour = i == s.selected_row ? th.selection : th.text_dim;
+    if (row_step > 1) draw->AddLine(ImVec2(p0.x - tick, y), ImVec2(p0.x, y), colour);
+    draw->AddText(small, fs, ImVec2(p0.x - 4 - ts.x, y - ts.y / 2), colour, t.c_str());
+    named_rows.push_back({{"index", i}, {"text", t}});
   }
-  const int col_step = std::max(1, static_cast<int>(std::ceil((vertical ? fs + 1 : col_label_room) / cell)));
   for (int j = c0; j < c0 + nc && s.col_labels && !s.compact; ++j) {
     if (!labelled(j, c0, col_step, s.selected_col)) continue;
     const float x = cellMin(r0, j).x + cell / 2;
     const ImU32 colour = j == s.selected_col ? th.selection : th.text_dim;
-    if (vertical && !keyLabelStaysAcross((*s.col_labels)[j])) {
-      const std::string t = fitText(small, fs, (*s.col_labels)[j], top_band - 6);
+    const std::string name = axisName((*s.col_labels)[j], s.token_cols ? j : -1, col_numbers);
+    if (col_step > 1) draw->AddLine(ImVec2(x, p0.y - tick), ImVec2(x, p0.y), colour);
+    if (vertical && !keyLabelStaysAcross(name)) {
+      const std::string t = fitAxisName(small, fs, *s.col_labels, j, s.token_cols, col_numbers, top_band - 6);
       addTextVertical(draw, small, fs, ImVec2(x - fs / 2, p0.y - 4), colour, t);
+      named_cols.push_back({{"index", j}, {"text", t}});
     } else {
-      const std::string& t = (*s.col_labels)[j];
-      const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str());
-      draw->AddText(small, fs, ImVec2(x - ts.x / 2, p0.y - ts.y - 3), colour, t.c_str());
+      const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, name.c_str());
+      draw->AddText(small, fs, ImVec2(x - ts.x / 2, p0.y - ts.y - 3), colour, name.c_str());
+      named_cols.push_back({{"index", j}, {"text", name}});
     }
   }
 
@@ -554,6 +590,11 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   entry["wholly_in_view"] = in_view && origin.x >= visible_min.x - 0.5f && origin.y >= visible_min.y - 0.5f &&
                             origin.x + size.x <= visible_max.x + 0.5f && origin.y + size.y <= visible_max.y + 0.5f;
   entry["values_shown"] = values_shown;
+  // The axes' names as drawn (thinned: every `step`-th, with its position), and the steps.
+  entry["axis_names"] = {{"rows", std::move(named_rows)},
+                         {"cols", std::move(named_cols)},
+                         {"row_step", row_step},
+                         {"col_step", col_step}};
   if (values_shown) entry["label_format"] = s.look.cell_text ? "custom" : cellFormatId(format);
   layout().heatmap(std::move(entry));
 

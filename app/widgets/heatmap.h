@@ -38,6 +38,8 @@ struct HeatmapSpec {
   MapLook look;                                          // colours, a mask's labels, colorbar words, legend
   const std::vector<std::string>* row_labels = nullptr;  // one per row
   const std::vector<std::string>* col_labels = nullptr;  // one per column
+  bool token_rows = false, token_cols = false;           // the labels are the text's tokens, from the first
+                                                         // (a thinned name starts with its position)
   int selected_row = -1;                                 // outlined
   int selected_col = -1;                                 // outlined too (a key picked in the inspector)
   bool compact = false;                                  // cells only: no title, labels or colorbar
@@ -66,6 +68,9 @@ struct HeatmapSpec {
   bool colorbar_beside = false;                          // the colorbar stands right of the cells, its range
                                                          // labels and legend beside it (a grid short of height,
                                                          // wide enough); else below them
+  int name_positions = -1;                               // thinned rows' names start with their positions: 1
+                                                         // yes (a grid's band holds them), 0 no, −1 where the
+                                                         // band holds them at the cells' size
 };
 
 struct HeatmapHit {

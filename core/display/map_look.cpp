@@ -1,5 +1,8 @@
 #include "display/map_look.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "display/number_text.h"
 #include "formats/utf8.h"
 
@@ -58,6 +61,14 @@ int headFirstColumn(const Trace& t, int head) {
 bool keyLabelStaysAcross(const std::string& label) {
   std::size_t i = 0;
   return !label.empty() && nextCodePoint(label, &i) != kNotUtf8 && i == label.size();
+}
+
+int axisNameStep(double room, double cell) {
+  return cell > 0 ? std::max(1, static_cast<int>(std::ceil(room / cell))) : 1;
+}
+
+std::string axisName(const std::string& name, int position, int step) {
+  return step > 1 && position >= 0 ? std::to_string(position) + " " + name : name;
 }
 
 std::string stageHeading(const Trace& t, Stage s) {

@@ -54,6 +54,16 @@ int headFirstColumn(const Trace& t, int head);
 // wrong side of their column). Every renderer of a map asks this (the window, SVG and PDF figures).
 bool keyLabelStaysAcross(const std::string& label);
 
+// An axis's names where its cells are smaller than the text: one every `axisNameStep` cells (`room`:
+// the text's extent along the axis, with its gap), and a token's name (position ≥ 0; a dimension's
+// "d15" is −1) then starts with its position in the text, "12 Ġon" (every sixth token's name alone
+// read as a word: "T Ġ n a Ġ a t ."). One rule for the window, the SVG and PDF figures.
+int axisNameStep(double room, double cell);
+std::string axisName(const std::string& name, int position, int step);
+// The position of the name at `index` of an axis whose first name is the token at `first` (−1: the
+// axis names no tokens).
+inline int tokenPosition(int first, int index) { return first < 0 ? -1 : first + index; }
+
 // A stage's heading as every map of it is titled: "weights (softmax)  6×6", "scaled  ÷ √2  6×6".
 std::string stageHeading(const Trace& t, Stage s);
 // The heading of one of the module's maps (the heads concatenated, out_proj, the output).

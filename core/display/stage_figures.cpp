@@ -10,13 +10,14 @@ namespace attnscope {
 
 namespace {
 
-// A figure of a matrix over tokens that is not a head's stage (the context, the output) or of a
-// parameter (no labels).
+// A figure of a matrix over tokens that is not a head's stage (the context, the output: token_rows)
+// or of a parameter.
 FigureSpec matrixFigure(const Matrix& m, std::string title, std::vector<std::string> rows,
-                        std::vector<std::string> cols) {
+                        std::vector<std::string> cols, bool token_rows) {
   FigureSpec f;
   f.values = StageMap(m);
   f.title = std::move(title);
+  f.first_row_token = token_rows ? 0 : -1;
   f.row_labels = std::move(rows);
   f.col_labels = std::move(cols);
   f.look = colouredBy(finiteRange(m), false, LookChoices{});
@@ -44,6 +45,8 @@ FigureSpec stageFigure(const Trace& t, const HeadTrace& h, Stage s, const std::v
   f.title = stageFigureTitle(t, s, batch, head, layer);
   f.row_labels = info.parameter ? dimLabels(f.values.rows()) : tokensOf(tokens, t.tokens);  // W: input dims down
   f.col_labels = info.square ? f.row_labels : dimLabels(f.values.cols(), headFirstColumn(t, head));
+  f.first_row_token = info.parameter ? -1 : 0;
+  f.first_col_token = info.square ? 0 : -1;
   f.look = stageLook(t, s, info.flags ? ValueRange{0, 1} : finiteRange(f.values), LookChoices{});
   return f;
 }
@@ -71,8 +74,8 @@ int exportTraceFigures(const Workspace& ws, const Trace& trace, const std::strin
                 stageFigure(trace, bt.heads[h], stage.stage, tokens, static_cast<int>(b), static_cast<int>(h)));
     const std::string of = batches.empty() ? "" : "  ·  batch " + std::to_string(b + 1) + batches;
     write(batch + "_context",
-          matrixFigure(bt.context, "context  (heads concatenated)" + of, tokens, dimLabels(bt.context.cols())));
-    write(batch + "_output", matrixFigure(bt.output, "output" + of, tokens, dimLabels(bt.output.cols())));
+          matrixFigure(bt.context, "context  (heads concatenated)" + of, tokens, dimLabels(bt.context.cols()), true));
+    write(batch + "_output", matrixFigure(bt.output, "output" + of, tokens, dimLabels(bt.output.cols()), true));
   }
   forEachStateDictEntry(
       trace.model, *trace.parameters, [&](const std::string& name, const Matrix& value, bool is_vector) {
@@ -82,7 +85,8 @@ int exportTraceFigures(const Workspace& ws, const Trace& trace, const std::strin
                                 is_vector};
         const ParameterKind kind = kindOf(shown);
         const ParameterAxes axes = parameterAxes(shown, kind);
-        write("param_" + name, matrixFigure(shown.value, name + "  " + shapeWords(shown, kind), axes.rows, axes.cols));
+        write("param_" + name,
+              matrixFigure(shown.value, name + "  " + shapeWords(shown, kind), axes.rows, axes.cols, false));
       });
   return written;
 }

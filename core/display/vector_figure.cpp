@@ -337,19 +337,27 @@ Layout layOut(const FigureSpec& s, const FigureOptions& o, Painter& p) {
     if (!L.values) L.labels.clear();
   }
 
-  // Token labels, shortened to max_label_width; keys across when each fits its column.
+  // Token labels, shortened to max_label_width; keys across when each fits its column; thinned
+  // names start with their positions (map_look.h).
   double row_w = 0, col_w = 0;
-  for (const std::string& t : s.row_labels) {
-    L.row_labels.push_back(p.fit(cleanText(t), fs, o.max_label_width));
+  for (const std::string& t : s.col_labels)
+    col_w = std::max(col_w, p.width(p.fit(cleanText(t), fs, o.max_label_width), fs));
+  L.vertical_cols = !s.col_labels.empty() && col_w + 6 > L.cell && L.cols > 1;
+  L.row_step = axisNameStep(fs + 1, L.cell);
+  L.col_step = axisNameStep(L.vertical_cols ? fs + 1 : col_w + 6, L.cell);
+  col_w = 0;
+  for (std::size_t i = 0; i < s.row_labels.size(); ++i) {
+    const std::string name = axisName(cleanText(s.row_labels[i]), tokenPosition(s.first_row_token, static_cast<int>(i)),
+                                      L.row_step);
+    L.row_labels.push_back(p.fit(name, fs, o.max_label_width));
     row_w = std::max(row_w, p.width(L.row_labels.back(), fs));
   }
-  for (const std::string& t : s.col_labels) {
-    L.col_labels.push_back(p.fit(cleanText(t), fs, o.max_label_width));
+  for (std::size_t j = 0; j < s.col_labels.size(); ++j) {
+    const std::string name = axisName(cleanText(s.col_labels[j]), tokenPosition(s.first_col_token, static_cast<int>(j)),
+                                      L.col_step);
+    L.col_labels.push_back(p.fit(name, fs, o.max_label_width));
     col_w = std::max(col_w, p.width(L.col_labels.back(), fs));
   }
-  L.vertical_cols = !L.col_labels.empty() && col_w + 6 > L.cell && L.cols > 1;
-  L.row_step = std::max(1, static_cast<int>(std::ceil((fs + 1) / L.cell)));
-  L.col_step = std::max(1, static_cast<int>(std::ceil((L.vertical_cols ? fs + 1 : col_w + 6) / L.cell)));
   const double left = L.row_labels.empty() ? 0 : row_w + 6;
   const double top_band = L.col_labels.empty() ? 4 : L.vertical_cols ? col_w + 8 : fs * 1.5;
 
@@ -477,11 +485,15 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
     }
   }
 
-  // Queries on the left, keys on top.
-  for (int i = 0; i < L.rows && i < static_cast<int>(L.row_labels.size()); i += L.row_step)
-    p.text(L.row_labels[i], L.x0 - 5, L.y0 + (i + 0.5) * L.cell + cap / 2, fs, kTextDim, Anchor::End);
+  // Queries on the left, keys on top; a thinned axis ticks the cells it names.
+  for (int i = 0; i < L.rows && i < static_cast<int>(L.row_labels.size()); i += L.row_step) {
+    const double y = L.y0 + (i + 0.5) * L.cell;
+    if (L.row_step > 1) p.line(L.x0 - 3, y, L.x0, y, 0.6, kTextDim);
+    p.text(L.row_labels[i], L.x0 - 5, y + cap / 2, fs, kTextDim, Anchor::End);
+  }
   for (int j = 0; j < L.cols && j < static_cast<int>(L.col_labels.size()); j += L.col_step) {
     const double x = L.x0 + (j + 0.5) * L.cell;
+    if (L.col_step > 1) p.line(x, L.y0 - 3, x, L.y0, 0.6, kTextDim);
     if (L.vertical_cols && !keyLabelStaysAcross(L.col_labels[j]))
       p.text(L.col_labels[j], x + cap / 2, L.y0 - 5, fs, kTextDim, Anchor::Start, true);
     else

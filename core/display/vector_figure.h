@@ -30,6 +30,8 @@ struct FigureSpec {
   StageMap values;                      // the cells (a view: its sources must outlive the call)
   std::vector<std::string> row_labels;  // one per row (query tokens), or none
   std::vector<std::string> col_labels;  // one per column (key tokens, d0, d1, …), or none
+  int first_row_token = -1;             // the first row's token's position in the text; −1: the rows are
+  int first_col_token = -1;             // not tokens (a thinned token's name starts with its position)
   std::string title;                    // above the map, e.g. "weights (softmax)  6×6"
   MapLook look;                         // the cells' colours, labels and legend, as the app draws them
   std::string caption;                  // a small line under everything (step, head, seed), or none

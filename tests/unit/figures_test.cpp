@@ -500,6 +500,44 @@ TEST(VectorFigure, OneCharacterKeysStayAcross) {
   EXPECT_FALSE(turned.at("."));
 }
 
+// A map too fine for every token's name names one every few cells, each starting with its position
+// ("12 Ġsat"): every sixth name alone read as a word ("T Ġ n a Ġ a t ."). One rule for the figures
+// and the window (its layout dump's axis_names, tests/gui/test_model_view.py).
+TEST(VectorFigure, ThinnedNamesSayTheirPositions) {
+  EXPECT_EQ(axisName("\u0120sat", 12, 6), "12 \u0120sat");
+  EXPECT_EQ(axisName("\u0120sat", 12, 1), "\u0120sat");  // every name shown: no number
+  EXPECT_EQ(axisName("d15", -1, 6), "d15");              // a dimension is no token
+  EXPECT_EQ(tokenPosition(40, 2), 42);                   // a zoomed figure's third row
+  EXPECT_EQ(tokenPosition(-1, 2), -1);
+  EXPECT_EQ(axisNameStep(13, 2.5), 6);
+  EXPECT_EQ(axisNameStep(13, 13), 1);
+  const std::vector<std::string> words = {"The", "\u0120cat", "\u0120sat"};
+  Matrix m = Matrix::Constant(120, 120, 0.5f);
+  FigureSpec f;
+  f.values = StageMap(m);
+  f.look.range = ValueRange{0, 1};
+  for (int i = 0; i < 120; ++i) f.row_labels.push_back(words[static_cast<std::size_t>(i % 3)]);
+  f.col_labels = f.row_labels;
+  f.first_row_token = f.first_col_token = 0;
+  const std::string path = tempPath("thinned.svg");
+  ASSERT_EQ(writeVectorFigure(f, path), "");
+  std::vector<int> positions;  // the rows' names, then the keys'
+  for (const std::string& text : svgTexts(readFile(path))) {
+    const std::size_t space = text.find(' ');
+    if (space == std::string::npos) continue;  // the colorbar's numbers
+    const int at = std::atoi(text.substr(0, space).c_str());
+    EXPECT_EQ(text, std::to_string(at) + " " + words[static_cast<std::size_t>(at % 3)]);
+    positions.push_back(at);
+  }
+  ASSERT_GE(positions.size(), 4u);
+  const int step = positions[1];
+  EXPECT_GT(step, 1);
+  std::vector<int> expected;
+  for (int axis = 0; axis < 2; ++axis)
+    for (int at = 0; at < 120; at += step) expected.push_back(at);
+  EXPECT_EQ(positions, expected);
+}
+
 // A figure on a log scale: a tick per power of ten, and exact zeros in a colour of their own (not
 // the bottom colour, which is the smallest positive value's), said by the legend.
 TEST(VectorFigure, LogScaleHasTicksAndZerosTheirOwnColour) {
