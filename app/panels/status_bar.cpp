@@ -1,5 +1,7 @@
 #include "panels/status_bar.h"
 
+#include <imgui_internal.h>  // GetTopMostPopupModal
+
 #include <algorithm>
 #include <cfloat>
 #include <string>
@@ -92,10 +94,12 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   const Toast& toast = ctx.toast;
   if (!toast.text.empty() && ctx.now < toast.until) {
     // At the right, beside the status text when it fits there; a long one (at a projector's 1280 px,
-    // a large text size) in a box just above the bar, wrapped: never over the status text.
+    // a large text size) in a box just above the bar, wrapped: never over the status text. While the
+    // window asks a question, in the box too: the question's dimming covers the bar (a refusal of
+    // Ctrl+Q over "Unsaved changes" was dimmed there, unread).
     const float w = ImGui::CalcTextSize(toast.text.c_str()).x, gap = px(16);
     const float x = ImGui::GetWindowWidth() - ImGui::GetStyle().WindowPadding.x - w;
-    if (x >= text_end + gap) {
+    if (x >= text_end + gap && ImGui::GetTopMostPopupModal() == nullptr) {
       ImGui::SameLine(x);
       ImGui::PushStyleColor(ImGuiCol_Text, toast.error ? ImGui::ColorConvertU32ToFloat4(theme().selection)
                                                        : ImGui::GetStyleColorVec4(ImGuiCol_Text));

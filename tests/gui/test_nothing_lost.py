@@ -245,8 +245,12 @@ def main():
                     # Ctrl+Q over the question: refused and said; New's question stays (the quit's
                     # had replaced it).
                     app.key("ctrl+q")
-                    s = app.settled("Ctrl+Q refused", lambda d: "quit: not now" in d["state"]["toast"])["state"]
+                    d = app.settled("Ctrl+Q refused", lambda d: "quit: not now" in d["state"]["toast"])
+                    s = d["state"]
                     expect(s["prompt"] == "new" and s["toast_error"], f"prompt {s['prompt']!r}, toast {s['toast']!r}")
+                    # … in its box above the question's dimming, not in the dimmed status bar.
+                    expect("toast" in d["panels"] and "toast" not in d["widgets"],
+                           f"the refusal is not above the question: panels {sorted(d['panels'])}")
                     print(f"  Ctrl+Q over New's question: {s['toast']!r}")
                     app.click("new_cancel")
                     s = app.settled("Cancel", lambda d: d["state"]["prompt"] == "" and "new_cancel" not in d["widgets"])["state"]
