@@ -115,9 +115,10 @@ const std::vector<CommandInfo>& commandTable() {
       {CommandId::Engine, "engine", T::App, kChangesExecutor, {{"parallel", A::Bool, false}, {"threads", A::Int, false}},
        "serial or OpenMP path, and the thread count (0 = all cores)"},
       {CommandId::Screenshot, "screenshot", T::App, kWaitsForResult, {{"path", A::String, true}, {"panel", A::String, false}, {"head", A::Int, false},
-                              {"scale", A::Number, false}},
+                              {"scale", A::Number, false}, {"selection", A::Bool, false}},
        "save the window (or a panel, or one head's map) as PNG once the newest result is shown; "
-       "path \"\" = a time-stamped file in the screenshot folder"},
+       "path \"\" = a time-stamped file in the screenshot folder; `selection`: the selected token's row and key "
+       "outlined (default: while a lesson is open, whose steps are about them; else as --selection says)"},
       {CommandId::Save, "save", T::App, 0, {{"path", A::String, false}, {"overwrite", A::Bool, false}},
        "save the workspace (to `path`, or to its file); `overwrite`: even if another program changed the file since"},
       {CommandId::ExportTrace, "export_trace", T::App, kWaitsForResult, {{"path", A::String, true}, {"format", A::String, true}},

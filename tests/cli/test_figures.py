@@ -330,6 +330,24 @@ def app_checks(app_exe, cli, assets, work):
                    f"{theme}: {len(without)} pixels of the selected row's outline without --selection")
             print(f"  {theme}: --selection outlines rows y {ys[0]}–{ys[-1]} ({len(with_sel)} px); without it, none")
 
+        # A lesson's step is about the selected token ("journey"): a screenshot taken while the lesson
+        # is open keeps its outline (one taken of step 6 left it out); `"selection": false` does not.
+        lesson = os.path.join(assets, "lessons", "chapter3.json")
+        near = lambda px: max(abs(px[k] - SELECTION["dark"][k]) for k in range(3)) < 40  # noqa: E731
+        for asked, outlined in ((None, True), (False, False)):
+            out = os.path.join(work, f"lesson-selection-{asked}.png")
+            shot_command = {"do": "screenshot", "path": out, "panel": "weights"}
+            if asked is not None:
+                shot_command["selection"] = asked
+            script = write_commands(work, f"lesson-selection-{asked}",
+                                    [{"do": "lesson_open", "path": lesson, "step": 6}, shot_command])
+            p = run([app_exe, "--theme", "dark", "--commands", script, "--screenshot", os.path.join(work, "after.png")],
+                    env=env)
+            expect(p.returncode == 0 and os.path.exists(out), f"lesson screenshot: exit {p.returncode}, {p.stderr!r}")
+            red = sum(1 for px in Image.open(out).convert("RGB").getdata() if near(px))
+            expect((red > 100) == outlined, f"lesson step 6, selection {asked}: {red} pixels of the outline")
+            print(f"  a lesson's screenshot, selection {asked}: {red} pixels of the selected row's outline")
+
         dropout = os.path.join(presets, "causal_dropout.json")
         for theme, bg in (("light", LIGHT_BG), ("dark", DARK_BG)):
             for stage in ("weights", "scores"):
