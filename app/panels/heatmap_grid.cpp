@@ -1051,18 +1051,23 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
   const float header = ImGui::GetTextLineHeightWithSpacing() + 4;
   const float gap = style.ItemSpacing.x * 2;
   const float fs = fonts().small->FontSize;
-  // The rows' names, and as drawHeatmap thins them, each starting with its position (numbered_w).
-  float label_w = 0, numbered_w = 0;
-  for (std::size_t i = 0; i < snap->tokens().size(); ++i) {
-    const std::string& name = snap->tokens()[i];
-    label_w = std::max(label_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, name.c_str()).x);
-    numbered_w = std::max(
-        numbered_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, axisName(name, static_cast<int>(i), 2).c_str()).x);
+  // The rows' names, as they are and as drawHeatmap thins them, each starting with its number:
+  // measured once per result (a text of 1024 tokens).
+  if (names_key_ != std::make_pair(snap->serial, fs)) {
+    const int T_all = static_cast<int>(snap->tokens().size());
+    names_key_ = {snap->serial, fs};
+    names_w_ = {widestAxisName(snap->tokens(), 0, T_all, false, fs),
+                widestAxisName(snap->tokens(), 0, T_all, true, fs)};
   }
+  const float label_w = names_w_[0], numbered_w = names_w_[1];
+  // The row labels' band for names `width` wide (at most 90 px) with their font at `scale`.
+  const auto bandFor = [&](float width, float scale) {
+    return std::min(width * scale, px(90)) + px(4) + 1;  // + 1: rounding must not shorten a token
+  };
   // The maps' margins with their labels' font at `scale` of its size (a lesson step may fit it).
   const auto marginsAt = [&](float scale) {
-    return Margins{std::min(label_w * scale, px(90)) + px(4) + 1,  // + 1: rounding must not shorten a token
-                   ImGui::GetTextLineHeight(), fs * scale, heatmapColorbarHeight(scale), scale};
+    return Margins{bandFor(label_w, scale), ImGui::GetTextLineHeight(), fs * scale, heatmapColorbarHeight(scale),
+                   scale};
   };
   const Margins margins = marginsAt(1);
   // The widest of column labels d0 … d(n−1) (a head's may start further on: headFirstColumn).
@@ -1348,9 +1353,12 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     // with its position, where that costs the cells at most a tenth and no map leaves the tab (a
     // 99-token map at 1920 × 1080 3 %; a 14-token one beside the side panels at 200 % would lose
     // 20 px of 138: its names stay).
-    if (chosen.layout.cell < fs + 1 && numbered_w > label_w) {
+    const bool token_rows = std::any_of(needs.begin(), needs.end(), [](const CardNeed& c) {
+      return std::any_of(c.tiles.begin(), c.tiles.end(), [](const TileNeed& t) { return t.row_kind == 0; });
+    });
+    if (token_rows && chosen.layout.cell < fs + 1 && numbered_w > label_w) {
       Margins numbered = below;
-      numbered.left = std::min(numbered_w, px(90)) + px(4) + 1;
+      numbered.left = bandFor(numbered_w, 1);
       const Arranged n = arrangeWith(numbered);
       const GridLayout &a = chosen.layout, &b = n.layout;
       if (b.cell >= 0.9f * a.cell && b.height <= std::max(a.height, avail.y) + 0.5f && (b.fits_width || !a.fits_width))

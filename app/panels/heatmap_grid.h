@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "display/vector_figure.h"
@@ -85,6 +86,8 @@ class HeatmapGrid {
   char go_to_[64] = "";                       // the "go to" field's text
   std::vector<int> visible_heads_;            // cards on screen in the last frame
   std::uint64_t label_cells_key_ = 0;         // what label_cells_ was measured for
+  std::pair<std::uint64_t, float> names_key_{};  // the result and font size names_w_ was measured for
+  std::array<float, 2> names_w_{};               // the widest token name: as it is, and numbered (axisName)
   std::array<float, 3> label_cells_{};        // cell sides the compact, three- and four-decimal labels need
   std::shared_ptr<const Snapshot> shown_;     // the result drawn last frame
   std::shared_ptr<const Snapshot> previous_;  // the one before an edit, while its changes are outlined

@@ -99,7 +99,7 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
     // Ctrl+Q over "Unsaved changes" was dimmed there, unread).
     const float w = ImGui::CalcTextSize(toast.text.c_str()).x, gap = px(16);
     const float x = ImGui::GetWindowWidth() - ImGui::GetStyle().WindowPadding.x - w;
-    if (x >= text_end + gap && ImGui::GetTopMostPopupModal() == nullptr) {
+    if (x >= text_end + gap && (ImGui::GetTopMostPopupModal() == nullptr || ctx.capture.rendering)) {
       ImGui::SameLine(x);
       ImGui::PushStyleColor(ImGuiCol_Text, toast.error ? ImGui::ColorConvertU32ToFloat4(theme().selection)
                                                        : ImGui::GetStyleColorVec4(ImGuiCol_Text));

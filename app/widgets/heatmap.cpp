@@ -76,6 +76,18 @@ void drawColorbar(ImDrawList* draw, const HeatmapSpec& s, ImVec2 p0, ImVec2 size
 
 }  // namespace
 
+float widestAxisName(const std::vector<std::string>& names, int from, int n, bool numbered, float size) {
+  ImFont* small = fonts().small;
+  float w = 0;
+  for (int i = from; i < from + n && i < static_cast<int>(names.size()); ++i) {
+    const std::string& name = names[static_cast<std::size_t>(i)];
+    float x = small->CalcTextSizeA(size, FLT_MAX, 0, name.c_str(), name.c_str() + name.size()).x;
+    if (numbered) x += small->CalcTextSizeA(size, FLT_MAX, 0, axisName("", i, 2).c_str()).x;  // no kerning
+    w = std::max(w, x);
+  }
+  return w;
+}
+
 float heatmapCellFor(float label_width, float text_scale) {
   // Room on both sides of a label, and a cell at least as tall as the text.
   return std::max({label_width + px(5), fonts().small->FontSize * text_scale + px(2), px(16)});
@@ -179,13 +191,10 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
                   fitText(ImGui::GetFont(), ImGui::GetFontSize(), s.title, size.x).c_str());
 
   // Label bands: rows on the left, columns on top (vertical text when they do not fit across).
-  const auto widest = [&](const std::vector<std::string>* names, int from, int n, bool tokens, int step) {
-    float w = 0;
-    for (int i = from; i < from + n && names; ++i)
-      w = std::max(w, small->CalcTextSizeA(fs, FLT_MAX, 0, axisName((*names)[i], tokens ? i : -1, step).c_str()).x);
-    return w;
+  const auto widest = [&](const std::vector<std::string>* names, int from, int n, bool numbered) {
+    return names ? widestAxisName(*names, from, n, numbered, fs) : 0.0f;
   };
-  const float label_w = widest(s.row_labels, r0, nr, false, 1), col_label_w = widest(s.col_labels, c0, nc, false, 1);
+  const float label_w = widest(s.row_labels, r0, nr, false), col_label_w = widest(s.col_labels, c0, nc, false);
   // The colorbar: below the cells (a gap, the bar, then the range labels, the legend sharing their
   // line), or in a band right of them.
   const bool beside = s.colorbar_beside && !s.compact;
@@ -217,19 +226,22 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   // keys' holds them as it is. Where that would take cell size the names stay as they are, each
   // ticked (numbered, a 14-token map beside the side panels at 200 % lost 20 px, a 43-token one's
   // keys' band took 27 px from it).
-  const int row_step = axisNameStep(fs + 1, cell);
-  const int col_step = axisNameStep(vertical ? fs + 1 : col_label_room, cell);
+  // Numbered rows put both axes on a ruler's steps (axisNameStep), the keys' marks over the rows'.
+  int row_step = axisNameStep(fs + 1, cell);
+  int col_step = axisNameStep(vertical ? fs + 1 : col_label_room, cell);
   int row_numbers = 1, col_numbers = 1;
   if (row_step > 1 && !s.compact && s.token_rows && s.name_positions != 0) {
-    const float numbered = widest(s.row_labels, r0, nr, true, row_step);
+    const float numbered = widest(s.row_labels, r0, nr, true);
     const float room = std::min(size.x - cell * nc - band.width - px(4), std::max(most_left, label_w));
     if (s.name_positions > 0 || numbered <= room) {  // (a grid's: cut to its band, positions whole)
       left = std::max(left, std::min(numbered, room) + px(4));
-      row_numbers = row_step;
+      row_step = row_numbers = axisNameStep(fs + 1, cell, true);
+      col_step = axisNameStep(vertical ? fs + 1 : col_label_room, cell, true);
     }
   }
+  const bool ruler = row_numbers > 1;
   if (vertical && col_step > 1 && s.token_cols && (row_numbers > 1 || !s.token_rows) &&
-      widest(s.col_labels, c0, nc, true, col_step) <= top_band - px(6))
+      widest(s.col_labels, c0, nc, true) <= top_band - px(6))
     col_numbers = col_step;  // (with the rows': a map's two axes named alike)
   cell = std::max(cell, 0.05f);
   const ImVec2 p0(origin.x + left, origin.y + title_h + top_band);
@@ -321,15 +333,15 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
 
   // Axis labels, thinned to one every `step` when cells are smaller than the text; the selected
   // row's and key's always (a lesson's text names them), their thinned neighbours giving way.
-  const auto labelled = [](int i, int first, int step, int selected) {
+  const auto labelled = [ruler](int i, int first, bool token, int step, int selected) {
     if (selected >= 0 && std::abs(i - selected) < step) return i == selected;
-    return (i - first) % step == 0;
+    return ruler ? axisNamed(token ? i : -1, i, step) : (i - first) % step == 0;
   };
   // A thinned axis ticks the cells it names (map_look.h: axisName).
   nlohmann::json named_rows = nlohmann::json::array(), named_cols = nlohmann::json::array();
-  const float tick = std::max(1.0f, px(3));
+  const float tick = 3;  // the names stand 4 px from the cells, at any text size
   for (int i = r0; i < r0 + nr && s.row_labels && !s.compact; ++i) {
-    if (!labelled(i, r0, row_step, s.selected_row)) continue;
+    if (!labelled(i, r0, s.token_rows, row_step, s.selected_row)) continue;
     const std::string t = fitAxisName(small, fs, *s.row_labels, i, s.token_rows, row_numbers, left - 4);
     const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str());
     const float y = cellMin(i, c0).y + cell / 2;
@@ -339,7 +351,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     named_rows.push_back({{"index", i}, {"text", t}});
   }
   for (int j = c0; j < c0 + nc && s.col_labels && !s.compact; ++j) {
-    if (!labelled(j, c0, col_step, s.selected_col)) continue;
+    if (!labelled(j, c0, s.token_cols, col_step, s.selected_col)) continue;
     const float x = cellMin(r0, j).x + cell / 2;
     const ImU32 colour = j == s.selected_col ? th.selection : th.text_dim;
     const std::string name = axisName((*s.col_labels)[j], s.token_cols ? j : -1, col_numbers);

@@ -63,12 +63,20 @@ bool keyLabelStaysAcross(const std::string& label) {
   return !label.empty() && nextCodePoint(label, &i) != kNotUtf8 && i == label.size();
 }
 
-int axisNameStep(double room, double cell) {
-  return cell > 0 ? std::max(1, static_cast<int>(std::ceil(room / cell))) : 1;
+int axisNameStep(double room, double cell, bool ruler) {
+  const double least = cell > 0 ? std::max(1.0, std::ceil(room / cell)) : 1;
+  if (!ruler) return static_cast<int>(std::min(least, 1e9));
+  for (int step = 1;; step *= 10)
+    for (int nice : {step, 2 * step, 5 * step})
+      if (nice >= least || nice >= (1 << 28)) return nice;
+}
+
+bool axisNamed(int position, int index, int step) {
+  return step <= 1 || (position >= 0 ? (position + 1) % step == 0 : index % step == 0);
 }
 
 std::string axisName(const std::string& name, int position, int step) {
-  return step > 1 && position >= 0 ? std::to_string(position) + " " + name : name;
+  return step > 1 && position >= 0 ? std::to_string(position + 1) + " " + name : name;  // counted from 1
 }
 
 std::string stageHeading(const Trace& t, Stage s) {

@@ -55,11 +55,19 @@ int headFirstColumn(const Trace& t, int head);
 bool keyLabelStaysAcross(const std::string& label);
 
 // An axis's names where its cells are smaller than the text: one every `axisNameStep` cells (`room`:
-// the text's extent along the axis, with its gap), and a token's name (position ≥ 0; a dimension's
-// "d15" is −1) then starts with its position in the text, "12 Ġon" (every sixth token's name alone
-// read as a word: "T Ġ n a Ġ a t ."). One rule for the window, the SVG and PDF figures.
-int axisNameStep(double room, double cell);
+// the text's extent along the axis, with its gap), and a token's name (position ≥ 0, from 0; a
+// dimension's "d15" is −1) then starts with its number, counted from 1 as the Inspector, the model's
+// text and "go to token" count: "12 Ġon" (every sixth token's name alone read as a word: "T Ġ n a Ġ
+// a t ."). One rule for the window, the SVG and PDF figures; a name cut to fit loses its end.
+// With `ruler` (the names show their numbers) the step is the least of 1, 2, 5, 10, 20, 50, … that
+// holds them, and the names stand where the count is a multiple of it (axisNamed).
+int axisNameStep(double room, double cell, bool ruler = false);
 std::string axisName(const std::string& name, int position, int step);
+// Whether a thinned axis on a ruler's steps names the entry at `position` (a token's, from 0) or,
+// not a token (−1), at `index`: every `step`-th as the names count, a token's number from 1 ("5,
+// 10, 15", not "1, 6, 11"), a dimension's from 0 ("d0, d10, d20"). Without numbers an axis names
+// every `step`-th from its first shown: the most names.
+bool axisNamed(int position, int index, int step);
 // The position of the name at `index` of an axis whose first name is the token at `first` (−1: the
 // axis names no tokens).
 inline int tokenPosition(int first, int index) { return first < 0 ? -1 : first + index; }

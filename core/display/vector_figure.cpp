@@ -343,8 +343,9 @@ Layout layOut(const FigureSpec& s, const FigureOptions& o, Painter& p) {
   for (const std::string& t : s.col_labels)
     col_w = std::max(col_w, p.width(p.fit(cleanText(t), fs, o.max_label_width), fs));
   L.vertical_cols = !s.col_labels.empty() && col_w + 6 > L.cell && L.cols > 1;
-  L.row_step = axisNameStep(fs + 1, L.cell);
-  L.col_step = axisNameStep(L.vertical_cols ? fs + 1 : col_w + 6, L.cell);
+  // A token axis shows its numbers when thinned: on a ruler's steps (map_look.h).
+  L.row_step = axisNameStep(fs + 1, L.cell, s.first_row_token >= 0);
+  L.col_step = axisNameStep(L.vertical_cols ? fs + 1 : col_w + 6, L.cell, s.first_col_token >= 0);
   col_w = 0;
   for (std::size_t i = 0; i < s.row_labels.size(); ++i) {
     const std::string name = axisName(cleanText(s.row_labels[i]), tokenPosition(s.first_row_token, static_cast<int>(i)),
@@ -486,12 +487,14 @@ void paint(const FigureSpec& s, const FigureOptions& o, const Layout& L, Painter
   }
 
   // Queries on the left, keys on top; a thinned axis ticks the cells it names.
-  for (int i = 0; i < L.rows && i < static_cast<int>(L.row_labels.size()); i += L.row_step) {
+  for (int i = 0; i < L.rows && i < static_cast<int>(L.row_labels.size()); ++i) {
+    if (!axisNamed(tokenPosition(s.first_row_token, i), i, L.row_step)) continue;
     const double y = L.y0 + (i + 0.5) * L.cell;
     if (L.row_step > 1) p.line(L.x0 - 3, y, L.x0, y, 0.6, kTextDim);
     p.text(L.row_labels[i], L.x0 - 5, y + cap / 2, fs, kTextDim, Anchor::End);
   }
-  for (int j = 0; j < L.cols && j < static_cast<int>(L.col_labels.size()); j += L.col_step) {
+  for (int j = 0; j < L.cols && j < static_cast<int>(L.col_labels.size()); ++j) {
+    if (!axisNamed(tokenPosition(s.first_col_token, j), j, L.col_step)) continue;
     const double x = L.x0 + (j + 0.5) * L.cell;
     if (L.col_step > 1) p.line(x, L.y0 - 3, x, L.y0, 0.6, kTextDim);
     if (L.vertical_cols && !keyLabelStaysAcross(L.col_labels[j]))

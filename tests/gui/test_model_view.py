@@ -228,15 +228,17 @@ def checks(tmp):
             assert d43["state"]["go_to_in_header"] and go_to["y"] < cards[0]["tile"]["y"] - 50, (go_to, cards[0]["tile"])
             assert len(cards) == 2 and all(e["cells"]["w"] >= 250 and e["wholly_in_view"] for e in cards), \
                 [(e["cells"], e["wholly_in_view"]) for e in cards]
-            # Too many tokens to name each: every few, and each row's name starts with its position
-            # ("10 S"; "I N S X ] b g l" down the side read as a word and named no position). The keys'
-            # one-character names keep their short band (numbered, it took 27 px from these maps).
+            # Too many tokens to name each: every few, and each row's name starts with its number,
+            # counted from 1 as the Inspector counts ("11 S"; "I N S X ] b g l" down the side read as
+            # a word and named no position). The keys' one-character names keep their short band
+            # (numbered, it took 27 px from these maps).
             for e in cards:
                 names, step = e["axis_names"], e["axis_names"]["row_step"]
                 rows = [(n["index"], n["text"]) for n in names["rows"]]
-                assert step > 1 and rows[:3] == [(i, f"{i} {names_43[i]}") for i in (0, step, 2 * step)], (step, rows)
-                assert all(t == f"{i} {names_43[i]}" for i, t in rows), rows
-                assert [n["text"] for n in names["cols"][:3]] == [names_43[i] for i in (0, step, 2 * step)], names["cols"]
+                marks = [step - 1, 2 * step - 1, 3 * step - 1]  # "5 …", "10 …", "15 …": a ruler's marks
+                assert step in (2, 5, 10) and [i for i, _ in rows[:3]] == marks, (step, rows)
+                assert all(t == f"{i + 1} {names_43[i]}" for i, t in rows), rows
+                assert [n["text"] for n in names["cols"][:3]] == [names_43[i] for i in marks], names["cols"]
             print(f"  43 tokens, two heads at 1280 × 720 / 200 %: go to token on the header's row, "
                   f"maps of {cards[0]['cells']['w']:.0f} px")
             # At 1280 × 800 the header folds too, presented (inline, its three rows left maps of 240).

@@ -504,13 +504,19 @@ TEST(VectorFigure, OneCharacterKeysStayAcross) {
 // ("12 Ġsat"): every sixth name alone read as a word ("T Ġ n a Ġ a t ."). One rule for the figures
 // and the window (its layout dump's axis_names, tests/gui/test_model_view.py).
 TEST(VectorFigure, ThinnedNamesSayTheirPositions) {
-  EXPECT_EQ(axisName("\u0120sat", 12, 6), "12 \u0120sat");
-  EXPECT_EQ(axisName("\u0120sat", 12, 1), "\u0120sat");  // every name shown: no number
+  EXPECT_EQ(axisName("\u0120sat", 11, 6), "12 \u0120sat");  // the twelfth token: counted from 1
+  EXPECT_EQ(axisName("\u0120sat", 11, 1), "\u0120sat");     // every name shown: no number
   EXPECT_EQ(axisName("d15", -1, 6), "d15");              // a dimension is no token
   EXPECT_EQ(tokenPosition(40, 2), 42);                   // a zoomed figure's third row
   EXPECT_EQ(tokenPosition(-1, 2), -1);
-  EXPECT_EQ(axisNameStep(13, 2.5), 6);
-  EXPECT_EQ(axisNameStep(13, 13), 1);
+  EXPECT_EQ(axisNameStep(13, 2.5), 6);         // six cells at least …
+  EXPECT_EQ(axisNameStep(13, 2.5, true), 10);  // … on a ruler's steps, 10
+  EXPECT_EQ(axisNameStep(13, 6, true), 5);
+  EXPECT_EQ(axisNameStep(13, 7, true), 2);
+  EXPECT_EQ(axisNameStep(13, 13, true), 1);
+  EXPECT_TRUE(axisNamed(4, 4, 5));    // the fifth token: "5 …"
+  EXPECT_FALSE(axisNamed(0, 0, 5));   // not the first
+  EXPECT_TRUE(axisNamed(-1, 10, 5));  // a dimension's d10
   const std::vector<std::string> words = {"The", "\u0120cat", "\u0120sat"};
   Matrix m = Matrix::Constant(120, 120, 0.5f);
   FigureSpec f;
@@ -521,20 +527,20 @@ TEST(VectorFigure, ThinnedNamesSayTheirPositions) {
   f.first_row_token = f.first_col_token = 0;
   const std::string path = tempPath("thinned.svg");
   ASSERT_EQ(writeVectorFigure(f, path), "");
-  std::vector<int> positions;  // the rows' names, then the keys'
+  std::vector<int> positions;  // the rows' names, then the keys', from 0
   for (const std::string& text : svgTexts(readFile(path))) {
     const std::size_t space = text.find(' ');
     if (space == std::string::npos) continue;  // the colorbar's numbers
-    const int at = std::atoi(text.substr(0, space).c_str());
-    EXPECT_EQ(text, std::to_string(at) + " " + words[static_cast<std::size_t>(at % 3)]);
+    const int at = std::atoi(text.substr(0, space).c_str()) - 1;  // the names count from 1
+    EXPECT_EQ(text, std::to_string(at + 1) + " " + words[static_cast<std::size_t>(at % 3)]);
     positions.push_back(at);
   }
   ASSERT_GE(positions.size(), 4u);
-  const int step = positions[1];
-  EXPECT_GT(step, 1);
+  const int step = positions[1] - positions[0];  // the fifth, tenth, … token: numbers on a ruler's steps
+  EXPECT_TRUE(step == 2 || step == 5 || step == 10 || step == 20) << step;
   std::vector<int> expected;
   for (int axis = 0; axis < 2; ++axis)
-    for (int at = 0; at < 120; at += step) expected.push_back(at);
+    for (int at = step - 1; at < 120; at += step) expected.push_back(at);
   EXPECT_EQ(positions, expected);
 }
 
