@@ -614,12 +614,14 @@ std::string writeLinesFigure(const LinesFigureSpec& spec, const std::string& pat
     if (l.i < 0 || l.i >= T || l.j < 0 || l.j >= T) return "a line joins a token the figure does not have";
   const double fs = o.font_size, cs = o.caption_size;
   const double pitch = std::clamp(720.0 / T, 0.5, 24.0);
-  const int every = std::max(1, static_cast<int>(std::ceil((fs + 2) / pitch)));
+  const int every = axisNameStep(fs + 2, pitch, true);  // thinned: numbered, on a ruler's steps (map_look.h)
   const double span = 320, gap = 8;
   double label_w = 0, top = 0, legend_y = 0, caption_y = 0, x0 = 0, width = 0, height = 0;
   std::vector<std::string> labels;
   auto measure = [&](Painter& p) {
-    for (const std::string& t : spec.tokens) labels.push_back(p.fit(cleanText(t), fs, o.max_label_width));
+    for (int i = 0; i < T; ++i)
+      labels.push_back(
+          p.fit(axisName(cleanText(spec.tokens[static_cast<std::size_t>(i)]), i, every), fs, o.max_label_width));
     for (const std::string& t : labels) label_w = std::max(label_w, p.width(t, fs));
     x0 = o.margin;
     const double title_h = spec.title.empty() ? 0 : o.title_size * 1.6;
@@ -644,7 +646,8 @@ std::string writeLinesFigure(const LinesFigureSpec& spec, const std::string& pat
     p.text("keys", xk, top - fs * 0.6, fs, kTextDim, Anchor::Start);
     for (const auto& l : spec.lines)
       p.line(xl, rowY(l.i + l.offset), xr, rowY(l.j + l.offset), l.width * 0.75, l.colour, l.alpha);
-    for (int i = 0; i < T; i += every) {
+    for (int i = 0; i < T; ++i) {
+      if (!axisNamed(i, i, every)) continue;
       p.text(labels[static_cast<std::size_t>(i)], xq - 4, rowY(i) + cap / 2, fs, kText, Anchor::End);
       p.text(labels[static_cast<std::size_t>(i)], xk + 4, rowY(i) + cap / 2, fs, kText, Anchor::Start);
     }

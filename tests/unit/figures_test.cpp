@@ -542,6 +542,24 @@ TEST(VectorFigure, ThinnedNamesSayTheirPositions) {
   for (int axis = 0; axis < 2; ++axis)
     for (int at = step - 1; at < 120; at += step) expected.push_back(at);
   EXPECT_EQ(positions, expected);
+
+  // The lines figure of a long text alike: queries and keys every few, numbered on a ruler's steps.
+  LinesFigureSpec lines;
+  for (int i = 0; i < 300; ++i) lines.tokens.push_back(words[static_cast<std::size_t>(i % 3)]);
+  const std::string lines_path = tempPath("thinned-lines.svg");
+  ASSERT_EQ(writeLinesFigure(lines, lines_path), "");
+  std::vector<int> named;
+  for (const std::string& text : svgTexts(readFile(lines_path))) {
+    const std::size_t space = text.find(' ');
+    if (space == std::string::npos) continue;  // "queries", "keys"
+    const int at = std::atoi(text.substr(0, space).c_str()) - 1;
+    EXPECT_EQ(text, std::to_string(at + 1) + " " + words[static_cast<std::size_t>(at % 3)]);
+    named.push_back(at);
+  }
+  ASSERT_GE(named.size(), 8u);  // each twice: the query's name, then the key's
+  const int every = named[2] - named[0];
+  EXPECT_TRUE(every == 2 || every == 5 || every == 10 || every == 20) << every;
+  EXPECT_EQ(named[0], every - 1);
 }
 
 // A figure on a log scale: a tick per power of ten, and exact zeros in a colour of their own (not
