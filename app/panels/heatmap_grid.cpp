@@ -1353,10 +1353,14 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     // with its position, where that costs the cells at most a tenth and no map leaves the tab (a
     // 99-token map at 1920 × 1080 3 %; a 14-token one beside the side panels at 200 % would lose
     // 20 px of 138: its names stay).
-    const bool token_rows = std::any_of(needs.begin(), needs.end(), [](const CardNeed& c) {
-      return std::any_of(c.tiles.begin(), c.tiles.end(), [](const TileNeed& t) { return t.row_kind == 0; });
-    });
-    if (token_rows && chosen.layout.cell < fs + 1 && numbered_w > label_w) {
+    // The smallest cells of a map whose rows are tokens: a map longer than the text (a T × 64 Q
+    // beside the T × T weights) is shrunk, its rows thinned where the grid's are not.
+    float token_cell = FLT_MAX;
+    for (std::size_t c = 0; c < needs.size(); ++c)
+      for (std::size_t k = 0; k < needs[c].tiles.size(); ++k)
+        if (const Box& box = chosen.layout.tiles[c][k]; needs[c].tiles[k].row_kind == 0 && box.w > 0)
+          token_cell = std::min(token_cell, box.cell);
+    if (token_cell < fs + 1 && numbered_w > label_w) {
       Margins numbered = below;
       numbered.left = bandFor(numbered_w, 1);
       const Arranged n = arrangeWith(numbered);

@@ -623,6 +623,17 @@ def checks(tmp):
                 {"do": "view", "field": "tab", "value": "heatmaps"}], "--model", wide_folder)
             assert "dimensions" not in d["state"]["grid_notes"], ("the weights alone", d["state"]["grid_notes"])
             print(f"  256 wide, 8 tokens: the output shows d0–d63, the weights {side:.0f} px across; the notes say so")
+            # Q beside the weights: Q's cells, shrunk to fit its columns, are too small for every row's
+            # name where the weights' are not; its thinned rows say their numbers all the same.
+            d = run_commands(app, display.name, tmp, "wide-queries", [
+                {"do": "text", "ids": list(range(40, 60))}, {"do": "view", "field": "tab", "value": "heatmaps"},
+                {"do": "view", "field": "columns", "value": ["queries", "weights"]}], "--model", wide_folder,
+                "--size", "1920x1080", "--text-size", "100")
+            maps = {e["stage"]: e for e in d["heatmaps"] if not e.get("compare") and e["head"] == 0}
+            q, w = maps["queries"]["axis_names"], maps["weights"]["axis_names"]
+            assert w["row_step"] == 1 and q["row_step"] > 1, (w["row_step"], q["row_step"])
+            assert all(n["text"].startswith(f"{n['index'] + 1} ") for n in q["rows"]), q["rows"]
+            print(f"  Q beside the weights: Q's rows every {q['row_step']}, numbered; the weights' every one")
 
         def the_selected_tokens_chip_in_view():
             # The chip of the selected token (the last, the one the next tokens are about) is in the
