@@ -220,13 +220,12 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     top_band = s.cells_top - title_h;
     cell = std::min({avail_w / nc, (size.y - title_h - top_band - colorbar_h) / nr, most});
   }
-  // Names thinned to one every `step` where the cells are smaller than the text. Thinned names start
-  // with their positions (map_look.h: "12 Ġon") where their band holds them at these cells: the
-  // rows' band widens into room the cells leave beside it (or as a grid says: name_positions), the
-  // keys' holds them as it is. Where that would take cell size the names stay as they are, each
-  // ticked (numbered, a 14-token map beside the side panels at 200 % lost 20 px, a 43-token one's
-  // keys' band took 27 px from it).
-  // Numbered rows put both axes on a ruler's steps (axisNameStep), the keys' marks over the rows'.
+  // Names thinned to one every `step` where the cells are smaller than the text. Thinned token names
+  // start with their numbers (map_look.h: "12 Ġon"), on a ruler's steps for both axes (the keys'
+  // marks over the rows'), where their band holds them at these cells: the rows' band widens into
+  // room the cells leave beside it (or as a grid says: name_positions), the keys' holds them as it
+  // is. Where that would take cell size the names stay as they are, each ticked (numbered, a
+  // 14-token map beside the side panels at 200 % lost 20 px, a 43-token one's keys' band 27 px).
   int row_step = axisNameStep(fs + 1, cell);
   int col_step = axisNameStep(vertical ? fs + 1 : col_label_room, cell);
   int row_numbers = 1, col_numbers = 1;
@@ -331,13 +330,12 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     }
   }
 
-  // Axis labels, thinned to one every `step` when cells are smaller than the text; the selected
-  // row's and key's always (a lesson's text names them), their thinned neighbours giving way.
+  // The thinned names drawn, each ticked; the selected row's and key's always (a lesson's text
+  // names them), their thinned neighbours giving way.
   const auto labelled = [ruler](int i, int first, bool token, int step, int selected) {
     if (selected >= 0 && std::abs(i - selected) < step) return i == selected;
-    return ruler ? axisNamed(token ? i : -1, i, step) : (i - first) % step == 0;
+    return ruler ? axisNamed(tokenPosition(token ? 0 : -1, i), i, step) : (i - first) % step == 0;
   };
-  // A thinned axis ticks the cells it names (map_look.h: axisName).
   nlohmann::json named_rows = nlohmann::json::array(), named_cols = nlohmann::json::array();
   const float tick = 3;  // the names stand 4 px from the cells, at any text size
   for (int i = r0; i < r0 + nr && s.row_labels && !s.compact; ++i) {
@@ -354,7 +352,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     if (!labelled(j, c0, s.token_cols, col_step, s.selected_col)) continue;
     const float x = cellMin(r0, j).x + cell / 2;
     const ImU32 colour = j == s.selected_col ? th.selection : th.text_dim;
-    const std::string name = axisName((*s.col_labels)[j], s.token_cols ? j : -1, col_numbers);
+    const std::string name = axisName((*s.col_labels)[j], tokenPosition(s.token_cols ? 0 : -1, j), col_numbers);
     if (col_step > 1) draw->AddLine(ImVec2(x, p0.y - tick), ImVec2(x, p0.y), colour);
     if (vertical && !keyLabelStaysAcross(name)) {
       const std::string t = fitAxisName(small, fs, *s.col_labels, j, s.token_cols, col_numbers, top_band - 6);
