@@ -66,8 +66,9 @@ bool keyLabelStaysAcross(const std::string& label) {
 int axisNameStep(double room, double cell, bool ruler) {
   const double least = cell > 0 ? std::max(1.0, std::ceil(room / cell)) : 1;
   if (!ruler) return static_cast<int>(std::min(least, 1e9));
+  // (25 too: a 99-token map whose names need 23 cells had only its selected row named at 50)
   for (int step = 1;; step *= 10)
-    for (int nice : {step, 2 * step, 5 * step})
+    for (int nice : {step, 2 * step, step >= 10 ? 5 * step / 2 : 2 * step, 5 * step})
       if (nice >= least || nice >= (1 << 28)) return nice;
 }
 

@@ -59,7 +59,7 @@ bool keyLabelStaysAcross(const std::string& label);
 // dimension's "d15" is −1) then starts with its number, counted from 1 as the Inspector, the model's
 // text and "go to token" count: "12 Ġon" (every sixth token's name alone read as a word: "T Ġ n a Ġ
 // a t ."). One rule for the window, the SVG and PDF figures; a name cut to fit loses its end.
-// With `ruler` (the names show their numbers) the step is the least of 1, 2, 5, 10, 20, 50, … that
+// With `ruler` (the names show their numbers) the step is the least of 1, 2, 5, 10, 20, 25, 50, … that
 // holds them, and the names stand where the count is a multiple of it (axisNamed).
 int axisNameStep(double room, double cell, bool ruler = false);
 std::string axisName(const std::string& name, int position, int step);

@@ -514,6 +514,7 @@ TEST(VectorFigure, ThinnedNamesSayTheirPositions) {
   EXPECT_EQ(axisNameStep(13, 6, true), 5);
   EXPECT_EQ(axisNameStep(13, 7, true), 2);
   EXPECT_EQ(axisNameStep(13, 13, true), 1);
+  EXPECT_EQ(axisNameStep(23, 1, true), 25);  // between 20 and 50
   EXPECT_TRUE(axisNamed(4, 4, 5));    // the fifth token: "5 …"
   EXPECT_FALSE(axisNamed(0, 0, 5));   // not the first
   EXPECT_TRUE(axisNamed(-1, 10, 5));  // a dimension's d10
@@ -537,7 +538,7 @@ TEST(VectorFigure, ThinnedNamesSayTheirPositions) {
   }
   ASSERT_GE(positions.size(), 4u);
   const int step = positions[1] - positions[0];  // the fifth, tenth, … token: numbers on a ruler's steps
-  EXPECT_TRUE(step == 2 || step == 5 || step == 10 || step == 20) << step;
+  EXPECT_TRUE(step == 2 || step == 5 || step == 10 || step == 20 || step == 25) << step;
   std::vector<int> expected;
   for (int axis = 0; axis < 2; ++axis)
     for (int at = step - 1; at < 120; at += step) expected.push_back(at);
@@ -558,7 +559,7 @@ TEST(VectorFigure, ThinnedNamesSayTheirPositions) {
   }
   ASSERT_GE(named.size(), 8u);  // each twice: the query's name, then the key's
   const int every = named[2] - named[0];
-  EXPECT_TRUE(every == 2 || every == 5 || every == 10 || every == 20) << every;
+  EXPECT_TRUE(every == 2 || every == 5 || every == 10 || every == 20 || every == 25) << every;
   EXPECT_EQ(named[0], every - 1);
 }
 
