@@ -28,9 +28,14 @@ const Snapshot* beginMainTab(const PanelContext& ctx, const char* panel) {
   return ctx.snapshot.get();
 }
 
-void beginPanelWindow(const char* title, const char* id, ImVec2 pos, ImVec2 size, ImGuiWindowFlags flags) {
+void tileNextWindow(ImVec2 pos, ImVec2 size) {
   ImGui::SetNextWindowPos(pos);
   ImGui::SetNextWindowSize(size);
+  ImGui::SetNextWindowBgAlpha(0);  // not ImGuiWindowFlags_NoBackground: that drops the borders too
+}
+
+void beginPanelWindow(const char* title, const char* id, ImVec2 pos, ImVec2 size, ImGuiWindowFlags flags) {
+  tileNextWindow(pos, size);
   ImGui::Begin(title, nullptr, flags);
   layout().panel(id, pos, ImVec2(pos.x + size.x, pos.y + size.y));
 }

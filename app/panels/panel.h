@@ -60,8 +60,13 @@ struct PanelContext {
 // that failed had its views say "no result yet" and "computing…" for ever.
 void drawWaiting(const PanelContext& ctx);
 
-// A panel's window at `pos`, `size` — titled, fixed in place — and its rectangle in the layout
-// dump under `id`. Ends with ImGui::End().
+// The next window tiles the screen at `pos`, `size`: its background is the frame's clear, which has
+// its colour (AppWindow::endFrame, captures), so it is not filled again. Under a software renderer
+// (llvmpipe under Xvfb) the tiled windows' backgrounds were two thirds of a frame's fragments.
+void tileNextWindow(ImVec2 pos, ImVec2 size);
+
+// A panel's window at `pos`, `size` — titled, fixed in place, tiled — and its rectangle in the
+// layout dump under `id`. Ends with ImGui::End().
 void beginPanelWindow(const char* title, const char* id, ImVec2 pos, ImVec2 size,
                       ImGuiWindowFlags flags = ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
                                                ImGuiWindowFlags_NoCollapse);

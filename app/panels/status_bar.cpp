@@ -46,8 +46,7 @@ std::string statusLine(std::vector<StatusPart> parts, float width) {
 float StatusBar::height() { return ImGui::GetTextLineHeight() + 2 * paddingY(); }
 
 void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
-  ImGui::SetNextWindowPos(pos);
-  ImGui::SetNextWindowSize(size);
+  tileNextWindow(pos, size);
   ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(ImGui::GetStyle().WindowPadding.x, paddingY()));
   ImGui::Begin("##status", nullptr,
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings);

@@ -7,11 +7,12 @@
 #include <cstdio>
 #include <utility>
 
+#include "panels/panel.h"
 #include "widgets/fonts.h"
 #include "widgets/heatmap.h"
 #include "widgets/layout_dump.h"
-#include "widgets/typed_number.h"
 #include "widgets/theme.h"
+#include "widgets/typed_number.h"
 
 namespace attnscope {
 
@@ -251,8 +252,7 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
                                  ? HeadStatisticsPanel::height(ctx, body_h)
                                  : 0.0f;
   const ImVec2 main_pos(top.x + left_w, top.y), main_size(vp.Size.x - left_w - right_w, body_h - statistics_h);
-  ImGui::SetNextWindowPos(main_pos);
-  ImGui::SetNextWindowSize(main_size);
+  tileNextWindow(main_pos, main_size);
   ImGui::Begin("##main", nullptr,
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoScrollWithMouse |
                    ImGuiWindowFlags_NoSavedSettings);
