@@ -1637,8 +1637,12 @@ std::string Controller::windowTitle() const {
 constexpr double kSplitCells = 1 << 20;
 // Below this many cells (every element traced) the UI thread waits up to 5 ms for the result.
 constexpr double kWaitCells = 1 << 14;
-// The longest a frame that sent a larger request waits for its result (holdMs).
+// The longest a frame that sent a larger request waits for its result (holdMs), and that in
+// frames' drawing: a frame drawn beside the pass (llvmpipe takes both cores) delays it by about its
+// own drawing, and the result's frame comes after; worth a wait of up to eight such frames. Where
+// a GPU draws (1–3 ms) it gains nothing, and the typed character would wait for the maps.
 constexpr double kHoldCapMs = 100;
+constexpr double kHoldFrames = 8;
 
 double Controller::holdMs() const {
   if (mouse_down_ || draws_ == 0) return 0;  // a drag's frames keep coming; nothing measured yet
@@ -1646,7 +1650,7 @@ double Controller::holdMs() const {
   const auto end = recent.begin() + static_cast<std::ptrdiff_t>(draws_);
   const auto middle = recent.begin() + static_cast<std::ptrdiff_t>(draws_ / 2);
   std::nth_element(recent.begin(), middle, end);
-  return std::min(kHoldCapMs, 4 * *middle);
+  return std::min(kHoldCapMs, kHoldFrames * *middle);
 }
 
 const std::shared_ptr<const Snapshot>& Controller::shown() const {

@@ -136,8 +136,8 @@ class Controller {
   // commands wait, until a message ends, at most `longest` seconds.
   double idleTimeout(double now, double longest) const;
   // How long the next frame that sends the engine a request (too large for the 5 ms wait) waits for
-  // its result, in ms (docs/DESIGN.md §3.3 "Holding a frame"): four times the median drawing time of the
-  // last 8 frames, at most 100; 0 while a button is down (a drag) and before any frame was drawn.
+  // its result, in ms (docs/DESIGN.md §3.3 "Holding a frame"): eight times the median drawing time of
+  // the last 8 frames, at most 100; 0 while a button is down (a drag) and before any frame was drawn.
   double holdMs() const;
   std::vector<CommandFailure> takeFailures() { return std::exchange(failures_, {}); }
 

@@ -291,18 +291,18 @@ TEST_F(ControllerTest, WaitRunsOnceTheNewestResultIsInAndTheWindowSleepsMeanwhil
   EXPECT_EQ(c.snapshot()->inputs->model.seed, 77u);
 }
 
-// A request too large for the 5 ms wait holds the frame that sent it for about four frames' drawing:
+// A request too large for the 5 ms wait holds the frame that sent it for about eight frames' drawing:
 // under a software renderer those frames would show the old maps and take the engine's cores.
-TEST_F(ControllerTest, AnEditsFrameWaitsAboutFourFramesDrawingForItsResult) {
+TEST_F(ControllerTest, AnEditsFrameWaitsAboutEightFramesDrawingForItsResult) {
   Controller c = make();
   EXPECT_EQ(c.holdMs(), 0) << "no frame drawn yet: nothing to go by";
-  for (int i = 0; i < 8; ++i) c.endFrame(0, false, false, 20);
+  for (int i = 0; i < 8; ++i) c.endFrame(0, false, false, 10);
   EXPECT_DOUBLE_EQ(c.holdMs(), 80);
   c.endFrame(0, false, false, 900);  // one slow frame (a first colouring, a font reload) is not the rule
   EXPECT_DOUBLE_EQ(c.holdMs(), 80);
   for (int i = 0; i < 8; ++i) c.endFrame(0, false, false, 1.5);  // a GPU's frames: hardly any hold
-  EXPECT_DOUBLE_EQ(c.holdMs(), 6);
-  for (int i = 0; i < 8; ++i) c.endFrame(0, false, false, 30);
+  EXPECT_DOUBLE_EQ(c.holdMs(), 12);
+  for (int i = 0; i < 8; ++i) c.endFrame(0, false, false, 15);
   EXPECT_DOUBLE_EQ(c.holdMs(), 100) << "never more than 100 ms";
   c.endFrame(0, true, false, 70);
   EXPECT_EQ(c.holdMs(), 0) << "a drag's frames keep coming";
