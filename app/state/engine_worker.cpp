@@ -195,6 +195,10 @@ const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
     pass = prev->model;
   const bool same_layer = pass && prev && prev->layer == job.layer;
   const int T = static_cast<int>(job.ids.size());
+  if (job.model) {  // given maps have no next tokens
+    s.logit_positions = {T - 1};
+    if (job.position >= 0 && job.position < T - 1) s.logit_positions.insert(s.logit_positions.begin(), job.position);
+  }
   if (job.given) {
   } else if (same_layer) {
     s.inputs = prev->inputs;
@@ -205,17 +209,16 @@ const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
       kept = layerTrace(*pass, job.layer, req.exec, req.limits);
     else
       pass = runModelPass(job.model, job.ids, req.exec, req.limits, job.layer, &kept,
-                          prev != nullptr ? prev->model.get() : nullptr);  // a text edited after its start
+                          prev != nullptr ? prev->model.get() : nullptr,  // a text edited after its start
+                          s.logit_positions);
     s.inputs = std::make_shared<const Workspace>(layerWorkspace(*pass, job.layer, job.tokens));
     s.trace = std::make_shared<Trace>(std::move(kept));
   }
-  if (job.model) {  // given maps have no next tokens
-    s.logit_positions = {T - 1};
-    if (job.position >= 0 && job.position < T - 1) s.logit_positions.insert(s.logit_positions.begin(), job.position);
+  if (job.model) {
     if (prev && pass == prev->model && prev->logit_positions == s.logit_positions)
       s.logits = prev->logits;  // another layer of the same pass: the head's 154 MB (GPT-2) not read again
     else
-      s.logits = gptLogits(*job.model, pass->forward.final_x, s.logit_positions, req.exec);
+      s.logits = gptLogits(*job.model, pass->forward, s.logit_positions, req.exec);
   }
   s.layer = job.layer;
   s.model_version = job.version;

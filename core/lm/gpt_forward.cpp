@@ -76,6 +76,55 @@ bool applySlice(const SlicedLinear& layer, int s, int r0, int n, const float* X,
                      ": these weights do not make a working model on this text");
 }
 
+// Rows [r0, end) of x += proj(GELU(fc(h))) on the packed slices, h = LN₂(x) (rows × d): items of
+// (row block, output slice), so that a short text's threads each read a part of the weights, not
+// all of them. f (rows × ldf) and y (rows × d) are scratch. Returns whether every output is finite.
+bool mlpRowsFast(const GptBlock& b, const Matrix& h, Matrix& x, int r0, int end, float* f, int ldf, Matrix& y,
+                 int threads) {
+  const int d = static_cast<int>(x.cols());
+  const int block_rows = std::min(end - r0, 128),
+            blocks = (end - r0 + block_rows - 1) / block_rows;  // a panel serves 128
+  const int fc_slices = static_cast<int>(b.fc_packed.slices.size());
+  const int proj_slices = static_cast<int>(b.proj_packed.slices.size());
+  std::atomic<bool> bad{false};
+  forEachItem(threads, blocks * fc_slices, [&](int k) {
+    const int first = r0 + k / fc_slices * block_rows, n = std::min(block_rows, end - first), s = k % fc_slices;
+    if (!applySlice(b.fc_packed, s, first, n, h.data(), d, f, ldf)) bad = true;
+    const SlicedLinear::Slice& slice = b.fc_packed.slices[s];
+    const int w = slice.packed.outputs();
+    for (int r = first; r < first + n; ++r) geluInPlace(f + static_cast<std::size_t>(r) * ldf + slice.first_output, w);
+  });
+  forEachItem(threads, blocks * proj_slices, [&](int k) {
+    const int first = r0 + k / proj_slices * block_rows, n = std::min(block_rows, end - first), s = k % proj_slices;
+    if (!applySlice(b.proj_packed, s, first, n, f, ldf, y.data(), d)) bad = true;
+    const SlicedLinear::Slice& slice = b.proj_packed.slices[s];
+    const int w = slice.packed.outputs();
+    x.block(first, slice.first_output, n, w) += y.block(first, slice.first_output, n, w);
+    for (int r = first; r < first + n; ++r)
+      if (!allFinite(x.row(r).data() + slice.first_output, static_cast<std::size_t>(w))) bad = true;
+  });
+  return !bad;
+}
+
+// The last block's MLP of x's rows `rows` (their residual after its attention), gathered: what a
+// pass that finishes every row computes for them, bit for bit (a row's products never depend on
+// the rows beside it). Throws ComputeError on overflow.
+void finishRows(const GptModel& model, Matrix& x, const std::vector<int>& rows, int threads) {
+  if (rows.empty()) return;
+  const GptConfig& c = model.config;
+  const GptBlock& b = model.blocks.back();
+  const int n = static_cast<int>(rows.size()), d = c.d_model, ldf = aliasFreeStride(c.mlp_width);
+  Matrix h(n, d), xs(n, d), y(n, d);
+  for (int i = 0; i < n; ++i) {
+    xs.row(i) = x.row(rows[static_cast<std::size_t>(i)]);
+    layerNormRow(xs.row(i).data(), d, b.norm2, c.layer_norm_eps, h.row(i).data());
+  }
+  std::vector<float> f(static_cast<std::size_t>(n) * ldf);
+  if (!mlpRowsFast(b, h, xs, 0, n, f.data(), ldf, y, threads))
+    overflow("block " + std::to_string(c.layers - 1) + "'s MLP");
+  for (int i = 0; i < n; ++i) x.row(rows[static_cast<std::size_t>(i)]) = xs.row(i);
+}
+
 }  // namespace
 
 void checkModelTokens(const GptModel& model, const std::vector<int>& ids, const Limits& limits) {
@@ -139,10 +188,31 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
       x(t, i) = model.token_embedding.data[static_cast<std::size_t>(ids[t]) * d + i] +
                 model.position_embedding.data[static_cast<std::size_t>(t) * d + i];
 
+  // The rows the last block finishes (GptRequest::final_rows, the fast path): those asked for and
+  // the logit positions, of them the prefix's only where the prefix left them unfinished.
+  std::vector<std::uint8_t> finished(static_cast<std::size_t>(T), 1);
+  if (q > 0 && !prefix->finished.empty()) std::copy_n(prefix->finished.begin(), q, finished.begin());
+  const bool partial = exec.fused && c.mlp && !request.final_rows.empty();
+  std::vector<int> finishing;  // sorted
+  if (partial) {
+    std::fill(finished.begin() + q, finished.end(), 0);
+    std::vector<int> asked = request.final_rows;
+    if (!request.no_logits) asked.insert(asked.end(), result.logit_positions.begin(), result.logit_positions.end());
+    for (int r : asked) {
+      if (r < 0 || r >= T)
+        throw InputError("final row " + std::to_string(r) + " does not exist: the text has " + std::to_string(T) +
+                         " tokens");
+      if (!finished[static_cast<std::size_t>(r)]) finishing.push_back(r), finished[static_cast<std::size_t>(r)] = 1;
+    }
+    std::sort(finishing.begin(), finishing.end());
+  } else if (q > 0) {  // every row: the prefix's unfinished ones too
+    for (int r = 0; r < q; ++r)
+      if (!finished[static_cast<std::size_t>(r)]) finishing.push_back(r), finished[static_cast<std::size_t>(r)] = 1;
+  }
+
   const int rows = rowBlock(T - q, threads), blocks = (T - q + rows - 1) / rows;
   const auto rowsOf = [&](int k) { return std::pair{q + k * rows, std::min(T, q + (k + 1) * rows)}; };
-  // The MLP's row blocks: every panel of its weights serves up to 128 rows.
-  const int F = c.mlp_width, mlp_rows = std::min(T - q, 128), mlp_blocks = (T - q + mlp_rows - 1) / mlp_rows;
+  const int F = c.mlp_width;
   Matrix attention_input, h(T, d), y(T, d);
   const int ldf = aliasFreeStride(F);  // the MLP's hidden rows, X of its out_proj
   std::vector<float> f(exec.fused ? static_cast<std::size_t>(T) * ldf : 0);
@@ -205,35 +275,24 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
         const auto [r0, end] = rowsOf(k);
         mlpRowsReference(b, h, x, r0, end - r0);
       });
-    } else {
-      const int fc_slices = static_cast<int>(b.fc_packed.slices.size());
-      const int proj_slices = static_cast<int>(b.proj_packed.slices.size());
-      forEachItem(threads, mlp_blocks * fc_slices, [&](int k) {
-        const int r0 = q + k / fc_slices * mlp_rows, n = std::min(mlp_rows, T - r0), s = k % fc_slices;
-        if (!applySlice(b.fc_packed, s, r0, n, h.data(), d, f.data(), ldf)) bad = true;
-        const SlicedLinear::Slice& slice = b.fc_packed.slices[s];
-        const int w = slice.packed.outputs();
-        for (int r = r0; r < r0 + n; ++r)
-          geluInPlace(f.data() + static_cast<std::size_t>(r) * ldf + slice.first_output, w);
-      });
-      forEachItem(threads, mlp_blocks * proj_slices, [&](int k) {
-        const int r0 = q + k / proj_slices * mlp_rows, n = std::min(mlp_rows, T - r0), s = k % proj_slices;
-        if (!applySlice(b.proj_packed, s, r0, n, f.data(), ldf, y.data(), d)) bad = true;
-        const SlicedLinear::Slice& slice = b.proj_packed.slices[s];
-        const int w = slice.packed.outputs();
-        x.block(r0, slice.first_output, n, w) += y.block(r0, slice.first_output, n, w);
-        for (int r = r0; r < r0 + n; ++r)
-          if (!allFinite(x.row(r).data() + slice.first_output, static_cast<std::size_t>(w))) bad = true;
-      });
+    } else if (layer == c.layers - 1 && partial) {  // the rows asked for, and those the prefix left
+      if (!allFinite(x.data() + static_cast<std::size_t>(q) * d, static_cast<std::size_t>(T - q) * d)) bad = true;
+      if (!bad) finishRows(model, x, finishing, threads);
+    } else if (!mlpRowsFast(b, h, x, q, T, f.data(), ldf, y, threads)) {
+      bad = true;
     }
     if (bad ||
         (!exec.fused && !allFinite(x.data() + static_cast<std::size_t>(q) * d, static_cast<std::size_t>(T - q) * d)))
       overflow("block " + std::to_string(layer) + "'s MLP");
   }
   if (cancelled()) throw Cancelled();
+  if (!partial && !finishing.empty()) finishRows(model, x, finishing, threads);  // the prefix's, for every row
 
   if (!request.no_logits) result.logits = gptLogits(model, x, result.logit_positions, exec);
-  if (kept != nullptr) kept->final_x = std::move(x);
+  if (kept != nullptr) {
+    kept->final_x = std::move(x);
+    kept->finished = std::move(finished);
+  }
   return result;
 }
 
@@ -266,6 +325,30 @@ Matrix gptLogits(const GptModel& model, const Matrix& final_x, const std::vector
   });
   if (!logits.allFinite()) overflow("the output head");
   return logits;
+}
+
+Matrix gptLogits(const GptModel& model, const GptPrefix& pass, const std::vector<int>& positions,
+                 const ExecutionOptions& exec) {
+  const int T = static_cast<int>(pass.final_x.rows());
+  std::vector<int> unfinished;
+  for (int p : positions)
+    if (p >= 0 && p < T && static_cast<std::size_t>(p) < pass.finished.size() &&
+        !pass.finished[static_cast<std::size_t>(p)])
+      unfinished.push_back(p);
+  if (unfinished.empty()) return gptLogits(model, pass.final_x, positions, exec);
+  // The rows asked for, those unfinished finished here (the pass's own bits: it ran on the fast path).
+  Matrix x(static_cast<Eigen::Index>(positions.size()), pass.final_x.cols());
+  std::vector<int> rows(positions.size()), at;
+  for (std::size_t i = 0; i < positions.size(); ++i) {
+    if (positions[i] < 0 || positions[i] >= T)
+      throw InputError("position " + std::to_string(positions[i]) + " does not exist: the text has " +
+                       std::to_string(T) + " tokens");
+    x.row(static_cast<Eigen::Index>(i)) = pass.final_x.row(positions[i]);
+    rows[i] = static_cast<int>(i);
+    if (std::find(unfinished.begin(), unfinished.end(), positions[i]) != unfinished.end()) at.push_back(rows[i]);
+  }
+  finishRows(model, x, at, exec.parallel ? resolveThreads(exec.threads) : 1);
+  return gptLogits(model, x, rows, exec);
 }
 
 }  // namespace attnscope

@@ -160,7 +160,8 @@ double passWorkRows(const GptConfig& config, int tokens, const PrefixReuse& reus
 
 std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> model, const std::vector<int>& ids,
                                               const ExecutionOptions& exec, const Limits& limits, int keep_layer,
-                                              Trace* kept, const ModelPass* previous) {
+                                              Trace* kept, const ModelPass* previous,
+                                              const std::vector<int>& final_rows) {
   const auto start = std::chrono::steady_clock::now();
   auto pass = std::make_shared<ModelPass>();
   const GptConfig& c = model->config;
@@ -203,6 +204,7 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   request.no_logits = true;
   request.keep_prefix = &pass->forward;
   request.keep_projections = keeps_prefix;
+  request.final_rows = final_rows;
   if (q > 0) {
     request.prefix = &previous->forward;
     request.prefix_rows = q;

@@ -55,8 +55,9 @@ struct ModelPass {
   int cells = 0;                                // S = min(T, kThumbnailCells)
   std::vector<HeadThumbnail> heads;             // L × H, layer-major: heads[l * H + h]
   // Each layer's attention input LayerNorm₁(x) (L of T × d) and the residual stream after the last
-  // block (T × d); with T ≤ kThumbnailCells also each layer's projections, which a later pass over
-  // a text that begins the same reuses (runModelPass's `previous`).
+  // block (T × d; the rows whose next tokens were not asked for before the last MLP); with T ≤
+  // kThumbnailCells also each layer's projections, which a later pass over a text that begins the
+  // same reuses (runModelPass's `previous`).
   GptPrefix forward;
   // With T ≤ kThumbnailCells: each head's rows' parts of its scores (L × H × T, HeadScoreRow), the
   // rest of what such a pass reuses (a thumbnail's row is then a row of weights).
@@ -102,10 +103,13 @@ double passWorkRows(const GptConfig& config, int tokens, const PrefixReuse& reus
 // Runs the model over `ids` (gptForward: every layer's maps, no logits). `keep_layer` ≥ 0 also
 // keeps that layer's trace in *kept (every stage of its heads). Throws as gptForward.
 // `previous`: a pass of the same model over an earlier text, whose rows are taken as
-// reusablePrefix says; the result has the same bits as a pass of every row.
+// reusablePrefix says; the result has the same bits as a pass of every row. `final_rows`: the
+// positions whose next tokens are asked for (GptRequest::final_rows: the others' last MLP is left
+// out, and gptLogits of the pass's `forward` finishes one asked for later); empty: every row.
 std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> model, const std::vector<int>& ids,
                                               const ExecutionOptions& exec, const Limits& limits, int keep_layer = -1,
-                                              Trace* kept = nullptr, const ModelPass* previous = nullptr);
+                                              Trace* kept = nullptr, const ModelPass* previous = nullptr,
+                                              const std::vector<int>& final_rows = {});
 
 // The thumbnails and scores of given maps, as runModelPass makes them from a model's (the same
 // reductions, LayerRows); ids from the labels (the same text, the same id). Checks each map:

@@ -178,10 +178,11 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
   std::mt19937 rng(1);
   std::vector<int> ids(T);
   for (int& id : ids) id = static_cast<int>(rng() % static_cast<unsigned>(c.vocab_size));
-  // The least a pass must compute: every linear layer's products, the causal triangle's Q·Kᵀ and
-  // P·V of every head, and the head at the last position.
+  // The least a pass must compute: every linear layer's products — but the last block's MLP, of
+  // the last position alone (GptRequest::final_rows) — the causal triangle's Q·Kᵀ and P·V of
+  // every head, and the head at the last position.
   const double d = c.d_model, F = c.mlp_width, L = c.layers, V = c.vocab_size, t = T;
-  const double linear = L * 2 * t * (4 * d * d + 2 * d * F);
+  const double linear = L * 2 * t * 4 * d * d + ((L - 1) * t + 1) * 2 * 2 * d * F;
   const double attention = L * 2 * 2 * t * (t + 1) / 2 * d;
   const double head = 2 * d * V;
   const double gflop = (linear + attention + head) / 1e9;
@@ -197,14 +198,15 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
   const auto paired = [&](const std::string& mode) {
     GptRequest request;
     request.no_maps = mode == "fused";
+    request.final_rows = {T - 1};
     const auto forward = [&] {
       if (mode != "view") {
         gptForward(model, ids, request, exec);
         return;
       }
       Trace kept;
-      const auto pass = runModelPass(shared, ids, exec, {}, 0, &kept);
-      gptLogits(model, pass->forward.final_x, {T - 1}, exec);
+      const auto pass = runModelPass(shared, ids, exec, {}, 0, &kept, nullptr, {T - 1});
+      gptLogits(model, pass->forward, {T - 1}, exec);
     };
     ConcurrentGemm gemm(T, c.mlp_width, c.d_model, threads);
     forward();
@@ -221,23 +223,25 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
                           {"limit_ms", summary(limit_ms)},
                           {"forward_over_limit", summary(ratios)}};
   };
-  nlohmann::json j = {{"model",
-                       {{"layers", c.layers},
-                        {"heads", c.heads},
-                        {"d_model", c.d_model},
-                        {"mlp_width", c.mlp_width},
-                        {"vocab_size", c.vocab_size}}},
-                      {"tokens", T},
-                      {"threads", threads},
-                      {"repeat", o.repeat},
-                      {"outputs",
-                       "every head's attention weights (all layers) and the last position's logits; view: reduced to "
-                       "the model view's thumbnails and scores, layer 0's every stage kept"},
-                      {"flop",
-                       {{"gflop", gflop},
-                        {"linear_gflop", linear / 1e9},
-                        {"attention_gflop", attention / 1e9},
-                        {"head_gflop", head / 1e9}}}};
+  nlohmann::json j = {
+      {"model",
+       {{"layers", c.layers},
+        {"heads", c.heads},
+        {"d_model", c.d_model},
+        {"mlp_width", c.mlp_width},
+        {"vocab_size", c.vocab_size}}},
+      {"tokens", T},
+      {"threads", threads},
+      {"repeat", o.repeat},
+      {"outputs",
+       "every head's attention weights (all layers) and the last position's logits (the last block's MLP "
+       "of that position alone); view: reduced to the model view's thumbnails and scores, layer 0's "
+       "every stage kept"},
+      {"flop",
+       {{"gflop", gflop},
+        {"linear_gflop", linear / 1e9},
+        {"attention_gflop", attention / 1e9},
+        {"head_gflop", head / 1e9}}}};
   for (const char* mode : {"view", "maps", "fused"}) j[mode] = paired(mode);
   // The view's pass after an edit of one token of the text (runModelPass's `previous`,
   // reusablePrefix): the rows before it are the last pass's, the rest computed (past 64 tokens,
@@ -246,14 +250,14 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
   if (T >= 2)
     for (const auto& [name, at] : {std::pair{"view_last_token", T - 1}, std::pair{"view_middle_token", T / 2}}) {
       Trace kept;
-      std::shared_ptr<const ModelPass> previous = runModelPass(shared, ids, exec, {}, 0, &kept);
+      std::shared_ptr<const ModelPass> previous = runModelPass(shared, ids, exec, {}, 0, &kept, nullptr, {T - 1});
       std::vector<int> edited = ids;
       std::vector<double> forward_ms;
       for (int i = 0; i < o.repeat; ++i) {
         edited[static_cast<std::size_t>(at)] = (ids[static_cast<std::size_t>(at)] + 1 + i % 2) % c.vocab_size;
         forward_ms.push_back(millisecondsOf([&] {
-          previous = runModelPass(shared, edited, exec, {}, 0, &kept, previous.get());
-          gptLogits(model, previous->forward.final_x, {T - 1}, exec);
+          previous = runModelPass(shared, edited, exec, {}, 0, &kept, previous.get(), {T - 1});
+          gptLogits(model, previous->forward, {T - 1}, exec);
         }));
       }
       j[name] = {{"forward_ms", summary(forward_ms)},

@@ -342,6 +342,83 @@ TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
   }
 }
 
+// The next tokens asked for at some positions (GptRequest::final_rows): the last block's MLP runs
+// on those rows alone. Their residual stream and logits, the thumbnails and scores, are a pass of
+// every row's bits; another position's logits, asked for later, are finished then with the same
+// bits; a later pass over the same first tokens finishes a prefix row it is asked for, and one
+// that asks for every row finishes them all.
+TEST(ModelPass, TheLastMlpRunsOnlyOnTheRowsWhoseNextTokensAreAskedFor) {
+  MemoryTensors file = bookModel(53, 320, 64, 3, 37);
+  GptLoadOptions options;
+  options.num_heads = 4;
+  const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
+  for (int threads : {1, 2}) {
+    ExecutionOptions exec;
+    exec.parallel = threads > 1;
+    exec.threads = threads;
+    exec.min_parallel_work = 0;
+    for (int T : {40, 150}) {  // below and above the thumbnails' 64 cells and the MLP's 128-row blocks
+      const std::vector<int> ids = someIds(T, 53, 41);
+      std::vector<int> every(T);
+      for (int t = 0; t < T; ++t) every[t] = t;
+      const std::string what = std::to_string(threads) + " threads, T = " + std::to_string(T);
+      Trace kept_whole, kept_part;
+      const auto whole = runModelPass(model, ids, exec, {}, 1, &kept_whole);
+      const auto part = runModelPass(model, ids, exec, {}, 1, &kept_part, nullptr, {3, T - 1});
+      const Matrix logits = gptLogits(*model, whole->forward.final_x, every, exec);
+      ASSERT_EQ(part->forward.finished.size(), static_cast<std::size_t>(T)) << what;
+      for (int t = 0; t < T; ++t) {
+        const bool asked = t == 3 || t == T - 1;
+        EXPECT_EQ(part->forward.finished[t], asked ? 1 : 0) << what << ", row " << t;
+        // The rows asked for are the whole pass's; the others lack the last MLP, so they differ.
+        EXPECT_EQ(part->forward.final_x.row(t).cwiseEqual(whole->forward.final_x.row(t)).all(), asked)
+            << what << ", row " << t;
+      }
+      EXPECT_TRUE(gptLogits(*model, part->forward, {T - 1, 3}, exec)
+                      .cwiseEqual(gptLogits(*model, whole->forward.final_x, {T - 1, 3}, exec))
+                      .all())
+          << what;
+      // Every position asked for afterwards: finished then, the whole pass's bits.
+      EXPECT_TRUE(gptLogits(*model, part->forward, every, exec).cwiseEqual(logits).all()) << what;
+      for (std::size_t i = 0; i < whole->heads.size(); ++i) {
+        EXPECT_EQ(part->heads[i].cells, whole->heads[i].cells) << what << ", head " << i;
+        EXPECT_EQ(part->heads[i].scores.mean_entropy, whole->heads[i].scores.mean_entropy) << what << ", head " << i;
+      }
+      EXPECT_TRUE(kept_part.batches[0].output.cwiseEqual(kept_whole.batches[0].output).all()) << what;
+      // gptForward's own logits with final_rows: those positions finished too.
+      GptRequest request;
+      request.logit_positions = {5, T - 1};
+      const Matrix every_row = gptForward(*model, ids, request, exec).logits;
+      request.final_rows = {T - 1};
+      EXPECT_TRUE(gptForward(*model, ids, request, exec).logits.cwiseEqual(every_row).all()) << what;
+
+      // A token appended: the previous rows reused, row 10 (unfinished there) asked for now.
+      std::vector<int> longer = ids;
+      longer.push_back(7);
+      Trace kept_longer, kept_every;
+      const auto edited = runModelPass(model, longer, exec, {}, 1, &kept_longer, part.get(), {10, T});
+      ASSERT_EQ(edited->reused_rows, T) << what;
+      const auto fresh = runModelPass(model, longer, exec, {}, 1, &kept_every);
+      for (int t : {3, 10, T - 1, T}) {
+        EXPECT_EQ(edited->forward.finished[t], 1) << what << ", row " << t;
+        EXPECT_TRUE(edited->forward.final_x.row(t).cwiseEqual(fresh->forward.final_x.row(t)).all())
+            << what << ", row " << t;
+      }
+      EXPECT_EQ(edited->forward.finished[11], 0) << what;
+      // And a pass that asks for every row finishes the prefix's too.
+      Trace kept_all;
+      std::vector<int> again = longer;
+      again.push_back(9);
+      const auto all = runModelPass(model, again, exec, {}, 1, &kept_all, edited.get());
+      Trace kept_all_fresh;
+      const auto all_fresh = runModelPass(model, again, exec, {}, 1, &kept_all_fresh);
+      ASSERT_GT(all->reused_rows, 0) << what;
+      EXPECT_TRUE(all->forward.final_x.cwiseEqual(all_fresh->forward.final_x).all()) << what;
+      EXPECT_EQ(std::count(all->forward.finished.begin(), all->forward.finished.end(), 1), T + 2) << what;
+    }
+  }
+}
+
 // The engine's part of it (TraceRequest::first_row): refused where rows before it would be needed.
 TEST(GptForward, FirstRowNeedsAnEarlierPassAndNoKeptHead) {
   MemoryTensors file = bookModel(53, 120, 64, 1, 3);
