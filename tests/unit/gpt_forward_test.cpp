@@ -80,6 +80,15 @@ MemoryTensors bookModel(int V, int C, int d, int L, unsigned seed, bool mlp = tr
   return m;
 }
 
+// `threads` threads (one: not parallel), however small the work.
+ExecutionOptions onThreads(int threads) {
+  ExecutionOptions exec;
+  exec.parallel = threads > 1;
+  exec.threads = threads;
+  exec.min_parallel_work = 0;
+  return exec;
+}
+
 std::vector<int> someIds(int T, int V, unsigned seed) {
   std::mt19937 rng(seed);
   std::vector<int> ids(T);
@@ -161,10 +170,7 @@ TEST(ModelPass, KeepsWhatTheForwardComputed) {
   GptLoadOptions options;
   options.num_heads = 4;
   const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
-  ExecutionOptions exec;
-  exec.parallel = true;
-  exec.threads = 2;
-  exec.min_parallel_work = 0;
+  const ExecutionOptions exec = onThreads(2);
   for (int T : {9, 100}) {  // thumbnails of the weights themselves, and of 64 × 64 blocks
     // Repeated tokens, so that the duplicate and induction scores are defined.
     std::vector<int> ids = someIds(T, 53, 19);
@@ -256,10 +262,7 @@ TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
     options.num_heads = heads;
     const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
     for (int threads : {1, 2}) {
-      ExecutionOptions exec;
-      exec.parallel = threads > 1;
-      exec.threads = threads;
-      exec.min_parallel_work = 0;
+      const ExecutionOptions exec = onThreads(threads);
       const auto same = [&](const ModelPass& a, const ModelPass& b, const Trace& ta, const Trace& tb,
                             const std::string& what) {
         ASSERT_EQ(a.heads.size(), b.heads.size()) << what;
@@ -353,10 +356,7 @@ TEST(ModelPass, TheLastMlpRunsOnlyOnTheRowsWhoseNextTokensAreAskedFor) {
   options.num_heads = 4;
   const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
   for (int threads : {1, 2}) {
-    ExecutionOptions exec;
-    exec.parallel = threads > 1;
-    exec.threads = threads;
-    exec.min_parallel_work = 0;
+    const ExecutionOptions exec = onThreads(threads);
     for (int T : {40, 150}) {  // below and above the thumbnails' 64 cells and the MLP's 128-row blocks
       const std::vector<int> ids = someIds(T, 53, 41);
       std::vector<int> every(T);
