@@ -197,8 +197,8 @@ void LayersView::givenHead(const PanelContext& ctx, ImVec2 size) {
 LayersView::GridMetrics LayersView::gridMetrics(const ModelPass& pass, ImVec2 size) {
   GridMetrics g;
   ImGui::PushFont(fonts().small);
-  g.label_w = ImGui::CalcTextSize("layer 00").x + px(6);
-  g.label_h = ImGui::GetTextLineHeightWithSpacing();
+  g.label_w = std::ceil(ImGui::CalcTextSize("layer 00").x + px(6));  // whole pixels: thumbnails texel for pixel
+  g.label_h = std::ceil(ImGui::GetTextLineHeightWithSpacing());
   g.tag_w = ImGui::CalcTextSize("induct").x;
   ImGui::PopFont();
   g.gap = std::max(2.0f, std::floor(px(3)));
@@ -211,7 +211,7 @@ LayersView::GridMetrics LayersView::gridMetrics(const ModelPass& pass, ImVec2 si
 void LayersView::grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size) {
   const ModelPass& pass = *s.model;
   const int L = pass.layers(), H = pass.headsPerLayer();
-  const ImVec2 origin = ImGui::GetCursorScreenPos();
+  const ImVec2 cursor = ImGui::GetCursorScreenPos(), origin(std::floor(cursor.x), std::floor(cursor.y));
   const GridMetrics g = gridMetrics(pass, size);
   const float cell = g.cell, gap = g.gap, label_w = g.label_w, label_h = g.label_h;
   const bool tags = cell >= g.tag_w * 0.9f;  // room for a label's tag inside a thumbnail
@@ -219,7 +219,9 @@ void LayersView::grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size) {
   // Labels every k-th row and column where small thumbnails leave no room for each.
   const int row_step = static_cast<int>(std::ceil(ImGui::GetTextLineHeight() / (cell + gap)));
   const int col_step = static_cast<int>(std::ceil((ImGui::CalcTextSize("00").x + px(4)) / (cell + gap)));
-  const ImTextureID texture = atlas_.texture(s, ctx.view.colormap);
+  // Texel for pixel where the thumbnail is smaller than its cells (ThumbnailAtlas).
+  const int side = static_cast<int>(std::floor(cell * ImGui::GetIO().DisplayFramebufferScale.x));
+  const ImTextureID texture = atlas_.texture(s, ctx.view.colormap, side);
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const Theme& th = theme();
   const int selected_layer = ctx.model->layer(), selected_head = ctx.view.head;

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <limits>
 #include <mutex>
 #include <sstream>
+#include <vector>
 
 #include "display/number_text.h"
 #include "engine/errors.h"
@@ -181,6 +183,20 @@ void colormapIndices(const float* v, std::size_t n, ValueRange r, std::uint8_t* 
   }
   const double lo = r.lo, span = static_cast<double>(r.hi) - r.lo;
   for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::uint8_t>(roundedIndex(v[i], lo, span));
+}
+
+void largestInBlocks(const std::uint8_t* index, int S, int N, std::uint8_t* out) {
+  const auto start = [S, N](int i) { return static_cast<int>(static_cast<std::int64_t>(i) * S / N); };
+  std::vector<std::uint8_t> column_top(static_cast<std::size_t>(S));
+  for (int i = 0; i < N; ++i) {
+    // Over the block's rows, each column's largest; then over each block of columns.
+    std::copy_n(index + static_cast<std::size_t>(start(i)) * S, S, column_top.begin());
+    for (int r = start(i) + 1; r < start(i + 1); ++r)
+      for (int c = 0; c < S; ++c) column_top[c] = std::max(column_top[c], index[static_cast<std::size_t>(r) * S + c]);
+    for (int j = 0; j < N; ++j)
+      out[static_cast<std::size_t>(i) * N + j] = *std::max_element(column_top.begin() + start(j),
+                                                                   column_top.begin() + start(j + 1));
+  }
 }
 
 Rgb colormapColor(Colormap c, float v, ValueRange r) { return colormapTable(c)[colormapIndex(v, r)]; }

@@ -57,6 +57,11 @@ int colormapIndex(float v, ValueRange r);
 // colormapIndex of n values at once (vectorized: a GPT-2 snapshot colours 36 M cells).
 void colormapIndices(const float* v, std::size_t n, ValueRange r, std::uint8_t* out);
 Rgb colormapColor(Colormap c, float v, ValueRange r);
+// An S × S map of indices drawn N × N (N ≤ S): out[i·N + j] is the largest index of the cells
+// [i·S/N, (i+1)·S/N) × [j·S/N, (j+1)·S/N) (integer division: every cell in one block), so a
+// one-cell peak keeps its colour however small the map is drawn. Indices keep the values' order,
+// so it is the colour of the block's largest value.
+void largestInBlocks(const std::uint8_t* index, int S, int N, std::uint8_t* out);
 
 // How values map onto the colormap (docs/DESIGN.md §3.4 "Colour scales").
 enum class ColourScale {

@@ -3,9 +3,11 @@
 // computes it, so a cell looks the same in a texture and in a figure.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "display/colormap.h"
@@ -60,6 +62,35 @@ TEST(Colormap, HalfwayValuesRoundAwayFromZeroAndEndsClamp) {
 TEST(Colormap, FlatRangeIsTheMiddleEntry) {
   const std::vector<float> v{0.f, 3.f, -1.f};
   expectAll(v, ValueRange{3.f, 3.f});
+}
+
+// A thumbnail drawn smaller than its cells: each drawn texel the largest of its block, every cell
+// in exactly one block; a map drawn at its own size is itself.
+TEST(Colormap, LargestInBlocksKeepsAOneCellPeak) {
+  std::mt19937 rng(3);
+  for (auto [S, N] : {std::pair{64, 36}, std::pair{64, 64}, std::pair{9, 4}, std::pair{5, 1}}) {
+    std::vector<std::uint8_t> cells(static_cast<std::size_t>(S) * S);
+    for (auto& c : cells) c = static_cast<std::uint8_t>(rng() % 200);
+    cells[static_cast<std::size_t>(S - 1) * S + S - 2] = 255;  // one bright key, next to the last
+    std::vector<std::uint8_t> got(static_cast<std::size_t>(N) * N);
+    largestInBlocks(cells.data(), S, N, got.data());
+    std::vector<int> owner(static_cast<std::size_t>(S), -1);  // the block each row (and column) is in
+    for (int i = 0; i < N; ++i)
+      for (int r = i * S / N; r < (i + 1) * S / N; ++r) owner[static_cast<std::size_t>(r)] = i;
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < N; ++j) {
+        int want = 0;
+        for (int r = 0; r < S; ++r)
+          for (int c = 0; c < S; ++c)
+            if (owner[r] == i && owner[c] == j) want = std::max(want, int{cells[static_cast<std::size_t>(r) * S + c]});
+        EXPECT_EQ(int{got[static_cast<std::size_t>(i) * N + j]}, want) << S << " → " << N << " at " << i << "," << j;
+      }
+    EXPECT_EQ(std::count(owner.begin(), owner.end(), -1), 0);
+    EXPECT_EQ(got[static_cast<std::size_t>(owner[S - 1]) * N + owner[S - 2]], 255) << S << " → " << N << ": the peak";
+    if (N == S) {
+      EXPECT_EQ(got, cells);
+    }
+  }
 }
 
 // Colour scales: the formulas written out by hand.
