@@ -186,16 +186,22 @@ void colormapIndices(const float* v, std::size_t n, ValueRange r, std::uint8_t* 
 }
 
 void largestInBlocks(const std::uint8_t* index, int S, int N, std::uint8_t* out) {
-  const auto start = [S, N](int i) { return static_cast<int>(static_cast<std::int64_t>(i) * S / N); };
+  std::vector<int> start(static_cast<std::size_t>(N) + 1);  // block i: cells [start[i], start[i + 1])
+  for (int i = 0; i <= N; ++i) start[static_cast<std::size_t>(i)] = static_cast<int>(std::int64_t{i} * S / N);
   std::vector<std::uint8_t> column_top(static_cast<std::size_t>(S));
   for (int i = 0; i < N; ++i) {
     // Over the block's rows, each column's largest; then over each block of columns.
-    std::copy_n(index + static_cast<std::size_t>(start(i)) * S, S, column_top.begin());
-    for (int r = start(i) + 1; r < start(i + 1); ++r)
-      for (int c = 0; c < S; ++c) column_top[c] = std::max(column_top[c], index[static_cast<std::size_t>(r) * S + c]);
-    for (int j = 0; j < N; ++j)
-      out[static_cast<std::size_t>(i) * N + j] = *std::max_element(column_top.begin() + start(j),
-                                                                   column_top.begin() + start(j + 1));
+    std::copy_n(index + static_cast<std::size_t>(start[i]) * S, S, column_top.begin());
+    for (int r = start[i] + 1; r < start[i + 1]; ++r) {
+      const std::uint8_t* row = index + static_cast<std::size_t>(r) * S;
+      for (int c = 0; c < S; ++c) column_top[c] = std::max(column_top[c], row[c]);
+    }
+    std::uint8_t* texels = out + static_cast<std::size_t>(i) * N;
+    for (int j = 0; j < N; ++j) {
+      std::uint8_t top = column_top[start[j]];
+      for (int c = start[j] + 1; c < start[j + 1]; ++c) top = std::max(top, column_top[c]);
+      texels[j] = top;
+    }
   }
 }
 
