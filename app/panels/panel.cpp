@@ -36,7 +36,7 @@ void tileNextWindow(ImVec2 pos, ImVec2 size) {
 
 void beginPanelWindow(const char* title, const char* id, ImVec2 pos, ImVec2 size, ImGuiWindowFlags flags) {
   tileNextWindow(pos, size);
-  ImGui::Begin(title, nullptr, flags);
+  ImGui::Begin(title, nullptr, flags | kTiledWindow);
   layout().panel(id, pos, ImVec2(pos.x + size.x, pos.y + size.y));
 }
 

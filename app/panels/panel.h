@@ -63,7 +63,11 @@ void drawWaiting(const PanelContext& ctx);
 // The next window tiles the screen at `pos`, `size`: its background is the frame's clear, which has
 // its colour (AppWindow::endFrame, captures), so it is not filled again. Under a software renderer
 // (llvmpipe under Xvfb) the tiled windows' backgrounds were two thirds of a frame's fragments.
+// Begin it with kTiledWindow among its flags.
 void tileNextWindow(ImVec2 pos, ImVec2 size);
+// A tiled window stays behind the floating ones (Help): brought to the front by a click, it would
+// now show them through its content rather than hide them.
+constexpr ImGuiWindowFlags kTiledWindow = ImGuiWindowFlags_NoBringToFrontOnFocus;
 
 // A panel's window at `pos`, `size` — titled, fixed in place, tiled — and its rectangle in the
 // layout dump under `id`. Ends with ImGui::End().

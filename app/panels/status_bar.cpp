@@ -49,7 +49,8 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   tileNextWindow(pos, size);
   ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(ImGui::GetStyle().WindowPadding.x, paddingY()));
   ImGui::Begin("##status", nullptr,
-               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings);
+               ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
+                   kTiledWindow);
   ImGui::PopStyleVar();
   layout().panel("status", pos, ImVec2(pos.x + size.x, pos.y + size.y));
   if (const Snapshot* snap = ctx.snapshot.get(); snap && snap->model && snap->model->given) {

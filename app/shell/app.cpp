@@ -255,7 +255,7 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
   tileNextWindow(main_pos, main_size);
   ImGui::Begin("##main", nullptr,
                ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoScrollWithMouse |
-                   ImGuiWindowFlags_NoSavedSettings);
+                   ImGuiWindowFlags_NoSavedSettings | kTiledWindow);
   layout().panel("main", main_pos, ImVec2(main_pos.x + main_size.x, main_pos.y + main_size.y));
   // The tabs there now: the Learn tab in a lesson only while the lesson trains a run (its steps are
   // the chapter's otherwise).

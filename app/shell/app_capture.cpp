@@ -1,5 +1,6 @@
 // App, part two: screenshots of what it shows, and the layout dump's state (tests).
 #include <imgui.h>
+#include <imgui_internal.h>  // the windows' order: front_window
 
 #include <cmath>
 #include <cstdio>
@@ -177,6 +178,13 @@ void App::recordState() const {
          {"statistics", v.statisticsShown()},
          {"presentation", v.presentation}}}});  // update: panels add their own fields
   state["shown_panels"]["lesson"] = ctl_.lesson().open();
+  // The window drawn over the others (no popup, tooltip or child): the tiled panels stay behind Help.
+  for (int i = GImGui->Windows.Size - 1; i >= 0; --i)
+    if (const ImGuiWindow* w = GImGui->Windows[i];
+        w->Active && !(w->Flags & (ImGuiWindowFlags_ChildWindow | ImGuiWindowFlags_Popup | ImGuiWindowFlags_Tooltip))) {
+      state["front_window"] = w->Name;
+      break;
+    }
   lesson_.recordState(state);  // lesson_step (1-based, 0 = none), lesson_maps, …
   const ModelSession& model = ctl_.model();
   if (const LearnSession& run = ctl_.learn(); run.open())  // a model training (docs/DESIGN.md §3.9)

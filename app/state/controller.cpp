@@ -1639,8 +1639,10 @@ constexpr double kSplitCells = 1 << 20;
 constexpr double kWaitCells = 1 << 14;
 // The longest a frame that sent a larger request waits for its result (holdMs), and that in
 // frames' drawing: a frame drawn beside the pass (llvmpipe takes both cores) delays it by about its
-// own drawing, and the result's frame comes after; worth a wait of up to eight such frames. Where
-// a GPU draws (1–3 ms) it gains nothing, and the typed character would wait for the maps.
+// own drawing, and the result's frame comes after; worth a wait of up to eight such frames, never
+// more than 100 ms (which still reads as at once). A frame's time includes its swap: under vsync
+// (a GPU at 60 Hz) ~16 ms, so there too the hold reaches 100 ms (64 with four), and a typed
+// character shows with its maps.
 constexpr double kHoldCapMs = 100;
 constexpr double kHoldFrames = 8;
 
@@ -1746,7 +1748,7 @@ void Controller::updateEngine() {
   }
   // A small input (the book's 6 tokens take 0.05 ms) is waited for, so an edit's result is drawn
   // in the frame that applied it. A larger one holds the frame that sent it for about what drawing
-  // four frames costs: a frame drawn meanwhile would show the old result and take the cores from
+  // eight frames costs (holdMs): a frame drawn meanwhile would show the old result and take the cores from
   // the engine (docs/DESIGN.md §3.3 "Holding a frame"); later frames never wait.
   using Ms = std::chrono::duration<double, std::milli>;
   Ms wait = small_request_ ? Ms(5) : Ms(0);

@@ -3,7 +3,7 @@
 // S cells or, drawn smaller, its side in pixels — each texel then the largest cell of its block, as
 // each cell is the largest weight of its block, so that a one-key row stays as bright drawn at 36
 // px as at 64 (a GPU's linear filtering averaged it away), and drawn texel for pixel (llvmpipe's
-// filtered sampling of 144 minified thumbnails was 3 ms of a 1600 × 1000 frame). The engine worker
+// filtered sampling of 144 minified thumbnails cost a 1600 × 1000 frame 1.3 ms more). The engine worker
 // has turned each thumbnail into colormap indices (Snapshot::thumbnail_indices), in the values'
 // order; making the atlas is a table lookup per texel on the UI thread, once per result, colormap
 // or size. Its GL calls belong to the UI thread; it goes before the GL context does.

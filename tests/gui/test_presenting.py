@@ -31,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_teaching import (Display, STEP_TIMEOUT, arguments, run_checks, run_commands,  # noqa: E402
@@ -266,6 +267,19 @@ def main():
                     expect(r["x"] >= 0 and r["y"] >= 0 and r["x"] + r["w"] <= 1280 and r["y"] + r["h"] <= 720,
                            f"the Help window {r} runs out of the 1280×720 window")
                     print(f"  Help at 150 %: {r}")
+                    # A click on a panel beside it leaves Help in front: the panels draw no background
+                    # of their own, and one brought over Help showed Help's text through its own.
+                    tiles = [p for name, p in d["panels"].items() if name in ("inspector", "main", "inputs")]
+                    spot = next(((t["x"] + t["w"] - 6, t["y"] + t["h"] - 6) for t in tiles
+                                 if not (r["x"] <= t["x"] + t["w"] - 6 <= r["x"] + r["w"]
+                                         and r["y"] <= t["y"] + t["h"] - 6 <= r["y"] + r["h"])), None)
+                    expect(spot is not None, f"no panel corner outside the Help window {r}")
+                    if spot:
+                        app.click_at(*spot)
+                        time.sleep(0.5)  # the click's two frames, drawn at once
+                        d = app.wait_for("a frame after the click", lambda d: "front_window" in d["state"])
+                        expect(d["state"].get("front_window") == "Help",
+                               f"a click at {spot} put {d['state'].get('front_window')!r} over the Help window")
 
             return run_checks([
                 ("150 % at 1280×800 stays usable", text_150_at_1280x800),
