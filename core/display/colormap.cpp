@@ -134,6 +134,10 @@ ValueRange rowsRange(const StageMap& m, Eigen::Index first) {
     r.add(stored->data() + first * stored->cols(), (stored->rows() - first) * stored->cols());
     return r.range();
   }
+  if (const float* weight = m.weightRows(); weight != nullptr && first == 0) {  // the same values, in memory order
+    r.add(weight, m.size());
+    return r.range();
+  }
   Eigen::ArrayXf row(m.cols());
   for (Eigen::Index i = first; i < m.rows(); ++i) {
     m.readRow(i, row.data());

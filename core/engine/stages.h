@@ -92,6 +92,11 @@ class StageMap {
   Matrix toMatrix() const;
   // The matrix itself when the map is one (not derived): zero-copy reads.
   const Matrix* matrix() const { return kind_ == Kind::Values ? values_ : nullptr; }
+  // A weightColumns map's values, transposed: the weight's rows [c0, c0 + n), contiguous (a
+  // range or a sum reads them in memory order, not a strided column per map row); else null.
+  const float* weightRows() const {
+    return kind_ == Kind::WeightColumns ? values_->data() + first_column_ * values_->cols() : nullptr;
+  }
 
  private:
   enum class Kind { Values, Flags, AllOnes, Scaled, Mask, Masked, Dropped, WeightColumns, Tril, TrilWeights };

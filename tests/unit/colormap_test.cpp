@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "display/colormap.h"
+#include "engine/stages.h"
 
 namespace attnscope {
 namespace {
@@ -131,6 +132,21 @@ TEST(ColourScale, FiniteRangeOfALargeMapSkipsInfinitiesAndNaN) {
   const Matrix none = Matrix::Constant(3, 20, -inf);
   EXPECT_EQ(finiteRange(none).lo, 0.0f);
   EXPECT_EQ(finiteRange(none).hi, 0.0f);
+  // A head's columns of a torch weight (out × in), its map in × n: the range of those columns
+  // alone, whether read row by row or as the weight's rows in memory order; and below the first row.
+  const StageMap columns = StageMap::weightColumns(m, 30, 6);  // m's rows 30 … 35: the extremes of row 36 outside
+  const Matrix shown = columns.toMatrix();
+  ASSERT_EQ(shown.rows(), 53);
+  ASSERT_EQ(shown.cols(), 6);
+  for (const auto& [got, want] :
+       {std::pair{finiteRange(columns), finiteRange(shown)},
+        std::pair{finiteRangeBelowFirstRow(columns), finiteRange(Matrix(shown.bottomRows(52)))}}) {
+    EXPECT_EQ(got.lo, want.lo);
+    EXPECT_EQ(got.hi, want.hi);
+    EXPECT_EQ(got.positive, want.positive);
+  }
+  EXPECT_GT(finiteRange(shown).hi, -7.5f);
+  EXPECT_LT(finiteRange(shown).hi, 9.25f) << "row 36 of the weight is not among these columns";
 }
 
 TEST(ColourScale, LogIndexIsTheLog10PositionBetweenTheSmallestPositiveAndTheTop) {
