@@ -330,22 +330,22 @@ Matrix gptLogits(const GptModel& model, const Matrix& final_x, const std::vector
 Matrix gptLogits(const GptModel& model, const GptPrefix& pass, const std::vector<int>& positions,
                  const ExecutionOptions& exec) {
   const int T = static_cast<int>(pass.final_x.rows());
-  std::vector<int> unfinished;
-  for (int p : positions)
-    if (p >= 0 && p < T && static_cast<std::size_t>(p) < pass.finished.size() &&
-        !pass.finished[static_cast<std::size_t>(p)])
-      unfinished.push_back(p);
-  if (unfinished.empty()) return gptLogits(model, pass.final_x, positions, exec);
+  const auto unfinished = [&](int p) {
+    return p >= 0 && p < T && static_cast<std::size_t>(p) < pass.finished.size() && !pass.finished[p];
+  };
+  if (std::none_of(positions.begin(), positions.end(), unfinished))
+    return gptLogits(model, pass.final_x, positions, exec);
   // The rows asked for, those unfinished finished here (the pass's own bits: it ran on the fast path).
   Matrix x(static_cast<Eigen::Index>(positions.size()), pass.final_x.cols());
   std::vector<int> rows(positions.size()), at;
-  for (std::size_t i = 0; i < positions.size(); ++i) {
-    if (positions[i] < 0 || positions[i] >= T)
-      throw InputError("position " + std::to_string(positions[i]) + " does not exist: the text has " +
-                       std::to_string(T) + " tokens");
-    x.row(static_cast<Eigen::Index>(i)) = pass.final_x.row(positions[i]);
-    rows[i] = static_cast<int>(i);
-    if (std::find(unfinished.begin(), unfinished.end(), positions[i]) != unfinished.end()) at.push_back(rows[i]);
+  for (int i = 0; i < static_cast<int>(positions.size()); ++i) {
+    const int p = positions[static_cast<std::size_t>(i)];
+    if (p < 0 || p >= T)
+      throw InputError("position " + std::to_string(p) + " does not exist: the text has " + std::to_string(T) +
+                       " tokens");
+    x.row(i) = pass.final_x.row(p);
+    rows[static_cast<std::size_t>(i)] = i;
+    if (unfinished(p)) at.push_back(i);
   }
   finishRows(model, x, at, exec.parallel ? resolveThreads(exec.threads) : 1);
   return gptLogits(model, x, rows, exec);
