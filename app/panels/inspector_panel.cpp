@@ -188,7 +188,7 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   const int head = std::clamp(ctx.view.head, 0, t.heads - 1);
   const HeadTrace& h = bt.heads[head];
   const auto& tokens = snap->tokens();
-  if (!h.hasMaps()) {  // the chosen head is computed first, so this shows only for a moment
+  if (!h.hasMaps()) {  // the chosen head comes first (a model's long text: just after the thumbnails)
     ImGui::TextDisabled("computing head %d…", head + 1);
     ImGui::End();
     return;

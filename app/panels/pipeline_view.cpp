@@ -58,7 +58,7 @@ void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, 
   const BatchTrace& bt = snap->shown();
   const int head = std::clamp(view.head, 0, t.heads - 1);
   const HeadTrace& h = bt.heads[head];
-  if (!h.hasMaps()) {  // the chosen head is computed first, so this shows only for a moment
+  if (!h.hasMaps()) {  // the chosen head comes first (a model's long text: just after the thumbnails)
     ImGui::TextDisabled("computing head %d…", head + 1);
     return;
   }

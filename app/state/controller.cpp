@@ -1679,10 +1679,19 @@ double Controller::expectedEngineMs() const {
   // per row's pass, the head's logits beside): the last result's time per row it computed.
   const std::vector<int>& ids = model_.ids();
   if (ids == last->ids) return 0;  // another layer or token of the same pass
+  const int maps_layer = thumbnailsFirst() ? -1 : model_.layer();  // the layer whose maps the pass traces
   const double rows = passWorkRows(model->config, static_cast<int>(ids.size()),
-                                   exec_.fused ? reusablePrefix(*last, *model, ids, model_.layer()) : PrefixReuse());
+                                   exec_.fused ? reusablePrefix(*last, *model, ids, maps_layer) : PrefixReuse());
   const bool timed = row_time_model_ == model.get() && fastest_row_ms_ > 0;
   return (timed ? fastest_row_ms_ : snapshot_->milliseconds / workRows(*last)) * rows;
+}
+
+bool Controller::thumbnailsFirst() const {
+  // A long text's layer maps follow the model view's thumbnails and next tokens, as the chapter's
+  // heads off screen follow those on it (docs/DESIGN.md §3.3).
+  const GptModel* model = model_.model().get();
+  return model != nullptr && view_.tab == "layers" &&
+         static_cast<double>(model->config.heads) * model_.tokenCount() * model_.tokenCount() >= kSplitCells;
 }
 
 void Controller::noteRowTime() {
@@ -1714,6 +1723,7 @@ void Controller::updateEngine() {
     job->version = model_.version();
     job->lineage = model_.lineage();
     job->previous = snapshot_;  // the same text: no forward again; the same layer: no trace again
+    job->thumbnails_first = thumbnailsFirst();
     r.model = std::move(job);
     r.exec = exec_;
     r.limits = base_limits_;

@@ -313,6 +313,10 @@ class Controller {
   // the hold. (The last pass's time per row foretold a new text of 64 tokens after typing at the end
   // at 20 × its time: a pass of one row is mostly the reading of the weights.)
   double expectedEngineMs() const;
+  // A new pass over the model's text shows the model view's thumbnails and next tokens before the
+  // layer's maps (ModelJob::thumbnails_first): while the Layers tab is on screen and the maps are
+  // large. Such a pass keeps its layer's outputs alone (KeptLayer::Outputs).
+  bool thumbnailsFirst() const;
   // After a result: the model pass it brought counted in fastest_row_ms_ (once a pass).
   void noteRowTime();
   double fastest_row_ms_ = 0;                  // ms per row computed, the fastest pass of …

@@ -183,7 +183,27 @@ void givenLayer(const GivenAttention& g, int layer, Snapshot& s) {
   s.trace = std::move(t);
 }
 
+// The rest of a model's result split in two (ModelJob::thumbnails_first): the layer's maps, traced
+// from its attention input; the first part's outputs, pass and next tokens kept.
+const Snapshot* completeModel(const EngineRequest& req, Snapshot& s) {
+  const Snapshot& first = *req.first_part;
+  auto t = std::make_shared<Trace>(layerTrace(*first.model, first.layer, req.exec, req.limits, false));
+  t->batches[0].context = first.shown().context;
+  t->batches[0].output = first.shown().output;
+  s.trace = std::move(t);
+  s.inputs = first.inputs;
+  s.model = first.model;
+  s.layer = first.layer;
+  s.model_version = first.model_version;
+  s.model_lineage = first.model_lineage;
+  s.logit_positions = first.logit_positions;
+  s.logits = first.logits;
+  s.thumbnail_indices = first.thumbnail_indices;
+  return &first;
+}
+
 const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
+  if (req.first_part) return completeModel(req, s);
   const ModelJob& job = *req.model;
   const Snapshot* prev = job.previous.get();
   std::shared_ptr<const ModelPass> pass;
@@ -193,7 +213,8 @@ const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
   }
   if (!job.given && prev && prev->model && prev->model->model == job.model && prev->model->ids == job.ids)
     pass = prev->model;
-  const bool same_layer = pass && prev && prev->layer == job.layer;
+  // (A first part's layer has no maps yet: a token clicked before they came traces it again.)
+  const bool same_layer = pass && prev && prev->layer == job.layer && prev->complete;
   const int T = static_cast<int>(job.ids.size());
   if (job.model) {  // given maps have no next tokens
     s.logit_positions = {T - 1};
@@ -205,12 +226,18 @@ const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
     s.trace = prev->trace;
   } else {
     Trace kept;
-    if (pass)
+    if (pass) {
       kept = layerTrace(*pass, job.layer, req.exec, req.limits);
-    else
+    } else {
       pass = runModelPass(job.model, job.ids, req.exec, req.limits, job.layer, &kept,
                           prev != nullptr ? prev->model.get() : nullptr,  // a text edited after its start
-                          s.logit_positions);
+                          s.logit_positions, job.thumbnails_first ? KeptLayer::Outputs : KeptLayer::Maps);
+      if (job.thumbnails_first) {  // the heads' maps follow (completeModel); the views wait for them
+        kept.batches[0].heads.resize(static_cast<std::size_t>(kept.heads));
+        for (int h = 0; h < kept.heads; ++h) kept.batches[0].heads[static_cast<std::size_t>(h)].index = h;
+        s.complete = false;
+      }
+    }
     s.inputs = std::make_shared<const Workspace>(layerWorkspace(*pass, job.layer, job.tokens));
     s.trace = std::make_shared<Trace>(std::move(kept));
   }
@@ -304,6 +331,7 @@ void EngineWorker::request(EngineRequest r) {
     std::lock_guard<std::mutex> lock(mutex_);
     pending_ = std::move(r);
     pending_second_part_ = false;
+    deferred_.reset();
     // The rest of a split request is not worth waiting for once the inputs have changed; a first
     // part (what the user is looking at) always completes, so a drag keeps showing results.
     if (running_ && running_second_part_) cancel_->store(true);
@@ -322,12 +350,19 @@ std::optional<EngineResult> EngineWorker::poll(std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!result_ && wait.count() > 0 && (running_ || pending_))
     finished_.wait_for(lock, wait, [this] { return result_.has_value(); });
-  return std::exchange(result_, std::nullopt);
+  std::optional<EngineResult> r = std::exchange(result_, std::nullopt);
+  if (r && deferred_) {  // a first part taken: its rest runs now
+    pending_ = std::move(deferred_);
+    deferred_.reset();
+    pending_second_part_ = true;
+    work_.notify_one();
+  }
+  return r;
 }
 
 bool EngineWorker::busy() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return running_ || pending_.has_value() || result_.has_value();
+  return running_ || pending_.has_value() || result_.has_value() || deferred_.has_value();
 }
 
 void EngineWorker::loop() {
@@ -356,8 +391,7 @@ void EngineWorker::loop() {
       job.first_heads.clear();
       job.first_part = result.snapshot;
       job.exec.cancel = nullptr;
-      pending_ = std::move(job);
-      pending_second_part_ = true;
+      deferred_ = std::move(job);
     }
     result_ = std::move(result);  // the newest: an older one not collected yet is superseded
     finished_.notify_all();

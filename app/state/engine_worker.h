@@ -2,8 +2,8 @@
 // freezes the window (docs/DESIGN.md §3.3). The newest request wins; requests made while one runs
 // wait for it, then the newest of them runs once. In: an immutable copy of the inputs. Out: an
 // immutable Snapshot, or the engine's refusal. A request with first_heads gives two snapshots:
-// the outputs and those heads first, then the other heads — unless a newer request arrives
-// between. The thread goes on from one job to the next by itself and wakes the UI (wakeUi) only
+// the outputs and those heads first, then the other heads once the first is collected — unless a
+// newer request arrives between. The thread goes on from one job to the next by itself and wakes the UI (wakeUi) only
 // for a result to show.
 #pragma once
 #include <atomic>
@@ -31,6 +31,10 @@ struct ModelJob {
   std::vector<std::string> tokens;  // the labels of ids
   int layer = 0;
   int position = 0;  // whose next tokens, besides the last position's
+  // A new pass's result in two parts (docs/DESIGN.md §3.3): first the thumbnails, the next tokens
+  // and the layer's outputs (KeptLayer::Outputs), then the layer's maps — set while the model view
+  // is on screen and the layer's maps are large (a long text).
+  bool thumbnails_first = false;
   std::uint64_t version = 0;
   std::uint64_t lineage = 0;
   std::shared_ptr<const Snapshot> previous;  // the result on screen: its pass, and its layer's trace
@@ -45,7 +49,7 @@ struct EngineRequest {
   // follow in a second snapshot of the same version. Empty: every head at once.
   std::vector<int> first_heads;
   // The rest of a split request: the first part's snapshot, whose outputs and heads are kept;
-  // only the other heads' maps are computed.
+  // only the other heads' maps are computed (of a model's pass, its layer's heads).
   std::shared_ptr<const Snapshot> first_part;
   std::shared_ptr<const ModelJob> model;  // set: a trained model's layer instead of `inputs`
   Limits limits;  // the app's (Controller::limits: its budget, two elements' maps): what the document was checked with
@@ -78,6 +82,9 @@ class EngineWorker {
   std::condition_variable finished_;  // to poll: a result
   std::optional<EngineRequest> pending_;
   bool pending_second_part_ = false;  // pending_ completes a split request
+  // The rest of a split request, sent once its first part is collected (poll): a first part is
+  // always shown, never replaced by its own rest before the UI took it.
+  std::optional<EngineRequest> deferred_;
   bool running_ = false;
   bool running_second_part_ = false;               // the job in flight completes one …
   std::shared_ptr<std::atomic<bool>> cancel_;      // … and is stopped when a newer request comes

@@ -410,7 +410,9 @@ int InteractionBench::finish(int window_w, int window_h) {
        "(by_kind new_text), one token changed at a random position (token_changed) and the last token changed "
        "(last_token_changed); t1 is the end of the "
        "first frame whose snapshot holds the pass of those ids (every head's thumbnail in the Layers tab) and the "
-       "next-token logits at the selected token (the last); its open is timed from the process's start "
+       "next-token logits at the selected token (the last) — past 2^20 cells of the layer shown, a first part whose "
+       "layer maps follow (DESIGN.md §3.3 Two-part results) and are not waited for; its open is timed from the "
+       "process's start "
        "(/proc/self/stat, 10 ms ticks) to the first frame showing its first text's result, and splits into "
        "before_first_frame_ms (the window), first_frame_ms (model_open: the model loaded) and the rest (the first "
        "pass, the frames)."}};

@@ -161,12 +161,14 @@ double passWorkRows(const GptConfig& config, int tokens, const PrefixReuse& reus
 std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> model, const std::vector<int>& ids,
                                               const ExecutionOptions& exec, const Limits& limits, int keep_layer,
                                               Trace* kept, const ModelPass* previous,
-                                              const std::vector<int>& final_rows) {
+                                              const std::vector<int>& final_rows, KeptLayer how) {
   const auto start = std::chrono::steady_clock::now();
   auto pass = std::make_shared<ModelPass>();
   const GptConfig& c = model->config;
   const int T = static_cast<int>(ids.size()), H = c.heads;
   if (kept == nullptr) keep_layer = -1;
+  const int outputs_of = how == KeptLayer::Outputs ? keep_layer : -1;  // the layer whose outputs alone are kept
+  if (how == KeptLayer::Outputs) keep_layer = -1;                      // … and which keeps no maps
   pass->ids = ids;
   pass->layer_count = c.layers;
   pass->head_count = H;
@@ -178,8 +180,11 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   // of several text rows, which the next text's length regroups.
   const bool keeps_prefix = T <= kThumbnailCells && exec.fused;
   if (keeps_prefix) pass->score_rows.resize(static_cast<std::size_t>(c.layers) * H * T);
-  const PrefixReuse reuse =
-      previous != nullptr && exec.fused ? reusablePrefix(*previous, *model, ids, keep_layer) : PrefixReuse();
+  PrefixReuse reuse = previous != nullptr && exec.fused ? reusablePrefix(*previous, *model, ids, keep_layer)
+                                                        : PrefixReuse();
+  // A streamed layer that starts after the prefix leaves its outputs' first rows 0: the layer whose
+  // outputs are kept needs them whole, so every row's attention is computed (the same bits).
+  if (outputs_of >= 0 && reuse.rows > 0) reuse.whole_attention = true;
   const int q = reuse.rows;
   pass->reused_rows = q;
   pass->whole_attention = reuse.whole_attention;
@@ -232,7 +237,7 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
     });
     rows.clear();
     addKnownRows(layer + 1);
-    if (layer == keep_layer) *kept = std::move(trace);
+    if (layer == keep_layer || layer == outputs_of) *kept = std::move(trace);
   };
   addKnownRows(0);
   gptForward(*model, ids, request, exec, limits);
@@ -280,13 +285,15 @@ std::shared_ptr<const ModelPass> passOfMaps(std::shared_ptr<const GivenAttention
   return pass;
 }
 
-Trace layerTrace(const ModelPass& pass, int layer, const ExecutionOptions& exec, const Limits& limits) {
+Trace layerTrace(const ModelPass& pass, int layer, const ExecutionOptions& exec, const Limits& limits, bool outputs) {
   if (layer < 0 || layer >= pass.layers())
     throw InputError("layer " + std::to_string(layer) + " does not exist: the model has " +
                      std::to_string(pass.layers()) + " layers (0 … " + std::to_string(pass.layers() - 1) + ")");
   const GptModel& m = *pass.model;
+  TraceRequest what;
+  what.outputs = outputs;
   return computeTrace(pass.forward.attention_inputs[static_cast<std::size_t>(layer)], m.attention_config,
-                      m.blocks[static_cast<std::size_t>(layer)].attention, exec, TraceRequest(), limits);
+                      m.blocks[static_cast<std::size_t>(layer)].attention, exec, what, limits);
 }
 
 Workspace layerWorkspace(const ModelPass& pass, int layer, std::vector<std::string> tokens) {

@@ -62,7 +62,7 @@ struct ModelPass {
   // With T ≤ kThumbnailCells: each head's rows' parts of its scores (L × H × T, HeadScoreRow), the
   // rest of what such a pass reuses (a thumbnail's row is then a row of weights).
   std::vector<HeadScoreRow> score_rows;
-  int kept_layer = -1;      // the layer whose trace the pass kept (every stage)
+  int kept_layer = -1;      // the layer whose maps the pass traced (KeptLayer::Maps); -1: every layer streamed
   int reused_rows = 0;      // rows taken from `previous` (0: every row computed)
   bool whole_attention = false;  // with reused_rows: every row's attention computed again (PrefixReuse)
   bool fused = false;            // run on the fast path (only its rows are reused: the reference's differ in bits)
@@ -100,8 +100,15 @@ PrefixReuse reusablePrefix(const ModelPass& previous, const GptModel& model, con
 // T − rows, plus the attention of the reused rows with whole_attention.
 double passWorkRows(const GptConfig& config, int tokens, const PrefixReuse& reuse);
 
+// How runModelPass keeps its layer: every stage of its heads, computed by the traced path during
+// the pass; or only the layer's outputs (its concatenated context and out_proj, the heads without
+// maps), the layer streamed as every other — a result can then be shown before the layer's maps
+// are traced (layerTrace with outputs = false), and the pass's bits do not depend on which layer
+// is shown, so a later pass reuses its rows whatever layer that one keeps (reusablePrefix).
+enum class KeptLayer { Maps, Outputs };
+
 // Runs the model over `ids` (gptForward: every layer's maps, no logits). `keep_layer` ≥ 0 also
-// keeps that layer's trace in *kept (every stage of its heads). Throws as gptForward.
+// keeps that layer's trace in *kept, as `how` says. Throws as gptForward.
 // `previous`: a pass of the same model over an earlier text, whose rows are taken as
 // reusablePrefix says; the result has the same bits as a pass of every row. `final_rows`: the
 // positions whose next tokens are asked for (GptRequest::final_rows: the others' last MLP is left
@@ -109,7 +116,7 @@ double passWorkRows(const GptConfig& config, int tokens, const PrefixReuse& reus
 std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> model, const std::vector<int>& ids,
                                               const ExecutionOptions& exec, const Limits& limits, int keep_layer = -1,
                                               Trace* kept = nullptr, const ModelPass* previous = nullptr,
-                                              const std::vector<int>& final_rows = {});
+                                              const std::vector<int>& final_rows = {}, KeptLayer how = KeptLayer::Maps);
 
 // The thumbnails and scores of given maps, as runModelPass makes them from a model's (the same
 // reductions, LayerRows); ids from the labels (the same text, the same id). Checks each map:
@@ -117,8 +124,10 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
 std::shared_ptr<const ModelPass> passOfMaps(std::shared_ptr<const GivenAttention> given, const ExecutionOptions& exec);
 
 // The trace of `layer` (every stage of its heads) from its attention input: the same numbers the
-// pass computed.
-Trace layerTrace(const ModelPass& pass, int layer, const ExecutionOptions& exec, const Limits& limits);
+// pass computed. outputs = false: the heads' maps and contexts alone (TraceRequest::outputs), the
+// rest of a layer kept as KeptLayer::Outputs.
+Trace layerTrace(const ModelPass& pass, int layer, const ExecutionOptions& exec, const Limits& limits,
+                 bool outputs = true);
 
 // Layer `layer`'s attention as a chapter workspace: its input LayerNorm₁(x) as the embeddings, the
 // model's attention (multi-head, causal, eval, batch 1) with the layer's weights as the

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "engine/errors.h"
 #include "formats/workspace_file.h"
 #include "state/controller.h"
+#include "state/engine_worker.h"
 #include "state/key_bindings.h"
 
 namespace attnscope {
@@ -385,11 +387,11 @@ std::string keyed(Key key, unsigned mods, KeyContext context = {}, bool repeat =
 
 // The book's GPTModel (2 blocks, d = 16, 40 tokens, 16 positions) with random weights, as a
 // safetensors file written here; no config.json, no tokenizer (the model reads token ids).
-std::string writeTinyModel(const std::string& file) {
+std::string writeTinyModel(const std::string& file, int context = 16) {
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0, 0.3f);
   std::vector<std::pair<std::string, std::vector<int>>> tensors = {{"tok_emb.weight", {40, 16}},
-                                                                   {"pos_emb.weight", {16, 16}}};
+                                                                   {"pos_emb.weight", {context, 16}}};
   for (int b = 0; b < 2; ++b) {
     const std::string p = "trf_blocks." + std::to_string(b) + ".";
     for (const char* w : {"att.W_query", "att.W_key", "att.W_value", "att.out_proj"}) {
@@ -554,6 +556,130 @@ TEST_F(ControllerTest, AModelsLayerInEveryViewAndATokenChangeKeepsItsTrace) {
   user(c, "append_token");  // waits for the result, then appends the most likely token
   settle(c);
   EXPECT_EQ(c.model().tokenCount(), 8);
+}
+
+// A long text's result in two parts (ModelJob::thumbnails_first), as the worker gives them: first
+// the thumbnails, the next tokens and the layer's outputs (KeptLayer::Outputs), its heads without
+// maps; its rest, the layer's maps, only once the first is taken (never replacing it unseen); a
+// newer request drops the rest.
+TEST_F(ControllerTest, AModelsLayerMapsFollowItsThumbnailsOnceTheyAreTaken) {
+  GptLoadOptions options;
+  options.num_heads = 2;
+  const std::shared_ptr<const GptModel> model = loadGptModel(writeTinyModel(path("m.safetensors"), 1024), options);
+  std::vector<int> ids(800);
+  for (int t = 0; t < 800; ++t) ids[t] = (t * 7 + t / 40) % 40;
+  const auto request = [&](const std::vector<int>& text) {
+    auto job = std::make_shared<ModelJob>();
+    job->model = model;
+    job->ids = text;
+    job->tokens.assign(text.size(), "t");
+    job->layer = 1;
+    job->position = 5;
+    job->version = 1;
+    job->thumbnails_first = true;
+    EngineRequest r;
+    r.model = std::move(job);
+    return r;
+  };
+  const auto next = [](EngineWorker& w) {
+    for (int i = 0; i < 60000; ++i)
+      if (auto r = w.poll(std::chrono::milliseconds(1))) return *r;
+    ADD_FAILURE() << "no result within 60 s";
+    return EngineResult{};
+  };
+  EngineWorker worker;
+  worker.request(request(ids));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // time enough for both parts, were the rest not held
+  const EngineResult a = next(worker);
+  ASSERT_TRUE(a.snapshot) << a.error;
+  const Snapshot& first = *a.snapshot;
+  EXPECT_FALSE(first.complete);
+  ASSERT_TRUE(first.model);
+  EXPECT_EQ(first.model->ids, ids);
+  EXPECT_EQ(first.model->heads.size(), 4u);
+  EXPECT_EQ(first.model->kept_layer, -1) << "every layer streamed";
+  EXPECT_NE(first.logitsAt(799), nullptr);
+  EXPECT_NE(first.logitsAt(5), nullptr);
+  EXPECT_EQ(first.shown().output.rows(), 800);
+  ASSERT_EQ(first.shown().heads.size(), 2u);
+  for (const HeadTrace& h : first.shown().heads) EXPECT_FALSE(h.hasMaps());
+  EXPECT_EQ(first.statisticsOf(0), nullptr);
+  EXPECT_TRUE(worker.busy()) << "its rest is still to come";
+  const EngineResult b = next(worker);
+  ASSERT_TRUE(b.snapshot) << b.error;
+  const Snapshot& second = *b.snapshot;
+  EXPECT_TRUE(second.complete);
+  EXPECT_EQ(second.model, first.model) << "the same pass";
+  EXPECT_EQ(second.layer, 1);
+  EXPECT_TRUE(second.logits.cwiseEqual(first.logits).all());
+  EXPECT_TRUE(second.shown().output.cwiseEqual(first.shown().output).all()) << "the outputs shown first stay";
+  const Trace traced = layerTrace(*first.model, 1, second.exec, {});
+  for (int h = 0; h < 2; ++h) {
+    ASSERT_TRUE(second.shown().heads[h].hasMaps()) << h;
+    EXPECT_TRUE(second.shown().heads[h].weights.cwiseEqual(traced.batches[0].heads[h].weights).all()) << h;
+    EXPECT_NE(second.statisticsOf(h), nullptr) << h;
+  }
+  // A newer text while a first part waits to be taken: its rest is dropped, the newer one runs.
+  ids[799] = (ids[799] + 1) % 40;
+  worker.request(request(ids));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ids[0] = (ids[0] + 1) % 40;
+  worker.request(request(ids));
+  std::vector<EngineResult> later;
+  while (worker.busy()) later.push_back(next(worker));
+  ASSERT_FALSE(later.empty());
+  EXPECT_EQ(later.back().snapshot->model->ids, ids);
+  EXPECT_TRUE(later.back().snapshot->complete);
+  for (const EngineResult& r : later)
+    EXPECT_TRUE(r.snapshot->model->ids == ids || !r.snapshot->complete) << "the older text's maps were computed";
+}
+
+// The app's side of it: in the Layers tab a long text's layer maps follow its thumbnails and next
+// tokens; a token clicked before they came still gets them; another tab gets the result whole.
+TEST_F(ControllerTest, ALongTextsLayerMapsFollowInTheLayersTabAlone) {
+  Controller c = make();
+  user(c, "model_open", {{"path", writeTinyModel(path("m.safetensors"), 1024)}, {"num_heads", 2}});
+  settle(c);
+  ASSERT_EQ(c.view().tab, "layers");
+  std::vector<int> ids(800);  // 2 heads of 800 × 800 cells
+  for (int t = 0; t < 800; ++t) ids[t] = (t * 7 + t / 40) % 40;
+  // The text typed, then every result the UI takes for it, in order, until it is settled.
+  const auto results = [&](const std::vector<int>& text, const std::function<void()>& on_first = {}) {
+    c.commands().push("text", {{"ids", text}});
+    std::vector<std::shared_ptr<const Snapshot>> seen;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < until) {
+      c.update(0);
+      const std::shared_ptr<const Snapshot> s = c.shared();
+      if (s && s->model_version == c.model().version() && (seen.empty() || seen.back() != s)) {
+        seen.push_back(s);
+        if (seen.size() == 1 && on_first) on_first();
+      }
+      if (c.settled() && c.idle() && !seen.empty() && seen.back() == s) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    return seen;
+  };
+  std::vector<std::shared_ptr<const Snapshot>> seen = results(ids);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.front()->model->kept_layer, -1) << "the pass kept its layer's outputs alone";
+  EXPECT_TRUE(seen.back()->complete);
+  for (const HeadTrace& h : seen.back()->shown().heads) EXPECT_TRUE(h.hasMaps());
+  // A token clicked at once: its maps come all the same (the first part's layer is traced again).
+  ids[799] = (ids[799] + 1) % 40;
+  seen = results(ids, [&] { c.commands().push("select_token", {{"index", 5}}); });
+  ASSERT_FALSE(seen.empty());
+  EXPECT_TRUE(seen.back()->complete);
+  EXPECT_NE(seen.back()->logitsAt(5), nullptr);
+  for (const HeadTrace& h : seen.back()->shown().heads) EXPECT_TRUE(h.hasMaps());
+  // Another tab: one result, whole, its layer's maps traced in the pass.
+  user(c, "view", {{"field", "tab"}, {"value", "heatmaps"}});
+  ids[0] = (ids[0] + 1) % 40;
+  seen = results(ids);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(seen[0]->complete);
+  EXPECT_EQ(seen[0]->model->kept_layer, 0);
+  for (const HeadTrace& h : seen[0]->shown().heads) EXPECT_TRUE(h.hasMaps());
 }
 
 // A model's text the user typed is work a workspace keeps (view.trained_model): changed since the

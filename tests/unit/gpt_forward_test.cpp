@@ -89,6 +89,15 @@ ExecutionOptions onThreads(int threads) {
   return exec;
 }
 
+// The book's GPTModel of 3 blocks, d = 64 in 4 heads, 53 tokens, 320 positions (past the
+// attention's 128-key tiles and the MLP's 128-row blocks), random weights from `seed`.
+std::shared_ptr<const GptModel> fourHeadModel(unsigned seed) {
+  MemoryTensors file = bookModel(53, 320, 64, 3, seed);
+  GptLoadOptions options;
+  options.num_heads = 4;
+  return gptModelFromTensors(file, "", options);
+}
+
 std::vector<int> someIds(int T, int V, unsigned seed) {
   std::mt19937 rng(seed);
   std::vector<int> ids(T);
@@ -351,10 +360,7 @@ TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
 // bits; a later pass over the same first tokens finishes a prefix row it is asked for, and one
 // that asks for every row finishes them all.
 TEST(ModelPass, TheLastMlpRunsOnlyOnTheRowsWhoseNextTokensAreAskedFor) {
-  MemoryTensors file = bookModel(53, 320, 64, 3, 37);
-  GptLoadOptions options;
-  options.num_heads = 4;
-  const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
+  const std::shared_ptr<const GptModel> model = fourHeadModel(37);
   for (int threads : {1, 2}) {
     const ExecutionOptions exec = onThreads(threads);
     for (int T : {40, 150}) {  // below and above the thumbnails' 64 cells and the MLP's 128-row blocks
@@ -415,6 +421,74 @@ TEST(ModelPass, TheLastMlpRunsOnlyOnTheRowsWhoseNextTokensAreAskedFor) {
       ASSERT_GT(all->reused_rows, 0) << what;
       EXPECT_TRUE(all->forward.final_x.cwiseEqual(all_fresh->forward.final_x).all()) << what;
       EXPECT_EQ(std::count(all->forward.finished.begin(), all->forward.finished.end(), 1), T + 2) << what;
+    }
+  }
+}
+
+// A layer kept as its outputs alone (KeptLayer::Outputs: what the app shows first for a long text,
+// its maps following): the pass streams every layer, so it is a pass that keeps no layer's, bit for
+// bit; the layer's outputs are the streamed layer's; its maps, traced afterwards without outputs,
+// are layerTrace's. Such passes reuse each other's rows whichever layer each shows, and a reused
+// pass's kept outputs are whole.
+TEST(ModelPass, ALayersMapsMayFollowItsOutputs) {
+  const std::shared_ptr<const GptModel> model = fourHeadModel(43);
+  for (int threads : {1, 2}) {
+    const ExecutionOptions exec = onThreads(threads);
+    for (int T : {40, 150}) {  // a reuse of the rows' own thumbnail rows, and one of every row's attention
+      const std::vector<int> ids = someIds(T, 53, 47);
+      const std::string what = std::to_string(threads) + " threads, T = " + std::to_string(T);
+      Trace outputs;
+      const auto pass = runModelPass(model, ids, exec, {}, 1, &outputs, nullptr, {T - 1}, KeptLayer::Outputs);
+      const auto streamed = runModelPass(model, ids, exec, {}, -1, nullptr, nullptr, {T - 1});
+      EXPECT_EQ(pass->kept_layer, -1) << what;
+      for (std::size_t i = 0; i < pass->heads.size(); ++i) {
+        EXPECT_EQ(pass->heads[i].cells, streamed->heads[i].cells) << what << ", head " << i;
+        EXPECT_EQ(pass->heads[i].scores.mean_entropy, streamed->heads[i].scores.mean_entropy) << what << ", head " << i;
+      }
+      EXPECT_TRUE(pass->forward.final_x.cwiseEqual(streamed->forward.final_x).all()) << what;
+      // The outputs: those of layer 1 in a forward that keeps no maps and streams every weight.
+      GptRequest request;
+      request.no_maps = true;
+      request.weight_rows = [](int, const WeightRows&) {};
+      Trace layer1;
+      request.on_layer = [&](int layer, const Matrix&, Trace&& t) {
+        if (layer == 1) layer1 = std::move(t);
+      };
+      gptForward(*model, ids, request, exec);
+      EXPECT_TRUE(outputs.batches[0].heads.empty()) << what;
+      EXPECT_TRUE(outputs.batches[0].context.cwiseEqual(layer1.batches[0].context).all()) << what;
+      EXPECT_TRUE(outputs.batches[0].output.cwiseEqual(layer1.batches[0].output).all()) << what;
+      // The maps that follow: layerTrace's heads, and no outputs (those are kept from the first).
+      const Trace maps = layerTrace(*pass, 1, exec, {}, false), whole = layerTrace(*pass, 1, exec, {});
+      EXPECT_EQ(maps.batches[0].output.size(), 0) << what;
+      EXPECT_EQ(maps.batches[0].context.size(), 0) << what;
+      ASSERT_EQ(maps.batches[0].heads.size(), 4u) << what;
+      for (int h = 0; h < 4; ++h) {
+        const HeadTrace &a = maps.batches[0].heads[h], &b = whole.batches[0].heads[h];
+        EXPECT_TRUE(a.weights.cwiseEqual(b.weights).all()) << what << ", head " << h;
+        EXPECT_TRUE(a.scores.cwiseEqual(b.scores).all()) << what << ", head " << h;
+        EXPECT_TRUE(a.queries.cwiseEqual(b.queries).all()) << what << ", head " << h;
+        EXPECT_TRUE(a.context.cwiseEqual(b.context).all()) << what << ", head " << h;
+      }
+      // A token edited, another layer shown: the rows before it reused all the same, and the
+      // outputs kept whole (the rows before the edit are not 0), a pass of every row's bits.
+      std::vector<int> edited = ids;
+      edited[T / 2] = (edited[T / 2] + 1) % 53;
+      Trace reused_outputs, fresh_outputs;
+      const auto reused = runModelPass(model, edited, exec, {}, 2, &reused_outputs, pass.get(), {T - 1},
+                                       KeptLayer::Outputs);
+      const auto fresh = runModelPass(model, edited, exec, {}, 2, &fresh_outputs, nullptr, {T - 1}, KeptLayer::Outputs);
+      EXPECT_EQ(reused->reused_rows, T / 2) << what;
+      EXPECT_TRUE(reused->whole_attention) << what << ": the kept layer's outputs need every row";
+      EXPECT_TRUE(reused->forward.final_x.cwiseEqual(fresh->forward.final_x).all()) << what;
+      EXPECT_TRUE(reused_outputs.batches[0].output.cwiseEqual(fresh_outputs.batches[0].output).all()) << what;
+      EXPECT_TRUE(reused_outputs.batches[0].context.cwiseEqual(fresh_outputs.batches[0].context).all()) << what;
+      EXPECT_GT(reused_outputs.batches[0].output.topRows(T / 2).cwiseAbs().maxCoeff(), 0.0f) << what;
+      for (std::size_t i = 0; i < reused->heads.size(); ++i)
+        EXPECT_EQ(reused->heads[i].cells, fresh->heads[i].cells) << what << ", head " << i;
+      // A pass that traces its layer's maps (KeptLayer::Maps) differs in the last bits: not reused.
+      Trace traced;
+      EXPECT_EQ(runModelPass(model, edited, exec, {}, 2, &traced, pass.get())->reused_rows, 0) << what;
     }
   }
 }
