@@ -1666,7 +1666,7 @@ namespace {
 // The rows of a whole pass a model's pass did the work of (at least one).
 double workRows(const ModelPass& pass) {
   return std::max(1.0, passWorkRows(pass.model->config, static_cast<int>(pass.ids.size()),
-                                    {pass.reused_rows, pass.whole_attention}));
+                                    {pass.reused_rows, pass.whole_attention, pass.reused_projections}));
 }
 }  // namespace
 

@@ -77,8 +77,9 @@ Trace computeTraceOn(const std::vector<const Matrix*>& inputs, const ModelConfig
                                            : drawParameters(m, d_in);
   t.parameters = drawn.parameters;
   TorchGenerator& generator = drawn.generator;
-  // Buffers of the calling thread, reused across calls (a GPT-2 edit allocates no scratch).
-  thread_local std::vector<float> qkv;
+  // Buffers of the calling thread, reused across calls (a GPT-2 edit allocates no scratch; a pass
+  // that keeps its projections hands its qkv over, TraceRequest::keep_projections).
+  thread_local FloatBuffer qkv;  // every element written before it is read: left uninitialized
   thread_local std::vector<std::uint64_t> keep_words;
   pass::Work w;
   w.xs = inputs;
@@ -181,6 +182,8 @@ Trace computeTraceOn(const std::vector<const Matrix*>& inputs, const ModelConfig
     for (int b = 0; b < B && why.empty(); ++b)
       for (int h = 0; h < H && why.empty(); ++h)
         if (request.keepsHead(b, h)) why = "a kept head needs every row";
+    if (why.empty() && request.weights_before_first_row && !request.weight_rows)
+      why = "the earlier rows' weights go to weight_rows, which is not set";
     if (!why.empty()) throw InputError("first_row " + std::to_string(q) + ": " + why);
     if (w.head_major) {
       for (int c = 0; c < width / hw; ++c)
@@ -203,7 +206,10 @@ Trace computeTraceOn(const std::vector<const Matrix*>& inputs, const ModelConfig
     k.tokens = T;
     k.width = width;
     k.head_major = w.head_major;
-    k.qkv.assign(qkv.begin(), qkv.begin() + static_cast<std::ptrdiff_t>(T) * width);
+    // The pass's own block (exactly T · width here), not a copy: GPT-2 small keeps 113 MB a pass
+    // at 1024 tokens; the next pass takes another from the allocator's kept memory.
+    k.qkv.clear();
+    k.qkv.swap(qkv);
   }
   if (q != 0)
     for (BatchTrace& bt : t.batches) {

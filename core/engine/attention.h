@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/memory.h"
 #include "engine/model_config.h"
 #include "engine/packed_linear.h"
 #include "engine/parameters.h"
@@ -51,7 +52,7 @@ struct KeptProjections {
   int tokens = 0;           // T of the pass that kept them
   int width = 0;            // 3·d_out
   bool head_major = false;  // their layout (attention_pass.h's Work)
-  std::vector<float> qkv;   // T × 3·d_out
+  FloatBuffer qkv;          // T × 3·d_out: the pass's own block, handed over
 };
 
 // Which intermediates to keep. Outputs of every batch element are always kept; large configs
@@ -79,7 +80,12 @@ struct TraceRequest {
   // per-head projections) with no kept head: else InputError.
   int first_row = 0;
   const KeptProjections* earlier = nullptr;
-  KeptProjections* keep_projections = nullptr;  // set: the pass's projections are copied here
+  // With first_row: the rows before it are attended again from the earlier projections and their
+  // weights handed to weight_rows (which must be set) — nothing else of theirs is computed (their
+  // context and output rows stay 0). A model view's thumbnail, whose cells a new text length
+  // regroups, needs every row's weights; their projections, out_proj and MLP it can take as they were.
+  bool weights_before_first_row = false;
+  KeptProjections* keep_projections = nullptr;  // set: the pass's projections are moved here
   bool keeps(int b) const;
   bool keepsHead(int b, int h) const;
   // Only these elements keep their intermediates (every head of them).

@@ -443,6 +443,7 @@ void attendRowsStreamed(Work& w, int b, int h, int r0, int n, float* ctx, int ld
     entropy_buf[r] = std::log(l_buf[r]) + static_cast<double>((alpha * below_max).sum()) / rows_of.t.scale_divisor;
   }
   sink(WeightRows{b, h, r0, n, keys, P, lds, entropy_buf.data()});
+  if (ctx == nullptr) return;  // the weights alone (TraceRequest::weights_before_first_row)
   if (w.keep.words != nullptr)
     for (int r = 0; r < n; ++r) {
       float* p = row(r);

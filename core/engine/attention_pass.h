@@ -90,7 +90,7 @@ struct Work {
   std::vector<const Matrix*> xs;
   const Matrix& xOf(int b) const { return *xs[xs.size() == 1 ? 0 : static_cast<std::size_t>(b)]; }
   Trace* trace;
-  std::vector<float>* qkv;               // projection elements × groups × T × 3·d_out (qkvBlock)
+  FloatBuffer* qkv;                      // projection elements × groups × T × 3·d_out (qkvBlock)
   KeepBits keep;                         // dropout draws in torch's order
   const PackedModule* packed = nullptr;  // the fast path's packed layers (gemm.h's Packed backend)
   PackedKeyTiles* key_tiles = nullptr;   // the fast path's packed key tiles (prepareKeyTiles); null: none

@@ -37,6 +37,7 @@ struct AttentionTask {
   int b, h, r0, n;
   int keys;        // the keys it reads: [0, keys)
   long long cost;  // multiply-adds, to hand out the heaviest first (the causal triangle's bottom)
+  bool weights_only = false;  // rows before first_row: their weights alone (TraceRequest::weights_before_first_row)
 };
 
 // Runs one attention task: traced heads and the reference path by row blocks, untraced heads of the
@@ -62,8 +63,8 @@ void attend(Work& w, const AttentionTask& a, std::vector<std::vector<HeadTrace>>
     if (context.rows() > 0) context.block(a.r0, a.h * hw, a.n, hw) = head.context.middleRows(a.r0, a.n);
   } else if (a.kind == AttentionTask::Streamed) {
     Matrix& ctx = t.batches[a.b].context;
-    attendRowsStreamed(w, a.b, a.h, a.r0, a.n, ctx.data() + static_cast<std::size_t>(a.r0) * ctx.cols() + a.h * hw,
-                       static_cast<int>(ctx.cols()), request.weight_rows);
+    float* rows = a.weights_only ? nullptr : ctx.data() + static_cast<std::size_t>(a.r0) * ctx.cols() + a.h * hw;
+    attendRowsStreamed(w, a.b, a.h, a.r0, a.n, rows, static_cast<int>(ctx.cols()), request.weight_rows);
   } else {
     Matrix& ctx = t.batches[a.b].context;
     attendRowsFused(w, a.b, a.h, a.r0, a.n, ctx.data() + static_cast<std::size_t>(a.r0) * ctx.cols() + a.h * hw,
@@ -120,13 +121,17 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
                         : streamed ? AttentionTask::Streamed
                         : fused    ? AttentionTask::Fused
                                    : AttentionTask::Scratch;
-      for (int r0 = q; r0 < T; r0 += block) {
-        const int n = std::min(block, T - r0);
+      // Streamed rows before q (weights_before_first_row) end at q: their tasks feed no output block.
+      const int first = streamed && request.weights_before_first_row ? 0 : q;
+      for (int r0 = first; r0 < T;) {
+        const bool before = r0 < q;
+        const int n = std::min(block, (before ? q : T) - r0);
         // Only the fused kernel and the streamed rows skip the keys above the diagonal; the others
         // store or read them.
         const bool skips = kind == AttentionTask::Fused || kind == AttentionTask::Streamed;
         const int keys = skips && m.causal ? r0 + n : T;
-        tasks.push_back({kind, b, h, r0, n, keys, static_cast<long long>(keys) * n});
+        tasks.push_back({kind, b, h, r0, n, keys, static_cast<long long>(keys) * n, before});
+        r0 += n;
       }
     }
   std::stable_sort(tasks.begin(), tasks.end(),
@@ -152,7 +157,7 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
   for (int i = 0; i < computed_count * out_blocks; ++i) unfinished[i].store(0, std::memory_order_relaxed);
   // Adds `change` to the count of every output block task a writes rows of.
   const auto countTowardOutputs = [&](const AttentionTask& a, int change) {
-    if (computed_count == 0) return;
+    if (computed_count == 0 || a.weights_only) return;
     for (int blk = (a.r0 - q) / out_block; blk <= (a.r0 + a.n - 1 - q) / out_block; ++blk)
       unfinished[slot_of[a.b] * out_blocks + blk].fetch_add(change, std::memory_order_acq_rel);
   };

@@ -234,9 +234,14 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
     TraceRequest traced = maps ? TraceRequest() : TraceRequest::only({});
     if (!maps && request.weight_rows)
       traced.weight_rows = [&request, layer](const WeightRows& rows) { request.weight_rows(layer, rows); };
-    if (!maps && q > 0 && !request.whole_attention) {  // a layer that keeps maps is computed whole
+    // A layer that keeps maps, or whose outputs are kept (whole_layer), is computed whole; with
+    // whole_attention the prefix's rows are attended again from their projections when it kept
+    // them, else computed whole too.
+    const bool projected = static_cast<int>(prefix != nullptr ? prefix->projections.size() : 0) == c.layers;
+    if (!maps && q > 0 && layer != request.whole_layer && (!request.whole_attention || projected)) {
       traced.first_row = q;
       traced.earlier = &prefix->projections[static_cast<std::size_t>(layer)];
+      traced.weights_before_first_row = request.whole_attention && request.weight_rows != nullptr;
     }
     if (kept != nullptr && !kept->projections.empty())
       traced.keep_projections = &kept->projections[static_cast<std::size_t>(layer)];

@@ -55,17 +55,22 @@ struct GptRequest {
   bool no_logits = false;
   // An earlier pass's GptPrefix, whose first `prefix_rows` ids (1 … T − 1) are these ids' first:
   // those rows are taken from it (the fast path only; the reference computes every row). The
-  // traces handed to on_layer then have output rows of 0 before prefix_rows, but for map_layers,
-  // which are computed whole; every layer's attention input is whole. The prefix's pass must have
+  // traces handed to on_layer then have output rows of 0 before prefix_rows, but for map_layers
+  // and whole_layer, which are computed whole; every layer's attention input is whole. The prefix's pass must have
   // kept the same map_layers: a layer that keeps maps computes its weights by the traced path,
   // the others by the streamed rows, which differ in the last bits, and so would the rows after.
   const GptPrefix* prefix = nullptr;
   int prefix_rows = 0;
-  // With a prefix: every layer's attention is computed again over all rows from the prefix's
-  // attention inputs (the rest — LayerNorms, out_proj, the MLP — from prefix_rows), so that every
-  // row's weights are streamed anew: a prefix kept without projections, or a text longer than
-  // the thumbnails' cells, whose blocks regroup every row. The same bits as a pass of every row.
+  // With a prefix: every layer's attention is computed again over all rows (the rest — LayerNorms,
+  // out_proj, the MLP — from prefix_rows), so that every row's weights are streamed anew: a text
+  // longer than the thumbnails' cells, whose blocks regroup every row. The rows before prefix_rows
+  // are attended from the prefix's projections when it kept them (their weights alone:
+  // TraceRequest::weights_before_first_row), else projected again from its attention inputs. The
+  // same bits as a pass of every row.
   bool whole_attention = false;
+  // With a prefix: a layer computed whole all the same — every row's projections, attention and
+  // outputs (its on_layer trace whole: a caller keeps its outputs). -1: none.
+  int whole_layer = -1;
   // Set: filled with this pass's GptPrefix — its projections only with keep_projections, on the
   // fast path (they are most of its memory, and only a prefix's pass reads them).
   GptPrefix* keep_prefix = nullptr;

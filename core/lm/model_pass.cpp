@@ -143,8 +143,9 @@ PrefixReuse reusablePrefix(const ModelPass& previous, const GptModel& model, con
   reuse.rows = std::min(same, T - 1);
   // The rows' own thumbnail rows and scores, and their projections, are kept together (a pass of
   // at most kThumbnailCells tokens, the fast path).
-  reuse.whole_attention = T > kThumbnailCells || previous.score_rows.empty() ||
-                          static_cast<int>(kept.projections.size()) != model.config.layers;
+  const bool projected = static_cast<int>(kept.projections.size()) == model.config.layers;
+  reuse.whole_attention = T > kThumbnailCells || previous.score_rows.empty() || !projected;
+  reuse.projections = projected;
   if (reuse.rows <= 0) return {};
   return reuse;
 }
@@ -153,9 +154,11 @@ double passWorkRows(const GptConfig& config, int tokens, const PrefixReuse& reus
   const double T = tokens, q = reuse.rows, d = config.d_model, F = config.mlp ? config.mlp_width : 0;
   if (!reuse.whole_attention) return T - q;
   // A row's multiply-adds: its projections 3d², the attention over T/2 keys on average (scores and
-  // the weighted values: T·d), out_proj d², the MLP 2dF; a reused row's are the first two.
-  const double attention = 3 * d * d + T * d, row = attention + d * d + 2 * d * F;
-  return (T - q) + q * attention / row;
+  // the weighted values: T·d), out_proj d², the MLP 2dF; a reused row's are its scores (T·d/2),
+  // and its projections when the previous pass did not keep them.
+  const double row = 3 * d * d + T * d + d * d + 2 * d * F;
+  const double reused = T * d / 2 + (reuse.projections ? 0 : 3 * d * d);
+  return (T - q) + q * reused / row;
 }
 
 std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> model, const std::vector<int>& ids,
@@ -175,19 +178,21 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   pass->cells = std::min(T, kThumbnailCells);
   pass->kept_layer = keep_layer;
   pass->heads.resize(static_cast<std::size_t>(c.layers) * static_cast<std::size_t>(H));
-  // A short text keeps what a later pass over a text that begins the same reuses (its memory is
-  // small: GPT-2 small at 64 tokens, 7 MB of projections); a long one would hold a thumbnail row
-  // of several text rows, which the next text's length regroups.
-  const bool keeps_prefix = T <= kThumbnailCells && exec.fused;
-  if (keeps_prefix) pass->score_rows.resize(static_cast<std::size_t>(c.layers) * H * T);
-  PrefixReuse reuse = previous != nullptr && exec.fused ? reusablePrefix(*previous, *model, ids, keep_layer)
-                                                        : PrefixReuse();
-  // A streamed layer that starts after the prefix leaves its outputs' first rows 0: the layer whose
-  // outputs are kept needs them whole, so every row's attention is computed (the same bits).
-  if (outputs_of >= 0 && reuse.rows > 0) reuse.whole_attention = true;
+  // A short text keeps its rows' thumbnail rows and scores, which a later pass over a text that
+  // begins the same reuses; a long one would hold a thumbnail row of several text rows, which the
+  // next text's length regroups. Every text keeps its projections within kKeptProjectionBytes
+  // (GPT-2 small at 1024 tokens: 113 MB), so that a later pass attends the rows it reuses without
+  // projecting them again.
+  const bool keeps_rows = T <= kThumbnailCells && exec.fused;
+  if (keeps_rows) pass->score_rows.resize(static_cast<std::size_t>(c.layers) * H * T);
+  const bool keeps_projections = exec.fused && 3.0 * c.d_model * T * c.layers * sizeof(float) <=
+                                                   static_cast<double>(kKeptProjectionBytes);
+  const PrefixReuse reuse = previous != nullptr && exec.fused ? reusablePrefix(*previous, *model, ids, keep_layer)
+                                                              : PrefixReuse();
   const int q = reuse.rows;
   pass->reused_rows = q;
   pass->whole_attention = reuse.whole_attention;
+  pass->reused_projections = reuse.projections;
   pass->fused = exec.fused;
   const TokenPatterns patterns(ids);
   const int threads = exec.parallel ? resolveThreads(exec.threads) : 1;
@@ -195,7 +200,7 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   // Rows [0, q) of layer l's streamed heads as the previous pass has them (a kept layer's are
   // computed whole, from its maps).
   const auto addKnownRows = [&](int layer) {
-    if (q == 0 || reuse.whole_attention || layer >= c.layers || layer == keep_layer) return;
+    if (q == 0 || reuse.whole_attention || layer >= c.layers || layer == keep_layer || layer == outputs_of) return;
     for (int h = 0; h < H; ++h) {
       const HeadThumbnail& before = previous->head(layer, h);
       const HeadScoreRow* scores = previous->score_rows.data() +
@@ -208,12 +213,13 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   GptRequest request;
   request.no_logits = true;
   request.keep_prefix = &pass->forward;
-  request.keep_projections = keeps_prefix;
+  request.keep_projections = keeps_projections;
   request.final_rows = final_rows;
   if (q > 0) {
     request.prefix = &previous->forward;
     request.prefix_rows = q;
     request.whole_attention = reuse.whole_attention;
+    request.whole_layer = outputs_of;  // its outputs kept whole
   }
   // The layer asked for keeps its maps (every stage); the others stream their weights into `rows`.
   if (keep_layer >= 0)
@@ -232,7 +238,7 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
         rows.add(h, 0, T, w.data(), T, T, nullptr);
       }
       pass->heads[static_cast<std::size_t>(layer) * H + h] = rows.finish(h);
-      if (keeps_prefix)
+      if (keeps_rows)
         std::copy_n(rows.scoreRows(h), T, pass->score_rows.data() + (static_cast<std::size_t>(layer) * H + h) * T);
     });
     rows.clear();

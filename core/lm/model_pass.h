@@ -27,6 +27,10 @@
 namespace attnscope {
 
 constexpr int kThumbnailCells = 64;  // S at most: a thumbnail is drawn some 60–120 px wide
+// A pass keeps its projections (L × T × 3d floats, which a later pass over a text that begins the
+// same attends again) up to this many bytes: GPT-2 small's 113 MB at 1024 tokens, medium's up to
+// 853 tokens.
+constexpr std::size_t kKeptProjectionBytes = std::size_t{256} << 20;
 
 struct HeadThumbnail {
   std::vector<float> cells;  // S × S, row-major: the largest weight of each block
@@ -54,9 +58,9 @@ struct ModelPass {
   std::vector<int> ids;                         // T
   int cells = 0;                                // S = min(T, kThumbnailCells)
   std::vector<HeadThumbnail> heads;             // L × H, layer-major: heads[l * H + h]
-  // Each layer's attention input LayerNorm₁(x) (L of T × d) and the residual stream after the last
-  // block (T × d; the rows whose next tokens were not asked for before the last MLP); with T ≤
-  // kThumbnailCells also each layer's projections, which a later pass over a text that begins the
+  // Each layer's attention input LayerNorm₁(x) (L of T × d), the residual stream after the last
+  // block (T × d; the rows whose next tokens were not asked for before the last MLP) and, within
+  // kKeptProjectionBytes, each layer's projections, which a later pass over a text that begins the
   // same reuses (runModelPass's `previous`).
   GptPrefix forward;
   // With T ≤ kThumbnailCells: each head's rows' parts of its scores (L × H × T, HeadScoreRow), the
@@ -64,7 +68,8 @@ struct ModelPass {
   std::vector<HeadScoreRow> score_rows;
   int kept_layer = -1;      // the layer whose maps the pass traced (KeptLayer::Maps); -1: every layer streamed
   int reused_rows = 0;      // rows taken from `previous` (0: every row computed)
-  bool whole_attention = false;  // with reused_rows: every row's attention computed again (PrefixReuse)
+  bool whole_attention = false;     // with reused_rows: every row's attention computed again (PrefixReuse) …
+  bool reused_projections = false;  // … the reused rows' from the previous pass's projections
   bool fused = false;            // run on the fast path (only its rows are reused: the reference's differ in bits)
   double milliseconds = 0;  // the forward's time
 
@@ -87,12 +92,13 @@ struct ModelPass {
 //   too, and only the rows after them are computed — typing at the end, or appending a token, costs
 //   a row.
 // - Otherwise (a longer text: a thumbnail's cell is a block of rows, which the new length
-//   regroups): their LayerNorms, out_proj and MLP; every row's attention is computed again from
-//   the kept attention inputs (GptRequest::whole_attention) — GPT-2 small at 1024 tokens, a third
-//   of a whole pass.
+//   regroups): their projections (kept within kKeptProjectionBytes; else projected again from the
+//   kept attention inputs), LayerNorms, out_proj and MLP; every row's scores and weights are
+//   computed again (GptRequest::whole_attention).
 struct PrefixReuse {
   int rows = 0;                  // 0: every row computed
   bool whole_attention = false;  // the second case
+  bool projections = false;      // the rows' projections taken from the previous pass
 };
 PrefixReuse reusablePrefix(const ModelPass& previous, const GptModel& model, const std::vector<int>& ids,
                            int keep_layer);

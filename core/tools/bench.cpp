@@ -262,7 +262,8 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
       }
       j[name] = {{"forward_ms", summary(forward_ms)},
                  {"reused_rows", previous->reused_rows},
-                 {"whole_attention", previous->whole_attention}};
+                 {"whole_attention", previous->whole_attention},
+                 {"reused_projections", previous->reused_projections}};
     }
   return j;
 }

@@ -342,6 +342,8 @@ TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
                                  std::to_string(threads) + " threads";
         EXPECT_EQ(reused->reused_rows, e.reused) << what;
         EXPECT_EQ(reused->whole_attention, e.whole_attention) << what;
+        // Every pass here keeps its projections: a reused row is never projected again.
+        EXPECT_EQ(reused->reused_projections, e.reused > 0) << what;
         same(*reused, *whole, kept_reused, kept_whole, what);
         previous = reused;
       }
@@ -479,7 +481,7 @@ TEST(ModelPass, ALayersMapsMayFollowItsOutputs) {
                                        KeptLayer::Outputs);
       const auto fresh = runModelPass(model, edited, exec, {}, 2, &fresh_outputs, nullptr, {T - 1}, KeptLayer::Outputs);
       EXPECT_EQ(reused->reused_rows, T / 2) << what;
-      EXPECT_TRUE(reused->whole_attention) << what << ": the kept layer's outputs need every row";
+      EXPECT_EQ(reused->whole_attention, T > kThumbnailCells) << what;
       EXPECT_TRUE(reused->forward.final_x.cwiseEqual(fresh->forward.final_x).all()) << what;
       EXPECT_TRUE(reused_outputs.batches[0].output.cwiseEqual(fresh_outputs.batches[0].output).all()) << what;
       EXPECT_TRUE(reused_outputs.batches[0].context.cwiseEqual(fresh_outputs.batches[0].context).all()) << what;
@@ -517,6 +519,68 @@ TEST(GptForward, FirstRowNeedsAnEarlierPassAndNoKeptHead) {
   EXPECT_THROW(computeTrace(x, model->attention_config, b.attention, {}, traced), InputError);
   later.first_row = 10;  // not a row of the text
   EXPECT_THROW(computeTrace(x, model->attention_config, b.attention, {}, later), InputError);
+  // The earlier rows' weights again: only into weight_rows, the rows before first_row each once, the
+  // same bits as a pass of every row's, and nothing else of those rows computed.
+  later.first_row = 4;
+  later.weights_before_first_row = true;
+  EXPECT_THROW(computeTrace(x, model->attention_config, b.attention, {}, later), InputError);  // nowhere to go
+  Matrix every = Matrix::Constant(2 * 10, 10, -1), again = every;
+  const auto into = [](Matrix& m) {
+    return [&m](const WeightRows& w) {
+      for (int r = 0; r < w.rows; ++r)
+        for (int j = 0; j < 10; ++j)
+          m(w.head * 10 + w.first_row + r, j) = j < w.keys ? w.weights[static_cast<std::size_t>(r) * w.ld + j] : 0.0f;
+    };
+  };
+  TraceRequest whole = TraceRequest::only({});
+  whole.weight_rows = into(every);
+  const Trace all = computeTrace(x, model->attention_config, b.attention, {}, whole);
+  later.weight_rows = into(again);
+  const Trace part = computeTrace(x, model->attention_config, b.attention, {}, later);
+  EXPECT_TRUE(again.cwiseEqual(every).all()) << "every row's weights, the earlier ones attended again";
+  EXPECT_EQ(part.batches[0].output.topRows(4).cwiseAbs().maxCoeff(), 0.0f) << "the earlier rows' outputs not computed";
+  EXPECT_TRUE(part.batches[0].output.bottomRows(6).cwiseEqual(all.batches[0].output.bottomRows(6)).all());
+}
+
+// A long text's edit (GptRequest::whole_attention): the rows before it attended again from the
+// prefix's projections, or, from a prefix kept without them, projected again from its attention
+// inputs — either way a pass of every row's bits, its weights streamed for every row.
+TEST(GptForward, EveryRowsAttentionAgainWithOrWithoutTheKeptProjections) {
+  const std::shared_ptr<const GptModel> model = fourHeadModel(53);
+  const ExecutionOptions exec = onThreads(2);
+  std::vector<int> ids = someIds(150, 53, 59);
+  const auto pass = [&](const GptPrefix* prefix, int q, GptPrefix* keep, bool projections) {
+    GptRequest r;
+    r.logit_positions = {0, 70, 149};
+    r.no_maps = true;
+    auto weights = std::make_shared<std::vector<Matrix>>(3 * 4, Matrix::Constant(150, 150, -1));
+    r.weight_rows = [weights](int layer, const WeightRows& w) {
+      for (int i = 0; i < w.rows; ++i)  // every key: those past the rows' block are masked, 0
+        for (int j = 0; j < 150; ++j)
+          (*weights)[layer * 4 + w.head](w.first_row + i,
+                                         j) = j < w.keys ? w.weights[static_cast<std::size_t>(i) * w.ld + j] : 0.0f;
+    };
+    r.prefix = prefix;
+    r.prefix_rows = q;
+    r.whole_attention = prefix != nullptr;
+    r.keep_prefix = keep;
+    r.keep_projections = projections;
+    return std::pair{gptForward(*model, ids, r, exec).logits, weights};
+  };
+  GptPrefix with, without, unused;
+  pass(nullptr, 0, &with, true);
+  pass(nullptr, 0, &without, false);
+  ASSERT_EQ(with.projections.size(), 3u);
+  ASSERT_TRUE(without.projections.empty());
+  ids[120] = (ids[120] + 1) % 53;
+  const auto [logits, weights] = pass(nullptr, 0, &unused, false);
+  for (const GptPrefix* prefix : {&with, &without}) {
+    const auto [l, w] = pass(prefix, 120, &unused, false);
+    const std::string what = prefix == &with ? "from the kept projections" : "projected again";
+    EXPECT_TRUE(l.cwiseEqual(logits).all()) << what;
+    for (std::size_t i = 0; i < w->size(); ++i)
+      EXPECT_TRUE((*w)[i].cwiseEqual((*weights)[i]).all()) << what << ", layer " << i / 4 << " head " << i % 4;
+  }
 }
 
 // Maps given as they are (a notebook's show_attention): the pass of a model's own maps gives the
