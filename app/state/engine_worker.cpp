@@ -365,6 +365,11 @@ bool EngineWorker::busy() const {
   return running_ || pending_.has_value() || result_.has_value() || deferred_.has_value();
 }
 
+bool EngineWorker::ready() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return result_.has_value();
+}
+
 void EngineWorker::loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
@@ -391,6 +396,11 @@ void EngineWorker::loop() {
       job.first_heads.clear();
       job.first_part = result.snapshot;
       job.exec.cancel = nullptr;
+      if (job.model && job.model->previous) {                // the rest needs the first part alone: the result before
+        auto rest = std::make_shared<ModelJob>(*job.model);  // it (its pass, its layer's maps) may go
+        rest->previous.reset();
+        job.model = std::move(rest);
+      }
       deferred_ = std::move(job);
     }
     result_ = std::move(result);  // the newest: an older one not collected yet is superseded

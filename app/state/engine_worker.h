@@ -74,6 +74,8 @@ class EngineWorker {
   std::optional<EngineResult> poll(std::chrono::milliseconds wait = std::chrono::milliseconds(0));
   // A request waits or runs, or its result has not been collected.
   bool busy() const;
+  // A result waits to be collected (poll).
+  bool ready() const;
 
  private:
   void loop();  // the thread

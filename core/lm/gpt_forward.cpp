@@ -163,12 +163,21 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
   // rows before q are the prefix's attention inputs.
   const GptPrefix* prefix = exec.fused ? request.prefix : nullptr;
   const int q = prefix != nullptr ? request.prefix_rows : 0;
+  // The prefix's projections: handed over (freed layer by layer, below, and on any way out), or its own.
+  std::vector<KeptProjections> handed;
+  if (request.handed_projections != nullptr) {
+    handed = std::move(*request.handed_projections);
+    request.handed_projections->clear();
+  }
+  const std::vector<KeptProjections>* earlier = request.handed_projections != nullptr ? &handed
+                                                : prefix != nullptr                   ? &prefix->projections
+                                                                                      : nullptr;
+  const bool projected = earlier != nullptr && static_cast<int>(earlier->size()) == c.layers;
   if (prefix != nullptr) {
     const bool same = q >= 1 && q < T && q <= static_cast<int>(prefix->ids.size()) &&
                       std::equal(ids.begin(), ids.begin() + q, prefix->ids.begin()) &&
                       static_cast<int>(prefix->attention_inputs.size()) == c.layers &&
-                      (request.whole_attention || static_cast<int>(prefix->projections.size()) == c.layers) &&
-                      prefix->final_x.cols() == d;
+                      (request.whole_attention || projected) && prefix->final_x.cols() == d;
     if (!same)
       throw InputError("prefix_rows " + std::to_string(q) + ": not the first rows of an earlier pass over these ids");
   }
@@ -237,10 +246,9 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
     // A layer that keeps maps, or whose outputs are kept (whole_layer), is computed whole; with
     // whole_attention the prefix's rows are attended again from their projections when it kept
     // them, else computed whole too.
-    const bool projected = static_cast<int>(prefix != nullptr ? prefix->projections.size() : 0) == c.layers;
     if (!maps && q > 0 && layer != request.whole_layer && (!request.whole_attention || projected)) {
       traced.first_row = q;
-      traced.earlier = &prefix->projections[static_cast<std::size_t>(layer)];
+      traced.earlier = &(*earlier)[static_cast<std::size_t>(layer)];
       traced.weights_before_first_row = request.whole_attention && request.weight_rows != nullptr;
     }
     if (kept != nullptr && !kept->projections.empty())
@@ -251,6 +259,7 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
     } catch (const ComputeError&) {
       overflow("block " + std::to_string(layer) + "'s attention");
     }
+    if (projected && earlier == &handed) handed[static_cast<std::size_t>(layer)] = KeptProjections();  // copied in
     // x += the attention's output, by rows on every thread, and (with an MLP) h = LN₂(x) of each
     // row while it is in cache; finiteness is checked where x is last written.
     const Matrix& attention_output = trace.batches[0].output;

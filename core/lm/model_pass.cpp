@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "engine/errors.h"
@@ -130,6 +131,21 @@ class LayerRows {
 
 }  // namespace
 
+bool ModelPass::keepsProjections(int layers) const {
+  std::lock_guard<std::mutex> lock(projections_mutex);
+  return static_cast<int>(projections.size()) == layers;
+}
+
+std::vector<KeptProjections> ModelPass::takeProjections() const {
+  std::lock_guard<std::mutex> lock(projections_mutex);
+  return std::exchange(projections, {});
+}
+
+void ModelPass::keepProjections(std::vector<KeptProjections> p) {
+  std::lock_guard<std::mutex> lock(projections_mutex);
+  projections = std::move(p);
+}
+
 PrefixReuse reusablePrefix(const ModelPass& previous, const GptModel& model, const std::vector<int>& ids,
                            int keep_layer) {
   const int T = static_cast<int>(ids.size()), before = static_cast<int>(previous.ids.size());
@@ -143,7 +159,7 @@ PrefixReuse reusablePrefix(const ModelPass& previous, const GptModel& model, con
   reuse.rows = std::min(same, T - 1);
   // The rows' own thumbnail rows and scores, and their projections, are kept together (a pass of
   // at most kThumbnailCells tokens, the fast path).
-  const bool projected = static_cast<int>(kept.projections.size()) == model.config.layers;
+  const bool projected = previous.keepsProjections(model.config.layers);
   reuse.whole_attention = T > kThumbnailCells || previous.score_rows.empty() || !projected;
   reuse.projections = projected;
   if (reuse.rows <= 0) return {};
@@ -153,12 +169,15 @@ PrefixReuse reusablePrefix(const ModelPass& previous, const GptModel& model, con
 double passWorkRows(const GptConfig& config, int tokens, const PrefixReuse& reuse) {
   const double T = tokens, q = reuse.rows, d = config.d_model, F = config.mlp ? config.mlp_width : 0;
   if (!reuse.whole_attention) return T - q;
-  // A row's multiply-adds: its projections 3d², the attention over T/2 keys on average (scores and
-  // the weighted values: T·d), out_proj d², the MLP 2dF; a reused row's are its scores (T·d/2),
-  // and its projections when the previous pass did not keep them.
-  const double row = 3 * d * d + T * d + d * d + 2 * d * F;
-  const double reused = T * d / 2 + (reuse.projections ? 0 : 3 * d * d);
-  return (T - q) + q * reused / row;
+  // Multiply-adds under the causal mask: row r's projections 3d², out_proj d², MLP 2dF, and its
+  // attention over r + 1 keys, (r + 1)·d for the scores and as many for P·V — a whole pass
+  // T(4d² + 2dF) + T²d, a row the T-th of it. The rows from q: all of theirs. The reused rows:
+  // their scores alone (q²d/2) from kept projections; else their projections, attention and
+  // out_proj (every step but the MLP: q·4d² + q²d).
+  const double row = 4 * d * d + 2 * d * F + T * d;
+  const double fresh = (T - q) * (4 * d * d + 2 * d * F) + (T * T - q * q) * d;
+  const double reused = reuse.projections ? q * q * d / 2 : q * 4 * d * d + q * q * d;
+  return (fresh + reused) / row;
 }
 
 std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> model, const std::vector<int>& ids,
@@ -187,8 +206,15 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   if (keeps_rows) pass->score_rows.resize(static_cast<std::size_t>(c.layers) * H * T);
   const bool keeps_projections = exec.fused && 3.0 * c.d_model * T * c.layers * sizeof(float) <=
                                                    static_cast<double>(kKeptProjectionBytes);
-  const PrefixReuse reuse = previous != nullptr && exec.fused ? reusablePrefix(*previous, *model, ids, keep_layer)
-                                                              : PrefixReuse();
+  PrefixReuse reuse = previous != nullptr && exec.fused ? reusablePrefix(*previous, *model, ids, keep_layer)
+                                                        : PrefixReuse();
+  // The previous pass's projections, taken over (a pass that reuses no rows leaves them).
+  std::vector<KeptProjections> handed;
+  if (reuse.rows > 0 && reuse.projections) handed = previous->takeProjections();
+  if (static_cast<int>(handed.size()) != c.layers && reuse.projections) {  // taken meanwhile: projected again
+    reuse.projections = false;
+    reuse.whole_attention = true;
+  }
   const int q = reuse.rows;
   pass->reused_rows = q;
   pass->whole_attention = reuse.whole_attention;
@@ -220,6 +246,7 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
     request.prefix_rows = q;
     request.whole_attention = reuse.whole_attention;
     request.whole_layer = outputs_of;  // its outputs kept whole
+    request.handed_projections = &handed;
   }
   // The layer asked for keeps its maps (every stage); the others stream their weights into `rows`.
   if (keep_layer >= 0)
@@ -247,6 +274,7 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   };
   addKnownRows(0);
   gptForward(*model, ids, request, exec, limits);
+  pass->keepProjections(std::exchange(pass->forward.projections, {}));
   pass->model = std::move(model);
   pass->milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return pass;

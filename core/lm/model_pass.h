@@ -14,6 +14,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -28,9 +29,10 @@ namespace attnscope {
 
 constexpr int kThumbnailCells = 64;  // S at most: a thumbnail is drawn some 60–120 px wide
 // A pass keeps its projections (L × T × 3d floats, which a later pass over a text that begins the
-// same attends again) up to this many bytes: GPT-2 small's 113 MB at 1024 tokens, medium's up to
-// 853 tokens.
-constexpr std::size_t kKeptProjectionBytes = std::size_t{256} << 20;
+// same attends again) up to this many bytes: GPT-2 small's up to 606 tokens, medium's up to 227.
+// GPT-2 small's 113 MB at 1024 tokens took the app's peak in the Heatmaps tab past its 1.3-GB
+// budget (1159 → 1334 MB), its layer's maps and their colours being held there too.
+constexpr std::size_t kKeptProjectionBytes = std::size_t{64} << 20;
 
 struct HeadThumbnail {
   std::vector<float> cells;  // S × S, row-major: the largest weight of each block
@@ -58,11 +60,21 @@ struct ModelPass {
   std::vector<int> ids;                         // T
   int cells = 0;                                // S = min(T, kThumbnailCells)
   std::vector<HeadThumbnail> heads;             // L × H, layer-major: heads[l * H + h]
-  // Each layer's attention input LayerNorm₁(x) (L of T × d), the residual stream after the last
-  // block (T × d; the rows whose next tokens were not asked for before the last MLP) and, within
-  // kKeptProjectionBytes, each layer's projections, which a later pass over a text that begins the
-  // same reuses (runModelPass's `previous`).
+  // Each layer's attention input LayerNorm₁(x) (L of T × d) and the residual stream after the last
+  // block (T × d; the rows whose next tokens were not asked for before the last MLP), which a later
+  // pass over a text that begins the same reuses (runModelPass's `previous`). Its projections are
+  // not here but in `projections`, below.
   GptPrefix forward;
+  // Within kKeptProjectionBytes, each layer's projections (L, or none), which the next pass that
+  // reuses this one's rows takes over (takeProjections): one pass's set is held, not two (GPT-2
+  // small at 1024 tokens: 113 MB). Guarded: the UI thread asks whether they are there while the
+  // engine's thread takes them. A pass whose projections were taken gives later ones its
+  // attention inputs alone (reusablePrefix: its rows projected again).
+  bool keepsProjections(int layers) const;
+  std::vector<KeptProjections> takeProjections() const;
+  void keepProjections(std::vector<KeptProjections> p);
+  mutable std::mutex projections_mutex;
+  mutable std::vector<KeptProjections> projections;
   // With T ≤ kThumbnailCells: each head's rows' parts of its scores (L × H × T, HeadScoreRow), the
   // rest of what such a pass reuses (a thumbnail's row is then a row of weights).
   std::vector<HeadScoreRow> score_rows;
@@ -103,7 +115,7 @@ struct PrefixReuse {
 PrefixReuse reusablePrefix(const ModelPass& previous, const GptModel& model, const std::vector<int>& ids,
                            int keep_layer);
 // A pass's work in rows of a whole pass's (its multiply-adds ÷ a row's, under the causal mask):
-// T − rows, plus the attention of the reused rows with whole_attention.
+// T − rows, or with whole_attention the reused rows' attention counted too.
 double passWorkRows(const GptConfig& config, int tokens, const PrefixReuse& reuse);
 
 // How runModelPass keeps its layer: every stage of its heads, computed by the traced path during
@@ -129,9 +141,10 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
 // finite, no negative weight; throws InputError naming the layer and head.
 std::shared_ptr<const ModelPass> passOfMaps(std::shared_ptr<const GivenAttention> given, const ExecutionOptions& exec);
 
-// The trace of `layer` (every stage of its heads) from its attention input: the same numbers the
-// pass computed. outputs = false: the heads' maps and contexts alone (TraceRequest::outputs), the
-// rest of a layer kept as KeptLayer::Outputs.
+// The trace of `layer` (every stage of its heads) from its attention input: the numbers a pass that
+// traced the layer computes (KeptLayer::Maps); a pass that streamed it computed its weights, and
+// the outputs that fed the next layer, within the last bits of these. outputs = false: the heads' maps and contexts
+// alone (TraceRequest::outputs), the rest of a layer kept as KeptLayer::Outputs.
 Trace layerTrace(const ModelPass& pass, int layer, const ExecutionOptions& exec, const Limits& limits,
                  bool outputs = true);
 

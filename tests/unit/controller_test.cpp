@@ -587,9 +587,16 @@ TEST_F(ControllerTest, AModelsLayerMapsFollowItsThumbnailsOnceTheyAreTaken) {
     ADD_FAILURE() << "no result within 60 s";
     return EngineResult{};
   };
+  // Once a result waits, as long again as it took: a rest that were not held would be done by then.
+  const auto waitsAWhile = [](EngineWorker& w) {
+    const auto start = std::chrono::steady_clock::now();
+    while (!w.ready() && std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(2 * (std::chrono::steady_clock::now() - start) + std::chrono::milliseconds(20));
+  };
   EngineWorker worker;
   worker.request(request(ids));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // time enough for both parts, were the rest not held
+  waitsAWhile(worker);
   const EngineResult a = next(worker);
   ASSERT_TRUE(a.snapshot) << a.error;
   const Snapshot& first = *a.snapshot;
@@ -622,7 +629,7 @@ TEST_F(ControllerTest, AModelsLayerMapsFollowItsThumbnailsOnceTheyAreTaken) {
   // A newer text while a first part waits to be taken: its rest is dropped, the newer one runs.
   ids[799] = (ids[799] + 1) % 40;
   worker.request(request(ids));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  waitsAWhile(worker);
   ids[0] = (ids[0] + 1) % 40;
   worker.request(request(ids));
   std::vector<EngineResult> later;

@@ -342,11 +342,27 @@ TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
                                  std::to_string(threads) + " threads";
         EXPECT_EQ(reused->reused_rows, e.reused) << what;
         EXPECT_EQ(reused->whole_attention, e.whole_attention) << what;
-        // Every pass here keeps its projections: a reused row is never projected again.
+        // Every pass here keeps its projections: a reused row is never projected again, and the
+        // pass that reuses rows takes them over (one set held).
         EXPECT_EQ(reused->reused_projections, e.reused > 0) << what;
+        EXPECT_EQ(previous->keepsProjections(3), e.reused == 0) << what;
+        EXPECT_TRUE(reused->keepsProjections(3)) << what;
         same(*reused, *whole, kept_reused, kept_whole, what);
         previous = reused;
       }
+      // A pass whose projections the next one took still gives its rows, projected again: the same
+      // bits (a cancelled pass leaves its previous so).
+      std::vector<int> other_end = text;
+      other_end.back() = (other_end.back() + 1) % 53;
+      Trace kept_taker, kept_after, kept_fresh;
+      const auto taker = runModelPass(model, other_end, exec, {}, 1, &kept_taker, previous.get());
+      ASSERT_FALSE(previous->keepsProjections(3));
+      other_end.back() = (other_end.back() + 1) % 53;
+      const auto after = runModelPass(model, other_end, exec, {}, 1, &kept_after, previous.get());
+      EXPECT_EQ(after->reused_rows, 299);
+      EXPECT_FALSE(after->reused_projections);
+      same(*after, *runModelPass(model, other_end, exec, {}, 1, &kept_fresh), kept_after, kept_fresh,
+           "after its projections were taken");
       // Another layer kept: nothing is taken. The kept layer's weights come from the traced path,
       // the others' from the streamed rows, which differ in the last bits, and the rows after them.
       text[30] = (text[30] + 1) % 53;
@@ -519,26 +535,30 @@ TEST(GptForward, FirstRowNeedsAnEarlierPassAndNoKeptHead) {
   EXPECT_THROW(computeTrace(x, model->attention_config, b.attention, {}, traced), InputError);
   later.first_row = 10;  // not a row of the text
   EXPECT_THROW(computeTrace(x, model->attention_config, b.attention, {}, later), InputError);
-  // The earlier rows' weights again: only into weight_rows, the rows before first_row each once, the
-  // same bits as a pass of every row's, and nothing else of those rows computed.
+  // The earlier rows' weights again: only into weight_rows, every row of every head once, the same
+  // bits as a pass of every row's; the later rows' outputs a pass of every row's too.
   later.first_row = 4;
   later.weights_before_first_row = true;
   EXPECT_THROW(computeTrace(x, model->attention_config, b.attention, {}, later), InputError);  // nowhere to go
   Matrix every = Matrix::Constant(2 * 10, 10, -1), again = every;
-  const auto into = [](Matrix& m) {
-    return [&m](const WeightRows& w) {
-      for (int r = 0; r < w.rows; ++r)
+  std::vector<int> calls(2 * 10, 0);
+  const auto into = [&calls](Matrix& m) {
+    return [&m, &calls](const WeightRows& w) {
+      for (int r = 0; r < w.rows; ++r) {
+        ++calls[static_cast<std::size_t>(w.head * 10 + w.first_row + r)];
         for (int j = 0; j < 10; ++j)
           m(w.head * 10 + w.first_row + r, j) = j < w.keys ? w.weights[static_cast<std::size_t>(r) * w.ld + j] : 0.0f;
+      }
     };
   };
   TraceRequest whole = TraceRequest::only({});
   whole.weight_rows = into(every);
   const Trace all = computeTrace(x, model->attention_config, b.attention, {}, whole);
+  std::fill(calls.begin(), calls.end(), 0);
   later.weight_rows = into(again);
   const Trace part = computeTrace(x, model->attention_config, b.attention, {}, later);
   EXPECT_TRUE(again.cwiseEqual(every).all()) << "every row's weights, the earlier ones attended again";
-  EXPECT_EQ(part.batches[0].output.topRows(4).cwiseAbs().maxCoeff(), 0.0f) << "the earlier rows' outputs not computed";
+  EXPECT_EQ(calls, std::vector<int>(2 * 10, 1)) << "each row of each head handed over once";
   EXPECT_TRUE(part.batches[0].output.bottomRows(6).cwiseEqual(all.batches[0].output.bottomRows(6)).all());
 }
 
@@ -549,10 +569,17 @@ TEST(GptForward, EveryRowsAttentionAgainWithOrWithoutTheKeptProjections) {
   const std::shared_ptr<const GptModel> model = fourHeadModel(53);
   const ExecutionOptions exec = onThreads(2);
   std::vector<int> ids = someIds(150, 53, 59);
+  // Which way the rows before q went: attended from their projections, the layers' outputs there
+  // are not computed (0); projected again, computed whole.
+  std::vector<float> before_q;  // per layer, the largest |output| of the rows before q
   const auto pass = [&](const GptPrefix* prefix, int q, GptPrefix* keep, bool projections) {
     GptRequest r;
     r.logit_positions = {0, 70, 149};
     r.no_maps = true;
+    before_q.clear();
+    r.on_layer = [&before_q, q](int, const Matrix&, Trace&& t) {
+      before_q.push_back(q > 0 ? t.batches[0].output.topRows(q).cwiseAbs().maxCoeff() : 0.0f);
+    };
     auto weights = std::make_shared<std::vector<Matrix>>(3 * 4, Matrix::Constant(150, 150, -1));
     r.weight_rows = [weights](int layer, const WeightRows& w) {
       for (int i = 0; i < w.rows; ++i)  // every key: those past the rows' block are masked, 0
@@ -577,6 +604,8 @@ TEST(GptForward, EveryRowsAttentionAgainWithOrWithoutTheKeptProjections) {
   for (const GptPrefix* prefix : {&with, &without}) {
     const auto [l, w] = pass(prefix, 120, &unused, false);
     const std::string what = prefix == &with ? "from the kept projections" : "projected again";
+    ASSERT_EQ(before_q.size(), 3u);
+    for (float largest : before_q) EXPECT_EQ(largest == 0.0f, prefix == &with) << what;
     EXPECT_TRUE(l.cwiseEqual(logits).all()) << what;
     for (std::size_t i = 0; i < w->size(); ++i)
       EXPECT_TRUE((*w)[i].cwiseEqual((*weights)[i]).all()) << what << ", layer " << i / 4 << " head " << i % 4;
