@@ -377,6 +377,16 @@ void EngineWorker::loop() {
     if (stop_) return;
     EngineRequest job = std::move(*pending_);
     pending_.reset();
+    // A model job sent while its text's pass was computing (a token clicked, a layer chosen: the
+    // pass went on) takes that pass, not the older result on screen when it was sent: else the
+    // whole pass would run again.
+    if (const std::shared_ptr<const Snapshot> newest = newest_.lock();
+        newest && job.model && !job.first_part && newest != job.model->previous && newest->model && job.model->model &&
+        newest->model->model == job.model->model && newest->model->ids == job.model->ids) {
+      auto taking = std::make_shared<ModelJob>(*job.model);
+      taking->previous = newest;
+      job.model = std::move(taking);
+    }
     running_ = true;
     running_second_part_ = pending_second_part_;
     running_model_ = job.model;
@@ -390,6 +400,7 @@ void EngineWorker::loop() {
     running_ = false;
     running_model_.reset();
     if (result.cancelled) continue;  // superseded: nothing to show; the newer request runs next
+    if (result.snapshot) newest_ = result.snapshot;
     // The first part of a split request is done: the rest follows unless a newer request (an
     // edit, another batch element) has come in meanwhile.
     if (result.snapshot && !result.snapshot->complete && !pending_ && !stop_) {

@@ -92,6 +92,7 @@ class EngineWorker {
   std::shared_ptr<std::atomic<bool>> cancel_;      // … and is stopped when a newer request comes
   std::shared_ptr<const ModelJob> running_model_;  // the model job in flight, if any
   std::optional<EngineResult> result_;             // finished, not collected yet
+  std::weak_ptr<const Snapshot> newest_;           // the last result computed (while anyone holds it)
   bool stop_ = false;
   std::uint64_t serial_ = 0;
   std::thread thread_;  // started by the first request

@@ -206,8 +206,8 @@ Trace computeTraceOn(const std::vector<const Matrix*>& inputs, const ModelConfig
     k.tokens = T;
     k.width = width;
     k.head_major = w.head_major;
-    // The pass's own block (exactly T · width here), not a copy: GPT-2 small keeps 113 MB a pass
-    // at 1024 tokens; the next pass takes another from the allocator's kept memory.
+    // The pass's own block (exactly T · width here), not a copy: GPT-2 small's 66 MB a pass at 600
+    // tokens; the next pass takes another from the allocator's kept memory.
     k.qkv.clear();
     k.qkv.swap(qkv);
   }

@@ -163,13 +163,8 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
   // rows before q are the prefix's attention inputs.
   const GptPrefix* prefix = exec.fused ? request.prefix : nullptr;
   const int q = prefix != nullptr ? request.prefix_rows : 0;
-  // The prefix's projections: handed over (freed layer by layer, below, and on any way out), or its own.
-  std::vector<KeptProjections> handed;
-  if (request.handed_projections != nullptr) {
-    handed = std::move(*request.handed_projections);
-    request.handed_projections->clear();
-  }
-  const std::vector<KeptProjections>* earlier = request.handed_projections != nullptr ? &handed
+  // The prefix's projections: the caller's (GptRequest::prefix_projections), or the prefix's own.
+  const std::vector<KeptProjections>* earlier = request.prefix_projections != nullptr ? request.prefix_projections
                                                 : prefix != nullptr                   ? &prefix->projections
                                                                                       : nullptr;
   const bool projected = earlier != nullptr && static_cast<int>(earlier->size()) == c.layers;
@@ -259,7 +254,6 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
     } catch (const ComputeError&) {
       overflow("block " + std::to_string(layer) + "'s attention");
     }
-    if (projected && earlier == &handed) handed[static_cast<std::size_t>(layer)] = KeptProjections();  // copied in
     // x += the attention's output, by rows on every thread, and (with an MLP) h = LN₂(x) of each
     // row while it is in cache; finiteness is checked where x is last written.
     const Matrix& attention_output = trace.batches[0].output;

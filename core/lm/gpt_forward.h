@@ -68,11 +68,9 @@ struct GptRequest {
   // TraceRequest::weights_before_first_row), else projected again from its attention inputs. The
   // same bits as a pass of every row.
   bool whole_attention = false;
-  // With a prefix: its projections handed over instead of read from prefix->projections (a caller
-  // that holds them alone: runModelPass takes them from the pass before). Each layer's is freed as
-  // soon as that layer has copied its rows, so one pass's set is held at a time, not two (GPT-2
-  // small at 1024 tokens: 113 MB). Emptied whatever happens.
-  std::vector<KeptProjections>* handed_projections = nullptr;
+  // With a prefix: its projections, when the caller holds them apart from it (runModelPass takes
+  // them over from the pass before); null: prefix->projections.
+  const std::vector<KeptProjections>* prefix_projections = nullptr;
   // With a prefix: a layer computed whole all the same — every row's projections, attention and
   // outputs (its on_layer trace whole: a caller keeps its outputs). -1: none.
   int whole_layer = -1;

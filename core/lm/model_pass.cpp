@@ -141,7 +141,7 @@ std::vector<KeptProjections> ModelPass::takeProjections() const {
   return std::exchange(projections, {});
 }
 
-void ModelPass::keepProjections(std::vector<KeptProjections> p) {
+void ModelPass::keepProjections(std::vector<KeptProjections> p) const {
   std::lock_guard<std::mutex> lock(projections_mutex);
   projections = std::move(p);
 }
@@ -200,8 +200,8 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   // A short text keeps its rows' thumbnail rows and scores, which a later pass over a text that
   // begins the same reuses; a long one would hold a thumbnail row of several text rows, which the
   // next text's length regroups. Every text keeps its projections within kKeptProjectionBytes
-  // (GPT-2 small at 1024 tokens: 113 MB), so that a later pass attends the rows it reuses without
-  // projecting them again.
+  // (GPT-2 small to 606 tokens: 66 MB at 600), so that a later pass attends the rows it reuses
+  // without projecting them again.
   const bool keeps_rows = T <= kThumbnailCells && exec.fused;
   if (keeps_rows) pass->score_rows.resize(static_cast<std::size_t>(c.layers) * H * T);
   const bool keeps_projections = exec.fused && 3.0 * c.d_model * T * c.layers * sizeof(float) <=
@@ -246,7 +246,7 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
     request.prefix_rows = q;
     request.whole_attention = reuse.whole_attention;
     request.whole_layer = outputs_of;  // its outputs kept whole
-    request.handed_projections = &handed;
+    request.prefix_projections = &handed;
   }
   // The layer asked for keeps its maps (every stage); the others stream their weights into `rows`.
   if (keep_layer >= 0)
@@ -273,7 +273,12 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
     if (layer == keep_layer || layer == outputs_of) *kept = std::move(trace);
   };
   addKnownRows(0);
-  gptForward(*model, ids, request, exec, limits);
+  try {
+    gptForward(*model, ids, request, exec, limits);
+  } catch (...) {  // cancelled or refused: the previous pass keeps its projections for the next one
+    if (!handed.empty()) previous->keepProjections(std::move(handed));
+    throw;
+  }
   pass->keepProjections(std::exchange(pass->forward.projections, {}));
   pass->model = std::move(model);
   pass->milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -66,13 +66,14 @@ struct ModelPass {
   // not here but in `projections`, below.
   GptPrefix forward;
   // Within kKeptProjectionBytes, each layer's projections (L, or none), which the next pass that
-  // reuses this one's rows takes over (takeProjections): one pass's set is held, not two (GPT-2
-  // small at 1024 tokens: 113 MB). Guarded: the UI thread asks whether they are there while the
-  // engine's thread takes them. A pass whose projections were taken gives later ones its
-  // attention inputs alone (reusablePrefix: its rows projected again).
+  // reuses this one's rows takes over (takeProjections), and gives back if it fails or is
+  // cancelled: once it is done only its own set is held (GPT-2 small at 600 tokens: 66 MB), not
+  // those of every pass a snapshot still holds. Guarded: the UI thread asks whether they are there
+  // while the engine's thread takes them. A pass whose projections were taken gives a later one
+  // its attention inputs alone (reusablePrefix: its rows projected again).
   bool keepsProjections(int layers) const;
   std::vector<KeptProjections> takeProjections() const;
-  void keepProjections(std::vector<KeptProjections> p);
+  void keepProjections(std::vector<KeptProjections> p) const;  // kept, or given back by a pass that failed
   mutable std::mutex projections_mutex;
   mutable std::vector<KeptProjections> projections;
   // With T ≤ kThumbnailCells: each head's rows' parts of its scores (L × H × T, HeadScoreRow), the

@@ -641,6 +641,43 @@ TEST_F(ControllerTest, AModelsLayerMapsFollowItsThumbnailsOnceTheyAreTaken) {
     EXPECT_TRUE(r.snapshot->model->ids == ids || !r.snapshot->complete) << "the older text's maps were computed";
 }
 
+// A token clicked while its text's pass computes: the job it sends names the result then on screen,
+// an older text's, but runs on the pass just computed — not a second pass over the same text. (The
+// job waits for the pass, then starts as here, once its result is in.)
+TEST_F(ControllerTest, ATokenClickedWhileItsTextComputesTakesThatPass) {
+  GptLoadOptions options;
+  options.num_heads = 2;
+  const std::shared_ptr<const GptModel> model = loadGptModel(writeTinyModel(path("m.safetensors"), 1024), options);
+  std::vector<int> ids(600);
+  for (int t = 0; t < 600; ++t) ids[t] = (t * 11 + t / 30) % 40;
+  EngineWorker worker;
+  const auto send = [&](int position) {
+    auto job = std::make_shared<ModelJob>();
+    job->model = model;
+    job->ids = ids;
+    job->tokens.assign(ids.size(), "t");
+    job->position = position;
+    job->version = 1;
+    EngineRequest r;
+    r.model = std::move(job);  // previous: none (the text on screen was another)
+    worker.request(std::move(r));
+  };
+  const auto next = [&] {
+    for (int i = 0; i < 60000; ++i)
+      if (auto r = worker.poll(std::chrono::milliseconds(1))) return r->snapshot;
+    return std::shared_ptr<const Snapshot>();
+  };
+  send(599);
+  const std::shared_ptr<const Snapshot> text = next();
+  ASSERT_TRUE(text && text->model);
+  send(5);
+  const std::shared_ptr<const Snapshot> click = next();
+  ASSERT_TRUE(click && click->model);
+  EXPECT_EQ(click->model, text->model) << "the text's pass ran twice";
+  EXPECT_EQ(click->trace, text->trace) << "the same layer: its trace too";
+  EXPECT_NE(click->logitsAt(5), nullptr);
+}
+
 // The app's side of it: in the Layers tab a long text's layer maps follow its thumbnails and next
 // tokens; a token clicked before they came still gets them; another tab gets the result whole.
 TEST_F(ControllerTest, ALongTextsLayerMapsFollowInTheLayersTabAlone) {

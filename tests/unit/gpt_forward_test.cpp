@@ -363,6 +363,15 @@ TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
       EXPECT_FALSE(after->reused_projections);
       same(*after, *runModelPass(model, other_end, exec, {}, 1, &kept_fresh), kept_after, kept_fresh,
            "after its projections were taken");
+      // A pass cancelled (a newer text) gives the projections it took back.
+      ASSERT_TRUE(after->keepsProjections(3));
+      std::atomic<bool> stop{true};
+      ExecutionOptions cancelled = exec;
+      cancelled.cancel = &stop;
+      other_end.back() = (other_end.back() + 1) % 53;
+      Trace kept_cancelled;
+      EXPECT_THROW(runModelPass(model, other_end, cancelled, {}, 1, &kept_cancelled, after.get()), Cancelled);
+      EXPECT_TRUE(after->keepsProjections(3)) << "given back";
       // Another layer kept: nothing is taken. The kept layer's weights come from the traced path,
       // the others' from the streamed rows, which differ in the last bits, and the rows after them.
       text[30] = (text[30] + 1) % 53;
