@@ -558,14 +558,19 @@ TEST_F(ControllerTest, AModelsLayerInEveryViewAndATokenChangeKeepsItsTrace) {
   EXPECT_EQ(c.model().tokenCount(), 8);
 }
 
+// writeTinyModel's model, loaded with 2 heads, for the engine worker alone.
+std::shared_ptr<const GptModel> tinyModel(const std::string& file, int context) {
+  GptLoadOptions options;
+  options.num_heads = 2;
+  return loadGptModel(writeTinyModel(file, context), options);
+}
+
 // A long text's result in two parts (ModelJob::thumbnails_first), as the worker gives them: first
 // the thumbnails, the next tokens and the layer's outputs (KeptLayer::Outputs), its heads without
 // maps; its rest, the layer's maps, only once the first is taken (never replacing it unseen); a
 // newer request drops the rest.
 TEST_F(ControllerTest, AModelsLayerMapsFollowItsThumbnailsOnceTheyAreTaken) {
-  GptLoadOptions options;
-  options.num_heads = 2;
-  const std::shared_ptr<const GptModel> model = loadGptModel(writeTinyModel(path("m.safetensors"), 1024), options);
+  const std::shared_ptr<const GptModel> model = tinyModel(path("m.safetensors"), 1024);
   std::vector<int> ids(800);
   for (int t = 0; t < 800; ++t) ids[t] = (t * 7 + t / 40) % 40;
   const auto request = [&](const std::vector<int>& text) {
@@ -645,9 +650,7 @@ TEST_F(ControllerTest, AModelsLayerMapsFollowItsThumbnailsOnceTheyAreTaken) {
 // an older text's, but runs on the pass just computed — not a second pass over the same text. (The
 // job waits for the pass, then starts as here, once its result is in.)
 TEST_F(ControllerTest, ATokenClickedWhileItsTextComputesTakesThatPass) {
-  GptLoadOptions options;
-  options.num_heads = 2;
-  const std::shared_ptr<const GptModel> model = loadGptModel(writeTinyModel(path("m.safetensors"), 1024), options);
+  const std::shared_ptr<const GptModel> model = tinyModel(path("m.safetensors"), 1024);
   std::vector<int> ids(600);
   for (int t = 0; t < 600; ++t) ids[t] = (t * 11 + t / 30) % 40;
   EngineWorker worker;
