@@ -238,7 +238,11 @@ const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
         s.complete = false;
       }
     }
-    s.inputs = std::make_shared<const Workspace>(layerWorkspace(*pass, job.layer, job.tokens));
+    // The layer's weights as the result before holds them when it showed the same model's layer.
+    const bool same_weights = job.model && prev && prev->model && prev->model->model == job.model &&
+                              prev->layer == job.layer;
+    s.inputs = std::make_shared<const Workspace>(
+        layerWorkspace(*pass, job.layer, job.tokens, same_weights ? prev->inputs->model.parameters : nullptr));
     s.trace = std::make_shared<Trace>(std::move(kept));
   }
   if (job.model) {

@@ -335,14 +335,18 @@ Trace layerTrace(const ModelPass& pass, int layer, const ExecutionOptions& exec,
                       m.blocks[static_cast<std::size_t>(layer)].attention, exec, what, limits);
 }
 
-Workspace layerWorkspace(const ModelPass& pass, int layer, std::vector<std::string> tokens) {
+Workspace layerWorkspace(const ModelPass& pass, int layer, std::vector<std::string> tokens,
+                         std::shared_ptr<const ParameterValues> weights) {
   const GptModel& m = *pass.model;
   Workspace ws;
   ws.tokens = std::move(tokens);
   ws.embeddings = pass.forward.attention_inputs[static_cast<std::size_t>(layer)];
   ws.model = m.attention_config;
-  ws.model.parameters = std::make_shared<const ParameterValues>(
-      stateDict(m.attention_config, *m.blocks[static_cast<std::size_t>(layer)].attention.parameters));
+  ws.model.parameters = weights != nullptr
+                            ? std::move(weights)
+                            : std::make_shared<const ParameterValues>(
+                                  stateDict(m.attention_config,
+                                            *m.blocks[static_cast<std::size_t>(layer)].attention.parameters));
   return ws;
 }
 

@@ -654,15 +654,16 @@ TEST_F(ControllerTest, ATokenClickedWhileItsTextComputesTakesThatPass) {
   std::vector<int> ids(600);
   for (int t = 0; t < 600; ++t) ids[t] = (t * 11 + t / 30) % 40;
   EngineWorker worker;
-  const auto send = [&](int position) {
+  const auto send = [&](int position, std::shared_ptr<const Snapshot> previous = nullptr) {
     auto job = std::make_shared<ModelJob>();
     job->model = model;
     job->ids = ids;
     job->tokens.assign(ids.size(), "t");
     job->position = position;
     job->version = 1;
+    job->previous = std::move(previous);  // none: the text on screen was another
     EngineRequest r;
-    r.model = std::move(job);  // previous: none (the text on screen was another)
+    r.model = std::move(job);
     worker.request(std::move(r));
   };
   const auto next = [&] {
@@ -679,6 +680,13 @@ TEST_F(ControllerTest, ATokenClickedWhileItsTextComputesTakesThatPass) {
   EXPECT_EQ(click->model, text->model) << "the text's pass ran twice";
   EXPECT_EQ(click->trace, text->trace) << "the same layer: its trace too";
   EXPECT_NE(click->logitsAt(5), nullptr);
+  // Another text on the same layer shares that layer's weights with the result before.
+  ids[3] = (ids[3] + 1) % 40;
+  send(5, click);
+  const std::shared_ptr<const Snapshot> edited = next();
+  ASSERT_TRUE(edited && edited->model);
+  EXPECT_NE(edited->model, click->model);
+  EXPECT_EQ(edited->inputs->model.parameters, click->inputs->model.parameters) << "copied again";
 }
 
 // The app's side of it: in the Layers tab a long text's layer maps follow its thumbnails and next

@@ -251,6 +251,14 @@ TEST(ModelPass, KeepsWhatTheForwardComputed) {
     // over it computes the layer's maps again.
     std::vector<std::string> labels(T, "t");
     const Workspace ws = layerWorkspace(*pass, 2, labels);
+    // Another text's workspace of the same layer shares its weights (not copied again): the same values.
+    const Workspace shared = layerWorkspace(*pass, 2, labels, ws.model.parameters);
+    EXPECT_EQ(shared.model.parameters, ws.model.parameters);
+    const Workspace again_copied = layerWorkspace(*pass, 2, labels);
+    const ParameterValues& copied = *again_copied.model.parameters;
+    ASSERT_EQ(copied.size(), ws.model.parameters->size());
+    for (std::size_t i = 0; i < copied.size(); ++i)
+      EXPECT_TRUE(copied[i].value.cwiseEqual((*ws.model.parameters)[i].value).all()) << copied[i].name;
     const Trace again = computeTrace(ws.embeddings, ws.model, exec);
     for (int h = 0; h < 4; ++h)
       EXPECT_LT((again.batches[0].heads[h].weights - weights[2][h]).cwiseAbs().maxCoeff(), 1e-5) << h;
