@@ -202,6 +202,13 @@ const Snapshot* completeModel(const EngineRequest& req, Snapshot& s) {
   return &first;
 }
 
+// `job` with another result before it.
+std::shared_ptr<const ModelJob> withPrevious(const ModelJob& job, std::shared_ptr<const Snapshot> previous) {
+  auto copy = std::make_shared<ModelJob>(job);
+  copy->previous = std::move(previous);
+  return copy;
+}
+
 const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
   if (req.first_part) return completeModel(req, s);
   const ModelJob& job = *req.model;
@@ -211,8 +218,9 @@ const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
     pass = prev && prev->model && prev->model->given == job.given ? prev->model : passOfMaps(job.given, req.exec);
     givenLayer(*job.given, job.layer, s);
   }
-  if (!job.given && prev && prev->model && prev->model->model == job.model && prev->model->ids == job.ids)
-    pass = prev->model;
+  // The result before showed the same model (a pass of it, not given maps).
+  const bool same_model = job.model && prev && prev->model && prev->model->model == job.model;
+  if (same_model && prev->model->ids == job.ids) pass = prev->model;
   // (A first part's layer has no maps yet: a token clicked before they came traces it again.)
   const bool same_layer = pass && prev && prev->layer == job.layer && prev->complete;
   const int T = static_cast<int>(job.ids.size());
@@ -239,8 +247,7 @@ const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
       }
     }
     // The layer's weights as the result before holds them when it showed the same model's layer.
-    const bool same_weights = job.model && prev && prev->model && prev->model->model == job.model &&
-                              prev->layer == job.layer;
+    const bool same_weights = same_model && prev->layer == job.layer;
     s.inputs = std::make_shared<const Workspace>(
         layerWorkspace(*pass, job.layer, job.tokens, same_weights ? prev->inputs->model.parameters : nullptr));
     s.trace = std::make_shared<Trace>(std::move(kept));
@@ -334,7 +341,6 @@ void EngineWorker::request(EngineRequest r) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     pending_ = std::move(r);
-    pending_second_part_ = false;
     deferred_.reset();
     // The rest of a split request is not worth waiting for once the inputs have changed; a first
     // part (what the user is looking at) always completes, so a drag keeps showing results.
@@ -358,7 +364,6 @@ std::optional<EngineResult> EngineWorker::poll(std::chrono::milliseconds wait) {
   if (r && deferred_) {  // a first part taken: its rest runs now
     pending_ = std::move(deferred_);
     deferred_.reset();
-    pending_second_part_ = true;
     work_.notify_one();
   }
   return r;
@@ -387,12 +392,10 @@ void EngineWorker::loop() {
     if (const std::shared_ptr<const Snapshot> newest = newest_.lock();
         newest && job.model && !job.first_part && newest != job.model->previous && newest->model && job.model->model &&
         newest->model->model == job.model->model && newest->model->ids == job.model->ids) {
-      auto taking = std::make_shared<ModelJob>(*job.model);
-      taking->previous = newest;
-      job.model = std::move(taking);
+      job.model = withPrevious(*job.model, newest);
     }
     running_ = true;
-    running_second_part_ = pending_second_part_;
+    running_second_part_ = job.first_part != nullptr;
     running_model_ = job.model;
     cancel_ = std::make_shared<std::atomic<bool>>(false);
     const std::shared_ptr<std::atomic<bool>> cancel = cancel_;  // job.exec.cancel points into it
@@ -411,11 +414,8 @@ void EngineWorker::loop() {
       job.first_heads.clear();
       job.first_part = result.snapshot;
       job.exec.cancel = nullptr;
-      if (job.model && job.model->previous) {                // the rest needs the first part alone: the result before
-        auto rest = std::make_shared<ModelJob>(*job.model);  // it (its pass, its layer's maps) may go
-        rest->previous.reset();
-        job.model = std::move(rest);
-      }
+      // The rest needs the first part alone: the result before it (its pass, its layer's maps) may go.
+      if (job.model && job.model->previous) job.model = withPrevious(*job.model, nullptr);
       deferred_ = std::move(job);
     }
     result_ = std::move(result);  // the newest: an older one not collected yet is superseded

@@ -83,7 +83,6 @@ class EngineWorker {
   std::condition_variable work_;      // to the thread: a request, or stop
   std::condition_variable finished_;  // to poll: a result
   std::optional<EngineRequest> pending_;
-  bool pending_second_part_ = false;  // pending_ completes a split request
   // The rest of a split request, sent once its first part is collected (poll): a first part is
   // always shown, never replaced by its own rest before the UI took it.
   std::optional<EngineRequest> deferred_;
