@@ -362,10 +362,14 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
       layout().widget("statistics_head_h" + std::to_string(h + 1));
       cells.push_back(name);
       const HeadStatistics* s = snap->statisticsOf(h);
-      nlohmann::json entry = {{"head", h}, {"computing", s == nullptr}};
-      if (!s) {  // a split request's second part (GPT-2): its maps come in a moment
+      // A two-part result's second part (GPT-2): its maps come in a moment — or never, when it
+      // failed or newer inputs were refused (drawMapsMissing says why in the views of one head).
+      nlohmann::json entry = {{"head", h},
+                              {"computing", s == nullptr && ctx.computing},
+                              {"not_computed", s == nullptr && !ctx.computing}};
+      if (!s) {
         ImGui::TableSetColumnIndex(1);
-        cellLines({"computing…"}, cells, cut, true);
+        cellLines({ctx.computing ? "computing…" : "not computed"}, cells, cut, true);
       } else {
         const float tokens = std::exp(s->mean_entropy);
         ImGui::TableSetColumnIndex(1);

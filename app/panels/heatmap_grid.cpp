@@ -959,8 +959,13 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
 
   if (!ctx.engine_error.empty()) {
     ImGui::PushStyleColor(ImGuiCol_Text, theme().selection);
-    ImGui::TextWrapped("%s%s%s", ctx.modelOpen() ? "Not computed: " : "The engine refused these settings: ",
-                       ctx.engine_error.c_str(), snap ? "  (showing the last valid result)" : "");
+    // The result on screen is of these settings when only its rest failed (a two-part result).
+    const bool rest_failed = snap && !snap->complete && snap->version == ctx.document.version();
+    ImGui::TextWrapped("%s%s%s",
+                       ctx.modelOpen() ? "Not computed: "
+                       : rest_failed   ? "Some heads' maps were not computed: "
+                                       : "The engine refused these settings: ",
+                       ctx.engine_error.c_str(), snap && !rest_failed ? "  (showing the last valid result)" : "");
     ImGui::PopStyleColor();
   }
   if (!snap) {
@@ -1404,7 +1409,9 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     if (card.y + box.h > visible_top && card.y < visible_bottom) visible_heads_.push_back(h);
     if (!bt.heads[h].hasMaps()) {  // off screen when the edit was made: its maps follow shortly
       ImGui::SetCursorScreenPos(ImVec2(card.x, card.y + header));
-      ImGui::TextDisabled("computing the maps of head %d…", h + 1);
+      ImGui::PushTextWrapPos(card.x + box.w);
+      drawMapsMissing(ctx, h);
+      ImGui::PopTextWrapPos();
       continue;
     }
     for (int k = 0; k < S; ++k) {

@@ -189,7 +189,7 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   const HeadTrace& h = bt.heads[head];
   const auto& tokens = snap->tokens();
   if (!h.hasMaps()) {  // the chosen head comes first (a model's long text: just after the thumbnails)
-    ImGui::TextDisabled("computing head %d…", head + 1);
+    drawMapsMissing(ctx, head);
     ImGui::End();
     return;
   }

@@ -20,6 +20,20 @@ void drawWaiting(const PanelContext& ctx) {
   layout().widget("engine_error_said");
 }
 
+void drawMapsMissing(const PanelContext& ctx, int head) {
+  if (ctx.computing) {
+    ImGui::TextDisabled("computing head %d…", head + 1);
+    return;
+  }
+  ImGui::PushStyleColor(ImGuiCol_Text, theme().selection);
+  if (ctx.engine_error.empty())
+    ImGui::TextWrapped("Head %d's maps were not computed.", head + 1);
+  else
+    ImGui::TextWrapped("Head %d's maps were not computed: %s", head + 1, ctx.engine_error.c_str());
+  ImGui::PopStyleColor();
+  layout().widget("maps_not_computed");
+}
+
 const Snapshot* beginMainTab(const PanelContext& ctx, const char* panel) {
   // The panel is the whole main window, tab bar and padding included (as captures crop it).
   const ImVec2 wp = ImGui::GetWindowPos(), ws = ImGui::GetWindowSize();

@@ -60,6 +60,12 @@ struct PanelContext {
 // that failed had its views say "no result yet" and "computing…" for ever.
 void drawWaiting(const PanelContext& ctx);
 
+// Where a head of the result on screen has no maps (a two-part result, docs/DESIGN.md §3.3 "Two-part
+// results"): "computing head N…" while its rest computes; else why they never came — the rest
+// failed, or newer inputs were refused and the rest was dropped with them — in the selection's
+// colour, wrapped. Such a view said "computing head N…" for ever.
+void drawMapsMissing(const PanelContext& ctx, int head);
+
 // The next window tiles the screen at `pos`, `size`: its background is the frame's clear, which has
 // its colour (AppWindow::endFrame, captures), so it is not filled again. Under a software renderer
 // (llvmpipe under Xvfb) the tiled windows' backgrounds were two thirds of a frame's fragments.

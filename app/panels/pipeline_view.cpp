@@ -59,7 +59,7 @@ void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, 
   const int head = std::clamp(view.head, 0, t.heads - 1);
   const HeadTrace& h = bt.heads[head];
   if (!h.hasMaps()) {  // the chosen head comes first (a model's long text: just after the thumbnails)
-    ImGui::TextDisabled("computing head %d…", head + 1);
+    drawMapsMissing(ctx, head);
     return;
   }
   const auto& r = snap->ranges[head];

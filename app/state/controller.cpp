@@ -668,7 +668,10 @@ void Controller::applyApp(const Command& c, double now) {
       ExportFormat format;
       if (!parseExportFormat(c.text("format"), &format)) throw InputError("format: expected csv, json or npy");
       const std::string path = c.text("path");
-      if (!snapshot_->complete) throw InputError("the maps are still being computed: export again in a moment");
+      if (!snapshot_->complete)  // a two-part result whose rest is still to come, or never will
+        throw InputError(worker_.busy()          ? "the maps are still being computed: export again in a moment"
+                         : engine_error_.empty() ? "some of the maps were not computed: change anything to compute them"
+                                                 : "some of the maps were not computed: " + engine_error_);
       if (c.id() == Id::ExportTrace && model_.given()) {
         if (format != ExportFormat::Json) throw InputError("format: attention maps as they came export as json");
         return exportAttention(path, now);

@@ -293,6 +293,52 @@ TEST_F(ControllerTest, WaitRunsOnceTheNewestResultIsInAndTheWindowSleepsMeanwhil
   EXPECT_EQ(c.snapshot()->inputs->model.seed, 77u);
 }
 
+// A two-part result whose rest will never come — newer inputs, which the engine refused, dropped it —
+// is not said to be computing: nothing is, and an export says why rather than "in a moment". (The
+// views' "computing head N…" read the same flag and stayed for ever.)
+TEST_F(ControllerTest, MapsThatWillNotComeAreNotSaidToBeComing) {
+  Controller c = make();
+  std::string words;
+  for (int i = 0; i < 600; ++i) words += "w" + std::to_string(i) + " ";
+  user(c, "sentence", {{"text", words}});
+  user(c, "d_in", {{"value", 96}});
+  user(c, "set", {{"field", "d_out"}, {"value", 96}});
+  user(c, "set", {{"field", "num_heads"}, {"value", 4}});  // 4 × 600² cells: a result in two parts
+  settle(c);
+  bool first_part_seen = false;
+  for (int attempt = 0; attempt < 20 && !first_part_seen; ++attempt) {
+    user(c, "set", {{"field", "seed"}, {"value", 100 + attempt}});
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (c.snapshot()->version != c.document().version() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      c.update(0);
+    }
+    ASSERT_EQ(c.snapshot()->version, c.document().version()) << "no result within 60 s";
+    if (c.snapshot()->complete) {  // its rest came in the same poll: again
+      settle(c);
+      continue;
+    }
+    first_part_seen = true;
+    user(c, "set_cell", {{"row", 0}, {"col", 0}, {"value", 3e38}});  // scores beyond float32
+  }
+  ASSERT_TRUE(first_part_seen) << "every result came whole";
+  settle(c);
+  ASSERT_NE(c.engineError(), "") << "the edit's scores overflow float32";
+  ASSERT_TRUE(c.snapshot());
+  EXPECT_FALSE(c.snapshot()->complete) << "the first part stays on screen";
+  EXPECT_FALSE(c.computing()) << "said to compute maps that will not come";
+  user(c, "export_trace", {{"path", path("t.json")}, {"format", "json"}});
+  EXPECT_TRUE(c.toast().error);
+  EXPECT_EQ(c.toast().text.find("still being computed"), std::string::npos) << c.toast().text;
+  EXPECT_NE(c.toast().text.find("not computed: " + c.engineError()), std::string::npos) << c.toast().text;
+  EXPECT_FALSE(fs::exists(path("t.json")));
+  // Inputs the engine takes again: the result comes whole.
+  user(c, "set_cell", {{"row", 0}, {"col", 0}, {"value", 0.5}});
+  settle(c);
+  EXPECT_EQ(c.engineError(), "");
+  EXPECT_TRUE(c.snapshot()->complete);
+}
+
 // A request too large for the 5 ms wait holds the frame that sent it for about eight frames' drawing:
 // under a software renderer those frames would show the old maps and take the engine's cores.
 TEST_F(ControllerTest, AnEditsFrameWaitsAboutEightFramesDrawingForItsResult) {
