@@ -73,6 +73,7 @@ Trace computeTraceOn(const std::vector<const Matrix*>& inputs, const ModelConfig
 
   // Parameters, then dropout draws: the order of torch.manual_seed; Module(...); module(batch).
   // A given module draws nothing: it runs without dropout (checked by the caller).
+  // (A given module's parameters held packed alone are unpacked below, if they are needed.)
   DrawnParameters drawn = given != nullptr ? DrawnParameters{given->parameters, TorchGenerator(0)}
                                            : drawParameters(m, d_in);
   t.parameters = drawn.parameters;
@@ -130,6 +131,14 @@ Trace computeTraceOn(const std::vector<const Matrix*>& inputs, const ModelConfig
   if (fused && hasProjections(m.variant))
     packed = given != nullptr ? (gemmBackend() == GemmBackend::Packed ? given->packed : nullptr)
                               : pass::packedWeights(t.parameters, m);
+  // A given module held packed alone: its parameters in torch's layout when a path multiplies
+  // them so, or a view reads them from the trace (a kept element); a streamed layer of a trained
+  // model's pass needs neither (unpacking GPT-2's 9.4 MB a layer would cost a pass ~2 ms a layer).
+  if (given != nullptr && t.parameters == nullptr) {
+    bool kept = false;
+    for (int b = 0; b < m.batch_size && !kept; ++b) kept = request.keeps(b);
+    if (packed == nullptr || kept) t.parameters = given->weights(m);
+  }
   w.packed = packed.get();
   w.head_major = w.packed != nullptr && t.head_width % PackedLinear::kPanel == 0;
   const bool share_elements = fused && exec.share_identical && !t.dropout_active && one_input;
@@ -240,12 +249,34 @@ Trace computeTrace(const std::vector<const Matrix*>& inputs, const ModelConfig& 
 
 Trace computeTrace(const Matrix& x, const ModelConfig& m, const GivenModule& module, const ExecutionOptions& exec,
                    const TraceRequest& request, const Limits& limits) {
-  if (module.parameters == nullptr) throw InputError("the module has no parameters");
+  if (module.parameters == nullptr && module.packed == nullptr) throw InputError("the module has no parameters");
   if (hasDropout(m.variant) && m.training && m.dropout > 0)
     throw InputError("model.dropout: a given module runs without dropout (eval mode)");
+  const int d_in = static_cast<int>(x.cols());
+  if (module.parameters == nullptr) {  // held packed alone: the panels' shapes
+    const int groups = m.variant == Variant::MultiHeadWrapper ? m.num_heads : 1;
+    const int width = m.variant == Variant::MultiHeadWrapper ? m.d_out / std::max(m.num_heads, 1) : m.d_out;
+    const PackedModule& p = *module.packed;
+    const auto shape = [](const SlicedLinear& l) {
+      return std::to_string(l.outputs) + " × " +
+             std::to_string(l.slices.empty() ? 0 : l.slices.front().packed.inputs());
+    };
+    const auto wrong = [](const SlicedLinear& l, int out, int in) {
+      return l.outputs != out || l.slices.empty() || l.slices.front().packed.inputs() != in;
+    };
+    bool bad = static_cast<int>(p.qkv.size()) != groups;
+    for (std::size_t g = 0; g < p.qkv.size() && !bad; ++g) bad = wrong(p.qkv[g], 3 * width, d_in);
+    if (bad)
+      throw InputError("parameters: the packed W_query, W_key, W_value are not " + std::to_string(groups) + " × " +
+                       std::to_string(3 * width) + " × " + std::to_string(d_in) +
+                       (p.qkv.empty() ? std::string() : " (the first: " + shape(p.qkv.front()) + ")"));
+    if (hasOutProj(m.variant) && wrong(p.out_proj, m.d_out, m.d_out))
+      throw InputError("parameters.out_proj.weight: expected " + std::to_string(m.d_out) + " × " +
+                       std::to_string(m.d_out) + ", got " + shape(p.out_proj) + " packed");
+    return computeTraceOn({&x}, m, &module, exec, request, limits);
+  }
   // The given parameters must be the module's own shapes, as load_state_dict insists.
   const Parameters& p = *module.parameters;
-  const int d_in = static_cast<int>(x.cols());
   const std::vector<ParameterShape> shapes = parameterShapes(m, d_in);
   std::size_t i = 0;
   forEachStateDictEntry(m, p, [&](const std::string& name, const Matrix& value, bool) {

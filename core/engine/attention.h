@@ -6,6 +6,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -117,15 +118,30 @@ Trace computeTrace(const std::vector<const Matrix*>& inputs, const ModelConfig& 
 struct PackedModule {
   std::vector<SlicedLinear> qkv;  // one per group
   SlicedLinear out_proj;          // multihead only
+
+  // The parameters packed, in torch's layout again (bit for bit) for m, the module's config: one
+  // set, unpacked when asked for while none is held, and shared while anything holds it.
+  std::shared_ptr<const Parameters> unpacked(const ModelConfig& m) const;
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::weak_ptr<const Parameters> unpacked_;
 };
 std::shared_ptr<const PackedModule> packModule(const Parameters& p, const ModelConfig& m);
 
 // A module whose parameters are given, not drawn from m.seed: a block of a trained model
 // (DESIGN.md §2.6). `packed` (packModule, made once with the parameters) serves the fast path when
-// gemm.h's backend is Packed; null, the fast path multiplies on the other backends.
+// gemm.h's backend is Packed; null, the fast path multiplies on the other backends. `parameters`
+// may be null where `packed` is not: a trained model holds its attention's weights once, packed
+// (GPT-2 small's 113 MB), and a trace that shows them, or a path that multiplies them in torch's
+// layout, unpacks them (weights()).
 struct GivenModule {
   std::shared_ptr<const Parameters> parameters;
   std::shared_ptr<const PackedModule> packed;
+
+  std::shared_ptr<const Parameters> weights(const ModelConfig& m) const {
+    return parameters != nullptr ? parameters : packed->unpacked(m);
+  }
 };
 
 // computeTrace on a given module: m describes it (variant, widths, heads, mask, scale; its seed is

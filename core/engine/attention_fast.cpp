@@ -195,7 +195,6 @@ void projectRowsReference(Work& w, int b, int g, int r0, int n) {
 // The fast path's projection of the same rows: the same products on the fastest GEMM (gemm.h), in
 // the block's layout (Work::qkvColumns; head-major only with the packed product).
 void projectRowsFast(Work& w, int b, int g, int s, int r0, int n) {
-  const Parameters& p = *w.trace->parameters;
   const int d = w.trace->model.d_out, d_in = w.trace->d_in, ld = w.qkvLd();
   float* rows = w.qkvBlock(b, g) + static_cast<std::size_t>(r0) * ld;
   const float* x = w.xOf(b).data() + static_cast<std::size_t>(r0) * d_in;
@@ -203,6 +202,7 @@ void projectRowsFast(Work& w, int b, int g, int s, int r0, int n) {
     w.packed->qkv[g].apply(s, n, x, d_in, rows, ld, w.qkvColumns());
     return;
   }
+  const Parameters& p = *w.trace->parameters;  // (a given module held packed alone has none: packed above)
   int part = 0;
   for (const Linear* l : {&p.query[g], &p.key[g], &p.value[g]}) {
     float* y = rows + part++ * d;
@@ -509,6 +509,34 @@ int projectionSlices(const Work& w, bool fast) { return fast && w.packed != null
 }  // namespace attnscope::pass
 
 namespace attnscope {
+
+std::shared_ptr<const Parameters> PackedModule::unpacked(const ModelConfig& m) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (std::shared_ptr<const Parameters> held = unpacked_.lock()) return held;
+  auto p = std::make_shared<Parameters>();
+  const auto unpack = [](const SlicedLinear& s, Matrix& weight, RowVector& bias) {
+    weight.resize(s.outputs, s.slices.front().packed.inputs());
+    bias.resize(s.outputs);
+    s.unpack(weight.data(), static_cast<int>(weight.cols()), bias.data());
+  };
+  Matrix w;
+  RowVector b;
+  for (const SlicedLinear& group : qkv) {  // [W_query; W_key; W_value] stacked (packStacked)
+    unpack(group, w, b);
+    const int width = group.outputs / 3;
+    const auto part = [&](int k) {
+      return Linear{w.middleRows(k * width, width), m.qkv_bias ? RowVector(b.segment(k * width, width)) : RowVector()};
+    };
+    p->query.push_back(part(0));
+    p->key.push_back(part(1));
+    p->value.push_back(part(2));
+  }
+  if (!out_proj.slices.empty()) {
+    unpack(out_proj, p->out_proj.weight, p->out_proj.bias);
+  }
+  unpacked_ = p;
+  return p;
+}
 
 std::shared_ptr<const PackedModule> packModule(const Parameters& p, const ModelConfig& m) {
   auto packed = std::make_shared<PackedModule>();

@@ -322,6 +322,18 @@ void PackedLinear::pack(const float* weight, int out, int in, int ldw, const flo
   if (bias != nullptr) std::copy(bias, bias + out, bias_.begin());
 }
 
+void PackedLinear::unpack(float* weight, int ldw, float* bias) const {
+  // Panel by panel, input by input: each panel's run of kPanel floats read once, in order.
+  for (int p = 0; p * kPanel < out_; ++p) {
+    const int outputs = std::min(kPanel, out_ - p * kPanel);
+    const float* panel = panels_.data() + static_cast<std::size_t>(p) * in_ * kPanel;
+    float* rows = weight + static_cast<std::ptrdiff_t>(p) * kPanel * ldw;
+    for (int i = 0; i < in_; ++i)
+      for (int c = 0; c < outputs; ++c) rows[static_cast<std::ptrdiff_t>(c) * ldw + i] = panel[i * kPanel + c];
+  }
+  if (bias != nullptr) std::copy_n(bias_.data(), out_, bias);
+}
+
 bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa isa, int output_limit,
                          OutputBlocks blocks) const {
   if (blocks.cols <= 0 || (blocks.cols < out_ && blocks.cols % kPanel != 0))

@@ -44,6 +44,9 @@ class PackedLinear {
 
   int outputs() const { return out_; }
   int inputs() const { return in_; }
+  // The weight and bias as pack() took them, the same bits: weight out × in (row stride ldw); bias
+  // `out` floats, or null.
+  void unpack(float* weight, int ldw, float* bias) const;
 
   // Y = X·Wᵀ + b for m rows. X: m × in (row stride ldx), Y: m × out (ldy). Returns whether every
   // output computed is finite. `isa`: Auto is the one the fused attention's kernels use
@@ -86,6 +89,12 @@ struct SlicedLinear {
   int outputs = 0;
 
   int count() const { return static_cast<int>(slices.size()); }
+  // The whole layer as it was packed (PackedLinear::unpack): weight outputs × in, bias or null.
+  void unpack(float* weight, int ldw, float* bias) const {
+    for (const Slice& slice : slices)
+      slice.packed.unpack(weight + static_cast<std::ptrdiff_t>(slice.first_output) * ldw, ldw,
+                          bias != nullptr ? bias + slice.first_output : nullptr);
+  }
   // Slice s's columns of Y = X·Wᵀ + b for m rows, as PackedLinear::apply (Y is the whole layer's
   // output; `blocks` as there, every slice starting at a multiple of blocks.cols).
   bool apply(int s, int m, const float* X, int ldx, float* Y, int ldy, OutputBlocks blocks = OutputBlocks()) const {

@@ -382,8 +382,10 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   const std::int64_t F = c.mlp_width;
   c.qkv_bias = hf || names.has("trf_blocks.0.att.W_query.bias");
 
-  // The memory the model will hold, from the shapes alone: every block's weights twice (torch's
-  // layout and packed), the embeddings and the head once more when the file's are not float32.
+  // The memory the model will hold, from the shapes alone, at most: every block's weights twice
+  // (torch's layout and packed: the attention's are held packed alone, the MLP's twice for the
+  // reference path unless GptLoadOptions::reference_mlp is false), the embeddings and the head once more when the
+  // file's are not float32.
   const double block_floats = 4.0 * d * d + 2.0 * d * F + 9.0 * d + F;
   const double estimate = (2.0 * c.layers * block_floats + 2.0 * (double(c.vocab_size) + c.context_length) * d) * 4;
   if ((c.mlp && F < 1) || F > 16 * limits.max_dim)
@@ -464,7 +466,7 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
       }
       names.ignore(p + ".att.mask");
     }
-    b.attention.parameters = params;
+    // Held packed alone: a view's layer unpacks its own (GivenModule::weights), bit for bit.
     b.attention.packed = packModule(*params, a);
     if (c.mlp) {
       b.fc_packed = packedSlices(b.fc);

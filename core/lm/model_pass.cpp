@@ -270,7 +270,12 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
     });
     rows.clear();
     addKnownRows(layer + 1);
-    if (layer == keep_layer || layer == outputs_of) *kept = std::move(trace);
+    if (layer == keep_layer || layer == outputs_of) {
+      *kept = std::move(trace);
+      // The views read its weights (a layer of outputs alone was streamed: it has none yet).
+      if (kept->parameters == nullptr)
+        kept->parameters = model->blocks[static_cast<std::size_t>(layer)].attention.weights(model->attention_config);
+    }
   };
   addKnownRows(0);
   try {
@@ -342,11 +347,11 @@ Workspace layerWorkspace(const ModelPass& pass, int layer, std::vector<std::stri
   ws.tokens = std::move(tokens);
   ws.embeddings = pass.forward.attention_inputs[static_cast<std::size_t>(layer)];
   ws.model = m.attention_config;
-  ws.model.parameters = weights != nullptr
-                            ? std::move(weights)
-                            : std::make_shared<const ParameterValues>(
-                                  stateDict(m.attention_config,
-                                            *m.blocks[static_cast<std::size_t>(layer)].attention.parameters));
+  ws.model.parameters = weights != nullptr ? std::move(weights)
+                                           : std::make_shared<const ParameterValues>(
+                                                 stateDict(m.attention_config,
+                                                           *m.blocks[static_cast<std::size_t>(layer)].attention.weights(
+                                                               m.attention_config)));
   return ws;
 }
 

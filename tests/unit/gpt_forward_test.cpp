@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <random>
@@ -272,6 +273,54 @@ TEST(ModelPass, KeepsWhatTheForwardComputed) {
 // (row-major projections) and 32 (head-major), on one thread and two, and chained from one edit
 // to the next; past 64 tokens (to 300) with every row's attention computed again. Rows it may not reuse
 // (another kept layer) are all computed.
+// A trained model's attention weights are held once, packed; a layer a view shows unpacks them:
+// the file's values, bit for bit, one set while anything holds it, and none for a layer streamed.
+TEST(GptModel, HoldsItsAttentionPackedAloneAndShowsTheFilesWeights) {
+  MemoryTensors file = bookModel(53, 120, 64, 3, 29);
+  GptLoadOptions options;
+  options.num_heads = 4;
+  const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
+  const ModelConfig& config = model->attention_config;
+  const auto same = [&](const Matrix& m, const std::string& name) {
+    const std::vector<float>& want = file.values(name);
+    return static_cast<std::size_t>(m.size()) == want.size() &&
+           std::memcmp(m.data(), want.data(), want.size() * sizeof(float)) == 0;
+  };
+  for (int l = 0; l < 3; ++l) {
+    const GivenModule& a = model->blocks[static_cast<std::size_t>(l)].attention;
+    EXPECT_EQ(a.parameters, nullptr) << "held twice";
+    const std::shared_ptr<const Parameters> w = a.weights(config);
+    EXPECT_EQ(a.weights(config), w) << "unpacked again while held";
+    const std::string p = "trf_blocks." + std::to_string(l) + ".att.";
+    const Linear* layers[] = {&w->query.at(0), &w->key.at(0), &w->value.at(0), &w->out_proj};
+    const char* names[] = {"W_query", "W_key", "W_value", "out_proj"};
+    for (int k = 0; k < 4; ++k) {
+      EXPECT_TRUE(same(layers[k]->weight, p + names[k] + ".weight")) << l << " " << names[k];
+      EXPECT_TRUE(same(layers[k]->bias, p + names[k] + ".bias")) << l << " " << names[k];
+    }
+  }
+  // A pass keeping layer 1: its trace holds layer 1's weights, as layerTrace's does layer 2's; the
+  // layers streamed hold none.
+  const std::vector<int> ids = someIds(40, 53, 3);
+  Trace kept;
+  const auto pass = runModelPass(model, ids, onThreads(2), {}, 1, &kept);
+  EXPECT_EQ(kept.parameters, model->blocks[1].attention.weights(config));
+  const Trace two = layerTrace(*pass, 2, onThreads(2), {});
+  ASSERT_NE(two.parameters, nullptr);
+  EXPECT_TRUE(same(two.parameters->query.at(0).weight, "trf_blocks.2.att.W_query.weight"));
+  EXPECT_EQ(model->blocks[0].attention.weights(config).use_count(), 1) << "a streamed layer's weights unpacked";
+  // The same maps as from the module given in torch's layout beside its panels.
+  const std::shared_ptr<const Parameters> one = model->blocks[1].attention.weights(config);
+  const GivenModule unpacked{one, packModule(*one, config)};
+  const Trace again = computeTrace(pass->forward.attention_inputs[1], config, unpacked, onThreads(2));
+  for (int h = 0; h < 4; ++h)
+    EXPECT_TRUE(again.batches[0]
+                    .heads[static_cast<std::size_t>(h)]
+                    .weights.cwiseEqual(kept.batches[0].heads[static_cast<std::size_t>(h)].weights)
+                    .all())
+        << h;
+}
+
 TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
   for (int heads : {4, 2}) {
     MemoryTensors file = bookModel(53, 320, 64, 3, 29);  // past 128 and 256: the key tiles', the MLP's row blocks

@@ -90,6 +90,37 @@ TEST(PackedLinear, MatchesDoubleLoopsAndTheScalarDefinitionToTheBit) {
     }
 }
 
+// A trained model's attention is held packed alone and unpacked for the views
+// (PackedModule::unpacked): the weights and bias as they were packed, bit for bit, whatever the
+// strides, the panels' padding and the slices.
+TEST(PackedLinear, UnpacksTheWeightsItPackedToTheBit) {
+  std::mt19937 g(23);
+  for (const Case& c : cases()) {
+    if (c.m != 1) continue;
+    Operands o(c, 2, g);
+    const PackedLinear packed = o.packed();
+    const int ld = c.in + 3;
+    std::vector<float> w(static_cast<std::size_t>(c.out) * ld, 7.0f), b(static_cast<std::size_t>(c.out) + 1, 7.0f);
+    packed.unpack(w.data(), ld, c.bias ? b.data() : nullptr);
+    for (int r = 0; r < c.out; ++r) {
+      for (int i = 0; i < c.in; ++i)
+        ASSERT_EQ(bitsOf(w[static_cast<std::size_t>(r) * ld + i]), bitsOf(o.w.at(r, i))) << where(Isa::Scalar, c, 2);
+      for (int i = c.in; i < ld; ++i) ASSERT_EQ(w[static_cast<std::size_t>(r) * ld + i], 7.0f) << "past a row";
+      if (c.bias) {
+        ASSERT_EQ(bitsOf(b[static_cast<std::size_t>(r)]), bitsOf(o.bias[static_cast<std::size_t>(r)]));
+      }
+    }
+    EXPECT_EQ(b.back(), 7.0f) << "past the bias";
+    // In slices of whole panels: the same.
+    const SlicedLinear sliced = packSliced(o.w.data(), c.out, c.in, o.w.ld, o.bias.empty() ? nullptr : o.bias.data(),
+                                           PackedLinear::kPanel);
+    std::vector<float> again(w.size(), 7.0f), again_b(b.size(), 7.0f);
+    sliced.unpack(again.data(), ld, c.bias ? again_b.data() : nullptr);
+    EXPECT_EQ(std::memcmp(again.data(), w.data(), w.size() * sizeof(float)), 0) << where(Isa::Scalar, c, 2);
+    EXPECT_EQ(std::memcmp(again_b.data(), b.data(), b.size() * sizeof(float)), 0);
+  }
+}
+
 TEST(PackedLinear, ARowsResultDoesNotDependOnTheRowsBesideIt) {
   std::mt19937 g(5);
   const Case c{25, 70, 33, true};
