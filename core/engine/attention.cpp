@@ -174,19 +174,15 @@ Trace computeTraceOn(const std::vector<const Matrix*>& inputs, const ModelConfig
   }
   const int projections = w.shared_projection ? 1 : B;
   const int width = 3 * m.d_out;
-  if (hasProjections(m.variant)) qkv.resize(static_cast<std::size_t>(projections) * G * T * width);
   const int q = request.first_row;
+  const KeptProjections* e = request.earlier;
   if (q != 0) {
-    // The rows an earlier pass computed: the one projection's [Q | K | V] block of theirs copied in
-    // this pass's layout (head-major blocks lie T · w floats apart, T being each pass's own).
     std::string why;
-    const KeptProjections* e = request.earlier;
     if (q < 0 || q >= T)
       why = "it is not one of the " + std::to_string(T) + " rows";
     else if (!fused || !hasProjections(m.variant) || !w.shared_projection || G != 1 || t.dropout_active)
       why = "only the fast path's pass of one projection without dropout starts after row 0";
-    else if (e == nullptr || e->tokens < q || e->width != width || e->head_major != w.head_major ||
-             e->qkv.size() != static_cast<std::size_t>(e->tokens) * width)
+    else if (e == nullptr || !e->holds(q, width) || e->head_major != w.head_major)
       why = "no earlier pass's projections of those rows in this layout";
     for (int b = 0; b < B && why.empty(); ++b)
       for (int h = 0; h < H && why.empty(); ++h)
@@ -194,6 +190,32 @@ Trace computeTraceOn(const std::vector<const Matrix*>& inputs, const ModelConfig
     if (why.empty() && request.weights_before_first_row && !request.weight_rows)
       why = "the earlier rows' weights go to weight_rows, which is not set";
     if (!why.empty()) throw InputError("first_row " + std::to_string(q) + ": " + why);
+  }
+  // The pass's [Q | K | V] block: an earlier pass's taken over (TraceRequest::reuse), its first
+  // rows kept in place; else the calling thread's own, with room for a few more rows when it is
+  // kept (a text typed at its end grows a token at a time).
+  const bool keeps_block = request.keep_projections != nullptr && hasProjections(m.variant) && projections * G == 1;
+  KeptProjections* reuse = keeps_block ? request.reuse : nullptr;
+  int kept_rows = 0;  // rows of `reuse` kept (the same inputs' projections)
+  if (reuse != nullptr && reuse->holds(0, width) && reuse->head_major == w.head_major)
+    kept_rows = std::clamp(std::min(reuse->rows, request.reuse_rows), 0, T);
+  if (q != 0 && reuse != nullptr && e == reuse && kept_rows < q)
+    throw InputError("first_row " + std::to_string(q) + ": reuse_rows keeps " + std::to_string(kept_rows) +
+                     " rows of the earlier projections");
+  if (reuse != nullptr) {
+    qkv.clear();
+    qkv.swap(reuse->qkv);
+    pass::layOutRows(qkv, reuse->tokens, T, kept_rows, width, t.head_width, w.head_major);
+    *reuse = KeptProjections();
+  } else if (hasProjections(m.variant)) {
+    const std::size_t block = static_cast<std::size_t>(projections) * G * T * width;
+    if (keeps_block) qkv.reserve(pass::roomyBlock(T, width));
+    qkv.resize(block);
+  }
+  // The rows an earlier pass computed, where they are not in place already: the one projection's
+  // [Q | K | V] block of theirs copied in this pass's layout (head-major blocks lie T · w floats
+  // apart, T being each pass's own).
+  if (q != 0 && !(reuse != nullptr && e == reuse)) {
     if (w.head_major) {
       for (int c = 0; c < width / hw; ++c)
         std::copy_n(e->qkv.data() + static_cast<std::size_t>(c) * e->tokens * hw, static_cast<std::size_t>(q) * hw,
@@ -204,15 +226,26 @@ Trace computeTraceOn(const std::vector<const Matrix*>& inputs, const ModelConfig
   }
 
   // The draws, the projections, the attention and the outputs, on exec's threads; the fast path's
-  // key tiles packed once for the pass, in the calling thread's memory (as qkv).
+  // key tiles packed once for the pass, in the calling thread's memory (as qkv). A block taken over
+  // goes back where it came from if the pass does not complete, its rows kept still there.
   thread_local pass::PackedKeyTiles key_tiles;
-  if (fused) pass::prepareKeyTiles(w, key_tiles);
-  pass::runPass(w, plan, exec, request, heads);
-
-  if (w.overflow) throwOverflow();
-  if (request.keep_projections != nullptr && hasProjections(m.variant) && projections * G == 1) {
+  try {
+    if (fused) pass::prepareKeyTiles(w, key_tiles);
+    pass::runPass(w, plan, exec, request, heads);
+    if (w.overflow) throwOverflow();
+  } catch (...) {
+    if (reuse != nullptr) {
+      reuse->qkv.swap(qkv);
+      reuse->tokens = T;
+      reuse->rows = kept_rows;
+      reuse->width = width;
+      reuse->head_major = w.head_major;
+    }
+    throw;
+  }
+  if (keeps_block) {
     KeptProjections& k = *request.keep_projections;
-    k.tokens = T;
+    k.tokens = k.rows = T;
     k.width = width;
     k.head_major = w.head_major;
     // The pass's own block (exactly T · width here), not a copy: GPT-2 small's 66 MB a pass at 600

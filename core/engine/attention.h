@@ -51,9 +51,16 @@ struct WeightRows {
 // attention makes those rows' numbers the same (lm/gpt_forward.h).
 struct KeptProjections {
   int tokens = 0;           // T of the pass that kept them
+  int rows = 0;             // rows [0, rows) are the kept pass's: T, or fewer where another pass's
+                            // rows after them were written over them (lm/model_pass.cpp's runModelPass)
   int width = 0;            // 3·d_out
   bool head_major = false;  // their layout (attention_pass.h's Work)
   FloatBuffer qkv;          // T × 3·d_out: the pass's own block, handed over
+
+  bool holds(int first_rows, int of_width) const {
+    return first_rows <= rows && rows <= tokens && width == of_width &&
+           qkv.size() == static_cast<std::size_t>(tokens) * static_cast<std::size_t>(width);
+  }
 };
 
 // Which intermediates to keep. Outputs of every batch element are always kept; large configs
@@ -87,6 +94,13 @@ struct TraceRequest {
   // regroups, needs every row's weights; their projections, out_proj and MLP it can take as they were.
   bool weights_before_first_row = false;
   KeptProjections* keep_projections = nullptr;  // set: the pass's projections are moved here
+  // With keep_projections: an earlier pass's block to take over as this pass's own (it may be
+  // `earlier`), so that no second block is allocated (GPT-2 small at 1024 tokens: 9.4 MB a layer,
+  // and fresh pages cost more than the rows). Its first `reuse_rows` rows — the same inputs', so
+  // the same numbers — are laid out anew in place and kept; the rest this pass writes. Left empty;
+  // if the pass throws, it holds the block again, in this pass's layout, `rows` those kept.
+  KeptProjections* reuse = nullptr;
+  int reuse_rows = 0;
   bool keeps(int b) const;
   bool keepsHead(int b, int h) const;
   // Only these elements keep their intermediates (every head of them).

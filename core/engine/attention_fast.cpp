@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -177,6 +178,41 @@ std::shared_ptr<const PackedModule> packedWeights(const std::shared_ptr<const Pa
   std::shared_ptr<const PackedModule> packed = packModule(*p, m);
   recent.insert(p, packed, parameterBytes(*p));  // the panels hold about what they pack
   return packed;
+}
+
+std::size_t roomyBlock(int tokens, int width) {
+  return static_cast<std::size_t>((tokens + 127) / 64 * 64) * static_cast<std::size_t>(width);
+}
+
+void layOutRows(FloatBuffer& qkv, int from, int to, int rows, int width, int hw, bool head_major) {
+  const std::size_t need = static_cast<std::size_t>(to) * width;
+  const int blocks = head_major ? width / hw : 1;
+  // Block c's rows [0, rows) at c · tokens · hw in a layout of `tokens` (one block of whole rows
+  // when not head-major: the same place whatever the tokens).
+  const std::size_t run = static_cast<std::size_t>(rows) * (head_major ? hw : width);
+  const auto at = [&](int c, int tokens) { return static_cast<std::size_t>(c) * tokens * hw; };
+  if (qkv.capacity() < need || qkv.size() < at(blocks - 1, from) + run) {  // a block too small (or none)
+    FloatBuffer roomy;
+    roomy.reserve(roomyBlock(to, width));
+    roomy.resize(need);
+    if (rows > 0)
+      for (int c = 0; c < blocks; ++c)
+        std::copy_n(qkv.data() + (head_major ? at(c, from) : 0), run, roomy.data() + (head_major ? at(c, to) : 0));
+    qkv.swap(roomy);
+    return;
+  }
+  if (!head_major || from == to || rows == 0) {
+    qkv.resize(need);
+    return;
+  }
+  // Growing, the last block moves first; shrinking, the first: no block is written over before it moved.
+  if (to > from) {
+    qkv.resize(need);
+    for (int c = blocks - 1; c > 0; --c) std::memmove(qkv.data() + at(c, to), qkv.data() + at(c, from), run * 4);
+  } else {
+    for (int c = 1; c < blocks; ++c) std::memmove(qkv.data() + at(c, to), qkv.data() + at(c, from), run * 4);
+    qkv.resize(need);
+  }
 }
 
 // Projection of rows [r0, r0+n) of batch element b, group g: Q, K, V = X W_qᵀ, X W_kᵀ, X W_vᵀ, by
@@ -514,26 +550,19 @@ std::shared_ptr<const Parameters> PackedModule::unpacked(const ModelConfig& m) c
   std::lock_guard<std::mutex> lock(mutex_);
   if (std::shared_ptr<const Parameters> held = unpacked_.lock()) return held;
   auto p = std::make_shared<Parameters>();
-  const auto unpack = [](const SlicedLinear& s, Matrix& weight, RowVector& bias) {
-    weight.resize(s.outputs, s.slices.front().packed.inputs());
-    bias.resize(s.outputs);
-    s.unpack(weight.data(), static_cast<int>(weight.cols()), bias.data());
+  // Rows [o0, o0 + rows) of a layer, as a Linear of its own.
+  const auto unpack = [](const SlicedLinear& s, int o0, int rows, bool biased) {
+    Linear l{Matrix(rows, s.slices.front().packed.inputs()), biased ? RowVector(rows) : RowVector()};
+    s.unpack(o0, o0 + rows, l.weight.data(), static_cast<int>(l.weight.cols()), biased ? l.bias.data() : nullptr);
+    return l;
   };
-  Matrix w;
-  RowVector b;
   for (const SlicedLinear& group : qkv) {  // [W_query; W_key; W_value] stacked (packStacked)
-    unpack(group, w, b);
     const int width = group.outputs / 3;
-    const auto part = [&](int k) {
-      return Linear{w.middleRows(k * width, width), m.qkv_bias ? RowVector(b.segment(k * width, width)) : RowVector()};
-    };
-    p->query.push_back(part(0));
-    p->key.push_back(part(1));
-    p->value.push_back(part(2));
+    p->query.push_back(unpack(group, 0, width, m.qkv_bias));
+    p->key.push_back(unpack(group, width, width, m.qkv_bias));
+    p->value.push_back(unpack(group, 2 * width, width, m.qkv_bias));
   }
-  if (!out_proj.slices.empty()) {
-    unpack(out_proj, p->out_proj.weight, p->out_proj.bias);
-  }
+  if (!out_proj.slices.empty()) p->out_proj = unpack(out_proj, 0, out_proj.outputs, true);
   unpacked_ = p;
   return p;
 }

@@ -322,16 +322,23 @@ void PackedLinear::pack(const float* weight, int out, int in, int ldw, const flo
   if (bias != nullptr) std::copy(bias, bias + out, bias_.begin());
 }
 
-void PackedLinear::unpack(float* weight, int ldw, float* bias) const {
-  // Panel by panel, input by input: each panel's run of kPanel floats read once, in order.
-  for (int p = 0; p * kPanel < out_; ++p) {
-    const int outputs = std::min(kPanel, out_ - p * kPanel);
+void PackedLinear::unpack(int o0, int o1, float* weight, int ldw, float* bias) const {
+  // A panel's kPanel outputs × kRun inputs at a time: the panel's run read in cache, each output's
+  // row written a cache line at a time.
+  constexpr int kRun = 16;
+  for (int o = o0; o < o1;) {
+    const int p = o / kPanel, c0 = o % kPanel, c1 = std::min(kPanel, o1 - p * kPanel);
     const float* panel = panels_.data() + static_cast<std::size_t>(p) * in_ * kPanel;
-    float* rows = weight + static_cast<std::ptrdiff_t>(p) * kPanel * ldw;
-    for (int i = 0; i < in_; ++i)
-      for (int c = 0; c < outputs; ++c) rows[static_cast<std::ptrdiff_t>(c) * ldw + i] = panel[i * kPanel + c];
+    for (int i0 = 0; i0 < in_; i0 += kRun) {
+      const int i1 = std::min(in_, i0 + kRun);
+      for (int c = c0; c < c1; ++c) {
+        float* row = weight + static_cast<std::ptrdiff_t>(p * kPanel + c - o0) * ldw;
+        for (int i = i0; i < i1; ++i) row[i] = panel[static_cast<std::size_t>(i) * kPanel + c];
+      }
+    }
+    o = p * kPanel + c1;
   }
-  if (bias != nullptr) std::copy_n(bias_.data(), out_, bias);
+  if (bias != nullptr) std::copy(bias_.data() + o0, bias_.data() + o1, bias);
 }
 
 bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa isa, int output_limit,

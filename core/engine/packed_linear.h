@@ -12,6 +12,7 @@
 // whatever the row's place in a block, the thread or the ISA. The scalar loop is the readable
 // definition the SIMD versions are tested against (unit.packed_linear.PackedLinear).
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -44,9 +45,9 @@ class PackedLinear {
 
   int outputs() const { return out_; }
   int inputs() const { return in_; }
-  // The weight and bias as pack() took them, the same bits: weight out × in (row stride ldw); bias
-  // `out` floats, or null.
-  void unpack(float* weight, int ldw, float* bias) const;
+  // Outputs [o0, o1) of the weight and bias as pack() took them, the same bits: weight
+  // (o1 − o0) × in (row stride ldw); bias o1 − o0 floats, or null.
+  void unpack(int o0, int o1, float* weight, int ldw, float* bias) const;
 
   // Y = X·Wᵀ + b for m rows. X: m × in (row stride ldx), Y: m × out (ldy). Returns whether every
   // output computed is finite. `isa`: Auto is the one the fused attention's kernels use
@@ -89,11 +90,17 @@ struct SlicedLinear {
   int outputs = 0;
 
   int count() const { return static_cast<int>(slices.size()); }
-  // The whole layer as it was packed (PackedLinear::unpack): weight outputs × in, bias or null.
-  void unpack(float* weight, int ldw, float* bias) const {
-    for (const Slice& slice : slices)
-      slice.packed.unpack(weight + static_cast<std::ptrdiff_t>(slice.first_output) * ldw, ldw,
-                          bias != nullptr ? bias + slice.first_output : nullptr);
+  // Outputs [o0, o1) of the layer as it was packed (PackedLinear::unpack): weight (o1 − o0) × in,
+  // bias o1 − o0 floats or null.
+  void unpack(int o0, int o1, float* weight, int ldw, float* bias) const {
+    for (const Slice& slice : slices) {
+      const int first = std::max(o0, slice.first_output);
+      const int end = std::min(o1, slice.first_output + slice.packed.outputs());
+      if (first >= end) continue;
+      slice.packed.unpack(first - slice.first_output, end - slice.first_output,
+                          weight + static_cast<std::ptrdiff_t>(first - o0) * ldw, ldw,
+                          bias != nullptr ? bias + (first - o0) : nullptr);
+    }
   }
   // Slice s's columns of Y = X·Wᵀ + b for m rows, as PackedLinear::apply (Y is the whole layer's
   // output; `blocks` as there, every slice starting at a multiple of blocks.cols).

@@ -246,8 +246,13 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
       traced.earlier = &(*earlier)[static_cast<std::size_t>(layer)];
       traced.weights_before_first_row = request.whole_attention && request.weight_rows != nullptr;
     }
-    if (kept != nullptr && !kept->projections.empty())
+    if (kept != nullptr && !kept->projections.empty()) {
       traced.keep_projections = &kept->projections[static_cast<std::size_t>(layer)];
+      if (q > 0 && request.prefix_projections != nullptr && projected) {  // no second block
+        traced.reuse = &(*request.prefix_projections)[static_cast<std::size_t>(layer)];
+        traced.reuse_rows = q;
+      }
+    }
     Trace trace;
     try {
       trace = computeTrace(a, model.attention_config, b.attention, exec, traced, limits);

@@ -69,8 +69,11 @@ struct GptRequest {
   // same bits as a pass of every row.
   bool whole_attention = false;
   // With a prefix: its projections, when the caller holds them apart from it (runModelPass takes
-  // them over from the pass before); null: prefix->projections.
-  const std::vector<KeptProjections>* prefix_projections = nullptr;
+  // them over from the pass before); null: prefix->projections. With keep_projections, each
+  // layer's block becomes this pass's own for that layer (TraceRequest::reuse: its rows before
+  // prefix_rows kept in place), leaving it empty; if the pass throws, the layer it was computing
+  // holds its block again, rows = prefix_rows, and those done have theirs in keep_prefix.
+  std::vector<KeptProjections>* prefix_projections = nullptr;
   // With a prefix: a layer computed whole all the same — every row's projections, attention and
   // outputs (its on_layer trace whole: a caller keeps its outputs). -1: none.
   int whole_layer = -1;

@@ -200,18 +200,30 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   // A short text keeps its rows' thumbnail rows and scores, which a later pass over a text that
   // begins the same reuses; a long one would hold a thumbnail row of several text rows, which the
   // next text's length regroups. Every text keeps its projections within kKeptProjectionBytes
-  // (GPT-2 small to 606 tokens: 66 MB at 600), so that a later pass attends the rows it reuses
-  // without projecting them again.
+  // (GPT-2 small's 1024 tokens: 113 MB), so that a later pass attends the rows it reuses without
+  // projecting them again.
   const bool keeps_rows = T <= kThumbnailCells && exec.fused;
   if (keeps_rows) pass->score_rows.resize(static_cast<std::size_t>(c.layers) * H * T);
   const bool keeps_projections = exec.fused && 3.0 * c.d_model * T * c.layers * sizeof(float) <=
                                                    static_cast<double>(kKeptProjectionBytes);
   PrefixReuse reuse = previous != nullptr && exec.fused ? reusablePrefix(*previous, *model, ids, keep_layer)
                                                         : PrefixReuse();
-  // The previous pass's projections, taken over (a pass that reuses no rows leaves them).
+  // The previous pass's projections, taken over: each layer's block becomes this pass's own, its
+  // rows before q kept in place (GptRequest::prefix_projections), so that two sets are never held
+  // (GPT-2 small at 1024 tokens: 113 MB each). A pass that reuses no row drops them for the same
+  // reason: they would serve only a later text that begins as the previous one did.
   std::vector<KeptProjections> handed;
-  if (reuse.rows > 0 && reuse.projections) handed = previous->takeProjections();
-  if (static_cast<int>(handed.size()) != c.layers && reuse.projections) {  // taken meanwhile: projected again
+  if (reuse.rows > 0 && reuse.projections)
+    handed = previous->takeProjections();
+  else if (previous != nullptr && reuse.rows == 0 && keeps_projections)
+    previous->takeProjections();
+  const auto holds = [&](const std::vector<KeptProjections>& set) {
+    const int width = 3 * model->attention_config.d_out;
+    return static_cast<int>(set.size()) == c.layers &&
+           std::all_of(set.begin(), set.end(), [&](const KeptProjections& k) { return k.holds(reuse.rows, width); });
+  };
+  if (reuse.projections && !holds(handed)) {  // taken meanwhile, or fewer rows: projected again
+    handed.clear();
     reuse.projections = false;
     reuse.whole_attention = true;
   }
@@ -270,6 +282,8 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
     });
     rows.clear();
     addKnownRows(layer + 1);
+    // The layer's projections are this pass's now: a block not taken over (a layer computed whole) goes.
+    if (!handed.empty() && keeps_projections) handed[static_cast<std::size_t>(layer)] = KeptProjections();
     if (layer == keep_layer || layer == outputs_of) {
       *kept = std::move(trace);
       // The views read its weights (a layer of outputs alone was streamed: it has none yet).
@@ -280,8 +294,15 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   addKnownRows(0);
   try {
     gptForward(*model, ids, request, exec, limits);
-  } catch (...) {  // cancelled or refused: the previous pass keeps its projections for the next one
-    if (!handed.empty()) previous->keepProjections(std::move(handed));
+  } catch (...) {
+    // Cancelled or refused: the previous pass keeps its projections for the next one. Those of the
+    // layers this pass had done are its own, whose first q rows are the previous pass's too.
+    for (std::size_t l = 0; l < handed.size(); ++l)
+      if (handed[l].qkv.size() == 0 && l < pass->forward.projections.size()) {
+        handed[l] = std::move(pass->forward.projections[l]);
+        handed[l].rows = std::min(handed[l].rows, q);
+      }
+    if (!handed.empty() && holds(handed)) previous->keepProjections(std::move(handed));
     throw;
   }
   pass->keepProjections(std::exchange(pass->forward.projections, {}));

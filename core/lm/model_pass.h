@@ -29,10 +29,10 @@ namespace attnscope {
 
 constexpr int kThumbnailCells = 64;  // S at most: a thumbnail is drawn some 60–120 px wide
 // A pass keeps its projections (L × T × 3d floats, which a later pass over a text that begins the
-// same attends again) up to this many bytes: GPT-2 small's up to 606 tokens, medium's up to 227.
-// GPT-2 small's 113 MB at 1024 tokens took the app's peak in the Heatmaps tab past its 1.3-GB
-// budget (1159 → 1334 MB), its layer's maps and their colours being held there too.
-constexpr std::size_t kKeptProjectionBytes = std::size_t{64} << 20;
+// same attends again) up to this many bytes: GPT-2 small's whole context (113 MB at 1024 tokens),
+// medium's up to 398 tokens. One set is held: a pass takes the one before over, block by block
+// (GptRequest::prefix_projections), or drops it when it reuses no row (docs/DESIGN.md §2.6).
+constexpr std::size_t kKeptProjectionBytes = std::size_t{112} << 20;
 
 struct HeadThumbnail {
   std::vector<float> cells;  // S × S, row-major: the largest weight of each block

@@ -101,7 +101,7 @@ TEST(PackedLinear, UnpacksTheWeightsItPackedToTheBit) {
     const PackedLinear packed = o.packed();
     const int ld = c.in + 3;
     std::vector<float> w(static_cast<std::size_t>(c.out) * ld, 7.0f), b(static_cast<std::size_t>(c.out) + 1, 7.0f);
-    packed.unpack(w.data(), ld, c.bias ? b.data() : nullptr);
+    packed.unpack(0, c.out, w.data(), ld, c.bias ? b.data() : nullptr);
     for (int r = 0; r < c.out; ++r) {
       for (int i = 0; i < c.in; ++i)
         ASSERT_EQ(bitsOf(w[static_cast<std::size_t>(r) * ld + i]), bitsOf(o.w.at(r, i))) << where(Isa::Scalar, c, 2);
@@ -115,9 +115,20 @@ TEST(PackedLinear, UnpacksTheWeightsItPackedToTheBit) {
     const SlicedLinear sliced = packSliced(o.w.data(), c.out, c.in, o.w.ld, o.bias.empty() ? nullptr : o.bias.data(),
                                            PackedLinear::kPanel);
     std::vector<float> again(w.size(), 7.0f), again_b(b.size(), 7.0f);
-    sliced.unpack(again.data(), ld, c.bias ? again_b.data() : nullptr);
+    sliced.unpack(0, c.out, again.data(), ld, c.bias ? again_b.data() : nullptr);
     EXPECT_EQ(std::memcmp(again.data(), w.data(), w.size() * sizeof(float)), 0) << where(Isa::Scalar, c, 2);
     EXPECT_EQ(std::memcmp(again_b.data(), b.data(), b.size() * sizeof(float)), 0);
+    // Any run of outputs: its rows alone.
+    for (int o0 = 0; o0 < c.out; o0 += 5) {
+      const int o1 = std::min(c.out, o0 + 37);
+      std::vector<float> part(static_cast<std::size_t>(o1 - o0) * ld, 7.0f), part_b(static_cast<std::size_t>(o1 - o0));
+      sliced.unpack(o0, o1, part.data(), ld, part_b.data());
+      EXPECT_EQ(std::memcmp(part.data(), w.data() + static_cast<std::size_t>(o0) * ld, part.size() * sizeof(float)), 0)
+          << where(Isa::Scalar, c, 2) << " outputs " << o0 << " … " << o1;
+      if (c.bias) {
+        EXPECT_EQ(std::memcmp(part_b.data(), b.data() + o0, part_b.size() * sizeof(float)), 0);
+      }
+    }
   }
 }
 
