@@ -1409,7 +1409,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     if (card.y + box.h > visible_top && card.y < visible_bottom) visible_heads_.push_back(h);
     if (!bt.heads[h].hasMaps()) {  // off screen when the edit was made: its maps follow shortly
       ImGui::SetCursorScreenPos(ImVec2(card.x, card.y + header));
-      ImGui::PushTextWrapPos(card.x + box.w);
+      ImGui::PushTextWrapPos(ImGui::GetCursorPosX() + box.w);  // in the window's coordinates
       drawMapsMissing(ctx, h);
       ImGui::PopTextWrapPos();
       continue;

@@ -386,12 +386,13 @@ void EngineWorker::loop() {
     if (stop_) return;
     EngineRequest job = std::move(*pending_);
     pending_.reset();
-    // A model job sent while its text's pass was computing (a token clicked, a layer chosen: the
-    // pass went on) takes that pass, not the older result on screen when it was sent: else the
-    // whole pass would run again.
+    // A model job names the result on screen when it was sent. One sent while a pass of the same
+    // model computed, or before its result was collected, takes that newer pass instead: a token
+    // clicked or a layer chosen meanwhile then needs no pass at all, and a text typed on reuses
+    // the newer pass's rows and holds one set of projections (the older pass gave them to it).
     if (const std::shared_ptr<const Snapshot> newest = newest_.lock();
         newest && job.model && !job.first_part && newest != job.model->previous && newest->model && job.model->model &&
-        newest->model->model == job.model->model && newest->model->ids == job.model->ids) {
+        newest->model->model == job.model->model) {
       job.model = withPrevious(*job.model, newest);
     }
     running_ = true;

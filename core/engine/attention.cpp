@@ -202,15 +202,20 @@ Trace computeTraceOn(const std::vector<const Matrix*>& inputs, const ModelConfig
   if (q != 0 && reuse != nullptr && e == reuse && kept_rows < q)
     throw InputError("first_row " + std::to_string(q) + ": reuse_rows keeps " + std::to_string(kept_rows) +
                      " rows of the earlier projections");
+  const std::size_t room = static_cast<std::size_t>(std::max(T, request.keep_room)) * width;
   if (reuse != nullptr) {
     qkv.clear();
     qkv.swap(reuse->qkv);
-    pass::layOutRows(qkv, reuse->tokens, T, kept_rows, width, t.head_width, w.head_major);
+    try {
+      pass::layOutRows(qkv, reuse->tokens, T, kept_rows, width, t.head_width, w.head_major, room);
+    } catch (...) {  // the block as it was, where it was
+      reuse->qkv.swap(qkv);
+      throw;
+    }
     *reuse = KeptProjections();
   } else if (hasProjections(m.variant)) {
-    const std::size_t block = static_cast<std::size_t>(projections) * G * T * width;
-    if (keeps_block) qkv.reserve(pass::roomyBlock(T, width));
-    qkv.resize(block);
+    if (keeps_block) qkv.reserve(room);
+    qkv.resize(static_cast<std::size_t>(projections) * G * T * width);
   }
   // The rows an earlier pass computed, where they are not in place already: the one projection's
   // [Q | K | V] block of theirs copied in this pass's layout (head-major blocks lie T · w floats

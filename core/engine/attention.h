@@ -101,6 +101,10 @@ struct TraceRequest {
   // if the pass throws, it holds the block again, in this pass's layout, `rows` those kept.
   KeptProjections* reuse = nullptr;
   int reuse_rows = 0;
+  // With keep_projections: the rows the kept block has room for (a text typed at its end grows a
+  // token at a time, in place); T when fewer. A block taken over with room for more than twice as
+  // many is given back to the allocator (a long text cut short).
+  int keep_room = 0;
   bool keeps(int b) const;
   bool keepsHead(int b, int h) const;
   // Only these elements keep their intermediates (every head of them).

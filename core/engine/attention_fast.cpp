@@ -180,20 +180,17 @@ std::shared_ptr<const PackedModule> packedWeights(const std::shared_ptr<const Pa
   return packed;
 }
 
-std::size_t roomyBlock(int tokens, int width) {
-  return static_cast<std::size_t>((tokens + 127) / 64 * 64) * static_cast<std::size_t>(width);
-}
-
-void layOutRows(FloatBuffer& qkv, int from, int to, int rows, int width, int hw, bool head_major) {
+void layOutRows(FloatBuffer& qkv, int from, int to, int rows, int width, int hw, bool head_major, std::size_t room) {
   const std::size_t need = static_cast<std::size_t>(to) * width;
+  room = std::max(room, need);
   const int blocks = head_major ? width / hw : 1;
   // Block c's rows [0, rows) at c · tokens · hw in a layout of `tokens` (one block of whole rows
   // when not head-major: the same place whatever the tokens).
   const std::size_t run = static_cast<std::size_t>(rows) * (head_major ? hw : width);
   const auto at = [&](int c, int tokens) { return static_cast<std::size_t>(c) * tokens * hw; };
-  if (qkv.capacity() < need || qkv.size() < at(blocks - 1, from) + run) {  // a block too small (or none)
+  if (qkv.capacity() < need || qkv.capacity() > 2 * room || qkv.size() < at(blocks - 1, from) + run) {
     FloatBuffer roomy;
-    roomy.reserve(roomyBlock(to, width));
+    roomy.reserve(room);
     roomy.resize(need);
     if (rows > 0)
       for (int c = 0; c < blocks; ++c)

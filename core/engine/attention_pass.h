@@ -121,11 +121,10 @@ void prepareKeyTiles(Work& w, PackedKeyTiles& tiles);
 
 // A [Q | K | V] block kept from pass to pass (TraceRequest::reuse): its first `rows` rows, laid
 // out for `from` tokens, moved in place to the layout for `to` (head-major: width ÷ hw blocks of
-// tokens × hw, each block's rows moving; else rows of `width`, which stay). A block too small
-// for `to` tokens is copied into one of roomyBlock's capacity. The other rows are left as they fall.
-void layOutRows(FloatBuffer& qkv, int from, int to, int rows, int width, int hw, bool head_major);
-// The floats a kept block of `tokens` rows reserves: room for 64 rows more, rounded up to 64.
-std::size_t roomyBlock(int tokens, int width);
+// tokens × hw, each block's rows moving; else rows of `width`, which stay). A block too small for
+// `to` tokens, or with more than twice `room` floats, is copied into one of `room` (≥ to · width).
+// The other rows are left as they fall. If it throws (bad_alloc), qkv is as it was.
+void layOutRows(FloatBuffer& qkv, int from, int to, int rows, int width, int hw, bool head_major, std::size_t room);
 
 // The steps (attention_fast.cpp). Rows [r0, r0+n) of batch element b; g a projection group, h a
 // head.

@@ -167,7 +167,14 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
   const std::vector<KeptProjections>* earlier = request.prefix_projections != nullptr ? request.prefix_projections
                                                 : prefix != nullptr                   ? &prefix->projections
                                                                                       : nullptr;
-  const bool projected = earlier != nullptr && static_cast<int>(earlier->size()) == c.layers;
+  const bool projected = prefix != nullptr && earlier != nullptr && static_cast<int>(earlier->size()) == c.layers &&
+                         std::all_of(earlier->begin(), earlier->end(),
+                                     [&](const KeptProjections& k) { return k.holds(q, 3 * d); });
+  // Blocks to take over as this pass's own (their prefix rows kept when they are the prefix's).
+  std::vector<KeptProjections>* taken = request.keep_projections && request.prefix_projections != nullptr &&
+                                                static_cast<int>(request.prefix_projections->size()) == c.layers
+                                            ? request.prefix_projections
+                                            : nullptr;
   if (prefix != nullptr) {
     const bool same = q >= 1 && q < T && q <= static_cast<int>(prefix->ids.size()) &&
                       std::equal(ids.begin(), ids.begin() + q, prefix->ids.begin()) &&
@@ -248,9 +255,10 @@ GptResult gptForward(const GptModel& model, const std::vector<int>& ids, const G
     }
     if (kept != nullptr && !kept->projections.empty()) {
       traced.keep_projections = &kept->projections[static_cast<std::size_t>(layer)];
-      if (q > 0 && request.prefix_projections != nullptr && projected) {  // no second block
-        traced.reuse = &(*request.prefix_projections)[static_cast<std::size_t>(layer)];
-        traced.reuse_rows = q;
+      traced.keep_room = request.keep_room;
+      if (taken != nullptr) {  // no second block
+        traced.reuse = &(*taken)[static_cast<std::size_t>(layer)];
+        traced.reuse_rows = projected ? q : 0;
       }
     }
     Trace trace;

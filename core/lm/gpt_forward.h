@@ -68,11 +68,13 @@ struct GptRequest {
   // TraceRequest::weights_before_first_row), else projected again from its attention inputs. The
   // same bits as a pass of every row.
   bool whole_attention = false;
-  // With a prefix: its projections, when the caller holds them apart from it (runModelPass takes
-  // them over from the pass before); null: prefix->projections. With keep_projections, each
-  // layer's block becomes this pass's own for that layer (TraceRequest::reuse: its rows before
-  // prefix_rows kept in place), leaving it empty; if the pass throws, the layer it was computing
-  // holds its block again, rows = prefix_rows, and those done have theirs in keep_prefix.
+  // An earlier pass's projections, one block a layer, when the caller holds them apart from a
+  // prefix (runModelPass takes them over from the pass before); null: prefix->projections. With a
+  // prefix whose rows before prefix_rows every block holds (KeptProjections::holds), those rows
+  // are the prefix's; else they serve as memory alone. With keep_projections each layer's block
+  // becomes this pass's own for that layer (TraceRequest::reuse: its prefix rows kept in place, no
+  // second set allocated), leaving it empty; if the pass throws, the layer it was computing holds
+  // its block again (rows: those kept), and the layers done have theirs in keep_prefix.
   std::vector<KeptProjections>* prefix_projections = nullptr;
   // With a prefix: a layer computed whole all the same — every row's projections, attention and
   // outputs (its on_layer trace whole: a caller keeps its outputs). -1: none.
@@ -81,6 +83,7 @@ struct GptRequest {
   // fast path (they are most of its memory, and only a prefix's pass reads them).
   GptPrefix* keep_prefix = nullptr;
   bool keep_projections = false;
+  int keep_room = 0;  // with keep_projections: the rows each kept block has room for (TraceRequest::keep_room)
   // Rows of the residual stream after the last block to finish (with the logit positions); empty:
   // every row. Nothing after the last block reads the others, so its MLP runs on these alone and
   // the others keep its input (GptPrefix::finished; gptLogits of the prefix finishes a row asked

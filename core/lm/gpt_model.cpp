@@ -11,6 +11,7 @@
 
 #include "engine/count_text.h"
 #include "engine/errors.h"
+#include "engine/gemm.h"
 #include "engine/tensor.h"
 #include "formats/file_reading.h"
 #include "formats/json_reading.h"
@@ -466,8 +467,10 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
       }
       names.ignore(p + ".att.mask");
     }
-    // Held packed alone: a view's layer unpacks its own (GivenModule::weights), bit for bit.
+    // Held packed alone: a view's layer unpacks its own (GivenModule::weights), bit for bit. (On
+    // another GEMM backend every pass multiplies them in torch's layout: kept so.)
     b.attention.packed = packModule(*params, a);
+    if (gemmBackend() != GemmBackend::Packed) b.attention.parameters = params;
     if (c.mlp) {
       b.fc_packed = packedSlices(b.fc);
       b.proj_packed = packedSlices(b.proj);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/errors.h"
+#include "engine/gemm.h"
 #include "engine/parameters.h"
 #include "engine/thread_team.h"
 #include "lm/gpt_forward.h"
@@ -208,22 +209,22 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
                                                    static_cast<double>(kKeptProjectionBytes);
   PrefixReuse reuse = previous != nullptr && exec.fused ? reusablePrefix(*previous, *model, ids, keep_layer)
                                                         : PrefixReuse();
-  // The previous pass's projections, taken over: each layer's block becomes this pass's own, its
-  // rows before q kept in place (GptRequest::prefix_projections), so that two sets are never held
-  // (GPT-2 small at 1024 tokens: 113 MB each). A pass that reuses no row drops them for the same
-  // reason: they would serve only a later text that begins as the previous one did.
+  // The previous pass's projections, taken over: each layer's block becomes this pass's own
+  // (GptRequest::prefix_projections), its rows before q kept in place when it holds them — else its
+  // memory alone: fresh pages cost more than the rows — so that two sets are never held (GPT-2
+  // small at 1024 tokens: 113 MB each).
   std::vector<KeptProjections> handed;
-  if (reuse.rows > 0 && reuse.projections)
+  if (previous != nullptr && (keeps_projections || (reuse.rows > 0 && reuse.projections)))
     handed = previous->takeProjections();
-  else if (previous != nullptr && reuse.rows == 0 && keeps_projections)
-    previous->takeProjections();
-  const auto holds = [&](const std::vector<KeptProjections>& set) {
-    const int width = 3 * model->attention_config.d_out;
+  const int width = 3 * model->attention_config.d_out;
+  // As the pass lays them out (computeTrace: head-major on the packed product, whole heads a panel).
+  const bool head_major = gemmBackend() == GemmBackend::Packed && (width / 3 / H) % PackedLinear::kPanel == 0;
+  const auto holds = [&](const std::vector<KeptProjections>& set, int rows) {
     return static_cast<int>(set.size()) == c.layers &&
-           std::all_of(set.begin(), set.end(), [&](const KeptProjections& k) { return k.holds(reuse.rows, width); });
+           std::all_of(set.begin(), set.end(),
+                       [&](const KeptProjections& k) { return k.holds(rows, width) && k.head_major == head_major; });
   };
-  if (reuse.projections && !holds(handed)) {  // taken meanwhile, or fewer rows: projected again
-    handed.clear();
+  if (reuse.projections && !holds(handed, reuse.rows)) {  // taken meanwhile, or fewer rows: projected again
     reuse.projections = false;
     reuse.whole_attention = true;
   }
@@ -252,14 +253,18 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   request.no_logits = true;
   request.keep_prefix = &pass->forward;
   request.keep_projections = keeps_projections;
+  // Room for 64 more rows (typing at the end grows in place), within the context and the cap.
+  request.keep_room = std::min(
+      {T + 64, c.context_length,
+       static_cast<int>(kKeptProjectionBytes / (static_cast<std::size_t>(width) * c.layers * sizeof(float)))});
   request.final_rows = final_rows;
   if (q > 0) {
     request.prefix = &previous->forward;
     request.prefix_rows = q;
     request.whole_attention = reuse.whole_attention;
     request.whole_layer = outputs_of;  // its outputs kept whole
-    request.prefix_projections = &handed;
   }
+  if (!handed.empty()) request.prefix_projections = &handed;
   // The layer asked for keeps its maps (every stage); the others stream their weights into `rows`.
   if (keep_layer >= 0)
     request.map_layers = {keep_layer};
@@ -282,8 +287,6 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
     });
     rows.clear();
     addKnownRows(layer + 1);
-    // The layer's projections are this pass's now: a block not taken over (a layer computed whole) goes.
-    if (!handed.empty() && keeps_projections) handed[static_cast<std::size_t>(layer)] = KeptProjections();
     if (layer == keep_layer || layer == outputs_of) {
       *kept = std::move(trace);
       // The views read its weights (a layer of outputs alone was streamed: it has none yet).
@@ -295,14 +298,16 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   try {
     gptForward(*model, ids, request, exec, limits);
   } catch (...) {
-    // Cancelled or refused: the previous pass keeps its projections for the next one. Those of the
-    // layers this pass had done are its own, whose first q rows are the previous pass's too.
+    // Cancelled or refused: the previous pass keeps its projections for the next one (a text typed
+    // faster than its passes). Those of the layers this pass had done are its own, whose first q
+    // rows are the previous pass's too (the same inputs); the layer it was computing holds its block
+    // again (computeTrace).
     for (std::size_t l = 0; l < handed.size(); ++l)
-      if (handed[l].qkv.size() == 0 && l < pass->forward.projections.size()) {
+      if (handed[l].qkv.empty() && l < pass->forward.projections.size()) {
         handed[l] = std::move(pass->forward.projections[l]);
         handed[l].rows = std::min(handed[l].rows, q);
       }
-    if (!handed.empty() && holds(handed)) previous->keepProjections(std::move(handed));
+    if (holds(handed, 0)) previous->keepProjections(std::move(handed));
     throw;
   }
   pass->keepProjections(std::exchange(pass->forward.projections, {}));

@@ -735,6 +735,49 @@ TEST_F(ControllerTest, ATokenClickedWhileItsTextComputesTakesThatPass) {
   EXPECT_EQ(edited->inputs->model.parameters, click->inputs->model.parameters) << "copied again";
 }
 
+// A text typed on while the worker's result for the last keystroke waits to be taken: the job
+// names the result on screen, two keystrokes old, whose projections the newer pass took over; it
+// runs on that newer pass instead, reusing its rows and projections (one set held, not two).
+TEST_F(ControllerTest, TypingOnRunsOnTheNewestPassNotTheOneOnScreen) {
+  const std::shared_ptr<const GptModel> model = tinyModel(path("m.safetensors"), 1024);
+  std::vector<int> ids(100);
+  for (int t = 0; t < 100; ++t) ids[t] = (t * 13 + t / 9) % 40;
+  EngineWorker worker;
+  const auto send = [&](std::shared_ptr<const Snapshot> previous) {
+    auto job = std::make_shared<ModelJob>();
+    job->model = model;
+    job->ids = ids;
+    job->tokens.assign(ids.size(), "t");
+    job->position = static_cast<int>(ids.size()) - 1;
+    job->version = 1;
+    job->previous = std::move(previous);
+    EngineRequest r;
+    r.model = std::move(job);
+    worker.request(std::move(r));
+  };
+  const auto next = [&] {
+    for (int i = 0; i < 60000; ++i)
+      if (auto r = worker.poll(std::chrono::milliseconds(1))) return r->snapshot;
+    return std::shared_ptr<const Snapshot>();
+  };
+  send(nullptr);
+  const std::shared_ptr<const Snapshot> on_screen = next();
+  ASSERT_TRUE(on_screen && on_screen->model);
+  ids.push_back(7);
+  send(on_screen);
+  for (int i = 0; i < 60000 && !worker.ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(worker.ready());
+  ids.push_back(9);
+  send(on_screen);  // sent before the frame took the keystroke's result
+  std::shared_ptr<const Snapshot> typed = next();  // that result, or (superseded) the next one's
+  if (typed && typed->model && typed->model->ids != ids) typed = next();
+  ASSERT_TRUE(typed && typed->model);
+  EXPECT_EQ(typed->model->ids, ids);
+  EXPECT_EQ(typed->model->reused_rows, 101) << "the rows of the pass before it";
+  EXPECT_TRUE(typed->model->reused_projections) << "projected again";
+  EXPECT_FALSE(on_screen->model->keepsProjections(model->config.layers));
+}
+
 // The app's side of it: in the Layers tab a long text's layer maps follow its thumbnails and next
 // tokens; a token clicked before they came still gets them; another tab gets the result whole.
 TEST_F(ControllerTest, ALongTextsLayerMapsFollowInTheLayersTabAlone) {

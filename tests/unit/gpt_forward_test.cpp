@@ -267,12 +267,6 @@ TEST(ModelPass, KeepsWhatTheForwardComputed) {
   }
 }
 
-// An edit after a text's first tokens (GptRequest::prefix): the pass that takes the rows before
-// the edit from the previous one gives the same bits as a pass of every row — thumbnails, scores,
-// each layer's attention input, the residual stream, the kept layer's trace — on heads of width 16
-// (row-major projections) and 32 (head-major), on one thread and two, and chained from one edit
-// to the next; past 64 tokens (to 300) with every row's attention computed again. Rows it may not reuse
-// (another kept layer) are all computed.
 // A trained model's attention weights are held once, packed; a layer a view shows unpacks them:
 // the file's values, bit for bit, one set while anything holds it, and none for a layer streamed.
 TEST(GptModel, HoldsItsAttentionPackedAloneAndShowsTheFilesWeights) {
@@ -321,6 +315,12 @@ TEST(GptModel, HoldsItsAttentionPackedAloneAndShowsTheFilesWeights) {
         << h;
 }
 
+// An edit after a text's first tokens (GptRequest::prefix): the pass that takes the rows before
+// the edit from the previous one gives the same bits as a pass of every row — thumbnails, scores,
+// each layer's attention input, the residual stream, the kept layer's trace — on heads of width 16
+// (row-major projections) and 32 (head-major), on one thread and two, and chained from one edit
+// to the next; past 64 tokens (to 300) with every row's attention computed again. Rows it may not reuse
+// (another kept layer) are all computed.
 TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
   for (int heads : {4, 2}) {
     MemoryTensors file = bookModel(53, 320, 64, 3, 29);  // past 128 and 256: the key tiles', the MLP's row blocks
@@ -438,15 +438,10 @@ TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
   }
 }
 
-// The next tokens asked for at some positions (GptRequest::final_rows): the last block's MLP runs
-// on those rows alone. Their residual stream and logits, the thumbnails and scores, are a pass of
-// every row's bits; another position's logits, asked for later, are finished then with the same
-// bits; a later pass over the same first tokens finishes a prefix row it is asked for, and one
-// that asks for every row finishes them all.
-// A pass that took the previous pass's projections lets each layer's go once it has copied their
-// rows, so the two sets are never held whole at once. Failing after some layers, it gives back its
-// own for those, whose rows before the first edited one are the previous pass's: a later pass
-// reuses them up to there, and projects again past it.
+// A pass takes the previous pass's projections over block by block, in place, so two sets are
+// never held. Failing after some layers, it gives back its own blocks for those, whose rows before
+// the first edited one are the previous pass's: a later pass reuses them up to there, and projects
+// again past it.
 TEST(ModelPass, APassThatFailsGivesBackTheRowsItTook) {
   MemoryTensors file = bookModel(53, 120, 64, 3, 41);
   // Token 52 leaves 2e38 in column 5 of the residual stream; block 1's attention adds 2e38 more:
@@ -497,6 +492,93 @@ TEST(ModelPass, APassThatFailsGivesBackTheRowsItTook) {
   same(80, false, "an edit after the failed one's");  // … but not its rows 70 … 79
 }
 
+// The engine's part (GptRequest::prefix_projections, TraceRequest::reuse): a pass over a longer
+// text, cancelled in layer 1, leaves layer 0's block in its own kept prefix and layer 1's back where
+// it came from, laid out for the new text with its first rows the previous pass's, bit for bit;
+// layer 2's untouched. Head-major blocks (2 heads of 32), a new length: every block moved.
+TEST(GptForward, ACancelledPassLeavesEachBlockWhereItCanBeUsed) {
+  MemoryTensors file = bookModel(53, 200, 64, 3, 47);
+  GptLoadOptions options;
+  options.num_heads = 2;
+  const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
+  const ExecutionOptions exec = onThreads(2);
+  const std::vector<int> before = someIds(100, 53, 5);
+  std::vector<int> after(before.begin(), before.begin() + 70);
+  for (int t = 0; t < 50; ++t) after.push_back((t * 7) % 53);  // 120 tokens, rows 0 … 69 the same
+  const auto passOver = [&](const std::vector<int>& ids, GptPrefix& prefix) {
+    GptRequest r;
+    r.keep_prefix = &prefix;
+    r.keep_projections = true;
+    r.no_maps = true;
+    gptForward(*model, ids, r, exec);
+  };
+  GptPrefix a, fresh;
+  passOver(before, a);
+  passOver(after, fresh);  // the blocks a pass of every row lays out for the new text
+  std::vector<KeptProjections> blocks = std::move(a.projections);
+  a.projections.clear();
+  ASSERT_EQ(blocks.size(), 3u);
+  EXPECT_TRUE(blocks[0].head_major) << "heads of 32: head-major blocks";
+  std::atomic<bool> stop{false};
+  ExecutionOptions cancelled = exec;
+  cancelled.cancel = &stop;
+  GptRequest r;
+  r.prefix = &a;
+  r.prefix_rows = 70;
+  r.whole_attention = true;  // as a long text's view does
+  r.prefix_projections = &blocks;
+  GptPrefix kept;
+  r.keep_prefix = &kept;
+  r.keep_projections = true;
+  r.keep_room = 200;
+  r.no_maps = true;
+  r.weight_rows = [&](int layer, const WeightRows&) {
+    if (layer == 1) stop = true;
+  };
+  EXPECT_THROW(gptForward(*model, after, r, cancelled), Cancelled);
+  const auto firstRows = [](const KeptProjections& k, const KeptProjections& want, int rows) {
+    // Head-major: width ÷ 32 blocks of tokens × 32.
+    for (int c = 0; c < k.width / 32; ++c)
+      if (std::memcmp(k.qkv.data() + static_cast<std::size_t>(c) * k.tokens * 32,
+                      want.qkv.data() + static_cast<std::size_t>(c) * want.tokens * 32,
+                      static_cast<std::size_t>(rows) * 32 * sizeof(float)) != 0)
+        return false;
+    return true;
+  };
+  EXPECT_TRUE(blocks[0].qkv.empty()) << "layer 0's block is the new pass's";
+  ASSERT_EQ(kept.projections.size(), 3u);
+  EXPECT_EQ(kept.projections[0].tokens, 120);
+  EXPECT_EQ(kept.projections[0].rows, 120);
+  EXPECT_TRUE(firstRows(kept.projections[0], fresh.projections[0], 120)) << "layer 0 as a pass of every row";
+  EXPECT_EQ(blocks[1].tokens, 120) << "layer 1's block back, in the new layout";
+  EXPECT_EQ(blocks[1].rows, 70);
+  EXPECT_TRUE(blocks[1].holds(70, 3 * 64));
+  EXPECT_GE(blocks[1].qkv.capacity(), static_cast<std::size_t>(200) * 3 * 64) << "its room";
+  EXPECT_TRUE(firstRows(blocks[1], fresh.projections[1], 70)) << "layer 1's first rows";
+  EXPECT_EQ(blocks[2].tokens, 100) << "layer 2's untouched";
+  EXPECT_EQ(blocks[2].rows, 100);
+  // The set given back serves a pass over the new text from row 70, with a fresh pass's bits.
+  GptRequest again = r;
+  again.prefix_projections = nullptr;
+  a.projections = std::move(blocks);
+  a.projections[0] = std::move(kept.projections[0]);
+  a.projections[0].rows = 70;
+  GptPrefix done;
+  again.keep_prefix = &done;
+  again.weight_rows = nullptr;
+  gptForward(*model, after, again, exec);
+  for (int l = 0; l < 3; ++l)
+    EXPECT_TRUE(
+        firstRows(done.projections[static_cast<std::size_t>(l)], fresh.projections[static_cast<std::size_t>(l)], 120))
+        << "layer " << l;
+  EXPECT_TRUE(done.final_x.cwiseEqual(fresh.final_x).all());
+}
+
+// The next tokens asked for at some positions (GptRequest::final_rows): the last block's MLP runs
+// on those rows alone. Their residual stream and logits, the thumbnails and scores, are a pass of
+// every row's bits; another position's logits, asked for later, are finished then with the same
+// bits; a later pass over the same first tokens finishes a prefix row it is asked for, and one
+// that asks for every row finishes them all.
 TEST(ModelPass, TheLastMlpRunsOnlyOnTheRowsWhoseNextTokensAreAskedFor) {
   const std::shared_ptr<const GptModel> model = fourHeadModel(37);
   for (int threads : {1, 2}) {
