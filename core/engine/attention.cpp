@@ -140,7 +140,7 @@ Trace computeTraceOn(const std::vector<const Matrix*>& inputs, const ModelConfig
     if (packed == nullptr || kept) t.parameters = given->weights(m);
   }
   w.packed = packed.get();
-  w.head_major = w.packed != nullptr && t.head_width % PackedLinear::kPanel == 0;
+  w.head_major = KeptProjections::headMajor(t.head_width, w.packed != nullptr);
   const bool share_elements = fused && exec.share_identical && !t.dropout_active && one_input;
 
   // Which elements are computed, and how; the rest copy `source`'s outputs.

@@ -57,6 +57,10 @@ struct KeptProjections {
   bool head_major = false;  // their layout (attention_pass.h's Work)
   FloatBuffer qkv;          // T × 3·d_out: the pass's own block, handed over
 
+  // Head-major (each head's rows together, T · w floats apart) where the packed product writes
+  // them, whole heads a panel wide; else rows of [Q | K | V].
+  static bool headMajor(int head_width, bool packed) { return packed && head_width % PackedLinear::kPanel == 0; }
+
   bool holds(int first_rows, int of_width) const {
     return first_rows <= rows && rows <= tokens && width == of_width &&
            qkv.size() == static_cast<std::size_t>(tokens) * static_cast<std::size_t>(width);

@@ -205,8 +205,10 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   // projecting them again.
   const bool keeps_rows = T <= kThumbnailCells && exec.fused;
   if (keeps_rows) pass->score_rows.resize(static_cast<std::size_t>(c.layers) * H * T);
-  const bool keeps_projections = exec.fused && 3.0 * c.d_model * T * c.layers * sizeof(float) <=
-                                                   static_cast<double>(kKeptProjectionBytes);
+  const int width = 3 * model->attention_config.d_out;
+  const int cap_rows = static_cast<int>(kKeptProjectionBytes /
+                                        (static_cast<std::size_t>(width) * c.layers * sizeof(float)));
+  const bool keeps_projections = exec.fused && T <= cap_rows;
   PrefixReuse reuse = previous != nullptr && exec.fused ? reusablePrefix(*previous, *model, ids, keep_layer)
                                                         : PrefixReuse();
   // The previous pass's projections, taken over: each layer's block becomes this pass's own
@@ -216,9 +218,8 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   std::vector<KeptProjections> handed;
   if (previous != nullptr && (keeps_projections || (reuse.rows > 0 && reuse.projections)))
     handed = previous->takeProjections();
-  const int width = 3 * model->attention_config.d_out;
-  // As the pass lays them out (computeTrace: head-major on the packed product, whole heads a panel).
-  const bool head_major = gemmBackend() == GemmBackend::Packed && (width / 3 / H) % PackedLinear::kPanel == 0;
+  // As this pass will lay them out: the trained model's attention runs on its packed panels.
+  const bool head_major = KeptProjections::headMajor(width / 3 / H, gemmBackend() == GemmBackend::Packed);
   const auto holds = [&](const std::vector<KeptProjections>& set, int rows) {
     return static_cast<int>(set.size()) == c.layers &&
            std::all_of(set.begin(), set.end(),
@@ -254,9 +255,7 @@ std::shared_ptr<const ModelPass> runModelPass(std::shared_ptr<const GptModel> mo
   request.keep_prefix = &pass->forward;
   request.keep_projections = keeps_projections;
   // Room for 64 more rows (typing at the end grows in place), within the context and the cap.
-  request.keep_room = std::min(
-      {T + 64, c.context_length,
-       static_cast<int>(kKeptProjectionBytes / (static_cast<std::size_t>(width) * c.layers * sizeof(float)))});
+  request.keep_room = std::min({T + 64, c.context_length, cap_rows});
   request.final_rows = final_rows;
   if (q > 0) {
     request.prefix = &previous->forward;

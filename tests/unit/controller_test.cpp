@@ -611,6 +611,33 @@ std::shared_ptr<const GptModel> tinyModel(const std::string& file, int context) 
   return loadGptModel(writeTinyModel(file, context), options);
 }
 
+// A model job as the controller sends it to the engine worker: `ids` labelled "t", the next
+// tokens at `position`, the result on screen `previous`.
+EngineRequest modelRequest(std::shared_ptr<const GptModel> model, const std::vector<int>& ids, int position,
+                           std::shared_ptr<const Snapshot> previous = nullptr, int layer = 0,
+                           bool thumbnails_first = false) {
+  auto job = std::make_shared<ModelJob>();
+  job->model = std::move(model);
+  job->ids = ids;
+  job->tokens.assign(ids.size(), "t");
+  job->layer = layer;
+  job->position = position;
+  job->version = 1;
+  job->thumbnails_first = thumbnails_first;
+  job->previous = std::move(previous);
+  EngineRequest r;
+  r.model = std::move(job);
+  return r;
+}
+
+// The worker's next result, as a frame polls for it (60 s at most).
+EngineResult nextResult(EngineWorker& w) {
+  for (int i = 0; i < 60000; ++i)
+    if (auto r = w.poll(std::chrono::milliseconds(1))) return *r;
+  ADD_FAILURE() << "no result within 60 s";
+  return EngineResult{};
+}
+
 // A long text's result in two parts (ModelJob::thumbnails_first), as the worker gives them: first
 // the thumbnails, the next tokens and the layer's outputs (KeptLayer::Outputs), its heads without
 // maps; its rest, the layer's maps, only once the first is taken (never replacing it unseen); a
@@ -619,25 +646,7 @@ TEST_F(ControllerTest, AModelsLayerMapsFollowItsThumbnailsOnceTheyAreTaken) {
   const std::shared_ptr<const GptModel> model = tinyModel(path("m.safetensors"), 1024);
   std::vector<int> ids(800);
   for (int t = 0; t < 800; ++t) ids[t] = (t * 7 + t / 40) % 40;
-  const auto request = [&](const std::vector<int>& text) {
-    auto job = std::make_shared<ModelJob>();
-    job->model = model;
-    job->ids = text;
-    job->tokens.assign(text.size(), "t");
-    job->layer = 1;
-    job->position = 5;
-    job->version = 1;
-    job->thumbnails_first = true;
-    EngineRequest r;
-    r.model = std::move(job);
-    return r;
-  };
-  const auto next = [](EngineWorker& w) {
-    for (int i = 0; i < 60000; ++i)
-      if (auto r = w.poll(std::chrono::milliseconds(1))) return *r;
-    ADD_FAILURE() << "no result within 60 s";
-    return EngineResult{};
-  };
+  const auto request = [&](const std::vector<int>& text) { return modelRequest(model, text, 5, nullptr, 1, true); };
   // Once a result waits, as long again as it took: a rest that were not held would be done by then.
   const auto waitsAWhile = [](EngineWorker& w) {
     const auto start = std::chrono::steady_clock::now();
@@ -648,7 +657,7 @@ TEST_F(ControllerTest, AModelsLayerMapsFollowItsThumbnailsOnceTheyAreTaken) {
   EngineWorker worker;
   worker.request(request(ids));
   waitsAWhile(worker);
-  const EngineResult a = next(worker);
+  const EngineResult a = nextResult(worker);
   ASSERT_TRUE(a.snapshot) << a.error;
   const Snapshot& first = *a.snapshot;
   EXPECT_FALSE(first.complete);
@@ -663,7 +672,7 @@ TEST_F(ControllerTest, AModelsLayerMapsFollowItsThumbnailsOnceTheyAreTaken) {
   for (const HeadTrace& h : first.shown().heads) EXPECT_FALSE(h.hasMaps());
   EXPECT_EQ(first.statisticsOf(0), nullptr);
   EXPECT_TRUE(worker.busy()) << "its rest is still to come";
-  const EngineResult b = next(worker);
+  const EngineResult b = nextResult(worker);
   ASSERT_TRUE(b.snapshot) << b.error;
   const Snapshot& second = *b.snapshot;
   EXPECT_TRUE(second.complete);
@@ -684,7 +693,7 @@ TEST_F(ControllerTest, AModelsLayerMapsFollowItsThumbnailsOnceTheyAreTaken) {
   ids[0] = (ids[0] + 1) % 40;
   worker.request(request(ids));
   std::vector<EngineResult> later;
-  while (worker.busy()) later.push_back(next(worker));
+  while (worker.busy()) later.push_back(nextResult(worker));
   ASSERT_FALSE(later.empty());
   EXPECT_EQ(later.back().snapshot->model->ids, ids);
   EXPECT_TRUE(later.back().snapshot->complete);
@@ -700,23 +709,11 @@ TEST_F(ControllerTest, ATokenClickedWhileItsTextComputesTakesThatPass) {
   std::vector<int> ids(600);
   for (int t = 0; t < 600; ++t) ids[t] = (t * 11 + t / 30) % 40;
   EngineWorker worker;
+  // Without `previous`: the text on screen was another.
   const auto send = [&](int position, std::shared_ptr<const Snapshot> previous = nullptr) {
-    auto job = std::make_shared<ModelJob>();
-    job->model = model;
-    job->ids = ids;
-    job->tokens.assign(ids.size(), "t");
-    job->position = position;
-    job->version = 1;
-    job->previous = std::move(previous);  // none: the text on screen was another
-    EngineRequest r;
-    r.model = std::move(job);
-    worker.request(std::move(r));
+    worker.request(modelRequest(model, ids, position, std::move(previous)));
   };
-  const auto next = [&] {
-    for (int i = 0; i < 60000; ++i)
-      if (auto r = worker.poll(std::chrono::milliseconds(1))) return r->snapshot;
-    return std::shared_ptr<const Snapshot>();
-  };
+  const auto next = [&] { return nextResult(worker).snapshot; };
   send(599);
   const std::shared_ptr<const Snapshot> text = next();
   ASSERT_TRUE(text && text->model);
@@ -744,22 +741,9 @@ TEST_F(ControllerTest, TypingOnRunsOnTheNewestPassNotTheOneOnScreen) {
   for (int t = 0; t < 100; ++t) ids[t] = (t * 13 + t / 9) % 40;
   EngineWorker worker;
   const auto send = [&](std::shared_ptr<const Snapshot> previous) {
-    auto job = std::make_shared<ModelJob>();
-    job->model = model;
-    job->ids = ids;
-    job->tokens.assign(ids.size(), "t");
-    job->position = static_cast<int>(ids.size()) - 1;
-    job->version = 1;
-    job->previous = std::move(previous);
-    EngineRequest r;
-    r.model = std::move(job);
-    worker.request(std::move(r));
+    worker.request(modelRequest(model, ids, static_cast<int>(ids.size()) - 1, std::move(previous)));
   };
-  const auto next = [&] {
-    for (int i = 0; i < 60000; ++i)
-      if (auto r = worker.poll(std::chrono::milliseconds(1))) return r->snapshot;
-    return std::shared_ptr<const Snapshot>();
-  };
+  const auto next = [&] { return nextResult(worker).snapshot; };
   send(nullptr);
   const std::shared_ptr<const Snapshot> on_screen = next();
   ASSERT_TRUE(on_screen && on_screen->model);

@@ -90,14 +90,16 @@ ExecutionOptions onThreads(int threads) {
   return exec;
 }
 
-// The book's GPTModel of 3 blocks, d = 64 in 4 heads, 53 tokens, 320 positions (past the
-// attention's 128-key tiles and the MLP's 128-row blocks), random weights from `seed`.
-std::shared_ptr<const GptModel> fourHeadModel(unsigned seed) {
-  MemoryTensors file = bookModel(53, 320, 64, 3, seed);
+// The model in `file`, its blocks' attention in `heads` heads.
+std::shared_ptr<const GptModel> modelOf(const MemoryTensors& file, int heads) {
   GptLoadOptions options;
-  options.num_heads = 4;
+  options.num_heads = heads;
   return gptModelFromTensors(file, "", options);
 }
+
+// The book's GPTModel of 3 blocks, d = 64 in 4 heads, 53 tokens, 320 positions (past the
+// attention's 128-key tiles and the MLP's 128-row blocks), random weights from `seed`.
+std::shared_ptr<const GptModel> fourHeadModel(unsigned seed) { return modelOf(bookModel(53, 320, 64, 3, seed), 4); }
 
 std::vector<int> someIds(int T, int V, unsigned seed) {
   std::mt19937 rng(seed);
@@ -133,9 +135,7 @@ TEST(GptForward, FastPathMatchesTheReference) {
   // width of 128 makes the MLP's hidden rows 512 floats, stored with a longer stride (aliasFreeStride).
   for (auto [d, heads] : {std::pair{64, 4}, std::pair{64, 2}, std::pair{128, 4}}) {
     MemoryTensors file = bookModel(61, 80, d, 2, 7);
-    GptLoadOptions options;
-    options.num_heads = heads;
-    const auto model = gptModelFromTensors(file, "", options);
+    const auto model = modelOf(file, heads);
     const std::vector<int> ids = someIds(75, 61, 3);
     ExecutionOptions reference;
     reference.fused = false;
@@ -155,9 +155,7 @@ TEST(GptForward, FastPathMatchesTheReference) {
 
 TEST(GptForward, TheSameBitsOnAnyNumberOfThreads) {
   MemoryTensors file = bookModel(50, 140, 64, 2, 11);
-  GptLoadOptions options;
-  options.num_heads = 2;
-  const auto model = gptModelFromTensors(file, "", options);
+  const auto model = modelOf(file, 2);
   const std::vector<int> ids = someIds(130, 50, 5);
   Matrix first;
   for (int threads : {1, 2, 3}) {
@@ -177,9 +175,7 @@ TEST(GptForward, TheSameBitsOnAnyNumberOfThreads) {
 // the thumbnails and scores.
 TEST(ModelPass, KeepsWhatTheForwardComputed) {
   MemoryTensors file = bookModel(53, 120, 64, 3, 17);
-  GptLoadOptions options;
-  options.num_heads = 4;
-  const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
+  const std::shared_ptr<const GptModel> model = modelOf(file, 4);
   const ExecutionOptions exec = onThreads(2);
   for (int T : {9, 100}) {  // thumbnails of the weights themselves, and of 64 × 64 blocks
     // Repeated tokens, so that the duplicate and induction scores are defined.
@@ -271,9 +267,7 @@ TEST(ModelPass, KeepsWhatTheForwardComputed) {
 // the file's values, bit for bit, one set while anything holds it, and none for a layer streamed.
 TEST(GptModel, HoldsItsAttentionPackedAloneAndShowsTheFilesWeights) {
   MemoryTensors file = bookModel(53, 120, 64, 3, 29);
-  GptLoadOptions options;
-  options.num_heads = 4;
-  const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
+  const std::shared_ptr<const GptModel> model = modelOf(file, 4);
   const ModelConfig& config = model->attention_config;
   const auto same = [&](const Matrix& m, const std::string& name) {
     const std::vector<float>& want = file.values(name);
@@ -324,9 +318,7 @@ TEST(GptModel, HoldsItsAttentionPackedAloneAndShowsTheFilesWeights) {
 TEST(ModelPass, AnEditRecomputesOnlyTheRowsAfterIt) {
   for (int heads : {4, 2}) {
     MemoryTensors file = bookModel(53, 320, 64, 3, 29);  // past 128 and 256: the key tiles', the MLP's row blocks
-    GptLoadOptions options;
-    options.num_heads = heads;
-    const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
+    const std::shared_ptr<const GptModel> model = modelOf(file, heads);
     for (int threads : {1, 2}) {
       const ExecutionOptions exec = onThreads(threads);
       const auto same = [&](const ModelPass& a, const ModelPass& b, const Trace& ta, const Trace& tb,
@@ -449,9 +441,7 @@ TEST(ModelPass, APassThatFailsGivesBackTheRowsItTook) {
   for (int c = 0; c < 64; ++c) file.values("tok_emb.weight")[52 * 64 + c] = 0.0f;
   file.values("tok_emb.weight")[52 * 64 + 5] = 2e38f;
   file.values("trf_blocks.1.att.out_proj.bias")[5] = 2e38f;
-  GptLoadOptions options;
-  options.num_heads = 4;
-  const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
+  const std::shared_ptr<const GptModel> model = modelOf(file, 4);
   const ExecutionOptions exec = onThreads(2);
   const std::vector<int> text = someIds(100, 52, 43);  // no token 52; past 64 rows: whole_attention
   // The pass over `text`, after a pass over it with token 52 at row 70 failed.
@@ -498,9 +488,7 @@ TEST(ModelPass, APassThatFailsGivesBackTheRowsItTook) {
 // layer 2's untouched. Head-major blocks (2 heads of 32), a new length: every block moved.
 TEST(GptForward, ACancelledPassLeavesEachBlockWhereItCanBeUsed) {
   MemoryTensors file = bookModel(53, 200, 64, 3, 47);
-  GptLoadOptions options;
-  options.num_heads = 2;
-  const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
+  const std::shared_ptr<const GptModel> model = modelOf(file, 2);
   const ExecutionOptions exec = onThreads(2);
   const std::vector<int> before = someIds(100, 53, 5);
   std::vector<int> after(before.begin(), before.begin() + 70);
@@ -716,9 +704,7 @@ TEST(ModelPass, ALayersMapsMayFollowItsOutputs) {
 // The engine's part of it (TraceRequest::first_row): refused where rows before it would be needed.
 TEST(GptForward, FirstRowNeedsAnEarlierPassAndNoKeptHead) {
   MemoryTensors file = bookModel(53, 120, 64, 1, 3);
-  GptLoadOptions options;
-  options.num_heads = 2;
-  const auto model = gptModelFromTensors(file, "", options);
+  const auto model = modelOf(file, 2);
   const Matrix x = Matrix::Random(10, 64);
   const GptBlock& b = model->blocks[0];
   KeptProjections kept;
@@ -818,9 +804,7 @@ TEST(GptForward, EveryRowsAttentionAgainWithOrWithoutTheKeptProjections) {
 // thumbnails and scores the model's pass gives, the same name being the same token.
 TEST(ModelPass, OfGivenMapsAsTheModelsOwn) {
   MemoryTensors file = bookModel(53, 120, 64, 3, 17);
-  GptLoadOptions options;
-  options.num_heads = 4;
-  const std::shared_ptr<const GptModel> model = gptModelFromTensors(file, "", options);
+  const std::shared_ptr<const GptModel> model = modelOf(file, 4);
   ExecutionOptions exec;
   const int T = 90;
   std::vector<int> ids = someIds(T, 53, 23);
