@@ -58,14 +58,15 @@ test-asan:
 # The parallel path's unit tests (the thread team, the fused kernel on 1–3 threads, cancelled and
 # dependent passes, a training step's batch in parts), the channel's server (a thread per
 # connection) and the controller (its engine worker's two-part results, the model reader, the
-# lesson checks) under ThreadSanitizer, in their own tree: any report fails them (halt_on_error).
-TSAN_TESTS := unit_execution_test unit_fused_test unit_training_parts_test unit_channel_server_test unit_controller_test
+# lesson checks) and the colouring thread of large maps under ThreadSanitizer, in their own tree: any
+# report fails them (halt_on_error).
+TSAN_TESTS := unit_execution_test unit_fused_test unit_training_parts_test unit_channel_server_test unit_controller_test unit_map_colouring_test
 test-tsan:
 	third_party/install-deps build app test
 	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DATTNSCOPE_TSAN=ON -DATTNSCOPE_APP=ON $(CMAKE_FLAGS)
 	cmake --build $(TSAN_BUILD) -j$(JOBS) --target $(TSAN_TESTS)
 	TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
-	  ctest --test-dir $(TSAN_BUILD) --output-on-failure -j$(JOBS) -R '^unit\.(execution|fused|training_parts|channel_server|controller)\.'
+	  ctest --test-dir $(TSAN_BUILD) --output-on-failure -j$(JOBS) -R '^unit\.(execution|fused|training_parts|channel_server|controller|map_colouring)\.'
 
 # libFuzzer targets (clang, ASan, UBSan) for workspaces, PNG workspaces, parse→trace, command
 # lists, imported embeddings, lessons and pasted text, each for FUZZ_SECONDS (default 60); fails on

@@ -89,7 +89,8 @@ class HeatmapGrid {
   std::pair<std::uint64_t, float> names_key_{};  // the result and font size names_w_ was measured for
   std::array<float, 2> names_w_{};               // the widest token name: as it is, and numbered (axisName)
   std::array<float, 3> label_cells_{};        // cell sides the compact, three- and four-decimal labels need
-  std::shared_ptr<const Snapshot> shown_;     // the result drawn last frame
+  std::uint64_t shown_serial_ = 0, shown_version_ = 0;  // the result drawn last frame (0: none) …
+  std::shared_ptr<const Snapshot> shown_small_;         // … held if its maps may be outlined against
   std::shared_ptr<const Snapshot> previous_;  // the one before an edit, while its changes are outlined
   double outline_from_ = 0;                   // when that edit's result came
   std::map<std::pair<int, int>, std::optional<std::vector<std::pair<int, int>>>>

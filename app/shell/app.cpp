@@ -293,6 +293,9 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     }
     ImGui::EndTabBar();
   }
+  // A view off screen holds nothing large: Compare's differences of two 1024-token results are
+  // ~100 MB (worked out again, once, when the tab is back).
+  if (shown_tab_ != "compare") compare_.reset();
   ImGui::End();
   if (statistics_h > 0)
     statistics_.draw(ctx, ImVec2(main_pos.x, main_pos.y + main_size.y), ImVec2(main_size.x, statistics_h));

@@ -1,21 +1,16 @@
 #include "widgets/heatmap_textures.h"
 
 #include <glad/gl.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
-#include <mutex>
-#include <thread>
 #include <unordered_map>
 #include <utility>
 
 #include "state/ui_wake.h"
 #include "widgets/heatmap.h"
+#include "widgets/map_colouring.h"
 #include "widgets/theme.h"
 
 namespace attnscope {
@@ -71,127 +66,6 @@ std::uint64_t textureKey(const HeatmapSpec& s) {
   return h | 1;  // never 0, which means "none"
 }
 
-// A map's colours over a region: one RGBA texel per `step` × `step` cells.
-struct Colouring {
-  std::string id;
-  std::uint64_t key;
-  TextureRegion region;
-  std::shared_ptr<const void> owner;  // keeps `values`' sources alive while a thread reads them
-  StageMap values;                    // read only while `owner` is held
-  ValueRange range;
-  Colormap colormap;
-  ColourScale scale;
-  ImU32 masked;
-  std::vector<std::uint32_t> pixels;  // the result, rows × cols texels
-  int rows = 0, cols = 0;
-};
-
-void colour(Colouring& c) {
-  const StageMap& m = c.values;
-  const TextureRegion& g = c.region;
-  const int step = g.step;
-  c.rows = (g.rows + step - 1) / step;
-  c.cols = (g.cols + step - 1) / step;
-  const auto& table = colormapTable(c.colormap);
-  std::array<std::uint32_t, 256> texel;
-  for (std::size_t k = 0; k < texel.size(); ++k) texel[k] = toImColor(table[k]);
-  c.pixels.assign(static_cast<std::size_t>(c.rows) * static_cast<std::size_t>(c.cols), 0);
-  // A row at a time: its values (derived stages computed here), their table indices, the colours;
-  // with step > 1 the colours of a block's cells summed and averaged (the masked colour included).
-  std::vector<float> row(static_cast<std::size_t>(m.cols()));
-  std::vector<std::uint8_t> index(row.size());
-  std::vector<std::uint32_t> sum(static_cast<std::size_t>(c.cols) * 3);
-  std::vector<std::uint32_t> count(static_cast<std::size_t>(c.cols));
-  for (int ti = 0; ti < c.rows; ++ti) {
-    std::fill(sum.begin(), sum.end(), 0u);
-    std::fill(count.begin(), count.end(), 0u);
-    for (int i = g.row0 + ti * step; i < std::min(g.row0 + (ti + 1) * step, g.row0 + g.rows); ++i) {
-      m.readRow(i, row.data());
-      rowIndices(row.data(), row.size(), c.range, c.scale, c.colormap == Colormap::Coolwarm, index.data());
-      for (int j = g.col0; j < g.col0 + g.cols; ++j) {
-        const float v = row[static_cast<std::size_t>(j)];
-        const std::uint32_t rgba = isMasked(v) || zeroOffLogScale(v, c.range, c.scale)
-                                       ? c.masked
-                                       : texel[index[static_cast<std::size_t>(j)]];
-        const std::size_t t = static_cast<std::size_t>((j - g.col0) / step);
-        sum[3 * t] += rgba & 0xFF;
-        sum[3 * t + 1] += (rgba >> 8) & 0xFF;
-        sum[3 * t + 2] += (rgba >> 16) & 0xFF;
-        ++count[t];
-      }
-    }
-    std::uint32_t* out = c.pixels.data() + static_cast<std::size_t>(ti) * static_cast<std::size_t>(c.cols);
-    for (int t = 0; t < c.cols; ++t) {
-      const std::uint32_t n = std::max(count[static_cast<std::size_t>(t)], 1u);
-      const std::size_t k = static_cast<std::size_t>(t);
-      out[t] = IM_COL32((sum[3 * k] + n / 2) / n, (sum[3 * k + 1] + n / 2) / n, (sum[3 * k + 2] + n / 2) / n, 255);
-    }
-  }
-}
-
-// Colours large maps on a thread of its own: a new GPT-2 snapshot is 72 maps of a million cells,
-// a third of a second of colouring that would otherwise freeze one frame. The UI thread uploads
-// the finished pixels (GL calls belong to it) and draws a placeholder until then.
-class Baker {
- public:
-  void submit(Colouring job) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
-    // A newer snapshot's colouring of the same map replaces a queued older one: the older would be
-    // coloured for nothing and would keep its snapshot (a GPT-2 trace: 260 MB) alive meanwhile.
-    for (Colouring& queued : jobs_)
-      if (queued.id == job.id) {
-        queued = std::move(job);
-        return;
-      }
-    jobs_.push_back(std::move(job));
-    wake_.notify_one();
-  }
-  std::vector<Colouring> finished() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return std::exchange(done_, {});
-  }
-  void stop() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-      jobs_.clear();
-      wake_.notify_one();
-    }
-    if (thread_.joinable()) thread_.join();
-    done_.clear();
-  }
-
- private:
-  void run() {
-    // Below the engine: with two cores, the result the user waits for comes first; the colours of
-    // a result already on its way out fill the gaps.
-    setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 10);
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      wake_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
-      if (stop_) return;
-      Colouring job = std::move(jobs_.front());
-      jobs_.pop_front();
-      lock.unlock();
-      colour(job);
-      job.values = StageMap();  // the snapshot may go once nothing else holds it: the pixels are ours
-      job.owner.reset();
-      lock.lock();
-      done_.push_back(std::move(job));
-      // The window may be asleep: it uploads and draws the maps when the queue is empty (a frame
-      // per map would cost more than the colouring; a software-rendered frame takes 25–45 ms).
-      if (jobs_.empty()) wakeUi();
-    }
-  }
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<Colouring> jobs_;
-  std::vector<Colouring> done_;
-  std::thread thread_;
-  bool stop_ = false;
-};
-
 constexpr Eigen::Index kBakeAsyncCells = 1 << 16;  // below this, colouring takes well under a millisecond
 
 void upload(CachedTexture& t, const Colouring& c) {
@@ -212,7 +86,7 @@ void upload(CachedTexture& t, const Colouring& c) {
 
 struct HeatmapTextures::Cache {
   std::unordered_map<std::string, CachedTexture> textures;  // by map id
-  Baker baker;
+  MapColouringThread baker;
 };
 
 HeatmapTextures::HeatmapTextures() : cache_(std::make_unique<Cache>()) {}
@@ -228,8 +102,9 @@ HeatmapTextures::Shown HeatmapTextures::texture(const HeatmapSpec& s, int r0, in
   // resolution the window wants (a whole map's texture, or a block region that still covers it).
   if (t.id != 0 && t.key == key && t.region.step == want.step && t.region.covers(r0, nr, c0, nc))
     return {t.id, t.region};
-  Colouring job{s.id, key, want, s.owner, s.values, s.look.range, s.look.colormap, s.look.scale, theme().masked_cell,
-                {},   0,   0};
+  Colouring job;
+  job.id = s.id, job.key = key, job.region = want, job.owner = s.owner, job.values = s.values;
+  job.range = s.look.range, job.colormap = s.look.colormap, job.scale = s.look.scale, job.masked = theme().masked_cell;
   const std::int64_t cells = static_cast<std::int64_t>(want.rows) * want.cols;
   if (!synchronous_ && s.owner && cells >= kBakeAsyncCells) {
     if (t.pending_key != key || !(t.pending_region == want)) {
@@ -250,8 +125,15 @@ void HeatmapTextures::endFrame() {
   for (Colouring& done : cache_->baker.finished()) {  // upload what the baker finished, if still wanted
     auto it = cache_->textures.find(done.id);
     // The colours and the region asked for last: a pan's earlier region, finished late, is dropped.
-    if (it != cache_->textures.end() && it->second.pending_key == done.key && it->second.pending_region == done.region)
-      upload(it->second, done);
+    if (it != cache_->textures.end() && it->second.pending_key == done.key &&
+        it->second.pending_region == done.region) {
+      if (!done.dropped) {
+        upload(it->second, done);
+      } else {  // its result went meanwhile: a view that still shows these colours asks again, next frame
+        it->second.pending_key = 0;
+        wakeUi();
+      }
+    }
   }
   for (auto it = cache_->textures.begin(); it != cache_->textures.end();) {
     if (frame_ - it->second.last_used > 120) {
