@@ -199,12 +199,15 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
     GptRequest request;
     request.no_maps = mode == "fused";
     request.final_rows = {T - 1};
+    Trace kept;
     const auto forward = [&] {
       if (mode != "view") {
         gptForward(model, ids, request, exec);
         return;
       }
-      Trace kept;
+      // The last pass's layer weights held meanwhile, as the app's result on screen holds them: the
+      // pass finds them unpacked (GivenModule::weights), not unpacked again.
+      const std::shared_ptr<const Parameters> on_screen = kept.parameters;
       const auto pass = runModelPass(shared, ids, exec, {}, 0, &kept, nullptr, {T - 1});
       gptLogits(model, pass->forward, {T - 1}, exec);
     };
@@ -255,6 +258,7 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
       std::vector<double> forward_ms;
       for (int i = 0; i < o.repeat; ++i) {
         edited[static_cast<std::size_t>(at)] = (ids[static_cast<std::size_t>(at)] + 1 + i % 2) % c.vocab_size;
+        const std::shared_ptr<const Parameters> on_screen = kept.parameters;  // as above
         forward_ms.push_back(millisecondsOf([&] {
           previous = runModelPass(shared, edited, exec, {}, 0, &kept, previous.get(), {T - 1});
           gptLogits(model, previous->forward, {T - 1}, exec);
