@@ -2,6 +2,8 @@
 
 #include <imgui.h>
 
+#include <string>
+
 #include "widgets/layout_dump.h"
 #include "widgets/theme.h"
 
@@ -21,15 +23,17 @@ void drawWaiting(const PanelContext& ctx) {
 }
 
 void drawMapsMissing(const PanelContext& ctx, int head) {
+  const std::string h = std::to_string(head + 1);
+  const std::string said = ctx.computing              ? "computing head " + h + "…"
+                           : ctx.engine_error.empty() ? "Head " + h + "'s maps were not computed."
+                                                      : "Head " + h + "'s maps were not computed: " + ctx.engine_error;
+  layout().state()["maps_missing"].push_back({{"head", head + 1}, {"said", said}});  // tests: what each view said
   if (ctx.computing) {
-    ImGui::TextDisabled("computing head %d…", head + 1);
+    ImGui::TextDisabled("%s", said.c_str());
     return;
   }
   ImGui::PushStyleColor(ImGuiCol_Text, theme().selection);
-  if (ctx.engine_error.empty())
-    ImGui::TextWrapped("Head %d's maps were not computed.", head + 1);
-  else
-    ImGui::TextWrapped("Head %d's maps were not computed: %s", head + 1, ctx.engine_error.c_str());
+  ImGui::TextWrapped("%s", said.c_str());
   ImGui::PopStyleColor();
   layout().widget("maps_not_computed");
 }

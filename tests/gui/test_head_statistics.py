@@ -12,6 +12,10 @@
   field is saved in the workspace's view; presentation hides it; back with `statistics true`.
 - GPT-2 small (T = 1024, 12 heads): every head's statistics arrive, the panel keeps to a quarter
   of the column and its rows scroll.
+- Maps that will not come: a result in two parts whose rest a refused edit drops (48 heads of 1000
+  tokens, then a score beyond float32): the first part's heads keep their statistics, every other
+  head's cell says "not computed", each heatmap card, the Inspector and the Pipeline of such a head
+  say "Head N's maps were not computed: <the engine's message>", none "computing".
 - Interactive (xdotool): a weights cell's tooltip ends with its row's entropy and largest weight,
   a dropped-weights cell's with the row sum after dropout; a bar's tooltip names its row; clicking a
   bar selects that token, clicking a head's name shows that head alone.
@@ -335,9 +339,48 @@ def main():
                     expect(want in text and "-" not in text, f"the score's tooltip {text!r} lacks {want!r}")
                     print(f"  score ({row}, {col}): {text.splitlines()[1]}")
 
+            def maps_that_will_not_come():
+                # A result in two parts (48 heads of 1000 tokens, two elements): the heads on screen
+                # first, the rest after. An edit the engine refuses (a score beyond float32) comes
+                # before the rest: the rest is dropped, and the first part stays on screen. Every
+                # view of a head without maps says why, none says "computing" for ever.
+                words = " ".join(f"w{i}" for i in range(1000))
+                setup = [{"do": "sentence", "text": words}, {"do": "d_in", "value": 96},
+                         {"do": "set", "field": "d_out", "value": 96}, {"do": "set", "field": "num_heads", "value": 48},
+                         {"do": "wait"}]
+                for attempt in range(3):  # the rest may come before the refused edit: again, with another seed
+                    edits = [{"do": "set", "field": "seed", "value": 7 + attempt},
+                             {"do": "set_cell", "row": 0, "col": 0, "value": 3e38}]
+                    d = headless(f"not-computed-{attempt}", setup + edits, "--size", "1280x800")
+                    heads = d["state"]["head_statistics"]["heads"]
+                    if any(e["not_computed"] for e in heads):
+                        break
+                    print(f"  attempt {attempt + 1}: the rest came before the refused edit")
+                error = d["state"]["engine_error"]
+                expect("overflow float32" in error, f"the edit was not refused: {error!r}")
+                computed = [e["cells"][0] for e in heads if not e["not_computed"]]
+                expect(not any(e["computing"] for e in heads), "a head's statistics say 'computing' with nothing computing")
+                expect(1 <= len(computed) <= 8 and len(heads) - len(computed) >= 40,
+                       f"the first part's heads {computed} (of {len(heads)}) have statistics, the others 'not computed'")
+                said = d["state"]["maps_missing"]
+                want = {e["cells"][0].split()[-1] for e in heads if e["not_computed"]}
+                expect({str(m["head"]) for m in said} == want, f"the grid's cards of heads {sorted(want)} say why")
+                for m in said:
+                    expect(m["said"] == f"Head {m['head']}'s maps were not computed: {error}", f"a card says {m['said']!r}")
+                # The Inspector and the Pipeline of a head without maps (head 3) say so too.
+                d = headless(f"not-computed-pipeline", setup + edits + [
+                    {"do": "select_head", "index": 2}, {"do": "view", "field": "tab", "value": "pipeline"}],
+                             "--size", "1280x800")
+                said = d["state"]["maps_missing"]
+                if d["state"]["head_statistics"]["heads"][2]["not_computed"]:
+                    expect(len(said) == 2 and all(m["said"] == f"Head 3's maps were not computed: {error}" for m in said),
+                           f"the Inspector and the Pipeline of head 3 say {said}")
+                print(f"  {len(heads) - len(computed)} heads not computed, said by each view: {error[:40]}…")
+
             return run_checks([("a score's negative factors in parentheses", score_factors),
                                ("numbers and pixels", numbers_and_pixels), ("one token", one_token), ("hiding", hiding),
-                               ("GPT-2 small", gpt2_small), ("tooltips and clicks", tooltips_and_clicks)])
+                               ("GPT-2 small", gpt2_small), ("tooltips and clicks", tooltips_and_clicks),
+                               ("maps that will not come", maps_that_will_not_come)])
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
