@@ -368,7 +368,7 @@ def main():
                 for m in said:
                     expect(m["said"] == f"Head {m['head']}'s maps were not computed: {error}", f"a card says {m['said']!r}")
                 # The Inspector and the Pipeline of a head without maps (head 3) say so too.
-                d = headless(f"not-computed-pipeline", setup + edits + [
+                d = headless("not-computed-pipeline", setup + edits + [
                     {"do": "select_head", "index": 2}, {"do": "view", "field": "tab", "value": "pipeline"}],
                              "--size", "1280x800")
                 said = d["state"]["maps_missing"]
