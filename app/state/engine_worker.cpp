@@ -80,8 +80,8 @@ std::array<ValueRange, kStageCount> stageRanges(const Trace& t, const HeadTrace&
 }
 
 // The display data views need, computed here rather than on the UI thread. Heads and outputs taken
-// from a first part keep its ranges.
-void deriveDisplayData(Snapshot& s, const Snapshot* first_part) {
+// from a first part keep its ranges (`outputs_kept` false: the outputs were computed again).
+void deriveDisplayData(Snapshot& s, const Snapshot* first_part, bool outputs_kept) {
   const Trace& t = *s.trace;
   const BatchTrace& bt = s.shown();
   s.ranges.resize(bt.heads.size());
@@ -101,7 +101,7 @@ void deriveDisplayData(Snapshot& s, const Snapshot* first_part) {
       s.head_serial[h] = s.serial;
     }
   });
-  if (first_part) {
+  if (first_part && outputs_kept) {
     s.inputs_range = first_part->inputs_range;
     s.module_ranges = first_part->module_ranges;
     s.outputs_serial = first_part->outputs_serial;
@@ -183,14 +183,11 @@ void givenLayer(const GivenAttention& g, int layer, Snapshot& s) {
   s.trace = std::move(t);
 }
 
-// The rest of a model's result split in two (ModelJob::thumbnails_first): the layer's maps, traced
-// from its attention input; the first part's outputs, pass and next tokens kept.
+// The rest of a model's result split in two (ModelJob::thumbnails_first): the layer traced from its
+// attention input, as every route traces it (runModel); the first part's pass and next tokens kept.
 const Snapshot* completeModel(const EngineRequest& req, Snapshot& s) {
   const Snapshot& first = *req.first_part;
-  auto t = std::make_shared<Trace>(layerTrace(*first.model, first.layer, req.exec, req.limits, false));
-  t->batches[0].context = first.shown().context;
-  t->batches[0].output = first.shown().output;
-  s.trace = std::move(t);
+  s.trace = std::make_shared<Trace>(layerTrace(*first.model, first.layer, req.exec, req.limits));
   s.inputs = first.inputs;
   s.model = first.model;
   s.layer = first.layer;
@@ -233,18 +230,23 @@ const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
     s.inputs = prev->inputs;
     s.trace = prev->trace;
   } else {
+    // The layer shown is traced from its attention input, whatever the route (a new pass, another
+    // layer of the same pass, the rest of a split result): its maps and outputs then have the same
+    // bits for the same text and layer, and an edit changes no cell of the rows before it (a pass
+    // that traced the layer itself fed the next layers outputs within the last bits of the
+    // streamed ones, so the pass, and every layer after, depended on the layer shown).
     Trace kept;
-    if (pass) {
-      kept = layerTrace(*pass, job.layer, req.exec, req.limits);
-    } else {
+    const bool new_pass = !pass;
+    if (new_pass)
       pass = runModelPass(job.model, job.ids, req.exec, req.limits, job.layer, &kept,
                           prev != nullptr ? prev->model.get() : nullptr,  // a text edited after its start
-                          s.logit_positions, job.thumbnails_first ? KeptLayer::Outputs : KeptLayer::Maps);
-      if (job.thumbnails_first) {  // the heads' maps follow (completeModel); the views wait for them
-        kept.batches[0].heads.resize(static_cast<std::size_t>(kept.heads));
-        for (int h = 0; h < kept.heads; ++h) kept.batches[0].heads[static_cast<std::size_t>(h)].index = h;
-        s.complete = false;
-      }
+                          s.logit_positions, KeptLayer::Outputs);
+    if (new_pass && job.thumbnails_first) {  // the heads' maps follow (completeModel); the views wait for them
+      kept.batches[0].heads.resize(static_cast<std::size_t>(kept.heads));
+      for (int h = 0; h < kept.heads; ++h) kept.batches[0].heads[static_cast<std::size_t>(h)].index = h;
+      s.complete = false;
+    } else {
+      kept = layerTrace(*pass, job.layer, req.exec, req.limits);
     }
     // The layer's weights as the result before holds them when it showed the same model's layer.
     const bool same_weights = same_model && prev->layer == job.layer;
@@ -310,7 +312,7 @@ EngineResult run(const EngineRequest& req, std::uint64_t serial) {
     s->drawn_tokens = drawableTokens(s->inputs->tokens);
     s->milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() +
                       (req.first_part ? req.first_part->milliseconds : 0.0);  // both parts of a split request
-    deriveDisplayData(*s, shares_display);
+    deriveDisplayData(*s, shares_display, !(req.model && req.first_part));    // a model's rest traces its outputs
     r.snapshot = std::move(s);
   } catch (const InputError& e) {
     r.error = e.what();

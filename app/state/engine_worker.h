@@ -32,7 +32,7 @@ struct ModelJob {
   int layer = 0;
   int position = 0;  // whose next tokens, besides the last position's
   // A new pass's result in two parts (docs/DESIGN.md §3.3): first the thumbnails, the next tokens
-  // and the layer's outputs (KeptLayer::Outputs), then the layer's maps — set while the model view
+  // and the layer's outputs (KeptLayer::Outputs), then the layer traced (layerTrace) — set while the model view
   // is on screen and the layer's maps are large (a long text).
   bool thumbnails_first = false;
   std::uint64_t version = 0;

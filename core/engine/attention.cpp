@@ -213,6 +213,7 @@ Trace computeTraceOn(const std::vector<const Matrix*>& inputs, const ModelConfig
       throw;
     }
     *reuse = KeptProjections();
+    w.projected_rows = kept_rows;
   } else if (hasProjections(m.variant)) {
     if (keeps_block) qkv.reserve(room);
     qkv.resize(static_cast<std::size_t>(projections) * G * T * width);

@@ -98,6 +98,9 @@ struct Work {
   int groups = 1;                  // projection groups (heads for the wrapper, else 1)
   bool shared_projection = false;  // one projection element serves every batch element
   bool head_major = false;         // the fast path's head-major layout of the projections
+  // Rows [0, projected_rows) of the block hold their projections already (a block taken over with
+  // its rows kept, TraceRequest::reuse_rows): they are not projected again.
+  int projected_rows = 0;
   // The projection element batch element b reads.
   int projectionElement(int b) const { return shared_projection ? 0 : b; }
   // The projection group of head h: its own for the wrapper's heads, else the one of every head.

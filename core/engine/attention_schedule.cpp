@@ -85,6 +85,8 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
   const int projections = w.shared_projection ? 1 : B;
   // Rows before q are an earlier pass's (TraceRequest::first_row): every step starts at q.
   const int q = request.first_row, rows = T - q;
+  // Rows whose projections the block holds already (Work::projected_rows) are not projected again.
+  const int pq = std::clamp(w.projected_rows, q, T);
 
   // Tiny configs (the book's 6 tokens) cost less than waking a thread team, which can stall on a
   // busy machine: they run on one thread. The kernels and results are the same.
@@ -103,7 +105,7 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
   const auto homeOf = [&](int b, int g) { return (w.projectionElement(b) * G + g) % threads; };
   const bool beside_draws = draws > 0 && threads > 1 && hasProjections(m.variant);
   const int proj_block = !fused ? kRowBlock : beside_draws ? kProjBlockBesideDraws : kProjBlock;
-  const int proj_blocks = (rows + proj_block - 1) / proj_block;
+  const int proj_blocks = (T - pq + proj_block - 1) / proj_block;
   // A block's projection and an output block are items of a column slice each on the packed product
   // (PackedModule): a short text's threads then each read a part of the weights.
   const int proj_slices = projectionSlices(w, fused), out_slices = outputSlices(w, fused);
@@ -167,7 +169,7 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
   const auto projectionUnit = [&](int p, int g, int blk) { return (p * G + g) * proj_blocks + blk; };
   const auto projectionOf = [&](int j) {  // {p, g, r0, slice}
     const int u = j / proj_slices;
-    return std::array<int, 4>{u / (G * proj_blocks), u / proj_blocks % G, q + u % proj_blocks * proj_block,
+    return std::array<int, 4>{u / (G * proj_blocks), u / proj_blocks % G, pq + u % proj_blocks * proj_block,
                               j % proj_slices};
   };
   // Output item j: {element, r0, slice}.
@@ -197,7 +199,7 @@ void runPass(Work& w, const PassPlan& plan, const ExecutionOptions& exec, const 
       if (!keep_ready.load(std::memory_order_acquire)) return false;
       if (proj_items == 0) return true;
       const int p = w.projectionElement(a.b), g = w.groupOf(a.h);
-      for (int blk = 0; q + blk * proj_block < a.keys; ++blk)
+      for (int blk = 0; pq + blk * proj_block < a.keys; ++blk)
         if (unprojected[projectionUnit(p, g, blk)].load(std::memory_order_acquire) > 0) return false;
       return true;
     }

@@ -361,8 +361,31 @@ Trace layerTrace(const ModelPass& pass, int layer, const ExecutionOptions& exec,
   const GptModel& m = *pass.model;
   TraceRequest what;
   what.outputs = outputs;
-  return computeTrace(pass.forward.attention_inputs[static_cast<std::size_t>(layer)], m.attention_config,
-                      m.blocks[static_cast<std::size_t>(layer)].attention, exec, what, limits);
+  // The layer's projections as the pass keeps them, lent (taken over and given back, not copied):
+  // every row the same bits as projected again (a row's projections do not depend on its block),
+  // GPT-2's 3.6 GFLOP at 1024 tokens spared.
+  std::vector<KeptProjections> lent = pass.takeProjections();
+  KeptProjections back;
+  const auto l = static_cast<std::size_t>(layer);
+  if (l < lent.size()) {
+    what.reuse = &lent[l];
+    what.reuse_rows = lent[l].rows;
+    what.keep_projections = &back;
+    // Its room kept too (a text typed at its end grows in place).
+    if (lent[l].width > 0)
+      what.keep_room = static_cast<int>(lent[l].qkv.capacity() / static_cast<std::size_t>(lent[l].width));
+  }
+  struct GiveBack {  // whether the trace is computed, cancelled or refused
+    const ModelPass& pass;
+    std::vector<KeptProjections>& lent;
+    KeptProjections& back;
+    std::size_t l;
+    ~GiveBack() {
+      if (l < lent.size() && lent[l].qkv.empty()) lent[l] = std::move(back);  // else put back by computeTrace
+      pass.keepProjections(std::move(lent));
+    }
+  } give_back{pass, lent, back, l};
+  return computeTrace(pass.forward.attention_inputs[l], m.attention_config, m.blocks[l].attention, exec, what, limits);
 }
 
 Workspace layerWorkspace(const ModelPass& pass, int layer, std::vector<std::string> tokens,

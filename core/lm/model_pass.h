@@ -120,10 +120,12 @@ PrefixReuse reusablePrefix(const ModelPass& previous, const GptModel& model, con
 double passWorkRows(const GptConfig& config, int tokens, const PrefixReuse& reuse);
 
 // How runModelPass keeps its layer: every stage of its heads, computed by the traced path during
-// the pass; or only the layer's outputs (its concatenated context and out_proj, the heads without
-// maps), the layer streamed as every other — a result can then be shown before the layer's maps
-// are traced (layerTrace with outputs = false), and the pass's bits do not depend on which layer
-// is shown, so a later pass reuses its rows whatever layer that one keeps (reusablePrefix).
+// the pass (whose outputs, within the last bits of the streamed ones, then feed the layers after
+// it: the pass depends on the layer kept); or only the layer's outputs (its concatenated context
+// and out_proj, the heads without maps), the layer streamed as every other — the pass's bits then
+// do not depend on which layer is shown, so a later pass reuses its rows whatever layer that one
+// keeps (reusablePrefix). The app streams every layer and traces the one shown after the pass
+// (layerTrace): one set of bits per text and layer (docs/DESIGN.md §3.3).
 enum class KeptLayer { Maps, Outputs };
 
 // Runs the model over `ids` (gptForward: every layer's maps, no logits). `keep_layer` ≥ 0 also
@@ -145,7 +147,8 @@ std::shared_ptr<const ModelPass> passOfMaps(std::shared_ptr<const GivenAttention
 // The trace of `layer` (every stage of its heads) from its attention input: the numbers a pass that
 // traced the layer computes (KeptLayer::Maps); a pass that streamed it computed its weights, and
 // the outputs that fed the next layer, within the last bits of these. outputs = false: the heads' maps and contexts
-// alone (TraceRequest::outputs), the rest of a layer kept as KeptLayer::Outputs.
+// alone (TraceRequest::outputs). The layer's projections are the pass's, lent while it runs (not
+// projected again: the same bits); called on the thread that runs the model's passes.
 Trace layerTrace(const ModelPass& pass, int layer, const ExecutionOptions& exec, const Limits& limits,
                  bool outputs = true);
 

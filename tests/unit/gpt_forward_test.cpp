@@ -701,6 +701,52 @@ TEST(ModelPass, ALayersMapsMayFollowItsOutputs) {
   }
 }
 
+// layerTrace takes the layer's projections from its pass (lent, not projected again): the trace of
+// the layer's attention input alone, bit for bit, and the pass holds them after as before — the
+// next text's pass still reuses them. Also when an edited text's pass holds them (its rows before
+// the edit a pass before's) and on 1 or 2 threads.
+TEST(ModelPass, ALayersTraceFromItsPasssProjectionsIsTheTraceOfItsInput) {
+  const std::shared_ptr<const GptModel> model = fourHeadModel(61);
+  for (int threads : {1, 2}) {
+    const ExecutionOptions exec = onThreads(threads);
+    const std::vector<int> ids = someIds(90, 53, 5);
+    std::vector<int> edited = ids;
+    edited[30] = (edited[30] + 1) % 53;
+    Trace unused;
+    const auto first = runModelPass(model, ids, exec, {}, 0, &unused, nullptr, {89}, KeptLayer::Outputs);
+    const auto pass = runModelPass(model, edited, exec, {}, 0, &unused, first.get(), {89}, KeptLayer::Outputs);
+    ASSERT_TRUE(pass->reused_projections);
+    for (int layer : {0, 2}) {
+      const std::string what = std::to_string(threads) + " threads, layer " + std::to_string(layer);
+      ASSERT_TRUE(pass->keepsProjections(3)) << what;
+      const Trace lent = layerTrace(*pass, layer, exec, {});
+      const Trace alone = computeTrace(pass->forward.attention_inputs[static_cast<std::size_t>(layer)],
+                                       model->attention_config,
+                                       model->blocks[static_cast<std::size_t>(layer)].attention, exec, TraceRequest(),
+                                       {});
+      EXPECT_TRUE(pass->keepsProjections(3)) << what << ": given back";
+      const BatchTrace &a = lent.batches[0], &b = alone.batches[0];
+      EXPECT_TRUE(a.output.cwiseEqual(b.output).all()) << what;
+      EXPECT_TRUE(a.context.cwiseEqual(b.context).all()) << what;
+      for (int h = 0; h < 4; ++h) {
+        const HeadTrace &x = a.heads[static_cast<std::size_t>(h)], &y = b.heads[static_cast<std::size_t>(h)];
+        EXPECT_TRUE(x.queries.cwiseEqual(y.queries).all()) << what << ", head " << h;
+        EXPECT_TRUE(x.keys.cwiseEqual(y.keys).all()) << what << ", head " << h;
+        EXPECT_TRUE(x.values.cwiseEqual(y.values).all()) << what << ", head " << h;
+        EXPECT_TRUE(x.scores.cwiseEqual(y.scores).all()) << what << ", head " << h;
+        EXPECT_TRUE(x.weights.cwiseEqual(y.weights).all()) << what << ", head " << h;
+      }
+    }
+    // The pass's projections serve the next edit as before.
+    std::vector<int> again = edited;
+    again[60] = (again[60] + 1) % 53;
+    const auto next = runModelPass(model, again, exec, {}, 0, &unused, pass.get(), {89}, KeptLayer::Outputs);
+    const auto fresh = runModelPass(model, again, exec, {}, 0, &unused, nullptr, {89}, KeptLayer::Outputs);
+    EXPECT_TRUE(next->reused_projections);
+    EXPECT_TRUE(next->forward.final_x.cwiseEqual(fresh->forward.final_x).all());
+  }
+}
+
 // The engine's part of it (TraceRequest::first_row): refused where rows before it would be needed.
 TEST(GptForward, FirstRowNeedsAnEarlierPassAndNoKeptHead) {
   MemoryTensors file = bookModel(53, 120, 64, 1, 3);
