@@ -177,7 +177,6 @@ void CompareView::draw(const PanelContext& ctx) {
   ImGui::SameLine();
   if (ImGui::Button("Unpin A")) ctx.commands.push("unpin");
   layout().widget("compare_unpin");
-  ImGui::SameLine();
   std::string line;
   for (const std::string& d : differs) line += (line.empty() ? "" : " · ") + d;
   line = differs.empty() ? "B computes the same as A: change a setting or a cell to see what it does"
@@ -186,11 +185,13 @@ void CompareView::draw(const PanelContext& ctx) {
     // Trained models' layers: which model and layer each is (their inputs and weights are the
     // models', not edits: a list of what differs would read "W_key.weight edited").
     const std::string text = textDifference(a.tokens(), b->tokens());
-    line = "A: " + modelName(*a.model->model) + ", layer " + std::to_string(a.layer + 1) +
-           headName(own_heads ? ctx.pinned_head : view.head) + "  ·  B: " + modelName(*b->model->model) +
-           ", layer " + std::to_string(b->layer + 1) + headName(view.head) +
+    const std::string a_is = modelName(*a.model->model) + ", layer " + std::to_string(a.layer + 1) +
+                             headName(own_heads ? ctx.pinned_head : view.head);
+    const std::string b_is = modelName(*b->model->model) + ", layer " + std::to_string(b->layer + 1) +
+                             headName(view.head);
+    line = (a_is == b_is ? "A and B: " + a_is : "A: " + a_is + "  ·  B: " + b_is) +
            (!text.empty() ? "  ·  B's text differs: " + text +
-                                (a.tokens().size() == b->tokens().size() ? " (B − A is labelled with B's tokens)" : "")
+                                (a.tokens().size() == b->tokens().size() ? " (B − A has B's tokens)" : "")
             : differs.empty() ? "  ·  the same maps"
                               : "");
     state["text_difference"] = text;
@@ -199,7 +200,15 @@ void CompareView::draw(const PanelContext& ctx) {
     state["b_model"] = modelName(*b->model->model);
   }
   if (ctx.computing) line += "  (computing B…)";
-  ImGui::TextUnformatted(wrapAtSpaces(line, ImGui::GetContentRegionAvail().x).c_str());  // never inside "0.5500"
+  // Beside the buttons where it takes at most two lines there; else under them, the whole width (at
+  // 200 % text on 1280 × 720 it stood six lines tall beside them, and pushed the maps out of view).
+  ImGui::SameLine();
+  std::string wrapped = wrapAtSpaces(line, ImGui::GetContentRegionAvail().x);  // never inside "0.5500"
+  if (std::count(wrapped.begin(), wrapped.end(), '\n') >= 2) {
+    ImGui::NewLine();
+    wrapped = wrapAtSpaces(line, ImGui::GetContentRegionAvail().x);
+  }
+  ImGui::TextUnformatted(wrapped.c_str());
   state["differences"] = differs;
   state["a_version"] = a.version;
   state["b_version"] = b->version;

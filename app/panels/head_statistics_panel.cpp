@@ -186,9 +186,11 @@ float HeadStatisticsPanel::height(const PanelContext& ctx, float column_h) {
   const ImGuiStyle& style = ImGui::GetStyle();
   const float table_header = ImGui::GetTextLineHeight() + 2 * style.CellPadding.y;
   const float row = rowHeight() + 2 * style.CellPadding.y;
-  const float want = ImGui::GetFrameHeight() + 2 * style.WindowPadding.y + table_header +
-                     static_cast<float>(heads) * row + px(2);
-  return std::floor(std::min(want, column_h / 4));
+  const float frame = ImGui::GetFrameHeight() + 2 * style.WindowPadding.y + table_header + px(2);
+  // None where a quarter of the column holds no whole row (a projector's 200 % text at 1280 × 720):
+  // half a row said nothing and took the maps' room (Compare showed no map at all).
+  if (frame + row > column_h / 4) return 0;
+  return std::floor(std::min(frame + static_cast<float>(heads) * row, column_h / 4));
 }
 
 void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {

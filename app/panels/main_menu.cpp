@@ -191,6 +191,10 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
         layout().widget("menu_inspector");
         viewToggle(cmd, "Head statistics", "statistics", view.show_statistics);
         layout().widget("menu_statistics");
+        if (ImGui::IsItemHovered())
+          ImGui::SetTooltip(
+              "Under the maps where a quarter of the window's height holds a whole row of it "
+              "(at 200 %% text: a window taller than 800 px)");
         ImGui::EndDisabled();
       }
       viewToggle(cmd, "Status bar", "status_bar", view.show_status);

@@ -248,9 +248,9 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
 
   // The main area: the heatmap grid or the pipeline, as tabs; the head statistics under it.
   // (Not under the Layers tab: its own table scores every head of every layer; nor under Learn: its charts do.)
-  const float statistics_h = v.statisticsShown() && v.tab != "layers" && v.tab != "learn"
-                                 ? HeadStatisticsPanel::height(ctx, body_h)
-                                 : 0.0f;
+  const bool statistics_asked = v.statisticsShown() && v.tab != "layers" && v.tab != "learn";
+  const float statistics_h = statistics_asked ? HeadStatisticsPanel::height(ctx, body_h) : 0.0f;
+  layout().state()["statistics_no_room"] = statistics_asked && statistics_h <= 0;
   const ImVec2 main_pos(top.x + left_w, top.y), main_size(vp.Size.x - left_w - right_w, body_h - statistics_h);
   tileNextWindow(main_pos, main_size);
   ImGui::Begin("##main", nullptr,

@@ -189,7 +189,7 @@ def main():
                     # that no text is cut.
                     ("multihead-1280x720-150", [{"do": "view", "field": "text_size", "value": 150}],
                      ("--open", multihead, "--size", "1280x720"), (1280, 720), (False, True)),
-                    ("multihead-1280x800-200", [{"do": "view", "field": "text_size", "value": 200}],
+                    ("multihead-1280x800-175", [{"do": "view", "field": "text_size", "value": 175}],
                      ("--open", multihead, "--size", "1280x800"), (1280, 800), (False, False)),
                     ("multihead-1920x1080-200", [{"do": "view", "field": "text_size", "value": 200}],
                      ("--open", multihead, "--size", "1920x1080"), (1920, 1080), (True, False)),
@@ -211,6 +211,21 @@ def main():
                           f"{above} rows summing to more than 1 after dropout, {bars} bar pixels checked")
                     if "p05" in name:
                         expect(above > 0, f"{name}: no row sums to more than 1 with p = 0.5")
+
+            def no_room():
+                # Where a quarter of the column holds no whole row of it (200 % text on a window
+                # 720 or 800 px tall), the panel takes no room: half a row said nothing and hid the
+                # maps (Compare showed none). The main area reaches the status bar; the setting stays.
+                for size in ("1280x720", "1280x800"):
+                    name = f"multihead-{size}-200"
+                    d = headless(name, [{"do": "view", "field": "text_size", "value": 200}],
+                                 "--open", multihead, "--size", size)
+                    expect(d["panels"].get("statistics") is None, f"{name}: a statistics panel without a whole row")
+                    expect(d["state"]["statistics_no_room"] is True, f"{name}: statistics_no_room is not true")
+                    expect(d["state"]["shown_panels"]["statistics"] is True, f"{name}: the setting changed")
+                    m, bar = d["panels"]["main"], d["panels"]["status"]
+                    expect(abs(m["y"] + m["h"] - bar["y"]) < 0.5, f"{name}: the main area {m} stops above the status bar {bar}")
+                    print(f"  {name}: no panel, the main area {m['h']:.0f} px tall")
 
             def one_token():
                 ws = {"format": "attnscope-workspace", "version": 1, "tokens": ["Your"], "embeddings": BOOK[:1],
@@ -378,7 +393,8 @@ def main():
                 print(f"  {len(heads) - len(computed)} heads not computed, said by each view: {error[:40]}…")
 
             return run_checks([("a score's negative factors in parentheses", score_factors),
-                               ("numbers and pixels", numbers_and_pixels), ("one token", one_token), ("hiding", hiding),
+                               ("numbers and pixels", numbers_and_pixels), ("no room", no_room),
+                               ("one token", one_token), ("hiding", hiding),
                                ("GPT-2 small", gpt2_small), ("tooltips and clicks", tooltips_and_clicks),
                                ("maps that will not come", maps_that_will_not_come)])
     finally:
