@@ -175,6 +175,14 @@ void revealRow(float list_h) {
 
 constexpr const char* kBackToText = "Back to the text shown";
 
+// " · reads “ café”" after a token GPT-2 spells in its byte characters ("ĠcafÃ©"), else "": the
+// chips and the next tokens spell tokens as GPT-2 does, and a learner read "Ã©" as broken text.
+std::string readingSaid(const GptModel& model, int id) {
+  if (model.tokenizer == nullptr || id < static_cast<int>(model.token_labels.size())) return "";
+  const std::string reading = tokenReading(*model.tokenizer, id);
+  return reading.empty() ? "" : " · " + reading;
+}
+
 // A paragraph's height in the small font, wrapped at the window's content width, with the space under it.
 float smallTextHeight(const std::string& text) {
   return fonts()
@@ -257,7 +265,8 @@ void ModelTextPanel::tokenChips(const PanelContext& ctx, float chips_h) {
     }
     if (t < 8) layout().widget("model_token_" + std::to_string(t));
     if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("token %d: %s (id %d)", t + 1, label.c_str(), session.ids()[static_cast<std::size_t>(t)]);
+      ImGui::SetTooltip("token %d: %s (id %d)%s", t + 1, label.c_str(), session.ids()[static_cast<std::size_t>(t)],
+                        readingSaid(*session.model(), session.ids()[static_cast<std::size_t>(t)]).c_str());
     ImGui::PopID();
   }
   if (first + listed < T) ImGui::TextDisabled("… %d more", T - first - listed);
@@ -729,9 +738,9 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
     if (tokenButton(label, false, last && can_append, token_w)) ctx.commands.push("append_token", {{"id", t.id}});
     if (i < kNextRowsKept) layout().widget("model_next_" + std::to_string(i));
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-      ImGui::SetTooltip(last && can_append ? "%s · id %d · logit %.3f · click: append it to the text"
-                                           : "%s · id %d · logit %.3f",
-                        label.c_str(), t.id, static_cast<double>(t.logit));
+      ImGui::SetTooltip(last && can_append ? "%s%s · id %d · logit %.3f · click: append it to the text"
+                                           : "%s%s · id %d · logit %.3f",
+                        label.c_str(), readingSaid(*session.model(), t.id).c_str(), t.id, static_cast<double>(t.logit));
     shown.push_back(fitText(label, token_w - style.FramePadding.x * 2));  // as tokenButton cuts it
     if (own_row)
       ImGui::SetCursorPosX(row_end - prob_w);

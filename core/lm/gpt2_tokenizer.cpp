@@ -24,6 +24,7 @@
 
 #include "engine/errors.h"
 #include "formats/file_reading.h"
+#include "formats/utf8.h"
 
 namespace attnscope {
 
@@ -496,6 +497,23 @@ std::shared_ptr<const Gpt2Tokenizer> Gpt2Tokenizer::fromFiles(const std::string&
                                                               const std::string& merges) {
   return fromContents(readFileWithin(vocab_json, kMaxFileBytes), readFileWithin(merges, kMaxFileBytes), vocab_json,
                       merges);
+}
+
+std::string tokenReading(const Gpt2Tokenizer& tokenizer, int id) {
+  if (id < 0 || id >= tokenizer.vocabularySize()) return "";
+  const std::string bytes = tokenizer.tokenBytes(id);
+  if (std::all_of(bytes.begin(), bytes.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) return "";
+  for (std::size_t i = 0; i < bytes.size();)
+    if (nextCodePoint(bytes, &i) == kNotUtf8) {
+      std::string hex;
+      for (const char c : bytes) {
+        char two[4];
+        std::snprintf(two, sizeof two, "%02X", static_cast<unsigned char>(c));
+        hex += (hex.empty() ? "" : " ") + std::string(two);
+      }
+      return "bytes " + hex + " (part of a character)";
+    }
+  return "reads “" + bytes + "”";
 }
 
 namespace {

@@ -46,4 +46,11 @@ class Gpt2Tokenizer {
   virtual int endOfText() const = 0;  // the id of <|endoftext|>, or -1 when the vocabulary lacks it
 };
 
+// What a token reads as where its spelling is not plain text: GPT-2 spells each byte as a character
+// (é's two bytes as "Ã©"), so "ĠcafÃ©" reads “ café”; a token that ends inside a character (an
+// emoji's four bytes over two tokens) is said as its bytes, "bytes F0 9F (part of a character)".
+// Empty where the spelling reads as it is (ASCII; Ġ, a space, the views explain) and for an id
+// outside the vocabulary.
+std::string tokenReading(const Gpt2Tokenizer& tokenizer, int id);
+
 }  // namespace attnscope

@@ -337,6 +337,26 @@ TEST(NamedTokens, SomeOfGpt2sByItsTokenizer) {
             "m.pth: its metadata's vocabulary: “ab” is not one character, as a text's characters are");
 }
 
+// A token spelled in GPT-2's byte characters says what it reads as: “ café” for "ĠcafÃ©", an
+// emoji's first bytes as bytes; an ASCII token (Ġ and all) says nothing more.
+TEST(NamedTokens, WhatAByteSpelledTokenReadsAs) {
+  const auto t = make({"\xc3 \xa9", "f \xc3\xa9", "  f\xc3\xa9", "\xf0 \x9f", "a b"});
+  const auto idOf = [&](const std::string& bytes) {
+    for (int id = 0; id < t->vocabularySize(); ++id)
+      if (t->tokenBytes(id) == bytes) return id;
+    return -1;
+  };
+  EXPECT_EQ(t->tokenString(idOf(" f\xc3\xa9")), "Ġf\xc3\x83\xc2\xa9");  // "ĠfÃ©"
+  EXPECT_EQ(tokenReading(*t, idOf(" f\xc3\xa9")), "reads “ fé”");
+  EXPECT_EQ(tokenReading(*t, idOf("\xc3\xa9")), "reads “é”");
+  EXPECT_EQ(tokenReading(*t, idOf("\xf0\x9f")), "bytes F0 9F (part of a character)");
+  EXPECT_EQ(tokenReading(*t, idOf("\xa9")), "bytes A9 (part of a character)");
+  EXPECT_EQ(tokenReading(*t, idOf("ab")), "");
+  EXPECT_EQ(tokenReading(*t, idOf(" ")), "");
+  EXPECT_EQ(tokenReading(*t, -1), "");
+  EXPECT_EQ(tokenReading(*t, t->vocabularySize()), "");
+}
+
 // The message fromContents gives for these files ("" if it accepts them).
 std::string refusal(const std::string& vocab, const std::string& merges) {
   return errorOf([&] { Gpt2Tokenizer::fromContents(vocab, merges, "v.json", "m.txt"); });
