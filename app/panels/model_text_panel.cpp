@@ -10,6 +10,7 @@
 #include <functional>
 #include <iterator>
 
+#include "formats/utf8.h"
 #include "widgets/fonts.h"
 #include "widgets/layout_dump.h"
 #include "widgets/text.h"
@@ -544,12 +545,15 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImGui::GetStyle().FramePadding);
     ImGui::BeginChild("##text_shown", ImVec2(-1, field_h), false, ImGuiWindowFlags_AlwaysUseWindowPadding);
     ImGui::PushTextWrapPos(0);
+    // An emoji as "U+1F467", as the tokens draw it: ImGui's font has 16-bit characters only, and
+    // "I love pizza ??" looked as if the text had been damaged (while typing ImGui shows "?").
+    const std::string drawn = beyondBmpSpelled(text_);
     if (text_.empty())
       ImGui::TextDisabled(tokenizer ? "type a text…" : "token ids");
     else if (field_lines < 2)  // one line: cut with "…", not a wrapped second line half in the frame
-      ImGui::TextUnformatted(fitText(text_.substr(0, text_.find('\n')), ImGui::GetContentRegionAvail().x).c_str());
+      ImGui::TextUnformatted(fitText(drawn.substr(0, drawn.find('\n')), ImGui::GetContentRegionAvail().x).c_str());
     else
-      ImGui::TextUnformatted(text_.c_str());
+      ImGui::TextUnformatted(drawn.c_str());
     layout().rect("model_text_content", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());  // tests: wrapped
     layout().state()["model_field"] = text_;
     ImGui::PopTextWrapPos();

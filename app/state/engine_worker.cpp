@@ -21,25 +21,10 @@ namespace {
 // Tokens with characters above U+FFFF (emoji), which ImGui cannot draw, with those as "U+1F600";
 // empty when no token has one (the snapshot then draws the workspace's tokens).
 std::vector<std::string> drawableTokens(const std::vector<std::string>& tokens) {
-  auto drawable = [](const std::string& t) {
-    std::string out;
-    for (std::size_t i = 0; i < t.size();) {
-      const std::size_t at = i;
-      const std::uint32_t cp = nextCodePoint(t, &i);
-      if (cp != kNotUtf8 && cp > 0xFFFF) {
-        char buf[16];
-        std::snprintf(buf, sizeof buf, "U+%X", static_cast<unsigned>(cp));
-        out += buf;
-      } else {
-        out.append(t, at, i - at);
-      }
-    }
-    return out;
-  };
   std::vector<std::string> out;
   bool changed = false;
   for (const std::string& t : tokens) {
-    out.push_back(drawable(t));
+    out.push_back(beyondBmpSpelled(t));
     changed = changed || out.back() != t;
   }
   return changed ? out : std::vector<std::string>{};

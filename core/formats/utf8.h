@@ -54,6 +54,25 @@ inline std::size_t firstNonUtf8(const std::string& s) {
   return std::string::npos;
 }
 
+// s with each character above U+FFFF (an emoji) written as its code point, "U+1F600": the UI's
+// font draws 16-bit characters only, and two emoji would both read "?".
+inline std::string beyondBmpSpelled(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t at = i;
+    const std::uint32_t cp = nextCodePoint(s, &i);
+    if (cp != kNotUtf8 && cp > 0xFFFF) {
+      static const char kHex[] = "0123456789ABCDEF";
+      std::string hex;
+      for (std::uint32_t v = cp; v != 0; v >>= 4) hex.insert(hex.begin(), kHex[v & 0xF]);
+      out += "U+" + hex;
+    } else {
+      out.append(s, at, i - at);
+    }
+  }
+  return out;
+}
+
 // A noncharacter (U+FDD0–U+FDEF, U+xxFFFE, U+xxFFFF): valid UTF-8 that cairo and XML refuse.
 inline bool isNoncharacter(std::uint32_t cp) { return (cp >= 0xFDD0 && cp <= 0xFDEF) || (cp & 0xFFFE) == 0xFFFE; }
 
