@@ -64,7 +64,9 @@ bool tokenButton(const std::string& label, bool selected, bool enabled, float ma
                                                            : ImGuiCol_Button;
   ImDrawList* draw = ImGui::GetWindowDrawList();
   draw->AddRectFilled(p, ImVec2(p.x + size.x, p.y + size.y), ImGui::GetColorU32(col), style.FrameRounding);
-  draw->AddText(ImVec2(p.x + style.FramePadding.x, p.y + pad_y), ImGui::GetColorU32(ImGuiCol_Text), shown.c_str());
+  // A framed button (Append) that takes no click greys its text too, as ImGui's buttons do.
+  draw->AddText(ImVec2(p.x + style.FramePadding.x, p.y + pad_y),
+                ImGui::GetColorU32(framed && !enabled ? ImGuiCol_TextDisabled : ImGuiCol_Text), shown.c_str());
   return pressed && enabled;
 }
 
@@ -703,6 +705,12 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
     append = firstFitting({append, "Append top token", "+ the top token", "+ top token"},
                           ImGui::GetContentRegionAvail().x, ImGui::GetStyle().FramePadding.x * 2);
   }
+  // Why it takes no click, on its face (as "Repeat: twice would not fit" says): it had looked
+  // enabled at the full context and did nothing, its reason in the tooltip alone.
+  if (why_not != nullptr)
+    append = firstFitting(held ? std::vector<std::string>{"Append: apply the text first", "Apply the text first"}
+                               : std::vector<std::string>{"Append: the context is full", "Context full"},
+                          ImGui::GetContentRegionAvail().x, ImGui::GetStyle().FramePadding.x * 2);
   // A tokenButton: a token's "##" would end an ImGui button's text.
   if (tokenButton(append, false, can_append, ImGui::GetContentRegionAvail().x, true)) ctx.commands.push("append_token");
   if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))

@@ -192,6 +192,9 @@ void ModelSession::setIds(std::vector<int> ids, std::optional<bool> prepend_eot)
 
 void ModelSession::append(int id) {
   requireModel();
+  if (tokenCount() >= maxTokens())  // (edit would name a 1025-token text the user never typed)
+    throw InputError("append_token: the text is as long as the model's context (" + std::to_string(maxTokens()) +
+                     " tokens): nothing can follow it");
   std::vector<int> ids = body();
   ids.push_back(id);
   edit(std::move(ids), prepend_eot_);

@@ -582,6 +582,21 @@ def checks(tmp):
             full = run_commands(app, display.name, tmp, "no-repeat", [{"do": "text", "ids": list(range(40, 80))}],
                                 "--model", folder)
             assert full["state"]["layers_repeat_label"] == "Repeat: twice would not fit", full["state"]["layers_repeat_label"]
+            # The whole context (64 tokens): Append says why it takes no click on its face too, and
+            # append_token names the context (it had named a 65-token text nobody typed).
+            at_context = run_commands(app, display.name, tmp, "no-append", [{"do": "text", "ids": list(range(64))}],
+                                      "--model", folder)["state"]
+            assert not at_context["model_append_enabled"], at_context["model_append_enabled"]
+            assert at_context["model_append_label"] == "Append: the context is full", at_context["model_append_label"]
+            path = write_commands(tmp, "append-full", [{"do": "text", "ids": list(range(64))}, {"do": "wait"},
+                                                       {"do": "append_token"}])
+            env = dict(os.environ, DISPLAY=display.name, HOME=tmp, XDG_STATE_HOME=tmp)
+            png = os.path.join(tmp, "append-full.png")
+            r = subprocess.run([app, "--model", folder, "--commands", path, "--keep-going", "--screenshot", png],
+                               env=env, capture_output=True, text=True, timeout=60)
+            said = [x for x in r.stderr.splitlines() if x.startswith("error:")]
+            assert len(said) == 1 and "as long as the model's context (64 tokens)" in said[0] and "65" not in said[0], \
+                r.stderr
             # With a token in the middle selected, the list is the one after it; the button, which
             # appends the last one's top, says which token that is.
             label = run_commands(app, display.name, tmp, "middle", [
