@@ -259,12 +259,16 @@ void LayersView::grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size) {
         draw->AddRectFilled(q0, q1, IM_COL32(0, 0, 0, 170));
         draw->AddText(ImVec2(q0.x + px(1.5f), q0.y), IM_COL32(255, 255, 255, 255), label->tag);
       }
+      // Outlines in the gap around the map, not on it: at 200 % the selected head's hid its first
+      // key column (a sink's) and its last query row.
+      const auto outline = [&](ImU32 colour, float width) {
+        const float w = std::min(width, gap), o = w / 2;
+        draw->AddRect(ImVec2(p0.x - o, p0.y - o), ImVec2(p1.x + o, p1.y + o), colour, 0, 0, w);
+      };
       const bool selected = l == selected_layer && (selected_head == h || selected_head < 0);
-      if (selected)
-        draw->AddRect(ImVec2(p0.x - 1, p0.y - 1), ImVec2(p1.x + 1, p1.y + 1), th.selection, 0, 0,
-                      selected_head == h ? px(2.5f) : px(1));
+      if (selected) outline(th.selection, selected_head == h ? px(2.5f) : px(1));
       if (hovered) {
-        draw->AddRect(p0, p1, th.hover, 0, 0, px(1.5f));
+        outline(th.hover, px(1.5f));
         headTooltip(t, l, h);
       }
     }
