@@ -70,12 +70,12 @@ bool tokenButton(const std::string& label, bool selected, bool enabled, float ma
   return pressed && enabled;
 }
 
-// A sliderFloatTyped from 0 to `hi` drawn as a bar filled up to its value, the number over it:
-// ImGui's handle sat on the number ("1.|00", "0 (greedy)" under it) at every text size. ImGui's
-// slider draws its number and takes the mouse as ever (the fill ends where its handle's middle
-// would be), with its frame and handle clear; the frame and the fill go under it.
-void filledSlider(const char* label, float value, float hi, const char* format, CommandQueue& queue, const char* what,
-                  const std::function<void(float)>& apply) {
+// ImGui's slider that `slider` draws, as a bar filled up to `fraction` of its range, the number
+// over it: ImGui's handle sat on the number ("1.|00", "0 (greedy)" under the temperature's; the
+// layer's "5" at 175 %) at every text size. The slider draws its number and takes the mouse as
+// ever (the fill ends where its handle's middle would be), with its frame and handle clear; the
+// frame and the fill go under it.
+void filledSlider(float fraction, const std::function<void()>& slider) {
   ImDrawList* draw = ImGui::GetWindowDrawList();
   ImDrawListSplitter layers;
   layers.Split(draw, 2);
@@ -83,7 +83,7 @@ void filledSlider(const char* label, float value, float hi, const char* format, 
   const ImGuiCol clear[] = {ImGuiCol_FrameBg, ImGuiCol_FrameBgHovered, ImGuiCol_FrameBgActive, ImGuiCol_SliderGrab,
                             ImGuiCol_SliderGrabActive};
   for (ImGuiCol c : clear) ImGui::PushStyleColor(c, IM_COL32(0, 0, 0, 0));
-  sliderFloatTyped(label, value, 0.0f, hi, format, 0, queue, what, apply);
+  slider();
   ImGui::PopStyleColor(static_cast<int>(std::size(clear)));
   layers.SetCurrentChannel(draw, 0);
   const ImGuiStyle& style = ImGui::GetStyle();
@@ -96,8 +96,8 @@ void filledSlider(const char* label, float value, float hi, const char* format, 
                       style.FrameRounding);
   // Where ImGui's handle would be centred (SliderBehaviorT: 2 px inside the frame, half the handle).
   const float inset = 2 + style.GrabMinSize / 2;
-  if (value > 0 && !typingInto(ImGui::GetItemID()))
-    draw->AddRectFilled(a, ImVec2(a.x + inset + (b.x - a.x - 2 * inset) * std::min(value / hi, 1.0f), b.y),
+  if (fraction > 0 && !typingInto(ImGui::GetItemID()))
+    draw->AddRectFilled(a, ImVec2(a.x + inset + (b.x - a.x - 2 * inset) * std::min(fraction, 1.0f), b.y),
                         ImGui::GetColorU32(active ? ImGuiCol_SliderGrabActive : ImGuiCol_SliderGrab),
                         style.FrameRounding, ImDrawFlags_RoundCornersLeft);
   layers.Merge(draw);
@@ -200,10 +200,13 @@ void layerSlider(const PanelContext& ctx, int layers, float right = 0) {
   ImGui::TextUnformatted("layer");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(right > 0 ? -right : -1);
-  sliderIntTyped("##layer", ctx.model->layer() + 1, 1, layers, "%d", ImGuiSliderFlags_AlwaysClamp, ctx.commands,
-                 "layer", [queue = &ctx.commands](int layer) {
-                   queue->push("select_layer", {{"layer", layer - 1}});
-                 });
+  const int layer = ctx.model->layer() + 1;
+  filledSlider(layers > 1 ? static_cast<float>(layer - 1) / static_cast<float>(layers - 1) : 0.0f, [&] {
+    sliderIntTyped("##layer", layer, 1, layers, "%d", ImGuiSliderFlags_AlwaysClamp, ctx.commands, "layer",
+                   [queue = &ctx.commands](int picked) {
+                     queue->push("select_layer", {{"layer", picked - 1}});
+                   });
+  });
   layout().widget("model_layer");
 }
 
@@ -663,10 +666,13 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
   ImGui::SameLine();
   const float temperature = static_cast<float>(ctx.view.temperature);
   ImGui::SetNextItemWidth(-1);
-  filledSlider("##temperature", temperature, static_cast<float>(kMaxTemperature),
-               temperature == 0 ? "0 (greedy)" : "%.2f", ctx.commands, "temperature", [queue = &ctx.commands](float t) {
-                 queue->push("view", {{"field", "temperature"}, {"value", std::round(t * 100) / 100}});
-               });
+  const float hi = static_cast<float>(kMaxTemperature);
+  filledSlider(temperature / hi, [&] {
+    sliderFloatTyped("##temperature", temperature, 0.0f, hi, temperature == 0 ? "0 (greedy)" : "%.2f", 0, ctx.commands,
+                     "temperature", [queue = &ctx.commands](float t) {
+                       queue->push("view", {{"field", "temperature"}, {"value", std::round(t * 100) / 100}});
+                     });
+  });
   layout().widget("model_temperature");
   const float* logits = logitsShown(s, session, position);
   if (logits == nullptr) {
