@@ -72,7 +72,10 @@ from test_paste_embeddings import Clipboard  # noqa: E402
 from test_teaching import Display, App, run_checks, run_commands, write_commands  # noqa: E402
 
 LAYERS, HEADS = 3, 2
-MERGES = [("h", "e"), ("l", "l"), ("he", "ll"), ("Ġ", "w"), ("o", "r"), ("Ġw", "or"), ("l", "d"), ("Ġwor", "ld"), ("#", "#")]
+MERGES = [("h", "e"), ("l", "l"), ("he", "ll"), ("Ġ", "w"), ("o", "r"), ("Ġw", "or"), ("l", "d"), ("Ġwor", "ld"), ("#", "#"),
+          # "The cat sat on the mat." as GPT-2 splits it
+          ("T", "he"), ("Ġ", "c"), ("Ġc", "a"), ("Ġca", "t"), ("Ġ", "s"), ("Ġs", "a"), ("Ġsa", "t"), ("Ġ", "o"),
+          ("Ġo", "n"), ("Ġ", "t"), ("Ġt", "he"), ("Ġ", "m"), ("Ġm", "a"), ("Ġma", "t")]
 VOCAB = 256 + len(MERGES) + 1  # the bytes, MERGES, <|endoftext|> (last)
 
 
@@ -183,6 +186,14 @@ def checks(tmp):
             assert sorted({e["stage"] for e in maps}) == ["weights"], sorted({e["stage"] for e in maps})
             top = float(weights[1][0][1:].max())
             assert abs(maps[0]["range"][1] - top) <= 1e-5 and top < 0.999, (maps[0]["range"], top)
+            # Every token's name whole: the band is as wide as the widest, which a float's last bit
+            # had cut ("Ġm…" for "Ġmat" with room for it).
+            for text in ("hello world hello world", "The cat sat on the mat."):
+                shown = run_commands(app, display.name, tmp, "names", [
+                    {"do": "text", "value": text}, {"do": "view", "field": "tab", "value": "heatmaps"}],
+                    "--model", folder)["heatmaps"][0]["axis_names"]
+                names = [r["text"] for r in shown["rows"]] + [c["text"] for c in shown["cols"]]
+                assert names and not any(n.endswith("…") for n in names), names
             d = run_commands(app, display.name, tmp, "closed", [
                 {"do": "text", "value": "hello world"}, {"do": "model_close"},
                 {"do": "view", "field": "tab", "value": "heatmaps"}], "--model", folder)
