@@ -343,7 +343,7 @@ void CompareView::draw(const PanelContext& ctx) {
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     // Its line as a typical one wraps (the line itself is known only once its difference is).
     const std::string typical = who + ": largest |B − A| = 0.0000 at query 000 'token', key 000 'token', 00000 of " +
-                                std::to_string(R * C) + " cells changed";
+                                std::to_string(R * C) + " cells under the mask changed";
     const auto lineHeight = [&](const std::string& text) {
       return ImGui::CalcTextSize(wrapAtSpaces(text, avail_w).c_str()).y + style.ItemSpacing.y;
     };
@@ -372,8 +372,17 @@ void CompareView::draw(const PanelContext& ctx) {
       const std::string r = tokenOr(*b, token_rows, d->row, b->dims),
                         c = tokenOr(*b, tokens_cols, d->col, dimsOf(*b, row.module, row.head));
       const std::string where = token_rows && tokens_cols ? "query " + r + ", key " + c : "(" + r + ", " + c + ")";
+      // Of a map a causal mask empties above its diagonal in A and in B (−∞ or 0 in both), the cells
+      // on and below it: "62 of 121 cells changed" had counted 55 that cannot change.
+      const bool emptied_above = !row.module && stageInfo(row.stage).square && R == C && ta.model.causal &&
+                                 tb.model.causal &&
+                                 (row.stage == Stage::Weights || row.stage == Stage::DroppedWeights ||
+                                  row.stage == Stage::MaskedScores || row.stage == Stage::TrilWeights ||
+                                  (row.stage == Stage::ScaledScores && !trilRoute(ta.model)));
       summary = who + ": largest |B − A| = " + formatFixed(d->max_abs) + " at " + where + ", " +
-                std::to_string(d->changed) + " of " + std::to_string(va.size()) + " cells changed";
+                std::to_string(d->changed) + " of " +
+                (emptied_above ? std::to_string(R * (R + 1) / 2) + " cells under the mask changed"
+                               : std::to_string(va.size()) + " cells changed");
       if (d->max_abs > largest) largest = d->max_abs, largest_where = who + " at " + where;
     }
     // Wrapped at spaces (at 200 % its numbers were cut; ImGui's wrapping split "0.2620" after "0.").

@@ -189,7 +189,7 @@ float HeadStatisticsPanel::height(const PanelContext& ctx, float column_h) {
   const float frame = ImGui::GetFrameHeight() + 2 * style.WindowPadding.y + table_header + px(2);
   // None where a quarter of the column holds no whole row (a projector's 200 % text at 1280 × 720):
   // half a row said nothing and took the maps' room (Compare showed no map at all).
-  if (frame + row > column_h / 4) return 0;
+  if (frame + row > std::floor(column_h / 4)) return 0;
   return std::floor(std::min(frame + static_cast<float>(heads) * row, column_h / 4));
 }
 

@@ -182,7 +182,7 @@ constexpr const char* kBackToText = "Back to the text shown";
 // chips and the next tokens spell tokens as GPT-2 does, and a learner read "Ã©" as broken text.
 std::string readingSaid(const GptModel& model, int id) {
   if (model.tokenizer == nullptr || id < static_cast<int>(model.token_labels.size())) return "";
-  const std::string reading = tokenReading(*model.tokenizer, id);
+  const std::string reading = beyondBmpSpelled(tokenReading(*model.tokenizer, id));  // an emoji: U+1F602
   return reading.empty() ? "" : " · " + reading;
 }
 

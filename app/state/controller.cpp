@@ -1682,9 +1682,9 @@ double Controller::expectedEngineMs() const {
   // per row's pass, the head's logits beside): the last result's time per row it computed.
   const std::vector<int>& ids = model_.ids();
   if (ids == last->ids) return 0;  // another layer or token of the same pass
-  const int maps_layer = thumbnailsFirst() ? -1 : model_.layer();  // the layer whose maps the pass traces
+  // (Passes trace no layer: the one shown is traced after them, as a layer change traces it.)
   const double rows = passWorkRows(model->config, static_cast<int>(ids.size()),
-                                   exec_.fused ? reusablePrefix(*last, *model, ids, maps_layer) : PrefixReuse());
+                                   exec_.fused ? reusablePrefix(*last, *model, ids, -1) : PrefixReuse());
   const bool timed = row_time_model_ == model.get() && fastest_row_ms_ > 0;
   return (timed ? fastest_row_ms_ : snapshot_->milliseconds / workRows(*last)) * rows;
 }
@@ -1765,9 +1765,10 @@ void Controller::updateEngine() {
   // the engine (docs/DESIGN.md §3.3 "Holding a frame"); later frames never wait.
   using Ms = std::chrono::duration<double, std::milli>;
   Ms wait = small_request_ ? Ms(5) : Ms(0);
+  if (sending) expected_ms_ = expectedEngineMs();
   if (!small_request_ && sending) {
     const double hold = holdMs();
-    if (expectedEngineMs() <= hold) wait = Ms(hold);
+    if (expected_ms_ <= hold) wait = Ms(hold);
   }
   if (auto result = worker_.poll(std::chrono::duration_cast<std::chrono::milliseconds>(wait))) {
     if (result->snapshot) {

@@ -139,6 +139,9 @@ class Controller {
   // its result, in ms (docs/DESIGN.md §3.3 "Holding a frame"): eight times the median drawing time of
   // the last 8 frames, at most 100; 0 while a button is down (a drag) and before any frame was drawn.
   double holdMs() const;
+  // What the last request sent to the engine was expected to take, in ms, when it was sent
+  // (expectedEngineMs, below).
+  double expectedMsOfLastRequest() const { return expected_ms_; }
   std::vector<CommandFailure> takeFailures() { return std::exchange(failures_, {}); }
 
   // ---- what there is
@@ -307,16 +310,17 @@ class Controller {
   RequestKey requested_;        // the newest request sent to the worker
   bool small_request_ = false;  // … is small enough to wait for in its frame
   bool computing_ = false;
+  // A new pass over the model's text shows the model view's thumbnails and next tokens before the
+  // layer's maps (ModelJob::thumbnails_first): while the Layers tab is on screen and the maps are
+  // large. Such a pass keeps its layer's outputs alone (KeptLayer::Outputs).
+  bool thumbnailsFirst() const;
   // What the request being sent should take, in ms: a trained model's text edit at the fastest time
   // per row a pass of that model computed, times the rows it computes; anything else at the last
   // result's time; ∞ before a result. A frame is held (holdMs) only for a result expected within
   // the hold. (The last pass's time per row foretold a new text of 64 tokens after typing at the end
   // at 20 × its time: a pass of one row is mostly the reading of the weights.)
   double expectedEngineMs() const;
-  // A new pass over the model's text shows the model view's thumbnails and next tokens before the
-  // layer's maps (ModelJob::thumbnails_first): while the Layers tab is on screen and the maps are
-  // large. Such a pass keeps its layer's outputs alone (KeptLayer::Outputs).
-  bool thumbnailsFirst() const;
+  double expected_ms_ = 0;  // … of the last request sent
   // After a result: the model pass it brought counted in fastest_row_ms_ (once a pass).
   void noteRowTime();
   double fastest_row_ms_ = 0;                  // ms per row computed, the fastest pass of …

@@ -222,8 +222,11 @@ const Snapshot* runModel(const EngineRequest& req, Snapshot& s) {
     // streamed ones, so the pass, and every layer after, depended on the layer shown).
     Trace kept;
     const bool new_pass = !pass;
+    // The pass keeps the layer's outputs only for a first part (traced whole, they would be
+    // computed for nothing: layerTrace computes them again).
     if (new_pass)
-      pass = runModelPass(job.model, job.ids, req.exec, req.limits, job.layer, &kept,
+      pass = runModelPass(job.model, job.ids, req.exec, req.limits, job.thumbnails_first ? job.layer : -1,
+                          job.thumbnails_first ? &kept : nullptr,
                           prev != nullptr ? prev->model.get() : nullptr,  // a text edited after its start
                           s.logit_positions, KeptLayer::Outputs);
     if (new_pass && job.thumbnails_first) {  // the heads' maps follow (completeModel); the views wait for them

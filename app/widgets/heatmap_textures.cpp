@@ -45,6 +45,7 @@ struct CachedTexture {
   TextureRegion region;           // … of which part, how coarsely
   std::uint64_t pending_key = 0;  // what the baker is colouring for it, 0 = nothing
   TextureRegion pending_region;
+  const void* pending_owner = nullptr;  // … for the result that owns these (compared, never read)
   int last_used = 0;
 };
 
@@ -110,7 +111,11 @@ HeatmapTextures::Shown HeatmapTextures::texture(const HeatmapSpec& s, int r0, in
     if (t.pending_key != key || !(t.pending_region == want)) {
       t.pending_key = key;
       t.pending_region = want;
+      t.pending_owner = s.owner.get();
       cache_->baker.submit(std::move(job));
+    } else if (t.pending_owner != s.owner.get()) {  // the same colours of a newer result
+      t.pending_owner = s.owner.get();
+      cache_->baker.adopt(std::move(job));
     }
     if (t.id != 0 && t.key == key) return {t.id, t.region};  // the same colours, another region: meanwhile
     return {};

@@ -11,7 +11,7 @@
 
 namespace attnscope {
 
-bool colour(Colouring& c, const std::shared_ptr<const void>* held) {
+bool colour(Colouring& c, const std::shared_ptr<const void>* held, const std::atomic<bool>* kept) {
   const StageMap& m = c.values;
   const TextureRegion& g = c.region;
   const int step = g.step;
@@ -28,7 +28,7 @@ bool colour(Colouring& c, const std::shared_ptr<const void>* held) {
   std::vector<std::uint32_t> sum(static_cast<std::size_t>(c.cols) * 3);
   std::vector<std::uint32_t> count(static_cast<std::size_t>(c.cols));
   for (int ti = 0; ti < c.rows; ++ti) {
-    if (held && held->use_count() == 1) return false;
+    if (held && held->use_count() == 1 && !(kept && kept->load(std::memory_order_relaxed))) return false;
     std::fill(sum.begin(), sum.end(), 0u);
     std::fill(count.begin(), count.end(), 0u);
     for (int i = g.row0 + ti * step; i < std::min(g.row0 + (ti + 1) * step, g.row0 + g.rows); ++i) {
@@ -68,6 +68,17 @@ void MapColouringThread::submit(Colouring job) {
   wake_.notify_one();
 }
 
+void MapColouringThread::adopt(Colouring job) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Colouring& queued : jobs_)
+    if (queued.id == job.id && queued.key == job.key && queued.region == job.region) {
+      queued.owner = std::move(job.owner), queued.values = job.values;
+      return;
+    }
+  if (running_id_ == job.id && running_key_ == job.key && running_region_ == job.region)
+    running_kept_.store(true, std::memory_order_relaxed);
+}
+
 std::vector<Colouring> MapColouringThread::finished() {
   std::lock_guard<std::mutex> lock(mutex_);
   return std::exchange(done_, {});
@@ -94,13 +105,16 @@ void MapColouringThread::run() {
     if (stop_) return;
     Colouring job = std::move(jobs_.front());
     jobs_.pop_front();
+    running_id_ = job.id, running_key_ = job.key, running_region_ = job.region;
+    running_kept_.store(false, std::memory_order_relaxed);
     lock.unlock();
     {
       const std::shared_ptr<const void> held = job.owner.lock();  // held while it is read
-      job.dropped = !held || !colour(job, &held);
+      job.dropped = !held || !colour(job, &held, &running_kept_);
       job.values = StageMap();  // the pixels are ours: the result may go once nothing else holds it
     }
     lock.lock();
+    running_id_.clear(), running_key_ = 0;
     done_.push_back(std::move(job));
     // The window may be asleep: it uploads and draws the maps when the queue is empty (a frame
     // per map would cost more than the colouring; a software-rendered frame takes 25–45 ms).

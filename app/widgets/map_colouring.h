@@ -3,6 +3,7 @@
 #pragma once
 #include <imgui.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -40,7 +41,8 @@ struct Colouring {
 // owner, locked by the caller; the colouring stops and returns false as soon as nothing else holds
 // it (checked each texel row), so that a result no view shows (a GPT-2 layer's maps: ~100 MB) goes
 // at once instead of living on beside the next pass's.
-bool colour(Colouring& c, const std::shared_ptr<const void>* held = nullptr);
+// `kept`: set while a newer result shares these colours (MapColouringThread::adopt): then it goes on.
+bool colour(Colouring& c, const std::shared_ptr<const void>* held = nullptr, const std::atomic<bool>* kept = nullptr);
 
 // The thread that colours large maps, one at a time, newest per map id: a new GPT-2 snapshot is 72
 // maps of a million cells, a third of a second of colouring that would otherwise freeze one frame.
@@ -54,6 +56,10 @@ class MapColouringThread {
   // Queues a colouring; one of the same map id still queued is replaced (it would be coloured for
   // nothing). The thread starts with the first.
   void submit(Colouring job);
+  // A newer result has the same colours of the same map (a split result's rest, which copies its
+  // first part's heads): the colouring queued or under way for it serves that one — it takes the
+  // newer owner if queued, and is not dropped when the older result goes if under way.
+  void adopt(Colouring job);
   // What finished since the last call, coloured or dropped.
   std::vector<Colouring> finished();
   void stop();  // drops what waits, joins the thread
@@ -64,6 +70,10 @@ class MapColouringThread {
   std::condition_variable wake_;
   std::deque<Colouring> jobs_;
   std::vector<Colouring> done_;
+  std::string running_id_;  // the colouring under way: its map, colours and region
+  std::uint64_t running_key_ = 0;
+  TextureRegion running_region_;
+  std::atomic<bool> running_kept_{false};  // … adopted: not dropped
   std::thread thread_;
   bool stop_ = false;
 };

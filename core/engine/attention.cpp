@@ -197,7 +197,8 @@ Trace computeTraceOn(const std::vector<const Matrix*>& inputs, const ModelConfig
   const bool keeps_block = request.keep_projections != nullptr && hasProjections(m.variant) && projections * G == 1;
   KeptProjections* reuse = keeps_block ? request.reuse : nullptr;
   int kept_rows = 0;  // rows of `reuse` kept (the same inputs' projections)
-  if (reuse != nullptr && reuse->holds(0, width) && reuse->head_major == w.head_major)
+  // (The fast path's rows alone: the reference projects with other sums, other last bits.)
+  if (reuse != nullptr && fused && reuse->holds(0, width) && reuse->head_major == w.head_major)
     kept_rows = std::clamp(std::min(reuse->rows, request.reuse_rows), 0, T);
   if (q != 0 && reuse != nullptr && e == reuse && kept_rows < q)
     throw InputError("first_row " + std::to_string(q) + ": reuse_rows keeps " + std::to_string(kept_rows) +

@@ -205,10 +205,12 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
         gptForward(model, ids, request, exec);
         return;
       }
-      // The last pass's layer weights held meanwhile, as the app's result on screen holds them: the
-      // pass finds them unpacked (GivenModule::weights), not unpacked again.
+      // As the app computes it (its engine worker): the pass streams every layer, then layer 0 is
+      // traced from its attention input, then the logits. The last pass's layer weights are held
+      // meanwhile, as the app's result on screen holds them: not unpacked again.
       const std::shared_ptr<const Parameters> on_screen = kept.parameters;
-      const auto pass = runModelPass(shared, ids, exec, {}, 0, &kept, nullptr, {T - 1});
+      const auto pass = runModelPass(shared, ids, exec, {}, -1, nullptr, nullptr, {T - 1}, KeptLayer::Outputs);
+      kept = layerTrace(*pass, 0, exec, {});
       gptLogits(model, pass->forward, {T - 1}, exec);
     };
     ConcurrentGemm gemm(T, c.mlp_width, c.d_model, threads);
@@ -238,8 +240,8 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
       {"repeat", o.repeat},
       {"outputs",
        "every head's attention weights (all layers) and the last position's logits (the last block's MLP "
-       "of that position alone); view: reduced to the model view's thumbnails and scores, layer 0's "
-       "every stage kept"},
+       "of that position alone); view: reduced to the model view's thumbnails and scores, then layer 0 "
+       "traced from its attention input (every stage), as the app computes it"},
       {"flop",
        {{"gflop", gflop},
         {"linear_gflop", linear / 1e9},
@@ -252,15 +254,17 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
   // one, the edit alternating between two ids.
   if (T >= 2)
     for (const auto& [name, at] : {std::pair{"view_last_token", T - 1}, std::pair{"view_middle_token", T / 2}}) {
-      Trace kept;
-      std::shared_ptr<const ModelPass> previous = runModelPass(shared, ids, exec, {}, 0, &kept, nullptr, {T - 1});
+      std::shared_ptr<const ModelPass> previous = runModelPass(shared, ids, exec, {}, -1, nullptr, nullptr, {T - 1},
+                                                               KeptLayer::Outputs);
+      Trace kept = layerTrace(*previous, 0, exec, {});
       std::vector<int> edited = ids;
       std::vector<double> forward_ms;
       for (int i = 0; i < o.repeat; ++i) {
         edited[static_cast<std::size_t>(at)] = (ids[static_cast<std::size_t>(at)] + 1 + i % 2) % c.vocab_size;
         const std::shared_ptr<const Parameters> on_screen = kept.parameters;  // as above
         forward_ms.push_back(millisecondsOf([&] {
-          previous = runModelPass(shared, edited, exec, {}, 0, &kept, previous.get(), {T - 1});
+          previous = runModelPass(shared, edited, exec, {}, -1, nullptr, previous.get(), {T - 1}, KeptLayer::Outputs);
+          kept = layerTrace(*previous, 0, exec, {});
           gptLogits(model, previous->forward, {T - 1}, exec);
         }));
       }

@@ -604,6 +604,33 @@ TEST_F(ControllerTest, AModelsLayerInEveryViewAndATokenChangeKeepsItsTrace) {
   EXPECT_EQ(c.model().tokenCount(), 8);
 }
 
+// Typing at the end of a model's text is expected to cost a row of the pass on screen, whatever
+// layer is shown (the frame that sends it then waits for it): a new text, every row. (Passes trace
+// no layer since the layer shown is traced after them; the estimate had still asked the pass on
+// screen for the layer shown, found none, and expected a whole pass for every keystroke.)
+TEST_F(ControllerTest, TypingAtTheEndIsExpectedToCostARow) {
+  Controller c = make();
+  user(c, "model_open", {{"path", writeTinyModel(path("m.safetensors"), 1024)}, {"num_heads", 2}});
+  settle(c);
+  ASSERT_TRUE(c.model().isOpen()) << c.toast().text;
+  user(c, "select_layer", {{"layer", 1}});
+  // 60 tokens: a row's pass is one row (past 64 every row's attention counts too).
+  std::vector<int> ids(60);
+  for (int t = 0; t < 60; ++t) ids[t] = (t * 7 + 3) % 40;
+  user(c, "text", {{"ids", ids}});
+  settle(c);
+  ids.push_back(5);
+  user(c, "text", {{"ids", ids}});
+  const double typed = c.expectedMsOfLastRequest();
+  settle(c);
+  ids[0] = (ids[0] + 1) % 40;  // a new text: every row
+  user(c, "text", {{"ids", ids}});
+  const double fresh = c.expectedMsOfLastRequest();
+  EXPECT_GT(typed, 0);
+  EXPECT_NEAR(fresh / typed, 61, 1) << "typing at the end expected at " << typed << " ms, a new text at " << fresh;
+  settle(c);
+}
+
 // writeTinyModel's model, loaded with 2 heads, for the engine worker alone.
 std::shared_ptr<const GptModel> tinyModel(const std::string& file, int context) {
   GptLoadOptions options;

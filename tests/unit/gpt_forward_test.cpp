@@ -737,6 +737,23 @@ TEST(ModelPass, ALayersTraceFromItsPasssProjectionsIsTheTraceOfItsInput) {
         EXPECT_TRUE(x.weights.cwiseEqual(y.weights).all()) << what << ", head " << h;
       }
     }
+    // The lent rows are read as they are, not projected again: one of them altered in the pass's
+    // block shows in the trace (a layout that did not match would have projected them afresh).
+    {
+      std::vector<KeptProjections> held = pass->takeProjections();
+      ASSERT_EQ(held.size(), 3u);
+      const float was = held[1].qkv[0];
+      held[1].qkv[0] = was + 1.0f;
+      pass->keepProjections(std::move(held));
+      const Trace altered = layerTrace(*pass, 1, exec, {});
+      const Trace alone = computeTrace(pass->forward.attention_inputs[1], model->attention_config,
+                                       model->blocks[1].attention, exec, TraceRequest(), {});
+      EXPECT_FALSE(altered.batches[0].heads[0].queries.cwiseEqual(alone.batches[0].heads[0].queries).all())
+          << threads << " threads: the lent rows were projected again";
+      held = pass->takeProjections();
+      held[1].qkv[0] = was;
+      pass->keepProjections(std::move(held));
+    }
     // The pass's projections serve the next edit as before.
     std::vector<int> again = edited;
     again[60] = (again[60] + 1) % 53;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -61,9 +62,10 @@ TEST(MapColouring, TheThreadColoursAsTheUiThreadDoes) {
 
 // A result superseded while its maps wait to be coloured goes at once: the queue does not hold it,
 // and its colouring is dropped, not done.
+// (Queued behind a large map, so that it is still queued when its result goes.)
 TEST(MapColouring, AResultNoViewHoldsIsNotKeptNorColoured) {
   MapColouringThread thread;
-  auto shown = mapOf(256, 256);
+  const auto shown = mapOf(2000, 2000);
   auto superseded = mapOf(512, 512);
   const std::weak_ptr<const Matrix> gone = superseded;
   thread.submit(colouringOf("a", shown));
@@ -79,6 +81,29 @@ TEST(MapColouring, AResultNoViewHoldsIsNotKeptNorColoured) {
   EXPECT_TRUE(done[1].pixels.empty());
 }
 
+// A newer result with the same colours of a map (a split result's rest copies its first part's
+// heads) takes over the colouring queued for the older one: coloured, not dropped, when the older
+// result goes. (Queued behind a large map, so that it is still queued when adopted.)
+TEST(MapColouring, ANewerResultWithTheSameColoursTakesTheColouringOver) {
+  MapColouringThread thread;
+  const auto large = mapOf(2000, 2000);
+  auto older = mapOf(256, 256);
+  const auto newer = std::make_shared<const Matrix>(*older);  // the same values, another owner
+  const std::weak_ptr<const Matrix> gone = older;
+  thread.submit(colouringOf("large", large));
+  thread.submit(colouringOf("a", older));
+  thread.adopt(colouringOf("a", newer));
+  older.reset();
+  EXPECT_TRUE(gone.expired()) << "the older result kept alive";
+  const std::vector<Colouring> done = waitFor(thread, 2);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[1].id, "a");
+  EXPECT_FALSE(done[1].dropped) << "dropped: the newer result's colours were never made";
+  Colouring here = colouringOf("a", newer);
+  ASSERT_TRUE(colour(here));
+  EXPECT_EQ(done[1].pixels, here.pixels);
+}
+
 // The colouring in progress lets its result go as soon as it is the result's last holder.
 TEST(MapColouring, AColouringStopsWhenItAloneHoldsItsResult) {
   std::shared_ptr<const Matrix> map = mapOf(64, 64);
@@ -88,6 +113,8 @@ TEST(MapColouring, AColouringStopsWhenItAloneHoldsItsResult) {
   map.reset();
   Colouring alone = colouringOf("m", std::static_pointer_cast<const Matrix>(held));
   EXPECT_FALSE(colour(alone, &held)) << "nothing but the colouring holds the result";
+  const std::atomic<bool> adopted{true};  // … unless a newer result shares its colours
+  EXPECT_TRUE(colour(alone, &held, &adopted));
 }
 
 }  // namespace
