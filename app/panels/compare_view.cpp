@@ -374,11 +374,8 @@ void CompareView::draw(const PanelContext& ctx) {
       const std::string where = token_rows && tokens_cols ? "query " + r + ", key " + c : "(" + r + ", " + c + ")";
       // Of a map a causal mask empties above its diagonal in A and in B (−∞ or 0 in both), the cells
       // on and below it: "62 of 121 cells changed" had counted 55 that cannot change.
-      const bool emptied_above = !row.module && stageInfo(row.stage).square && R == C && ta.model.causal &&
-                                 tb.model.causal &&
-                                 (row.stage == Stage::Weights || row.stage == Stage::DroppedWeights ||
-                                  row.stage == Stage::MaskedScores || row.stage == Stage::TrilWeights ||
-                                  (row.stage == Stage::ScaledScores && !trilRoute(ta.model)));
+      const bool emptied_above = !row.module && R == C && emptiedAboveDiagonal(ta.model, row.stage) &&
+                                 emptiedAboveDiagonal(tb.model, row.stage);
       summary = who + ": largest |B − A| = " + formatFixed(d->max_abs) + " at " + where + ", " +
                 std::to_string(d->changed) + " of " +
                 (emptied_above ? std::to_string(R * (R + 1) / 2) + " cells under the mask changed"

@@ -48,6 +48,18 @@ bool parseStage(const std::string& id, Stage* out) {
 
 bool stageHeld(const Trace& t, Stage s) { return !stageInfo(s).tril_route || trilRoute(t.model); }
 
+bool emptiedAboveDiagonal(const ModelConfig& m, Stage s) {
+  if (!m.causal) return false;
+  switch (s) {
+    case Stage::MaskedScores:
+    case Stage::ScaledScores: return !trilRoute(m);
+    case Stage::TrilWeights:
+    case Stage::Weights:
+    case Stage::DroppedWeights: return true;
+    default: return false;
+  }
+}
+
 StageMap::StageMap(const Matrix& m) : values_(&m), rows_(m.rows()), cols_(m.cols()) {}
 
 StageMap StageMap::weightColumns(const Matrix& weight, Eigen::Index c0, Eigen::Index n) {

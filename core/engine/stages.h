@@ -60,6 +60,9 @@ bool parseStage(const std::string& id, Stage* out);
 // Whether the trace has stage s at all: the tril route's own stages on that route only. Writers
 // (trace JSON, exports) leave out the others; views say why.
 bool stageHeld(const Trace& t, Stage s);
+// Whether a causal mask leaves stage s of model m empty above the diagonal (−∞ or 0 there, whatever
+// the inputs): the masked and scaled scores off the tril route, and every weights stage.
+bool emptiedAboveDiagonal(const ModelConfig& m, Stage s);
 
 // The values of one map, read the same way whether a matrix holds them or they are derived on
 // demand from what a head stores (docs/DESIGN.md §2.3): a view, valid while its sources live.

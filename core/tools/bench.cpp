@@ -195,6 +195,14 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
   // layer's every stage, and the logits at the last position); "maps" every stage of every head of
   // every layer kept (gptForward's traces); "fused" no weight ever whole (the fused kernel).
   const std::shared_ptr<const GptModel> shared(std::shared_ptr<const GptModel>(), &model);  // not owned
+  // What the app's engine worker computes for a text: the pass streams every layer, then layer 0 is
+  // traced from its attention input (into *kept), then the logits at the last position.
+  const auto appPass = [&](const std::vector<int>& text, const ModelPass* previous, Trace* kept) {
+    auto pass = runModelPass(shared, text, exec, {}, -1, nullptr, previous, {T - 1}, KeptLayer::Outputs);
+    *kept = layerTrace(*pass, 0, exec, {});
+    gptLogits(model, pass->forward, {T - 1}, exec);
+    return pass;
+  };
   const auto paired = [&](const std::string& mode) {
     GptRequest request;
     request.no_maps = mode == "fused";
@@ -205,13 +213,10 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
         gptForward(model, ids, request, exec);
         return;
       }
-      // As the app computes it (its engine worker): the pass streams every layer, then layer 0 is
-      // traced from its attention input, then the logits. The last pass's layer weights are held
-      // meanwhile, as the app's result on screen holds them: not unpacked again.
+      // The last pass's layer weights are held meanwhile, as the app's result on screen holds
+      // them: not unpacked again.
       const std::shared_ptr<const Parameters> on_screen = kept.parameters;
-      const auto pass = runModelPass(shared, ids, exec, {}, -1, nullptr, nullptr, {T - 1}, KeptLayer::Outputs);
-      kept = layerTrace(*pass, 0, exec, {});
-      gptLogits(model, pass->forward, {T - 1}, exec);
+      appPass(ids, nullptr, &kept);
     };
     ConcurrentGemm gemm(T, c.mlp_width, c.d_model, threads);
     forward();
@@ -254,19 +259,14 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
   // one, the edit alternating between two ids.
   if (T >= 2)
     for (const auto& [name, at] : {std::pair{"view_last_token", T - 1}, std::pair{"view_middle_token", T / 2}}) {
-      std::shared_ptr<const ModelPass> previous = runModelPass(shared, ids, exec, {}, -1, nullptr, nullptr, {T - 1},
-                                                               KeptLayer::Outputs);
-      Trace kept = layerTrace(*previous, 0, exec, {});
+      Trace kept;
+      std::shared_ptr<const ModelPass> previous = appPass(ids, nullptr, &kept);
       std::vector<int> edited = ids;
       std::vector<double> forward_ms;
       for (int i = 0; i < o.repeat; ++i) {
         edited[static_cast<std::size_t>(at)] = (ids[static_cast<std::size_t>(at)] + 1 + i % 2) % c.vocab_size;
         const std::shared_ptr<const Parameters> on_screen = kept.parameters;  // as above
-        forward_ms.push_back(millisecondsOf([&] {
-          previous = runModelPass(shared, edited, exec, {}, -1, nullptr, previous.get(), {T - 1}, KeptLayer::Outputs);
-          kept = layerTrace(*previous, 0, exec, {});
-          gptLogits(model, previous->forward, {T - 1}, exec);
-        }));
+        forward_ms.push_back(millisecondsOf([&] { previous = appPass(edited, previous.get(), &kept); }));
       }
       j[name] = {{"forward_ms", summary(forward_ms)},
                  {"reused_rows", previous->reused_rows},
