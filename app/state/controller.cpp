@@ -1714,6 +1714,9 @@ Controller::RequestKey Controller::currentKey() const {
 void Controller::updateEngine() {
   const RequestKey key = currentKey();
   const bool sending = !(key == requested_);
+  // Estimated before the request is sent: the engine's thread, once it has it, takes the last
+  // pass's projections over, and a pass without them would be expected to project its rows again.
+  if (sending) expected_ms_ = expectedEngineMs();
   if (sending && model_.isOpen()) {
     EngineRequest r;
     auto job = std::make_shared<ModelJob>();
@@ -1765,7 +1768,6 @@ void Controller::updateEngine() {
   // the engine (docs/DESIGN.md §3.3 "Holding a frame"); later frames never wait.
   using Ms = std::chrono::duration<double, std::milli>;
   Ms wait = small_request_ ? Ms(5) : Ms(0);
-  if (sending) expected_ms_ = expectedEngineMs();
   if (!small_request_ && sending) {
     const double hold = holdMs();
     if (expected_ms_ <= hold) wait = Ms(hold);
