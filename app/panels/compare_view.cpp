@@ -245,7 +245,8 @@ void CompareView::draw(const PanelContext& ctx) {
   const float left = std::min(label_w, px(90)) + px(4);
   const float title_h = ImGui::GetTextLineHeight();
   // Under the cells: the colorbar, and B − A's legend on a line of its own where the bar is narrow.
-  const float bottom = heatmapColorbarHeight() + std::max(0.0f, fs + 2 - px(4));
+  const float bar_bottom = heatmapColorbarHeight() + std::max(0.0f, fs + 2 - px(4));
+  const std::string delta_legend = "blue: B < A · red: B > A";
   const float visible_h = ImGui::GetWindowHeight();
   const int selected = std::clamp(view.token, 0, std::max(0, b->tokenCount() - 1));
 
@@ -291,6 +292,7 @@ void CompareView::draw(const PanelContext& ctx) {
       }
     const float across = title_h + fs + px(4), upright = title_h + std::min(col_w, px(48)) + px(6);
     const auto labelsTop = [&](float cell) { return C > 1 && col_w + 6 > cell ? upright : across; };
+    float bottom = bar_bottom;  // B − A's legend on a second line where its tile is narrow: below
     const float rows_f = static_cast<float>(R), cols_f = static_cast<float>(C);
     const float cap = labelled ? label_cell * 2 : FLT_MAX;  // numbers' cells: no larger than twice theirs
     // A map is readable from 96 px of the screen on its longer side (the grid's least map in a row:
@@ -334,6 +336,20 @@ void CompareView::draw(const PanelContext& ctx) {
         if (cellWide(p) * longer >= 64) return Fit{p, std::min(cellWide(p), 96 / longer)};
       return Fit{1, std::max(0.05f, std::min(cellWide(1), std::max(cellTall(1, line_h, true), 0.05f)))};
     };
+    // B − A's legend in two lines where its tile is narrower than it ("blue: B < A" over "red: B >
+    // A"; at 1280 × 800 and 150 % it was cut to "blue: B < …"), the row fitted again with their room.
+    const auto legendLines = [&](const Fit& f) {
+      return maps == 3 ? heatmapLegendLines(delta_legend, tileW(f.per_line) - left, 2).size() : std::size_t{1};
+    };
+    const auto fitRowWithLegend = [&](float line_h) {
+      bottom = bar_bottom;
+      const Fit first = fitRow(line_h);
+      if (legendLines(first) == 1) return first;
+      bottom = bar_bottom + fs + 2;
+      const Fit again = fitRow(line_h);
+      if (legendLines(again) == 1) bottom = bar_bottom;  // more maps a line, wider: its room is not needed
+      return again;
+    };
     const std::string who = row.module              ? std::string("the module's ") + row.label()
                             : row.head_a != row.head ? "A's head " + std::to_string(row.head_a + 1) + " against B's head " +
                                                            std::to_string(row.head + 1) + ", " + row.label()
@@ -353,7 +369,7 @@ void CompareView::draw(const PanelContext& ctx) {
     };
     if (R * C > kDumpCellsUpTo * 16) {
       const float line_h = lineHeight(typical);
-      const float row_h = rowHeight(fitRow(line_h), line_h);
+      const float row_h = rowHeight(fitRowWithLegend(line_h), line_h);
       if (!ImGui::IsRectVisible(origin, ImVec2(origin.x + avail_w, origin.y + row_h))) {
         ImGui::Dummy(ImVec2(avail_w, row_h));
         continue;
@@ -391,7 +407,7 @@ void CompareView::draw(const PanelContext& ctx) {
       continue;
     }
     const ImVec2 tiles = ImGui::GetCursorScreenPos();
-    const Fit fit = fitRow(ImGui::CalcTextSize(wrapped.c_str()).y + style.ItemSpacing.y);
+    const Fit fit = fitRowWithLegend(ImGui::CalcTextSize(wrapped.c_str()).y + style.ItemSpacing.y);
     const int per_line = fit.per_line, lines = (maps + per_line - 1) / per_line;
     const float cell = fit.cell, cells_top = labelsTop(cell);
     const float tile_w = tileW(per_line), tile_h = cells_top + cell * rows_f + bottom;
@@ -446,7 +462,8 @@ void CompareView::draw(const PanelContext& ctx) {
         // would leave the rest white); log has no meaning for signed differences.
         spec.look.scale = view.colour_scale == ColourScale::Row ? ColourScale::Row : ColourScale::Linear;
         spec.look.range = d->max_abs > 0 ? ValueRange{-d->max_abs, d->max_abs} : ValueRange{-1, 1};
-        spec.look.legend = d->changed == 0 ? "no cell changed" : "blue: B < A · red: B > A";
+        spec.look.legend = delta_legend;  // (rows whose maps are equal show none)
+        spec.legend_lines = 2;
         spec.dump["max_abs_delta"] = d->max_abs;
         spec.dump["argmax"] = {d->row, d->col};
         spec.dump["changed"] = d->changed;

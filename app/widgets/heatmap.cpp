@@ -97,6 +97,27 @@ float heatmapColorbarHeight(float text_scale) {
   return px(6) + px(8) + px(2) + fonts().small->FontSize * text_scale + px(4);
 }
 
+std::vector<std::string> heatmapLegendLines(const std::string& legend, float width, int most, float text_scale) {
+  ImFont* small = fonts().small;
+  const float fs = small->FontSize * text_scale;
+  const auto wide = [&](const std::string& t) { return small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str()).x; };
+  const std::string joint = " · ";
+  std::vector<std::string> lines;
+  std::size_t from = 0;
+  while (from <= legend.size()) {  // each part joins the line before it where the two fit
+    const std::size_t to = std::min(legend.find(joint, from), legend.size());
+    std::string part = legend.substr(from, to - from);
+    if (!lines.empty() &&
+        (static_cast<int>(lines.size()) == std::max(most, 1) || wide(lines.back() + joint + part) <= width))
+      lines.back() += joint + part;
+    else
+      lines.push_back(std::move(part));
+    from = to + joint.size();
+  }
+  for (std::string& line : lines) line = fitText(small, fs, line, width);
+  return lines;
+}
+
 namespace {
 
 // A colorbar beside the cells: a gap, the bar, a gap, then its labels' column.
@@ -540,20 +561,38 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       }
     }
     if (!s.look.legend.empty()) {
-      const bool swatch = legend.swatch;
       const std::string& whole = legend.text;
-      std::string text = whole;
-      if (swatch) lx = drawLegendSwatch(draw, lx, ly, fs);
+      const float swatch = legend.swatch ? fs + 2 : 0;
       // Within the tile and the free room right of it (legend_room): a trained model's 2 × 2 weights
-      // wrote "top: the largest below row 1 (row 1 is 1)" over the next card's. Cut with "…", whole
-      // on hover.
-      const float room = origin.x + size.x + std::max(0.0f, s.legend_room) - lx;
-      text = fitText(small, fs, whole, room);
-      draw->AddText(small, fs, ImVec2(lx, ly), th.text_dim, text.c_str());
-      legend_min = ImVec2(lx, ly), legend_max = ImVec2(lx + width(text), ly + fs);
-      legend_cut = text != whole;
-      if (text != whole && ImGui::IsWindowHovered() &&
-          ImGui::IsMouseHoveringRect(ImVec2(lx, ly), ImVec2(lx + room, ly + fs)))
+      // wrote "top: the largest below row 1 (row 1 is 1)" over the next card's. On its own line
+      // below the range labels it is broken between its parts where the caller left room for more
+      // lines (Compare's "blue: B < A · red: B > A" was cut to "blue: B < …"), and starts at the
+      // tile's edge, under the row labels, where it would be cut from the cells'. Cut with "…",
+      // whole on hover.
+      const bool own_line = ly > bar_y + px(10);
+      const int most = own_line ? s.legend_lines : 1;
+      const auto linesFrom = [&](float x) {
+        return heatmapLegendLines(whole, origin.x + size.x + std::max(0.0f, s.legend_room) - x - swatch, most,
+                                  s.text_scale);
+      };
+      const auto joined = [](const std::vector<std::string>& lines) {
+        std::string text;
+        for (const std::string& line : lines) text += (text.empty() ? "" : " · ") + line;
+        return text;
+      };
+      std::vector<std::string> lines = linesFrom(lx);
+      if (own_line && lx > origin.x && joined(lines) != whole) lx = origin.x, lines = linesFrom(lx);
+      if (legend.swatch) lx = drawLegendSwatch(draw, lx, ly, fs);
+      legend_min = ImVec2(lx, ly), legend_max = ImVec2(lx, ly);
+      for (const std::string& line : lines) {
+        draw->AddText(small, fs, ImVec2(lx, legend_max.y), th.text_dim, line.c_str());
+        legend_max = ImVec2(std::max(legend_max.x, lx + width(line)),
+                            legend_max.y + fs + (&line == &lines.back() ? 0 : 2));
+      }
+      content_bottom = std::max(content_bottom, legend_max.y);
+      legend_cut = joined(lines) != whole;
+      if (legend_cut && ImGui::IsWindowHovered() &&
+          ImGui::IsMouseHoveringRect(legend_min, ImVec2(origin.x + size.x, legend_max.y)))
         ImGui::SetTooltip("%s", whole.c_str());
     }
 

@@ -388,6 +388,12 @@ def checks(tmp):
             for e in d7["heatmaps"]:
                 if e.get("compare"):
                     assert e["tile"]["x"] + e["tile"]["w"] <= tab["x"] + tab["w"] + 0.5, (e["compare"], e["tile"], tab)
+            # B − A's legend whole, in its tile: two lines where the tile is narrow (it was cut to
+            # "blue: B < …").
+            diff = next(e for e in d7["heatmaps"] if e.get("compare") == "diff")
+            legend, tile = diff["legend"], diff["tile"]
+            assert legend and not legend["cut"], legend
+            assert legend["y"] + legend["h"] <= tile["y"] + tile["h"] + 0.5, (legend, tile)
             # The head statistics without the row sums' chart: a model's pass has no dropout, so its
             # every row read 1; the entropy's chart has the room.
             d3 = run_commands(app, display.name, tmp, "statistics", [
