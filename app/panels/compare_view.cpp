@@ -290,7 +290,11 @@ void CompareView::draw(const PanelContext& ctx) {
         for (std::size_t j = 0; j < dims.size() && j < static_cast<std::size_t>(C); ++j)
           col_w = std::max(col_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, dims[j].c_str()).x);
       }
-    const float across = title_h + fs + px(4), upright = title_h + std::min(col_w, px(48)) + px(6);
+    // Upright names take up to 48 px, or up to the rows' band's 90 where the row's maps are as large
+    // with them (bound by the width: "Ġtomor…" had stood over 80 px of room below the maps).
+    const float across = title_h + fs + px(4), upright_least = title_h + std::min(col_w, px(48)) + px(6),
+                upright_whole = title_h + std::min(col_w, px(90)) + px(6);
+    float upright = upright_least;
     const auto labelsTop = [&](float cell) { return C > 1 && col_w + 6 > cell ? upright : across; };
     float bottom = bar_bottom;  // B − A's legend on a second line where its tile is narrow: below
     const float rows_f = static_cast<float>(R), cols_f = static_cast<float>(C);
@@ -336,6 +340,10 @@ void CompareView::draw(const PanelContext& ctx) {
         if (cellWide(p) * longer >= 64) return Fit{p, std::min(cellWide(p), 96 / longer)};
       return Fit{1, std::max(0.05f, std::min(cellWide(1), std::max(cellTall(1, line_h, true), 0.05f)))};
     };
+    const auto rowHeight = [&](const Fit& f, float line_h) {
+      const int lines = (maps + f.per_line - 1) / f.per_line;
+      return line_h + static_cast<float>(lines) * (labelsTop(f.cell) + f.cell * rows_f + bottom + gap);
+    };
     // B − A's legend in two lines where its tile is narrower than it ("blue: B < A" over "red: B >
     // A"; at 1280 × 800 and 150 % it was cut to "blue: B < …"), the row fitted again with their room.
     const auto legendLines = [&](const Fit& f) {
@@ -350,6 +358,19 @@ void CompareView::draw(const PanelContext& ctx) {
       if (legendLines(again) == 1) bottom = bar_bottom;  // more maps a line, wider: its room is not needed
       return again;
     };
+    const auto fitRowWhole = [&](float line_h) {  // … and its upright names whole where that costs nothing
+      upright = upright_least;
+      const Fit least = fitRowWithLegend(line_h);
+      if (upright_whole <= upright_least || labelsTop(least.cell) != upright_least) return least;
+      const float least_bottom = bottom;
+      upright = upright_whole;
+      const Fit whole = fitRowWithLegend(line_h);
+      if (whole.per_line == least.per_line && whole.cell >= least.cell && rowHeight(whole, line_h) <= visible_h)
+        return whole;
+      upright = upright_least;
+      bottom = least_bottom;
+      return least;
+    };
     const std::string who = row.module              ? std::string("the module's ") + row.label()
                             : row.head_a != row.head ? "A's head " + std::to_string(row.head_a + 1) + " against B's head " +
                                                            std::to_string(row.head + 1) + ", " + row.label()
@@ -363,13 +384,9 @@ void CompareView::draw(const PanelContext& ctx) {
     const auto lineHeight = [&](const std::string& text) {
       return ImGui::CalcTextSize(wrapAtSpaces(text, avail_w).c_str()).y + style.ItemSpacing.y;
     };
-    const auto rowHeight = [&](const Fit& f, float line_h) {
-      const int lines = (maps + f.per_line - 1) / f.per_line;
-      return line_h + static_cast<float>(lines) * (labelsTop(f.cell) + f.cell * rows_f + bottom + gap);
-    };
     if (R * C > kDumpCellsUpTo * 16) {
       const float line_h = lineHeight(typical);
-      const float row_h = rowHeight(fitRowWithLegend(line_h), line_h);
+      const float row_h = rowHeight(fitRowWhole(line_h), line_h);
       if (!ImGui::IsRectVisible(origin, ImVec2(origin.x + avail_w, origin.y + row_h))) {
         ImGui::Dummy(ImVec2(avail_w, row_h));
         continue;
@@ -407,7 +424,7 @@ void CompareView::draw(const PanelContext& ctx) {
       continue;
     }
     const ImVec2 tiles = ImGui::GetCursorScreenPos();
-    const Fit fit = fitRowWithLegend(ImGui::CalcTextSize(wrapped.c_str()).y + style.ItemSpacing.y);
+    const Fit fit = fitRowWhole(ImGui::CalcTextSize(wrapped.c_str()).y + style.ItemSpacing.y);
     const int per_line = fit.per_line, lines = (maps + per_line - 1) / per_line;
     const float cell = fit.cell, cells_top = labelsTop(cell);
     const float tile_w = tileW(per_line), tile_h = cells_top + cell * rows_f + bottom;

@@ -394,6 +394,20 @@ def checks(tmp):
             legend, tile = diff["legend"], diff["tile"]
             assert legend and not legend["cut"], legend
             assert legend["y"] + legend["h"] <= tile["y"] + tile["h"] + 0.5, (legend, tile)
+            # Upright key names whole where the maps are as large with them and the row stays in
+            # view ("<|endoftext|>" was cut to 48 px over room to spare below the maps).
+            eot = VOCAB - 1
+            d8 = run_commands(app, display.name, tmp, "compare-names", [
+                {"do": "text", "ids": [eot] + list(range(40, 50))}, {"do": "select_layer", "layer": 1, "head": 0},
+                {"do": "pin"},
+                {"do": "text", "ids": [eot] + list(range(40, 45)) + [60] + list(range(46, 50))},
+                {"do": "view", "field": "tab", "value": "compare"}], "--model", folder, "--size", "1280x800",
+                "--text-size", "150")
+            for e in d8["heatmaps"]:
+                if e.get("compare") in ("A", "B"):
+                    first = e["axis_names"]["cols"][0]
+                    assert first == {"index": 0, "text": "<|endoftext|>"}, (e["compare"], first)
+                    assert e["wholly_in_view"], (e["compare"], e["tile"])
             # The head statistics without the row sums' chart: a model's pass has no dropout, so its
             # every row read 1; the entropy's chart has the room.
             d3 = run_commands(app, display.name, tmp, "statistics", [
