@@ -345,9 +345,10 @@ void CompareView::draw(const PanelContext& ctx) {
       return line_h + static_cast<float>(lines) * (labelsTop(f.cell) + f.cell * rows_f + bottom + gap);
     };
     // B − A's legend in two lines where its tile is narrower than it ("blue: B < A" over "red: B >
-    // A"; at 1280 × 800 and 150 % it was cut to "blue: B < …"), the row fitted again with their room.
+    // A"; at 1280 × 800 and 150 % it was cut to "blue: B < …"), the row fitted again with their room
+    // (drawHeatmap breaks it where one line from the tile's edge does not hold it).
     const auto legendLines = [&](const Fit& f) {
-      return maps == 3 ? heatmapLegendLines(delta_legend, tileW(f.per_line) - left, 2).size() : std::size_t{1};
+      return maps == 3 ? heatmapLegendLines(delta_legend, tileW(f.per_line), 2).size() : std::size_t{1};
     };
     const auto fitRowWithLegend = [&](float line_h) {
       bottom = bar_bottom;
@@ -355,7 +356,7 @@ void CompareView::draw(const PanelContext& ctx) {
       if (legendLines(first) == 1) return first;
       bottom = bar_bottom + fs + 2;
       const Fit again = fitRow(line_h);
-      if (legendLines(again) == 1) bottom = bar_bottom;  // more maps a line, wider: its room is not needed
+      if (legendLines(again) == 1) bottom = bar_bottom;  // fewer maps a line, wider: its room is not needed
       return again;
     };
     const auto fitRowWhole = [&](float line_h) {  // … and its upright names whole where that costs nothing

@@ -103,8 +103,7 @@ std::vector<std::string> heatmapLegendLines(const std::string& legend, float wid
   const auto wide = [&](const std::string& t) { return small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str()).x; };
   const std::string joint = " · ";
   std::vector<std::string> lines;
-  std::size_t from = 0;
-  while (from <= legend.size()) {  // each part joins the line before it where the two fit
+  for (std::size_t from = 0; from < legend.size();) {  // each part joins the line before it where the two fit
     const std::size_t to = std::min(legend.find(joint, from), legend.size());
     std::string part = legend.substr(from, to - from);
     if (!lines.empty() &&
@@ -114,6 +113,7 @@ std::vector<std::string> heatmapLegendLines(const std::string& legend, float wid
       lines.push_back(std::move(part));
     from = to + joint.size();
   }
+  if (lines.empty()) lines.emplace_back();
   for (std::string& line : lines) line = fitText(small, fs, line, width);
   return lines;
 }
@@ -570,18 +570,28 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       // tile's edge, under the row labels, where it would be cut from the cells'. Cut with "…",
       // whole on hover.
       const bool own_line = ly > bar_y + px(10);
-      const int most = own_line ? s.legend_lines : 1;
-      const auto linesFrom = [&](float x) {
-        return heatmapLegendLines(whole, origin.x + size.x + std::max(0.0f, s.legend_room) - x - swatch, most,
-                                  s.text_scale);
+      const float right = origin.x + size.x + std::max(0.0f, s.legend_room);
+      const auto linesFrom = [&](float x, int most) {
+        return heatmapLegendLines(whole, right - x - swatch, own_line ? most : 1, s.text_scale);
       };
       const auto joined = [](const std::vector<std::string>& lines) {
         std::string text;
-        for (const std::string& line : lines) text += (text.empty() ? "" : " · ") + line;
+        for (std::size_t i = 0; i < lines.size(); ++i) text += (i == 0 ? "" : " · ") + lines[i];
         return text;
       };
-      std::vector<std::string> lines = linesFrom(lx);
-      if (own_line && lx > origin.x && joined(lines) != whole) lx = origin.x, lines = linesFrom(lx);
+      // One line from the cells' edge, else from the tile's; else the lines the caller left room
+      // for (heatmapLegendLines, as Compare reserves them: one line where the tile holds it).
+      std::vector<std::string> lines = linesFrom(lx, 1);
+      if (own_line && joined(lines) != whole && lx > origin.x) {
+        if (std::vector<std::string> edge = linesFrom(origin.x, 1); joined(edge) == whole) {
+          lx = origin.x, lines = std::move(edge);
+        } else {
+          lines = linesFrom(lx, s.legend_lines);
+          if (joined(lines) != whole) lx = origin.x, lines = linesFrom(lx, s.legend_lines);
+        }
+      } else if (own_line && joined(lines) != whole) {
+        lines = linesFrom(lx, s.legend_lines);
+      }
       if (legend.swatch) lx = drawLegendSwatch(draw, lx, ly, fs);
       legend_min = ImVec2(lx, ly), legend_max = ImVec2(lx, ly);
       for (const std::string& line : lines) {
@@ -591,8 +601,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       }
       content_bottom = std::max(content_bottom, legend_max.y);
       legend_cut = joined(lines) != whole;
-      if (legend_cut && ImGui::IsWindowHovered() &&
-          ImGui::IsMouseHoveringRect(legend_min, ImVec2(origin.x + size.x, legend_max.y)))
+      if (legend_cut && ImGui::IsWindowHovered() && ImGui::IsMouseHoveringRect(legend_min, ImVec2(right, legend_max.y)))
         ImGui::SetTooltip("%s", whole.c_str());
     }
 

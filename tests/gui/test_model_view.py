@@ -394,6 +394,7 @@ def checks(tmp):
             legend, tile = diff["legend"], diff["tile"]
             assert legend and not legend["cut"], legend
             assert legend["y"] + legend["h"] <= tile["y"] + tile["h"] + 0.5, (legend, tile)
+            assert tile["x"] - 0.5 <= legend["x"] and legend["x"] + legend["w"] <= tile["x"] + tile["w"] + 0.5, (legend, tile)
             # Upright key names whole where the maps are as large with them and the row stays in
             # view ("<|endoftext|>" was cut to 48 px over room to spare below the maps).
             eot = VOCAB - 1
