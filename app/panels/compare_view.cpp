@@ -242,7 +242,9 @@ void CompareView::draw(const PanelContext& ctx) {
   for (const Snapshot* s : {&a, b})
     for (const std::string& tok : s->tokens())
       label_w = std::max(label_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, tok.c_str()).x);
-  const float left = std::min(label_w, px(90)) + px(4);
+  // The row names' band: up to 90 px, or 40 where that keeps a row's maps side by side in view
+  // (fitRowWhole, below).
+  const float left_most = std::min(label_w, px(90)) + px(4), left_least = std::min(label_w, px(40)) + px(4);
   const float title_h = ImGui::GetTextLineHeight();
   // Under the cells: the colorbar, and B − A's legend on a line of its own where the bar is narrow.
   const float bar_bottom = heatmapColorbarHeight() + std::max(0.0f, fs + 2 - px(4));
@@ -296,6 +298,7 @@ void CompareView::draw(const PanelContext& ctx) {
                 upright_whole = title_h + std::min(col_w, px(90)) + px(6);
     float upright = upright_least;
     const auto labelsTop = [&](float cell) { return C > 1 && col_w + 6 > cell ? upright : across; };
+    float left = left_most;
     float bottom = bar_bottom;  // B − A's legend on a second line where its tile is narrow: below
     const float rows_f = static_cast<float>(R), cols_f = static_cast<float>(C);
     const float cap = labelled ? label_cell * 2 : FLT_MAX;  // numbers' cells: no larger than twice theirs
@@ -359,7 +362,7 @@ void CompareView::draw(const PanelContext& ctx) {
       if (legendLines(again) == 1) bottom = bar_bottom;  // fewer maps a line, wider: its room is not needed
       return again;
     };
-    const auto fitRowWhole = [&](float line_h) {  // … and its upright names whole where that costs nothing
+    const auto fitRowNames = [&](float line_h) {  // … and its upright names whole where that costs nothing
       upright = upright_least;
       const Fit least = fitRowWithLegend(line_h);
       if (upright_whole <= upright_least || labelsTop(least.cell) != upright_least) return least;
@@ -371,6 +374,23 @@ void CompareView::draw(const PanelContext& ctx) {
       upright = upright_least;
       bottom = least_bottom;
       return least;
+    };
+    // … and its row names in a narrower band where only that keeps A, B and B − A side by side,
+    // readable, their cells in view (at 1280 × 800 and 175 % a 47-token Compare's "40 Ġrepresentation"
+    // took 157 px of each tile: A and B stood at 96 px, B − A below the fold).
+    const auto fitRowWhole = [&](float line_h) {
+      left = left_most;
+      const Fit wide = fitRowNames(line_h);
+      const auto together = [&](const Fit& f) {  // their cells in view at least (as fitRow's second choice)
+        return f.per_line == maps && readable(f.cell) && rowHeight(f, line_h) - bottom <= visible_h;
+      };
+      if (together(wide) || left_least >= left_most) return wide;
+      const float wide_upright = upright, wide_bottom = bottom;
+      left = left_least;
+      const Fit narrow = fitRowNames(line_h);
+      if (together(narrow)) return narrow;
+      left = left_most, upright = wide_upright, bottom = wide_bottom;
+      return wide;
     };
     const std::string who = row.module              ? std::string("the module's ") + row.label()
                             : row.head_a != row.head ? "A's head " + std::to_string(row.head_a + 1) + " against B's head " +

@@ -403,12 +403,26 @@ def checks(tmp):
                 {"do": "pin"},
                 {"do": "text", "ids": [eot] + list(range(40, 45)) + [60] + list(range(46, 50))},
                 {"do": "view", "field": "tab", "value": "compare"}], "--model", folder, "--size", "1280x800",
-                "--text-size", "150")
+                "--text-size", "125")
             for e in d8["heatmaps"]:
                 if e.get("compare") in ("A", "B"):
                     first = e["axis_names"]["cols"][0]
                     assert first == {"index": 0, "text": "<|endoftext|>"}, (e["compare"], first)
                     assert e["wholly_in_view"], (e["compare"], e["tile"])
+            # A, B and B − A side by side, their cells in view, where a narrower band of row names
+            # allows it (47 tokens at 175 %: A and B had stood at 96 px, B − A below the fold).
+            ids = [eot] + list(range(40, 86))
+            d9 = run_commands(app, display.name, tmp, "compare-together", [
+                {"do": "text", "ids": ids}, {"do": "select_layer", "layer": 1, "head": 0}, {"do": "pin"},
+                {"do": "text", "ids": ids[:29] + [90] + ids[30:]},
+                {"do": "view", "field": "tab", "value": "compare"}], "--model", folder, "--size", "1280x800",
+                "--text-size", "175")
+            row = {e["compare"]: e for e in d9["heatmaps"] if e.get("compare") and e["stage"] == "weights"}
+            assert len({round(e["tile"]["y"]) for e in row.values()}) == 1, {k: e["tile"] for k, e in row.items()}
+            for k, e in row.items():
+                cells = e["cells"]
+                assert e["in_view"] and cells["w"] >= 96 - 0.5, (k, cells)
+                assert cells["y"] + cells["h"] <= d9["panels"]["compare"]["y"] + d9["panels"]["compare"]["h"], (k, cells)
             # The head statistics without the row sums' chart: a model's pass has no dropout, so its
             # every row read 1; the entropy's chart has the room.
             d3 = run_commands(app, display.name, tmp, "statistics", [
