@@ -401,7 +401,7 @@ void CompareView::draw(const PanelContext& ctx) {
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     // Its line as a typical one wraps (the line itself is known only once its difference is).
     const std::string typical = who + ": largest |B − A| = 0.0000 at query 000 'token', key 000 'token', 00000 of " +
-                                std::to_string(R * C) + " cells under the mask changed";
+                                "the " + std::to_string(R * C) + " unmasked cells changed: 00000 masked (−∞) in B only";
     const auto lineHeight = [&](const std::string& text) {
       return ImGui::CalcTextSize(wrapAtSpaces(text, avail_w).c_str()).y + style.ItemSpacing.y;
     };
@@ -430,11 +430,19 @@ void CompareView::draw(const PanelContext& ctx) {
       // on and below it: "62 of 121 cells changed" had counted 55 that cannot change.
       const bool emptied_above = !row.module && R == C && emptiedAboveDiagonal(ta.model, row.stage) &&
                                  emptiedAboveDiagonal(tb.model, row.stage);
-      summary = who + ": largest |B − A| = " + formatFixed(d->max_abs) + " at " + where + ", " +
-                std::to_string(d->changed) + " of " +
-                (emptied_above ? std::to_string(R * (R + 1) / 2) + " cells under the mask changed"
-                               : std::to_string(va.size()) + " cells changed");
-      if (d->max_abs > largest) largest = d->max_abs, largest_where = who + " at " + where;
+      // Cells masked on one side only have no |B − A|: counted in words (switching the causal mask
+      // on read "largest |B − A| = 0.0000 …, 15 of 36 cells changed", as if nothing had).
+      const int masked = d->masked_in_b + d->masked_in_a;
+      summary = who + ": ";
+      if (d->changed > masked) summary += "largest |B − A| = " + formatFixed(d->max_abs) + " at " + where + ", ";
+      summary += std::to_string(d->changed) + " of " +
+                 (emptied_above ? "the " + std::to_string(R * (R + 1) / 2) + " unmasked cells changed"
+                                : std::to_string(va.size()) + " cells changed");
+      std::vector<std::string> masks;
+      if (d->masked_in_b > 0) masks.push_back(std::to_string(d->masked_in_b) + " masked (−∞) in B only");
+      if (d->masked_in_a > 0) masks.push_back(std::to_string(d->masked_in_a) + " masked (−∞) in A only");
+      for (std::size_t k = 0; k < masks.size(); ++k) summary += (k == 0 ? ": " : ", ") + masks[k];
+      if (d->changed > masked && d->max_abs > largest) largest = d->max_abs, largest_where = who + " at " + where;
     }
     // Wrapped at spaces (at 200 % its numbers were cut; ImGui's wrapping split "0.2620" after "0.").
     const std::string wrapped = wrapAtSpaces(summary, avail_w);

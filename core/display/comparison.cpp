@@ -23,6 +23,8 @@ MapDifference mapDifference(const StageMap& a, const StageMap& b) {
       const float x = ra[static_cast<std::size_t>(j)], y = rb[static_cast<std::size_t>(j)];
       if (std::memcmp(&x, &y, sizeof x) != 0) ++d.changed;
       if (!std::isfinite(x) || !std::isfinite(y)) {
+        d.masked_in_b += x != kMasked && y == kMasked;
+        d.masked_in_a += x == kMasked && y != kMasked;
         d.delta(i, j) = kMasked;
         continue;
       }

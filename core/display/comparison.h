@@ -19,6 +19,8 @@ struct MapDifference {
   float max_abs = 0;        // the largest |b − a| over the finite cells
   int row = -1, col = -1;   // where it is (the first such cell in row order); −1: no finite cell
   int changed = 0;          // cells whose value differs (bitwise, −∞ against a number included)
+  int masked_in_b = 0;      // … of them −∞ in B only (a mask switched on: no |b − a| to show)
+  int masked_in_a = 0;      // … −∞ in A only
 };
 
 MapDifference mapDifference(const StageMap& a, const StageMap& b);

@@ -230,7 +230,23 @@ def main():
                     print(f"  {size} 150 %, {name}: A, B and B − A side by side, cells {side['A']['cell']:.0f} px, "
                           f"numbers {bool(side['A'].get('values_shown'))}")
 
+            def causal_switched_on():
+                # Cells the mask switched on are counted in words: their B − A has no |Δ| to show
+                # (the line read "largest |B − A| = 0.0000 …, 15 of 36 cells changed", as if nothing had).
+                d = headless("causal", [{"do": "set", "field": "causal", "value": False}, {"do": "pin"},
+                                        {"do": "set", "field": "causal", "value": True}],
+                             "--size", "1920x1080")
+                tokens = len(d["state"]["workspace"]["tokens"])
+                above = tokens * (tokens - 1) // 2
+                masked = [line.replace("\n", " ") for line in d["state"]["compare"]["lines"] if "in B only" in line]
+                expect(masked, f"causal: no line says cells were masked: {d['state']['compare']['lines']}")
+                for line in masked:
+                    expect(line.endswith(f"{above} of {tokens * tokens} cells changed: {above} masked (−∞) in B only")
+                           and "largest" not in line, f"causal: {line!r}")
+                print(f"  causal switched on: {masked[0]!r}")
+
             code = run_checks([("seed: A, B and B − A against two traces", seed),
+                               ("the causal mask switched on, in words", causal_switched_on),
                                ("A, B and B − A side by side on a projector", on_a_projector),
                                ("dropout, swap and undo", dropout_and_swap),
                                ("fewer tokens after pinning, unpin", fewer_tokens),

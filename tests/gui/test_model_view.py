@@ -350,7 +350,7 @@ def checks(tmp):
             # The layer picked after A's text, shown while B's computed: the rows before the edited
             # token are A's bit for bit (a pass that traced its layer had fed the layers after it
             # other last bits: Compare counted that noise as change, 62 of 121 cells where the mask
-            # allows 56), and the line counts the cells under the mask.
+            # allows 56), and the line counts the unmasked cells.
             d7 = run_commands(app, display.name, tmp, "compare-rows-before", [
                 {"do": "text", "ids": [40, 41, 42, 43, 44]}, {"do": "select_layer", "layer": 2, "head": 0},
                 {"do": "pin"}, {"do": "text", "ids": [40, 41, 42, 60, 44]},
@@ -361,7 +361,7 @@ def checks(tmp):
             wa, wb = np.array(sides["A"]["values"], dtype=np.float32), np.array(sides["B"]["values"], dtype=np.float32)
             assert (wa[:3] == wb[:3]).all() and not (wa[3:] == wb[3:]).all(), (wa, wb)
             line = next(x for x in d7["state"]["compare"]["lines"] if x.startswith("head 1's weights"))
-            assert line.replace("\n", " ").endswith(f"{int((wa != wb).sum())} of 15 cells under the mask changed"), line
+            assert line.replace("\n", " ").endswith(f"{int((wa != wb).sum())} of the 15 unmasked cells changed"), line
             print(f"  rows before the edit as A's, bit for bit: {line!r}")
             # A head chosen when A was pinned, another chosen now: A's head against B's (it showed
             # B's head of both layers, the pinned head gone without a word), each side torch's.

@@ -27,6 +27,11 @@ TEST(MapDifference, SubtractsFiniteCellsAndFindsTheLargest) {
   EXPECT_EQ(d.row, 1);
   EXPECT_EQ(d.col, 0);
   EXPECT_EQ(d.changed, 3);
+  EXPECT_EQ(d.masked_in_b, 1);
+  EXPECT_EQ(d.masked_in_a, 0);
+  const MapDifference back = mapDifference(StageMap(b), StageMap(a));
+  EXPECT_EQ(back.masked_in_b, 0);
+  EXPECT_EQ(back.masked_in_a, 1);
 }
 
 TEST(MapDifference, ChangedCellsAreTheCellsItCounts) {
