@@ -253,7 +253,9 @@ void CompareView::draw(const PanelContext& ctx) {
   const int selected = std::clamp(view.token, 0, std::max(0, b->tokenCount() - 1));
 
   float largest = -1;
-  std::vector<std::string> unchanged;  // rows whose maps are equal: one line each, no maps
+  // Rows whose maps are equal: a line each, no maps, after the rows that changed (dropout's four
+  // unchanged stages above its masks had filled the view at 1280 × 720 and 200 %).
+  std::vector<std::string> unchanged, unchanged_lines;
   std::string largest_where;
   for (const CompareRow& row : rows) {
     CompareRow row_a = row;  // A's side of it
@@ -446,12 +448,13 @@ void CompareView::draw(const PanelContext& ctx) {
     }
     // Wrapped at spaces (at 200 % its numbers were cut; ImGui's wrapping split "0.2620" after "0.").
     const std::string wrapped = wrapAtSpaces(summary, avail_w);
-    ImGui::TextUnformatted(wrapped.c_str());
-    state["lines"].push_back(wrapped);
     if (d->comparable && d->changed == 0) {  // the Heatmaps tab shows it; the rows that changed matter here
       unchanged.push_back(row.id());
+      unchanged_lines.push_back(wrapped);
       continue;
     }
+    ImGui::TextUnformatted(wrapped.c_str());
+    state["lines"].push_back(wrapped);
     const ImVec2 tiles = ImGui::GetCursorScreenPos();
     const Fit fit = fitRowWhole(ImGui::CalcTextSize(wrapped.c_str()).y + style.ItemSpacing.y);
     const int per_line = fit.per_line, lines = (maps + per_line - 1) / per_line;
@@ -533,6 +536,10 @@ void CompareView::draw(const PanelContext& ctx) {
     }
     ImGui::SetCursorScreenPos(ImVec2(tiles.x, tiles.y + static_cast<float>(lines) * (tile_h + gap)));
     ImGui::Dummy(ImVec2(avail_w, 0));
+  }
+  for (const std::string& line : unchanged_lines) {
+    ImGui::TextUnformatted(line.c_str());
+    state["lines"].push_back(line);
   }
   if (rows.empty()) ImGui::TextDisabled("No maps shown: switch some on in the Heatmaps tab's header.");
   ImGui::EndChild();

@@ -143,6 +143,10 @@ def main():
                 n = check_numbers(d, trace_a, trace_b, "dropout")
                 expect(set(c["unchanged"]) == {"scores", "masked_scores", "scaled_scores", "weights"},
                        f"dropout: rows listed as unchanged {c['unchanged']}")
+                # The rows that changed first, the unchanged ones' lines after them (four of them
+                # above the masks had filled the view at 1280 × 720 and 200 %).
+                same = [line.endswith("(B = A, bit for bit)") for line in c["lines"]]
+                expect(same == sorted(same) and not same[0], f"dropout: lines in the order {c['lines']}")
                 dropped = [e for e in compare_maps(d) if e["stage"] == "dropped_weights" and e["compare"] == "diff"]
                 expect(dropped and dropped[0]["max_abs_delta"] > 0.1, f"dropout: dropped weights' diff {dropped[:1]}")
                 print(f"  dropout 0.5 → 0: {n} maps checked; the weights after dropout differ by up to "
