@@ -251,6 +251,10 @@ void CompareView::draw(const PanelContext& ctx) {
   const std::string delta_legend = "blue: B < A · red: B > A";
   const float visible_h = ImGui::GetWindowHeight();
   const int selected = std::clamp(view.token, 0, std::max(0, b->tokenCount() - 1));
+  std::vector<int> differing;  // the positions whose tokens differ, where A and B have as many
+  if (a.tokens().size() == b->tokens().size())
+    for (std::size_t i = 0; i < a.tokens().size(); ++i)
+      if (a.tokens()[i] != b->tokens()[i]) differing.push_back(static_cast<int>(i));
 
   float largest = -1;
   // Rows whose maps are equal: a line each, no maps, after the rows that changed (dropout's four
@@ -485,6 +489,14 @@ void CompareView::draw(const PanelContext& ctx) {
       spec.col_labels = tokens_cols ? &s.tokens() : &dimsOf(s, row.module, head);
       spec.token_rows = token_rows, spec.token_cols = tokens_cols;
       spec.selected_row = token_rows && !ctx.capture.hides_selection ? selected : -1;
+      // The tokens A and B differ in, then the largest change's query and key, named whatever
+      // the thinning ("Ġhe" of a 47-token text had no name in any of the three maps).
+      if (token_rows) spec.named_rows = differing;
+      if (tokens_cols) spec.named_cols = differing;
+      if (d->comparable && d->changed > d->masked_in_a + d->masked_in_b) {
+        if (token_rows) spec.named_rows.push_back(d->row);
+        if (tokens_cols) spec.named_cols.push_back(d->col);
+      }
       if (side < 2) {
         if (values.size() == 0) {
           ImGui::TextDisabled("%s: none", which);

@@ -42,6 +42,8 @@ struct HeatmapSpec {
                                                          // (a thinned name starts with its position)
   int selected_row = -1;                                 // outlined
   int selected_col = -1;                                 // outlined too (a key picked in the inspector)
+  std::vector<int> named_rows, named_cols;               // named whatever the thinning, as the selection
+                                                         // is (Compare: the tokens A and B differ in)
   bool compact = false;                                  // cells only: no title, labels or colorbar
   CellWindow window;                                     // zoom: the part of the map shown
   std::uint64_t version = 0;                             // change it when `values` change

@@ -422,6 +422,9 @@ def checks(tmp):
             for k, e in row.items():
                 cells = e["cells"]
                 assert e["in_view"] and cells["w"] >= 96 - 0.5, (k, cells)
+                # The token that differs is named on both axes, whatever the thinning.
+                named = {axis: [n["index"] for n in e["axis_names"][axis]] for axis in ("rows", "cols")}
+                assert 29 in named["rows"] and 29 in named["cols"], (k, named)
                 assert cells["y"] + cells["h"] <= d9["panels"]["compare"]["y"] + d9["panels"]["compare"]["h"], (k, cells)
             # The head statistics without the row sums' chart: a model's pass has no dropout, so its
             # every row read 1; the entropy's chart has the room.
