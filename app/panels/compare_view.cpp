@@ -103,6 +103,24 @@ namespace {
 // whose tokens differ, the first three with both tokens, or the counts ("9 → 11 tokens, …"); "" when
 // they are the same.
 std::string textDifference(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  // Tokens inserted or removed in one place, the rest the same: said so ("token 2 (Ġbig) inserted"),
+  // not as every later position changed ("tokens 2 (Ġcat → Ġbig), 3 (Ġsat → Ġcat) … and 3 more").
+  std::size_t prefix = 0, suffix = 0;
+  while (prefix < a.size() && prefix < b.size() && a[prefix] == b[prefix]) ++prefix;
+  while (suffix < a.size() - prefix && suffix < b.size() - prefix &&
+         a[a.size() - 1 - suffix] == b[b.size() - 1 - suffix])
+    ++suffix;
+  if (a.size() != b.size() && (prefix + suffix == a.size() || prefix + suffix == b.size())) {
+    const bool inserted = b.size() > a.size();
+    const std::vector<std::string>& longer = inserted ? b : a;
+    const std::size_t n = longer.size() - prefix - suffix;
+    std::string names;
+    for (std::size_t k = 0; k < n && k < 3; ++k) names += (k > 0 ? " " : "") + longer[prefix + k];
+    if (n > 3) names += " …";
+    return (n == 1 ? "token " + std::to_string(prefix + 1)
+                   : "tokens " + std::to_string(prefix + 1) + "–" + std::to_string(prefix + n)) +
+           " (" + names + ") " + (inserted ? "inserted" : "removed");
+  }
   std::vector<std::size_t> at;
   for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
     if (a[i] != b[i]) at.push_back(i);

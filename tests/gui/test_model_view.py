@@ -347,6 +347,14 @@ def checks(tmp):
             label = list(bytes_to_unicode().values())  # id → token, as write_tokenizer numbers them
             assert said == f"tokens 2 ({label[41]} → {label[50]}), 5 ({label[44]} → {label[51]})", said
             print(f"  compare two texts: {said!r}")
+            # Tokens inserted in one place are said so, not as every later position changed.
+            d5 = run_commands(app, display.name, tmp, "compare-inserted", [
+                {"do": "text", "ids": [40, 41, 42, 43, 44]}, {"do": "pin"},
+                {"do": "text", "ids": [40, 60, 61, 41, 42, 43, 44]}, {"do": "view", "field": "tab", "value": "compare"},
+            ], "--model", folder, "--size", "1920x1080")
+            said = d5["state"]["compare"]["text_difference"]
+            assert said == f"tokens 2–3 ({label[60]} {label[61]}) inserted", said
+            print(f"  compare a text with tokens inserted: {said!r}")
             # The layer picked after A's text, shown while B's computed: the rows before the edited
             # token are A's bit for bit (a pass that traced its layer had fed the layers after it
             # other last bits: Compare counted that noise as change, 62 of 121 cells where the mask
