@@ -543,6 +543,7 @@ void CompareView::draw(const PanelContext& ctx) {
         spec.look.range = d->max_abs > 0 ? ValueRange{-d->max_abs, d->max_abs} : ValueRange{-1, 1};
         spec.look.legend = delta_legend;  // (rows whose maps are equal show none)
         spec.legend_lines = 2;
+        spec.legend_below = true;  // the bar's centre, 0, keeps its tick label (row's room: bar_bottom)
         spec.dump["max_abs_delta"] = d->max_abs;
         spec.dump["argmax"] = {d->row, d->col};
         spec.dump["changed"] = d->changed;

@@ -534,7 +534,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       const float lw = small->CalcTextSizeA(fs, FLT_MAX, 0, legend.text.c_str()).x + (legend.swatch ? fs + 2 : 0);
       lx = p0.x + (bar_w - lw) / 2;
       // Below as well where the value is said once mid-bar (the two were drawn over each other).
-      if (said_once || lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
+      if (said_once || s.legend_below || lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
         lx = p0.x;
         ly += fs + 2;
         content_bottom = std::max(content_bottom, ly + fs);

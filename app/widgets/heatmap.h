@@ -67,6 +67,9 @@ struct HeatmapSpec {
                                                          // lesson step fitting its maps to the window)
   float legend_room = 0;                                 // pixels right of the tile that no other map takes: the
                                                          // legend may run on into them
+  bool legend_below = false;                             // below the colorbar: the legend on a line of its
+                                                         // own, never between the range labels (B − A: its
+                                                         // centre tick, 0, had given way to it)
   int legend_lines = 1;                                  // below the colorbar: the lines the legend may take,
                                                          // broken between its " · " parts (the caller's room
                                                          // for them: heatmapLegendLines); what is left, cut
