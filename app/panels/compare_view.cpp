@@ -520,8 +520,14 @@ void CompareView::draw(const PanelContext& ctx) {
           ImGui::TextDisabled("%s: none", which);
           continue;
         }
+        // Its size goes where the title would be cut ("A  weights  1…": the row's line says the
+        // map, the size is what is left out).
         spec.title = std::string(which) + (row.head_a != row.head ? " head " + std::to_string(head + 1) : "") + "  " +
-                     row.label() + "  " + std::to_string(values.rows()) + "×" + std::to_string(values.cols());
+                     row.label();
+        if (const std::string sized = spec.title + "  " + std::to_string(values.rows()) + "×" +
+                                      std::to_string(values.cols());
+            ImGui::CalcTextSize(sized.c_str()).x <= tile_w)
+          spec.title = sized;
         spec.values = values;
         if (shared) spec.label_peers = {side == 0 ? vb : va};  // A's and B's numbers in one format
         spec.owner = side == 0 ? ctx.pinned : ctx.snapshot;
