@@ -581,18 +581,15 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
         for (std::size_t i = 0; i < lines.size(); ++i) text += (i == 0 ? "" : " · ") + lines[i];
         return text;
       };
-      // One line from the cells' edge, else from the tile's; else the lines the caller left room
-      // for (heatmapLegendLines, as Compare reserves them: one line where the tile holds it).
-      std::vector<std::string> lines = linesFrom(lx, 1);
-      if (own_line && joined(lines) != whole && lx > origin.x) {
-        if (std::vector<std::string> edge = linesFrom(origin.x, 1); joined(edge) == whole) {
-          lx = origin.x, lines = std::move(edge);
-        } else {
-          lines = linesFrom(lx, s.legend_lines);
-          if (joined(lines) != whole) lx = origin.x, lines = linesFrom(lx, s.legend_lines);
-        }
-      } else if (own_line && joined(lines) != whole) {
-        lines = linesFrom(lx, s.legend_lines);
+      // The first whole of: one line from the cells' edge, one from the tile's, then the lines the
+      // caller left room for (heatmapLegendLines, as Compare reserves them) from each; else the
+      // last, cut. Between the range labels, the one line it was placed on.
+      const float cells_x = lx;
+      std::vector<std::string> lines;
+      for (const auto& [x, most] :
+           {std::pair{cells_x, 1}, {origin.x, 1}, {cells_x, s.legend_lines}, {origin.x, s.legend_lines}}) {
+        lx = x, lines = linesFrom(x, most);
+        if (!own_line || joined(lines) == whole) break;
       }
       if (legend.swatch) lx = drawLegendSwatch(draw, lx, ly, fs);
       legend_min = ImVec2(lx, ly), legend_max = ImVec2(lx, ly);
