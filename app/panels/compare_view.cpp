@@ -95,45 +95,8 @@ void CompareView::follow(const Snapshot& a, const Snapshot& b) {
   pair_ = {a.serial, b.serial};
   differences_.clear();
   workspace_differences_ = workspaceDifferences(*a.inputs, *b.inputs);  // 786 k cells for GPT-2: not per frame
+  token_difference_ = tokenDifference(a.tokens(), b.tokens());          // up to 1024² pairs: not per frame
 }
-
-namespace {
-
-// How B's tokens differ from A's, said for a trained model's layers compared: the positions (from 1)
-// whose tokens differ, the first three with both tokens, or the counts ("9 → 11 tokens, …"); "" when
-// they are the same.
-std::string textDifference(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  // Tokens inserted or removed in one place, the rest the same: said so ("token 2 (Ġbig) inserted"),
-  // not as every later position changed ("tokens 2 (Ġcat → Ġbig), 3 (Ġsat → Ġcat) … and 3 more").
-  std::size_t prefix = 0, suffix = 0;
-  while (prefix < a.size() && prefix < b.size() && a[prefix] == b[prefix]) ++prefix;
-  while (suffix < a.size() - prefix && suffix < b.size() - prefix &&
-         a[a.size() - 1 - suffix] == b[b.size() - 1 - suffix])
-    ++suffix;
-  if (a.size() != b.size() && (prefix + suffix == a.size() || prefix + suffix == b.size())) {
-    const bool inserted = b.size() > a.size();
-    const std::vector<std::string>& longer = inserted ? b : a;
-    const std::size_t n = longer.size() - prefix - suffix;
-    std::string names;
-    for (std::size_t k = 0; k < n && k < 3; ++k) names += (k > 0 ? " " : "") + longer[prefix + k];
-    if (n > 3) names += " …";
-    return (n == 1 ? "token " + std::to_string(prefix + 1)
-                   : "tokens " + std::to_string(prefix + 1) + "–" + std::to_string(prefix + n)) +
-           " (" + names + ") " + (inserted ? "inserted" : "removed");
-  }
-  std::vector<std::size_t> at;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-    if (a[i] != b[i]) at.push_back(i);
-  if (at.empty() && a.size() == b.size()) return "";
-  std::string out = a.size() != b.size() ? std::to_string(a.size()) + " → " + std::to_string(b.size()) + " tokens" : "";
-  if (!at.empty()) out += std::string(out.empty() ? "" : ", ") + (at.size() == 1 ? "token " : "tokens ");
-  for (std::size_t k = 0; k < at.size() && k < 3; ++k)
-    out += (k > 0 ? ", " : "") + std::to_string(at[k] + 1) + " (" + a[at[k]] + " → " + b[at[k]] + ")";
-  if (at.size() > 3) out += " and " + std::to_string(at.size() - 3) + " more";
-  return out;
-}
-
-}  // namespace
 
 std::shared_ptr<const MapDifference> CompareView::difference(int head, int map, const StageMap& a, const StageMap& b) {
   auto& slot = differences_[{head, map}];
@@ -202,7 +165,7 @@ void CompareView::draw(const PanelContext& ctx) {
   if (a.model && b->model && a.model->model && b->model->model) {
     // Trained models' layers: which model and layer each is (their inputs and weights are the
     // models', not edits: a list of what differs would read "W_key.weight edited").
-    const std::string text = textDifference(a.tokens(), b->tokens());
+    const std::string& text = token_difference_.said;
     const std::string a_is = modelName(*a.model->model) + ", layer " + std::to_string(a.layer + 1) +
                              headName(own_heads ? ctx.pinned_head : view.head);
     const std::string b_is = modelName(*b->model->model) + ", layer " + std::to_string(b->layer + 1) +
@@ -269,11 +232,6 @@ void CompareView::draw(const PanelContext& ctx) {
   const std::string delta_legend = "blue: B < A · red: B > A";
   const float visible_h = ImGui::GetWindowHeight();
   const int selected = std::clamp(view.token, 0, std::max(0, b->tokenCount() - 1));
-  std::vector<int> differing;  // the positions whose tokens differ, where A and B have as many
-  if (a.tokens().size() == b->tokens().size())
-    for (std::size_t i = 0; i < a.tokens().size(); ++i)
-      if (a.tokens()[i] != b->tokens()[i]) differing.push_back(static_cast<int>(i));
-
   float largest = -1;
   // Rows whose maps are equal: a line each, no maps, after the rows that changed (dropout's four
   // unchanged stages above its masks had filled the view at 1280 × 720 and 200 %).
@@ -458,9 +416,8 @@ void CompareView::draw(const PanelContext& ctx) {
                                  emptiedAboveDiagonal(tb.model, row.stage);
       // Cells masked on one side only have no |B − A|: counted in words (switching the causal mask
       // on read "largest |B − A| = 0.0000 …, 15 of 36 cells changed", as if nothing had).
-      const int masked = d->masked_in_b + d->masked_in_a;
       summary = who + ": ";
-      if (d->changed > masked) summary += "largest |B − A| = " + formatFixed(d->max_abs) + " at " + where + ", ";
+      if (d->valuesChanged()) summary += "largest |B − A| = " + formatFixed(d->max_abs) + " at " + where + ", ";
       summary += std::to_string(d->changed) + " of " +
                  (emptied_above ? "the " + std::to_string(R * (R + 1) / 2) + " unmasked cells changed"
                                 : std::to_string(va.size()) + " cells changed");
@@ -468,7 +425,7 @@ void CompareView::draw(const PanelContext& ctx) {
       if (d->masked_in_b > 0) masks.push_back(std::to_string(d->masked_in_b) + " masked (−∞) in B only");
       if (d->masked_in_a > 0) masks.push_back(std::to_string(d->masked_in_a) + " masked (−∞) in A only");
       for (std::size_t k = 0; k < masks.size(); ++k) summary += (k == 0 ? ": " : ", ") + masks[k];
-      if (d->changed > masked && d->max_abs > largest) largest = d->max_abs, largest_where = who + " at " + where;
+      if (d->valuesChanged() && d->max_abs > largest) largest = d->max_abs, largest_where = who + " at " + where;
     }
     // Wrapped at spaces (at 200 % its numbers were cut; ImGui's wrapping split "0.2620" after "0.").
     const std::string wrapped = wrapAtSpaces(summary, avail_w);
@@ -511,9 +468,10 @@ void CompareView::draw(const PanelContext& ctx) {
       spec.selected_row = token_rows && !ctx.capture.hides_selection ? selected : -1;
       // The tokens A and B differ in, then the largest change's query and key, named whatever
       // the thinning ("Ġhe" of a 47-token text had no name in any of the three maps).
+      const std::vector<int>& differing = side == 0 ? token_difference_.in_a : token_difference_.in_b;
       if (token_rows) spec.named_rows = differing;
       if (tokens_cols) spec.named_cols = differing;
-      if (d->comparable && d->changed > d->masked_in_a + d->masked_in_b) {
+      if (d->comparable && d->valuesChanged()) {
         if (token_rows) spec.named_rows.push_back(d->row);
         if (tokens_cols) spec.named_cols.push_back(d->col);
       }

@@ -22,7 +22,7 @@ namespace attnscope {
 class CompareView {
  public:
   void draw(const PanelContext& ctx);
-  void reset() { differences_.clear(), workspace_differences_.clear(), pair_ = {0, 0}; }
+  void reset() { differences_.clear(), workspace_differences_.clear(), token_difference_ = {}, pair_ = {0, 0}; }
 
  private:
   // A new pair of results: what it worked out for the old one goes, what differs is found once.
@@ -33,6 +33,7 @@ class CompareView {
   std::pair<std::uint64_t, std::uint64_t> pair_{0, 0};  // (A, B) serials the differences belong to
   std::map<std::pair<int, int>, std::shared_ptr<const MapDifference>> differences_;  // (head, map) →
   std::vector<std::string> workspace_differences_;                                   // workspaceDifferences of the pair
+  TokenDifference token_difference_;                                                 // tokenDifference of its texts
 };
 
 }  // namespace attnscope

@@ -1,6 +1,8 @@
 #include "display/comparison.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -115,6 +117,112 @@ std::vector<std::string> workspaceDifferences(const Workspace& a, const Workspac
         if (!pa.contains(it.key()) || pa[it.key()] != it.value()) out.push_back(it.key() + " edited");
   }
   return out;
+}
+
+// Texts: where B's tokens differ from A's.
+
+namespace {
+
+// One place where the texts differ: A's tokens [a, a + a_len) are B's [b, b + b_len) there.
+struct TokenHunk {
+  std::size_t a = 0, a_len = 0, b = 0, b_len = 0;
+};
+
+std::vector<TokenHunk> tokenHunks(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::size_t prefix = 0, suffix = 0;
+  while (prefix < a.size() && prefix < b.size() && a[prefix] == b[prefix]) ++prefix;
+  while (suffix < a.size() - prefix && suffix < b.size() - prefix &&
+         a[a.size() - 1 - suffix] == b[b.size() - 1 - suffix])
+    ++suffix;
+  const std::size_t n = a.size() - prefix - suffix, m = b.size() - prefix - suffix;
+  std::vector<TokenHunk> hunks;
+  if (n == 0 || m == 0) {
+    if (n + m > 0) hunks.push_back({prefix, n, prefix, m});
+    return hunks;
+  }
+  if (n * m > kTokenDiffCells) {  // position by position, then the longer one's rest
+    const std::size_t common = std::min(n, m);
+    for (std::size_t i = prefix; i < prefix + common; ++i)
+      if (a[i] != b[i]) {
+        if (!hunks.empty() && hunks.back().a + hunks.back().a_len == i)
+          ++hunks.back().a_len, ++hunks.back().b_len;
+        else
+          hunks.push_back({i, 1, i, 1});
+      }
+    if (n != m) hunks.push_back({prefix + common, n - common, prefix + common, m - common});
+    return hunks;
+  }
+  // lcs[i·(m+1) + j]: the longest common subsequence of the middles' suffixes from i and j (at most
+  // min(n, m) ≤ 2048 under kTokenDiffCells), walked forward: a common token kept, else the side
+  // whose step keeps the longer subsequence.
+  std::vector<std::uint16_t> lcs((n + 1) * (m + 1), 0);
+  const auto at = [&](std::size_t i, std::size_t j) -> std::uint16_t& { return lcs[i * (m + 1) + j]; };
+  for (std::size_t i = n; i-- > 0;)
+    for (std::size_t j = m; j-- > 0;)
+      at(i, j) = a[prefix + i] == b[prefix + j] ? static_cast<std::uint16_t>(at(i + 1, j + 1) + 1)
+                                                : std::max(at(i + 1, j), at(i, j + 1));
+  std::size_t i = 0, j = 0;
+  bool open = false;
+  while (i < n || j < m) {
+    if (i < n && j < m && a[prefix + i] == b[prefix + j]) {
+      ++i, ++j, open = false;
+      continue;
+    }
+    if (!open) hunks.push_back({prefix + i, 0, prefix + j, 0}), open = true;
+    if (j == m || (i < n && at(i + 1, j) >= at(i, j + 1)))
+      ++i, ++hunks.back().a_len;
+    else
+      ++j, ++hunks.back().b_len;
+  }
+  return hunks;
+}
+
+// Up to three of the tokens [from, from + count), then "…".
+std::string tokenNames(const std::vector<std::string>& t, std::size_t from, std::size_t count) {
+  std::string out;
+  for (std::size_t k = 0; k < count && k < 3; ++k) out += (k > 0 ? " " : "") + t[from + k];
+  return count > 3 ? out + " …" : out;
+}
+
+// "3" or "3–4": positions counted from 1.
+std::string positions(std::size_t from, std::size_t count) {
+  return count == 1 ? std::to_string(from + 1) : std::to_string(from + 1) + "–" + std::to_string(from + count);
+}
+
+}  // namespace
+
+TokenDifference tokenDifference(const std::vector<std::string>& a, const std::vector<std::string>& b, int max_places) {
+  const std::vector<TokenHunk> hunks = tokenHunks(a, b);
+  const std::size_t shown = std::min(hunks.size(), static_cast<std::size_t>(std::max(max_places, 1)));
+  const bool replacements = std::all_of(hunks.begin(), hunks.end(),
+                                        [](const TokenHunk& h) { return h.a_len == 1 && h.b_len == 1; });
+  TokenDifference d;
+  std::string& out = d.said;
+  for (std::size_t k = 0; k < shown; ++k) {
+    const TokenHunk& h = hunks[k];
+    for (std::size_t i = 0; i < h.a_len && i < 3; ++i) d.in_a.push_back(static_cast<int>(h.a + i));
+    for (std::size_t i = 0; i < h.b_len && i < 3; ++i) d.in_b.push_back(static_cast<int>(h.b + i));
+    out += k > 0 ? ", " : "";
+    if (replacements) {  // "tokens 2 (a → b), 5 (c → d)"
+      if (k == 0) out += hunks.size() == 1 ? "token " : "tokens ";
+      out += positions(h.b, 1) + " (" + a[h.a] + " → " + b[h.b] + ")";
+      continue;
+    }
+    const bool removed = h.b_len == 0;
+    const std::size_t count = removed ? h.a_len : h.b_len;
+    out += (count == 1 ? "token " : "tokens ") + positions(removed ? h.a : h.b, count) + " (";
+    if (h.a_len == 0)
+      out += tokenNames(b, h.b, h.b_len) + ") inserted";
+    else if (removed)
+      out += tokenNames(a, h.a, h.a_len) + ") removed";
+    else
+      out += tokenNames(a, h.a, h.a_len) + " → " + tokenNames(b, h.b, h.b_len) + ")";
+  }
+  if (hunks.size() > shown) {
+    out += " and " + std::to_string(hunks.size() - shown) + " more";
+    if (a.size() != b.size()) out += " (" + std::to_string(a.size()) + " → " + std::to_string(b.size()) + " tokens)";
+  }
+  return d;
 }
 
 }  // namespace attnscope

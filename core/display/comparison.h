@@ -21,6 +21,8 @@ struct MapDifference {
   int changed = 0;          // cells whose value differs (bitwise, −∞ against a number included)
   int masked_in_b = 0;      // … of them −∞ in B only (a mask switched on: no |b − a| to show)
   int masked_in_a = 0;      // … −∞ in A only
+  // Some value changed, not only a mask switched on or off (a |b − a| to name).
+  bool valuesChanged() const { return changed > masked_in_a + masked_in_b; }
 };
 
 MapDifference mapDifference(const StageMap& a, const StageMap& b);
@@ -34,5 +36,21 @@ std::vector<std::pair<int, int>> changedCells(const StageMap& a, const StageMap&
 // 0.6000", or "4 embedding cells" beyond `max_cells`), the parameters; tokens counted from 1, as the
 // inspector and the token table count them. Empty when they compute the same thing.
 std::vector<std::string> workspaceDifferences(const Workspace& a, const Workspace& b, int max_cells = 3);
+
+// How B's tokens differ from A's, for two texts of a trained model compared: the places where they
+// differ, found as a shortest edit (the longest common subsequence), each said once — "token 2
+// (Ġcat → Ġdog)", "tokens 3–4 (Ġbig Ġblack) inserted", "token 9 (Ġdown) removed" — the first
+// `max_places`, then "and N more". Positions count from 1: B's where B has the tokens, A's for
+// tokens removed. Replacements alone read "tokens 2 (a → b), 5 (c → d)". Texts whose differing
+// middle exceeds kTokenDiffCells pairs are compared position by position.
+struct TokenDifference {
+  std::string said;  // "" when the texts are the same
+  // The tokens of the places said (up to three of each, as said), from 0: A's replaced or removed,
+  // B's replaced or inserted. The maps name them whatever their thinning.
+  std::vector<int> in_a, in_b;
+};
+TokenDifference tokenDifference(const std::vector<std::string>& a, const std::vector<std::string>& b,
+                                int max_places = 3);
+constexpr std::size_t kTokenDiffCells = std::size_t{1} << 22;  // 8 MB of lengths, a few ms
 
 }  // namespace attnscope

@@ -355,6 +355,15 @@ def checks(tmp):
             said = d5["state"]["compare"]["text_difference"]
             assert said == f"tokens 2–3 ({label[60]} {label[61]}) inserted", said
             print(f"  compare a text with tokens inserted: {said!r}")
+            # Edits in two places — a token inserted, one replaced after it — each said once, at B's
+            # positions (position by position it read as every later token changed).
+            d5 = run_commands(app, display.name, tmp, "compare-two-places", [
+                {"do": "text", "ids": [40, 41, 42, 43, 44]}, {"do": "pin"},
+                {"do": "text", "ids": [40, 60, 41, 42, 52, 44]}, {"do": "view", "field": "tab", "value": "compare"},
+            ], "--model", folder, "--size", "1920x1080")
+            said = d5["state"]["compare"]["text_difference"]
+            assert said == f"token 2 ({label[60]}) inserted, token 5 ({label[43]} → {label[52]})", said
+            print(f"  compare a text edited in two places: {said!r}")
             # The layer picked after A's text, shown while B's computed: the rows before the edited
             # token are A's bit for bit (a pass that traced its layer had fed the layers after it
             # other last bits: Compare counted that noise as change, 62 of 121 cells where the mask
@@ -434,6 +443,22 @@ def checks(tmp):
                 named = {axis: [n["index"] for n in e["axis_names"][axis]] for axis in ("rows", "cols")}
                 assert 29 in named["rows"] and 29 in named["cols"], (k, named)
                 assert cells["y"] + cells["h"] <= d9["panels"]["compare"]["y"] + d9["panels"]["compare"]["h"], (k, cells)
+            # Texts of different lengths: each map names its own side's tokens of the places said —
+            # B's inserted 10th and replaced 31st, A's replaced 30th (by position they read as every
+            # token from the 10th on).
+            d9 = run_commands(app, display.name, tmp, "compare-named-places", [
+                {"do": "text", "ids": ids}, {"do": "select_layer", "layer": 1, "head": 0}, {"do": "pin"},
+                {"do": "text", "ids": ids[:9] + [91] + ids[9:29] + [90] + ids[30:]},
+                {"do": "view", "field": "tab", "value": "compare"}], "--model", folder, "--size", "1280x800",
+                "--text-size", "175")
+            said = d9["state"]["compare"]["text_difference"]
+            assert said == f"token 10 ({label[91]}) inserted, token 31 ({label[ids[29]]} → {label[90]})", said
+            row = {e["compare"]: e for e in d9["heatmaps"] if e.get("compare") and e["stage"] == "weights"}
+            assert set(row) == {"A", "B"}, set(row)  # no cell-by-cell difference
+            for k, places in (("A", [29]), ("B", [9, 30])):
+                named = [n["index"] for n in row[k]["axis_names"]["rows"]]
+                assert row[k]["axis_names"]["row_step"] > 1 and all(p in named for p in places), (k, named)
+            print(f"  compare texts of different lengths: {said!r}, the places named in A and B")
             # The head statistics without the row sums' chart: a model's pass has no dropout, so its
             # every row read 1; the entropy's chart has the room.
             d3 = run_commands(app, display.name, tmp, "statistics", [

@@ -93,5 +93,78 @@ TEST(WorkspaceDifferences, CellsTokensAndTheirCounts) {
   EXPECT_EQ(f.size(), 1u);  // the three rows both have are equal
 }
 
+using Tokens = std::vector<std::string>;
+
+TEST(TokenDifference, TheSameTextsSayNothing) {
+  EXPECT_EQ(tokenDifference({"a", "b"}, {"a", "b"}).said, "");
+  EXPECT_EQ(tokenDifference({}, {}).said, "");
+}
+
+TEST(TokenDifference, ReplacementsAreListedWithBothTokens) {
+  EXPECT_EQ(tokenDifference({"The", "cat", "sat"}, {"The", "dog", "sat"}).said, "token 2 (cat → dog)");
+  EXPECT_EQ(tokenDifference({"a", "b", "c", "d", "e"}, {"a", "x", "c", "d", "y"}).said, "tokens 2 (b → x), 5 (e → y)");
+  // Two neighbours replaced are one place.
+  EXPECT_EQ(tokenDifference({"a", "b", "c", "d"}, {"a", "x", "y", "d"}).said, "tokens 2–3 (b c → x y)");
+}
+
+TEST(TokenDifference, OneInsertionOrRemovalIsSaidSo) {
+  EXPECT_EQ(tokenDifference({"The", "cat", "sat"}, {"The", "big", "black", "cat", "sat"}).said,
+            "tokens 2–3 (big black) inserted");
+  EXPECT_EQ(tokenDifference({"The", "cat", "sat", "down"}, {"The", "cat", "sat"}).said, "token 4 (down) removed");
+  EXPECT_EQ(tokenDifference({"a"}, {"a", "b", "c", "d", "e"}).said, "tokens 2–5 (b c d …) inserted");
+}
+
+TEST(TokenDifference, EditsInSeveralPlacesAreEachSaidOnce) {
+  // An insertion, then a replacement after it: B's positions for what B has, not every later
+  // position named as changed.
+  const Tokens a = {"The", "cat", "sat", "on", "the", "mat"};
+  const Tokens b = {"The", "big", "cat", "sat", "on", "a", "mat"};
+  EXPECT_EQ(tokenDifference(a, b).said, "token 2 (big) inserted, token 6 (the → a)");
+  // A removal names A's position (B no longer has the token).
+  EXPECT_EQ(tokenDifference(b, a).said, "token 2 (big) removed, token 5 (a → the)");
+  // A removal and an insertion far apart.
+  EXPECT_EQ(tokenDifference({"x", "a", "b", "c", "d"}, {"a", "b", "c", "d", "y"}).said,
+            "token 1 (x) removed, token 5 (y) inserted");
+}
+
+TEST(TokenDifference, BeyondThePlacesShownTheRestIsCounted) {
+  const Tokens a = {"a", "b", "c", "d", "e", "f", "g", "h", "i"};
+  const Tokens b = {"a", "B", "c", "D", "e", "F", "g", "H", "i"};
+  EXPECT_EQ(tokenDifference(a, b).said, "tokens 2 (b → B), 4 (d → D), 6 (f → F) and 1 more");
+  const Tokens c = {"a", "B", "c", "D", "e", "F", "g", "i", "j"};
+  // h removed, j inserted: five places, the same length.
+  EXPECT_EQ(tokenDifference(a, c).said, "token 2 (b → B), token 4 (d → D), token 6 (f → F) and 2 more");
+  EXPECT_EQ(tokenDifference(a, {"a", "B", "c", "D", "e", "F", "g", "i"}).said,
+            "token 2 (b → B), token 4 (d → D), token 6 (f → F) and 1 more (9 → 8 tokens)");
+}
+
+TEST(TokenDifference, NamesThePositionsOfThePlacesSaid) {
+  const TokenDifference d = tokenDifference({"The", "cat", "sat", "on", "the", "mat"},
+                                            {"The", "big", "cat", "sat", "on", "a", "mat"});
+  EXPECT_EQ(d.in_a, (std::vector<int>{4}));     // "the"
+  EXPECT_EQ(d.in_b, (std::vector<int>{1, 5}));  // "big", "a"
+  // Up to three tokens of a place, and only the places said.
+  const TokenDifference e = tokenDifference({"a", "b", "c", "d", "e"}, {"v", "w", "x", "y", "z"}, 1);
+  EXPECT_EQ(e.in_a, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(e.in_b, (std::vector<int>{0, 1, 2}));
+  const TokenDifference f = tokenDifference({"a", "b", "c", "d", "e"}, {"a", "B", "c", "D", "e"}, 1);
+  EXPECT_EQ(f.said, "tokens 2 (b → B) and 1 more");
+  EXPECT_EQ(f.in_b, (std::vector<int>{1}));
+  EXPECT_TRUE(tokenDifference({"a"}, {"a"}).in_a.empty());
+}
+
+TEST(TokenDifference, AWholeNewTextIsOnePlace) {
+  EXPECT_EQ(tokenDifference({"a", "b", "c", "d"}, {"w", "x", "y", "z", "v"}).said, "tokens 1–5 (a b c … → w x y …)");
+}
+
+TEST(TokenDifference, TextsBeyondTheDiffsCellsAreComparedPositionByPosition) {
+  // Middles of 2099 × 2100 tokens exceed kTokenDiffCells: position by position, then the rest.
+  Tokens a(2102, "t"), b(2103, "t");
+  for (std::size_t i = 1; i <= 2100; ++i) a[i] = "a" + std::to_string(i), b[i] = "b" + std::to_string(i);
+  b[1] = a[1];  // the same at position 2: the middles are 2099 and 2100 tokens
+  ASSERT_GT(std::size_t{2099} * 2100, kTokenDiffCells);
+  EXPECT_EQ(tokenDifference(a, b, 1).said, "tokens 3–2101 (a2 a3 a4 … → b2 b3 b4 …) and 1 more (2102 → 2103 tokens)");
+}
+
 }  // namespace
 }  // namespace attnscope
