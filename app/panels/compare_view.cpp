@@ -44,6 +44,13 @@ StageMap rowValues(const Snapshot& s, const CompareRow& row) {
   return StageMap(t, h, row.stage);
 }
 
+// Two maps' ranges that one colour scale serves (A and B of other shapes): overlapping, neither span
+// more than four times the other's — the smaller keeps at least a quarter of the colours.
+bool alikeRanges(ValueRange a, ValueRange b) {
+  const float sa = a.hi - a.lo, sb = b.hi - b.lo;
+  return sa > 0 && sb > 0 && a.lo <= b.hi && b.lo <= a.hi && std::max(sa, sb) <= 4 * std::min(sa, sb);
+}
+
 // The colour range snapshot s computed for `row` (the worker scanned it), or an empty range.
 ValueRange rowRange(const Snapshot& s, const CompareRow& row) {
   if (row.module) return s.module_ranges[static_cast<int>(row.map)];
@@ -403,7 +410,9 @@ void CompareView::draw(const PanelContext& ctx) {
       summary = who + ": " + (va.size() == 0 ? "none in A" : "none in B");
     else if (!d->comparable)
       summary = who + ": A is " + std::to_string(va.rows()) + "×" + std::to_string(va.cols()) + ", B is " +
-                std::to_string(vb.rows()) + "×" + std::to_string(vb.cols()) + " — no cell-by-cell difference";
+                std::to_string(vb.rows()) + "×" + std::to_string(vb.cols()) + " — no cell-by-cell difference; " +
+                (alikeRanges(rowRange(a, row_a), rowRange(*b, row)) ? "one colour scale for both"
+                                                                    : "each coloured by its own range");
     else if (d->changed == 0)
       summary = who + ": unchanged (B = A, bit for bit)";
     else {
@@ -442,9 +451,12 @@ void CompareView::draw(const PanelContext& ctx) {
     const float cell = fit.cell, cells_top = labelsTop(cell);
     const float tile_w = tileW(per_line), tile_h = cells_top + cell * rows_f + bottom;
 
-    // A and B: one colour range over both, when their cells compare; else (other shapes: GPT-2
-    // against the book's six tokens) each its own, or the smaller would be one flat colour.
-    const bool shared = d->comparable && va.size() > 0 && vb.size() > 0;
+    // A and B: one colour range over both, when their cells compare or their ranges are alike (the
+    // same model's texts of other lengths: 0–0.57 beside 0–0.61 had read as the same yellow for
+    // other values); else (GPT-2 against the book's six tokens) each its own, or the smaller would
+    // be one flat colour.
+    const bool shared = va.size() > 0 && vb.size() > 0 &&
+                        (d->comparable || alikeRanges(rowRange(a, row_a), rowRange(*b, row)));
     auto look = [&](const Snapshot& s) {  // as the grid colours the map (display/map_look.h)
       const ValueRange r = shared ? merge(rowRange(a, row_a), rowRange(*b, row)) : rowRange(s, &s == &a ? row_a : row);
       return colouredBy(r, flagsRow(row), lookChoices(view));

@@ -455,6 +455,11 @@ def checks(tmp):
             assert said == f"token 10 ({label[91]}) inserted, token 31 ({label[ids[29]]} → {label[90]})", said
             row = {e["compare"]: e for e in d9["heatmaps"] if e.get("compare") and e["stage"] == "weights"}
             assert set(row) == {"A", "B"}, set(row)  # no cell-by-cell difference
+            # … coloured on one scale: their own ranges (0–0.57 beside 0–0.61) had read as the same
+            # yellow for other weights.
+            assert row["A"]["range"] == row["B"]["range"], (row["A"]["range"], row["B"]["range"])
+            line = [l for l in d9["state"]["compare"]["lines"] if "weights" in l]
+            assert line and line[0].endswith("one colour scale for both"), d9["state"]["compare"]["lines"]
             for k, places in (("A", [29]), ("B", [9, 30])):
                 named = [n["index"] for n in row[k]["axis_names"]["rows"]]
                 assert row[k]["axis_names"]["row_step"] > 1 and all(p in named for p in places), (k, named)
