@@ -102,7 +102,19 @@ void LayersView::draw(const PanelContext& ctx) {
   }
   // What a thumbnail is: on the buttons' line where it fits, else on hover.
   const int T = static_cast<int>(pass.ids.size());
-  char about[300];
+  // Thumbnails too small for a tag ("induct") show its letter, and this line the letters' key where
+  // some head has a label (at 1280 × 800 and 175 % the 41-px thumbnails showed none, the tab's point).
+  {
+    const GridMetrics g = gridMetrics(pass, both ? ImVec2(avail.x, avail.y * 0.64f) : avail);
+    const bool any = std::any_of(pass.heads.begin(), pass.heads.end(),
+                                 [](const HeadThumbnail& t) { return headLabel(t.scores) != nullptr; });
+    letters_ = any && (both || !table_instead_) && !tagsFit(g) && letterPx(g) > 0;  // (none under kLabelMinTokens)
+  }
+  std::string key;
+  for (const HeadLabelInfo& info : headLabelTable())
+    key += std::string(key.empty() ? "" : " · ") + info.letter + " " + info.tag;
+  layout().state()["layers_key"] = letters_ ? key : "";
+  char about[400];
   std::snprintf(about, sizeof about,
                 "%s · each thumbnail is a head's weights (rows: queries, columns: keys), "
                 "0 → its largest below the first row%s",
@@ -113,7 +125,9 @@ void LayersView::draw(const PanelContext& ctx) {
                   "attention evenly scores as high",
                   kLabelMinTokens);
   ImGui::PushFont(fonts().small);
-  const std::string brief = countOf(T, "token") + (T < kLabelMinTokens ? ", too few for labels" : "") + " (?)";
+  const std::string brief = countOf(T, "token") + (T < kLabelMinTokens ? ", too few for labels" : "") +
+                            (letters_ ? " · " + key : "") + " (?)";
+  if (letters_) std::snprintf(about + std::strlen(about), sizeof about - std::strlen(about), " · %s", key.c_str());
   const float room = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x - ImGui::GetItemRectMax().x -
                      ImGui::GetStyle().ItemSpacing.x;  // after the last button, on its line
   if (ImGui::CalcTextSize(about).x <= room) {
@@ -200,6 +214,7 @@ LayersView::GridMetrics LayersView::gridMetrics(const ModelPass& pass, ImVec2 si
   g.label_w = std::ceil(ImGui::CalcTextSize("layer 00").x + px(6));  // whole pixels: thumbnails texel for pixel
   g.label_h = std::ceil(ImGui::GetTextLineHeightWithSpacing());
   g.tag_w = ImGui::CalcTextSize("induct").x;
+  g.small_px = ImGui::GetFontSize();
   ImGui::PopFont();
   g.gap = std::max(2.0f, std::floor(px(3)));
   g.cell = std::floor(
@@ -208,13 +223,23 @@ LayersView::GridMetrics LayersView::gridMetrics(const ModelPass& pass, ImVec2 si
   return g;
 }
 
+bool LayersView::tagsFit(const GridMetrics& g) { return g.cell >= g.tag_w * 0.9f; }
+
+// A letter in the thumbnail's top right, above a causal map's diagonal: at most the small font's
+// size and 42 % of the thumbnail, at least 11 px (a projector's audience reads no smaller); 0: none.
+float LayersView::letterPx(const GridMetrics& g) {
+  const float size = std::min(g.small_px, std::floor(g.cell * 0.42f));
+  return size >= 11 ? size : 0;
+}
+
 void LayersView::grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size) {
   const ModelPass& pass = *s.model;
   const int L = pass.layers(), H = pass.headsPerLayer();
   const ImVec2 cursor = ImGui::GetCursorScreenPos(), origin(std::floor(cursor.x), std::floor(cursor.y));
   const GridMetrics g = gridMetrics(pass, size);
   const float cell = g.cell, gap = g.gap, label_w = g.label_w, label_h = g.label_h;
-  const bool tags = cell >= g.tag_w * 0.9f;  // room for a label's tag inside a thumbnail
+  const bool tags = tagsFit(g);                        // room for a label's tag inside a thumbnail …
+  const float letter_px = letters_ ? letterPx(g) : 0;  // … else for its letter (0: none)
   ImGui::PushFont(fonts().small);
   // Labels every k-th row and column where small thumbnails leave no room for each.
   const int row_step = static_cast<int>(std::ceil(ImGui::GetTextLineHeight() / (cell + gap)));
@@ -225,6 +250,7 @@ void LayersView::grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size) {
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const Theme& th = theme();
   const int selected_layer = ctx.model->layer(), selected_head = ctx.view.head;
+  int labelled = 0;  // thumbnails with a tag or letter
   draw->AddText(origin, th.text_dim, "head →");
   for (int h = 0; h < H; ++h) {  // head numbers along the top, centred on their column
     if (h % col_step != 0 && h != selected_head) continue;
@@ -253,11 +279,15 @@ void LayersView::grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size) {
       // The tag in the top right corner: above a causal map's diagonal, where no key is visible
       // (bottom right, it hid the diagonal's end, where a previous-token head shows). Given maps of
       // a model that reads both ways (BERT) have weights there: the tag is small and translucent.
-      if (const HeadLabelInfo* label = tags ? headLabel(t.scores) : nullptr) {
-        const ImVec2 ts = ImGui::CalcTextSize(label->tag);
-        const ImVec2 q0(p1.x - ts.x - px(3), p0.y), q1(p1.x, p0.y + ts.y + px(1));
+      if (const HeadLabelInfo* label = tags || letter_px > 0 ? headLabel(t.scores) : nullptr) {
+        const char* text = tags ? label->tag : label->letter;
+        const float size = tags ? ImGui::GetFontSize() : letter_px;
+        const ImVec2 ts = fonts().small->CalcTextSizeA(size, FLT_MAX, 0, text);
+        const float pad = tags ? px(1.5f) : std::max(1.0f, std::floor(size * 0.15f));
+        const ImVec2 q0(p1.x - ts.x - 2 * pad, p0.y), q1(p1.x, p0.y + ts.y + px(1));
         draw->AddRectFilled(q0, q1, IM_COL32(0, 0, 0, 170));
-        draw->AddText(ImVec2(q0.x + px(1.5f), q0.y), IM_COL32(255, 255, 255, 255), label->tag);
+        draw->AddText(fonts().small, size, ImVec2(q0.x + pad, q0.y), IM_COL32(255, 255, 255, 255), text);
+        ++labelled;
       }
       // Outlines in the gap around the map, not on it: at 200 % the selected head's hid its first
       // key column (a sink's) and its last query row.
@@ -274,6 +304,11 @@ void LayersView::grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size) {
     }
   }
   ImGui::PopFont();
+  layout().state()["layers_labels"] = {{"form", tags            ? "tag"
+                                                : letter_px > 0 ? "letter"
+                                                                : "none"},
+                                       {"shown", labelled},
+                                       {"letter_px", letter_px}};
   layout().panel("layers_grid", origin,
                  ImVec2(origin.x + label_w + H * (cell + gap), origin.y + label_h + L * (cell + gap)));
   ImGui::SetCursorScreenPos(ImVec2(origin.x, origin.y + std::min(size.y, label_h + L * (cell + gap)) + gap));

@@ -21,9 +21,11 @@ class LayersView {
 
  private:
   struct GridMetrics {
-    float label_w, label_h, gap, cell, tag_w;
+    float label_w, label_h, gap, cell, tag_w, small_px;
   };
   static GridMetrics gridMetrics(const ModelPass& pass, ImVec2 size);
+  static bool tagsFit(const GridMetrics& g);    // a thumbnail holds a label's tag ("induct")
+  static float letterPx(const GridMetrics& g);  // … else its letter at this size (0: too small to read)
   void grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size);
   void scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 size);
   void givenHead(const PanelContext& ctx, ImVec2 size);
@@ -33,6 +35,7 @@ class LayersView {
   std::uint64_t sorted_for_ = 0;  // the snapshot serial order_ was sorted for
   int sorted_column_ = 0;         // the column order_ is sorted by (its header keeps the arrow's room)
   bool table_instead_ = false;    // where both do not fit: the table in the grid's place
+  bool letters_ = false;          // thumbnails too small for tags show letters: the line above has their key
   // Given maps: the picked head's map as drawn, made again when another is picked.
   std::shared_ptr<const Matrix> head_map_;
   ValueRange head_range_;

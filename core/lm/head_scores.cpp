@@ -10,10 +10,10 @@ namespace attnscope {
 
 const std::array<HeadLabelInfo, 4>& headLabelTable() {
   static const std::array<HeadLabelInfo, 4> table{{
-      {"previous_token", "previous", "prev", 0.5f, &HeadScores::previous_token, &HeadScores::has_previous},
-      {"first_token", "first (sink)", "sink", 0.7f, &HeadScores::first_token, nullptr},
-      {"duplicate_token", "duplicate", "dup", 0.3f, &HeadScores::duplicate_token, &HeadScores::has_duplicate},
-      {"induction", "induction", "induct", 0.3f, &HeadScores::induction, &HeadScores::has_induction},
+      {"previous_token", "previous", "prev", "P", 0.5f, &HeadScores::previous_token, &HeadScores::has_previous},
+      {"first_token", "first (sink)", "sink", "S", 0.7f, &HeadScores::first_token, nullptr},
+      {"duplicate_token", "duplicate", "dup", "D", 0.3f, &HeadScores::duplicate_token, &HeadScores::has_duplicate},
+      {"induction", "induction", "induct", "I", 0.3f, &HeadScores::induction, &HeadScores::has_induction},
   }};
   return table;
 }

@@ -38,6 +38,7 @@ struct HeadLabelInfo {
   const char* id;     // "previous_token": model-trace's JSON key
   const char* title;  // "previous token": the scores table's column
   const char* tag;    // "prev": on the thumbnail
+  const char* letter;  // "P": on a thumbnail too small for the tag (the grid's key says it)
   float threshold;
   float HeadScores::*score;
   bool HeadScores::*has;  // null: always defined

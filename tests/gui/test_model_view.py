@@ -1205,6 +1205,28 @@ def checks(tmp):
                 assert d["state"]["model_text_title"] == want, (size, pct, d["state"]["model_text_title"])
             print("  a full context: 'Text  ·  64 tokens (full)' at 150 %, never cut")
 
+        def heads_labelled_on_a_projector():
+            # 12 × 12 heads over 13 tokens, each a previous-token head, a sink or even: at 1280 × 800
+            # and 175 % (41-px thumbnails, too small for "induct") each labelled head shows its
+            # letter, the line above the grid their key (it had shown no label at all); at 1920 ×
+            # 1080 and 150 % the tags themselves.
+            T = 13
+            previous = [[1.0 if j == max(i - 1, 0) else 0.0 for j in range(T)] for i in range(T)]
+            sink = [[1.0 if j == 0 else 0.0 for j in range(T)] for i in range(T)]
+            even = [[1.0 / (i + 1) if j <= i else 0.0 for j in range(T)] for i in range(T)]
+            kinds = [[(layer + head) % 3 for head in range(12)] for layer in range(12)]
+            maps = [[(previous, sink, even)[k] for k in row] for row in kinds]
+            labelled = sum(k < 2 for row in kinds for k in row)
+            for size, pct, form in (("1280x800", "175", "letter"), ("1920x1080", "150", "tag")):
+                d = run_commands(app, display.name, tmp, f"labels-{pct}", [
+                    {"do": "attention", "maps": maps, "tokens": [f"w{i % 6}" for i in range(T)]}],
+                    "--size", size, "--text-size", pct)
+                got, key = d["state"]["layers_labels"], d["state"]["layers_key"]
+                assert got["form"] == form and got["shown"] == labelled, (size, pct, got)
+                assert (key == "P prev · S sink · D dup · I induct") == (form == "letter"), (size, pct, key)
+            print(f"  {labelled} of 144 heads labelled: letters at 1280 × 800 and 175 %, the key above; "
+                  "tags at 1920 × 1080 and 150 %")
+
         def learn_tab_on_a_projector():
             # At 1280 × 720 and 200 %: a run's timeline (Follow, Pin, the step slider) is in view, above
             # the charts (under them it was below the fold), and the one score chart there is room
@@ -1455,6 +1477,7 @@ def checks(tmp):
                            ("the scores table with 12 heads a layer", the_scores_table_with_many_heads),
                            ("one token, one colour", one_token_one_colour),
                            ("given maps count their tokens", given_maps_count_their_tokens),
+                           ("heads labelled on a projector", heads_labelled_on_a_projector),
                            ("the Learn tab on a projector", learn_tab_on_a_projector)])
 
 
