@@ -103,11 +103,28 @@ void CompareView::follow(const Snapshot& a, const Snapshot& b) {
   differences_.clear();
   workspace_differences_ = workspaceDifferences(*a.inputs, *b.inputs);  // 786 k cells for GPT-2: not per frame
   token_difference_ = tokenDifference(a.tokens(), b.tokens());          // up to 1024² pairs: not per frame
+  // The same trained model over a text with tokens inserted or removed: its maps compare by the
+  // tokens both texts have (the same token, the same embedding: a chapter's or given maps' labels
+  // say nothing of that).
+  aligned_ = a.model && b.model && a.model->model && a.model->model == b.model->model && token_difference_.shifted &&
+             std::any_of(token_difference_.a_of_b.begin(), token_difference_.a_of_b.end(),
+                         [](int k) { return k >= 0; });
 }
 
-std::shared_ptr<const MapDifference> CompareView::difference(int head, int map, const StageMap& a, const StageMap& b) {
+bool CompareView::alignable(const StageMap& a, const StageMap& b, bool token_rows, bool token_cols) const {
+  if (!aligned_ || a.size() == 0 || b.size() == 0 || !(token_rows || token_cols)) return false;
+  const Eigen::Index n = static_cast<Eigen::Index>(token_difference_.a_of_b.size());
+  return (token_rows ? b.rows() == n : a.rows() == b.rows()) && (token_cols ? b.cols() == n : a.cols() == b.cols());
+}
+
+std::shared_ptr<const MapDifference> CompareView::difference(int head, int map, const StageMap& a, const StageMap& b,
+                                                             bool token_rows, bool token_cols) {
   auto& slot = differences_[{head, map}];
-  if (!slot) slot = std::make_shared<const MapDifference>(mapDifference(a, b));
+  if (!slot)
+    slot = std::make_shared<const MapDifference>(
+        alignable(a, b, token_rows, token_cols)
+            ? alignedDifference(a, b, token_difference_.a_of_b, token_rows, token_cols)
+            : mapDifference(a, b));
   return slot;
 }
 
@@ -179,7 +196,7 @@ void CompareView::draw(const PanelContext& ctx) {
                              headName(view.head);
     line = (a_is == b_is ? "A and B: " + a_is : "A: " + a_is + "  ·  B: " + b_is) +
            (!text.empty() ? "  ·  B's text differs: " + text +
-                                (a.tokens().size() == b->tokens().size() ? " (B − A has B's tokens)" : "")
+                                (a.tokens().size() == b->tokens().size() || aligned_ ? " (B − A has B's tokens)" : "")
             : differs.empty() ? "  ·  the same maps"
                               : "");
     state["text_difference"] = text;
@@ -269,10 +286,13 @@ void CompareView::draw(const PanelContext& ctx) {
     if (!longest.empty())
       label_cell = std::max(label_cell,
                             heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, longest.c_str()).x));
-    // A, B and B − A; maps of different shapes have no B − A, and A and B then stand side by side.
-    const int maps = va.rows() == vb.rows() && va.cols() == vb.cols() ? 3 : 2;
     const bool tokens_cols = !row.module && stageInfo(row.stage).square;
     const bool token_rows = row.module ? !moduleMapInfo(row.map).parameter : !stageInfo(row.stage).parameter;
+    // A, B and B − A; maps of different shapes have no B − A, and A and B then stand side by side —
+    // but a text's maps with tokens inserted or removed, whose B − A (B's shape) compares the cells
+    // of the tokens both have.
+    const bool aligned = alignable(va, vb, token_rows, tokens_cols);
+    const int maps = (va.rows() == vb.rows() && va.cols() == vb.cols()) || aligned ? 3 : 2;
     // The column labels' band above the cells: across where every label fits its cell, else upright.
     float col_w = tokens_cols ? label_w : 0;
     if (!tokens_cols)
@@ -339,16 +359,23 @@ void CompareView::draw(const PanelContext& ctx) {
     // B − A's legend in two lines where its tile is narrower than it ("blue: B < A" over "red: B >
     // A"; at 1280 × 800 and 150 % it was cut to "blue: B < …"), the row fitted again with their room
     // (drawHeatmap breaks it where one line from the tile's edge does not hold it).
+    // Aligned maps' B − A says what its dark grey cells are (0 is light grey): the tokens B alone has.
+    const bool b_own = aligned && std::any_of(token_difference_.a_of_b.begin(), token_difference_.a_of_b.end(),
+                                              [](int k) { return k < 0; });
+    const std::string legend = b_own ? delta_legend + " · dark grey: B's own tokens" : delta_legend;
+    const int legend_most = b_own ? 3 : 2;
     const auto legendLines = [&](const Fit& f) {
-      return maps == 3 ? heatmapLegendLines(delta_legend, tileW(f.per_line), 2).size() : std::size_t{1};
+      return maps == 3 ? heatmapLegendLines(legend, tileW(f.per_line), legend_most).size() : std::size_t{1};
     };
     const auto fitRowWithLegend = [&](float line_h) {
       bottom = bar_bottom;
       const Fit first = fitRow(line_h);
-      if (legendLines(first) == 1) return first;
-      bottom = bar_bottom + fs + 2;
+      const std::size_t lines_first = legendLines(first);
+      if (lines_first == 1) return first;
+      bottom = bar_bottom + static_cast<float>(lines_first - 1) * (fs + 2);
       const Fit again = fitRow(line_h);
-      if (legendLines(again) == 1) bottom = bar_bottom;  // fewer maps a line, wider: its room is not needed
+      // Fewer maps a line, wider: less of that room needed.
+      bottom = bar_bottom + static_cast<float>(std::min(legendLines(again), lines_first) - 1) * (fs + 2);
       return again;
     };
     const auto fitRowNames = [&](float line_h) {  // … and its upright names whole where that costs nothing
@@ -404,7 +431,7 @@ void CompareView::draw(const PanelContext& ctx) {
         continue;
       }
     }
-    const std::shared_ptr<const MapDifference> d = difference(row.head, row.key(), va, vb);
+    const std::shared_ptr<const MapDifference> d = difference(row.head, row.key(), va, vb, token_rows, tokens_cols);
     std::string summary;
     if (va.size() == 0 || vb.size() == 0)
       summary = who + ": " + (va.size() == 0 ? "none in A" : "none in B");
@@ -414,7 +441,8 @@ void CompareView::draw(const PanelContext& ctx) {
                 (alikeRanges(rowRange(a, row_a), rowRange(*b, row)) ? "one colour scale for both"
                                                                     : "each coloured by its own range");
     else if (d->changed == 0)
-      summary = who + ": unchanged (B = A, bit for bit)";
+      summary = who + (d->aligned ? ": the cells A and B share are unchanged, bit for bit"
+                                  : ": unchanged (B = A, bit for bit)");
     else {
       const std::string r = tokenOr(*b, token_rows, d->row, b->dims),
                         c = tokenOr(*b, tokens_cols, d->col, dimsOf(*b, row.module, row.head));
@@ -427,9 +455,12 @@ void CompareView::draw(const PanelContext& ctx) {
       // on read "largest |B − A| = 0.0000 …, 15 of 36 cells changed", as if nothing had).
       summary = who + ": ";
       if (d->valuesChanged()) summary += "largest |B − A| = " + formatFixed(d->max_abs) + " at " + where + ", ";
+      // Aligned: of the cells of the tokens both texts have (B's own have nothing to be against).
       summary += std::to_string(d->changed) + " of " +
-                 (emptied_above ? "the " + std::to_string(R * (R + 1) / 2) + " unmasked cells changed"
-                                : std::to_string(va.size()) + " cells changed");
+                 (emptied_above ? "the " + std::to_string(d->compared_lower) + " unmasked cells"
+                  : d->aligned  ? "the " + std::to_string(d->compared) + " cells"
+                                : std::to_string(va.size()) + " cells") +
+                 (d->aligned ? " A and B share" : "") + " changed";
       std::vector<std::string> masks;
       if (d->masked_in_b > 0) masks.push_back(std::to_string(d->masked_in_b) + " masked (−∞) in B only");
       if (d->masked_in_a > 0) masks.push_back(std::to_string(d->masked_in_a) + " masked (−∞) in A only");
@@ -438,7 +469,9 @@ void CompareView::draw(const PanelContext& ctx) {
     }
     // Wrapped at spaces (at 200 % its numbers were cut; ImGui's wrapping split "0.2620" after "0.").
     const std::string wrapped = wrapAtSpaces(summary, avail_w);
-    if (d->comparable && d->changed == 0) {  // the Heatmaps tab shows it; the rows that changed matter here
+    // The Heatmaps tab shows it; the rows that changed matter here (aligned maps stay: B's own tokens
+    // are news, and a causal model's rows before them unchanged is the point).
+    if (d->comparable && d->changed == 0 && !d->aligned) {
       unchanged.push_back(row.id());
       unchanged_lines.push_back(wrapped);
       continue;
@@ -477,15 +510,21 @@ void CompareView::draw(const PanelContext& ctx) {
       spec.row_labels = token_rows ? &s.tokens() : &s.dims;
       spec.col_labels = tokens_cols ? &s.tokens() : &dimsOf(s, row.module, head);
       spec.token_rows = token_rows, spec.token_cols = tokens_cols;
-      spec.selected_row = token_rows && !ctx.capture.hides_selection ? selected : -1;
+      // A's side of an aligned row selects the same token (none where it is B's own).
+      const int selected_here = side == 0 && aligned ? token_difference_.a_of_b[static_cast<std::size_t>(selected)]
+                                                     : selected;
+      spec.selected_row = token_rows && !ctx.capture.hides_selection ? selected_here : -1;
       // The tokens A and B differ in, then the largest change's query and key, named whatever
       // the thinning ("Ġhe" of a 47-token text had no name in any of the three maps).
       const std::vector<int>& differing = side == 0 ? token_difference_.in_a : token_difference_.in_b;
       if (token_rows) spec.named_rows = differing;
       if (tokens_cols) spec.named_cols = differing;
-      if (d->comparable && d->valuesChanged()) {
-        if (token_rows) spec.named_rows.push_back(d->row);
-        if (tokens_cols) spec.named_cols.push_back(d->col);
+      if (d->comparable && d->valuesChanged()) {  // (B's cell: A's of the same tokens where aligned)
+        const auto own = [&](int k) {
+          return side == 0 && d->aligned ? token_difference_.a_of_b[static_cast<std::size_t>(k)] : k;
+        };
+        if (token_rows) spec.named_rows.push_back(own(d->row));
+        if (tokens_cols) spec.named_cols.push_back(own(d->col));
       }
       if (side < 2) {
         if (values.size() == 0) {
@@ -510,7 +549,8 @@ void CompareView::draw(const PanelContext& ctx) {
         if (!d->comparable) continue;  // the row's line says why there is none
         spec.title = "B − A";          // its largest |Δ| is the row's line; its range, the colorbar's
         // Masked in both: nothing was subtracted. Masked in one only, "−∞" stays: the mask changed.
-        spec.blank = [va, vb](int i, int j) { return std::isinf(va(i, j)) && std::isinf(vb(i, j)); };
+        // Aligned, B's own tokens' cells too: nothing to be against.
+        spec.blank = [d](int i, int j) { return d->blank(i, j) != 0; };
         spec.values = StageMap(d->delta);
         spec.owner = d;
         spec.version = a.serial * 1000003u + b->serial;
@@ -519,19 +559,20 @@ void CompareView::draw(const PanelContext& ctx) {
         // would leave the rest white); log has no meaning for signed differences.
         spec.look.scale = view.colour_scale == ColourScale::Row ? ColourScale::Row : ColourScale::Linear;
         spec.look.range = d->max_abs > 0 ? ValueRange{-d->max_abs, d->max_abs} : ValueRange{-1, 1};
-        spec.look.legend = delta_legend;  // (rows whose maps are equal show none)
-        spec.legend_lines = 2;
+        spec.look.legend = legend;  // (rows whose maps are equal show none)
+        spec.legend_lines = legend_most;
         spec.legend_below = true;  // the bar's centre, 0, keeps its tick label (row's room: bar_bottom)
         spec.dump["max_abs_delta"] = d->max_abs;
         spec.dump["argmax"] = {d->row, d->col};
         spec.dump["changed"] = d->changed;
+        spec.dump["aligned"] = d->aligned;
         if (d->delta.size() <= kDumpCellsUpTo) spec.dump["values"] = cellsJson(StageMap(d->delta));
       }
       spec.cell = cell;            // the row's fit, the same in its three maps …
       spec.cells_top = cells_top;  // … and their cells level (A's tokens may be narrower than B's)
-      if (!d->comparable && values.size() > 0) {
-        // Maps of other shapes, side by side without B − A: each as large as its own shape lets it
-        // in the row's tile, within the cap on numbers' cells, not at the larger one's cells (a
+      if ((!d->comparable || d->aligned) && values.size() > 0) {
+        // Maps of other shapes, side by side without B − A (or with B − A of B's shape, aligned): each as large as its
+        // own shape lets it in the row's tile, within the cap on numbers' cells, not at the larger one's cells (a
         // 5-token B beside a 94-token A was a 40-px thumbnail in a tile of 700).
         const float own_rows = static_cast<float>(values.rows()), own_cols = static_cast<float>(values.cols());
         float own = std::min((tile_w - left) / own_cols, cell * rows_f / own_rows);
@@ -541,7 +582,13 @@ void CompareView::draw(const PanelContext& ctx) {
       if (flagsRow(row))           // 0/1 masks, and their difference −1, 0, +1: integers, as torch prints them
         spec.look.cell_text = [](float v) { return v > 0.5f ? std::string("1") : v < -0.5f ? "−1" : "0"; };
       const HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(tile_w, tile_h));
-      if (hit.clicked_row >= 0 && token_rows) ctx.commands.push("select_token", {{"index", hit.clicked_row}});
+      if (hit.clicked_row >= 0 && token_rows) {  // B's token (on an aligned A, B's of the same token)
+        const std::vector<int>& a_of_b = token_difference_.a_of_b;
+        const auto at = side == 0 && aligned ? std::find(a_of_b.begin(), a_of_b.end(), hit.clicked_row) : a_of_b.end();
+        if (!(side == 0 && aligned) || at != a_of_b.end())
+          ctx.commands.push("select_token", {{"index", side == 0 && aligned ? static_cast<int>(at - a_of_b.begin())
+                                                                            : hit.clicked_row}});
+      }
     }
     ImGui::SetCursorScreenPos(ImVec2(tiles.x, tiles.y + static_cast<float>(lines) * (tile_h + gap)));
     ImGui::Dummy(ImVec2(avail_w, 0));

@@ -22,17 +22,24 @@ namespace attnscope {
 class CompareView {
  public:
   void draw(const PanelContext& ctx);
-  void reset() { differences_.clear(), workspace_differences_.clear(), token_difference_ = {}, pair_ = {0, 0}; }
+  void reset() {
+    differences_.clear(), workspace_differences_.clear(), token_difference_ = {}, aligned_ = false, pair_ = {0, 0};
+  }
 
  private:
   // A new pair of results: what it worked out for the old one goes, what differs is found once.
   void follow(const Snapshot& a, const Snapshot& b);
   // B − A of one map: worked out once per pair of results, for the rows drawn.
   // `map`: a Stage, or 100 + a ModuleMap.
-  std::shared_ptr<const MapDifference> difference(int head, int map, const StageMap& a, const StageMap& b);
+  // With a text's tokens inserted or removed (aligned_), a map whose rows or columns are tokens
+  // compares by the tokens both texts have (alignedDifference).
+  std::shared_ptr<const MapDifference> difference(int head, int map, const StageMap& a, const StageMap& b,
+                                                  bool token_rows, bool token_cols);
+  bool alignable(const StageMap& a, const StageMap& b, bool token_rows, bool token_cols) const;
   std::pair<std::uint64_t, std::uint64_t> pair_{0, 0};  // (A, B) serials the differences belong to
   std::map<std::pair<int, int>, std::shared_ptr<const MapDifference>> differences_;  // (head, map) →
   std::vector<std::string> workspace_differences_;                                   // workspaceDifferences of the pair
+  bool aligned_ = false;  // the same model's texts, tokens inserted or removed: maps compare by tokens
   TokenDifference token_difference_;                                                 // tokenDifference of its texts
 };
 

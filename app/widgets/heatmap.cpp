@@ -625,6 +625,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   if (legend_max.x > 0) {
     entry["legend"] = rectJson(legend_min, legend_max);
     entry["legend"]["cut"] = legend_cut;  // tests: a legend with room is whole
+    entry["legend"]["text"] = s.look.legend;
   }
   // What the map drew — title to colorbar labels, and a legend's line that runs on right of or
   // below the tile: a figure's crop (no blank below, no legend cut).

@@ -10,24 +10,42 @@
 
 namespace attnscope {
 
-MapDifference mapDifference(const StageMap& a, const StageMap& b) {
+namespace {
+
+// B − A cell by cell, B's cell (i, j) against A's (rows[i], cols[j]) — none where either is −1.
+MapDifference differenceOf(const StageMap& a, const StageMap& b, const std::vector<int>& rows,
+                           const std::vector<int>& cols) {
   MapDifference d;
-  if (a.rows() != b.rows() || a.cols() != b.cols() || a.size() == 0) return d;
-  d.comparable = true;
-  const Eigen::Index R = a.rows(), C = a.cols();
+  const Eigen::Index R = b.rows(), C = b.cols();
   d.delta.resize(R, C);
-  std::vector<float> ra(static_cast<std::size_t>(C)), rb(static_cast<std::size_t>(C));
+  d.blank.setZero(R, C);
+  std::vector<float> ra(static_cast<std::size_t>(a.cols())), rb(static_cast<std::size_t>(C));
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
   for (Eigen::Index i = 0; i < R; ++i) {
-    a.readRow(i, ra.data());
+    const int ai = rows[static_cast<std::size_t>(i)];
     b.readRow(i, rb.data());
+    if (ai < 0) {
+      d.delta.row(i).setConstant(kMasked);
+      d.blank.row(i).setConstant(1);
+      continue;
+    }
+    a.readRow(ai, ra.data());
     for (Eigen::Index j = 0; j < C; ++j) {
-      const float x = ra[static_cast<std::size_t>(j)], y = rb[static_cast<std::size_t>(j)];
+      const int aj = cols[static_cast<std::size_t>(j)];
+      if (aj < 0) {
+        d.delta(i, j) = kMasked;
+        d.blank(i, j) = 1;
+        continue;
+      }
+      ++d.compared;
+      d.compared_lower += j <= i;
+      const float x = ra[static_cast<std::size_t>(aj)], y = rb[static_cast<std::size_t>(j)];
       if (std::memcmp(&x, &y, sizeof x) != 0) ++d.changed;
       if (!std::isfinite(x) || !std::isfinite(y)) {
         d.masked_in_b += x != kMasked && y == kMasked;
         d.masked_in_a += x == kMasked && y != kMasked;
         d.delta(i, j) = kMasked;
+        d.blank(i, j) = std::isinf(x) && std::isinf(y);
         continue;
       }
       const float v = y - x;
@@ -36,6 +54,35 @@ MapDifference mapDifference(const StageMap& a, const StageMap& b) {
         d.max_abs = std::fabs(v), d.row = static_cast<int>(i), d.col = static_cast<int>(j);
     }
   }
+  d.comparable = d.compared > 0;
+  return d;
+}
+
+std::vector<int> identity(Eigen::Index n) {
+  std::vector<int> out(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int>(i);
+  return out;
+}
+
+}  // namespace
+
+MapDifference mapDifference(const StageMap& a, const StageMap& b) {
+  if (a.rows() != b.rows() || a.cols() != b.cols() || a.size() == 0) return {};
+  return differenceOf(a, b, identity(a.rows()), identity(a.cols()));
+}
+
+MapDifference alignedDifference(const StageMap& a, const StageMap& b, const std::vector<int>& a_of_b, bool token_rows,
+                                bool token_cols) {
+  const auto fits = [&](bool tokens, Eigen::Index na, Eigen::Index nb) {
+    if (!tokens) return na == nb;
+    return static_cast<std::size_t>(nb) == a_of_b.size() &&
+           std::all_of(a_of_b.begin(), a_of_b.end(), [na](int k) { return k < na; });
+  };
+  if (a.size() == 0 || b.size() == 0 || !fits(token_rows, a.rows(), b.rows()) || !fits(token_cols, a.cols(), b.cols()))
+    return {};
+  MapDifference d = differenceOf(a, b, token_rows ? a_of_b : identity(b.rows()),
+                                 token_cols ? a_of_b : identity(b.cols()));
+  d.aligned = true;
   return d;
 }
 
@@ -197,6 +244,19 @@ TokenDifference tokenDifference(const std::vector<std::string>& a, const std::ve
   const bool replacements = std::all_of(hunks.begin(), hunks.end(),
                                         [](const TokenHunk& h) { return h.a_len == 1 && h.b_len == 1; });
   TokenDifference d;
+  // B's tokens against A's: one for one between the places and in a place of as many tokens on
+  // each side; a place of other lengths is B's own.
+  d.a_of_b.assign(b.size(), -1);
+  std::size_t ia = 0, ib = 0;
+  for (std::size_t k = 0; k <= hunks.size(); ++k) {
+    const std::size_t until = k < hunks.size() ? hunks[k].b : b.size();
+    while (ib < until) d.a_of_b[ib++] = static_cast<int>(ia++);
+    if (k == hunks.size()) break;
+    const TokenHunk& h = hunks[k];
+    d.shifted = d.shifted || h.a_len != h.b_len;
+    for (std::size_t t = 0; t < h.b_len; ++t) d.a_of_b[h.b + t] = h.a_len == h.b_len ? static_cast<int>(h.a + t) : -1;
+    ia = h.a + h.a_len, ib = h.b + h.b_len;
+  }
   std::string& out = d.said;
   for (std::size_t k = 0; k < shown; ++k) {
     const TokenHunk& h = hunks[k];
@@ -211,8 +271,8 @@ TokenDifference tokenDifference(const std::vector<std::string>& a, const std::ve
     const bool removed = h.b_len == 0;
     const std::size_t count = removed ? h.a_len : h.b_len;
     out += (count == 1 ? "token " : "tokens ") + positions(removed ? h.a : h.b, count) + " (";
-    if (h.a_len == 0)
-      out += tokenNames(b, h.b, h.b_len) + ") inserted";
+    if (h.a_len == 0)  // after A's last token: appended (Append the top token's)
+      out += tokenNames(b, h.b, h.b_len) + (h.a == a.size() ? ") appended" : ") inserted");
     else if (removed)
       out += tokenNames(a, h.a, h.a_len) + ") removed";
     else

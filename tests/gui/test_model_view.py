@@ -364,6 +364,48 @@ def checks(tmp):
             said = d5["state"]["compare"]["text_difference"]
             assert said == f"token 2 ({label[60]}) inserted, token 5 ({label[43]} → {label[52]})", said
             print(f"  compare a text edited in two places: {said!r}")
+            # A token inserted: B − A (B's shape) compares the cells of the tokens both texts have —
+            # torch's weights of B against torch's of A at the same tokens — its grey cells B's own
+            # token's; under the causal mask the rows before it are A's bit for bit (it had said "no
+            # cell-by-cell difference").
+            ids_a, ids_b = [40, 41, 42, 43, 44, 45], [40, 41, 60, 42, 43, 44, 45]
+            a_of_b = [0, 1, -1, 2, 3, 4, 5]
+            d8 = run_commands(app, display.name, tmp, "compare-aligned", [
+                {"do": "text", "ids": ids_a}, {"do": "select_layer", "layer": 2, "head": 0}, {"do": "pin"},
+                {"do": "text", "ids": ids_b}, {"do": "view", "field": "tab", "value": "compare"},
+            ], "--model", folder, "--size", "1920x1080")
+            diff = next(e for e in d8["heatmaps"] if e.get("compare") == "diff" and e["stage"] == "weights"
+                        and e["head"] == 0)
+            assert diff["aligned"] and diff["rows"] == 7, {k: diff.get(k) for k in ("aligned", "rows")}
+            wa, wb = gm.torch_run(model, ids_a)[0][2][0], gm.torch_run(model, ids_b)[0][2][0]
+            got = diff["values"]
+            err = 0.0
+            for i in range(7):
+                for j in range(7):
+                    if a_of_b[i] < 0 or a_of_b[j] < 0:
+                        assert got[i][j] == "-inf", (i, j, got[i][j])
+                    else:
+                        err = max(err, abs(got[i][j] - (wb[i, j] - wa[a_of_b[i], a_of_b[j]])))
+            assert err <= 2e-5, err
+            assert all(got[i][j] == 0 for i in (0, 1) for j in range(i + 1)), got[:2]
+            line = next(x for x in d8["state"]["compare"]["lines"] if x.startswith("head 1's weights"))
+            assert line.replace("\n", " ").endswith(f"{diff['changed']} of the 21 unmasked cells A and B share changed"), line
+            assert diff["legend"]["text"].endswith("dark grey: B's own tokens") and not diff["legend"]["cut"], diff["legend"]
+            print(f"  a token inserted: B − A at the tokens both have within {err:.1e} of torch's; {line!r}")
+            # The top token appended to a pinned text: said so, and every cell A and B share the same
+            # bits (causal: no earlier row reads it) — the maps shown, not collapsed to a line.
+            d8 = run_commands(app, display.name, tmp, "compare-appended", [
+                {"do": "text", "ids": ids_a}, {"do": "select_layer", "layer": 2, "head": 0}, {"do": "pin"},
+                {"do": "append_token"}, {"do": "view", "field": "tab", "value": "compare"},
+            ], "--model", folder, "--size", "1920x1080")
+            c = d8["state"]["compare"]
+            assert c["text_difference"].startswith("token 7 (") and c["text_difference"].endswith(") appended"), c
+            line = next(x for x in c["lines"] if x.startswith("head 1's weights")).replace("\n", " ")
+            assert line.endswith("the cells A and B share are unchanged, bit for bit"), line
+            diff = next(e for e in d8["heatmaps"] if e.get("compare") == "diff" and e["stage"] == "weights"
+                        and e["head"] == 0)
+            assert diff["changed"] == 0 and diff["rows"] == 7 and all(v == "-inf" for v in diff["values"][6]), diff
+            print(f"  the top token appended: {c['text_difference']!r}; {line!r}")
             # The layer picked after A's text, shown while B's computed: the rows before the edited
             # token are A's bit for bit (a pass that traced its layer had fed the layers after it
             # other last bits: Compare counted that noise as change, 62 of 121 cells where the mask
@@ -449,21 +491,29 @@ def checks(tmp):
             d9 = run_commands(app, display.name, tmp, "compare-named-places", [
                 {"do": "text", "ids": ids}, {"do": "select_layer", "layer": 1, "head": 0}, {"do": "pin"},
                 {"do": "text", "ids": ids[:9] + [91] + ids[9:29] + [90] + ids[30:]},
-                {"do": "view", "field": "tab", "value": "compare"}], "--model", folder, "--size", "1280x800",
-                "--text-size", "175")
+                {"do": "view", "field": "tab", "value": "compare"}], "--model", folder, "--size", "1920x1080")
             said = d9["state"]["compare"]["text_difference"]
             assert said == f"token 10 ({label[91]}) inserted, token 31 ({label[ids[29]]} → {label[90]})", said
             row = {e["compare"]: e for e in d9["heatmaps"] if e.get("compare") and e["stage"] == "weights"}
-            assert set(row) == {"A", "B"}, set(row)  # no cell-by-cell difference
-            # … coloured on one scale: their own ranges (0–0.57 beside 0–0.61) had read as the same
-            # yellow for other weights.
-            assert row["A"]["range"] == row["B"]["range"], (row["A"]["range"], row["B"]["range"])
-            line = [l for l in d9["state"]["compare"]["lines"] if "weights" in l]
-            assert line and line[0].endswith("one colour scale for both"), d9["state"]["compare"]["lines"]
-            for k, places in (("A", [29]), ("B", [9, 30])):
+            assert set(row) == {"A", "B", "diff"} and row["diff"]["aligned"], set(row)
+            for k, places in (("A", [29]), ("B", [9, 30]), ("diff", [9, 30])):
                 named = [n["index"] for n in row[k]["axis_names"]["rows"]]
                 assert row[k]["axis_names"]["row_step"] > 1 and all(p in named for p in places), (k, named)
-            print(f"  compare texts of different lengths: {said!r}, the places named in A and B")
+            # Texts with no token in common: no cell-by-cell difference, but A and B coloured on one
+            # scale: their own ranges (0–0.57 beside 0–0.61) had read as the same yellow for other
+            # weights.
+            d9 = run_commands(app, display.name, tmp, "compare-nothing-shared", [
+                {"do": "text", "ids": ids}, {"do": "select_layer", "layer": 1, "head": 0}, {"do": "pin"},
+                {"do": "text", "ids": list(range(100, 112))},
+                {"do": "view", "field": "tab", "value": "compare"}], "--model", folder, "--size", "1280x800",
+                "--text-size", "175")
+            row = {e["compare"]: e for e in d9["heatmaps"] if e.get("compare") and e["stage"] == "weights"}
+            assert set(row) == {"A", "B"}, set(row)
+            assert row["A"]["range"] == row["B"]["range"], (row["A"]["range"], row["B"]["range"])
+            line = [l for l in d9["state"]["compare"]["lines"] if "weights" in l]
+            assert line and line[0].replace("\n", " ").endswith("one colour scale for both"), d9["state"]["compare"]["lines"]
+            print(f"  compare texts of different lengths: {said!r}, the places named in A, B and B − A; texts with "
+                  "nothing in common on one colour scale")
             # The head statistics without the row sums' chart: a model's pass has no dropout, so its
             # every row read 1; the entropy's chart has the room.
             d3 = run_commands(app, display.name, tmp, "statistics", [

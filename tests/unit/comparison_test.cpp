@@ -111,7 +111,8 @@ TEST(TokenDifference, OneInsertionOrRemovalIsSaidSo) {
   EXPECT_EQ(tokenDifference({"The", "cat", "sat"}, {"The", "big", "black", "cat", "sat"}).said,
             "tokens 2–3 (big black) inserted");
   EXPECT_EQ(tokenDifference({"The", "cat", "sat", "down"}, {"The", "cat", "sat"}).said, "token 4 (down) removed");
-  EXPECT_EQ(tokenDifference({"a"}, {"a", "b", "c", "d", "e"}).said, "tokens 2–5 (b c d …) inserted");
+  EXPECT_EQ(tokenDifference({"a", "e"}, {"a", "b", "c", "d", "e"}).said, "tokens 2–4 (b c d) inserted");
+  EXPECT_EQ(tokenDifference({"a"}, {"a", "b", "c", "d", "e"}).said, "tokens 2–5 (b c d …) appended");
 }
 
 TEST(TokenDifference, EditsInSeveralPlacesAreEachSaidOnce) {
@@ -124,7 +125,7 @@ TEST(TokenDifference, EditsInSeveralPlacesAreEachSaidOnce) {
   EXPECT_EQ(tokenDifference(b, a).said, "token 2 (big) removed, token 5 (a → the)");
   // A removal and an insertion far apart.
   EXPECT_EQ(tokenDifference({"x", "a", "b", "c", "d"}, {"a", "b", "c", "d", "y"}).said,
-            "token 1 (x) removed, token 5 (y) inserted");
+            "token 1 (x) removed, token 5 (y) appended");
 }
 
 TEST(TokenDifference, BeyondThePlacesShownTheRestIsCounted) {
@@ -151,6 +152,73 @@ TEST(TokenDifference, NamesThePositionsOfThePlacesSaid) {
   EXPECT_EQ(f.said, "tokens 2 (b → B) and 1 more");
   EXPECT_EQ(f.in_b, (std::vector<int>{1}));
   EXPECT_TRUE(tokenDifference({"a"}, {"a"}).in_a.empty());
+}
+
+TEST(TokenDifference, AlignsBsTokensWithAs) {
+  // An insertion, then a word for a word: B's tokens against A's of the same place.
+  const TokenDifference d = tokenDifference({"The", "cat", "sat", "on", "the", "mat"},
+                                            {"The", "big", "cat", "sat", "on", "a", "mat"});
+  EXPECT_EQ(d.a_of_b, (std::vector<int>{0, -1, 1, 2, 3, 4, 5}));
+  EXPECT_TRUE(d.shifted);
+  // Replacements one for one keep every position: nothing shifted.
+  const TokenDifference e = tokenDifference({"a", "b", "c", "d"}, {"a", "x", "y", "d"});
+  EXPECT_EQ(e.a_of_b, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_FALSE(e.shifted);
+  // A removal, and a place of other lengths: B's tokens there are its own.
+  const TokenDifference f = tokenDifference({"a", "b", "c", "d", "e"}, {"a", "c", "X", "Y", "Z", "e"});
+  EXPECT_EQ(f.said, "token 2 (b) removed, tokens 3–5 (d → X Y Z)");
+  EXPECT_EQ(f.a_of_b, (std::vector<int>{0, 2, -1, -1, -1, 4}));
+  EXPECT_TRUE(tokenDifference({"a"}, {"a"}).a_of_b == std::vector<int>{0});
+}
+
+TEST(AlignedDifference, ComparesTheCellsOfTheTokensBothHave) {
+  // A: 3 tokens; B: a token inserted second. Causal weights-like maps.
+  Matrix a(3, 3), b(4, 4);
+  a << 1, 0, 0,       //
+      0.5f, 0.5f, 0,  //
+      0.2f, 0.3f, 0.5f;
+  b << 1, 0, 0, 0,          //
+      0.4f, 0.6f, 0, 0,     //
+      0.5f, 0.1f, 0.4f, 0,  //
+      0.2f, 0.05f, 0.25f, 0.5f;
+  const std::vector<int> a_of_b = {0, -1, 1, 2};
+  const MapDifference d = alignedDifference(StageMap(a), StageMap(b), a_of_b, true, true);
+  ASSERT_TRUE(d.comparable);
+  EXPECT_TRUE(d.aligned);
+  ASSERT_EQ(d.delta.rows(), 4);
+  ASSERT_EQ(d.delta.cols(), 4);
+  EXPECT_EQ(d.delta(0, 0), 0.0f);
+  EXPECT_EQ(d.delta(2, 0), 0.0f);          // B's (2, 0) against A's (1, 0)
+  EXPECT_FLOAT_EQ(d.delta(2, 2), -0.1f);   // B's (2, 2) against A's (1, 1)
+  EXPECT_FLOAT_EQ(d.delta(3, 3), 0.0f);    // against A's (2, 2)
+  EXPECT_FLOAT_EQ(d.delta(3, 2), -0.05f);  // against A's (2, 1)
+  EXPECT_EQ(d.delta(1, 0), -kInf);         // B's own row: nothing to subtract
+  EXPECT_EQ(d.delta(3, 1), -kInf);         // B's own column
+  EXPECT_EQ(d.blank(1, 0), 1);
+  EXPECT_EQ(d.blank(3, 1), 1);
+  EXPECT_EQ(d.blank(3, 2), 0);
+  EXPECT_EQ(d.compared, 9);
+  EXPECT_EQ(d.compared_lower, 6);  // rows 0, 2, 3 against columns 0, 2, 3 with j ≤ i
+  EXPECT_EQ(d.changed, 2);         // B's (2, 2) and (3, 2)
+  EXPECT_NEAR(d.max_abs, 0.1f, 1e-6f);
+  EXPECT_EQ(d.row, 2);
+  EXPECT_EQ(d.col, 2);
+}
+
+TEST(AlignedDifference, RefusesMapsItCannotMatch) {
+  Matrix a(3, 2), b(4, 3);
+  a.setZero();
+  b.setZero();
+  // Rows are tokens, but the columns (a head's width) differ: nothing compared.
+  EXPECT_FALSE(alignedDifference(StageMap(a), StageMap(b), {0, -1, 1, 2}, true, false).comparable);
+  // An alignment longer than B's rows, or pointing past A's.
+  Matrix c(4, 2);
+  c.setZero();
+  EXPECT_FALSE(alignedDifference(StageMap(a), StageMap(c), {0, 1, 2}, true, false).comparable);
+  EXPECT_FALSE(alignedDifference(StageMap(a), StageMap(c), {0, 1, 2, 3}, true, false).comparable);
+  EXPECT_TRUE(alignedDifference(StageMap(a), StageMap(c), {0, -1, 1, 2}, true, false).comparable);
+  // Every token B's own: nothing compared.
+  EXPECT_FALSE(alignedDifference(StageMap(a), StageMap(c), {-1, -1, -1, -1}, true, false).comparable);
 }
 
 TEST(TokenDifference, AWholeNewTextIsOnePlace) {
