@@ -24,6 +24,7 @@ struct Step {
   const ValueRange* range;         // the snapshot's colour range of this map
   std::string absent;              // why it is missing
   const std::vector<std::string>* cols;
+  std::string op_short = {};  // the operation where `op` does not fit its node (200 % on 1280 wide)
 };
 
 std::string shape(const StageMap& m) { return std::to_string(m.rows()) + "×" + std::to_string(m.cols()); }
@@ -95,7 +96,7 @@ void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, 
                    simple ? "step 1 has no mask"
                    : tril ? "the tril route masks the weights, below"
                           : "causal is off: every key is visible",
-                   tokens});
+                   tokens, "−∞ for j > i"});
   steps.push_back({"scaled", "scaled", "÷ √dₖ", m.scale == Scale::SqrtDk ? stage(Stage::ScaledScores) : none,
                    range(Stage::ScaledScores), "scale = none: scores go on unscaled", tokens});
   if (tril) {
@@ -166,7 +167,15 @@ void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, 
     ImGui::TextUnformatted(fitted(st.title).c_str());
     ImGui::PopStyleColor();
     ImGui::SetCursorScreenPos(ImVec2(x0 + px(8), y0 + line));
-    ImGui::TextDisabled("%s", fitted(detail).c_str());
+    // Where both do not fit, the operation without its shape (the map shows it), then its short
+    // form: "−∞ above diagonal  11×11" had been cut to "−∞ above diago…" at every size.
+    std::vector<std::string> forms = {detail};
+    if (st.values && !st.op.empty()) forms.push_back(st.op);
+    if (st.values && !st.op_short.empty())
+      forms.insert(forms.end(), {st.op_short + "  " + shape(*st.values), st.op_short});
+    const std::string shown = firstFitting(forms, node_w - px(4));
+    ImGui::TextDisabled("%s", fitted(shown).c_str());
+    layout().state()["pipeline_details"][st.id] = fitted(shown);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s: %s", st.title.c_str(), detail.c_str());
     const ImVec2 p(x0 + px(8), y0 + line * 2);
     ImGui::SetCursorScreenPos(p);

@@ -304,6 +304,14 @@ def checks(tmp):
             # trained GPT-2's 14 × 768 inputs 2 px tall); the square ones all of theirs.
             columns = dp["state"].get("pipeline_columns", {})
             assert columns == {"inputs": [20, 32], "concat": [20, 32], "output": [20, 32]}, columns
+            # At 200 % the operation whole, without its shape where both do not fit ("−∞ above
+            # diago…" at every size).
+            dp = run_commands(app, display.name, tmp, "pipeline200", [
+                {"do": "text", "ids": list(range(40, 50))}, {"do": "view", "field": "tab", "value": "pipeline"},
+            ], "--model", folder, "--size", "1280x720", "--text-size", "200")
+            details = dp["state"]["pipeline_details"]
+            assert details["masked"] in ("−∞ above diagonal", "−∞ for j > i  10×10", "−∞ for j > i") and \
+                details["scores"] == "Q Kᵀ  10×10", details
             # Fewer tokens after more, every head: two-token maps are narrower than their legend,
             # which stays out of the next card's maps (it ran over them).
             d2 = run_commands(app, display.name, tmp, "two", [
