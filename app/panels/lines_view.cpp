@@ -180,7 +180,10 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   const float heading_h = ImGui::GetTextLineHeightWithSpacing();
   const float room = std::max(inner.y - heading_h - px(8), text_h);
   // Rows as tall as the room allows (at most 60 px), never below a label's height: then it scrolls.
-  const float pitch = std::clamp(room / static_cast<float>(T), text_h, px(60));
+  // Labels line to line where that puts every row in view (at 1280 × 720 and 200 % a model's 11th
+  // token was a few pixels below the fold).
+  const float least = room / static_cast<float>(T) >= font_size ? font_size : text_h;
+  const float pitch = std::clamp(room / static_cast<float>(T), least, px(60));
   float label_w = 0;
   for (const std::string& s : snap->tokens())
     label_w = std::max(label_w, font->CalcTextSizeA(font_size, FLT_MAX, 0, s.c_str()).x);
@@ -310,7 +313,7 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
 
   // The labels: queries right-aligned on the left, keys on the right; the selected query (and the
   // token under the mouse) stand out; labels too close to read are thinned (every n-th).
-  const int every = std::max(1, static_cast<int>(std::ceil(text_h / pitch)));
+  const int every = std::max(1, static_cast<int>(std::ceil(least / pitch)));
   const bool show_selection = !ctx.capture.hides_selection;
   for (int i = 0; i < T; ++i) {
     const float y = rowY(i);

@@ -309,6 +309,22 @@ def checks(tmp):
             dp = run_commands(app, display.name, tmp, "pipeline200", [
                 {"do": "text", "ids": list(range(40, 50))}, {"do": "view", "field": "tab", "value": "pipeline"},
             ], "--model", folder, "--size", "1280x720", "--text-size", "200")
+            # The Lines tab there, a model of 12 heads (their buttons two rows): 11 tokens' rows all in
+            # view, each labelled (labels line to line: at a label's height and its margin the 11th was
+            # below the fold).
+            twelve = os.path.join(tmp, "twelve-heads")
+            os.makedirs(twelve, exist_ok=True)
+            vocab = write_tokenizer(twelve)
+            m12, cfg12 = gm.tiny_model(41, vocab_size=vocab, context_length=64, emb_dim=48, n_heads=12, n_layers=1,
+                                       tied=True)
+            gm.write_hf_folder(twelve, m12, cfg12, gm.save_safetensors)
+            dl = run_commands(app, display.name, tmp, "lines200", [
+                {"do": "text", "ids": list(range(40, 51))}, {"do": "view", "field": "tab", "value": "lines"},
+            ], "--model", twelve, "--size", "1280x720", "--text-size", "200")
+            g = dl["state"]["lines"]["geometry"]
+            top, bottom = g["first_row_y"] - 0.5 * g["pitch"], g["first_row_y"] + 10.5 * g["pitch"]  # the rows'
+            assert top - g["clip"]["y"] >= 20 and bottom <= g["clip"]["y"] + g["clip"]["h"] and g["labels_every"] == 1, \
+                (top, bottom, g)  # the heading above them in view too (scrolled to the last, it was not)
             details = dp["state"]["pipeline_details"]
             assert details["masked"] in ("−∞ above diagonal", "−∞ for j > i  10×10", "−∞ for j > i") and \
                 details["scores"] == "Q Kᵀ  10×10", details
