@@ -117,9 +117,9 @@ bool CompareView::alignable(const StageMap& a, const StageMap& b, bool token_row
   return (token_rows ? b.rows() == n : a.rows() == b.rows()) && (token_cols ? b.cols() == n : a.cols() == b.cols());
 }
 
-std::shared_ptr<const MapDifference> CompareView::difference(int head, int map, const StageMap& a, const StageMap& b,
-                                                             bool token_rows, bool token_cols) {
-  auto& slot = differences_[{head, map}];
+std::shared_ptr<const MapDifference> CompareView::difference(int head_a, int head, int map, const StageMap& a,
+                                                             const StageMap& b, bool token_rows, bool token_cols) {
+  auto& slot = differences_[{head_a, head, map}];
   if (!slot)
     slot = std::make_shared<const MapDifference>(
         alignable(a, b, token_rows, token_cols)
@@ -362,21 +362,25 @@ void CompareView::draw(const PanelContext& ctx) {
     // Aligned maps' B − A says what its dark grey cells are (0 is light grey): the tokens B alone has.
     const bool b_own = aligned && std::any_of(token_difference_.a_of_b.begin(), token_difference_.a_of_b.end(),
                                               [](int k) { return k < 0; });
-    const std::string legend = b_own ? delta_legend + " · dark grey: B's own tokens" : delta_legend;
+    const std::string legend = b_own ? delta_legend + " · dark grey: masked, or B's own tokens" : delta_legend;
     const int legend_most = b_own ? 3 : 2;
     const auto legendLines = [&](const Fit& f) {
       return maps == 3 ? heatmapLegendLines(legend, tileW(f.per_line), legend_most).size() : std::size_t{1};
     };
+    // The row fitted with room for as many lines as its legend then takes (a fit with the room may
+    // set more maps a line, narrower, whose legend takes more lines: fitted again with those).
     const auto fitRowWithLegend = [&](float line_h) {
-      bottom = bar_bottom;
-      const Fit first = fitRow(line_h);
-      const std::size_t lines_first = legendLines(first);
-      if (lines_first == 1) return first;
-      bottom = bar_bottom + static_cast<float>(lines_first - 1) * (fs + 2);
-      const Fit again = fitRow(line_h);
-      // Fewer maps a line, wider: less of that room needed.
-      bottom = bar_bottom + static_cast<float>(std::min(legendLines(again), lines_first) - 1) * (fs + 2);
-      return again;
+      std::size_t reserved = 1;
+      Fit fit;
+      for (int k = 0; k < legend_most; ++k) {
+        bottom = bar_bottom + static_cast<float>(reserved - 1) * (fs + 2);
+        fit = fitRow(line_h);
+        const std::size_t needed = legendLines(fit);
+        if (needed <= reserved) break;
+        reserved = needed;
+      }
+      bottom = bar_bottom + static_cast<float>(legendLines(fit) - 1) * (fs + 2);  // wider: less of it needed
+      return fit;
     };
     const auto fitRowNames = [&](float line_h) {  // … and its upright names whole where that costs nothing
       upright = upright_least;
@@ -431,7 +435,8 @@ void CompareView::draw(const PanelContext& ctx) {
         continue;
       }
     }
-    const std::shared_ptr<const MapDifference> d = difference(row.head, row.key(), va, vb, token_rows, tokens_cols);
+    const std::shared_ptr<const MapDifference> d = difference(row.head_a, row.head, row.key(), va, vb, token_rows,
+                                                              tokens_cols);
     std::string summary;
     if (va.size() == 0 || vb.size() == 0)
       summary = who + ": " + (va.size() == 0 ? "none in A" : "none in B");
@@ -444,9 +449,13 @@ void CompareView::draw(const PanelContext& ctx) {
       summary = who + (d->aligned ? ": the cells A and B share are unchanged, bit for bit"
                                   : ": unchanged (B = A, bit for bit)");
     else {
-      const std::string r = tokenOr(*b, token_rows, d->row, b->dims),
-                        c = tokenOr(*b, tokens_cols, d->col, dimsOf(*b, row.module, row.head));
-      const std::string where = token_rows && tokens_cols ? "query " + r + ", key " + c : "(" + r + ", " + c + ")";
+      // (Named only where some cell has a |B − A|: with none, row and col are −1.)
+      std::string where;
+      if (d->valuesChanged()) {
+        const std::string r = tokenOr(*b, token_rows, d->row, b->dims),
+                          c = tokenOr(*b, tokens_cols, d->col, dimsOf(*b, row.module, row.head));
+        where = token_rows && tokens_cols ? "query " + r + ", key " + c : "(" + r + ", " + c + ")";
+      }
       // Of a map a causal mask empties above its diagonal in A and in B (−∞ or 0 in both), the cells
       // on and below it: "62 of 121 cells changed" had counted 55 that cannot change.
       const bool emptied_above = !row.module && R == C && emptiedAboveDiagonal(ta.model, row.stage) &&

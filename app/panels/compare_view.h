@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -33,11 +34,11 @@ class CompareView {
   // `map`: a Stage, or 100 + a ModuleMap.
   // With a text's tokens inserted or removed (aligned_), a map whose rows or columns are tokens
   // compares by the tokens both texts have (alignedDifference).
-  std::shared_ptr<const MapDifference> difference(int head, int map, const StageMap& a, const StageMap& b,
+  std::shared_ptr<const MapDifference> difference(int head_a, int head, int map, const StageMap& a, const StageMap& b,
                                                   bool token_rows, bool token_cols);
   bool alignable(const StageMap& a, const StageMap& b, bool token_rows, bool token_cols) const;
   std::pair<std::uint64_t, std::uint64_t> pair_{0, 0};  // (A, B) serials the differences belong to
-  std::map<std::pair<int, int>, std::shared_ptr<const MapDifference>> differences_;  // (head, map) →
+  std::map<std::tuple<int, int, int>, std::shared_ptr<const MapDifference>> differences_;  // (A's head, B's, map) →
   std::vector<std::string> workspace_differences_;                                   // workspaceDifferences of the pair
   bool aligned_ = false;  // the same model's texts, tokens inserted or removed: maps compare by tokens
   TokenDifference token_difference_;                                                 // tokenDifference of its texts

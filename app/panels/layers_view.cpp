@@ -108,7 +108,13 @@ void LayersView::draw(const PanelContext& ctx) {
     const GridMetrics g = gridMetrics(pass, both ? ImVec2(avail.x, avail.y * 0.64f) : avail);
     const bool any = std::any_of(pass.heads.begin(), pass.heads.end(),
                                  [](const HeadThumbnail& t) { return headLabel(t.scores) != nullptr; });
-    letters_ = any && (both || !table_instead_) && !tagsFit(g) && letterPx(g) > 0;  // (none under kLabelMinTokens)
+    // The grid draws the form chosen here, from these measures (its own, a line lower, can differ
+    // by a pixel: the key without letters, or neither form, at the thresholds).
+    form_ = !any || !(both || !table_instead_) ? LabelForm::None  // (no label under kLabelMinTokens)
+            : tagsFit(g)                       ? LabelForm::Tag
+            : letterPx(g) > 0                  ? LabelForm::Letter
+                                               : LabelForm::None;
+    letters_ = form_ == LabelForm::Letter;
   }
   std::string key;
   for (const HeadLabelInfo& info : headLabelTable())
@@ -238,8 +244,9 @@ void LayersView::grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size) {
   const ImVec2 cursor = ImGui::GetCursorScreenPos(), origin(std::floor(cursor.x), std::floor(cursor.y));
   const GridMetrics g = gridMetrics(pass, size);
   const float cell = g.cell, gap = g.gap, label_w = g.label_w, label_h = g.label_h;
-  const bool tags = tagsFit(g);                        // room for a label's tag inside a thumbnail …
-  const float letter_px = letters_ ? letterPx(g) : 0;  // … else for its letter (0: none)
+  const bool tags = form_ == LabelForm::Tag;  // a label's tag inside a thumbnail …
+  const float letter_px =                     // … else its letter (0: none)
+      form_ == LabelForm::Letter ? std::max(letterPx(g), std::min(g.small_px, 11.0f)) : 0;
   ImGui::PushFont(fonts().small);
   // Labels every k-th row and column where small thumbnails leave no room for each.
   const int row_step = static_cast<int>(std::ceil(ImGui::GetTextLineHeight() / (cell + gap)));

@@ -35,7 +35,9 @@ class LayersView {
   std::uint64_t sorted_for_ = 0;  // the snapshot serial order_ was sorted for
   int sorted_column_ = 0;         // the column order_ is sorted by (its header keeps the arrow's room)
   bool table_instead_ = false;    // where both do not fit: the table in the grid's place
-  bool letters_ = false;          // thumbnails too small for tags show letters: the line above has their key
+  enum class LabelForm { None, Tag, Letter };
+  LabelForm form_ = LabelForm::None;  // how thumbnails show their labels (draw decides, grid draws)
+  bool letters_ = false;              // … letters: the line above has their key
   // Given maps: the picked head's map as drawn, made again when another is picked.
   std::shared_ptr<const Matrix> head_map_;
   ValueRange head_range_;

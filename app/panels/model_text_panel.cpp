@@ -212,21 +212,49 @@ void layerSlider(const PanelContext& ctx, int layers, float right = 0) {
 
 }  // namespace
 
-// Given maps (attnscope.show_attention): what they are, the layer, going back.
-void ModelTextPanel::drawGiven(const PanelContext& ctx) {
+// Given maps (attnscope.show_attention): what they are, the layer, going back. Compact (the app's
+// choice where the whole panel would take too much of the column), their name in the title bar
+// with what they are on its hover, and Close beside the layer: at 1280 × 720 and 200 % the whole
+// panel's Close stood half below it. Each form's height is worked out from the same measures (the
+// app picks the form by the whole one's).
+void ModelTextPanel::drawGiven(const PanelContext& ctx, ImVec2 pos, ImVec2 size, bool compact) {
   const GivenAttention& g = *ctx.model->given();
-  ImGui::TextUnformatted(g.title.empty() ? "Attention maps" : g.title.c_str());
-  ImGui::PushFont(fonts().small);
-  ImGui::TextWrapped(
-      "%s · %s · %s · as they came from a notebook (attnscope.show_attention): "
-      "nothing recomputed, so only the weights are here, no text to change or next tokens",
-      countOf(g.layers, "layer").c_str(), countOf(g.heads, "head").c_str(), countOf(g.tokens, "token").c_str());
-  ImGui::PopFont();
-  ImGui::Separator();
-  if (g.layers > 1) layerSlider(ctx, g.layers);
-  if (ImGui::Button("Close")) ctx.commands.push("model_close");
-  layout().widget("model_close");
-  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Back to the chapter's workspace, as it was");
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const std::string name = g.title.empty() ? "Attention maps" : g.title;
+  const std::string title = compact ? fitText("Attention maps · " + name, size.x - 2 * style.WindowPadding.x)
+                                    : std::string("Attention maps");
+  beginPanelWindow((title + "###Attention maps").c_str(), "model", pos, size);
+  const std::string about = countOf(g.layers, "layer") + " · " + countOf(g.heads, "head") + " · " +
+                            countOf(g.tokens, "token") +
+                            " · as they came from a notebook (attnscope.show_attention): nothing recomputed, so only "
+                            "the weights are here, no text to change or next tokens";
+  if (compact && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", about.c_str());  // the title bar
+  const float top = ImGui::GetCursorPosY();
+  const float about_h = ImGui::GetTextLineHeightWithSpacing() + smallTextHeight(about) + style.ItemSpacing.y;
+  if (!compact) {
+    ImGui::TextUnformatted(name.c_str());
+    ImGui::PushFont(fonts().small);
+    ImGui::TextWrapped("%s", about.c_str());
+    ImGui::PopFont();
+    ImGui::Separator();
+  }
+  const auto close = [&] {
+    if (ImGui::Button("Close")) ctx.commands.push("model_close");
+    layout().widget("model_close");
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Back to the chapter's workspace, as it was");
+  };
+  const float close_w = ImGui::CalcTextSize("Close").x + style.FramePadding.x * 2 + style.ItemSpacing.x;
+  const float row = ImGui::GetFrameHeightWithSpacing();
+  if (g.layers > 1) {
+    layerSlider(ctx, g.layers, compact ? close_w : 0.0f);
+    if (compact) ImGui::SameLine();
+  }
+  close();
+  const float rows_whole = (g.layers > 1 ? 2 : 1) * row, rows_compact = row;
+  const float end = style.WindowPadding.y - style.ItemSpacing.y;
+  model_h_ = top + about_h + rows_whole + end;
+  model_compact_h_ = top + rows_compact + end;
+  ImGui::End();
 }
 
 // The tokens as chips, `height` tall (scrolled); a click selects one.
@@ -283,11 +311,7 @@ void ModelTextPanel::tokenChips(const PanelContext& ctx, float chips_h) {
 
 void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size, bool compact) {
   if (ctx.givenMaps()) {
-    beginPanelWindow("Attention maps", "model", pos, size);
-    drawGiven(ctx);
-    model_h_ = model_compact_h_ = ImGui::GetCursorPosY() - ImGui::GetStyle().ItemSpacing.y +
-                                  ImGui::GetStyle().WindowPadding.y;
-    ImGui::End();
+    drawGiven(ctx, pos, size, compact);
     return;
   }
   const GptModel& m = *ctx.model->model();

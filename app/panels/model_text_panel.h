@@ -31,7 +31,7 @@ class ModelTextPanel {
   float compactModelHeight() const { return model_compact_h_; }
 
  private:
-  void drawGiven(const PanelContext& ctx);                 // given maps: what they are, the layer, Close
+  void drawGiven(const PanelContext& ctx, ImVec2 pos, ImVec2 size, bool compact);  // given maps: what, the layer, Close
   void tokenChips(const PanelContext& ctx, float height);  // the tokens; a click selects one
   void runText(const PanelContext& ctx);                   // a training run's: its probe, the next tokens
   // held: the field holds a text the model refused, which appending would replace: no appending

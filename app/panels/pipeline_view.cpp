@@ -173,9 +173,9 @@ void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, 
     if (st.values && !st.op.empty()) forms.push_back(st.op);
     if (st.values && !st.op_short.empty())
       forms.insert(forms.end(), {st.op_short + "  " + shape(*st.values), st.op_short});
-    const std::string shown = firstFitting(forms, node_w - px(4));
-    ImGui::TextDisabled("%s", fitted(shown).c_str());
-    layout().state()["pipeline_details"][st.id] = fitted(shown);
+    const std::string said = fitted(firstFitting(forms, node_w - px(4)));
+    ImGui::TextDisabled("%s", said.c_str());
+    layout().state()["pipeline_details"][st.id] = said;
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s: %s", st.title.c_str(), detail.c_str());
     const ImVec2 p(x0 + px(8), y0 + line * 2);
     ImGui::SetCursorScreenPos(p);

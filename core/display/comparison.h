@@ -27,8 +27,8 @@ struct MapDifference {
   int changed = 0;          // cells whose value differs (bitwise, −∞ against a number included)
   int masked_in_b = 0;      // … of them −∞ in B only (a mask switched on: no |b − a| to show)
   int masked_in_a = 0;      // … −∞ in A only
-  // Some value changed, not only a mask switched on or off (a |b − a| to name).
-  bool valuesChanged() const { return changed > masked_in_a + masked_in_b; }
+  // Some value changed, not only a mask switched on or off, and a |b − a| to name (a finite cell).
+  bool valuesChanged() const { return changed > masked_in_a + masked_in_b && row >= 0; }
 };
 
 MapDifference mapDifference(const StageMap& a, const StageMap& b);

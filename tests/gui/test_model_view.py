@@ -414,7 +414,7 @@ def checks(tmp):
             assert all(got[i][j] == 0 for i in (0, 1) for j in range(i + 1)), got[:2]
             line = next(x for x in d8["state"]["compare"]["lines"] if x.startswith("head 1's weights"))
             assert line.replace("\n", " ").endswith(f"{diff['changed']} of the 21 unmasked cells A and B share changed"), line
-            assert diff["legend"]["text"].endswith("dark grey: B's own tokens") and not diff["legend"]["cut"], diff["legend"]
+            assert diff["legend"]["text"].endswith("dark grey: masked, or B's own tokens") and not diff["legend"]["cut"], diff["legend"]
             print(f"  a token inserted: B − A at the tokens both have within {err:.1e} of torch's; {line!r}")
             # The top token appended to a pinned text: said so, and every cell A and B share the same
             # bits (causal: no earlier row reads it) — the maps shown, not collapsed to a line.
@@ -1291,15 +1291,18 @@ def checks(tmp):
             kinds = [[(layer + head) % 3 for head in range(12)] for layer in range(12)]
             maps = [[(previous, sink, even)[k] for k in row] for row in kinds]
             labelled = sum(k < 2 for row in kinds for k in row)
-            for size, pct, form in (("1280x800", "175", "letter"), ("1920x1080", "150", "tag")):
+            for size, pct, form in (("1280x800", "175", "letter"), ("1920x1080", "150", "tag"), ("1280x720", "200", "letter")):
                 d = run_commands(app, display.name, tmp, f"labels-{pct}", [
                     {"do": "attention", "maps": maps, "tokens": [f"w{i % 6}" for i in range(T)]}],
                     "--size", size, "--text-size", pct)
                 got, key = d["state"]["layers_labels"], d["state"]["layers_key"]
                 assert got["form"] == form and got["shown"] == labelled, (size, pct, got)
                 assert (key == "P prev · S sink · D dup · I induct") == (form == "letter"), (size, pct, key)
-            print(f"  {labelled} of 144 heads labelled: letters at 1280 × 800 and 175 %, the key above; "
-                  "tags at 1920 × 1080 and 150 %")
+                # The maps' panel's Close whole in it (at 1280 × 720 and 200 % it stood half below).
+                close, panel = d["widgets"]["model_close"], d["panels"]["model"]
+                assert close["y"] + close["h"] <= panel["y"] + panel["h"], (size, pct, close, panel)
+            print(f"  {labelled} of 144 heads labelled: letters at 1280 × 800 and 175 % and 1280 × 720 and 200 %, the "
+                  "key above; tags at 1920 × 1080 and 150 %; Close whole in the maps' panel")
 
         def learn_tab_on_a_projector():
             # At 1280 × 720 and 200 %: a run's timeline (Follow, Pin, the step slider) is in view, above
