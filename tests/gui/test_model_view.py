@@ -460,6 +460,17 @@ def checks(tmp):
             ea, eb = worst(sides["A"]["values"], want[2][0]), worst(sides["B"]["values"], want[0][1])
             assert ea <= 1e-5 and eb <= 1e-5, (ea, eb)
             print("  compare layer 3 head 1 (pinned) against layer 1 head 2: each side torch's weights")
+            # Then every head: each head's row is A's head against B's same head — the same text and
+            # layer, so unchanged bit for bit (the differences were cached by B's head alone: head 2's
+            # row showed the pinned head 1's against head 2's).
+            d6 = run_commands(app, display.name, tmp, "compare-heads-then-all", [
+                {"do": "text", "ids": ids}, {"do": "select_layer", "layer": 2, "head": 0}, {"do": "pin"},
+                {"do": "select_layer", "layer": 2, "head": 1}, {"do": "view", "field": "tab", "value": "compare"},
+                {"do": "wait"}, {"do": "view", "field": "head", "value": -1},
+            ], "--model", folder, "--size", "1920x1080")
+            c6 = d6["state"]["compare"]
+            assert c6["heads"] == [-1, -1] and c6["largest"] == -1, {k: c6.get(k) for k in ("heads", "largest", "lines")}
+            assert not any(e.get("compare") == "diff" for e in d6["heatmaps"]), "a difference drawn where none is"
             # Maps too large for numbers, on a projector: no tile runs past the tab's edge (a third
             # one, under the least tile width, had B − A cut in half).
             d7 = run_commands(app, display.name, tmp, "compare-wide", [
