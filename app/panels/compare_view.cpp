@@ -411,6 +411,10 @@ void CompareView::draw(const PanelContext& ctx) {
       left = left_least;
       const Fit narrow = fitRowNames(line_h);
       if (together(narrow)) return narrow;
+      // … or side by side at the cells that keep theirs in view, where the fit chose larger cells
+      // two a line (1280 × 800, 175 %, the head statistics open: a 48-token B − A below the fold).
+      if (const Fit side{maps, std::min(cellWide(maps), cellTall(maps, line_h, false))}; maps == 3 && together(side))
+        return side;
       left = left_most, upright = wide_upright, bottom = wide_bottom;
       return wide;
     };

@@ -534,6 +534,18 @@ def checks(tmp):
             for k, places in (("A", [29]), ("B", [9, 30]), ("diff", [9, 30])):
                 named = [n["index"] for n in row[k]["axis_names"]["rows"]]
                 assert row[k]["axis_names"]["row_step"] > 1 and all(p in named for p in places), (k, named)
+            # At 1280 × 800 and 175 % (the head statistics under the tab) A, B and B − A side by side,
+            # their cells in view: the fit had put A and B two a line at larger cells, B − A below the fold.
+            d9 = run_commands(app, display.name, tmp, "compare-aligned-projector", [
+                {"do": "text", "ids": ids}, {"do": "select_layer", "layer": 1, "head": 0}, {"do": "pin"},
+                {"do": "text", "ids": ids[:9] + [91] + ids[9:29] + [90] + ids[30:]},
+                {"do": "view", "field": "tab", "value": "compare"}], "--model", folder, "--size", "1280x800",
+                "--text-size", "175")
+            row = {e["compare"]: e for e in d9["heatmaps"] if e.get("compare") and e["stage"] == "weights"}
+            assert set(row) == {"A", "B", "diff"}, set(row)
+            assert len({round(e["cells"]["y"]) for e in row.values()}) == 1, {k: e["cells"] for k, e in row.items()}
+            assert all(e["in_view"] and e["cells"]["w"] >= 80 - 0.5 for e in row.values()), \
+                {k: (e["in_view"], e["cells"]) for k, e in row.items()}
             # Texts with no token in common: no cell-by-cell difference, but A and B coloured on one
             # scale: their own ranges (0–0.57 beside 0–0.61) had read as the same yellow for other
             # weights.
