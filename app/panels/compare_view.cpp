@@ -106,9 +106,10 @@ void CompareView::follow(const Snapshot& a, const Snapshot& b) {
   // The same trained model over a text with tokens inserted or removed: its maps compare by the
   // tokens both texts have (the same token, the same embedding: a chapter's or given maps' labels
   // say nothing of that).
+  const std::vector<int>& a_of_b = token_difference_.a_of_b;
   aligned_ = a.model && b.model && a.model->model && a.model->model == b.model->model && token_difference_.shifted &&
-             std::any_of(token_difference_.a_of_b.begin(), token_difference_.a_of_b.end(),
-                         [](int k) { return k >= 0; });
+             std::any_of(a_of_b.begin(), a_of_b.end(), [](int k) { return k >= 0; });
+  b_own_ = std::any_of(a_of_b.begin(), a_of_b.end(), [](int k) { return k < 0; });
 }
 
 bool CompareView::alignable(const StageMap& a, const StageMap& b, bool token_rows, bool token_cols) const {
@@ -360,8 +361,7 @@ void CompareView::draw(const PanelContext& ctx) {
     // A"; at 1280 × 800 and 150 % it was cut to "blue: B < …"), the row fitted again with their room
     // (drawHeatmap breaks it where one line from the tile's edge does not hold it).
     // Aligned maps' B − A says what its dark grey cells are (0 is light grey): the tokens B alone has.
-    const bool b_own = aligned && std::any_of(token_difference_.a_of_b.begin(), token_difference_.a_of_b.end(),
-                                              [](int k) { return k < 0; });
+    const bool b_own = aligned && b_own_;
     const std::string legend = b_own ? delta_legend + " · dark grey: masked, or B's own tokens" : delta_legend;
     const int legend_most = b_own ? 3 : 2;
     const auto legendLines = [&](const Fit& f) {
@@ -418,6 +418,7 @@ void CompareView::draw(const PanelContext& ctx) {
       left = left_most, upright = wide_upright, bottom = wide_bottom;
       return wide;
     };
+    const bool alike = alikeRanges(rowRange(a, row_a), rowRange(*b, row));  // one colour scale serves both
     const std::string who = row.module              ? std::string("the module's ") + row.label()
                             : row.head_a != row.head ? "A's head " + std::to_string(row.head_a + 1) + " against B's head " +
                                                            std::to_string(row.head + 1) + ", " + row.label()
@@ -447,8 +448,7 @@ void CompareView::draw(const PanelContext& ctx) {
     else if (!d->comparable)
       summary = who + ": A is " + std::to_string(va.rows()) + "×" + std::to_string(va.cols()) + ", B is " +
                 std::to_string(vb.rows()) + "×" + std::to_string(vb.cols()) + " — no cell-by-cell difference; " +
-                (alikeRanges(rowRange(a, row_a), rowRange(*b, row)) ? "one colour scale for both"
-                                                                    : "each coloured by its own range");
+                (alike ? "one colour scale for both" : "each coloured by its own range");
     else if (d->changed == 0)
       summary = who + (d->aligned ? ": the cells A and B share are unchanged, bit for bit"
                                   : ": unchanged (B = A, bit for bit)");
@@ -501,8 +501,7 @@ void CompareView::draw(const PanelContext& ctx) {
     // same model's texts of other lengths: 0–0.57 beside 0–0.61 had read as the same yellow for
     // other values); else (GPT-2 against the book's six tokens) each its own, or the smaller would
     // be one flat colour.
-    const bool shared = va.size() > 0 && vb.size() > 0 &&
-                        (d->comparable || alikeRanges(rowRange(a, row_a), rowRange(*b, row)));
+    const bool shared = va.size() > 0 && vb.size() > 0 && (d->comparable || alike);
     auto look = [&](const Snapshot& s) {  // as the grid colours the map (display/map_look.h)
       const ValueRange r = shared ? merge(rowRange(a, row_a), rowRange(*b, row)) : rowRange(s, &s == &a ? row_a : row);
       return colouredBy(r, flagsRow(row), lookChoices(view));
@@ -523,21 +522,19 @@ void CompareView::draw(const PanelContext& ctx) {
       spec.row_labels = token_rows ? &s.tokens() : &s.dims;
       spec.col_labels = tokens_cols ? &s.tokens() : &dimsOf(s, row.module, head);
       spec.token_rows = token_rows, spec.token_cols = tokens_cols;
-      // A's side of an aligned row selects the same token (none where it is B's own).
-      const int selected_here = side == 0 && aligned ? token_difference_.a_of_b[static_cast<std::size_t>(selected)]
-                                                     : selected;
-      spec.selected_row = token_rows && !ctx.capture.hides_selection ? selected_here : -1;
+      // B's token k on this side: on an aligned row's A, A's of the same token (−1: B's own).
+      const std::vector<int>& a_of_b = token_difference_.a_of_b;
+      const bool to_a = side == 0 && aligned;
+      const auto here = [&](int k) { return to_a ? a_of_b[static_cast<std::size_t>(k)] : k; };
+      spec.selected_row = token_rows && !ctx.capture.hides_selection ? here(selected) : -1;
       // The tokens A and B differ in, then the largest change's query and key, named whatever
       // the thinning ("Ġhe" of a 47-token text had no name in any of the three maps).
       const std::vector<int>& differing = side == 0 ? token_difference_.in_a : token_difference_.in_b;
       if (token_rows) spec.named_rows = differing;
       if (tokens_cols) spec.named_cols = differing;
-      if (d->comparable && d->valuesChanged()) {  // (B's cell: A's of the same tokens where aligned)
-        const auto own = [&](int k) {
-          return side == 0 && d->aligned ? token_difference_.a_of_b[static_cast<std::size_t>(k)] : k;
-        };
-        if (token_rows) spec.named_rows.push_back(own(d->row));
-        if (tokens_cols) spec.named_cols.push_back(own(d->col));
+      if (d->comparable && d->valuesChanged()) {  // (B's cell)
+        if (token_rows) spec.named_rows.push_back(here(d->row));
+        if (tokens_cols) spec.named_cols.push_back(here(d->col));
       }
       if (side < 2) {
         if (values.size() == 0) {
@@ -596,11 +593,9 @@ void CompareView::draw(const PanelContext& ctx) {
         spec.look.cell_text = [](float v) { return v > 0.5f ? std::string("1") : v < -0.5f ? "−1" : "0"; };
       const HeatmapHit hit = drawHeatmap(ctx.textures, spec, ImVec2(tile_w, tile_h));
       if (hit.clicked_row >= 0 && token_rows) {  // B's token (on an aligned A, B's of the same token)
-        const std::vector<int>& a_of_b = token_difference_.a_of_b;
-        const auto at = side == 0 && aligned ? std::find(a_of_b.begin(), a_of_b.end(), hit.clicked_row) : a_of_b.end();
-        if (!(side == 0 && aligned) || at != a_of_b.end())
-          ctx.commands.push("select_token", {{"index", side == 0 && aligned ? static_cast<int>(at - a_of_b.begin())
-                                                                            : hit.clicked_row}});
+        const auto at = std::find(a_of_b.begin(), a_of_b.end(), hit.clicked_row);
+        const int index = to_a ? (at != a_of_b.end() ? static_cast<int>(at - a_of_b.begin()) : -1) : hit.clicked_row;
+        if (index >= 0) ctx.commands.push("select_token", {{"index", index}});
       }
     }
     ImGui::SetCursorScreenPos(ImVec2(tiles.x, tiles.y + static_cast<float>(lines) * (tile_h + gap)));

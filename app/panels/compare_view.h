@@ -24,7 +24,8 @@ class CompareView {
  public:
   void draw(const PanelContext& ctx);
   void reset() {
-    differences_.clear(), workspace_differences_.clear(), token_difference_ = {}, aligned_ = false, pair_ = {0, 0};
+    differences_.clear(), workspace_differences_.clear(), token_difference_ = {}, aligned_ = false, b_own_ = false,
+                                                          pair_ = {0, 0};
   }
 
  private:
@@ -41,6 +42,7 @@ class CompareView {
   std::map<std::tuple<int, int, int>, std::shared_ptr<const MapDifference>> differences_;  // (A's head, B's, map) →
   std::vector<std::string> workspace_differences_;                                   // workspaceDifferences of the pair
   bool aligned_ = false;  // the same model's texts, tokens inserted or removed: maps compare by tokens
+  bool b_own_ = false;    // B has tokens A has not (an aligned B − A's dark cells)
   TokenDifference token_difference_;                                                 // tokenDifference of its texts
 };
 

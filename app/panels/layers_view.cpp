@@ -114,12 +114,12 @@ void LayersView::draw(const PanelContext& ctx) {
             : tagsFit(g)                       ? LabelForm::Tag
             : letterPx(g) > 0                  ? LabelForm::Letter
                                                : LabelForm::None;
-    letters_ = form_ == LabelForm::Letter;
   }
+  const bool letters = form_ == LabelForm::Letter;  // … whose key this line gives
   std::string key;
   for (const HeadLabelInfo& info : headLabelTable())
     key += std::string(key.empty() ? "" : " · ") + info.letter + " " + info.tag;
-  layout().state()["layers_key"] = letters_ ? key : "";
+  layout().state()["layers_key"] = letters ? key : "";
   char about[400];
   std::snprintf(about, sizeof about,
                 "%s · each thumbnail is a head's weights (rows: queries, columns: keys), "
@@ -132,8 +132,8 @@ void LayersView::draw(const PanelContext& ctx) {
                   kLabelMinTokens);
   ImGui::PushFont(fonts().small);
   const std::string brief = countOf(T, "token") + (T < kLabelMinTokens ? ", too few for labels" : "") +
-                            (letters_ ? " · " + key : "") + " (?)";
-  if (letters_) std::snprintf(about + std::strlen(about), sizeof about - std::strlen(about), " · %s", key.c_str());
+                            (letters ? " · " + key : "") + " (?)";
+  if (letters) std::snprintf(about + std::strlen(about), sizeof about - std::strlen(about), " · %s", key.c_str());
   const float room = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x - ImGui::GetItemRectMax().x -
                      ImGui::GetStyle().ItemSpacing.x;  // after the last button, on its line
   if (ImGui::CalcTextSize(about).x <= room) {

@@ -36,8 +36,8 @@ class LayersView {
   int sorted_column_ = 0;         // the column order_ is sorted by (its header keeps the arrow's room)
   bool table_instead_ = false;    // where both do not fit: the table in the grid's place
   enum class LabelForm { None, Tag, Letter };
-  LabelForm form_ = LabelForm::None;  // how thumbnails show their labels (draw decides, grid draws)
-  bool letters_ = false;              // … letters: the line above has their key
+  LabelForm form_ = LabelForm::None;  // how thumbnails show their labels (draw decides, grid draws;
+                                      // letters: the line above has their key)
   // Given maps: the picked head's map as drawn, made again when another is picked.
   std::shared_ptr<const Matrix> head_map_;
   ValueRange head_range_;
