@@ -352,17 +352,17 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   }
 
   // The thinned names drawn, each ticked; the selected row's and key's always (a lesson's text
-  // names them), their thinned neighbours giving way.
-  const auto labelled = [ruler](int i, int first, bool token, int step, int selected, const std::vector<int>& named) {
-    if (selected >= 0 && std::abs(i - selected) < step) return i == selected;
-    for (const int n : named)  // … and so are the caller's names
-      if (std::abs(i - n) < step) return i == n;
-    return ruler ? axisNamed(tokenPosition(token ? 0 : -1, i), i, step) : (i - first) % step == 0;
+  // names them) and the caller's places, their thinned neighbours giving way.
+  const std::vector<int> pinned_rows = pinnedAxisNames(s.selected_row, s.named_rows, row_step);
+  const std::vector<int> pinned_cols = pinnedAxisNames(s.selected_col, s.named_cols, col_step);
+  const auto labelled = [ruler](int i, int first, bool token, int step, const std::vector<int>& pinned) {
+    return pinnedAxisNamed(i, pinned, step,
+                           ruler ? axisNamed(tokenPosition(token ? 0 : -1, i), i, step) : (i - first) % step == 0);
   };
   nlohmann::json named_rows = nlohmann::json::array(), named_cols = nlohmann::json::array();
   const float tick = 3;  // the names stand 4 px from the cells, at any text size
   for (int i = r0; i < r0 + nr && s.row_labels && !s.compact; ++i) {
-    if (!labelled(i, r0, s.token_rows, row_step, s.selected_row, s.named_rows)) continue;
+    if (!labelled(i, r0, s.token_rows, row_step, pinned_rows)) continue;
     const std::string t = fitAxisName(small, fs, *s.row_labels, i, s.token_rows, row_numbers, left - 4);
     const ImVec2 ts = small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str());
     const float y = cellMin(i, c0).y + cell / 2;
@@ -372,7 +372,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     named_rows.push_back({{"index", i}, {"text", t}});
   }
   for (int j = c0; j < c0 + nc && s.col_labels && !s.compact; ++j) {
-    if (!labelled(j, c0, s.token_cols, col_step, s.selected_col, s.named_cols)) continue;
+    if (!labelled(j, c0, s.token_cols, col_step, pinned_cols)) continue;
     const float x = cellMin(r0, j).x + cell / 2;
     const ImU32 colour = j == s.selected_col ? th.selection : th.text_dim;
     const std::string name = axisName((*s.col_labels)[j], tokenPosition(s.token_cols ? 0 : -1, j), col_numbers);

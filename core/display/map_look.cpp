@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "display/number_text.h"
 #include "formats/utf8.h"
@@ -74,6 +75,25 @@ int axisNameStep(double room, double cell, bool ruler) {
 
 bool axisNamed(int position, int index, int step) {
   return step <= 1 || (position >= 0 ? (position + 1) % step == 0 : index % step == 0);
+}
+
+std::vector<int> pinnedAxisNames(int selected, const std::vector<int>& places, int step) {
+  std::vector<int> pinned;
+  const auto keep = [&](int i) {
+    if (i < 0) return;
+    for (const int p : pinned)
+      if (std::abs(i - p) < step) return;
+    pinned.push_back(i);
+  };
+  keep(selected);
+  for (const int p : places) keep(p);
+  return pinned;
+}
+
+bool pinnedAxisNamed(int index, const std::vector<int>& pinned, int step, bool thinned) {
+  for (const int p : pinned)
+    if (std::abs(index - p) < step) return index == p;
+  return thinned;
 }
 
 std::string axisName(const std::string& name, int position, int step) {

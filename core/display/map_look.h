@@ -6,6 +6,7 @@
 #include <array>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "display/colormap.h"
 #include "engine/stages.h"
@@ -68,6 +69,14 @@ std::string axisName(const std::string& name, int position, int step);
 // 10, 15", not "1, 6, 11"), a dimension's from 0 ("d0, d10, d20"). Without numbers an axis names
 // every `step`-th from its first shown: the most names.
 bool axisNamed(int position, int index, int step);
+// The entries a thinned axis names whatever its step: the selection first, then the caller's
+// places in their order, each kept where none kept before stands within `step` of it. A place
+// beside one that gave way is still named (a lecturer's three edited tokens, the middle one
+// crowded out, showed one name: each had given way to the one before it, named or not).
+std::vector<int> pinnedAxisNames(int selected, const std::vector<int>& places, int step);
+// Whether such an axis names the entry at `index`: a pinned one is named and its neighbours within
+// `step` give way to it; the others as `thinned` says (axisNamed, or every step-th).
+bool pinnedAxisNamed(int index, const std::vector<int>& pinned, int step, bool thinned);
 // The position of the name at `index` of an axis whose first name is the token at `first` (−1: the
 // axis names no tokens).
 inline int tokenPosition(int first, int index) { return first < 0 ? -1 : first + index; }

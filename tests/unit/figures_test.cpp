@@ -500,6 +500,22 @@ TEST(VectorFigure, OneCharacterKeysStayAcross) {
   EXPECT_FALSE(turned.at("."));
 }
 
+// The names a thinned axis keeps whatever its step: the selection, then the places in order, each
+// where none kept before is within a step. Three places a step apart but for the middle one: the
+// first and the last named (the last had given way to the middle one, itself crowded out).
+TEST(VectorFigure, PinnedNamesGiveWayOnlyToNamesDrawn) {
+  EXPECT_EQ(pinnedAxisNames(-1, {10, 13, 16}, 5), (std::vector<int>{10, 16}));
+  EXPECT_EQ(pinnedAxisNames(12, {10, 16, 30}, 5), (std::vector<int>{12, 30}));  // the selection first
+  EXPECT_EQ(pinnedAxisNames(-1, {10, 10, 15}, 5), (std::vector<int>{10, 15}));
+  EXPECT_EQ(pinnedAxisNames(3, {4, 5}, 1), (std::vector<int>{3, 4, 5}));  // unthinned: every one
+  const std::vector<int> pinned = {10, 16};
+  EXPECT_TRUE(pinnedAxisNamed(10, pinned, 5, false));
+  EXPECT_FALSE(pinnedAxisNamed(13, pinned, 5, true));  // the crowded-out place: a neighbour of both
+  EXPECT_FALSE(pinnedAxisNamed(20, pinned, 5, true));  // a thinned name gives way to a pinned one
+  EXPECT_TRUE(pinnedAxisNamed(21, pinned, 5, true));
+  EXPECT_FALSE(pinnedAxisNamed(22, pinned, 5, false));
+}
+
 // A map too fine for every token's name names one every few cells, each starting with its position
 // ("12 Ġsat"): every sixth name alone read as a word ("T Ġ n a Ġ a t ."). One rule for the figures
 // and the window (its layout dump's axis_names, tests/gui/test_model_view.py).
