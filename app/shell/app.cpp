@@ -264,9 +264,9 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     if (tab.shown(ctx.showing()) && (tab.in_lessons || !ctl_.lesson().open() || ctl_.model().isRun()))
       tabs.push_back(&tab);
   const float content_x = ImGui::GetCursorPosX();
-  drawTabList(tabs);
-  // Tabs keep their whole names at any text size (a projector's 200 %): scrolled with arrows when
-  // they do not fit, rather than cut to "Hea…", and listed whole by drawTabList.
+  // Tabs keep their whole names at any text size (a projector's 200 %): where they do not all fit,
+  // those that do, whole, the current one among them, and drawTabList's list has every view.
+  const std::vector<const MainTab*> tabs_shown = drawTabList(tabs);
   if (ImGui::BeginTabBar("views", ImGuiTabBarFlags_FittingPolicyScroll)) {
     // The view's tab is selected through ImGui, which shows a tab asked for the frame after; a change
     // ImGui shows that was not asked for is the user's click, and becomes a `view` command. The tab
@@ -277,7 +277,7 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     const bool listed = std::any_of(tabs.begin(), tabs.end(), [&](const MainTab* t) { return v.tab == t->id; });
     const bool ask = listed && v.tab != showing;
     if (ask) asked_tab_ = v.tab;
-    for (const MainTab* tab : tabs) {
+    for (const MainTab* tab : tabs_shown) {
       const ImGuiTabItemFlags flags = ask && v.tab == tab->id ? ImGuiTabItemFlags_SetSelected : 0;
       const std::string id = tab->id;
       const bool open = ImGui::BeginTabItem(tab->title, nullptr, flags);
@@ -307,20 +307,49 @@ void App::drawPanels(const PanelContext& ctx, float caption_h) {
     StatusBar::drawToast(ctx, ImVec2(main_pos.x + main_size.x, main_pos.y + main_size.y), main_size.x);
 }
 
-// When the tabs' names do not all fit (1280 wide at 175–200 % text), a "▾" button before them lists
-// every view: the bar scrolls, and a view behind its arrows would otherwise go unseen. A choice is a
-// `view` command, as a click on its tab. Nothing when they fit.
-void App::drawTabList(const std::vector<const MainTab*>& tabs) {
+// When the tabs' names do not all fit (1280 wide at 175–200 % text), a "▾ N more" button before
+// them lists every view, and the bar shows the tabs that fit whole, a run that holds the current
+// one: ImGui's scrolling bar had cut the last one in half ("Weigh", "C") beside its arrows. The run
+// moves only as far as a view chosen from the list asks. A choice is a `view` command, as a click
+// on its tab. Nothing when they fit: every tab is shown.
+std::vector<const MainTab*> App::drawTabList(const std::vector<const MainTab*>& tabs) {
   const ImGuiStyle& style = ImGui::GetStyle();
+  std::vector<float> widths;  // as ImGui 1.86 sizes a tab without a close button
   float names_w = 0;
-  for (const MainTab* tab : tabs)  // as ImGui 1.86 sizes a tab without a close button
-    names_w += ImGui::CalcTextSize(tab->title).x + style.FramePadding.x * 2 + 1;
+  for (const MainTab* tab : tabs) {
+    widths.push_back(ImGui::CalcTextSize(tab->title).x + style.FramePadding.x * 2 + 1);
+    names_w += widths.back();
+  }
   names_w += style.ItemInnerSpacing.x * static_cast<float>(tabs.size() > 0 ? tabs.size() - 1 : 0);
   const bool listed = names_w > ImGui::GetContentRegionAvail().x;
   layout().state()["tabs_listed"] = listed;
-  if (!listed) return;
+  if (!listed) return tabs;
   const std::string& current = ctl_.view().tab;
-  if (ImGui::Button("▾##tab_list")) ImGui::OpenPopup("tab_list");
+  const auto at = std::find_if(tabs.begin(), tabs.end(), [&](const MainTab* t) { return t->id == current; });
+  const std::size_t now = at == tabs.end() ? std::min(first_tab_, tabs.size() - 1)
+                                           : static_cast<std::size_t>(at - tabs.begin());
+  // The run [first, end) that fits `room`, from `first` on.
+  const auto runEnd = [&](std::size_t first, float room) {
+    std::size_t end = first;
+    for (float used = 0; end < tabs.size(); ++end) {
+      used += widths[end] + (end > first ? style.ItemInnerSpacing.x : 0);
+      if (used > room) break;
+    }
+    return std::max(end, first + 1);  // the current tab at least, however wide
+  };
+  // The button's label counts the views not shown, which the run's room depends on: a count of
+  // one digit is as wide as any other (at most nine views).
+  const std::string probe = "▾ 0 more";
+  const float room = ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize(probe.c_str()).x -
+                     style.FramePadding.x * 2 - style.ItemInnerSpacing.x - 2;  // (a hair: ImGui's sums round)
+  std::size_t first = std::min(first_tab_, now);
+  while (runEnd(first, room) <= now) ++first;
+  while (first > 0 && runEnd(first - 1, room) == tabs.size()) --first;  // no room left unused at the end
+  first_tab_ = first;
+  const std::vector<const MainTab*> shown(tabs.begin() + static_cast<std::ptrdiff_t>(first),
+                                          tabs.begin() + static_cast<std::ptrdiff_t>(runEnd(first, room)));
+  const std::string label = "▾ " + std::to_string(tabs.size() - shown.size()) + " more##tab_list";
+  if (ImGui::Button(label.c_str())) ImGui::OpenPopup("tab_list");
   layout().widget("tab_list");
   if (ImGui::IsItemHovered()) {
     std::string names;
@@ -336,6 +365,7 @@ void App::drawTabList(const std::vector<const MainTab*>& tabs) {
     ImGui::EndPopup();
   }
   ImGui::SameLine(0, style.ItemInnerSpacing.x);
+  return shown;
 }
 
 }  // namespace attnscope

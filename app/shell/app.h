@@ -86,7 +86,7 @@ class App {
   std::string vectorFigure(const CaptureSpec& spec, const std::string& path) const;  // .svg, .pdf
   bool isFullscreen() const { return hooks_.fullscreen && hooks_.fullscreen(); }
   void drawPanels(const PanelContext& ctx, float caption_h);
-  void drawTabList(const std::vector<const MainTab*>& tabs);
+  std::vector<const MainTab*> drawTabList(const std::vector<const MainTab*>& tabs);
   // The widths of the left column and the inspector in a window `window_w` wide; `squeeze` < 1
   // when they had to give way to the main area (large text in a small window).
   struct SideWidths {
@@ -122,6 +122,7 @@ class App {
   std::map<std::string, std::function<void(const PanelContext&)>> tab_views_;  // by MainTab id
   std::string shown_tab_;                                                      // the tab ImGui showed last frame
   std::string asked_tab_;                                                      // a tab asked of ImGui last frame
+  std::size_t first_tab_ = 0;  // where the tabs do not all fit: the first of those shown (drawTabList)
 };
 
 }  // namespace attnscope

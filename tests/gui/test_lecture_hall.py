@@ -689,37 +689,49 @@ def main():
                           f"{isolate} → {not isolate}; Escape closed it")
 
             def tab_list_names_every_view():
-                # Where the tabs' names do not fit (1280 wide at 175–200 %) the bar scrolls: "Compare"
-                # was cut to "C" and "Learn" behind the arrows, unseen. A "▾" before the tabs lists
-                # every view, and a choice shows it; where they fit, no button.
+                # Where the tabs' names do not fit (1280 wide at 175–200 %) a "▾ N more" before the
+                # tabs lists every view, and a choice shows it; the bar shows the tabs that fit,
+                # each whole (ImGui's scrolling bar had cut "Compare" to "C" and hid "Learn" behind
+                # its arrows). Where they fit, every tab and no button.
                 def whole(d, tab):
                     r, main = d["widgets"][f"tab_{tab}"], d["panels"]["main"]
                     return r["x"] >= main["x"] - 0.5 and r["x"] + r["w"] <= main["x"] + main["w"] + 0.5
+                def shown(d):  # left to right
+                    return [k[4:] for _, k in sorted((r["x"], k) for k, r in d["widgets"].items()
+                                                     if k.startswith("tab_") and not k.startswith("tab_list"))]
                 for size, pct, listed in (("1280x800", 200, True), ("1280x720", 175, True),
                                           ("1280x800", 150, False), ("1920x1080", 200, False)):
                     d, _ = headless(f"tabs-{size}-{pct}", [], "--size", size, "--text-size", str(pct))
-                    tabs = [k[4:] for k in d["widgets"] if k.startswith("tab_") and not k.startswith("tab_list")]
+                    tabs = shown(d)
                     cut = [t for t in tabs if not whole(d, t)]
-                    print(f"  {size} at {pct} %: {len(tabs)} tabs, cut or hidden {cut}, "
+                    print(f"  {size} at {pct} %: {len(tabs)} tabs shown, cut {cut}, "
                           f"{'a list of them' if d['state'].get('tabs_listed') else 'no list'}")
-                    expect(len(tabs) == 6, f"{size} at {pct} %: tabs {tabs}")
+                    expect(not cut, f"{size} at {pct} %: cut {cut}")
+                    expect((len(tabs) < 6) == listed and len(tabs) >= 2, f"{size} at {pct} %: tabs {tabs}")
                     expect(d["state"].get("tabs_listed") == listed and ("tab_list" in d["widgets"]) == listed,
                            f"{size} at {pct} %: tabs listed {d['state'].get('tabs_listed')}")
-                    expect(bool(cut) == listed, f"{size} at {pct} %: cut or hidden {cut}, listed {listed}")
                 with App(args.app, display.name, ["--size", "1280x800", "--text-size", "200"]) as app:
                     d = app.settled("the first trace", lambda d: "tab_list" in d["widgets"])
-                    hidden = [k[4:] for k in d["widgets"] if k.startswith("tab_") and not k.startswith("tab_list")
-                              and not whole(d, k[4:])]
+                    before = shown(d)
                     d = app.until(lambda _: app.click("tab_list"), "the list of views",
-                                  lambda d: all(f"tab_list_{t}" in d["widgets"] for t in hidden))
-                    items = sorted((r["y"], k[9:]) for k, r in d["widgets"].items() if k.startswith("tab_list_"))
-                    print(f"  the list: {[t for _, t in items]}")
-                    expect(len(items) == 6, f"the list holds {items}")
+                                  lambda d: any(k.startswith("tab_list_") for k in d["widgets"]))
+                    items = [k[9:] for _, k in sorted((r["y"], k) for k, r in d["widgets"].items()
+                                                      if k.startswith("tab_list_"))]
+                    print(f"  the list: {items}; the bar: {before}")
+                    expect(len(items) == 6 and all(t in items for t in before), f"the list holds {items}")
+                    hidden = [t for t in items if t not in before]
                     target = hidden[-1]
                     d = app.until(lambda _: app.click(f"tab_list_{target}"), f"the {target} tab from the list",
-                                  lambda d: d["state"]["workspace"]["view"]["tab"] == target and whole(d, target))
+                                  lambda d: d["state"]["workspace"]["view"]["tab"] == target and target in shown(d))
                     expect(not any(k.startswith("tab_list_") for k in d["widgets"]), "the list stayed open")
-                    print(f"  chose {target!r}: its tab selected and scrolled whole into the bar")
+                    after = shown(d)
+                    expect(all(whole(d, t) for t in after) and after == [t for t in items if t in after]
+                           and after[-1] == target, f"after choosing {target!r} the bar shows {after}")
+                    print(f"  chose {target!r}: the bar shows {after}, each whole")
+                    # The bar moves back as far as a tab chosen before it asks, and no further.
+                    d = app.until(lambda _: app.click(f"tab_{after[0]}"), f"the {after[0]} tab",
+                                  lambda d: d["state"]["workspace"]["view"]["tab"] == after[0])
+                    expect(shown(d) == after, f"a click on a tab shown moved the bar: {shown(d)}")
 
             def inspector_numbers_whole():
                 # The inspector's numbers keep every digit at a projector's 1280 × 800 with large
