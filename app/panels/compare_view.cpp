@@ -360,9 +360,14 @@ void CompareView::draw(const PanelContext& ctx) {
     // B − A's legend in two lines where its tile is narrower than it ("blue: B < A" over "red: B >
     // A"; at 1280 × 800 and 150 % it was cut to "blue: B < …"), the row fitted again with their room
     // (drawHeatmap breaks it where one line from the tile's edge does not hold it).
-    // Aligned maps' B − A says what its dark grey cells are (0 is light grey): the tokens B alone has.
+    // Aligned maps' B − A says what its dark grey cells are (0 is light grey): the tokens B alone
+    // has, and on the masked scores the cells masked in both (−∞ − −∞; the weights there are 0 in
+    // both, a light grey 0, which "dark grey: masked" had misnamed).
     const bool b_own = aligned && b_own_;
-    const std::string legend = b_own ? delta_legend + " · dark grey: masked, or B's own tokens" : delta_legend;
+    const bool masked_cells = !row.module && row.stage == Stage::MaskedScores;
+    const std::string legend = !b_own ? delta_legend
+                                      : delta_legend + (masked_cells ? " · dark grey: masked, or B's own tokens"
+                                                                     : " · dark grey: B's own tokens");
     const int legend_most = b_own ? 3 : 2;
     const auto legendLines = [&](const Fit& f) {
       return maps == 3 ? heatmapLegendLines(legend, tileW(f.per_line), legend_most).size() : std::size_t{1};

@@ -277,7 +277,15 @@ int run(int argc, char** argv) {
           !(tokenizer = tokenizerOfNames(names, modelFolder(tokenize_model), tokenize_model, &why)))
         throw InputError(tokenize_model + ": " + why);
     }
-    if (!tokenizer) tokenizer = Gpt2Tokenizer::fromFolder(modelFolder(tokenize_model));
+    if (!tokenizer) {
+      tokenizer = Gpt2Tokenizer::fromFolder(modelFolder(tokenize_model));
+      // Another model's tokenizer beside the model: its ids are not this model's (model-trace
+      // --text refuses it alike).
+      if (const std::string other = anotherModelsTokenizer(modelFolder(tokenize_model), *tokenizer,
+                                                           file ? tokenEmbeddingRows(*file) : -1);
+          !other.empty())
+        throw InputError(tokenize_model + ": " + other);
+    }
     const std::string text = tokenize_text == "-"
                                  ? readFileWithin("/dev/stdin", std::int64_t{64} << 20, FileKind::AnyReadable)
                                  : tokenize_text;

@@ -44,8 +44,9 @@ std::string expected() {
   if (head.size() >= sizeof kLegacyTorchMagic - 1 &&
       head.compare(0, sizeof kLegacyTorchMagic - 1, kLegacyTorchMagic) == 0)
     fail(source,
-         "a torch file in the legacy format (torch before 1.6), which this reader does not read: load it with "
-         "torch.load and save it again with torch.save(obj, path) from torch 1.6 or later (the zip format)");
+         "a torch file in the legacy format (torch before 1.6, or torch.save with "
+         "_use_new_zipfile_serialization=False), which this reader does not read: load it with torch.load and save "
+         "it again with torch.save(obj, path) (the zip format, torch's default since 1.6)");
   if (head.size() >= 262 && head.compare(257, 5, "ustar") == 0)
     fail(source,
          "a tar archive (torch's oldest format?): load it with torch.load and save it again with torch.save(obj, "

@@ -32,8 +32,10 @@ bool isFile(const fs::path& path) {
 }
 
 // Prefixes a state_dict may carry: HF's `transformer.`; a training checkpoint's `model_state_dict.`
-// (the book's chapter 5), DataParallel's `module.` and torch.compile's `_orig_mod.`.
-const char* const kPrefixes[] = {"model_state_dict.", "module.", "_orig_mod.", "transformer."};
+// (the book's chapter 5) or `model.` (nanoGPT's {"model": …, "optimizer": …}), DataParallel's
+// `module.` and torch.compile's `_orig_mod.`. The checkpoint's optimizer state is not the model's.
+const char* const kPrefixes[] = {"model_state_dict.", "model.", "module.", "_orig_mod.", "transformer."};
+const char* const kOptimizerPrefixes[] = {"optimizer_state_dict.", "optimizer."};
 
 // The file's tensors by their names without those prefixes.
 class TensorNames {
@@ -52,7 +54,9 @@ class TensorNames {
         }
       }
       // A checkpoint holds the optimizer's state too: those are not the model's.
-      if (t.name.rfind("optimizer_state_dict.", 0) == 0) continue;
+      if (std::any_of(std::begin(kOptimizerPrefixes), std::end(kOptimizerPrefixes),
+                      [&](const char* p) { return t.name.rfind(p, 0) == 0; }))
+        continue;
       if (!by_name_.emplace(name, &t).second)
         throw InputError(file.path() + ": tensor " + t.name + " is given twice (as " + name + ")");
     }
@@ -149,7 +153,25 @@ struct ConfigJson {
   double eps = 1e-5;
   bool tie_word_embeddings = true;  // Hugging Face's default: the head is wte
   bool present = false;
+  std::map<std::string, std::string> spelled;  // a size's key as the file spells it ("n_heads" for n_head)
+  std::string key(const std::string& hf) const {
+    const auto it = spelled.find(hf);
+    return it == spelled.end() ? hf : it->second;
+  }
 };
+
+// The book's GPT_CONFIG (chapter 4), which a learner saves beside model.pth, names the sizes its
+// own way: read alike (its 4 heads had been guessed as 1, every map another model's). drop_rate
+// acts in training only and qkv_bias is in the tensors themselves.
+struct BookConfigName {
+  const char* hf;
+  const char* book;
+  int ConfigJson::*size;
+};
+constexpr BookConfigName kBookConfigNames[] = {{"n_head", "n_heads", &ConfigJson::n_head},
+                                               {"n_embd", "emb_dim", &ConfigJson::n_embd},
+                                               {"n_layer", "n_layers", &ConfigJson::n_layer},
+                                               {"n_positions", "context_length", &ConfigJson::n_positions}};
 
 ConfigJson readConfig(const std::string& text, const std::string& source) {
   ConfigJson c;
@@ -169,6 +191,17 @@ ConfigJson readConfig(const std::string& text, const std::string& source) {
   getInt("n_positions", c.n_positions);
   getInt("vocab_size", c.vocab_size);
   getInt("n_inner", c.n_inner);
+  for (const auto& [hf, book, size] : kBookConfigNames) {
+    int& value = c.*size;
+    int theirs = 0;
+    getInt(book, theirs);
+    if (theirs == 0) continue;
+    if (value != 0 && value != theirs)
+      throw InputError(source + ": " + hf + " is " + std::to_string(value) + " but " + book + " is " +
+                       std::to_string(theirs));
+    value = theirs;
+    c.spelled[hf] = book;
+  }
   if (j.contains("layer_norm_epsilon")) {
     if (!j["layer_norm_epsilon"].is_number() || !(j["layer_norm_epsilon"].get<double>() > 0) ||
         j["layer_norm_epsilon"].get<double>() > 1)
@@ -263,6 +296,24 @@ TokenNames readTokenNames(const TensorFile& file, const std::string& path, std::
   return out;
 }
 
+std::string anotherModelsTokenizer(const std::string& folder, const Gpt2Tokenizer& tokenizer, std::int64_t rows) {
+  const int ids = tokenizer.vocabularySize();
+  if (rows < 0 || ids <= rows) return "";
+  std::error_code ec;
+  fs::path where = fs::absolute(folder, ec).lexically_normal();
+  if (where.filename().empty()) where = where.parent_path();  // "." made "…/folder/.
+  return "the tokenizer beside it (" + (ec ? folder : where.string()) + ") has ids up to " + std::to_string(ids - 1) +
+         " but the model's embedding has " + countOf(static_cast<long>(rows), "row") + " (ids 0 … " +
+         std::to_string(rows - 1) + "): another model's; put this model's own vocab.json + merges.txt beside it";
+}
+
+std::int64_t tokenEmbeddingRows(const TensorFile& file) {
+  const TensorNames names(file);
+  for (const char* name : {"wte.weight", "tok_emb.weight"})
+    if (const TensorInfo* t = names.info(name); t != nullptr && t->shape.size() == 2) return t->shape[0];
+  return -1;
+}
+
 std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, const std::string& config_json,
                                                     const GptLoadOptions& options) {
   const std::string& path = file.path();
@@ -303,7 +354,7 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   c.layer_norm_eps = static_cast<float>(cfg.eps);
   auto agree = [&](const char* key, int from_config, int from_tensors) {
     if (from_config != 0 && from_config != from_tensors)
-      throw InputError((fs::path(modelFolder(path)) / "config.json").string() + ": " + key + " is " +
+      throw InputError((fs::path(modelFolder(path)) / "config.json").string() + ": " + cfg.key(key) + " is " +
                        std::to_string(from_config) + " but the tensors hold " + std::to_string(from_tensors));
   };
   agree("n_embd", cfg.n_embd, c.d_model);
@@ -336,8 +387,16 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
   if (options.num_heads > 0) {
     c.heads = options.num_heads;
     c.heads_from = "the number asked for";
+    int stored = 0;  // what the file says, if it says it well (a bad one is not in the way here)
+    try {
+      stored = metadataHeads();
+    } catch (const InputError&) {
+    }
     if (cfg.n_head != 0 && cfg.n_head != options.num_heads)
-      model->notes.push_back("config.json says n_head = " + std::to_string(cfg.n_head) + "; using " +
+      model->notes.push_back("config.json says " + cfg.key("n_head") + " = " + std::to_string(cfg.n_head) + "; using " +
+                             countOf(options.num_heads, "head") + " as asked");
+    else if (cfg.n_head == 0 && stored != 0 && stored != options.num_heads)
+      model->notes.push_back("the file's metadata says n_head = " + std::to_string(stored) + "; using " +
                              countOf(options.num_heads, "head") + " as asked");
   } else if (cfg.n_head > 0) {
     c.heads = cfg.n_head;
@@ -353,8 +412,9 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
           "model…)");
     c.heads = c.d_model / 64;
     c.heads_from = "d / 64";
-    model->notes.push_back("the number of heads is not in the file: " + std::to_string(c.heads) + " (width " +
-                           std::to_string(c.d_model) + " / 64, GPT-2's head width); give --num-heads if it differs");
+    model->notes.push_back(
+        "the number of heads is not in the file (nor in a config.json beside it): " + std::to_string(c.heads) +
+        " (width " + std::to_string(c.d_model) + " / 64, GPT-2's head width); give --num-heads if it differs");
   }
   // The token names a model trained here on a text keeps, which no tokenizer gives: shown instead of ids.
   TokenNames token_names = readTokenNames(file, path, c.vocab_size);
@@ -576,16 +636,10 @@ std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptL
   } else if (Gpt2Tokenizer::inFolder(folder)) {
     model->tokenizer = Gpt2Tokenizer::fromFolder(folder);
     // Another model's tokenizer (its ids past the model's embedding): the model still opens, on ids.
-    if (const int ids = model->tokenizer->vocabularySize(); ids > model->config.vocab_size) {
-      std::error_code ec;
-      fs::path where = fs::absolute(folder, ec).lexically_normal();
-      if (where.filename().empty()) where = where.parent_path();  // "." made "…/folder/.
+    if (const std::string other = anotherModelsTokenizer(folder, *model->tokenizer, model->config.vocab_size);
+        !other.empty()) {
       model->tokenizer.reset();
-      model->no_text = "no text, token ids only: the tokenizer beside it (" + (ec ? folder : where.string()) +
-                       ") has ids up to " + std::to_string(ids - 1) + " but the model's embedding has " +
-                       countOf(model->config.vocab_size, "row") + " (ids 0 … " +
-                       std::to_string(model->config.vocab_size - 1) +
-                       "): another model's; put this model's own vocab.json + merges.txt beside it";
+      model->no_text = "no text, token ids only: " + other;
       model->notes.push_back(model->no_text);
     }
   } else {

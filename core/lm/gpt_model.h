@@ -112,6 +112,13 @@ std::string modelFolder(const std::string& path);
 // `vocab_size` ≥ 0: the list must be that long. Throws InputError naming `path` for a damaged list.
 TokenNames readTokenNames(const TensorFile& file, const std::string& path, std::int64_t vocab_size);
 
+// The rows of the file's token embedding (wte.weight or tok_emb.weight, under any prefix a
+// state_dict may carry): the ids the model reads; −1 where it holds neither.
+std::int64_t tokenEmbeddingRows(const TensorFile& file);
+// Where the tokenizer beside a model of `rows` token ids has more ids than that (another model's):
+// what to say ("the tokenizer beside it (FOLDER) has ids up to … : another model's; …"); else "".
+std::string anotherModelsTokenizer(const std::string& folder, const Gpt2Tokenizer& tokenizer, std::int64_t rows);
+
 // The same from tensors already open, and config.json's text (empty: none). For tests and tools.
 std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& tensors, const std::string& config_json,
                                                     const GptLoadOptions& options = {});

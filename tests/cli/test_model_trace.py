@@ -131,6 +131,17 @@ class ModelTraceTest(unittest.TestCase):
         self.assertEqual(run.returncode, 2)
         self.assertIn("another model's; put this model's own vocab.json + merges.txt beside it (give --ids instead of "
                       "--text)", run.stderr)
+        # tokenize of the model's file refuses alike: it had printed ids the model cannot read.
+        run = subprocess.run([CLI, "tokenize", "book.npz", "--text", "hi"], capture_output=True, text=True,
+                             timeout=60, cwd=folder)
+        self.assertEqual((run.returncode, run.stdout), (2, ""), run.stdout)
+        self.assertIn("book.npz: the tokenizer beside it (%s) has ids up to 255 but the model's embedding has %d rows"
+                      % (folder, VOCAB), run.stderr)
+        # Its folder names the tokenizer alone: its ids, as ever.
+        run = subprocess.run([CLI, "tokenize", ".", "--text", "hi"], capture_output=True, text=True, timeout=60,
+                             cwd=folder)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(json.loads(run.stdout)["ids"], [ord("h"), ord("i")])
 
     def test_another_architectures_config_is_refused(self):
         folder = os.path.join(self.tmp.name, "llama_config")
@@ -216,6 +227,12 @@ class ModelTraceTest(unittest.TestCase):
         run = trace(write("heads.pth", HEADS))
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertEqual(json.loads(run.stdout)["heads_per_layer"], HEADS)
+        # --num-heads wins, and says what it overrode, as it does over config.json's n_head.
+        run = trace(write("heads.pth", HEADS), "--num-heads", "1")
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertEqual(json.loads(run.stdout)["heads_per_layer"], 1)
+        self.assertIn("the file's metadata says n_head = %d; using 1 head as asked" % HEADS,
+                      json.loads(run.stdout)["notes"])
         run = trace(write("no_heads.pth", None))
         self.assertEqual(run.returncode, 2)
         self.assertRegex(run.stderr, r"no_heads.pth: the number of heads is not in the file and the width 8 is not a "

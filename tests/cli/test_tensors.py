@@ -215,8 +215,8 @@ class TensorsTest(unittest.TestCase):
         self.assertFalse(os.path.exists(marker), "the pickle's command ran")
         legacy = self.path("legacy.pt")
         torch.save({"w": torch.ones(2)}, legacy, _use_new_zipfile_serialization=False)
-        self.expect_error(legacy, r"a torch file in the legacy format \(torch before 1\.6\).*save it again with "
-                                  r"torch\.save")
+        self.expect_error(legacy, r"a torch file in the legacy format \(torch before 1\.6, or torch\.save with "
+                                  r"_use_new_zipfile_serialization=False\).*save it again with torch\.save")
         single = self.path("tensor.pt")
         torch.save(torch.ones(3), single)
         self.expect_error(single, r"the file holds one tensor, not a state_dict")

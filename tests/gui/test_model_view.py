@@ -414,8 +414,18 @@ def checks(tmp):
             assert all(got[i][j] == 0 for i in (0, 1) for j in range(i + 1)), got[:2]
             line = next(x for x in d8["state"]["compare"]["lines"] if x.startswith("head 1's weights"))
             assert line.replace("\n", " ").endswith(f"{diff['changed']} of the 21 unmasked cells A and B share changed"), line
-            assert diff["legend"]["text"].endswith("dark grey: masked, or B's own tokens") and not diff["legend"]["cut"], diff["legend"]
+            # The weights' masked cells are 0 in both, a light grey 0: dark grey is B's own token alone.
+            assert diff["legend"]["text"].endswith("· dark grey: B's own tokens") and not diff["legend"]["cut"], diff["legend"]
             print(f"  a token inserted: B − A at the tokens both have within {err:.1e} of torch's; {line!r}")
+            # … where the masked scores' cells masked in both are dark grey too (−∞ − −∞), and said.
+            d8 = run_commands(app, display.name, tmp, "compare-aligned-masked", [
+                {"do": "view", "field": "columns", "value": ["masked_scores", "weights"]},
+                {"do": "text", "ids": ids_a}, {"do": "select_layer", "layer": 2, "head": 0}, {"do": "pin"},
+                {"do": "text", "ids": ids_b}, {"do": "view", "field": "tab", "value": "compare"},
+            ], "--model", folder, "--size", "1920x1080")
+            masked = next(e for e in d8["heatmaps"] if e.get("compare") == "diff" and e["stage"] == "masked_scores")
+            assert masked["values"][0][1] == "-inf", masked["values"][0]
+            assert masked["legend"]["text"].endswith("· dark grey: masked, or B's own tokens"), masked["legend"]
             # The top token appended to a pinned text: said so, and every cell A and B share the same
             # bits (causal: no earlier row reads it) — the maps shown, not collapsed to a line.
             d8 = run_commands(app, display.name, tmp, "compare-appended", [

@@ -114,17 +114,18 @@ def save_npz(stem, tensors):
     return stem + ".npz"
 
 
-def save_pth(stem, tensors, checkpoint=False):
+def save_pth(stem, tensors, checkpoint=False, keys=("model_state_dict", "optimizer_state_dict")):
     """torch.save of the state_dict (as the book's chapter 5 does: `torch.save(model.state_dict(),
     "model.pth")`), or with checkpoint=True of its training checkpoint, {"model_state_dict": …,
-    "optimizer_state_dict": …} after one AdamW step."""
+    "optimizer_state_dict": …} after one AdamW step (keys: other names for the two, as nanoGPT's
+    "model" and "optimizer", which also keeps the step count beside them)."""
     sd = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in tensors.items()}
     if checkpoint:
         params = [torch.nn.Parameter(v.clone()) for v in sd.values() if v.dim() > 0]
         opt = torch.optim.AdamW(params, lr=1e-4)
         sum(p.sum() for p in params).backward()
         opt.step()
-        obj = {"model_state_dict": sd, "optimizer_state_dict": opt.state_dict()}
+        obj = {keys[0]: sd, keys[1]: opt.state_dict(), "iter_num": 1}
     else:
         obj = sd
     torch.save(obj, stem + ".pth")

@@ -213,8 +213,33 @@ with tempfile.TemporaryDirectory() as tmp:
     # model.safetensors; float16 and bfloat16 safetensors, against the model rounded alike.
     pth = gm.save_pth(os.path.join(tmp, "model"), gm.book_state_dict(book))
     check("book layout .pth", pth, book, ids, "--num-heads", "4")
+    # Beside it the book's GPT_CONFIG as a learner saves it (json.dump(GPT_CONFIG, …)): its n_heads
+    # are the heads, no --num-heads needed (they had been guessed as width / 64 = 1); a config
+    # whose emb_dim the tensors do not hold is refused by that name.
+    book_folder = os.path.join(tmp, "book_with_config")
+    os.mkdir(book_folder)
+    book_pth = gm.save_pth(os.path.join(book_folder, "model"), gm.book_state_dict(book))
+    with open(os.path.join(book_folder, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    check("book layout .pth beside the book's GPT_CONFIG", book_pth, book, ids)
+    def heads_notes(r):
+        return [n for n in json.loads(r.stdout)["notes"] if "head" in n] if r.returncode == 0 else r.stderr
+    r = model_trace(book_pth, ids)
+    if r.returncode != 0 or json.loads(r.stdout)["heads_per_layer"] != 4 or heads_notes(r):
+        fail("the book's GPT_CONFIG: %s" % (r.stderr or (json.loads(r.stdout)["heads_per_layer"], heads_notes(r))))
+    r = model_trace(book_pth, ids, "--num-heads", "2")
+    if heads_notes(r) != ["config.json says n_heads = 4; using 2 heads as asked"]:
+        fail("--num-heads against the book's GPT_CONFIG: %s" % heads_notes(r))
+    with open(os.path.join(book_folder, "config.json"), "w") as f:
+        json.dump(dict(cfg, emb_dim=32), f)
+    r = model_trace(book_pth, ids)
+    if r.returncode != 2 or "config.json: emb_dim is 32 but the tensors hold 64" not in r.stderr:
+        fail("a GPT_CONFIG that does not fit: exit %d, %s" % (r.returncode, r.stderr.strip()))
     ckpt = gm.save_pth(os.path.join(tmp, "checkpoint"), gm.book_state_dict(book), checkpoint=True)
     check("the book's training checkpoint .pth", ckpt, book, ids, "--num-heads", "4")
+    ckpt = gm.save_pth(os.path.join(tmp, "nanogpt_style"), gm.book_state_dict(book), checkpoint=True,
+                       keys=("model", "optimizer"))
+    check("a checkpoint {model, optimizer, iter_num} .pth", ckpt, book, ids, "--num-heads", "4")
     st_folder = os.path.join(tmp, "hf_safetensors")
     gm.write_hf_folder(st_folder, hf, cfg2, gm.save_safetensors)
     check("Hugging Face folder, model.safetensors", st_folder, hf, ids2)
