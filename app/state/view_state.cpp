@@ -63,47 +63,8 @@ nlohmann::json columnsWith(const ViewState& v, const std::vector<std::string>& i
   return out;
 }
 
-nlohmann::json viewToJson(const ViewState& v) {
-  nlohmann::json columns = nlohmann::json::array();
-  for (const GridColumn& c : gridColumns())
-    if (v.shows(c)) columns.push_back(c.id);
-  return {{"colormap", colormapId(v.colormap)},
-          {"diverging_for_signed", v.diverging_for_signed},
-          {"shared_scale", v.shared_scale},
-          {"colour_scale", colourScaleId(v.colour_scale)},
-          {"weights_range", v.weights_fixed ? "fixed" : "data"},
-          {"theme", v.light_theme ? "light" : "dark"},
-          {"batch", v.batch},
-          {"head", v.head},
-          {"token", v.token},
-          {"columns", columns},
-          {"tab", v.tab},
-          {"screenshot_scale", v.screenshot_scale},
-          {"caption", v.caption},
-          {"inspector", v.show_inspector},
-          {"model_panel", v.show_model},
-          {"inputs_panel", v.show_inputs},
-          {"status_bar", v.show_status},
-          {"statistics", v.show_statistics},
-          {"presentation", v.presentation},
-          {"watch", v.watch},
-          {"text_size", v.text_size},
-          {"lines_stage", v.lines_stage},
-          {"lines_top_k", v.lines_top_k},
-          {"lines_hidden_heads", v.lines_hidden_heads},
-          {"lines_isolate", v.lines_isolate},
-          {"temperature", v.temperature}};
-}
-
 bool linesHeadHidden(const ViewState& v, int head) {
   return std::find(v.lines_hidden_heads.begin(), v.lines_hidden_heads.end(), head) != v.lines_hidden_heads.end();
-}
-
-nlohmann::json savedView(const ViewState& v, const nlohmann::json& workspace_view) {
-  nlohmann::json out = viewToJson(v);
-  out.erase("watch");  // this session's, not the file's: a file opened never starts watching by itself
-  if (workspace_view.is_object() && workspace_view.contains("preset")) out["preset"] = workspace_view["preset"];
-  return out;
 }
 
 const std::array<int, 6>& textSizeSteps() {
@@ -153,132 +114,220 @@ int textSize(const std::string& f, const nlohmann::json& v, int current) {
               " (e.g. 150), or \"larger\" or \"smaller\"; got " + v.dump());
 }
 
+// [SECTION] The view's fields ----------------------------------------------------------------------
+// One row a field: its JSON name (the `view` command's, a workspace's "view"), how a value is read
+// and checked (an InputError naming the field), how it is written (null: never written — a lesson's
+// focus, a lock on this session's ranges, a machine's folder) and whether a workspace file keeps it
+// (watching the file, the lock and the folder are this session's).
+
+std::vector<std::string> columnIds(const nlohmann::json& value, const std::string& f, const char* expected) {
+  if (!value.is_array()) failView(f, expected);
+  std::vector<std::string> ids;
+  for (const auto& c : value) {
+    const bool known = c.is_string() && std::any_of(gridColumns().begin(), gridColumns().end(),
+                                                    [&](const GridColumn& g) { return c.get<std::string>() == g.id; });
+    if (!known) failView(f, "not a heatmap column: " + c.dump());
+    if (std::find(ids.begin(), ids.end(), c.get<std::string>()) == ids.end()) ids.push_back(c.get<std::string>());
+  }
+  return ids;
+}
+
+using Json = nlohmann::json;
+struct ViewField {
+  const char* name;
+  void (*set)(ViewState& v, const std::string& f, const Json& value);
+  Json (*get)(const ViewState& v);  // null: not written
+  bool in_file = true;              // read from and saved with a workspace
+};
+
+const std::vector<ViewField>& viewFields() {
+  static const std::vector<ViewField> fields = {
+      {"colormap",
+       [](ViewState& v, const std::string& f, const Json& value) {
+         Colormap c;
+         if (!value.is_string() || !parseColormap(value.get<std::string>(), &c))
+           failView(f, "expected viridis, cividis or coolwarm");
+         v.colormap = c;
+       },
+       [](const ViewState& v) -> Json { return colormapId(v.colormap); }},
+      {"diverging_for_signed",
+       [](ViewState& v, const std::string& f, const Json& value) { v.diverging_for_signed = boolean(f, value); },
+       [](const ViewState& v) -> Json { return v.diverging_for_signed; }},
+      {"shared_scale",
+       [](ViewState& v, const std::string& f, const Json& value) { v.shared_scale = boolean(f, value); },
+       [](const ViewState& v) -> Json { return v.shared_scale; }},
+      {"colour_scale",
+       [](ViewState& v, const std::string& f, const Json& value) {
+         if (!value.is_string() || !parseColourScale(value.get<std::string>(), &v.colour_scale))
+           failView(f, "expected \"linear\", \"log\" or \"row\"");
+       },
+       [](const ViewState& v) -> Json { return colourScaleId(v.colour_scale); }},
+      {"weights_range",
+       [](ViewState& v, const std::string& f, const Json& value) {
+         if (value != "fixed" && value != "data")
+           failView(f, "expected \"fixed\" (0 to 1) or \"data\" (the map's own range)");
+         v.weights_fixed = value == "fixed";
+       },
+       [](const ViewState& v) -> Json { return v.weights_fixed ? "fixed" : "data"; }},
+      // (the app fills the locked ranges from the result on screen)
+      {"lock_range", [](ViewState& v, const std::string& f, const Json& value) { v.lock_range = boolean(f, value); },
+       nullptr, false},
+      {"theme",
+       [](ViewState& v, const std::string& f, const Json& value) {
+         if (value != "light" && value != "dark") failView(f, "expected \"light\" or \"dark\"");
+         v.light_theme = value == "light";
+       },
+       [](const ViewState& v) -> Json { return v.light_theme ? "light" : "dark"; }},
+      {"batch", [](ViewState& v, const std::string& f, const Json& value) { v.batch = integer(f, value, 0, 1 << 20); },
+       [](const ViewState& v) -> Json { return v.batch; }},
+      {"head", [](ViewState& v, const std::string& f, const Json& value) { v.head = integer(f, value, -1, 1 << 20); },
+       [](const ViewState& v) -> Json { return v.head; }},
+      {"token", [](ViewState& v, const std::string& f, const Json& value) { v.token = integer(f, value, 0, 1 << 20); },
+       [](const ViewState& v) -> Json { return v.token; }},
+      {"columns",
+       [](ViewState& v, const std::string& f, const Json& value) {
+         std::array<bool, kStageCount> show{};
+         std::array<bool, kModuleMapCount> show_module{};
+         for (const std::string& id : columnIds(value, f, "expected an array of map names")) {
+           const GridColumn& g = *std::find_if(gridColumns().begin(), gridColumns().end(),
+                                               [&](const GridColumn& c) { return c.id == id; });
+           (g.per_head ? show[static_cast<std::size_t>(g.index)]
+                       : show_module[static_cast<std::size_t>(g.index)]) = true;
+         }
+         v.show = show;
+         v.show_module = show_module;
+       },
+       [](const ViewState& v) -> Json {
+         Json columns = Json::array();
+         for (const GridColumn& c : gridColumns())
+           if (v.shows(c)) columns.push_back(c.id);
+         return columns;
+       }},
+      {"tab",
+       [](ViewState& v, const std::string& f, const Json& value) {
+         if (!value.is_string() || !isMainTab(value.get<std::string>()))
+           failView(f,
+                    "expected \"layers\", \"heatmaps\", \"pipeline\", \"lines\", \"parameters\" (the Weights tab) "
+                    "or \"compare\"");
+         v.tab = value.get<std::string>();
+       },
+       [](const ViewState& v) -> Json { return v.tab; }},
+      {"screenshot_scale",
+       [](ViewState& v, const std::string& f, const Json& value) { v.screenshot_scale = integer(f, value, 1, 3); },
+       [](const ViewState& v) -> Json { return v.screenshot_scale; }},
+      {"caption", [](ViewState& v, const std::string& f, const Json& value) { v.caption = boolean(f, value); },
+       [](const ViewState& v) -> Json { return v.caption; }},
+      {"inspector", [](ViewState& v, const std::string& f, const Json& value) { v.show_inspector = boolean(f, value); },
+       [](const ViewState& v) -> Json { return v.show_inspector; }},
+      {"model_panel", [](ViewState& v, const std::string& f, const Json& value) { v.show_model = boolean(f, value); },
+       [](const ViewState& v) -> Json { return v.show_model; }},
+      {"inputs_panel", [](ViewState& v, const std::string& f, const Json& value) { v.show_inputs = boolean(f, value); },
+       [](const ViewState& v) -> Json { return v.show_inputs; }},
+      {"status_bar", [](ViewState& v, const std::string& f, const Json& value) { v.show_status = boolean(f, value); },
+       [](const ViewState& v) -> Json { return v.show_status; }},
+      {"statistics",
+       [](ViewState& v, const std::string& f, const Json& value) { v.show_statistics = boolean(f, value); },
+       [](const ViewState& v) -> Json { return v.show_statistics; }},
+      {"presentation",
+       [](ViewState& v, const std::string& f, const Json& value) { v.presentation = boolean(f, value); },
+       [](const ViewState& v) -> Json { return v.presentation; }},
+      // (a file opened never starts watching by itself)
+      {"watch", [](ViewState& v, const std::string& f, const Json& value) { v.watch = boolean(f, value); },
+       [](const ViewState& v) -> Json { return v.watch; }, false},
+      {"text_size",
+       [](ViewState& v, const std::string& f, const Json& value) { v.text_size = textSize(f, value, v.text_size); },
+       [](const ViewState& v) -> Json { return v.text_size; }},
+      {"lines_stage",
+       [](ViewState& v, const std::string& f, const Json& value) {
+         if (value != "weights" && value != "dropped_weights")
+           failView(f, "expected \"weights\" or \"dropped_weights\"");
+         v.lines_stage = value.get<std::string>();
+       },
+       [](const ViewState& v) -> Json { return v.lines_stage; }},
+      {"lines_top_k",
+       [](ViewState& v, const std::string& f, const Json& value) {
+         v.lines_top_k = integer(f, value, 1, kLinesMaxTopK);
+       },
+       [](const ViewState& v) -> Json { return v.lines_top_k; }},
+      {"lines_hidden_heads",
+       [](ViewState& v, const std::string& f, const Json& value) {
+         if (!value.is_array()) failView(f, "expected an array of 0-based head indices");
+         std::vector<int> hidden;
+         for (const auto& h : value) {
+           const int i = integer(f, h, 0, 1 << 20);
+           if (std::find(hidden.begin(), hidden.end(), i) == hidden.end()) hidden.push_back(i);
+         }
+         std::sort(hidden.begin(), hidden.end());
+         v.lines_hidden_heads = hidden;
+       },
+       [](const ViewState& v) -> Json { return v.lines_hidden_heads; }},
+      {"lines_isolate",
+       [](ViewState& v, const std::string& f, const Json& value) { v.lines_isolate = boolean(f, value); },
+       [](const ViewState& v) -> Json { return v.lines_isolate; }},
+      {"temperature",
+       [](ViewState& v, const std::string& f, const Json& value) {
+         if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0 ||
+             value.get<double>() > kMaxTemperature)
+           failView(f, "expected a number from 0 (greedy) to " + std::to_string(static_cast<int>(kMaxTemperature)));
+         v.temperature = value.get<double>();
+       },
+       [](const ViewState& v) -> Json { return v.temperature; }},
+      // the maps to lay the grid out for, as a lesson step's (docs/DESIGN.md §3.7 "Focus")
+      {"focus",
+       [](ViewState& v, const std::string& f, const Json& value) {
+         v.highlight = columnIds(value, f, "expected an array of map names, [] for none");
+       },
+       nullptr},
+      {"screenshot_dir",
+       [](ViewState& v, const std::string& f, const Json& value) {
+         if (!value.is_string()) failView(f, "expected a folder");
+         v.screenshot_dir = value.get<std::string>();
+       },
+       nullptr, false},
+  };
+  return fields;
+}
+
 }  // namespace
 
+std::vector<std::string> viewFieldNames() {
+  std::vector<std::string> names;
+  for (const ViewField& field : viewFields()) names.push_back(field.name);
+  return names;
+}
+
 void setViewField(ViewState& v, const std::string& f, const nlohmann::json& value) {
-  if (f == "colormap") {
-    Colormap c;
-    if (!value.is_string() || !parseColormap(value.get<std::string>(), &c))
-      failView(f, "expected viridis, cividis or coolwarm");
-    v.colormap = c;
-  } else if (f == "diverging_for_signed") {
-    v.diverging_for_signed = boolean(f, value);
-  } else if (f == "shared_scale") {
-    v.shared_scale = boolean(f, value);
-  } else if (f == "colour_scale") {
-    if (!value.is_string() || !parseColourScale(value.get<std::string>(), &v.colour_scale))
-      failView(f, "expected \"linear\", \"log\" or \"row\"");
-  } else if (f == "weights_range") {
-    if (value != "fixed" && value != "data") failView(f, "expected \"fixed\" (0 to 1) or \"data\" (the map's own range)");
-    v.weights_fixed = value == "fixed";
-  } else if (f == "lock_range") {
-    v.lock_range = boolean(f, value);  // the app fills the locked ranges from the result on screen
-  } else if (f == "theme") {
-    if (value != "light" && value != "dark") failView(f, "expected \"light\" or \"dark\"");
-    v.light_theme = value == "light";
-  } else if (f == "batch") {
-    v.batch = integer(f, value, 0, 1 << 20);
-  } else if (f == "head") {
-    v.head = integer(f, value, -1, 1 << 20);
-  } else if (f == "token") {
-    v.token = integer(f, value, 0, 1 << 20);
-  } else if (f == "columns") {
-    if (!value.is_array()) failView(f, "expected an array of map names");
-    std::array<bool, kStageCount> show{};
-    std::array<bool, kModuleMapCount> show_module{};
-    for (const auto& c : value) {
-      const auto known = std::find_if(gridColumns().begin(), gridColumns().end(), [&](const GridColumn& g) {
-        return c.is_string() && c.get<std::string>() == g.id;
-      });
-      if (known == gridColumns().end()) failView(f, "not a heatmap column: " + c.dump());
-      (known->per_head ? show[static_cast<std::size_t>(known->index)]
-                       : show_module[static_cast<std::size_t>(known->index)]) = true;
-    }
-    v.show = show;
-    v.show_module = show_module;
-  } else if (f == "tab") {
-    if (!value.is_string() || !isMainTab(value.get<std::string>()))
-      failView(f,
-           "expected \"layers\", \"heatmaps\", \"pipeline\", \"lines\", \"parameters\" (the Weights tab) or "
-           "\"compare\"");
-    v.tab = value.get<std::string>();
-  } else if (f == "lines_stage") {
-    if (value != "weights" && value != "dropped_weights") failView(f, "expected \"weights\" or \"dropped_weights\"");
-    v.lines_stage = value.get<std::string>();
-  } else if (f == "lines_top_k") {
-    v.lines_top_k = integer(f, value, 1, kLinesMaxTopK);
-  } else if (f == "lines_hidden_heads") {
-    if (!value.is_array()) failView(f, "expected an array of 0-based head indices");
-    std::vector<int> hidden;
-    for (const auto& h : value) {
-      const int i = integer(f, h, 0, 1 << 20);
-      if (std::find(hidden.begin(), hidden.end(), i) == hidden.end()) hidden.push_back(i);
-    }
-    std::sort(hidden.begin(), hidden.end());
-    v.lines_hidden_heads = hidden;
-  } else if (f == "lines_isolate") {
-    v.lines_isolate = boolean(f, value);
-  } else if (f == "temperature") {
-    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0 ||
-        value.get<double>() > kMaxTemperature)
-      failView(f, "expected a number from 0 (greedy) to " + std::to_string(static_cast<int>(kMaxTemperature)));
-    v.temperature = value.get<double>();
-  } else if (f == "screenshot_scale") {
-    v.screenshot_scale = integer(f, value, 1, 3);
-  } else if (f == "caption") {
-    v.caption = boolean(f, value);
-  } else if (f == "inspector") {
-    v.show_inspector = boolean(f, value);
-  } else if (f == "model_panel") {
-    v.show_model = boolean(f, value);
-  } else if (f == "inputs_panel") {
-    v.show_inputs = boolean(f, value);
-  } else if (f == "status_bar") {
-    v.show_status = boolean(f, value);
-  } else if (f == "statistics") {
-    v.show_statistics = boolean(f, value);
-  } else if (f == "presentation") {
-    v.presentation = boolean(f, value);
-  } else if (f == "watch") {
-    v.watch = boolean(f, value);
-  } else if (f == "text_size") {
-    v.text_size = textSize(f, value, v.text_size);
-  } else if (f == "focus") {  // the maps to lay the grid out for, as a lesson step's (docs/DESIGN.md §3.7 "Focus")
-    if (!value.is_array()) failView(f, "expected an array of map names, [] for none");
-    std::vector<std::string> ids;
-    for (const auto& c : value) {
-      const bool known = c.is_string() &&
-                         std::any_of(gridColumns().begin(), gridColumns().end(),
-                                     [&](const GridColumn& g) { return c.get<std::string>() == g.id; });
-      if (!known) failView(f, "not a heatmap column: " + c.dump());
-      if (std::find(ids.begin(), ids.end(), c.get<std::string>()) == ids.end()) ids.push_back(c.get<std::string>());
-    }
-    v.highlight = ids;
-  } else if (f == "screenshot_dir") {
-    if (!value.is_string()) failView(f, "expected a folder");
-    v.screenshot_dir = value.get<std::string>();
-  } else {
-    failView(f,
-         "unknown view field (one of colormap, diverging_for_signed, shared_scale, colour_scale, weights_range, "
-         "lock_range, theme, batch, head, token, "
-         "columns, tab, screenshot_scale, caption, inspector, model_panel, inputs_panel, status_bar, statistics, "
-         "presentation, watch, "
-         "text_size, lines_stage, lines_top_k, lines_hidden_heads, lines_isolate, temperature, screenshot_dir, focus)");
-  }
+  for (const ViewField& field : viewFields())
+    if (f == field.name) return field.set(v, f, value);
+  std::string names;
+  for (const ViewField& field : viewFields()) names += (names.empty() ? "" : ", ") + std::string(field.name);
+  failView(f, "unknown view field (one of " + names + ")");
+}
+
+nlohmann::json viewToJson(const ViewState& v) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const ViewField& field : viewFields())
+    if (field.get) out[field.name] = field.get(v);
+  return out;
+}
+
+nlohmann::json savedView(const ViewState& v, const nlohmann::json& workspace_view) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const ViewField& field : viewFields())
+    if (field.get && field.in_file) out[field.name] = field.get(v);
+  if (workspace_view.is_object() && workspace_view.contains("preset")) out["preset"] = workspace_view["preset"];
+  return out;
 }
 
 ViewState viewFromJson(const nlohmann::json& j) {
   ViewState v;
   if (!j.is_object()) return v;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    // A machine's folder, a lock on this session's ranges, watching the file: not the workspace's.
-    if (it.key() == "screenshot_dir" || it.key() == "lock_range" || it.key() == "watch") continue;
-    try {
-      setViewField(v, it.key(), it.value());
-    } catch (const InputError&) {
-      // A view is a convenience: what cannot be read keeps its default.
-    }
-  }
+  for (const ViewField& field : viewFields())
+    if (field.in_file && j.contains(field.name)) try {
+        field.set(v, field.name, j[field.name]);
+      } catch (const InputError&) {
+        // A view is a convenience: what cannot be read keeps its default.
+      }
   return v;
 }
 

@@ -127,8 +127,10 @@ nlohmann::json columnsWith(const ViewState& v, const std::vector<std::string>& i
 // Reads what it understands of a workspace's "view"; anything else keeps its default.
 ViewState viewFromJson(const nlohmann::json& j);
 // Sets one field by its JSON name ("theme": "light", "columns": ["weights"], …), as the "view"
-// command does; throws InputError naming the field. The names are those of viewToJson.
+// command does; throws InputError naming the field. The names are viewFieldNames(): viewToJson's,
+// and a lesson's focus, the range lock and the screenshot folder, which it does not write.
 void setViewField(ViewState& v, const std::string& field, const nlohmann::json& value);
+std::vector<std::string> viewFieldNames();  // every field the `view` command sets, in one table's order
 // The view's colour choices, as every map's look takes them (display/map_look.h).
 LookChoices lookChoices(const ViewState& v);
 

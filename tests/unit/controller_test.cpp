@@ -1566,5 +1566,48 @@ TEST(KeyBindings, MenusAndHelpShowTheTablesKeys) {
   EXPECT_TRUE(has("Tab, Shift+Tab: while typing a number: apply it, as Enter does"));
 }
 
+// The view's fields are one table (app/state/view_state.cpp): what viewToJson writes, the `view`
+// command reads back to the same view, a workspace keeps what it should, an unknown field's refusal
+// names them all, and the README's command table lists each (temperature, head and the Lines
+// fields had been missing from it).
+TEST(ViewFields, OneTableReadWrittenAndDocumented) {
+  ViewState v;
+  setViewField(v, "temperature", 0.5);
+  setViewField(v, "lines_hidden_heads", nlohmann::json::array({2, 0, 2}));
+  setViewField(v, "tab", "compare");
+  setViewField(v, "watch", true);
+  setViewField(v, "screenshot_dir", "/tmp/shots");
+  setViewField(v, "focus", nlohmann::json::array({"weights"}));
+  const nlohmann::json written = viewToJson(v);
+  ViewState back;
+  for (const auto& [field, value] : written.items()) setViewField(back, field, value);
+  EXPECT_EQ(viewToJson(back), written);
+  EXPECT_EQ(written["lines_hidden_heads"], nlohmann::json::array({0, 2}));
+  EXPECT_FALSE(written.contains("screenshot_dir") || written.contains("focus") || written.contains("lock_range"));
+  const nlohmann::json saved = savedView(v, {{"preset", "causal"}});
+  EXPECT_FALSE(saved.contains("watch"));
+  EXPECT_EQ(saved["preset"], "causal");
+  EXPECT_EQ(saved["temperature"], 0.5);
+  const ViewState opened = viewFromJson({{"temperature", 1.5}, {"watch", true}, {"tab", "nope"}, {"head", 3}});
+  EXPECT_EQ(opened.temperature, 1.5);
+  EXPECT_FALSE(opened.watch);              // a file opened never starts watching by itself
+  EXPECT_EQ(opened.tab, ViewState().tab);  // what cannot be read keeps its default
+  EXPECT_EQ(opened.head, 3);
+  try {
+    setViewField(v, "colour", "x");
+    ADD_FAILURE() << "an unknown field was taken";
+  } catch (const InputError& e) {
+    for (const std::string& name : viewFieldNames())
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << name;
+  }
+  std::ifstream readme(std::string(ATTNSCOPE_SOURCE_DIR) + "/README.md");
+  std::string line, row;
+  while (std::getline(readme, line))
+    if (line.rfind("| `view` |", 0) == 0) row = line;
+  ASSERT_FALSE(row.empty()) << "no `view` row in the README's command table";
+  for (const std::string& name : viewFieldNames())
+    EXPECT_NE(row.find("`" + name + "`"), std::string::npos) << name << " is not in the README's `view` row";
+}
+
 }  // namespace
 }  // namespace attnscope
