@@ -69,7 +69,8 @@ int main(int argc, char** argv) {
     bench.emplace(std::move(o));
   }
   const bool unattended = headless || bench;
-  const Limits limits = Controller::limits(static_cast<std::int64_t>(options.memory_budget_mib * (1 << 20)));
+  const Limits limits = Controller::limits(static_cast<std::int64_t>(options.memory_budget_mib * (1 << 20)),
+                                           options.memory_budget_given);
   Document document(bookExample(), "", false, limits);
   std::optional<CommandScript> script;
   try {

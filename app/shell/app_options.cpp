@@ -93,9 +93,11 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
                  "with --bench-learn: seconds the Learn tab is recorded, each other tab 0.3 of it (default 10)")
       ->check(finiteRange(1.0, 3600.0))
       ->needs(bench_learn);
-  cli.add_option("--memory-budget", o.memory_budget_mib,
-                 "refuse workspaces estimated to need more (MiB; default 1024), as attnscope-cli does")
-      ->check(finiteRange(1.0, 1048576.0));
+  CLI::Option* memory_budget =
+      cli.add_option("--memory-budget", o.memory_budget_mib,
+                     "refuse workspaces (and, given, models) estimated to need more (MiB; default 1024), as "
+                     "attnscope-cli does")
+          ->check(finiteRange(1.0, 1048576.0));
   cli.add_flag("--listen", o.listen,
                "take commands on the channel (a notebook's attnscope.show) even with --commands, --screenshot or "
                "--bench-interaction; an interactive window always does");
@@ -119,6 +121,7 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
     std::cerr << "error: --panel: unknown panel '" << o.panel << "' (one of " << panels << ")\n";
     return 2;
   }
+  o.memory_budget_given = memory_budget->count() > 0;
   if (o.each_head && !isHeatmapStage(o.panel)) {
     std::cerr << "error: --each-head needs a heatmap --panel such as weights\n";
     return 2;

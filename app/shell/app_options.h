@@ -35,6 +35,7 @@ struct AppOptions {
   std::string bench_learn_path;     // --bench-learn: the frames drawn while this TASK's model trains, instead of edits
   double bench_seconds = 10;        // --bench-seconds: with --bench-learn, the Learn tab's recording
   double memory_budget_mib = 1024;  // --memory-budget: what the app may hold for a workspace (MiB)
+  bool memory_budget_given = false;  // … given: a model opened is held to it too (Limits::max_model_bytes)
   bool listen = false;              // --listen: take commands on the channel even when scripted or headless
   bool new_window = false;          // --new-window: open FILE here, not in the attnscope already running
   bool watch = false;               // --watch FILE: open FILE and reload it whenever another program rewrites it

@@ -53,10 +53,11 @@ std::int64_t Controller::pinnedBytes(const Snapshot& a) {
                                                             static_cast<std::int64_t>(sizeof(float));
 }
 
-Limits Controller::limits(std::int64_t memory_budget_bytes) {
+Limits Controller::limits(std::int64_t memory_budget_bytes, bool budget_bounds_models) {
   Limits l;
   l.traced_elements = 2;
   l.max_memory_bytes = memory_budget_bytes;
+  if (budget_bounds_models) l.max_model_bytes = memory_budget_bytes;
   return l;
 }
 
@@ -1333,7 +1334,7 @@ void Controller::applyModel(const Command& c, double now) {
   };
   switch (c.id()) {
     case Id::ModelOpen: {  // read and packed off the UI thread (openLoadedModel goes on)
-      GptLoadOptions options;
+      GptLoadOptions options = GptLoadOptions::within(base_limits_);
       options.reference_mlp = false;  // the app runs the fast path only
       if (c.has("num_heads")) {
         options.num_heads = c.integer("num_heads");

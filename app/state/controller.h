@@ -87,7 +87,8 @@ class Controller {
   // holds"): the maps of the element shown are held twice, the snapshot on screen and the one
   // computing; everything the app opens is checked against them, and a pinned result adds what it
   // holds. The controller keeps the document's limits at construction as its base.
-  static Limits limits(std::int64_t memory_budget_bytes = Limits{}.max_memory_bytes);
+  // budget_bounds_models: the budget was given, and bounds a model opened too (Limits::max_model_bytes).
+  static Limits limits(std::int64_t memory_budget_bytes = Limits{}.max_memory_bytes, bool budget_bounds_models = false);
   static std::int64_t pinnedBytes(const Snapshot& a);  // what pinning `a` holds (Limits::held_bytes)
 
   // ---- set up at start

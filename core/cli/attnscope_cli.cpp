@@ -270,8 +270,10 @@ int run(int argc, char** argv) {
         file = TensorFile::open(tokenize_model);
       } catch (const InputError&) {
       }
-    if (file) {
-      const TokenNames names = readTokenNames(*file, tokenize_model, -1);
+    // A model's names: as many as the model has ids (a file with no token embedding is no model,
+    // and names no model's tokens).
+    if (const std::int64_t rows = file ? tokenEmbeddingRows(*file) : -1; rows > 0) {
+      const TokenNames names = readTokenNames(*file, tokenize_model, rows);
       std::string why;
       if (!names.labels.empty() &&
           !(tokenizer = tokenizerOfNames(names, modelFolder(tokenize_model), tokenize_model, &why)))
@@ -295,9 +297,13 @@ int run(int argc, char** argv) {
       ids.push_back(tokenizer->endOfText());
     }
     for (int id : tokenizer->encode(text)) ids.push_back(id);
-    nlohmann::json tokens = nlohmann::json::array();
-    for (int id : ids) tokens.push_back(tokenizer->tokenString(id));
-    std::cout << "{\"ids\": " << nlohmann::json(ids).dump() << ", \"tokens\": " << tokens.dump() << "}\n";
+    // Written as it goes, not built as one JSON tree first (64 MB of text had taken 6 GB).
+    std::cout << "{\"ids\": [";
+    for (std::size_t i = 0; i < ids.size(); ++i) std::cout << (i ? ", " : "") << ids[i];
+    std::cout << "], \"tokens\": [";
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      std::cout << (i ? ", " : "") << nlohmann::json(tokenizer->tokenString(ids[i])).dump();
+    std::cout << "]}\n";
     finishStdout();
   });
 
@@ -474,6 +480,8 @@ int run(int argc, char** argv) {
   journalTemporaryFiles(stateFolder());
   Limits limits;
   limits.max_memory_bytes = static_cast<std::int64_t>(budget_mib * 1048576.0);
+  // A budget given bounds a model read too (its own default is larger: Limits::max_model_bytes).
+  if (model_trace_cmd->get_option("--memory-budget")->count() > 0) limits.max_model_bytes = limits.max_memory_bytes;
   // The budget is for what the command will hold: the maps of the elements it keeps, or none.
   const auto tracing = [&limits](const std::string& batches, bool outputs_only) {
     Limits l = limits;

@@ -71,7 +71,7 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
                                  "own probabilities; below 1 sharper, above flatter), got ") +
                      got);
   }
-  GptLoadOptions load;
+  GptLoadOptions load = GptLoadOptions::within(limits);
   load.num_heads = options.num_heads;
   load.reference_mlp = false;  // the fast path only
   const std::shared_ptr<const GptModel> model = loadGptModel(options.model, load);

@@ -135,6 +135,10 @@ struct Limits {
   std::int64_t max_file_bytes = std::int64_t{64} << 20;        // a file imported or text pasted
   std::int64_t max_workspace_bytes = std::int64_t{512} << 20;  // a workspace file or a PNG's workspace
   std::int64_t max_memory_bytes = std::int64_t{1} << 30;       // what one computation may take (1 GiB)
+  // What a trained model opened may hold (GptLoadOptions::max_model_bytes), estimated from its
+  // shapes before anything is read: its own default (GPT-2 medium holds some 3 GiB); a
+  // --memory-budget given sets it too (a 4.6-MB deflated file of 4 GB had read past a budget of 64 MiB).
+  std::int64_t max_model_bytes = std::int64_t{12} << 30;
   std::int64_t max_draws_before = 100000000;                   // model.draws_before: skipped in about 0.2 s
   double max_gflop = 200;  // what one forward pass may cost: about a minute on one slow core
   // What a program holds besides one computation (docs/DESIGN.md §2.4 "What the app holds"): the

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <unordered_set>
 
 #include "engine/errors.h"
 #include "formats/tensor_file_kinds.h"
@@ -21,6 +22,45 @@
 namespace attnscope {
 
 namespace {
+
+// A header read into a JSON tree with nlohmann's own DOM builder, watched on the way: nothing in a
+// header nests beyond {name: {"shape": [..]}}, so deeper values stop the parse, as do more names
+// than the limit; a name given twice is noted (the tree would keep the last). (nlohmann's parse
+// with a callback did this too, but walked the parent object at every entry's end: 100 000 names
+// took four minutes.)
+class HeaderSax : public nlohmann::detail::json_sax_dom_parser<nlohmann::json> {
+  using Dom = nlohmann::detail::json_sax_dom_parser<nlohmann::json>;
+
+ public:
+  HeaderSax(nlohmann::json& into, std::int64_t most_names) : Dom(into, true), most_names_(most_names) {}
+  bool too_deep = false, too_many = false;
+  std::string duplicate;  // the first name given twice
+
+  bool start_object(std::size_t n) { return deeper() && Dom::start_object(n); }
+  bool start_array(std::size_t n) { return deeper() && Dom::start_array(n); }
+  bool end_object() { return --depth_, Dom::end_object(); }
+  bool end_array() { return --depth_, Dom::end_array(); }
+  bool key(std::string& name) {
+    if (depth_ == 1) {
+      if (!names_.insert(name).second && duplicate.empty()) duplicate = name;
+      if (static_cast<std::int64_t>(names_.size()) > most_names_) {
+        too_many = true;  // the rest is not built
+        return false;
+      }
+    }
+    return Dom::key(name);
+  }
+
+ private:
+  bool deeper() {
+    if (++depth_ <= 4) return true;
+    too_deep = true;
+    return false;
+  }
+  int depth_ = 0;
+  std::int64_t most_names_;
+  std::unordered_set<std::string> names_;
+};
 
 constexpr std::uint64_t kMaxHeaderBytes = 100000000;  // HF's MAX_HEADER_SIZE
 
@@ -99,25 +139,18 @@ class SafetensorsFile : public TensorFile {
     const std::string& source = path_;
     std::string duplicate;
     bool too_deep = false, too_many = false;
+    // (nlohmann reads a NUL as the end of the text, and safetensors' own reader refuses one: the
+    // bytes after it would have gone unread.)
+    if (text.find('\0') != std::string::npos)
+      fail(source, "its header holds a NUL byte at byte " + str(static_cast<std::uint64_t>(text.find('\0'))) +
+                       " (a safetensors header is JSON, padded with spaces)");
     nlohmann::json header;
     try {
-      std::set<std::string> keys;
-      header = nlohmann::json::parse(text, [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-        // Nothing in a header nests beyond {name: {"shape": [..]}}: deeper values are not built.
-        if (depth > 4) {
-          too_deep = true;
-          return false;
-        }
-        if (event == nlohmann::json::parse_event_t::key && depth == 1) {
-          const std::string key = parsed.get<std::string>();
-          if (!keys.insert(key).second && duplicate.empty()) duplicate = key;
-          if (static_cast<std::int64_t>(keys.size()) > limits_.max_tensors + 1) {
-            too_many = true;  // the rest is not built
-            return false;
-          }
-        }
-        return true;
-      });
+      HeaderSax sax(header, limits_.max_tensors + 1);
+      nlohmann::json::sax_parse(text, &sax);
+      too_deep = sax.too_deep;
+      too_many = sax.too_many;
+      duplicate = sax.duplicate;
     } catch (const nlohmann::json::parse_error& e) {
       fail(source,
            "its header is not valid JSON (at byte " + str(static_cast<std::uint64_t>(e.byte)) + " of the header)");
@@ -215,6 +248,7 @@ class SafetensorsFile : public TensorFile {
       tensors_.push_back(std::move(e.info));
       spans_.push_back(e.span);
     }
+    indexTensors("tensors");
   }
 
   std::shared_ptr<const void> keep_;

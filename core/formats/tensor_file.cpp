@@ -127,11 +127,10 @@ class NpzFile : public TensorFile {
         fail(where,
              "a damaged .npy entry: its shape needs " + str(data_bytes) + " bytes of data, the entry holds " +
                  str(static_cast<long long>(entries[i].size - std::min<std::uint64_t>(entries[i].size, h.data_start))));
-      for (const TensorInfo& t : tensors_)
-        if (t.name == info.name) fail(source, "two arrays named '" + printableName(name) + "'");
       tensors_.push_back(std::move(info));
       items_.push_back(item);
     }
+    indexTensors("arrays");
   }
 
   FloatTensor floats(const std::string& name) const override {
@@ -194,9 +193,20 @@ std::int64_t FloatTensor::elements() const {
 }
 
 const TensorInfo* TensorFile::find(const std::string& name) const {
-  for (const TensorInfo& t : tensors_)
+  if (index_.size() == tensors_.size()) {
+    const auto it = index_.find(name);
+    return it == index_.end() ? nullptr : &tensors_[it->second];
+  }
+  for (const TensorInfo& t : tensors_)  // a listing not indexed (tensors added one by one: tests)
     if (t.name == name) return &t;
   return nullptr;
+}
+
+void TensorFile::indexTensors(const char* what) {
+  index_.reserve(tensors_.size());
+  for (std::size_t i = 0; i < tensors_.size(); ++i)
+    if (!index_.emplace(tensors_[i].name, i).second)
+      fail(path_, std::string("two ") + what + " named '" + printableName(tensors_[i].name) + "'");
 }
 
 int dtypeBytes(const std::string& dtype) {
@@ -435,6 +445,7 @@ class MemoryTensors : public TensorFile {
     path_ = std::move(source);
     format_ = "memory";
     for (const auto& [name, t] : values_) tensors_.push_back({name, "F32", t.shape});
+    indexTensors("tensors");
   }
   FloatTensor floats(const std::string& name) const override {
     for (const auto& [n, t] : values_)

@@ -21,6 +21,7 @@ namespace attnscope {
 
 namespace {
 
+constexpr std::size_t kMaxTensorName = 4096;  // bytes of a flattened name ("trf_blocks.11.att.W_query.weight")
 const char kNotExecuted[] = "(a state_dict is read as data; nothing in a file is ever executed)";
 
 enum class K : std::uint8_t { None, Bool, Int, Float, Str, Bytes, Tuple, List, Dict, Global, Storage, Tensor };
@@ -553,14 +554,16 @@ class Unpickler {
                         str(static_cast<long long>(limits_.max_references)) + " entries to walk)");
     for (std::size_t k = 0; k + 1 < items.size(); k += 2) {
       const Obj& key = objs_[items[k]];
-      std::string name;
-      if (key.kind == K::Str)
-        name = key.s;
-      else if (key.kind == K::Int)
-        name = str(static_cast<long long>(key.i));
-      else
-        continue;
-      name = prefix.empty() ? name : prefix + "." + name;
+      if (key.kind != K::Str && key.kind != K::Int) continue;
+      // A name is bounded before it is built: one long key fetched again from the memo at every
+      // level of a chain of dicts had built gigabytes of names (a state_dict's are short).
+      const std::string number = key.kind == K::Int ? str(static_cast<long long>(key.i)) : std::string();
+      const std::string& part = key.kind == K::Str ? key.s : number;
+      if (prefix.size() + 1 + part.size() > kMaxTensorName)
+        fail(source_, "a tensor name longer than " + str(static_cast<long long>(kMaxTensorName)) +
+                          " bytes (a state_dict's names are short): '" +
+                          printableName((prefix.empty() ? part : prefix).substr(0, 60)) + "…'");
+      const std::string name = prefix.empty() ? part : prefix + "." + part;
       const std::uint32_t v = items[k + 1];
       const Obj& value = objs_[v];
       if (value.kind == K::Dict) {
@@ -647,6 +650,7 @@ class PthFile : public TensorFile {
       tensors_.push_back(std::move(info));
       entries_.push_back(*entry);
     }
+    indexTensors("tensors");
   }
 
   FloatTensor floats(const std::string& name) const override {

@@ -8,6 +8,7 @@
 #include <zip.h>
 
 #include <mutex>
+#include <unordered_map>
 
 #include "engine/errors.h"
 
@@ -55,6 +56,8 @@ struct ZipArchive::Impl {
   std::uint64_t archive_size = 0;
   zip_t* zip = nullptr;
   std::vector<Entry> entries;
+  std::unordered_map<std::string, std::size_t> by_name;  // the first entry of each name (a .pth's
+                                                         // storages are found by name, one each)
   std::mutex mutex;  // a zip_t reads one entry at a time
 
   ~Impl() {
@@ -77,6 +80,7 @@ struct ZipArchive::Impl {
       e.compressed = (st.valid & ZIP_STAT_COMP_SIZE) ? st.comp_size : 0;
       e.method = (st.valid & ZIP_STAT_COMP_METHOD) ? static_cast<int>(st.comp_method) : 0;
       e.encrypted = (st.valid & ZIP_STAT_ENCRYPTION_METHOD) && st.encryption_method != ZIP_EM_NONE;
+      by_name.emplace(e.name, entries.size());
       entries.push_back(std::move(e));
     }
   }
@@ -164,9 +168,9 @@ ZipArchive ZipArchive::fromBytes(std::shared_ptr<const std::string> bytes, const
 const std::vector<ZipArchive::Entry>& ZipArchive::entries() const { return impl_->entries; }
 
 std::optional<std::size_t> ZipArchive::find(const std::string& name) const {
-  for (std::size_t i = 0; i < impl_->entries.size(); ++i)
-    if (impl_->entries[i].name == name) return i;
-  return std::nullopt;
+  const auto it = impl_->by_name.find(name);
+  if (it == impl_->by_name.end()) return std::nullopt;
+  return it->second;
 }
 
 std::string ZipArchive::read(std::size_t index, std::uint64_t max_bytes) const {
@@ -178,6 +182,11 @@ std::string ZipArchive::read(std::size_t index, std::uint64_t max_bytes) const {
                             std::to_string(max_bytes) + " bytes");
   if (e.method == ZIP_CM_STORE && e.compressed != e.size)
     impl_->damaged("entry '" + name + "' is stored with two sizes");
+  // Deflate expands at most 1032-fold (zlib's bound): a larger declared size is a lie, refused
+  // before its buffer is allocated (16 bytes that said 4 GB had allocated 4 GB, then failed).
+  if (e.method == ZIP_CM_DEFLATE && e.size > e.compressed * 1032 + 1024)
+    impl_->damaged("entry '" + name + "' declares " + std::to_string(e.size) + " bytes from " +
+                   std::to_string(e.compressed) + " compressed, more than deflate can hold");
   std::lock_guard<std::mutex> lock(impl_->mutex);
   zip_file_t* f = impl_->open(index);
   std::string out(static_cast<std::size_t>(e.size), '\0');

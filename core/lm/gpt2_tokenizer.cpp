@@ -253,6 +253,11 @@ Bpe::Bpe(const std::string& vocab_json, const std::string& merges, const std::st
   if (ids.empty()) throw InputError(vocab_source + ": the vocabulary is empty");
   int max_id = 0;
   for (const auto& [token, id] : ids) max_id = std::max(max_id, id);
+  // The tables are by id: ids far beyond the tokens' count are gaps nobody's vocabulary has (2 KB
+  // with one id 16777215 had taken 1 GB of tables), refused before they are allocated.
+  if (static_cast<std::size_t>(max_id) >= 2 * ids.size() + 65536)
+    throw InputError(vocab_source + ": ids up to " + std::to_string(max_id) + " for " + std::to_string(ids.size()) +
+                     " tokens: a vocabulary's ids run from 0 without large gaps");
   spelling_.resize(static_cast<std::size_t>(max_id) + 1);
   bytes_.resize(spelling_.size());
   present_.assign(spelling_.size(), 0);

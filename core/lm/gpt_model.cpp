@@ -264,6 +264,35 @@ int countBlocks(const TensorNames& names, const std::string& prefix) {
   return static_cast<int>(highest + 1);
 }
 
+// A JSON list of strings, read as it is parsed: a value of any other kind stops the reading.
+struct StringListSax : nlohmann::json_sax<nlohmann::json> {
+  explicit StringListSax(std::size_t most) : most_strings(most) {}
+  std::vector<std::string> strings;  // at most most_strings: one more stops the reading
+  std::size_t most_strings;
+  bool ok = false;  // one flat list, whole
+  int depth = 0;
+  bool null() override { return false; }
+  bool boolean(bool) override { return false; }
+  bool number_integer(number_integer_t) override { return false; }
+  bool number_unsigned(number_unsigned_t) override { return false; }
+  bool number_float(number_float_t, const string_t&) override { return false; }
+  bool string(string_t& s) override {
+    if (depth != 1 || strings.size() == most_strings) return false;
+    strings.push_back(std::move(s));
+    return true;
+  }
+  bool binary(binary_t&) override { return false; }
+  bool start_object(std::size_t) override { return false; }
+  bool key(string_t&) override { return false; }
+  bool end_object() override { return false; }
+  bool start_array(std::size_t) override { return ++depth == 1; }
+  bool end_array() override {
+    ok = --depth == 0;
+    return ok;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+};
+
 }  // namespace
 
 TokenNames readTokenNames(const TensorFile& file, const std::string& path, std::int64_t vocab_size) {
@@ -276,18 +305,19 @@ TokenNames readTokenNames(const TensorFile& file, const std::string& path, std::
     }
     if (key != "vocabulary") continue;
     // Its size first (each name at most 64 bytes of JSON, on average): a long list is refused
-    // before it is parsed into a tree of as many elements.
+    // before it is read; then read as a flat list of strings, anything else stopping the reading
+    // (90 MB of "[[[…" had been parsed into a tree of 3 GB).
     const std::size_t most = vocab_size >= 0 ? static_cast<std::size_t>(vocab_size) : std::size_t{1} << 24;
     const bool sized = value.size() <= 64 * (most + 1);
-    const nlohmann::json list = sized ? nlohmann::json::parse(value, nullptr, false) : nlohmann::json();
+    StringListSax list(most);
+    const bool read = sized && nlohmann::json::sax_parse(value, &list) && list.ok;
     out.labels.clear();  // (a file that says it twice: the last)
-    bool ok = list.is_array() && (vocab_size < 0 ? list.size() <= most : list.size() == most);
-    for (std::size_t i = 0; ok && i < list.size(); ++i) ok = list[i].is_string();
+    const bool ok = read && (vocab_size < 0 ? list.strings.size() <= most : list.strings.size() == most);
     if (!ok)
       throw InputError(path + ": its metadata's vocabulary must be a JSON list of the " +
                        (vocab_size >= 0 ? std::to_string(vocab_size) + " " : std::string()) +
                        "tokens' names, id by id");
-    for (const auto& n : list) out.labels.push_back(n.get<std::string>());
+    out.labels = std::move(list.strings);
   }
   if (!out.kind.empty() && out.labels.empty())
     throw InputError(path + ": its metadata says the tokens are " + out.kind + " but names none (no vocabulary)");

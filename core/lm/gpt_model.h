@@ -13,6 +13,7 @@
 // and each block's attention is the chapter's MultiHeadAttention (engine/parameters.h) with its
 // weights given, packed once for the fast path.
 #pragma once
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,7 +82,14 @@ struct GptLoadOptions {
   TensorFileLimits limits;
   // What the loaded model may hold (its weights in torch's layout and packed, the embeddings when
   // they are converted), estimated from the shapes before any tensor is read.
-  std::int64_t max_model_bytes = std::int64_t{12} << 30;
+  std::int64_t max_model_bytes = Limits{}.max_model_bytes;
+  // The same bounds from a budget (Limits::max_model_bytes): the model, and each tensor within it.
+  static GptLoadOptions within(const Limits& limits) {
+    GptLoadOptions o;
+    o.max_model_bytes = limits.max_model_bytes;
+    o.limits.max_tensor_bytes = std::min(o.limits.max_tensor_bytes, limits.max_model_bytes);
+    return o;
+  }
   // Keep the MLP's weights in torch's layout for the reference path (ExecutionOptions::fused =
   // false): the fast path reads only their packed panels, and GPT-2 small's are 226 MB.
   bool reference_mlp = true;

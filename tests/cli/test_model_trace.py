@@ -47,6 +47,16 @@ def book_model(path):
     return path
 
 
+def byte_vocabulary():
+    """GPT-2's 256 byte tokens (bytes_to_unicode's spellings), ids 0 … 255."""
+    printable = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    chars, extra = {}, 0
+    for b in range(256):
+        chars[b] = chr(b) if b in printable else chr(256 + extra)
+        extra += b not in printable
+    return {chars[b]: b for b in range(256)}
+
+
 class ModelTraceTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -108,13 +118,8 @@ class ModelTraceTest(unittest.TestCase):
         # named the folder ".").
         folder = os.path.join(self.tmp.name, "other_tokenizer")
         os.makedirs(folder, exist_ok=True)
-        printable = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
-        chars, extra = {}, 0
-        for b in range(256):
-            chars[b] = chr(b) if b in printable else chr(256 + extra)
-            extra += b not in printable
         with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
-            json.dump({chars[b]: b for b in range(256)}, f)
+            json.dump(byte_vocabulary(), f)
         with open(os.path.join(folder, "merges.txt"), "w", encoding="utf-8") as f:
             f.write("#version: 0.2\n")
         model = os.path.join(folder, "book.npz")
@@ -142,6 +147,37 @@ class ModelTraceTest(unittest.TestCase):
                              cwd=folder)
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertEqual(json.loads(run.stdout)["ids"], [ord("h"), ord("i")])
+
+    def test_a_budget_given_bounds_the_model(self):
+        # An embedding and a head of 1 200 000 zero rows, deflated by np.savez_compressed to a file of
+        # some hundred KB: the model needs some 73 MiB, which --memory-budget 64 refuses before
+        # anything is read (a model had not been held to the budget: a 4.6-MB file had read 4 GB).
+        sd = dict(np.load(self.model))
+        sd["tok_emb.weight"] = np.zeros((1200000, WIDTH), dtype=np.float32)
+        sd["out_head.weight"] = np.zeros((1200000, WIDTH), dtype=np.float32)
+        path = os.path.join(self.tmp.name, "wide_vocab.npz")
+        np.savez_compressed(path, **sd)
+        self.assertLess(os.path.getsize(path), 1 << 20)
+        run = subprocess.run([CLI, "model-trace", path, "--ids", "1,2", "--num-heads", str(HEADS), "--memory-budget",
+                              "64"], capture_output=True, text=True, timeout=60)
+        self.assertEqual((run.returncode, run.stdout[:200]), (2, ""), run.stderr)
+        self.assertRegex(run.stderr, r"^error: .*wide_vocab.npz: the model \(1 blocks of width 8, MLP 32, vocabulary "
+                                     r"1200000\) needs about 7\d MiB, more than the limit of 64 MiB\n$")
+
+    def test_a_vocabulary_with_far_ids_is_refused(self):
+        # 256 byte tokens and one id 16 777 215: tables by id had taken 1 GB for a 2-KB file.
+        folder = os.path.join(self.tmp.name, "far_ids")
+        os.makedirs(folder, exist_ok=True)
+        vocab = byte_vocabulary()
+        vocab["zz"] = 16777215
+        with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
+            json.dump(vocab, f)
+        with open(os.path.join(folder, "merges.txt"), "w", encoding="utf-8") as f:
+            f.write("#version: 0.2\n")
+        run = subprocess.run([CLI, "tokenize", folder, "--text", "hi"], capture_output=True, text=True, timeout=60)
+        self.assertEqual((run.returncode, run.stdout), (2, ""), run.stderr)
+        self.assertIn("vocab.json: ids up to 16777215 for 257 tokens: a vocabulary's ids run from 0 without large gaps",
+                      run.stderr)
 
     def test_another_architectures_config_is_refused(self):
         folder = os.path.join(self.tmp.name, "llama_config")

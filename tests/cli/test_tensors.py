@@ -249,6 +249,53 @@ class TensorsTest(unittest.TestCase):
         self.expect_error(bomb, r"a damaged zip file: entry '.*/data/0' inflates to more than its declared 16 bytes$",
                           "--values", "w")
 
+    def test_sizes_a_file_cannot_hold_allocate_nothing(self):
+        # The same entry's sizes raised to 4 GB as the pickle's shape says: deflate cannot expand 5
+        # bytes so far, so the entry is refused before its buffer is allocated (it had allocated
+        # the 4 GB, then said "does not inflate to its bytes"). Run with 1 GiB of address space.
+        good = self.path("lie_src.pth")
+        torch.save({"w": torch.ones(4)}, good)
+        lie = self.path("lie.pth")
+        declared = 1 << 30
+        with zipfile.ZipFile(good) as src, zipfile.ZipFile(lie, "w") as dst:
+            for info in src.infolist():
+                data = src.read(info)
+                if info.filename.endswith("data.pkl"):
+                    count = b"J" + struct.pack("<i", declared // 4)  # the storage's elements, and the shape
+                    data = data.replace(b"K\x04t", count + b"t").replace(b"K\x04\x85", count + b"\x85")
+                dst.writestr(info.filename, data, compress_type=zipfile.ZIP_DEFLATED)
+        blob = bytearray(open(lie, "rb").read())
+        with zipfile.ZipFile(lie) as z:
+            info = [i for i in z.infolist() if i.filename.endswith("/data/0")][0]
+        struct.pack_into("<I", blob, info.header_offset + 22, declared)
+        central = blob.find(b"PK\x01\x02")
+        while central >= 0:
+            name_len = struct.unpack_from("<H", blob, central + 28)[0]
+            if blob[central + 46:central + 46 + name_len] == info.filename.encode():
+                struct.pack_into("<I", blob, central + 24, declared)
+                break
+            central = blob.find(b"PK\x01\x02", central + 4)
+        open(lie, "wb").write(bytes(blob))
+        self.assertEqual(self.listing(lie)["tensors"], [{"name": "w", "dtype": "F32", "shape": [declared // 4]}])
+        import resource
+        run = subprocess.run([CLI, "tensors", lie, "--values", "w", "--memory-budget", "8192"], capture_output=True,
+                             text=True, timeout=120,
+                             preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)))
+        self.assertEqual(run.returncode, 2, run.stderr)
+        self.assertRegex(run.stderr, r"a damaged zip file: entry '.*/data/0' declares %d bytes from \d+ compressed, "
+                                     r"more than deflate can hold\n$" % declared)
+
+    def test_names_are_bounded_before_they_are_built(self):
+        # A chain of dicts each holding the next under one long key, pickled once and fetched from
+        # the memo at every level: the names had grown to gigabytes (or minutes of copying).
+        key = "k" * 3000
+        d = {"w": torch.ones(1)}
+        for _ in range(8):
+            d = {key: d}
+        path = self.path("long_names.pth")
+        torch.save(d, path)
+        self.expect_error(path, r"a tensor name longer than 4096 bytes \(a state_dict's names are short\): 'k+…'$")
+
     # ---- .npz ---------------------------------------------------------------------------------
     def test_npz(self):
         _, sd = state_dict()
@@ -293,6 +340,10 @@ class TensorsTest(unittest.TestCase):
                           r"a truncated safetensors file: its header length \d+ runs past the end of the file")
         self.expect_error(write("huge-header.safetensors", struct.pack("<Q", 10 ** 9) + b"{}"),
                           r"its header length 1000000000 is more than safetensors' limit of 100000000 bytes$")
+        # A NUL ends nlohmann's reading: what followed it went unread (safetensors' reader refuses it).
+        text = json.dumps({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}).encode() + b"\0junk"
+        self.expect_error(write("nul-header.safetensors", struct.pack("<Q", len(text)) + text + bytes(4)),
+                          r"its header holds a NUL byte at byte \d+ \(a safetensors header is JSON, padded with spaces\)$")
 
         def header(h, data):
             text = json.dumps(h).encode()
