@@ -142,7 +142,14 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
   ExecutionOptions exec;
   exec.parallel = true;
   exec.threads = options.threads;
-  const GptResult result = gptForward(*model, ids, request, exec, limits);
+  // An overflow says which model's values overflowed (it had named no file).
+  const GptResult result = [&] {
+    try {
+      return gptForward(*model, ids, request, exec, limits);
+    } catch (const ComputeError& e) {
+      throw ComputeError(options.model + ": " + e.what());
+    }
+  }();
 
   // A token as the vocabulary spells it (Ġ for a leading space), or as the model's own names it (a
   // text trained here), or its id without either.

@@ -18,4 +18,9 @@ enum class FileKind {
 // "is not a regular file (…)", "N bytes is larger than the limit of M bytes".
 std::string readFileWithin(const std::string& path, std::int64_t max_bytes, FileKind kind = FileKind::Regular);
 
+// Why a path could not be opened, from its errno: "cannot open the file (does it exist?)" when it
+// does not, "cannot open the file: permission denied", "…: a loop of symbolic links", else the
+// system's words. Every reader says it alike (an unreadable model had read as a missing one).
+std::string cannotOpen(int error);
+
 }  // namespace attnscope

@@ -11,12 +11,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <unordered_set>
 
 #include "engine/errors.h"
+#include "formats/file_reading.h"
 #include "formats/tensor_file_kinds.h"
 
 namespace attnscope {
@@ -263,7 +265,7 @@ class SafetensorsFile : public TensorFile {
 
 std::shared_ptr<const TensorFile> openSafetensorsFile(const std::string& path, const TensorFileLimits& limits) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, "cannot open the file (does it exist?)");
+  if (fd < 0) fail(path, cannotOpen(errno));
   struct stat st;
   if (fstat(fd, &st) != 0) {
     ::close(fd);

@@ -6,6 +6,7 @@
 
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -19,6 +20,7 @@
 #endif
 
 #include "engine/errors.h"
+#include "formats/file_reading.h"
 #include "formats/npy.h"
 #include "formats/tensor_file_kinds.h"
 
@@ -418,7 +420,7 @@ std::shared_ptr<const TensorFile> openNpz(ZipArchive zip, const std::string& sou
 
 std::shared_ptr<const TensorFile> TensorFile::open(const std::string& path, const TensorFileLimits& limits) {
   struct stat st;
-  if (::stat(path.c_str(), &st) != 0) fail(path, "cannot open the file (does it exist?)");
+  if (::stat(path.c_str(), &st) != 0) fail(path, cannotOpen(errno));
   if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a file");
   if (!S_ISREG(st.st_mode)) fail(path, "not a regular file");
   if (st.st_size > limits.max_file_bytes)
@@ -427,7 +429,7 @@ std::shared_ptr<const TensorFile> TensorFile::open(const std::string& path, cons
   std::string head(512, '\0');
   {
     std::ifstream in(path, std::ios::binary);
-    if (!in) fail(path, "cannot open the file (does it exist?)");
+    if (!in) fail(path, cannotOpen(errno == 0 ? EACCES : errno));
     in.read(head.data(), static_cast<std::streamsize>(head.size()));
     head.resize(static_cast<std::size_t>(in.gcount()));
   }

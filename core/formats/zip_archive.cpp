@@ -7,10 +7,12 @@
 #include <sys/stat.h>
 #include <zip.h>
 
+#include <cerrno>
 #include <mutex>
 #include <unordered_map>
 
 #include "engine/errors.h"
+#include "formats/file_reading.h"
 
 namespace attnscope {
 
@@ -132,7 +134,7 @@ ZipArchive ZipArchive::openFile(const std::string& path, const std::string& sour
   struct stat st;
   impl->archive_size = ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
   if (!impl->zip) {
-    if (error == ZIP_ER_OPEN || error == ZIP_ER_NOENT) fail(source, "cannot open the file (does it exist?)");
+    if (error == ZIP_ER_OPEN || error == ZIP_ER_NOENT) fail(source, cannotOpen(error == ZIP_ER_NOENT ? ENOENT : errno));
     impl->damaged(why(error));
   }
   impl->list();

@@ -3,8 +3,12 @@
 // Linear layout, and each block's attention packed once.
 #include "lm/gpt_model.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -633,6 +637,10 @@ std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptL
   const std::string folder = modelFolder(path);
   std::string weights = path;
   if (folder == path) {
+    // (a folder it may not enter reads as one without a model: said as what it is)
+    if (::access(folder.c_str(), R_OK | X_OK) != 0 && errno != ENOENT)
+      throw InputError(path + ": cannot open the folder: " +
+                       (errno == EACCES ? std::string("permission denied") : std::strerror(errno)));
     weights.clear();
     for (const char* name : {"model.safetensors", "pytorch_model.bin", "model.pth", "model.pt", "model.npz"})
       if (isFile(fs::path(folder) / name)) {

@@ -164,6 +164,28 @@ class ModelTraceTest(unittest.TestCase):
         self.assertRegex(run.stderr, r"^error: .*wide_vocab.npz: the model \(1 blocks of width 8, MLP 32, vocabulary "
                                      r"1200000\) needs about 7\d MiB, more than the limit of 64 MiB\n$")
 
+    def test_an_overflow_names_the_model(self):
+        # Scores beyond float32's range: refused in one line that names the file (it had named none).
+        sd = dict(np.load(self.model))
+        for name in ("trf_blocks.0.att.W_query.weight", "trf_blocks.0.att.W_key.weight"):
+            sd[name] = np.where(sd[name] > 0, 1e19, -1e19).astype(np.float32)
+        path = os.path.join(self.tmp.name, "overflow.npz")
+        np.savez(path, **sd)
+        run = subprocess.run([CLI, "model-trace", path, "--ids", "1,2", "--num-heads", str(HEADS)], capture_output=True,
+                             text=True, timeout=60)
+        self.assertEqual((run.returncode, run.stdout), (2, ""), run.stderr)
+        self.assertRegex(run.stderr, r"^error: .*overflow.npz: .*overflow")
+        self.assertEqual(len(run.stderr.splitlines()), 1, run.stderr)
+
+    @unittest.skipUnless(os.geteuid() == 0 and os.path.exists("/usr/sbin/runuser"), "needs root to run as nobody")
+    def test_a_file_it_may_not_read_is_said_so(self):
+        # Run as nobody: the model, in this test's folder (mode 700), cannot be reached. It had read
+        # as a missing file ("does it exist?").
+        run = subprocess.run(["/usr/sbin/runuser", "-u", "nobody", "--", CLI, "model-trace", self.model, "--ids", "1",
+                              "--num-heads", str(HEADS)], capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 2, run.stderr)
+        self.assertIn("book.npz: cannot open the file: permission denied", run.stderr)
+
     def test_a_vocabulary_with_far_ids_is_refused(self):
         # 256 byte tokens and one id 16 777 215: tables by id had taken 1 GB for a 2-KB file.
         folder = os.path.join(self.tmp.name, "far_ids")
