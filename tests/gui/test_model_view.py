@@ -1022,6 +1022,18 @@ def checks(tmp):
                 (r.returncode, r.stderr)
             assert not os.path.exists(os.path.join(tmp, "bad.png")), "a screenshot of no model"
             print(f"  {lines[0]}")
+            # A --memory-budget given bounds a model too: an embedding of 1 200 000 zero rows,
+            # deflated to a small file, needs some 73 MiB, refused at 64 before anything is read.
+            wide = os.path.join(tmp, "wide_vocab.npz")
+            sd = {"tok_emb.weight": np.zeros((1200000, 8), np.float32), "pos_emb.weight": np.zeros((4, 8), np.float32),
+                  "trf_blocks.0.norm1.scale": np.ones(8, np.float32)}
+            np.savez_compressed(wide, **sd)
+            r = subprocess.run([app, "--model", wide, "--num-heads", "2", "--memory-budget", "64", "--screenshot",
+                                os.path.join(tmp, "wide.png")], env=env, capture_output=True, text=True, timeout=60)
+            lines = [x for x in r.stderr.splitlines() if x.strip()]
+            assert r.returncode == 2 and len(lines) == 1 and "more than the limit of 64 MiB" in lines[0], \
+                (r.returncode, r.stderr)
+            print(f"  {lines[0]}")
 
         def a_trained_texts_model_takes_text():
             # A model `train` saved from a text task takes a typed text in the app, cut into its
