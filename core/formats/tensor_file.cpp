@@ -64,9 +64,15 @@ bool looksLikeSafetensors(const std::string& head) { return head.size() >= 9 && 
 
 std::shared_ptr<const TensorFile> openZip(ZipArchive zip, const std::string& source, const TensorFileLimits& limits) {
   const auto& entries = zip.entries();
+  // torch.save writes one pickle; torch.load refuses a second, which would be read or not by order.
+  std::vector<std::size_t> pickles;
   for (std::size_t i = 0; i < entries.size(); ++i)
-    if (entries[i].name == "data.pkl" || endsWith(entries[i].name, "/data.pkl"))
-      return openPth(std::move(zip), i, source, limits);
+    if (entries[i].name == "data.pkl" || endsWith(entries[i].name, "/data.pkl")) pickles.push_back(i);
+  if (pickles.size() > 1)
+    fail(source, "a torch file with " + str(static_cast<long long>(pickles.size())) + " pickles ('" +
+                     printableName(entries[pickles[0]].name) + "', '" + printableName(entries[pickles[1]].name) +
+                     "'): torch.save writes one");
+  if (!pickles.empty()) return openPth(std::move(zip), pickles[0], source, limits);
   for (const ZipArchive::Entry& e : entries)
     if (!endsWith(e.name, ".npy"))
       fail(source, "a zip that is neither torch.save's (no */data.pkl) nor NumPy's .npz (entry '" +

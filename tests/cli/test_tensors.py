@@ -217,6 +217,16 @@ class TensorsTest(unittest.TestCase):
         torch.save({"w": torch.ones(2)}, legacy, _use_new_zipfile_serialization=False)
         self.expect_error(legacy, r"a torch file in the legacy format \(torch before 1\.6, or torch\.save with "
                                   r"_use_new_zipfile_serialization=False\).*save it again with torch\.save")
+        # A second archive in the zip: torch.load refuses it; which one was read had hung on the order.
+        one, two = self.path("one_pickle.pth"), self.path("two_pickles.pth")
+        torch.save({"w": torch.ones(2)}, one)
+        with zipfile.ZipFile(one) as src, zipfile.ZipFile(two, "w") as dst:
+            for info in src.infolist():
+                dst.writestr(info.filename, src.read(info))
+            for info in src.infolist():
+                dst.writestr("other/" + info.filename.split("/", 1)[1], src.read(info))
+        self.expect_error(two, r"a torch file with 2 pickles \('.*/data\.pkl', 'other/data\.pkl'\): torch\.save "
+                               r"writes one$")
         single = self.path("tensor.pt")
         torch.save(torch.ones(3), single)
         self.expect_error(single, r"the file holds one tensor, not a state_dict")
