@@ -262,7 +262,7 @@ class TensorsTest(unittest.TestCase):
     def test_sizes_a_file_cannot_hold_allocate_nothing(self):
         # The same entry's sizes raised to 4 GB as the pickle's shape says: deflate cannot expand 5
         # bytes so far, so the entry is refused before its buffer is allocated (it had allocated
-        # the 4 GB, then said "does not inflate to its bytes"). Run with 1 GiB of address space.
+        # the bytes, then said "does not inflate to its bytes": the message tells which happened).
         good = self.path("lie_src.pth")
         torch.save({"w": torch.ones(4)}, good)
         lie = self.path("lie.pth")
@@ -287,10 +287,8 @@ class TensorsTest(unittest.TestCase):
             central = blob.find(b"PK\x01\x02", central + 4)
         open(lie, "wb").write(bytes(blob))
         self.assertEqual(self.listing(lie)["tensors"], [{"name": "w", "dtype": "F32", "shape": [declared // 4]}])
-        import resource
         run = subprocess.run([CLI, "tensors", lie, "--values", "w", "--memory-budget", "8192"], capture_output=True,
-                             text=True, timeout=120,
-                             preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30)))
+                             text=True, timeout=120)
         self.assertEqual(run.returncode, 2, run.stderr)
         self.assertRegex(run.stderr, r"a damaged zip file: entry '.*/data/0' declares %d bytes from \d+ compressed, "
                                      r"more than deflate can hold\n$" % declared)
