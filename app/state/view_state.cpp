@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "engine/errors.h"
 
@@ -135,10 +136,23 @@ std::vector<std::string> columnIds(const nlohmann::json& value, const std::strin
 using Json = nlohmann::json;
 struct ViewField {
   const char* name;
-  void (*set)(ViewState& v, const std::string& f, const Json& value);
-  Json (*get)(const ViewState& v);  // null: not written
-  bool in_file = true;              // read from and saved with a workspace
+  std::function<void(ViewState& v, const std::string& f, const Json& value)> set;
+  std::function<Json(const ViewState& v)> get;  // null: not written
+  bool in_file = true;                          // read from and saved with a workspace
 };
+
+// The rows of a plain true/false field and of a whole number within [lo, hi], by their member.
+ViewField flagField(const char* name, bool ViewState::*member, bool in_file = true) {
+  return {name, [member](ViewState& v, const std::string& f, const Json& value) { v.*member = boolean(f, value); },
+          [member](const ViewState& v) -> Json { return v.*member; }, in_file};
+}
+ViewField countField(const char* name, int ViewState::*member, int lo, int hi) {
+  return {name,
+          [member, lo, hi](ViewState& v, const std::string& f, const Json& value) {
+            v.*member = integer(f, value, lo, hi);
+          },
+          [member](const ViewState& v) -> Json { return v.*member; }};
+}
 
 const std::vector<ViewField>& viewFields() {
   static const std::vector<ViewField> fields = {
@@ -150,12 +164,8 @@ const std::vector<ViewField>& viewFields() {
          v.colormap = c;
        },
        [](const ViewState& v) -> Json { return colormapId(v.colormap); }},
-      {"diverging_for_signed",
-       [](ViewState& v, const std::string& f, const Json& value) { v.diverging_for_signed = boolean(f, value); },
-       [](const ViewState& v) -> Json { return v.diverging_for_signed; }},
-      {"shared_scale",
-       [](ViewState& v, const std::string& f, const Json& value) { v.shared_scale = boolean(f, value); },
-       [](const ViewState& v) -> Json { return v.shared_scale; }},
+      flagField("diverging_for_signed", &ViewState::diverging_for_signed),
+      flagField("shared_scale", &ViewState::shared_scale),
       {"colour_scale",
        [](ViewState& v, const std::string& f, const Json& value) {
          if (!value.is_string() || !parseColourScale(value.get<std::string>(), &v.colour_scale))
@@ -178,12 +188,9 @@ const std::vector<ViewField>& viewFields() {
          v.light_theme = value == "light";
        },
        [](const ViewState& v) -> Json { return v.light_theme ? "light" : "dark"; }},
-      {"batch", [](ViewState& v, const std::string& f, const Json& value) { v.batch = integer(f, value, 0, 1 << 20); },
-       [](const ViewState& v) -> Json { return v.batch; }},
-      {"head", [](ViewState& v, const std::string& f, const Json& value) { v.head = integer(f, value, -1, 1 << 20); },
-       [](const ViewState& v) -> Json { return v.head; }},
-      {"token", [](ViewState& v, const std::string& f, const Json& value) { v.token = integer(f, value, 0, 1 << 20); },
-       [](const ViewState& v) -> Json { return v.token; }},
+      countField("batch", &ViewState::batch, 0, 1 << 20),
+      countField("head", &ViewState::head, -1, 1 << 20),
+      countField("token", &ViewState::token, 0, 1 << 20),
       {"columns",
        [](ViewState& v, const std::string& f, const Json& value) {
          std::array<bool, kStageCount> show{};
@@ -212,28 +219,16 @@ const std::vector<ViewField>& viewFields() {
          v.tab = value.get<std::string>();
        },
        [](const ViewState& v) -> Json { return v.tab; }},
-      {"screenshot_scale",
-       [](ViewState& v, const std::string& f, const Json& value) { v.screenshot_scale = integer(f, value, 1, 3); },
-       [](const ViewState& v) -> Json { return v.screenshot_scale; }},
-      {"caption", [](ViewState& v, const std::string& f, const Json& value) { v.caption = boolean(f, value); },
-       [](const ViewState& v) -> Json { return v.caption; }},
-      {"inspector", [](ViewState& v, const std::string& f, const Json& value) { v.show_inspector = boolean(f, value); },
-       [](const ViewState& v) -> Json { return v.show_inspector; }},
-      {"model_panel", [](ViewState& v, const std::string& f, const Json& value) { v.show_model = boolean(f, value); },
-       [](const ViewState& v) -> Json { return v.show_model; }},
-      {"inputs_panel", [](ViewState& v, const std::string& f, const Json& value) { v.show_inputs = boolean(f, value); },
-       [](const ViewState& v) -> Json { return v.show_inputs; }},
-      {"status_bar", [](ViewState& v, const std::string& f, const Json& value) { v.show_status = boolean(f, value); },
-       [](const ViewState& v) -> Json { return v.show_status; }},
-      {"statistics",
-       [](ViewState& v, const std::string& f, const Json& value) { v.show_statistics = boolean(f, value); },
-       [](const ViewState& v) -> Json { return v.show_statistics; }},
-      {"presentation",
-       [](ViewState& v, const std::string& f, const Json& value) { v.presentation = boolean(f, value); },
-       [](const ViewState& v) -> Json { return v.presentation; }},
+      countField("screenshot_scale", &ViewState::screenshot_scale, 1, 3),
+      flagField("caption", &ViewState::caption),
+      flagField("inspector", &ViewState::show_inspector),
+      flagField("model_panel", &ViewState::show_model),
+      flagField("inputs_panel", &ViewState::show_inputs),
+      flagField("status_bar", &ViewState::show_status),
+      flagField("statistics", &ViewState::show_statistics),
+      flagField("presentation", &ViewState::presentation),
       // (a file opened never starts watching by itself)
-      {"watch", [](ViewState& v, const std::string& f, const Json& value) { v.watch = boolean(f, value); },
-       [](const ViewState& v) -> Json { return v.watch; }, false},
+      flagField("watch", &ViewState::watch, false),
       {"text_size",
        [](ViewState& v, const std::string& f, const Json& value) { v.text_size = textSize(f, value, v.text_size); },
        [](const ViewState& v) -> Json { return v.text_size; }},
@@ -244,11 +239,7 @@ const std::vector<ViewField>& viewFields() {
          v.lines_stage = value.get<std::string>();
        },
        [](const ViewState& v) -> Json { return v.lines_stage; }},
-      {"lines_top_k",
-       [](ViewState& v, const std::string& f, const Json& value) {
-         v.lines_top_k = integer(f, value, 1, kLinesMaxTopK);
-       },
-       [](const ViewState& v) -> Json { return v.lines_top_k; }},
+      countField("lines_top_k", &ViewState::lines_top_k, 1, kLinesMaxTopK),
       {"lines_hidden_heads",
        [](ViewState& v, const std::string& f, const Json& value) {
          if (!value.is_array()) failView(f, "expected an array of 0-based head indices");
@@ -261,9 +252,7 @@ const std::vector<ViewField>& viewFields() {
          v.lines_hidden_heads = hidden;
        },
        [](const ViewState& v) -> Json { return v.lines_hidden_heads; }},
-      {"lines_isolate",
-       [](ViewState& v, const std::string& f, const Json& value) { v.lines_isolate = boolean(f, value); },
-       [](const ViewState& v) -> Json { return v.lines_isolate; }},
+      flagField("lines_isolate", &ViewState::lines_isolate),
       {"temperature",
        [](ViewState& v, const std::string& f, const Json& value) {
          if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0 ||

@@ -201,16 +201,12 @@ std::int64_t FloatTensor::elements() const {
 }
 
 const TensorInfo* TensorFile::find(const std::string& name) const {
-  if (index_.size() == tensors_.size()) {
-    const auto it = index_.find(name);
-    return it == index_.end() ? nullptr : &tensors_[it->second];
-  }
-  for (const TensorInfo& t : tensors_)  // a listing not indexed (tensors added one by one: tests)
-    if (t.name == name) return &t;
-  return nullptr;
+  const auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &tensors_[it->second];
 }
 
 void TensorFile::indexTensors(const char* what) {
+  index_.clear();
   index_.reserve(tensors_.size());
   for (std::size_t i = 0; i < tensors_.size(); ++i)
     if (!index_.emplace(tensors_[i].name, i).second)

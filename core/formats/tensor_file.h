@@ -86,8 +86,8 @@ class TensorFile {
 
  protected:
   // Each kind's constructor ends with this, once tensors_ is whole: the names indexed for find (a
-  // name looked up per tensor had made 100 000 tensors take minutes; a listing not indexed is
-  // searched), a name given twice refused as "two WHAT named 'NAME'".
+  // name looked up per tensor had made 100 000 tensors take minutes), a name given twice refused
+  // as "two WHAT named 'NAME'".
   void indexTensors(const char* what);
   std::string path_, format_;
   std::vector<TensorInfo> tensors_;

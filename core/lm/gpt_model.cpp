@@ -311,16 +311,14 @@ TokenNames readTokenNames(const TensorFile& file, const std::string& path, std::
     // Its size first (each name at most 64 bytes of JSON, on average): a long list is refused
     // before it is read; then read as a flat list of strings, anything else stopping the reading
     // (90 MB of "[[[…" had been parsed into a tree of 3 GB).
-    const std::size_t most = vocab_size >= 0 ? static_cast<std::size_t>(vocab_size) : std::size_t{1} << 24;
+    const std::size_t most = static_cast<std::size_t>(std::max<std::int64_t>(vocab_size, 0));
     const bool sized = value.size() <= 64 * (most + 1);
     StringListSax list(most);
     const bool read = sized && nlohmann::json::sax_parse(value, &list) && list.ok;
     out.labels.clear();  // (a file that says it twice: the last)
-    const bool ok = read && (vocab_size < 0 ? list.strings.size() <= most : list.strings.size() == most);
-    if (!ok)
-      throw InputError(path + ": its metadata's vocabulary must be a JSON list of the " +
-                       (vocab_size >= 0 ? std::to_string(vocab_size) + " " : std::string()) +
-                       "tokens' names, id by id");
+    if (!read || list.strings.size() != most)
+      throw InputError(path + ": its metadata's vocabulary must be a JSON list of the " + std::to_string(most) +
+                       " tokens' names, id by id");
     out.labels = std::move(list.strings);
   }
   if (!out.kind.empty() && out.labels.empty())

@@ -117,7 +117,7 @@ std::string modelTitle(const GptModel& model);
 std::string modelFolder(const std::string& path);
 
 // The token names a model trained here on a text has in its file's metadata (lm/vocabulary_tokenizer.h);
-// `vocab_size` ≥ 0: the list must be that long. Throws InputError naming `path` for a damaged list.
+// the list must be `vocab_size` long (the model's ids). Throws InputError naming `path` for a damaged list.
 TokenNames readTokenNames(const TensorFile& file, const std::string& path, std::int64_t vocab_size);
 
 // The rows of the file's token embedding (wte.weight or tok_emb.weight, under any prefix a

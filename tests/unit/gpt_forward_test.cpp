@@ -35,6 +35,7 @@ class MemoryTensors : public TensorFile {
     for (float& v : *values) v = normal(rng);
     values_[name] = values;
     tensors_.push_back({name, "F32", shape});
+    indexTensors("tensors");
   }
   std::vector<float>& values(const std::string& name) { return *values_.at(name); }
   FloatTensor floats(const std::string& name) const override {
