@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -271,22 +272,6 @@ void CompareView::draw(const PanelContext& ctx) {
     // Maps small enough to show every cell's number, within the cap on their cells below.
     const auto numbered = [](Eigen::Index rows, Eigen::Index cols) { return rows <= 12 && cols <= 64; };
     const bool labelled = numbered(R, C);
-    const bool negative = rowRange(a, row_a).lo < 0 || rowRange(*b, row).lo < 0 || flagsRow(row);  // B − A, masks' ×2.0
-    // Room for the compact labels of A's and B's own numbers too: a value too small for two decimals
-    // prints as "−7e−4", wider than "−.00" (A and B then showed no numbers beside B − A's).
-    // (Measured for the longest such label only: a tiny label's width is its length's.)
-    float label_cell = negative ? signed_cell : unsigned_cell;
-    std::string longest;
-    if (labelled && !flagsRow(row))
-      for (const StageMap* m : {&va, &vb})
-        for (Eigen::Index i = 0; i < m->rows(); ++i)
-          for (Eigen::Index j = 0; j < m->cols(); ++j)
-            if (const float v = (*m)(i, j); !std::isinf(v) && std::fabs(v) < 0.005f && v != 0)
-              if (std::string text = cellLabel(v, CellFormat::Compact); text.size() > longest.size())
-                longest = std::move(text);
-    if (!longest.empty())
-      label_cell = std::max(label_cell,
-                            heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, longest.c_str()).x));
     const bool tokens_cols = !row.module && stageInfo(row.stage).square;
     const bool token_rows = row.module ? !moduleMapInfo(row.map).parameter : !stageInfo(row.stage).parameter;
     // A, B and B − A; maps of different shapes have no B − A, and A and B then stand side by side —
@@ -294,6 +279,31 @@ void CompareView::draw(const PanelContext& ctx) {
     // of the tokens both have.
     const bool aligned = alignable(va, vb, token_rows, tokens_cols);
     const int maps = (va.rows() == vb.rows() && va.cols() == vb.cols()) || aligned ? 3 : 2;
+    // Room for the numbers of all three: B − A is signed whatever A and B are (A's and B's weights
+    // had shown theirs at 28-px cells beside a B − A of none), and a value too small for two
+    // decimals prints as "−7e−4", wider than "−.00" (a seed's B − A has many). (Measured for the
+    // longest such label only: a tiny label's width is its length's.)
+    const bool negative = maps == 3 || rowRange(a, row_a).lo < 0 || rowRange(*b, row).lo < 0 || flagsRow(row);
+    float label_cell = negative ? signed_cell : unsigned_cell;
+    std::string longest;
+    const auto longestTiny = [&](const StageMap& m, const std::function<bool(int, int)>& blank) {
+      for (Eigen::Index i = 0; i < m.rows(); ++i)
+        for (Eigen::Index j = 0; j < m.cols(); ++j)
+          if (const float v = m(i, j); !std::isinf(v) && std::fabs(v) < 0.005f && v != 0 &&
+                                       !(blank && blank(static_cast<int>(i), static_cast<int>(j))))
+            if (std::string text = cellLabel(v, CellFormat::Compact); text.size() > longest.size())
+              longest = std::move(text);
+    };
+    if (labelled && !flagsRow(row)) {
+      longestTiny(va, nullptr), longestTiny(vb, nullptr);
+      // (A small map's difference: worked out now, once; the cache serves its drawing below.)
+      if (maps == 3)
+        if (const auto d = difference(row.head_a, row.head, row.key(), va, vb, token_rows, tokens_cols); d->comparable)
+          longestTiny(StageMap(d->delta), [&d](int i, int j) { return d->blank(i, j) != 0; });
+    }
+    if (!longest.empty())
+      label_cell = std::max(label_cell,
+                            heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, longest.c_str()).x));
     // The column labels' band above the cells: across where every label fits its cell, else upright.
     float col_w = tokens_cols ? label_w : 0;
     if (!tokens_cols)
@@ -319,13 +329,26 @@ void CompareView::draw(const PanelContext& ctx) {
     const auto tileW = [&](int per_line) {
       return (avail_w - static_cast<float>(per_line - 1) * gap) / static_cast<float>(per_line);
     };
+    // A and B of the same tokens (and B − A, theirs): the rows' names only left of a line's first map,
+    // as plots sharing an axis (three bands of "starts" had taken 255 of 585 px at 1280 × 720 and
+    // 200 %: the book's 6 × 6 maps drawn at 14-px cells, no numbers).
+    const bool share_rows = maps == 3 && !aligned && (token_rows ? a.tokens() == b->tokens() : a.dims == b->dims);
+    const float shared_left = px(4);         // the band of a map without names (drawHeatmap's)
+    const auto cellsW = [&](int per_line) {  // the width of each map's cells
+      if (!share_rows) return tileW(per_line) - left;
+      const float n = static_cast<float>(per_line);
+      return (avail_w - (n - 1) * (gap + shared_left) - left) / n;
+    };
+    const auto tileWidth = [&](int per_line, int side) {  // side's tile: its band of names, its cells
+      return share_rows ? cellsW(per_line) + (side % per_line == 0 ? left : shared_left) : tileW(per_line);
+    };
     struct Fit {
       int per_line = 1;
       float cell = 0;
     };
     // The row's maps `per_line` side by side: the largest cells the width allows, and those with
     // which the row — its line, then its maps (`whole`: with their colorbars) — is in the view.
-    const auto cellWide = [&](int per_line) { return std::min(cap, (tileW(per_line) - left) / cols_f); };
+    const auto cellWide = [&](int per_line) { return std::min(cap, cellsW(per_line) / cols_f); };
     const auto cellTall = [&](int per_line, float line_h, bool whole) {
       const int lines = (maps + per_line - 1) / per_line;
       const float h = (visible_h - line_h) / static_cast<float>(lines) - gap - (whole ? bottom : 0);
@@ -370,7 +393,7 @@ void CompareView::draw(const PanelContext& ctx) {
                                                                      : " · dark grey: B's own tokens");
     const int legend_most = b_own ? 3 : 2;
     const auto legendLines = [&](const Fit& f) {
-      return maps == 3 ? heatmapLegendLines(legend, tileW(f.per_line), legend_most).size() : std::size_t{1};
+      return maps == 3 ? heatmapLegendLines(legend, tileWidth(f.per_line, 2), legend_most).size() : std::size_t{1};
     };
     // The row fitted with room for as many lines as its legend then takes (a fit with the room may
     // set more maps a line, narrower, whose legend takes more lines: fitted again with those).
@@ -500,7 +523,7 @@ void CompareView::draw(const PanelContext& ctx) {
     const Fit fit = fitRowWhole(ImGui::CalcTextSize(wrapped.c_str()).y + style.ItemSpacing.y);
     const int per_line = fit.per_line, lines = (maps + per_line - 1) / per_line;
     const float cell = fit.cell, cells_top = labelsTop(cell);
-    const float tile_w = tileW(per_line), tile_h = cells_top + cell * rows_f + bottom;
+    const float tile_h = cells_top + cell * rows_f + bottom;
 
     // A and B: one colour range over both, when their cells compare or their ranges are alike (the
     // same model's texts of other lengths: 0–0.57 beside 0–0.61 had read as the same yellow for
@@ -513,9 +536,12 @@ void CompareView::draw(const PanelContext& ctx) {
     };
     const std::string base = std::string("b") + std::to_string(b->batch) +
                              (row.module ? "m" : "h" + std::to_string(row.head)) + row.id();
+    float tile_x = tiles.x;
     for (int side = 0; side < 3; ++side) {
-      ImGui::SetCursorScreenPos(ImVec2(tiles.x + static_cast<float>(side % per_line) * (tile_w + gap),
-                                       tiles.y + static_cast<float>(side / per_line) * (tile_h + gap)));
+      if (side % per_line == 0) tile_x = tiles.x;
+      const float tile_w = tileWidth(per_line, side);
+      ImGui::SetCursorScreenPos(ImVec2(tile_x, tiles.y + static_cast<float>(side / per_line) * (tile_h + gap)));
+      tile_x += tile_w + gap;
       const Snapshot& s = side == 0 ? a : *b;
       const StageMap& values = side == 0 ? va : vb;
       const int head = side == 0 ? row.head_a : row.head;
@@ -524,7 +550,7 @@ void CompareView::draw(const PanelContext& ctx) {
       spec.id = std::string("compare_") + which + "_" + base;
       spec.dump = {
           {"compare", which}, {"head", head}, {"stage", row.id()}, {"module", row.module}, {"batch", s.batch}};
-      spec.row_labels = token_rows ? &s.tokens() : &s.dims;
+      spec.row_labels = share_rows && side % per_line != 0 ? nullptr : token_rows ? &s.tokens() : &s.dims;
       spec.col_labels = tokens_cols ? &s.tokens() : &dimsOf(s, row.module, head);
       spec.token_rows = token_rows, spec.token_cols = tokens_cols;
       // B's token k on this side: on an aligned row's A, A's of the same token (−1: B's own).

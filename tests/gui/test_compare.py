@@ -11,7 +11,8 @@
   difference for the T × T maps, never a crash; unpin returns to the Heatmaps tab.
 - GPT-2 small: pinned, another seed: the maps on screen have a nonzero difference.
 - On a projector (1280 × 720, 150 %, beside the panels and presented): A, B and B − A side by side,
-  whole in the tab; presented in 1600 × 1000, with their numbers.
+  whole in the tab; presented in 1600 × 1000, with their numbers. At 200 % the rows are named once,
+  left of A (B and B − A share them), the cells in view; where there is room B − A shows numbers too.
 
 Usage: test_compare.py --app APP --cli CLI --presets PRESETS_DIR
 """
@@ -234,6 +235,37 @@ def main():
                     print(f"  {size} 150 %, {name}: A, B and B − A side by side, cells {side['A']['cell']:.0f} px, "
                           f"numbers {bool(side['A'].get('values_shown'))}")
 
+            def names_once_numbers_on_all():
+                # A and B of the same tokens name their rows once, left of the line's first map, as
+                # plots sharing an axis: at 1280 × 720 and 200 % three bands of "starts" had taken
+                # 255 of the tab's 585 px, the book's 6 × 6 maps drawn at 14-px cells (84 px).
+                d = headless("names-once", [{"do": "pin"}, {"do": "set", "field": "seed", "value": 7},
+                                            {"do": "view", "field": "tab", "value": "compare"}],
+                             "--open", multihead, "--size", "1280x720", "--text-size", "200")
+                first = {e["compare"]: e for e in compare_maps(d) if e["stage"] == "scores" and e["head"] == 0}
+                expect(sorted(first) == ["A", "B", "diff"] and len({round(e["tile"]["y"]) for e in first.values()}) == 1,
+                       f"names once: the first row {[(k, e['tile']) for k, e in first.items()]}")
+                named = {k: [n["index"] for n in e["axis_names"]["rows"]] for k, e in first.items()}
+                expect(named["A"] and not named["B"] and not named["diff"], f"names once: rows named {named}")
+                bottom = d["panels"]["compare"]["y"] + d["panels"]["compare"]["h"]
+                for k, e in first.items():
+                    cells = e["cells"]
+                    expect(cells["w"] >= 96 - 0.5 and cells["y"] + cells["h"] <= bottom,
+                           f"names once: {k}'s cells {cells}, the tab's bottom {bottom}")
+                once = first["A"]["cell"]
+                # Where A's and B's weights show their numbers and there is room, B − A shows its own:
+                # signed, and a seed's has values too small for two decimals ("−4e−4"). It had been
+                # laid out for A's and B's ".00" only, and drew none.
+                d = headless("numbers-on-all", [{"do": "view", "field": "columns", "value": ["weights"]},
+                                                {"do": "pin"}, {"do": "set", "field": "seed", "value": 7},
+                                                {"do": "view", "field": "tab", "value": "compare"}],
+                             "--open", multihead, "--size", "1600x1000")
+                first = {e["compare"]: e for e in compare_maps(d) if e["stage"] == "weights" and e["head"] == 0}
+                expect(sorted(first) == ["A", "B", "diff"] and all(e["values_shown"] for e in first.values()),
+                       f"numbers on all: {[(k, e['values_shown'], round(e['cell'], 1)) for k, e in first.items()]}")
+                print(f"  1280 × 720, 200 %: rows named once, cells {once:.0f} px; 1600 × 1000: numbers "
+                      f"on A, B and B − A at {first['diff']['cell']:.0f}-px cells")
+
             def causal_switched_on():
                 # Cells the mask switched on are counted in words: their B − A has no |Δ| to show
                 # (the line read "largest |B − A| = 0.0000 …, 15 of 36 cells changed", as if nothing had).
@@ -252,6 +284,7 @@ def main():
             code = run_checks([("seed: A, B and B − A against two traces", seed),
                                ("the causal mask switched on, in words", causal_switched_on),
                                ("A, B and B − A side by side on a projector", on_a_projector),
+                               ("rows named once, numbers on all three", names_once_numbers_on_all),
                                ("dropout, swap and undo", dropout_and_swap),
                                ("fewer tokens after pinning, unpin", fewer_tokens),
                                ("GPT-2 small", gpt2_small)])
