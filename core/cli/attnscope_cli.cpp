@@ -288,6 +288,8 @@ int run(int argc, char** argv) {
           !other.empty())
         throw InputError(tokenize_model + ": " + other);
     }
+    if (const std::string missing = tokenizer->missingMerges(); !missing.empty())
+      std::cerr << "note: " << missing << "\n";
     const std::string text = tokenize_text == "-"
                                  ? readFileWithin("/dev/stdin", std::int64_t{64} << 20, FileKind::AnyReadable)
                                  : tokenize_text;

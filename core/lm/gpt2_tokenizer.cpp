@@ -203,6 +203,7 @@ class Bpe final : public Gpt2Tokenizer {
   std::string tokenBytes(int id) const override { return bytes_[checked(id)]; }
   int vocabularySize() const override { return static_cast<int>(spelling_.size()); }
   int endOfText() const override { return end_of_text_; }
+  std::string missingMerges() const override { return missing_merges_; }
 
  private:
   struct Symbol {
@@ -231,6 +232,7 @@ class Bpe final : public Gpt2Tokenizer {
   int byte_id_[256];
   std::unordered_map<std::uint64_t, Merge> merges_;
   int end_of_text_ = -1;
+  std::string missing_merges_;
   // Words already encoded (encode() is const and may run on several threads at once).
   static constexpr std::size_t kMaxCachedWord = 64, kMaxCachedWords = 1 << 17;
   mutable std::shared_mutex cache_mutex_;
@@ -262,6 +264,7 @@ Bpe::Bpe(const std::string& vocab_json, const std::string& merges, const std::st
   bytes_.resize(spelling_.size());
   present_.assign(spelling_.size(), 0);
   const ByteTable& table = byteTable();
+  std::vector<char> own_utf8(spelling_.size(), 0);  // tokens that stand for their own UTF-8 (added ones)
   for (const auto& [token, id] : ids) {
     const auto i = static_cast<std::size_t>(id);
     if (present_[i]) {
@@ -282,6 +285,7 @@ Bpe::Bpe(const std::string& vocab_json, const std::string& merges, const std::st
       const std::size_t len = utf8Sequence(s + k, token.size() - k, &cp);
       if (len == 0 || cp >= 0x144 || table.byte_of[cp] < 0) {
         bytes = token;
+        own_utf8[i] = 1;
         break;
       }
       bytes += static_cast<char>(table.byte_of[cp]);
@@ -339,6 +343,24 @@ Bpe::Bpe(const std::string& vocab_json, const std::string& merges, const std::st
     if (!added) throw InputError(at + "the merge " + shown(text) + " is already on line " + std::to_string(it->second));
     merges_.emplace(key, Merge{rank++, result->second});
   }
+
+  // Tokens of the vocabulary no merge makes: byte-level ones of two or more bytes (an added token,
+  // its own UTF-8 or spelled "<…>", is made by no merge in any vocabulary). GPT-2's has none.
+  std::vector<char> made(spelling_.size(), 0);
+  for (const auto& [key, merge] : merges_) made[static_cast<std::size_t>(merge.result)] = 1;
+  std::size_t unmade = 0, byte_level = 0;
+  for (std::size_t i = 0; i < spelling_.size(); ++i) {
+    const std::string& s = spelling_[i];
+    const bool added = own_utf8[i] || (s.size() > 1 && s.front() == '<' && s.back() == '>');
+    if (!present_[i] || bytes_[i].size() < 2 || added) continue;
+    ++byte_level;
+    unmade += made[i] ? 0 : 1;
+  }
+  if (unmade > 0)
+    missing_merges_ = merges_source + ": no merge makes " + std::to_string(unmade) + " of the vocabulary's " +
+                      std::to_string(byte_level) + " tokens of two or more bytes (the file has " +
+                      std::to_string(merges_.size()) +
+                      " merges): text splits into other tokens than the model learned. Is the file whole?";
 }
 
 // Cuts the text into the pieces encode() works on and calls piece(bytes, length, id) for each in

@@ -44,6 +44,10 @@ class Gpt2Tokenizer {
   virtual std::string tokenBytes(int id) const = 0;
   virtual int vocabularySize() const = 0;
   virtual int endOfText() const = 0;  // the id of <|endoftext|>, or -1 when the vocabulary lacks it
+  // Empty, or a sentence naming the merges file where no merge makes some of the vocabulary's tokens
+  // of two or more bytes (added tokens such as "<|endoftext|>" or "<pad>" aside): a file cut short,
+  // or empty, splits text into other tokens than the model learned, and would have said nothing.
+  virtual std::string missingMerges() const = 0;
 };
 
 // What a token reads as where its spelling is not plain text: GPT-2 spells each byte as a character

@@ -668,7 +668,10 @@ std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptL
   if (!model->token_labels.empty()) {
     std::string why;
     model->tokenizer = tokenizerOfNames({model->token_labels, model->token_kind}, folder, weights, &why);
-    if (!model->tokenizer) model->notes.push_back(model->no_text = why);
+    if (!model->tokenizer)
+      model->notes.push_back(model->no_text = why);
+    else if (const std::string missing = model->tokenizer->missingMerges(); !missing.empty())
+      model->notes.push_back(missing);
   } else if (Gpt2Tokenizer::inFolder(folder)) {
     model->tokenizer = Gpt2Tokenizer::fromFolder(folder);
     // Another model's tokenizer (its ids past the model's embedding): the model still opens, on ids.
@@ -677,6 +680,8 @@ std::shared_ptr<const GptModel> loadGptModel(const std::string& path, const GptL
       model->tokenizer.reset();
       model->no_text = "no text, token ids only: " + other;
       model->notes.push_back(model->no_text);
+    } else if (const std::string missing = model->tokenizer->missingMerges(); !missing.empty()) {
+      model->notes.push_back(missing);
     }
   } else {
     // A tokenizer file there that is no regular file (a folder, a FIFO, a dangling link) is named:

@@ -100,6 +100,7 @@ class CharacterTokens final : public LabelledTokens {
   }
   std::string tokenBytes(int id) const override { return labels_[checked(id)]; }
   int endOfText() const override { return -1; }
+  std::string missingMerges() const override { return {}; }  // (characters: no merges)
 };
 
 class Gpt2Subset final : public LabelledTokens {
@@ -134,6 +135,7 @@ class Gpt2Subset final : public LabelledTokens {
     return out;
   }
   std::vector<std::string> words(const std::string& text) const override { return gpt2_->words(text); }
+  std::string missingMerges() const override { return gpt2_->missingMerges(); }
   std::string decode(const std::vector<int>& ids) const override {
     std::string out;
     for (int id : ids) out += bytes_[checked(id)];

@@ -25,16 +25,16 @@ VOCAB, CONTEXT, WIDTH, HEADS = 11, 8, 8, 2
 LABELS = {None, "previous_token", "first_token", "duplicate_token", "induction"}
 
 
-def book_model(path):
+def book_model(path, vocab=VOCAB):
     """One block of the book's GPTModel with random weights, as np.savez of its state_dict."""
     rng = np.random.default_rng(7)
 
     def r(*shape, scale=0.3):
         return (scale * rng.standard_normal(shape)).astype(np.float32)
 
-    sd = {"tok_emb.weight": r(VOCAB, WIDTH, scale=1.0), "pos_emb.weight": r(CONTEXT, WIDTH, scale=1.0),
+    sd = {"tok_emb.weight": r(vocab, WIDTH, scale=1.0), "pos_emb.weight": r(CONTEXT, WIDTH, scale=1.0),
           "final_norm.scale": 1 + r(WIDTH, scale=0.1), "final_norm.shift": r(WIDTH, scale=0.1),
-          "out_head.weight": r(VOCAB, WIDTH, scale=1.0)}
+          "out_head.weight": r(vocab, WIDTH, scale=1.0)}
     b = "trf_blocks.0."
     for name in ("W_query", "W_key", "W_value"):
         sd[b + "att." + name + ".weight"] = r(WIDTH, WIDTH)
@@ -147,6 +147,35 @@ class ModelTraceTest(unittest.TestCase):
                              cwd=folder)
         self.assertEqual(run.returncode, 0, run.stderr)
         self.assertEqual(json.loads(run.stdout)["ids"], [ord("h"), ord("i")])
+
+    def test_merges_that_make_too_few_tokens_are_said(self):
+        # An empty (or cut) merges.txt beside a vocabulary of merged tokens: the text splits into
+        # bytes, not the tokens the model learned. It opens (a byte-level vocabulary may have no
+        # merges), with a note naming the file; it had said nothing.
+        folder = os.path.join(self.tmp.name, "no_merges")
+        os.makedirs(folder, exist_ok=True)
+        vocab = byte_vocabulary()
+        vocab.update({"he": 256, "<|endoftext|>": 257})
+        with open(os.path.join(folder, "vocab.json"), "w", encoding="utf-8") as f:
+            json.dump(vocab, f)
+        model = book_model(os.path.join(folder, "book.npz"), vocab=258)
+        merges = os.path.join(folder, "merges.txt")
+        for lines, ids, note in (("#version: 0.2\n", [ord("h"), ord("e")], True),
+                                 ("#version: 0.2\nh e\n", [256], False)):
+            with open(merges, "w", encoding="utf-8") as f:
+                f.write(lines)
+            run = subprocess.run([CLI, "model-trace", model, "--text", "he", "--num-heads", str(HEADS)],
+                                 capture_output=True, text=True, timeout=60)
+            self.assertEqual(run.returncode, 0, run.stderr)
+            out = json.loads(run.stdout)
+            said = [n for n in out["notes"] if "no merge makes" in n]
+            self.assertEqual(out["ids"], ids)
+            want = [merges + ": no merge makes 1 of the vocabulary's 1 tokens of two or more bytes (the file has 0 "
+                    "merges): text splits into other tokens than the model learned. Is the file whole?"]
+            self.assertEqual(said, want if note else [])
+            run = subprocess.run([CLI, "tokenize", model, "--text", "he"], capture_output=True, text=True, timeout=60)
+            self.assertEqual((run.returncode, json.loads(run.stdout)["ids"]), (0, ids), run.stderr)
+            self.assertEqual(run.stderr, "note: " + want[0] + "\n" if note else "")
 
     def test_a_budget_given_bounds_the_model(self):
         # An embedding and a head of 1 200 000 zero rows, deflated by np.savez_compressed to a file of

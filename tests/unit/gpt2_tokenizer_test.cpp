@@ -427,6 +427,25 @@ TEST(BadFiles, Merges) {
             "fuzz[merges]:1: \"qq\" is not in the vocabulary (fuzz[vocab])");
 }
 
+// Tokens no merge makes: a merges file cut short or empty is taken (a byte-level vocabulary may
+// have no merges), and said, naming the file; added tokens are made by no merge in any vocabulary.
+TEST(BadFiles, MergesThatMakeTooFewTokens) {
+  const Files ok = tiny({"a b", "b c", "ab c"});
+  const auto whole = Gpt2Tokenizer::fromContents(ok.vocab, ok.merges, "v.json", "m.txt");
+  EXPECT_EQ(whole->missingMerges(), "");
+  const auto none = Gpt2Tokenizer::fromContents(ok.vocab, "", "v.json", "m.txt");
+  EXPECT_EQ(pieces(*none, "abc"), (Strings{"a", "b", "c"}));
+  EXPECT_EQ(none->missingMerges(),
+            "m.txt: no merge makes 3 of the vocabulary's 3 tokens of two or more bytes (the file has 0 merges): text "
+            "splits into other tokens than the model learned. Is the file whole?");
+  const auto cut = Gpt2Tokenizer::fromContents(ok.vocab, "#version: 0.2\na b\n", "v.json", "m.txt");
+  EXPECT_NE(cut->missingMerges().find("no merge makes 2 of the vocabulary's 3 tokens"), std::string::npos);
+  // Bytes only, and added tokens (their own UTF-8, or spelled "<…>"): nothing missing.
+  const Files bytes = tiny({});
+  const std::string added = bytes.vocab.substr(0, bytes.vocab.size() - 1) + ", \"<pad>\": 257, \"中文\": 258}";
+  EXPECT_EQ(Gpt2Tokenizer::fromContents(added, "", "v.json", "m.txt")->missingMerges(), "");
+}
+
 TEST(BadFiles, FilesAndFolders) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("attnscope_tokenizer_test_" + std::to_string(::getpid()));
