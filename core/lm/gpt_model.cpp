@@ -181,7 +181,17 @@ ConfigJson readConfig(const std::string& text, const std::string& source) {
   ConfigJson c;
   if (text.empty()) return c;
   c.present = true;
-  const nlohmann::json j = readJson(text, source, std::int64_t{16} << 20);
+  const nlohmann::json j = [&] {
+    try {
+      return readJson(text, source, std::int64_t{16} << 20);
+    } catch (const InputError& e) {
+      // Named by the file: "n_head: nested deeper than 64 levels" (readJson's member, as a workspace's
+      // fields are named) had not said which file of the model's folder.
+      const std::string m = e.what();
+      if (m.rfind(source + ":", 0) == 0) throw;
+      throw InputError(source + ": " + m);
+    }
+  }();
   if (!j.is_object()) throw InputError(source + ": expected a JSON object");
   auto getInt = [&](const char* key, int& out) {
     if (!j.contains(key) || j[key].is_null()) return;

@@ -241,6 +241,12 @@ class ModelTraceTest(unittest.TestCase):
         run = subprocess.run([CLI, "model-trace", model, "--ids", "1,2"], capture_output=True, text=True, timeout=60)
         self.assertEqual(run.returncode, 2, run.stdout[:200])
         self.assertRegex(run.stderr, r"config.json: model_type is 'llama', not 'gpt2'")
+        # Nested too deep: named by the file, then the member ("n_head: nested …" had not said which file).
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            f.write('{"n_layer": 1, "n_head": ' + "[" * 100 + "]" * 100 + "}")
+        run = subprocess.run([CLI, "model-trace", model, "--ids", "1,2"], capture_output=True, text=True, timeout=60)
+        self.assertEqual((run.returncode, run.stderr),
+                         (2, "error: %s: n_head: nested deeper than 64 levels\n" % os.path.join(folder, "config.json")))
 
     def test_the_heads_a_safetensors_says(self):
         # A .safetensors that says its heads (__metadata__ n_head, as attnscope saves a model it
