@@ -110,6 +110,14 @@ void CompareView::follow(const Snapshot& a, const Snapshot& b) {
   const std::vector<int>& a_of_b = token_difference_.a_of_b;
   aligned_ = a.model && b.model && a.model->model && a.model->model == b.model->model && token_difference_.shifted &&
              std::any_of(a_of_b.begin(), a_of_b.end(), [](int k) { return k >= 0; });
+  // The chapter's texts alike, where they differ in their text alone (a token inserted with
+  // "+ token" or removed): "tokens 6 → 7 · token 6 'step' → 'small' · …" had read as every later
+  // token changed, and B − A was not drawn.
+  chapter_text_ = !a.model && !b.model && token_difference_.shifted && differsInTextAlone(*a.inputs, *b.inputs, a_of_b);
+  if (chapter_text_) {
+    aligned_ = true;
+    workspace_differences_ = {"its text: " + token_difference_.said + " (B − A has B's tokens)"};
+  }
   b_own_ = std::any_of(a_of_b.begin(), a_of_b.end(), [](int k) { return k < 0; });
 }
 
@@ -187,6 +195,7 @@ void CompareView::draw(const PanelContext& ctx) {
   std::string line;
   for (const std::string& d : differs) line += (line.empty() ? "" : " · ") + d;
   line = differs.empty() ? "B computes the same as A: change a setting or a cell to see what it does"
+         : chapter_text_ ? "B differs from A in " + line
                          : "B differs from A in: " + line;
   if (a.model && b->model && a.model->model && b->model->model) {
     // Trained models' layers: which model and layer each is (their inputs and weights are the

@@ -166,6 +166,27 @@ std::vector<std::string> workspaceDifferences(const Workspace& a, const Workspac
   return out;
 }
 
+bool differsInTextAlone(const Workspace& a, const Workspace& b, const std::vector<int>& a_of_b) {
+  if (a.embeddings.cols() != b.embeddings.cols() || !a.batch_sequences.empty() || !b.batch_sequences.empty() ||
+      a_of_b.size() != b.tokens.size() || static_cast<Eigen::Index>(b.tokens.size()) != b.embeddings.rows() ||
+      static_cast<Eigen::Index>(a.tokens.size()) != a.embeddings.rows())
+    return false;
+  bool shared = false;
+  for (std::size_t k = 0; k < a_of_b.size(); ++k) {
+    const int j = a_of_b[k];
+    if (j < 0 || j >= a.embeddings.rows() || a.tokens[static_cast<std::size_t>(j)] != b.tokens[k]) continue;
+    for (Eigen::Index c = 0; c < a.embeddings.cols(); ++c) {
+      const float x = a.embeddings(j, c), y = b.embeddings(static_cast<Eigen::Index>(k), c);
+      if (std::memcmp(&x, &y, sizeof x) != 0) return false;
+    }
+    shared = true;
+  }
+  if (!shared || modelToJson(a.model) != modelToJson(b.model)) return false;
+  const nlohmann::json pa = a.model.parameters ? parameterValuesToJson(*a.model.parameters) : nlohmann::json::object();
+  const nlohmann::json pb = b.model.parameters ? parameterValuesToJson(*b.model.parameters) : nlohmann::json::object();
+  return pa == pb;
+}
+
 // Texts: where B's tokens differ from A's.
 
 namespace {

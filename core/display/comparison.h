@@ -70,4 +70,11 @@ TokenDifference tokenDifference(const std::vector<std::string>& a, const std::ve
                                 int max_places = 3);
 constexpr std::size_t kTokenDiffCells = std::size_t{1} << 22;  // 8 MB of lengths, a few ms
 
+// Whether two chapter workspaces differ in their text alone, so that their maps compare by the
+// tokens both have (alignedDifference), as a model's texts do: the same model and parameters, the
+// same d_in, no batch of sequences of their own, and every token B has of A's (`a_of_b`, the same
+// name) with A's embedding bit for bit — a token inserted ("+ token") or removed leaves the others'
+// rows as they were; the same word of a `sentence` is the same vector. At least one token shared.
+bool differsInTextAlone(const Workspace& a, const Workspace& b, const std::vector<int>& a_of_b);
+
 }  // namespace attnscope

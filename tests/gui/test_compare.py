@@ -9,6 +9,9 @@
 - Swap: A's settings become the document's (one undo step), B is pinned; undo goes back.
 - Fewer tokens after more: pinned at 6 tokens, a 3-token sentence shows A and B with no cell-by-cell
   difference for the T × T maps, never a crash; unpin returns to the Heatmaps tab.
+- The chapter's text with a token inserted ("+ token") or removed: the header says where, and B − A
+  compares the tokens both have (against two traces); with a shared token's embedding edited too,
+  position by position as before.
 - GPT-2 small: pinned, another seed: the maps on screen have a nonzero difference.
 - On a projector (1280 × 720, 150 %, beside the panels and presented): A, B and B − A side by side,
   whole in the tab; presented in 1600 × 1000, with their numbers. At 200 % the rows are named once,
@@ -17,6 +20,7 @@
 Usage: test_compare.py --app APP --cli CLI --presets PRESETS_DIR
 """
 import copy
+import json
 import os
 import shutil
 import sys
@@ -266,6 +270,46 @@ def main():
                 print(f"  1280 × 720, 200 %: rows named once, cells {once:.0f} px; 1600 × 1000: numbers "
                       f"on A, B and B − A at {first['diff']['cell']:.0f}-px cells")
 
+            def chapter_text():
+                # The chapter's texts differing in their text alone (a token inserted with "+ token",
+                # one removed) compare by the tokens both have, as a model's texts do: the header says
+                # the place, and B − A is drawn, each cell against A's of the same tokens (it had read
+                # "tokens 6 → 7 · token 6 'step' → 'small' · …", and no B − A was drawn).
+                for name, command, a_of_b, said in (
+                        ("inserted", {"do": "add_token", "name": "small", "at": 5, "seed": 3},
+                         [0, 1, 2, 3, 4, -1, 5], "token 6 (small) inserted"),
+                        ("removed", {"do": "remove_token", "index": 0}, [1, 2, 3, 4, 5], "token 1 (Your) removed")):
+                    d = headless("chapter-" + name, [{"do": "pin"}, command,
+                                                     {"do": "view", "field": "tab", "value": "compare"}],
+                                 "--open", multihead, "--size", "1920x1080")
+                    c = d["state"]["compare"]
+                    expect(c["differences"] == [f"its text: {said} (B − A has B's tokens)"],
+                           f"chapter {name}: differences {c['differences']}")
+                    ws_b = d["state"]["workspace"]
+                    ws_a = json.load(open(multihead))
+                    trace_a = cli_trace_of(args.cli, ws_a, work, f"chapter-{name}-a.json")
+                    trace_b = cli_trace_of(args.cli, ws_b, work, f"chapter-{name}-b.json")
+                    diffs = [e for e in compare_maps(d) if e["compare"] == "diff" and e["stage"] == "weights"]
+                    expect(diffs and all(e["aligned"] for e in diffs), f"chapter {name}: no aligned B − A of the weights")
+                    for e in diffs:
+                        a, b = trace_map(trace_a, e), trace_map(trace_b, e)
+                        want = np.full(b.shape, -np.inf, dtype=np.float32)
+                        for i, ai in enumerate(a_of_b):
+                            for j, aj in enumerate(a_of_b):
+                                if ai >= 0 and aj >= 0:
+                                    want[i, j] = b[i, j] - a[ai, aj]
+                        got = matrix(e["values"])
+                        expect(np.array_equal(got, want), f"chapter {name}: head {e['head']}'s B − A\n{got}\nwant\n{want}")
+                # An embedding of a token both have edited too: position by position, as before.
+                d = headless("chapter-edited", [{"do": "pin"}, {"do": "add_token", "name": "small", "at": 5, "seed": 3},
+                                                {"do": "set_cell", "row": 0, "col": 0, "value": 0.5}],
+                             "--open", multihead, "--size", "1920x1080")
+                c = d["state"]["compare"]
+                expect("tokens 6 → 7" in c["differences"] and not any(
+                    e["compare"] == "diff" and e["stage"] == "weights" for e in compare_maps(d)),
+                       f"chapter edited: {c['differences']}")
+                print("  the chapter's token inserted / removed: B − A by the tokens both have, against two traces")
+
             def causal_switched_on():
                 # Cells the mask switched on are counted in words: their B − A has no |Δ| to show
                 # (the line read "largest |B − A| = 0.0000 …, 15 of 36 cells changed", as if nothing had).
@@ -285,6 +329,7 @@ def main():
                                ("the causal mask switched on, in words", causal_switched_on),
                                ("A, B and B − A side by side on a projector", on_a_projector),
                                ("rows named once, numbers on all three", names_once_numbers_on_all),
+                               ("the chapter's texts compared by their tokens", chapter_text),
                                ("dropout, swap and undo", dropout_and_swap),
                                ("fewer tokens after pinning, unpin", fewer_tokens),
                                ("GPT-2 small", gpt2_small)])

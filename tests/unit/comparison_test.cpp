@@ -93,6 +93,29 @@ TEST(WorkspaceDifferences, CellsTokensAndTheirCounts) {
   EXPECT_EQ(f.size(), 1u);  // the three rows both have are equal
 }
 
+// Two chapter workspaces that differ in their text alone: a token inserted, its neighbours' rows
+// as they were — not when a shared token's row, the model or the parameters changed too.
+TEST(WorkspaceDifferences, TextAloneWhenTheSharedTokensKeepTheirRows) {
+  const Workspace a = bookExample();
+  Workspace b = a;
+  b.tokens.insert(b.tokens.begin() + 5, "small");
+  b.embeddings.resize(7, 3);
+  b.embeddings << a.embeddings.topRows(5), Matrix::Constant(1, 3, 0.25f), a.embeddings.bottomRows(1);
+  const std::vector<int> a_of_b = tokenDifference(a.tokens, b.tokens).a_of_b;
+  EXPECT_EQ(a_of_b, (std::vector<int>{0, 1, 2, 3, 4, -1, 5}));
+  EXPECT_TRUE(differsInTextAlone(a, b, a_of_b));
+  Workspace edited = b;
+  edited.embeddings(6, 2) += 0.5f;  // "step", a token both have
+  EXPECT_FALSE(differsInTextAlone(a, edited, a_of_b));
+  Workspace reseeded = b;
+  reseeded.model.seed = 5;
+  EXPECT_FALSE(differsInTextAlone(a, reseeded, a_of_b));
+  Workspace wider = b;
+  wider.embeddings.conservativeResize(Eigen::NoChange, 4);
+  EXPECT_FALSE(differsInTextAlone(a, wider, a_of_b));
+  EXPECT_FALSE(differsInTextAlone(a, b, std::vector<int>(7, -1)));  // nothing shared
+}
+
 using Tokens = std::vector<std::string>;
 
 TEST(TokenDifference, TheSameTextsSayNothing) {
