@@ -114,6 +114,19 @@ std::vector<std::string> heatmapLegendLines(const std::string& legend, float wid
     from = to + joint.size();
   }
   if (lines.empty()) lines.emplace_back();
+  // A part wider than the width alone breaks at its last space that fits, while lines remain ("dark
+  // grey: B's own to…" at 1280 × 800 and 150 %: "dark grey: B's own" over "tokens").
+  for (std::size_t k = 0; k < lines.size() && static_cast<int>(lines.size()) < most; ++k) {
+    if (wide(lines[k]) <= width) continue;
+    std::size_t cut = std::string::npos;
+    for (std::size_t sp = lines[k].find(' '); sp != std::string::npos && wide(lines[k].substr(0, sp)) <= width;
+         sp = lines[k].find(' ', sp + 1))
+      cut = sp;
+    if (cut == std::string::npos || cut == 0) continue;
+    std::string rest = lines[k].substr(cut + 1);
+    lines[k].resize(cut);
+    lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(k) + 1, std::move(rest));
+  }
   for (std::string& line : lines) line = fitText(small, fs, line, width);
   return lines;
 }
@@ -576,10 +589,21 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       const auto linesFrom = [&](float x, int most) {
         return heatmapLegendLines(whole, right - x - swatch, own_line ? most : 1, s.text_scale);
       };
-      const auto joined = [](const std::vector<std::string>& lines) {
+      // Whether the lines hold the whole legend: its text but the spaces and " · " they were broken at
+      // (between its parts, or at a space within one), none cut with "…".
+      const auto letters = [](const std::string& text) {
+        std::string out;
+        for (std::size_t i = 0; i < text.size(); ++i)
+          if (text.compare(i, 2, "·") == 0)
+            ++i;
+          else if (text[i] != ' ')
+            out += text[i];
+        return out;
+      };
+      const auto isWhole = [&](const std::vector<std::string>& lines) {
         std::string text;
-        for (std::size_t i = 0; i < lines.size(); ++i) text += (i == 0 ? "" : " · ") + lines[i];
-        return text;
+        for (const std::string& line : lines) text += line;
+        return letters(text) == letters(whole);
       };
       // The first whole of: one line from the cells' edge, one from the tile's, then the lines the
       // caller left room for (heatmapLegendLines, as Compare reserves them) from each; else the
@@ -589,7 +613,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       for (const auto& [x, most] :
            {std::pair{cells_x, 1}, {origin.x, 1}, {cells_x, s.legend_lines}, {origin.x, s.legend_lines}}) {
         lx = x, lines = linesFrom(x, most);
-        if (!own_line || joined(lines) == whole) break;
+        if (!own_line || isWhole(lines)) break;
       }
       if (legend.swatch) lx = drawLegendSwatch(draw, lx, ly, fs);
       legend_min = ImVec2(lx, ly), legend_max = ImVec2(lx, ly);
@@ -599,7 +623,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
                             legend_max.y + fs + (&line == &lines.back() ? 0 : 2));
       }
       content_bottom = std::max(content_bottom, legend_max.y);
-      legend_cut = joined(lines) != whole;
+      legend_cut = !isWhole(lines);
       if (legend_cut && ImGui::IsWindowHovered() && ImGui::IsMouseHoveringRect(legend_min, ImVec2(right, legend_max.y)))
         ImGui::SetTooltip("%s", whole.c_str());
     }

@@ -300,6 +300,15 @@ def main():
                                     want[i, j] = b[i, j] - a[ai, aj]
                         got = matrix(e["values"])
                         expect(np.array_equal(got, want), f"chapter {name}: head {e['head']}'s B − A\n{got}\nwant\n{want}")
+                # Its legend whole where a part alone is wider than the tile: "dark grey: B's own
+                # tokens" breaks at a space (it was cut to "dark grey: B's own to…" at 1280 × 800, 150 %).
+                d = headless("chapter-legend", [{"do": "view", "field": "columns", "value": ["weights"]}, {"do": "pin"},
+                                                {"do": "add_token", "name": "small", "at": 5, "seed": 3},
+                                                {"do": "view", "field": "tab", "value": "compare"}],
+                             "--open", multihead, "--size", "1280x800", "--text-size", "150")
+                legends = [e["legend"] for e in compare_maps(d) if e["compare"] == "diff" and e["head"] == 0]
+                expect(legends and legends[0] and not legends[0]["cut"] and "B's own tokens" in legends[0]["text"],
+                       f"chapter legend: {legends}")
                 # An embedding of a token both have edited too: position by position, as before.
                 d = headless("chapter-edited", [{"do": "pin"}, {"do": "add_token", "name": "small", "at": 5, "seed": 3},
                                                 {"do": "set_cell", "row": 0, "col": 0, "value": 0.5}],
