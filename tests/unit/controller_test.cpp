@@ -1609,5 +1609,30 @@ TEST(ViewFields, OneTableReadWrittenAndDocumented) {
     EXPECT_NE(row.find("`" + name + "`"), std::string::npos) << name << " is not in the README's `view` row";
 }
 
+// The README's command table names every command of the one table, and in its row every
+// argument the command takes (a command or an argument added to the table and not to the README
+// had left users guessing).
+TEST(CommandTable, EveryCommandAndArgumentIsInTheReadme) {
+  std::ifstream readme(std::string(ATTNSCOPE_SOURCE_DIR) + "/README.md");
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(readme, line);)
+    if (line.rfind("| `", 0) == 0) rows.push_back(line);
+  ASSERT_FALSE(rows.empty()) << "no command table in the README";
+  for (const CommandInfo& c : commandTable()) {
+    const std::string name = "`" + std::string(c.name) + "`";
+    const auto row = std::find_if(rows.begin(), rows.end(), [&](const std::string& r) {
+      const std::size_t first_cell_end = r.find(" |", 2);
+      return r.substr(0, first_cell_end).find(name) != std::string::npos;
+    });
+    if (row == rows.end()) {
+      ADD_FAILURE() << c.name << " is not in the README's command table";
+      continue;
+    }
+    for (const CommandArg& a : c.args)
+      EXPECT_NE(row->find("`" + std::string(a.name) + "`"), std::string::npos)
+          << c.name << "'s argument " << a.name << " is not in its README row";
+  }
+}
+
 }  // namespace
 }  // namespace attnscope
