@@ -116,7 +116,12 @@ void CompareView::follow(const Snapshot& a, const Snapshot& b) {
   chapter_text_ = !a.model && !b.model && token_difference_.shifted && differsInTextAlone(*a.inputs, *b.inputs, a_of_b);
   if (chapter_text_) {
     aligned_ = true;
-    workspace_differences_ = {"its text: " + token_difference_.said + " (B − A has B's tokens)"};
+    // Dropout's masks are one stream over every cell: a text of another length draws them all anew,
+    // which B − A of the dropped weights shows beside the text's own change.
+    const bool masks_anew = b.trace->dropout_active && a.tokenCount() != b.tokenCount();
+    workspace_differences_ = {
+        "its text: " + token_difference_.said + " (B − A has B's tokens" +
+        (masks_anew ? "; dropout's masks drawn anew for " + std::to_string(b.tokenCount()) + " tokens)" : ")")};
   }
   b_own_ = std::any_of(a_of_b.begin(), a_of_b.end(), [](int k) { return k < 0; });
 }

@@ -589,8 +589,8 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       const auto linesFrom = [&](float x, int most) {
         return heatmapLegendLines(whole, right - x - swatch, own_line ? most : 1, s.text_scale);
       };
-      // Whether the lines hold the whole legend: its text but the spaces and " · " they were broken at
-      // (between its parts, or at a space within one), none cut with "…".
+      // Whether the lines hold the whole legend, none cut with "…": their text and the legend's
+      // compared without spaces and "·" (a line may break between two parts or at a space within one).
       const auto letters = [](const std::string& text) {
         std::string out;
         for (std::size_t i = 0; i < text.size(); ++i)
@@ -606,14 +606,17 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
         return letters(text) == letters(whole);
       };
       // The first whole of: one line from the cells' edge, one from the tile's, then the lines the
-      // caller left room for (heatmapLegendLines, as Compare reserves them) from each; else the
-      // last, cut. Between the range labels, the one line it was placed on.
+      // caller left room for (heatmapLegendLines from the tile's edge, as Compare reserves them) from
+      // each — no more of them from the cells' edge than from the tile's (narrower, it could break
+      // into one more line than the row has room for: "tokens" had hung below B − A's tile); else
+      // the last, cut. Between the range labels, the one line it was placed on.
       const float cells_x = lx;
+      const std::size_t reserved = own_line ? linesFrom(origin.x, s.legend_lines).size() : 1;
       std::vector<std::string> lines;
       for (const auto& [x, most] :
            {std::pair{cells_x, 1}, {origin.x, 1}, {cells_x, s.legend_lines}, {origin.x, s.legend_lines}}) {
         lx = x, lines = linesFrom(x, most);
-        if (!own_line || isWhole(lines)) break;
+        if (!own_line || (isWhole(lines) && lines.size() <= reserved)) break;
       }
       if (legend.swatch) lx = drawLegendSwatch(draw, lx, ly, fs);
       legend_min = ImVec2(lx, ly), legend_max = ImVec2(lx, ly);

@@ -71,8 +71,9 @@ struct HeatmapSpec {
                                                          // own, never between the range labels (B − A: its
                                                          // centre tick, 0, had given way to it)
   int legend_lines = 1;                                  // below the colorbar: the lines the legend may take,
-                                                         // broken between its " · " parts (the caller's room
-                                                         // for them: heatmapLegendLines); what is left, cut
+                                                         // broken between its " · " parts, or a part too wide
+                                                         // at a space (the caller's room for them:
+                                                         // heatmapLegendLines); what is left, cut
   bool colorbar_beside = false;                          // the colorbar stands right of the cells, its range
                                                          // labels and legend beside it (a grid short of height,
                                                          // wide enough); else below them
@@ -96,8 +97,9 @@ struct HeatmapHit {
 // Height below the cells taken by the colorbar and its labels (their font at `text_scale`).
 float heatmapColorbarHeight(float text_scale = 1);
 // A legend below the colorbar `width` pixels wide, in lines of the small font (at `text_scale`):
-// whole on one line where it fits, else broken between its " · " parts ("blue: B < A", "red: B > A"),
-// at most `most` lines (the last then cut with "…").
+// whole on one line where it fits, else broken between its " · " parts ("blue: B < A", "red: B > A")
+// and a part wider than `width` alone at its last space that fits, at most `most` lines (the last
+// then cut with "…").
 std::vector<std::string> heatmapLegendLines(const std::string& legend, float width, int most, float text_scale = 1);
 // A colorbar standing beside the cells (HeatmapSpec::colorbar_beside): the band it takes right of
 // them, and the least height of the cells that holds its range labels and legend (their font at

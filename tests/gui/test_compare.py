@@ -309,6 +309,25 @@ def main():
                 legends = [e["legend"] for e in compare_maps(d) if e["compare"] == "diff" and e["head"] == 0]
                 expect(legends and legends[0] and not legends[0]["cut"] and "B's own tokens" in legends[0]["text"],
                        f"chapter legend: {legends}")
+                # … and within its tile, on the lines the row left room for: broken from the cells' edge it
+                # had taken one line more, "tokens" hanging below the tile into the next row's line.
+                d2 = headless("chapter-legend-room", [{"do": "view", "field": "columns", "value": ["masked_scores"]},
+                                                      {"do": "pin"}, {"do": "add_token", "name": "small", "at": 5,
+                                                                      "seed": 3},
+                                                      {"do": "view", "field": "tab", "value": "compare"}],
+                              "--open", multihead, "--size", "1280x800")
+                for e in compare_maps(d) + compare_maps(d2):
+                    if e["compare"] == "diff" and e["legend"]:
+                        legend, tile = e["legend"], e["tile"]
+                        expect(legend["y"] + legend["h"] <= tile["y"] + tile["h"] + 0.5,
+                               f"chapter legend: {e['id']}'s legend {legend} below its tile {tile}")
+                # With dropout: the masks of a text of another length are drawn anew, and said so.
+                d = headless("chapter-dropout", [{"do": "set", "field": "dropout", "value": 0.5}, {"do": "pin"},
+                                                 {"do": "add_token", "name": "small", "at": 5, "seed": 3}],
+                             "--open", multihead, "--size", "1600x1000")
+                expect(d["state"]["compare"]["differences"] ==
+                       ["its text: token 6 (small) inserted (B − A has B's tokens; dropout's masks drawn anew for 7 "
+                        "tokens)"], f"chapter dropout: {d['state']['compare']['differences']}")
                 # An embedding of a token both have edited too: position by position, as before.
                 d = headless("chapter-edited", [{"do": "pin"}, {"do": "add_token", "name": "small", "at": 5, "seed": 3},
                                                 {"do": "set_cell", "row": 0, "col": 0, "value": 0.5}],

@@ -440,10 +440,26 @@ TEST(BadFiles, MergesThatMakeTooFewTokens) {
             "splits into other tokens than the model learned. Is the file whole?");
   const auto cut = Gpt2Tokenizer::fromContents(ok.vocab, "#version: 0.2\na b\n", "v.json", "m.txt");
   EXPECT_NE(cut->missingMerges().find("no merge makes 2 of the vocabulary's 3 tokens"), std::string::npos);
-  // Bytes only, and added tokens (their own UTF-8, or spelled "<…>"): nothing missing.
+  // Bytes only, and added tokens (their own UTF-8, or spelled "<…>" or "[…]"): nothing missing.
   const Files bytes = tiny({});
-  const std::string added = bytes.vocab.substr(0, bytes.vocab.size() - 1) + ", \"<pad>\": 257, \"中文\": 258}";
+  const std::string added = bytes.vocab.substr(0, bytes.vocab.size() - 1) +
+                            ", \"<pad>\": 257, \"中文\": 258, \"[PAD]\": 259}";
   EXPECT_EQ(Gpt2Tokenizer::fromContents(added, "", "v.json", "m.txt")->missingMerges(), "");
+  // A few other tokens no merge makes beside a whole file (a fine-tune's added "ĉĉĉĉ"): not said; a
+  // file cut short by more than 16 tokens: said.
+  Strings pairs;
+  for (char a = 'a'; a <= 'z'; ++a)
+    for (char b = 'a'; b <= 'h'; ++b) pairs.push_back(std::string(1, a) + " " + b);  // 208 merges
+  const Files big = tiny(pairs);
+  std::string extra = big.vocab.substr(0, big.vocab.size() - 1);
+  for (int k = 0; k < 5; ++k) extra += ", \"xyzzy" + std::to_string(k) + "\": " + std::to_string(1000 + k);
+  EXPECT_EQ(Gpt2Tokenizer::fromContents(extra + "}", big.merges, "v.json", "m.txt")->missingMerges(), "");
+  const std::string cut_short = big.merges.substr(0, big.merges.find("\nc a\n") + 1);  // 16 of 208
+  EXPECT_NE(Gpt2Tokenizer::fromContents(big.vocab, cut_short, "v.json", "m.txt")
+                ->missingMerges()
+                .find(
+                    "no merge makes 192 of the vocabulary's 208 tokens of two or more bytes (the file has 16 merges)"),
+            std::string::npos);
 }
 
 TEST(BadFiles, FilesAndFolders) {
