@@ -185,7 +185,7 @@ MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int 
   // A trained model's weights span the rows below the first (engine_worker.cpp stageRanges).
   if (snap.model && stage == Stage::Weights && t.model.causal && t.tokens > 1 && look.range.hi < 1 &&
       look.legend.empty())
-    look.legend = "top: the largest below row 1 (row 1 is 1)";
+    look.legend = "row 1 (always 1) is off the scale";  // its top: the rest's largest
   return look;
 }
 

@@ -59,7 +59,7 @@ def main():
         (4, "to 0.63 and", at[700]["induction"][1][0], 2),
         (4, "and from 0.09", at[600]["induction"][1][1], 2),
         (4, "to 0.62)", at[700]["induction"][1][1], 2),
-        (5, "token 21 gives 0.82", float(at[1000]["weights"][0][0, 20, 19]), 2),
+        (5, "token 21, “63”, gives 0.82", float(at[1000]["weights"][0][0, 20, 19]), 2),
         (5, "previous-token score is 0.64", at[1000]["previous"][0][0], 2),
         (6, "0.86 of its weight is on token 11", float(at[1000]["weights"][1][1, 25, 10]), 2),
     ]
@@ -75,6 +75,8 @@ def main():
     check_words = [
         (6, "the second “60”", ids[25] == 60 and ids[9] == 60 and ids.index(60) == 9),
         (6, "token 11, “43”", ids[10] == 43),
+        (5, "token 21, “63”, gives 0.82 of its attention to token 20, “23”", ids[20] == 63 and ids[19] == 23),
+        (5, "one key instead, token 23, “46”", ids[22] == 46),
         (5, "many rows look at one key instead, token 23",
          sum(1 for i in range(16, 32) if int(at[1000]["weights"][0][0, i].argmax()) == 22) >= 6),
         (4, "both heads of layer 2 become induction heads",
