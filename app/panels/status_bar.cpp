@@ -45,7 +45,7 @@ std::string statusLine(std::vector<StatusPart> parts, float width) {
 
 float StatusBar::height() { return ImGui::GetTextLineHeight() + 2 * paddingY(); }
 
-void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
+void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size, bool statistics_hidden) {
   tileNextWindow(pos, size);
   ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(ImGui::GetStyle().WindowPadding.x, paddingY()));
   ImGui::Begin("##status", nullptr,
@@ -85,7 +85,12 @@ void StatusBar::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
                                            std::to_string(snap->model->layers()),
                                        0});
     if (ctx.computing) parts.push_back({"computing…", 0});
-    ImGui::TextUnformatted(statusLine(std::move(parts), ImGui::GetContentRegionAvail().x).c_str());
+    if (statistics_hidden) parts.push_back({"no room for the head statistics", 1});
+    const std::string line = statusLine(std::move(parts), ImGui::GetContentRegionAvail().x);
+    ImGui::TextUnformatted(line.c_str());
+    // Tests: whether the bar says so (not the line: its frame time changes every frame, and a dump
+    // that never holds still is never "settled").
+    layout().state()["status_says_no_room"] = line.find("no room for the head statistics") != std::string::npos;
   } else {
     ImGui::TextUnformatted(ctx.waitingText());
   }

@@ -9,7 +9,9 @@ namespace attnscope {
 
 class StatusBar {
  public:
-  void draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
+  // `statistics_hidden`: the head statistics are asked for but have no room at this size (said,
+  // not left to vanish: at 1280 × 720 and 200 % they had gone without a word).
+  void draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size, bool statistics_hidden = false);
   // Its height: one line of text and a little padding (it grows with the text size).
   static float height();
   // The latest toast in a box whose bottom-right corner is `corner` less a margin, wrapped within

@@ -223,6 +223,8 @@ def main():
                     expect(d["panels"].get("statistics") is None, f"{name}: a statistics panel without a whole row")
                     expect(d["state"]["statistics_no_room"] is True, f"{name}: statistics_no_room is not true")
                     expect(d["state"]["shown_panels"]["statistics"] is True, f"{name}: the setting changed")
+                    # … and said: the panel had gone without a word.
+                    expect(d["state"]["status_says_no_room"] is True, f"{name}: the status bar does not say so")
                     m, bar = d["panels"]["main"], d["panels"]["status"]
                     expect(abs(m["y"] + m["h"] - bar["y"]) < 0.5, f"{name}: the main area {m} stops above the status bar {bar}")
                     print(f"  {name}: no panel, the main area {m['h']:.0f} px tall")
