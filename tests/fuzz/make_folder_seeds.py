@@ -21,22 +21,10 @@ OPENAI_NAMES = 8
 TEXT = "Hello, world! It's 42 caf\u00e9s \u2615\n<|endoftext|> the end"  # the target's kText
 
 
-def byte_chars():
-    """GPT-2's bytes_to_unicode: byte b's character in vocab.json."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
-
-
 def byte_level_tokenizer():
     """A small byte-level vocabulary (the 256 byte tokens, five merges' results, <|endoftext|>:
     262 ids) and its merges, in Hugging Face's spelling."""
-    chars = byte_chars()
+    chars = gm.bytes_to_unicode()
     vocab = {chars[b]: b for b in range(256)}
     merges = [("\u0120", "t"), ("h", "e"), ("\u0120t", "he"), ("e", "n"), ("\u0120", "w")]
     for a, b in merges:

@@ -79,22 +79,9 @@ MERGES = [("h", "e"), ("l", "l"), ("he", "ll"), ("Ġ", "w"), ("o", "r"), ("Ġw",
 VOCAB = 256 + len(MERGES) + 1  # the bytes, MERGES, <|endoftext|> (last)
 
 
-def bytes_to_unicode():
-    """GPT-2's byte → printable character map (openai/gpt-2 encoder.py's definition)."""
-    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    chars, n = keep[:], 0
-    for b in range(256):
-        if b not in keep:
-            keep.append(b)
-            chars.append(256 + n)
-            n += 1
-    return dict(zip(keep, map(chr, chars)))
-
-
 def write_tokenizer(folder):
     vocab = {}
-    for ch in bytes_to_unicode().values():
+    for ch in gm.bytes_to_unicode().values():
         vocab[ch] = len(vocab)
     for a, b in MERGES:
         vocab[a + b] = len(vocab)
@@ -368,7 +355,7 @@ def checks(tmp):
                 {"do": "text", "ids": [40, 50, 42, 43, 51]}, {"do": "view", "field": "tab", "value": "compare"},
             ], "--model", folder, "--size", "1920x1080")
             said = d5["state"]["compare"]["text_difference"]
-            label = list(bytes_to_unicode().values())  # id → token, as write_tokenizer numbers them
+            label = list(gm.bytes_to_unicode().values())  # id → token, as write_tokenizer numbers them
             assert said == f"tokens 2 ({label[41]} → {label[50]}), 5 ({label[44]} → {label[51]})", said
             print(f"  compare two texts: {said!r}")
             # Tokens inserted in one place are said so, not as every later position changed.

@@ -31,6 +31,21 @@ FeedForward, TransformerBlock, GPTModel = _classes.FeedForward, _classes.Transfo
 
 # [SECTION] Tiny random models ----------------------------------------------------------------------
 
+
+def bytes_to_unicode():
+    """GPT-2's byte → printable character map (openai/gpt-2 encoder.py's definition): byte b's
+    character in vocab.json."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
+        list(range(ord("®"), ord("ÿ") + 1))
+    chars, n = keep[:], 0
+    for b in range(256):
+        if b not in keep:
+            keep.append(b)
+            chars.append(256 + n)
+            n += 1
+    return dict(zip(keep, map(chr, chars)))
+
+
 def tiny_model(seed, vocab_size=97, context_length=32, emb_dim=64, n_heads=2, n_layers=3, qkv_bias=True,
                tied=False):
     """A GPTModel with random weights everywhere (the LayerNorms' scale and shift too, so that a
