@@ -104,6 +104,7 @@ void CompareView::follow(const Snapshot& a, const Snapshot& b) {
   differences_.clear();
   workspace_differences_ = workspaceDifferences(*a.inputs, *b.inputs);  // 786 k cells for GPT-2: not per frame
   token_difference_ = tokenDifference(a.tokens(), b.tokens());          // up to 1024² pairs: not per frame
+  same_tokens_ = a.tokens() == b.tokens(), same_dims_ = a.dims == b.dims;  // rows' names shared: not per row
   // The same trained model over a text with tokens inserted or removed: its maps compare by the
   // tokens both texts have (the same token, the same embedding: a chapter's or given maps' labels
   // say nothing of that).
@@ -346,7 +347,7 @@ void CompareView::draw(const PanelContext& ctx) {
     // A and B of the same tokens (and B − A, theirs): the rows' names only left of a line's first map,
     // as plots sharing an axis (three bands of "starts" had taken 255 of 585 px at 1280 × 720 and
     // 200 %: the book's 6 × 6 maps drawn at 14-px cells, no numbers).
-    const bool share_rows = maps == 3 && !aligned && (token_rows ? a.tokens() == b->tokens() : a.dims == b->dims);
+    const bool share_rows = maps == 3 && !aligned && (token_rows ? same_tokens_ : same_dims_);
     const float shared_left = px(4);         // the band of a map without names (drawHeatmap's)
     const auto cellsW = [&](int per_line) {  // the width of each map's cells
       if (!share_rows) return tileW(per_line) - left;

@@ -25,7 +25,8 @@ class CompareView {
   void draw(const PanelContext& ctx);
   void reset() {
     differences_.clear(), workspace_differences_.clear(), token_difference_ = {}, aligned_ = false, b_own_ = false,
-                                                          chapter_text_ = false, pair_ = {0, 0};
+                                                          chapter_text_ = false, same_tokens_ = false,
+                                                          same_dims_ = false, pair_ = {0, 0};
   }
 
  private:
@@ -43,6 +44,7 @@ class CompareView {
   std::vector<std::string> workspace_differences_;                                   // workspaceDifferences of the pair
   bool aligned_ = false;  // the same model's texts, tokens inserted or removed: maps compare by tokens
   bool chapter_text_ = false;  // … or the chapter's, differing in their text alone (differsInTextAlone)
+  bool same_tokens_ = false, same_dims_ = false;  // A's and B's rows' names, tokens or d0 …: one band serves
   bool b_own_ = false;    // B has tokens A has not (an aligned B − A's dark cells)
   TokenDifference token_difference_;                                                 // tokenDifference of its texts
 };
