@@ -520,14 +520,22 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     if (width(lo_text) + width(hi_text) + px(6) > bar_w)
       for (std::string* end : {&lo_text, &hi_text}) end->erase(0, end->find_last_of(' ') + 1);
     // A map of one value says it once, in the middle (its bar one colour); so do numbers that would
-    // still overlap (a one-cell-wide bar).
-    const std::string once = oneValued(s.look) || width(lo_text) + width(hi_text) + px(6) > bar_w
-                                 ? oneValueText(s.look, lo_text, hi_text)
-                                 : "";
+    // still overlap (a one-cell-wide bar, or a 39-token map's 118-px bar, whose ends had read
+    // "0.0140.392"): "±x", or the range "lo – hi", centred on the bar within the tile.
+    const float room_from = origin.x, room_to = origin.x + size.x + std::max(0.0f, s.legend_room);
+    std::string once = oneValued(s.look) ? oneValueText(s.look, lo_text, hi_text) : "";
+    if (once.empty() && width(lo_text) + width(hi_text) + px(6) > bar_w) {
+      once = oneValueText(s.look, lo_text, hi_text);
+      if (once.empty() && s.look.range_text[0].empty()) {
+        once = lo_text + " – " + hi_text;
+        if (width(once) > room_to - room_from) once = lo_text + "–" + hi_text;
+      }
+    }
     const bool said_once = !once.empty();
     if (said_once) {
-      draw->AddText(small, fs, ImVec2(p0.x + std::max(0.0f, (bar_w - width(once)) / 2), bar_y + px(10)), th.text_dim,
-                    once.c_str());
+      const float w = width(once);
+      const float x = std::max(room_from, std::min(p0.x + (bar_w - w) / 2, room_to - w));
+      draw->AddText(small, fs, ImVec2(x, bar_y + px(10)), th.text_dim, once.c_str());
       lo_text.clear();
       hi_text.clear();
     }
@@ -631,8 +639,12 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
         ImGui::SetTooltip("%s", whole.c_str());
     }
 
-    colorbar_dump = {{"beside", false}, {"x0", p0.x},    {"y0", bar_y},  {"width", bar_w},
-                     {"lo", lo_text},   {"hi", hi_text}, {"once", once}, {"ticks", ticks_dump}};
+    // Where the ends' labels run: lo from x0 to lo_to, hi from hi_from to the bar's end.
+    colorbar_dump = {{"beside", false},      {"x0", p0.x},
+                     {"y0", bar_y},          {"width", bar_w},
+                     {"lo", lo_text},        {"hi", hi_text},
+                     {"once", once},         {"ticks", ticks_dump},
+                     {"lo_to", p0.x + lo_w}, {"hi_from", p0.x + bar_w - hs.x}};
   }
   if (s.dimmed && in_view) {  // a lesson step is about other maps: this one recedes, still legible
     ImVec4 bg = ImGui::GetStyleColorVec4(ImGuiCol_WindowBg);

@@ -199,12 +199,28 @@ def main():
                     expect(b_map["cells"]["x"] + b_map["cells"]["w"] <= b_map["tile"]["x"] + b_map["tile"]["w"] + 1 and
                            b_map["cells"]["y"] + b_map["cells"]["h"] <= a_map["cells"]["y"] + a_map["cells"]["h"] + 1,
                            f"long_short: B's cells {b_map['cells']} leave its tile {b_map['tile']} or pass A's")
+                # On a projector A's 39-token maps have a narrow colorbar: its ends' numbers are said once,
+                # as a range, and no two labels run into each other (they had read "0.0140.392").
+                d = headless("long_short_720", [{"do": "sentence", "text": long_text}, {"do": "pin"},
+                                                {"do": "sentence", "text": "the cat sat"},
+                                                {"do": "view", "field": "tab", "value": "compare"}],
+                             "--open", multihead, "--size", "1280x720", "--text-size", "200")
+                bars = [e["colorbar"] for e in compare_maps(d) if e["colorbar"] and not e["colorbar"]["beside"]]
+                expect(bars, "long_short 720: no colorbars below the maps")
+                for bar in bars:
+                    expect(not bar["lo"] or not bar["hi"] or bar["lo_to"] + 4 <= bar["hi_from"],
+                           f"long_short 720: the colorbar's ends run into each other: {bar}")
+                a_bars = [e["colorbar"] for e in compare_maps(d) if e["compare"] == "A" and e["stage"] == "scores"]
+                expect(a_bars and all(b["once"] and not b["lo"] and not b["hi"] for b in a_bars) and
+                       any(" – " in b["once"] for b in a_bars),
+                       f"long_short 720: A's narrow colorbar does not say its range once: {a_bars}")
                 d = headless("unpin", [{"do": "pin"}, {"do": "sentence", "text": "the cat sat"}, {"do": "unpin"}],
                              "--open", multihead, "--size", "1280x800")
                 expect(not d["state"]["pinned"] and not compare_maps(d), "unpin: still pinned or compare maps drawn")
                 expect(d["state"]["workspace"]["tokens"] == ["the", "cat", "sat"], "unpin changed the document")
                 print("  6 tokens pinned, 3 now: A 6×6 beside B 3×3, no difference map; a 39-token A beside a 3-token B: "
-                      f"B's cells {b_map['cell']:.0f} px, A's {a_map['cell']:.1f}; unpin → Heatmaps")
+                      f"B's cells {b_map['cell']:.0f} px, A's {a_map['cell']:.1f}; at 200 % A's range said once "
+                      f"({a_bars[0]['once']}); unpin → Heatmaps")
 
             def gpt2_small():
                 d = headless("gpt2", [{"do": "pin"}, {"do": "set", "field": "seed", "value": 7}],
