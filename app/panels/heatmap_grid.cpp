@@ -230,6 +230,8 @@ struct TileNeed {
   int row_kind = 0;        // what its rows are (0 tokens, 1 input dimensions): see LayoutOptions
   float col_label_w = 0;   // its widest column label at the labels' font's own size (Margins::top)
   float shrink = 1;        // its cells at this much of the grid's cell: a map longer than the text (draw)
+  float legend_between = 0;  // its colorbar below the cells holds its legend between the range labels from
+                             // this width on (heatmapLegendBetweenWidth, the labels' font's own size); 0: none
 };
 
 // A card of maps: a head's, or the module's, under a heading.
@@ -243,6 +245,7 @@ struct Box {
   float x = 0, y = 0, w = 0, h = 0;  // relative to the grid's origin; w = 0: not drawn
   float cells_top = 0;               // a map's: from its top to its cells, level with its line's (0: its own)
   float cell = 0;                    // a map's cells' side: the grid's, or less (TileNeed::shrink)
+  float below = 0;                   // a map's legend line drawn this far below h, into the gap under it
 };
 
 struct LayoutOptions {
@@ -319,13 +322,19 @@ CardLayout layOutCard(const CardNeed& card, float cell, float width, float gap, 
     bool labels = !(o.share_labels && (x > 0 || first_of_card) && last == std::make_pair(t.row_kind, t.rows));
     float w = widthOf(labels);
     const float top = m.top(t.col_label_w, t.cols, side);
-    const float h = top + std::max(side * t.rows, m.beside_cells) + m.bottom;
+    // A legend too wide for its colorbar's line takes one of its own below it, in the gap under the
+    // map and as much more as it needs (the log scale's "▨ exactly 0: below a log scale" had been cut
+    // at the grid's bottom edge by a lesson step's maps, fitted to the window without the gap).
+    const float bar_w = std::max(side * t.cols, std::min(w - (labels ? m.left : px(4)), px(120)));
+    const bool legend_line = m.beside == 0 && t.legend_between * m.scale > bar_w;
+    const float legend_h = legend_line ? std::max(0.0f, m.label_font + 2 - px(4)) : 0;
+    const float h = top + std::max(side * t.rows, m.beside_cells) + m.bottom + std::max(0.0f, legend_h - gap);
     if (!labels && x > 0) x -= gap - px(10);  // closer to the map whose labels it reads by
     if (x > 0 && x + w > width)
       endLine(), x = 0, y += row_h + gap, row_h = 0, labels = true, w = widthOf(true), wrapped = true;
     if (first_of_card) c.reads_before = !labels;
     line.push_back(c.tiles.size());
-    c.tiles.push_back({x, y, w, h, top, side});
+    c.tiles.push_back({x, y, w, h, top, side, std::min(legend_h, gap)});
     c.labelled.push_back(labels);
     c.w = std::max(c.w, x + w);
     x += w + gap;
@@ -388,7 +397,7 @@ GridLayout layOutGrid(const std::vector<CardNeed>& cards, float cell, float widt
       }
       if (b.w > width) g.fits_width = false;
       b.x += cx, b.y += cy;
-      if (card.tiles[k].focus) g.focus_bottom = std::max(g.focus_bottom, b.y + b.h);
+      if (card.tiles[k].focus) g.focus_bottom = std::max(g.focus_bottom, b.y + b.h + b.below);
     }
     g.cards.push_back({cx, cy, c.w, c.h});
     g.tiles.push_back(std::move(c.tiles));
@@ -436,7 +445,7 @@ std::vector<std::pair<float, float>> mapSpans(const GridLayout& g, const std::ve
   for (std::size_t c = 0; c < g.tiles.size(); ++c)
     for (std::size_t k = 0; k < g.tiles[c].size(); ++k)
       if (const Box& b = g.tiles[c][k]; b.w > 0 && (!focus_only || cards[c].tiles[k].focus))
-        spans.push_back({b.y, b.y + b.h});
+        spans.push_back({b.y, b.y + b.h + b.below});
   std::sort(spans.begin(), spans.end());
   return spans;
 }
@@ -1186,6 +1195,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       tile.focus = !dimmedByLesson(view, info.id);
       tile.row_kind = info.parameter ? 1 : 0;
       tile.col_label_w = info.square ? label_w : dimsLabelWidth(headFirstColumn(t, heads[n]) + tile.cols);
+      tile.legend_between = heatmapLegendBetweenWidth(stageLook(*snap, view, stage, heads[n]));
       card.tiles.push_back(tile);
     }
     needs.push_back(std::move(card));

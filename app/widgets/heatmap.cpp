@@ -170,6 +170,17 @@ float drawLegendSwatch(ImDrawList* draw, float x, float y, float fs) {
 
 }  // namespace
 
+float heatmapLegendBetweenWidth(const MapLook& look, float text_scale) {
+  if (look.legend.empty()) return 0;
+  ImFont* small = fonts().small;
+  const float fs = small->FontSize * text_scale;
+  const auto width = [&](const std::string& t) { return small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str()).x; };
+  const auto [lo, hi] = barEnds(look);
+  const LegendText legend = legendText(look.legend);
+  // Centred on the bar, 6 px clear of the wider end's label (drawHeatmap's placement).
+  return width(legend.text) + (legend.swatch ? fs + 2 : 0) + 2 * (std::max(width(lo), width(hi)) + 6);
+}
+
 ColorbarBand heatmapColorbarBeside(const MapLook& look, float text_scale) {
   ImFont* small = fonts().small;
   const float fs = small->FontSize * text_scale;
@@ -682,10 +693,11 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   entry["positive"] = s.look.range.positive;
   entry["colorbar"] = std::move(colorbar_dump);
   entry["in_view"] = in_view;  // false: scrolled out of the grid's window; true: at least partly visible
-  // The whole map — title, labels, cells, colorbar — within the window's visible area (half a
-  // pixel for rounding): nothing of it needs scrolling.
+  // The whole map — title, labels, cells, colorbar and a legend's line below it — within the
+  // window's visible area (half a pixel for rounding): nothing of it needs scrolling.
   entry["wholly_in_view"] = in_view && origin.x >= visible_min.x - 0.5f && origin.y >= visible_min.y - 0.5f &&
-                            origin.x + size.x <= visible_max.x + 0.5f && origin.y + size.y <= visible_max.y + 0.5f;
+                            origin.x + size.x <= visible_max.x + 0.5f &&
+                            std::max(origin.y + size.y, content_bottom) <= visible_max.y + 0.5f;
   entry["values_shown"] = values_shown;
   // The axes' names as drawn (thinned: every `step`-th, with its position), and the steps.
   entry["axis_names"] = {{"rows", std::move(named_rows)},
