@@ -233,6 +233,7 @@ void LessonPanel::recordState(nlohmann::json& state) const {
     lesson["prints_wrapped_rows"] = prints_wrapped_;  // rows added by lines too wide even so
     lesson["body_overflow_px"] = body_overflow_;      // > 0: the step needs scrolling to be read whole
     lesson["text_in_view"] = text_in_view_;           // its words on screen whole
+    lesson["more_below"] = more_below_;               // the body goes on below the column's edge (faded)
     lesson["text_fits"] = text_fits_;                 // … as they could be: not taller than the column
     lesson["commands"] = s.commands.size();
     if (s.code)
@@ -400,6 +401,20 @@ void LessonPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   }
   rest_h_ = ImGui::GetCursorPosY() - style.ItemSpacing.y - boxes_h;
   body_overflow_ = ImGui::GetScrollMaxY();
+  // More below the fold: the last line seen fades out, so that a line cut by the column's edge
+  // reads as "it goes on" (at 1280 × 720 and 200 % a step's last visible line was half a line).
+  more_below_ = ImGui::GetScrollY() < body_overflow_ - 0.5f;
+  if (more_below_) {
+    const ImVec2 min = ImGui::GetWindowPos();
+    const float right = min.x + ImGui::GetWindowWidth() - style.ScrollbarSize;
+    const float bottom = min.y + ImGui::GetWindowHeight(), fade = ImGui::GetTextLineHeight() * 1.5f;
+    ImVec4 bg = ImGui::GetStyleColorVec4(ImGuiCol_WindowBg);
+    const ImU32 solid = ImGui::GetColorU32(bg);
+    bg.w = 0;
+    const ImU32 clear = ImGui::GetColorU32(bg);
+    ImGui::GetWindowDrawList()->AddRectFilledMultiColor(ImVec2(min.x, bottom - fade), ImVec2(right, bottom), clear,
+                                                        clear, solid, solid);
+  }
   ImGui::EndChild();
   ImGui::PushFont(small);
   ImGui::TextDisabled("%s", fitText("Space, →, PageDown: next  ·  ←, PageUp: back", avail).c_str());

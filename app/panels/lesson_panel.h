@@ -49,6 +49,7 @@ class LessonPanel {
   int prints_wrapped_ = 0;    // rows its wrapping added (layout dump)
   float body_overflow_ = 0;   // how far the step's body scrolls, px (layout dump; 0: shown whole)
   bool text_in_view_ = true;  // the step's words on screen whole, in the last frame
+  bool more_below_ = false;   // the body scrolls on below the column's edge, in the last frame
   bool text_fits_ = true;     // … not taller than the column
 };
 

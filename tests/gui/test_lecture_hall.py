@@ -551,6 +551,12 @@ def main():
                         if m["tile"]["y"] < bottom - 0.5:
                             first.append(m)
                             bottom = max(bottom, m["tile"]["y"] + m["tile"]["h"])
+                    # The lesson's words go on below its column at this size: the last line seen fades out,
+                    # so that a line cut at the edge reads as going on (it was cut in half, nothing said).
+                    lesson_state = d["state"]["lesson"]
+                    expect(lesson_state["more_below"] == (lesson_state["body_overflow_px"] > 0),
+                           f"step {step}: more below {lesson_state['more_below']}, the body scrolls "
+                           f"{lesson_state['body_overflow_px']} px")
                     cut = [m["id"] for m in first if not m["wholly_in_view"]]
                     expect(not cut, f"step {step}: the first of its maps cut by the fold: {cut} "
                                     f"(tiles {[m['tile'] for m in first]})")
