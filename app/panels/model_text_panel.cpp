@@ -178,6 +178,15 @@ void revealRow(float list_h) {
 
 constexpr const char* kBackToText = "Back to the text shown";
 
+// GPT-2's byte-level spelling of a space (U+0120), which its tokens carry before a word, and what it is.
+constexpr const char* kSpaceGlyph = "\xC4\xA0";
+constexpr const char* kSpaceMark = "Ġ: a space before a word";
+
+bool spellsSpaces(const std::vector<std::string>& tokens) {
+  return std::any_of(tokens.begin(), tokens.end(),
+                     [](const std::string& t) { return t.find(kSpaceGlyph) != std::string::npos; });
+}
+
 // " · reads “ café”" after a token GPT-2 spells in its byte characters ("ĠcafÃ©"), else "": the
 // chips and the next tokens spell tokens as GPT-2 does, and a learner read "Ã©" as broken text.
 std::string readingSaid(const GptModel& model, int id) {
@@ -299,8 +308,9 @@ void ModelTextPanel::tokenChips(const PanelContext& ctx, float chips_h) {
     }
     if (t < 8) layout().widget("model_token_" + std::to_string(t));
     if (ImGui::IsItemHovered())
-      ImGui::SetTooltip("token %d: %s (id %d)%s", t + 1, label.c_str(), session.ids()[static_cast<std::size_t>(t)],
-                        readingSaid(*session.model(), session.ids()[static_cast<std::size_t>(t)]).c_str());
+      ImGui::SetTooltip("token %d: %s (id %d)%s%s", t + 1, label.c_str(), session.ids()[static_cast<std::size_t>(t)],
+                        readingSaid(*session.model(), session.ids()[static_cast<std::size_t>(t)]).c_str(),
+                        label.find(kSpaceGlyph) != std::string::npos ? (std::string(" · ") + kSpaceMark).c_str() : "");
     ImGui::PopID();
   }
   if (first + listed < T) ImGui::TextDisabled("… %d more", T - first - listed);
@@ -628,7 +638,13 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
       ImGui::SetTooltip("Back to the text shown: the field gives up the text not applied");
     layout().widget("model_text_restore");
   } else if (tokenizer && roomy) {  // without one the field shows ids, and the model panel's note says why
-    ImGui::TextDisabled("%s", hint);
+    // What the chips' "Ġ" is, where the line has room for it (else their tooltips say it): a learner
+    // read "Ġthe" as a misspelling.
+    const std::string with_space = std::string(hint) + "  ·  " + kSpaceMark;
+    const bool says_space = !editing_ && spellsSpaces(session.tokens()) &&
+                            ImGui::CalcTextSize(with_space.c_str()).x <= ImGui::GetContentRegionAvail().x;
+    ImGui::TextDisabled("%s", says_space ? with_space.c_str() : hint);
+    layout().state()["model_space_mark_said"] = says_space;
   }
   ImGui::PopFont();
   // Without a tokenizer there is no <|endoftext|> to start with: no checkbox (the model panel's note

@@ -971,6 +971,15 @@ def checks(tmp):
             w, x = d["widgets"].get("model_token_0"), d["widgets"].get(f"model_token_{tokens.index('x')}")
             assert tokens[0] == "##" and w and x and w["w"] > x["w"], f"'##' {w} is no wider than 'x' {x}"
             print(f"  tokens {tokens}: the button of '##' {w['w']:.0f} px wide, of 'x' {x['w']:.0f} px")
+            # GPT-2's "Ġ" is said on screen under the text where the line has room (a learner read
+            # "Ġthe" as a misspelling); a text of no spaces has none to say.
+            said = {}
+            for name, text in (("spaced", "the cat sat on the mat"), ("unspaced", "thecat")):
+                d = run_commands(app, display.name, tmp, "space-" + name, [{"do": "text", "value": text}],
+                                 "--model", folder, "--size", "1920x1080")
+                said[name] = d["state"].get("model_space_mark_said")
+            assert said == {"spaced": True, "unspaced": False}, f"the Ġ mark said: {said}"
+            print("  'Ġ: a space before a word' under a text with spaces, not under one without")
 
         def chapter_work_set_aside():
             path = os.path.join(tmp, "aside.commands.json")
@@ -1578,7 +1587,7 @@ def checks(tmp):
                            ("a click on the wrapped text, then typing", type_a_text),
                            ("text typed and not applied survives a kill", typed_text_survives_a_kill),
                            ("a NUL in the text is shown and kept", a_nul_in_the_text),
-                           ("a token label with ## is drawn", hashes_drawn),
+                           ("a token label with ## is drawn; Ġ said", hashes_drawn),
                            ("a layer's maps fit a projector and say which", a_layers_maps_fit_and_say_which),
                            ("the next tokens in view on a projector", the_next_tokens_in_view_on_a_projector),
                            ("the next tokens whole on a projector", the_next_tokens_whole_on_a_projector),
