@@ -230,8 +230,8 @@ struct TileNeed {
   int row_kind = 0;        // what its rows are (0 tokens, 1 input dimensions): see LayoutOptions
   float col_label_w = 0;   // its widest column label at the labels' font's own size (Margins::top)
   float shrink = 1;        // its cells at this much of the grid's cell: a map longer than the text (draw)
-  float legend_between = 0;  // its colorbar below the cells holds its legend between the range labels from
-                             // this width on (heatmapLegendBetweenWidth, the labels' font's own size); 0: none
+  LegendRoom legend_room;  // the width its colorbar below the cells needs to hold its legend between
+                           // the range labels (heatmapLegendRoom, the labels' font's own size)
 };
 
 // A card of maps: a head's, or the module's, under a heading.
@@ -322,16 +322,17 @@ CardLayout layOutCard(const CardNeed& card, float cell, float width, float gap, 
     bool labels = !(o.share_labels && (x > 0 || first_of_card) && last == std::make_pair(t.row_kind, t.rows));
     float w = widthOf(labels);
     const float top = m.top(t.col_label_w, t.cols, side);
-    // A legend too wide for its colorbar's line takes one of its own below it, in the gap under the
-    // map and as much more as it needs (the log scale's "▨ exactly 0: below a log scale" had been cut
-    // at the grid's bottom edge by a lesson step's maps, fitted to the window without the gap).
-    const float bar_w = std::max(side * t.cols, std::min(w - (labels ? m.left : px(4)), px(120)));
-    const bool legend_line = m.beside == 0 && t.legend_between * m.scale > bar_w;
-    const float legend_h = legend_line ? std::max(0.0f, m.label_font + 2 - px(4)) : 0;
-    const float h = top + std::max(side * t.rows, m.beside_cells) + m.bottom + std::max(0.0f, legend_h - gap);
     if (!labels && x > 0) x -= gap - px(10);  // closer to the map whose labels it reads by
     if (x > 0 && x + w > width)
       endLine(), x = 0, y += row_h + gap, row_h = 0, labels = true, w = widthOf(true), wrapped = true;
+    // A legend too wide for its colorbar's line takes one of its own below it, in the gap under the
+    // map and as much more as it needs (the log scale's "▨ exactly 0: below a log scale" had been cut
+    // at the grid's bottom edge by a lesson step's maps, fitted to the window without the gap). The
+    // bar as drawHeatmap draws it: the cells' width, at least the tile's up to 120 px.
+    const float bar_w = std::max(side * t.cols, std::min(w - (labels ? m.left : px(4)), px(120)));
+    const bool legend_line = m.beside == 0 && t.legend_room.text * m.scale + t.legend_room.fixed > bar_w;
+    const float legend_h = legend_line ? std::max(0.0f, m.label_font + 2 - px(4)) : 0;
+    const float h = top + std::max(side * t.rows, m.beside_cells) + m.bottom + std::max(0.0f, legend_h - gap);
     if (first_of_card) c.reads_before = !labels;
     line.push_back(c.tiles.size());
     c.tiles.push_back({x, y, w, h, top, side, std::min(legend_h, gap)});
@@ -1195,7 +1196,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       tile.focus = !dimmedByLesson(view, info.id);
       tile.row_kind = info.parameter ? 1 : 0;
       tile.col_label_w = info.square ? label_w : dimsLabelWidth(headFirstColumn(t, heads[n]) + tile.cols);
-      tile.legend_between = heatmapLegendBetweenWidth(stageLook(*snap, view, stage, heads[n]));
+      tile.legend_room = heatmapLegendRoom(stageLook(*snap, view, stage, heads[n]));
       card.tiles.push_back(tile);
     }
     needs.push_back(std::move(card));
@@ -1208,9 +1209,11 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       const std::string title = moduleHeading(t, bt, m);
       const CellWindow shown = shownWindow(window, static_cast<int>(values.rows()), static_cast<int>(values.cols()),
                                            !moduleMapInfo(m).parameter, false);
-      TileNeed tile{shown.rows > 0 ? shown.rows : static_cast<int>(values.rows()),
-                    shown.cols > 0 ? shown.cols : static_cast<int>(values.cols()), titleWidth(title),
-                    ImGui::CalcTextSize(title.c_str()).x + px(8)};
+      TileNeed tile;
+      tile.rows = shown.rows > 0 ? shown.rows : static_cast<int>(values.rows());
+      tile.cols = shown.cols > 0 ? shown.cols : static_cast<int>(values.cols());
+      tile.title_w = titleWidth(title);
+      tile.full_title_w = ImGui::CalcTextSize(title.c_str()).x + px(8);
       tile.focus = !dimmedByLesson(view, moduleMapInfo(m).id);
       tile.row_kind = moduleMapInfo(m).parameter ? 1 : 0;
       tile.col_label_w = dimsLabelWidth(tile.cols);

@@ -170,15 +170,17 @@ float drawLegendSwatch(ImDrawList* draw, float x, float y, float fs) {
 
 }  // namespace
 
-float heatmapLegendBetweenWidth(const MapLook& look, float text_scale) {
-  if (look.legend.empty()) return 0;
+LegendRoom heatmapLegendRoom(const MapLook& look) {
+  if (look.legend.empty()) return {};
+  if (oneValued(look) && look.range_text[0].empty()) return {FLT_MAX, 0};  // the value mid-bar: always below
   ImFont* small = fonts().small;
-  const float fs = small->FontSize * text_scale;
+  const float fs = small->FontSize;
   const auto width = [&](const std::string& t) { return small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str()).x; };
   const auto [lo, hi] = barEnds(look);
   const LegendText legend = legendText(look.legend);
   // Centred on the bar, 6 px clear of the wider end's label (drawHeatmap's placement).
-  return width(legend.text) + (legend.swatch ? fs + 2 : 0) + 2 * (std::max(width(lo), width(hi)) + 6);
+  return {width(legend.text) + (legend.swatch ? fs : 0) + 2 * std::max(width(lo), width(hi)),
+          (legend.swatch ? 2.0f : 0.0f) + 12};
 }
 
 ColorbarBand heatmapColorbarBeside(const MapLook& look, float text_scale) {
@@ -537,16 +539,18 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     std::string once = oneValued(s.look) ? oneValueText(s.look, lo_text, hi_text) : "";
     if (once.empty() && width(lo_text) + width(hi_text) + px(6) > bar_w) {
       once = oneValueText(s.look, lo_text, hi_text);
-      if (once.empty() && s.look.range_text[0].empty()) {
+      // (A row scale's ends are words, "row min", cut to "min": no range to say.)
+      if (once.empty() && s.look.range_text[0].empty() && s.look.scale != ColourScale::Row) {
         once = lo_text + " – " + hi_text;
-        if (width(once) > room_to - room_from) once = lo_text + "–" + hi_text;
+        if (width(once) > room_to - room_from) once = fitText(small, fs, lo_text + "–" + hi_text, room_to - room_from);
       }
     }
     const bool said_once = !once.empty();
+    float once_from = 0, once_to = 0;  // where it is drawn
     if (said_once) {
       const float w = width(once);
-      const float x = std::max(room_from, std::min(p0.x + (bar_w - w) / 2, room_to - w));
-      draw->AddText(small, fs, ImVec2(x, bar_y + px(10)), th.text_dim, once.c_str());
+      once_from = std::max(room_from, std::min(p0.x + (bar_w - w) / 2, room_to - w)), once_to = once_from + w;
+      draw->AddText(small, fs, ImVec2(once_from, bar_y + px(10)), th.text_dim, once.c_str());
       lo_text.clear();
       hi_text.clear();
     }
@@ -651,11 +655,18 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     }
 
     // Where the ends' labels run: lo from x0 to lo_to, hi from hi_from to the bar's end.
-    colorbar_dump = {{"beside", false},      {"x0", p0.x},
-                     {"y0", bar_y},          {"width", bar_w},
-                     {"lo", lo_text},        {"hi", hi_text},
-                     {"once", once},         {"ticks", ticks_dump},
-                     {"lo_to", p0.x + lo_w}, {"hi_from", p0.x + bar_w - hs.x}};
+    colorbar_dump = {{"beside", false},
+                     {"x0", p0.x},
+                     {"y0", bar_y},
+                     {"width", bar_w},
+                     {"lo", lo_text},
+                     {"hi", hi_text},
+                     {"once", once},
+                     {"ticks", ticks_dump},
+                     {"lo_to", p0.x + lo_w},
+                     {"hi_from", p0.x + bar_w - hs.x},
+                     {"once_from", once_from},
+                     {"once_to", once_to}};
   }
   if (s.dimmed && in_view) {  // a lesson step is about other maps: this one recedes, still legible
     ImVec4 bg = ImGui::GetStyleColorVec4(ImGuiCol_WindowBg);

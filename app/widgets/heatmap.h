@@ -97,9 +97,13 @@ struct HeatmapHit {
 // Height below the cells taken by the colorbar and its labels (their font at `text_scale`).
 float heatmapColorbarHeight(float text_scale = 1);
 // The narrowest colorbar below the cells that has `look`'s legend on its range labels' line, between
-// them (the labels' font at `text_scale`); on a narrower bar the legend takes a line of its own below
-// them. 0: no legend.
-float heatmapLegendBetweenWidth(const MapLook& look, float text_scale = 1);
+// them: text × the labels' font scale + fixed pixels. On a narrower bar — or where the map's one
+// value is said mid-bar — the legend takes a line of its own below them. No legend: 0 and 0.
+struct LegendRoom {
+  float text = 0;   // the legend's and the wider end label's text, at the font's own size
+  float fixed = 0;  // the clearances beside them
+};
+LegendRoom heatmapLegendRoom(const MapLook& look);
 // A legend below the colorbar `width` pixels wide, in lines of the small font (at `text_scale`):
 // whole on one line where it fits, else broken between its " · " parts ("blue: B < A", "red: B > A")
 // and a part wider than `width` alone at its last space that fits, at most `most` lines (the last

@@ -210,7 +210,12 @@ def main():
                 for bar in bars:
                     expect(not bar["lo"] or not bar["hi"] or bar["lo_to"] + 4 <= bar["hi_from"],
                            f"long_short 720: the colorbar's ends run into each other: {bar}")
-                a_bars = [e["colorbar"] for e in compare_maps(d) if e["compare"] == "A" and e["stage"] == "scores"]
+                a_maps = [e for e in compare_maps(d) if e["compare"] == "A" and e["stage"] == "scores"]
+                for e in a_maps:  # said within its tile
+                    bar, tile = e["colorbar"], e["tile"]
+                    expect(tile["x"] - 0.5 <= bar["once_from"] and bar["once_to"] <= tile["x"] + tile["w"] + 0.5,
+                           f"long_short 720: the range said once ({bar}) leaves its tile {tile}")
+                a_bars = [e["colorbar"] for e in a_maps]
                 expect(a_bars and all(b["once"] and not b["lo"] and not b["hi"] for b in a_bars) and
                        any(" – " in b["once"] for b in a_bars),
                        f"long_short 720: A's narrow colorbar does not say its range once: {a_bars}")
