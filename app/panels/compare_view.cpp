@@ -260,13 +260,18 @@ void CompareView::draw(const PanelContext& ctx) {
   // sizes show their numbers: where three such maps do not fit side by side, B − A goes below.
   const float signed_cell = heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, "−.00").x);
   const float unsigned_cell = heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, ".00").x);
-  float label_w = 0;
-  for (const Snapshot* s : {&a, b})
-    for (const std::string& tok : s->tokens())
-      label_w = std::max(label_w, fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, tok.c_str()).x);
+  if (names_pair_ != pair_ || names_size_ != fs) {
+    names_pair_ = pair_, names_size_ = fs;
+    for (const bool numbered : {false, true})
+      names_w_[numbered] = std::max(widestAxisName(a.tokens(), 0, a.tokenCount(), numbered, fs),
+                                    widestAxisName(b->tokens(), 0, b->tokenCount(), numbered, fs));
+  }
+  const float label_w = names_w_[0];
   // The row names' band: up to 90 px, or 40 where that keeps a row's maps side by side in view
-  // (fitRowWhole, below).
+  // (fitRowWhole, below); where the rows are thinned, as wide as their names with their positions
+  // (a 58-token A named rows 20, 30 … ".", "n", "H": which they were, only the Heatmaps tab said).
   const float left_most = std::min(label_w, px(90)) + px(4), left_least = std::min(label_w, px(40)) + px(4);
+  const float left_numbered = std::min(names_w_[1], px(90)) + px(4);
   const float title_h = ImGui::GetTextLineHeight();
   // Under the cells: the colorbar, and B − A's legend on a line of its own where the bar is narrow.
   const float bar_bottom = heatmapColorbarHeight() + std::max(0.0f, fs + 2 - px(4));
@@ -441,15 +446,31 @@ void CompareView::draw(const PanelContext& ctx) {
     // … and its row names in a narrower band where only that keeps A, B and B − A side by side,
     // readable, their cells in view (at 1280 × 800 and 175 % a 47-token Compare's "40 Ġrepresentation"
     // took 157 px of each tile: A and B stood at 96 px, B − A below the fold).
+    bool numbered_rows = false;  // the fit's band holds the thinned rows' names with their positions
     const auto fitRowWhole = [&](float line_h) {
-      left = left_most;
+      left = left_most, numbered_rows = false;
       const Fit wide = fitRowNames(line_h);
       // Their cells in view at least (as fitRow's second choice), from 80 px: B − A beside A and B
       // a little under 96 px reads better than B − A below the fold (1280 × 720 and 200 %: 94 px).
       const auto together = [&](const Fit& f) {
         return f.per_line == maps && f.cell * longer >= 80 && rowHeight(f, line_h) - bottom <= visible_h;
       };
-      if (together(wide) || left_least >= left_most) return wide;
+      if (together(wide) || left_least >= left_most) {
+        // Thinned rows' names with their positions where that costs the cells at most a tenth (the
+        // grid's rule) and keeps the maps a line as they were, side by side if they were.
+        if (token_rows && wide.cell < fs + 1 && left_numbered > left_most) {
+          left = left_numbered;
+          const float wide_upright = upright, wide_bottom = bottom;
+          const Fit numbered = fitRowNames(line_h);
+          if (numbered.per_line == wide.per_line && numbered.cell >= 0.9f * wide.cell &&
+              (together(numbered) || !together(wide))) {
+            numbered_rows = true;
+            return numbered;
+          }
+          left = left_most, upright = wide_upright, bottom = wide_bottom;
+        }
+        return wide;
+      }
       const float wide_upright = upright, wide_bottom = bottom;
       left = left_least;
       const Fit narrow = fitRowNames(line_h);
@@ -625,6 +646,7 @@ void CompareView::draw(const PanelContext& ctx) {
         if (d->delta.size() <= kDumpCellsUpTo) spec.dump["values"] = cellsJson(StageMap(d->delta));
       }
       spec.cell = cell;            // the row's fit, the same in its three maps …
+      if (numbered_rows) spec.name_positions = 1;
       spec.cells_top = cells_top;  // … and their cells level (A's tokens may be narrower than B's)
       if ((!d->comparable || d->aligned) && values.size() > 0) {
         // Maps of other shapes, side by side without B − A (or with B − A of B's shape, aligned): each as large as its

@@ -46,6 +46,11 @@ class CompareView {
   bool chapter_text_ = false;  // … or the chapter's, differing in their text alone (differsInTextAlone)
   bool same_tokens_ = false, same_dims_ = false;  // A's and B's rows' names, tokens or d0 …: one band serves
   bool b_own_ = false;    // B has tokens A has not (an aligned B − A's dark cells)
+  // The widest of A's and B's token names, as they are and starting with their positions ("40 Ġthe"),
+  // at the small font's size names_size_, for the pair pair_: measured once, not per row and frame.
+  float names_w_[2] = {0, 0};
+  float names_size_ = 0;
+  std::pair<std::uint64_t, std::uint64_t> names_pair_{0, 0};
   TokenDifference token_difference_;                                                 // tokenDifference of its texts
 };
 

@@ -288,6 +288,17 @@ def main():
                 first = {e["compare"]: e for e in compare_maps(d) if e["stage"] == "weights" and e["head"] == 0}
                 expect(sorted(first) == ["A", "B", "diff"] and all(e["values_shown"] for e in first.values()),
                        f"numbers on all: {[(k, e['values_shown'], round(e['cell'], 1)) for k, e in first.items()]}")
+                # A's 39 tokens thinned: each row's name starts with its position, as the Heatmaps tab's
+                # ("cat", "and", "lay" had named rows 2, 7, 10 without saying which they were).
+                long_text = " ".join(["the cat sat on the mat and the dog lay by the door"] * 3)
+                d = headless("numbered-rows", [{"do": "sentence", "text": long_text}, {"do": "pin"},
+                                               {"do": "set", "field": "seed", "value": 7},
+                                               {"do": "view", "field": "tab", "value": "compare"}],
+                             "--open", multihead, "--size", "1920x1080", "--text-size", "150")
+                named = [e["axis_names"] for e in compare_maps(d) if e["compare"] == "A" and e["rows"] == 39]
+                expect(named and all(n["row_step"] > 1 and n["rows"] and
+                                     all(r["text"].startswith(f"{r['index'] + 1} ") for r in n["rows"]) for n in named),
+                       f"numbered rows: {named[:1]}")
                 print(f"  1280 × 720, 200 %: rows named once, cells {once:.0f} px; 1600 × 1000: numbers "
                       f"on A, B and B − A at {first['diff']['cell']:.0f}-px cells")
 

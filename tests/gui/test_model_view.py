@@ -531,11 +531,11 @@ def checks(tmp):
             for k, places in (("A", [29]), ("B", [9, 30]), ("diff", [9, 30])):
                 named = [n["index"] for n in row[k]["axis_names"]["rows"]]
                 assert row[k]["axis_names"]["row_step"] > 1 and all(p in named for p in places), (k, named)
-            # Three tokens changed two apart where a name takes three rows: the first and the last
-            # named, the middle one crowded out (the last had given way to it, and the name after
-            # the first was the 19th).
+            # Three tokens changed three apart where a name takes five rows (numbered, on a ruler's
+            # steps): the first and the last named, the middle one crowded out (the last had given
+            # way to it, and the name after the first was the 19th).
             chain = list(ids)
-            for p in (10, 12, 14):
+            for p in (10, 13, 16):
                 chain[p] = 200 + p
             d9 = run_commands(app, display.name, tmp, "compare-crowded-places", [
                 {"do": "text", "ids": ids}, {"do": "select_layer", "layer": 1, "head": 0}, {"do": "pin"},
@@ -544,9 +544,10 @@ def checks(tmp):
             for e in d9["heatmaps"]:
                 if e.get("compare") and e["stage"] == "weights":
                     names = e["axis_names"]
-                    assert names["row_step"] == 3, ("the chain is two apart for a step of 3", names["row_step"])
+                    assert names["row_step"] == 5, ("the chain is three apart for a step of 5", names["row_step"])
                     named = [n["index"] for n in names["rows"]]
-                    assert 10 in named and 14 in named and 12 not in named, (e["compare"], named)
+                    assert 10 in named and 16 in named and 13 not in named, (e["compare"], named)
+                    assert all(n["text"].startswith(f"{n['index'] + 1} ") for n in names["rows"]), names["rows"]
             # At 1280 × 800 and 175 % (the head statistics under the tab) A, B and B − A side by side,
             # their cells in view: the fit had put A and B two a line at larger cells, B − A below the fold.
             d9 = run_commands(app, display.name, tmp, "compare-aligned-projector", [
