@@ -16,11 +16,13 @@ namespace {
 
 constexpr const char* kMenu = "##lines_options";
 // The folded header's button: where dropout acts, it names the stage the lines are of (folded
-// away, nothing said whether they were the weights or the weights after dropout).
-const char* foldLabel(const LinesHeaderState& s) {
-  return !s.can_drop ? "options ▾###lines_fold"
-         : s.dropped ? "after dropout ▾###lines_fold"
-                     : "before dropout ▾###lines_fold";
+// away, nothing said whether they were the weights or the weights after dropout); where only each
+// query's largest keys are drawn, how many (a 58-token text's lines had not said they were some).
+std::string foldLabel(const LinesHeaderState& s) {
+  const std::string stage = !s.can_drop ? "" : s.dropped ? "after dropout" : "before dropout";
+  const std::string keys = s.all_keys ? "" : "top " + std::to_string(s.k) + " keys";
+  const std::string said = stage + (stage.empty() || keys.empty() ? "" : ", ") + keys;
+  return (said.empty() ? std::string("options") : said) + " ▾###lines_fold";
 }
 constexpr const char* kIsolateLabel = "only the selected token";
 constexpr const char* kSaveLabel = "Save figure…";
@@ -63,7 +65,7 @@ std::vector<LinesPiece> linesPieces(const LinesHeaderState& s, Form form) {
     for (int h = 0; h < s.heads; ++h) out.push_back({Piece::Head, h, buttonWidth(headLabel(h).c_str()), gap, frame_h});
   }
   if (form == Form::Folded) {
-    out.push_back({Piece::Fold, -1, buttonWidth(foldLabel(s)), gap, frame_h});
+    out.push_back({Piece::Fold, -1, buttonWidth(foldLabel(s).c_str()), gap, frame_h});
     return out;
   }
   if (!s.all_keys)
@@ -191,9 +193,9 @@ void drawPiece(const PanelContext& ctx, const LinesHeaderState& s, const LinesPi
       layout().widget("lines_save_figure");
       break;
     case Piece::Fold: {
-      if (ImGui::Button(foldLabel(s))) ImGui::OpenPopup(kMenu);
-      layout().widget("lines_menu");
       const std::string label = foldLabel(s);
+      if (ImGui::Button(label.c_str())) ImGui::OpenPopup(kMenu);
+      layout().widget("lines_menu");
       layout().state()["lines_menu_label"] = label.substr(0, label.find("###"));  // as shown
       if (ImGui::IsItemHovered())
         ImGui::SetTooltip(

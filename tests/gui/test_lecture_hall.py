@@ -644,6 +644,10 @@ def main():
                            f"{preset} {size} {pct} %: {sorted(mine)}")
                     if folded:
                         expect(share <= 0.25, f"{preset} {size} {pct} %: the header takes {share:.0%} of the tab")
+                    if folded and preset == "gpt2-small":  # only each query's largest keys drawn: said, folded too
+                        k = d["state"]["lines"]["top_k"]
+                        expect(k and d["state"].get("lines_menu_label") == f"top {k} keys ▾",
+                               f"{preset} folded: the menu reads {d['state'].get('lines_menu_label')!r}, top_k {k}")
                     heads = d["state"]["lines"]["heads_drawn"]
                     expect(len(heads) == 1 or all(f"lines_head_h{h + 1}" in w for h in heads),
                            f"{preset} {size} {pct} %: the heads' toggles (the lines' colours) missing: {sorted(mine)}")
