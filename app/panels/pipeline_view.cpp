@@ -105,8 +105,9 @@ void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, 
     steps.push_back(
         {"tril_weights", "× tril", "later keys → 0", stage(Stage::TrilWeights), range(Stage::TrilWeights), "", tokens});
   }
-  steps.push_back({"weights", tril || m.normalization == Normalization::Sum ? "÷ row sum" : "softmax",
-                   tril ? "÷ row sum" : "softmax", stage(Stage::Weights), range(Stage::Weights), "", tokens});
+  // The weights, by what makes them (the node had read "softmax" over "softmax 10×10").
+  steps.push_back({"weights", "weights", tril || m.normalization == Normalization::Sum ? "÷ row sum" : "softmax",
+                   stage(Stage::Weights), range(Stage::Weights), "", tokens});
   std::string no_dropout = !hasDropout(m.variant) ? "dropout comes with step 3 (causal)"
                            : !m.training          ? "eval mode: dropout is off"
                                                   : "p = 0: nothing dropped";
@@ -144,7 +145,10 @@ void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, 
   ImDrawList* draw = ImGui::GetWindowDrawList();
   const ImVec2 row0 = ImGui::GetCursorScreenPos();
   const ImU32 dim = theme().text_dim;
-  auto fitted = [&](const std::string& text) { return fitText(text, node_w - px(4)); };  // rest on hover
+  // A node's words from px(8) into it to its right edge (node_w − px(4) had run them 4 px into the
+  // next column, under the scrollbar at the last: "softmax  10×1").
+  const float words_w = node_w - px(8);
+  auto fitted = [&](const std::string& text) { return fitText(text, words_w); };  // rest on hover
   for (int k = 0; k < n; ++k) {
     const Step& st = steps[k];
     const float x0 = row0.x + margin + (k % per_row) * (node_w + arrow_w);
@@ -173,9 +177,11 @@ void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, 
     if (st.values && !st.op.empty()) forms.push_back(st.op);
     if (st.values && !st.op_short.empty())
       forms.insert(forms.end(), {st.op_short + "  " + shape(*st.values), st.op_short});
-    const std::string said = fitted(firstFitting(forms, node_w - px(4)));
+    const std::string said = fitted(firstFitting(forms, words_w));
     ImGui::TextDisabled("%s", said.c_str());
     layout().state()["pipeline_details"][st.id] = said;
+    // Where its words end against the node's right edge (tests: within it).
+    layout().state()["pipeline_detail_overrun"][st.id] = ImGui::GetItemRectMax().x - (x0 + node_w);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s: %s", st.title.c_str(), detail.c_str());
     const ImVec2 p(x0 + px(8), y0 + line * 2);
     ImGui::SetCursorScreenPos(p);

@@ -313,6 +313,9 @@ def checks(tmp):
             assert top - g["clip"]["y"] >= 20 and bottom <= g["clip"]["y"] + g["clip"]["h"] and g["labels_every"] == 1, \
                 (top, bottom, g)  # the heading above them in view too (scrolled to the last, it was not)
             details = dp["state"]["pipeline_details"]
+            # Each node's words end within it (they ran 4 px on: "softmax  10×1" under the scrollbar).
+            overrun = {k: v for k, v in dp["state"]["pipeline_detail_overrun"].items() if v > 0.5}
+            assert not overrun and details["weights"] in ("softmax  10×10", "softmax"), (overrun, details)
             assert details["masked"] in ("−∞ above diagonal", "−∞ for j > i  10×10", "−∞ for j > i") and \
                 details["scores"] == "Q Kᵀ  10×10", details
             # Fewer tokens after more, every head: two-token maps are narrower than their legend,
