@@ -202,9 +202,9 @@ void InspectorPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   layout().widget("token_next");
   ImGui::SameLine();
   wrapped("query " + std::to_string(i + 1) + ": \"" + tokens[i] + "\"  (x" + std::to_string(i + 1) + ")");
-  if (snap->model)  // a trained model's: which layer and head, picked in the Layers grid
+  if (snap->model)  // a trained model's: which layer and head, picked in the Layers grid or the Heatmaps header
     wrapped("layer " + std::to_string(snap->layer + 1) + " · head " + std::to_string(head + 1) + " of " +
-                std::to_string(t.heads) + " (pick another in the Layers tab)",
+                std::to_string(t.heads) + " (pick another in the Layers tab or the Heatmaps header)",
             true);
   else if (t.heads > 1)
     wrapped("head " + std::to_string(head + 1) + " of " + std::to_string(t.heads) + " (choose in the heatmap header)",
