@@ -88,7 +88,8 @@ void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, 
       {"inputs", snap->model ? "X  LayerNorm₁" : "X  inputs", "", matrix(x), &snap->inputs_range, "", dims_x});
   steps.push_back({"queries", simple ? "Q = K = V = X" : "Q  (K, V alike)", simple ? "as is" : "@ W_q",
                    stage(Stage::Queries), range(Stage::Queries), "", dims_h});
-  steps.push_back({"scores", "scores", "Q Kᵀ", stage(Stage::Scores), range(Stage::Scores), "", tokens});
+  steps.push_back(
+      {"scores", "scores", simple ? "X Xᵀ" : "Q Kᵀ", stage(Stage::Scores), range(Stage::Scores), "", tokens});
   // The notebook's order: the causal classes mask the raw scores, then divide by √dₖ.
   const bool tril = trilRoute(m);  // cells [26]–[28]: the weights are masked, not the scores
   steps.push_back({"masked", "masked", "−∞ above diagonal", m.causal && !tril ? stage(Stage::MaskedScores) : none,

@@ -106,6 +106,8 @@ std::string stageHeading(const Trace& t, Stage s) {
   switch (s) {
     case Stage::ScaledScores:
       return t.model.scale == Scale::SqrtDk ? "scaled  ÷ √" + std::to_string(t.head_width) + tt : "scaled: none" + tt;
+    case Stage::Scores:  // step 1 has no Q or K of its own: inputs @ inputs.T
+      return t.model.variant == Variant::Simple ? "scores  X·Xᵀ" + tt : stageInfo(s).title + tt;
     case Stage::MaskedScores:
       return t.model.causal ? std::string("masked  −∞ above the diagonal") + tt : "mask: none (not causal)" + tt;
     case Stage::DropoutMask:

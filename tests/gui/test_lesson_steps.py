@@ -320,6 +320,9 @@ def main():
         for m in d["heatmaps"]:
             if "…" in m["title"]:
                 problems.append(f"{m['id']}: its title {m['title']!r} is cut")
+            # The notebook's first scores are inputs @ inputs.T: no Q or K yet (it read "Q·Kᵀ").
+            if m["stage"] == "scores" and step["title"].startswith("Attention scores") and "X·Xᵀ" not in m["title"]:
+                problems.append(f"{m['id']}: titled {m['title']!r}, the step computes inputs @ inputs.T (X·Xᵀ)")
         # A lesson step's module maps say what they are in their titles: their card has no heading
         # (a line for the maps, docs/DESIGN.md §3.7 "Focus"); outside a step it has one.
         headings = {k: r for k, r in d["widgets"].items() if k.startswith("card_heading_")}
