@@ -508,7 +508,7 @@ GridLayout arrangeGrid(const std::vector<CardNeed>& cards, float width, float he
       const GridLayout g = layOutGrid(cards, c, width, gap, m, o);
       bool within = g.fits_width && rowsOfMaps(g, cards) <= rows;
       for (const auto& card : g.tiles)
-        for (const Box& b : card) within = within && b.h <= height;
+        for (const Box& b : card) within = within && b.h + b.below <= height;  // its legend's line too
       (within ? lo : hi) = c;
     }
     cell = lo;
