@@ -105,6 +105,7 @@ void CompareView::follow(const Snapshot& a, const Snapshot& b) {
   workspace_differences_ = workspaceDifferences(*a.inputs, *b.inputs);  // 786 k cells for GPT-2: not per frame
   token_difference_ = tokenDifference(a.tokens(), b.tokens());          // up to 1024² pairs: not per frame
   same_tokens_ = a.tokens() == b.tokens(), same_dims_ = a.dims == b.dims;  // rows' names shared: not per row
+  names_size_ = 0;                                                         // their widths measured anew (draw)
   // The same trained model over a text with tokens inserted or removed: its maps compare by the
   // tokens both texts have (the same token, the same embedding: a chapter's or given maps' labels
   // say nothing of that).
@@ -260,8 +261,8 @@ void CompareView::draw(const PanelContext& ctx) {
   // sizes show their numbers: where three such maps do not fit side by side, B − A goes below.
   const float signed_cell = heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, "−.00").x);
   const float unsigned_cell = heatmapCellFor(fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, ".00").x);
-  if (names_pair_ != pair_ || names_size_ != fs) {
-    names_pair_ = pair_, names_size_ = fs;
+  if (names_size_ != fs) {
+    names_size_ = fs;
     for (const bool numbered : {false, true})
       names_w_[numbered] = std::max(widestAxisName(a.tokens(), 0, a.tokenCount(), numbered, fs),
                                     widestAxisName(b->tokens(), 0, b->tokenCount(), numbered, fs));

@@ -26,7 +26,7 @@ class CompareView {
   void reset() {
     differences_.clear(), workspace_differences_.clear(), token_difference_ = {}, aligned_ = false, b_own_ = false,
                                                           chapter_text_ = false, same_tokens_ = false,
-                                                          same_dims_ = false, pair_ = {0, 0};
+                                                          same_dims_ = false, names_size_ = 0, pair_ = {0, 0};
   }
 
  private:
@@ -47,10 +47,9 @@ class CompareView {
   bool same_tokens_ = false, same_dims_ = false;  // A's and B's rows' names, tokens or d0 …: one band serves
   bool b_own_ = false;    // B has tokens A has not (an aligned B − A's dark cells)
   // The widest of A's and B's token names, as they are and starting with their positions ("40 Ġthe"),
-  // at the small font's size names_size_, for the pair pair_: measured once, not per row and frame.
+  // at the small font's size names_size_ (0: not measured for this pair): once, not per row and frame.
   float names_w_[2] = {0, 0};
   float names_size_ = 0;
-  std::pair<std::uint64_t, std::uint64_t> names_pair_{0, 0};
   TokenDifference token_difference_;                                                 // tokenDifference of its texts
 };
 

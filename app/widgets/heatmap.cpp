@@ -536,14 +536,12 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     // still overlap (a one-cell-wide bar, or a 39-token map's 118-px bar, whose ends had read
     // "0.0140.392"): "±x", or the range "lo – hi", centred on the bar within the tile.
     const float room_from = origin.x, room_to = origin.x + size.x + std::max(0.0f, s.legend_room);
-    std::string once = oneValued(s.look) ? oneValueText(s.look, lo_text, hi_text) : "";
-    if (once.empty() && width(lo_text) + width(hi_text) + px(6) > bar_w) {
-      once = oneValueText(s.look, lo_text, hi_text);
-      // (A row scale's ends are words, "row min", cut to "min": no range to say.)
-      if (once.empty() && s.look.range_text[0].empty() && s.look.scale != ColourScale::Row) {
-        once = lo_text + " – " + hi_text;
-        if (width(once) > room_to - room_from) once = fitText(small, fs, lo_text + "–" + hi_text, room_to - room_from);
-      }
+    const bool crowded = width(lo_text) + width(hi_text) + px(6) > bar_w;
+    std::string once = oneValued(s.look) || crowded ? oneValueText(s.look, lo_text, hi_text) : "";
+    // (A row scale's ends are words, "row min", cut to "min": no range to say.)
+    if (once.empty() && crowded && s.look.range_text[0].empty() && s.look.scale != ColourScale::Row) {
+      once = lo_text + " – " + hi_text;
+      if (width(once) > room_to - room_from) once = fitText(small, fs, lo_text + "–" + hi_text, room_to - room_from);
     }
     const bool said_once = !once.empty();
     float once_from = 0, once_to = 0;  // where it is drawn
