@@ -330,7 +330,7 @@ CardLayout layOutCard(const CardNeed& card, float cell, float width, float gap, 
     // at the grid's bottom edge by a lesson step's maps, fitted to the window without the gap). The
     // bar as drawHeatmap draws it: the cells' width, at least the tile's up to 120 px.
     const float bar_w = std::max(side * t.cols, std::min(w - (labels ? m.left : px(4)), px(120)));
-    const bool legend_line = m.beside == 0 && t.legend_room.text * m.scale + t.legend_room.fixed > bar_w;
+    const bool legend_line = m.beside == 0 && !t.legend_room.fits(bar_w, m.scale);
     const float legend_h = legend_line ? std::max(0.0f, m.label_font + 2 - px(4)) : 0;
     const float h = top + std::max(side * t.rows, m.beside_cells) + m.bottom + std::max(0.0f, legend_h - gap);
     if (first_of_card) c.reads_before = !labels;

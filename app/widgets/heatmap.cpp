@@ -168,6 +168,14 @@ float drawLegendSwatch(ImDrawList* draw, float x, float y, float fs) {
   return x + fs + 2;
 }
 
+// The legend on the range labels' line is centred on the bar, 6 px clear of each end's label: the
+// narrowest bar that holds it there, its labels `lo_w` and `hi_w` wide in a font `fs` high.
+// drawHeatmap places it by this, and the grid sizes its maps by it (heatmapLegendRoom).
+LegendRoom legendRoomBetween(const LegendText& legend, float fs, float lo_w, float hi_w) {
+  const float text_w = fonts().small->CalcTextSizeA(fs, FLT_MAX, 0, legend.text.c_str()).x;
+  return {text_w + (legend.swatch ? fs : 0) + 2 * std::max(lo_w, hi_w), (legend.swatch ? 2.0f : 0.0f) + 12};
+}
+
 }  // namespace
 
 LegendRoom heatmapLegendRoom(const MapLook& look) {
@@ -177,10 +185,7 @@ LegendRoom heatmapLegendRoom(const MapLook& look) {
   const float fs = small->FontSize;
   const auto width = [&](const std::string& t) { return small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str()).x; };
   const auto [lo, hi] = barEnds(look);
-  const LegendText legend = legendText(look.legend);
-  // Centred on the bar, 6 px clear of the wider end's label (drawHeatmap's placement).
-  return {width(legend.text) + (legend.swatch ? fs : 0) + 2 * std::max(width(lo), width(hi)),
-          (legend.swatch ? 2.0f : 0.0f) + 12};
+  return legendRoomBetween(legendText(look.legend), fs, width(lo), width(hi));
 }
 
 ColorbarBand heatmapColorbarBeside(const MapLook& look, float text_scale) {
@@ -568,7 +573,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       const float lw = small->CalcTextSizeA(fs, FLT_MAX, 0, legend.text.c_str()).x + (legend.swatch ? fs + 2 : 0);
       lx = p0.x + (bar_w - lw) / 2;
       // Below as well where the value is said once mid-bar (the two were drawn over each other).
-      if (said_once || s.legend_below || lx < p0.x + lo_w + 6 || lx + lw > p0.x + bar_w - hs.x - 6) {
+      if (said_once || s.legend_below || !legendRoomBetween(legend, fs, lo_w, hs.x).fits(bar_w)) {
         lx = p0.x;
         ly += fs + 2;
         content_bottom = std::max(content_bottom, ly + fs);

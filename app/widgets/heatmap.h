@@ -102,6 +102,8 @@ float heatmapColorbarHeight(float text_scale = 1);
 struct LegendRoom {
   float text = 0;   // the legend's and the wider end label's text, at the font's own size
   float fixed = 0;  // the clearances beside them
+  // Whether a bar `bar_w` wide holds the legend between its range labels, their font at `text_scale`.
+  bool fits(float bar_w, float text_scale = 1) const { return text * text_scale + fixed <= bar_w; }
 };
 LegendRoom heatmapLegendRoom(const MapLook& look);
 // A legend below the colorbar `width` pixels wide, in lines of the small font (at `text_scale`):
