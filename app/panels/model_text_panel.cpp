@@ -160,7 +160,8 @@ float chipsAboveNextTokens(const ModelSession& session, float heading_h) {
   const float room = ImGui::GetContentRegionAvail().y - spacing - nextTokensHeight(kNextRowsKept, heading_h);
   const int fit = static_cast<int>(std::floor(room / chipPitch()));
   const int needed = chipRows(session.tokens(), std::min(session.tokenCount(), kTokensListed));
-  return static_cast<float>(std::max(std::min({fit, needed, 4}), 1)) * chipPitch() - spacing;
+  // (Whole pixels: one row is then at least as tall as its font, which tokenChips's scrollbar needs.)
+  return std::ceil(static_cast<float>(std::max(std::min({fit, needed, 4}), 1)) * chipPitch() - spacing);
 }
 
 // Scrolls the list of chips, `list_h` tall, to show the last item's row whole, as its last row in
@@ -274,7 +275,13 @@ void ModelTextPanel::tokenChips(const PanelContext& ctx, float chips_h) {
   // listed GPT-2's appended 1024th token, the one the next tokens are about).
   const int T = session.tokenCount(), listed = std::min(T, kTokensListed);
   const int first = std::clamp(ctx.view.token - listed / 2, 0, T - listed);
+  // Its scrollbar drawn whole at one row: ImGui fades out a scrollbar shorter than the font and the
+  // frame's padding, and at 1280 × 800 and 200 % a list one row tall had shown 2 of 10 chips with
+  // nothing to say there were more (the padding is the scrollbar's to read, in Begin; the chips
+  // keep theirs).
+  ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, ImVec2(ImGui::GetStyle().FramePadding.x, 0));
   ImGui::BeginChild("tokens", ImVec2(-1, chips_h));
+  ImGui::PopStyleVar();
   // The list's own right edge: left of its scrollbar when it has one.
   const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
   // A new text or selection shows its selected token (an appended one is on the list's last row).

@@ -889,7 +889,17 @@ def checks(tmp):
                 box, chip = d["widgets"]["model_tokens"], d["widgets"].get("model_token_selected")
                 assert chip and box["y"] <= chip["y"] and chip["y"] + chip["h"] <= box["y"] + box["h"] + 0.5, \
                     (name, box, chip)
-            print("  the selected (last) token's chip in view: 40 tokens at 150 and 200 %, 450 tokens")
+                # The list scrolls (more chips than rows): its scrollbar's grab is drawn, a grey in the
+                # list's right 14 px (the chips are blue and wrap left of it). One row tall, at 200 %,
+                # ImGui had faded it out: 2 of 10 chips showed, nothing said there were more.
+                png = np.asarray(Image.open(d["png"]).convert("RGB")).astype(int)
+                y0, y1 = int(box["y"]) + 1, int(box["y"] + box["h"]) - 1
+                x1 = int(box["x"] + box["w"])
+                strip = png[y0:y1, x1 - 14:x1]
+                grey = (strip.max(axis=2) - strip.min(axis=2) <= 4) & (strip.min(axis=2) >= 60)
+                assert grey.sum() >= 20, (name, box, int(grey.sum()))
+            print("  the selected (last) token's chip in view, the list's scrollbar drawn: 40 tokens at 150 and "
+                  "200 %, 450 tokens")
 
         def a_failed_pass_says_why():
             # A model whose values overflow float32 on this text: every view of it says why, none
