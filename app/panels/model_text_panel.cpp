@@ -46,11 +46,12 @@ constexpr int kTokensListed = 400;  // the token chips shown at most (a long tex
 // "###") as the start of its id and show nothing. At most `max_w` wide (a long label is cut with
 // "…"; the tooltip has it whole). Its id comes from the ID stack. A chip is as tall as its text;
 // `framed`, as tall as ImGui's buttons.
+float chipPadY();
 bool tokenButton(const std::string& label, bool selected, bool enabled, float max_w, bool framed = false) {
   const ImGuiStyle& style = ImGui::GetStyle();
   const std::string shown = fitText(label, max_w - style.FramePadding.x * 2);
   const ImVec2 text = ImGui::CalcTextSize(shown.c_str(), nullptr, false);
-  const float pad_y = framed ? style.FramePadding.y : 0.0f;
+  const float pad_y = framed ? style.FramePadding.y : chipPadY();
   const ImVec2 size(text.x + style.FramePadding.x * 2, text.y + pad_y * 2);
   const ImVec2 p = ImGui::GetCursorScreenPos();
   ImGui::BeginDisabled(!enabled);
@@ -105,8 +106,11 @@ void filledSlider(float fraction, const std::function<void()>& slider) {
 
 // The layer shown, 1 … layers (select_layer counts from 0).
 // One row of token chips (or of next tokens): a tokenButton in the small font, as tall as its
-// text, and the space under it.
-float chipPitch() { return fonts().small->FontSize + ImGui::GetStyle().ItemSpacing.y; }
+// text and its frame above and below it (chipPadY), and the space under it.
+float chipPitch() { return fonts().small->FontSize + 2 * chipPadY() + ImGui::GetStyle().ItemSpacing.y; }
+// A chip's frame above and below its text: a pixel at 100 %, two at 200 % (with none, the dot of
+// GPT-2's "Ġ", on most of its tokens, and an accent on a capital, "Ď", sat on the chip's edge).
+float chipPadY() { return std::round(fonts().small->FontSize * 0.08f); }
 
 // The rows the chips of `tokens` take in a list as wide as the window's content, placed as
 // tokenChips places them (with room for its scrollbar).
@@ -801,18 +805,22 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
     ImGui::PushID(static_cast<int>(i));
     const ImVec2 p = ImGui::GetCursorScreenPos();
     if (tokenButton(label, false, last && can_append, token_w)) ctx.commands.push("append_token", {{"id", t.id}});
+    float row_bottom = ImGui::GetItemRectMax().y;
     if (i < kNextRowsKept) layout().widget("model_next_" + std::to_string(i));
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
       ImGui::SetTooltip(last && can_append ? "%s%s · id %d · logit %.3f · click: append it to the text"
                                            : "%s%s · id %d · logit %.3f",
                         label.c_str(), readingSaid(*session.model(), t.id).c_str(), t.id, static_cast<double>(t.logit));
     shown.push_back(fitText(label, token_w - style.FramePadding.x * 2));  // as tokenButton cuts it
-    if (own_row)
+    if (own_row) {
       ImGui::SetCursorPosX(row_end - prob_w);
-    else
+    } else {
       ImGui::SameLine(row_end - prob_w);
+      ImGui::SetCursorPosY(ImGui::GetCursorPosY() + chipPadY());  // on the token's line of text
+    }
     ImGui::TextUnformatted(prob);
-    const float bar_w = row_w * t.probability, under = ImGui::GetItemRectMax().y + bar_y;
+    row_bottom = std::max(row_bottom, ImGui::GetItemRectMax().y);
+    const float bar_w = row_w * t.probability, under = row_bottom + bar_y;
     if (bar_w >= 1)  // (thinner, its antialiased edge read as a mark)
       ImGui::GetWindowDrawList()->AddRectFilled(ImVec2(p.x, under), ImVec2(p.x + bar_w, under + bar_h),
                                                 theme().selection);
