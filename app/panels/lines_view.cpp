@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "display/map_look.h"
 #include "engine/stages.h"
 #include "panels/lines_header.h"
 #include "state/capture_targets.h"
@@ -142,6 +143,15 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   const float most = dropped ? t.dropout_scale : 1.0f;
   const int selected = std::clamp(view.token, 0, T - 1);
   auto headShown = [&](int h) { return (view.head < 0 || view.head == h) && !linesHeadHidden(view, h); };
+  // A query's lines of the heads shown, the largest weights first.
+  const auto strongestFirst = [&](int query) {
+    std::vector<const AttentionLine*> out;
+    for (const AttentionLine& l : lines_)
+      if (l.i == query && headShown(l.head)) out.push_back(&l);
+    std::stable_sort(out.begin(), out.end(),
+                     [](const AttentionLine* a, const AttentionLine* b) { return a->value > b->value; });
+    return out;
+  };
 
   // ---- the header: stage, heads, k, isolation, the hint (lines_header.h) --------------------------
   LinesHeaderState header;
@@ -179,14 +189,28 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   const ImVec2 inner = ImGui::GetContentRegionAvail();
   const float heading_h = ImGui::GetTextLineHeightWithSpacing();
   const float room = std::max(inner.y - heading_h - px(8), text_h);
-  // Rows as tall as the room allows (at most 60 px), never below a label's height: then it scrolls.
-  // Labels line to line where that puts every row in view (at 1280 × 720 and 200 % a model's 11th
-  // token was a few pixels below the fold).
-  const float least = room / static_cast<float>(T) >= font_size ? font_size : text_h;
-  const float pitch = std::clamp(room / static_cast<float>(T), least, px(60));
+  // Rows as tall as the room allows, at most 60 px and at least kLeastLinesPitch: every row in view
+  // where they fit, the lists scrolling only past that. Rows shorter than a label are named as a
+  // thinned heatmap axis is, every `step`-th with its number ("20 Ġl"), the selected and hovered
+  // tokens always: scrolled at a label's height, a repeated text's induction lines (query i to key
+  // i − 19) had all left the view at the top, to keys out of sight. Labels line to line where that
+  // puts every row in view (at 1280 × 720 and 200 % a model's 11th token was a few pixels below).
+  const float pitch = std::clamp(room / static_cast<float>(T), px(kLeastLinesPitch), px(60));
+  const int step = pitch >= font_size ? 1 : axisNameStep(text_h, pitch, true);
+  // Named whatever the step: the selected query, the tokens under the mouse (last frame's) and an
+  // isolated query's keys, its largest weights' first (their values are written after them).
+  std::vector<int> places = {hover_query_, hover_key_};
+  const int isolating = hover_query_ >= 0 ? hover_query_ : hover_key_ < 0 && view.lines_isolate ? selected : -1;
+  if (isolating >= 0 && step > 1) {
+    places.push_back(isolating);
+    for (const AttentionLine* l : strongestFirst(isolating)) places.push_back(l->j);
+  }
+  const std::vector<int> pinned = pinnedAxisNames(ctx.capture.hides_selection ? -1 : selected, places, step);
+  const auto named = [&](int i) { return step == 1 || pinnedAxisNamed(i, pinned, step, axisNamed(i, i, step)); };
+  const auto rowName = [&](int i) { return axisName(snap->tokens()[static_cast<std::size_t>(i)], i, step); };
   float label_w = 0;
-  for (const std::string& s : snap->tokens())
-    label_w = std::max(label_w, font->CalcTextSizeA(font_size, FLT_MAX, 0, s.c_str()).x);
+  for (int i = 0; i < T; ++i)
+    if (named(i)) label_w = std::max(label_w, font->CalcTextSizeA(font_size, FLT_MAX, 0, rowName(i).c_str()).x);
   // + 1: (w + px(4)) − px(4) rounds below w for some w, and the longest token lost its end
   // ("Ġbecau…" with 200 px to spare).
   label_w = std::min(label_w + px(4) + 1, std::max(px(60), inner.x * 0.18f));
@@ -286,7 +310,7 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
     for (int i = 0; i < T; ++i) {
       const float y = rowY(i);
       if (per_query[static_cast<std::size_t>(i)] > 0 || (focus_q >= 0 && i != focus_q) || y < clip_min.y ||
-          y > clip_max.y)
+          y > clip_max.y || (!named(i) && i != focus_q))
         continue;
       ImGui::PushFont(fonts().small);
       draw->AddText(ImVec2(xl + px(8), y - fonts().small->FontSize / 2), dim, "every key dropped");
@@ -300,8 +324,15 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
     int n = 0;
     for (int h = 0; h < H; ++h)
       if (headShown(h)) column[static_cast<std::size_t>(h)] = n++;
-    for (const AttentionLine& l : lines_) {
-      if (l.i != focus_q || !headShown(l.head)) continue;
+    // Rows shorter than the text: the largest values first, each written where it clears those of its
+    // head already written (the others are on their lines, and in the tooltip of their key).
+    std::vector<std::vector<float>> written(static_cast<std::size_t>(H));
+    for (const AttentionLine* line : strongestFirst(focus_q)) {
+      const AttentionLine& l = *line;
+      std::vector<float>& ys = written[static_cast<std::size_t>(l.head)];
+      const float y = rowY(l.j);
+      if (std::any_of(ys.begin(), ys.end(), [&](float o) { return std::abs(o - y) < font_size; })) continue;
+      ys.push_back(y);
       char text[32];
       std::snprintf(text, sizeof text, "%.3f", l.value);
       const float x = xk + label_w + px(8) + column[static_cast<std::size_t>(l.head)] * value_w;
@@ -313,23 +344,29 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
 
   // The labels: queries right-aligned on the left, keys on the right; the selected query (and the
   // token under the mouse) stand out; labels too close to read are thinned (every n-th).
-  const int every = std::max(1, static_cast<int>(std::ceil(least / pitch)));
   const bool show_selection = !ctx.capture.hides_selection;
+  nlohmann::json names_dump = nlohmann::json::array();  // the rows named on screen
   for (int i = 0; i < T; ++i) {
     const float y = rowY(i);
     if (y + pitch < clip_min.y || y - pitch > clip_max.y) continue;
     const bool sel = show_selection && i == selected;
-    if (i % every != 0 && !sel && i != hover_q && i != hover_k) continue;
-    const std::string& name = snap->tokens()[static_cast<std::size_t>(i)];
-    const std::string fitted = fitText(font, font_size, name, label_w - px(4));
+    if (!named(i) && !sel && i != hover_q && i != hover_k) continue;
+    names_dump.push_back(i);
+    const std::string fitted = fitText(font, font_size, rowName(i), label_w - px(4));
     const float tw = font->CalcTextSizeA(font_size, FLT_MAX, 0, fitted.c_str()).x;
     const bool faded_q = focus_q >= 0 && i != focus_q, faded_k = focus_k >= 0 && i != focus_k;
     const ImU32 qc = sel || i == hover_q ? theme().selection : faded_q || focus_k >= 0 ? dim : text_col;
     const ImU32 kc = i == hover_k ? theme().selection : faded_k || (focus_q >= 0 && focus_k < 0) ? dim : text_col;
     draw->AddText(font, font_size, ImVec2(xq - px(4) - tw, y - font_size / 2), qc, fitted.c_str());
     draw->AddText(font, font_size, ImVec2(xk + px(4), y - font_size / 2), kc, fitted.c_str());
-    draw->AddCircleFilled(ImVec2(xl, y), px(2), dim);
-    draw->AddCircleFilled(ImVec2(xr, y), px(2), dim);
+  }
+  // Every row's ends, named or not (at most one a pixel: GPT-2's 1024 rows scroll at kLeastLinesPitch).
+  const float dot = std::min(px(2), pitch / 3);
+  for (int i = 0; i < T; ++i) {
+    const float y = rowY(i);
+    if (y + pitch < clip_min.y || y - pitch > clip_max.y) continue;
+    draw->AddCircleFilled(ImVec2(xl, y), dot, dim);
+    draw->AddCircleFilled(ImVec2(xr, y), dot, dim);
   }
   if (hover_q >= 0 || hover_k >= 0) {
     const int r = hover_q >= 0 ? hover_q : hover_k;
@@ -378,7 +415,8 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
                                  {"pitch", pitch},
                                  {"first_visible", static_cast<int>(first_row)},
                                  {"last_visible", static_cast<int>(last_row)},
-                                 {"labels_every", every},
+                                 {"labels_every", step},
+                                 {"named", names_dump},
                                  {"clip", rectJson(clip_min, clip_max)}}}};
 }
 

@@ -106,6 +106,8 @@ struct ViewState {
 
 // Up to this many tokens the Lines view draws every key of every query; above, the top k.
 constexpr int kLinesAllKeysUpTo = 48;
+// The Lines view's rows are at least this tall (pixels at 100 % text): below it the lists scroll.
+constexpr float kLeastLinesPitch = 4;
 constexpr int kLinesMaxTopK = 64;
 constexpr double kMaxTemperature = 2.0;
 bool linesHeadHidden(const ViewState& v, int head);

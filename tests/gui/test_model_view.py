@@ -312,6 +312,22 @@ def checks(tmp):
             top, bottom = g["first_row_y"] - 0.5 * g["pitch"], g["first_row_y"] + 10.5 * g["pitch"]  # the rows'
             assert top - g["clip"]["y"] >= 20 and bottom <= g["clip"]["y"] + g["clip"]["h"] and g["labels_every"] == 1, \
                 (top, bottom, g)  # the heading above them in view too (scrolled to the last, it was not)
+            # 40 tokens at 1280 × 720 and 150 %: every row in view, named every few rows with their
+            # numbers, rather than scrolled at a label's height (a repeated text's induction lines,
+            # query i to key i − 19, had all left the view at the top). A query isolated: it and its
+            # strongest key are named whatever the step, beside its value.
+            dl = run_commands(app, display.name, tmp, "lines40", [
+                {"do": "text", "ids": list(range(40, 60)) * 2}, {"do": "view", "field": "tab", "value": "lines"},
+                {"do": "select_token", "index": 30}, {"do": "view", "field": "lines_isolate", "value": True},
+            ], "--model", folder, "--size", "1280x720", "--text-size", "150")
+            lines = dl["state"]["lines"]
+            g = lines["geometry"]
+            assert g["first_visible"] == 0 and g["last_visible"] == 39 and g["labels_every"] > 1, g
+            strongest = max((ln for ln in lines["lines"] if ln[0] == 30), key=lambda ln: ln[3])
+            assert 30 in g["named"] and strongest[1] in g["named"], (strongest, g["named"])
+            assert any(j == strongest[1] for j, h, text in lines["values"]), (strongest, lines["values"])
+            print(f"  Lines, 40 tokens at 1280 × 720 / 150 %: all in view ({g['pitch']:.1f}-px rows, named every "
+                  f"{g['labels_every']}); query 31 isolated, its strongest key {strongest[1] + 1} named")
             details = dp["state"]["pipeline_details"]
             # Each node's words end within it (they ran 4 px on: "softmax  10×1" under the scrollbar).
             overrun = {k: v for k, v in dp["state"]["pipeline_detail_overrun"].items() if v > 0.5}
