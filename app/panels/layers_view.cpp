@@ -149,12 +149,21 @@ void LayersView::draw(const PanelContext& ctx) {
   const ImVec2 rest = ImGui::GetContentRegionAvail();
   // Few heads a layer: the grid as tall as the tab and the table beside it, where that makes the
   // thumbnails larger than above the table (4 heads of 6 layers used a third of the tab's width at
-  // 1920 × 1080, the rest empty). The table keeps at least kTableBeside of the width.
+  // 1920 × 1080, the rest empty), or costs them at most a tenth and shows more of the table's rows
+  // (2 layers of 4 heads at 1280 × 720 and 150 %: 157-px thumbnails above the table, which showed 6
+  // of the 8 heads, 2.3 the strongest induction head cut, and 560 px empty beside them; 152 px
+  // beside it, every head listed). The table keeps at least kTableBeside of the width.
   const float spacing = ImGui::GetStyle().ItemSpacing.x;
   if (both && !ctx.givenMaps()) {
-    const GridMetrics above = gridMetrics(pass, ImVec2(rest.x, std::floor(rest.y * 0.64f)));
+    const float above_h = std::floor(rest.y * 0.64f);
+    const GridMetrics above = gridMetrics(pass, ImVec2(rest.x, above_h));
     const GridMetrics tall = gridMetrics(pass, ImVec2(rest.x - px(kTableBeside) - spacing, rest.y));
-    if (tall.cell > above.cell) {
+    const float row_h = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y;
+    const auto rowsShown = [&](float h) {  // below the header row
+      return std::clamp(static_cast<int>(std::floor(h / row_h)) - 1, 0, pass.layers() * pass.headsPerLayer());
+    };
+    const bool more_rows = rowsShown(rest.y) > rowsShown(rest.y - above_h - ImGui::GetStyle().ItemSpacing.y);
+    if (tall.cell > above.cell || (more_rows && tall.cell >= 0.9f * above.cell)) {
       const float grid_w = tall.label_w + static_cast<float>(pass.headsPerLayer()) * (tall.cell + tall.gap);
       const ImVec2 origin = ImGui::GetCursorScreenPos();
       grid(ctx, *snap, ImVec2(grid_w, rest.y));
@@ -466,7 +475,18 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
       }
       for (const HeadLabelInfo& info : labels) {
         ImGui::TableNextColumn();
-        ImGui::TextUnformatted(scoreText(sc, info).c_str());
+        // A mean over too few rows to label the head by, dimmed, and why on hover.
+        const int rows = labelRows(sc, info);
+        if ((info.has == nullptr || sc.*info.has) && rows < kLabelMinTokens && rows < sc.rows) {
+          ImGui::TextDisabled("%s", scoreText(sc, info).c_str());
+          if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "A mean over %s: a label needs %d (Repeat the text gives every token of its second "
+                "half a copy before it)",
+                countOf(rows, "row").c_str(), kLabelMinTokens);
+        } else {
+          ImGui::TextUnformatted(scoreText(sc, info).c_str());
+        }
       }
       ImGui::TableNextColumn();
       ImGui::Text("%.2f", static_cast<double>(sc.mean_entropy));

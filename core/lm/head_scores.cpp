@@ -10,10 +10,13 @@ namespace attnscope {
 
 const std::array<HeadLabelInfo, 4>& headLabelTable() {
   static const std::array<HeadLabelInfo, 4> table{{
-      {"previous_token", "previous", "prev", "P", 0.5f, &HeadScores::previous_token, &HeadScores::has_previous},
-      {"first_token", "first (sink)", "sink", "S", 0.7f, &HeadScores::first_token, nullptr},
-      {"duplicate_token", "duplicate", "dup", "D", 0.3f, &HeadScores::duplicate_token, &HeadScores::has_duplicate},
-      {"induction", "induction", "induct", "I", 0.3f, &HeadScores::induction, &HeadScores::has_induction},
+      {"previous_token", "previous", "prev", "P", 0.5f, &HeadScores::previous_token, &HeadScores::has_previous,
+       nullptr},
+      {"first_token", "first (sink)", "sink", "S", 0.7f, &HeadScores::first_token, nullptr, nullptr},
+      {"duplicate_token", "duplicate", "dup", "D", 0.3f, &HeadScores::duplicate_token, &HeadScores::has_duplicate,
+       &HeadScores::duplicate_rows},
+      {"induction", "induction", "induct", "I", 0.3f, &HeadScores::induction, &HeadScores::has_induction,
+       &HeadScores::induction_rows},
   }};
   return table;
 }
@@ -23,7 +26,7 @@ const HeadLabelInfo* headLabel(const HeadScores& s) {
   const HeadLabelInfo* best = nullptr;
   float best_ratio = 1.0f;
   for (const HeadLabelInfo& info : headLabelTable()) {
-    if (info.has != nullptr && !(s.*info.has)) continue;
+    if ((info.has != nullptr && !(s.*info.has)) || labelRows(s, info) < kLabelMinTokens) continue;
     const float ratio = s.*info.score / info.threshold;
     if (ratio >= best_ratio) {
       best = &info;
@@ -32,6 +35,8 @@ const HeadLabelInfo* headLabel(const HeadScores& s) {
   }
   return best;
 }
+
+int labelRows(const HeadScores& s, const HeadLabelInfo& info) { return info.rows != nullptr ? s.*info.rows : s.rows; }
 
 TokenPatterns::TokenPatterns(const std::vector<int>& ids) {
   const int T = static_cast<int>(ids.size());
@@ -88,6 +93,8 @@ HeadScores headScoresOfRows(const HeadScoreRow* rows, int T) {
   }
   s.has_previous = T >= 2;
   if (s.has_previous) s.previous_token = static_cast<float>(previous / (T - 1));
+  s.duplicate_rows = duplicate_rows;
+  s.induction_rows = induction_rows;
   s.has_duplicate = duplicate_rows > 0;
   if (s.has_duplicate) s.duplicate_token = static_cast<float>(duplicate / duplicate_rows);
   s.has_induction = induction_rows > 0;

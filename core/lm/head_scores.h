@@ -10,7 +10,8 @@
 //                     copy k of tᵢ of Σ αᵢⱼ over those keys: "what came next last time" (a
 //                     repeated text makes the second half predictable)
 // Sums in double, results float. duplicate_token and induction are undefined (has_… false) when no
-// row qualifies; previous_token when T = 1.
+// row qualifies; previous_token when T = 1. They are labelled only as means over at least
+// kLabelMinTokens rows (duplicate_rows, induction_rows).
 #pragma once
 #include <array>
 #include <vector>
@@ -22,12 +23,15 @@ namespace attnscope {
 struct HeadScores {
   float previous_token = 0, first_token = 0, duplicate_token = 0, induction = 0, mean_entropy = 0;
   bool has_previous = false, has_duplicate = false, has_induction = false;
-  int rows = 0;  // T: the rows the means are over
+  int rows = 0;                                // T: the rows the means are over …
+  int duplicate_rows = 0, induction_rows = 0;  // … but these two's, the rows that qualify
 };
 
 // Labels need this many tokens. On fewer, a head that spreads its attention evenly over the keys it
 // sees already scores near the thresholds (3 tokens: first token 0.61, previous 0.42), so a label
 // would say nothing about the head; from 8 on, each threshold is at least twice such a head's score.
+// A duplicate or induction label needs its mean over as many rows: a sentence whose only repeats
+// were "Ġl ic ens" (licensor, license) and "Ġthe" had three heads labelled induction on 3 rows.
 constexpr int kLabelMinTokens = 8;
 
 // The labels the model view puts on a head, one table for the thumbnails, the scores table and
@@ -42,10 +46,13 @@ struct HeadLabelInfo {
   float threshold;
   float HeadScores::*score;
   bool HeadScores::*has;  // null: always defined
+  int HeadScores::*rows;  // the rows its mean is over, null: the text's (HeadScores::rows)
 };
 const std::array<HeadLabelInfo, 4>& headLabelTable();
 const HeadLabelInfo* headLabel(const HeadScores& s);  // null: no score reaches its threshold, or
-                                                      // fewer than kLabelMinTokens rows
+                                                      // fewer than kLabelMinTokens rows (its own)
+// The rows `info`'s score of `s` is a mean over.
+int labelRows(const HeadScores& s, const HeadLabelInfo& info);
 
 // The keys each row's token-pattern scores read, found once per text and shared by every head:
 // the positions of each token in order, so that row i's earlier copies of its token are a range

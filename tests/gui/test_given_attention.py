@@ -74,7 +74,7 @@ def check_captured(folder):
                 worst_score = max(worst_score, abs(head["scores"][key] - value))
                 check(abs(head["scores"][key] - value) <= 1e-5,
                       f"layer {layer} head {h}: {key} {head['scores'][key]} where torch's weights give {value}")
-            label = gm.expected_label(want, len(ids))
+            label = gm.expected_label(want, ids)
             check(label == "unsure" or head["label"] == label,
                   f"layer {layer} head {h}: label {head['label']} where its scores give {label}")
             labels.add(head["label"])

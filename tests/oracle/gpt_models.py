@@ -210,13 +210,26 @@ LABEL_THRESHOLDS = [("previous_token", 0.5), ("first_token", 0.7), ("duplicate_t
 LABEL_MIN_TOKENS = 8  # labels need this many tokens: on fewer, an even spread scores near the thresholds
 
 
-def expected_label(scores, tokens):
+def pattern_rows(ids):
+    """The rows the duplicate and induction means are over (expected_scores' rows that qualify)."""
+    dup = ind = 0
+    for i in range(len(ids)):
+        earlier = [k for k in range(i) if ids[k] == ids[i]]
+        dup += any(k >= 1 for k in earlier)
+        ind += any(k + 1 <= i - 1 for k in earlier)
+    return {"duplicate_token": dup, "induction": ind}
+
+
+def expected_label(scores, ids):
     """headLabel: the score the most above its threshold (ratio ≥ 1; a later one wins a tie), else
-    None; None below LABEL_MIN_TOKENS tokens; "unsure" when a ratio lies within 1e-4 of 1 or of the
+    None; None below LABEL_MIN_TOKENS tokens, and no duplicate or induction label on fewer than
+    LABEL_MIN_TOKENS rows that qualify; "unsure" when a ratio lies within 1e-4 of 1 or of the
     winner's (float rounding decides)."""
-    if tokens < LABEL_MIN_TOKENS:
+    if len(ids) < LABEL_MIN_TOKENS:
         return None
-    ratios = [(key, scores[key] / t) for key, t in LABEL_THRESHOLDS if scores[key] is not None]
+    rows = pattern_rows(ids)
+    ratios = [(key, scores[key] / t) for key, t in LABEL_THRESHOLDS
+              if scores[key] is not None and rows.get(key, len(ids)) >= LABEL_MIN_TOKENS]
     best, best_ratio = None, 1.0
     for key, r in ratios:
         if r >= best_ratio:

@@ -68,7 +68,7 @@ def check(name, model_path, model, ids, *extra):
                     got = head["scores"][key]
                     if (got is None) != (want is None) or (want is not None and abs(got - want) > 1e-5):
                         fail("%s: layer %d head %d %s is %s, torch's weights give %s" % (name, li, hi, key, got, want))
-                want_label = gm.expected_label(want_scores, len(ids))
+                want_label = gm.expected_label(want_scores, ids)
                 labels_seen.add(head["label"])
                 if want_label != "unsure" and head["label"] != want_label:
                     fail("%s: layer %d head %d is labelled %s, torch's scores give %s"

@@ -965,6 +965,35 @@ TEST(HeadScores, TheFirstPositionIsTheSinksNotADuplicate) {
   EXPECT_FLOAT_EQ(s.duplicate_token, 1.0f);  // row 7 only: row 4's one copy is position 0
 }
 
+// An induction head is labelled so only as a mean over kLabelMinTokens rows: on a text whose only
+// repeats give 2 rows keys after an earlier copy, a head on those keys (and elsewhere on itself)
+// has an induction score of 1 and no label; on a text said twice, 8 rows, the label.
+TEST(HeadScores, APatternLabelNeedsItsMeanOverEnoughRows) {
+  const auto scoresOf = [](const std::vector<int>& ids) {
+    const int T = static_cast<int>(ids.size());
+    const TokenPatterns patterns(ids);
+    Matrix w = Matrix::Zero(T, T);
+    for (int i = 0; i < T; ++i) {
+      int key = i;  // itself, where it has no key after an earlier copy
+      for (int k = 0; k + 1 <= i - 1; ++k)
+        if (ids[static_cast<std::size_t>(k)] == ids[static_cast<std::size_t>(i)]) key = k + 1;
+      w(i, key) = 1;
+    }
+    std::vector<HeadScoreRow> rows;
+    for (int i = 0; i < T; ++i) rows.push_back(headScoreRow(w.row(i).data(), i, i + 1, patterns));
+    return headScoresOfRows(rows.data(), T);
+  };
+  const HeadScores few = scoresOf({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 1, 2});
+  ASSERT_TRUE(few.has_induction);
+  EXPECT_FLOAT_EQ(few.induction, 1.0f);
+  EXPECT_EQ(few.induction_rows, 2);
+  EXPECT_EQ(headLabel(few), nullptr);
+  const HeadScores twice = scoresOf({1, 2, 3, 4, 5, 6, 7, 8, 1, 2, 3, 4, 5, 6, 7, 8});
+  EXPECT_EQ(twice.induction_rows, 8);
+  ASSERT_NE(headLabel(twice), nullptr);
+  EXPECT_STREQ(headLabel(twice)->id, "induction");
+}
+
 TEST(ModelPass, TopNextTokens) {
   const std::vector<float> logits = {1.0f, 3.0f, 2.0f, 3.0f, -1.0f};
   const auto top = topNextTokens(logits.data(), 5, 1.0, 3);
