@@ -312,6 +312,23 @@ def checks(tmp):
             top, bottom = g["first_row_y"] - 0.5 * g["pitch"], g["first_row_y"] + 10.5 * g["pitch"]  # the rows'
             assert top - g["clip"]["y"] >= 20 and bottom <= g["clip"]["y"] + g["clip"]["h"] and g["labels_every"] == 1, \
                 (top, bottom, g)  # the heading above them in view too (scrolled to the last, it was not)
+            # 2 layers of 4 heads, the tab alone (presentation) at 1280 × 720 and 150 %: the scores
+            # table beside the grid, every head's row in it (below the grid it listed 6 of the 8, the
+            # thumbnails 3 % larger and 560 px empty beside them).
+            four = os.path.join(tmp, "four-heads")
+            if not os.path.exists(four):
+                os.makedirs(four)
+                m4, cfg4 = gm.tiny_model(43, vocab_size=write_tokenizer(four), context_length=64, emb_dim=64,
+                                         n_heads=4, n_layers=2, tied=True)
+                gm.write_hf_folder(four, m4, cfg4, gm.save_safetensors)
+            dt = run_commands(app, display.name, tmp, "layers-4-heads", [
+                {"do": "text", "ids": list(range(40, 74))}, {"do": "view", "field": "tab", "value": "layers"},
+                {"do": "view", "field": "presentation", "value": True}], "--model", four, "--size", "1280x720",
+                "--text-size", "150")
+            table, font = dt["widgets"]["layers_scores"], dt["state"]["font_px"]["ui"]
+            assert dt["state"]["layers_table_beside"] and table["h"] >= 9 * (font + 4), (table, font)
+            print(f"  2 layers × 4 heads, presentation at 1280 × 720 / 150 %: the table beside the grid, "
+                  f"{table['h']:.0f} px tall")
             # 40 tokens at 1280 × 720 and 150 %: every row in view, named every few rows with their
             # numbers, rather than scrolled at a label's height (a repeated text's induction lines,
             # query i to key i − 19, had all left the view at the top). A query isolated: it and its
