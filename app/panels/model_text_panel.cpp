@@ -183,13 +183,26 @@ void revealRow(float list_h) {
 
 constexpr const char* kBackToText = "Back to the text shown";
 
-// GPT-2's byte-level spelling of a space (U+0120), which its tokens carry before a word, and what it is.
-constexpr const char* kSpaceGlyph = "\xC4\xA0";
-constexpr const char* kSpaceMark = "Ġ: a space before a word";
+// GPT-2's byte-level spellings of white space in its tokens, and what each is: said under the text
+// and in the tooltips of the chips and the next tokens (a learner read "Ġthe" as a misspelling, and
+// a lecturer's top next tokens were "Ċ" and "ĊĊ", explained nowhere).
+struct ByteMark {
+  const char* glyph;  // UTF-8
+  const char* said;
+};
+constexpr ByteMark kByteMarks[] = {{"\xC4\xA0", "Ġ: a space before a word"},  // U+0120, byte 0x20
+                                   {"\xC4\x8A", "Ċ: a new line"},             // U+010A, byte 0x0A
+                                   {"\xC4\x89", "ĉ: a tab"},                  // U+0109, byte 0x09
+                                   {"\xC4\x8D", "č: a carriage return"}};     // U+010D, byte 0x0D
 
-bool spellsSpaces(const std::vector<std::string>& tokens) {
-  return std::any_of(tokens.begin(), tokens.end(),
-                     [](const std::string& t) { return t.find(kSpaceGlyph) != std::string::npos; });
+bool spells(const std::string& token, const ByteMark& mark) { return token.find(mark.glyph) != std::string::npos; }
+
+// " · Ġ: a space before a word" for each mark `token` spells, else "".
+std::string marksSaid(const std::string& token) {
+  std::string out;
+  for (const ByteMark& m : kByteMarks)
+    if (spells(token, m)) out += std::string(" · ") + m.said;
+  return out;
 }
 
 // " · reads “ café”" after a token GPT-2 spells in its byte characters ("ĠcafÃ©"), else "": the
@@ -321,7 +334,7 @@ void ModelTextPanel::tokenChips(const PanelContext& ctx, float chips_h) {
     if (ImGui::IsItemHovered())
       ImGui::SetTooltip("token %d: %s (id %d)%s%s", t + 1, label.c_str(), session.ids()[static_cast<std::size_t>(t)],
                         readingSaid(*session.model(), session.ids()[static_cast<std::size_t>(t)]).c_str(),
-                        label.find(kSpaceGlyph) != std::string::npos ? (std::string(" · ") + kSpaceMark).c_str() : "");
+                        marksSaid(label).c_str());
     ImGui::PopID();
   }
   if (first + listed < T) ImGui::TextDisabled("… %d more", T - first - listed);
@@ -649,13 +662,22 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
       ImGui::SetTooltip("Back to the text shown: the field gives up the text not applied");
     layout().widget("model_text_restore");
   } else if (tokenizer && roomy) {  // without one the field shows ids, and the model panel's note says why
-    // What the chips' "Ġ" is, where the line has room for it (else their tooltips say it): a learner
-    // read "Ġthe" as a misspelling.
-    const std::string with_space = std::string(hint) + "  ·  " + kSpaceMark;
-    const bool says_space = !editing_ && spellsSpaces(session.tokens()) &&
-                            ImGui::CalcTextSize(with_space.c_str()).x <= ImGui::GetContentRegionAvail().x;
-    ImGui::TextDisabled("%s", says_space ? with_space.c_str() : hint);
-    layout().state()["model_space_mark_said"] = says_space;
+    // What the chips' and the next tokens' "Ġ" and "Ċ" are, each where the line has room for it
+    // (else their tooltips say it).
+    std::string line = hint;
+    nlohmann::json said = nlohmann::json::array();
+    for (const ByteMark& m : kByteMarks) {
+      const auto in = [&](const std::string& t) { return spells(t, m); };
+      const bool spelled = std::any_of(session.tokens().begin(), session.tokens().end(), in) ||
+                           std::any_of(next_.begin(), next_.end(),
+                                       [&](const NextToken& n) { return in(tokenLabel(*session.model(), n.id)); });
+      const std::string longer = line + "  ·  " + m.said;
+      if (editing_ || !spelled || ImGui::CalcTextSize(longer.c_str()).x > ImGui::GetContentRegionAvail().x) continue;
+      line = longer;
+      said.push_back(m.said);
+    }
+    ImGui::TextDisabled("%s", line.c_str());
+    layout().state()["model_marks_said"] = said;
   }
   ImGui::PopFont();
   // Without a tokenizer there is no <|endoftext|> to start with: no checkbox (the model panel's note
@@ -808,9 +830,10 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
     float row_bottom = ImGui::GetItemRectMax().y;
     if (i < kNextRowsKept) layout().widget("model_next_" + std::to_string(i));
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-      ImGui::SetTooltip(last && can_append ? "%s%s · id %d · logit %.3f · click: append it to the text"
-                                           : "%s%s · id %d · logit %.3f",
-                        label.c_str(), readingSaid(*session.model(), t.id).c_str(), t.id, static_cast<double>(t.logit));
+      ImGui::SetTooltip(last && can_append ? "%s%s · id %d · logit %.3f%s · click: append it to the text"
+                                           : "%s%s · id %d · logit %.3f%s",
+                        label.c_str(), readingSaid(*session.model(), t.id).c_str(), t.id, static_cast<double>(t.logit),
+                        marksSaid(label).c_str());
     shown.push_back(fitText(label, token_w - style.FramePadding.x * 2));  // as tokenButton cuts it
     if (own_row) {
       ImGui::SetCursorPosX(row_end - prob_w);
