@@ -457,13 +457,13 @@ void CompareView::draw(const PanelContext& ctx) {
         return f.per_line == maps && f.cell * longer >= 80 && rowHeight(f, line_h) - bottom <= visible_h;
       };
       if (together(wide) || left_least >= left_most) {
-        // Thinned rows' names with their positions where that costs the cells at most a tenth (the
+        // Thinned rows' names with their positions where that costs the cells at most numberedNamesShare (the
         // grid's rule) and keeps the maps a line as they were, side by side if they were.
         if (token_rows && wide.cell < fs + 1 && left_numbered > left_most) {
           left = left_numbered;
           const float wide_upright = upright, wide_bottom = bottom;
           const Fit numbered = fitRowNames(line_h);
-          if (numbered.per_line == wide.per_line && numbered.cell >= 0.9f * wide.cell &&
+          if (numbered.per_line == wide.per_line && numbered.cell >= numberedNamesShare(fs, wide.cell) * wide.cell &&
               (together(numbered) || !together(wide))) {
             numbered_rows = true;
             return numbered;

@@ -1371,7 +1371,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
     if (one_map) below.title = 0;  // its title is in the card's heading
     Arranged chosen = arrangeWith(below);
     // Rows too small for every name: the band holds them as drawHeatmap thins them, each starting
-    // with its position, where that costs the cells at most a tenth and no map leaves the tab (a
+    // with its position, where that costs the cells at most numberedNamesShare and no map leaves the tab (a
     // 99-token map at 1920 × 1080 3 %; a 14-token one beside the side panels at 200 % would lose
     // 20 px of 138: its names stay).
     // The smallest cells of a map whose rows are tokens: a map longer than the text (a T × 64 Q
@@ -1386,7 +1386,8 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       numbered.left = bandFor(numbered_w, 1);
       const Arranged n = arrangeWith(numbered);
       const GridLayout &a = chosen.layout, &b = n.layout;
-      if (b.cell >= 0.9f * a.cell && b.height <= std::max(a.height, avail.y) + 0.5f && (b.fits_width || !a.fits_width))
+      if (b.cell >= numberedNamesShare(fs, a.cell) * a.cell && b.height <= std::max(a.height, avail.y) + 0.5f &&
+          (b.fits_width || !a.fits_width))
         chosen = n, chosen.layout.name_positions = true;
       shrinkBy(chosen.shrunk);
     }

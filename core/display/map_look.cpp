@@ -64,6 +64,8 @@ bool keyLabelStaysAcross(const std::string& label) {
   return !label.empty() && nextCodePoint(label, &i) != kNotUtf8 && i == label.size();
 }
 
+float numberedNamesShare(double font, double cell) { return axisNameStep(font + 1, cell) >= 5 ? 0.85f : 0.9f; }
+
 int axisNameStep(double room, double cell, bool ruler) {
   const double least = cell > 0 ? std::max(1.0, std::ceil(room / cell)) : 1;
   if (!ruler) return static_cast<int>(std::min(least, 1e9));

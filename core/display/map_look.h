@@ -63,6 +63,12 @@ bool keyLabelStaysAcross(const std::string& label);
 // With `ruler` (the names show their numbers) the step is the least of 1, 2, 5, 10, 20, 25, 50, … that
 // holds them, and the names stand where the count is a multiple of it (axisNamed).
 int axisNameStep(double room, double cell, bool ruler = false);
+// The least share of its cells' size a map gives for its thinned rows' names to carry their
+// positions (a wider band of names), its rows' names `font` px high on cells `cell` px: a tenth,
+// and where names stand every fifth row or sparser, most rows unnamed, 15 % (a 95-token map's "P,
+// ant, Ġto, y" at 1280 × 800 and 150 % said no row's place, its numbers costing 10.01 %). One rule
+// for the Heatmaps grid and Compare.
+float numberedNamesShare(double font, double cell);
 std::string axisName(const std::string& name, int position, int step);
 // Whether a thinned axis on a ruler's steps names the entry at `position` (a token's, from 0) or,
 // not a token (−1), at `index`: every `step`-th as the names count, a token's number from 1 ("5,

@@ -531,6 +531,11 @@ TEST(VectorFigure, ThinnedNamesSayTheirPositions) {
   EXPECT_EQ(axisNameStep(13, 7, true), 2);
   EXPECT_EQ(axisNameStep(13, 13, true), 1);
   EXPECT_EQ(axisNameStep(23, 1, true), 25);  // between 20 and 50
+  // Numbers for thinned names: worth 15 % of the cells where most rows go unnamed (a 95-token map at
+  // 1280 × 800 and 150 %: 16-px names on 2.6-px cells, every seventh named), else a tenth (a 14-token
+  // map at 200 %: 21-px names on 9.9-px cells, every third).
+  EXPECT_FLOAT_EQ(numberedNamesShare(16, 2.585), 0.85f);
+  EXPECT_FLOAT_EQ(numberedNamesShare(21, 9.9), 0.9f);
   EXPECT_TRUE(axisNamed(4, 4, 5));    // the fifth token: "5 …"
   EXPECT_FALSE(axisNamed(0, 0, 5));   // not the first
   EXPECT_TRUE(axisNamed(-1, 10, 5));  // a dimension's d10
