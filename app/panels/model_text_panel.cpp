@@ -65,9 +65,16 @@ bool tokenButton(const std::string& label, bool selected, bool enabled, float ma
                                                            : ImGuiCol_Button;
   ImDrawList* draw = ImGui::GetWindowDrawList();
   draw->AddRectFilled(p, ImVec2(p.x + size.x, p.y + size.y), ImGui::GetColorU32(col), style.FrameRounding);
-  // A framed button (Append) that takes no click greys its text too, as ImGui's buttons do.
+  // A framed button (Append) that takes no click greys its text too, as ImGui's buttons do. On a
+  // dark frame the text is white whatever the theme's: the light theme's selected chip, saturated
+  // blue, had its black "." all but lost.
+  const ImVec4 bg = ImGui::GetStyleColorVec4(col);
+  const bool dark_frame = 0.2126f * bg.x + 0.7152f * bg.y + 0.0722f * bg.z < 0.5f && bg.w > 0.5f;
   draw->AddText(ImVec2(p.x + style.FramePadding.x, p.y + pad_y),
-                ImGui::GetColorU32(framed && !enabled ? ImGuiCol_TextDisabled : ImGuiCol_Text), shown.c_str());
+                framed && !enabled ? ImGui::GetColorU32(ImGuiCol_TextDisabled)
+                : dark_frame       ? IM_COL32_WHITE
+                                   : ImGui::GetColorU32(ImGuiCol_Text),
+                shown.c_str());
   return pressed && enabled;
 }
 
