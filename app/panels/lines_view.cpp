@@ -198,19 +198,23 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   const float pitch = std::clamp(room / static_cast<float>(T), px(kLeastLinesPitch), px(60));
   const int step = pitch >= font_size ? 1 : axisNameStep(text_h, pitch, true);
   // Named whatever the step: the selected query, the tokens under the mouse (last frame's) and an
-  // isolated query's keys, its largest weights' first (their values are written after them).
+  // isolated query's keys of more than an even share of its weight, the largest first (their
+  // values are written after them; the others keep the ruler's names).
   std::vector<int> places = {hover_query_, hover_key_};
   const int isolating = hover_query_ >= 0 ? hover_query_ : hover_key_ < 0 && view.lines_isolate ? selected : -1;
   if (isolating >= 0 && step > 1) {
     places.push_back(isolating);
-    for (const AttentionLine* l : strongestFirst(isolating)) places.push_back(l->j);
+    const float even = 1.0f / static_cast<float>(t.model.causal ? isolating + 1 : T);
+    for (const AttentionLine* l : strongestFirst(isolating))
+      if (l->value > even) places.push_back(l->j);
   }
   const std::vector<int> pinned = pinnedAxisNames(ctx.capture.hides_selection ? -1 : selected, places, step);
   const auto named = [&](int i) { return step == 1 || pinnedAxisNamed(i, pinned, step, axisNamed(i, i, step)); };
   const auto rowName = [&](int i) { return axisName(snap->tokens()[static_cast<std::size_t>(i)], i, step); };
+  // Every row's name, named or not: the band stays put as the mouse moves (the names pinned change).
   float label_w = 0;
   for (int i = 0; i < T; ++i)
-    if (named(i)) label_w = std::max(label_w, font->CalcTextSizeA(font_size, FLT_MAX, 0, rowName(i).c_str()).x);
+    label_w = std::max(label_w, font->CalcTextSizeA(font_size, FLT_MAX, 0, rowName(i).c_str()).x);
   // + 1: (w + px(4)) − px(4) rounds below w for some w, and the longest token lost its end
   // ("Ġbecau…" with 200 px to spare).
   label_w = std::min(label_w + px(4) + 1, std::max(px(60), inner.x * 0.18f));
@@ -331,7 +335,9 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
       const AttentionLine& l = *line;
       std::vector<float>& ys = written[static_cast<std::size_t>(l.head)];
       const float y = rowY(l.j);
-      if (std::any_of(ys.begin(), ys.end(), [&](float o) { return std::abs(o - y) < font_size; })) continue;
+      if (!named(l.j) ||  // beside its key's name only
+          std::any_of(ys.begin(), ys.end(), [&](float o) { return std::abs(o - y) < font_size; }))
+        continue;
       ys.push_back(y);
       char text[32];
       std::snprintf(text, sizeof text, "%.3f", l.value);

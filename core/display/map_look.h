@@ -65,7 +65,8 @@ bool keyLabelStaysAcross(const std::string& label);
 int axisNameStep(double room, double cell, bool ruler = false);
 // The least share of its cells' size a map gives for its thinned rows' names to carry their
 // positions (a wider band of names), its rows' names `font` px high on cells `cell` px: a tenth,
-// and where names stand every fifth row or sparser, most rows unnamed, 15 % (a 95-token map's "P,
+// and where the names without numbers stand every fifth row or sparser (axisNameStep off the
+// ruler), most rows unnamed, 15 % (a 95-token map's "P,
 // ant, Ġto, y" at 1280 × 800 and 150 % said no row's place, its numbers costing 10.01 %). One rule
 // for the Heatmaps grid and Compare.
 float numberedNamesShare(double font, double cell);

@@ -1020,14 +1020,14 @@ def checks(tmp):
             print(f"  tokens {tokens}: the button of '##' {w['w']:.0f} px wide, of 'x' {x['w']:.0f} px")
             # GPT-2's "Ġ" and "Ċ" are said on screen under the text where the line has room (a
             # learner read "Ġthe" as a misspelling; a lecturer's top next tokens were "Ċ", explained
-            # nowhere); a text of no spaces has none to say.
+            # nowhere): those its tokens spell (the next tokens' may add others, by the model's seed).
             said = {}
             for name, text in (("spaced", "the cat sat on the mat"), ("unspaced", "thecat"),
                                ("lines", "one\ntwo\nthree")):
                 d = run_commands(app, display.name, tmp, "space-" + name, [{"do": "text", "value": text}],
                                  "--model", folder, "--size", "1920x1080")
                 said[name] = [m[0] for m in d["state"].get("model_marks_said", [])]
-            assert said["spaced"] == ["Ġ"] and "Ġ" not in said["unspaced"] and "Ċ" in said["lines"], \
+            assert "Ġ" in said["spaced"] and "Ċ" in said["lines"], \
                 f"the marks said: {said}"
             print(f"  the marks said under the text: {said}")
 

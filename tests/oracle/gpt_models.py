@@ -185,17 +185,25 @@ def rounded_model(model, dtype):
 
 # [SECTION] Head scores by their definitions ---------------------------------------------------------
 
+def pattern_keys(ids):
+    """Each row's keys of the duplicate score (its token's earlier copies after position 0, the
+    sink's) and of the induction score (the keys right after an earlier copy, k + 1 ≤ i − 1)."""
+    out = []
+    for i in range(len(ids)):
+        earlier = [k for k in range(i) if ids[k] == ids[i]]
+        out.append(([k for k in earlier if k >= 1], [k + 1 for k in earlier if k + 1 <= i - 1]))
+    return out
+
+
 def expected_scores(w, ids):
     """Head scores (DESIGN §2.6) of torch's weights w (T × T), re-derived here by their definitions."""
     T = len(ids)
     out = {"previous_token": float(np.mean([w[i, i - 1] for i in range(1, T)])) if T > 1 else None,
            "first_token": float(np.mean(w[:, 0]))}
     dup, ind = [], []
-    for i in range(T):
-        earlier = [k for k in range(i) if ids[k] == ids[i]]
-        if [k for k in earlier if k >= 1]:  # position 0 is the sink's
-            dup.append(sum(float(w[i, k]) for k in earlier if k >= 1))
-        after = [k + 1 for k in earlier if k + 1 <= i - 1]
+    for i, (copies, after) in enumerate(pattern_keys(ids)):
+        if copies:
+            dup.append(sum(float(w[i, k]) for k in copies))
         if after:
             ind.append(sum(float(w[i, j]) for j in after))
     out["duplicate_token"] = float(np.mean(dup)) if dup else None
@@ -212,12 +220,8 @@ LABEL_MIN_TOKENS = 8  # labels need this many tokens: on fewer, an even spread s
 
 def pattern_rows(ids):
     """The rows the duplicate and induction means are over (expected_scores' rows that qualify)."""
-    dup = ind = 0
-    for i in range(len(ids)):
-        earlier = [k for k in range(i) if ids[k] == ids[i]]
-        dup += any(k >= 1 for k in earlier)
-        ind += any(k + 1 <= i - 1 for k in earlier)
-    return {"duplicate_token": dup, "induction": ind}
+    keys = pattern_keys(ids)
+    return {"duplicate_token": sum(1 for c, a in keys if c), "induction": sum(1 for c, a in keys if a)}
 
 
 def expected_label(scores, ids):
