@@ -354,8 +354,19 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
         const float pad = ImGui::GetStyle().CellPadding.y, header_h = ImGui::GetTextLineHeight() + 2 * pad;
         const float top = ImGui::GetCursorPosY() - 2 * pad, bottom = top + rowHeight() + 2 * pad;
         const float scroll = ImGui::GetScrollY();
-        if (top < scroll + header_h || bottom > scroll + ImGui::GetWindowHeight())
-          ImGui::SetScrollY(std::max(0.0f, top - header_h));
+        if (top < scroll + header_h || bottom > scroll + ImGui::GetWindowHeight()) {
+          // Past the end of the scroll a last row would stop short of the header, the row above it
+          // cut in half under it: scrolled by whole rows instead, the cut row the one below.
+          // (The table's scroll range is known a frame late: its rows are counted instead.)
+          const float pitch = rowHeight() + 2 * pad;
+          const float most = header_h + static_cast<float>(heads_shown) * pitch - ImGui::GetWindowHeight();
+          float want = top - header_h;
+          if (most > 0 && want > most) {
+            const float aligned = want - std::ceil((want - most) / pitch) * pitch;
+            if (bottom - aligned <= ImGui::GetWindowHeight()) want = aligned;
+          }
+          ImGui::SetScrollY(std::max(0.0f, want));
+        }
       }
       ImGui::SetCursorPosY(ImGui::GetCursorPosY() + (rowHeight() - ImGui::GetTextLineHeight()) / 2);
       const std::string name = "head " + std::to_string(h + 1);
