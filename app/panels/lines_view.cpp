@@ -183,12 +183,9 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   ImGui::BeginChild("##lines_canvas", avail, false, ImGuiWindowFlags_NoSavedSettings);
   ImDrawList* draw = ImGui::GetWindowDrawList();
-  ImFont* font = T > 24 ? fonts().small : ImGui::GetFont();
-  const float font_size = T > 24 ? fonts().small->FontSize : ImGui::GetFontSize();
-  const float text_h = font_size + px(3);
   const ImVec2 inner = ImGui::GetContentRegionAvail();
   const float heading_h = ImGui::GetTextLineHeightWithSpacing();
-  const float room = std::max(inner.y - heading_h - px(8), text_h);
+  const float room = std::max(inner.y - heading_h - px(8), fonts().small->FontSize + px(3));
   // Rows as tall as the room allows, at most 60 px and at least kLeastLinesPitch: every row in view
   // where they fit, the lists scrolling only past that. Rows shorter than a label are named as a
   // thinned heatmap axis is, every `step`-th with its number ("20 Ġl"), the selected and hovered
@@ -196,6 +193,12 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   // i − 19) had all left the view at the top, to keys out of sight. Labels line to line where that
   // puts every row in view (at 1280 × 720 and 200 % a model's 11th token was a few pixels below).
   const float pitch = std::clamp(room / static_cast<float>(T), px(kLeastLinesPitch), px(60));
+  // The labels in the small font past 24 tokens, or where the rows are shorter than the UI's (20
+  // tokens at 1280 × 800 and 150 %: every other row named in the UI's, every row in the small one).
+  const bool small = T > 24 || pitch < ImGui::GetFontSize();
+  ImFont* font = small ? fonts().small : ImGui::GetFont();
+  const float font_size = small ? fonts().small->FontSize : ImGui::GetFontSize();
+  const float text_h = font_size + px(3);
   const int step = pitch >= font_size ? 1 : axisNameStep(text_h, pitch, true);
   // Named whatever the step: the selected query, the tokens under the mouse (last frame's) and an
   // isolated query's keys of more than an even share of its weight, the largest first (their

@@ -343,6 +343,13 @@ def checks(tmp):
             strongest = max((ln for ln in lines["lines"] if ln[0] == 30), key=lambda ln: ln[3])
             assert 30 in g["named"] and strongest[1] in g["named"], (strongest, g["named"])
             assert any(j == strongest[1] for j, h, text in lines["values"]), (strongest, lines["values"])
+            # 20 tokens at 1280 × 800 and 150 %: rows shorter than the UI's font but not the small
+            # one's, every row named in the small font (in the UI's, every other one was).
+            g20 = run_commands(app, display.name, tmp, "lines20", [
+                {"do": "text", "ids": list(range(40, 50)) * 2}, {"do": "view", "field": "tab", "value": "lines"},
+            ], "--model", folder, "--size", "1280x800", "--text-size", "150")["state"]["lines"]["geometry"]
+            assert g20["first_visible"] == 0 and g20["last_visible"] == 19 and g20["labels_every"] == 1 and \
+                g20["pitch"] < dl["state"]["font_px"]["ui"], g20
             print(f"  Lines, 40 tokens at 1280 × 720 / 150 %: all in view ({g['pitch']:.1f}-px rows, named every "
                   f"{g['labels_every']}); query 31 isolated, its strongest key {strongest[1] + 1} named")
             details = dp["state"]["pipeline_details"]
