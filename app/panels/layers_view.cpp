@@ -477,7 +477,7 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
         ImGui::TableNextColumn();
         // A mean over too few rows to label the head by, dimmed, and why on hover.
         const int rows = labelRows(sc, info);
-        if ((info.has == nullptr || sc.*info.has) && rows < kLabelMinTokens && rows < sc.rows) {
+        if (rows > 0 && rows < std::min(kLabelMinTokens, sc.rows)) {
           ImGui::TextDisabled("%s", scoreText(sc, info).c_str());
           if (ImGui::IsItemHovered())
             ImGui::SetTooltip(

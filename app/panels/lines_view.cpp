@@ -12,6 +12,7 @@
 #include "state/capture_targets.h"
 #include "state/model_session.h"
 #include "widgets/fonts.h"
+#include "widgets/heatmap.h"
 #include "widgets/layout_dump.h"
 #include "widgets/text.h"
 #include "widgets/theme.h"
@@ -215,9 +216,11 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   const auto named = [&](int i) { return step == 1 || pinnedAxisNamed(i, pinned, step, axisNamed(i, i, step)); };
   const auto rowName = [&](int i) { return axisName(snap->tokens()[static_cast<std::size_t>(i)], i, step); };
   // Every row's name, named or not: the band stays put as the mouse moves (the names pinned change).
-  float label_w = 0;
-  for (int i = 0; i < T; ++i)
-    label_w = std::max(label_w, font->CalcTextSizeA(font_size, FLT_MAX, 0, rowName(i).c_str()).x);
+  if (const std::tuple<std::uint64_t, float, int> key{snap->serial, font_size, step}; key != names_key_) {
+    names_key_ = key;
+    names_w_ = widestAxisName(snap->tokens(), 0, T, step > 1, font_size, font);
+  }
+  float label_w = names_w_;
   // + 1: (w + px(4)) − px(4) rounds below w for some w, and the longest token lost its end
   // ("Ġbecau…" with 200 px to spare).
   label_w = std::min(label_w + px(4) + 1, std::max(px(60), inner.x * 0.18f));
@@ -355,9 +358,12 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
   // token under the mouse) stand out; labels too close to read are thinned (every n-th).
   const bool show_selection = !ctx.capture.hides_selection;
   nlohmann::json names_dump = nlohmann::json::array();  // the rows named on screen
+  const float dot = std::min(px(2), pitch / 3);         // every row's ends, named or not
   for (int i = 0; i < T; ++i) {
     const float y = rowY(i);
     if (y + pitch < clip_min.y || y - pitch > clip_max.y) continue;
+    draw->AddCircleFilled(ImVec2(xl, y), dot, dim);
+    draw->AddCircleFilled(ImVec2(xr, y), dot, dim);
     const bool sel = show_selection && i == selected;
     if (!named(i) && !sel && i != hover_q && i != hover_k) continue;
     names_dump.push_back(i);
@@ -368,14 +374,6 @@ void LinesView::draw(const PanelContext& ctx, ImVec2 size) {
     const ImU32 kc = i == hover_k ? theme().selection : faded_k || (focus_q >= 0 && focus_k < 0) ? dim : text_col;
     draw->AddText(font, font_size, ImVec2(xq - px(4) - tw, y - font_size / 2), qc, fitted.c_str());
     draw->AddText(font, font_size, ImVec2(xk + px(4), y - font_size / 2), kc, fitted.c_str());
-  }
-  // Every row's ends, named or not (at most one a pixel: GPT-2's 1024 rows scroll at kLeastLinesPitch).
-  const float dot = std::min(px(2), pitch / 3);
-  for (int i = 0; i < T; ++i) {
-    const float y = rowY(i);
-    if (y + pitch < clip_min.y || y - pitch > clip_max.y) continue;
-    draw->AddCircleFilled(ImVec2(xl, y), dot, dim);
-    draw->AddCircleFilled(ImVec2(xr, y), dot, dim);
   }
   if (hover_q >= 0 || hover_k >= 0) {
     const int r = hover_q >= 0 ? hover_q : hover_k;

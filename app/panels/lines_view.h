@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "display/colormap.h"
@@ -58,6 +59,9 @@ class LinesView {
   int cached_k_ = -1;
   std::vector<AttentionLine> lines_;
   int hover_query_ = -1, hover_key_ = -1;  // the token under the mouse in the last frame
+  // The widest row name (widestAxisName) for a result, font size and step: not measured every frame.
+  std::tuple<std::uint64_t, float, int> names_key_{0, 0.0f, 0};
+  float names_w_ = 0;
   int scrolled_to_ = -1;                   // the selected query last scrolled into sight
   bool mouse_moved_ = false;               // the mouse has moved over the canvas (not a resting pointer)
   std::string dump_key_;                   // what the cached dump describes

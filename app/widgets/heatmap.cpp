@@ -76,8 +76,8 @@ void drawColorbar(ImDrawList* draw, const HeatmapSpec& s, ImVec2 p0, ImVec2 size
 
 }  // namespace
 
-float widestAxisName(const std::vector<std::string>& names, int from, int n, bool numbered, float size) {
-  ImFont* small = fonts().small;
+float widestAxisName(const std::vector<std::string>& names, int from, int n, bool numbered, float size, ImFont* font) {
+  ImFont* small = font != nullptr ? font : fonts().small;
   float w = 0;
   for (int i = from; i < from + n && i < static_cast<int>(names.size()); ++i) {
     const std::string& name = names[static_cast<std::size_t>(i)];

@@ -120,9 +120,10 @@ struct ColorbarBand {
 ColorbarBand heatmapColorbarBeside(const MapLook& look, float text_scale = 1);
 // The side of a cell that shows a label `label_width` pixels wide (in the cells' small font at `text_scale`).
 float heatmapCellFor(float label_width, float text_scale = 1);
-// The widest of names [from, from + n) in the small font at `size`, each with its number as a
-// thinned axis shows it where `numbered` (display/map_look.h: axisName).
-float widestAxisName(const std::vector<std::string>& names, int from, int n, bool numbered, float size);
+// The widest of names [from, from + n) in `font` (null: the small one) at `size`, each with its
+// number as a thinned axis shows it where `numbered` (display/map_look.h: axisName).
+float widestAxisName(const std::vector<std::string>& names, int from, int n, bool numbered, float size,
+                     ImFont* font = nullptr);
 
 // Draws within `size` at the cursor and advances it; the cells' texture from `textures`.
 HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& spec, ImVec2 size);

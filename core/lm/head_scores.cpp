@@ -22,11 +22,10 @@ const std::array<HeadLabelInfo, 4>& headLabelTable() {
 }
 
 const HeadLabelInfo* headLabel(const HeadScores& s) {
-  if (s.rows < kLabelMinTokens) return nullptr;
   const HeadLabelInfo* best = nullptr;
   float best_ratio = 1.0f;
   for (const HeadLabelInfo& info : headLabelTable()) {
-    if ((info.has != nullptr && !(s.*info.has)) || labelRows(s, info) < kLabelMinTokens) continue;
+    if (labelRows(s, info) < kLabelMinTokens) continue;  // (a score over 8 rows or more is defined)
     const float ratio = s.*info.score / info.threshold;
     if (ratio >= best_ratio) {
       best = &info;
