@@ -340,6 +340,12 @@ void CompareView::draw(const PanelContext& ctx) {
     float upright = upright_least;
     const auto labelsTop = [&](float cell) { return C > 1 && col_w + 6 > cell ? upright : across; };
     float left = left_most;
+    // The colorbars below the cells, or beside each map (`right`: its band) where that makes them
+    // larger: at 1280 × 720 and 200 % a trained model's A, B and B − A were 122-px maps, a bar, its
+    // labels and B − A's two legend lines under each taking 90 px of a row short of height, and
+    // 180 px of each tile's width empty. Beside, B − A's legend stays below its cells.
+    bool beside = false;
+    float right = 0, under = bar_bottom;  // the band beside a map's cells; below them, before a legend's lines
     float bottom = bar_bottom;  // B − A's legend on a second line where its tile is narrow: below
     const float rows_f = static_cast<float>(R), cols_f = static_cast<float>(C);
     const float cap = labelled ? label_cell * 2 : FLT_MAX;  // numbers' cells: no larger than twice theirs
@@ -356,12 +362,12 @@ void CompareView::draw(const PanelContext& ctx) {
     const bool share_rows = maps == 3 && !aligned && (token_rows ? same_tokens_ : same_dims_);
     const float shared_left = px(4);         // the band of a map without names (drawHeatmap's)
     const auto cellsW = [&](int per_line) {  // the width of each map's cells
-      if (!share_rows) return tileW(per_line) - left;
+      if (!share_rows) return tileW(per_line) - left - right;
       const float n = static_cast<float>(per_line);
-      return (avail_w - (n - 1) * (gap + shared_left) - left) / n;
+      return (avail_w - (n - 1) * (gap + shared_left) - left) / n - right;
     };
     const auto tileWidth = [&](int per_line, int side) {  // side's tile: its band of names, its cells
-      return share_rows ? cellsW(per_line) + (side % per_line == 0 ? left : shared_left) : tileW(per_line);
+      return share_rows ? cellsW(per_line) + right + (side % per_line == 0 ? left : shared_left) : tileW(per_line);
     };
     struct Fit {
       int per_line = 1;
@@ -422,13 +428,13 @@ void CompareView::draw(const PanelContext& ctx) {
       std::size_t reserved = 1;
       Fit fit;
       for (int k = 0; k < legend_most; ++k) {
-        bottom = bar_bottom + static_cast<float>(reserved - 1) * (fs + 2);
+        bottom = under + static_cast<float>(reserved - 1) * (fs + 2);
         fit = fitRow(line_h);
         const std::size_t needed = legendLines(fit);
         if (needed <= reserved) break;
         reserved = needed;
       }
-      bottom = bar_bottom + static_cast<float>(legendLines(fit) - 1) * (fs + 2);  // wider: less of it needed
+      bottom = under + static_cast<float>(legendLines(fit) - 1) * (fs + 2);  // wider: less of it needed
       return fit;
     };
     const auto fitRowNames = [&](float line_h) {  // … and its upright names whole where that costs nothing
@@ -483,7 +489,41 @@ void CompareView::draw(const PanelContext& ctx) {
       left = left_most, upright = wide_upright, bottom = wide_bottom;
       return wide;
     };
-    const bool alike = alikeRanges(rowRange(a, row_a), rowRange(*b, row));  // one colour scale serves both
+    // B − A's colours: coolwarm centred on 0, its largest |B − A| at the ends. Per row, each query's
+    // changes show however small beside another's (GPT-2: one row's 0.25 would leave the rest white);
+    // log has no meaning for signed differences.
+    const auto deltaLook = [&](float max_abs) {
+      MapLook look;
+      look.colormap = Colormap::Coolwarm;
+      look.scale = view.colour_scale == ColourScale::Row ? ColourScale::Row : ColourScale::Linear;
+      look.range = max_abs > 0 ? ValueRange{-max_abs, max_abs} : ValueRange{-1, 1};
+      return look;
+    };
+    // The band a colorbar beside the row's maps takes: the widest of A's, B's (on one range or each
+    // its own) and B − A's (`max_abs`: its range), its legend below.
+    const ValueRange range_a = rowRange(a, row_a), range_b = rowRange(*b, row);
+    const auto bandWidth = [&](float max_abs) {
+      float w = 0;
+      for (const ValueRange& r : {merge(range_a, range_b), range_a, range_b})
+        w = std::max(w, heatmapColorbarBeside(colouredBy(r, flagsRow(row), lookChoices(view)), 1, false).width);
+      if (maps == 3) w = std::max(w, heatmapColorbarBeside(deltaLook(max_abs), 1, false).width);
+      return w;
+    };
+    // The colorbars below the cells, or beside them where that makes the cells a tenth larger with as
+    // many maps a line (and the cells as tall as the bar's end labels).
+    const auto fitRowBar = [&](float line_h, float band) {
+      const auto fitWith = [&](bool side) {
+        beside = side, right = side ? band : 0;
+        under = !side ? bar_bottom : maps == 3 ? px(6) + fs : px(4);
+        return fitRowWhole(line_h);
+      };
+      const Fit below = fitWith(false);
+      if (const Fit side = fitWith(true);
+          side.per_line >= below.per_line && side.cell >= 1.1f * below.cell && side.cell * rows_f >= 2 * fs + px(4))
+        return side;
+      return fitWith(false);
+    };
+    const bool alike = alikeRanges(range_a, range_b);  // one colour scale serves both
     const std::string who = row.module              ? std::string("the module's ") + row.label()
                             : row.head_a != row.head ? "A's head " + std::to_string(row.head_a + 1) + " against B's head " +
                                                            std::to_string(row.head + 1) + ", " + row.label()
@@ -499,7 +539,8 @@ void CompareView::draw(const PanelContext& ctx) {
     };
     if (R * C > kDumpCellsUpTo * 16) {
       const float line_h = lineHeight(typical);
-      const float row_h = rowHeight(fitRowWhole(line_h), line_h);
+      const ValueRange both = merge(range_a, range_b);  // B − A's range unknown yet: A's and B's span
+      const float row_h = rowHeight(fitRowBar(line_h, bandWidth(both.hi - both.lo)), line_h);
       if (!ImGui::IsRectVisible(origin, ImVec2(origin.x + avail_w, origin.y + row_h))) {
         ImGui::Dummy(ImVec2(avail_w, row_h));
         continue;
@@ -557,7 +598,8 @@ void CompareView::draw(const PanelContext& ctx) {
     ImGui::TextUnformatted(wrapped.c_str());
     state["lines"].push_back(wrapped);
     const ImVec2 tiles = ImGui::GetCursorScreenPos();
-    const Fit fit = fitRowWhole(ImGui::CalcTextSize(wrapped.c_str()).y + style.ItemSpacing.y);
+    const Fit fit = fitRowBar(ImGui::CalcTextSize(wrapped.c_str()).y + style.ItemSpacing.y,
+                              bandWidth(d->comparable ? d->max_abs : 0));
     const int per_line = fit.per_line, lines = (maps + per_line - 1) / per_line;
     const float cell = fit.cell, cells_top = labelsTop(cell);
     const float tile_h = cells_top + cell * rows_f + bottom;
@@ -632,20 +674,17 @@ void CompareView::draw(const PanelContext& ctx) {
         spec.values = StageMap(d->delta);
         spec.owner = d;
         spec.version = a.serial * 1000003u + b->serial;
-        spec.look.colormap = Colormap::Coolwarm;
-        // Per row, each query's changes show however small beside another's (GPT-2: one row's 0.25
-        // would leave the rest white); log has no meaning for signed differences.
-        spec.look.scale = view.colour_scale == ColourScale::Row ? ColourScale::Row : ColourScale::Linear;
-        spec.look.range = d->max_abs > 0 ? ValueRange{-d->max_abs, d->max_abs} : ValueRange{-1, 1};
+        spec.look = deltaLook(d->max_abs);
         spec.look.legend = legend;  // (rows whose maps are equal show none)
         spec.legend_lines = legend_most;
-        spec.legend_below = true;  // the bar's centre, 0, keeps its tick label (row's room: bar_bottom)
+        spec.legend_below = true;  // the bar's centre, 0, keeps its tick label (row's room: `bottom`)
         spec.dump["max_abs_delta"] = d->max_abs;
         spec.dump["argmax"] = {d->row, d->col};
         spec.dump["changed"] = d->changed;
         spec.dump["aligned"] = d->aligned;
         if (d->delta.size() <= kDumpCellsUpTo) spec.dump["values"] = cellsJson(StageMap(d->delta));
       }
+      spec.colorbar_beside = beside;
       spec.cell = cell;            // the row's fit, the same in its three maps …
       if (numbered_rows) spec.name_positions = 1;
       spec.cells_top = cells_top;  // … and their cells level (A's tokens may be narrower than B's)
@@ -654,7 +693,7 @@ void CompareView::draw(const PanelContext& ctx) {
         // own shape lets it in the row's tile, within the cap on numbers' cells, not at the larger one's cells (a
         // 5-token B beside a 94-token A was a 40-px thumbnail in a tile of 700).
         const float own_rows = static_cast<float>(values.rows()), own_cols = static_cast<float>(values.cols());
-        float own = std::min((tile_w - left) / own_cols, cell * rows_f / own_rows);
+        float own = std::min((tile_w - left - right) / own_cols, cell * rows_f / own_rows);
         if (numbered(values.rows(), values.cols())) own = std::min(own, label_cell * 2);
         spec.cell = std::max(cell, own);
       }

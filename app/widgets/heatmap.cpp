@@ -52,11 +52,12 @@ std::string fitAxisName(ImFont* font, float size, const std::vector<std::string>
   return position + fitText(font, size, names[static_cast<std::size_t>(at)], width - taken);
 }
 
-// The colormap from its bottom to its top: left to right, or (upright) bottom to top.
-void drawColorbar(ImDrawList* draw, const HeatmapSpec& s, ImVec2 p0, ImVec2 size, bool upright) {
-  const auto& table = colormapTable(s.look.colormap);
-  if (oneValued(s.look)) {  // its one colour
-    const ImU32 one = toImColor(table[static_cast<std::size_t>(colormapIndex(s.look.range.lo, s.look.range))]);
+}  // namespace
+
+void drawColourRamp(ImDrawList* draw, const MapLook& look, ImVec2 p0, ImVec2 size, bool upright) {
+  const auto& table = colormapTable(look.colormap);
+  if (oneValued(look)) {  // its one colour
+    const ImU32 one = toImColor(table[static_cast<std::size_t>(colormapIndex(look.range.lo, look.range))]);
     draw->AddRectFilled(p0, ImVec2(p0.x + size.x, p0.y + size.y), one);
     return;
   }
@@ -74,7 +75,10 @@ void drawColorbar(ImDrawList* draw, const HeatmapSpec& s, ImVec2 p0, ImVec2 size
   }
 }
 
-}  // namespace
+float drawMaskedSwatch(ImDrawList* draw, float x, float y, float fs) {
+  draw->AddRectFilled(ImVec2(x, y + 2), ImVec2(x + fs - 2, y + fs - 1), theme().masked_cell);
+  return x + fs + 2;
+}
 
 float widestAxisName(const std::vector<std::string>& names, int from, int n, bool numbered, float size, ImFont* font) {
   ImFont* small = font != nullptr ? font : fonts().small;
@@ -162,12 +166,6 @@ std::string oneValueText(const MapLook& look, const std::string& lo, const std::
   return look.colormap == Colormap::Coolwarm && lo == "−" + hi ? "±" + hi : "";
 }
 
-// A legend's masked-grey square at (x, y), in a line of text `fs` high; returns where its text goes.
-float drawLegendSwatch(ImDrawList* draw, float x, float y, float fs) {
-  draw->AddRectFilled(ImVec2(x, y + 2), ImVec2(x + fs - 2, y + fs - 1), theme().masked_cell);
-  return x + fs + 2;
-}
-
 // The legend on the range labels' line is centred on the bar, 6 px clear of each end's label: the
 // narrowest bar that holds it there, its labels `lo_w` and `hi_w` wide in a font `fs` high.
 // drawHeatmap places it by this, and the grid sizes its maps by it (heatmapLegendRoom).
@@ -188,7 +186,7 @@ LegendRoom heatmapLegendRoom(const MapLook& look) {
   return legendRoomBetween(legendText(look.legend), fs, width(lo), width(hi));
 }
 
-ColorbarBand heatmapColorbarBeside(const MapLook& look, float text_scale) {
+ColorbarBand heatmapColorbarBeside(const MapLook& look, float text_scale, bool legend_in_band) {
   ImFont* small = fonts().small;
   const float fs = small->FontSize * text_scale;
   const auto width = [&](const std::string& t) { return small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str()).x; };
@@ -197,7 +195,8 @@ ColorbarBand heatmapColorbarBeside(const MapLook& look, float text_scale) {
   if (look.range_text[0].empty())
     for (const ColorbarTick& t : colorbarTicks(look.range, look.scale)) labels = std::max(labels, width(t.label));
   float height = 2 * fs + px(4);  // the ends' labels, top and bottom
-  if (!look.legend.empty()) {     // under the top label, wrapped to the column (wider where it can run on)
+  if (!look.legend.empty() && legend_in_band) {  // under the top label, wrapped to the column (wider where
+                                                 // it can run on)
     const LegendText legend = legendText(look.legend);
     const float swatch = legend.swatch ? fs + 2 : 0;
     labels = std::max(labels, std::min(width(legend.text) + swatch, px(150)));
@@ -250,7 +249,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   // The colorbar: below the cells (a gap, the bar, then the range labels, the legend sharing their
   // line), or in a band right of them.
   const bool beside = s.colorbar_beside && !s.compact;
-  const ColorbarBand band = beside ? heatmapColorbarBeside(s.look, s.text_scale) : ColorbarBand{};
+  const ColorbarBand band = beside ? heatmapColorbarBeside(s.look, s.text_scale, !s.legend_below) : ColorbarBand{};
   const float colorbar_h = s.compact || beside ? 0 : heatmapColorbarHeight(s.text_scale);
   // The row labels' band: at most 28 % of the width, or what the grid's cells leave.
   const float most_left = s.cell > 0 ? std::max(size.x - s.cell * nc - band.width - px(4), 0.0f) : size.x * 0.28f;
@@ -478,15 +477,74 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
   float content_bottom = p1.y;  // the lowest thing the map drew
   nlohmann::json colorbar_dump;
   const auto width = [&](const std::string& t) { return small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str()).x; };
+  // The legend's text on the range labels' line (from `cells_x`, at `ly`), or on lines of its own
+  // there (`own_line`).
+  const LegendText legend = legendText(s.look.legend);  // a masked-grey square, then the text?
+  const auto drawLegend = [&](float cells_x, float ly, bool own_line) {
+    float lx = cells_x;
+    const std::string& whole = legend.text;
+    const float swatch = legend.swatch ? fs + 2 : 0;
+    // Within the tile and the free room right of it (legend_room): a trained model's 2 × 2 weights
+    // wrote "top: the largest below row 1 (row 1 is 1)" over the next card's. On its own line
+    // below the range labels it is broken between its parts where the caller left room for more
+    // lines (Compare's "blue: B < A · red: B > A" was cut to "blue: B < …"), and starts at the
+    // tile's edge, under the row labels, where it would be cut from the cells'. Cut with "…",
+    // whole on hover.
+    const float right = origin.x + size.x + std::max(0.0f, s.legend_room);
+    const auto linesFrom = [&](float x, int most) {
+      return heatmapLegendLines(whole, right - x - swatch, own_line ? most : 1, s.text_scale);
+    };
+    // Whether the lines hold the whole legend, none cut with "…": their text and the legend's
+    // compared without spaces and "·" (a line may break between two parts or at a space within one).
+    const auto letters = [](const std::string& text) {
+      std::string out;
+      for (std::size_t i = 0; i < text.size(); ++i)
+        if (text.compare(i, 2, "·") == 0)
+          ++i;
+        else if (text[i] != ' ')
+          out += text[i];
+      return out;
+    };
+    const auto isWhole = [&](const std::vector<std::string>& lines) {
+      std::string text;
+      for (const std::string& line : lines) text += line;
+      return letters(text) == letters(whole);
+    };
+    // The first whole of: one line from the cells' edge, one from the tile's, then the lines the
+    // caller left room for (heatmapLegendLines from the tile's edge, as Compare reserves them) from
+    // each — no more of them from the cells' edge than from the tile's (narrower, it could break
+    // into one more line than the row has room for: "tokens" had hung below B − A's tile); else
+    // the last, cut. Between the range labels, the one line it was placed on.
+    const std::size_t reserved = own_line ? linesFrom(origin.x, s.legend_lines).size() : 1;
+    std::vector<std::string> lines;
+    for (const auto& [x, most] :
+         {std::pair{cells_x, 1}, {origin.x, 1}, {cells_x, s.legend_lines}, {origin.x, s.legend_lines}}) {
+      lx = x, lines = linesFrom(x, most);
+      if (!own_line || (isWhole(lines) && lines.size() <= reserved)) break;
+    }
+    if (legend.swatch) lx = drawMaskedSwatch(draw, lx, ly, fs);
+    legend_min = ImVec2(lx, ly), legend_max = ImVec2(lx, ly);
+    for (const std::string& line : lines) {
+      draw->AddText(small, fs, ImVec2(lx, legend_max.y), th.text_dim, line.c_str());
+      legend_max = ImVec2(std::max(legend_max.x, lx + width(line)),
+                          legend_max.y + fs + (&line == &lines.back() ? 0 : 2));
+    }
+    content_bottom = std::max(content_bottom, legend_max.y);
+    legend_cut = !isWhole(lines);
+    if (legend_cut && ImGui::IsWindowHovered() && ImGui::IsMouseHoveringRect(legend_min, ImVec2(right, legend_max.y)))
+      ImGui::SetTooltip("%s", whole.c_str());
+  };
   if (beside) {
     // As tall as the cells, or as the band's labels and legend where the cells are shorter (a
     // grid reserves that height: Margins::beside_cells).
     const float bar_x = p1.x + besideBarLeft(), bar_w = besideBarWidth();
     const float bar_h = std::max(p1.y - p0.y, band.least_height);
-    drawColorbar(draw, s, ImVec2(bar_x, p0.y), ImVec2(bar_w, bar_h), true);
+    drawColourRamp(draw, s.look, ImVec2(bar_x, p0.y), ImVec2(bar_w, bar_h), true);
     const float lx = p1.x + besideLabelsLeft();
     auto [lo_text, hi_text] = barEnds(s.look);
-    const std::string once = oneValueText(s.look, lo_text, hi_text);  // said once, in the middle
+    // A map of one value says it once, in the middle; a range centred on 0 keeps its ends and its 0
+    // (B − A's "±0.289" had stood mid-bar, where the colour is 0, with no tick labelled).
+    const std::string once = oneValued(s.look) ? oneValueText(s.look, lo_text, hi_text) : "";
     if (!once.empty()) {
       draw->AddText(small, fs, ImVec2(lx, p0.y + (bar_h - fs) / 2), th.text_dim, once.c_str());
       lo_text.clear();
@@ -497,11 +555,11 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     draw->AddText(small, fs, ImVec2(lx, lo_y), th.text_dim, lo_text.c_str());
     content_bottom = std::max(content_bottom, lo_y + fs);
     float labels_top = p0.y + fs + px(4);  // below the top label, and the legend
-    if (!s.look.legend.empty()) {  // under the top label, wrapped to the column and the free room right of the tile
-      const LegendText legend = legendText(s.look.legend);
+    if (!s.look.legend.empty() && !s.legend_below) {  // under the top label, wrapped to the column and the
+                                                      // free room right of the tile
       float x = lx;
       const float y = p0.y + fs + px(6);
-      if (legend.swatch) x = drawLegendSwatch(draw, x, y, fs);
+      if (legend.swatch) x = drawMaskedSwatch(draw, x, y, fs);
       const float wrap = origin.x + size.x + std::max(0.0f, s.legend_room) - x;
       const ImVec2 ls = small->CalcTextSizeA(fs, FLT_MAX, wrap, legend.text.c_str());
       draw->AddText(small, fs, ImVec2(x, y), th.text_dim, legend.text.c_str(), nullptr, wrap);
@@ -526,12 +584,15 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
         ticks_dump.push_back({{"value", t.value}, {"y", y}, {"label", labelled ? t.label : ""}});
       }
     }
+    // … or below the cells and the bar, on lines of their own from the tile's edge (Compare: the room a
+    // bar below would take goes to the cells; B − A's legend, in its band, would take more than a bar).
+    if (!s.look.legend.empty() && s.legend_below) drawLegend(p0.x, p0.y + bar_h + px(6), true);
     colorbar_dump = {{"beside", true}, {"x0", bar_x},   {"y0", p0.y},   {"width", bar_w},     {"height", bar_h},
                      {"lo", lo_text},  {"hi", hi_text}, {"once", once}, {"ticks", ticks_dump}};
   } else {
     const float bar_y = p1.y + px(6);  // keep in step with heatmapColorbarHeight
     const float bar_w = std::max(p1.x - p0.x, std::min(size.x - left, px(120)));
-    drawColorbar(draw, s, ImVec2(p0.x, bar_y), ImVec2(bar_w, px(8)), false);
+    drawColourRamp(draw, s.look, ImVec2(p0.x, bar_y), ImVec2(bar_w, px(8)), false);
     auto [lo_text, hi_text] = barEnds(s.look);
     // Words at the ends ("dropped 0", "kept ×1.11") that would run into each other on a narrow bar
     // (a mask among six maps a head) keep their values only: "0", "×1.11".
@@ -568,7 +629,6 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
     // ticks' labels go where it is not).
     float legend_from = FLT_MAX, legend_to = -FLT_MAX;  // its extent on the range labels' line, if there
     float lx = p0.x, ly = bar_y + px(10);
-    const LegendText legend = legendText(s.look.legend);  // a masked-grey square, then the text?
     if (!s.look.legend.empty()) {
       const float lw = small->CalcTextSizeA(fs, FLT_MAX, 0, legend.text.c_str()).x + (legend.swatch ? fs + 2 : 0);
       lx = p0.x + (bar_w - lw) / 2;
@@ -601,61 +661,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
         ticks_dump.push_back({{"value", t.value}, {"x", x}, {"label", labelled ? t.label : ""}});
       }
     }
-    if (!s.look.legend.empty()) {
-      const std::string& whole = legend.text;
-      const float swatch = legend.swatch ? fs + 2 : 0;
-      // Within the tile and the free room right of it (legend_room): a trained model's 2 × 2 weights
-      // wrote "top: the largest below row 1 (row 1 is 1)" over the next card's. On its own line
-      // below the range labels it is broken between its parts where the caller left room for more
-      // lines (Compare's "blue: B < A · red: B > A" was cut to "blue: B < …"), and starts at the
-      // tile's edge, under the row labels, where it would be cut from the cells'. Cut with "…",
-      // whole on hover.
-      const bool own_line = ly > bar_y + px(10);
-      const float right = origin.x + size.x + std::max(0.0f, s.legend_room);
-      const auto linesFrom = [&](float x, int most) {
-        return heatmapLegendLines(whole, right - x - swatch, own_line ? most : 1, s.text_scale);
-      };
-      // Whether the lines hold the whole legend, none cut with "…": their text and the legend's
-      // compared without spaces and "·" (a line may break between two parts or at a space within one).
-      const auto letters = [](const std::string& text) {
-        std::string out;
-        for (std::size_t i = 0; i < text.size(); ++i)
-          if (text.compare(i, 2, "·") == 0)
-            ++i;
-          else if (text[i] != ' ')
-            out += text[i];
-        return out;
-      };
-      const auto isWhole = [&](const std::vector<std::string>& lines) {
-        std::string text;
-        for (const std::string& line : lines) text += line;
-        return letters(text) == letters(whole);
-      };
-      // The first whole of: one line from the cells' edge, one from the tile's, then the lines the
-      // caller left room for (heatmapLegendLines from the tile's edge, as Compare reserves them) from
-      // each — no more of them from the cells' edge than from the tile's (narrower, it could break
-      // into one more line than the row has room for: "tokens" had hung below B − A's tile); else
-      // the last, cut. Between the range labels, the one line it was placed on.
-      const float cells_x = lx;
-      const std::size_t reserved = own_line ? linesFrom(origin.x, s.legend_lines).size() : 1;
-      std::vector<std::string> lines;
-      for (const auto& [x, most] :
-           {std::pair{cells_x, 1}, {origin.x, 1}, {cells_x, s.legend_lines}, {origin.x, s.legend_lines}}) {
-        lx = x, lines = linesFrom(x, most);
-        if (!own_line || (isWhole(lines) && lines.size() <= reserved)) break;
-      }
-      if (legend.swatch) lx = drawLegendSwatch(draw, lx, ly, fs);
-      legend_min = ImVec2(lx, ly), legend_max = ImVec2(lx, ly);
-      for (const std::string& line : lines) {
-        draw->AddText(small, fs, ImVec2(lx, legend_max.y), th.text_dim, line.c_str());
-        legend_max = ImVec2(std::max(legend_max.x, lx + width(line)),
-                            legend_max.y + fs + (&line == &lines.back() ? 0 : 2));
-      }
-      content_bottom = std::max(content_bottom, legend_max.y);
-      legend_cut = !isWhole(lines);
-      if (legend_cut && ImGui::IsWindowHovered() && ImGui::IsMouseHoveringRect(legend_min, ImVec2(right, legend_max.y)))
-        ImGui::SetTooltip("%s", whole.c_str());
-    }
+    if (!s.look.legend.empty()) drawLegend(lx, ly, ly > bar_y + px(10));
 
     // Where the ends' labels run: lo from x0 to lo_to, hi from hi_from to the bar's end.
     colorbar_dump = {{"beside", false},

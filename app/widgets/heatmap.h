@@ -69,7 +69,8 @@ struct HeatmapSpec {
                                                          // legend may run on into them
   bool legend_below = false;                             // below the colorbar: the legend on a line of its
                                                          // own, never between the range labels (B − A: its
-                                                         // centre tick, 0, had given way to it)
+                                                         // centre tick, 0, had given way to it); with the
+                                                         // colorbar beside: below the cells, not in its band
   int legend_lines = 1;                                  // below the colorbar: the lines the legend may take,
                                                          // broken between its " · " parts, or a part too wide
                                                          // at a space (the caller's room for them:
@@ -94,6 +95,11 @@ struct HeatmapHit {
   float selected_y = -1, cell = 0;
 };
 
+// `look`'s colormap from its bottom to its top, left to right or (upright) bottom to top: a
+// colorbar's, or a colour key's ramp; a map of one value, its one colour.
+void drawColourRamp(ImDrawList* draw, const MapLook& look, ImVec2 p0, ImVec2 size, bool upright = false);
+// A legend's masked-grey square at (x, y), in a line of text `fs` high; returns where its text goes.
+float drawMaskedSwatch(ImDrawList* draw, float x, float y, float fs);
 // Height below the cells taken by the colorbar and its labels (their font at `text_scale`).
 float heatmapColorbarHeight(float text_scale = 1);
 // The narrowest colorbar below the cells that has `look`'s legend on its range labels' line, between
@@ -113,11 +119,11 @@ LegendRoom heatmapLegendRoom(const MapLook& look);
 std::vector<std::string> heatmapLegendLines(const std::string& legend, float width, int most, float text_scale = 1);
 // A colorbar standing beside the cells (HeatmapSpec::colorbar_beside): the band it takes right of
 // them, and the least height of the cells that holds its range labels and legend (their font at
-// `text_scale`).
+// `text_scale`); without the legend where it goes below the cells (HeatmapSpec::legend_below).
 struct ColorbarBand {
   float width = 0, least_height = 0;
 };
-ColorbarBand heatmapColorbarBeside(const MapLook& look, float text_scale = 1);
+ColorbarBand heatmapColorbarBeside(const MapLook& look, float text_scale = 1, bool legend_in_band = true);
 // The side of a cell that shows a label `label_width` pixels wide (in the cells' small font at `text_scale`).
 float heatmapCellFor(float label_width, float text_scale = 1);
 // The widest of names [from, from + n) in `font` (null: the small one) at `size`, each with its

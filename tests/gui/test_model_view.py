@@ -529,6 +529,28 @@ def checks(tmp):
             assert legend and not legend["cut"], legend
             assert legend["y"] + legend["h"] <= tile["y"] + tile["h"] + 0.5, (legend, tile)
             assert tile["x"] - 0.5 <= legend["x"] and legend["x"] + legend["w"] <= tile["x"] + tile["w"] + 0.5, (legend, tile)
+            # Presented at 1280 × 720 and 200 %, the row short of height: each colorbar stands beside
+            # its map, the cells taking the height a bar below them took (122-px maps with 180 px of
+            # each tile's width empty), B − A's legend below its cells, whole; its 0 labelled.
+            d9 = run_commands(app, display.name, tmp, "compare-presented", [
+                {"do": "text", "ids": list(range(40, 76))}, {"do": "select_layer", "layer": 2, "head": 0},
+                {"do": "pin"}, {"do": "text", "ids": list(range(40, 50)) + [39] + list(range(51, 76))},
+                {"do": "view", "field": "tab", "value": "compare"}, {"do": "view", "field": "presentation", "value": True},
+            ], "--model", folder, "--size", "1280x720", "--text-size", "200")
+            maps9 = {e["compare"]: e for e in d9["heatmaps"] if e.get("compare") and e["stage"] == "weights"}
+            assert sorted(maps9) == ["A", "B", "diff"], sorted(maps9)
+            for side, e in maps9.items():
+                cells, bar = e["cells"], e["colorbar"]
+                assert e["wholly_in_view"] and bar["beside"] and bar["x0"] >= cells["x"] + cells["w"], (side, e["tile"], bar)
+                assert bar["hi"] and bar["lo"] and not bar["once"], (side, bar)
+                assert cells["w"] >= 150 and bar["x0"] + bar["width"] <= e["tile"]["x"] + e["tile"]["w"], (side, cells, bar)
+            assert len({round(e["cells"]["y"]) for e in maps9.values()}) == 1, "the three maps' cells not level"
+            diff = maps9["diff"]
+            legend = diff["legend"]
+            assert legend and not legend["cut"] and legend["y"] >= diff["cells"]["y"] + diff["cells"]["h"], (legend, diff["cells"])
+            assert any(t["value"] == 0 and t["label"] == "0" for t in diff["colorbar"]["ticks"]), diff["colorbar"]["ticks"]
+            print(f"  presented at 1280 × 720 / 200 %: A, B and B − A {maps9['A']['cells']['w']:.0f}-px maps, "
+                  "their colorbars beside them")
             # Upright key names whole where the maps are as large with them and the row stays in
             # view ("<|endoftext|>" was cut to 48 px over room to spare below the maps).
             eot = VOCAB - 1
