@@ -37,6 +37,74 @@ MapLook lookFor(const ValueRange& known, const ViewState& v) {
   return colouredBy(known, false, choices);
 }
 
+// The key to the thumbnails' colours, in the small font above them: each colormap the steps use as
+// a ramp between its words, masked grey where a step has −∞ cells, and that each map has a range of
+// its own (the thumbnails have no colorbars: nothing on the tab had said what a signed step's blues
+// and reds were). Its parts wrap whole onto a second line; the last, the longest form that fits.
+void drawColourKey(const std::vector<Step>& steps, const ViewState& view, float width) {
+  std::vector<MapLook> looks;  // one per colormap, in the steps' order
+  bool masked = false;
+  for (const Step& st : steps) {
+    if (!st.values) continue;
+    const MapLook look = lookFor(*st.range, view);
+    if (std::none_of(looks.begin(), looks.end(), [&](const MapLook& l) { return l.colormap == look.colormap; }))
+      looks.push_back(look);
+    masked = masked || std::string(st.id) == "masked";
+  }
+  if (looks.empty()) return;
+  ImFont* small = fonts().small;
+  const float fs = small->FontSize, ramp_w = px(32), gap = px(5), part_gap = px(14), line_h = fs + px(4);
+  const auto textW = [&](const std::string& t) { return small->CalcTextSizeA(fs, FLT_MAX, 0, t.c_str()).x; };
+  ImDrawList* draw = ImGui::GetWindowDrawList();
+  const ImVec2 at = ImGui::GetCursorScreenPos();
+  const ImU32 dim = theme().text_dim;
+  float x = at.x, y = at.y, right = at.x;
+  std::string said;
+  const auto place = [&](float w) {  // a part `w` wide: on this line, or at the next one's start
+    if (x > at.x && x + w > at.x + width) x = at.x, y += line_h;
+    right = std::max(right, x + w);
+  };
+  const auto word = [&](const std::string& text) {
+    draw->AddText(small, fs, ImVec2(x, y), dim, text.c_str());
+    x += textW(text);
+  };
+  for (const MapLook& l : looks) {
+    const bool signed_map = l.colormap == Colormap::Coolwarm;
+    const std::string lo = signed_map ? "negative" : "low", hi = signed_map ? "positive (white: 0)" : "high";
+    place(textW(lo) + ramp_w + textW(hi) + 2 * gap);
+    word(lo);
+    MapLook ramp = l;
+    ramp.range = {-1, 1};  // the whole ramp, whatever the map's own range
+    drawColourRamp(draw, ramp, ImVec2(x + gap, y + (fs - px(8)) / 2), ImVec2(ramp_w, px(8)));
+    x += ramp_w + 2 * gap;
+    word(hi);
+    x += part_gap;
+    said += (said.empty() ? "" : " · ") + lo + " → " + hi;
+  }
+  if (masked) {
+    const std::string text = "−∞ masked";
+    place(fs + 2 + textW(text));
+    x = drawMaskedSwatch(draw, x, y, fs);
+    word(text);
+    x += part_gap;
+    said += " · " + text;
+  }
+  ImGui::PushFont(small);
+  const std::vector<std::string> forms = {"each map on a range of its own · click one for its numbers",
+                                          "each map on a range of its own"};
+  std::string tail = firstFitting({forms[0], forms[1], ""}, at.x + width - x);
+  if (tail.empty()) tail = firstFitting({forms[0], forms[1], ""}, width);  // a line of its own
+  ImGui::PopFont();
+  if (!tail.empty()) {
+    place(textW(tail));
+    word(tail);
+    said += " · " + tail;
+  }
+  ImGui::Dummy(ImVec2(width, y + line_h - at.y + px(2)));
+  layout().rect("pipeline_key", at, ImVec2(right, y + fs));
+  layout().state()["pipeline_key"] = said;
+}
+
 }  // namespace
 
 void PipelineView::draw(const PanelContext& ctx) {
@@ -130,6 +198,7 @@ void PipelineView::drawSteps(const PanelContext& ctx, const Snapshot& snapshot, 
                                                               : snap->head_serial[static_cast<std::size_t>(head)];
   };
 
+  drawColourKey(steps, view, size.x);
   // Nodes left to right, wrapped into as few rows as keep each node readable.
   // Wrapped, the rows after the first start with "↳" in a margin of their own (drawn left of the
   // first node, it was clipped by the window to a stray tick).

@@ -641,7 +641,7 @@ def main():
                 to_pipeline = {"do": "view", "field": "tab", "value": "pipeline"}  # a click on the tab
                 d = run("pipeline", [to_pipeline])
                 steps = sorted(k for k in d["widgets"] if k.startswith("pipeline_") and
-                               not k.startswith(("pipeline_turn_", "pipeline_area")))
+                               not k.startswith(("pipeline_turn_", "pipeline_area", "pipeline_key")))
                 # Wrapped rows start with "↳", whole within what of the steps can be seen (drawn
                 # left of the first node, the window cut it to a stray tick).
                 area, turns = d["widgets"]["pipeline_area"], [k for k in d["widgets"] if k.startswith("pipeline_turn_")]
@@ -651,6 +651,15 @@ def main():
                         raise AssertionError(f"{k} {t} is cut by the steps' window {area}")
                 if not turns:
                     raise AssertionError("the pipeline's steps did not wrap at this size: no ↳ to check")
+                # The thumbnails have no colorbars: a key above them says what their colours are, whole
+                # in view (a signed step's blues and reds, a masked step's grey had gone unsaid).
+                key, said = d["widgets"].get("pipeline_key"), d["state"].get("pipeline_key", "")
+                for part in ("low → high", "negative → positive (white: 0)", "−∞ masked", "each map on a range of its own"):
+                    if part not in said:
+                        raise AssertionError(f"the pipeline's colour key {said!r} does not say {part!r}")
+                if not key or key["x"] < area["x"] - 0.5 or key["x"] + key["w"] > area["x"] + area["w"] + 0.5:
+                    raise AssertionError(f"the colour key {key} is cut by the steps' window {area}")
+                print(f"  pipeline colour key: {said!r}")
                 print(f"  pipeline widgets: {', '.join(steps)}")
                 if "pipeline" not in d["panels"]:
                     raise AssertionError(f"no pipeline panel; panels {sorted(d['panels'])}")
