@@ -339,10 +339,15 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
     std::vector<Tick> entropy_ticks = {{0.0f, "0"}};  // and the top: ln T, a row spread evenly over every key
     if (T > 1)
       entropy_ticks.push_back({std::log(static_cast<float>(T)), formatFixed(std::log(static_cast<float>(T)), 2)});
-    // A head chosen (a thumbnail, Tab, the head selector) has its row brought into view once, where
-    // it is not: GPT-2's twelve rows in a quarter of the column showed head 1 and half of head 2.
+    // A head chosen (a thumbnail, Tab, the head selector) has its row brought into view, where it is
+    // not: GPT-2's twelve rows in a quarter of the column showed head 1 and half of head 2. The
+    // table's first frames place its rows before its scroll range is known (GPT-2's head 12 chosen
+    // as the app opened stayed below the edge, head 8 cut under the header): the row is brought on
+    // over the next frames until it is whole in view where it stays; then left to the user.
+    if (ctx.view.head != bringing_) bringing_ = ctx.view.head, bring_frames_ = 0, brought_top_ = -1;
+    if (bringing_ >= heads_shown) scrolled_to_ = bringing_;  // no row of its own here
+    drawn_at_ = ctx.now;
     const bool bring = ctx.view.head != scrolled_to_ && ctx.view.head < heads_shown;
-    if (bring) scrolled_to_ = ctx.view.head;
     for (int h = 0; h < heads_shown; ++h) {
       ImGui::TableNextRow(0, rowHeight());
       ImGui::PushID(h);
@@ -354,7 +359,13 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
         const float pad = ImGui::GetStyle().CellPadding.y, header_h = ImGui::GetTextLineHeight() + 2 * pad;
         const float top = ImGui::GetCursorPosY() - 2 * pad, bottom = top + rowHeight() + 2 * pad;
         const float scroll = ImGui::GetScrollY();
-        if (top < scroll + header_h || bottom > scroll + ImGui::GetWindowHeight()) {
+        // The rows are final once nothing computes (a head's statistics in, its cells two lines tall):
+        // then whole in view at the same place two frames running, or kBringFrames frames, ends it.
+        const bool final = !ctx.computing;
+        const bool whole = top >= scroll + header_h - 0.5f && bottom <= scroll + ImGui::GetWindowHeight() + 0.5f;
+        if (final && ((whole && top == brought_top_) || ++bring_frames_ >= kBringFrames)) scrolled_to_ = h;
+        brought_top_ = top, bring_final_ = final;
+        if (!whole) {
           // Past the end of the scroll a last row would stop short of the header, the row above it
           // cut in half under it: scrolled by whole rows instead, the cut row the one below.
           // (The table's scroll range is known a frame late: its rows are counted instead.)

@@ -285,6 +285,18 @@ def main():
                 expect(hs["clipped"] == [], f"GPT-2: text cut: {hs['clipped']}")
                 print(f"  GPT-2 small: 12 heads, mean entropy {hs['heads'][0]['mean_entropy']:.3f} nats "
                       f"(ln 1024 = {math.log(1024):.3f}), panel {p['h']:.0f} px, rows scroll")
+                # The last head chosen as the app opens: its row is brought whole into view, below the
+                # header, once every head's statistics are in (its row had been placed while they
+                # computed, shorter, and stayed below the panel's edge).
+                first = d["widgets"]["statistics_head_h1"]  # the first row's name, unscrolled: under the header
+                d = headless("gpt2-head12", [{"do": "select_head", "index": 11}],
+                             "--open", os.path.join(args.presets, "gpt2-small.json"), "--size", "1280x800")
+                p, name = d["panels"]["statistics"], d["widgets"]["statistics_head_h12"]
+                expect(first["y"] - 0.5 <= name["y"] and name["y"] + name["h"] <= p["y"] + p["h"] + 0.5,
+                       f"GPT-2, head 12 chosen: its name at y {name['y']:.0f}–{name['y'] + name['h']:.0f} is not "
+                       f"between the header ({first['y']:.0f}) and the panel's bottom ({p['y'] + p['h']:.0f})")
+                print(f"  GPT-2, head 12 chosen: its row in view at y {name['y']:.0f} "
+                      f"(panel {p['y']:.0f}–{p['y'] + p['h']:.0f})")
 
             def tooltips_and_clicks():
                 path = preset_copy(args.presets, "causal_dropout", work)
