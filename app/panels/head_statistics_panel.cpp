@@ -344,7 +344,7 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
     // table's first frames place its rows before its scroll range is known (GPT-2's head 12 chosen
     // as the app opened stayed below the edge, head 8 cut under the header): the row is brought on
     // over the next frames until it is whole in view where it stays; then left to the user.
-    if (ctx.view.head != bringing_) bringing_ = ctx.view.head, bring_frames_ = 0, brought_top_ = -1;
+    if (ctx.view.head != bringing_) bringing_ = ctx.view.head, scrolled_to_ = -1, bring_frames_ = 0, brought_top_ = -1;
     if (bringing_ >= heads_shown) scrolled_to_ = bringing_;  // no row of its own here
     drawn_at_ = ctx.now;
     const bool bring = ctx.view.head != scrolled_to_ && ctx.view.head < heads_shown;
