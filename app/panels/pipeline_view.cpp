@@ -70,7 +70,7 @@ void drawColourKey(const std::vector<Step>& steps, const ViewState& view, float 
   };
   for (const MapLook& l : looks) {
     const bool signed_map = l.colormap == Colormap::Coolwarm;
-    const std::string lo = signed_map ? "negative" : "low", hi = signed_map ? "positive (white: 0)" : "high";
+    const std::string lo = signed_map ? "negative" : "low", hi = signed_map ? "positive (pale: 0)" : "high";
     place(textW(lo) + ramp_w + textW(hi) + 2 * gap);
     word(lo);
     MapLook ramp = l;

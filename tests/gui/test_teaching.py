@@ -654,7 +654,7 @@ def main():
                 # The thumbnails have no colorbars: a key above them says what their colours are, whole
                 # in view (a signed step's blues and reds, a masked step's grey had gone unsaid).
                 key, said = d["widgets"].get("pipeline_key"), d["state"].get("pipeline_key", "")
-                for part in ("low → high", "negative → positive (white: 0)", "−∞ masked", "each map on a range of its own"):
+                for part in ("low → high", "negative → positive (pale: 0)", "−∞ masked", "each map on a range of its own"):
                     if part not in said:
                         raise AssertionError(f"the pipeline's colour key {said!r} does not say {part!r}")
                 if not key or key["x"] < area["x"] - 0.5 or key["x"] + key["w"] > area["x"] + area["w"] + 0.5:
