@@ -518,10 +518,12 @@ void CompareView::draw(const PanelContext& ctx) {
         return fitRowWhole(line_h);
       };
       const Fit below = fitWith(false);
+      const auto below_state = std::tuple(beside, right, under, left, upright, bottom, numbered_rows);
       if (const Fit side = fitWith(true);
           side.per_line >= below.per_line && side.cell >= 1.1f * below.cell && side.cell * rows_f >= 2 * fs + px(4))
         return side;
-      return fitWith(false);
+      std::tie(beside, right, under, left, upright, bottom, numbered_rows) = below_state;
+      return below;
     };
     const bool alike = alikeRanges(range_a, range_b);  // one colour scale serves both
     const std::string who = row.module              ? std::string("the module's ") + row.label()

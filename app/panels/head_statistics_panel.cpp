@@ -344,10 +344,10 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
     // table's first frames place its rows before its scroll range is known (GPT-2's head 12 chosen
     // as the app opened stayed below the edge, head 8 cut under the header): the row is brought on
     // over the next frames until it is whole in view where it stays; then left to the user.
-    if (ctx.view.head != bringing_) bringing_ = ctx.view.head, scrolled_to_ = -1, bring_frames_ = 0, brought_top_ = -1;
-    if (bringing_ >= heads_shown) scrolled_to_ = bringing_;  // no row of its own here
+    if (ctx.view.head != bringing_) bringing_ = ctx.view.head, brought_ = false, bring_frames_ = 0, brought_top_ = -1;
+    if (bringing_ >= heads_shown) brought_ = true;  // no row of its own here
     drawn_at_ = ctx.now;
-    const bool bring = ctx.view.head != scrolled_to_ && ctx.view.head < heads_shown;
+    const bool bring = !brought_ && bringing_ >= 0;
     for (int h = 0; h < heads_shown; ++h) {
       ImGui::TableNextRow(0, rowHeight());
       ImGui::PushID(h);
@@ -363,8 +363,8 @@ void HeadStatisticsPanel::draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size)
         // then whole in view at the same place two frames running, or kBringFrames frames, ends it.
         const bool final = !ctx.computing;
         const bool whole = top >= scroll + header_h - 0.5f && bottom <= scroll + ImGui::GetWindowHeight() + 0.5f;
-        if (final && ((whole && top == brought_top_) || ++bring_frames_ >= kBringFrames)) scrolled_to_ = h;
-        brought_top_ = top, bring_final_ = final;
+        if (final && ((whole && top == brought_top_) || ++bring_frames_ >= kBringFrames)) brought_ = true;
+        brought_top_ = top;
         if (!whole) {
           // Past the end of the scroll a last row would stop short of the header, the row above it
           // cut in half under it: scrolled by whole rows instead, the cut row the one below.

@@ -22,20 +22,17 @@ class HeadStatisticsPanel {
   // header and one row per head, at most a quarter of the column (then its rows scroll).
   static float height(const PanelContext& ctx, float column_h);
   void draw(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
-  // Whether a chosen head's row, its table final, is still being brought into view (the panel drawn
-  // within the last 0.1 s): the app keeps drawing meanwhile rather than sleep with the row half in
-  // view. Not while the engine computes: a frame then takes the engine's cores for nothing.
-  bool bringing(double now) const {
-    return bringing_ >= 0 && bringing_ != scrolled_to_ && bring_final_ && now - drawn_at_ < 0.1;
-  }
+  // Whether a chosen head's row is still being brought into view (the panel drawn within the last
+  // 0.1 s): the app keeps drawing meanwhile rather than sleep with the row half in view — once the
+  // engine is idle (while it computes, a frame takes its cores for nothing).
+  bool bringing(double now) const { return bringing_ >= 0 && !brought_ && now - drawn_at_ < 0.1; }
 
  private:
   static constexpr int kBringFrames = 8;  // frames a chosen row is scrolled towards before giving up
-  int scrolled_to_ = -1;  // the chosen head whose row was last brought into view (−1: none chosen)
-  int bringing_ = -1;     // the chosen head (−1: none)
-  int bring_frames_ = 0;  // frames spent on it since the table was final
-  float brought_top_ = -1;    // its row's top in the table the frame before
-  bool bring_final_ = false;  // the table's rows were final that frame
+  int bringing_ = -1;                     // the chosen head (−1: none)
+  bool brought_ = false;                  // its row was brought into view (or it has none here): left to the user
+  int bring_frames_ = 0;                  // frames spent on it since the table was final
+  float brought_top_ = -1;                // its row's top in the table the frame before
   double drawn_at_ = -1;      // PanelContext::now of the panel's last frame
 };
 

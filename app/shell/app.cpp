@@ -91,7 +91,8 @@ void App::endFrame(double now, bool mouse_down, bool typing, double frame_ms, do
 double App::idleTimeout(double now, double longest) const {
   double timeout = ctl_.idleTimeout(now, longest);
   if (heatmap_grid_.outlinedUntil() > now) timeout = std::min(timeout, 1.0 / 30);  // the outlines fade
-  if (statistics_.bringing(now)) timeout = std::min(timeout, 1.0 / 60);  // a chosen head's row scrolls into view
+  if (!ctl_.computing() && statistics_.bringing(now))  // a chosen head's row scrolls into view
+    timeout = std::min(timeout, 1.0 / 60);
   return timeout;
 }
 

@@ -195,8 +195,8 @@ ColorbarBand heatmapColorbarBeside(const MapLook& look, float text_scale, bool l
   if (look.range_text[0].empty())
     for (const ColorbarTick& t : colorbarTicks(look.range, look.scale)) labels = std::max(labels, width(t.label));
   float height = 2 * fs + px(4);  // the ends' labels, top and bottom
-  if (!look.legend.empty() && legend_in_band) {  // under the top label, wrapped to the column (wider where
-                                                 // it can run on)
+  // The legend under the top label, wrapped to the column (wider where it can run on).
+  if (!look.legend.empty() && legend_in_band) {
     const LegendText legend = legendText(look.legend);
     const float swatch = legend.swatch ? fs + 2 : 0;
     labels = std::max(labels, std::min(width(legend.text) + swatch, px(150)));
