@@ -253,6 +253,17 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
         {"attention_gflop", attention / 1e9},
         {"head_gflop", head / 1e9}}}};
   for (const char* mode : {"view", "maps", "fused"}) j[mode] = paired(mode);
+  // The head alone, at the last position: its FLOPs are few (the limit's head_gflop) but the whole
+  // head is read from memory each pass (lm/head_logits.h) — a floor of its own that the GEMM-bound
+  // limit does not count (GPT-2: 154 MB, about 11 ms at 14 GB/s).
+  {
+    const Matrix final_x = Matrix::Random(T, c.d_model);
+    const double bytes = V * d * sizeof(float);
+    const nlohmann::json times = timeRuns(std::max(o.repeat, 3), [&] { gptLogits(model, final_x, {T - 1}, exec); });
+    j["head"] = {{"forward_ms", times},
+                 {"bytes_read", bytes},
+                 {"gb_per_s", bytes / (times["median"].get<double>() * 1e-3) / 1e9}};
+  }
   // The view's pass after an edit of one token of the text (runModelPass's `previous`,
   // reusablePrefix): the rows before it are the last pass's, the rest computed (past 64 tokens,
   // every row's attention), then the logits; the last token (typing at the end) and the middle

@@ -46,7 +46,9 @@ nlohmann::json forwardFlop(const ModelConfig& m, int tokens, int d_in);
 //  "maps": {"forward_ms", "gemm_gflops", "limit_ms", "forward_over_limit"}: every head's weights
 //      of every layer computed (and dropped) and the last position's logits; paired runs as
 //      pairedLimit's, the limit being the MLP's first product (T × F × d) on every thread at once;
-//  "fused": the same without any T × T map (outputs and logits only)}.
+//  "fused": the same without any T × T map (outputs and logits only),
+//  "head": {"forward_ms", "bytes_read", "gb_per_s"}: the logits at the last position alone, the
+//      whole head read from memory (a floor the GEMM-bound limit does not count)}.
 nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions& options);
 
 // One forward pass, outputs only, serial and untimed (`bench --forward-once`, for instruction

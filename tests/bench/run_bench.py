@@ -315,7 +315,7 @@ def gpt_model_rounds(cli, torch_side, folder):
     """{tokens: {...}}: paired rounds of ours (`bench --model`, every head's weights) and torch."""
     out = {}
     for tokens, rounds, repeat in GPT_TOKENS:
-        ours_ms, torch_ms, over_limit, ceiling, maps, fused, limit = [], [], [], [], [], [], []
+        ours_ms, torch_ms, over_limit, ceiling, maps, fused, limit, head = [], [], [], [], [], [], [], []
         edited = {}  # view_last_token, view_middle_token: the view's pass after a one-token edit
         for _ in range(rounds):
             p = subprocess.run([cli, "bench", "--model", folder, "--tokens", str(tokens), "--repeat", str(repeat)],
@@ -332,6 +332,7 @@ def gpt_model_rounds(cli, torch_side, folder):
             limit.append(o["view"]["limit_ms"]["median"])
             maps.append(o["maps"]["forward_over_limit"]["median"])
             fused.append(o["fused"]["forward_over_limit"]["median"])
+            head.append(o["head"])
             for name in ("view_last_token", "view_middle_token"):
                 if name in o:
                     edited.setdefault(name, []).append(o[name]["forward_ms"]["median"])
@@ -340,7 +341,11 @@ def gpt_model_rounds(cli, torch_side, folder):
                            outputs=o["outputs"], flop=o["flop"], ours_forward_ms=ours_ms,
                            limit_ms_median=statistics.median(limit),
                            ours_every_stage_over_limit_median=statistics.median(maps),
-                           ours_without_weights_over_limit_median=statistics.median(fused))
+                           ours_without_weights_over_limit_median=statistics.median(fused),
+                           # the logits alone: the whole head read (a floor the limit does not count)
+                           head_ms_median=statistics.median(h["forward_ms"]["median"] for h in head),
+                           head_gb_per_s_median=statistics.median(h["gb_per_s"] for h in head),
+                           head_mb=head[0]["bytes_read"] / 1e6)
     return out
 
 
@@ -932,6 +937,8 @@ def print_table(report):
              f"{g['ours_over_concurrent_limit_median']:.2f} (every stage kept "
              f"{g['ours_every_stage_over_limit_median']:.2f}, no weight whole "
              f"{g['ours_without_weights_over_limit_median']:.2f}), torch {g['torch_over_concurrent_limit_median']:.2f}"
+             f"; the head alone (its {g['head_mb']:.0f} MB read, not in the limit) {g['head_ms_median']:.1f} ms, "
+             f"{g['head_gb_per_s_median']:.0f} GB/s"
              + "".join(f"; after a one-token edit ({what}) {g[key]:.0f} ms"
                        for key, what in (("ours_view_last_token_ms_median", "the last token"),
                                          ("ours_view_middle_token_ms_median", "the middle one")) if key in g))

@@ -490,6 +490,9 @@ class ModelTraceTest(unittest.TestCase):
         self.assertEqual(out["view_last_token"]["reused_rows"], CONTEXT - 1)
         self.assertEqual(out["view_middle_token"]["reused_rows"], CONTEXT // 2)
         self.assertGreater(out["view_last_token"]["forward_ms"]["median"], 0)
+        # The head alone: the whole tied head (vocabulary × d floats) read for the last position.
+        self.assertEqual(out["head"]["bytes_read"], out["model"]["vocab_size"] * out["model"]["d_model"] * 4)
+        self.assertGreater(out["head"]["gb_per_s"], 0)
 
 
 if __name__ == "__main__":
