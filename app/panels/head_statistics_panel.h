@@ -33,7 +33,7 @@ class HeadStatisticsPanel {
   bool brought_ = false;                  // its row was brought into view (or it has none here): left to the user
   int bring_frames_ = 0;                  // frames spent on it since the table was final
   float brought_top_ = -1;                // its row's top in the table the frame before
-  double drawn_at_ = -1;      // PanelContext::now of the panel's last frame
+  double drawn_at_ = -1;                  // PanelContext::now of the panel's last frame
 };
 
 // One query row of one head of the snapshot, for tooltips (the heatmaps' weights maps, the charts):
