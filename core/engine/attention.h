@@ -150,6 +150,11 @@ struct PackedModule {
   mutable std::weak_ptr<const Parameters> unpacked_;
 };
 std::shared_ptr<const PackedModule> packModule(const Parameters& p, const ModelConfig& m);
+// A multi-head module's, from its weights as a file lays them out: qkv the stacked [W_query; W_key;
+// W_value] (3·d_out × d_in; GPT-2's c_attn, a Conv1D, holds them so as columns), out_proj d_out ×
+// d_out; biases null for none. The same panels as from Parameters of the same weights.
+std::shared_ptr<const PackedModule> packModule(const WeightView& qkv, const float* qkv_bias, const WeightView& out_proj,
+                                               const float* out_bias, const ModelConfig& m);
 
 // A module whose parameters are given, not drawn from m.seed: a block of a trained model
 // (DESIGN.md §2.6). `packed` (packModule, made once with the parameters) serves the fast path when

@@ -44,6 +44,9 @@ std::size_t dropoutOffset(const Trace& t, int b, int h) {
 
 // The layers of one group stacked into one (their weights' rows and biases one after the other),
 // packed in slices of whole heads of width hw (and whole panels).
+SlicedLinear packStacked(const WeightView& stacked, const float* bias, int hw) {
+  return packSliced(stacked, bias, std::lcm(PackedLinear::kPanel, std::max(hw, 1)));
+}
 SlicedLinear packStacked(const std::vector<const Linear*>& layers, int hw) {
   const int in = static_cast<int>(layers.front()->weight.cols());
   int out = 0;
@@ -58,8 +61,7 @@ SlicedLinear packStacked(const std::vector<const Linear*>& layers, int hw) {
     if (biased) b.segment(row, rows) = l->bias;
     row += rows;
   }
-  const int granularity = std::lcm(PackedLinear::kPanel, std::max(hw, 1));
-  return packSliced(w.data(), out, in, in, biased ? b.data() : nullptr, granularity);
+  return packStacked(WeightView::rows(w.data(), out, in, in), biased ? b.data() : nullptr, hw);
 }
 
 // Q, K, V of head h of batch element b: T × w blocks with row stride `ld`.
@@ -575,6 +577,14 @@ std::shared_ptr<const PackedModule> packModule(const Parameters& p, const ModelC
     packed->out_proj = packSliced(o.weight.data(), static_cast<int>(o.weight.rows()), static_cast<int>(o.weight.cols()),
                                   static_cast<int>(o.weight.cols()), o.bias.size() > 0 ? o.bias.data() : nullptr);
   }
+  return packed;
+}
+
+std::shared_ptr<const PackedModule> packModule(const WeightView& qkv, const float* qkv_bias, const WeightView& out_proj,
+                                               const float* out_bias, const ModelConfig& m) {
+  auto packed = std::make_shared<PackedModule>();
+  packed->qkv.push_back(pass::packStacked(qkv, qkv_bias, headWidth(m, qkv.in)));
+  packed->out_proj = packSliced(out_proj, out_bias);
   return packed;
 }
 

@@ -1,6 +1,7 @@
 // Process-wide memory policy for programs that compute traces again and again (the app, the CLI's
 // benchmark): see tuneMalloc.
 #pragma once
+#include <cstddef>
 #include <memory>
 #include <new>
 #include <utility>
@@ -32,6 +33,32 @@ struct UninitializedAllocator : std::allocator<T> {
   }
 };
 using FloatBuffer = std::vector<float, UninitializedAllocator<float>>;
+
+// Memory for a large buffer that lives long (a model's packed weights, 340 MB for GPT-2 small):
+// 64-byte aligned; from kLargeBufferBytes on, a mapping of its own advised to transparent huge
+// pages, so that its first writes take a page fault per 2 MiB instead of per 4 KiB (340 MB: 1.0 s
+// in small pages, about half in huge ones, on the VM of docs/DESIGN.md §2.6 "Opening a model").
+// Where huge pages are off it is an ordinary mapping. Under AddressSanitizer, operator new (whose
+// bounds it checks).
+constexpr std::size_t kLargeBufferBytes = std::size_t{2} << 20;
+void* allocateLarge(std::size_t bytes);
+void freeLarge(void* p, std::size_t bytes) noexcept;
+
+// A vector's allocator over allocateLarge, new elements left uninitialized (as
+// UninitializedAllocator): for buffers written whole before they are read.
+template <class T>
+struct LargeBufferAllocator : UninitializedAllocator<T> {
+  using value_type = T;
+  LargeBufferAllocator() = default;
+  template <class U>
+  LargeBufferAllocator(const LargeBufferAllocator<U>&) noexcept {}
+  template <class U>
+  struct rebind {
+    using other = LargeBufferAllocator<U>;
+  };
+  T* allocate(std::size_t n) { return static_cast<T*>(allocateLarge(n * sizeof(T))); }
+  void deallocate(T* p, std::size_t n) noexcept { freeLarge(p, n * sizeof(T)); }
+};
 
 // A GPT-2 trace holds ~100 MB of maps in 4 MB matrices. glibc hands such blocks back to the kernel
 // when they are freed and page-faults them in again on the next trace, and a large share of a

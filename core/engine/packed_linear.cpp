@@ -312,14 +312,33 @@ PanelKernel panelKernel(Isa isa) {
 
 }  // namespace
 
-void PackedLinear::pack(const float* weight, int out, int in, int ldw, const float* bias) {
-  out_ = out, in_ = in;
-  const int panels = (out + kPanel - 1) / kPanel;
-  panels_.resize(static_cast<std::size_t>(panels) * in * kPanel);
+void PackedLinear::pack(const WeightView& w, const float* bias) {
+  out_ = w.out, in_ = w.in;
+  const int panels = (w.out + kPanel - 1) / kPanel;
+  panels_.resize(static_cast<std::size_t>(panels) * w.in * kPanel);
   bias_.resize(static_cast<std::size_t>(panels) * kPanel);
-  packPanels(isaBest())(weight, out, in, ldw, panels_.data());
+  if (w.in_stride == 1) {
+    packPanels(isaBest())(w.data, w.out, w.in, static_cast<int>(w.out_stride), panels_.data());
+  } else if (w.out_stride == 1) {  // columns: each input's run of a panel's outputs lies as the panel holds it
+    for (int p = 0; p < panels; ++p) {
+      const int n = std::min(kPanel, w.out - p * kPanel);
+      float* dst = panels_.data() + static_cast<std::size_t>(p) * w.in * kPanel;
+      for (int i = 0; i < w.in; ++i, dst += kPanel) {
+        std::copy_n(w.data + i * w.in_stride + p * kPanel, n, dst);
+        std::fill(dst + n, dst + kPanel, 0.0f);
+      }
+    }
+  } else {
+    for (int p = 0; p < panels; ++p)
+      for (int i = 0; i < w.in; ++i)
+        for (int c = 0; c < kPanel; ++c) {
+          const int o = p * kPanel + c;
+          panels_[(static_cast<std::size_t>(p) * w.in + i) * kPanel + c] =
+              o < w.out ? w.data[o * w.out_stride + i * w.in_stride] : 0.0f;
+        }
+  }
   std::fill(bias_.begin(), bias_.end(), 0.0f);
-  if (bias != nullptr) std::copy(bias, bias + out, bias_.begin());
+  if (bias != nullptr) std::copy(bias, bias + w.out, bias_.begin());
 }
 
 void PackedLinear::unpack(int o0, int o1, float* weight, int ldw, float* bias) const {
@@ -395,14 +414,16 @@ bool PackedLinear::apply(int m, const float* X, int ldx, float* Y, int ldy, Isa 
   return finite;
 }
 
-SlicedLinear packSliced(const float* weight, int out, int in, int ldw, const float* bias, int granularity) {
+SlicedLinear packSliced(const WeightView& weight, const float* bias, int granularity) {
   SlicedLinear s;
+  const int out = weight.out;
   const int units = (out + granularity - 1) / granularity;
   const int per = (units + kSlices - 1) / kSlices * granularity;
+  s.slices.reserve(kSlices);
   for (int o = 0; o < out; o += per) {
     const int n = std::min(per, out - o);
-    s.slices.push_back({o, PackedLinear(weight + static_cast<std::size_t>(o) * ldw, n, in, ldw,
-                                        bias != nullptr ? bias + o : nullptr)});
+    s.slices.push_back({o, PackedLinear()});
+    s.slices.back().packed.pack(weight.outputs(o, n), bias != nullptr ? bias + o : nullptr);
   }
   s.outputs = out;
   return s;

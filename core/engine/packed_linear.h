@@ -18,6 +18,7 @@
 
 #include <Eigen/Core>
 
+#include "engine/memory.h"
 #include "engine/simd_isa.h"
 
 namespace attnscope {
@@ -32,6 +33,20 @@ struct OutputBlocks {
   std::ptrdiff_t offset(int column) const { return column / cols * stride + column % cols; }
 };
 
+// A weight matrix, out × in, as it lies: element (o, i) at data[o·out_stride + i·in_stride]. An
+// nn.Linear's weight lies in rows (out_stride its row stride, in_stride 1); a Conv1D's — GPT-2's,
+// y = x·W, in × out — in columns (out_stride 1, in_stride its row length), the panels' own order:
+// packed without transposing it first.
+struct WeightView {
+  const float* data = nullptr;
+  int out = 0, in = 0;
+  std::ptrdiff_t out_stride = 0, in_stride = 1;
+  static WeightView rows(const float* w, int out, int in, std::ptrdiff_t ldw) { return {w, out, in, ldw, 1}; }
+  static WeightView columns(const float* w, int out, int in, std::ptrdiff_t ld) { return {w, out, in, 1, ld}; }
+  // Outputs [o0, o0 + n).
+  WeightView outputs(int o0, int n) const { return {data + o0 * out_stride, n, in, out_stride, in_stride}; }
+};
+
 class PackedLinear {
  public:
   static constexpr int kPanel = 32;  // outputs per column panel: two AVX-512 registers, four AVX2
@@ -41,7 +56,10 @@ class PackedLinear {
   PackedLinear(const float* weight, int out, int in, int ldw, const float* bias) { pack(weight, out, in, ldw, bias); }
   // Packs other weights, in the memory already held when it is large enough: the fused attention
   // packs every key tile (S = Q·Kᵀ is X·Wᵀ with W = K), in blocks transposed in registers.
-  void pack(const float* weight, int out, int in, int ldw, const float* bias);
+  void pack(const float* weight, int out, int in, int ldw, const float* bias) {
+    pack(WeightView::rows(weight, out, in, ldw), bias);
+  }
+  void pack(const WeightView& weight, const float* bias);
 
   int outputs() const { return out_; }
   int inputs() const { return in_; }
@@ -64,7 +82,9 @@ class PackedLinear {
   int out_ = 0, in_ = 0;
   // Panel p holds outputs [p·kPanel, (p+1)·kPanel): element (i, c) at p·in·kPanel + i·kPanel + c,
   // zero past the last output (and in the bias).
-  std::vector<float, Eigen::aligned_allocator<float>> panels_, bias_;
+  // A model's panels are large and written whole once: LargeBufferAllocator.
+  std::vector<float, LargeBufferAllocator<float>> panels_;
+  std::vector<float, Eigen::aligned_allocator<float>> bias_;
 };
 
 // A row stride (floats) for a matrix of `cols` columns that a PackedLinear reads as X: `cols`, or 16
@@ -114,7 +134,10 @@ struct SlicedLinear {
 // weight: out × in (row stride ldw), bias: `out` floats or null, packed in up to kSlices slices,
 // each a multiple of `granularity` outputs (a multiple of kPanel; the last takes the rest).
 constexpr int kSlices = 4;
-SlicedLinear packSliced(const float* weight, int out, int in, int ldw, const float* bias,
-                        int granularity = PackedLinear::kPanel);
+SlicedLinear packSliced(const WeightView& weight, const float* bias, int granularity = PackedLinear::kPanel);
+inline SlicedLinear packSliced(const float* weight, int out, int in, int ldw, const float* bias,
+                               int granularity = PackedLinear::kPanel) {
+  return packSliced(WeightView::rows(weight, out, in, ldw), bias, granularity);
+}
 
 }  // namespace attnscope

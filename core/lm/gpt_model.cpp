@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -17,6 +18,7 @@
 #include "engine/errors.h"
 #include "engine/gemm.h"
 #include "engine/tensor.h"
+#include "engine/thread_team.h"
 #include "formats/file_reading.h"
 #include "formats/json_reading.h"
 #include "formats/zip_archive.h"
@@ -124,8 +126,11 @@ Matrix linearWeight(const FloatTensor& t) {
 Matrix conv1dColumns(const FloatTensor& t, std::int64_t c0, std::int64_t n) {
   const std::int64_t in = t.shape[0], out = t.shape[1];
   Matrix m(n, in);
-  for (std::int64_t i = 0; i < in; ++i)
-    for (std::int64_t c = 0; c < n; ++c) m(c, i) = t.data[i * out + c0 + c];
+  constexpr std::int64_t kBlock = 16;  // a block's rows and columns both in cache: not one miss a write
+  for (std::int64_t i0 = 0; i0 < in; i0 += kBlock)
+    for (std::int64_t b0 = 0; b0 < n; b0 += kBlock)
+      for (std::int64_t i = i0; i < std::min(in, i0 + kBlock); ++i)
+        for (std::int64_t c = b0; c < std::min(n, b0 + kBlock); ++c) m(c, i) = t.data[i * out + c0 + c];
   return m;
 }
 
@@ -525,61 +530,129 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
     checkFinite(path, shift, n.shift.data(), d);
     return n;
   };
-  auto linear = [&](const std::string& prefix, std::int64_t out, std::int64_t in, bool bias, const char* what) {
-    Linear l;
-    if (hf) {  // Conv1D: weight in × out
-      l.weight = conv1dColumns(names.take(prefix + ".weight", {in, out}, what), 0, out);
-    } else {
-      l.weight = linearWeight(names.take(prefix + ".weight", {out, in}, what));
+  // A block's linear layers as the file holds them: taken in turn (TensorNames is one thread's),
+  // checked and packed later, beside other blocks.
+  struct FileLayer {
+    std::string prefix;
+    FloatTensor weight, bias;  // bias.data null: none
+    // A Conv1D's (GPT-2's: weight in × out, y = x·W), packed as it lies.
+    WeightView columns() const {
+      return WeightView::columns(weight.data, static_cast<int>(weight.shape[1]), static_cast<int>(weight.shape[0]),
+                                 weight.shape[1]);
     }
-    if (bias) l.bias = rowOf(names.take(prefix + ".bias", {out}, what));
-    checkFinite(path, prefix + ".weight", l.weight.data(), l.weight.size());
-    checkFinite(path, prefix + ".bias", l.bias.data(), l.bias.size());
+    // An nn.Linear (the book's: weight out × in), or a Conv1D's transposed to one.
+    Linear linear(bool conv1d) const {
+      Linear l;
+      l.weight = conv1d ? conv1dColumns(weight, 0, weight.shape[1]) : linearWeight(weight);
+      if (bias.data != nullptr) l.bias = rowOf(bias);
+      return l;
+    }
+  };
+  const auto layer = [&](const std::string& prefix, std::int64_t out, std::int64_t in, bool bias, const char* what) {
+    FileLayer l{prefix,
+                names.take(prefix + ".weight", hf ? std::vector<std::int64_t>{in, out} : std::vector{out, in}, what),
+                {}};
+    if (bias) l.bias = names.take(prefix + ".bias", {out}, what);
     return l;
   };
-
-  names.releaseTaken(true);  // the embeddings stay mapped: they are used in place
-  for (int i = 0; i < c.layers; ++i) {
-    GptBlock b;
+  struct FileBlock {
+    LayerNormWeights norm1, norm2;
+    std::vector<FileLayer> layers;  // GPT-2: c_attn, attn.c_proj, c_fc, mlp.c_proj; the book's: W_query, W_key,
+                                    // W_value, out_proj[, ff.layers.0, ff.layers.2]
+  };
+  const auto takeBlock = [&](int i) {
+    FileBlock f;
     const std::string p = (hf ? "h." : "trf_blocks.") + std::to_string(i);
-    b.norm1 = norm(p + (hf ? ".ln_1" : ".norm1"), "a LayerNorm");
-    if (c.mlp) b.norm2 = norm(p + (hf ? ".ln_2" : ".norm2"), "a LayerNorm");
-    auto params = std::make_shared<Parameters>();
+    f.norm1 = norm(p + (hf ? ".ln_1" : ".norm1"), "a LayerNorm");
+    if (c.mlp) f.norm2 = norm(p + (hf ? ".ln_2" : ".norm2"), "a LayerNorm");
     if (hf) {
-      const FloatTensor qkv = names.take(p + ".attn.c_attn.weight", {d, 3 * d}, "attention's Q, K, V (Conv1D)");
-      const FloatTensor qkv_b = names.take(p + ".attn.c_attn.bias", {3 * d}, "attention's Q, K, V bias");
-      checkFinite(path, p + ".attn.c_attn.weight", qkv.data, qkv.elements());
-      checkFinite(path, p + ".attn.c_attn.bias", qkv_b.data, qkv_b.elements());
-      params->query.push_back({conv1dColumns(qkv, 0, d), segmentOf(qkv_b, 0, d)});
-      params->key.push_back({conv1dColumns(qkv, d, d), segmentOf(qkv_b, d, d)});
-      params->value.push_back({conv1dColumns(qkv, 2 * d, d), segmentOf(qkv_b, 2 * d, d)});
-      params->out_proj = linear(p + ".attn.c_proj", d, d, true, "attention's output projection");
-      b.fc = linear(p + ".mlp.c_fc", F, d, true, "the MLP's first layer");
-      b.proj = linear(p + ".mlp.c_proj", d, F, true, "the MLP's second layer");
+      f.layers = {layer(p + ".attn.c_attn", 3 * d, d, true, "attention's Q, K, V (Conv1D)"),
+                  layer(p + ".attn.c_proj", d, d, true, "attention's output projection"),
+                  layer(p + ".mlp.c_fc", F, d, true, "the MLP's first layer"),
+                  layer(p + ".mlp.c_proj", d, F, true, "the MLP's second layer")};
       names.ignore(p + ".attn.bias");  // the causal mask and its fill value: buffers, not weights
       names.ignore(p + ".attn.masked_bias");
     } else {
-      params->query.push_back(linear(p + ".att.W_query", d, d, c.qkv_bias, "attention's W_query"));
-      params->key.push_back(linear(p + ".att.W_key", d, d, c.qkv_bias, "attention's W_key"));
-      params->value.push_back(linear(p + ".att.W_value", d, d, c.qkv_bias, "attention's W_value"));
-      params->out_proj = linear(p + ".att.out_proj", d, d, true, "attention's out_proj");
+      f.layers = {layer(p + ".att.W_query", d, d, c.qkv_bias, "attention's W_query"),
+                  layer(p + ".att.W_key", d, d, c.qkv_bias, "attention's W_key"),
+                  layer(p + ".att.W_value", d, d, c.qkv_bias, "attention's W_value"),
+                  layer(p + ".att.out_proj", d, d, true, "attention's out_proj")};
       if (c.mlp) {
-        b.fc = linear(p + ".ff.layers.0", F, d, true, "the feed-forward's first layer");
-        b.proj = linear(p + ".ff.layers.2", d, F, true, "the feed-forward's second layer");
+        f.layers.push_back(layer(p + ".ff.layers.0", F, d, true, "the feed-forward's first layer"));
+        f.layers.push_back(layer(p + ".ff.layers.2", d, F, true, "the feed-forward's second layer"));
       }
       names.ignore(p + ".att.mask");
     }
-    // Held packed alone: a view's layer unpacks its own (GivenModule::weights), bit for bit. (On
-    // another GEMM backend every pass multiplies them in torch's layout: kept so.)
-    b.attention.packed = packModule(*params, a);
-    if (gemmBackend() != GemmBackend::Packed) b.attention.parameters = params;
-    if (c.mlp) {
-      b.fc_packed = packedSlices(b.fc);
-      b.proj_packed = packedSlices(b.proj);
+    return f;
+  };
+  // The attention is held packed alone: a view's layer unpacks its own (GivenModule::weights), bit
+  // for bit. On another GEMM backend every pass multiplies in torch's layout: kept so.
+  const bool torch_layout = gemmBackend() != GemmBackend::Packed;
+  const auto buildBlock = [&](const FileBlock& f) {
+    for (const FileLayer& l : f.layers) {
+      checkFinite(path, l.prefix + ".weight", l.weight.data, l.weight.elements());
+      if (l.bias.data != nullptr) checkFinite(path, l.prefix + ".bias", l.bias.data, l.bias.elements());
     }
-    if (!options.reference_mlp) b.fc = b.proj = Linear{};  // the packed panels are all the fast path reads
-    names.releaseTaken();                                  // every tensor of the block is copied
-    model->blocks.push_back(std::move(b));
+    GptBlock b;
+    b.norm1 = f.norm1;
+    b.norm2 = f.norm2;
+    auto params = std::make_shared<Parameters>();
+    if (hf) {
+      // Conv1D weights are packed as they lie (FileLayer::columns), transposed to torch's layout
+      // only where a path multiplies in it.
+      const FileLayer &qkv = f.layers[0], &out = f.layers[1], &fc = f.layers[2], &proj = f.layers[3];
+      b.attention.packed = packModule(qkv.columns(), qkv.bias.data, out.columns(), out.bias.data, a);
+      if (torch_layout) {
+        params->query.push_back({conv1dColumns(qkv.weight, 0, d), segmentOf(qkv.bias, 0, d)});
+        params->key.push_back({conv1dColumns(qkv.weight, d, d), segmentOf(qkv.bias, d, d)});
+        params->value.push_back({conv1dColumns(qkv.weight, 2 * d, d), segmentOf(qkv.bias, 2 * d, d)});
+        params->out_proj = out.linear(true);
+      }
+      b.fc_packed = packSliced(fc.columns(), fc.bias.data);
+      b.proj_packed = packSliced(proj.columns(), proj.bias.data);
+      if (options.reference_mlp) b.fc = fc.linear(true), b.proj = proj.linear(true);
+    } else {
+      params->query.push_back(f.layers[0].linear(false));
+      params->key.push_back(f.layers[1].linear(false));
+      params->value.push_back(f.layers[2].linear(false));
+      params->out_proj = f.layers[3].linear(false);
+      b.attention.packed = packModule(*params, a);
+      if (c.mlp) {
+        b.fc = f.layers[4].linear(false);
+        b.proj = f.layers[5].linear(false);
+        b.fc_packed = packedSlices(b.fc);
+        b.proj_packed = packedSlices(b.proj);
+      }
+      if (!options.reference_mlp) b.fc = b.proj = Linear{};  // the packed panels are all the fast path reads
+    }
+    if (torch_layout) b.attention.parameters = params;
+    return b;
+  };
+
+  names.releaseTaken(true);  // the embeddings stay mapped: they are used in place
+  // Blocks in groups of as many as the process has processors, each group's checked and packed
+  // side by side: the packed panels' first writes, each a page fault, are most of a load's time
+  // (docs/DESIGN.md §2.6 "Opening a model"). A group's file pages are then given back, and a
+  // float16 file's converted tensors freed. A refusal names the first bad block's tensor.
+  const int group = std::max(1, availableProcessors());
+  for (int first = 0; first < c.layers; first += group) {
+    const int n = std::min(group, c.layers - first);
+    std::vector<FileBlock> files;
+    for (int k = 0; k < n; ++k) files.push_back(takeBlock(first + k));
+    std::vector<GptBlock> built(static_cast<std::size_t>(n));
+    std::vector<std::exception_ptr> failed(static_cast<std::size_t>(n));
+    parallelFor(n, n, [&](int k) {
+      try {
+        built[static_cast<std::size_t>(k)] = buildBlock(files[static_cast<std::size_t>(k)]);
+      } catch (...) {
+        failed[static_cast<std::size_t>(k)] = std::current_exception();
+      }
+    });
+    for (const std::exception_ptr& e : failed)
+      if (e) std::rethrow_exception(e);
+    files.clear();
+    names.releaseTaken();  // every tensor of the group is packed or copied
+    for (GptBlock& b : built) model->blocks.push_back(std::move(b));
   }
   model->final_norm = norm(hf ? "ln_f" : "final_norm", "the final LayerNorm");
   if (hf) {

@@ -132,6 +132,63 @@ TEST(PackedLinear, UnpacksTheWeightsItPackedToTheBit) {
   }
 }
 
+// A Conv1D's weight (GPT-2's c_attn: in × out, y = x·W) is packed as it lies (WeightView::columns),
+// and any strided view alike: the same panels as from the weight in rows, so the same products to
+// the bit. Sizes past kLargeBufferBytes too (a mapping of their own, memory.h), sliced as a model's.
+TEST(PackedLinear, PacksAWeightInColumnsOrAnyStridesAsInRows) {
+  std::mt19937 g(31);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  struct Shape {
+    int out, in;
+  };
+  for (const Shape& c : {Shape{1, 1}, Shape{17, 3}, Shape{33, 65}, Shape{70, 32}, Shape{1000, 769}}) {
+    SCOPED_TRACE("out=" + std::to_string(c.out) + " in=" + std::to_string(c.in));
+    const int ld_rows = c.in + 3, ld_columns = c.out + 5;
+    std::vector<float> rows(static_cast<std::size_t>(c.out) * ld_rows),
+        columns(static_cast<std::size_t>(c.in) * ld_columns);
+    std::vector<float> strided(static_cast<std::size_t>(c.out) * c.in * 2), bias(static_cast<std::size_t>(c.out));
+    for (float& b : bias) b = u(g);
+    for (int o = 0; o < c.out; ++o)
+      for (int i = 0; i < c.in; ++i) {
+        const float w = u(g);
+        rows[static_cast<std::size_t>(o) * ld_rows + i] = w;
+        columns[static_cast<std::size_t>(i) * ld_columns + 2 + o] = w;  // starting 2 columns in
+        strided[(static_cast<std::size_t>(i) * c.out + o) * 2] = w;     // every other float
+      }
+    const WeightView views[] = {WeightView::columns(columns.data() + 2, c.out, c.in, ld_columns),
+                                WeightView{strided.data(), c.out, c.in, 2, 2 * std::ptrdiff_t{c.out}}};
+    const PackedLinear want(rows.data(), c.out, c.in, ld_rows, bias.data());
+    std::vector<float> x(static_cast<std::size_t>(5) * c.in), y_want(static_cast<std::size_t>(5) * c.out);
+    for (float& v : x) v = u(g);
+    ASSERT_TRUE(want.apply(5, x.data(), c.in, y_want.data(), c.out));
+    std::vector<float> w_want(rows.size()), b_want(bias.size());
+    want.unpack(0, c.out, w_want.data(), ld_rows, b_want.data());
+    for (const WeightView& view : views) {
+      PackedLinear got;
+      got.pack(view, bias.data());
+      std::vector<float> w_got(rows.size()), b_got(bias.size()), y_got(y_want.size());
+      got.unpack(0, c.out, w_got.data(), ld_rows, b_got.data());
+      for (int o = 0; o < c.out; ++o)
+        ASSERT_EQ(std::memcmp(w_got.data() + static_cast<std::size_t>(o) * ld_rows,
+                              w_want.data() + static_cast<std::size_t>(o) * ld_rows, c.in * sizeof(float)),
+                  0)
+            << "row " << o << " (in_stride " << view.in_stride << ")";
+      EXPECT_EQ(std::memcmp(b_got.data(), b_want.data(), bias.size() * sizeof(float)), 0);
+      ASSERT_TRUE(got.apply(5, x.data(), c.in, y_got.data(), c.out));
+      EXPECT_EQ(std::memcmp(y_got.data(), y_want.data(), y_want.size() * sizeof(float)), 0);
+      // Sliced (a model's layers are): each slice from its outputs of the view.
+      const SlicedLinear sliced = packSliced(view, bias.data(), PackedLinear::kPanel);
+      std::vector<float> w_sliced(rows.size());
+      sliced.unpack(0, c.out, w_sliced.data(), ld_rows, nullptr);
+      for (int o = 0; o < c.out; ++o)
+        ASSERT_EQ(std::memcmp(w_sliced.data() + static_cast<std::size_t>(o) * ld_rows,
+                              w_want.data() + static_cast<std::size_t>(o) * ld_rows, c.in * sizeof(float)),
+                  0)
+            << "sliced, row " << o;
+    }
+  }
+}
+
 TEST(PackedLinear, ARowsResultDoesNotDependOnTheRowsBesideIt) {
   std::mt19937 g(5);
   const Case c{25, 70, 33, true};
