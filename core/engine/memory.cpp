@@ -32,6 +32,11 @@ void tuneMalloc() {
 namespace {
 constexpr std::size_t kAlignment = 64;
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
+#if defined(ATTNSCOPE_ASAN)
+constexpr bool kOwnMappings = false;
+#else
+constexpr bool kOwnMappings = true;
+#endif
 
 // Whole 4 KiB pages: the last part of a buffer short of 2 MiB stays in small pages, not a huge
 // page mostly unused (GPT-2's 192 panel buffers of 2.4–7.1 MiB had held 150 MB more).
@@ -39,20 +44,11 @@ std::size_t mappedBytes(std::size_t bytes) {
   constexpr std::size_t kPage = 4096;
   return (bytes + kPage - 1) / kPage * kPage;
 }
-
-[[maybe_unused]] bool mapsOwn(std::size_t bytes) {
-#if defined(__linux__) && !defined(ATTNSCOPE_ASAN)
-  return bytes >= kLargeBufferBytes;
-#else
-  (void)bytes;
-  return false;
-#endif
-}
 }  // namespace
 
 void* allocateLarge(std::size_t bytes) {
-#if defined(__linux__) && !defined(ATTNSCOPE_ASAN)
-  if (mapsOwn(bytes)) {
+#if defined(__linux__)
+  if (kOwnMappings && bytes >= kLargeBufferBytes) {
     // A huge page's worth more, then the ends trimmed: the buffer starts on a 2 MiB boundary, so
     // every 2 MiB of it can be one huge page.
     const std::size_t length = mappedBytes(bytes);
@@ -73,11 +69,13 @@ void* allocateLarge(std::size_t bytes) {
 
 void freeLarge(void* p, std::size_t bytes) noexcept {
   if (p == nullptr) return;
-#if defined(__linux__) && !defined(ATTNSCOPE_ASAN)
-  if (mapsOwn(bytes)) {
+#if defined(__linux__)
+  if (kOwnMappings && bytes >= kLargeBufferBytes) {
     munmap(p, mappedBytes(bytes));
     return;
   }
+#else
+  (void)bytes;
 #endif
   ::operator delete(p, std::align_val_t(kAlignment));
 }
