@@ -42,11 +42,12 @@ std::size_t dropoutOffset(const Trace& t, int b, int h) {
   return (b * H + h) * tt;
 }
 
-// The layers of one group stacked into one (their weights' rows and biases one after the other),
-// packed in slices of whole heads of width hw (and whole panels).
+// A group's stacked [W_query; W_key; W_value] (bias the same, or null) packed in slices of whole
+// heads of width hw (and whole panels).
 SlicedLinear packStacked(const WeightView& stacked, const float* bias, int hw) {
   return packSliced(stacked, bias, std::lcm(PackedLinear::kPanel, std::max(hw, 1)));
 }
+// The layers of one group stacked into one (their weights' rows and biases one after the other), so.
 SlicedLinear packStacked(const std::vector<const Linear*>& layers, int hw) {
   const int in = static_cast<int>(layers.front()->weight.cols());
   int out = 0;

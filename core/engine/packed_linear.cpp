@@ -422,8 +422,7 @@ SlicedLinear packSliced(const WeightView& weight, const float* bias, int granula
   s.slices.reserve(kSlices);
   for (int o = 0; o < out; o += per) {
     const int n = std::min(per, out - o);
-    s.slices.push_back({o, PackedLinear()});
-    s.slices.back().packed.pack(weight.outputs(o, n), bias != nullptr ? bias + o : nullptr);
+    s.slices.push_back({o, PackedLinear(weight.outputs(o, n), bias != nullptr ? bias + o : nullptr)});
   }
   s.outputs = out;
   return s;

@@ -54,6 +54,7 @@ class PackedLinear {
   PackedLinear() = default;
   // weight: out × in, row-major (row stride ldw); bias: `out` floats, or null for none.
   PackedLinear(const float* weight, int out, int in, int ldw, const float* bias) { pack(weight, out, in, ldw, bias); }
+  PackedLinear(const WeightView& weight, const float* bias) { pack(weight, bias); }
   // Packs other weights, in the memory already held when it is large enough: the fused attention
   // packs every key tile (S = Q·Kᵀ is X·Wᵀ with W = K), in blocks transposed in registers.
   void pack(const float* weight, int out, int in, int ldw, const float* bias) {

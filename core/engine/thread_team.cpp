@@ -304,13 +304,14 @@ void setThreadTeamOptions(const ThreadTeamOptions& options) { team().setOptions(
 
 void forEachItem(int threads, int count, const std::function<void(int)>& item) {
   std::exception_ptr error;
+  int failed = count;  // the lowest item that threw: the exception a loop in order would have raised
   std::mutex mutex;
   parallelFor(threads, count, [&](int k) {
     try {
       item(k);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex);
-      if (!error) error = std::current_exception();
+      if (k < failed) failed = k, error = std::current_exception();
     }
   });
   if (error) std::rethrow_exception(error);

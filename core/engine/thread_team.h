@@ -32,7 +32,8 @@ enum class Schedule {
 void parallelFor(int threads, int count, const std::function<void(int)>& item, Schedule schedule = Schedule::Dynamic);
 
 // parallelFor whose items may throw (Eigen's products allocate their workspace: bad_alloc): the
-// team's items must not, so the first exception is kept and rethrown once the loop is done.
+// team's items must not, so the exception of the lowest item that threw (the one a loop in order
+// would raise) is kept and rethrown once the loop is done.
 void forEachItem(int threads, int count, const std::function<void(int)>& item);
 
 // A loop whose items wait for earlier ones (runGraph).

@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <exception>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -640,16 +639,8 @@ std::shared_ptr<const GptModel> gptModelFromTensors(const TensorFile& file, cons
     std::vector<FileBlock> files;
     for (int k = 0; k < n; ++k) files.push_back(takeBlock(first + k));
     std::vector<GptBlock> built(static_cast<std::size_t>(n));
-    std::vector<std::exception_ptr> failed(static_cast<std::size_t>(n));
-    parallelFor(n, n, [&](int k) {
-      try {
-        built[static_cast<std::size_t>(k)] = buildBlock(files[static_cast<std::size_t>(k)]);
-      } catch (...) {
-        failed[static_cast<std::size_t>(k)] = std::current_exception();
-      }
-    });
-    for (const std::exception_ptr& e : failed)
-      if (e) std::rethrow_exception(e);
+    forEachItem(n, n,
+                [&](int k) { built[static_cast<std::size_t>(k)] = buildBlock(files[static_cast<std::size_t>(k)]); });
     files.clear();
     names.releaseTaken();  // every tensor of the group is packed or copied
     for (GptBlock& b : built) model->blocks.push_back(std::move(b));
