@@ -7,6 +7,9 @@
 #include <numeric>
 
 #include <random>
+
+#include <sys/resource.h>
+
 #include "engine/gemm.h"
 #include "lm/gpt_forward.h"
 #include "lm/model_pass.h"
@@ -19,6 +22,15 @@ double millisecondsOf(const std::function<void()>& run) {
   const auto start = std::chrono::steady_clock::now();
   run();
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// This process's minor page faults so far: a pass that faults writes memory the process never
+// touched (or gave back), which on a VM whose free pages go back to the host costs more than the
+// writing (docs/DESIGN.md §4 "Benchmarks").
+double minorFaults() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_minflt);
 }
 
 nlohmann::json summary(std::vector<double> values) {
@@ -226,9 +238,11 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
     forward();
     forward();
     gemm.measureGflops();
-    std::vector<double> forward_ms, gflops, limit_ms, ratios;
+    std::vector<double> forward_ms, gflops, limit_ms, ratios, faults;
     for (int i = 0; i < o.repeat; ++i) {
+      const double faults_before = minorFaults();
       forward_ms.push_back(millisecondsOf(forward));
+      faults.push_back(minorFaults() - faults_before);
       gflops.push_back(gemm.measureGflops());
       limit_ms.push_back(gflop / gflops.back() * 1e3);
       ratios.push_back(forward_ms.back() / limit_ms.back());
@@ -236,7 +250,8 @@ nlohmann::json benchModel(const GptModel& model, int tokens, const BenchOptions&
     return nlohmann::json{{"forward_ms", summary(forward_ms)},
                           {"gemm_gflops", summary(gflops)},
                           {"limit_ms", summary(limit_ms)},
-                          {"forward_over_limit", summary(ratios)}};
+                          {"forward_over_limit", summary(ratios)},
+                          {"minor_faults", summary(faults)}};
   };
   nlohmann::json j = {
       {"model",
