@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <functional>
 #include <numeric>
-
 #include <random>
 
 #include <sys/resource.h>
