@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "state/snapshot.h"
@@ -23,12 +24,14 @@ ImTextureID ThumbnailAtlas::texture(const Snapshot& s, Colormap colormap, int si
     return reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(id_));
   const int stride = N + 1;  // a texel of gap between heads
   const int width = H * stride - 1, height = L * stride - 1;
+  // Each index's colour as the four bytes GL_RGBA reads, one store a texel.
   const auto& table = colormapTable(colormap);
-  const Rgb gap = table[0];
-  std::vector<std::uint8_t> pixels(static_cast<std::size_t>(width) * height * 4);
-  for (std::size_t p = 0; p < pixels.size(); p += 4) {
-    pixels[p] = gap.r, pixels[p + 1] = gap.g, pixels[p + 2] = gap.b, pixels[p + 3] = 255;
+  std::uint32_t rgba[256];
+  for (std::size_t i = 0; i < 256; ++i) {
+    const std::uint8_t bytes[4] = {table[i].r, table[i].g, table[i].b, 255};
+    std::memcpy(&rgba[i], bytes, 4);
   }
+  std::vector<std::uint32_t> pixels(static_cast<std::size_t>(width) * height, rgba[0]);  // the gaps: the table's first
   const std::size_t per_head = static_cast<std::size_t>(S) * S;
   std::vector<std::uint8_t> texels(static_cast<std::size_t>(N) * N);
   for (int l = 0; l < L; ++l)
@@ -36,11 +39,9 @@ ImTextureID ThumbnailAtlas::texture(const Snapshot& s, Colormap colormap, int si
       largestInBlocks(s.thumbnail_indices.data() + (static_cast<std::size_t>(l) * H + h) * per_head, S, N,
                       texels.data());
       for (int i = 0; i < N; ++i) {
-        std::uint8_t* out = pixels.data() + ((static_cast<std::size_t>(l) * stride + i) * width + h * stride) * 4;
-        for (int j = 0; j < N; ++j, out += 4) {
-          const Rgb rgb = table[texels[static_cast<std::size_t>(i) * N + j]];
-          out[0] = rgb.r, out[1] = rgb.g, out[2] = rgb.b;
-        }
+        std::uint32_t* out = pixels.data() + (static_cast<std::size_t>(l) * stride + i) * width + h * stride;
+        const std::uint8_t* in = texels.data() + static_cast<std::size_t>(i) * N;
+        for (int j = 0; j < N; ++j) out[j] = rgba[in[j]];
       }
     }
   const bool same_size = id_ != 0 && width == width_ && height == height_;

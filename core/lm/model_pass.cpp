@@ -435,10 +435,17 @@ std::string tokenLabel(const GptModel& model, int id) {
 
 std::vector<NextToken> topNextTokens(const float* logits, int V, double temperature, int k) {
   k = std::clamp(k, 0, V);
-  std::vector<int> order(static_cast<std::size_t>(V));
-  std::iota(order.begin(), order.end(), 0);
+  // The k largest in one pass, kept in order: a token enters only above the k-th (an equal logit
+  // comes later in id, so after it), a few times in 50,257 (sorting every id's place took 0.3 ms
+  // of the frame that shows a result).
+  std::vector<int> order;
+  order.reserve(static_cast<std::size_t>(k) + 1);
   const auto before = [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-  std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+  for (int v = 0; v < V && k > 0; ++v) {
+    if (static_cast<int>(order.size()) == k && !before(v, order.back())) continue;
+    order.insert(std::upper_bound(order.begin(), order.end(), v, before), v);
+    if (static_cast<int>(order.size()) > k) order.pop_back();
+  }
   std::vector<NextToken> out;
   if (k == 0) return out;
   const double top = logits[order[0]];

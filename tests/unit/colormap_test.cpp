@@ -69,7 +69,8 @@ TEST(Colormap, FlatRangeIsTheMiddleEntry) {
 // in exactly one block; a map drawn at its own size is itself.
 TEST(Colormap, LargestInBlocksKeepsAOneCellPeak) {
   std::mt19937 rng(3);
-  for (auto [S, N] : {std::pair{64, 36}, std::pair{64, 64}, std::pair{9, 4}, std::pair{5, 1}}) {
+  for (auto [S, N] :
+       {std::pair{64, 36}, std::pair{64, 60}, std::pair{64, 64}, std::pair{9, 4}, std::pair{10, 3}, std::pair{5, 1}}) {
     std::vector<std::uint8_t> cells(static_cast<std::size_t>(S) * S);
     for (auto& c : cells) c = static_cast<std::uint8_t>(rng() % 200);
     cells[static_cast<std::size_t>(S - 1) * S + S - 2] = 255;  // one bright key, next to the last

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <random>
 #include <string>
 #include <utility>
@@ -1009,6 +1010,23 @@ TEST(ModelPass, TopNextTokens) {
   EXPECT_GT(hot[4].probability, 0.02f);  // a higher temperature flattens
   EXPECT_EQ(greedy[0].probability, 1.0f);
   EXPECT_EQ(greedy[1].probability, 0.0f);
+}
+
+// A vocabulary's worth of logits with many ties: the k most likely, in order, are those of every
+// id sorted by logit (a stable sort: ties by id), whatever k.
+TEST(ModelPass, TopNextTokensAreTheSortedVocabularysFirst) {
+  std::mt19937 rng(7);
+  std::vector<float> logits(50257);
+  for (float& l : logits) l = static_cast<float>(static_cast<int>(rng() % 400)) / 16.0f - 12.0f;
+  std::vector<int> sorted(logits.size());
+  std::iota(sorted.begin(), sorted.end(), 0);
+  std::stable_sort(sorted.begin(), sorted.end(), [&](int a, int b) { return logits[a] > logits[b]; });
+  for (int k : {0, 1, 10, 1000}) {
+    const auto top = topNextTokens(logits.data(), static_cast<int>(logits.size()), 0.7, k);
+    ASSERT_EQ(top.size(), static_cast<std::size_t>(k));
+    for (int i = 0; i < k; ++i)
+      EXPECT_EQ(top[static_cast<std::size_t>(i)].id, sorted[static_cast<std::size_t>(i)]) << k;
+  }
 }
 
 TEST(GptForward, CancelStopsIt) {
