@@ -484,6 +484,14 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
                 "A mean over %s: a label needs %d (Repeat the text gives every token of its second "
                 "half a copy before it)",
                 countOf(rows, "row").c_str(), kLabelMinTokens);
+        } else if (sc.*info.score >= info.threshold && !aboveEven(sc, info)) {
+          // Over its threshold only because the text repeats so much: an even head scores as high.
+          ImGui::TextDisabled("%s", scoreText(sc, info).c_str());
+          if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "On this text a head that spreads its attention evenly would score %.2f (that share of "
+                "the keys are copies): a label needs %.0f times that",
+                static_cast<double>(sc.*info.even), static_cast<double>(kLabelOverEven));
         } else {
           ImGui::TextUnformatted(scoreText(sc, info).c_str());
         }

@@ -10,13 +10,13 @@ namespace attnscope {
 
 const std::array<HeadLabelInfo, 4>& headLabelTable() {
   static const std::array<HeadLabelInfo, 4> table{{
-      {"previous_token", "previous", "prev", "P", 0.5f, &HeadScores::previous_token, &HeadScores::has_previous,
+      {"previous_token", "previous", "prev", "P", 0.5f, &HeadScores::previous_token, &HeadScores::has_previous, nullptr,
        nullptr},
-      {"first_token", "first (sink)", "sink", "S", 0.7f, &HeadScores::first_token, nullptr, nullptr},
+      {"first_token", "first (sink)", "sink", "S", 0.7f, &HeadScores::first_token, nullptr, nullptr, nullptr},
       {"duplicate_token", "duplicate", "dup", "D", 0.3f, &HeadScores::duplicate_token, &HeadScores::has_duplicate,
-       &HeadScores::duplicate_rows},
+       &HeadScores::duplicate_rows, &HeadScores::duplicate_even},
       {"induction", "induction", "induct", "I", 0.3f, &HeadScores::induction, &HeadScores::has_induction,
-       &HeadScores::induction_rows},
+       &HeadScores::induction_rows, &HeadScores::induction_even},
   }};
   return table;
 }
@@ -26,6 +26,7 @@ const HeadLabelInfo* headLabel(const HeadScores& s) {
   float best_ratio = 1.0f;
   for (const HeadLabelInfo& info : headLabelTable()) {
     if (labelRows(s, info) < kLabelMinTokens) continue;  // (a score over 8 rows or more is defined)
+    if (!aboveEven(s, info)) continue;
     const float ratio = s.*info.score / info.threshold;
     if (ratio >= best_ratio) {
       best = &info;
@@ -33,6 +34,10 @@ const HeadLabelInfo* headLabel(const HeadScores& s) {
     }
   }
   return best;
+}
+
+bool aboveEven(const HeadScores& s, const HeadLabelInfo& info) {
+  return info.even == nullptr || s.*info.score >= kLabelOverEven * (s.*info.even);
 }
 
 int labelRows(const HeadScores& s, const HeadLabelInfo& info) { return info.rows != nullptr ? s.*info.rows : s.rows; }
@@ -59,30 +64,35 @@ HeadScoreRow headScoreRow(const float* w, int i, int visible, const TokenPattern
   row.entropy = entropy != nullptr ? *entropy : rowEntropy(w, visible);
   row.first = w[0];
   if (i >= 1) row.previous = w[i - 1];
+  int duplicate_keys = 0, induction_keys = 0;
   for (int c = 0; c < patterns.copiesBefore(i); ++c) {
     const int k = patterns.copies(i)[c];
     if (k >= 1) {  // the first position is the sink's: a head that only looks there is no duplicate head
       row.duplicate += w[k];
-      row.has_duplicate = true;
+      ++duplicate_keys;
     }
     if (k + 1 <= i - 1) {
       row.induction += w[k + 1];
-      row.has_induction = true;
+      ++induction_keys;
     }
   }
+  row.has_duplicate = duplicate_keys > 0;
+  row.has_induction = induction_keys > 0;
+  row.duplicate_even = static_cast<double>(duplicate_keys) / visible;
+  row.induction_even = static_cast<double>(induction_keys) / visible;
   return row;
 }
 
 HeadScores headScoresOfRows(const HeadScoreRow* rows, int T) {
-  double entropy = 0, first = 0, previous = 0, duplicate = 0, induction = 0;
+  double entropy = 0, first = 0, previous = 0, duplicate = 0, induction = 0, duplicate_even = 0, induction_even = 0;
   int duplicate_rows = 0, induction_rows = 0;
   for (int i = 0; i < T; ++i) {
     const HeadScoreRow& r = rows[i];
     entropy += r.entropy;
     first += r.first;
     if (i >= 1) previous += r.previous;
-    if (r.has_duplicate) duplicate += r.duplicate, ++duplicate_rows;
-    if (r.has_induction) induction += r.induction, ++induction_rows;
+    if (r.has_duplicate) duplicate += r.duplicate, duplicate_even += r.duplicate_even, ++duplicate_rows;
+    if (r.has_induction) induction += r.induction, induction_even += r.induction_even, ++induction_rows;
   }
   HeadScores s;
   s.rows = T;
@@ -95,9 +105,15 @@ HeadScores headScoresOfRows(const HeadScoreRow* rows, int T) {
   s.duplicate_rows = duplicate_rows;
   s.induction_rows = induction_rows;
   s.has_duplicate = duplicate_rows > 0;
-  if (s.has_duplicate) s.duplicate_token = static_cast<float>(duplicate / duplicate_rows);
+  if (s.has_duplicate) {
+    s.duplicate_token = static_cast<float>(duplicate / duplicate_rows);
+    s.duplicate_even = static_cast<float>(duplicate_even / duplicate_rows);
+  }
   s.has_induction = induction_rows > 0;
-  if (s.has_induction) s.induction = static_cast<float>(induction / induction_rows);
+  if (s.has_induction) {
+    s.induction = static_cast<float>(induction / induction_rows);
+    s.induction_even = static_cast<float>(induction_even / induction_rows);
+  }
   return s;
 }
 

@@ -11,7 +11,10 @@
 //                     repeated text makes the second half predictable)
 // Sums in double, results float. duplicate_token and induction are undefined (has_… false) when no
 // row qualifies; previous_token when T = 1. They are labelled only as means over at least
-// kLabelMinTokens rows (duplicate_rows, induction_rows).
+// kLabelMinTokens rows (duplicate_rows, induction_rows), and only at twice what a head spreading
+// each row evenly over the keys it sees would score (duplicate_even, induction_even: the share of
+// those keys among them, the text's alone): on "the cat the cat …" half of every row's keys are
+// copies, and a random model's every head had been labelled duplicate.
 #pragma once
 #include <array>
 #include <vector>
@@ -25,7 +28,14 @@ struct HeadScores {
   bool has_previous = false, has_duplicate = false, has_induction = false;
   int rows = 0;                                // T: the rows the means are over …
   int duplicate_rows = 0, induction_rows = 0;  // … but these two's, the rows that qualify
+  // What duplicate_token and induction would be for a head whose every row is even over the keys
+  // it sees: the mean over the same rows of (the row's such keys) ÷ (the keys it sees).
+  float duplicate_even = 0, induction_even = 0;
 };
+
+// A duplicate or induction label needs its score at this many times an even head's: the same
+// margin kLabelMinTokens gives the other two labels.
+constexpr float kLabelOverEven = 2.0f;
 
 // Labels need this many tokens. On fewer, a head that spreads its attention evenly over the keys it
 // sees already scores near the thresholds (3 tokens: first token 0.61, previous 0.42), so a label
@@ -47,10 +57,16 @@ struct HeadLabelInfo {
   float HeadScores::*score;
   bool HeadScores::*has;  // null: always defined
   int HeadScores::*rows;  // the rows its mean is over, null: the text's (HeadScores::rows)
+  float HeadScores::*even;  // an even head's score, which it must exceed kLabelOverEven-fold; null:
+                            // kLabelMinTokens already puts the threshold that far above it
 };
 const std::array<HeadLabelInfo, 4>& headLabelTable();
 const HeadLabelInfo* headLabel(const HeadScores& s);  // null: no score reaches its threshold, or
-                                                      // fewer than kLabelMinTokens rows (its own)
+                                                      // fewer than kLabelMinTokens rows (its own), or
+                                                      // under kLabelOverEven × an even head's
+// Whether `info`'s score of `s` is at least kLabelOverEven × an even head's (always, for a label
+// without one).
+bool aboveEven(const HeadScores& s, const HeadLabelInfo& info);
 // The rows `info`'s score of `s` is a mean over.
 int labelRows(const HeadScores& s, const HeadLabelInfo& info);
 
@@ -79,6 +95,7 @@ struct HeadScoreRow {
   float previous = 0;                                 // αᵢ,ᵢ₋₁ (row 0: 0, not counted)
   double duplicate = 0;                               // Σ α over the earlier copies of tᵢ
   double induction = 0;                               // Σ α over the keys right after them
+  double duplicate_even = 0, induction_even = 0;      // the share of such keys among those the row sees
   bool has_duplicate = false, has_induction = false;  // the row has such keys
 };
 // Row i of a causal head's weights, its first `visible` keys (i + 1; beyond them 0). `entropy`:

@@ -66,6 +66,24 @@ def tiny_model(seed, vocab_size=97, context_length=32, emb_dim=64, n_heads=2, n_
     return model, cfg
 
 
+def make_duplicate_head(model, layer=0, head=0, gain=2.0):
+    """Makes head `head` of block `layer` a duplicate-token head: its queries and keys the same
+    random projection of the block's input (biases 0), with the position embeddings shrunk so that
+    the input is its token's, so each row's largest scores are on its own token's keys (itself and
+    its earlier copies)."""
+    att = model.trf_blocks[layer].att
+    rows = slice(head * att.head_dim, (head + 1) * att.head_dim)
+    d_in = att.W_query.weight.shape[1]
+    with torch.no_grad():
+        projection = gain * torch.randn(att.head_dim, d_in) / d_in ** 0.5
+        for linear in (att.W_query, att.W_key):
+            linear.weight[rows] = projection
+            if linear.bias is not None:
+                linear.bias[rows] = 0
+        model.pos_emb.weight.mul_(0.01)
+    return model
+
+
 def torch_run(model, ids):
     """Every layer's heads' weights (L × H × T × T) and the logits (T × V) of ids, by torch."""
     with torch.no_grad():
@@ -224,16 +242,39 @@ def pattern_rows(ids):
     return {"duplicate_token": sum(1 for c, a in keys if c), "induction": sum(1 for c, a in keys if a)}
 
 
+LABEL_OVER_EVEN = 2  # a duplicate or induction label needs twice an even head's score
+
+
+def even_scores(ids):
+    """The duplicate and induction scores of a causal head whose every row is even over the keys
+    it sees (row i: i + 1 of them): the mean, over the rows that qualify, of the row's share of
+    such keys. Only the text decides them."""
+    dup, ind = [], []
+    for i, (copies, after) in enumerate(pattern_keys(ids)):
+        if copies:
+            dup.append(len(copies) / (i + 1))
+        if after:
+            ind.append(len(after) / (i + 1))
+    return {"duplicate_token": float(np.mean(dup)) if dup else None,
+            "induction": float(np.mean(ind)) if ind else None}
+
+
 def expected_label(scores, ids):
     """headLabel: the score the most above its threshold (ratio ≥ 1; a later one wins a tie), else
     None; None below LABEL_MIN_TOKENS tokens, and no duplicate or induction label on fewer than
-    LABEL_MIN_TOKENS rows that qualify; "unsure" when a ratio lies within 1e-4 of 1 or of the
-    winner's (float rounding decides)."""
+    LABEL_MIN_TOKENS rows that qualify or below LABEL_OVER_EVEN × an even head's score (even_scores);
+    "unsure" when a ratio lies within 1e-4 of 1 or of the winner's, or a score within 1e-4 of its
+    even bound (float rounding decides)."""
     if len(ids) < LABEL_MIN_TOKENS:
         return None
     rows = pattern_rows(ids)
+    even = even_scores(ids)
+    if any(even.get(key) is not None and scores[key] is not None
+           and abs(scores[key] - LABEL_OVER_EVEN * even[key]) < 1e-4 for key, _ in LABEL_THRESHOLDS):
+        return "unsure"
     ratios = [(key, scores[key] / t) for key, t in LABEL_THRESHOLDS
-              if scores[key] is not None and rows.get(key, len(ids)) >= LABEL_MIN_TOKENS]
+              if scores[key] is not None and rows.get(key, len(ids)) >= LABEL_MIN_TOKENS
+              and (even.get(key) is None or scores[key] >= LABEL_OVER_EVEN * even[key])]
     best, best_ratio = None, 1.0
     for key, r in ratios:
         if r >= best_ratio:

@@ -194,9 +194,26 @@ with tempfile.TemporaryDirectory() as tmp:
     half = ids2[:12]
     check("a repeated text", folder, hf, half + half)
     # One token said again and again: each row's earlier keys are all copies of it, so every head
-    # gives them most of its weight (a duplicate-token or induction label), while one token alone
-    # (above) and short texts give no label (lm/head_scores.h kLabelMinTokens).
+    # gives them most of its weight, and so would a head spreading it evenly: no duplicate or
+    # induction label (lm/head_scores.h kLabelOverEven); "the cat" six times likewise. One token
+    # alone (above) and short texts give no label either (kLabelMinTokens).
     check("one token 12 times", folder, hf, ids2[:1] * 12)
+    check("two tokens 6 times", folder, hf, ids2[:2] * 6)
+    # A real duplicate-token head (layer 1's head 1 made one): labelled so on a repeated text, where
+    # an even head would score 1/(i + 1) a row (0.05; the head 0.50); not on two tokens said six
+    # times, where an even head would score 0.33, which the head's 0.63 does not double: there the
+    # text cannot tell the two apart.
+    dup, cfg_dup = gm.tiny_model(2, emb_dim=64, n_heads=2, n_layers=2, qkv_bias=True, tied=True)
+    gm.make_duplicate_head(dup)
+    dup_folder = os.path.join(tmp, "dup")
+    gm.write_hf_folder(dup_folder, dup, cfg_dup, gm.save_npz)
+    check("a duplicate-token head on a repeated text", dup_folder, dup, half + half)
+    check("a duplicate-token head on two tokens 6 times", dup_folder, dup, ids2[:2] * 6)
+    for text, want in ((half + half, "duplicate_token"), (ids2[:2] * 6, None)):
+        r = model_trace(dup_folder, text)
+        got = json.loads(r.stdout)["layers"][0]["heads"][0]["label"] if r.returncode == 0 else r.stderr
+        if got != want:
+            fail("the duplicate-token head on %d tokens: labelled %r, expected %r" % (len(text), got, want))
     check("7 tokens", folder, hf, ids2[:7])
 
     # Without a head count anywhere: width / 64 heads, and a note that says so.
