@@ -825,8 +825,8 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
   for (std::size_t i = 0; i < next_.size(); ++i) {
     const NextToken& t = next_[i];
     const std::string label = tokenLabel(*session.model(), t.id);
-    char prob[32];
-    std::snprintf(prob, sizeof prob, "%.1f %%", static_cast<double>(t.probability) * 100);
+    const std::string prob_text = formatPercent(t.probability);
+    const char* prob = prob_text.c_str();
     const float prob_w = ImGui::CalcTextSize(prob).x;
     const float beside = row_w - prob_w - style.ItemSpacing.x;  // the token's room beside its number
     const bool own_row = ImGui::CalcTextSize(label.c_str()).x + style.FramePadding.x * 2 > beside;

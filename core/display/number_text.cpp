@@ -13,11 +13,11 @@ std::string withTrueMinus(std::string s) {
   return "−" + s.substr(1);
 }
 
-// A value too small for `decimals` decimals ("0.00" would say zero) in one significant digit,
-// scientific: "3e−4", "−5e−3"; true minus in the mantissa and the exponent.
-std::string tinyLabel(float v) {
+// A value too small for `decimals` decimals ("0.00" would say zero) in 1 + `digits` significant
+// digits, scientific: "3e−4", "−5e−3", "1.2e−7"; true minus in the mantissa and the exponent.
+std::string tinyLabel(float v, int digits = 0) {
   char buf[48];
-  std::snprintf(buf, sizeof buf, "%.0e", static_cast<double>(v));  // "-3e-04"
+  std::snprintf(buf, sizeof buf, "%.*e", digits, static_cast<double>(v));  // "-3e-04"
   std::string s = buf;
   const std::size_t e = s.find('e');
   std::string mantissa = s.substr(0, e), exponent = s.substr(e + 1);
@@ -46,6 +46,14 @@ std::string formatFixed(float v, int decimals) {
 std::string formatFactor(float v, int decimals) {
   const std::string s = formatFixed(v, decimals);
   return s.rfind("−", 0) == 0 ? "(" + s + ")" : s;
+}
+
+std::string formatPercent(float p) {
+  const float pct = p * 100;
+  if (!std::isfinite(pct) || pct < 0 || !roundsToZero(pct, 1)) return formatFixed(pct, 1) + " %";
+  if (pct >= 1e-4f)
+    return formatFixed(pct, 1 - static_cast<int>(std::floor(std::log10(static_cast<double>(pct)) + 1e-6))) + " %";
+  return tinyLabel(pct, 1) + " %";
 }
 
 std::string formatShort(float v) {

@@ -12,6 +12,11 @@ std::string formatFixed(float v, int decimals = 4);
 // A factor of a written product: formatFixed, in parentheses when negative, so that a sign never
 // follows an operator: "−0.1353 · (−0.5888)", "0.2 + (−0.3) · 0.5".
 std::string formatFactor(float v, int decimals = 4);
+// A probability (0 … 1) as a percentage: "32.5 %" to one decimal, and one that would print as
+// "0.0 %" in two significant digits ("0.023 %", below 0.0001 % "1.2e−7 %"), so that the next
+// tokens of a flat distribution (an untrained model's, a high temperature's) keep their ranking on
+// screen; an exact zero (greedy's others) "0.0 %".
+std::string formatPercent(float p);
 // "%.3g" likewise, for colorbar ranges and values too wide for fixed decimals.
 std::string formatShort(float v);
 

@@ -91,6 +91,19 @@ TEST(NumberText, CellLabelsFromFourDecimalsToCompact) {
 // A label never says 0 for a value that is not 0: a value too small for the map's
 // decimals prints in one significant digit, scientific, with true minus signs; exact zeros stay
 // as the notebook prints them.
+// A next token's probability: one decimal of a percent, and a probability that would print as
+// "0.0 %" in two significant digits (an untrained model's ten tokens had all read 0.0 %).
+TEST(NumberText, APercentNeverPrintsANonzeroProbabilityAsZero) {
+  EXPECT_EQ(formatPercent(0.325f), "32.5 %");
+  EXPECT_EQ(formatPercent(1.0f), "100.0 %");
+  EXPECT_EQ(formatPercent(0.0f), "0.0 %");  // greedy's other tokens: exactly 0
+  EXPECT_EQ(formatPercent(0.0006f), "0.1 %");
+  EXPECT_EQ(formatPercent(0.00023f), "0.023 %");
+  EXPECT_EQ(formatPercent(0.000017f), "0.0017 %");
+  EXPECT_EQ(formatPercent(0.000001f), "0.00010 %");
+  EXPECT_EQ(formatPercent(1.2e-9f), "1.2e−7 %");
+}
+
 TEST(NumberText, ANonzeroValueNeverPrintsAsZero) {
   EXPECT_EQ(cellLabel(0.0031f, CellFormat::Decimals2), "3e−3");
   EXPECT_EQ(cellLabel(-0.0042f, CellFormat::Decimals2), "−4e−3");
