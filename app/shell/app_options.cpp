@@ -43,7 +43,8 @@ int parseAppOptions(int argc, char** argv, AppOptions& o) {
   for (const std::string& p : capturePanels())
     panels += (panels.empty() ? "" : ", ") + p;  // spaces: help2man can break the line
   cli.add_option("--panel", o.panel, "capture one panel or one heatmap: " + panels);
-  cli.add_option("--head", o.head, "the head of a heatmap --panel (1-based)")->check(CLI::Range(1, Limits{}.max_heads));
+  cli.add_option("--head", o.head, "the head of a heatmap --panel (1-based; default: the one selected, else the first)")
+      ->check(CLI::Range(1, Limits{}.max_heads));
   cli.add_flag("--each-head", o.each_head, "with a heatmap --panel: one PNG per head, OUT-h1.png, OUT-h2.png, …");
   cli.add_flag("--caption", o.caption,
                "add a line under the screenshot: the step, sizes and seed, or a trained model's name and layer");

@@ -17,7 +17,8 @@ struct AppOptions {
   int frames = 3;                // frames rendered before a headless capture (GL needs ≥ 3)
   float scale = 1;               // screenshot scale: the UI rendered k× larger, text crisp
   std::string panel;             // capture one panel or heatmap stage instead of the window
-  int head = 1;                  // the head of a heatmap panel (1-based)
+  int head = 0;                  // the head of a heatmap panel (1-based); 0: the one selected (the first
+                                 // while all are shown)
   bool each_head = false;        // one PNG per head of a heatmap panel
   bool caption = false;          // a caption line under the screenshot
   bool selection = false;        // keep the selected row and key outlined in screenshots (--selection)

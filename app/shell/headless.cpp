@@ -28,7 +28,7 @@ void CommandScript::feed(Controller& ctl) {
 }
 
 int headlessCapture(const AppOptions& o, App& app) {
-  CaptureSpec spec{o.scale, o.panel, o.head - 1, o.caption, o.selection};
+  CaptureSpec spec{o.scale, o.panel, o.head > 0 ? o.head - 1 : app.controller().selectedHead(), o.caption, o.selection};
   std::vector<std::pair<int, std::string>> shots;  // head, path
   if (o.each_head) {
     const std::filesystem::path out(o.screenshot_path);

@@ -631,8 +631,8 @@ void Controller::applyApp(const Command& c, double now) {
     case Id::Screenshot: {
       // A lesson's step is about the selected token: its picture keeps the outline (capture.cpp).
       CaptureSpec spec{static_cast<float>(c.has("scale") ? c.number("scale") : view_.screenshot_scale),
-                       c.has("panel") ? c.text("panel") : "", c.has("head") ? c.integer("head") : 0, view_.caption,
-                       c.has("selection") ? c.flag("selection") : lesson_.open()};
+                       c.has("panel") ? c.text("panel") : "", c.has("head") ? c.integer("head") : selectedHead(),
+                       view_.caption, c.has("selection") ? c.flag("selection") : lesson_.open()};
       std::string error, path = c.text("path");
       if (path.empty()) path = timestampedPath(view_.screenshot_dir, &error);
       if (error.empty()) error = hooks_.capture ? hooks_.capture(spec, path) : "no window to render with";

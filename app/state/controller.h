@@ -156,6 +156,9 @@ class Controller {
   bool quitRequested() const { return quit_; }
   const Document& document() const { return doc_; }
   const ViewState& view() const { return view_; }
+  // The head a figure of one map shows when none is named: the one selected (ViewState::head), the
+  // first while every head is shown. A figure of "the" map had shown head 1 whatever was selected.
+  int selectedHead() const { return view_.head >= 0 ? view_.head : 0; }
   const ExecutionOptions& exec() const { return exec_; }
   const Snapshot* snapshot() const { return snapshot_.get(); }
   const std::shared_ptr<const Snapshot>& shared() const { return snapshot_; }

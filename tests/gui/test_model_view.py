@@ -674,6 +674,26 @@ def checks(tmp):
             title = [t for t in texts if t.startswith("weights (softmax)")]
             assert title == [f"weights (softmax)  10×10  ·  layer 3  ·  head 2 of {HEADS}"], title
             caption = caption[0]
+            # Without --head the figure is of the head selected (select_layer's head 1: "head 2"), as
+            # the screenshot command's without `head`: both had drawn head 1 whatever was selected.
+            for how in ("--panel", "command"):
+                chosen = os.path.join(tmp, f"chosen-{how[2:] if how.startswith('--') else how}.svg")
+                if how == "--panel":
+                    args, cmds = ["--panel", "weights", "--screenshot", chosen], commands
+                else:
+                    out = os.path.join(tmp, "window.png")
+                    cmds = write_commands(tmp, "chosen", [{"do": "text", "ids": list(range(40, 50))},
+                                                          {"do": "select_layer", "layer": 2, "head": 1},
+                                                          {"do": "screenshot", "path": chosen, "panel": "weights"}])
+                    args = ["--screenshot", out]
+                p = subprocess.run([app, "--model", folder, "--commands", cmds, "--caption", *args], capture_output=True,
+                                   text=True, timeout=120,
+                                   env=dict(os.environ, DISPLAY=display.name, HOME=tmp, XDG_STATE_HOME=tmp))
+                assert p.returncode == 0, p.stderr
+                with open(chosen) as f:
+                    title = [t for t in re.findall(r"<text[^>]*>([^<]*)</text>", f.read())
+                             if t.startswith("weights (softmax)")]
+                assert title == [f"weights (softmax)  10×10  ·  layer 3  ·  head 2 of {HEADS}"], (how, title)
             # The Lines figure's title names the layer too (it said only "attention as lines: weights").
             lines_svg = os.path.join(tmp, "lines.svg")
             p = subprocess.run([app, "--model", folder, "--commands", commands, "--panel", "lines",
