@@ -251,7 +251,10 @@ int run(int argc, char** argv) {
       ->add_option("model", tokenize_model,
                    "a folder with vocab.json + merges.txt or encoder.json + vocab.bpe, or a file inside one")
       ->required();
-  tokenize->add_option("--text", tokenize_text, "the text (UTF-8); - reads it from stdin")->required();
+  tokenize
+      ->add_option("--text", tokenize_text,
+                   "the text (UTF-8); - reads it from stdin, byte for byte (a final line end too)")
+      ->required();
   tokenize->add_flag("--prepend-eot", tokenize_eot, "begin with <|endoftext|>, as GPT-2 begins an unconditioned text");
   tokenize->callback([&] {
     // A model's file stands for its folder, there or not (the tokenizer may come without the
@@ -290,9 +293,7 @@ int run(int argc, char** argv) {
     }
     if (const std::string missing = tokenizer->missingMerges(); !missing.empty())
       std::cerr << "note: " << missing << "\n";
-    const std::string text = tokenize_text == "-"
-                                 ? readFileWithin("/dev/stdin", std::int64_t{64} << 20, FileKind::AnyReadable)
-                                 : tokenize_text;
+    const std::string text = textArgument(tokenize_text, std::cerr);
     std::vector<int> ids;
     if (tokenize_eot) {
       if (tokenizer->endOfText() < 0) throw InputError("--prepend-eot: the vocabulary has no <|endoftext|>");
@@ -409,8 +410,9 @@ int run(int argc, char** argv) {
                    "a Hugging Face GPT-2 folder (config.json, model.safetensors, vocab.json, merges.txt) or a "
                    "state_dict file (.safetensors, .pth, .pt, .npz) of GPT-2 or the book's GPTModel")
       ->required();
-  auto* model_text = model_trace_cmd->add_option("--text", model_trace.text,
-                                                 "the text, tokenized as GPT-2 does; - reads stdin");
+  auto* model_text = model_trace_cmd->add_option(
+      "--text", model_trace.text,
+      "the text, tokenized as GPT-2 does; - reads stdin, byte for byte (a final line end too)");
   auto* model_ids = model_trace_cmd->add_option("--ids", model_trace.ids,
                                                 "token ids instead of a text, e.g. 464,2068,7586");
   model_text->excludes(model_ids);

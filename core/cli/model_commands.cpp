@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <limits>
 #include <set>
 
@@ -56,6 +57,15 @@ bool isTraceFileName(const std::string& name) {
 
 }  // namespace
 
+std::string textArgument(const std::string& text, std::ostream& notes) {
+  if (text != "-") return text;
+  std::string in = readFileWithin("/dev/stdin", std::int64_t{64} << 20, FileKind::AnyReadable);
+  if (!in.empty() && in.back() == '\n')
+    notes << "note: the text from stdin ends with a line end, which is tokenized too (GPT-2's \"Ċ\"; the next "
+             "tokens are then those after a new line): echo -n or printf '%s' leaves it out\n";
+  return in;
+}
+
 void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::ostream& out) {
   // What the options say alone is checked before the model is read; --top-k's upper bound, the
   // vocabulary, after.
@@ -88,9 +98,7 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
       if (model->tokenizer->endOfText() < 0) throw InputError("--prepend-eot: the vocabulary has no <|endoftext|>");
       ids.push_back(model->tokenizer->endOfText());
     }
-    const std::vector<int> text = model->tokenizer->encode(
-        options.text == "-" ? readFileWithin("/dev/stdin", std::int64_t{64} << 20, FileKind::AnyReadable)
-                            : options.text);
+    const std::vector<int> text = model->tokenizer->encode(textArgument(options.text, std::cerr));
     ids.insert(ids.end(), text.begin(), text.end());
   } else {
     ids = parseNumberList(options.ids, "--ids", "token ids like 464,2068");

@@ -36,4 +36,11 @@ struct ModelTraceOptions {
 // .npy K × 3 — id, probability, logit).
 void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::ostream& out);
 
+// The text of --text: itself, or with "-" stdin's (at most 64 MiB), byte for byte. A final line
+// end, which `echo` and a file's last line add, is tokenized as it is (GPT-2's "Ċ", after which
+// the next tokens are what follows a new line), and a note on `notes` says so and how to leave it
+// out: a file's text is its bytes, but an echoed sentence's next tokens had silently been those
+// after a new line.
+std::string textArgument(const std::string& text, std::ostream& notes);
+
 }  // namespace attnscope

@@ -86,7 +86,13 @@ class Tokenize(unittest.TestCase):
         self.assertEqual(self.ok(folder, "--text", "hi world\n"), want)
         # A file in the folder (a model's weights) stands for the folder, whether it exists or not.
         self.assertEqual(self.ok(os.path.join(folder, "model.safetensors"), "--text", "hi world\n"), want)
-        self.assertEqual(self.ok(folder, "--text", "-", stdin=b"hi world\n"), want)
+        # stdin's final line end (echo's) is tokenized as it is, and a note says so and how not to.
+        p = run(folder, "--text", "-", stdin=b"hi world\n")
+        self.assertEqual((p.returncode, json.loads(p.stdout)), (0, want))
+        said = p.stderr.decode()
+        self.assertIn("ends with a line end", said)
+        self.assertIn("echo -n", said)
+        self.assertEqual(run(folder, "--text", "-", stdin=b"hi world").stderr.decode(), "")
         eot = vocab["<|endoftext|>"]
         self.assertEqual(self.ok(folder, "--text", "hi", "--prepend-eot")["ids"], [eot, hi])
         self.assertEqual(self.ok(folder, "--text", "hi<|endoftext|>hi")["ids"], [hi, eot, hi])
