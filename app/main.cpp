@@ -73,12 +73,24 @@ int main(int argc, char** argv) {
                                            options.memory_budget_given);
   Document document(bookExample(), "", false, limits);
   std::optional<CommandScript> script;
+  // An interactive start opens its window whatever FILE or --model gives: a launcher or a file
+  // manager shows no terminal, and a bad file had ended the program without a word on screen. The
+  // window then says why, as File › Open does (the `open` command queued again, refused there);
+  // unattended runs still end with one line and exit 2.
+  const bool says_on_screen = !unattended && options.commands_path.empty();
+  std::string unopened;  // FILE, which did not open: the window shows the book's example and why
   try {
     if (!options.open_path.empty()) {
-      Workspace ws = loadWorkspace(options.open_path, limits);  // what the app will hold
-      // A PNG, or a file of the app's presets folder (`make run`'s), opens untitled: Save asks for a name.
-      const bool untitled = isPng(options.open_path) || isPresetFile(options.open_path);
-      document = Document(std::move(ws), untitled ? "" : documentPath(options.open_path), false, limits);
+      try {
+        Workspace ws = loadWorkspace(options.open_path, limits);  // what the app will hold
+        // A PNG, or a file of the app's presets folder (`make run`'s), opens untitled: Save asks for a name.
+        const bool untitled = isPng(options.open_path) || isPresetFile(options.open_path);
+        document = Document(std::move(ws), untitled ? "" : documentPath(options.open_path), false, limits);
+      } catch (const InputError& e) {
+        if (!says_on_screen) throw;
+        std::cerr << "error: " << e.what() << "\n";
+        unopened = options.open_path;
+      }
     }
     if (!options.commands_path.empty()) script.emplace(CommandScript::read(options.commands_path));
     if (!options.lesson_path.empty()) {  // checked whole before a window opens: one line, exit 2
@@ -99,7 +111,7 @@ int main(int argc, char** argv) {
   // the channel (state/channel_server.h): one window, as a desktop program does.
   const bool just_a_file = options.commands_path.empty() && options.lesson_path.empty() && options.model_path.empty() &&
                            options.dump_layout_path.empty() && !options.listen && !options.watch;
-  if (!unattended && just_a_file && !options.new_window && !options.open_path.empty()) {
+  if (!unattended && just_a_file && !options.new_window && !options.open_path.empty() && unopened.empty()) {
     const std::string channel = channelPath();
     const nlohmann::json open = {{"do", "open"}, {"path", std::filesystem::absolute(options.open_path).string()}};
     try {
@@ -168,6 +180,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!unopened.empty()) ctl.commands().push("open", {{"path", unopened}});  // refused again, on screen
   if (!options.model_path.empty()) {
     nlohmann::json args = {{"path", options.model_path}};
     if (options.model_heads > 0) args["num_heads"] = options.model_heads;
@@ -236,8 +249,11 @@ int main(int argc, char** argv) {
         model_checked = true;
       } else if (!ctl.modelLoadError().empty()) {
         std::cerr << "error: --model: " << ctl.modelLoadError() << "\n";
-        exit_code = 2;
-        break;
+        model_checked = true;
+        if (!says_on_screen) {
+          exit_code = 2;
+          break;
+        }  // else the window stays, its toast saying why (Controller::fail)
       }
     }
     // New tokens (the workspace's, or a model's text): their CJK glyphs into the atlas.

@@ -1117,6 +1117,30 @@ def checks(tmp):
                 (r.returncode, r.stderr)
             assert not os.path.exists(os.path.join(tmp, "bad.png")), "a screenshot of no model"
             print(f"  {lines[0]}")
+            # Started interactively (a launcher: no terminal), the window opens all the same and says
+            # why in its toast; a bad workspace FILE likewise (both had exited without a window).
+            bad_ws = os.path.join(tmp, "bad-workspace.json")
+            with open(bad_ws, "w") as f:
+                f.write("{not json")
+            for args, said in ((["--model", bad], "not-a-model.pth"), (["--open", bad_ws], "not valid JSON")):
+                dump = os.path.join(tmp, "interactive-bad.json")
+                if os.path.exists(dump):
+                    os.remove(dump)
+                proc = subprocess.Popen([app, *args, "--new-window", "--dump-layout", dump], env=env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                toast, deadline = "", time.time() + 30
+                while time.time() < deadline and proc.poll() is None and said not in toast:
+                    time.sleep(0.2)
+                    try:
+                        with open(dump) as f:
+                            toast = json.load(f)["state"].get("toast", "")
+                    except (OSError, ValueError):
+                        pass
+                running = proc.poll() is None
+                proc.terminate()
+                _, err = proc.communicate(timeout=10)
+                assert running and said in toast, (args, running, toast, err)
+                print(f"  interactive {args[0]} of a bad file: the window stays, its toast {toast[:60]!r}…")
             # A --memory-budget given bounds a model too: an embedding of 1 200 000 zero rows,
             # deflated to a small file, needs some 73 MiB, refused at 64 before anything is read.
             wide = os.path.join(tmp, "wide_vocab.npz")
