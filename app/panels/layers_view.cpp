@@ -94,9 +94,15 @@ void LayersView::draw(const PanelContext& ctx) {
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float above_cell = gridMetrics(pass, ImVec2(avail.x, avail.y * 0.64f)).cell;
   const bool both = above_cell >= px(40) || above_cell >= gridMetrics(pass, avail).cell;
-  if (!both) {  // one or the other, by a button
+  if (!both) {  // one or the other, by a button, in a form that fits beside "Repeat the text" (its
+                // whole label had run off the tab at 1280 × 720 and 200 %), else below it
+    const std::vector<std::string> forms = table_instead_
+                                               ? std::vector<std::string>{"Show the thumbnails", "Thumbnails"}
+                                               : std::vector<std::string>{"Show the scores table", "Scores table"};
+    const float padding = ImGui::GetStyle().FramePadding.x * 2;
     ImGui::SameLine();
-    if (ImGui::SmallButton(table_instead_ ? "Show the thumbnails" : "Show the scores table"))
+    if (ImGui::CalcTextSize(forms.back().c_str()).x + padding > ImGui::GetContentRegionAvail().x) ImGui::NewLine();
+    if (ImGui::SmallButton(firstFitting(forms, ImGui::GetContentRegionAvail().x, padding).c_str()))
       table_instead_ = !table_instead_;
     layout().widget("layers_swap");
   }

@@ -552,9 +552,11 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   const float frame = ImGui::GetFrameHeightWithSpacing();
   const float heading_h = nextHeading(session, ctx.view.token).height;  // the next tokens' (the same width below)
   // The checkbox's label on one line where one of its forms fits (two lines took 66 px at 1280 ×
-  // 720 and 175 %); its tooltip says what it does.
+  // 720 and 175 %); its tooltip says what it does. The last, "EOT first", where even the token's name
+  // does not fit: at 250 % it had broken in two, "<|endoftex" over "t|>".
   const float eot_box = ImGui::GetFrameHeight() + style.ItemInnerSpacing.x;
-  const std::string eot_label = firstFitting({"start with <|endoftext|>", "<|endoftext|> first", "<|endoftext|>"},
+  const std::string eot_label = firstFitting({"start with <|endoftext|>", "<|endoftext|> first", "<|endoftext|>",
+                                              "EOT first"},
                                              ImGui::GetContentRegionAvail().x, eot_box);
   const bool eot_wraps = ImGui::CalcTextSize(eot_label.c_str()).x + eot_box > ImGui::GetContentRegionAvail().x;
   // A text too long: its first tokens the model reads, in one click (a lecturer's pasted paragraph
@@ -696,8 +698,8 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     if (checkboxWrapped("model_eot", eot_label.c_str(), &eot)) ctx.commands.push("text", {{"prepend_eot", eot}});
     ImGui::EndDisabled();
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-      ImGui::SetTooltip(has_eot ? "Start the text with <|endoftext|>: GPT-2 was trained on texts after it, and with it "
-                                  "the heads' sink is that token"
+      ImGui::SetTooltip(has_eot ? "Start the text with <|endoftext|> (EOT, id 50256 in GPT-2): GPT-2 was trained on "
+                                  "texts after it, and with it the heads' sink is that token"
                                 : "This model's tokenizer has no <|endoftext|>");
     layout().widget("model_eot");
   }

@@ -762,8 +762,17 @@ def checks(tmp):
                     grid = d["panels"]["layers_grid"]
                     assert d["state"]["layers_table_beside"], "the scores table under a grid of 2 heads a layer"
                     assert grid["h"] > 0.6 * (d["panels"]["inputs"]["y"] + d["panels"]["inputs"]["h"]), grid
+            # At 250 % on 1280 × 720 the <|endoftext|> checkbox's label keeps to one line ("EOT first";
+            # it had broken as "<|endoftex" over "t|>"), and the Layers tab's button to its tab.
+            d = run_commands(app, display.name, tmp, "left-1280x720-250", [
+                {"do": "text", "ids": list(range(40, 50))}], "--model", folder, "--size", "1280x720", "--text-size", "250")
+            eot, ui = d["widgets"]["model_eot"], d["state"]["font_px"]["ui"]
+            assert eot["h"] < 2 * ui, f"the checkbox's label in two lines at 250 %: {eot}, font {ui} px"
+            swap, tab = d["widgets"].get("layers_swap"), d["panels"]["main"]
+            assert swap is None or swap["x"] + swap["w"] <= tab["x"] + tab["w"], (swap, tab)
             print("  the next tokens' button and three rows in view at 6 sizes (two rows at 1280 × 720 and 200 %), and "
-                  "without a tokenizer at 1280 × 800 and 175 %; the model panel compact at 150 % and more")
+                  "without a tokenizer at 1280 × 800 and 175 %; the model panel compact at 150 % and more; at 250 % "
+                  "the checkbox's label one line")
 
         big = os.path.join(tmp, "vocab50257")  # GPT-2's vocabulary size, no tokenizer: tokens "#41851"
         big_ids = [10000 + 3637 * k % 89999 for k in range(12)]  # five digits each, as most of GPT-2's ids
