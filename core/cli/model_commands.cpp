@@ -119,7 +119,14 @@ void runModelTrace(const ModelTraceOptions& options, const Limits& limits, std::
 
   // The maps printed are held until the pass is done, so that a failure (an overflow in a late
   // layer) prints nothing: their memory is checked first, after what no memory would mend.
-  checkModelTokens(*model, ids, limits);
+  try {
+    checkModelTokens(*model, ids, limits);
+  } catch (const InputError& e) {  // named by the option that gave the tokens, the added one counted
+    std::string why = e.what();
+    if (why.rfind("tokens: ", 0) == 0) why.erase(0, 8);
+    throw InputError((options.has_text ? "--text: " : "--ids: ") + why +
+                     (options.has_text && options.prepend_eot ? " (the <|endoftext|> of --prepend-eot counted)" : ""));
+  }
   const int T = static_cast<int>(ids.size()), H = model->config.heads;
   const std::int64_t printed_layers = layers.empty() ? model->config.layers : static_cast<std::int64_t>(layers.size());
   const std::int64_t held = printed_layers * H * std::int64_t{T} * T * static_cast<std::int64_t>(sizeof(float));

@@ -448,7 +448,7 @@ class ModelTraceTest(unittest.TestCase):
         run = subprocess.run([CLI, "model-trace", self.model, "--ids", ",".join(["1"] * 1000), "--num-heads",
                               str(HEADS), "--memory-budget", "1"], capture_output=True, text=True, timeout=60)
         self.assertEqual(run.returncode, 2)
-        self.assertRegex(run.stderr, r"^error: tokens: 1000 tokens, more than the model's context of %d\n$" % CONTEXT)
+        self.assertRegex(run.stderr, r"^error: --ids: 1000 tokens, more than the model's context of %d\n$" % CONTEXT)
         # Refused before anything is written: no folder.
         folder = os.path.join(self.tmp.name, "refused")
         for args in (["--top-k", str(VOCAB + 1)], ["--top-k", "2", "--temperature", "nan"]):
