@@ -55,20 +55,25 @@ inline std::size_t firstNonUtf8(const std::string& s) {
 }
 
 // s with each character above U+FFFF (an emoji) written as its code point, "U+1F600": the UI's
-// font draws 16-bit characters only, and two emoji would both read "?".
+// font draws 16-bit characters only, and two emoji would both read "?". Two in a row are a space
+// apart, as Unicode writes a sequence ("U+1F44B U+1F3FD", a hand and its skin tone, had read
+// "U+1F44BU+1F3FD").
 inline std::string beyondBmpSpelled(const std::string& s) {
   std::string out;
+  bool spelled_last = false;
   for (std::size_t i = 0; i < s.size();) {
     const std::size_t at = i;
     const std::uint32_t cp = nextCodePoint(s, &i);
-    if (cp != kNotUtf8 && cp > 0xFFFF) {
+    const bool spelled = cp != kNotUtf8 && cp > 0xFFFF;
+    if (spelled) {
       static const char kHex[] = "0123456789ABCDEF";
       std::string hex;
       for (std::uint32_t v = cp; v != 0; v >>= 4) hex.insert(hex.begin(), kHex[v & 0xF]);
-      out += "U+" + hex;
+      out += (spelled_last ? " U+" : "U+") + hex;
     } else {
       out.append(s, at, i - at);
     }
+    spelled_last = spelled;
   }
   return out;
 }

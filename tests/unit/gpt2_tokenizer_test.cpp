@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "engine/errors.h"
+#include "formats/utf8.h"
 #include "lm/gpt2_tokenizer.h"
 #include "lm/vocabulary_tokenizer.h"
 #include "test_support.h"
@@ -494,3 +495,12 @@ TEST(BadFiles, FilesAndFolders) {
 
 }  // namespace
 }  // namespace attnscope
+
+// Emoji as the views write them (the UI's font has no glyph above U+FFFF): each its code point,
+// two in a row a space apart ("U+1F44BU+1F3FD" had read as one), other text as it is.
+TEST(BeyondBmp, EmojiSpelledApartFromEachOther) {
+  using attnscope::beyondBmpSpelled;
+  EXPECT_EQ(beyondBmpSpelled("hi \xF0\x9F\x91\x8B\xF0\x9F\x8F\xBD!"), "hi U+1F44B U+1F3FD!");
+  EXPECT_EQ(beyondBmpSpelled("\xF0\x9F\x98\x80 caf\xC3\xA9"), "U+1F600 caf\xC3\xA9");
+  EXPECT_EQ(beyondBmpSpelled("plain"), "plain");
+}
