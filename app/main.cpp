@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   // window then says why, as File › Open does (the `open` command queued again, refused there);
   // unattended runs still end with one line and exit 2.
   const bool says_on_screen = !unattended && options.commands_path.empty();
-  std::string unopened;  // FILE, which did not open: the window shows the book's example and why
+  std::string unopened, unopened_why;  // FILE, which did not open: the window shows the book's example and why
   try {
     if (!options.open_path.empty()) {
       try {
@@ -88,8 +88,8 @@ int main(int argc, char** argv) {
         document = Document(std::move(ws), untitled ? "" : documentPath(options.open_path), false, limits);
       } catch (const InputError& e) {
         if (!says_on_screen) throw;
-        std::cerr << "error: " << e.what() << "\n";
         unopened = options.open_path;
+        unopened_why = e.what();  // said below, unless an attnscope already running takes FILE
       }
     }
     if (!options.commands_path.empty()) script.emplace(CommandScript::read(options.commands_path));
@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
   // the channel (state/channel_server.h): one window, as a desktop program does.
   const bool just_a_file = options.commands_path.empty() && options.lesson_path.empty() && options.model_path.empty() &&
                            options.dump_layout_path.empty() && !options.listen && !options.watch;
-  if (!unattended && just_a_file && !options.new_window && !options.open_path.empty() && unopened.empty()) {
+  if (!unattended && just_a_file && !options.new_window && !options.open_path.empty()) {
     const std::string channel = channelPath();
     const nlohmann::json open = {{"do", "open"}, {"path", std::filesystem::absolute(options.open_path).string()}};
     try {
@@ -128,6 +128,7 @@ int main(int argc, char** argv) {
       }
     }
   }
+  if (!unopened_why.empty()) std::cerr << "error: " << unopened_why << "\n";  // and the window says it too
   // What the command line says of the view wins over the workspace's view, and over the autosave's
   // when the last session is restored (Controller::keepFromCommandLine).
   nlohmann::json command_line_view = nlohmann::json::object();
