@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
   // manager shows no terminal, and a bad file had ended the program without a word on screen. The
   // window then says why, as File › Open does (the `open` command queued again, refused there);
   // unattended runs still end with one line and exit 2.
-  const bool says_on_screen = !unattended && options.commands_path.empty();
+  const bool says_on_screen =  // (a lesson is checked against FILE's workspace; --watch reloads FILE)
+      !unattended && options.commands_path.empty() && options.lesson_path.empty() && !options.watch;
   std::string unopened, unopened_why;  // FILE, which did not open: the window shows the book's example and why
   try {
     if (!options.open_path.empty()) {

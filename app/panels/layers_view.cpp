@@ -496,8 +496,11 @@ void LayersView::scoresTable(const PanelContext& ctx, const Snapshot& s, ImVec2 
           if (ImGui::IsItemHovered())
             ImGui::SetTooltip(
                 "On this text a head that spreads its attention evenly would score %.2f (that share of "
-                "the keys are copies): a label needs %.0f times that",
-                static_cast<double>(sc.*info.even), static_cast<double>(kLabelOverEven));
+                "the keys %s): a label needs %.0f times that",
+                static_cast<double>(sc.*info.even),
+                info.score == &HeadScores::induction ? "follow an earlier copy of the token"
+                                                     : "are earlier copies of the token",
+                static_cast<double>(kLabelOverEven));
         } else {
           ImGui::TextUnformatted(scoreText(sc, info).c_str());
         }

@@ -51,8 +51,13 @@ std::string formatFactor(float v, int decimals) {
 std::string formatPercent(float p) {
   const float pct = p * 100;
   if (!std::isfinite(pct) || pct < 0 || !roundsToZero(pct, 1)) return formatFixed(pct, 1) + " %";
-  if (pct >= 1e-4f)
-    return formatFixed(pct, 1 - static_cast<int>(std::floor(std::log10(static_cast<double>(pct)) + 1e-6))) + " %";
+  if (pct >= 1e-4f) {
+    int decimals = 1 - static_cast<int>(std::floor(std::log10(static_cast<double>(pct)) + 1e-6));
+    // Rounded up to the next power of ten (0.009996 → 0.0100) it would show three digits.
+    const double scale = std::pow(10.0, decimals);
+    if (std::round(static_cast<double>(pct) * scale) >= 100) --decimals;
+    return formatFixed(pct, decimals) + " %";
+  }
   return tinyLabel(pct, 1) + " %";
 }
 

@@ -2,6 +2,7 @@
 // One decoder for every place that meets user text — token names, file names, figure labels, the
 // PyTorch script's string literals — so they agree on what is text.
 #pragma once
+#include <cctype>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -55,9 +56,10 @@ inline std::size_t firstNonUtf8(const std::string& s) {
 }
 
 // s with each character above U+FFFF (an emoji) written as its code point, "U+1F600": the UI's
-// font draws 16-bit characters only, and two emoji would both read "?". Two in a row are a space
-// apart, as Unicode writes a sequence ("U+1F44B U+1F3FD", a hand and its skin tone, had read
-// "U+1F44BU+1F3FD").
+// font draws 16-bit characters only, and two emoji would both read "?". A space parts a spelled
+// code point from what would read as more of it: another (Unicode writes a sequence "U+1F44B
+// U+1F3FD"; a hand and its skin tone had read "U+1F44BU+1F3FD"), a zero-width joiner, an ASCII
+// letter or digit ("U+1F389 2024", not "U+1F3892024").
 inline std::string beyondBmpSpelled(const std::string& s) {
   std::string out;
   bool spelled_last = false;
@@ -65,11 +67,13 @@ inline std::string beyondBmpSpelled(const std::string& s) {
     const std::size_t at = i;
     const std::uint32_t cp = nextCodePoint(s, &i);
     const bool spelled = cp != kNotUtf8 && cp > 0xFFFF;
+    const bool runs_on = spelled || cp == 0x200D || (cp < 0x80 && std::isalnum(static_cast<int>(cp)));
+    if (spelled_last && runs_on) out += ' ';
     if (spelled) {
       static const char kHex[] = "0123456789ABCDEF";
       std::string hex;
       for (std::uint32_t v = cp; v != 0; v >>= 4) hex.insert(hex.begin(), kHex[v & 0xF]);
-      out += (spelled_last ? " U+" : "U+") + hex;
+      out += "U+" + hex;
     } else {
       out.append(s, at, i - at);
     }

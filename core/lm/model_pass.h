@@ -171,7 +171,8 @@ struct NextToken {
   float probability = 0;  // softmax(logits / temperature)
 };
 // The k most likely next tokens of one position's V logits at `temperature` (> 0; ≤ 0 is taken
-// as greedy: the top token 1, the others 0), most likely first; ties by id. Sums in double.
+// as greedy: the top token 1, the others 0), most likely first; ties by id. Sums in double. The
+// logits are finite (a pass with any other throws).
 std::vector<NextToken> topNextTokens(const float* logits, int V, double temperature, int k);
 
 }  // namespace attnscope

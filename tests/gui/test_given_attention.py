@@ -48,10 +48,8 @@ def refused(commands, words, what):
     channel_refused(attnscope, commands, words, what)
 
 
-def check_captured(folder):
+def check_captured(folder, ids):
     model, _cfg = gm.tiny_model(5, vocab_size=40, context_length=24, emb_dim=32, n_heads=4, n_layers=2)
-    first = [7, 3, 11, 3, 29, 5, 17, 2, 31]
-    ids = first + first  # repeated: duplicate and induction scores are defined
     tokens = [f"w{i}" for i in ids]  # the same id, the same name: the app's scores see the same tokens
     out = attnscope.capture(model, torch.tensor([ids]), tokens=tokens, title="tiny GPTModel")
     want_w, want_logits = gm.torch_run(model, ids)
@@ -138,7 +136,12 @@ def main():
         try:
             before = os.path.join(folder, "before.json")
             attnscope.command({"do": "save", "path": before})  # starts the app: the chapter's example
-            check_captured(folder)
+            first = [7, 3, 11, 3, 29, 5, 17, 2, 31]
+            check_captured(folder, first + first)  # repeated: duplicate and induction scores are defined
+            # Two tokens six times: an even head's duplicate score is a row's earlier copies over the
+            # i + 1 keys a causal map's row sees (over all T, as any model's maps, it was lower, and
+            # the same heads were labelled where the model's own pass gave them no label).
+            check_captured(folder, [7, 3] * 6)
             check_given_maps(folder)
             attnscope.command({"do": "model_close"})
             workspace_as_before(attnscope, folder, before, "File › Close model")

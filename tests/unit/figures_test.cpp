@@ -88,9 +88,6 @@ TEST(NumberText, CellLabelsFromFourDecimalsToCompact) {
   EXPECT_STREQ(cellFormatId(cellFormats()[3]), "compact");
 }
 
-// A label never says 0 for a value that is not 0: a value too small for the map's
-// decimals prints in one significant digit, scientific, with true minus signs; exact zeros stay
-// as the notebook prints them.
 // A next token's probability: one decimal of a percent, and a probability that would print as
 // "0.0 %" in two significant digits (an untrained model's ten tokens had all read 0.0 %).
 TEST(NumberText, APercentNeverPrintsANonzeroProbabilityAsZero) {
@@ -102,8 +99,12 @@ TEST(NumberText, APercentNeverPrintsANonzeroProbabilityAsZero) {
   EXPECT_EQ(formatPercent(0.000017f), "0.0017 %");
   EXPECT_EQ(formatPercent(0.000001f), "0.00010 %");
   EXPECT_EQ(formatPercent(1.2e-9f), "1.2e−7 %");
+  EXPECT_EQ(formatPercent(0.00009996f), "0.010 %");  // rounded up: still two digits
 }
 
+// A label never says 0 for a value that is not 0: a value too small for the map's
+// decimals prints in one significant digit, scientific, with true minus signs; exact zeros stay
+// as the notebook prints them.
 TEST(NumberText, ANonzeroValueNeverPrintsAsZero) {
   EXPECT_EQ(cellLabel(0.0031f, CellFormat::Decimals2), "3e−3");
   EXPECT_EQ(cellLabel(-0.0042f, CellFormat::Decimals2), "−4e−3");

@@ -502,5 +502,8 @@ TEST(BeyondBmp, EmojiSpelledApartFromEachOther) {
   using attnscope::beyondBmpSpelled;
   EXPECT_EQ(beyondBmpSpelled("hi \xF0\x9F\x91\x8B\xF0\x9F\x8F\xBD!"), "hi U+1F44B U+1F3FD!");
   EXPECT_EQ(beyondBmpSpelled("\xF0\x9F\x98\x80 caf\xC3\xA9"), "U+1F600 caf\xC3\xA9");
+  EXPECT_EQ(beyondBmpSpelled("\xF0\x9F\x8E\x89"
+                             "2024"),
+            "U+1F389 2024");
   EXPECT_EQ(beyondBmpSpelled("plain"), "plain");
 }
