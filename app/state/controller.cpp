@@ -126,10 +126,16 @@ void Controller::update(double now) {
     const Command c = loaded->command;
     const bool users_own = c.script_index < 0 && !c.listener && hooks_.model_read;  // perhaps from its dialog
     try {
-      openLoadedModel(std::move(*loaded), now);
-      model_load_error_.clear();
-      applied(c, false);
-      if (users_own) hooks_.model_read(c.text("path"), "");
+      if (loaded->model && asksFirst(c)) {  // read whole: now the typed text it would replace is asked about
+        askUnsaved(c);                      // (the answer reads it again: the file as it is then)
+        model_load_error_.clear();
+        if (users_own) hooks_.model_read(c.text("path"), "");
+      } else {
+        openLoadedModel(std::move(*loaded), now);
+        model_load_error_.clear();
+        applied(c, false);
+        if (users_own) hooks_.model_read(c.text("path"), "");
+      }
     } catch (const InputError& e) {
       model_load_error_ = e.what();
       model_open_note_.clear();  // about that model: never said with another's
@@ -172,7 +178,7 @@ void Controller::update(double now) {
                               (c.info().target == CommandTarget::Document || c.info().target == CommandTarget::Model);
     const std::uint64_t messages_before = messages_shown_;
     try {
-      const bool asks = c.id() != CommandId::LessonOpen && asksFirst(c);  // applied once answered, if it is
+      const bool asks = asksBeforeApplying(c) && asksFirst(c);  // applied once answered, if it is
       apply(c, now);
       if (ends_message && messages_shown_ == messages_before) toast_ = {};
       if (!asks) applied(c, true);
@@ -215,6 +221,12 @@ void Controller::watchFiles(double now) {
   if (stamp == reload_tried_) return;
   reload_tried_ = stamp;
   queue_.push(makeCommand("reload"));
+}
+
+// A lesson asks once it is checked (openCheckedLesson), a model once it is read (update): a damaged
+// one never asks (File › Open model… of a truncated file had asked Save or Discard, then failed).
+bool Controller::asksBeforeApplying(const Command& c) {
+  return c.id() != CommandId::LessonOpen && c.id() != CommandId::ModelOpen;
 }
 
 bool Controller::asksFirst(const Command& c) const {
@@ -286,8 +298,7 @@ std::string Controller::actionText(const Command& c) const {
 }
 
 void Controller::apply(const Command& c, double now) {
-  // A lesson asks once it is checked (openCheckedLesson): a damaged one never asks.
-  if (c.id() != CommandId::LessonOpen && asksFirst(c)) return askUnsaved(c);
+  if (asksBeforeApplying(c) && asksFirst(c)) return askUnsaved(c);
   switch (c.info().target) {
     case CommandTarget::Document: return applyDocument(c, now);
     case CommandTarget::View: return applyView(c, now);

@@ -258,6 +258,7 @@ class Controller {
   void replaced(const Command& c, double now);  // another workspace: reset what belonged to the old one
   // quit, open, new, preset and a lesson would drop unsaved changes: ask first (the user, never a
   // script — except quit, which a script's session left open asks about too).
+  static bool asksBeforeApplying(const Command& c);  // else once what it opens is read or checked
   bool asksFirst(const Command& c) const;
   void askUnsaved(const Command& c);
   void applyAnswered(const Command& c, double now);

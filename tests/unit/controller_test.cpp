@@ -989,7 +989,18 @@ TEST_F(ControllerTest, ClosingAModelWithUnsavedTextAsksFirst) {
   settle(c);
   EXPECT_EQ(c.model().ids(), (std::vector<int>{4, 5, 6}));
   user(c, "text", {{"ids", {7, 8}}});
+  // A file that is no model is refused without asking: the text stays, nothing to answer.
+  const std::string broken = path("broken.safetensors");
+  std::ofstream(broken) << "not a model";
+  user(c, "model_open", {{"path", broken}, {"num_heads", 2}});
+  EXPECT_FALSE(c.prompts().any()) << "asked before the file was read";
+  settle(c);
+  EXPECT_FALSE(c.prompts().any()) << "asked about a model that cannot open";
+  EXPECT_NE(c.modelLoadError().find("broken.safetensors"), std::string::npos) << c.modelLoadError();
+  EXPECT_EQ(c.model().ids(), (std::vector<int>{7, 8}));
+  // Another model: read first, then asked about.
   user(c, "model_open", {{"path", other}, {"num_heads", 2}});
+  settle(c);
   EXPECT_EQ(c.prompts().unsaved_doing, "opening the model other.safetensors");
   user(c, "unsaved", {{"choice", "save"}});
   settle(c);
