@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
 #include "state/snapshot.h"
+#include "widgets/heatmap_textures.h"
 
 namespace attnscope {
 
@@ -24,13 +24,11 @@ ImTextureID ThumbnailAtlas::texture(const Snapshot& s, Colormap colormap, int si
     return reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(id_));
   const int stride = N + 1;  // a texel of gap between heads
   const int width = H * stride - 1, height = L * stride - 1;
-  // Each index's colour as the four bytes GL_RGBA reads, one store a texel.
+  // Each index's colour as the four bytes GL_RGBA reads (toImColor, as the maps' textures), one
+  // store a texel.
   const auto& table = colormapTable(colormap);
   std::uint32_t rgba[256];
-  for (std::size_t i = 0; i < 256; ++i) {
-    const std::uint8_t bytes[4] = {table[i].r, table[i].g, table[i].b, 255};
-    std::memcpy(&rgba[i], bytes, 4);
-  }
+  for (std::size_t i = 0; i < 256; ++i) rgba[i] = toImColor(table[i]);
   std::vector<std::uint32_t> pixels(static_cast<std::size_t>(width) * height, rgba[0]);  // the gaps: the table's first
   const std::size_t per_head = static_cast<std::size_t>(S) * S;
   std::vector<std::uint8_t> texels(static_cast<std::size_t>(N) * N);
