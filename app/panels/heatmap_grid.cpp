@@ -169,7 +169,8 @@ constexpr int kAlwaysLabelledTokens = 12;
 constexpr float kSmallestCellText = 0.75f;
 
 // A head's map: its own range, or the stage's across heads with a shared scale, or the locked one.
-MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int head) {
+// `window`: the tokens shown (zoomed), whose first row may not be row 1.
+MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int head, const CellWindow& window) {
   const Trace& t = *snap.trace;
   // Locked: the ranges of the result on screen when the lock was set (so a small change looks small).
   const bool locked = view.lock_range && static_cast<std::size_t>(t.heads) <= view.locked_heads.size();
@@ -183,8 +184,9 @@ MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int 
     range = (locked ? view.locked_module : snap.module_ranges)[static_cast<int>(ModuleMap::Concat)];
   MapLook look = attnscope::stageLook(t, stage, range, lookChoices(view));
   // A trained model's weights span the rows below the first (engine_worker.cpp stageRanges).
+  // Said only where row 1 is shown (a zoom past it shows no cell off the scale).
   if (snap.model && stage == Stage::Weights && t.model.causal && t.tokens > 1 && look.range.hi < 1 &&
-      look.legend.empty())
+      look.legend.empty() && (window.rows <= 0 || window.row0 == 0))
     look.legend = "row 1 (always 1) is off the scale";  // its top: the rest's largest
   return look;
 }
@@ -1196,7 +1198,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
       tile.focus = !dimmedByLesson(view, info.id);
       tile.row_kind = info.parameter ? 1 : 0;
       tile.col_label_w = info.square ? label_w : dimsLabelWidth(headFirstColumn(t, heads[n]) + tile.cols);
-      tile.legend_room = heatmapLegendRoom(stageLook(*snap, view, stage, heads[n]));
+      tile.legend_room = heatmapLegendRoom(stageLook(*snap, view, stage, heads[n], window));
       card.tiles.push_back(tile);
     }
     needs.push_back(std::move(card));
@@ -1356,7 +1358,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
           beside.beside_cells = std::max(beside.beside_cells, band.least_height);
         };
         for (int h : heads)
-          for (Stage stage : stages) widen(stageLook(*snap, view, stage, h));
+          for (Stage stage : stages) widen(stageLook(*snap, view, stage, h, window));
         for (ModuleMap m : module_maps) widen(moduleLook(*snap, view, m));
         const GridLayout b = arrange(beside);
         const auto whole = [&](const GridLayout& l) { return l.fits_width && l.height <= avail.y + 0.5f; };
@@ -1453,7 +1455,7 @@ void HeatmapGrid::draw(const PanelContext& ctx) {
                        ? tileTitle(stageFigureTitle(t, stage, batch, h, snap->model ? snap->layer : -1), b.w)
                        : tileTitle(stageHeading(t, stage), b.w);
       spec.values = StageMap(t, head, stage);
-      spec.look = stageLook(*snap, view, stage, h);
+      spec.look = stageLook(*snap, view, stage, h, window);
       spec.row_labels = !g.labelled[static_cast<std::size_t>(n)][static_cast<std::size_t>(k)]
                             ? nullptr  // those of the map beside it
                         : info.parameter ? &snap->dims
@@ -1566,7 +1568,7 @@ FigureSpec heatmapFigure(const Snapshot& snap, const ViewState& view, Stage stag
   const StageInfo& info = stageInfo(stage);
   // Titled and labelled as attnscope-cli's figure of the map (display/stage_figures.h) …
   FigureSpec f = stageFigure(t, h, stage, snap.tokens(), snap.batch, head, snap.model ? snap.layer : -1);
-  f.look = stageLook(snap, view, stage, head);  // … coloured as draw() colours it
+  f.look = stageLook(snap, view, stage, head, zoom);  // … coloured as draw() colours it
   if (zoom.rows > 0 && !info.parameter) {       // zoomed: the cells on screen, the tokens' axes windowed
     const bool square = info.square;
     const Eigen::Index r0 = zoom.row0, nr = zoom.rows, c0 = square ? zoom.col0 : 0,

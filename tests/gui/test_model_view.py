@@ -173,6 +173,14 @@ def checks(tmp):
             assert sorted({e["stage"] for e in maps}) == ["weights"], sorted({e["stage"] for e in maps})
             top = float(weights[1][0][1:].max())
             assert abs(maps[0]["range"][1] - top) <= 1e-5 and top < 0.999, (maps[0]["range"], top)
+            assert "row 1" in (maps[0]["legend"] or {}).get("text", ""), maps[0]["legend"]
+            # Zoomed past row 1, no cell on screen is off the scale: the legend no longer says one is.
+            zoomed = run_commands(app, display.name, tmp, "zoomed", [
+                {"do": "text", "value": "the cat sat on the mat. " * 6},
+                {"do": "select_layer", "layer": 1, "head": 0},
+                {"do": "go_to", "index": 20, "to": 27}], "--model", folder)["heatmaps"]
+            zoomed = [e for e in zoomed if not e.get("compare")]
+            assert zoomed and "row 1" not in ((zoomed[0]["legend"] or {}).get("text") or ""), zoomed[0]["legend"]
             # Every token's name whole: the band is as wide as the widest, which a float's last bit
             # had cut ("Ġm…" for "Ġmat" with room for it).
             for text in ("hello world hello world", "The cat sat on the mat."):
