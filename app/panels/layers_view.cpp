@@ -46,7 +46,7 @@ void headTooltip(const HeadThumbnail& t, int layer, int head) {
 // The least width the scores table takes beside the grid (px at 100 %): its seven columns' titles.
 constexpr float kTableBeside = 380;
 
-void LayersView::draw(const PanelContext& ctx) {
+void LayersView::draw(const PanelContext& ctx, const BesideGrid& beside) {
   const Snapshot* snap = beginMainTab(ctx, "layers");
   if (!ctx.modelOpen()) {
     ImGui::TextWrapped(
@@ -62,7 +62,35 @@ void LayersView::draw(const PanelContext& ctx) {
     drawWaiting(ctx);
     return;
   }
+  gridAndTable(ctx, *snap, beside);
+}
+
+// The column beside the grid for the text and the next tokens (0: none): where the Text panel is
+// hidden and the grid, as tall as the tab, leaves at least kBesideLeast of its width; at most
+// kBesideMost.
+constexpr float kBesideLeast = 230, kBesideMost = 320;  // px at 100 %
+float LayersView::besideWidth(const PanelContext& ctx, const ModelPass& pass) {
+  if (ctx.view.inputsShown() || ctx.givenMaps()) return 0;
+  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const float above = ImGui::GetFrameHeightWithSpacing();  // the buttons' line
+  const GridMetrics g = gridMetrics(pass, ImVec2(avail.x, avail.y - above));
+  const float grid_w = g.label_w + static_cast<float>(pass.headsPerLayer()) * (g.cell + g.gap);
+  const float spare = std::floor(avail.x - grid_w - ImGui::GetStyle().ItemSpacing.x);
+  return spare >= px(kBesideLeast) ? std::min(spare, std::floor(px(kBesideMost))) : 0.0f;
+}
+
+// The buttons' line, the grid and the scores table, in the room the window's content has, and
+// the column beside them.
+void LayersView::gridAndTable(const PanelContext& ctx, const Snapshot& s, const BesideGrid& beside) {
+  const Snapshot* snap = &s;
   const ModelPass& pass = *snap->model;
+  // Presented (the Text panel hidden, F10), the text's tokens and the next tokens stand beside the
+  // grid, below the buttons' line, where the grid as tall as the tab leaves them room: a lecture's
+  // audience had the heads and no word of what the model reads or predicts, half the tab empty
+  // (1280 × 720, 250 %). The grid and the table share what the column leaves.
+  const float beside_w = beside ? besideWidth(ctx, pass) : 0.0f;
+  layout().state()["layers_text_beside"] = beside_w > 0;
+  const float beside_room = beside_w > 0 ? beside_w + ImGui::GetStyle().ItemSpacing.x : 0.0f;
   // Above the grid: the button that makes induction show (a model's text; given maps have none to
   // change), and what a thumbnail is.
   if (!ctx.givenMaps() && !ctx.model->isRun()) {  // a run reads its probe, repeated already
@@ -91,7 +119,7 @@ void LayersView::draw(const PanelContext& ctx) {
   // The grid and the table both where the grid above the table keeps thumbnails of 40 px, or loses
   // nothing to it (12 heads a layer are as small in the whole tab: the width bounds them; at 1280 ×
   // 800 and 150 % two such layers took 117 of 725 px and the table was behind a button).
-  const ImVec2 avail = ImGui::GetContentRegionAvail();
+  const ImVec2 avail(ImGui::GetContentRegionAvail().x - beside_room, ImGui::GetContentRegionAvail().y);
   const float above_cell = gridMetrics(pass, ImVec2(avail.x, avail.y * 0.64f)).cell;
   const bool both = above_cell >= px(40) || above_cell >= gridMetrics(pass, avail).cell;
   if (!both) {  // one or the other, by a button, in a form that fits beside "Repeat the text" (its
@@ -152,6 +180,21 @@ void LayersView::draw(const PanelContext& ctx) {
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", about);
   }
   ImGui::PopFont();
+  if (beside_w <= 0) return gridOrTable(ctx, s, both);
+  const ImVec2 at = ImGui::GetCursorScreenPos(), below = ImGui::GetContentRegionAvail();
+  ImGui::SetCursorScreenPos(ImVec2(at.x + below.x - beside_w, at.y));
+  beside(ctx, ImVec2(beside_w, below.y));
+  ImGui::SetCursorScreenPos(at);
+  ImGui::BeginChild("##grid_and_table", ImVec2(below.x - beside_room, below.y), false,
+                    ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+  gridOrTable(ctx, s, both);
+  ImGui::EndChild();
+}
+
+// Below the buttons' line: the grid, the table, or both (`both`: gridAndTable's choice).
+void LayersView::gridOrTable(const PanelContext& ctx, const Snapshot& s, bool both) {
+  const Snapshot* snap = &s;
+  const ModelPass& pass = *snap->model;
   const ImVec2 rest = ImGui::GetContentRegionAvail();
   // Few heads a layer: the grid as tall as the tab and the table beside it, where that makes the
   // thumbnails larger than above the table (4 heads of 6 layers used a third of the tab's width at

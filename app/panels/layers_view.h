@@ -7,6 +7,7 @@
 #include <imgui.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -17,13 +18,19 @@ namespace attnscope {
 
 class LayersView {
  public:
-  void draw(const PanelContext& ctx);
+  // Draws a column of `size` beside the grid: the text's tokens and the next tokens, where the
+  // Text panel is hidden (ModelTextPanel::drawBeside).
+  using BesideGrid = std::function<void(const PanelContext& ctx, ImVec2 size)>;
+  void draw(const PanelContext& ctx, const BesideGrid& beside = {});
 
  private:
   struct GridMetrics {
     float label_w, label_h, gap, cell, tag_w, small_px;
   };
   static GridMetrics gridMetrics(const ModelPass& pass, ImVec2 size);
+  static float besideWidth(const PanelContext& ctx, const ModelPass& pass);
+  void gridAndTable(const PanelContext& ctx, const Snapshot& s, const BesideGrid& beside);
+  void gridOrTable(const PanelContext& ctx, const Snapshot& s, bool both);
   static bool tagsFit(const GridMetrics& g);    // a thumbnail holds a label's tag ("induct")
   static float letterPx(const GridMetrics& g);  // … else its letter at this size (0: too small to read)
   void grid(const PanelContext& ctx, const Snapshot& s, ImVec2 size);

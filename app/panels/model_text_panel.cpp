@@ -712,6 +712,22 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   ImGui::End();
 }
 
+void ModelTextPanel::drawBeside(const PanelContext& ctx, ImVec2 size) {
+  const ModelSession& session = *ctx.model;
+  // Scrolled as the Text panel is: the next tokens' rows past kNextRowsKept below the fold.
+  ImGui::BeginChild("##text_beside", size);
+  layout().panel("layers_beside", ImGui::GetWindowPos(),
+                 ImVec2(ImGui::GetWindowPos().x + size.x, ImGui::GetWindowPos().y + size.y));
+  if (session.isRun()) {
+    runText(ctx);
+  } else {  // the text as its tokens (the field is the Text panel's: F10 brings it back)
+    tokenChips(ctx, chipsAboveNextTokens(session, nextHeading(session, ctx.view.token).height));
+    ImGui::Separator();
+    nextTokens(ctx, held_);
+  }
+  ImGui::EndChild();
+}
+
 // A run's text: the probe its head scores read, which the user can grow by the tokens it predicts.
 void ModelTextPanel::runText(const PanelContext& ctx) {
   const ModelSession& session = *ctx.model;

@@ -22,6 +22,9 @@ class ModelTextPanel {
   // the next tokens were below the fold).
   void drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size, bool compact = false);
   void drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
+  // The Text panel hidden (presentation, F10): its tokens and next tokens in a column `size` of the
+  // Layers tab, beside the grid (LayersView::draw). Not with given maps: no next tokens.
+  void drawBeside(const PanelContext& ctx, ImVec2 size);
   void reset() { mirrored_version_ = ~std::uint64_t{0}; }
   // The field's text typed and not applied ("" when it shows the model's text), as of the last
   // drawText: the controller keeps it for the autosave (Controller::setModelDraft).

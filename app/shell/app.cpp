@@ -22,7 +22,10 @@ App::App(Document document, ViewState view, bool interactive, WindowHooks hooks)
       lesson_(ctl_.lesson()) {
   // The main area's views, one per tab of mainTabs() (state/view_state.h), which orders and titles them.
   tab_views_ = {
-      {"layers", [this](const PanelContext& ctx) { layers_.draw(ctx); }},
+      {"layers",
+       [this](const PanelContext& ctx) {
+         layers_.draw(ctx, [this](const PanelContext& c, ImVec2 size) { model_text_.drawBeside(c, size); });
+       }},
       {"heatmaps", [this](const PanelContext& ctx) { heatmap_grid_.draw(ctx); }},
       {"pipeline", [this](const PanelContext& ctx) { pipeline_.draw(ctx); }},
       {"lines", [this](const PanelContext& ctx) { lines_.draw(ctx, ImGui::GetContentRegionAvail()); }},

@@ -782,6 +782,37 @@ def checks(tmp):
                   "without a tokenizer at 1280 × 800 and 175 %; the model panel compact at 150 % and more; at 250 % "
                   "the checkbox's label one line")
 
+        def the_next_tokens_presented():
+            # Presented (F10: the Text panel hidden), the Layers tab shows the tokens and the next
+            # tokens beside the grid, in the room the grid as tall as the tab leaves: the audience
+            # had the heads and no word of what the model read or predicted, half the tab empty.
+            for size, pct, hide in (("1280x720", 250, "presentation"), ("1280x720", 150, "presentation"),
+                                    ("1920x1080", 200, "presentation"), ("1920x1080", 100, "inputs_panel")):
+                d = run_commands(app, display.name, tmp, f"presented-{size}-{pct}", [
+                    {"do": "text", "value": "hello world hello world"},
+                    {"do": "view", "field": hide, "value": hide == "presentation"},
+                ], "--model", folder, "--size", size, "--text-size", str(pct))
+                st, w, p = d["state"], d["widgets"], d["panels"]
+                assert st.get("layers_text_beside") is True, f"{size} {pct} %: no text beside the grid"
+                assert "inputs" not in p, sorted(p)
+                beside, grid, tab = p["layers_beside"], p["layers_grid"], p["main"]
+                assert grid["x"] + grid["w"] <= beside["x"] + 0.5, (grid, beside)
+                assert beside["x"] + beside["w"] <= tab["x"] + tab["w"] + 0.5, (beside, tab)
+                assert beside["y"] + beside["h"] <= tab["y"] + tab["h"] + 0.5, (beside, tab)
+                for k in ("model_tokens", "model_append", "model_next_0", "model_next_1", "model_next_2"):
+                    r = w[k]
+                    assert beside["x"] - 0.5 <= r["x"] and r["x"] + r["w"] <= beside["x"] + beside["w"] + 0.5 and \
+                        beside["y"] - 0.5 <= r["y"] and r["y"] + r["h"] <= beside["y"] + beside["h"] + 0.5, \
+                        f"{size} {pct} %: {k} {r} not whole in the column beside the grid {beside}"
+                last = st["model"]["tokens"][-1]
+                assert f"“{last}”" in st["model_next_heading"], (st["model_next_heading"], last)
+            d = run_commands(app, display.name, tmp, "not-presented", [{"do": "text", "value": "hello world"}],
+                             "--model", folder, "--size", "1280x720", "--text-size", "250")
+            assert d["state"].get("layers_text_beside") is False and "layers_beside" not in d["panels"], \
+                "the text beside the grid while the Text panel shows it"
+            print("  presented at 1280 × 720 (250, 150 %) and 1920 × 1080 (200 %), and with the Text panel hidden: "
+                  "the tokens, Append and three next tokens whole beside the grid")
+
         big = os.path.join(tmp, "vocab50257")  # GPT-2's vocabulary size, no tokenizer: tokens "#41851"
         big_ids = [10000 + 3637 * k % 89999 for k in range(12)]  # five digits each, as most of GPT-2's ids
 
@@ -1730,6 +1761,7 @@ def checks(tmp):
                            ("a token label with ## is drawn; Ġ said", hashes_drawn),
                            ("a layer's maps fit a projector and say which", a_layers_maps_fit_and_say_which),
                            ("the next tokens in view on a projector", the_next_tokens_in_view_on_a_projector),
+                           ("the next tokens presented", the_next_tokens_presented),
                            ("the next tokens whole on a projector", the_next_tokens_whole_on_a_projector),
                            ("a model's notes wrapped", a_models_notes_wrapped),
                            ("the model panel as tall as its row", the_model_panel_as_tall_as_its_row),
