@@ -550,19 +550,6 @@ void Controller::clampView() {
   view_.batch = model_.isOpen() ? 0 : std::clamp(view_.batch, 0, doc_.workspace().model.batch_size - 1);
 }
 
-namespace {
-
-// `index` within [lo, count) or an InputError naming it.
-int indexIn(const Command& c, int lo, int count, const char* what) {
-  const int i = c.integer("index");
-  if (i < lo || i >= count)
-    throw InputError("index: no " + std::string(what) + " " + std::to_string(i) + " (there are " +
-                     std::to_string(count) + ", numbered from 0" + (lo < 0 ? "; −1 = none" : "") + ")");
-  return i;
-}
-
-}  // namespace
-
 void Controller::applyView(const Command& c, double now) {
   const Workspace& ws = doc_.workspace();
   const int T = tokenCount(), H = headsShown();
@@ -570,12 +557,12 @@ void Controller::applyView(const Command& c, double now) {
   const auto step = [&] { return c.has("step") ? c.integer("step") : 0; };
   switch (c.id()) {
     case CommandId::SelectToken:
-      view_.token = c.has("index") ? indexIn(c, 0, T, "token") : std::clamp(view_.token + step(), 0, T - 1);
+      view_.token = c.has("index") ? indexArgument(c, T, "token") : std::clamp(view_.token + step(), 0, T - 1);
       break;
-    case CommandId::SelectKey: view_.key = indexIn(c, -1, T, "token"); break;
+    case CommandId::SelectKey: view_.key = indexArgument(c, T, "token", "none"); break;
     case CommandId::SelectHead:  // stepping cycles: all heads → 1 → 2 → … → all heads
       if (c.has("index"))
-        view_.head = indexIn(c, -1, H, "head");
+        view_.head = indexArgument(c, H, "head", "all heads");
       else
         view_.head = ((view_.head + 1 + step()) % (H + 1) + (H + 1)) % (H + 1) - 1;
       break;
@@ -585,7 +572,7 @@ void Controller::applyView(const Command& c, double now) {
         range = findTokens(tokens, c.text("text"));
       } else {
         if (!c.has("index")) throw InputError("go_to: give `text` or `index`");
-        range.first = range.second = indexIn(c, 0, T, "token");
+        range.first = range.second = indexArgument(c, T, "token");
         if (c.has("to")) {
           const int to = c.integer("to");
           if (to < 0 || to >= T)
@@ -599,7 +586,7 @@ void Controller::applyView(const Command& c, double now) {
       break;
     }
     case CommandId::SelectBatch:
-      view_.batch = indexIn(c, 0, model_.isOpen() ? 1 : ws.model.batch_size, "batch element");
+      view_.batch = indexArgument(c, model_.isOpen() ? 1 : ws.model.batch_size, "batch element");
       break;
     case CommandId::View: {
       const ViewState before = view_;
@@ -611,6 +598,28 @@ void Controller::applyView(const Command& c, double now) {
         const char* why = model_.isOpen() ? " tab while a trained model is open"
                                           : " tab without a trained model (File › Open model…)";
         throw InputError("view tab: no " + tab + why);
+      }
+      // The selection's counts are the text's and the model's: a command names one that is there
+      // (`view head 9` of 4 heads had been taken and clamped, and said nothing). A saved view's
+      // are clamped instead, its text perhaps another.
+      struct Counted {
+        const char* field;
+        int ViewState::*member;
+        int count;
+        const char* what;
+        const char* minus_one;
+      };
+      const Counted counted[] = {{"head", &ViewState::head, H, "head", "all heads"},
+                                 {"token", &ViewState::token, T, "token", nullptr},
+                                 {"batch", &ViewState::batch, model_.isOpen() ? 1 : ws.model.batch_size,
+                                  "batch element", nullptr}};
+      for (const Counted& k : counted) {
+        if (c.text("field") != k.field) continue;
+        ViewState probe = view_;
+        setViewField(probe, k.field, c.args["value"]);  // a value of the wrong kind is refused there
+        if (probe.*k.member >= k.count)
+          throw InputError("view " + std::string(k.field) + ": no " + k.what + " " + std::to_string(probe.*k.member) +
+                           indicesSaid(k.count, k.minus_one));
       }
       setViewField(view_, c.text("field"), c.args["value"]);
       if (c.text("field") == "lock_range") view_.locked_heads.clear();  // updateEngine keeps the ranges on screen

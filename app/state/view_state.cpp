@@ -1,6 +1,7 @@
 #include "state/view_state.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <functional>
 
@@ -212,10 +213,19 @@ const std::vector<ViewField>& viewFields() {
        }},
       {"tab",
        [](ViewState& v, const std::string& f, const Json& value) {
-         if (!value.is_string() || !isMainTab(value.get<std::string>()))
-           failView(f,
-                    "expected \"layers\", \"heatmaps\", \"pipeline\", \"lines\", \"parameters\" (the Weights tab) "
-                    "or \"compare\"");
+         if (!value.is_string() || !isMainTab(value.get<std::string>())) {
+           std::string names;  // from the tabs' table: "parameters" (the Weights tab)
+           for (const MainTab& t : mainTabs()) {
+             std::string title = t.title;
+             std::transform(title.begin(), title.end(), title.begin(),
+                            [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+             names += std::string(names.empty()              ? ""
+                                  : &t == &mainTabs().back() ? " or "
+                                                             : ", ") +
+                      "\"" + t.id + "\"" + (title == t.id ? "" : std::string(" (the ") + t.title + " tab)");
+           }
+           failView(f, "expected " + names);
+         }
          v.tab = value.get<std::string>();
        },
        [](const ViewState& v) -> Json { return v.tab; }},

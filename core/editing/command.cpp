@@ -326,4 +326,16 @@ nlohmann::json commandToJson(const Command& c) {
   return j;
 }
 
+std::string indicesSaid(int count, const char* minus_one) {
+  return " (there are " + std::to_string(count) + ", numbered from 0" +
+         (minus_one ? std::string("; −1 = ") + minus_one : std::string()) + ")";
+}
+
+int indexArgument(const Command& c, int count, const char* what, const char* minus_one) {
+  const int i = c.integer("index");
+  if (i < (minus_one ? -1 : 0) || i >= count)
+    throw InputError("index: no " + std::string(what) + " " + std::to_string(i) + indicesSaid(count, minus_one));
+  return i;
+}
+
 }  // namespace attnscope

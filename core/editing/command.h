@@ -114,4 +114,11 @@ std::vector<Command> parseCommandList(const std::string& text);
 std::vector<Command> commandsOf(const nlohmann::json& array);
 nlohmann::json commandToJson(const Command& c);
 
+// A selection's `index` argument within [0, count), or −1 where that means `minus_one` ("all
+// heads", "none"); else an InputError naming it: "index: no head 9 (there are 4, numbered from 0;
+// −1 = all heads)". The app's and a lesson's checks say it alike.
+int indexArgument(const Command& c, int count, const char* what, const char* minus_one = nullptr);
+// " (there are 4, numbered from 0; −1 = all heads)": what a refused index of `count` could have been.
+std::string indicesSaid(int count, const char* minus_one = nullptr);
+
 }  // namespace attnscope

@@ -247,13 +247,9 @@ LessonStep parseStep(const json& j, int number, const std::string& base_dir, con
   return step;
 }
 
-// `index` of a selection command within [lo, count), as the app checks it.
-void checkIndex(const Command& c, int lo, int count, const char* what) {
-  if (!c.has("index")) return;
-  const int i = c.integer("index");
-  if (i < lo || i >= count)
-    throw InputError("index: no " + std::string(what) + " " + std::to_string(i) + " (there are " +
-                     std::to_string(count) + ", numbered from 0" + (lo < 0 ? "; −1 = none" : "") + ")");
+// `index` of a selection command, as the app checks it.
+void checkIndex(const Command& c, int count, const char* what, const char* minus_one = nullptr) {
+  if (c.has("index")) indexArgument(c, count, what, minus_one);
 }
 
 }  // namespace
@@ -341,12 +337,12 @@ void rehearseLesson(const Lesson& lesson, const Workspace& start, const LessonVi
         const int T = run ? run->seq_len : static_cast<int>(ws.tokens.size());
         const int heads = run ? run->heads : headCount(ws.model);
         switch (c.id()) {
-          case CommandId::SelectToken: checkIndex(c, 0, T, "token"); break;
-          case CommandId::SelectKey: checkIndex(c, -1, T, "token"); break;
-          case CommandId::SelectHead: checkIndex(c, -1, heads, "head"); break;
+          case CommandId::SelectToken: checkIndex(c, T, "token"); break;
+          case CommandId::SelectKey: checkIndex(c, T, "token", "none"); break;
+          case CommandId::SelectHead: checkIndex(c, heads, "head", "all heads"); break;
           case CommandId::SelectBatch:
             if (run) throw InputError("a run's model reads one sequence, its probe");
-            checkIndex(c, 0, ws.model.batch_size, "batch element");
+            checkIndex(c, ws.model.batch_size, "batch element");
             break;
           case CommandId::LearnTo:
           case CommandId::LearnShow: checkRunStep(*run, c.integer("step"), c.id() == CommandId::LearnShow); continue;

@@ -506,6 +506,36 @@ TEST_F(ControllerTest, AModelsRefusalsChangeNothing) {
   EXPECT_EQ(c.model().tokenCount(), 9);
 }
 
+// The selection named through `view` is checked as select_head's and select_token's are: `view
+// head 9` of 2 heads had been taken, clamped to all heads, and said nothing.
+TEST_F(ControllerTest, ASelectionThroughViewIsCheckedAsTheSelectCommandsAre) {
+  Controller c = make();  // the book's multi-head example: 6 tokens, 2 heads, 2 batch elements
+  const ViewState before = c.view();
+  user(c, "view", {{"field", "head"}, {"value", 9}});
+  EXPECT_TRUE(c.toast().error);
+  EXPECT_NE(c.toast().text.find("view head: no head 9 (there are 2, numbered from 0; −1 = all heads)"),
+            std::string::npos)
+      << c.toast().text;
+  user(c, "view", {{"field", "token"}, {"value", 50}});
+  EXPECT_NE(c.toast().text.find("view token: no token 50 (there are 6, numbered from 0)"), std::string::npos)
+      << c.toast().text;
+  user(c, "view", {{"field", "batch"}, {"value", 2}});
+  EXPECT_NE(c.toast().text.find("view batch: no batch element 2 (there are 2"), std::string::npos) << c.toast().text;
+  EXPECT_EQ(c.view().head, before.head);
+  EXPECT_EQ(c.view().token, before.token);
+  EXPECT_EQ(c.view().batch, before.batch);
+  user(c, "select_head", {{"index", 9}});  // −1 is all heads, not "none"
+  EXPECT_NE(c.toast().text.find("index: no head 9 (there are 2, numbered from 0; −1 = all heads)"), std::string::npos)
+      << c.toast().text;
+  user(c, "view", {{"field", "head"}, {"value", 1}});
+  user(c, "view", {{"field", "token"}, {"value", 5}});
+  EXPECT_EQ(c.view().head, 1);
+  EXPECT_EQ(c.view().token, 5);
+  user(c, "view", {{"field", "tab"}, {"value", "weights"}});  // the tabs' ids, from their table
+  EXPECT_NE(c.toast().text.find("\"parameters\" (the Weights tab)"), std::string::npos) << c.toast().text;
+  EXPECT_NE(c.toast().text.find("\"compare\" or \"learn\""), std::string::npos) << c.toast().text;
+}
+
 TEST_F(ControllerTest, AnotherWorkspaceClosesTheModelOnlyOnceItIsOpen) {
   Controller c = make();
   user(c, "model_open", {{"path", writeTinyModel(path("m.safetensors"))}, {"num_heads", 2}});
