@@ -65,18 +65,29 @@ void LayersView::draw(const PanelContext& ctx, const BesideGrid& beside) {
   gridAndTable(ctx, *snap, beside);
 }
 
-// The column beside the grid for the text and the next tokens (0: none): where the Text panel is
-// hidden and the grid, as tall as the tab, leaves at least kBesideLeast of its width; at most
-// kBesideMost.
-constexpr float kBesideLeast = 230, kBesideMost = 320;  // px at 100 %
+// The column beside the grid for the text and the next tokens (0: none), where the Text panel is
+// hidden: what the grid as tall as the tab leaves, at least kBesideLeast and at most kBesideMost;
+// else kBesideLeast taken from a grid its width bounds, where its thumbnails keep kBesideKeeps of
+// their side or kBesideThumbnail px (2 layers of 6 heads at 1920 × 1080 and 175 % had left no
+// column and 290 px blank under the grid).
+constexpr float kBesideLeast = 230, kBesideMost = 320, kBesideThumbnail = 64;  // px at 100 %
+constexpr float kBesideKeeps = 0.75f;
 float LayersView::besideWidth(const PanelContext& ctx, const ModelPass& pass) {
   if (ctx.view.inputsShown() || ctx.givenMaps()) return 0;
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float above = ImGui::GetFrameHeightWithSpacing();  // the buttons' line
+  const float spacing = ImGui::GetStyle().ItemSpacing.x, least = std::floor(px(kBesideLeast));
   const GridMetrics g = gridMetrics(pass, ImVec2(avail.x, avail.y - above));
   const float grid_w = g.label_w + static_cast<float>(pass.headsPerLayer()) * (g.cell + g.gap);
-  const float spare = std::floor(avail.x - grid_w - ImGui::GetStyle().ItemSpacing.x);
-  return spare >= px(kBesideLeast) ? std::min(spare, std::floor(px(kBesideMost))) : 0.0f;
+  const float spare = std::floor(avail.x - grid_w - spacing);
+  if (spare >= least) return std::min(spare, std::floor(px(kBesideMost)));
+  // As tall as the tab, or above the table (gridAndTable): either height the grid may get.
+  for (float share : {1.0f, 0.64f}) {
+    const float h = (avail.y - above) * share;
+    const float with = gridMetrics(pass, ImVec2(avail.x - least - spacing, h)).cell;
+    if (with >= std::min(kBesideKeeps * gridMetrics(pass, ImVec2(avail.x, h)).cell, px(kBesideThumbnail))) return least;
+  }
+  return 0;
 }
 
 // The buttons' line, the grid and the scores table, in the room the window's content has, and
@@ -120,8 +131,13 @@ void LayersView::gridAndTable(const PanelContext& ctx, const Snapshot& s, const 
   // nothing to it (12 heads a layer are as small in the whole tab: the width bounds them; at 1280 ×
   // 800 and 150 % two such layers took 117 of 725 px and the table was behind a button).
   const ImVec2 avail(ImGui::GetContentRegionAvail().x - beside_room, ImGui::GetContentRegionAvail().y);
-  const float above_cell = gridMetrics(pass, ImVec2(avail.x, avail.y * 0.64f)).cell;
-  const bool both = above_cell >= px(40) || above_cell >= gridMetrics(pass, avail).cell;
+  const GridMetrics above = gridMetrics(pass, ImVec2(avail.x, avail.y * 0.64f));
+  const float above_cell = above.cell;
+  // (And where the table below the grid holds its header and three rows: at 1280 × 720 and 250 %
+  // the room under 2 layers of 6 heads had held none, left blank, with no button to show it.)
+  const float under = avail.y - above.label_h - static_cast<float>(pass.layers()) * (above.cell + above.gap);
+  const bool table_rows = under >= 4 * ImGui::GetFrameHeight() + ImGui::GetFrameHeightWithSpacing();
+  const bool both = table_rows && (above_cell >= px(40) || above_cell >= gridMetrics(pass, avail).cell);
   if (!both) {  // one or the other, by a button, in a form that fits beside "Repeat the text" (its
                 // whole label had run off the tab at 1280 × 720 and 200 %), else below it
     const std::vector<std::string> forms = table_instead_

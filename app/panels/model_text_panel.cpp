@@ -854,11 +854,17 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
     if (tokenButton(label, false, last && can_append, token_w)) ctx.commands.push("append_token", {{"id", t.id}});
     float row_bottom = ImGui::GetItemRectMax().y;
     if (i < kNextRowsKept) layout().widget("model_next_" + std::to_string(i));
-    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-      ImGui::SetTooltip(last && can_append ? "%s%s · id %d · logit %.3f%s · click: append it to the text"
-                                           : "%s%s · id %d · logit %.3f%s",
-                        label.c_str(), readingSaid(*session.model(), t.id).c_str(), t.id, static_cast<double>(t.logit),
-                        marksSaid(label).c_str());
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
+      // Why a row takes no click, where it does not (a lecturer clicked one after token 3 and
+      // nothing happened): the text grows at its end only.
+      const std::string click = last && can_append ? " · click: append it to the text"
+                                : why_not          ? std::string("\n") + why_not
+                                                   : "\nAfter token " + std::to_string(position + 1) +
+                                                ", not the text's end: select the last token to append from this list";
+      ImGui::SetTooltip("%s%s · id %d · logit %.3f%s%s", label.c_str(), readingSaid(*session.model(), t.id).c_str(),
+                        t.id, static_cast<double>(t.logit), marksSaid(label).c_str(), click.c_str());
+      layout().state()["model_next_tooltip"] = click;  // tests: what a hovered row says of its click
+    }
     shown.push_back(fitText(label, token_w - style.FramePadding.x * 2));  // as tokenButton cuts it
     if (own_row) {
       ImGui::SetCursorPosX(row_end - prob_w);

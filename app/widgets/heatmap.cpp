@@ -650,7 +650,11 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
       float free_from = p0.x + lo_w + px(6);
       for (const ColorbarTick& t : colorbarTicks(s.look.range, s.look.scale)) {
         const float x = p0.x + t.at * bar_w;
-        draw->AddLine(ImVec2(x, bar_y + px(8)), ImVec2(x, bar_y + px(11)), th.text_dim);
+        // No mark into the words on the labels' line: the legend's (it crossed "row 1" of its legend at
+        // 100 %) and the ends' (over "0.648" it read as an accent).
+        const bool mark = (x < legend_from || x > legend_to) && x > p0.x + lo_w + px(1) &&
+                          (hi_text.empty() || x < p0.x + bar_w - hs.x - px(1));
+        if (mark) draw->AddLine(ImVec2(x, bar_y + px(8)), ImVec2(x, bar_y + px(11)), th.text_dim);
         const float tw = small->CalcTextSizeA(fs, FLT_MAX, 0, t.label.c_str()).x;
         const bool labelled = !said_once && x - tw / 2 >= free_from && x + tw / 2 <= p0.x + bar_w - hs.x - px(6) &&
                               (x + tw / 2 <= legend_from || x - tw / 2 >= legend_to);
@@ -658,7 +662,7 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
           draw->AddText(small, fs, ImVec2(x - tw / 2, bar_y + px(10)), th.text_dim, t.label.c_str());
           free_from = x + tw / 2 + px(6);
         }
-        ticks_dump.push_back({{"value", t.value}, {"x", x}, {"label", labelled ? t.label : ""}});
+        ticks_dump.push_back({{"value", t.value}, {"x", x}, {"label", labelled ? t.label : ""}, {"mark", mark}});
       }
     }
     if (!s.look.legend.empty()) drawLegend(lx, ly, ly > bar_y + px(10));

@@ -174,6 +174,14 @@ def checks(tmp):
             top = float(weights[1][0][1:].max())
             assert abs(maps[0]["range"][1] - top) <= 1e-5 and top < 0.999, (maps[0]["range"], top)
             assert "row 1" in (maps[0]["legend"] or {}).get("text", ""), maps[0]["legend"]
+            # No tick's mark into the words on the labels' line: the legend's (a mark crossed its
+            # "row 1" at 1920 × 1080 and 100 %) and the ends'.
+            legend, bar = maps[0]["legend"], maps[0]["colorbar"]
+            words = [(bar["x0"], bar["lo_to"]), (bar["hi_from"], bar["x0"] + bar["width"])]
+            if legend["y"] < bar["y0"] + 14:
+                words.append((legend["x"], legend["x"] + legend["w"]))
+            crossed = [t for t in bar["ticks"] if t["mark"] and any(a <= t["x"] <= b for a, b in words)]
+            assert not crossed, (crossed, words)
             # Zoomed past row 1, no cell on screen is off the scale: the legend no longer says one is.
             zoomed = run_commands(app, display.name, tmp, "zoomed", [
                 {"do": "text", "value": "the cat sat on the mat. " * 6},
@@ -320,9 +328,9 @@ def checks(tmp):
             top, bottom = g["first_row_y"] - 0.5 * g["pitch"], g["first_row_y"] + 10.5 * g["pitch"]  # the rows'
             assert top - g["clip"]["y"] >= 20 and bottom <= g["clip"]["y"] + g["clip"]["h"] and g["labels_every"] == 1, \
                 (top, bottom, g)  # the heading above them in view too (scrolled to the last, it was not)
-            # 2 layers of 4 heads, the tab alone (presentation) at 1280 × 720 and 150 %: the scores
-            # table beside the grid, every head's row in it (below the grid it listed 6 of the 8, the
-            # thumbnails 3 % larger and 560 px empty beside them).
+            # 2 layers of 4 heads, the tab alone (presentation) at 1280 × 720 and 150 %: the text and
+            # the next tokens beside the grid (the Text panel is hidden), the scores table under it
+            # with rows to read (beside the grid, with nothing of the text, it listed all 8).
             four = os.path.join(tmp, "four-heads")
             if not os.path.exists(four):
                 os.makedirs(four)
@@ -334,9 +342,10 @@ def checks(tmp):
                 {"do": "view", "field": "presentation", "value": True}], "--model", four, "--size", "1280x720",
                 "--text-size", "150")
             table, font = dt["widgets"]["layers_scores"], dt["state"]["font_px"]["ui"]
-            assert dt["state"]["layers_table_beside"] and table["h"] >= 9 * (font + 4), (table, font)
-            print(f"  2 layers × 4 heads, presentation at 1280 × 720 / 150 %: the table beside the grid, "
-                  f"{table['h']:.0f} px tall")
+            assert dt["state"]["layers_text_beside"] and not dt["state"]["layers_table_beside"], dt["state"]
+            assert table["h"] >= 5 * (font + 4), (table, font)
+            print(f"  2 layers × 4 heads, presentation at 1280 × 720 / 150 %: the text beside the grid, the table "
+                  f"under it {table['h']:.0f} px tall")
             # 40 tokens at 1280 × 720 and 150 %: every row in view, named every few rows with their
             # numbers, rather than scrolled at a label's height (a repeated text's induction lines,
             # query i to key i − 19, had all left the view at the top). A query isolated: it and its
@@ -806,6 +815,26 @@ def checks(tmp):
                         f"{size} {pct} %: {k} {r} not whole in the column beside the grid {beside}"
                 last = st["model"]["tokens"][-1]
                 assert f"“{last}”" in st["model_next_heading"], (st["model_next_heading"], last)
+            # A grid its width bounds (2 layers of 8 heads) gives the column its least width, the
+            # thumbnails keeping three quarters of their side (there had been no column, and 290 px
+            # blank under the grid).
+            wide = os.path.join(tmp, "wide-grid")
+            if not os.path.exists(wide):
+                wide_model, cfg = gm.tiny_model(43, vocab_size=64, context_length=32, emb_dim=32, n_heads=8, n_layers=2,
+                                                 tied=True)
+                gm.write_hf_folder(wide, wide_model, cfg, gm.save_safetensors)
+            for size, pct in (("1920x1080", 175), ("1920x1080", 200)):
+                d = run_commands(app, display.name, tmp, f"wide-{size}-{pct}", [
+                    {"do": "text", "ids": list(range(1, 11))}, {"do": "view", "field": "presentation", "value": True},
+                ], "--model", wide, "--size", size, "--text-size", str(pct))
+                p, w = d["panels"], d["widgets"]
+                assert d["state"].get("layers_text_beside") is True, f"{size} {pct} %: no text beside a wide grid"
+                beside, grid = p["layers_beside"], p["layers_grid"]
+                assert grid["x"] + grid["w"] <= beside["x"] + 0.5, (grid, beside)
+                r = w["model_next_0"]
+                assert r["y"] + r["h"] <= beside["y"] + beside["h"] + 0.5, (r, beside)
+                cell = w["layer_0_head_0"]["w"]
+                assert cell >= 64 * pct / 100 - 1, f"{size} {pct} %: thumbnails of {cell:.0f} px beside the column"
             d = run_commands(app, display.name, tmp, "not-presented", [{"do": "text", "value": "hello world"}],
                              "--model", folder, "--size", "1280x720", "--text-size", "250")
             assert d["state"].get("layers_text_beside") is False and "layers_beside" not in d["panels"], \
@@ -1341,6 +1370,22 @@ def checks(tmp):
                               lambda d: d["state"].get("model", {}).get("shown_layer") == 2 and d["state"]["head"] == 1)
                 print(f"  clicked layer_2_head_1 at {w}: the views show layer {d['state']['model']['shown_layer']}, "
                       f"head {d['state']['head']}")
+                # An earlier token's next tokens take no click, and a hovered one says why (a lecturer
+                # clicked one after token 3: nothing happened, nothing said).
+                chip = d["widgets"]["model_token_1"]
+                a.click_at(chip["x"] + chip["w"] / 2, chip["y"] + chip["h"] / 2)
+                d = a.settled("token 2 selected", lambda d: d["state"]["token"] == 1 and "model_next_0" in d["widgets"])
+                tokens = d["state"]["model"]["tokens"]
+                row = d["widgets"]["model_next_0"]
+                a.move(row["x"] + row["w"] / 2, row["y"] + row["h"] / 2)
+                d = a.settled("the row's tooltip", lambda d: "model_next_tooltip" in d["state"])
+                said = d["state"]["model_next_tooltip"]
+                assert "After token 2, not the text's end: select the last token" in said, said
+                a.click_at(row["x"] + row["w"] / 2, row["y"] + row["h"] / 2)
+                time.sleep(0.5)
+                d = a.settled("after the click")
+                assert d["state"]["model"]["tokens"] == tokens, "a next token of token 2 was appended"
+                print(f"  token 2's next token: no click, its tooltip says why ({said.strip()[:50]}…)")
 
         def a_refused_model_keeps_its_dialog():
             # File › Open model… on the book's GPTModel without its heads (width 48): the model is read
