@@ -184,9 +184,9 @@ MapLook stageLook(const Snapshot& snap, const ViewState& view, Stage stage, int 
     range = (locked ? view.locked_module : snap.module_ranges)[static_cast<int>(ModuleMap::Concat)];
   MapLook look = attnscope::stageLook(t, stage, range, lookChoices(view));
   // A trained model's weights span the rows below the first (engine_worker.cpp stageRanges).
-  // Said only where row 1 is shown (a zoom past it shows no cell off the scale).
+  // Said only where row 1's cell is shown (a zoom past it shows no cell off the scale).
   if (snap.model && stage == Stage::Weights && t.model.causal && t.tokens > 1 && look.range.hi < 1 &&
-      look.legend.empty() && (window.rows <= 0 || window.row0 == 0))
+      look.legend.empty() && (window.rows <= 0 || (window.row0 == 0 && window.col0 == 0)))
     look.legend = "row 1 (always 1) is off the scale";  // its top: the rest's largest
   return look;
 }

@@ -67,9 +67,9 @@ void LayersView::draw(const PanelContext& ctx, const BesideGrid& beside) {
 
 // The column beside the grid for the text and the next tokens (0: none), where the Text panel is
 // hidden: what the grid as tall as the tab leaves, at least kBesideLeast and at most kBesideMost;
-// else kBesideLeast taken from a grid its width bounds, where its thumbnails keep kBesideKeeps of
-// their side or kBesideThumbnail px (2 layers of 6 heads at 1920 × 1080 and 175 % had left no
-// column and 290 px blank under the grid).
+// else kBesideLeast taken from the grid's width, where its thumbnails keep kBesideKeeps of their
+// side or kBesideThumbnail px (2 layers of 6 heads, which the width bounds, at 1920 × 1080 and
+// 175 % had left no column and 290 px blank under the grid).
 constexpr float kBesideLeast = 230, kBesideMost = 320, kBesideThumbnail = 64;  // px at 100 %
 constexpr float kBesideKeeps = 0.75f;
 float LayersView::besideWidth(const PanelContext& ctx, const ModelPass& pass) {
@@ -81,11 +81,15 @@ float LayersView::besideWidth(const PanelContext& ctx, const ModelPass& pass) {
   const float grid_w = g.label_w + static_cast<float>(pass.headsPerLayer()) * (g.cell + g.gap);
   const float spare = std::floor(avail.x - grid_w - spacing);
   if (spare >= least) return std::min(spare, std::floor(px(kBesideMost)));
-  // As tall as the tab, or above the table (gridAndTable): either height the grid may get.
+  // As tall as the tab, or above the table (gridAndTable): either height the grid may get. Never
+  // thumbnails under 12 px for it (gridMetrics's least, 4 px, kept "three quarters" of 5).
+  if (avail.x - least - spacing < g.label_w + static_cast<float>(pass.headsPerLayer()) * px(12)) return 0;
   for (float share : {1.0f, 0.64f}) {
     const float h = (avail.y - above) * share;
     const float with = gridMetrics(pass, ImVec2(avail.x - least - spacing, h)).cell;
-    if (with >= std::min(kBesideKeeps * gridMetrics(pass, ImVec2(avail.x, h)).cell, px(kBesideThumbnail))) return least;
+    if (with >= px(12) &&
+        with >= std::min(kBesideKeeps * gridMetrics(pass, ImVec2(avail.x, h)).cell, px(kBesideThumbnail)))
+      return least;
   }
   return 0;
 }
@@ -133,10 +137,14 @@ void LayersView::gridAndTable(const PanelContext& ctx, const Snapshot& s, const 
   const ImVec2 avail(ImGui::GetContentRegionAvail().x - beside_room, ImGui::GetContentRegionAvail().y);
   const GridMetrics above = gridMetrics(pass, ImVec2(avail.x, avail.y * 0.64f));
   const float above_cell = above.cell;
-  // (And where the table below the grid holds its header and three rows: at 1280 × 720 and 250 %
-  // the room under 2 layers of 6 heads had held none, left blank, with no button to show it.)
+  // (And where the table holds its header and three rows below the grid, or beside it as tall as
+  // the tab (gridOrTable): at 1280 × 720 and 250 % the room under 2 layers of 6 heads had held
+  // none, left blank, with no button to show it.)
   const float under = avail.y - above.label_h - static_cast<float>(pass.layers()) * (above.cell + above.gap);
-  const bool table_rows = under >= 4 * ImGui::GetFrameHeight() + ImGui::GetFrameHeightWithSpacing();
+  const float table_beside = px(kTableBeside) + ImGui::GetStyle().ItemSpacing.x;
+  const bool table_rows = under >= 4 * ImGui::GetFrameHeight() + ImGui::GetFrameHeightWithSpacing() ||
+                          (avail.x > table_beside &&
+                           gridMetrics(pass, ImVec2(avail.x - table_beside, avail.y)).cell >= above_cell);
   const bool both = table_rows && (above_cell >= px(40) || above_cell >= gridMetrics(pass, avail).cell);
   if (!both) {  // one or the other, by a button, in a form that fits beside "Repeat the text" (its
                 // whole label had run off the tab at 1280 × 720 and 200 %), else below it
@@ -196,11 +204,14 @@ void LayersView::gridAndTable(const PanelContext& ctx, const Snapshot& s, const 
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", about);
   }
   ImGui::PopFont();
-  if (beside_w <= 0) return gridOrTable(ctx, s, both);
   const ImVec2 at = ImGui::GetCursorScreenPos(), below = ImGui::GetContentRegionAvail();
-  ImGui::SetCursorScreenPos(ImVec2(at.x + below.x - beside_w, at.y));
-  beside(ctx, ImVec2(beside_w, below.y));
-  ImGui::SetCursorScreenPos(at);
+  if (beside_w > 0) {
+    ImGui::SetCursorScreenPos(ImVec2(at.x + below.x - beside_w, at.y));
+    beside(ctx, ImVec2(beside_w, below.y));
+    ImGui::SetCursorScreenPos(at);
+  }
+  // One child window with the column or without: the scores table (its ID the child's) keeps its
+  // sorting and scroll when F10 brings the column or takes it away.
   ImGui::BeginChild("##grid_and_table", ImVec2(below.x - beside_room, below.y), false,
                     ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
   gridOrTable(ctx, s, both);

@@ -313,8 +313,14 @@ void ModelTextPanel::tokenChips(const PanelContext& ctx, float chips_h) {
   // their sizes after a new text, so one request could stop short of a token on a new last row.
   // The list's height changing (the next tokens' list arriving under it) shows it again too: a
   // capture had the selected token one row below the list.
-  if (session.version() != chips_version_ || ctx.view.token != chips_token_ || chips_h != chips_h_)
+  // So does another list than last frame's (the Text panel's, or the column beside the Layers grid
+  // while presenting): each scrolls on its own.
+  const ImGuiID list = ImGui::GetCurrentWindow()->ID;
+  if (session.version() != chips_version_ || ctx.view.token != chips_token_ || chips_h != chips_h_ ||
+      list != chips_list_)
     reveal_frames_ = 3;
+  if (list != chips_list_) chip_row_y_ = -1;
+  chips_list_ = list;
   const bool reveal = reveal_frames_ > 0;
   reveal_frames_ -= reveal ? 1 : 0;
   chips_version_ = session.version();
@@ -475,6 +481,36 @@ void ModelTextPanel::drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size,
   ImGui::End();
 }
 
+// The field follows the model's text (a command, append, repeat, undo) unless it is being typed
+// into; another layer, head or <|endoftext|> keeps what it holds (a layer picked had put the model's
+// text over a refused or restored one). A new opening takes the text a restored session had typed
+// and not applied (Controller::modelDraft). Without a tokenizer the field shows the ids (it showed
+// its "token ids" placeholder over 17 of them). Followed whether the field is drawn or not (the
+// column beside the Layers grid reads it while presenting).
+void ModelTextPanel::mirror(const PanelContext& ctx) {
+  const ModelSession& session = *ctx.model;
+  if (session.version() == mirrored_version_ || ImGui::IsAnyItemActive()) return;
+  const std::string session_text = fieldText(session.text());
+  if (session.model()->tokenizer == nullptr) {
+    text_.clear();
+    for (int id : session.ids()) text_ += (text_.empty() ? "" : " ") + std::to_string(id);
+  } else if (session.lineage() != mirrored_lineage_) {
+    text_ = ctx.model_draft != nullptr ? *ctx.model_draft : session_text;
+  } else if (session_text != mirrored_text_) {
+    text_ = session_text;
+  }
+  mirrored_text_ = session_text;
+  mirrored_version_ = session.version();
+  mirrored_lineage_ = session.lineage();
+}
+
+// The field holds a text that is not the model's, not being typed: one the model refused, or one a
+// session typed and never applied (drawText says so under the field).
+bool ModelTextPanel::holdsText(const ModelSession& session) const {
+  return session.model()->tokenizer != nullptr && !editing_ && text_ != fieldText(session.text()) &&
+         ImGui::GetFrameCount() > sent_at_ + 2;
+}
+
 void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   const ModelSession& session = *ctx.model;
   // The tokens' count in the title, where it takes no row of the panel's (at 1280 × 720 and 200 %
@@ -504,29 +540,12 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   }
   const bool tokenizer = session.model()->tokenizer != nullptr;
   const std::string session_text = fieldText(session.text());
-  // The field follows the model's text (a command, append, repeat, undo) unless it is being typed
-  // into; another layer, head or <|endoftext|> keeps what it holds (a layer picked had put the
-  // model's text over a refused or restored one). A new opening takes the text a restored session
-  // had typed and not applied (Controller::modelDraft). Without a tokenizer the field shows the ids
-  // (it showed its "token ids" placeholder over 17 of them).
-  if (session.version() != mirrored_version_ && !ImGui::IsAnyItemActive()) {
-    if (!tokenizer) {
-      text_.clear();
-      for (int id : session.ids()) text_ += (text_.empty() ? "" : " ") + std::to_string(id);
-    } else if (session.lineage() != mirrored_lineage_) {
-      text_ = ctx.model_draft != nullptr ? *ctx.model_draft : session_text;
-    } else if (session_text != mirrored_text_) {
-      text_ = session_text;
-    }
-    mirrored_text_ = session_text;
-    mirrored_version_ = session.version();
-    mirrored_lineage_ = session.lineage();
-  }
+  mirror(ctx);
   // A text in the field that is not the model's stays there, the user's to fix or apply: one the
   // model refused (too long, empty, a character it never saw), or one typed in a session that ended
   // before it was applied. Said under the field (after the toast has gone), Append off meanwhile:
   // appending would replace it.
-  const bool held = tokenizer && !editing_ && text_ != session_text && ImGui::GetFrameCount() > sent_at_ + 2;
+  const bool held = holdsText(session);
   if (held &&
       (refused_text_ != text_ || refused_eot_ != session.prependEot() || refused_lineage_ != session.lineage())) {
     const std::string typed = typedText(text_, session.text());
@@ -721,9 +740,10 @@ void ModelTextPanel::drawBeside(const PanelContext& ctx, ImVec2 size) {
   if (session.isRun()) {
     runText(ctx);
   } else {  // the text as its tokens (the field is the Text panel's: F10 brings it back)
+    mirror(ctx);
     tokenChips(ctx, chipsAboveNextTokens(session, nextHeading(session, ctx.view.token).height));
     ImGui::Separator();
-    nextTokens(ctx, held_);
+    nextTokens(ctx, holdsText(session), true);
   }
   ImGui::EndChild();
 }
@@ -747,7 +767,7 @@ void ModelTextPanel::runText(const PanelContext& ctx) {
 }
 
 // Transformer Explainer's view: the most likely next tokens at the selected position.
-void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
+void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held, bool beside) {
   const ModelSession& session = *ctx.model;
   const Snapshot* s = ctx.snapshot.get();
   const int position = ctx.view.token;
@@ -788,7 +808,11 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held) {
   }
   const bool last = position == session.tokenCount() - 1;
   const bool room = session.tokenCount() < session.maxTokens(), can_append = room && !held;
-  const char* why_not = held ? "The text in the field was not applied: fix it, or go Back to the text shown, to append"
+  const char* why_not = held && beside
+                            ? "The Text panel holds a text not applied (F10 shows it): apply it, or go Back to the "
+                              "text shown, to append"
+                        : held
+                            ? "The text in the field was not applied: fix it, or go Back to the text shown, to append"
                         : !room ? "The text is as long as the model's context"
                                 : nullptr;
   // The button grows the text at its end. With another token selected the list below is not what

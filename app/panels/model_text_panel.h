@@ -39,7 +39,10 @@ class ModelTextPanel {
   void runText(const PanelContext& ctx);                   // a training run's: its probe, the next tokens
   // held: the field holds a text the model refused, which appending would replace: no appending
   // till it is fixed or given up (Back to the text shown).
-  void nextTokens(const PanelContext& ctx, bool held = false);
+  // beside: in the column beside the Layers grid, the field not shown.
+  void nextTokens(const PanelContext& ctx, bool held = false, bool beside = false);
+  void mirror(const PanelContext& ctx);               // the field follows the model's text
+  bool holdsText(const ModelSession& session) const;  // the field holds a text not the model's
 
   float model_h_ = 0, model_compact_h_ = 0;
   std::string text_;                                    // the field, as typed
@@ -70,6 +73,7 @@ class ModelTextPanel {
   int reveal_frames_ = 0;  // frames left that scroll the list to the selected token
   float chips_h_ = 0;      // the list's height last frame
   float chip_row_y_ = -1;  // the selected chip's top in the list last frame
+  ImGuiID chips_list_ = 0;  // that list's window (the Text panel's, or the column's beside the grid)
   // The next tokens for (snapshot serial, position, temperature), made once.
   std::vector<NextToken> next_;
   std::uint64_t next_serial_ = 0;

@@ -602,24 +602,15 @@ void Controller::applyView(const Command& c, double now) {
       // The selection's counts are the text's and the model's: a command names one that is there
       // (`view head 9` of 4 heads had been taken and clamped, and said nothing). A saved view's
       // are clamped instead, its text perhaps another.
-      struct Counted {
-        const char* field;
-        int ViewState::*member;
-        int count;
-        const char* what;
-        const char* minus_one;
-      };
-      const Counted counted[] = {{"head", &ViewState::head, H, "head", "all heads"},
-                                 {"token", &ViewState::token, T, "token", nullptr},
-                                 {"batch", &ViewState::batch, model_.isOpen() ? 1 : ws.model.batch_size,
-                                  "batch element", nullptr}};
-      for (const Counted& k : counted) {
-        if (c.text("field") != k.field) continue;
+      if (const SelectionField* f = selectionField(c.text("field"))) {
         ViewState probe = view_;
-        setViewField(probe, k.field, c.args["value"]);  // a value of the wrong kind is refused there
-        if (probe.*k.member >= k.count)
-          throw InputError("view " + std::string(k.field) + ": no " + k.what + " " + std::to_string(probe.*k.member) +
-                           indicesSaid(k.count, k.minus_one));
+        setViewField(probe, f->field, c.args["value"]);  // a value of the wrong kind is refused there
+        const int count = f->field == std::string("head")    ? H
+                          : f->field == std::string("token") ? T
+                          : model_.isOpen()                  ? 1
+                                                             : ws.model.batch_size;
+        const std::string why = indexRefusal(c.args["value"].get<int>(), count, f->what, f->minus_one);
+        if (!why.empty()) throw InputError("view " + std::string(f->field) + ": " + why);
       }
       setViewField(view_, c.text("field"), c.args["value"]);
       if (c.text("field") == "lock_range") view_.locked_heads.clear();  // updateEngine keeps the ranges on screen

@@ -653,7 +653,8 @@ HeatmapHit drawHeatmap(HeatmapTextures& textures, const HeatmapSpec& s, ImVec2 s
         // No mark into the words on the labels' line: the legend's (it crossed "row 1" of its legend at
         // 100 %) and the ends' (over "0.648" it read as an accent).
         const bool mark = (x < legend_from || x > legend_to) && x > p0.x + lo_w + px(1) &&
-                          (hi_text.empty() || x < p0.x + bar_w - hs.x - px(1));
+                          (hi_text.empty() || x < p0.x + bar_w - hs.x - px(1)) &&
+                          (!said_once || x < once_from - px(1) || x > once_to + px(1));
         if (mark) draw->AddLine(ImVec2(x, bar_y + px(8)), ImVec2(x, bar_y + px(11)), th.text_dim);
         const float tw = small->CalcTextSizeA(fs, FLT_MAX, 0, t.label.c_str()).x;
         const bool labelled = !said_once && x - tw / 2 >= free_from && x + tw / 2 <= p0.x + bar_w - hs.x - px(6) &&

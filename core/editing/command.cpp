@@ -326,16 +326,26 @@ nlohmann::json commandToJson(const Command& c) {
   return j;
 }
 
-std::string indicesSaid(int count, const char* minus_one) {
-  return " (there are " + std::to_string(count) + ", numbered from 0" +
-         (minus_one ? std::string("; −1 = ") + minus_one : std::string()) + ")";
+std::string indexRefusal(int i, int count, const char* what, const char* minus_one) {
+  if (i >= (minus_one ? -1 : 0) && i < count) return "";
+  return "no " + std::string(what) + " " + std::to_string(i) + " (there are " + std::to_string(count) +
+         ", numbered from 0" + (minus_one ? std::string("; −1 = ") + minus_one : std::string()) + ")";
 }
 
 int indexArgument(const Command& c, int count, const char* what, const char* minus_one) {
   const int i = c.integer("index");
-  if (i < (minus_one ? -1 : 0) || i >= count)
-    throw InputError("index: no " + std::string(what) + " " + std::to_string(i) + indicesSaid(count, minus_one));
+  const std::string why = indexRefusal(i, count, what, minus_one);
+  if (!why.empty()) throw InputError("index: " + why);
   return i;
+}
+
+const SelectionField* selectionField(const std::string& field) {
+  static const SelectionField fields[] = {{"head", "head", "all heads"},
+                                          {"token", "token", nullptr},
+                                          {"batch", "batch element", nullptr}};
+  for (const SelectionField& f : fields)
+    if (field == f.field) return &f;
+  return nullptr;
 }
 
 }  // namespace attnscope

@@ -114,11 +114,18 @@ std::vector<Command> parseCommandList(const std::string& text);
 std::vector<Command> commandsOf(const nlohmann::json& array);
 nlohmann::json commandToJson(const Command& c);
 
-// A selection's `index` argument within [0, count), or −1 where that means `minus_one` ("all
-// heads", "none"); else an InputError naming it: "index: no head 9 (there are 4, numbered from 0;
-// −1 = all heads)". The app's and a lesson's checks say it alike.
+// Why `i` names no `what` of `count` ("no head 9 (there are 4, numbered from 0; −1 = all heads)"),
+// or "" where it is one: within [0, count), or −1 where that means `minus_one` ("all heads",
+// "none"). The app's and a lesson's checks say it alike.
+std::string indexRefusal(int i, int count, const char* what, const char* minus_one = nullptr);
+// A selection command's `index` argument, or an InputError: "index: " and its indexRefusal.
 int indexArgument(const Command& c, int count, const char* what, const char* minus_one = nullptr);
-// " (there are 4, numbered from 0; −1 = all heads)": what a refused index of `count` could have been.
-std::string indicesSaid(int count, const char* minus_one = nullptr);
+// The view command's fields that select (head, token, batch), and what each counts; nullptr for others.
+struct SelectionField {
+  const char* field;      // "head"
+  const char* what;       // "head", "token", "batch element"
+  const char* minus_one;  // what −1 selects, or nullptr
+};
+const SelectionField* selectionField(const std::string& field);
 
 }  // namespace attnscope

@@ -370,6 +370,14 @@ TEST(LessonRehearsal, FindsACommandThatCannotApplyBeforeAnythingRuns) {
       {{{{"do", "select_head"}, {"index", 0}}, {{"do", "select_head"}, {"index", 2}}},
        "step 2: command 2 (select_head): index: no head 2 (there are 2"},
       {{{{"do", "select_batch"}, {"index", 2}}}, "step 2: command 1 (select_batch): index: no batch element 2"},
+      // The same selections through the view command, found when the lesson opens (not as an error
+      // in the middle of a lecture, where the app refuses them too).
+      {{{{"do", "view"}, {"field", "token"}, {"value", 40}}},
+       "step 2: command 1 (view): view token: no token 40 (there are 6, numbered from 0)"},
+      {{{{"do", "view"}, {"field", "head"}, {"value", 2}}},
+       "step 2: command 1 (view): view head: no head 2 (there are 2, numbered from 0; −1 = all heads)"},
+      {{{{"do", "view"}, {"field", "batch"}, {"value", 2}}},
+       "step 2: command 1 (view): view batch: no batch element 2"},
       {{{{"do", "set"}, {"field", "num_heads"}, {"value", 3}}}, "step 2: command 1 (set): "},
       {{{{"do", "preset"}, {"name", "no_such_preset"}}}, "step 2: command 1 (preset): "},
       {{{{"do", "remove_token"}, {"index", 9}}}, "step 2: command 1 (remove_token): "},
