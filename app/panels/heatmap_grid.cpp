@@ -722,7 +722,7 @@ bool drawNotes(const Snapshot& snap, float zoom, CellWindow w, int widest, const
     // are wider, and of which (GPT-2's 64-wide heads show whole beside its 768-wide inputs).
     const int narrowest = std::min({t.head_width, t.d_in, t.model.d_out});
     const int widest_map = std::max({t.head_width, t.d_in, t.model.d_out});
-    const bool wide = widest_map > w.rows;
+    const bool wide = widest > w.rows;  // (a model's weights alone have no dimensions to say)
     const std::string which = narrowest <= w.rows       ? " of the maps wider than " + std::to_string(w.rows)
                               : narrowest == widest_map ? " of " + std::to_string(widest_map)
                                                         : " of each map";

@@ -151,13 +151,15 @@ def checks(app, tmp):
                 f"row 6 at y {row:.0f}–{row + scores['cell']:.0f}, the tab {tab['y']:.0f}–{tab['y'] + tab['h']:.0f}"
             d = run_commands(app, display.name, tmp, "select-zoomed",
                              [{"do": "text", "ids": list(range(40, 80))}, {"do": "view", "field": "tab", "value": "heatmaps"},
+                              {"do": "view", "field": "columns", "value": ["w_query", "queries", "weights"]},
                               {"do": "go_to", "text": "5-12"}, {"do": "wait"}, {"do": "select_token", "index": 30}],
                              "--model", folder, "--size", "1280x720", "--text-size", "200")
-            w = d["heatmaps"][0]["window"]
+            w = next(e for e in d["heatmaps"] if e["stage"] == "weights")["window"]
             assert w["row0"] <= 30 < w["row0"] + w["rows"], w
             # Its note says of which maps it shows the first dimensions only: here each map's (heads
-            # of 64, inputs of 256, a window of 8). A window wider than the heads says "of the maps
-            # wider than N" (this model's context, 64, allows none).
+            # of 64, inputs of 256, a window of 8; W_q and Q shown beside the weights, which alone
+            # have no dimensions to say). A window wider than the heads says "of the maps wider than
+            # N" (this model's context, 64, allows none).
             zoom = d["state"]["grid_zoom"]
             assert f"dimensions d0–d{w['rows'] - 1} of each map" in zoom, zoom
             print(f"  the chapter's row 6 scrolled into the tab (y {row:.0f}); zoomed to 5–12, query 31 moves the "

@@ -185,13 +185,15 @@ def checks(tmp):
             # Zoomed past row 1, no cell on screen is off the scale: the legend no longer says one is
             # (it does, unzoomed, on the same text).
             for zoom in ([], [{"do": "go_to", "index": 20, "to": 27}]):
-                zoomed = run_commands(app, display.name, tmp, "zoomed", [
+                dz = run_commands(app, display.name, tmp, "zoomed", [
                     {"do": "text", "value": "the cat sat on the mat. " * 6},
                     {"do": "select_layer", "layer": 1, "head": 0}, {"do": "view", "field": "tab", "value": "heatmaps"},
-                ] + zoom, "--model", folder)["heatmaps"]
-                zoomed = [e for e in zoomed if not e.get("compare")]
+                ] + zoom, "--model", folder)
+                zoomed = [e for e in dz["heatmaps"] if not e.get("compare")]
                 said = (zoomed[0]["legend"] or {}).get("text") or ""
                 assert ("row 1" in said) == (not zoom), (zoom, zoomed[0]["legend"])
+                # The weights alone have no dimensions: the zoom's note names none.
+                assert not zoom or "dimensions" not in dz["state"]["grid_zoom"], dz["state"]["grid_zoom"]
             # Every token's name whole: the band is as wide as the widest, which a float's last bit
             # had cut ("Ġm…" for "Ġmat" with room for it).
             for text in ("hello world hello world", "The cat sat on the mat."):
