@@ -602,16 +602,7 @@ void Controller::applyView(const Command& c, double now) {
       // The selection's counts are the text's and the model's: a command names one that is there
       // (`view head 9` of 4 heads had been taken and clamped, and said nothing). A saved view's
       // are clamped instead, its text perhaps another.
-      if (const SelectionField* f = selectionField(c.text("field"))) {
-        ViewState probe = view_;
-        setViewField(probe, f->field, c.args["value"]);  // a value of the wrong kind is refused there
-        const int count = f->field == std::string("head")    ? H
-                          : f->field == std::string("token") ? T
-                          : model_.isOpen()                  ? 1
-                                                             : ws.model.batch_size;
-        const std::string why = indexRefusal(c.args["value"].get<int>(), count, f->what, f->minus_one);
-        if (!why.empty()) throw InputError("view " + std::string(f->field) + ": " + why);
-      }
+      checkViewSelection(c, H, T, model_.isOpen() ? 1 : ws.model.batch_size);
       setViewField(view_, c.text("field"), c.args["value"]);
       if (c.text("field") == "lock_range") view_.locked_heads.clear();  // updateEngine keeps the ranges on screen
       clampView();

@@ -339,13 +339,26 @@ int indexArgument(const Command& c, int count, const char* what, const char* min
   return i;
 }
 
-const SelectionField* selectionField(const std::string& field) {
-  static const SelectionField fields[] = {{"head", "head", "all heads"},
-                                          {"token", "token", nullptr},
-                                          {"batch", "batch element", nullptr}};
-  for (const SelectionField& f : fields)
-    if (field == f.field) return &f;
-  return nullptr;
+void checkViewSelection(const Command& c, int heads, int tokens, int batch) {
+  struct Selection {
+    const char* field;
+    const char* what;
+    const char* minus_one;  // what −1 selects, or nullptr
+    int count;
+  };
+  const Selection selections[] = {{"head", "head", "all heads", heads},
+                                  {"token", "token", nullptr, tokens},
+                                  {"batch", "batch element", nullptr, batch}};
+  const std::string field = c.text("field");
+  const nlohmann::json& value = c.args.contains("value") ? c.args.at("value") : nlohmann::json();
+  if (!value.is_number() || std::floor(value.get<double>()) != value.get<double>() ||
+      std::fabs(value.get<double>()) > 1e9)
+    return;
+  for (const Selection& s : selections) {
+    if (field != s.field) continue;
+    const std::string why = indexRefusal(static_cast<int>(value.get<double>()), s.count, s.what, s.minus_one);
+    if (!why.empty()) throw InputError("view " + field + ": " + why);
+  }
 }
 
 }  // namespace attnscope

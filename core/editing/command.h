@@ -120,12 +120,9 @@ nlohmann::json commandToJson(const Command& c);
 std::string indexRefusal(int i, int count, const char* what, const char* minus_one = nullptr);
 // A selection command's `index` argument, or an InputError: "index: " and its indexRefusal.
 int indexArgument(const Command& c, int count, const char* what, const char* minus_one = nullptr);
-// The view command's fields that select (head, token, batch), and what each counts; nullptr for others.
-struct SelectionField {
-  const char* field;      // "head"
-  const char* what;       // "head", "token", "batch element"
-  const char* minus_one;  // what −1 selects, or nullptr
-};
-const SelectionField* selectionField(const std::string& field);
+// A view command's selection (`head`, `token`, `batch`) within these counts, else an InputError:
+// "view head: no head 9 (there are 2, numbered from 0; −1 = all heads)". Other fields, and values
+// of another kind (the view's own check refuses those), pass. The app's and a lesson's checks.
+void checkViewSelection(const Command& c, int heads, int tokens, int batch);
 
 }  // namespace attnscope

@@ -350,14 +350,7 @@ void rehearseLesson(const Lesson& lesson, const Workspace& start, const LessonVi
             checkLayerAndHead(c.integer("layer"), c.has("head") ? c.integer("head") : -1, run->layers, heads);
             continue;
           case CommandId::View:  // a selection through the view command, as the app checks it
-            if (const SelectionField* f = selectionField(c.text("field")); f && c.args["value"].is_number_integer()) {
-              const int count = f->field == std::string("head")    ? heads
-                                : f->field == std::string("token") ? T
-                                : run                              ? 1
-                                                                   : ws.model.batch_size;
-              const std::string why = indexRefusal(c.args["value"].get<int>(), count, f->what, f->minus_one);
-              if (!why.empty()) throw InputError("view " + std::string(f->field) + ": " + why);
-            }
+            checkViewSelection(c, heads, T, run ? 1 : ws.model.batch_size);
             break;
           default: break;
         }
