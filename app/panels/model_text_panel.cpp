@@ -120,10 +120,12 @@ float chipPitch() { return fonts().small->FontSize + 2 * chipPadY() + ImGui::Get
 float chipPadY() { return std::round(fonts().small->FontSize * 0.08f); }
 
 // The rows the chips of `tokens` take in a list as wide as the window's content, placed as
-// tokenChips places them (with room for its scrollbar).
+// tokenChips places them without a scrollbar: a list given that many rows has none (with one
+// counted, three rows of chips had been given four, a row blank above the next tokens); one that
+// needs more rows than it is given scrolls anyway.
 int chipRows(const std::vector<std::string>& tokens, int listed) {
   const ImGuiStyle& style = ImGui::GetStyle();
-  const float width = ImGui::GetContentRegionAvail().x - style.ScrollbarSize;
+  const float width = ImGui::GetContentRegionAvail().x;
   const float size = fonts().small->FontSize;
   std::vector<float> widths;
   for (int t = 0; t < listed; ++t)
@@ -511,6 +513,150 @@ bool ModelTextPanel::holdsText(const ModelSession& session) const {
          ImGui::GetFrameCount() > sent_at_ + 2;
 }
 
+// The field's text when it is not the model's (holdsText), and what is said of it under the field,
+// in forms that fit the window's width: why the model refused it, or that it was never applied;
+// a too long text's first tokens the model reads, in one click (a lecturer's pasted paragraph had
+// only "Back to the text shown"), beside that button where both fit, else above it.
+ModelTextPanel::Held ModelTextPanel::heldText(const ModelSession& session) {
+  Held h;
+  h.back_label = kBackToText;
+  h.held = holdsText(session);
+  layout().state()["model_text_refused"] = false;
+  layout().state()["model_text_restored"] = false;
+  if (!h.held) return h;
+  if (refused_text_ != text_ || refused_eot_ != session.prependEot() || refused_lineage_ != session.lineage()) {
+    const std::string typed = typedText(text_, session.text());
+    refused_why_ = session.textRefusal(typed), refused_head_ = session.textHead(typed);
+    refused_text_ = text_, refused_eot_ = session.prependEot(), refused_lineage_ = session.lineage();
+  }
+  h.refused = !refused_why_.empty();
+  layout().state()["model_text_refused"] = h.refused;
+  layout().state()["model_text_restored"] = !h.refused;
+  if (h.refused) {
+    const std::string why = refused_why_.rfind("text: ", 0) == 0 ? refused_why_.substr(6) : refused_why_;
+    h.note = "Not applied: " + why;
+  } else {
+    h.note = "Not applied yet: click it, then Enter";
+  }
+  const ImGuiStyle& style = ImGui::GetStyle();
+  const float avail = ImGui::GetContentRegionAvail().x;
+  if (h.refused && !refused_head_.empty()) {
+    ImGui::PushFont(fonts().small);
+    const float pad = 2 * style.FramePadding.x;
+    const std::string n = std::to_string(refused_head_.size());
+    const std::pair<std::string, std::string> pairs[] = {{"Keep the first " + n + " tokens", kBackToText},
+                                                         {"Keep " + n + " tokens", kBackToText},
+                                                         {"Keep " + n + " tokens", "Back"},
+                                                         {"Keep " + n, "Back"}};
+    h.keep_own_line = true;
+    for (const auto& [keep, back] : pairs)
+      if (ImGui::CalcTextSize(keep.c_str()).x + ImGui::CalcTextSize(back.c_str()).x + 2 * pad + style.ItemSpacing.x <=
+          avail) {
+        h.keep_label = keep, h.back_label = back, h.keep_own_line = false;
+        break;
+      }
+    if (h.keep_own_line) h.keep_label = firstFitting({pairs[0].first, pairs[1].first, pairs[3].first}, avail - pad);
+    ImGui::PopFont();
+  }
+  h.height = smallTextHeight(h.note) + (h.keep_own_line ? 2 : 1) * (fonts().small->FontSize + style.ItemSpacing.y);
+  return h;
+}
+
+// The note under the field on a text it holds (heldText), in the toast's colour, and its buttons.
+void ModelTextPanel::drawHeld(const PanelContext& ctx, const Held& h) {
+  ImGui::PushFont(fonts().small);
+  ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(theme().selection));
+  ImGui::TextWrapped("%s", h.note.c_str());
+  ImGui::PopStyleColor();
+  if (ImGui::IsItemHovered())
+    ImGui::SetTooltip(h.refused ? "The views show the text before it; the toast said why"
+                                : "Typed in the last session, which ended before it was applied: the views show the "
+                                  "text before it");
+  if (h.refused) layout().state()["model_text_refusal"] = refused_why_;
+  if (!h.keep_label.empty()) {
+    if (ImGui::SmallButton(h.keep_label.c_str())) {
+      ctx.commands.push("text", {{"ids", refused_head_}});
+      sent_at_ = ImGui::GetFrameCount();
+    }
+    layout().widget("model_text_keep_head");
+    if (ImGui::IsItemHovered())
+      ImGui::SetTooltip("The model reads %zu tokens: the text up to there, the rest left out", refused_head_.size());
+    if (!h.keep_own_line) ImGui::SameLine();
+  }
+  if (ImGui::SmallButton(h.back_label.c_str())) text_ = fieldText(ctx.model->text());
+  if (ImGui::IsItemHovered() && h.back_label != kBackToText)
+    ImGui::SetTooltip("Back to the text shown: the field gives up the text not applied");
+  layout().widget("model_text_restore");
+  ImGui::PopFont();
+}
+
+const char* ModelTextPanel::fieldHint() const {
+  return editing_ ? "Enter applies · Ctrl+Enter: a new line" : "click the text to edit it";
+}
+
+// The field, `lines` of the font tall: the text wrapped in its frame, as a projector needs it
+// (ImGui's multiline field does not wrap), and a click makes it the field to type in, which goes
+// back to the wrapped text when it loses the focus; Enter applies it. `hint_as_tooltip`: no room
+// for fieldHint under it. Without a tokenizer it shows the ids the text command takes.
+void ModelTextPanel::textField(const PanelContext& ctx, float lines, bool hint_as_tooltip) {
+  const ModelSession& session = *ctx.model;
+  const bool tokenizer = session.model()->tokenizer != nullptr;
+  const float field_h = ImGui::GetTextLineHeight() * lines + ImGui::GetStyle().FramePadding.y * 2;
+  bool apply = false;
+  if (editing_ && tokenizer) {
+    const bool focusing = focus_field_;
+    if (focus_field_) ImGui::SetKeyboardFocusHere(), focus_field_ = false;
+    // Enter applies the field's text even unedited (a restored or refused one, as it was).
+    const bool entered = ImGui::InputTextMultiline("##text", &text_, ImVec2(-1, field_h),
+                                                   ImGuiInputTextFlags_CtrlEnterForNewLine |
+                                                       ImGuiInputTextFlags_EnterReturnsTrue);
+    apply = entered || ImGui::IsItemDeactivatedAfterEdit();
+    if (!focusing && !ImGui::IsItemActive()) editing_ = false;
+    layout().widget("model_text");
+  } else {  // the text wrapped in the field's frame; a click edits it
+    editing_ = false;
+    ImGui::PushStyleColor(ImGuiCol_ChildBg, ImGui::GetStyleColorVec4(ImGuiCol_FrameBg));
+    ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImGui::GetStyle().FramePadding);
+    ImGui::BeginChild("##text_shown", ImVec2(-1, field_h), false, ImGuiWindowFlags_AlwaysUseWindowPadding);
+    ImGui::PushTextWrapPos(0);
+    // An emoji as "U+1F467", as the tokens draw it: ImGui's font has 16-bit characters only, and
+    // "I love pizza ??" looked as if the text had been damaged (while typing ImGui shows "?").
+    const std::string drawn = beyondBmpSpelled(text_);
+    if (text_.empty())
+      ImGui::TextDisabled(tokenizer ? "type a text…" : "token ids");
+    else if (lines < 2)  // one line: cut with "…", not a wrapped second line half in the frame
+      ImGui::TextUnformatted(fitText(drawn.substr(0, drawn.find('\n')), ImGui::GetContentRegionAvail().x).c_str());
+    else if (lines != std::floor(lines))  // the Text panel's: the part of a line says there is more
+      ImGui::TextUnformatted(drawn.c_str());
+    else {  // whole lines, no half of one in the frame's padding (the scrollbar says there is more)
+      const ImVec2 top = ImGui::GetWindowPos();
+      const float bottom = top.y + ImGui::GetStyle().WindowPadding.y + lines * ImGui::GetTextLineHeight();
+      ImGui::PushClipRect(top, ImVec2(top.x + ImGui::GetWindowWidth(), bottom), true);
+      ImGui::TextUnformatted(drawn.c_str());
+      ImGui::PopClipRect();
+    }
+    layout().rect("model_text_content", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());  // tests: wrapped
+    layout().state()["model_field"] = text_;
+    ImGui::PopTextWrapPos();
+    if (tokenizer && ImGui::IsWindowHovered()) {
+      ImGui::SetMouseCursor(ImGuiMouseCursor_TextInput);
+      if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) editing_ = focus_field_ = true;
+    }
+    ImGui::EndChild();
+    ImGui::PopStyleVar();
+    ImGui::PopStyleColor();
+    layout().widget("model_text");
+  }
+  if (hint_as_tooltip && ImGui::IsItemHovered())
+    ImGui::SetTooltip("%s", tokenizer ? fieldHint()
+                                      : "Token ids: without a tokenizer beside the model the text command gives "
+                                        "them (a --commands file, or attnscope.command in a notebook)");
+  if (apply && text_ != fieldText(session.text())) {
+    ctx.commands.push("text", {{"value", typedText(text_, session.text())}});
+    sent_at_ = ImGui::GetFrameCount();
+  }
+}
+
 void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) {
   const ModelSession& session = *ctx.model;
   // The tokens' count in the title, where it takes no row of the panel's (at 1280 × 720 and 200 %
@@ -545,23 +691,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   // model refused (too long, empty, a character it never saw), or one typed in a session that ended
   // before it was applied. Said under the field (after the toast has gone), Append off meanwhile:
   // appending would replace it.
-  const bool held = holdsText(session);
-  if (held &&
-      (refused_text_ != text_ || refused_eot_ != session.prependEot() || refused_lineage_ != session.lineage())) {
-    const std::string typed = typedText(text_, session.text());
-    refused_why_ = session.textRefusal(typed), refused_head_ = session.textHead(typed);
-    refused_text_ = text_, refused_eot_ = session.prependEot(), refused_lineage_ = session.lineage();
-  }
-  const bool refused = held && !refused_why_.empty();
-  std::string refusal;
-  if (refused) {
-    const std::string why = refused_why_.rfind("text: ", 0) == 0 ? refused_why_.substr(6) : refused_why_;
-    refusal = "Not applied: " + why;
-  } else if (held) {
-    refusal = "Not applied yet: click it, then Enter";
-  }
-  layout().state()["model_text_refused"] = refused;
-  layout().state()["model_text_restored"] = held && !refused;
+  const Held held = heldText(session);
   // What the panel holds below the field — <|endoftext|>, a row of the tokens and the
   // next tokens with kNextRowsKept of their rows, and a refusal's note — keeps its room (at 1280 ×
   // 800 and 175 % the next tokens were below the fold). Where it is short the field shows two
@@ -578,36 +708,11 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
                                               "EOT first"},
                                              ImGui::GetContentRegionAvail().x, eot_box);
   const bool eot_wraps = ImGui::CalcTextSize(eot_label.c_str()).x + eot_box > ImGui::GetContentRegionAvail().x;
-  // A text too long: its first tokens the model reads, in one click (a lecturer's pasted paragraph
-  // had only "Back to the text shown"), beside that button where both fit, else above it.
-  std::string keep_label, back_label = kBackToText;
-  bool keep_own_line = false;
-  if (refused && !refused_head_.empty()) {
-    ImGui::PushFont(fonts().small);
-    const float pad = 2 * style.FramePadding.x, avail = ImGui::GetContentRegionAvail().x;
-    const std::string n = std::to_string(refused_head_.size());
-    const std::pair<std::string, std::string> pairs[] = {{"Keep the first " + n + " tokens", kBackToText},
-                                                         {"Keep " + n + " tokens", kBackToText},
-                                                         {"Keep " + n + " tokens", "Back"},
-                                                         {"Keep " + n, "Back"}};
-    keep_own_line = true;
-    for (const auto& [keep, back] : pairs)
-      if (ImGui::CalcTextSize(keep.c_str()).x + ImGui::CalcTextSize(back.c_str()).x + 2 * pad + style.ItemSpacing.x <=
-          avail) {
-        keep_label = keep, back_label = back, keep_own_line = false;
-        break;
-      }
-    if (keep_own_line) keep_label = firstFitting({pairs[0].first, pairs[1].first, pairs[3].first}, avail - pad);
-    ImGui::PopFont();
-  }
   const float below = (!tokenizer  ? 0.0f
                        : eot_wraps ? frame + line
                                    : frame) +
-                      chipPitch() + style.ItemSpacing.y + nextTokensHeight(kNextRowsKept, heading_h) +
-                      (held ? smallTextHeight(refusal) +
-                                  (keep_own_line ? 2 : 1) * (fonts().small->FontSize + style.ItemSpacing.y)
-                            : 0.0f);
-  const float hint_h = tokenizer && !held ? fonts().small->FontSize + style.ItemSpacing.y : 0.0f;
+                      chipPitch() + style.ItemSpacing.y + nextTokensHeight(kNextRowsKept, heading_h) + held.height;
+  const float hint_h = tokenizer && !held.held ? fonts().small->FontSize + style.ItemSpacing.y : 0.0f;
   const float room = ImGui::GetContentRegionAvail().y - below - style.ItemSpacing.y - style.FramePadding.y * 2;
   const bool roomy = room - hint_h >= line_h * 3.6f;
   // A refused text's field gives its second line to the note where the room is short (a click
@@ -616,83 +721,15 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   // its room the next tokens' (the model panel's note, wrapped, took five lines at 1280 × 720 and
   // 200 %, and left none of them above the fold).
   const bool field = tokenizer || roomy;
-  const float field_lines = roomy ? 3.6f : held ? 1.0f : 2.0f;
-  const float field_h = line_h * field_lines + style.FramePadding.y * 2;
-  const char* hint = editing_ ? "Enter applies · Ctrl+Enter: a new line" : "click the text to edit it";
-  bool apply = false;
-  if (field && editing_ && tokenizer) {
-    const bool focusing = focus_field_;
-    if (focus_field_) ImGui::SetKeyboardFocusHere(), focus_field_ = false;
-    // Enter applies the field's text even unedited (a restored or refused one, as it was).
-    const bool entered = ImGui::InputTextMultiline("##text", &text_, ImVec2(-1, field_h),
-                                                   ImGuiInputTextFlags_CtrlEnterForNewLine |
-                                                       ImGuiInputTextFlags_EnterReturnsTrue);
-    apply = entered || ImGui::IsItemDeactivatedAfterEdit();
-    if (!focusing && !ImGui::IsItemActive()) editing_ = false;
-    layout().widget("model_text");
-  } else if (field) {  // the text wrapped in the field's frame; a click edits it
-    editing_ = false;
-    ImGui::PushStyleColor(ImGuiCol_ChildBg, ImGui::GetStyleColorVec4(ImGuiCol_FrameBg));
-    ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImGui::GetStyle().FramePadding);
-    ImGui::BeginChild("##text_shown", ImVec2(-1, field_h), false, ImGuiWindowFlags_AlwaysUseWindowPadding);
-    ImGui::PushTextWrapPos(0);
-    // An emoji as "U+1F467", as the tokens draw it: ImGui's font has 16-bit characters only, and
-    // "I love pizza ??" looked as if the text had been damaged (while typing ImGui shows "?").
-    const std::string drawn = beyondBmpSpelled(text_);
-    if (text_.empty())
-      ImGui::TextDisabled(tokenizer ? "type a text…" : "token ids");
-    else if (field_lines < 2)  // one line: cut with "…", not a wrapped second line half in the frame
-      ImGui::TextUnformatted(fitText(drawn.substr(0, drawn.find('\n')), ImGui::GetContentRegionAvail().x).c_str());
-    else
-      ImGui::TextUnformatted(drawn.c_str());
-    layout().rect("model_text_content", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());  // tests: wrapped
-    layout().state()["model_field"] = text_;
-    ImGui::PopTextWrapPos();
-    if (tokenizer && ImGui::IsWindowHovered()) {
-      ImGui::SetMouseCursor(ImGuiMouseCursor_TextInput);
-      if (ImGui::IsMouseClicked(ImGuiMouseButton_Left)) editing_ = focus_field_ = true;
-    }
-    ImGui::EndChild();
-    ImGui::PopStyleVar();
-    ImGui::PopStyleColor();
-    layout().widget("model_text");
-  }
-  if (field && ImGui::IsItemHovered() && (!roomy || !tokenizer))
-    ImGui::SetTooltip("%s", tokenizer ? hint
-                                      : "Token ids: without a tokenizer beside the model the text command gives "
-                                        "them (a --commands file, or attnscope.command in a notebook)");
-  if (apply && text_ != session_text) {
-    ctx.commands.push("text", {{"value", typedText(text_, session.text())}});
-    sent_at_ = ImGui::GetFrameCount();
-  }
-  ImGui::PushFont(fonts().small);
-  if (held) {  // in the toast's colour
-    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(theme().selection));
-    ImGui::TextWrapped("%s", refusal.c_str());
-    ImGui::PopStyleColor();
-    if (ImGui::IsItemHovered())
-      ImGui::SetTooltip(refused ? "The views show the text before it; the toast said why"
-                                : "Typed in the last session, which ended before it was applied: the views show the "
-                                  "text before it");
-    if (refused) layout().state()["model_text_refusal"] = refused_why_;
-    if (!keep_label.empty()) {
-      if (ImGui::SmallButton(keep_label.c_str())) {
-        ctx.commands.push("text", {{"ids", refused_head_}});
-        sent_at_ = ImGui::GetFrameCount();
-      }
-      layout().widget("model_text_keep_head");
-      if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("The model reads %zu tokens: the text up to there, the rest left out", refused_head_.size());
-      if (!keep_own_line) ImGui::SameLine();
-    }
-    if (ImGui::SmallButton(back_label.c_str())) text_ = session_text;
-    if (ImGui::IsItemHovered() && back_label != kBackToText)
-      ImGui::SetTooltip("Back to the text shown: the field gives up the text not applied");
-    layout().widget("model_text_restore");
+  const float field_lines = roomy ? 3.6f : held.held ? 1.0f : 2.0f;
+  if (field) textField(ctx, field_lines, !roomy || !tokenizer);
+  if (held.held) {
+    drawHeld(ctx, held);
   } else if (tokenizer && roomy) {  // without one the field shows ids, and the model panel's note says why
     // What the chips' and the next tokens' "Ġ" and "Ċ" are, each where the line has room for it
     // (else their tooltips say it).
-    std::string line = hint;
+    ImGui::PushFont(fonts().small);
+    std::string line = fieldHint();
     nlohmann::json said = nlohmann::json::array();
     for (const ByteMark& m : kByteMarks) {
       const auto in = [&](const std::string& t) { return spells(t, m); };
@@ -706,8 +743,8 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
     }
     ImGui::TextDisabled("%s", line.c_str());
     layout().state()["model_marks_said"] = said;
+    ImGui::PopFont();
   }
-  ImGui::PopFont();
   // Without a tokenizer there is no <|endoftext|> to start with: no checkbox (the model panel's note
   // says there is no tokenizer).
   if (tokenizer) {
@@ -726,7 +763,7 @@ void ModelTextPanel::drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size) 
   // The tokens as GPT-2 spells them (Ġ: a space before the word); a click selects one.
   tokenChips(ctx, chipsAboveNextTokens(session, heading_h));
   ImGui::Separator();
-  nextTokens(ctx, held);
+  nextTokens(ctx, held.held);
   held_ = tokenizer && text_ != session_text;
   ImGui::End();
 }
@@ -739,11 +776,38 @@ void ModelTextPanel::drawBeside(const PanelContext& ctx, ImVec2 size) {
                  ImVec2(ImGui::GetWindowPos().x + size.x, ImGui::GetWindowPos().y + size.y));
   if (session.isRun()) {
     runText(ctx);
-  } else {  // the text as its tokens (the field is the Text panel's: F10 brings it back)
+  } else {
     mirror(ctx);
-    tokenChips(ctx, chipsAboveNextTokens(session, nextHeading(session, ctx.view.token).height));
+    // The field above the tokens, where the column keeps a row of them and kNextRowsKept next
+    // tokens below it: two lines where a second row of tokens fits too, else one (cut with "…";
+    // a click edits it). A lecturer had to leave the presentation (F10) to type a new sentence.
+    // Where even one line does not fit (1280 × 720 at 250 %) the Text panel has it: F10.
+    const Held held = heldText(session);
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float heading_h = nextHeading(session, ctx.view.token).height;
+    const float kept = chipPitch() + style.ItemSpacing.y + nextTokensHeight(kNextRowsKept, heading_h);
+    const float spare = ImGui::GetContentRegionAvail().y - kept - 2 * style.FramePadding.y - style.ItemSpacing.y -
+                        (held.held ? held.height : 0.0f);
+    // As many lines as the text takes wrapped, up to four (a longer one scrolls).
+    const float line_h = ImGui::GetTextLineHeight();
+    const float wrap_w = ImGui::GetContentRegionAvail().x - 2 * style.FramePadding.x;
+    const float wrapped = ImGui::CalcTextSize(beyondBmpSpelled(text_).c_str(), nullptr, false, wrap_w).y;
+    float lines = 0;
+    if (session.model()->tokenizer != nullptr)
+      for (int n = held.held ? 1 : std::clamp(static_cast<int>(std::ceil(wrapped / line_h - 0.01f)), 1, 4); n > 0; --n)
+        if (spare >= static_cast<float>(n) * line_h + (n > 1 ? chipPitch() : 0.0f)) {
+          lines = static_cast<float>(n);
+          break;
+        }
+    layout().state()["layers_beside_field_lines"] = lines;
+    if (lines > 0) {
+      textField(ctx, lines, true);
+      if (held.held) drawHeld(ctx, held);
+    }
+    tokenChips(ctx, chipsAboveNextTokens(session, heading_h));
     ImGui::Separator();
-    nextTokens(ctx, holdsText(session), true);
+    nextTokens(ctx, held.held, lines == 0);
+    held_ = session.model()->tokenizer != nullptr && text_ != fieldText(session.text());
   }
   ImGui::EndChild();
 }
@@ -767,7 +831,7 @@ void ModelTextPanel::runText(const PanelContext& ctx) {
 }
 
 // Transformer Explainer's view: the most likely next tokens at the selected position.
-void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held, bool beside) {
+void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held, bool field_hidden) {
   const ModelSession& session = *ctx.model;
   const Snapshot* s = ctx.snapshot.get();
   const int position = ctx.view.token;
@@ -808,7 +872,7 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held, bool beside)
   }
   const bool last = position == session.tokenCount() - 1;
   const bool room = session.tokenCount() < session.maxTokens(), can_append = room && !held;
-  const char* why_not = held && beside
+  const char* why_not = held && field_hidden
                             ? "The Text panel holds a text not applied (F10 shows it): apply it, or go Back to the "
                               "text shown, to append"
                         : held

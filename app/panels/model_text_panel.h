@@ -22,8 +22,9 @@ class ModelTextPanel {
   // the next tokens were below the fold).
   void drawModel(const PanelContext& ctx, ImVec2 pos, ImVec2 size, bool compact = false);
   void drawText(const PanelContext& ctx, ImVec2 pos, ImVec2 size);
-  // The Text panel hidden (presentation, F10): its tokens and next tokens in a column `size` of the
-  // Layers tab, beside the grid (LayersView::draw). Not with given maps: no next tokens.
+  // The Text panel hidden (presentation, F10): its field (where it fits), tokens and next tokens in
+  // a column `size` of the Layers tab, beside the grid (LayersView::draw). Not with given maps: no
+  // next tokens.
   void drawBeside(const PanelContext& ctx, ImVec2 size);
   void reset() { mirrored_version_ = ~std::uint64_t{0}; }
   // The field's text typed and not applied ("" when it shows the model's text), as of the last
@@ -39,10 +40,21 @@ class ModelTextPanel {
   void runText(const PanelContext& ctx);                   // a training run's: its probe, the next tokens
   // held: the field holds a text the model refused, which appending would replace: no appending
   // till it is fixed or given up (Back to the text shown).
-  // beside: in the column beside the Layers grid, the field not shown.
-  void nextTokens(const PanelContext& ctx, bool held = false, bool beside = false);
+  // field_hidden: in the column beside the Layers grid, without the field (no room for it).
+  void nextTokens(const PanelContext& ctx, bool held = false, bool field_hidden = false);
   void mirror(const PanelContext& ctx);               // the field follows the model's text
   bool holdsText(const ModelSession& session) const;  // the field holds a text not the model's
+  struct Held {  // heldText: the field's text not the model's, and what is said under the field
+    bool held = false, refused = false;
+    std::string note;                    // why it is not the model's
+    std::string keep_label, back_label;  // keep: a too long text's head ("" for none)
+    bool keep_own_line = false;          // keep above back, not beside it
+    float height = 0;                    // the note's and the buttons' rows
+  };
+  Held heldText(const ModelSession& session);
+  void drawHeld(const PanelContext& ctx, const Held& held);
+  void textField(const PanelContext& ctx, float lines, bool hint_as_tooltip);
+  const char* fieldHint() const;
 
   float model_h_ = 0, model_compact_h_ = 0;
   std::string text_;                                    // the field, as typed

@@ -118,6 +118,21 @@ def torch_next(model, ids, temperature, k=10):
     return top.indices.tolist(), top.values.tolist(), int(np.argmax(logits[-1]))
 
 
+def into_field(a, text=None):
+    """An `App.until` action: a click on the model's text (the field where it is drawn), all of it
+    selected, `text` typed over it (None: the clipboard pasted), then Enter."""
+    def act(attempt):
+        a.click("model_text")
+        time.sleep(0.2 * attempt)  # the field takes the keyboard in the frame after the click
+        a.key("ctrl+a")
+        if text is None:
+            a.key("ctrl+v")
+        else:
+            a.type(text)
+        a.key("Return")
+    return act
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="attnscope-model-view-")
     try:
@@ -820,6 +835,16 @@ def checks(tmp):
                         f"{size} {pct} %: {k} {r} not whole in the column beside the grid {beside}"
                 last = st["model"]["tokens"][-1]
                 assert f"“{last}”" in st["model_next_heading"], (st["model_next_heading"], last)
+                # The text's field above the tokens where the column keeps them and three next
+                # tokens (not at 250 % on 1280 × 720: F10 shows the Text panel's).
+                lines = st["layers_beside_field_lines"]
+                assert (lines == 0) == (pct == 250), f"{size} {pct} %: the field beside the grid has {lines} lines"
+                if lines:
+                    r = w["model_text"]
+                    assert beside["x"] - 0.5 <= r["x"] and r["x"] + r["w"] <= beside["x"] + beside["w"] + 0.5 and \
+                        beside["y"] - 0.5 <= r["y"] and r["y"] + r["h"] <= w["model_tokens"]["y"] + 0.5, \
+                        f"{size} {pct} %: the field {r} not above the tokens in the column {beside}"
+                    assert st["model_field"] == "hello world hello world", st["model_field"]
             # A grid its width bounds (2 layers of 6 heads) gives the column its least width, the
             # thumbnails keeping three quarters of their side or 64 px (there had been no column, and
             # 290 px blank under the grid).
@@ -1666,13 +1691,7 @@ def checks(tmp):
                 a.find_window()
                 typed = "hello world hello world hello world hello world hello world hello world"
 
-                def act(attempt):
-                    a.click("model_text")
-                    time.sleep(0.2 * attempt)  # the field takes the keyboard in the frame after the click
-                    a.key("ctrl+a")
-                    a.type(typed)
-                    a.key("Return")
-                d = a.until(act, "the typed text read by the model",
+                d = a.until(into_field(a, typed), "the typed text read by the model",
                             lambda d: d["state"].get("model", {}).get("text") == typed, again=lambda: a.key("Escape"))
                 assert len(d["state"]["model"]["ids"]) >= 12, d["state"]["model"]
                 d = a.settled("the text shown wrapped again", lambda d: "model_text_content" in d["widgets"])
@@ -1696,12 +1715,7 @@ def checks(tmp):
                 shown_text, ids = d["state"]["model"]["text"], d["state"]["model"]["ids"]
                 long_text = "hello world " * 40
 
-                def paste(attempt):
-                    a.click("model_text")
-                    time.sleep(0.2 * attempt)
-                    a.key("ctrl+a")
-                    a.key("ctrl+v")
-                    a.key("Return")
+                paste = into_field(a)
                 with Clipboard(display.name, long_text):
                     d = a.until(paste, "the long text refused",
                                 lambda d: d["state"].get("model_text_refused") and "model_text_restore" in d["widgets"],
@@ -1749,6 +1763,50 @@ def checks(tmp):
                 assert d["state"]["model_field"] == m["text"], (d["state"]["model_field"][:40], m["text"][:40])
                 print(f"  pasted again, 'Keep the first 63 tokens': the model reads {m['text'][:24]!r}… "
                       f"({len(m['text'])} characters, 64 tokens with <|endoftext|>)")
+
+        def typing_while_presenting():
+            # Presented (F10), the column beside the grid has the text's field: a lecturer had to
+            # leave the presentation to type a new sentence. A click, typing and Enter give the model
+            # the text; a refused one is held there with its note and "Back", as in the Text panel.
+            commands = os.path.join(tmp, "presenting.json")
+            with open(commands, "w") as f:
+                json.dump([{"do": "text", "value": "hello world"},
+                           {"do": "view", "field": "presentation", "value": True}], f)
+            with App(app, display.name, ["--model", folder, "--size", "1280x720", "--text-size", "150",
+                                         "--commands", commands]) as a:
+                d = a.settled("the field beside the grid",
+                              lambda d: d["state"].get("layers_text_beside") and "model_text" in d["widgets"] and
+                              d["state"].get("model", {}).get("text") == "hello world")
+                a.find_window()
+                typed = "world hello world hello"
+
+                d = a.until(into_field(a, typed), "the text typed beside the grid read by the model",
+                            lambda d: d["state"].get("model", {}).get("text") == typed, again=lambda: a.key("Escape"))
+                assert d["state"]["layers_text_beside"] is True and "inputs" not in d["panels"], \
+                    "typing left the presentation"
+                d = a.settled("the next tokens after the typed text",
+                              lambda d: f"“{d['state']['model']['tokens'][-1]}”" in d["state"].get("model_next_heading", ""))
+                print(f"  typed beside the grid: the model reads {typed!r} "
+                      f"({len(d['state']['model']['ids'])} tokens), still presented")
+
+                paste = into_field(a)
+                long_text = "hello world " * 40
+                with Clipboard(display.name, long_text):
+                    d = a.until(paste, "the long text refused beside the grid",
+                                lambda d: d["state"].get("model_text_refused") and "model_text_restore" in d["widgets"],
+                                again=lambda: a.key("Escape"))
+                beside = d["panels"]["layers_beside"]
+                for k in ("model_text", "model_text_restore", "model_append", "model_next_0"):
+                    r = d["widgets"][k]
+                    assert r["y"] + r["h"] <= beside["y"] + beside["h"] + 0.5 and \
+                        r["x"] + r["w"] <= beside["x"] + beside["w"] + 0.5, f"{k} {r} not in the column {beside}"
+                assert d["state"]["model"]["text"] == typed and d["state"]["model_append_enabled"] is False, \
+                    (d["state"]["model"]["text"], d["state"]["model_append_enabled"])
+                d = a.until(lambda _: a.click("model_text_restore"), "the text shown back in the column's field",
+                            lambda d: d["state"]["model_field"] == typed and not d["state"]["model_text_refused"])
+                assert d["state"]["model_append_enabled"] is True, "Append still off with the text shown back"
+                print(f"  {len(long_text)} characters pasted beside the grid: refused and held there, said so; "
+                      "Back gave the field the model's text")
 
         def typed_text_survives_a_kill():
             # Text typed into the field and not applied (no Enter) is the user's work: the autosave
@@ -1812,6 +1870,7 @@ def checks(tmp):
 
         return run_checks([("the layer and the next tokens are torch's", layer_and_next_tokens),
                            ("a click on the wrapped text, then typing", type_a_text),
+                           ("typing while presenting", typing_while_presenting),
                            ("text typed and not applied survives a kill", typed_text_survives_a_kill),
                            ("a NUL in the text is shown and kept", a_nul_in_the_text),
                            ("a token label with ## is drawn; Ġ said", hashes_drawn),
