@@ -71,8 +71,8 @@ void InputsPanel::toolbar(const PanelContext& ctx) {
   const float avail = ImGui::GetContentRegionAvail().x;
   const float field_w = avail - buttonWidth("make tokens") - ImGui::GetStyle().ItemSpacing.x;
   ImGui::SetNextItemWidth(field_w >= avail * 0.5f ? field_w : avail);
-  const bool enter = ImGui::InputTextWithHint("##sentence", "type a sentence…", &sentence_,
-                                              ImGuiInputTextFlags_EnterReturnsTrue);
+  const bool enter = inputTextKept("##sentence", "type a sentence…", &sentence_, sentence_field_,
+                                   ImGuiInputTextFlags_EnterReturnsTrue);
   layout().widget("sentence");
   layout().state()["sentence"] = sentence_;
   if (field_w >= avail * 0.5f) ImGui::SameLine();

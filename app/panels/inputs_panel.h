@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "panels/panel.h"
+#include "widgets/kept_text.h"
 
 namespace attnscope {
 
@@ -33,6 +34,7 @@ class InputsPanel {
   // sentence: GPT-2's t1 … t1024), and follows them when they change, unless it holds words the
   // user typed and has not made into tokens yet (those stay until "make tokens" or another workspace).
   std::string sentence_;
+  KeptField sentence_field_;                            // … as ImGui edits it (an emoji kept)
   std::string mirrored_;                                // what the field last showed of the tokens
   std::vector<std::string> mirrored_tokens_;            // the tokens it showed
   std::uint64_t mirrored_version_ = ~std::uint64_t{0};  // the document version last looked at

@@ -340,10 +340,10 @@ void LearnView::form(const PanelContext& ctx, bool running) {
     }
     std::string text = form_.value("text", std::string());
     ImGui::SetNextItemWidth(-1);
-    if (ImGui::InputTextWithHint("##text",
-                                 gpt2 ? "the text to learn (at least seq_len + 2 GPT-2 tokens)"
-                                      : "the text to learn (at least seq_len + 2 characters)",
-                                 &text))
+    if (inputTextKept("##text",
+                      gpt2 ? "the text to learn (at least seq_len + 2 GPT-2 tokens)"
+                           : "the text to learn (at least seq_len + 2 characters)",
+                      &text, text_field_))
       form_["text"] = text;
   }
   if (!form_error_.empty()) {

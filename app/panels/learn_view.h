@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "panels/panel.h"
+#include "widgets/kept_text.h"
 
 namespace attnscope {
 
@@ -35,6 +36,7 @@ class LearnView {
 
   nlohmann::json form_ = {{"task", "induction"}};  // the task being set up (the run's own is the session's)
   std::string form_error_;                         // why it would be refused, as parseTrainTask says
+  KeptField text_field_;                           // the text's field as ImGui edits it (an emoji kept)
   nlohmann::json parsed_form_, parsed_shown_;      // the form last read, and the task it read as (every field)
   bool form_open_ = false;                         // "New run…" unfolded while a run goes on
   float form_h_ = 0;                               // … the height it took last frame (0: not drawn yet)

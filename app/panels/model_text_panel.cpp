@@ -120,12 +120,12 @@ float chipPitch() { return fonts().small->FontSize + 2 * chipPadY() + ImGui::Get
 float chipPadY() { return std::round(fonts().small->FontSize * 0.08f); }
 
 // The rows the chips of `tokens` take in a list as wide as the window's content, placed as
-// tokenChips places them without a scrollbar: a list given that many rows has none (with one
-// counted, three rows of chips had been given four, a row blank above the next tokens); one that
-// needs more rows than it is given scrolls anyway.
+// tokenChips places them (with room for its scrollbar: counted without it, a text whose rows end
+// within a scrollbar's width of the edge was given a row too few, and a scrollbar once shown stayed,
+// the first row scrolled out of view; so a row may be left blank).
 int chipRows(const std::vector<std::string>& tokens, int listed) {
   const ImGuiStyle& style = ImGui::GetStyle();
-  const float width = ImGui::GetContentRegionAvail().x;
+  const float width = ImGui::GetContentRegionAvail().x - style.ScrollbarSize;
   const float size = fonts().small->FontSize;
   std::vector<float> widths;
   for (int t = 0; t < listed; ++t)
@@ -346,7 +346,7 @@ void ModelTextPanel::tokenChips(const PanelContext& ctx, float chips_h) {
       layout().widget("model_token_selected");  // tests: within model_tokens
     }
     if (t < 8) layout().widget("model_token_" + std::to_string(t));
-    if (ImGui::IsItemHovered())
+    if (ImGui::IsItemHovered() && tooltipWanted())
       ImGui::SetTooltip("token %d: %s (id %d)%s%s", t + 1, label.c_str(), session.ids()[static_cast<std::size_t>(t)],
                         readingSaid(*session.model(), session.ids()[static_cast<std::size_t>(t)]).c_str(),
                         marksSaid(label).c_str());
@@ -597,8 +597,10 @@ const char* ModelTextPanel::fieldHint() const {
 // The field, `lines` of the font tall: the text wrapped in its frame, as a projector needs it
 // (ImGui's multiline field does not wrap), and a click makes it the field to type in, which goes
 // back to the wrapped text when it loses the focus; Enter applies it. `hint_as_tooltip`: no room
-// for fieldHint under it. Without a tokenizer it shows the ids the text command takes.
-void ModelTextPanel::textField(const PanelContext& ctx, float lines, bool hint_as_tooltip) {
+// for fieldHint under it. `whole_lines`: a text longer than the field shows whole lines only (else
+// part of the next one, in the frame's padding). Without a tokenizer it shows the ids the text
+// command takes.
+void ModelTextPanel::textField(const PanelContext& ctx, float lines, bool hint_as_tooltip, bool whole_lines) {
   const ModelSession& session = *ctx.model;
   const bool tokenizer = session.model()->tokenizer != nullptr;
   const float field_h = ImGui::GetTextLineHeight() * lines + ImGui::GetStyle().FramePadding.y * 2;
@@ -607,9 +609,9 @@ void ModelTextPanel::textField(const PanelContext& ctx, float lines, bool hint_a
     const bool focusing = focus_field_;
     if (focus_field_) ImGui::SetKeyboardFocusHere(), focus_field_ = false;
     // Enter applies the field's text even unedited (a restored or refused one, as it was).
-    const bool entered = ImGui::InputTextMultiline("##text", &text_, ImVec2(-1, field_h),
-                                                   ImGuiInputTextFlags_CtrlEnterForNewLine |
-                                                       ImGuiInputTextFlags_EnterReturnsTrue);
+    const bool entered = inputTextMultilineKept("##text", &text_, field_, ImVec2(-1, field_h),
+                                                ImGuiInputTextFlags_CtrlEnterForNewLine |
+                                                    ImGuiInputTextFlags_EnterReturnsTrue);
     apply = entered || ImGui::IsItemDeactivatedAfterEdit();
     if (!focusing && !ImGui::IsItemActive()) editing_ = false;
     layout().widget("model_text");
@@ -626,14 +628,18 @@ void ModelTextPanel::textField(const PanelContext& ctx, float lines, bool hint_a
       ImGui::TextDisabled(tokenizer ? "type a text…" : "token ids");
     else if (lines < 2)  // one line: cut with "…", not a wrapped second line half in the frame
       ImGui::TextUnformatted(fitText(drawn.substr(0, drawn.find('\n')), ImGui::GetContentRegionAvail().x).c_str());
-    else if (lines != std::floor(lines))  // the Text panel's: the part of a line says there is more
+    else if (!whole_lines)  // the Text panel's: the part of a line in the padding says there is more
       ImGui::TextUnformatted(drawn.c_str());
-    else {  // whole lines, no half of one in the frame's padding (the scrollbar says there is more)
+    else {  // whole lines, no part of one in the frame's padding (its scrollbar says there is more)
+      const float line_h = ImGui::GetTextLineHeight(), pad = ImGui::GetStyle().WindowPadding.y;
       const ImVec2 top = ImGui::GetWindowPos();
-      const float bottom = top.y + ImGui::GetStyle().WindowPadding.y + lines * ImGui::GetTextLineHeight();
-      ImGui::PushClipRect(top, ImVec2(top.x + ImGui::GetWindowWidth(), bottom), true);
+      ImGui::PushClipRect(ImVec2(top.x, top.y + pad),
+                          ImVec2(top.x + ImGui::GetWindowWidth(), top.y + pad + lines * line_h), true);
       ImGui::TextUnformatted(drawn.c_str());
       ImGui::PopClipRect();
+      // A wheel's step is not a line's: scrolled to the nearest whole line.
+      if (const float scroll = ImGui::GetScrollY(), at = std::round(scroll / line_h) * line_h; at != scroll)
+        ImGui::SetScrollY(std::min(at, ImGui::GetScrollMaxY()));
     }
     layout().rect("model_text_content", ImGui::GetItemRectMin(), ImGui::GetItemRectMax());  // tests: wrapped
     layout().state()["model_field"] = text_;
@@ -647,7 +653,7 @@ void ModelTextPanel::textField(const PanelContext& ctx, float lines, bool hint_a
     ImGui::PopStyleColor();
     layout().widget("model_text");
   }
-  if (hint_as_tooltip && ImGui::IsItemHovered())
+  if (hint_as_tooltip && ImGui::IsItemHovered() && tooltipWanted())
     ImGui::SetTooltip("%s", tokenizer ? fieldHint()
                                       : "Token ids: without a tokenizer beside the model the text command gives "
                                         "them (a --commands file, or attnscope.command in a notebook)");
@@ -779,30 +785,37 @@ void ModelTextPanel::drawBeside(const PanelContext& ctx, ImVec2 size) {
   } else {
     mirror(ctx);
     // The field above the tokens, where the column keeps a row of them and kNextRowsKept next
-    // tokens below it: two lines where a second row of tokens fits too, else one (cut with "…";
-    // a click edits it). A lecturer had to leave the presentation (F10) to type a new sentence.
-    // Where even one line does not fit (1280 × 720 at 250 %) the Text panel has it: F10.
+    // tokens below it: as many lines as the text takes wrapped, up to four, where a second row of
+    // tokens fits too, else one (cut with "…"; a click edits it). A lecturer had to leave the
+    // presentation (F10) to type a new sentence. Where even one line does not fit (1280 × 720 at
+    // 250 %) the Text panel has it: F10.
     const Held held = heldText(session);
     const ImGuiStyle& style = ImGui::GetStyle();
     const float heading_h = nextHeading(session, ctx.view.token).height;
     const float kept = chipPitch() + style.ItemSpacing.y + nextTokensHeight(kNextRowsKept, heading_h);
     const float spare = ImGui::GetContentRegionAvail().y - kept - 2 * style.FramePadding.y - style.ItemSpacing.y -
                         (held.held ? held.height : 0.0f);
-    // As many lines as the text takes wrapped, up to four (a longer one scrolls).
+    // (Being edited, as many as when the edit began: ImGui's field does not wrap, and a long line
+    // typed had grown it to four lines, three of them blank.)
     const float line_h = ImGui::GetTextLineHeight();
     const float wrap_w = ImGui::GetContentRegionAvail().x - 2 * style.FramePadding.x;
-    const float wrapped = ImGui::CalcTextSize(beyondBmpSpelled(text_).c_str(), nullptr, false, wrap_w).y;
+    if (!editing_) {
+      const float wrapped = ImGui::CalcTextSize(beyondBmpSpelled(text_).c_str(), nullptr, false, wrap_w).y;
+      beside_lines_ = std::clamp(static_cast<int>(std::ceil(wrapped / line_h - 0.01f)), 1, 4);
+    }
     float lines = 0;
     if (session.model()->tokenizer != nullptr)
-      for (int n = held.held ? 1 : std::clamp(static_cast<int>(std::ceil(wrapped / line_h - 0.01f)), 1, 4); n > 0; --n)
+      for (int n = held.held ? 1 : beside_lines_; n > 0; --n)
         if (spare >= static_cast<float>(n) * line_h + (n > 1 ? chipPitch() : 0.0f)) {
           lines = static_cast<float>(n);
           break;
         }
     layout().state()["layers_beside_field_lines"] = lines;
     if (lines > 0) {
-      textField(ctx, lines, true);
+      textField(ctx, lines, true, true);
       if (held.held) drawHeld(ctx, held);
+    } else {  // no field here: none being edited (the Text panel's would take the keyboard when it comes back)
+      editing_ = focus_field_ = false;
     }
     tokenChips(ctx, chipsAboveNextTokens(session, heading_h));
     ImGui::Separator();
@@ -872,9 +885,12 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held, bool field_h
   }
   const bool last = position == session.tokenCount() - 1;
   const bool room = session.tokenCount() < session.maxTokens(), can_append = room && !held;
-  const char* why_not = held && field_hidden
+  const char* why_not = held && field_hidden && ctx.view.presentation
                             ? "The Text panel holds a text not applied (F10 shows it): apply it, or go Back to the "
                               "text shown, to append"
+                        : held && field_hidden
+                            ? "The Text panel holds a text not applied (View › Inputs panel shows it): apply it, or "
+                              "go Back to the text shown, to append"
                         : held
                             ? "The text in the field was not applied: fix it, or go Back to the text shown, to append"
                         : !room ? "The text is as long as the model's context"
@@ -905,7 +921,7 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held, bool field_h
                           ImGui::GetContentRegionAvail().x, ImGui::GetStyle().FramePadding.x * 2);
   // A tokenButton: a token's "##" would end an ImGui button's text.
   if (tokenButton(append, false, can_append, ImGui::GetContentRegionAvail().x, true)) ctx.commands.push("append_token");
-  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+  if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled) && (why_not != nullptr || tooltipWanted()))
     ImGui::SetTooltip("%s", why_not ? why_not
                             : last
                                 ? "Appends the most likely token after the last one: grow the text a token at a time"
@@ -942,7 +958,7 @@ void ModelTextPanel::nextTokens(const PanelContext& ctx, bool held, bool field_h
     if (tokenButton(label, false, last && can_append, token_w)) ctx.commands.push("append_token", {{"id", t.id}});
     float row_bottom = ImGui::GetItemRectMax().y;
     if (i < kNextRowsKept) layout().widget("model_next_" + std::to_string(i));
-    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) {
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled) && (!(last && can_append) || tooltipWanted())) {
       // Why a row takes no click, where it does not (a lecturer clicked one after token 3 and
       // nothing happened): the text grows at its end only.
       const std::string click = last && can_append ? " · click: append it to the text"

@@ -12,6 +12,7 @@
 
 #include "lm/model_pass.h"
 #include "panels/panel.h"
+#include "widgets/kept_text.h"
 
 namespace attnscope {
 
@@ -53,11 +54,12 @@ class ModelTextPanel {
   };
   Held heldText(const ModelSession& session);
   void drawHeld(const PanelContext& ctx, const Held& held);
-  void textField(const PanelContext& ctx, float lines, bool hint_as_tooltip);
+  void textField(const PanelContext& ctx, float lines, bool hint_as_tooltip, bool whole_lines = false);
   const char* fieldHint() const;
 
   float model_h_ = 0, model_compact_h_ = 0;
   std::string text_;                                    // the field, as typed
+  KeptField field_;                                     // … as ImGui edits it (an emoji kept)
   std::uint64_t mirrored_version_ = ~std::uint64_t{0};  // the session version the field shows
   // The text is shown wrapped, as a projector needs it (ImGui's multiline field does not wrap);
   // a click makes it the field, which goes back to the wrapped text when it loses the focus.
@@ -72,6 +74,7 @@ class ModelTextPanel {
   std::vector<int> refused_head_;  // a too long text's first tokens the model reads (ModelSession::textHead)
   bool focus_field_ = false;  // the field takes the keyboard in the frame after the click
   bool held_ = false;         // the field holds a text that is not the model's (draft)
+  int beside_lines_ = 1;      // the lines the text takes wrapped in the column beside the grid
   inline static const std::string kNone;
   // The opening (ModelSession::lineage) and the model's text the field last followed: a new opening
   // takes the text a restored session had typed and not applied (PanelContext::model_draft), a new

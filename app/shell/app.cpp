@@ -24,7 +24,10 @@ App::App(Document document, ViewState view, bool interactive, WindowHooks hooks)
   tab_views_ = {
       {"layers",
        [this](const PanelContext& ctx) {
-         layers_.draw(ctx, [this](const PanelContext& c, ImVec2 size) { model_text_.drawBeside(c, size); });
+         layers_.draw(ctx, [this](const PanelContext& c, ImVec2 size) {
+           model_text_.drawBeside(c, size);
+           ctl_.setModelDraft(c.model->lineage(), model_text_.draft());  // typed there: kept by the autosave too
+         });
        }},
       {"heatmaps", [this](const PanelContext& ctx) { heatmap_grid_.draw(ctx); }},
       {"pipeline", [this](const PanelContext& ctx) { pipeline_.draw(ctx); }},

@@ -138,6 +138,12 @@ void App::recordState() const {
   Workspace saved = ws;
   saved.view = savedView(v, ws.view);
   nlohmann::json& state = layout().state();
+  // The tooltips shown this frame, as panels "tooltip", "tooltip_1" … (tests: what they cover).
+  int tooltips = 0;
+  for (const ImGuiWindow* w : GImGui->Windows)
+    if (w->Active && (w->Flags & ImGuiWindowFlags_Tooltip) != 0)
+      layout().panel(tooltips++ == 0 ? "tooltip" : "tooltip_" + std::to_string(tooltips - 1), w->Pos,
+                     ImVec2(w->Pos.x + w->Size.x, w->Pos.y + w->Size.y));
   state.update(
       {{"variant", variantId(m.variant)},
        {"d_out", m.d_out},

@@ -15,6 +15,7 @@
 
 #include "state/ui_wake.h"
 #include "widgets/fonts.h"
+#include "widgets/kept_text.h"
 #include "widgets/theme.h"
 
 namespace attnscope {
@@ -133,6 +134,14 @@ std::string AppWindow::open(const AppOptions& options, float text_scale, bool li
   });
   ImGui_ImplGlfw_InitForOpenGL(window_, true);
   glfwSetKeyCallback(window_, onKeyForImGui);  // in front of ImGui's (which it calls)
+  // A typed character above U+FFFF (an emoji) goes into the field being edited as its stand-in
+  // (widgets/kept_text.h): ImGui's 16-bit characters would make it U+FFFD.
+  glfwSetCharCallback(window_, [](GLFWwindow* w, unsigned c) {
+    if (const unsigned stand_in = c > 0xFFFF ? typedStandIn(c) : 0; stand_in != 0)
+      ImGui::GetIO().AddInputCharacter(stand_in);
+    else
+      ImGui_ImplGlfw_CharCallback(w, c);
+  });
   // Tab cycles the heads (the binding table), never ImGui's focus: its tabbing walked from a typed
   // cell into the next cell's text field, which then kept the arrows and Tab.
   io.KeyMap[ImGuiKey_Tab] = -1;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "formats/utf8.h"
+#include "widgets/kept_text.h"
 
 namespace attnscope {
 
@@ -80,6 +81,10 @@ Fonts loadFonts(float scale) {
     config.SizePixels = 13.0f * scale;
     loaded.ui = loaded.small = io.Fonts->AddFontDefault(&config);
   }
+  // A field's stand-ins for the characters ImGui cannot hold (widgets/kept_text.h) as ▯, not "?".
+  io.Fonts->Build();
+  standInGlyphs(loaded.ui, 0x25AF);
+  if (loaded.small != loaded.ui) standInGlyphs(loaded.small, 0x25AF);
   return loaded;
 }
 

@@ -83,6 +83,12 @@ int wrappedRows(const std::vector<float>& widths, float width, float spacing) {
   return rows;
 }
 
+bool tooltipWanted() {
+  const ImGuiIO& io = ImGui::GetIO();
+  const float dx = io.MousePos.x - io.MouseClickedPos[0].x, dy = io.MousePos.y - io.MouseClickedPos[0].y;
+  return dx * dx + dy * dy > 16.0f;  // moved more than 4 px since
+}
+
 bool checkboxWrapped(const char* id, const char* label, bool* v) {
   ImGui::PushID(id);
   ImGui::BeginGroup();

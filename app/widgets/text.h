@@ -34,4 +34,10 @@ void textDisabledWrapped(const char* fmt, ...) IM_FMTARGS(1);
 // does; the two are one item (hover, tooltips, the layout dump). Returns whether *v changed.
 bool checkboxWrapped(const char* id, const char* label, bool* v);
 
+// Whether a hovered control's tooltip (what a click does) is wanted: not while the mouse rests
+// where it last clicked. A lecturer's click leaves the mouse there, and the tooltip covered what the
+// click changed (the field's hint over the tokens typed, Append's over the next tokens). A tooltip
+// that says why a control takes no click shows whatever the mouse did.
+bool tooltipWanted();
+
 }  // namespace attnscope

@@ -118,13 +118,23 @@ def torch_next(model, ids, temperature, k=10):
     return top.indices.tolist(), top.values.tolist(), int(np.argmax(logits[-1]))
 
 
-def into_field(a, text=None):
+def autosaved_draft(state):
+    """The text typed and not applied that the autosave in the state folder `state` keeps (None)."""
+    try:
+        with open(os.path.join(state, "attnscope", "autosave.json")) as f:
+            return json.load(f)["view"].get("trained_model", {}).get("draft")
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def into_field(a, text=None, where="ctrl+a"):
     """An `App.until` action: a click on the model's text (the field where it is drawn), all of it
-    selected, `text` typed over it (None: the clipboard pasted), then Enter."""
+    selected (`where`: or the key that goes where to type), `text` typed (None: the clipboard
+    pasted), then Enter."""
     def act(attempt):
         a.click("model_text")
         time.sleep(0.2 * attempt)  # the field takes the keyboard in the frame after the click
-        a.key("ctrl+a")
+        a.key(where)
         if text is None:
             a.key("ctrl+v")
         else:
@@ -1671,18 +1681,35 @@ def checks(tmp):
                     d = a.settled("the text", lambda d: d["state"].get("model", {}).get("text") == text)
                     assert d["state"]["model_field"] == shown, repr(d["state"]["model_field"])
                     a.find_window()
-
-                    def act(attempt):
-                        a.click("model_text")
-                        time.sleep(0.2 * attempt)
-                        a.key("ctrl+End")
-                        a.type("x")
-                        a.key("Return")
-                    d = a.until(act, "the edited text read by the model",
+                    d = a.until(into_field(a, "x", "ctrl+End"), "the edited text read by the model",
                                 lambda d: d["state"].get("model", {}).get("text") == text + "x",
                                 again=lambda: a.key("Escape"))
                     print(f"  {text!r} shown as {shown!r}; typing x at its end gives the model "
                           f"{d['state']['model']['text']!r}")
+
+        def emoji_kept():
+            # ImGui holds 16-bit characters: an emoji in the text, typed or pasted became U+FFFD at the
+            # first edit, and two NULs ended "… 🍕 … 🐶 says hello", which the model read. The field
+            # edits them as stand-ins and gives them back (widgets/kept_text.h).
+            start = "I love pizza \U0001F355 and my dog \U0001F436 says"
+            commands = os.path.join(tmp, "emoji.json")
+            with open(commands, "w") as f:
+                json.dump([{"do": "text", "value": start}], f)
+            with App(app, display.name, ["--model", folder, "--size", "1280x720", "--text-size", "150",
+                                         "--commands", commands]) as a:
+                a.settled("the text", lambda d: d["state"].get("model", {}).get("text") == start)
+                a.find_window()
+                typed = start + " hello \U0001F431"
+                d = a.until(into_field(a, " hello \U0001F431", "ctrl+End"), "an emoji typed after two in the text",
+                            lambda d: d["state"].get("model", {}).get("text", start) != start,
+                            again=lambda: a.key("Escape"))
+                assert d["state"]["model"]["text"] == typed, repr(d["state"]["model"]["text"])
+                pasted = typed + " \U0001F408 cat"
+                with Clipboard(display.name, " \U0001F408 cat"):
+                    d = a.until(into_field(a, None, "ctrl+End"), "an emoji pasted", lambda d: d["state"]["model"]["text"] != typed,
+                                again=lambda: a.key("Escape"))
+                assert d["state"]["model"]["text"] == pasted, repr(d["state"]["model"]["text"])
+                print(f"  typed and pasted beside two emoji: the model reads {d['state']['model']['text']!r}")
 
         def type_a_text():
             # The text is shown wrapped (a projector's view); a click makes it the field to type in.
@@ -1772,8 +1799,9 @@ def checks(tmp):
             with open(commands, "w") as f:
                 json.dump([{"do": "text", "value": "hello world"},
                            {"do": "view", "field": "presentation", "value": True}], f)
+            state = os.path.join(tmp, "presenting-state")
             with App(app, display.name, ["--model", folder, "--size", "1280x720", "--text-size", "150",
-                                         "--commands", commands]) as a:
+                                         "--commands", commands], state_dir=state) as a:
                 d = a.settled("the field beside the grid",
                               lambda d: d["state"].get("layers_text_beside") and "model_text" in d["widgets"] and
                               d["state"].get("model", {}).get("text") == "hello world")
@@ -1786,8 +1814,21 @@ def checks(tmp):
                     "typing left the presentation"
                 d = a.settled("the next tokens after the typed text",
                               lambda d: f"“{d['state']['model']['tokens'][-1]}”" in d["state"].get("model_next_heading", ""))
+                # The mouse left where it clicked shows no tooltip: the field's hint had covered the
+                # first row of tokens the audience was reading.
+                assert "tooltip" not in d["panels"], f"a tooltip over the column after typing: {d['panels']['tooltip']}"
                 print(f"  typed beside the grid: the model reads {typed!r} "
-                      f"({len(d['state']['model']['ids'])} tokens), still presented")
+                      f"({len(d['state']['model']['ids'])} tokens), still presented, no tooltip over it")
+                # Nor after Append (its tooltip had covered the next tokens); moved, the mouse has it.
+                n = len(d["state"]["model"]["ids"])
+                a.until(lambda _: a.click("model_append"), "a token appended beside the grid",
+                        lambda d: len(d["state"]["model"]["ids"]) == n + 1)
+                d = a.settled("the next tokens after the appended token", lambda d: "model_next_0" in d["widgets"])
+                assert "tooltip" not in d["panels"], f"a tooltip after Append: {d['panels']['tooltip']}"
+                r = d["widgets"]["model_append"]
+                a.move(r["x"] + r["w"] / 2 + 8, r["y"] + r["h"] / 2)
+                a.wait_for("Append's tooltip once the mouse moves", lambda d: "tooltip" in d["panels"])
+                typed = d["state"]["model"]["text"]
 
                 paste = into_field(a)
                 long_text = "hello world " * 40
@@ -1805,23 +1846,37 @@ def checks(tmp):
                 d = a.until(lambda _: a.click("model_text_restore"), "the text shown back in the column's field",
                             lambda d: d["state"]["model_field"] == typed and not d["state"]["model_text_refused"])
                 assert d["state"]["model_append_enabled"] is True, "Append still off with the text shown back"
+                # Typed there and not applied, the text is the user's work: the autosave keeps it (it
+                # had kept only what the Text panel held), and none once given up.
+                deadline = time.time() + 30
+                while autosaved_draft(state) is not None:
+                    assert time.time() < deadline, f"the autosave keeps a text given up: {autosaved_draft(state)!r}"
+                    time.sleep(0.2)
+
+                def type_only(attempt):
+                    a.click("model_text")
+                    time.sleep(0.2 * attempt)
+                    a.key("ctrl+a")
+                    a.type("hello hello")
+                a.until(type_only, "a text typed beside the grid, not applied",
+                        lambda d: d["state"].get("model_field") == "hello hello" or
+                        autosaved_draft(state) == "hello hello")
+                deadline = time.time() + 30
+                while autosaved_draft(state) != "hello hello":
+                    assert time.time() < deadline, f"the autosave lacks the text typed: {autosaved_draft(state)!r}"
+                    time.sleep(0.2)
                 print(f"  {len(long_text)} characters pasted beside the grid: refused and held there, said so; "
-                      "Back gave the field the model's text")
+                      "Back gave the field the model's text; a text typed there and not applied autosaved")
 
         def typed_text_survives_a_kill():
             # Text typed into the field and not applied (no Enter) is the user's work: the autosave
             # keeps it, and after a kill the next start shows it in the field, held and said so,
             # the model at its applied text; Enter then applies it as it is.
             state = os.path.join(tmp, "draft-state")
-            autosave = os.path.join(state, "attnscope", "autosave.json")
             typed = "hello hello world"
 
             def draft():
-                try:
-                    with open(autosave) as f:
-                        return json.load(f)["view"].get("trained_model", {}).get("draft")
-                except (OSError, ValueError, KeyError):
-                    return None
+                return autosaved_draft(state)
             with App(app, display.name, ["--model", folder, "--size", "1280x800"], state_dir=state) as a:
                 d = a.settled("the text shown", lambda d: "model_text" in d["widgets"] and "model" in d["state"])
                 applied = d["state"]["model"]["ids"]
@@ -1873,6 +1928,7 @@ def checks(tmp):
                            ("typing while presenting", typing_while_presenting),
                            ("text typed and not applied survives a kill", typed_text_survives_a_kill),
                            ("a NUL in the text is shown and kept", a_nul_in_the_text),
+                           ("an emoji typed, pasted or in the text is kept", emoji_kept),
                            ("a token label with ## is drawn; Ġ said", hashes_drawn),
                            ("a layer's maps fit a projector and say which", a_layers_maps_fit_and_say_which),
                            ("the next tokens in view on a projector", the_next_tokens_in_view_on_a_projector),
