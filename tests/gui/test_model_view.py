@@ -1699,10 +1699,13 @@ def checks(tmp):
                                          "--commands", commands]) as a:
                 a.settled("the text", lambda d: d["state"].get("model", {}).get("text") == start)
                 a.find_window()
-                typed = start + " hello \U0001F431"
-                d = a.until(into_field(a, " hello \U0001F431", "ctrl+End"), "an emoji typed after two in the text",
-                            lambda d: d["state"].get("model", {}).get("text", start) != start,
-                            again=lambda: a.key("Escape"))
+                a.until(into_field(a, " hello", "ctrl+End"), "a word typed after two emoji",
+                        lambda d: d["state"].get("model", {}).get("text", start) != start, again=lambda: a.key("Escape"))
+                # The emoji on its own: under load xdotool's remapped key for it can reach the window
+                # as nothing at all (no character event), the text then unchanged, and typed again.
+                typed = start + " hello\U0001F431"
+                d = a.until(into_field(a, "\U0001F431", "ctrl+End"), "an emoji typed after two in the text",
+                            lambda d: d["state"]["model"]["text"] != start + " hello", again=lambda: a.key("Escape"))
                 assert d["state"]["model"]["text"] == typed, repr(d["state"]["model"]["text"])
                 pasted = typed + " \U0001F408 cat"
                 with Clipboard(display.name, " \U0001F408 cat"):
