@@ -157,6 +157,7 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
   const ImGuiStyle& style = ImGui::GetStyle();  // the three small buttons, 2 px apart
   ImGui::TableSetupColumn("", 0, ImGui::CalcTextSize("↑↓×").x + 6 * style.FramePadding.x + 4);
   ImGui::TableHeadersRow();
+  name_fields_.resize(static_cast<std::size_t>(T));
   ImGuiListClipper clipper;
   clipper.Begin(T);
   while (clipper.Step()) {
@@ -177,7 +178,7 @@ void InputsPanel::table(const PanelContext& ctx, float height) {
       ImGui::TableNextColumn();
       std::string name = ws.tokens[i];
       ImGui::SetNextItemWidth(-1);
-      ImGui::InputText("##name", &name);
+      inputTextKept("##name", nullptr, &name, name_fields_[static_cast<std::size_t>(i)]);
       if (ImGui::IsItemDeactivatedAfterEdit()) cmd.push("rename_token", {{"index", i}, {"name", name}});
       if (i == 1) layout().widget("token_name_1");
       for (int c = 0; c < shown_cols; ++c) {

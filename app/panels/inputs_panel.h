@@ -35,6 +35,7 @@ class InputsPanel {
   // user typed and has not made into tokens yet (those stay until "make tokens" or another workspace).
   std::string sentence_;
   KeptField sentence_field_;                            // … as ImGui edits it (an emoji kept)
+  std::vector<KeptField> name_fields_;                  // the token names' fields, likewise
   std::string mirrored_;                                // what the field last showed of the tokens
   std::vector<std::string> mirrored_tokens_;            // the tokens it showed
   std::uint64_t mirrored_version_ = ~std::uint64_t{0};  // the document version last looked at

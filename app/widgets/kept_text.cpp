@@ -54,14 +54,17 @@ void clipboardRestored(void* user, const char* text) {
 // the field's stand-ins while it is the active one.
 template <class Call>
 bool keptEdit(const char* id, std::string* text, KeptField& f, Call call) {
-  if (!f.synced || *text != f.source) {  // a new text, or one changed from outside the field
+  ImGuiIO& io = ImGui::GetIO();
+  const bool active = ImGui::GetActiveID() == ImGui::GetID(id);
+  // A new text, or one changed from outside the field — not while it is edited: ImGui keeps its
+  // own copy then, and a caller that reads the text anew each frame (a token's name, renamed once
+  // the edit ends) would have cleared the stand-ins of what is being typed.
+  if (!f.synced || (*text != f.source && !active)) {
     f.stand_ins.clear();
     f.buffer = f.stand_ins.hide(*text);
     f.source = *text;
     f.synced = true;
   }
-  ImGuiIO& io = ImGui::GetIO();
-  const bool active = ImGui::GetActiveID() == ImGui::GetID(id);
   if (active) {
     edited = &f.stand_ins;
     window_get_clipboard = std::exchange(io.GetClipboardTextFn, clipboardHidden);
@@ -78,11 +81,9 @@ bool keptEdit(const char* id, std::string* text, KeptField& f, Call call) {
   } else if (edited == &f.stand_ins) {
     edited = nullptr;
   }
-  std::string restored = f.stand_ins.restore(f.buffer);
-  if (restored != f.source) {
-    *text = restored;
-    f.source = std::move(restored);
-  }
+  // Always the field's text, with its characters: the caller's may be a copy made this frame.
+  f.source = f.stand_ins.restore(f.buffer);
+  *text = f.source;
   return result;
 }
 

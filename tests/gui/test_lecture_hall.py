@@ -335,6 +335,17 @@ def main():
                     print(f"  typed token name 'voyage', Ctrl+S: saved tokens {tokens}")
                     expect(tokens[1] == "voyage", f"Ctrl+S while typing saved the tokens {tokens}")
                     expect(s["can_undo"], "the typed values left no undo step")
+                    # An emoji pasted into a name is kept (ImGui's 16-bit characters made it U+FFFD,
+                    # and a stand-in read anew each frame had reached the name: widgets/kept_text.h).
+                    with Clipboard(display.name, " \U0001F680"):
+                        app.click("token_name_1")
+                        app.key("End")
+                        app.key("ctrl+v")
+                        app.key("Return")
+                        s = app.settled("the pasted name", lambda d: d["state"]["workspace"]["tokens"][1] != "voyage")
+                    name = s["state"]["workspace"]["tokens"][1]
+                    print(f"  pasted into token 2's name: {name!r}")
+                    expect(name == "voyage \U0001F680", f"the pasted name reads {name!r}")
 
             def typing_into_a_cell():
                 # A value typed into a cell (Ctrl+click) is applied once, as the field lets go of
