@@ -8,6 +8,7 @@
 
 #include "engine/errors.h"
 #include "engine/torch_generator.h"
+#include "formats/utf8.h"
 
 namespace attnscope {
 
@@ -72,8 +73,7 @@ std::string foldCase(const std::string& word) {
     if (b >= 0xC2 && b <= 0xDF && i + 1 < word.size() && (static_cast<unsigned char>(word[i + 1]) & 0xC0) == 0x80) {
       const char32_t c = smallLetter(
           static_cast<char32_t>((b & 0x1F) << 6 | (static_cast<unsigned char>(word[i + 1]) & 0x3F)));
-      out += static_cast<char>(0xC0 | (c >> 6));
-      out += static_cast<char>(0x80 | (c & 0x3F));
+      appendUtf8(out, c);
       i += 2;
     } else {
       out += b < 0x80 ? static_cast<char>(smallLetter(b)) : static_cast<char>(b);  // other bytes as they are

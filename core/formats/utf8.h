@@ -46,6 +46,25 @@ inline std::uint32_t nextCodePoint(const std::string& s, std::size_t* i) {
   return cp;
 }
 
+// Appends code point `cp` (at most U+10FFFF) to `out` as UTF-8: the encoder beside the decoder.
+inline void appendUtf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | cp >> 6);
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | cp >> 12);
+    out += static_cast<char>(0x80 | (cp >> 6 & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | cp >> 18);
+    out += static_cast<char>(0x80 | (cp >> 12 & 0x3F));
+    out += static_cast<char>(0x80 | (cp >> 6 & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
 // The byte offset of the first byte that is not UTF-8, or npos.
 inline std::size_t firstNonUtf8(const std::string& s) {
   for (std::size_t i = 0; i < s.size();) {

@@ -55,8 +55,7 @@ struct ByteTable {
       const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
       const int cp = printable ? b : 256 + n++;
       byte_of[cp] = b;
-      spelling[b] = cp < 0x80 ? std::string(1, static_cast<char>(cp))
-                              : std::string{static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+      appendUtf8(spelling[b], static_cast<std::uint32_t>(cp));
     }
   }
 };

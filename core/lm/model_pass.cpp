@@ -14,6 +14,7 @@
 #include "engine/gemm.h"
 #include "engine/parameters.h"
 #include "engine/thread_team.h"
+#include "formats/utf8.h"
 #include "lm/gpt_forward.h"
 
 namespace attnscope {
@@ -429,10 +430,8 @@ std::string visibleCharacters(const std::string& label) {
     const unsigned picture = c == ' ' ? 0x2423u : c == 0x7F ? 0x2421u : c < 0x20 ? 0x2400u + c : 0;
     if (picture == 0) {
       out += ch;
-    } else {  // three bytes of UTF-8
-      out += static_cast<char>(0xE0 | (picture >> 12));
-      out += static_cast<char>(0x80 | ((picture >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (picture & 0x3F));
+    } else {
+      appendUtf8(out, picture);
     }
   }
   return out;

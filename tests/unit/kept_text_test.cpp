@@ -65,9 +65,7 @@ TEST(StandIns, ATypedEmojiComesBack) {
   // Not of the Private Use Area, whose typed characters ImGui drops.
   ASSERT_GE(stand_in, StandIns::kTypedFirst);
   ASSERT_LE(stand_in, StandIns::kTypedLast);
-  field += "\xEF";  // its UTF-8 as ImGui writes it
-  field += static_cast<char>(0x80 | (stand_in >> 6 & 0x3F));
-  field += static_cast<char>(0x80 | (stand_in & 0x3F));
+  appendUtf8(field, stand_in);  // as ImGui writes it
   EXPECT_EQ(s.restore(field), "cat \xF0\x9F\x90\xB1");
   EXPECT_EQ(s.standInFor(0x1F431), stand_in);  // the same character, the same stand-in
 }
