@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -19,6 +20,7 @@
 #include "formats/presets.h"
 #include "formats/workspace_file.h"
 #include "learn/train_task.h"
+#include "lm/gpt2_tokenizer.h"
 #include "shell/app.h"
 #include "shell/app_options.h"
 #include "shell/app_window.h"
@@ -196,6 +198,8 @@ int main(int argc, char** argv) {
   const double start = window.now();
   std::string title;
   std::uint64_t glyphs_version = ~std::uint64_t{0};
+  std::weak_ptr<const GptModel> glyphs_model;  // the model whose characters vocabulary_glyphs holds
+  std::vector<std::uint32_t> vocabulary_glyphs;
   bool hint_at_start = !unattended;
   bool model_checked = false;
   for (bool running = true; running;) {
@@ -267,7 +271,11 @@ int main(int argc, char** argv) {
         shown = ctl.model().tokens();
         shown.push_back(ctl.model().text());
       }
-      if (useTokenGlyphs(shown)) window.reloadFonts();
+      if (const std::shared_ptr<const GptModel>& m = ctl.model().model(); m != glyphs_model.lock()) {
+        glyphs_model = m;  // a model opened: the characters its tokens decode to, once
+        vocabulary_glyphs = m && m->tokenizer ? tokenCharacters(*m->tokenizer) : std::vector<std::uint32_t>{};
+      }
+      if (useTokenGlyphs(shown, vocabulary_glyphs)) window.reloadFonts();
     }
     if (hint_at_start) {  // after the autosave's view is restored: its text size counts
       hint_at_start = false;

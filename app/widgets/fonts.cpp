@@ -1,5 +1,6 @@
 #include "widgets/fonts.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -88,16 +89,36 @@ Fonts loadFonts(float scale) {
   return loaded;
 }
 
-bool useTokenGlyphs(const std::vector<std::string>& tokens) {
-  std::set<unsigned> wanted;
+bool useTokenGlyphs(const std::vector<std::string>& tokens, const std::vector<std::uint32_t>& vocabulary) {
+  constexpr std::size_t kMostGlyphs = 4096;  // a bound on the atlas
+  // A vocabulary's characters are put in only where they are few (GPT-2's: 200; a CJK model's
+  // tens of thousands would make the atlas huge), and the characters put in stay while the atlas
+  // has room: a new text seldom brings any, and every atlas built again (10–30 ms at 1600 × 1000)
+  // had come with a text that brought one and dropped another.
+  constexpr std::size_t kMostPreloaded = 1024;
+  const auto outsideDejaVu = [](std::uint32_t c) {
+    // ImGui 1.86 draws 16-bit characters only (ImWchar): emoji above them stay out of the atlas.
+    return c >= 0x20 && c <= 0xFFFF && !inDejaVuRanges(c, dejaVuRanges());
+  };
+  std::set<unsigned> text;
   for (const std::string& token : tokens)
-    for (std::size_t i = 0; i < token.size() && wanted.size() < 4096;) {  // 4096: a bound on the atlas
+    for (std::size_t i = 0; i < token.size() && text.size() < kMostGlyphs;) {
       const std::uint32_t c = nextCodePoint(token, &i);
-      // ImGui 1.86 draws 16-bit characters only (ImWchar): emoji above them stay out of the atlas.
-      if (c >= 0x20 && c <= 0xFFFF && !inDejaVuRanges(c, dejaVuRanges())) wanted.insert(c);
-      if (c == 0) wanted.insert(0x2400);  // a model's text field shows a NUL as ␀ (Symbola has it)
+      if (outsideDejaVu(c)) text.insert(c);
+      if (c == 0) text.insert(0x2400);  // a model's text field shows a NUL as ␀ (Symbola has it)
     }
-  if (wanted == token_glyphs) return false;
+  std::set<unsigned> wanted = token_glyphs;
+  if (const std::size_t n = static_cast<std::size_t>(
+          std::count_if(vocabulary.begin(), vocabulary.end(), outsideDejaVu));
+      n <= kMostPreloaded)
+    for (std::uint32_t c : vocabulary)  // U+FFFD only from a text: in the atlas it becomes ImGui's
+      if (outsideDejaVu(c) && c != 0xFFFD) wanted.insert(c);  // fallback, and Arabic read � for ?
+  if (std::includes(wanted.begin(), wanted.end(), text.begin(), text.end())) {
+    if (wanted.size() == token_glyphs.size()) return false;  // nothing new
+  } else {
+    wanted.insert(text.begin(), text.end());
+    if (wanted.size() > kMostGlyphs) wanted = std::move(text);  // full: the text's alone
+  }
   token_glyphs = std::move(wanted);
   token_ranges.clear();
   for (unsigned c : token_glyphs)

@@ -4,6 +4,7 @@
 #pragma once
 #include <imgui.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,9 @@ int missingGlyphs(const std::string& utf8);
 // The tokens' characters DejaVu Sans lacks (CJK, emoji): loadFonts merges them from Debian's
 // fallback fonts — Droid Sans Fallback (fonts-droid-fallback: CJK), then Symbola (fonts-symbola:
 // emoji, symbols) — those glyphs only, so the atlas grows by what the tokens use, not by 20 000
-// ideographs. True when the set changed: the atlas must be built again (loadFonts).
-bool useTokenGlyphs(const std::vector<std::string>& tokens);
+// ideographs. `vocabulary`: the characters a model's tokens decode to (lm/gpt2_tokenizer.h
+// tokenCharacters), put in with the first text where there are few. What was put in stays while
+// the atlas has room. True when the set changed: the atlas must be built again (loadFonts).
+bool useTokenGlyphs(const std::vector<std::string>& tokens, const std::vector<std::uint32_t>& vocabulary = {});
 
 }  // namespace attnscope

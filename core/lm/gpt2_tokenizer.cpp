@@ -545,6 +545,18 @@ std::string tokenReading(const Gpt2Tokenizer& tokenizer, int id) {
   return "reads “" + bytes + "”";
 }
 
+std::vector<std::uint32_t> tokenCharacters(const Gpt2Tokenizer& tokenizer) {
+  std::vector<std::uint32_t> out;
+  for (int id = 0; id < tokenizer.vocabularySize(); ++id) {
+    const std::string bytes = tokenizer.tokenBytes(id);
+    for (std::size_t i = 0; i < bytes.size();)
+      if (const std::uint32_t c = nextCodePoint(bytes, &i); c >= 0x80 && c != kNotUtf8) out.push_back(c);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 namespace {
 // The two layouts of the files, in the order they are looked for: Hugging Face's, then OpenAI's.
 const std::pair<const char*, const char*> kLayouts[] = {{"vocab.json", "merges.txt"}, {"encoder.json", "vocab.bpe"}};

@@ -57,4 +57,9 @@ class Gpt2Tokenizer {
 // outside the vocabulary.
 std::string tokenReading(const Gpt2Tokenizer& tokenizer, int id);
 
+// Every character above ASCII that one of the vocabulary's tokens decodes to, each once, ascending
+// (GPT-2's: 328, of which 200 lie past the Latin, Greek and Cyrillic a UI font has: kana, CJK,
+// Arabic …). A decoded text shows no other, but where a character's bytes span tokens.
+std::vector<std::uint32_t> tokenCharacters(const Gpt2Tokenizer& tokenizer);
+
 }  // namespace attnscope

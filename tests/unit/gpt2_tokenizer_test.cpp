@@ -358,6 +358,14 @@ TEST(NamedTokens, WhatAByteSpelledTokenReadsAs) {
   EXPECT_EQ(tokenReading(*t, t->vocabularySize()), "");
 }
 
+// The characters its tokens decode to: é from "Ã©" and "ĠfÃ©", コ (three bytes merged), each once;
+// not the lone bytes 0x80 … 0xFF (none is a character alone), nor an emoji's first two bytes.
+TEST(NamedTokens, TheCharactersTokensDecodeTo) {
+  EXPECT_EQ(tokenCharacters(*make({"a b"})), std::vector<std::uint32_t>{});
+  const auto t = make({"\xc3 \xa9", "f \xc3\xa9", "\xe3 \x82", "\xe3\x82 \xb3", "\xf0 \x9f", "\xce \xb1"});
+  EXPECT_EQ(tokenCharacters(*t), (std::vector<std::uint32_t>{0xE9, 0x3B1, 0x30B3}));  // é α コ
+}
+
 // The message fromContents gives for these files ("" if it accepts them).
 std::string refusal(const std::string& vocab, const std::string& merges) {
   return errorOf([&] { Gpt2Tokenizer::fromContents(vocab, merges, "v.json", "m.txt"); });
