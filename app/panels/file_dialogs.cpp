@@ -11,6 +11,7 @@
 #include "engine/errors.h"
 #include "engine/stages.h"
 #include "formats/export.h"
+#include "widgets/kept_text.h"
 #include "widgets/layout_dump.h"
 #include "widgets/theme.h"
 
@@ -116,7 +117,7 @@ void FileDialogs::typed() {
 
 bool FileDialogs::browse() {
   ImGui::SetNextItemWidth(-1);
-  ImGui::InputText("##folder", &folder_);
+  inputTextKept("##folder", nullptr, &folder_, folder_field_);  // a folder named 📚 stays itself
   layout().widget("file_folder");
   std::error_code ec;
   // The list gives up height until the whole dialog fits the window (list_height_): at 1280 × 720
@@ -157,7 +158,7 @@ bool FileDialogs::browse() {
   if (ec) ImGui::TextDisabled("cannot list this folder: %s", ec.message().c_str());
   ImGui::EndChild();
   ImGui::SetNextItemWidth(-1);
-  const bool enter = ImGui::InputText("##name", &name_, ImGuiInputTextFlags_EnterReturnsTrue);
+  const bool enter = inputTextKept("##name", nullptr, &name_, name_field_, ImGuiInputTextFlags_EnterReturnsTrue);
   if (ImGui::IsItemEdited()) typed();
   layout().widget("file_name");
   if (which_ == "open_model") {

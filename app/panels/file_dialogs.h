@@ -20,6 +20,7 @@
 #include "panels/panel.h"
 #include "state/controller.h"
 #include "state/session_files.h"
+#include "widgets/kept_text.h"
 
 namespace attnscope {
 
@@ -53,6 +54,7 @@ class FileDialogs {
   Settings settings_;
   std::string which_;  // the dialog open, "" for none
   std::string folder_, name_, stage_, format_ = "csv";
+  KeptField folder_field_, name_field_;  // their fields: an emoji or a byte that is no UTF-8 in a path kept
   int head_ = 0;
   bool name_wanted_ = false;         // export_map: the name is made once the shown batch element is known
   std::string message_;              // why OK does not go on (an extension that is no format); "" for none

@@ -9,6 +9,7 @@
 
 #include "engine/errors.h"
 #include "widgets/fonts.h"
+#include "widgets/kept_text.h"
 #include "widgets/layout_dump.h"
 #include "widgets/text.h"
 #include "widgets/theme.h"
@@ -326,7 +327,7 @@ void LearnView::form(const PanelContext& ctx, bool running) {
     if (gpt2) {  // its own line: a path is long, and so is what the field asks for
       std::string folder = form_.value("tokenizer", std::string());
       ImGui::SetNextItemWidth(-1);
-      if (ImGui::InputTextWithHint("##tokenizer", "the folder of GPT-2's vocab.json and merges.txt", &folder)) {
+      if (inputTextKept("##tokenizer", "the folder of GPT-2's vocab.json and merges.txt", &folder, tokenizer_field_)) {
         if (!folder.empty())
           form_["tokenizer"] = folder;
         else

@@ -35,6 +35,7 @@ class LearnView {
   void timeline(const PanelContext& ctx);
 
   nlohmann::json form_ = {{"task", "induction"}};  // the task being set up (the run's own is the session's)
+  KeptField tokenizer_field_;                      // its tokenizer folder's field
   std::string form_error_;                         // why it would be refused, as parseTrainTask says
   KeptField text_field_;                           // the text's field as ImGui edits it (an emoji kept)
   nlohmann::json parsed_form_, parsed_shown_;      // the form last read, and the task it read as (every field)

@@ -9,6 +9,7 @@
 
 #include "state/key_bindings.h"
 #include "state/screenshot_paths.h"
+#include "widgets/kept_text.h"
 #include "widgets/layout_dump.h"
 #include "widgets/theme.h"
 
@@ -103,7 +104,7 @@ void MainMenu::draw(const PanelContext& ctx, const std::vector<std::string>& rec
       if (ImGui::BeginMenu("Screenshot folder")) {
         if (ImGui::IsWindowAppearing()) screenshot_dir_ = view.screenshot_dir;
         ImGui::SetNextItemWidth(px(360));
-        ImGui::InputText("##folder", &screenshot_dir_);
+        inputTextKept("##folder", nullptr, &screenshot_dir_, screenshot_dir_field_);
         if (ImGui::IsItemDeactivatedAfterEdit() || (ImGui::IsItemEdited() && screenshot_dir_ != view.screenshot_dir))
           cmd.push("view", {{"field", "screenshot_dir"}, {"value", screenshot_dir_}});
         ImGui::EndMenu();

@@ -7,6 +7,7 @@
 #include "formats/presets.h"
 #include "lessons/lesson.h"
 #include "panels/panel.h"
+#include "widgets/kept_text.h"
 
 namespace attnscope {
 
@@ -23,6 +24,7 @@ class MainMenu {
   std::vector<LessonInfo> lessons_;  // assets/lessons, likewise
   bool show_help_ = false;
   std::string screenshot_dir_;  // the folder field being typed
+  KeptField screenshot_dir_field_;
 };
 
 }  // namespace attnscope

@@ -9,7 +9,8 @@ unsaved work is asked about before it goes.
 - A typed seed commits when the field loses focus (a click elsewhere), without Enter, as one undo
   step (xdotool: click, type, click away, Ctrl+Z).
 - Quit's "Save" saves and quits: a workspace with a file (click on "Save"); an untitled one
-  (`unsaved save` from the script, then the Save as dialog filled in with xdotool); a failed save
+  (`unsaved save` from the script, then the Save as dialog filled in with xdotool, and a name with
+  emoji pasted into it: kept, as it was not); a failed save
   and a cancelled Save as dialog do not quit and say why; Escape cancels the prompt and the dialog.
 - New, a preset and Open (File menu, Ctrl+O's dialog: xdotool) ask first when there are unsaved
   changes: Cancel keeps the work, Discard replaces it, Save writes it and then opens. Commands of a
@@ -26,6 +27,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gui_common import Clipboard  # noqa: E402
 from test_teaching import (Display, STEP_TIMEOUT, arguments, run_checks, run_commands,  # noqa: E402
                            start_ready, write_commands)
 
@@ -186,6 +188,29 @@ def main():
                     code = wait_exit(app, "Save as after the quit prompt's Save")
                 print(f"  untitled: Save, Save as {os.path.basename(target)} → exit {code}")
                 expect(code == 0 and os.path.exists(target), f"exit {code}, {target} written: {os.path.exists(target)}")
+                expect(abs(read_json(target)["embeddings"][1][0] - 0.77) < 1e-6, "the saved file does not hold the edit")
+
+                # A folder and a name with emoji, pasted as the name: ImGui holds 16-bit characters,
+                # and the field had made each U+FFFD ("notes �/pizza �.json": no such folder, the
+                # save refused); the field keeps them (widgets/kept_text.h).
+                folder = os.path.join(work, "notes \U0001F4DA")
+                os.makedirs(folder, exist_ok=True)
+                target = os.path.join(folder, "pizza \U0001F355.json")
+                app = interactive("quit-untitled-emoji", [EDIT, {"do": "quit"}, {"do": "unsaved", "choice": "save"}])
+                with app:
+                    app.settled("the Save as dialog", lambda d: "file_name" in d["widgets"] and d["state"]["after_save"] == "quit")
+
+                    def paste(attempt):
+                        time.sleep(0.3 * attempt)  # the dialog's places settle
+                        app.click("file_name")
+                        app.key("ctrl+a")
+                        app.key("ctrl+v")
+                    with Clipboard(display.name, target):
+                        app.until(paste, "the pasted name", lambda d: d["state"]["file_dialog"]["name"] == target, 3, 10)
+                    app.key("Return")
+                    code = wait_exit(app, "Save as a name with emoji after the quit prompt's Save")
+                print(f"  untitled: Save as {os.path.relpath(target, work)!r} (pasted) → exit {code}")
+                expect(code == 0 and os.path.exists(target), f"exit {code}, {target!r} written: {os.path.exists(target)}")
                 expect(abs(read_json(target)["embeddings"][1][0] - 0.77) < 1e-6, "the saved file does not hold the edit")
 
                 # Untitled, Save as cancelled (its Cancel, or Escape as in any dialog): no quit, and a
