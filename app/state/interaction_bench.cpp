@@ -86,6 +86,24 @@ std::chrono::steady_clock::time_point processStart(std::chrono::steady_clock::ti
          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(ago));
 }
 
+// This process's CPU time so far, all threads, in ms: its own (utime) or the kernel's for it (stime,
+// where a VM's host backing the pages first touched shows: 80 % of a slow model open here was the
+// kernel zeroing them). 0 when unknown.
+double processCpuMs(bool kernel) {
+  std::ifstream in("/proc/self/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const std::size_t name_end = stat.rfind(')');
+  const long ticks = sysconf(_SC_CLK_TCK);
+  if (name_end == std::string::npos || ticks <= 0) return 0;
+  std::istringstream fields(stat.substr(name_end + 1));
+  std::string skip;
+  for (int field = 3; field < 14; ++field) fields >> skip;  // state … cmajflt; 14 is utime, 15 stime
+  unsigned long long user = 0, system = 0;
+  if (!(fields >> user >> system)) return 0;
+  return static_cast<double>(kernel ? system : user) * 1000.0 / static_cast<double>(ticks);
+}
+
 // Learn: the tabs recorded while the run trains, in order, each for this share of --bench-seconds:
 // the Learn tab, then the other views of the run's model (docs/DESIGN.md §3.9).
 struct LearnTab {
@@ -265,6 +283,8 @@ bool InteractionBench::afterFrame(const Controller& app) {
           return true;
         }
         config.open = sample;
+        config.open_user_ms = processCpuMs(false);
+        config.open_kernel_ms = processCpuMs(true);
         if (modelMode()) {  // the edits' text, the model's shape
           const GptConfig& g = app.model().model()->config;
           config.tokens = options_.tokens;
@@ -363,6 +383,8 @@ int InteractionBench::finish(int window_w, int window_h) {
       open["from"] = "process start";
       open["before_first_frame_ms"] = round3(c.before_first_frame_ms);
       open["first_frame_ms"] = round3(c.first_frame_ms);
+      open["cpu_ms"] = round3(c.open_user_ms);  // of all threads, until then: the process's own, the kernel's
+      open["kernel_cpu_ms"] = round3(c.open_kernel_ms);
     }
     config.update({{"edits", c.edits.size()},
                    {"edit_to_frame_ms", summary(ms)},

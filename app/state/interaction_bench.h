@@ -86,6 +86,8 @@ class InteractionBench {
     double before_first_frame_ms = 0;        // process start → the first frame (the window, its fonts)
     double first_frame_ms = 0;               // the frame applying model_open: the model loaded, then drawn
     Sample open;                             // a preset: from its command; a model: from the process's start
+    double open_user_ms = 0,
+           open_kernel_ms = 0;  // a model: the process's CPU time until then, its own and the kernel's
     std::vector<Sample> edits;
     std::vector<double> frame_ms;  // every frame drawn while waiting for a result
     double rss_after_open_mb = 0, peak_rss_mb = 0, rss_mb = 0;
