@@ -63,22 +63,29 @@ double loadAverage() {
 
 double round3(double x) { return std::round(x * 1000) / 1000; }
 
-// When this process started, on the steady clock: /proc/self/stat's start time (clock ticks since
-// boot, 10 ms apart; taken at the fork, so exec and the dynamic linker are inside) against
-// CLOCK_BOOTTIME, which counts from the same boot. `fallback` when either is unknown.
-std::chrono::steady_clock::time_point processStart(std::chrono::steady_clock::time_point fallback) {
+// Field `field` (1-based, as proc(5) numbers them; 3 or more) of /proc/self/stat, in clock ticks
+// where it is a time; 0 when unknown.
+unsigned long long statField(int field) {
   std::ifstream in("/proc/self/stat");
   std::string stat;
   std::getline(in, stat);
   const std::size_t name_end = stat.rfind(')');  // the command's name (field 2) may hold ") "
-  const long ticks = sysconf(_SC_CLK_TCK);
-  timespec boot{};
-  if (name_end == std::string::npos || ticks <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return fallback;
+  if (name_end == std::string::npos) return 0;
   std::istringstream fields(stat.substr(name_end + 1));
   std::string skip;
-  for (int field = 3; field < 22; ++field) fields >> skip;  // state … itrealvalue; field 22 is starttime
-  unsigned long long start_ticks = 0;
-  if (!(fields >> start_ticks)) return fallback;
+  for (int f = 3; f < field; ++f) fields >> skip;
+  unsigned long long value = 0;
+  return fields >> value ? value : 0;
+}
+
+// When this process started, on the steady clock: /proc/self/stat's start time (field 22, clock
+// ticks since boot, 10 ms apart; taken at the fork, so exec and the dynamic linker are inside)
+// against CLOCK_BOOTTIME, which counts from the same boot. `fallback` when either is unknown.
+std::chrono::steady_clock::time_point processStart(std::chrono::steady_clock::time_point fallback) {
+  const long ticks = sysconf(_SC_CLK_TCK);
+  timespec boot{};
+  const unsigned long long start_ticks = statField(22);
+  if (start_ticks == 0 || ticks <= 0 || clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return fallback;
   const double ago = static_cast<double>(boot.tv_sec) + static_cast<double>(boot.tv_nsec) * 1e-9 -
                      static_cast<double>(start_ticks) / static_cast<double>(ticks);
   if (ago < 0 || ago > 3600) return fallback;
@@ -86,22 +93,12 @@ std::chrono::steady_clock::time_point processStart(std::chrono::steady_clock::ti
          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(ago));
 }
 
-// This process's CPU time so far, all threads, in ms: its own (utime) or the kernel's for it (stime,
-// where a VM's host backing the pages first touched shows: 80 % of a slow model open here was the
-// kernel zeroing them). 0 when unknown.
+// This process's CPU time so far, all threads, in ms: its own (utime, field 14) or the kernel's for
+// it (stime, 15: where a VM's host backing the pages first touched shows — 80 % of a slow model
+// open here was the kernel zeroing them). 0 when unknown.
 double processCpuMs(bool kernel) {
-  std::ifstream in("/proc/self/stat");
-  std::string stat;
-  std::getline(in, stat);
-  const std::size_t name_end = stat.rfind(')');
   const long ticks = sysconf(_SC_CLK_TCK);
-  if (name_end == std::string::npos || ticks <= 0) return 0;
-  std::istringstream fields(stat.substr(name_end + 1));
-  std::string skip;
-  for (int field = 3; field < 14; ++field) fields >> skip;  // state … cmajflt; 14 is utime, 15 stime
-  unsigned long long user = 0, system = 0;
-  if (!(fields >> user >> system)) return 0;
-  return static_cast<double>(kernel ? system : user) * 1000.0 / static_cast<double>(ticks);
+  return ticks > 0 ? static_cast<double>(statField(kernel ? 15 : 14)) * 1000.0 / static_cast<double>(ticks) : 0;
 }
 
 // Learn: the tabs recorded while the run trains, in order, each for this share of --bench-seconds:
