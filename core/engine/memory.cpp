@@ -2,7 +2,10 @@
 
 #include <cstdint>
 #include <cstdlib>  // defines __GLIBC__
+#include <fstream>
 #include <new>
+#include <sstream>
+#include <string>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -60,11 +63,45 @@ void* allocateLarge(std::size_t bytes) {
     if (const std::size_t tail = start + length + kHugePage - (aligned + length); tail > 0)
       munmap(reinterpret_cast<void*>(aligned + length), tail);
     void* p = reinterpret_cast<void*>(aligned);
-    madvise(p, length, MADV_HUGEPAGE);  // advice: refused (huge pages off), the pages are 4 KiB
+    // Advice: refused (huge pages off), the pages are 4 KiB.
+    madvise(p, length, hugePagesPay(length) ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
     return p;
   }
 #endif
   return ::operator new(bytes, std::align_val_t(kAlignment));
+}
+
+std::size_t freeBytesBelowOrder(const std::string& buddyinfo, int order) {
+  std::size_t bytes = 0;
+  std::istringstream lines(buddyinfo);
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t zone = line.find("zone");
+    if (zone == std::string::npos) continue;
+    std::istringstream counts(line.substr(zone + 4));
+    std::string name;
+    counts >> name;
+    std::size_t blocks = 0;
+    for (int o = 0; o < order && counts >> blocks; ++o) bytes += blocks * (std::size_t{4096} << o);
+  }
+  return bytes;
+}
+
+bool hugePagesPay(std::size_t bytes) {
+#if defined(__linux__)
+  static const int reporting_order = [] {
+    std::ifstream in("/sys/module/page_reporting/parameters/page_reporting_order");
+    int order = -1;
+    return in >> order ? order : -1;
+  }();
+  if (reporting_order <= 0) return true;  // no free page reporting: the host keeps what it gave
+  std::ifstream in("/proc/buddyinfo");
+  std::stringstream text;
+  text << in.rdbuf();
+  return freeBytesBelowOrder(text.str(), reporting_order) < 2 * bytes;
+#else
+  (void)bytes;
+  return true;
+#endif
 }
 
 void freeLarge(void* p, std::size_t bytes) noexcept {

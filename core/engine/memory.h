@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <memory>
 #include <new>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -37,12 +38,24 @@ using FloatBuffer = std::vector<float, UninitializedAllocator<float>>;
 // Memory for a large buffer that lives long (a model's packed weights, 340 MB for GPT-2 small):
 // 64-byte aligned; from kLargeBufferBytes on, a mapping of its own advised to transparent huge
 // pages, so that its first writes take a page fault per 2 MiB instead of per 4 KiB (340 MB: 1.0 s
-// in small pages, about half in huge ones, on the VM of docs/DESIGN.md §2.6 "Opening a model").
+// in small pages, about half in huge ones, on the VM of docs/DESIGN.md §2.6 "Opening a model") —
+// unless hugePagesPay says small pages come cheaper (a VM whose host takes free 2 MiB blocks back).
 // Where huge pages are off it is an ordinary mapping. Under AddressSanitizer, operator new (whose
 // bounds it checks).
 constexpr std::size_t kLargeBufferBytes = std::size_t{2} << 20;
 void* allocateLarge(std::size_t bytes);
 void freeLarge(void* p, std::size_t bytes) noexcept;
+
+// The bytes free in blocks of fewer than 2^`order` pages of 4 KiB, from /proc/buddyinfo's text
+// (a line a zone: "Node 0, zone Normal" and the free blocks of each order, 0 on).
+std::size_t freeBytesBelowOrder(const std::string& buddyinfo, int order);
+// Whether a buffer of `bytes` should ask for huge pages. Yes, but where free page reporting hands
+// free blocks of 2^order pages and up back to a VM's host (/sys/module/page_reporting) and the free
+// blocks below that order hold twice the buffer: a huge page is then a block the host must back
+// again on its first touch (the app opened GPT-2 small in 0.36–1.64 s, one run after another),
+// and small pages are taken from the smaller blocks first, which it never took (0.38–0.40 s;
+// docs/DESIGN.md §2.6 "Opening a model").
+bool hugePagesPay(std::size_t bytes);
 
 // A vector's allocator over allocateLarge, new elements left uninitialized (as
 // UninitializedAllocator): for buffers written whole before they are read.
