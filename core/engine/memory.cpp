@@ -1,8 +1,10 @@
 #include "engine/memory.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>  // defines __GLIBC__
 #include <fstream>
+#include <limits>
 #include <new>
 #include <sstream>
 #include <string>
@@ -72,6 +74,8 @@ void* allocateLarge(std::size_t bytes) {
 }
 
 std::size_t freeBytesBelowOrder(const std::string& buddyinfo, int order) {
+  order = std::min(order, 30);  // 4 TiB blocks: more than any machine has (a shift stays defined)
+  constexpr std::size_t kMost = std::numeric_limits<std::size_t>::max();
   std::size_t bytes = 0;
   std::istringstream lines(buddyinfo);
   for (std::string line; std::getline(lines, line);) {
@@ -81,7 +85,10 @@ std::size_t freeBytesBelowOrder(const std::string& buddyinfo, int order) {
     std::string name;
     counts >> name;
     std::size_t blocks = 0;
-    for (int o = 0; o < order && counts >> blocks; ++o) bytes += blocks * (std::size_t{4096} << o);
+    for (int o = 0; o < order && counts >> blocks; ++o) {  // a count past size_t's range: all memory
+      const std::size_t block = std::size_t{4096} << o;
+      bytes = blocks > (kMost - bytes) / block ? kMost : bytes + blocks * block;
+    }
   }
   return bytes;
 }

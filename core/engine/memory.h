@@ -47,7 +47,9 @@ void* allocateLarge(std::size_t bytes);
 void freeLarge(void* p, std::size_t bytes) noexcept;
 
 // The bytes free in blocks of fewer than 2^`order` pages of 4 KiB, from /proc/buddyinfo's text
-// (a line a zone: "Node 0, zone Normal" and the free blocks of each order, 0 on).
+// (a line a zone: "Node 0, zone Normal" and the free blocks of each order, 0 on). Whatever the
+// text: a zone's counts end at its first word that is no count, and a sum past size_t's range is
+// its largest value.
 std::size_t freeBytesBelowOrder(const std::string& buddyinfo, int order);
 // Whether a buffer of `bytes` should ask for huge pages. Yes, but where free page reporting hands
 // free blocks of 2^order pages and up back to a VM's host (/sys/module/page_reporting) and the free

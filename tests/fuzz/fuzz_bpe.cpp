@@ -7,7 +7,8 @@
 // the text: every id is a token; decode(encode(text)) == text; the words join to the text; encoding
 // again (from the word cache) gives the same ids; and the ids are those of encoder.py's own loop —
 // the pair of lowest rank merged everywhere left to right, round after round, O(n²) — run here on
-// each word (words of up to 512 bytes), which checks the tokenizer's O(n log n) heap.
+// each word (words of up to 512 bytes), which checks the tokenizer's O(n log n) heap. The
+// characters its tokens decode to (tokenCharacters): above ASCII, ascending, each once.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -96,6 +97,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const std::exception& e) {
     fuzz::unexpected("fromContents", e);
   }
+
+  // The characters its tokens decode to (the app's font atlas takes them): above ASCII, ascending,
+  // each once.
+  const std::vector<std::uint32_t> characters = tokenCharacters(*t);
+  for (std::size_t i = 0; i < characters.size(); ++i)
+    FUZZ_CHECK(characters[i] >= 0x80 && characters[i] <= 0x10FFFF && (i == 0 || characters[i - 1] < characters[i]),
+               "tokenCharacters: " + std::to_string(characters[i]) + " at " + std::to_string(i));
 
   std::vector<int> ids;
   try {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -27,6 +28,10 @@ TEST(FreeBlocks, BelowAnOrderAcrossZones) {
   EXPECT_EQ(freeBytesBelowOrder("Node 0, zone Normal 1 1\n", 11), std::size_t{4096 + 8192});
   EXPECT_EQ(freeBytesBelowOrder("", 9), std::size_t{0});
   EXPECT_EQ(freeBytesBelowOrder("no zones here\n", 9), std::size_t{0});
+  // Damaged: a zone's counts end at a word that is none; huge counts and orders saturate.
+  EXPECT_EQ(freeBytesBelowOrder("Node 0, zone Normal 1 x 5\nNode 0, zone DMA32 2\n", 9), std::size_t{3} * 4096);
+  EXPECT_EQ(freeBytesBelowOrder("Node 0, zone Normal 18446744073709551615 1\n", 9), SIZE_MAX);
+  EXPECT_EQ(freeBytesBelowOrder("Node 0, zone Normal 1\n", 1000), std::size_t{4096});
 }
 
 TEST(LargeBuffers, AlignedAndWritableWhateverTheirPages) {
