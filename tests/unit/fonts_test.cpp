@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
+
+#include "formats/utf8.h"
 
 namespace attnscope {
 namespace {
@@ -38,11 +41,7 @@ TEST(TokenGlyphs, GrowWithTheTextsAndStay) {
 // A full atlas starts again from the text's characters, and keeps at most 4096.
 TEST(TokenGlyphs, BoundedAtlas) {
   std::string ideographs;
-  for (char32_t c = 0x6000; c < 0x6000 + 5000; ++c) {  // three bytes each in UTF-8
-    ideographs += static_cast<char>(0xE0 | (c >> 12));
-    ideographs += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
-    ideographs += static_cast<char>(0x80 | (c & 0x3F));
-  }
+  for (std::uint32_t c = 0x6000; c < 0x6000 + 5000; ++c) appendUtf8(ideographs, c);  // three bytes each
   EXPECT_TRUE(useTokenGlyphs({ideographs}));
   EXPECT_FALSE(useTokenGlyphs({ideographs.substr(0, 3 * 100)}));  // within what it holds
   EXPECT_TRUE(useTokenGlyphs({"コ"}));                            // full: the text's alone
