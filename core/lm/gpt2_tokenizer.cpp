@@ -548,7 +548,12 @@ std::string tokenReading(const Gpt2Tokenizer& tokenizer, int id) {
 std::vector<std::uint32_t> tokenCharacters(const Gpt2Tokenizer& tokenizer) {
   std::vector<std::uint32_t> out;
   for (int id = 0; id < tokenizer.vocabularySize(); ++id) {
-    const std::string bytes = tokenizer.tokenBytes(id);
+    std::string bytes;
+    try {
+      bytes = tokenizer.tokenBytes(id);
+    } catch (const InputError&) {  // an id the vocabulary skips (vocab.json's ids need not be dense)
+      continue;
+    }
     for (std::size_t i = 0; i < bytes.size();)
       if (const std::uint32_t c = nextCodePoint(bytes, &i); c >= 0x80 && c != kNotUtf8) out.push_back(c);
   }

@@ -59,7 +59,8 @@ std::string tokenReading(const Gpt2Tokenizer& tokenizer, int id);
 
 // Every character above ASCII that one of the vocabulary's tokens decodes to, each once, ascending
 // (GPT-2's: 328, of which 200 lie past the Latin, Greek and Cyrillic a UI font has: kana, CJK,
-// Arabic …). A decoded text shows no other, but where a character's bytes span tokens.
+// Arabic …). A decoded text shows no other, but where a character's bytes span tokens. Ids the
+// vocabulary skips are passed over.
 std::vector<std::uint32_t> tokenCharacters(const Gpt2Tokenizer& tokenizer);
 
 }  // namespace attnscope

@@ -364,6 +364,10 @@ TEST(NamedTokens, TheCharactersTokensDecodeTo) {
   EXPECT_EQ(tokenCharacters(*make({"a b"})), std::vector<std::uint32_t>{});
   const auto t = make({"\xc3 \xa9", "f \xc3\xa9", "\xe3 \x82", "\xe3\x82 \xb3", "\xf0 \x9f", "\xce \xb1"});
   EXPECT_EQ(tokenCharacters(*t), (std::vector<std::uint32_t>{0xE9, 0x3B1, 0x30B3}));  // é α コ
+  // A vocabulary whose ids skip some (fuzz_bpe: it had thrown "token id 268 is not in the vocabulary").
+  const Files f = tiny({"\xc3 \xa9"});
+  const std::string gap = f.vocab.substr(0, f.vocab.size() - 1) + ", \"x\u00e9\": 300}";
+  EXPECT_EQ(tokenCharacters(*Gpt2Tokenizer::fromContents(gap, f.merges, "gap")), std::vector<std::uint32_t>{0xE9});
 }
 
 // The message fromContents gives for these files ("" if it accepts them).
